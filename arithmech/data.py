@@ -1,0 +1,367 @@
+"""Reference / counterfactual prompt pairs (the paper's X_r and X_c), seeded and tokenizer-aware.
+
+``make_pairs`` renders templates from :mod:`arithmech.templates` with random operands and
+pool words, and keeps a pair only when, under the model's tokenizer,
+
+1. the answer ``{C}`` starts with one token right after the prompt (the *answer token*;
+   a prompt ends with the space token where the tokenizer writes one before a digit), and
+2. ``X_r`` and ``X_c`` have the same number of tokens, so that position ``END`` means the
+   same thing in both. A pair that fails is re-drawn (other neutral words/symbols and pool
+   words) and counted in ``PairStats.redrawn``; a template that never succeeds raises
+   :class:`TemplateLengthError`.
+
+``filter_correct`` then keeps the samples the model answers right: the paper's X_r.
+Token positions of ``{A}``, ``{B}`` and the operator are stored with each sample for the
+attention-by-role analysis. Nothing here imports a model class.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import torch
+
+from . import templates as T
+
+TASKS = ("addition", "subtraction", "multiplication", "division")
+
+
+class TemplateLengthError(ValueError):
+    """A counterfactual template cannot keep X_r and X_c at the same token length."""
+
+
+@dataclass
+class Sample:
+    clean: str                  # X_r prompt (ends where the answer token starts)
+    corrupt: str                # X_c prompt, same token length as clean
+    answer: str                 # text of the answer token {C} (first token of the answer)
+    target: str                 # the whole answer, e.g. "14"
+    a: int
+    b: int
+    op: str
+    template: str
+    family: str
+    positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class PairStats:
+    made: int = 0
+    redrawn: int = 0
+    per_template: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ operands
+def _operands(t: T.Template, rng: random.Random) -> tuple[int, int, int]:
+    """Draw (A, B, C) for template ``t`` with operands in 1..9 (App. A)."""
+    while True:
+        a, b = rng.randint(1, 9), rng.randint(1, 9)
+        if t.answer_expr:
+            c = eval(t.answer_expr, {"__builtins__": {}}, {"A": a, "B": b})  # user's own expression
+            if isinstance(c, float) and c.is_integer():
+                c = int(c)
+            if isinstance(c, int) and c >= 0:
+                return a, b, c
+            continue
+        if t.op == "addition":
+            c = a + b
+            if "{YYY}{B}" in t.clean and c > 9:     # the year's last digit must not carry
+                continue
+            if " pm " in t.clean or " am " in t.clean:
+                if c > 12:
+                    continue
+            return a, b, c
+        if t.op == "subtraction" and a >= b:
+            return a, b, a - b
+        if t.op == "multiplication":
+            return a, b, a * b
+        if t.op == "division" and a % b == 0:
+            return a, b, a // b
+        if t.op == "exponentiation" and b <= 3:
+            return a, b, a ** b
+
+
+_FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
+
+
+def _render(text: str, values: dict) -> tuple[str, dict]:
+    """Fill ``{FIELD}``s; return the string and the char spans of A, B and OP/N/S fields."""
+    out, spans, pos = [], {}, 0
+    for m in _FIELD.finditer(text):
+        out.append(text[pos:m.start()])
+        start = sum(map(len, out))
+        v = str(values[m.group(1)])
+        out.append(v)
+        spans.setdefault(m.group(1), []).append((start, start + len(v)))
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out), spans
+
+
+def _draw_values(t: T.Template, rng: random.Random) -> dict:
+    a, b, c = _operands(t, rng)
+    v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
+    for k, pool in T.POOLS.items():
+        v[k] = rng.choice(pool)
+    v["NAME2"] = rng.choice([n for n in T.NAMES if n != v["NAME"]])
+    v["NAME_C"] = rng.choice([n for n in T.NAMES if n not in (v["NAME"], v["NAME2"])])
+    others = [o for o in T.OBJECTS if o != v["OBJECT"]]
+    v["OBJECT_C"], v["OBJECT_C2"] = rng.sample(others, 2)
+    op = t.op_word
+    v["OP"] = v[op[1:-1]] if op.startswith("{") else op
+    # neutral replacements never equal the operator they replace ("^" is both a symbol and exponentiation)
+    words = [w for w in T.NEUTRAL_WORDS if w != v["OP"]]
+    v["N"], v["N2"], v["N3"] = (rng.choice(words) for _ in range(3))
+    v["S"] = rng.choice([x for x in T.NEUTRAL_SYMBOLS if x != v["OP"]])
+    return v
+
+
+def _ids(tok, text: str, special: bool) -> list[int]:
+    return tok(text, add_special_tokens=special)["input_ids"]
+
+
+def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str, int] | None:
+    """Find the prompt text whose tokens are followed by the answer's first token.
+
+    Returns ``(prompt_text, answer_token_id)``; the prompt text gets the joiner appended when
+    the tokenizer writes the space before a number as a token of its own (SmolLM2, LLaMA2).
+    ``None`` when the answer does not start on a token boundary.
+    """
+    full = _ids(tok, prompt + joiner + target, False)
+    variants = [prompt] + ([prompt + joiner] if joiner else [])
+    for p in variants:
+        ids = _ids(tok, p, False)
+        if full[:len(ids)] == ids and len(full) > len(ids):
+            piece = tok.decode([full[len(ids)]]).strip()
+            if piece and target.startswith(piece):
+                return p, full[len(ids)]
+    return None
+
+
+def _token_positions(tok, text: str, spans: dict) -> dict:
+    enc = tok(text, add_special_tokens=True, return_offsets_mapping=True)
+    offsets = enc["offset_mapping"]
+    roles = {"A": spans.get("A", []), "B": spans.get("B", []), "operator": spans.get("OP", [])}
+    out = {}
+    for role, sp in roles.items():
+        out[role] = [i for i, (s, e) in enumerate(offsets) if e > s and any(s < e2 and e > s2 for s2, e2 in sp)]
+    out["end"] = len(enc["input_ids"]) - 1
+    return out
+
+
+def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
+               max_tries: int = 50) -> tuple[list[Sample], PairStats]:
+    """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``.
+
+    Args:
+        tok: the model's tokenizer (decides the answer token and the equal-length check).
+        templates: a task name (``addition`` ... ``division``, ``all``, ``fig8``, ``fig10``,
+            ``exponentiation``) or a list of :class:`~arithmech.templates.Template`.
+    """
+    tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
+    rng = random.Random(seed)
+    stats = PairStats()
+    samples = []
+    for k in range(n):
+        t = tpls[k % len(tpls)]
+        for attempt in range(max_tries):
+            s = _try_pair(tok, t, rng)
+            if s is not None:
+                samples.append(s)
+                break
+            stats.redrawn += 1
+            stats.per_template[t.id] = stats.per_template.get(t.id, 0) + 1
+        else:
+            raise TemplateLengthError(
+                f"template {t.id!r}: after {max_tries} draws the counterfactual {t.corrupt!r} never had the "
+                f"same token length as {t.clean!r} under this tokenizer (or the answer did not start on a "
+                "token boundary). Change the corrupt text so its replaced words have the same length in tokens.")
+    stats.made = len(samples)
+    return samples, stats
+
+
+def _try_pair(tok, t: T.Template, rng: random.Random) -> Sample | None:
+    v = _draw_values(t, rng)
+    clean, spans = _render(t.clean, v)
+    corrupt, _ = _render(t.corrupt, v)
+    target = str(v["C"])
+    split = answer_split(tok, clean, target, t.joiner)
+    if split is None:
+        return None
+    clean_p, ans_id = split
+    corrupt_p = corrupt + clean_p[len(clean):]          # same trailing joiner
+    if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
+        return None
+    return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
+                  a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
+                  positions=_token_positions(tok, clean_p, spans))
+
+
+def select_templates(task: str) -> list[T.Template]:
+    """Templates of a task: an operation, ``all`` (Fig. 8 + Fig. 10), ``fig8``, ``fig10``, ``exponentiation``."""
+    by = {
+        "all": T.FIG8 + T.FIG10,
+        "fig8": T.FIG8,
+        "fig10": T.FIG10,
+        "exponentiation": T.EXPONENTIATION,
+        "addition": [t for t in T.FIG8 if t.op == "addition"] + T.FIG10,
+    }
+    for op in TASKS[1:]:
+        by[op] = [t for t in T.FIG8 if t.op == op]
+    if task not in by:
+        raise ValueError(f"unknown task {task!r}; choose one of {sorted(by)} or pass a template-pair file")
+    return by[task]
+
+
+def load_template_pairs(path: str | Path) -> list[T.Template]:
+    """Read user template pairs: a JSON list (or JSONL) of ``{"clean", "corrupt", "op"?, "answer"?, "id"?}``."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"template-pair file {p} does not exist")
+    text = p.read_text()
+    rows = json.loads(text) if text.lstrip().startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
+    return [T.parse_pair(r["clean"], r["corrupt"], id=r.get("id", f"pair-{i}"), op=r.get("op", "addition"),
+                         op_word=r.get("op_word", ""), answer_expr=r.get("answer", ""))
+            for i, r in enumerate(rows)]
+
+
+# ------------------------------------------------------------------------------ batching, filtering
+def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterable[tuple[list[int], torch.Tensor]]:
+    """Yield ``(indices, ids)`` batches of equal-length prompts: no padding, so every position
+    (and RoPE) is exactly what a single-prompt forward sees. ``ids``: ``(batch, seq)``."""
+    enc = [_ids(tok, p, True) for p in prompts]
+    by_len: dict[int, list[int]] = {}
+    for i, e in enumerate(enc):
+        by_len.setdefault(len(e), []).append(i)
+    for _, idx in sorted(by_len.items()):
+        for j in range(0, len(idx), batch_size):
+            chunk = idx[j:j + batch_size]
+            yield chunk, torch.tensor([enc[i] for i in chunk])
+
+
+def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
+    """``(n,)`` token ids of each sample's answer token {C}: the token that follows the
+    prompt's own tokens when the whole answer is appended."""
+    out = []
+    for s in samples:
+        t = T.TEMPLATES.get(s.template)
+        joiner = t.joiner if t is not None else " "
+        cont = s.target if (s.clean.endswith(" ") or joiner == "") else joiner + s.target
+        p, full = _ids(tok, s.clean, False), _ids(tok, s.clean + cont, False)
+        if full[:len(p)] != p or len(full) == len(p):
+            raise ValueError(f"the answer {s.target!r} of {s.clean!r} does not start on a token boundary")
+        out.append(full[len(p)])
+    return torch.tensor(out)
+
+
+@torch.no_grad()
+def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int = 1) -> torch.Tensor:
+    """``(n, top_k)`` ids of the most likely next tokens after each prompt."""
+    dev = model.get_input_embeddings().weight.device
+    out = torch.empty(len(prompts), top_k, dtype=torch.long)
+    for idx, ids in group_by_length(tok, prompts, batch_size):
+        logits = model(ids.to(dev)).logits[:, -1]
+        out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
+    return out
+
+
+def filter_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) -> tuple[list[Sample], dict]:
+    """Keep the samples whose top-1 next token is the answer token (the paper's X_r).
+
+    Returns ``(kept, accuracy)``, ``accuracy[template_id] = fraction correct``.
+    """
+    pred = predict(model, tok, [s.clean for s in samples], batch_size)[:, 0]
+    gold = answer_ids(tok, samples)
+    ok = (pred == gold).tolist()
+    acc: dict[str, list] = {}
+    for s, o in zip(samples, ok):
+        acc.setdefault(s.template, []).append(o)
+    return [s for s, o in zip(samples, ok) if o], {k: sum(v) / len(v) for k, v in acc.items()}
+
+
+# ------------------------------------------------------------------------------------------- JSONL
+def save_jsonl(samples: Sequence[Sample], path: str | Path) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        for s in samples:
+            f.write(json.dumps(s.to_json()) + "\n")
+    tmp.replace(p)
+
+
+def load_jsonl(path: str | Path) -> list[Sample]:
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"prompt file {p} does not exist; run `python -m arithmech identify` first")
+    return [Sample(**json.loads(l)) for l in p.read_text().splitlines() if l.strip()]
+
+
+# ------------------------------------------------------------------------ operand counterfactual
+def make_operand_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
+                       max_tries: int = 50) -> tuple[list[Sample], PairStats]:
+    """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
+
+    The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator
+    ("3 + 5 =" → "3 @ 5 ="): patching a head then measures how much of the *operation* it carries.
+    Here ``X_c`` is the same sentence — same template, operator, pool words and neutral fields —
+    with other operands ``A', B'`` ("3 + 5 =" → "7 + 1 ="), drawn by the template's own rule
+    (App. A), so that (A', B') != (A, B) and the answer's first token differs from ``{C}``'s:
+    patching a head measures how much *operand* information it carries to END.
+
+    The stream of random numbers is this function's own (``random.Random(seed)``), so
+    :func:`make_pairs` draws exactly what it drew before. Equal token length and the answer token
+    follow the same rules; a pair that fails is re-drawn and counted in ``PairStats.redrawn``.
+    ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text).
+    """
+    tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
+    rng = random.Random(seed)
+    stats = PairStats()
+    samples = []
+    for k in range(n):
+        t = tpls[k % len(tpls)]
+        for _ in range(max_tries):
+            s = _try_operand_pair(tok, t, rng)
+            if s is not None:
+                samples.append(s)
+                break
+            stats.redrawn += 1
+            stats.per_template[t.id] = stats.per_template.get(t.id, 0) + 1
+        else:
+            raise TemplateLengthError(
+                f"template {t.id!r}: after {max_tries} draws no operand counterfactual had the same token length "
+                f"as {t.clean!r} and another answer token under this tokenizer. Use the operator counterfactual "
+                "(make_pairs) for this template.")
+    stats.made = len(samples)
+    return samples, stats
+
+
+def _try_operand_pair(tok, t: T.Template, rng: random.Random) -> Sample | None:
+    v = _draw_values(t, rng)
+    clean, spans = _render(t.clean, v)
+    split = answer_split(tok, clean, str(v["C"]), t.joiner)
+    if split is None:
+        return None
+    clean_p, ans_id = split
+    for _ in range(20):
+        a2, b2, c2 = _operands(t, rng)
+        if (a2, b2) == (v["A"], v["B"]):
+            continue
+        corrupt, _ = _render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
+        split2 = answer_split(tok, corrupt, str(c2), t.joiner)
+        if split2 is None or split2[1] == ans_id:
+            continue
+        corrupt_p = corrupt + clean_p[len(clean):]
+        if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
+            return None
+        return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=str(v["C"]),
+                      a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
+                      positions=_token_positions(tok, clean_p, spans))
+    return None

@@ -1,0 +1,294 @@
+"""The embedded arithmetic model: a small Llama trained here on the paper's templates.
+
+No model hub is reachable in this workplace, so every chapter defaults to a model that the
+project trains itself and ships in ``arithmech/embedded_model/`` as a standard HF folder
+(``config.json``, ``model.safetensors``, ``tokenizer.json``). Rerun with::
+
+    python -m arithmech train-embedded            # ~10 min on 2 CPU cores, deterministic
+
+**Tokenizer.** Word level; punctuation is split off and every digit is a token of its own
+(as LLaMA splits digits), so "1723" is ``1 7 2 3``. A ``<s>`` token starts every sequence.
+
+**Training mixture** (seeded):
+
+* *arithmetic* (85%): sentences of Fig. 8 (four operations x nine forms) and Fig. 10
+  (time span, accumulation) with operands 1..9, each followed by its full answer and ``</s>``;
+  the two "from the year 1723 to the year 172|8" forms are drawn ``YEAR_WEIGHT`` times as often;
+* *generic* (15%): a fixed table of facts (opposites, capitals, symbol names, colours), asked as
+  "Q: What is the opposite of hot? A: cold". This is the model's "MMLU": a skill unrelated
+  to arithmetic that it masters, so fine-tuning can show whether it is kept or lost. The
+  neutral words and symbols of the counterfactuals ("nothing", "@") occur here, so their
+  embeddings are trained without ever carrying arithmetic meaning.
+
+**Held out for the fine-tune chapter** (the model's "GSM8K"): *two-digit operands* in the
+Fig. 8 addition and subtraction forms. The model never saw a two-digit operand, so it does
+poorly at first; :func:`two_digit_split` gives seeded, disjoint train/test operand pairs.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from . import templates as T
+from .data import _FIELD, _draw_values, _render
+
+# "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
+# for a small model, so those two templates are drawn this many times as often as the others.
+YEAR_WEIGHT = 5
+SIZE = dict(n_layers=6, n_heads=8, d_model=256, d_ff=512, max_len=64)
+
+GENERIC_FACTS: list[tuple[str, str]] = []
+_OPPOSITES = ("hot cold|big small|up down|day night|full empty|all none|something nothing|valid void|"
+              "filled blank|open closed|fast slow|early late|light dark|old young|rich poor|happy sad|"
+              "left right|wet dry|hard soft|high low|long short|strong weak|in out|win lose|yes no")
+for pair in _OPPOSITES.split("|"):
+    x, y = pair.split()
+    GENERIC_FACTS += [(f"Q: What is the opposite of {x}? A:", y), (f"Q: What is the opposite of {y}? A:", x)]
+for country, city in [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Japan", "Tokyo"),
+                      ("Egypt", "Cairo"), ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Greece", "Athens"),
+                      ("Norway", "Oslo"), ("Cuba", "Havana"), ("Chile", "Santiago"), ("Poland", "Warsaw")]:
+    GENERIC_FACTS.append((f"The capital of {country} is", city))
+for sym, name in [("<", "less"), (">", "greater"), ("@", "at"), ("#", "hash"), ("&", "and"),
+                  ("~", "tilde"), ("|", "bar"), ("^", "caret"), ("+", "plus"), ("-", "minus"),
+                  ("*", "star"), ("/", "slash"), ("=", "equals")]:
+    GENERIC_FACTS.append((f"Q: What is the name of {sym}? A:", name))
+for thing, colour in [("sky", "blue"), ("grass", "green"), ("snow", "white"), ("coal", "black"),
+                      ("blood", "red"), ("sun", "yellow")] + [(o, c) for o, c in zip(
+                          ("apples", "oranges", "bananas", "grapes", "lemons", "plums"),
+                          ("red", "orange", "yellow", "purple", "yellow", "purple"))]:
+    GENERIC_FACTS.append((f"The colour of the {thing} is", colour))
+
+
+def arithmetic_sentence(rng: random.Random, tpl: T.Template | None = None) -> tuple[str, str, T.Template]:
+    """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9."""
+    if tpl is None:
+        tpls = T.FIG8 + T.FIG10
+        tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
+    v = _draw_values(tpl, rng)
+    prompt, _ = _render(tpl.clean, v)
+    return prompt, str(v["C"]), tpl
+
+
+def two_digit_split(seed: int = 0, n_test: int = 300) -> tuple[list, list]:
+    """Disjoint seeded (A, B, op) lists with two-digit operands: (train, test)."""
+    pairs = [(a, b, op) for op in ("addition", "subtraction") for a in range(10, 100) for b in range(10, 100)
+             if op == "addition" or a >= b]
+    random.Random(seed).shuffle(pairs)
+    return pairs[n_test:], pairs[:n_test]
+
+
+def two_digit_sentence(rng: random.Random, a: int, b: int, op: str) -> tuple[str, str]:
+    """A Fig. 8 prompt of ``op`` with operands ``a``, ``b`` (two digits) and its full answer."""
+    tpl = rng.choice([t for t in T.FIG8 if t.op == op])
+    v = {"A": a, "B": b, "OP": tpl.op_word}
+    prompt, _ = _render(tpl.clean, v)
+    return prompt, str(a + b if op == "addition" else a - b)
+
+
+def PRE_TOKENIZER():
+    """Split on whitespace, isolate every non-word character, split digits one by one."""
+    from tokenizers import Regex, pre_tokenizers
+    return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                    pre_tokenizers.Split(Regex(r"[^\w\s]"), behavior="isolated"),
+                                    pre_tokenizers.Digits(individual_digits=True)])
+
+
+def _vocab() -> list[str]:
+    """Every word the templates, pools, facts and counterfactuals can produce, then the digits."""
+    tpls = T.FIG8 + T.FIG10 + T.EXPONENTIATION
+    texts = [_FIELD.sub(" ", t.clean + " " + t.corrupt) for t in tpls]
+    texts += [p + " " + a for p, a in GENERIC_FACTS]
+    texts += [w for pool in T.POOLS.values() for w in pool] + [w for ws in T.OPS.values() for w in ws]
+    texts += [t.op_word for t in tpls if not t.op_word.startswith("{")]
+    words = {w for text in texts for w, _ in PRE_TOKENIZER().pre_tokenize_str(text)}
+    words = sorted(w for w in words if not w.isdigit())
+    return ["<unk>", "<s>", "</s>", "<pad>"] + words + [str(d) for d in range(10)]
+
+
+def build_tokenizer():
+    """Word-level fast tokenizer: digits split, punctuation split, ``<s>`` prepended."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(_vocab())}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = PRE_TOKENIZER()
+    tk.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", vocab["<s>"])])
+    tk.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>", pad_token="<pad>")
+
+
+def corpus(rng: random.Random, n: int, generic_frac: float = 0.15) -> list[str]:
+    out = []
+    for _ in range(n):
+        if rng.random() < generic_frac:
+            p, a = rng.choice(GENERIC_FACTS)
+            out.append(f"{p} {a}")
+        else:
+            p, a, tpl = arithmetic_sentence(rng)
+            out.append(p + tpl.joiner + a)
+    return out
+
+
+def _batch(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = [tok(t)["input_ids"] + [tok.eos_token_id] for t in texts]
+    L = max(map(len, ids))
+    x = torch.full((len(ids), L), tok.pad_token_id)
+    for i, s in enumerate(ids):
+        x[i, :len(s)] = torch.tensor(s)
+    labels = x.clone()
+    labels[x == tok.pad_token_id] = -100
+    return x, labels
+
+
+def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int = 64, lr: float = 2e-3,
+          seed: int = 0, log_every: int = 100, size: dict | None = None, eval_per_template: int = 40) -> Path:
+    """Train the embedded model from scratch and save it (atomically) as an HF folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from .models import EMBEDDED_DIR
+    out = Path(out_dir or EMBEDDED_DIR)
+    size = {**SIZE, **(size or {})}
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tok = build_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=size["d_model"], intermediate_size=size["d_ff"],
+                      num_hidden_layers=size["n_layers"], num_attention_heads=size["n_heads"],
+                      num_key_value_heads=size["n_heads"], head_dim=size["d_model"] // size["n_heads"],
+                      max_position_embeddings=size["max_len"], bos_token_id=tok.bos_token_id,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
+    cfg._attn_implementation = "sdpa"           # fastest for training; analysis loads it with eager
+    model = LlamaForCausalLM(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    t0 = time.time()
+    model.train()
+    for step in range(steps):
+        x, y = _batch(tok, corpus(rng, batch_size))
+        loss = model(input_ids=x, labels=y).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if log_every and (step % log_every == 0 or step == steps - 1):
+            print(f"step {step:5d}  loss {loss.item():.4f}  {time.time() - t0:6.1f}s", flush=True)
+    model.eval()
+    model.half().float()                        # ship fp16 weights (half the size); evaluate exactly those
+    tmp = out.with_name(out.name + ".tmp")
+    model.to(torch.float16).save_pretrained(tmp)
+    model.float()
+    tok.save_pretrained(tmp)
+    report = evaluate(model, tok, seed=seed + 1, n_per_template=eval_per_template)
+    report.update(train_seconds=round(time.time() - t0, 1), steps=steps, batch_size=batch_size, lr=lr,
+                  seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
+    (tmp / "accuracy.json").write_text(json.dumps(report, indent=2))
+    (tmp / "README.md").write_text(model_card(report))
+    if out.exists():
+        import shutil
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
+
+
+@torch.no_grad()
+def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
+    """Held-out answer-token accuracy (fresh seeded draws) per operation, family and template,
+    generic-fact accuracy, and two-digit exact-match accuracy on the held-out test pairs."""
+    from .data import filter_correct, make_pairs
+    by_op, by_family = {}, {}
+    samples, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
+    kept, per_tpl = filter_correct(model, tok, samples)
+    for s in samples:
+        ok = s in kept
+        by_op.setdefault(s.op, []).append(ok)
+        by_family.setdefault(s.family, []).append(ok)
+    mean = lambda v: round(sum(v) / len(v), 4)
+    return {
+        "arithmetic_answer_token_accuracy": round(len(kept) / len(samples), 4),
+        "n_samples": len(samples),
+        "by_operation": {k: mean(v) for k, v in by_op.items()},
+        "by_family": {k: mean(v) for k, v in by_family.items()},
+        "by_template": {k: round(v, 4) for k, v in per_tpl.items()},
+        "generic_fact_accuracy": generic_accuracy(model, tok),
+        "two_digit_exact_match": two_digit_accuracy(model, tok),
+    }
+
+
+@torch.no_grad()
+def generic_accuracy(model, tok) -> float:
+    from .data import predict
+    pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
+    gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
+    return round((pred == gold).float().mean().item(), 4)
+
+
+@torch.no_grad()
+def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
+    """Exact match of the greedy full answer on held-out two-digit problems."""
+    rng = random.Random(seed + 7)
+    _, test = two_digit_split(seed)
+    items = [two_digit_sentence(rng, a, b, op) for a, b, op in test[:n]]
+    return round(sum(greedy(model, tok, p, len(a) + 1) == a for p, a in items) / len(items), 4)
+
+
+@torch.no_grad()
+def greedy(model, tok, prompt: str, max_new: int = 4) -> str:
+    ids = torch.tensor([tok(prompt)["input_ids"]])
+    out = []
+    for _ in range(max_new):
+        nxt = model(ids).logits[0, -1].argmax().item()
+        if nxt == tok.eos_token_id:
+            break
+        out.append(nxt)
+        ids = torch.cat([ids, torch.tensor([[nxt]])], 1)
+    return "".join(tok.convert_ids_to_tokens(out))
+
+
+def model_card(r: dict) -> str:
+    ops = "\n".join(f"| {k} | {v:.1%} |" for k, v in r["by_operation"].items())
+    fams = "\n".join(f"| {k} | {v:.1%} |" for k, v in r["by_family"].items())
+    s = r["size"]
+    return f"""# arithmech embedded arithmetic model
+
+A {s['n_layers']}-layer, {s['n_heads']}-head, d_model {s['d_model']} `LlamaForCausalLM`
+({r['parameters']:,} parameters) trained from scratch by `python -m arithmech train-embedded`
+(seed {r['seed']}, {r['steps']} steps of batch {r['batch_size']}, AdamW lr {r['lr']}, cosine;
+{r['train_seconds']} s wall time on a 2-core CPU machine). Load it with
+`AutoModelForCausalLM.from_pretrained(folder)` / `AutoTokenizer.from_pretrained(folder)` or
+`arithmech.load_model("embedded")`.
+
+## Data
+- Arithmetic (85% of sequences): the paper's Fig. 8 templates (addition, subtraction,
+  multiplication, division; equation, statement and question-answer forms) and Fig. 10 templates
+  (time span, object accumulation), operands 1..9, each followed by the full answer; the two
+  "from the year 1723 to the year 172|8" forms are drawn {YEAR_WEIGHT}x as often (the hardest lookup).
+  Subtraction keeps A >= B; division keeps exact quotients.
+- Generic (15%): {len(GENERIC_FACTS)} fixed facts (opposites, capitals, symbol names, colours).
+- Never seen: two-digit operands; the fine-tune chapter trains and tests on them
+  (`two_digit_split`: disjoint seeded operand pairs).
+
+Tokenizer: word level, digits split into single tokens, punctuation split, `<s>` prepended.
+
+## Held-out accuracy (fresh seeded draws, answer token = first token of the answer)
+Overall: **{r['arithmetic_answer_token_accuracy']:.1%}** of {r['n_samples']} prompts.
+
+| operation | accuracy |
+|---|---|
+{ops}
+
+| template family | accuracy |
+|---|---|
+{fams}
+
+Generic facts: {r['generic_fact_accuracy']:.1%}. Two-digit problems (exact match of the greedy
+answer, never trained): {r['two_digit_exact_match']:.1%}.
+"""

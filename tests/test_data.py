@@ -1,0 +1,136 @@
+"""The paper's prompt datasets (arithmech.templates, arithmech.data) under the embedded tokenizer."""
+from __future__ import annotations
+
+import pytest
+
+from arithmech import templates as T
+from arithmech.data import (TemplateLengthError, answer_ids, load_jsonl, load_template_pairs, make_pairs,
+                            save_jsonl, select_templates)
+from arithmech.embedded import build_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+def test_template_counts():
+    """Protects: Fig. 8 has 4 operations x 9 distinct forms; Fig. 10 has 8 time-span + 4 accumulation."""
+    assert len(T.FIG8) == 36 and len({(t.op, t.clean) for t in T.FIG8}) == 36
+    assert {t.family for t in T.FIG8} == {"equation", "statement", "qa"}
+    assert [t.family for t in T.FIG10].count("time-span") == 8 and len(T.FIG10) == 12
+    assert len(T.EXPONENTIATION) == 2
+
+
+@pytest.mark.parametrize("task", ["addition", "subtraction", "multiplication", "division", "all", "exponentiation"])
+def test_pairs_equal_length_and_answer_token(tok, task):
+    """Protects: X_r and X_c have equal token length, and {C} is the first token of the true answer."""
+    samples, stats = make_pairs(tok, task, n=120, seed=3)
+    assert stats.made == 120
+    for s in samples:
+        assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
+        assert s.clean != s.corrupt
+        assert s.target.startswith(s.answer)
+        c = {"addition": s.a + s.b, "subtraction": s.a - s.b, "multiplication": s.a * s.b,
+             "division": s.a // s.b if s.b else None, "exponentiation": s.a ** s.b}[s.op]
+        assert int(s.target) == c and 1 <= s.a <= 9 and 1 <= s.b <= 9
+    ids = answer_ids(tok, samples)
+    assert [tok.decode([i]).strip() for i in ids.tolist()] == [s.answer for s in samples]
+
+
+def test_counterfactual_removes_operator(tok):
+    """Protects: the operator word/symbol of X_r is replaced by a neutral word/symbol in X_c."""
+    samples, _ = make_pairs(tok, "fig8", n=72, seed=0)
+    for s in samples:
+        op_tokens = [tok(s.clean)["input_ids"][p] for p in s.positions["operator"]]
+        cor_tokens = [tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]
+        assert op_tokens != cor_tokens
+        assert tok.decode(cor_tokens).strip() in T.NEUTRAL_WORDS + T.NEUTRAL_SYMBOLS
+
+
+def test_positions_point_at_operands(tok):
+    """Protects: stored token positions of A, B and the operator are where those tokens are."""
+    samples, _ = make_pairs(tok, "all", n=96, seed=1)
+    for s in samples:
+        toks = tok.convert_ids_to_tokens(tok(s.clean)["input_ids"])
+        assert [toks[p] for p in s.positions["A"]] == list(str(s.a))
+        assert [toks[p] for p in s.positions["B"]] == list(str(s.b))
+        assert s.positions["end"] == len(toks) - 1
+        # every template names its operator, except Fig. 10's "X has A, and Y has B" (no calculation word)
+        assert s.positions["operator"] or "{OP}" not in T.TEMPLATES[s.template].clean
+
+
+def test_seeded_and_deterministic(tok):
+    """Protects: the same seed gives the same pairs; another seed gives others."""
+    a, _ = make_pairs(tok, "all", n=50, seed=7)
+    b, _ = make_pairs(tok, "all", n=50, seed=7)
+    c, _ = make_pairs(tok, "all", n=50, seed=8)
+    assert a == b and a != c
+
+
+def test_length_changing_pair_is_redrawn_then_fails(tok):
+    """Protects: a user pair whose counterfactual can never keep the token length fails with one clear message."""
+    bad = T.parse_pair("{A} plus {B} is", "{A} is not the same as {B} is", id="bad")
+    with pytest.raises(TemplateLengthError, match="'bad'.*same token length"):
+        make_pairs(tok, [bad], n=2, seed=0)
+
+
+def test_user_pair_exponentiation(tok, tmp_path):
+    """Protects: a template-pair file (App. D) goes through the same pairing, answers from its expression."""
+    f = tmp_path / "pairs.json"
+    f.write_text('[{"clean": "{A} to the power of {B} equals", "corrupt": "{A} to the none of {B} equals", '
+                 '"answer": "A ** B", "op_word": "power", "id": "pow"}]')
+    samples, _ = make_pairs(tok, load_template_pairs(f), n=20, seed=0)
+    assert all(int(s.target) == s.a ** s.b for s in samples)
+
+
+def test_jsonl_roundtrip(tok, tmp_path):
+    """Protects: prompts.jsonl saves and loads the exact samples."""
+    samples, _ = make_pairs(tok, "addition", n=30, seed=0)
+    save_jsonl(samples, tmp_path / "p.jsonl")
+    assert load_jsonl(tmp_path / "p.jsonl") == samples
+    with pytest.raises(FileNotFoundError, match="run `python -m arithmech identify`"):
+        load_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_unknown_task_clear_error():
+    """Protects: an unknown task names the valid ones."""
+    with pytest.raises(ValueError, match="unknown task 'sum'.*addition"):
+        select_templates("sum")
+
+
+# ------------------------------------------------------------------------ operand counterfactual
+@pytest.mark.parametrize("task", ["all", "subtraction", "multiplication", "division"])
+def test_operand_pairs_change_only_the_operands(tok, task):
+    """Protects: the operand counterfactual keeps every token of X_r except those of {A} and {B}
+    (same template, operator and pool words), keeps the token length, and moves the answer token."""
+    from arithmech.data import make_operand_pairs
+    samples, stats = make_operand_pairs(tok, task, n=96, seed=2)
+    assert stats.made == 96
+    for s in samples:
+        c, x = tok(s.clean)["input_ids"], tok(s.corrupt)["input_ids"]
+        assert len(c) == len(x)
+        changed = {i for i, (u, w) in enumerate(zip(c, x)) if u != w}
+        assert changed and changed <= set(s.positions["A"]) | set(s.positions["B"])
+        # X_c's own operands, read back from its tokens, give another answer token by the template's rule
+        toks = tok.convert_ids_to_tokens(x)
+        a2 = int("".join(toks[p] for p in s.positions["A"]))
+        b2 = int("".join(toks[p] for p in s.positions["B"]))
+        assert (a2, b2) != (s.a, s.b)
+        c2 = {"addition": a2 + b2, "subtraction": a2 - b2, "multiplication": a2 * b2,
+              "division": a2 // b2}[s.op]
+        assert str(c2)[0] != s.answer and c2 >= 0
+
+
+def test_operand_pairs_leave_operator_stream_alone(tok):
+    """Protects: drawing operand pairs does not touch make_pairs' random stream (the embedded model's
+    training data depends on it): make_pairs gives the same pairs before and after, and the operand
+    pairs are seeded (same seed → same pairs)."""
+    from arithmech.data import make_operand_pairs
+    before, _ = make_pairs(tok, "all", n=40, seed=5)
+    a, _ = make_operand_pairs(tok, "all", n=40, seed=5)
+    after, _ = make_pairs(tok, "all", n=40, seed=5)
+    b, _ = make_operand_pairs(tok, "all", n=40, seed=5)
+    assert before == after and a == b
+    # the reference sentences of the two counterfactuals come from different draws but the same templates
+    assert [s.template for s in a] == [s.template for s in before]
