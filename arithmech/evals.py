@@ -1,0 +1,452 @@
+"""The six benchmarks of Table 1 (GSM8K, AddSub, SingleEq, SVAMP; MMLU, CSQA) and the toy ones.
+
+**Files.** Read from a folder in the layout of ``/work/shared/data`` (see its README):
+``gsm8k/{train,test}.jsonl``, ``addsub/AddSub.json``, ``singleeq/questions.json``,
+``svamp/SVAMP.json``, ``mmlu/{dev,test}/*.csv``, ``csqa/{train,dev}_rand_split.jsonl``. The folder is
+``data_dir=`` if given, else ``$ARITHMECH_DATA``, else ``<repo>/../shared/data``. ``source="hf"``
+reads the Hugging Face copies instead (needs ``pip install datasets`` and network; see ``HF_NAMES``).
+
+**Math splits.** Only GSM8K has an official train split. AddSub, SingleEq and SVAMP are split by a
+seeded hash of the *normalized* question (lower case, letters and digits only, single spaces):
+``test_frac`` (0.3) of the questions go to test. Hashing the text, not shuffling rows, puts a question
+shared by two sets (AddSub and SingleEq both come from MAWPS) on the same side in both. Then every
+training question whose normalized text occurs in any test set is dropped, as are repeats across the
+training sets (first kept, in the order gsm8k, addsub, singleeq, svamp).
+
+**Math prompt** (few-shot chain of thought, ``n_shot`` exemplars drawn with ``seed`` from the GSM8K
+training split, calculator annotations ``<<..>>`` removed, ``#### N`` rewritten)::
+
+    Question: {question}
+    Answer: {worked solution} The answer is {N}.
+
+    ...
+    Question: {question}
+    Answer:
+
+Generation is greedy, batched with left padding and an attention mask, and stops at the next
+``Question:``. **Answer extraction**: commas removed; the first number after "The answer is", else
+the last number in the output; compared numerically (``|pred - gold| < 1e-4``).
+
+**Multiple choice** (MMLU 5-shot from ``dev`` per subject, Hendrycks' format; CSQA dev, 5-shot from
+``train``, same layout with choices A-E)::
+
+    The following are multiple choice questions (with answers) about {subject}.
+
+    {question}
+    A. {choice}
+    ...
+    Answer: {letter}
+
+The prediction is the argmax over the next-token logits of the answer letters after ``Answer:``.
+
+**Toy benchmarks** of the embedded model (:func:`toy_benchmarks`): held-out two-digit problems
+(exact greedy answer), held-out negative differences ("3 minus 7" → ``-4``, never trained), answer-token
+accuracy on fresh single-digit template draws, and the generic facts (the toy "MMLU").
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+MATH = ("gsm8k", "addsub", "singleeq", "svamp")
+CHOICE = ("mmlu", "csqa")
+BENCHMARKS = MATH + CHOICE
+TOY = ("two_digit", "negative", "single_digit", "generic")
+HF_NAMES = {"gsm8k": ("openai/gsm8k", "main"), "svamp": ("ChilleD/SVAMP", None),
+            "mmlu": ("cais/mmlu", "all"), "csqa": ("tau/commonsense_qa", None)}
+FILES = {"gsm8k": "gsm8k/{split}.jsonl", "addsub": "addsub/AddSub.json", "singleeq": "singleeq/questions.json",
+         "svamp": "svamp/SVAMP.json", "mmlu": "mmlu/{split}", "csqa": "csqa/{split}_rand_split.jsonl"}
+
+
+class MissingDataError(FileNotFoundError):
+    """A benchmark file is not where the data folder says it should be."""
+
+
+def data_dir(path: str | Path | None = None) -> Path:
+    """The benchmark folder: ``path``, else ``$ARITHMECH_DATA``, else ``<repo>/../shared/data``."""
+    if path is not None:
+        return Path(path)
+    if os.environ.get("ARITHMECH_DATA"):
+        return Path(os.environ["ARITHMECH_DATA"])
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _file(name: str, root: str | Path | None, split: str = "") -> Path:
+    p = data_dir(root) / FILES[name].format(split=split)
+    if not p.exists():
+        raise MissingDataError(
+            f"{name}: {p} does not exist. Put the benchmark files in the layout of /work/shared/data (its "
+            f"README lists them), point ARITHMECH_DATA or data_dir= at that folder, or use source='hf' "
+            f"(pip install datasets; needs network).")
+    return p
+
+
+# ------------------------------------------------------------------------------------ math readers
+@dataclass(frozen=True)
+class Problem:
+    """A math word problem with a numeric answer (``solution``: GSM8K's worked text, if any)."""
+
+    source: str
+    id: str
+    question: str
+    answer: float
+    solution: str = ""
+
+
+def _clean_solution(text: str) -> str:
+    body = re.sub(r"<<[^>]*>>", "", text.split("####")[0]).strip()
+    return " ".join(body.split())
+
+
+def read_math(name: str, root: str | Path | None = None, split: str = "test", source: str = "local") -> list[Problem]:
+    """All rows of one math set (GSM8K: the official ``split``; the others are single files)."""
+    if source == "hf":
+        return _read_hf(name, split)
+    if name == "gsm8k":
+        rows = [json.loads(l) for l in _file(name, root, split).read_text().splitlines() if l.strip()]
+        return [Problem(name, f"{split}-{i}", r["question"], float(r["answer"].split("####")[-1].replace(",", "")),
+                        _clean_solution(r["answer"])) for i, r in enumerate(rows)]
+    rows = json.loads(_file(name, root).read_text())
+    if name == "svamp":
+        return [Problem(name, r["ID"], f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"])) for r in rows]
+    if name in ("addsub", "singleeq"):
+        return [Problem(name, str(r["iIndex"]), " ".join(r["sQuestion"].split()), float(r["lSolutions"][0]))
+                for r in rows]
+    raise ValueError(f"unknown math benchmark {name!r}; use one of {MATH}")
+
+
+def _hf(name: str):
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError(f"source='hf' for {name} needs the `datasets` package (pip install datasets) and network "
+                          "access; offline, use the local files (data_dir=, ARITHMECH_DATA).") from None
+    if name not in HF_NAMES:
+        raise ValueError(f"{name} has no Hugging Face source here; use the local files (data_dir=)")
+    return datasets.load_dataset(*[x for x in HF_NAMES[name] if x])
+
+
+def _read_hf(name: str, split: str) -> list[Problem]:
+    ds = _hf(name)[split]
+    if name == "gsm8k":
+        return [Problem(name, f"{split}-{i}", r["question"], float(r["answer"].split("####")[-1].replace(",", "")),
+                        _clean_solution(r["answer"])) for i, r in enumerate(ds)]
+    return [Problem(name, r["ID"], f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"])) for r in ds]
+
+
+def normalize_question(text: str) -> str:
+    """The dedup key: lower case, only letters and digits, single spaces."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def _is_test(key: str, seed: int, test_frac: float) -> bool:
+    h = int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big")
+    return h / 2**64 < test_frac
+
+
+def math_splits(root: str | Path | None = None, seed: int = 0, test_frac: float = 0.3) -> dict[str, dict[str, list[Problem]]]:
+    """``{set: {"train": [...], "test": [...]}}`` for the four math sets, deduplicated (module docstring)."""
+    out: dict[str, dict[str, list[Problem]]] = {}
+    for name in MATH:
+        if name == "gsm8k":
+            parts = {"train": read_math(name, root, "train"), "test": read_math(name, root, "test")}
+        else:
+            rows = read_math(name, root)
+            parts = {"train": [p for p in rows if not _is_test(normalize_question(p.question), seed, test_frac)],
+                     "test": [p for p in rows if _is_test(normalize_question(p.question), seed, test_frac)]}
+        for side, rows in parts.items():
+            seen, kept = set(), []
+            for p in rows:
+                k = normalize_question(p.question)
+                if k not in seen:
+                    seen.add(k)
+                    kept.append(p)
+            parts[side] = kept
+        out[name] = parts
+    test_keys = {normalize_question(p.question) for s in out.values() for p in s["test"]}
+    seen = set(test_keys)
+    for name in MATH:
+        kept = []
+        for p in out[name]["train"]:
+            k = normalize_question(p.question)
+            if k not in seen:
+                seen.add(k)
+                kept.append(p)
+        out[name]["train"] = kept
+    return out
+
+
+def _fmt_number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def math_example(p: Problem) -> tuple[str, str]:
+    """``(prompt, completion)`` of one problem in the few-shot format (also the SFT format)."""
+    body = f" {p.solution}" if p.solution else ""
+    return f"Question: {p.question}\nAnswer:", f"{body} The answer is {_fmt_number(p.answer)}."
+
+
+def fewshot_prefix(exemplars: Sequence[Problem]) -> str:
+    return "".join(q + a + "\n\n" for q, a in map(math_example, exemplars))
+
+
+def math_prompt(p: Problem, exemplars: Sequence[Problem]) -> str:
+    return fewshot_prefix(exemplars) + math_example(p)[0]
+
+
+_NUM = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def extract_answer(text: str) -> float | None:
+    """The number after "The answer is", else the last number; commas removed; None if no number."""
+    text = text.replace(",", "")
+    m = re.search(r"the answer is", text, flags=re.I)
+    if m:
+        after = _NUM.search(text, m.end())
+        if after:
+            return float(after.group())
+    nums = _NUM.findall(text)
+    return float(nums[-1]) if nums else None
+
+
+def is_correct(pred: float | None, gold: float) -> bool:
+    return pred is not None and abs(pred - gold) < 1e-4
+
+
+# -------------------------------------------------------------------------------- model calls
+def _stop_at(tok, stop: str, start: int):
+    """Stopping criterion: a row is done once its new text (tokens after ``start``) contains ``stop``."""
+    from transformers import StoppingCriteria
+
+    class StopAt(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kw):
+            tails = tok.batch_decode(input_ids[:, max(start, input_ids.shape[1] - 8):], skip_special_tokens=True)
+            return torch.tensor([stop in t for t in tails], device=input_ids.device)
+
+    return StopAt()
+
+
+@torch.no_grad()
+def generate(model, tok, prompts: Sequence[str], max_new_tokens: int = 256, batch_size: int = 8,
+             stop: str = "Question:") -> list[str]:
+    """Greedy continuations, batched with left padding (longest prompts first), cut at ``stop``."""
+    from transformers import StoppingCriteriaList
+    dev = model.get_input_embeddings().weight.device
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    out: list[str] = [""] * len(prompts)
+    side = tok.padding_side
+    tok.padding_side = "left"
+    try:
+        for j in range(0, len(order), batch_size):
+            idx = order[j:j + batch_size]
+            enc = tok([prompts[i] for i in idx], return_tensors="pt", padding=True).to(dev)
+            n = enc["input_ids"].shape[1]
+            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                 pad_token_id=tok.pad_token_id,
+                                 stopping_criteria=StoppingCriteriaList([_stop_at(tok, stop, n)]))
+            for i, text in zip(idx, tok.batch_decode(gen[:, n:], skip_special_tokens=True)):
+                out[i] = text.split(stop)[0]
+    finally:
+        tok.padding_side = side
+    return out
+
+
+def letter_ids(tok, letters: str, cue: str = "Answer:") -> list[int]:
+    """Token id of each answer letter as it follows ``cue`` (``" A"`` after ``Answer:``)."""
+    base = tok(cue, add_special_tokens=False)["input_ids"]
+    ids = []
+    for L in letters:
+        full = tok(f"{cue} {L}", add_special_tokens=False)["input_ids"]
+        if full[:len(base)] != base or len(full) != len(base) + 1:
+            raise ValueError(f"the tokenizer does not write {cue!r} + ' {L}' as the cue plus one letter token")
+        ids.append(full[len(base)])
+    if len(set(ids)) != len(ids) or tok.unk_token_id in ids:
+        raise ValueError(f"the tokenizer cannot tell the answer letters {letters} apart (unknown or shared tokens)")
+    return ids
+
+
+@torch.no_grad()
+def choice_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8) -> torch.Tensor:
+    """``(n, len(letters))`` next-token logits of the letters after each prompt (right padding;
+    the logits are read at each prompt's own last token)."""
+    dev = model.get_input_embeddings().weight.device
+    ids = letter_ids(tok, letters)
+    out = torch.empty(len(prompts), len(letters))
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    side = tok.padding_side
+    tok.padding_side = "right"
+    try:
+        for j in range(0, len(order), batch_size):
+            idx = order[j:j + batch_size]
+            enc = tok([prompts[i] for i in idx], return_tensors="pt", padding=True).to(dev)
+            logits = model(**enc).logits
+            last = enc["attention_mask"].sum(1) - 1
+            out[idx] = logits[torch.arange(len(idx), device=dev), last][:, ids].float().cpu()
+    finally:
+        tok.padding_side = side
+    return out
+
+
+# ------------------------------------------------------------------------------ multiple choice
+@dataclass(frozen=True)
+class Choice:
+    subject: str
+    question: str
+    choices: tuple[str, ...]
+    answer: str
+
+
+def read_mmlu(split: str = "test", root: str | Path | None = None, source: str = "local") -> list[Choice]:
+    """MMLU rows (CSV without header: question, A, B, C, D, answer), subject from the file name."""
+    if source == "hf":
+        ds = _hf("mmlu")[split]
+        return [Choice(r["subject"], r["question"], tuple(r["choices"]), "ABCD"[r["answer"]]) for r in ds]
+    folder = _file("mmlu", root, split)
+    rows = []
+    for f in sorted(folder.glob(f"*_{split}.csv")):
+        subject = f.name[: -len(f"_{split}.csv")]
+        with open(f, newline="", encoding="utf-8") as fh:
+            rows += [Choice(subject, r[0], tuple(r[1:5]), r[5].strip()) for r in csv.reader(fh)]
+    return rows
+
+
+def read_csqa(split: str = "dev", root: str | Path | None = None, source: str = "local") -> list[Choice]:
+    """CommonsenseQA rows; the dev split is the test set (test labels are hidden)."""
+    if source == "hf":
+        ds = _hf("csqa")["validation" if split == "dev" else split]
+        return [Choice("commonsense", r["question"], tuple(r["choices"]["text"]), r["answerKey"]) for r in ds]
+    rows = [json.loads(l) for l in _file("csqa", root, split).read_text().splitlines() if l.strip()]
+    return [Choice("commonsense", r["question"]["stem"], tuple(c["text"] for c in r["question"]["choices"]),
+                   r.get("answerKey", "")) for r in rows]
+
+
+def choice_example(c: Choice, with_answer: bool) -> str:
+    opts = "".join(f"\n{L}. {t}" for L, t in zip("ABCDE", c.choices))
+    return f"{c.question}{opts}\nAnswer:" + (f" {c.answer}\n\n" if with_answer else "")
+
+
+def choice_prompt(c: Choice, shots: Sequence[Choice]) -> str:
+    head = f"The following are multiple choice questions (with answers) about {c.subject.replace('_', ' ')}.\n\n"
+    return head + "".join(choice_example(s, True) for s in shots) + choice_example(c, False)
+
+
+# ---------------------------------------------------------------------------------- evaluation
+def _limit(rows: list, limit: int | None, seed: int) -> list:
+    if limit is None or limit >= len(rows):
+        return rows
+    return random.Random(seed).sample(rows, limit)
+
+
+def evaluate(model, tok, benchmarks: Sequence[str] = BENCHMARKS, root: str | Path | None = None,
+             limit: int | None = None, n_shot: int = 4, seed: int = 0, batch_size: int = 8,
+             max_new_tokens: int = 256, source: str = "local", test_frac: float = 0.3) -> dict[str, float]:
+    """Accuracy per benchmark; ``limit`` evaluates a seeded sample of that many rows per benchmark."""
+    unknown = set(benchmarks) - set(BENCHMARKS) - set(TOY)
+    if unknown:
+        raise ValueError(f"unknown benchmarks {sorted(unknown)}; choose from {BENCHMARKS + TOY}")
+    res: dict[str, float] = {}
+    if set(benchmarks) & set(TOY):
+        res.update(toy_benchmarks(model, tok, seed=seed, which=[b for b in benchmarks if b in TOY]))
+    math = [b for b in benchmarks if b in MATH]
+    if math:
+        splits = math_splits(root, seed, test_frac) if source == "local" else None
+        shots_pool = splits["gsm8k"]["train"] if splits else read_math("gsm8k", root, "train", source)
+        shots = random.Random(seed).sample(shots_pool, n_shot)
+        for b in math:
+            rows = _limit(splits[b]["test"] if splits else read_math(b, root, "test", source), limit, seed)
+            outs = generate(model, tok, [math_prompt(p, shots) for p in rows], max_new_tokens, batch_size)
+            res[b] = sum(is_correct(extract_answer(o), p.answer) for o, p in zip(outs, rows)) / len(rows)
+    if "mmlu" in benchmarks:
+        dev = {}
+        for c in read_mmlu("dev", root, source):
+            dev.setdefault(c.subject, []).append(c)
+        rows = _limit(read_mmlu("test", root, source), limit, seed)
+        pred = choice_logits(model, tok, [choice_prompt(c, dev[c.subject][:5]) for c in rows], "ABCD", batch_size)
+        res["mmlu"] = sum("ABCD"[i] == c.answer for i, c in zip(pred.argmax(1).tolist(), rows)) / len(rows)
+    if "csqa" in benchmarks:
+        shots = random.Random(seed).sample(read_csqa("train", root, source), 5)
+        rows = _limit(read_csqa("dev", root, source), limit, seed)
+        pred = choice_logits(model, tok, [choice_prompt(c, shots) for c in rows], "ABCDE", batch_size)
+        res["csqa"] = sum("ABCDE"[i] == c.answer for i, c in zip(pred.argmax(1).tolist(), rows)) / len(rows)
+    return {k: round(v, 4) for k, v in res.items()}
+
+
+# ---------------------------------------------------------------------- toy benchmarks (embedded)
+@torch.no_grad()
+def greedy_batch(model, tok, prompts: Sequence[str], max_new: int, batch_size: int = 128) -> list[str]:
+    """:func:`arithmech.embedded.greedy` for many prompts: equal-length groups, no padding, stop at EOS;
+    the text is returned without spaces (``"4 7"`` from a word-level tokenizer and ``" 47"`` both → ``"47"``)."""
+    from .data import group_by_length
+    dev = model.get_input_embeddings().weight.device
+    out = [""] * len(prompts)
+    for idx, ids in group_by_length(tok, prompts, batch_size):
+        ids = ids.to(dev)
+        new = []
+        for _ in range(max_new):
+            nxt = model(ids).logits[:, -1].argmax(-1, keepdim=True)
+            new.append(nxt)
+            ids = torch.cat([ids, nxt], 1)
+        for i, row in zip(idx, torch.cat(new, 1).tolist()):
+            row = row[:row.index(tok.eos_token_id)] if tok.eos_token_id in row else row
+            out[i] = "".join(tok.decode(row).split())
+    return out
+
+
+def two_digit_items(seed: int = 0, n: int = 300) -> list[tuple[str, str]]:
+    """The held-out two-digit ``(prompt, answer)`` items of :func:`arithmech.embedded.two_digit_accuracy`."""
+    from .embedded import two_digit_sentence, two_digit_split
+    rng = random.Random(seed + 7)
+    _, test = two_digit_split(seed)
+    return [two_digit_sentence(rng, a, b, op) for a, b, op in test[:n]]
+
+
+def negative_split(seed: int = 0, n_test: int = 12) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Disjoint seeded ``(A, B)`` lists with ``1 <= A < B <= 9`` (36 pairs): (train, test). The embedded
+    model was trained on subtraction with ``A >= B`` only, so "3 minus 7" (answer ``-4``) is new to it."""
+    pairs = [(a, b) for a in range(1, 10) for b in range(1, 10) if a < b]
+    random.Random(seed).shuffle(pairs)
+    return pairs[n_test:], pairs[:n_test]
+
+
+def negative_items(pairs: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
+    """``(prompt, answer)`` for every pair in each of the nine Fig. 8 subtraction forms (answer ``"-4"``)."""
+    from . import templates as T
+    from .data import _render
+    tpls = [t for t in T.FIG8 if t.op == "subtraction"]
+    return [(_render(t.clean, {"A": a, "B": b, "OP": t.op_word})[0], str(a - b)) for a, b in pairs for t in tpls]
+
+
+def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6,
+                   which: Sequence[str] = TOY) -> dict[str, float]:
+    """Embedded model: ``two_digit`` (held-out two-digit problems, exact greedy answer),
+    ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit`` (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and
+    ``generic`` (the facts table: the toy MMLU)."""
+    from . import templates as T
+    from .data import filter_correct, make_pairs
+    from .embedded import generic_accuracy
+    res = {}
+    if "two_digit" in which:
+        items = two_digit_items(seed, n_two_digit)
+        outs = greedy_batch(model, tok, [p for p, _ in items], max(len(a) for _, a in items) + 1)
+        res["two_digit"] = round(sum(o == a for o, (_, a) in zip(outs, items)) / len(items), 4)
+    if "negative" in which:
+        items = negative_items(negative_split(seed)[1])
+        outs = greedy_batch(model, tok, [p for p, _ in items], 3)
+        res["negative"] = round(sum(o == a for o, (_, a) in zip(outs, items)) / len(items), 4)
+    if "single_digit" in which:
+        tpls = T.FIG8 + T.FIG10
+        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101)
+        kept, _ = filter_correct(model, tok, samples)
+        res["single_digit"] = round(len(kept) / len(samples), 4)
+    if "generic" in which:
+        res["generic"] = generic_accuracy(model, tok)
+    return res

@@ -1,0 +1,429 @@
+"""Precise SFT of the key heads (§4.3, Algorithm 2, §5.3) and the full-SFT baseline (Tables 1, 2, 5).
+
+:class:`HeadMaskedTrainer` is a ``transformers.Trainer`` that trains only the slices installed by
+:func:`arithmech.adapter.attach` (selected heads' W_Q/W_K/W_V rows and W_O columns, optionally whole
+MLP layers, gradients rescaled by H/h). Its checkpoints hold just those slices (``adapter.safetensors``
++ ``adapter.json``) next to the Trainer's optimizer, scheduler and RNG state, so an interrupted run
+resumes with ``trainer.train(resume_from_checkpoint=...)``. The full-SFT baseline is the plain
+``Trainer`` with every parameter trainable and the *same* :func:`training_args`.
+
+Paper defaults (:data:`PAPER`): lr 2e-5, batch 128 (``micro_batch_size`` x gradient accumulation),
+2 epochs, warmup ratio 0.02, weight decay 0.1; AdamW (``adamw_torch``); cosine decay (the paper does
+not name a schedule). The toy chapter uses a higher lr and a few hundred steps on the embedded model.
+
+>>> python -m arithmech finetune --model embedded --heads top-8 --mode precise --train-data embedded \\
+...        --benchmarks toy --max-steps 200 --lr 1e-3 --batch-size 32 --micro-batch-size 32
+
+**Beyond one GPU.** Full SFT of a 7B model needs ~16 bytes/parameter of weights, gradients and AdamW
+state (~112 GB) before activations: shard it with FSDP through the Trainer, e.g. on 8 GPUs::
+
+    accelerate launch --config_file configs/accelerate_fsdp.yaml -m arithmech finetune \\
+        --model /models/Llama-2-7b-hf --mode full --train-data math --benchmarks gsm8k,mmlu \\
+        --device cuda --dtype float32 --bf16 --micro-batch-size 4 --batch-size 128
+
+(``--fsdp`` instead sets FSDP through ``TrainingArguments``, wrapping the model's decoder-layer class
+from ``model._no_split_modules``; gradient accumulation is ``batch / (micro x world size)``.) Precise
+SFT runs on one device: the frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
+:func:`arithmech.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
+batch 4 x 512 tokens, flash attention: about 23 GiB).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from transformers import Trainer, TrainerCallback, TrainingArguments
+
+from . import adapter as A
+from .models import load_model
+
+PAPER = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)
+
+
+# ------------------------------------------------------------------------------------------ data
+def tokenize_pairs(tok, pairs: Sequence[tuple[str, str]], max_len: int = 512) -> list[dict]:
+    """``(prompt, completion)`` → ``{"input_ids", "labels"}``; the loss covers the completion and EOS only.
+
+    The completion is tokenized inside the full text (``prompt + completion``) so word pieces merge as
+    at inference; the prompt's tokens (those that are a prefix of the full text) get label -100.
+    """
+    rows = []
+    for prompt, completion in pairs:
+        p = tok(prompt)["input_ids"]
+        full = tok(prompt + completion)["input_ids"] + [tok.eos_token_id]
+        n = len(p) if full[:len(p)] == p else len(p) - 1
+        full = full[:max_len]
+        rows.append({"input_ids": full, "labels": [-100] * min(n, len(full)) + full[n:]})
+    return rows
+
+
+class Collator:
+    """Right-pads a list of tokenized rows: ``input_ids, attention_mask, labels`` each ``(b, seq)``."""
+
+    def __init__(self, pad_id: int):
+        self.pad_id = pad_id
+
+    def __call__(self, rows: list[dict]) -> dict[str, torch.Tensor]:
+        L = max(len(r["input_ids"]) for r in rows)
+        ids = torch.full((len(rows), L), self.pad_id)
+        labels = torch.full((len(rows), L), -100)
+        mask = torch.zeros((len(rows), L), dtype=torch.long)
+        for i, r in enumerate(rows):
+            n = len(r["input_ids"])
+            ids[i, :n], labels[i, :n], mask[i, :n] = torch.tensor(r["input_ids"]), torch.tensor(r["labels"]), 1
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None) -> list[tuple[str, str]]:
+    """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.embedded.two_digit_split`, Fig. 8
+    addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.evals.negative_split`
+    in the nine subtraction forms), ``embedded`` (a third each of those two and of fresh single-digit
+    Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train splits, :func:`arithmech.evals.math_splits`), or a
+    JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""
+    rng = random.Random(seed)
+    if source in ("embedded", "two-digit", "negative"):
+        from .embedded import two_digit_sentence, two_digit_split
+        from .evals import negative_items, negative_split
+        two = [(p, " " + a) for p, a in (two_digit_sentence(rng, *x) for x in two_digit_split(seed)[0])]
+        neg = [(p, " " + a) for p, a in negative_items(negative_split(seed)[0])]
+        if source != "embedded":
+            pairs = two if source == "two-digit" else neg
+        else:                                   # a third each; the 216 negative items repeat
+            from .embedded import arithmetic_sentence
+            third = (n or 3 * len(two)) // 3
+            one = [(p, tpl.joiner + a) for p, a, tpl in (arithmetic_sentence(rng) for _ in range(third))]
+            pairs = rng.sample(two, min(third, len(two))) + [neg[i % len(neg)] for i in range(third)] + one
+            rng.shuffle(pairs)
+            return pairs
+    elif source == "math":
+        from .evals import MATH, math_example, math_splits
+        splits = math_splits(data_dir, seed)
+        pairs = [math_example(p) for name in MATH for p in splits[name]["train"]]
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"--train-data {source!r}: use 'embedded', 'math' or a JSONL file of "
+                                    "{\"prompt\", \"completion\"} rows")
+        pairs = [(r["prompt"], r["completion"]) for r in map(json.loads, path.read_text().splitlines()) if r]
+    if n is not None and n < len(pairs):
+        pairs = rng.sample(pairs, n)
+    return pairs
+
+
+# ------------------------------------------------------------------------------------- training
+def training_args(out_dir: str | Path, lr: float = PAPER["lr"], batch_size: int = PAPER["batch_size"],
+                  micro_batch_size: int = 8, epochs: float = PAPER["epochs"], max_steps: int = -1,
+                  warmup: float = PAPER["warmup"], weight_decay: float = PAPER["weight_decay"], seed: int = 0,
+                  device: str = "cpu", bf16: bool = False, save_steps: int | None = None,
+                  logging_steps: int = 10, scheduler: str = "cosine", fsdp_layer: str | None = None,
+                  **extra) -> TrainingArguments:
+    """The one set of Trainer settings shared by precise and full SFT (effective batch via accumulation)."""
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    if batch_size % (micro_batch_size * world):
+        raise ValueError(f"batch_size {batch_size} must be a multiple of micro_batch_size {micro_batch_size} "
+                         f"x {world} processes")
+    fsdp = dict(fsdp=True, fsdp_config={"version": 2, "transformer_layer_cls_to_wrap": [fsdp_layer]}) if fsdp_layer else {}
+    return TrainingArguments(
+        output_dir=str(out_dir), learning_rate=lr, per_device_train_batch_size=micro_batch_size,
+        gradient_accumulation_steps=batch_size // (micro_batch_size * world), num_train_epochs=epochs,
+        max_steps=max_steps, warmup_steps=warmup, weight_decay=weight_decay, lr_scheduler_type=scheduler,
+        optim="adamw_torch", seed=seed, data_seed=seed, bf16=bf16, use_cpu=device == "cpu",
+        save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500, logging_steps=logging_steps,
+        report_to="none", disable_tqdm=True, remove_unused_columns=False, dataloader_num_workers=0, **fsdp, **extra)
+
+
+class HeadMaskedTrainer(Trainer):
+    """``Trainer`` for precise SFT: trains only ``spec``'s slices; checkpoints are the small adapter.
+
+    >>> trainer = HeadMaskedTrainer(model, training_args("out"), spec=HeadSpec(heads=((3, 1), (4, 0))),
+    ...                             train_dataset=rows, data_collator=Collator(tok.pad_token_id))
+    >>> trainer.train(); trainer.save_model("adapter_dir"); merged = trainer.merged_model()
+    """
+
+    def __init__(self, model=None, args: TrainingArguments | None = None, spec: A.HeadSpec | None = None, **kw):
+        if spec is None:
+            raise ValueError("HeadMaskedTrainer needs spec=HeadSpec(heads=..., mlps=...)")
+        if args is not None and args.fsdp:
+            raise ValueError("precise SFT runs on one device (the slices are small); use FSDP for full SFT only")
+        if not A.slice_modules(model):
+            A.attach(model, spec)
+        self.spec = spec
+        super().__init__(model=model, args=args, **kw)
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        out = output_dir or self.args.output_dir
+        if self.args.should_save:
+            A.save_adapter(self.model, self.spec, out)
+            if self.processing_class is not None:
+                self.processing_class.save_pretrained(out)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
+        A.load_adapter(model or self.model, resume_from_checkpoint)
+
+    def _load_best_model(self) -> None:
+        A.load_adapter(self.model, self.state.best_model_checkpoint)
+
+    def merged_model(self):
+        """Merge the slices into the base weights (in place; training is over) and return the model."""
+        return A.merge(self.model)
+
+
+class _Clock(TrainerCallback):
+    """Wall time of each optimizer step end, for the steady-state samples/s (first step excluded)."""
+
+    def __init__(self):
+        self.times: list[float] = []
+
+    def on_step_end(self, args, state, control, **kw):
+        self.times.append(time.perf_counter())
+
+
+class PeakMemory:
+    """Peak memory of a ``with`` block. CUDA: ``torch.cuda.max_memory_allocated`` minus the
+    allocation at entry. CPU: resident set size sampled every 5 ms from ``/proc/self/statm``
+    (torch's CPU allocator is invisible to tracemalloc), minus the RSS at entry; elsewhere the
+    ``ru_maxrss`` increase."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = torch.device(device)
+        self.result: dict = {}
+
+    @staticmethod
+    def _rss() -> int | None:
+        try:
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            return None
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.base = torch.cuda.memory_allocated(self.device)
+        else:
+            self.base, self.peak, self._stop = self._rss(), 0, threading.Event()
+            self.base_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            if self.base is not None:
+                self.peak = self.base
+                self._thread = threading.Thread(target=self._sample, daemon=True)
+                self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self._rss() or 0)
+
+    def __exit__(self, *exc):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            peak = torch.cuda.max_memory_allocated(self.device)
+            self.result = {"peak_bytes": peak - self.base, "peak_total_bytes": peak,
+                           "method": "torch.cuda.max_memory_allocated"}
+        elif self.base is not None:
+            self._stop.set()
+            self._thread.join()
+            self.peak = max(self.peak, self._rss() or 0)
+            self.result = {"peak_bytes": self.peak - self.base, "peak_total_bytes": self.peak,
+                           "method": "RSS sampled every 5 ms (/proc/self/statm)"}
+        else:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            self.result = {"peak_bytes": peak - self.base_maxrss, "peak_total_bytes": peak,
+                           "method": "ru_maxrss increase"}
+        return False
+
+
+def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], tok,
+                 spec: A.HeadSpec | None = None) -> Trainer:
+    """A :class:`HeadMaskedTrainer` (``precise``) or a plain ``Trainer`` on all parameters (``full``)."""
+    kw = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))
+    if mode == "precise":
+        return HeadMaskedTrainer(model, spec=spec, **kw)
+    if mode == "full":
+        model.requires_grad_(True)
+        return Trainer(model=model, **kw)
+    raise ValueError(f"mode {mode!r}: use 'precise' or 'full'")
+
+
+def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
+    """Run ``trainer.train()``; return samples/s (steady state and Trainer's), peak memory, losses."""
+    clock = _Clock()
+    trainer.add_callback(clock)
+    with PeakMemory(device) as mem:
+        out = trainer.train()
+    a = trainer.args
+    eff = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
+    steady = (eff * (len(clock.times) - 1) / (clock.times[-1] - clock.times[0])) if len(clock.times) > 1 else None
+    return {"steps": out.global_step, "effective_batch": eff, "runtime_s": round(out.metrics["train_runtime"], 3),
+            "samples_per_second": round(steady or out.metrics["train_samples_per_second"], 3),
+            "trainer_samples_per_second": out.metrics["train_samples_per_second"],
+            "train_loss": round(out.training_loss, 5), "peak_memory": mem.result,
+            "loss_history": [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]}
+
+
+# ------------------------------------------------------------------------------ key components
+def ranked_components(results: str | Path, name: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """Heads ``(layer, head)`` and MLP layers, best first: the ranked key heads of
+    ``results/<name>/key_heads.json`` (written by ``arithmech identify``), extended by the rest of
+    that task's ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the
+    number of key heads."""
+    folder = Path(results) / name
+    path = folder / "key_heads.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech identify --model {name}` "
+                                "first (it writes the ranked key heads), or pass --heads L.H,L.H")
+    kh = json.loads(path.read_text())
+    heads = [(int(h["layer"]), int(h["head"])) for h in kh["heads"]]
+    mlps = [int(m["layer"]) for m in kh.get("mlps", [])]
+    if (folder / "effects.csv").exists():
+        import pandas as pd
+        from .identify import ranking
+        all_h, all_m = ranking(pd.read_csv(folder / "effects.csv", dtype={"head": str}), kh["task"])
+        heads += [h for h in all_h if h not in heads]
+        mlps += [m for m in all_m if m not in mlps]
+    return heads, mlps
+
+
+def ensure_ranking(model: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
+                   device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
+    """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
+    first when ``results/<model>/key_heads.json`` is missing."""
+    from .identify import results_name, run
+    name = results_name(model)
+    if not (Path(results) / name / "key_heads.json").exists():
+        run(model, n_samples=n_samples, seed=seed, results=str(results), device=device, dtype=dtype,
+            knockout=False, transfer=False)
+    return ranked_components(results, name)
+
+
+def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads."""
+    if arg.startswith("top-"):
+        k = int(arg[4:])
+        if ranking is None or len(ranking) < k:
+            raise ValueError(f"--heads {arg}: only {0 if ranking is None else len(ranking)} ranked heads available")
+        return ranking[:k]
+    try:
+        return [tuple(int(x) for x in s.split(".")) for s in arg.split(",") if s]
+    except ValueError:
+        raise ValueError(f"--heads {arg!r}: use top-K or a list like 12.22,13.11") from None
+
+
+# ------------------------------------------------------------------------------------- runner
+def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "top-8", mlps: int = 0,
+                 train_data: str = "embedded", results: str | Path = "results", benchmarks: Sequence[str] = ("toy",),
+                 epochs: float = PAPER["epochs"], max_steps: int = -1, lr: float = PAPER["lr"],
+                 batch_size: int = PAPER["batch_size"], micro_batch_size: int = 8, warmup: float = PAPER["warmup"],
+                 weight_decay: float = PAPER["weight_decay"], seed: int = 0, device: str = "cpu",
+                 dtype: str = "float32", bf16: bool = False, kv_policy: str = "any", rescale: bool = True,
+                 limit: int | None = None, data_dir=None, n_train: int | None = None, tag: str | None = None,
+                 save_adapter: bool = False, fsdp: bool = False, before: dict | None = None) -> dict:
+    """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
+
+    ``benchmarks``: names from :data:`arithmech.evals.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
+    ``before``: accuracies of the base model from an earlier run (skips the first evaluation).
+    """
+    from . import evals
+    t0 = time.time()
+    torch.manual_seed(seed)
+    net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+    total = sum(p.numel() for p in net.parameters())
+    from .identify import results_name
+    name = results_name(model)
+    bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
+    ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
+    before = before if before is not None else ev(net)
+    spec = None
+    if mode == "precise":
+        ranked_h, ranked_m = (None, None)
+        if heads.startswith("top-") or mlps:
+            ranked_h, ranked_m = ranked_components(results, name)
+        if mlps > len(ranked_m or []):
+            raise ValueError(f"--mlps {mlps}: only {len(ranked_m or [])} ranked MLP layers in {results}/{name}")
+        spec = A.HeadSpec(heads=tuple(parse_heads(heads, ranked_h)), mlps=tuple((ranked_m or [])[:mlps]),
+                          kv_policy=kv_policy, rescale=rescale)
+    rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
+    out_dir = Path(results) / name / "finetune"
+    stem = mode + (f"-{tag}" if tag else "")
+    args = training_args(out_dir / f"{stem}-trainer", lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
+                         epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
+                         device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
+                         fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
+    net.train()
+    trainer = make_trainer(net, mode, args, rows, tok, spec)
+    tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    train = train_measured(trainer, device)
+    net.eval()
+    if save_adapter and mode == "precise":
+        A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
+    after = ev(net)
+    import transformers
+    record = {
+        "model": name, "mode": mode, "tag": tag, "heads": [list(h) for h in spec.heads] if spec else "all",
+        "mlps": list(spec.mlps) if spec else "all", "kv_policy": kv_policy if spec else None,
+        "tuned_parameters": tuned, "total_parameters": total,
+        "train": {**train, "train_data": train_data, "n_train": len(rows)},
+        "before": before, "after": after, "delta": {k: round(after[k] - before[k], 4) for k in after if k in before},
+        "parameters": dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
+                           max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed, device=device,
+                           dtype=dtype, bf16=bf16, rescale=rescale, limit=limit, benchmarks=bench),
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "geometry": asdict(geo),
+        "wall_s": round(time.time() - t0, 2),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f"{stem}.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2))
+    tmp.replace(out_dir / f"{stem}.json")
+    return record
+
+
+def _cli(a) -> None:
+    r = run_finetune(model=a.model, mode=a.mode, heads=a.heads, mlps=a.mlps, train_data=a.train_data,
+                     results=a.results, benchmarks=a.benchmarks.split(","), epochs=a.epochs, max_steps=a.max_steps,
+                     lr=a.lr, batch_size=a.batch_size, micro_batch_size=a.micro_batch_size, warmup=a.warmup,
+                     weight_decay=a.weight_decay, seed=a.seed, device=a.device, dtype=a.dtype, bf16=a.bf16,
+                     kv_policy=a.kv_policy, rescale=not a.no_rescale, limit=a.limit, data_dir=a.data_dir,
+                     n_train=a.n_train, tag=a.tag, save_adapter=a.save_adapter, fsdp=a.fsdp)
+    print(json.dumps({k: r[k] for k in ("mode", "tuned_parameters", "before", "after", "delta")}, indent=2))
+    print(f"train samples/s: {r['train']['samples_per_second']}, peak memory: "
+          f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
+
+
+def add_cli(subparsers) -> None:
+    s = subparsers.add_parser("finetune", help="precise SFT of key heads or full SFT; accuracy before/after (Tables 1, 2, 5)")
+    s.add_argument("--model", default="embedded")
+    s.add_argument("--mode", choices=("precise", "full"), default="precise")
+    s.add_argument("--heads", default="top-32", help="top-K (from results/<model>/key_heads.json) or L.H,L.H")
+    s.add_argument("--mlps", type=int, default=0, help="also train the top-M MLP layers")
+    s.add_argument("--kv-policy", choices=A.KV_POLICIES, default="any", help="GQA: see arithmech.adapter")
+    s.add_argument("--no-rescale", action="store_true", help="do not rescale head gradients by H/h")
+    s.add_argument("--train-data", default="embedded", help="embedded | math | file.jsonl ({prompt, completion})")
+    s.add_argument("--n-train", type=int, default=None, help="seeded sample of the training data")
+    s.add_argument("--benchmarks", default="toy", help="toy | paper | comma list of gsm8k,addsub,singleeq,svamp,mmlu,csqa")
+    s.add_argument("--limit", type=int, default=None, help="evaluate a seeded sample of this many rows per benchmark")
+    s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
+    s.add_argument("--results", default="results")
+    s.add_argument("--tag", default=None, help="file name suffix: finetune/<mode>-<tag>.json")
+    s.add_argument("--epochs", type=float, default=PAPER["epochs"])
+    s.add_argument("--max-steps", type=int, default=-1)
+    s.add_argument("--lr", type=float, default=PAPER["lr"])
+    s.add_argument("--batch-size", type=int, default=PAPER["batch_size"])
+    s.add_argument("--micro-batch-size", type=int, default=8)
+    s.add_argument("--warmup", type=float, default=PAPER["warmup"])
+    s.add_argument("--weight-decay", type=float, default=PAPER["weight_decay"])
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="cpu")
+    s.add_argument("--dtype", default="float32")
+    s.add_argument("--bf16", action="store_true", help="bf16 autocast (trainable slices stay fp32)")
+    s.add_argument("--fsdp", action="store_true", help="full SFT: FSDP through TrainingArguments")
+    s.add_argument("--save-adapter", action="store_true")
+    s.set_defaults(func=_cli)

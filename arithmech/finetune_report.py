@@ -1,0 +1,109 @@
+"""The paper's fine-tuning tables (Tables 1, 2, 5) as data, and ours in the same shape.
+
+``PAPER_TABLE1`` / ``PAPER_TABLE2`` / ``PAPER_TABLE5`` hold the published LLaMA2 numbers (accuracy in %,
+train speed in samples/s, tuned parameters in billions; CSQA read as CommonsenseQA, see
+``/work/shared/data/README.md``). :func:`results_table` turns ``finetune/<mode>.json`` records (from
+:func:`arithmech.finetune.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
+benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Sequence
+
+import pandas as pd
+
+from .adapter import approx_parameters, precise_sft_memory, tuned_parameters
+from .models import Geometry
+
+_T1 = ["GSM8K", "AddSub", "SingleEq", "SVAMP", "MMLU", "CSQA"]
+PAPER_TABLE1 = pd.DataFrame(
+    [("LLaMA2-7B", "base", None, None, 14.6, 30.5, 65.4, 34.7, 46.0, 59.8),
+     ("LLaMA2-7B", "full SFT", 15, 6.7, 24.6, 53.7, 68.2, 50.3, 40.5, 54.0),
+     ("LLaMA2-7B", "precise SFT", 50, 0.07, 27.4, 50.6, 69.7, 55.8, 46.4, 59.6),
+     ("LLaMA2-13B", "base", None, None, 28.7, 33.7, 76.6, 45.7, 54.8, 67.3),
+     ("LLaMA2-13B", "full SFT", 8, 13.0, 44.6, 62.2, 79.8, 62.8, 50.2, 62.0),
+     ("LLaMA2-13B", "precise SFT", 34, 0.08, 46.3, 61.1, 82.2, 66.6, 55.0, 67.2)],
+    columns=["model", "setting", "samples/s", "tuned params (B)"] + _T1)
+
+PAPER_TABLE2 = pd.DataFrame(
+    [("top-8 heads", 8, 0, 58, 0.017, 25.4, 45.1), ("top-16 heads", 16, 0, 52, 0.033, 26.5, 45.8),
+     ("top-32 heads", 32, 0, 50, 0.067, 27.4, 46.4), ("top-48 heads", 48, 0, 46, 0.101, 27.4, 46.4),
+     ("top-64 heads", 64, 0, 40, 0.134, 27.3, 45.5), ("top-32 heads + top-3 MLPs", 32, 3, 31, 0.473, 28.0, 45.2)],
+    columns=["setting", "heads", "mlps", "samples/s", "tuned params (B)", "GSM8K", "MMLU"])
+
+PAPER_TABLE5 = pd.DataFrame(
+    [("top-32 heads", 0, 50, 0.067, 27.4, 46.4), ("top-32 heads + top-1 MLP", 1, 44, 0.202, 27.5, 46.0),
+     ("top-32 heads + top-2 MLPs", 2, 38, 0.338, 27.7, 45.7), ("top-32 heads + top-3 MLPs", 3, 31, 0.473, 28.0, 45.2),
+     ("top-32 heads + top-6 MLPs", 6, 26, 0.879, 28.2, 44.9), ("top-32 heads + all MLPs", 32, 19, 4.396, 29.2, 43.9)],
+    columns=["setting", "mlps", "samples/s", "tuned params (B)", "GSM8K", "MMLU"])
+
+LLAMA2_7B = Geometry(n_layers=32, n_heads=32, n_kv_heads=32, head_dim=128, d_model=4096, vocab_size=32000)
+LLAMA2_7B_FF = 11008
+TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences (math)",
+             "single_digit": "single-digit (math)", "generic": "generic facts"}
+
+
+def setting_name(record: dict) -> str:
+    """``full SFT`` or ``precise SFT (top-k heads[ + m MLPs])`` from a finetune record."""
+    if record["mode"] == "full":
+        return "full SFT"
+    m = len(record["mlps"])
+    return f"precise SFT (top-{len(record['heads'])} heads" + (f" + {m} MLP{'s' * (m > 1)})" if m else ")")
+
+
+def results_table(records: Sequence[dict], percent: bool = True) -> pd.DataFrame:
+    """Rows: base (from the first record's ``before``), then one per record; columns: samples/s,
+    tuned parameters, and per benchmark the accuracy and its change from base."""
+    scale = 100 if percent else 1
+    base = records[0]["before"]
+    rows = [{"setting": "base", "samples/s": None, "tuned params": None,
+             **{b: round(scale * v, 1) for b, v in base.items()}}]
+    for r in records:
+        row = {"setting": setting_name(r), "samples/s": round(r["train"]["samples_per_second"], 1),
+               "tuned params": r["tuned_parameters"]}
+        for b, v in r["after"].items():
+            row[b] = round(scale * v, 1)
+            row[f"Δ {b}"] = round(scale * (v - base[b]), 1)
+        rows.append(row)
+    cols = ["setting", "samples/s", "tuned params"] + [c for b in base for c in (b, f"Δ {b}")]
+    return pd.DataFrame(rows).reindex(columns=cols).rename(columns={**TOY_NAMES, **{f"Δ {k}": f"Δ {v}" for k, v in TOY_NAMES.items()}})
+
+
+def long_form(records: Sequence[dict]) -> pd.DataFrame:
+    """``setting, benchmark, accuracy`` rows (base included) for the bar charts."""
+    base = records[0]["before"]
+    rows = [{"setting": "base", "benchmark": TOY_NAMES.get(b, b), "accuracy": v} for b, v in base.items()]
+    rows += [{"setting": setting_name(r), "benchmark": TOY_NAMES.get(b, b), "accuracy": v}
+             for r in records for b, v in r["after"].items()]
+    return pd.DataFrame(rows)
+
+
+def ablation_frame(records: Sequence[dict], benchmarks: Sequence[str] = ("negative", "two_digit", "generic")) -> pd.DataFrame:
+    """Table 2's shape for our runs: ``heads, mlps, samples/s, tuned params`` and accuracy (%) per benchmark."""
+    return pd.DataFrame([{"setting": setting_name(r), "heads": len(r["heads"]), "mlps": len(r["mlps"]),
+                          "samples/s": round(r["train"]["samples_per_second"], 1), "tuned params": r["tuned_parameters"],
+                          **{TOY_NAMES.get(b, b): round(100 * r["after"][b], 1) for b in benchmarks}} for r in records])
+
+
+def summary(records: Sequence[dict]) -> str:
+    """One line per run: the change of every benchmark from base, in points, largest math gain first."""
+    lines = []
+    for r in records:
+        d = {TOY_NAMES.get(b, b): 100 * (r["after"][b] - r["before"][b]) for b in r["after"]}
+        lines.append(f"{setting_name(r)}: " + ", ".join(f"{k} {v:+.1f}" for k, v in d.items()))
+    return "\n".join(lines)
+
+
+def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_layer: int = 11) -> pd.DataFrame:
+    """GiB per part of precise SFT of LLaMA2-7B on one GPU (bf16 base, fp32 slices, flash attention)
+    beside full SFT's parameter state (bf16 weights + fp32 master, grads, AdamW: 16 bytes/param)."""
+    est = precise_sft_memory(LLAMA2_7B, n_heads, d_ff=LLAMA2_7B_FF, batch=batch, seq=seq, lowest_layer=lowest_layer)
+    rows = [{"part": k, "precise SFT (GiB)": v} for k, v in est.gib().items()]
+    n = approx_parameters(LLAMA2_7B, LLAMA2_7B_FF)
+    rows.append({"part": "full SFT: weights + grads + AdamW only", "precise SFT (GiB)": None,
+                 "full SFT (GiB)": round(16 * n / 2**30, 1)})
+    df = pd.DataFrame(rows)
+    df.attrs["tuned_parameters"] = tuned_parameters(LLAMA2_7B, n_heads)
+    df.attrs["geometry"] = asdict(LLAMA2_7B)
+    return df

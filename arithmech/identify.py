@@ -1,0 +1,411 @@
+"""Identify (paper §4.1, §5.1, App. B, D, E): which heads and MLPs compute the answer, and do they matter?
+
+The step end to end, for one or several tasks::
+
+    X_r / X_c pairs ──► keep what the model answers right ──► path patching (patching.py)
+        ──► effects per task and for all tasks (Fig. 2, Fig. 15) ──► key heads (effect < threshold)
+        ──► knockout curves, effect rank vs random rank (knockout.py, Fig. 3)
+        ──► transfer: Fig. 4's prompts and a template family not used to find the heads
+
+>>> res = identify(model, tok, ["addition", "subtraction"], n_samples=64)
+>>> res.effects.head(); res.key_heads["heads"][:3]
+>>> write_results(res, "results/embedded")
+
+``python -m arithmech identify --model embedded --task all --out results/embedded`` does the same
+from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``knockout.csv``,
+``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from . import data as D
+from . import templates as T
+from .knockout import (PAPER_CASES, Means, default_ks, group_key, heldout_drop, knockout_curve,
+                       mean_activations, transfer_table)
+from .patching import Patched, path_patch
+
+OPERATIONS = ("addition", "subtraction", "multiplication", "division")
+
+# Table 4 / Table 3 / Fig. 2 of the paper, LLaMA2-7B, as (layer, head).
+PAPER_KEY_HEADS = {
+    "fig2": [(12, 22), (13, 11), (14, 2), (11, 8)],
+    "table4_ours": [(12, 22), (13, 11), (16, 0), (15, 26), (18, 26), (18, 24), (30, 31), (14, 27), (22, 25), (11, 8)],
+    "table4_gsm8k": [(19, 6), (11, 8), (12, 22), (14, 31), (13, 11), (22, 25), (16, 0), (21, 17), (15, 26), (29, 5)],
+    "table3_exponentiation": [(11, 8), (12, 22), (13, 11), (14, 2), (15, 15)],
+}
+
+
+# ---------------------------------------------------------------------------------- the samples
+def task_templates(task) -> tuple[str, list[T.Template]]:
+    """``(label, templates)`` for a task name, a template-pair file or a list of templates."""
+    if isinstance(task, (list, tuple)):
+        return "custom", list(task)
+    task = str(task)
+    if task.endswith((".json", ".jsonl")) or Path(task).is_file():
+        return Path(task).stem, D.load_template_pairs(task)
+    return task, D.select_templates(task)
+
+
+def task_label(task) -> str:
+    """A short name for a task: its name, a file's stem, the id of a single template, else ``custom``."""
+    if isinstance(task, (list, tuple)) and task and isinstance(task[0], D.Sample):
+        return "custom"
+    if isinstance(task, (list, tuple)):
+        return task[0].id if len(task) == 1 else "custom"
+    return task_templates(task)[0]
+
+
+def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64) -> tuple[list[D.Sample], dict]:
+    """Draw ``n_samples`` pairs of ``task`` and keep those the model answers right (the paper's X_r).
+
+    ``task``: an operation, ``fig8``, ``fig10``, ``exponentiation``, a template-pair file, a list of
+    templates, or a list of ready :class:`~arithmech.data.Sample` (e.g. :func:`gsm8k_samples`).
+    """
+    if n_samples < 1:
+        raise ValueError(f"n_samples={n_samples}: need at least one sample")
+    if isinstance(task, list) and task and isinstance(task[0], D.Sample):
+        samples, stats = task[:n_samples], D.PairStats(made=len(task[:n_samples]))
+    else:
+        _, tpls = task_templates(task)
+        samples, stats = D.make_pairs(tok, tpls, n=n_samples, seed=seed)
+    kept, acc = D.filter_correct(model, tok, samples, batch_size)
+    info = {"n_drawn": len(samples), "n_kept": len(kept), "accuracy": len(kept) / len(samples),
+            "redrawn": stats.redrawn, "accuracy_by_template": acc}
+    if not kept:
+        what = task if isinstance(task, str) else "of templates " + ", ".join(
+            getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
+        raise ValueError(f"the model answers none of the {len(samples)} prompts {what} right, so there "
+                         "is no reference data X_r to patch; use a task the model can do (see `python -m arithmech "
+                         "accuracy`) or more samples")
+    return kept, info
+
+
+# ------------------------------------------------------------------------------- effects & heads
+def effects_frame(p: Patched, task: str, prob: bool = True) -> pd.DataFrame:
+    """Mean effects over samples as rows ``task, layer, head, effect, logit_diff, prob, prob_change, n``
+    (``head = "mlp"`` for MLP rows; ``prob`` = mean patched P({C}), NaN unless computed)."""
+    n, L, H1 = p.logit_p.shape
+    cols = {"effect": p.relative_change().mean(0), "logit_diff": p.logit_diff().mean(0)}
+    if prob and p.lse_p is not None:
+        cols["prob"] = p.prob().mean(0)
+        cols["prob_change"] = (p.prob() - p.prob_o()[..., None]).mean(0)
+    else:                                      # same columns either way; NaN = not computed
+        cols["prob"] = cols["prob_change"] = torch.full((L, H1), float("nan"))
+    rows = []
+    for l in range(L):
+        for h in range(H1):
+            rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
+                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n})
+    return pd.DataFrame(rows)
+
+
+def ranking(effects: pd.DataFrame, task: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """Heads ``(layer, head)`` and MLP layers of ``task``, most negative effect first (ties: layer, head)."""
+    df = effects[effects["task"] == task].sort_values(["effect", "layer", "head"], kind="stable")
+    heads = [(int(l), int(h)) for l, h in zip(df["layer"], df["head"]) if h != "mlp"]
+    mlps = [int(l) for l, h in zip(df["layer"], df["head"]) if h == "mlp"]
+    return heads, mlps
+
+
+def key_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05) -> dict:
+    """Key heads (and MLPs) of ``task``: effect below ``threshold`` (the paper: −5%), ranked."""
+    df = effects[(effects["task"] == task) & (effects["effect"] < threshold)]
+    df = df.sort_values(["effect", "layer", "head"], kind="stable")
+    row = lambda r, i: {"rank": i + 1, "layer": int(r.layer), "effect": float(r.effect),
+                        "logit_diff": float(r.logit_diff)}
+    heads = [{**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
+             for i, r in enumerate(df[df["head"] != "mlp"].itertuples())]
+    mlps = [row(r, i) for i, r in enumerate(df[df["head"] == "mlp"].itertuples())]
+    return {"task": task, "threshold": threshold, "metric": "effect = (logit_p - logit_o) / logit_o",
+            "heads": heads, "mlps": mlps}
+
+
+# --------------------------------------------------------------------------------- the pipeline
+@dataclass
+class IdentifyResult:
+    """Everything one identify run produced; :func:`write_results` turns it into files."""
+
+    tasks: dict[str, list[D.Sample]]
+    patched: dict[str, Patched]
+    effects: pd.DataFrame
+    key_heads: dict
+    knockout: pd.DataFrame
+    means: Means
+    info: dict
+    params: dict
+    transfer: pd.DataFrame | None = None
+    heldout: dict | None = None
+    timings: dict = field(default_factory=dict)
+
+
+def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, seed: int = 0,
+             threshold: float = -0.05, method: str = "fast", prob: bool = True, knockout: bool = True,
+             knockout_samples: int = 64, n_random: int = 3, ks: Sequence[int] | None = None,
+             curves_for: str = "primary",
+             transfer: bool = True, heldout: str = "fig10", batch_size: int = 64) -> IdentifyResult:
+    """Path-patch every head and MLP on each task, rank, knock out, transfer.
+
+    Args:
+        tasks: ``"all"`` (the four operations), one task, or a list of tasks (names, template-pair
+            files, template lists); each gets ``n_samples`` draws. With several tasks the rows of task
+            ``"all"`` average over every sample (Fig. 2) and key heads are taken from them.
+        knockout_samples: X_r samples per task in the knockout curves (the first ones; all if fewer).
+        n_random: seeded random orders per knockout curve.
+        ks: numbers of heads to knock out (default :func:`~arithmech.knockout.default_ks`).
+        curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
+            with several tasks) and, for every other task, its key heads vs as many random heads;
+            ``"each"``: full curves for every task.
+        heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
+            samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
+    """
+    if method not in ("fast", "reference"):
+        raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
+    if curves_for not in ("primary", "each"):
+        raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")
+    if not threshold < 0:
+        raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
+                         "change such as -0.05")
+    t0 = time.time()
+    specs = list(OPERATIONS) if tasks == "all" else ([tasks] if isinstance(tasks, str) else list(tasks))
+    if not specs:
+        raise ValueError("no task given: pass a task name, a template-pair file or a list of them")
+    labelled = []
+    for t in specs:
+        label = task_label(t)
+        while label in [l for l, _ in labelled]:
+            label += "'"
+        labelled.append((label, t))
+    samples, info, patched = {}, {}, {}
+    for label, spec in labelled:
+        samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size)
+    timings = {"prepare": time.time() - t0}
+    t1 = time.time()
+    frames = []
+    for label, ss in samples.items():
+        patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
+                                    D.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
+        frames.append(effects_frame(patched[label], label, prob))
+    primary = next(iter(samples))
+    if len(samples) > 1:
+        primary = "all"
+        patched["all"] = _concat([patched[k] for k in samples])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # already warned per task
+            frames.append(effects_frame(patched["all"], "all", prob))
+    effects = pd.concat(frames, ignore_index=True)
+    timings["patching"] = time.time() - t1
+    kh = key_heads(effects, primary, threshold)
+    kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
+    every = [s for ss in samples.values() for s in ss]
+    t2 = time.time()
+    means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
+    cfg = model.config
+    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+    curves = []
+    if knockout:
+        for task in list(samples) + (["all"] if len(samples) > 1 else []):
+            ss = (samples[task] if task in samples else _interleave(samples.values()))[:knockout_samples]
+            heads, mlps = ranking(effects, task)
+            n_key = len(key_heads(effects, task, threshold)["heads"])
+            if task != primary and curves_for != "each":          # key heads vs as many random ones only
+                plan = [("head", heads, universe, [n_key])]
+            else:
+                plan = [("head", heads, universe, sorted(set(ks or default_ks(len(universe))) | {n_key})),
+                        ("mlp", mlps, list(range(cfg.num_hidden_layers)), range(cfg.num_hidden_layers + 1))]
+            for kind, rank, uni, kk in plan:
+                df = knockout_curve(model, tok, ss, means, rank, kk, uni, kind, n_random, seed, batch_size=batch_size)
+                curves.append(df.assign(task=task))
+    ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
+        if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
+    timings["knockout"] = time.time() - t2
+    res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
+        tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
+        knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
+        heldout=heldout,
+        batch_size=batch_size))
+    if transfer:
+        t3 = time.time()
+        run_transfer(res, model, tok, heldout, n_samples, seed, batch_size)
+        timings["transfer"] = time.time() - t3
+    timings["total"] = time.time() - t0
+    return res
+
+
+def knockout_summary(res: IdentifyResult) -> pd.DataFrame:
+    """Per task: accuracy after knocking out its key heads (effect rank, ``k`` = number of key heads)
+    and after knocking out ``k`` random heads (mean and standard deviation over the seeds)."""
+    rows = []
+    per = res.key_heads.get("per_task") or {res.key_heads["task"]: res.key_heads["heads"]}
+    per = {**per, res.key_heads["task"]: res.key_heads["heads"]}
+    for task, heads in per.items():
+        d = res.knockout[(res.knockout.task == task) & (res.knockout.kind == "head") & (res.knockout.k == len(heads))]
+        if d.empty:
+            continue
+        rnd = d[d.order == "random-rank"].accuracy
+        rows.append({"task": task, "key_heads": len(heads), "accuracy_key_heads_out": float(d[d.order == "effect-rank"].accuracy.iloc[0]),
+                     "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
+                     "n": int(d.n.iloc[0])})
+    return pd.DataFrame(rows)
+
+
+def _concat(ps: Sequence[Patched]) -> Patched:
+    cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
+    return Patched(*(cat(f) for f in ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")))
+
+
+def _interleave(groups) -> list[D.Sample]:
+    """Round-robin over the tasks, so that the first k samples cover every task."""
+    groups = [list(g) for g in groups]
+    return [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+
+
+def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
+                 batch_size: int = 64, cases: Sequence[tuple[str, str]] = PAPER_CASES) -> None:
+    """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout``."""
+    held_ids = {t.id for t in D.select_templates(heldout)}
+    every = [s for ss in res.tasks.values() for s in ss]
+    use = torch.tensor([s.template not in held_ids for s in every])
+    heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
+    res.transfer = transfer_table(model, tok, heads, res.means, cases)
+    cfg = model.config
+    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+    if not use.any():
+        res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
+        return
+    allp = _concat([res.patched[t] for t in res.tasks])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eff = effects_frame(allp.select(use), "id", prob=False)
+    id_heads = [(h["layer"], h["head"]) for h in key_heads(eff, "id", res.params["threshold"])["heads"]]
+    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1)
+    id_means = mean_activations(model, tok, [s.corrupt for s, u in zip(every, use.tolist()) if u],
+                                [group_key(s) for s, u in zip(every, use.tolist()) if u], batch_size)
+    r = heldout_drop(model, tok, id_heads, id_means, test, universe, res.params["n_random"], seed, batch_size=batch_size)
+    res.heldout = {"family": heldout, "identified_on": int(use.sum()), "heads": [f"{l}.{h}" for l, h in id_heads],
+                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}), unfiltered", **r}
+
+
+# ---------------------------------------------------------------------------------------- files
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    tmp.replace(path)
+
+
+def _versions() -> dict:
+    import importlib.metadata
+
+    import transformers
+    try:
+        own = importlib.metadata.version("arithmech")
+    except importlib.metadata.PackageNotFoundError:
+        own = "not installed"
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "pandas": pd.__version__, "arithmech": own}
+
+
+def write_results(res: IdentifyResult, out: str | Path, extra: dict | None = None) -> Path:
+    """Write the run's files into ``out`` (created), each atomically."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv = lambda df: (lambda p: df.to_csv(p, index=False, float_format="%.8g"))
+    _atomic(out / "effects.csv", csv(res.effects))
+    _atomic(out / "knockout.csv", csv(res.knockout))
+    _atomic(out / "key_heads.json", lambda p: p.write_text(json.dumps(res.key_heads, indent=2)))
+    D.save_jsonl([s for ss in res.tasks.values() for s in ss], out / "prompts.jsonl")
+    if res.transfer is not None:
+        _atomic(out / "transfer.csv", csv(res.transfer))
+    if res.heldout is not None:
+        _atomic(out / "heldout.json", lambda p: p.write_text(json.dumps(res.heldout, indent=2)))
+    run = {"step": "identify", "parameters": {**res.params, **(extra or {})}, "samples": res.info,
+           "versions": _versions(), "wall_seconds": round(res.timings.get("total", 0.0), 2),
+           "timings": {k: round(v, 2) for k, v in res.timings.items()},
+           "files": ["effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "transfer.csv", "heldout.json"]}
+    _atomic(out / "run.json", lambda p: p.write_text(json.dumps(run, indent=2)))
+    return out
+
+
+def load_results(folder: str | Path) -> dict:
+    """The files of an identify run as DataFrames / dicts (missing files are left out)."""
+    folder = Path(folder)
+    out = {}
+    for name in ("effects", "knockout", "transfer"):
+        if (folder / f"{name}.csv").exists():
+            out[name] = pd.read_csv(folder / f"{name}.csv", dtype={"head": str} if name == "effects" else None)
+    for name in ("key_heads", "heldout", "run"):
+        if (folder / f"{name}.json").exists():
+            out[name] = json.loads((folder / f"{name}.json").read_text())
+    return out
+
+
+def results_name(model: str) -> str:
+    """The results-folder name: the alias itself, or the folder / file basename."""
+    return Path(model.rstrip("/")).stem if ("/" in model or model.endswith(".gguf")) else model
+
+
+def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0, out: str | None = None,
+        results: str = "results", device: str = "cpu", dtype: str = "float32", threshold: float = -0.05,
+        method: str = "fast", **kw) -> IdentifyResult:
+    """Load ``model``, run :func:`identify`, write the files to ``out`` (default ``results/<model>``)."""
+    from .models import load_model
+    for t in ([task] if isinstance(task, str) else task):
+        if isinstance(t, str) and t != "all":
+            task_templates(t)                  # a wrong task name or a missing file fails before loading
+    torch.manual_seed(seed)
+    random.seed(seed)
+    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")  # no attention weights needed
+    res = identify(net, tok, task, n_samples=n_samples, seed=seed, threshold=threshold, method=method, **kw)
+    folder = Path(out) if out else Path(results) / results_name(model)
+    write_results(res, folder, extra={"model": model, "task": task, "device": device, "dtype": dtype})
+    res.params["out"] = str(folder)
+    return res
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _cli(a: argparse.Namespace) -> None:
+    res = run(model=a.model, task=a.task, n_samples=a.n_samples, seed=a.seed, out=a.out, results=a.results,
+              device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method,
+              knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
+              curves_for=a.curves, prob=not a.no_prob,
+              batch_size=a.batch_size)
+    kh = res.key_heads
+    names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
+    print(f"samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
+    print(f"key heads of {kh['task']} (effect < {kh['threshold']:+.0%}): {names}")
+    print(f"wrote effects.csv, key_heads.json, prompts.jsonl, knockout.csv, run.json to {res.params['out']}")
+
+
+def add_cli(subparsers) -> None:
+    s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
+    s.add_argument("--model", default="embedded", help="embedded, smollm2-135m, a folder, a .gguf file or a hub id")
+    s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
+                   "fig8, fig10, exponentiation, or a template-pair file (.json / .jsonl)")
+    s.add_argument("--n-samples", type=int, default=256, help="pairs drawn per task (X_r keeps the right answers)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", default=None, help="results folder (default: RESULTS/<model-name>)")
+    s.add_argument("--results", default="results", help="results root when --out is not given")
+    s.add_argument("--device", default="cpu")
+    s.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    s.add_argument("--threshold", type=float, default=-0.05, help="key heads: effect below this (paper: -0.05)")
+    s.add_argument("--method", default="fast", choices=["fast", "reference"])
+    s.add_argument("--knockout-samples", type=int, default=64, help="X_r samples per task in the knockout curves")
+    s.add_argument("--random-seeds", type=int, default=3, help="random-rank orders in the knockout curves")
+    s.add_argument("--curves", default="primary", choices=["primary", "each"],
+                   help="full knockout curves for the primary task only (default) or for each task")
+    s.add_argument("--no-knockout", action="store_true", help="skip the knockout curves")
+    s.add_argument("--no-prob", action="store_true",
+                   help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")
+    s.add_argument("--batch-size", type=int, default=64)
+    s.set_defaults(func=_cli)

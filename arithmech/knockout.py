@@ -1,0 +1,333 @@
+"""Knockout by mean ablation (paper §4.1, Fig. 3), transfer (Fig. 4) and shared-head knockout (Table 4).
+
+A knocked-out head no longer writes what it computed on the prompt: its slice of the o_proj input
+(its output before ``W_O``) is replaced, **at every position**, by its mean over the counterfactual
+prompts ``X_c`` — the "average activation across counterfactual data" of §4.1. A knocked-out MLP
+has its output replaced the same way. Two kinds of mean:
+
+* **per group** (:func:`mean_activations`): one mean per template and token length, per position,
+  over the ``X_c`` prompts of that group: position ``p`` of an ``X_r`` prompt gets the mean of
+  position ``p`` of its own template's ``X_c`` prompts (Wang et al. 2023's mean ablation). Used for
+  the knockout curves and the accuracy of the identification data.
+* **pooled** (:meth:`Means.pooled`): one vector for the first position and one for all later
+  positions, averaged over every ``X_c`` prompt. Used on prompts that have no ``X_c`` of their own
+  (Fig. 4's cases, a held-out template family, GSM8K-style text).
+
+Position 0 is ``<s>`` for Llama tokenizers: it is the same token in every prompt, so its mean is
+(to float rounding) its own value and knocking out leaves it alone, as it should.
+
+Many ablations are run in one forward: the prompts are repeated once per ablation and each row
+carries its own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a few
+batched forwards. Accuracy is top-1 at END against the answer token {C}.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
+
+import pandas as pd
+import torch
+
+from .data import Sample, answer_ids, group_by_length
+from .models import arch_for, input_device
+from .trace import TraceDict
+
+Head = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """What to knock out: heads as ``(layer, head)`` and MLPs as layer indices."""
+
+    heads: frozenset = frozenset()
+    mlps: frozenset = frozenset()
+
+    @classmethod
+    def of(cls, heads: Sequence[Head] = (), mlps: Sequence[int] = ()) -> "Ablation":
+        return cls(frozenset(map(tuple, heads)), frozenset(mlps))
+
+
+@dataclass
+class Means:
+    """Mean o_proj input ``z[key]``: ``(L, seq, H*dh)`` and MLP output ``mlp[key]``: ``(L, seq, d)``
+    per group ``key``, with ``count[key]`` prompts. A pooled ``Means`` has ``seq == 2`` (first
+    position, every later position) and the single key ``"*"``."""
+
+    z: dict = field(default_factory=dict)
+    mlp: dict = field(default_factory=dict)
+    count: dict = field(default_factory=dict)
+
+    @property
+    def is_pooled(self) -> bool:
+        return list(self.z) == ["*"]
+
+    def lookup(self, key: Hashable, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(L, seq, H*dh)``, ``(L, seq, d)`` means for a prompt of group ``key`` and length ``seq``."""
+        if self.is_pooled:
+            z, m = self.z["*"], self.mlp["*"]
+            pick = torch.tensor([0] + [1] * (seq - 1))
+            return z[:, pick], m[:, pick]
+        k = (key, seq)
+        if k not in self.z:
+            raise KeyError(f"no X_c mean for group {key!r} at length {seq}; compute the means on the same "
+                           "samples, or use Means.pooled() for prompts without counterfactuals")
+        return self.z[k], self.mlp[k]
+
+    def pooled(self) -> "Means":
+        """Position-pooled means: position 0 and positions >= 1 averaged over every group."""
+        z0 = zr = m0 = mr = 0
+        n0 = nr = 0
+        for k, z in self.z.items():
+            c, seq = self.count[k], z.shape[1]
+            z0, m0 = z0 + c * z[:, 0], m0 + c * self.mlp[k][:, 0]
+            zr, mr = zr + c * z[:, 1:].sum(1), mr + c * self.mlp[k][:, 1:].sum(1)
+            n0, nr = n0 + c, nr + c * (seq - 1)
+        return Means({"*": torch.stack([z0 / n0, zr / nr], 1)}, {"*": torch.stack([m0 / n0, mr / nr], 1)},
+                     {"*": n0})
+
+
+def group_key(s: Sample) -> str:
+    """The mean-ablation group of a sample: its template."""
+    return s.template
+
+
+@torch.no_grad()
+def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable],
+                     batch_size: int = 64) -> Means:
+    """Per-group, per-position means of every head's output (o_proj input) and every MLP output.
+
+    ``keys[i]`` names the group of ``prompts[i]`` (e.g. its template); prompts of one key and one
+    token length form a group. Pass the ``X_c`` prompts (the paper's choice).
+    """
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    zs = {arch.path("o_proj", i): i for i in range(L)}
+    ms = {arch.path("mlp", i): i for i in range(L)}
+    got: dict = {}
+
+    def grab(x, name):
+        got[name] = x[0] if isinstance(x, tuple) else x
+        return x
+
+    sums_z: dict = {}
+    sums_m: dict = {}
+    count: dict = {}
+    dev = input_device(model)
+    with TraceDict(model, zs, retain_output=False, edit_input=grab), \
+            TraceDict(model, ms, retain_output=False, edit_output=grab):
+        for idx, ids in group_by_length(tok, prompts, batch_size):
+            model(ids.to(dev), logits_to_keep=1, use_cache=False)
+            z = torch.stack([got[n] for n in zs], 1)                 # (b, L, seq, H*dh)
+            m = torch.stack([got[n] for n in ms], 1)                 # (b, L, seq, d)
+            for r, i in enumerate(idx):
+                k = (keys[i], ids.shape[1])
+                sums_z[k] = sums_z.get(k, 0) + z[r]
+                sums_m[k] = sums_m.get(k, 0) + m[r]
+                count[k] = count.get(k, 0) + 1
+    return Means({k: v / count[k] for k, v in sums_z.items()}, {k: v / count[k] for k, v in sums_m.items()}, count)
+
+
+@torch.no_grad()
+def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: Means,
+                  ablations: Sequence[Ablation], k: int = 1, batch_size: int = 64,
+                  max_rows: int = 2048) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-``k`` next tokens at END under each ablation.
+
+    Args:
+        keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
+        ablations: ``A`` ablations; the empty :class:`Ablation` is the intact model.
+        max_rows: prompts × ablations run in one forward.
+    Returns:
+        ``ids (A, n, k)`` and ``probs (A, n, k)``.
+    """
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    H = model.config.num_attention_heads
+    A, n = len(ablations), len(prompts)
+    hmask = torch.zeros(A, L, H, dtype=torch.bool)
+    mmask = torch.zeros(A, L, dtype=torch.bool)
+    for a, ab in enumerate(ablations):
+        for (l, h) in ab.heads:
+            hmask[a, l, h] = True
+        for l in ab.mlps:
+            mmask[a, l] = True
+    out_ids = torch.empty(A, n, k, dtype=torch.long)
+    out_p = torch.empty(A, n, k)
+    zs = {arch.path("o_proj", i): i for i in range(L)}
+    ms = {arch.path("mlp", i): i for i in range(L)}
+    st: dict = {}
+
+    def edit_z(x, name):
+        layer = zs[name]
+        mask = st["h"][:, layer]                                      # (rows, H)
+        if not mask.any():
+            return x
+        xh = x.unflatten(-1, (H, -1))                                  # (rows, seq, H, dh)
+        mean = st["z"][:, layer].to(x.device, x.dtype).unflatten(-1, (H, -1)).repeat(st["G"], 1, 1, 1)
+        return torch.where(mask.to(x.device)[:, None, :, None], mean, xh).flatten(-2)
+
+    def edit_m(y, name):
+        layer = ms[name]
+        mask = st["m"][:, layer]                                      # (rows,)
+        if not mask.any():
+            return y
+        mean = st["mlp"][:, layer].to(y.device, y.dtype).repeat(st["G"], 1, 1)
+        return torch.where(mask.to(y.device)[:, None, None], mean, y)
+
+    dev = input_device(model)
+    with TraceDict(model, zs, retain_output=False, edit_input=edit_z), \
+            TraceDict(model, ms, retain_output=False, edit_output=edit_m):
+        for idx, ids in group_by_length(tok, prompts, batch_size):
+            b, seq = ids.shape
+            look = [means.lookup(None if keys is None else keys[i], seq) for i in idx]
+            st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq, H*dh)
+            st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq, d)
+            G = max(1, max_rows // b)
+            for a0 in range(0, A, G):
+                a1 = min(A, a0 + G)
+                st["G"] = a1 - a0
+                st["h"] = hmask[a0:a1].repeat_interleave(b, 0)          # (G*b, L, H)
+                st["m"] = mmask[a0:a1].repeat_interleave(b, 0)
+                logits = model(ids.repeat(a1 - a0, 1).to(dev), logits_to_keep=1,
+                               use_cache=False).logits[:, -1].float()
+                p, i = logits.softmax(-1).topk(k, -1)
+                out_ids[a0:a1, idx] = i.cpu().view(a1 - a0, b, k)
+                out_p[a0:a1, idx] = p.cpu().view(a1 - a0, b, k)
+    return out_ids, out_p
+
+
+def accuracy(model, tok, samples: Sequence[Sample], means: Means, ablations: Sequence[Ablation],
+             **kw) -> torch.Tensor:
+    """``(A,)`` top-1 accuracy on ``samples`` (answer token {C}) under each ablation."""
+    keys = None if means.is_pooled else [group_key(s) for s in samples]
+    ids, _ = knockout_topk(model, tok, [s.clean for s in samples], keys, means, ablations, k=1, **kw)
+    return (ids[..., 0] == answer_ids(tok, samples)).float().mean(-1)
+
+
+def knockout_curve(model, tok, samples: Sequence[Sample], means: Means, ranking: Sequence,
+                   ks: Sequence[int], universe: Sequence, kind: str = "head", n_random: int = 5,
+                   seed: int = 0, **kw) -> pd.DataFrame:
+    """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank, and ``k`` random
+    ones (``n_random`` seeded orders of ``universe``), for each ``k`` in ``ks``.
+
+    ``ranking`` / ``universe``: ``(layer, head)`` pairs for ``kind="head"``, layer indices for
+    ``kind="mlp"``. Returns rows ``kind, order, seed, k, accuracy, n`` (``seed = -1`` for effect rank).
+    """
+    if kind not in ("head", "mlp"):
+        raise ValueError(f"kind {kind!r}: use 'head' or 'mlp'")
+    ks = [k for k in ks if k <= len(universe)]
+    orders = [("effect-rank", -1, list(ranking))]
+    for s in range(n_random):
+        perm = list(universe)
+        random.Random(seed * 1000 + s).shuffle(perm)
+        orders.append(("random-rank", s, perm))
+    make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
+    abls, rows = [], []
+    for name, s, order in orders:
+        for k in ks:
+            abls.append(make(order[:k]))
+            rows.append({"kind": kind, "order": name, "seed": s, "k": k})
+    acc = accuracy(model, tok, samples, means, abls, **kw)
+    for r, a in zip(rows, acc.tolist()):
+        r.update(accuracy=a, n=len(samples))
+    return pd.DataFrame(rows)
+
+
+def default_ks(total: int) -> list[int]:
+    """0, 1, …, 8, then roughly doubling steps up to ``total``."""
+    ks = list(range(0, min(total, 8) + 1))
+    k = 12
+    while k < total:
+        ks.append(k)
+        k = int(k * 1.5)
+    return sorted(set(ks + [total]))
+
+
+# --------------------------------------------------------------------------------- transfer (Fig. 4)
+PAPER_CASES: list[tuple[str, str]] = [   # Fig. 4: prompt, the correct next token
+    ("Danny has 12 bottle caps in his collection. He found 53 bottle caps at the park. "
+     "How many bottle caps does he have now? The answer is", "6"),
+    ("281 + 135 =", "4"),
+    ("The war lasted 5 years from 1723 to 172", "8"),
+    ("4.2 plus 2.5 equals to", "6"),
+]
+
+
+def unknown_words(tok, prompt: str) -> list[str]:
+    """Pieces of ``prompt`` the tokenizer maps to its unknown token (empty for byte-level tokenizers)."""
+    if tok.unk_token_id is None:
+        return []
+    enc = tok(prompt, return_offsets_mapping=True, add_special_tokens=False)
+    words = [prompt[s:e] for i, (s, e) in zip(enc["input_ids"], enc["offset_mapping"]) if i == tok.unk_token_id]
+    return list(dict.fromkeys(words))
+
+
+def transfer_table(model, tok, heads: Sequence[Head], means: Means,
+                   cases: Sequence[tuple[str, str]] = PAPER_CASES, k: int = 5) -> pd.DataFrame:
+    """Fig. 4: top-``k`` next tokens before and after knocking out ``heads`` (pooled means).
+
+    Cases with words the tokenizer does not know are kept as rows with ``status`` saying so
+    and no predictions. Rows: ``case, prompt, expected, status, when, rank, token, prob``.
+    """
+    pooled = means if means.is_pooled else means.pooled()
+    ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
+    rows = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
+             "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
+            for c, (p, e) in enumerate(cases) if unknown_words(tok, p)]
+    if ok:
+        ids, probs = knockout_topk(model, tok, [p for _, p, _ in ok], None, pooled,
+                                   [Ablation(), Ablation.of(heads=heads)], k=k)
+        for a, when in enumerate(("before", "after")):
+            for r, (c, p, e) in enumerate(ok):
+                for j in range(k):
+                    rows.append({"case": c, "prompt": p, "expected": e, "status": "ok", "when": when, "rank": j + 1,
+                                 "token": tok.decode([int(ids[a, r, j])]).strip(), "prob": float(probs[a, r, j])})
+    return pd.DataFrame(rows).sort_values(["case", "when", "rank"], na_position="first",
+                                          key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
+                                          ignore_index=True)
+
+
+def heldout_drop(model, tok, heads: Sequence[Head], means: Means, samples: Sequence[Sample],
+                 universe: Sequence[Head], n_random: int = 5, seed: int = 0, **kw) -> dict:
+    """Accuracy on ``samples`` (a family not used to find ``heads``) before and after knocking out
+    ``heads``, and after knocking out as many random heads (``n_random`` seeds). Pooled means.
+
+    ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP.
+    """
+    pooled = means if means.is_pooled else means.pooled()
+    rand = []
+    for s in range(n_random):
+        perm = list(universe)
+        random.Random(seed * 1000 + s).shuffle(perm)
+        rand.append(Ablation.of(heads=perm[:len(heads)]))
+    acc = accuracy(model, tok, samples, pooled, [Ablation(), Ablation.of(heads=heads)] + rand, **kw)
+    base, ko = float(acc[0]), float(acc[1])
+    r = acc[2:]
+    return {"n": len(samples), "n_heads": len(heads), "base_accuracy": base, "knockout_accuracy": ko,
+            "relative_drop": (ko - base) / base if base else float("nan"),
+            "random_accuracy_mean": float(r.mean()) if n_random else float("nan"),
+            "random_accuracy_std": float(r.std(unbiased=False)) if n_random else float("nan")}
+
+
+# ------------------------------------------------------------------------------- overlap (Table 4)
+def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> dict:
+    """Shared and run-specific heads among the ``top`` key heads of two runs (Table 4)."""
+    a, b = [tuple(h) for h in heads_a[:top]], [tuple(h) for h in heads_b[:top]]
+    shared = [h for h in a if h in b]
+    return {"top": top, "a": a, "b": b, "shared": shared, "only_a": [h for h in a if h not in b],
+            "only_b": [h for h in b if h not in a], "fraction_shared": len(shared) / max(1, len(b))}
+
+
+def overlap_knockout(model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sample], Means]],
+                     **kw) -> pd.DataFrame:
+    """Table 4: accuracy of each dataset after knocking out the shared heads, either run's specific
+    heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means)."""
+    sets = {"shared": ov["shared"], "only_a": ov["only_a"], "only_b": ov["only_b"], "top_a": ov["a"],
+            "top_b": ov["b"]}
+    rows = []
+    for name, (samples, means) in datasets.items():
+        acc = accuracy(model, tok, samples, means, [Ablation()] + [Ablation.of(heads=h) for h in sets.values()], **kw)
+        base = float(acc[0])
+        for (which, h), a in zip(sets.items(), acc[1:].tolist()):
+            rows.append({"dataset": name, "knocked_out": which, "n_heads": len(h), "base_accuracy": base,
+                         "accuracy": a, "relative_drop": (a - base) / base if base else float("nan")})
+    return pd.DataFrame(rows)

@@ -1,0 +1,348 @@
+"""Path patching sender → logits (paper §4.1, Algorithm 1, App. B): two implementations, one answer.
+
+For a sender node *n* (head ``i.j`` or MLP ``i``) the patched run is the reference run ``X_r`` in
+which
+
+* *n*'s output at the END position takes its value on the counterfactual ``X_c``;
+* every attention head at END in the layers after *n* (and the other heads of layer ``i``) is
+  frozen at its ``X_r`` value;
+* the MLPs recompute, so the change reaches the logits through the residual stream and the
+  MLPs only (the paths ``n → MLPs → logits`` of App. B).
+
+Only END changes: heads read other positions, which stay clean, and every head at END is frozen.
+So the patched logits follow from the clean END residual stream alone — that is the **fast**
+method (default). With ``r_mid[i]`` the clean residual before MLP ``i``, ``a[k]`` the clean
+attention output of layer ``k`` and ``z`` the o_proj input (the heads' outputs before ``W_O``)::
+
+    r = r_mid[i] + W_O[i][:, head j] @ (z_c[i, j] - z_r[i, j])     # the sender's change
+    r = r + MLP_i(norm_i(r))                                      # MLP i recomputes
+    for k > i:  r = r + a[k];  r = r + MLP_k(norm_k(r))           # frozen heads, live MLPs
+    logit = final_norm(r) @ W_U[{C}]                               # the answer row only
+
+computed for all heads × samples at once (the model's own norm and MLP modules, found through
+:class:`~arithmech.models.Arch`; any o_proj bias cancels in the difference). The **reference**
+method does what Algorithm 1 says, literally: one hooked forward per sender, batched over samples.
+Both agree to float rounding (``tests/test_identify.py``; ``benchmarks/bench_patching.py``).
+
+Shapes: ``n`` samples, ``L`` layers, ``H`` query heads, ``dh`` head size, ``d`` model width.
+Results are ``(n, L, H + 1)`` with index ``H`` = the MLP of that layer.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from .data import group_by_length
+from .models import arch_for, input_device, module
+from .trace import TraceDict, head_contributions
+
+
+# ----------------------------------------------------------------------------------- END caches
+@dataclass
+class EndCache:
+    """Activations of one run at the END position, per layer, rows in prompt order.
+
+    z: ``(n, L, H*dh)`` o_proj input; attn_out: ``(n, L, d)`` o_proj output; resid_pre: ``(n, L, d)``
+    residual before attention; resid_mid: ``(n, L, d)`` residual before the MLP; mlp_out:
+    ``(n, L, d)``. When answer ids were given: answer_logit, logsumexp, logit_std, top1: ``(n,)``
+    from the model's own END logits.
+    """
+
+    z: torch.Tensor
+    attn_out: torch.Tensor
+    resid_pre: torch.Tensor
+    resid_mid: torch.Tensor
+    mlp_out: torch.Tensor
+    answer_logit: torch.Tensor | None = None
+    logsumexp: torch.Tensor | None = None
+    logit_std: torch.Tensor | None = None
+    top1: torch.Tensor | None = None
+
+
+_SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("attn_norm", "in"),
+          "resid_mid": ("mlp_norm", "in"), "mlp_out": ("mlp", "out")}
+
+
+@torch.no_grad()
+def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = None,
+              batch_size: int = 64) -> EndCache:
+    """Run ``prompts`` in equal-length batches (no padding) and keep the END activations.
+
+    Each distinct prompt runs once, so equal prompts get bit-identical rows (whatever the batch
+    composition and the BLAS threading would otherwise do to the last bits).
+    """
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    site = {d: {arch.path(m, i): (key, i) for key, (m, dd) in _SITES.items() if dd == d for i in range(L)}
+            for d in ("in", "out")}
+    got: dict[str, dict[int, torch.Tensor]] = {k: {} for k in _SITES}
+
+    def grab(direction: str):
+        def fn(x, name):
+            key, i = site[direction][name]
+            got[key][i] = (x[0] if isinstance(x, tuple) else x)[:, -1].detach().clone()
+            return x
+        return fn
+
+    uniq = list(dict.fromkeys(prompts))
+    where = {p: i for i, p in enumerate(uniq)}
+    inv = torch.tensor([where[p] for p in prompts])                      # row -> distinct prompt
+    rows_of: list[list[int]] = [[] for _ in uniq]
+    for r, u in enumerate(inv.tolist()):
+        rows_of[u].append(r)
+    store: dict[str, list] = {}
+    order = []
+    answer_logit = torch.empty(len(prompts)) if answer is not None else None
+    dev = input_device(model)
+    with TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")), \
+            TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")):
+        for idx, ids in group_by_length(tok, uniq, batch_size):
+            logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
+            order.append(torch.tensor(idx))
+            for key in _SITES:
+                store.setdefault(key, []).append(torch.stack([got[key][i] for i in range(L)], 1))
+            if answer is not None:
+                rows = [r for u in idx for r in rows_of[u]]
+                at = torch.tensor([j for j, u in enumerate(idx) for _ in rows_of[u]], device=logits.device)
+                answer_logit[rows] = logits[at, answer[rows].to(logits.device)].cpu()
+                store.setdefault("logsumexp", []).append(logits.logsumexp(-1))
+                store.setdefault("logit_std", []).append(logits.std(-1))
+                store.setdefault("top1", []).append(logits.argmax(-1))
+    if not order:
+        raise ValueError("no prompts to run")
+    perm = torch.cat(order).argsort()
+    out = {key: torch.cat([p.to(parts[0].device) for p in parts])[perm.to(parts[0].device)][inv.to(parts[0].device)]
+           for key, parts in store.items()}
+    return EndCache(**out, answer_logit=answer_logit)
+
+
+# ------------------------------------------------------------------------------------- results
+@dataclass
+class Patched:
+    """Answer logits of every patched run.
+
+    logit_p: ``(n, L, H+1)`` patched logit of {C} (index ``H`` = MLP of the layer);
+    logit_o: ``(n, L)`` the unpatched logit, computed the same way as ``logit_p`` (fast: the same
+    chain with a zero change; reference: the hooked model with no change), so that clean → clean
+    gives exactly 0; model_logit: ``(n,)`` the model's own clean END logit; logit_std: ``(n,)``
+    spread of the clean END logits over the vocabulary (the logit scale); lse_p / lse_o: the
+    full-vocabulary logsumexp of the same runs when the probability was asked for.
+    """
+
+    logit_p: torch.Tensor
+    logit_o: torch.Tensor
+    model_logit: torch.Tensor
+    logit_std: torch.Tensor
+    lse_p: torch.Tensor | None = None
+    lse_o: torch.Tensor | None = None
+
+    def _o(self) -> torch.Tensor:
+        return self.logit_o[..., None]
+
+    def relative_change(self, warn: bool = True, rel_tol: float = 1e-2) -> torch.Tensor:
+        """``(n, L, H+1)``: ``(logit_p - logit_o) / logit_o`` (Algorithm 1), per sample."""
+        if warn:
+            check_logit_o(self.model_logit, self.logit_std, rel_tol)
+        return (self.logit_p - self._o()) / self._o()
+
+    def logit_diff(self) -> torch.Tensor:
+        """``(n, L, H+1)``: ``logit_p - logit_o`` (stable where logit_o is near 0)."""
+        return self.logit_p - self._o()
+
+    def prob(self) -> torch.Tensor:
+        """``(n, L, H+1)``: patched probability of {C} (needs ``prob=True`` when patching)."""
+        if self.lse_p is None:
+            raise ValueError("the probability of {C} was not computed: patch with prob=True")
+        return (self.logit_p - self.lse_p).exp()
+
+    def prob_o(self) -> torch.Tensor:
+        """``(n, L)``: unpatched probability of {C}."""
+        if self.lse_o is None:
+            raise ValueError("the probability of {C} was not computed: patch with prob=True")
+        return (self.logit_o - self.lse_o).exp()
+
+    def select(self, rows) -> "Patched":
+        """The same result restricted to some samples (``rows``: indices or a bool mask)."""
+        pick = lambda t: None if t is None else t[rows]
+        return Patched(*(pick(getattr(self, f)) for f in
+                         ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")))
+
+
+def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = 1e-2) -> int:
+    """Warn when the relative change is unstable: ``|logit_o|`` below ``rel_tol`` × the sample's
+    logit scale, or ``logit_o <= 0`` (the ratio's sign flips). Returns the number of such samples."""
+    near = logit_o.abs() < rel_tol * scale
+    neg = (logit_o <= 0) & ~near
+    bad = int((near | neg).sum())
+    if bad:
+        warnings.warn(f"relative logit change is unstable for {bad} of {logit_o.numel()} samples: "
+                      f"{int(near.sum())} have |logit_o| < {rel_tol:g} x their logit scale and {int(neg.sum())} "
+                      "have logit_o <= 0 (sign flip); prefer the logit_diff or prob metric for them",
+                      stacklevel=3)
+    return bad
+
+
+# ----------------------------------------------------------------------------------- fast path
+def _dev(mod) -> torch.device:
+    return next(mod.parameters()).device
+
+
+@torch.no_grad()
+def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, prob: bool = False,
+                    max_rows: int = 1 << 15) -> Patched:
+    """Exact path patching of every head and MLP from the clean END residual stream.
+
+    Rows of the running state, per sample: for each layer ``i`` a *baseline* (zero change, entering
+    at ``r_mid[i]``), its ``H`` heads (entering at ``r_mid[i] + W_O slice · Δz``) and its MLP (the
+    baseline after MLP ``i`` plus ``mlp_c[i] - mlp_r[i]``). Each layer adds the clean attention output
+    to the rows that entered earlier and runs its norm + MLP on all rows at once. Samples are
+    processed in chunks of at most ``max_rows`` rows (``n_chunk * L * (H + 2)``). A sender whose
+    residual change is exactly zero gets its baseline's logit (it *is* the unpatched run).
+    """
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    n = clean.z.shape[0]
+    H = model.config.num_attention_heads
+    per = L * (H + 2)
+    chunk = max(1, max_rows // per)
+    unembed, fnorm = module(model, arch, "unembed"), module(model, arch, "final_norm")
+    logit_p = torch.empty(n, L, H + 1)
+    logit_o = torch.empty(n, L)
+    lse_p = torch.empty(n, L, H + 1) if prob else None
+    lse_o = torch.empty(n, L) if prob else None
+    unchanged = torch.empty(n, L, H + 1, dtype=torch.bool)
+    for s in range(0, n, chunk):
+        sl = slice(s, min(n, s + chunk))
+        state, base_cols = None, []
+        for k in range(L):
+            mlp, norm = module(model, arch, "mlp", k), module(model, arch, "mlp_norm", k)
+            dev = _dev(mlp)
+            w_o = module(model, arch, "o_proj", k).weight
+            dz = (corrupt.z[sl, k] - clean.z[sl, k]).to(w_o.device)
+            delta = head_contributions(dz, w_o, H).to(dev)                        # (b, H, d)
+            new = clean.resid_mid[sl, k].to(dev)[:, None] + torch.cat([torch.zeros_like(delta[:, :1]), delta], 1)
+            if state is not None:
+                state = state.to(dev) + clean.attn_out[sl, k].to(dev)[:, None]   # frozen heads
+                state = torch.cat([state, new], 1)
+            else:
+                state = new
+            base_cols.append(state.shape[1] - (H + 1))
+            state = state + mlp(norm(state))                                       # live MLPs
+            d_mlp = (corrupt.mlp_out[sl, k] - clean.mlp_out[sl, k]).to(dev)
+            mlp_row = state[:, base_cols[-1]] + d_mlp
+            state = torch.cat([state, mlp_row[:, None]], 1)
+            unchanged[sl, k, :H] = (delta == 0).all(-1).cpu()
+            unchanged[sl, k, H] = (d_mlp == 0).all(-1).cpu()
+        x = fnorm(state.to(_dev(fnorm)))                                           # (b, L*(H+2), d)
+        a = answer[sl].to(unembed.weight.device)
+        lg = torch.einsum("bcd,bd->bc", x.to(unembed.weight.device), unembed.weight[a])
+        if getattr(unembed, "bias", None) is not None:
+            lg = lg + unembed.bias[a][:, None]
+        lg = lg.float().cpu().view(-1, L, H + 2)
+        # layout per layer: [baseline, head 0..H-1, mlp]
+        logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
+        if prob:
+            lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
+                             x.to(unembed.weight.device).split(max(1, max_rows // x.shape[1]))])
+            lse = lse.cpu().view(-1, L, H + 2)
+            lse_o[sl], lse_p[sl, :, :H], lse_p[sl, :, H] = lse[..., 0], lse[..., 1:H + 1], lse[..., H + 1]
+    # A sender whose change to the residual is exactly 0 leaves the run as it was: copy the baseline,
+    # so that e.g. clean -> clean is exactly 0 however the BLAS splits rows among threads.
+    logit_p = torch.where(unchanged, logit_o[..., None], logit_p)
+    if prob:
+        lse_p = torch.where(unchanged, lse_o[..., None], lse_p)
+    return Patched(logit_p, logit_o, clean.answer_logit.cpu(), clean.logit_std.cpu(), lse_p, lse_o)
+
+
+# ----------------------------------------------------------------------------- reference path
+@torch.no_grad()
+def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache,
+                         answer: torch.Tensor, prob: bool = False, batch_size: int = 64,
+                         components: Sequence[tuple[int, int]] | None = None) -> Patched:
+    """Algorithm 1 literally: one hooked forward of the clean prompts per sender, batched over samples.
+
+    Head ``(i, j)``: at END, o_proj's input in layer ``i`` is the clean value with head ``j``'s slice
+    from ``X_c``; in every later layer it is the clean value (all heads frozen). MLP ``(i, H)``: MLP
+    ``i``'s END output is its ``X_c`` value and all heads of later layers are frozen at END. Anything
+    not frozen (the MLPs after the sender) recomputes. ``components`` limits the scan (default: all).
+    """
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    H = model.config.num_attention_heads
+    dh = clean.z.shape[-1] // H
+    n = len(prompts)
+    comps = list(components) if components is not None else [(i, j) for i in range(L) for j in range(H + 1)]
+    layer_of = {arch.path("o_proj", i): i for i in range(L)} | {arch.path("mlp", i): i for i in range(L)}
+    logit_p = torch.full((n, L, H + 1), float("nan"))
+    lse_p = torch.full((n, L, H + 1), float("nan")) if prob else None
+    st: dict = {}
+
+    def edit_z(x, name):
+        k, (i, j) = layer_of[name], st["comp"]
+        if k < i or (j == H and k == i):
+            return x
+        x = x.clone()
+        x[:, -1] = clean.z[st["idx"], k].to(x.device)
+        if k == i:
+            x[:, -1, j * dh:(j + 1) * dh] = corrupt.z[st["idx"], k, j * dh:(j + 1) * dh].to(x.device)
+        return x
+
+    def edit_mlp(y, name):
+        k, (i, j) = layer_of[name], st["comp"]
+        if j != H or k != i:
+            return y
+        y = y.clone()
+        y[:, -1] = corrupt.mlp_out[st["idx"], k].to(y.device)
+        return y
+
+    dev = input_device(model)
+    batches = list(group_by_length(tok, prompts, batch_size))
+    with TraceDict(model, [arch.path("o_proj", i) for i in range(L)], retain_output=False, edit_input=edit_z), \
+            TraceDict(model, [arch.path("mlp", i) for i in range(L)], retain_output=False, edit_output=edit_mlp):
+        for comp in comps:
+            st["comp"] = comp
+            for idx, ids in batches:
+                st["idx"] = torch.tensor(idx)
+                lg = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
+                logit_p[idx, comp[0], comp[1]] = lg.gather(1, answer[idx].to(lg.device)[:, None])[:, 0].cpu()
+                if prob:
+                    lse_p[idx, comp[0], comp[1]] = lg.logsumexp(-1).cpu()
+    o = clean.answer_logit.cpu()
+    lse_o = clean.logsumexp.cpu()[:, None].expand(n, L).clone() if prob else None
+    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.logit_std.cpu(), lse_p, lse_o)
+
+
+# ---------------------------------------------------------------------------------- front door
+def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequence[str],
+               answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = 64,
+               max_rows: int = 1 << 15) -> Patched:
+    """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])``.
+
+    Args:
+        answer: ``(n,)`` answer-token ids {C} (:func:`arithmech.data.answer_ids`).
+        method: ``"fast"`` (exact, batched over heads × samples) or ``"reference"`` (hooks).
+        prob: also compute the full-vocabulary logsumexp, for the probability of {C}.
+    """
+    if method not in ("fast", "reference"):
+        raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
+    if len(clean_prompts) != len(corrupt_prompts) or len(clean_prompts) != len(answer):
+        raise ValueError("clean prompts, corrupt prompts and answer ids must have the same length")
+    for c, x in zip(clean_prompts, corrupt_prompts):
+        if len(tok(c)["input_ids"]) != len(tok(x)["input_ids"]):
+            raise ValueError(f"X_r {c!r} and X_c {x!r} differ in token length; END must be the same position")
+    if method == "fast":                     # X_r[k] and X_c[k] have one length: one forward caches both
+        clean, corrupt = split_cache(end_cache(model, tok, list(clean_prompts) + list(corrupt_prompts),
+                                               torch.cat([answer, answer]), batch_size), len(answer))
+        return path_patch_fast(model, clean, corrupt, answer, prob, max_rows)
+    # the reference caches X_r with the very batches its hooked forwards use (bit-identical clean values)
+    clean = end_cache(model, tok, clean_prompts, answer, batch_size)
+    corrupt = end_cache(model, tok, corrupt_prompts, None, batch_size)
+    return path_patch_reference(model, tok, clean_prompts, clean, corrupt, answer, prob, batch_size)
+
+
+def split_cache(cache: EndCache, n: int) -> tuple[EndCache, EndCache]:
+    """Rows ``[:n]`` and ``[n:]`` of a cache as two caches."""
+    fields = EndCache.__dataclass_fields__
+    a = {f: None if getattr(cache, f) is None else getattr(cache, f)[:n] for f in fields}
+    b = {f: None if getattr(cache, f) is None else getattr(cache, f)[n:] for f in fields}
+    return EndCache(**a), EndCache(**b)

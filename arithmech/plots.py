@@ -1,0 +1,395 @@
+"""One altair theme for every chart of the book, and the chart builders.
+
+Builders take plain DataFrames (the results files) and return ``alt.Chart`` objects; they
+compute nothing a test would need to check. Figure titles follow the paper's numbering
+("Fig. 2 — ..."). Call :func:`use_theme` once (every chapter does, through ``setup``).
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+# Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head
+# helps), blue = it raises it.
+EFFECT_SCHEME = "redblue"
+PALETTE = ["#c0392b", "#27ae60", "#2c3e50", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#2980b9"]
+
+
+def theme() -> dict:
+    return {
+        "config": {
+            "view": {"stroke": None, "continuousWidth": 420, "continuousHeight": 260},
+            "font": "Helvetica, Arial, sans-serif",
+            "title": {"fontSize": 14, "anchor": "start", "fontWeight": 600, "subtitleColor": "#555"},
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "grid": False, "domainColor": "#888"},
+            "legend": {"labelFontSize": 11, "titleFontSize": 12},
+            "range": {"category": PALETTE},
+            "header": {"labelFontSize": 12, "titleFontSize": 12},
+        }
+    }
+
+
+def use_theme() -> None:
+    """Register and enable the arithmech theme (altair 5 and 6)."""
+    try:
+        alt.theme.register("arithmech", enable=True)(theme)
+    except AttributeError:                                   # altair < 5.5
+        alt.themes.register("arithmech", theme)
+        alt.themes.enable("arithmech")
+
+
+def fig_title(fig: str, text: str, subtitle: str | None = None) -> alt.TitleParams:
+    """``fig_title("Fig. 2", "Path patching ...")`` → a title with the paper's figure number."""
+    return alt.TitleParams(f"{fig} — {text}", subtitle=subtitle or alt.Undefined)
+
+
+# --------------------------------------------------------------------------- data charts (book)
+def template_accuracy_chart(acc: pd.DataFrame, model: str) -> alt.Chart:
+    """Answer-token accuracy per template (App. A, Fig. 8 / Fig. 10), one bar per template.
+
+    ``acc``: one row per template with ``template, figure, op, family, accuracy``.
+    """
+    order = list(acc["template"])
+    return alt.Chart(acc).mark_bar().encode(
+        x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"),
+                title="answer-token accuracy (top-1)"),
+        y=alt.Y("template:N", sort=order, title=None),
+        color=alt.Color("family:N", title="form"),
+        row=alt.Row("figure:N", title=None, sort=["Fig. 8", "Fig. 10"],
+                    header=alt.Header(labelAngle=0, labelAlign="left")),
+        tooltip=["template", "op", "family", alt.Tooltip("accuracy:Q", format=".1%")],
+    ).resolve_scale(y="independent").properties(
+        width=360, title=fig_title("Fig. 8 / 10", f"the templates, answered by {model}",
+                                   "fresh seeded pairs; X_r keeps only the answered ones"))
+
+
+# ----------------------------------------------------------------------------- identify charts
+_METRIC_TITLES = {"effect": "relative logit change", "logit_diff": "logit change", "prob_change": "Δ P({C})",
+                  "prob": "P({C}) after patching"}
+
+
+def _effect_panel(df: pd.DataFrame, metric: str, domain: list, cell: int, title) -> alt.HConcatChart:
+    """One layer × head grid and its MLP column, sharing the diverging color scale."""
+    fmt = ".1%" if metric == "effect" else ".3f"
+    color = alt.Color(f"{metric}:Q", title=_METRIC_TITLES.get(metric, metric),
+                      scale=alt.Scale(scheme=EFFECT_SCHEME, domain=domain, domainMid=0),
+                      legend=alt.Legend(format=fmt))
+    tip = ["task:N", "layer:O", "head:N", alt.Tooltip(f"{metric}:Q", format=fmt),
+           alt.Tooltip("logit_diff:Q", format=".3f", title="logit change"), alt.Tooltip("n:Q", title="samples")]
+    layers = sorted(df["layer"].unique())
+    y = alt.Y("layer:O", sort="descending", title="layer", scale=alt.Scale(domain=layers[::-1]))
+    heads = df[df["head"] != "mlp"].assign(head_i=lambda d: d["head"].astype(int))
+    grid = alt.Chart(heads).mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("head_i:O", title="head"), y=y, color=color, tooltip=tip,
+    ).properties(width=cell * heads["head_i"].nunique(), height=cell * len(layers), **({"title": title} if title else {}))
+    mlp = alt.Chart(df[df["head"] == "mlp"]).mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("head:N", title=None), y=y.axis(None), color=color, tooltip=tip,
+    ).properties(width=cell, height=cell * len(layers))
+    return alt.hconcat(grid, mlp, spacing=4)
+
+
+def effect_heatmap(effects: pd.DataFrame, tasks: str | list[str] = "all", metric: str = "effect",
+                   fig: str = "Fig. 2", subtitle: str | None = None, cell: int | None = None) -> alt.Chart:
+    """Fig. 2 / Fig. 15: the path-patching effect of every head (layer × head) plus the MLP column.
+
+    ``effects``: rows ``task, layer, head, <metric>, logit_diff, n`` (``effects.csv``; ``head`` is
+    ``"mlp"`` for MLP rows). One panel per task; every panel shares one diverging red-blue scale
+    centred on 0 (red: patching lowers the answer logit, so the component helps).
+    """
+    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    df = effects[effects["task"].isin(tasks)].copy()
+    df["head"] = df["head"].astype(str)
+    if df.empty:
+        raise ValueError(f"no effects rows for tasks {tasks}; available: {sorted(effects['task'].unique())}")
+    m = float(df[metric].abs().max()) or 1.0
+    n_heads = df.loc[df["head"] != "mlp", "head"].nunique()
+    cell = cell or max(6, min(22, 420 // max(1, n_heads)))
+    panels = [_effect_panel(df[df["task"] == t], metric, [-m, m], cell, t if len(tasks) > 1 else None)
+              for t in tasks]
+    rows = [alt.hconcat(*panels[i:i + 2], spacing=24) for i in range(0, len(panels), 2)]
+    chart = rows[0] if len(rows) == 1 else alt.vconcat(*rows, spacing=16)
+    what = "every head and MLP" + (", per task" if len(tasks) > 1 else
+                                   ", all tasks" if tasks[0] == "all" else f", {tasks[0]}")
+    return chart.resolve_scale(color="shared").properties(
+        title=fig_title(fig, f"path patching of {what}",
+                        subtitle or "change of the answer logit when the component's END output comes from X_c; "
+                                    "last column: MLP"))
+
+
+def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list[str] | None = None,
+                   fig: str = "Fig. 3") -> alt.Chart:
+    """Fig. 3: accuracy after knocking out the top-k components by effect rank vs k random ones.
+
+    ``knockout``: rows ``task, kind, order, seed, k, accuracy`` (``knockout.csv``); ``tasks=None``
+    draws every task that has a curve (more than one ``k``). Random rank is
+    drawn as the mean over seeds with a band from the lowest to the highest seed.
+    """
+    df = knockout[knockout["kind"] == kind]
+    if tasks is not None:
+        df = df[df["task"].isin([tasks] if isinstance(tasks, str) else tasks)]
+    else:                                   # tasks with a curve (several k), not a single key-head point
+        curves = df.groupby("task")["k"].nunique()
+        df = df[df["task"].isin(curves[curves > 1].index)]
+    if df.empty:
+        raise ValueError(f"no knockout rows of kind {kind!r}")
+    x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)")
+    yfmt = alt.Axis(format="%")
+    color = alt.Color("order:N", title=None, scale=alt.Scale(domain=["effect-rank", "random-rank"],
+                                                             range=[PALETTE[0], PALETTE[6]]))
+    base = alt.Chart(df)
+    band = base.transform_filter(alt.datum.order == "random-rank").mark_area(opacity=0.25).encode(
+        x=x, y=alt.Y("min(accuracy):Q", title="accuracy", axis=yfmt, scale=alt.Scale(domain=[0, 1])),
+        y2="max(accuracy):Q", color=color)
+    line = base.mark_line(point=True).encode(
+        x=x, y=alt.Y("mean(accuracy):Q", title="accuracy"), color=color,
+        tooltip=["order:N", "k:Q", alt.Tooltip("mean(accuracy):Q", format=".1%", title="accuracy (mean)"),
+                 alt.Tooltip("min(accuracy):Q", format=".1%", title="lowest seed"),
+                 alt.Tooltip("max(accuracy):Q", format=".1%", title="highest seed")])
+    chart = alt.layer(band, line).properties(width=260, height=200)
+    n_tasks = df["task"].nunique()
+    if n_tasks > 1:
+        chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(df["task"]))),
+                            columns=min(n_tasks, 3))
+    return chart.properties(title=fig_title(fig, f"knocking out {kind}s by effect rank vs random rank",
+                                            "mean ablation over X_c at every position; band: spread over random seeds"))
+
+# ------------------------------------------------------------------------------ analyze charts
+ROLE_COLORS = {"A": "#c0392b", "B": "#e67e22", "operator": "#27ae60", "bos": "#95a5a6", "other": "#d5d8dc"}
+_ROLE_SCALE = alt.Scale(domain=list(ROLE_COLORS), range=list(ROLE_COLORS.values()))
+
+
+def _head_names(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(name=[f"{l}.{h}" for l, h in zip(df["layer"], df["head"])])
+
+
+def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = "Fig. 5") -> alt.Chart:
+    """Fig. 5: END-row attention mass of each key head by role, one panel per operation.
+
+    ``roles``: attention_roles.csv; ``labels``: :func:`arithmech.analyze.label_heads` (key heads, ranked).
+    Heads are grouped operand heads first, then operator heads, then the rest.
+    """
+    order = labels.assign(g=labels.label.map({"operand": 0, "operator": 1}).fillna(2)).sort_values(["g"], kind="stable")
+    names = [f"{n} ({l})" for n, l in zip(order.name, order.label)]
+    lab = dict(zip(order.name, names))
+    df = _head_names(roles)
+    df = df[df.name.isin(lab) & (df.task != "all")].assign(head_label=lambda d: d.name.map(lab))
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("head_label:N", sort=names, title="key head (layer.head)"),
+        y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("role:N", scale=_ROLE_SCALE, sort=list(ROLE_COLORS)),
+        order=alt.Order("role_rank:Q"),
+        tooltip=["head_label", "task", "role", alt.Tooltip("mean_score:Q", format=".3f"), "kv_head", "n"],
+    ).transform_calculate(role_rank=f"indexof({list(ROLE_COLORS)}, datum.role)").properties(
+        width=max(160, 22 * len(names)), height=200).facet(column=alt.Column("task:N", title=None)).properties(
+        title=fig_title(fig, "Attention of the key heads from END, by token role",
+                        "mean attention mass over the reference samples, one panel per operation"))
+
+
+def attention_roles_explorer(roles: pd.DataFrame, heads: list[str] | None = None) -> alt.Chart:
+    """Pick a head in a dropdown → its attention mass by role, per operation (all heads precomputed)."""
+    df = _head_names(roles)
+    names = heads or sorted(df.name.unique(), key=lambda n: tuple(map(int, n.split("."))))
+    pick = alt.param(name="head_pick", value=names[0], bind=alt.binding_select(options=names, name="head "))
+    return alt.Chart(df, title=fig_title("Fig. 5", "Attention by role of a chosen head",
+                                         "choose a head (layer.head) in the dropdown")).mark_bar().encode(
+        x=alt.X("role:N", sort=list(ROLE_COLORS), title=None),
+        y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("role:N", scale=_ROLE_SCALE, legend=None),
+        column=alt.Column("task:N", title=None),
+        tooltip=["name", "task", "role", alt.Tooltip("mean_score:Q", format=".3f"), "kv_head"],
+    ).add_params(pick).transform_filter(alt.datum.name == pick).properties(width=110, height=180)
+
+
+def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str = "Attention from END over one prompt",
+                          dropdown: bool = True) -> alt.Chart:
+    """Fig. 7 / 16: heat strips, one row per head, one cell per token (text = the token).
+
+    ``strips``: :func:`arithmech.explorer.attention_strip` rows with a ``sample`` column; with
+    ``dropdown`` a select picks the sample shown.
+    """
+    samples = list(dict.fromkeys(strips["sample"]))
+    base = alt.Chart(strips, title=fig_title(fig, title, "darker = more attention; outlined = operand/operator token"))
+    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head"))
+    rect = base.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme="reds", domain=[0, 1])),
+                                   stroke=alt.condition("datum.role != 'other' && datum.role != 'bos'",
+                                                        alt.value("#2c3e50"), alt.value(None)),
+                                   tooltip=["sample", "head", "position", "token", "role",
+                                            alt.Tooltip("score:Q", format=".3f")])
+    text = base.mark_text(fontSize=11).encode(**enc, text="token:N", color=alt.condition(
+        "datum.score > 0.5", alt.value("white"), alt.value("black")))
+    chart = (rect + text).properties(width=alt.Step(44), height=alt.Step(26))
+    if dropdown and len(samples) > 1:
+        pick = alt.param(name="sample_pick", value=samples[0], bind=alt.binding_select(options=samples, name="sample "))
+        chart = chart.add_params(pick).transform_filter(alt.datum.sample == pick)
+    return chart
+
+
+def _stage_rules(stages: tuple[int, int, int] | None) -> list:
+    if not stages:
+        return []
+    df = pd.DataFrame({"layer": list(stages), "point": ["start", "inflection", "end"]})
+    rule = alt.Chart(df).mark_rule(strokeDash=[4, 3], color="#555").encode(x="layer:Q")
+    text = alt.Chart(df).mark_text(align="left", dx=3, dy=-6, color="#555").encode(
+        x="layer:Q", y=alt.value(0), text="point:N")
+    return [rule, text]
+
+
+def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, str], title, stages=None) -> alt.Chart:
+    df = mlp[mlp.quantity.isin(quantities)].assign(series=lambda d: d.quantity.map(quantities),
+                                                   lo=lambda d: d.value - d["sem"], hi=lambda d: d.value + d["sem"])
+    base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1)),
+                                color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)))
+    band = base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q")
+    line = base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity (mean ± s.e.)"),
+                                             tooltip=["layer", "series", alt.Tooltip("value:Q", format=".3f"),
+                                                      alt.Tooltip("std:Q", format=".3f")])
+    return alt.layer(band, line, *_stage_rules(stages)).properties(title=title)
+
+
+def mlp_in_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
+    """Fig. 6a / 13: cos(MLP_in, W_U[A]) and cos(MLP_in, W_U[B]) per layer at END (band: ± 1 standard error)."""
+    return _mlp_lines(mlp, {"in_A": "⟨MLP_in, W_U[A]⟩", "in_B": "⟨MLP_in, W_U[B]⟩"},
+                      fig_title("Fig. 6a", "What the MLPs receive: operands in MLP_in"), stages)
+
+
+def mlp_diff_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
+    """Fig. 6b / 14: cos(MLP_out − MLP_in, W_U[C]) vs the mean over the other number tokens."""
+    return _mlp_lines(mlp, {"diff_C": "⟨MLP_out − MLP_in, W_U[C]⟩", "diff_other": "⟨MLP_out − MLP_in, W_U[other]⟩"},
+                      fig_title("Fig. 6b", "What the MLPs write: the answer vs other numbers"), stages)
+
+
+def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.Chart:
+    """Every MLP quantity of mlp_projection.csv, one at a time from a dropdown (band: ± 1 std over samples)."""
+    qs = list(dict.fromkeys(mlp.quantity))
+    pick = alt.param(name="quantity_pick", value=qs[0], bind=alt.binding_select(options=qs, name="quantity "))
+    df = mlp.assign(lo=mlp.value - mlp["std"], hi=mlp.value + mlp["std"])     # spread over samples
+    base = alt.Chart(df, title=fig_title("Fig. 6", "MLP projections on W_U, one quantity at a time",
+                                         "in_X: MLP_in vs W_U[X]; diff_X: MLP_out − MLP_in vs W_U[X]")).encode(
+        x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1)))
+    return alt.layer(base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q"),
+                     base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity"),
+                                                       tooltip=["layer", "quantity", alt.Tooltip("value:Q", format=".3f")])
+                     ).add_params(pick).transform_filter(alt.datum.quantity == pick)
+
+
+def top_numbers_chart(top: pd.DataFrame, fig: str = "Fig. 6c", prompt: str | None = None,
+                      column: str | None = None) -> alt.Chart:
+    """Fig. 6c: per layer, the number tokens closest to MLP_out − MLP_in (cell text = token).
+
+    With a ``prompt`` column holding several prompts, one panel per prompt when ``column="prompt"``,
+    else a dropdown picks one.
+    """
+    prompts = list(dict.fromkeys(top["prompt"])) if "prompt" in top else []
+    shown = prompt or (prompts[0] if len(prompts) == 1 else None)
+    sub = (f"prompt “{shown}”; " if shown else "") + "color = cosine"
+    base = alt.Chart(top)
+    enc = dict(x=alt.X("rank:O", title="rank"), y=alt.Y("layer:O", title="layer"))
+    chart = (base.mark_rect().encode(**enc, color=alt.Color("cosine:Q", scale=alt.Scale(scheme="blues")),
+                                     tooltip=["layer", "rank", "token", alt.Tooltip("cosine:Q", format=".3f")])
+             + base.mark_text(fontSize=13).encode(**enc, text="token:N")).properties(
+        width=alt.Step(40), height=alt.Step(24))
+    title = fig_title(fig, "Top number tokens of MLP_out − MLP_in, layer by layer", sub)
+    if column:
+        return chart.facet(column=alt.Column(f"{column}:N", title=None, sort=prompts)).properties(title=title)
+    if len(prompts) > 1:
+        pick = alt.param(name="prompt_pick", value=prompts[0], bind=alt.binding_select(options=prompts, name="prompt "))
+        chart = chart.add_params(pick).transform_filter(alt.datum.prompt == pick)
+    return chart.properties(title=title)
+
+
+def adder_vs_llm_chart(adder: pd.DataFrame, top: pd.DataFrame, a: int, b: int) -> alt.HConcatChart:
+    """App. H / Fig. 17: the partial results of a ripple-carry adder, step by step, beside the model's
+    top-1 number token of MLP_out − MLP_in, layer by layer."""
+    comp = adder.assign(label=[f"{r.a_bit}+{r.b_bit}+carry {r.carry_in} → bit {r.sum_bit}:  "
+                               f"{r.partial} ({int(r.partial):0{len(adder)}b})" for r in adder.itertuples()])
+    left = alt.Chart(comp, title=f"Computer: {a} + {b} (ripple-carry, bit by bit)").mark_text(fontSize=16).encode(
+        y=alt.Y("step:O", title="full-adder step"), text="label:N").properties(width=260, height=alt.Step(34))
+    top1 = top[top["rank"] == 1]
+    right = alt.Chart(top1, title=f"Model: {a} + {b} = (top-1 number token)").mark_text(fontSize=16).encode(
+        y=alt.Y("layer:O", title="layer"), text="token:N",
+        color=alt.Color("cosine:Q", scale=alt.Scale(scheme="blues", domainMin=0))).properties(
+        width=160, height=alt.Step(34))
+    return alt.hconcat(left, right, title=fig_title("Fig. 17", "Addition in a computer vs in the model"))
+
+# ----------------------------------------------------------------------------- finetune charts
+_SETTING_COLORS = {"base": PALETTE[6], "full SFT": PALETTE[0]}
+
+
+def _setting_scale(settings: list[str]) -> alt.Scale:
+    others = [s for s in settings if s not in _SETTING_COLORS]
+    rest = [PALETTE[i % len(PALETTE)] for i in (1, 7, 3, 5, 4, 2)][:len(others)]
+    return alt.Scale(domain=list(_SETTING_COLORS) + others, range=list(_SETTING_COLORS.values()) + rest)
+
+
+def finetune_bars(long: pd.DataFrame, fig: str = "Table 1", title: str = "base, full SFT and precise SFT",
+                  subtitle: str | None = None) -> alt.Chart:
+    """Table 1 as grouped bars: accuracy per benchmark (x groups) and setting (colour).
+
+    ``long``: rows ``setting, benchmark, accuracy`` (accuracy in 0..1), e.g.
+    :func:`arithmech.finetune_report.long_form`.
+    """
+    settings = list(dict.fromkeys(long["setting"]))
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("setting:N", sort=settings, title=None, axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
+        color=alt.Color("setting:N", scale=_setting_scale(settings), sort=settings, title=None),
+        column=alt.Column("benchmark:N", sort=list(dict.fromkeys(long["benchmark"])), title=None),
+        tooltip=["setting:N", "benchmark:N", alt.Tooltip("accuracy:Q", format=".1%")],
+    ).properties(width=110, height=200, title=fig_title(fig, title, subtitle))
+
+
+def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...] = ("two-digit (math)", "generic facts"),
+                   fig: str = "Table 2", title: str = "how many heads to tune",
+                   paper: pd.DataFrame | None = None, paper_metrics: tuple[str, ...] = ("GSM8K", "MMLU")) -> alt.HConcatChart:
+    """Table 2 / Table 5 as lines: accuracy (%) and samples/s against the number of tuned components ``x``;
+    the paper's LLaMA2-7B numbers (``paper``) in a panel of their own beside ours."""
+    def panel(df: pd.DataFrame, cols: tuple[str, ...], name: str) -> alt.Chart:
+        m = df.melt(id_vars=[x], value_vars=list(cols), var_name="benchmark", value_name="accuracy (%)")
+        acc = alt.Chart(m).mark_line(point=True).encode(
+            x=alt.X(f"{x}:Q", title=f"tuned {x}"), y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
+            color=alt.Color("benchmark:N", title=None), tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"])
+        speed = alt.Chart(df).mark_bar(opacity=0.5, color=PALETTE[6]).encode(
+            x=alt.X(f"{x}:O", title=f"tuned {x}"), y=alt.Y("samples/s:Q", title="train samples/s"),
+            tooltip=[f"{x}:Q", "samples/s:Q"])
+        return alt.vconcat(acc.properties(width=240, height=160, title=name),
+                           speed.properties(width=240, height=80)).resolve_scale(color="independent")
+    panels = [panel(ours, metrics, "ours (embedded model)")]
+    if paper is not None:
+        panels.append(panel(paper, paper_metrics, "paper (LLaMA2-7B)"))
+    return alt.hconcat(*panels, title=fig_title(fig, title))
+
+
+def speed_memory_chart(bench: pd.DataFrame, fig: str = "Table 1", title: str = "training cost, same model and batch") -> alt.HConcatChart:
+    """Samples/s and peak memory of precise vs full SFT (``bench``: rows ``mode, samples/s, peak MiB``)."""
+    base = alt.Chart(bench).encode(y=alt.Y("mode:N", title=None),
+                                   color=alt.Color("mode:N", legend=None, scale=alt.Scale(
+                                       domain=["full", "precise"], range=[PALETTE[0], PALETTE[1]])))
+    speed = base.mark_bar().encode(x=alt.X("samples/s:Q", title="train samples/s"), tooltip=["mode", "samples/s"])
+    mem = base.mark_bar().encode(x=alt.X("peak MiB:Q", title="peak memory (MiB)"), tooltip=["mode", "peak MiB"])
+    return alt.hconcat(speed.properties(width=220, height=60), mem.properties(width=220, height=60),
+                       title=fig_title(fig, title))
+
+
+# ------------------------------------------------------------------- SmolLM2 appendix charts
+_MODE_SCALE = alt.Scale(domain=["base", "full", "precise"], range=[PALETTE[6], PALETTE[0], PALETTE[1]])
+
+
+def table1_ci_chart(frame: pd.DataFrame, fig: str = "Table 1", title: str = "base, full SFT and precise SFT, with 95% intervals") -> alt.HConcatChart:
+    """Table 1 as points with 95% intervals: accuracy per measure (left), generic-text loss (right).
+
+    ``frame``: :func:`arithmech.table1.table1_frame` rows ``mode, measure, value, ci_low, ci_high``.
+    """
+    def panel(df: pd.DataFrame, y: str, fmt: str, width: int) -> alt.LayerChart:
+        base = alt.Chart(df).encode(x=alt.X("mode:N", title=None, sort=["base", "full", "precise"],
+                                            axis=alt.Axis(labels=False, ticks=False)),
+                                    color=alt.Color("mode:N", scale=_MODE_SCALE, title=None))
+        tip = ["mode", "measure", alt.Tooltip("value:Q", format=fmt), alt.Tooltip("ci_low:Q", format=fmt),
+               alt.Tooltip("ci_high:Q", format=fmt), "n"]
+        return alt.layer(base.mark_rule(strokeWidth=2).encode(y=alt.Y("ci_low:Q", title=y), y2="ci_high:Q"),
+                         base.mark_point(filled=True, size=60).encode(y="value:Q", tooltip=tip)
+                         ).properties(width=width, height=180)
+    acc = frame[frame.measure != "lm_loss"]
+    order = list(dict.fromkeys(acc.measure))
+    left = panel(acc, "accuracy", ".1%", 60).facet(column=alt.Column("measure:N", sort=order, title=None))
+    right = panel(frame[frame.measure == "lm_loss"], "generic-text loss (nats/token)", ".3f", 80)
+    return alt.hconcat(left, right, title=fig_title(fig, title))

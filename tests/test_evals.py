@@ -1,0 +1,179 @@
+"""Benchmarks of Table 1 (arithmech.evals): readers, splits, prompts, answer extraction, batched scoring."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arithmech import evals as E
+from conftest import tiny_llama
+
+DATA = E.data_dir()
+needs_data = pytest.mark.skipif(not (DATA / "gsm8k" / "test.jsonl").exists(),
+                                reason=f"benchmark folder {DATA} is absent (set ARITHMECH_DATA to the "
+                                       "/work/shared/data layout to run these)")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny matmuls: one intra-op thread avoids spin contention on the shared 2-core machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return E.math_splits(seed=0)
+
+
+def test_extract_answer_rules():
+    """Protects: the documented rule: commas stripped, first number after "The answer is", else the last
+    number, trailing period ignored, negatives and decimals kept, None when there is no number."""
+    assert E.extract_answer("She pays $1,080 in total. The answer is 1,080.") == 1080
+    assert E.extract_answer("The answer is -3.5, not 7") == -3.5
+    assert E.extract_answer("3 apples and 4 pears make 7.") == 7
+    assert E.extract_answer("the answer is: 12 (since 3 * 4)") == 12
+    assert E.extract_answer("no idea") is None
+    assert E.is_correct(E.extract_answer("The answer is 9.43"), 9.43) and not E.is_correct(None, 0.0)
+
+
+@needs_data
+def test_row_counts_match_readme():
+    """Protects: the readers parse every row of the shared files (counts from the data README)."""
+    assert len(E.read_math("gsm8k", split="train")) == 7473 and len(E.read_math("gsm8k")) == 1319
+    assert [len(E.read_math(n)) for n in ("addsub", "singleeq", "svamp")] == [395, 508, 1000]
+    assert len(E.read_mmlu("test")) == 14042 and len(E.read_mmlu("dev")) == 285
+    assert len(E.read_csqa("dev")) == 1221
+
+
+@needs_data
+def test_answer_extraction_on_real_rows(splits):
+    """Protects: on every real row of the four math sets the gold answer survives formatting and extraction
+    (GSM8K's raw '#### 1,080' solutions included), and SFT completions carry the right number."""
+    for name in E.MATH:
+        rows = E.read_math(name) + (E.read_math(name, split="train") if name == "gsm8k" else [])
+        for p in rows:
+            _, completion = E.math_example(p)
+            assert E.is_correct(E.extract_answer(completion), p.answer), (name, p.id, completion)
+    raw = [l for l in (DATA / "gsm8k" / "test.jsonl").read_text().splitlines() if "," in l.split("####")[-1]]
+    assert len(raw) == 14                                    # README: 14 test answers with separators
+    import json
+    for line in raw:
+        r = json.loads(line)
+        gold = float(r["answer"].split("####")[-1].replace(",", ""))
+        assert E.extract_answer(r["answer"]) == gold
+    svamp = E.read_math("svamp")[0]
+    assert svamp.question.startswith("Each pack of dvds costs 76 dollars.") and svamp.answer == 51.0
+
+
+@needs_data
+def test_splits_seeded_disjoint_and_deduplicated(splits):
+    """Protects: the AddSub/SingleEq/SVAMP splits are seeded and reproducible, no normalized training
+    question occurs in any test set, training sets hold no repeats, and a question shared by two sets
+    lands on the same side in both."""
+    again = E.math_splits(seed=0)
+    assert all([p.id for p in splits[n][s]] == [p.id for p in again[n][s]] for n in E.MATH for s in ("train", "test"))
+    other = E.math_splits(seed=1)
+    assert [p.id for p in other["addsub"]["test"]] != [p.id for p in splits["addsub"]["test"]]
+    test_keys = {E.normalize_question(p.question) for s in splits.values() for p in s["test"]}
+    train_keys = [E.normalize_question(p.question) for s in splits.values() for p in s["train"]]
+    assert not test_keys & set(train_keys) and len(train_keys) == len(set(train_keys))
+    add = {E.normalize_question(p.question) for p in E.read_math("addsub")}
+    seq = {E.normalize_question(p.question) for p in E.read_math("singleeq")}
+    shared = add & seq
+    assert shared                                             # both sets come from MAWPS
+    add_test = {E.normalize_question(p.question) for p in splits["addsub"]["test"]}
+    seq_test = {E.normalize_question(p.question) for p in splits["singleeq"]["test"]}
+    assert {k for k in shared if k in add_test} == {k for k in shared if k in seq_test}
+    for n in ("addsub", "singleeq", "svamp"):
+        frac = len(splits[n]["test"]) / (len(splits[n]["test"]) + len(splits[n]["train"]))
+        assert 0.2 < frac < 0.45, (n, frac)                   # ~test_frac, after dedup
+
+
+def test_fewshot_prompt_format():
+    """Protects: the documented few-shot math format (also the SFT format) and MMLU's Hendrycks layout."""
+    shot = E.Problem("gsm8k", "t-0", "Tom has 3 apples and buys 2. How many?", 5.0, "Tom has 3 + 2 = 5 apples.")
+    q = E.Problem("addsub", "1", "Sam had 1,000 cards and lost 1. How many are left?", 999.0)
+    assert E.math_prompt(q, [shot]) == ("Question: Tom has 3 apples and buys 2. How many?\n"
+                                        "Answer: Tom has 3 + 2 = 5 apples. The answer is 5.\n\n"
+                                        "Question: Sam had 1,000 cards and lost 1. How many are left?\nAnswer:")
+    assert E.math_example(q)[1] == " The answer is 999."
+    assert E.math_example(E.Problem("singleeq", "2", "x?", 1.84))[1] == " The answer is 1.84."
+    c = E.Choice("abstract_algebra", "What is 1+1?", ("1", "2", "3", "4"), "B")
+    assert E.choice_prompt(c, [c]) == (
+        "The following are multiple choice questions (with answers) about abstract algebra.\n\n"
+        "What is 1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer: B\n\n"
+        "What is 1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:")
+
+
+@needs_data
+def test_multiple_choice_rows_real():
+    """Protects: MMLU (quoted CSV fields with commas) and CSQA rows parse into 4 / 5 choices and a letter."""
+    dev = [c for c in E.read_mmlu("dev") if c.subject == "abstract_algebra"]
+    assert dev[1].choices == ("True, True", "False, False", "True, False", "False, True") and dev[1].answer == "B"
+    assert all(len(c.choices) == 4 and c.answer in "ABCD" for c in E.read_mmlu("test"))
+    cs = E.read_csqa("dev")
+    assert cs[0].choices == ("bank", "library", "department store", "mall", "new york") and cs[0].answer == "A"
+    assert all(len(c.choices) == 5 and c.answer in "ABCDE" for c in cs)
+
+
+def test_missing_data_one_clear_error(tmp_path):
+    """Protects: a missing benchmark file raises one error naming the path and what to do."""
+    with pytest.raises(E.MissingDataError, match=r"svamp.*SVAMP\.json does not exist.*ARITHMECH_DATA"):
+        E.read_math("svamp", root=tmp_path)
+    with pytest.raises(ValueError, match="unknown benchmarks"):
+        E.evaluate(None, None, ["gsm9k"])
+
+
+def test_hf_source_needs_datasets():
+    """Protects: source='hf' without the datasets package says how to install it or use local files."""
+    try:
+        import datasets  # noqa: F401
+        pytest.skip("datasets is installed; the offline message is not reachable")
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install datasets"):
+            E.read_math("gsm8k", source="hf")
+
+
+@pytest.fixture(scope="module")
+def toy():
+    from arithmech.embedded import build_tokenizer
+    tok = build_tokenizer()
+    return tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3), tok
+
+
+def test_batched_generation_equals_one_by_one(toy):
+    """Protects: left-padded batched greedy generation (attention mask) gives each prompt the text it gets
+    alone, and the tokenizer's padding side is restored."""
+    model, tok = toy
+    prompts = ["12 plus 35 is", "Q: What is the opposite of hot? A:", "7 minus 2 equals", "The capital of Peru is"]
+    batched = E.generate(model, tok, prompts, max_new_tokens=5, batch_size=4, stop="zzz")
+    single = [E.generate(model, tok, [p], max_new_tokens=5, batch_size=1, stop="zzz")[0] for p in prompts]
+    assert batched == single and any(batched)
+    assert tok.padding_side == "right"
+
+
+def test_choice_logits_right_padding_equals_single(toy):
+    """Protects: letter logits read at each prompt's own last token equal an unpadded forward."""
+    model, tok = toy
+    prompts = ["Q: What is the opposite of hot? Answer:", "1 plus 2 Answer:"]
+    got = E.choice_logits(model, tok, prompts, "A", batch_size=2)
+    for i, p in enumerate(prompts):
+        ids = tok(p, return_tensors="pt")["input_ids"]
+        ref = model(ids).logits[0, -1, tok.convert_tokens_to_ids("A")]
+        torch.testing.assert_close(got[i, 0], ref, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="cannot tell the answer letters"):
+        E.letter_ids(tok, "ABCD")                          # the toy vocabulary has no B, C, D
+
+
+def test_batched_toy_two_digit_equals_embedded_reference(toy):
+    """Protects: the batched two-digit benchmark scores each held-out item exactly as
+    arithmech.embedded.greedy does one prompt at a time."""
+    from arithmech.embedded import greedy
+    model, tok = toy
+    items = E.two_digit_items(seed=0, n=24)
+    outs = E.greedy_batch(model, tok, [p for p, _ in items], max_new=4)
+    ref = [greedy(model, tok, p, len(a) + 1) for p, a in items]
+    assert [o == a for o, (_, a) in zip(outs, items)] == [r == a for r, (_, a) in zip(ref, items)]
+    assert [o[:len(r)] for o, r in zip(outs, ref)] == ref

@@ -1,0 +1,209 @@
+"""The identify step: exact path patching (fast == reference), knockout invariants, results files, errors."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pytest
+import torch
+
+from arithmech import data as D
+from arithmech.cli import main
+from arithmech.embedded import build_tokenizer
+from arithmech.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations, overlap
+from arithmech.models import load_model
+from arithmech.patching import Patched, check_logit_o, end_cache, path_patch, path_patch_fast, path_patch_reference
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """These models are tiny: one BLAS thread is faster than two, and far faster on a busy machine
+    (two threads spin against each other there). Restored after this module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    model, tok, geo = load_model("embedded")
+    return model, tok, geo
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+def gqa_llama(vocab: int, seed: int = 0):
+    """Random Llama with GQA (4 query heads on 2 kv heads), head_dim 12 != 40 / 4, and every bias on
+    (o_proj bias included), so the fast path's bias and GQA handling is exercised."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=40, intermediate_size=80, num_hidden_layers=3,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=12, max_position_embeddings=64,
+                      attention_bias=True, mlp_bias=True)
+    cfg._attn_implementation = "eager"
+    model = LlamaForCausalLM(cfg).eval().requires_grad_(False)
+    with torch.no_grad():                       # non-zero biases (they are initialised to 0)
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.normal_(0, 0.1)
+    return model
+
+
+def pairs(tok, n: int, seed: int = 0):
+    samples, _ = D.make_pairs(tok, "all", n=n, seed=seed)
+    return samples, [s.clean for s in samples], [s.corrupt for s in samples], D.answer_ids(tok, samples)
+
+
+def both(model, tok, clean, corrupt, ans):
+    c, x = end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt)
+    return path_patch_fast(model, c, x, ans, prob=True), path_patch_reference(model, tok, clean, c, x, ans, prob=True)
+
+
+def test_fast_equals_reference_on_embedded_model(embedded):
+    """Protects: the fast END-residual path patching gives the same patched logits, logsumexp (to fp32
+    relative precision) and relative effects (to 1e-5) as one hooked forward per component
+    (Algorithm 1) on the embedded model."""
+    model, tok, _ = embedded
+    samples, clean, corrupt, ans = pairs(tok, 6)
+    kept, _ = D.filter_correct(model, tok, samples)
+    assert len(kept) >= 4, "the embedded model should answer most Fig. 8/10 prompts"
+    fast, ref = both(model, tok, clean, corrupt, ans)
+    scale = ref.logit_p.abs().clamp(min=1)                          # trained logits are ~14: fp32 relative error
+    assert ((fast.logit_p - ref.logit_p).abs() / scale).max() <= 1e-5
+    assert ((fast.lse_p - ref.lse_p).abs() / ref.lse_p.abs().clamp(min=1)).max() <= 1e-5
+    assert ((fast.logit_o - ref.logit_o).abs() / scale[..., 0]).max() <= 1e-5   # baseline chain == model logit
+    rows = torch.tensor([s in kept for s in samples])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eff_f, eff_r = fast.select(rows).relative_change(), ref.select(rows).relative_change()
+    assert (eff_f - eff_r).abs().max() <= 1e-5
+    assert eff_f.abs().max() > 1e-3                                   # something was patched at all
+
+
+def test_fast_equals_reference_on_gqa_model_with_biases(tok):
+    """Protects: exactness under GQA, head_dim != d_model / n_heads and an o_proj (and MLP) bias."""
+    model = gqa_llama(len(tok))
+    _, clean, corrupt, ans = pairs(tok, 5, seed=1)
+    fast, ref = both(model, tok, clean, corrupt, ans)
+    assert fast.logit_p.shape == (5, 3, 5)
+    assert (fast.logit_p - ref.logit_p).abs().max() <= 1e-5
+    assert (fast.lse_p - ref.lse_p).abs().max() <= 1e-5
+    assert (fast.logit_p - fast.logit_o[..., None]).abs().max() > 1e-4
+
+
+def test_clean_to_clean_patching_is_exactly_zero(tok):
+    """Protects: patching X_r with itself changes nothing, bit for bit, in both implementations."""
+    model = gqa_llama(len(tok), seed=2)
+    _, clean, _, ans = pairs(tok, 4, seed=2)
+    for method in ("fast", "reference"):
+        p = path_patch(model, tok, clean, clean, ans, method=method, prob=True)
+        assert torch.equal(p.logit_diff(), torch.zeros_like(p.logit_diff())), method
+        assert torch.equal(p.prob(), p.prob_o()[..., None].expand_as(p.prob())), method
+
+
+def test_component_without_output_weights_has_zero_effect(tok):
+    """Protects: the sender's change reaches the logits only through its own W_O block (a head whose
+    W_O block is zero) or its own output (an MLP whose down_proj is zero): effect exactly 0."""
+    model = gqa_llama(len(tok), seed=3)
+    with torch.no_grad():
+        model.model.layers[1].self_attn.o_proj.weight[:, 2 * 12:3 * 12] = 0
+        model.model.layers[0].mlp.down_proj.weight.zero_()
+        model.model.layers[0].mlp.down_proj.bias.zero_()
+    _, clean, corrupt, ans = pairs(tok, 4, seed=3)
+    for method in ("fast", "reference"):
+        d = path_patch(model, tok, clean, corrupt, ans, method=method).logit_diff()
+        assert torch.equal(d[:, 1, 2], torch.zeros(4)) and torch.equal(d[:, 0, 4], torch.zeros(4)), method
+        assert d[:, 1, [0, 1, 3]].abs().max() > 0, method
+
+
+def test_unstable_relative_change_warns_with_count():
+    """Protects: samples with logit_o near 0 or negative are detected and counted in the warning."""
+    o = torch.tensor([5.0, 0.001, -2.0, 4.0])
+    with pytest.warns(UserWarning, match="unstable for 2 of 4 samples: 1 .* and 1 have logit_o <= 0"):
+        assert check_logit_o(o, torch.ones(4)) == 2
+    p = Patched(torch.ones(4, 1, 2), o[:, None], o, torch.ones(4))
+    with pytest.warns(UserWarning):
+        p.relative_change()
+
+
+def test_knockout_with_k0_equals_plain_accuracy(embedded):
+    """Protects: the batched knockout forward with nothing ablated reproduces the model's own top-1
+    accuracy (data.predict, an independent path) on unfiltered prompts."""
+    model, tok, _ = embedded
+    samples, _, _, ans = pairs(tok, 24, seed=4)
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    base = (D.predict(model, tok, [s.clean for s in samples])[:, 0] == ans).float().mean()
+    curve = knockout_curve(model, tok, samples, means, [(5, 0), (4, 1)], [0, 1, 2],
+                           [(l, h) for l in range(6) for h in range(8)], n_random=2)
+    assert (curve.loc[curve.k == 0, "accuracy"] == float(base)).all()
+    assert set(curve.order) == {"effect-rank", "random-rank"} and len(curve) == 9
+
+
+def test_mean_ablation_with_own_clean_mean_is_a_no_op(embedded):
+    """Protects: knockout replaces exactly the ablated activations: with means taken from the very
+    prompt (one sample), knocking out every head and MLP leaves its predictions unchanged, while the
+    X_c means of the same heads change them."""
+    model, tok, geo = embedded
+    s = pairs(tok, 3, seed=5)[0]
+    every = Ablation.of(heads=[(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)],
+                        mlps=range(geo.n_layers))
+    own = mean_activations(model, tok, [s[0].clean], [s[0].template])
+    ids, p = knockout_topk(model, tok, [s[0].clean], [s[0].template], own, [Ablation(), every], k=5)
+    assert torch.equal(ids[0], ids[1])
+    torch.testing.assert_close(p[0], p[1], atol=1e-5, rtol=1e-4)
+    cf = mean_activations(model, tok, [x.corrupt for x in s], [x.template for x in s])
+    acc = accuracy(model, tok, s, cf, [Ablation(), every])
+    assert acc[0] > 0 and acc[1] < acc[0]
+
+
+def test_overlap_sets():
+    """Protects: Table 4's shared / run-specific split of two ranked head lists (top-k cut first)."""
+    ov = overlap([(1, 1), (2, 2), (3, 3), (4, 4)], [(2, 2), (5, 5), (1, 1)], top=3)
+    assert ov["shared"] == [(1, 1), (2, 2)] and ov["only_a"] == [(3, 3)] and ov["only_b"] == [(5, 5)]
+    assert ov["fraction_shared"] == pytest.approx(2 / 3)
+
+
+def test_cli_writes_results_files(tmp_path, capsys):
+    """Protects: `python -m arithmech identify` writes the documented files and columns, exactly the
+    prompts used, and the same files again for the same seed."""
+    args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
+            "--knockout-samples", "6", "--random-seeds", "1"]
+    main(args + ["--out", str(tmp_path / "a")])
+    assert "wrote" in capsys.readouterr().out
+    a = tmp_path / "a"
+    eff = pd.read_csv(a / "effects.csv", dtype={"head": str})
+    assert list(eff.columns[:6]) == ["task", "layer", "head", "effect", "logit_diff", "prob"]
+    assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
+    ko = pd.read_csv(a / "knockout.csv")
+    assert list(ko.columns) == ["task", "kind", "order", "seed", "k", "accuracy", "n"]
+    assert ko.loc[ko.k == 0, "accuracy"].eq(1.0).all()               # X_r: the model answers all of them
+    kh = json.loads((a / "key_heads.json").read_text())
+    assert kh["threshold"] == -0.05 and all(h["effect"] < -0.05 for h in kh["heads"])
+    assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
+    prompts = D.load_jsonl(a / "prompts.jsonl")
+    run = json.loads((a / "run.json").read_text())
+    assert len(prompts) == run["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
+    assert run["parameters"]["seed"] == 3 and "torch" in run["versions"]
+    main(args + ["--out", str(tmp_path / "b")])
+    for f in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv"):
+        assert (a / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+
+
+def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
+    """Protects: a counterfactual that changes the token length stops the command with one message
+    that names the template and says what to change (no traceback)."""
+    pair = tmp_path / "pairs.json"
+    pair.write_text(json.dumps([{"id": "bad", "clean": "{A} plus {B} equals to", "corrupt": "{A} is nothing {B} equals to"}]))
+    with pytest.raises(SystemExit) as e:
+        main(["identify", "--model", "embedded", "--task", str(pair), "--n-samples", "4", "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("error")]      # (transformers may print a load bar)
+    assert len(lines) == 1 and "'bad'" in lines[0] and "same token length" in lines[0]
+    assert "Traceback" not in err
+    assert not (tmp_path / "o").exists()
