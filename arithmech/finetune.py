@@ -25,14 +25,14 @@ state (~112 GB) before activations: shard it with FSDP through the Trainer, e.g.
 from ``model._no_split_modules``; gradient accumulation is ``batch / (micro x world size)``.) Precise
 SFT runs on one device: the frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
 :func:`arithmech.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
-batch 4 x 512 tokens, flash attention: about 23 GiB).
+batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
 from __future__ import annotations
 
 import json
 import os
-import random
 import resource
+import shutil
 import threading
 import time
 from dataclasses import asdict
@@ -40,82 +40,13 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
 from . import adapter as A
 from .models import load_model
+from .sft_data import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
 
 PAPER = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)
-
-
-# ------------------------------------------------------------------------------------------ data
-def tokenize_pairs(tok, pairs: Sequence[tuple[str, str]], max_len: int = 512) -> list[dict]:
-    """``(prompt, completion)`` → ``{"input_ids", "labels"}``; the loss covers the completion and EOS only.
-
-    The completion is tokenized inside the full text (``prompt + completion``) so word pieces merge as
-    at inference; the prompt's tokens (those that are a prefix of the full text) get label -100.
-    """
-    rows = []
-    for prompt, completion in pairs:
-        p = tok(prompt)["input_ids"]
-        full = tok(prompt + completion)["input_ids"] + [tok.eos_token_id]
-        n = len(p) if full[:len(p)] == p else len(p) - 1
-        full = full[:max_len]
-        rows.append({"input_ids": full, "labels": [-100] * min(n, len(full)) + full[n:]})
-    return rows
-
-
-class Collator:
-    """Right-pads a list of tokenized rows: ``input_ids, attention_mask, labels`` each ``(b, seq)``."""
-
-    def __init__(self, pad_id: int):
-        self.pad_id = pad_id
-
-    def __call__(self, rows: list[dict]) -> dict[str, torch.Tensor]:
-        L = max(len(r["input_ids"]) for r in rows)
-        ids = torch.full((len(rows), L), self.pad_id)
-        labels = torch.full((len(rows), L), -100)
-        mask = torch.zeros((len(rows), L), dtype=torch.long)
-        for i, r in enumerate(rows):
-            n = len(r["input_ids"])
-            ids[i, :n], labels[i, :n], mask[i, :n] = torch.tensor(r["input_ids"]), torch.tensor(r["labels"]), 1
-        return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-
-def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None) -> list[tuple[str, str]]:
-    """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.embedded.two_digit_split`, Fig. 8
-    addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.evals.negative_split`
-    in the nine subtraction forms), ``embedded`` (a third each of those two and of fresh single-digit
-    Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train splits, :func:`arithmech.evals.math_splits`), or a
-    JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""
-    rng = random.Random(seed)
-    if source in ("embedded", "two-digit", "negative"):
-        from .embedded import two_digit_sentence, two_digit_split
-        from .evals import negative_items, negative_split
-        two = [(p, " " + a) for p, a in (two_digit_sentence(rng, *x) for x in two_digit_split(seed)[0])]
-        neg = [(p, " " + a) for p, a in negative_items(negative_split(seed)[0])]
-        if source != "embedded":
-            pairs = two if source == "two-digit" else neg
-        else:                                   # a third each; the 216 negative items repeat
-            from .embedded import arithmetic_sentence
-            third = (n or 3 * len(two)) // 3
-            one = [(p, tpl.joiner + a) for p, a, tpl in (arithmetic_sentence(rng) for _ in range(third))]
-            pairs = rng.sample(two, min(third, len(two))) + [neg[i % len(neg)] for i in range(third)] + one
-            rng.shuffle(pairs)
-            return pairs
-    elif source == "math":
-        from .evals import MATH, math_example, math_splits
-        splits = math_splits(data_dir, seed)
-        pairs = [math_example(p) for name in MATH for p in splits[name]["train"]]
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"--train-data {source!r}: use 'embedded', 'math' or a JSONL file of "
-                                    "{\"prompt\", \"completion\"} rows")
-        pairs = [(r["prompt"], r["completion"]) for r in map(json.loads, path.read_text().splitlines()) if r]
-    if n is not None and n < len(pairs):
-        pairs = rng.sample(pairs, n)
-    return pairs
 
 
 # ------------------------------------------------------------------------------------- training
@@ -246,11 +177,14 @@ def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], to
     """A :class:`HeadMaskedTrainer` (``precise``) or a plain ``Trainer`` on all parameters (``full``)."""
     kw = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))
     if mode == "precise":
-        return HeadMaskedTrainer(model, spec=spec, **kw)
-    if mode == "full":
+        trainer = HeadMaskedTrainer(model, spec=spec, **kw)
+    elif mode == "full":
         model.requires_grad_(True)
-        return Trainer(model=model, **kw)
-    raise ValueError(f"mode {mode!r}: use 'precise' or 'full'")
+        trainer = Trainer(model=model, **kw)
+    else:
+        raise ValueError(f"mode {mode!r}: use 'precise' or 'full'")
+    trainer.remove_callback(PrinterCallback)      # losses stay in trainer.state.log_history
+    return trainer
 
 
 def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
@@ -325,12 +259,23 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
                  weight_decay: float = PAPER["weight_decay"], seed: int = 0, device: str = "cpu",
                  dtype: str = "float32", bf16: bool = False, kv_policy: str = "any", rescale: bool = True,
                  limit: int | None = None, data_dir=None, n_train: int | None = None, tag: str | None = None,
-                 save_adapter: bool = False, fsdp: bool = False, before: dict | None = None) -> dict:
+                 save_adapter: bool = False, fsdp: bool = False, before: dict | None = None,
+                 threads: int | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
     ``benchmarks``: names from :data:`arithmech.evals.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
     ``before``: accuracies of the base model from an earlier run (skips the first evaluation).
+    ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
+    run faster with 1 than with threads that spin against other processes.
     """
+    if threads:
+        kw = {**locals(), "threads": None}
+        n = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return run_finetune(**kw)
+        finally:
+            torch.set_num_threads(n)
     from . import evals
     t0 = time.time()
     torch.manual_seed(seed)
@@ -353,7 +298,8 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = Path(results) / name / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
-    args = training_args(out_dir / f"{stem}-trainer", lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
+    import tempfile
+    args = training_args(tempfile.mkdtemp(prefix="arithmech-trainer-"), lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
                          epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
                          device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
                          fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
@@ -361,6 +307,7 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     trainer = make_trainer(net, mode, args, rows, tok, spec)
     tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
     train = train_measured(trainer, device)
+    shutil.rmtree(args.output_dir, ignore_errors=True)
     net.eval()
     if save_adapter and mode == "precise":
         A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
@@ -392,7 +339,8 @@ def _cli(a) -> None:
                      lr=a.lr, batch_size=a.batch_size, micro_batch_size=a.micro_batch_size, warmup=a.warmup,
                      weight_decay=a.weight_decay, seed=a.seed, device=a.device, dtype=a.dtype, bf16=a.bf16,
                      kv_policy=a.kv_policy, rescale=not a.no_rescale, limit=a.limit, data_dir=a.data_dir,
-                     n_train=a.n_train, tag=a.tag, save_adapter=a.save_adapter, fsdp=a.fsdp)
+                     n_train=a.n_train, tag=a.tag, save_adapter=a.save_adapter, fsdp=a.fsdp,
+                     threads=a.threads)
     print(json.dumps({k: r[k] for k in ("mode", "tuned_parameters", "before", "after", "delta")}, indent=2))
     print(f"train samples/s: {r['train']['samples_per_second']}, peak memory: "
           f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
@@ -426,4 +374,5 @@ def add_cli(subparsers) -> None:
     s.add_argument("--bf16", action="store_true", help="bf16 autocast (trainable slices stay fp32)")
     s.add_argument("--fsdp", action="store_true", help="full SFT: FSDP through TrainingArguments")
     s.add_argument("--save-adapter", action="store_true")
+    s.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     s.set_defaults(func=_cli)

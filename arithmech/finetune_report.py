@@ -67,7 +67,8 @@ def results_table(records: Sequence[dict], percent: bool = True) -> pd.DataFrame
             row[f"Δ {b}"] = round(scale * (v - base[b]), 1)
         rows.append(row)
     cols = ["setting", "samples/s", "tuned params"] + [c for b in base for c in (b, f"Δ {b}")]
-    return pd.DataFrame(rows).reindex(columns=cols).rename(columns={**TOY_NAMES, **{f"Δ {k}": f"Δ {v}" for k, v in TOY_NAMES.items()}})
+    df = pd.DataFrame(rows).astype({"tuned params": "Int64"})
+    return df.reindex(columns=cols).rename(columns={**TOY_NAMES, **{f"Δ {k}": f"Δ {v}" for k, v in TOY_NAMES.items()}})
 
 
 def long_form(records: Sequence[dict]) -> pd.DataFrame:
