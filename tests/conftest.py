@@ -56,3 +56,14 @@ def built_book(tmp_path_factory):
     shutil.copytree(repo / "book", root / "book", ignore=shutil.ignore_patterns("_static", ".ipynb_checkpoints"))
     build(root, skip_execute=True)
     return root, root / "_build" / "html"
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models: one intra-op thread is faster than two, and far faster on a busy machine where
+    two spinning threads compete. Modules opt in with ``pytestmark = pytest.mark.usefixtures("one_thread")``;
+    the thread count is restored after the module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -13,13 +13,7 @@ needs_data = pytest.mark.skipif(not (DATA / "gsm8k" / "test.jsonl").exists(),
                                        "/work/shared/data layout to run these)")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matmuls: one intra-op thread avoids spin contention on the shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

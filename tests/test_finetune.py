@@ -14,13 +14,7 @@ from arithmech.models import Geometry
 from arithmech.trace import TraceDict
 from conftest import tiny_llama
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matmuls: one intra-op thread avoids spin contention on the shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # tiny_llama: 3 layers, 4 heads, 2 kv heads

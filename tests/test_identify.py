@@ -16,14 +16,7 @@ from arithmech.models import load_model
 from arithmech.patching import Patched, check_logit_o, end_cache, path_patch, path_patch_fast, path_patch_reference
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """These models are tiny: one BLAS thread is faster than two, and far faster on a busy machine
-    (two threads spin against each other there). Restored after this module."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
