@@ -351,8 +351,10 @@ def load_results(folder: str | Path) -> dict:
 
 
 def results_name(model: str) -> str:
-    """The results-folder name: the alias itself, or the folder / file basename."""
-    return Path(model.rstrip("/")).stem if ("/" in model or model.endswith(".gguf")) else model
+    """The results-folder name: the alias itself, else the folder's or hub id's last part, or the
+    ``.gguf`` file's name without that suffix (``Qwen/Qwen2.5-0.5B`` → ``Qwen2.5-0.5B``)."""
+    name = Path(model.rstrip("/")).name
+    return name[:-len(".gguf")] if name.endswith(".gguf") else name
 
 
 def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0, out: str | None = None,

@@ -17,6 +17,7 @@ This module holds what ``book/appendix_smollm2.ipynb`` needs beyond the pipeline
 
 Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.table1`; its driver is this module's CLI::
 
+    python -m arithmech.smollm lrgrid --out results/smollm2-135m     # each mode's learning rate (validation)
     python -m arithmech.smollm table1 --out results/smollm2-135m
     python -m arithmech.smollm accuracy --out results/smollm2-135m
     python -m arithmech.smollm counterfactuals --task addition --out results/smollm2-135m
@@ -34,7 +35,8 @@ import torch
 
 from . import data as D
 from . import templates as T
-from .table1 import MODEL, _write_json, answer_scores, run_table1, wilson_interval
+from .intervals import wilson_interval
+from .table1 import MODEL, _write_json, answer_scores, lr_grid, run_table1
 
 HEAD_KS = (0, 2, 4, 8, 16, 32, 64)                  # knockout grid of the appendix (plus "all heads")
 MLP_KS = (0, 1, 2, 4, 8)                            # (plus "all MLPs")
@@ -172,21 +174,23 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
 
     Operator counterfactual on ``tasks`` (maps of Fig. 2 / 15, key heads) with :func:`lean_knockout`
     curves and :func:`top_transfer` (Fig. 4 prompts; ``heldout_samples`` fresh Fig. 10 pairs); operand
-    counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``.
-    Returns :func:`arithmech.identify.load_results` of both runs plus ``overlap``.
+    counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``. No
+    probability columns (``prob=False``: the full-vocabulary softmax of every patched row would cost
+    about 40% of the patching time; the accuracy table has p({C})). Returns
+    :func:`arithmech.identify.load_results` of both runs plus ``overlap``.
     """
     from .identify import identify, load_results, write_results
     folder = Path(folder)
     if recompute or not (folder / "effects.csv").exists():
         res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
-                       n_random=n_random)
+                       n_random=n_random, prob=False)
         res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed)
         top_transfer(model, tok, res, 10, "fig10", heldout_samples, seed)
         write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.smollm.lean_knockout",
                                           "knockout_samples": knockout_samples, "n_random": n_random,
                                           "heldout_samples": heldout_samples})
     if recompute or not (folder / "operand" / "effects.csv").exists():
-        res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False)
+        res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False, prob=False)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"})
     out = {"operator": load_results(folder), "operand": load_results(folder / "operand")}
     if recompute or not (folder / "counterfactual_overlap.json").exists():
@@ -282,12 +286,15 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
          f"top {top} of {len(hd)} heads hold {share:.0%} of the negative logit change; {n_key} heads below −5%",
          share >= 0.5),
         ("Key heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
-         f"median depth of the top {top}: {mid:.2f} (layers {sorted(l for l, _ in heads[:top])})", 0.25 <= mid <= 0.75),
+         f"median depth of the top {top}: {mid:.2f} (layers {sorted(l for l, _ in heads[:top])}; middle third: "
+         "0.33–0.67)", 1 / 3 <= mid <= 2 / 3),
         (f"Knocking out the top {k} heads hurts more than {k} random ones", "sharp drop by effect rank (Fig. 3)",
-         f"accuracy {base:.0%} → {eff_k:.0%} (effect rank) vs {rnd_k:.0%} (random, lowest {rnd_min:.0%})",
+         f"accuracy {base:.0%} → {eff_k:.0%} (effect rank) vs {rnd_k:.0%} (random, lowest {rnd_min:.0%}); "
+         f"n = {int(ko.n.iloc[0])} prompts", 
          eff_k < rnd_min),
         (f"Random knockout of {k} heads keeps accuracy within 2 points", "within 2% (Fig. 3)",
-         f"random-rank mean {rnd_k:.1%} vs intact {base:.1%}", base - rnd_k <= 0.02),
+         f"random-rank mean {rnd_k:.1%} vs intact {base:.1%} (one prompt = {1 / int(ko.n.iloc[0]):.1%})",
+         base - rnd_k <= 0.02),
         ("MLPs after the key heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"mean |logit change| of MLPs after layer {cut}: {late:.3f} vs up to it: {early:.3f}", late > 2 * early),
     ]
@@ -339,23 +346,25 @@ def _table1_claims(folder: Path) -> list[tuple]:
 
 # -------------------------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> None:
-    """``python -m arithmech.smollm {table1,accuracy,counterfactuals} ...``"""
+    """``python -m arithmech.smollm {table1,lrgrid,accuracy,counterfactuals} ...``"""
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(prog="python -m arithmech.smollm", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("table1", "accuracy", "counterfactuals"):
+    for name in ("table1", "lrgrid", "accuracy", "counterfactuals"):
         s = sub.add_parser(name)
         s.add_argument("--model", default=MODEL)
         s.add_argument("--out", default=f"results/{MODEL}", help="results folder of the model")
         s.add_argument("--seed", type=int, default=0)
         s.add_argument("--device", default="cpu")
         s.add_argument("--dtype", default="float32")
+    for t in (sub.choices["table1"], sub.choices["lrgrid"]):
+        t.add_argument("--scale", type=float, default=1.0, help="multiply steps and evaluation sizes (GPU: e.g. 10)")
+        t.add_argument("--top-k", type=int, default=8, help="heads tuned by precise SFT (ranked in --out)")
     t = sub.choices["table1"]
     t.add_argument("--modes", default="base,full,precise", help="rows to run, in order (base first)")
-    t.add_argument("--scale", type=float, default=1.0, help="multiply steps and evaluation sizes (GPU: e.g. 10)")
-    t.add_argument("--top-k", type=int, default=8, help="heads tuned by precise SFT (ranked in --out)")
-    t.add_argument("--lr", type=float, default=1e-4)
+    t.add_argument("--lr-full", type=float, default=None, help="default: finetune/lr_grid.json's choice, else 1e-4")
+    t.add_argument("--lr-precise", type=float, default=None, help="default: finetune/lr_grid.json's choice, else 3e-3")
     t.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
     sub.choices["accuracy"].add_argument("--n-per-template", type=int, default=16)
     c = sub.choices["counterfactuals"]
@@ -363,9 +372,15 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--n-samples", type=int, default=128)
     a = p.parse_args(argv)
     try:
+        command = " ".join(["python -m arithmech.smollm"] + argv)
         if a.command == "table1":
-            run_table1(a.out, a.modes.split(","), a.model, a.scale, a.top_k, a.lr, a.seed, a.device, a.dtype,
-                       data_dir=a.data_dir, command=" ".join(["python -m arithmech.smollm"] + argv))
+            lr = {m: v for m, v in (("full", a.lr_full), ("precise", a.lr_precise)) if v is not None}
+            run_table1(a.out, a.modes.split(","), a.model, a.scale, a.top_k, lr, a.seed, a.device, a.dtype,
+                       data_dir=a.data_dir, command=command)
+            return
+        if a.command == "lrgrid":
+            print(json.dumps(lr_grid(a.out, a.model, scale=a.scale, top_k=a.top_k, seed=a.seed, device=a.device,
+                                     dtype=a.dtype, command=command)["chosen"]))
             return
         from .models import load_model
         net, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)

@@ -5,9 +5,10 @@ module makes the same comparison small enough for a laptop CPU, on any model ``l
 (SmolLM2-135M by default; see ``book/appendix_smollm2.ipynb``):
 
 * **same data, steps and settings** for both fine-tuned rows (AdamW, cosine schedule, warmup 2%,
-  weight decay 0.1, one learning rate); full SFT trains every parameter, precise SFT only the
+  weight decay 0.1, batch 16, 40 steps); full SFT trains every parameter, precise SFT only the
   top-``k`` heads' W_Q/W_K/W_V rows and W_O columns with the H/h gradient rescaling
-  (:class:`arithmech.finetune.HeadMaskedTrainer`);
+  (:class:`arithmech.finetune.HeadMaskedTrainer`). The learning rate is each mode's own, chosen on
+  validation data by :func:`lr_grid` (0.6M parameters need a larger rate than 135M in 40 steps);
 * **training data**: Fig. 8 sentences in the *training phrasings* (7 of the 9 forms of each
   operation), half with single-digit operands (App. A rules), half two-digit addition/subtraction
   from the training side of :func:`arithmech.embedded.two_digit_split`; completion ``" {C}"``;
@@ -22,7 +23,8 @@ module makes the same comparison small enough for a laptop CPU, on any model ``l
   change against the base model with a paired bootstrap interval over the same items
   (:func:`paired_bootstrap`), the loss with mean ± 1.96 standard errors over 256-token chunks.
 
-``python -m arithmech.smollm table1 --out results/smollm2-135m`` runs the three rows and writes
+``python -m arithmech.smollm lrgrid --out results/smollm2-135m`` picks the learning rates (writes
+``finetune/lr_grid.json``); ``python -m arithmech.smollm table1 --out results/smollm2-135m`` runs the three rows and writes
 ``finetune/{base,full,precise}.json`` (the command is stored in each). Defaults (``scale=1``) keep
 each row within about 10 minutes on 2 cores; ``--scale 10 --device cuda`` is the GPU-sized run.
 """
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 import sys
@@ -44,10 +45,14 @@ import torch
 
 from . import data as D
 from . import templates as T
+from .intervals import mean_interval, paired_bootstrap, wilson_interval
 
 MODEL = "smollm2-135m"
 HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
 GENERIC_TOPICS = ("naming", "execmodel", "exceptions", "truth", "comparisons", "compound")
+VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; disjoint from GENERIC_TOPICS
+LR_GRID = {"full": (3e-5, 1e-4, 3e-4), "precise": (3e-4, 1e-3, 3e-3)}
+DEFAULT_LR = {"full": 1e-4, "precise": 3e-3}          # what lr_grid chose for SmolLM2 (finetune/lr_grid.json)
 # Table 1 of the paper, LLaMA2-7B (accuracy %, samples/s, tuned parameters).
 PAPER_TABLE1 = {
     "base": {"gsm8k": 14.6, "addsub": 30.5, "singleeq": 65.4, "svamp": 34.7, "mmlu": 46.0, "csqa": 59.8},
@@ -56,42 +61,6 @@ PAPER_TABLE1 = {
     "precise": {"gsm8k": 27.4, "addsub": 50.6, "singleeq": 69.7, "svamp": 55.8, "mmlu": 46.4, "csqa": 59.6,
                 "samples_per_second": 50, "tuned_parameters": 0.07e9},
 }
-
-
-# ------------------------------------------------------------------------------ confidence intervals
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``k / n`` (95% for the default ``z``).
-
-    Unlike the normal approximation it stays inside [0, 1] and is sensible at ``k = 0`` or ``k = n``,
-    which matters for a small model near chance or near zero on a benchmark.
-    """
-    if n <= 0:
-        raise ValueError(f"wilson_interval: n={n}, need at least one trial")
-    if not 0 <= k <= n:
-        raise ValueError(f"wilson_interval: k={k} must lie in 0..n={n}")
-    p, z2 = k / n, z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if k == 0 else lo), (1.0 if k == n else hi)      # exact at the ends
-
-
-def paired_bootstrap(before: Sequence[float], after: Sequence[float], n_boot: int = 2000, level: float = 0.95,
-                     seed: int = 0) -> tuple[float, float, float]:
-    """``(mean(after - before), lo, hi)``: percentile bootstrap over items of a paired difference.
-
-    Both lists score the same items in the same order (0/1 correctness or per-item losses), so the
-    resampling keeps each item's pair together; the interval is that of the mean difference.
-    """
-    a, b = torch.tensor(before, dtype=torch.float64), torch.tensor(after, dtype=torch.float64)
-    if a.shape != b.shape or a.numel() == 0:
-        raise ValueError("paired_bootstrap needs two non-empty lists scoring the same items")
-    d = b - a
-    g = torch.Generator().manual_seed(seed)
-    means = d[torch.randint(0, len(d), (n_boot, len(d)), generator=g)].mean(1)
-    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
-    lo, hi = torch.quantile(means, q).tolist()
-    return float(d.mean()), lo, hi
 
 
 # ------------------------------------------------------------------------------- answer tokens
@@ -153,11 +122,11 @@ def two_digit_items(n: int, seed: int = 0) -> list[tuple[str, str]]:
     return [_sentence(rng.choice([t for t in tpls if t.op == op]), rng, (a, b)) for a, b, op in test[:n]]
 
 
-def generic_text() -> str:
-    """The held-out generic text: sections :data:`GENERIC_TOPICS` of the Python Language Reference as the
-    standard library ships them (``pydoc_data.topics``)."""
-    from pydoc_data.topics import topics
-    return "\n\n".join(topics[k] for k in GENERIC_TOPICS)
+def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
+    """The held-out generic text: sections ``topics`` of the Python Language Reference as the standard
+    library ships them (``pydoc_data.topics``)."""
+    from pydoc_data.topics import topics as pages
+    return "\n\n".join(pages[k] for k in topics)
 
 
 # ------------------------------------------------------------------------- Table 1: measurements
@@ -279,11 +248,9 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
         lo, hi = wilson_interval(sum(it), len(it))
         out[name] = {"metric": "accuracy", "value": sum(it) / len(it), "n": len(it), "ci": [lo, hi], "items": it}
     losses = lm_losses(model, tok, generic_text(), max_tokens=sizes["lm_tokens"])
-    mean = sum(losses) / len(losses)
-    sd = (sum((x - mean) ** 2 for x in losses) / max(1, len(losses) - 1)) ** 0.5
-    half = 1.96 * sd / math.sqrt(len(losses))
+    mean, lo, hi = mean_interval(losses)
     out["lm_loss"] = {"metric": "nats/token (mean over chunks)", "value": mean, "n": len(losses),
-                      "ci": [mean - half, mean + half], "items": losses}
+                      "ci": [lo, hi], "items": losses}
     return out
 
 
@@ -329,12 +296,51 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
     return net, tok, rec
 
 
+def validation_scores(model, tok, seed: int = 0) -> dict:
+    """Model selection only, never a Table 1 result: held-out-phrasing accuracy on other draws
+    (seed + 100; the test draws use seed + 3) and the loss on :data:`VALIDATION_TOPICS`."""
+    _, held = phrasings()
+    samples, _ = D.make_pairs(tok, held, n=8 * len(held), seed=seed + 100)
+    losses = lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
+    return {"math": float(answer_scores(model, tok, samples)[0].float().mean()), "loss": sum(losses) / len(losses)}
+
+
+def lr_grid(out: str | Path = f"results/{MODEL}", model: str = MODEL, grid: dict = LR_GRID, scale: float = 1.0,
+            top_k: int = 8, seed: int = 0, device: str = "cpu", dtype: str = "float32",
+            results: str | Path | None = None, command: str | None = None) -> dict:
+    """Choose each mode's learning rate on validation data; writes ``<out>/finetune/lr_grid.json``.
+
+    Full SFT moves 135M parameters, precise SFT 0.6M: one learning rate cannot suit both in 40 steps
+    (the paper's single rate comes with 2 epochs on 8 GPUs), so each mode gets the best rate of its
+    ``grid``: highest validation accuracy, and among rates within 0.01 of it the lowest validation loss.
+    """
+    out = Path(out)
+    sizes, rows = table1_sizes(scale), []
+    heads = precise_heads(Path(results) if results else out.parent, out.name, top_k)
+    for mode, lrs in grid.items():
+        for lr in lrs:
+            net, tok, rec = train_mode(mode, model, sizes, heads if mode == "precise" else (), lr, seed, device, dtype)
+            rows.append({"mode": mode, "lr": lr, **validation_scores(net, tok, seed),
+                         "samples_per_second": rec["samples_per_second"]})
+            print(f"[lr grid] {rows[-1]}", flush=True)
+    chosen = {}
+    for mode in grid:
+        r = [x for x in rows if x["mode"] == mode]
+        best = max(x["math"] for x in r)
+        chosen[mode] = min((x for x in r if x["math"] >= best - 0.01), key=lambda x: x["loss"])["lr"]
+    obj = {"rule": "highest validation accuracy; within 0.01 of it, lowest validation loss", "chosen": chosen,
+           "rows": rows, "sizes": sizes, "heads": [list(h) for h in heads], "seed": seed,
+           "command": command or f"python -m arithmech.smollm lrgrid --out {out}"}
+    _write_json(out / "finetune" / "lr_grid.json", obj)
+    return obj
+
+
 def _summary(res: dict) -> dict:
     return {k: {kk: vv for kk, vv in v.items() if kk != "items"} for k, v in res.items()}
 
 
 def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("base", "full", "precise"),
-               model: str = MODEL, scale: float = 1.0, top_k: int = 8, lr: float = 1e-4, seed: int = 0,
+               model: str = MODEL, scale: float = 1.0, top_k: int = 8, lr: dict | None = None, seed: int = 0,
                device: str = "cpu", dtype: str = "float32", results: str | Path | None = None, data_dir=None,
                command: str | None = None) -> dict:
     """Base, full-SFT and precise-SFT rows of Table 1; writes ``<out>/finetune/<mode>.json`` each.
@@ -342,7 +348,8 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
     ``base`` is evaluated once; ``full`` and ``precise`` load it from ``base.json`` for the paired
     deltas (run ``base`` first, or together). ``top_k``: heads tuned by precise SFT, default 8 = the
     paper's 32 of LLaMA2-7B's 1024 heads (3.1%) of SmolLM2's 270. ``results``: where the ranked heads
-    are (default: the parent of ``out``). ``command`` is stored in every file.
+    are (default: the parent of ``out``). ``command`` is stored in every file. ``lr``: ``{mode: rate}``;
+    missing modes take ``finetune/lr_grid.json``'s choice (:func:`lr_grid`) or :data:`DEFAULT_LR`.
     """
     import transformers
     out = Path(out)
@@ -350,6 +357,11 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
     command = command or " ".join([Path(sys.executable).name, "-m", "arithmech.smollm", "table1", "--out", str(out)])
     results = Path(results) if results else out.parent
     base_path = out / "finetune" / "base.json"
+    grid_path = out / "finetune" / "lr_grid.json"
+    chosen = json.loads(grid_path.read_text())["chosen"] if grid_path.exists() else {}
+    lrs = {m: (lr or {}).get(m, chosen.get(m, DEFAULT_LR[m])) for m in ("full", "precise")}
+    source = {m: "given" if m in (lr or {}) else ("finetune/lr_grid.json" if m in chosen else "DEFAULT_LR")
+              for m in lrs}
     written = {}
     for mode in modes:
         if mode not in ("base", "full", "precise"):
@@ -369,7 +381,8 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
             if not base_path.exists():
                 raise FileNotFoundError(f"{base_path} is missing: run the base mode first (--modes base,{mode})")
             heads = precise_heads(results, out.name, top_k) if mode == "precise" else ()
-            net, tok, rec["train"] = train_mode(mode, model, sizes, heads, lr, seed, device, dtype)
+            net, tok, rec["train"] = train_mode(mode, model, sizes, heads, lrs[mode], seed, device, dtype)
+            rec["train"]["lr_source"] = source[mode]
         res = evaluate_table1(net, tok, sizes, seed, data_dir)
         rec["results"] = res
         if mode != "base":

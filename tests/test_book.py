@@ -224,6 +224,23 @@ def test_every_chapter_calls_setup_in_its_check_cell():
         assert "setup()" in code[1].source and "check_params(" in code[1].source, p
 
 
+def test_papermill_parses_every_parameter_of_every_chapter():
+    """Every name assigned in a chapter's parameters cell is one papermill can override. papermill
+    skips a line it cannot parse (e.g. a '=' inside the trailing comment) with only a warning; the
+    parameter would then silently ignore ``-p`` and be missing from the introduction's table."""
+    import ast
+
+    import papermill as pm
+    for p in _chapters():
+        if p.suffix != ".ipynb":
+            continue
+        nb = nbformat.read(REPO / p, as_version=4)
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        assigned = [t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
+                    for t in node.targets if isinstance(t, ast.Name)]
+        assert assigned and sorted(pm.inspect_notebook(str(REPO / p))) == sorted(assigned), p
+
+
 def test_intro_parameters_table_matches_notebooks(tmp_path):
     """The committed introduction lists exactly the parameters the chapters declare."""
     text = (REPO / book.INTRO).read_text()

@@ -200,3 +200,13 @@ def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
     assert len(lines) == 1 and "'bad'" in lines[0] and "same token length" in lines[0]
     assert "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_results_name_keeps_the_whole_last_part():
+    """Protects: one results folder per model, named after the alias, the hub id's or folder's last
+    part (dots kept: Qwen2.5-0.5B is not Qwen2) or the .gguf file's name."""
+    from arithmech.identify import results_name
+    assert results_name("embedded") == "embedded"
+    assert results_name("Qwen/Qwen2.5-0.5B") == "Qwen2.5-0.5B"
+    assert results_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
+    assert results_name("/tmp/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1"

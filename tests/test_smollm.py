@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from arithmech import data as D
-from arithmech.table1 import (answer_scores, exact_answers, paired_bootstrap, phrasings, train_sentences,
-                              two_digit_items, wilson_interval)
+from arithmech.intervals import mean_interval, paired_bootstrap, wilson_interval
+from arithmech.table1 import answer_scores, exact_answers, phrasings, train_sentences, two_digit_items
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +164,14 @@ def test_paired_bootstrap_matches_normal_theory():
     assert math.isclose(d, float(diffs.mean()), abs_tol=1e-12)
     assert abs((hi - lo) / 2 - half) < 0.1 * half and lo < d < hi
     assert paired_bootstrap([0.0, 1.0, 0.0], [1.0, 2.0, 1.0])[1:] == (1.0, 1.0)
+
+
+def test_mean_interval_is_normal_theory():
+    """Protects: the loss interval is mean ± 1.96 · sd / √n with the sample standard deviation."""
+    x = [2.0, 3.0, 4.0, 5.0]
+    m, lo, hi = mean_interval(x)
+    sd = math.sqrt(sum((v - 3.5) ** 2 for v in x) / 3)
+    assert m == 3.5 and math.isclose(hi - m, 1.959964 * sd / 2) and math.isclose(m - lo, hi - m)
+    with pytest.raises(ValueError, match="at least two"):
+        mean_interval([1.0])
+
