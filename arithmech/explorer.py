@@ -90,10 +90,13 @@ def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = 64
                             batch_size).pooled()
 
 
-def mean_ablation(model, heads: Sequence[Head], means: Means) -> Callable[[], TraceDict]:
+def mean_ablation(model, heads: Sequence[Head], means: Means, positions: str = "end") -> Callable[[], TraceDict]:
     """A context-manager factory that knocks ``heads`` out (§4.1): inside it, each head's slice of the
-    o_proj input ``(batch, seq, H*dh)`` is replaced at every position by its pooled ``X_c`` mean, as
-    :func:`~arithmech.knockout.knockout_topk` does, but for any forward pass (strips, projections)."""
+    o_proj input ``(batch, seq, H*dh)`` is replaced by its pooled ``X_c`` mean at the last position
+    (``positions="end"``) or at every position (``"all"``), as :func:`~arithmech.knockout.knockout_topk`
+    does, but for any forward pass (strips, projections)."""
+    if positions not in ("end", "all"):
+        raise ValueError(f"positions={positions!r}: use 'end' or 'all'")
     arch = arch_for(model)
     n_heads = model.config.num_attention_heads
     by_layer: dict[str, tuple[int, list[int]]] = {}
@@ -104,7 +107,8 @@ def mean_ablation(model, heads: Sequence[Head], means: Means) -> Callable[[], Tr
         l, hs = by_layer[name]
         mean = means.lookup(None, z.shape[1])[0][l].unflatten(-1, (n_heads, -1))     # (seq, H, dh)
         zh = z.unflatten(-1, (n_heads, -1)).clone()
-        zh[:, :, hs] = mean[None, :, hs].to(z)
+        at = slice(-1, None) if positions == "end" else slice(None)
+        zh[:, at, hs] = mean[None, at, hs].to(z)
         return zh.flatten(-2)
 
     return lambda: TraceDict(model, list(by_layer), retain_output=False, edit_input=edit)

@@ -32,7 +32,7 @@ import torch
 
 from . import data as D
 from . import templates as T
-from .knockout import (PAPER_CASES, Means, default_ks, group_key, heldout_drop, knockout_curve,
+from .knockout import (PAPER_CASES, POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
                        mean_activations, transfer_table)
 from .patching import Patched, path_patch
 
@@ -153,7 +153,7 @@ class IdentifyResult:
 def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, seed: int = 0,
              threshold: float = -0.05, method: str = "fast", prob: bool = True, knockout: bool = True,
              knockout_samples: int = 64, n_random: int = 3, ks: Sequence[int] | None = None,
-             curves_for: str = "primary",
+             curves_for: str = "primary", knockout_positions: str = "end",
              transfer: bool = True, heldout: str = "fig10", batch_size: int = 64) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
@@ -167,6 +167,8 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
             with several tasks) and, for every other task, its key heads vs as many random heads;
             ``"each"``: full curves for every task.
+        knockout_positions: ``"end"`` (mean-ablate at END, where the heads were patched; fast) or
+            ``"all"`` (every position); see :mod:`arithmech.knockout`. Also used by the transfer step.
         heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
             samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
     """
@@ -174,6 +176,8 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
     if curves_for not in ("primary", "each"):
         raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")
+    if knockout_positions not in POSITIONS:
+        raise ValueError(f"knockout_positions {knockout_positions!r}: use one of {POSITIONS}")
     if not threshold < 0:
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
@@ -223,9 +227,10 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
                 plan = [("head", heads, universe, [n_key])]
             else:
                 plan = [("head", heads, universe, sorted(set(ks or default_ks(len(universe))) | {n_key})),
-                        ("mlp", mlps, list(range(cfg.num_hidden_layers)), range(cfg.num_hidden_layers + 1))]
+                        ("mlp", mlps, list(range(cfg.num_hidden_layers)), default_ks(cfg.num_hidden_layers))]
             for kind, rank, uni, kk in plan:
-                df = knockout_curve(model, tok, ss, means, rank, kk, uni, kind, n_random, seed, batch_size=batch_size)
+                df = knockout_curve(model, tok, ss, means, rank, kk, uni, kind, n_random, seed, batch_size=batch_size,
+                                    positions=knockout_positions)
                 curves.append(df.assign(task=task))
     ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
         if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
@@ -233,6 +238,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
     res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
         tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
         knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
+        knockout_positions=knockout_positions,
         heldout=heldout,
         batch_size=batch_size))
     if transfer:
@@ -260,6 +266,28 @@ def knockout_summary(res: IdentifyResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def positions_table(res: IdentifyResult, model, tok, batch_size: int = 64) -> pd.DataFrame:
+    """The key heads of the primary task vs as many random heads (``n_random`` seeded draws), knocked
+    out at END (the default, where path patching measured them) and at every position.
+
+    Rows ``positions, key_heads, accuracy_key_heads_out, accuracy_random_out_mean, _std, n``."""
+    task = res.key_heads["task"]
+    heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
+    ss = (res.tasks[task] if task in res.tasks else _interleave(res.tasks.values()))[:res.params["knockout_samples"]]
+    cfg = model.config
+    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+    rows = []
+    for positions in POSITIONS:
+        d = knockout_curve(model, tok, ss, res.means, heads, [len(heads)], universe, "head", res.params["n_random"],
+                           res.params["seed"], batch_size=batch_size, positions=positions)
+        rnd = d[d.order == "random-rank"].accuracy
+        rows.append({"positions": positions, "key_heads": len(heads),
+                     "accuracy_key_heads_out": float(d[d.order == "effect-rank"].accuracy.iloc[0]),
+                     "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
+                     "n": len(ss)})
+    return pd.DataFrame(rows)
+
+
 def _concat(ps: Sequence[Patched]) -> Patched:
     cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
     return Patched(*(cat(f) for f in ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")))
@@ -278,7 +306,8 @@ def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samp
     every = [s for ss in res.tasks.values() for s in ss]
     use = torch.tensor([s.template not in held_ids for s in every])
     heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
-    res.transfer = transfer_table(model, tok, heads, res.means, cases)
+    positions = res.params.get("knockout_positions", "end")
+    res.transfer = transfer_table(model, tok, heads, res.means, cases, positions=positions)
     cfg = model.config
     universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
     if not use.any():
@@ -292,7 +321,8 @@ def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samp
     test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1)
     id_means = mean_activations(model, tok, [s.corrupt for s, u in zip(every, use.tolist()) if u],
                                 [group_key(s) for s, u in zip(every, use.tolist()) if u], batch_size)
-    r = heldout_drop(model, tok, id_heads, id_means, test, universe, res.params["n_random"], seed, batch_size=batch_size)
+    r = heldout_drop(model, tok, id_heads, id_means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
+                     positions=positions)
     res.heldout = {"family": heldout, "identified_on": int(use.sum()), "heads": [f"{l}.{h}" for l, h in id_heads],
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}), unfiltered", **r}
 
@@ -380,7 +410,7 @@ def _cli(a: argparse.Namespace) -> None:
     res = run(model=a.model, task=a.task, n_samples=a.n_samples, seed=a.seed, out=a.out, results=a.results,
               device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method,
               knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
-              curves_for=a.curves, prob=not a.no_prob,
+              curves_for=a.curves, knockout_positions=a.knockout_positions, prob=not a.no_prob,
               batch_size=a.batch_size)
     kh = res.key_heads
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
@@ -406,6 +436,8 @@ def add_cli(subparsers) -> None:
     s.add_argument("--random-seeds", type=int, default=3, help="random-rank orders in the knockout curves")
     s.add_argument("--curves", default="primary", choices=["primary", "each"],
                    help="full knockout curves for the primary task only (default) or for each task")
+    s.add_argument("--knockout-positions", default="end", choices=list(POSITIONS),
+                   help="mean-ablate at END only (where heads were patched; fast) or at every position")
     s.add_argument("--no-knockout", action="store_true", help="skip the knockout curves")
     s.add_argument("--no-prob", action="store_true",
                    help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")

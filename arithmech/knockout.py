@@ -1,9 +1,19 @@
 """Knockout by mean ablation (paper §4.1, Fig. 3), transfer (Fig. 4) and shared-head knockout (Table 4).
 
 A knocked-out head no longer writes what it computed on the prompt: its slice of the o_proj input
-(its output before ``W_O``) is replaced, **at every position**, by its mean over the counterfactual
-prompts ``X_c`` — the "average activation across counterfactual data" of §4.1. A knocked-out MLP
-has its output replaced the same way. Two kinds of mean:
+(its output before ``W_O``) is replaced by its mean over the counterfactual prompts ``X_c`` — the
+"average activation across counterfactual data" of §4.1. A knocked-out MLP has its output replaced
+the same way. **Where** (``positions``):
+
+* ``"end"`` (default): at the END position only — the position path patching measured, so the
+  knockout validates exactly the effect that ranked the heads. Every earlier position is the clean
+  run's, so the prompt's prefix is run once and each ablation only runs the END token on top of its
+  key/value cache: about ``seq`` times less compute than ``"all"``, with the same numbers as a full
+  forward that ablates at END (tested).
+* ``"all"``: at every position (Wang et al. 2023's mean ablation of a whole head); the heads then
+  also stop feeding later layers at earlier positions, so random heads hurt more.
+
+Two kinds of mean:
 
 * **per group** (:func:`mean_activations`): one mean per template and token length, per position,
   over the ``X_c`` prompts of that group: position ``p`` of an ``X_r`` prompt gets the mean of
@@ -16,9 +26,11 @@ has its output replaced the same way. Two kinds of mean:
 Position 0 is ``<s>`` for Llama tokenizers: it is the same token in every prompt, so its mean is
 (to float rounding) its own value and knocking out leaves it alone, as it should.
 
-Many ablations are run in one forward: the prompts are repeated once per ablation and each row
-carries its own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a few
-batched forwards. Accuracy is top-1 at END against the answer token {C}.
+Many ablations are run in one forward: each prompt is repeated once per ablation (rows
+``prompt-major``: row ``i * G + a`` is prompt ``i`` under ablation ``a``) and each row carries its
+own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a few batched forwards;
+identical ablations (``k = 0`` of every order, say) run once. Accuracy is top-1 at END against the
+answer token {C}.
 """
 from __future__ import annotations
 
@@ -30,10 +42,13 @@ import pandas as pd
 import torch
 
 from .data import Sample, answer_ids, group_by_length
+from transformers import DynamicCache
+
 from .models import arch_for, input_device
 from .trace import TraceDict
 
 Head = tuple[int, int]
+POSITIONS = ("end", "all")
 
 
 @dataclass(frozen=True)
@@ -130,22 +145,27 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
 @torch.no_grad()
 def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: Means,
                   ablations: Sequence[Ablation], k: int = 1, batch_size: int = 64,
-                  max_rows: int = 2048) -> tuple[torch.Tensor, torch.Tensor]:
+                  max_rows: int = 2048, positions: str = "end") -> tuple[torch.Tensor, torch.Tensor]:
     """Top-``k`` next tokens at END under each ablation.
 
     Args:
         keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
         ablations: ``A`` ablations; the empty :class:`Ablation` is the intact model.
         max_rows: prompts × ablations run in one forward.
+        positions: ``"end"`` (ablate at END, replayed on the clean prefix's key/value cache) or
+            ``"all"`` (ablate at every position); see the module docstring.
     Returns:
         ``ids (A, n, k)`` and ``probs (A, n, k)``.
     """
+    if positions not in POSITIONS:
+        raise ValueError(f"positions={positions!r}: use one of {POSITIONS}")
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
-    A, n = len(ablations), len(prompts)
+    unique = list(dict.fromkeys(ablations))                          # identical ablations run once
+    A, n = len(unique), len(prompts)
     hmask = torch.zeros(A, L, H, dtype=torch.bool)
     mmask = torch.zeros(A, L, dtype=torch.bool)
-    for a, ab in enumerate(ablations):
+    for a, ab in enumerate(unique):
         for (l, h) in ab.heads:
             hmask[a, l, h] = True
         for l in ab.mlps:
@@ -156,21 +176,21 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     ms = {arch.path("mlp", i): i for i in range(L)}
     st: dict = {}
 
-    def edit_z(x, name):
+    def edit_z(x, name):                                             # x: (rows, seq', H*dh)
         layer = zs[name]
         mask = st["h"][:, layer]                                      # (rows, H)
         if not mask.any():
             return x
-        xh = x.unflatten(-1, (H, -1))                                  # (rows, seq, H, dh)
-        mean = st["z"][:, layer].to(x.device, x.dtype).unflatten(-1, (H, -1)).repeat(st["G"], 1, 1, 1)
+        xh = x.unflatten(-1, (H, -1))                                  # (rows, seq', H, dh)
+        mean = st["z"][:, layer].to(x.device, x.dtype).unflatten(-1, (H, -1)).repeat_interleave(st["G"], 0)
         return torch.where(mask.to(x.device)[:, None, :, None], mean, xh).flatten(-2)
 
-    def edit_m(y, name):
+    def edit_m(y, name):                                             # y: (rows, seq', d)
         layer = ms[name]
         mask = st["m"][:, layer]                                      # (rows,)
         if not mask.any():
             return y
-        mean = st["mlp"][:, layer].to(y.device, y.dtype).repeat(st["G"], 1, 1)
+        mean = st["mlp"][:, layer].to(y.device, y.dtype).repeat_interleave(st["G"], 0)
         return torch.where(mask.to(y.device)[:, None, None], mean, y)
 
     dev = input_device(model)
@@ -181,18 +201,31 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
             look = [means.lookup(None if keys is None else keys[i], seq) for i in idx]
             st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq, H*dh)
             st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq, d)
+            prefix = None
+            if positions == "end" and seq > 1:
+                st["z"], st["mlp"] = st["z"][:, :, -1:], st["mlp"][:, :, -1:]
+                st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
+                prefix = model(ids[:, :-1].to(dev), logits_to_keep=1, use_cache=True).past_key_values  # clean
             G = max(1, max_rows // b)
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)
                 st["G"] = a1 - a0
-                st["h"] = hmask[a0:a1].repeat_interleave(b, 0)          # (G*b, L, H)
-                st["m"] = mmask[a0:a1].repeat_interleave(b, 0)
-                logits = model(ids.repeat(a1 - a0, 1).to(dev), logits_to_keep=1,
-                               use_cache=False).logits[:, -1].float()
+                st["h"] = hmask[a0:a1].repeat(b, 1, 1)                  # row i*G + a: ablation a0 + a
+                st["m"] = mmask[a0:a1].repeat(b, 1)
+                if prefix is None:
+                    logits = model(ids.repeat_interleave(a1 - a0, 0).to(dev), logits_to_keep=1,
+                                   use_cache=False).logits[:, -1].float()
+                else:
+                    cache = DynamicCache([(c.keys.repeat_interleave(a1 - a0, 0), c.values.repeat_interleave(a1 - a0, 0))
+                                          for c in prefix.layers], config=model.config)
+                    logits = model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), past_key_values=cache,
+                                   use_cache=True).logits[:, -1].float()
                 p, i = logits.softmax(-1).topk(k, -1)
-                out_ids[a0:a1, idx] = i.cpu().view(a1 - a0, b, k)
-                out_p[a0:a1, idx] = p.cpu().view(a1 - a0, b, k)
-    return out_ids, out_p
+                out_ids[a0:a1, idx] = i.cpu().view(b, a1 - a0, k).transpose(0, 1)
+                out_p[a0:a1, idx] = p.cpu().view(b, a1 - a0, k).transpose(0, 1)
+    slot = {a: i for i, a in enumerate(unique)}
+    where = torch.tensor([slot[a] for a in ablations], dtype=torch.long)
+    return out_ids[where], out_p[where]
 
 
 def accuracy(model, tok, samples: Sequence[Sample], means: Means, ablations: Sequence[Ablation],
@@ -262,7 +295,7 @@ def unknown_words(tok, prompt: str) -> list[str]:
 
 
 def transfer_table(model, tok, heads: Sequence[Head], means: Means,
-                   cases: Sequence[tuple[str, str]] = PAPER_CASES, k: int = 5) -> pd.DataFrame:
+                   cases: Sequence[tuple[str, str]] = PAPER_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
     """Fig. 4: top-``k`` next tokens before and after knocking out ``heads`` (pooled means).
 
     Cases with words the tokenizer does not know are kept as rows with ``status`` saying so
@@ -275,7 +308,7 @@ def transfer_table(model, tok, heads: Sequence[Head], means: Means,
             for c, (p, e) in enumerate(cases) if unknown_words(tok, p)]
     if ok:
         ids, probs = knockout_topk(model, tok, [p for _, p, _ in ok], None, pooled,
-                                   [Ablation(), Ablation.of(heads=heads)], k=k)
+                                   [Ablation(), Ablation.of(heads=heads)], k=k, positions=positions)
         for a, when in enumerate(("before", "after")):
             for r, (c, p, e) in enumerate(ok):
                 for j in range(k):

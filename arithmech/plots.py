@@ -117,7 +117,7 @@ def effect_heatmap(effects: pd.DataFrame, tasks: str | list[str] = "all", metric
 
 
 def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list[str] | None = None,
-                   fig: str = "Fig. 3") -> alt.Chart:
+                   fig: str = "Fig. 3", positions: str = "end") -> alt.Chart:
     """Fig. 3: accuracy after knocking out the top-k components by effect rank vs k random ones.
 
     ``knockout``: rows ``task, kind, order, seed, k, accuracy`` (``knockout.csv``); ``tasks=None``
@@ -151,7 +151,8 @@ def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list
         chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(df["task"]))),
                             columns=min(n_tasks, 3))
     return chart.properties(title=fig_title(fig, f"knocking out {kind}s by effect rank vs random rank",
-                                            "mean ablation over X_c at every position; band: spread over random seeds"))
+                                            f"mean ablation over X_c {'at END' if positions == 'end' else 'at every position'}; "
+                                            "band: spread over random seeds"))
 
 # ------------------------------------------------------------------------------ analyze charts
 ROLE_COLORS = {"A": "#c0392b", "B": "#e67e22", "operator": "#27ae60", "bos": "#95a5a6", "other": "#d5d8dc"}

@@ -236,20 +236,29 @@ def test_explorer_callbacks_and_knockout(emb):
     assert set(r["numbers"].layer) == set(range(5))
     ids = torch.tensor([tok("4 + 3 =")["input_ids"]])
     name = "model.layers.0.self_attn.o_proj"
-    with torch.no_grad():
-        with A.TraceDict(model, [name], retain_input=True) as clean:
-            model(ids)
-        with ko(), A.TraceDict(model, [name], retain_input=True) as t:   # edit runs first, then retain
-            model(ids)
-    z, z0 = t[name].input.unflatten(-1, (4, -1)), clean[name].input.unflatten(-1, (4, -1))
+    with torch.no_grad(), A.TraceDict(model, [name], retain_input=True) as clean:
+        model(ids)
+    z0 = clean[name].input.unflatten(-1, (4, -1))
     mu = means.z["*"][0].unflatten(-1, (4, -1))                              # (2 positions: BOS, rest; H, dh)
-    for h in range(4):
-        want = torch.cat([mu[:1, h], mu[1:, h].expand(ids.shape[1] - 1, -1)]) if h in (0, 3) else z0[0, :, h]
-        torch.testing.assert_close(z[0, :, h], want)
-    ids_ko, p_ko = knockout_topk(model, tok, ["4 + 3 ="], None, means, [Ablation.of([(0, 0), (0, 3)])], k=5)
-    kt = p[p.condition == "knockout"]                                      # same knockout, the identify step's code
-    assert kt.token.tolist() == tok.convert_ids_to_tokens(ids_ko[0, 0].tolist())
-    np.testing.assert_allclose(kt.prob, p_ko[0, 0].numpy(), rtol=1e-5)
+    seq = ids.shape[1]
+    for positions in ("end", "all"):
+        ko = E.mean_ablation(model, [(0, 0), (0, 3)], means, positions=positions)
+        with torch.no_grad(), ko(), A.TraceDict(model, [name], retain_input=True) as t:  # edit runs first
+            model(ids)
+        z = t[name].input.unflatten(-1, (4, -1))
+        for h in range(4):
+            want = z0[0, :, h].clone()
+            if h in (0, 3):
+                want[-1] = mu[1, h]
+                if positions == "all":
+                    want = torch.cat([mu[:1, h], mu[1:, h].expand(seq - 1, -1)])
+            torch.testing.assert_close(z[0, :, h], want)
+        # the same knockout through the identify step's code gives the same top-5
+        kt = E.top_next(model, tok, "4 + 3 =", 5, ko)
+        ids_ko, p_ko = knockout_topk(model, tok, ["4 + 3 ="], None, means, [Ablation.of([(0, 0), (0, 3)])], k=5,
+                                     positions=positions)
+        assert kt.token.tolist() == tok.convert_ids_to_tokens(ids_ko[0, 0].tolist())
+        np.testing.assert_allclose(kt.prob, p_ko[0, 0].numpy(), rtol=1e-5)
 
 
 def test_widget_runs_without_a_browser(emb):
