@@ -20,7 +20,7 @@ import torch
 from . import data as D
 from . import templates as T
 from .analyze import Head, end_rows, layer_top_numbers, role_labels
-from .knockout import Means, group_key, mean_activations
+from .knockout import POSITIONS, Means, group_key, mean_activations
 from .models import arch_for, input_device
 from .trace import TraceDict
 
@@ -95,8 +95,8 @@ def mean_ablation(model, heads: Sequence[Head], means: Means, positions: str = "
     o_proj input ``(batch, seq, H*dh)`` is replaced by its pooled ``X_c`` mean at the last position
     (``positions="end"``) or at every position (``"all"``), as :func:`~arithmech.knockout.knockout_topk`
     does, but for any forward pass (strips, projections)."""
-    if positions not in ("end", "all"):
-        raise ValueError(f"positions={positions!r}: use 'end' or 'all'")
+    if positions not in POSITIONS:
+        raise ValueError(f"positions={positions!r}: use one of {POSITIONS}")
     arch = arch_for(model)
     n_heads = model.config.num_attention_heads
     by_layer: dict[str, tuple[int, list[int]]] = {}

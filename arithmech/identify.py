@@ -257,34 +257,42 @@ def knockout_summary(res: IdentifyResult) -> pd.DataFrame:
     per = {**per, res.key_heads["task"]: res.key_heads["heads"]}
     for task, heads in per.items():
         d = res.knockout[(res.knockout.task == task) & (res.knockout.kind == "head") & (res.knockout.k == len(heads))]
-        if d.empty:
-            continue
-        rnd = d[d.order == "random-rank"].accuracy
-        rows.append({"task": task, "key_heads": len(heads), "accuracy_key_heads_out": float(d[d.order == "effect-rank"].accuracy.iloc[0]),
-                     "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
-                     "n": int(d.n.iloc[0])})
+        if not d.empty:
+            rows.append({"task": task, **_key_vs_random(d)})
     return pd.DataFrame(rows)
+
+
+def _key_vs_random(d: pd.DataFrame) -> dict:
+    """One knockout point (rows of a single ``k``): the effect-rank accuracy and the random-rank
+    mean and spread over seeds."""
+    rnd = d[d.order == "random-rank"].accuracy
+    return {"key_heads": int(d.k.iloc[0]), "accuracy_key_heads_out": float(d[d.order == "effect-rank"].accuracy.iloc[0]),
+            "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
+            "n": int(d.n.iloc[0])}
 
 
 def positions_table(res: IdentifyResult, model, tok, batch_size: int = 64) -> pd.DataFrame:
     """The key heads of the primary task vs as many random heads (``n_random`` seeded draws), knocked
     out at END (the default, where path patching measured them) and at every position.
 
+    The run's own positions come from its knockout curve (:func:`knockout_summary`); the other is
+    computed on the same samples with the same random orders.
     Rows ``positions, key_heads, accuracy_key_heads_out, accuracy_random_out_mean, _std, n``."""
     task = res.key_heads["task"]
     heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
+    own = knockout_summary(res)
+    own = own[own.task == task].drop(columns="task") if not own.empty else own
     ss = (res.tasks[task] if task in res.tasks else _interleave(res.tasks.values()))[:res.params["knockout_samples"]]
     cfg = model.config
     universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
     rows = []
     for positions in POSITIONS:
+        if positions == res.params["knockout_positions"] and not own.empty:
+            rows.append({"positions": positions, **own.iloc[0].to_dict()})
+            continue
         d = knockout_curve(model, tok, ss, res.means, heads, [len(heads)], universe, "head", res.params["n_random"],
                            res.params["seed"], batch_size=batch_size, positions=positions)
-        rnd = d[d.order == "random-rank"].accuracy
-        rows.append({"positions": positions, "key_heads": len(heads),
-                     "accuracy_key_heads_out": float(d[d.order == "effect-rank"].accuracy.iloc[0]),
-                     "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
-                     "n": len(ss)})
+        rows.append({"positions": positions, **_key_vs_random(d)})
     return pd.DataFrame(rows)
 
 
@@ -306,7 +314,7 @@ def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samp
     every = [s for ss in res.tasks.values() for s in ss]
     use = torch.tensor([s.template not in held_ids for s in every])
     heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
-    positions = res.params.get("knockout_positions", "end")
+    positions = res.params["knockout_positions"]
     res.transfer = transfer_table(model, tok, heads, res.means, cases, positions=positions)
     cfg = model.config
     universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]

@@ -40,10 +40,9 @@ from typing import Hashable, Sequence
 
 import pandas as pd
 import torch
-
-from .data import Sample, answer_ids, group_by_length
 from transformers import DynamicCache
 
+from .data import Sample, answer_ids, group_by_length
 from .models import arch_for, input_device
 from .trace import TraceDict
 

@@ -290,7 +290,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
          "0.33–0.67)", 1 / 3 <= mid <= 2 / 3),
         (f"Knocking out the top {k} heads hurts more than {k} random ones", "sharp drop by effect rank (Fig. 3)",
          f"accuracy {base:.0%} → {eff_k:.0%} (effect rank) vs {rnd_k:.0%} (random, lowest {rnd_min:.0%}); "
-         f"n = {int(ko.n.iloc[0])} prompts", 
+         f"n = {int(ko.n.iloc[0])} prompts",
          eff_k < rnd_min),
         (f"Random knockout of {k} heads keeps accuracy within 2 points", "within 2% (Fig. 3)",
          f"random-rank mean {rnd_k:.1%} vs intact {base:.1%} (one prompt = {1 / int(ko.n.iloc[0]):.1%})",

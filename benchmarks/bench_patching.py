@@ -17,8 +17,8 @@ between the two methods' patched logits and effects.
 The headline is the scan ratio (the patching itself, which is what the two methods do
 differently). The end-to-end ratio has a ceiling that no scan speed can lift: both methods first
 run the clean and the counterfactual prompts once (two forward passes), and the reference then runs
-one forward per sender, so it is about ``(senders + 2) / 2`` at most (batching shifts it a little) — 28 for the embedded model's 54
-senders, 137 for 272. The results file writes that ceiling beside each measured ratio.
+one forward per sender, so it is about ``(senders + 2) / 2`` at most (batching shifts it a
+little) — 28 for the embedded model's 54 senders, 137 for 272. The results file writes that ceiling beside each measured ratio.
 
 Expected ratio of the scans: per sender the reference runs ``seq`` tokens through every layer, the
 fast path one row through the MLPs after the sender, so (without per-forward overhead) the ratio is
