@@ -4,8 +4,8 @@ identify (path patching, knockout) → analyze (attention by role, MLP projectio
 fine-tune (precise SFT of key heads), on any Llama-family model, by default on the
 embedded arithmetic model shipped with the package.
 """
-from .models import Geometry, load_model
-from .trace import Trace, TraceDict
+from arithmech.core.models import Geometry, load_model
+from arithmech.core.trace import Trace, TraceDict
 
 __all__ = ["load_model", "Geometry", "Trace", "TraceDict"]
 __version__ = "0.1.0"

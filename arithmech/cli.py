@@ -12,15 +12,15 @@ import sys
 
 
 def _train_embedded(a: argparse.Namespace) -> None:
-    from .embedded import train
+    from arithmech.embedded.train import train
     out = train(a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed)
     print(f"saved the embedded model to {out}")
     print((out / "accuracy.json").read_text())
 
 
 def _embedded_accuracy(a: argparse.Namespace) -> None:
-    from .embedded import evaluate
-    from .models import load_model
+    from arithmech.embedded.train import evaluate
+    from arithmech.core.models import load_model
     model, tok, _ = load_model(a.model)
     r = evaluate(model, tok, seed=a.seed)
     print(json.dumps(r, indent=2))
@@ -31,10 +31,10 @@ def _embedded_accuracy(a: argparse.Namespace) -> None:
 # Subcommands that live in their own module, which defines ``add_cli(subparsers)``. A module is
 # imported only when its command runs, so one step's import cost (or breakage) never reaches another.
 PLUGINS = {
-    "identify": ("arithmech.identify", "path patching, key heads, knockout, transfer (paper §4.1, §5.1)"),
-    "analyze": ("arithmech.analyze", "attention of key heads by token role, MLP projections (§4.2, §5.2)"),
-    "finetune": ("arithmech.finetune", "precise SFT of key heads vs full SFT, benchmarks (§4.3, §5.3)"),
-    "book": ("arithmech.book", "execute every chapter with papermill and build the book"),
+    "identify": ("arithmech.methods.identify", "path patching, key heads, knockout, transfer (paper §4.1, §5.1)"),
+    "analyze": ("arithmech.methods.analyze", "attention of key heads by token role, MLP projections (§4.2, §5.2)"),
+    "finetune": ("arithmech.finetune.runner", "precise SFT of key heads vs full SFT, benchmarks (§4.3, §5.3)"),
+    "book": ("arithmech.report.book", "execute every chapter with papermill and build the book"),
 }
 
 
@@ -44,7 +44,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("train-embedded", help="train the embedded arithmetic model (deterministic, ~12 min on 2 cores)")
-    s.add_argument("--out", default=None, help="output folder (default: the package's embedded_model/)")
+    s.add_argument("--out", default=None, help="output folder (default: the package's embedded/model/)")
     s.add_argument("--steps", type=int, default=1200)
     s.add_argument("--batch-size", type=int, default=64)
     s.add_argument("--seed", type=int, default=0)

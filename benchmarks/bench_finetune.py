@@ -6,7 +6,7 @@
 
 Each (model, mode) runs in a fresh subprocess, so the peak-memory numbers do not inherit the
 allocator state of the previous run. Both modes get the same model weights (seed), the same
-batches and :func:`arithmech.finetune.training_args`; samples/s is the steady state (first optimizer
+batches and :func:`arithmech.finetune.runner.training_args`; samples/s is the steady state (first optimizer
 step excluded). Heads: the embedded model's top-k from ``results/embedded/key_heads.json`` when it
 exists, else (and for random models) the paper's LLaMA2-7B key heads (Table 4, ours) scaled to the
 model's layers and heads, so the lowest trained layer sits at the same relative depth (11/32).
@@ -32,7 +32,7 @@ OUT = ROOT / "benchmarks" / "results" / "finetune.json"
 
 def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, int]]:
     """The paper's LLaMA2-7B key heads (32 layers x 32 heads) mapped onto an ``n_layers x n_heads`` model."""
-    from arithmech.identify import PAPER_KEY_HEADS
+    from arithmech.methods.identify import PAPER_KEY_HEADS
     out = []
     for l, h in PAPER_KEY_HEADS["table4_ours"] + PAPER_KEY_HEADS["table4_gsm8k"]:
         x = (l * n_layers // 32, h * n_heads // 32)
@@ -43,8 +43,8 @@ def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, i
 
 def build(model: str, device: str, seed: int):
     """``(model, rows, heads)``: the network, training rows and the heads precise SFT tunes."""
-    from arithmech.finetune import ranked_components, tokenize_pairs, train_pairs
-    from arithmech.models import load_model
+    from arithmech.finetune.runner import ranked_components, tokenize_pairs, train_pairs
+    from arithmech.core.models import load_model
     torch.manual_seed(seed)
     if model.startswith("random-"):
         from transformers import LlamaConfig, LlamaForCausalLM
@@ -69,8 +69,8 @@ def build(model: str, device: str, seed: int):
 
 def worker(model: str, mode: str, steps: int, batch: int, device: str, seed: int) -> dict:
     """One (model, mode) measurement, in this process."""
-    from arithmech.adapter import HeadSpec
-    from arithmech.finetune import make_trainer, train_measured, training_args
+    from arithmech.finetune.adapter import HeadSpec
+    from arithmech.finetune.runner import make_trainer, train_measured, training_args
     net, rows, heads = build(model, device, seed)
     spec = HeadSpec(heads=tuple(heads)) if mode == "precise" else None
     with tempfile.TemporaryDirectory() as tmp:

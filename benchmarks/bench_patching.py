@@ -37,9 +37,9 @@ from pathlib import Path
 
 import torch
 
-from arithmech import data as D
-from arithmech.models import load_model
-from arithmech.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
+from arithmech.data import pairs as D
+from arithmech.core.models import load_model
+from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
 
 OUT = Path(__file__).parent / "results" / "patching.json"
 

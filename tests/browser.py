@@ -27,7 +27,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--host-resolver-rules=MAP * ~NOTFOUND", "--allow-file-access-from-files",
          "--window-size=1280,2000", "--remote-debugging-port=0", "about:blank"]
 
-# JS evaluated in the page: chart containers written by arithmech.offline.chart_html, the
+# JS evaluated in the page: chart containers written by arithmech.report.offline.chart_html, the
 # ones vega-embed has drawn into (an svg.marks or a canvas), and MathJax's output.
 COUNT_JS = """JSON.stringify({
   charts: document.querySelectorAll('.arithmech-chart').length,

@@ -49,7 +49,7 @@ def built_book(tmp_path_factory):
     given = os.environ.get("ARITHMECH_BOOK_HTML")
     if given:
         return repo, Path(given)
-    from arithmech.book import build
+    from arithmech.report.book import build
     root = tmp_path_factory.mktemp("book")
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(repo / f, root / f)

@@ -1,4 +1,4 @@
-"""The analyze step (arithmech.analyze, arithmech.explorer, arithmech.widgets).
+"""The analyze step (arithmech.methods.analyze, arithmech.methods.explorer, arithmech.report.widgets).
 
 References are independent: a Llama forward written here with plain torch ops (RoPE, GQA,
 causal softmax, RMSNorm, SwiGLU) gives the attention rows and MLP vectors the hooks must find.
@@ -13,10 +13,10 @@ import pytest
 import torch
 from conftest import tiny_llama
 
-from arithmech import analyze as A
-from arithmech import data as D
-from arithmech import explorer as E
-from arithmech.knockout import Ablation, knockout_topk
+from arithmech.methods import analyze as A
+from arithmech.data import pairs as D
+from arithmech.methods import explorer as E
+from arithmech.methods.knockout import Ablation, knockout_topk
 
 
 # ------------------------------------------------------------------------------ manual reference
@@ -70,7 +70,7 @@ def manual_forward(model, ids: list[int]):
 @pytest.fixture(scope="module")
 def emb():
     """A random 5-layer GQA Llama over the embedded model's word-level tokenizer, plus 8 samples."""
-    from arithmech.embedded import build_tokenizer
+    from arithmech.embedded.train import build_tokenizer
     tok = build_tokenizer()
     model = tiny_llama(n_layers=5, vocab=len(tok), seed=3)
     samples, _ = D.make_pairs(tok, "fig8", n=8, seed=0)
@@ -264,7 +264,7 @@ def test_explorer_callbacks_and_knockout(emb):
 def test_widget_runs_without_a_browser(emb):
     """Protects the ipywidgets explorer: toggling the knockout fires the observer, which recomputes through
     the same callbacks and fills the output area (no frontend, no kernel)."""
-    from arithmech import widgets
+    from arithmech.report import widgets
     model, tok, samples = emb
     w = widgets.explorer(model, tok, key_heads=[(0, 1), (2, 3)], reference=samples, run=False)
     assert w.output.outputs == () and w.head.value == (0, 1)

@@ -16,7 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from arithmech import book, offline
+from arithmech.report import book
+
+from arithmech.report import offline
 from browser import Browser
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +35,7 @@ def _notebook(path: Path, params: str, cells: list[str]) -> None:
     nbformat.write(nb, path)
 
 
-CHECK = ("from arithmech.book import setup\nfrom arithmech.params import check_params\nsetup()\n"
+CHECK = ("from arithmech.report.book import setup\nfrom arithmech.report.params import check_params\nsetup()\n"
          "P = check_params(globals(), {'n': (int, lambda v: v > 0, 'a positive integer'), 'seed': int})")
 
 
@@ -54,7 +56,7 @@ def toy(tmp_path_factory):
         "alt.Chart(pd.DataFrame({'x': range(n), 'y': range(n)})).mark_bar().encode(x='x:O', y='y:Q')",
         "import os\nos.makedirs('results/toy', exist_ok=True)\nopen('results/toy/n.txt', 'w').write(f'{n},{seed}')"])
     _notebook(root / "book" / "two.ipynb", "seed = 0", [
-        "from arithmech.book import setup\nsetup()",
+        "from arithmech.report.book import setup\nsetup()",
         "import altair as alt, pandas as pd\n"
         "pick = alt.param(bind=alt.binding_select(options=['a', 'b'], name='group '), value='a')\n"
         "df = pd.DataFrame({'g': list('aabb'), 'x': [1, 2, 3, 4], 'y': [1, 3, 2, 4]})\n"
@@ -101,7 +103,7 @@ def test_wrong_parameter_fails_in_check_cell_and_keeps_notebook(toy):
         book.build(root, only="one", sets=["one.n=many"], html=False)
     msg = str(e.value)
     assert "chapter 'one'" in msg and "cell 4" in msg and "ParameterError" in msg and "n='many'" in msg
-    assert "from arithmech.book import setup" in msg          # the failing cell's first line
+    assert "from arithmech.report.book import setup" in msg          # the failing cell's first line
     assert nb.read_bytes() == before
     assert (root / "_build" / "failed" / "one.ipynb").exists()
     with pytest.raises(book.BookError, match="expected a positive integer"):
@@ -213,7 +215,7 @@ def _chapters() -> list[Path]:
 
 
 def test_every_chapter_calls_setup_in_its_check_cell():
-    """Every chapter's second cell (after the parameters) calls arithmech.book.setup() and
+    """Every chapter's second cell (after the parameters) calls arithmech.report.book.setup() and
     check_params: the theme, the offline charts and parameter checking are never forgotten."""
     for p in _chapters():
         if p.suffix != ".ipynb":

@@ -1,12 +1,12 @@
-"""The paper's prompt datasets (arithmech.templates, arithmech.data) under the embedded tokenizer."""
+"""The paper's prompt datasets (arithmech.data.templates, arithmech.data.pairs) under the embedded tokenizer."""
 from __future__ import annotations
 
 import pytest
 
-from arithmech import templates as T
-from arithmech.data import (TemplateLengthError, answer_ids, load_jsonl, load_template_pairs, make_pairs,
+from arithmech.data import templates as T
+from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_jsonl, load_template_pairs, make_pairs,
                             save_jsonl, select_templates)
-from arithmech.embedded import build_tokenizer
+from arithmech.embedded.train import build_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_unknown_task_clear_error():
 def test_operand_pairs_change_only_the_operands(tok, task):
     """Protects: the operand counterfactual keeps every token of X_r except those of {A} and {B}
     (same template, operator and pool words), keeps the token length, and moves the answer token."""
-    from arithmech.data import make_operand_pairs
+    from arithmech.data.pairs import make_operand_pairs
     samples, stats = make_operand_pairs(tok, task, n=96, seed=2)
     assert stats.made == 96
     for s in samples:
@@ -126,7 +126,7 @@ def test_operand_pairs_leave_operator_stream_alone(tok):
     """Protects: drawing operand pairs does not touch make_pairs' random stream (the embedded model's
     training data depends on it): make_pairs gives the same pairs before and after, and the operand
     pairs are seeded (same seed → same pairs)."""
-    from arithmech.data import make_operand_pairs
+    from arithmech.data.pairs import make_operand_pairs
     before, _ = make_pairs(tok, "all", n=40, seed=5)
     a, _ = make_operand_pairs(tok, "all", n=40, seed=5)
     after, _ = make_pairs(tok, "all", n=40, seed=5)

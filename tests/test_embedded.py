@@ -7,8 +7,8 @@ import random
 import pytest
 import torch
 
-from arithmech import embedded as E
-from arithmech.models import EMBEDDED_DIR, load_model
+from arithmech.embedded import train as E
+from arithmech.core.models import EMBEDDED_DIR, load_model
 
 
 @pytest.fixture(scope="module")

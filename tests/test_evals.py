@@ -1,10 +1,10 @@
-"""Benchmarks of Table 1 (arithmech.evals): readers, splits, prompts, answer extraction, batched scoring."""
+"""Benchmarks of Table 1 (arithmech.evals.benchmarks): readers, splits, prompts, answer extraction, batched scoring."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from arithmech import evals as E
+from arithmech.evals import benchmarks as E
 from conftest import tiny_llama
 
 DATA = E.data_dir()
@@ -132,7 +132,7 @@ def test_hf_source_needs_datasets():
 
 @pytest.fixture(scope="module")
 def toy():
-    from arithmech.embedded import build_tokenizer
+    from arithmech.embedded.train import build_tokenizer
     tok = build_tokenizer()
     return tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3), tok
 
@@ -163,8 +163,8 @@ def test_choice_logits_right_padding_equals_single(toy):
 
 def test_batched_toy_two_digit_equals_embedded_reference(toy):
     """Protects: the batched two-digit benchmark scores each held-out item exactly as
-    arithmech.embedded.greedy does one prompt at a time."""
-    from arithmech.embedded import greedy
+    arithmech.embedded.train.greedy does one prompt at a time."""
+    from arithmech.embedded.train import greedy
     model, tok = toy
     items = E.two_digit_items(seed=0, n=24)
     outs = E.greedy_batch(model, tok, [p for p, _ in items], max_new=4)

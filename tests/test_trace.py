@@ -1,11 +1,11 @@
-"""The hook layer (arithmech.trace): baukit semantics on a plain HF Llama, under eager and sdpa."""
+"""The hook layer (arithmech.core.trace): baukit semantics on a plain HF Llama, under eager and sdpa."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from arithmech.models import Geometry, arch_for
-from arithmech.trace import (StopForward, Trace, TraceDict, head_contributions, kv_heads_of, merge_heads,
+from arithmech.core.models import Geometry, arch_for
+from arithmech.core.trace import (StopForward, Trace, TraceDict, head_contributions, kv_heads_of, merge_heads,
                              split_heads)
 
 

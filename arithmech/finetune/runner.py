@@ -1,7 +1,7 @@
 """Precise SFT of the key heads (§4.3, Algorithm 2, §5.3) and the full-SFT baseline (Tables 1, 2, 5).
 
 :class:`HeadMaskedTrainer` is a ``transformers.Trainer`` that trains only the slices installed by
-:func:`arithmech.adapter.attach` (selected heads' W_Q/W_K/W_V rows and W_O columns, optionally whole
+:func:`arithmech.finetune.adapter.attach` (selected heads' W_Q/W_K/W_V rows and W_O columns, optionally whole
 MLP layers, gradients rescaled by H/h). Its checkpoints hold just those slices (``adapter.safetensors``
 + ``adapter.json``) next to the Trainer's optimizer, scheduler and RNG state, so an interrupted run
 resumes with ``trainer.train(resume_from_checkpoint=...)``. The full-SFT baseline is the plain
@@ -24,7 +24,7 @@ state (~112 GB) before activations: shard it with FSDP through the Trainer, e.g.
 (``--fsdp`` instead sets FSDP through ``TrainingArguments``, wrapping the model's decoder-layer class
 from ``model._no_split_modules``; gradient accumulation is ``batch / (micro x world size)``.) Precise
 SFT runs on one device: the frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
-:func:`arithmech.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
+:func:`arithmech.finetune.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
 batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
 from __future__ import annotations
@@ -42,9 +42,9 @@ from typing import Sequence
 import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
-from . import adapter as A
-from .models import load_model
-from .sft_data import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
+from arithmech.finetune import adapter as A
+from arithmech.core.models import load_model
+from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
 
 PAPER = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)
 
@@ -219,7 +219,7 @@ def ranked_components(results: str | Path, name: str) -> tuple[list[tuple[int, i
     mlps = [int(m["layer"]) for m in kh.get("mlps", [])]
     if (folder / "effects.csv").exists():
         import pandas as pd
-        from .identify import ranking
+        from arithmech.methods.identify import ranking
         all_h, all_m = ranking(pd.read_csv(folder / "effects.csv", dtype={"head": str}), kh["task"])
         heads += [h for h in all_h if h not in heads]
         mlps += [m for m in all_m if m not in mlps]
@@ -230,7 +230,7 @@ def ensure_ranking(model: str, results: str | Path = "results", n_samples: int =
                    device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
     """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
     first when ``results/<model>/key_heads.json`` is missing."""
-    from .identify import results_name, run
+    from arithmech.methods.identify import results_name, run
     name = results_name(model)
     if not (Path(results) / name / "key_heads.json").exists():
         run(model, n_samples=n_samples, seed=seed, results=str(results), device=device, dtype=dtype,
@@ -263,7 +263,7 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
                  threads: int | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
-    ``benchmarks``: names from :data:`arithmech.evals.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
+    ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
     ``before``: accuracies of the base model from an earlier run (skips the first evaluation).
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
@@ -276,12 +276,12 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
             return run_finetune(**kw)
         finally:
             torch.set_num_threads(n)
-    from . import evals
+    from arithmech.evals import benchmarks as evals
     t0 = time.time()
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     total = sum(p.numel() for p in net.parameters())
-    from .identify import results_name
+    from arithmech.methods.identify import results_name
     name = results_name(model)
     bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
@@ -352,7 +352,7 @@ def add_cli(subparsers) -> None:
     s.add_argument("--mode", choices=("precise", "full"), default="precise")
     s.add_argument("--heads", default="top-32", help="top-K (from results/<model>/key_heads.json) or L.H,L.H")
     s.add_argument("--mlps", type=int, default=0, help="also train the top-M MLP layers")
-    s.add_argument("--kv-policy", choices=A.KV_POLICIES, default="any", help="GQA: see arithmech.adapter")
+    s.add_argument("--kv-policy", choices=A.KV_POLICIES, default="any", help="GQA: see arithmech.finetune.adapter")
     s.add_argument("--no-rescale", action="store_true", help="do not rescale head gradients by H/h")
     s.add_argument("--train-data", default="embedded", help="embedded | math | file.jsonl ({prompt, completion})")
     s.add_argument("--n-train", type=int, default=None, help="seeded sample of the training data")

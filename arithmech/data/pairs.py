@@ -1,6 +1,6 @@
 """Reference / counterfactual prompt pairs (the paper's X_r and X_c), seeded and tokenizer-aware.
 
-``make_pairs`` renders templates from :mod:`arithmech.templates` with random operands and
+``make_pairs`` renders templates from :mod:`arithmech.data.templates` with random operands and
 pool words, and keeps a pair only when, under the model's tokenizer,
 
 1. the answer ``{C}`` starts with one token right after the prompt (the *answer token*;
@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from . import templates as T
+from arithmech.data import templates as T
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 
@@ -163,7 +163,7 @@ def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int =
     Args:
         tok: the model's tokenizer (decides the answer token and the equal-length check).
         templates: a task name (``addition`` ... ``division``, ``all``, ``fig8``, ``fig10``,
-            ``exponentiation``) or a list of :class:`~arithmech.templates.Template`.
+            ``exponentiation``) or a list of :class:`~arithmech.data.templates.Template`.
     """
     tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
     rng = random.Random(seed)

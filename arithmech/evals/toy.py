@@ -1,12 +1,12 @@
-"""Toy benchmarks of the embedded model: its "GSM8K" and its "MMLU" (used by :mod:`arithmech.evals`).
+"""Toy benchmarks of the embedded model: its "GSM8K" and its "MMLU" (used by :mod:`arithmech.evals.benchmarks`).
 
-* ``two_digit``: held-out two-digit addition/subtraction (:func:`arithmech.embedded.two_digit_split`),
-  exact greedy answer, scored exactly like :func:`arithmech.embedded.two_digit_accuracy` but batched;
+* ``two_digit``: held-out two-digit addition/subtraction (:func:`arithmech.embedded.train.two_digit_split`),
+  exact greedy answer, scored exactly like :func:`arithmech.embedded.train.two_digit_accuracy` but batched;
 * ``negative``: held-out differences ``A - B < 0`` of single digits in the nine Fig. 8 subtraction
   forms ("3 minus 7 equals to" → ``-4``); the model was trained on ``A >= B`` only;
 * ``single_digit``: answer-token accuracy on fresh seeded draws of the Fig. 8/10 templates (the skill
   the model has; fine-tuning should not break it);
-* ``generic``: :data:`arithmech.embedded.GENERIC_FACTS` (the toy MMLU).
+* ``generic``: :data:`arithmech.embedded.train.GENERIC_FACTS` (the toy MMLU).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ TOY = ("two_digit", "negative", "single_digit", "generic")
 
 @torch.no_grad()
 def greedy_batch(model, tok, prompts: Sequence[str], max_new: int, batch_size: int = 128) -> list[str]:
-    """:func:`arithmech.embedded.greedy` for many prompts: equal-length groups, no padding, stop at EOS;
+    """:func:`arithmech.embedded.train.greedy` for many prompts: equal-length groups, no padding, stop at EOS;
     the text is returned without spaces (``"4 7"`` from a word-level tokenizer and ``" 47"`` both → ``"47"``)."""
-    from .data import group_by_length
+    from arithmech.data.pairs import group_by_length
     dev = model.get_input_embeddings().weight.device
     out = [""] * len(prompts)
     for idx, ids in group_by_length(tok, prompts, batch_size):
@@ -39,8 +39,8 @@ def greedy_batch(model, tok, prompts: Sequence[str], max_new: int, batch_size: i
 
 
 def two_digit_items(seed: int = 0, n: int = 300) -> list[tuple[str, str]]:
-    """The held-out two-digit ``(prompt, answer)`` items of :func:`arithmech.embedded.two_digit_accuracy`."""
-    from .embedded import two_digit_sentence, two_digit_split
+    """The held-out two-digit ``(prompt, answer)`` items of :func:`arithmech.embedded.train.two_digit_accuracy`."""
+    from arithmech.embedded.train import two_digit_sentence, two_digit_split
     rng = random.Random(seed + 7)
     _, test = two_digit_split(seed)
     return [two_digit_sentence(rng, a, b, op) for a, b, op in test[:n]]
@@ -56,8 +56,8 @@ def negative_split(seed: int = 0, n_test: int = 12) -> tuple[list[tuple[int, int
 
 def negative_items(pairs: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
     """``(prompt, answer)`` for every pair in each of the nine Fig. 8 subtraction forms (answer ``"-4"``)."""
-    from . import templates as T
-    from .data import _render
+    from arithmech.data import templates as T
+    from arithmech.data.pairs import _render
     tpls = [t for t in T.FIG8 if t.op == "subtraction"]
     return [(_render(t.clean, {"A": a, "B": b, "OP": t.op_word})[0], str(a - b)) for a, b in pairs for t in tpls]
 
@@ -67,9 +67,9 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
     """Embedded model: ``two_digit`` (held-out two-digit problems, exact greedy answer),
     ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit`` (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and
     ``generic`` (the facts table: the toy MMLU)."""
-    from . import templates as T
-    from .data import filter_correct, make_pairs
-    from .embedded import generic_accuracy
+    from arithmech.data import templates as T
+    from arithmech.data.pairs import filter_correct, make_pairs
+    from arithmech.embedded.train import generic_accuracy
     res = {}
     if "two_digit" in which:
         items = two_digit_items(seed, n_two_digit)

@@ -1,12 +1,12 @@
-"""The prompt explorer in Jupyter (§5.2): ipywidgets around :func:`arithmech.explorer.explore`.
+"""The prompt explorer in Jupyter (§5.2): ipywidgets around :func:`arithmech.methods.explorer.explore`.
 
->>> from arithmech.widgets import explorer
+>>> from arithmech.report.widgets import explorer
 >>> explorer(model, tok, key_heads, reference=samples)      # leave it last in a cell to show it
 
 A text box for the prompt and one for its counterfactual, a dropdown of heads (key heads
 first), a toggle that mean-ablates the key heads, a button, and an output area with the top-5
 next tokens, the chosen head's attention strip and the per-layer number tokens. All logic is in
-:mod:`arithmech.explorer`; :meth:`Explorer.refresh` is what the controls call and can be called
+:mod:`arithmech.methods.explorer`; :meth:`Explorer.refresh` is what the controls call and can be called
 directly (tests do, without a browser).
 
 A kernel-bound widget is dead in a static page, so a chapter builds it only when asked
@@ -18,7 +18,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .explorer import explore, knockout_means, mean_ablation, top_table
+from arithmech.methods.explorer import explore, knockout_means, mean_ablation, top_table
 
 
 def _bundle(obj) -> dict:
@@ -66,7 +66,7 @@ class Explorer:
 
     def refresh(self) -> dict[str, pd.DataFrame]:
         """Recompute for the current controls and redraw the output area; returns the tables."""
-        from . import plots
+        from arithmech.report import plots
         tables = explore(self.model, self.tok, self.prompt.value, self.counterfactual.value.strip() or None,
                          head=self.head.value, knockout=self._knockout())
         top = top_table(tables["top"])

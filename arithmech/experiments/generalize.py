@@ -18,10 +18,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from . import data as D
-from . import templates as T
-from .identify import identify, ranking
-from .knockout import overlap, overlap_knockout, unknown_words
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.methods.identify import identify, ranking
+from arithmech.methods.knockout import overlap, overlap_knockout, unknown_words
 
 
 # ------------------------------------------------------------------------- custom pairs (App. D, E)
@@ -40,9 +40,9 @@ def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: s
     Questions are taken in a seeded order; a question is skipped (and counted in the returned stats)
     when its answer is not a non-negative integer, none of ``edits`` occurs, the tokenizer does not
     know some of its words, or the edit changes the token length. ``root``: the data folder
-    (default ``$ARITHMECH_DATA`` or ``../shared/data``, see :func:`arithmech.evals.data_dir`).
+    (default ``$ARITHMECH_DATA`` or ``../shared/data``, see :func:`arithmech.evals.benchmarks.data_dir`).
     """
-    from .evals import read_math
+    from arithmech.evals.benchmarks import read_math
     problems = read_math("gsm8k", root, split)
     random.Random(seed).shuffle(problems)
     stats = {"questions": len(problems), "non_integer": 0, "no_phrase": 0, "unknown_words": 0,
@@ -118,7 +118,7 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = 256, 
     Returns ``(rows, runs)``; a template the model answers no prompt of gets a row with ``status``
     saying so instead of heads.
     """
-    from .knockout import Ablation, accuracy
+    from arithmech.methods.knockout import Ablation, accuracy
     rows, runs = [], {}
     for t in templates if templates is not None else T.EXPONENTIATION:
         row = {"template": t.id, "X_r": t.clean, "X_c": t.corrupt}

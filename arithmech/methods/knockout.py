@@ -42,9 +42,9 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
-from .data import Sample, answer_ids, group_by_length
-from .models import arch_for, input_device
-from .trace import TraceDict
+from arithmech.data.pairs import Sample, answer_ids, group_by_length
+from arithmech.core.models import arch_for, input_device
+from arithmech.core.trace import TraceDict
 
 Head = tuple[int, int]
 POSITIONS = ("end", "all")

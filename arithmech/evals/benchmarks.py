@@ -57,7 +57,7 @@ from typing import Sequence
 
 import torch
 
-from .evals_toy import (TOY, greedy_batch, negative_items, negative_split,  # noqa: F401 (re-exported)
+from arithmech.evals.toy import (TOY, greedy_batch, negative_items, negative_split,  # noqa: F401 (re-exported)
                         toy_benchmarks, two_digit_items)
 
 MATH = ("gsm8k", "addsub", "singleeq", "svamp")
@@ -79,7 +79,7 @@ def data_dir(path: str | Path | None = None) -> Path:
         return Path(path)
     if os.environ.get("ARITHMECH_DATA"):
         return Path(os.environ["ARITHMECH_DATA"])
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def _file(name: str, root: str | Path | None, split: str = "") -> Path:

@@ -20,7 +20,7 @@ attention output of layer ``k`` and ``z`` the o_proj input (the heads' outputs b
     logit = final_norm(r) @ W_U[{C}]                               # the answer row only
 
 computed for all heads × samples at once (the model's own norm and MLP modules, found through
-:class:`~arithmech.models.Arch`; any o_proj bias cancels in the difference). The **reference**
+:class:`~arithmech.core.models.Arch`; any o_proj bias cancels in the difference). The **reference**
 method does what Algorithm 1 says, literally: one hooked forward per sender, batched over samples.
 Both agree to float rounding (``tests/test_identify.py``; ``benchmarks/bench_patching.py``).
 
@@ -35,9 +35,9 @@ from typing import Sequence
 
 import torch
 
-from .data import group_by_length
-from .models import arch_for, input_device, module
-from .trace import TraceDict, head_contributions
+from arithmech.data.pairs import group_by_length
+from arithmech.core.models import arch_for, input_device, module
+from arithmech.core.trace import TraceDict, head_contributions
 
 
 # ----------------------------------------------------------------------------------- END caches
@@ -319,7 +319,7 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
     """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])``.
 
     Args:
-        answer: ``(n,)`` answer-token ids {C} (:func:`arithmech.data.answer_ids`).
+        answer: ``(n,)`` answer-token ids {C} (:func:`arithmech.data.pairs.answer_ids`).
         method: ``"fast"`` (exact, batched over heads × samples) or ``"reference"`` (hooks).
         prob: also compute the full-vocabulary logsumexp, for the probability of {C}.
     """

@@ -3,10 +3,10 @@ its counterfactual, and see the top-5 next tokens, one head's END-row attention 
 (an attention strip) and the per-layer number tokens closest to each MLP's write, with or without
 the key heads knocked out.
 
-Pure functions returning DataFrames; :mod:`arithmech.widgets` puts ipywidgets around them and
+Pure functions returning DataFrames; :mod:`arithmech.report.widgets` puts ipywidgets around them and
 the book shows precomputed altair views of the same tables. A knockout is a context-manager
 factory (``knockout() -> context``) active during a forward pass: :func:`mean_ablation`, with the
-identify step's means of the counterfactual prompts (:mod:`arithmech.knockout`).
+identify step's means of the counterfactual prompts (:mod:`arithmech.methods.knockout`).
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from . import data as D
-from . import templates as T
-from .analyze import Head, end_rows, layer_top_numbers, role_labels
-from .knockout import POSITIONS, Means, group_key, mean_activations
-from .models import arch_for, input_device
-from .trace import TraceDict
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.methods.analyze import Head, end_rows, layer_top_numbers, role_labels
+from arithmech.methods.knockout import POSITIONS, Means, group_key, mean_activations
+from arithmech.core.models import arch_for, input_device
+from arithmech.core.trace import TraceDict
 
 
 # ------------------------------------------------------------------------------ one prompt's views
@@ -83,7 +83,7 @@ def strips(model, tok, heads: Sequence[Head], samples: Sequence[D.Sample] = (), 
 # ---------------------------------------------------------------------------------------- knockout
 def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = 64) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
-    :func:`~arithmech.knockout.mean_activations`, then :meth:`~arithmech.knockout.Means.pooled`): a free
+    :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free
     prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
     over all later positions."""
     return mean_activations(model, tok, [s.corrupt for s in samples], [group_key(s) for s in samples],
@@ -93,7 +93,7 @@ def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = 64
 def mean_ablation(model, heads: Sequence[Head], means: Means, positions: str = "end") -> Callable[[], TraceDict]:
     """A context-manager factory that knocks ``heads`` out (§4.1): inside it, each head's slice of the
     o_proj input ``(batch, seq, H*dh)`` is replaced by its pooled ``X_c`` mean at the last position
-    (``positions="end"``) or at every position (``"all"``), as :func:`~arithmech.knockout.knockout_topk`
+    (``positions="end"``) or at every position (``"all"``), as :func:`~arithmech.methods.knockout.knockout_topk`
     does, but for any forward pass (strips, projections)."""
     if positions not in POSITIONS:
         raise ValueError(f"positions={positions!r}: use one of {POSITIONS}")

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-EMBEDDED_DIR = Path(__file__).parent / "embedded_model"
+EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "embedded" / "model"
 CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "arithmech"))
 
 
@@ -112,7 +112,7 @@ def arch_for(model: nn.Module) -> Arch:
     else:
         raise UnsupportedModelError(
             f"model_type {mtype!r} is not supported; supported model types: {supported()}. "
-            "Add a row to arithmech.models.ARCHITECTURES if its modules follow a known layout.")
+            "Add a row to arithmech.core.models.ARCHITECTURES if its modules follow a known layout.")
     n_layers = model.config.num_hidden_layers
     for name in ("attn", "q_proj", "k_proj", "v_proj", "o_proj", "mlp", "attn_norm", "mlp_norm"):
         for i in (0, n_layers - 1):

@@ -7,15 +7,15 @@ module makes the same comparison small enough for a laptop CPU, on any model ``l
 * **same data, steps and settings** for both fine-tuned rows (AdamW, cosine schedule, warmup 2%,
   weight decay 0.1, batch 16, 40 steps); full SFT trains every parameter, precise SFT only the
   top-``k`` heads' W_Q/W_K/W_V rows and W_O columns with the H/h gradient rescaling
-  (:class:`arithmech.finetune.HeadMaskedTrainer`). The learning rate is each mode's own, chosen on
+  (:class:`arithmech.finetune.runner.HeadMaskedTrainer`). The learning rate is each mode's own, chosen on
   validation data by :func:`lr_grid` (0.6M parameters need a larger rate than 135M in 40 steps);
 * **training data**: Fig. 8 sentences in the *training phrasings* (7 of the 9 forms of each
   operation), half with single-digit operands (App. A rules), half two-digit addition/subtraction
-  from the training side of :func:`arithmech.embedded.two_digit_split`; completion ``" {C}"``;
+  from the training side of :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"``;
 * **measured on what training did not see**: ``heldout_phrasings`` (Fig. 8 forms
   :data:`HELDOUT_FORMS` of every operation and all of Fig. 10; answer-token accuracy), ``two_digit``
   (the test operand pairs, exact greedy answer), ``addsub``/``singleeq``/``svamp`` (test sides of
-  :func:`arithmech.evals.math_splits`, few-shot, direct answer "The answer is N"), ``mmlu``/``csqa``
+  :func:`arithmech.evals.benchmarks.math_splits`, few-shot, direct answer "The answer is N"), ``mmlu``/``csqa``
   (answer-letter likelihood) and ``lm_loss``: mean next-token loss on a generic text that Python
   itself ships, sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``
   (its sha256 is stored with the results, since it can change between Python versions);
@@ -23,8 +23,8 @@ module makes the same comparison small enough for a laptop CPU, on any model ``l
   change against the base model with a paired bootstrap interval over the same items
   (:func:`paired_bootstrap`), the loss with mean ± 1.96 standard errors over 256-token chunks.
 
-``python -m arithmech.smollm lrgrid --out results/smollm2-135m`` picks the learning rates (writes
-``finetune/lr_grid.json``); ``python -m arithmech.smollm table1 --out results/smollm2-135m`` runs the three rows and writes
+``python -m arithmech.experiments.casestudy lrgrid --out results/smollm2-135m`` picks the learning rates (writes
+``finetune/lr_grid.json``); ``python -m arithmech.experiments.casestudy table1 --out results/smollm2-135m`` runs the three rows and writes
 ``finetune/{base,full,precise}.json`` (the command is stored in each). Defaults (``scale=1``) keep
 each row within about 10 minutes on 2 cores; ``--scale 10 --device cuda`` is the GPU-sized run.
 """
@@ -43,9 +43,9 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from . import data as D
-from . import templates as T
-from .intervals import mean_interval, paired_bootstrap, wilson_interval
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
 
 MODEL = "smollm2-135m"
 HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
@@ -97,7 +97,7 @@ def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
     """``n`` SFT pairs ``(prompt, " {C}")`` in the training phrasings: even rows single-digit (all four
     operations), odd rows two-digit addition/subtraction from the training operand pairs (minus any pair
     that is a test pair of either operation)."""
-    from .embedded import two_digit_split
+    from arithmech.embedded.train import two_digit_split
     train_t, _ = phrasings()
     pairs, test = two_digit_split(seed)
     seen = {(a, b) for a, b, _ in test}
@@ -115,7 +115,7 @@ def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 def two_digit_items(n: int, seed: int = 0) -> list[tuple[str, str]]:
     """``n`` held-out two-digit problems ``(prompt, answer)``: test operand pairs, any Fig. 8 add/sub form."""
-    from .embedded import two_digit_split
+    from arithmech.embedded.train import two_digit_split
     _, test = two_digit_split(seed)
     rng = random.Random(seed + 2)
     tpls = [t for t in T.FIG8 if t.op in ("addition", "subtraction")]
@@ -156,7 +156,7 @@ _FIRST_NUM = re.compile(r"-?\d+(?:\.\d+)?")
 
 def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
     """Few-shot word problems answered directly ("Answer: The answer is N."); 1 per right first number."""
-    from .evals import _fmt_number, generate, is_correct
+    from arithmech.evals.benchmarks import _fmt_number, generate, is_correct
     head = "".join(f"Question: {s.question}\nAnswer: The answer is {_fmt_number(s.answer)}.\n\n" for s in shots)
     outs = generate(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
                     max_new_tokens=10, batch_size=batch_size, stop="\n")
@@ -172,7 +172,7 @@ def letter_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: 
     that position goes through W_U (``logits_to_keep=1``); RoPE depends only on relative positions, so
     the padding shifts nothing (``tests/test_smollm.py`` checks against single unpadded prompts).
     """
-    from .evals import letter_ids
+    from arithmech.evals.benchmarks import letter_ids
     ids = letter_ids(tok, letters)
     dev = model.get_input_embeddings().weight.device
     out = torch.empty(len(prompts), len(letters))
@@ -192,7 +192,7 @@ def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data
                  batch_size: int = 8) -> list[int]:
     """MMLU (``n_shot`` dev rows of the subject) or CSQA (``n_shot`` train rows): 1 where the most likely
     answer letter after ``Answer:`` is right, for a seeded sample of ``n`` test (dev for CSQA) rows."""
-    from . import evals as E
+    from arithmech.evals import benchmarks as E
     if name == "mmlu":
         dev: dict = {}
         for c in E.read_mmlu("dev", data_dir):
@@ -231,7 +231,7 @@ def table1_sizes(scale: float = 1.0) -> dict:
 
 def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> dict:
     """Every Table 1 measurement: ``{name: {"value", "n", "ci", "items", "metric"}}`` (items for paired CIs)."""
-    from . import evals as E
+    from arithmech.evals import benchmarks as E
     _, held = phrasings()
     samples, _ = D.make_pairs(tok, held, n=sizes["heldout_per_template"] * len(held), seed=seed + 3)
     items = {"heldout_phrasings": answer_scores(model, tok, samples)[0].int().tolist(),
@@ -257,7 +257,7 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
 # --------------------------------------------------------------------------- Table 1: the runner
 def precise_heads(results: str | Path, name: str, k: int) -> list[tuple[int, int]]:
     """The ``k`` best-ranked heads of ``results/<name>/`` (key_heads.json, then effects.csv)."""
-    from .finetune import ranked_components
+    from arithmech.finetune.runner import ranked_components
     heads, _ = ranked_components(results, name)
     if len(heads) < k:
         raise ValueError(f"precise SFT needs {k} ranked heads but {results}/{name} has {len(heads)}: run "
@@ -272,9 +272,9 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
 
     Returns ``(model, tokenizer, record)`` with samples/s, peak memory and tuned parameter count.
     """
-    from . import adapter as A
-    from . import finetune as F
-    from .models import load_model
+    from arithmech.finetune import adapter as A
+    from arithmech.finetune import runner as F
+    from arithmech.core.models import load_model
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     steps, bs = sizes["steps"], sizes["batch_size"]
@@ -330,7 +330,7 @@ def lr_grid(out: str | Path = f"results/{MODEL}", model: str = MODEL, grid: dict
         chosen[mode] = min((x for x in r if x["math"] >= best - 0.01), key=lambda x: x["loss"])["lr"]
     obj = {"rule": "highest validation accuracy; within 0.01 of it, lowest validation loss", "chosen": chosen,
            "rows": rows, "sizes": sizes, "heads": [list(h) for h in heads], "seed": seed,
-           "command": command or f"python -m arithmech.smollm lrgrid --out {out}"}
+           "command": command or f"python -m arithmech.experiments.casestudy lrgrid --out {out}"}
     _write_json(out / "finetune" / "lr_grid.json", obj)
     return obj
 
@@ -354,7 +354,7 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
     import transformers
     out = Path(out)
     sizes = table1_sizes(scale)
-    command = command or " ".join([Path(sys.executable).name, "-m", "arithmech.smollm", "table1", "--out", str(out)])
+    command = command or " ".join([Path(sys.executable).name, "-m", "arithmech.experiments.casestudy", "table1", "--out", str(out)])
     results = Path(results) if results else out.parent
     base_path = out / "finetune" / "base.json"
     grid_path = out / "finetune" / "lr_grid.json"
@@ -375,7 +375,7 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
                               "generic_text": f"pydoc_data.topics {list(GENERIC_TOPICS)}",
                               "generic_text_sha256": hashlib.sha256(generic_text().encode()).hexdigest()}}
         if mode == "base":
-            from .models import load_model
+            from arithmech.core.models import load_model
             net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
         else:
             if not base_path.exists():

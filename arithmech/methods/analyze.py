@@ -4,7 +4,7 @@
 reads its last row, the Query END token against every Key token. With eager attention the
 ``self_attn`` module returns ``(out, weights)``, ``weights: (batch, n_heads, q, k)``, one row per
 *query* head (under GQA the K/V head is shared by ``group`` query heads, ``Geometry.kv_head(h)``,
-but each query head has its own softmax). A :class:`~arithmech.trace.TraceDict` callback keeps
+but each query head has its own softmax). A :class:`~arithmech.core.trace.TraceDict` callback keeps
 only the END row, ``(batch, n_heads, seq)``. Each key position gets one role:
 
 * ``A``, ``B``, ``operator``: the token positions the dataset stored with each sample;
@@ -35,7 +35,7 @@ the paper's literal formula ``cos(v, W_U[t])``; the two differ only by the learn
 continuous piecewise-linear curve with three knots to a per-layer curve and returns the knots.
 
 One prompt at a time (attention strips of Fig. 7 / 16, the prompt explorer, knockout) lives in
-:mod:`arithmech.explorer`; :func:`run` is the step end to end (``python -m arithmech analyze``).
+:mod:`arithmech.methods.explorer`; :func:`run` is the step end to end (``python -m arithmech analyze``).
 """
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import data as D
-from .models import Arch, arch_for, input_device, module
-from .trace import TraceDict
+from arithmech.data import pairs as D
+from arithmech.core.models import Arch, arch_for, input_device, module
+from arithmech.core.trace import TraceDict
 
 ROLES = ("A", "B", "operator", "bos", "other")
 MLP_QUANTITIES = ("in_A", "in_B", "in_C", "diff_A", "diff_B", "diff_C", "diff_other")
@@ -111,7 +111,7 @@ def attention_by_role(model, tok, samples: Sequence[D.Sample], layers: Iterable[
     Returns a long DataFrame ``layer, head, role, mean_score, kv_head, task, n``; ``task`` is each
     sample's operation plus ``"all"`` (Fig. 5 has one panel per operation).
     """
-    from .models import Geometry
+    from arithmech.core.models import Geometry
     geo = Geometry.from_config(model.config)
     layers = list(range(geo.n_layers)) if layers is None else sorted(set(layers))
     has_bos = tok.bos_token_id is not None
@@ -181,7 +181,7 @@ def mlp_vectors(model, tok, prompts: Sequence[str], final_norm: bool = True,
     identify step's END cache); the difference is the MLP's output. With ``final_norm`` both go
     through the model's final norm (see the module docstring).
     """
-    from .patching import end_cache
+    from arithmech.methods.patching import end_cache
     cache = end_cache(model, tok, prompts, batch_size=batch_size)
     vin, vdiff = cache.resid_mid, cache.mlp_out
     if final_norm:
@@ -338,7 +338,7 @@ def reference_samples(folder: Path, model, tok, n: int, seed: int) -> list[D.Sam
 
 def compute_key_heads(folder: Path, model: str, device: str, dtype: str, seed: int, n_samples: int) -> list[Head]:
     """No ``key_heads.json`` yet: run the identify step (path patching, all four operations), which writes it."""
-    from . import identify
+    from arithmech.methods import identify
     identify.run(model=model, n_samples=n_samples, seed=seed, out=str(folder), device=device, dtype=dtype)
     return load_key_heads(folder)
 
@@ -362,8 +362,8 @@ def run(model: str = "embedded", results: str = "results", n_samples: int = 256,
     """
     import transformers
 
-    from .identify import results_name
-    from .models import load_model
+    from arithmech.methods.identify import results_name
+    from arithmech.core.models import load_model
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
     t0 = time.time()

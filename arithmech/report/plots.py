@@ -166,7 +166,7 @@ def _head_names(df: pd.DataFrame) -> pd.DataFrame:
 def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = "Fig. 5") -> alt.Chart:
     """Fig. 5: END-row attention mass of each key head by role, one panel per operation.
 
-    ``roles``: attention_roles.csv; ``labels``: :func:`arithmech.analyze.label_heads` (key heads, ranked).
+    ``roles``: attention_roles.csv; ``labels``: :func:`arithmech.methods.analyze.label_heads` (key heads, ranked).
     Heads are grouped operand heads first, then operator heads, then the rest.
     """
     order = labels.assign(g=labels.label.map({"operand": 0, "operator": 1}).fillna(2)).sort_values(["g"], kind="stable")
@@ -205,7 +205,7 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
                           dropdown: bool = True) -> alt.Chart:
     """Fig. 7 / 16: heat strips, one row per head, one cell per token (text = the token).
 
-    ``strips``: :func:`arithmech.explorer.attention_strip` rows with a ``sample`` column; with
+    ``strips``: :func:`arithmech.methods.explorer.attention_strip` rows with a ``sample`` column; with
     ``dropdown`` a select picks the sample shown.
     """
     samples = list(dict.fromkeys(strips["sample"]))
@@ -327,7 +327,7 @@ def finetune_bars(long: pd.DataFrame, fig: str = "Table 1", title: str = "base, 
     """Table 1 as grouped bars: accuracy per benchmark (x groups) and setting (colour).
 
     ``long``: rows ``setting, benchmark, accuracy`` (accuracy in 0..1), e.g.
-    :func:`arithmech.finetune_report.long_form`.
+    :func:`arithmech.report.tables.long_form`.
     """
     settings = list(dict.fromkeys(long["setting"]))
     return alt.Chart(long).mark_bar().encode(
@@ -378,7 +378,7 @@ _MODE_SCALE = alt.Scale(domain=["base", "full", "precise"], range=[PALETTE[6], P
 def table1_ci_chart(frame: pd.DataFrame, fig: str = "Table 1", title: str = "base, full SFT and precise SFT, with 95% intervals") -> alt.HConcatChart:
     """Table 1 as points with 95% intervals: accuracy per measure (left), generic-text loss (right).
 
-    ``frame``: :func:`arithmech.table1.table1_frame` rows ``mode, measure, value, ci_low, ci_high``.
+    ``frame``: :func:`arithmech.experiments.table1.table1_frame` rows ``mode, measure, value, ci_low, ci_high``.
     """
     def panel(df: pd.DataFrame, y: str, fmt: str, width: int) -> alt.LayerChart:
         base = alt.Chart(df).encode(x=alt.X("mode:N", title=None, sort=["base", "full", "precise"],

@@ -13,9 +13,9 @@
    ``_build/failed/`` to look at). Chapters hand artifacts to each other through
    ``results/<model>/``.
 2. **Render.** ``jupyter-book build`` (execution off) into ``_build/html``, after
-   :func:`arithmech.offline.vendor_assets` has put vega and MathJax where the pages load them.
+   :func:`arithmech.report.offline.vendor_assets` has put vega and MathJax where the pages load them.
 3. **Check.** The build fails if a page still loads anything over ``http(s)``
-   (:func:`arithmech.offline.external_references`).
+   (:func:`arithmech.report.offline.external_references`).
 
 Every chapter calls :func:`setup` in its check cell (one altair theme, the offline renderer).
 """
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import offline
+from arithmech.report import offline
 
 CONFIG = Path("book") / "book.yml"
 
@@ -43,17 +43,17 @@ class BookError(RuntimeError):
 
 
 def setup() -> None:
-    """Call once at the top of a chapter (its check cell): ``from arithmech.book import setup; setup()``.
+    """Call once at the top of a chapter (its check cell): ``from arithmech.report.book import setup; setup()``.
 
-    * enables the arithmech altair theme (:func:`arithmech.plots.use_theme`) and the offline
-      renderer (charts draw from ``file://`` without network, see :mod:`arithmech.offline`);
+    * enables the arithmech altair theme (:func:`arithmech.report.plots.use_theme`) and the offline
+      renderer (charts draw from ``file://`` without network, see :mod:`arithmech.report.offline`);
     * turns progress bars off (tqdm, transformers' "Loading weights"): in a static page they are
       dead widgets that print as ``0%|          |``;
     * when the notebook is opened in Jupyter from ``book/``, moves to the repository root, so
       relative paths (``results/``, ``../shared/data``) mean what they mean for papermill and
       for ``python -m arithmech``.
     """
-    from .plots import use_theme
+    from arithmech.report.plots import use_theme
     use_theme()
     offline.enable_renderer()
     os.environ["TQDM_DISABLE"] = "1"                  # read by tqdm when it is first imported

@@ -1,7 +1,7 @@
 """The embedded arithmetic model: a small Llama trained here on the paper's templates.
 
 No model hub is reachable in this workplace, so every chapter defaults to a model that the
-project trains itself and ships in ``arithmech/embedded_model/`` as a standard HF folder
+project trains itself and ships in ``arithmech/embedded/model/`` as a standard HF folder
 (``config.json``, ``model.safetensors``, ``tokenizer.json``). Rerun with::
 
     python -m arithmech train-embedded            # ~10 min on 2 CPU cores, deterministic
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-from . import templates as T
-from .data import _FIELD, _draw_values, _render
+from arithmech.data import templates as T
+from arithmech.data.pairs import _FIELD, _draw_values, _render
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
@@ -152,7 +152,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
     """Train the embedded model from scratch and save it (atomically) as an HF folder."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from .models import EMBEDDED_DIR
+    from arithmech.core.models import EMBEDDED_DIR
     out = Path(out_dir or EMBEDDED_DIR)
     size = {**SIZE, **(size or {})}
     torch.manual_seed(seed)
@@ -203,7 +203,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
 def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     """Held-out answer-token accuracy (fresh seeded draws) per operation, family and template,
     generic-fact accuracy, and two-digit exact-match accuracy on the held-out test pairs."""
-    from .data import filter_correct, make_pairs
+    from arithmech.data.pairs import filter_correct, make_pairs
     by_op, by_family = {}, {}
     samples, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
     kept, per_tpl = filter_correct(model, tok, samples)
@@ -225,7 +225,7 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
 
 @torch.no_grad()
 def generic_accuracy(model, tok) -> float:
-    from .data import predict
+    from arithmech.data.pairs import predict
     pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
     gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
     return round((pred == gold).float().mean().item(), 4)

@@ -30,11 +30,11 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from . import data as D
-from . import templates as T
-from .knockout import (PAPER_CASES, POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.methods.knockout import (PAPER_CASES, POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
                        mean_activations, transfer_table)
-from .patching import Patched, path_patch
+from arithmech.methods.patching import Patched, path_patch
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 
@@ -71,7 +71,7 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64) -
     """Draw ``n_samples`` pairs of ``task`` and keep those the model answers right (the paper's X_r).
 
     ``task``: an operation, ``fig8``, ``fig10``, ``exponentiation``, a template-pair file, a list of
-    templates, or a list of ready :class:`~arithmech.data.Sample` (e.g. :func:`gsm8k_samples`).
+    templates, or a list of ready :class:`~arithmech.data.pairs.Sample` (e.g. :func:`gsm8k_samples`).
     """
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
@@ -163,12 +163,12 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             ``"all"`` average over every sample (Fig. 2) and key heads are taken from them.
         knockout_samples: X_r samples per task in the knockout curves (the first ones; all if fewer).
         n_random: seeded random orders per knockout curve.
-        ks: numbers of heads to knock out (default :func:`~arithmech.knockout.default_ks`).
+        ks: numbers of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
         curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
             with several tasks) and, for every other task, its key heads vs as many random heads;
             ``"each"``: full curves for every task.
         knockout_positions: ``"end"`` (mean-ablate at END, where the heads were patched; fast) or
-            ``"all"`` (every position); see :mod:`arithmech.knockout`. Also used by the transfer step.
+            ``"all"`` (every position); see :mod:`arithmech.methods.knockout`. Also used by the transfer step.
         heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
             samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
     """
@@ -399,7 +399,7 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
         results: str = "results", device: str = "cpu", dtype: str = "float32", threshold: float = -0.05,
         method: str = "fast", **kw) -> IdentifyResult:
     """Load ``model``, run :func:`identify`, write the files to ``out`` (default ``results/<model>``)."""
-    from .models import load_model
+    from arithmech.core.models import load_model
     for t in ([task] if isinstance(task, str) else task):
         if isinstance(t, str) and t != "all":
             task_templates(t)                  # a wrong task name or a missing file fails before loading

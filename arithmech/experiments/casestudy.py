@@ -9,18 +9,18 @@ This module holds what ``book/appendix_smollm2.ipynb`` needs beyond the pipeline
 * :func:`accuracy_by_template`: top-1 accuracy (Wilson 95% interval) and mean p({C}) per operation
   and template (``accuracy_by_template.csv``);
 * :func:`identify_counterfactuals`: identify with the paper's *operator* counterfactual and with the
-  *operand* counterfactual (:func:`arithmech.data.make_operand_pairs`), and the heads both find;
+  *operand* counterfactual (:func:`arithmech.data.pairs.make_operand_pairs`), and the heads both find;
 * :func:`ensure_identify`, :func:`ensure_analyze`: the identify / analyze results of the appendix,
   read from ``results/<model>/`` or computed (knockout curves on a coarser grid of k than the
   identify command's, so that the chapter runs in minutes on 2 cores);
 * :func:`claims`: the paper's claims, each with the measurement that decides it here.
 
-Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.table1`; its driver is this module's CLI::
+Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.experiments.table1`; its driver is this module's CLI::
 
-    python -m arithmech.smollm lrgrid --out results/smollm2-135m     # each mode's learning rate (validation)
-    python -m arithmech.smollm table1 --out results/smollm2-135m
-    python -m arithmech.smollm accuracy --out results/smollm2-135m
-    python -m arithmech.smollm counterfactuals --task addition --out results/smollm2-135m
+    python -m arithmech.experiments.casestudy lrgrid --out results/smollm2-135m     # each mode's learning rate (validation)
+    python -m arithmech.experiments.casestudy table1 --out results/smollm2-135m
+    python -m arithmech.experiments.casestudy accuracy --out results/smollm2-135m
+    python -m arithmech.experiments.casestudy counterfactuals --task addition --out results/smollm2-135m
 """
 from __future__ import annotations
 
@@ -33,10 +33,10 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from . import data as D
-from . import templates as T
-from .intervals import wilson_interval
-from .table1 import MODEL, _write_json, answer_scores, lr_grid, run_table1
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.core.stats import wilson_interval
+from arithmech.experiments.table1 import MODEL, _write_json, answer_scores, lr_grid, run_table1
 
 HEAD_KS = (0, 2, 4, 8, 16, 32, 64)                  # knockout grid of the appendix (plus "all heads")
 MLP_KS = (0, 1, 2, 4, 8)                            # (plus "all MLPs")
@@ -74,11 +74,11 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
 # ----------------------------------------------------------------- identify with two counterfactuals
 def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, seed: int = 0, **kw):
     """:func:`arithmech.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
-    other operands (:func:`arithmech.data.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
+    other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
 
     ``kw`` go to ``identify`` (e.g. ``knockout=False``); no transfer test (it is the operator run's).
     """
-    from .identify import identify
+    from arithmech.methods.identify import identify
     pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed)
     res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
     label = f"{task} (operand)"
@@ -94,10 +94,10 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
 def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.DataFrame, task: str = "addition",
                            top: int = 10) -> dict:
     """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
-    ``task`` (:func:`arithmech.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
+    ``task`` (:func:`arithmech.methods.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
     relative change and logit difference under both counterfactuals."""
-    from .identify import ranking
-    from .knockout import overlap
+    from arithmech.methods.identify import ranking
+    from arithmech.methods.knockout import overlap
     ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
     def look(eff, t, h):
         r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]
@@ -113,8 +113,8 @@ def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.D
 def lean_knockout(model, tok, res, knockout_samples: int = 32, n_random: int = 2, seed: int = 0) -> pd.DataFrame:
     """Fig. 3 curves for the task ``all`` (samples of every task, interleaved) on the grids
     :data:`HEAD_KS` / :data:`MLP_KS` plus "everything", ``n_random`` random orders for the spread."""
-    from .identify import ranking
-    from .knockout import knockout_curve
+    from arithmech.methods.identify import ranking
+    from arithmech.methods.knockout import knockout_curve
     groups = [list(v) for v in res.tasks.values()]
     mixed = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)][:knockout_samples]
     primary = "all" if len(res.tasks) > 1 else next(iter(res.tasks))
@@ -145,8 +145,8 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
     ``res.transfer`` (the paper's cases, knocked out: the ``top`` heads of task ``all``) and
     ``res.heldout`` (heads ranked on the samples outside ``heldout``, knocked out on fresh ``heldout``
     pairs, against as many random heads)."""
-    from .identify import effects_frame, ranking
-    from .knockout import PAPER_CASES, group_key, heldout_drop, mean_activations, transfer_table
+    from arithmech.methods.identify import effects_frame, ranking
+    from arithmech.methods.knockout import PAPER_CASES, group_key, heldout_drop, mean_activations, transfer_table
     held = {t.id for t in D.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     use = torch.tensor([s.template not in held for s in every])
@@ -177,16 +177,16 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
     counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``. No
     probability columns (``prob=False``: the full-vocabulary softmax of every patched row would cost
     about 40% of the patching time; the accuracy table has p({C})). Returns
-    :func:`arithmech.identify.load_results` of both runs plus ``overlap``.
+    :func:`arithmech.methods.identify.load_results` of both runs plus ``overlap``.
     """
-    from .identify import identify, load_results, write_results
+    from arithmech.methods.identify import identify, load_results, write_results
     folder = Path(folder)
     if recompute or not (folder / "effects.csv").exists():
         res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
                        n_random=n_random, prob=False)
         res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed)
         top_transfer(model, tok, res, 10, "fig10", heldout_samples, seed)
-        write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.smollm.lean_knockout",
+        write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.experiments.casestudy.lean_knockout",
                                           "knockout_samples": knockout_samples, "n_random": n_random,
                                           "heldout_samples": heldout_samples})
     if recompute or not (folder / "operand" / "effects.csv").exists():
@@ -203,15 +203,15 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
 def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: int = 0, top: int = 10,
                    prompt: str = "4 + 3 = ", recompute: bool = False) -> dict:
     """The analyze step on the ``top`` heads of highest effect rank (task ``all``), read from ``folder`` or
-    computed with :mod:`arithmech.analyze`'s functions: attention by role (with the KV head each query
+    computed with :mod:`arithmech.methods.analyze`'s functions: attention by role (with the KV head each query
     head reads), MLP_in and MLP_out − MLP_in on W_U, start–inflection–end, the layer-by-layer top
     numbers of ``prompt`` (ending with the space token, as this tokenizer needs).
 
     Unlike ``python -m arithmech analyze`` this does not need heads past the −5% threshold (SmolLM2 has
     none under the operator counterfactual). Writes the analyze files of the results contract.
     """
-    from . import analyze as An
-    from .identify import load_results, ranking
+    from arithmech.methods import analyze as An
+    from arithmech.methods.identify import load_results, ranking
     folder = Path(folder)
     eff = load_results(folder)["effects"]
     heads = ranking(eff, "all" if (eff.task == "all").any() else eff.task.iloc[0])[0][:top]
@@ -261,7 +261,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
     Rows ``claim, paper, here, holds`` (``holds``: True / False, None when the results are missing).
     ``top``: key heads = the ``top`` heads by effect rank of task ``all``; ``k``: heads knocked out.
     """
-    from .identify import load_results, ranking
+    from arithmech.methods.identify import load_results, ranking
     folder = Path(folder)
     r = load_results(folder)
     eff, ko = r["effects"], r["knockout"]
@@ -305,7 +305,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
                      f"({h['relative_drop']:+.0%}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}",
                      h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]))
     if (folder / "analyze.json").exists():
-        from .analyze import label_heads
+        from arithmech.methods.analyze import label_heads
         roles = pd.read_csv(folder / "attention_roles.csv")
         lab = label_heads(roles, heads[:top])
         n_op = int(lab.label.isin(["operand", "operator"]).sum())
@@ -320,11 +320,11 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
 
 
 def _table1_claims(folder: Path) -> list[tuple]:
-    from .table1 import table1_frame
+    from arithmech.experiments.table1 import table1_frame
     t = table1_frame(folder)
     if not {"full", "precise"} <= set(t["mode"]):
         return [("Precise SFT ≈ full SFT on math, keeps generic skill", "Table 1",
-                 "no Table 1 results yet (python -m arithmech.smollm table1)", None)]
+                 "no Table 1 results yet (python -m arithmech.experiments.casestudy table1)", None)]
     math_ = ["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"]
     g = lambda mode, m: t[(t["mode"] == mode) & (t.measure == m)].iloc[0]
     dm = {mode: sum(g(mode, m).delta for m in math_) / len(math_) for mode in ("full", "precise")}
@@ -346,9 +346,9 @@ def _table1_claims(folder: Path) -> list[tuple]:
 
 # -------------------------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> None:
-    """``python -m arithmech.smollm {table1,lrgrid,accuracy,counterfactuals} ...``"""
+    """``python -m arithmech.experiments.casestudy {table1,lrgrid,accuracy,counterfactuals} ...``"""
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(prog="python -m arithmech.smollm", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m arithmech.experiments.casestudy", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("table1", "lrgrid", "accuracy", "counterfactuals"):
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--n-samples", type=int, default=128)
     a = p.parse_args(argv)
     try:
-        command = " ".join(["python -m arithmech.smollm"] + argv)
+        command = " ".join(["python -m arithmech.experiments.casestudy"] + argv)
         if a.command == "table1":
             lr = {m: v for m, v in (("full", a.lr_full), ("precise", a.lr_precise)) if v is not None}
             run_table1(a.out, a.modes.split(","), a.model, a.scale, a.top_k, lr, a.seed, a.device, a.dtype,
@@ -382,13 +382,13 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(lr_grid(a.out, a.model, scale=a.scale, top_k=a.top_k, seed=a.seed, device=a.device,
                                      dtype=a.dtype, command=command)["chosen"]))
             return
-        from .models import load_model
+        from arithmech.core.models import load_model
         net, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
         if a.command == "accuracy":
             df = ensure_accuracy(net, tok, a.out, a.n_per_template, a.seed, recompute=True)
             print(df[df.template == "(all)"].to_string(index=False))
         else:
-            from .identify import identify, write_results
+            from arithmech.methods.identify import identify, write_results
             op = identify(net, tok, a.task, n_samples=a.n_samples, seed=a.seed, knockout=False, transfer=False)
             nd = operand_identify(net, tok, a.task, a.n_samples, a.seed, knockout=False)
             out = Path(a.out) / "counterfactuals"
@@ -410,8 +410,8 @@ def table1_side_by_side(results_dir: str | Path, model_name: str = MODEL) -> pd.
     """One row per (model, mode): mean math and generic accuracy (%), samples/s and tuned parameters, for
     the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
     toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
-    of :mod:`arithmech.table1`). Missing results are left out."""
-    from .table1 import PAPER_TABLE1, table1_frame
+    of :mod:`arithmech.experiments.table1`). Missing results are left out."""
+    from arithmech.experiments.table1 import PAPER_TABLE1, table1_frame
     rows = []
     for mode, r in PAPER_TABLE1.items():
         rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,

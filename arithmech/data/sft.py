@@ -2,7 +2,7 @@
 
 The loss covers the completion and EOS only. Sources: the embedded model's toy math (two-digit and
 negative-difference training splits, single-digit replay) or the four math benchmarks' deduplicated
-training splits (:func:`arithmech.evals.math_splits`), or a JSONL file.
+training splits (:func:`arithmech.evals.benchmarks.math_splits`), or a JSONL file.
 """
 from __future__ import annotations
 
@@ -48,28 +48,28 @@ class Collator:
 
 
 def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None) -> list[tuple[str, str]]:
-    """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.embedded.two_digit_split`, Fig. 8
-    addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.evals.negative_split`
+    """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.embedded.train.two_digit_split`, Fig. 8
+    addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.evals.benchmarks.negative_split`
     in the nine subtraction forms), ``embedded`` (a third each of those two and of fresh single-digit
-    Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train splits, :func:`arithmech.evals.math_splits`), or a
+    Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train splits, :func:`arithmech.evals.benchmarks.math_splits`), or a
     JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""
     rng = random.Random(seed)
     if source in ("embedded", "two-digit", "negative"):
-        from .embedded import two_digit_sentence, two_digit_split
-        from .evals_toy import negative_items, negative_split
+        from arithmech.embedded.train import two_digit_sentence, two_digit_split
+        from arithmech.evals.toy import negative_items, negative_split
         two = [(p, " " + a) for p, a in (two_digit_sentence(rng, *x) for x in two_digit_split(seed)[0])]
         neg = [(p, " " + a) for p, a in negative_items(negative_split(seed)[0])]
         if source != "embedded":
             pairs = two if source == "two-digit" else neg
         else:                                   # a third each; the 216 negative items repeat
-            from .embedded import arithmetic_sentence
+            from arithmech.embedded.train import arithmetic_sentence
             third = (n or 3 * len(two)) // 3
             one = [(p, tpl.joiner + a) for p, a, tpl in (arithmetic_sentence(rng) for _ in range(third))]
             pairs = rng.sample(two, min(third, len(two))) + [neg[i % len(neg)] for i in range(third)] + one
             rng.shuffle(pairs)
             return pairs
     elif source == "math":
-        from .evals import MATH, math_example, math_splits
+        from arithmech.evals.benchmarks import MATH, math_example, math_splits
         splits = math_splits(data_dir, seed)
         pairs = [math_example(p) for name in MATH for p in splits[name]["train"]]
     else:

@@ -3,7 +3,7 @@
 ``PAPER_TABLE1`` / ``PAPER_TABLE2`` / ``PAPER_TABLE5`` hold the published LLaMA2 numbers (accuracy in %,
 train speed in samples/s, tuned parameters in billions; CSQA read as CommonsenseQA, see
 ``/work/shared/data/README.md``). :func:`results_table` turns ``finetune/<mode>.json`` records (from
-:func:`arithmech.finetune.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
+:func:`arithmech.finetune.runner.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
 benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from .adapter import approx_parameters, precise_sft_memory, tuned_parameters
-from .models import Geometry
+from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
+from arithmech.core.models import Geometry
 
 _T1 = ["GSM8K", "AddSub", "SingleEq", "SVAMP", "MMLU", "CSQA"]
 PAPER_TABLE1 = pd.DataFrame(
