@@ -1,7 +1,14 @@
 """``python -m arithmech <command>``: one subcommand per step of the paper's pipeline.
 
-Each subcommand is a thin wrapper: it parses arguments and calls one package function,
-so everything a command does is reachable (and tested) from Python.
+Each subcommand is a thin wrapper: it parses and checks its arguments, then calls one package
+function, so everything a command does is reachable (and tested) from Python. Flags mean the same in
+every subcommand: ``--model`` (a short name, folder, ``.gguf`` file or hub id), ``--results`` (the
+results root *or* the model's folder: ``results`` and ``results/embedded`` name the same place for
+``--model embedded``), ``--seed``, ``--device``, ``--dtype``, ``--overwrite`` (replace this step's own
+files; nothing else is ever replaced).
+
+The input contract: every argument is checked before any model loads; a violation is one line
+(``error: …``) and exit code 2, Ctrl-C is one line and exit code 130, never a traceback.
 """
 from __future__ import annotations
 
@@ -9,6 +16,51 @@ import argparse
 import importlib
 import json
 import sys
+
+from arithmech.core import inputs
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``error: <what> (see <prog> --help)``, exit 2."""
+
+    def error(self, message: str):  # noqa: D102 (argparse's hook)
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
+def _count(low: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{v} is below {low}")
+        return v
+    return parse
+
+
+POSITIVE, NON_NEGATIVE = _count(1), _count(0)
+
+
+def common_arguments(s: argparse.ArgumentParser, n_samples: int | None = None, model: str = "embedded") -> None:
+    """The flags every model command shares (checked by :func:`check_common` before any work)."""
+    s.add_argument("--model", default=model, help="embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
+    s.add_argument("--results", default="results",
+                   help="results root (files go to RESULTS/<model-name>/) or the model's results folder itself")
+    s.add_argument("--seed", type=NON_NEGATIVE, default=0)
+    s.add_argument("--device", default="cpu", choices=inputs.DEVICES)
+    s.add_argument("--dtype", default="float32", choices=inputs.DTYPES)
+    s.add_argument("--overwrite", action="store_true", help="replace this step's files if the folder has them")
+    if n_samples is not None:
+        s.add_argument("--n-samples", type=POSITIVE, default=n_samples)
+
+
+def check_common(a: argparse.Namespace) -> None:
+    if hasattr(a, "model"):
+        inputs.check_model(a.model)
+    if hasattr(a, "device"):
+        inputs.check_device(a.device)
 
 
 def _train_embedded(a: argparse.Namespace) -> None:
@@ -19,9 +71,9 @@ def _train_embedded(a: argparse.Namespace) -> None:
 
 
 def _embedded_accuracy(a: argparse.Namespace) -> None:
-    from arithmech.embedded.train import evaluate
     from arithmech.core.models import load_model
-    model, tok, _ = load_model(a.model)
+    from arithmech.embedded.train import evaluate
+    model, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
     r = evaluate(model, tok, seed=a.seed)
     print(json.dumps(r, indent=2))
     print(f"held-out answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
@@ -33,43 +85,55 @@ def _embedded_accuracy(a: argparse.Namespace) -> None:
 PLUGINS = {
     "identify": ("arithmech.methods.identify", "path patching, key heads, knockout, transfer (paper §4.1, §5.1)"),
     "analyze": ("arithmech.methods.analyze", "attention of key heads by token role, MLP projections (§4.2, §5.2)"),
-    "finetune": ("arithmech.finetune.runner", "precise SFT of key heads vs full SFT, benchmarks (§4.3, §5.3)"),
+    "finetune": ("arithmech.finetune.runner", "one fine-tune arm (precise SFT of key heads or full SFT), before/after"),
+    "table1": ("arithmech.experiments.table1", "Table 1: base, full SFT and precise SFT with intervals (§5.3)"),
+    "lrgrid": ("arithmech.experiments.table1", "each fine-tune mode's learning rate, chosen on validation data"),
+    "accuracy-by-template": ("arithmech.experiments.casestudy", "accuracy and p({C}) per template, Wilson intervals"),
+    "counterfactuals": ("arithmech.experiments.casestudy", "identify with the operator and the operand counterfactual"),
     "book": ("arithmech.report.book", "execute every chapter with papermill and build the book"),
 }
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m arithmech", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(prog="python -m arithmech", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     s = sub.add_parser("train-embedded", help="train the embedded arithmetic model (deterministic, ~12 min on 2 cores)")
     s.add_argument("--out", default=None, help="output folder (default: the package's embedded/model/)")
-    s.add_argument("--steps", type=int, default=1200)
-    s.add_argument("--batch-size", type=int, default=64)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--steps", type=POSITIVE, default=1200)
+    s.add_argument("--batch-size", type=POSITIVE, default=64)
+    s.add_argument("--seed", type=NON_NEGATIVE, default=0)
     s.set_defaults(func=_train_embedded)
 
     s = sub.add_parser("accuracy", help="held-out accuracy of a model on the paper's templates (fresh draws)")
     s.add_argument("--model", default="embedded")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=NON_NEGATIVE, default=1)
+    s.add_argument("--device", default="cpu", choices=inputs.DEVICES)
+    s.add_argument("--dtype", default="float32", choices=inputs.DTYPES)
     s.set_defaults(func=_embedded_accuracy)
 
     for name, (modname, help_) in PLUGINS.items():
         if name == command:
-            importlib.import_module(modname).add_cli(sub)
+            importlib.import_module(modname).add_cli(sub, name)
         else:
             sub.add_parser(name, help=help_, add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
+    from arithmech.core.results import ResultsError
     argv = sys.argv[1:] if argv is None else argv
     command = argv[0] if argv and argv[0] in PLUGINS else None
-    args = build_parser(command).parse_args(argv)
     try:
+        args = build_parser(command).parse_args(argv)
+        args.argv = list(argv)
+        check_common(args)
         args.func(args)
-    except (FileNotFoundError, ValueError, OSError, ImportError) as e:
+    except KeyboardInterrupt:
+        print("interrupted: nothing half-written was left in the results folder; re-run the command to finish",
+              file=sys.stderr)
+        sys.exit(130)
+    except (FileNotFoundError, ValueError, OSError, ImportError, ResultsError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
 

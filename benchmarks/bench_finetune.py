@@ -43,6 +43,7 @@ def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, i
 
 def build(model: str, device: str, seed: int):
     """``(model, rows, heads)``: the network, training rows and the heads precise SFT tunes."""
+    from arithmech.core.results import model_folder
     from arithmech.finetune.runner import ranked_components, tokenize_pairs, train_pairs
     from arithmech.core.models import load_model
     torch.manual_seed(seed)
@@ -60,7 +61,7 @@ def build(model: str, device: str, seed: int):
     net, tok, geo = load_model(model, device=device, attn_implementation="sdpa")
     rows = tokenize_pairs(tok, train_pairs("embedded", seed, n=512))
     try:
-        heads, _ = ranked_components(ROOT / "results", model)
+        heads, _ = ranked_components(model_folder(ROOT / "results", model))
         heads = heads[:8]
     except FileNotFoundError:
         heads = scaled_paper_heads(geo.n_layers, geo.n_heads, k=8)

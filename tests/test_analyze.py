@@ -288,8 +288,9 @@ def test_run_writes_the_results_files(emb, tmp_path):
     res = tmp_path / "results"
     (res / "m").mkdir(parents=True)
     D.save_jsonl(samples, res / "m" / "prompts.jsonl")
-    (res / "m" / "key_heads.json").write_text(json.dumps({"heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
-    (res / "m" / "run.json").write_text(json.dumps({"identify": {"seed": 0}}))
+    (res / "m" / "key_heads.json").write_text(json.dumps({"task": "all", "threshold": -0.05,
+                                                          "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
+    (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))
     r = A.run(model=str(folder_model), results=str(res), n_samples=6, seed=1)
     first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "mlp_projection.csv", "top_numbers.csv")}
     roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
@@ -297,7 +298,7 @@ def test_run_writes_the_results_files(emb, tmp_path):
     assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
     assert r["labels"].name.tolist() == ["2.1", "3.0"] and len(r["samples"]) == 6
     run = json.loads((res / "m" / "run.json").read_text())
-    assert run["identify"] == {"seed": 0} and run["analyze"]["parameters"]["n_samples"] == 6
+    assert run["steps"]["identify"] == {"seed": 0} and run["steps"]["analyze"]["parameters"]["n_samples"] == 6
     from arithmech.cli import main
-    main(["analyze", "--model", str(folder_model), "--results", str(res), "--n-samples", "6", "--seed", "1"])
+    main(["analyze", "--model", str(folder_model), "--results", str(res), "--n-samples", "6", "--seed", "1", "--overwrite"])
     assert first == {f: (res / "m" / f).read_text() for f in first}                # the command, same seed

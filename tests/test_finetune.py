@@ -319,14 +319,17 @@ def test_parse_heads_and_ranking(tmp_path):
     (folder / "key_heads.json").write_text(json.dumps(kh))
     (folder / "effects.csv").write_text("task,layer,head,effect\nall,1,0,-0.01\nall,2,1,-0.3\nall,1,mlp,-0.2\n"
                                         "all,0,mlp,0.1\nall,1,2,-0.04\nall,0,3,-0.1\naddition,1,1,-0.9\n")
-    heads, mlps = ranked_components(tmp_path, "m")
+    heads, mlps = ranked_components(folder)
     assert heads == [(2, 1), (0, 3), (1, 2), (1, 0)] and mlps == [1, 0]
     assert parse_heads("top-3", heads) == [(2, 1), (0, 3), (1, 2)]
     assert parse_heads("12.22,13.11", None) == [(12, 22), (13, 11)]
     with pytest.raises(ValueError, match="only 4 ranked heads"):
         parse_heads("top-9", heads)
     with pytest.raises(FileNotFoundError, match="arithmech identify"):
-        ranked_components(tmp_path, "other")
+        ranked_components(tmp_path / "other")
+    (folder / "effects.csv").write_text("task,layer,head,effect\n")                 # truncated: no rows
+    with pytest.raises(ValueError, match="effects.csv has no rows"):
+        ranked_components(folder)
 
 
 def test_tokenize_pairs_masks_prompt():
@@ -352,8 +355,10 @@ def test_runner_writes_results(tmp_path):
     LlamaForCausalLM(cfg).save_pretrained(tmp_path / "toy")
     tok.save_pretrained(tmp_path / "toy")
     (tmp_path / "res" / "toy").mkdir(parents=True)
-    kh = {"task": "all", "heads": [{"layer": 1, "head": 2}, {"layer": 0, "head": 1}, {"layer": 1, "head": 0}]}
+    kh = {"task": "all", "threshold": -0.05,
+          "heads": [{"layer": 1, "head": 2}, {"layer": 0, "head": 1}, {"layer": 1, "head": 0}]}
     (tmp_path / "res" / "toy" / "key_heads.json").write_text(json.dumps(kh))
+    (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect\nall,1,2,-0.3\nall,0,1,-0.2\n")
     common = dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
                   batch_size=4, micro_batch_size=4, lr=1e-3, n_train=16)
     precise = run_finetune(mode="precise", heads="top-2", **common)
@@ -363,9 +368,12 @@ def test_runner_writes_results(tmp_path):
     assert precise["tuned_parameters"] == 2 * 4 * 32 * 8
     assert full["tuned_parameters"] == full["total_parameters"] > 10 * precise["tuned_parameters"]
     for r in (precise, full):
-        assert set(r["before"]) == set(r["after"]) == {"generic"}
+        assert set(r["base"]) == set(r["results"]) == set(r["delta"]) == {"generic"}
+        assert r["delta"]["generic"]["delta"] == pytest.approx(r["results"]["generic"]["value"] - r["base"]["generic"]["value"], abs=1e-4)
         assert r["train"]["samples_per_second"] > 0 and r["train"]["peak_memory"]["peak_bytes"] >= 0
     assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
+    with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
+        run_finetune(mode="full", **common)
 
 
 def test_multi_gpu_full_sft_configuration():

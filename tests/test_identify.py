@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -239,8 +240,9 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
     prompts = D.load_jsonl(a / "prompts.jsonl")
     run = json.loads((a / "run.json").read_text())
-    assert len(prompts) == run["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
-    assert run["parameters"]["seed"] == 3 and "torch" in run["versions"]
+    rec = run["steps"]["identify"]
+    assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
+    assert rec["parameters"]["seed"] == 3 and "torch" in rec["versions"] and rec["peak_memory"]["peak_rss_bytes"] > 0
     main(args + ["--out", str(tmp_path / "b")])
     for f in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv"):
         assert (a / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
@@ -264,11 +266,12 @@ def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
 def test_results_name_keeps_the_whole_last_part():
     """Protects: one results folder per model, named after the alias, the hub id's or folder's last
     part (dots kept: Qwen2.5-0.5B is not Qwen2) or the .gguf file's name."""
-    from arithmech.methods.identify import results_name
-    assert results_name("embedded") == "embedded"
-    assert results_name("Qwen/Qwen2.5-0.5B") == "Qwen2.5-0.5B"
-    assert results_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
-    assert results_name("/tmp/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1"
+    from arithmech.core.results import folder_name
+    assert folder_name("embedded") == "embedded"
+    assert folder_name("Qwen/Qwen2.5-0.5B") == "Qwen2.5-0.5B"
+    assert folder_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
+    assert folder_name("/tmp/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1"
+    assert folder_name(".") == Path.cwd().name                       # `--model .`: the folder's own name
 
 
 def test_positions_table_end_row_reproduces_the_knockout_curve(embedded):

@@ -190,17 +190,25 @@ def _gguf_to_folder(gguf: Path) -> Path:
     return out
 
 
+def resolve_alias_files(alias: str) -> Path:
+    """The files behind a short name, checked without loading: the shipped folder or the GGUF inside
+    its installed wheel (a clear error naming the install command when it is missing)."""
+    spec = ALIASES[alias]
+    if "path" in spec:
+        p = Path(spec["path"])
+        if not (p / "config.json").exists():
+            raise FileNotFoundError(f"{alias!r}: no model at {p}; train it with `python -m arithmech train-embedded`")
+        return p
+    return _gguf_from_distribution(spec)
+
+
 def resolve(name_or_path: str) -> str:
     """Turn a short name, a ``.gguf`` file or a folder into something ``from_pretrained`` reads."""
     spec = ALIASES.get(name_or_path)
     if spec and "path" in spec:
-        p = Path(spec["path"])
-        if not (p / "config.json").exists():
-            raise FileNotFoundError(f"{name_or_path!r}: no model at {p}; train it with "
-                                    "`python -m arithmech train-embedded`")
-        return str(p)
+        return str(resolve_alias_files(name_or_path))
     if spec and "gguf" in spec:
-        return str(_gguf_to_folder(_gguf_from_distribution(spec)))
+        return str(_gguf_to_folder(resolve_alias_files(name_or_path)))
     if name_or_path.endswith(".gguf"):
         p = Path(name_or_path)
         if not p.exists():

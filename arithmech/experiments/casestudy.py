@@ -36,7 +36,8 @@ import torch
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.core.stats import wilson_interval
-from arithmech.experiments.table1 import MODEL, _write_json, answer_scores, lr_grid, run_table1
+from arithmech.core import results as R
+from arithmech.experiments.table1 import answer_scores
 
 HEAD_KS = (0, 2, 4, 8, 16, 32, 64)                  # knockout grid of the appendix (plus "all heads")
 MLP_KS = (0, 1, 2, 4, 8)                            # (plus "all MLPs")
@@ -179,9 +180,9 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
     about 40% of the patching time; the accuracy table has p({C})). Returns
     :func:`arithmech.methods.identify.load_results` of both runs plus ``overlap``.
     """
-    from arithmech.methods.identify import identify, load_results, write_results
+    from arithmech.methods.identify import identify, write_results
     folder = Path(folder)
-    if recompute or not (folder / "effects.csv").exists():
+    if recompute or not R.exists(folder, "effects.csv"):
         res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
                        n_random=n_random, prob=False)
         res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed)
@@ -189,14 +190,15 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
         write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.experiments.casestudy.lean_knockout",
                                           "knockout_samples": knockout_samples, "n_random": n_random,
                                           "heldout_samples": heldout_samples})
-    if recompute or not (folder / "operand" / "effects.csv").exists():
+    if recompute or not R.exists(folder / "operand", "effects.csv"):
         res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False, prob=False)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"})
-    out = {"operator": load_results(folder), "operand": load_results(folder / "operand")}
-    if recompute or not (folder / "counterfactual_overlap.json").exists():
-        _write_json(folder / "counterfactual_overlap.json",
-                    counterfactual_overlap(out["operator"]["effects"], out["operand"]["effects"], operand_task))
-    out["overlap"] = json.loads((folder / "counterfactual_overlap.json").read_text())
+    out = {"operator": R.read_step(folder, "identify"), "operand": R.read_step(folder / "operand", "identify")}
+    out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
+    if recompute or not R.exists(folder, "counterfactual_overlap.json"):
+        R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
+            out["operator"]["effects"], out["operand"]["effects"], operand_task)}, {"operand_task": operand_task})
+    out["overlap"] = R.read(folder, "counterfactual_overlap.json")
     return out
 
 
@@ -211,40 +213,38 @@ def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: i
     none under the operator counterfactual). Writes the analyze files of the results contract.
     """
     from arithmech.methods import analyze as An
-    from arithmech.methods.identify import load_results, ranking
+    from arithmech.methods.identify import ranking
     folder = Path(folder)
-    eff = load_results(folder)["effects"]
+    eff = R.read(folder, "effects.csv")
     heads = ranking(eff, "all" if (eff.task == "all").any() else eff.task.iloc[0])[0][:top]
-    if recompute or not (folder / "analyze.json").exists():
-        samples = An.reference_samples(folder, model, tok, n_samples, seed)
+    if recompute or not R.exists(folder, "analyze.json"):
+        samples = An.reference_samples(folder, n_samples, seed)
         roles = An.attention_by_role(model, tok, samples)
         mlp = An.mlp_projection(model, tok, samples)
         stages = An.stage_layers(mlp)
         tops = An.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
-        for name, df in (("attention_roles", roles), ("mlp_projection", mlp), ("top_numbers", tops)):
-            df.to_csv(folder / f"{name}.csv.tmp", index=False, float_format="%.8g")
-            (folder / f"{name}.csv.tmp").replace(folder / f"{name}.csv")
         labels = An.label_heads(roles, heads)
-        _write_json(folder / "analyze.json", {
-            "key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
-            "heads_from": f"top {top} by effect rank", "stages": {k: list(v) for k, v in stages.items()},
-            "final_norm": True, "prompt": prompt, "n_samples": len(samples)})
-    roles = pd.read_csv(folder / "attention_roles.csv")
-    return {"roles": roles, "labels": An.label_heads(roles, heads), "mlp": pd.read_csv(folder / "mlp_projection.csv"),
+        R.write_step(folder, "analyze", {
+            "attention_roles.csv": roles, "mlp_projection.csv": mlp, "top_numbers.csv": tops, "analyze.json": {
+                "key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
+                "heads_from": f"top {top} by effect rank", "stages": {k: list(v) for k, v in stages.items()},
+                "final_norm": True, "prompt": prompt, "n_samples": len(samples)}},
+            {"parameters": {"n_samples": n_samples, "seed": seed, "top": top, "prompt": prompt},
+             "peak_memory": R.peak_memory()})
+    roles = R.read(folder, "attention_roles.csv")
+    return {"roles": roles, "labels": An.label_heads(roles, heads), "mlp": R.read(folder, "mlp_projection.csv"),
             "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}),
-            "summary": json.loads((folder / "analyze.json").read_text())}
+            "summary": R.read(folder, "analyze.json")}
 
 
 def ensure_accuracy(model, tok, folder: str | Path, n_per_template: int = 16, seed: int = 0,
                     recompute: bool = False) -> pd.DataFrame:
     """``accuracy_by_template.csv`` of ``folder``, computed (every Fig. 8 / Fig. 10 template) when missing."""
-    path = Path(folder) / "accuracy_by_template.csv"
-    if recompute or not path.exists():
+    if recompute or not R.exists(folder, "accuracy_by_template.csv"):
         df = accuracy_by_template(model, tok, "all", n_per_template, seed)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(path.with_name(path.name + ".tmp"), index=False, float_format="%.6g")
-        path.with_name(path.name + ".tmp").replace(path)
-    return pd.read_csv(path)
+        R.write_step(folder, "accuracy", {"accuracy_by_template.csv": df},
+                     {"parameters": {"n_per_template": n_per_template, "seed": seed}})
+    return R.read(folder, "accuracy_by_template.csv")
 
 
 # ------------------------------------------------------------------------------------- the verdict
@@ -261,9 +261,9 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
     Rows ``claim, paper, here, holds`` (``holds``: True / False, None when the results are missing).
     ``top``: key heads = the ``top`` heads by effect rank of task ``all``; ``k``: heads knocked out.
     """
-    from arithmech.methods.identify import load_results, ranking
+    from arithmech.methods.identify import ranking
     folder = Path(folder)
-    r = load_results(folder)
+    r = R.read_step(folder, "identify")
     eff, ko = r["effects"], r["knockout"]
     task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
     e = eff[eff.task == task]
@@ -304,12 +304,12 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
                      f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} "
                      f"({h['relative_drop']:+.0%}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}",
                      h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]))
-    if (folder / "analyze.json").exists():
+    if R.exists(folder, "analyze.json"):
         from arithmech.methods.analyze import label_heads
-        roles = pd.read_csv(folder / "attention_roles.csv")
+        roles = R.read(folder, "attention_roles.csv")
         lab = label_heads(roles, heads[:top])
         n_op = int(lab.label.isin(["operand", "operator"]).sum())
-        st = json.loads((folder / "analyze.json").read_text())["stages"]
+        st = R.read(folder, "analyze.json")["stages"]
         rows.append(("Key heads attend to operands or operators", "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
                      f"{n_op} of the top {top} put most END attention on operands or the operator", n_op >= top / 2))
         if st:
@@ -324,7 +324,7 @@ def _table1_claims(folder: Path) -> list[tuple]:
     t = table1_frame(folder)
     if not {"full", "precise"} <= set(t["mode"]):
         return [("Precise SFT ≈ full SFT on math, keeps generic skill", "Table 1",
-                 "no Table 1 results yet (python -m arithmech.experiments.casestudy table1)", None)]
+                 "no Table 1 results yet (python -m arithmech table1)", None)]
     math_ = ["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"]
     g = lambda mode, m: t[(t["mode"] == mode) & (t.measure == m)].iloc[0]
     dm = {mode: sum(g(mode, m).delta for m in math_) / len(math_) for mode in ("full", "precise")}
@@ -344,69 +344,7 @@ def _table1_claims(folder: Path) -> list[tuple]:
     ]
 
 
-# -------------------------------------------------------------------------------------------- CLI
-def main(argv: list[str] | None = None) -> None:
-    """``python -m arithmech.experiments.casestudy {table1,lrgrid,accuracy,counterfactuals} ...``"""
-    argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(prog="python -m arithmech.experiments.casestudy", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    for name in ("table1", "lrgrid", "accuracy", "counterfactuals"):
-        s = sub.add_parser(name)
-        s.add_argument("--model", default=MODEL)
-        s.add_argument("--out", default=f"results/{MODEL}", help="results folder of the model")
-        s.add_argument("--seed", type=int, default=0)
-        s.add_argument("--device", default="cpu")
-        s.add_argument("--dtype", default="float32")
-    for t in (sub.choices["table1"], sub.choices["lrgrid"]):
-        t.add_argument("--scale", type=float, default=1.0, help="multiply steps and evaluation sizes (GPU: e.g. 10)")
-        t.add_argument("--top-k", type=int, default=8, help="heads tuned by precise SFT (ranked in --out)")
-    t = sub.choices["table1"]
-    t.add_argument("--modes", default="base,full,precise", help="rows to run, in order (base first)")
-    t.add_argument("--lr-full", type=float, default=None, help="default: finetune/lr_grid.json's choice, else 1e-4")
-    t.add_argument("--lr-precise", type=float, default=None, help="default: finetune/lr_grid.json's choice, else 3e-3")
-    t.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
-    sub.choices["accuracy"].add_argument("--n-per-template", type=int, default=16)
-    c = sub.choices["counterfactuals"]
-    c.add_argument("--task", default="addition")
-    c.add_argument("--n-samples", type=int, default=128)
-    a = p.parse_args(argv)
-    try:
-        command = " ".join(["python -m arithmech.experiments.casestudy"] + argv)
-        if a.command == "table1":
-            lr = {m: v for m, v in (("full", a.lr_full), ("precise", a.lr_precise)) if v is not None}
-            run_table1(a.out, a.modes.split(","), a.model, a.scale, a.top_k, lr, a.seed, a.device, a.dtype,
-                       data_dir=a.data_dir, command=command)
-            return
-        if a.command == "lrgrid":
-            print(json.dumps(lr_grid(a.out, a.model, scale=a.scale, top_k=a.top_k, seed=a.seed, device=a.device,
-                                     dtype=a.dtype, command=command)["chosen"]))
-            return
-        from arithmech.core.models import load_model
-        net, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
-        if a.command == "accuracy":
-            df = ensure_accuracy(net, tok, a.out, a.n_per_template, a.seed, recompute=True)
-            print(df[df.template == "(all)"].to_string(index=False))
-        else:
-            from arithmech.methods.identify import identify, write_results
-            op = identify(net, tok, a.task, n_samples=a.n_samples, seed=a.seed, knockout=False, transfer=False)
-            nd = operand_identify(net, tok, a.task, a.n_samples, a.seed, knockout=False)
-            out = Path(a.out) / "counterfactuals"
-            write_results(op, out / "operator")
-            write_results(nd, out / "operand")
-            ov = counterfactual_overlap(op.effects, nd.effects, a.task)
-            _write_json(out / "counterfactual_overlap.json", ov)
-            print(json.dumps({k: ov[k] for k in ("a", "b", "shared")}))
-    except (FileNotFoundError, ValueError, OSError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()
-
-
-def table1_side_by_side(results_dir: str | Path, model_name: str = MODEL) -> pd.DataFrame:
+def table1_side_by_side(results_dir: str | Path, model_name: str) -> pd.DataFrame:
     """One row per (model, mode): mean math and generic accuracy (%), samples/s and tuned parameters, for
     the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
     toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
@@ -416,16 +354,14 @@ def table1_side_by_side(results_dir: str | Path, model_name: str = MODEL) -> pd.
     for mode, r in PAPER_TABLE1.items():
         rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
                      (r["mmlu"] + r["csqa"]) / 2, r.get("samples_per_second"), r.get("tuned_parameters"), None))
-    emb = Path(results_dir) / "embedded" / "finetune"
+    emb = Path(results_dir) / "embedded"
+    val = lambda m, k: 100 * m[k]["value"] if k in m else float("nan")
     for mode in ("full", "precise"):
-        if (emb / f"{mode}.json").exists():
-            r = json.loads((emb / f"{mode}.json").read_text())
+        if R.finetune_path(emb, mode).exists():
+            r = R.read_finetune(emb, mode)
             if mode == "full" or not any(x[0] == "embedded" for x in rows):
-                b = r["before"]
-                rows.append(("embedded", "base", 100 * b.get("two_digit", float("nan")),
-                             100 * b.get("generic", float("nan")), None, None, None))
-            a = r["after"]
-            rows.append(("embedded", mode, 100 * a.get("two_digit", float("nan")), 100 * a.get("generic", float("nan")),
+                rows.append(("embedded", "base", val(r["base"], "two_digit"), val(r["base"], "generic"), None, None, None))
+            rows.append(("embedded", mode, val(r["results"], "two_digit"), val(r["results"], "generic"),
                          r["train"].get("samples_per_second"), r.get("tuned_parameters"), None))
     t = table1_frame(Path(results_dir) / model_name)
     for mode in dict.fromkeys(t.get("mode", [])):
@@ -435,3 +371,39 @@ def table1_side_by_side(results_dir: str | Path, model_name: str = MODEL) -> pd.
                      d["samples_per_second"].iloc[0], d["tuned_parameters"].iloc[0], d.loc["lm_loss", "value"]))
     return pd.DataFrame(rows, columns=["model", "mode", "math accuracy (%)", "generic accuracy (%)", "train samples/s",
                                        "tuned parameters", "generic-text loss"])
+
+
+# -------------------------------------------------------------------------------------------- CLI
+def _cli(a) -> None:
+    from arithmech.core.models import load_model
+    folder = R.model_folder(a.results, a.model)
+    step = "accuracy" if a.command == "accuracy-by-template" else "counterfactuals"
+    R.check_writable(folder, step, a.overwrite)
+    net, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
+    if step == "accuracy":
+        df = ensure_accuracy(net, tok, folder, a.n_per_template, a.seed, recompute=True)
+        print(df[df.template == "(all)"].to_string(index=False))
+        return
+    from arithmech.methods.identify import identify, write_results
+    op = identify(net, tok, a.task, n_samples=a.n_samples, seed=a.seed, knockout=False, transfer=False)
+    nd = operand_identify(net, tok, a.task, a.n_samples, a.seed, knockout=False)
+    out = folder / "counterfactuals"
+    write_results(op, out / "operator", model=a.model)
+    write_results(nd, out / "operand", model=a.model)
+    ov = counterfactual_overlap(op.effects, nd.effects, a.task)
+    R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": ov}, {"operand_task": a.task})
+    print(json.dumps({k: ov[k] for k in ("a", "b", "shared")}))
+
+
+def add_cli(subparsers, name: str) -> None:
+    """``accuracy-by-template`` or ``counterfactuals`` (operator vs operand counterfactual)."""
+    from arithmech.cli import POSITIVE, common_arguments
+    if name == "accuracy-by-template":
+        s = subparsers.add_parser(name, help="accuracy and p({C}) per template, with Wilson intervals")
+        common_arguments(s)
+        s.add_argument("--n-per-template", type=POSITIVE, default=16)
+    else:
+        s = subparsers.add_parser(name, help="identify with the operator and with the operand counterfactual")
+        common_arguments(s, n_samples=128)
+        s.add_argument("--task", default="addition")
+    s.set_defaults(func=_cli)

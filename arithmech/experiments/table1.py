@@ -43,11 +43,11 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from arithmech.core import results as R
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
 
-MODEL = "smollm2-135m"
 HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
 GENERIC_TOPICS = ("naming", "execmodel", "exceptions", "truth", "comparisons", "compound")
 VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; disjoint from GENERIC_TOPICS
@@ -255,13 +255,13 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
 
 
 # --------------------------------------------------------------------------- Table 1: the runner
-def precise_heads(results: str | Path, name: str, k: int) -> list[tuple[int, int]]:
-    """The ``k`` best-ranked heads of ``results/<name>/`` (key_heads.json, then effects.csv)."""
+def precise_heads(folder: str | Path, k: int) -> list[tuple[int, int]]:
+    """The ``k`` best-ranked heads of a model's results ``folder`` (key_heads.json, then effects.csv)."""
     from arithmech.finetune.runner import ranked_components
-    heads, _ = ranked_components(results, name)
+    heads, _ = ranked_components(folder)
     if len(heads) < k:
-        raise ValueError(f"precise SFT needs {k} ranked heads but {results}/{name} has {len(heads)}: run "
-                         f"`python -m arithmech identify --model {name} --out {Path(results) / name}` first")
+        raise ValueError(f"precise SFT needs {k} ranked heads but {folder} has {len(heads)}: run "
+                         f"`python -m arithmech identify --results {folder}` first")
     return heads[:k]
 
 
@@ -305,18 +305,18 @@ def validation_scores(model, tok, seed: int = 0) -> dict:
     return {"math": float(answer_scores(model, tok, samples)[0].float().mean()), "loss": sum(losses) / len(losses)}
 
 
-def lr_grid(out: str | Path = f"results/{MODEL}", model: str = MODEL, grid: dict = LR_GRID, scale: float = 1.0,
+def lr_grid(model: str, results: str | Path = "results", grid: dict = LR_GRID, scale: float = 1.0,
             top_k: int = 8, seed: int = 0, device: str = "cpu", dtype: str = "float32",
-            results: str | Path | None = None, command: str | None = None) -> dict:
+            command: str | None = None) -> dict:
     """Choose each mode's learning rate on validation data; writes ``<out>/finetune/lr_grid.json``.
 
     Full SFT moves 135M parameters, precise SFT 0.6M: one learning rate cannot suit both in 40 steps
     (the paper's single rate comes with 2 epochs on 8 GPUs), so each mode gets the best rate of its
     ``grid``: highest validation accuracy, and among rates within 0.01 of it the lowest validation loss.
     """
-    out = Path(out)
+    out = R.model_folder(results, model)
     sizes, rows = table1_sizes(scale), []
-    heads = precise_heads(Path(results) if results else out.parent, out.name, top_k)
+    heads = precise_heads(out, top_k)
     for mode, lrs in grid.items():
         for lr in lrs:
             net, tok, rec = train_mode(mode, model, sizes, heads if mode == "precise" else (), lr, seed, device, dtype)
@@ -330,8 +330,8 @@ def lr_grid(out: str | Path = f"results/{MODEL}", model: str = MODEL, grid: dict
         chosen[mode] = min((x for x in r if x["math"] >= best - 0.01), key=lambda x: x["loss"])["lr"]
     obj = {"rule": "highest validation accuracy; within 0.01 of it, lowest validation loss", "chosen": chosen,
            "rows": rows, "sizes": sizes, "heads": [list(h) for h in heads], "seed": seed,
-           "command": command or f"python -m arithmech.experiments.casestudy lrgrid --out {out}"}
-    _write_json(out / "finetune" / "lr_grid.json", obj)
+           "command": command or f"python -m arithmech lrgrid --model {model} --results {out}"}
+    R.atomic_json(out / "finetune" / "lr_grid.json", obj)
     return obj
 
 
@@ -339,24 +339,28 @@ def _summary(res: dict) -> dict:
     return {k: {kk: vv for kk, vv in v.items() if kk != "items"} for k, v in res.items()}
 
 
-def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("base", "full", "precise"),
-               model: str = MODEL, scale: float = 1.0, top_k: int = 8, lr: dict | None = None, seed: int = 0,
-               device: str = "cpu", dtype: str = "float32", results: str | Path | None = None, data_dir=None,
-               command: str | None = None) -> dict:
+def run_table1(model: str, results: str | Path = "results", modes: Sequence[str] = ("base", "full", "precise"),
+               scale: float = 1.0, top_k: int = 8, lr: dict | None = None, seed: int = 0,
+               device: str = "cpu", dtype: str = "float32", data_dir=None, command: str | None = None,
+               overwrite: bool = False) -> dict:
     """Base, full-SFT and precise-SFT rows of Table 1; writes ``<out>/finetune/<mode>.json`` each.
 
     ``base`` is evaluated once; ``full`` and ``precise`` load it from ``base.json`` for the paired
     deltas (run ``base`` first, or together). ``top_k``: heads tuned by precise SFT, default 8 = the
-    paper's 32 of LLaMA2-7B's 1024 heads (3.1%) of SmolLM2's 270. ``results``: where the ranked heads
-    are (default: the parent of ``out``). ``command`` is stored in every file. ``lr``: ``{mode: rate}``;
+    paper's 32 of LLaMA2-7B's 1024 heads (3.1%) of SmolLM2's 270. ``results``: the results root or the
+    model's folder (ranked heads in, records out; existing records replaced only with ``overwrite``).
+    ``command`` is stored in every file. ``lr``: ``{mode: rate}``;
     missing modes take ``finetune/lr_grid.json``'s choice (:func:`lr_grid`) or :data:`DEFAULT_LR`.
     """
     import transformers
-    out = Path(out)
+    out = R.model_folder(results, model)
+    for mode in modes:
+        if mode not in R.MODES:
+            raise ValueError(f"mode {mode!r}: use base, full or precise")
+        R.check_finetune_writable(R.finetune_path(out, mode), overwrite)
     sizes = table1_sizes(scale)
-    command = command or " ".join([Path(sys.executable).name, "-m", "arithmech.experiments.casestudy", "table1", "--out", str(out)])
-    results = Path(results) if results else out.parent
-    base_path = out / "finetune" / "base.json"
+    command = command or f"python -m arithmech table1 --model {model} --results {out}"
+    base_path = R.finetune_path(out, "base")
     grid_path = out / "finetune" / "lr_grid.json"
     chosen = json.loads(grid_path.read_text())["chosen"] if grid_path.exists() else {}
     lrs = {m: (lr or {}).get(m, chosen.get(m, DEFAULT_LR[m])) for m in ("full", "precise")}
@@ -364,8 +368,6 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
               for m in lrs}
     written = {}
     for mode in modes:
-        if mode not in ("base", "full", "precise"):
-            raise ValueError(f"mode {mode!r}: use base, full or precise")
         t0 = time.time()
         rec: dict = {"model": model, "mode": mode, "command": command, "sizes": sizes, "seed": seed,
                      "device": device, "dtype": dtype, "versions": {"torch": torch.__version__,
@@ -380,19 +382,27 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
         else:
             if not base_path.exists():
                 raise FileNotFoundError(f"{base_path} is missing: run the base mode first (--modes base,{mode})")
-            heads = precise_heads(results, out.name, top_k) if mode == "precise" else ()
+            heads = precise_heads(out, top_k) if mode == "precise" else ()
             net, tok, rec["train"] = train_mode(mode, model, sizes, heads, lrs[mode], seed, device, dtype)
             rec["train"]["lr_source"] = source[mode]
         res = evaluate_table1(net, tok, sizes, seed, data_dir)
         rec["results"] = res
         if mode != "base":
-            base = json.loads(base_path.read_text())["results"]
+            base = R.read_finetune(out, "base")["results"]
             rec["delta"] = {}
             for k, v in res.items():
                 d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
                 rec["delta"][k] = {"delta": d, "ci": [lo, hi]}
         rec["wall_s"] = round(time.time() - t0, 1)
-        _write_json(out / "finetune" / f"{mode}.json", rec)
+        tr = rec.get("train") or {}
+        rec = R.finetune_record(
+            model=R.folder_name(model), mode=mode, command=command, seed=seed, device=device, dtype=dtype,
+            heads=tr.get("heads") if mode != "base" else None,
+            mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
+            tuned_parameters=tr.get("tuned_parameters", 0), total_parameters=tr.get("total_parameters"),
+            parameters={"sizes": sizes}, train=tr or None, results=rec["results"], delta=rec.get("delta"),
+            data=rec["data"], versions=rec["versions"], wall_s=rec["wall_s"])
+        R.write_finetune(out, rec)
         written[mode] = rec
         print(f"[table1] {mode}: {rec['wall_s']} s  " + json.dumps({k: round(v['value'], 4) for k, v in res.items()}),
               flush=True)
@@ -403,14 +413,13 @@ def run_table1(out: str | Path = f"results/{MODEL}", modes: Sequence[str] = ("ba
 def table1_frame(folder: str | Path) -> pd.DataFrame:
     """``finetune/{base,full,precise}.json`` of ``folder`` as one row per (mode, measurement)."""
     rows = []
-    for mode in ("base", "full", "precise"):
-        p = Path(folder) / "finetune" / f"{mode}.json"
-        if not p.exists():
+    for mode in R.MODES:
+        if not R.finetune_path(folder, mode).exists():
             continue
-        r = json.loads(p.read_text())
-        tr = r.get("train", {})
+        r = R.read_finetune(folder, mode)
+        tr = r.get("train") or {}
         for k, v in r["results"].items():
-            d = r.get("delta", {}).get(k, {})
+            d = (r.get("delta") or {}).get(k, {})
             rows.append({"mode": mode, "measure": k, "value": v["value"], "ci_low": v["ci"][0], "ci_high": v["ci"][1],
                          "n": v["n"], "delta": d.get("delta"), "delta_ci_low": (d.get("ci") or [None])[0],
                          "delta_ci_high": (d.get("ci") or [None, None])[1],
@@ -420,9 +429,32 @@ def table1_frame(folder: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["mode", "measure", "value", "ci_low", "ci_high", "n", "delta", "delta_ci_low",
                                        "delta_ci_high", "samples_per_second", "tuned_parameters", "peak_memory_mib"])
 
+# ------------------------------------------------------------------------------------------ CLI
+def _cli(a) -> None:
+    import shlex
+    command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
+    if a.command == "lrgrid":
+        print(json.dumps(lr_grid(a.model, a.results, scale=a.scale, top_k=a.top_k, seed=a.seed, device=a.device,
+                                 dtype=a.dtype, command=command)["chosen"]))
+        return
+    lr = {m: v for m, v in (("full", a.lr_full), ("precise", a.lr_precise)) if v is not None}
+    run_table1(a.model, a.results, a.modes.split(","), a.scale, a.top_k, lr, a.seed, a.device, a.dtype,
+               data_dir=a.data_dir, command=command, overwrite=a.overwrite)
+    print(f"wrote finetune/<mode>.json to {R.model_folder(a.results, a.model)}")
 
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2))
-    tmp.replace(path)
+
+def add_cli(subparsers, name: str = "table1") -> None:
+    """``table1`` (the rows) or ``lrgrid`` (each mode's learning rate on validation data)."""
+    from arithmech.cli import POSITIVE, common_arguments
+    help_ = {"table1": "Table 1: base, full SFT and precise SFT with intervals (§5.3)",
+             "lrgrid": "each fine-tune mode's learning rate, chosen on validation data"}[name]
+    s = subparsers.add_parser(name, help=help_)
+    common_arguments(s, model="smollm2-135m")
+    s.add_argument("--scale", type=float, default=1.0, help="multiply steps and evaluation sizes (GPU: e.g. 10)")
+    s.add_argument("--top-k", type=POSITIVE, default=8, help="heads tuned by precise SFT (ranked in the results folder)")
+    if name == "table1":
+        s.add_argument("--modes", default="base,full,precise", help="rows to run, in order (base first)")
+        s.add_argument("--lr-full", type=float, default=None, help="default: finetune/lr_grid.json's choice, else 1e-4")
+        s.add_argument("--lr-precise", type=float, default=None, help="default: finetune/lr_grid.json's choice, else 3e-3")
+        s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
+    s.set_defaults(func=_cli)

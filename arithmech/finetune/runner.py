@@ -42,6 +42,7 @@ from typing import Sequence
 import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
+from arithmech.core import results as R
 from arithmech.finetune import adapter as A
 from arithmech.core.models import load_model
 from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
@@ -204,38 +205,35 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
 
 
 # ------------------------------------------------------------------------------ key components
-def ranked_components(results: str | Path, name: str) -> tuple[list[tuple[int, int]], list[int]]:
-    """Heads ``(layer, head)`` and MLP layers, best first: the ranked key heads of
-    ``results/<name>/key_heads.json`` (written by ``arithmech identify``), extended by the rest of
-    that task's ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the
-    number of key heads."""
-    folder = Path(results) / name
-    path = folder / "key_heads.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech identify --model {name}` "
-                                "first (it writes the ranked key heads), or pass --heads L.H,L.H")
-    kh = json.loads(path.read_text())
-    heads = [(int(h["layer"]), int(h["head"])) for h in kh["heads"]]
-    mlps = [int(m["layer"]) for m in kh.get("mlps", [])]
-    if (folder / "effects.csv").exists():
-        import pandas as pd
-        from arithmech.methods.identify import ranking
-        all_h, all_m = ranking(pd.read_csv(folder / "effects.csv", dtype={"head": str}), kh["task"])
-        heads += [h for h in all_h if h not in heads]
-        mlps += [m for m in all_m if m not in mlps]
+def ranked_components(folder: str | Path) -> tuple[list[tuple[int, int]], list[int]]:
+    """Heads ``(layer, head)`` and MLP layers of a model's results ``folder``, best first: the ranked key
+    heads of ``key_heads.json`` (written by ``arithmech identify``), extended by the rest of that task's
+    ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the number of key
+    heads. Both files are checked by the results contract (a truncated ``effects.csv`` is refused)."""
+    from arithmech.methods.identify import ranking
+    kh = R.read(folder, "key_heads.json")
+    try:
+        heads = [(int(h["layer"]), int(h["head"])) for h in kh["heads"]]
+        mlps = [int(m["layer"]) for m in kh.get("mlps", [])]
+    except (TypeError, KeyError, ValueError):
+        raise R.ResultsError(f"{Path(folder) / 'key_heads.json'}: heads need integer 'layer' and 'head'; "
+                             "re-run python -m arithmech identify") from None
+    all_h, all_m = ranking(R.read(folder, "effects.csv"), kh["task"])
+    heads += [h for h in all_h if h not in heads]
+    mlps += [m for m in all_m if m not in mlps]
     return heads, mlps
 
 
 def ensure_ranking(model: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
                    device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
     """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
-    first when ``results/<model>/key_heads.json`` is missing."""
-    from arithmech.methods.identify import results_name, run
-    name = results_name(model)
-    if not (Path(results) / name / "key_heads.json").exists():
-        run(model, n_samples=n_samples, seed=seed, results=str(results), device=device, dtype=dtype,
+    first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
+    from arithmech.methods.identify import run
+    folder = R.model_folder(results, model)
+    if not R.exists(folder, "key_heads.json"):
+        run(model, n_samples=n_samples, seed=seed, results=folder, device=device, dtype=dtype,
             knockout=False, transfer=False)
-    return ranked_components(results, name)
+    return ranked_components(folder)
 
 
 def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
@@ -260,11 +258,14 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
                  dtype: str = "float32", bf16: bool = False, kv_policy: str = "any", rescale: bool = True,
                  limit: int | None = None, data_dir=None, n_train: int | None = None, tag: str | None = None,
                  save_adapter: bool = False, fsdp: bool = False, before: dict | None = None,
-                 threads: int | None = None) -> dict:
+                 threads: int | None = None, overwrite: bool = False, command: str | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
-    ``before``: accuracies of the base model from an earlier run (skips the first evaluation).
+    ``before``: the base model's accuracies (benchmark → accuracy) or an earlier record's ``base``
+    (benchmark → measure) on the same benchmarks: skips the first evaluation.
+    ``results``: the results root or the model's folder; an existing record is replaced only with
+    ``overwrite``. The record has the one fine-tune format of :func:`arithmech.core.results.finetune_record`.
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
     """
@@ -277,26 +278,27 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
         finally:
             torch.set_num_threads(n)
     from arithmech.evals import benchmarks as evals
+    folder = R.model_folder(results, model)
+    R.check_finetune_writable(R.finetune_path(folder, mode, tag), overwrite)
     t0 = time.time()
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     total = sum(p.numel() for p in net.parameters())
-    from arithmech.methods.identify import results_name
-    name = results_name(model)
     bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
-    before = before if before is not None else ev(net)
+    before = ({k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None
+              else ev(net))
     spec = None
     if mode == "precise":
         ranked_h, ranked_m = (None, None)
         if heads.startswith("top-") or mlps:
-            ranked_h, ranked_m = ranked_components(results, name)
+            ranked_h, ranked_m = ranked_components(folder)
         if mlps > len(ranked_m or []):
-            raise ValueError(f"--mlps {mlps}: only {len(ranked_m or [])} ranked MLP layers in {results}/{name}")
+            raise ValueError(f"--mlps {mlps}: only {len(ranked_m or [])} ranked MLP layers in {folder}")
         spec = A.HeadSpec(heads=tuple(parse_heads(heads, ranked_h)), mlps=tuple((ranked_m or [])[:mlps]),
                           kv_policy=kv_policy, rescale=rescale)
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
-    out_dir = Path(results) / name / "finetune"
+    out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
     import tempfile
     args = training_args(tempfile.mkdtemp(prefix="arithmech-trainer-"), lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
@@ -313,66 +315,64 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
         A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
     after = ev(net)
     import transformers
-    record = {
-        "model": name, "mode": mode, "tag": tag, "heads": [list(h) for h in spec.heads] if spec else "all",
-        "mlps": list(spec.mlps) if spec else "all", "kv_policy": kv_policy if spec else None,
-        "tuned_parameters": tuned, "total_parameters": total,
-        "train": {**train, "train_data": train_data, "n_train": len(rows)},
-        "before": before, "after": after, "delta": {k: round(after[k] - before[k], 4) for k in after if k in before},
-        "parameters": dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
-                           max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed, device=device,
-                           dtype=dtype, bf16=bf16, rescale=rescale, limit=limit, benchmarks=bench),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-        "geometry": asdict(geo),
-        "wall_s": round(time.time() - t0, 2),
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir / f"{stem}.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(out_dir / f"{stem}.json")
+    record = R.finetune_record(
+        model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
+        heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
+        tuned_parameters=tuned, total_parameters=total,
+        parameters=dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
+                        max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, bf16=bf16, rescale=rescale,
+                        limit=limit, benchmarks=bench, kv_policy=kv_policy if spec else None, geometry=asdict(geo)),
+        train={**train, "train_data": train_data, "n_train": len(rows)},
+        results={k: R.measure(v) for k, v in after.items()},
+        base={k: R.measure(v) for k, v in before.items()},
+        delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
+        versions={"torch": torch.__version__, "transformers": transformers.__version__},
+        wall_s=round(time.time() - t0, 2))
+    R.write_finetune(folder, record)
     return record
 
 
 def _cli(a) -> None:
+    import shlex
     r = run_finetune(model=a.model, mode=a.mode, heads=a.heads, mlps=a.mlps, train_data=a.train_data,
                      results=a.results, benchmarks=a.benchmarks.split(","), epochs=a.epochs, max_steps=a.max_steps,
                      lr=a.lr, batch_size=a.batch_size, micro_batch_size=a.micro_batch_size, warmup=a.warmup,
                      weight_decay=a.weight_decay, seed=a.seed, device=a.device, dtype=a.dtype, bf16=a.bf16,
                      kv_policy=a.kv_policy, rescale=not a.no_rescale, limit=a.limit, data_dir=a.data_dir,
                      n_train=a.n_train, tag=a.tag, save_adapter=a.save_adapter, fsdp=a.fsdp,
-                     threads=a.threads)
-    print(json.dumps({k: r[k] for k in ("mode", "tuned_parameters", "before", "after", "delta")}, indent=2))
-    print(f"train samples/s: {r['train']['samples_per_second']}, peak memory: "
-          f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
+                     threads=a.threads, overwrite=a.overwrite,
+                     command="python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv))
+    for k, v in r["results"].items():
+        print(f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})")
+    print(f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: {r['train']['samples_per_second']}, "
+          f"peak memory: {r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
 
 
-def add_cli(subparsers) -> None:
-    s = subparsers.add_parser("finetune", help="precise SFT of key heads or full SFT; accuracy before/after (Tables 1, 2, 5)")
-    s.add_argument("--model", default="embedded")
+def add_cli(subparsers, name: str = "finetune") -> None:
+    from arithmech.cli import NON_NEGATIVE, POSITIVE, common_arguments
+    s = subparsers.add_parser("finetune", help="one fine-tune arm: precise SFT of key heads or full SFT; "
+                              "accuracy before/after (Tables 1, 2, 5)")
+    common_arguments(s)
     s.add_argument("--mode", choices=("precise", "full"), default="precise")
-    s.add_argument("--heads", default="top-32", help="top-K (from results/<model>/key_heads.json) or L.H,L.H")
-    s.add_argument("--mlps", type=int, default=0, help="also train the top-M MLP layers")
+    s.add_argument("--heads", default="top-32", help="top-K (ranked in the model's results folder) or L.H,L.H")
+    s.add_argument("--mlps", type=NON_NEGATIVE, default=0, help="also train the top-M MLP layers")
     s.add_argument("--kv-policy", choices=A.KV_POLICIES, default="any", help="GQA: see arithmech.finetune.adapter")
     s.add_argument("--no-rescale", action="store_true", help="do not rescale head gradients by H/h")
     s.add_argument("--train-data", default="embedded", help="embedded | math | file.jsonl ({prompt, completion})")
-    s.add_argument("--n-train", type=int, default=None, help="seeded sample of the training data")
+    s.add_argument("--n-train", type=POSITIVE, default=None, help="seeded sample of the training data")
     s.add_argument("--benchmarks", default="toy", help="toy | paper | comma list of gsm8k,addsub,singleeq,svamp,mmlu,csqa")
-    s.add_argument("--limit", type=int, default=None, help="evaluate a seeded sample of this many rows per benchmark")
+    s.add_argument("--limit", type=POSITIVE, default=None, help="evaluate a seeded sample of this many rows per benchmark")
     s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
-    s.add_argument("--results", default="results")
     s.add_argument("--tag", default=None, help="file name suffix: finetune/<mode>-<tag>.json")
     s.add_argument("--epochs", type=float, default=PAPER["epochs"])
     s.add_argument("--max-steps", type=int, default=-1)
     s.add_argument("--lr", type=float, default=PAPER["lr"])
-    s.add_argument("--batch-size", type=int, default=PAPER["batch_size"])
-    s.add_argument("--micro-batch-size", type=int, default=8)
+    s.add_argument("--batch-size", type=POSITIVE, default=PAPER["batch_size"])
+    s.add_argument("--micro-batch-size", type=POSITIVE, default=8)
     s.add_argument("--warmup", type=float, default=PAPER["warmup"])
     s.add_argument("--weight-decay", type=float, default=PAPER["weight_decay"])
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--device", default="cpu")
-    s.add_argument("--dtype", default="float32")
     s.add_argument("--bf16", action="store_true", help="bf16 autocast (trainable slices stay fp32)")
     s.add_argument("--fsdp", action="store_true", help="full SFT: FSDP through TrainingArguments")
     s.add_argument("--save-adapter", action="store_true")
-    s.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    s.add_argument("--threads", type=POSITIVE, default=None, help="torch intra-op threads (default: torch's)")
     s.set_defaults(func=_cli)

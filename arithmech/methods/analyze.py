@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from arithmech.core import results as R
 from arithmech.data import pairs as D
 from arithmech.core.models import Arch, arch_for, input_device, module
 from arithmech.core.trace import TraceDict
@@ -305,114 +306,80 @@ def ripple_carry(a: int, b: int, bits: int = 3) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ results and CLI
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+def load_key_heads(folder: str | Path) -> list[Head]:
+    """Key heads from ``key_heads.json`` (written by identify, checked by the results contract), ranked."""
+    rows = R.read(folder, "key_heads.json")["heads"]
+    try:
+        return [(int(r["layer"]), int(r["head"])) for r in rows]
+    except (TypeError, KeyError, ValueError):
+        raise R.ResultsError(f"{Path(folder) / 'key_heads.json'}: each head needs integer 'layer' and 'head'; "
+                             "re-run python -m arithmech identify") from None
 
 
-def load_key_heads(folder: str | Path) -> list[Head] | None:
-    """Key heads from ``key_heads.json`` (written by identify), ranked; ``None`` when absent."""
-    p = Path(folder) / "key_heads.json"
-    if not p.exists():
-        return None
-    obj = json.loads(p.read_text())
-    rows = obj.get("heads", obj.get("key_heads", [])) if isinstance(obj, dict) else obj
-    return [(int(r["layer"]), int(r["head"])) if isinstance(r, dict) else (int(r[0]), int(r[1])) for r in rows]
-
-
-def reference_samples(folder: Path, model, tok, n: int, seed: int) -> list[D.Sample]:
-    """``n`` reference samples (X_r): ``prompts.jsonl`` of the folder, else fresh Fig. 8 draws that the
-    model answers right. A seeded subset when there are more."""
-    p = folder / "prompts.jsonl"
-    if p.exists():
-        samples = D.load_jsonl(p)
-    else:
-        samples, _ = D.make_pairs(tok, "fig8", n=2 * n, seed=seed)
-        samples, _ = D.filter_correct(model, tok, samples)
+def reference_samples(folder: Path, n: int, seed: int) -> list[D.Sample]:
+    """``n`` reference samples (X_r) from identify's ``prompts.jsonl``: a seeded subset when there are more."""
+    samples = R.samples(folder)
     if not samples:
-        raise ValueError("the model answers none of the reference prompts right; nothing to analyze")
+        raise ValueError(f"{folder / 'prompts.jsonl'} holds no prompts the model answers right; nothing to analyze")
     rng = np.random.default_rng(seed)
     return [samples[i] for i in sorted(rng.permutation(len(samples))[:n])]
 
 
-def compute_key_heads(folder: Path, model: str, device: str, dtype: str, seed: int, n_samples: int) -> list[Head]:
-    """No ``key_heads.json`` yet: run the identify step (path patching, all four operations), which writes it."""
-    from arithmech.methods import identify
-    identify.run(model=model, n_samples=n_samples, seed=seed, out=str(folder), device=device, dtype=dtype)
-    return load_key_heads(folder)
-
-
-def update_run_json(folder: Path, step: str, record: dict) -> None:
-    """Merge ``{step: record}`` into ``folder/run.json`` (other steps' records are kept)."""
-    p = folder / "run.json"
-    obj = json.loads(p.read_text()) if p.exists() else {}
-    obj[step] = record
-    _atomic(p, json.dumps(obj, indent=2, default=str))
-
-
-def run(model: str = "embedded", results: str = "results", n_samples: int = 256, seed: int = 0,
+def run(model: str = "embedded", results: str | Path = "results", n_samples: int = 256, seed: int = 0,
         device: str = "cpu", dtype: str = "float32", prompt: str = "4 + 3 =", final_norm: bool = True,
-        batch_size: int = 64) -> dict:
-    """The analyze step end to end; writes ``attention_roles.csv``, ``mlp_projection.csv``,
-    ``top_numbers.csv``, ``analyze.json`` and the ``analyze`` record of ``run.json``.
+        batch_size: int = 64, overwrite: bool = False) -> dict:
+    """The analyze step end to end on identify's files in ``results`` (the root or the model's folder):
+    writes ``attention_roles.csv``, ``mlp_projection.csv``, ``top_numbers.csv``, ``analyze.json`` and the
+    ``analyze`` record of ``run.json``. Identify must have run (its files are checked before the model loads).
 
     Returns a dict with the loaded ``model``, ``tok``, ``geometry``, ``samples``, ``key_heads``,
     the DataFrames ``roles``, ``labels``, ``mlp``, ``top`` and the ``stages`` found.
     """
     import transformers
 
-    from arithmech.methods.identify import results_name
     from arithmech.core.models import load_model
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
-    t0 = time.time()
-    net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="eager")
-    folder = Path(results) / results_name(model)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = R.model_folder(results, model)
+    R.check_writable(folder, "analyze", overwrite)
     heads = load_key_heads(folder)
-    if heads is None:
-        heads = compute_key_heads(folder, model, device, dtype, seed, n_samples)
     if not heads:
         raise ValueError(f"{folder / 'key_heads.json'} lists no key heads: rerun identify with a higher --threshold")
-    samples = reference_samples(folder, net, tok, n_samples, seed)
+    samples = reference_samples(folder, n_samples, seed)
+    t0 = time.time()
+    net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="eager")
     roles = attention_by_role(net, tok, samples, batch_size=batch_size)
     labels = label_heads(roles, heads)
     mlp = mlp_projection(net, tok, samples, final_norm=final_norm, batch_size=batch_size)
     stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
     top = layer_top_numbers(net, tok, prompt, k=5, final_norm=final_norm)
-    for name, df in [("attention_roles", roles), ("mlp_projection", mlp), ("top_numbers", top.assign(prompt=prompt))]:
-        _atomic(folder / f"{name}.csv", df.to_csv(index=False, float_format="%.8g"))
     summary = {"key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
                "stages": {k: list(v) for k, v in stages.items()}, "final_norm": final_norm, "prompt": prompt,
                "n_samples": len(samples)}
-    _atomic(folder / "analyze.json", json.dumps(summary, indent=2))
-    update_run_json(folder, "analyze", {
+    R.write_step(folder, "analyze", {"attention_roles.csv": roles, "mlp_projection.csv": mlp,
+                                     "top_numbers.csv": top.assign(prompt=prompt), "analyze.json": summary}, {
         "parameters": dict(model=model, n_samples=n_samples, seed=seed, device=device, dtype=dtype,
                            prompt=prompt, final_norm=final_norm, batch_size=batch_size),
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
                      "pandas": pd.__version__, "transformers": transformers.__version__},
-        "wall_s": round(time.time() - t0, 2)})
+        "wall_s": round(time.time() - t0, 2), "peak_memory": R.peak_memory()})
     return dict(model=net, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
                 labels=labels, mlp=mlp, top=top, stages=stages, folder=folder, summary=summary)
 
 
 def _cli(a) -> None:
     r = run(model=a.model, results=a.results, n_samples=a.n_samples, seed=a.seed, device=a.device,
-            dtype=a.dtype, prompt=a.prompt, final_norm=not a.no_final_norm)
+            dtype=a.dtype, prompt=a.prompt, final_norm=not a.no_final_norm, overwrite=a.overwrite)
     print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
     print("start-inflection-end:", r["stages"])
     print(f"wrote {r['folder']}/attention_roles.csv, mlp_projection.csv, top_numbers.csv, analyze.json")
 
 
-def add_cli(subparsers) -> None:
-    s = subparsers.add_parser("analyze", help="attention of key heads by role, MLP projections on W_U (§5.2)")
-    s.add_argument("--model", default="embedded")
-    s.add_argument("--results", default="results", help="results root; files go to RESULTS/<model-name>/")
-    s.add_argument("--n-samples", type=int, default=256)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--device", default="cpu")
-    s.add_argument("--dtype", default="float32")
+def add_cli(subparsers, name: str = "analyze") -> None:
+    from arithmech.cli import common_arguments
+    s = subparsers.add_parser("analyze", help="attention of key heads by role, MLP projections on W_U (§5.2); "
+                              "reads identify's files")
+    common_arguments(s, n_samples=256)
     s.add_argument("--prompt", default="4 + 3 =", help="prompt of the layer-by-layer top-token table (Fig. 6c)")
     s.add_argument("--no-final-norm", action="store_true", help="project without the final norm's gain")
     s.set_defaults(func=_cli)

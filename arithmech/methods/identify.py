@@ -30,6 +30,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from arithmech.core import results as R
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.methods.knockout import (PAPER_CASES, POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
@@ -336,13 +337,8 @@ def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samp
 
 
 # ---------------------------------------------------------------------------------------- files
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    tmp.replace(path)
-
-
-def _versions() -> dict:
+def versions() -> dict:
+    """Library versions recorded with every run."""
     import importlib.metadata
 
     import transformers
@@ -354,52 +350,29 @@ def _versions() -> dict:
             "transformers": transformers.__version__, "pandas": pd.__version__, "arithmech": own}
 
 
-def write_results(res: IdentifyResult, out: str | Path, extra: dict | None = None) -> Path:
-    """Write the run's files into ``out`` (created), each atomically."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    csv = lambda df: (lambda p: df.to_csv(p, index=False, float_format="%.8g"))
-    _atomic(out / "effects.csv", csv(res.effects))
-    _atomic(out / "knockout.csv", csv(res.knockout))
-    _atomic(out / "key_heads.json", lambda p: p.write_text(json.dumps(res.key_heads, indent=2)))
-    D.save_jsonl([s for ss in res.tasks.values() for s in ss], out / "prompts.jsonl")
+def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model: str | None = None) -> Path:
+    """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
+    files = {"effects.csv": res.effects, "knockout.csv": res.knockout, "key_heads.json": res.key_heads,
+             "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
     if res.transfer is not None:
-        _atomic(out / "transfer.csv", csv(res.transfer))
+        files["transfer.csv"] = res.transfer
     if res.heldout is not None:
-        _atomic(out / "heldout.json", lambda p: p.write_text(json.dumps(res.heldout, indent=2)))
-    run = {"step": "identify", "parameters": {**res.params, **(extra or {})}, "samples": res.info,
-           "versions": _versions(), "wall_seconds": round(res.timings.get("total", 0.0), 2),
-           "timings": {k: round(v, 2) for k, v in res.timings.items()},
-           "files": ["effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "transfer.csv", "heldout.json"]}
-    _atomic(out / "run.json", lambda p: p.write_text(json.dumps(run, indent=2)))
-    return out
+        files["heldout.json"] = res.heldout
+    record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": versions(),
+              "wall_seconds": round(res.timings.get("total", 0.0), 2),
+              "timings": {k: round(v, 2) for k, v in res.timings.items()},
+              "peak_memory": getattr(res, "memory", None) or R.peak_memory()}
+    return R.write_step(folder, "identify", files, record, model=model)
 
 
-def load_results(folder: str | Path) -> dict:
-    """The files of an identify run as DataFrames / dicts (missing files are left out)."""
-    folder = Path(folder)
-    out = {}
-    for name in ("effects", "knockout", "transfer"):
-        if (folder / f"{name}.csv").exists():
-            out[name] = pd.read_csv(folder / f"{name}.csv", dtype={"head": str} if name == "effects" else None)
-    for name in ("key_heads", "heldout", "run"):
-        if (folder / f"{name}.json").exists():
-            out[name] = json.loads((folder / f"{name}.json").read_text())
-    return out
-
-
-def results_name(model: str) -> str:
-    """The results-folder name: the alias itself, else the folder's or hub id's last part, or the
-    ``.gguf`` file's name without that suffix (``Qwen/Qwen2.5-0.5B`` → ``Qwen2.5-0.5B``)."""
-    name = Path(model.rstrip("/")).name
-    return name[:-len(".gguf")] if name.endswith(".gguf") else name
-
-
-def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0, out: str | None = None,
-        results: str = "results", device: str = "cpu", dtype: str = "float32", threshold: float = -0.05,
-        method: str = "fast", **kw) -> IdentifyResult:
-    """Load ``model``, run :func:`identify`, write the files to ``out`` (default ``results/<model>``)."""
+def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0, results: str | Path = "results",
+        device: str = "cpu", dtype: str = "float32", threshold: float = -0.05, method: str = "fast",
+        overwrite: bool = False, out: str | Path | None = None, **kw) -> IdentifyResult:
+    """Load ``model``, run :func:`identify`, write the files to ``out`` (the model's folder) or else to
+    ``results`` (the results root or the model's folder, see :func:`arithmech.core.results.model_folder`)."""
     from arithmech.core.models import load_model
+    folder = Path(out) if out else R.model_folder(results, model)
+    R.check_writable(folder, "identify", overwrite)
     for t in ([task] if isinstance(task, str) else task):
         if isinstance(t, str) and t != "all":
             task_templates(t)                  # a wrong task name or a missing file fails before loading
@@ -407,16 +380,15 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
     random.seed(seed)
     net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")  # no attention weights needed
     res = identify(net, tok, task, n_samples=n_samples, seed=seed, threshold=threshold, method=method, **kw)
-    folder = Path(out) if out else Path(results) / results_name(model)
-    write_results(res, folder, extra={"model": model, "task": task, "device": device, "dtype": dtype})
+    write_results(res, folder, extra={"model": model, "task": task, "device": device, "dtype": dtype}, model=model)
     res.params["out"] = str(folder)
     return res
 
 
 # ------------------------------------------------------------------------------------------ CLI
 def _cli(a: argparse.Namespace) -> None:
-    res = run(model=a.model, task=a.task, n_samples=a.n_samples, seed=a.seed, out=a.out, results=a.results,
-              device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method,
+    res = run(model=a.model, task=a.task, n_samples=a.n_samples, seed=a.seed, results=a.results, out=a.out,
+              device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method, overwrite=a.overwrite,
               knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
               curves_for=a.curves, knockout_positions=a.knockout_positions, prob=not a.no_prob,
               batch_size=a.batch_size)
@@ -427,17 +399,13 @@ def _cli(a: argparse.Namespace) -> None:
     print(f"wrote effects.csv, key_heads.json, prompts.jsonl, knockout.csv, run.json to {res.params['out']}")
 
 
-def add_cli(subparsers) -> None:
+def add_cli(subparsers, name: str = "identify") -> None:
+    from arithmech.cli import common_arguments
     s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
-    s.add_argument("--model", default="embedded", help="embedded, smollm2-135m, a folder, a .gguf file or a hub id")
+    common_arguments(s, n_samples=256)
     s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
                    "fig8, fig10, exponentiation, or a template-pair file (.json / .jsonl)")
-    s.add_argument("--n-samples", type=int, default=256, help="pairs drawn per task (X_r keeps the right answers)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--out", default=None, help="results folder (default: RESULTS/<model-name>)")
-    s.add_argument("--results", default="results", help="results root when --out is not given")
-    s.add_argument("--device", default="cpu")
-    s.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    s.add_argument("--out", default=None, help="the model's results folder (same as --results DIR)")
     s.add_argument("--threshold", type=float, default=-0.05, help="key heads: effect below this (paper: -0.05)")
     s.add_argument("--method", default="fast", choices=["fast", "reference"])
     s.add_argument("--knockout-samples", type=int, default=64, help="X_r samples per task in the knockout curves")

@@ -336,7 +336,7 @@ def _cli(a: argparse.Namespace) -> None:
         sys.exit(1)
 
 
-def add_cli(sub) -> None:
+def add_cli(sub, name: str = "book") -> None:
     s = sub.add_parser("book", help="execute every chapter with papermill (atomically) and build the HTML book",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--only", metavar="CHAPTER", help="execute only this chapter (file stem, e.g. identify)")

@@ -44,6 +44,11 @@ TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences 
              "single_digit": "single-digit (math)", "generic": "generic facts"}
 
 
+def _values(measures: dict) -> dict[str, float]:
+    """``{benchmark: value}`` of a fine-tune record's ``results`` or ``base``."""
+    return {b: m["value"] for b, m in measures.items()}
+
+
 def setting_name(record: dict) -> str:
     """``full SFT`` or ``precise SFT (top-k heads[ + m MLPs])`` from a finetune record."""
     if record["mode"] == "full":
@@ -56,13 +61,13 @@ def results_table(records: Sequence[dict], percent: bool = True) -> pd.DataFrame
     """Rows: base (from the first record's ``before``), then one per record; columns: samples/s,
     tuned parameters, and per benchmark the accuracy and its change from base."""
     scale = 100 if percent else 1
-    base = records[0]["before"]
+    base = _values(records[0]["base"])
     rows = [{"setting": "base", "samples/s": None, "tuned params": None,
              **{b: round(scale * v, 1) for b, v in base.items()}}]
     for r in records:
         row = {"setting": setting_name(r), "samples/s": round(r["train"]["samples_per_second"], 1),
                "tuned params": r["tuned_parameters"]}
-        for b, v in r["after"].items():
+        for b, v in _values(r["results"]).items():
             row[b] = round(scale * v, 1)
             row[f"Δ {b}"] = round(scale * (v - base[b]), 1)
         rows.append(row)
@@ -73,10 +78,10 @@ def results_table(records: Sequence[dict], percent: bool = True) -> pd.DataFrame
 
 def long_form(records: Sequence[dict]) -> pd.DataFrame:
     """``setting, benchmark, accuracy`` rows (base included) for the bar charts."""
-    base = records[0]["before"]
+    base = _values(records[0]["base"])
     rows = [{"setting": "base", "benchmark": TOY_NAMES.get(b, b), "accuracy": v} for b, v in base.items()]
     rows += [{"setting": setting_name(r), "benchmark": TOY_NAMES.get(b, b), "accuracy": v}
-             for r in records for b, v in r["after"].items()]
+             for r in records for b, v in _values(r["results"]).items()]
     return pd.DataFrame(rows)
 
 
@@ -84,14 +89,14 @@ def ablation_frame(records: Sequence[dict], benchmarks: Sequence[str] = ("negati
     """Table 2's shape for our runs: ``heads, mlps, samples/s, tuned params`` and accuracy (%) per benchmark."""
     return pd.DataFrame([{"setting": setting_name(r), "heads": len(r["heads"]), "mlps": len(r["mlps"]),
                           "samples/s": round(r["train"]["samples_per_second"], 1), "tuned params": r["tuned_parameters"],
-                          **{TOY_NAMES.get(b, b): round(100 * r["after"][b], 1) for b in benchmarks}} for r in records])
+                          **{TOY_NAMES.get(b, b): round(100 * r["results"][b]["value"], 1) for b in benchmarks}} for r in records])
 
 
 def summary(records: Sequence[dict]) -> str:
     """One line per run: the change of every benchmark from base, in points, largest math gain first."""
     lines = []
     for r in records:
-        d = {TOY_NAMES.get(b, b): 100 * (r["after"][b] - r["before"][b]) for b in r["after"]}
+        d = {TOY_NAMES.get(b, b): 100 * r["delta"][b]["delta"] for b in r["results"]}
         lines.append(f"{setting_name(r)}: " + ", ".join(f"{k} {v:+.1f}" for k, v in d.items()))
     return "\n".join(lines)
 

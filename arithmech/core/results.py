@@ -1,0 +1,416 @@
+"""The results folder ``results/<model>/``: the one contract between commands and chapters.
+
+Every file a step writes is declared once in :data:`FILES` (its step, format, required columns or keys,
+and the files it is computed from). This module alone writes and reads them:
+
+* **one model, one folder** — :func:`folder_name` turns a model spec into the folder's name and
+  :func:`model_folder` resolves ``--results``, which may name the results *root*
+  (``results`` → ``results/<model>``) or the model's folder itself (``results/embedded``), in every
+  command;
+* **a step's files are one set** — :func:`write_step` writes them into a temporary folder beside the
+  target, moves them in, and only then records them in ``run.json``'s manifest (``steps.<step>.files``:
+  name → sha256). A reader that finds a file whose hash differs from the manifest knows the set is
+  incomplete or was edited, and says so;
+* **derived files know their inputs** — a step records the sha256 of each input it read
+  (``steps.<step>.inputs``); :func:`read` refuses a file whose inputs changed since (e.g. analyze's
+  CSVs after identify was re-run), naming the step to re-run;
+* **malformed files are named** — missing columns/keys, no rows, unparsable content: one
+  :class:`ResultsError` naming the file;
+* **never overwrite another run silently** — :func:`check_writable` refuses a step whose files exist
+  unless ``overwrite`` is given, and never touches files of other steps.
+
+Fine-tune records (``finetune/<arm>.json``) have one format for every model and runner:
+:func:`finetune_record` builds it, :func:`write_finetune` / :func:`read_finetune` store and check it,
+:func:`upgrade_finetune` converts the two older formats once.
+
+Example::
+
+    >>> folder = model_folder("results", "embedded")            # results/embedded
+    >>> write_step(folder, "identify", {"effects.csv": df, ...}, record={"parameters": {...}})
+    >>> effects = read(folder, "effects.csv")
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+SCHEMA_VERSION = 1
+RUN = "run.json"
+
+
+class ResultsError(ValueError):
+    """A results file is missing, malformed, incomplete or stale; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of the results folder: the ``step`` that writes it, its ``kind`` (csv, json, jsonl),
+    the columns (csv) or keys (json object / each jsonl row) it must have, and the files it is
+    computed from (their hashes are recorded when it is written)."""
+    step: str
+    kind: str
+    required: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+
+
+# What each step writes. A chapter or command that needs a file reads it with ``read``.
+FILES: dict[str, FileSpec] = {
+    "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
+    "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect")),
+    "key_heads.json": FileSpec("identify", "json", ("task", "threshold", "heads")),
+    "knockout.csv": FileSpec("identify", "csv", ("task", "kind", "order", "seed", "k", "accuracy", "n")),
+    "transfer.csv": FileSpec("identify", "csv"),
+    "heldout.json": FileSpec("identify", "json"),
+    "attention_roles.csv": FileSpec("analyze", "csv", ("layer", "head", "role", "mean_score"),
+                                    ("key_heads.json", "prompts.jsonl")),
+    "mlp_projection.csv": FileSpec("analyze", "csv", ("layer", "quantity", "value"), ("prompts.jsonl",)),
+    "top_numbers.csv": FileSpec("analyze", "csv", ("layer",)),
+    "analyze.json": FileSpec("analyze", "json", ("key_heads", "stages"), ("key_heads.json", "prompts.jsonl")),
+    "accuracy_by_template.csv": FileSpec("accuracy", "csv", ("op", "template", "n", "accuracy", "ci_low", "ci_high")),
+    "counterfactual_overlap.json": FileSpec("counterfactuals", "json", ("a", "b", "shared")),
+}
+STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
+WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
+              "accuracy": "python -m arithmech accuracy-by-template",
+              "counterfactuals": "python -m arithmech counterfactuals"}
+
+
+# ----------------------------------------------------------------------------------- locations
+def folder_name(model: str) -> str:
+    """The results-folder name of a model spec: the alias itself, the hub id's or folder's last part
+    (dots kept: ``Qwen/Qwen2.5-0.5B`` → ``Qwen2.5-0.5B``), or a ``.gguf`` file's name without it.
+    A spec with no name of its own (``.``, ``/``) is resolved to the folder it points at."""
+    p = Path(str(model).rstrip("/") or "/")
+    name = p.name or p.resolve().name
+    name = name[:-len(".gguf")] if name.endswith(".gguf") else name
+    if not name or name in (".", ".."):
+        raise ValueError(f"--model {model!r} gives no results-folder name: name the model's folder or alias")
+    return name
+
+
+def model_folder(results: str | Path, model: str) -> Path:
+    """``--results`` as every command reads it: the model's folder when its last part is the model's
+    folder name or it already holds a ``run.json``, else the results root (→ ``results/<name>``)."""
+    p = Path(results)
+    if p.name == folder_name(model) or (p / RUN).is_file():
+        return p
+    return p / folder_name(model)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------- atomic writes
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so a
+    reader sees the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def dumps(obj: Any) -> str:
+    """The JSON text of every results file: 2-space indent, key order as given, trailing newline."""
+    return json.dumps(obj, indent=2, default=str) + "\n"
+
+
+def atomic_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write(path, dumps(obj))
+
+
+def _serialise(name: str, obj: Any) -> str:
+    kind = FILES[name].kind if name in FILES else Path(name).suffix.lstrip(".")
+    if kind == "csv":
+        if not isinstance(obj, pd.DataFrame):
+            raise TypeError(f"{name}: expected a DataFrame, got {type(obj).__name__}")
+        return obj.to_csv(index=False, float_format="%.8g")
+    if kind == "jsonl":
+        rows = [r if isinstance(r, dict) else r.to_json() for r in obj]
+        return "".join(json.dumps(r) + "\n" for r in rows)
+    return dumps(obj)
+
+
+def peak_memory() -> dict:
+    """This process's peak resident memory so far (and the CUDA allocator's peak where CUDA is used),
+    recorded in every step's record of ``run.json``."""
+    import resource
+    import sys
+
+    import torch
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    cuda = torch.cuda.max_memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return {"peak_rss_bytes": int(rss), "cuda_peak_bytes": cuda}
+
+
+# ------------------------------------------------------------------------------------ manifest
+def read_run(folder: str | Path) -> dict:
+    """``run.json``: ``{"schema_version", "model", "steps": {step: record}}`` (empty when absent)."""
+    p = Path(folder) / RUN
+    if not p.exists():
+        return {"schema_version": SCHEMA_VERSION, "steps": {}}
+    try:
+        obj = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{p} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps") from None
+    if not isinstance(obj, dict) or obj.get("schema_version") != SCHEMA_VERSION or not isinstance(obj.get("steps"), dict):
+        raise ResultsError(f"{p} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
+                           "arithmech?): re-run the steps into a new results folder")
+    return obj
+
+
+def step_files(step: str) -> list[str]:
+    return [n for n, s in FILES.items() if s.step == step]
+
+
+def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> None:
+    """Refuse (before any work) to write ``step`` into ``folder`` when that step's files are already
+    there, unless ``overwrite``; and refuse a ``folder`` that is an existing file."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"results folder {folder} is an existing file: choose another --results")
+    present = [n for n in step_files(step) if (folder / n).exists()]
+    if present and not overwrite:
+        raise ValueError(f"{folder} already holds {step} results ({', '.join(present[:3])}…): pass --overwrite "
+                         "to replace them (only that step's files are replaced) or choose another --results")
+
+
+def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model: str | None = None) -> Path:
+    """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
+
+    The files go to a temporary folder beside ``folder``, are moved in one by one, and only then is
+    ``run.json`` updated with the step's ``record``, the sha256 of each file, and the sha256 of each
+    declared input as read now. Files of other steps are never touched.
+    """
+    folder = Path(folder)
+    unknown = [n for n in files if n not in FILES or FILES[n].step != step]
+    if unknown:
+        raise ValueError(f"{unknown} are not files of step {step!r} (see arithmech.core.results.FILES)")
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = {n: _serialise(n, obj) for n, obj in files.items()}
+    for n, t in texts.items():
+        _validate(n, t, folder / n)
+    inputs = sorted({i for n in files for i in FILES[n].inputs if i not in files})
+    in_hashes = {i: sha256(folder / i) for i in inputs if (folder / i).exists()}
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{step}.", dir=folder.parent))
+    try:
+        for n, t in texts.items():
+            (tmp / n).write_text(t)
+        hashes = {n: sha256(tmp / n) for n in texts}
+        for n in texts:
+            os.replace(tmp / n, folder / n)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    run = read_run(folder)
+    if model is not None:
+        run["model"] = model
+    run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
+    atomic_json(folder / RUN, run)
+    return folder
+
+
+# --------------------------------------------------------------------------------------- reads
+def _validate(name: str, text: str, path: Path) -> Any:
+    spec = FILES.get(name)
+    kind = spec.kind if spec else path.suffix.lstrip(".")
+    try:
+        if kind == "csv":
+            obj = pd.read_csv(io.StringIO(text), dtype={"head": str} if name == "effects.csv" else None)
+            have = set(obj.columns)
+            n_rows = len(obj)
+        elif kind == "jsonl":
+            obj = [json.loads(line) for line in text.splitlines() if line.strip()]
+            have = set.intersection(*(set(r) for r in obj)) if obj else set()
+            n_rows = len(obj)
+        else:
+            obj = json.loads(text)
+            have, n_rows = (set(obj) if isinstance(obj, dict) else set()), 1
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise ResultsError(f"{path} cannot be parsed as {kind} ({str(e).splitlines()[0]}): it is truncated or "
+                           "not a results file; re-run the step that writes it") from None
+    missing = [c for c in (spec.required if spec else ()) if c not in have]
+    if missing or (kind != "json" and n_rows == 0):
+        what = f"lacks {missing}" if missing else "has no rows"
+        raise ResultsError(f"{path} {what}: it is truncated or from another tool; re-run "
+                           f"{WRITTEN_BY.get(spec.step if spec else '', 'the step that writes it')}")
+    return obj
+
+
+def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
+    """Read and check one results file: a DataFrame (csv), a dict (json) or a list of dicts (jsonl).
+
+    Raises :class:`FileNotFoundError` when it is missing (naming the command that writes it) and
+    :class:`ResultsError` when it is malformed, differs from what its step recorded, or was computed
+    from inputs that have changed since.
+    """
+    folder = Path(folder)
+    path = folder / name
+    spec = FILES.get(name)
+    if not path.exists():
+        cmd = WRITTEN_BY.get(spec.step, "") if spec else ""
+        raise FileNotFoundError(f"{path} does not exist" + (f": run `{cmd}` first" if cmd else ""))
+    obj = _validate(name, path.read_text(), path)
+    if spec is None:
+        return obj
+    rec = read_run(folder)["steps"].get(spec.step)
+    if rec is not None:
+        want = rec.get("files", {}).get(name)
+        if want is not None and want != sha256(path):
+            raise ResultsError(f"{path} differs from what {spec.step} wrote (run.json): the folder holds an "
+                               f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
+        if check_inputs:
+            for inp, h in rec.get("inputs", {}).items():
+                if inp in spec.inputs and (folder / inp).exists() and sha256(folder / inp) != h:
+                    raise ResultsError(f"{path} was computed from another {inp} than the one now in {folder} "
+                                       f"(re-run since?): re-run {WRITTEN_BY[spec.step]} --overwrite")
+    return obj
+
+
+def exists(folder: str | Path, name: str) -> bool:
+    return (Path(folder) / name).exists()
+
+
+def read_step(folder: str | Path, step: str) -> dict[str, Any]:
+    """Every file of ``step`` present in ``folder``, checked, keyed by the name without extension."""
+    return {n.rsplit(".", 1)[0]: read(folder, n) for n in step_files(step) if exists(folder, n)}
+
+
+def samples(folder: str | Path) -> list:
+    """``prompts.jsonl`` as :class:`arithmech.data.pairs.Sample` objects."""
+    from arithmech.data.pairs import Sample
+    return [Sample(**r) for r in read(folder, "prompts.jsonl")]
+
+
+# ------------------------------------------------------------------------------ fine-tune records
+FINETUNE_KEYS = ("schema_version", "model", "mode", "tag", "command", "seed", "device", "dtype", "heads", "mlps",
+                 "tuned_parameters", "total_parameters", "parameters", "train", "results", "base", "delta",
+                 "data", "versions", "wall_s")
+MODES = ("base", "full", "precise")
+
+
+def measure(value: float, n: int | None = None, ci: Iterable[float] | None = None, items: list | None = None) -> dict:
+    """One measurement of a fine-tune record: ``value`` with its sample size, 95% interval and, where
+    kept, the per-item scores (for paired intervals)."""
+    out = {"value": float(value), "n": None if n is None else int(n), "ci": None if ci is None else [float(c) for c in ci]}
+    if items is not None:
+        out["items"] = items
+    return out
+
+
+def finetune_record(**fields: Any) -> dict:
+    """A fine-tune record of schema :data:`SCHEMA_VERSION`: every key of :data:`FINETUNE_KEYS`
+    (absent ones are ``None``). ``results`` / ``base``: measure → :func:`measure`; ``delta``: measure →
+    ``{"delta", "ci"}`` (arm − base, paired where the items are kept)."""
+    unknown = set(fields) - set(FINETUNE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown fine-tune record fields {sorted(unknown)}")
+    rec = {k: fields.get(k) for k in FINETUNE_KEYS}
+    rec["schema_version"] = SCHEMA_VERSION
+    if rec["mode"] not in MODES:
+        raise ValueError(f"mode {rec['mode']!r}: use one of {MODES}")
+    return rec
+
+
+def _check_finetune(path: Path, rec: Any) -> dict:
+    if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(f"{path} is not a fine-tune record of schema version {SCHEMA_VERSION}: convert it with "
+                           "arithmech.core.results.upgrade_finetune or re-run it")
+    missing = [k for k in FINETUNE_KEYS if k not in rec]
+    bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
+    if missing or bad or not rec.get("results"):
+        raise ResultsError(f"{path} is a malformed fine-tune record (missing {missing or 'results'}"
+                           f"{', bad measures ' + str(bad) if bad else ''}): re-run it")
+    return rec
+
+
+def finetune_path(folder: str | Path, mode: str, tag: str | None = None) -> Path:
+    return Path(folder) / "finetune" / f"{mode}{'-' + tag if tag else ''}.json"
+
+
+def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
+    """Refuse (before any work) to replace an existing fine-tune record unless ``overwrite``; never
+    replace a file that is not a fine-tune record of this format, even then."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if not overwrite:
+        raise ValueError(f"{path} exists (a previous run): pass --overwrite to replace it, or --tag NAME to "
+                         "write finetune/<mode>-NAME.json beside it")
+    try:
+        _check_finetune(path, json.loads(path.read_text()))
+    except (ValueError, ResultsError):
+        raise ValueError(f"{path} exists and is not a fine-tune record of this format: it is not ours to "
+                         "replace; move it away or choose another --results") from None
+
+
+def write_finetune(folder: str | Path, record: dict) -> Path:
+    path = finetune_path(folder, record["mode"], record.get("tag"))
+    _check_finetune(path, record)
+    return atomic_json(path, record)
+
+
+def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:
+    path = finetune_path(folder, mode, tag)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
+                                "`python -m arithmech table1` first")
+    try:
+        rec = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path} is not valid JSON ({e.msg}): truncated? re-run it") from None
+    return _check_finetune(path, rec)
+
+
+def finetune_records(folder: str | Path) -> dict[str, dict]:
+    """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
+    d = Path(folder) / "finetune"
+    stems = sorted((p.stem for p in d.glob("*.json") if p.stem != "lr_grid"), key=lambda s: (s != "base", s))
+    return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}
+
+
+def upgrade_finetune(old: dict) -> dict:
+    """Convert a record of the two earlier formats into this one (values kept, nothing recomputed):
+    the Table 1 runner's (``results`` with value/ci/n/items, ``delta`` with delta/ci, ``train``) and
+    the single-arm runner's (``before`` / ``after`` accuracies, ``delta`` floats)."""
+    if old.get("schema_version") == SCHEMA_VERSION:
+        return old
+    if "after" in old:                                       # the single-arm runner
+        res = {k: measure(v) for k, v in old["after"].items()}
+        base = {k: measure(v) for k, v in old["before"].items()}
+        delta = {k: {"delta": float(v), "ci": None} for k, v in old.get("delta", {}).items()}
+        return finetune_record(model=old["model"], mode=old["mode"], tag=old.get("tag"), command=old.get("command"),
+                               seed=old.get("parameters", {}).get("seed"), device=old.get("parameters", {}).get("device"),
+                               dtype=old.get("parameters", {}).get("dtype"), heads=old.get("heads"), mlps=old.get("mlps"),
+                               tuned_parameters=old.get("tuned_parameters"), total_parameters=old.get("total_parameters"),
+                               parameters=old.get("parameters"), train=old.get("train"), results=res, base=base,
+                               delta=delta, versions=old.get("versions"), wall_s=old.get("wall_s"))
+    tr = old.get("train") or {}
+    mode = old["mode"]
+    return finetune_record(model=old["model"], mode=mode, tag=None, command=old.get("command"), seed=old.get("seed"),
+                           device=old.get("device"), dtype=old.get("dtype"),
+                           heads=tr.get("heads") if mode != "base" else None, mlps=[] if mode == "precise" else
+                           ("all" if mode == "full" else None), tuned_parameters=tr.get("tuned_parameters", 0 if mode == "base" else None),
+                           total_parameters=tr.get("total_parameters"), parameters={"sizes": old.get("sizes")},
+                           train=tr or None, results=old["results"], base=None, delta=old.get("delta"),
+                           data=old.get("data"), versions=old.get("versions"), wall_s=old.get("wall_s"))

@@ -1,0 +1,128 @@
+"""The results contract (arithmech.core.results): one folder per model, steps written as sets,
+derived files that know their inputs, malformed files named, nothing overwritten silently."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from arithmech.core import results as R
+
+
+def _identify_files(effect: float = -0.2) -> dict:
+    return {"effects.csv": pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"],
+                                         "effect": [effect, 0.1]}),
+            "key_heads.json": {"task": "all", "threshold": -0.05, "heads": [{"layer": 0, "head": 1}]},
+            "knockout.csv": pd.DataFrame({"task": ["all"], "kind": ["head"], "order": ["effect-rank"], "seed": [0],
+                                          "k": [0], "accuracy": [1.0], "n": [4]}),
+            "prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3", "template": "t"}]}
+
+
+def test_results_flag_names_the_root_or_the_model_folder(tmp_path):
+    """Protects the README chain: `identify --out results/embedded` then `analyze --results results/embedded`
+    use one folder (not results/embedded/embedded), and `--results results` means the same."""
+    assert R.model_folder(tmp_path, "embedded") == tmp_path / "embedded"
+    assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
+    R.write_step(tmp_path / "custom", "identify", _identify_files(), {"parameters": {}})
+    assert R.model_folder(tmp_path / "custom", "embedded") == tmp_path / "custom"     # a folder with run.json
+    with pytest.raises(ValueError, match="no results-folder name"):
+        R.folder_name("/")
+
+
+def test_write_step_is_a_set_with_a_manifest_and_leaves_no_temp(tmp_path):
+    """Protects set writes: every file lands with its sha256 in run.json, no temporary folder is left,
+    and other steps' records and files are kept."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}}, model="m")
+    R.write_step(f, "accuracy", {"accuracy_by_template.csv": pd.DataFrame(
+        {"op": ["addition"], "template": ["t"], "n": [4], "accuracy": [0.5], "ci_low": [0.1], "ci_high": [0.9]})}, {})
+    run = json.loads((f / "run.json").read_text())
+    assert set(run["steps"]) == {"identify", "accuracy"} and run["model"] == "m"
+    assert run["steps"]["identify"]["files"]["effects.csv"] == R.sha256(f / "effects.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]                         # no temp folder left
+    assert R.read(f, "key_heads.json")["heads"] == [{"layer": 0, "head": 1}]
+    assert list(R.read(f, "effects.csv")["head"]) == ["1", "mlp"]
+
+
+def test_edited_or_incomplete_files_are_named(tmp_path):
+    """Protects integrity: a file changed after its step wrote it, a truncated CSV and a file lacking a
+    column are each refused with a message naming the file."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {})
+    (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,head,random-rank,1,1,0.5,4\n")
+    with pytest.raises(R.ResultsError, match="knockout.csv differs from what identify wrote"):
+        R.read(f, "knockout.csv")
+    (f / "effects.csv").write_text("task,layer,head,effect\n")
+    with pytest.raises(R.ResultsError, match="effects.csv has no rows"):
+        R.read(f, "effects.csv")
+    (f / "key_heads.json").write_text('{"task": "all"}')
+    with pytest.raises(R.ResultsError, match=r"key_heads.json lacks \['threshold', 'heads'\]"):
+        R.read(f, "key_heads.json")
+    with pytest.raises(FileNotFoundError, match="python -m arithmech analyze"):
+        R.read(f, "analyze.json")
+
+
+def test_derived_files_are_refused_when_their_inputs_changed(tmp_path):
+    """Protects against stale analyze files beside a re-run identify: analyze records the hash of the
+    key heads it read, and a reader refuses its files once identify wrote other key heads."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {})
+    roles = pd.DataFrame({"layer": [0], "head": [1], "role": ["A"], "mean_score": [0.5]})
+    R.write_step(f, "analyze", {"attention_roles.csv": roles, "analyze.json": {"key_heads": [], "stages": {}}}, {})
+    assert len(R.read(f, "attention_roles.csv")) == 1
+    files = _identify_files()
+    files["key_heads.json"] = {"task": "all", "threshold": -0.05, "heads": [{"layer": 1, "head": 0}]}
+    R.write_step(f, "identify", files, {})
+    with pytest.raises(R.ResultsError, match="computed from another key_heads.json"):
+        R.read(f, "attention_roles.csv")
+
+
+def test_a_step_is_never_overwritten_without_asking(tmp_path):
+    """Protects finished runs: check_writable refuses a step whose files exist (unless overwrite) and an
+    existing file as a folder; fine-tune records likewise, and never a file of another format."""
+    f = tmp_path / "m"
+    R.check_writable(f, "identify")                                               # nothing there yet
+    R.write_step(f, "identify", _identify_files(), {})
+    with pytest.raises(ValueError, match="--overwrite"):
+        R.check_writable(f, "identify")
+    R.check_writable(f, "identify", overwrite=True)
+    R.check_writable(f, "analyze")                                                # another step: fine
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is an existing file"):
+        R.check_writable(tmp_path / "file", "identify")
+    p = R.finetune_path(f, "full")
+    p.parent.mkdir()
+    p.write_text('{"before": {}, "after": {}}')
+    with pytest.raises(ValueError, match="--overwrite"):
+        R.check_finetune_writable(p)
+    with pytest.raises(ValueError, match="not ours to replace"):
+        R.check_finetune_writable(p, overwrite=True)
+
+
+def test_both_old_finetune_formats_convert_to_the_one_format():
+    """Protects the one fine-tune record: the single-arm runner's before/after and the Table 1 runner's
+    results/delta both convert, keeping every value."""
+    single = {"model": "m", "mode": "precise", "heads": [[0, 1]], "mlps": [], "tuned_parameters": 8,
+              "total_parameters": 80, "train": {"samples_per_second": 2.0}, "parameters": {"seed": 0},
+              "before": {"generic": 0.5}, "after": {"generic": 0.75}, "delta": {"generic": 0.25}}
+    t1 = {"model": "m", "mode": "full", "command": "c", "sizes": {"steps": 1}, "seed": 0,
+          "train": {"tuned_parameters": 80, "total_parameters": 80},
+          "results": {"mmlu": {"value": 0.3, "ci": [0.2, 0.4], "n": 100, "items": [1, 0]}},
+          "delta": {"mmlu": {"delta": 0.01, "ci": [-0.02, 0.04]}}}
+    a, b = R.upgrade_finetune(single), R.upgrade_finetune(t1)
+    assert set(a) == set(b) == set(R.FINETUNE_KEYS)
+    assert a["results"]["generic"]["value"] == 0.75 and a["base"]["generic"]["value"] == 0.5
+    assert a["delta"]["generic"]["delta"] == 0.25
+    assert b["results"] == t1["results"] and b["delta"] == t1["delta"] and b["tuned_parameters"] == 80
+
+
+def test_shipped_smollm2_records_read_in_the_one_format():
+    """Protects the committed 40-minute Table 1 run: its three records read through the contract, with
+    the command that made them under the one CLI."""
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "results" / "smollm2-135m"
+    recs = R.finetune_records(folder)
+    assert list(recs) == ["base", "full", "precise"]
+    assert all(r["command"].startswith("python -m arithmech table1") for r in recs.values())
+    assert recs["precise"]["tuned_parameters"] < recs["full"]["tuned_parameters"]
