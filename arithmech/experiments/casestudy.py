@@ -203,7 +203,7 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
 def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: int = 0, top: int = 10,
                    prompt: str = "4 + 3 = ", recompute: bool = False) -> dict:
     """The analyze step on the ``top`` heads of highest effect rank (task ``all``), read from ``folder`` or
-    computed with :mod:`arithmech.methods.analyze`'s functions: attention by role (with the KV head each query
+    computed with the functions of :mod:`arithmech.methods.attention` and :mod:`arithmech.methods.mlp`: attention by role (with the KV head each query
     head reads), MLP_in and MLP_out − MLP_in on W_U, start–inflection–end, the layer-by-layer top
     numbers of ``prompt`` (ending with the space token, as this tokenizer needs).
 
@@ -211,26 +211,28 @@ def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: i
     none under the operator counterfactual). Writes the analyze files of the results contract.
     """
     from arithmech.methods import analyze as An
+    from arithmech.methods import attention as At
+    from arithmech.methods import mlp as M
     from arithmech.methods.identify import load_results, ranking
     folder = Path(folder)
     eff = load_results(folder)["effects"]
     heads = ranking(eff, "all" if (eff.task == "all").any() else eff.task.iloc[0])[0][:top]
     if recompute or not (folder / "analyze.json").exists():
         samples = An.reference_samples(folder, model, tok, n_samples, seed)
-        roles = An.attention_by_role(model, tok, samples)
-        mlp = An.mlp_projection(model, tok, samples)
-        stages = An.stage_layers(mlp)
-        tops = An.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
+        roles = At.attention_by_role(model, tok, samples)
+        mlp = M.mlp_projection(model, tok, samples)
+        stages = M.stage_layers(mlp)
+        tops = M.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
         for name, df in (("attention_roles", roles), ("mlp_projection", mlp), ("top_numbers", tops)):
             df.to_csv(folder / f"{name}.csv.tmp", index=False, float_format="%.8g")
             (folder / f"{name}.csv.tmp").replace(folder / f"{name}.csv")
-        labels = An.label_heads(roles, heads)
+        labels = At.label_heads(roles, heads)
         _write_json(folder / "analyze.json", {
             "key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
             "heads_from": f"top {top} by effect rank", "stages": {k: list(v) for k, v in stages.items()},
             "final_norm": True, "prompt": prompt, "n_samples": len(samples)})
     roles = pd.read_csv(folder / "attention_roles.csv")
-    return {"roles": roles, "labels": An.label_heads(roles, heads), "mlp": pd.read_csv(folder / "mlp_projection.csv"),
+    return {"roles": roles, "labels": At.label_heads(roles, heads), "mlp": pd.read_csv(folder / "mlp_projection.csv"),
             "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}),
             "summary": json.loads((folder / "analyze.json").read_text())}
 
@@ -305,7 +307,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
                      f"({h['relative_drop']:+.0%}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}",
                      h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]))
     if (folder / "analyze.json").exists():
-        from arithmech.methods.analyze import label_heads
+        from arithmech.methods.attention import label_heads
         roles = pd.read_csv(folder / "attention_roles.csv")
         lab = label_heads(roles, heads[:top])
         n_op = int(lab.label.isin(["operand", "operator"]).sum())
