@@ -146,13 +146,14 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
     ``res.heldout`` (heads ranked on the samples outside ``heldout``, knocked out on fresh ``heldout``
     pairs, against as many random heads)."""
     from arithmech.methods.identify import effects_frame, ranking
-    from arithmech.methods.knockout import PAPER_CASES, group_key, heldout_drop, mean_activations, transfer_table
+    from arithmech.experiments.paper import FIG4_CASES
+    from arithmech.methods.knockout import group_key, heldout_drop, mean_activations, transfer_table
     held = {t.id for t in D.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     use = torch.tensor([s.template not in held for s in every])
     primary = "all" if "all" in res.patched else next(iter(res.tasks))
     res.transfer = transfer_table(model, tok, ranking(res.effects, primary)[0][:top], res.means,
-                                  tokenizer_cases(tok, PAPER_CASES))
+                                  tokenizer_cases(tok, FIG4_CASES))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         id_heads = ranking(effects_frame(res.patched[primary].select(use), "id", prob=False), "id")[0][:top]
@@ -413,9 +414,10 @@ def table1_side_by_side(results_dir: str | Path, model_name: str = MODEL) -> pd.
     the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
     toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
     of :mod:`arithmech.experiments.table1`). Missing results are left out."""
-    from arithmech.experiments.table1 import PAPER_TABLE1, table1_frame
+    from arithmech.experiments.paper import table1_by_mode
+    from arithmech.experiments.table1 import table1_frame
     rows = []
-    for mode, r in PAPER_TABLE1.items():
+    for mode, r in table1_by_mode("LLaMA2-7B").items():
         rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
                      (r["mmlu"] + r["csqa"]) / 2, r.get("samples_per_second"), r.get("tuned_parameters"), None))
     emb = Path(results_dir) / "embedded" / "finetune"

@@ -45,6 +45,7 @@ import torch
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
+from arithmech.experiments.paper import SFT
 
 MODEL = "smollm2-135m"
 HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
@@ -218,8 +219,8 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
     rows = F.tokenize_pairs(tok, train_sentences(steps * bs, seed))
     spec = A.HeadSpec(heads=tuple(heads), rescale=True) if mode == "precise" else None
     with tempfile.TemporaryDirectory() as tmp:
-        args = F.training_args(tmp, lr=lr, batch_size=bs, micro_batch_size=bs, max_steps=steps, warmup=0.02,
-                               weight_decay=0.1, seed=seed, device=device, logging_steps=max(1, steps // 10))
+        args = F.training_args(tmp, lr=lr, batch_size=bs, micro_batch_size=bs, max_steps=steps, warmup=SFT["warmup"],
+                               weight_decay=SFT["weight_decay"], seed=seed, device=device, logging_steps=max(1, steps // 10))
         net.train()
         trainer = F.make_trainer(net, mode, args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
@@ -228,8 +229,8 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
         net = trainer.merged_model()
     net.eval().requires_grad_(False)
     rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()), n_train=len(rows),
-               heads=[list(h) for h in heads] if mode == "precise" else "all", lr=lr, warmup_ratio=0.02,
-               weight_decay=0.1, scheduler="cosine", optimizer="adamw_torch")
+               heads=[list(h) for h in heads] if mode == "precise" else "all", lr=lr, warmup_ratio=SFT["warmup"],
+               weight_decay=SFT["weight_decay"], scheduler="cosine", optimizer="adamw_torch")
     return net, tok, rec
 
 
