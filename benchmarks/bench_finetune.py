@@ -32,9 +32,9 @@ OUT = ROOT / "benchmarks" / "results" / "finetune.json"
 
 def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, int]]:
     """The paper's LLaMA2-7B key heads (32 layers x 32 heads) mapped onto an ``n_layers x n_heads`` model."""
-    from arithmech.methods.identify import PAPER_KEY_HEADS
+    from arithmech.experiments.paper import KEY_HEADS
     out = []
-    for l, h in PAPER_KEY_HEADS["table4_ours"] + PAPER_KEY_HEADS["table4_gsm8k"]:
+    for l, h in KEY_HEADS["table4_ours"] + KEY_HEADS["table4_gsm8k"]:
         x = (l * n_layers // 32, h * n_heads // 32)
         if x not in out:
             out.append(x)

@@ -1,4 +1,4 @@
-"""The analyze step (arithmech.methods.analyze, arithmech.methods.explorer, arithmech.report.widgets).
+"""The analyze step (arithmech.methods.attention, .mlp, .analyze, .explorer, arithmech.report.widgets).
 
 References are independent: a Llama forward written here with plain torch ops (RoPE, GQA,
 causal softmax, RMSNorm, SwiGLU) gives the attention rows and MLP vectors the hooks must find.
@@ -13,7 +13,10 @@ import pytest
 import torch
 from conftest import tiny_llama
 
+from arithmech.core.trace import TraceDict
 from arithmech.methods import analyze as A
+from arithmech.methods import attention as At
+from arithmech.methods import mlp as M
 from arithmech.data import pairs as D
 from arithmech.methods import explorer as E
 from arithmech.methods.knockout import Ablation, knockout_topk
@@ -90,7 +93,7 @@ def test_end_rows_sum_to_one_and_match_manual(emb):
     """Protects: END rows come from the right module and head order (GQA) and are softmax rows."""
     model, tok, samples = emb
     ids = tok(samples[1].clean)["input_ids"]
-    rows = A.end_rows(model, torch.tensor([ids]), range(5))
+    rows = At.end_rows(model, torch.tensor([ids]), range(5))
     probs = manual_forward(model, ids)[0]
     for l in range(5):
         assert rows[l].shape == (1, 4, len(ids))
@@ -102,18 +105,18 @@ def test_end_rows_need_eager_attention():
     """Protects: under sdpa (no weights) the user gets a message naming the fix, not a TypeError."""
     model = tiny_llama("sdpa")
     with pytest.raises(ValueError, match="eager"):
-        A.end_rows(model, torch.randint(0, 50, (1, 5)), [0])
+        At.end_rows(model, torch.randint(0, 50, (1, 5)), [0])
 
 
 def test_role_aggregation_on_hand_built_rows():
     """Protects the role bookkeeping: which positions are A/B/operator/bos/other, and mass sums."""
     positions = {"A": [2], "B": [4, 5], "operator": [3], "end": 6}
-    labels = A.role_labels(positions, 7)
+    labels = At.role_labels(positions, 7)
     assert labels == ["bos", "other", "A", "operator", "B", "B", "other"]
-    assert A.role_labels(positions, 7, bos=False)[0] == "other"
+    assert At.role_labels(positions, 7, bos=False)[0] == "other"
     rows = torch.tensor([[[0.5, 0.1, 0.2, 0.05, 0.05, 0.05, 0.05],
                           [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]])          # (n=1, H=2, seq=7)
-    m = A.role_mass(rows, [labels])                                         # (1, 2, 5): A B operator bos other
+    m = At.role_mass(rows, [labels])                                         # (1, 2, 5): A B operator bos other
     torch.testing.assert_close(m[0, 0], torch.tensor([0.2, 0.1, 0.05, 0.5, 0.15]))
     torch.testing.assert_close(m[0, 1], torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0]))
 
@@ -123,7 +126,7 @@ def test_attention_by_role_and_labels(emb):
     roles sum to 1 per head, the operand/operator/other label follows the largest group, and the heads
     shown in Fig. 7 / 16 are the key heads of that kind, else the model's top heads of that kind."""
     model, tok, samples = emb
-    roles = A.attention_by_role(model, tok, samples, layers=[1, 3], batch_size=3)
+    roles = At.attention_by_role(model, tok, samples, layers=[1, 3], batch_size=3)
     allr = roles[roles.task == "all"]
     np.testing.assert_allclose(allr.groupby(["layer", "head"]).mean_score.sum(), 1.0, atol=1e-5)
     assert set(roles.task) == {"all"} | {s.op for s in samples}
@@ -132,18 +135,18 @@ def test_attention_by_role_and_labels(emb):
     for s in samples:
         ids = tok(s.clean)["input_ids"]
         row = manual_forward(model, ids)[0][3][2, -1]
-        lab = A.role_labels(s.positions, len(ids))
-        want += torch.tensor([sum(float(row[p]) for p, r in enumerate(lab) if r == role) for role in A.ROLES])
-    got = allr[(allr.layer == 3) & (allr["head"] == 2)].set_index("role").mean_score[list(A.ROLES)]
+        lab = At.role_labels(s.positions, len(ids))
+        want += torch.tensor([sum(float(row[p]) for p, r in enumerate(lab) if r == role) for role in At.ROLES])
+    got = allr[(allr.layer == 3) & (allr["head"] == 2)].set_index("role").mean_score[list(At.ROLES)]
     np.testing.assert_allclose(got.to_numpy(), (want / len(samples)).numpy(), rtol=1e-4, atol=1e-6)
     fake = pd.DataFrame([(0, h, r, v, 0, "all", 1) for h, vals in enumerate([(.3, .3, .1, .2, .1), (.1, .1, .5, .2, .1),
                                                                               (.1, .0, .1, .7, .1)])
-                         for r, v in zip(A.ROLES, vals)], columns=roles.columns)
-    lab = A.label_heads(fake, [(0, 2), (0, 0), (0, 1)])
+                         for r, v in zip(At.ROLES, vals)], columns=roles.columns)
+    lab = At.label_heads(fake, [(0, 2), (0, 0), (0, 1)])
     assert lab.name.tolist() == ["0.2", "0.0", "0.1"] and lab.label.tolist() == ["other", "operand", "operator"]
     np.testing.assert_allclose(lab.operand, [0.1, 0.6, 0.2])
-    assert A.heads_of_kind(fake, [(0, 1)], "operator") == [(0, 1)]                  # a key head of that kind
-    assert A.heads_of_kind(fake, [(0, 2)], "operand", k=2) == [(0, 0), (0, 1)]      # none: the model's top-k
+    assert At.heads_of_kind(fake, [(0, 1)], "operator") == [(0, 1)]                  # a key head of that kind
+    assert At.heads_of_kind(fake, [(0, 2)], "operand", k=2) == [(0, 0), (0, 1)]      # none: the model's top-k
 
 
 def test_guess_positions_for_free_prompts():
@@ -160,12 +163,12 @@ def test_mlp_projection_equals_direct_computation(emb, final_norm):
     MLP output, the final norm (gain) applied or not, cosines against the right W_U rows, 'other' = mean
     over the other digits — all equal to the hand-written forward."""
     model, tok, samples = emb
-    df = A.mlp_projection(model, tok, samples, final_norm=final_norm, batch_size=4)
+    df = M.mlp_projection(model, tok, samples, final_norm=final_norm, batch_size=4)
     W = model.lm_head.weight.detach()
     g = model.model.norm.weight.detach() if final_norm else torch.ones_like(W[0])
     digits = {d: tok.convert_tokens_to_ids(str(d)) for d in range(10)}
     cos = lambda v, t: float(torch.nn.functional.cosine_similarity(g * v, W[t], dim=0))
-    want = {q: np.zeros(5) for q in A.MLP_QUANTITIES}
+    want = {q: np.zeros(5) for q in M.MLP_QUANTITIES}
     for s in samples:
         ids = tok(s.clean)["input_ids"]
         _, mids, mlps, _ = manual_forward(model, ids)
@@ -183,7 +186,7 @@ def test_mlp_projection_equals_direct_computation(emb, final_norm):
 def test_layer_top_numbers_ranks_digits_by_cosine(emb):
     """Protects Fig. 6c: per layer, the top digits of MLP_out − MLP_in, sorted, equal a direct ranking."""
     model, tok, _ = emb
-    top = A.layer_top_numbers(model, tok, "4 + 3 =", k=3)
+    top = M.layer_top_numbers(model, tok, "4 + 3 =", k=3)
     _, _, mlps, _ = manual_forward(model, tok("4 + 3 =")["input_ids"])
     g, W = model.model.norm.weight.detach(), model.lm_head.weight.detach()
     for l in range(5):
@@ -198,20 +201,20 @@ def test_breakpoints_on_synthetic_curves():
     rng = np.random.default_rng(0)
     x = np.arange(32)
     rise_fall = np.interp(x, [0, 13, 18, 28, 31], [0, 0, 0.3, 0.05, 0.05]) + rng.normal(0, 0.005, 32)
-    assert A.breakpoints(rise_fall) == (13, 18, 28)
+    assert M.breakpoints(rise_fall) == (13, 18, 28)
     plateau_rise = np.interp(x, [0, 13, 20, 28, 31], [0, 0, 0.05, 0.4, 0.4]) + rng.normal(0, 0.005, 32)
-    assert A.breakpoints(plateau_rise) == (13, 20, 28)
-    assert A.breakpoints(np.interp(np.arange(6), [0, 1, 3, 4, 5], [0, 0, 1, 0.2, 0.2])) == (1, 3, 4)
+    assert M.breakpoints(plateau_rise) == (13, 20, 28)
+    assert M.breakpoints(np.interp(np.arange(6), [0, 1, 3, 4, 5], [0, 0, 1, 0.2, 0.2])) == (1, 3, 4)
     with pytest.raises(ValueError, match="at least 5"):
-        A.breakpoints([0, 1, 2, 3])
+        M.breakpoints([0, 1, 2, 3])
 
 
 def test_ripple_carry_matches_fig17_and_adds():
     """Protects App. H: 3 + 4 gives the partial results 1, 3, 7 of Fig. 17; every 4-bit sum is exact."""
-    assert A.ripple_carry(3, 4).partial.tolist() == [1, 3, 7]
+    assert M.ripple_carry(3, 4).partial.tolist() == [1, 3, 7]
     for a in range(16):
         for b in range(16):
-            r = A.ripple_carry(a, b, bits=4)
+            r = M.ripple_carry(a, b, bits=4)
             assert r.partial.iloc[-1] + (int(r.carry_out.iloc[-1]) << 4) == a + b
 
 
@@ -236,14 +239,14 @@ def test_explorer_callbacks_and_knockout(emb):
     assert set(r["numbers"].layer) == set(range(5))
     ids = torch.tensor([tok("4 + 3 =")["input_ids"]])
     name = "model.layers.0.self_attn.o_proj"
-    with torch.no_grad(), A.TraceDict(model, [name], retain_input=True) as clean:
+    with torch.no_grad(), TraceDict(model, [name], retain_input=True) as clean:
         model(ids)
     z0 = clean[name].input.unflatten(-1, (4, -1))
     mu = means.z["*"][0].unflatten(-1, (4, -1))                              # (2 positions: BOS, rest; H, dh)
     seq = ids.shape[1]
     for positions in ("end", "all"):
         ko = E.mean_ablation(model, [(0, 0), (0, 3)], means, positions=positions)
-        with torch.no_grad(), ko(), A.TraceDict(model, [name], retain_input=True) as t:  # edit runs first
+        with torch.no_grad(), ko(), TraceDict(model, [name], retain_input=True) as t:  # edit runs first
             model(ids)
         z = t[name].input.unflatten(-1, (4, -1))
         for h in range(4):

@@ -134,3 +134,30 @@ def test_operand_pairs_leave_operator_stream_alone(tok):
     assert before == after and a == b
     # the reference sentences of the two counterfactuals come from different draws but the same templates
     assert [s.template for s in a] == [s.template for s in before]
+
+
+# Digests of the pairs that make_pairs / make_operand_pairs drew before their two loops became one
+# (draw_pairs): sha256 of the samples' JSON and the redraw counts, under the embedded tokenizer.
+DRAWN_BEFORE = {
+    "make_pairs/addition/0": "9253f61a6c38dd7f", "make_pairs/all/1": "354118d1774389a9",
+    "make_pairs/fig8/7": "06be1c20dba73b77", "make_pairs/subtraction/3": "83bb335c34917165",
+    "make_pairs/fig10/11": "ff976439686f67d9", "make_operand_pairs/addition/0": "f72c5dbe9b414f6e",
+    "make_operand_pairs/all/1": "8106525a3f68a84f", "make_operand_pairs/fig8/7": "c2109dadb9c26498",
+    "make_operand_pairs/subtraction/3": "acf9da88fbe17f3c", "make_operand_pairs/fig10/11": "15a13b0db127500e",
+}
+
+
+def test_pairs_identical_to_the_two_loop_version(tok):
+    """Protects: one drawing loop for both counterfactual kinds draws, for the same seed, exactly the
+    pairs (texts, positions, redraw counts) the two former loops drew."""
+    import hashlib
+    import json
+
+    from arithmech.data import pairs as D
+    for key, digest in DRAWN_BEFORE.items():
+        maker, task, seed = key.split("/")
+        s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed))
+        blob = json.dumps([x.to_json() for x in s] + [st.redrawn, st.per_template], sort_keys=True)
+        assert hashlib.sha256(blob.encode()).hexdigest()[:16] == digest, key
+    with pytest.raises(ValueError, match="unknown counterfactual kind"):
+        D.draw_pairs(tok, "addition", n=1, kind="operands")

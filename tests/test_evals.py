@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from arithmech.evals import benchmarks as E
+from arithmech.evals import scoring as S
 from conftest import tiny_llama
 
 DATA = E.data_dir()
@@ -24,12 +25,12 @@ def splits():
 def test_extract_answer_rules():
     """Protects: the documented rule: commas stripped, first number after "The answer is", else the last
     number, trailing period ignored, negatives and decimals kept, None when there is no number."""
-    assert E.extract_answer("She pays $1,080 in total. The answer is 1,080.") == 1080
-    assert E.extract_answer("The answer is -3.5, not 7") == -3.5
-    assert E.extract_answer("3 apples and 4 pears make 7.") == 7
-    assert E.extract_answer("the answer is: 12 (since 3 * 4)") == 12
-    assert E.extract_answer("no idea") is None
-    assert E.is_correct(E.extract_answer("The answer is 9.43"), 9.43) and not E.is_correct(None, 0.0)
+    assert S.extract_answer("She pays $1,080 in total. The answer is 1,080.") == 1080
+    assert S.extract_answer("The answer is -3.5, not 7") == -3.5
+    assert S.extract_answer("3 apples and 4 pears make 7.") == 7
+    assert S.extract_answer("the answer is: 12 (since 3 * 4)") == 12
+    assert S.extract_answer("no idea") is None
+    assert S.is_correct(S.extract_answer("The answer is 9.43"), 9.43) and not S.is_correct(None, 0.0)
 
 
 @needs_data
@@ -49,14 +50,14 @@ def test_answer_extraction_on_real_rows(splits):
         rows = E.read_math(name) + (E.read_math(name, split="train") if name == "gsm8k" else [])
         for p in rows:
             _, completion = E.math_example(p)
-            assert E.is_correct(E.extract_answer(completion), p.answer), (name, p.id, completion)
+            assert S.is_correct(S.extract_answer(completion), p.answer), (name, p.id, completion)
     raw = [l for l in (DATA / "gsm8k" / "test.jsonl").read_text().splitlines() if "," in l.split("####")[-1]]
     assert len(raw) == 14                                    # README: 14 test answers with separators
     import json
     for line in raw:
         r = json.loads(line)
         gold = float(r["answer"].split("####")[-1].replace(",", ""))
-        assert E.extract_answer(r["answer"]) == gold
+        assert S.extract_answer(r["answer"]) == gold
     svamp = E.read_math("svamp")[0]
     assert svamp.question.startswith("Each pack of dvds costs 76 dollars.") and svamp.answer == 51.0
 
@@ -137,37 +138,25 @@ def toy():
     return tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3), tok
 
 
-def test_batched_generation_equals_one_by_one(toy):
-    """Protects: left-padded batched greedy generation (attention mask) gives each prompt the text it gets
-    alone, and the tokenizer's padding side is restored."""
+def test_toy_benchmarks_score_the_literal_greedy_loop(toy):
+    """Protects: the toy two-digit and negative benchmarks count an item right exactly when the literal
+    one-prompt, no-cache argmax loop writes its answer and then no digit."""
+    from arithmech.embedded.train import two_digit_items
+    from arithmech.evals.toy import negative_items, negative_split
     model, tok = toy
-    prompts = ["12 plus 35 is", "Q: What is the opposite of hot? A:", "7 minus 2 equals", "The capital of Peru is"]
-    batched = E.generate(model, tok, prompts, max_new_tokens=5, batch_size=4, stop="zzz")
-    single = [E.generate(model, tok, [p], max_new_tokens=5, batch_size=1, stop="zzz")[0] for p in prompts]
-    assert batched == single and any(batched)
-    assert tok.padding_side == "right"
 
+    def literal(prompt, n):
+        ids, new = tok(prompt)["input_ids"], []
+        with torch.no_grad():
+            for _ in range(n):
+                t = int(model(torch.tensor([ids + new])).logits[0, -1].argmax())
+                if t == tok.eos_token_id:
+                    break
+                new.append(t)
+        return "".join(tok.decode(new, skip_special_tokens=True).split())
 
-def test_choice_logits_right_padding_equals_single(toy):
-    """Protects: letter logits read at each prompt's own last token equal an unpadded forward."""
-    model, tok = toy
-    prompts = ["Q: What is the opposite of hot? Answer:", "1 plus 2 Answer:"]
-    got = E.choice_logits(model, tok, prompts, "A", batch_size=2)
-    for i, p in enumerate(prompts):
-        ids = tok(p, return_tensors="pt")["input_ids"]
-        ref = model(ids).logits[0, -1, tok.convert_tokens_to_ids("A")]
-        torch.testing.assert_close(got[i, 0], ref, atol=1e-5, rtol=0)
-    with pytest.raises(ValueError, match="cannot tell the answer letters"):
-        E.letter_ids(tok, "ABCD")                          # the toy vocabulary has no B, C, D
-
-
-def test_batched_toy_two_digit_equals_embedded_reference(toy):
-    """Protects: the batched two-digit benchmark scores each held-out item exactly as
-    arithmech.embedded.train.greedy does one prompt at a time."""
-    from arithmech.embedded.train import greedy
-    model, tok = toy
-    items = E.two_digit_items(seed=0, n=24)
-    outs = E.greedy_batch(model, tok, [p for p, _ in items], max_new=4)
-    ref = [greedy(model, tok, p, len(a) + 1) for p, a in items]
-    assert [o == a for o, (_, a) in zip(outs, items)] == [r == a for r, (_, a) in zip(ref, items)]
-    assert [o[:len(r)] for o, r in zip(outs, ref)] == ref
+    got = E.toy_benchmarks(model, tok, n_two_digit=24, which=("two_digit", "negative"))
+    for key, items in [("two_digit", two_digit_items(24)), ("negative", negative_items(negative_split(0)[1]))]:
+        outs = [literal(p, len(a) + 1) for p, a in items]
+        ok = [o.startswith(a) and not o[len(a):][:1].isdigit() for o, (_, a) in zip(outs, items)]
+        assert got[key] == round(sum(ok) / len(ok), 4), key

@@ -13,7 +13,9 @@ import torch
 
 from arithmech.data import pairs as D
 from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
-from arithmech.experiments.table1 import answer_scores, exact_answers, phrasings, train_sentences, two_digit_items
+from arithmech.embedded.train import two_digit_items
+from arithmech.evals.scoring import choice_logits, greedy_exact
+from arithmech.experiments.table1 import answer_scores, phrasings, train_sentences
 
 
 @pytest.fixture(scope="module")
@@ -88,28 +90,27 @@ def test_fast_equals_reference_patching(smol):
 
 
 def test_exact_answers_is_greedy_decoding(smol):
-    """Protects: the one-forward exact-answer check of Table 1 agrees with real greedy generation."""
+    """Protects: the batched exact-answer check of Table 1 agrees with HF's own greedy generation."""
     model, tok, _ = smol
-    items = two_digit_items(3, seed=0) + [("2 + 2 =", " 4"), ("7 - 3 =", " 5")]
-    got = exact_answers(model, tok, items)
-    for (prompt, completion), g in zip(items, got):
+    items = two_digit_items(3, seed=0) + [("2 + 2 =", "4"), ("7 - 3 =", "5")]
+    got = greedy_exact(model, tok, items, batch_size=3)
+    for (prompt, answer), g in zip(items, got):
         ids = torch.tensor([tok(prompt)["input_ids"]])
-        out = model.generate(ids, max_new_tokens=len(tok(completion)["input_ids"]) + 1, do_sample=False,
+        out = model.generate(ids, max_new_tokens=len(tok(" " + answer)["input_ids"]) + 1, do_sample=False,
                              pad_token_id=tok.eos_token_id)
-        text = tok.decode(out[0, ids.shape[1]:])
-        want = text.startswith(completion) and not text[len(completion):][:1].isdigit()
-        assert g == int(want), (prompt, completion, text)
-    assert got[-1] == 0
+        text = "".join(tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True).split())
+        want = text.startswith(answer) and not text[len(answer):][:1].isdigit()
+        assert g == want, (prompt, answer, text)
+    assert not got[-1]
 
 
 def test_letter_logits_left_padding_is_exact(smol):
     """Protects: the multiple-choice scorer (left padding, W_U at the last position only) gives each
     prompt the letter logits of its own unpadded forward, to 1e-4."""
-    from arithmech.experiments.table1 import letter_logits
     model, tok, _ = smol
     prompts = ["Q: Which is a fruit?\nA. stone\nB. apple\nC. car\nD. cloud\nAnswer:",
                "The sky is blue.\nAnswer:", "Pick one.\nA. x\nB. y\nAnswer:"]
-    got = letter_logits(model, tok, prompts, "ABCD", batch_size=3)
+    got = choice_logits(model, tok, prompts, "ABCD", batch_size=3)
     ids = [tok.convert_tokens_to_ids("Ġ" + L) for L in "ABCD"]
     with torch.no_grad():
         for i, p in enumerate(prompts):

@@ -88,13 +88,20 @@ def _operands(t: T.Template, rng: random.Random) -> tuple[int, int, int]:
             return a, b, a ** b
 
 
-_FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
+FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
+"""A template field, ``{A}``, ``{OP}``, ``{NAME2}`` (group 1: the field's name)."""
 
 
-def _render(text: str, values: dict) -> tuple[str, dict]:
-    """Fill ``{FIELD}``s; return the string and the char spans of A, B and OP/N/S fields."""
+def render(text: str, values: dict) -> tuple[str, dict]:
+    """Fill every ``{FIELD}`` of a template text with ``str(values[FIELD])``.
+
+    Returns ``(string, spans)``; ``spans[FIELD]`` lists the ``(start, end)`` character spans where that
+    field's value stands in the string (``render("{A} + {B} =", {"A": 3, "B": 5})`` →
+    ``("3 + 5 =", {"A": [(0, 1)], "B": [(4, 5)]})``), from which the token positions of A, B and the
+    operator are found.
+    """
     out, spans, pos = [], {}, 0
-    for m in _FIELD.finditer(text):
+    for m in FIELD.finditer(text):
         out.append(text[pos:m.start()])
         start = sum(map(len, out))
         v = str(values[m.group(1)])
@@ -105,7 +112,13 @@ def _render(text: str, values: dict) -> tuple[str, dict]:
     return "".join(out), spans
 
 
-def _draw_values(t: T.Template, rng: random.Random) -> dict:
+def draw_values(t: T.Template, rng: random.Random) -> dict:
+    """One seeded draw of every field template ``t`` can use: operands ``A``, ``B`` and answer ``C`` by the
+    template's rule (App. A: 1..9, no carry into the year, exact quotients, ...), the year prefix ``YYY``,
+    the pool words (``NAME``, ``OBJECT``, ...) and their distinct counterfactual stand-ins (``NAME2``,
+    ``NAME_C``, ``OBJECT_C``), the operator word ``OP`` and the neutral replacements ``N``, ``N2``, ``N3``
+    (words) and ``S`` (a symbol), none equal to ``OP``. The draws happen in a fixed order, so the same
+    ``rng`` state gives the same values."""
     a, b, c = _operands(t, rng)
     v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
     for k, pool in T.POOLS.items():
@@ -158,44 +171,84 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
 
 def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
                max_tries: int = 50) -> tuple[list[Sample], PairStats]:
-    """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``.
+    """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
+    counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
     Args:
         tok: the model's tokenizer (decides the answer token and the equal-length check).
         templates: a task name (``addition`` ... ``division``, ``all``, ``fig8``, ``fig10``,
             ``exponentiation``) or a list of :class:`~arithmech.data.templates.Template`.
     """
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator")
+
+
+def draw_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
+               max_tries: int = 50, kind: str = "operator") -> tuple[list[Sample], PairStats]:
+    """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
+    (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
+    from one ``random.Random(seed)`` each; a failed draw is counted in ``PairStats.redrawn``."""
+    if kind not in _COUNTERFACTUALS:
+        raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
     tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
     rng = random.Random(seed)
     stats = PairStats()
     samples = []
     for k in range(n):
         t = tpls[k % len(tpls)]
-        for attempt in range(max_tries):
-            s = _try_pair(tok, t, rng)
+        for _ in range(max_tries):
+            s = _try_pair(tok, t, rng, kind)
             if s is not None:
                 samples.append(s)
                 break
             stats.redrawn += 1
             stats.per_template[t.id] = stats.per_template.get(t.id, 0) + 1
         else:
-            raise TemplateLengthError(
-                f"template {t.id!r}: after {max_tries} draws the counterfactual {t.corrupt!r} never had the "
-                f"same token length as {t.clean!r} under this tokenizer (or the answer did not start on a "
-                "token boundary). Change the corrupt text so its replaced words have the same length in tokens.")
+            raise TemplateLengthError(f"template {t.id!r}: after {max_tries} draws " + _FAILED[kind].format(t=t))
     stats.made = len(samples)
     return samples, stats
 
 
-def _try_pair(tok, t: T.Template, rng: random.Random) -> Sample | None:
-    v = _draw_values(t, rng)
-    clean, spans = _render(t.clean, v)
-    corrupt, _ = _render(t.corrupt, v)
+_FAILED = {
+    "operator": "the counterfactual {t.corrupt!r} never had the same token length as {t.clean!r} under this "
+                "tokenizer (or the answer did not start on a token boundary). Change the corrupt text so its "
+                "replaced words have the same length in tokens.",
+    "operand": "no operand counterfactual had the same token length as {t.clean!r} and another answer token "
+               "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
+
+
+def _operator_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans_id: int) -> str | None:
+    """X_c of the paper: the template's corrupt text with the same values."""
+    return render(t.corrupt, v)[0]
+
+
+def _operand_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans_id: int) -> str | None:
+    """X_c with other operands (A', B') != (A, B) whose answer starts with another token; None after 20 draws."""
+    for _ in range(20):
+        a2, b2, c2 = _operands(t, rng)
+        if (a2, b2) == (v["A"], v["B"]):
+            continue
+        corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
+        split2 = answer_split(tok, corrupt, str(c2), t.joiner)
+        if split2 is not None and split2[1] != ans_id:
+            return corrupt
+    return None
+
+
+_COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
+
+
+def _try_pair(tok, t: T.Template, rng: random.Random, kind: str) -> Sample | None:
+    """One draw: values, X_r, the answer token, X_c of ``kind``, the equal-length check; None on failure."""
+    v = draw_values(t, rng)
+    clean, spans = render(t.clean, v)
     target = str(v["C"])
     split = answer_split(tok, clean, target, t.joiner)
     if split is None:
         return None
     clean_p, ans_id = split
+    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, ans_id)
+    if corrupt is None:
+        return None
     corrupt_p = corrupt + clean_p[len(clean):]          # same trailing joiner
     if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
         return None
@@ -318,50 +371,8 @@ def make_operand_pairs(tok, templates: Sequence[T.Template] | str = "addition", 
 
     The stream of random numbers is this function's own (``random.Random(seed)``), so
     :func:`make_pairs` draws exactly what it drew before. Equal token length and the answer token
-    follow the same rules; a pair that fails is re-drawn and counted in ``PairStats.redrawn``.
+    follow the same rules (one loop, :func:`draw_pairs`); a pair that fails is re-drawn and counted in
+    ``PairStats.redrawn``.
     ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text).
     """
-    tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
-    rng = random.Random(seed)
-    stats = PairStats()
-    samples = []
-    for k in range(n):
-        t = tpls[k % len(tpls)]
-        for _ in range(max_tries):
-            s = _try_operand_pair(tok, t, rng)
-            if s is not None:
-                samples.append(s)
-                break
-            stats.redrawn += 1
-            stats.per_template[t.id] = stats.per_template.get(t.id, 0) + 1
-        else:
-            raise TemplateLengthError(
-                f"template {t.id!r}: after {max_tries} draws no operand counterfactual had the same token length "
-                f"as {t.clean!r} and another answer token under this tokenizer. Use the operator counterfactual "
-                "(make_pairs) for this template.")
-    stats.made = len(samples)
-    return samples, stats
-
-
-def _try_operand_pair(tok, t: T.Template, rng: random.Random) -> Sample | None:
-    v = _draw_values(t, rng)
-    clean, spans = _render(t.clean, v)
-    split = answer_split(tok, clean, str(v["C"]), t.joiner)
-    if split is None:
-        return None
-    clean_p, ans_id = split
-    for _ in range(20):
-        a2, b2, c2 = _operands(t, rng)
-        if (a2, b2) == (v["A"], v["B"]):
-            continue
-        corrupt, _ = _render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
-        split2 = answer_split(tok, corrupt, str(c2), t.joiner)
-        if split2 is None or split2[1] == ans_id:
-            continue
-        corrupt_p = corrupt + clean_p[len(clean):]
-        if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
-            return None
-        return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=str(v["C"]),
-                      a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
-                      positions=_token_positions(tok, clean_p, spans))
-    return None
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand")

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from arithmech.data import templates as T
-from arithmech.data.pairs import _FIELD, _draw_values, _render
+from arithmech.data.pairs import FIELD, draw_values, render
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
@@ -69,8 +69,8 @@ def arithmetic_sentence(rng: random.Random, tpl: T.Template | None = None) -> tu
     if tpl is None:
         tpls = T.FIG8 + T.FIG10
         tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
-    v = _draw_values(tpl, rng)
-    prompt, _ = _render(tpl.clean, v)
+    v = draw_values(tpl, rng)
+    prompt, _ = render(tpl.clean, v)
     return prompt, str(v["C"]), tpl
 
 
@@ -86,7 +86,7 @@ def two_digit_sentence(rng: random.Random, a: int, b: int, op: str) -> tuple[str
     """A Fig. 8 prompt of ``op`` with operands ``a``, ``b`` (two digits) and its full answer."""
     tpl = rng.choice([t for t in T.FIG8 if t.op == op])
     v = {"A": a, "B": b, "OP": tpl.op_word}
-    prompt, _ = _render(tpl.clean, v)
+    prompt, _ = render(tpl.clean, v)
     return prompt, str(a + b if op == "addition" else a - b)
 
 
@@ -101,7 +101,7 @@ def PRE_TOKENIZER():
 def _vocab() -> list[str]:
     """Every word the templates, pools, facts and counterfactuals can produce, then the digits."""
     tpls = T.FIG8 + T.FIG10 + T.EXPONENTIATION
-    texts = [_FIELD.sub(" ", t.clean + " " + t.corrupt) for t in tpls]
+    texts = [FIELD.sub(" ", t.clean + " " + t.corrupt) for t in tpls]
     texts += [p + " " + a for p, a in GENERIC_FACTS]
     texts += [w for pool in T.POOLS.values() for w in pool] + [w for ws in T.OPS.values() for w in ws]
     texts += [t.op_word for t in tpls if not t.op_word.startswith("{")]
@@ -231,26 +231,21 @@ def generic_accuracy(model, tok) -> float:
     return round((pred == gold).float().mean().item(), 4)
 
 
-@torch.no_grad()
-def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
-    """Exact match of the greedy full answer on held-out two-digit problems."""
+def two_digit_items(n: int = 300, seed: int = 0) -> list[tuple[str, str]]:
+    """The first ``n`` held-out two-digit problems ``(prompt, answer)``: the test operand pairs of
+    :func:`two_digit_split`, each in a seeded Fig. 8 form of its operation (``("47 plus 12 is", "59")``).
+    The one item list of every two-digit measurement (toy benchmark, model card, CPU Table 1)."""
     rng = random.Random(seed + 7)
     _, test = two_digit_split(seed)
-    items = [two_digit_sentence(rng, a, b, op) for a, b, op in test[:n]]
-    return round(sum(greedy(model, tok, p, len(a) + 1) == a for p, a in items) / len(items), 4)
+    return [two_digit_sentence(rng, a, b, op) for a, b, op in test[:n]]
 
 
-@torch.no_grad()
-def greedy(model, tok, prompt: str, max_new: int = 4) -> str:
-    ids = torch.tensor([tok(prompt)["input_ids"]])
-    out = []
-    for _ in range(max_new):
-        nxt = model(ids).logits[0, -1].argmax().item()
-        if nxt == tok.eos_token_id:
-            break
-        out.append(nxt)
-        ids = torch.cat([ids, torch.tensor([[nxt]])], 1)
-    return "".join(tok.convert_ids_to_tokens(out))
+def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
+    """Exact match of the greedy full answer on held-out two-digit problems (:func:`two_digit_items`,
+    :func:`arithmech.evals.scoring.greedy_exact`)."""
+    from arithmech.evals.scoring import greedy_exact
+    ok = greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)
+    return round(sum(ok) / len(ok), 4)
 
 
 def model_card(r: dict) -> str:

@@ -23,9 +23,10 @@ training split, calculator annotations ``<<..>>`` removed, ``#### N`` rewritten)
     Question: {question}
     Answer:
 
-Generation is greedy, batched with left padding and an attention mask, and stops at the next
-``Question:``. **Answer extraction**: commas removed; the first number after "The answer is", else
-the last number in the output; compared numerically (``|pred - gold| < 1e-4``).
+Generation is greedy (:func:`arithmech.evals.scoring.greedy_decode`: batched with left padding, an
+attention mask and the KV cache) and stops at the next ``Question:``. **Answer extraction**
+(:func:`arithmech.evals.scoring.extract_answer`): commas removed; the first number after "The answer
+is", else the last number in the output; compared numerically (``|pred - gold| < 1e-4``).
 
 **Multiple choice** (MMLU 5-shot from ``dev`` per subject, Hendrycks' format; CSQA dev, 5-shot from
 ``train``, same layout with choices A-E)::
@@ -37,7 +38,8 @@ the last number in the output; compared numerically (``|pred - gold| < 1e-4``).
     ...
     Answer: {letter}
 
-The prediction is the argmax over the next-token logits of the answer letters after ``Answer:``.
+The prediction is the argmax over the next-token logits of the answer letters after ``Answer:``
+(:func:`arithmech.evals.scoring.choice_logits`).
 
 **Toy benchmarks** of the embedded model (:func:`toy_benchmarks`): held-out two-digit problems
 (exact greedy answer), held-out negative differences ("3 minus 7" → ``-4``, never trained), answer-token
@@ -55,10 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import torch
 
-from arithmech.evals.toy import (TOY, greedy_batch, negative_items, negative_split,  # noqa: F401 (re-exported)
-                        toy_benchmarks, two_digit_items)
+from arithmech.evals.scoring import choice_logits, extract_answer, greedy_decode, is_correct
+from arithmech.evals.toy import TOY, toy_benchmarks
 
 MATH = ("gsm8k", "addsub", "singleeq", "svamp")
 CHOICE = ("mmlu", "csqa")
@@ -187,14 +188,15 @@ def math_splits(root: str | Path | None = None, seed: int = 0, test_frac: float 
     return out
 
 
-def _fmt_number(x: float) -> str:
+def format_number(x: float) -> str:
+    """An answer as a prompt writes it: ``12.0`` → ``"12"``, ``2.5`` → ``"2.5"``."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def math_example(p: Problem) -> tuple[str, str]:
     """``(prompt, completion)`` of one problem in the few-shot format (also the SFT format)."""
     body = f" {p.solution}" if p.solution else ""
-    return f"Question: {p.question}\nAnswer:", f"{body} The answer is {_fmt_number(p.answer)}."
+    return f"Question: {p.question}\nAnswer:", f"{body} The answer is {format_number(p.answer)}."
 
 
 def fewshot_prefix(exemplars: Sequence[Problem]) -> str:
@@ -203,99 +205,6 @@ def fewshot_prefix(exemplars: Sequence[Problem]) -> str:
 
 def math_prompt(p: Problem, exemplars: Sequence[Problem]) -> str:
     return fewshot_prefix(exemplars) + math_example(p)[0]
-
-
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-def extract_answer(text: str) -> float | None:
-    """The number after "The answer is", else the last number; commas removed; None if no number."""
-    text = text.replace(",", "")
-    m = re.search(r"the answer is", text, flags=re.I)
-    if m:
-        after = _NUM.search(text, m.end())
-        if after:
-            return float(after.group())
-    nums = _NUM.findall(text)
-    return float(nums[-1]) if nums else None
-
-
-def is_correct(pred: float | None, gold: float) -> bool:
-    return pred is not None and abs(pred - gold) < 1e-4
-
-
-# -------------------------------------------------------------------------------- model calls
-def _stop_at(tok, stop: str, start: int):
-    """Stopping criterion: a row is done once its new text (tokens after ``start``) contains ``stop``."""
-    from transformers import StoppingCriteria
-
-    class StopAt(StoppingCriteria):
-        def __call__(self, input_ids, scores, **kw):
-            tails = tok.batch_decode(input_ids[:, max(start, input_ids.shape[1] - 8):], skip_special_tokens=True)
-            return torch.tensor([stop in t for t in tails], device=input_ids.device)
-
-    return StopAt()
-
-
-@torch.no_grad()
-def generate(model, tok, prompts: Sequence[str], max_new_tokens: int = 256, batch_size: int = 8,
-             stop: str = "Question:") -> list[str]:
-    """Greedy continuations, batched with left padding (longest prompts first), cut at ``stop``."""
-    from transformers import StoppingCriteriaList
-    dev = model.get_input_embeddings().weight.device
-    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-    out: list[str] = [""] * len(prompts)
-    side = tok.padding_side
-    tok.padding_side = "left"
-    try:
-        for j in range(0, len(order), batch_size):
-            idx = order[j:j + batch_size]
-            enc = tok([prompts[i] for i in idx], return_tensors="pt", padding=True).to(dev)
-            n = enc["input_ids"].shape[1]
-            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tok.pad_token_id,
-                                 stopping_criteria=StoppingCriteriaList([_stop_at(tok, stop, n)]))
-            for i, text in zip(idx, tok.batch_decode(gen[:, n:], skip_special_tokens=True)):
-                out[i] = text.split(stop)[0]
-    finally:
-        tok.padding_side = side
-    return out
-
-
-def letter_ids(tok, letters: str, cue: str = "Answer:") -> list[int]:
-    """Token id of each answer letter as it follows ``cue`` (``" A"`` after ``Answer:``)."""
-    base = tok(cue, add_special_tokens=False)["input_ids"]
-    ids = []
-    for L in letters:
-        full = tok(f"{cue} {L}", add_special_tokens=False)["input_ids"]
-        if full[:len(base)] != base or len(full) != len(base) + 1:
-            raise ValueError(f"the tokenizer does not write {cue!r} + ' {L}' as the cue plus one letter token")
-        ids.append(full[len(base)])
-    if len(set(ids)) != len(ids) or tok.unk_token_id in ids:
-        raise ValueError(f"the tokenizer cannot tell the answer letters {letters} apart (unknown or shared tokens)")
-    return ids
-
-
-@torch.no_grad()
-def choice_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8) -> torch.Tensor:
-    """``(n, len(letters))`` next-token logits of the letters after each prompt (right padding;
-    the logits are read at each prompt's own last token)."""
-    dev = model.get_input_embeddings().weight.device
-    ids = letter_ids(tok, letters)
-    out = torch.empty(len(prompts), len(letters))
-    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-    side = tok.padding_side
-    tok.padding_side = "right"
-    try:
-        for j in range(0, len(order), batch_size):
-            idx = order[j:j + batch_size]
-            enc = tok([prompts[i] for i in idx], return_tensors="pt", padding=True).to(dev)
-            logits = model(**enc).logits
-            last = enc["attention_mask"].sum(1) - 1
-            out[idx] = logits[torch.arange(len(idx), device=dev), last][:, ids].float().cpu()
-    finally:
-        tok.padding_side = side
-    return out
 
 
 # ------------------------------------------------------------------------------ multiple choice
@@ -365,7 +274,8 @@ def evaluate(model, tok, benchmarks: Sequence[str] = BENCHMARKS, root: str | Pat
         shots = random.Random(seed).sample(shots_pool, n_shot)
         for b in math:
             rows = _limit(splits[b]["test"] if splits else read_math(b, root, "test", source), limit, seed)
-            outs = generate(model, tok, [math_prompt(p, shots) for p in rows], max_new_tokens, batch_size)
+            outs = greedy_decode(model, tok, [math_prompt(p, shots) for p in rows], max_new_tokens,
+                                 stop="Question:", batch_size=batch_size)
             res[b] = sum(is_correct(extract_answer(o), p.answer) for o, p in zip(outs, rows)) / len(rows)
     if "mmlu" in benchmarks:
         dev = {}

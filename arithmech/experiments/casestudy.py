@@ -147,13 +147,14 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
     ``res.heldout`` (heads ranked on the samples outside ``heldout``, knocked out on fresh ``heldout``
     pairs, against as many random heads)."""
     from arithmech.methods.identify import effects_frame, ranking
-    from arithmech.methods.knockout import PAPER_CASES, group_key, heldout_drop, mean_activations, transfer_table
+    from arithmech.experiments.paper import FIG4_CASES
+    from arithmech.methods.knockout import group_key, heldout_drop, mean_activations, transfer_table
     held = {t.id for t in D.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     use = torch.tensor([s.template not in held for s in every])
     primary = "all" if "all" in res.patched else next(iter(res.tasks))
     res.transfer = transfer_table(model, tok, ranking(res.effects, primary)[0][:top], res.means,
-                                  tokenizer_cases(tok, PAPER_CASES))
+                                  tokenizer_cases(tok, FIG4_CASES))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         id_heads = ranking(effects_frame(res.patched[primary].select(use), "id", prob=False), "id")[0][:top]
@@ -205,7 +206,7 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
 def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: int = 0, top: int = 10,
                    prompt: str = "4 + 3 = ", recompute: bool = False) -> dict:
     """The analyze step on the ``top`` heads of highest effect rank (task ``all``), read from ``folder`` or
-    computed with :mod:`arithmech.methods.analyze`'s functions: attention by role (with the KV head each query
+    computed with the functions of :mod:`arithmech.methods.attention` and :mod:`arithmech.methods.mlp`: attention by role (with the KV head each query
     head reads), MLP_in and MLP_out − MLP_in on W_U, start–inflection–end, the layer-by-layer top
     numbers of ``prompt`` (ending with the space token, as this tokenizer needs).
 
@@ -213,17 +214,19 @@ def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: i
     none under the operator counterfactual). Writes the analyze files of the results contract.
     """
     from arithmech.methods import analyze as An
+    from arithmech.methods import attention as At
+    from arithmech.methods import mlp as M
     from arithmech.methods.identify import ranking
     folder = Path(folder)
     eff = R.read(folder, "effects.csv")
     heads = ranking(eff, "all" if (eff.task == "all").any() else eff.task.iloc[0])[0][:top]
     if recompute or not R.exists(folder, "analyze.json"):
         samples = An.reference_samples(folder, n_samples, seed)
-        roles = An.attention_by_role(model, tok, samples)
-        mlp = An.mlp_projection(model, tok, samples)
-        stages = An.stage_layers(mlp)
-        tops = An.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
-        labels = An.label_heads(roles, heads)
+        roles = At.attention_by_role(model, tok, samples)
+        mlp = M.mlp_projection(model, tok, samples)
+        stages = M.stage_layers(mlp)
+        tops = M.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
+        labels = At.label_heads(roles, heads)
         R.write_step(folder, "analyze", {
             "attention_roles.csv": roles, "mlp_projection.csv": mlp, "top_numbers.csv": tops, "analyze.json": {
                 "key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
@@ -232,7 +235,7 @@ def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: i
             {"parameters": {"n_samples": n_samples, "seed": seed, "top": top, "prompt": prompt},
              "peak_memory": R.peak_memory()})
     roles = R.read(folder, "attention_roles.csv")
-    return {"roles": roles, "labels": An.label_heads(roles, heads), "mlp": R.read(folder, "mlp_projection.csv"),
+    return {"roles": roles, "labels": At.label_heads(roles, heads), "mlp": R.read(folder, "mlp_projection.csv"),
             "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}),
             "summary": R.read(folder, "analyze.json")}
 
@@ -305,7 +308,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
                      f"({h['relative_drop']:+.0%}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}",
                      h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]))
     if R.exists(folder, "analyze.json"):
-        from arithmech.methods.analyze import label_heads
+        from arithmech.methods.attention import label_heads
         roles = R.read(folder, "attention_roles.csv")
         lab = label_heads(roles, heads[:top])
         n_op = int(lab.label.isin(["operand", "operator"]).sum())
@@ -349,9 +352,10 @@ def table1_side_by_side(results_dir: str | Path, model_name: str) -> pd.DataFram
     the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
     toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
     of :mod:`arithmech.experiments.table1`). Missing results are left out."""
-    from arithmech.experiments.table1 import PAPER_TABLE1, table1_frame
+    from arithmech.experiments.paper import table1_by_mode
+    from arithmech.experiments.table1 import table1_frame
     rows = []
-    for mode, r in PAPER_TABLE1.items():
+    for mode, r in table1_by_mode("LLaMA2-7B").items():
         rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
                      (r["mmlu"] + r["csqa"]) / 2, r.get("samples_per_second"), r.get("tuned_parameters"), None))
     emb = Path(results_dir) / "embedded"

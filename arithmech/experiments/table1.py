@@ -14,7 +14,7 @@ module makes the same comparison small enough for a laptop CPU, on any model ``l
   from the training side of :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"``;
 * **measured on what training did not see**: ``heldout_phrasings`` (Fig. 8 forms
   :data:`HELDOUT_FORMS` of every operation and all of Fig. 10; answer-token accuracy), ``two_digit``
-  (the test operand pairs, exact greedy answer), ``addsub``/``singleeq``/``svamp`` (test sides of
+  (:func:`arithmech.embedded.train.two_digit_items`, exact greedy answer), ``addsub``/``singleeq``/``svamp`` (test sides of
   :func:`arithmech.evals.benchmarks.math_splits`, few-shot, direct answer "The answer is N"), ``mmlu``/``csqa``
   (answer-letter likelihood) and ``lm_loss``: mean next-token loss on a generic text that Python
   itself ships, sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``
@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 import sys
 import tempfile
 import time
@@ -47,20 +46,13 @@ from arithmech.core import results as R
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
+from arithmech.experiments.paper import SFT
 
 HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
 GENERIC_TOPICS = ("naming", "execmodel", "exceptions", "truth", "comparisons", "compound")
 VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; disjoint from GENERIC_TOPICS
 LR_GRID = {"full": (3e-5, 1e-4, 3e-4), "precise": (3e-4, 1e-3, 3e-3)}
 DEFAULT_LR = {"full": 1e-4, "precise": 3e-3}          # what lr_grid chose for SmolLM2 (finetune/lr_grid.json)
-# Table 1 of the paper, LLaMA2-7B (accuracy %, samples/s, tuned parameters).
-PAPER_TABLE1 = {
-    "base": {"gsm8k": 14.6, "addsub": 30.5, "singleeq": 65.4, "svamp": 34.7, "mmlu": 46.0, "csqa": 59.8},
-    "full": {"gsm8k": 24.6, "addsub": 53.7, "singleeq": 68.2, "svamp": 50.3, "mmlu": 40.5, "csqa": 54.0,
-             "samples_per_second": 15, "tuned_parameters": 6.7e9},
-    "precise": {"gsm8k": 27.4, "addsub": 50.6, "singleeq": 69.7, "svamp": 55.8, "mmlu": 46.4, "csqa": 59.6,
-                "samples_per_second": 50, "tuned_parameters": 0.07e9},
-}
 
 
 # ------------------------------------------------------------------------------- answer tokens
@@ -86,11 +78,11 @@ def phrasings() -> tuple[list[T.Template], list[T.Template]]:
 
 
 def _sentence(t: T.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
-    v = D._draw_values(t, rng)
+    v = D.draw_values(t, rng)
     if ab is not None:
         a, b = ab
         v.update(A=a, B=b, C=a + b if t.op == "addition" else a - b)
-    return D._render(t.clean, v)[0], t.joiner + str(v["C"])
+    return D.render(t.clean, v)[0], t.joiner + str(v["C"])
 
 
 def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -113,15 +105,6 @@ def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
     return out
 
 
-def two_digit_items(n: int, seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` held-out two-digit problems ``(prompt, answer)``: test operand pairs, any Fig. 8 add/sub form."""
-    from arithmech.embedded.train import two_digit_split
-    _, test = two_digit_split(seed)
-    rng = random.Random(seed + 2)
-    tpls = [t for t in T.FIG8 if t.op in ("addition", "subtraction")]
-    return [_sentence(rng.choice([t for t in tpls if t.op == op]), rng, (a, b)) for a, b, op in test[:n]]
-
-
 def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
     """The held-out generic text: sections ``topics`` of the Python Language Reference as the standard
     library ships them (``pydoc_data.topics``)."""
@@ -130,62 +113,14 @@ def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
 
 
 # ------------------------------------------------------------------------- Table 1: measurements
-@torch.no_grad()
-def exact_answers(model, tok, items: Sequence[tuple[str, str]], batch_size: int = 32) -> list[int]:
-    """1 where greedy decoding after ``prompt`` writes exactly ``completion`` and then no further digit.
-
-    One teacher-forced forward per item: greedy decoding follows the gold tokens as long as each is
-    the argmax, so "all gold tokens are argmax and the next argmax is not a digit" is exact greedy match.
-    """
-    full = [p + c for p, c in items]
-    n_prompt = [len(tok(p)["input_ids"]) for p, _ in items]
-    out = [0] * len(items)
-    dev = model.get_input_embeddings().weight.device
-    for idx, ids in D.group_by_length(tok, full, batch_size):
-        pred = model(ids.to(dev)).logits.argmax(-1).cpu()                      # (b, seq)
-        for r, i in enumerate(idx):
-            k = n_prompt[i]
-            gold_ok = bool((pred[r, k - 1:-1] == ids[r, k:]).all())
-            nxt = tok.decode([int(pred[r, -1])]).strip()
-            out[i] = int(gold_ok and not nxt[:1].isdigit())
-    return out
-
-
-_FIRST_NUM = re.compile(r"-?\d+(?:\.\d+)?")
-
-
 def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
     """Few-shot word problems answered directly ("Answer: The answer is N."); 1 per right first number."""
-    from arithmech.evals.benchmarks import _fmt_number, generate, is_correct
-    head = "".join(f"Question: {s.question}\nAnswer: The answer is {_fmt_number(s.answer)}.\n\n" for s in shots)
-    outs = generate(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
-                    max_new_tokens=10, batch_size=batch_size, stop="\n")
-    nums = [_FIRST_NUM.search(o.replace(",", "")) for o in outs]
-    return [int(is_correct(float(m.group()) if m else None, p.answer)) for m, p in zip(nums, rows)]
-
-
-@torch.no_grad()
-def letter_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8) -> torch.Tensor:
-    """``(n, len(letters))`` next-token logits of the answer letters after each prompt.
-
-    Left padding with an attention mask, so every prompt's last token sits at the last position and only
-    that position goes through W_U (``logits_to_keep=1``); RoPE depends only on relative positions, so
-    the padding shifts nothing (``tests/test_smollm.py`` checks against single unpadded prompts).
-    """
-    from arithmech.evals.benchmarks import letter_ids
-    ids = letter_ids(tok, letters)
-    dev = model.get_input_embeddings().weight.device
-    out = torch.empty(len(prompts), len(letters))
-    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-    side, tok.padding_side = tok.padding_side, "left"
-    try:
-        for j in range(0, len(order), batch_size):
-            idx = order[j:j + batch_size]
-            enc = tok([prompts[i] for i in idx], return_tensors="pt", padding=True).to(dev)
-            out[idx] = model(**enc, logits_to_keep=1).logits[:, -1, ids].float().cpu()
-    finally:
-        tok.padding_side = side
-    return out
+    from arithmech.evals.benchmarks import format_number
+    from arithmech.evals.scoring import extract_answer, greedy_decode, is_correct
+    head = "".join(f"Question: {s.question}\nAnswer: The answer is {format_number(s.answer)}.\n\n" for s in shots)
+    outs = greedy_decode(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
+                         max_new_tokens=10, batch_size=batch_size, stop="\n")
+    return [int(is_correct(extract_answer("The answer is" + o), p.answer)) for o, p in zip(outs, rows)]
 
 
 def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
@@ -193,6 +128,7 @@ def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data
     """MMLU (``n_shot`` dev rows of the subject) or CSQA (``n_shot`` train rows): 1 where the most likely
     answer letter after ``Answer:`` is right, for a seeded sample of ``n`` test (dev for CSQA) rows."""
     from arithmech.evals import benchmarks as E
+    from arithmech.evals.scoring import choice_logits
     if name == "mmlu":
         dev: dict = {}
         for c in E.read_mmlu("dev", data_dir):
@@ -203,7 +139,7 @@ def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data
         shots = random.Random(seed).sample(E.read_csqa("train", data_dir), n_shot)
         rows = random.Random(seed).sample(E.read_csqa("dev", data_dir), n)
         prompts, letters = [E.choice_prompt(c, shots) for c in rows], "ABCDE"
-    pred = letter_logits(model, tok, prompts, letters, batch_size).argmax(1).tolist()
+    pred = choice_logits(model, tok, prompts, letters, batch_size).argmax(1).tolist()
     return [int(letters[i] == c.answer) for i, c in zip(pred, rows)]
 
 
@@ -231,11 +167,13 @@ def table1_sizes(scale: float = 1.0) -> dict:
 
 def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> dict:
     """Every Table 1 measurement: ``{name: {"value", "n", "ci", "items", "metric"}}`` (items for paired CIs)."""
+    from arithmech.embedded.train import two_digit_items
     from arithmech.evals import benchmarks as E
+    from arithmech.evals.scoring import greedy_exact
     _, held = phrasings()
     samples, _ = D.make_pairs(tok, held, n=sizes["heldout_per_template"] * len(held), seed=seed + 3)
     items = {"heldout_phrasings": answer_scores(model, tok, samples)[0].int().tolist(),
-             "two_digit": exact_answers(model, tok, two_digit_items(sizes["two_digit"], seed))}
+             "two_digit": [int(ok) for ok in greedy_exact(model, tok, two_digit_items(sizes["two_digit"], seed))]}
     splits = E.math_splits(data_dir, seed)
     for name in ("addsub", "singleeq", "svamp"):
         rng = random.Random(seed)
@@ -281,8 +219,8 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
     rows = F.tokenize_pairs(tok, train_sentences(steps * bs, seed))
     spec = A.HeadSpec(heads=tuple(heads), rescale=True) if mode == "precise" else None
     with tempfile.TemporaryDirectory() as tmp:
-        args = F.training_args(tmp, lr=lr, batch_size=bs, micro_batch_size=bs, max_steps=steps, warmup=0.02,
-                               weight_decay=0.1, seed=seed, device=device, logging_steps=max(1, steps // 10))
+        args = F.training_args(tmp, lr=lr, batch_size=bs, micro_batch_size=bs, max_steps=steps, warmup=SFT["warmup"],
+                               weight_decay=SFT["weight_decay"], seed=seed, device=device, logging_steps=max(1, steps // 10))
         net.train()
         trainer = F.make_trainer(net, mode, args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
@@ -291,8 +229,8 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
         net = trainer.merged_model()
     net.eval().requires_grad_(False)
     rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()), n_train=len(rows),
-               heads=[list(h) for h in heads] if mode == "precise" else "all", lr=lr, warmup_ratio=0.02,
-               weight_decay=0.1, scheduler="cosine", optimizer="adamw_torch")
+               heads=[list(h) for h in heads] if mode == "precise" else "all", lr=lr, warmup_ratio=SFT["warmup"],
+               weight_decay=SFT["weight_decay"], scheduler="cosine", optimizer="adamw_torch")
     return net, tok, rec
 
 

@@ -7,7 +7,7 @@ MLP layers, gradients rescaled by H/h). Its checkpoints hold just those slices (
 resumes with ``trainer.train(resume_from_checkpoint=...)``. The full-SFT baseline is the plain
 ``Trainer`` with every parameter trainable and the *same* :func:`training_args`.
 
-Paper defaults (:data:`PAPER`): lr 2e-5, batch 128 (``micro_batch_size`` x gradient accumulation),
+Paper defaults (:data:`arithmech.experiments.paper.SFT`): lr 2e-5, batch 128 (``micro_batch_size`` x gradient accumulation),
 2 epochs, warmup ratio 0.02, weight decay 0.1; AdamW (``adamw_torch``); cosine decay (the paper does
 not name a schedule). The toy chapter uses a higher lr and a few hundred steps on the embedded model.
 
@@ -45,15 +45,15 @@ from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArgu
 from arithmech.core import results as R
 from arithmech.finetune import adapter as A
 from arithmech.core.models import load_model
+from arithmech.experiments.paper import SFT
 from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
 
-PAPER = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)
 
 
 # ------------------------------------------------------------------------------------- training
-def training_args(out_dir: str | Path, lr: float = PAPER["lr"], batch_size: int = PAPER["batch_size"],
-                  micro_batch_size: int = 8, epochs: float = PAPER["epochs"], max_steps: int = -1,
-                  warmup: float = PAPER["warmup"], weight_decay: float = PAPER["weight_decay"], seed: int = 0,
+def training_args(out_dir: str | Path, lr: float = SFT["lr"], batch_size: int = SFT["batch_size"],
+                  micro_batch_size: int = 8, epochs: float = SFT["epochs"], max_steps: int = -1,
+                  warmup: float = SFT["warmup"], weight_decay: float = SFT["weight_decay"], seed: int = 0,
                   device: str = "cpu", bf16: bool = False, save_steps: int | None = None,
                   logging_steps: int = 10, scheduler: str = "cosine", fsdp_layer: str | None = None,
                   **extra) -> TrainingArguments:
@@ -252,9 +252,9 @@ def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[i
 # ------------------------------------------------------------------------------------- runner
 def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "top-8", mlps: int = 0,
                  train_data: str = "embedded", results: str | Path = "results", benchmarks: Sequence[str] = ("toy",),
-                 epochs: float = PAPER["epochs"], max_steps: int = -1, lr: float = PAPER["lr"],
-                 batch_size: int = PAPER["batch_size"], micro_batch_size: int = 8, warmup: float = PAPER["warmup"],
-                 weight_decay: float = PAPER["weight_decay"], seed: int = 0, device: str = "cpu",
+                 epochs: float = SFT["epochs"], max_steps: int = -1, lr: float = SFT["lr"],
+                 batch_size: int = SFT["batch_size"], micro_batch_size: int = 8, warmup: float = SFT["warmup"],
+                 weight_decay: float = SFT["weight_decay"], seed: int = 0, device: str = "cpu",
                  dtype: str = "float32", bf16: bool = False, kv_policy: str = "any", rescale: bool = True,
                  limit: int | None = None, data_dir=None, n_train: int | None = None, tag: str | None = None,
                  save_adapter: bool = False, fsdp: bool = False, before: dict | None = None,
@@ -364,13 +364,13 @@ def add_cli(subparsers, name: str = "finetune") -> None:
     s.add_argument("--limit", type=POSITIVE, default=None, help="evaluate a seeded sample of this many rows per benchmark")
     s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
     s.add_argument("--tag", default=None, help="file name suffix: finetune/<mode>-<tag>.json")
-    s.add_argument("--epochs", type=float, default=PAPER["epochs"])
+    s.add_argument("--epochs", type=float, default=SFT["epochs"])
     s.add_argument("--max-steps", type=int, default=-1)
-    s.add_argument("--lr", type=float, default=PAPER["lr"])
-    s.add_argument("--batch-size", type=POSITIVE, default=PAPER["batch_size"])
+    s.add_argument("--lr", type=float, default=SFT["lr"])
+    s.add_argument("--batch-size", type=POSITIVE, default=SFT["batch_size"])
     s.add_argument("--micro-batch-size", type=POSITIVE, default=8)
-    s.add_argument("--warmup", type=float, default=PAPER["warmup"])
-    s.add_argument("--weight-decay", type=float, default=PAPER["weight_decay"])
+    s.add_argument("--warmup", type=float, default=SFT["warmup"])
+    s.add_argument("--weight-decay", type=float, default=SFT["weight_decay"])
     s.add_argument("--bf16", action="store_true", help="bf16 autocast (trainable slices stay fp32)")
     s.add_argument("--fsdp", action="store_true", help="full SFT: FSDP through TrainingArguments")
     s.add_argument("--save-adapter", action="store_true")

@@ -19,7 +19,8 @@ import torch
 
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
-from arithmech.methods.analyze import Head, end_rows, layer_top_numbers, role_labels
+from arithmech.methods.attention import Head, end_rows, role_labels
+from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.knockout import POSITIONS, Means, group_key, mean_activations
 from arithmech.core.models import arch_for, input_device
 from arithmech.core.trace import TraceDict

@@ -33,20 +33,12 @@ import torch
 from arithmech.core import results as R
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
-from arithmech.methods.knockout import (PAPER_CASES, POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
+from arithmech.experiments.paper import FIG4_CASES
+from arithmech.methods.knockout import (POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
                        mean_activations, transfer_table)
 from arithmech.methods.patching import Patched, path_patch
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
-
-# Table 4 / Table 3 / Fig. 2 of the paper, LLaMA2-7B, as (layer, head).
-PAPER_KEY_HEADS = {
-    "fig2": [(12, 22), (13, 11), (14, 2), (11, 8)],
-    "table4_ours": [(12, 22), (13, 11), (16, 0), (15, 26), (18, 26), (18, 24), (30, 31), (14, 27), (22, 25), (11, 8)],
-    "table4_gsm8k": [(19, 6), (11, 8), (12, 22), (14, 31), (13, 11), (22, 25), (16, 0), (21, 17), (15, 26), (29, 5)],
-    "table3_exponentiation": [(11, 8), (12, 22), (13, 11), (14, 2), (15, 15)],
-}
-
 
 # ---------------------------------------------------------------------------------- the samples
 def task_templates(task) -> tuple[str, list[T.Template]]:
@@ -309,7 +301,7 @@ def _interleave(groups) -> list[D.Sample]:
 
 
 def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
-                 batch_size: int = 64, cases: Sequence[tuple[str, str]] = PAPER_CASES) -> None:
+                 batch_size: int = 64, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout``."""
     held_ids = {t.id for t in D.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]

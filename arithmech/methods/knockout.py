@@ -42,6 +42,7 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
+from arithmech.experiments.paper import FIG4_CASES
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.core.models import arch_for, input_device
 from arithmech.core.trace import TraceDict
@@ -275,15 +276,6 @@ def default_ks(total: int) -> list[int]:
 
 
 # --------------------------------------------------------------------------------- transfer (Fig. 4)
-PAPER_CASES: list[tuple[str, str]] = [   # Fig. 4: prompt, the correct next token
-    ("Danny has 12 bottle caps in his collection. He found 53 bottle caps at the park. "
-     "How many bottle caps does he have now? The answer is", "6"),
-    ("281 + 135 =", "4"),
-    ("The war lasted 5 years from 1723 to 172", "8"),
-    ("4.2 plus 2.5 equals to", "6"),
-]
-
-
 def unknown_words(tok, prompt: str) -> list[str]:
     """Pieces of ``prompt`` the tokenizer maps to its unknown token (empty for byte-level tokenizers)."""
     if tok.unk_token_id is None:
@@ -294,7 +286,7 @@ def unknown_words(tok, prompt: str) -> list[str]:
 
 
 def transfer_table(model, tok, heads: Sequence[Head], means: Means,
-                   cases: Sequence[tuple[str, str]] = PAPER_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
+                   cases: Sequence[tuple[str, str]] = FIG4_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
     """Fig. 4: top-``k`` next tokens before and after knocking out ``heads`` (pooled means).
 
     Cases with words the tokenizer does not know are kept as rows with ``status`` saying so

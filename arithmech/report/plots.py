@@ -166,7 +166,7 @@ def _head_names(df: pd.DataFrame) -> pd.DataFrame:
 def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = "Fig. 5") -> alt.Chart:
     """Fig. 5: END-row attention mass of each key head by role, one panel per operation.
 
-    ``roles``: attention_roles.csv; ``labels``: :func:`arithmech.methods.analyze.label_heads` (key heads, ranked).
+    ``roles``: attention_roles.csv; ``labels``: :func:`arithmech.methods.attention.label_heads` (key heads, ranked).
     Heads are grouped operand heads first, then operator heads, then the rest.
     """
     order = labels.assign(g=labels.label.map({"operand": 0, "operator": 1}).fillna(2)).sort_values(["g"], kind="stable")

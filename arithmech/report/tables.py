@@ -1,8 +1,7 @@
 """The paper's fine-tuning tables (Tables 1, 2, 5) as data, and ours in the same shape.
 
-``PAPER_TABLE1`` / ``PAPER_TABLE2`` / ``PAPER_TABLE5`` hold the published LLaMA2 numbers (accuracy in %,
-train speed in samples/s, tuned parameters in billions; CSQA read as CommonsenseQA, see
-``/work/shared/data/README.md``). :func:`results_table` turns ``finetune/<mode>.json`` records (from
+The published LLaMA2 tables are :data:`arithmech.experiments.paper.TABLE1` / ``TABLE2`` / ``TABLE5``
+(accuracy in %, train speed in samples/s, tuned parameters in billions). :func:`results_table` turns ``finetune/<mode>.json`` records (from
 :func:`arithmech.finetune.runner.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
 benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
 """
@@ -14,32 +13,8 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
-from arithmech.core.models import Geometry
+from arithmech.experiments.paper import LLAMA2_7B, LLAMA2_7B_FF
 
-_T1 = ["GSM8K", "AddSub", "SingleEq", "SVAMP", "MMLU", "CSQA"]
-PAPER_TABLE1 = pd.DataFrame(
-    [("LLaMA2-7B", "base", None, None, 14.6, 30.5, 65.4, 34.7, 46.0, 59.8),
-     ("LLaMA2-7B", "full SFT", 15, 6.7, 24.6, 53.7, 68.2, 50.3, 40.5, 54.0),
-     ("LLaMA2-7B", "precise SFT", 50, 0.07, 27.4, 50.6, 69.7, 55.8, 46.4, 59.6),
-     ("LLaMA2-13B", "base", None, None, 28.7, 33.7, 76.6, 45.7, 54.8, 67.3),
-     ("LLaMA2-13B", "full SFT", 8, 13.0, 44.6, 62.2, 79.8, 62.8, 50.2, 62.0),
-     ("LLaMA2-13B", "precise SFT", 34, 0.08, 46.3, 61.1, 82.2, 66.6, 55.0, 67.2)],
-    columns=["model", "setting", "samples/s", "tuned params (B)"] + _T1)
-
-PAPER_TABLE2 = pd.DataFrame(
-    [("top-8 heads", 8, 0, 58, 0.017, 25.4, 45.1), ("top-16 heads", 16, 0, 52, 0.033, 26.5, 45.8),
-     ("top-32 heads", 32, 0, 50, 0.067, 27.4, 46.4), ("top-48 heads", 48, 0, 46, 0.101, 27.4, 46.4),
-     ("top-64 heads", 64, 0, 40, 0.134, 27.3, 45.5), ("top-32 heads + top-3 MLPs", 32, 3, 31, 0.473, 28.0, 45.2)],
-    columns=["setting", "heads", "mlps", "samples/s", "tuned params (B)", "GSM8K", "MMLU"])
-
-PAPER_TABLE5 = pd.DataFrame(
-    [("top-32 heads", 0, 50, 0.067, 27.4, 46.4), ("top-32 heads + top-1 MLP", 1, 44, 0.202, 27.5, 46.0),
-     ("top-32 heads + top-2 MLPs", 2, 38, 0.338, 27.7, 45.7), ("top-32 heads + top-3 MLPs", 3, 31, 0.473, 28.0, 45.2),
-     ("top-32 heads + top-6 MLPs", 6, 26, 0.879, 28.2, 44.9), ("top-32 heads + all MLPs", 32, 19, 4.396, 29.2, 43.9)],
-    columns=["setting", "mlps", "samples/s", "tuned params (B)", "GSM8K", "MMLU"])
-
-LLAMA2_7B = Geometry(n_layers=32, n_heads=32, n_kv_heads=32, head_dim=128, d_model=4096, vocab_size=32000)
-LLAMA2_7B_FF = 11008
 TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences (math)",
              "single_digit": "single-digit (math)", "generic": "generic facts"}
 

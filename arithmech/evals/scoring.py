@@ -1,0 +1,214 @@
+"""Scoring a causal LM on prompts: greedy decoding, answer-letter logits, answer extraction.
+
+Every evaluation of the project goes through these functions (the toy benchmarks of the embedded
+model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.experiments.table1`).
+
+**Batching: left padding, attention mask, position ids from the mask.** Prompts are sorted by token
+length (equal lengths share a batch and then need no padding at all) and cut into batches of
+``batch_size``; a shorter prompt in a batch gets pad tokens on the *left* so that every row's last
+token sits at the last position, where the next token is read. The attention mask hides the pads
+(their keys get zero weight) and the position ids count only real tokens (``cumsum(mask) - 1``), so
+each row sees the positions a lone prompt sees, whatever the model's position scheme (RoPE or
+absolute). Why not group by length without padding: benchmark prompts (few-shot word problems,
+MMLU) have nearly all-distinct lengths, so grouping would run them one at a time. The price is that
+padded rows are equal to a lone forward only up to float rounding of the reductions; the tests
+check token-for-token equality with a one-prompt-at-a-time loop.
+
+**Greedy decoding** (:func:`greedy_decode`): the prompt batch goes through the model once (only the
+last position through ``W_U``), then one token per step with the KV cache. A row stops at an EOS
+token (not kept), once its new text contains ``stop`` (the text is cut before it), or after
+``max_new_tokens`` tokens. The tokens are exactly those of the literal loop "append the argmax of
+the last position's logits, rerun the whole sequence".
+
+**Choice scoring** (:func:`choice_logits`): next-token logits of the answer letters after each
+prompt (``" A"`` after ``Answer:``, :func:`letter_ids`); the prediction is their argmax.
+
+**Answer extraction**: :func:`extract_answer` (a number from free text) with :func:`is_correct`
+(numeric equality), and :func:`completes` / :func:`greedy_exact` (short exact answers: "greedy decoding
+writes the answer, then no digit").
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import torch
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+# ------------------------------------------------------------------------------------ batching
+def length_batches(lengths: Sequence[int], batch_size: int) -> Iterable[list[int]]:
+    """Indices ``0..n-1`` sorted by ``lengths`` (stable), in chunks of ``batch_size``."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size}: need at least 1")
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    for j in range(0, len(order), batch_size):
+        yield order[j:j + batch_size]
+
+
+def left_padded(rows: Sequence[Sequence[int]], pad_id: int = 0,
+                device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(ids, mask, positions)``, each ``(batch, max_len)``: token rows padded on the left with
+    ``pad_id`` (any id: the mask hides it), mask 1 on real tokens, positions ``0..len-1`` of each row's
+    real tokens (0 under the pads)."""
+    L = max(map(len, rows))
+    ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), L), dtype=torch.long)
+    for r, row in enumerate(rows):
+        if row:
+            ids[r, L - len(row):] = torch.tensor(list(row))
+            mask[r, L - len(row):] = 1
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), pos.to(device)
+
+
+def _device(model) -> torch.device:
+    return model.get_input_embeddings().weight.device
+
+
+def _pad_id(tok) -> int:
+    return next((i for i in (tok.pad_token_id, tok.eos_token_id) if i is not None), 0)
+
+
+def eos_ids(model, tok) -> set[int]:
+    """The tokens that end a generation: the tokenizer's EOS and the model's ``generation_config`` EOS."""
+    out = {tok.eos_token_id} if tok.eos_token_id is not None else set()
+    cfg = getattr(model, "generation_config", None)
+    extra = getattr(cfg, "eos_token_id", None) if cfg is not None else None
+    out |= set(extra) if isinstance(extra, (list, tuple)) else ({extra} if extra is not None else set())
+    return out
+
+
+# ------------------------------------------------------------------------------ greedy decoding
+@torch.no_grad()
+def greedy_tokens(model, tok, prompts: Sequence[str], max_new_tokens: int, stop: str | None = None,
+                  batch_size: int = 8, eos: Iterable[int] | None = None) -> list[list[int]]:
+    """New token ids of greedy decoding after each prompt (module docstring: batching, stop rules).
+
+    ``prompts`` are tokenized as a lone prompt is (``tok(p)["input_ids"]``, special tokens included).
+    A row's list ends at the token that completed ``stop`` (kept), before an EOS token (dropped), or
+    after ``max_new_tokens`` tokens. ``eos`` defaults to :func:`eos_ids`.
+    """
+    eos = eos_ids(model, tok) if eos is None else set(eos)
+    enc = [tok(p)["input_ids"] for p in prompts]
+    out: list[list[int]] = [[] for _ in prompts]
+    if max_new_tokens < 1:
+        return out
+    dev = _device(model)
+    for idx in length_batches([len(e) for e in enc], batch_size):
+        ids, mask, pos = left_padded([enc[i] for i in idx], _pad_id(tok), dev)
+        res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
+        pos = pos[:, -1:]
+        done = [False] * len(idx)
+        for step in range(max_new_tokens):
+            nxt = res.logits[:, -1].argmax(-1)                                   # (batch,)
+            for r, t in enumerate(nxt.tolist()):
+                if done[r]:
+                    continue
+                if t in eos:
+                    done[r] = True
+                    continue
+                out[idx[r]].append(t)
+                if stop is not None and stop in tok.decode(out[idx[r]], skip_special_tokens=True):
+                    done[r] = True
+            if all(done) or step == max_new_tokens - 1:
+                break
+            mask = torch.cat([mask, mask.new_ones(len(idx), 1)], 1)
+            pos = pos + 1
+            res = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
+                        past_key_values=res.past_key_values, use_cache=True)
+    return out
+
+
+def decode_new(tok, tokens: Sequence[int], stop: str | None = None) -> str:
+    """The text of generated ``tokens`` (special tokens skipped), cut before ``stop``."""
+    text = tok.decode(list(tokens), skip_special_tokens=True)
+    return text.split(stop)[0] if stop else text
+
+
+def greedy_decode(model, tok, prompts: Sequence[str], max_new_tokens: int = 256, stop: str | None = None,
+                  batch_size: int = 8, eos: Iterable[int] | None = None) -> list[str]:
+    """Greedy continuation text of each prompt (:func:`greedy_tokens`, then :func:`decode_new`)."""
+    toks = greedy_tokens(model, tok, prompts, max_new_tokens, stop, batch_size, eos)
+    return [decode_new(tok, t, stop) for t in toks]
+
+
+# ------------------------------------------------------------------------------- choice scoring
+def letter_ids(tok, letters: str, cue: str = "Answer:") -> list[int]:
+    """Token id of each answer letter as it follows ``cue`` (``" A"`` after ``Answer:``)."""
+    base = tok(cue, add_special_tokens=False)["input_ids"]
+    ids = []
+    for L in letters:
+        full = tok(f"{cue} {L}", add_special_tokens=False)["input_ids"]
+        if full[:len(base)] != base or len(full) != len(base) + 1:
+            raise ValueError(f"the tokenizer does not write {cue!r} + ' {L}' as the cue plus one letter token")
+        ids.append(full[len(base)])
+    if len(set(ids)) != len(ids) or tok.unk_token_id in ids:
+        raise ValueError(f"the tokenizer cannot tell the answer letters {letters} apart (unknown or shared tokens)")
+    return ids
+
+
+@torch.no_grad()
+def next_token_logits(model, tok, prompts: Sequence[str], token_ids: Sequence[int],
+                      batch_size: int = 8) -> torch.Tensor:
+    """``(n, len(token_ids))`` float32 logits (CPU) of ``token_ids`` as the next token after each prompt.
+    Left padding: only the last position goes through ``W_U`` (``logits_to_keep=1``)."""
+    enc = [tok(p)["input_ids"] for p in prompts]
+    out = torch.empty(len(prompts), len(token_ids))
+    dev = _device(model)
+    cols = torch.tensor(list(token_ids), device=dev)
+    for idx in length_batches([len(e) for e in enc], batch_size):
+        ids, mask, pos = left_padded([enc[i] for i in idx], _pad_id(tok), dev)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=1).logits
+        out[idx] = logits[:, -1, cols].float().cpu()
+    return out
+
+
+def choice_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8,
+                  cue: str = "Answer:") -> torch.Tensor:
+    """``(n, len(letters))`` next-token logits of the answer letters after each prompt (prompts end with ``cue``)."""
+    return next_token_logits(model, tok, prompts, letter_ids(tok, letters, cue), batch_size)
+
+
+# Cloze scoring (the log-likelihood of each whole answer text after the prompt, as in lm-eval's
+# "acc_norm") belongs here too, beside choice_logits, batched with left_padded the same way.
+
+
+# ---------------------------------------------------------------------------- answer extraction
+def extract_answer(text: str) -> float | None:
+    """The number after "The answer is", else the last number; commas removed; None if no number.
+
+    A prompt that itself ends with "The answer is" is scored with ``extract_answer("The answer is" + out)``:
+    the first number of the continuation."""
+    text = text.replace(",", "")
+    m = re.search(r"the answer is", text, flags=re.I)
+    if m:
+        after = NUMBER.search(text, m.end())
+        if after:
+            return float(after.group())
+    nums = NUMBER.findall(text)
+    return float(nums[-1]) if nums else None
+
+
+def is_correct(pred: float | None, gold: float) -> bool:
+    """Numeric exact match: ``|pred - gold| < 1e-4``; ``None`` (no number) is wrong."""
+    return pred is not None and abs(pred - gold) < 1e-4
+
+
+def greedy_exact(model, tok, items: Sequence[tuple[str, str]], batch_size: int = 32) -> list[bool]:
+    """Per ``(prompt, answer)`` item: does greedy decoding after ``prompt`` write ``answer`` and then no
+    digit (:func:`completes`)? Decodes as many tokens as the longest answer takes after a space, plus one."""
+    if not items:
+        return []
+    n = max(len(tok(" " + a, add_special_tokens=False)["input_ids"]) for _, a in items) + 1
+    outs = greedy_decode(model, tok, [p for p, _ in items], n, batch_size=batch_size)
+    return [completes(o, a) for o, (_, a) in zip(outs, items)]
+
+
+def completes(text: str, answer: str) -> bool:
+    """Short exact answers: ``text`` without whitespace starts with ``answer`` without whitespace, and no
+    digit follows (``"4 7"`` from a word-level tokenizer and ``" 47."`` both complete ``"47"``;
+    ``" 475"`` does not)."""
+    t, a = "".join(text.split()), "".join(answer.split())
+    return t.startswith(a) and not t[len(a):][:1].isdigit()

@@ -1,0 +1,115 @@
+"""The scoring building blocks (arithmech.evals.scoring) against literal one-prompt-at-a-time references."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arithmech.evals import scoring as S
+from conftest import tiny_llama
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+PROMPTS = ["12 plus 35 is", "Q: What is the opposite of hot? A:", "7 minus 2 equals", "The capital of Peru is",
+           "4 + 3 =", "Q: What is the name of @? A:", "The war lasted 5 years from the year 1723 to the year 172",
+           "3 times 3 equals to", "8 / 4 ="]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from arithmech.embedded.train import build_tokenizer
+    return build_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    from arithmech.core.models import load_model
+    return load_model("embedded")[:2]
+
+
+def reference_greedy(model, tok, prompt: str, max_new: int, stop: str | None, eos: set[int]) -> list[int]:
+    """The literal loop: rerun the whole sequence, append the argmax, no cache, no batch, no padding."""
+    ids, new = tok(prompt)["input_ids"], []
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = int(model(torch.tensor([ids + new])).logits[0, -1].argmax())
+            if t in eos:
+                break
+            new.append(t)
+            if stop is not None and stop in tok.decode(new, skip_special_tokens=True):
+                break
+    return new
+
+
+def _check_parity(model, tok, max_new: int):
+    eos = S.eos_ids(model, tok)
+    ref = [reference_greedy(model, tok, p, max_new, None, eos) for p in PROMPTS]
+    got = S.greedy_tokens(model, tok, PROMPTS, max_new, batch_size=4)
+    assert got == ref
+    assert len({len(tok(p)["input_ids"]) for p in PROMPTS}) > 3        # the batches really are padded
+    # a stop string taken from one row's own output: that row stops there, the others as before
+    row = max(range(len(ref)), key=lambda i: len(ref[i]))
+    stop = tok.decode(ref[row][1:2]).strip()
+    ref_s = [reference_greedy(model, tok, p, max_new, stop, eos) for p in PROMPTS]
+    got_s = S.greedy_tokens(model, tok, PROMPTS, max_new, stop=stop, batch_size=3)
+    assert got_s == ref_s and len(got_s[row]) <= 2
+    text = S.greedy_decode(model, tok, PROMPTS, max_new, stop=stop, batch_size=3)
+    assert text == [tok.decode(r, skip_special_tokens=True).split(stop)[0] for r in ref_s]
+    assert all(stop not in t for t in text)
+    return ref
+
+
+def test_greedy_equals_literal_loop_on_random_llama(tok):
+    """Protects: batched, left-padded, KV-cached greedy decoding writes exactly the tokens of the literal
+    no-cache loop, with and without a stop string (a random GQA Llama, eager and sdpa attention)."""
+    model = tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3)
+    ref = _check_parity(model, tok, max_new=6)
+    assert any(len(r) == 6 for r in ref)                   # the cap stopped some rows
+    sdpa = tiny_llama("sdpa", n_layers=2, vocab=len(tok), seed=3)
+    assert S.greedy_tokens(sdpa, tok, PROMPTS, 6, batch_size=4) == ref
+
+
+def test_greedy_equals_literal_loop_on_embedded(embedded):
+    """Protects: the same parity on the trained embedded model, where rows end at EOS at different steps."""
+    model, tok = embedded
+    ref = _check_parity(model, tok, max_new=5)
+    assert any(len(r) < 5 for r in ref) and any(ref)       # some rows stopped at EOS, some wrote text
+    assert S.greedy_decode(model, tok, ["Q: What is the opposite of hot? A:"], 4) == ["cold"]
+
+
+def test_choice_logits_equal_unpadded_forward(tok):
+    """Protects: letter logits of left-padded batches equal each prompt's own unpadded forward."""
+    model = tiny_llama("eager", n_layers=2, vocab=len(tok), seed=4)
+    prompts = ["Q: What is the opposite of hot? Answer:", "1 plus 2 Answer:", "Answer:",
+               "The capital of Peru is Lima. Answer:"]
+    a = tok.convert_tokens_to_ids("A")
+    got = S.choice_logits(model, tok, prompts, "A", batch_size=3)
+    assert got.shape == (4, 1)
+    with torch.no_grad():
+        for i, p in enumerate(prompts):
+            ref = model(torch.tensor([tok(p)["input_ids"]])).logits[0, -1, a]
+            torch.testing.assert_close(got[i, 0], ref, atol=1e-5, rtol=0)
+    ids = [tok.convert_tokens_to_ids(w) for w in ("hot", "cold", "Lima")]
+    full = S.next_token_logits(model, tok, prompts, ids, batch_size=2)
+    with torch.no_grad():
+        ref = torch.stack([model(torch.tensor([tok(p)["input_ids"]])).logits[0, -1, ids] for p in prompts])
+    torch.testing.assert_close(full, ref, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="cannot tell the answer letters"):
+        S.letter_ids(tok, "ABCD")                          # the toy vocabulary has no B, C, D
+
+
+def test_left_padded_positions():
+    """Protects: pads on the left, mask on real tokens, positions counting only real tokens."""
+    ids, mask, pos = S.left_padded([[5, 6, 7], [8]], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]] and pos.tolist() == [[0, 1, 2], [0, 0, 0]]
+    assert list(S.length_batches([3, 1, 2, 1], 2)) == [[1, 3], [2, 0]]
+
+
+def test_answer_rules():
+    """Protects: the documented extraction rules and the short-answer exact match."""
+    assert S.extract_answer("She pays $1,080 in total. The answer is 1,080.") == 1080
+    assert S.extract_answer("The answer is" + " 42 apples, 7 pears") == 42       # first number after the cue
+    assert S.extract_answer("3 apples and 4 pears make 7.") == 7
+    assert S.extract_answer("no idea") is None and not S.is_correct(None, 0.0)
+    assert S.completes("4 7", "47") and S.completes(" 47.", "47") and S.completes("- 4", "-4")
+    assert not S.completes(" 475", "47") and not S.completes("4", "47") and not S.completes("", "47")
