@@ -43,6 +43,7 @@ import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
 from arithmech.finetune import adapter as A
+from arithmech.finetune import checks as C
 from arithmech.core.models import load_model
 from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
 
@@ -204,26 +205,13 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
 
 
 # ------------------------------------------------------------------------------ key components
-def ranked_components(results: str | Path, name: str) -> tuple[list[tuple[int, int]], list[int]]:
+def ranked_components(results: str | Path, name: str, geometry=None) -> tuple[list[tuple[int, int]], list[int]]:
     """Heads ``(layer, head)`` and MLP layers, best first: the ranked key heads of
     ``results/<name>/key_heads.json`` (written by ``arithmech identify``), extended by the rest of
     that task's ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the
-    number of key heads."""
-    folder = Path(results) / name
-    path = folder / "key_heads.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech identify --model {name}` "
-                                "first (it writes the ranked key heads), or pass --heads L.H,L.H")
-    kh = json.loads(path.read_text())
-    heads = [(int(h["layer"]), int(h["head"])) for h in kh["heads"]]
-    mlps = [int(m["layer"]) for m in kh.get("mlps", [])]
-    if (folder / "effects.csv").exists():
-        import pandas as pd
-        from arithmech.methods.identify import ranking
-        all_h, all_m = ranking(pd.read_csv(folder / "effects.csv", dtype={"head": str}), kh["task"])
-        heads += [h for h in all_h if h not in heads]
-        mlps += [m for m in all_m if m not in mlps]
-    return heads, mlps
+    number of key heads. Both files are checked for shape (:func:`arithmech.finetune.checks.read_ranking`;
+    with ``geometry``, ``effects.csv`` must hold every head of the model)."""
+    return C.read_ranking(results, name, geometry)
 
 
 def ensure_ranking(model: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
@@ -239,16 +227,14 @@ def ensure_ranking(model: str, results: str | Path = "results", n_samples: int =
 
 
 def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
-    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads."""
-    if arg.startswith("top-"):
-        k = int(arg[4:])
-        if ranking is None or len(ranking) < k:
+    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads (syntax:
+    :func:`arithmech.finetune.checks.parse_heads_arg`)."""
+    want = C.parse_heads_arg(arg)
+    if isinstance(want, int):
+        if ranking is None or len(ranking) < want:
             raise ValueError(f"--heads {arg}: only {0 if ranking is None else len(ranking)} ranked heads available")
-        return ranking[:k]
-    try:
-        return [tuple(int(x) for x in s.split(".")) for s in arg.split(",") if s]
-    except ValueError:
-        raise ValueError(f"--heads {arg!r}: use top-K or a list like 12.22,13.11") from None
+        return ranking[:want]
+    return want
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -263,13 +249,18 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
                  threads: int | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
+    Every argument and input file is checked first (:func:`arithmech.finetune.checks.validate_finetune_args`),
+    before any model is loaded or evaluated.
+
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
     ``before``: accuracies of the base model from an earlier run (skips the first evaluation).
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
     """
+    spec = C.validate_finetune_args(**{k: v for k, v in locals().items() if k != "before"})
     if threads:
         kw = {**locals(), "threads": None}
+        kw.pop("spec")
         n = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
@@ -286,15 +277,6 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
     before = before if before is not None else ev(net)
-    spec = None
-    if mode == "precise":
-        ranked_h, ranked_m = (None, None)
-        if heads.startswith("top-") or mlps:
-            ranked_h, ranked_m = ranked_components(results, name)
-        if mlps > len(ranked_m or []):
-            raise ValueError(f"--mlps {mlps}: only {len(ranked_m or [])} ranked MLP layers in {results}/{name}")
-        spec = A.HeadSpec(heads=tuple(parse_heads(heads, ranked_h)), mlps=tuple((ranked_m or [])[:mlps]),
-                          kv_policy=kv_policy, rescale=rescale)
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = Path(results) / name / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
