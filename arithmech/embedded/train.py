@@ -195,9 +195,9 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
     then moved in one by one (``os.replace``), so only the files training writes are replaced and
     nothing else in ``out_dir`` is deleted or changed; the temporary folder is removed on failure.
     """
+    out = check_train_out(out_dir, overwrite)
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    out = check_train_out(out_dir, overwrite)
     size = {**SIZE, **(size or {})}
     torch.manual_seed(seed)
     rng = random.Random(seed)
