@@ -229,8 +229,9 @@ def test_every_known_field_renders(tok):
     assert len(samples) == 3 and all("{" not in s.clean for s in samples)
 
 
-def test_documented_pair_file_example_loads(tmp_path):
-    """Protects: the pair-file example in the Data chapter is a valid file that loads."""
+def test_documented_pair_file_example_loads(tok, tmp_path):
+    """Protects: the pair-file example in the Data chapter is a valid file that loads and makes pairs whose
+    answers follow the documented rules (A ** B with B <= 3; A * B % 10)."""
     import pathlib
     nb = json.loads((pathlib.Path(__file__).parents[1] / "book" / "data.ipynb").read_text())
     cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
@@ -238,6 +239,9 @@ def test_documented_pair_file_example_loads(tmp_path):
     example = doc.split("```json\n", 1)[1].split("```", 1)[0]
     tpls = load_template_pairs(_write(tmp_path, example))
     assert len(tpls) >= 2 and {t.op for t in tpls} >= {"custom"}
+    samples, _ = make_pairs(tok, tpls, n=20, seed=0)
+    rule = {"power": lambda a, b: a ** b if b <= 3 else None, "last-digit": lambda a, b: a * b % 10}
+    assert all(int(s.target) == rule[s.template](s.a, s.b) for s in samples)
 
 
 # ---------------------------------------------------------------------------------- fuzz: pair files
