@@ -57,7 +57,7 @@ def test_edited_or_incomplete_files_are_named(tmp_path):
     with pytest.raises(R.ResultsError, match="effects.csv has no rows"):
         R.read(f, "effects.csv")
     (f / "key_heads.json").write_text('{"task": "all"}')
-    with pytest.raises(R.ResultsError, match=r"key_heads.json lacks \['threshold', 'heads'\]"):
+    with pytest.raises(R.ResultsError, match=r"key_heads.json lacks \['heads'\]"):
         R.read(f, "key_heads.json")
     with pytest.raises(FileNotFoundError, match="python -m arithmech analyze"):
         R.read(f, "analyze.json")

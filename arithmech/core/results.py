@@ -66,7 +66,7 @@ class FileSpec:
 FILES: dict[str, FileSpec] = {
     "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
     "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect")),
-    "key_heads.json": FileSpec("identify", "json", ("task", "threshold", "heads")),
+    "key_heads.json": FileSpec("identify", "json", ("task", "heads")),
     "knockout.csv": FileSpec("identify", "csv", ("task", "kind", "order", "seed", "k", "accuracy", "n")),
     "transfer.csv": FileSpec("identify", "csv"),
     "heldout.json": FileSpec("identify", "json"),

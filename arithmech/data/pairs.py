@@ -26,6 +26,8 @@ from typing import Iterable, Sequence
 import torch
 
 from arithmech.data import templates as T
+from arithmech.data.answers import draw_operands
+from arithmech.data.pairfile import load_pair_file
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 
@@ -60,32 +62,9 @@ class PairStats:
 
 # ------------------------------------------------------------------------------------ operands
 def _operands(t: T.Template, rng: random.Random) -> tuple[int, int, int]:
-    """Draw (A, B, C) for template ``t`` with operands in 1..9 (App. A)."""
-    while True:
-        a, b = rng.randint(1, 9), rng.randint(1, 9)
-        if t.answer_expr:
-            c = eval(t.answer_expr, {"__builtins__": {}}, {"A": a, "B": b})  # user's own expression
-            if isinstance(c, float) and c.is_integer():
-                c = int(c)
-            if isinstance(c, int) and c >= 0:
-                return a, b, c
-            continue
-        if t.op == "addition":
-            c = a + b
-            if "{YYY}{B}" in t.clean and c > 9:     # the year's last digit must not carry
-                continue
-            if " pm " in t.clean or " am " in t.clean:
-                if c > 12:
-                    continue
-            return a, b, c
-        if t.op == "subtraction" and a >= b:
-            return a, b, a - b
-        if t.op == "multiplication":
-            return a, b, a * b
-        if t.op == "division" and a % b == 0:
-            return a, b, a // b
-        if t.op == "exponentiation" and b <= 3:
-            return a, b, a ** b
+    """Draw (A, B, C) for template ``t`` with operands in 1..9 (App. A); bounded, see
+    :func:`arithmech.data.answers.draw_operands` (no code is run for a template's answer)."""
+    return draw_operands(t, rng)
 
 
 FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
@@ -274,15 +253,9 @@ def select_templates(task: str) -> list[T.Template]:
 
 
 def load_template_pairs(path: str | Path) -> list[T.Template]:
-    """Read user template pairs: a JSON list (or JSONL) of ``{"clean", "corrupt", "op"?, "answer"?, "id"?}``."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"template-pair file {p} does not exist")
-    text = p.read_text()
-    rows = json.loads(text) if text.lstrip().startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
-    return [T.parse_pair(r["clean"], r["corrupt"], id=r.get("id", f"pair-{i}"), op=r.get("op", "addition"),
-                         op_word=r.get("op_word", ""), answer_expr=r.get("answer", ""))
-            for i, r in enumerate(rows)]
+    """Read and validate user template pairs: a JSON list (or JSONL) of ``{"clean", "corrupt", "op"?,
+    "op_word"?, "answer"?, "id"?}`` (format and schema: :mod:`arithmech.data.pairfile`)."""
+    return load_pair_file(path)
 
 
 # ------------------------------------------------------------------------------ batching, filtering

@@ -19,7 +19,10 @@ distinct forms: one equation, four statements, four question-answer.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from arithmech.data.answers import OPERATIONS, parse_answer, satisfiable
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Template:
     corrupt: str
     op_word: str = ""  # what {OP} stands for in the reference; "{POOL}" draws it from POOLS
     joiner: str = " "
-    answer_expr: str = ""  # Python expression in A, B giving C; "" uses the operation's rule
+    answer_expr: str = ""  # arithmetic in A, B giving C (arithmech.data.answers); "" uses the operation's rule
 
 
 # Neutral replacements for operator words and symbols (Section 3, App. A).
@@ -137,13 +140,63 @@ POOLS = {"NAME": NAMES, "OBJECT": OBJECTS, "EVENT": EVENTS, "MONTH": MONTHS, "SP
          "S": NEUTRAL_SYMBOLS}
 
 
+# Every {FIELD} a template may use (what pairs.py fills in for each sample). {C}, the answer, is not
+# one of them: a prompt ends where the answer would start.
+FIELDS = frozenset({"A", "B", "OP", "YYY", "NAME2", "NAME_C", "OBJECT_C", "OBJECT_C2", "N2", "N3", *POOLS})
+FIELD_PATTERN = re.compile(r"\{([A-Z_0-9]+)\}")
+
+
+def pair_problems(clean, corrupt, op: str = "addition", op_word: str = "", answer_expr: str = "") -> list[tuple[str, str]]:
+    """Everything wrong with a template pair, as ``(field, message)``; empty when it is usable.
+
+    Checks: ``clean``/``corrupt`` are strings with an ``{A}`` and only known ``{FIELD}``s (:data:`FIELDS`);
+    ``op`` is a known operation (or ``custom`` with an ``answer_expr``); ``op_word`` names a pool when
+    it is a ``{FIELD}``; ``answer_expr`` is an allowed expression (:func:`arithmech.data.answers.parse_answer`)
+    that is a non-negative whole number for at least one ``A, B`` in 1..9. Nothing is evaluated unsafely.
+    """
+    out = []
+    for name, text in (("clean", clean), ("corrupt", corrupt)):
+        if not isinstance(text, str):
+            out.append((name, f"must be a string, not {type(text).__name__}"))
+            continue
+        if "{A}" not in text:
+            out.append((name, "needs an {A} field (and usually {B})"))
+        unknown = sorted({m for m in FIELD_PATTERN.findall(text) if m not in FIELDS})
+        if unknown:
+            out.append((name, f"unknown field(s) {', '.join('{%s}' % u for u in unknown)}; "
+                              f"known fields: {', '.join(sorted(FIELDS))}"))
+    if not isinstance(op_word, str):
+        out.append(("op_word", f"must be a string, not {type(op_word).__name__}"))
+    elif op_word.startswith("{") and (not op_word.endswith("}") or op_word[1:-1] not in POOLS):
+        out.append(("op_word", f"{op_word!r} is not a pool; use plain text or one of "
+                               f"{', '.join('{%s}' % k for k in sorted(POOLS))}"))
+    if not isinstance(op, str) or op not in (*OPERATIONS, "custom"):
+        out.append(("op", f"unknown operation {op!r}; use one of {', '.join(OPERATIONS)} "
+                          "(or \"custom\" with an answer expression)"))
+    elif op == "custom" and not answer_expr:
+        out.append(("answer", "op \"custom\" needs an answer expression in A and B, e.g. \"A ** B\""))
+    if answer_expr:
+        try:
+            parse_answer(answer_expr)
+        except ValueError as e:
+            out.append(("answer", str(e)))
+    if not out and isinstance(clean, str) and not satisfiable(
+            Template("check", op, "custom", clean, corrupt, answer_expr=answer_expr)):
+        out.append(("answer" if answer_expr else "op",
+                    "never a non-negative whole number for any A, B in 1..9"))
+    return out
+
+
 def parse_pair(clean: str, corrupt: str, id: str = "custom", op: str = "addition",
                op_word: str = "", answer_expr: str = "") -> Template:
     """A user-supplied template pair (App. D, E), e.g. ``("{A} ^ {B} =", "{A} < {B} =")``.
 
-    ``answer_expr`` is a Python expression in ``A`` and ``B`` (e.g. ``"A ** B"``); without it
-    the answer follows ``op``'s rule."""
-    for name, text in (("clean", clean), ("corrupt", corrupt)):
-        if "{A}" not in text:
-            raise ValueError(f"template pair {id!r}: the {name} text needs an {{A}} field (and usually {{B}})")
+    ``answer_expr`` is an arithmetic expression in ``A`` and ``B`` (e.g. ``"A ** B"``, parsed by
+    :func:`arithmech.data.answers.parse_answer`, never run as code); without it the answer follows
+    ``op``'s rule. Raises ``ValueError`` naming the pair and field of the first problem
+    (:func:`pair_problems`)."""
+    problems = pair_problems(clean, corrupt, op, op_word, answer_expr)
+    if problems:
+        field, msg = problems[0]
+        raise ValueError(f"template pair {id!r}, field {field!r}: {msg}")
     return Template(id, op, "custom", clean, corrupt, op_word=op_word, answer_expr=answer_expr)

@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -147,13 +150,54 @@ def _batch(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
     return x, labels
 
 
+def check_train_out(out_dir: str | Path | None, overwrite: bool = False) -> Path:
+    """The folder :func:`train` will write, refused (``ValueError``) before any work when writing it could
+    touch what training did not write.
+
+    ``None`` is the package's own model folder (``arithmech/embedded/model/``), which holds only
+    files that training writes: it may always be replaced. Any other folder must not exist, be empty,
+    or ``overwrite`` must be given; even then only the files training writes are replaced, everything
+    else in the folder is left as it is. A path that is a file, or whose parent is a file, is refused.
+    """
+    from arithmech.core.models import EMBEDDED_DIR
+    if out_dir is None or str(out_dir) == "":
+        return Path(EMBEDDED_DIR)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder; choose a folder for the model")
+    if not out.exists():
+        parent = next((p for p in out.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise ValueError(f"--out {out}: {parent} is a file, not a folder")
+    elif any(out.iterdir()) and not overwrite:
+        raise ValueError(f"--out {out} already holds files; choose a new or empty folder, or pass --overwrite to "
+                         "replace only the model's own files in it (other files are kept)")
+    return out
+
+
+def _move_files_in(tmp: Path, out: Path) -> None:
+    """Move every file of ``tmp`` (a flat folder training wrote) into ``out``, replacing same-named files only."""
+    files = sorted(f for f in tmp.iterdir())
+    for f in files:
+        if (out / f.name).is_dir() or f.is_dir():
+            raise ValueError(f"--out {out}: {out / f.name} is a folder; the model needs that name for a file")
+    for f in files:
+        os.replace(f, out / f.name)
+
+
 def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int = 64, lr: float = 2e-3,
-          seed: int = 0, log_every: int = 100, size: dict | None = None, eval_per_template: int = 40) -> Path:
-    """Train the embedded model from scratch and save it (atomically) as an HF folder."""
+          seed: int = 0, log_every: int = 100, size: dict | None = None, eval_per_template: int = 40,
+          overwrite: bool = False) -> Path:
+    """Train the embedded model from scratch and save it as an HF folder.
+
+    ``out_dir`` is checked first (:func:`check_train_out`): an existing non-empty folder is refused
+    unless ``overwrite``. The files are written into a fresh temporary folder beside ``out_dir`` and
+    then moved in one by one (``os.replace``), so only the files training writes are replaced and
+    nothing else in ``out_dir`` is deleted or changed; the temporary folder is removed on failure.
+    """
+    out = check_train_out(out_dir, overwrite)
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from arithmech.core.models import EMBEDDED_DIR
-    out = Path(out_dir or EMBEDDED_DIR)
     size = {**SIZE, **(size or {})}
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -183,19 +227,22 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
             print(f"step {step:5d}  loss {loss.item():.4f}  {time.time() - t0:6.1f}s", flush=True)
     model.eval()
     model.half().float()                        # ship fp16 weights (half the size); evaluate exactly those
-    tmp = out.with_name(out.name + ".tmp")
-    model.to(torch.float16).save_pretrained(tmp)
-    model.float()
-    tok.save_pretrained(tmp)
     report = evaluate(model, tok, seed=seed + 1, n_per_template=eval_per_template)
     report.update(train_seconds=round(time.time() - t0, 1), steps=steps, batch_size=batch_size, lr=lr,
                   seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
-    (tmp / "accuracy.json").write_text(json.dumps(report, indent=2))
-    (tmp / "README.md").write_text(model_card(report))
-    if out.exists():
-        import shutil
-        shutil.rmtree(out)
-    tmp.rename(out)
+    check_train_out(out_dir, overwrite)          # again: the folder may have changed while training ran
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        model.to(torch.float16).save_pretrained(tmp)
+        model.float()
+        tok.save_pretrained(tmp)
+        (tmp / "accuracy.json").write_text(json.dumps(report, indent=2))
+        (tmp / "README.md").write_text(model_card(report))
+        out.mkdir(exist_ok=True)
+        _move_files_in(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

@@ -44,6 +44,7 @@ from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArgu
 
 from arithmech.core import results as R
 from arithmech.finetune import adapter as A
+from arithmech.finetune import checks as C
 from arithmech.core.models import load_model
 from arithmech.experiments.paper import SFT
 from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
@@ -205,23 +206,14 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
 
 
 # ------------------------------------------------------------------------------ key components
-def ranked_components(folder: str | Path) -> tuple[list[tuple[int, int]], list[int]]:
+def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int, int]], list[int]]:
     """Heads ``(layer, head)`` and MLP layers of a model's results ``folder``, best first: the ranked key
     heads of ``key_heads.json`` (written by ``arithmech identify``), extended by the rest of that task's
     ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the number of key
-    heads. Both files are checked by the results contract (a truncated ``effects.csv`` is refused)."""
-    from arithmech.methods.identify import ranking
-    kh = R.read(folder, "key_heads.json")
-    try:
-        heads = [(int(h["layer"]), int(h["head"])) for h in kh["heads"]]
-        mlps = [int(m["layer"]) for m in kh.get("mlps", [])]
-    except (TypeError, KeyError, ValueError):
-        raise R.ResultsError(f"{Path(folder) / 'key_heads.json'}: heads need integer 'layer' and 'head'; "
-                             "re-run python -m arithmech identify") from None
-    all_h, all_m = ranking(R.read(folder, "effects.csv"), kh["task"])
-    heads += [h for h in all_h if h not in heads]
-    mlps += [m for m in all_m if m not in mlps]
-    return heads, mlps
+    heads. Both files are read through the results contract and checked for shape
+    (:func:`arithmech.finetune.checks.read_ranking`; with ``geometry``, ``effects.csv`` must hold every
+    head of the model)."""
+    return C.read_ranking(folder, geometry)
 
 
 def ensure_ranking(model: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
@@ -237,16 +229,14 @@ def ensure_ranking(model: str, results: str | Path = "results", n_samples: int =
 
 
 def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
-    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads."""
-    if arg.startswith("top-"):
-        k = int(arg[4:])
-        if ranking is None or len(ranking) < k:
+    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads (syntax:
+    :func:`arithmech.finetune.checks.parse_heads_arg`)."""
+    want = C.parse_heads_arg(arg)
+    if isinstance(want, int):
+        if ranking is None or len(ranking) < want:
             raise ValueError(f"--heads {arg}: only {0 if ranking is None else len(ranking)} ranked heads available")
-        return ranking[:k]
-    try:
-        return [tuple(int(x) for x in s.split(".")) for s in arg.split(",") if s]
-    except ValueError:
-        raise ValueError(f"--heads {arg!r}: use top-K or a list like 12.22,13.11") from None
+        return ranking[:want]
+    return want
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -261,6 +251,9 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
                  threads: int | None = None, overwrite: bool = False, command: str | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
+    Every argument and input file is checked first (:func:`arithmech.finetune.checks.validate_finetune_args`),
+    before any model is loaded or evaluated.
+
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
     ``before``: the base model's accuracies (benchmark → accuracy) or an earlier record's ``base``
     (benchmark → measure) on the same benchmarks: skips the first evaluation.
@@ -269,8 +262,10 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
     """
+    spec = C.validate_finetune_args(**{k: v for k, v in locals().items() if k != "before"})
     if threads:
         kw = {**locals(), "threads": None}
+        kw.pop("spec")
         n = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
@@ -288,15 +283,6 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
     before = ({k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None
               else ev(net))
-    spec = None
-    if mode == "precise":
-        ranked_h, ranked_m = (None, None)
-        if heads.startswith("top-") or mlps:
-            ranked_h, ranked_m = ranked_components(folder)
-        if mlps > len(ranked_m or []):
-            raise ValueError(f"--mlps {mlps}: only {len(ranked_m or [])} ranked MLP layers in {folder}")
-        spec = A.HeadSpec(heads=tuple(parse_heads(heads, ranked_h)), mlps=tuple((ranked_m or [])[:mlps]),
-                          kv_policy=kv_policy, rescale=rescale)
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
