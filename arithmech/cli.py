@@ -57,6 +57,9 @@ def common_arguments(s: argparse.ArgumentParser, n_samples: int | None = None, m
 
 
 def check_common(a: argparse.Namespace) -> None:
+    if a.command == "train-embedded":
+        from arithmech.embedded.train import check_train_out
+        check_train_out(a.out, a.overwrite)
     if hasattr(a, "model"):
         inputs.check_model(a.model)
     if hasattr(a, "device"):
@@ -65,7 +68,7 @@ def check_common(a: argparse.Namespace) -> None:
 
 def _train_embedded(a: argparse.Namespace) -> None:
     from arithmech.embedded.train import train
-    out = train(a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed)
+    out = train(a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed, overwrite=a.overwrite)
     print(f"saved the embedded model to {out}")
     print((out / "accuracy.json").read_text())
 
@@ -103,6 +106,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--steps", type=POSITIVE, default=1200)
     s.add_argument("--batch-size", type=POSITIVE, default=64)
     s.add_argument("--seed", type=NON_NEGATIVE, default=0)
+    s.add_argument("--overwrite", action="store_true", help="replace the model files in a non-empty --out "
+                   "(other files there are kept)")
     s.set_defaults(func=_train_embedded)
 
     s = sub.add_parser("accuracy", help="held-out accuracy of a model on the paper's templates (fresh draws)")
