@@ -1,23 +1,26 @@
-"""Benchmarks of Table 1 (arithmech.evals.benchmarks): readers, splits, prompts, answer extraction, batched scoring."""
+"""Benchmarks of Table 1 (arithmech.evals.benchmarks): readers, splits, prompts, answer extraction.
+
+Batched scoring against one-prompt-at-a-time references is in ``parity/test_evals_parity.py``.
+"""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from arithmech.evals import benchmarks as E
-from conftest import tiny_llama
+
 
 DATA = E.data_dir()
+
+
 needs_data = pytest.mark.skipif(not (DATA / "gsm8k" / "test.jsonl").exists(),
                                 reason=f"benchmark folder {DATA} is absent (set ARITHMECH_DATA to the "
                                        "/work/shared/data layout to run these)")
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 @pytest.fixture(scope="module")
-def splits():
+def math_splits():
+    """The AddSub / SingleEq / SVAMP train/test splits drawn with seed 0."""
     return E.math_splits(seed=0)
 
 
@@ -42,7 +45,7 @@ def test_row_counts_match_readme():
 
 
 @needs_data
-def test_answer_extraction_on_real_rows(splits):
+def test_answer_extraction_on_real_rows(math_splits):
     """Protects: on every real row of the four math sets the gold answer survives formatting and extraction
     (GSM8K's raw '#### 1,080' solutions included), and SFT completions carry the right number."""
     for name in E.MATH:
@@ -62,26 +65,27 @@ def test_answer_extraction_on_real_rows(splits):
 
 
 @needs_data
-def test_splits_seeded_disjoint_and_deduplicated(splits):
+def test_splits_seeded_disjoint_and_deduplicated(math_splits):
     """Protects: the AddSub/SingleEq/SVAMP splits are seeded and reproducible, no normalized training
     question occurs in any test set, training sets hold no repeats, and a question shared by two sets
     lands on the same side in both."""
     again = E.math_splits(seed=0)
-    assert all([p.id for p in splits[n][s]] == [p.id for p in again[n][s]] for n in E.MATH for s in ("train", "test"))
+    assert all([p.id for p in math_splits[n][s]] == [p.id for p in again[n][s]]
+               for n in E.MATH for s in ("train", "test"))
     other = E.math_splits(seed=1)
-    assert [p.id for p in other["addsub"]["test"]] != [p.id for p in splits["addsub"]["test"]]
-    test_keys = {E.normalize_question(p.question) for s in splits.values() for p in s["test"]}
-    train_keys = [E.normalize_question(p.question) for s in splits.values() for p in s["train"]]
+    assert [p.id for p in other["addsub"]["test"]] != [p.id for p in math_splits["addsub"]["test"]]
+    test_keys = {E.normalize_question(p.question) for s in math_splits.values() for p in s["test"]}
+    train_keys = [E.normalize_question(p.question) for s in math_splits.values() for p in s["train"]]
     assert not test_keys & set(train_keys) and len(train_keys) == len(set(train_keys))
     add = {E.normalize_question(p.question) for p in E.read_math("addsub")}
     seq = {E.normalize_question(p.question) for p in E.read_math("singleeq")}
     shared = add & seq
     assert shared                                             # both sets come from MAWPS
-    add_test = {E.normalize_question(p.question) for p in splits["addsub"]["test"]}
-    seq_test = {E.normalize_question(p.question) for p in splits["singleeq"]["test"]}
+    add_test = {E.normalize_question(p.question) for p in math_splits["addsub"]["test"]}
+    seq_test = {E.normalize_question(p.question) for p in math_splits["singleeq"]["test"]}
     assert {k for k in shared if k in add_test} == {k for k in shared if k in seq_test}
     for n in ("addsub", "singleeq", "svamp"):
-        frac = len(splits[n]["test"]) / (len(splits[n]["test"]) + len(splits[n]["train"]))
+        frac = len(math_splits[n]["test"]) / (len(math_splits[n]["test"]) + len(math_splits[n]["train"]))
         assert 0.2 < frac < 0.45, (n, frac)                   # ~test_frac, after dedup
 
 
@@ -128,46 +132,3 @@ def test_hf_source_needs_datasets():
     except ImportError:
         with pytest.raises(ImportError, match="pip install datasets"):
             E.read_math("gsm8k", source="hf")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    from arithmech.embedded.train import build_tokenizer
-    tok = build_tokenizer()
-    return tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3), tok
-
-
-def test_batched_generation_equals_one_by_one(toy):
-    """Protects: left-padded batched greedy generation (attention mask) gives each prompt the text it gets
-    alone, and the tokenizer's padding side is restored."""
-    model, tok = toy
-    prompts = ["12 plus 35 is", "Q: What is the opposite of hot? A:", "7 minus 2 equals", "The capital of Peru is"]
-    batched = E.generate(model, tok, prompts, max_new_tokens=5, batch_size=4, stop="zzz")
-    single = [E.generate(model, tok, [p], max_new_tokens=5, batch_size=1, stop="zzz")[0] for p in prompts]
-    assert batched == single and any(batched)
-    assert tok.padding_side == "right"
-
-
-def test_choice_logits_right_padding_equals_single(toy):
-    """Protects: letter logits read at each prompt's own last token equal an unpadded forward."""
-    model, tok = toy
-    prompts = ["Q: What is the opposite of hot? Answer:", "1 plus 2 Answer:"]
-    got = E.choice_logits(model, tok, prompts, "A", batch_size=2)
-    for i, p in enumerate(prompts):
-        ids = tok(p, return_tensors="pt")["input_ids"]
-        ref = model(ids).logits[0, -1, tok.convert_tokens_to_ids("A")]
-        torch.testing.assert_close(got[i, 0], ref, atol=1e-5, rtol=0)
-    with pytest.raises(ValueError, match="cannot tell the answer letters"):
-        E.letter_ids(tok, "ABCD")                          # the toy vocabulary has no B, C, D
-
-
-def test_batched_toy_two_digit_equals_embedded_reference(toy):
-    """Protects: the batched two-digit benchmark scores each held-out item exactly as
-    arithmech.embedded.train.greedy does one prompt at a time."""
-    from arithmech.embedded.train import greedy
-    model, tok = toy
-    items = E.two_digit_items(seed=0, n=24)
-    outs = E.greedy_batch(model, tok, [p for p, _ in items], max_new=4)
-    ref = [greedy(model, tok, p, len(a) + 1) for p, a in items]
-    assert [o == a for o, (_, a) in zip(outs, items)] == [r == a for r, (_, a) in zip(ref, items)]
-    assert [o[:len(r)] for o, r in zip(outs, ref)] == ref
