@@ -30,6 +30,22 @@ def test_browser_check_sees_network_requests(tmp_path):
     assert any("example.invalid/a.png" in u for u in r.requests)
 
 
+
+def test_browser_check_sees_errors_and_undrawn_charts(tmp_path):
+    """Protects the browser harness from passing vacuously (negative control): a console error, a failed
+    console.assert and an uncaught exception are each reported, and an empty chart container counts as
+    not drawn (so empty error lists and full chart counts in the other tests mean something)."""
+    page = tmp_path / "broken.html"
+    page.write_text('<html><body><script>console.error("boom-console"); console.assert(false, "boom-assert");'
+                    '</script><script>throw new Error("boom-exception")</script>'
+                    '<div class="arithmech-chart"></div></body></html>')
+    require_browser()
+    with Browser() as b:
+        r = b.open(page, settle=3)
+    for word in ("boom-console", "boom-assert", "boom-exception"):
+        assert sum(word in e for e in r.errors) == 1, (word, r.errors)
+    assert r.requests == [] and r.counts["charts"] == 1 and r.counts["drawn"] == 0
+
 def _chapters() -> list[Path]:
     return book.toc_files(REPO)
 
