@@ -14,8 +14,6 @@ from arithmech.data import pairs as D
 from arithmech.finetune.runner import run_finetune
 from arithmech.methods import analyze as A
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def test_cli_writes_results_files(tmp_path, capsys):
     """Protects: `python -m arithmech identify` writes the documented files and columns, exactly the
@@ -58,7 +56,6 @@ def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-
 def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     """Protects the results contract: the columns of attention_roles.csv / mlp_projection.csv, the
     run.json record (other steps' records kept), and `python -m arithmech analyze` with the same seed
@@ -83,7 +80,6 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     from arithmech.cli import main
     main(["analyze", "--model", str(folder_model), "--results", str(res), "--n-samples", "6", "--seed", "1"])
     assert first == {f: (res / "m" / f).read_text() for f in first}                # the command, same seed
-
 
 
 def test_runner_writes_results(tmp_path):

@@ -8,8 +8,6 @@ from arithmech.evals import benchmarks as E
 
 from factories import make_tiny_llama
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 @pytest.fixture(scope="module")
 def small_word_llama(embedded_tokenizer):

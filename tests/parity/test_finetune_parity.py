@@ -15,8 +15,6 @@ from arithmech.finetune.runner import Collator, HeadMaskedTrainer, training_args
 
 from factories import make_tiny_llama
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
 

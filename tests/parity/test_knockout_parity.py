@@ -11,8 +11,6 @@ from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knock
 
 from factories import make_biased_gqa_llama, prompt_pairs
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Tensor:
     """Independent reference for ``positions="end"``: one full forward per prompt, hooks that overwrite
@@ -45,7 +43,6 @@ def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Te
                 TraceDict(model, [f"model.layers.{l}.mlp" for l in range(L)], edit_output=edit_m):
             out.append(model(ids).logits[0, -1].softmax(-1))
     return torch.stack(out)
-
 
 
 def test_knockout_with_k0_equals_plain_accuracy(embedded_model):

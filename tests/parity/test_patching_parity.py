@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 
-import pytest
 import torch
 
 from arithmech.data import pairs as D
@@ -12,13 +11,11 @@ from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, p
 
 from factories import make_biased_gqa_llama, prompt_pairs
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def both(model, tok, clean, corrupt, ans):
+    """Path patching of the same pairs, fast and literal (Algorithm 1): ``(fast, reference)`` Patched."""
     c, x = end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt)
     return path_patch_fast(model, c, x, ans, prob=True), path_patch_reference(model, tok, clean, c, x, ans, prob=True)
-
 
 
 def test_fast_equals_reference_on_embedded_model(embedded_model):
