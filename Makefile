@@ -1,4 +1,5 @@
-# arithmech: `make setup` once, then `make book` (the executable book) and `make test`.
+# arithmech: `make setup` once, then `make book` (the executable book) and `make test`
+# (everything, what CI runs) or `make test-fast` (no book build, no browser, no SmolLM2).
 PYTHON  ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
@@ -9,11 +10,13 @@ MATHJAX_PREFIX := $(VENV)/share/arithmech
 # Set-up runs once per change of the requirements: `make book` / `make test` on a fresh clone set up first.
 INSTALLED := $(VENV)/.arithmech-installed
 
-.PHONY: setup mathjax chromium book book-html test clean-book
+.PHONY: setup mathjax chromium book book-html test test-fast clean-book
 
 setup: $(INSTALLED)
 
 $(INSTALLED): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || \
+	  { echo "make setup: $(PYTHON) with venv and ensurepip is missing: apt-get install -y python3 python3-venv"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: a looser pin lets the resolver pull a multi-GB CUDA build
 	$(BIN)/pip install torch==2.13.0
@@ -25,12 +28,15 @@ $(INSTALLED): requirements.txt pyproject.toml
 	touch $@
 
 mathjax:
+	@test -f $(MATHJAX_PREFIX)/node_modules/mathjax/es5/tex-chtml.js || command -v npm >/dev/null || \
+	  { echo "make setup: npm is missing (it installs MathJax for the offline book): apt-get install -y npm"; exit 1; }
 	test -f $(MATHJAX_PREFIX)/node_modules/mathjax/es5/tex-chtml.js || \
 	  npm install --prefix $(MATHJAX_PREFIX) --no-save --no-package-lock --no-audit --no-fund mathjax@$(MATHJAX)
 
-# Headless Chromium for the book's browser tests (Debian; run as root or with sudo).
+# Headless Chromium and its driver for the book's browser tests (Selenium; Debian; run as root or with sudo).
 chromium:
-	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium chromium-driver)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (apt-get update && apt-get install -y chromium chromium-driver)
 
 book: $(INSTALLED)
 	$(BIN)/python -m arithmech book
@@ -38,8 +44,14 @@ book: $(INSTALLED)
 book-html: $(INSTALLED)
 	$(BIN)/python -m arithmech book --skip-execute
 
+# Everything, the browser checks included: stops first, in one line, if Chromium or chromedriver is missing.
 test: $(INSTALLED)
+	@$(BIN)/python tests/book/browser.py
 	$(BIN)/python -m pytest -q
+
+# The unit, parity and integration tiers without the `slow` tests (book build, browser, SmolLM2).
+test-fast: $(INSTALLED)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 clean-book:
 	rm -rf _build book/_static/vendor

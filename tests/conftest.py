@@ -1,4 +1,22 @@
-"""Shared fixtures: tiny random Llamas built in the test (no files, no network)."""
+"""Fixtures shared by every tier. One name means one thing everywhere:
+
+=====================  ==============================================================================
+``tiny_llama``          a random 3-layer GQA Llama (vocabulary 50), once per attention implementation
+                        (eager, sdpa); built by ``factories.make_tiny_llama``
+``token_ids``           ``(3, 9)`` random token ids for ``tiny_llama``
+``embedded_model``      the shipped embedded model: ``(model, tokenizer, geometry)``, loaded once
+``embedded_tokenizer``  the embedded model's word-level tokenizer, built in code (no model load)
+``word_llama_fig8``     a random 5-layer GQA Llama over ``embedded_tokenizer`` plus 8 Fig. 8 samples:
+                        ``(model, tokenizer, samples)``
+``one_thread``          one intra-op torch thread for the whole session (autouse)
+=====================  ==============================================================================
+
+Tier-local fixtures live in their folder: ``built_book``, ``toy_book`` (``book/``), ``smollm2``
+(``integration/test_smollm2.py``). Tiers: ``unit/`` (one function, no reference needed), ``parity/``
+(an implementation equals an independent reference or an exact invariant), ``integration/`` (CLI,
+embedded model end to end, SmolLM2), ``book/`` (book build and headless browser). The ``slow``
+marker (``pytest -m "not slow"``, ``make test-fast``) leaves out the book and SmolLM2.
+"""
 from __future__ import annotations
 
 import os
@@ -7,62 +25,53 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")     # no hub here: fail fast instea
 
 import pytest
 import torch
-
-
-def tiny_llama(attn: str = "eager", n_layers: int = 3, n_heads: int = 4, n_kv_heads: int = 2,
-               head_dim: int = 12, d_model: int = 40, vocab: int = 50, seed: int = 0):
-    """A random LlamaForCausalLM with GQA and head_dim != d_model / n_heads, fp32, eval mode."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=d_model, intermediate_size=2 * d_model,
-                      num_hidden_layers=n_layers, num_attention_heads=n_heads,
-                      num_key_value_heads=n_kv_heads, head_dim=head_dim, max_position_embeddings=64)
-    cfg._attn_implementation = attn
-    return LlamaForCausalLM(cfg).eval()
+from factories import make_tiny_llama
 
 
 @pytest.fixture(params=["eager", "sdpa"])
-def tiny(request):
-    return tiny_llama(request.param)
+def tiny_llama(request):
+    """A random 3-layer GQA Llama (4 query / 2 kv heads, head_dim 12, d_model 40, vocab 50), per attention."""
+    return make_tiny_llama(request.param)
 
 
 @pytest.fixture
-def ids():
+def token_ids():
+    """``(3, 9)`` token ids in ``[0, 50)`` for ``tiny_llama``, seeded."""
     return torch.randint(0, 50, (3, 9), generator=torch.Generator().manual_seed(1))
 
 
-# ------------------------------------------------------------------------------------------ book
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    """The real book's HTML, built once per session by the book runner (``python -m arithmech book``).
+def embedded_model():
+    """The shipped embedded model as ``load_model("embedded")`` returns it: ``(model, tokenizer, geometry)``.
+    Loaded once per session; tests must not change its weights."""
+    from arithmech.core.models import load_model
+    return load_model("embedded")
 
-    Built from a temporary copy of ``_config.yml``, ``_toc.yml`` and ``book/`` with
-    ``--skip-execute``: it renders the chapter notebooks as they are (executed by the runner
-    before commit, or by ``.ci/run`` before the tests), and never rewrites the repository's
-    files. ``ARITHMECH_BOOK_HTML=<dir>`` points the tests at an already built ``_build/html``
-    instead. Returns ``(root, html_dir)``.
-    """
-    import shutil
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
-    given = os.environ.get("ARITHMECH_BOOK_HTML")
-    if given:
-        return repo, Path(given)
-    from arithmech.report.book import build
-    root = tmp_path_factory.mktemp("book")
-    for f in ("_config.yml", "_toc.yml"):
-        shutil.copy2(repo / f, root / f)
-    shutil.copytree(repo / "book", root / "book", ignore=shutil.ignore_patterns("_static", ".ipynb_checkpoints"))
-    build(root, skip_execute=True)
-    return root, root / "_build" / "html"
+@pytest.fixture(scope="session")
+def embedded_tokenizer():
+    """The embedded model's word-level tokenizer (every digit its own token), built in code."""
+    from arithmech.embedded.train import build_tokenizer
+    return build_tokenizer()
 
 
 @pytest.fixture(scope="module")
+def word_llama_fig8(embedded_tokenizer):
+    """A random 5-layer GQA Llama over the embedded model's word-level tokenizer, plus 8 Fig. 8 samples:
+    ``(model, tokenizer, samples)``."""
+    from arithmech.data import pairs as D
+    tok = embedded_tokenizer
+    model = make_tiny_llama(n_layers=5, vocab=len(tok), seed=3)
+    samples, _ = D.make_pairs(tok, "fig8", n=8, seed=0)
+    return model, tok, samples
+
+
+@pytest.fixture(scope="session", autouse=True)
 def one_thread():
-    """Tiny models: one intra-op thread is faster than two, and far faster on a busy machine where
-    two spinning threads compete. Modules opt in with ``pytestmark = pytest.mark.usefixtures("one_thread")``;
-    the thread count is restored after the module."""
+    """Every test runs with one intra-op torch thread, whatever ``OMP_NUM_THREADS`` says. The models here
+    are tiny (or 135M parameters): one thread is faster than two, and far faster on a busy machine where
+    two spinning threads compete (``make test-fast``: ~50 s instead of ~200 s on 2 loaded cores). The
+    book's notebooks run in their own kernels and are not affected. Restored after the session."""
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -1,36 +1,38 @@
-"""Benchmarks of Table 1 (arithmech.evals.benchmarks): readers, splits, prompts, answer extraction, batched scoring."""
+"""Benchmarks of Table 1 (arithmech.evals.benchmarks): readers, splits, prompts, answer extraction.
+
+Batched scoring against one-prompt-at-a-time references is in ``parity/test_evals_parity.py``.
+"""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from arithmech.evals import benchmarks as E
-from arithmech.evals import scoring as S
-from conftest import tiny_llama
+
 
 DATA = E.data_dir()
+
+
 needs_data = pytest.mark.skipif(not (DATA / "gsm8k" / "test.jsonl").exists(),
                                 reason=f"benchmark folder {DATA} is absent (set ARITHMECH_DATA to the "
                                        "/work/shared/data layout to run these)")
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 @pytest.fixture(scope="module")
-def splits():
+def math_splits():
+    """The AddSub / SingleEq / SVAMP train/test splits drawn with seed 0."""
     return E.math_splits(seed=0)
 
 
 def test_extract_answer_rules():
     """Protects: the documented rule: commas stripped, first number after "The answer is", else the last
     number, trailing period ignored, negatives and decimals kept, None when there is no number."""
-    assert S.extract_answer("She pays $1,080 in total. The answer is 1,080.") == 1080
-    assert S.extract_answer("The answer is -3.5, not 7") == -3.5
-    assert S.extract_answer("3 apples and 4 pears make 7.") == 7
-    assert S.extract_answer("the answer is: 12 (since 3 * 4)") == 12
-    assert S.extract_answer("no idea") is None
-    assert S.is_correct(S.extract_answer("The answer is 9.43"), 9.43) and not S.is_correct(None, 0.0)
+    assert E.extract_answer("She pays $1,080 in total. The answer is 1,080.") == 1080
+    assert E.extract_answer("The answer is -3.5, not 7") == -3.5
+    assert E.extract_answer("3 apples and 4 pears make 7.") == 7
+    assert E.extract_answer("the answer is: 12 (since 3 * 4)") == 12
+    assert E.extract_answer("no idea") is None
+    assert E.is_correct(E.extract_answer("The answer is 9.43"), 9.43) and not E.is_correct(None, 0.0)
 
 
 @needs_data
@@ -43,46 +45,47 @@ def test_row_counts_match_readme():
 
 
 @needs_data
-def test_answer_extraction_on_real_rows(splits):
+def test_answer_extraction_on_real_rows(math_splits):
     """Protects: on every real row of the four math sets the gold answer survives formatting and extraction
     (GSM8K's raw '#### 1,080' solutions included), and SFT completions carry the right number."""
     for name in E.MATH:
         rows = E.read_math(name) + (E.read_math(name, split="train") if name == "gsm8k" else [])
         for p in rows:
             _, completion = E.math_example(p)
-            assert S.is_correct(S.extract_answer(completion), p.answer), (name, p.id, completion)
+            assert E.is_correct(E.extract_answer(completion), p.answer), (name, p.id, completion)
     raw = [l for l in (DATA / "gsm8k" / "test.jsonl").read_text().splitlines() if "," in l.split("####")[-1]]
     assert len(raw) == 14                                    # README: 14 test answers with separators
     import json
     for line in raw:
         r = json.loads(line)
         gold = float(r["answer"].split("####")[-1].replace(",", ""))
-        assert S.extract_answer(r["answer"]) == gold
+        assert E.extract_answer(r["answer"]) == gold
     svamp = E.read_math("svamp")[0]
     assert svamp.question.startswith("Each pack of dvds costs 76 dollars.") and svamp.answer == 51.0
 
 
 @needs_data
-def test_splits_seeded_disjoint_and_deduplicated(splits):
+def test_splits_seeded_disjoint_and_deduplicated(math_splits):
     """Protects: the AddSub/SingleEq/SVAMP splits are seeded and reproducible, no normalized training
     question occurs in any test set, training sets hold no repeats, and a question shared by two sets
     lands on the same side in both."""
     again = E.math_splits(seed=0)
-    assert all([p.id for p in splits[n][s]] == [p.id for p in again[n][s]] for n in E.MATH for s in ("train", "test"))
+    assert all([p.id for p in math_splits[n][s]] == [p.id for p in again[n][s]]
+               for n in E.MATH for s in ("train", "test"))
     other = E.math_splits(seed=1)
-    assert [p.id for p in other["addsub"]["test"]] != [p.id for p in splits["addsub"]["test"]]
-    test_keys = {E.normalize_question(p.question) for s in splits.values() for p in s["test"]}
-    train_keys = [E.normalize_question(p.question) for s in splits.values() for p in s["train"]]
+    assert [p.id for p in other["addsub"]["test"]] != [p.id for p in math_splits["addsub"]["test"]]
+    test_keys = {E.normalize_question(p.question) for s in math_splits.values() for p in s["test"]}
+    train_keys = [E.normalize_question(p.question) for s in math_splits.values() for p in s["train"]]
     assert not test_keys & set(train_keys) and len(train_keys) == len(set(train_keys))
     add = {E.normalize_question(p.question) for p in E.read_math("addsub")}
     seq = {E.normalize_question(p.question) for p in E.read_math("singleeq")}
     shared = add & seq
     assert shared                                             # both sets come from MAWPS
-    add_test = {E.normalize_question(p.question) for p in splits["addsub"]["test"]}
-    seq_test = {E.normalize_question(p.question) for p in splits["singleeq"]["test"]}
+    add_test = {E.normalize_question(p.question) for p in math_splits["addsub"]["test"]}
+    seq_test = {E.normalize_question(p.question) for p in math_splits["singleeq"]["test"]}
     assert {k for k in shared if k in add_test} == {k for k in shared if k in seq_test}
     for n in ("addsub", "singleeq", "svamp"):
-        frac = len(splits[n]["test"]) / (len(splits[n]["test"]) + len(splits[n]["train"]))
+        frac = len(math_splits[n]["test"]) / (len(math_splits[n]["test"]) + len(math_splits[n]["train"]))
         assert 0.2 < frac < 0.45, (n, frac)                   # ~test_frac, after dedup
 
 
@@ -129,34 +132,3 @@ def test_hf_source_needs_datasets():
     except ImportError:
         with pytest.raises(ImportError, match="pip install datasets"):
             E.read_math("gsm8k", source="hf")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    from arithmech.embedded.train import build_tokenizer
-    tok = build_tokenizer()
-    return tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3), tok
-
-
-def test_toy_benchmarks_score_the_literal_greedy_loop(toy):
-    """Protects: the toy two-digit and negative benchmarks count an item right exactly when the literal
-    one-prompt, no-cache argmax loop writes its answer and then no digit."""
-    from arithmech.embedded.train import two_digit_items
-    from arithmech.evals.toy import negative_items, negative_split
-    model, tok = toy
-
-    def literal(prompt, n):
-        ids, new = tok(prompt)["input_ids"], []
-        with torch.no_grad():
-            for _ in range(n):
-                t = int(model(torch.tensor([ids + new])).logits[0, -1].argmax())
-                if t == tok.eos_token_id:
-                    break
-                new.append(t)
-        return "".join(tok.decode(new, skip_special_tokens=True).split())
-
-    got = E.toy_benchmarks(model, tok, n_two_digit=24, which=("two_digit", "negative"))
-    for key, items in [("two_digit", two_digit_items(24)), ("negative", negative_items(negative_split(0)[1]))]:
-        outs = [literal(p, len(a) + 1) for p, a in items]
-        ok = [o.startswith(a) and not o[len(a):][:1].isdigit() for o, (_, a) in zip(outs, items)]
-        assert got[key] == round(sum(ok) / len(ok), 4), key

@@ -5,25 +5,12 @@ import pytest
 import torch
 
 from arithmech.evals import scoring as S
-from conftest import tiny_llama
+from factories import make_tiny_llama as tiny_llama
 
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 PROMPTS = ["12 plus 35 is", "Q: What is the opposite of hot? A:", "7 minus 2 equals", "The capital of Peru is",
            "4 + 3 =", "Q: What is the name of @? A:", "The war lasted 5 years from the year 1723 to the year 172",
            "3 times 3 equals to", "8 / 4 ="]
-
-
-@pytest.fixture(scope="module")
-def tok():
-    from arithmech.embedded.train import build_tokenizer
-    return build_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def embedded():
-    from arithmech.core.models import load_model
-    return load_model("embedded")[:2]
 
 
 def reference_greedy(model, tok, prompt: str, max_new: int, stop: str | None, eos: set[int]) -> list[int]:
@@ -58,9 +45,10 @@ def _check_parity(model, tok, max_new: int):
     return ref
 
 
-def test_greedy_equals_literal_loop_on_random_llama(tok):
+def test_greedy_equals_literal_loop_on_random_llama(embedded_tokenizer):
     """Protects: batched, left-padded, KV-cached greedy decoding writes exactly the tokens of the literal
     no-cache loop, with and without a stop string (a random GQA Llama, eager and sdpa attention)."""
+    tok = embedded_tokenizer
     model = tiny_llama("eager", n_layers=2, vocab=len(tok), seed=3)
     ref = _check_parity(model, tok, max_new=6)
     assert any(len(r) == 6 for r in ref)                   # the cap stopped some rows
@@ -68,16 +56,17 @@ def test_greedy_equals_literal_loop_on_random_llama(tok):
     assert S.greedy_tokens(sdpa, tok, PROMPTS, 6, batch_size=4) == ref
 
 
-def test_greedy_equals_literal_loop_on_embedded(embedded):
+def test_greedy_equals_literal_loop_on_embedded(embedded_model):
     """Protects: the same parity on the trained embedded model, where rows end at EOS at different steps."""
-    model, tok = embedded
+    model, tok, _ = embedded_model
     ref = _check_parity(model, tok, max_new=5)
     assert any(len(r) < 5 for r in ref) and any(ref)       # some rows stopped at EOS, some wrote text
     assert S.greedy_decode(model, tok, ["Q: What is the opposite of hot? A:"], 4) == ["cold"]
 
 
-def test_choice_logits_equal_unpadded_forward(tok):
+def test_choice_logits_equal_unpadded_forward(embedded_tokenizer):
     """Protects: letter logits of left-padded batches equal each prompt's own unpadded forward."""
+    tok = embedded_tokenizer
     model = tiny_llama("eager", n_layers=2, vocab=len(tok), seed=4)
     prompts = ["Q: What is the opposite of hot? Answer:", "1 plus 2 Answer:", "Answer:",
                "The capital of Peru is Lima. Answer:"]

@@ -1,28 +1,22 @@
-"""The analyze step (arithmech.methods.attention, .mlp, .analyze, .explorer, arithmech.report.widgets).
+"""The analyze step (arithmech.methods.analyze, arithmech.methods.explorer) against an independent forward.
 
 References are independent: a Llama forward written here with plain torch ops (RoPE, GQA,
 causal softmax, RMSNorm, SwiGLU) gives the attention rows and MLP vectors the hooks must find.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import tiny_llama
 
-from arithmech.core.trace import TraceDict
 from arithmech.methods import analyze as A
 from arithmech.methods import attention as At
 from arithmech.methods import mlp as M
-from arithmech.data import pairs as D
 from arithmech.methods import explorer as E
 from arithmech.methods.knockout import Ablation, knockout_topk
 
 
-# ------------------------------------------------------------------------------ manual reference
 def _rms(x, w, eps):
     return w * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
@@ -70,28 +64,17 @@ def manual_forward(model, ids: list[int]):
     return probs, torch.stack(mids), torch.stack(mlps), logits
 
 
-@pytest.fixture(scope="module")
-def emb():
-    """A random 5-layer GQA Llama over the embedded model's word-level tokenizer, plus 8 samples."""
-    from arithmech.embedded.train import build_tokenizer
-    tok = build_tokenizer()
-    model = tiny_llama(n_layers=5, vocab=len(tok), seed=3)
-    samples, _ = D.make_pairs(tok, "fig8", n=8, seed=0)
-    return model, tok, samples
-
-
-def test_manual_forward_matches_model(emb):
+def test_manual_forward_matches_model(word_llama_fig8):
     """Protects the reference itself: the hand-written forward reproduces the model's logits."""
-    model, tok, samples = emb
+    model, tok, samples = word_llama_fig8
     ids = tok(samples[0].clean)["input_ids"]
     torch.testing.assert_close(manual_forward(model, ids)[3], model(torch.tensor([ids])).logits[0],
                                rtol=1e-4, atol=1e-5)
 
 
-# ----------------------------------------------------------------------------------- attention
-def test_end_rows_sum_to_one_and_match_manual(emb):
+def test_end_rows_sum_to_one_and_match_manual(word_llama_fig8):
     """Protects: END rows come from the right module and head order (GQA) and are softmax rows."""
-    model, tok, samples = emb
+    model, tok, samples = word_llama_fig8
     ids = tok(samples[1].clean)["input_ids"]
     rows = At.end_rows(model, torch.tensor([ids]), range(5))
     probs = manual_forward(model, ids)[0]
@@ -101,31 +84,11 @@ def test_end_rows_sum_to_one_and_match_manual(emb):
         torch.testing.assert_close(rows[l][0], probs[l][:, -1], rtol=1e-4, atol=1e-6)
 
 
-def test_end_rows_need_eager_attention():
-    """Protects: under sdpa (no weights) the user gets a message naming the fix, not a TypeError."""
-    model = tiny_llama("sdpa")
-    with pytest.raises(ValueError, match="eager"):
-        At.end_rows(model, torch.randint(0, 50, (1, 5)), [0])
-
-
-def test_role_aggregation_on_hand_built_rows():
-    """Protects the role bookkeeping: which positions are A/B/operator/bos/other, and mass sums."""
-    positions = {"A": [2], "B": [4, 5], "operator": [3], "end": 6}
-    labels = At.role_labels(positions, 7)
-    assert labels == ["bos", "other", "A", "operator", "B", "B", "other"]
-    assert At.role_labels(positions, 7, bos=False)[0] == "other"
-    rows = torch.tensor([[[0.5, 0.1, 0.2, 0.05, 0.05, 0.05, 0.05],
-                          [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]])          # (n=1, H=2, seq=7)
-    m = At.role_mass(rows, [labels])                                         # (1, 2, 5): A B operator bos other
-    torch.testing.assert_close(m[0, 0], torch.tensor([0.2, 0.1, 0.05, 0.5, 0.15]))
-    torch.testing.assert_close(m[0, 1], torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0]))
-
-
-def test_attention_by_role_and_labels(emb):
+def test_attention_by_role_and_labels(word_llama_fig8):
     """Protects: per-sample role masses averaged over samples equal a direct recomputation, the five
     roles sum to 1 per head, the operand/operator/other label follows the largest group, and the heads
     shown in Fig. 7 / 16 are the key heads of that kind, else the model's top heads of that kind."""
-    model, tok, samples = emb
+    model, tok, samples = word_llama_fig8
     roles = At.attention_by_role(model, tok, samples, layers=[1, 3], batch_size=3)
     allr = roles[roles.task == "all"]
     np.testing.assert_allclose(allr.groupby(["layer", "head"]).mean_score.sum(), 1.0, atol=1e-5)
@@ -149,20 +112,12 @@ def test_attention_by_role_and_labels(emb):
     assert At.heads_of_kind(fake, [(0, 2)], "operand", k=2) == [(0, 0), (0, 1)]      # none: the model's top-k
 
 
-def test_guess_positions_for_free_prompts():
-    """Protects the explorer's role guess: first/second digit runs are A/B, operator words/symbols found."""
-    toks = ["<s>", "Q", ":", "What", "is", "4", "2", "plus", "3", "?", "A", ":"]
-    assert E.guess_positions(toks) == {"A": [5, 6], "B": [8], "operator": [7], "end": 11}
-    assert E.guess_positions(["<s>", "▁7", "▁+", "▁5", "▁="])["operator"] == [2]
-
-
-# ------------------------------------------------------------------------------------------ MLPs
 @pytest.mark.parametrize("final_norm", [True, False])
-def test_mlp_projection_equals_direct_computation(emb, final_norm):
+def test_mlp_projection_equals_direct_computation(word_llama_fig8, final_norm):
     """Protects Fig. 6a/b: MLP_in is the residual before post_attention_layernorm, MLP_out − MLP_in the
     MLP output, the final norm (gain) applied or not, cosines against the right W_U rows, 'other' = mean
     over the other digits — all equal to the hand-written forward."""
-    model, tok, samples = emb
+    model, tok, samples = word_llama_fig8
     df = M.mlp_projection(model, tok, samples, final_norm=final_norm, batch_size=4)
     W = model.lm_head.weight.detach()
     g = model.model.norm.weight.detach() if final_norm else torch.ones_like(W[0])
@@ -183,9 +138,9 @@ def test_mlp_projection_equals_direct_computation(emb, final_norm):
         np.testing.assert_allclose(w[q].to_numpy(), want[q], rtol=1e-4, atol=1e-5, err_msg=q)
 
 
-def test_layer_top_numbers_ranks_digits_by_cosine(emb):
+def test_layer_top_numbers_ranks_digits_by_cosine(word_llama_fig8):
     """Protects Fig. 6c: per layer, the top digits of MLP_out − MLP_in, sorted, equal a direct ranking."""
-    model, tok, _ = emb
+    model, tok, _ = word_llama_fig8
     top = M.layer_top_numbers(model, tok, "4 + 3 =", k=3)
     _, _, mlps, _ = manual_forward(model, tok("4 + 3 =")["input_ids"])
     g, W = model.model.norm.weight.detach(), model.lm_head.weight.detach()
@@ -196,35 +151,12 @@ def test_layer_top_numbers_ranks_digits_by_cosine(emb):
         assert top[top.layer == l].token.tolist() == [str(d) for d in best]
 
 
-def test_breakpoints_on_synthetic_curves():
-    """Protects the App. C rule: knots of rise-fall and plateau-rise curves (32 layers, noise) are found."""
-    rng = np.random.default_rng(0)
-    x = np.arange(32)
-    rise_fall = np.interp(x, [0, 13, 18, 28, 31], [0, 0, 0.3, 0.05, 0.05]) + rng.normal(0, 0.005, 32)
-    assert M.breakpoints(rise_fall) == (13, 18, 28)
-    plateau_rise = np.interp(x, [0, 13, 20, 28, 31], [0, 0, 0.05, 0.4, 0.4]) + rng.normal(0, 0.005, 32)
-    assert M.breakpoints(plateau_rise) == (13, 20, 28)
-    assert M.breakpoints(np.interp(np.arange(6), [0, 1, 3, 4, 5], [0, 0, 1, 0.2, 0.2])) == (1, 3, 4)
-    with pytest.raises(ValueError, match="at least 5"):
-        M.breakpoints([0, 1, 2, 3])
-
-
-def test_ripple_carry_matches_fig17_and_adds():
-    """Protects App. H: 3 + 4 gives the partial results 1, 3, 7 of Fig. 17; every 4-bit sum is exact."""
-    assert M.ripple_carry(3, 4).partial.tolist() == [1, 3, 7]
-    for a in range(16):
-        for b in range(16):
-            r = M.ripple_carry(a, b, bits=4)
-            assert r.partial.iloc[-1] + (int(r.carry_out.iloc[-1]) << 4) == a + b
-
-
-# -------------------------------------------------------------------------------------- explorer
-def test_explorer_callbacks_and_knockout(emb):
+def test_explorer_callbacks_and_knockout(word_llama_fig8):
     """Protects the explorer's logic without a browser: tables for prompt and counterfactual, intact and
     knocked out; a layer-0 knockout changes the output, writes exactly the heads' pooled X_c means into their
     slices of the o_proj input (other heads untouched) and gives the same top-5 as identify's knockout_topk;
     attention rows sum to 1."""
-    model, tok, samples = emb
+    model, tok, samples = word_llama_fig8
     means = E.knockout_means(model, tok, samples)
     ko = E.mean_ablation(model, [(0, 0), (0, 3)], means)
     r = E.explore(model, tok, "4 + 3 =", "4 @ 3 =", head=(2, 1), knockout=ko)
@@ -239,14 +171,14 @@ def test_explorer_callbacks_and_knockout(emb):
     assert set(r["numbers"].layer) == set(range(5))
     ids = torch.tensor([tok("4 + 3 =")["input_ids"]])
     name = "model.layers.0.self_attn.o_proj"
-    with torch.no_grad(), TraceDict(model, [name], retain_input=True) as clean:
+    with torch.no_grad(), At.TraceDict(model, [name], retain_input=True) as clean:
         model(ids)
     z0 = clean[name].input.unflatten(-1, (4, -1))
     mu = means.z["*"][0].unflatten(-1, (4, -1))                              # (2 positions: BOS, rest; H, dh)
     seq = ids.shape[1]
     for positions in ("end", "all"):
         ko = E.mean_ablation(model, [(0, 0), (0, 3)], means, positions=positions)
-        with torch.no_grad(), ko(), TraceDict(model, [name], retain_input=True) as t:  # edit runs first
+        with torch.no_grad(), ko(), At.TraceDict(model, [name], retain_input=True) as t:  # edit runs first
             model(ids)
         z = t[name].input.unflatten(-1, (4, -1))
         for h in range(4):
@@ -262,46 +194,3 @@ def test_explorer_callbacks_and_knockout(emb):
                                      positions=positions)
         assert kt.token.tolist() == tok.convert_ids_to_tokens(ids_ko[0, 0].tolist())
         np.testing.assert_allclose(kt.prob, p_ko[0, 0].numpy(), rtol=1e-5)
-
-
-def test_widget_runs_without_a_browser(emb):
-    """Protects the ipywidgets explorer: toggling the knockout fires the observer, which recomputes through
-    the same callbacks and fills the output area (no frontend, no kernel)."""
-    from arithmech.report import widgets
-    model, tok, samples = emb
-    w = widgets.explorer(model, tok, key_heads=[(0, 1), (2, 3)], reference=samples, run=False)
-    assert w.output.outputs == () and w.head.value == (0, 1)
-    w.prompt.value, w.counterfactual.value = "4 + 3 =", "4 @ 3 ="
-    w.knockout.value = True                                   # observer → refresh()
-    assert set(w.tables) == {"top", "numbers", "attention"}
-    assert set(w.tables["top"].condition) == {"intact", "knockout"}
-    assert set(w.tables["top"].input) == {"prompt", "counterfactual"}
-    assert len(w.output.outputs) == 3 and "text/html" in w.output.outputs[0]["data"]
-
-
-# -------------------------------------------------------------------------------------- results
-def test_run_writes_the_results_files(emb, tmp_path):
-    """Protects the results contract: the columns of attention_roles.csv / mlp_projection.csv, the
-    run.json record (other steps' records kept), and `python -m arithmech analyze` with the same seed
-    → the same files."""
-    model, tok, samples = emb
-    folder_model = tmp_path / "m"
-    model.save_pretrained(folder_model)
-    tok.save_pretrained(folder_model)
-    res = tmp_path / "results"
-    (res / "m").mkdir(parents=True)
-    D.save_jsonl(samples, res / "m" / "prompts.jsonl")
-    (res / "m" / "key_heads.json").write_text(json.dumps({"task": "all", "threshold": -0.05,
-                                                          "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
-    (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))
-    r = A.run(model=str(folder_model), results=str(res), n_samples=6, seed=1)
-    first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "mlp_projection.csv", "top_numbers.csv")}
-    roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
-    assert list(roles.columns[:4]) == ["layer", "head", "role", "mean_score"]
-    assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
-    assert r["labels"].name.tolist() == ["2.1", "3.0"] and len(r["samples"]) == 6
-    run = json.loads((res / "m" / "run.json").read_text())
-    assert run["steps"]["identify"] == {"seed": 0} and run["steps"]["analyze"]["parameters"]["n_samples"] == 6
-    from arithmech.cli import main
-    main(["analyze", "--model", str(folder_model), "--results", str(res), "--n-samples", "6", "--seed", "1", "--overwrite"])
-    assert first == {f: (res / "m" / f).read_text() for f in first}                # the command, same seed

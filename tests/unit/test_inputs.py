@@ -233,7 +233,7 @@ def test_documented_pair_file_example_loads(tok, tmp_path):
     """Protects: the pair-file example in the Data chapter is a valid file that loads and makes pairs whose
     answers follow the documented rules (A ** B with B <= 3; A * B % 10)."""
     import pathlib
-    nb = json.loads((pathlib.Path(__file__).parents[1] / "book" / "data.ipynb").read_text())
+    nb = json.loads((pathlib.Path(__file__).parents[2] / "book" / "data.ipynb").read_text())
     cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
     (doc,) = [c for c in cells if "PAIR_FILE_SCHEMA" in c]
     example = doc.split("```json\n", 1)[1].split("```", 1)[0]

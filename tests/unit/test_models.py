@@ -5,13 +5,14 @@ import pytest
 import torch
 
 from arithmech.core.models import (ARCHITECTURES, Geometry, UnsupportedModelError, arch_for, load_model, module,
-                              resolve)
-from conftest import tiny_llama
+                                   resolve)
+
+from factories import make_tiny_llama
 
 
 def test_geometry_read_from_config():
     """Protects: head geometry comes from the config (GQA kv heads, explicit head_dim != d_model/heads)."""
-    m = tiny_llama()
+    m = make_tiny_llama()
     g = Geometry.from_config(m.config)
     assert (g.n_layers, g.n_heads, g.n_kv_heads, g.head_dim, g.d_model) == (3, 4, 2, 12, 40)
     assert [g.kv_head(h) for h in range(4)] == [0, 0, 1, 1]
@@ -28,7 +29,7 @@ def test_unsupported_architecture_one_clear_error():
 
 def test_table_validated_against_model_paths():
     """Protects: a family whose modules moved is caught at load, not deep inside patching."""
-    m = tiny_llama()
+    m = make_tiny_llama()
     m.model.layers[2].mlp = None
     del m.model.layers[2].mlp
     with pytest.raises(UnsupportedModelError, match="model.layers.2.mlp"):
@@ -45,7 +46,7 @@ def test_unknown_model_clear_error(tmp_path):
 
 def test_local_folder_roundtrip_and_options(tmp_path):
     """Protects: a saved HF folder loads through the same path, with dtype and attention options."""
-    m = tiny_llama()
+    m = make_tiny_llama()
     m.save_pretrained(tmp_path)
     from arithmech.embedded.train import build_tokenizer
     build_tokenizer().save_pretrained(tmp_path)

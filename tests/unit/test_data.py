@@ -5,13 +5,7 @@ import pytest
 
 from arithmech.data import templates as T
 from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_jsonl, load_template_pairs, make_pairs,
-                            save_jsonl, select_templates)
-from arithmech.embedded.train import build_tokenizer
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return build_tokenizer()
+                                  save_jsonl, select_templates)
 
 
 def test_template_counts():
@@ -23,8 +17,9 @@ def test_template_counts():
 
 
 @pytest.mark.parametrize("task", ["addition", "subtraction", "multiplication", "division", "all", "exponentiation"])
-def test_pairs_equal_length_and_answer_token(tok, task):
+def test_pairs_equal_length_and_answer_token(embedded_tokenizer, task):
     """Protects: X_r and X_c have equal token length, and {C} is the first token of the true answer."""
+    tok = embedded_tokenizer
     samples, stats = make_pairs(tok, task, n=120, seed=3)
     assert stats.made == 120
     for s in samples:
@@ -38,8 +33,9 @@ def test_pairs_equal_length_and_answer_token(tok, task):
     assert [tok.decode([i]).strip() for i in ids.tolist()] == [s.answer for s in samples]
 
 
-def test_counterfactual_removes_operator(tok):
+def test_counterfactual_removes_operator(embedded_tokenizer):
     """Protects: the operator word/symbol of X_r is replaced by a neutral word/symbol in X_c."""
+    tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "fig8", n=72, seed=0)
     for s in samples:
         op_tokens = [tok(s.clean)["input_ids"][p] for p in s.positions["operator"]]
@@ -48,8 +44,9 @@ def test_counterfactual_removes_operator(tok):
         assert tok.decode(cor_tokens).strip() in T.NEUTRAL_WORDS + T.NEUTRAL_SYMBOLS
 
 
-def test_positions_point_at_operands(tok):
+def test_positions_point_at_operands(embedded_tokenizer):
     """Protects: stored token positions of A, B and the operator are where those tokens are."""
+    tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "all", n=96, seed=1)
     for s in samples:
         toks = tok.convert_ids_to_tokens(tok(s.clean)["input_ids"])
@@ -60,23 +57,26 @@ def test_positions_point_at_operands(tok):
         assert s.positions["operator"] or "{OP}" not in T.TEMPLATES[s.template].clean
 
 
-def test_seeded_and_deterministic(tok):
+def test_seeded_and_deterministic(embedded_tokenizer):
     """Protects: the same seed gives the same pairs; another seed gives others."""
+    tok = embedded_tokenizer
     a, _ = make_pairs(tok, "all", n=50, seed=7)
     b, _ = make_pairs(tok, "all", n=50, seed=7)
     c, _ = make_pairs(tok, "all", n=50, seed=8)
     assert a == b and a != c
 
 
-def test_length_changing_pair_is_redrawn_then_fails(tok):
+def test_length_changing_pair_is_redrawn_then_fails(embedded_tokenizer):
     """Protects: a user pair whose counterfactual can never keep the token length fails with one clear message."""
+    tok = embedded_tokenizer
     bad = T.parse_pair("{A} plus {B} is", "{A} is not the same as {B} is", id="bad")
     with pytest.raises(TemplateLengthError, match="'bad'.*same token length"):
         make_pairs(tok, [bad], n=2, seed=0)
 
 
-def test_user_pair_exponentiation(tok, tmp_path):
+def test_user_pair_exponentiation(embedded_tokenizer, tmp_path):
     """Protects: a template-pair file (App. D) goes through the same pairing, answers from its expression."""
+    tok = embedded_tokenizer
     f = tmp_path / "pairs.json"
     f.write_text('[{"clean": "{A} to the power of {B} equals", "corrupt": "{A} to the none of {B} equals", '
                  '"answer": "A ** B", "op_word": "power", "id": "pow"}]')
@@ -84,8 +84,9 @@ def test_user_pair_exponentiation(tok, tmp_path):
     assert all(int(s.target) == s.a ** s.b for s in samples)
 
 
-def test_jsonl_roundtrip(tok, tmp_path):
+def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
     """Protects: prompts.jsonl saves and loads the exact samples."""
+    tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "addition", n=30, seed=0)
     save_jsonl(samples, tmp_path / "p.jsonl")
     assert load_jsonl(tmp_path / "p.jsonl") == samples
@@ -99,11 +100,11 @@ def test_unknown_task_clear_error():
         select_templates("sum")
 
 
-# ------------------------------------------------------------------------ operand counterfactual
 @pytest.mark.parametrize("task", ["all", "subtraction", "multiplication", "division"])
-def test_operand_pairs_change_only_the_operands(tok, task):
+def test_operand_pairs_change_only_the_operands(embedded_tokenizer, task):
     """Protects: the operand counterfactual keeps every token of X_r except those of {A} and {B}
     (same template, operator and pool words), keeps the token length, and moves the answer token."""
+    tok = embedded_tokenizer
     from arithmech.data.pairs import make_operand_pairs
     samples, stats = make_operand_pairs(tok, task, n=96, seed=2)
     assert stats.made == 96
@@ -122,10 +123,11 @@ def test_operand_pairs_change_only_the_operands(tok, task):
         assert str(c2)[0] != s.answer and c2 >= 0
 
 
-def test_operand_pairs_leave_operator_stream_alone(tok):
+def test_operand_pairs_leave_operator_stream_alone(embedded_tokenizer):
     """Protects: drawing operand pairs does not touch make_pairs' random stream (the embedded model's
     training data depends on it): make_pairs gives the same pairs before and after, and the operand
     pairs are seeded (same seed → same pairs)."""
+    tok = embedded_tokenizer
     from arithmech.data.pairs import make_operand_pairs
     before, _ = make_pairs(tok, "all", n=40, seed=5)
     a, _ = make_operand_pairs(tok, "all", n=40, seed=5)
@@ -147,9 +149,10 @@ DRAWN_BEFORE = {
 }
 
 
-def test_pairs_identical_to_the_two_loop_version(tok):
+def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer):
     """Protects: one drawing loop for both counterfactual kinds draws, for the same seed, exactly the
     pairs (texts, positions, redraw counts) the two former loops drew."""
+    tok = embedded_tokenizer
     import hashlib
     import json
 

@@ -121,7 +121,7 @@ def test_shipped_smollm2_records_read_in_the_one_format():
     """Protects the committed 40-minute Table 1 run: its three records read through the contract, with
     the command that made them under the one CLI."""
     from pathlib import Path
-    folder = Path(__file__).resolve().parents[1] / "results" / "smollm2-135m"
+    folder = Path(__file__).resolve().parents[2] / "results" / "smollm2-135m"
     recs = R.finetune_records(folder)
     assert list(recs) == ["base", "full", "precise"]
     assert all(r["command"].startswith("python -m arithmech table1") for r in recs.values())

@@ -1,0 +1,190 @@
+"""Open a built page in headless Chromium with all network cut, and report what happened.
+
+Selenium drives the Debian ``chromium`` through its ``chromedriver`` (``make chromium`` installs
+both); both are found on ``PATH`` and handed to Selenium, so Selenium Manager never downloads one.
+Chromium starts with a fresh profile, every background service off, a dead proxy, a host resolver
+that resolves nothing, and the page's network emulated offline (a DevTools command sent through
+``execute_cdp_cmd``). Chrome's performance log (``goog:loggingPrefs``) records every request the
+page makes (any scheme but ``file:``, ``data:``, ``blob:``, ``about:`` counts as leaving the
+machine) and every failed load; its browser log records console errors and uncaught exceptions.
+A script run in the page counts the charts vega-embed drew.
+
+``python tests/book/browser.py`` prints one line naming what is missing (exit 1), or nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome:", "devtools:")
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+INSTALL = "make chromium"          # apt-get install -y chromium chromium-driver (as root)
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
+         "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--allow-file-access-from-files",
+         "--window-size=1280,2000"]
+
+# Run in the page: chart containers written by arithmech.report.offline.chart_html, the ones
+# vega-embed has drawn into (an svg.marks or a canvas), and MathJax's output.
+COUNT_JS = """return {
+  charts: document.querySelectorAll('.arithmech-chart').length,
+  drawn: Array.from(document.querySelectorAll('.arithmech-chart'))
+              .filter(d => d.querySelector('svg.marks, canvas')).length,
+  marks: document.querySelectorAll('svg.marks').length + document.querySelectorAll('canvas').length,
+  math: document.querySelectorAll('span.math, div.math').length,
+  mathjax: document.querySelectorAll('mjx-container').length,
+  text: document.body ? document.body.innerText.length : 0
+};"""
+
+
+def executables() -> tuple[str | None, str | None]:
+    """``(chromium, chromedriver)`` paths found on ``PATH``, ``None`` where absent."""
+    exe = next((p for p in map(shutil.which, BROWSERS) if p), None)
+    return exe, shutil.which("chromedriver")
+
+
+def missing() -> str | None:
+    """One line naming what the browser tests lack and the command that installs it, or ``None``."""
+    exe, driver = executables()
+    lack, fixes = [], []
+    if not exe:
+        lack.append("chromium")
+    if not driver:
+        lack.append("chromedriver (Debian package chromium-driver)")
+    if lack:
+        fixes.append(f"`{INSTALL}` (as root)")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        lack.append("the selenium package")
+        fixes.append("`pip install -r requirements.txt`")
+    if not lack:
+        return None
+    return f"browser tests need {' and '.join(lack)}: install with {' and '.join(fixes)}"
+
+
+def require_browser() -> None:
+    """Skip the calling test when Chromium, chromedriver or Selenium is missing; under ``CI=true``
+    fail it instead (CI must never skip the browser checks). Either way with one line."""
+    import pytest
+    problem = missing()
+    if problem is None:
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{problem} (CI=true: the browser checks may not be skipped)", pytrace=False)
+    pytest.skip(problem)
+
+
+@dataclass
+class PageReport:
+    url: str
+    counts: dict = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)     # non-local requests: must stay empty
+    errors: list[str] = field(default_factory=list)       # console errors, exceptions, failed loads
+
+
+class Browser:
+    """``with Browser() as b: report = b.open(path)``; one Chromium for many pages."""
+
+    def __init__(self) -> None:
+        problem = missing()
+        if problem:
+            raise RuntimeError(problem)
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        exe, driver = executables()
+        self.profile = tempfile.mkdtemp(prefix="arithmech-chromium-")
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = exe
+        for flag in (*FLAGS, f"--user-data-dir={self.profile}"):
+            opts.add_argument(flag)
+        opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+        opts.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
+        # Chromium's scratch files go away with the profile.
+        service = Service(executable_path=driver, env={**os.environ, "TMPDIR": self.profile})
+        try:
+            self.driver = webdriver.Chrome(options=opts, service=service)
+            self.driver.execute_cdp_cmd("Network.enable", {})
+            self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+                "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        except Exception:
+            self.driver = None
+            self.close()
+            raise
+
+    def __enter__(self) -> "Browser":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if getattr(self, "driver", None) is not None:
+            self.driver.quit()
+            self.driver = None
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def _record(self, rep: PageReport) -> None:
+        """Move what the logs hold since the last call into ``rep`` (network requests and failures from
+        the performance log, SEVERE entries of the browser log: console errors, exceptions)."""
+        for entry in self.driver.get_log("performance"):
+            m = json.loads(entry["message"])["message"]
+            meth, p = m.get("method"), m.get("params", {})
+            if meth == "Network.requestWillBeSent":
+                u = p["request"]["url"]
+                if not u.startswith(LOCAL_SCHEMES):
+                    rep.requests.append(u)
+            elif meth == "Network.loadingFailed" and not p.get("canceled"):
+                rep.errors.append(f"load failed: {p.get('errorText')}")
+        for entry in self.driver.get_log("browser"):
+            if entry["level"] == "SEVERE":
+                rep.errors.append(f"{entry.get('source', 'console')}: {entry['message']}")
+
+    def open(self, path: str | Path, settle: float = 20.0, screenshot: str | Path | None = None) -> PageReport:
+        """Load ``path`` from ``file://``, wait until every chart is drawn (or ``settle`` s), report."""
+        url = Path(path).resolve().as_uri()
+        rep = PageReport(url)
+        self.driver.get("about:blank")
+        self._record(PageReport("about:blank"))               # drop what the previous page left behind
+        self.driver.set_page_load_timeout(settle)
+        from selenium.common.exceptions import TimeoutException
+        try:
+            self.driver.get(url)                              # returns after the load event
+        except TimeoutException:
+            rep.errors.append(f"page did not finish loading within {settle} s")
+        deadline = time.time() + settle
+        while time.time() < deadline:
+            c = rep.counts = self.driver.execute_script(COUNT_JS)
+            if c["drawn"] == c["charts"] and (c["math"] == 0 or c["mathjax"] > 0):
+                break
+            time.sleep(0.25)
+        time.sleep(0.5)                                       # let late requests or errors surface
+        rep.counts = self.driver.execute_script(COUNT_JS)
+        self._record(rep)
+        if screenshot:                                         # the whole page, in 2000 px slices
+            import base64
+            size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+            out = Path(screenshot)
+            for k, y in enumerate(range(0, int(min(size["height"], 20000)), 2000)):
+                shot = self.driver.execute_cdp_cmd("Page.captureScreenshot", {
+                    "format": "png", "captureBeyondViewport": True,
+                    "clip": {"x": 0, "y": y, "width": size["width"], "height": 2000, "scale": 1}})
+                out.with_name(f"{out.stem}-{k}{out.suffix}").write_bytes(base64.b64decode(shot["data"]))
+        return rep
+
+
+if __name__ == "__main__":
+    problem = missing()
+    if problem:
+        print(problem, file=sys.stderr)
+        sys.exit(1)

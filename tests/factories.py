@@ -1,0 +1,46 @@
+"""Small models and prompt sets built in the tests (no files, no network), shared by every tier.
+
+Fixtures in ``conftest.py`` wrap these; tests that need a model of another size call them directly.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def make_tiny_llama(attn: str = "eager", n_layers: int = 3, n_heads: int = 4, n_kv_heads: int = 2,
+                    head_dim: int = 12, d_model: int = 40, vocab: int = 50, seed: int = 0):
+    """A random LlamaForCausalLM with GQA and head_dim != d_model / n_heads, fp32, eval mode.
+
+    Defaults: 3 layers, 4 query heads on 2 kv heads, head_dim 12, d_model 40, vocabulary 50.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=d_model, intermediate_size=2 * d_model,
+                      num_hidden_layers=n_layers, num_attention_heads=n_heads,
+                      num_key_value_heads=n_kv_heads, head_dim=head_dim, max_position_embeddings=64)
+    cfg._attn_implementation = attn
+    return LlamaForCausalLM(cfg).eval()
+
+
+def make_biased_gqa_llama(vocab: int, seed: int = 0):
+    """Random Llama with GQA (4 query heads on 2 kv heads), head_dim 12 != 40 / 4, and every bias on
+    (o_proj bias included) and non-zero, so the fast paths' bias and GQA handling is exercised."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=40, intermediate_size=80, num_hidden_layers=3,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=12, max_position_embeddings=64,
+                      attention_bias=True, mlp_bias=True)
+    cfg._attn_implementation = "eager"
+    model = LlamaForCausalLM(cfg).eval().requires_grad_(False)
+    with torch.no_grad():                       # non-zero biases (they are initialised to 0)
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.normal_(0, 0.1)
+    return model
+
+
+def prompt_pairs(tok, n: int, seed: int = 0):
+    """``n`` Fig. 8/10 operator-counterfactual samples: ``(samples, clean, corrupt, answer_ids (n,))``."""
+    from arithmech.data import pairs as D
+    samples, _ = D.make_pairs(tok, "all", n=n, seed=seed)
+    return samples, [s.clean for s in samples], [s.corrupt for s in samples], D.answer_ids(tok, samples)

@@ -1,0 +1,119 @@
+"""The pipeline's commands end to end on small models: ``python -m arithmech identify`` (embedded model),
+``analyze`` and the fine-tune runner (random models saved to folders): the results files, their columns,
+the same files again for the same seed, and one-line errors for bad input."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from arithmech.cli import main
+from arithmech.data import pairs as D
+from arithmech.finetune.runner import run_finetune
+from arithmech.methods import analyze as A
+
+
+def test_cli_writes_results_files(tmp_path, capsys):
+    """Protects: `python -m arithmech identify` writes the documented files and columns, exactly the
+    prompts used, and the same files again for the same seed."""
+    args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
+            "--knockout-samples", "6", "--random-seeds", "1"]
+    main(args + ["--out", str(tmp_path / "a")])
+    assert "wrote" in capsys.readouterr().out
+    a = tmp_path / "a"
+    eff = pd.read_csv(a / "effects.csv", dtype={"head": str})
+    assert list(eff.columns[:6]) == ["task", "layer", "head", "effect", "logit_diff", "prob"]
+    assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
+    ko = pd.read_csv(a / "knockout.csv")
+    assert list(ko.columns) == ["task", "kind", "order", "seed", "k", "accuracy", "n"]
+    assert ko.loc[ko.k == 0, "accuracy"].eq(1.0).all()               # X_r: the model answers all of them
+    kh = json.loads((a / "key_heads.json").read_text())
+    assert kh["threshold"] == -0.05 and all(h["effect"] < -0.05 for h in kh["heads"])
+    assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
+    prompts = D.load_jsonl(a / "prompts.jsonl")
+    run = json.loads((a / "run.json").read_text())
+    rec = run["steps"]["identify"]
+    assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
+    assert rec["parameters"]["seed"] == 3 and "torch" in rec["versions"] and rec["peak_memory"]["peak_rss_bytes"] > 0
+    main(args + ["--out", str(tmp_path / "b")])
+    for f in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv"):
+        assert (a / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+
+
+def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
+    """Protects: a counterfactual that changes the token length stops the command with one message
+    that names the template and says what to change (no traceback)."""
+    pair = tmp_path / "pairs.json"
+    pair.write_text(json.dumps([{"id": "bad", "clean": "{A} plus {B} equals to", "corrupt": "{A} is nothing {B} equals to"}]))
+    with pytest.raises(SystemExit) as e:
+        main(["identify", "--model", "embedded", "--task", str(pair), "--n-samples", "4", "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("error")]      # (transformers may print a load bar)
+    assert len(lines) == 1 and "'bad'" in lines[0] and "same token length" in lines[0]
+    assert "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
+    """Protects the results contract: the columns of attention_roles.csv / mlp_projection.csv, the
+    run.json record (other steps' records kept), and `python -m arithmech analyze` with the same seed
+    → the same files."""
+    model, tok, samples = word_llama_fig8
+    folder_model = tmp_path / "m"
+    model.save_pretrained(folder_model)
+    tok.save_pretrained(folder_model)
+    res = tmp_path / "results"
+    (res / "m").mkdir(parents=True)
+    D.save_jsonl(samples, res / "m" / "prompts.jsonl")
+    (res / "m" / "key_heads.json").write_text(json.dumps({"task": "all", "threshold": -0.05,
+                                                          "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
+    (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))
+    r = A.run(model=str(folder_model), results=str(res), n_samples=6, seed=1)
+    first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "mlp_projection.csv", "top_numbers.csv")}
+    roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
+    assert list(roles.columns[:4]) == ["layer", "head", "role", "mean_score"]
+    assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
+    assert r["labels"].name.tolist() == ["2.1", "3.0"] and len(r["samples"]) == 6
+    run = json.loads((res / "m" / "run.json").read_text())
+    assert run["steps"]["identify"] == {"seed": 0} and run["steps"]["analyze"]["parameters"]["n_samples"] == 6
+    from arithmech.cli import main
+    main(["analyze", "--model", str(folder_model), "--results", str(res), "--n-samples", "6", "--seed", "1", "--overwrite"])
+    assert first == {f: (res / "m" / f).read_text() for f in first}                # the command, same seed
+
+
+def test_runner_writes_results(tmp_path):
+    """Protects: the runner writes finetune/<mode>.json with samples/s, tuned parameters, peak memory and
+    accuracy before/after, for precise (top-k from key_heads.json) and full SFT with the same settings."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from arithmech.embedded.train import build_tokenizer
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "toy")
+    tok.save_pretrained(tmp_path / "toy")
+    (tmp_path / "res" / "toy").mkdir(parents=True)
+    kh = {"task": "all", "threshold": -0.05,
+          "heads": [{"layer": 1, "head": 2}, {"layer": 0, "head": 1}, {"layer": 1, "head": 0}]}
+    (tmp_path / "res" / "toy" / "key_heads.json").write_text(json.dumps(kh))
+    rows = [f"all,{l},{h},{-0.01 * (l * 4 + h)}" for l in range(2) for h in range(4)] + ["all,0,mlp,0.1", "all,1,mlp,0.2"]
+    (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect\n" + "\n".join(rows) + "\n")
+    common = dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
+                  batch_size=4, micro_batch_size=4, lr=1e-3, n_train=16)
+    precise = run_finetune(mode="precise", heads="top-2", **common)
+    full = run_finetune(mode="full", **common)
+    saved = json.loads((tmp_path / "res" / "toy" / "finetune" / "precise.json").read_text())
+    assert saved["heads"] == [[0, 1], [1, 2]] and saved["train"]["steps"] == 2
+    assert precise["tuned_parameters"] == 2 * 4 * 32 * 8
+    assert full["tuned_parameters"] == full["total_parameters"] > 10 * precise["tuned_parameters"]
+    for r in (precise, full):
+        assert set(r["base"]) == set(r["results"]) == set(r["delta"]) == {"generic"}
+        assert r["delta"]["generic"]["delta"] == pytest.approx(r["results"]["generic"]["value"] - r["base"]["generic"]["value"], abs=1e-4)
+        assert r["train"]["samples_per_second"] > 0 and r["train"]["peak_memory"]["peak_bytes"] >= 0
+    assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
+    with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
+        run_finetune(mode="full", **common)

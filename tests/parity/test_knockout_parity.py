@@ -1,0 +1,118 @@
+"""Knockout (mean ablation) is exact: the batched END replay on the prefix cache equals a full hooked
+forward, nothing ablated equals the model's own accuracy, ablating with a prompt's own means is a no-op,
+and the book's positions table reuses the knockout curve's own point."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arithmech.data import pairs as D
+from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations
+
+from factories import make_biased_gqa_llama, prompt_pairs
+
+
+def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Tensor:
+    """Independent reference for ``positions="end"``: one full forward per prompt, hooks that overwrite
+    only the last position's ablated head slices / MLP outputs with the X_c means. ``(n, V)`` probs."""
+    from arithmech.core.trace import TraceDict
+    H, L = model.config.num_attention_heads, model.config.num_hidden_layers
+    out = []
+    for s in samples:
+        ids = torch.tensor([tok(s.clean)["input_ids"]])
+        z, m = means.lookup(s.template, ids.shape[1])                   # (L, seq, H*dh), (L, seq, d)
+
+        def edit_z(x, name):
+            l = int(name.split(".")[2])
+            x = x.clone()
+            for (ll, h) in ab.heads:
+                if ll == l:
+                    dh = x.shape[-1] // H
+                    x[:, -1, h * dh:(h + 1) * dh] = z[l, -1, h * dh:(h + 1) * dh]
+            return x
+
+        def edit_m(y, name):
+            l = int(name.split(".")[2])
+            if l in ab.mlps:
+                y = y.clone()
+                y[:, -1] = m[l, -1]
+            return y
+
+        with torch.no_grad(), \
+                TraceDict(model, [f"model.layers.{l}.self_attn.o_proj" for l in range(L)], edit_input=edit_z), \
+                TraceDict(model, [f"model.layers.{l}.mlp" for l in range(L)], edit_output=edit_m):
+            out.append(model(ids).logits[0, -1].softmax(-1))
+    return torch.stack(out)
+
+
+def test_knockout_with_k0_equals_plain_accuracy(embedded_model):
+    """Protects: the batched knockout forward with nothing ablated reproduces the model's own top-1
+    accuracy (data.predict, an independent path) on unfiltered prompts."""
+    model, tok, _ = embedded_model
+    samples, _, _, ans = prompt_pairs(tok, 24, seed=4)
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    base = (D.predict(model, tok, [s.clean for s in samples])[:, 0] == ans).float().mean()
+    curve = knockout_curve(model, tok, samples, means, [(5, 0), (4, 1)], [0, 1, 2],
+                           [(l, h) for l in range(6) for h in range(8)], n_random=2)
+    assert (curve.loc[curve.k == 0, "accuracy"] == float(base)).all()
+    assert set(curve.order) == {"effect-rank", "random-rank"} and len(curve) == 9
+
+
+@pytest.mark.parametrize("which", ["embedded", "gqa"])
+def test_end_knockout_on_prefix_cache_equals_full_forward_reference(which, embedded_model, embedded_tokenizer):
+    """Protects the fast END knockout: replaying only the END token on the clean prefix's key/value
+    cache (many ablations batched, duplicates run once) gives the probabilities of a full forward that
+    ablates heads and MLPs at the last position, on the embedded model and on a random GQA Llama with
+    biases; on the embedded model ``positions="all"`` differs from it."""
+    tok = embedded_tokenizer
+    model, tok_ = ((embedded_model[0], embedded_model[1]) if which == "embedded"
+                   else (make_biased_gqa_llama(len(tok)), tok))
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    samples = prompt_pairs(tok_, 10, seed=6)[0]
+    means = mean_activations(model, tok_, [s.corrupt for s in samples], [s.template for s in samples])
+    abls = [Ablation(), Ablation.of(heads=[(L - 1, 0), (0, H - 1)]), Ablation.of(mlps=[0]),
+            Ablation.of(heads=[(l, 1) for l in range(L)], mlps=[L - 1]), Ablation()]
+    ids, p = knockout_topk(model, tok_, [s.clean for s in samples], [s.template for s in samples], means, abls,
+                           k=3, max_rows=16)                                  # several chunks per length group
+    for a, ab in enumerate(abls):
+        ref = end_ablation_reference(model, tok_, samples, means, ab)
+        torch.testing.assert_close(p[a], ref.topk(3, -1).values, atol=1e-5, rtol=1e-4)
+        assert torch.equal(ids[a, :, 0], ref.argmax(-1))
+    assert torch.equal(p[0], p[-1])
+    if which == "gqa":
+        return                                     # (a random model's near-uniform probabilities barely move)
+    _, p_all = knockout_topk(model, tok_, [s.clean for s in samples], [s.template for s in samples], means,
+                             abls[1:2], k=3, positions="all")
+    assert (p_all[0] - p[1]).abs().max() > 1e-4
+
+
+def test_mean_ablation_with_own_clean_mean_is_a_no_op(embedded_model):
+    """Protects: knockout replaces exactly the ablated activations: with means taken from the very
+    prompt (one sample), knocking out every head and MLP leaves its predictions unchanged, while the
+    X_c means of the same heads change them."""
+    model, tok, geo = embedded_model
+    s = prompt_pairs(tok, 3, seed=5)[0]
+    every = Ablation.of(heads=[(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)],
+                        mlps=range(geo.n_layers))
+    own = mean_activations(model, tok, [s[0].clean], [s[0].template])
+    ids, p = knockout_topk(model, tok, [s[0].clean], [s[0].template], own, [Ablation(), every], k=5)
+    assert torch.equal(ids[0], ids[1])
+    torch.testing.assert_close(p[0], p[1], atol=1e-5, rtol=1e-4)
+    cf = mean_activations(model, tok, [x.corrupt for x in s], [x.template for x in s])
+    acc = accuracy(model, tok, s, cf, [Ablation(), every])
+    assert acc[0] > 0 and acc[1] < acc[0]
+
+
+def test_positions_table_end_row_reproduces_the_knockout_curve(embedded_model):
+    """Protects the book's END-vs-every-position table: its END row is the knockout curve's own point at
+    k = number of key heads (same samples, same random orders); its every-position row is computed on
+    the same samples."""
+    from arithmech.methods.identify import identify, knockout_summary, positions_table
+    model, tok, _ = embedded_model
+    res = identify(model, tok, "addition", n_samples=32, seed=0, knockout_samples=16, n_random=2, transfer=False)
+    assert res.key_heads["heads"], "the embedded model has key heads for addition"
+    pt = positions_table(res, model, tok).set_index("positions")
+    ks = knockout_summary(res).iloc[0]
+    for col in ("key_heads", "accuracy_key_heads_out", "accuracy_random_out_mean", "accuracy_random_out_std", "n"):
+        assert pt.loc["end", col] == pytest.approx(ks[col]), col
+    assert pt.loc["all", "accuracy_key_heads_out"] < 1 and pt.loc["all", "n"] == ks["n"]
