@@ -1,0 +1,54 @@
+"""The README's commands, run as written on a fresh folder (marked slow: about 3 minutes on 2 cores)."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arithmech.core import results as R
+
+pytestmark = pytest.mark.slow
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_commands() -> list[list[str]]:
+    """Every `.venv/bin/python -m arithmech …` line of the README's bash blocks, in order."""
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+        for line in block.splitlines():
+            if line.startswith(".venv/bin/python -m arithmech"):
+                lines.append(shlex.split(line.split("  #")[0]))
+    return lines
+
+
+def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
+    """Protects the README's promise: its identify → analyze → finetune commands, run as written in a
+    fresh folder, write one results folder for the model with every file beside the others (no
+    results/embedded/embedded), and each step reuses the one before (analyze records identify's key
+    heads as its input; finetune tunes identify's ranked heads). `train-embedded` (12 minutes) is run
+    with --help only; every other command runs as written."""
+    cmds = readme_commands()
+    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "train-embedded"]
+    for c in cmds:
+        argv = [sys.executable, *c[1:]] + (["--help"] if c[3] == "train-embedded" else [])
+        r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, (c, r.stderr[-2000:])
+    folder = tmp_path / "results" / "embedded"
+    assert not (folder / "embedded").exists()
+    for name in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "attention_roles.csv",
+                 "mlp_projection.csv", "analyze.json", "run.json"):
+        R.read(folder, name) if name != "run.json" else None
+        assert (folder / name).exists(), name
+    run = R.read_run(folder)
+    assert set(run["steps"]) == {"identify", "analyze"}
+    assert run["steps"]["analyze"]["inputs"]["key_heads.json"] == R.sha256(folder / "key_heads.json")
+    rec = R.read_finetune(folder, "precise")
+    ranked = [h["layer"] * 100 + h["head"] for h in json.loads((folder / "key_heads.json").read_text())["heads"]]
+    tuned = [l * 100 + h for l, h in rec["heads"]]
+    assert set(ranked) <= set(tuned) and len(tuned) == 8          # the key heads first, then by effect rank
+    assert not (tmp_path / "retrained-embedded").exists()
