@@ -401,7 +401,7 @@ def _cli(a) -> None:
 
 def add_cli(subparsers, name: str) -> None:
     """``accuracy-by-template`` or ``counterfactuals`` (operator vs operand counterfactual)."""
-    from arithmech.cli import POSITIVE, common_arguments
+    from arithmech.core.inputs import POSITIVE, common_arguments
     if name == "accuracy-by-template":
         s = subparsers.add_parser(name, help="accuracy and p({C}) per template, with Wilson intervals")
         common_arguments(s)

@@ -383,7 +383,7 @@ def _cli(a) -> None:
 
 def add_cli(subparsers, name: str = "table1") -> None:
     """``table1`` (the rows) or ``lrgrid`` (each mode's learning rate on validation data)."""
-    from arithmech.cli import POSITIVE, common_arguments
+    from arithmech.core.inputs import POSITIVE, common_arguments
     help_ = {"table1": "Table 1: base, full SFT and precise SFT with intervals (§5.3)",
              "lrgrid": "each fine-tune mode's learning rate, chosen on validation data"}[name]
     s = subparsers.add_parser(name, help=help_)

@@ -335,7 +335,7 @@ def _cli(a) -> None:
 
 
 def add_cli(subparsers, name: str = "finetune") -> None:
-    from arithmech.cli import NON_NEGATIVE, POSITIVE, common_arguments
+    from arithmech.core.inputs import NON_NEGATIVE, POSITIVE, common_arguments
     s = subparsers.add_parser("finetune", help="one fine-tune arm: precise SFT of key heads or full SFT; "
                               "accuracy before/after (Tables 1, 2, 5)")
     common_arguments(s)

@@ -96,7 +96,7 @@ def _cli(a) -> None:
 
 
 def add_cli(subparsers, name: str = "analyze") -> None:
-    from arithmech.cli import common_arguments
+    from arithmech.core.inputs import common_arguments
     s = subparsers.add_parser("analyze", help="attention of key heads by role, MLP projections on W_U (§5.2); "
                               "reads identify's files")
     common_arguments(s, n_samples=256)

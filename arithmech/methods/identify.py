@@ -392,7 +392,7 @@ def _cli(a: argparse.Namespace) -> None:
 
 
 def add_cli(subparsers, name: str = "identify") -> None:
-    from arithmech.cli import common_arguments
+    from arithmech.core.inputs import common_arguments
     s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
     common_arguments(s, n_samples=256)
     s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "

@@ -67,3 +67,51 @@ def test_every_test_says_what_it_protects():
                 if not doc.startswith("Protects") or len(doc) < 30:
                     missing.append(f"{f.relative_to(REPO)}::{node.name}")
     assert missing == []
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """module → the arithmech modules it imports, at top level or inside functions."""
+    pkg = REPO / "arithmech"
+    mods = {".".join(f.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): f
+            for f in pkg.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arithmech"):
+                for a in node.names:
+                    target = f"{node.module}.{a.name}"
+                    graph[m].add(target if target in mods else node.module)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in mods and m.endswith("cli"):
+                graph[m].add(node.value)                              # the CLI's lazily imported subcommands
+    return graph
+
+
+def test_the_package_has_no_import_cycles():
+    """Protects the layering: no module reaches itself through imports (top-level, lazy, or the CLI's
+    plugin table), so every step imports on its own and the pipeline reads top to bottom."""
+    graph = _package_imports()
+    assert graph["arithmech.cli"] >= {"arithmech.methods.identify", "arithmech.report.book"}   # the check sees lazy ones
+    seen: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        seen[m] = 1
+        for n in graph.get(m, ()):
+            assert seen.get(n) != 1, " → ".join(path[path.index(n):] + [m, n]) if n in path else f"{m} → {n}"
+            if n not in seen:
+                visit(n, path + [m])
+        seen[m] = 2
+
+    for m in graph:
+        if m not in seen:
+            visit(m, [])
+
+
+def test_modules_read_in_one_sitting_and_no_private_names_cross_modules():
+    """Protects the house style: no module of the package over 420 lines, no model-named module, and no
+    `from arithmech… import _private` across modules."""
+    for f in (REPO / "arithmech").rglob("*.py"):
+        assert len(f.read_text().splitlines()) <= 420, f
+        assert not any(w in f.stem.lower() for w in ("smollm", "llama", "qwen")), f
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arithmech"):
+                assert not [a.name for a in node.names if a.name.startswith("_")], (f, node.module)
