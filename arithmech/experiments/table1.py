@@ -23,8 +23,8 @@ module makes the same comparison small enough for a laptop CPU, on any model ``l
   change against the base model with a paired bootstrap interval over the same items
   (:func:`paired_bootstrap`), the loss with mean ± 1.96 standard errors over 256-token chunks.
 
-``python -m arithmech.experiments.casestudy lrgrid --out results/smollm2-135m`` picks the learning rates (writes
-``finetune/lr_grid.json``); ``python -m arithmech.experiments.casestudy table1 --out results/smollm2-135m`` runs the three rows and writes
+``python -m arithmech lrgrid --model smollm2-135m`` picks the learning rates (writes
+``finetune/lr_grid.json``); ``python -m arithmech table1 --model smollm2-135m`` runs the three rows and writes
 ``finetune/{base,full,precise}.json`` (the command is stored in each). Defaults (``scale=1``) keep
 each row within about 10 minutes on 2 cores; ``--scale 10 --device cuda`` is the GPU-sized run.
 """

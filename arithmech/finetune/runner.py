@@ -29,7 +29,6 @@ batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shutil

@@ -10,7 +10,6 @@ it reads the key heads of the identify step and writes the analyze files of the 
 """
 from __future__ import annotations
 
-import json
 import platform
 import time
 from pathlib import Path

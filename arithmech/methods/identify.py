@@ -18,7 +18,6 @@ from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import time
@@ -386,7 +385,7 @@ def _cli(a: argparse.Namespace) -> None:
               batch_size=a.batch_size)
     kh = res.key_heads
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
-    print(f"samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
+    print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
     print(f"key heads of {kh['task']} (effect < {kh['threshold']:+.0%}): {names}")
     print(f"wrote effects.csv, key_heads.json, prompts.jsonl, knockout.csv, run.json to {res.params['out']}")
 
