@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 import torch
 
-from arithmech.methods import analyze as A
 from arithmech.methods import attention as At
 from arithmech.methods import mlp as M
 from arithmech.methods import explorer as E
