@@ -31,9 +31,16 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     fresh folder, write one results folder for the model with every file beside the others (no
     results/embedded/embedded), and each step reuses the one before (analyze records identify's key
     heads as its input; finetune tunes identify's ranked heads). `train-embedded` (12 minutes) is run
-    with --help only; every other command runs as written."""
+    with --help only, and `book --only identify` is planned (its chapter and parameters resolved), not
+    executed; every other command runs as written."""
     cmds = readme_commands()
-    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "train-embedded"]
+    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "train-embedded", "book"]
+    book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
+    from arithmech.report.book import load_config, plan
+    root = README.parent
+    (ch,) = plan(root, load_config(root), [book[i + 1] for i, a in enumerate(book) if a == "--set"],
+                 only=book[book.index("--only") + 1])
+    assert ch.name == "identify" and ch.parameters["model"] == "smollm2-135m"
     for c in cmds:
         argv = [sys.executable, *c[1:]] + (["--help"] if c[3] == "train-embedded" else [])
         r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
