@@ -230,6 +230,13 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
     return folder
 
 
+def checkpoints(folder: str | Path, step: str, args: dict):
+    """The checkpoints of ``step`` run with ``args`` in ``folder``: ``folder/.checkpoints/<step>-<hash>/``
+    (:class:`arithmech.core.checkpoints.Checkpoints`; a re-run with the same ``args`` resumes there)."""
+    from arithmech.core.checkpoints import Checkpoints
+    return Checkpoints(folder, step, args)
+
+
 # --------------------------------------------------------------------------------------- reads
 def _validate(name: str, text: str, path: Path) -> Any:
     spec = FILES.get(name)
