@@ -300,7 +300,12 @@ def run_table1(model: str, results: str | Path = "results", modes: Sequence[str]
     out = R.model_folder(results, model)
     for mode in modes:
         if mode not in R.MODES:
-            raise ValueError(f"mode {mode!r}: use base, full or precise")
+            raise ValueError(f"--modes: {mode!r} is not a mode; use a comma list of base, full, precise")
+    if not (isinstance(scale, (int, float)) and 0 < scale < float("inf")):
+        raise ValueError(f"--scale {scale!r}: expected a positive finite number (1: a CPU run, 10: a GPU run)")
+    for m, v in (lr or {}).items():
+        if not (isinstance(v, (int, float)) and 0 < v < 1):
+            raise ValueError(f"--lr-{m} {v!r}: expected a learning rate in (0, 1)")
     sizes = table1_sizes(scale)
     command = command or f"python -m arithmech table1 --model {model} --results {out}"
     base_path = R.finetune_path(out, "base")

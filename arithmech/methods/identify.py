@@ -380,8 +380,10 @@ def versions() -> dict:
 
 def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model: str | None = None) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
-    files = {"effects.csv": res.effects, "knockout.csv": res.knockout, "key_heads.json": res.key_heads,
+    files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
              "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
+    if not res.knockout.empty:                           # none with knockout=False (no empty file)
+        files["knockout.csv"] = res.knockout
     if res.transfer is not None:
         files["transfer.csv"] = res.transfer
     if res.heldout is not None:
@@ -405,6 +407,16 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
     from arithmech.core.models import load_model
     folder = Path(out) if out else R.model_folder(results, model)
     R.check_writable(folder, "identify", overwrite)
+    if not threshold < 0:
+        raise ValueError(f"--threshold {threshold}: key heads lower the answer logit; give a negative relative "
+                         "change such as -0.05")
+    if method not in ("fast", "reference"):
+        raise ValueError(f"--method {method!r}: use fast or reference")
+    if kw.get("knockout_positions", "end") not in POSITIONS:
+        raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(POSITIONS)}")
+    for k in ("knockout_samples", "n_random", "batch_size"):
+        if k in kw and not (isinstance(kw[k], int) and kw[k] >= 1):
+            raise ValueError(f"{k}={kw[k]!r}: expected a whole number >= 1")
     for t in ([task] if isinstance(task, str) else task):
         if isinstance(t, str) and t != "all":
             task_templates(t)                  # a wrong task name or a missing file fails before loading
@@ -432,11 +444,12 @@ def _cli(a: argparse.Namespace) -> None:
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
     print(f"samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
     print(f"key heads of {kh['task']} (effect < {kh['threshold']:+.0%}): {names}")
-    print(f"wrote effects.csv, key_heads.json, prompts.jsonl, knockout.csv, run.json to {res.params['out']}")
+    files = sorted(R.read_run(res.params["out"])["steps"]["identify"]["files"])
+    print(f"wrote {', '.join(files)} and run.json to {res.params['out']}")
 
 
 def add_cli(subparsers, name: str = "identify") -> None:
-    from arithmech.cli import common_arguments
+    from arithmech.cli import POSITIVE, common_arguments
     s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
     common_arguments(s, n_samples=256)
     s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
@@ -444,8 +457,8 @@ def add_cli(subparsers, name: str = "identify") -> None:
     s.add_argument("--out", default=None, help="the model's results folder (same as --results DIR)")
     s.add_argument("--threshold", type=float, default=-0.05, help="key heads: effect below this (paper: -0.05)")
     s.add_argument("--method", default="fast", choices=["fast", "reference"])
-    s.add_argument("--knockout-samples", type=int, default=64, help="X_r samples per task in the knockout curves")
-    s.add_argument("--random-seeds", type=int, default=3, help="random-rank orders in the knockout curves")
+    s.add_argument("--knockout-samples", type=POSITIVE, default=64, help="X_r samples per task in the knockout curves")
+    s.add_argument("--random-seeds", type=POSITIVE, default=3, help="random-rank orders in the knockout curves")
     s.add_argument("--curves", default="primary", choices=["primary", "each"],
                    help="full knockout curves for the primary task only (default) or for each task")
     s.add_argument("--knockout-positions", default="end", choices=list(POSITIONS),
@@ -453,5 +466,5 @@ def add_cli(subparsers, name: str = "identify") -> None:
     s.add_argument("--no-knockout", action="store_true", help="skip the knockout curves")
     s.add_argument("--no-prob", action="store_true",
                    help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")
-    s.add_argument("--batch-size", type=int, default=64)
+    s.add_argument("--batch-size", type=POSITIVE, default=64)
     s.set_defaults(func=_cli)

@@ -156,8 +156,8 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     """The chapters to execute (all, or ``only`` one), in toc order, each with its parameters, checked.
 
     A global value reaches a chapter only if its parameters cell declares the name; a global ``--set``
-    key that no chapter to run declares, a ``book.yml`` global that no chapter declares, and a
-    per-chapter value its chapter does not declare are errors (a typo is never a silent no-op). Every
+    key that no chapter to run declares and a per-chapter value its chapter does not declare are
+    errors (a typo is never a silent no-op). Every
     chapter's values (defaults of its parameters cell + the given ones) are checked against the rules of
     its check cell (:func:`chapter_rules`) here, before any chapter runs.
     With ``only``, the other chapters need not exist yet.
@@ -179,7 +179,6 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
                             "first in the notebook)")
     run = [p for p in nbs if only is None or p.stem == only]
     _check_global_keys(set_glob, {k for p in run for k in declared[p.stem]}, "--set", "to run")
-    _check_global_keys(cfg["global"], {k for d in declared.values() for k in d}, "book.yml global", "of the book")
     out = []
     for p in run:
         params = {k: v for k, v in {**cfg["global"], **set_glob}.items() if k in declared[p.stem]}
@@ -198,7 +197,7 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
 def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> None:
     unknown = sorted(set(values) - allowed)
     if unknown:
-        raise BookArgumentError(f"{where} {unknown[0]!r}: no chapter {which} has this parameter; global names: "
+        raise BookArgumentError(f"{where} {unknown[0]!r}: no chapter {which} has this parameter; names: "
                                 f"{', '.join(sorted(allowed))}; fix the name, or give CHAPTER.NAME=VALUE")
 
 
