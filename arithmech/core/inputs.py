@@ -111,3 +111,34 @@ def check_common(a: argparse.Namespace) -> None:
         check_model(a.model)
     if hasattr(a, "device"):
         check_device(a.device)
+
+
+TASK_NAMES = ("all", "addition", "subtraction", "multiplication", "division", "fig8", "fig10", "exponentiation")
+
+
+def check_task(task: str) -> str:
+    """An identify task: a name of :data:`TASK_NAMES` or a template-pair file that parses and passes its
+    schema (:func:`arithmech.data.pairfile.load_pair_file`); checked without torch or a model."""
+    from arithmech.data.pairfile import load_pair_file
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError(f"--task {task!r}: give a task name ({', '.join(TASK_NAMES)}) or a template-pair file")
+    if task in TASK_NAMES:
+        return task
+    if task.endswith((".json", ".jsonl")) or Path(task).is_file():
+        load_pair_file(task)
+        return task
+    raise ValueError(f"--task {task!r} is not a task ({', '.join(TASK_NAMES)}) nor an existing template-pair "
+                     "file (.json / .jsonl): fix the name or the path")
+
+
+def thread_env(environ: dict) -> dict:
+    """``environ`` with a valid ``OMP_NUM_THREADS``: a set-but-empty or non-positive-integer value (which
+    makes libgomp print ``Invalid value for environment variable OMP_NUM_THREADS`` in every process that
+    loads torch) is replaced by the number of CPUs this process may use; a valid one is kept."""
+    import os
+    env = dict(environ)
+    v = env.get("OMP_NUM_THREADS")
+    if v is not None and not (v.strip().isdigit() and int(v) > 0):
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        env["OMP_NUM_THREADS"] = str(cpus)
+    return env

@@ -201,7 +201,9 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
 
     The files go to a temporary folder beside ``folder``, are moved in one by one, and only then is
     ``run.json`` updated with the step's ``record``, the sha256 of each file, and the sha256 of each
-    declared input as read now. Files of other steps are never touched.
+    declared input as read now. A file of this step that this run does not write (e.g. ``knockout.csv``
+    after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
+    Files of other steps are never touched.
     """
     folder = Path(folder)
     unknown = [n for n in files if n not in FILES or FILES[n].step != step]
@@ -220,6 +222,9 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         hashes = {n: sha256(tmp / n) for n in texts}
         for n in texts:
             os.replace(tmp / n, folder / n)
+        for n in step_files(step):              # this step's files of an earlier run that this run does not have
+            if n not in texts:
+                (folder / n).unlink(missing_ok=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     run = read_run(folder)
@@ -228,6 +233,13 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
     run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
     atomic_json(folder / RUN, run)
     return folder
+
+
+def checkpoints(folder: str | Path, step: str, args: dict):
+    """The checkpoints of ``step`` run with ``args`` in ``folder``: ``folder/.checkpoints/<step>-<hash>/``
+    (:class:`arithmech.core.checkpoints.Checkpoints`; a re-run with the same ``args`` resumes there)."""
+    from arithmech.core.checkpoints import Checkpoints
+    return Checkpoints(folder, step, args)
 
 
 # --------------------------------------------------------------------------------------- reads

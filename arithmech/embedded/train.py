@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from arithmech.core.progress import progress
 from arithmech.data import templates as T
 from arithmech.data.pairs import FIELD, draw_values, render
 
@@ -215,7 +216,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     t0 = time.time()
     model.train()
-    for step in range(steps):
+    for step in progress(range(steps), "train-embedded"):    # a terminal's stderr only
         x, y = _batch(tok, corpus(rng, batch_size))
         loss = model(input_ids=x, labels=y).loss
         opt.zero_grad(set_to_none=True)

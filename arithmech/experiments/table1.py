@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 
 from arithmech.core import results as R
+from arithmech.core.progress import Progress
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
@@ -289,13 +290,22 @@ def run_table1(model: str, results: str | Path = "results", modes: Sequence[str]
     model's folder (ranked heads in, records out; existing records replaced only with ``overwrite``).
     ``command`` is stored in every file. ``lr``: ``{mode: rate}``;
     missing modes take ``finetune/lr_grid.json``'s choice (:func:`lr_grid`) or :data:`DEFAULT_LR`.
+
+    **Resume**: each record stores the hash of the arguments it was made with (:func:`arm_hashes`,
+    ``parameters.args_sha256``). A re-run with the same arguments keeps the arms whose record is there
+    (an interrupted run continues with the next arm; the records come out identical, timings aside);
+    a record of other arguments is replaced only with ``overwrite``.
     """
     import transformers
     out = R.model_folder(results, model)
     for mode in modes:
         if mode not in R.MODES:
-            raise ValueError(f"mode {mode!r}: use base, full or precise")
-        R.check_finetune_writable(R.finetune_path(out, mode), overwrite)
+            raise ValueError(f"--modes: {mode!r} is not a mode; use a comma list of base, full, precise")
+    if not (isinstance(scale, (int, float)) and 0 < scale < float("inf")):
+        raise ValueError(f"--scale {scale!r}: expected a positive finite number (1: a CPU run, 10: a GPU run)")
+    for m, v in (lr or {}).items():
+        if not (isinstance(v, (int, float)) and 0 < v < 1):
+            raise ValueError(f"--lr-{m} {v!r}: expected a learning rate in (0, 1)")
     sizes = table1_sizes(scale)
     command = command or f"python -m arithmech table1 --model {model} --results {out}"
     base_path = R.finetune_path(out, "base")
@@ -304,48 +314,84 @@ def run_table1(model: str, results: str | Path = "results", modes: Sequence[str]
     lrs = {m: (lr or {}).get(m, chosen.get(m, DEFAULT_LR[m])) for m in ("full", "precise")}
     source = {m: "given" if m in (lr or {}) else ("finetune/lr_grid.json" if m in chosen else "DEFAULT_LR")
               for m in lrs}
-    written = {}
-    for mode in modes:
-        t0 = time.time()
-        rec: dict = {"model": model, "mode": mode, "command": command, "sizes": sizes, "seed": seed,
-                     "device": device, "dtype": dtype, "versions": {"torch": torch.__version__,
-                     "transformers": transformers.__version__, "python": sys.version.split()[0]},
-                     "data": {"train": "Fig. 8 sentences, training phrasings (forms other than "
-                              f"{HELDOUT_FORMS}), single-digit + two-digit train pairs",
-                              "generic_text": f"pydoc_data.topics {list(GENERIC_TOPICS)}",
-                              "generic_text_sha256": hashlib.sha256(generic_text().encode()).hexdigest()}}
-        if mode == "base":
-            from arithmech.core.models import load_model
-            net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
-        else:
-            if not base_path.exists():
-                raise FileNotFoundError(f"{base_path} is missing: run the base mode first (--modes base,{mode})")
-            heads = precise_heads(out, top_k) if mode == "precise" else ()
-            net, tok, rec["train"] = train_mode(mode, model, sizes, heads, lrs[mode], seed, device, dtype)
-            rec["train"]["lr_source"] = source[mode]
-        res = evaluate_table1(net, tok, sizes, seed, data_dir)
-        rec["results"] = res
-        if mode != "base":
-            base = R.read_finetune(out, "base")["results"]
-            rec["delta"] = {}
-            for k, v in res.items():
-                d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
-                rec["delta"][k] = {"delta": d, "ci": [lo, hi]}
-        rec["wall_s"] = round(time.time() - t0, 1)
-        tr = rec.get("train") or {}
-        rec = R.finetune_record(
-            model=R.folder_name(model), mode=mode, command=command, seed=seed, device=device, dtype=dtype,
-            heads=tr.get("heads") if mode != "base" else None,
-            mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
-            tuned_parameters=tr.get("tuned_parameters", 0), total_parameters=tr.get("total_parameters"),
-            parameters={"sizes": sizes}, train=tr or None, results=rec["results"], delta=rec.get("delta"),
-            data=rec["data"], versions=rec["versions"], wall_s=rec["wall_s"])
-        R.write_finetune(out, rec)
-        written[mode] = rec
-        print(f"[table1] {mode}: {rec['wall_s']} s  " + json.dumps({k: round(v['value'], 4) for k, v in res.items()}),
-              flush=True)
-        del net
+    hashes = arm_hashes(out, model, modes, sizes, top_k, lrs, seed, device, dtype, data_dir)
+    todo = [m for m in modes if not _same_arm(out, m, hashes[m])]     # a finished arm of the same run: kept
+    for mode in todo:
+        R.check_finetune_writable(R.finetune_path(out, mode), overwrite)
+    if len(todo) < len(modes):
+        print(f"[table1] kept {', '.join(m for m in modes if m not in todo)}: records of the same arguments "
+              f"are already in {out / 'finetune'}", file=sys.stderr, flush=True)
+    written = {m: R.read_finetune(out, m) for m in modes if m not in todo}
+    with Progress("table1", len(todo)) as bar:
+        for mode in todo:
+            t0 = time.time()
+            bar.note = f"{mode} running"
+            rec: dict = {"model": model, "mode": mode, "command": command, "sizes": sizes, "seed": seed,
+                         "device": device, "dtype": dtype, "versions": {"torch": torch.__version__,
+                         "transformers": transformers.__version__, "python": sys.version.split()[0]},
+                         "data": {"train": "Fig. 8 sentences, training phrasings (forms other than "
+                                  f"{HELDOUT_FORMS}), single-digit + two-digit train pairs",
+                                  "generic_text": f"pydoc_data.topics {list(GENERIC_TOPICS)}",
+                                  "generic_text_sha256": hashlib.sha256(generic_text().encode()).hexdigest()}}
+            if mode == "base":
+                from arithmech.core.models import load_model
+                net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+            else:
+                if not base_path.exists():
+                    raise FileNotFoundError(f"{base_path} is missing: run the base mode first (--modes base,{mode})")
+                heads = precise_heads(out, top_k) if mode == "precise" else ()
+                net, tok, rec["train"] = train_mode(mode, model, sizes, heads, lrs[mode], seed, device, dtype)
+                rec["train"]["lr_source"] = source[mode]
+            res = evaluate_table1(net, tok, sizes, seed, data_dir)
+            rec["results"] = res
+            if mode != "base":
+                base = R.read_finetune(out, "base")["results"]
+                rec["delta"] = {}
+                for k, v in res.items():
+                    d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
+                    rec["delta"][k] = {"delta": d, "ci": [lo, hi]}
+            rec["wall_s"] = round(time.time() - t0, 1)
+            tr = rec.get("train") or {}
+            rec = R.finetune_record(
+                model=R.folder_name(model), mode=mode, command=command, seed=seed, device=device, dtype=dtype,
+                heads=tr.get("heads") if mode != "base" else None,
+                mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
+                tuned_parameters=tr.get("tuned_parameters", 0), total_parameters=tr.get("total_parameters"),
+                parameters={"sizes": sizes, "args_sha256": hashes[mode]}, train=tr or None, results=rec["results"],
+                delta=rec.get("delta"), data=rec["data"], versions=rec["versions"], wall_s=rec["wall_s"])
+            R.write_finetune(out, rec)
+            written[mode] = rec
+            bar.advance(note=f"{mode} done")
+            print(f"[table1] {mode}: {rec['wall_s']} s  " + json.dumps({k: round(v['value'], 4) for k, v in res.items()}),
+                  flush=True)
+            del net
     return written
+
+
+def arm_hashes(out: Path, model: str, modes: Sequence[str], sizes: dict, top_k: int, lrs: dict, seed: int,
+               device: str, dtype: str, data_dir=None) -> dict[str, str]:
+    """Per arm, the hash of everything its record depends on (stored as ``parameters.args_sha256``): the
+    model, sizes, seed, device, dtype, data folder, the arm's learning rate and (precise) tuned heads, and
+    for the fine-tuned arms the base arm's hash (their deltas are against it)."""
+    from arithmech.core.checkpoints import args_hash
+    common = dict(model=model, sizes=sizes, seed=seed, device=device, dtype=dtype, data_dir=str(data_dir))
+    base = args_hash({**common, "mode": "base"})
+    out_h = {"base": base}
+    for m in modes:
+        if m != "base":
+            heads = [list(h) for h in precise_heads(out, top_k)] if m == "precise" else None
+            out_h[m] = args_hash({**common, "mode": m, "lr": lrs[m], "heads": heads, "base": base})
+    return out_h
+
+
+def _same_arm(out: Path, mode: str, h: str) -> bool:
+    """True when ``finetune/<mode>.json`` is a valid record made with the arguments hashing to ``h``."""
+    if not R.finetune_path(out, mode).exists():
+        return False
+    try:
+        return (R.read_finetune(out, mode).get("parameters") or {}).get("args_sha256") == h
+    except (ValueError, OSError):
+        return False
 
 
 def table1_frame(folder: str | Path) -> pd.DataFrame:

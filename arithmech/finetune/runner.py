@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
+import tempfile
 import threading
 import time
 from dataclasses import asdict
@@ -285,16 +285,15 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
-    import tempfile
-    args = training_args(tempfile.mkdtemp(prefix="arithmech-trainer-"), lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
-                         epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
-                         device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
-                         fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
-    net.train()
-    trainer = make_trainer(net, mode, args, rows, tok, spec)
-    tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
-    train = train_measured(trainer, device)
-    shutil.rmtree(args.output_dir, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:    # removed on any exit, failures too
+        args = training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
+                             epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
+                             device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
+                             fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
+        net.train()
+        trainer = make_trainer(net, mode, args, rows, tok, spec)
+        tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
+        train = train_measured(trainer, device)
     net.eval()
     if save_adapter and mode == "precise":
         A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)

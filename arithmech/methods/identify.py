@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import platform
 import random
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ import pandas as pd
 import torch
 
 from arithmech.core import results as R
+from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
+from arithmech.core.progress import Progress
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.experiments.paper import FIG4_CASES
@@ -38,6 +41,7 @@ from arithmech.methods.knockout import (POSITIONS, Means, default_ks, group_key,
 from arithmech.methods.patching import Patched, path_patch
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
+PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
 
 # ---------------------------------------------------------------------------------- the samples
 def task_templates(task) -> tuple[str, list[T.Template]]:
@@ -146,7 +150,8 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
              threshold: float = -0.05, method: str = "fast", prob: bool = True, knockout: bool = True,
              knockout_samples: int = 64, n_random: int = 3, ks: Sequence[int] | None = None,
              curves_for: str = "primary", knockout_positions: str = "end",
-             transfer: bool = True, heldout: str = "fig10", batch_size: int = 64) -> IdentifyResult:
+             transfer: bool = True, heldout: str = "fig10", batch_size: int = 64,
+             checkpoint=None) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -163,6 +168,10 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             ``"all"`` (every position); see :mod:`arithmech.methods.knockout`. Also used by the transfer step.
         heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
             samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
+        checkpoint: a :class:`arithmech.core.checkpoints.Checkpoints` (:func:`run` passes one): each task's
+            samples and patching result and each task's knockout curves are saved there when done, and
+            loaded instead of recomputed when present (a re-run after an interruption continues; the
+            files come out byte-identical). Progress goes to a terminal's stderr (:mod:`arithmech.core.progress`).
     """
     if method not in ("fast", "reference"):
         raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
@@ -183,60 +192,87 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         while label in [l for l, _ in labelled]:
             label += "'"
         labelled.append((label, t))
-    samples, info, patched = {}, {}, {}
-    for label, spec in labelled:
-        samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size)
-    timings = {"prepare": time.time() - t0}
-    t1 = time.time()
-    frames = []
-    for label, ss in samples.items():
-        patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
-                                    D.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
-        frames.append(effects_frame(patched[label], label, prob))
-    primary = next(iter(samples))
-    if len(samples) > 1:
-        primary = "all"
-        patched["all"] = _concat([patched[k] for k in samples])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")          # already warned per task
-            frames.append(effects_frame(patched["all"], "all", prob))
-    effects = pd.concat(frames, ignore_index=True)
-    timings["patching"] = time.time() - t1
-    kh = key_heads(effects, primary, threshold)
-    kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
-    every = [s for ss in samples.values() for s in ss]
-    t2 = time.time()
-    means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
-    cfg = model.config
-    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
-    curves = []
-    if knockout:
-        for task in list(samples) + (["all"] if len(samples) > 1 else []):
-            ss = (samples[task] if task in samples else _interleave(samples.values()))[:knockout_samples]
-            heads, mlps = ranking(effects, task)
-            n_key = len(key_heads(effects, task, threshold)["heads"])
-            if task != primary and curves_for != "each":          # key heads vs as many random ones only
-                plan = [("head", heads, universe, [n_key])]
+    ck, resumed = checkpoint, []
+    n_ko = (len(labelled) + (len(labelled) > 1)) if knockout else 0
+    with Progress("identify", len(labelled) + n_ko + bool(transfer)) as bar:
+        samples, info, patched, frames = {}, {}, {}, []
+        timings = {"prepare": 0.0, "patching": 0.0}
+        for i, (label, spec) in enumerate(labelled):
+            got = ck.load(f"task-{i}") if ck is not None else None
+            if got is not None and got["label"] == label:           # a finished task of an interrupted run
+                samples[label] = [D.Sample(**r) for r in got["samples"]]
+                info[label], patched[label] = got["info"], Patched(**got["patched"])
+                resumed.append(label)
             else:
-                plan = [("head", heads, universe, sorted(set(ks or default_ks(len(universe))) | {n_key})),
-                        ("mlp", mlps, list(range(cfg.num_hidden_layers)), default_ks(cfg.num_hidden_layers))]
-            for kind, rank, uni, kk in plan:
-                df = knockout_curve(model, tok, ss, means, rank, kk, uni, kind, n_random, seed, batch_size=batch_size,
-                                    positions=knockout_positions)
-                curves.append(df.assign(task=task))
-    ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
-        if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
-    timings["knockout"] = time.time() - t2
-    res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
-        tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
-        knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
-        knockout_positions=knockout_positions,
-        heldout=heldout,
-        batch_size=batch_size))
-    if transfer:
-        t3 = time.time()
-        run_transfer(res, model, tok, heldout, n_samples, seed, batch_size)
-        timings["transfer"] = time.time() - t3
+                t = time.time()
+                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size)
+                t1 = time.time()
+                ss = samples[label]
+                patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
+                                            D.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
+                timings["prepare"] += t1 - t
+                timings["patching"] += time.time() - t1
+                if ck is not None:
+                    ck.save(f"task-{i}", {"label": label, "samples": [s.to_json() for s in ss], "info": info[label],
+                                          "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS}})
+            frames.append(effects_frame(patched[label], label, prob))
+            bar.advance(note=f"patched {label}")
+        if resumed:
+            print(f"identify: resumed {len(resumed)} of {len(labelled)} tasks ({', '.join(resumed)}) from {ck.dir}",
+                  file=sys.stderr, flush=True)
+        t1 = time.time()
+        primary = next(iter(samples))
+        if len(samples) > 1:
+            primary = "all"
+            patched["all"] = _concat([patched[k] for k in samples])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")          # already warned per task
+                frames.append(effects_frame(patched["all"], "all", prob))
+        effects = pd.concat(frames, ignore_index=True)
+        timings["patching"] += time.time() - t1
+        kh = key_heads(effects, primary, threshold)
+        kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
+        every = [s for ss in samples.values() for s in ss]
+        t2 = time.time()
+        means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
+        cfg = model.config
+        universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+        curves = []
+        if knockout:
+            for j, task in enumerate(list(samples) + (["all"] if len(samples) > 1 else [])):
+                got = ck.load(f"knockout-{j}") if ck is not None else None
+                if got is not None and got["task"] == task:
+                    curves.append(obj_to_frame(got["frame"]))
+                    bar.advance(note=f"knockout {task} (checkpoint)")
+                    continue
+                ss = (samples[task] if task in samples else _interleave(samples.values()))[:knockout_samples]
+                heads, mlps = ranking(effects, task)
+                n_key = len(key_heads(effects, task, threshold)["heads"])
+                if task != primary and curves_for != "each":          # key heads vs as many random ones only
+                    plan = [("head", heads, universe, [n_key])]
+                else:
+                    plan = [("head", heads, universe, sorted(set(ks or default_ks(len(universe))) | {n_key})),
+                            ("mlp", mlps, list(range(cfg.num_hidden_layers)), default_ks(cfg.num_hidden_layers))]
+                mine = [knockout_curve(model, tok, ss, means, rank, kk, uni, kind, n_random, seed, batch_size=batch_size,
+                                       positions=knockout_positions).assign(task=task) for kind, rank, uni, kk in plan]
+                curves += mine
+                if ck is not None:
+                    ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(pd.concat(mine, ignore_index=True))})
+                bar.advance(note=f"knockout {task}")
+        ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
+            if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
+        timings["knockout"] = time.time() - t2
+        res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
+            tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
+            knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
+            knockout_positions=knockout_positions,
+            heldout=heldout,
+            batch_size=batch_size))
+        if transfer:
+            t3 = time.time()
+            run_transfer(res, model, tok, heldout, n_samples, seed, batch_size)
+            timings["transfer"] = time.time() - t3
+            bar.advance(note="transfer")
     timings["total"] = time.time() - t0
     return res
 
@@ -290,7 +326,7 @@ def positions_table(res: IdentifyResult, model, tok, batch_size: int = 64) -> pd
 
 def _concat(ps: Sequence[Patched]) -> Patched:
     cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
-    return Patched(*(cat(f) for f in ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")))
+    return Patched(*(cat(f) for f in PATCHED_FIELDS))
 
 
 def _interleave(groups) -> list[D.Sample]:
@@ -343,8 +379,10 @@ def versions() -> dict:
 
 def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model: str | None = None) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
-    files = {"effects.csv": res.effects, "knockout.csv": res.knockout, "key_heads.json": res.key_heads,
+    files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
              "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
+    if not res.knockout.empty:                           # none with knockout=False (no empty file)
+        files["knockout.csv"] = res.knockout
     if res.transfer is not None:
         files["transfer.csv"] = res.transfer
     if res.heldout is not None:
@@ -360,18 +398,36 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
         device: str = "cpu", dtype: str = "float32", threshold: float = -0.05, method: str = "fast",
         overwrite: bool = False, out: str | Path | None = None, **kw) -> IdentifyResult:
     """Load ``model``, run :func:`identify`, write the files to ``out`` (the model's folder) or else to
-    ``results`` (the results root or the model's folder, see :func:`arithmech.core.results.model_folder`)."""
+    ``results`` (the results root or the model's folder, see :func:`arithmech.core.results.model_folder`).
+
+    Finished tasks are checkpointed in ``<folder>/.checkpoints/identify-<hash of the arguments>/``; a re-run
+    with the same arguments after an interruption continues from there and writes the same files; the
+    checkpoints are removed once the files are written."""
     from arithmech.core.models import load_model
     folder = Path(out) if out else R.model_folder(results, model)
     R.check_writable(folder, "identify", overwrite)
+    if not threshold < 0:
+        raise ValueError(f"--threshold {threshold}: key heads lower the answer logit; give a negative relative "
+                         "change such as -0.05")
+    if method not in ("fast", "reference"):
+        raise ValueError(f"--method {method!r}: use fast or reference")
+    if kw.get("knockout_positions", "end") not in POSITIONS:
+        raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(POSITIONS)}")
+    for k in ("knockout_samples", "n_random", "batch_size"):
+        if k in kw and not (isinstance(kw[k], int) and kw[k] >= 1):
+            raise ValueError(f"{k}={kw[k]!r}: expected a whole number >= 1")
     for t in ([task] if isinstance(task, str) else task):
         if isinstance(t, str) and t != "all":
             task_templates(t)                  # a wrong task name or a missing file fails before loading
     torch.manual_seed(seed)
     random.seed(seed)
+    ck = R.checkpoints(folder, "identify", dict(model=model, task=task, n_samples=n_samples, seed=seed, device=device,
+                                                dtype=dtype, threshold=threshold, method=method, **kw))
     net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")  # no attention weights needed
-    res = identify(net, tok, task, n_samples=n_samples, seed=seed, threshold=threshold, method=method, **kw)
+    res = identify(net, tok, task, n_samples=n_samples, seed=seed, threshold=threshold, method=method, checkpoint=ck,
+                   **kw)
     write_results(res, folder, extra={"model": model, "task": task, "device": device, "dtype": dtype}, model=model)
+    ck.clear()
     res.params["out"] = str(folder)
     return res
 
@@ -387,11 +443,12 @@ def _cli(a: argparse.Namespace) -> None:
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
     print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
     print(f"key heads of {kh['task']} (effect < {kh['threshold']:+.0%}): {names}")
-    print(f"wrote effects.csv, key_heads.json, prompts.jsonl, knockout.csv, run.json to {res.params['out']}")
+    files = sorted(R.read_run(res.params["out"])["steps"]["identify"]["files"])
+    print(f"wrote {', '.join(files)} and run.json to {res.params['out']}")
 
 
 def add_cli(subparsers, name: str = "identify") -> None:
-    from arithmech.core.inputs import common_arguments
+    from arithmech.core.inputs import POSITIVE, common_arguments
     s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
     common_arguments(s, n_samples=256)
     s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
@@ -399,8 +456,8 @@ def add_cli(subparsers, name: str = "identify") -> None:
     s.add_argument("--out", default=None, help="the model's results folder (same as --results DIR)")
     s.add_argument("--threshold", type=float, default=-0.05, help="key heads: effect below this (paper: -0.05)")
     s.add_argument("--method", default="fast", choices=["fast", "reference"])
-    s.add_argument("--knockout-samples", type=int, default=64, help="X_r samples per task in the knockout curves")
-    s.add_argument("--random-seeds", type=int, default=3, help="random-rank orders in the knockout curves")
+    s.add_argument("--knockout-samples", type=POSITIVE, default=64, help="X_r samples per task in the knockout curves")
+    s.add_argument("--random-seeds", type=POSITIVE, default=3, help="random-rank orders in the knockout curves")
     s.add_argument("--curves", default="primary", choices=["primary", "each"],
                    help="full knockout curves for the primary task only (default) or for each task")
     s.add_argument("--knockout-positions", default="end", choices=list(POSITIONS),
@@ -408,5 +465,5 @@ def add_cli(subparsers, name: str = "identify") -> None:
     s.add_argument("--no-knockout", action="store_true", help="skip the knockout curves")
     s.add_argument("--no-prob", action="store_true",
                    help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")
-    s.add_argument("--batch-size", type=int, default=64)
+    s.add_argument("--batch-size", type=POSITIVE, default=64)
     s.set_defaults(func=_cli)

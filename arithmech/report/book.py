@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arithmech.core.progress import Progress
 from arithmech.report import offline
 
 CONFIG = Path("book") / "book.yml"
@@ -40,6 +42,11 @@ CONFIG = Path("book") / "book.yml"
 
 class BookError(RuntimeError):
     """A chapter failed, or the book's configuration or build is wrong; the message says what to do."""
+
+
+class BookArgumentError(BookError, ValueError):
+    """A ``--set`` key or value, ``--only`` or a ``book.yml`` value is wrong: refused before any chapter runs
+    (``python -m arithmech book`` prints the one line and exits with code 2)."""
 
 
 def setup() -> None:
@@ -134,7 +141,7 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
     per: dict = {}
     for s in sets:
         if "=" not in s:
-            raise BookError(f"--set {s!r}: expected key=value or chapter.key=value")
+            raise BookArgumentError(f"--set {s!r}: expected key=value or chapter.key=value")
         key, raw = s.split("=", 1)
         value = yaml.safe_load(raw) if raw != "" else ""
         if "." in key:
@@ -146,10 +153,13 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
 
 
 def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -> list[Chapter]:
-    """The chapters to execute (all, or ``only`` one), in toc order, each with its parameters.
+    """The chapters to execute (all, or ``only`` one), in toc order, each with its parameters, checked.
 
-    A global value reaches a chapter only if its parameters cell declares the name; a
-    per-chapter value must be declared there (a typo is an error, not a silent no-op).
+    A global value reaches a chapter only if its parameters cell declares the name; a global ``--set``
+    key that no chapter to run declares and a per-chapter value its chapter does not declare are
+    errors (a typo is never a silent no-op). Every
+    chapter's values (defaults of its parameters cell + the given ones) are checked against the rules of
+    its check cell (:func:`chapter_rules`) here, before any chapter runs.
     With ``only``, the other chapters need not exist yet.
     """
     import papermill as pm
@@ -157,28 +167,97 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     nbs = [p for p in toc_files(root, missing_ok=only is not None) if p.suffix == ".ipynb"]
     names = [p.stem for p in nbs]
     if only is not None and only not in names:
-        raise BookError(f"--only {only!r}: not a chapter of _toc.yml; chapters: {', '.join(names)}")
+        raise BookArgumentError(f"--only {only!r}: not a chapter of _toc.yml; chapters: {', '.join(names)}")
     for chap in ([only] if only else list(cfg["chapters"])) + list(set_per):
         if chap not in names:
-            raise BookError(f"parameters given for chapter {chap!r}, which is not an executed chapter of "
-                            f"_toc.yml; chapters: {', '.join(names)}")
-    out = []
+            raise BookArgumentError(f"parameters given for chapter {chap!r}, which is not an executed chapter of "
+                                    f"_toc.yml; chapters: {', '.join(names)}")
+    declared = {p.stem: pm.inspect_notebook(str(root / p)) for p in nbs}
     for p in nbs:
-        if only is not None and p.stem != only:
-            continue
-        declared = pm.inspect_notebook(str(root / p))
-        if not declared:
+        if not declared[p.stem]:
             raise BookError(f"chapter {p.stem!r} ({p}) has no cell tagged 'parameters' (papermill needs one, "
                             "first in the notebook)")
-        params = {k: v for k, v in {**cfg["global"], **set_glob}.items() if k in declared}
+    run = [p for p in nbs if only is None or p.stem == only]
+    _check_global_keys(set_glob, {k for p in run for k in declared[p.stem]}, "--set", "to run")
+    out = []
+    for p in run:
+        params = {k: v for k, v in {**cfg["global"], **set_glob}.items() if k in declared[p.stem]}
         own = {**(cfg["chapters"].get(p.stem) or {}), **set_per.get(p.stem, {})}
-        undeclared = sorted(set(own) - set(declared))
+        undeclared = sorted(set(own) - set(declared[p.stem]))
         if undeclared:
-            raise BookError(f"chapter {p.stem!r} has no parameter {', '.join(undeclared)}; its parameters "
-                            f"cell declares: {', '.join(declared)}")
+            raise BookArgumentError(f"chapter {p.stem!r} has no parameter {', '.join(undeclared)}; its parameters "
+                                    f"cell declares: {', '.join(declared[p.stem])}; fix the name "
+                                    f"(--set {p.stem}.NAME=VALUE or book.yml chapters.{p.stem})")
         params.update(own)
+        check_chapter_values(root, p, declared[p.stem], params)
         out.append(Chapter(p.stem, p, params))
     return out
+
+
+def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> None:
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise BookArgumentError(f"{where} {unknown[0]!r}: no chapter {which} has this parameter; names: "
+                                f"{', '.join(sorted(allowed))}; fix the name, or give CHAPTER.NAME=VALUE")
+
+
+# Names a check cell's rules may use (type names and the predicates' helpers); nothing else is reachable.
+_RULE_NAMES = {n: getattr(builtins, n) for n in ("int", "float", "str", "bool", "list", "dict", "tuple", "len", "all", "any", "isinstance",
+                         "min", "max", "abs", "set", "sorted")}
+
+
+def chapter_rules(root: Path, path: Path) -> dict:
+    """The parameter rules of a chapter, as its check cell passes them to
+    :func:`arithmech.report.params.check_params` (``check_params(globals(), {...})``): the dict literal is
+    read from the notebook's source and evaluated alone with only type names and ``len``/``all``/
+    ``isinstance``-like helpers in scope; the notebook is not executed. ``{}`` when the chapter has no
+    such call."""
+    import nbformat
+    nb = nbformat.read(root / path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "check_params" not in cell.source:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) ==
+                    "check_params" and len(node.args) >= 2 and isinstance(node.args[1], ast.Dict)):
+                code = compile(ast.Expression(node.args[1]), f"{path} (check cell)", "eval")
+                return eval(code, {"__builtins__": _RULE_NAMES})     # noqa: S307 (the book's own rule literal)
+    return {}
+
+
+def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) -> None:
+    """Check ``given`` values (over the parameters cell's defaults) against :func:`chapter_rules`."""
+    from arithmech.report.params import check_params
+    values = {}
+    for name, info in declared.items():
+        try:
+            values[name] = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):
+            pass                                         # a computed default: the check cell judges it
+    values.update(given)
+    rules = {k: r for k, r in chapter_rules(root, path).items() if k in values}
+    try:
+        check_params(values, rules)
+    except ValueError as e:
+        raise BookArgumentError(f"chapter {path.stem!r}: {e}; fix the value (--set {path.stem}.NAME=VALUE, "
+                                "--set NAME=VALUE or book/book.yml)") from None
+
+
+def chapter_env(environ=None) -> dict:
+    """The environment a chapter's kernel runs with: ``environ`` (default ``os.environ``) with a valid
+    ``OMP_NUM_THREADS`` (:func:`arithmech.core.inputs.thread_env`: an empty or invalid value made every
+    chapter print ``libgomp: Invalid value ...``), no progress bars (``TQDM_DISABLE``) and no progress
+    lines (``ARITHMECH_PROGRESS=0``, :mod:`arithmech.core.progress`)."""
+    from arithmech.core.inputs import thread_env
+    from arithmech.core.progress import OFF
+    env = thread_env(os.environ if environ is None else environ)
+    env.setdefault("TQDM_DISABLE", "1")
+    env[OFF] = "0"
+    return env
 
 
 INTRO = Path("book") / "intro.md"
@@ -244,7 +323,9 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / f"{chapter.name}.ipynb"
     t0 = time.perf_counter()
-    os.environ.setdefault("TQDM_DISABLE", "1")        # the kernel inherits it: no dead progress widgets
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(chapter_env(saved))             # the kernel inherits it (see chapter_env)
     try:
         pm.execute_notebook(str(src), str(tmp), parameters=chapter.parameters, cwd=str(root),
                             kernel_name=kernel, execution_timeout=timeout, progress_bar=False,
@@ -268,6 +349,9 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
             tmp.unlink()
         raise BookError(f"chapter {chapter.name!r} ({chapter.path}) could not be executed: "
                         f"{type(e).__name__}: {e}\n{chapter.path} was left as it was") from None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     os.replace(tmp, src)
     return time.perf_counter() - t0
 
@@ -302,11 +386,14 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     if not skip_execute:
         chapters = plan(root, cfg, sets, only)
         ex = cfg["execution"]
-        for k, c in enumerate(chapters, 1):
-            shown = ", ".join(f"{a}={b!r}" for a, b in c.parameters.items())
-            print(f"[{k}/{len(chapters)}] {c.name}  ({shown})", flush=True)
-            times[c.name] = execute_chapter(root, c, ex.get("timeout"), ex.get("kernel"))
-            print(f"      {c.name}: {times[c.name]:.1f} s", flush=True)
+        with Progress("book", len(chapters)) as bar:
+            for k, c in enumerate(chapters, 1):
+                shown = ", ".join(f"{a}={b!r}" for a, b in c.parameters.items())
+                print(f"[{k}/{len(chapters)}] {c.name}  ({shown})", flush=True)
+                bar.note = f"running {c.name}"
+                times[c.name] = execute_chapter(root, c, ex.get("timeout"), ex.get("kernel"))
+                print(f"      {c.name}: {times[c.name]:.1f} s", flush=True)
+                bar.advance(note=f"{c.name} done")
     if html:
         t0 = time.perf_counter()
         print("rendering the book (jupyter-book build) ...", flush=True)
@@ -320,7 +407,8 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
         times["html"] = time.perf_counter() - t0
         print(f"      html: {times['html']:.1f} s -> {root / '_build' / 'html' / 'index.html'}")
     times["total"] = time.perf_counter() - t_all
-    print(f"book built in {times['total']:.1f} s")
+    where = root / "_build" / "html" / "index.html" if html else root / "book"
+    print(f"book built in {times['total']:.1f} s: {where}")
     (root / "_build").mkdir(exist_ok=True)
     (root / "_build" / "book-times.json").write_text(json.dumps(
         {"seconds": {k: round(v, 1) for k, v in times.items()}, "cpus": os.cpu_count(),
@@ -331,6 +419,8 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
 def _cli(a: argparse.Namespace) -> None:
     try:
         build(a.root, only=a.only, sets=a.set, skip_execute=a.skip_execute, config=a.config, html=not a.no_html)
+    except BookArgumentError:
+        raise                                   # one line, exit 2 (arithmech.cli.main)
     except BookError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -89,21 +89,25 @@ def test_toy_intro_lists_parameters_from_the_notebooks(toy_book):
 
 
 def test_wrong_parameter_fails_in_check_cell_and_keeps_notebook(toy_book):
-    """Protects: a wrong-type or wrong-value parameter stops the chapter in its check cell with a message naming
-    the chapter, the cell and the parameter; the notebook on disk stays byte for byte as it was."""
+    """Protects: a wrong-type or wrong-value parameter is refused by the runner before the chapter runs (the
+    chapter's own check-cell rules, read from its source), and a chapter run with one anyway (papermill -p)
+    stops in its check cell with a message naming the chapter, the cell and the parameter; the notebook on
+    disk stays byte for byte as it was."""
     root, _ = toy_book
     nb = root / "book" / "one.ipynb"
     before = nb.read_bytes()
-    with pytest.raises(book.BookError) as e:
+    with pytest.raises(book.BookArgumentError, match=r"chapter 'one': parameter n='many'"):
         book.build(root, only="one", sets=["one.n=many"], html=False)
+    with pytest.raises(book.BookArgumentError, match="expected a positive integer"):
+        book.build(root, only="one", sets=["one.n=-1"], html=False)
+    assert nb.read_bytes() == before
+    with pytest.raises(book.BookError) as e:
+        book.execute_chapter(root, book.Chapter("one", Path("book/one.ipynb"), {"n": "many"}))
     msg = str(e.value)
     assert "chapter 'one'" in msg and "cell 4" in msg and "ParameterError" in msg and "n='many'" in msg
     assert "from arithmech.report.book import setup" in msg          # the failing cell's first line
     assert nb.read_bytes() == before
     assert (root / "_build" / "failed" / "one.ipynb").exists()
-    with pytest.raises(book.BookError, match="expected a positive integer"):
-        book.build(root, only="one", sets=["one.n=-1"], html=False)
-    assert nb.read_bytes() == before
 
 
 def test_successful_run_replaces_notebook(toy_book):

@@ -1,0 +1,184 @@
+"""Resume after an interruption (issue 17): identify killed midway, a Table 1 run failing after its first arm,
+and the fine-tune runner's temporary Trainer folder on failure.
+
+A re-run with the same arguments continues from the checkpoints (identify: per task; Table 1: per arm) and
+writes files byte-identical to an uninterrupted run (``run.json``'s and the records' timings aside).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from arithmech.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+# Identify on the embedded model, four tasks (the four operations), small sizes: ~3 s of work on one thread.
+IDENTIFY = ["identify", "--model", "embedded", "--task", "all", "--n-samples", "12", "--knockout-samples", "8",
+            "--random-seeds", "1", "--seed", "0"]
+VOLATILE = {"wall_seconds", "timings", "peak_memory"}           # run.json: what may differ between two runs
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _run_record(raw: bytes) -> dict:
+    run = json.loads(raw)
+    for rec in run["steps"].values():
+        for k in VOLATILE:
+            rec.pop(k, None)
+    return run
+
+
+def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys):
+    """Protects: identify killed (SIGKILL) after its first task's checkpoint continues on a re-run with the same
+    arguments (the finished task is loaded, not recomputed), writes files byte-identical to an uninterrupted
+    run (run.json's timings aside) and removes its checkpoints; nothing final is written by the killed run."""
+    killed, ref = tmp_path / "killed", tmp_path / "ref"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "arithmech", *IDENTIFY, "--results", str(killed)], cwd=tmp_path,
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ckdir = killed / "embedded" / ".checkpoints"
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None and not list(ckdir.glob("identify-*/task-0.pt")):
+        time.sleep(0.005)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert p.returncode == -signal.SIGKILL, p.stderr.read().decode()[-2000:]
+    units = sorted(x.name for x in ckdir.glob("identify-*/*.pt"))
+    assert "task-0.pt" in units and not (killed / "embedded" / "effects.csv").exists()
+    capsys.readouterr()
+    main([*IDENTIFY, "--results", str(killed)])                     # the same command again: continues
+    assert "identify: resumed" in capsys.readouterr().err
+    assert not ckdir.exists()                                        # checkpoints removed after the final set
+    main([*IDENTIFY, "--results", str(ref)])                         # uninterrupted
+    a, b = _files(killed / "embedded"), _files(ref / "embedded")
+    assert sorted(a) == sorted(b) == sorted(["effects.csv", "heldout.json", "key_heads.json", "knockout.csv",
+                                             "prompts.jsonl", "run.json", "transfer.csv"])
+    for name in a:
+        if name == "run.json":
+            assert _run_record(a[name]) == _run_record(b[name])
+        else:
+            assert a[name] == b[name], f"{name} differs after resume"
+
+
+def test_identify_checkpoints_of_other_arguments_are_not_used(tmp_path):
+    """Protects: checkpoints are keyed by the arguments: another seed or task count hashes to another folder,
+    so a re-run with different arguments never picks up a stale task."""
+    from arithmech.core import results as R
+    a = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 0})
+    b = R.checkpoints(tmp_path, "identify", {"seed": 0, "task": "all"})
+    c = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 1})
+    assert a.dir == b.dir != c.dir
+    a.save("task-0", {"x": torch.arange(3), "rows": [{"k": 1.5}]})
+    assert c.load("task-0") is None and a.load("task-0")["rows"] == [{"k": 1.5}]
+    (a.dir / "task-1.pt").write_bytes(b"truncated")                  # a unit cut by a kill: recomputed
+    assert a.load("task-1") is None and a.done() == ["task-0"]
+    a.clear()
+    assert not (tmp_path / ".checkpoints").exists()
+
+
+# ----------------------------------------------------------------------------------------- Table 1
+@pytest.fixture
+def toy_model(tmp_path):
+    """A random 2-layer Llama over the embedded model's tokenizer, saved as a model folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from arithmech.embedded.train import build_tokenizer
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "toy")
+    tok.save_pretrained(tmp_path / "toy")
+    return str(tmp_path / "toy")
+
+
+def _small_eval(model, tok, sizes, seed=0, data_dir=None):
+    """Table 1's measurements cut to two (no benchmark files needed): held-out phrasings and the LM loss."""
+    from arithmech.core.stats import mean_interval, wilson_interval
+    from arithmech.data import pairs as D
+    from arithmech.experiments import table1 as T1
+    _, held = T1.phrasings()
+    samples, _ = D.make_pairs(tok, held[:4], n=8, seed=seed + 3)
+    it = T1.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
+    losses = T1.lm_losses(model, tok, T1.generic_text(), max_tokens=96, window=32)
+    out = {"heldout_p": {"metric": "p", "value": sum(it) / len(it), "n": len(it),
+                         "ci": list(wilson_interval(0, len(it))), "items": it}}
+    mean, lo, hi = mean_interval(losses)
+    out["lm_loss"] = {"metric": "nats/token", "value": mean, "n": len(losses), "ci": [lo, hi], "items": losses}
+    return out
+
+
+TRAIN_VOLATILE = {"runtime_s", "samples_per_second", "trainer_samples_per_second", "peak_memory"}
+
+
+def _record(path: Path) -> dict:
+    rec = json.loads(path.read_text())
+    rec.pop("wall_s")
+    for k in TRAIN_VOLATILE:
+        (rec.get("train") or {}).pop(k, None)
+    return rec
+
+
+def test_table1_failing_after_first_arm_resumes_to_identical_records(tmp_path, toy_model, monkeypatch):
+    """Protects: a Table 1 run that fails after writing its first arm (base) continues on a re-run with the same
+    arguments: base is kept (not evaluated again), full is run, and both records equal an uninterrupted run's
+    (timings aside); a re-run with different arguments is refused without --overwrite."""
+    from arithmech.core import results as R
+    from arithmech.experiments import table1 as T1
+    calls = []
+    monkeypatch.setattr(T1, "evaluate_table1", lambda *a, **k: calls.append(1) or _small_eval(*a, **k))
+    kw = dict(modes=("base", "full"), scale=0.01, lr={"full": 1e-3}, seed=0, command="table1 (test)")
+    write = R.write_finetune
+
+    def fail_after_first(folder, record):
+        write(folder, record)
+        raise RuntimeError("injected fault after the first arm")
+    monkeypatch.setattr(R, "write_finetune", fail_after_first)
+    with pytest.raises(RuntimeError, match="injected"):
+        T1.run_table1(toy_model, tmp_path / "a", **kw)
+    monkeypatch.setattr(R, "write_finetune", write)
+    assert [p.name for p in (tmp_path / "a" / "toy" / "finetune").iterdir()] == ["base.json"] and calls == [1]
+    T1.run_table1(toy_model, tmp_path / "a", **kw)                   # same arguments: base kept, full run
+    assert len(calls) == 2
+    T1.run_table1(toy_model, tmp_path / "b", **kw)                   # uninterrupted
+    for mode in ("base", "full"):
+        got, want = (_record(R.finetune_path(tmp_path / d / "toy", mode)) for d in ("a", "b"))
+        assert got == want and got["parameters"]["args_sha256"]
+    with pytest.raises(ValueError, match="--overwrite"):
+        T1.run_table1(toy_model, tmp_path / "a", **{**kw, "seed": 1})
+    assert len(calls) == 4                                            # refused before any work
+
+
+# ------------------------------------------------------------------------------- Trainer temp folder
+def test_failed_training_leaves_no_trainer_temp_folder(tmp_path, toy_model, monkeypatch):
+    """Protects: the Trainer's output folder (arithmech-trainer-*) is removed when training fails, not only on
+    success (it used to leak on every failure)."""
+    import tempfile
+
+    from arithmech.finetune import runner
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    seen = []
+
+    def boom(trainer, device="cpu"):
+        seen.append(Path(trainer.args.output_dir))
+        assert seen[0].is_dir() and seen[0].parent == tmpdir
+        raise RuntimeError("injected training failure")
+    monkeypatch.setattr(runner, "train_measured", boom)
+    with pytest.raises(RuntimeError, match="injected"):
+        runner.run_finetune(model=toy_model, mode="full", results=tmp_path / "res", benchmarks=["generic"],
+                            max_steps=1, batch_size=4, micro_batch_size=4, lr=1e-3, n_train=8,
+                            before={"generic": 0.5})
+    assert seen and not list(tmpdir.glob("arithmech-trainer-*"))
