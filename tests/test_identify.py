@@ -196,6 +196,56 @@ def test_end_knockout_on_prefix_cache_equals_full_forward_reference(which, embed
     assert (p_all[0] - p[1]).abs().max() > 1e-4
 
 
+def test_full_vocabulary_logits_are_bounded_per_call(tok):
+    """Protects the memory bound of the fast path's P({C}): the unembedding never sees more than
+    ``max_logits`` rows × vocabulary at once (whole samples: one sample's ``L * (H + 2)`` rows when
+    fewer fit), and the chunked logsumexp equals the one-shot one."""
+    model = gqa_llama(len(tok), seed=5)
+    _, clean, corrupt, ans = pairs(tok, 5, seed=5)
+    c, x = end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt)
+    cols = 3 * (4 + 2)                                                 # rows per sample: L * (H + 2)
+    one_shot = path_patch_fast(model, c, x, ans, prob=True, max_logits=1 << 30)
+    for budget, most in ((2 * cols * len(tok), 2), (cols * len(tok) // 3, 1)):
+        seen = []
+        hook = model.lm_head.register_forward_hook(lambda m, a, y: seen.append(y.shape[:-1].numel()))
+        try:
+            chunked = path_patch_fast(model, c, x, ans, prob=True, max_logits=budget)
+        finally:
+            hook.remove()
+        assert max(seen) == most * cols and sum(seen) == 5 * cols, (budget, seen)
+        torch.testing.assert_close(chunked.lse_p, one_shot.lse_p, rtol=1e-6, atol=1e-6)
+        assert torch.equal(chunked.logit_p, one_shot.logit_p)
+
+
+def test_knockout_forwards_stay_within_the_token_budget(embedded):
+    """Protects the knockout's memory bound: every END replay runs at most ``max_tokens`` rows × tokens
+    (its repeated prefix key/value cache) unless a single ablation of the length group is already
+    larger, and the results equal those of one big chunk."""
+    model, tok, _ = embedded
+    samples = pairs(tok, 12, seed=7)[0]
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    abls = [Ablation.of(heads=[(l, h)]) for l in range(3) for h in range(4)] + [Ablation.of(mlps=[1])]
+    args = (model, tok, [s.clean for s in samples], [s.template for s in samples], means, abls)
+    big_ids, big_p = knockout_topk(*args, k=2, max_rows=10_000, max_tokens=1 << 20)
+    seen = []                                                         # (rows, prefix length) per END replay
+    hook = model.register_forward_pre_hook(lambda m, a, kw: seen.append(
+        ((a[0] if a else kw["input_ids"]).shape[0], kw["past_key_values"].get_seq_length()))
+        if kw.get("past_key_values") is not None else None, with_kwargs=True)
+    try:
+        ids, p = knockout_topk(*args, k=2, max_tokens=60)
+    finally:
+        hook.remove()
+    b = {}                                                            # prompts per token length
+    for s in samples:
+        n = len(tok(s.clean)["input_ids"])
+        b[n] = b.get(n, 0) + 1
+    assert len(seen) > len(b)                                         # the budget split the groups
+    assert all(rows * (prefix + 1) <= 60 or rows == b[prefix + 1] for rows, prefix in seen), seen
+    assert any(rows > b[prefix + 1] for rows, prefix in seen)        # and still batched ablations
+    assert torch.equal(ids, big_ids)
+    torch.testing.assert_close(p, big_p, rtol=1e-5, atol=1e-6)
+
+
 def test_mean_ablation_with_own_clean_mean_is_a_no_op(embedded):
     """Protects: knockout replaces exactly the ablated activations: with means taken from the very
     prompt (one sample), knocking out every head and MLP leaves its predictions unchanged, while the
@@ -279,8 +329,28 @@ def test_positions_table_end_row_reproduces_the_knockout_curve(embedded):
     model, tok, _ = embedded
     res = identify(model, tok, "addition", n_samples=32, seed=0, knockout_samples=16, n_random=2, transfer=False)
     assert res.key_heads["heads"], "the embedded model has key heads for addition"
+    phases = res.memory["peak_rss_by_phase"]                          # the process high-water mark: monotone
+    assert list(phases) == ["prepare", "patching", "knockout"] and list(phases.values()) == sorted(phases.values())
+    assert res.memory["peak_rss_bytes"] == phases["knockout"] > 50 << 20 and res.memory["cuda_peak_bytes"] is None
     pt = positions_table(res, model, tok).set_index("positions")
     ks = knockout_summary(res).iloc[0]
     for col in ("key_heads", "accuracy_key_heads_out", "accuracy_random_out_mean", "accuracy_random_out_std", "n"):
         assert pt.loc["end", col] == pytest.approx(ks[col]), col
     assert pt.loc["all", "accuracy_key_heads_out"] < 1 and pt.loc["all", "n"] == ks["n"]
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/statm"), reason="needs Linux /proc")
+def test_peak_memory_sees_a_short_lived_allocation():
+    """Protects identify's ``memory`` field: a tensor allocated and freed inside a phase raises that
+    phase's peak RSS by at least its size above the resident set before it (measured from /proc)."""
+    from arithmech.core.memory import PeakMemory, peak_rss_bytes
+    mem = PeakMemory(torch.nn.Linear(2, 2))
+    mem.mark("before")
+    rss = int(open("/proc/self/statm").read().split()[1]) * __import__("os").sysconf("SC_PAGE_SIZE")
+    size = max(0, mem.rss["before"] - rss) + (96 << 20)                # above the old high-water mark
+    t = torch.ones(size // 4)                                          # touched: resident
+    del t
+    mem.mark("alloc")
+    assert mem.rss["alloc"] >= rss + size - (8 << 20) and peak_rss_bytes() >= mem.rss["alloc"]
+    out = mem.summary()
+    assert out["peak_rss_bytes"] == mem.rss["alloc"] and out["cuda_peak_bytes"] is None

@@ -267,7 +267,7 @@ def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int
     dev = model.get_input_embeddings().weight.device
     out = torch.empty(len(prompts), top_k, dtype=torch.long)
     for idx, ids in group_by_length(tok, prompts, batch_size):
-        logits = model(ids.to(dev)).logits[:, -1]
+        logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
         out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
     return out
 

@@ -30,6 +30,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from arithmech.core.memory import PeakMemory
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.methods.knockout import (PAPER_CASES, POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
@@ -148,6 +149,7 @@ class IdentifyResult:
     transfer: pd.DataFrame | None = None
     heldout: dict | None = None
     timings: dict = field(default_factory=dict)
+    memory: dict = field(default_factory=dict)     # peak RSS / CUDA bytes, see arithmech.core.memory
 
 
 def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, seed: int = 0,
@@ -182,6 +184,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
     t0 = time.time()
+    mem = PeakMemory(model)
     specs = list(OPERATIONS) if tasks == "all" else ([tasks] if isinstance(tasks, str) else list(tasks))
     if not specs:
         raise ValueError("no task given: pass a task name, a template-pair file or a list of them")
@@ -195,6 +198,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
     for label, spec in labelled:
         samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size)
     timings = {"prepare": time.time() - t0}
+    mem.mark("prepare")
     t1 = time.time()
     frames = []
     for label, ss in samples.items():
@@ -210,6 +214,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             frames.append(effects_frame(patched["all"], "all", prob))
     effects = pd.concat(frames, ignore_index=True)
     timings["patching"] = time.time() - t1
+    mem.mark("patching")
     kh = key_heads(effects, primary, threshold)
     kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
     every = [s for ss in samples.values() for s in ss]
@@ -235,6 +240,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
     ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
         if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
     timings["knockout"] = time.time() - t2
+    mem.mark("knockout")
     res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
         tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
         knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
@@ -245,7 +251,9 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         t3 = time.time()
         run_transfer(res, model, tok, heldout, n_samples, seed, batch_size)
         timings["transfer"] = time.time() - t3
+        mem.mark("transfer")
     timings["total"] = time.time() - t0
+    res.memory = mem.summary()
     return res
 
 
