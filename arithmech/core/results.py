@@ -35,6 +35,7 @@ import hashlib
 import io
 import json
 import os
+import platform
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
+
+from arithmech.core.atomic import atomic_json, atomic_write, dumps  # noqa: F401 (part of the contract)
 
 SCHEMA_VERSION = 1
 RUN = "run.json"
@@ -114,32 +117,6 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-# ------------------------------------------------------------------------------- atomic writes
-def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so a
-    reader sees the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def dumps(obj: Any) -> str:
-    """The JSON text of every results file: 2-space indent, key order as given, trailing newline."""
-    return json.dumps(obj, indent=2, default=str) + "\n"
-
-
-def atomic_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write(path, dumps(obj))
-
-
 def _serialise(name: str, obj: Any) -> str:
     kind = FILES[name].kind if name in FILES else Path(name).suffix.lstrip(".")
     if kind == "csv":
@@ -152,16 +129,24 @@ def _serialise(name: str, obj: Any) -> str:
     return dumps(obj)
 
 
-def peak_memory() -> dict:
-    """This process's peak resident memory so far (and the CUDA allocator's peak where CUDA is used),
-    recorded in every step's record of ``run.json``."""
-    import resource
-    import sys
+def versions() -> dict:
+    """Library versions recorded with every step's record."""
+    import importlib.metadata
 
     import torch
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    cuda = torch.cuda.max_memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    return {"peak_rss_bytes": int(rss), "cuda_peak_bytes": cuda}
+    import transformers
+    try:
+        own = importlib.metadata.version("arithmech")
+    except importlib.metadata.PackageNotFoundError:
+        own = "not installed"
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "pandas": pd.__version__, "arithmech": own}
+
+
+def peak_memory() -> dict:
+    """This process's peak resident memory so far (:mod:`arithmech.core.memory`), for a step's record."""
+    from arithmech.core.memory import peak_rss_bytes
+    return {"peak_rss_bytes": peak_rss_bytes(), "cuda_peak_bytes": None}
 
 
 # ------------------------------------------------------------------------------------ manifest

@@ -293,7 +293,7 @@ def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int
     dev = model.get_input_embeddings().weight.device
     out = torch.empty(len(prompts), top_k, dtype=torch.long)
     for idx, ids in group_by_length(tok, prompts, batch_size):
-        logits = model(ids.to(dev)).logits[:, -1]
+        logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
         out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
     return out
 
@@ -349,3 +349,9 @@ def make_operand_pairs(tok, templates: Sequence[T.Template] | str = "addition", 
     ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text).
     """
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operand")
+
+
+def interleave(groups) -> list[Sample]:
+    """Round-robin over the tasks, so that the first k samples cover every task."""
+    groups = [list(g) for g in groups]
+    return [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]

@@ -34,7 +34,7 @@ from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.core.stats import wilson_interval
 from arithmech.core import results as R
-from arithmech.experiments.table1 import answer_scores
+from arithmech.experiments.measures import answer_scores
 
 HEAD_KS = (0, 2, 4, 8, 16, 32, 64)                  # knockout grid of the appendix (plus "all heads")
 MLP_KS = (0, 1, 2, 4, 8)                            # (plus "all MLPs")

@@ -10,13 +10,10 @@ it reads the key heads of the identify step and writes the analyze files of the 
 """
 from __future__ import annotations
 
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import torch
 
 from arithmech.core import results as R
 from arithmech.data import pairs as D
@@ -54,8 +51,6 @@ def run(model: str = "embedded", results: str | Path = "results", n_samples: int
     Returns a dict with the loaded ``model``, ``tok``, ``geometry``, ``samples``, ``key_heads``,
     the DataFrames ``roles``, ``labels``, ``mlp``, ``top`` and the ``stages`` found.
     """
-    import transformers
-
     from arithmech.core.models import load_model
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
@@ -79,8 +74,7 @@ def run(model: str = "embedded", results: str | Path = "results", n_samples: int
                                      "top_numbers.csv": top.assign(prompt=prompt), "analyze.json": summary}, {
         "parameters": dict(model=model, n_samples=n_samples, seed=seed, device=device, dtype=dtype,
                            prompt=prompt, final_norm=final_norm, batch_size=batch_size),
-        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
-                     "pandas": pd.__version__, "transformers": transformers.__version__},
+        "versions": R.versions(),
         "wall_s": round(time.time() - t0, 2), "peak_memory": R.peak_memory()})
     return dict(model=net, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
                 labels=labels, mlp=mlp, top=top, stages=stages, folder=folder, summary=summary)

@@ -18,7 +18,6 @@ from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``
 from __future__ import annotations
 
 import argparse
-import platform
 import random
 import sys
 import time
@@ -33,11 +32,13 @@ import torch
 from arithmech.core import results as R
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.progress import Progress
+from arithmech.core.memory import PeakMemory
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.experiments.paper import FIG4_CASES
 from arithmech.methods.knockout import (POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
                        mean_activations, transfer_table)
+from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import Patched, path_patch
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
@@ -144,6 +145,7 @@ class IdentifyResult:
     transfer: pd.DataFrame | None = None
     heldout: dict | None = None
     timings: dict = field(default_factory=dict)
+    memory: dict = field(default_factory=dict)     # peak RSS / CUDA bytes, see arithmech.core.memory
 
 
 def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, seed: int = 0,
@@ -183,6 +185,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
     t0 = time.time()
+    mem = PeakMemory(model)
     specs = list(OPERATIONS) if tasks == "all" else ([tasks] if isinstance(tasks, str) else list(tasks))
     if not specs:
         raise ValueError("no task given: pass a task name, a template-pair file or a list of them")
@@ -217,6 +220,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
                                           "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS}})
             frames.append(effects_frame(patched[label], label, prob))
             bar.advance(note=f"patched {label}")
+        mem.mark("patching")
         if resumed:
             print(f"identify: resumed {len(resumed)} of {len(labelled)} tasks ({', '.join(resumed)}) from {ck.dir}",
                   file=sys.stderr, flush=True)
@@ -245,7 +249,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
                     curves.append(obj_to_frame(got["frame"]))
                     bar.advance(note=f"knockout {task} (checkpoint)")
                     continue
-                ss = (samples[task] if task in samples else _interleave(samples.values()))[:knockout_samples]
+                ss = (samples[task] if task in samples else D.interleave(samples.values()))[:knockout_samples]
                 heads, mlps = ranking(effects, task)
                 n_key = len(key_heads(effects, task, threshold)["heads"])
                 if task != primary and curves_for != "each":          # key heads vs as many random ones only
@@ -262,6 +266,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
             if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
         timings["knockout"] = time.time() - t2
+        mem.mark("knockout")
         res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
@@ -272,67 +277,16 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             t3 = time.time()
             run_transfer(res, model, tok, heldout, n_samples, seed, batch_size)
             timings["transfer"] = time.time() - t3
+            mem.mark("transfer")
             bar.advance(note="transfer")
     timings["total"] = time.time() - t0
+    res.memory = mem.summary()
     return res
-
-
-def knockout_summary(res: IdentifyResult) -> pd.DataFrame:
-    """Per task: accuracy after knocking out its key heads (effect rank, ``k`` = number of key heads)
-    and after knocking out ``k`` random heads (mean and standard deviation over the seeds)."""
-    rows = []
-    per = res.key_heads.get("per_task") or {res.key_heads["task"]: res.key_heads["heads"]}
-    per = {**per, res.key_heads["task"]: res.key_heads["heads"]}
-    for task, heads in per.items():
-        d = res.knockout[(res.knockout.task == task) & (res.knockout.kind == "head") & (res.knockout.k == len(heads))]
-        if not d.empty:
-            rows.append({"task": task, **_key_vs_random(d)})
-    return pd.DataFrame(rows)
-
-
-def _key_vs_random(d: pd.DataFrame) -> dict:
-    """One knockout point (rows of a single ``k``): the effect-rank accuracy and the random-rank
-    mean and spread over seeds."""
-    rnd = d[d.order == "random-rank"].accuracy
-    return {"key_heads": int(d.k.iloc[0]), "accuracy_key_heads_out": float(d[d.order == "effect-rank"].accuracy.iloc[0]),
-            "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
-            "n": int(d.n.iloc[0])}
-
-
-def positions_table(res: IdentifyResult, model, tok, batch_size: int = 64) -> pd.DataFrame:
-    """The key heads of the primary task vs as many random heads (``n_random`` seeded draws), knocked
-    out at END (the default, where path patching measured them) and at every position.
-
-    The run's own positions come from its knockout curve (:func:`knockout_summary`); the other is
-    computed on the same samples with the same random orders.
-    Rows ``positions, key_heads, accuracy_key_heads_out, accuracy_random_out_mean, _std, n``."""
-    task = res.key_heads["task"]
-    heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
-    own = knockout_summary(res)
-    own = own[own.task == task].drop(columns="task") if not own.empty else own
-    ss = (res.tasks[task] if task in res.tasks else _interleave(res.tasks.values()))[:res.params["knockout_samples"]]
-    cfg = model.config
-    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
-    rows = []
-    for positions in POSITIONS:
-        if positions == res.params["knockout_positions"] and not own.empty:
-            rows.append({"positions": positions, **own.iloc[0].to_dict()})
-            continue
-        d = knockout_curve(model, tok, ss, res.means, heads, [len(heads)], universe, "head", res.params["n_random"],
-                           res.params["seed"], batch_size=batch_size, positions=positions)
-        rows.append({"positions": positions, **_key_vs_random(d)})
-    return pd.DataFrame(rows)
 
 
 def _concat(ps: Sequence[Patched]) -> Patched:
     cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
     return Patched(*(cat(f) for f in PATCHED_FIELDS))
-
-
-def _interleave(groups) -> list[D.Sample]:
-    """Round-robin over the tasks, so that the first k samples cover every task."""
-    groups = [list(g) for g in groups]
-    return [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
 
 
 def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
@@ -364,19 +318,6 @@ def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samp
 
 
 # ---------------------------------------------------------------------------------------- files
-def versions() -> dict:
-    """Library versions recorded with every run."""
-    import importlib.metadata
-
-    import transformers
-    try:
-        own = importlib.metadata.version("arithmech")
-    except importlib.metadata.PackageNotFoundError:
-        own = "not installed"
-    return {"python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "pandas": pd.__version__, "arithmech": own}
-
-
 def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model: str | None = None) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
     files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
@@ -387,10 +328,10 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
         files["transfer.csv"] = res.transfer
     if res.heldout is not None:
         files["heldout.json"] = res.heldout
-    record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": versions(),
+    record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": R.versions(),
               "wall_seconds": round(res.timings.get("total", 0.0), 2),
               "timings": {k: round(v, 2) for k, v in res.timings.items()},
-              "peak_memory": getattr(res, "memory", None) or R.peak_memory()}
+              "peak_memory": res.memory or R.peak_memory()}
     return R.write_step(folder, "identify", files, record, model=model)
 
 

@@ -145,13 +145,18 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
 @torch.no_grad()
 def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: Means,
                   ablations: Sequence[Ablation], k: int = 1, batch_size: int = 64,
-                  max_rows: int = 2048, positions: str = "end") -> tuple[torch.Tensor, torch.Tensor]:
+                  max_rows: int = 512, max_tokens: int = 4096,
+                  positions: str = "end") -> tuple[torch.Tensor, torch.Tensor]:
     """Top-``k`` next tokens at END under each ablation.
 
     Args:
         keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
         ablations: ``A`` ablations; the empty :class:`Ablation` is the intact model.
-        max_rows: prompts × ablations run in one forward.
+        max_rows: prompts × ablations run in one forward (the full-vocabulary logits are
+            ``(rows, vocab)``).
+        max_tokens: and at most this many rows × sequence length per forward: the repeated
+            key/value cache of the prefix (``"end"``: ``rows × (seq - 1)`` tokens, each
+            ``L × 2 × n_kv_heads × head_dim`` values) or the activations of ``"all"`` scale with it.
         positions: ``"end"`` (ablate at END, replayed on the clean prefix's key/value cache) or
             ``"all"`` (ablate at every position); see the module docstring.
     Returns:
@@ -206,7 +211,7 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
                 st["z"], st["mlp"] = st["z"][:, :, -1:], st["mlp"][:, :, -1:]
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
                 prefix = model(ids[:, :-1].to(dev), logits_to_keep=1, use_cache=True).past_key_values  # clean
-            G = max(1, max_rows // b)
+            G = max(1, min(max_rows, max_tokens // seq) // b)
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)
                 st["G"] = a1 - a0
@@ -216,13 +221,15 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
                     logits = model(ids.repeat_interleave(a1 - a0, 0).to(dev), logits_to_keep=1,
                                    use_cache=False).logits[:, -1].float()
                 else:
-                    cache = DynamicCache([(c.keys.repeat_interleave(a1 - a0, 0), c.values.repeat_interleave(a1 - a0, 0))
-                                          for c in prefix.layers], config=model.config)
+                    # a generator: each layer's repeat is copied into the cache and freed at once
+                    cache = DynamicCache(((c.keys.repeat_interleave(a1 - a0, 0), c.values.repeat_interleave(a1 - a0, 0))
+                                          for c in prefix.layers), config=model.config)
                     logits = model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), past_key_values=cache,
                                    use_cache=True).logits[:, -1].float()
                 p, i = logits.softmax(-1).topk(k, -1)
                 out_ids[a0:a1, idx] = i.cpu().view(b, a1 - a0, k).transpose(0, 1)
                 out_p[a0:a1, idx] = p.cpu().view(b, a1 - a0, k).transpose(0, 1)
+                logits = cache = None                 # freed before the next chunk builds its own
     slot = {a: i for i, a in enumerate(unique)}
     where = torch.tensor([slot[a] for a in ablations], dtype=torch.long)
     return out_ids[where], out_p[where]

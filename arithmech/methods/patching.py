@@ -191,7 +191,7 @@ def _dev(mod) -> torch.device:
 
 @torch.no_grad()
 def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, prob: bool = False,
-                    max_rows: int = 1 << 15) -> Patched:
+                    max_rows: int = 1 << 13, max_logits: int = 1 << 24) -> Patched:
     """Exact path patching of every head and MLP from the clean END residual stream.
 
     Rows of the running state, per sample: for each layer ``i`` a *baseline* (zero change, entering
@@ -242,9 +242,10 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         lg = lg.float().cpu().view(-1, L, H + 2)
         # layout per layer: [baseline, head 0..H-1, mlp]
         logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
-        if prob:
+        if prob:                             # full-vocabulary logits, a few samples at a time
+            per_sample = x.shape[1] * unembed.weight.shape[0]
             lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
-                             x.to(unembed.weight.device).split(max(1, max_rows // x.shape[1]))])
+                             x.to(unembed.weight.device).split(max(1, max_logits // per_sample))])
             lse = lse.cpu().view(-1, L, H + 2)
             lse_o[sl], lse_p[sl, :, :H], lse_p[sl, :, H] = lse[..., 0], lse[..., 1:H + 1], lse[..., H + 1]
     # A sender whose change to the residual is exactly 0 leaves the run as it was: copy the baseline,
@@ -315,7 +316,7 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
 # ---------------------------------------------------------------------------------- front door
 def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequence[str],
                answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = 64,
-               max_rows: int = 1 << 15) -> Patched:
+               max_rows: int = 1 << 13) -> Patched:
     """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])``.
 
     Args:

@@ -107,11 +107,11 @@ def _small_eval(model, tok, sizes, seed=0, data_dir=None):
     """Table 1's measurements cut to two (no benchmark files needed): held-out phrasings and the LM loss."""
     from arithmech.core.stats import mean_interval, wilson_interval
     from arithmech.data import pairs as D
-    from arithmech.experiments import table1 as T1
-    _, held = T1.phrasings()
+    from arithmech.experiments import measures as M
+    _, held = M.phrasings()
     samples, _ = D.make_pairs(tok, held[:4], n=8, seed=seed + 3)
-    it = T1.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
-    losses = T1.lm_losses(model, tok, T1.generic_text(), max_tokens=96, window=32)
+    it = M.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
+    losses = M.lm_losses(model, tok, M.generic_text(), max_tokens=96, window=32)
     out = {"heldout_p": {"metric": "p", "value": sum(it) / len(it), "n": len(it),
                          "ci": list(wilson_interval(0, len(it))), "items": it}}
     mean, lo, hi = mean_interval(losses)

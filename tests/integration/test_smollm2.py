@@ -12,7 +12,7 @@ import torch
 from arithmech.data import pairs as D
 from arithmech.embedded.train import two_digit_items
 from arithmech.evals.scoring import choice_logits, greedy_exact
-from arithmech.experiments.table1 import answer_scores
+from arithmech.experiments.measures import answer_scores
 
 pytestmark = pytest.mark.slow
 

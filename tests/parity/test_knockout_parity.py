@@ -111,8 +111,58 @@ def test_positions_table_end_row_reproduces_the_knockout_curve(embedded_model):
     model, tok, _ = embedded_model
     res = identify(model, tok, "addition", n_samples=32, seed=0, knockout_samples=16, n_random=2, transfer=False)
     assert res.key_heads["heads"], "the embedded model has key heads for addition"
+    phases = res.memory["peak_rss_by_phase"]                          # the process high-water mark: monotone
+    assert list(phases) == ["patching", "knockout"] and list(phases.values()) == sorted(phases.values())
+    assert res.memory["peak_rss_bytes"] == phases["knockout"] > 50 << 20 and res.memory["cuda_peak_bytes"] is None
     pt = positions_table(res, model, tok).set_index("positions")
     ks = knockout_summary(res).iloc[0]
     for col in ("key_heads", "accuracy_key_heads_out", "accuracy_random_out_mean", "accuracy_random_out_std", "n"):
         assert pt.loc["end", col] == pytest.approx(ks[col]), col
     assert pt.loc["all", "accuracy_key_heads_out"] < 1 and pt.loc["all", "n"] == ks["n"]
+
+
+def test_knockout_forwards_stay_within_the_token_budget(embedded_model):
+    """Protects the knockout's memory bound: every END replay runs at most ``max_tokens`` rows × tokens
+    (its repeated prefix key/value cache) unless a single ablation of the length group is already
+    larger, and the results equal those of one big chunk."""
+    model, tok, _ = embedded_model
+    samples = prompt_pairs(tok, 12, seed=7)[0]
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    abls = [Ablation.of(heads=[(l, h)]) for l in range(3) for h in range(4)] + [Ablation.of(mlps=[1])]
+    args = (model, tok, [s.clean for s in samples], [s.template for s in samples], means, abls)
+    big_ids, big_p = knockout_topk(*args, k=2, max_rows=10_000, max_tokens=1 << 20)
+    seen = []                                                         # (rows, prefix length) per END replay
+    hook = model.register_forward_pre_hook(lambda m, a, kw: seen.append(
+        ((a[0] if a else kw["input_ids"]).shape[0], kw["past_key_values"].get_seq_length()))
+        if kw.get("past_key_values") is not None else None, with_kwargs=True)
+    try:
+        ids, p = knockout_topk(*args, k=2, max_tokens=60)
+    finally:
+        hook.remove()
+    b = {}                                                            # prompts per token length
+    for s in samples:
+        n = len(tok(s.clean)["input_ids"])
+        b[n] = b.get(n, 0) + 1
+    assert len(seen) > len(b)                                         # the budget split the groups
+    assert all(rows * (prefix + 1) <= 60 or rows == b[prefix + 1] for rows, prefix in seen), seen
+    assert any(rows > b[prefix + 1] for rows, prefix in seen)        # and still batched ablations
+    assert torch.equal(ids, big_ids)
+    torch.testing.assert_close(p, big_p, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/statm"), reason="needs Linux /proc")
+def test_peak_memory_sees_a_short_lived_allocation():
+    """Protects identify's ``memory`` field: a tensor allocated and freed inside a phase raises that
+    phase's peak RSS by at least its size above the resident set before it (measured from /proc)."""
+    from arithmech.core.memory import PeakMemory, peak_rss_bytes
+    mem = PeakMemory(torch.nn.Linear(2, 2))
+    mem.mark("before")
+    rss = int(open("/proc/self/statm").read().split()[1]) * __import__("os").sysconf("SC_PAGE_SIZE")
+    size = max(0, mem.rss["before"] - rss) + (96 << 20)                # above the old high-water mark
+    t = torch.ones(size // 4)                                          # touched: resident
+    del t
+    mem.mark("alloc")
+    assert mem.rss["alloc"] >= rss + size - (8 << 20) and peak_rss_bytes() >= mem.rss["alloc"]
+    out = mem.summary()
+    assert out["peak_rss_bytes"] == mem.rss["alloc"] and out["cuda_peak_bytes"] is None
+

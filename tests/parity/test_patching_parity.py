@@ -76,3 +76,25 @@ def test_component_without_output_weights_has_zero_effect(embedded_tokenizer):
         d = path_patch(model, tok, clean, corrupt, ans, method=method).logit_diff()
         assert torch.equal(d[:, 1, 2], torch.zeros(4)) and torch.equal(d[:, 0, 4], torch.zeros(4)), method
         assert d[:, 1, [0, 1, 3]].abs().max() > 0, method
+
+
+def test_full_vocabulary_logits_are_bounded_per_call(embedded_tokenizer):
+    """Protects the memory bound of the fast path's P({C}): the unembedding never sees more than
+    ``max_logits`` rows × vocabulary at once (whole samples: one sample's ``L * (H + 2)`` rows when
+    fewer fit), and the chunked logsumexp equals the one-shot one."""
+    tok = embedded_tokenizer
+    model = make_biased_gqa_llama(len(tok), seed=5)
+    _, clean, corrupt, ans = prompt_pairs(tok, 5, seed=5)
+    c, x = end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt)
+    cols = 3 * (4 + 2)                                                 # rows per sample: L * (H + 2)
+    one_shot = path_patch_fast(model, c, x, ans, prob=True, max_logits=1 << 30)
+    for budget, most in ((2 * cols * len(embedded_tokenizer), 2), (cols * len(embedded_tokenizer) // 3, 1)):
+        seen = []
+        hook = model.lm_head.register_forward_hook(lambda m, a, y: seen.append(y.shape[:-1].numel()))
+        try:
+            chunked = path_patch_fast(model, c, x, ans, prob=True, max_logits=budget)
+        finally:
+            hook.remove()
+        assert max(seen) == most * cols and sum(seen) == 5 * cols, (budget, seen)
+        torch.testing.assert_close(chunked.lse_p, one_shot.lse_p, rtol=1e-6, atol=1e-6)
+        assert torch.equal(chunked.logit_p, one_shot.logit_p)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import progress as P
-from arithmech.report import book
+from arithmech.report import book, plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,7 +110,7 @@ def test_chapter_rules_read_without_executing_the_notebook():
     its parameters cell declares except free-form ones, so values are checked at plan time."""
     import papermill as pm
     for p in sorted((REPO / "book").glob("*.ipynb")):
-        rules = book.chapter_rules(REPO, p.relative_to(REPO))
+        rules = plan.chapter_rules(REPO, p.relative_to(REPO))
         declared = pm.inspect_notebook(str(p))
         assert rules and set(rules) <= set(declared), p.name
 

@@ -1,7 +1,7 @@
 """Table 1's training data (arithmech.experiments.table1) keeps the held-out phrasings and pairs unseen."""
 from __future__ import annotations
 
-from arithmech.experiments.table1 import phrasings, train_sentences
+from arithmech.experiments.measures import phrasings, train_sentences
 
 
 def test_training_sentences_exclude_heldout():

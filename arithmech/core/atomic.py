@@ -1,0 +1,33 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so a
+    reader sees the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def dumps(obj: Any) -> str:
+    """The JSON text of every results file: 2-space indent, key order as given, trailing newline."""
+    return json.dumps(obj, indent=2, default=str) + "\n"
+
+
+def atomic_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write(path, dumps(obj))

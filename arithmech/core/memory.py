@@ -1,0 +1,61 @@
+"""Peak memory of a pipeline step, per phase: the process's resident set and the CUDA allocator.
+
+>>> mem = PeakMemory(model)            # resets the CUDA peak counters of the model's GPUs
+>>> ...; mem.mark("patching")          # after each phase
+>>> mem.summary()
+{'peak_rss_bytes': 1310720000, 'peak_rss_by_phase': {'patching': 1310720000},
+ 'cuda_peak_bytes': None, 'cuda_peak_by_phase': None}
+
+* ``peak_rss_bytes`` is the process's high-water mark of resident memory (``getrusage``'s
+  ``ru_maxrss``): it never goes down, so it covers everything the process did before too (model
+  loading included), and ``peak_rss_by_phase[p]`` is that mark at the end of phase ``p``: the first
+  phase whose value jumps is the one that set the peak. ``None`` where the platform has no
+  ``resource`` module (Windows).
+* ``cuda_peak_bytes`` is ``torch.cuda.max_memory_allocated`` over the phases (the counters are
+  reset at the start and after every mark, so ``cuda_peak_by_phase[p]`` is phase ``p``'s own peak),
+  taken on the GPU of the model's parameters that peaked highest; ``None`` when the model is not on
+  a GPU. It counts tensors only, not the CUDA context or the allocator's cached blocks.
+"""
+from __future__ import annotations
+
+import sys
+
+import torch
+
+
+def peak_rss_bytes() -> int | None:
+    """The process's peak resident set so far, in bytes (``None`` without ``resource``)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024   # macOS: bytes; Linux: KiB
+
+
+class PeakMemory:
+    """Record peak memory at the end of each phase of a run on ``model``."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.gpus = sorted({p.device for p in model.parameters() if p.device.type == "cuda"}, key=str)
+        self.rss: dict[str, int | None] = {}
+        self.cuda: dict[str, int] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        for d in self.gpus:
+            torch.cuda.reset_peak_memory_stats(d)
+
+    def mark(self, phase: str) -> None:
+        """Close ``phase``: store the RSS high-water mark and the phase's CUDA peak."""
+        self.rss[phase] = peak_rss_bytes()
+        if self.gpus:
+            self.cuda[phase] = max(torch.cuda.max_memory_allocated(d) for d in self.gpus)
+            self._reset()
+
+    def summary(self) -> dict:
+        """``peak_rss_bytes``, ``peak_rss_by_phase``, ``cuda_peak_bytes``, ``cuda_peak_by_phase``."""
+        rss = [v for v in self.rss.values() if v is not None]
+        return {"peak_rss_bytes": max(rss) if rss else peak_rss_bytes(), "peak_rss_by_phase": dict(self.rss),
+                "cuda_peak_bytes": max(self.cuda.values()) if self.cuda else None,
+                "cuda_peak_by_phase": dict(self.cuda) if self.gpus else None}

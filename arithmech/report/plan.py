@@ -1,0 +1,199 @@
+"""Planning a book build: which chapters run, with which parameters, all checked before any runs.
+
+The chapter order is ``_toc.yml``'s; parameters come from ``book/book.yml`` (``global`` and per chapter)
+and ``--set``. Each chapter declares its parameters in its ``parameters`` cell (read by papermill
+without executing anything) and their rules in its check cell's ``check_params(globals(), {...})``
+call; :func:`plan` applies both, so a misspelt key or a wrong value is refused up front.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG = Path("book") / "book.yml"
+
+
+class BookError(RuntimeError):
+    """A chapter failed, or the book's configuration or build is wrong; the message says what to do."""
+
+
+class BookArgumentError(BookError, ValueError):
+    """A ``--set`` key or value, ``--only`` or a ``book.yml`` value is wrong: refused before any chapter runs
+    (``python -m arithmech book`` prints the one line and exits with code 2)."""
+
+
+@dataclass
+class Chapter:
+    name: str                   # file stem, e.g. "identify"
+    path: Path                  # book/identify.ipynb, relative to the root
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
+    """Every file of ``_toc.yml`` in order (root page first), resolved to an existing path.
+
+    A listed file that does not exist is an error, or skipped with ``missing_ok``."""
+    import yaml
+    toc_path = root / "_toc.yml"
+    if not toc_path.exists():
+        raise BookError(f"no _toc.yml in {root}: run from the repository root or pass --root")
+    toc = yaml.safe_load(toc_path.read_text())
+    entries: list[str] = [toc["root"]]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                entries.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk({k: v for k, v in toc.items() if k in ("parts", "chapters")})
+    out = []
+    for e in entries:
+        p = Path(e)
+        found = [root / p] if p.suffix else [root / p.with_suffix(s) for s in (".ipynb", ".md")]
+        found = [f for f in found if f.exists()]
+        if not found and missing_ok:
+            continue
+        if not found:
+            raise BookError(f"_toc.yml lists {e!r} but neither {e}.ipynb nor {e}.md exists in {root}")
+        out.append(found[0].relative_to(root))
+    return out
+
+
+def load_config(root: Path, config: Path | None = None) -> dict:
+    """``book/book.yml`` as a dict with ``global``, ``chapters`` and ``execution`` keys."""
+    import yaml
+    path = root / (config or CONFIG)
+    if not path.exists():
+        raise BookError(f"book configuration {path} does not exist")
+    cfg = yaml.safe_load(path.read_text()) or {}
+    unknown = set(cfg) - {"global", "chapters", "execution"}
+    if unknown:
+        raise BookError(f"{path}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution")
+    return {"global": cfg.get("global") or {}, "chapters": cfg.get("chapters") or {},
+            "execution": cfg.get("execution") or {}}
+
+
+def parse_sets(sets: list[str]) -> tuple[dict, dict]:
+    """``["seed=1", "identify.n_samples=32"]`` → ``({"seed": 1}, {"identify": {"n_samples": 32}})``.
+
+    Values are read as YAML (``32`` is an int, ``[a, b]`` a list, ``cuda`` a string; quote
+    ``'off'``-like words to keep them strings).
+    """
+    import yaml
+    glob: dict = {}
+    per: dict = {}
+    for s in sets:
+        if "=" not in s:
+            raise BookArgumentError(f"--set {s!r}: expected key=value or chapter.key=value")
+        key, raw = s.split("=", 1)
+        value = yaml.safe_load(raw) if raw != "" else ""
+        if "." in key:
+            chap, key = key.split(".", 1)
+            per.setdefault(chap, {})[key] = value
+        else:
+            glob[key] = value
+    return glob, per
+
+
+def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -> list[Chapter]:
+    """The chapters to execute (all, or ``only`` one), in toc order, each with its parameters, checked.
+
+    A global value reaches a chapter only if its parameters cell declares the name; a global ``--set``
+    key that no chapter to run declares and a per-chapter value its chapter does not declare are
+    errors (a typo is never a silent no-op). Every
+    chapter's values (defaults of its parameters cell + the given ones) are checked against the rules of
+    its check cell (:func:`chapter_rules`) here, before any chapter runs.
+    With ``only``, the other chapters need not exist yet.
+    """
+    import papermill as pm
+    set_glob, set_per = parse_sets(list(sets))
+    nbs = [p for p in toc_files(root, missing_ok=only is not None) if p.suffix == ".ipynb"]
+    names = [p.stem for p in nbs]
+    if only is not None and only not in names:
+        raise BookArgumentError(f"--only {only!r}: not a chapter of _toc.yml; chapters: {', '.join(names)}")
+    for chap in ([only] if only else list(cfg["chapters"])) + list(set_per):
+        if chap not in names:
+            raise BookArgumentError(f"parameters given for chapter {chap!r}, which is not an executed chapter of "
+                                    f"_toc.yml; chapters: {', '.join(names)}")
+    declared = {p.stem: pm.inspect_notebook(str(root / p)) for p in nbs}
+    for p in nbs:
+        if not declared[p.stem]:
+            raise BookError(f"chapter {p.stem!r} ({p}) has no cell tagged 'parameters' (papermill needs one, "
+                            "first in the notebook)")
+    run = [p for p in nbs if only is None or p.stem == only]
+    _check_global_keys(set_glob, {k for p in run for k in declared[p.stem]}, "--set", "to run")
+    out = []
+    for p in run:
+        params = {k: v for k, v in {**cfg["global"], **set_glob}.items() if k in declared[p.stem]}
+        own = {**(cfg["chapters"].get(p.stem) or {}), **set_per.get(p.stem, {})}
+        undeclared = sorted(set(own) - set(declared[p.stem]))
+        if undeclared:
+            raise BookArgumentError(f"chapter {p.stem!r} has no parameter {', '.join(undeclared)}; its parameters "
+                                    f"cell declares: {', '.join(declared[p.stem])}; fix the name "
+                                    f"(--set {p.stem}.NAME=VALUE or book.yml chapters.{p.stem})")
+        params.update(own)
+        check_chapter_values(root, p, declared[p.stem], params)
+        out.append(Chapter(p.stem, p, params))
+    return out
+
+
+def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> None:
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise BookArgumentError(f"{where} {unknown[0]!r}: no chapter {which} has this parameter; names: "
+                                f"{', '.join(sorted(allowed))}; fix the name, or give CHAPTER.NAME=VALUE")
+
+
+# Names a check cell's rules may use (type names and the predicates' helpers); nothing else is reachable.
+_RULE_NAMES = {n: getattr(builtins, n) for n in ("int", "float", "str", "bool", "list", "dict", "tuple", "len", "all", "any", "isinstance",
+                         "min", "max", "abs", "set", "sorted")}
+
+
+def chapter_rules(root: Path, path: Path) -> dict:
+    """The parameter rules of a chapter, as its check cell passes them to
+    :func:`arithmech.report.params.check_params` (``check_params(globals(), {...})``): the dict literal is
+    read from the notebook's source and evaluated alone with only type names and ``len``/``all``/
+    ``isinstance``-like helpers in scope; the notebook is not executed. ``{}`` when the chapter has no
+    such call."""
+    import nbformat
+    nb = nbformat.read(root / path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "check_params" not in cell.source:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) ==
+                    "check_params" and len(node.args) >= 2 and isinstance(node.args[1], ast.Dict)):
+                code = compile(ast.Expression(node.args[1]), f"{path} (check cell)", "eval")
+                return eval(code, {"__builtins__": _RULE_NAMES})     # noqa: S307 (the book's own rule literal)
+    return {}
+
+
+def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) -> None:
+    """Check ``given`` values (over the parameters cell's defaults) against :func:`chapter_rules`."""
+    from arithmech.report.params import check_params
+    values = {}
+    for name, info in declared.items():
+        try:
+            values[name] = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):
+            pass                                         # a computed default: the check cell judges it
+    values.update(given)
+    rules = {k: r for k, r in chapter_rules(root, path).items() if k in values}
+    try:
+        check_params(values, rules)
+    except ValueError as e:
+        raise BookArgumentError(f"chapter {path.stem!r}: {e}; fix the value (--set {path.stem}.NAME=VALUE, "
+                                "--set NAME=VALUE or book/book.yml)") from None
