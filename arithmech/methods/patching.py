@@ -113,8 +113,10 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
     if not order:
         raise ValueError("no prompts to run")
     perm = torch.cat(order).argsort()
-    out = {key: torch.cat([p.to(parts[0].device) for p in parts])[perm.to(parts[0].device)][inv.to(parts[0].device)]
-           for key, parts in store.items()}
+    out = {}
+    for key in list(store):                  # pop: each field's batches are freed once it is assembled
+        parts = store.pop(key)
+        out[key] = torch.cat([p.to(parts[0].device) for p in parts])[perm.to(parts[0].device)][inv.to(parts[0].device)]
     return EndCache(**out, answer_logit=answer_logit)
 
 
