@@ -115,7 +115,7 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
                 raise ValueError(f"prompts of {T} tokens exceed the sliding window {window}")
             kv = model(ids.to(dev), logits_to_keep=1, use_cache=True).past_key_values
             pre = {l: (kv.layers[l].keys[:, :, :-1], kv.layers[l].values[:, :, :-1]) for l in layers}
-            rope = {l: (pos[l][0][:, -1], pos[l][1][:, -1]) for l in layers}
+            rope = {l: tuple(t[:, -1].expand(len(idx), -1) for t in pos[l]) for l in layers}   # (b, dh)
             idx_t = torch.tensor(idx)
             chunk = max(1, max_rows // (1 + 3 * l_max * (H + 1)))
             for c0 in range(0, len(idx), chunk):
@@ -271,12 +271,14 @@ def frame(res: dict[Head, torch.Tensor], logit_o: torch.Tensor, H: int) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def receivers_from(effects: pd.DataFrame, key_heads: dict, k: int) -> list[Head]:
-    """The top-``k`` receivers: the key heads (ranked) where any pass the threshold, else the ``k`` heads
-    of most negative effect; heads of layer 0 (nothing upstream) are skipped."""
-    heads = [(int(r["layer"]), int(r["head"])) for r in key_heads.get("heads", [])]
-    if not heads:
-        d = effects[(effects["task"] == key_heads["task"]) & (effects["head"] != "mlp")]
-        d = d.sort_values(["effect", "layer", "head"], kind="stable")
-        heads = [(int(l), int(h)) for l, h in zip(d["layer"], d["head"])]
-    return [x for x in heads if x[0] > 0][:k]
+def receivers_from(effects: pd.DataFrame, key_heads: dict, k: int) -> tuple[list[Head], str]:
+    """The top-``k`` receivers and where they come from: the key heads (ranked) after layer 0 where any
+    pass the threshold, else the ``k`` heads of most negative effect after layer 0 (a head of layer 0 has
+    no earlier sender)."""
+    heads = [(int(r["layer"]), int(r["head"])) for r in key_heads.get("heads", []) if int(r["layer"]) > 0]
+    if heads:
+        return heads[:k], "key heads"
+    d = effects[(effects["task"] == key_heads["task"]) & (effects["head"] != "mlp")]
+    d = d.sort_values(["effect", "layer", "head"], kind="stable")
+    heads = [(int(l), int(h)) for l, h in zip(d["layer"], d["head"]) if int(l) > 0]
+    return heads[:k], "top heads by effect (no key head after layer 0)"
