@@ -39,7 +39,7 @@ def graph(eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int
     up = upstream.pivot_table(index=["sender", "sender_layer", "receiver"], columns="path", values="effect",
                               aggfunc="first").reset_index() if len(upstream) else pd.DataFrame()
     if len(up):
-        up["weight"] = up[["q", "k", "v"]].sum(1)
+        up["weight"] = up[["q", "k", "v"]].sum(axis=1)
         up = up.reindex(up["weight"].abs().sort_values(ascending=False, kind="stable").index).head(n_edges)
     senders = [s for s in dict.fromkeys(up["sender"]) if s not in receivers] if len(up) else []
     layer_of = lambda s: int(s.split()[-1]) if s.startswith("MLP") else int(s.split(".")[0])
