@@ -49,6 +49,7 @@ PLUGINS = {
     "lrgrid": ("arithmech.experiments.table1", "each fine-tune mode's learning rate, chosen on validation data"),
     "accuracy-by-template": ("arithmech.experiments.casestudy", "accuracy and p({C}) per template, Wilson intervals"),
     "counterfactuals": ("arithmech.experiments.casestudy", "identify with the operator and the operand counterfactual"),
+    "beyond": ("arithmech.methods.beyond", "EAP / EAP-IG vs exact path patching, head→head upstream patching"),
     "book": ("arithmech.report.book", "execute every chapter with papermill and build the book"),
 }
 

@@ -80,11 +80,18 @@ FILES: dict[str, FileSpec] = {
     "analyze.json": FileSpec("analyze", "json", ("key_heads", "stages"), ("key_heads.json", "prompts.jsonl")),
     "accuracy_by_template.csv": FileSpec("accuracy", "csv", ("op", "template", "n", "accuracy", "ci_low", "ci_high")),
     "counterfactual_overlap.json": FileSpec("counterfactuals", "json", ("a", "b", "shared")),
+    "eap.csv": FileSpec("beyond", "csv", ("layer", "head", "exact", "eap", "eap_ig", "n"),
+                        ("prompts.jsonl", "effects.csv", "key_heads.json")),
+    "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
+                             ("prompts.jsonl", "effects.csv", "key_heads.json")),
 }
+# Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
+STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str},
+               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
-              "counterfactuals": "python -m arithmech counterfactuals"}
+              "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond"}
 
 
 # ----------------------------------------------------------------------------------- locations
@@ -233,7 +240,7 @@ def _validate(name: str, text: str, path: Path) -> Any:
     kind = spec.kind if spec else path.suffix.lstrip(".")
     try:
         if kind == "csv":
-            obj = pd.read_csv(io.StringIO(text), dtype={"head": str} if name == "effects.csv" else None)
+            obj = pd.read_csv(io.StringIO(text), dtype=STR_COLUMNS.get(name))
             have = set(obj.columns)
             n_rows = len(obj)
         elif kind == "jsonl":

@@ -27,14 +27,14 @@ def readme_commands() -> list[list[str]]:
 
 
 def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
-    """Protects the README's promise: its identify → analyze → finetune commands, run as written in a
+    """Protects the README's promise: its identify → analyze → finetune → beyond commands, run as written in a
     fresh folder, write one results folder for the model with every file beside the others (no
     results/embedded/embedded), and each step reuses the one before (analyze records identify's key
     heads as its input; finetune tunes identify's ranked heads). `train-embedded` (12 minutes) is run
     with --help only, and `book --only identify` is planned (its chapter and parameters resolved), not
     executed; every other command runs as written."""
     cmds = readme_commands()
-    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "train-embedded", "book"]
+    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "beyond", "train-embedded", "book"]
     book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
     from arithmech.report.book import load_config, plan
     root = README.parent
@@ -52,7 +52,9 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
         R.read(folder, name) if name != "run.json" else None
         assert (folder / name).exists(), name
     run = R.read_run(folder)
-    assert set(run["steps"]) == {"identify", "analyze"}
+    assert set(run["steps"]) == {"identify", "analyze", "beyond"}
+    assert run["steps"]["beyond"]["inputs"]["effects.csv"] == R.sha256(folder / "effects.csv")
+    assert len(R.read(folder, "eap.csv")) == 6 * 9 and len(R.read(folder, "upstream.csv")) > 0
     assert run["steps"]["analyze"]["inputs"]["key_heads.json"] == R.sha256(folder / "key_heads.json")
     rec = R.read_finetune(folder, "precise")
     ranked = [h["layer"] * 100 + h["head"] for h in json.loads((folder / "key_heads.json").read_text())["heads"]]

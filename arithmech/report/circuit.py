@@ -1,0 +1,121 @@
+"""The circuit graph of the ``beyond`` step: senders → receivers → logits, and what it explains.
+
+Built from the step's results files only (``eap.csv``: each sender's exact direct effect on the same
+samples; ``upstream.csv``: each sender → receiver q/k/v path effect):
+
+* :func:`graph` — nodes (receivers, the senders of the strongest upstream edges, ``logits``) placed by
+  layer, and edges: sender → receiver (weight = the sum of the q, k and v path effects), receiver →
+  logits and sender → logits (weight = the direct effect);
+* :func:`shares` — the direct-effects-only picture (the receivers' direct effects) and the graph
+  (plus its upstream edges into the receivers) as shares of the total effect of the
+  counterfactual. Path effects are measured one path at a time and do not add up exactly; an upstream
+  edge into a receiver is part of what that receiver's own direct effect moves (its output changes
+  because its input does), so the graph's share is an accounting of the paths drawn, not a test of
+  the circuit's faithfulness;
+* :func:`verdict` — the chapter's rule for the paper's "few key heads" picture;
+* :func:`circuit_chart` — the altair chart (hover an edge or a node for its numbers).
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from arithmech.report.plots import EFFECT_SCHEME, fig_title
+
+Z95 = 1.959964
+
+
+def _direct(eap: pd.DataFrame) -> pd.Series:
+    name = [f"MLP {l}" if h == "mlp" else f"{l}.{h}" for l, h in zip(eap["layer"], eap["head"])]
+    return pd.Series(eap["exact"].to_numpy(), index=name)
+
+
+def graph(eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int = 12) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(nodes, edges)``. nodes: ``node, layer, y, kind (receiver / sender / logits), direct``; edges:
+    ``source, target, kind (upstream / direct), weight, q, k, v`` with the ``n_edges`` strongest
+    sender → receiver edges (by |weight|) and the direct edges of every node drawn."""
+    direct = _direct(eap)
+    receivers = list(dict.fromkeys(upstream["receiver"])) if len(upstream) else []
+    up = upstream.pivot_table(index=["sender", "sender_layer", "receiver"], columns="path", values="effect",
+                              aggfunc="first").reset_index() if len(upstream) else pd.DataFrame()
+    if len(up):
+        up["weight"] = up[["q", "k", "v"]].sum(axis=1)
+        up = up.reindex(up["weight"].abs().sort_values(ascending=False, kind="stable").index).head(n_edges)
+    senders = [s for s in dict.fromkeys(up["sender"]) if s not in receivers] if len(up) else []
+    layer_of = lambda s: int(s.split()[-1]) if s.startswith("MLP") else int(s.split(".")[0])
+    nodes = pd.DataFrame([{"node": s, "layer": layer_of(s), "kind": kind, "direct": float(direct.get(s, float("nan")))}
+                          for kind, group in (("receiver", receivers), ("sender", senders)) for s in group]
+                         + [{"node": "logits", "layer": n_layers, "kind": "logits", "direct": float("nan")}])
+    nodes["y"] = nodes.groupby("layer").cumcount()
+    edges = [{"source": r.sender, "target": r.receiver, "kind": "upstream", "weight": r.weight,
+              "q": r.q, "k": r.k, "v": r.v} for r in up.itertuples()] if len(up) else []
+    edges += [{"source": s, "target": "logits", "kind": "direct", "weight": float(direct.get(s, 0.0)),
+               "q": None, "k": None, "v": None} for s in receivers + senders]
+    return nodes, pd.DataFrame(edges, columns=["source", "target", "kind", "weight", "q", "k", "v"])
+
+
+def shares(nodes: pd.DataFrame, edges: pd.DataFrame, total: float) -> dict:
+    """The summed path effects of the two pictures and their share of ``total`` (the counterfactual's
+    total relative effect on the answer logit): ``direct_only`` = the receivers' direct effects;
+    ``graph`` = those + the drawn upstream edges into them. ``senders_direct`` (the drawn senders' own
+    direct effects) is reported beside them, not added: those paths are identify's, not the graph's."""
+    rec = set(nodes.loc[nodes.kind == "receiver", "node"])
+    d = edges[edges.kind == "direct"]
+    direct_only = float(d[d.source.isin(rec)].weight.sum())
+    senders_direct = float(d[~d.source.isin(rec)].weight.sum())
+    upstream = float(edges[edges.kind == "upstream"].weight.sum())
+    g = direct_only + upstream
+    return {"total": total, "direct_only": direct_only, "senders_direct": senders_direct, "upstream_edges": upstream,
+            "graph": g, "share_direct_only": direct_only / total if total else float("nan"),
+            "share_graph": g / total if total else float("nan")}
+
+
+def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
+    """The chapter's rule, fixed before the numbers: let ``D`` be the smallest |direct effect| among the
+    receivers and ``E`` the largest |effect| of one sender → receiver path (q, k or v), with its 95%
+    interval (mean ± 1.96 standard errors over samples). The "few key heads acting directly" picture
+    **holds** when the interval of ``|E|`` lies entirely below ``D`` (no upstream path is as large as the
+    weakest receiver's own effect), **does not hold** when it lies entirely above ``D``, and is
+    **inconclusive** otherwise (or when there is no receiver)."""
+    if not len(upstream):
+        return {"verdict": "inconclusive", "reason": "no receiver after layer 0"}
+    direct = _direct(eap)
+    rec = list(dict.fromkeys(upstream["receiver"]))
+    D = float(min(abs(direct[r]) for r in rec))
+    top = upstream.loc[upstream["effect"].abs().idxmax()]
+    E, se = abs(float(top.effect)), float(top.effect_se)
+    lo, hi = E - Z95 * se, E + Z95 * se
+    v = "holds" if hi < D else "does not hold" if lo > D else "inconclusive"
+    return {"verdict": v, "D": D, "D_receiver": min(rec, key=lambda r: abs(direct[r])), "E": E, "E_ci": [lo, hi],
+            "E_path": f"{top.sender} → {top.receiver} ({top.path})", "n": int(top.n)}
+
+
+def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model: str, fig: str = "Beyond") -> alt.LayerChart:
+    """Senders → receivers → logits: x = layer (logits after the last), edge width and colour = effect
+    (red: lowers the answer logit), dashed = direct edges to the logits; hover for the numbers."""
+    pos = nodes.set_index("node")[["layer", "y"]]
+    e = edges.assign(x=edges.source.map(pos.layer), y=edges.source.map(pos.y),
+                     x2=edges.target.map(pos.layer), y2=edges.target.map(pos.y), size=edges.weight.abs())
+    m = max(1e-9, float(e.weight.abs().max())) if len(e) else 1.0
+    color = alt.Color("weight:Q", title="effect", scale=alt.Scale(scheme=EFFECT_SCHEME, domain=[-m, m], domainMid=0),
+                      legend=alt.Legend(format=".1%"))
+    tip = ["source:N", "target:N", "kind:N", alt.Tooltip("weight:Q", format=".2%"), alt.Tooltip("q:Q", format=".2%"),
+           alt.Tooltip("k:Q", format=".2%"), alt.Tooltip("v:Q", format=".2%")]
+    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]))
+    y = alt.Y("y:Q", title=None, axis=None)
+    lines = alt.Chart(e).mark_rule(opacity=0.8).encode(
+        x=x, y=y, x2="x2:Q", y2="y2:Q", color=color,
+        strokeWidth=alt.StrokeWidth("size:Q", scale=alt.Scale(range=[0.5, 7]), legend=None),
+        strokeDash=alt.StrokeDash("kind:N", scale=alt.Scale(domain=["upstream", "direct"], range=[[1, 0], [4, 3]]),
+                                  title="edge"),
+        tooltip=tip)
+    n = nodes.rename(columns={"layer": "x"})
+    dots = alt.Chart(n).mark_circle(size=260, opacity=1).encode(
+        x=x, y=y, fill=alt.Fill("kind:N", title="node", scale=alt.Scale(domain=["sender", "receiver", "logits"],
+                                                                          range=["#7f8c8d", "#2c3e50", "#d35400"])),
+        tooltip=["node:N", alt.Tooltip("x:Q", title="layer"), "kind:N",
+                 alt.Tooltip("direct:Q", format=".2%", title="direct effect")])
+    labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="node:N")
+    return alt.layer(lines, dots, labels).properties(
+        width=560, height=300, title=fig_title(fig, f"the paths into the key heads, {model}",
+                                               "edge = mean relative change of the answer logit along that path"))
