@@ -144,7 +144,7 @@ def _cli(a) -> None:
 
 
 def add_cli(subparsers, name: str = "beyond") -> None:
-    from arithmech.cli import POSITIVE, NON_NEGATIVE, common_arguments
+    from arithmech.core.inputs import POSITIVE, NON_NEGATIVE, common_arguments
     s = subparsers.add_parser(name, help="EAP / EAP-IG vs exact path patching, upstream head→head patching; "
                               "reads identify's files")
     common_arguments(s, n_samples=128)
