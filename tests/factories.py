@@ -44,3 +44,19 @@ def prompt_pairs(tok, n: int, seed: int = 0):
     from arithmech.data import pairs as D
     samples, _ = D.make_pairs(tok, "all", n=n, seed=seed)
     return samples, [s.clean for s in samples], [s.corrupt for s in samples], D.answer_ids(tok, samples)
+
+
+def save_word_llama(folder) -> str:
+    """A random 2-layer Llama (4 heads, d_model 32) over the embedded model's word-level tokenizer, saved
+    as a model folder that ``load_model`` reads; returns the folder as a string."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from arithmech.embedded.train import build_tokenizer
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)

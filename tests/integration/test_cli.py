@@ -7,7 +7,6 @@ import json
 
 import pandas as pd
 import pytest
-import torch
 
 from arithmech.cli import main
 from arithmech.data import pairs as D
@@ -87,15 +86,8 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
 def test_runner_writes_results(tmp_path):
     """Protects: the runner writes finetune/<mode>.json with samples/s, tuned parameters, peak memory and
     accuracy before/after, for precise (top-k from key_heads.json) and full SFT with the same settings."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from arithmech.embedded.train import build_tokenizer
-    tok = build_tokenizer()
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
-                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
-    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "toy")
-    tok.save_pretrained(tmp_path / "toy")
+    from factories import save_word_llama
+    save_word_llama(tmp_path / "toy")
     (tmp_path / "res" / "toy").mkdir(parents=True)
     kh = {"task": "all", "threshold": -0.05,
           "heads": [{"layer": 1, "head": 2}, {"layer": 0, "head": 1}, {"layer": 1, "head": 0}]}

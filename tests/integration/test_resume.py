@@ -90,17 +90,8 @@ def test_identify_checkpoints_of_other_arguments_are_not_used(tmp_path):
 @pytest.fixture
 def toy_model(tmp_path):
     """A random 2-layer Llama over the embedded model's tokenizer, saved as a model folder."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from arithmech.embedded.train import build_tokenizer
-    tok = build_tokenizer()
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
-                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
-    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "toy")
-    tok.save_pretrained(tmp_path / "toy")
-    return str(tmp_path / "toy")
+    from factories import save_word_llama
+    return save_word_llama(tmp_path / "toy")
 
 
 def _small_eval(model, tok, sizes, seed=0, data_dir=None):
