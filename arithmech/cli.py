@@ -84,7 +84,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 # Checks that run on the raw arguments before a command's module (and torch) is imported, so that a
 # wrong value is refused in well under 2 s: command → {flag: check}.
-EARLY = {"identify": {"--task": inputs.check_task}}
+EARLY = {"identify": {"--task": inputs.check_task}, "counterfactuals": {"--task": inputs.check_task}}
 
 
 def early_checks(argv: list[str]) -> None:
@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> None:
         check_common(args)
         args.func(args)
     except KeyboardInterrupt:
-        print("interrupted: nothing half-written was left in the results folder; re-run the command to finish",
-              file=sys.stderr)
+        print("interrupted: re-run the same command to finish (identify and table1 resume where they stopped; "
+              "a half-moved set is refused by its readers until re-run)", file=sys.stderr)
         sys.exit(130)
     except (FileNotFoundError, ValueError, OSError, ImportError) as e:     # ResultsError is a ValueError
         print(f"error: {e}", file=sys.stderr)

@@ -109,11 +109,15 @@ def folder_name(model: str) -> str:
 
 def model_folder(results: str | Path, model: str) -> Path:
     """``--results`` as every command reads it: the model's folder when its last part is the model's
-    folder name or it already holds a ``run.json``, else the results root (→ ``results/<name>``)."""
+    folder name or it already holds a ``run.json``, else the results root (→ ``results/<name>``).
+    A folder whose ``run.json`` belongs to another model is refused (no model's files beside another's)."""
     p = Path(results)
-    if p.name == folder_name(model) or (p / RUN).is_file():
-        return p
-    return p / folder_name(model)
+    folder = p if p.name == folder_name(model) or (p / RUN).is_file() else p / folder_name(model)
+    owner = read_run(folder).get("model") if (folder / RUN).is_file() else None
+    if owner is not None and folder_name(owner) != folder_name(model):
+        raise ValueError(f"{folder} holds the results of model {owner!r}, not {model!r}: give --results the "
+                         "results root or this model's own folder")
+    return folder
 
 
 def sha256(path: Path) -> str:
@@ -178,10 +182,11 @@ def step_files(step: str) -> list[str]:
 
 def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> None:
     """Refuse (before any work) to write ``step`` into ``folder`` when that step's files are already
-    there, unless ``overwrite``; and refuse a ``folder`` that is an existing file."""
+    there, unless ``overwrite``; and refuse a ``folder`` that is, or lies under, an existing file."""
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"results folder {folder} is an existing file: choose another --results")
+    for p in (folder, *folder.parents):
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"results folder {folder}: {p} is an existing file; choose another --results")
     present = [n for n in step_files(step) if (folder / n).exists()]
     if present and not overwrite:
         raise ValueError(f"{folder} already holds {step} results ({', '.join(present[:3])}…): pass --overwrite "
@@ -191,9 +196,10 @@ def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> No
 def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model: str | None = None) -> Path:
     """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
 
-    The files go to a temporary folder beside ``folder``, are moved in one by one, and only then is
-    ``run.json`` updated with the step's ``record``, the sha256 of each file, and the sha256 of each
-    declared input as read now. A file of this step that this run does not write (e.g. ``knockout.csv``
+    The files go to a temporary folder beside ``folder``; then ``run.json`` is updated with the step's
+    ``record``, the sha256 of each new file and of each declared input as read now; only then are the
+    files moved in. An interruption during the moves thus leaves files whose hashes differ from the
+    manifest, which :func:`read` refuses: a folder never passes for one complete run when it is not. A file of this step that this run does not write (e.g. ``knockout.csv``
     after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
     Files of other steps are never touched.
     """
@@ -212,6 +218,11 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         for n, t in texts.items():
             (tmp / n).write_text(t)
         hashes = {n: sha256(tmp / n) for n in texts}
+        run = read_run(folder)
+        if model is not None:
+            run["model"] = model
+        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
+        atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
         for n in texts:
             os.replace(tmp / n, folder / n)
         for n in step_files(step):              # this step's files of an earlier run that this run does not have
@@ -219,11 +230,6 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
                 (folder / n).unlink(missing_ok=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    run = read_run(folder)
-    if model is not None:
-        run["model"] = model
-    run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
-    atomic_json(folder / RUN, run)
     return folder
 
 
@@ -359,8 +365,8 @@ def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
     if not path.exists():
         return
     if not overwrite:
-        raise ValueError(f"{path} exists (a previous run): pass --overwrite to replace it, or --tag NAME to "
-                         "write finetune/<mode>-NAME.json beside it")
+        raise ValueError(f"{path} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
+                         "NAME to write finetune/<mode>-NAME.json beside it)")
     try:
         _check_finetune(path, json.loads(path.read_text()))
     except (ValueError, ResultsError):
@@ -368,13 +374,19 @@ def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
                          "replace; move it away or choose another --results") from None
 
 
-def write_finetune(folder: str | Path, record: dict) -> Path:
+def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = ()) -> Path:
+    """Store ``record`` as ``finetune/<mode>[-tag].json``; ``inputs``: the results files it was computed
+    from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose sha256 it then records."""
+    folder = Path(folder)
     path = finetune_path(folder, record["mode"], record.get("tag"))
     _check_finetune(path, record)
+    if inputs:
+        record = {**record, "inputs": {n: sha256(folder / n) for n in inputs if (folder / n).exists()}}
     return atomic_json(path, record)
 
 
 def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:
+    """A fine-tune record, checked: its format, and that the files it was computed from are unchanged."""
     path = finetune_path(folder, mode, tag)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
@@ -383,6 +395,10 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
         rec = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ResultsError(f"{path} is not valid JSON ({e.msg}): truncated? re-run it") from None
+    for n, h in (rec.get("inputs") or {}).items() if isinstance(rec, dict) else ():
+        if (Path(folder) / n).exists() and sha256(Path(folder) / n) != h:
+            raise ResultsError(f"{path} was computed from another {n} than the one now in {folder} (identify "
+                               "re-run since?): re-run it with --overwrite")
     return _check_finetune(path, rec)
 
 

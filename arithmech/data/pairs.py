@@ -16,7 +16,6 @@ attention-by-role analysis. Nothing here imports a model class.
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import asdict, dataclass, field
@@ -310,24 +309,6 @@ def filter_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) 
     for s, o in zip(samples, ok):
         acc.setdefault(s.template, []).append(o)
     return [s for s, o in zip(samples, ok) if o], {k: sum(v) / len(v) for k, v in acc.items()}
-
-
-# ------------------------------------------------------------------------------------------- JSONL
-def save_jsonl(samples: Sequence[Sample], path: str | Path) -> None:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        for s in samples:
-            f.write(json.dumps(s.to_json()) + "\n")
-    tmp.replace(p)
-
-
-def load_jsonl(path: str | Path) -> list[Sample]:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"prompt file {p} does not exist; run `python -m arithmech identify` first")
-    return [Sample(**json.loads(l)) for l in p.read_text().splitlines() if l.strip()]
 
 
 # ------------------------------------------------------------------------ operand counterfactual

@@ -50,7 +50,7 @@ def precise_heads(folder: str | Path, k: int) -> list[tuple[int, int]]:
     heads, _ = ranked_components(folder)
     if len(heads) < k:
         raise ValueError(f"precise SFT needs {k} ranked heads but {folder} has {len(heads)}: run "
-                         f"`python -m arithmech identify --results {folder}` first")
+                         f"`python -m arithmech identify --model MODEL --results {folder}` first")
     return heads[:k]
 
 
@@ -85,9 +85,16 @@ def train_mode(mode: str, model: str, sizes: dict, heads: Sequence[tuple[int, in
     return net, tok, rec
 
 
+def check_scale(scale) -> float:
+    """``--scale``: a positive finite number (1: the CPU-sized run, 10: a GPU-sized one)."""
+    if not (isinstance(scale, (int, float)) and 0 < scale < float("inf")):
+        raise ValueError(f"--scale {scale!r}: expected a positive finite number (1: a CPU run, 10: a GPU run)")
+    return scale
+
+
 def lr_grid(model: str, results: str | Path = "results", grid: dict = LR_GRID, scale: float = 1.0,
             top_k: int = 8, seed: int = 0, device: str = "cpu", dtype: str = "float32",
-            command: str | None = None) -> dict:
+            command: str | None = None, overwrite: bool = False) -> dict:
     """Choose each mode's learning rate on validation data; writes ``<out>/finetune/lr_grid.json``.
 
     Full SFT moves 135M parameters, precise SFT 0.6M: one learning rate cannot suit both in 40 steps
@@ -95,6 +102,9 @@ def lr_grid(model: str, results: str | Path = "results", grid: dict = LR_GRID, s
     ``grid``: highest validation accuracy, and among rates within 0.01 of it the lowest validation loss.
     """
     out = R.model_folder(results, model)
+    check_scale(scale)
+    if (out / "finetune" / "lr_grid.json").exists() and not overwrite:
+        raise ValueError(f"{out / 'finetune' / 'lr_grid.json'} exists (a previous grid): pass --overwrite to replace it")
     sizes, rows = table1_sizes(scale), []
     heads = precise_heads(out, top_k)
     for mode, lrs in grid.items():
@@ -137,13 +147,11 @@ def run_table1(model: str, results: str | Path = "results", modes: Sequence[str]
     (an interrupted run continues with the next arm; the records come out identical, timings aside);
     a record of other arguments is replaced only with ``overwrite``.
     """
-    import transformers
     out = R.model_folder(results, model)
     for mode in modes:
         if mode not in R.MODES:
             raise ValueError(f"--modes: {mode!r} is not a mode; use a comma list of base, full, precise")
-    if not (isinstance(scale, (int, float)) and 0 < scale < float("inf")):
-        raise ValueError(f"--scale {scale!r}: expected a positive finite number (1: a CPU run, 10: a GPU run)")
+    check_scale(scale)
     for m, v in (lr or {}).items():
         if not (isinstance(v, (int, float)) and 0 < v < 1):
             raise ValueError(f"--lr-{m} {v!r}: expected a learning rate in (0, 1)")
@@ -168,8 +176,7 @@ def run_table1(model: str, results: str | Path = "results", modes: Sequence[str]
             t0 = time.time()
             bar.note = f"{mode} running"
             rec: dict = {"model": model, "mode": mode, "command": command, "sizes": sizes, "seed": seed,
-                         "device": device, "dtype": dtype, "versions": {"torch": torch.__version__,
-                         "transformers": transformers.__version__, "python": sys.version.split()[0]},
+                         "device": device, "dtype": dtype, "versions": R.versions(),
                          "data": {"train": "Fig. 8 sentences, training phrasings (forms other than "
                                   f"{HELDOUT_FORMS}), single-digit + two-digit train pairs",
                                   "generic_text": f"pydoc_data.topics {list(GENERIC_TOPICS)}",
@@ -200,7 +207,7 @@ def run_table1(model: str, results: str | Path = "results", modes: Sequence[str]
                 tuned_parameters=tr.get("tuned_parameters", 0), total_parameters=tr.get("total_parameters"),
                 parameters={"sizes": sizes, "args_sha256": hashes[mode]}, train=tr or None, results=rec["results"],
                 delta=rec.get("delta"), data=rec["data"], versions=rec["versions"], wall_s=rec["wall_s"])
-            R.write_finetune(out, rec)
+            R.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
             written[mode] = rec
             bar.advance(note=f"{mode} done")
             print(f"[table1] {mode}: {rec['wall_s']} s  " + json.dumps({k: round(v['value'], 4) for k, v in res.items()}),
@@ -260,7 +267,7 @@ def _cli(a) -> None:
     command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
     if a.command == "lrgrid":
         print(json.dumps(lr_grid(a.model, a.results, scale=a.scale, top_k=a.top_k, seed=a.seed, device=a.device,
-                                 dtype=a.dtype, command=command)["chosen"]))
+                                 dtype=a.dtype, command=command, overwrite=a.overwrite)["chosen"]))
         return
     lr = {m: v for m, v in (("full", a.lr_full), ("precise", a.lr_precise)) if v is not None}
     run_table1(a.model, a.results, a.modes.split(","), a.scale, a.top_k, lr, a.seed, a.device, a.dtype,

@@ -187,11 +187,15 @@ def validate_finetune_args(model: str = "embedded", mode: str = "precise", heads
                            weight_decay: float = 0.1, kv_policy: str = "any", rescale: bool = True,
                            limit: int | None = None, n_train: int | None = None, device: str = "cpu",
                            dtype: str = "float32", fsdp: bool = False, threads: int | None = None,
-                           world_size: int | None = None, **_ignored) -> A.HeadSpec | None:
+                           world_size: int | None = None, tag: str | None = None, **_ignored) -> A.HeadSpec | None:
     """Check every argument of ``run_finetune`` and the files it reads; return the ``HeadSpec`` to train
     (``None`` for full SFT). Raises ``ValueError``/``FileNotFoundError`` with one clear line; loads no model.
-    Extra keyword arguments of ``run_finetune`` (``tag``, ``data_dir``, ...) are accepted and ignored."""
+    Extra keyword arguments of ``run_finetune`` (``data_dir``, ...) are accepted and ignored."""
+    import re
+
     from arithmech.evals.benchmarks import BENCHMARKS, TOY
+    if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
+        raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
     if mode not in ("precise", "full"):
         raise ValueError(f"--mode {mode!r}: use precise or full")
     if kv_policy not in A.KV_POLICIES:

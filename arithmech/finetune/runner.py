@@ -298,7 +298,6 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     if save_adapter and mode == "precise":
         A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
     after = ev(net)
-    import transformers
     record = R.finetune_record(
         model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
         heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
@@ -310,9 +309,9 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
         results={k: R.measure(v) for k, v in after.items()},
         base={k: R.measure(v) for k, v in before.items()},
         delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
-        versions={"torch": torch.__version__, "transformers": transformers.__version__},
+        versions=R.versions(),
         wall_s=round(time.time() - t0, 2))
-    R.write_finetune(folder, record)
+    R.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record
 
 

@@ -16,7 +16,6 @@ On a seeded subset of identify's reference samples (``prompts.jsonl``), with the
 """
 from __future__ import annotations
 
-import platform
 import time
 import warnings
 from pathlib import Path
@@ -95,7 +94,6 @@ def run(model: str = "embedded", results: str | Path = "results", receivers: int
     """The step end to end: checks, reads identify's files, loads the model, computes, writes ``eap.csv``
     and ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict
     plus ``folder``."""
-    import transformers
 
     from arithmech.core.models import load_model
     check_args(receivers, ig_steps, n_samples, n_misses)
@@ -111,8 +109,7 @@ def run(model: str = "embedded", results: str | Path = "results", receivers: int
     record = {"parameters": dict(model=model, receivers=receivers, ig_steps=ig_steps, n_samples=n_samples, seed=seed,
                                  device=device, dtype=dtype, n_misses=n_misses, batch_size=batch_size),
               "summary": out["summary"],
-              "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                           "transformers": transformers.__version__, "pandas": pd.__version__},
+              "versions": R.versions(),
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
               "peak_memory": R.peak_memory()}
     R.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record, model=model)

@@ -194,6 +194,11 @@ def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) ->
     rules = {k: r for k, r in chapter_rules(root, path).items() if k in values}
     try:
         check_params(values, rules)
-    except ValueError as e:
+        from arithmech.core.inputs import check_device, check_model
+        if isinstance(values.get("model"), str):
+            check_model(values["model"])                 # exists, without loading it
+        if isinstance(values.get("device"), str):
+            check_device(values["device"])               # this machine has it
+    except (ValueError, FileNotFoundError) as e:
         raise BookArgumentError(f"chapter {path.stem!r}: {e}; fix the value (--set {path.stem}.NAME=VALUE, "
                                 "--set NAME=VALUE or book/book.yml)") from None

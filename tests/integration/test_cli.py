@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from arithmech.cli import main
-from arithmech.data import pairs as D
+from arithmech.core import results as R
 from arithmech.finetune.runner import run_finetune
 from arithmech.methods import analyze as A
 
@@ -31,7 +31,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
     kh = json.loads((a / "key_heads.json").read_text())
     assert kh["threshold"] == -0.05 and all(h["effect"] < -0.05 for h in kh["heads"])
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
-    prompts = D.load_jsonl(a / "prompts.jsonl")
+    prompts = R.samples(a)
     run = json.loads((a / "run.json").read_text())
     rec = run["steps"]["identify"]
     assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
@@ -66,7 +66,7 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     tok.save_pretrained(folder_model)
     res = tmp_path / "results"
     (res / "m").mkdir(parents=True)
-    D.save_jsonl(samples, res / "m" / "prompts.jsonl")
+    (res / "m" / "prompts.jsonl").write_text("".join(json.dumps(s.to_json()) + "\n" for s in samples))
     (res / "m" / "key_heads.json").write_text(json.dumps({"task": "all", "threshold": -0.05,
                                                           "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
     (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))

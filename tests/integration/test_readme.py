@@ -29,7 +29,7 @@ def readme_commands() -> list[list[str]]:
 def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     """Protects the README's promise: its identify → analyze → finetune → beyond commands, run as written in a
     fresh folder, write one results folder for the model with every file beside the others (no
-    results/embedded/embedded), and each step reuses the one before (analyze records identify's key
+    runs/embedded/embedded), and each step reuses the one before (analyze records identify's key
     heads as its input; finetune tunes identify's ranked heads). `train-embedded` (12 minutes) is run
     with --help only, and `book --only identify` is planned (its chapter and parameters resolved), not
     executed; every other command runs as written."""
@@ -45,7 +45,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
         argv = [sys.executable, *c[1:]] + (["--help"] if c[3] == "train-embedded" else [])
         r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, (c, r.stderr[-2000:])
-    folder = tmp_path / "results" / "embedded"
+    folder = tmp_path / "runs" / "embedded"
     assert not (folder / "embedded").exists()
     for name in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "attention_roles.csv",
                  "mlp_projection.csv", "analyze.json", "run.json"):

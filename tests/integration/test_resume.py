@@ -132,8 +132,8 @@ def test_table1_failing_after_first_arm_resumes_to_identical_records(tmp_path, t
     kw = dict(modes=("base", "full"), scale=0.01, lr={"full": 1e-3}, seed=0, command="table1 (test)")
     write = R.write_finetune
 
-    def fail_after_first(folder, record):
-        write(folder, record)
+    def fail_after_first(folder, record, **kw):
+        write(folder, record, **kw)
         raise RuntimeError("injected fault after the first arm")
     monkeypatch.setattr(R, "write_finetune", fail_after_first)
     with pytest.raises(RuntimeError, match="injected"):

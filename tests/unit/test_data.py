@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from arithmech.data import templates as T
-from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_jsonl, load_template_pairs, make_pairs,
-                                  save_jsonl, select_templates)
+from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_template_pairs, make_pairs,
+                                  select_templates)
 
 
 def test_template_counts():
@@ -85,13 +85,17 @@ def test_user_pair_exponentiation(embedded_tokenizer, tmp_path):
 
 
 def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
-    """Protects: prompts.jsonl saves and loads the exact samples."""
+    """Protects: prompts.jsonl, written and read through the results contract, holds the exact samples."""
+    import pandas as pd
+
+    from arithmech.core import results as R
     tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "addition", n=30, seed=0)
-    save_jsonl(samples, tmp_path / "p.jsonl")
-    assert load_jsonl(tmp_path / "p.jsonl") == samples
+    R.write_step(tmp_path, "identify", {"prompts.jsonl": samples, "effects.csv": pd.DataFrame(
+        {"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0]})}, {})
+    assert R.samples(tmp_path) == samples
     with pytest.raises(FileNotFoundError, match="run `python -m arithmech identify`"):
-        load_jsonl(tmp_path / "missing.jsonl")
+        R.samples(tmp_path / "missing")
 
 
 def test_unknown_task_clear_error():

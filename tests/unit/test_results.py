@@ -124,5 +124,63 @@ def test_shipped_smollm2_records_read_in_the_one_format():
     folder = Path(__file__).resolve().parents[2] / "results" / "smollm2-135m"
     recs = R.finetune_records(folder)
     assert list(recs) == ["base", "full", "precise"]
-    assert all(r["command"].startswith("python -m arithmech table1") for r in recs.values())
+    assert all(r["command"] == "python -m arithmech.smollm table1 --out results/smollm2-135m" for r in recs.values())
+    assert all(r["parameters"]["command_now"].startswith("python -m arithmech table1") for r in recs.values())
     assert recs["precise"]["tuned_parameters"] < recs["full"]["tuned_parameters"]
+
+
+def test_the_recorded_command_is_an_alias_of_the_one_cli():
+    """Protects the shipped records' provenance: `python -m arithmech.smollm table1 --out DIR`, the command
+    they record, still means the same run in the one CLI's terms."""
+    from arithmech.smollm import translate
+    assert translate(["table1", "--out", "results/smollm2-135m"]) == [
+        "table1", "--results", "results/smollm2-135m", "--model", "smollm2-135m"]
+    assert translate(["accuracy", "--out=r", "--model", "m"]) == ["accuracy-by-template", "--results=r", "--model", "m"]
+
+
+def test_a_folder_of_another_model_is_refused(tmp_path):
+    """Protects one model per folder: --results naming a folder whose run.json belongs to another model is
+    refused before any work (SmolLM2's files never land beside the embedded model's)."""
+    R.write_step(tmp_path / "embedded", "identify", _identify_files(), {}, model="embedded")
+    assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
+    with pytest.raises(ValueError, match="holds the results of model 'embedded', not 'smollm2-135m'"):
+        R.model_folder(tmp_path / "embedded", "smollm2-135m")
+    assert R.model_folder(tmp_path, "smollm2-135m") == tmp_path / "smollm2-135m"     # the root still works
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="is an existing file"):
+        R.check_writable(tmp_path / "afile" / "m", "identify")
+
+
+def test_an_interrupted_set_is_refused_by_its_readers(tmp_path, monkeypatch):
+    """Protects set writes: the manifest is written before the files move in, so a run killed between
+    two moves leaves files that its readers refuse, not a mixed set that passes for one run."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(-0.2), {})
+    moved = []
+    real = R.os.replace
+
+    def die_after_one(a, b):
+        if moved:
+            raise KeyboardInterrupt
+        moved.append(b)
+        real(a, b)
+    monkeypatch.setattr(R.os, "replace", die_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        R.write_step(f, "identify", _identify_files(-0.3), {})
+    monkeypatch.undo()
+    stale = [n for n in ("effects.csv", "key_heads.json", "knockout.csv", "prompts.jsonl") if f / n != moved[0]]
+    with pytest.raises(R.ResultsError, match="differs from what identify wrote"):
+        R.read(f, stale[0])
+
+
+def test_finetune_record_refused_after_its_ranking_changed(tmp_path):
+    """Protects fine-tune records' provenance: a precise-SFT record stores the hashes of the ranking it
+    tuned, and reading it after identify wrote another ranking is refused."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(-0.2), {})
+    rec = R.finetune_record(model="m", mode="precise", results={"x": R.measure(0.5)})
+    R.write_finetune(f, rec, inputs=("key_heads.json", "effects.csv"))
+    assert R.read_finetune(f, "precise")["inputs"]["effects.csv"] == R.sha256(f / "effects.csv")
+    R.write_step(f, "identify", _identify_files(-0.4), {})
+    with pytest.raises(R.ResultsError, match="computed from another effects.csv"):
+        R.read_finetune(f, "precise")
