@@ -23,7 +23,12 @@ state (~112 GB) before activations: shard it with FSDP through the Trainer, e.g.
 
 (``--fsdp`` instead sets FSDP through ``TrainingArguments``, wrapping the model's decoder-layer class
 from ``model._no_split_modules``; gradient accumulation is ``batch / (micro x world size)``.) Precise
-SFT runs on one device: the frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
+SFT runs data parallel under the same launcher without the FSDP config (``accelerate launch --multi_gpu
+--num_processes 8 -m arithmech finetune --mode precise ...``; DDP over the slices only; each process
+caches the prefix of its own rows). tests/integration/test_distributed.py checks both modes with 2 CPU
+processes (gloo) against one process; on CPU accelerate runs DDP for full SFT too (it ignores FSDP there).
+**Cached prefix**: precise SFT runs the frozen layers below the lowest trained layer once per training row
+(:mod:`arithmech.finetune.prefix`, ``cache_prefix``; same losses). The frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
 :func:`arithmech.finetune.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
 batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
