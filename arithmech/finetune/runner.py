@@ -23,7 +23,12 @@ state (~112 GB) before activations: shard it with FSDP through the Trainer, e.g.
 
 (``--fsdp`` instead sets FSDP through ``TrainingArguments``, wrapping the model's decoder-layer class
 from ``model._no_split_modules``; gradient accumulation is ``batch / (micro x world size)``.) Precise
-SFT runs on one device: the frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
+SFT runs data parallel under the same launcher without the FSDP config (``accelerate launch --multi_gpu
+--num_processes 8 -m arithmech finetune --mode precise ...``; DDP over the slices only; each process
+caches the prefix of its own rows). tests/integration/test_distributed.py checks both modes with 2 CPU
+processes (gloo) against one process; on CPU accelerate runs DDP for full SFT too (it ignores FSDP there).
+**Cached prefix**: precise SFT runs the frozen layers below the lowest trained layer once per training row
+(:mod:`arithmech.finetune.prefix`, ``cache_prefix``; same losses). The frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
 :func:`arithmech.finetune.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
 batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
@@ -44,6 +49,7 @@ from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArgu
 from arithmech.core import results as R
 from arithmech.finetune import adapter as A
 from arithmech.finetune import checks as C
+from arithmech.finetune import prefix as P
 from arithmech.core.models import load_model
 from arithmech.experiments.paper import SFT
 from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
@@ -80,7 +86,11 @@ class HeadMaskedTrainer(Trainer):
     >>> trainer.train(); trainer.save_model("adapter_dir"); merged = trainer.merged_model()
     """
 
-    def __init__(self, model=None, args: TrainingArguments | None = None, spec: A.HeadSpec | None = None, **kw):
+    def __init__(self, model=None, args: TrainingArguments | None = None, spec: A.HeadSpec | None = None,
+                 cache_prefix: bool | None = None, **kw):
+        """``cache_prefix``: train from the cached output of the frozen layers below the lowest trained
+        layer (:mod:`arithmech.finetune.prefix`; same losses and gradients). ``None``: on when exact
+        (no dropout in the model, lowest trained layer >= 1, a list of training rows)."""
         if spec is None:
             raise ValueError("HeadMaskedTrainer needs spec=HeadSpec(heads=..., mlps=...)")
         if args is not None and args.fsdp:
@@ -88,7 +98,26 @@ class HeadMaskedTrainer(Trainer):
         if not A.slice_modules(model):
             A.attach(model, spec)
         self.spec = spec
+        k = P.lowest_trained_layer(spec)
+        possible = k >= 1 and isinstance(kw.get("train_dataset"), (list, tuple)) and P.exact_for(model)
+        if cache_prefix and not possible:
+            raise ValueError("cache_prefix needs a list of training rows, a lowest trained layer >= 1 and "
+                             "no dropout in the model")
+        self.prefix = P.PrefixCache(model, k) if (possible if cache_prefix is None else cache_prefix) else None
+        if self.prefix is not None:
+            kw["train_dataset"] = P.with_row_ids(kw["train_dataset"])
+            kw["data_collator"] = P.RowIdCollator(kw["data_collator"])
         super().__init__(model=model, args=args, **kw)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        row_ids = inputs.pop("row_id", None)
+        if self.prefix is None or row_ids is None or not model.training:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        net = self.accelerator.unwrap_model(model)
+        h = self.prefix.inputs_embeds(net, inputs["input_ids"], inputs["attention_mask"], row_ids)
+        cached = {"inputs_embeds": h, **{k: v for k, v in inputs.items() if k != "input_ids"}}
+        with P.skipped_layers(net, self.prefix.k):
+            return super().compute_loss(model, cached, return_outputs, num_items_in_batch)
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         out = output_dir or self.args.output_dir
@@ -174,11 +203,12 @@ class PeakMemory:
 
 
 def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], tok,
-                 spec: A.HeadSpec | None = None) -> Trainer:
-    """A :class:`HeadMaskedTrainer` (``precise``) or a plain ``Trainer`` on all parameters (``full``)."""
+                 spec: A.HeadSpec | None = None, cache_prefix: bool | None = None) -> Trainer:
+    """A :class:`HeadMaskedTrainer` (``precise``; ``cache_prefix`` as there) or a plain ``Trainer`` on all
+    parameters (``full``)."""
     kw = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))
     if mode == "precise":
-        trainer = HeadMaskedTrainer(model, spec=spec, **kw)
+        trainer = HeadMaskedTrainer(model, spec=spec, cache_prefix=cache_prefix, **kw)
     elif mode == "full":
         model.requires_grad_(True)
         trainer = Trainer(model=model, **kw)
