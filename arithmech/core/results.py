@@ -21,7 +21,7 @@ and the files it is computed from). This module alone writes and reads them:
 
 Fine-tune records (``finetune/<arm>.json``) have one format for every model and runner:
 :func:`finetune_record` builds it, :func:`write_finetune` / :func:`read_finetune` store and check it,
-:func:`upgrade_finetune` converts the two older formats once.
+:func:`arithmech.core.legacy.upgrade_finetune` converts the two older formats once.
 
 Example::
 
@@ -345,7 +345,7 @@ def finetune_record(**fields: Any) -> dict:
 def _check_finetune(path: Path, rec: Any) -> dict:
     if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
         raise ResultsError(f"{path} is not a fine-tune record of schema version {SCHEMA_VERSION}: convert it with "
-                           "arithmech.core.results.upgrade_finetune or re-run it")
+                           "arithmech.core.legacy.upgrade_finetune or re-run it")
     missing = [k for k in FINETUNE_KEYS if k not in rec]
     bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
     if missing or bad or not rec.get("results"):
@@ -407,30 +407,3 @@ def finetune_records(folder: str | Path) -> dict[str, dict]:
     d = Path(folder) / "finetune"
     stems = sorted((p.stem for p in d.glob("*.json") if p.stem != "lr_grid"), key=lambda s: (s != "base", s))
     return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}
-
-
-def upgrade_finetune(old: dict) -> dict:
-    """Convert a record of the two earlier formats into this one (values kept, nothing recomputed):
-    the Table 1 runner's (``results`` with value/ci/n/items, ``delta`` with delta/ci, ``train``) and
-    the single-arm runner's (``before`` / ``after`` accuracies, ``delta`` floats)."""
-    if old.get("schema_version") == SCHEMA_VERSION:
-        return old
-    if "after" in old:                                       # the single-arm runner
-        res = {k: measure(v) for k, v in old["after"].items()}
-        base = {k: measure(v) for k, v in old["before"].items()}
-        delta = {k: {"delta": float(v), "ci": None} for k, v in old.get("delta", {}).items()}
-        return finetune_record(model=old["model"], mode=old["mode"], tag=old.get("tag"), command=old.get("command"),
-                               seed=old.get("parameters", {}).get("seed"), device=old.get("parameters", {}).get("device"),
-                               dtype=old.get("parameters", {}).get("dtype"), heads=old.get("heads"), mlps=old.get("mlps"),
-                               tuned_parameters=old.get("tuned_parameters"), total_parameters=old.get("total_parameters"),
-                               parameters=old.get("parameters"), train=old.get("train"), results=res, base=base,
-                               delta=delta, versions=old.get("versions"), wall_s=old.get("wall_s"))
-    tr = old.get("train") or {}
-    mode = old["mode"]
-    return finetune_record(model=old["model"], mode=mode, tag=None, command=old.get("command"), seed=old.get("seed"),
-                           device=old.get("device"), dtype=old.get("dtype"),
-                           heads=tr.get("heads") if mode != "base" else None, mlps=[] if mode == "precise" else
-                           ("all" if mode == "full" else None), tuned_parameters=tr.get("tuned_parameters", 0 if mode == "base" else None),
-                           total_parameters=tr.get("total_parameters"), parameters={"sizes": old.get("sizes")},
-                           train=tr or None, results=old["results"], base=None, delta=old.get("delta"),
-                           data=old.get("data"), versions=old.get("versions"), wall_s=old.get("wall_s"))

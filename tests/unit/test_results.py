@@ -110,7 +110,8 @@ def test_both_old_finetune_formats_convert_to_the_one_format():
           "train": {"tuned_parameters": 80, "total_parameters": 80},
           "results": {"mmlu": {"value": 0.3, "ci": [0.2, 0.4], "n": 100, "items": [1, 0]}},
           "delta": {"mmlu": {"delta": 0.01, "ci": [-0.02, 0.04]}}}
-    a, b = R.upgrade_finetune(single), R.upgrade_finetune(t1)
+    from arithmech.core.legacy import upgrade_finetune
+    a, b = upgrade_finetune(single), upgrade_finetune(t1)
     assert set(a) == set(b) == set(R.FINETUNE_KEYS)
     assert a["results"]["generic"]["value"] == 0.75 and a["base"]["generic"]["value"] == 0.5
     assert a["delta"]["generic"]["delta"] == 0.25
