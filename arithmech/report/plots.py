@@ -9,8 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-# Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head
-# helps), blue = it raises it.
+# Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
 EFFECT_SCHEME = "redblue"
 PALETTE = ["#c0392b", "#27ae60", "#2c3e50", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#2980b9"]
 # Charts fit the text column of the book (about 700 px at a 1280 px window): plot areas at most
@@ -240,7 +239,7 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
     """
     samples = list(dict.fromkeys(strips["sample"]))
     base = alt.Chart(strips, title=fig_title(fig, title, "darker = more attention; outlined = operand/operator token"))
-    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head"))
+    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head", axis=alt.Axis(labelLimit=140)))
     rect = base.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme="reds", domain=[0, 1])),
                                    stroke=alt.condition("datum.role != 'other' && datum.role != 'bos'",
                                                         alt.value("#2c3e50"), alt.value(None)),
@@ -248,7 +247,8 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
                                             alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=11).encode(**enc, text="token:N", color=alt.condition(
         "datum.score > 0.5", alt.value("white"), alt.value("black")))
-    chart = (rect + text).properties(width=alt.Step(44), height=alt.Step(26))
+    n_pos = int(strips["position"].nunique()) or 1
+    chart = (rect + text).properties(width=alt.Step(max(24, min(44, (COLUMN - 60) // n_pos))), height=alt.Step(26))
     if dropdown and len(samples) > 1:
         pick = alt.param(name="sample_pick", value=samples[0], bind=alt.binding_select(options=samples, name="sample "))
         chart = chart.add_params(pick).transform_filter(alt.datum.sample == pick)
