@@ -191,7 +191,8 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
     if recompute or not R.exists(folder / "operand", "effects.csv"):
         res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False, prob=False)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"})
-    out = {"operator": R.read_step(folder, "identify"), "operand": R.read_step(folder / "operand", "identify")}
+    # the operand run has no knockout (knockout=False writes an empty knockout.csv): read its effects only
+    out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")}}
     out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
     if recompute or not R.exists(folder, "counterfactual_overlap.json"):
         R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
