@@ -343,8 +343,10 @@ def versions() -> dict:
 
 def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model: str | None = None) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
-    files = {"effects.csv": res.effects, "knockout.csv": res.knockout, "key_heads.json": res.key_heads,
+    files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
              "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
+    if res.knockout is not None and len(res.knockout):      # a run with knockout=False has no curves
+        files["knockout.csv"] = res.knockout
     if res.transfer is not None:
         files["transfer.csv"] = res.transfer
     if res.heldout is not None:

@@ -108,7 +108,7 @@ def hide_injected(nb_path: Path) -> bool:
 
 def _footer(model: str, params: dict) -> str:
     shown = ", ".join(f"`{k}={v!r}`" for k, v in params.items() if k != "model")
-    return (f"---\n\n*This page was executed on the model **{model}** by `python -m arithmech book`"
+    return (f"*This page was executed on the model **{model}** by `python -m arithmech book`"
             + (f" with {shown}" if shown else "") + ". Every chapter's parameters and how to re-run it on "
             "another model: [Parameters](appendix_parameters.md).*")
 
@@ -167,12 +167,14 @@ def claim_lines(claims: pd.DataFrame, pattern: str) -> list[str]:
 
 
 def finetune_lines(records: list[dict], names: dict[str, str] | None = None) -> list[str]:
-    """One line per benchmark: base → each record's accuracy, with 95% intervals and n (fine-tune records)."""
+    """One line per benchmark: base → each record's accuracy (with its 95% interval and n where the
+    record has them), from fine-tune records (:func:`arithmech.finetune.runner.run_finetune`)."""
+    from arithmech.report.tables import setting_name
     names = names or {}
     pct = lambda m: f"{m['value']:.0%} [{m['ci'][0]:.0%}, {m['ci'][1]:.0%}]" if m.get("ci") else f"{m['value']:.0%}"
     out = []
-    label = lambda r: "full SFT" if r["mode"] == "full" else f"precise SFT ({len(r['heads'])} heads)"
     for b, m in records[0]["base"].items():
-        runs = "; ".join(f"{label(r)} {pct(r['results'][b])}" for r in records if b in r["results"])
-        out.append(f"{names.get(b, b)} (n = {m.get('n', '?')}): base {pct(m)} → {runs}")
+        runs = "; ".join(f"{setting_name(r)} {pct(r['results'][b])}" for r in records if b in r["results"])
+        n = f" (n = {m['n']})" if m.get("n") else ""
+        out.append(f"{names.get(b, b)}{n}: base {pct(m)} → {runs}")
     return out
