@@ -37,7 +37,7 @@ CHECK = ("from arithmech.report.book import setup\nfrom arithmech.report.params 
 def toy_book(tmp_path_factory):
     """A two-chapter book built by the runner: ``one`` writes results/toy/n.txt, ``two`` reads it."""
     root = tmp_path_factory.mktemp("toy")
-    (root / "book").mkdir()
+    shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
     shutil.copy2(REPO / "_config.yml", root / "_config.yml")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: Toy\n    chapters:\n"
                                    "      - file: book/one\n      - file: book/two\n")
