@@ -252,7 +252,8 @@ def table1_frame(folder: str | Path) -> pd.DataFrame:
         tr = r.get("train") or {}
         for k, v in r["results"].items():
             d = (r.get("delta") or {}).get(k, {})
-            rows.append({"mode": mode, "measure": k, "value": v["value"], "ci_low": v["ci"][0], "ci_high": v["ci"][1],
+            rows.append({"mode": mode, "measure": k, "value": v["value"], "ci_low": (v.get("ci") or [None])[0],
+                         "ci_high": (v.get("ci") or [None, None])[1],
                          "n": v["n"], "delta": d.get("delta"), "delta_ci_low": (d.get("ci") or [None])[0],
                          "delta_ci_high": (d.get("ci") or [None, None])[1],
                          "samples_per_second": tr.get("samples_per_second"),

@@ -73,7 +73,9 @@ def chapter_env(environ=None) -> dict:
 
 
 INTRO = Path("book") / "intro.md"
+APPENDIX = Path("book") / "appendix_parameters.md"
 _TABLE_START, _TABLE_END = "<!-- parameters:start -->", "<!-- parameters:end -->"
+_BOX_START, _BOX_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
 def parameters_table(root: Path) -> str:
@@ -103,22 +105,24 @@ def parameters_table(root: Path) -> str:
 
 
 def update_intro(root: Path) -> bool:
-    """Rewrite the parameters table between the markers of ``book/intro.md``; True if it changed."""
-    intro = root / INTRO
-    if not intro.exists():
-        return False
-    text = intro.read_text()
-    if _TABLE_START not in text or _TABLE_END not in text:
-        raise BookError(f"{intro} lacks the markers {_TABLE_START} ... {_TABLE_END} for the parameters table")
-    head, rest = text.split(_TABLE_START, 1)
-    _, tail = rest.split(_TABLE_END, 1)
-    new = f"{head}{_TABLE_START}\n{parameters_table(root)}\n{_TABLE_END}{tail}"
-    if new == text:
-        return False
-    tmp = intro.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, intro)
-    return True
+    """Before rendering: the parameters table into ``book/appendix_parameters.md``, the results box
+    per model into ``book/intro.md`` (kept as it is when no results exist), papermill's injected
+    cells hidden (:mod:`arithmech.report.pages`); True if a file changed."""
+    from arithmech.report import pages
+    changed = False
+    appendix = root / APPENDIX
+    if appendix.exists():
+        try:
+            changed |= pages.update_markdown(appendix, _TABLE_START, _TABLE_END, parameters_table(root))
+            if (root / INTRO).exists():
+                changed |= pages.update_markdown(root / INTRO, _BOX_START, _BOX_END, pages.results_box(
+                    root, [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]))
+        except ValueError as e:
+            raise BookError(str(e)) from None
+    for p in toc_files(root, missing_ok=True):
+        if p.suffix == ".ipynb":
+            changed |= pages.hide_injected(root / p)
+    return changed
 
 
 def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, kernel: str | None = None) -> float:
@@ -210,7 +214,7 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
         t0 = time.perf_counter()
         print("rendering the book (jupyter-book build) ...", flush=True)
         if update_intro(root):
-            print(f"  updated the parameters table in {INTRO}")
+            print(f"  updated {INTRO} / {APPENDIX} (results box, parameters table) or hid injected cells")
         offline.vendor_assets(root)
         jupyter_book(root)
         bad = offline.external_references(root / "_build" / "html")

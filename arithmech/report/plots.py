@@ -9,16 +9,34 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-# Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head
-# helps), blue = it raises it.
+# Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
 EFFECT_SCHEME = "redblue"
 PALETTE = ["#c0392b", "#27ae60", "#2c3e50", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#2980b9"]
+# Charts fit the text column of the book (about 700 px at a 1280 px window): plot areas at most
+# COLUMN px wide, legends below the plot rather than beside it.
+COLUMN = 460
+# One colour per benchmark across the book; a toy benchmark takes the colour of the paper benchmark
+# it stands for (two-digit problems ↔ GSM8K, generic facts ↔ MMLU), so "ours" and "paper" panels agree.
+BENCHMARK_COLORS = {"two-digit (math)": "#2980b9", "GSM8K": "#2980b9",
+                    "negative differences (math)": "#16a085", "AddSub": "#16a085",
+                    "single-digit (math)": "#8e44ad", "SingleEq": "#8e44ad", "SVAMP": "#d35400",
+                    "generic facts": "#e67e22", "MMLU": "#e67e22", "CSQA": "#7f8c8d"}
+_BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
+
+
+def benchmark_color(benchmarks: list[str], title: str | None = None) -> alt.Color:
+    """The book's colour encoding of a ``benchmark`` field (see :data:`BENCHMARK_COLORS`)."""
+    known = [b for b in BENCHMARK_COLORS if b in benchmarks]
+    rest = [b for b in benchmarks if b not in BENCHMARK_COLORS]
+    extra = [c for c in PALETTE if c not in BENCHMARK_COLORS.values()]
+    return alt.Color("benchmark:N", title=title, legend=_BOTTOM, scale=alt.Scale(
+        domain=known + rest, range=[BENCHMARK_COLORS[b] for b in known] + extra[:len(rest)]))
 
 
 def theme() -> dict:
     return {
         "config": {
-            "view": {"stroke": None, "continuousWidth": 420, "continuousHeight": 260},
+            "view": {"stroke": None, "continuousWidth": COLUMN, "continuousHeight": 260},
             "font": "Helvetica, Arial, sans-serif",
             "title": {"fontSize": 14, "anchor": "start", "fontWeight": 600, "subtitleColor": "#555"},
             "axis": {"labelFontSize": 11, "titleFontSize": 12, "grid": False, "domainColor": "#888"},
@@ -30,7 +48,10 @@ def theme() -> dict:
 
 
 def use_theme() -> None:
-    """Register and enable the arithmech theme (altair 5 and 6)."""
+    """Register and enable the arithmech theme (altair 5 and 6), and show pandas tables the book's way
+    (:func:`arithmech.report.pages.use_table_display`: no index, rounded numbers, "—" for missing)."""
+    from arithmech.report.pages import use_table_display
+    use_table_display()
     try:
         alt.theme.register("arithmech", enable=True)(theme)
     except AttributeError:                                   # altair < 5.5
@@ -53,14 +74,14 @@ def template_accuracy_chart(acc: pd.DataFrame, model: str) -> alt.Chart:
     return alt.Chart(acc).mark_bar().encode(
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"),
                 title="answer-token accuracy (top-1)"),
-        y=alt.Y("template:N", sort=order, title=None),
-        color=alt.Color("family:N", title="form"),
+        y=alt.Y("template:N", sort=order, title=None, axis=alt.Axis(labelLimit=150)),
+        color=alt.Color("family:N", title="form", legend=_BOTTOM),
         row=alt.Row("figure:N", title=None, sort=["Fig. 8", "Fig. 10"],
                     header=alt.Header(labelAngle=0, labelAlign="left")),
         tooltip=["template", "op", "family", alt.Tooltip("accuracy:Q", format=".1%")],
     ).resolve_scale(y="independent").properties(
-        width=360, title=fig_title("Fig. 8 / 10", f"the templates, answered by {model}",
-                                   "fresh seeded pairs; X_r keeps only the answered ones"))
+        width=300, title=fig_title("Fig. 8 / 10", f"the templates, answered by {model}",
+                                   "look for short bars: templates the model gets wrong; X_r keeps only the answered pairs"))
 
 
 # ----------------------------------------------------------------------------- identify charts
@@ -68,12 +89,12 @@ _METRIC_TITLES = {"effect": "relative logit change", "logit_diff": "logit change
                   "prob": "P({C}) after patching"}
 
 
-def _effect_panel(df: pd.DataFrame, metric: str, domain: list, cell: int, title) -> alt.HConcatChart:
+def _effect_panel(df: pd.DataFrame, metric: str, domain: list, cell: tuple[int, int], title) -> alt.HConcatChart:
     """One layer × head grid and its MLP column, sharing the diverging color scale."""
     fmt = ".1%" if metric == "effect" else ".3f"
     color = alt.Color(f"{metric}:Q", title=_METRIC_TITLES.get(metric, metric),
                       scale=alt.Scale(scheme=EFFECT_SCHEME, domain=domain, domainMid=0),
-                      legend=alt.Legend(format=fmt))
+                      legend=alt.Legend(format=fmt, orient="bottom", gradientLength=220))
     tip = ["task:N", "layer:O", "head:N", alt.Tooltip(f"{metric}:Q", format=fmt),
            alt.Tooltip("logit_diff:Q", format=".3f", title="logit change"), alt.Tooltip("n:Q", title="samples")]
     layers = sorted(df["layer"].unique())
@@ -81,10 +102,10 @@ def _effect_panel(df: pd.DataFrame, metric: str, domain: list, cell: int, title)
     heads = df[df["head"] != "mlp"].assign(head_i=lambda d: d["head"].astype(int))
     grid = alt.Chart(heads).mark_rect(stroke="white", strokeWidth=0.5).encode(
         x=alt.X("head_i:O", title="head"), y=y, color=color, tooltip=tip,
-    ).properties(width=cell * heads["head_i"].nunique(), height=cell * len(layers), **({"title": title} if title else {}))
+    ).properties(width=cell[0] * heads["head_i"].nunique(), height=cell[1] * len(layers), **({"title": title} if title else {}))
     mlp = alt.Chart(df[df["head"] == "mlp"]).mark_rect(stroke="white", strokeWidth=0.5).encode(
         x=alt.X("head:N", title=None), y=y.axis(None), color=color, tooltip=tip,
-    ).properties(width=cell, height=cell * len(layers))
+    ).properties(width=cell[0], height=cell[1] * len(layers))
     return alt.hconcat(grid, mlp, spacing=4)
 
 
@@ -103,7 +124,11 @@ def effect_heatmap(effects: pd.DataFrame, tasks: str | list[str] = "all", metric
         raise ValueError(f"no effects rows for tasks {tasks}; available: {sorted(effects['task'].unique())}")
     m = float(df[metric].abs().max()) or 1.0
     n_heads = df.loc[df["head"] != "mlp", "head"].nunique()
-    cell = cell or max(6, min(22, 420 // max(1, n_heads)))
+    n_layers = df["layer"].nunique()
+    # column-wide: one panel fills the column, two share it; rows stay at most 420 px tall in all
+    width = COLUMN if len(tasks) == 1 else COLUMN // 2 - 20
+    cw = cell or max(4, min(60, width // (n_heads + 1)))
+    cell = (cw, min(cw, max(10, 420 // max(1, n_layers))) if len(tasks) == 1 else min(cw, max(6, 240 // max(1, n_layers))))
     panels = [_effect_panel(df[df["task"] == t], metric, [-m, m], cell, t if len(tasks) > 1 else None)
               for t in tasks]
     rows = [alt.hconcat(*panels[i:i + 2], spacing=24) for i in range(0, len(panels), 2)]
@@ -112,8 +137,8 @@ def effect_heatmap(effects: pd.DataFrame, tasks: str | list[str] = "all", metric
                                    ", all tasks" if tasks[0] == "all" else f", {tasks[0]}")
     return chart.resolve_scale(color="shared").properties(
         title=fig_title(fig, f"path patching of {what}",
-                        subtitle or "change of the answer logit when the component's END output comes from X_c; "
-                                    "last column: MLP"))
+                        subtitle or "look for the few dark red cells: components whose END output from X_c "
+                                    "lowers the answer logit; last column: MLP"))
 
 
 def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list[str] | None = None,
@@ -134,8 +159,8 @@ def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list
         raise ValueError(f"no knockout rows of kind {kind!r}")
     x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)")
     yfmt = alt.Axis(format="%")
-    color = alt.Color("order:N", title=None, scale=alt.Scale(domain=["effect-rank", "random-rank"],
-                                                             range=[PALETTE[0], PALETTE[6]]))
+    color = alt.Color("order:N", title=None, legend=_BOTTOM, scale=alt.Scale(domain=["effect-rank", "random-rank"],
+                                                                              range=[PALETTE[0], PALETTE[6]]))
     base = alt.Chart(df)
     band = base.transform_filter(alt.datum.order == "random-rank").mark_area(opacity=0.25).encode(
         x=x, y=alt.Y("min(accuracy):Q", title="accuracy", axis=yfmt, scale=alt.Scale(domain=[0, 1])),
@@ -145,14 +170,16 @@ def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list
         tooltip=["order:N", "k:Q", alt.Tooltip("mean(accuracy):Q", format=".1%", title="accuracy (mean)"),
                  alt.Tooltip("min(accuracy):Q", format=".1%", title="lowest seed"),
                  alt.Tooltip("max(accuracy):Q", format=".1%", title="highest seed")])
-    chart = alt.layer(band, line).properties(width=260, height=200)
     n_tasks = df["task"].nunique()
+    chart = alt.layer(band, line).properties(width=COLUMN if n_tasks == 1 else COLUMN // 2 - 20,
+                                             height=220 if n_tasks == 1 else 160)
     if n_tasks > 1:
         chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(df["task"]))),
-                            columns=min(n_tasks, 3))
+                            columns=2)
     return chart.properties(title=fig_title(fig, f"knocking out {kind}s by effect rank vs random rank",
                                             f"mean ablation over X_c {'at END' if positions == 'end' else 'at every position'}; "
-                                            "band: spread over random seeds"))
+                                            "look: the red line (effect rank) should fall below the grey band "
+                                            "(random seeds)"))
 
 # ------------------------------------------------------------------------------ analyze charts
 ROLE_COLORS = {"A": "#c0392b", "B": "#e67e22", "operator": "#27ae60", "bos": "#95a5a6", "other": "#d5d8dc"}
@@ -177,13 +204,15 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("head_label:N", sort=names, title="key head (layer.head)"),
         y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("role:N", scale=_ROLE_SCALE, sort=list(ROLE_COLORS)),
+        color=alt.Color("role:N", scale=_ROLE_SCALE, sort=list(ROLE_COLORS), legend=_BOTTOM),
         order=alt.Order("role_rank:Q"),
         tooltip=["head_label", "task", "role", alt.Tooltip("mean_score:Q", format=".3f"), "kv_head", "n"],
     ).transform_calculate(role_rank=f"indexof({list(ROLE_COLORS)}, datum.role)").properties(
-        width=max(160, 22 * len(names)), height=200).facet(column=alt.Column("task:N", title=None)).properties(
+        width=min(COLUMN // 2 - 20, max(80, 22 * len(names))), height=160).facet(
+        facet=alt.Facet("task:N", title=None), columns=2).properties(
         title=fig_title(fig, "Attention of the key heads from END, by token role",
-                        "mean attention mass over the reference samples, one panel per operation"))
+                        "look for bars filled by A, B (operand heads) or the operator (operator heads); "
+                        "one panel per operation"))
 
 
 def attention_roles_explorer(roles: pd.DataFrame, heads: list[str] | None = None) -> alt.Chart:
@@ -198,7 +227,7 @@ def attention_roles_explorer(roles: pd.DataFrame, heads: list[str] | None = None
         color=alt.Color("role:N", scale=_ROLE_SCALE, legend=None),
         column=alt.Column("task:N", title=None),
         tooltip=["name", "task", "role", alt.Tooltip("mean_score:Q", format=".3f"), "kv_head"],
-    ).add_params(pick).transform_filter(alt.datum.name == pick).properties(width=110, height=180)
+    ).add_params(pick).transform_filter(alt.datum.name == pick).properties(width=90, height=160)
 
 
 def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str = "Attention from END over one prompt",
@@ -210,7 +239,7 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
     """
     samples = list(dict.fromkeys(strips["sample"]))
     base = alt.Chart(strips, title=fig_title(fig, title, "darker = more attention; outlined = operand/operator token"))
-    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head"))
+    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head", axis=alt.Axis(labelLimit=140)))
     rect = base.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme="reds", domain=[0, 1])),
                                    stroke=alt.condition("datum.role != 'other' && datum.role != 'bos'",
                                                         alt.value("#2c3e50"), alt.value(None)),
@@ -218,7 +247,8 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
                                             alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=11).encode(**enc, text="token:N", color=alt.condition(
         "datum.score > 0.5", alt.value("white"), alt.value("black")))
-    chart = (rect + text).properties(width=alt.Step(44), height=alt.Step(26))
+    n_pos = int(strips["position"].nunique()) or 1
+    chart = (rect + text).properties(width=alt.Step(max(24, min(44, (COLUMN - 60) // n_pos))), height=alt.Step(26))
     if dropdown and len(samples) > 1:
         pick = alt.param(name="sample_pick", value=samples[0], bind=alt.binding_select(options=samples, name="sample "))
         chart = chart.add_params(pick).transform_filter(alt.datum.sample == pick)
@@ -239,24 +269,26 @@ def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, str], title, stages=None
     df = mlp[mlp.quantity.isin(quantities)].assign(series=lambda d: d.quantity.map(quantities),
                                                    lo=lambda d: d.value - d["sem"], hi=lambda d: d.value + d["sem"])
     base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1)),
-                                color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)))
+                                color=alt.Color("series:N", title=None, legend=_BOTTOM))
     band = base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q")
     line = base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity (mean ± s.e.)"),
                                              tooltip=["layer", "series", alt.Tooltip("value:Q", format=".3f"),
                                                       alt.Tooltip("std:Q", format=".3f")])
-    return alt.layer(band, line, *_stage_rules(stages)).properties(title=title)
+    return alt.layer(band, line, *_stage_rules(stages)).properties(title=title, width=COLUMN, height=240)
 
 
 def mlp_in_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
     """Fig. 6a / 13: cos(MLP_in, W_U[A]) and cos(MLP_in, W_U[B]) per layer at END (band: ± 1 standard error)."""
     return _mlp_lines(mlp, {"in_A": "⟨MLP_in, W_U[A]⟩", "in_B": "⟨MLP_in, W_U[B]⟩"},
-                      fig_title("Fig. 6a", "What the MLPs receive: operands in MLP_in"), stages)
+                      fig_title("Fig. 6a", "What the MLPs receive: operands in MLP_in",
+                                "look where the curves rise and fall: the layers whose MLPs read the operands"), stages)
 
 
 def mlp_diff_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
     """Fig. 6b / 14: cos(MLP_out − MLP_in, W_U[C]) vs the mean over the other number tokens."""
     return _mlp_lines(mlp, {"diff_C": "⟨MLP_out − MLP_in, W_U[C]⟩", "diff_other": "⟨MLP_out − MLP_in, W_U[other]⟩"},
-                      fig_title("Fig. 6b", "What the MLPs write: the answer vs other numbers"), stages)
+                      fig_title("Fig. 6b", "What the MLPs write: the answer vs other numbers",
+                                "look for the answer's curve rising above the other numbers' in the late layers"), stages)
 
 
 def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.Chart:
@@ -270,7 +302,7 @@ def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.Chart:
     return alt.layer(base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q"),
                      base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity"),
                                                        tooltip=["layer", "quantity", alt.Tooltip("value:Q", format=".3f")])
-                     ).add_params(pick).transform_filter(alt.datum.quantity == pick)
+                     ).add_params(pick).transform_filter(alt.datum.quantity == pick).properties(width=COLUMN, height=220)
 
 
 def top_numbers_chart(top: pd.DataFrame, fig: str = "Fig. 6c", prompt: str | None = None,
@@ -333,10 +365,11 @@ def finetune_bars(long: pd.DataFrame, fig: str = "Table 1", title: str = "base, 
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("setting:N", sort=settings, title=None, axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
-        color=alt.Color("setting:N", scale=_setting_scale(settings), sort=settings, title=None),
+        color=alt.Color("setting:N", scale=_setting_scale(settings), sort=settings, title=None, legend=_BOTTOM),
         column=alt.Column("benchmark:N", sort=list(dict.fromkeys(long["benchmark"])), title=None),
         tooltip=["setting:N", "benchmark:N", alt.Tooltip("accuracy:Q", format=".1%")],
-    ).properties(width=110, height=200, title=fig_title(fig, title, subtitle))
+    ).properties(width=min(110, COLUMN // max(1, long["benchmark"].nunique()) - 12), height=200,
+                 title=fig_title(fig, title, subtitle))
 
 
 def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...] = ("two-digit (math)", "generic facts"),
@@ -348,27 +381,17 @@ def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...
         m = df.melt(id_vars=[x], value_vars=list(cols), var_name="benchmark", value_name="accuracy (%)")
         acc = alt.Chart(m).mark_line(point=True).encode(
             x=alt.X(f"{x}:Q", title=f"tuned {x}"), y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
-            color=alt.Color("benchmark:N", title=None), tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"])
+            color=benchmark_color(list(m["benchmark"].unique())), tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"])
         speed = alt.Chart(df).mark_bar(opacity=0.5, color=PALETTE[6]).encode(
             x=alt.X(f"{x}:O", title=f"tuned {x}"), y=alt.Y("samples/s:Q", title="train samples/s"),
             tooltip=[f"{x}:Q", "samples/s:Q"])
-        return alt.vconcat(acc.properties(width=240, height=160, title=name),
-                           speed.properties(width=240, height=80)).resolve_scale(color="independent")
+        return alt.vconcat(acc.properties(width=COLUMN // 2 - 30, height=160, title=name),
+                           speed.properties(width=COLUMN // 2 - 30, height=80)).resolve_scale(color="independent")
     panels = [panel(ours, metrics, "ours (embedded model)")]
     if paper is not None:
         panels.append(panel(paper, paper_metrics, "paper (LLaMA2-7B)"))
-    return alt.hconcat(*panels, title=fig_title(fig, title))
-
-
-def speed_memory_chart(bench: pd.DataFrame, fig: str = "Table 1", title: str = "training cost, same model and batch") -> alt.HConcatChart:
-    """Samples/s and peak memory of precise vs full SFT (``bench``: rows ``mode, samples/s, peak MiB``)."""
-    base = alt.Chart(bench).encode(y=alt.Y("mode:N", title=None),
-                                   color=alt.Color("mode:N", legend=None, scale=alt.Scale(
-                                       domain=["full", "precise"], range=[PALETTE[0], PALETTE[1]])))
-    speed = base.mark_bar().encode(x=alt.X("samples/s:Q", title="train samples/s"), tooltip=["mode", "samples/s"])
-    mem = base.mark_bar().encode(x=alt.X("peak MiB:Q", title="peak memory (MiB)"), tooltip=["mode", "peak MiB"])
-    return alt.hconcat(speed.properties(width=220, height=60), mem.properties(width=220, height=60),
-                       title=fig_title(fig, title))
+    return alt.hconcat(*panels, title=fig_title(fig, title, "same colour = the same kind of benchmark: "
+                                                 "two-digit ↔ GSM8K, generic facts ↔ MMLU"))
 
 
 # ------------------------------------------------------------------- SmolLM2 appendix charts
@@ -383,7 +406,7 @@ def table1_ci_chart(frame: pd.DataFrame, fig: str = "Table 1", title: str = "bas
     def panel(df: pd.DataFrame, y: str, fmt: str, width: int) -> alt.LayerChart:
         base = alt.Chart(df).encode(x=alt.X("mode:N", title=None, sort=["base", "full", "precise"],
                                             axis=alt.Axis(labels=False, ticks=False)),
-                                    color=alt.Color("mode:N", scale=_MODE_SCALE, title=None))
+                                    color=alt.Color("mode:N", scale=_MODE_SCALE, title=None, legend=_BOTTOM))
         tip = ["mode", "measure", alt.Tooltip("value:Q", format=fmt), alt.Tooltip("ci_low:Q", format=fmt),
                alt.Tooltip("ci_high:Q", format=fmt), "n"]
         return alt.layer(base.mark_rule(strokeWidth=2).encode(y=alt.Y("ci_low:Q", title=y), y2="ci_high:Q"),
@@ -391,6 +414,7 @@ def table1_ci_chart(frame: pd.DataFrame, fig: str = "Table 1", title: str = "bas
                          ).properties(width=width, height=180)
     acc = frame[frame.measure != "lm_loss"]
     order = list(dict.fromkeys(acc.measure))
-    left = panel(acc, "accuracy", ".1%", 60).facet(column=alt.Column("measure:N", sort=order, title=None))
+    left = panel(acc, "accuracy", ".1%", max(30, min(60, (COLUMN - 120) // max(1, len(order)) - 10))).facet(
+        column=alt.Column("measure:N", sort=order, title=None, header=alt.Header(labelAngle=-30, labelAlign="right")))
     right = panel(frame[frame.measure == "lm_loss"], "generic-text loss (nats/token)", ".3f", 80)
     return alt.hconcat(left, right, title=fig_title(fig, title))

@@ -45,6 +45,33 @@ COUNT_JS = """return {
   text: document.body ? document.body.innerText.length : 0
 };"""
 
+# Run in the page: what a reader sees. The text column is the article; every chart's own width (the
+# svg's width attribute, before any CSS scaling) must fit it, no output may scroll sideways or run
+# past it, and the first visible thing in the article must be the page's title (its h1).
+READER_JS = """
+const art = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+const col = art.getBoundingClientRect();
+const visible = e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+  return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; };
+let first = null;
+for (const e of art.querySelectorAll('h1, p, div.cell, div.admonition, table, pre, ul, ol, img, svg')) {
+  if (visible(e) && e.innerText !== undefined && (e.innerText.trim() || e.tagName === 'svg')) { first = e; break; }
+}
+const outputs = Array.from(art.querySelectorAll('.cell_output'));
+const wide = [];
+for (const o of outputs) for (const e of [o, ...o.querySelectorAll('*')]) {
+  const s = getComputedStyle(e);
+  if (e.scrollWidth > e.clientWidth + 2 && ['auto', 'scroll'].includes(s.overflowX) && visible(e))
+    wide.push('scrolls sideways: ' + e.tagName + ' ' + (e.innerText || '').slice(0, 60));
+}
+const charts = Array.from(art.querySelectorAll('.arithmech-chart svg.marks')).map(
+  s => parseFloat(s.getAttribute('width') || s.getBoundingClientRect().width));
+return {column: col.width, first_tag: first ? first.tagName : null,
+        first_text: first ? (first.innerText || '').slice(0, 80) : '',
+        h1: (art.querySelector('h1') || {innerText: ''}).innerText.slice(0, 80),
+        outputs: outputs.map(o => o.innerText).join('\\n'), chart_widths: charts, wide: wide.slice(0, 5)};
+"""
+
 
 def executables() -> tuple[str | None, str | None]:
     """``(chromium, chromedriver)`` paths found on ``PATH``, ``None`` where absent."""

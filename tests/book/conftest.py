@@ -27,6 +27,6 @@ def built_book(tmp_path_factory):
     root = tmp_path_factory.mktemp("book")
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(REPO / f, root / f)
-    shutil.copytree(REPO / "book", root / "book", ignore=shutil.ignore_patterns("_static", ".ipynb_checkpoints"))
+    shutil.copytree(REPO / "book", root / "book", ignore=shutil.ignore_patterns("vendor", ".ipynb_checkpoints"))
     build(root, skip_execute=True)
     return root, root / "_build" / "html"

@@ -4,11 +4,12 @@ cut, finds its charts drawn, its math rendered, no request leaving the machine a
 A negative control shows that the browser harness does see requests. Marked ``slow``."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser import Browser, require_browser
+from browser import READER_JS, Browser, require_browser
 
 from arithmech.report import book, offline
 
@@ -80,4 +81,48 @@ def test_chapter_pages_draw_all_charts_offline(built_book):
             if r.requests or r.errors or c["charts"] != expected or c["drawn"] != expected \
                     or (c["math"] and not c["mathjax"]):
                 failures.append((str(p), c, r.requests[:3], r.errors[:3]))
+    assert failures == []
+
+
+# A Python float repr with more than 6 significant digits (0.9944823980331421, 4111104.000 is not one
+# but 4111104.0001 is); a tqdm bar ("37%|███▋ |"); a traceback; the libgomp warning.
+LONG_FLOAT = re.compile(r"(?<![\w.])(?:0\.0*|[1-9]\d*\.)\d*")
+TQDM = re.compile(r"\d+%\|")
+
+
+def _long_floats(text: str) -> list[str]:
+    return [m for m in LONG_FLOAT.findall(text) if len(m.replace(".", "").lstrip("0").rstrip("0")) > 6]
+
+
+def test_long_float_rule():
+    """Protects the reader check from passing vacuously: a 16-digit repr is caught, formatted numbers are not."""
+    assert _long_floats("p = 0.9944823980331421, n = 256") == ["0.9944823980331421"]
+    assert _long_floats("12.5% of 4,111,104 (0.0031, 123456.0)") == []
+
+
+def test_pages_read_as_a_book(built_book):
+    """Protects what a reader sees at 1280 px, on every page: the title is the first thing in the article; no
+    output shows libgomp's warning, a traceback, a tqdm bar or a float repr with more than 6 significant
+    digits; no chart is wider than the text column; no output scrolls sideways. Saves a screenshot of every
+    page under _build/screenshots/ (not committed) for a reviewer."""
+    _, html = built_book
+    shots = REPO / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    failures = []
+    require_browser()
+    with Browser() as b:
+        for p in _chapters():
+            b.open(html / p.with_suffix(".html"), settle=60, screenshot=shots / f"{p.stem}.png")
+            r = b.driver.execute_script(READER_JS)
+            text = r["outputs"]
+            problems = [f"first visible thing is <{r['first_tag']}> {r['first_text']!r}, not the title"
+                        for _ in [0] if r["first_tag"] != "H1"]
+            problems += [f"output contains {w!r}" for w in ("libgomp", "Traceback") if w in text]
+            problems += ["output shows a tqdm bar"] * bool(TQDM.search(text))
+            problems += [f"float repr {f}" for f in _long_floats(text)[:3]]
+            problems += [f"chart {w:.0f} px wide > column {r['column']:.0f} px" for w in r["chart_widths"]
+                         if w > r["column"] + 1]
+            problems += r["wide"]
+            if problems:
+                failures.append((str(p), problems))
     assert failures == []

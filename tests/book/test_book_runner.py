@@ -37,13 +37,14 @@ CHECK = ("from arithmech.report.book import setup\nfrom arithmech.report.params 
 def toy_book(tmp_path_factory):
     """A two-chapter book built by the runner: ``one`` writes results/toy/n.txt, ``two`` reads it."""
     root = tmp_path_factory.mktemp("toy")
-    (root / "book").mkdir()
+    shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
     shutil.copy2(REPO / "_config.yml", root / "_config.yml")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: Toy\n    chapters:\n"
                                    "      - file: book/one\n      - file: book/two\n")
     (root / "book" / "book.yml").write_text("global: {seed: 3, model: unused}\nchapters:\n  one: {n: 3}\n")
-    (root / "book" / "intro.md").write_text("# Toy\n\nDisplay math:\n\n$$\\sum_i x_i$$\n\n"
-                                            "<!-- parameters:start -->\n<!-- parameters:end -->\n")
+    (root / "book" / "intro.md").write_text("# Toy\n\nDisplay math:\n\n$$\\sum_i x_i$$\n")
+    (root / "book" / "appendix_parameters.md").write_text("# Parameters\n\n"
+                                                          "<!-- parameters:start -->\n<!-- parameters:end -->\n")
     _notebook(root / "book" / "one.ipynb", "n = 2  # how many bars\nseed = 0", [
         CHECK,
         "import altair as alt, pandas as pd\n"
@@ -79,10 +80,10 @@ def test_toy_chapters_run_in_toc_order_with_their_parameters(toy_book):
     assert "model" not in injected[0].source          # global values go only where declared
 
 
-def test_toy_intro_lists_parameters_from_the_notebooks(toy_book):
-    """Protects: the intro's parameters table is generated from the parameters cells (name, default, type, help)."""
+def test_toy_appendix_lists_parameters_from_the_notebooks(toy_book):
+    """Protects: the parameters appendix's table is generated from the parameters cells (name, default, type, help)."""
     root, _ = toy_book
-    text = (root / "book" / "intro.md").read_text()
+    text = (root / "book" / "appendix_parameters.md").read_text()
     assert "**[one](one.ipynb)**\n\n| parameter | default | type | help |" in text
     assert "| `n` | `2` | int | how many bars |" in text
     assert "**[two](two.ipynb)**" in text and "| `seed` | `0` | int |  |" in text

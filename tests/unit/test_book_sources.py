@@ -94,7 +94,7 @@ def test_papermill_parses_every_parameter_of_every_chapter():
         assert assigned and sorted(pm.inspect_notebook(str(REPO / p))) == sorted(assigned), p
 
 
-def test_intro_parameters_table_matches_notebooks(tmp_path):
-    """Protects: the committed introduction lists exactly the parameters the chapters declare."""
-    text = (REPO / book.INTRO).read_text()
+def test_appendix_parameters_table_matches_notebooks(tmp_path):
+    """Protects: the committed parameters appendix lists exactly the parameters the chapters declare."""
+    text = (REPO / book.APPENDIX).read_text()
     assert book.parameters_table(REPO) in text, "run `python -m arithmech book --skip-execute` to refresh it"

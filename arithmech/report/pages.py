@@ -1,0 +1,180 @@
+"""What a reader sees around a chapter's computations: findings first, machinery hidden, tidy tables.
+
+* :func:`results_box` — the introduction's box per model: the paper's claims, this run's numbers and
+  a verdict (*holds* / *does not hold* / *inconclusive*), all read from
+  :func:`arithmech.experiments.casestudy.claims` on ``results/<model>/``; never typed.
+  :func:`update_markdown` writes it (and the parameters table) between markers of a ``.md`` page.
+* :func:`chapter_end` — a chapter's last cell: glues the chapter's "what this run found" (shown under
+  its title through ``{glue:md}``) and prints a footer naming the model the page actually ran on.
+* :func:`hide_injected` — tags papermill's injected-parameters cell ``remove-cell`` (papermill
+  writes it untagged but for ``injected-parameters``; MyST-NB hides cells by tag only).
+* :func:`use_table_display` — pandas frames shown as books show tables: no index column, numbers
+  rounded, "—" for a missing value, long tables folded into a ``<details>``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
+MISSING = "—"
+FOLD_ROWS = 12                      # tables longer than this are folded
+
+
+def verdict(holds: Any) -> str:
+    """``True`` → "holds", ``False`` → "does not hold", ``None``/NaN → "inconclusive"."""
+    if holds is None or (isinstance(holds, float) and holds != holds):
+        return VERDICT[None]
+    return VERDICT[bool(holds)]
+
+
+def _md_cell(x: Any) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table(claims: pd.DataFrame) -> str:
+    """Markdown table ``claim | paper | this run | verdict`` of a claims frame (see ``casestudy.claims``)."""
+    paper_col = next(c for c in claims.columns if c.startswith("paper"))
+    rows = ["| claim | paper (LLaMA2-7B) | this run | verdict |", "| --- | --- | --- | --- |"]
+    for _, r in claims.iterrows():
+        rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
+                    f"**{verdict(r['holds'])}** |")
+    return "\n".join(rows)
+
+
+def tally(claims: pd.DataFrame) -> str:
+    """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for a claims frame."""
+    v = [verdict(h) for h in claims["holds"]]
+    n = len(v)
+    return (f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
+            f"{v.count('inconclusive')} inconclusive")
+
+
+def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str | None:
+    """Markdown: one admonition per ``(folder name, label)`` whose identify results exist in
+    ``root/results_dir/<name>``; ``None`` when none has results (a caller then keeps what it had)."""
+    from arithmech.core import results as R
+    from arithmech.experiments.casestudy import claims
+    out = []
+    for name, label in models:
+        folder = Path(root) / results_dir / name
+        if not R.exists(folder, "effects.csv"):
+            continue
+        c = claims(folder)
+        out += [f":::{{admonition}} {label}: {tally(c)}", ":class: tip", "",
+                f"Computed by `casestudy.claims` from `{results_dir}/{name}/` (each rule is stated in the "
+                "*this run* column; *inconclusive*: its results are missing).", "", claims_table(c), ":::", ""]
+    return "\n".join(out).rstrip("\n") if out else None
+
+
+def update_markdown(path: Path, start: str, end: str, body: str | None) -> bool:
+    """Replace the text between the markers ``start`` and ``end`` of ``path`` with ``body``.
+
+    ``body=None`` keeps what is there. Returns True if the file changed; a file without both
+    markers raises ``ValueError`` naming them."""
+    if body is None:
+        return False
+    text = path.read_text()
+    if start not in text or end not in text:
+        raise ValueError(f"{path} lacks the markers {start} ... {end}")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    new = f"{head}{start}\n{body}\n{end}{tail}"
+    if new == text:
+        return False
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(new)
+    os.replace(tmp, path)
+    return True
+
+
+def hide_injected(nb_path: Path) -> bool:
+    """Tag papermill's ``injected-parameters`` cell of ``nb_path`` ``remove-cell``; True if it changed."""
+    nb = json.loads(Path(nb_path).read_text())
+    changed = False
+    for cell in nb.get("cells", []):
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+            changed = True
+    if changed:
+        Path(nb_path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return changed
+
+
+def _footer(model: str, params: dict) -> str:
+    shown = ", ".join(f"`{k}={v!r}`" for k, v in params.items() if k != "model")
+    return (f"*This page was executed on the model **{model}** by `python -m arithmech book`"
+            + (f" with {shown}" if shown else "") + ". Every chapter's parameters and how to re-run it on "
+            "another model: [Parameters](appendix_parameters.md).*")
+
+
+def chapter_end(findings: list[str], model: str, params: dict | None = None) -> None:
+    """A chapter's last cell: glue ``findings`` (3–5 computed lines) as the markdown the chapter's
+    "What this run found" box shows (``{glue:md} findings``), and display the footer naming ``model``."""
+    from IPython.display import Markdown, display
+    from myst_nb import glue
+    glue("findings", Markdown("\n".join(f"* {line}" for line in findings)), display=False)
+    display(Markdown(_footer(model, params or {})))
+
+
+# ----------------------------------------------------------------------------------------- tables
+def _fmt(x: Any) -> str:
+    if x is None or (isinstance(x, float) and x != x) or x is pd.NA or x is pd.NaT:
+        return MISSING
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
+        return f"{int(x):,}"
+    if isinstance(x, float):
+        return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.3g}" if abs(x) < 0.001 else f"{x:.3f}".rstrip("0").rstrip(".")
+    return str(x)
+
+
+def table_html(df: pd.DataFrame) -> str:
+    """HTML of ``df`` without its index (unless it is a named one), numbers rounded, "—" for missing;
+    folded into ``<details>`` past :data:`FOLD_ROWS` rows."""
+    d = df
+    if d.index.name is not None or isinstance(d.index, pd.MultiIndex):
+        d = d.reset_index()
+    d = d.astype(object).where(d.notna(), None)
+    body = (d.style.hide(axis="index").format(_fmt)
+            .set_table_attributes('class="dataframe arithmech-table"').to_html())
+    if len(d) > FOLD_ROWS:
+        return (f"<details><summary>table: {len(d)} rows × {d.shape[1]} columns (click to show)</summary>"
+                f"{body}</details>")
+    return body
+
+
+def use_table_display() -> None:
+    """Show every pandas DataFrame with :func:`table_html` in this IPython session (no-op outside one)."""
+    try:
+        ip = get_ipython()  # noqa: F821 (defined in IPython)
+    except NameError:
+        return
+    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+
+
+# ------------------------------------------------------------------------------- chapter findings
+def claim_lines(claims: pd.DataFrame, pattern: str) -> list[str]:
+    """``"<claim>: **holds** — <this run>"`` for the claims whose text matches the regex ``pattern``."""
+    rows = claims[claims["claim"].str.contains(pattern, regex=True)]
+    return [f"{r['claim']}: **{verdict(r['holds'])}** ({r['here']})" for _, r in rows.iterrows()]
+
+
+def finetune_lines(records: list[dict], names: dict[str, str] | None = None) -> list[str]:
+    """One line per benchmark: base → each record's accuracy (with its 95% interval and n where the
+    record has them), from fine-tune records (:func:`arithmech.finetune.runner.run_finetune`)."""
+    from arithmech.report.tables import setting_name
+    names = names or {}
+    pct = lambda m: f"{m['value']:.0%} [{m['ci'][0]:.0%}, {m['ci'][1]:.0%}]" if m.get("ci") else f"{m['value']:.0%}"
+    out = []
+    for b, m in records[0]["base"].items():
+        runs = "; ".join(f"{setting_name(r)} {pct(r['results'][b])}" for r in records if b in r["results"])
+        n = f" (n = {m['n']})" if m.get("n") else ""
+        out.append(f"{names.get(b, b)}{n}: base {pct(m)} → {runs}")
+    return out
