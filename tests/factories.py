@@ -60,3 +60,14 @@ def save_word_llama(folder) -> str:
     LlamaForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
+
+
+def random_sft_rows(n: int = 32, vocab: int = 50, seed: int = 0) -> list[dict]:
+    """``n`` tokenized SFT rows of random lengths 5–11 over ``vocab``: ``{input_ids, labels}`` with the
+    first two positions masked (-100), as a prompt would be."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        x = torch.randint(1, vocab, (int(torch.randint(5, 12, (1,), generator=g)),), generator=g).tolist()
+        out.append({"input_ids": x, "labels": [-100, -100] + x[2:]})
+    return out

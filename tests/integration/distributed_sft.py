@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # tests/ (factories)
-from factories import make_tiny_llama  # noqa: E402
+from factories import make_tiny_llama, random_sft_rows  # noqa: E402
 
 from arithmech.finetune import adapter as A  # noqa: E402
 from arithmech.finetune.runner import make_trainer, training_args  # noqa: E402
@@ -32,13 +32,6 @@ class _Tok:
     pad_token_id = 0
 
 
-def rows(n: int = 32, vocab: int = 50, seed: int = 0) -> list[dict]:
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(n):
-        x = torch.randint(1, vocab, (int(torch.randint(5, 12, (1,), generator=g)),), generator=g).tolist()
-        out.append({"input_ids": x, "labels": [-100, -100] + x[2:]})
-    return out
 
 
 def changed_outside_slices(merged: dict, orig: dict, spec: A.HeadSpec, head_dim: int) -> int:
@@ -70,7 +63,7 @@ def main(mode: str, out: str) -> None:
                              weight_decay=0.1, logging_steps=1, fsdp_layer=fsdp)
         model.train()
         precise = mode.startswith("precise")
-        trainer = make_trainer(model, "precise" if precise else "full", args, rows(), _Tok(),
+        trainer = make_trainer(model, "precise" if precise else "full", args, random_sft_rows(), _Tok(),
                                SPEC if precise else None, cache_prefix=(mode == "precise") if precise else None)
         trainer.train()
         state = trainer.state

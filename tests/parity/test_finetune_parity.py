@@ -13,7 +13,7 @@ from arithmech.core.models import Geometry
 from arithmech.finetune import adapter as A
 from arithmech.finetune.runner import Collator, HeadMaskedTrainer, training_args
 
-from factories import make_tiny_llama
+from factories import make_tiny_llama, random_sft_rows
 
 
 SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
@@ -22,13 +22,6 @@ SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 laye
 PROJ = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
-def _rows(n=32, vocab=50, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(n):
-        x = torch.randint(1, vocab, (int(torch.randint(5, 12, (1,), generator=g)),), generator=g).tolist()
-        out.append({"input_ids": x, "labels": [-100, -100] + x[2:]})
-    return out
 
 
 def _ids():
@@ -66,7 +59,7 @@ def test_untouched_weights_byte_identical_with_weight_decay(tmp_path):
     orig = {k: v.clone() for k, v in model.state_dict().items()}
     args = training_args(tmp_path, lr=1e-2, batch_size=8, micro_batch_size=4, max_steps=3, warmup=0.0,
                          weight_decay=0.1)
-    HeadMaskedTrainer(model, args, spec=spec, train_dataset=_rows(), data_collator=Collator(0)).train()
+    HeadMaskedTrainer(model, args, spec=spec, train_dataset=random_sft_rows(), data_collator=Collator(0)).train()
     for k, v in model.state_dict().items():               # base weights while the slices are attached
         if ".base." in k:
             assert torch.equal(v, orig[k.replace(".base.", ".")]), k
@@ -89,7 +82,7 @@ def test_bf16_base_fp32_slices_under_autocast(tmp_path):
     orig = {k: v.clone() for k, v in model.state_dict().items()}
     masks = _selected(model, spec, geo)
     args = training_args(tmp_path, lr=1e-2, batch_size=4, micro_batch_size=4, max_steps=2, warmup=0.0, bf16=True)
-    trainer = HeadMaskedTrainer(model, args, spec=spec, train_dataset=_rows(), data_collator=Collator(0))
+    trainer = HeadMaskedTrainer(model, args, spec=spec, train_dataset=random_sft_rows(), data_collator=Collator(0))
     trainer.train()
     state = A.trainable_state(model)
     assert all(p.dtype == torch.float32 for p in state.values())
@@ -199,7 +192,7 @@ def test_adapter_round_trip_and_merge(tmp_path):
     from transformers import AutoModelForCausalLM
     model = make_tiny_llama()
     args = training_args(tmp_path / "run", lr=1e-2, batch_size=4, micro_batch_size=4, max_steps=2, warmup=0.0)
-    trainer = HeadMaskedTrainer(model, args, spec=SPEC, train_dataset=_rows(), data_collator=Collator(0))
+    trainer = HeadMaskedTrainer(model, args, spec=SPEC, train_dataset=random_sft_rows(), data_collator=Collator(0))
     trainer.train()
     with torch.no_grad():
         trained = model(_ids()).logits
@@ -234,7 +227,7 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path):
         model = make_tiny_llama()
         args = training_args(out, lr=1e-2, batch_size=4, micro_batch_size=2, max_steps=4, warmup=0.25,
                              save_steps=2)
-        t = HeadMaskedTrainer(model, args, spec=SPEC, train_dataset=_rows(), data_collator=Collator(0),
+        t = HeadMaskedTrainer(model, args, spec=SPEC, train_dataset=random_sft_rows(), data_collator=Collator(0),
                               callbacks=list(callbacks))
         t.train(resume_from_checkpoint=resume)
         return model, t

@@ -8,16 +8,9 @@ import torch
 from arithmech.finetune import adapter as A
 from arithmech.finetune.runner import Collator, HeadMaskedTrainer, training_args
 
-from factories import make_tiny_llama
+from factories import make_tiny_llama, random_sft_rows
 
 
-def _rows(n=24, vocab=50, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(n):
-        x = torch.randint(1, vocab, (int(torch.randint(5, 12, (1,), generator=g)),), generator=g).tolist()
-        out.append({"input_ids": x, "labels": [-100, -100] + x[2:]})
-    return out
 
 
 def _train(make, spec, rows, tmp, cache, pad=0):
@@ -61,7 +54,7 @@ def test_cached_prefix_equals_plain_tiny_gqa_llama(tmp_path):
     losses (1e-6 relative) and slices (1e-6), change exactly the same entries, compute each row's prefix
     once, and leave no gradient on a frozen tensor."""
     spec = A.HeadSpec(heads=((2, 0), (2, 3), (3, 1)), mlps=(3,))
-    _check(lambda: make_tiny_llama("sdpa", n_layers=4), spec, _rows(), tmp_path)
+    _check(lambda: make_tiny_llama("sdpa", n_layers=4), spec, random_sft_rows(24), tmp_path)
 
 
 def test_cached_prefix_equals_plain_embedded(tmp_path):
@@ -90,4 +83,4 @@ def test_cache_prefix_refused_when_not_exact():
     args = training_args("/tmp/unused", batch_size=4, micro_batch_size=4, max_steps=1)
     with pytest.raises(ValueError, match="cache_prefix"):
         HeadMaskedTrainer(model, args, spec=A.HeadSpec(heads=((0, 1),)), cache_prefix=True,
-                          train_dataset=_rows(), data_collator=Collator(0))
+                          train_dataset=random_sft_rows(24), data_collator=Collator(0))
