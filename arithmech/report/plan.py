@@ -39,7 +39,7 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
     import yaml
     toc_path = root / "_toc.yml"
     if not toc_path.exists():
-        raise BookError(f"no _toc.yml in {root}: run from the repository root or pass --root")
+        raise BookArgumentError(f"no _toc.yml in {root}: run from the repository root or pass --root")
     toc = yaml.safe_load(toc_path.read_text())
     entries: list[str] = [toc["root"]]
 
@@ -73,11 +73,11 @@ def load_config(root: Path, config: Path | None = None) -> dict:
     import yaml
     path = root / (config or CONFIG)
     if not path.exists():
-        raise BookError(f"book configuration {path} does not exist")
+        raise BookArgumentError(f"book configuration {path} does not exist: run from the repository root or pass --root")
     cfg = yaml.safe_load(path.read_text()) or {}
     unknown = set(cfg) - {"global", "chapters", "execution"}
     if unknown:
-        raise BookError(f"{path}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution")
+        raise BookArgumentError(f"{path}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution")
     return {"global": cfg.get("global") or {}, "chapters": cfg.get("chapters") or {},
             "execution": cfg.get("execution") or {}}
 
