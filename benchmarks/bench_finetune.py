@@ -36,6 +36,8 @@ from pathlib import Path
 
 import torch
 
+from arithmech.core.atomic import atomic_json
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "finetune.json"
 
@@ -221,10 +223,7 @@ def main() -> None:
                   compute_ratio(32, 4096, 32, 32, 128, 11008, 32000, 11, cached=True), 2),
               "note": "predicted_compute_ratio: full-over-precise FLOPs per token (compute_ratio), the most a "
                       "samples/s ratio can reach from compute alone when neither mode is memory-bound"}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2))
-    tmp.replace(OUT)
+    atomic_json(OUT, report)
     print(f"wrote {OUT}")
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from arithmech.core.atomic import atomic_json
 from arithmech.data import pairs as D
 from arithmech.core.models import load_model
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
@@ -121,10 +122,7 @@ def main(argv=None) -> dict:
               "processor": platform.processor() or platform.machine(), "torch": torch.__version__,
               "transformers": transformers.__version__, "runs": runs}
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2))
-    tmp.replace(out)
+    atomic_json(out, result)
     print(f"wrote {out}")
     return result
 

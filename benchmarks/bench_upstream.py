@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from arithmech.core import results as R
+from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import pairs as D
 from arithmech.methods import upstream as U
@@ -91,10 +92,7 @@ def main(argv=None) -> dict:
               "cpu_count": os.cpu_count(), "load_average_at_end": [round(v, 2) for v in os.getloadavg()],
               "processor": platform.processor() or platform.machine(), "torch": torch.__version__,
               "transformers": transformers.__version__, "runs": runs}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
+    atomic_json(out, result)
     print(f"wrote {out}")
     return result
 

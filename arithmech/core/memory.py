@@ -18,9 +18,20 @@
 """
 from __future__ import annotations
 
+import os
 import sys
+import threading
 
 import torch
+
+
+def rss_now() -> int | None:
+    """This process's resident set right now, in bytes, from ``/proc/self/statm`` (``None`` elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return None
 
 
 def peak_rss_bytes() -> int | None:
@@ -59,3 +70,53 @@ class PeakMemory:
         return {"peak_rss_bytes": max(rss) if rss else peak_rss_bytes(), "peak_rss_by_phase": dict(self.rss),
                 "cuda_peak_bytes": max(self.cuda.values()) if self.cuda else None,
                 "cuda_peak_by_phase": dict(self.cuda) if self.gpus else None}
+
+
+class BlockPeakMemory:
+    """Peak memory of a ``with`` block, above what was in use at entry (a training run's own cost; unlike
+    :class:`PeakMemory`, which records the process's high-water mark per phase). CUDA: ``torch.cuda.max_memory_allocated`` minus the
+    allocation at entry. CPU: resident set size sampled every 5 ms from ``/proc/self/statm``
+    (torch's CPU allocator is invisible to tracemalloc), minus the RSS at entry; elsewhere the
+    ``ru_maxrss`` increase."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = torch.device(device)
+        self.result: dict = {}
+
+    _rss = staticmethod(rss_now)
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.base = torch.cuda.memory_allocated(self.device)
+        else:
+            self.base, self.peak, self._stop = self._rss(), 0, threading.Event()
+            self.base_maxrss = peak_rss_bytes()
+            if self.base is not None:
+                self.peak = self.base
+                self._thread = threading.Thread(target=self._sample, daemon=True)
+                self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self._rss() or 0)
+
+    def __exit__(self, *exc):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            peak = torch.cuda.max_memory_allocated(self.device)
+            self.result = {"peak_bytes": peak - self.base, "peak_total_bytes": peak,
+                           "method": "torch.cuda.max_memory_allocated"}
+        elif self.base is not None:
+            self._stop.set()
+            self._thread.join()
+            self.peak = max(self.peak, self._rss() or 0)
+            self.result = {"peak_bytes": self.peak - self.base, "peak_total_bytes": self.peak,
+                           "method": "RSS sampled every 5 ms (/proc/self/statm)"}
+        else:
+            peak = peak_rss_bytes()
+            self.result = {"peak_bytes": peak - self.base_maxrss, "peak_total_bytes": peak,
+                           "method": "ru_maxrss increase"}
+        return False

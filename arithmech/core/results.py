@@ -44,7 +44,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from arithmech.core.atomic import atomic_json, atomic_write, dumps  # noqa: F401 (part of the contract)
+from arithmech.core.atomic import atomic_json, dumps
 
 SCHEMA_VERSION = 1
 RUN = "run.json"

@@ -49,6 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from arithmech.core.atomic import atomic_json
 from arithmech.core.models import Geometry, arch_for
 
 ADAPTER_WEIGHTS = "adapter.safetensors"
@@ -266,8 +267,7 @@ def save_adapter(model: nn.Module, spec: HeadSpec, out_dir: str | Path, base: st
     tmp = out / (ADAPTER_WEIGHTS + ".tmp")
     save_file(tensors, str(tmp))
     os.replace(tmp, out / ADAPTER_WEIGHTS)
-    (out / (ADAPTER_CONFIG + ".tmp")).write_text(json.dumps(meta, indent=2))
-    os.replace(out / (ADAPTER_CONFIG + ".tmp"), out / ADAPTER_CONFIG)
+    atomic_json(out / ADAPTER_CONFIG, meta)
     return out
 
 

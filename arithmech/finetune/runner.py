@@ -35,9 +35,7 @@ batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 from __future__ import annotations
 
 import os
-import resource
 import tempfile
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -47,6 +45,7 @@ import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
 from arithmech.core import results as R
+from arithmech.core.memory import BlockPeakMemory
 from arithmech.finetune import adapter as A
 from arithmech.finetune import checks as C
 from arithmech.finetune import prefix as P
@@ -147,61 +146,6 @@ class _Clock(TrainerCallback):
         self.times.append(time.perf_counter())
 
 
-class PeakMemory:
-    """Peak memory of a ``with`` block. CUDA: ``torch.cuda.max_memory_allocated`` minus the
-    allocation at entry. CPU: resident set size sampled every 5 ms from ``/proc/self/statm``
-    (torch's CPU allocator is invisible to tracemalloc), minus the RSS at entry; elsewhere the
-    ``ru_maxrss`` increase."""
-
-    def __init__(self, device: str = "cpu"):
-        self.device = torch.device(device)
-        self.result: dict = {}
-
-    @staticmethod
-    def _rss() -> int | None:
-        try:
-            with open("/proc/self/statm") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except OSError:
-            return None
-
-    def __enter__(self):
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self.base = torch.cuda.memory_allocated(self.device)
-        else:
-            self.base, self.peak, self._stop = self._rss(), 0, threading.Event()
-            self.base_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-            if self.base is not None:
-                self.peak = self.base
-                self._thread = threading.Thread(target=self._sample, daemon=True)
-                self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, self._rss() or 0)
-
-    def __exit__(self, *exc):
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            peak = torch.cuda.max_memory_allocated(self.device)
-            self.result = {"peak_bytes": peak - self.base, "peak_total_bytes": peak,
-                           "method": "torch.cuda.max_memory_allocated"}
-        elif self.base is not None:
-            self._stop.set()
-            self._thread.join()
-            self.peak = max(self.peak, self._rss() or 0)
-            self.result = {"peak_bytes": self.peak - self.base, "peak_total_bytes": self.peak,
-                           "method": "RSS sampled every 5 ms (/proc/self/statm)"}
-        else:
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-            self.result = {"peak_bytes": peak - self.base_maxrss, "peak_total_bytes": peak,
-                           "method": "ru_maxrss increase"}
-        return False
-
-
 def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], tok,
                  spec: A.HeadSpec | None = None, cache_prefix: bool | None = None) -> Trainer:
     """A :class:`HeadMaskedTrainer` (``precise``; ``cache_prefix`` as there) or a plain ``Trainer`` on all
@@ -222,7 +166,7 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
     """Run ``trainer.train()``; return samples/s (steady state and Trainer's), peak memory, losses."""
     clock = _Clock()
     trainer.add_callback(clock)
-    with PeakMemory(device) as mem:
+    with BlockPeakMemory(device) as mem:
         out = trainer.train()
     a = trainer.args
     eff = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size

@@ -14,11 +14,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
+
+from arithmech.core.atomic import atomic_write
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 MISSING = "—"
@@ -86,9 +87,7 @@ def update_markdown(path: Path, start: str, end: str, body: str | None) -> bool:
     new = f"{head}{start}\n{body}\n{end}{tail}"
     if new == text:
         return False
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(new)
-    os.replace(tmp, path)
+    atomic_write(path, new)
     return True
 
 
