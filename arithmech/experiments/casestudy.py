@@ -1,4 +1,6 @@
-"""A case study on any model: accuracy per template, two counterfactuals, and the paper's claims decided.
+"""A case study on any model: accuracy per template, two counterfactuals, Table 1 side by side.
+
+The paper's claims, decided on a results folder, are :mod:`arithmech.experiments.claims`.
 
 The book's SmolLM2-135M-Instruct appendix runs on this module with ``model`` a parameter (the embedded
 model works too). A pretrained model is a weak calculator, so the method runs on the prompts it
@@ -12,7 +14,6 @@ answers right (X_r). What the appendix needs beyond the pipeline's own steps:
 * :func:`ensure_identify`, :func:`ensure_analyze`, :func:`ensure_accuracy`: the appendix's results, read
   from the model's results folder or computed (knockout curves on a coarser grid of k than the identify
   command's, so that the chapter runs in minutes on 2 cores);
-* :func:`claims`: the paper's claims, each with the measurement that decides it here.
 
 Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.experiments.table1`. The commands::
 
@@ -248,105 +249,7 @@ def ensure_accuracy(model, tok, folder: str | Path, n_per_template: int = 16, se
     return R.read(folder, "accuracy_by_template.csv")
 
 
-# ------------------------------------------------------------------------------------- the verdict
-def _knock(ko: pd.DataFrame, kind: str, k: int) -> tuple[float, float, float]:
-    """(effect-rank accuracy, mean and lowest random-rank accuracy) at ``k`` knocked-out components."""
-    d = ko[(ko.kind == kind) & (ko.k == k)]
-    r = d[d.order == "random-rank"].accuracy
-    return float(d[d.order == "effect-rank"].accuracy.iloc[0]), float(r.mean()), float(r.min())
-
-
-def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
-    """The paper's claims, each decided by a stated measurement on the results in ``folder``.
-
-    Rows ``claim, paper, here, holds`` (``holds``: True / False, None when the results are missing).
-    ``top``: key heads = the ``top`` heads by effect rank of task ``all``; ``k``: heads knocked out.
-    """
-    from arithmech.methods.identify import ranking
-    folder = Path(folder)
-    r = R.read_step(folder, "identify")
-    eff, ko = r["effects"], r["knockout"]
-    task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
-    e = eff[eff.task == task]
-    L = int(e.layer.max()) + 1
-    heads, _ = ranking(eff, task)
-    hd = e[e["head"] != "mlp"]
-    neg = (-hd.logit_diff.clip(upper=0))
-    top_set = {f"{l}.{h}" for l, h in heads[:top]}
-    share = float(neg[[f"{l}.{h}" in top_set for l, h in zip(hd.layer, hd["head"])]].sum() / max(neg.sum(), 1e-12))
-    n_key = int((hd.effect < -0.05).sum())
-    depth = sorted(l / (L - 1) for l, _ in heads[:top])
-    mid = depth[len(depth) // 2]
-    eff_k, rnd_k, rnd_min = _knock(ko, "head", k)
-    base = _knock(ko, "head", 0)[0]
-    mlp = e[e["head"] == "mlp"].set_index("layer").logit_diff.abs()
-    cut = round(mid * (L - 1))
-    late, early = float(mlp[mlp.index > cut].mean()), float(mlp[mlp.index <= cut].mean())
-    rows = [
-        ("A few heads carry the effect", "few key heads among 1024 (12.22: −14.0%)",
-         f"top {top} of {len(hd)} heads hold {share:.0%} of the negative logit change; {n_key} heads below −5%",
-         share >= 0.5),
-        ("Key heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
-         f"median depth of the top {top}: {mid:.2f} (layers {sorted(l for l, _ in heads[:top])}; middle third: "
-         "0.33–0.67)", 1 / 3 <= mid <= 2 / 3),
-        (f"Knocking out the top {k} heads hurts more than {k} random ones", "sharp drop by effect rank (Fig. 3)",
-         f"accuracy {base:.0%} → {eff_k:.0%} (effect rank) vs {rnd_k:.0%} (random, lowest {rnd_min:.0%}); "
-         f"n = {int(ko.n.iloc[0])} prompts",
-         eff_k < rnd_min),
-        (f"Random knockout of {k} heads keeps accuracy within 2 points", "within 2% (Fig. 3)",
-         f"random-rank mean {rnd_k:.1%} vs intact {base:.1%} (one prompt = {1 / int(ko.n.iloc[0]):.1%})",
-         base - rnd_k <= 0.02),
-        ("MLPs after the key heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
-         f"mean |logit change| of MLPs after layer {cut}: {late:.3f} vs up to it: {early:.3f}", late > 2 * early),
-    ]
-    if "heldout" in r and "relative_drop" in r["heldout"]:
-        h = r["heldout"]
-        rows.append(("Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
-                     f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} "
-                     f"({h['relative_drop']:+.0%}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}",
-                     h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]))
-    if R.exists(folder, "analyze.json"):
-        from arithmech.methods.attention import label_heads
-        roles = R.read(folder, "attention_roles.csv")
-        lab = label_heads(roles, heads[:top])
-        n_op = int(lab.label.isin(["operand", "operator"]).sum())
-        st = R.read(folder, "analyze.json")["stages"]
-        rows.append(("Key heads attend to operands or operators", "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
-                     f"{n_op} of the top {top} put most END attention on operands or the operator", n_op >= top / 2))
-        if st:
-            rows.append(("Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both curves",
-                         f"operands {st['operands']}, answer {st['answer']}", st["answer"][1] >= st["operands"][1]))
-    rows += _table1_claims(folder)
-    return pd.DataFrame(rows, columns=["claim", "paper (LLaMA2-7B)", "here", "holds"])
-
-
-def _table1_claims(folder: Path) -> list[tuple]:
-    from arithmech.experiments.table1 import table1_frame
-    t = table1_frame(folder)
-    math_ = ["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"]
-    have = lambda mode: set(t[t["mode"] == mode].measure)
-    if not all(set(math_) | {"lm_loss"} <= have(mode) for mode in ("full", "precise")):
-        # (the embedded model's toy fine-tunes measure other benchmarks: the Fine-tune chapter reports them)
-        return [("Precise SFT ≈ full SFT on math, keeps generic skill", "Table 1",
-                 "no Table 1 results on these measures yet (python -m arithmech table1)", None)]
-    g = lambda mode, m: t[(t["mode"] == mode) & (t.measure == m)].iloc[0]
-    dm = {mode: sum(g(mode, m).delta for m in math_) / len(math_) for mode in ("full", "precise")}
-    loss = {mode: g(mode, "lm_loss") for mode in ("full", "precise")}
-    sp = {mode: g(mode, "lm_loss").samples_per_second for mode in ("full", "precise")}
-    return [
-        ("Precise SFT improves math about as much as full SFT", "+15 points on average, ≥ full SFT",
-         f"mean change on the five unseen math measures: full {dm['full']:+.1%}, precise {dm['precise']:+.1%}",
-         dm["full"] > 0 and dm["precise"] >= 0.5 * dm["full"]),
-        ("Full SFT costs generic skill, precise SFT keeps it", "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2",
-         f"generic-text loss change: full {loss['full'].delta:+.3f} [{loss['full'].delta_ci_low:+.3f}, "
-         f"{loss['full'].delta_ci_high:+.3f}], precise {loss['precise'].delta:+.3f} "
-         f"[{loss['precise'].delta_ci_low:+.3f}, {loss['precise'].delta_ci_high:+.3f}] nats",
-         loss["full"].delta_ci_low > 0 and loss["precise"].delta < loss["full"].delta),
-        ("Precise SFT trains faster", "50 vs 15 samples/s", f"{sp['precise']:.1f} vs {sp['full']:.1f} samples/s",
-         sp["precise"] > sp["full"]),
-    ]
-
-
+# -------------------------------------------------------------------------------- Table 1 side by side
 def table1_side_by_side(results_dir: str | Path, model_name: str) -> pd.DataFrame:
     """One row per (model, mode): mean math and generic accuracy (%), samples/s and tuned parameters, for
     the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,

@@ -2,7 +2,7 @@
 
 * :func:`results_box` — the introduction's box per model: the paper's claims, this run's numbers and
   a verdict (*holds* / *does not hold* / *inconclusive*), all read from
-  :func:`arithmech.experiments.casestudy.claims` on ``results/<model>/``; never typed.
+  :func:`arithmech.experiments.claims.claims` on ``results/<model>/``; never typed.
   :func:`update_markdown` writes it (and the parameters table) between markers of a ``.md`` page.
 * :func:`chapter_end` — a chapter's last cell: glues the chapter's "what this run found" (shown under
   its title through ``{glue:md}``) and prints a footer naming the model the page actually ran on.
@@ -38,12 +38,14 @@ def _md_cell(x: Any) -> str:
 
 
 def claims_table(claims: pd.DataFrame) -> str:
-    """Markdown table ``claim | paper | this run | verdict`` of a claims frame (see ``casestudy.claims``)."""
+    """Markdown table ``claim | paper | rule (fixed before the run) | this run | verdict`` of a claims frame
+    (see :func:`arithmech.experiments.claims.claims`)."""
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
-    rows = ["| claim | paper (LLaMA2-7B) | this run | verdict |", "| --- | --- | --- | --- |"]
+    rows = ["| claim | paper (LLaMA2-7B) | rule, fixed before the run | this run | verdict |",
+            "| --- | --- | --- | --- | --- |"]
     for _, r in claims.iterrows():
-        rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
-                    f"**{verdict(r['holds'])}** |")
+        rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} | "
+                    f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
     return "\n".join(rows)
 
 
@@ -59,7 +61,7 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
     """Markdown: one admonition per ``(folder name, label)`` whose identify results exist in
     ``root/results_dir/<name>``; ``None`` when none has results (a caller then keeps what it had)."""
     from arithmech.core import results as R
-    from arithmech.experiments.casestudy import claims
+    from arithmech.experiments.claims import claims
     out = []
     for name, label in models:
         folder = Path(root) / results_dir / name
@@ -67,8 +69,9 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
             continue
         c = claims(folder)
         out += [f":::{{admonition}} {label}: {tally(c)}", ":class: tip", "",
-                f"Computed by `casestudy.claims` from `{results_dir}/{name}/` (each rule is stated in the "
-                "*this run* column; *inconclusive*: its results are missing).", "", claims_table(c), ":::", ""]
+                f"Computed by `arithmech.experiments.claims` from `{results_dir}/{name}/`. Each rule was fixed "
+                "before the run and is the same for every model; *inconclusive*: the results it needs are missing "
+                "or their intervals do not decide it.", "", claims_table(c), ":::", ""]
     return "\n".join(out).rstrip("\n") if out else None
 
 
@@ -159,9 +162,10 @@ def use_table_display() -> None:
 
 
 # ------------------------------------------------------------------------------- chapter findings
-def claim_lines(claims: pd.DataFrame, pattern: str) -> list[str]:
-    """``"<claim>: **holds** — <this run>"`` for the claims whose text matches the regex ``pattern``."""
-    rows = claims[claims["claim"].str.contains(pattern, regex=True)]
+def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
+    """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.experiments.claims`,
+    in that order; an id the frame lacks is a ``KeyError``)."""
+    rows = claims.set_index("id").loc[list(ids)].reset_index()
     return [f"{r['claim']}: **{verdict(r['holds'])}** ({r['here']})" for _, r in rows.iterrows()]
 
 

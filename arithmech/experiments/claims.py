@@ -1,0 +1,316 @@
+"""The paper's claims as rules written before the run, decided on a results folder.
+
+Every sentence of the book that states a finding comes from here. A claim is a :class:`Rule`: what the
+paper says, and the test that decides it on *this* run — written down before any result is read and
+the same for every model. :func:`claims` reads ``results/<model>/`` through
+:mod:`arithmech.core.results` and returns one row per rule::
+
+    id | claim | paper (LLaMA2-7B) | rule | here | holds
+
+``holds`` is ``True`` (holds), ``False`` (does not hold) or ``None`` (inconclusive: the results the rule
+needs are missing, or their intervals cannot separate the two outcomes). ``here`` gives the numbers the
+rule was applied to, each with its sample size or interval.
+
+A chapter shows :func:`rules_markdown` of its claims *before* its results and the decided rows after
+them (:func:`arithmech.report.pages.claim_lines`); the tests check that the rendered text and this
+table agree.
+
+Adding a claim: add a :class:`Rule` to :data:`RULES` and a decider ``ctx -> (here, holds)`` to
+:data:`DECIDERS` under the same id. A decider raises :class:`Missing` when a file it needs is absent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pandas as pd
+
+from arithmech.core import results as R
+
+THRESHOLD = -0.05          # the paper's key-head threshold (relative change of the answer logit)
+TOP = 10                   # "the top heads": the first TOP by effect rank
+K = 8                      # heads knocked out in the knockout claims
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One claim of the paper and the rule that decides it on a run (fixed before the run)."""
+
+    id: str
+    claim: str
+    paper: str
+    rule: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (12.22: −14.0%)",
+         "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
+         "effects.csv has intervals); does not hold iff none is"),
+    Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2)",
+         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change"),
+    Rule("middle-layers", "Key heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
+         f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
+         "[1/3, 2/3]"),
+    Rule("logit-diff-ranking", "The relative change and the logit difference rank heads alike",
+         "ranks by the relative change (§4.1)",
+         "holds iff the Spearman correlation between the two per-head measures is ≥ 0.9; does not hold iff < 0.9"),
+    Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
+         "sharp drop by effect rank (Fig. 3)",
+         f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads (and, where "
+         "the file has intervals, its Wilson interval lies below the random draws' 5th percentile); inconclusive "
+         "where below the lowest draw but the interval overlaps the band"),
+    Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
+         "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads is within 2 points of "
+         "the intact accuracy"),
+    Rule("mlps-late", "MLPs after the key heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
+         f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
+         "twice that of the MLPs up to it"),
+    Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
+         "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
+         "accuracy by ≥ 20% relative and below the mean of as many random heads"),
+    Rule("attention-roles", "Key heads attend to operands or operators",
+         "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
+         f"holds iff at least half of the top {TOP} heads put most of END's attention on operands or the operator"),
+    Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
+         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)"),
+    Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
+         "+15 points on average, ≥ full SFT (Table 1)",
+         "on the math measures (exact answers; Wilson/bootstrap 95% intervals of each change against base): does not "
+         "hold iff precise's change interval lies entirely below full's on any measure; holds iff the mean change of "
+         "precise is ≥ full's minus 5 points and no interval lies below; inconclusive otherwise"),
+    Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
+         "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
+         "on the generic-text loss (nats, bootstrap interval of the change against base): holds iff full's change "
+         "interval lies above 0 and precise's upper bound lies below full's lower bound; does not hold iff precise's "
+         "change is larger than full's with the intervals apart; inconclusive otherwise"),
+)
+BY_ID = {r.id: r for r in RULES}
+
+
+class Missing(Exception):
+    """A file a rule needs is not in the results folder (the claim is then inconclusive)."""
+
+
+class Context:
+    """Lazy access to one results folder for the deciders (each file read once)."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self._cache: dict[str, object] = {}
+
+    def read(self, name: str):
+        if name not in self._cache:
+            if not R.exists(self.folder, name):
+                raise Missing(f"{name} is missing")
+            self._cache[name] = R.read(self.folder, name)
+        return self._cache[name]
+
+    def effects(self) -> pd.DataFrame:
+        """Rows of the primary task (``all`` when several tasks were patched)."""
+        eff = self.read("effects.csv")
+        task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
+        return eff[eff.task == task]
+
+    def heads(self) -> pd.DataFrame:
+        """Head rows of the primary task, most negative effect first (ties: layer, head)."""
+        hd = self.effects()
+        hd = hd[hd["head"] != "mlp"].assign(head=lambda d: d["head"].astype(int))
+        return hd.sort_values(["effect", "layer", "head"], kind="stable")
+
+
+# ------------------------------------------------------------------------------------ deciders
+def _key_heads(ctx: Context):
+    hd = ctx.heads()
+    upper = hd["effect_hi"] if "effect_hi" in hd else hd["effect"]
+    key = hd[upper < THRESHOLD]
+    how = "bootstrap interval below" if "effect_hi" in hd else "effect below"
+    names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
+    return (f"{len(key)} of {len(hd)} heads have their {how} {THRESHOLD:+.0%} ({names}); strongest: "
+            f"{hd.effect.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} prompts", len(key) > 0)
+
+
+def _few_heads(ctx: Context):
+    hd = ctx.heads()
+    neg = -hd.logit_diff.clip(upper=0)
+    share = float(neg.iloc[:TOP].sum() / max(neg.sum(), 1e-12))
+    return f"top {TOP} of {len(hd)} heads hold {share:.0%} of the negative logit change", share >= 0.5
+
+
+def _median_depth(ctx: Context) -> tuple[float, list[int], int]:
+    hd = ctx.heads()
+    L = int(ctx.effects().layer.max()) + 1
+    layers = sorted(int(l) for l in hd.layer.iloc[:TOP])
+    depth = sorted(l / (L - 1) for l in layers)
+    return depth[len(depth) // 2], layers, L
+
+
+def _middle_layers(ctx: Context):
+    mid, layers, _ = _median_depth(ctx)
+    return f"median depth of the top {TOP}: {mid:.2f} (layers {layers})", 1 / 3 <= mid <= 2 / 3
+
+
+def _logit_diff_ranking(ctx: Context):
+    hd = ctx.heads()
+    rho = float(hd.effect.rank().corr(hd.logit_diff.rank()))
+    return f"Spearman ρ = {rho:.2f} over {len(hd)} heads", rho >= 0.9
+
+
+def _knock(ctx: Context, k: int):
+    ko = ctx.read("knockout.csv")
+    if "positions" in ko:
+        ko = ko[ko.positions == ko.positions.iloc[0]]
+    d = ko[(ko.kind == "head") & (ko.k == k)]
+    key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
+    if key.empty or rnd.empty:
+        raise Missing(f"knockout.csv has no head curve at k = {k}")
+    intact = ko[(ko.kind == "head") & (ko.k == 0)].accuracy
+    return key.iloc[0], rnd, float(intact.iloc[0]) if len(intact) else float("nan")
+
+
+def _knockout_key_vs_random(ctx: Context):
+    key, rnd, intact = _knock(ctx, K)
+    acc, n = float(key.accuracy), int(key.n)
+    here = (f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
+            f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts")
+    if acc >= rnd.accuracy.min():
+        return here, False
+    if "ci_high" in key:
+        p5 = float(rnd.accuracy.quantile(0.05))
+        return here + f"; Wilson upper bound {key.ci_high:.0%} vs 5th percentile {p5:.0%}", \
+            (True if key.ci_high < p5 else None)
+    return here, True
+
+
+def _knockout_random_flat(ctx: Context):
+    _, rnd, intact = _knock(ctx, K)
+    m = float(rnd.accuracy.mean())
+    return (f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)",
+            intact - m <= 0.02)
+
+
+def _mlps_late(ctx: Context):
+    mid, _, L = _median_depth(ctx)
+    e = ctx.effects()
+    mlp = e[e["head"] == "mlp"].set_index("layer").logit_diff.abs()
+    cut = round(mid * (L - 1))
+    late, early = float(mlp[mlp.index > cut].mean()), float(mlp[mlp.index <= cut].mean())
+    if mlp[mlp.index > cut].empty:
+        return f"no MLP after layer {cut}", False
+    return f"mean |logit change| after layer {cut}: {late:.3f} vs up to it: {early:.3f}", late > 2 * early
+
+
+def _transfer(ctx: Context):
+    h = ctx.read("heldout.json")
+    if "relative_drop" not in h:
+        raise Missing("heldout.json has no knockout result")
+    return (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({h['relative_drop']:+.0%}); "
+            f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts",
+            h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"])
+
+
+def _attention_roles(ctx: Context):
+    from arithmech.methods.attention import label_heads
+    roles = ctx.read("attention_roles.csv")
+    hd = ctx.heads()
+    top = [(int(l), int(h)) for l, h in zip(hd.layer.iloc[:TOP], hd["head"].iloc[:TOP])]
+    n_op = int(label_heads(roles, top).label.isin(["operand", "operator"]).sum())
+    return f"{n_op} of the top {TOP} put most END attention on operands or the operator", n_op >= TOP / 2
+
+
+def _stages(ctx: Context):
+    st = ctx.read("analyze.json").get("stages") or {}
+    if "answer" not in st or "operands" not in st:
+        raise Missing("analyze.json has no stages")
+    return f"operands {st['operands']}, answer {st['answer']}", st["answer"][1] >= st["operands"][1]
+
+
+MATH = ("heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp")
+
+
+def _table1(ctx: Context) -> pd.DataFrame:
+    from arithmech.experiments.table1 import table1_frame
+    t = table1_frame(ctx.folder)
+    if t.empty or not {"full", "precise"} <= set(t["mode"]):
+        raise Missing("no Table 1 results (python -m arithmech table1)")
+    return t
+
+
+def _row(t: pd.DataFrame, mode: str, measure: str):
+    d = t[(t["mode"] == mode) & (t.measure == measure)]
+    if d.empty:
+        raise Missing(f"Table 1 has no {measure} for {mode}")
+    return d.iloc[0]
+
+
+def _precise_matches_full(ctx: Context):
+    t = _table1(ctx)
+    ms = [m for m in MATH if m in set(t.measure)
+          and all(pd.notna(_row(t, mode, m)[c]) for mode in ("full", "precise") for c in ("delta_ci_low", "delta_ci_high"))]
+    if not ms:
+        raise Missing("Table 1 has no math measure with intervals")
+    below = [m for m in ms if _row(t, "precise", m).delta_ci_high < _row(t, "full", m).delta_ci_low]
+    mean = {mode: sum(_row(t, mode, m).delta for m in ms) / len(ms) for mode in ("full", "precise")}
+    here = (f"mean change on {len(ms)} math measures: full {mean['full']:+.1%}, precise {mean['precise']:+.1%}; "
+            f"precise's interval below full's on: {', '.join(below) or 'none'}")
+    if below:
+        return here, False
+    return here, (True if mean["precise"] >= mean["full"] - 0.05 else None)
+
+
+def _precise_keeps_generic(ctx: Context):
+    t = _table1(ctx)
+    f, p = _row(t, "full", "lm_loss"), _row(t, "precise", "lm_loss")
+    if any(pd.isna(x[c]) for x in (f, p) for c in ("delta", "delta_ci_low", "delta_ci_high")):
+        raise Missing("Table 1 has no interval for the generic-text loss")
+    here = (f"generic-text loss change: full {f.delta:+.3f} [{f.delta_ci_low:+.3f}, {f.delta_ci_high:+.3f}], "
+            f"precise {p.delta:+.3f} [{p.delta_ci_low:+.3f}, {p.delta_ci_high:+.3f}] nats")
+    if f.delta_ci_low > 0 and p.delta_ci_high < f.delta_ci_low:
+        return here, True
+    if p.delta_ci_low > f.delta_ci_high:
+        return here, False
+    return here, None
+
+
+DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
+    "key-heads-exist": _key_heads, "few-heads": _few_heads, "middle-layers": _middle_layers,
+    "logit-diff-ranking": _logit_diff_ranking, "knockout-key-vs-random": _knockout_key_vs_random,
+    "knockout-random-flat": _knockout_random_flat, "mlps-late": _mlps_late, "transfer": _transfer,
+    "attention-roles": _attention_roles, "stages": _stages,
+    "precise-matches-full": _precise_matches_full, "precise-keeps-generic": _precise_keeps_generic,
+}
+
+
+# --------------------------------------------------------------------------------------- public
+def claims(folder: str | Path, ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Decide the rules ``ids`` (all of :data:`RULES` by default) on the results in ``folder``.
+
+    Returns rows ``id, claim, paper (LLaMA2-7B), rule, here, holds``; a rule whose files are missing is
+    inconclusive with ``here`` saying which file.
+    """
+    ctx, rows = Context(folder), []
+    for rule in select(ids):
+        try:
+            here, holds = DECIDERS[rule.id](ctx)
+        except Missing as e:
+            here, holds = f"not measured: {e}", None
+        rows.append((rule.id, rule.claim, rule.paper, rule.rule, here, None if holds is None else bool(holds)))
+    df = pd.DataFrame(rows, columns=["id", "claim", "paper (LLaMA2-7B)", "rule", "here", "holds"])
+    df["holds"] = pd.Series([r[-1] for r in rows], dtype=object)      # True / False / None, never numpy bools
+    return df
+
+
+def select(ids: Iterable[str] | None) -> list[Rule]:
+    """The rules named ``ids`` (all when ``None``); an unknown id is a ``ValueError`` naming the known ones."""
+    if ids is None:
+        return list(RULES)
+    ids = list(ids)
+    unknown = [i for i in ids if i not in BY_ID]
+    if unknown:
+        raise ValueError(f"unknown claim id(s) {unknown}; known: {', '.join(BY_ID)}")
+    return [BY_ID[i] for i in ids]
+
+
+def rules_markdown(ids: Iterable[str]) -> str:
+    """The rules ``ids`` as a markdown list, for a chapter to state *before* its results."""
+    return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}." for r in select(ids))

@@ -1,0 +1,125 @@
+"""The claims table: rules fixed before the run, decided from the files of a results folder.
+
+Each test writes a small synthetic results folder through the results contract with numbers chosen so
+that a rule must flip, and checks the verdict the table computes — so a decider that ignores its input,
+or reads the wrong column, fails here.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from arithmech.core import results as R
+from arithmech.experiments import claims as C
+from arithmech.report.pages import claim_lines, claims_table, verdict
+
+
+def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> pd.DataFrame:
+    rows = []
+    L = len(mlp_effects)
+    for l in range(L):
+        for h in range(2):
+            e = head_effects.get((l, h), 0.0)
+            r = {"task": "all", "layer": l, "head": str(h), "effect": e, "logit_diff": 10 * e, "n": 100}
+            if hi is not None:
+                r["effect_lo"], r["effect_hi"] = e - 0.01, hi.get((l, h), e + 0.01)
+            rows.append(r)
+        m = mlp_effects[l]
+        r = {"task": "all", "layer": l, "head": "mlp", "effect": m, "logit_diff": 10 * m, "n": 100}
+        if hi is not None:
+            r["effect_lo"], r["effect_hi"] = m - 0.01, m + 0.01
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def _knockout(key_acc: float, random_accs: list[float], k: int = C.K, ci_high: float | None = None) -> pd.DataFrame:
+    rows = [dict(task="all", kind="head", order="effect-rank", seed=-1, k=0, accuracy=1.0, n=256),
+            dict(task="all", kind="head", order="effect-rank", seed=-1, k=k, accuracy=key_acc, n=256)]
+    rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=k, accuracy=a, n=256)
+             for s, a in enumerate(random_accs)]
+    df = pd.DataFrame(rows)
+    if ci_high is not None:
+        df["ci_high"] = [1.0, ci_high] + [a + 0.05 for a in random_accs]
+    return df
+
+
+def _write(folder, effects: pd.DataFrame, knockout: pd.DataFrame | None = None):
+    files = {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3", "template": "t"}],
+             "effects.csv": effects, "key_heads.json": {"task": "all", "heads": []}}
+    if knockout is not None:
+        files["knockout.csv"] = knockout
+    R.write_step(folder, "identify", files, {"parameters": {}})
+    return folder
+
+
+def _holds(folder, cid):
+    return C.claims(folder, [cid]).set_index("id").loc[cid, "holds"]
+
+
+def test_key_heads_need_their_interval_below_the_threshold(tmp_path):
+    """Protects: a head is "key" only if its bootstrap interval lies below −5% (#13 item 3), and the
+    rule falls back to the mean where the file has no interval."""
+    eff = {(1, 0): -0.08}
+    assert _holds(_write(tmp_path / "a", _effects(eff, [0.0, 0.0, 0.0])), "key-heads-exist") is True
+    wide = _write(tmp_path / "b", _effects(eff, [0.0, 0.0, 0.0], hi={(1, 0): -0.02}))
+    assert _holds(wide, "key-heads-exist") is False
+    tight = _write(tmp_path / "c", _effects(eff, [0.0, 0.0, 0.0], hi={(1, 0): -0.06}))
+    assert _holds(tight, "key-heads-exist") is True
+
+
+def test_middle_layers_and_few_heads_follow_the_numbers(tmp_path):
+    """Protects: the depth and concentration rules read the ranking, not a fixed answer."""
+    L = 9
+    mid = {(4, 0): -0.2, (4, 1): -0.2}
+    early = {(0, 0): -0.2, (0, 1): -0.2}
+    m = _write(tmp_path / "m", _effects(mid, [0.0] * L))
+    e = _write(tmp_path / "e", _effects(early, [0.0] * L))
+    assert _holds(m, "few-heads") is True
+    # the top 10 also hold the zero-effect heads (ties broken by layer): the median is set by them
+    assert C.claims(m, ["middle-layers"]).here.iloc[0].startswith("median depth of the top 10")
+    spread = {(l, h): -0.03 for l in range(30) for h in range(2)}           # 60 equal heads: top 10 hold 1/6
+    assert _holds(_write(tmp_path / "s", _effects(spread, [0.0] * 30)), "few-heads") is False
+    assert _holds(e, "middle-layers") is False
+
+
+def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_path):
+    """Protects: key-k vs random-k holds only when the key accuracy's Wilson interval clears the random
+    band's 5th percentile; below the lowest draw but overlapping → inconclusive; above → does not hold."""
+    eff = _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0])
+    clear = _write(tmp_path / "a", eff, _knockout(0.2, [0.9] * 20, ci_high=0.3))
+    assert _holds(clear, "knockout-key-vs-random") is True
+    close = _write(tmp_path / "b", eff, _knockout(0.8, [0.85] * 20, ci_high=0.9))
+    assert pd.isna(_holds(close, "knockout-key-vs-random"))
+    worse = _write(tmp_path / "c", eff, _knockout(0.95, [0.9] * 20, ci_high=0.99))
+    assert _holds(worse, "knockout-key-vs-random") is False
+    assert _holds(clear, "knockout-random-flat") is False          # random mean 90% vs intact 100%
+
+
+def test_missing_files_make_a_claim_inconclusive_and_say_which(tmp_path):
+    """Protects: a rule whose results are absent is inconclusive (never silently true or false)."""
+    folder = _write(tmp_path / "a", _effects({(1, 0): -0.2}, [0.0, 0.0]))
+    c = C.claims(folder).set_index("id")
+    for cid in ("knockout-key-vs-random", "transfer", "attention-roles", "precise-matches-full"):
+        assert pd.isna(c.loc[cid, "holds"]), cid
+        assert c.loc[cid, "here"].startswith("not measured"), cid
+
+
+def test_text_lines_and_table_agree(tmp_path):
+    """Protects: the sentences a chapter shows carry the table's verdict for the same claim id, and the
+    intro's markdown table shows every rule with its verdict (#13 item 5: text and table agree)."""
+    folder = _write(tmp_path / "a", _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0]), _knockout(0.2, [0.9] * 20))
+    c = C.claims(folder)
+    lines = claim_lines(c, list(c.id))
+    for line, (_, row) in zip(lines, c.iterrows()):
+        assert line.startswith(f"{row.claim}: **{verdict(row.holds)}**")
+    md = claims_table(c)
+    for _, row in c.iterrows():
+        assert f"| {row.rule.replace('|', chr(92) + '|')} |" in md
+    with pytest.raises(KeyError):
+        claim_lines(c, ["no-such-claim"])
+
+
+def test_unknown_claim_id_is_a_clear_error():
+    """Protects: asking for a claim that does not exist names the known ones."""
+    with pytest.raises(ValueError, match="known: key-heads-exist"):
+        C.select(["nope"])
