@@ -249,7 +249,8 @@ def nonkey_baseline(roles: pd.DataFrame, key_heads: Sequence[Head], task: str = 
     """
     df = roles[(roles.task == task) & roles.role.isin(BASELINE_ROLES)]
     keys = list(dict.fromkeys((int(l), int(h)) for l, h in key_heads))
-    is_key = np.array([(int(l), int(h)) in set(keys) for l, h in zip(df["layer"], df["head"])], bool)
+    key_set = set(keys)
+    is_key = np.array([(int(l), int(h)) in key_set for l, h in zip(df["layer"], df["head"])], bool)
     out = []
     for (view, (mcol, dcol)), role in itertools.product(VIEWS.items(), BASELINE_ROLES):
         sel = (df.role == role).to_numpy()
