@@ -73,8 +73,14 @@ FILES: dict[str, FileSpec] = {
     "knockout.csv": FileSpec("identify", "csv", ("task", "kind", "order", "seed", "k", "accuracy", "n")),
     "transfer.csv": FileSpec("identify", "csv"),
     "heldout.json": FileSpec("identify", "json"),
-    "attention_roles.csv": FileSpec("analyze", "csv", ("layer", "head", "role", "mean_score"),
+    "attention_roles.csv": FileSpec("analyze", "csv", ("layer", "head", "role", "mean_score", "task", "n", "se",
+                                                       "tokens", "density", "mass_nofirst", "se_nofirst",
+                                                       "tokens_nofirst", "density_nofirst"),
                                     ("key_heads.json", "prompts.jsonl")),
+    "attention_baseline.csv": FileSpec("analyze", "csv", ("name", "role", "measure", "view", "value", "se", "n",
+                                                          "nonkey_median", "nonkey_p05", "nonkey_p95",
+                                                          "percentile", "n_nonkey", "verdict"),
+                                       ("key_heads.json", "prompts.jsonl")),
     "mlp_projection.csv": FileSpec("analyze", "csv", ("layer", "quantity", "value"), ("prompts.jsonl",)),
     "top_numbers.csv": FileSpec("analyze", "csv", ("layer",)),
     "analyze.json": FileSpec("analyze", "json", ("key_heads", "stages"), ("key_heads.json", "prompts.jsonl")),
@@ -86,7 +92,7 @@ FILES: dict[str, FileSpec] = {
                              ("prompts.jsonl", "effects.csv", "key_heads.json")),
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
-STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str},
+STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
                "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",

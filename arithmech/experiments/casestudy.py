@@ -225,16 +225,16 @@ def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: i
         mlp = M.mlp_projection(model, tok, samples)
         stages = M.stage_layers(mlp)
         tops = M.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
-        labels = At.label_heads(roles, heads)
         R.write_step(folder, "analyze", {
-            "attention_roles.csv": roles, "mlp_projection.csv": mlp, "top_numbers.csv": tops, "analyze.json": {
-                "key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
+            **An.attention_files(roles, heads), "mlp_projection.csv": mlp, "top_numbers.csv": tops, "analyze.json": {
+                "key_heads": An.key_head_summary(roles, heads),
                 "heads_from": f"top {top} by effect rank", "stages": {k: list(v) for k, v in stages.items()},
                 "final_norm": True, "prompt": prompt, "n_samples": len(samples)}},
             {"parameters": {"n_samples": n_samples, "seed": seed, "top": top, "prompt": prompt},
              "peak_memory": R.peak_memory()})
     roles = R.read(folder, "attention_roles.csv")
-    return {"roles": roles, "labels": At.label_heads(roles, heads), "mlp": R.read(folder, "mlp_projection.csv"),
+    return {"roles": roles, "labels": At.label_heads(roles, heads), "baseline": R.read(folder, "attention_baseline.csv"),
+            "mlp": R.read(folder, "mlp_projection.csv"),
             "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}),
             "summary": R.read(folder, "analyze.json")}
 

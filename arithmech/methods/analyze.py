@@ -1,7 +1,8 @@
 """Analyze (§4.2, §5.2, App. C, F, H): what the key heads attend to, what the MLPs write.
 
 The measurements live in two modules: :mod:`arithmech.methods.attention` (attention of every head
-by token role: A, B, operator, BOS, other; the head labels operand / operator / other) and
+by token role: A, B, operator, BOS, other, with and without the first position, mass and density;
+the head labels operand / operator / other; each key head against the non-key heads) and
 :mod:`arithmech.methods.mlp` (cosines of the MLP inputs and writes with ``W_U`` rows per layer, the
 start-inflection-end layers of App. C, the number tokens each layer writes). One prompt at a time
 (attention strips of Fig. 7 / 16, the prompt explorer, knockout) lives in
@@ -17,7 +18,7 @@ import numpy as np
 
 from arithmech.core import results as R
 from arithmech.data import pairs as D
-from arithmech.methods.attention import Head, attention_by_role, label_heads
+from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 
 
@@ -41,15 +42,32 @@ def reference_samples(folder: Path, n: int, seed: int) -> list[D.Sample]:
     return [samples[i] for i in sorted(rng.permutation(len(samples))[:n])]
 
 
+def attention_files(roles, heads: list[Head]) -> dict:
+    """The attention part of the analyze files: ``attention_roles.csv`` (``roles``, every head) and
+    ``attention_baseline.csv`` (each of ``heads`` against the non-key heads, :func:`nonkey_baseline`)."""
+    return {"attention_roles.csv": roles, "attention_baseline.csv": nonkey_baseline(roles, heads)}
+
+
+def key_head_summary(roles, heads: list[Head]) -> list[dict]:
+    """``analyze.json``'s ``key_heads``: per key head its label and masses with the first position, the
+    mass on the first position, and the label and masses without it."""
+    lab, nf = label_heads(roles, heads), label_heads(roles, heads, view="without first")
+    cols = ["name", "label", "operand", "operator", "rest", "kv_head"] + (["first"] if "first" in lab else [])
+    out = lab[cols].to_dict("records")
+    for row, (_, r) in zip(out, nf.iterrows()):
+        row.update(label_nofirst=r["label"], operand_nofirst=r["operand"], operator_nofirst=r["operator"])
+    return out
+
+
 def run(model: str = "embedded", results: str | Path = "results", n_samples: int = 256, seed: int = 0,
         device: str = "cpu", dtype: str = "float32", prompt: str = "4 + 3 =", final_norm: bool = True,
         batch_size: int = 64, overwrite: bool = False) -> dict:
     """The analyze step end to end on identify's files in ``results`` (the root or the model's folder):
-    writes ``attention_roles.csv``, ``mlp_projection.csv``, ``top_numbers.csv``, ``analyze.json`` and the
+    writes ``attention_roles.csv``, ``attention_baseline.csv``, ``mlp_projection.csv``, ``top_numbers.csv``, ``analyze.json`` and the
     ``analyze`` record of ``run.json``. Identify must have run (its files are checked before the model loads).
 
     Returns a dict with the loaded ``model``, ``tok``, ``geometry``, ``samples``, ``key_heads``,
-    the DataFrames ``roles``, ``labels``, ``mlp``, ``top`` and the ``stages`` found.
+    the DataFrames ``roles``, ``labels``, ``baseline``, ``mlp``, ``top`` and the ``stages`` found.
     """
     from arithmech.core.models import load_model
     if n_samples < 1:
@@ -67,17 +85,17 @@ def run(model: str = "embedded", results: str | Path = "results", n_samples: int
     mlp = mlp_projection(net, tok, samples, final_norm=final_norm, batch_size=batch_size)
     stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
     top = layer_top_numbers(net, tok, prompt, k=5, final_norm=final_norm)
-    summary = {"key_heads": labels[["name", "label", "operand", "operator", "rest", "kv_head"]].to_dict("records"),
+    summary = {"key_heads": key_head_summary(roles, heads),
                "stages": {k: list(v) for k, v in stages.items()}, "final_norm": final_norm, "prompt": prompt,
                "n_samples": len(samples)}
-    R.write_step(folder, "analyze", {"attention_roles.csv": roles, "mlp_projection.csv": mlp,
+    R.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,
                                      "top_numbers.csv": top.assign(prompt=prompt), "analyze.json": summary}, {
         "parameters": dict(model=model, n_samples=n_samples, seed=seed, device=device, dtype=dtype,
                            prompt=prompt, final_norm=final_norm, batch_size=batch_size),
         "versions": R.versions(),
         "wall_s": round(time.time() - t0, 2), "peak_memory": R.peak_memory()})
     return dict(model=net, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
-                labels=labels, mlp=mlp, top=top, stages=stages, folder=folder, summary=summary)
+                labels=labels, baseline=R.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages, folder=folder, summary=summary)
 
 
 def _cli(a) -> None:
@@ -85,7 +103,10 @@ def _cli(a) -> None:
             dtype=a.dtype, prompt=a.prompt, final_norm=not a.no_final_norm, overwrite=a.overwrite)
     print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
     print("start-inflection-end:", r["stages"])
-    print(f"wrote {r['folder']}/attention_roles.csv, mlp_projection.csv, top_numbers.csv, analyze.json")
+    from arithmech.methods.attention import verdict_lines
+    print("\n".join(verdict_lines(r["baseline"])))
+    print(f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, top_numbers.csv, "
+          "analyze.json")
 
 
 def add_cli(subparsers, name: str = "analyze") -> None:

@@ -200,7 +200,7 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
     names = [f"{n} ({l})" for n, l in zip(order.name, order.label)]
     lab = dict(zip(order.name, names))
     df = _head_names(roles)
-    df = df[df.name.isin(lab) & (df.task != "all")].assign(head_label=lambda d: d.name.map(lab))
+    df = df[df.name.isin(lab) & (df.task != "all") & df.role.isin(list(ROLE_COLORS))].assign(head_label=lambda d: d.name.map(lab))
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("head_label:N", sort=names, title="key head (layer.head)"),
         y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
@@ -217,7 +217,7 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
 
 def attention_roles_explorer(roles: pd.DataFrame, heads: list[str] | None = None) -> alt.Chart:
     """Pick a head in a dropdown → its attention mass by role, per operation (all heads precomputed)."""
-    df = _head_names(roles)
+    df = _head_names(roles[roles.role.isin(list(ROLE_COLORS))])
     names = heads or sorted(df.name.unique(), key=lambda n: tuple(map(int, n.split("."))))
     pick = alt.param(name="head_pick", value=names[0], bind=alt.binding_select(options=names, name="head "))
     return alt.Chart(df, title=fig_title("Fig. 5", "Attention by role of a chosen head",

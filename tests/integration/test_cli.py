@@ -58,6 +58,7 @@ def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):
 
 def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     """Protects the results contract: the columns of attention_roles.csv / mlp_projection.csv, the
+    key heads' rows of attention_baseline.csv, the
     run.json record (other steps' records kept), and `python -m arithmech analyze` with the same seed
     → the same files."""
     model, tok, samples = word_llama_fig8
@@ -71,11 +72,14 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
                                                           "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
     (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))
     r = A.run(model=str(folder_model), results=str(res), n_samples=6, seed=1)
-    first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "mlp_projection.csv", "top_numbers.csv")}
+    first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "attention_baseline.csv",
+                                                     "mlp_projection.csv", "top_numbers.csv")}
     roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
     assert list(roles.columns[:4]) == ["layer", "head", "role", "mean_score"]
     assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
     assert r["labels"].name.tolist() == ["2.1", "3.0"] and len(r["samples"]) == 6
+    assert set(r["baseline"].name) == {"2.1", "3.0"} and set(r["baseline"].n_nonkey) == {len(roles[
+        (roles.task == "all") & (roles.role == "A")]) - 2}
     run = json.loads((res / "m" / "run.json").read_text())
     assert run["steps"]["identify"] == {"seed": 0} and run["steps"]["analyze"]["parameters"]["n_samples"] == 6
     from arithmech.cli import main

@@ -47,7 +47,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
         assert r.returncode == 0, (c, r.stderr[-2000:])
     folder = tmp_path / "runs" / "embedded"
     assert not (folder / "embedded").exists()
-    for name in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "attention_roles.csv",
+    for name in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "attention_roles.csv", "attention_baseline.csv",
                  "mlp_projection.csv", "analyze.json", "run.json"):
         R.read(folder, name) if name != "run.json" else None
         assert (folder / name).exists(), name

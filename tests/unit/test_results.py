@@ -68,7 +68,7 @@ def test_derived_files_are_refused_when_their_inputs_changed(tmp_path):
     key heads it read, and a reader refuses its files once identify wrote other key heads."""
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(), {})
-    roles = pd.DataFrame({"layer": [0], "head": [1], "role": ["A"], "mean_score": [0.5]})
+    roles = pd.DataFrame({c: [0.5] for c in R.FILES["attention_roles.csv"].required}).assign(role="A", task="all")
     R.write_step(f, "analyze", {"attention_roles.csv": roles, "analyze.json": {"key_heads": [], "stages": {}}}, {})
     assert len(R.read(f, "attention_roles.csv")) == 1
     files = _identify_files()
