@@ -69,9 +69,12 @@ RULES: tuple[Rule, ...] = (
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
          "accuracy by ≥ 20% relative and below the mean of as many random heads"),
-    Rule("attention-roles", "Key heads attend to operands or operators",
+    Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
-         f"holds iff at least half of the top {TOP} heads put most of END's attention on operands or the operator"),
+         "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
+         "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
+         "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "
+         "inconclusive ones too); inconclusive otherwise"),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)"),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
@@ -210,12 +213,17 @@ def _transfer(ctx: Context):
 
 
 def _attention_roles(ctx: Context):
-    from arithmech.methods.attention import label_heads
-    roles = ctx.read("attention_roles.csv")
-    hd = ctx.heads()
-    top = [(int(l), int(h)) for l, h in zip(hd.layer.iloc[:TOP], hd["head"].iloc[:TOP])]
-    n_op = int(label_heads(roles, top).label.isin(["operand", "operator"]).sum())
-    return f"{n_op} of the top {TOP} put most END attention on operands or the operator", n_op >= TOP / 2
+    b = ctx.read("attention_baseline.csv")
+    b = b[(b.measure == "mass") & (b.view == "without first") & b.role.isin(["operand", "operator"])]
+    if b.empty:
+        raise Missing("attention_baseline.csv has no operand/operator rows")
+    best = b.groupby("name").verdict.agg(lambda v: "holds" if (v == "holds").any() else
+                                         "inconclusive" if (v == "inconclusive").any() else "does not hold")
+    yes, maybe, n = int((best == "holds").sum()), int((best == "inconclusive").sum()), len(best)
+    names = ", ".join(best[best == "holds"].index) or "none"
+    here = (f"{yes} of {n} heads read operands or the operator more than the {int(b.n_nonkey.max())} other heads "
+            f"({names}); {maybe} inconclusive; n = {int(b.n.max())} prompts")
+    return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
 
 
 def _stages(ctx: Context):
