@@ -35,8 +35,10 @@ def _embedded_accuracy(a: argparse.Namespace) -> None:
     model, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
     r = evaluate(model, tok, seed=a.seed)
     print(json.dumps(r, indent=2))
-    print(f"held-out answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
-          f"on {r['n_samples']} prompts")
+    held = r["heldout"]["splits"]
+    print(f"in-distribution answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
+          f"on {r['n_samples']} prompts; held-out exact match: " + ", ".join(
+              f"{k} {v['exact_match']['acc']:.2%} (n={v['exact_match']['n']})" for k, v in held.items()))
 
 
 # Subcommands that live in their own module, which defines ``add_cli(subparsers)``. A module is
@@ -67,7 +69,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    "(other files there are kept)")
     s.set_defaults(func=_train_embedded)
 
-    s = sub.add_parser("accuracy", help="held-out accuracy of a model on the paper's templates (fresh draws)")
+    s = sub.add_parser("accuracy", help="accuracy on the paper's templates: fresh draws of trained pairs and the "
+                       "embedded model's held-out splits")
     s.add_argument("--model", default="embedded")
     s.add_argument("--seed", type=NON_NEGATIVE, default=1)
     s.add_argument("--device", default="cpu", choices=inputs.DEVICES)

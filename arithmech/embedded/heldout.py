@@ -166,10 +166,12 @@ def split_report(model, tok, split: str, seed: int = 1, **kw) -> dict:
             "by_operation": {op: {"answer_token": by(tok_ok, op), "exact_match": by(ex_ok, op)} for op in ops}}
 
 
-def heldout_report(model, tok, seed: int = 1) -> dict:
-    """The declaration and the four splits (:data:`SPLITS`) scored, as stored under ``accuracy.json["heldout"]``."""
-    return {"declaration": declaration(), "eval_seed": seed,
-            "splits": {s: split_report(model, tok, s, seed) for s in SPLITS}}
+def heldout_report(model, tok, seed: int = 1, n_per_template: int = 40, draws_per_pair: int = 2) -> dict:
+    """The declaration and the four splits (:data:`SPLITS`) scored, as stored under ``accuracy.json["heldout"]``;
+    ``split_report(model, tok, split, **r["draws"])`` recomputes one split of a stored report ``r``."""
+    draws = {"seed": seed, "n_per_template": n_per_template, "draws_per_pair": draws_per_pair}
+    return {"declaration": declaration(), "eval_seed": seed, "draws": draws,
+            "splits": {s: split_report(model, tok, s, **draws) for s in SPLITS}}
 
 
 # ------------------------------------------------------------------------------------ model card
@@ -185,7 +187,8 @@ def verdict(p: dict, target: float = TARGET) -> str:
     return "holds" if p["lo"] >= target else "does not hold" if p["hi"] < target else "inconclusive"
 
 
-def _cell(p: dict) -> str:
+def interval_cell(p: dict) -> str:
+    """``"97.5% [95.1%, 98.7%]"``: a :func:`proportion` as the card prints it."""
     return f"{p['acc']:.1%} [{p['lo']:.1%}, {p['hi']:.1%}]"
 
 
@@ -196,10 +199,10 @@ def card_section(h: dict) -> str:
     pairs = "\n".join(f"- {op} ({n} of {tot} pairs): " + ", ".join(f"{a} {sym[op]} {b}" for a, b in d["pairs"][op])
                       for op, (n, tot) in d["n_pairs"].items())
     phr = "\n".join(f"- `{k}`: \"{v}\"" for k, v in d["phrasings"].items())
-    rows = "\n".join(f"| {LABELS[s]} | {sp[s]['answer_token']['n']} | {_cell(sp[s]['answer_token'])} | "
-                     f"{_cell(sp[s]['exact_match'])} | {verdict(sp[s]['exact_match'])} |" for s in SPLITS)
-    ops = "\n".join(f"| {s.replace('_', ' ')} | {op} | {v['exact_match']['n']} | {_cell(v['answer_token'])} | "
-                    f"{_cell(v['exact_match'])} |" for s in SPLITS[1:] for op, v in sp[s]["by_operation"].items())
+    rows = "\n".join(f"| {LABELS[s]} | {sp[s]['answer_token']['n']} | {interval_cell(sp[s]['answer_token'])} | "
+                     f"{interval_cell(sp[s]['exact_match'])} | {verdict(sp[s]['exact_match'])} |" for s in SPLITS)
+    ops = "\n".join(f"| {s.replace('_', ' ')} | {op} | {v['exact_match']['n']} | {interval_cell(v['answer_token'])} | "
+                    f"{interval_cell(v['exact_match'])} |" for s in SPLITS[1:] for op, v in sp[s]["by_operation"].items())
     return f"""## Held out from training (declared in `arithmech/embedded/heldout.py`)
 Training never shows these (a test draws the training stream and checks):
 

@@ -278,6 +278,7 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
         by_family.setdefault(s.family, []).append(ok)
         by_tpl.setdefault(s.template, []).append(ok)
     mean = lambda v: round(sum(v) / len(v), 4)
+    generic, two = generic_correct(model, tok), two_digit_correct(model, tok)
     return {
         "arithmetic_answer_token_accuracy": mean([s in kept for s in samples]),
         "n_samples": len(samples),
@@ -289,18 +290,26 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
         "by_family": {k: mean(v) for k, v in by_family.items()},
         "by_family_interval": {k: proportion(v) for k, v in by_family.items()},
         "by_template": {k: mean(v) for k, v in by_tpl.items()},
-        "heldout": heldout_report(model, tok, seed),
-        "generic_fact_accuracy": generic_accuracy(model, tok),
-        "two_digit_exact_match": two_digit_accuracy(model, tok),
+        "heldout": heldout_report(model, tok, seed, n_per_template, max(1, n_per_template // 20)),
+        "generic_fact_accuracy": mean(generic),
+        "generic_fact_interval": proportion(generic),
+        "two_digit_exact_match": mean(two),
+        "two_digit_interval": proportion(two),
     }
 
 
 @torch.no_grad()
-def generic_accuracy(model, tok) -> float:
+def generic_correct(model, tok) -> list[bool]:
+    """Per fact of :data:`GENERIC_FACTS`: is the top-1 next token the answer?"""
     from arithmech.data.pairs import predict
     pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
     gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
-    return round((pred == gold).float().mean().item(), 4)
+    return (pred == gold).tolist()
+
+
+def generic_accuracy(model, tok) -> float:
+    ok = generic_correct(model, tok)
+    return round(sum(ok) / len(ok), 4)
 
 
 def two_digit_items(n: int = 300, seed: int = 0) -> list[tuple[str, str]]:
@@ -315,9 +324,14 @@ def two_digit_items(n: int = 300, seed: int = 0) -> list[tuple[str, str]]:
 def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
     """Exact match of the greedy full answer on held-out two-digit problems (:func:`two_digit_items`,
     :func:`arithmech.evals.scoring.greedy_exact`)."""
-    from arithmech.evals.scoring import greedy_exact
-    ok = greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)
+    ok = two_digit_correct(model, tok, seed, n)
     return round(sum(ok) / len(ok), 4)
+
+
+def two_digit_correct(model, tok, seed: int = 0, n: int = 300) -> list[bool]:
+    """Per item of :func:`two_digit_items`: does greedy decoding write the whole answer?"""
+    from arithmech.evals.scoring import greedy_exact
+    return greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)
 
 
 def model_card(r: dict) -> str:
@@ -361,7 +375,9 @@ generalisation: see the held-out splits below.
 |---|---|---|
 {fams}
 
-Generic facts: {r['generic_fact_accuracy']:.1%}. Two-digit problems (exact match of the greedy
-answer, never trained): {r['two_digit_exact_match']:.1%}.
+Generic facts: {r['generic_fact_accuracy']:.1%} of {r['generic_fact_interval']['n']}
+[{r['generic_fact_interval']['lo']:.1%}, {r['generic_fact_interval']['hi']:.1%}]. Two-digit problems (exact match
+of the greedy answer, never trained): {r['two_digit_exact_match']:.1%} of {r['two_digit_interval']['n']}
+[{r['two_digit_interval']['lo']:.1%}, {r['two_digit_interval']['hi']:.1%}].
 
 {card_section(r['heldout'])}"""
