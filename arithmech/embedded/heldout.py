@@ -20,8 +20,9 @@ in one place, two things that :func:`arithmech.embedded.train.training_stream` n
 
 :func:`heldout_report` scores four splits with Wilson 95 % intervals — in-distribution draws (trained pairs,
 trained templates), held-out pairs (trained templates), held-out phrasings (trained pairs), and both held
-out — by the answer token (the answer's first token, as ``filter_correct``) and by exact match of the whole
-greedy answer (which also covers prompts that carry the answer's leading digits).
+out — by the answer token (the answer's first token, as ``filter_correct``), by the last digit after the
+answer's leading digits ("3 + 9 = 1" -> "2", the answer token that needs the computation) and by exact match of
+the whole greedy answer.
 """
 from __future__ import annotations
 
@@ -131,20 +132,25 @@ def split_items(split: str, seed: int = 1, n_per_template: int = 20, draws_per_p
             if answer_rule(t)(*p) is not None for _ in range(draws_per_pair)]
 
 
-def score(model, tok, items: list[dict], batch_size: int = 64) -> tuple[list[bool], list[bool]]:
-    """``(answer_token_ok, exact_ok)`` per item: the top-1 next token is the answer's first token
-    (:func:`arithmech.data.pairs.answer_split`), and greedy decoding writes the whole answer
-    (:func:`arithmech.evals.scoring.greedy_exact`)."""
+def score(model, tok, items: list[dict], batch_size: int = 64) -> dict[str, list[bool]]:
+    """Per item, three measures: ``answer_token``: the top-1 next token is the answer's first token
+    (:func:`arithmech.data.pairs.answer_split`, as ``filter_correct``); ``last_digit``: after the prompt and the
+    answer's leading digits ("3 + 9 = 1"), the top-1 next token is its last digit (the computing answer token);
+    ``exact_match``: greedy decoding writes the whole answer (:func:`arithmech.evals.scoring.greedy_exact`)."""
     from arithmech.data.pairs import answer_split, predict
     from arithmech.evals.scoring import greedy_exact
-    splits = [answer_split(tok, it["prompt"], it["target"], it["joiner"]) for it in items]
-    if any(s is None for s in splits):
-        bad = next(it for it, s in zip(items, splits) if s is None)
-        raise ValueError(f"{bad['template']}: the answer {bad['target']!r} does not start on a token boundary")
-    pred = predict(model, tok, [p for p, _ in splits], batch_size)[:, 0].tolist()
-    token_ok = [p == a for p, (_, a) in zip(pred, splits)]
-    exact_ok = greedy_exact(model, tok, [(p, it["target"]) for (p, _), it in zip(splits, items)], batch_size)
-    return token_ok, exact_ok
+    first = [answer_split(tok, it["prompt"], it["target"], it["joiner"]) for it in items]
+    last = [answer_split(tok, it["prompt"] + it["joiner"] + it["target"][:-1], it["target"][-1], "")
+            if len(it["target"]) > 1 else f for it, f in zip(items, first)]
+    for it, f, la in zip(items, first, last):
+        if f is None or la is None:
+            raise ValueError(f"{it['template']}: the answer {it['target']!r} does not start on a token boundary")
+    out = {}
+    for name, splits in (("answer_token", first), ("last_digit", last)):
+        pred = predict(model, tok, [p for p, _ in splits], batch_size)[:, 0].tolist()
+        out[name] = [p == a for p, (_, a) in zip(pred, splits)]
+    out["exact_match"] = greedy_exact(model, tok, [(p, it["target"]) for (p, _), it in zip(first, items)], batch_size)
+    return out
 
 
 def proportion(ok: Iterable[bool]) -> dict:
@@ -157,13 +163,13 @@ def proportion(ok: Iterable[bool]) -> dict:
 
 
 def split_report(model, tok, split: str, seed: int = 1, **kw) -> dict:
-    """One split scored: overall and per operation, answer token and exact match."""
+    """One split scored: overall and per operation, each measure of :func:`score` as a :func:`proportion`."""
     items = split_items(split, seed, **kw)
-    tok_ok, ex_ok = score(model, tok, items)
+    ok = score(model, tok, items)
     ops = sorted({it["op"] for it in items}, key=list(T.OPS).index)
-    by = lambda ok, op: proportion(o for o, it in zip(ok, items) if it["op"] == op)
-    return {"answer_token": proportion(tok_ok), "exact_match": proportion(ex_ok),
-            "by_operation": {op: {"answer_token": by(tok_ok, op), "exact_match": by(ex_ok, op)} for op in ops}}
+    by = lambda v, op: proportion(o for o, it in zip(v, items) if it["op"] == op)
+    return {**{m: proportion(v) for m, v in ok.items()},
+            "by_operation": {op: {m: by(v, op) for m, v in ok.items()} for op in ops}}
 
 
 def heldout_report(model, tok, seed: int = 1, n_per_template: int = 40, draws_per_pair: int = 2) -> dict:
@@ -199,10 +205,11 @@ def card_section(h: dict) -> str:
     pairs = "\n".join(f"- {op} ({n} of {tot} pairs): " + ", ".join(f"{a} {sym[op]} {b}" for a, b in d["pairs"][op])
                       for op, (n, tot) in d["n_pairs"].items())
     phr = "\n".join(f"- `{k}`: \"{v}\"" for k, v in d["phrasings"].items())
-    rows = "\n".join(f"| {LABELS[s]} | {sp[s]['answer_token']['n']} | {interval_cell(sp[s]['answer_token'])} | "
-                     f"{interval_cell(sp[s]['exact_match'])} | {verdict(sp[s]['exact_match'])} |" for s in SPLITS)
-    ops = "\n".join(f"| {s.replace('_', ' ')} | {op} | {v['exact_match']['n']} | {interval_cell(v['answer_token'])} | "
-                    f"{interval_cell(v['exact_match'])} |" for s in SPLITS[1:] for op, v in sp[s]["by_operation"].items())
+    cells = lambda r: " | ".join(interval_cell(r[m]) for m in ("answer_token", "last_digit", "exact_match"))
+    rows = "\n".join(f"| {LABELS[s]} | {sp[s]['exact_match']['n']} | {cells(sp[s])} | {verdict(sp[s]['exact_match'])} |"
+                     for s in SPLITS)
+    ops = "\n".join(f"| {s.replace('_', ' ')} | {op} | {v['exact_match']['n']} | {cells(v)} |"
+                    for s in SPLITS[1:] for op, v in sp[s]["by_operation"].items())
     return f"""## Held out from training (declared in `arithmech/embedded/heldout.py`)
 Training never shows these (a test draws the training stream and checks):
 
@@ -219,15 +226,15 @@ is untrained):
 
 ## Held-out accuracy
 Seeded prompts (evaluation seed {h['eval_seed']}); answer token = the answer's first token after the prompt;
-exact match = greedy decoding writes the whole answer (this also covers prompts that carry the answer's leading
-digits). Brackets: Wilson 95 % intervals. Rule fixed before training: exact-match accuracy >= {TARGET:.0%}
+last digit = the answer's last digit after the prompt and its leading digits ("3 + 9 = 1" -> "2"); exact match =
+greedy decoding writes the whole answer. Brackets: Wilson 95 % intervals. Rule fixed before training: exact-match accuracy >= {TARGET:.0%}
 *holds* when the interval's lower end is >= {TARGET:.0%}, *does not hold* when its upper end is below.
 
-| split | n | answer token | exact match | >= {TARGET:.0%}? |
-|---|---|---|---|---|
+| split | n | answer token | last digit | exact match | >= {TARGET:.0%}? |
+|---|---|---|---|---|---|
 {rows}
 
-| split | operation | n | answer token | exact match |
-|---|---|---|---|---|
+| split | operation | n | answer token | last digit | exact match |
+|---|---|---|---|---|---|
 {ops}
 """

@@ -201,7 +201,7 @@ def _move_files_in(tmp: Path, out: Path) -> None:
 
 def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int = 64, lr: float = 2e-3,
           seed: int = 0, log_every: int = 100, size: dict | None = None, eval_per_template: int = 40,
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, weight_decay: float = 0.01) -> Path:
     """Train the embedded model from scratch and save it as an HF folder.
 
     ``out_dir`` is checked first (:func:`check_train_out`): an existing non-empty folder is refused
@@ -223,7 +223,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
     cfg._attn_implementation = "sdpa"           # fastest for training; analysis loads it with eager
     model = LlamaForCausalLM(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
@@ -243,7 +243,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
     model.half().float()                        # ship fp16 weights (half the size); evaluate exactly those
     report = evaluate(model, tok, seed=seed + 1, n_per_template=eval_per_template)
     report.update(train_seconds=round(time.time() - t0, 1), steps=steps, batch_size=batch_size, lr=lr,
-                  seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
+                  weight_decay=weight_decay, seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
     check_train_out(out_dir, overwrite)          # again: the folder may have changed while training ran
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -344,7 +344,8 @@ def model_card(r: dict) -> str:
 
 A {s['n_layers']}-layer, {s['n_heads']}-head, d_model {s['d_model']} `LlamaForCausalLM`
 ({r['parameters']:,} parameters) trained from scratch by `python -m arithmech train-embedded`
-(seed {r['seed']}, {r['steps']} steps of batch {r['batch_size']}, AdamW lr {r['lr']}, cosine;
+(seed {r['seed']}, {r['steps']} steps of batch {r['batch_size']}, AdamW lr {r['lr']}, weight decay
+{r.get('weight_decay', 0.01)}, cosine;
 {r['train_seconds']} s wall time on a 2-core CPU machine). Load it with
 `AutoModelForCausalLM.from_pretrained(folder)` / `AutoTokenizer.from_pretrained(folder)` or
 `arithmech.load_model("embedded")`.
