@@ -20,6 +20,10 @@ project trains itself and ships in ``arithmech/embedded/model/`` as a standard H
   neutral words and symbols of the counterfactuals ("nothing", "@") occur here, so their
   embeddings are trained without ever carrying arithmetic meaning.
 
+**Held out from training** (:mod:`arithmech.embedded.heldout`): a seeded ~15 % of each operation's operand
+pairs (with their mirrors for + and x) in every template, and 14 new phrasings; :func:`training_stream` never
+draws them and the model card reports accuracy on them apart from in-distribution draws.
+
 **Held out for the fine-tune chapter** (the model's "GSM8K"): *two-digit operands* in the
 Fig. 8 addition and subtraction forms. The model never saw a two-digit operand, so it does
 poorly at first; :func:`two_digit_split` gives seeded, disjoint train/test operand pairs.
