@@ -22,9 +22,20 @@ from arithmech.core import inputs
 from arithmech.core.inputs import NON_NEGATIVE, POSITIVE, Parser, check_common
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"{v} is below 0")
+    return v
+
+
 def _train_embedded(a: argparse.Namespace) -> None:
     from arithmech.embedded.train import train
-    out = train(a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed, overwrite=a.overwrite)
+    out = train(a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed, overwrite=a.overwrite,
+                weight_decay=a.weight_decay)
     print(f"saved the embedded model to {out}")
     print((out / "accuracy.json").read_text())
 
@@ -35,8 +46,10 @@ def _embedded_accuracy(a: argparse.Namespace) -> None:
     model, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
     r = evaluate(model, tok, seed=a.seed)
     print(json.dumps(r, indent=2))
-    print(f"held-out answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
-          f"on {r['n_samples']} prompts")
+    held = r["heldout"]["splits"]
+    print(f"in-distribution answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
+          f"on {r['n_samples']} prompts; held-out exact match: " + ", ".join(
+              f"{k} {v['exact_match']['acc']:.2%} (n={v['exact_match']['n']})" for k, v in held.items()))
 
 
 # Subcommands that live in their own module, which defines ``add_cli(subparsers)``. A module is
@@ -63,11 +76,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--steps", type=POSITIVE, default=1200)
     s.add_argument("--batch-size", type=POSITIVE, default=64)
     s.add_argument("--seed", type=NON_NEGATIVE, default=0)
+    s.add_argument("--weight-decay", type=_non_negative_float, default=0.01, help="AdamW weight decay")
     s.add_argument("--overwrite", action="store_true", help="replace the model files in a non-empty --out "
                    "(other files there are kept)")
     s.set_defaults(func=_train_embedded)
 
-    s = sub.add_parser("accuracy", help="held-out accuracy of a model on the paper's templates (fresh draws)")
+    s = sub.add_parser("accuracy", help="accuracy on the paper's templates: fresh draws of trained pairs and the "
+                       "embedded model's held-out splits")
     s.add_argument("--model", default="embedded")
     s.add_argument("--seed", type=NON_NEGATIVE, default=1)
     s.add_argument("--device", default="cpu", choices=inputs.DEVICES)

@@ -20,6 +20,10 @@ project trains itself and ships in ``arithmech/embedded/model/`` as a standard H
   neutral words and symbols of the counterfactuals ("nothing", "@") occur here, so their
   embeddings are trained without ever carrying arithmetic meaning.
 
+**Held out from training** (:mod:`arithmech.embedded.heldout`): a seeded ~15 % of each operation's operand
+pairs (with their mirrors for + and x) in every template, and 14 new phrasings; :func:`training_stream` never
+draws them and the model card reports accuracy on them apart from in-distribution draws.
+
 **Held out for the fine-tune chapter** (the model's "GSM8K"): *two-digit operands* in the
 Fig. 8 addition and subtraction forms. The model never saw a two-digit operand, so it does
 poorly at first; :func:`two_digit_split` gives seeded, disjoint train/test operand pairs.
@@ -40,6 +44,7 @@ import torch
 from arithmech.core.progress import progress
 from arithmech.data import templates as T
 from arithmech.data.pairs import FIELD, draw_values, render
+from arithmech.embedded.heldout import card_section, is_heldout_pair
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
@@ -69,11 +74,14 @@ for thing, colour in [("sky", "blue"), ("grass", "green"), ("snow", "white"), ("
 
 
 def arithmetic_sentence(rng: random.Random, tpl: T.Template | None = None) -> tuple[str, str, T.Template]:
-    """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9."""
+    """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9, never a
+    held-out pair (:data:`arithmech.embedded.heldout.HELDOUT_PAIRS`; re-drawn)."""
     if tpl is None:
         tpls = T.FIG8 + T.FIG10
         tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
     v = draw_values(tpl, rng)
+    while is_heldout_pair(tpl.op, v["A"], v["B"]):      # never a held-out fact (arithmech.embedded.heldout)
+        v = draw_values(tpl, rng)
     prompt, _ = render(tpl.clean, v)
     return prompt, str(v["C"]), tpl
 
@@ -129,6 +137,7 @@ def build_tokenizer():
 
 
 def corpus(rng: random.Random, n: int, generic_frac: float = 0.15) -> list[str]:
+    """``n`` training sequences (prompt, joiner, answer; no ``</s>``) drawn from ``rng``."""
     out = []
     for _ in range(n):
         if rng.random() < generic_frac:
@@ -138,6 +147,14 @@ def corpus(rng: random.Random, n: int, generic_frac: float = 0.15) -> list[str]:
             p, a, tpl = arithmetic_sentence(rng)
             out.append(p + tpl.joiner + a)
     return out
+
+
+def training_stream(seed: int = 0, batch_size: int = 64):
+    """The texts of every training batch, in order: ``corpus(random.Random(seed), batch_size)`` per step.
+    :func:`train` draws exactly this stream (a generator; never ends)."""
+    rng = random.Random(seed)
+    while True:
+        yield corpus(rng, batch_size)
 
 
 def _batch(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -188,7 +205,7 @@ def _move_files_in(tmp: Path, out: Path) -> None:
 
 def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int = 64, lr: float = 2e-3,
           seed: int = 0, log_every: int = 100, size: dict | None = None, eval_per_template: int = 40,
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, weight_decay: float = 0.01) -> Path:
     """Train the embedded model from scratch and save it as an HF folder.
 
     ``out_dir`` is checked first (:func:`check_train_out`): an existing non-empty folder is refused
@@ -201,7 +218,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
 
     size = {**SIZE, **(size or {})}
     torch.manual_seed(seed)
-    rng = random.Random(seed)
+    stream = training_stream(seed, batch_size)
     tok = build_tokenizer()
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=size["d_model"], intermediate_size=size["d_ff"],
                       num_hidden_layers=size["n_layers"], num_attention_heads=size["n_heads"],
@@ -210,14 +227,14 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
     cfg._attn_implementation = "sdpa"           # fastest for training; analysis loads it with eager
     model = LlamaForCausalLM(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     t0 = time.time()
     model.train()
     for step in progress(range(steps), "train-embedded"):    # a terminal's stderr only
-        x, y = _batch(tok, corpus(rng, batch_size))
+        x, y = _batch(tok, next(stream))
         loss = model(input_ids=x, labels=y).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -230,7 +247,7 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
     model.half().float()                        # ship fp16 weights (half the size); evaluate exactly those
     report = evaluate(model, tok, seed=seed + 1, n_per_template=eval_per_template)
     report.update(train_seconds=round(time.time() - t0, 1), steps=steps, batch_size=batch_size, lr=lr,
-                  seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
+                  weight_decay=weight_decay, seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
     check_train_out(out_dir, overwrite)          # again: the folder may have changed while training ran
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -249,34 +266,54 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
 
 @torch.no_grad()
 def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
-    """Held-out answer-token accuracy (fresh seeded draws) per operation, family and template,
-    generic-fact accuracy, and two-digit exact-match accuracy on the held-out test pairs."""
+    """Answer-token accuracy on fresh seeded draws of the Fig. 8/10 templates (``make_pairs``, as the chapters
+    draw them) per operation, family and template, counted on *trained* pairs only (the in-distribution
+    figure; ``all_pairs_*`` adds the held-out pairs the chapters also draw), the held-out splits
+    (:func:`arithmech.embedded.heldout.heldout_report`), generic-fact accuracy, and two-digit exact match."""
     from arithmech.data.pairs import filter_correct, make_pairs
-    by_op, by_family = {}, {}
-    samples, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
-    kept, per_tpl = filter_correct(model, tok, samples)
+    from arithmech.embedded.heldout import heldout_report, proportion
+    drawn, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
+    kept, _ = filter_correct(model, tok, drawn)
+    samples = [s for s in drawn if not is_heldout_pair(s.op, s.a, s.b)]
+    by_op, by_family, by_tpl = {}, {}, {}
     for s in samples:
         ok = s in kept
         by_op.setdefault(s.op, []).append(ok)
         by_family.setdefault(s.family, []).append(ok)
+        by_tpl.setdefault(s.template, []).append(ok)
     mean = lambda v: round(sum(v) / len(v), 4)
+    generic, two = generic_correct(model, tok), two_digit_correct(model, tok)
     return {
-        "arithmetic_answer_token_accuracy": round(len(kept) / len(samples), 4),
+        "arithmetic_answer_token_accuracy": mean([s in kept for s in samples]),
         "n_samples": len(samples),
+        "all_pairs_answer_token_accuracy": round(len(kept) / len(drawn), 4),
+        "all_pairs_n_samples": len(drawn),
+        "arithmetic_answer_token_interval": proportion(s in kept for s in samples),
         "by_operation": {k: mean(v) for k, v in by_op.items()},
+        "by_operation_interval": {k: proportion(v) for k, v in by_op.items()},
         "by_family": {k: mean(v) for k, v in by_family.items()},
-        "by_template": {k: round(v, 4) for k, v in per_tpl.items()},
-        "generic_fact_accuracy": generic_accuracy(model, tok),
-        "two_digit_exact_match": two_digit_accuracy(model, tok),
+        "by_family_interval": {k: proportion(v) for k, v in by_family.items()},
+        "by_template": {k: mean(v) for k, v in by_tpl.items()},
+        "heldout": heldout_report(model, tok, seed, n_per_template, max(1, n_per_template // 20)),
+        "generic_fact_accuracy": mean(generic),
+        "generic_fact_interval": proportion(generic),
+        "two_digit_exact_match": mean(two),
+        "two_digit_interval": proportion(two),
     }
 
 
 @torch.no_grad()
-def generic_accuracy(model, tok) -> float:
+def generic_correct(model, tok) -> list[bool]:
+    """Per fact of :data:`GENERIC_FACTS`: is the top-1 next token the answer?"""
     from arithmech.data.pairs import predict
     pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
     gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
-    return round((pred == gold).float().mean().item(), 4)
+    return (pred == gold).tolist()
+
+
+def generic_accuracy(model, tok) -> float:
+    ok = generic_correct(model, tok)
+    return round(sum(ok) / len(ok), 4)
 
 
 def two_digit_items(n: int = 300, seed: int = 0) -> list[tuple[str, str]]:
@@ -291,20 +328,28 @@ def two_digit_items(n: int = 300, seed: int = 0) -> list[tuple[str, str]]:
 def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
     """Exact match of the greedy full answer on held-out two-digit problems (:func:`two_digit_items`,
     :func:`arithmech.evals.scoring.greedy_exact`)."""
-    from arithmech.evals.scoring import greedy_exact
-    ok = greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)
+    ok = two_digit_correct(model, tok, seed, n)
     return round(sum(ok) / len(ok), 4)
 
 
+def two_digit_correct(model, tok, seed: int = 0, n: int = 300) -> list[bool]:
+    """Per item of :func:`two_digit_items`: does greedy decoding write the whole answer?"""
+    from arithmech.evals.scoring import greedy_exact
+    return greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)
+
+
 def model_card(r: dict) -> str:
-    ops = "\n".join(f"| {k} | {v:.1%} |" for k, v in r["by_operation"].items())
-    fams = "\n".join(f"| {k} | {v:.1%} |" for k, v in r["by_family"].items())
+    row = lambda k, p: f"| {k} | {p['n']} | {p['acc']:.1%} [{p['lo']:.1%}, {p['hi']:.1%}] |"
+    ops = "\n".join(row(k, p) for k, p in r["by_operation_interval"].items())
+    fams = "\n".join(row(k, p) for k, p in r["by_family_interval"].items())
+    ci = r["arithmetic_answer_token_interval"]
     s = r["size"]
     return f"""# arithmech embedded arithmetic model
 
 A {s['n_layers']}-layer, {s['n_heads']}-head, d_model {s['d_model']} `LlamaForCausalLM`
 ({r['parameters']:,} parameters) trained from scratch by `python -m arithmech train-embedded`
-(seed {r['seed']}, {r['steps']} steps of batch {r['batch_size']}, AdamW lr {r['lr']}, cosine;
+(seed {r['seed']}, {r['steps']} steps of batch {r['batch_size']}, AdamW lr {r['lr']}, weight decay
+{r.get('weight_decay', 0.01)}, cosine;
 {r['train_seconds']} s wall time on a 2-core CPU machine). Load it with
 `AutoModelForCausalLM.from_pretrained(folder)` / `AutoTokenizer.from_pretrained(folder)` or
 `arithmech.load_model("embedded")`.
@@ -317,21 +362,27 @@ A {s['n_layers']}-layer, {s['n_heads']}-head, d_model {s['d_model']} `LlamaForCa
   Subtraction keeps A >= B; division keeps exact quotients.
 - Generic (15%): {len(GENERIC_FACTS)} fixed facts (opposites, capitals, symbol names, colours).
 - Never seen: two-digit operands; the fine-tune chapter trains and tests on them
-  (`two_digit_split`: disjoint seeded operand pairs).
+  (`two_digit_split`: disjoint seeded operand pairs); the held-out operand pairs and phrasings below.
 
 Tokenizer: word level, digits split into single tokens, punctuation split, `<s>` prepended.
 
-## Held-out accuracy (fresh seeded draws, answer token = first token of the answer)
-Overall: **{r['arithmetic_answer_token_accuracy']:.1%}** of {r['n_samples']} prompts.
+## In-distribution accuracy (fresh seeded draws of the training templates, trained pairs only)
+Answer token = first token of the answer; brackets: Wilson 95 % intervals. Overall:
+**{r['arithmetic_answer_token_accuracy']:.1%}** [{ci['lo']:.1%}, {ci['hi']:.1%}] of {r['n_samples']} prompts ({r['all_pairs_answer_token_accuracy']:.1%} of {r['all_pairs_n_samples']} when the
+held-out pairs are drawn too, as the chapters draw them). These are training sentences, not a test of
+generalisation: see the held-out splits below.
 
-| operation | accuracy |
-|---|---|
+| operation | n | accuracy |
+|---|---|---|
 {ops}
 
-| template family | accuracy |
-|---|---|
+| template family | n | accuracy |
+|---|---|---|
 {fams}
 
-Generic facts: {r['generic_fact_accuracy']:.1%}. Two-digit problems (exact match of the greedy
-answer, never trained): {r['two_digit_exact_match']:.1%}.
-"""
+Generic facts: {r['generic_fact_accuracy']:.1%} of {r['generic_fact_interval']['n']}
+[{r['generic_fact_interval']['lo']:.1%}, {r['generic_fact_interval']['hi']:.1%}]. Two-digit problems (exact match
+of the greedy answer, never trained): {r['two_digit_exact_match']:.1%} of {r['two_digit_interval']['n']}
+[{r['two_digit_interval']['lo']:.1%}, {r['two_digit_interval']['hi']:.1%}].
+
+{card_section(r['heldout'])}"""

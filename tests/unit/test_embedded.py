@@ -14,12 +14,21 @@ from arithmech.embedded import train as E
 
 
 def test_model_card_matches_recorded_accuracy():
-    """Protects: the model card and accuracy.json shipped with the model report the same, passing numbers."""
+    """Protects: the model card and accuracy.json shipped with the model report the same numbers: the
+    in-distribution accuracy (>= 99 %), every held-out split's exact-match cell and verdict, and the held-out
+    declaration that the code makes today (the shipped model was trained without exactly these)."""
+    from arithmech.embedded import heldout as H
     acc = json.loads((EMBEDDED_DIR / "accuracy.json").read_text())
     card = (EMBEDDED_DIR / "README.md").read_text()
     assert acc["arithmetic_answer_token_accuracy"] >= 0.99
     assert f"{acc['arithmetic_answer_token_accuracy']:.1%}" in card
     assert "python -m arithmech train-embedded" in card
+    assert acc["heldout"]["declaration"] == json.loads(json.dumps(H.declaration()))
+    for split, r in acc["heldout"]["splits"].items():
+        p = r["exact_match"]
+        assert f"| {H.LABELS[split]} | {p['n']} |" in card and f"{H.interval_cell(p)} | {H.verdict(p)} |" in card
+        assert p["k"] <= r["answer_token"]["n"] == p["n"] and p["acc"] == round(p["k"] / p["n"], 4)
+    assert "arithmech/embedded/heldout.py" in card
 
 
 def test_training_is_deterministic(tmp_path):
