@@ -92,7 +92,8 @@ FILES: dict[str, FileSpec] = {
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str},
-               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
+               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str},
+               "answer_tokens.csv": {"task": str, "template": str, "top_token": str}}   # "0" is a token
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",

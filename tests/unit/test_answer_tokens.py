@@ -217,3 +217,17 @@ def test_answer_token_table_counts():
     assert tie.iloc[0].top_token == "4" and tie.iloc[0].top_share == 0.5            # "4" < "5"
     assert list(answer_token_table({"gsm8k": {"n_kept": 3}}).columns)[:3] == ["task", "template", "answer_token"]
     assert isinstance(answer_token_table({}), pd.DataFrame)
+
+
+def test_answer_tokens_file_roundtrip(tmp_path):
+    """Protects the results contract of answer_tokens.csv: written and read through core/results, the answer
+    tokens stay text ("0" is not the number 0) and every declared column is there."""
+    from arithmech.core import results as R
+    mk = lambda ans: D.Sample("p", "q", ans, "1" + ans, 1, 9, "addition", "add-1", "equation")
+    samples = [mk("0"), mk("0"), mk("7")]
+    info = {"addition": {"answer_token": "last-digit", "templates": template_summary(samples, [True] * 3, [True] * 3,
+                                                                                   [True] * 3)}}
+    effects = pd.DataFrame({"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0]})
+    R.write_step(tmp_path, "identify", {"answer_tokens.csv": answer_token_table(info), "effects.csv": effects}, {})
+    back = R.read(tmp_path, "answer_tokens.csv")
+    assert list(back.top_token) == ["0", "0"] and back.top_share.tolist() == pytest.approx([2 / 3] * 2)
