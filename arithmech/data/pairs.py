@@ -43,7 +43,8 @@ from arithmech.data.pairfile import load_pair_file
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 ANSWER_TOKENS = ("last-digit", "single-token", "first")
-"""Answer-token variants (module docstring); identify's default is the first, the paper's is the last."""
+"""Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
+:func:`make_pairs` keeps ``"first"`` as its own default (the embedded model's evaluations use it)."""
 
 
 class TemplateLengthError(ValueError):
