@@ -71,3 +71,30 @@ def random_sft_rows(n: int = 32, vocab: int = 50, seed: int = 0) -> list[dict]:
         x = torch.randint(1, vocab, (int(torch.randint(5, 12, (1,), generator=g)),), generator=g).tolist()
         out.append({"input_ids": x, "labels": [-100, -100] + x[2:]})
     return out
+
+
+BYTELEVEL_WORDS = ("plus", "equals", "to", "The", "sum", "of", "and", "is", "+", "-", "*", "/", "=", "<", ">", "@", "#", "none",
+                   "nothing", "null", "void", "blank", "empty", "nil", "mute")
+
+
+def make_bytelevel_tokenizer(words: tuple[str, ...] = BYTELEVEL_WORDS):
+    """A tiny tokenizer with SmolLM2's rules for numbers: GPT-2 byte-level pre-tokenization (``" 12"`` is one
+    piece), a BPE over the 256 byte symbols with merges for a few ``words`` only — none for digits — so the
+    space before a number is a token of its own and every digit is one token (``"= 12"`` → ``=``, ``Ġ``,
+    ``1``, ``2``); no BOS, as SmolLM2 adds none. Vocabulary: 256 bytes plus the merged words' pieces."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab, merges = {c: i for i, c in enumerate(alphabet)}, []
+    for w in words:                                   # merge each word left to right: "p"+"l", "pl"+"u", ...
+        for piece in ("Ġ" + w, w):                   # "Ġplus" before "plus": SmolLM2 has the spaced word
+            cur = piece[0]
+            for ch in piece[1:]:
+                if cur + ch not in vocab:
+                    merges.append((cur, ch))
+                    vocab[cur + ch] = len(vocab)
+                cur += ch
+    tk = Tokenizer(models.BPE(vocab, merges))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tk.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tk)

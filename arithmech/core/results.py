@@ -70,6 +70,11 @@ FILES: dict[str, FileSpec] = {
     "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
     "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect")),
     "key_heads.json": FileSpec("identify", "json", ("task", "heads")),
+    # per task × template: answer-token and exact-match accuracy, the X_c check's pass rate, the most frequent
+    # answer token among the kept prompts and its share (the majority-answer floor; data/answer_tokens.py)
+    "answer_tokens.csv": FileSpec("identify", "csv", ("task", "template", "answer_token", "n_drawn", "accuracy",
+                                                      "exact_match", "xc_checked", "xc_passed", "xc_pass_rate",
+                                                      "n", "top_token", "top_share")),
     "knockout.csv": FileSpec("identify", "csv", ("task", "kind", "order", "seed", "k", "accuracy", "n")),
     "transfer.csv": FileSpec("identify", "csv"),
     "heldout.json": FileSpec("identify", "json"),
@@ -93,7 +98,8 @@ FILES: dict[str, FileSpec] = {
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
-               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
+               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str},
+               "answer_tokens.csv": {"task": str, "template": str, "top_token": str}}   # "0" is a token
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",

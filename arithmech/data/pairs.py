@@ -3,12 +3,25 @@
 ``make_pairs`` renders templates from :mod:`arithmech.data.templates` with random operands and
 pool words, and keeps a pair only when, under the model's tokenizer,
 
-1. the answer ``{C}`` starts with one token right after the prompt (the *answer token*;
-   a prompt ends with the space token where the tokenizer writes one before a digit), and
+1. the answer token ``{C}`` follows the prompt on a token boundary (a prompt ends with the space
+   token where the tokenizer writes one before a digit), chosen by the *answer-token variant*
+   (:data:`ANSWER_TOKENS`, :func:`split_answer`), and
 2. ``X_r`` and ``X_c`` have the same number of tokens, so that position ``END`` means the
    same thing in both. A pair that fails is re-drawn (other neutral words/symbols and pool
    words) and counted in ``PairStats.redrawn``; a template that never succeeds raises
    :class:`TemplateLengthError`.
+
+**Answer-token variants.** Tokenizers that split digits (LLaMA2, SmolLM2, the embedded model) write
+"12" as "1", "2": with the paper's prompt, which ends before the answer, every sum >= 10 has the answer
+token "1", and a knockout or a patching effect then measures "is the sum at least 10?".
+
+* ``"last-digit"`` — the prompt carries the answer's leading digits and the answer token is its last
+  digit ("3 + 9 = 1" → "2"), which depends on both operands; ``X_c`` carries the same leading digits;
+* ``"single-token"`` — only draws whose whole answer is one token are kept ("3 + 4 =" → "7");
+* ``"first"`` — the paper's: the answer's first token ("3 + 9 =" → "1").
+
+``Sample.answer`` is the answer token's text, ``Sample.target`` the whole answer, ``Sample.carried`` the
+leading digits the prompt carries (``""`` unless ``"last-digit"`` and a multi-digit answer).
 
 ``filter_correct`` then keeps the samples the model answers right: the paper's X_r.
 Token positions of ``{A}``, ``{B}`` and the operator are stored with each sample for the
@@ -29,6 +42,9 @@ from arithmech.data.answers import draw_operands
 from arithmech.data.pairfile import load_pair_file
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
+ANSWER_TOKENS = ("last-digit", "single-token", "first")
+"""Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
+:func:`make_pairs` keeps ``"first"`` as its own default (the embedded model's evaluations use it)."""
 
 
 class TemplateLengthError(ValueError):
@@ -37,9 +53,9 @@ class TemplateLengthError(ValueError):
 
 @dataclass
 class Sample:
-    clean: str                  # X_r prompt (ends where the answer token starts)
-    corrupt: str                # X_c prompt, same token length as clean
-    answer: str                 # text of the answer token {C} (first token of the answer)
+    clean: str                  # X_r prompt (ends where the answer token starts; carries ``carried``)
+    corrupt: str                # X_c prompt, same token length as clean (carries the same ``carried``)
+    answer: str                 # text of the answer token {C} ("4" of "14" under "last-digit")
     target: str                 # the whole answer, e.g. "14"
     a: int
     b: int
@@ -47,9 +63,17 @@ class Sample:
     template: str
     family: str
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
+    answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS)
+    carried: str = ""           # the answer's leading digits at the end of clean ("1" of "14"), else ""
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @property
+    def bare(self) -> str:
+        """The prompt before the whole answer (``clean`` without ``carried``): where greedy decoding of
+        the whole answer starts (exact match)."""
+        return self.clean[:len(self.clean) - len(self.carried)]
 
 
 @dataclass
@@ -110,7 +134,7 @@ def draw_values(t: T.Template, rng: random.Random) -> dict:
     # neutral replacements never equal the operator they replace ("^" is both a symbol and exponentiation)
     words = [w for w in T.NEUTRAL_WORDS if w != v["OP"]]
     v["N"], v["N2"], v["N3"] = (rng.choice(words) for _ in range(3))
-    v["S"] = rng.choice([x for x in T.NEUTRAL_SYMBOLS if x != v["OP"]])
+    v["S"] = rng.choice([x for x in T.SYMBOL_DRAWS if x != v["OP"]])
     return v
 
 
@@ -136,6 +160,45 @@ def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str,
     return None
 
 
+def check_answer_token(answer_token: str) -> str:
+    """``answer_token`` if it is a variant of :data:`ANSWER_TOKENS`, else ``ValueError`` naming them."""
+    if answer_token not in ANSWER_TOKENS:
+        raise ValueError(f"answer token {answer_token!r}: use one of {', '.join(ANSWER_TOKENS)}")
+    return answer_token
+
+
+def split_answer(tok, prompt: str, target: str, joiner: str = " ",
+                 answer_token: str = "first") -> tuple[str, int, str] | None:
+    """The prompt text, the answer token and the carried digits of one answer under a variant.
+
+    Returns ``(prompt_text, answer_token_id, carried)``, or ``None`` when the variant cannot be had:
+
+    * ``"first"``: :func:`answer_split`, ``carried = ""``;
+    * ``"single-token"``: as ``"first"``, and the whole answer is that one token;
+    * ``"last-digit"``: for a one-digit answer as ``"first"``; else the prompt text is
+      ``prompt + joiner + target[:-1]`` and the answer token is the last digit, only when the tokens of
+      that text followed by the answer token are exactly the tokens of ``prompt + joiner + target`` (a
+      tokenizer that merges digits, "12" as one token, fails this and the draw is redone).
+    """
+    first = answer_split(tok, prompt, target, joiner)
+    if first is None:
+        return None
+    if answer_token == "first":
+        return first[0], first[1], ""
+    full = _ids(tok, prompt + joiner + target, False)
+    if answer_token == "single-token":
+        ok = len(full) == len(_ids(tok, first[0], False)) + 1 and tok.decode([first[1]]).strip() == target
+        return (first[0], first[1], "") if ok else None
+    if len(target) == 1:
+        return first[0], first[1], ""
+    carried = target[:-1]
+    p = prompt + joiner + carried
+    ids = _ids(tok, p, False)
+    if len(full) == len(ids) + 1 and full[:-1] == ids and tok.decode([full[-1]]).strip() == target[-1]:
+        return p, full[-1], carried
+    return None
+
+
 def _token_positions(tok, text: str, spans: dict) -> dict:
     enc = tok(text, add_special_tokens=True, return_offsets_mapping=True)
     offsets = enc["offset_mapping"]
@@ -148,7 +211,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
 
 
 def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50) -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, answer_token: str = "first") -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
@@ -156,17 +219,20 @@ def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int =
         tok: the model's tokenizer (decides the answer token and the equal-length check).
         templates: a task name (``addition`` ... ``division``, ``all``, ``fig8``, ``fig10``,
             ``exponentiation``) or a list of :class:`~arithmech.data.templates.Template`.
+        answer_token: ``"first"`` (the paper's), ``"last-digit"`` or ``"single-token"`` (module docstring).
     """
-    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator")
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", answer_token=answer_token)
 
 
 def draw_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, kind: str = "operator") -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, kind: str = "operator", answer_token: str = "first") -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
-    from one ``random.Random(seed)`` each; a failed draw is counted in ``PairStats.redrawn``."""
+    from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
+    two-digit sum under ``"single-token"``) is counted in ``PairStats.redrawn``."""
     if kind not in _COUNTERFACTUALS:
         raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
+    check_answer_token(answer_token)
     tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
     rng = random.Random(seed)
     stats = PairStats()
@@ -174,7 +240,7 @@ def draw_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int =
     for k in range(n):
         t = tpls[k % len(tpls)]
         for _ in range(max_tries):
-            s = _try_pair(tok, t, rng, kind)
+            s = _try_pair(tok, t, rng, kind, answer_token)
             if s is not None:
                 samples.append(s)
                 break
@@ -194,20 +260,21 @@ _FAILED = {
                "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
 
 
-def _operator_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans_id: int) -> str | None:
+def _operator_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
-def _operand_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans_id: int) -> str | None:
-    """X_c with other operands (A', B') != (A, B) whose answer starts with another token; None after 20 draws."""
+def _operand_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
+    """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
+    leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
         a2, b2, c2 = _operands(t, rng)
         if (a2, b2) == (v["A"], v["B"]):
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
-        split2 = answer_split(tok, corrupt, str(c2), t.joiner)
-        if split2 is not None and split2[1] != ans_id:
+        split2 = split_answer(tok, corrupt, str(c2), t.joiner, variant)
+        if split2 is not None and split2[1] != ans[0] and split2[2] == ans[1]:
             return corrupt
     return None
 
@@ -215,24 +282,25 @@ def _operand_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans_id: in
 _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
-def _try_pair(tok, t: T.Template, rng: random.Random, kind: str) -> Sample | None:
-    """One draw: values, X_r, the answer token, X_c of ``kind``, the equal-length check; None on failure."""
+def _try_pair(tok, t: T.Template, rng: random.Random, kind: str, variant: str = "first") -> Sample | None:
+    """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
+    None on failure."""
     v = draw_values(t, rng)
     clean, spans = render(t.clean, v)
     target = str(v["C"])
-    split = answer_split(tok, clean, target, t.joiner)
+    split = split_answer(tok, clean, target, t.joiner, variant)
     if split is None:
         return None
-    clean_p, ans_id = split
-    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, ans_id)
+    clean_p, ans_id, carried = split
+    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), variant)
     if corrupt is None:
         return None
-    corrupt_p = corrupt + clean_p[len(clean):]          # same trailing joiner
+    corrupt_p = corrupt + clean_p[len(clean):]          # same trailing joiner and carried digits
     if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
         return None
     return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
                   a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
-                  positions=_token_positions(tok, clean_p, spans))
+                  positions=_token_positions(tok, clean_p, spans), answer_token=variant, carried=carried)
 
 
 def select_templates(task: str) -> list[T.Template]:
@@ -273,12 +341,13 @@ def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterab
 
 def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
     """``(n,)`` token ids of each sample's answer token {C}: the token that follows the
-    prompt's own tokens when the whole answer is appended."""
+    prompt's own tokens when the rest of the answer (after ``carried``) is appended."""
     out = []
     for s in samples:
         t = T.TEMPLATES.get(s.template)
         joiner = t.joiner if t is not None else " "
-        cont = s.target if (s.clean.endswith(" ") or joiner == "") else joiner + s.target
+        rest = s.target[len(s.carried):]
+        cont = rest if (s.carried or s.clean.endswith(" ") or joiner == "") else joiner + rest
         p, full = _ids(tok, s.clean, False), _ids(tok, s.clean + cont, False)
         if full[:len(p)] != p or len(full) == len(p):
             raise ValueError(f"the answer {s.target!r} of {s.clean!r} does not start on a token boundary")
@@ -313,7 +382,7 @@ def filter_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) 
 
 # ------------------------------------------------------------------------ operand counterfactual
 def make_operand_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
-                       max_tries: int = 50) -> tuple[list[Sample], PairStats]:
+                       max_tries: int = 50, answer_token: str = "first") -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 
     The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator
@@ -327,9 +396,11 @@ def make_operand_pairs(tok, templates: Sequence[T.Template] | str = "addition", 
     :func:`make_pairs` draws exactly what it drew before. Equal token length and the answer token
     follow the same rules (one loop, :func:`draw_pairs`); a pair that fails is re-drawn and counted in
     ``PairStats.redrawn``.
-    ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text).
+    ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text). Under
+    ``answer_token="last-digit"`` X_c's own answer has the same leading digits as X_r's (both prompts
+    carry them) and another last digit ("3 + 9 = 1" → "5 + 8 = 1").
     """
-    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand")
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", answer_token=answer_token)
 
 
 def interleave(groups) -> list[Sample]:

@@ -4,7 +4,8 @@ Each :class:`Template` is a pair of format strings: the reference ``X_r`` and th
 ``X_c``. Fields:
 
 * ``{A}``, ``{B}``: operands; ``{OP}``: the operator word or symbol of the reference.
-* ``{N}``: a neutral word (drawn from ``NEUTRAL_WORDS``), ``{S}``: a neutral symbol (``NEUTRAL_SYMBOLS``);
+* ``{N}``: a neutral word (drawn from ``NEUTRAL_WORDS``), ``{S}``: a neutral symbol (``NEUTRAL_SYMBOLS``),
+  neither an operator of any template (:func:`operators`);
   they take the place of ``{OP}`` in ``X_c``, as in the paper ("42 plus 34" → "42 nothing 34").
 * ``{NAME}``, ``{NAME2}``, ``{OBJECT}``, ``{EVENT}``, ``{VERB}``, ``{MONTH}``, ``{YYY}``: pool words,
   drawn once per sample and shared by ``X_r`` and ``X_c``; ``{OBJECT_C}``, ``{NAME_C}`` are fresh
@@ -37,9 +38,15 @@ class Template:
     answer_expr: str = ""  # arithmetic in A, B giving C (arithmech.data.answers); "" uses the operation's rule
 
 
-# Neutral replacements for operator words and symbols (Section 3, App. A).
+# Neutral replacements for operator words and symbols (Section 3, App. A). None of them is an operator
+# that a template or chapter studies (OPERATORS below; a test keeps the sets disjoint): "^" is App. D's
+# exponentiation, and "&", "|", "~" are bitwise operators, so they are not neutral.
 NEUTRAL_WORDS = ("none", "nothing", "null", "void", "blank", "empty", "nil", "mute")
-NEUTRAL_SYMBOLS = ("<", ">", "@", "#", "&", "~", "|", "^")
+NEUTRAL_SYMBOLS = ("<", ">", "@", "#")
+# {S} is drawn from this tuple: each neutral symbol twice, uniform over the four. Eight entries, as when
+# the set held eight symbols, so one draw consumes the random stream exactly as before and every other
+# field — and the embedded model's training corpus (arithmech.embedded.train) — is drawn unchanged.
+SYMBOL_DRAWS = NEUTRAL_SYMBOLS * 2
 
 OPS = {
     #               symbol word     noun          (per Fig. 8)
@@ -137,7 +144,16 @@ MONTHS = ("Jan. Feb. Mar. Apr. May Jun. Jul. Aug. Sep. Oct. Nov. Dec.").split()
 
 POOLS = {"NAME": NAMES, "OBJECT": OBJECTS, "EVENT": EVENTS, "MONTH": MONTHS, "SPAN": SPAN_VERBS,
          "SPAN_FUTURE": SPAN_VERBS_FUTURE, "ACQUIRE": ACC_VERBS, "N": NEUTRAL_WORDS,
-         "S": NEUTRAL_SYMBOLS}
+         "S": SYMBOL_DRAWS}
+
+
+def operators() -> frozenset[str]:
+    """Every operator word or symbol a template studies: the four operations' symbols, words and nouns
+    (:data:`OPS`), each template's own ``op_word`` (App. D's ``^`` and ``power``), the calculation verbs of
+    Fig. 10, and the bitwise/exponent symbols ``& | ~ ^ **``. The neutral sets must hold none of them."""
+    out = {w for ws in OPS.values() for w in ws} | set(SPAN_VERBS + SPAN_VERBS_FUTURE + ACC_VERBS)
+    out |= {t.op_word for t in FIG8 + FIG10 + EXPONENTIATION if t.op_word and not t.op_word.startswith("{")}
+    return frozenset(out | {"&", "|", "~", "^", "**", "%", "//"})
 
 
 # Every {FIELD} a template may use (what pairs.py fills in for each sample). {C}, the answer, is not

@@ -76,9 +76,11 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
 
     ``kw`` go to ``identify`` (e.g. ``knockout=False``); no transfer test (it is the operator run's).
+    ``kw["answer_token"]`` (default ``"last-digit"``, identify's) chooses the pairs' answer token; pairs whose
+    X_c leaves the model's answer in place are dropped there, as for the operator counterfactual.
     """
     from arithmech.methods.identify import identify
-    pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed)
+    pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"))
     res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
     label = f"{task} (operand)"
     res.effects["task"] = label
@@ -156,7 +158,7 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         id_heads = ranking(effects_frame(res.patched[primary].select(use), "id", prob=False), "id")[0][:top]
-    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1)
+    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=res.params.get("answer_token", "first"))
     keep = [(s, group_key(s)) for s, u in zip(every, use.tolist()) if u]
     means = mean_activations(model, tok, [s.corrupt for s, _ in keep], [k for _, k in keep])
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads

@@ -12,8 +12,10 @@ The step end to end, for one or several tasks::
 >>> write_results(res, "results/embedded")
 
 ``python -m arithmech identify --model embedded --task all --out results/embedded`` does the same
-from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``knockout.csv``,
-``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
+from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``answer_tokens.csv``,
+``knockout.csv``, ``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
+The answer token is ``answer_token="last-digit"`` by default (the prompt carries the answer's leading
+digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 """
 from __future__ import annotations
 
@@ -34,60 +36,16 @@ from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.progress import Progress
 from arithmech.core.memory import PeakMemory
 from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data.answer_tokens import answer_token_table
 from arithmech.experiments.paper import FIG4_CASES
 from arithmech.methods.knockout import (POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
                        mean_activations, transfer_table)
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import Patched, path_patch
+from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
-
-# ---------------------------------------------------------------------------------- the samples
-def task_templates(task) -> tuple[str, list[T.Template]]:
-    """``(label, templates)`` for a task name, a template-pair file or a list of templates."""
-    if isinstance(task, (list, tuple)):
-        return "custom", list(task)
-    task = str(task)
-    if task.endswith((".json", ".jsonl")) or Path(task).is_file():
-        return Path(task).stem, D.load_template_pairs(task)
-    return task, D.select_templates(task)
-
-
-def task_label(task) -> str:
-    """A short name for a task: its name, a file's stem, the id of a single template, else ``custom``."""
-    if isinstance(task, (list, tuple)) and task and isinstance(task[0], D.Sample):
-        return "custom"
-    if isinstance(task, (list, tuple)):
-        return task[0].id if len(task) == 1 else "custom"
-    return task_templates(task)[0]
-
-
-def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64) -> tuple[list[D.Sample], dict]:
-    """Draw ``n_samples`` pairs of ``task`` and keep those the model answers right (the paper's X_r).
-
-    ``task``: an operation, ``fig8``, ``fig10``, ``exponentiation``, a template-pair file, a list of
-    templates, or a list of ready :class:`~arithmech.data.pairs.Sample` (e.g. :func:`gsm8k_samples`).
-    """
-    if n_samples < 1:
-        raise ValueError(f"n_samples={n_samples}: need at least one sample")
-    if isinstance(task, list) and task and isinstance(task[0], D.Sample):
-        samples, stats = task[:n_samples], D.PairStats(made=len(task[:n_samples]))
-    else:
-        _, tpls = task_templates(task)
-        samples, stats = D.make_pairs(tok, tpls, n=n_samples, seed=seed)
-    kept, acc = D.filter_correct(model, tok, samples, batch_size)
-    info = {"n_drawn": len(samples), "n_kept": len(kept), "accuracy": len(kept) / len(samples),
-            "redrawn": stats.redrawn, "accuracy_by_template": acc}
-    if not kept:
-        what = task if isinstance(task, str) else "of templates " + ", ".join(
-            getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
-        raise ValueError(f"the model answers none of the {len(samples)} prompts {what} right, so there "
-                         "is no reference data X_r to patch; use a task the model can do (see `python -m arithmech "
-                         "accuracy`) or more samples")
-    return kept, info
-
 
 # ------------------------------------------------------------------------------- effects & heads
 def effects_frame(p: Patched, task: str, prob: bool = True) -> pd.DataFrame:
@@ -153,7 +111,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
              knockout_samples: int = 64, n_random: int = 3, ks: Sequence[int] | None = None,
              curves_for: str = "primary", knockout_positions: str = "end",
              transfer: bool = True, heldout: str = "fig10", batch_size: int = 64,
-             checkpoint=None) -> IdentifyResult:
+             checkpoint=None, answer_token: str = "last-digit") -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -170,6 +128,9 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             ``"all"`` (every position); see :mod:`arithmech.methods.knockout`. Also used by the transfer step.
         heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
             samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
+        answer_token: ``"last-digit"``, ``"single-token"`` or ``"first"`` (the paper's), for every pair drawn
+            here (:data:`arithmech.data.pairs.ANSWER_TOKENS`); pairs whose X_c leaves the model's answer in
+            place are dropped (:func:`arithmech.methods.prepare.prepare`).
         checkpoint: a :class:`arithmech.core.checkpoints.Checkpoints` (:func:`run` passes one): each task's
             samples and patching result and each task's knockout curves are saved there when done, and
             loaded instead of recomputed when present (a re-run after an interruption continues; the
@@ -181,6 +142,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")
     if knockout_positions not in POSITIONS:
         raise ValueError(f"knockout_positions {knockout_positions!r}: use one of {POSITIONS}")
+    D.check_answer_token(answer_token)
     if not threshold < 0:
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
@@ -208,7 +170,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
                 resumed.append(label)
             else:
                 t = time.time()
-                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size)
+                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token)
                 t1 = time.time()
                 ss = samples[label]
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
@@ -270,7 +232,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
-            knockout_positions=knockout_positions,
+            knockout_positions=knockout_positions, answer_token=answer_token,
             heldout=heldout,
             batch_size=batch_size))
         if transfer:
@@ -308,13 +270,15 @@ def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samp
         warnings.simplefilter("ignore")
         eff = effects_frame(allp.select(use), "id", prob=False)
     id_heads = [(h["layer"], h["head"]) for h in key_heads(eff, "id", res.params["threshold"])["heads"]]
-    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1)
+    variant = res.params.get("answer_token", "first")
+    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant)
     id_means = mean_activations(model, tok, [s.corrupt for s, u in zip(every, use.tolist()) if u],
                                 [group_key(s) for s, u in zip(every, use.tolist()) if u], batch_size)
     r = heldout_drop(model, tok, id_heads, id_means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
                      positions=positions)
     res.heldout = {"family": heldout, "identified_on": int(use.sum()), "heads": [f"{l}.{h}" for l, h in id_heads],
-                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}), unfiltered", **r}
+                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
+                                   f"answer_token={variant!r}), unfiltered", **r}
 
 
 # ---------------------------------------------------------------------------------------- files
@@ -322,6 +286,9 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
     files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
              "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
+    table = answer_token_table(res.info)
+    if not table.empty:                                  # none for ready-made samples without template counts
+        files["answer_tokens.csv"] = table
     if not res.knockout.empty:                           # none with knockout=False (no empty file)
         files["knockout.csv"] = res.knockout
     if res.transfer is not None:
@@ -352,6 +319,7 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
                          "change such as -0.05")
     if method not in ("fast", "reference"):
         raise ValueError(f"--method {method!r}: use fast or reference")
+    D.check_answer_token(kw.get("answer_token", "last-digit"))
     if kw.get("knockout_positions", "end") not in POSITIONS:
         raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(POSITIONS)}")
     for k in ("knockout_samples", "n_random", "batch_size"):
@@ -379,7 +347,7 @@ def _cli(a: argparse.Namespace) -> None:
               device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method, overwrite=a.overwrite,
               knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
               curves_for=a.curves, knockout_positions=a.knockout_positions, prob=not a.no_prob,
-              batch_size=a.batch_size)
+              batch_size=a.batch_size, answer_token=a.answer_token)
     kh = res.key_heads
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
     print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
@@ -403,6 +371,9 @@ def add_cli(subparsers, name: str = "identify") -> None:
                    help="full knockout curves for the primary task only (default) or for each task")
     s.add_argument("--knockout-positions", default="end", choices=list(POSITIONS),
                    help="mean-ablate at END only (where heads were patched; fast) or at every position")
+    s.add_argument("--answer-token", default="last-digit", choices=list(D.ANSWER_TOKENS),
+                   help="last-digit: the prompt carries the answer's leading digits, the answer token is its last "
+                   "digit (default); single-token: only one-token answers; first: the paper's first answer token")
     s.add_argument("--no-knockout", action="store_true", help="skip the knockout curves")
     s.add_argument("--no-prob", action="store_true",
                    help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")

@@ -36,9 +36,25 @@ def test_cli_writes_results_files(tmp_path, capsys):
     rec = run["steps"]["identify"]
     assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
     assert rec["parameters"]["seed"] == 3 and "torch" in rec["versions"] and rec["peak_memory"]["peak_rss_bytes"] > 0
+    assert rec["parameters"]["answer_token"] == "last-digit" and all(p.answer_token == "last-digit" for p in prompts)
+    tokens = R.read(a, "answer_tokens.csv")
+    whole = tokens[(tokens.task == "addition") & (tokens.template == "all")].iloc[0]
+    assert whole.n == len(prompts) and whole.xc_passed == whole.n and whole.n_drawn == 12
     main(args + ["--out", str(tmp_path / "b")])
-    for f in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv"):
+    for f in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "answer_tokens.csv"):
         assert (a / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+
+
+def test_bad_answer_token_is_one_line_before_loading(tmp_path, capsys):
+    """Protects the input contract of --answer-token: an unknown variant is one line and exit 2, nothing
+    written; identify.run refuses it before any model loads (a model that does not exist is never reached)."""
+    from arithmech.methods import identify as I
+    with pytest.raises(SystemExit) as e:
+        main(["identify", "--model", "embedded", "--answer-token", "last", "--out", str(tmp_path / "o")])
+    assert e.value.code == 2 and "--answer-token" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="answer token 'last'"):
+        I.run(model=str(tmp_path / "no-such-model"), out=tmp_path / "o", answer_token="last")
+    assert not (tmp_path / "o").exists()
 
 
 def test_bad_template_pair_gives_one_clear_error(tmp_path, capsys):

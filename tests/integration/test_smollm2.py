@@ -67,6 +67,22 @@ def test_pairs_equal_length_on_bpe(smollm2, maker):
     assert [tok.decode([i]) for i in D.answer_ids(tok, samples).tolist()] == [s.answer for s in samples]
 
 
+@pytest.mark.parametrize("maker", ["operator", "operand"])
+def test_last_digit_pairs_on_bpe(smollm2, maker):
+    """Protects the default answer token on SmolLM2's own tokenizer: for every Fig. 8 / Fig. 10 template the
+    prompt carries the answer's leading digits, its tokens followed by the answer token (the last digit) are
+    exactly the tokens of the whole text (prompt, space, answer), X_c carries the same digits at equal length."""
+    _, tok, _ = smollm2
+    make = D.make_pairs if maker == "operator" else D.make_operand_pairs
+    samples, stats = make(tok, "all", n=96, seed=0, answer_token="last-digit")
+    assert stats.made == 96 and any(s.carried for s in samples)
+    ids = D.answer_ids(tok, samples).tolist()
+    for s, a in zip(samples, ids):
+        assert tok(s.clean)["input_ids"] + [a] == tok(s.bare + s.target)["input_ids"]
+        assert s.answer == s.target[-1] == tok.decode([a]) and s.carried == s.target[:-1]
+        assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"]) and s.corrupt.endswith(s.carried)
+
+
 def test_fast_equals_reference_patching(smollm2):
     """Protects: the fast END-replay path patching equals Algorithm 1 done literally (one hooked forward
     per sender) on real SmolLM2 samples, to 1e-4 in the answer logit, for heads and MLPs of early,

@@ -153,18 +153,24 @@ DRAWN_BEFORE = {
 }
 
 
-def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer):
-    """Protects: one drawing loop for both counterfactual kinds draws, for the same seed, exactly the
-    pairs (texts, positions, redraw counts) the two former loops drew."""
+def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer, monkeypatch):
+    """Protects: one drawing loop for both counterfactual kinds, and the answer-token variants added to it,
+    draw with the paper's variant ("first") exactly the pairs (texts, positions, redraw counts) the two former
+    loops drew — given the neutral symbols of that time (eight, ^ & | ~ since dropped as operators)."""
     tok = embedded_tokenizer
     import hashlib
     import json
 
     from arithmech.data import pairs as D
+    former = ("<", ">", "@", "#", "&", "~", "|", "^")
+    monkeypatch.setattr(T, "SYMBOL_DRAWS", former)
+    monkeypatch.setitem(T.POOLS, "S", former)
     for key, digest in DRAWN_BEFORE.items():
         maker, task, seed = key.split("/")
         s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed))
-        blob = json.dumps([x.to_json() for x in s] + [st.redrawn, st.per_template], sort_keys=True)
+        assert all(x.answer_token == "first" and x.carried == "" for x in s)
+        rows = [{k: v for k, v in x.to_json().items() if k not in ("answer_token", "carried")} for x in s]
+        blob = json.dumps(rows + [st.redrawn, st.per_template], sort_keys=True)
         assert hashlib.sha256(blob.encode()).hexdigest()[:16] == digest, key
     with pytest.raises(ValueError, match="unknown counterfactual kind"):
         D.draw_pairs(tok, "addition", n=1, kind="operands")

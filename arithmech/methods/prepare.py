@@ -1,0 +1,91 @@
+"""The identify step's samples: draw (X_r, X_c) pairs of a task, keep what the model answers right, and
+keep only pairs whose counterfactual changes the answer.
+
+>>> kept, info = prepare(model, tok, "addition", n_samples=128, seed=0)      # answer_token="last-digit"
+>>> info["n_drawn"], info["n_correct"], info["n_kept"], info["exact_match"]
+
+``info`` (recorded per task in ``run.json``'s ``samples``) holds the answer-token accuracy, the exact match
+of the whole answer (greedy), the counterfactual check's counts and, per template, the counts behind
+``answer_tokens.csv`` (:mod:`arithmech.data.answer_tokens`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.data.answer_tokens import check_counterfactuals, template_summary
+
+
+def task_templates(task) -> tuple[str, list[T.Template]]:
+    """``(label, templates)`` for a task name, a template-pair file or a list of templates."""
+    if isinstance(task, (list, tuple)):
+        return "custom", list(task)
+    task = str(task)
+    if task.endswith((".json", ".jsonl")) or Path(task).is_file():
+        return Path(task).stem, D.load_template_pairs(task)
+    return task, D.select_templates(task)
+
+
+def task_label(task) -> str:
+    """A short name for a task: its name, a file's stem, the id of a single template, else ``custom``."""
+    if isinstance(task, (list, tuple)) and task and isinstance(task[0], D.Sample):
+        return "custom"
+    if isinstance(task, (list, tuple)):
+        return task[0].id if len(task) == 1 else "custom"
+    return task_templates(task)[0]
+
+
+def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
+            answer_token: str = "last-digit", check_xc: bool = True) -> tuple[list[D.Sample], dict]:
+    """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r) and,
+    with ``check_xc``, whose X_c moves the model's top-1 token away from the answer token.
+
+    ``task``: an operation, ``fig8``, ``fig10``, ``exponentiation``, a template-pair file, a list of
+    templates, or a list of ready :class:`~arithmech.data.pairs.Sample` (e.g. :func:`gsm8k_samples`,
+    operand pairs; drawn with their own variant, so ``answer_token`` is not applied to them).
+    ``answer_token``: the variant of :data:`arithmech.data.pairs.ANSWER_TOKENS` for drawn pairs.
+
+    Returns ``(kept, info)``; ``info``: ``n_drawn``, ``n_correct`` (answer token right), ``n_kept`` (also
+    passing the X_c check), ``accuracy`` (answer-token, of the drawn), ``exact_match`` (whole answer,
+    greedy, of the drawn), ``redrawn``, ``accuracy_by_template``, ``answer_token``, ``counterfactual_check``
+    (``checked``, ``passed``, ``dropped``) and ``templates`` (:func:`~arithmech.data.answer_tokens.template_summary`).
+    """
+    from arithmech.evals.scoring import greedy_exact
+    if n_samples < 1:
+        raise ValueError(f"n_samples={n_samples}: need at least one sample")
+    D.check_answer_token(answer_token)
+    if isinstance(task, list) and task and isinstance(task[0], D.Sample):
+        samples, stats = task[:n_samples], D.PairStats(made=len(task[:n_samples]))
+        variant = "/".join(sorted({s.answer_token for s in samples}))
+    else:
+        _, tpls = task_templates(task)
+        samples, stats = D.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token)
+        variant = answer_token
+    correct_s, acc = D.filter_correct(model, tok, samples, batch_size)
+    correct_ids = {id(s) for s in correct_s}
+    correct = [id(s) in correct_ids for s in samples]
+    exact = greedy_exact(model, tok, [(s.bare, s.target) for s in samples], batch_size=batch_size)
+    if check_xc:
+        kept, flags = check_counterfactuals(model, tok, correct_s, batch_size)
+    else:
+        kept, flags = list(correct_s), [True] * len(correct_s)
+    passed = iter(flags)
+    per_sample = [next(passed) if c else None for c in correct]
+    info = {"n_drawn": len(samples), "n_correct": len(correct_s), "n_kept": len(kept),
+            "accuracy": len(correct_s) / len(samples), "exact_match": sum(exact) / len(samples),
+            "redrawn": stats.redrawn, "accuracy_by_template": acc, "answer_token": variant,
+            "counterfactual_check": {"checked": len(correct_s) if check_xc else 0, "passed": len(kept) if check_xc else 0,
+                                     "dropped": len(correct_s) - len(kept)},
+            "templates": template_summary(samples, correct, exact, per_sample, checked=check_xc)}
+    if not kept:
+        what = task if isinstance(task, str) else "of templates " + ", ".join(
+            getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
+        if not correct_s:
+            raise ValueError(f"the model answers none of the {len(samples)} prompts {what} right, so there "
+                             "is no reference data X_r to patch; use a task the model can do (see `python -m "
+                             "arithmech accuracy`) or more samples")
+        raise ValueError(f"the model answers {len(correct_s)} of the {len(samples)} prompts {what} right, but on "
+                         "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
+                         "is left to patch; use another counterfactual or more samples")
+    return kept, info
