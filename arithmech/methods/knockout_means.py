@@ -15,7 +15,8 @@ mean and the knockout can hand the answer back. Here the means come from a **ref
   mean ablation); when that group holds fewer than ``min_group`` prompts outside the fold, the
   **family** mean at the same position counted from END (right-aligned over the family's prompts of
   every length) is used instead, and prompts with no family (Fig. 4's free text) get the mean of
-  **every family** right-aligned. :meth:`PoolMeans.source` names which one a prompt got; the knockout
+  **every family** right-aligned (positions further from END than any pool prompt reaches: the mean
+  over all of the pool's positions). :meth:`PoolMeans.source` names which one a prompt got; the knockout
   tables record it (``mean_source``).
 
 Sums are accumulated in float32 whatever the model's dtype (activations are cast before summing).
@@ -138,9 +139,10 @@ class PoolMeans:
         """``(L, seq, H*dh)``, ``(L, seq, d)`` float32 means for a prompt of length ``seq`` with
         ``key`` = :func:`pool_key` (``None``: a prompt with no family and no operands)."""
         got = self._group(key, seq)
-        if got is not None:
+        if got is not None:                       # the other folds summed (no subtraction: exact)
             (z, m, _), f, n = got
-            return (z.sum(0) - z[f]) / n, (m.sum(0) - m[f]) / n
+            keep = torch.arange(self.folds) != f
+            return z[keep].sum(0) / n, m[keep].sum(0) / n
         fam = key[1] if key is not None and key[1] in self.family else ALL
         f = fold(key[2], key[3], self.folds) if key is not None else None
         z, m, n = self.family[fam]
@@ -148,13 +150,18 @@ class PoolMeans:
         keep = torch.ones(self.folds, dtype=torch.bool)
         if f is not None:
             keep[f] = False
-        cnt = n[keep].sum(0)                                          # (seq,)
-        if seq > z.shape[2] or bool((cnt == 0).any()):
-            if fam == ALL or seq > self.family[ALL][0].shape[2]:
-                raise KeyError(f"the reference pool has no prompt of {seq} tokens to average (longest "
-                               f"{self.family[ALL][0].shape[2]}): draw a larger pool")
+        cnt = n[keep].sum(0)                                          # (min(seq, T),)
+        if seq <= z.shape[2] and bool((cnt > 0).all()):
+            return z[keep].sum(0) / cnt[None, :, None], m[keep].sum(0) / cnt[None, :, None]
+        if fam != ALL:
             return self.lookup(None if key is None else (key[0], ALL, key[2], key[3]), seq)
-        return z[keep].sum(0) / cnt[None, :, None], m[keep].sum(0) / cnt[None, :, None]
+        # longer than every pool prompt: positions the pool never reaches get the mean over all its positions
+        zs, ms, c = z[keep].sum(0), m[keep].sum(0), cnt.clamp(min=1)[None, :, None]
+        fill_z, fill_m = zs.sum(1) / cnt.sum(), ms.sum(1) / cnt.sum()               # (L, ·)
+        out_z, out_m = fill_z[:, None].repeat(1, seq, 1), fill_m[:, None].repeat(1, seq, 1)
+        have = torch.cat([torch.zeros(seq - len(cnt), dtype=torch.bool), cnt > 0])
+        out_z[:, have], out_m[:, have] = (zs / c)[:, cnt > 0], (ms / c)[:, cnt > 0]
+        return out_z, out_m
 
     def describe(self) -> str:
         """One line for the results: pool sizes, folds and the fallback rule."""
