@@ -30,8 +30,8 @@ from arithmech.methods.knockout_means import PoolMeans, build_pool
 
 KNOCKOUT_POSITIONS = ("end", "all", "both")
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor")
-RANDOM_HEAD_KS = (1, 4, 16)            # random orders run here and at the number of key heads
-RANDOM_MLP_KS = (1, 4)                 # (and at the number of key MLPs)
+RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
+RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
            "mean_source"]
 
