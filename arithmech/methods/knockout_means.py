@@ -113,6 +113,12 @@ class PoolMeans:
             e[1][f, :, T - seq:] += m
             e[2][f, T - seq:] += 1
 
+    def prune(self) -> None:
+        """Drop the groups no prompt can use (fewer than ``min_group`` outside every fold): memory only,
+        the lookups are the same (such a prompt falls back to its family either way)."""
+        for k in [k for k, (_, _, n) in self.group.items() if float((n.sum() - n).max()) < self.min_group]:
+            del self.group[k]
+
     # -------------------------------------------------------------------------------- lookups
     def key(self, s: D.Sample) -> tuple:
         return pool_key(s)
@@ -188,4 +194,5 @@ def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int 
         for idx, z, m in activations(model, tok, [s.corrupt for s in pool], batch_size):
             for r, i in enumerate(idx):
                 pm.add(pool_key(pool[i]), z[r], m[r])
+    pm.prune()
     return pm
