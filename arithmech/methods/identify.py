@@ -4,7 +4,8 @@ The step end to end, for one or several tasks::
 
     X_r / X_c pairs ──► keep what the model answers right ──► path patching (patching.py)
         ──► effects per task and for all tasks (Fig. 2, Fig. 15) ──► key heads (effect < threshold)
-        ──► knockout curves, effect rank vs random rank (knockout.py, Fig. 3)
+        ──► knockout: reference-pool means, key vs random non-key components, sanity rows
+            (knockout_run.py, knockout_means.py, knockout.py; Fig. 3)
         ──► transfer: Fig. 4's prompts and a template family not used to find the heads
 
 >>> res = identify(model, tok, ["addition", "subtraction"], n_samples=64)

@@ -89,6 +89,7 @@ class Means:
         return group_key(s)
 
     def source(self, key: Hashable | None, seq: int) -> str:
+        """Which mean a prompt gets (the same for every prompt here), for ``mean_source``."""
         return "pooled X_c (first / later positions)" if self.is_pooled else "X_c of the evaluated samples"
 
     def lookup(self, key: Hashable, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
