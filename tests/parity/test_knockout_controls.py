@@ -195,3 +195,15 @@ def test_same_seed_same_knockout_rows(embedded_model):
     assert a.to_csv(index=False) == b.to_csv(index=False)
     assert set(a.kind) == {"head", "mlp", "sanity"} and set(a.positions) == {"end"}
     assert Ablation() == Ablation.of()
+
+
+def test_a_prompt_longer_than_the_pool_gets_the_right_aligned_mean_and_the_overall_mean_beyond():
+    """Protects the documented fallback for free text longer than every pool prompt (Fig. 4's cases):
+    the last positions get the right-aligned mean of every family, the positions the pool never reaches
+    the mean over all of its positions (never an error, never a silent zero)."""
+    pm = PoolMeans(folds=2, min_group=1)
+    pm.add(("t", "f", 1, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 1))
+    pm.add(("u", "g", 2, 1), 3 * torch.ones(1, 2, 2), 3 * torch.ones(1, 2, 1))
+    z, m = pm.lookup(None, 5)
+    assert z.shape == (1, 5, 2) and m.shape == (1, 5, 1) and pm.source(None, 5) == "all-families"
+    assert z[0, :, 0].tolist() == pytest.approx([1.8, 1.8, 1.0, 2.0, 2.0])   # beyond: (1·3 + 3·2) / 5; then 1, (1+3)/2, (1+3)/2
