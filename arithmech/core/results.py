@@ -58,11 +58,13 @@ class ResultsError(ValueError):
 class FileSpec:
     """One file of the results folder: the ``step`` that writes it, its ``kind`` (csv, json, jsonl),
     the columns (csv) or keys (json object / each jsonl row) it must have, and the files it is
-    computed from (their hashes are recorded when it is written)."""
+    computed from (their hashes are recorded when it is written). ``version``: the file's own schema
+    version, bumped when its columns change (an older file then fails the column check, naming it)."""
     step: str
     kind: str
     required: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
+    version: int = 1
 
 
 # What each step writes. A chapter or command that needs a file reads it with ``read``.
@@ -75,7 +77,9 @@ FILES: dict[str, FileSpec] = {
     "answer_tokens.csv": FileSpec("identify", "csv", ("task", "template", "answer_token", "n_drawn", "accuracy",
                                                       "exact_match", "xc_checked", "xc_passed", "xc_pass_rate",
                                                       "n", "top_token", "top_share")),
-    "knockout.csv": FileSpec("identify", "csv", ("task", "kind", "order", "seed", "k", "accuracy", "n")),
+    # v2: reference-pool means, sanity rows (kind "sanity"), Wilson intervals, END and every-position rows
+    "knockout.csv": FileSpec("identify", "csv", ("task", "positions", "kind", "order", "seed", "k", "accuracy", "correct",
+                                                 "n", "ci_low", "ci_high", "mean_source"), version=2),
     "transfer.csv": FileSpec("identify", "csv"),
     "heldout.json": FileSpec("identify", "json"),
     "attention_roles.csv": FileSpec("analyze", "csv", ("layer", "head", "role", "mean_score", "task", "n", "se",

@@ -37,8 +37,7 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core import results as R
 from arithmech.experiments.measures import answer_scores
 
-HEAD_KS = (0, 2, 4, 8, 16, 32, 64)                  # knockout grid of the appendix (plus "all heads")
-MLP_KS = (0, 1, 2, 4, 8)                            # (plus "all MLPs")
+from arithmech.experiments.casestudy_knockout import HEAD_KS, MLP_KS, lean_knockout  # noqa: F401 (the appendix's)
 
 
 # --------------------------------------------------------------------------- accuracy per template
@@ -98,7 +97,7 @@ def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.D
     ``task`` (:func:`arithmech.methods.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
     relative change and logit difference under both counterfactuals."""
     from arithmech.methods.identify import ranking
-    from arithmech.methods.knockout import overlap
+    from arithmech.methods.knockout_overlap import overlap
     ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
     def look(eff, t, h):
         r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]
@@ -111,25 +110,6 @@ def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.D
 
 
 # -------------------------------------------------------------------- the appendix's results files
-def lean_knockout(model, tok, res, knockout_samples: int = 32, n_random: int = 2, seed: int = 0) -> pd.DataFrame:
-    """Fig. 3 curves for the task ``all`` (samples of every task, interleaved) on the grids
-    :data:`HEAD_KS` / :data:`MLP_KS` plus "everything", ``n_random`` random orders for the spread."""
-    from arithmech.methods.identify import ranking
-    from arithmech.methods.knockout import knockout_curve
-    groups = [list(v) for v in res.tasks.values()]
-    mixed = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)][:knockout_samples]
-    primary = "all" if len(res.tasks) > 1 else next(iter(res.tasks))
-    heads, mlps = ranking(res.effects, primary)
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    universe = [(l, h) for l in range(L) for h in range(H)]
-    frames = [knockout_curve(model, tok, mixed, res.means, heads, list(HEAD_KS) + [L * H], universe, "head",
-                             n_random, seed),
-              knockout_curve(model, tok, mixed, res.means, mlps, list(MLP_KS) + [L], list(range(L)), "mlp",
-                             n_random, seed)]
-    return pd.concat(frames, ignore_index=True).assign(task=primary)[["task", "kind", "order", "seed", "k",
-                                                                      "accuracy", "n"]]
-
-
 def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """Fig. 4's ``(prompt, answer)`` cases with each prompt ending where this tokenizer's answer token
     starts (SmolLM2: "281 + 135 =" → "281 + 135 = "; a prompt ending in a digit keeps no joiner)."""
@@ -149,6 +129,7 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
     from arithmech.methods.identify import effects_frame, ranking
     from arithmech.experiments.paper import FIG4_CASES
     from arithmech.methods.knockout import group_key, heldout_drop, mean_activations, transfer_table
+    from arithmech.methods.knockout_means import PoolMeans
     held = {t.id for t in D.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     use = torch.tensor([s.template not in held for s in every])
@@ -159,8 +140,10 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
         warnings.simplefilter("ignore")
         id_heads = ranking(effects_frame(res.patched[primary].select(use), "id", prob=False), "id")[0][:top]
     test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=res.params.get("answer_token", "first"))
-    keep = [(s, group_key(s)) for s, u in zip(every, use.tolist()) if u]
-    means = mean_activations(model, tok, [s.corrupt for s, _ in keep], [k for _, k in keep])
+    means = res.means                              # the reference pool, when lean_knockout built one
+    if not isinstance(means, PoolMeans):
+        keep = [(s, group_key(s)) for s, u in zip(every, use.tolist()) if u]
+        means = mean_activations(model, tok, [s.corrupt for s, _ in keep], [k for _, k in keep])
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     r = heldout_drop(model, tok, id_heads, means, test, [(l, h) for l in range(L) for h in range(H)],
                      res.params["n_random"], seed)
@@ -170,8 +153,9 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
 
 
 def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int = 128, seed: int = 0,
-                    knockout_samples: int = 32, n_random: int = 2, heldout_samples: int = 48,
-                    operand_task: str = "addition", recompute: bool = False) -> dict:
+                    knockout_samples: int = 256, n_random: int = 20, heldout_samples: int = 48,
+                    operand_task: str = "addition", recompute: bool = False,
+                    knockout_positions: Sequence[str] = ("end", "all"), pool_size: int = 512) -> dict:
     """The appendix's identify results in ``folder``: read them, or compute and write them when missing.
 
     Operator counterfactual on ``tasks`` (maps of Fig. 2 / 15, key heads) with :func:`lean_knockout`
@@ -186,10 +170,12 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
     if recompute or not R.exists(folder, "effects.csv"):
         res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
                        n_random=n_random, prob=False)
-        res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed)
+        res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed, knockout_positions, pool_size)
         top_transfer(model, tok, res, 10, "fig10", heldout_samples, seed)
         write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.experiments.casestudy.lean_knockout",
                                           "knockout_samples": knockout_samples, "n_random": n_random,
+                                          "knockout_positions": list(knockout_positions), "pool_size": pool_size,
+                                          "means": res.means.describe(),
                                           "heldout_samples": heldout_samples})
     if recompute or not R.exists(folder / "operand", "effects.csv"):
         res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False, prob=False)

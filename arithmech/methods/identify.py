@@ -4,7 +4,8 @@ The step end to end, for one or several tasks::
 
     X_r / X_c pairs ──► keep what the model answers right ──► path patching (patching.py)
         ──► effects per task and for all tasks (Fig. 2, Fig. 15) ──► key heads (effect < threshold)
-        ──► knockout curves, effect rank vs random rank (knockout.py, Fig. 3)
+        ──► knockout: reference-pool means, key vs random non-key components, sanity rows
+            (knockout_run.py, knockout_means.py, knockout.py; Fig. 3)
         ──► transfer: Fig. 4's prompts and a template family not used to find the heads
 
 >>> res = identify(model, tok, ["addition", "subtraction"], n_samples=64)
@@ -32,14 +33,14 @@ import pandas as pd
 import torch
 
 from arithmech.core import results as R
-from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.progress import Progress
 from arithmech.core.memory import PeakMemory
 from arithmech.data import pairs as D
 from arithmech.data.answer_tokens import answer_token_table
-from arithmech.experiments.paper import FIG4_CASES
-from arithmech.methods.knockout import (POSITIONS, Means, default_ks, group_key, heldout_drop, knockout_curve,
-                       mean_activations, transfer_table)
+from arithmech.data import templates as T
+from arithmech.methods.knockout import group_key, mean_activations
+from arithmech.methods import knockout_run as KR
+from arithmech.methods.knockout_run import KNOCKOUT_POSITIONS, describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
@@ -97,19 +98,20 @@ class IdentifyResult:
     effects: pd.DataFrame
     key_heads: dict
     knockout: pd.DataFrame
-    means: Means
+    means: object          # a knockout_means.PoolMeans (or a knockout.Means without a reference pool)
     info: dict
     params: dict
     transfer: pd.DataFrame | None = None
     heldout: dict | None = None
     timings: dict = field(default_factory=dict)
+    evals: dict = field(default_factory=dict)      # task -> the knockout's prompts (X_r, topped up)
     memory: dict = field(default_factory=dict)     # peak RSS / CUDA bytes, see arithmech.core.memory
 
 
 def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, seed: int = 0,
              threshold: float = -0.05, method: str = "fast", prob: bool = True, knockout: bool = True,
-             knockout_samples: int = 64, n_random: int = 3, ks: Sequence[int] | None = None,
-             curves_for: str = "primary", knockout_positions: str = "end",
+             knockout_samples: int = 256, n_random: int = 20, ks: Sequence[int] | None = None,
+             curves_for: str = "primary", knockout_positions: str = "end", pool_size: int = 512,
              transfer: bool = True, heldout: str = "fig10", batch_size: int = 64,
              checkpoint=None, answer_token: str = "last-digit") -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
@@ -118,14 +120,18 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         tasks: ``"all"`` (the four operations), one task, or a list of tasks (names, template-pair
             files, template lists); each gets ``n_samples`` draws. With several tasks the rows of task
             ``"all"`` average over every sample (Fig. 2) and key heads are taken from them.
-        knockout_samples: X_r samples per task in the knockout curves (the first ones; all if fewer).
-        n_random: seeded random orders per knockout curve.
+        knockout_samples: prompts per task in the knockout curves: the task's X_r, topped up with fresh
+            X_r (:func:`~arithmech.methods.knockout_run.eval_samples`).
+        n_random: seeded random orders per knockout curve (drawn from the non-key components).
+        pool_size: X_c per template family in the reference pool of the means
+            (:mod:`arithmech.methods.knockout_means`).
         ks: numbers of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
         curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
             with several tasks) and, for every other task, its key heads vs as many random heads;
             ``"each"``: full curves for every task.
-        knockout_positions: ``"end"`` (mean-ablate at END, where the heads were patched; fast) or
-            ``"all"`` (every position); see :mod:`arithmech.methods.knockout`. Also used by the transfer step.
+        knockout_positions: ``"end"`` (mean-ablate at END, where the heads were patched; fast),
+            ``"all"`` (every position; see :mod:`arithmech.methods.knockout`) or ``"both"`` (the curves at
+            END, key heads vs random and the sanity rows at every position too). Transfer uses the first.
         heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
             samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
         answer_token: ``"last-digit"``, ``"single-token"`` or ``"first"`` (the paper's), for every pair drawn
@@ -140,8 +146,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
     if curves_for not in ("primary", "each"):
         raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")
-    if knockout_positions not in POSITIONS:
-        raise ValueError(f"knockout_positions {knockout_positions!r}: use one of {POSITIONS}")
+    positions = split_positions(knockout_positions)
     D.check_answer_token(answer_token)
     if not threshold < 0:
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
@@ -190,7 +195,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         primary = next(iter(samples))
         if len(samples) > 1:
             primary = "all"
-            patched["all"] = _concat([patched[k] for k in samples])
+            patched["all"] = concat_patched([patched[k] for k in samples])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # already warned per task
                 frames.append(effects_frame(patched["all"], "all", prob))
@@ -200,44 +205,33 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
         every = [s for ss in samples.values() for s in ss]
         t2 = time.time()
-        means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
-        cfg = model.config
-        universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
-        curves = []
+        tpls = {label: None if isinstance(spec, list) and spec and isinstance(spec[0], D.Sample) else
+                task_templates(spec)[1] for label, spec in labelled}
+        if knockout or transfer:
+            every_t = [t for label in samples for t in (tpls[label] or KR.sample_templates(samples[label]))]
+            means = prepare_means(model, tok, samples, every_t + (D.select_templates(heldout) if transfer else []),
+                                  pool_size, seed, batch_size, answer_token)
+        else:
+            means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
+        timings["means"] = time.time() - t2
+        ko, evals = pd.DataFrame(columns=KR.COLUMNS), {}
         if knockout:
-            for j, task in enumerate(list(samples) + (["all"] if len(samples) > 1 else [])):
-                got = ck.load(f"knockout-{j}") if ck is not None else None
-                if got is not None and got["task"] == task:
-                    curves.append(obj_to_frame(got["frame"]))
-                    bar.advance(note=f"knockout {task} (checkpoint)")
-                    continue
-                ss = (samples[task] if task in samples else D.interleave(samples.values()))[:knockout_samples]
-                heads, mlps = ranking(effects, task)
-                n_key = len(key_heads(effects, task, threshold)["heads"])
-                if task != primary and curves_for != "each":          # key heads vs as many random ones only
-                    plan = [("head", heads, universe, [n_key])]
-                else:
-                    plan = [("head", heads, universe, sorted(set(ks or default_ks(len(universe))) | {n_key})),
-                            ("mlp", mlps, list(range(cfg.num_hidden_layers)), default_ks(cfg.num_hidden_layers))]
-                mine = [knockout_curve(model, tok, ss, means, rank, kk, uni, kind, n_random, seed, batch_size=batch_size,
-                                       positions=knockout_positions).assign(task=task) for kind, rank, uni, kk in plan]
-                curves += mine
-                if ck is not None:
-                    ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(pd.concat(mine, ignore_index=True))})
-                bar.advance(note=f"knockout {task}")
-        ko = pd.concat(curves, ignore_index=True)[["task", "kind", "order", "seed", "k", "accuracy", "n"]] \
-            if curves else pd.DataFrame(columns=["task", "kind", "order", "seed", "k", "accuracy", "n"])
-        timings["knockout"] = time.time() - t2
+            ko, evals = KR.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
+                                          lambda t: key_heads(effects, t, threshold), primary, curves_for, positions,
+                                          knockout_samples, n_random, seed, ks, batch_size, ck, bar,
+                                          answer_token=answer_token)
+        timings["knockout"] = time.time() - t2 - timings["means"]
         mem.mark("knockout")
-        res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, params=dict(
+        res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, evals=evals, params=dict(
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
-            knockout_positions=knockout_positions, answer_token=answer_token,
+            knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
+            answer_token=answer_token,
             heldout=heldout,
             batch_size=batch_size))
         if transfer:
             t3 = time.time()
-            run_transfer(res, model, tok, heldout, n_samples, seed, batch_size)
+            run_transfer(res, model, tok, heldout_heads(res, heldout), heldout, n_samples, seed, batch_size)
             timings["transfer"] = time.time() - t3
             mem.mark("transfer")
             bar.advance(note="transfer")
@@ -246,39 +240,22 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
     return res
 
 
-def _concat(ps: Sequence[Patched]) -> Patched:
+def concat_patched(ps: Sequence[Patched]) -> Patched:
+    """The samples of several :class:`Patched` results, in order, as one."""
     cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
     return Patched(*(cat(f) for f in PATCHED_FIELDS))
 
 
-def run_transfer(res: IdentifyResult, model, tok, heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
-                 batch_size: int = 64, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
-    """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout``."""
+def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> list[tuple[int, int]]:
+    """Key heads recomputed from the samples outside the ``heldout`` family (for the transfer test)."""
     held_ids = {t.id for t in D.select_templates(heldout)}
-    every = [s for ss in res.tasks.values() for s in ss]
-    use = torch.tensor([s.template not in held_ids for s in every])
-    heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
-    positions = res.params["knockout_positions"]
-    res.transfer = transfer_table(model, tok, heads, res.means, cases, positions=positions)
-    cfg = model.config
-    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+    use = torch.tensor([s.template not in held_ids for ss in res.tasks.values() for s in ss])
     if not use.any():
-        res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
-        return
-    allp = _concat([res.patched[t] for t in res.tasks])
+        return []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eff = effects_frame(allp.select(use), "id", prob=False)
-    id_heads = [(h["layer"], h["head"]) for h in key_heads(eff, "id", res.params["threshold"])["heads"]]
-    variant = res.params.get("answer_token", "first")
-    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant)
-    id_means = mean_activations(model, tok, [s.corrupt for s, u in zip(every, use.tolist()) if u],
-                                [group_key(s) for s, u in zip(every, use.tolist()) if u], batch_size)
-    r = heldout_drop(model, tok, id_heads, id_means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
-                     positions=positions)
-    res.heldout = {"family": heldout, "identified_on": int(use.sum()), "heads": [f"{l}.{h}" for l, h in id_heads],
-                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
-                                   f"answer_token={variant!r}), unfiltered", **r}
+        eff = effects_frame(concat_patched([res.patched[t] for t in res.tasks]).select(use), "id", prob=False)
+    return [(h["layer"], h["head"]) for h in key_heads(eff, "id", res.params["threshold"])["heads"]]
 
 
 # ---------------------------------------------------------------------------------------- files
@@ -320,9 +297,9 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
     if method not in ("fast", "reference"):
         raise ValueError(f"--method {method!r}: use fast or reference")
     D.check_answer_token(kw.get("answer_token", "last-digit"))
-    if kw.get("knockout_positions", "end") not in POSITIONS:
-        raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(POSITIONS)}")
-    for k in ("knockout_samples", "n_random", "batch_size"):
+    if kw.get("knockout_positions", "end") not in KNOCKOUT_POSITIONS:
+        raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(KNOCKOUT_POSITIONS)}")
+    for k in ("knockout_samples", "n_random", "batch_size", "pool_size"):
         if k in kw and not (isinstance(kw[k], int) and kw[k] >= 1):
             raise ValueError(f"{k}={kw[k]!r}: expected a whole number >= 1")
     for t in ([task] if isinstance(task, str) else task):
@@ -347,7 +324,7 @@ def _cli(a: argparse.Namespace) -> None:
               device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method, overwrite=a.overwrite,
               knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
               curves_for=a.curves, knockout_positions=a.knockout_positions, prob=not a.no_prob,
-              batch_size=a.batch_size, answer_token=a.answer_token)
+              batch_size=a.batch_size, pool_size=a.pool_size, answer_token=a.answer_token)
     kh = res.key_heads
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
     print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
@@ -365,12 +342,14 @@ def add_cli(subparsers, name: str = "identify") -> None:
     s.add_argument("--out", default=None, help="the model's results folder (same as --results DIR)")
     s.add_argument("--threshold", type=float, default=-0.05, help="key heads: effect below this (paper: -0.05)")
     s.add_argument("--method", default="fast", choices=["fast", "reference"])
-    s.add_argument("--knockout-samples", type=POSITIVE, default=64, help="X_r samples per task in the knockout curves")
-    s.add_argument("--random-seeds", type=POSITIVE, default=3, help="random-rank orders in the knockout curves")
+    s.add_argument("--knockout-samples", type=POSITIVE, default=256,
+                   help="prompts per task in the knockout curves (the task's X_r topped up with fresh X_r)")
+    s.add_argument("--random-seeds", type=POSITIVE, default=20, help="random-rank orders (non-key components only)")
+    s.add_argument("--pool-size", type=POSITIVE, default=512, help="X_c per template family in the reference pool of the means")
     s.add_argument("--curves", default="primary", choices=["primary", "each"],
                    help="full knockout curves for the primary task only (default) or for each task")
-    s.add_argument("--knockout-positions", default="end", choices=list(POSITIONS),
-                   help="mean-ablate at END only (where heads were patched; fast) or at every position")
+    s.add_argument("--knockout-positions", default="end", choices=list(KNOCKOUT_POSITIONS),
+                   help="mean-ablate at END only (where heads were patched; fast), at every position, or both")
     s.add_argument("--answer-token", default="last-digit", choices=list(D.ANSWER_TOKENS),
                    help="last-digit: the prompt carries the answer's leading digits, the answer token is its last "
                    "digit (default); single-token: only one-token answers; first: the paper's first answer token")

@@ -13,12 +13,15 @@ the same way. **Where** (``positions``):
 * ``"all"``: at every position (Wang et al. 2023's mean ablation of a whole head); the heads then
   also stop feeding later layers at earlier positions, so random heads hurt more.
 
-Two kinds of mean:
+Three kinds of mean:
 
+* **reference pool** (:mod:`arithmech.methods.knockout_means`, what identify uses): X_c prompts drawn
+  apart from the evaluated ones, a prompt's own operand pair left out, per template × length ×
+  position with a documented family fallback.
 * **per group** (:func:`mean_activations`): one mean per template and token length, per position,
   over the ``X_c`` prompts of that group: position ``p`` of an ``X_r`` prompt gets the mean of
-  position ``p`` of its own template's ``X_c`` prompts (Wang et al. 2023's mean ablation). Used for
-  the knockout curves and the accuracy of the identification data.
+  position ``p`` of its own template's ``X_c`` prompts (Wang et al. 2023's mean ablation). The evaluated
+  prompt's own X_c is in its group's mean (kept for the prompt explorer and the Table 4 comparison).
 * **pooled** (:meth:`Means.pooled`): one vector for the first position and one for all later
   positions, averaged over every ``X_c`` prompt. Used on prompts that have no ``X_c`` of their own
   (Fig. 4's cases, a held-out template family, GSM8K-style text).
@@ -30,7 +33,10 @@ Many ablations are run in one forward: each prompt is repeated once per ablation
 ``prompt-major``: row ``i * G + a`` is prompt ``i`` under ablation ``a``) and each row carries its
 own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a few batched forwards;
 identical ablations (``k = 0`` of every order, say) run once. Accuracy is top-1 at END against the
-answer token {C}.
+answer token {C} (:func:`~arithmech.data.pairs.answer_ids`, whichever token that is).
+
+Random baselines (:func:`knockout_curve`) draw from the components *outside* ``exclude`` (the key
+heads / MLPs), ``n_random`` seeded orders; every accuracy comes with its count and Wilson interval.
 """
 from __future__ import annotations
 
@@ -45,6 +51,7 @@ from transformers import DynamicCache
 from arithmech.experiments.paper import FIG4_CASES
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.core.models import arch_for, input_device
+from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 
 Head = tuple[int, int]
@@ -76,6 +83,14 @@ class Means:
     @property
     def is_pooled(self) -> bool:
         return list(self.z) == ["*"]
+
+    def key(self, s: Sample) -> Hashable:
+        """The group a sample's mean is looked up under (its template)."""
+        return group_key(s)
+
+    def source(self, key: Hashable | None, seq: int) -> str:
+        """Which mean a prompt gets (the same for every prompt here), for ``mean_source``."""
+        return "pooled X_c (first / later positions)" if self.is_pooled else "X_c of the evaluated samples"
 
     def lookup(self, key: Hashable, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(L, seq, H*dh)``, ``(L, seq, d)`` means for a prompt of group ``key`` and length ``seq``."""
@@ -235,41 +250,73 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     return out_ids[where], out_p[where]
 
 
-def accuracy(model, tok, samples: Sequence[Sample], means: Means, ablations: Sequence[Ablation],
-             **kw) -> torch.Tensor:
-    """``(A,)`` top-1 accuracy on ``samples`` (answer token {C}) under each ablation."""
-    keys = None if means.is_pooled else [group_key(s) for s in samples]
+def correct(model, tok, samples: Sequence[Sample], means, ablations: Sequence[Ablation], **kw) -> torch.Tensor:
+    """``(A, n)`` whether the top-1 token at END is the answer token under each ablation.
+
+    ``means``: a :class:`Means` or a :class:`~arithmech.methods.knockout_means.PoolMeans`."""
+    keys = None if means.is_pooled else [means.key(s) for s in samples]
     ids, _ = knockout_topk(model, tok, [s.clean for s in samples], keys, means, ablations, k=1, **kw)
-    return (ids[..., 0] == answer_ids(tok, samples)).float().mean(-1)
+    return ids[..., 0] == answer_ids(tok, samples)
 
 
-def knockout_curve(model, tok, samples: Sequence[Sample], means: Means, ranking: Sequence,
-                   ks: Sequence[int], universe: Sequence, kind: str = "head", n_random: int = 5,
-                   seed: int = 0, **kw) -> pd.DataFrame:
-    """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank, and ``k`` random
-    ones (``n_random`` seeded orders of ``universe``), for each ``k`` in ``ks``.
+def accuracy(model, tok, samples: Sequence[Sample], means, ablations: Sequence[Ablation], **kw) -> torch.Tensor:
+    """``(A,)`` top-1 accuracy on ``samples`` (answer token {C}) under each ablation."""
+    return correct(model, tok, samples, means, ablations, **kw).float().mean(-1)
+
+
+def mean_sources(tok, samples: Sequence[Sample], means) -> str:
+    """Which mean the samples got, as ``source n; …`` (``means.source`` per prompt)."""
+    from collections import Counter
+    keys = [None if means.is_pooled else means.key(s) for s in samples]
+    got = Counter(means.source(k, len(tok(s.clean)["input_ids"])) for k, s in zip(keys, samples))
+    return "; ".join(f"{k} {v}" for k, v in sorted(got.items()))
+
+
+def with_interval(row: dict, k: int, n: int) -> dict:
+    """``row`` with ``accuracy = k / n``, ``correct``, ``n`` and the Wilson 95% ``ci_low``, ``ci_high``."""
+    lo, hi = wilson_interval(k, n)
+    return {**row, "accuracy": k / n, "correct": k, "n": n, "ci_low": lo, "ci_high": hi}
+
+
+def random_orders(universe: Sequence, exclude: Sequence, n_random: int, seed: int) -> list[list]:
+    """``n_random`` seeded orders of the components of ``universe`` that are not in ``exclude``."""
+    norm = lambda x: tuple(x) if isinstance(x, (list, tuple)) else x
+    ex = {norm(x) for x in exclude}
+    pool = [u for u in universe if norm(u) not in ex]
+    out = []
+    for s in range(n_random):
+        perm = list(pool)
+        random.Random(seed * 1000 + s).shuffle(perm)
+        out.append(perm)
+    return out
+
+
+def knockout_curve(model, tok, samples: Sequence[Sample], means, ranking: Sequence,
+                   ks: Sequence[int], universe: Sequence, kind: str = "head", n_random: int = 20,
+                   seed: int = 0, exclude: Sequence = (), random_ks: Sequence[int] | None = None,
+                   **kw) -> pd.DataFrame:
+    """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``ks``),
+    and ``k`` random ones (each ``k`` in ``random_ks``, default ``ks``) drawn from ``universe`` minus
+    ``exclude`` (the key components: a random draw never holds one), ``n_random`` seeded orders.
 
     ``ranking`` / ``universe``: ``(layer, head)`` pairs for ``kind="head"``, layer indices for
-    ``kind="mlp"``. Returns rows ``kind, order, seed, k, accuracy, n`` (``seed = -1`` for effect rank).
+    ``kind="mlp"``. Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high``
+    (``seed = -1`` for effect rank; Wilson 95% intervals over the ``n`` prompts).
     """
     if kind not in ("head", "mlp"):
         raise ValueError(f"kind {kind!r}: use 'head' or 'mlp'")
-    ks = [k for k in ks if k <= len(universe)]
-    orders = [("effect-rank", -1, list(ranking))]
-    for s in range(n_random):
-        perm = list(universe)
-        random.Random(seed * 1000 + s).shuffle(perm)
-        orders.append(("random-rank", s, perm))
+    orders = [("effect-rank", -1, list(ranking), [k for k in ks if k <= len(ranking)])]
+    rand = random_orders(universe, exclude, n_random, seed)
+    rks = [k for k in (ks if random_ks is None else random_ks) if k <= (len(rand[0]) if rand else 0)]
+    orders += [("random-rank", s, perm, rks) for s, perm in enumerate(rand)]
     make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
     abls, rows = [], []
-    for name, s, order in orders:
-        for k in ks:
+    for name, s, order, kk in orders:
+        for k in kk:
             abls.append(make(order[:k]))
             rows.append({"kind": kind, "order": name, "seed": s, "k": k})
-    acc = accuracy(model, tok, samples, means, abls, **kw)
-    for r, a in zip(rows, acc.tolist()):
-        r.update(accuracy=a, n=len(samples))
-    return pd.DataFrame(rows)
+    ok = correct(model, tok, samples, means, abls, **kw).sum(-1)
+    return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
 
 
 def default_ks(total: int) -> list[int]:
@@ -292,14 +339,17 @@ def unknown_words(tok, prompt: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def transfer_table(model, tok, heads: Sequence[Head], means: Means,
+def transfer_table(model, tok, heads: Sequence[Head], means,
                    cases: Sequence[tuple[str, str]] = FIG4_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
-    """Fig. 4: top-``k`` next tokens before and after knocking out ``heads`` (pooled means).
+    """Fig. 4: top-``k`` next tokens before and after knocking out ``heads``.
 
-    Cases with words the tokenizer does not know are kept as rows with ``status`` saying so
-    and no predictions. Rows: ``case, prompt, expected, status, when, rank, token, prob``.
+    The cases are free text with no template family: a :class:`Means` is position-pooled, a
+    :class:`~arithmech.methods.knockout_means.PoolMeans` gives every family's mean right-aligned at
+    each position (``mean_source`` says which). Cases with words the tokenizer does not know are kept
+    as rows with ``status`` saying so and no predictions.
+    Rows: ``case, prompt, expected, status, when, rank, token, prob, mean_source``.
     """
-    pooled = means if means.is_pooled else means.pooled()
+    pooled = means if (means.is_pooled or not isinstance(means, Means)) else means.pooled()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
     rows = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
              "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
@@ -312,53 +362,33 @@ def transfer_table(model, tok, heads: Sequence[Head], means: Means,
                 for j in range(k):
                     rows.append({"case": c, "prompt": p, "expected": e, "status": "ok", "when": when, "rank": j + 1,
                                  "token": tok.decode([int(ids[a, r, j])]).strip(), "prob": float(probs[a, r, j])})
-    return pd.DataFrame(rows).sort_values(["case", "when", "rank"], na_position="first",
-                                          key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
-                                          ignore_index=True)
+    return pd.DataFrame(rows).assign(mean_source=pooled.source(None, 0)).sort_values(
+        ["case", "when", "rank"], na_position="first",
+        key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s, ignore_index=True)
 
 
-def heldout_drop(model, tok, heads: Sequence[Head], means: Means, samples: Sequence[Sample],
-                 universe: Sequence[Head], n_random: int = 5, seed: int = 0, **kw) -> dict:
+def heldout_drop(model, tok, heads: Sequence[Head], means, samples: Sequence[Sample],
+                 universe: Sequence[Head], n_random: int = 20, seed: int = 0, **kw) -> dict:
     """Accuracy on ``samples`` (a family not used to find ``heads``) before and after knocking out
-    ``heads``, and after knocking out as many random heads (``n_random`` seeds). Pooled means.
+    ``heads``, and after knocking out as many random heads *other than* ``heads`` (``n_random`` seeds).
 
-    ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP.
+    ``means``: a :class:`~arithmech.methods.knockout_means.PoolMeans` (the family's own pool where it
+    has one; ``mean_source`` says which) or a :class:`Means` (position-pooled).
+    ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP; accuracies
+    with Wilson 95% intervals, the random ones as mean and 5–95% quantiles over the orders.
     """
-    pooled = means if means.is_pooled else means.pooled()
-    rand = []
-    for s in range(n_random):
-        perm = list(universe)
-        random.Random(seed * 1000 + s).shuffle(perm)
-        rand.append(Ablation.of(heads=perm[:len(heads)]))
-    acc = accuracy(model, tok, samples, pooled, [Ablation(), Ablation.of(heads=heads)] + rand, **kw)
-    base, ko = float(acc[0]), float(acc[1])
-    r = acc[2:]
-    return {"n": len(samples), "n_heads": len(heads), "base_accuracy": base, "knockout_accuracy": ko,
-            "relative_drop": (ko - base) / base if base else float("nan"),
-            "random_accuracy_mean": float(r.mean()) if n_random else float("nan"),
-            "random_accuracy_std": float(r.std(unbiased=False)) if n_random else float("nan")}
-
-
-# ------------------------------------------------------------------------------- overlap (Table 4)
-def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> dict:
-    """Shared and run-specific heads among the ``top`` key heads of two runs (Table 4)."""
-    a, b = [tuple(h) for h in heads_a[:top]], [tuple(h) for h in heads_b[:top]]
-    shared = [h for h in a if h in b]
-    return {"top": top, "a": a, "b": b, "shared": shared, "only_a": [h for h in a if h not in b],
-            "only_b": [h for h in b if h not in a], "fraction_shared": len(shared) / max(1, len(b))}
-
-
-def overlap_knockout(model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sample], Means]],
-                     **kw) -> pd.DataFrame:
-    """Table 4: accuracy of each dataset after knocking out the shared heads, either run's specific
-    heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means)."""
-    sets = {"shared": ov["shared"], "only_a": ov["only_a"], "only_b": ov["only_b"], "top_a": ov["a"],
-            "top_b": ov["b"]}
-    rows = []
-    for name, (samples, means) in datasets.items():
-        acc = accuracy(model, tok, samples, means, [Ablation()] + [Ablation.of(heads=h) for h in sets.values()], **kw)
-        base = float(acc[0])
-        for (which, h), a in zip(sets.items(), acc[1:].tolist()):
-            rows.append({"dataset": name, "knocked_out": which, "n_heads": len(h), "base_accuracy": base,
-                         "accuracy": a, "relative_drop": (a - base) / base if base else float("nan")})
-    return pd.DataFrame(rows)
+    if isinstance(means, Means) and not means.is_pooled:
+        means = means.pooled()
+    rand = [Ablation.of(heads=p[:len(heads)]) for p in random_orders(universe, heads, n_random, seed)]
+    ok = correct(model, tok, samples, means, [Ablation(), Ablation.of(heads=heads)] + rand, **kw).sum(-1)
+    n = len(samples)
+    base, ko = with_interval({}, int(ok[0]), n), with_interval({}, int(ok[1]), n)
+    r = ok[2:].double() / n
+    q = torch.quantile(r, torch.tensor([0.05, 0.95], dtype=torch.float64)).tolist() if n_random else [float("nan")] * 2
+    return {"n": n, "n_heads": len(heads), "base_accuracy": base["accuracy"],
+            "base_ci": [base["ci_low"], base["ci_high"]], "knockout_accuracy": ko["accuracy"],
+            "knockout_ci": [ko["ci_low"], ko["ci_high"]],
+            "relative_drop": (ko["accuracy"] - base["accuracy"]) / base["accuracy"] if base["accuracy"] else float("nan"),
+            "random_orders": n_random, "random_accuracy_mean": float(r.mean()) if n_random else float("nan"),
+            "random_accuracy_std": float(r.std(unbiased=False)) if n_random else float("nan"),
+            "random_accuracy_q05": q[0], "random_accuracy_q95": q[1], "mean_source": mean_sources(tok, samples, means)}

@@ -145,11 +145,10 @@ def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list
                    fig: str = "Fig. 3", positions: str = "end") -> alt.Chart:
     """Fig. 3: accuracy after knocking out the top-k components by effect rank vs k random ones.
 
-    ``knockout``: rows ``task, kind, order, seed, k, accuracy`` (``knockout.csv``); ``tasks=None``
-    draws every task that has a curve (more than one ``k``). Random rank is
-    drawn as the mean over seeds with a band from the lowest to the highest seed.
+    ``knockout``: ``knockout.csv``; ``tasks=None`` draws every task with a curve (several ``k``). Random rank:
+    mean over seeds, band lowest to highest. (With controls: :mod:`arithmech.report.knockout_chart`.)
     """
-    df = knockout[knockout["kind"] == kind]
+    df = knockout[(knockout["kind"] == kind) & (knockout["positions"] == positions if "positions" in knockout else True)]
     if tasks is not None:
         df = df[df["task"].isin([tasks] if isinstance(tasks, str) else tasks)]
     else:                                   # tasks with a curve (several k), not a single key-head point

@@ -18,7 +18,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
     """Protects: `python -m arithmech identify` writes the documented files and columns, exactly the
     prompts used, and the same files again for the same seed."""
     args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
-            "--knockout-samples", "6", "--random-seeds", "1"]
+            "--knockout-samples", "6", "--random-seeds", "1", "--pool-size", "32"]
     main(args + ["--out", str(tmp_path / "a")])
     assert "wrote" in capsys.readouterr().out
     a = tmp_path / "a"
@@ -26,8 +26,11 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert list(eff.columns[:6]) == ["task", "layer", "head", "effect", "logit_diff", "prob"]
     assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
     ko = pd.read_csv(a / "knockout.csv")
-    assert list(ko.columns) == ["task", "kind", "order", "seed", "k", "accuracy", "n"]
-    assert ko.loc[ko.k == 0, "accuracy"].eq(1.0).all()               # X_r: the model answers all of them
+    assert list(ko.columns) == ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
+                                "ci_high", "mean_source"]
+    intact = ko[((ko.k == 0) & ko.kind.isin(["head", "mlp"])) | (ko.order == "nothing-out")]
+    assert len(intact) and intact.accuracy.eq(1.0).all()             # X_r: the model answers all of them
+    assert set(ko[ko.kind == "sanity"].order) == {"nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor"}
     kh = json.loads((a / "key_heads.json").read_text())
     assert kh["threshold"] == -0.05 and all(h["effect"] < -0.05 for h in kh["heads"])
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.methods.knockout import overlap
+from arithmech.methods.knockout_overlap import overlap
 from arithmech.methods.patching import Patched, check_logit_o
 
 

@@ -14,8 +14,9 @@ def _identify_files(effect: float = -0.2) -> dict:
     return {"effects.csv": pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"],
                                          "effect": [effect, 0.1]}),
             "key_heads.json": {"task": "all", "threshold": -0.05, "heads": [{"layer": 0, "head": 1}]},
-            "knockout.csv": pd.DataFrame({"task": ["all"], "kind": ["head"], "order": ["effect-rank"], "seed": [0],
-                                          "k": [0], "accuracy": [1.0], "n": [4]}),
+            "knockout.csv": pd.DataFrame({"task": ["all"], "positions": ["end"], "kind": ["head"], "order": ["effect-rank"],
+                                          "seed": [0], "k": [0], "accuracy": [1.0], "correct": [4], "n": [4],
+                                          "ci_low": [0.51], "ci_high": [1.0], "mean_source": ["template 4"]}),
             "prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3", "template": "t"}]}
 
 
@@ -50,7 +51,7 @@ def test_edited_or_incomplete_files_are_named(tmp_path):
     column are each refused with a message naming the file."""
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(), {})
-    (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,head,random-rank,1,1,0.5,4\n")
+    (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,end,head,random-rank,1,1,0.5,2,4,0.15,0.85,template 4\n")
     with pytest.raises(R.ResultsError, match="knockout.csv differs from what identify wrote"):
         R.read(f, "knockout.csv")
     (f / "effects.csv").write_text("task,layer,head,effect\n")

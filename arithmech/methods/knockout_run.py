@@ -1,0 +1,202 @@
+"""The knockout part of identify (paper §4.1, Fig. 3, Fig. 4): prompts, reference pool, curves, sanity rows.
+
+For each task::
+
+    X_r of the task ──► topped up with fresh X_r to ``knockout_samples`` prompts (eval_samples)
+    reference pool of X_c (knockout_means.build_pool) ──► per-prompt means, own operand pair left out
+    ──► key components by effect rank vs random non-key ones (≥ 20 orders), Wilson intervals
+    ──► sanity rows: nothing out, all heads out, all MLPs out, X_c's own accuracy, majority floor
+
+``knockout.csv`` rows: ``task, positions, kind, order, seed, k, accuracy, correct, n, ci_low, ci_high,
+mean_source``; ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
+:data:`SANITY`). :func:`arithmech.methods.knockout_tables.sanity_table` turns the sanity rows into the
+claim "the ablation removes the information" (holds / does not hold).
+"""
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from typing import Sequence
+
+import pandas as pd
+
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.experiments.paper import FIG4_CASES
+from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop,
+                                        knockout_curve, mean_activations, mean_sources, transfer_table,
+                                        with_interval)
+from arithmech.methods.knockout_means import PoolMeans, build_pool
+
+KNOCKOUT_POSITIONS = ("end", "all", "both")
+SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor")
+RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
+RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
+COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
+           "mean_source"]
+
+
+def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample], n: int, seed: int,
+                 batch_size: int = 64, rounds: int = 4, answer_token: str = "first") -> list[D.Sample]:
+    """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
+    ``templates`` that the model answers right, drawn from a stream of their own (at most ``rounds``
+    draws of twice what is missing). ``templates=None`` (ready-made samples): ``base[:n]``."""
+    out = list(base)[:n]
+    for r in range(rounds if templates else 0):
+        if len(out) >= n:
+            break
+        more, _ = D.make_pairs(tok, templates, n=2 * (n - len(out)),
+                               seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token)
+        out += D.filter_correct(model, tok, more, batch_size)[0][:n - len(out)]
+    return out
+
+
+def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = 64,
+              answer_token: str = "first"):
+    """The reference pool of ``templates``' families, or (no template known) ``None``."""
+    tpls = [t for t in templates if getattr(t, "family", None)]
+    return build_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token) \
+        if tpls else None
+
+
+def sample_templates(samples: Sequence[D.Sample]) -> list:
+    """The registered templates the samples were drawn from (none for free text / user samples)."""
+    ids = dict.fromkeys(s.template for s in samples)
+    return [T.TEMPLATES[i] for i in ids if i in T.TEMPLATES]
+
+
+def sanity_rows(model, tok, samples: Sequence[D.Sample], means, positions: str, batch_size: int = 64) -> list[dict]:
+    """The five rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
+    nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
+    the X_r answer token, and the majority floor (always answering the most frequent answer token)."""
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
+    ok = correct(model, tok, samples, means, abls, batch_size=batch_size, positions=positions).sum(-1).tolist()
+    gold = D.answer_ids(tok, samples)
+    xc = int((D.predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0] == gold).sum())
+    floor = Counter(gold.tolist()).most_common(1)[0][1]
+    src = mean_sources(tok, samples, means)
+    n = len(samples)
+    rows = [("nothing-out", 0, ok[0], src), ("all-heads-out", L * H, ok[1], src), ("all-mlps-out", L, ok[2], src),
+            ("x_c", 0, xc, "none"), ("majority-floor", 0, floor, "none")]
+    return [with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n)
+            for o, k, c, s in rows]
+
+
+def task_knockout(model, tok, samples: Sequence[D.Sample], means, ranking: tuple[list, list], task: str,
+                  key: dict, full: bool, positions: Sequence[str], n_random: int = 20, seed: int = 0,
+                  ks: Sequence[int] | None = None, batch_size: int = 64) -> pd.DataFrame:
+    """One task's knockout rows (:data:`COLUMNS`) at each of ``positions``.
+
+    ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.methods.identify.ranking`);
+    ``key``: :func:`arithmech.methods.identify.key_heads` of the task (random draws avoid its heads and
+    MLPs). ``full``: the whole Fig. 3 curve (effect rank on ``ks``, heads and MLPs; random orders at
+    :data:`RANDOM_HEAD_KS` / :data:`RANDOM_MLP_KS` and the key counts) at the first position setting,
+    else, and at the others, the key heads vs as many random heads only."""
+    cfg = model.config
+    L, H = cfg.num_hidden_layers, cfg.num_attention_heads
+    heads, mlps = ranking
+    key_h = [(h["layer"], h["head"]) for h in key["heads"]]
+    key_m = [m["layer"] for m in key.get("mlps", [])]
+    universe = [(l, h) for l in range(L) for h in range(H)]
+    src = mean_sources(tok, samples, means)
+    frames = []
+    for i, pos in enumerate(positions):
+        kw = dict(n_random=n_random, seed=seed, batch_size=batch_size, positions=pos)
+        if full and i == 0:
+            hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
+            plan = [("head", heads, universe, key_h, hk, sorted({*RANDOM_HEAD_KS, len(key_h)} - {0})),
+                    ("mlp", mlps, list(range(L)), key_m, default_ks(L), sorted({*RANDOM_MLP_KS, len(key_m)} - {0}))]
+        else:
+            plan = [("head", heads, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [])]
+        for kind, rank, uni, ex, kk, rk in plan:
+            frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
+                                         **kw).assign(positions=pos, mean_source=src))
+        frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
+    return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS]
+
+
+def knockout_tasks(model, tok, samples: dict, templates: dict, means, ranking, key, primary: str,
+                   curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
+                   seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = 64, ck=None, bar=None,
+                   answer_token: str = "first"):
+    """Identify's knockout step: ``(knockout frame, prompts per task)``.
+
+    ``samples``: task → X_r; ``templates``: task → its templates (``None`` for ready-made samples);
+    ``ranking(task)`` → ``(heads, mlps)`` by effect; ``key(task)`` → the task's key heads dict. Each task's
+    prompts are its X_r topped up (:func:`eval_samples`); with several tasks, ``"all"`` interleaves them.
+    Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
+    ``ck`` / ``bar``: checkpoints (each task's frame saved and reused) and a progress bar, optional."""
+    from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
+    evals = {t: eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
+                             answer_token=answer_token)
+             for t, ss in samples.items()}
+    if len(samples) > 1:
+        evals["all"] = D.interleave(evals.values())[:knockout_samples]
+    frames = []
+    for j, task in enumerate(evals):
+        got = ck.load(f"knockout-{j}") if ck is not None else None
+        if got is not None and got["task"] == task:
+            frames.append(obj_to_frame(got["frame"]))
+        else:
+            frames.append(task_knockout(model, tok, evals[task], means, ranking(task), task, key(task),
+                                        task == primary or curves_for == "each", positions, n_random, seed, ks,
+                                        batch_size))
+            if ck is not None:
+                ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})
+        if bar is not None:
+            bar.advance(note=f"knockout {task}")
+    return pd.concat(frames, ignore_index=True), evals
+
+
+def split_positions(knockout_positions: str) -> list[str]:
+    """``end`` / ``all`` / ``both`` → the position settings to run, the curve's first."""
+    if knockout_positions not in KNOCKOUT_POSITIONS:
+        raise ValueError(f"knockout_positions {knockout_positions!r}: use one of {KNOCKOUT_POSITIONS}")
+    return ["end", "all"] if knockout_positions == "both" else [knockout_positions]
+
+
+def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int, batch_size: int = 64,
+                  answer_token: str = "first"):
+    """The reference pool over every family of ``templates`` (the tasks' and the held-out family's);
+    without any registered template (user samples), the samples' own X_c means (recorded as such)."""
+    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token)
+    if pool is not None:
+        return pool
+    every = [s for ss in samples.values() for s in ss]
+    return mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
+
+
+def run_transfer(res, model, tok, id_heads: Sequence, heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
+                 batch_size: int = 64, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
+    """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
+    :class:`~arithmech.methods.identify.IdentifyResult`; ``id_heads``: key heads found without the
+    ``heldout`` templates, :func:`arithmech.methods.identify.heldout_heads`). ``res.means`` is a reference
+    pool that covers the held-out family, so its prompts get their own family's per-position means."""
+    held_ids = {t.id for t in D.select_templates(heldout)}
+    every = [s for ss in res.tasks.values() for s in ss]
+    keep = [s for s in every if s.template not in held_ids]
+    heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
+    positions = split_positions(res.params["knockout_positions"])[0]
+    res.transfer = transfer_table(model, tok, heads, res.means, cases, positions=positions)
+    cfg = model.config
+    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+    if not keep:
+        res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
+        return
+    variant = res.params.get("answer_token", "first")
+    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant)
+    means = res.means
+    if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
+        means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
+    r = heldout_drop(model, tok, id_heads, means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
+                     positions=positions)
+    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
+                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
+                                   f"answer_token={variant!r}), unfiltered",
+                   "positions": positions, **r}
+
+
+def describe_means(means) -> str:
+    """One line for ``run.json``: which means the knockout used."""
+    return means.describe() if isinstance(means, PoolMeans) else "X_c of the identification samples (per template)"
