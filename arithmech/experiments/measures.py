@@ -1,17 +1,18 @@
 """What Table 1 measures, on any model: its training data and every evaluation (paper §5.3).
 
-* **training data**: Fig. 8 sentences in the *training phrasings* (7 of the 9 forms of each
-  operation), half with single-digit operands (App. A rules), half two-digit addition/subtraction
-  from the training side of :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"``;
-* **measured on what training did not see**: ``heldout_phrasings`` (Fig. 8 forms
-  :data:`HELDOUT_FORMS` of every operation and all of Fig. 10; answer-token accuracy), ``two_digit``
-  (the test operand pairs, exact greedy answer), ``addsub``/``singleeq``/``svamp`` (test sides of
-  :func:`arithmech.evals.benchmarks.math_splits`, few-shot, direct answer), ``mmlu``/``csqa``
-  (answer-letter likelihood) and ``lm_loss``: mean next-token loss on a generic text that Python
-  itself ships (sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``);
+* **training data**: Fig. 8 sentences in the *training phrasings* (4 of the 9 forms of each operation:
+  not :data:`HELDOUT_FORMS`, not the validation forms of :mod:`arithmech.data.splits`), half with
+  single-digit operands (App. A rules), half two-digit addition/subtraction from the training side of
+  :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"`` (the loss covers it only);
+* **measured on what training did not see**, every math accuracy by exact match of the whole answer:
+  ``heldout_phrasings`` (Fig. 8 forms :data:`HELDOUT_FORMS` and Fig. 10 on the test half of the operand
+  pairs), ``two_digit`` (the test operand pairs), ``addsub``/``singleeq``/``svamp``/``gsm8k`` (test
+  sides of :func:`arithmech.evals.benchmarks.math_splits`, few-shot, direct answer, the whole final
+  number); ``mmlu``/``csqa`` in letter form and ``mmlu_cloze``/``csqa_cloze`` in cloze form (answer text
+  log-likelihood per character); ``lm_loss``: mean next-token loss on a generic text that Python itself
+  ships (sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``);
 * **uncertainty**: every accuracy with a Wilson 95% interval, every loss with mean ± 1.96 standard
-  errors over 256-token chunks (the runner, :mod:`arithmech.experiments.table1`, adds the paired
-  bootstrap intervals of each change).
+  errors over 256-token chunks (the runners add paired bootstrap intervals of each change).
 """
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ def answer_scores(model, tok, samples: Sequence[D.Sample], batch_size: int = 64)
 # ----------------------------------------------------------------------------- Table 1: the data
 def phrasings() -> tuple[list[T.Template], list[T.Template]]:
     """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
-    (:data:`arithmech.experiments.suites.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
-    from arithmech.experiments.suites import VAL_FORMS
+    (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
+    from arithmech.data.splits import VAL_FORMS
     form = lambda t: int(t.id.rsplit("-", 1)[1])
     return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
             [t for t in T.FIG8 if form(t) in HELDOUT_FORMS] + list(T.FIG10))
@@ -170,14 +171,14 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
 
     Every math accuracy is exact match of the whole answer: ``heldout_phrasings`` (forms
     :data:`HELDOUT_FORMS` and Fig. 10 on the test side of the operand pairs,
-    :func:`arithmech.experiments.suites.single_digit_items`), ``two_digit`` (test pairs), the word
+    :func:`arithmech.data.splits.single_digit_items`), ``two_digit`` (test pairs), the word
     problems ``addsub``/``singleeq``/``svamp``/``gsm8k`` (the whole final number). ``mmlu``/``csqa``:
     letter form; ``mmlu_cloze``/``csqa_cloze``: cloze form (:func:`cloze_items`); ``lm_loss``: generic text.
     """
     from arithmech.embedded.train import two_digit_items
     from arithmech.evals import benchmarks as E
     from arithmech.evals.scoring import greedy_exact
-    from arithmech.experiments.suites import single_digit_items
+    from arithmech.data.splits import single_digit_items
     _, held = phrasings()
     held_items = single_digit_items("test", sizes["heldout_per_template"], seed, templates=held)
     items = {"heldout_phrasings": [int(ok) for ok in greedy_exact(model, tok, held_items)],
@@ -202,10 +203,34 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
     return out
 
 
-def validation_scores(model, tok, seed: int = 0) -> dict:
-    """Model selection only, never a Table 1 result: held-out-phrasing accuracy on other draws
-    (seed + 100; the test draws use seed + 3) and the loss on :data:`VALIDATION_TOPICS`."""
-    _, held = phrasings()
-    samples, _ = D.make_pairs(tok, held, n=8 * len(held), seed=seed + 100)
+def completion_nll(model, tok, items: list[tuple[str, str]]) -> dict:
+    """Mean negative log-likelihood (nats per answer token) of ``" " + answer`` after each prompt."""
+    from arithmech.evals.scoring import continuation_logprobs
+    lp, n = continuation_logprobs(model, tok, [p for p, _ in items], [" " + a for _, a in items], batch_size=64)
+    per = [-x / k for x, k in zip(lp, n)]
+    return {"metric": "nats/answer token", "value": sum(per) / len(per), "n": len(per), "ci": None, "items": per}
+
+
+def validation_measures(model, tok, data_seed: int = 0) -> dict:
+    """Model selection only, never a Table 1 result: exact match on two-digit and single-digit items of
+    the validation forms and pairs (:mod:`arithmech.data.splits`: no operand pair or phrasing shared
+    with the test items), ``math_nll`` (:func:`completion_nll` of those items) and ``lm_loss`` on
+    :data:`VALIDATION_TOPICS`."""
+    from arithmech.data.splits import single_digit_items, two_digit_items
+    from arithmech.evals.scoring import greedy_exact
+    two, single = two_digit_items("val", data_seed), single_digit_items("val", 4, data_seed)
+    acc = lambda its: {"metric": "accuracy", "value": sum(its) / len(its), "n": len(its), "ci": None, "items": its}
+    out = {"two_digit": acc([int(x) for x in greedy_exact(model, tok, two)]),
+           "heldout_phrasings": acc([int(x) for x in greedy_exact(model, tok, single)]),
+           "math_nll": completion_nll(model, tok, two + single)}
     losses = lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
-    return {"math": float(answer_scores(model, tok, samples)[0].float().mean()), "loss": sum(losses) / len(losses)}
+    out["lm_loss"] = {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None,
+                      "items": losses}
+    return out
+
+
+def validation_scores(model, tok, seed: int = 0) -> dict:
+    """:func:`validation_measures` as the older ``lrgrid`` reads it: pooled math accuracy and the loss."""
+    val = validation_measures(model, tok, seed)
+    its = val["two_digit"]["items"] + val["heldout_phrasings"]["items"]
+    return {"math": sum(its) / len(its), "loss": val["lm_loss"]["value"]}

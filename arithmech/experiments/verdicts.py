@@ -92,7 +92,9 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _verdict(kind: str, lo: float, hi: float, m: float) -> str:
+def rule_verdict(kind: str, lo: float, hi: float, m: float) -> str:
+    """``holds`` / ``does not hold`` / ``inconclusive`` for an interval ``[lo, hi]`` under rule ``kind``
+    of :data:`RULES` with margin ``m`` (module docstring)."""
     if kind == "above0":
         return "holds" if lo > 0 else ("does not hold" if hi <= 0 else "inconclusive")
     if kind == "within":
@@ -119,7 +121,7 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
             continue
         d, lo, hi = paired_bootstrap(items(runs[b], m, sign), items(runs[a], m, sign))
         rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": m + (" (negated)" if sign < 0 else ""),
-                     "estimate": d, "ci_low": lo, "ci_high": hi, "verdict": _verdict(kind, lo, hi, MARGIN)})
+                     "estimate": d, "ci_low": lo, "ci_high": hi, "verdict": rule_verdict(kind, lo, hi, MARGIN)})
     return pd.DataFrame(rows)
 
 
