@@ -278,11 +278,18 @@ def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
 # ------------------------------------------------------------------------------------------ CLI
 def _cli(a) -> None:
     import shlex
+    from arithmech.experiments.measures import table1_sizes
+    from arithmech.experiments.table1 import check_scale
+    check_scale(a.scale)
     command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
-    plan = run_arms(a.model, a.results, a.suite, a.top_k, [int(s) for s in a.seeds.split(",")], a.draws,
+    try:
+        seeds = [int(s) for s in a.seeds.split(",")]
+    except ValueError:
+        raise ValueError(f"--seeds {a.seeds!r}: expected a comma list of integers, e.g. 0,1,2") from None
+    plan = run_arms(a.model, a.results, a.suite, a.top_k, seeds, a.draws,
                     steps=a.steps, batch_size=a.batch_size, max_extend=a.max_extend, device=a.device, dtype=a.dtype,
                     data_dir=a.data_dir, command=command, overwrite=a.overwrite,
-                    sizes=None if a.suite != "paper" else __import__("arithmech.experiments.measures", fromlist=["x"]).table1_sizes(a.scale))
+                    sizes=table1_sizes(a.scale) if a.suite == "paper" else None)
     print(json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()}))
 
 

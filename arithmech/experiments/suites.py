@@ -46,7 +46,8 @@ class Suite:
     lower_is_better: tuple[str, ...] = ()
 
 
-def _accuracy(items: list) -> dict:
+def accuracy_measure(items: list) -> dict:
+    """An accuracy measure: value, n, Wilson 95% interval and the 0/1 items."""
     from arithmech.core.stats import wilson_interval
     lo, hi = wilson_interval(sum(items), len(items))
     return {"metric": "accuracy", "value": sum(items) / len(items), "n": len(items), "ci": [lo, hi], "items": items}
@@ -79,7 +80,7 @@ def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0) -> dict
     sets = {"negative": negative_items(side, data_seed), "two_digit": two_digit_items(side, data_seed),
             "single_digit": single_digit_items(side, sizes.get("single_digit_per_template", 4), data_seed),
             "generic": fact_items(side, data_seed)}
-    out = {k: _accuracy([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
+    out = {k: accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
     if side == "val":
         from arithmech.experiments.measures import completion_nll
         out["math_nll"] = completion_nll(model, tok, sets["negative"] + sets["two_digit"])
