@@ -163,7 +163,7 @@ def test_sft_loss_ignores_the_prompt():
         for t in range(n_prompt, len(r["input_ids"])):            # targets: completion tokens and EOS
             ref_terms.append(torch.nn.functional.cross_entropy(logits[i, t - 1], torch.tensor(r["input_ids"][t])))
     assert len(ref_terms) == (2 + 1) + (2 + 1)                     # "4 7" + EOS, "- 4" + EOS
-    assert abs(float(loss) - float(torch.stack(ref_terms).mean())) < 1e-5
+    assert abs(float(loss.detach()) - float(torch.stack(ref_terms).mean())) < 1e-5
     grad = seen["logits"].grad
     for i, r in enumerate(rows):
         n_prompt = sum(l == -100 for l in r["labels"])
