@@ -60,6 +60,8 @@ PLUGINS = {
     "finetune": ("arithmech.finetune.runner", "one fine-tune arm (precise SFT of key heads or full SFT), before/after"),
     "table1": ("arithmech.experiments.table1", "Table 1: base, full SFT and precise SFT with intervals (§5.3)"),
     "lrgrid": ("arithmech.experiments.table1", "each fine-tune mode's learning rate, chosen on validation data"),
+    "table1-arms": ("arithmech.experiments.arms", "Table 1 with controls: full, precise key/random heads, seeds, "
+                    "per-arm learning rates, verdicts"),
     "accuracy-by-template": ("arithmech.experiments.casestudy", "accuracy and p({C}) per template, Wilson intervals"),
     "counterfactuals": ("arithmech.experiments.casestudy", "identify with the operator and the operand counterfactual"),
     "beyond": ("arithmech.methods.beyond", "EAP / EAP-IG vs exact path patching, head→head upstream patching"),

@@ -99,6 +99,10 @@ FILES: dict[str, FileSpec] = {
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),
     "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
                              ("prompts.jsonl", "effects.csv", "key_heads.json")),
+    # the Table 1 runner's plan and choices (arithmech.experiments.arms): suite, tuned/random heads, each
+    # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
+    "finetune/table1.json": FileSpec("table1", "json", ("suite", "heads", "arms", "runs"),
+                                     ("key_heads.json", "effects.csv")),
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
@@ -107,7 +111,8 @@ STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attentio
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
-              "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond"}
+              "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
+              "table1": "python -m arithmech table1-arms"}
 
 
 # ----------------------------------------------------------------------------------- locations
@@ -232,6 +237,7 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{step}.", dir=folder.parent))
     try:
         for n, t in texts.items():
+            (tmp / n).parent.mkdir(parents=True, exist_ok=True)        # finetune/table1.json
             (tmp / n).write_text(t)
         hashes = {n: sha256(tmp / n) for n in texts}
         run = read_run(folder)
@@ -240,6 +246,7 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
         atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
         for n in texts:
+            (folder / n).parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp / n, folder / n)
         for n in step_files(step):              # this step's files of an earlier run that this run does not have
             if n not in texts:
@@ -421,5 +428,5 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
 def finetune_records(folder: str | Path) -> dict[str, dict]:
     """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
     d = Path(folder) / "finetune"
-    stems = sorted((p.stem for p in d.glob("*.json") if p.stem != "lr_grid"), key=lambda s: (s != "base", s))
+    stems = sorted((p.stem for p in d.glob("*.json") if p.stem not in ("lr_grid", "table1")), key=lambda s: (s != "base", s))
     return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}

@@ -21,7 +21,9 @@ token (not kept), once its new text contains ``stop`` (the text is cut before it
 the last position's logits, rerun the whole sequence".
 
 **Choice scoring** (:func:`choice_logits`): next-token logits of the answer letters after each
-prompt (``" A"`` after ``Answer:``, :func:`letter_ids`); the prediction is their argmax.
+prompt (``" A"`` after ``Answer:``, :func:`letter_ids`); the prediction is their argmax. **Cloze**
+(:func:`cloze_choice`): the log-likelihood of each answer's own text after the prompt
+(:func:`continuation_logprobs`), divided by its length in characters.
 
 **Answer extraction**: :func:`extract_answer` (a number from free text) with :func:`is_correct`
 (numeric equality), and :func:`completes` / :func:`greedy_exact` (short exact answers: "greedy decoding
@@ -171,8 +173,50 @@ def choice_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: 
     return next_token_logits(model, tok, prompts, letter_ids(tok, letters, cue), batch_size)
 
 
-# Cloze scoring (the log-likelihood of each whole answer text after the prompt, as in lm-eval's
-# "acc_norm") belongs here too, beside choice_logits, batched with left_padded the same way.
+def split_continuation(tok, prompt: str, continuation: str) -> tuple[list[int], list[int]]:
+    """``(prompt ids, continuation ids)`` with the continuation tokenized inside the full text (word
+    pieces merge as they would in running text); where the full text's tokens do not start with the
+    prompt's, the prompt's last token is re-read as part of the continuation."""
+    p = tok(prompt)["input_ids"]
+    full = tok(prompt + continuation)["input_ids"]
+    n = len(p) if full[:len(p)] == p else len(p) - 1
+    return full[:n], full[n:]
+
+
+@torch.no_grad()
+def continuation_logprobs(model, tok, prompts: Sequence[str], continuations: Sequence[str],
+                          batch_size: int = 16) -> tuple[list[float], list[int]]:
+    """``(log P(continuation | prompt) summed over its tokens, its number of tokens)`` per pair; batched
+    with left padding as :func:`greedy_tokens` (positions from the mask)."""
+    rows = [split_continuation(tok, p, c) for p, c in zip(prompts, continuations)]
+    if any(not c for _, c in rows):
+        raise ValueError("continuation_logprobs: an empty continuation has no likelihood to score")
+    lp, dev = [0.0] * len(rows), _device(model)
+    for idx in length_batches([len(p) + len(c) for p, c in rows], batch_size):
+        ids, mask, pos = left_padded([rows[i][0] + rows[i][1] for i in idx], _pad_id(tok), dev)
+        logp = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits.float().log_softmax(-1)
+        for r, i in enumerate(idx):
+            n = len(rows[i][1])
+            tgt = ids[r, -n:]
+            lp[i] = float(logp[r, -n - 1:-1].gather(1, tgt[:, None]).sum())
+    return lp, [len(c) for _, c in rows]
+
+
+def cloze_choice(model, tok, prompts: Sequence[str], options: Sequence[Sequence[str]],
+                 batch_size: int = 16) -> list[int]:
+    """Index of the most likely answer text per prompt, **normalised by its length in characters**
+    (lm-eval's ``acc_norm`` divides by the byte length; the same for ASCII): ``argmax_j log P(" " +
+    option_j | prompt) / len(" " + option_j)``. Unlike letter scoring, a small model that cannot map
+    letters to options can still show what it knows."""
+    flat = [(i, " " + o) for i, opts in enumerate(options) for o in opts]
+    lp, _ = continuation_logprobs(model, tok, [prompts[i] for i, _ in flat], [o for _, o in flat], batch_size)
+    best: dict[int, tuple[float, int]] = {}
+    j = 0
+    for i, opts in enumerate(options):
+        scores = [lp[j + k] / len(" " + o) for k, o in enumerate(opts)]
+        best[i] = max(range(len(opts)), key=lambda k: scores[k])
+        j += len(opts)
+    return [best[i] for i in range(len(options))]
 
 
 # ---------------------------------------------------------------------------- answer extraction

@@ -1,17 +1,18 @@
 """What Table 1 measures, on any model: its training data and every evaluation (paper §5.3).
 
-* **training data**: Fig. 8 sentences in the *training phrasings* (7 of the 9 forms of each
-  operation), half with single-digit operands (App. A rules), half two-digit addition/subtraction
-  from the training side of :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"``;
-* **measured on what training did not see**: ``heldout_phrasings`` (Fig. 8 forms
-  :data:`HELDOUT_FORMS` of every operation and all of Fig. 10; answer-token accuracy), ``two_digit``
-  (the test operand pairs, exact greedy answer), ``addsub``/``singleeq``/``svamp`` (test sides of
-  :func:`arithmech.evals.benchmarks.math_splits`, few-shot, direct answer), ``mmlu``/``csqa``
-  (answer-letter likelihood) and ``lm_loss``: mean next-token loss on a generic text that Python
-  itself ships (sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``);
+* **training data**: Fig. 8 sentences in the *training phrasings* (4 of the 9 forms of each operation:
+  not :data:`HELDOUT_FORMS`, not the validation forms of :mod:`arithmech.data.splits`), half with
+  single-digit operands (App. A rules), half two-digit addition/subtraction from the training side of
+  :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"`` (the loss covers it only);
+* **measured on what training did not see**, every math accuracy by exact match of the whole answer:
+  ``heldout_phrasings`` (Fig. 8 forms :data:`HELDOUT_FORMS` and Fig. 10 on the test half of the operand
+  pairs), ``two_digit`` (the test operand pairs), ``addsub``/``singleeq``/``svamp``/``gsm8k`` (test
+  sides of :func:`arithmech.evals.benchmarks.math_splits`, few-shot, direct answer, the whole final
+  number); ``mmlu``/``csqa`` in letter form and ``mmlu_cloze``/``csqa_cloze`` in cloze form (answer text
+  log-likelihood per character); ``lm_loss``: mean next-token loss on a generic text that Python itself
+  ships (sections :data:`GENERIC_TOPICS` of the Language Reference in ``pydoc_data/topics.py``);
 * **uncertainty**: every accuracy with a Wilson 95% interval, every loss with mean ± 1.96 standard
-  errors over 256-token chunks (the runner, :mod:`arithmech.experiments.table1`, adds the paired
-  bootstrap intervals of each change).
+  errors over 256-token chunks (the runners add paired bootstrap intervals of each change).
 """
 from __future__ import annotations
 
@@ -44,9 +45,11 @@ def answer_scores(model, tok, samples: Sequence[D.Sample], batch_size: int = 64)
 
 # ----------------------------------------------------------------------------- Table 1: the data
 def phrasings() -> tuple[list[T.Template], list[T.Template]]:
-    """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` / those forms plus Fig. 10."""
+    """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
+    (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
+    from arithmech.data.splits import VAL_FORMS
     form = lambda t: int(t.id.rsplit("-", 1)[1])
-    return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS],
+    return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
             [t for t in T.FIG8 if form(t) in HELDOUT_FORMS] + list(T.FIG10))
 
 
@@ -87,33 +90,54 @@ def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
 
 # ------------------------------------------------------------------------- Table 1: measurements
 def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
-    """Few-shot word problems answered directly ("Answer: The answer is N."); 1 per right first number."""
+    """Few-shot word problems answered directly ("Answer: The answer is N."): 1 where the number greedy
+    decoding writes after "The answer is" equals the answer exactly (the whole number, commas removed)."""
     from arithmech.evals.benchmarks import format_number
     from arithmech.evals.scoring import extract_answer, greedy_decode, is_correct
     head = "".join(f"Question: {s.question}\nAnswer: The answer is {format_number(s.answer)}.\n\n" for s in shots)
     outs = greedy_decode(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
-                         max_new_tokens=10, batch_size=batch_size, stop="\n")
+                         max_new_tokens=12, batch_size=batch_size, stop="\n")
     return [int(is_correct(extract_answer("The answer is" + o), p.answer)) for o, p in zip(outs, rows)]
 
 
-def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
-                 batch_size: int = 8) -> list[int]:
-    """MMLU (``n_shot`` dev rows of the subject) or CSQA (``n_shot`` train rows): 1 where the most likely
-    answer letter after ``Answer:`` is right, for a seeded sample of ``n`` test (dev for CSQA) rows."""
+def _choice_rows(name: str, n: int, n_shot: int, seed: int, data_dir) -> tuple[list, list]:
+    """``(test rows, shots per row)``: MMLU (a seeded sample of ``n`` test rows, ``n_shot`` dev rows of
+    each row's subject) or CSQA (``n`` dev rows, ``n_shot`` train rows)."""
     from arithmech.evals import benchmarks as E
-    from arithmech.evals.scoring import choice_logits
     if name == "mmlu":
         dev: dict = {}
         for c in E.read_mmlu("dev", data_dir):
             dev.setdefault(c.subject, []).append(c)
         rows = random.Random(seed).sample(E.read_mmlu("test", data_dir), n)
-        prompts, letters = [E.choice_prompt(c, dev[c.subject][:n_shot]) for c in rows], "ABCD"
-    else:
-        shots = random.Random(seed).sample(E.read_csqa("train", data_dir), n_shot)
-        rows = random.Random(seed).sample(E.read_csqa("dev", data_dir), n)
-        prompts, letters = [E.choice_prompt(c, shots) for c in rows], "ABCDE"
-    pred = choice_logits(model, tok, prompts, letters, batch_size).argmax(1).tolist()
-    return [int(letters[i] == c.answer) for i, c in zip(pred, rows)]
+        return rows, [dev[c.subject][:n_shot] for c in rows]
+    shots = random.Random(seed).sample(E.read_csqa("train", data_dir), n_shot)
+    rows = random.Random(seed).sample(E.read_csqa("dev", data_dir), n)
+    return rows, [shots] * len(rows)
+
+
+def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
+                 batch_size: int = 8) -> list[int]:
+    """MMLU or CSQA in letter form: 1 where the most likely answer letter after ``Answer:`` is right."""
+    from arithmech.evals import benchmarks as E
+    from arithmech.evals.scoring import choice_logits
+    rows, shots = _choice_rows(name, n, n_shot, seed, data_dir)
+    letters = "ABCD" if name == "mmlu" else "ABCDE"
+    pred = choice_logits(model, tok, [E.choice_prompt(c, s) for c, s in zip(rows, shots)], letters, batch_size).argmax(1)
+    return [int(letters[i] == c.answer) for i, c in zip(pred.tolist(), rows)]
+
+
+def cloze_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
+                batch_size: int = 16) -> list[int]:
+    """MMLU or CSQA in cloze form: "Question: ...\nAnswer:" then each option's own text; 1 where the
+    option with the highest log-likelihood per character (:func:`arithmech.evals.scoring.cloze_choice`)
+    is right. Shots are written as question + answer text."""
+    from arithmech.evals.scoring import cloze_choice
+    rows, shots = _choice_rows(name, n, n_shot, seed, data_dir)
+    text = lambda c: c.choices["ABCDE".index(c.answer)]
+    head = lambda ss: "".join(f"Question: {s.question}\nAnswer: {text(s)}\n\n" for s in ss)
+    prompts = [head(s) + f"Question: {c.question}\nAnswer:" for c, s in zip(rows, shots)]
+    pred = cloze_choice(model, tok, prompts, [c.choices for c in rows], batch_size)
+    return [int("ABCDE"[i] == c.answer) for i, c in zip(pred, rows)]
 
 
 @torch.no_grad()
@@ -126,34 +150,48 @@ def lm_losses(model, tok, text: str, window: int = 256, max_tokens: int = 4096) 
 
 
 def table1_sizes(scale: float = 1.0) -> dict:
-    """Evaluation sizes and training steps; ``scale`` multiplies them (1: within ~10 min a row on 2 cores).
+    """Evaluation sizes and training steps; ``scale`` multiplies them (the GPU run: ``scale=10``).
 
-    At ``scale >= 2`` the multiple-choice prompts get the usual 5 shots (MMLU from the subject's dev
-    rows); at ``scale 1`` MMLU is zero-shot and CSQA one-shot, to keep the prompts short on a CPU.
+    The sizes are set so that a 95% Wilson interval is about ±5 points where it matters: 400 items give
+    a half-width of 4.9 points at 50% and 4.5 at 30% (MMLU/CSQA cloze, above chance on SmolLM2);
+    the math sets use every test row (AddSub ~120, SingleEq ~150, SVAMP ~300: ±5–9 points), GSM8K 400.
+    Letter-form MMLU/CSQA stay at 150 (at chance on small models: kept to show it). At ``scale >= 2``
+    the letter prompts get 5 shots, at ``scale 1`` MMLU letter is zero-shot and CSQA one-shot.
     """
     s = lambda x: max(1, int(round(x * scale)))
     big = scale >= 2
-    return {"heldout_per_template": s(8), "two_digit": s(150), "math_per_set": s(30), "math_shots": 2,
-            "mmlu": s(150), "mmlu_shots": 5 if big else 0, "csqa": s(150), "csqa_shots": 5 if big else 1,
-            "lm_tokens": s(4096), "steps": s(40), "batch_size": 16}
+    return {"heldout_per_template": s(8), "two_digit": min(300, s(300)), "math_per_set": s(400), "math_shots": 2,
+            "gsm8k": s(400), "mmlu": s(150), "mmlu_shots": 5 if big else 0, "csqa": s(150), "csqa_shots": 5 if big else 1,
+            "mmlu_cloze": s(400), "csqa_cloze": s(400), "cloze_shots": 1, "lm_tokens": s(4096), "steps": s(40),
+            "batch_size": 16}
 
 
 def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> dict:
-    """Every Table 1 measurement: ``{name: {"value", "n", "ci", "items", "metric"}}`` (items for paired CIs)."""
+    """Every Table 1 measurement: ``{name: {"value", "n", "ci", "items", "metric"}}`` (items for paired CIs).
+
+    Every math accuracy is exact match of the whole answer: ``heldout_phrasings`` (forms
+    :data:`HELDOUT_FORMS` and Fig. 10 on the test side of the operand pairs,
+    :func:`arithmech.data.splits.single_digit_items`), ``two_digit`` (test pairs), the word
+    problems ``addsub``/``singleeq``/``svamp``/``gsm8k`` (the whole final number). ``mmlu``/``csqa``:
+    letter form; ``mmlu_cloze``/``csqa_cloze``: cloze form (:func:`cloze_items`); ``lm_loss``: generic text.
+    """
     from arithmech.embedded.train import two_digit_items
     from arithmech.evals import benchmarks as E
     from arithmech.evals.scoring import greedy_exact
+    from arithmech.data.splits import single_digit_items
     _, held = phrasings()
-    samples, _ = D.make_pairs(tok, held, n=sizes["heldout_per_template"] * len(held), seed=seed + 3)
-    items = {"heldout_phrasings": answer_scores(model, tok, samples)[0].int().tolist(),
+    held_items = single_digit_items("test", sizes["heldout_per_template"], seed, templates=held)
+    items = {"heldout_phrasings": [int(ok) for ok in greedy_exact(model, tok, held_items)],
              "two_digit": [int(ok) for ok in greedy_exact(model, tok, two_digit_items(sizes["two_digit"], seed))]}
     splits = E.math_splits(data_dir, seed)
-    for name in ("addsub", "singleeq", "svamp"):
+    for name in ("addsub", "singleeq", "svamp", "gsm8k"):
         rng = random.Random(seed)
-        test = rng.sample(splits[name]["test"], min(sizes["math_per_set"], len(splits[name]["test"])))
+        n = min(sizes["gsm8k" if name == "gsm8k" else "math_per_set"], len(splits[name]["test"]))
+        test = rng.sample(splits[name]["test"], n)
         items[name] = math_direct(model, tok, test, rng.sample(splits[name]["train"], sizes["math_shots"]))
     for name in ("mmlu", "csqa"):
         items[name] = choice_items(model, tok, name, sizes[name], sizes[f"{name}_shots"], seed, data_dir)
+        items[f"{name}_cloze"] = cloze_items(model, tok, name, sizes[f"{name}_cloze"], sizes["cloze_shots"], seed, data_dir)
     out = {}
     for name, it in items.items():
         lo, hi = wilson_interval(sum(it), len(it))
@@ -165,10 +203,34 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
     return out
 
 
-def validation_scores(model, tok, seed: int = 0) -> dict:
-    """Model selection only, never a Table 1 result: held-out-phrasing accuracy on other draws
-    (seed + 100; the test draws use seed + 3) and the loss on :data:`VALIDATION_TOPICS`."""
-    _, held = phrasings()
-    samples, _ = D.make_pairs(tok, held, n=8 * len(held), seed=seed + 100)
+def completion_nll(model, tok, items: list[tuple[str, str]]) -> dict:
+    """Mean negative log-likelihood (nats per answer token) of ``" " + answer`` after each prompt."""
+    from arithmech.evals.scoring import continuation_logprobs
+    lp, n = continuation_logprobs(model, tok, [p for p, _ in items], [" " + a for _, a in items], batch_size=64)
+    per = [-x / k for x, k in zip(lp, n)]
+    return {"metric": "nats/answer token", "value": sum(per) / len(per), "n": len(per), "ci": None, "items": per}
+
+
+def validation_measures(model, tok, data_seed: int = 0) -> dict:
+    """Model selection only, never a Table 1 result: exact match on two-digit and single-digit items of
+    the validation forms and pairs (:mod:`arithmech.data.splits`: no operand pair or phrasing shared
+    with the test items), ``math_nll`` (:func:`completion_nll` of those items) and ``lm_loss`` on
+    :data:`VALIDATION_TOPICS`."""
+    from arithmech.data.splits import single_digit_items, two_digit_items
+    from arithmech.evals.scoring import greedy_exact
+    two, single = two_digit_items("val", data_seed), single_digit_items("val", 4, data_seed)
+    acc = lambda its: {"metric": "accuracy", "value": sum(its) / len(its), "n": len(its), "ci": None, "items": its}
+    out = {"two_digit": acc([int(x) for x in greedy_exact(model, tok, two)]),
+           "heldout_phrasings": acc([int(x) for x in greedy_exact(model, tok, single)]),
+           "math_nll": completion_nll(model, tok, two + single)}
     losses = lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
-    return {"math": float(answer_scores(model, tok, samples)[0].float().mean()), "loss": sum(losses) / len(losses)}
+    out["lm_loss"] = {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None,
+                      "items": losses}
+    return out
+
+
+def validation_scores(model, tok, seed: int = 0) -> dict:
+    """:func:`validation_measures` as the older ``lrgrid`` reads it: pooled math accuracy and the loss."""
+    val = validation_measures(model, tok, seed)
+    its = val["two_digit"]["items"] + val["heldout_phrasings"]["items"]
+    return {"math": sum(its) / len(its), "loss": val["lm_loss"]["value"]}

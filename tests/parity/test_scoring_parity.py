@@ -86,6 +86,33 @@ def test_choice_logits_equal_unpadded_forward(embedded_tokenizer):
         S.letter_ids(tok, "ABCD")                          # the toy vocabulary has no B, C, D
 
 
+def test_cloze_scores_equal_unpadded_forward(embedded_tokenizer):
+    """Protects: cloze scoring (#14): the summed log-probability of each continuation from left-padded
+    batches equals a literal unpadded forward of prompt + continuation, token by token; the choice is the
+    argmax of that sum divided by the option's length in characters (not in tokens)."""
+    tok = embedded_tokenizer
+    model = tiny_llama("eager", n_layers=2, vocab=len(tok), seed=5)
+    prompts = ["Q: What is the opposite of hot? A:", "The capital of Peru is", "12 plus 35 is"]
+    conts = [" cold", " Lima", " 4 7"]
+    lp, n = S.continuation_logprobs(model, tok, prompts, conts, batch_size=2)
+    with torch.no_grad():
+        for i, (p, c) in enumerate(zip(prompts, conts)):
+            pi, ci = tok(p)["input_ids"], tok(p + c)["input_ids"][len(tok(p)["input_ids"]):]
+            logp = model(torch.tensor([pi + ci])).logits[0].log_softmax(-1)
+            ref = sum(float(logp[len(pi) - 1 + j, t]) for j, t in enumerate(ci))
+            assert n[i] == len(ci) and abs(lp[i] - ref) < 1e-4
+    options = [["cold", "hot", "small"], ["Lima", "Paris"], ["4 7", "5 9", "1 1 1 1 1 1"]]
+    got = S.cloze_choice(model, tok, prompts, options, batch_size=4)
+    flat_p = [p for p, o in zip(prompts, options) for _ in o]
+    flat_o = [" " + x for o in options for x in o]
+    lp2, _ = S.continuation_logprobs(model, tok, flat_p, flat_o)
+    j, want = 0, []
+    for o in options:
+        want.append(max(range(len(o)), key=lambda k: lp2[j + k] / len(" " + o[k])))
+        j += len(o)
+    assert got == want
+
+
 def test_left_padded_positions():
     """Protects: pads on the left, mask on real tokens, positions counting only real tokens."""
     ids, mask, pos = S.left_padded([[5, 6, 7], [8]], pad_id=0)

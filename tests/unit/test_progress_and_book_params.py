@@ -68,7 +68,7 @@ BAD_SETS = [
     (["seed=1.5"], r"parameter seed=1.5 is a float; expected int"),
     (["device=tpu"], r"parameter device='tpu': expected one of \['cpu', 'cuda', 'mps'\]"),
     (["identify.tasks=addition"], r"parameter tasks='addition' \(str\): expected a non-empty list"),
-    (["finetune.lr=2"], r"chapter 'finetune': parameter lr=2 .*a learning rate in \(0, 1\)"),
+    (["finetune.scale=-2"], r"chapter 'finetune': parameter scale=-2 .*a positive scale"),
     (["nokey"], r"expected key=value"),
     (["nochapter.n=1"], r"not an executed chapter"),
 ]

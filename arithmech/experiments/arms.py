@@ -1,0 +1,310 @@
+"""The Table 1 runner, on any model: base, full SFT, precise SFT of the key heads, precise SFT of random heads.
+
+The paper's claim (§5.3, Table 1): tuning *the identified heads* improves math about as much as tuning
+every parameter, and keeps general skills. To test it, and not only to restate it, this runner adds the
+controls the comparison needs (issue #14):
+
+* **arms** — ``base`` (no training); ``full`` (every parameter); ``precise-key`` (the top-``k`` heads:
+  those passing identify's threshold, filled up by rank when fewer pass — recorded as ``selection``);
+  ``precise-random`` (``k`` random heads, **never a key head**, drawn layer by layer to match the key
+  heads' layers — the nearest layer with a free head where a layer has none left — one draw per seed);
+* **seeds** — every arm with each of ``seeds`` (the data splits stay fixed by ``data_seed``, so every run
+  is scored on the same items);
+* **matched tuning** — each arm gets its own learning-rate grid, run at the first seed (``precise-random``:
+  its first draw); the rule, fixed before any run: *the highest validation math accuracy; among rates
+  within one point of it, the lowest validation math loss* (:func:`choose`). When the choice is the
+  grid's smallest or largest value, the grid is extended on that side by the grid's own ratio, up to
+  ``max_extend`` times, until the choice is interior (``finetune/table1.json`` records every value
+  tried, its validation scores, the choice and whether it is interior). The other seeds run at the
+  chosen rate. Every run, grid runs too, is scored on the test items (the trade-off chart shows them all);
+  the table and the verdicts use the chosen rate only.
+* **one record per run** — ``finetune/<mode>-<tag>.json`` through :func:`arithmech.core.results.write_finetune`
+  (tags ``<arm>-s<seed>-lr<rate>``, e.g. ``precise-key-s0-lr3e-03``), with the test items (for paired
+  intervals), the validation scores and the change against ``base.json``; the plan in ``finetune/table1.json``.
+
+Same arguments → byte-identical records (timings aside); a re-run keeps each record of the same arguments
+(resume). :mod:`arithmech.experiments.verdicts` turns the records into the pre-stated verdicts.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from arithmech.core import results as R
+from arithmech.core.progress import Progress
+from arithmech.core.stats import paired_bootstrap
+from arithmech.experiments.suites import get_suite
+
+ARMS = ("full", "precise-key", "precise-random")
+GRIDS = {"toy": {"full": (3e-4, 1e-3, 3e-3), "precise-key": (1e-3, 3e-3, 1e-2), "precise-random": (1e-3, 3e-3, 1e-2)},
+         "paper": {"full": (3e-5, 1e-4, 3e-4), "precise-key": (3e-4, 1e-3, 3e-3), "precise-random": (3e-4, 1e-3, 3e-3)}}
+RULE = "highest validation math accuracy; among rates within 0.01 of it, the lowest validation math loss"
+
+
+# ------------------------------------------------------------------------------------ the heads
+def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """``(heads passing identify's threshold, every head ranked best first)`` of a results folder."""
+    from arithmech.finetune.runner import ranked_components
+    ranked, _ = ranked_components(folder)
+    passing = [(h["layer"], h["head"]) for h in R.read(folder, "key_heads.json")["heads"]]
+    return passing, ranked
+
+
+def random_heads(tuned: Sequence[tuple[int, int]], all_heads: Sequence[tuple[int, int]], exclude,
+                 draw: int) -> list[tuple[int, int]]:
+    """``len(tuned)`` distinct heads, none in ``exclude``, matched to ``tuned``'s layers: for each tuned
+    head, a seeded random free head of its layer, else of the nearest layer with one (lower first)."""
+    rng = random.Random(f"random-heads:{draw}")
+    free = sorted(set(all_heads) - set(exclude))
+    layers = sorted({l for l, _ in all_heads})
+    out: list[tuple[int, int]] = []
+    for layer, _ in tuned:
+        for L in sorted(layers, key=lambda x: (abs(x - layer), x)):
+            pool = [h for h in free if h[0] == L and h not in out]
+            if pool:
+                out.append(rng.choice(pool))
+                break
+        else:
+            raise ValueError(f"only {len(free)} heads are not key heads: cannot draw {len(tuned)} random heads")
+    return sorted(out)
+
+
+# --------------------------------------------------------------------------- learning-rate rule
+def choose(rows: list[dict]) -> float:
+    """:data:`RULE` over grid ``rows`` (``{"lr", "val_math", "val_nll"}``): the chosen rate."""
+    best = max(r["val_math"] for r in rows)
+    return min((r for r in rows if r["val_math"] >= best - 0.01), key=lambda r: (r["val_nll"], r["lr"]))["lr"]
+
+
+def extension(grid: Sequence[float], chosen: float) -> float | None:
+    """The next rate to try when ``chosen`` is an end of the sorted ``grid``: one grid ratio beyond that end
+    (rounded to one significant digit); ``None`` when ``chosen`` is interior or the next rate leaves (0, 1)."""
+    g = sorted(grid)
+    if g[0] < chosen < g[-1]:
+        return None
+    lr = float(f"{(g[0] ** 2 / g[1] if chosen == g[0] else g[-1] ** 2 / g[-2]):.0e}")
+    return lr if 0 < lr < 1 and lr not in g else None
+
+
+def val_math(val: dict, suite) -> float:
+    """Validation math accuracy: the suite's validation math items pooled (exact match)."""
+    its = [x for k in suite.math if k in val for x in val[k]["items"]]
+    return sum(its) / len(its)
+
+
+def lr_tag(lr: float) -> str:
+    return f"{lr:.0e}"
+
+
+# ------------------------------------------------------------------------------------ one run
+def train_arm(model: str, suite, heads, lr: float, seed: int, steps: int, batch_size: int, device: str,
+              dtype: str, data_seed: int) -> tuple[object, object, dict]:
+    """Fine-tune a fresh copy of ``model`` on ``suite.train``: every parameter (``heads`` None) or the
+    ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
+    from arithmech.core.models import load_model
+    from arithmech.experiments.paper import SFT
+    from arithmech.finetune import adapter as A
+    from arithmech.finetune import runner as F
+    torch.manual_seed(seed)
+    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+    rows = F.tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
+    spec = A.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
+    with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
+        args = F.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
+                               warmup=SFT["warmup"], weight_decay=SFT["weight_decay"], seed=seed, device=device,
+                               logging_steps=max(1, steps // 10))
+        net.train()
+        trainer = F.make_trainer(net, "precise" if spec else "full", args, rows, tok, spec)
+        tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
+        rec = F.train_measured(trainer, device)
+    if spec is not None:
+        net = trainer.merged_model()
+    net.eval().requires_grad_(False)
+    rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()),
+               n_train=len(rows), lr=lr, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
+               scheduler="cosine", optimizer="adamw_torch")
+    return net, tok, rec
+
+
+def _deltas(base: dict, res: dict, seed: int) -> dict:
+    out = {}
+    for k, v in res.items():
+        if k in base and base[k].get("items") is not None and len(base[k]["items"]) == len(v["items"]):
+            d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
+            out[k] = {"delta": d, "ci": [lo, hi]}
+    return out
+
+
+# ------------------------------------------------------------------------------------- runner
+def check_args(suite: str, seeds, draws: int, grid: dict | None, steps: int, batch_size: int, top_k: int,
+               max_extend: int) -> dict:
+    """Every argument, before any model loads; returns the grid per arm (the suite's default where not given)."""
+    get_suite(suite)
+    if not seeds or len(set(seeds)) != len(seeds) or not all(isinstance(s, int) and s >= 0 for s in seeds):
+        raise ValueError(f"--seeds {seeds!r}: expected distinct non-negative integers")
+    if draws < 1 or draws > len(seeds):
+        raise ValueError(f"--draws {draws}: one random draw per seed, so 1..{len(seeds)}")
+    if steps < 1 or batch_size < 1 or top_k < 1 or max_extend < 0:
+        raise ValueError("--steps, --batch-size and --top-k must be positive, --max-extend non-negative")
+    grid = {**GRIDS[suite], **(grid or {})}
+    for arm, g in grid.items():
+        if arm not in ARMS or len(g) < 3 or sorted(g) != list(g) or not all(0 < x < 1 for x in g):
+            raise ValueError(f"grid of {arm!r}: {g!r}: an arm of {ARMS} with >= 3 increasing rates in (0, 1)")
+    return grid
+
+
+def run_arms(model: str, results: str | Path = "results", suite: str = "paper", top_k: int = 8,
+             seeds: Sequence[int] = (0, 1, 2), draws: int = 3, arms: Sequence[str] = ARMS, grid: dict | None = None,
+             steps: int = 40, batch_size: int = 16, max_extend: int = 3, data_seed: int = 0, device: str = "cpu",
+             dtype: str = "float32", data_dir=None, sizes: dict | None = None, command: str | None = None,
+             overwrite: bool = False) -> dict:
+    """Run Table 1 (module docstring) and write its records and ``finetune/table1.json``; returns the plan.
+
+    ``suite``: ``toy`` (the embedded model) or ``paper`` (a real model), :mod:`arithmech.experiments.suites`.
+    ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.experiments.measures.table1_sizes`).
+    """
+    grid = check_args(suite, list(seeds), draws, grid, steps, batch_size, top_k, max_extend)
+    S = get_suite(suite)
+    out = R.model_folder(results, model)
+    passing, ranked = key_and_ranked(out)
+    if len(ranked) < top_k:
+        raise ValueError(f"--top-k {top_k}: {out} ranks only {len(ranked)} heads")
+    tuned = ranked[:top_k]
+    selection = (f"{len(passing)} heads pass identify's threshold; the top {top_k} by rank are tuned"
+                 if len(passing) != top_k else "the heads passing identify's threshold")
+    exclude = set(tuned) | set(passing)
+    random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
+    if sizes is None:
+        from arithmech.experiments.measures import table1_sizes
+        sizes = table1_sizes(1.0) if suite == "paper" else {"single_digit_per_template": 4}
+    command = command or f"python -m arithmech table1-arms --model {model} --results {out} --suite {suite}"
+    common = dict(model=model, suite=suite, steps=steps, batch_size=batch_size, data_seed=data_seed, device=device,
+                  dtype=dtype, data_dir=str(data_dir), sizes=sizes)
+    ev = lambda net, tok, side: S.evaluate(net, tok, side, sizes, data_seed, **({"data_dir": data_dir} if suite == "paper" else {}))
+    t_start = time.time()
+
+    def record(mode, tag, h, net_tok_train, heads, arm, lr, seed, draw):
+        net, tok, tr = net_tok_train
+        val, test = ev(net, tok, "val"), ev(net, tok, "test")
+        base = None if mode == "base" else R.read_finetune(out, "base")
+        rec = R.finetune_record(
+            model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
+            heads=heads, mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
+            tuned_parameters=(tr or {}).get("tuned_parameters", 0), total_parameters=(tr or {}).get("total_parameters"),
+            parameters={"arm": arm, "lr": lr, "draw": draw, "suite": suite, "steps": steps, "batch_size": batch_size,
+                        "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val},
+            train=tr, results=test, delta=None if base is None else _deltas(base["results"], test, seed),
+            data={"suite": suite, "splits": "validation and test disjoint by operand pair and phrasing "
+                  "(arithmech.experiments.suites)"}, versions=R.versions())
+        R.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
+        return rec
+
+    def run_one(arm, lr, seed, draw, bar):
+        heads = None if arm == "full" else (tuned if arm == "precise-key" else random_draws[draw])
+        mode = "full" if arm == "full" else "precise"
+        tag = ("" if arm == "full" else arm.removeprefix("precise-") + (f"{draw}" if arm == "precise-random" else "")
+               + "-") + f"s{seed}-lr{lr_tag(lr)}"
+        h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": heads, "base": base_hash})
+        if not _same(out, mode, tag, h):
+            R.check_finetune_writable(R.finetune_path(out, mode, tag), overwrite)
+            bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
+            trained = train_arm(model, S, heads, lr, seed, steps, batch_size, device, dtype, data_seed)
+            record(mode, tag, h, trained, [list(x) for x in heads] if heads else "all", arm, lr, seed, draw)
+        bar.advance()
+        rec = R.read_finetune(out, mode, tag)
+        val = rec["parameters"]["validation"]
+        return {"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
+                "val_nll": val["math_nll"]["value"]}
+
+    base_hash = _hash({**common, "arm": "base"})
+    plan_arms: dict = {}
+    n_runs = 1 + sum(len(grid[a]) + len(seeds) - 1 for a in arms)
+    with Progress("table1", n_runs) as bar:
+        if not _same(out, "base", None, base_hash):
+            R.check_finetune_writable(R.finetune_path(out, "base"), overwrite)
+            from arithmech.core.models import load_model
+            net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+            record("base", None, base_hash, (net, tok, None), None, "base", None, seeds[0], None)
+        bar.advance()
+        for arm in arms:
+            g = list(grid[arm])
+            rows = [run_one(arm, lr, seeds[0], 0, bar) for lr in g]
+            ext = 0
+            while ext < max_extend and (lr := extension(g, choose(rows))) is not None:
+                bar.total += 1
+                rows.append(run_one(arm, lr, seeds[0], 0, bar))
+                g = sorted(g + [lr])
+                ext += 1
+            lr = choose(rows)
+            runs = [r for r in rows if r["lr"] == lr]
+            runs += [run_one(arm, lr, s, i % draws if arm == "precise-random" else 0, bar) for i, s in enumerate(seeds) if i > 0]
+            plan_arms[arm] = {"grid": g, "grid_rows": sorted(rows, key=lambda r: r["lr"]), "chosen_lr": lr,
+                              "interior": g[0] < lr < g[-1], "extensions": ext, "runs": [r["tag"] for r in runs]}
+    plan = {"suite": suite, "model": R.folder_name(model), "command": command, "rule": RULE, "seeds": list(seeds),
+            "data_seed": data_seed, "steps": steps, "batch_size": batch_size, "sizes": sizes,
+            "heads": {"tuned": [list(h) for h in tuned], "passing_threshold": [list(h) for h in passing],
+                      "selection": selection, "random_draws": [[list(h) for h in d] for d in random_draws],
+                      "random_layers_matched": [sorted(l for l, _ in d) == sorted(l for l, _ in tuned)
+                                                for d in random_draws]},
+            "arms": plan_arms, "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
+    R.write_step(out, "table1", {"finetune/table1.json": plan},
+                 record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
+                         "wall_s": round(time.time() - t_start, 1), "versions": R.versions()})
+    return plan
+
+
+def _hash(obj: dict) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
+    """True when ``finetune/<mode>[-tag].json`` is a valid record made with the arguments hashing to ``h``."""
+    if not R.finetune_path(out, mode, tag).exists():
+        return False
+    try:
+        return (R.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
+    except (ValueError, OSError):
+        return False
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _cli(a) -> None:
+    import shlex
+    from arithmech.experiments.measures import table1_sizes
+    from arithmech.experiments.table1 import check_scale
+    check_scale(a.scale)
+    command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
+    try:
+        seeds = [int(s) for s in a.seeds.split(",")]
+    except ValueError:
+        raise ValueError(f"--seeds {a.seeds!r}: expected a comma list of integers, e.g. 0,1,2") from None
+    plan = run_arms(a.model, a.results, a.suite, a.top_k, seeds, a.draws,
+                    steps=a.steps, batch_size=a.batch_size, max_extend=a.max_extend, device=a.device, dtype=a.dtype,
+                    data_dir=a.data_dir, command=command, overwrite=a.overwrite,
+                    sizes=table1_sizes(a.scale) if a.suite == "paper" else None)
+    print(json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()}))
+
+
+def add_cli(subparsers, name: str = "table1-arms") -> None:
+    """``table1-arms``: base, full, precise-key and precise-random with seeds and matched learning rates."""
+    from arithmech.core.inputs import POSITIVE, common_arguments
+    s = subparsers.add_parser(name, help="Table 1 with controls: base, full, precise (key heads), precise (random heads)")
+    common_arguments(s, model="smollm2-135m")
+    s.add_argument("--suite", choices=("paper", "toy"), default="paper", help="toy: the embedded model's skills")
+    s.add_argument("--top-k", type=POSITIVE, default=8, help="heads tuned by precise SFT (ranked in the results folder)")
+    s.add_argument("--seeds", default="0,1,2", help="training seeds, comma list")
+    s.add_argument("--draws", type=POSITIVE, default=3, help="random head draws (one per seed)")
+    s.add_argument("--steps", type=POSITIVE, default=40)
+    s.add_argument("--batch-size", type=POSITIVE, default=16)
+    s.add_argument("--max-extend", type=int, default=3, help="grid extensions per arm until the choice is interior")
+    s.add_argument("--scale", type=float, default=1.0, help="paper suite: multiply the evaluation sizes")
+    s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
+    s.set_defaults(func=_cli)

@@ -1,0 +1,54 @@
+"""Table 1's charts: the math-gain vs general-change trade-off, and the arms with their intervals.
+
+Builders take the frames of :mod:`arithmech.experiments.verdicts` and compute nothing.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from arithmech.report.plots import COLUMN, PALETTE
+
+ARM_SCALE = alt.Scale(domain=["base", "full", "precise-key", "precise-random"],
+                      range=[PALETTE[6], PALETTE[0], PALETTE[1], PALETTE[3]])
+_BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
+
+
+def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and what it lost",
+                   subtitle: str | None = None) -> alt.LayerChart:
+    """One point per fine-tuned run (arm × seed × learning rate): x = change of the primary general
+    measure from base, y = change of the primary math measure; filled = the arm's chosen rate, hollow =
+    the other rates of its grid. ``frame``: :func:`arithmech.experiments.verdicts.tradeoff_frame`."""
+    math, general = frame["math"].iloc[0], frame["general"].iloc[0]
+    base = alt.Chart(frame).encode(
+        x=alt.X("general_change:Q", title=f"change of {general} from base", axis=alt.Axis(format="+.0%")),
+        y=alt.Y("math_gain:Q", title=f"change of {math} from base", axis=alt.Axis(format="+.0%")),
+        color=alt.Color("arm:N", scale=ARM_SCALE, title=None, legend=_BOTTOM),
+        tooltip=["arm", "seed", alt.Tooltip("lr:Q", format=".0e"), "chosen",
+                 alt.Tooltip("math_gain:Q", format="+.1%"), alt.Tooltip("general_change:Q", format="+.1%")])
+    zero = pd.DataFrame({"v": [0.0]})
+    return alt.layer(
+        alt.Chart(zero).mark_rule(color="#bbb").encode(x="v:Q"),
+        alt.Chart(zero).mark_rule(color="#bbb").encode(y="v:Q"),
+        base.transform_filter("datum.chosen").mark_point(filled=True, size=80),
+        base.transform_filter("!datum.chosen").mark_point(filled=False, size=60, opacity=0.7),
+    ).properties(width=COLUMN, height=300, title=alt.TitleParams(title, subtitle=subtitle or
+                 "filled: the arm's chosen learning rate (each seed); hollow: the rest of its grid (first seed)"))
+
+
+def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"
+               ) -> alt.FacetChart:
+    """Each fine-tuned arm's change from base on ``measures``, with its paired-bootstrap interval.
+    ``table``: :func:`arithmech.experiments.verdicts.arm_table`."""
+    df = table[(table.arm != "base") & table.measure.isin(measures)]
+    enc = alt.Chart(df).encode(y=alt.Y("arm:N", title=None, sort=list(ARM_SCALE.domain)),
+                               color=alt.Color("arm:N", scale=ARM_SCALE, legend=None))
+    layer = alt.layer(
+        alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color="#bbb").encode(x="v:Q"),
+        enc.mark_rule(strokeWidth=2).encode(x=alt.X("delta_ci_low:Q", title="change from base"), x2="delta_ci_high:Q"),
+        enc.mark_point(filled=True, size=60).encode(x="delta:Q", tooltip=["arm", "measure", alt.Tooltip("delta:Q", format="+.3f"),
+                                                                          alt.Tooltip("delta_ci_low:Q", format="+.3f"),
+                                                                          alt.Tooltip("delta_ci_high:Q", format="+.3f"), "runs"]),
+        data=df).properties(width=COLUMN // 2 - 20, height=110)
+    return layer.facet(facet=alt.Facet("measure:N", sort=measures, title=None), columns=2,
+                       title=title).resolve_scale(x="independent")

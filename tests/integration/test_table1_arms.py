@@ -1,0 +1,84 @@
+"""The Table 1 arms runner (arithmech.experiments.arms) end to end on the embedded model, at a tiny size:
+one training step per run and a few items per measure (a test suite registered for the test). About 20
+fine-tune runs (~30 s of CPU): marked ``slow``, so ``make test`` runs it and ``make test-fast`` does not."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from arithmech.core import results as R
+from arithmech.experiments import arms as A
+from arithmech.experiments import suites as S
+from arithmech.experiments import verdicts as V
+
+
+
+def _tiny_evaluate(model, tok, side, sizes, data_seed=0):
+    from arithmech.evals.scoring import greedy_exact
+    from arithmech.experiments.measures import completion_nll
+    sets = {"negative": S.negative_items(side)[:12], "two_digit": S.two_digit_items(side)[:12],
+            "single_digit": S.single_digit_items(side, 1)[:12], "generic": S.fact_items(side)[:12]}
+    out = {k: S.accuracy_measure([int(x) for x in greedy_exact(model, tok, v)]) for k, v in sets.items()}
+    if side == "val":
+        out["math_nll"] = completion_nll(model, tok, sets["negative"])
+    return out
+
+
+@pytest.fixture
+def tiny_suite(monkeypatch):
+    suite = S.Suite("tiny", S.toy_train, _tiny_evaluate, math=("negative", "two_digit"),
+                    general=("generic", "single_digit"), primary_math="negative", primary_general="generic")
+    monkeypatch.setitem(S.SUITES, "tiny", suite)
+    monkeypatch.setitem(A.GRIDS, "tiny", {a: (1e-3, 3e-3, 1e-2) for a in A.ARMS})
+    return suite
+
+
+def _volatile_free(rec: dict) -> dict:
+    rec = json.loads(json.dumps(rec))
+    for k in ("runtime_s", "samples_per_second", "trainer_samples_per_second", "peak_memory"):
+        (rec.get("train") or {}).pop(k, None)
+    return rec
+
+
+@pytest.mark.slow
+def test_arms_runner_end_to_end(tmp_path, tiny_suite):
+    """Protects: the arms runner writes one record per run (base, each arm's grid at the first seed, the
+    other seeds at the chosen rate) and finetune/table1.json through the results contract; precise-random
+    never tunes a key head and is layer-matched where the layers allow; the chosen rate obeys the
+    pre-stated rule on the recorded validation scores; a re-run with the same arguments trains nothing
+    and leaves every file byte-identical; a second run in a fresh folder gives the same records (timings
+    aside); the verdict and trade-off frames are computed from the files alone."""
+    torch.set_num_threads(1)
+    from arithmech.finetune.runner import ensure_ranking
+    folder = tmp_path / "embedded"
+    ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
+    kw = dict(suite="tiny", top_k=8, seeds=(0, 1), draws=2, steps=1, batch_size=8, max_extend=0)
+    plan = A.run_arms("embedded", folder, **kw)
+    assert plan == R.read(folder, "finetune/table1.json")
+    tuned = {tuple(h) for h in plan["heads"]["tuned"]}
+    for d in plan["heads"]["random_draws"]:
+        assert len(d) == 8 and not {tuple(h) for h in d} & tuned
+    for arm, a in plan["arms"].items():
+        assert A.choose(a["grid_rows"]) == a["chosen_lr"] and len(a["runs"]) == 2
+        assert len(a["grid_rows"]) == 3 + a["extensions"]
+    files = {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
+    assert len(files) == 1 + sum(len(a["grid_rows"]) + 1 for a in plan["arms"].values()) + 1     # + table1.json
+    A.run_arms("embedded", folder, **kw)                                              # resume: nothing to do
+    assert files == {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
+    other = tmp_path / "again" / "embedded"
+    other.mkdir(parents=True)
+    for n in ("key_heads.json", "effects.csv", "prompts.jsonl", "run.json"):
+        shutil.copy(folder / n, other / n)
+    A.run_arms("embedded", other, **{**kw, "arms": ("precise-random",)})
+    for name in (p.name for p in (other / "finetune").glob("*.json")):
+        if name != "table1.json":
+            a, b = (json.loads((f / "finetune" / name).read_text()) for f in (folder, other))
+            assert _volatile_free(a)["results"] == _volatile_free(b)["results"], name
+    v = V.verdicts(folder)
+    assert list(v["claim"]) == [r[0] for r in V.RULES]
+    assert set(v["verdict"]) <= {"holds", "does not hold", "inconclusive"}
+    t = V.tradeoff_frame(folder)
+    assert len(t) == sum(len(a["grid_rows"]) + 1 for a in plan["arms"].values())
