@@ -28,17 +28,21 @@ def _pct(x: float) -> str:
 
 
 def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
-    """``steps`` (:func:`~arithmech.methods.explorer.precompute`) with a ``label`` line per slider step:
-    threshold, key heads, and top-1 = answer after the knockout with its interval and sample size."""
+    """Two header lines (``step, line, label``) per slider step of ``steps``
+    (:func:`~arithmech.methods.explorer.precompute`): the threshold and its key heads; how many prompts keep the
+    answer as top-1 token knocked out and intact, with the 95% interval and the sample size."""
     intact = steps[steps.step < 0].iloc[0]
-    base = f"intact {intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)})"
+    base = (f"intact: {intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)}, "
+            f"95% CI {_pct(intact.ci_low)}–{_pct(intact.ci_high)})")
     out = []
+    last = int(steps.step.max())
     for r in steps[steps.step >= 0].itertuples():
-        heads = ", ".join(r.heads[:8]) + (f" … ({r.n_heads} in all)" if r.n_heads > 8 else "")
-        what = (f"key heads {heads}: top-1 = answer on {r.correct}/{r.n} prompts knocked out "
-                f"({_pct(r.correct / r.n)}, 95% CI {_pct(r.ci_low)}–{_pct(r.ci_high)}); {base}"
-                if r.n_heads else f"no head passes this threshold: nothing is knocked out; {base}")
-        out.append({"step": r.step, "label": f"threshold {100 * r.threshold:+g}% (step {r.step}) · {what}"})
+        heads = ", ".join(r.heads[:10]) + (f" … ({r.n_heads} in all)" if r.n_heads > 10 else "")
+        out.append({"step": r.step, "line": 0, "label": f"threshold {100 * r.threshold:+g}% (step {r.step} of "
+                    f"0–{last}) · " + (f"key heads: {heads}" if r.n_heads else "no head passes it: nothing is knocked out")})
+        out.append({"step": r.step, "line": 1, "label": (
+            f"knocked out: top-1 = answer on {r.correct}/{r.n} prompts ({_pct(r.correct / r.n)}, 95% CI "
+            f"{_pct(r.ci_low)}–{_pct(r.ci_high)}) · " if r.n_heads else "") + base})
     return pd.DataFrame(out)
 
 
@@ -72,16 +76,19 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model: st
     headsel = alt.selection_point(name="headsel", fields=["name"], on="click", clear="dblclick")
     this = alt.datum.id == pid
 
-    # --- header: the prompt and the slider's step, two text lines
-    head_p = P.assign(line=[f"prompt “{p}” · answer token “{a}” · {o}, template {t} · {len(P)} prompts precomputed"
-                            for p, a, o, t in zip(P.prompt, P.answer, P.op, P.template)])
+    # --- header: the prompt, then the slider's step (four text lines)
+    lines = pd.concat([
+        P.assign(line=0, label=[f"prompt “{p}” · answer token “{a}”" for p, a in zip(P.prompt, P.answer)]),
+        P.assign(line=1, label=[f"{o}, template {t} · prompt {i + 1} of {len(P)}"
+                                for i, o, t in zip(P.id, P.op, P.template)])])[["id", "line", "label"]]
     txt = dict(align="left", baseline="top", fontSize=12, limit=COLUMN)
+    y = alt.Y("line:O", axis=None, scale=alt.Scale(domain=[0, 1, 2, 3]))
     header = alt.layer(
-        alt.Chart(head_p).mark_text(**txt, fontWeight=600).encode(x=alt.value(0), y=alt.value(0), text="line:N")
+        alt.Chart(lines).mark_text(**txt, fontWeight=600).encode(x=alt.value(0), y=y, text="label:N")
         .transform_filter(this),
-        alt.Chart(step_labels(steps)).mark_text(**txt).encode(x=alt.value(0), y=alt.value(20), text="label:N")
-        .transform_filter(alt.datum.step == ko),
-    ).properties(width=COLUMN, height=36)
+        alt.Chart(step_labels(steps).assign(line=lambda d: d.line + 2)).mark_text(**txt).encode(
+            x=alt.value(0), y=y, text="label:N").transform_filter(alt.datum.step == ko),
+    ).properties(width=COLUMN, height=alt.Step(17))
 
     # --- top-5 next tokens, intact and knocked out
     def top_panel(cond, title: str) -> alt.LayerChart:
@@ -136,9 +143,9 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model: st
     which = "length(data('headsel_store')) ? vlSelectionTest('headsel_store', datum) : datum.key_at <= ko_step"
     att = alt.Chart(data["attention"]).transform_filter(this).transform_filter(which).transform_flatten(
         ["scores"], as_=["score"]).transform_window(n="row_number()", groupby=["name"]).transform_calculate(
-        pos="datum.n - 1", key="datum.id + ':' + (datum.n - 1)").transform_lookup(
+        pos="datum.n - 1", key="datum.id + ':' + (datum.n - 1)", row="'head ' + datum.name").transform_lookup(
         lookup="key", from_=alt.LookupData(data["tokens"], "key", ["token", "role"]))
-    enc = dict(x=alt.X("pos:O", title=None, axis=None), y=alt.Y("name:N", title="head", sort=alt.EncodingSortField(
+    enc = dict(x=alt.X("pos:O", title=None, axis=None), y=alt.Y("row:N", title=None, sort=alt.EncodingSortField(
         "key_at", order="ascending")))
     strip = alt.layer(
         att.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]),

@@ -48,6 +48,9 @@ def test_knockout_verdict_rule():
     t = V.knockout_table(s, "m")
     assert list(t["lower than intact"]) == ["— (no key head)", "holds", "inconclusive", "does not hold"]
     assert list(t["top-1 = answer"]) == ["95/100", "40/100", "93/100", "97/100"]
+    lines = V.step_labels(s)
+    assert list(lines[lines.step == 1].label)[1].startswith("knocked out: top-1 = answer on 40/100 prompts (40%, 95% CI")
+    assert list(lines[lines.step == 0].label)[0].endswith("no head passes it: nothing is knocked out")
     assert V.default_step(s) == 1                   # −5% has a key head: the paper's threshold first
     assert V.default_step(_steps([(95, 0), (95, 0), (95, 0), (30, 2), (20, 3)])) == 2
     assert "holds" in V.finding(s, "m", [-0.1, -0.05, -0.02, -0.01]) and "40/100" in V.finding(s, "m", [-0.1, -0.01])
