@@ -11,6 +11,7 @@ identify step's means of the counterfactual prompts (:mod:`arithmech.methods.kno
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from contextlib import nullcontext
 from typing import Callable, Sequence
 
@@ -153,3 +154,134 @@ def top_table(top: pd.DataFrame) -> pd.DataFrame:
     cell = top.token + " " + (100 * top.prob).round(1).astype(str) + "%"
     return top.assign(cell=cell).pivot_table(index="rank", columns=["input", "condition"], values="cell",
                                              aggfunc="first")
+
+
+# ------------------------------------------------------------------------ the static page's explorer
+def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "all") -> pd.DataFrame:
+    """Every head of ``task`` with the slider step from which it counts as a key head.
+
+    ``thresholds``: the slider's key-head thresholds, strict to loose (increasing, all negative, e.g.
+    ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect is below ``thresholds[s]``
+    (identify's rule, :func:`arithmech.methods.identify.key_heads`). Returns one row per head, ranked by
+    effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
+    ``key_at`` is the first such step (``len(thresholds)``: never a key head).
+    """
+    t = [float(x) for x in thresholds]
+    if not t or any(x >= 0 for x in t) or any(a >= b for a, b in zip(t, t[1:])):
+        raise ValueError(f"thresholds {list(thresholds)}: give negative relative changes from strict to loose, "
+                         "strictly increasing, e.g. [-0.1, -0.05, -0.02]")
+    df = effects[(effects["task"] == task) & (effects["head"].astype(str) != "mlp")]
+    if df.empty:
+        raise ValueError(f"effects hold no head rows of task {task!r}; tasks: {sorted(effects['task'].unique())}")
+    df = df.assign(layer=df["layer"].astype(int), head=df["head"].astype(int)).sort_values(
+        ["effect", "layer", "head"], kind="stable")
+    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in df["effect"]]
+    return pd.DataFrame({"rank": range(1, len(df) + 1), "layer": df["layer"].to_numpy(), "head": df["head"].to_numpy(),
+                         "name": [f"{l}.{h}" for l, h in zip(df["layer"], df["head"])],
+                         "effect": df["effect"].to_numpy(), "key_at": key_at})
+
+
+def step_heads(heads: pd.DataFrame, n_steps: int) -> list[list[Head]]:
+    """The key heads ``(layer, head)`` at each slider step, ranked (``heads``: :func:`head_steps`)."""
+    return [[(int(l), int(h)) for l, h, k in zip(heads["layer"], heads["head"], heads["key_at"]) if k <= s]
+            for s in range(n_steps)]
+
+
+@torch.no_grad()
+def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
+               means: Means, max_heads: int = 12, k: int = 5, batch_size: int = 64) -> dict[str, pd.DataFrame]:
+    """Everything the static page's explorer draws, for every prompt of ``samples`` (no kernel needed later).
+
+    Per prompt, in batches of equal-length prompts: the top-``k`` next tokens intact and with the key
+    heads of each slider step mean-ablated at END (:func:`mean_ablation` with ``means``; one forward per
+    distinct head set), the END-row attention of the ``max_heads`` heads of most negative effect (needs
+    eager attention), and per layer the number token closest (cosine) to the MLP's write at END
+    (:func:`~arithmech.methods.mlp.layer_top_numbers`' rank 1). ``heads``: :func:`head_steps`.
+
+    Returns DataFrames (lists in a cell are per-position or per-rank arrays):
+
+    * ``prompts``: ``id, prompt, op, template, answer``;
+    * ``tokens``: ``key ("id:pos"), id, pos, token, role``;
+    * ``top``: ``id, step (-1 = intact), tokens [k], probs [k], correct`` (top-1 is the answer token),
+      ``answer_rank`` (1..k, 0 when the answer token is not among them);
+    * ``attention``: ``id, name, key_at, scores [seq]``;
+    * ``mlp``: ``id, tokens [L], cosines [L]``;
+    * ``steps``: ``step, threshold, heads, n_heads, correct, n, ci_low, ci_high`` (step -1: intact).
+    """
+    from arithmech.core.stats import wilson_interval
+    from arithmech.methods.mlp import mlp_vectors, number_tokens, unembedding
+    if not samples:
+        raise ValueError("precompute needs at least one prompt")
+    sets = step_heads(heads, len(thresholds))
+    distinct = list(dict.fromkeys(tuple(s) for s in sets if s))
+    shown = [(int(l), int(h)) for l, h in zip(heads["layer"][:max_heads], heads["head"][:max_heads])]
+    key_at = dict(zip(heads["name"], heads["key_at"]))
+    prompts = [s.clean for s in samples]
+    answers = D.answer_ids(tok, samples)
+    n = len(samples)
+    top_ids = {c: torch.zeros(n, k, dtype=torch.long) for c in [()] + distinct}
+    top_p = {c: torch.zeros(n, k) for c in [()] + distinct}
+    att: dict[int, dict[Head, list[float]]] = {}
+    tok_rows = []
+    dev = input_device(model)
+    ablate = {c: mean_ablation(model, list(c), means) for c in distinct}
+    for idx, ids in D.group_by_length(tok, prompts, batch_size):
+        rows = end_rows(model, ids, [l for l, _ in shown])
+        for c in [()] + distinct:
+            with (ablate[c]() if c else nullcontext()):
+                p = model(ids.to(dev), use_cache=False, logits_to_keep=1).logits[:, -1].float().softmax(-1).cpu()
+            top = p.topk(k)
+            top_ids[c][idx], top_p[c][idx] = top.indices, top.values
+        bos = tok.bos_token_id is not None and int(ids[0, 0]) == tok.bos_token_id
+        for j, i in enumerate(idx):
+            att[i] = {(l, h): rows[l][j, h].tolist() for l, h in shown}
+            roles = role_labels(samples[i].positions, ids.shape[1], bos)
+            toks = tok.convert_ids_to_tokens(ids[j].tolist())
+            tok_rows += [(f"{i}:{q}", i, q, toks[q], roles[q]) for q in range(ids.shape[1])]
+    num_ids, labels = number_tokens(tok)
+    _, vdiff = mlp_vectors(model, tok, prompts, final_norm=True, batch_size=batch_size)     # (n, L, d)
+    unit = torch.nn.functional.normalize
+    best = (unit(vdiff, dim=-1) @ unit(unembedding(model, num_ids), dim=-1).T).max(-1)        # (n, L) cosines
+    ok = {c: (top_ids[c][:, 0] == answers) for c in top_ids}
+    top_rows, step_rows = [], []
+    for s, c in [(-1, ())] + [(s, tuple(x)) for s, x in enumerate(sets)]:
+        names = tok.convert_ids_to_tokens(top_ids[c].flatten().tolist())
+        hit = (top_ids[c] == answers[:, None]).int()
+        rank = torch.where(hit.any(1), hit.argmax(1) + 1, 0)                      # 0: answer not in the top k
+        top_rows += [(i, s, names[i * k:(i + 1) * k], [round(float(v), 4) for v in top_p[c][i]], bool(ok[c][i]),
+                      int(rank[i])) for i in range(n)]
+        kk = int(ok[c].sum())
+        lo, hi = wilson_interval(kk, n)
+        step_rows.append((s, None if s < 0 else float(thresholds[s]), [f"{l}.{h}" for l, h in c], len(c), kk, n, lo, hi))
+    name = lambda h: f"{h[0]}.{h[1]}"
+    return {
+        "prompts": pd.DataFrame({"id": range(n), "prompt": prompts, "op": [s.op for s in samples],
+                                 "template": [s.template for s in samples], "answer": [s.answer for s in samples]}),
+        "tokens": pd.DataFrame(tok_rows, columns=["key", "id", "pos", "token", "role"]).sort_values(
+            ["id", "pos"], ignore_index=True),
+        "top": pd.DataFrame(top_rows, columns=["id", "step", "tokens", "probs", "correct", "answer_rank"]),
+        "attention": pd.DataFrame([(i, name(h), int(key_at[name(h)]), [round(v, 3) for v in att[i][h]])
+                                   for i in range(n) for h in shown], columns=["id", "name", "key_at", "scores"]),
+        "mlp": pd.DataFrame([(i, [labels[j].strip() for j in best.indices[i].tolist()],
+                              [round(v, 3) for v in best.values[i].tolist()]) for i in range(n)],
+                            columns=["id", "tokens", "cosines"]),
+        "steps": pd.DataFrame(step_rows, columns=["step", "threshold", "heads", "n_heads", "correct", "n",
+                                                  "ci_low", "ci_high"]),
+    }
+
+
+def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 144, n_reference: int = 128,
+              max_heads: int = 12, seed: int = 0, task: str = "all") -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The explorer page's data for one model: identify's ``effects.csv`` and ``prompts.jsonl`` read from the
+    results ``folder`` (:mod:`arithmech.core.results`), ``n_prompts`` fresh pairs drawn round-robin over every
+    template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too), knockout means
+    from the counterfactuals of ``n_reference`` identify samples. Returns ``(head_steps, precompute)``.
+    """
+    from arithmech.core import results as R
+    from arithmech.methods.analyze import reference_samples
+    if n_prompts < 1 or n_reference < 1 or max_heads < 1:
+        raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
+    heads = head_steps(R.read(folder, "effects.csv"), thresholds, task)
+    means = knockout_means(model, tok, reference_samples(Path(folder), n_reference, seed))
+    samples, _ = D.make_pairs(tok, "all", n=n_prompts, seed=seed)
+    return heads, precompute(model, tok, samples, heads, thresholds, means, max_heads=max_heads)

@@ -1,0 +1,126 @@
+"""The explorer page works in the static book: headless Chromium opens it from ``file://`` with the network cut
+and drives it like a reader: picking another prompt in the dropdown changes the top-5 view, moving the
+threshold slider changes the key heads, and clicking a head in the effects map shows its attention alone.
+
+The page comes from ``ARITHMECH_BOOK_HTML`` (an already built book) or, by default, from a one-page book built
+here: the chapter executed by the book runner on the embedded model (small sizes; identify's files written first
+by a small identify run) in a temporary root.
+Marked ``slow``."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from browser import Browser, require_browser
+
+from arithmech.report import book
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+# Every text a chart of the page draws, per chart container, and the state of its controls.
+STATE_JS = """
+const el = document.querySelectorAll('.arithmech-chart')[arguments[0]];
+const texts = Array.from(el.querySelectorAll('svg text')).map(t => t.textContent);
+const sel = el.querySelector('.vega-bindings select');
+const rng = el.querySelector('.vega-bindings input[type=range]');
+const outlined = Array.from(el.querySelectorAll('svg path')).filter(p => p.getAttribute('stroke') === '#111').length;
+return {texts: texts, options: sel ? Array.from(sel.options).map(o => o.text) : [], select: sel ? sel.value : null,
+        range: rng ? [rng.min, rng.max, rng.value] : null, outlined: outlined};
+"""
+TOP5 = re.compile(r"^.+  \d+\.\d%$")             # a top-5 bar's label: token, two spaces, probability
+
+
+@pytest.fixture(scope="module")
+def explorer_html(tmp_path_factory) -> Path:
+    """``explorer.html``: from ``ARITHMECH_BOOK_HTML``, else a one-page book executed and rendered here."""
+    given = os.environ.get("ARITHMECH_BOOK_HTML")
+    if given:
+        return Path(given) / "book" / "explorer.html"
+    root = tmp_path_factory.mktemp("explorer-book")
+    shutil.copy2(REPO / "_config.yml", root / "_config.yml")
+    shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
+    for f in ("explorer.ipynb", "references.bib", "book.yml"):
+        shutil.copy2(REPO / "book" / f, root / "book" / f)
+    (root / "book" / "intro.md").write_text("# Explorer only\n\nOne page of the book, built by its test.\n")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/explorer\n")
+    from arithmech.core.models import load_model
+    from arithmech.methods import identify as I
+    net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
+    res = I.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
+    I.write_results(res, root / "results" / "embedded", model="embedded")
+    book.build(root, only="explorer", sets=["explorer.models=[embedded]", "explorer.n_prompts=48",
+                                            "explorer.n_reference=32"])
+    return root / "_build" / "html" / "book" / "explorer.html"
+
+
+def _top5(state: dict) -> list[str]:
+    return [t for t in state["texts"] if TOP5.match(t)]
+
+
+def _header(state: dict) -> str:
+    return next(t for t in state["texts"] if t.startswith("prompt “"))
+
+
+def test_explorer_page_draws_offline_and_its_controls_change_the_views(explorer_html):
+    """Protects issue 16 item 4 as a reader meets it: the explorer draws from file:// with no request and no
+    console error; choosing another prompt redraws the header and the top-5 bars (a prompt with another answer
+    token gets other bars); the slider changes the threshold line and the outlined key heads; clicking a head
+    in the effects map leaves exactly that head in the attention view, and a double-click brings the key
+    heads back."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    require_browser()
+    assert explorer_html.exists(), explorer_html
+    with Browser() as b:
+        r = b.open(explorer_html, settle=60)
+        assert r.requests == [] and r.errors == [], (r.requests[:3], r.errors[:3])
+        assert r.counts["charts"] == r.counts["drawn"] >= 1
+        d = b.driver
+        charts = d.find_elements(By.CSS_SELECTOR, ".arithmech-chart")
+        k = next(i for i, c in enumerate(charts) if c.find_elements(By.CSS_SELECTOR, ".vega-bindings select"))
+        state = lambda: d.execute_script(STATE_JS, k)
+        s0 = state()
+        assert len(s0["options"]) >= 40 and len(_top5(s0)) == 10           # 5 intact + 5 knocked out
+        answer = lambda s: _header(s).split("answer token “")[1].split("”")[0]
+
+        # (a) another prompt: the header names it; one with another answer token has other top-5 bars
+        select = Select(charts[k].find_element(By.CSS_SELECTOR, ".vega-bindings select"))
+        for i in range(1, len(s0["options"])):
+            select.select_by_index(i)
+            s1 = state()
+            shown = s0["options"][i].split(": ", 1)[1].rstrip("…")
+            assert _header(s1).startswith(f"prompt “{shown}"), (_header(s1), shown)
+            if answer(s1) != answer(s0):
+                break
+        assert answer(s1) != answer(s0) and _top5(s1) != _top5(s0)
+
+        # the slider: loosest threshold → another threshold line, more outlined key heads
+        lo, hi, v = s1["range"]
+        line = lambda s: next(t for t in s["texts"] if t.startswith("threshold "))
+        d.execute_script("const r = document.querySelectorAll('.arithmech-chart')[arguments[0]]"
+                         ".querySelector('.vega-bindings input[type=range]'); r.value = r.max;"
+                         "r.dispatchEvent(new Event('input', {bubbles: true}));", k)
+        s2 = state()
+        assert s2["range"][2] == hi != v and line(s2) != line(s1) and s2["outlined"] > s1["outlined"]
+
+        # (b) click a head in the effects map: only its row stays in the attention view
+        cells = [p for p in charts[k].find_elements(By.CSS_SELECTOR, "svg path[aria-label]")
+                 if "attention: shown" in (p.get_attribute("aria-label") or "")]
+        target = next(c for c in cells if "rank: 2;" in c.get_attribute("aria-label"))
+        name = re.search(r"name: ([\d.]+)", target.get_attribute("aria-label")).group(1)
+        rows = lambda s: {t[5:] for t in s["texts"] if re.fullmatch(r"head \d+\.\d+", t)}   # the strip's row labels
+        before = rows(s2)
+        assert len(before) >= 2                                             # several key heads at the loosest step
+        ActionChains(d).move_to_element(target).click().perform()
+        s3 = state()
+        assert rows(s3) == {name}, (name, rows(s3))
+        ActionChains(d).move_to_element(target).double_click().perform()
+        assert rows(state()) == before
+        severe = [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == []                                                 # nothing logged while driving it
