@@ -79,14 +79,30 @@ RULES: tuple[Rule, ...] = (
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)"),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
-         "on the math measures (exact answers; Wilson/bootstrap 95% intervals of each change against base): does not "
-         "hold iff precise's change interval lies entirely below full's on any measure; holds iff the mean change of "
-         "precise is ≥ full's minus 5 points and no interval lies below; inconclusive otherwise"),
+         "with the arms runner's files (finetune/table1.json): holds iff the 95% paired-bootstrap interval of "
+         "precise-key − full on the primary math measure lies within ±5 points, does not hold iff wholly outside; "
+         "with the older Table 1 records (no per-item scores): does not hold iff precise's change interval lies "
+         "below full's on any math measure, holds iff its mean change is ≥ full's minus 5 points; else inconclusive"),
+    Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper: a control)",
+         "not tested (no random-head arm)",
+         "holds iff the 95% paired-bootstrap interval of precise-key − precise-random (as many random heads, layers "
+         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points"),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
          "on the generic-text loss (nats, bootstrap interval of the change against base): holds iff full's change "
          "interval lies above 0 and precise's upper bound lies below full's lower bound; does not hold iff precise's "
          "change is larger than full's with the intervals apart; inconclusive otherwise"),
+)
+# Controls: not claims of the paper, but conditions without which its claims cannot be read.
+RULES += (
+    Rule("answer-token-floor", "No single answer token covers the task (control)",
+         "not reported (the paper's {C} is the answer's first token)",
+         "on the kept prompts of each task, the share of the most frequent answer token — the accuracy of always "
+         "answering it — has its Wilson interval below 1/3 (holds), above 1/3 (does not hold), else inconclusive"),
+    Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
+         "mean ablation over counterfactual data (§4.1)",
+         "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated reaches down to the "
+         "majority floor (always answering the most frequent answer token); does not hold iff it lies above it"),
 )
 BY_ID = {r.id: r for r in RULES}
 
@@ -159,15 +175,22 @@ def _logit_diff_ranking(ctx: Context):
     return f"Spearman ρ = {rho:.2f} over {len(hd)} heads", rho >= 0.9
 
 
-def _knock(ctx: Context, k: int):
+def _end_rows(ctx: Context) -> pd.DataFrame:
+    """knockout.csv's rows at END (or at the one position setting the run has)."""
     ko = ctx.read("knockout.csv")
     if "positions" in ko:
-        ko = ko[ko.positions == ko.positions.iloc[0]]
+        ko = ko[ko.positions == ("end" if (ko.positions == "end").any() else ko.positions.iloc[0])]
+    return ko
+
+
+def _knock(ctx: Context, k: int):
+    ko = _end_rows(ctx)
     d = ko[(ko.kind == "head") & (ko.k == k)]
     key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
     if key.empty or rnd.empty:
         raise Missing(f"knockout.csv has no head curve at k = {k}")
-    intact = ko[(ko.kind == "head") & (ko.k == 0)].accuracy
+    intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")].accuracy if "sanity" in set(ko.kind) else \
+        ko[(ko.kind == "head") & (ko.k == 0)].accuracy
     return key.iloc[0], rnd, float(intact.iloc[0]) if len(intact) else float("nan")
 
 
@@ -236,6 +259,32 @@ def _stages(ctx: Context):
 MATH = ("heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp")
 
 
+ARMS = {"precise-matches-full": "precise matches full", "selection-matters": "the selection matters",
+        "precise-keeps-generic": "precise keeps general skills"}
+
+
+def _arms(ctx: Context, cid: str):
+    """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.experiments.verdicts`), or None."""
+    if not R.exists(ctx.folder, "finetune/table1.json"):
+        return None
+    from arithmech.experiments.verdicts import verdicts
+    if "verdicts" not in ctx._cache:
+        ctx._cache["verdicts"] = verdicts(ctx.folder).set_index("claim")
+    v = ctx._cache["verdicts"].loc[ARMS[cid]]
+    if v.verdict == "not run":
+        raise Missing(f"the arms run has no {v.comparison}")
+    here = (f"{v.comparison} on {v.measure}: {v.estimate:+.3f} [{v.ci_low:+.3f}, {v.ci_high:+.3f}] "
+            "(paired bootstrap over test items; arms runner)")
+    return here, {"holds": True, "does not hold": False}.get(v.verdict)
+
+
+def _selection_matters(ctx: Context):
+    got = _arms(ctx, "selection-matters")
+    if got is None:
+        raise Missing("no random-head arm (python -m arithmech table1-arms)")
+    return got
+
+
 def _table1(ctx: Context) -> pd.DataFrame:
     from arithmech.experiments.table1 import table1_frame
     t = table1_frame(ctx.folder)
@@ -252,6 +301,9 @@ def _row(t: pd.DataFrame, mode: str, measure: str):
 
 
 def _precise_matches_full(ctx: Context):
+    got = _arms(ctx, "precise-matches-full")
+    if got is not None:
+        return got
     t = _table1(ctx)
     ms = [m for m in MATH if m in set(t.measure)
           and all(pd.notna(_row(t, mode, m)[c]) for mode in ("full", "precise") for c in ("delta_ci_low", "delta_ci_high"))]
@@ -267,6 +319,9 @@ def _precise_matches_full(ctx: Context):
 
 
 def _precise_keeps_generic(ctx: Context):
+    got = _arms(ctx, "precise-keeps-generic")
+    if got is not None:
+        return got
     t = _table1(ctx)
     f, p = _row(t, "full", "lm_loss"), _row(t, "precise", "lm_loss")
     if any(pd.isna(x[c]) for x in (f, p) for c in ("delta", "delta_ci_low", "delta_ci_high")):
@@ -280,12 +335,40 @@ def _precise_keeps_generic(ctx: Context):
     return here, None
 
 
+def _answer_token_floor(ctx: Context):
+    from arithmech.core.stats import wilson_interval
+    t = ctx.read("answer_tokens.csv")
+    t = t[(t.template == "all") & (t.n > 0)]
+    if t.empty:
+        raise Missing("answer_tokens.csv has no kept prompts")
+    worst = t.loc[t.top_share.idxmax()]
+    k, n = int(round(worst.top_share * worst.n)), int(worst.n)
+    lo, hi = wilson_interval(k, n)
+    here = (f"largest share: {worst.top_token!r} on {k}/{n} = {k / n:.0%} [{lo:.0%}, {hi:.0%}] of task "
+            f"{worst.task}'s kept prompts ({worst.answer_token} token)")
+    return here, True if hi < 1 / 3 else (False if lo > 1 / 3 else None)
+
+
+def _ablation_removes(ctx: Context):
+    ko = _end_rows(ctx)
+    s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
+    if s.empty:
+        raise Missing("knockout.csv has no sanity rows (re-run identify)")
+    task = "all" if (s.task == "all").any() else s.task.iloc[0]
+    s = s[s.task == task].set_index("order")
+    heads, floor = s.loc["all-heads-out"], float(s.loc["majority-floor"].accuracy)
+    here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs majority floor "
+            f"{floor:.0%}; n = {int(heads.n)} prompts")
+    return here, bool(heads.ci_low <= floor)
+
+
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
     "key-heads-exist": _key_heads, "few-heads": _few_heads, "middle-layers": _middle_layers,
     "logit-diff-ranking": _logit_diff_ranking, "knockout-key-vs-random": _knockout_key_vs_random,
     "knockout-random-flat": _knockout_random_flat, "mlps-late": _mlps_late, "transfer": _transfer,
     "attention-roles": _attention_roles, "stages": _stages,
     "precise-matches-full": _precise_matches_full, "precise-keeps-generic": _precise_keeps_generic,
+    "selection-matters": _selection_matters, "answer-token-floor": _answer_token_floor, "ablation-removes-information": _ablation_removes,
 }
 
 
