@@ -58,17 +58,21 @@ class ResultsError(ValueError):
 class FileSpec:
     """One file of the results folder: the ``step`` that writes it, its ``kind`` (csv, json, jsonl),
     the columns (csv) or keys (json object / each jsonl row) it must have, and the files it is
-    computed from (their hashes are recorded when it is written)."""
+    computed from (their hashes are recorded when it is written). ``version``: the file's format,
+    raised when its columns or meaning change; recorded in ``run.json`` (``steps.<step>.formats``) and
+    checked by :func:`read` (a file without a record is version 1)."""
     step: str
     kind: str
     required: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
+    version: int = 1
 
 
 # What each step writes. A chapter or command that needs a file reads it with ``read``.
 FILES: dict[str, FileSpec] = {
     "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
-    "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect")),
+    # v2: effect_lo / effect_hi, the 95% bootstrap interval of the effect over prompts (key heads: effect_hi < threshold)
+    "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect", "effect_lo", "effect_hi"), version=2),
     "key_heads.json": FileSpec("identify", "json", ("task", "heads")),
     "knockout.csv": FileSpec("identify", "csv", ("task", "kind", "order", "seed", "k", "accuracy", "n")),
     "transfer.csv": FileSpec("identify", "csv"),
@@ -84,14 +88,23 @@ FILES: dict[str, FileSpec] = {
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),
     "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
                              ("prompts.jsonl", "effects.csv", "key_heads.json")),
+    # how much the key heads depend on seed, sample size, template family and counterfactual (stability.py)
+    "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "ref_kind",
+                                                   "ref_seed", "ref_size", "ref_family", "jaccard", "n_a", "n_b",
+                                                   "n_shared")),
+    "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "n_key", "key", "top")),
+    "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "runs", "key_runs", "key_share",
+                                                         "top_runs", "top_share", "effect", "effect_lo", "effect_hi")),
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
-STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str},
+STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "stability_heads.csv": {"head": str},
+               "stability_runs.csv": {"key": str, "top": str},
                "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
-              "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond"}
+              "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
+              "stability": "python -m arithmech stability"}
 
 
 # ----------------------------------------------------------------------------------- locations
@@ -221,7 +234,8 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         run = read_run(folder)
         if model is not None:
             run["model"] = model
-        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
+        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes,
+                              "formats": {n: FILES[n].version for n in texts}}
         atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
         for n in texts:
             os.replace(tmp / n, folder / n)
@@ -289,6 +303,10 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
         if want is not None and want != sha256(path):
             raise ResultsError(f"{path} differs from what {spec.step} wrote (run.json): the folder holds an "
                                f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
+        got = rec.get("formats", {}).get(name, 1)
+        if got != spec.version:
+            raise ResultsError(f"{path} is format version {got} and this arithmech reads version {spec.version} "
+                               f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite")
         if check_inputs:
             for inp, h in rec.get("inputs", {}).items():
                 if inp in spec.inputs and (folder / inp).exists() and sha256(folder / inp) != h:

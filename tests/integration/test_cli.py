@@ -93,7 +93,8 @@ def test_runner_writes_results(tmp_path):
           "heads": [{"layer": 1, "head": 2}, {"layer": 0, "head": 1}, {"layer": 1, "head": 0}]}
     (tmp_path / "res" / "toy" / "key_heads.json").write_text(json.dumps(kh))
     rows = [f"all,{l},{h},{-0.01 * (l * 4 + h)}" for l in range(2) for h in range(4)] + ["all,0,mlp,0.1", "all,1,mlp,0.2"]
-    (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect\n" + "\n".join(rows) + "\n")
+    rows = [f"{r},{r.rsplit(',', 1)[1]},{r.rsplit(',', 1)[1]}" for r in rows]
+    (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n" + "\n".join(rows) + "\n")
     common = dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
                   batch_size=4, micro_batch_size=4, lr=1e-3, n_train=16)
     precise = run_finetune(mode="precise", heads="top-2", **common)
