@@ -58,9 +58,8 @@ class ResultsError(ValueError):
 class FileSpec:
     """One file of the results folder: the ``step`` that writes it, its ``kind`` (csv, json, jsonl),
     the columns (csv) or keys (json object / each jsonl row) it must have, and the files it is
-    computed from (their hashes are recorded when it is written). ``version``: the file's format,
-    raised when its columns or meaning change; recorded in ``run.json`` (``steps.<step>.formats``) and
-    checked by :func:`read` (a file without a record is version 1)."""
+    computed from (their hashes are recorded when it is written). ``version``: the file's format, raised
+    when it changes; recorded in run.json (``steps.<step>.formats``; absent = 1) and checked by :func:`read`."""
     step: str
     kind: str
     required: tuple[str, ...] = ()
@@ -88,18 +87,13 @@ FILES: dict[str, FileSpec] = {
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),
     "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
                              ("prompts.jsonl", "effects.csv", "key_heads.json")),
-    # how much the key heads depend on seed, sample size, template family and counterfactual (stability.py)
-    "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "ref_kind",
-                                                   "ref_seed", "ref_size", "ref_family", "jaccard", "n_a", "n_b",
-                                                   "n_shared")),
-    "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "n_key", "key", "top")),
-    "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "runs", "key_runs", "key_share",
-                                                         "top_runs", "top_share", "effect", "effect_lo", "effect_hi")),
+    "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "jaccard")),
+    "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "key", "top")),
+    "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "key_share", "effect_hi")),
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
-STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "stability_heads.csv": {"head": str},
-               "stability_runs.csv": {"key": str, "top": str},
-               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
+STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "stability_heads.csv": {"head": str, "name": str},
+               "stability_runs.csv": {"key": str, "top": str}, "upstream.csv": {"receiver": str, "sender": str, "sender_head": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
@@ -234,8 +228,8 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         run = read_run(folder)
         if model is not None:
             run["model"] = model
-        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes,
-                              "formats": {n: FILES[n].version for n in texts}}
+        formats = {n: FILES[n].version for n in texts}
+        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
         atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
         for n in texts:
             os.replace(tmp / n, folder / n)
@@ -303,8 +297,7 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
         if want is not None and want != sha256(path):
             raise ResultsError(f"{path} differs from what {spec.step} wrote (run.json): the folder holds an "
                                f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
-        got = rec.get("formats", {}).get(name, 1)
-        if got != spec.version:
+        if (got := rec.get("formats", {}).get(name, 1)) != spec.version:
             raise ResultsError(f"{path} is format version {got} and this arithmech reads version {spec.version} "
                                f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite")
         if check_inputs:

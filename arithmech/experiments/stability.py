@@ -207,7 +207,8 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Each stability finding decided by one rule, written before the run: at the largest size, a set is
     **stable** (holds) when the mean Jaccard over the compared pairs is ≥ 0.8 and none is below 0.5,
     **unstable** (does not hold) when the mean is < 0.5, inconclusive in between or when no set has a head.
-    Rows ``claim, set, rule, here, holds`` (``here``: mean [min, max] over ``pairs`` pairs, with prompts)."""
+    Rows ``claim, kind, set, rule, here, holds`` per counterfactual (``here``: mean [min, max] over the
+    pairs compared, and the X_r prompts per run)."""
     big = int(runs["size"].max())
     out = []
     spec = [("between_seeds", "The {set} is the same for independent draws of prompts (seeds)"),
@@ -215,8 +216,7 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             ("between_kinds", "Operator and operand counterfactuals give the same {set}"),
             ("between_families", "Every template family gives the same {set}")]
     for comp, text in spec:
-        for name in dict.fromkeys(table["set"]):
-            d = table[(table.comparison == comp) & (table["set"] == name)]
+        for (kind, name), d in table[table.comparison == comp].groupby(["kind", "set"], sort=False):
             d = d[d["size"] == (int(runs["size"].min()) if comp == "size_vs_largest" else big)]
             if d.empty:
                 continue
@@ -224,14 +224,14 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             what = "key set" if name == "key" else f"top-{name[3:]} set"
             holds = None if j.empty else (True if j.mean() >= 0.8 and j.min() >= 0.5 else
                                           False if j.mean() < 0.5 else None)
-            here = (f"no heads in either set in all {len(d)} pairs" if j.empty else
+            here = (f"all {len(d)} pairs: no head in either set" if j.empty else
                     f"Jaccard {j.mean():.2f} [{j.min():.2f}, {j.max():.2f}] over {len(j)} pairs"
-                    + (f" ({len(d) - len(j)} with both sets empty)" if len(j) < len(d) else "")
+                    + (f" ({len(d) - len(j)} more pairs: no head in either set)" if len(j) < len(d) else "")
                     + f"; {int(d.prompts_a.min())}–{int(d.prompts_a.max())} X_r prompts per run")
-            out.append({"claim": text.format(set=what), "set": name,
-                        "rule": "holds: mean Jaccard ≥ 0.8 and min ≥ 0.5; does not hold: mean < 0.5", "here": here,
-                        "holds": holds})
-    return pd.DataFrame(out, columns=["claim", "set", "rule", "here", "holds"])
+            out.append({"claim": text.format(set=what), "kind": kind if comp != "between_kinds" else "both",
+                        "set": name, "rule": "holds: mean Jaccard ≥ 0.8 and min ≥ 0.5; does not hold: mean < 0.5",
+                        "here": here, "holds": holds})
+    return pd.DataFrame(out, columns=["claim", "kind", "set", "rule", "here", "holds"])
 
 
 # ------------------------------------------------------------------------------------ files & CLI
