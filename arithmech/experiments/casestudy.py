@@ -274,7 +274,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
     neg = (-hd.logit_diff.clip(upper=0))
     top_set = {f"{l}.{h}" for l, h in heads[:top]}
     share = float(neg[[f"{l}.{h}" in top_set for l, h in zip(hd.layer, hd["head"])]].sum() / max(neg.sum(), 1e-12))
-    n_key = int((hd.effect < -0.05).sum())
+    n_key = int((hd.effect_hi < -0.05).sum())              # key: the whole 95% interval below −5%
     depth = sorted(l / (L - 1) for l, _ in heads[:top])
     mid = depth[len(depth) // 2]
     eff_k, rnd_k, rnd_min = _knock(ko, "head", k)
@@ -284,7 +284,7 @@ def claims(folder: str | Path, top: int = 10, k: int = 8) -> pd.DataFrame:
     late, early = float(mlp[mlp.index > cut].mean()), float(mlp[mlp.index <= cut].mean())
     rows = [
         ("A few heads carry the effect", "few key heads among 1024 (12.22: −14.0%)",
-         f"top {top} of {len(hd)} heads hold {share:.0%} of the negative logit change; {n_key} heads below −5%",
+         f"top {top} of {len(hd)} heads hold {share:.0%} of the negative logit change; {n_key} key heads (95% interval below −5%)",
          share >= 0.5),
         ("Key heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"median depth of the top {top}: {mid:.2f} (layers {sorted(l for l, _ in heads[:top])}; middle third: "

@@ -226,9 +226,11 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                                           False if j.mean() < 0.5 else None)
             here = (f"all {len(d)} pairs: no head in either set" if j.empty else
                     f"Jaccard {j.mean():.2f} [{j.min():.2f}, {j.max():.2f}] over {len(j)} pairs"
-                    + (f" ({len(d) - len(j)} more pairs: no head in either set)" if len(j) < len(d) else "")
+                    + (f" (and {len(d) - len(j)} with no head in either set)" if len(j) < len(d) else "")
                     + f"; {int(d.prompts_a.min())}–{int(d.prompts_a.max())} X_r prompts per run")
-            out.append({"claim": text.format(set=what), "kind": kind if comp != "between_kinds" else "both",
+            claim = text.format(set=what) if comp == "between_kinds" else f"{kind.capitalize()} counterfactual: " + \
+                text.format(set=what)[0].lower() + text.format(set=what)[1:]
+            out.append({"claim": claim, "kind": kind if comp != "between_kinds" else "both",
                         "set": name, "rule": "holds: mean Jaccard ≥ 0.8 and min ≥ 0.5; does not hold: mean < 0.5",
                         "here": here, "holds": holds})
     return pd.DataFrame(out, columns=["claim", "kind", "set", "rule", "here", "holds"])
