@@ -42,6 +42,7 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.core import results as R
+from arithmech.core.progress import Progress
 from arithmech.data import pairs as D
 from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
@@ -125,8 +126,8 @@ def stability(model, tok, task="addition", seeds: Sequence[int] = (0, 1, 2), siz
     seeds, sizes, kinds = check_args(seeds, sizes, kinds, threshold, top, n_boot)
     big = sizes[-1]
     runs, ref_eff, timings = [], {}, {}
-    for kind in kinds:
-        for seed in seeds:
+    with Progress("stability", len(kinds) * len(seeds)) as bar:
+        for kind, seed in itertools.product(kinds, seeds):
             t0 = time.time()
             kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size)
             timings[f"{kind}-{seed}"] = time.time() - t0
@@ -140,6 +141,7 @@ def stability(model, tok, task="addition", seeds: Sequence[int] = (0, 1, 2), siz
             for fam in (dict.fromkeys(s.family for s in kept) if families else ()):
                 rows = [j for j, s in enumerate(kept) if s.family == fam]
                 runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot)[0])
+            bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
     params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds,
                   threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,

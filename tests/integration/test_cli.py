@@ -15,21 +15,23 @@ from arithmech.methods import analyze as A
 
 
 def test_cli_writes_results_files(tmp_path, capsys):
-    """Protects: `python -m arithmech identify` writes the documented files and columns, exactly the
-    prompts used, and the same files again for the same seed."""
+    """Protects: `python -m arithmech identify` writes the documented files and columns (effects with their
+    bootstrap interval; key heads by the interval rule), exactly the prompts used, and the same files again
+    for the same seed."""
     args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
             "--knockout-samples", "6", "--random-seeds", "1"]
     main(args + ["--out", str(tmp_path / "a")])
     assert "wrote" in capsys.readouterr().out
     a = tmp_path / "a"
     eff = pd.read_csv(a / "effects.csv", dtype={"head": str})
-    assert list(eff.columns[:6]) == ["task", "layer", "head", "effect", "logit_diff", "prob"]
+    assert list(eff.columns[:8]) == ["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff", "prob"]
+    assert (eff.effect_lo <= eff.effect + 1e-9).all() and (eff.effect <= eff.effect_hi + 1e-9).all()
     assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
     ko = pd.read_csv(a / "knockout.csv")
     assert list(ko.columns) == ["task", "kind", "order", "seed", "k", "accuracy", "n"]
     assert ko.loc[ko.k == 0, "accuracy"].eq(1.0).all()               # X_r: the model answers all of them
     kh = json.loads((a / "key_heads.json").read_text())
-    assert kh["threshold"] == -0.05 and all(h["effect"] < -0.05 for h in kh["heads"])
+    assert kh["threshold"] == -0.05 and all(h["effect_hi"] < -0.05 for h in kh["heads"])   # the interval rule
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
     prompts = R.samples(a)
     run = json.loads((a / "run.json").read_text())
