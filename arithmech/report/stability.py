@@ -68,4 +68,4 @@ def head_intervals_chart(heads: pd.DataFrame, threshold: float = -0.05, top: int
         panels.append(alt.layer(bars, pts, rule).properties(width=COLUMN // 2 - 20, height=14 * len(g) + 10,
                                                             title=f"{kind} counterfactual ({n} prompts)"))
     return alt.hconcat(*panels).properties(title=fig_title("Stability", title,
-                                                           f"dashed: the threshold {threshold:+.0%}"))
+                                                           f"red circle: key (whole interval below the dashed threshold {threshold:+.0%}); triangle: not key"))
