@@ -65,6 +65,7 @@ PLUGINS = {
     "accuracy-by-template": ("arithmech.experiments.casestudy", "accuracy and p({C}) per template, Wilson intervals"),
     "counterfactuals": ("arithmech.experiments.casestudy", "identify with the operator and the operand counterfactual"),
     "beyond": ("arithmech.methods.beyond", "EAP / EAP-IG vs exact path patching, head→head upstream patching"),
+    "stability": ("arithmech.experiments.stability", "key heads over seeds, sample sizes, templates, counterfactuals"),
     "book": ("arithmech.report.book", "execute every chapter with papermill and build the book"),
 }
 
@@ -101,7 +102,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 # Checks that run on the raw arguments before a command's module (and torch) is imported, so that a
 # wrong value is refused in well under 2 s: command → {flag: check}.
-EARLY = {"identify": {"--task": inputs.check_task}, "counterfactuals": {"--task": inputs.check_task}}
+EARLY = {"identify": {"--task": inputs.check_task}, "counterfactuals": {"--task": inputs.check_task},
+         "stability": {"--task": inputs.check_task}}
 
 
 def early_checks(argv: list[str]) -> None:

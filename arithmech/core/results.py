@@ -58,8 +58,8 @@ class ResultsError(ValueError):
 class FileSpec:
     """One file of the results folder: the ``step`` that writes it, its ``kind`` (csv, json, jsonl),
     the columns (csv) or keys (json object / each jsonl row) it must have, and the files it is
-    computed from (their hashes are recorded when it is written). ``version``: the file's own schema
-    version, bumped when its columns change (an older file then fails the column check, naming it)."""
+    computed from (their hashes are recorded when it is written). ``version``: the file's format, raised
+    when it changes; recorded in run.json (``steps.<step>.formats``; absent = 1) and checked by :func:`read`."""
     step: str
     kind: str
     required: tuple[str, ...] = ()
@@ -70,7 +70,8 @@ class FileSpec:
 # What each step writes. A chapter or command that needs a file reads it with ``read``.
 FILES: dict[str, FileSpec] = {
     "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
-    "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect")),
+    # v2: effect_lo / effect_hi, the 95% bootstrap interval of the effect over prompts (key heads: effect_hi < threshold)
+    "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect", "effect_lo", "effect_hi"), version=2),
     "key_heads.json": FileSpec("identify", "json", ("task", "heads")),
     # per task × template: answer-token and exact-match accuracy, the X_c check's pass rate, the most frequent
     # answer token among the kept prompts and its share (the majority-answer floor; data/answer_tokens.py)
@@ -103,16 +104,20 @@ FILES: dict[str, FileSpec] = {
     # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
     "finetune/table1.json": FileSpec("table1", "json", ("suite", "heads", "arms", "runs"),
                                      ("key_heads.json", "effects.csv")),
+    "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "jaccard")),
+    "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "key", "top")),
+    "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "key_share", "effect_hi")),
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
                "upstream.csv": {"receiver": str, "sender": str, "sender_head": str},
-               "answer_tokens.csv": {"task": str, "template": str, "top_token": str}}   # "0" is a token
+               "answer_tokens.csv": {"task": str, "template": str, "top_token": str},   # "0" is a token
+               "stability_heads.csv": {"head": str, "name": str}, "stability_runs.csv": {"key": str, "top": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
               "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
-              "table1": "python -m arithmech table1-arms"}
+              "table1": "python -m arithmech table1-arms", "stability": "python -m arithmech stability"}
 
 
 # ----------------------------------------------------------------------------------- locations
@@ -243,7 +248,8 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         run = read_run(folder)
         if model is not None:
             run["model"] = model
-        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes}
+        formats = {n: FILES[n].version for n in texts}
+        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
         atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
         for n in texts:
             (folder / n).parent.mkdir(parents=True, exist_ok=True)
@@ -312,6 +318,9 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
         if want is not None and want != sha256(path):
             raise ResultsError(f"{path} differs from what {spec.step} wrote (run.json): the folder holds an "
                                f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
+        if (got := rec.get("formats", {}).get(name, 1)) != spec.version:
+            raise ResultsError(f"{path} is format version {got} and this arithmech reads version {spec.version} "
+                               f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite")
         if check_inputs:
             for inp, h in rec.get("inputs", {}).items():
                 if inp in spec.inputs and (folder / inp).exists() and sha256(folder / inp) != h:

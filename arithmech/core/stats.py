@@ -3,7 +3,9 @@
 * :func:`wilson_interval`: a proportion ``k / n`` (accuracy on ``n`` items);
 * :func:`paired_bootstrap`: the mean of a paired difference (the same items scored before and after
   fine-tuning), percentile bootstrap over items;
-* :func:`mean_interval`: mean ± z standard errors (per-chunk language-model losses).
+* :func:`mean_interval`: mean ± z standard errors (per-chunk language-model losses);
+* :func:`bootstrap_mean_intervals`: percentile bootstrap intervals of many means at once (the effect of
+  every head and MLP over the same prompts), resampling the prompts, vectorised with an index matrix.
 """
 from __future__ import annotations
 
@@ -57,3 +59,38 @@ def mean_interval(x: Sequence[float], z: float = 1.959964) -> tuple[float, float
     half = z * math.sqrt(sum((v - m) ** 2 for v in x) / (n - 1) / n)
     return m, m - half, m + half
 
+
+
+def bootstrap_indices(n: int, n_boot: int = 1000, seed: int = 0) -> torch.Tensor:
+    """``(n_boot, n)`` resampled row indices: row ``b`` draws ``n`` of ``0..n-1`` with replacement.
+
+    Seeded with its own generator (``torch.Generator().manual_seed(seed)``): the same arguments give the
+    same matrix on any machine, whatever else used torch's global generator."""
+    if n < 1 or n_boot < 1:
+        raise ValueError(f"bootstrap needs n >= 1 samples and n_boot >= 1 resamples, got n={n}, n_boot={n_boot}")
+    return torch.randint(0, n, (n_boot, n), generator=torch.Generator().manual_seed(seed))
+
+
+def bootstrap_mean_intervals(x: torch.Tensor, n_boot: int = 1000, level: float = 0.95,
+                             seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(lo, hi)``, each of shape ``x.shape[1:]``: percentile bootstrap interval of the mean over dim 0.
+
+    ``x``: ``(n, ...)`` per-sample values (e.g. ``(n, L, H + 1)`` relative changes of every head and MLP).
+    All columns are resampled with the same :func:`bootstrap_indices` matrix (one resample = one set of
+    prompts, as a rerun on other prompts would draw). Vectorised: the index matrix becomes a count matrix
+    ``C`` ``(n_boot, n)`` (how often each prompt is drawn) and the ``n_boot`` resampled means are
+    ``C @ x / n`` in float64, one matrix product for every column; the interval is the
+    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of those means (linear interpolation).
+    Equals the plain loop ``x[idx[b]].mean(0)`` per resample to float64 rounding
+    (``tests/unit/test_stats.py``).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level {level}: expected a probability in (0, 1), e.g. 0.95")
+    n = x.shape[0]
+    idx = bootstrap_indices(n, n_boot, seed)
+    counts = torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(
+        1, idx, torch.ones(n_boot, n, dtype=torch.float64))
+    means = counts @ x.reshape(n, -1).to(torch.float64) / n                       # (n_boot, columns)
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(means, q, dim=0)
+    return lo.reshape(x.shape[1:]), hi.reshape(x.shape[1:])

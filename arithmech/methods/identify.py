@@ -3,7 +3,8 @@
 The step end to end, for one or several tasks::
 
     X_r / X_c pairs ──► keep what the model answers right ──► path patching (patching.py)
-        ──► effects per task and for all tasks (Fig. 2, Fig. 15) ──► key heads (effect < threshold)
+        ──► effects per task and for all tasks, with bootstrap intervals (Fig. 2, Fig. 15; effects.py)
+        ──► key heads (the effect's whole 95% interval below the threshold)
         ──► knockout: reference-pool means, key vs random non-key components, sanity rows
             (knockout_run.py, knockout_means.py, knockout.py; Fig. 3)
         ──► transfer: Fig. 4's prompts and a template family not used to find the heads
@@ -42,50 +43,13 @@ from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods import knockout_run as KR
 from arithmech.methods.knockout_run import KNOCKOUT_POSITIONS, describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
+from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking  # noqa: F401 (public names here too)
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
 
-# ------------------------------------------------------------------------------- effects & heads
-def effects_frame(p: Patched, task: str, prob: bool = True) -> pd.DataFrame:
-    """Mean effects over samples as rows ``task, layer, head, effect, logit_diff, prob, prob_change, n``
-    (``head = "mlp"`` for MLP rows; ``prob`` = mean patched P({C}), NaN unless computed)."""
-    n, L, H1 = p.logit_p.shape
-    cols = {"effect": p.relative_change().mean(0), "logit_diff": p.logit_diff().mean(0)}
-    if prob and p.lse_p is not None:
-        cols["prob"] = p.prob().mean(0)
-        cols["prob_change"] = (p.prob() - p.prob_o()[..., None]).mean(0)
-    else:                                      # same columns either way; NaN = not computed
-        cols["prob"] = cols["prob_change"] = torch.full((L, H1), float("nan"))
-    rows = []
-    for l in range(L):
-        for h in range(H1):
-            rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
-                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n})
-    return pd.DataFrame(rows)
-
-
-def ranking(effects: pd.DataFrame, task: str) -> tuple[list[tuple[int, int]], list[int]]:
-    """Heads ``(layer, head)`` and MLP layers of ``task``, most negative effect first (ties: layer, head)."""
-    df = effects[effects["task"] == task].sort_values(["effect", "layer", "head"], kind="stable")
-    heads = [(int(l), int(h)) for l, h in zip(df["layer"], df["head"]) if h != "mlp"]
-    mlps = [int(l) for l, h in zip(df["layer"], df["head"]) if h == "mlp"]
-    return heads, mlps
-
-
-def key_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05) -> dict:
-    """Key heads (and MLPs) of ``task``: effect below ``threshold`` (the paper: −5%), ranked."""
-    df = effects[(effects["task"] == task) & (effects["effect"] < threshold)]
-    df = df.sort_values(["effect", "layer", "head"], kind="stable")
-    row = lambda r, i: {"rank": i + 1, "layer": int(r.layer), "effect": float(r.effect),
-                        "logit_diff": float(r.logit_diff)}
-    heads = [{**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
-             for i, r in enumerate(df[df["head"] != "mlp"].itertuples())]
-    mlps = [row(r, i) for i, r in enumerate(df[df["head"] == "mlp"].itertuples())]
-    return {"task": task, "threshold": threshold, "metric": "effect = (logit_p - logit_o) / logit_o",
-            "heads": heads, "mlps": mlps}
 
 
 # --------------------------------------------------------------------------------- the pipeline
@@ -113,7 +77,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
              knockout_samples: int = 256, n_random: int = 20, ks: Sequence[int] | None = None,
              curves_for: str = "primary", knockout_positions: str = "end", pool_size: int = 512,
              transfer: bool = True, heldout: str = "fig10", batch_size: int = 64,
-             checkpoint=None, answer_token: str = "last-digit") -> IdentifyResult:
+             checkpoint=None, answer_token: str = "last-digit", n_boot: int = N_BOOT) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -125,6 +89,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
         n_random: seeded random orders per knockout curve (drawn from the non-key components).
         pool_size: X_c per template family in the reference pool of the means
             (:mod:`arithmech.methods.knockout_means`).
+        n_boot: bootstrap resamples of the prompts for each effect's 95% interval (seeded by ``seed``).
         ks: numbers of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
         curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
             with several tasks) and, for every other task, its key heads vs as many random heads;
@@ -185,7 +150,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
                 if ck is not None:
                     ck.save(f"task-{i}", {"label": label, "samples": [s.to_json() for s in ss], "info": info[label],
                                           "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS}})
-            frames.append(effects_frame(patched[label], label, prob))
+            frames.append(effects_frame(patched[label], label, prob, n_boot, seed))
             bar.advance(note=f"patched {label}")
         mem.mark("patching")
         if resumed:
@@ -198,7 +163,7 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             patched["all"] = concat_patched([patched[k] for k in samples])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # already warned per task
-                frames.append(effects_frame(patched["all"], "all", prob))
+                frames.append(effects_frame(patched["all"], "all", prob, n_boot, seed))
         effects = pd.concat(frames, ignore_index=True)
         timings["patching"] += time.time() - t1
         kh = key_heads(effects, primary, threshold)
@@ -226,9 +191,8 @@ def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, se
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
-            answer_token=answer_token,
-            heldout=heldout,
-            batch_size=batch_size))
+            answer_token=answer_token, heldout=heldout, batch_size=batch_size, n_boot=n_boot,
+            key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)"))
         if transfer:
             t3 = time.time()
             run_transfer(res, model, tok, heldout_heads(res, heldout), heldout, n_samples, seed, batch_size)
@@ -254,7 +218,8 @@ def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> list[tuple[int
         return []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eff = effects_frame(concat_patched([res.patched[t] for t in res.tasks]).select(use), "id", prob=False)
+        eff = effects_frame(concat_patched([res.patched[t] for t in res.tasks]).select(use), "id", False,
+                            res.params["n_boot"], res.params["seed"])
     return [(h["layer"], h["head"]) for h in key_heads(eff, "id", res.params["threshold"])["heads"]]
 
 
@@ -299,7 +264,7 @@ def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0
     D.check_answer_token(kw.get("answer_token", "last-digit"))
     if kw.get("knockout_positions", "end") not in KNOCKOUT_POSITIONS:
         raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(KNOCKOUT_POSITIONS)}")
-    for k in ("knockout_samples", "n_random", "batch_size", "pool_size"):
+    for k in ("knockout_samples", "n_random", "batch_size", "pool_size", "n_boot"):
         if k in kw and not (isinstance(kw[k], int) and kw[k] >= 1):
             raise ValueError(f"{k}={kw[k]!r}: expected a whole number >= 1")
     for t in ([task] if isinstance(task, str) else task):
@@ -324,11 +289,11 @@ def _cli(a: argparse.Namespace) -> None:
               device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method, overwrite=a.overwrite,
               knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
               curves_for=a.curves, knockout_positions=a.knockout_positions, prob=not a.no_prob,
-              batch_size=a.batch_size, pool_size=a.pool_size, answer_token=a.answer_token)
+              batch_size=a.batch_size, pool_size=a.pool_size, answer_token=a.answer_token, n_boot=a.n_boot)
     kh = res.key_heads
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
     print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
-    print(f"key heads of {kh['task']} (effect < {kh['threshold']:+.0%}): {names}")
+    print(f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}")
     files = sorted(R.read_run(res.params["out"])["steps"]["identify"]["files"])
     print(f"wrote {', '.join(files)} and run.json to {res.params['out']}")
 
@@ -340,7 +305,8 @@ def add_cli(subparsers, name: str = "identify") -> None:
     s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
                    "fig8, fig10, exponentiation, or a template-pair file (.json / .jsonl)")
     s.add_argument("--out", default=None, help="the model's results folder (same as --results DIR)")
-    s.add_argument("--threshold", type=float, default=-0.05, help="key heads: effect below this (paper: -0.05)")
+    s.add_argument("--threshold", type=float, default=-0.05, help="key heads: the effect's whole 95%% bootstrap interval below this (paper: mean below -0.05)")
+    s.add_argument("--n-boot", type=POSITIVE, default=N_BOOT, help="bootstrap resamples of the prompts per interval")
     s.add_argument("--method", default="fast", choices=["fast", "reference"])
     s.add_argument("--knockout-samples", type=POSITIVE, default=256,
                    help="prompts per task in the knockout curves (the task's X_r topped up with fresh X_r)")

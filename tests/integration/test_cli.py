@@ -15,15 +15,17 @@ from arithmech.methods import analyze as A
 
 
 def test_cli_writes_results_files(tmp_path, capsys):
-    """Protects: `python -m arithmech identify` writes the documented files and columns, exactly the
-    prompts used, and the same files again for the same seed."""
+    """Protects: `python -m arithmech identify` writes the documented files and columns (effects with their
+    bootstrap interval; key heads by the interval rule), exactly the prompts used, and the same files again
+    for the same seed."""
     args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
             "--knockout-samples", "6", "--random-seeds", "1", "--pool-size", "32"]
     main(args + ["--out", str(tmp_path / "a")])
     assert "wrote" in capsys.readouterr().out
     a = tmp_path / "a"
     eff = pd.read_csv(a / "effects.csv", dtype={"head": str})
-    assert list(eff.columns[:6]) == ["task", "layer", "head", "effect", "logit_diff", "prob"]
+    assert list(eff.columns[:8]) == ["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff", "prob"]
+    assert (eff.effect_lo <= eff.effect + 1e-9).all() and (eff.effect <= eff.effect_hi + 1e-9).all()
     assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
     ko = pd.read_csv(a / "knockout.csv")
     assert list(ko.columns) == ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
@@ -32,7 +34,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert len(intact) and intact.accuracy.eq(1.0).all()             # X_r: the model answers all of them
     assert set(ko[ko.kind == "sanity"].order) == {"nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor"}
     kh = json.loads((a / "key_heads.json").read_text())
-    assert kh["threshold"] == -0.05 and all(h["effect"] < -0.05 for h in kh["heads"])
+    assert kh["threshold"] == -0.05 and all(h["effect_hi"] < -0.05 for h in kh["heads"])   # the interval rule
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
     prompts = R.samples(a)
     run = json.loads((a / "run.json").read_text())
@@ -116,7 +118,8 @@ def test_runner_writes_results(tmp_path):
           "heads": [{"layer": 1, "head": 2}, {"layer": 0, "head": 1}, {"layer": 1, "head": 0}]}
     (tmp_path / "res" / "toy" / "key_heads.json").write_text(json.dumps(kh))
     rows = [f"all,{l},{h},{-0.01 * (l * 4 + h)}" for l in range(2) for h in range(4)] + ["all,0,mlp,0.1", "all,1,mlp,0.2"]
-    (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect\n" + "\n".join(rows) + "\n")
+    rows = [f"{r},{r.rsplit(',', 1)[1]},{r.rsplit(',', 1)[1]}" for r in rows]
+    (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n" + "\n".join(rows) + "\n")
     common = dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
                   batch_size=4, micro_batch_size=4, lr=1e-3, n_train=16)
     precise = run_finetune(mode="precise", heads="top-2", **common)

@@ -86,8 +86,10 @@ def test_parse_heads_and_ranking(tmp_path):
                                                        {"rank": 2, "layer": 0, "head": 3, "effect": -0.1}],
           "mlps": [{"rank": 1, "layer": 1, "effect": -0.2}]}
     (folder / "key_heads.json").write_text(json.dumps(kh))
-    (folder / "effects.csv").write_text("task,layer,head,effect\nall,1,0,-0.01\nall,2,1,-0.3\nall,1,mlp,-0.2\n"
-                                        "all,0,mlp,0.1\nall,1,2,-0.04\nall,0,3,-0.1\naddition,1,1,-0.9\n")
+    rows = "all,1,0,-0.01\nall,2,1,-0.3\nall,1,mlp,-0.2\nall,0,mlp,0.1\nall,1,2,-0.04\nall,0,3,-0.1\naddition,1,1,-0.9\n"
+    (folder / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n"          # interval: effect ± 0.01
+                                        + "".join(f"{r},{float(r.split(',')[3]) - .01},{float(r.split(',')[3]) + .01}\n"
+                                                  for r in rows.splitlines()))
     heads, mlps = ranked_components(folder)
     assert heads == [(2, 1), (0, 3), (1, 2), (1, 0)] and mlps == [1, 0]
     assert parse_heads("top-3", heads) == [(2, 1), (0, 3), (1, 2)]
@@ -96,7 +98,7 @@ def test_parse_heads_and_ranking(tmp_path):
         parse_heads("top-9", heads)
     with pytest.raises(FileNotFoundError, match="arithmech identify"):
         ranked_components(tmp_path / "other")
-    (folder / "effects.csv").write_text("task,layer,head,effect\n")                 # truncated: no rows
+    (folder / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")                 # truncated: no rows
     with pytest.raises(ValueError, match="effects.csv has no rows"):
         ranked_components(folder)
 

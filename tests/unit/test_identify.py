@@ -36,3 +36,41 @@ def test_results_name_keeps_the_whole_last_part():
     assert folder_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
     assert folder_name("/tmp/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1"
     assert folder_name(".") == Path.cwd().name                       # `--model .`: the folder's own name
+
+
+def _patched(rel: torch.Tensor) -> Patched:
+    """A Patched result whose relative changes are ``rel`` ``(n, L, H + 1)`` (logit_o = 10 everywhere)."""
+    n, L, _ = rel.shape
+    o = torch.full((n, L), 10.0, dtype=torch.float64)
+    return Patched(o[..., None] * (1 + rel.double()), o, o[:, 0], torch.ones(n, dtype=torch.float64))
+
+
+def test_key_head_needs_its_whole_interval_below_the_threshold():
+    """Protects the key-head rule: a head is key only when the upper end of its bootstrap interval is below
+    the threshold. Head 0 (every prompt −10%) is key; head 1 has a mean of −6% but a spread that reaches
+    above −5%, so it is not, although its mean passes; effects_frame's interval is the bootstrap of the
+    per-prompt relative changes (same seed) and contains the mean; key_heads.json states the rule."""
+    from arithmech.core.stats import bootstrap_mean_intervals
+    from arithmech.methods.effects import effects_frame, key_heads
+    n = 40
+    spread = torch.tensor([0.5, -0.5]).repeat(n // 2)
+    rel = torch.stack([torch.full((n,), -0.10), -0.06 + spread, torch.full((n,), 0.02)], 1)[:, None]  # (n, 1, 3)
+    eff = effects_frame(_patched(rel), "t", prob=False, n_boot=1000, seed=5)
+    lo, hi = bootstrap_mean_intervals(_patched(rel).relative_change(), 1000, 0.95, 5)
+    assert eff["effect_lo"].tolist() == pytest.approx(lo.flatten().tolist(), abs=1e-12)
+    assert eff["effect_hi"].tolist() == pytest.approx(hi.flatten().tolist(), abs=1e-12)
+    assert (eff.effect_lo <= eff.effect + 1e-12).all() and (eff.effect <= eff.effect_hi + 1e-12).all()
+    assert eff.effect.tolist() == pytest.approx([-0.10, -0.06, 0.02])
+    kh = key_heads(eff, "t", -0.05)
+    assert [h["name"] for h in kh["heads"]] == ["0.0"] and kh["n_heads_mean_below"] == 2
+    assert kh["rule"].startswith("effect_hi < threshold") and kh["heads"][0]["effect_hi"] < -0.05
+    with pytest.raises(ValueError, match="effect_hi"):
+        key_heads(eff.drop(columns="effect_hi"), "t")
+
+
+def test_public_names_stay_importable_from_identify():
+    """Protects the book's and the packages' imports: effects_frame, ranking and key_heads moved to
+    methods/effects.py and are the same objects under arithmech.methods.identify."""
+    from arithmech.methods import effects, identify
+    assert identify.effects_frame is effects.effects_frame and identify.ranking is effects.ranking
+    assert identify.key_heads is effects.key_heads

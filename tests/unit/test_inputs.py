@@ -393,7 +393,7 @@ def _toy_results(tmp_path, n_layers=2, n_heads=4, effects_rows=None, key_heads=N
     if effects_rows is None:
         effects_rows = [("all", l, str(h), -0.01 * (l * n_heads + h)) for l in range(n_layers) for h in range(n_heads)]
         effects_rows += [("all", l, "mlp", 0.1 * l) for l in range(n_layers)]
-    lines = ["task,layer,head,effect"] + [f"{t},{l},{h},{e}" for t, l, h, e in effects_rows]
+    lines = ["task,layer,head,effect,effect_lo,effect_hi"] + [f"{t},{l},{h},{e},{e},{e}" for t, l, h, e in effects_rows]
     (res / "effects.csv").write_text("\n".join(lines) + "\n")
     return dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
                 batch_size=4, micro_batch_size=4, lr=1e-3, n_train=8)

@@ -12,7 +12,8 @@ from arithmech.core import results as R
 
 def _identify_files(effect: float = -0.2) -> dict:
     return {"effects.csv": pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"],
-                                         "effect": [effect, 0.1]}),
+                                         "effect": [effect, 0.1], "effect_lo": [effect - 0.01, 0.05],
+                                         "effect_hi": [effect + 0.01, 0.15]}),
             "key_heads.json": {"task": "all", "threshold": -0.05, "heads": [{"layer": 0, "head": 1}]},
             "knockout.csv": pd.DataFrame({"task": ["all"], "positions": ["end"], "kind": ["head"], "order": ["effect-rank"],
                                           "seed": [0], "k": [0], "accuracy": [1.0], "correct": [4], "n": [4],
@@ -54,7 +55,7 @@ def test_edited_or_incomplete_files_are_named(tmp_path):
     (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,end,head,random-rank,1,1,0.5,2,4,0.15,0.85,template 4\n")
     with pytest.raises(R.ResultsError, match="knockout.csv differs from what identify wrote"):
         R.read(f, "knockout.csv")
-    (f / "effects.csv").write_text("task,layer,head,effect\n")
+    (f / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")
     with pytest.raises(R.ResultsError, match="effects.csv has no rows"):
         R.read(f, "effects.csv")
     (f / "key_heads.json").write_text('{"task": "all"}')
@@ -186,3 +187,19 @@ def test_finetune_record_refused_after_its_ranking_changed(tmp_path):
     R.write_step(f, "identify", _identify_files(-0.4), {})
     with pytest.raises(R.ResultsError, match="computed from another effects.csv"):
         R.read_finetune(f, "precise")
+
+
+def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):
+    """Protects the format bump of effects.csv (v2: effect_lo, effect_hi): run.json records each file's
+    format; a file recorded as another version (or written before formats were recorded: version 1) is
+    refused with the command to re-run, while the step's other files still read."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {"parameters": {}})
+    run = json.loads((f / "run.json").read_text())
+    assert run["steps"]["identify"]["formats"]["effects.csv"] == R.FILES["effects.csv"].version == 2
+    assert len(R.read(f, "effects.csv")) == 2
+    del run["steps"]["identify"]["formats"]
+    (f / "run.json").write_text(json.dumps(run))
+    with pytest.raises(R.ResultsError, match="effects.csv is format version 1 .* reads version 2.*identify --overwrite"):
+        R.read(f, "effects.csv")
+    assert R.read(f, "key_heads.json")["task"] == "all"

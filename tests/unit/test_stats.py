@@ -1,4 +1,4 @@
-"""The intervals of Table 1 (arithmech.core.stats): Wilson, paired bootstrap, normal-theory mean."""
+"""The intervals of arithmech.core.stats: Wilson, paired bootstrap, normal-theory mean, bootstrap of many means."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,8 @@ import random
 import pytest
 import torch
 
-from arithmech.core.stats import mean_interval, paired_bootstrap, wilson_interval
+from arithmech.core.stats import (bootstrap_indices, bootstrap_mean_intervals, mean_interval, paired_bootstrap,
+                                  wilson_interval)
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (37, 150), (1, 4)])
@@ -46,3 +47,39 @@ def test_mean_interval_is_normal_theory():
     assert m == 3.5 and math.isclose(hi - m, 1.959964 * sd / 2) and math.isclose(m - lo, hi - m)
     with pytest.raises(ValueError, match="at least two"):
         mean_interval([1.0])
+
+
+def test_bootstrap_of_many_means_equals_a_plain_loop():
+    """Protects the vectorised bootstrap of every head's effect (count matrix @ values): for a fixed seed its
+    interval equals a plain loop over the same resamples (x[idx[b]].mean(0), then numpy's linear
+    percentiles) to float64 rounding, for every column of an (n, L, H+1) array; the index matrix is
+    torch.randint under its own seeded generator (same seed, same matrix)."""
+    import numpy as np
+    x = torch.randn(37, 3, 5, generator=torch.Generator().manual_seed(1)) * torch.linspace(0.1, 2, 5)
+    lo, hi = bootstrap_mean_intervals(x, n_boot=500, level=0.9, seed=3)
+    idx = bootstrap_indices(37, 500, 3)
+    assert torch.equal(idx, torch.randint(0, 37, (500, 37), generator=torch.Generator().manual_seed(3)))
+    means = np.stack([x[i].double().numpy().mean(0) for i in idx])            # (500, 3, 5), one resample a row
+    ref_lo, ref_hi = np.percentile(means, [5, 95], axis=0)
+    assert lo.shape == hi.shape == (3, 5)
+    np.testing.assert_allclose(lo.numpy(), ref_lo, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hi.numpy(), ref_hi, rtol=0, atol=1e-12)
+    assert torch.equal(bootstrap_mean_intervals(x, 500, 0.9, 3)[0], lo)         # same seed, same bits
+    assert not torch.equal(bootstrap_mean_intervals(x, 500, 0.9, 4)[0], lo)
+
+
+def test_bootstrap_interval_contains_the_mean_and_has_the_normal_width():
+    """Protects: each column's 95% interval contains its sample mean, has about the normal-theory
+    half-width 1.96 sd / sqrt(n) on a large sample (within 10%), and is the point itself for a constant column."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randn(800, 4, generator=g) * torch.tensor([0.5, 1.0, 2.0, 3.0]) - 0.1,
+                   torch.full((800, 1), -0.07)], 1).double()
+    lo, hi = bootstrap_mean_intervals(x, n_boot=2000, seed=0)
+    m = x.mean(0)
+    assert bool(((lo <= m) & (m <= hi)).all())
+    half = 1.959964 * x[:, :4].std(0) / math.sqrt(800)
+    assert bool((((hi - lo)[:4] / 2 - half).abs() < 0.1 * half).all())
+    c = float(x[0, 4])
+    assert math.isclose(float(lo[4]), c, abs_tol=1e-15) and math.isclose(float(hi[4]), c, abs_tol=1e-15)
+    with pytest.raises(ValueError, match="n >= 1"):
+        bootstrap_mean_intervals(torch.empty(0, 3))

@@ -1,0 +1,334 @@
+"""How stable are the key heads? Seeds, sample sizes, template families and counterfactuals (issue 13, item 3).
+
+A key-head set is a measurement: another draw of prompts, another sample size, another template family or
+another counterfactual may give another set. This experiment repeats identify's path patching over
+
+* **seeds** × **sample sizes** (default 3 seeds × 64 / 128 / 256 / 512 pairs drawn): per seed, the largest
+  size is drawn and patched *once*, and each smaller size takes the X_r among the first ``size`` drawn pairs
+  — a nested prefix of the same draw (``draw_pairs`` draws pair by pair from one seeded stream, so these are
+  exactly the prompts ``identify --n-samples size --seed s`` would keep). Sizes within a seed are thus
+  nested, not independent; seeds are independent draws;
+* **template families** (equation, statement, qa, time-span, accumulation): the largest size of each seed,
+  split by the family of each prompt's template;
+* **counterfactual kinds**: the paper's operator counterfactual and the operand counterfactual
+  (:func:`arithmech.data.pairs.make_operand_pairs`), each drawn and patched on its own.
+
+Every run (kind, seed, size, family) gives the key set (heads whose 95% bootstrap interval lies below the
+threshold, :func:`arithmech.methods.effects.key_heads`) and the top-``top`` set (the ``top`` most negative
+mean effects). Sets are compared by their Jaccard overlap ``|A ∩ B| / |A ∪ B|`` (undefined, NaN, when both
+are empty) against a stated reference:
+
+====================  ====================================================================================
+``size_vs_largest``    a size against the largest size of the same seed and kind
+``between_seeds``      two seeds at the same size and kind (every pair of seeds)
+``between_kinds``      operator against operand counterfactual, same seed and size
+``between_families``   two template families, same seed and kind, largest size
+====================  ====================================================================================
+
+Files (through :mod:`arithmech.core.results`, step ``stability``): ``stability.csv`` (the comparisons),
+``stability_runs.csv`` (each run: prompts, key and top sets) and ``stability_heads.csv`` (per head and
+kind: how often it is key / in the top, and its effect with its interval in the reference run: first seed,
+largest size). The same arguments give byte-identical files. ``python -m arithmech stability`` runs it.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from arithmech.core import results as R
+from arithmech.core.progress import Progress
+from arithmech.data import pairs as D
+from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking
+from arithmech.methods.patching import Patched, path_patch
+
+SIZES = (64, 128, 256, 512)
+N_SEEDS = 3
+KINDS = ("operator", "operand")
+ALL = "all"                                        # the family label of a run over every template
+
+
+@dataclass
+class StabilityResult:
+    """``table`` → stability.csv, ``runs`` → stability_runs.csv, ``heads`` → stability_heads.csv."""
+    table: pd.DataFrame
+    runs: pd.DataFrame
+    heads: pd.DataFrame
+    params: dict
+    timings: dict = field(default_factory=dict)
+
+
+def jaccard(a: set, b: set) -> float:
+    """``|a ∩ b| / |a ∪ b|``; NaN when both are empty (no heads to agree on)."""
+    return len(a & b) / len(a | b) if a | b else float("nan")
+
+
+def _names(heads) -> list[str]:
+    return [f"{l}.{h}" for l, h in heads]
+
+
+def check_args(seeds: Sequence[int], sizes: Sequence[int], kinds: Sequence[str], threshold: float, top: int,
+               n_boot: int) -> tuple[list[int], list[int], list[str]]:
+    """The experiment's arguments, checked before any model loads: seeds, sizes (sorted), kinds."""
+    seeds, sizes, kinds = list(seeds), sorted(set(sizes)), list(dict.fromkeys(kinds))
+    if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {seeds}: give distinct whole numbers >= 0")
+    if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes):
+        raise ValueError(f"sizes {sizes}: give sample sizes (pairs drawn) >= 1, e.g. 64,128,256,512")
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise ValueError(f"kinds {kinds}: use {' and/or '.join(KINDS)}")
+    if not threshold < 0:
+        raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative change")
+    if not (isinstance(top, int) and top >= 1) or not (isinstance(n_boot, int) and n_boot >= 1):
+        raise ValueError(f"top={top!r}, n_boot={n_boot!r}: expected whole numbers >= 1")
+    return seeds, sizes, kinds
+
+
+def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, batch_size: int,
+          answer_token: str = "last-digit"):
+    """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
+    X_r (answered right, and X_c moves the answer away: :func:`~arithmech.data.answer_tokens.check_counterfactuals`)."""
+    from arithmech.data.answer_tokens import check_counterfactuals
+    from arithmech.methods.identify import task_templates
+    _, tpls = task_templates(task)
+    drawn, _ = D.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token)
+    kept = check_counterfactuals(model, tok, D.filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
+        if keep_correct else list(drawn)
+    ids = {id(s) for s in kept}
+    index = [i for i, s in enumerate(drawn) if id(s) in ids]
+    if not kept:
+        raise ValueError(f"the model answers none of the {n} {kind}-counterfactual pairs of seed {seed} right: "
+                         "no X_r to patch; use a task the model can do or larger sizes")
+    p = path_patch(model, tok, [s.clean for s in kept], [s.corrupt for s in kept], D.answer_ids(tok, kept),
+                   prob=False, batch_size=batch_size)
+    return kept, index, p
+
+
+def _run_row(kind, seed, size, family, n_drawn, p: Patched, threshold, top, n_boot) -> tuple[dict, pd.DataFrame]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # unstable-ratio warnings: identify's run reports them
+        eff = effects_frame(p, "run", prob=False, n_boot=n_boot, seed=seed)
+    key = [h["name"] for h in key_heads(eff, "run", threshold)["heads"]]
+    tops = _names(ranking(eff, "run")[0][:top])
+    return ({"kind": kind, "seed": seed, "size": size, "family": family, "n_drawn": n_drawn, "n": p.logit_p.shape[0],
+             "n_key": len(key), "key": " ".join(key), "top": " ".join(tops)}, eff)
+
+
+def stability(model, tok, task="addition", seeds: Sequence[int] = (0, 1, 2), sizes: Sequence[int] = SIZES,
+              kinds: Sequence[str] = KINDS, threshold: float = -0.05, top: int = 10, n_boot: int = N_BOOT,
+              families: bool = True, keep_correct: bool = True, batch_size: int = 64,
+              answer_token: str = "last-digit") -> StabilityResult:
+    """Key-head sets over seeds × sizes × kinds (and template families), compared by Jaccard overlap.
+
+    ``sizes`` are numbers of pairs *drawn* (as identify's ``n_samples``); each run patches the X_r among them
+    (``keep_correct=False`` keeps every drawn pair: for random test models that answer nothing right).
+    """
+    seeds, sizes, kinds = check_args(seeds, sizes, kinds, threshold, top, n_boot)
+    big = sizes[-1]
+    runs, ref_eff, timings = [], {}, {}
+    with Progress("stability", len(kinds) * len(seeds)) as bar:
+        for kind, seed in itertools.product(kinds, seeds):
+            t0 = time.time()
+            kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size, answer_token)
+            timings[f"{kind}-{seed}"] = time.time() - t0
+            for size in sizes:
+                rows = [j for j, i in enumerate(index) if i < size]
+                if rows:
+                    row, eff = _run_row(kind, seed, size, ALL, size, p.select(rows), threshold, top, n_boot)
+                    runs.append(row)
+                    if seed == seeds[0] and size == big:
+                        ref_eff[kind] = eff
+            for fam in (dict.fromkeys(s.family for s in kept) if families else ()):
+                rows = [j for j, s in enumerate(kept) if s.family == fam]
+                runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot)[0])
+            bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
+    runs = pd.DataFrame(runs)
+    params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token,
+                  threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
+                  batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
+                  "(nested prefixes of one draw of the largest size per seed and kind)",
+                  key_rule="effect_hi < threshold (95% percentile bootstrap over prompts)")
+    return StabilityResult(compare(runs, seeds, sizes, kinds, top), runs, head_table(runs, ref_eff, top), params,
+                           timings)
+
+
+def compare(runs: pd.DataFrame, seeds: list[int], sizes: list[int], kinds: list[str], top: int) -> pd.DataFrame:
+    """The Jaccard table (``stability.csv``): one row per comparison of two runs and set (key, top-k)."""
+    at = {(r.kind, r.seed, r.size, r.family): r for r in runs.itertuples()}
+    big, out = sizes[-1], []
+
+    def add(comparison, a, b):
+        if a not in at or b not in at:
+            return                                          # a size with no X_r: nothing to compare
+        ra, rb = at[a], at[b]
+        for name, col in (("key", "key"), (f"top{top}", "top")):
+            sa, sb = set(getattr(ra, col).split()), set(getattr(rb, col).split())
+            out.append({"comparison": comparison, "set": name, "kind": a[0], "seed": a[1], "size": a[2],
+                        "family": a[3], "ref_kind": b[0], "ref_seed": b[1], "ref_size": b[2], "ref_family": b[3],
+                        "jaccard": jaccard(sa, sb), "n_a": len(sa), "n_b": len(sb), "n_shared": len(sa & sb),
+                        "prompts_a": int(ra.n), "prompts_b": int(rb.n)})
+    for kind in kinds:
+        for seed in seeds:
+            for size in sizes[:-1]:
+                add("size_vs_largest", (kind, seed, size, ALL), (kind, seed, big, ALL))
+        for size in sizes:
+            for s1, s2 in itertools.combinations(seeds, 2):
+                add("between_seeds", (kind, s1, size, ALL), (kind, s2, size, ALL))
+    if len(kinds) > 1:
+        for seed in seeds:
+            for size in sizes:
+                add("between_kinds", (kinds[0], seed, size, ALL), (kinds[1], seed, size, ALL))
+    for kind in kinds:
+        for seed in seeds:
+            fams = [f for f in dict.fromkeys(runs[(runs.kind == kind) & (runs.seed == seed)].family) if f != ALL]
+            for f1, f2 in itertools.combinations(fams, 2):
+                add("between_families", (kind, seed, big, f1), (kind, seed, big, f2))
+    return pd.DataFrame(out)
+
+
+def head_table(runs: pd.DataFrame, ref_eff: dict[str, pd.DataFrame], top: int) -> pd.DataFrame:
+    """Per kind and head (``stability_heads.csv``): ``runs`` (seed × size runs over every template),
+    ``key_runs`` / ``top_runs`` (how many of them call it key / put it in the top ``top``) and shares, and the
+    reference run's ``effect, effect_lo, effect_hi, n`` (first seed, largest size)."""
+    rows = []
+    for kind, eff in ref_eff.items():
+        rr = runs[(runs.kind == kind) & (runs.family == ALL)]
+        key = pd.Series([h for s in rr.key for h in s.split()]).value_counts()
+        tops = pd.Series([h for s in rr.top for h in s.split()]).value_counts()
+        for r in eff[eff["head"] != "mlp"].itertuples():
+            name = f"{r.layer}.{r.head}"
+            k, t = int(key.get(name, 0)), int(tops.get(name, 0))
+            rows.append({"kind": kind, "layer": int(r.layer), "head": str(r.head), "name": name, "runs": len(rr),
+                         "key_runs": k, "key_share": k / len(rr), "top_runs": t, "top_share": t / len(rr),
+                         "effect": r.effect, "effect_lo": r.effect_lo, "effect_hi": r.effect_hi, "n": int(r.n)})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------- verdicts
+def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Each stability finding decided by one rule, written before the run: at the largest size, a set is
+    **stable** (holds) when the mean Jaccard over the compared pairs is ≥ 0.8 and none is below 0.5,
+    **unstable** (does not hold) when the mean is < 0.5, inconclusive in between or when no set has a head.
+    Rows ``claim, kind, set, rule, here, holds`` per counterfactual (``here``: mean [min, max] over the
+    pairs compared, and the X_r prompts per run)."""
+    big = int(runs["size"].max())
+    out = []
+    spec = [("between_seeds", "The {set} is the same for independent draws of prompts (seeds)"),
+            ("size_vs_largest", "The {set} of the smallest size matches the largest size's"),
+            ("between_kinds", "Operator and operand counterfactuals give the same {set}"),
+            ("between_families", "Every template family gives the same {set}")]
+    for comp, text in spec:
+        for (kind, name), d in table[table.comparison == comp].groupby(["kind", "set"], sort=False):
+            d = d[d["size"] == (int(runs["size"].min()) if comp == "size_vs_largest" else big)]
+            if d.empty:
+                continue
+            j = d.jaccard.dropna()
+            what = "key set" if name == "key" else f"top-{name[3:]} set"
+            holds = None if j.empty else (True if j.mean() >= 0.8 and j.min() >= 0.5 else
+                                          False if j.mean() < 0.5 else None)
+            here = (f"all {len(d)} pairs: no head in either set" if j.empty else
+                    f"Jaccard {j.mean():.2f} [{j.min():.2f}, {j.max():.2f}] over {len(j)} pairs"
+                    + (f" (and {len(d) - len(j)} with no head in either set)" if len(j) < len(d) else "")
+                    + f"; {int(d.prompts_a.min())}–{int(d.prompts_a.max())} X_r prompts per run")
+            claim = text.format(set=what) if comp == "between_kinds" else f"{kind.capitalize()} counterfactual: " + \
+                text.format(set=what)[0].lower() + text.format(set=what)[1:]
+            out.append({"claim": claim, "kind": kind if comp != "between_kinds" else "both",
+                        "set": name, "rule": "holds: mean Jaccard ≥ 0.8 and min ≥ 0.5; does not hold: mean < 0.5",
+                        "here": here, "holds": holds})
+    return pd.DataFrame(out, columns=["claim", "kind", "set", "rule", "here", "holds"])
+
+
+# ------------------------------------------------------------------------------------ files & CLI
+FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
+
+
+def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model: str | None = None):
+    """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
+    record = {"parameters": {**res.params, **(extra or {})}, "versions": R.versions(),
+              "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": R.peak_memory()}
+    files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
+    return R.write_step(folder, "stability", files, record, model=model)
+
+
+def read_results(folder: str | Path) -> dict:
+    """``{"table", "runs", "heads", "record"}`` of a stability run in ``folder`` (checked reads)."""
+    out = {k: R.read(folder, n) for k, n in zip(("table", "runs", "heads"), FILENAMES)}
+    out["record"] = R.read_run(folder)["steps"]["stability"]
+    return out
+
+
+def ensure(model, tok, folder: str | Path, recompute: bool = False, **kw) -> dict:
+    """:func:`read_results` of ``folder`` when its recorded parameters are those of ``kw`` (over the defaults
+    of :func:`stability`), else run :func:`stability` with ``kw``, write and read back."""
+    import inspect
+    want = {k: v.default for k, v in inspect.signature(stability).parameters.items() if k not in ("model", "tok")}
+    want.update(kw)
+    seeds, sizes, kinds = check_args(want["seeds"], want["sizes"], want["kinds"], want["threshold"], want["top"],
+                                     want["n_boot"])
+    want.update(seeds=seeds, sizes=sizes, kinds=kinds)
+    have = R.read_run(folder)["steps"].get("stability", {}).get("parameters", {})
+    if recompute or any(have.get(k) != v for k, v in want.items()) or not R.exists(folder, FILENAMES[0]):
+        t0 = time.time()
+        res = stability(model, tok, **kw)
+        res.timings["total"] = time.time() - t0
+        write_results(res, folder)
+    return read_results(folder)
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    """``"64,128,256"`` → ``[64, 128, 256]``; one line naming ``what`` when it is not a list of whole numbers."""
+    try:
+        return [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{what} {text!r}: expected whole numbers separated by commas, e.g. 64,128,256,512") from None
+
+
+def run(model: str = "embedded", task: str = "addition", seed: int = 0, n_seeds: int = N_SEEDS,
+        sizes: Sequence[int] = SIZES, kinds: Sequence[str] = KINDS, results: str | Path = "results",
+        device: str = "cpu", dtype: str = "float32", overwrite: bool = False, **kw) -> tuple[StabilityResult, Path]:
+    """Check the arguments, load ``model``, run :func:`stability` with seeds ``seed .. seed + n_seeds - 1``
+    and write the files to the model's results folder (``results``: the root or the model's folder)."""
+    from arithmech.core.models import load_model
+    from arithmech.methods.identify import task_templates
+    seeds = list(range(seed, seed + n_seeds))
+    check_args(seeds, sizes, kinds, kw.get("threshold", -0.05), kw.get("top", 10), kw.get("n_boot", N_BOOT))
+    task_templates(task)                                  # a wrong task or a missing file fails before loading
+    folder = R.model_folder(results, model)
+    R.check_writable(folder, "stability", overwrite)
+    t0 = time.time()
+    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+    res = stability(net, tok, task, seeds, sizes, kinds, **kw)
+    res.timings["total"] = time.time() - t0
+    write_results(res, folder, extra={"model": model, "device": device, "dtype": dtype}, model=model)
+    return res, folder
+
+
+def _cli(a) -> None:
+    res, folder = run(model=a.model, task=a.task, seed=a.seed, n_seeds=a.seeds, sizes=parse_ints(a.sizes, "--sizes"),
+                      kinds=[k.strip() for k in a.kinds.split(",") if k.strip()], results=a.results, device=a.device,
+                      dtype=a.dtype, overwrite=a.overwrite, threshold=a.threshold, top=a.top, n_boot=a.n_boot,
+                      batch_size=a.batch_size)
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
+        print(claims(res.table, res.runs).drop(columns="rule").to_string(index=False))
+    print(f"wrote {', '.join(FILENAMES)} to {folder} in {res.timings['total']:.0f} s")
+
+
+def add_cli(subparsers, name: str = "stability") -> None:
+    from arithmech.core.inputs import POSITIVE, common_arguments
+    s = subparsers.add_parser(name, help="key-head sets over seeds, sample sizes, template families and "
+                              "counterfactuals, with Jaccard overlaps (issue 13)")
+    common_arguments(s)
+    s.add_argument("--task", default="addition", help="addition, ..., all, fig8, fig10, or a template-pair file")
+    s.add_argument("--seeds", type=POSITIVE, default=N_SEEDS, help="independent draws: seeds SEED .. SEED+N-1")
+    s.add_argument("--sizes", default=",".join(map(str, SIZES)), help="pairs drawn per run (nested per seed)")
+    s.add_argument("--kinds", default=",".join(KINDS), help="counterfactuals: operator, operand or both")
+    s.add_argument("--threshold", type=float, default=-0.05, help="key heads: 95%% interval of the effect below this")
+    s.add_argument("--top", type=POSITIVE, default=10, help="size of the top-k set compared beside the key set")
+    s.add_argument("--n-boot", type=POSITIVE, default=N_BOOT, help="bootstrap resamples of the prompts")
+    s.add_argument("--batch-size", type=POSITIVE, default=64)
+    s.set_defaults(func=_cli)

@@ -1,0 +1,84 @@
+"""From path-patching results to effects with intervals, rankings and key heads (paper §4.1, Fig. 2).
+
+::
+
+    Patched (n samples × L layers × (H heads + MLP))
+        ──► effects_frame: mean relative change per head / MLP, with a 95% bootstrap interval over prompts
+        ──► ranking: heads and MLPs, most negative effect first
+        ──► key_heads: the heads (and MLPs) whose whole interval lies below the threshold
+
+The paper calls a head *key* when its mean effect is below −5%. A mean over a few hundred prompts
+moves when other prompts are drawn, so here a head is key only if the **upper end of its 95%
+bootstrap interval** is below the threshold (``effect_hi < threshold``): a head that passes on
+these prompts by chance does not. The interval resamples prompts (percentile bootstrap,
+:func:`arithmech.core.stats.bootstrap_mean_intervals`, ``n_boot`` resamples, seeded), all heads
+with the same resamples.
+
+>>> eff = effects_frame(patched, "addition", seed=0)      # rows task, layer, head, effect, effect_lo, …
+>>> key_heads(eff, "addition")["heads"][:3]
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from arithmech.core.stats import bootstrap_mean_intervals
+from arithmech.methods.patching import Patched
+
+N_BOOT = 1000                 # bootstrap resamples of the prompts
+LEVEL = 0.95
+KEY_RULE = "effect_hi < threshold"
+
+
+def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT, seed: int = 0,
+                  level: float = LEVEL) -> pd.DataFrame:
+    """Mean effects over samples as rows ``task, layer, head, effect, effect_lo, effect_hi, logit_diff, prob,
+    prob_change, n`` (``head = "mlp"`` for MLP rows; ``prob`` = mean patched P({C}), NaN unless computed).
+
+    ``effect_lo`` / ``effect_hi``: the ``level`` percentile bootstrap interval of ``effect`` over the
+    ``n`` prompts (``n_boot`` resamples from ``seed``; the same seed gives the same interval)."""
+    n, L, H1 = p.logit_p.shape
+    rel = p.relative_change()
+    lo, hi = bootstrap_mean_intervals(rel, n_boot, level, seed)
+    cols = {"effect": rel.mean(0), "effect_lo": lo, "effect_hi": hi, "logit_diff": p.logit_diff().mean(0)}
+    if prob and p.lse_p is not None:
+        cols["prob"] = p.prob().mean(0)
+        cols["prob_change"] = (p.prob() - p.prob_o()[..., None]).mean(0)
+    else:                                      # same columns either way; NaN = not computed
+        cols["prob"] = cols["prob_change"] = torch.full((L, H1), float("nan"))
+    rows = []
+    for l in range(L):
+        for h in range(H1):
+            rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
+                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n})
+    return pd.DataFrame(rows)
+
+
+def ranking(effects: pd.DataFrame, task: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """Heads ``(layer, head)`` and MLP layers of ``task``, most negative effect first (ties: layer, head)."""
+    df = effects[effects["task"] == task].sort_values(["effect", "layer", "head"], kind="stable")
+    heads = [(int(l), int(h)) for l, h in zip(df["layer"], df["head"]) if h != "mlp"]
+    mlps = [int(l) for l, h in zip(df["layer"], df["head"]) if h == "mlp"]
+    return heads, mlps
+
+
+def key_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05) -> dict:
+    """Key heads (and MLPs) of ``task``: the upper end of the effect's bootstrap interval below
+    ``threshold`` (the paper: mean below −5%), ranked by effect. ``effects`` needs ``effect_hi``
+    (:func:`effects_frame`); the rule and the interval are recorded in the result."""
+    if "effect_hi" not in effects.columns:
+        raise ValueError("key_heads needs the effect's interval (column effect_hi, written by effects_frame "
+                         "since effects.csv version 2): re-run identify")
+    df = effects[(effects["task"] == task) & (effects["effect_hi"] < threshold)]
+    df = df.sort_values(["effect", "layer", "head"], kind="stable")
+    row = lambda r, i: {"rank": i + 1, "layer": int(r.layer), "effect": float(r.effect),
+                        "effect_lo": float(r.effect_lo), "effect_hi": float(r.effect_hi),
+                        "logit_diff": float(r.logit_diff)}
+    heads = [{**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
+             for i, r in enumerate(df[df["head"] != "mlp"].itertuples())]
+    mlps = [row(r, i) for i, r in enumerate(df[df["head"] == "mlp"].itertuples())]
+    n_below = int(((effects["task"] == task) & (effects["effect"] < threshold) & (effects["head"] != "mlp")).sum())
+    return {"task": task, "threshold": threshold, "metric": "effect = (logit_p - logit_o) / logit_o",
+            "rule": f"{KEY_RULE}: the whole 95% percentile bootstrap interval of the mean effect (resampling "
+                    "prompts) lies below the threshold",
+            "n_heads_mean_below": n_below, "heads": heads, "mlps": mlps}
