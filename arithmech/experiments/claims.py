@@ -27,6 +27,8 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from arithmech.core import results as R
+from arithmech.experiments.claims_finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.experiments.evidence import Context, Missing
 
 THRESHOLD = -0.05          # the paper's key-head threshold (relative change of the answer logit)
 TOP = 10                   # "the top heads": the first TOP by effect rank
@@ -93,6 +95,18 @@ RULES: tuple[Rule, ...] = (
          "interval lies above 0 and precise's upper bound lies below full's lower bound; does not hold iff precise's "
          "change is larger than full's with the intervals apart; inconclusive otherwise"),
 )
+# Beyond the paper: is the key-head set a stable measurement? (arithmech.experiments.stability)
+RULES += (
+    Rule("key-heads-stable", "The key heads are the same for independent draws of prompts",
+         "one draw, no interval (Fig. 2)",
+         "operator counterfactual, largest sample size, key sets (whole bootstrap interval below −5%) of ≥ 3 seeds: "
+         "holds iff their mean pairwise Jaccard overlap is ≥ 0.8 and none is below 0.5; does not hold iff the mean "
+         "is below 0.5; inconclusive otherwise or when no run finds a key head"),
+    Rule("counterfactuals-agree", "Operator and operand counterfactuals find the same key heads",
+         "operator counterfactual only (§4.1)",
+         "same seed and size, key sets of the two counterfactuals: holds iff the mean Jaccard over seeds is ≥ 0.8 "
+         "and none is below 0.5; does not hold iff the mean is below 0.5; inconclusive otherwise"),
+)
 # Controls: not claims of the paper, but conditions without which its claims cannot be read.
 RULES += (
     Rule("answer-token-floor", "No single answer token covers the task (control)",
@@ -105,37 +119,6 @@ RULES += (
          "majority floor (always answering the most frequent answer token); does not hold iff it lies above it"),
 )
 BY_ID = {r.id: r for r in RULES}
-
-
-class Missing(Exception):
-    """A file a rule needs is not in the results folder (the claim is then inconclusive)."""
-
-
-class Context:
-    """Lazy access to one results folder for the deciders (each file read once)."""
-
-    def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
-        self._cache: dict[str, object] = {}
-
-    def read(self, name: str):
-        if name not in self._cache:
-            if not R.exists(self.folder, name):
-                raise Missing(f"{name} is missing")
-            self._cache[name] = R.read(self.folder, name)
-        return self._cache[name]
-
-    def effects(self) -> pd.DataFrame:
-        """Rows of the primary task (``all`` when several tasks were patched)."""
-        eff = self.read("effects.csv")
-        task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
-        return eff[eff.task == task]
-
-    def heads(self) -> pd.DataFrame:
-        """Head rows of the primary task, most negative effect first (ties: layer, head)."""
-        hd = self.effects()
-        hd = hd[hd["head"] != "mlp"].assign(head=lambda d: d["head"].astype(int))
-        return hd.sort_values(["effect", "layer", "head"], kind="stable")
 
 
 # ------------------------------------------------------------------------------------ deciders
@@ -256,85 +239,6 @@ def _stages(ctx: Context):
     return f"operands {st['operands']}, answer {st['answer']}", st["answer"][1] >= st["operands"][1]
 
 
-MATH = ("heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp")
-
-
-ARMS = {"precise-matches-full": "precise matches full", "selection-matters": "the selection matters",
-        "precise-keeps-generic": "precise keeps general skills"}
-
-
-def _arms(ctx: Context, cid: str):
-    """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.experiments.verdicts`), or None."""
-    if not R.exists(ctx.folder, "finetune/table1.json"):
-        return None
-    from arithmech.experiments.verdicts import verdicts
-    if "verdicts" not in ctx._cache:
-        ctx._cache["verdicts"] = verdicts(ctx.folder).set_index("claim")
-    v = ctx._cache["verdicts"].loc[ARMS[cid]]
-    if v.verdict == "not run":
-        raise Missing(f"the arms run has no {v.comparison}")
-    here = (f"{v.comparison} on {v.measure}: {v.estimate:+.3f} [{v.ci_low:+.3f}, {v.ci_high:+.3f}] "
-            "(paired bootstrap over test items; arms runner)")
-    return here, {"holds": True, "does not hold": False}.get(v.verdict)
-
-
-def _selection_matters(ctx: Context):
-    got = _arms(ctx, "selection-matters")
-    if got is None:
-        raise Missing("no random-head arm (python -m arithmech table1-arms)")
-    return got
-
-
-def _table1(ctx: Context) -> pd.DataFrame:
-    from arithmech.experiments.table1 import table1_frame
-    t = table1_frame(ctx.folder)
-    if t.empty or not {"full", "precise"} <= set(t["mode"]):
-        raise Missing("no Table 1 results (python -m arithmech table1)")
-    return t
-
-
-def _row(t: pd.DataFrame, mode: str, measure: str):
-    d = t[(t["mode"] == mode) & (t.measure == measure)]
-    if d.empty:
-        raise Missing(f"Table 1 has no {measure} for {mode}")
-    return d.iloc[0]
-
-
-def _precise_matches_full(ctx: Context):
-    got = _arms(ctx, "precise-matches-full")
-    if got is not None:
-        return got
-    t = _table1(ctx)
-    ms = [m for m in MATH if m in set(t.measure)
-          and all(pd.notna(_row(t, mode, m)[c]) for mode in ("full", "precise") for c in ("delta_ci_low", "delta_ci_high"))]
-    if not ms:
-        raise Missing("Table 1 has no math measure with intervals")
-    below = [m for m in ms if _row(t, "precise", m).delta_ci_high < _row(t, "full", m).delta_ci_low]
-    mean = {mode: sum(_row(t, mode, m).delta for m in ms) / len(ms) for mode in ("full", "precise")}
-    here = (f"mean change on {len(ms)} math measures: full {mean['full']:+.1%}, precise {mean['precise']:+.1%}; "
-            f"precise's interval below full's on: {', '.join(below) or 'none'}")
-    if below:
-        return here, False
-    return here, (True if mean["precise"] >= mean["full"] - 0.05 else None)
-
-
-def _precise_keeps_generic(ctx: Context):
-    got = _arms(ctx, "precise-keeps-generic")
-    if got is not None:
-        return got
-    t = _table1(ctx)
-    f, p = _row(t, "full", "lm_loss"), _row(t, "precise", "lm_loss")
-    if any(pd.isna(x[c]) for x in (f, p) for c in ("delta", "delta_ci_low", "delta_ci_high")):
-        raise Missing("Table 1 has no interval for the generic-text loss")
-    here = (f"generic-text loss change: full {f.delta:+.3f} [{f.delta_ci_low:+.3f}, {f.delta_ci_high:+.3f}], "
-            f"precise {p.delta:+.3f} [{p.delta_ci_low:+.3f}, {p.delta_ci_high:+.3f}] nats")
-    if f.delta_ci_low > 0 and p.delta_ci_high < f.delta_ci_low:
-        return here, True
-    if p.delta_ci_low > f.delta_ci_high:
-        return here, False
-    return here, None
-
-
 def _answer_token_floor(ctx: Context):
     from arithmech.core.stats import wilson_interval
     t = ctx.read("answer_tokens.csv")
@@ -362,13 +266,25 @@ def _ablation_removes(ctx: Context):
     return here, bool(heads.ci_low <= floor)
 
 
+def _stability(ctx: Context, pattern: str, kind: str | None):
+    from arithmech.experiments.stability import claims as stability_claims
+    t = stability_claims(ctx.read("stability.csv"), ctx.read("stability_runs.csv"))
+    t = t[(t["set"] == "key") & t.claim.str.contains(pattern) & ((t.kind == kind) if kind else True)]
+    if t.empty:
+        raise Missing("stability.csv has no such comparison")
+    r = t.iloc[0]
+    return r.here, (None if pd.isna(r.holds) else bool(r.holds))
+
+
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
     "key-heads-exist": _key_heads, "few-heads": _few_heads, "middle-layers": _middle_layers,
     "logit-diff-ranking": _logit_diff_ranking, "knockout-key-vs-random": _knockout_key_vs_random,
     "knockout-random-flat": _knockout_random_flat, "mlps-late": _mlps_late, "transfer": _transfer,
     "attention-roles": _attention_roles, "stages": _stages,
-    "precise-matches-full": _precise_matches_full, "precise-keeps-generic": _precise_keeps_generic,
-    "selection-matters": _selection_matters, "answer-token-floor": _answer_token_floor, "ablation-removes-information": _ablation_removes,
+    "precise-matches-full": precise_matches_full, "precise-keeps-generic": precise_keeps_generic,
+    "selection-matters": selection_matters,
+    "key-heads-stable": lambda ctx: _stability(ctx, "independent draws", "operator"),
+    "counterfactuals-agree": lambda ctx: _stability(ctx, "Operator and operand", None), "answer-token-floor": _answer_token_floor, "ablation-removes-information": _ablation_removes,
 }
 
 

@@ -1,0 +1,43 @@
+"""What a claim's decider reads: one results folder, each file read once, a missing file an exception.
+
+:class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.experiments.claims`;
+:class:`Missing` is what a decider raises when a file it needs is absent (the claim is then inconclusive).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from arithmech.core import results as R
+
+
+class Missing(Exception):
+    """A file a rule needs is not in the results folder (the claim is then inconclusive)."""
+
+
+class Context:
+    """Lazy access to one results folder for the deciders (each file read once)."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self._cache: dict[str, object] = {}
+
+    def read(self, name: str):
+        if name not in self._cache:
+            if not R.exists(self.folder, name):
+                raise Missing(f"{name} is missing")
+            self._cache[name] = R.read(self.folder, name)
+        return self._cache[name]
+
+    def effects(self) -> pd.DataFrame:
+        """Rows of the primary task (``all`` when several tasks were patched)."""
+        eff = self.read("effects.csv")
+        task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
+        return eff[eff.task == task]
+
+    def heads(self) -> pd.DataFrame:
+        """Head rows of the primary task, most negative effect first (ties: layer, head)."""
+        hd = self.effects()
+        hd = hd[hd["head"] != "mlp"].assign(head=lambda d: d["head"].astype(int))
+        return hd.sort_values(["effect", "layer", "head"], kind="stable")
