@@ -14,8 +14,7 @@ and the files it is computed from). This module alone writes and reads them:
 * **derived files know their inputs** — a step records the sha256 of each input it read
   (``steps.<step>.inputs``); :func:`read` refuses a file whose inputs changed since (e.g. analyze's
   CSVs after identify was re-run), naming the step to re-run;
-* **malformed files are named** — missing columns/keys, no rows, unparsable content: one
-  :class:`ResultsError` naming the file;
+* **malformed files are named** — missing columns, no rows, unparsable: one :class:`ResultsError`;
 * **never overwrite another run silently** — :func:`check_writable` refuses a step whose files exist
   unless ``overwrite`` is given, and never touches files of other steps.
 
@@ -35,7 +34,6 @@ import hashlib
 import io
 import json
 import os
-import platform
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -45,6 +43,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from arithmech.core.atomic import atomic_json, dumps
+from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 
 SCHEMA_VERSION = 1
 RUN = "run.json"
@@ -164,26 +163,6 @@ def _serialise(name: str, obj: Any) -> str:
         rows = [r if isinstance(r, dict) else r.to_json() for r in obj]
         return "".join(json.dumps(r) + "\n" for r in rows)
     return dumps(obj)
-
-
-def versions() -> dict:
-    """Library versions recorded with every step's record."""
-    import importlib.metadata
-
-    import torch
-    import transformers
-    try:
-        own = importlib.metadata.version("arithmech")
-    except importlib.metadata.PackageNotFoundError:
-        own = "not installed"
-    return {"python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "pandas": pd.__version__, "arithmech": own}
-
-
-def peak_memory() -> dict:
-    """This process's peak resident memory so far (:mod:`arithmech.core.memory`), for a step's record."""
-    from arithmech.core.memory import peak_rss_bytes
-    return {"peak_rss_bytes": peak_rss_bytes(), "cuda_peak_bytes": None}
 
 
 # ------------------------------------------------------------------------------------ manifest

@@ -152,7 +152,7 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}), unfiltered", **r}
 
 
-def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int = 128, seed: int = 0,
+def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int = 512, seed: int = 0,
                     knockout_samples: int = 256, n_random: int = 20, heldout_samples: int = 48,
                     operand_task: str = "addition", recompute: bool = False,
                     knockout_positions: Sequence[str] = ("end", "all"), pool_size: int = 512) -> dict:
@@ -163,11 +163,15 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
     counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``. No
     probability columns (``prob=False``: the full-vocabulary softmax of every patched row would cost
     about 40% of the patching time; the accuracy table has p({C})). Returns
-    :func:`arithmech.methods.identify.load_results` of both runs plus ``overlap``.
+    :func:`arithmech.methods.identify.load_results` of both runs plus ``overlap``. Files made with other
+    parameters (another chapter's call, say) are recomputed, never silently reused.
     """
     from arithmech.methods.identify import identify, write_results
     folder = Path(folder)
-    if recompute or not R.exists(folder, "effects.csv"):
+    want = {"tasks": tasks, "n_samples": n_samples, "seed": seed, "knockout_samples": knockout_samples,
+            "n_random": n_random, "heldout_samples": heldout_samples, "pool_size": pool_size,
+            "knockout_positions": list(knockout_positions)}
+    if recompute or not same_parameters(folder, "identify", want):
         res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
                        n_random=n_random, prob=False)
         res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed, knockout_positions, pool_size)
@@ -188,6 +192,14 @@ def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int 
             out["operator"]["effects"], out["operand"]["effects"], operand_task)}, {"operand_task": operand_task})
     out["overlap"] = R.read(folder, "counterfactual_overlap.json")
     return out
+
+
+def same_parameters(folder: str | Path, step: str, want: dict) -> bool:
+    """True when ``folder`` holds ``step``'s files made with every parameter in ``want`` as given."""
+    if not R.exists(Path(folder), R.step_files(step)[0]):
+        return False
+    rec = R.read_run(folder)["steps"].get(step, {}).get("parameters", {})
+    return all(rec.get(k) == v for k, v in want.items())
 
 
 def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: int = 0, top: int = 10,

@@ -161,8 +161,8 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
     """Every head of ``task`` with the slider step from which it counts as a key head.
 
     ``thresholds``: the slider's key-head thresholds, strict to loose (increasing, all negative, e.g.
-    ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect is below ``thresholds[s]``
-    (identify's rule, :func:`arithmech.methods.identify.key_heads`). Returns one row per head, ranked by
+    ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect's 95% interval lies below
+    ``thresholds[s]`` (identify's rule, :func:`arithmech.methods.identify.key_heads`). Returns one row per head, ranked by
     effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
     ``key_at`` is the first such step (``len(thresholds)``: never a key head).
     """
@@ -175,7 +175,8 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
         raise ValueError(f"effects hold no head rows of task {task!r}; tasks: {sorted(effects['task'].unique())}")
     df = df.assign(layer=df["layer"].astype(int), head=df["head"].astype(int)).sort_values(
         ["effect", "layer", "head"], kind="stable")
-    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in df["effect"]]
+    upper = df["effect_hi"] if "effect_hi" in df else df["effect"]       # identify's rule: the whole interval
+    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in upper]
     return pd.DataFrame({"rank": range(1, len(df) + 1), "layer": df["layer"].to_numpy(), "head": df["head"].to_numpy(),
                          "name": [f"{l}.{h}" for l, h in zip(df["layer"], df["head"])],
                          "effect": df["effect"].to_numpy(), "key_at": key_at})

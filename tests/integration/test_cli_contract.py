@@ -116,7 +116,7 @@ PER_COMMAND = {
 def fuzz_results(tmp_path):
     """A results root whose embedded/ folder holds a small identify set (key heads + effects + prompts)."""
     main(["identify", "--model", "embedded", "--results", str(tmp_path / "res"), "--task", "addition",
-          "--n-samples", "8", "--no-knockout", "--no-prob"])
+          "--n-samples", "64", "--no-knockout", "--no-prob"])   # 64: enough for a key head (interval rule)
     return tmp_path / "res"
 
 

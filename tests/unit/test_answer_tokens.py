@@ -228,7 +228,8 @@ def test_answer_tokens_file_roundtrip(tmp_path):
     samples = [mk("0"), mk("0"), mk("7")]
     info = {"addition": {"answer_token": "last-digit", "templates": template_summary(samples, [True] * 3, [True] * 3,
                                                                                    [True] * 3)}}
-    effects = pd.DataFrame({"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0]})
+    effects = pd.DataFrame({"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0], "effect_lo": [0.0],
+                            "effect_hi": [0.0]})
     R.write_step(tmp_path, "identify", {"answer_tokens.csv": answer_token_table(info), "effects.csv": effects}, {})
     back = R.read(tmp_path, "answer_tokens.csv")
     assert list(back.top_token) == ["0", "0"] and back.top_share.tolist() == pytest.approx([2 / 3] * 2)

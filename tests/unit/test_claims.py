@@ -20,14 +20,12 @@ def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> p
     for l in range(L):
         for h in range(2):
             e = head_effects.get((l, h), 0.0)
-            r = {"task": "all", "layer": l, "head": str(h), "effect": e, "logit_diff": 10 * e, "n": 100}
-            if hi is not None:
-                r["effect_lo"], r["effect_hi"] = e - 0.01, hi.get((l, h), e + 0.01)
+            r = {"task": "all", "layer": l, "head": str(h), "effect": e, "logit_diff": 10 * e, "n": 100,
+                 "effect_lo": e - 0.01, "effect_hi": (hi or {}).get((l, h), e + 0.01)}
             rows.append(r)
         m = mlp_effects[l]
-        r = {"task": "all", "layer": l, "head": "mlp", "effect": m, "logit_diff": 10 * m, "n": 100}
-        if hi is not None:
-            r["effect_lo"], r["effect_hi"] = m - 0.01, m + 0.01
+        r = {"task": "all", "layer": l, "head": "mlp", "effect": m, "logit_diff": 10 * m, "n": 100,
+             "effect_lo": m - 0.01, "effect_hi": m + 0.01}
         rows.append(r)
     return pd.DataFrame(rows)
 
@@ -37,9 +35,10 @@ def _knockout(key_acc: float, random_accs: list[float], k: int = C.K, ci_high: f
             dict(task="all", kind="head", order="effect-rank", seed=-1, k=k, accuracy=key_acc, n=256)]
     rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=k, accuracy=a, n=256)
              for s, a in enumerate(random_accs)]
-    df = pd.DataFrame(rows)
-    if ci_high is not None:
-        df["ci_high"] = [1.0, ci_high] + [a + 0.05 for a in random_accs]
+    df = pd.DataFrame(rows).assign(positions="end", mean_source="pool")
+    df["correct"] = (df.accuracy * df.n).round().astype(int)
+    df["ci_low"] = (df.accuracy - 0.05).clip(lower=0)
+    df["ci_high"] = [1.0, ci_high if ci_high is not None else key_acc + 0.05] + [a + 0.05 for a in random_accs]
     return df
 
 
@@ -57,8 +56,8 @@ def _holds(folder, cid):
 
 
 def test_key_heads_need_their_interval_below_the_threshold(tmp_path):
-    """Protects: a head is "key" only if its bootstrap interval lies below −5% (#13 item 3), and the
-    rule falls back to the mean where the file has no interval."""
+    """Protects: a head is "key" only if its bootstrap interval lies below −5% (#13 item 3): the same mean
+    with a wide interval is not key, with a tight one it is."""
     eff = {(1, 0): -0.08}
     assert _holds(_write(tmp_path / "a", _effects(eff, [0.0, 0.0, 0.0])), "key-heads-exist") is True
     wide = _write(tmp_path / "b", _effects(eff, [0.0, 0.0, 0.0], hi={(1, 0): -0.02}))
