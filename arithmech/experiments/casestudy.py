@@ -153,11 +153,13 @@ def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_sampl
 
 
 def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int = 512, seed: int = 0,
-                    knockout_samples: int = 256, n_random: int = 20, heldout_samples: int = 48,
+                    knockout_samples: int = 128, n_random: int = 20, heldout_samples: int = 48,
                     operand_task: str = "addition", recompute: bool = False,
-                    knockout_positions: Sequence[str] = ("end", "all"), pool_size: int = 512) -> dict:
+                    knockout_positions: Sequence[str] = ("end", "all"), pool_size: int = 128) -> dict:
     """The appendix's identify results in ``folder``: read them, or compute and write them when missing.
 
+    The defaults are the book's scale for a 135M model on 2 cores (128 knockout prompts, a pool of 128 X_c
+    per family, 20 random orders; ``identify``'s command defaults are 256 and 512).
     Operator counterfactual on ``tasks`` (maps of Fig. 2 / 15, key heads) with :func:`lean_knockout`
     curves and :func:`top_transfer` (Fig. 4 prompts; ``heldout_samples`` fresh Fig. 10 pairs); operand
     counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``. No

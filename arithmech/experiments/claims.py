@@ -213,6 +213,9 @@ def _transfer(ctx: Context):
     h = ctx.read("heldout.json")
     if "relative_drop" not in h:
         raise Missing("heldout.json has no knockout result")
+    if not h["base_accuracy"] > 0:
+        return (f"{h['family']}: the model answers none of the {h.get('n', '?')} held-out prompts right, so "
+                "knockout has nothing to remove", None)
     return (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({h['relative_drop']:+.0%}); "
             f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts",
             h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"])
