@@ -17,7 +17,7 @@ import pandas as pd
 
 from arithmech.report.plots import COLUMN, PALETTE, fig_title
 
-_BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
+_BOTTOM = alt.Legend(orient="bottom", direction="vertical", labelLimit=220)   # two legends side by side fit the column
 
 RULES = {"head": ("all-heads-out", "all heads out"), "mlp": ("all-mlps-out", "all MLPs out")}
 
@@ -74,5 +74,5 @@ def knockout_control_chart(knockout: pd.DataFrame, kind: str = "head", tasks: st
     where = "at END" if positions == "end" else "at every position"
     return chart.properties(title=fig_title(
         fig, f"knocking out {kind}s by effect rank vs random non-key {kind}s",
-        f"mean ablation {where} (reference-pool means); bands: Wilson 95% (effect rank), 5–95% of the random "
-        f"orders; dashed: all {kind}s out and the majority floor"))
+        [f"mean ablation {where} (reference-pool means); bands: Wilson 95% (effect rank),",
+         f"5–95% of the random orders; dashed: all {kind}s out and the majority floor"]))

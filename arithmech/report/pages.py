@@ -69,9 +69,10 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
             continue
         c = claims(folder)
         out += [f":::{{admonition}} {label}: {tally(c)}", ":class: tip", "",
-                f"Computed by `arithmech.experiments.claims` from `{results_dir}/{name}/`. Each rule was fixed "
-                "before the run and is the same for every model; *inconclusive*: the results it needs are missing "
-                "or their intervals do not decide it.", "", claims_table(c), ":::", ""]
+                f"Computed by `arithmech.experiments.claims` from `{results_dir}/{name}/`. Each rule is the same "
+                "for every model and was written before this run's results were read — except the rules for the "
+                "shipped SmolLM2 Table 1 records, written after those records existed; *inconclusive*: the results "
+                "it needs are missing or their intervals do not decide it.", "", claims_table(c), ":::", ""]
     return "\n".join(out).rstrip("\n") if out else None
 
 

@@ -37,7 +37,7 @@ def jaccard_chart(table: pd.DataFrame, title: str = "How stable are the key head
         tooltip=["line:N", "set:N", "size:Q", alt.Tooltip("jaccard:Q", format=".2f"), "sets:N",
                  alt.Tooltip("prompts_a:Q", title="X_r prompts"), alt.Tooltip("ref_size:Q", title="reference size")])
     layers = alt.layer(base.mark_line(opacity=0.6), base.mark_point(filled=True, size=40))
-    return layers.properties(width=COLUMN // 2 - 10, height=160).facet(
+    return layers.properties(width=COLUMN // 3, height=160).facet(
         row=alt.Row("reference:N", title=None, sort=list(_PANELS.values())), column=alt.Column("set:N", title=None)
     ).properties(title=fig_title("Stability", title, "Jaccard |A∩B| / |A∪B|; missing points: both sets empty"))
 
@@ -65,7 +65,7 @@ def head_intervals_chart(heads: pd.DataFrame, threshold: float = -0.05, top: int
                      alt.Tooltip("effect_hi:Q", format="+.2%"), alt.Tooltip("n:Q", title="X_r prompts"), "often:N"])
         rule = alt.Chart(pd.DataFrame({"t": [threshold]})).mark_rule(color="#c0392b", strokeDash=[4, 3]).encode(x="t:Q")
         n = int(g.n.iloc[0]) if len(g) else 0
-        panels.append(alt.layer(bars, pts, rule).properties(width=COLUMN // 2 - 20, height=14 * len(g) + 10,
+        panels.append(alt.layer(bars, pts, rule).properties(width=COLUMN // 3, height=14 * len(g) + 10,
                                                             title=f"{kind} counterfactual ({n} prompts)"))
     return alt.hconcat(*panels).properties(title=fig_title("Stability", title,
                                                            f"red circle: key (whole interval below the dashed threshold {threshold:+.0%}); triangle: not key"))
