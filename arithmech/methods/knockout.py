@@ -123,13 +123,9 @@ def group_key(s: Sample) -> str:
 
 
 @torch.no_grad()
-def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable],
-                     batch_size: int = 64) -> Means:
-    """Per-group, per-position means of every head's output (o_proj input) and every MLP output.
-
-    ``keys[i]`` names the group of ``prompts[i]`` (e.g. its template); prompts of one key and one
-    token length form a group. Pass the ``X_c`` prompts (the paper's choice).
-    """
+def activations(model, tok, prompts: Sequence[str], batch_size: int = 64):
+    """Yield ``(indices, z, m)`` per batch of equal-length prompts: every layer's head outputs
+    ``z (b, L, seq, H*dh)`` (o_proj input) and MLP outputs ``m (b, L, seq, d)``, as float32 on the CPU."""
     arch, L = arch_for(model), model.config.num_hidden_layers
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
@@ -139,21 +135,32 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
         got[name] = x[0] if isinstance(x, tuple) else x
         return x
 
-    sums_z: dict = {}
-    sums_m: dict = {}
-    count: dict = {}
     dev = input_device(model)
     with TraceDict(model, zs, retain_output=False, edit_input=grab), \
             TraceDict(model, ms, retain_output=False, edit_output=grab):
         for idx, ids in group_by_length(tok, prompts, batch_size):
             model(ids.to(dev), logits_to_keep=1, use_cache=False)
-            z = torch.stack([got[n] for n in zs], 1)                 # (b, L, seq, H*dh)
-            m = torch.stack([got[n] for n in ms], 1)                 # (b, L, seq, d)
-            for r, i in enumerate(idx):
-                k = (keys[i], ids.shape[1])
-                sums_z[k] = sums_z.get(k, 0) + z[r]
-                sums_m[k] = sums_m.get(k, 0) + m[r]
-                count[k] = count.get(k, 0) + 1
+            yield (idx, torch.stack([got[n] for n in zs], 1).float().cpu(),
+                   torch.stack([got[n] for n in ms], 1).float().cpu())
+
+
+def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable],
+                     batch_size: int = 64) -> Means:
+    """Per-group, per-position means of every head's output (o_proj input) and every MLP output.
+
+    ``keys[i]`` names the group of ``prompts[i]`` (e.g. its template); prompts of one key and one
+    token length form a group. Pass the ``X_c`` prompts (the paper's choice). Sums are float32 on
+    the CPU (:func:`activations`), whatever the model's dtype and device.
+    """
+    sums_z: dict = {}
+    sums_m: dict = {}
+    count: dict = {}
+    for idx, z, m in activations(model, tok, prompts, batch_size):   # z: (b, L, seq, H*dh), m: (b, L, seq, d)
+        for r, i in enumerate(idx):
+            k = (keys[i], z.shape[2])
+            sums_z[k] = sums_z.get(k, 0) + z[r]
+            sums_m[k] = sums_m.get(k, 0) + m[r]
+            count[k] = count.get(k, 0) + 1
     return Means({k: v / count[k] for k, v in sums_z.items()}, {k: v / count[k] for k, v in sums_m.items()}, count)
 
 

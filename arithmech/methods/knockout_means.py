@@ -32,9 +32,8 @@ from typing import Hashable, Sequence
 
 import torch
 
-from arithmech.core.models import arch_for, input_device
-from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
+from arithmech.methods.knockout import activations
 
 ALL = "*"                              # the family key of "every family"
 
@@ -53,28 +52,6 @@ def pool_seed(seed: int, family: str) -> int:
 def pool_key(s: D.Sample) -> tuple:
     """What :meth:`PoolMeans.lookup` needs of a prompt: ``(template, family, a, b)``."""
     return (s.template, s.family, s.a, s.b)
-
-
-@torch.no_grad()
-def activations(model, tok, prompts: Sequence[str], batch_size: int = 64):
-    """Yield ``(indices, z, m)`` per batch of equal-length prompts: every layer's head outputs
-    ``z (b, L, seq, H*dh)`` (o_proj input) and MLP outputs ``m (b, L, seq, d)``, as float32 on the CPU."""
-    arch, L = arch_for(model), model.config.num_hidden_layers
-    zs = {arch.path("o_proj", i): i for i in range(L)}
-    ms = {arch.path("mlp", i): i for i in range(L)}
-    got: dict = {}
-
-    def grab(x, name):
-        got[name] = x[0] if isinstance(x, tuple) else x
-        return x
-
-    dev = input_device(model)
-    with TraceDict(model, zs, retain_output=False, edit_input=grab), \
-            TraceDict(model, ms, retain_output=False, edit_output=grab):
-        for idx, ids in D.group_by_length(tok, prompts, batch_size):
-            model(ids.to(dev), logits_to_keep=1, use_cache=False)
-            yield (idx, torch.stack([got[n] for n in zs], 1).float().cpu(),
-                   torch.stack([got[n] for n in ms], 1).float().cpu())
 
 
 @dataclass
