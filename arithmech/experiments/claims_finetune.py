@@ -25,9 +25,7 @@ def _arms(ctx: Context, cid: str):
     if not R.exists(ctx.folder, "finetune/table1.json"):
         return None
     from arithmech.experiments.verdicts import verdicts
-    if "verdicts" not in ctx._cache:
-        ctx._cache["verdicts"] = verdicts(ctx.folder).set_index("claim")
-    v = ctx._cache["verdicts"].loc[ARMS[cid]]
+    v = ctx.memo("verdicts", lambda: verdicts(ctx.folder).set_index("claim")).loc[ARMS[cid]]
     if v.verdict == "not run":
         raise Missing(f"the arms run has no {v.comparison}")
     here = (f"{v.comparison} on {v.measure}: {v.estimate:+.3f} [{v.ci_low:+.3f}, {v.ci_high:+.3f}] "

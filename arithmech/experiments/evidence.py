@@ -24,11 +24,18 @@ class Context:
         self._cache: dict[str, object] = {}
 
     def read(self, name: str):
-        if name not in self._cache:
+        """A file of the folder through :func:`arithmech.core.results.read`; :class:`Missing` if absent."""
+        def load():
             if not R.exists(self.folder, name):
                 raise Missing(f"{name} is missing")
-            self._cache[name] = R.read(self.folder, name)
-        return self._cache[name]
+            return R.read(self.folder, name)
+        return self.memo(name, load)
+
+    def memo(self, key: str, compute):
+        """``compute()`` once per ``key`` for this folder (files, and tables derived from them)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
 
     def effects(self) -> pd.DataFrame:
         """Rows of the primary task (``all`` when several tasks were patched)."""
