@@ -141,45 +141,6 @@ def effect_heatmap(effects: pd.DataFrame, tasks: str | list[str] = "all", metric
                                     "lowers the answer logit; last column: MLP"))
 
 
-def knockout_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list[str] | None = None,
-                   fig: str = "Fig. 3", positions: str = "end") -> alt.Chart:
-    """Fig. 3: accuracy after knocking out the top-k components by effect rank vs k random ones.
-
-    ``knockout``: ``knockout.csv``; ``tasks=None`` draws every task with a curve (several ``k``). Random rank:
-    mean over seeds, band lowest to highest. (With controls: :mod:`arithmech.report.knockout_chart`.)
-    """
-    df = knockout[(knockout["kind"] == kind) & (knockout["positions"] == positions if "positions" in knockout else True)]
-    if tasks is not None:
-        df = df[df["task"].isin([tasks] if isinstance(tasks, str) else tasks)]
-    else:                                   # tasks with a curve (several k), not a single key-head point
-        curves = df.groupby("task")["k"].nunique()
-        df = df[df["task"].isin(curves[curves > 1].index)]
-    if df.empty:
-        raise ValueError(f"no knockout rows of kind {kind!r}")
-    x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)")
-    yfmt = alt.Axis(format="%")
-    color = alt.Color("order:N", title=None, legend=_BOTTOM, scale=alt.Scale(domain=["effect-rank", "random-rank"],
-                                                                              range=[PALETTE[0], PALETTE[6]]))
-    base = alt.Chart(df)
-    band = base.transform_filter(alt.datum.order == "random-rank").mark_area(opacity=0.25).encode(
-        x=x, y=alt.Y("min(accuracy):Q", title="accuracy", axis=yfmt, scale=alt.Scale(domain=[0, 1])),
-        y2="max(accuracy):Q", color=color)
-    line = base.mark_line(point=True).encode(
-        x=x, y=alt.Y("mean(accuracy):Q", title="accuracy"), color=color,
-        tooltip=["order:N", "k:Q", alt.Tooltip("mean(accuracy):Q", format=".1%", title="accuracy (mean)"),
-                 alt.Tooltip("min(accuracy):Q", format=".1%", title="lowest seed"),
-                 alt.Tooltip("max(accuracy):Q", format=".1%", title="highest seed")])
-    n_tasks = df["task"].nunique()
-    chart = alt.layer(band, line).properties(width=COLUMN if n_tasks == 1 else COLUMN // 2 - 20,
-                                             height=220 if n_tasks == 1 else 160)
-    if n_tasks > 1:
-        chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(df["task"]))),
-                            columns=2)
-    return chart.properties(title=fig_title(fig, f"knocking out {kind}s by effect rank vs random rank",
-                                            f"mean ablation over X_c {'at END' if positions == 'end' else 'at every position'}; "
-                                            "look: the red line (effect rank) should fall below the grey band "
-                                            "(random seeds)"))
-
 # ------------------------------------------------------------------------------ analyze charts
 ROLE_COLORS = {"A": "#c0392b", "B": "#e67e22", "operator": "#27ae60", "bos": "#95a5a6", "other": "#d5d8dc"}
 _ROLE_SCALE = alt.Scale(domain=list(ROLE_COLORS), range=list(ROLE_COLORS.values()))
