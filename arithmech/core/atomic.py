@@ -1,6 +1,7 @@
 """Atomic file writes: a reader sees the old file or the new one, never half of one."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -34,3 +35,12 @@ def dumps(obj: Any) -> str:
 
 def atomic_json(path: str | Path, obj: Any) -> Path:
     return atomic_write(path, dumps(obj))
+
+
+def sha256(path: Path) -> str:
+    """The sha256 hex digest of the file at ``path`` (read in 1 MiB chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -30,7 +30,6 @@ Example::
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -42,7 +41,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from arithmech.core.atomic import atomic_json, dumps
+from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
 from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 
 SCHEMA_VERSION = 1
@@ -143,14 +142,6 @@ def model_folder(results: str | Path, model: str) -> Path:
         raise ValueError(f"{folder} holds the results of model {owner!r}, not {model!r}: give --results the "
                          "results root or this model's own folder")
     return folder
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _serialise(name: str, obj: Any) -> str:
@@ -310,6 +301,13 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
 
 def exists(folder: str | Path, name: str) -> bool:
     return (Path(folder) / name).exists()
+
+
+def made_with(folder: str | Path, step: str, want: dict) -> bool:
+    """True when ``folder`` holds ``step``'s files and its ``run.json`` record has every parameter of ``want``
+    as given: a chapter's check before it reuses a step (other parameters: recompute, never reuse silently)."""
+    rec = read_run(folder)["steps"].get(step, {}).get("parameters", {}) if exists(folder, RUN) else {}
+    return exists(folder, step_files(step)[0]) and all(rec.get(k) == v for k, v in want.items()) and bool(rec)
 
 
 def read_step(folder: str | Path, step: str) -> dict[str, Any]:

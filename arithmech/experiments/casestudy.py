@@ -12,8 +12,8 @@ answers right (X_r). What the appendix needs beyond the pipeline's own steps:
   counterfactual and with the *operand* counterfactual (:func:`arithmech.data.pairs.make_operand_pairs`),
   and the heads both find;
 * :func:`ensure_identify`, :func:`ensure_analyze`, :func:`ensure_accuracy`: the appendix's results, read
-  from the model's results folder or computed (knockout curves on a coarser grid of k than the identify
-  command's, so that the chapter runs in minutes on 2 cores);
+  from the model's results folder when they were made with the same parameters, else computed by the
+  same functions the Identify and Analyze chapters call (the model is a parameter);
 
 Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.experiments.table1`. The commands::
 
@@ -25,11 +25,8 @@ Table 1 (base / full SFT / precise SFT) is :mod:`arithmech.experiments.table1`. 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
-from typing import Sequence
 import pandas as pd
-import torch
 
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
@@ -37,7 +34,6 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core import results as R
 from arithmech.experiments.measures import answer_scores
 
-from arithmech.experiments.casestudy_knockout import HEAD_KS, MLP_KS, lean_knockout  # noqa: F401 (the appendix's)
 
 
 # --------------------------------------------------------------------------- accuracy per template
@@ -110,141 +106,71 @@ def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.D
 
 
 # -------------------------------------------------------------------- the appendix's results files
-def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Fig. 4's ``(prompt, answer)`` cases with each prompt ending where this tokenizer's answer token
-    starts (SmolLM2: "281 + 135 =" → "281 + 135 = "; a prompt ending in a digit keeps no joiner)."""
-    out = []
-    for p, e in cases:
-        split = D.answer_split(tok, p, e, "" if p[-1:].isdigit() else " ")
-        out.append((split[0] if split else p, e))
-    return out
+BOOK_IDENTIFY = dict(task="all", n_samples=512, knockout_samples=128, pool_size=128, knockout_positions="both",
+                     prob=False)
+"""The book's identify scale for a 135M model on 2 cores: 512 pairs per operation (SmolLM2 answers about
+1 in 6 right on the last digit), 128 knockout prompts, a pool of 128 X_c per family, knockout at END and
+at every position; no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching
+time; the accuracy table has p({C})). ``identify``'s command defaults are 256 prompts and 512 X_c."""
 
 
-def top_transfer(model, tok, res, top: int = 10, heldout: str = "fig10", n_samples: int = 48, seed: int = 0) -> None:
-    """Fig. 4 and a held-out template family with the ``top`` heads by effect rank (no head of SmolLM2
-    passes the −5% threshold, so the threshold's key heads would be an empty set). Fills
-    ``res.transfer`` (the paper's cases, knocked out: the ``top`` heads of task ``all``) and
-    ``res.heldout`` (heads ranked on the samples outside ``heldout``, knocked out on fresh ``heldout``
-    pairs, against as many random heads)."""
-    from arithmech.methods.identify import effects_frame, ranking
-    from arithmech.experiments.paper import FIG4_CASES
-    from arithmech.methods.knockout import group_key, heldout_drop, mean_activations, transfer_table
-    from arithmech.methods.knockout_means import PoolMeans
-    held = {t.id for t in D.select_templates(heldout)}
-    every = [s for ss in res.tasks.values() for s in ss]
-    use = torch.tensor([s.template not in held for s in every])
-    primary = "all" if "all" in res.patched else next(iter(res.tasks))
-    res.transfer = transfer_table(model, tok, ranking(res.effects, primary)[0][:top], res.means,
-                                  tokenizer_cases(tok, FIG4_CASES))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        id_heads = ranking(effects_frame(res.patched[primary].select(use), "id", prob=False), "id")[0][:top]
-    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=res.params.get("answer_token", "first"))
-    means = res.means                              # the reference pool, when lean_knockout built one
-    if not isinstance(means, PoolMeans):
-        keep = [(s, group_key(s)) for s, u in zip(every, use.tolist()) if u]
-        means = mean_activations(model, tok, [s.corrupt for s, _ in keep], [k for _, k in keep])
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    r = heldout_drop(model, tok, id_heads, means, test, [(l, h) for l in range(L) for h in range(H)],
-                     res.params["n_random"], seed)
-    res.heldout = {"family": heldout, "heads_from": f"top {top} by effect rank on the other templates",
-                   "identified_on": int(use.sum()), "heads": [f"{l}.{h}" for l, h in id_heads],
-                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}), unfiltered", **r}
+def identify_record(seed: int = 0, device: str = "cpu", dtype: str = "float32", **params) -> dict:
+    """The parameters :func:`ensure_identify` asks of a recorded identify run before reusing it."""
+    return {**BOOK_IDENTIFY, **params, "seed": seed, "device": device, "dtype": dtype}
 
 
-def ensure_identify(model, tok, folder: str | Path, tasks="all", n_samples: int = 512, seed: int = 0,
-                    knockout_samples: int = 128, n_random: int = 20, heldout_samples: int = 48,
-                    operand_task: str = "addition", recompute: bool = False,
-                    knockout_positions: Sequence[str] = ("end", "all"), pool_size: int = 128) -> dict:
-    """The appendix's identify results in ``folder``: read them, or compute and write them when missing.
+def ensure_identify(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",
+                    dtype: str = "float32", seed: int = 0, operand_task: str = "addition", **params) -> dict:
+    """The identify step of ``model`` as the Identify chapter and ``python -m arithmech identify`` run it
+    (:func:`arithmech.methods.identify.run`, :data:`BOOK_IDENTIFY` updated by ``params``), computed only
+    when the model's folder holds no identify run made with these parameters; then the operand
+    counterfactual of ``operand_task`` (``folder/operand/``) and ``counterfactual_overlap.json``.
 
-    The defaults are the book's scale for a 135M model on 2 cores (128 knockout prompts, a pool of 128 X_c
-    per family, 20 random orders; ``identify``'s command defaults are 256 and 512).
-    Operator counterfactual on ``tasks`` (maps of Fig. 2 / 15, key heads) with :func:`lean_knockout`
-    curves and :func:`top_transfer` (Fig. 4 prompts; ``heldout_samples`` fresh Fig. 10 pairs); operand
-    counterfactual on ``operand_task`` in ``folder/operand/``; ``counterfactual_overlap.json``. No
-    probability columns (``prob=False``: the full-vocabulary softmax of every patched row would cost
-    about 40% of the patching time; the accuracy table has p({C})). Returns
-    :func:`arithmech.methods.identify.load_results` of both runs plus ``overlap``. Files made with other
-    parameters (another chapter's call, say) are recomputed, never silently reused.
-    """
-    from arithmech.methods.identify import identify, write_results
-    folder = Path(folder)
-    want = {"tasks": tasks, "n_samples": n_samples, "seed": seed, "knockout_samples": knockout_samples,
-            "n_random": n_random, "heldout_samples": heldout_samples, "pool_size": pool_size,
-            "knockout_positions": list(knockout_positions)}
-    if recompute or not same_parameters(folder, "identify", want):
-        res = identify(model, tok, tasks, n_samples=n_samples, seed=seed, knockout=False, transfer=False,
-                       n_random=n_random, prob=False)
-        res.knockout = lean_knockout(model, tok, res, knockout_samples, n_random, seed, knockout_positions, pool_size)
-        top_transfer(model, tok, res, 10, "fig10", heldout_samples, seed)
-        write_results(res, folder, extra={"tasks": tasks, "knockout": "arithmech.experiments.casestudy.lean_knockout",
-                                          "knockout_samples": knockout_samples, "n_random": n_random,
-                                          "knockout_positions": list(knockout_positions), "pool_size": pool_size,
-                                          "means": res.means.describe(),
-                                          "heldout_samples": heldout_samples})
-    if recompute or not R.exists(folder / "operand", "effects.csv"):
-        res = operand_identify(model, tok, operand_task, n_samples, seed, knockout=False, prob=False)
-        write_results(res, folder / "operand", extra={"counterfactual": "operand"})
-    # the operand run has no knockout (knockout=False writes an empty knockout.csv): read its effects only
-    out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")}}
-    out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
-    if recompute or not R.exists(folder, "counterfactual_overlap.json"):
+    Returns ``{"operator": identify's files (+ "run": its run.json record), "operand": {"effects"},
+    "overlap"}``."""
+    from arithmech.methods import identify as I
+    want = {**BOOK_IDENTIFY, **params, "seed": seed}
+    folder = R.model_folder(results, model)
+    fresh = recompute or not R.made_with(folder, "identify", identify_record(seed, device, dtype, **params))
+    if fresh:
+        I.run(model=model, results=results, device=device, dtype=dtype, overwrite=True, **want)
+    if fresh or not R.exists(folder / "operand", "effects.csv") or not R.exists(folder, "counterfactual_overlap.json"):
+        from arithmech.core.models import load_model
+        net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+        res = operand_identify(net, tok, operand_task, want["n_samples"], seed, knockout=False, prob=False)
+        I.write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model=model)
         R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
-            out["operator"]["effects"], out["operand"]["effects"], operand_task)}, {"operand_task": operand_task})
-    out["overlap"] = R.read(folder, "counterfactual_overlap.json")
+            R.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
+    out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")},
+           "overlap": R.read(folder, "counterfactual_overlap.json")}
+    out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
     return out
 
 
-def same_parameters(folder: str | Path, step: str, want: dict) -> bool:
-    """True when ``folder`` holds ``step``'s files made with every parameter in ``want`` as given."""
-    if not R.exists(Path(folder), R.step_files(step)[0]):
-        return False
-    rec = R.read_run(folder)["steps"].get(step, {}).get("parameters", {})
-    return all(rec.get(k) == v for k, v in want.items())
+def ensure_analyze(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",
+                   dtype: str = "float32", **params) -> dict:
+    """The analyze step of ``model`` as the Analyze chapter runs it (:func:`arithmech.methods.analyze.run`
+    with ``params``: ``n_samples``, ``seed``, ``prompt``, ...), computed only when the folder holds no
+    analyze run made with them. Its heads are identify's studied heads: the key heads, or the top 10 by
+    effect rank where none passes (:func:`arithmech.methods.effects.studied_heads`).
 
-
-def ensure_analyze(model, tok, folder: str | Path, n_samples: int = 128, seed: int = 0, top: int = 10,
-                   prompt: str = "4 + 3 = ", recompute: bool = False) -> dict:
-    """The analyze step on the ``top`` heads of highest effect rank (task ``all``), read from ``folder`` or
-    computed with the functions of :mod:`arithmech.methods.attention` and :mod:`arithmech.methods.mlp`: attention by role (with the KV head each query
-    head reads), MLP_in and MLP_out − MLP_in on W_U, start–inflection–end, the layer-by-layer top
-    numbers of ``prompt`` (ending with the space token, as this tokenizer needs).
-
-    Unlike ``python -m arithmech analyze`` this does not need heads past the −5% threshold (SmolLM2 has
-    none under the operator counterfactual). Writes the analyze files of the results contract.
-    """
+    Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
     from arithmech.methods import analyze as An
     from arithmech.methods import attention as At
-    from arithmech.methods import mlp as M
-    from arithmech.methods.identify import ranking
-    folder = Path(folder)
-    eff = R.read(folder, "effects.csv")
-    heads = ranking(eff, "all" if (eff.task == "all").any() else eff.task.iloc[0])[0][:top]
-    if recompute or not R.exists(folder, "analyze.json"):
-        samples = An.reference_samples(folder, n_samples, seed)
-        roles = At.attention_by_role(model, tok, samples)
-        mlp = M.mlp_projection(model, tok, samples)
-        stages = M.stage_layers(mlp)
-        tops = M.layer_top_numbers(model, tok, prompt, k=5).assign(prompt=prompt)
-        R.write_step(folder, "analyze", {
-            **An.attention_files(roles, heads), "mlp_projection.csv": mlp, "top_numbers.csv": tops, "analyze.json": {
-                "key_heads": An.key_head_summary(roles, heads),
-                "heads_from": f"top {top} by effect rank", "stages": {k: list(v) for k, v in stages.items()},
-                "final_norm": True, "prompt": prompt, "n_samples": len(samples)}},
-            {"parameters": {"n_samples": n_samples, "seed": seed, "top": top, "prompt": prompt},
-             "peak_memory": R.peak_memory()})
+    folder = R.model_folder(results, model)
+    if recompute or not R.made_with(folder, "analyze", {**params, "device": device, "dtype": dtype}):
+        An.run(model=model, results=results, device=device, dtype=dtype, overwrite=True, **params)
     roles = R.read(folder, "attention_roles.csv")
-    return {"roles": roles, "labels": At.label_heads(roles, heads), "baseline": R.read(folder, "attention_baseline.csv"),
-            "mlp": R.read(folder, "mlp_projection.csv"),
-            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}),
-            "summary": R.read(folder, "analyze.json")}
+    return {"roles": roles, "labels": At.label_heads(roles, An.load_key_heads(folder)[0]),
+            "baseline": R.read(folder, "attention_baseline.csv"), "mlp": R.read(folder, "mlp_projection.csv"),
+            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": R.read(folder, "analyze.json")}
 
 
 def ensure_accuracy(model, tok, folder: str | Path, n_per_template: int = 16, seed: int = 0,
                     recompute: bool = False) -> pd.DataFrame:
-    """``accuracy_by_template.csv`` of ``folder``, computed (every Fig. 8 / Fig. 10 template) when missing."""
-    if recompute or not R.exists(folder, "accuracy_by_template.csv"):
+    """``accuracy_by_template.csv`` of ``folder``, computed (every Fig. 8 / Fig. 10 template) when missing or
+    made with other parameters."""
+    if recompute or not R.made_with(folder, "accuracy", {"n_per_template": n_per_template, "seed": seed}):
         df = accuracy_by_template(model, tok, "all", n_per_template, seed)
         R.write_step(folder, "accuracy", {"accuracy_by_template.csv": df},
                      {"parameters": {"n_per_template": n_per_template, "seed": seed}})

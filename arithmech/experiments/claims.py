@@ -30,9 +30,9 @@ import pandas as pd
 from arithmech.core import results as R
 from arithmech.experiments.claims_finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.experiments.evidence import Context, Missing
+from arithmech.methods.effects import TOP     # "the top heads": the first TOP by effect rank (studied where none is key)
 
 THRESHOLD = -0.05          # the paper's key-head threshold (relative change of the answer logit)
-TOP = 10                   # "the top heads": the first TOP by effect rank
 K = 8                      # heads knocked out in the knockout claims
 
 
@@ -128,11 +128,9 @@ BY_ID = {r.id: r for r in RULES}
 # ------------------------------------------------------------------------------------ deciders
 def _key_heads(ctx: Context):
     hd = ctx.heads()
-    upper = hd["effect_hi"] if "effect_hi" in hd else hd["effect"]
-    key = hd[upper < THRESHOLD]
-    how = "bootstrap interval below" if "effect_hi" in hd else "effect below"
+    key = hd[hd["effect_hi"] < THRESHOLD]          # effects.csv v2 always has the interval (v1 is refused)
     names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
-    return (f"{len(key)} of {len(hd)} heads have their {how} {THRESHOLD:+.0%} ({names}); strongest: "
+    return (f"{len(key)} of {len(hd)} heads have their bootstrap interval below {THRESHOLD:+.0%} ({names}); strongest: "
             f"{hd.effect.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} prompts", len(key) > 0)
 
 

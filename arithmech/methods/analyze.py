@@ -23,14 +23,20 @@ from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layer
 
 
 # ------------------------------------------------------------------------------ results and CLI
-def load_key_heads(folder: str | Path) -> list[Head]:
-    """Key heads from ``key_heads.json`` (written by identify, checked by the results contract), ranked."""
-    rows = R.read(folder, "key_heads.json")["heads"]
+def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
+    """The heads to analyze from identify's files (checked by the results contract) and where they come
+    from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
+    (:func:`arithmech.methods.effects.studied_heads`, the rule every later step uses)."""
+    from arithmech.methods.effects import studied_heads
+    kh = R.read(folder, "key_heads.json")
     try:
-        return [(int(r["layer"]), int(r["head"])) for r in rows]
+        heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
     except (TypeError, KeyError, ValueError):
         raise R.ResultsError(f"{Path(folder) / 'key_heads.json'}: each head needs integer 'layer' and 'head'; "
                              "re-run python -m arithmech identify") from None
+    if heads:
+        return heads, "key heads"
+    return studied_heads(R.read(folder, "effects.csv"), kh["task"], kh["threshold"])
 
 
 def reference_samples(folder: Path, n: int, seed: int) -> list[D.Sample]:
@@ -74,9 +80,7 @@ def run(model: str = "embedded", results: str | Path = "results", n_samples: int
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
     folder = R.model_folder(results, model)
     R.check_writable(folder, "analyze", overwrite)
-    heads = load_key_heads(folder)
-    if not heads:
-        raise ValueError(f"{folder / 'key_heads.json'} lists no key heads: rerun identify with a higher --threshold")
+    heads, heads_from = load_key_heads(folder)
     samples = reference_samples(folder, n_samples, seed)
     t0 = time.time()
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="eager")
@@ -85,7 +89,7 @@ def run(model: str = "embedded", results: str | Path = "results", n_samples: int
     mlp = mlp_projection(net, tok, samples, final_norm=final_norm, batch_size=batch_size)
     stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
     top = layer_top_numbers(net, tok, prompt, k=5, final_norm=final_norm)
-    summary = {"key_heads": key_head_summary(roles, heads),
+    summary = {"key_heads": key_head_summary(roles, heads), "heads_from": heads_from,
                "stages": {k: list(v) for k, v in stages.items()}, "final_norm": final_norm, "prompt": prompt,
                "n_samples": len(samples)}
     R.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,

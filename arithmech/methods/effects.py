@@ -82,3 +82,20 @@ def key_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05) -> dic
             "rule": f"{KEY_RULE}: the whole 95% percentile bootstrap interval of the mean effect (resampling "
                     "prompts) lies below the threshold",
             "n_heads_mean_below": n_below, "heads": heads, "mlps": mlps}
+
+
+TOP = 10                      # heads studied where none is key (SmolLM2: no interval passes -5%)
+
+
+def studied_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05, top: int = TOP) -> tuple[list, str]:
+    """The heads a later step studies, and where they come from: the key heads of ``task``
+    (:func:`key_heads`), or, where none passes ``threshold``, the ``top`` heads of most negative effect
+    (:func:`ranking`). One rule for every model: knockout at every position, the transfer test and
+    analyze use it, so a model without key heads is studied on its strongest heads, and says so.
+
+    Returns ``([(layer, head), ...], source)``, ``source`` ``"key heads"`` or ``"top <top> by effect rank
+    (no key head)"``."""
+    key = [(h["layer"], h["head"]) for h in key_heads(effects, task, threshold)["heads"]]
+    if key:
+        return key, "key heads"
+    return ranking(effects, task)[0][:top], f"top {top} by effect rank (no key head)"

@@ -175,8 +175,7 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
         raise ValueError(f"effects hold no head rows of task {task!r}; tasks: {sorted(effects['task'].unique())}")
     df = df.assign(layer=df["layer"].astype(int), head=df["head"].astype(int)).sort_values(
         ["effect", "layer", "head"], kind="stable")
-    upper = df["effect_hi"] if "effect_hi" in df else df["effect"]       # identify's rule: the whole interval
-    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in upper]
+    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in df["effect_hi"]]   # identify's rule
     return pd.DataFrame({"rank": range(1, len(df) + 1), "layer": df["layer"].to_numpy(), "head": df["head"].to_numpy(),
                          "name": [f"{l}.{h}" for l, h in zip(df["layer"], df["head"])],
                          "effect": df["effect"].to_numpy(), "key_at": key_at})

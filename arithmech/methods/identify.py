@@ -38,12 +38,11 @@ from arithmech.core.progress import Progress
 from arithmech.core.memory import PeakMemory
 from arithmech.data import pairs as D
 from arithmech.data.answer_tokens import answer_token_table
-from arithmech.data import templates as T
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods import knockout_run as KR
 from arithmech.methods.knockout_run import KNOCKOUT_POSITIONS, describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking  # noqa: F401 (public names here too)
+from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 
@@ -210,17 +209,18 @@ def concat_patched(ps: Sequence[Patched]) -> Patched:
     return Patched(*(cat(f) for f in PATCHED_FIELDS))
 
 
-def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> list[tuple[int, int]]:
-    """Key heads recomputed from the samples outside the ``heldout`` family (for the transfer test)."""
+def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tuple[int, int]], str]:
+    """The studied heads (:func:`~arithmech.methods.effects.studied_heads`: key heads, else the top ones)
+    recomputed from the samples outside the ``heldout`` family (for the transfer test), and their source."""
     held_ids = {t.id for t in D.select_templates(heldout)}
     use = torch.tensor([s.template not in held_ids for ss in res.tasks.values() for s in ss])
     if not use.any():
-        return []
+        return [], "no sample outside the held-out family"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         eff = effects_frame(concat_patched([res.patched[t] for t in res.tasks]).select(use), "id", False,
                             res.params["n_boot"], res.params["seed"])
-    return [(h["layer"], h["head"]) for h in key_heads(eff, "id", res.params["threshold"])["heads"]]
+    return studied_heads(eff, "id", res.params["threshold"])
 
 
 # ---------------------------------------------------------------------------------------- files

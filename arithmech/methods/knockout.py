@@ -124,8 +124,10 @@ def group_key(s: Sample) -> str:
 
 @torch.no_grad()
 def activations(model, tok, prompts: Sequence[str], batch_size: int = 64):
-    """Yield ``(indices, z, m)`` per batch of equal-length prompts: every layer's head outputs
-    ``z (b, L, seq, H*dh)`` (o_proj input) and MLP outputs ``m (b, L, seq, d)``, as float32 on the CPU."""
+    """Yield ``(i, z, m)`` for each prompt ``prompts[i]`` (batches of equal-length prompts run together):
+    every layer's head outputs ``z (L, seq, H*dh)`` (o_proj input) and MLP outputs ``m (L, seq, d)``,
+    float32 on the CPU. One prompt at a time, and a batch's captures are dropped before the next batch
+    runs: the peak is one batch's captures, not a stacked ``(b, L, seq, ·)`` copy beside them."""
     arch, L = arch_for(model), model.config.num_hidden_layers
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
@@ -140,8 +142,11 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = 64):
             TraceDict(model, ms, retain_output=False, edit_output=grab):
         for idx, ids in group_by_length(tok, prompts, batch_size):
             model(ids.to(dev), logits_to_keep=1, use_cache=False)
-            yield (idx, torch.stack([got[n] for n in zs], 1).float().cpu(),
-                   torch.stack([got[n] for n in ms], 1).float().cpu())
+            z = [got.pop(n).float().cpu() for n in zs]                 # L x (b, seq, H*dh)
+            m = [got.pop(n).float().cpu() for n in ms]                 # L x (b, seq, d)
+            for r, i in enumerate(idx):
+                yield i, torch.stack([x[r] for x in z]), torch.stack([x[r] for x in m])
+            z = m = None
 
 
 def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable],
@@ -155,12 +160,11 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
     sums_z: dict = {}
     sums_m: dict = {}
     count: dict = {}
-    for idx, z, m in activations(model, tok, prompts, batch_size):   # z: (b, L, seq, H*dh), m: (b, L, seq, d)
-        for r, i in enumerate(idx):
-            k = (keys[i], z.shape[2])
-            sums_z[k] = sums_z.get(k, 0) + z[r]
-            sums_m[k] = sums_m.get(k, 0) + m[r]
-            count[k] = count.get(k, 0) + 1
+    for i, z, m in activations(model, tok, prompts, batch_size):     # z: (L, seq, H*dh), m: (L, seq, d)
+        k = (keys[i], z.shape[1])
+        sums_z[k] = sums_z.get(k, 0) + z
+        sums_m[k] = sums_m.get(k, 0) + m
+        count[k] = count.get(k, 0) + 1
     return Means({k: v / count[k] for k, v in sums_z.items()}, {k: v / count[k] for k, v in sums_m.items()}, count)
 
 
@@ -225,12 +229,15 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
             TraceDict(model, ms, retain_output=False, edit_output=edit_m):
         for idx, ids in group_by_length(tok, prompts, batch_size):
             b, seq = ids.shape
-            look = [means.lookup(None if keys is None else keys[i], seq) for i in idx]
-            st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq, H*dh)
-            st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq, d)
-            prefix = None
-            if positions == "end" and seq > 1:
-                st["z"], st["mlp"] = st["z"][:, :, -1:], st["mlp"][:, :, -1:]
+            end = positions == "end" and seq > 1
+            look = []
+            for i in idx:                                              # END only: keep one position per prompt
+                z, m = means.lookup(None if keys is None else keys[i], seq)
+                look.append((z[:, -1:].clone(), m[:, -1:].clone()) if end else (z, m))
+            st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq or 1, H*dh)
+            st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq or 1, d)
+            look, prefix = None, None
+            if end:
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
                 prefix = model(ids[:, :-1].to(dev), logits_to_keep=1, use_cache=True).past_key_values  # clean
             G = max(1, min(max_rows, max_tokens // seq) // b)

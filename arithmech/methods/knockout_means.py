@@ -61,6 +61,7 @@ class PoolMeans:
     folds: int
     min_group: int
     group: dict = field(default_factory=dict)     # (template, seq) -> [z (F, L, seq, ·), m, n (F,)]
+    usable: set | None = None                     # the groups prune() would keep, when known before adding
     family: dict = field(default_factory=dict)    # family -> [z (F, L, T, ·), m, n (F, T)] right-aligned
     sizes: dict = field(default_factory=dict)     # family -> pool prompts drawn
     is_pooled = False
@@ -70,11 +71,12 @@ class PoolMeans:
         """Add one pool prompt (``key`` = :func:`pool_key`; ``z (L, seq, H*dh)``, ``m (L, seq, d)``)."""
         template, fam, a, b = key
         f, seq = fold(a, b, self.folds), z.shape[1]
-        g = self.group.setdefault((template, seq), [torch.zeros(self.folds, *z.shape), torch.zeros(self.folds, *m.shape),
-                                                    torch.zeros(self.folds)])
-        g[0][f] += z
-        g[1][f] += m
-        g[2][f] += 1
+        if self.usable is None or (template, seq) in self.usable:       # else no prompt can use the group
+            g = self.group.setdefault((template, seq), [torch.zeros(self.folds, *z.shape),
+                                                        torch.zeros(self.folds, *m.shape), torch.zeros(self.folds)])
+            g[0][f] += z
+            g[1][f] += m
+            g[2][f] += 1
         for name in (fam, ALL):
             e = self.family.get(name)
             if e is None or e[0].shape[2] < seq:                   # grow the right-aligned window
@@ -89,6 +91,15 @@ class PoolMeans:
             e[0][f, :, T - seq:] += z
             e[1][f, :, T - seq:] += m
             e[2][f, T - seq:] += 1
+
+    def plan(self, keys: Sequence[tuple], lengths: Sequence[int]) -> None:
+        """Know the groups before adding (``keys`` = :func:`pool_key` and token ``lengths`` of every pool
+        prompt still to come): :meth:`add` then never allocates a group :meth:`prune` would drop (the
+        peak memory of a pool over many templates and lengths; the sums kept are the same)."""
+        counts: dict = {}
+        for (template, _, a, b), seq in zip(keys, lengths):
+            counts.setdefault((template, seq), [0] * self.folds)[fold(a, b, self.folds)] += 1
+        self.usable = {k for k, n in counts.items() if sum(n) - min(n) >= self.min_group}
 
     def prune(self) -> None:
         """Drop the groups no prompt can use (fewer than ``min_group`` outside every fold): memory only,
@@ -166,11 +177,17 @@ def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int 
         if t.id not in [u.id for u in by_family.get(t.family, [])]:
             by_family.setdefault(t.family, []).append(t)
     pm = PoolMeans(folds, min_group)
-    for fam in sorted(by_family):
-        pool, _ = D.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token)
+    pools = {fam: D.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token)[0]
+             for fam in sorted(by_family)}
+    every = [s for pool in pools.values() for s in pool]
+    lengths = [0] * len(every)
+    for idx, ids in D.group_by_length(tok, [s.corrupt for s in every], batch_size):
+        for i in idx:
+            lengths[i] = ids.shape[1]
+    pm.plan([pool_key(s) for s in every], lengths)
+    for fam, pool in pools.items():
         pm.sizes[fam] = len(pool)
-        for idx, z, m in activations(model, tok, [s.corrupt for s in pool], batch_size):
-            for r, i in enumerate(idx):
-                pm.add(pool_key(pool[i]), z[r], m[r])
+        for i, z, m in activations(model, tok, [s.corrupt for s in pool], batch_size):
+            pm.add(pool_key(pool[i]), z, m)
     pm.prune()
     return pm

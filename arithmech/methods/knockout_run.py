@@ -14,6 +14,7 @@ claim "the ablation removes the information" (holds / does not hold).
 """
 from __future__ import annotations
 
+import math
 import zlib
 from collections import Counter
 from typing import Sequence
@@ -26,6 +27,7 @@ from arithmech.experiments.paper import FIG4_CASES
 from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop,
                                         knockout_curve, mean_activations, mean_sources, transfer_table,
                                         with_interval)
+from arithmech.methods.effects import studied_heads
 from arithmech.methods.knockout_means import PoolMeans, build_pool
 
 KNOCKOUT_POSITIONS = ("end", "all", "both")
@@ -37,17 +39,26 @@ COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "corre
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample], n: int, seed: int,
-                 batch_size: int = 64, rounds: int = 4, answer_token: str = "first") -> list[D.Sample]:
+                 batch_size: int = 64, max_draw: int = 40, answer_token: str = "first") -> list[D.Sample]:
     """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
-    ``templates`` that the model answers right, drawn from a stream of their own (at most ``rounds``
-    draws of twice what is missing). ``templates=None`` (ready-made samples): ``base[:n]``."""
+    ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
+    twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
+    ``n`` are kept or ``max_draw * n`` pairs were drawn (a model that answers few prompts right, such as
+    SmolLM2 on the last digit, still gets ``n`` when it can). ``templates=None`` (ready-made samples):
+    ``base[:n]``."""
     out = list(base)[:n]
-    for r in range(rounds if templates else 0):
-        if len(out) >= n:
-            break
-        more, _ = D.make_pairs(tok, templates, n=2 * (n - len(out)),
+    drawn = kept = r = 0
+    while templates and len(out) < n and drawn < max_draw * n:
+        missing = n - len(out)
+        want = 2 * missing if drawn == 0 else math.ceil(1.25 * missing * drawn / max(kept, 1))
+        want = min(want, max_draw * n - drawn)
+        more, _ = D.make_pairs(tok, templates, n=want,
                                seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token)
-        out += D.filter_correct(model, tok, more, batch_size)[0][:n - len(out)]
+        if not more:
+            break
+        ok = D.filter_correct(model, tok, more, batch_size)[0]
+        drawn, kept, r = drawn + len(more), kept + len(ok), r + 1
+        out += ok[:missing]
     return out
 
 
@@ -89,26 +100,40 @@ def task_knockout(model, tok, samples: Sequence[D.Sample], means, ranking: tuple
     """One task's knockout rows (:data:`COLUMNS`) at each of ``positions``.
 
     ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.methods.identify.ranking`);
-    ``key``: :func:`arithmech.methods.identify.key_heads` of the task (random draws avoid its heads and
-    MLPs). ``full``: the whole Fig. 3 curve (effect rank on ``ks``, heads and MLPs; random orders at
-    :data:`RANDOM_HEAD_KS` / :data:`RANDOM_MLP_KS` and the key counts) at the first position setting,
-    else, and at the others, the key heads vs as many random heads only."""
+    ``key``: :func:`arithmech.methods.identify.key_heads` of the task. ``full`` (the primary task):
+
+    * at the first position setting, the whole Fig. 3 curve: effect rank on ``ks``, heads and MLPs, and
+      random orders at :data:`RANDOM_HEAD_KS` / :data:`RANDOM_MLP_KS` and at the key counts; a random
+      draw never holds a key component nor any of the top ``max(random ks)`` by effect rank (the ones the
+      effect-rank point it is compared with knocks out);
+    * at the other settings, the studied heads (the key heads, or the top ``RANDOM_HEAD_KS[0]`` by effect
+      rank where none is key) vs as many random heads outside them.
+
+    Not ``full`` (the other tasks): their key heads vs as many random non-key heads, at every setting
+    (nothing where a task has no key head). Every setting gets the sanity rows."""
     cfg = model.config
     L, H = cfg.num_hidden_layers, cfg.num_attention_heads
     heads, mlps = ranking
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
     universe = [(l, h) for l in range(L) for h in range(H)]
+    rk_h = sorted({*RANDOM_HEAD_KS, len(key_h)} - {0})
+    rk_m = sorted({*RANDOM_MLP_KS, len(key_m)} - {0})
+    avoid_h = list(dict.fromkeys(key_h + heads[:max(rk_h)]))
+    avoid_m = list(dict.fromkeys(key_m + mlps[:max(rk_m)]))
+    studied = key_h or heads[:RANDOM_HEAD_KS[0]]
     src = mean_sources(tok, samples, means)
     frames = []
     for i, pos in enumerate(positions):
         kw = dict(n_random=n_random, seed=seed, batch_size=batch_size, positions=pos)
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
-            plan = [("head", heads, universe, key_h, hk, sorted({*RANDOM_HEAD_KS, len(key_h)} - {0})),
-                    ("mlp", mlps, list(range(L)), key_m, default_ks(L), sorted({*RANDOM_MLP_KS, len(key_m)} - {0}))]
+            plan = [("head", heads, universe, avoid_h, hk, rk_h),
+                    ("mlp", mlps, list(range(L)), avoid_m, default_ks(L), rk_m)]
+        elif full:
+            plan = [("head", studied, universe, studied, [len(studied)], [len(studied)])]
         else:
-            plan = [("head", heads, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [])]
+            plan = [("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [])]
         for kind, rank, uni, ex, kk, rk in plan:
             frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
                                          **kw).assign(positions=pos, mean_source=src))
@@ -167,18 +192,23 @@ def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int
     return mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
 
 
-def run_transfer(res, model, tok, id_heads: Sequence, heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
+def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
                  batch_size: int = 64, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
     :class:`~arithmech.methods.identify.IdentifyResult`; ``id_heads``: key heads found without the
-    ``heldout`` templates, :func:`arithmech.methods.identify.heldout_heads`). ``res.means`` is a reference
-    pool that covers the held-out family, so its prompts get their own family's per-position means."""
+    ``heldout`` templates and where they come from, :func:`arithmech.methods.identify.heldout_heads`).
+    Fig. 4 knocks out the studied heads of the primary task (:func:`arithmech.methods.effects.studied_heads`:
+    the key heads, or the top ones where none is key), its prompts cut where this tokenizer's answer token
+    starts (:func:`tokenizer_cases`). ``res.means`` is a reference pool that covers the held-out family,
+    so its prompts get their own family's per-position means."""
+    id_heads, id_source = id_heads
     held_ids = {t.id for t in D.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     keep = [s for s in every if s.template not in held_ids]
-    heads = [(h["layer"], h["head"]) for h in res.key_heads["heads"]]
+    primary = res.key_heads["task"]
+    heads, _ = studied_heads(res.effects, primary, res.params["threshold"])
     positions = split_positions(res.params["knockout_positions"])[0]
-    res.transfer = transfer_table(model, tok, heads, res.means, cases, positions=positions)
+    res.transfer = transfer_table(model, tok, heads, res.means, tokenizer_cases(tok, cases), positions=positions)
     cfg = model.config
     universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
     if not keep:
@@ -192,9 +222,21 @@ def run_transfer(res, model, tok, id_heads: Sequence, heldout: str = "fig10", n_
     r = heldout_drop(model, tok, id_heads, means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
                      positions=positions)
     res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
+                   "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
                                    f"answer_token={variant!r}), unfiltered",
                    "positions": positions, **r}
+
+
+def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Fig. 4's ``(prompt, answer)`` cases with each prompt ending where this tokenizer's answer token
+    starts (SmolLM2: "281 + 135 =" → "281 + 135 = ", its space is a token of its own; a prompt ending in a
+    digit gets no joiner); a case whose answer starts inside a token is kept as written."""
+    out = []
+    for p, e in cases:
+        split = D.answer_split(tok, p, e, "" if p[-1:].isdigit() else " ")
+        out.append((split[0] if split else p, e))
+    return out
 
 
 def describe_means(means) -> str:

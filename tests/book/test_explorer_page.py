@@ -3,8 +3,8 @@ and drives it like a reader: picking another prompt in the dropdown changes the 
 threshold slider changes the key heads, and clicking a head in the effects map shows its attention alone.
 
 The page comes from ``ARITHMECH_BOOK_HTML`` (an already built book) or, by default, from a one-page book built
-here: the chapter executed by the book runner on the embedded model (small sizes; identify's files written first
-by a small identify run) in a temporary root.
+here: the chapter executed by the book runner on both models (small sizes; the embedded model's identify files
+written first by a small identify run, SmolLM2's copied from the shipped results) in a temporary root.
 Marked ``slow``."""
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from browser import Browser, require_browser
 from arithmech.report import book
 
 REPO = Path(__file__).resolve().parents[2]
+SHIPPED = Path("results") / "smollm2-135m"          # the book's SmolLM2 results, committed (see .gitignore)
+MODELS_ON_PAGE = 2                                  # the embedded model and SmolLM2
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +55,8 @@ def explorer_html(tmp_path_factory) -> Path:
     net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
     res = I.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, root / "results" / "embedded", model="embedded")
-    book.build(root, only="explorer", sets=["explorer.models=[embedded]", "explorer.n_prompts=48",
+    shutil.copytree(REPO / SHIPPED, root / SHIPPED)     # SmolLM2's identify files: shipped with the repository
+    book.build(root, only="explorer", sets=["explorer.models=[embedded, smollm2-135m]", "explorer.n_prompts=48",
                                             "explorer.n_reference=32"])
     return root / "_build" / "html" / "book" / "explorer.html"
 
@@ -67,14 +70,12 @@ def _header(state: dict) -> str:
 
 
 def test_explorer_page_draws_offline_and_its_controls_change_the_views(explorer_html):
-    """Protects issue 16 item 4 as a reader meets it: the explorer draws from file:// with no request and no
-    console error; choosing another prompt redraws the header and the top-5 bars (a prompt with another answer
-    token gets other bars); the slider changes the threshold line and the outlined key heads; clicking a head
-    in the effects map leaves exactly that head in the attention view, and a double-click brings the key
-    heads back."""
-    from selenium.webdriver.common.action_chains import ActionChains
+    """Protects issue 16 item 4 as a reader meets it, for every model's view on the page (the embedded model
+    and SmolLM2): the explorer draws from file:// with no request and no console error; choosing another
+    prompt redraws the header and the top-5 bars (a prompt with another answer token gets other bars); the
+    slider changes the threshold line and the outlined key heads; clicking a head in the effects map leaves
+    exactly that head in the attention view, and a double-click brings the key heads back."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
     require_browser()
     assert explorer_html.exists(), explorer_html
     with Browser() as b:
@@ -83,44 +84,54 @@ def test_explorer_page_draws_offline_and_its_controls_change_the_views(explorer_
         assert r.counts["charts"] == r.counts["drawn"] >= 1
         d = b.driver
         charts = d.find_elements(By.CSS_SELECTOR, ".arithmech-chart")
-        k = next(i for i, c in enumerate(charts) if c.find_elements(By.CSS_SELECTOR, ".vega-bindings select"))
-        state = lambda: d.execute_script(STATE_JS, k)
-        s0 = state()
-        assert len(s0["options"]) >= 40 and len(_top5(s0)) == 10           # 5 intact + 5 knocked out
-        answer = lambda s: _header(s).split("answer token “")[1].split("”")[0]
-
-        # (a) another prompt: the header names it; one with another answer token has other top-5 bars
-        select = Select(charts[k].find_element(By.CSS_SELECTOR, ".vega-bindings select"))
-        for i in range(1, len(s0["options"])):
-            select.select_by_index(i)
-            s1 = state()
-            shown = s0["options"][i].split(": ", 1)[1].rstrip("…")
-            assert _header(s1).startswith(f"prompt “{shown}"), (_header(s1), shown)
-            if answer(s1) != answer(s0):
-                break
-        assert answer(s1) != answer(s0) and _top5(s1) != _top5(s0)
-
-        # the slider: loosest threshold → another threshold line, more outlined key heads
-        lo, hi, v = s1["range"]
-        line = lambda s: next(t for t in s["texts"] if t.startswith("threshold "))
-        d.execute_script("const r = document.querySelectorAll('.arithmech-chart')[arguments[0]]"
-                         ".querySelector('.vega-bindings input[type=range]'); r.value = r.max;"
-                         "r.dispatchEvent(new Event('input', {bubbles: true}));", k)
-        s2 = state()
-        assert s2["range"][2] == hi != v and line(s2) != line(s1) and s2["outlined"] > s1["outlined"]
-
-        # (b) click a head in the effects map: only its row stays in the attention view
-        cells = [p for p in charts[k].find_elements(By.CSS_SELECTOR, "svg path[aria-label]")
-                 if "attention: shown" in (p.get_attribute("aria-label") or "")]
-        target = next(c for c in cells if "rank: 2;" in c.get_attribute("aria-label"))
-        name = re.search(r"name: ([\d.]+)", target.get_attribute("aria-label")).group(1)
-        rows = lambda s: {t[5:] for t in s["texts"] if re.fullmatch(r"head \d+\.\d+", t)}   # the strip's row labels
-        before = rows(s2)
-        assert len(before) >= 2                                             # several key heads at the loosest step
-        ActionChains(d).move_to_element(target).click().perform()
-        s3 = state()
-        assert rows(s3) == {name}, (name, rows(s3))
-        ActionChains(d).move_to_element(target).double_click().perform()
-        assert rows(state()) == before
+        views = [i for i, c in enumerate(charts) if c.find_elements(By.CSS_SELECTOR, ".vega-bindings select")]
+        assert len(views) == MODELS_ON_PAGE, views
+        for k in views:
+            drive(d, charts[k], k)
         severe = [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == []                                                 # nothing logged while driving it
+
+
+def drive(d, chart, k: int) -> None:
+    """Drive one model's explorer view (chart container ``k``) as a reader would; assert what changes."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    state = lambda: d.execute_script(STATE_JS, k)
+    s0 = state()
+    assert len(s0["options"]) >= 40 and len(_top5(s0)) == 10           # 5 intact + 5 knocked out
+    answer = lambda s: _header(s).split("answer token “")[1].split("”")[0]
+
+    # (a) another prompt: the header names it; one with another answer token has other top-5 bars
+    select = Select(chart.find_element(By.CSS_SELECTOR, ".vega-bindings select"))
+    for i in range(1, len(s0["options"])):
+        select.select_by_index(i)
+        s1 = state()
+        shown = s0["options"][i].split(": ", 1)[1].rstrip("…")
+        assert _header(s1).startswith(f"prompt “{shown}"), (_header(s1), shown)
+        if answer(s1) != answer(s0):
+            break
+    assert answer(s1) != answer(s0) and _top5(s1) != _top5(s0)
+
+    # the slider: loosest threshold → another threshold line, more outlined key heads
+    lo, hi, v = s1["range"]
+    line = lambda s: next(t for t in s["texts"] if t.startswith("threshold "))
+    d.execute_script("const r = document.querySelectorAll('.arithmech-chart')[arguments[0]]"
+                     ".querySelector('.vega-bindings input[type=range]'); r.value = r.max;"
+                     "r.dispatchEvent(new Event('input', {bubbles: true}));", k)
+    s2 = state()
+    assert s2["range"][2] == hi != v and line(s2) != line(s1) and s2["outlined"] > s1["outlined"]
+
+    # (b) click a head in the effects map: only its row stays in the attention view
+    cells = [p for p in chart.find_elements(By.CSS_SELECTOR, "svg path[aria-label]")
+             if "attention: shown" in (p.get_attribute("aria-label") or "")]
+    target = next(c for c in cells if "rank: 2;" in c.get_attribute("aria-label"))
+    name = re.search(r"name: ([\d.]+)", target.get_attribute("aria-label")).group(1)
+    rows = lambda s: {t[5:] for t in s["texts"] if re.fullmatch(r"head \d+\.\d+", t)}   # the strip's row labels
+    before = rows(s2)
+    assert len(before) >= 2                                             # several key heads at the loosest step
+    ActionChains(d).move_to_element(target).click().perform()
+    s3 = state()
+    assert rows(s3) == {name}, (name, rows(s3))
+    ActionChains(d).move_to_element(target).double_click().perform()
+    assert rows(state()) == before

@@ -207,3 +207,21 @@ def test_a_prompt_longer_than_the_pool_gets_the_right_aligned_mean_and_the_overa
     z, m = pm.lookup(None, 5)
     assert z.shape == (1, 5, 2) and m.shape == (1, 5, 1) and pm.source(None, 5) == "all-families"
     assert z[0, :, 0].tolist() == pytest.approx([1.8, 1.8, 1.0, 2.0, 2.0])   # beyond: (1·3 + 3·2) / 5; then 1, (1+3)/2, (1+3)/2
+
+
+def test_planned_pool_allocates_only_the_groups_prune_keeps(embedded_model):
+    """Protects the pool's memory fix: knowing the groups before adding (``PoolMeans.plan``) allocates
+    exactly the groups ``prune`` keeps, with bit-identical sums, so the lookups are unchanged."""
+    model, tok, _ = embedded_model
+    planned = build_pool(model, tok, TPLS, pool_size=40, seed=3, folds=4, min_group=34)   # keeps one of two
+    pm = PoolMeans(4, 34)                                # the same pool, every group allocated, then pruned
+    for fam in sorted({t.family for t in TPLS}):
+        drawn, _ = D.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam))
+        for s in drawn:
+            pm.add(pool_key(s), *capture(model, tok, s.corrupt))
+    allocated = len(pm.group)
+    pm.prune()
+    assert sorted(planned.group) == sorted(pm.group) and allocated > len(pm.group) > 0
+    for k, (z, m, n) in planned.group.items():
+        torch.testing.assert_close(z, pm.group[k][0], atol=1e-5, rtol=1e-5)
+        assert torch.equal(n, pm.group[k][2])

@@ -15,7 +15,8 @@ from arithmech.report import explorer_views as V
 def _effects() -> pd.DataFrame:
     rows = [("all", 0, "0", -0.30), ("all", 0, "1", -0.03), ("all", 1, "0", -0.012), ("all", 1, "1", 0.02),
             ("all", 0, "mlp", -0.5), ("addition", 0, "0", -0.9)]
-    return pd.DataFrame(rows, columns=["task", "layer", "head", "effect"])
+    df = pd.DataFrame(rows, columns=["task", "layer", "head", "effect"])
+    return df.assign(effect_hi=df.effect + 0.001)       # the interval's upper end, as effects.csv v2 has it
 
 
 def test_head_steps_rank_heads_and_mark_their_first_step():

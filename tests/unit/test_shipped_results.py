@@ -1,0 +1,61 @@
+"""The SmolLM2 results shipped in ``results/smollm2-135m/`` are what the book would compute: every file reads
+through the results contract at its current format version, each step was made with the parameters the SmolLM2
+appendix asks for (so the book reuses them instead of silently showing another run), and no file holds a path of
+the machine that made it."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from arithmech.core import results as R
+from arithmech.experiments import casestudy
+
+REPO = Path(__file__).resolve().parents[2]
+FOLDER = REPO / "results" / "smollm2-135m"
+STEPS = ("identify", "analyze", "accuracy", "stability", "beyond")
+
+
+def appendix_parameters() -> dict:
+    """The SmolLM2 appendix's ``parameters`` cell, evaluated as literals (no code runs)."""
+    nb = json.loads((REPO / "book" / "appendix_smollm2.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    out = {}
+    for node in ast.parse("".join(cell["source"])).body:
+        if isinstance(node, ast.Assign):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def test_every_shipped_step_reads_at_the_current_format():
+    """Protects the shipped files against a schema change: each step's files are present and pass the
+    results contract's checked reads (format version, columns, inputs' hashes)."""
+    steps = R.read_run(FOLDER)["steps"]
+    for step in STEPS:
+        assert step in steps, f"results/smollm2-135m has no {step} run: make it with the chapter"
+        got = R.read_step(FOLDER, step)
+        assert set(got) == {n.rsplit(".", 1)[0] for n in R.step_files(step) if R.exists(FOLDER, n)} and got
+
+
+def test_shipped_steps_were_made_with_the_appendix_parameters():
+    """Protects the book from showing a stale run: the appendix reuses identify, analyze and accuracy only
+    when made with its parameters (``R.made_with``), and these files pass that check, so a change of the
+    appendix's parameters without re-running them fails here, not silently in the book."""
+    p = appendix_parameters()
+    assert R.made_with(FOLDER, "identify", casestudy.identify_record(
+        p["seed"], p["device"], p["dtype"], n_samples=p["n_samples"], knockout_samples=p["knockout_samples"],
+        n_random=p["random_orders"]))
+    assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
+                                           "dtype": p["dtype"]})
+    assert R.made_with(FOLDER, "accuracy", {"n_per_template": p["n_per_template"], "seed": p["seed"]})
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FOLDER.rglob("*") if p.is_file()), ids=lambda p: p.name)
+def test_no_shipped_file_names_a_machine_path(path):
+    """Protects the rule that this machine's paths are never printed: no shipped results file holds an
+    absolute path (a home, /tmp, /work, a venv)."""
+    text = path.read_text(errors="replace")
+    assert not re.search(r"(?<![\w.])/(?:home|root|tmp|work|Users|opt|var)/", text), path
