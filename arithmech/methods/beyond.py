@@ -116,6 +116,27 @@ def run(model: str = "embedded", results: str | Path = "results", receivers: int
     return {**out, "folder": folder, "model": net, "tok": tok}
 
 
+def ensure(model: str = "embedded", results: str | Path = "results", recompute: bool = False,
+           identify_samples: int = 512, **params) -> dict:
+    """The step's results for ``model``: read from its folder when ``run.json`` records a ``beyond`` run made
+    with ``params`` (:func:`run`'s arguments: ``receivers``, ``ig_steps``, ``n_samples``, ``seed``, ``device``,
+    ``dtype``, ...), else computed by :func:`run`. Identify's files come first: the Identify chapter's (or
+    the SmolLM2 appendix's, which ship with the repository); where none exist, the book's identify run is
+    made (:func:`arithmech.experiments.casestudy.ensure_identify`, ``identify_samples`` pairs per operation).
+
+    Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
+    folder = R.model_folder(results, model)
+    if not R.exists(folder, "key_heads.json"):
+        from arithmech.experiments.casestudy import ensure_identify
+        ensure_identify(model, results, device=params.get("device", "cpu"), dtype=params.get("dtype", "float32"),
+                        seed=params.get("seed", 0), n_samples=identify_samples)
+    if recompute or not R.made_with(folder, "beyond", {"model": model, **params}):
+        run(model=model, results=results, overwrite=True, **params)
+    eap = R.read(folder, "eap.csv")
+    return {"model": model, "summary": summary(folder), "eap": eap, "upstream": R.read(folder, "upstream.csv"),
+            "n_layers": int(eap["layer"].max()) + 1}
+
+
 def summary(folder: str | Path) -> dict:
     """The ``beyond`` record's summary from ``run.json`` (after the files were checked by :func:`read`)."""
     R.read(folder, "eap.csv")

@@ -53,3 +53,44 @@ def test_check_args_refuses_non_positive():
     """Protects: run() refuses non-positive counts before reading files."""
     with pytest.raises(ValueError, match="ig_steps"):
         B.check_args(5, 0, 10)
+
+
+def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherwise(tmp_path, embedded_model,
+                                                                                    monkeypatch):
+    """Protects the chapter's reuse rule (the book's build budget rests on it, and it must never show a run
+    made with other parameters): ``beyond.ensure`` computes once, reads back when ``run.json`` records the
+    same parameters (``run`` is not called again), and recomputes when one differs."""
+    from arithmech.methods import identify as I
+    model, tok, _ = embedded_model
+    res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
+    I.write_results(res, tmp_path / "embedded", model="embedded")
+    kw = dict(receivers=2, ig_steps=2, n_samples=6, seed=0, n_misses=1)
+    first = B.ensure("embedded", tmp_path, **kw)
+    assert first["summary"]["n_samples"] == 6 and first["n_layers"] == model.config.num_hidden_layers
+    calls = []
+    real = B.run
+    monkeypatch.setattr(B, "run", lambda **a: calls.append(a) or real(**a))
+    again = B.ensure("embedded", tmp_path, **kw)
+    assert calls == [] and again["eap"].equals(first["eap"])
+    other = B.ensure("embedded", tmp_path, **{**kw, "ig_steps": 3})
+    assert len(calls) == 1 and other["summary"]["ig_steps"] == 3
+
+
+def test_chapter_tables_take_every_model_through_one_path():
+    """Protects the Beyond page's two-model tables: three method rows per model, one verdict row per model equal
+    to the rule's own verdict, and the finding line quoting that verdict."""
+    from arithmech.report import beyond_views as V
+    runs = []
+    for name, edge in (("a", -0.01), ("b", -0.09)):
+        eap, up = _frames(edge, 0.001)
+        eap = eap.assign(eap=eap.exact, eap_ig=eap.exact, exact_se=0.0)
+        S = {"n_samples": 64, "top": 10, "ig_steps": 4, "exact_key_heads": [], "receivers": ["1.0"],
+             "receivers_from": "key heads", "times": {"exact_s": 1.0, "eap_s": 0.1, "eap_ig_s": 0.4},
+             "total_effect": {"mean": -0.5, "se": 0.01},
+             **{m: {"spearman_all": 1.0, "spearman_heads": 1.0, "top_overlap": 2, "key_heads": []} for m in ("eap", "eap_ig")}}
+        runs.append({"model": name, "summary": S, "eap": eap, "upstream": up, "n_layers": 2})
+    assert list(V.methods_table(runs).model) == ["a"] * 3 + ["b"] * 3
+    v = V.verdict_table(runs)
+    assert list(v.verdict) == [C.verdict(r["eap"], r["upstream"])["verdict"] for r in runs] == ["holds", "does not hold"]
+    assert all(f"**{x}**" in line for x, line in zip(v.verdict, V.finding_lines(runs)))
+    assert list(V.shares_table(runs).model) == ["a", "b"] and len(V.upstream_table(runs, top=2)) == 4
