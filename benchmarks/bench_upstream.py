@@ -3,12 +3,17 @@
 Both compute, on the same samples and END caches, the effect of every earlier sender along the path
 into the q, k and v of the top-``k`` receivers (``arithmech.methods.upstream``). The fast method runs
 the whole scan; the reference (one forward per sender, then one per sender × receiver × path) runs on
-a seeded subset of ``--ref-senders`` senders when given (it is ~4 forwards per sender and receiver;
-the full scan on SmolLM2 takes hours), and its time is **extrapolated** linearly to every sender:
+a seeded subset of ``--ref-senders`` senders when given, spread over the layers (the layer-major list of
+every sender cut into that many equal runs, one seeded draw from each; the reference is ~4 forwards per
+sender and receiver and the full scan on SmolLM2 takes hours), and its time is **extrapolated** linearly
+to every sender, per hooked forward:
 ``reference_full_s = reference_subset_s × forwards(all) / forwards(subset)``. The largest difference
 between the two methods is taken over the subset. Writes ``benchmarks/results/upstream.json``.
 
-    python benchmarks/bench_upstream.py --model smollm2-135m --results <identify folder> --n-samples 128 --ref-senders 6
+The samples (a seeded subset of identify's ``prompts.jsonl``) and the receivers are those of the ``beyond``
+step and chapter with the same ``--n-samples``, ``--receivers`` and ``--seed``.
+
+    python benchmarks/bench_upstream.py --model smollm2-135m --results <identify folder> --n-samples 128 --ref-senders 12
     python benchmarks/bench_upstream.py --model embedded --results <identify folder> --n-samples 32
 """
 from __future__ import annotations
@@ -39,6 +44,15 @@ def forwards(senders, receivers) -> int:
     return sum(1 + 3 * sum(s[0] < r[0] for r in receivers) for s in senders)
 
 
+def spread(every: list, k: int | None, seed: int) -> list:
+    """``k`` of the layer-major ``every``, one seeded draw from each of ``k`` equal consecutive runs (all when
+    ``k`` is None or not smaller), so the subset covers early and late layers alike."""
+    if not k or k >= len(every):
+        return list(every)
+    rng, bounds = random.Random(seed), [round(i * len(every) / k) for i in range(k + 1)]
+    return [every[rng.randrange(a, b)] for a, b in zip(bounds, bounds[1:])]
+
+
 def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: int | None, seed: int) -> dict:
     effects, kh, samples = inputs(folder, n_samples, seed)
     net, tok, _ = load_model(model_name, attn_implementation="sdpa")
@@ -51,8 +65,9 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
     t0 = time.perf_counter()
     fast = U.upstream_fast(net, tok, clean_p, c, x, ans, recs)
     fast_s = time.perf_counter() - t0
+    cfg = net.config
     every = sorted({s for r in recs for s in U.senders_of(net, r)})
-    subset = sorted(random.Random(seed).sample(every, ref_senders)) if ref_senders and ref_senders < len(every) else every
+    subset = spread(every, ref_senders, seed)
     t0 = time.perf_counter()
     ref = U.upstream_reference(net, tok, clean_p, c, x, ans, recs, senders=subset)
     ref_sub_s = time.perf_counter() - t0
@@ -60,10 +75,13 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
     diff = max(float((fast[r] - ref[r]).nan_to_num(0.0, 0.0, 0.0).abs().max() if not ref[r].isnan().all() else 0.0)
                for r in recs)
     compared = sum(int((~ref[r].isnan()).sum()) for r in recs)
-    cfg = net.config
     return {"model": model_name, "layers": cfg.num_hidden_layers, "heads": cfg.num_attention_heads,
             "n_samples": len(samples), "receivers": [f"{l}.{h}" for l, h in recs], "receivers_from": source,
             "senders_all": len(every), "senders_reference": len(subset),
+            "reference_senders": [f"MLP {l}" if h == cfg.num_attention_heads else f"{l}.{h}" for l, h in subset],
+            "forwards_all": forwards(every, recs), "forwards_reference": forwards(subset, recs),
+            "extrapolation": "reference_full_s = reference_subset_s x forwards_all / forwards_reference (hooked "
+                             "forwards per batch: 1 per sender + 3 per sender x later receiver)",
             "reference_extrapolated": len(subset) < len(every),
             "cache_s": round(cache_s, 3), "fast_s": round(fast_s, 3), "reference_subset_s": round(ref_sub_s, 3),
             "reference_full_s": round(ref_full_s, 1), "speedup": round(ref_full_s / fast_s, 1),
