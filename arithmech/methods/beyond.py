@@ -119,7 +119,7 @@ def run(model: str = "embedded", results: str | Path = "results", receivers: int
 def ensure(model: str = "embedded", results: str | Path = "results", recompute: bool = False,
            identify_samples: int = 512, **params) -> dict:
     """The step's results for ``model``: read from its folder when ``run.json`` records a ``beyond`` run made
-    with ``params`` (:func:`run`'s arguments: ``receivers``, ``ig_steps``, ``n_samples``, ``seed``, ``device``,
+    from the identify files now there (their recorded sha256 match) with ``params`` (:func:`run`'s arguments: ``receivers``, ``ig_steps``, ``n_samples``, ``seed``, ``device``,
     ``dtype``, ...), else computed by :func:`run`. Identify's files come first: the Identify chapter's (or
     the SmolLM2 appendix's, which ship with the repository); where none exist, the book's identify run is
     made (:func:`arithmech.experiments.casestudy.ensure_identify`, ``identify_samples`` pairs per operation).
@@ -130,8 +130,10 @@ def ensure(model: str = "embedded", results: str | Path = "results", recompute: 
         from arithmech.experiments.casestudy import ensure_identify
         ensure_identify(model, results, device=params.get("device", "cpu"), dtype=params.get("dtype", "float32"),
                         seed=params.get("seed", 0), n_samples=identify_samples)
-    if recompute or not R.made_with(folder, "beyond", {"model": model, **params}):
-        run(model=model, results=results, overwrite=True, **params)
+    rec = R.read_run(folder)["steps"].get("beyond", {}) if R.exists(folder, "run.json") else {}
+    stale = any(R.exists(folder, f) and R.sha256(folder / f) != h for f, h in rec.get("inputs", {}).items())
+    if recompute or stale or not R.made_with(folder, "beyond", {"model": model, **params}):
+        run(model=model, results=results, overwrite=True, **params)     # identify re-run since: recompute
     eap = R.read(folder, "eap.csv")
     return {"model": model, "summary": summary(folder), "eap": eap, "upstream": R.read(folder, "upstream.csv"),
             "n_layers": int(eap["layer"].max()) + 1}

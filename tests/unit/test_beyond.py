@@ -94,3 +94,14 @@ def test_chapter_tables_take_every_model_through_one_path():
     assert list(v.verdict) == [C.verdict(r["eap"], r["upstream"])["verdict"] for r in runs] == ["holds", "does not hold"]
     assert all(f"**{x}**" in line for x, line in zip(v.verdict, V.finding_lines(runs)))
     assert list(V.shares_table(runs).model) == ["a", "b"] and len(V.upstream_table(runs, top=2)) == 4
+
+
+def test_spearman_interval_is_fisher_z_and_narrows_with_n():
+    """Protects the interval shown beside each rank correlation: Fisher z with s.e. 1.03/√(n−3), containing ρ,
+    narrower for more items, and degenerate (ρ, ρ) where the transform is undefined."""
+    import math
+    from arithmech.report.beyond_views import spearman_ci
+    lo, hi = spearman_ci(0.9, 300)
+    assert lo < 0.9 < hi and math.isclose(math.atanh(hi) - math.atanh(0.9), 1.959964 * 1.03 / math.sqrt(297), rel_tol=1e-9)
+    assert (hi - lo) < (lambda a: a[1] - a[0])(spearman_ci(0.9, 30))
+    assert spearman_ci(1.0, 300) == (1.0, 1.0) and spearman_ci(0.5, 3) == (0.5, 0.5)
