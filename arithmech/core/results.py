@@ -304,10 +304,12 @@ def exists(folder: str | Path, name: str) -> bool:
 
 
 def made_with(folder: str | Path, step: str, want: dict) -> bool:
-    """True when ``folder`` holds ``step``'s files and its ``run.json`` record has every parameter of ``want``
-    as given: a chapter's check before it reuses a step (other parameters: recompute, never reuse silently)."""
-    rec = read_run(folder)["steps"].get(step, {}).get("parameters", {}) if exists(folder, RUN) else {}
-    return exists(folder, step_files(step)[0]) and all(rec.get(k) == v for k, v in want.items()) and bool(rec)
+    """True when ``folder`` holds ``step``'s files, its ``run.json`` record has every parameter of ``want`` as
+    given, and the inputs it recorded are unchanged (their sha256): a chapter's check before it reuses a step."""
+    rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
+    p, folder = rec.get("parameters", {}), Path(folder)
+    fresh = all(not (folder / f).exists() or sha256(folder / f) == h for f, h in rec.get("inputs", {}).items())
+    return exists(folder, step_files(step)[0]) and bool(p) and all(p.get(k) == v for k, v in want.items()) and fresh
 
 
 def read_step(folder: str | Path, step: str) -> dict[str, Any]:

@@ -115,8 +115,14 @@ time; the accuracy table has p({C})). ``identify``'s command defaults are 256 pr
 
 
 def identify_record(seed: int = 0, device: str = "cpu", dtype: str = "float32", **params) -> dict:
-    """The parameters :func:`ensure_identify` asks of a recorded identify run before reusing it."""
-    return {**BOOK_IDENTIFY, **params, "seed": seed, "device": device, "dtype": dtype}
+    """The parameters :func:`ensure_identify` asks of a recorded identify run before reusing it: the book's
+    scale, ``params``, and every default of :func:`arithmech.methods.identify.identify` that changes the files
+    (a run made with another answer token or threshold is never reused)."""
+    import inspect
+    from arithmech.methods.identify import identify
+    defaults = {k: v.default for k, v in inspect.signature(identify).parameters.items()
+                if k in ("threshold", "method", "n_random", "ks", "curves_for", "heldout", "answer_token", "n_boot")}
+    return {**defaults, **BOOK_IDENTIFY, **params, "seed": seed, "device": device, "dtype": dtype}
 
 
 def ensure_identify(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",

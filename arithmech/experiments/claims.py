@@ -60,24 +60,26 @@ RULES: tuple[Rule, ...] = (
          "holds iff the Spearman correlation between the two per-head measures is ≥ 0.9; does not hold iff < 0.9"),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
-         f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads (and, where "
+         f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
+         f"top {K} and the key heads (and, where "
          "the file has intervals, its Wilson interval lies below the random draws' 5th percentile); inconclusive "
          "where below the lowest draw but the interval overlaps the band"),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
-         "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads is within 2 points of "
+         "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
+         "the key heads) is within 2 points of "
          "the intact accuracy"),
     Rule("mlps-late", "MLPs after the top heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
          "twice that of the MLPs up to it"),
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-         "accuracy by ≥ 20% relative and below the mean of as many random heads"),
+         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads"),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
          "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
          "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
          "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "
-         "inconclusive ones too); inconclusive otherwise"),
+         "inconclusive ones too); inconclusive otherwise, and without key heads"),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)"),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
@@ -217,9 +219,11 @@ def _transfer(ctx: Context):
     if not h["base_accuracy"] > 0:
         return (f"{h['family']}: the model answers none of the {h.get('n', '?')} held-out prompts right, so "
                 "knockout has nothing to remove", None)
-    return (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({h['relative_drop']:+.0%}); "
-            f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts",
-            h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"])
+    here = (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({h['relative_drop']:+.0%}); "
+            f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts")
+    if h.get("heads_from", "key heads") != "key heads":          # no key head to test: the claim is about them
+        return f"no key head; knocked out instead: {h['heads_from']}: {here}", None
+    return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 
 def _attention_roles(ctx: Context):
@@ -233,6 +237,9 @@ def _attention_roles(ctx: Context):
     names = ", ".join(best[best == "holds"].index) or "none"
     here = (f"{yes} of {n} heads read operands or the operator more than the {int(b.n_nonkey.max())} other heads "
             f"({names}); {maybe} inconclusive; n = {int(b.n.max())} prompts")
+    source = ctx.read("analyze.json").get("heads_from", "key heads")
+    if source != "key heads":                                    # no key head to test: the claim is about them
+        return f"no key head; the {source}: {here}", None
     return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
 
 

@@ -130,10 +130,8 @@ def ensure(model: str = "embedded", results: str | Path = "results", recompute: 
         from arithmech.experiments.casestudy import ensure_identify
         ensure_identify(model, results, device=params.get("device", "cpu"), dtype=params.get("dtype", "float32"),
                         seed=params.get("seed", 0), n_samples=identify_samples)
-    rec = R.read_run(folder)["steps"].get("beyond", {}) if R.exists(folder, "run.json") else {}
-    stale = any(R.exists(folder, f) and R.sha256(folder / f) != h for f, h in rec.get("inputs", {}).items())
-    if recompute or stale or not R.made_with(folder, "beyond", {"model": model, **params}):
-        run(model=model, results=results, overwrite=True, **params)     # identify re-run since: recompute
+    if recompute or not R.made_with(folder, "beyond", {"model": model, **params}):   # incl. identify re-run since
+        run(model=model, results=results, overwrite=True, **params)
     eap = R.read(folder, "eap.csv")
     return {"model": model, "summary": summary(folder), "eap": eap, "upstream": R.read(folder, "upstream.csv"),
             "n_layers": int(eap["layer"].max()) + 1}

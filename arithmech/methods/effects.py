@@ -90,8 +90,9 @@ TOP = 10                      # heads studied where none is key (SmolLM2: no int
 def studied_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05, top: int = TOP) -> tuple[list, str]:
     """The heads a later step studies, and where they come from: the key heads of ``task``
     (:func:`key_heads`), or, where none passes ``threshold``, the ``top`` heads of most negative effect
-    (:func:`ranking`). One rule for every model: knockout at every position, the transfer test and
-    analyze use it, so a model without key heads is studied on its strongest heads, and says so.
+    (:func:`ranking`). One rule for every model: the transfer test, the held-out family and analyze use it,
+    so a model without key heads is studied on its strongest heads, and says so (the knockout compares
+    its own ``k``: the key heads, or the top 8 of its random comparison).
 
     Returns ``([(layer, head), ...], source)``, ``source`` ``"key heads"`` or ``"top <top> by effect rank
     (no key head)"``."""

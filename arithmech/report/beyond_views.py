@@ -21,7 +21,8 @@ KEY = "heads with mean effect below −5%"     # the three methods on one rule (
 
 def spearman_ci(rho: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     """95% interval of a Spearman ρ over ``n`` ranked items (Fisher z with the standard error
-    1.03 / √(n − 3) of Fieller, Hartley and Pearson); a degenerate ρ = ±1 or n ≤ 3 gives ``(ρ, ρ)``."""
+    1.03 / √(n − 3) of Fieller, Hartley and Pearson); a degenerate ρ = ±1 or n ≤ 3 gives ``(ρ, ρ)``. The
+    items are the heads and MLPs: the noise of the sampled prompts is not in it."""
     if n <= 3 or abs(rho) >= 1:
         return rho, rho
     c, h = math.atanh(rho), z * 1.03 / math.sqrt(n - 3)
@@ -37,14 +38,14 @@ def methods_table(runs: list[dict]) -> pd.DataFrame:
     for r in runs:
         S, t = r["summary"], r["summary"]["times"]
         rows.append({"model": r["model"], "method": "exact (path_patch_fast)", "seconds": t["exact_s"],
-                     "Spearman ρ (all)": 1.0, "ρ 95% CI": "—", "ρ (heads)": 1.0, f"top-{S['top']} overlap": S["top"],
+                     "Spearman ρ (all)": 1.0, "ρ 95% CI (items: heads, MLPs)": "—", "ρ (heads)": 1.0, f"top-{S['top']} overlap": S["top"],
                      KEY: ", ".join(S["exact_key_heads"]) or "—", "n": S["n_samples"]})
         n_all = len(r["eap"])                                       # every head and MLP
         for m, name in METHODS:
             rho = S[m]["spearman_all"]
             rows.append({"model": r["model"], "method": name + (f" ({S['ig_steps']} steps)" if m == "eap_ig" else ""),
                          "seconds": t[f"{m}_s"], "Spearman ρ (all)": rho,
-                         "ρ 95% CI": "[{:+.3f}, {:+.3f}]".format(*spearman_ci(rho, n_all)),
+                         "ρ 95% CI (items: heads, MLPs)": "[{:+.3f}, {:+.3f}]".format(*spearman_ci(rho, n_all)),
                          "ρ (heads)": S[m]["spearman_heads"], f"top-{S['top']} overlap": S[m]["top_overlap"],
                          KEY: ", ".join(S[m]["key_heads"]) or "—", "n": S["n_samples"]})
     return pd.DataFrame(rows)
@@ -114,7 +115,9 @@ def verdict_table(runs: list[dict]) -> pd.DataFrame:
     for r in runs:
         v, S = C.verdict(r["eap"], r["upstream"]), r["summary"]
         rows.append({"model": r["model"], "receivers": f"{', '.join(S['receivers']) or '—'} ({S['receivers_from']})",
-                     "D (weakest receiver, direct)": v.get("D"), "E (strongest upstream path)": v.get("E"),
+                     "D (weakest receiver, direct)": v.get("D"),
+                     "D 95% interval": "{:.3%} – {:.3%}".format(*v["D_ci"]) if "D_ci" in v else None,
+                     "E (strongest upstream path)": v.get("E"),
                      "E path": v.get("E_path"),
                      "E 95% interval": "{:.3%} – {:.3%}".format(*v["E_ci"]) if "E_ci" in v else None,
                      "n": v.get("n"), "verdict": v["verdict"]})

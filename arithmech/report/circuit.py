@@ -72,21 +72,25 @@ def shares(nodes: pd.DataFrame, edges: pd.DataFrame, total: float) -> dict:
 
 def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
     """The chapter's rule, fixed before the numbers: let ``D`` be the smallest |direct effect| among the
-    receivers and ``E`` the largest |effect| of one sender → receiver path (q, k or v), with its 95%
-    interval (mean ± 1.96 standard errors over samples). The "few key heads acting directly" picture
-    **holds** when the interval of ``|E|`` lies entirely below ``D`` (no upstream path is as large as the
-    weakest receiver's own effect), **does not hold** when it lies entirely above ``D``, and is
-    **inconclusive** otherwise (or when there is no receiver)."""
+    receivers and ``E`` the largest |effect| of one sender → receiver path (q, k or v), each with its 95%
+    interval (mean ± 1.96 standard errors over samples; ``D``'s from ``exact_se`` where ``eap`` has it).
+    "No single upstream path outweighs the receivers' own direct effects" **holds** when ``E``'s interval
+    lies entirely below ``D``'s, **does not hold** when entirely above, and is **inconclusive** otherwise
+    (or when there is no receiver). ``E`` is the largest of many paths, so its naive interval is, if
+    anything, too narrow on the low side: a "holds" is the conservative direction."""
     if not len(upstream):
         return {"verdict": "inconclusive", "reason": "no receiver after layer 0"}
     direct = _direct(eap)
+    se = pd.Series(eap["exact_se"].to_numpy() if "exact_se" in eap else 0.0, index=direct.index)
     rec = list(dict.fromkeys(upstream["receiver"]))
-    D = float(min(abs(direct[r]) for r in rec))
+    weakest = min(rec, key=lambda r: abs(direct[r]))
+    D, D_se = abs(float(direct[weakest])), float(se[weakest])
     top = upstream.loc[upstream["effect"].abs().idxmax()]
-    E, se = abs(float(top.effect)), float(top.effect_se)
-    lo, hi = E - Z95 * se, E + Z95 * se
-    v = "holds" if hi < D else "does not hold" if lo > D else "inconclusive"
-    return {"verdict": v, "D": D, "D_receiver": min(rec, key=lambda r: abs(direct[r])), "E": E, "E_ci": [lo, hi],
+    E, E_se = abs(float(top.effect)), float(top.effect_se)
+    lo, hi = E - Z95 * E_se, E + Z95 * E_se
+    d_lo, d_hi = D - Z95 * D_se, D + Z95 * D_se
+    v = "holds" if hi < d_lo else "does not hold" if lo > d_hi else "inconclusive"
+    return {"verdict": v, "D": D, "D_ci": [d_lo, d_hi], "D_receiver": weakest, "E": E, "E_ci": [lo, hi],
             "E_path": f"{top.sender} → {top.receiver} ({top.path})", "n": int(top.n)}
 
 

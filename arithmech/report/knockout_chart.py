@@ -1,9 +1,9 @@
-"""Fig. 3 with its controls: knockout by effect rank vs random non-key components, and the floor lines.
+"""Fig. 3 with its controls: knockout by effect rank vs random components outside the treated ones, and the floor lines.
 
 One chart per kind (heads or MLPs), from ``knockout.csv`` (:data:`arithmech.methods.knockout_run.COLUMNS`):
 
 * effect rank (red): accuracy after knocking out the top-``k`` components, with its Wilson 95% band;
-* random rank (grey): the mean over the random orders (drawn from the non-key components only) and
+* random rank (grey): the mean over the random orders (drawn outside the key components and the top k by effect rank) and
   the band from their 5% to their 95% quantile;
 * two dashed rules from the sanity rows: everything of that kind knocked out ("all heads out" /
   "all MLPs out") and the majority floor (always answering the most frequent answer token). A red line
@@ -37,7 +37,7 @@ def knockout_frames(knockout: pd.DataFrame, kind: str, tasks, positions: str) ->
         series="effect rank", orders=1)
     rnd = df[df.order == "random-rank"].groupby(["task", "k"], sort=False).accuracy.agg(
         accuracy="mean", ci_low=lambda a: a.quantile(0.05), ci_high=lambda a: a.quantile(0.95), orders="size").reset_index()
-    rnd = rnd.merge(df[["task", "n"]].drop_duplicates("task"), on="task").assign(series="random rank (non-key)")
+    rnd = rnd.merge(df[["task", "n"]].drop_duplicates("task"), on="task").assign(series="random rank (outside top k, key)")
     curve = pd.concat([eff, rnd], ignore_index=True)
     s = knockout[(knockout["kind"] == "sanity") & (knockout["positions"] == positions) &
                  knockout["task"].isin(curve.task.unique()) &
@@ -49,12 +49,12 @@ def knockout_frames(knockout: pd.DataFrame, kind: str, tasks, positions: str) ->
 
 def knockout_control_chart(knockout: pd.DataFrame, kind: str = "head", tasks: str | list[str] | None = None,
                            fig: str = "Fig. 3", positions: str = "end") -> alt.Chart:
-    """Fig. 3 with the random band (5–95% over orders of non-key components) and the floor lines."""
+    """Fig. 3 with the random band (5–95% over orders of components outside the key ones and the top k) and the floor lines."""
     curve, rules = knockout_frames(knockout, kind, tasks, positions)
     x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)")
     y = alt.Y("accuracy:Q", title="accuracy", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]))
     color = alt.Color("series:N", title=None, legend=_BOTTOM,
-                      scale=alt.Scale(domain=["effect rank", "random rank (non-key)"], range=[PALETTE[0], PALETTE[6]]))
+                      scale=alt.Scale(domain=["effect rank", "random rank (outside top k, key)"], range=[PALETTE[0], PALETTE[6]]))
     tip = ["series:N", "k:Q", alt.Tooltip("accuracy:Q", format=".1%"), alt.Tooltip("ci_low:Q", format=".1%", title="low"),
            alt.Tooltip("ci_high:Q", format=".1%", title="high"), "orders:Q", "n:Q"]
     base = alt.Chart(curve)
@@ -73,6 +73,6 @@ def knockout_control_chart(knockout: pd.DataFrame, kind: str = "head", tasks: st
         chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(curve["task"]))), columns=2)
     where = "at END" if positions == "end" else "at every position"
     return chart.properties(title=fig_title(
-        fig, f"knocking out {kind}s by effect rank vs random non-key {kind}s",
+        fig, f"knocking out {kind}s by effect rank vs random {kind}s outside the top k",
         [f"mean ablation {where} (reference-pool means); bands: Wilson 95% (effect rank),",
          f"5–95% of the random orders; dashed: all {kind}s out and the majority floor"]))

@@ -80,11 +80,14 @@ def test_chapter_findings_match_the_intro_claims_table():
 
 
 def test_intro_boxes_match_the_results_when_present():
-    """Protects: where the results folders exist (after make book), the introduction's boxes are exactly the
-    claims tables recomputed from them now."""
+    """Protects: for every model whose results folder exists (all after make book; on a clean clone the
+    shipped SmolLM2 one), the introduction's box is exactly the claims table recomputed from it now."""
     present = [(n, label) for n, label in MODELS if R.exists(REPO / "results" / n, "effects.csv")]
     if not present:
         pytest.skip("no results/ here (a clean clone renders the committed book; the test above still runs)")
     text = (REPO / "book" / "intro.md").read_text()
     block = text.split("<!-- findings:start -->")[1].split("<!-- findings:end -->")[0].strip()
-    assert block == pages.results_box(REPO, MODELS).strip()
+    for model in present:
+        assert pages.results_box(REPO, [model]).strip() in block, f"the introduction's box for {model[0]} is stale"
+    if len(present) == len(MODELS):
+        assert block == pages.results_box(REPO, MODELS).strip()

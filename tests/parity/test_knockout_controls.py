@@ -225,3 +225,35 @@ def test_planned_pool_allocates_only_the_groups_prune_keeps(embedded_model):
     for k, (z, m, n) in planned.group.items():
         torch.testing.assert_close(z, pm.group[k][0], atol=1e-5, rtol=1e-5)
         assert torch.equal(n, pm.group[k][2])
+
+
+def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
+    """Protects the random baseline's definition: in the full curve, random heads are drawn outside the key
+    heads and the top max(random k) by effect rank (the heads the effect-rank point knocks out); at other
+    positions the studied heads (key heads, else the top 8) are compared with as many random heads outside
+    them; the other tasks compare only their key heads."""
+    import arithmech.methods.knockout_run as KR
+    seen = []
+
+    def fake_curve(model, tok, samples, means, ranking, ks, universe, kind, exclude=(), random_ks=None, **kw):
+        seen.append((kw["positions"], kind, list(ranking), list(exclude), list(ks), list(random_ks)))
+        return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
+                                             "ci_high"]})
+    monkeypatch.setattr(KR, "knockout_curve", fake_curve)
+    monkeypatch.setattr(KR, "sanity_rows", lambda *a, **k: [])
+    monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
+    cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4})
+    model = type("M", (), {"config": cfg})()
+    heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
+    key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
+    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", key, True, ["end", "all"])
+    (_, _, _, ex_h, _, rk_h), (_, _, _, ex_m, _, _), at_all = seen[:3]
+    assert rk_h == [1, 8] and set(map(tuple, ex_h)) == set(heads[:8]) | {(0, 3)}
+    assert ex_m == [2]                                          # no key MLP: the top 1 (random k = 1)
+    assert at_all[0] == "all" and at_all[2] == at_all[3] == [(0, 3)] and at_all[4] == at_all[5] == [1]
+    seen.clear()
+    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "addition", {"heads": [], "mlps": []}, False, ["end"])
+    assert seen[0][2] == [] and seen[0][5] == []                # no key head: nothing to compare
+    seen.clear()
+    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", {"heads": [], "mlps": []}, True, ["end", "all"])
+    assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them

@@ -19,9 +19,9 @@ FOLDER = REPO / "results" / "smollm2-135m"
 STEPS = ("identify", "analyze", "accuracy", "stability", "beyond")
 
 
-def appendix_parameters() -> dict:
-    """The SmolLM2 appendix's ``parameters`` cell, evaluated as literals (no code runs)."""
-    nb = json.loads((REPO / "book" / "appendix_smollm2.ipynb").read_text())
+def appendix_parameters(name: str = "appendix_smollm2") -> dict:
+    """A chapter's ``parameters`` cell, evaluated as literals (no code runs)."""
+    nb = json.loads((REPO / "book" / f"{name}.ipynb").read_text())
     cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
     out = {}
     for node in ast.parse("".join(cell["source"])).body:
@@ -41,16 +41,20 @@ def test_every_shipped_step_reads_at_the_current_format():
 
 
 def test_shipped_steps_were_made_with_the_appendix_parameters():
-    """Protects the book from showing a stale run: the appendix reuses identify, analyze and accuracy only
-    when made with its parameters (``R.made_with``), and these files pass that check, so a change of the
-    appendix's parameters without re-running them fails here, not silently in the book."""
+    """Protects the book from showing a stale run or silently recomputing one: the appendix reuses identify,
+    analyze and accuracy, and the Beyond chapter its SmolLM2 run, only when made with their parameters from
+    the identify files now there (``R.made_with``); these files pass that check, so a change of those
+    parameters without re-running the step fails here, not in the book."""
     p = appendix_parameters()
     assert R.made_with(FOLDER, "identify", casestudy.identify_record(
         p["seed"], p["device"], p["dtype"], n_samples=p["n_samples"], knockout_samples=p["knockout_samples"],
         n_random=p["random_orders"]))
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
-                                           "dtype": p["dtype"]})
+                                           "dtype": p["dtype"], "prompt": "4 + 3 = "})
     assert R.made_with(FOLDER, "accuracy", {"n_per_template": p["n_per_template"], "seed": p["seed"]})
+    b = appendix_parameters("beyond")
+    assert R.made_with(FOLDER, "beyond", {"model": "smollm2-135m", **{k: b[k] for k in (
+        "receivers", "ig_steps", "n_samples", "seed", "device", "dtype")}})
 
 
 @pytest.mark.parametrize("path", sorted(p for p in FOLDER.rglob("*") if p.is_file()), ids=lambda p: p.name)
