@@ -44,9 +44,11 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
     ``n`` are kept or ``max_draw * n`` pairs were drawn (a model that answers few prompts right, such as
-    SmolLM2 on the last digit, still gets ``n`` when it can). ``templates=None`` (ready-made samples):
-    ``base[:n]``."""
-    out = list(base)[:n]
+    SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
+    before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
+    templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most."""
+    out = list({s.clean: s for s in base}.values())[:n]          # distinct prompts: a repeat is not more evidence
+    tried = {s.clean for s in base}                               # every prompt filtered or kept so far
     drawn = kept = r = 0
     while templates and len(out) < n and drawn < max_draw * n:
         missing = n - len(out)
@@ -56,8 +58,11 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample
                                seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token)
         if not more:
             break
-        ok = D.filter_correct(model, tok, more, batch_size)[0]
-        drawn, kept, r = drawn + len(more), kept + len(ok), r + 1
+        drawn, r = drawn + len(more), r + 1
+        fresh = list({s.clean: s for s in more if s.clean not in tried}.values())
+        tried |= {s.clean for s in fresh}
+        ok = D.filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
+        kept += len(ok)
         out += ok[:missing]
     return out
 

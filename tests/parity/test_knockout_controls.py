@@ -257,3 +257,15 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     seen.clear()
     KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", {"heads": [], "mlps": []}, True, ["end", "all"])
     assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them
+
+
+def test_knockout_prompts_are_distinct(embedded_model):
+    """Protects the knockout's n: the prompts eval_samples returns are all different (a base with repeats and
+    draws from one small template give no prompt twice), each answered right by the model."""
+    from arithmech.methods.knockout_run import eval_samples
+    model, tok, _ = embedded_model
+    tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
+    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, answer_token="last-digit")
+    got = eval_samples(model, tok, tpl, base + base, 120, seed=0, answer_token="last-digit")
+    assert len({s.clean for s in got}) == len(got) > 20
+    assert bool((D.predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
