@@ -271,8 +271,7 @@ def ensure(model, tok, folder: str | Path, recompute: bool = False, **kw) -> dic
     seeds, sizes, kinds = check_args(want["seeds"], want["sizes"], want["kinds"], want["threshold"], want["top"],
                                      want["n_boot"])
     want.update(seeds=seeds, sizes=sizes, kinds=kinds)
-    have = R.read_run(folder)["steps"].get("stability", {}).get("parameters", {})
-    if recompute or any(have.get(k) != v for k, v in want.items()) or not R.exists(folder, FILENAMES[0]):
+    if recompute or not R.made_with(folder, "stability", want):
         t0 = time.time()
         res = stability(model, tok, **kw)
         res.timings["total"] = time.time() - t0

@@ -132,8 +132,9 @@ def ensure(model: str = "embedded", results: str | Path = "results", recompute: 
                         seed=params.get("seed", 0), n_samples=identify_samples)
     if recompute or not R.made_with(folder, "beyond", {"model": model, **params}):   # incl. identify re-run since
         run(model=model, results=results, overwrite=True, **params)
-    eap = R.read(folder, "eap.csv")
-    return {"model": model, "summary": summary(folder), "eap": eap, "upstream": R.read(folder, "upstream.csv"),
+    eap = R.read(folder, "eap.csv")                              # checked read; summary() would read it again
+    return {"model": model, "summary": R.read_run(folder)["steps"]["beyond"]["summary"], "eap": eap,
+            "upstream": R.read(folder, "upstream.csv"),
             "n_layers": int(eap["layer"].max()) + 1}
 
 
