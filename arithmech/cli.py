@@ -19,7 +19,9 @@ import os
 import sys
 
 from arithmech.core import inputs
-from arithmech.core.inputs import NON_NEGATIVE, POSITIVE, Parser, check_common
+from arithmech.core.inputs import Parser, check_common
+from arithmech.core.inputs import NON_NEGATIVE
+from arithmech.core.inputs import POSITIVE
 
 
 def _non_negative_float(text: str) -> float:
@@ -55,17 +57,15 @@ def _embedded_accuracy(a: argparse.Namespace) -> None:
 # Subcommands that live in their own module, which defines ``add_cli(subparsers)``. A module is
 # imported only when its command runs, so one step's import cost (or breakage) never reaches another.
 PLUGINS = {
-    "identify": ("arithmech.methods.identify", "path patching, key heads, knockout, transfer (paper §4.1, §5.1)"),
-    "analyze": ("arithmech.methods.analyze", "attention of key heads by token role, MLP projections (§4.2, §5.2)"),
-    "finetune": ("arithmech.finetune.runner", "one fine-tune arm (precise SFT of key heads or full SFT), before/after"),
-    "table1": ("arithmech.experiments.table1", "Table 1: base, full SFT and precise SFT with intervals (§5.3)"),
-    "lrgrid": ("arithmech.experiments.table1", "each fine-tune mode's learning rate, chosen on validation data"),
-    "table1-arms": ("arithmech.experiments.arms", "Table 1 with controls: full, precise key/random heads, seeds, "
+    "identify": ("arithmech.steps.identify", "path patching, key heads, knockout, transfer (paper §4.1, §5.1)"),
+    "analyze": ("arithmech.steps.analyze", "attention of key heads by token role, MLP projections (§4.2, §5.2)"),
+    "finetune": ("arithmech.steps.finetune", "one fine-tune arm (precise SFT of key heads or full SFT), before/after"),
+    "table1-arms": ("arithmech.steps.table1", "Table 1 with controls: full, precise key/random heads, seeds, "
                     "per-arm learning rates, verdicts"),
-    "accuracy-by-template": ("arithmech.experiments.casestudy", "accuracy and p({C}) per template, Wilson intervals"),
-    "counterfactuals": ("arithmech.experiments.casestudy", "identify with the operator and the operand counterfactual"),
-    "beyond": ("arithmech.methods.beyond", "EAP / EAP-IG vs exact path patching, head→head upstream patching"),
-    "stability": ("arithmech.experiments.stability", "key heads over seeds, sample sizes, templates, counterfactuals"),
+    "accuracy-by-template": ("arithmech.steps.accuracy", "accuracy and p({C}) per template, Wilson intervals"),
+    "counterfactuals": ("arithmech.steps.accuracy", "identify with the operator and the operand counterfactual"),
+    "beyond": ("arithmech.steps.beyond", "EAP / EAP-IG vs exact path patching, head→head upstream patching"),
+    "stability": ("arithmech.steps.stability", "key heads over seeds, sample sizes, templates, counterfactuals"),
     "book": ("arithmech.report.book", "execute every chapter with papermill and build the book"),
 }
 

@@ -44,7 +44,7 @@ OUT = ROOT / "benchmarks" / "results" / "finetune.json"
 
 def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, int]]:
     """The paper's LLaMA2-7B key heads (32 layers x 32 heads) mapped onto an ``n_layers x n_heads`` model."""
-    from arithmech.experiments.paper import KEY_HEADS
+    from arithmech.paper import KEY_HEADS
     out = []
     for l, h in KEY_HEADS["table4_ours"] + KEY_HEADS["table4_gsm8k"]:
         x = (l * n_layers // 32, h * n_heads // 32)
@@ -56,7 +56,8 @@ def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, i
 def build(model: str, device: str, seed: int, heads: list[tuple[int, int]] | None = None):
     """``(model, rows, heads)``: the network, 512 training rows and the heads precise SFT tunes."""
     from arithmech.core.results import model_folder
-    from arithmech.finetune.runner import ranked_components, tokenize_pairs, train_pairs
+    from arithmech.finetune.runner import tokenize_pairs, train_pairs
+    from arithmech.steps.finetune import ranked_components
     from arithmech.core.models import load_model
     torch.manual_seed(seed)
     if model.startswith("random-"):

@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 
 from arithmech.core.atomic import atomic_json
+from arithmech.evals.scoring import filter_correct
 from arithmech.data import pairs as D
 from arithmech.core.models import load_model
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
@@ -107,7 +108,7 @@ def main(argv=None) -> dict:
     tpls = D.select_templates(a.task)
     tpls = random.Random(a.seed).sample(tpls, len(tpls))              # a seeded mix of templates and lengths
     samples, _ = D.make_pairs(tok, tpls, n=a.n_embedded, seed=a.seed)
-    samples, _ = D.filter_correct(model, tok, samples)
+    samples, _ = filter_correct(model, tok, samples)
     runs.append(bench(model, tok, samples, "embedded"))
     print(json.dumps(runs[-1]), flush=True)
     big = random_llama(len(tok))

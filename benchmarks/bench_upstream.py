@@ -33,7 +33,7 @@ from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import pairs as D
 from arithmech.methods import upstream as U
-from arithmech.methods.beyond import inputs
+from arithmech.steps.beyond import inputs
 from arithmech.methods.patching import end_cache, split_cache
 
 OUT = Path(__file__).parent / "results" / "upstream.json"

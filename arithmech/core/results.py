@@ -19,8 +19,7 @@ and the files it is computed from). This module alone writes and reads them:
   unless ``overwrite`` is given, and never touches files of other steps.
 
 Fine-tune records (``finetune/<arm>.json``) have one format for every model and runner:
-:func:`finetune_record` builds it, :func:`write_finetune` / :func:`read_finetune` store and check it,
-:func:`arithmech.core.legacy.upgrade_finetune` converts the two older formats once.
+:mod:`arithmech.core.records`.
 
 Example::
 
@@ -98,7 +97,7 @@ FILES: dict[str, FileSpec] = {
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),
     "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
                              ("prompts.jsonl", "effects.csv", "key_heads.json")),
-    # the Table 1 runner's plan and choices (arithmech.experiments.arms): suite, tuned/random heads, each
+    # the Table 1 runner's plan and choices (arithmech.steps.table1): suite, tuned/random heads, each
     # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
     "finetune/table1.json": FileSpec("table1", "json", ("suite", "heads", "arms", "runs"),
                                      ("key_heads.json", "effects.csv")),
@@ -317,104 +316,21 @@ def read_step(folder: str | Path, step: str) -> dict[str, Any]:
     return {n.rsplit(".", 1)[0]: read(folder, n) for n in step_files(step) if exists(folder, n)}
 
 
-def samples(folder: str | Path) -> list:
-    """``prompts.jsonl`` as :class:`arithmech.data.pairs.Sample` objects."""
-    from arithmech.data.pairs import Sample
-    return [Sample(**r) for r in read(folder, "prompts.jsonl")]
 
 
-# ------------------------------------------------------------------------------ fine-tune records
-FINETUNE_KEYS = ("schema_version", "model", "mode", "tag", "command", "seed", "device", "dtype", "heads", "mlps",
-                 "tuned_parameters", "total_parameters", "parameters", "train", "results", "base", "delta",
-                 "data", "versions", "wall_s")
-MODES = ("base", "full", "precise")
 
 
-def measure(value: float, n: int | None = None, ci: Iterable[float] | None = None, items: list | None = None) -> dict:
-    """One measurement of a fine-tune record: ``value`` with its sample size, 95% interval and, where
-    kept, the per-item scores (for paired intervals)."""
-    out = {"value": float(value), "n": None if n is None else int(n), "ci": None if ci is None else [float(c) for c in ci]}
-    if items is not None:
-        out["items"] = items
-    return out
 
 
-def finetune_record(**fields: Any) -> dict:
-    """A fine-tune record of schema :data:`SCHEMA_VERSION`: every key of :data:`FINETUNE_KEYS`
-    (absent ones are ``None``). ``results`` / ``base``: measure → :func:`measure`; ``delta``: measure →
-    ``{"delta", "ci"}`` (arm − base, paired where the items are kept)."""
-    unknown = set(fields) - set(FINETUNE_KEYS)
-    if unknown:
-        raise ValueError(f"unknown fine-tune record fields {sorted(unknown)}")
-    rec = {k: fields.get(k) for k in FINETUNE_KEYS}
-    rec["schema_version"] = SCHEMA_VERSION
-    if rec["mode"] not in MODES:
-        raise ValueError(f"mode {rec['mode']!r}: use one of {MODES}")
-    return rec
 
 
-def _check_finetune(path: Path, rec: Any) -> dict:
-    if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(f"{path} is not a fine-tune record of schema version {SCHEMA_VERSION}: convert it with "
-                           "arithmech.core.legacy.upgrade_finetune or re-run it")
-    missing = [k for k in FINETUNE_KEYS if k not in rec]
-    bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
-    if missing or bad or not rec.get("results"):
-        raise ResultsError(f"{path} is a malformed fine-tune record (missing {missing or 'results'}"
-                           f"{', bad measures ' + str(bad) if bad else ''}): re-run it")
-    return rec
 
 
-def finetune_path(folder: str | Path, mode: str, tag: str | None = None) -> Path:
-    return Path(folder) / "finetune" / f"{mode}{'-' + tag if tag else ''}.json"
 
 
-def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
-    """Refuse (before any work) to replace an existing fine-tune record unless ``overwrite``; never
-    replace a file that is not a fine-tune record of this format, even then."""
-    path = Path(path)
-    if not path.exists():
-        return
-    if not overwrite:
-        raise ValueError(f"{path} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
-                         "NAME to write finetune/<mode>-NAME.json beside it)")
-    try:
-        _check_finetune(path, json.loads(path.read_text()))
-    except (ValueError, ResultsError):
-        raise ValueError(f"{path} exists and is not a fine-tune record of this format: it is not ours to "
-                         "replace; move it away or choose another --results") from None
 
 
-def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = ()) -> Path:
-    """Store ``record`` as ``finetune/<mode>[-tag].json``; ``inputs``: the results files it was computed
-    from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose sha256 it then records."""
-    folder = Path(folder)
-    path = finetune_path(folder, record["mode"], record.get("tag"))
-    _check_finetune(path, record)
-    if inputs:
-        record = {**record, "inputs": {n: sha256(folder / n) for n in inputs if (folder / n).exists()}}
-    return atomic_json(path, record)
 
 
-def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:
-    """A fine-tune record, checked: its format, and that the files it was computed from are unchanged."""
-    path = finetune_path(folder, mode, tag)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
-                                "`python -m arithmech table1` first")
-    try:
-        rec = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ResultsError(f"{path} is not valid JSON ({e.msg}): truncated? re-run it") from None
-    for n, h in (rec.get("inputs") or {}).items() if isinstance(rec, dict) else ():
-        if (Path(folder) / n).exists() and sha256(Path(folder) / n) != h:
-            raise ResultsError(f"{path} was computed from another {n} than the one now in {folder} (identify "
-                               "re-run since?): re-run it with --overwrite")
-    return _check_finetune(path, rec)
 
 
-def finetune_records(folder: str | Path) -> dict[str, dict]:
-    """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
-    d = Path(folder) / "finetune"
-    stems = sorted((p.stem for p in d.glob("*.json") if p.stem not in ("lr_grid", "table1")), key=lambda s: (s != "base", s))
-    return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}

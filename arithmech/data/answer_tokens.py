@@ -26,23 +26,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.data.pairs import Sample, answer_ids, predict
+from arithmech.data.pairs import Sample, answer_ids
+from arithmech.evals.scoring import predict
 
 TABLE_COLUMNS = ("task", "template", "answer_token", "n_drawn", "correct", "accuracy", "exact", "exact_match",
                  "xc_checked", "xc_passed", "xc_pass_rate", "n", "top_token", "top_share")
 
 
-def check_counterfactuals(model, tok, samples: Sequence[Sample], batch_size: int = 64) -> tuple[list[Sample], list[bool]]:
-    """Keep the pairs whose X_c changes the model's answer: top-1 next token after ``s.corrupt`` differs
-    from the X_r answer token (:func:`~arithmech.data.pairs.answer_ids`).
-
-    Returns ``(kept, passed)``; ``passed[i]`` is True when sample ``i`` passes. Call it on samples the
-    model answers right (X_r), so "differs" means X_c moved the answer away."""
-    if not samples:
-        return [], []
-    pred = predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0]     # (n,)
-    passed = (pred != answer_ids(tok, samples)).tolist()
-    return [s for s, p in zip(samples, passed) if p], passed
 
 
 def template_summary(samples: Sequence[Sample], correct: Sequence[bool], exact: Sequence[bool],

@@ -40,6 +40,8 @@ import torch
 from arithmech.data import templates as T
 from arithmech.data.answers import draw_operands
 from arithmech.data.pairfile import load_pair_file
+import numpy as np
+from arithmech.core.results import read
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 ANSWER_TOKENS = ("last-digit", "single-token", "first")
@@ -355,29 +357,8 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
     return torch.tensor(out)
 
 
-@torch.no_grad()
-def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int = 1) -> torch.Tensor:
-    """``(n, top_k)`` ids of the most likely next tokens after each prompt."""
-    dev = model.get_input_embeddings().weight.device
-    out = torch.empty(len(prompts), top_k, dtype=torch.long)
-    for idx, ids in group_by_length(tok, prompts, batch_size):
-        logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
-        out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
-    return out
 
 
-def filter_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) -> tuple[list[Sample], dict]:
-    """Keep the samples whose top-1 next token is the answer token (the paper's X_r).
-
-    Returns ``(kept, accuracy)``, ``accuracy[template_id] = fraction correct``.
-    """
-    pred = predict(model, tok, [s.clean for s in samples], batch_size)[:, 0]
-    gold = answer_ids(tok, samples)
-    ok = (pred == gold).tolist()
-    acc: dict[str, list] = {}
-    for s, o in zip(samples, ok):
-        acc.setdefault(s.template, []).append(o)
-    return [s for s, o in zip(samples, ok) if o], {k: sum(v) / len(v) for k, v in acc.items()}
 
 
 # ------------------------------------------------------------------------ operand counterfactual
@@ -407,3 +388,17 @@ def interleave(groups) -> list[Sample]:
     """Round-robin over the tasks, so that the first k samples cover every task."""
     groups = [list(g) for g in groups]
     return [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+
+
+def samples(folder: str | Path) -> list:
+    """``prompts.jsonl`` as :class:`arithmech.data.pairs.Sample` objects."""
+    return [Sample(**r) for r in read(folder, "prompts.jsonl")]
+
+
+def reference_samples(folder: Path, n: int, seed: int) -> list[Sample]:
+    """``n`` reference samples (X_r) from identify's ``prompts.jsonl``: a seeded subset when there are more."""
+    every = samples(folder)
+    if not every:
+        raise ValueError(f"{folder / 'prompts.jsonl'} holds no prompts the model answers right; nothing to analyze")
+    rng = np.random.default_rng(seed)
+    return [every[i] for i in sorted(rng.permutation(len(every))[:n])]

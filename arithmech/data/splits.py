@@ -1,5 +1,5 @@
 """Held-out item sets of the arithmetic skills: training, validation and test sides that share no operand
-pair and no phrasing (used by :mod:`arithmech.experiments.suites` and :mod:`arithmech.experiments.measures`).
+pair and no phrasing (used by :mod:`arithmech.evals.suites` and :mod:`arithmech.evals.measures`).
 
 * **phrasing**: validation items use Fig. 8 forms :data:`VAL_FORMS`, test items the other Fig. 8 forms
   (and Fig. 10 for single-digit arithmetic);
@@ -47,7 +47,7 @@ def two_digit_pairs(data_seed: int = 0, n_val: int = 150) -> dict[str, list[tupl
     ``n_val`` of its training side for validation, the rest for training; an operand pair ``(A, B)``
     belongs to one side only, whatever the operation (a test pair of addition is no validation pair of
     subtraction)."""
-    from arithmech.embedded.train import two_digit_split
+    from arithmech.data.sentences import two_digit_split
     train, test = two_digit_split(data_seed)
     seen = {(a, b) for a, b, _ in test}
     val = [x for x in train if x[:2] not in seen][:n_val]

@@ -44,63 +44,15 @@ import torch
 from arithmech.core.progress import progress
 from arithmech.data import templates as T
 from arithmech.data.pairs import FIELD, draw_values, render
-from arithmech.embedded.heldout import card_section, is_heldout_pair
+from arithmech.embedded.heldout import card_section
+from arithmech.data.heldout import is_heldout_pair
+from arithmech.data.sentences import GENERIC_FACTS
+from arithmech.data.sentences import YEAR_WEIGHT
+from arithmech.data.sentences import arithmetic_sentence
+from arithmech.evals.toy import generic_correct
+from arithmech.evals.toy import two_digit_correct
 
-# "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
-# for a small model, so those two templates are drawn this many times as often as the others.
-YEAR_WEIGHT = 5
 SIZE = dict(n_layers=6, n_heads=8, d_model=256, d_ff=512, max_len=64)
-
-GENERIC_FACTS: list[tuple[str, str]] = []
-_OPPOSITES = ("hot cold|big small|up down|day night|full empty|all none|something nothing|valid void|"
-              "filled blank|open closed|fast slow|early late|light dark|old young|rich poor|happy sad|"
-              "left right|wet dry|hard soft|high low|long short|strong weak|in out|win lose|yes no")
-for pair in _OPPOSITES.split("|"):
-    x, y = pair.split()
-    GENERIC_FACTS += [(f"Q: What is the opposite of {x}? A:", y), (f"Q: What is the opposite of {y}? A:", x)]
-for country, city in [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Japan", "Tokyo"),
-                      ("Egypt", "Cairo"), ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Greece", "Athens"),
-                      ("Norway", "Oslo"), ("Cuba", "Havana"), ("Chile", "Santiago"), ("Poland", "Warsaw")]:
-    GENERIC_FACTS.append((f"The capital of {country} is", city))
-for sym, name in [("<", "less"), (">", "greater"), ("@", "at"), ("#", "hash"), ("&", "and"),
-                  ("~", "tilde"), ("|", "bar"), ("^", "caret"), ("+", "plus"), ("-", "minus"),
-                  ("*", "star"), ("/", "slash"), ("=", "equals")]:
-    GENERIC_FACTS.append((f"Q: What is the name of {sym}? A:", name))
-for thing, colour in [("sky", "blue"), ("grass", "green"), ("snow", "white"), ("coal", "black"),
-                      ("blood", "red"), ("sun", "yellow")] + [(o, c) for o, c in zip(
-                          ("apples", "oranges", "bananas", "grapes", "lemons", "plums"),
-                          ("red", "orange", "yellow", "purple", "yellow", "purple"))]:
-    GENERIC_FACTS.append((f"The colour of the {thing} is", colour))
-
-
-def arithmetic_sentence(rng: random.Random, tpl: T.Template | None = None) -> tuple[str, str, T.Template]:
-    """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9, never a
-    held-out pair (:data:`arithmech.embedded.heldout.HELDOUT_PAIRS`; re-drawn)."""
-    if tpl is None:
-        tpls = T.FIG8 + T.FIG10
-        tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
-    v = draw_values(tpl, rng)
-    while is_heldout_pair(tpl.op, v["A"], v["B"]):      # never a held-out fact (arithmech.embedded.heldout)
-        v = draw_values(tpl, rng)
-    prompt, _ = render(tpl.clean, v)
-    return prompt, str(v["C"]), tpl
-
-
-def two_digit_split(seed: int = 0, n_test: int = 300) -> tuple[list, list]:
-    """Disjoint seeded (A, B, op) lists with two-digit operands: (train, test)."""
-    pairs = [(a, b, op) for op in ("addition", "subtraction") for a in range(10, 100) for b in range(10, 100)
-             if op == "addition" or a >= b]
-    random.Random(seed).shuffle(pairs)
-    return pairs[n_test:], pairs[:n_test]
-
-
-def two_digit_sentence(rng: random.Random, a: int, b: int, op: str) -> tuple[str, str]:
-    """A Fig. 8 prompt of ``op`` with operands ``a``, ``b`` (two digits) and its full answer."""
-    tpl = rng.choice([t for t in T.FIG8 if t.op == op])
-    v = {"A": a, "B": b, "OP": tpl.op_word}
-    prompt, _ = render(tpl.clean, v)
-    return prompt, str(a + b if op == "addition" else a - b)
-
 
 def PRE_TOKENIZER():
     """Split on whitespace, isolate every non-word character, split digits one by one."""
@@ -270,7 +222,8 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     draw them) per operation, family and template, counted on *trained* pairs only (the in-distribution
     figure; ``all_pairs_*`` adds the held-out pairs the chapters also draw), the held-out splits
     (:func:`arithmech.embedded.heldout.heldout_report`), generic-fact accuracy, and two-digit exact match."""
-    from arithmech.data.pairs import filter_correct, make_pairs
+    from arithmech.data.pairs import make_pairs
+    from arithmech.evals.scoring import filter_correct
     from arithmech.embedded.heldout import heldout_report, proportion
     drawn, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
     kept, _ = filter_correct(model, tok, drawn)
@@ -302,40 +255,12 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     }
 
 
-@torch.no_grad()
-def generic_correct(model, tok) -> list[bool]:
-    """Per fact of :data:`GENERIC_FACTS`: is the top-1 next token the answer?"""
-    from arithmech.data.pairs import predict
-    pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
-    gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
-    return (pred == gold).tolist()
 
 
-def generic_accuracy(model, tok) -> float:
-    ok = generic_correct(model, tok)
-    return round(sum(ok) / len(ok), 4)
 
 
-def two_digit_items(n: int = 300, seed: int = 0) -> list[tuple[str, str]]:
-    """The first ``n`` held-out two-digit problems ``(prompt, answer)``: the test operand pairs of
-    :func:`two_digit_split`, each in a seeded Fig. 8 form of its operation (``("47 plus 12 is", "59")``).
-    The one item list of every two-digit measurement (toy benchmark, model card, CPU Table 1)."""
-    rng = random.Random(seed + 7)
-    _, test = two_digit_split(seed)
-    return [two_digit_sentence(rng, a, b, op) for a, b, op in test[:n]]
 
 
-def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
-    """Exact match of the greedy full answer on held-out two-digit problems (:func:`two_digit_items`,
-    :func:`arithmech.evals.scoring.greedy_exact`)."""
-    ok = two_digit_correct(model, tok, seed, n)
-    return round(sum(ok) / len(ok), 4)
-
-
-def two_digit_correct(model, tok, seed: int = 0, n: int = 300) -> list[bool]:
-    """Per item of :func:`two_digit_items`: does greedy decoding write the whole answer?"""
-    from arithmech.evals.scoring import greedy_exact
-    return greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)
 
 
 def model_card(r: dict) -> str:

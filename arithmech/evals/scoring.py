@@ -1,7 +1,7 @@
 """Scoring a causal LM on prompts: greedy decoding, answer-letter logits, answer extraction.
 
 Every evaluation of the project goes through these functions (the toy benchmarks of the embedded
-model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.experiments.table1`).
+model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.steps.table1`).
 
 **Batching: left padding, attention mask, position ids from the mask.** Prompts are sorted by token
 length (equal lengths share a batch and then need no padding at all) and cut into batches of
@@ -35,6 +35,9 @@ import re
 from typing import Iterable, Sequence
 
 import torch
+from arithmech.data.pairs import Sample
+from arithmech.data.pairs import answer_ids
+from arithmech.data.pairs import group_by_length
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -256,3 +259,41 @@ def completes(text: str, answer: str) -> bool:
     ``" 475"`` does not)."""
     t, a = "".join(text.split()), "".join(answer.split())
     return t.startswith(a) and not t[len(a):][:1].isdigit()
+
+
+@torch.no_grad()
+def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int = 1) -> torch.Tensor:
+    """``(n, top_k)`` ids of the most likely next tokens after each prompt."""
+    dev = model.get_input_embeddings().weight.device
+    out = torch.empty(len(prompts), top_k, dtype=torch.long)
+    for idx, ids in group_by_length(tok, prompts, batch_size):
+        logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
+        out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
+    return out
+
+
+def filter_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) -> tuple[list[Sample], dict]:
+    """Keep the samples whose top-1 next token is the answer token (the paper's X_r).
+
+    Returns ``(kept, accuracy)``, ``accuracy[template_id] = fraction correct``.
+    """
+    pred = predict(model, tok, [s.clean for s in samples], batch_size)[:, 0]
+    gold = answer_ids(tok, samples)
+    ok = (pred == gold).tolist()
+    acc: dict[str, list] = {}
+    for s, o in zip(samples, ok):
+        acc.setdefault(s.template, []).append(o)
+    return [s for s, o in zip(samples, ok) if o], {k: sum(v) / len(v) for k, v in acc.items()}
+
+
+def check_counterfactuals(model, tok, samples: Sequence[Sample], batch_size: int = 64) -> tuple[list[Sample], list[bool]]:
+    """Keep the pairs whose X_c changes the model's answer: top-1 next token after ``s.corrupt`` differs
+    from the X_r answer token (:func:`~arithmech.data.pairs.answer_ids`).
+
+    Returns ``(kept, passed)``; ``passed[i]`` is True when sample ``i`` passes. Call it on samples the
+    model answers right (X_r), so "differs" means X_c moved the answer away."""
+    if not samples:
+        return [], []
+    pred = predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0]     # (n,)
+    passed = (pred != answer_ids(tok, samples)).tolist()
+    return [s for s, p in zip(samples, passed) if p], passed

@@ -13,24 +13,15 @@ from __future__ import annotations
 
 import random
 from typing import Sequence
+from arithmech.data.sentences import GENERIC_FACTS
+from arithmech.data.sentences import negative_items, negative_split, two_digit_items
+import torch
 
 TOY = ("two_digit", "negative", "single_digit", "generic")
 
 
-def negative_split(seed: int = 0, n_test: int = 12) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Disjoint seeded ``(A, B)`` lists with ``1 <= A < B <= 9`` (36 pairs): (train, test). The embedded
-    model was trained on subtraction with ``A >= B`` only, so "3 minus 7" (answer ``-4``) is new to it."""
-    pairs = [(a, b) for a in range(1, 10) for b in range(1, 10) if a < b]
-    random.Random(seed).shuffle(pairs)
-    return pairs[n_test:], pairs[:n_test]
 
 
-def negative_items(pairs: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
-    """``(prompt, answer)`` for every pair in each of the nine Fig. 8 subtraction forms (answer ``"-4"``)."""
-    from arithmech.data import templates as T
-    from arithmech.data.pairs import render
-    tpls = [t for t in T.FIG8 if t.op == "subtraction"]
-    return [(render(t.clean, {"A": a, "B": b, "OP": t.op_word})[0], str(a - b)) for a, b in pairs for t in tpls]
 
 
 def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6,
@@ -39,8 +30,10 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
     ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit`` (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and
     ``generic`` (the facts table: the toy MMLU)."""
     from arithmech.data import templates as T
-    from arithmech.data.pairs import filter_correct, make_pairs
-    from arithmech.embedded.train import generic_accuracy, two_digit_accuracy
+    from arithmech.data.pairs import make_pairs
+    from arithmech.evals.scoring import filter_correct
+    from arithmech.evals.toy import generic_accuracy
+    from arithmech.evals.toy import two_digit_accuracy
     from arithmech.evals.scoring import greedy_exact
     res = {}
     if "two_digit" in which:
@@ -50,7 +43,7 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
         res["negative"] = round(sum(ok) / len(ok), 4)
     if "single_digit" in which:
         tpls = T.FIG8 + T.FIG10
-        from arithmech.embedded.heldout import is_heldout_pair
+        from arithmech.data.heldout import is_heldout_pair
         samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101)
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]     # the trained skill only
         kept, _ = filter_correct(model, tok, samples)
@@ -58,3 +51,30 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
     if "generic" in which:
         res["generic"] = generic_accuracy(model, tok)
     return res
+
+
+@torch.no_grad()
+def generic_correct(model, tok) -> list[bool]:
+    """Per fact of :data:`GENERIC_FACTS`: is the top-1 next token the answer?"""
+    from arithmech.evals.scoring import predict
+    pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
+    gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
+    return (pred == gold).tolist()
+
+
+def generic_accuracy(model, tok) -> float:
+    ok = generic_correct(model, tok)
+    return round(sum(ok) / len(ok), 4)
+
+
+def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
+    """Exact match of the greedy full answer on held-out two-digit problems (:func:`two_digit_items`,
+    :func:`arithmech.evals.scoring.greedy_exact`)."""
+    ok = two_digit_correct(model, tok, seed, n)
+    return round(sum(ok) / len(ok), 4)
+
+
+def two_digit_correct(model, tok, seed: int = 0, n: int = 300) -> list[bool]:
+    """Per item of :func:`two_digit_items`: does greedy decoding write the whole answer?"""
+    from arithmech.evals.scoring import greedy_exact
+    return greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)

@@ -15,7 +15,7 @@ run: they depend only on the sequence length and ``attention_mask``, not on the 
 bottom layers are replaced by :class:`Skip` modules (identity on the hidden states) for the duration of
 one forward (:func:`skipped_layers`), then put back.
 
-**Exactness.** Rows are right-padded (:class:`arithmech.data.sft.Collator`); under the causal mask and
+**Exactness.** Rows are right-padded (:class:`arithmech.finetune.data.Collator`); under the causal mask and
 the padding mask a real token never reads a pad position, so the cached real-token states are the
 values the plain run computes (up to float reassociation of a different padded length in a different
 batch, ~1e-7 relative in fp32). Pad positions get zeros; they only feed pad positions, whose labels are

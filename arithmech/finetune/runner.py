@@ -7,7 +7,7 @@ MLP layers, gradients rescaled by H/h). Its checkpoints hold just those slices (
 resumes with ``trainer.train(resume_from_checkpoint=...)``. The full-SFT baseline is the plain
 ``Trainer`` with every parameter trainable and the *same* :func:`training_args`.
 
-Paper defaults (:data:`arithmech.experiments.paper.SFT`): lr 2e-5, batch 128 (``micro_batch_size`` x gradient accumulation),
+Paper defaults (:data:`arithmech.paper.SFT`): lr 2e-5, batch 128 (``micro_batch_size`` x gradient accumulation),
 2 epochs, warmup ratio 0.02, weight decay 0.1; AdamW (``adamw_torch``); cosine decay (the paper does
 not name a schedule). The toy chapter uses a higher lr and a few hundred steps on the embedded model.
 
@@ -45,13 +45,14 @@ import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
 from arithmech.core import results as R
+
+from arithmech.core import records
 from arithmech.core.memory import BlockPeakMemory
 from arithmech.finetune import adapter as A
-from arithmech.finetune import checks as C
 from arithmech.finetune import prefix as P
 from arithmech.core.models import load_model
-from arithmech.experiments.paper import SFT
-from arithmech.data.sft import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
+from arithmech.paper import SFT
+from arithmech.finetune.data import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
 
 
 
@@ -178,158 +179,13 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
             "loss_history": [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]}
 
 
-# ------------------------------------------------------------------------------ key components
-def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int, int]], list[int]]:
-    """Heads ``(layer, head)`` and MLP layers of a model's results ``folder``, best first: the ranked key
-    heads of ``key_heads.json`` (written by ``arithmech identify``), extended by the rest of that task's
-    ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the number of key
-    heads. Both files are read through the results contract and checked for shape
-    (:func:`arithmech.finetune.checks.read_ranking`; with ``geometry``, ``effects.csv`` must hold every
-    head of the model)."""
-    return C.read_ranking(folder, geometry)
 
 
-def ensure_ranking(model: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
-                   device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
-    """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
-    first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
-    from arithmech.methods.identify import run
-    folder = R.model_folder(results, model)
-    if not R.exists(folder, "key_heads.json"):
-        run(model, n_samples=n_samples, seed=seed, results=folder, device=device, dtype=dtype,
-            knockout=False, transfer=False)
-    return ranked_components(folder)
 
 
-def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
-    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads (syntax:
-    :func:`arithmech.finetune.checks.parse_heads_arg`)."""
-    want = C.parse_heads_arg(arg)
-    if isinstance(want, int):
-        if ranking is None or len(ranking) < want:
-            raise ValueError(f"--heads {arg}: only {0 if ranking is None else len(ranking)} ranked heads available")
-        return ranking[:want]
-    return want
 
 
-# ------------------------------------------------------------------------------------- runner
-def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "top-8", mlps: int = 0,
-                 train_data: str = "embedded", results: str | Path = "results", benchmarks: Sequence[str] = ("toy",),
-                 epochs: float = SFT["epochs"], max_steps: int = -1, lr: float = SFT["lr"],
-                 batch_size: int = SFT["batch_size"], micro_batch_size: int = 8, warmup: float = SFT["warmup"],
-                 weight_decay: float = SFT["weight_decay"], seed: int = 0, device: str = "cpu",
-                 dtype: str = "float32", bf16: bool = False, kv_policy: str = "any", rescale: bool = True,
-                 limit: int | None = None, data_dir=None, n_train: int | None = None, tag: str | None = None,
-                 save_adapter: bool = False, fsdp: bool = False, before: dict | None = None,
-                 threads: int | None = None, overwrite: bool = False, command: str | None = None) -> dict:
-    """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
-
-    Every argument and input file is checked first (:func:`arithmech.finetune.checks.validate_finetune_args`),
-    before any model is loaded or evaluated.
-
-    ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
-    ``before``: the base model's accuracies (benchmark → accuracy) or an earlier record's ``base``
-    (benchmark → measure) on the same benchmarks: skips the first evaluation.
-    ``results``: the results root or the model's folder; an existing record is replaced only with
-    ``overwrite``. The record has the one fine-tune format of :func:`arithmech.core.results.finetune_record`.
-    ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
-    run faster with 1 than with threads that spin against other processes.
-    """
-    spec = C.validate_finetune_args(**{k: v for k, v in locals().items() if k != "before"})
-    if threads:
-        kw = {**locals(), "threads": None}
-        kw.pop("spec")
-        n = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            return run_finetune(**kw)
-        finally:
-            torch.set_num_threads(n)
-    from arithmech.evals import benchmarks as evals
-    folder = R.model_folder(results, model)
-    R.check_finetune_writable(R.finetune_path(folder, mode, tag), overwrite)
-    t0 = time.time()
-    torch.manual_seed(seed)
-    net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
-    total = sum(p.numel() for p in net.parameters())
-    bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
-    ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
-    before = ({k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None
-              else ev(net))
-    rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
-    out_dir = folder / "finetune"
-    stem = mode + (f"-{tag}" if tag else "")
-    with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:    # removed on any exit, failures too
-        args = training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
-                             epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
-                             device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
-                             fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
-        net.train()
-        trainer = make_trainer(net, mode, args, rows, tok, spec)
-        tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
-        train = train_measured(trainer, device)
-    net.eval()
-    if save_adapter and mode == "precise":
-        A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
-    after = ev(net)
-    record = R.finetune_record(
-        model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
-        heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
-        tuned_parameters=tuned, total_parameters=total,
-        parameters=dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
-                        max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, bf16=bf16, rescale=rescale,
-                        limit=limit, benchmarks=bench, kv_policy=kv_policy if spec else None, geometry=asdict(geo)),
-        train={**train, "train_data": train_data, "n_train": len(rows)},
-        results={k: R.measure(v) for k, v in after.items()},
-        base={k: R.measure(v) for k, v in before.items()},
-        delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
-        versions=R.versions(),
-        wall_s=round(time.time() - t0, 2))
-    R.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
-    return record
 
 
-def _cli(a) -> None:
-    import shlex
-    r = run_finetune(model=a.model, mode=a.mode, heads=a.heads, mlps=a.mlps, train_data=a.train_data,
-                     results=a.results, benchmarks=a.benchmarks.split(","), epochs=a.epochs, max_steps=a.max_steps,
-                     lr=a.lr, batch_size=a.batch_size, micro_batch_size=a.micro_batch_size, warmup=a.warmup,
-                     weight_decay=a.weight_decay, seed=a.seed, device=a.device, dtype=a.dtype, bf16=a.bf16,
-                     kv_policy=a.kv_policy, rescale=not a.no_rescale, limit=a.limit, data_dir=a.data_dir,
-                     n_train=a.n_train, tag=a.tag, save_adapter=a.save_adapter, fsdp=a.fsdp,
-                     threads=a.threads, overwrite=a.overwrite,
-                     command="python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv))
-    for k, v in r["results"].items():
-        print(f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})")
-    print(f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: {r['train']['samples_per_second']}, "
-          f"peak memory: {r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
 
 
-def add_cli(subparsers, name: str = "finetune") -> None:
-    from arithmech.core.inputs import NON_NEGATIVE, POSITIVE, common_arguments
-    s = subparsers.add_parser("finetune", help="one fine-tune arm: precise SFT of key heads or full SFT; "
-                              "accuracy before/after (Tables 1, 2, 5)")
-    common_arguments(s)
-    s.add_argument("--mode", choices=("precise", "full"), default="precise")
-    s.add_argument("--heads", default="top-32", help="top-K (ranked in the model's results folder) or L.H,L.H")
-    s.add_argument("--mlps", type=NON_NEGATIVE, default=0, help="also train the top-M MLP layers")
-    s.add_argument("--kv-policy", choices=A.KV_POLICIES, default="any", help="GQA: see arithmech.finetune.adapter")
-    s.add_argument("--no-rescale", action="store_true", help="do not rescale head gradients by H/h")
-    s.add_argument("--train-data", default="embedded", help="embedded | math | file.jsonl ({prompt, completion})")
-    s.add_argument("--n-train", type=POSITIVE, default=None, help="seeded sample of the training data")
-    s.add_argument("--benchmarks", default="toy", help="toy | paper | comma list of gsm8k,addsub,singleeq,svamp,mmlu,csqa")
-    s.add_argument("--limit", type=POSITIVE, default=None, help="evaluate a seeded sample of this many rows per benchmark")
-    s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
-    s.add_argument("--tag", default=None, help="file name suffix: finetune/<mode>-<tag>.json")
-    s.add_argument("--epochs", type=float, default=SFT["epochs"])
-    s.add_argument("--max-steps", type=int, default=-1)
-    s.add_argument("--lr", type=float, default=SFT["lr"])
-    s.add_argument("--batch-size", type=POSITIVE, default=SFT["batch_size"])
-    s.add_argument("--micro-batch-size", type=POSITIVE, default=8)
-    s.add_argument("--warmup", type=float, default=SFT["warmup"])
-    s.add_argument("--weight-decay", type=float, default=SFT["weight_decay"])
-    s.add_argument("--bf16", action="store_true", help="bf16 autocast (trainable slices stay fp32)")
-    s.add_argument("--fsdp", action="store_true", help="full SFT: FSDP through TrainingArguments")
-    s.add_argument("--save-adapter", action="store_true")
-    s.add_argument("--threads", type=POSITIVE, default=None, help="torch intra-op threads (default: torch's)")
-    s.set_defaults(func=_cli)

@@ -162,7 +162,7 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
 
     ``thresholds``: the slider's key-head thresholds, strict to loose (increasing, all negative, e.g.
     ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect's 95% interval lies below
-    ``thresholds[s]`` (identify's rule, :func:`arithmech.methods.identify.key_heads`). Returns one row per head, ranked by
+    ``thresholds[s]`` (identify's rule, :func:`arithmech.steps.identify.key_heads`). Returns one row per head, ranked by
     effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
     ``key_at`` is the first such step (``len(thresholds)``: never a key head).
     """
@@ -278,7 +278,7 @@ def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 
     from the counterfactuals of ``n_reference`` identify samples. Returns ``(head_steps, precompute)``.
     """
     from arithmech.core import results as R
-    from arithmech.methods.analyze import reference_samples
+    from arithmech.steps.analyze import reference_samples
     if n_prompts < 1 or n_reference < 1 or max_heads < 1:
         raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
     heads = head_steps(R.read(folder, "effects.csv"), thresholds, task)

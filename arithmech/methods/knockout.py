@@ -48,7 +48,7 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
-from arithmech.experiments.paper import FIG4_CASES
+from arithmech.paper import FIG4_CASES
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.core.models import arch_for, input_device
 from arithmech.core.stats import wilson_interval

@@ -22,8 +22,10 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.data import pairs as D
+from arithmech.evals.scoring import filter_correct
+from arithmech.evals.scoring import predict
 from arithmech.data import templates as T
-from arithmech.experiments.paper import FIG4_CASES
+from arithmech.paper import FIG4_CASES
 from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop,
                                         knockout_curve, mean_activations, mean_sources, transfer_table,
                                         with_interval)
@@ -61,7 +63,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample
         drawn, r = drawn + len(more), r + 1
         fresh = list({s.clean: s for s in more if s.clean not in tried}.values())
         tried |= {s.clean for s in fresh}
-        ok = D.filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
+        ok = filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
         kept += len(ok)
         out += ok[:missing]
     return out
@@ -89,7 +91,7 @@ def sanity_rows(model, tok, samples: Sequence[D.Sample], means, positions: str, 
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, batch_size=batch_size, positions=positions).sum(-1).tolist()
     gold = D.answer_ids(tok, samples)
-    xc = int((D.predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0] == gold).sum())
+    xc = int((predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0] == gold).sum())
     floor = Counter(gold.tolist()).most_common(1)[0][1]
     src = mean_sources(tok, samples, means)
     n = len(samples)
@@ -104,8 +106,8 @@ def task_knockout(model, tok, samples: Sequence[D.Sample], means, ranking: tuple
                   ks: Sequence[int] | None = None, batch_size: int = 64) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS`) at each of ``positions``.
 
-    ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.methods.identify.ranking`);
-    ``key``: :func:`arithmech.methods.identify.key_heads` of the task. ``full`` (the primary task):
+    ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.steps.identify.ranking`);
+    ``key``: :func:`arithmech.steps.identify.key_heads` of the task. ``full`` (the primary task):
 
     * at the first position setting, the whole Fig. 3 curve: effect rank on ``ks``, heads and MLPs, and
       random orders at :data:`RANDOM_HEAD_KS` / :data:`RANDOM_MLP_KS` and at the key counts; a random
@@ -200,8 +202,8 @@ def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int
 def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
                  batch_size: int = 64, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
-    :class:`~arithmech.methods.identify.IdentifyResult`; ``id_heads``: key heads found without the
-    ``heldout`` templates and where they come from, :func:`arithmech.methods.identify.heldout_heads`).
+    :class:`~arithmech.steps.identify.IdentifyResult`; ``id_heads``: key heads found without the
+    ``heldout`` templates and where they come from, :func:`arithmech.steps.identify.heldout_heads`).
     Fig. 4 knocks out the studied heads of the primary task (:func:`arithmech.methods.effects.studied_heads`:
     the key heads, or the top ones where none is key), its prompts cut where this tokenizer's answer token
     starts (:func:`tokenizer_cases`). ``res.means`` is a reference pool that covers the held-out family,

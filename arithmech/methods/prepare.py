@@ -13,8 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from arithmech.data import pairs as D
+from arithmech.evals.scoring import filter_correct
 from arithmech.data import templates as T
-from arithmech.data.answer_tokens import check_counterfactuals, template_summary
+from arithmech.data.answer_tokens import template_summary
+from arithmech.evals.scoring import check_counterfactuals
 
 
 def task_templates(task) -> tuple[str, list[T.Template]]:
@@ -62,7 +64,7 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
         _, tpls = task_templates(task)
         samples, stats = D.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token)
         variant = answer_token
-    correct_s, acc = D.filter_correct(model, tok, samples, batch_size)
+    correct_s, acc = filter_correct(model, tok, samples, batch_size)
     correct_ids = {id(s) for s in correct_s}
     correct = [id(s) in correct_ids for s in samples]
     exact = greedy_exact(model, tok, [(s.bare, s.target) for s in samples], batch_size=batch_size)

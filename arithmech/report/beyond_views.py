@@ -1,4 +1,4 @@
-"""The Beyond chapter's tables and charts, one row (or one chart) per model, from :func:`arithmech.methods.beyond.ensure`.
+"""The Beyond chapter's tables and charts, one row (or one chart) per model, from :func:`arithmech.steps.beyond.ensure`.
 
 Each function takes ``runs``: a list of ``ensure`` results (``model``, ``summary``, ``eap``, ``upstream``,
 ``n_layers``), so the page shows every model with one code path::

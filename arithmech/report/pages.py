@@ -2,7 +2,7 @@
 
 * :func:`results_box` — the introduction's box per model: the paper's claims, this run's numbers and
   a verdict (*holds* / *does not hold* / *inconclusive*), all read from
-  :func:`arithmech.experiments.claims.claims` on ``results/<model>/``; never typed.
+  :func:`arithmech.claims.rules.claims` on ``results/<model>/``; never typed.
   :func:`update_markdown` writes it (and the parameters table) between markers of a ``.md`` page.
 * :func:`chapter_end` — a chapter's last cell: glues the chapter's "what this run found" (shown under
   its title through ``{glue:md}``) and prints a footer naming the model the page actually ran on.
@@ -39,7 +39,7 @@ def _md_cell(x: Any) -> str:
 
 def claims_table(claims: pd.DataFrame) -> str:
     """Markdown table ``claim | paper | rule (fixed before the run) | this run | verdict`` of a claims frame
-    (see :func:`arithmech.experiments.claims.claims`)."""
+    (see :func:`arithmech.claims.rules.claims`)."""
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
     rows = ["| claim | paper (LLaMA2-7B) | rule, fixed before the run | this run | verdict |",
             "| --- | --- | --- | --- | --- |"]
@@ -61,7 +61,7 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
     """Markdown: one admonition per ``(folder name, label)`` whose identify results exist in
     ``root/results_dir/<name>``; ``None`` when none has results (a caller then keeps what it had)."""
     from arithmech.core import results as R
-    from arithmech.experiments.claims import claims
+    from arithmech.claims.rules import claims
     out = []
     for name, label in models:
         folder = Path(root) / results_dir / name
@@ -69,7 +69,7 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
             continue
         c = claims(folder)
         out += [f":::{{admonition}} {label}: {tally(c)}", ":class: tip", "",
-                f"Computed by `arithmech.experiments.claims` from `{results_dir}/{name}/`. Each rule is the same "
+                f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`. Each rule is the same "
                 "for every model and was written before this run's results were read — except the rules for the "
                 "shipped SmolLM2 Table 1 records, written after those records existed; *inconclusive*: the results "
                 "it needs are missing or their intervals do not decide it.", "", claims_table(c), ":::", ""]
@@ -164,7 +164,7 @@ def use_table_display() -> None:
 
 # ------------------------------------------------------------------------------- chapter findings
 def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
-    """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.experiments.claims`,
+    """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.claims.rules`,
     in that order; an id the frame lacks is a ``KeyError``)."""
     rows = claims.set_index("id").loc[list(ids)].reset_index()
     return [f"{r['claim']}: **{verdict(r['holds'])}** ({r['here']})" for _, r in rows.iterrows()]

@@ -361,7 +361,7 @@ _MODE_SCALE = alt.Scale(domain=["base", "full", "precise"], range=[PALETTE[6], P
 def table1_ci_chart(frame: pd.DataFrame, fig: str = "Table 1", title: str = "base, full SFT and precise SFT, with 95% intervals") -> alt.HConcatChart:
     """Table 1 as points with 95% intervals: accuracy per measure (left), generic-text loss (right).
 
-    ``frame``: :func:`arithmech.experiments.table1.table1_frame` rows ``mode, measure, value, ci_low, ci_high``.
+    ``frame``: :func:`arithmech.core.records.table1_frame` rows ``mode, measure, value, ci_low, ci_high``.
     """
     def panel(df: pd.DataFrame, y: str, fmt: str, width: int) -> alt.LayerChart:
         base = alt.Chart(df).encode(x=alt.X("mode:N", title=None, sort=["base", "full", "precise"],

@@ -1,6 +1,6 @@
 """The paper's fine-tuning tables (Tables 1, 2, 5) as data, and ours in the same shape.
 
-The published LLaMA2 tables are :data:`arithmech.experiments.paper.TABLE1` / ``TABLE2`` / ``TABLE5``
+The published LLaMA2 tables are :data:`arithmech.paper.TABLE1` / ``TABLE2`` / ``TABLE5``
 (accuracy in %, train speed in samples/s, tuned parameters in billions). :func:`results_table` turns ``finetune/<mode>.json`` records (from
 :func:`arithmech.finetune.runner.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
 benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
@@ -13,7 +13,9 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
-from arithmech.experiments.paper import LLAMA2_7B, LLAMA2_7B_FF
+from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF
+from pathlib import Path
+from arithmech.core import records
 
 TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences (math)",
              "single_digit": "single-digit (math)", "generic": "generic facts"}
@@ -88,3 +90,34 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
     df.attrs["tuned_parameters"] = tuned_parameters(LLAMA2_7B, n_heads)
     df.attrs["geometry"] = asdict(LLAMA2_7B)
     return df
+
+
+# -------------------------------------------------------------------------------- Table 1 side by side
+def table1_side_by_side(results_dir: str | Path, model_name: str) -> pd.DataFrame:
+    """One row per (model, mode): mean math and generic accuracy (%), samples/s and tuned parameters, for
+    the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
+    toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
+    of :mod:`arithmech.steps.table1`). Missing results are left out."""
+    from arithmech.paper import table1_by_mode
+    from arithmech.core.records import table1_frame
+    rows = []
+    for mode, r in table1_by_mode("LLaMA2-7B").items():
+        rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
+                     (r["mmlu"] + r["csqa"]) / 2, r.get("samples_per_second"), r.get("tuned_parameters"), None))
+    emb = Path(results_dir) / "embedded"
+    val = lambda m, k: 100 * m[k]["value"] if k in m else float("nan")
+    for mode in ("full", "precise"):
+        if records.finetune_path(emb, mode).exists():
+            r = records.read_finetune(emb, mode)
+            if mode == "full" or not any(x[0] == "embedded" for x in rows):
+                rows.append(("embedded", "base", val(r["base"], "two_digit"), val(r["base"], "generic"), None, None, None))
+            rows.append(("embedded", mode, val(r["results"], "two_digit"), val(r["results"], "generic"),
+                         r["train"].get("samples_per_second"), r.get("tuned_parameters"), None))
+    t = table1_frame(Path(results_dir) / model_name)
+    for mode in dict.fromkeys(t.get("mode", [])):
+        d = t[t["mode"] == mode].set_index("measure")
+        math_ = d.loc[["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"], "value"].mean()
+        rows.append((model_name, mode, 100 * math_, 100 * d.loc[["mmlu", "csqa"], "value"].mean(),
+                     d["samples_per_second"].iloc[0], d["tuned_parameters"].iloc[0], d.loc["lm_loss", "value"]))
+    return pd.DataFrame(rows, columns=["model", "mode", "math accuracy (%)", "generic accuracy (%)", "train samples/s",
+                                       "tuned parameters", "generic-text loss"])

@@ -1,6 +1,6 @@
 """Table 1's charts: the math-gain vs general-change trade-off, and the arms with their intervals.
 
-Builders take the frames of :mod:`arithmech.experiments.verdicts` and compute nothing.
+Builders take the frames of :mod:`arithmech.claims.verdicts` and compute nothing.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
                    subtitle: str | None = None) -> alt.LayerChart:
     """One point per fine-tuned run (arm × seed × learning rate): x = change of the primary general
     measure from base, y = change of the primary math measure; filled = the arm's chosen rate, hollow =
-    the other rates of its grid. ``frame``: :func:`arithmech.experiments.verdicts.tradeoff_frame`."""
+    the other rates of its grid. ``frame``: :func:`arithmech.claims.verdicts.tradeoff_frame`."""
     math, general = frame["math"].iloc[0], frame["general"].iloc[0]
     base = alt.Chart(frame).encode(
         x=alt.X("general_change:Q", title=f"change of {general} from base", axis=alt.Axis(format="+.0%")),
@@ -39,7 +39,7 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
 def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"
                ) -> alt.FacetChart:
     """Each fine-tuned arm's change from base on ``measures``, with its paired-bootstrap interval.
-    ``table``: :func:`arithmech.experiments.verdicts.arm_table`."""
+    ``table``: :func:`arithmech.claims.verdicts.arm_table`."""
     df = table[(table.arm != "base") & table.measure.isin(measures)]
     enc = alt.Chart(df).encode(y=alt.Y("arm:N", title=None, sort=list(ARM_SCALE.domain)),
                                color=alt.Color("arm:N", scale=ARM_SCALE, legend=None))

@@ -1,6 +1,6 @@
 """What the executed book says agrees with the claims tables it was built from.
 
-``make book`` writes, from :func:`arithmech.experiments.claims.claims` on ``results/<model>/``, the
+``make book`` writes, from :func:`arithmech.claims.rules.claims` on ``results/<model>/``, the
 introduction's claims table per model (between the ``findings`` markers of ``book/intro.md``) and each
 chapter's "What this run found" lines (glued as ``findings``). Both are committed, so these checks run on
 a clean clone too: every claim line a chapter shows must be the same claim, verdict and numbers as the

@@ -10,8 +10,9 @@ import pytest
 
 from arithmech.cli import main
 from arithmech.core import results as R
-from arithmech.finetune.runner import run_finetune
-from arithmech.methods import analyze as A
+from arithmech.data import pairs
+from arithmech.steps.finetune import run_finetune
+from arithmech.steps import analyze as A
 
 
 def test_cli_writes_results_files(tmp_path, capsys):
@@ -36,7 +37,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
     kh = json.loads((a / "key_heads.json").read_text())
     assert kh["threshold"] == -0.05 and all(h["effect_hi"] < -0.05 for h in kh["heads"])   # the interval rule
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
-    prompts = R.samples(a)
+    prompts = pairs.samples(a)
     run = json.loads((a / "run.json").read_text())
     rec = run["steps"]["identify"]
     assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
@@ -53,7 +54,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
 def test_bad_answer_token_is_one_line_before_loading(tmp_path, capsys):
     """Protects the input contract of --answer-token: an unknown variant is one line and exit 2, nothing
     written; identify.run refuses it before any model loads (a model that does not exist is never reached)."""
-    from arithmech.methods import identify as I
+    from arithmech.steps import identify as I
     with pytest.raises(SystemExit) as e:
         main(["identify", "--model", "embedded", "--answer-token", "last", "--out", str(tmp_path / "o")])
     assert e.value.code == 2 and "--answer-token" in capsys.readouterr().err

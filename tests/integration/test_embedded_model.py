@@ -3,6 +3,9 @@ card's held-out numbers recomputed, and the fine-tune chapter's starting point."
 from __future__ import annotations
 
 from arithmech.embedded import train as E
+from arithmech.data.sentences import two_digit_split
+from arithmech.evals.toy import generic_accuracy
+from arithmech.evals.toy import two_digit_accuracy
 
 
 def test_shipped_model_in_distribution_accuracy(embedded_model):
@@ -14,7 +17,7 @@ def test_shipped_model_in_distribution_accuracy(embedded_model):
     r = H.split_report(model, tok, "in_distribution", seed=12345, n_per_template=10)
     assert r["answer_token"]["acc"] >= 0.99, r
     assert min(v["answer_token"]["acc"] for v in r["by_operation"].values()) >= 0.97, r["by_operation"]
-    assert E.generic_accuracy(model, tok) >= 0.95
+    assert generic_accuracy(model, tok) >= 0.95
 
 
 def test_shipped_heldout_numbers_recompute(embedded_model):
@@ -32,7 +35,7 @@ def test_shipped_heldout_numbers_recompute(embedded_model):
 
 def test_two_digit_split_is_disjoint_and_poor_at_first(embedded_model):
     """Protects: the fine-tune chapter's math set is held out (train/test disjoint) and not yet solved."""
-    train, test = E.two_digit_split(seed=0)
+    train, test = two_digit_split(seed=0)
     assert not set(train) & set(test) and len(test) == 300
     model, tok, _ = embedded_model
-    assert E.two_digit_accuracy(model, tok, n=60) < 0.5
+    assert two_digit_accuracy(model, tok, n=60) < 0.5

@@ -12,6 +12,8 @@ import pytest
 
 from arithmech.core import results as R
 
+from arithmech.core import records
+
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -58,7 +60,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     assert run["steps"]["beyond"]["inputs"]["effects.csv"] == R.sha256(folder / "effects.csv")
     assert len(R.read(folder, "eap.csv")) == 6 * 9 and len(R.read(folder, "upstream.csv")) > 0
     assert run["steps"]["analyze"]["inputs"]["key_heads.json"] == R.sha256(folder / "key_heads.json")
-    rec = R.read_finetune(folder, "precise")
+    rec = records.read_finetune(folder, "precise")
     ranked = [h["layer"] * 100 + h["head"] for h in json.loads((folder / "key_heads.json").read_text())["heads"]]
     tuned = [l * 100 + h for l, h in rec["heads"]]
     assert set(ranked) <= set(tuned) and len(tuned) == 8          # the key heads first, then by effect rank

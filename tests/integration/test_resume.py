@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from arithmech.cli import main
+from arithmech.steps.finetune import run_finetune
 
 REPO = Path(__file__).resolve().parents[2]
 # Identify on the embedded model, four tasks (the four operations), small sizes: ~3 s of work on one thread.
@@ -74,6 +75,7 @@ def test_identify_checkpoints_of_other_arguments_are_not_used(tmp_path):
     """Protects: checkpoints are keyed by the arguments: another seed or task count hashes to another folder,
     so a re-run with different arguments never picks up a stale task."""
     from arithmech.core import results as R
+    from arithmech.core import records
     a = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 0})
     b = R.checkpoints(tmp_path, "identify", {"seed": 0, "task": "all"})
     c = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 1})
@@ -98,7 +100,7 @@ def _small_eval(model, tok, sizes, seed=0, data_dir=None):
     """Table 1's measurements cut to two (no benchmark files needed): held-out phrasings and the LM loss."""
     from arithmech.core.stats import mean_interval, wilson_interval
     from arithmech.data import pairs as D
-    from arithmech.experiments import measures as M
+    from arithmech.evals import measures as M
     _, held = M.phrasings()
     samples, _ = D.make_pairs(tok, held[:4], n=8, seed=seed + 3)
     it = M.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
@@ -121,36 +123,6 @@ def _record(path: Path) -> dict:
     return rec
 
 
-def test_table1_failing_after_first_arm_resumes_to_identical_records(tmp_path, toy_model, monkeypatch):
-    """Protects: a Table 1 run that fails after writing its first arm (base) continues on a re-run with the same
-    arguments: base is kept (not evaluated again), full is run, and both records equal an uninterrupted run's
-    (timings aside); a re-run with different arguments is refused without --overwrite."""
-    from arithmech.core import results as R
-    from arithmech.experiments import table1 as T1
-    calls = []
-    monkeypatch.setattr(T1, "evaluate_table1", lambda *a, **k: calls.append(1) or _small_eval(*a, **k))
-    kw = dict(modes=("base", "full"), scale=0.01, lr={"full": 1e-3}, seed=0, command="table1 (test)")
-    write = R.write_finetune
-
-    def fail_after_first(folder, record, **kw):
-        write(folder, record, **kw)
-        raise RuntimeError("injected fault after the first arm")
-    monkeypatch.setattr(R, "write_finetune", fail_after_first)
-    with pytest.raises(RuntimeError, match="injected"):
-        T1.run_table1(toy_model, tmp_path / "a", **kw)
-    monkeypatch.setattr(R, "write_finetune", write)
-    assert [p.name for p in (tmp_path / "a" / "toy" / "finetune").iterdir()] == ["base.json"] and calls == [1]
-    T1.run_table1(toy_model, tmp_path / "a", **kw)                   # same arguments: base kept, full run
-    assert len(calls) == 2
-    T1.run_table1(toy_model, tmp_path / "b", **kw)                   # uninterrupted
-    for mode in ("base", "full"):
-        got, want = (_record(R.finetune_path(tmp_path / d / "toy", mode)) for d in ("a", "b"))
-        assert got == want and got["parameters"]["args_sha256"]
-    with pytest.raises(ValueError, match="--overwrite"):
-        T1.run_table1(toy_model, tmp_path / "a", **{**kw, "seed": 1})
-    assert len(calls) == 4                                            # refused before any work
-
-
 # ------------------------------------------------------------------------------- Trainer temp folder
 def test_failed_training_leaves_no_trainer_temp_folder(tmp_path, toy_model, monkeypatch):
     """Protects: the Trainer's output folder (arithmech-trainer-*) is removed when training fails, not only on
@@ -169,7 +141,7 @@ def test_failed_training_leaves_no_trainer_temp_folder(tmp_path, toy_model, monk
         raise RuntimeError("injected training failure")
     monkeypatch.setattr(runner, "train_measured", boom)
     with pytest.raises(RuntimeError, match="injected"):
-        runner.run_finetune(model=toy_model, mode="full", results=tmp_path / "res", benchmarks=["generic"],
+        run_finetune(model=toy_model, mode="full", results=tmp_path / "res", benchmarks=["generic"],
                             max_steps=1, batch_size=4, micro_batch_size=4, lr=1e-3, n_train=8,
                             before={"generic": 0.5})
     assert seen and not list(tmpdir.glob("arithmech-trainer-*"))

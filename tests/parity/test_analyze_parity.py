@@ -1,4 +1,4 @@
-"""The analyze step (arithmech.methods.analyze, arithmech.methods.explorer) against an independent forward.
+"""The analyze step (arithmech.steps.analyze, arithmech.methods.explorer) against an independent forward.
 
 References are independent: a Llama forward written here with plain torch ops (RoPE, GQA,
 causal softmax, RMSNorm, SwiGLU) gives the attention rows and MLP vectors the hooks must find.

@@ -20,7 +20,7 @@ def small_word_llama(embedded_tokenizer):
 def test_toy_benchmarks_score_the_literal_greedy_loop(small_word_llama):
     """Protects: the toy two-digit and negative benchmarks count an item right exactly when the literal
     one-prompt, no-cache argmax loop writes its answer and then no digit."""
-    from arithmech.embedded.train import two_digit_items
+    from arithmech.data.sentences import two_digit_items
     from arithmech.evals.toy import negative_items, negative_split
     model, tok = small_word_llama
 

@@ -9,7 +9,7 @@ import torch
 
 from arithmech.data import pairs as D
 from arithmech.methods import explorer as X
-from arithmech.methods import identify as I
+from arithmech.steps import identify as I
 
 THRESHOLDS = [-0.2, -0.05, -0.01, -0.002]
 

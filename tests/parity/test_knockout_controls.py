@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from arithmech.core.trace import TraceDict
+from arithmech.evals.scoring import predict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.methods.knockout import Ablation, knockout_curve, random_orders
@@ -137,7 +138,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     gold = D.answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
-        clean = int((D.predict(model, tok, [s.clean for s in samples])[:, 0] == gold).sum())
+        clean = int((predict(model, tok, [s.clean for s in samples])[:, 0] == gold).sum())
         assert rows["nothing-out"]["correct"] == clean
         ok = 0
         for s, y in zip(samples, gold.tolist()):
@@ -156,7 +157,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
                                             edit_input=edit):
                 ok += int(model(ids).logits[0, -1].argmax()) == y
         assert rows["all-heads-out"]["correct"] == ok
-        xc = int((D.predict(model, tok, [s.corrupt for s in samples])[:, 0] == gold).sum())
+        xc = int((predict(model, tok, [s.corrupt for s in samples])[:, 0] == gold).sum())
         assert rows["x_c"]["correct"] == xc
         assert rows["majority-floor"]["correct"] == max(Counter(gold.tolist()).values())
         assert all(r["n"] == 16 for r in rows.values())
@@ -268,4 +269,4 @@ def test_knockout_prompts_are_distinct(embedded_model):
     base, _ = D.make_pairs(tok, tpl, n=20, seed=1, answer_token="last-digit")
     got = eval_samples(model, tok, tpl, base + base, 120, seed=0, answer_token="last-digit")
     assert len({s.clean for s in got}) == len(got) > 20
-    assert bool((D.predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
+    assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from arithmech.data import pairs as D
+from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations
 
 from factories import make_biased_gqa_llama, prompt_pairs
@@ -51,7 +52,7 @@ def test_knockout_with_k0_equals_plain_accuracy(embedded_model):
     model, tok, _ = embedded_model
     samples, _, _, ans = prompt_pairs(tok, 24, seed=4)
     means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
-    base = int((D.predict(model, tok, [s.clean for s in samples])[:, 0] == ans).sum()) / len(samples)
+    base = int((predict(model, tok, [s.clean for s in samples])[:, 0] == ans).sum()) / len(samples)
     curve = knockout_curve(model, tok, samples, means, [(5, 0), (4, 1)], [0, 1, 2],
                            [(l, h) for l in range(6) for h in range(8)], n_random=2)
     assert (curve.loc[curve.k == 0, "accuracy"] == base).all()
@@ -107,7 +108,7 @@ def test_positions_table_end_row_reproduces_the_knockout_curve(embedded_model):
     """Protects the book's END-vs-every-position table: its END row is the knockout curve's own point at
     k = number of key heads (same samples, same random orders); its every-position row is computed on
     the same samples."""
-    from arithmech.methods.identify import identify, knockout_summary, positions_table
+    from arithmech.steps.identify import identify, knockout_summary, positions_table
     model, tok, _ = embedded_model
     res = identify(model, tok, "addition", n_samples=64, seed=0, knockout_samples=16, n_random=2, transfer=False)
     assert res.key_heads["heads"], "the embedded model has key heads for addition"

@@ -7,6 +7,7 @@ import warnings
 import torch
 
 from arithmech.data import pairs as D
+from arithmech.evals.scoring import filter_correct
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
 
 from factories import make_biased_gqa_llama, prompt_pairs
@@ -24,7 +25,7 @@ def test_fast_equals_reference_on_embedded_model(embedded_model):
     (Algorithm 1) on the embedded model."""
     model, tok, _ = embedded_model
     samples, clean, corrupt, ans = prompt_pairs(tok, 6)
-    kept, _ = D.filter_correct(model, tok, samples)
+    kept, _ = filter_correct(model, tok, samples)
     assert len(kept) >= 4, "the embedded model should answer most Fig. 8/10 prompts"
     fast, ref = both(model, tok, clean, corrupt, ans)
     scale = ref.logit_p.abs().clamp(min=1)                          # trained logits are ~14: fp32 relative error

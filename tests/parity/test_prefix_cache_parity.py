@@ -63,7 +63,7 @@ def test_cached_prefix_equals_plain_embedded(tmp_path):
     was computed in a batch of another padded length than the plain run's epoch-3 batch, ~1e-7 of float
     reassociation that training amplifies; in float64 that noise is ~1e-16, so any real difference shows.)"""
     from arithmech.core.models import load_model
-    from arithmech.data.sft import tokenize_pairs, train_pairs
+    from arithmech.finetune.data import tokenize_pairs, train_pairs
     net, tok, geo = load_model("embedded", attn_implementation="sdpa")
     rows = tokenize_pairs(tok, train_pairs("embedded", 0, 48))
     state = {k: v.clone() for k, v in net.state_dict().items()}

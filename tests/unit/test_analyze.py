@@ -1,4 +1,4 @@
-"""The analyze step's bookkeeping (arithmech.methods.analyze, arithmech.methods.explorer,
+"""The analyze step's bookkeeping (arithmech.steps.analyze, arithmech.methods.explorer,
 arithmech.report.widgets): roles of positions, breakpoints, the ripple-carry adder, the widget's wiring.
 
 Values checked against a hand-written Llama forward are in ``parity/test_analyze_parity.py``.

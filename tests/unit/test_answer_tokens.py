@@ -14,8 +14,11 @@ import torch
 from factories import make_bytelevel_tokenizer, make_tiny_llama
 
 from arithmech.data import pairs as D
+from arithmech.evals.scoring import filter_correct
+from arithmech.evals.scoring import predict
 from arithmech.data import templates as T
-from arithmech.data.answer_tokens import answer_token_table, check_counterfactuals, template_summary
+from arithmech.data.answer_tokens import answer_token_table, template_summary
+from arithmech.evals.scoring import check_counterfactuals
 from arithmech.methods.prepare import prepare
 
 SMALL = ("add-1", "add-2", "add-5", "mul-1", "sub-1")        # equations and statements both tokenizers write
@@ -176,9 +179,9 @@ def test_counterfactual_check_on_the_embedded_model(embedded_model):
     model, tok, _ = embedded_model
     samples, _ = D.make_pairs(tok, "addition", n=48, seed=2, answer_token="last-digit")
     same = [dataclasses.replace(s, corrupt=s.clean) if i % 3 == 0 else s for i, s in enumerate(samples)]
-    correct, _ = D.filter_correct(model, tok, same)
+    correct, _ = filter_correct(model, tok, same)
     kept, passed = check_counterfactuals(model, tok, correct)
-    top_c = D.predict(model, tok, [s.corrupt for s in correct])[:, 0]
+    top_c = predict(model, tok, [s.corrupt for s in correct])[:, 0]
     assert passed == (top_c != D.answer_ids(tok, correct)).tolist()
     assert all(s.corrupt != s.clean for s in kept) and any(s.corrupt == s.clean for s in correct)
     kept2, info = prepare(model, tok, same, 48, 0)

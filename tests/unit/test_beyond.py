@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from arithmech.methods import beyond as B
+from arithmech.steps import beyond as B
 from arithmech.report import circuit as C
 
 
@@ -60,7 +60,7 @@ def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherw
     """Protects the chapter's reuse rule (the book's build budget rests on it, and it must never show a run
     made with other parameters): ``beyond.ensure`` computes once, reads back when ``run.json`` records the
     same parameters (``run`` is not called again), and recomputes when one differs."""
-    from arithmech.methods import identify as I
+    from arithmech.steps import identify as I
     model, tok, _ = embedded_model
     res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model="embedded")

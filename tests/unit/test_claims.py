@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from arithmech.core import results as R
-from arithmech.experiments import claims as C
+from arithmech.claims import rules as C
 from arithmech.report.pages import claim_lines, claims_table, verdict
 
 

@@ -89,13 +89,15 @@ def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
     import pandas as pd
 
     from arithmech.core import results as R
+
+    from arithmech.data import pairs
     tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "addition", n=30, seed=0)
     R.write_step(tmp_path, "identify", {"prompts.jsonl": samples, "effects.csv": pd.DataFrame(
         {"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0], "effect_lo": [0.0], "effect_hi": [0.0]})}, {})
-    assert R.samples(tmp_path) == samples
+    assert pairs.samples(tmp_path) == samples
     with pytest.raises(FileNotFoundError, match="run `python -m arithmech identify`"):
-        R.samples(tmp_path / "missing")
+        pairs.samples(tmp_path / "missing")
 
 
 def test_unknown_task_clear_error():

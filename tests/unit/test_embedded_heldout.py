@@ -8,6 +8,7 @@ import re
 import pytest
 
 from arithmech.data import templates as T
+from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.answers import OPERANDS, answer_rule
 from arithmech.embedded import heldout as H
 from arithmech.embedded import train as E
@@ -93,7 +94,7 @@ def test_heldout_phrasings_are_new_known_words_and_no_prefix_of_training():
     for it in items:
         assert tok.unk_token_id not in tok(it["prompt"])["input_ids"], it["prompt"]
         assert not any(rx.fullmatch(it["prompt"] + it["joiner"] + it["target"]) for _, rx in TRAINED)
-        assert not H.is_heldout_pair(it["op"], it["a"], it["b"])
+        assert not is_heldout_pair(it["op"], it["a"], it["b"])
 
 
 def test_split_items_cover_every_heldout_pair_and_keep_in_distribution_clean():
@@ -102,8 +103,8 @@ def test_split_items_cover_every_heldout_pair_and_keep_in_distribution_clean():
     items = H.split_items("heldout_pairs", seed=1)
     expected = sum(2 for t in T.FIG8 + T.FIG10 for p in H.HELDOUT_PAIRS[t.op] if answer_rule(t)(*p) is not None)
     assert len(items) == expected
-    assert all(H.is_heldout_pair(it["op"], it["a"], it["b"]) for it in items)
-    assert not any(H.is_heldout_pair(it["op"], it["a"], it["b"]) for it in H.split_items("in_distribution"))
+    assert all(is_heldout_pair(it["op"], it["a"], it["b"]) for it in items)
+    assert not any(is_heldout_pair(it["op"], it["a"], it["b"]) for it in H.split_items("in_distribution"))
     with pytest.raises(ValueError, match="unknown split"):
         H.split_items("train")
 

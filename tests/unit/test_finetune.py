@@ -12,7 +12,9 @@ import pytest
 from arithmech.core.models import Geometry
 from arithmech.core.trace import TraceDict
 from arithmech.finetune import adapter as A
-from arithmech.finetune.runner import HeadMaskedTrainer, parse_heads, ranked_components, tokenize_pairs, training_args
+from arithmech.finetune.runner import HeadMaskedTrainer, tokenize_pairs, training_args
+from arithmech.steps.finetune import parse_heads
+from arithmech.steps.finetune import ranked_components
 
 from factories import make_tiny_llama
 
@@ -138,7 +140,7 @@ def test_sft_loss_ignores_the_prompt():
     (changing what the model predicts inside the prompt cannot change the loss)."""
     import tempfile
     import torch
-    from arithmech.data.sft import Collator
+    from arithmech.finetune.data import Collator
     from arithmech.embedded.train import build_tokenizer
     from arithmech.finetune.runner import make_trainer
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -443,7 +443,7 @@ BAD_FINETUNE = [
 def test_finetune_bad_argument_refused_before_model_load(tmp_path, no_model_load, bad, match):
     """Protects: each bad fine-tune argument is one ValueError naming the value and what is allowed, raised
     before the base model is loaded or evaluated (load_model is booby-trapped)."""
-    from arithmech.finetune.runner import run_finetune
+    from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2", **bad}
     with time_limit(20), pytest.raises(ValueError, match=match):
         run_finetune(**kw)
@@ -452,7 +452,7 @@ def test_finetune_bad_argument_refused_before_model_load(tmp_path, no_model_load
 def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_load):
     """Protects: a missing --train-data file, a missing model folder, CUDA on a machine without it."""
     import torch
-    from arithmech.finetune.runner import run_finetune
+    from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2"}
     with pytest.raises(FileNotFoundError, match="--train-data 'nope.jsonl'"):
         run_finetune(**{**kw, "train_data": "nope.jsonl"})
@@ -479,7 +479,7 @@ KEY_HEADS_BAD = [
 def test_key_heads_of_the_wrong_shape_refused_before_model_load(tmp_path, no_model_load, text, match):
     """Protects: a key_heads.json of the wrong shape is a ValueError naming the file, not a KeyError deep
     inside the run (and not after the base evaluation)."""
-    from arithmech.finetune.runner import run_finetune
+    from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path, key_heads=text), "heads": "top-2"}
     with time_limit(20), pytest.raises(ValueError, match=r"key_heads\.json.*" + match):
         run_finetune(**kw)
@@ -489,7 +489,7 @@ def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_loa
     """Protects: a truncated effects.csv (missing heads, a row cut mid-line) is refused, naming the file,
     instead of silently tuning other heads; a complete one gives key heads first, then the rest by effect
     (reference: sorted here by hand)."""
-    from arithmech.finetune.checks import validate_finetune_args
+    from arithmech.steps.finetune import validate_finetune_args
     full = [("all", l, str(h), round(-0.01 * ((5 * (l * 4 + h)) % 8), 3)) for l in range(2) for h in range(4)]
     full += [("all", l, "mlp", 0.1 * l) for l in range(2)]
     kw = {**_toy_results(tmp_path, effects_rows=full), "heads": "top-4", "mlps": 1}
@@ -509,7 +509,7 @@ def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_loa
 def test_fuzz_finetune_arguments_accepted_or_refused(tmp_path, no_model_load):
     """Protects: 200 seeded random combinations of fine-tune arguments: each validates to a HeadSpec inside
     the model (or None for full SFT) or is refused with ValueError/FileNotFoundError, within seconds."""
-    from arithmech.finetune.checks import validate_finetune_args
+    from arithmech.steps.finetune import validate_finetune_args
     base = _toy_results(tmp_path)
     rng = random.Random(5)
     choices = dict(heads=["top-1", "top-3", "top-0", "top-99", "1.2", "0.0,1.3", "2.0", "1.2.3", "x", "", "top-"],

@@ -2,7 +2,7 @@
 
 A finding typed into a markdown cell goes stale the moment a rerun changes the numbers, and the
 issues found several that overstated the run. Typed prose may describe the method and quote the
-paper; verdicts and "as in the paper" comparisons are generated (``arithmech.experiments.claims``,
+paper; verdicts and "as in the paper" comparisons are generated (``arithmech.claims.rules``,
 shown by ``arithmech.report.pages``). Generated blocks (between ``findings:start`` / ``findings:end``
 markers) are exempt.
 """
@@ -45,7 +45,7 @@ def test_no_typed_findings_in_prose(pattern):
     reach the reader only through the claims table and the lines generated from it."""
     hits = [f"{where}: …{m.group(0)}…" for where, text in _prose()
             for m in re.finditer(pattern, text, flags=re.I)]
-    assert not hits, "typed finding(s); generate them from arithmech.experiments.claims instead:\n" + "\n".join(hits)
+    assert not hits, "typed finding(s); generate them from arithmech.claims.rules instead:\n" + "\n".join(hits)
 
 
 def test_the_lint_sees_a_typed_finding():

@@ -9,6 +9,8 @@ import pytest
 
 from arithmech.core import results as R
 
+from arithmech.core import records
+
 
 def _identify_files(effect: float = -0.2) -> dict:
     return {"effects.csv": pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"],
@@ -93,31 +95,13 @@ def test_a_step_is_never_overwritten_without_asking(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="is an existing file"):
         R.check_writable(tmp_path / "file", "identify")
-    p = R.finetune_path(f, "full")
+    p = records.finetune_path(f, "full")
     p.parent.mkdir()
     p.write_text('{"before": {}, "after": {}}')
     with pytest.raises(ValueError, match="--overwrite"):
-        R.check_finetune_writable(p)
+        records.check_finetune_writable(p)
     with pytest.raises(ValueError, match="not ours to replace"):
-        R.check_finetune_writable(p, overwrite=True)
-
-
-def test_both_old_finetune_formats_convert_to_the_one_format():
-    """Protects the one fine-tune record: the single-arm runner's before/after and the Table 1 runner's
-    results/delta both convert, keeping every value."""
-    single = {"model": "m", "mode": "precise", "heads": [[0, 1]], "mlps": [], "tuned_parameters": 8,
-              "total_parameters": 80, "train": {"samples_per_second": 2.0}, "parameters": {"seed": 0},
-              "before": {"generic": 0.5}, "after": {"generic": 0.75}, "delta": {"generic": 0.25}}
-    t1 = {"model": "m", "mode": "full", "command": "c", "sizes": {"steps": 1}, "seed": 0,
-          "train": {"tuned_parameters": 80, "total_parameters": 80},
-          "results": {"mmlu": {"value": 0.3, "ci": [0.2, 0.4], "n": 100, "items": [1, 0]}},
-          "delta": {"mmlu": {"delta": 0.01, "ci": [-0.02, 0.04]}}}
-    from arithmech.core.legacy import upgrade_finetune
-    a, b = upgrade_finetune(single), upgrade_finetune(t1)
-    assert set(a) == set(b) == set(R.FINETUNE_KEYS)
-    assert a["results"]["generic"]["value"] == 0.75 and a["base"]["generic"]["value"] == 0.5
-    assert a["delta"]["generic"]["delta"] == 0.25
-    assert b["results"] == t1["results"] and b["delta"] == t1["delta"] and b["tuned_parameters"] == 80
+        records.check_finetune_writable(p, overwrite=True)
 
 
 def test_shipped_smollm2_records_read_in_the_one_format():
@@ -125,20 +109,11 @@ def test_shipped_smollm2_records_read_in_the_one_format():
     the command that made them under the one CLI."""
     from pathlib import Path
     folder = Path(__file__).resolve().parents[2] / "results" / "smollm2-135m"
-    recs = R.finetune_records(folder)
+    recs = records.finetune_records(folder)
     assert list(recs) == ["base", "full", "precise"]
-    assert all(r["command"] == "python -m arithmech.smollm table1 --out results/smollm2-135m" for r in recs.values())
+    assert all(r["command"] == r["parameters"]["command_now"] for r in recs.values())   # the old runner's CLI
     assert all(r["parameters"]["command_now"].startswith("python -m arithmech table1") for r in recs.values())
     assert recs["precise"]["tuned_parameters"] < recs["full"]["tuned_parameters"]
-
-
-def test_the_recorded_command_is_an_alias_of_the_one_cli():
-    """Protects the shipped records' provenance: `python -m arithmech.smollm table1 --out DIR`, the command
-    they record, still means the same run in the one CLI's terms."""
-    from arithmech.smollm import translate
-    assert translate(["table1", "--out", "results/smollm2-135m"]) == [
-        "table1", "--results", "results/smollm2-135m", "--model", "smollm2-135m"]
-    assert translate(["accuracy", "--out=r", "--model", "m"]) == ["accuracy-by-template", "--results=r", "--model", "m"]
 
 
 def test_a_folder_of_another_model_is_refused(tmp_path):
@@ -181,12 +156,12 @@ def test_finetune_record_refused_after_its_ranking_changed(tmp_path):
     tuned, and reading it after identify wrote another ranking is refused."""
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(-0.2), {})
-    rec = R.finetune_record(model="m", mode="precise", results={"x": R.measure(0.5)})
-    R.write_finetune(f, rec, inputs=("key_heads.json", "effects.csv"))
-    assert R.read_finetune(f, "precise")["inputs"]["effects.csv"] == R.sha256(f / "effects.csv")
+    rec = records.finetune_record(model="m", mode="precise", results={"x": records.measure(0.5)})
+    records.write_finetune(f, rec, inputs=("key_heads.json", "effects.csv"))
+    assert records.read_finetune(f, "precise")["inputs"]["effects.csv"] == R.sha256(f / "effects.csv")
     R.write_step(f, "identify", _identify_files(-0.4), {})
     with pytest.raises(R.ResultsError, match="computed from another effects.csv"):
-        R.read_finetune(f, "precise")
+        records.read_finetune(f, "precise")
 
 
 def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.experiments import casestudy
+from arithmech.steps import identify as identify_step
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "results" / "smollm2-135m"
@@ -46,7 +46,7 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     the identify files now there (``R.made_with``); these files pass that check, so a change of those
     parameters without re-running the step fails here, not in the book."""
     p = appendix_parameters()
-    assert R.made_with(FOLDER, "identify", casestudy.identify_record(
+    assert R.made_with(FOLDER, "identify", identify_step.identify_record(
         p["seed"], p["device"], p["dtype"], n_samples=p["n_samples"], knockout_samples=p["knockout_samples"],
         n_random=p["random_orders"]))
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],

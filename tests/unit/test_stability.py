@@ -1,4 +1,4 @@
-"""The key-head stability experiment (arithmech.experiments.stability): nested sizes, Jaccard table, verdicts,
+"""The key-head stability experiment (arithmech.steps.stability): nested sizes, Jaccard table, verdicts,
 byte-identical files, and its command's input checks."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from factories import make_tiny_llama
 
 from arithmech.core import results as R
-from arithmech.experiments import stability as S
+from arithmech.steps import stability as S
 
 
 @pytest.fixture(scope="module")

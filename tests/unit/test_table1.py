@@ -1,14 +1,15 @@
-"""Table 1's training data (arithmech.experiments.table1) keeps the held-out phrasings and pairs unseen."""
+"""Table 1's training data (arithmech.steps.table1_old) keeps the held-out phrasings and pairs unseen."""
 from __future__ import annotations
 
-from arithmech.experiments.measures import phrasings, train_sentences
+from arithmech.evals.measures import phrasings
+from arithmech.data.sentences import train_sentences
 
 
 def test_training_sentences_exclude_heldout():
     """Protects: Table 1 trains only on its training phrasings and training operand pairs, so the
     held-out phrasings and the two-digit test pairs are unseen."""
     import re
-    from arithmech.embedded.train import two_digit_split
+    from arithmech.data.sentences import two_digit_split
     train_t, held_t = phrasings()
     assert not {t.id for t in train_t} & {t.id for t in held_t} and len(train_t) == 16   # 36 - 4 x (2 + 3)
     pattern = lambda t: re.compile(re.sub(r"\\\{(A|B)\\\}", r"(\\d+)", re.sub(r"\\\{OP\\\}", r"\\S+", re.escape(t.clean))))
@@ -43,7 +44,7 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
     its test items), validation and test items share no operand pair and no phrasing (template); the
     training data of the new skills holds no validation or test pair; sizes are as documented."""
     from arithmech.data import templates as T
-    from arithmech.experiments import suites as S
+    from arithmech.evals import suites as S
     for name, f in (("negative", S.negative_items), ("two_digit", S.two_digit_items),
                     ("single_digit", lambda side: S.single_digit_items(side, 4))):
         val = [_form_and_pair(p) for p, _ in f("val")]
@@ -61,7 +62,7 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
         for f in (S.negative_items, S.two_digit_items):
             assert not new_pairs & {_form_and_pair(p)[1] for p, _ in f(side)}
     # the paper suite: validation = forms VAL_FORMS on "val" pairs; test held-out phrasings = forms 3, 7 + Fig. 10
-    from arithmech.experiments.measures import phrasings
+    from arithmech.evals.measures import phrasings
     _, held_t = phrasings()
     test = [_form_and_pair(p) for p, _ in S.single_digit_items("test", 4, templates=held_t)]
     val = [_form_and_pair(p) for p, _ in S.single_digit_items("val", 4)]
@@ -72,7 +73,7 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
 def test_random_heads_never_key_and_layer_matched():
     """Protects: the random-heads control: k distinct heads, never a key head, each drawn from its key
     head's layer while that layer has free heads, else from the nearest layer; seeded per draw."""
-    from arithmech.experiments.arms import random_heads
+    from arithmech.steps.table1 import random_heads
     all_heads = [(l, h) for l in range(6) for h in range(8)]
     tuned = [(0, 1), (0, 4), (0, 3), (0, 2), (1, 0), (3, 2), (0, 0), (2, 7)]       # the embedded model's top 8
     draws = [random_heads(tuned, all_heads, set(tuned), d) for d in range(3)]
@@ -88,7 +89,7 @@ def test_random_heads_never_key_and_layer_matched():
 def test_learning_rate_rule_and_interior_extension():
     """Protects: the pre-stated selection rule (highest validation math accuracy; within 0.01 of it the
     lowest validation loss) and the grid extension until the chosen rate is interior."""
-    from arithmech.experiments.arms import choose, extension
+    from arithmech.steps.table1 import choose, extension
     rows = [{"lr": 1e-3, "val_math": 0.30, "val_nll": 2.0}, {"lr": 3e-3, "val_math": 0.305, "val_nll": 1.5},
             {"lr": 1e-2, "val_math": 0.20, "val_nll": 1.0}]
     assert choose(rows) == 3e-3                                    # 0.30 is within 0.01 of 0.305 but has the higher loss
@@ -100,7 +101,7 @@ def test_learning_rate_rule_and_interior_extension():
 
 def test_verdict_rules_on_known_intervals():
     """Protects: the verdict rules as the chapter states them, on hand-made intervals (margin 5 points)."""
-    from arithmech.experiments.verdicts import rule_verdict
+    from arithmech.claims.verdicts import rule_verdict
     assert [rule_verdict("within", lo, hi, 0.05) for lo, hi in ((-0.04, 0.03), (0.06, 0.2), (-0.1, 0.02))] == \
         ["holds", "does not hold", "inconclusive"]
     assert [rule_verdict("above0", lo, hi, 0.05) for lo, hi in ((0.01, 0.1), (0.0, 0.0), (-0.02, 0.03))] == \

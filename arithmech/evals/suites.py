@@ -15,9 +15,9 @@ Suites (choose with ``suite=``; the model is never consulted):
   its pre-training kept ``A >= B``), **two-digit** problems (it saw operands 1–9), retention of
   **single-digit** arithmetic and of its **generic facts** (its "MMLU"). Exact match of the whole answer.
 * ``paper`` — a real model (SmolLM2): the test side is
-  :func:`arithmech.experiments.measures.evaluate_table1` (exact-match math, GSM8K, MMLU/CSQA in letter
+  :func:`arithmech.evals.measures.evaluate_table1` (exact-match math, GSM8K, MMLU/CSQA in letter
   and cloze form, generic-text loss); validation is the arithmetic items of the validation forms plus
-  the loss on :data:`arithmech.experiments.measures.VALIDATION_TOPICS`.
+  the loss on :data:`arithmech.evals.measures.VALIDATION_TOPICS`.
 
 A suite's ``math`` measures are the skill SFT should teach (``primary_math`` the one the rules use),
 ``general`` the skills it should keep (``primary_general`` for the rules; ``lower_is_better`` marks losses).
@@ -82,25 +82,25 @@ def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0) -> dict
             "generic": fact_items(side, data_seed)}
     out = {k: accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
     if side == "val":
-        from arithmech.experiments.measures import completion_nll
+        from arithmech.evals.measures import completion_nll
         out["math_nll"] = completion_nll(model, tok, sets["negative"] + sets["two_digit"])
     return out
 
 
 def paper_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
-    """:func:`arithmech.experiments.measures.train_sentences` minus any row whose operand pair is a
+    """:func:`arithmech.evals.measures.train_sentences` minus any row whose operand pair is a
     validation pair (two-digit or negative)."""
     import re
-    from arithmech.experiments.measures import train_sentences
+    from arithmech.data.sentences import train_sentences
     banned = {(a, b) for a, b, _ in two_digit_pairs(data_seed)["val"]} | set(negative_pairs(data_seed)["val"])
     rows = [r for r in train_sentences(2 * n, seed) if tuple(map(int, re.findall(r"\d+", r[0])[:2])) not in banned]
     return rows[:n]
 
 
 def paper_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
-    """Test: :func:`arithmech.experiments.measures.evaluate_table1`; validation:
-    :func:`arithmech.experiments.measures.validation_measures`."""
-    from arithmech.experiments import measures as M
+    """Test: :func:`arithmech.evals.measures.evaluate_table1`; validation:
+    :func:`arithmech.evals.measures.validation_measures`."""
+    from arithmech.evals import measures as M
     if side == "test":
         return M.evaluate_table1(model, tok, sizes, data_seed, data_dir)
     return M.validation_measures(model, tok, data_seed)

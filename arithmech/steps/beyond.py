@@ -25,6 +25,8 @@ import pandas as pd
 import torch
 
 from arithmech.core import results as R
+
+from arithmech.data import pairs
 from arithmech.data import pairs as D
 from arithmech.methods import attribution as A
 from arithmech.methods import upstream as U
@@ -45,7 +47,7 @@ def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict,
     read and checked through the results contract."""
     effects = R.read(folder, "effects.csv")
     kh = R.read(folder, "key_heads.json")
-    samples = R.samples(folder)
+    samples = pairs.samples(folder)
     if not samples:
         raise ValueError(f"{folder / 'prompts.jsonl'} holds no reference prompts: nothing to patch")
     rng = np.random.default_rng(seed)
@@ -122,12 +124,12 @@ def ensure(model: str = "embedded", results: str | Path = "results", recompute: 
     from the identify files now there (their recorded sha256 match) with ``params`` (:func:`run`'s arguments: ``receivers``, ``ig_steps``, ``n_samples``, ``seed``, ``device``,
     ``dtype``, ...), else computed by :func:`run`. Identify's files come first: the Identify chapter's (or
     the SmolLM2 appendix's, which ship with the repository); where none exist, the book's identify run is
-    made (:func:`arithmech.experiments.casestudy.ensure_identify`, ``identify_samples`` pairs per operation).
+    made (:func:`arithmech.steps.identify.ensure_identify`, ``identify_samples`` pairs per operation).
 
     Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
     folder = R.model_folder(results, model)
     if not R.exists(folder, "key_heads.json"):
-        from arithmech.experiments.casestudy import ensure_identify
+        from arithmech.steps.identify import ensure_identify
         ensure_identify(model, results, device=params.get("device", "cpu"), dtype=params.get("dtype", "float32"),
                         seed=params.get("seed", 0), n_samples=identify_samples)
     if recompute or not R.made_with(folder, "beyond", {"model": model, **params}):   # incl. identify re-run since
@@ -163,7 +165,9 @@ def _cli(a) -> None:
 
 
 def add_cli(subparsers, name: str = "beyond") -> None:
-    from arithmech.core.inputs import POSITIVE, NON_NEGATIVE, common_arguments
+    from arithmech.core.inputs import common_arguments
+    from arithmech.core.inputs import POSITIVE
+    from arithmech.core.inputs import NON_NEGATIVE
     s = subparsers.add_parser(name, help="EAP / EAP-IG vs exact path patching, upstream head→head patching; "
                               "reads identify's files")
     common_arguments(s, n_samples=128)

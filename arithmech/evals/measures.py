@@ -24,10 +24,10 @@ import torch
 from arithmech.core.stats import mean_interval, wilson_interval
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
+from arithmech.data.sentences import VALIDATION_TOPICS
+from arithmech.data.sentences import generic_text
+from arithmech.data.sentences import phrasings
 
-HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
-GENERIC_TOPICS = ("naming", "execmodel", "exceptions", "truth", "comparisons", "compound")
-VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; disjoint from GENERIC_TOPICS
 
 # ------------------------------------------------------------------------------- answer tokens
 @torch.no_grad()
@@ -43,49 +43,12 @@ def answer_scores(model, tok, samples: Sequence[D.Sample], batch_size: int = 64)
     return correct, prob
 
 
-# ----------------------------------------------------------------------------- Table 1: the data
-def phrasings() -> tuple[list[T.Template], list[T.Template]]:
-    """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
-    (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
-    from arithmech.data.splits import VAL_FORMS
-    form = lambda t: int(t.id.rsplit("-", 1)[1])
-    return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
-            [t for t in T.FIG8 if form(t) in HELDOUT_FORMS] + list(T.FIG10))
 
 
-def _sentence(t: T.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
-    v = D.draw_values(t, rng)
-    if ab is not None:
-        a, b = ab
-        v.update(A=a, B=b, C=a + b if t.op == "addition" else a - b)
-    return D.render(t.clean, v)[0], t.joiner + str(v["C"])
 
 
-def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` SFT pairs ``(prompt, " {C}")`` in the training phrasings: even rows single-digit (all four
-    operations), odd rows two-digit addition/subtraction from the training operand pairs (minus any pair
-    that is a test pair of either operation)."""
-    from arithmech.embedded.train import two_digit_split
-    train_t, _ = phrasings()
-    pairs, test = two_digit_split(seed)
-    seen = {(a, b) for a, b, _ in test}
-    pairs = [p for p in pairs if p[:2] not in seen]         # no test operand pair, under either operation
-    rng = random.Random(seed + 1)
-    out = []
-    for i in range(n):
-        if i % 2 == 0:
-            out.append(_sentence(rng.choice(train_t), rng))
-        else:
-            a, b, op = rng.choice(pairs)
-            out.append(_sentence(rng.choice([t for t in train_t if t.op == op]), rng, (a, b)))
-    return out
 
 
-def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
-    """The held-out generic text: sections ``topics`` of the Python Language Reference as the standard
-    library ships them (``pydoc_data.topics``)."""
-    from pydoc_data.topics import topics as pages
-    return "\n\n".join(pages[k] for k in topics)
 
 
 # ------------------------------------------------------------------------- Table 1: measurements

@@ -55,7 +55,8 @@ def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None)
     JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""
     rng = random.Random(seed)
     if source in ("embedded", "two-digit", "negative"):
-        from arithmech.embedded.train import two_digit_sentence, two_digit_split
+        from arithmech.data.sentences import two_digit_sentence
+        from arithmech.data.sentences import two_digit_split
         from arithmech.evals.toy import negative_items, negative_split
         two = [(p, " " + a) for p, a in (two_digit_sentence(rng, *x) for x in two_digit_split(seed)[0])]
         neg = [(p, " " + a) for p, a in negative_items(negative_split(seed)[0])]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
-from arithmech.methods.identify import identify, ranking
+from arithmech.steps.identify import identify, ranking
 from arithmech.methods.knockout import unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
 

@@ -23,7 +23,7 @@ controls the comparison needs (issue #14):
   intervals), the validation scores and the change against ``base.json``; the plan in ``finetune/table1.json``.
 
 Same arguments → byte-identical records (timings aside); a re-run keeps each record of the same arguments
-(resume). :mod:`arithmech.experiments.verdicts` turns the records into the pre-stated verdicts.
+(resume). :mod:`arithmech.claims.verdicts` turns the records into the pre-stated verdicts.
 """
 from __future__ import annotations
 
@@ -39,9 +39,11 @@ from typing import Sequence
 import torch
 
 from arithmech.core import results as R
+
+from arithmech.core import records
 from arithmech.core.progress import Progress
 from arithmech.core.stats import paired_bootstrap
-from arithmech.experiments.suites import get_suite
+from arithmech.evals.suites import get_suite
 
 ARMS = ("full", "precise-key", "precise-random")
 GRIDS = {"toy": {"full": (3e-4, 1e-3, 3e-3), "precise-key": (1e-3, 3e-3, 1e-2), "precise-random": (1e-3, 3e-3, 1e-2)},
@@ -52,7 +54,7 @@ RULE = "highest validation math accuracy; among rates within 0.01 of it, the low
 # ------------------------------------------------------------------------------------ the heads
 def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """``(heads passing identify's threshold, every head ranked best first)`` of a results folder."""
-    from arithmech.finetune.runner import ranked_components
+    from arithmech.steps.finetune import ranked_components
     ranked, _ = ranked_components(folder)
     passing = [(h["layer"], h["head"]) for h in R.read(folder, "key_heads.json")["heads"]]
     return passing, ranked
@@ -110,7 +112,7 @@ def train_arm(model: str, suite, heads, lr: float, seed: int, steps: int, batch_
     """Fine-tune a fresh copy of ``model`` on ``suite.train``: every parameter (``heads`` None) or the
     ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
     from arithmech.core.models import load_model
-    from arithmech.experiments.paper import SFT
+    from arithmech.paper import SFT
     from arithmech.finetune import adapter as A
     from arithmech.finetune import runner as F
     torch.manual_seed(seed)
@@ -168,8 +170,8 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
              overwrite: bool = False) -> dict:
     """Run Table 1 (module docstring) and write its records and ``finetune/table1.json``; returns the plan.
 
-    ``suite``: ``toy`` (the embedded model) or ``paper`` (a real model), :mod:`arithmech.experiments.suites`.
-    ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.experiments.measures.table1_sizes`).
+    ``suite``: ``toy`` (the embedded model) or ``paper`` (a real model), :mod:`arithmech.evals.suites`.
+    ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.evals.measures.table1_sizes`).
     """
     grid = check_args(suite, list(seeds), draws, grid, steps, batch_size, top_k, max_extend)
     S = get_suite(suite)
@@ -183,7 +185,7 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
     exclude = set(tuned) | set(passing)
     random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
     if sizes is None:
-        from arithmech.experiments.measures import table1_sizes
+        from arithmech.evals.measures import table1_sizes
         sizes = table1_sizes(1.0) if suite == "paper" else {"single_digit_per_template": 4}
     command = command or f"python -m arithmech table1-arms --model {model} --results {out} --suite {suite}"
     common = dict(model=model, suite=suite, steps=steps, batch_size=batch_size, data_seed=data_seed, device=device,
@@ -194,8 +196,8 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
     def record(mode, tag, h, net_tok_train, heads, arm, lr, seed, draw):
         net, tok, tr = net_tok_train
         val, test = ev(net, tok, "val"), ev(net, tok, "test")
-        base = None if mode == "base" else R.read_finetune(out, "base")
-        rec = R.finetune_record(
+        base = None if mode == "base" else records.read_finetune(out, "base")
+        rec = records.finetune_record(
             model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
             heads=heads, mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
             tuned_parameters=(tr or {}).get("tuned_parameters", 0), total_parameters=(tr or {}).get("total_parameters"),
@@ -203,8 +205,8 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
                         "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val},
             train=tr, results=test, delta=None if base is None else _deltas(base["results"], test, seed),
             data={"suite": suite, "splits": "validation and test disjoint by operand pair and phrasing "
-                  "(arithmech.experiments.suites)"}, versions=R.versions())
-        R.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
+                  "(arithmech.evals.suites)"}, versions=R.versions())
+        records.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
         return rec
 
     def run_one(arm, lr, seed, draw, bar):
@@ -214,12 +216,12 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
                + "-") + f"s{seed}-lr{lr_tag(lr)}"
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": heads, "base": base_hash})
         if not _same(out, mode, tag, h):
-            R.check_finetune_writable(R.finetune_path(out, mode, tag), overwrite)
+            records.check_finetune_writable(records.finetune_path(out, mode, tag), overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
             trained = train_arm(model, S, heads, lr, seed, steps, batch_size, device, dtype, data_seed)
             record(mode, tag, h, trained, [list(x) for x in heads] if heads else "all", arm, lr, seed, draw)
         bar.advance()
-        rec = R.read_finetune(out, mode, tag)
+        rec = records.read_finetune(out, mode, tag)
         val = rec["parameters"]["validation"]
         return {"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
                 "val_nll": val["math_nll"]["value"]}
@@ -229,7 +231,7 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
     n_runs = 1 + sum(len(grid[a]) + len(seeds) - 1 for a in arms)
     with Progress("table1", n_runs) as bar:
         if not _same(out, "base", None, base_hash):
-            R.check_finetune_writable(R.finetune_path(out, "base"), overwrite)
+            records.check_finetune_writable(records.finetune_path(out, "base"), overwrite)
             from arithmech.core.models import load_model
             net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
             record("base", None, base_hash, (net, tok, None), None, "base", None, seeds[0], None)
@@ -267,10 +269,10 @@ def _hash(obj: dict) -> str:
 
 def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
     """True when ``finetune/<mode>[-tag].json`` is a valid record made with the arguments hashing to ``h``."""
-    if not R.finetune_path(out, mode, tag).exists():
+    if not records.finetune_path(out, mode, tag).exists():
         return False
     try:
-        return (R.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
+        return (records.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
     except (ValueError, OSError):
         return False
 
@@ -278,8 +280,7 @@ def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
 # ------------------------------------------------------------------------------------------ CLI
 def _cli(a) -> None:
     import shlex
-    from arithmech.experiments.measures import table1_sizes
-    from arithmech.experiments.table1 import check_scale
+    from arithmech.evals.measures import table1_sizes
     check_scale(a.scale)
     command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
     try:
@@ -295,7 +296,8 @@ def _cli(a) -> None:
 
 def add_cli(subparsers, name: str = "table1-arms") -> None:
     """``table1-arms``: base, full, precise-key and precise-random with seeds and matched learning rates."""
-    from arithmech.core.inputs import POSITIVE, common_arguments
+    from arithmech.core.inputs import common_arguments
+    from arithmech.core.inputs import POSITIVE
     s = subparsers.add_parser(name, help="Table 1 with controls: base, full, precise (key heads), precise (random heads)")
     common_arguments(s, model="smollm2-135m")
     s.add_argument("--suite", choices=("paper", "toy"), default="paper", help="toy: the embedded model's skills")
@@ -308,3 +310,10 @@ def add_cli(subparsers, name: str = "table1-arms") -> None:
     s.add_argument("--scale", type=float, default=1.0, help="paper suite: multiply the evaluation sizes")
     s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
     s.set_defaults(func=_cli)
+
+
+def check_scale(scale) -> float:
+    """``--scale``: a positive finite number (1: the CPU-sized run, 10: a GPU-sized one)."""
+    if not (isinstance(scale, (int, float)) and 0 < scale < float("inf")):
+        raise ValueError(f"--scale {scale!r}: expected a positive finite number (1: a CPU run, 10: a GPU run)")
+    return scale

@@ -1,9 +1,9 @@
-"""The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.experiments.claims`.
+"""The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.claims.rules`.
 
 With the arms runner's files (``finetune/table1.json``) a claim takes the verdict of
-:mod:`arithmech.experiments.verdicts` (paired bootstrap over test items); with the older Table 1 records
-(:func:`arithmech.experiments.table1.table1_frame`, per-arm intervals, no per-item scores) it compares the
-intervals of each arm's change against base. Each decider takes a :class:`~arithmech.experiments.evidence.Context`
+:mod:`arithmech.claims.verdicts` (paired bootstrap over test items); with the older Table 1 records
+(:func:`arithmech.core.records.table1_frame`, per-arm intervals, no per-item scores) it compares the
+intervals of each arm's change against base. Each decider takes a :class:`~arithmech.claims.evidence.Context`
 and returns ``(here, holds)``.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.core import results as R
-from arithmech.experiments.evidence import Context, Missing
+from arithmech.claims.evidence import Context, Missing
 
 MATH = ("heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp")
 
@@ -21,10 +21,10 @@ ARMS = {"precise-matches-full": "precise matches full", "selection-matters": "th
 
 
 def _arms(ctx: Context, cid: str):
-    """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.experiments.verdicts`), or None."""
+    """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.claims.verdicts`), or None."""
     if not R.exists(ctx.folder, "finetune/table1.json"):
         return None
-    from arithmech.experiments.verdicts import verdicts
+    from arithmech.claims.verdicts import verdicts
     v = ctx.memo("verdicts", lambda: verdicts(ctx.folder).set_index("claim")).loc[ARMS[cid]]
     if v.verdict == "not run":
         raise Missing(f"the arms run has no {v.comparison}")
@@ -41,7 +41,7 @@ def selection_matters(ctx: Context):
 
 
 def _table1(ctx: Context) -> pd.DataFrame:
-    from arithmech.experiments.table1 import table1_frame
+    from arithmech.core.records import table1_frame
     t = table1_frame(ctx.folder)
     if t.empty or not {"full", "precise"} <= set(t["mode"]):
         raise Missing("no Table 1 results (python -m arithmech table1)")

@@ -17,9 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from arithmech.core import results as R
+
+from arithmech.data import pairs
 from arithmech.data import pairs as D
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
+import pandas as pd
+from arithmech.data.pairs import reference_samples
 
 
 # ------------------------------------------------------------------------------ results and CLI
@@ -39,13 +43,6 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     return studied_heads(R.read(folder, "effects.csv"), kh["task"], kh["threshold"])
 
 
-def reference_samples(folder: Path, n: int, seed: int) -> list[D.Sample]:
-    """``n`` reference samples (X_r) from identify's ``prompts.jsonl``: a seeded subset when there are more."""
-    samples = R.samples(folder)
-    if not samples:
-        raise ValueError(f"{folder / 'prompts.jsonl'} holds no prompts the model answers right; nothing to analyze")
-    rng = np.random.default_rng(seed)
-    return [samples[i] for i in sorted(rng.permutation(len(samples))[:n])]
 
 
 def attention_files(roles, heads: list[Head]) -> dict:
@@ -121,3 +118,21 @@ def add_cli(subparsers, name: str = "analyze") -> None:
     s.add_argument("--prompt", default="4 + 3 =", help="prompt of the layer-by-layer top-token table (Fig. 6c)")
     s.add_argument("--no-final-norm", action="store_true", help="project without the final norm's gain")
     s.set_defaults(func=_cli)
+
+
+def ensure_analyze(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",
+                   dtype: str = "float32", **params) -> dict:
+    """The analyze step of ``model`` as the Analyze chapter runs it (:func:`arithmech.steps.analyze.run`
+    with ``params``: ``n_samples``, ``seed``, ``prompt``, ...), computed only when the folder holds no
+    analyze run made with them. Its heads are identify's studied heads: the key heads, or the top 10 by
+    effect rank where none passes (:func:`arithmech.methods.effects.studied_heads`).
+
+    Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
+    from arithmech.methods import attention as At
+    folder = R.model_folder(results, model)
+    if recompute or not R.made_with(folder, "analyze", {**params, "device": device, "dtype": dtype}):
+        run(model=model, results=results, device=device, dtype=dtype, overwrite=True, **params)
+    roles = R.read(folder, "attention_roles.csv")
+    return {"roles": roles, "labels": At.label_heads(roles, load_key_heads(folder)[0]),
+            "baseline": R.read(folder, "attention_baseline.csv"), "mlp": R.read(folder, "mlp_projection.csv"),
+            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": R.read(folder, "analyze.json")}

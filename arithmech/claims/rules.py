@@ -28,8 +28,8 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from arithmech.core import results as R
-from arithmech.experiments.claims_finetune import precise_keeps_generic, precise_matches_full, selection_matters
-from arithmech.experiments.evidence import Context, Missing
+from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.claims.evidence import Context, Missing
 from arithmech.methods.effects import TOP     # "the top heads": the first TOP by effect rank (studied where none is key)
 
 THRESHOLD = -0.05          # the paper's key-head threshold (relative change of the answer logit)
@@ -101,7 +101,7 @@ RULES: tuple[Rule, ...] = (
          "interval lies above 0 and precise's upper bound lies below full's lower bound; does not hold iff precise's "
          "change is larger than full's with the intervals apart; inconclusive otherwise"),
 )
-# Beyond the paper: is the key-head set a stable measurement? (arithmech.experiments.stability)
+# Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)
 RULES += (
     Rule("key-heads-stable", "The key heads are the same for independent draws of prompts",
          "one draw, no interval (Fig. 2)",
@@ -278,7 +278,7 @@ def _ablation_removes(ctx: Context):
 
 
 def _stability(ctx: Context, pattern: str, kind: str | None):
-    from arithmech.experiments.stability import claims as stability_claims
+    from arithmech.steps.stability import claims as stability_claims
     t = stability_claims(ctx.read("stability.csv"), ctx.read("stability_runs.csv"))
     t = t[(t["set"] == "key") & t.claim.str.contains(pattern) & ((t.kind == kind) if kind else True)]
     if t.empty:

@@ -1,4 +1,4 @@
-"""Charts of the key-head stability experiment (:mod:`arithmech.experiments.stability`).
+"""Charts of the key-head stability experiment (:mod:`arithmech.steps.stability`).
 
 * :func:`jaccard_chart` — Jaccard overlap of the key set and of the top-k set against the largest size of
   the same seed, and between seeds, as the sample size grows: one line per counterfactual and seed (or

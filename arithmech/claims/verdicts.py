@@ -27,8 +27,10 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core import results as R
+
+from arithmech.core import records
 from arithmech.core.stats import paired_bootstrap
-from arithmech.experiments.suites import get_suite
+from arithmech.evals.suites import get_suite
 
 MARGIN = 0.05
 RULES = (
@@ -41,19 +43,19 @@ RULES = (
 
 
 def plan(folder: str | Path) -> dict:
-    """``finetune/table1.json`` of a model's results folder (:func:`arithmech.experiments.arms.run_arms`)."""
+    """``finetune/table1.json`` of a model's results folder (:func:`arithmech.steps.table1.run_arms`)."""
     return R.read(folder, "finetune/table1.json")
 
 
 def _record(folder, tag: str) -> dict:
     mode, _, rest = tag.partition("-")
-    return R.read_finetune(folder, mode, rest or None)
+    return records.read_finetune(folder, mode, rest or None)
 
 
 def arm_runs(folder: str | Path, p: dict | None = None) -> dict[str, list[dict]]:
     """Arm → the records of its runs at the chosen learning rate (``base``: its one record)."""
     p = p or plan(folder)
-    out = {"base": [R.read_finetune(folder, "base")]}
+    out = {"base": [records.read_finetune(folder, "base")]}
     for arm, a in p["arms"].items():
         out[arm] = [_record(folder, t) for t in a["runs"]]
     return out
@@ -130,7 +132,7 @@ def tradeoff_frame(folder: str | Path) -> pd.DataFrame:
     is at the chosen rate, and its change from base on the primary math and general measures."""
     p = plan(folder)
     S = get_suite(p["suite"])
-    base = R.read_finetune(folder, "base")["results"]
+    base = records.read_finetune(folder, "base")["results"]
     rows = []
     for arm, a in p["arms"].items():
         tags = dict.fromkeys([r["tag"] for r in a["grid_rows"]] + a["runs"])

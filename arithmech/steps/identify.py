@@ -45,6 +45,8 @@ from arithmech.methods.knockout_tables import knockout_summary, positions_table 
 from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
+from arithmech.steps.counterfactuals import counterfactual_overlap
+from arithmech.steps.counterfactuals import operand_identify
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
@@ -299,7 +301,8 @@ def _cli(a: argparse.Namespace) -> None:
 
 
 def add_cli(subparsers, name: str = "identify") -> None:
-    from arithmech.core.inputs import POSITIVE, common_arguments
+    from arithmech.core.inputs import common_arguments
+    from arithmech.core.inputs import POSITIVE
     s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
     common_arguments(s, n_samples=256)
     s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
@@ -324,3 +327,50 @@ def add_cli(subparsers, name: str = "identify") -> None:
                    help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")
     s.add_argument("--batch-size", type=POSITIVE, default=64)
     s.set_defaults(func=_cli)
+
+
+# -------------------------------------------------------------------- the appendix's results files
+BOOK_IDENTIFY = dict(task="all", n_samples=512, knockout_samples=128, pool_size=128, knockout_positions="both",
+                     prob=False)
+"""The book's identify scale for a 135M model on 2 cores: 512 pairs per operation (SmolLM2 answers about
+1 in 6 right on the last digit), 128 knockout prompts, a pool of 128 X_c per family, knockout at END and
+at every position; no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching
+time; the accuracy table has p({C})). ``identify``'s command defaults are 256 prompts and 512 X_c."""
+
+
+def identify_record(seed: int = 0, device: str = "cpu", dtype: str = "float32", **params) -> dict:
+    """The parameters :func:`ensure_identify` asks of a recorded identify run before reusing it: the book's
+    scale, ``params``, and every default of :func:`arithmech.steps.identify.identify` that changes the files
+    (a run made with another answer token or threshold is never reused)."""
+    import inspect
+    from arithmech.steps.identify import identify
+    defaults = {k: v.default for k, v in inspect.signature(identify).parameters.items()
+                if k in ("threshold", "method", "n_random", "ks", "curves_for", "heldout", "answer_token", "n_boot")}
+    return {**defaults, **BOOK_IDENTIFY, **params, "seed": seed, "device": device, "dtype": dtype}
+
+
+def ensure_identify(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",
+                    dtype: str = "float32", seed: int = 0, operand_task: str = "addition", **params) -> dict:
+    """The identify step of ``model`` as the Identify chapter and ``python -m arithmech identify`` run it
+    (:func:`arithmech.steps.identify.run`, :data:`BOOK_IDENTIFY` updated by ``params``), computed only
+    when the model's folder holds no identify run made with these parameters; then the operand
+    counterfactual of ``operand_task`` (``folder/operand/``) and ``counterfactual_overlap.json``.
+
+    Returns ``{"operator": identify's files (+ "run": its run.json record), "operand": {"effects"},
+    "overlap"}``."""
+    want = {**BOOK_IDENTIFY, **params, "seed": seed}
+    folder = R.model_folder(results, model)
+    fresh = recompute or not R.made_with(folder, "identify", identify_record(seed, device, dtype, **params))
+    if fresh:
+        run(model=model, results=results, device=device, dtype=dtype, overwrite=True, **want)
+    if fresh or not R.exists(folder / "operand", "effects.csv") or not R.exists(folder, "counterfactual_overlap.json"):
+        from arithmech.core.models import load_model
+        net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+        res = operand_identify(net, tok, operand_task, want["n_samples"], seed, knockout=False, prob=False)
+        write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model=model)
+        R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
+            R.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
+    out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")},
+           "overlap": R.read(folder, "counterfactual_overlap.json")}
+    out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
+    return out

@@ -1,0 +1,128 @@
+"""Step configs: one frozen, documented dataclass per step, every default written once.
+
+A step's config (:mod:`arithmech.steps.config`) is the single place its settings live. The command line
+is generated from it (:mod:`arithmech.cli`: one flag per field, ``--n-samples`` for ``n_samples``), a
+chapter builds it from its papermill parameters, and the book plan validates ``--set`` values by building
+it. Lower functions take their settings from the config, so no default can disagree with another.
+
+A field is declared with :func:`option`, which records its help text and its bounds::
+
+    @dataclass(frozen=True)
+    class Identify(Config):
+        n_samples: int = option(256, "pairs drawn per task", low=1)
+        answer_token: str = option("last-digit", "which answer token", choices=("last-digit", "first"))
+
+Building a config checks every field (type from the annotation, choices, bounds) and raises one
+:class:`ValueError` line naming the flag, the value, what is allowed and what to do. Nothing here imports
+torch: a wrong argument is refused before any model loads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from typing import Any
+
+
+def option(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
+           high: float | None = None, reuse: bool = True) -> Any:
+    """A config field: ``default`` (written here once), ``help`` (the flag's help and the field's doc),
+    allowed ``choices`` or bounds ``low <= value <= high``. ``reuse=False``: the field does not change the
+    step's files (a batch size, ``overwrite``), so :meth:`Config.reuse_key` leaves it out."""
+    if isinstance(default, list):
+        default = tuple(default)
+    return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "low": low, "high": high,
+                                                        "reuse": reuse})
+
+
+def flag(name: str) -> str:
+    """The command-line flag of field ``name``: ``n_samples`` → ``--n-samples``."""
+    return "--" + name.replace("_", "-")
+
+
+def _kind(annotation: str) -> tuple[type, bool]:
+    """(element type, is a tuple) of a field annotation such as ``int``, ``float``, ``tuple[int, ...]``,
+    ``str | None``."""
+    a = annotation.replace(" ", "").replace("|None", "")
+    if a.startswith("tuple["):
+        return {"int": int, "str": str, "float": float}[a[6:].split(",")[0].rstrip("]")], True
+    return {"int": int, "float": float, "str": str, "bool": bool}[a], False
+
+
+def _check_one(name: str, kind: type, value: Any, meta: dict) -> Any:
+    where = flag(name)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{where} {value!r}: expected true or false")
+        return value
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{where} {value!r}: expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}")
+    if kind is float and not math.isfinite(value):
+        raise ValueError(f"{where} {value!r}: expected a finite number")
+    if meta["choices"] is not None and value not in meta["choices"]:
+        raise ValueError(f"{where} {value!r}: use one of {', '.join(map(str, meta['choices']))}")
+    low, high = meta["low"], meta["high"]
+    if (low is not None and value < low) or (high is not None and value > high):
+        rng = f"in [{low}, {high}]" if low is not None and high is not None else (f">= {low}" if low is not None else f"<= {high}")
+        raise ValueError(f"{where} {value!r}: expected a value {rng}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Base of every step config: checks each field when built (see the module docstring)."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and "None" in str(f.type):
+                continue
+            kind, many = _kind(str(f.type))
+            if many:
+                if isinstance(value, (list, tuple)):
+                    value = tuple(_check_one(f.name, kind, v, f.metadata) for v in value)
+                else:
+                    raise ValueError(f"{flag(f.name)} {value!r}: expected a list")
+                if not value:
+                    raise ValueError(f"{flag(f.name)}: expected at least one value")
+            else:
+                value = _check_one(f.name, kind, value, f.metadata)
+            object.__setattr__(self, f.name, value)
+        self.check()
+
+    def check(self) -> None:
+        """Rules between fields (a subclass overrides it); the fields themselves are checked already."""
+
+    @classmethod
+    def from_dict(cls, values: dict, where: str = "") -> "Config":
+        """The config from ``values``, refusing names it has no field for (one line naming them)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(f"{where or cls.__name__}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                             f"known: {', '.join(sorted(names))}")
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def reuse_key(self) -> dict:
+        """The fields that change the step's files: a result set made with the same values is reused."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("reuse", True)}
+
+
+def fields(cls: type) -> list[tuple[str, Any, dict, type, bool]]:
+    """``(name, default, metadata, element type, is a tuple)`` of each field of config class ``cls``, in order."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        kind, many = _kind(str(f.type)) if not isinstance(f.type, type) else (hints[f.name], False)
+        out.append((f.name, f.default, dict(f.metadata), kind, many))
+    return out

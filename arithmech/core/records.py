@@ -1,0 +1,136 @@
+"""Fine-tune records (``results/<model>/finetune/<arm>.json``): one format for every model and runner.
+
+:func:`finetune_record` builds one, :func:`write_finetune` / :func:`read_finetune` store and check it
+(its format, and that the results files it was computed from are unchanged); the folder around it is
+:mod:`arithmech.core.results`'s.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from arithmech.core.atomic import atomic_json, sha256
+from arithmech.core.results import SCHEMA_VERSION, ResultsError
+
+
+# ------------------------------------------------------------------------------ fine-tune records
+FINETUNE_KEYS = ("schema_version", "model", "mode", "tag", "command", "seed", "device", "dtype", "heads", "mlps",
+                 "tuned_parameters", "total_parameters", "parameters", "train", "results", "base", "delta",
+                 "data", "versions", "wall_s")
+
+
+MODES = ("base", "full", "precise")
+
+
+def measure(value: float, n: int | None = None, ci: Iterable[float] | None = None, items: list | None = None) -> dict:
+    """One measurement of a fine-tune record: ``value`` with its sample size, 95% interval and, where
+    kept, the per-item scores (for paired intervals)."""
+    out = {"value": float(value), "n": None if n is None else int(n), "ci": None if ci is None else [float(c) for c in ci]}
+    if items is not None:
+        out["items"] = items
+    return out
+
+
+def finetune_record(**fields: Any) -> dict:
+    """A fine-tune record of schema :data:`SCHEMA_VERSION`: every key of :data:`FINETUNE_KEYS`
+    (absent ones are ``None``). ``results`` / ``base``: measure → :func:`measure`; ``delta``: measure →
+    ``{"delta", "ci"}`` (arm − base, paired where the items are kept)."""
+    unknown = set(fields) - set(FINETUNE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown fine-tune record fields {sorted(unknown)}")
+    rec = {k: fields.get(k) for k in FINETUNE_KEYS}
+    rec["schema_version"] = SCHEMA_VERSION
+    if rec["mode"] not in MODES:
+        raise ValueError(f"mode {rec['mode']!r}: use one of {MODES}")
+    return rec
+
+
+def _check_finetune(path: Path, rec: Any) -> dict:
+    if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(f"{path} is not a fine-tune record of schema version {SCHEMA_VERSION}: convert it with "
+                           "re-run it")
+    missing = [k for k in FINETUNE_KEYS if k not in rec]
+    bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
+    if missing or bad or not rec.get("results"):
+        raise ResultsError(f"{path} is a malformed fine-tune record (missing {missing or 'results'}"
+                           f"{', bad measures ' + str(bad) if bad else ''}): re-run it")
+    return rec
+
+
+def finetune_path(folder: str | Path, mode: str, tag: str | None = None) -> Path:
+    return Path(folder) / "finetune" / f"{mode}{'-' + tag if tag else ''}.json"
+
+
+def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
+    """Refuse (before any work) to replace an existing fine-tune record unless ``overwrite``; never
+    replace a file that is not a fine-tune record of this format, even then."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if not overwrite:
+        raise ValueError(f"{path} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
+                         "NAME to write finetune/<mode>-NAME.json beside it)")
+    try:
+        _check_finetune(path, json.loads(path.read_text()))
+    except (ValueError, ResultsError):
+        raise ValueError(f"{path} exists and is not a fine-tune record of this format: it is not ours to "
+                         "replace; move it away or choose another --results") from None
+
+
+def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = ()) -> Path:
+    """Store ``record`` as ``finetune/<mode>[-tag].json``; ``inputs``: the results files it was computed
+    from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose sha256 it then records."""
+    folder = Path(folder)
+    path = finetune_path(folder, record["mode"], record.get("tag"))
+    _check_finetune(path, record)
+    if inputs:
+        record = {**record, "inputs": {n: sha256(folder / n) for n in inputs if (folder / n).exists()}}
+    return atomic_json(path, record)
+
+
+def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:
+    """A fine-tune record, checked: its format, and that the files it was computed from are unchanged."""
+    path = finetune_path(folder, mode, tag)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
+                                "`python -m arithmech table1` first")
+    try:
+        rec = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path} is not valid JSON ({e.msg}): truncated? re-run it") from None
+    for n, h in (rec.get("inputs") or {}).items() if isinstance(rec, dict) else ():
+        if (Path(folder) / n).exists() and sha256(Path(folder) / n) != h:
+            raise ResultsError(f"{path} was computed from another {n} than the one now in {folder} (identify "
+                               "re-run since?): re-run it with --overwrite")
+    return _check_finetune(path, rec)
+
+
+def finetune_records(folder: str | Path) -> dict[str, dict]:
+    """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
+    d = Path(folder) / "finetune"
+    stems = sorted((p.stem for p in d.glob("*.json") if p.stem not in ("lr_grid", "table1")), key=lambda s: (s != "base", s))
+    return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}
+
+
+def table1_frame(folder: str | Path) -> pd.DataFrame:
+    """``finetune/{base,full,precise}.json`` of ``folder`` as one row per (mode, measurement)."""
+    rows = []
+    for mode in MODES:
+        if not finetune_path(folder, mode).exists():
+            continue
+        r = read_finetune(folder, mode)
+        tr = r.get("train") or {}
+        for k, v in r["results"].items():
+            d = (r.get("delta") or {}).get(k, {})
+            rows.append({"mode": mode, "measure": k, "value": v["value"], "ci_low": (v.get("ci") or [None])[0],
+                         "ci_high": (v.get("ci") or [None, None])[1],
+                         "n": v["n"], "delta": d.get("delta"), "delta_ci_low": (d.get("ci") or [None])[0],
+                         "delta_ci_high": (d.get("ci") or [None, None])[1],
+                         "samples_per_second": tr.get("samples_per_second"),
+                         "tuned_parameters": tr.get("tuned_parameters"),
+                         "peak_memory_mib": (tr.get("peak_memory", {}).get("peak_bytes") or 0) / 2**20 if tr else None})
+    return pd.DataFrame(rows, columns=["mode", "measure", "value", "ci_low", "ci_high", "n", "delta", "delta_ci_low",
+                                       "delta_ci_high", "samples_per_second", "tuned_parameters", "peak_memory_mib"])
