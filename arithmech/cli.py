@@ -19,9 +19,9 @@ import os
 import sys
 
 from arithmech.core import inputs
-from arithmech.core.inputs import Parser, check_common
-from arithmech.core.inputs import NON_NEGATIVE
-from arithmech.core.inputs import POSITIVE
+from arithmech.core.config import fields, flag
+from arithmech.core.inputs import NON_NEGATIVE, POSITIVE, Parser, check_common
+from arithmech.steps import config as configs
 
 
 def _non_negative_float(text: str) -> float:
@@ -57,17 +57,84 @@ def _embedded_accuracy(a: argparse.Namespace) -> None:
 # Subcommands that live in their own module, which defines ``add_cli(subparsers)``. A module is
 # imported only when its command runs, so one step's import cost (or breakage) never reaches another.
 PLUGINS = {
-    "identify": ("arithmech.steps.identify", "path patching, key heads, knockout, transfer (paper §4.1, §5.1)"),
-    "analyze": ("arithmech.steps.analyze", "attention of key heads by token role, MLP projections (§4.2, §5.2)"),
     "finetune": ("arithmech.steps.finetune", "one fine-tune arm (precise SFT of key heads or full SFT), before/after"),
     "table1-arms": ("arithmech.steps.table1", "Table 1 with controls: full, precise key/random heads, seeds, "
                     "per-arm learning rates, verdicts"),
     "accuracy-by-template": ("arithmech.steps.accuracy", "accuracy and p({C}) per template, Wilson intervals"),
     "counterfactuals": ("arithmech.steps.accuracy", "identify with the operator and the operand counterfactual"),
-    "beyond": ("arithmech.steps.beyond", "EAP / EAP-IG vs exact path patching, head→head upstream patching"),
     "stability": ("arithmech.steps.stability", "key heads over seeds, sample sizes, templates, counterfactuals"),
     "book": ("arithmech.report.book", "execute every chapter with papermill and build the book"),
 }
+
+
+# ------------------------------------------------------------------ commands generated from a step's Config
+def _report_identify(res) -> None:
+    kh = res.key_heads
+    names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
+    print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
+    print(f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}")
+    print(f"wrote identify's files and run.json to {res.params['out']}")
+
+
+def _report_analyze(r: dict) -> None:
+    from arithmech.methods.attention import verdict_lines   # loaded with the step (torch): see _run_step
+    print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
+    print("start-inflection-end:", r["stages"])
+    print("\n".join(verdict_lines(r["baseline"])))
+    print(f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, top_numbers.csv, "
+          "analyze.json")
+
+
+def _report_beyond(out: dict) -> None:
+    s = out["summary"]
+    t = s["times"]
+    print(f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
+          f"EAP-IG ({s['ig_steps']} steps) {t['eap_ig_s']:.2f} s (caches {t['caches_s']:.2f} s)")
+    for m in ("eap", "eap_ig"):
+        print(f"{m}: Spearman {s[m]['spearman_all']:+.3f} (heads {s[m]['spearman_heads']:+.3f}), top-{s['top']} "
+              f"overlap {s[m]['top_overlap']}, key heads {s[m]['key_overlap']}/{s[m]['key_union']}")
+    print(f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): {t['upstream_s']:.2f} s")
+    print(f"wrote eap.csv, upstream.csv to {out['folder']}")
+
+
+# command: (its Config, the module whose run(config) it calls, what it prints)
+STEPS = {
+    "identify": (configs.Identify, "arithmech.steps.identify", _report_identify),
+    "analyze": (configs.Analyze, "arithmech.steps.analyze", _report_analyze),
+    "beyond": (configs.Beyond, "arithmech.steps.beyond", _report_beyond),
+}
+# Short names kept beside a field's own flag (the README's and the issues' commands use them).
+ALIASES = {"model_name": ["--model"], "results": ["--out"]}
+
+
+def _list_of(kind: type):
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(kind(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {kind.__name__}") from None
+    return parse
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One flag per field of config class ``cls``, named after the field, with its default and help; the
+    values are checked when the config is built (:class:`arithmech.core.config.Config`)."""
+    for name, default, meta, kind, many in fields(cls):
+        names = [flag(name)] + ALIASES.get(name, [])
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        help_ = f"{meta['help']} (default: {shown})".replace("%", "%%")
+        if kind is bool:
+            parser.add_argument(*names, dest=name, action=argparse.BooleanOptionalAction, default=default, help=help_)
+        else:
+            parser.add_argument(*names, dest=name, type=_list_of(kind) if many else kind, default=default,
+                                metavar=name.upper(), help=help_)
+
+
+def _run_step(a: argparse.Namespace) -> None:
+    cls, module, report = STEPS[a.command]
+    config = cls(**{name: getattr(a, name) for name, *_ in fields(cls)})      # checked: one line on a bad value
+    step = importlib.import_module(module)     # torch loads here, after every argument was checked
+    report(step.run(config))
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -92,6 +159,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--dtype", default="float32", choices=inputs.DTYPES)
     s.set_defaults(func=_embedded_accuracy)
 
+    for name, (cls, _, _) in STEPS.items():
+        s = sub.add_parser(name, help=cls.__doc__.splitlines()[0], description=cls.__doc__)
+        add_config_arguments(s, cls)
+        s.set_defaults(func=_run_step)
+
     for name, (modname, help_) in PLUGINS.items():
         if name == command:
             importlib.import_module(modname).add_cli(sub, name)
@@ -108,11 +180,11 @@ EARLY = {"identify": {"--task": inputs.check_task}, "counterfactuals": {"--task"
 
 def early_checks(argv: list[str]) -> None:
     """Run :data:`EARLY`'s checks on ``--flag value`` / ``--flag=value`` of ``argv`` (argparse checks the rest)."""
-    for flag, check in EARLY.get(argv[0] if argv else "", {}).items():
+    for name, check in EARLY.get(argv[0] if argv else "", {}).items():
         for i, a in enumerate(argv):
-            if a == flag and i + 1 < len(argv):
+            if a == name and i + 1 < len(argv):
                 check(argv[i + 1])
-            elif a.startswith(flag + "="):
+            elif a.startswith(name + "="):
                 check(a.split("=", 1)[1])
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = ("float32", "bfloat16", "float16")
+ANSWER_TOKENS = ("last-digit", "single-token", "first")     # see arithmech.data.pairs
+KNOCKOUT_POSITIONS = ("end", "all", "both")                # see arithmech.methods.knockout_run
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 

@@ -302,13 +302,15 @@ def exists(folder: str | Path, name: str) -> bool:
     return (Path(folder) / name).exists()
 
 
-def made_with(folder: str | Path, step: str, want: dict) -> bool:
+def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | None = None) -> bool:
     """True when ``folder`` holds ``step``'s files, its ``run.json`` record has every parameter of ``want`` as
-    given, and the inputs it recorded are unchanged (their sha256): a chapter's check before it reuses a step."""
+    given, and the inputs it recorded are unchanged (their sha256): a chapter's check before it reuses a step.
+    ``absent_means``: the value a parameter had in records made before it was recorded."""
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
-    p, folder = rec.get("parameters", {}), Path(folder)
+    p, folder, absent = rec.get("parameters", {}), Path(folder), absent_means or {}
     fresh = all(not (folder / f).exists() or sha256(folder / f) == h for f, h in rec.get("inputs", {}).items())
-    return exists(folder, step_files(step)[0]) and bool(p) and all(p.get(k) == v for k, v in want.items()) and fresh
+    same = all(p.get(k, absent.get(k)) == v for k, v in want.items())
+    return exists(folder, step_files(step)[0]) and bool(p) and same and fresh
 
 
 def read_step(folder: str | Path, step: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from typing import Iterable, Sequence
 
 import torch
 
+from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.data import templates as T
 from arithmech.data.answers import draw_operands
 from arithmech.data.pairfile import load_pair_file
@@ -44,7 +45,6 @@ import numpy as np
 from arithmech.core.results import read
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
-ANSWER_TOKENS = ("last-digit", "single-token", "first")
 """Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
 :func:`make_pairs` keeps ``"first"`` as its own default (the embedded model's evaluations use it)."""
 

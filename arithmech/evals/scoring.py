@@ -122,7 +122,7 @@ def greedy_tokens(model, tok, prompts: Sequence[str], max_new_tokens: int, stop:
             mask = torch.cat([mask, mask.new_ones(len(idx), 1)], 1)
             pos = pos + 1
             res = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
-                        past_key_values=res.past_key_values, use_cache=True)
+                        cache=res.cache, use_cache=True)
     return out
 
 

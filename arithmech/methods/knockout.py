@@ -239,7 +239,7 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
             look, prefix = None, None
             if end:
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
-                prefix = model(ids[:, :-1].to(dev), logits_to_keep=1, use_cache=True).past_key_values  # clean
+                prefix = model(ids[:, :-1].to(dev), logits_to_keep=1, use_cache=True).cache  # clean
             G = max(1, min(max_rows, max_tokens // seq) // b)
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)
@@ -253,7 +253,7 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
                     # a generator: each layer's repeat is copied into the cache and freed at once
                     cache = DynamicCache(((c.keys.repeat_interleave(a1 - a0, 0), c.values.repeat_interleave(a1 - a0, 0))
                                           for c in prefix.layers), config=model.config)
-                    logits = model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), past_key_values=cache,
+                    logits = model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), cache=cache,
                                    use_cache=True).logits[:, -1].float()
                 p, i = logits.softmax(-1).topk(k, -1)
                 out_ids[a0:a1, idx] = i.cpu().view(b, a1 - a0, k).transpose(0, 1)

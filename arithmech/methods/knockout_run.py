@@ -32,7 +32,7 @@ from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, gr
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.knockout_means import PoolMeans, build_pool
 
-KNOCKOUT_POSITIONS = ("end", "all", "both")
+from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor")
 RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
 RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)

@@ -113,7 +113,7 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
             window = getattr(cfg, "sliding_window", None)
             if window is not None and T > window:
                 raise ValueError(f"prompts of {T} tokens exceed the sliding window {window}")
-            kv = model(ids.to(dev), logits_to_keep=1, use_cache=True).past_key_values
+            kv = model(ids.to(dev), logits_to_keep=1, use_cache=True).cache
             pre = {l: (kv.layers[l].keys[:, :, :-1], kv.layers[l].values[:, :, :-1]) for l in layers}
             rope = {l: tuple(t[:, -1].expand(len(idx), -1) for t in pos[l]) for l in layers}   # (b, dh)
             idx_t = torch.tensor(idx)

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from arithmech.core import results as R
+from arithmech.core.models import load_model
+from arithmech.steps.config import Analyze as Config
 
 from arithmech.data import pairs
 from arithmech.data import pairs as D
@@ -62,77 +64,54 @@ def key_head_summary(roles, heads: list[Head]) -> list[dict]:
     return out
 
 
-def run(model: str = "embedded", results: str | Path = "results", n_samples: int = 256, seed: int = 0,
-        device: str = "cpu", dtype: str = "float32", prompt: str = "4 + 3 =", final_norm: bool = True,
-        batch_size: int = 64, overwrite: bool = False) -> dict:
-    """The analyze step end to end on identify's files in ``results`` (the root or the model's folder):
-    writes ``attention_roles.csv``, ``attention_baseline.csv``, ``mlp_projection.csv``, ``top_numbers.csv``, ``analyze.json`` and the
-    ``analyze`` record of ``run.json``. Identify must have run (its files are checked before the model loads).
+def run(config: Config) -> dict:
+    """The analyze step end to end on identify's files in ``config.results`` (the root or the model's folder):
+    writes ``attention_roles.csv``, ``attention_baseline.csv``, ``mlp_projection.csv``, ``top_numbers.csv``,
+    ``analyze.json`` and the ``analyze`` record of ``run.json``. Identify must have run (its files are checked
+    before the model loads).
 
     Returns a dict with the loaded ``model``, ``tok``, ``geometry``, ``samples``, ``key_heads``,
     the DataFrames ``roles``, ``labels``, ``baseline``, ``mlp``, ``top`` and the ``stages`` found.
     """
-    from arithmech.core.models import load_model
-    if n_samples < 1:
-        raise ValueError(f"n_samples={n_samples}: need at least one sample")
-    folder = R.model_folder(results, model)
-    R.check_writable(folder, "analyze", overwrite)
+    c = config
+    folder = R.model_folder(c.results, c.model_name)
+    R.check_writable(folder, "analyze", c.overwrite)
     heads, heads_from = load_key_heads(folder)
-    samples = reference_samples(folder, n_samples, seed)
+    samples = reference_samples(folder, c.n_samples, c.seed)
     t0 = time.time()
-    net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="eager")
-    roles = attention_by_role(net, tok, samples, batch_size=batch_size)
+    model, tok, geo = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="eager")
+    roles = attention_by_role(model, tok, samples, batch_size=c.batch_size)
     labels = label_heads(roles, heads)
-    mlp = mlp_projection(net, tok, samples, final_norm=final_norm, batch_size=batch_size)
+    mlp = mlp_projection(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
     stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
-    top = layer_top_numbers(net, tok, prompt, k=5, final_norm=final_norm)
+    top = layer_top_numbers(model, tok, c.prompt, k=5, final_norm=c.final_norm)
     summary = {"key_heads": key_head_summary(roles, heads), "heads_from": heads_from,
-               "stages": {k: list(v) for k, v in stages.items()}, "final_norm": final_norm, "prompt": prompt,
+               "stages": {k: list(v) for k, v in stages.items()}, "final_norm": c.final_norm, "prompt": c.prompt,
                "n_samples": len(samples)}
     R.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,
-                                     "top_numbers.csv": top.assign(prompt=prompt), "analyze.json": summary}, {
-        "parameters": dict(model=model, n_samples=n_samples, seed=seed, device=device, dtype=dtype,
-                           prompt=prompt, final_norm=final_norm, batch_size=batch_size),
+                                     "top_numbers.csv": top.assign(prompt=c.prompt), "analyze.json": summary}, {
+        "parameters": dict(model=c.model_name, n_samples=c.n_samples, seed=c.seed, device=c.device, dtype=c.dtype,
+                           prompt=c.prompt, final_norm=c.final_norm, batch_size=c.batch_size),
         "versions": R.versions(),
         "wall_s": round(time.time() - t0, 2), "peak_memory": R.peak_memory()})
-    return dict(model=net, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
-                labels=labels, baseline=R.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages, folder=folder, summary=summary)
+    return dict(model=model, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
+                labels=labels, baseline=R.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages,
+                folder=folder, summary=summary)
 
 
-def _cli(a) -> None:
-    r = run(model=a.model, results=a.results, n_samples=a.n_samples, seed=a.seed, device=a.device,
-            dtype=a.dtype, prompt=a.prompt, final_norm=not a.no_final_norm, overwrite=a.overwrite)
-    print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
-    print("start-inflection-end:", r["stages"])
-    from arithmech.methods.attention import verdict_lines
-    print("\n".join(verdict_lines(r["baseline"])))
-    print(f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, top_numbers.csv, "
-          "analyze.json")
-
-
-def add_cli(subparsers, name: str = "analyze") -> None:
-    from arithmech.core.inputs import common_arguments
-    s = subparsers.add_parser("analyze", help="attention of key heads by role, MLP projections on W_U (§5.2); "
-                              "reads identify's files")
-    common_arguments(s, n_samples=256)
-    s.add_argument("--prompt", default="4 + 3 =", help="prompt of the layer-by-layer top-token table (Fig. 6c)")
-    s.add_argument("--no-final-norm", action="store_true", help="project without the final norm's gain")
-    s.set_defaults(func=_cli)
-
-
-def ensure_analyze(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",
-                   dtype: str = "float32", **params) -> dict:
-    """The analyze step of ``model`` as the Analyze chapter runs it (:func:`arithmech.steps.analyze.run`
-    with ``params``: ``n_samples``, ``seed``, ``prompt``, ...), computed only when the folder holds no
-    analyze run made with them. Its heads are identify's studied heads: the key heads, or the top 10 by
-    effect rank where none passes (:func:`arithmech.methods.effects.studied_heads`).
+def ensure(config: Config, recompute: bool = False) -> dict:
+    """The analyze files of ``config``: read when ``run.json`` records an analyze run made with the same
+    :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged identify files), else made by :func:`run`.
+    Its heads are identify's studied heads: the key heads, or the top 10 by effect rank where none passes
+    (:func:`arithmech.methods.effects.studied_heads`).
 
     Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
-    from arithmech.methods import attention as At
-    folder = R.model_folder(results, model)
-    if recompute or not R.made_with(folder, "analyze", {**params, "device": device, "dtype": dtype}):
-        run(model=model, results=results, device=device, dtype=dtype, overwrite=True, **params)
+    folder = R.model_folder(config.results, config.model_name)
+    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+    if recompute or not R.made_with(folder, "analyze", want):
+        run(config.replace(overwrite=True))
     roles = R.read(folder, "attention_roles.csv")
-    return {"roles": roles, "labels": At.label_heads(roles, load_key_heads(folder)[0]),
+    return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
             "baseline": R.read(folder, "attention_baseline.csv"), "mlp": R.read(folder, "mlp_projection.csv"),
             "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": R.read(folder, "analyze.json")}
+

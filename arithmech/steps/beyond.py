@@ -25,6 +25,10 @@ import pandas as pd
 import torch
 
 from arithmech.core import results as R
+from arithmech.core.models import load_model
+from arithmech.steps import identify as identify_step
+from arithmech.steps.config import Beyond as Config
+from arithmech.steps.config import Identify as IdentifyConfig
 
 from arithmech.data import pairs
 from arithmech.data import pairs as D
@@ -90,54 +94,51 @@ def beyond(model, tok, samples: list[D.Sample], effects: pd.DataFrame, key_heads
     return {"eap": eap, "upstream": upf, "misses": misses, "summary": summary, "receivers": recs}
 
 
-def run(model: str = "embedded", results: str | Path = "results", receivers: int = 5, ig_steps: int = 8,
-        n_samples: int = 128, seed: int = 0, device: str = "cpu", dtype: str = "float32", n_misses: int = 5,
-        batch_size: int = 64, overwrite: bool = False) -> dict:
-    """The step end to end: checks, reads identify's files, loads the model, computes, writes ``eap.csv``
-    and ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict
-    plus ``folder``."""
-
-    from arithmech.core.models import load_model
-    check_args(receivers, ig_steps, n_samples, n_misses)
-    folder = R.model_folder(results, model)
-    R.check_writable(folder, "beyond", overwrite)
-    effects, kh, samples = inputs(folder, n_samples, seed)
+def run(config: Config) -> dict:
+    """The step end to end: reads identify's files, loads the model, computes, writes ``eap.csv`` and
+    ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict plus
+    ``folder``."""
+    c = config
+    folder = R.model_folder(c.results, c.model_name)
+    R.check_writable(folder, "beyond", c.overwrite)
+    effects, kh, samples = inputs(folder, c.n_samples, c.seed)
     t0 = time.time()
-    torch.manual_seed(seed)
-    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+    torch.manual_seed(c.seed)
+    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = beyond(net, tok, samples, effects, kh, receivers, ig_steps, n_misses, batch_size)
-    record = {"parameters": dict(model=model, receivers=receivers, ig_steps=ig_steps, n_samples=n_samples, seed=seed,
-                                 device=device, dtype=dtype, n_misses=n_misses, batch_size=batch_size),
+        out = beyond(model, tok, samples, effects, kh, c.receivers, c.ig_steps, c.n_misses, c.batch_size)
+    record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
+                                 seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,
+                                 batch_size=c.batch_size),
               "summary": out["summary"],
               "versions": R.versions(),
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
               "peak_memory": R.peak_memory()}
-    R.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record, model=model)
-    return {**out, "folder": folder, "model": net, "tok": tok}
+    R.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record,
+                 model=c.model_name)
+    return {**out, "folder": folder, "model": model, "tok": tok}
 
 
-def ensure(model: str = "embedded", results: str | Path = "results", recompute: bool = False,
-           identify_samples: int = 512, **params) -> dict:
-    """The step's results for ``model``: read from its folder when ``run.json`` records a ``beyond`` run made
-    from the identify files now there (their recorded sha256 match) with ``params`` (:func:`run`'s arguments: ``receivers``, ``ig_steps``, ``n_samples``, ``seed``, ``device``,
-    ``dtype``, ...), else computed by :func:`run`. Identify's files come first: the Identify chapter's (or
-    the SmolLM2 appendix's, which ship with the repository); where none exist, the book's identify run is
-    made (:func:`arithmech.steps.identify.ensure_identify`, ``identify_samples`` pairs per operation).
+def ensure(config: Config, recompute: bool = False, identify: IdentifyConfig | None = None) -> dict:
+    """The step's results for ``config``: read from the model's folder when ``run.json`` records a ``beyond``
+    run made from the identify files now there (their recorded sha256 match) with the same
+    :meth:`~arithmech.core.config.Config.reuse_key`, else computed by :func:`run`. Identify's files come
+    first: the Identify chapter's (or the SmolLM2 appendix's, which ship with the repository); where none
+    exist, ``identify`` (an identify config of the same model) is run through
+    :func:`arithmech.steps.identify.ensure`.
 
     Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
-    folder = R.model_folder(results, model)
+    folder = R.model_folder(config.results, config.model_name)
     if not R.exists(folder, "key_heads.json"):
-        from arithmech.steps.identify import ensure_identify
-        ensure_identify(model, results, device=params.get("device", "cpu"), dtype=params.get("dtype", "float32"),
-                        seed=params.get("seed", 0), n_samples=identify_samples)
-    if recompute or not R.made_with(folder, "beyond", {"model": model, **params}):   # incl. identify re-run since
-        run(model=model, results=results, overwrite=True, **params)
+        identify_step.ensure(identify or IdentifyConfig(model_name=config.model_name, results=config.results,
+                                                        seed=config.seed, device=config.device, dtype=config.dtype))
+    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+    if recompute or not R.made_with(folder, "beyond", want):       # incl. identify re-run since
+        run(config.replace(overwrite=True))
     eap = R.read(folder, "eap.csv")                              # checked read; summary() would read it again
-    return {"model": model, "summary": R.read_run(folder)["steps"]["beyond"]["summary"], "eap": eap,
-            "upstream": R.read(folder, "upstream.csv"),
-            "n_layers": int(eap["layer"].max()) + 1}
+    return {"model": config.model_name, "summary": R.read_run(folder)["steps"]["beyond"]["summary"], "eap": eap,
+            "upstream": R.read(folder, "upstream.csv"), "n_layers": int(eap["layer"].max()) + 1}
 
 
 def summary(folder: str | Path) -> dict:
@@ -147,31 +148,3 @@ def summary(folder: str | Path) -> dict:
     if rec is None:
         raise FileNotFoundError(f"{folder} has no beyond step in run.json: run `python -m arithmech beyond` first")
     return rec["summary"]
-
-
-# ------------------------------------------------------------------------------------------ CLI
-def _cli(a) -> None:
-    out = run(model=a.model, results=a.results, receivers=a.receivers, ig_steps=a.ig_steps, n_samples=a.n_samples,
-              seed=a.seed, device=a.device, dtype=a.dtype, n_misses=a.n_misses, overwrite=a.overwrite)
-    s = out["summary"]
-    t = s["times"]
-    print(f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
-          f"EAP-IG ({s['ig_steps']} steps) {t['eap_ig_s']:.2f} s (caches {t['caches_s']:.2f} s)")
-    for m in ("eap", "eap_ig"):
-        print(f"{m}: Spearman {s[m]['spearman_all']:+.3f} (heads {s[m]['spearman_heads']:+.3f}), top-{s['top']} "
-              f"overlap {s[m]['top_overlap']}, key heads {s[m]['key_overlap']}/{s[m]['key_union']}")
-    print(f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): {t['upstream_s']:.2f} s")
-    print(f"wrote eap.csv, upstream.csv to {out['folder']}")
-
-
-def add_cli(subparsers, name: str = "beyond") -> None:
-    from arithmech.core.inputs import common_arguments
-    from arithmech.core.inputs import POSITIVE
-    from arithmech.core.inputs import NON_NEGATIVE
-    s = subparsers.add_parser(name, help="EAP / EAP-IG vs exact path patching, upstream head→head patching; "
-                              "reads identify's files")
-    common_arguments(s, n_samples=128)
-    s.add_argument("--receivers", type=POSITIVE, default=5, help="top-k receivers (key heads, else top heads by effect)")
-    s.add_argument("--ig-steps", type=POSITIVE, default=8, help="EAP-IG steps along the X_r → X_c path")
-    s.add_argument("--n-misses", type=NON_NEGATIVE, default=5, help="EAP's largest misses to diagnose")
-    s.set_defaults(func=_cli)

@@ -66,6 +66,13 @@ class Identify(ModelStep):
         check_task(self.task)
 
 
+BOOK_SCALE = dict(knockout_samples=128, pool_size=128, knockout_positions="both", prob=False)
+"""The book's identify scale for a 135M model on 2 cores (the SmolLM2 appendix, the Explorer and Beyond when
+they make identify's files): 128 knockout prompts, a pool of 128 X_c per family, knockout at END and at every
+position, no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching time). The
+command's defaults are :class:`Identify`'s."""
+
+
 @dataclass(frozen=True)
 class Analyze(ModelStep):
     """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""

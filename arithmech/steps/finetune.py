@@ -24,6 +24,8 @@ from arithmech.core.models import Geometry
 from arithmech.finetune import adapter as A
 from arithmech.core import results as R
 from arithmech.finetune import runner
+from arithmech.steps import identify as identify_step
+from arithmech.steps.config import Identify as IdentifyConfig
 from arithmech.paper import SFT
 from dataclasses import asdict
 from arithmech.core.models import load_model
@@ -276,11 +278,10 @@ def ensure_ranking(model: str, results: str | Path = "results", n_samples: int =
                    device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
     """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
     first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
-    from arithmech.steps.identify import run
     folder = R.model_folder(results, model)
     if not R.exists(folder, "key_heads.json"):
-        run(model, n_samples=n_samples, seed=seed, results=folder, device=device, dtype=dtype,
-            knockout=False, transfer=False)
+        identify_step.run(IdentifyConfig(model_name=model, n_samples=n_samples, seed=seed, results=str(folder),
+                                         device=device, dtype=dtype, knockout=False, transfer=False))
     return ranked_components(folder)
 
 

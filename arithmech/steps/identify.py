@@ -21,7 +21,6 @@ digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -40,17 +39,20 @@ from arithmech.data import pairs as D
 from arithmech.data.answer_tokens import answer_token_table
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods import knockout_run as KR
-from arithmech.methods.knockout_run import KNOCKOUT_POSITIONS, describe_means, prepare_means, run_transfer, split_positions
+from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
+from arithmech.methods.effects import effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.steps.counterfactuals import counterfactual_overlap
-from arithmech.steps.counterfactuals import operand_identify
+from arithmech.core.models import load_model
+from arithmech.steps.config import Identify as Config
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
 
+
+
+DEFAULTS = Config()        # the library function's defaults are the step's (arithmech.steps.config), written once
 
 
 # --------------------------------------------------------------------------------- the pipeline
@@ -73,12 +75,14 @@ class IdentifyResult:
     memory: dict = field(default_factory=dict)     # peak RSS / CUDA bytes, see arithmech.core.memory
 
 
-def identify(model, tok, tasks: Sequence | str = "all", n_samples: int = 256, seed: int = 0,
-             threshold: float = -0.05, method: str = "fast", prob: bool = True, knockout: bool = True,
-             knockout_samples: int = 256, n_random: int = 20, ks: Sequence[int] | None = None,
-             curves_for: str = "primary", knockout_positions: str = "end", pool_size: int = 512,
-             transfer: bool = True, heldout: str = "fig10", batch_size: int = 64,
-             checkpoint=None, answer_token: str = "last-digit", n_boot: int = N_BOOT) -> IdentifyResult:
+def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int = DEFAULTS.n_samples,
+             seed: int = DEFAULTS.seed, threshold: float = DEFAULTS.threshold, method: str = DEFAULTS.method,
+             prob: bool = DEFAULTS.prob, knockout: bool = DEFAULTS.knockout,
+             knockout_samples: int = DEFAULTS.knockout_samples, n_random: int = DEFAULTS.n_random,
+             ks: Sequence[int] | None = DEFAULTS.ks, curves_for: str = DEFAULTS.curves_for,
+             knockout_positions: str = DEFAULTS.knockout_positions, pool_size: int = DEFAULTS.pool_size,
+             transfer: bool = DEFAULTS.transfer, heldout: str = DEFAULTS.heldout, batch_size: int = DEFAULTS.batch_size,
+             checkpoint=None, answer_token: str = DEFAULTS.answer_token, n_boot: int = DEFAULTS.n_boot) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -246,131 +250,108 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
     return R.write_step(folder, "identify", files, record, model=model)
 
 
-def run(model: str = "embedded", task="all", n_samples: int = 256, seed: int = 0, results: str | Path = "results",
-        device: str = "cpu", dtype: str = "float32", threshold: float = -0.05, method: str = "fast",
-        overwrite: bool = False, out: str | Path | None = None, **kw) -> IdentifyResult:
-    """Load ``model``, run :func:`identify`, write the files to ``out`` (the model's folder) or else to
-    ``results`` (the results root or the model's folder, see :func:`arithmech.core.results.model_folder`).
+def run(config: Config) -> IdentifyResult:
+    """Load the model, run :func:`identify` with every setting of ``config`` (:class:`Config`), write the
+    files to the model's results folder (``config.results``: the root or the model's folder, see
+    :func:`arithmech.core.results.model_folder`).
 
-    Finished tasks are checkpointed in ``<folder>/.checkpoints/identify-<hash of the arguments>/``; a re-run
-    with the same arguments after an interruption continues from there and writes the same files; the
+    Finished tasks are checkpointed in ``<folder>/.checkpoints/identify-<hash of the config>/``; a re-run
+    with the same config after an interruption continues from there and writes the same files; the
     checkpoints are removed once the files are written."""
-    from arithmech.core.models import load_model
-    folder = Path(out) if out else R.model_folder(results, model)
-    R.check_writable(folder, "identify", overwrite)
-    if not threshold < 0:
-        raise ValueError(f"--threshold {threshold}: key heads lower the answer logit; give a negative relative "
-                         "change such as -0.05")
-    if method not in ("fast", "reference"):
-        raise ValueError(f"--method {method!r}: use fast or reference")
-    D.check_answer_token(kw.get("answer_token", "last-digit"))
-    if kw.get("knockout_positions", "end") not in KNOCKOUT_POSITIONS:
-        raise ValueError(f"--knockout-positions {kw['knockout_positions']!r}: use one of {', '.join(KNOCKOUT_POSITIONS)}")
-    for k in ("knockout_samples", "n_random", "batch_size", "pool_size", "n_boot"):
-        if k in kw and not (isinstance(kw[k], int) and kw[k] >= 1):
-            raise ValueError(f"{k}={kw[k]!r}: expected a whole number >= 1")
-    for t in ([task] if isinstance(task, str) else task):
-        if isinstance(t, str) and t != "all":
-            task_templates(t)                  # a wrong task name or a missing file fails before loading
-    torch.manual_seed(seed)
-    random.seed(seed)
-    ck = R.checkpoints(folder, "identify", dict(model=model, task=task, n_samples=n_samples, seed=seed, device=device,
-                                                dtype=dtype, threshold=threshold, method=method, **kw))
-    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")  # no attention weights needed
-    res = identify(net, tok, task, n_samples=n_samples, seed=seed, threshold=threshold, method=method, checkpoint=ck,
-                   **kw)
-    write_results(res, folder, extra={"model": model, "task": task, "device": device, "dtype": dtype}, model=model)
+    c = config
+    folder = R.model_folder(c.results, c.model_name)
+    R.check_writable(folder, "identify", c.overwrite)
+    if c.task != "all":
+        task_templates(c.task)                 # a wrong task name or a missing file fails before loading
+    torch.manual_seed(c.seed)
+    random.seed(c.seed)
+    ck = R.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
+    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+    res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
+                   prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
+                   ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions, pool_size=c.pool_size,
+                   transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size, checkpoint=ck,
+                   answer_token=c.answer_token, n_boot=c.n_boot)
+    write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
+                                      "knockout": c.knockout, "transfer": c.transfer}, model=c.model_name)
     ck.clear()
     res.params["out"] = str(folder)
     return res
 
 
-# ------------------------------------------------------------------------------------------ CLI
-def _cli(a: argparse.Namespace) -> None:
-    res = run(model=a.model, task=a.task, n_samples=a.n_samples, seed=a.seed, results=a.results, out=a.out,
-              device=a.device, dtype=a.dtype, threshold=a.threshold, method=a.method, overwrite=a.overwrite,
-              knockout=not a.no_knockout, knockout_samples=a.knockout_samples, n_random=a.random_seeds,
-              curves_for=a.curves, knockout_positions=a.knockout_positions, prob=not a.no_prob,
-              batch_size=a.batch_size, pool_size=a.pool_size, answer_token=a.answer_token, n_boot=a.n_boot)
-    kh = res.key_heads
-    names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
-    print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
-    print(f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}")
-    files = sorted(R.read_run(res.params["out"])["steps"]["identify"]["files"])
-    print(f"wrote {', '.join(files)} and run.json to {res.params['out']}")
-
-
-def add_cli(subparsers, name: str = "identify") -> None:
-    from arithmech.core.inputs import common_arguments
-    from arithmech.core.inputs import POSITIVE
-    s = subparsers.add_parser("identify", help="path patching of every head and MLP, key heads, knockout (§4.1, §5.1)")
-    common_arguments(s, n_samples=256)
-    s.add_argument("--task", default="all", help="addition, subtraction, multiplication, division, all (the four), "
-                   "fig8, fig10, exponentiation, or a template-pair file (.json / .jsonl)")
-    s.add_argument("--out", default=None, help="the model's results folder (same as --results DIR)")
-    s.add_argument("--threshold", type=float, default=-0.05, help="key heads: the effect's whole 95%% bootstrap interval below this (paper: mean below -0.05)")
-    s.add_argument("--n-boot", type=POSITIVE, default=N_BOOT, help="bootstrap resamples of the prompts per interval")
-    s.add_argument("--method", default="fast", choices=["fast", "reference"])
-    s.add_argument("--knockout-samples", type=POSITIVE, default=256,
-                   help="prompts per task in the knockout curves (the task's X_r topped up with fresh X_r)")
-    s.add_argument("--random-seeds", type=POSITIVE, default=20, help="random-rank orders (non-key components only)")
-    s.add_argument("--pool-size", type=POSITIVE, default=512, help="X_c per template family in the reference pool of the means")
-    s.add_argument("--curves", default="primary", choices=["primary", "each"],
-                   help="full knockout curves for the primary task only (default) or for each task")
-    s.add_argument("--knockout-positions", default="end", choices=list(KNOCKOUT_POSITIONS),
-                   help="mean-ablate at END only (where heads were patched; fast), at every position, or both")
-    s.add_argument("--answer-token", default="last-digit", choices=list(D.ANSWER_TOKENS),
-                   help="last-digit: the prompt carries the answer's leading digits, the answer token is its last "
-                   "digit (default); single-token: only one-token answers; first: the paper's first answer token")
-    s.add_argument("--no-knockout", action="store_true", help="skip the knockout curves")
-    s.add_argument("--no-prob", action="store_true",
-                   help="skip P({C}) (saves a full-vocabulary unembedding per patched run on large vocabularies)")
-    s.add_argument("--batch-size", type=POSITIVE, default=64)
-    s.set_defaults(func=_cli)
-
-
 # -------------------------------------------------------------------- the appendix's results files
-BOOK_IDENTIFY = dict(task="all", n_samples=512, knockout_samples=128, pool_size=128, knockout_positions="both",
-                     prob=False)
-"""The book's identify scale for a 135M model on 2 cores: 512 pairs per operation (SmolLM2 answers about
-1 in 6 right on the last digit), 128 knockout prompts, a pool of 128 X_c per family, knockout at END and
-at every position; no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching
-time; the accuracy table has p({C})). ``identify``'s command defaults are 256 prompts and 512 X_c."""
+def recorded(config: Config) -> dict:
+    """What ``run.json`` records of a run made with ``config``, under the names it records them by
+    (``model`` for ``model_name``; lists for tuples): the parameters a reused result set must match."""
+    want = {("model" if k == "model_name" else k): (list(v) if isinstance(v, tuple) else v)
+            for k, v in config.reuse_key().items()}
+    return want
 
 
-def identify_record(seed: int = 0, device: str = "cpu", dtype: str = "float32", **params) -> dict:
-    """The parameters :func:`ensure_identify` asks of a recorded identify run before reusing it: the book's
-    scale, ``params``, and every default of :func:`arithmech.steps.identify.identify` that changes the files
-    (a run made with another answer token or threshold is never reused)."""
-    import inspect
-    from arithmech.steps.identify import identify
-    defaults = {k: v.default for k, v in inspect.signature(identify).parameters.items()
-                if k in ("threshold", "method", "n_random", "ks", "curves_for", "heldout", "answer_token", "n_boot")}
-    return {**defaults, **BOOK_IDENTIFY, **params, "seed": seed, "device": device, "dtype": dtype}
+# Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values.
+ABSENT_MEANS = {"knockout": True, "transfer": True}
 
 
-def ensure_identify(model: str, results: str | Path = "results", recompute: bool = False, device: str = "cpu",
-                    dtype: str = "float32", seed: int = 0, operand_task: str = "addition", **params) -> dict:
-    """The identify step of ``model`` as the Identify chapter and ``python -m arithmech identify`` run it
-    (:func:`arithmech.steps.identify.run`, :data:`BOOK_IDENTIFY` updated by ``params``), computed only
-    when the model's folder holds no identify run made with these parameters; then the operand
-    counterfactual of ``operand_task`` (``folder/operand/``) and ``counterfactual_overlap.json``.
+def ensure(config: Config, recompute: bool = False, operand_task: str = "addition") -> dict:
+    """Identify's files for ``config``: read from the model's folder when ``run.json`` records an identify
+    run made with the same :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged inputs), else made
+    by :func:`run`; then the operand counterfactual of ``operand_task`` (``folder/operand/``) and
+    ``counterfactual_overlap.json``. The one way a chapter, a command or a later step gets identify's files.
 
     Returns ``{"operator": identify's files (+ "run": its run.json record), "operand": {"effects"},
     "overlap"}``."""
-    want = {**BOOK_IDENTIFY, **params, "seed": seed}
-    folder = R.model_folder(results, model)
-    fresh = recompute or not R.made_with(folder, "identify", identify_record(seed, device, dtype, **params))
+    c = config
+    folder = R.model_folder(c.results, c.model_name)
+    fresh = recompute or not R.made_with(folder, "identify", recorded(c), absent_means=ABSENT_MEANS)
     if fresh:
-        run(model=model, results=results, device=device, dtype=dtype, overwrite=True, **want)
+        run(c.replace(overwrite=True))
     if fresh or not R.exists(folder / "operand", "effects.csv") or not R.exists(folder, "counterfactual_overlap.json"):
-        from arithmech.core.models import load_model
-        net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
-        res = operand_identify(net, tok, operand_task, want["n_samples"], seed, knockout=False, prob=False)
-        write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model=model)
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+        res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False)
+        write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model=c.model_name)
         R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             R.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
     out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")},
            "overlap": R.read(folder, "counterfactual_overlap.json")}
     out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
     return out
+
+
+# ---------------------------------------------------------------- the operand counterfactual
+def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, seed: int = 0, **kw):
+    """:func:`arithmech.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
+    other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
+
+    ``kw`` go to ``identify`` (e.g. ``knockout=False``); no transfer test (it is the operator run's).
+    ``kw["answer_token"]`` (default ``"last-digit"``, identify's) chooses the pairs' answer token; pairs whose
+    X_c leaves the model's answer in place are dropped there, as for the operator counterfactual.
+    """
+    from arithmech.steps.identify import identify
+    pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"))
+    res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
+    label = f"{task} (operand)"
+    res.effects["task"] = label
+    res.key_heads["task"] = label
+    res.knockout["task"] = label
+    res.info = {label: res.info.pop("custom")}
+    res.tasks = {label: res.tasks.pop("custom")}
+    res.params.update(tasks=[label], counterfactual="operand")
+    return res
+
+
+def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.DataFrame, task: str = "addition",
+                           top: int = 10) -> dict:
+    """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
+    ``task`` (:func:`arithmech.methods.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
+    relative change and logit difference under both counterfactuals."""
+    from arithmech.steps.identify import ranking
+    from arithmech.methods.knockout_overlap import overlap
+    ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
+    def look(eff, t, h):
+        r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]
+        return {"effect": float(r.effect), "logit_diff": float(r.logit_diff)}
+    heads = sorted(set(ov["a"]) | set(ov["b"]))
+    ov["by_head"] = [{"head": f"{l}.{h}", "operator": look(operator_effects, task, (l, h)),
+                      "operand": look(operand_effects, f"{task} (operand)", (l, h))} for l, h in heads]
+    return {**{k: ([f"{l}.{h}" for l, h in v] if isinstance(v, list) and k != "by_head" else v)
+               for k, v in ov.items()}, "task": task, "a_name": "operator", "b_name": "operand"}

@@ -20,7 +20,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
     bootstrap interval; key heads by the interval rule), exactly the prompts used, and the same files again
     for the same seed."""
     args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
-            "--knockout-samples", "6", "--random-seeds", "1", "--pool-size", "32"]
+            "--knockout-samples", "6", "--n-random", "1", "--pool-size", "32"]
     main(args + ["--out", str(tmp_path / "a")])
     assert "wrote" in capsys.readouterr().out
     a = tmp_path / "a"
@@ -58,8 +58,8 @@ def test_bad_answer_token_is_one_line_before_loading(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["identify", "--model", "embedded", "--answer-token", "last", "--out", str(tmp_path / "o")])
     assert e.value.code == 2 and "--answer-token" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="answer token 'last'"):
-        I.run(model=str(tmp_path / "no-such-model"), out=tmp_path / "o", answer_token="last")
+    with pytest.raises(ValueError, match="--answer-token 'last'"):
+        I.run(I.Config(model_name=str(tmp_path / "no-such-model"), results=str(tmp_path / "o"), answer_token="last"))
     assert not (tmp_path / "o").exists()
 
 
@@ -93,7 +93,7 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     (res / "m" / "key_heads.json").write_text(json.dumps({"task": "all", "threshold": -0.05,
                                                           "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
     (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))
-    r = A.run(model=str(folder_model), results=str(res), n_samples=6, seed=1)
+    r = A.run(A.Config(model_name=str(folder_model), results=str(res), n_samples=6, seed=1))
     first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "attention_baseline.csv",
                                                      "mlp_projection.csv", "top_numbers.csv")}
     roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")

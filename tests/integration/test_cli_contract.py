@@ -48,7 +48,7 @@ def test_commands_touch_nothing_outside_their_output_and_failures_touch_nothing(
     outside = lambda: {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("results/embedded/")}
     before = outside()
     main(["identify", "--model", "embedded", "--results", str(root), "--task", "addition", "--n-samples", "8",
-          "--knockout-samples", "4", "--random-seeds", "1", "--no-prob"])
+          "--knockout-samples", "4", "--n-random", "1", "--no-prob"])
     main(["finetune", "--model", "embedded", "--results", str(root), "--heads", "top-2", "--mode", "precise",
           "--max-steps", "1", "--batch-size", "4", "--micro-batch-size", "4", "--n-train", "8", "--limit", "4",
           "--benchmarks", "single_digit"])
@@ -100,7 +100,7 @@ VALUES = {
 PER_COMMAND = {
     "identify": {"--task": ["addition", "all", "fig8", "nosuch", "BAD_FILE", "GOOD_FILE", ""],
                  "--threshold": ["-0.05", "0.1", "x"], "--method": ["fast", "reference", "slow"],
-                 "--knockout-samples": ["8", "0", "-1"], "--random-seeds": ["1", "0"], "--batch-size": ["16", "0"],
+                 "--knockout-samples": ["8", "0", "-1"], "--n-random": ["1", "0"], "--batch-size": ["16", "0"],
                  "--knockout-positions": ["end", "all", "some"], "--curves": ["primary", "each", "none"]},
     "analyze": {"--prompt": ["4 + 3 =", ""], "--no-final-norm": [None]},
     "finetune": {"--heads": ["top-2", "0.1,1.2", "top-0", "1.2.3", "99.0", ""], "--mlps": ["0", "1", "-1", "99"],

@@ -23,7 +23,7 @@ from arithmech.steps.finetune import run_finetune
 REPO = Path(__file__).resolve().parents[2]
 # Identify on the embedded model, four tasks (the four operations), small sizes: ~3 s of work on one thread.
 IDENTIFY = ["identify", "--model", "embedded", "--task", "all", "--n-samples", "12", "--knockout-samples", "8",
-            "--random-seeds", "1", "--seed", "0"]
+            "--n-random", "1", "--seed", "0"]
 VOLATILE = {"wall_seconds", "timings", "peak_memory"}           # run.json: what may differ between two runs
 
 

@@ -64,15 +64,16 @@ def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherw
     model, tok, _ = embedded_model
     res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model="embedded")
-    kw = dict(receivers=2, ig_steps=2, n_samples=6, seed=0, n_misses=1)
-    first = B.ensure("embedded", tmp_path, **kw)
+    config = B.Config(model_name="embedded", results=str(tmp_path), receivers=2, ig_steps=2, n_samples=6, seed=0,
+                      n_misses=1)
+    first = B.ensure(config)
     assert first["summary"]["n_samples"] == 6 and first["n_layers"] == model.config.num_hidden_layers
     calls = []
     real = B.run
-    monkeypatch.setattr(B, "run", lambda **a: calls.append(a) or real(**a))
-    again = B.ensure("embedded", tmp_path, **kw)
+    monkeypatch.setattr(B, "run", lambda c: calls.append(c) or real(c))
+    again = B.ensure(config)
     assert calls == [] and again["eap"].equals(first["eap"])
-    other = B.ensure("embedded", tmp_path, **{**kw, "ig_steps": 3})
+    other = B.ensure(config.replace(ig_steps=3))
     assert len(calls) == 1 and other["summary"]["ig_steps"] == 3
 
 

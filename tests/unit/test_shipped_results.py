@@ -13,6 +13,7 @@ import pytest
 
 from arithmech.core import results as R
 from arithmech.steps import identify as identify_step
+from arithmech.steps.config import BOOK_SCALE
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "results" / "smollm2-135m"
@@ -46,9 +47,10 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     the identify files now there (``R.made_with``); these files pass that check, so a change of those
     parameters without re-running the step fails here, not in the book."""
     p = appendix_parameters()
-    assert R.made_with(FOLDER, "identify", identify_step.identify_record(
-        p["seed"], p["device"], p["dtype"], n_samples=p["n_samples"], knockout_samples=p["knockout_samples"],
-        n_random=p["random_orders"]))
+    config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
+                                  n_samples=p["n_samples"], **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]},
+                                  n_random=p["random_orders"])
+    assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})
     assert R.made_with(FOLDER, "accuracy", {"n_per_template": p["n_per_template"], "seed": p["seed"]})
