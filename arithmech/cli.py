@@ -104,7 +104,7 @@ STEPS = {
     "beyond": (configs.Beyond, "arithmech.steps.beyond", _report_beyond),
 }
 # Short names kept beside a field's own flag (the README's and the issues' commands use them).
-ALIASES = {"model_name": ["--model"], "results": ["--out"]}
+ALIASES = {"model_name": ["--model"]}
 
 
 def _list_of(kind: type):
@@ -113,6 +113,15 @@ def _list_of(kind: type):
             return tuple(kind(x) for x in text.split(",") if x.strip())
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {kind.__name__}") from None
+    return parse
+
+
+def _one(kind: type):
+    def parse(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
     return parse
 
 
@@ -126,7 +135,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if kind is bool:
             parser.add_argument(*names, dest=name, action=argparse.BooleanOptionalAction, default=default, help=help_)
         else:
-            parser.add_argument(*names, dest=name, type=_list_of(kind) if many else kind, default=default,
+            parser.add_argument(*names, dest=name, type=_list_of(kind) if many else _one(kind), default=default,
                                 metavar=name.upper(), help=help_)
 
 

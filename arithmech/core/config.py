@@ -68,7 +68,8 @@ def _check_one(name: str, kind: type, value: Any, meta: dict) -> Any:
     low, high = meta["low"], meta["high"]
     if (low is not None and value < low) or (high is not None and value > high):
         rng = f"in [{low}, {high}]" if low is not None and high is not None else (f">= {low}" if low is not None else f"<= {high}")
-        raise ValueError(f"{where} {value!r}: expected a value {rng}")
+        raise ValueError(f"{where} {value!r} is {'below ' + str(low) if low is not None and value < low else 'above ' + str(high)}: "
+                         f"expected a value {rng}")
     return value
 
 

@@ -21,6 +21,7 @@ from arithmech.data.pairs import FIELD, draw_values, render
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
+VAL_FORMS = (2, 5, 8)            # Fig. 8 forms (1-based) of the validation items; test uses the other six
 YEAR_WEIGHT = 5
 
 
@@ -98,8 +99,6 @@ def negative_split(seed: int = 0, n_test: int = 12) -> tuple[list[tuple[int, int
 
 def negative_items(pairs: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
     """``(prompt, answer)`` for every pair in each of the nine Fig. 8 subtraction forms (answer ``"-4"``)."""
-    from arithmech.data import templates as T
-    from arithmech.data.pairs import render
     tpls = [t for t in T.FIG8 if t.op == "subtraction"]
     return [(render(t.clean, {"A": a, "B": b, "OP": t.op_word})[0], str(a - b)) for a, b in pairs for t in tpls]
 
@@ -117,7 +116,6 @@ VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; d
 def phrasings() -> tuple[list[T.Template], list[T.Template]]:
     """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
     (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
-    from arithmech.data.splits import VAL_FORMS
     form = lambda t: int(t.id.rsplit("-", 1)[1])
     return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
             [t for t in T.FIG8 if form(t) in HELDOUT_FORMS] + list(T.FIG10))
@@ -135,7 +133,6 @@ def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
     """``n`` SFT pairs ``(prompt, " {C}")`` in the training phrasings: even rows single-digit (all four
     operations), odd rows two-digit addition/subtraction from the training operand pairs (minus any pair
     that is a test pair of either operation)."""
-    from arithmech.data.sentences import two_digit_split
     train_t, _ = phrasings()
     pairs, test = two_digit_split(seed)
     seen = {(a, b) for a, b, _ in test}

@@ -14,8 +14,8 @@ import random
 
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
+from arithmech.data.sentences import VAL_FORMS, GENERIC_FACTS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
-VAL_FORMS = (2, 5, 8)            # Fig. 8 forms (1-based) of the validation items; test uses the other six
 
 
 def form(t: T.Template) -> int | None:
@@ -47,7 +47,6 @@ def two_digit_pairs(data_seed: int = 0, n_val: int = 150) -> dict[str, list[tupl
     ``n_val`` of its training side for validation, the rest for training; an operand pair ``(A, B)``
     belongs to one side only, whatever the operation (a test pair of addition is no validation pair of
     subtraction)."""
-    from arithmech.data.sentences import two_digit_split
     train, test = two_digit_split(data_seed)
     seen = {(a, b) for a, b, _ in test}
     val = [x for x in train if x[:2] not in seen][:n_val]
@@ -96,7 +95,6 @@ def single_digit_items(side: str, per_template: int, data_seed: int = 0,
 
 def fact_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
     """The embedded model's generic facts: a seeded third for ``val``, the rest for ``test``."""
-    from arithmech.embedded.train import GENERIC_FACTS
     facts = list(GENERIC_FACTS)
     random.Random(data_seed + 23).shuffle(facts)
     return facts[:len(facts) // 3] if side == "val" else facts[len(facts) // 3:]

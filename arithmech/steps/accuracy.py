@@ -34,8 +34,7 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core import results as R
 from arithmech.core import records
 from arithmech.evals.measures import answer_scores
-from arithmech.steps.counterfactuals import counterfactual_overlap
-from arithmech.steps.counterfactuals import operand_identify
+from arithmech.steps.identify import counterfactual_overlap, identify, operand_identify, write_results
 
 
 
@@ -104,7 +103,6 @@ def _cli(a) -> None:
         df = ensure_accuracy(net, tok, folder, a.n_per_template, a.seed, recompute=True)
         print(df[df.template == "(all)"].to_string(index=False))
         return
-    from arithmech.steps.identify import identify, write_results
     op = identify(net, tok, a.task, n_samples=a.n_samples, seed=a.seed, knockout=False, transfer=False)
     nd = operand_identify(net, tok, a.task, a.n_samples, a.seed, knockout=False)
     out = folder / "counterfactuals"

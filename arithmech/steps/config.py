@@ -60,6 +60,7 @@ class Identify(ModelStep):
                                "single-token: one-token answers only; first: the paper's first answer token",
                                choices=ANSWER_TOKENS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+    out: str | None = option(None, "the model's results folder itself (default: RESULTS/<model-name>/)", reuse=False)
 
     def check(self) -> None:
         super().check()

@@ -259,7 +259,7 @@ def run(config: Config) -> IdentifyResult:
     with the same config after an interruption continues from there and writes the same files; the
     checkpoints are removed once the files are written."""
     c = config
-    folder = R.model_folder(c.results, c.model_name)
+    folder = Path(c.out) if c.out else R.model_folder(c.results, c.model_name)
     R.check_writable(folder, "identify", c.overwrite)
     if c.task != "all":
         task_templates(c.task)                 # a wrong task name or a missing file fails before loading

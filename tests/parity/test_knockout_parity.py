@@ -134,8 +134,8 @@ def test_knockout_forwards_stay_within_the_token_budget(embedded_model):
     big_ids, big_p = knockout_topk(*args, k=2, max_rows=10_000, max_tokens=1 << 20)
     seen = []                                                         # (rows, prefix length) per END replay
     hook = model.register_forward_pre_hook(lambda m, a, kw: seen.append(
-        ((a[0] if a else kw["input_ids"]).shape[0], kw["past_key_values"].get_seq_length()))
-        if kw.get("past_key_values") is not None else None, with_kwargs=True)
+        ((a[0] if a else kw["input_ids"]).shape[0], kw["cache"].get_seq_length()))
+        if kw.get("cache") is not None else None, with_kwargs=True)
     try:
         ids, p = knockout_topk(*args, k=2, max_tokens=60)
     finally:
