@@ -5,7 +5,6 @@ the machine that made it."""
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 
@@ -21,10 +20,11 @@ STEPS = ("identify", "analyze", "accuracy", "stability", "beyond")
 
 def appendix_parameters(name: str = "appendix_smollm2") -> dict:
     """A chapter's ``parameters`` cell, evaluated as literals (no code runs)."""
-    nb = json.loads((REPO / "book" / f"{name}.ipynb").read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    from arithmech.report.plan import read_notebook
+    nb = read_notebook(REPO / "book" / f"{name}.md")
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     out = {}
-    for node in ast.parse("".join(cell["source"])).body:
+    for node in ast.parse(cell.source).body:
         if isinstance(node, ast.Assign):
             out[node.targets[0].id] = ast.literal_eval(node.value)
     return out
