@@ -44,7 +44,7 @@ def toy_book(tmp_path_factory):
     shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
     shutil.copy2(REPO / "_config.yml", root / "_config.yml")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: Toy\n    chapters:\n"
-                                   "      - file: book/one\n      - file: book/two\n")
+                                   "      - file: book/one\n      - file: book/two\n      - file: book/appendix_parameters\n")
     (root / "book" / "book.yml").write_text("global: {seed: 3, model: unused}\nchapters:\n  one: {n: 3}\n")
     (root / "book" / "intro.md").write_text("# Toy\n\nDisplay math:\n\n$$\\sum_i x_i$$\n")
     (root / "book" / "appendix_parameters.md").write_text("# Parameters\n\n```{include} _generated/parameters.md\n```\n")
