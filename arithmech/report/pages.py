@@ -3,11 +3,12 @@
 * :func:`results_box` — the introduction's box per model: the paper's claims, this run's numbers and
   a verdict (*holds* / *does not hold* / *inconclusive*), all read from
   :func:`arithmech.claims.rules.claims` on ``results/<model>/``; never typed.
-  :func:`update_markdown` writes it (and the parameters table) between markers of a ``.md`` page.
+  :func:`arithmech.report.book.write_generated` writes it to ``book/_generated/findings.md``, which the
+  introduction includes.
 * :func:`chapter_end` — a chapter's last cell: glues the chapter's "what this run found" (shown under
   its title through ``{glue:md}``) and prints a footer naming the model the page actually ran on.
-* :func:`hide_injected` — tags papermill's injected-parameters cell ``remove-cell`` (papermill
-  writes it untagged but for ``injected-parameters``; MyST-NB hides cells by tag only).
+* :func:`hide_injected` — tags papermill's injected-parameters cell of an executed chapter ``remove-cell``
+  (papermill writes it untagged but for ``injected-parameters``; MyST-NB hides cells by tag only).
 * :func:`use_table_display` — pandas frames shown as books show tables: no index column, numbers
   rounded, "—" for a missing value, long tables folded into a ``<details>``.
 """
@@ -19,7 +20,6 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from arithmech.core.atomic import atomic_write
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 MISSING = "—"
@@ -59,7 +59,7 @@ def tally(claims: pd.DataFrame) -> str:
 
 def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str | None:
     """Markdown: one admonition per ``(folder name, label)`` whose identify results exist in
-    ``root/results_dir/<name>``; ``None`` when none has results (a caller then keeps what it had)."""
+    ``root/results_dir/<name>``; ``None`` when none has results (the book then shows a note)."""
     from arithmech.core import results as R
     from arithmech.claims.rules import claims
     out = []
@@ -74,25 +74,6 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
                 "shipped SmolLM2 Table 1 records, written after those records existed; *inconclusive*: the results "
                 "it needs are missing or their intervals do not decide it.", "", claims_table(c), ":::", ""]
     return "\n".join(out).rstrip("\n") if out else None
-
-
-def update_markdown(path: Path, start: str, end: str, body: str | None) -> bool:
-    """Replace the text between the markers ``start`` and ``end`` of ``path`` with ``body``.
-
-    ``body=None`` keeps what is there. Returns True if the file changed; a file without both
-    markers raises ``ValueError`` naming them."""
-    if body is None:
-        return False
-    text = path.read_text()
-    if start not in text or end not in text:
-        raise ValueError(f"{path} lacks the markers {start} ... {end}")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    new = f"{head}{start}\n{body}\n{end}{tail}"
-    if new == text:
-        return False
-    atomic_write(path, new)
-    return True
 
 
 def hide_injected(nb_path: Path) -> bool:

@@ -1,14 +1,19 @@
 """Planning a book build: which chapters run, with which parameters, all checked before any runs.
 
-The chapter order is ``_toc.yml``'s; parameters come from ``book/book.yml`` (``global`` and per chapter)
-and ``--set``. Each chapter declares its parameters in its ``parameters`` cell (read by papermill
-without executing anything) and their rules in its check cell's ``check_params(globals(), {...})``
-call; :func:`plan` applies both, so a misspelt key or a wrong value is refused up front.
+The chapter order is ``_toc.yml``'s. A chapter is a notebook kept as text: a MyST-Markdown notebook
+``book/<name>.md`` (jupytext's ``md:myst`` format, a ``jupytext:``/``kernelspec:`` front matter, no outputs;
+:func:`is_notebook`); the other ``.md`` files of the toc are plain pages. Parameters come from
+``book/book.yml`` (``global`` and per chapter) and ``--set``. Each chapter declares its parameters in its
+``parameters`` cell (read by papermill without executing anything, :func:`declared_parameters`) and their
+rules in its check cell's ``check_params(globals(), {...})`` call; :func:`plan` applies both, so a misspelt
+key or a wrong value is refused up front.
 """
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,7 @@ class BookArgumentError(BookError, ValueError):
 @dataclass
 class Chapter:
     name: str                   # file stem, e.g. "identify"
-    path: Path                  # book/identify.ipynb, relative to the root
+    path: Path                  # book/identify.md (the text source), relative to the root
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -58,14 +63,64 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
     out = []
     for e in entries:
         p = Path(e)
-        found = [root / p] if p.suffix else [root / p.with_suffix(s) for s in (".ipynb", ".md")]
+        found = [root / p] if p.suffix else [root / p.with_suffix(s) for s in (".md", ".ipynb")]
         found = [f for f in found if f.exists()]
         if not found and missing_ok:
             continue
         if not found:
-            raise BookError(f"_toc.yml lists {e!r} but neither {e}.ipynb nor {e}.md exists in {root}")
+            raise BookError(f"_toc.yml lists {e!r} but neither {e}.md nor {e}.ipynb exists in {root}")
         out.append(found[0].relative_to(root))
     return out
+
+
+def is_notebook(path: Path) -> bool:
+    """True for a chapter: an ``.ipynb``, or a ``.md`` whose front matter has jupytext's header
+    (``jupytext:`` or ``kernelspec:``); a plain Markdown page is False."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        return True
+    if path.suffix != ".md" or not path.exists():
+        return False
+    text = path.read_text()
+    if not text.startswith("---"):
+        return False
+    head = text[3:].split("\n---", 1)[0]
+    return any(line.startswith(("jupytext:", "kernelspec:")) for line in head.splitlines())
+
+
+def chapters(root: Path, missing_ok: bool = False) -> list[Path]:
+    """The chapters of ``_toc.yml`` (:func:`is_notebook`), in toc order, relative to ``root``."""
+    return [p for p in toc_files(root, missing_ok=missing_ok) if is_notebook(root / p)]
+
+
+def read_notebook(path: Path):
+    """A chapter as an ``nbformat`` notebook: a ``.md`` source converted by jupytext (no outputs), an
+    ``.ipynb`` read as it is."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        import nbformat
+        return nbformat.read(path, as_version=4)
+    import jupytext
+    return jupytext.read(path, fmt="md:myst")
+
+
+def declared_parameters(path: Path) -> dict:
+    """papermill's view of a chapter's ``parameters`` cell (``papermill.inspect_notebook``: name →
+    ``{name, inferred_type_name, default, help}``), read from a jupytext-converted copy of a ``.md`` source."""
+    path = Path(path).resolve()
+    return dict(_declared(str(path), path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _declared(path: str, mtime_ns: int) -> tuple:
+    import nbformat
+    import papermill as pm
+    if path.endswith(".ipynb"):
+        return tuple(pm.inspect_notebook(path).items())
+    with tempfile.TemporaryDirectory(prefix="arithmech-params-") as d:
+        copy = Path(d) / (Path(path).stem + ".ipynb")
+        nbformat.write(read_notebook(Path(path)), copy)
+        return tuple(pm.inspect_notebook(str(copy)).items())
 
 
 def load_config(root: Path, config: Path | None = None) -> dict:
@@ -114,9 +169,8 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     its check cell (:func:`chapter_rules`) here, before any chapter runs.
     With ``only``, the other chapters need not exist yet.
     """
-    import papermill as pm
     set_glob, set_per = parse_sets(list(sets))
-    nbs = [p for p in toc_files(root, missing_ok=only is not None) if p.suffix == ".ipynb"]
+    nbs = chapters(root, missing_ok=only is not None)
     names = [p.stem for p in nbs]
     if only is not None and only not in names:
         raise BookArgumentError(f"--only {only!r}: not a chapter of _toc.yml; chapters: {', '.join(names)}")
@@ -124,7 +178,7 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
         if chap not in names:
             raise BookArgumentError(f"parameters given for chapter {chap!r}, which is not an executed chapter of "
                                     f"_toc.yml; chapters: {', '.join(names)}")
-    declared = {p.stem: pm.inspect_notebook(str(root / p)) for p in nbs}
+    declared = {p.stem: declared_parameters(root / p) for p in nbs}
     for p in nbs:
         if not declared[p.stem]:
             raise BookError(f"chapter {p.stem!r} ({p}) has no cell tagged 'parameters' (papermill needs one, "
@@ -161,11 +215,10 @@ _RULE_NAMES = {n: getattr(builtins, n) for n in ("int", "float", "str", "bool", 
 def chapter_rules(root: Path, path: Path) -> dict:
     """The parameter rules of a chapter, as its check cell passes them to
     :func:`arithmech.report.params.check_params` (``check_params(globals(), {...})``): the dict literal is
-    read from the notebook's source and evaluated alone with only type names and ``len``/``all``/
+    read from the chapter's source and evaluated alone with only type names and ``len``/``all``/
     ``isinstance``-like helpers in scope; the notebook is not executed. ``{}`` when the chapter has no
     such call."""
-    import nbformat
-    nb = nbformat.read(root / path, as_version=4)
+    nb = read_notebook(root / path)
     for cell in nb.cells:
         if cell.cell_type != "code" or "check_params" not in cell.source:
             continue

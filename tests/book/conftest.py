@@ -1,8 +1,8 @@
-"""Fixtures of the book tier: the real book's HTML, built once per session."""
+"""Fixtures of the book tier: the real book's HTML, rendered once per session from the executed chapters."""
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,23 +10,40 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    """The real book's HTML, built once per session by the book runner (``python -m arithmech book``).
+class Built(tuple):
+    """``(root, html_dir)``; ``.status_before``: ``git status --porcelain`` just before the build (``None`` when
+    no build ran here or this is not a git work tree)."""
+    status_before: str | None = None
 
-    Built from a temporary copy of ``_config.yml``, ``_toc.yml`` and ``book/`` with
-    ``--skip-execute``: it renders the chapter notebooks as they are (executed by the runner
-    before commit, or by ``.ci/run`` before the tests), and never rewrites the repository's
-    files. ``ARITHMECH_BOOK_HTML=<dir>`` points the tests at an already built ``_build/html``
-    instead. Returns ``(root, html_dir)``.
+
+def git_status(root: Path) -> str | None:
+    """``git status --porcelain`` of ``root`` (untracked files included), or ``None`` outside a git work tree."""
+    r = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, capture_output=True,
+                       text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+Built.git_status = staticmethod(git_status)       # for the tests (a second conftest module is not importable)
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    """The real book, built by the book runner (``python -m arithmech book``) in the repository itself.
+
+    A build writes only ignored paths (``_build/``, ``book/_generated/``, ``results/<model>/``), so it runs
+    here, not in a copy. When every chapter has its executed copy in ``_build/executed/`` (``make book``
+    ran, as ``.ci/run`` does before the tests), the HTML is rendered from those (``--skip-execute``);
+    otherwise the chapters are executed first (about 8 minutes on 2 cores). ``ARITHMECH_BOOK_HTML=<dir>``
+    points the tests at an already built ``_build/html`` of this repository instead.
+    Returns ``(root, html_dir)`` (a :class:`Built`).
     """
     given = os.environ.get("ARITHMECH_BOOK_HTML")
     if given:
-        return REPO, Path(given)
-    from arithmech.report.book import build
-    root = tmp_path_factory.mktemp("book")
-    for f in ("_config.yml", "_toc.yml"):
-        shutil.copy2(REPO / f, root / f)
-    shutil.copytree(REPO / "book", root / "book", ignore=shutil.ignore_patterns("vendor", ".ipynb_checkpoints"))
-    build(root, skip_execute=True)
-    return root, root / "_build" / "html"
+        return Built((REPO, Path(given)))
+    from arithmech.report.book import build, chapters, executed
+    done = all(executed(REPO, p).exists() for p in chapters(REPO))
+    before = git_status(REPO)
+    build(REPO, skip_execute=done)
+    out = Built((REPO, REPO / "_build" / "html"))
+    out.status_before = before
+    return out

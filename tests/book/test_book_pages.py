@@ -1,10 +1,13 @@
-"""The real book's HTML (``built_book``, rendered once from the committed notebooks): every page is
-there and self-contained, and headless Chromium, opening each page from ``file://`` with the network
+"""The real book's HTML (``built_book``, rendered once from the executed chapters in ``_build/executed/``):
+every page is there and self-contained, no page shows a warning or stderr text, the build leaves
+``git status`` as it found it, and headless Chromium, opening each page from ``file://`` with the network
 cut, finds its charts drawn, its math rendered, no request leaving the machine and no error logged.
-A negative control shows that the browser harness does see requests. Marked ``slow``."""
+Negative controls show that the browser harness and the warning scan do see what they look for.
+Marked ``slow``."""
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -47,14 +50,14 @@ def test_browser_check_sees_errors_and_undrawn_charts(tmp_path):
         assert sum(word in e for e in r.errors) == 1, (word, r.errors)
     assert r.requests == [] and r.counts["charts"] == 1 and r.counts["drawn"] == 0
 
-def _chapters() -> list[Path]:
+def _pages() -> list[Path]:
     return book.toc_files(REPO)
 
 
 def test_every_toc_page_is_built(built_book):
     """Protects: every file of _toc.yml has its HTML page, and the build loads nothing from outside itself."""
     _, html = built_book
-    for p in _chapters():
+    for p in _pages():
         assert (html / p.with_suffix(".html")).exists(), p
     assert offline.external_references(html) == []
 
@@ -67,10 +70,10 @@ def test_chapter_pages_draw_all_charts_offline(built_book):
     failures = []
     require_browser()
     with Browser() as b:
-        for p in _chapters():
+        for p in _pages():
             expected = vega_outputs = 0
-            if p.suffix == ".ipynb":
-                nb = nbformat.read(root / p, as_version=4)
+            if book.is_notebook(REPO / p):
+                nb = nbformat.read(book.executed(root, p), as_version=4)
                 outs = [o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
                 expected = sum(offline.CHART_CLASS in "".join(d.get("text/html", "")) for d in outs)
                 vega_outputs = sum(any(k.startswith("application/vnd.vegalite") for k in d) for d in outs)
@@ -111,7 +114,7 @@ def test_pages_read_as_a_book(built_book):
     failures = []
     require_browser()
     with Browser() as b:
-        for p in _chapters():
+        for p in _pages():
             b.open(html / p.with_suffix(".html"), settle=60, screenshot=shots / f"{p.stem}.png")
             r = b.driver.execute_script(READER_JS)
             text = r["outputs"]
@@ -126,3 +129,93 @@ def test_pages_read_as_a_book(built_book):
             if problems:
                 failures.append((str(p), problems))
     assert failures == []
+
+
+# ------------------------------------------------------------------------------ warnings and stderr
+WARNING = re.compile(r"\w*Warning\b|warnings\.warn")
+
+
+def notebook_warnings(nb) -> list[str]:
+    """Every stderr stream and every output text that shows a Python warning, in an executed notebook."""
+    out = []
+    for i, c in enumerate(nb.cells):
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            text = o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                out.append(f"cell {i}: stderr: {text.strip()[:160]}")
+            elif WARNING.search(text):
+                out.append(f"cell {i}: {text.strip()[:160]}")
+    return out
+
+
+class _Outputs(HTMLParser):
+    """The text of every cell output of a built page (``div.cell_output``), and its stderr blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.texts, self.stderr = 0, [], 0
+
+    def handle_starttag(self, tag, attrs):
+        cls = (dict(attrs).get("class") or "").split()
+        if self.depth or "cell_output" in cls:
+            self.depth += tag not in ("br", "img", "hr", "input", "meta", "link", "col", "wbr")
+            self.stderr += "stderr" in cls
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.texts.append(data)
+
+
+def page_warnings(html: str) -> list[str]:
+    """stderr blocks and warning text among a built page's cell outputs."""
+    p = _Outputs()
+    p.feed(html)
+    text = "".join(p.texts)
+    return ([f"{p.stderr} stderr output(s)"] if p.stderr else []) + \
+        [f"…{text[max(0, m.start() - 80):m.end() + 40]}…" for m in WARNING.finditer(text)][:3]
+
+
+def test_the_warning_scan_sees_warnings():
+    """Protects the warning check below from passing vacuously (negative control): a stderr stream, a
+    FutureWarning printed to stdout and a rendered stderr block are each found; a clean output is not."""
+    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[
+        nbformat.v4.new_output("stream", name="stderr", text="something went to stderr\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="x.py:3: FutureWarning: `a` is deprecated\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="all fine\n")])])
+    assert len(notebook_warnings(bad)) == 2
+    page = ('<div class="cell_output docutils container"><div class="output stderr highlight-myst-ansi notranslate">'
+            '<pre>/x.py:9: UserWarning: careful</pre></div></div><p>A UserWarning in prose is not an output.</p>')
+    found = page_warnings(page)
+    assert found[0] == "1 stderr output(s)" and len(found) == 2 and "careful" in found[1]
+    assert page_warnings('<div class="cell_output"><pre>all fine</pre></div>') == []
+
+
+def test_no_page_shows_a_warning_or_stderr(built_book):
+    """Protects what a reader sees: no executed chapter has a stderr stream or an output showing a Python
+    warning (``FutureWarning: ...``, ``warnings.warn``), and no built page shows one among its cell outputs
+    (a deprecation printed by a library is a bug to fix at its source, not page content)."""
+    root, html = built_book
+    failures = []
+    for p in _pages():
+        if book.is_notebook(REPO / p):
+            failures += [f"{p.stem}.ipynb {w}" for w in notebook_warnings(nbformat.read(book.executed(root, p), 4))]
+        failures += [f"{p.with_suffix('.html')}: {w}" for w in page_warnings((html / p.with_suffix(".html")).read_text())]
+    assert failures == [], "\n".join(failures[:20])
+
+
+def test_the_build_leaves_git_status_clean(built_book):
+    """Protects the sources-are-text rule: a book build writes only ignored paths (_build/, book/_generated/,
+    results/<model>/), so ``git status --porcelain`` is what it was before the build (empty on a fresh
+    clone, as in CI), and no executed notebook is left in book/."""
+    root, _ = built_book
+    now = built_book.git_status(root)
+    if now is None:
+        pytest.skip("not a git work tree")
+    before = built_book.status_before
+    assert now == (before if before is not None else ""), f"the build changed what git sees:\n{now}"
+    assert not list((root / "book").glob("*.ipynb"))

@@ -1,12 +1,15 @@
-"""The papermill book runner (arithmech.report.book) end to end on a *toy book*: two tiny notebooks and
-the real ``_config.yml``, built by the runner in ~30 s, independent of the chapters. Checks the order,
-the parameters, atomic replacement, errors, and that the pages draw offline in headless Chromium.
+"""The papermill book runner (arithmech.report.book) end to end on a *toy book*: two tiny chapters kept as
+MyST-Markdown notebooks (as the real ones) and the real ``_config.yml``, built by the runner in ~30 s,
+independent of the chapters. Checks the order, the parameters, that the sources are never rewritten,
+atomic replacement of the executed copies in ``_build/executed/``, errors, the generated includes,
+``--skip-execute`` without an executed copy, and that the pages draw offline in headless Chromium.
 Marked ``slow`` (a book build): left out by ``make test-fast``."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 from browser import Browser, require_browser
@@ -25,7 +28,7 @@ def _notebook(path: Path, params: str, cells: list[str]) -> None:
     nb.cells = [nbformat.v4.new_markdown_cell(f"# {path.stem}\n\nMath: $x^2$."), p]
     nb.cells += [nbformat.v4.new_code_cell(c) for c in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
+    path.write_text(jupytext.writes(nb, fmt="md:myst"))
 
 
 CHECK = ("from arithmech.report.book import setup\nfrom arithmech.report.params import check_params\nsetup()\n"
@@ -35,30 +38,31 @@ CHECK = ("from arithmech.report.book import setup\nfrom arithmech.report.params 
 
 @pytest.fixture(scope="module")
 def toy_book(tmp_path_factory):
-    """A two-chapter book built by the runner: ``one`` writes results/toy/n.txt, ``two`` reads it."""
+    """A two-chapter book built by the runner: ``one`` writes results/toy/n.txt, ``two`` reads it. Also returns
+    the sources' bytes before the build."""
     root = tmp_path_factory.mktemp("toy")
     shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
     shutil.copy2(REPO / "_config.yml", root / "_config.yml")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: Toy\n    chapters:\n"
-                                   "      - file: book/one\n      - file: book/two\n")
+                                   "      - file: book/one\n      - file: book/two\n      - file: book/appendix_parameters\n")
     (root / "book" / "book.yml").write_text("global: {seed: 3, model: unused}\nchapters:\n  one: {n: 3}\n")
     (root / "book" / "intro.md").write_text("# Toy\n\nDisplay math:\n\n$$\\sum_i x_i$$\n")
-    (root / "book" / "appendix_parameters.md").write_text("# Parameters\n\n"
-                                                          "<!-- parameters:start -->\n<!-- parameters:end -->\n")
-    _notebook(root / "book" / "one.ipynb", "n = 2  # how many bars\nseed = 0", [
+    (root / "book" / "appendix_parameters.md").write_text("# Parameters\n\n```{include} _generated/parameters.md\n```\n")
+    _notebook(root / "book" / "one.md", "n = 2  # how many bars\nseed = 0", [
         CHECK,
         "import altair as alt, pandas as pd\n"
         "alt.Chart(pd.DataFrame({'x': range(n), 'y': range(n)})).mark_bar().encode(x='x:O', y='y:Q')",
         "import os\nos.makedirs('results/toy', exist_ok=True)\nopen('results/toy/n.txt', 'w').write(f'{n},{seed}')"])
-    _notebook(root / "book" / "two.ipynb", "seed = 0", [
+    _notebook(root / "book" / "two.md", "seed = 0", [
         "from arithmech.report.book import setup\nsetup()",
         "import altair as alt, pandas as pd\n"
         "pick = alt.param(bind=alt.binding_select(options=['a', 'b'], name='group '), value='a')\n"
         "df = pd.DataFrame({'g': list('aabb'), 'x': [1, 2, 3, 4], 'y': [1, 3, 2, 4]})\n"
         "alt.Chart(df).mark_point().encode(x='x', y='y').add_params(pick).transform_filter(alt.datum.g == pick)",
         "print('read:', open('results/toy/n.txt').read())"])
+    sources = {p.name: p.read_bytes() for p in (root / "book").glob("*.md")}
     times = book.build(root)
-    return root, times
+    return root, times, sources
 
 
 
@@ -69,53 +73,64 @@ def _outputs_text(nb_path: Path) -> str:
 
 def test_toy_chapters_run_in_toc_order_with_their_parameters(toy_book):
     """Protects: book.yml's per-chapter and global values reach the chapters, which run from the root in toc
-    order: ``two`` reads the file ``one`` wrote, with n=3 (book.yml) and seed=3 (global)."""
-    root, times = toy_book
+    order: ``two`` reads the file ``one`` wrote, with n=3 (book.yml) and seed=3 (global). The executed
+    copies land in _build/executed/ (the injected cell hidden), the text sources are left byte for byte."""
+    root, times, sources = toy_book
     assert list(times)[:2] == ["one", "two"]
     assert (root / "results" / "toy" / "n.txt").read_text() == "3,3"
-    assert "read: 3,3" in _outputs_text(root / "book" / "two.ipynb")
-    nb = nbformat.read(root / "book" / "one.ipynb", as_version=4)
+    assert "read: 3,3" in _outputs_text(book.executed(root, "two"))
+    assert {p.name: p.read_bytes() for p in (root / "book").glob("*.md")} == sources
+    assert not list((root / "book").glob("*.ipynb"))
+    nb = nbformat.read(book.executed(root, "one"), as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "n = 3" in injected[0].source and "seed = 3" in injected[0].source
     assert "model" not in injected[0].source          # global values go only where declared
+    assert "remove-cell" in injected[0].metadata["tags"]
 
 
 def test_toy_appendix_lists_parameters_from_the_notebooks(toy_book):
-    """Protects: the parameters appendix's table is generated from the parameters cells (name, default, type, help)."""
-    root, _ = toy_book
-    text = (root / "book" / "appendix_parameters.md").read_text()
+    """Protects: the parameters appendix's table is generated from the chapters' sources (name, default, type,
+    help) into book/_generated/parameters.md, which the hand-written page includes: the page is not
+    rewritten, and its HTML shows the table with working links to the chapters."""
+    root, _, sources = toy_book
+    text = (root / book.PARAMETERS).read_text()
     assert "**[one](one.ipynb)**\n\n| parameter | default | type | help |" in text
     assert "| `n` | `2` | int | how many bars |" in text
     assert "**[two](two.ipynb)**" in text and "| `seed` | `0` | int |  |" in text
+    assert (root / "book" / "appendix_parameters.md").read_bytes() == sources["appendix_parameters.md"]
+    page = (root / "_build" / "html" / "book" / "appendix_parameters.html").read_text()
+    assert "how many bars" in page and 'href="one.html"' in page
 
 
 def test_wrong_parameter_fails_in_check_cell_and_keeps_notebook(toy_book):
     """Protects: a wrong-type or wrong-value parameter is refused by the runner before the chapter runs (the
     chapter's own check-cell rules, read from its source), and a chapter run with one anyway (papermill -p)
     stops in its check cell with a message naming the chapter, the cell and the parameter; the notebook on
-    disk stays byte for byte as it was."""
-    root, _ = toy_book
-    nb = root / "book" / "one.ipynb"
-    before = nb.read_bytes()
+    disk (the source and its executed copy) stays byte for byte as it was."""
+    root, _, _ = toy_book
+    src, nb = root / "book" / "one.md", book.executed(root, "one")
+    before, source = nb.read_bytes(), src.read_bytes()
     with pytest.raises(book.BookArgumentError, match=r"chapter 'one': parameter n='many'"):
         book.build(root, only="one", sets=["one.n=many"], html=False)
     with pytest.raises(book.BookArgumentError, match="expected a positive integer"):
         book.build(root, only="one", sets=["one.n=-1"], html=False)
     assert nb.read_bytes() == before
     with pytest.raises(book.BookError) as e:
-        book.execute_chapter(root, book.Chapter("one", Path("book/one.ipynb"), {"n": "many"}))
+        book.execute_chapter(root, book.Chapter("one", Path("book/one.md"), {"n": "many"}))
     msg = str(e.value)
     assert "chapter 'one'" in msg and "cell 4" in msg and "ParameterError" in msg and "n='many'" in msg
     assert "from arithmech.report.book import setup" in msg          # the failing cell's first line
-    assert nb.read_bytes() == before
+    assert nb.read_bytes() == before and src.read_bytes() == source
     assert (root / "_build" / "failed" / "one.ipynb").exists()
 
 
 def test_successful_run_replaces_notebook(toy_book):
-    """Protects: a chapter that succeeds replaces its notebook (new injected values) and leaves no temporary file."""
-    root, _ = toy_book
+    """Protects: a chapter that succeeds replaces its executed copy (new injected values), leaves no temporary
+    file and does not touch its source."""
+    root, _, sources = toy_book
     book.build(root, only="one", sets=["one.n=4"], html=False)
-    nb = nbformat.read(root / "book" / "one.ipynb", as_version=4)
+    assert (root / "book" / "one.md").read_bytes() == sources["one.md"]
+    nb = nbformat.read(book.executed(root, "one"), as_version=4)
     injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
     assert "n = 4" in injected.source
     assert not (root / "_build" / ".papermill" / "one.ipynb").exists()
@@ -125,7 +140,7 @@ def test_successful_run_replaces_notebook(toy_book):
 def test_unknown_parameter_and_chapter_are_errors(toy_book):
     """Protects: a per-chapter value the chapter does not declare, or an unknown chapter, is an error that lists
     what exists (a typo must not be silently ignored)."""
-    root, _ = toy_book
+    root, _, _ = toy_book
     cfg = book.load_config(root)
     with pytest.raises(book.BookError, match=r"no parameter nn; its parameters cell declares: n, seed"):
         book.plan(root, cfg, ["one.nn=1"])
@@ -138,7 +153,7 @@ def test_unknown_parameter_and_chapter_are_errors(toy_book):
 def test_toy_pages_draw_offline(toy_book):
     """Protects: each toy page, opened from file:// with the network cut, draws every chart (the dropdown one
     too) and its math, sends no request off the machine, and logs no error."""
-    root, _ = toy_book
+    root, _, _ = toy_book
     html = root / "_build" / "html" / "book"
     require_browser()
     with Browser() as b:
@@ -147,3 +162,25 @@ def test_toy_pages_draw_offline(toy_book):
             assert r.requests == [] and r.errors == [], (page, r.requests, r.errors)
             assert r.counts["charts"] == charts and r.counts["drawn"] == charts, (page, r.counts)
             assert r.counts["math"] > 0 and r.counts["mathjax"] > 0, (page, r.counts)
+
+
+def test_skip_execute_renders_what_exists_and_names_the_unexecuted(toy_book, tmp_path, capsys):
+    """Protects ``--skip-execute``: it renders the executed copies in _build/executed/ as they are, names the
+    chapters that have none (rendered from their source, without outputs) and executes nothing; the render
+    tree and the HTML hold no tool caches (.pytest_cache, .ipynb_checkpoints)."""
+    root, _, _ = toy_book
+    copy = tmp_path / "toy"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("html", ".doctrees", "render"))
+    (copy / "book" / ".pytest_cache").mkdir()
+    (copy / "book" / ".pytest_cache" / "README.md").write_text("cache")
+    book.executed(copy, "two").unlink()
+    (copy / "results" / "toy" / "n.txt").unlink()
+    book.build(copy, skip_execute=True)
+    out = capsys.readouterr().out
+    (line,) = [l for l in out.splitlines() if "not executed yet" in l]
+    assert "rendered without outputs: two (" in line
+    assert not (copy / "results" / "toy" / "n.txt").exists() and not book.executed(copy, "two").exists()
+    html = copy / "_build" / "html" / "book"
+    assert "read: 3" not in (html / "two.html").read_text() and (html / "one.html").exists()
+    for tree in (copy / "_build" / "html", copy / book.RENDER):
+        assert not [p for p in tree.rglob("*") if p.name in (".pytest_cache", ".ipynb_checkpoints")], tree

@@ -1,12 +1,13 @@
 """What the executed book says agrees with the claims tables it was built from.
 
 ``make book`` writes, from :func:`arithmech.claims.rules.claims` on ``results/<model>/``, the
-introduction's claims table per model (between the ``findings`` markers of ``book/intro.md``) and each
-chapter's "What this run found" lines (glued as ``findings``). Both are committed, so these checks run on
-a clean clone too: every claim line a chapter shows must be the same claim, verdict and numbers as the
-row of its model's table in the introduction — a chapter executed on other results than the box, or a
-line edited by hand, fails. Where ``results/<model>/`` exists (after ``make book``), the table is also
-recomputed from the files and compared. Marked ``slow``.
+introduction's claims table per model (``book/_generated/findings.md``, which ``book/intro.md`` includes)
+and each chapter's "What this run found" lines (glued as ``findings`` in its executed copy,
+``_build/executed/<name>.ipynb``). Both are build outputs, so these checks run on the built book
+(``built_book``): every claim line a chapter shows must be the same claim, verdict and numbers as the
+row of its model's table in the introduction — a chapter executed on other results than the box fails.
+For every model whose ``results/<model>/`` exists, the table is also recomputed from the files and
+compared. Marked ``slow``.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.report import pages
+from arithmech.report import book, pages
 
 REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive)\*\* \((?P<here>.*)\)$")
@@ -47,10 +48,15 @@ def _finding_lines(nb: dict) -> list[re.Match]:
     return out
 
 
-def _intro_tables() -> dict[str, dict[str, tuple[str, str]]]:
+def _findings(root: Path) -> str:
+    """The introduction's generated boxes (``book/_generated/findings.md``), included by ``book/intro.md``."""
+    assert "```{include} _generated/findings.md" in (REPO / "book" / "intro.md").read_text()
+    return (root / book.FINDINGS).read_text()
+
+
+def _intro_tables(root: Path) -> dict[str, dict[str, tuple[str, str]]]:
     """model folder name → claim → (here, verdict), parsed from the introduction's generated boxes."""
-    text = (REPO / "book" / "intro.md").read_text()
-    block = text.split("<!-- findings:start -->")[1].split("<!-- findings:end -->")[0]
+    block = _findings(root)
     out, current = {}, None
     for line in block.splitlines():
         box = re.match(r":::\{admonition\} (.+?): \d+ of", line)
@@ -63,12 +69,13 @@ def _intro_tables() -> dict[str, dict[str, tuple[str, str]]]:
     return out
 
 
-def test_chapter_findings_match_the_intro_claims_table():
+def test_chapter_findings_match_the_intro_claims_table(built_book):
     """Protects: each chapter's generated claim lines carry the same verdict and numbers as its model's
-    row in the introduction's claims table (#13 item 5: text and table agree, checked on a clean clone)."""
-    tables, checked = _intro_tables(), 0
+    row in the introduction's claims table (#13 item 5: text and table agree, checked on the built book)."""
+    root, _ = built_book
+    tables, checked = _intro_tables(root), 0
     assert tables, "the introduction has no generated claims table: build the book (make book)"
-    for p in sorted((REPO / "book").glob("*.ipynb")):
+    for p in sorted((root / book.EXECUTED).glob("*.ipynb")):
         nb = json.loads(p.read_text())
         model = R.folder_name(_model(nb) or "embedded")
         for m in _finding_lines(nb):
@@ -79,15 +86,15 @@ def test_chapter_findings_match_the_intro_claims_table():
     assert checked >= 5, f"only {checked} claim lines in the chapters: findings are not generated from the claims table"
 
 
-def test_intro_boxes_match_the_results_when_present():
+def test_intro_boxes_match_the_results_when_present(built_book):
     """Protects: for every model whose results folder exists (all after make book; on a clean clone the
     shipped SmolLM2 one), the introduction's box is exactly the claims table recomputed from it now."""
-    present = [(n, label) for n, label in MODELS if R.exists(REPO / "results" / n, "effects.csv")]
+    root, _ = built_book
+    present = [(n, label) for n, label in MODELS if R.exists(root / "results" / n, "effects.csv")]
     if not present:
-        pytest.skip("no results/ here (a clean clone renders the committed book; the test above still runs)")
-    text = (REPO / "book" / "intro.md").read_text()
-    block = text.split("<!-- findings:start -->")[1].split("<!-- findings:end -->")[0].strip()
+        pytest.skip("no results/ here")
+    block = _findings(root).split("-->", 1)[1].strip()
     for model in present:
-        assert pages.results_box(REPO, [model]).strip() in block, f"the introduction's box for {model[0]} is stale"
+        assert pages.results_box(root, [model]).strip() in block, f"the introduction's box for {model[0]} is stale"
     if len(present) == len(MODELS):
-        assert block == pages.results_box(REPO, MODELS).strip()
+        assert block == pages.results_box(root, MODELS).strip()

@@ -46,7 +46,7 @@ def explorer_html(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("explorer-book")
     shutil.copy2(REPO / "_config.yml", root / "_config.yml")
     shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
-    for f in ("explorer.ipynb", "references.bib", "book.yml"):
+    for f in ("explorer.md", "references.bib", "book.yml"):
         shutil.copy2(REPO / "book" / f, root / "book" / f)
     (root / "book" / "intro.md").write_text("# Explorer only\n\nOne page of the book, built by its test.\n")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/explorer\n")

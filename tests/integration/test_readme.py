@@ -28,6 +28,39 @@ def readme_commands() -> list[list[str]]:
     return lines
 
 
+def readme_pipelines() -> list[str]:
+    """Every ``.venv/bin/jupytext … | .venv/bin/papermill …`` line of the README's bash blocks (a chapter run alone)."""
+    return [line for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
+            for line in block.splitlines() if line.startswith(".venv/bin/jupytext ") and "| .venv/bin/papermill" in line]
+
+
+def test_readme_chapter_commands_convert_and_parameterise(tmp_path):
+    """Protects the README's way to run one chapter alone: each ``jupytext … | papermill - out.ipynb -p …`` line,
+    run as written by bash (``.venv/bin/`` being this interpreter's folder) from a folder that has the
+    repository's ``book/``, gives papermill the chapter converted from its text source, with every ``-p`` value
+    injected after its parameters cell. ``--prepare-only`` is appended: the runs themselves (identify on
+    Llama-2-7B on a GPU, on SmolLM2 for 3 minutes) are what the book tier executes through the runner."""
+    import nbformat
+    lines = readme_pipelines()
+    assert len(lines) == 2
+    (tmp_path / "book").symlink_to(README.parent / "book")
+    bin_dir = shlex.quote(str(Path(sys.executable).parent)) + "/"
+    for line in lines:
+        r = subprocess.run(["bash", "-o", "pipefail", "-c", line.replace(".venv/bin/", bin_dir) + " --prepare-only"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, (line, r.stderr[-2000:])
+        nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+        tags = [c.metadata.get("tags", []) for c in nb.cells]
+        k = next(i for i, t in enumerate(tags) if "injected-parameters" in t)
+        assert "parameters" in tags[k - 1] and not any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
+        words = shlex.split(line.split("|", 1)[1])
+        for i, w in enumerate(words):
+            if w == "-p":
+                name, value = words[i + 1], words[i + 2]
+                assert f"{name} = " in nb.cells[k].source and value in nb.cells[k].source, (line, name)
+        (tmp_path / "out.ipynb").unlink()
+
+
 def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     """Protects the README's promise: its identify → analyze → finetune → beyond commands, run as written in a
     fresh folder, write one results folder for the model with every file beside the others (no

@@ -1,9 +1,11 @@
 """The book's sources and pure helpers, no build: ``--set`` parsing, the offline HTML pieces
-(arithmech.report.offline), the altair renderer, and the committed chapters' parameters cells."""
+(arithmech.report.offline), the altair renderer, and the chapters' text sources (MyST-Markdown notebooks
+without outputs, their parameters cells, the generated includes the pages pull in)."""
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -62,16 +64,60 @@ def test_renderer_gives_jupyter_mimetype_and_book_html():
 
 
 def _chapters() -> list[Path]:
-    return book.toc_files(REPO)
+    return book.chapters(REPO)
+
+
+def test_chapters_are_text_notebooks_of_the_toc():
+    """Protects the layout the runner relies on: every executed chapter of _toc.yml is a MyST-Markdown notebook
+    ``book/<name>.md`` (jupytext header, python3 kernel), and the hand-written pages are plain Markdown."""
+    names = [p.stem for p in _chapters()]
+    assert len(names) >= 10 and {"data", "identify", "analyze", "explorer", "beyond", "finetune"} <= set(names)
+    for p in _chapters():
+        assert p.suffix == ".md", p
+        nb = book.read_notebook(REPO / p)
+        assert nb.metadata["kernelspec"]["name"] == "python3", p
+    plain = [p.stem for p in book.toc_files(REPO) if not book.is_notebook(REPO / p)]
+    assert {"intro", "appendix_models", "appendix_parameters", "references"} <= set(plain)
+
+
+def _tracked(pattern: str) -> list[str] | None:
+    r = subprocess.run(["git", "ls-files", "--", pattern], cwd=REPO, capture_output=True, text=True)
+    return r.stdout.split() if r.returncode == 0 else None
+
+
+def test_chapter_sources_hold_no_outputs():
+    """Protects: chapter sources are text without outputs. No ``book/*.ipynb`` is tracked (executed copies live
+    in _build/executed/), none lies in book/ at all, and every chapter source read as a notebook has no
+    output and no execution count in any code cell (a source with outputs would make every build rewrite it)."""
+    tracked = _tracked("book/*.ipynb")
+    assert tracked in ([], None), f"tracked executed notebooks: {tracked}"
+    found = sorted((REPO / "book").glob("*.ipynb"))
+    sources = _chapters() + [p.relative_to(REPO) for p in found]
+    for p in sources:
+        nb = book.read_notebook(REPO / p)
+        for i, c in enumerate(nb.cells):
+            if c.cell_type == "code":
+                assert c.get("outputs", []) == [] and c.get("execution_count") is None, f"{p} cell {i}"
+    assert found == [], f"notebooks in book/ (run the book; its executed copies go to _build/): {found}"
+
+
+def test_the_output_check_sees_outputs(tmp_path):
+    """Protects the check above from passing vacuously: a chapter ``.ipynb`` with an output and an execution
+    count is read with both, and an ``.md`` notebook is recognised as a chapter while a plain page is not."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", execution_count=1, outputs=[
+        nbformat.v4.new_output("execute_result", data={"text/plain": "1"}, execution_count=1)])])
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    (c,) = book.read_notebook(tmp_path / "x.ipynb").cells
+    assert c.outputs and c.execution_count == 1
+    (tmp_path / "page.md").write_text("# A page\n\n---\n\ntext\n")
+    assert book.is_notebook(REPO / "book" / "identify.md") and not book.is_notebook(tmp_path / "page.md")
 
 
 def test_every_chapter_calls_setup_in_its_check_cell():
     """Protects: every chapter's second cell (after the parameters) calls arithmech.report.book.setup() and
     check_params: the theme, the offline charts and parameter checking are never forgotten."""
     for p in _chapters():
-        if p.suffix != ".ipynb":
-            continue
-        nb = nbformat.read(REPO / p, as_version=4)
+        nb = book.read_notebook(REPO / p)
         code = [c for c in nb.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
         assert "parameters" in code[0].metadata.get("tags", []), p
         assert "setup()" in code[1].source and "check_params(" in code[1].source, p
@@ -82,19 +128,34 @@ def test_papermill_parses_every_parameter_of_every_chapter():
     skips a line it cannot parse (e.g. a '=' inside the trailing comment) with only a warning; the
     parameter would then silently ignore ``-p`` and be missing from the introduction's table."""
     import ast
-
-    import papermill as pm
     for p in _chapters():
-        if p.suffix != ".ipynb":
-            continue
-        nb = nbformat.read(REPO / p, as_version=4)
+        nb = book.read_notebook(REPO / p)
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         assigned = [t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
                     for t in node.targets if isinstance(t, ast.Name)]
-        assert assigned and sorted(pm.inspect_notebook(str(REPO / p))) == sorted(assigned), p
+        assert assigned and sorted(book.declared_parameters(REPO / p)) == sorted(assigned), p
 
 
-def test_appendix_parameters_table_matches_notebooks(tmp_path):
-    """Protects: the committed parameters appendix lists exactly the parameters the chapters declare."""
-    text = (REPO / book.APPENDIX).read_text()
-    assert book.parameters_table(REPO) in text, "run `python -m arithmech book --skip-execute` to refresh it"
+def test_parameters_table_lists_every_chapters_parameters():
+    """Protects the parameters appendix: the generated table has one block per chapter, in toc order, with one
+    row per parameter its source declares (name, default, help)."""
+    table = book.parameters_table(REPO)
+    blocks = re.findall(r"^\*\*\[(\w+)\]\((\w+)\.ipynb\)\*\*$", table, flags=re.M)
+    assert [a for a, _ in blocks] == [p.stem for p in _chapters()] and all(a == b for a, b in blocks)
+    for p in _chapters():
+        for name in book.declared_parameters(REPO / p):
+            assert f"| `{name}` |" in table, (p, name)
+    assert "| `n_samples` | `256` | int | pairs drawn per task; X_r keeps those the model answers right |" in table
+
+
+def test_generated_text_is_included_never_written_into_pages():
+    """Protects the hand-written pages from the build: the introduction and the parameters appendix pull the
+    generated text in with MyST ``{include}`` from book/_generated/ (git-ignored), and carry no generated
+    block of their own (the old marker comments, a claims table)."""
+    for page, inc in (("intro.md", book.FINDINGS), ("appendix_parameters.md", book.PARAMETERS)):
+        text = (REPO / "book" / page).read_text()
+        assert f"```{{include}} {inc.relative_to('book').as_posix()}\n```" in text, page
+        assert "<!-- findings:start -->" not in text and "<!-- parameters:start -->" not in text, page
+        assert "| claim | paper" not in text and "| parameter | default" not in text, page
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(book.FINDINGS)], cwd=REPO)
+    assert ignored.returncode in (0, 128), "book/_generated/ must be git-ignored"

@@ -233,8 +233,9 @@ def test_documented_pair_file_example_loads(tok, tmp_path):
     """Protects: the pair-file example in the Data chapter is a valid file that loads and makes pairs whose
     answers follow the documented rules (A ** B with B <= 3; A * B % 10)."""
     import pathlib
-    nb = json.loads((pathlib.Path(__file__).parents[2] / "book" / "data.ipynb").read_text())
-    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    from arithmech.report.plan import read_notebook
+    nb = read_notebook(pathlib.Path(__file__).parents[2] / "book" / "data.md")
+    cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
     (doc,) = [c for c in cells if "PAIR_FILE_SCHEMA" in c]
     example = doc.split("```json\n", 1)[1].split("```", 1)[0]
     tpls = load_template_pairs(_write(tmp_path, example))

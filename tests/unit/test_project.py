@@ -1,7 +1,12 @@
-"""The project's own bookkeeping: the two dependency lists agree, and every test says what it protects."""
+"""The project's own bookkeeping: the dependency lists agree and are pinned, every test says what it protects,
+no tracked file holds a path of the machine that made it, and the README's set-up is two commands."""
 from __future__ import annotations
 
 import ast
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,6 +59,99 @@ def test_requirement_check_is_not_vacuous():
     assert {"torch", "selenium", "pytest", "pyyaml"} <= set(txt) & set(toml)
     pin = next(s.version for s in txt["torch"].specifier if s.operator == "==")
     assert not Requirement(f"torch<{pin}").specifier.contains(pin)
+
+
+def constraints_txt() -> dict[str, str]:
+    """constraints.txt as ``{canonical name: pinned version}``."""
+    out = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not NAME==VERSION"
+            out[canonicalize_name(name)] = version
+    return out
+
+
+def test_constraints_pin_every_requirement_within_its_range():
+    """Protects reproducible set-ups: ``make setup`` installs under constraints.txt, which pins (``==``) every
+    package of requirements.txt but torch (pinned there, installed first) and arithmech itself, each at a
+    version its requirement allows; the Makefile passes it to every pip install of the requirements."""
+    pins, txt = constraints_txt(), requirements_txt()
+    assert "arithmech" not in pins and "torch" not in pins
+    for name, r in txt.items():
+        if name == "torch":
+            continue
+        assert name in pins, f"constraints.txt lacks {name}"
+        assert r.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} outside '{r.specifier}'"
+    make = (REPO / "Makefile").read_text()
+    assert "pip install -r requirements.txt -c constraints.txt" in make
+
+
+def test_readme_set_up_is_make_book_and_make_test():
+    """Protects the two-command set-up: the README's quick start holds exactly ``make book`` and ``make test``,
+    and CI (.ci/run) runs exactly those two make commands, with CI=true kept (browser tests fail, never skip)."""
+    readme = (REPO / "README.md").read_text()
+    quick = readme.split("## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [l.split("#")[0].strip() for l in quick.splitlines() if l.strip()] == ["make book", "make test"]
+    ci = (REPO / ".ci" / "run").read_text()
+    assert [l.strip() for l in ci.splitlines() if l.strip().startswith("make")] == ["make book", "make test"]
+    assert 'export CI="${CI:-true}"' in ci
+
+
+# Absolute paths of the machine that built or tested the repository: its root, the venv, the home folder,
+# and the temporary folders a notebook or a test records (ipykernel's cell files, pytest's and tempfile's dirs).
+_MACHINE_TMP = re.compile(r"/tmp/(?:ipykernel_\d+|pytest-of-|tmp[a-z0-9_]{6,})")
+
+
+def machine_paths() -> list[str]:
+    """The absolute paths of this machine that no tracked file may hold."""
+    home = os.path.expanduser("~")
+    paths = {str(REPO), str(REPO.resolve()), sys.prefix, os.path.realpath(sys.prefix)}
+    if home not in ("", "/"):
+        paths |= {home, os.path.realpath(home)}
+    return sorted(p.rstrip("/") for p in paths if len(p.strip("/")) >= 3)
+
+
+def _holds(text: str, path: str) -> bool:
+    """``path`` occurs in ``text`` as a path (followed by ``/``, a quote, a space or the end; not as a prefix
+    of a longer name)."""
+    return re.search(re.escape(path) + r"(?=[/\s\"'`:,)\]]|$)", text, flags=re.M) is not None
+
+
+def test_no_tracked_file_holds_a_path_of_this_machine():
+    """Protects the repository from this machine: no tracked text file (``git ls-files``; recorded outputs,
+    results, configs, docs) holds the repository's absolute path, the venv's, the home folder, or a
+    temporary folder a kernel or a test made under /tmp (ipykernel's cell files, pytest's folders)."""
+    r = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("not a git work tree")
+    paths, hits = machine_paths(), []
+    for name in r.stdout.decode().split("\0"):
+        f = REPO / name
+        if not name or not f.is_file() or f.stat().st_size > 50_000_000:
+            continue
+        data = f.read_bytes()
+        if b"\0" in data[:8192]:
+            continue                                          # binary (weights, images)
+        text = data.decode("utf-8", errors="replace")
+        hits += [f"{name}: {p}" for p in paths if _holds(text, p)]
+        hits += [f"{name}: {m.group(0)}" for m in _MACHINE_TMP.finditer(text)][:3]
+    assert hits == [], "absolute paths of this machine in tracked files:\n" + "\n".join(hits[:20])
+
+
+def test_the_path_check_sees_a_machine_path():
+    """Protects the check above from passing vacuously: it knows the repository's root and the home folder,
+    finds them (and a kernel's temporary file) in a recorded output, and lets a longer name or a relative path
+    pass."""
+    paths = machine_paths()
+    assert str(REPO) in paths
+    home = os.path.expanduser("~")
+    assert home in ("", "/") or home in paths
+    output = f'File "{REPO}/arithmech/evals/scoring.py", line 3'
+    assert _holds(output, str(REPO)) and not _holds(f"{REPO}-old/x", str(REPO))
+    assert not _holds("results/smollm2-135m/run.json", str(REPO))
+    assert _MACHINE_TMP.search("/tmp/" + "ipykernel_4242/123.py:3: FutureWarning")      # split: not a hit here
 
 
 def test_every_test_says_what_it_protects():

@@ -8,7 +8,6 @@ markers) are exempt.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -30,11 +29,13 @@ GENERATED = re.compile(r"<!-- findings:start -->.*?<!-- findings:end -->", re.S)
 
 def _prose() -> list[tuple[str, str]]:
     out = []
-    for p in sorted((REPO / "book").glob("*.ipynb")):
-        for i, c in enumerate(json.loads(p.read_text())["cells"]):
-            if c["cell_type"] == "markdown":
-                out.append((f"{p.name} cell {i}", "".join(c["source"])))
-    for p in [*sorted((REPO / "book").glob("*.md")), REPO / "README.md"]:
+    from arithmech.report.plan import is_notebook, read_notebook
+    pages = sorted((REPO / "book").glob("*.md"))
+    for p in [q for q in pages if is_notebook(q)]:                 # chapters: their markdown cells
+        for i, c in enumerate(read_notebook(p).cells):
+            if c.cell_type == "markdown":
+                out.append((f"{p.name} cell {i}", c.source))
+    for p in [*(q for q in pages if not is_notebook(q)), REPO / "README.md"]:
         out.append((p.name, GENERATED.sub("", p.read_text())))
     return out
 

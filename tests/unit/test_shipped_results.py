@@ -5,7 +5,6 @@ the machine that made it."""
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 
@@ -22,8 +21,8 @@ STEPS = ("identify", "analyze", "accuracy", "stability", "beyond")
 
 def appendix_parameters(name: str = "appendix_smollm2") -> dict:
     """A chapter's ``parameters`` cell, evaluated as literals (no code runs)."""
-    import jupytext
-    nb = jupytext.read(REPO / "book" / f"{name}.md")
+    from arithmech.report.plan import read_notebook
+    nb = read_notebook(REPO / "book" / f"{name}.md")
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     out = {}
     for node in ast.parse(cell.source).body:
