@@ -74,12 +74,18 @@ def chapter_env(environ=None) -> dict:
     """The environment a chapter's kernel runs with: ``environ`` (default ``os.environ``) with a valid
     ``OMP_NUM_THREADS`` (:func:`arithmech.core.inputs.thread_env`: an empty or invalid value made every
     chapter print ``libgomp: Invalid value ...``), no progress bars (``TQDM_DISABLE``) and no progress
-    lines (``ARITHMECH_PROGRESS=0``, :mod:`arithmech.core.progress`)."""
+    lines (``ARITHMECH_PROGRESS=0``, :mod:`arithmech.core.progress`). When the runner's ``arithmech`` comes from a
+    source checkout, that checkout leads ``PYTHONPATH``: the chapters import the code the runner runs, even
+    from a book root elsewhere (a test's temporary book) with another checkout installed in the venv."""
+    import arithmech
     from arithmech.core.inputs import thread_env
     from arithmech.core.progress import OFF
     env = thread_env(os.environ if environ is None else environ)
     env.setdefault("TQDM_DISABLE", "1")
     env[OFF] = "0"
+    src = Path(arithmech.__file__).resolve().parents[1]
+    if (src / "pyproject.toml").exists():
+        env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
 
