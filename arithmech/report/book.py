@@ -130,11 +130,20 @@ def parameters_table(root: Path) -> str:
 
 def write_generated(root: Path) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``) and the results box per
-    model (``book/_generated/findings.md``; a note when no model has results). Returns the files that changed."""
-    from arithmech.report import pages
+    model (``book/_generated/findings.md``; a note when no model has results, a warning box for a model whose
+    results folder does not read as one run). Returns the files that changed."""
     from arithmech.core.atomic import atomic_write
-    texts = {PARAMETERS: parameters_table(root),
-             FINDINGS: pages.results_box(root, MODELS) or NO_RESULTS}
+    from arithmech.report import pages
+    boxes = []
+    for name, label in MODELS:
+        try:
+            box = pages.results_box(root, [(name, label)])
+        except ValueError as e:         # a results folder half re-made (e.g. identify re-run, analyze not yet)
+            print(f"  warning: no findings box for {name}: {e}", flush=True)
+            box = (f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "
+                   f"read as one run: {e}\n:::")
+        boxes += [box] if box else []
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS}
     changed = []
     for rel, body in texts.items():
         path = root / rel
