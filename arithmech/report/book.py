@@ -139,6 +139,7 @@ def write_generated(root: Path) -> list[Path]:
         try:
             box = pages.results_box(root, [(name, label)])
         except ValueError as e:         # a results folder half re-made (e.g. identify re-run, analyze not yet)
+            e = str(e).replace(f"{root}{os.sep}", "")             # paths relative to the root, as on the page
             print(f"  warning: no findings box for {name}: {e}", flush=True)
             box = (f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "
                    f"read as one run: {e}\n:::")
