@@ -74,12 +74,18 @@ def chapter_env(environ=None) -> dict:
     """The environment a chapter's kernel runs with: ``environ`` (default ``os.environ``) with a valid
     ``OMP_NUM_THREADS`` (:func:`arithmech.core.inputs.thread_env`: an empty or invalid value made every
     chapter print ``libgomp: Invalid value ...``), no progress bars (``TQDM_DISABLE``) and no progress
-    lines (``ARITHMECH_PROGRESS=0``, :mod:`arithmech.core.progress`)."""
+    lines (``ARITHMECH_PROGRESS=0``, :mod:`arithmech.core.progress`). When the runner's ``arithmech`` comes from a
+    source checkout, that checkout leads ``PYTHONPATH``: the chapters import the code the runner runs, even
+    from a book root elsewhere (a test's temporary book) with another checkout installed in the venv."""
+    import arithmech
     from arithmech.core.inputs import thread_env
     from arithmech.core.progress import OFF
     env = thread_env(os.environ if environ is None else environ)
     env.setdefault("TQDM_DISABLE", "1")
     env[OFF] = "0"
+    src = Path(arithmech.__file__).resolve().parents[1]
+    if (src / "pyproject.toml").exists():
+        env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
 
@@ -124,11 +130,21 @@ def parameters_table(root: Path) -> str:
 
 def write_generated(root: Path) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``) and the results box per
-    model (``book/_generated/findings.md``; a note when no model has results). Returns the files that changed."""
-    from arithmech.report import pages
+    model (``book/_generated/findings.md``; a note when no model has results, a warning box for a model whose
+    results folder does not read as one run). Returns the files that changed."""
     from arithmech.core.atomic import atomic_write
-    texts = {PARAMETERS: parameters_table(root),
-             FINDINGS: pages.results_box(root, MODELS) or NO_RESULTS}
+    from arithmech.report import pages
+    boxes = []
+    for name, label in MODELS:
+        try:
+            box = pages.results_box(root, [(name, label)])
+        except ValueError as e:         # a results folder half re-made (e.g. identify re-run, analyze not yet)
+            e = str(e).replace(f"{root}{os.sep}", "")             # paths relative to the root, as on the page
+            print(f"  warning: no findings box for {name}: {e}", flush=True)
+            box = (f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "
+                   f"read as one run: {e}\n:::")
+        boxes += [box] if box else []
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS}
     changed = []
     for rel, body in texts.items():
         path = root / rel
