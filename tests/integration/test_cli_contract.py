@@ -101,14 +101,13 @@ PER_COMMAND = {
     "identify": {"--task": ["addition", "all", "fig8", "nosuch", "BAD_FILE", "GOOD_FILE", ""],
                  "--threshold": ["-0.05", "0.1", "x"], "--method": ["fast", "reference", "slow"],
                  "--knockout-samples": ["8", "0", "-1"], "--n-random": ["1", "0"], "--batch-size": ["16", "0"],
-                 "--knockout-positions": ["end", "all", "some"], "--curves": ["primary", "each", "none"]},
+                 "--knockout-positions": ["end", "all", "some"], "--curves-for": ["primary", "each", "none"]},
     "analyze": {"--prompt": ["4 + 3 =", ""], "--no-final-norm": [None]},
     "finetune": {"--heads": ["top-2", "0.1,1.2", "top-0", "1.2.3", "99.0", ""], "--mlps": ["0", "1", "-1", "99"],
                  "--mode": ["precise", "full", "lora"], "--batch-size": ["8", "0", "6"],
                  "--micro-batch-size": ["4", "0"], "--lr": ["1e-3", "0", "-1", "nan"], "--max-steps": ["1", "0"],
                  "--benchmarks": ["toy", "generic", "nope"], "--train-data": ["embedded", "nope.jsonl"]},
-    "table1": {"--scale": ["0.01", "0", "-1", "nan", "x"], "--top-k": ["2", "0"], "--modes": ["base", "base,full",
-               "base,nope"], "--lr-full": ["1e-3", "2", "-1"]},
+    "beyond": {"--receivers": ["2", "0", "x"], "--ig-steps": ["2", "0"], "--n-misses": ["1", "-1"]},
 }
 
 
@@ -121,16 +120,16 @@ def fuzz_results(tmp_path):
 
 
 def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, capsys, monkeypatch):
-    """Protects: 100 seeded random argument combinations for identify / analyze / finetune / table1: each either
+    """Protects: 100 seeded random argument combinations for identify / analyze / finetune / beyond: each either
     gets as far as loading the model (arguments accepted; loading is replaced by a sentinel exception) or exits
     with code 2 and one line on stderr, no traceback; all within seconds. Both outcomes occur."""
     import arithmech.core.models as M
-    from arithmech.finetune import runner
+    from arithmech.steps import analyze, beyond, finetune, identify
 
     def reached(*_a, **_k):
         raise Reached
-    monkeypatch.setattr(M, "load_model", reached)
-    monkeypatch.setattr(runner, "load_model", reached)
+    for module in (M, identify, analyze, beyond, finetune):     # each step imports load_model at its top
+        monkeypatch.setattr(module, "load_model", reached)
     files = {"BAD_FILE": tmp_path / "bad.json", "GOOD_FILE": tmp_path / "good.json"}
     files["BAD_FILE"].write_text('[{"clean": "{A} plus {B} is"}]')
     files["GOOD_FILE"].write_text('[{"clean": "{A} plus {B} is", "corrupt": "{A} nothing {B} is", "op": "addition"}]')
@@ -141,12 +140,10 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
         cmd = rng.choice(list(PER_COMMAND))
         pool = {**VALUES, **PER_COMMAND[cmd]}
         argv = [cmd, "--results", str(fuzz_results if rng.random() < 0.8 else tmp_path / f"fresh{i}")]
-        if cmd == "table1":
-            pool.pop("--n-samples")
         for flag in rng.sample(sorted(pool), rng.randint(1, 5)):
             v = rng.choice(pool[flag])
             argv += [flag] if v is None else [flag, str(files.get(v, v))]
-        if cmd in ("identify", "analyze"):
+        if cmd in ("identify", "analyze", "beyond"):
             argv.append("--overwrite")
         if cmd == "finetune":
             argv += ["--tag", f"t{i}"]

@@ -14,7 +14,7 @@ from arithmech.core.trace import TraceDict
 from arithmech.evals.scoring import predict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
-from arithmech.methods.knockout import Ablation, knockout_curve, random_orders
+from arithmech.methods.knockout import Ablation, activations, knockout_curve, random_orders
 from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_seed
 from arithmech.methods.knockout_run import sanity_rows, task_knockout
 from arithmech.methods.knockout_tables import sanity_table
@@ -212,20 +212,21 @@ def test_a_prompt_longer_than_the_pool_gets_the_right_aligned_mean_and_the_overa
 
 def test_planned_pool_allocates_only_the_groups_prune_keeps(embedded_model):
     """Protects the pool's memory fix: knowing the groups before adding (``PoolMeans.plan``) allocates
-    exactly the groups ``prune`` keeps, with bit-identical sums, so the lookups are unchanged."""
+    exactly the groups ``prune`` keeps, with bit-identical sums, so the lookups are unchanged. The
+    reference reads the activations through the same batched reader as ``build_pool`` (a batch of one
+    differs from a batched forward in the last float bits, which says nothing about the plan)."""
     model, tok, _ = embedded_model
     planned = build_pool(model, tok, TPLS, pool_size=40, seed=3, folds=4, min_group=34)   # keeps one of two
     pm = PoolMeans(4, 34)                                # the same pool, every group allocated, then pruned
     for fam in sorted({t.family for t in TPLS}):
         drawn, _ = D.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam))
-        for s in drawn:
-            pm.add(pool_key(s), *capture(model, tok, s.corrupt))
+        for i, z, m in activations(model, tok, [s.corrupt for s in drawn], 64):
+            pm.add(pool_key(drawn[i]), z, m)
     allocated = len(pm.group)
     pm.prune()
     assert sorted(planned.group) == sorted(pm.group) and allocated > len(pm.group) > 0
     for k, (z, m, n) in planned.group.items():
-        torch.testing.assert_close(z, pm.group[k][0], atol=1e-5, rtol=1e-5)
-        assert torch.equal(n, pm.group[k][2])
+        assert torch.equal(z, pm.group[k][0]) and torch.equal(m, pm.group[k][1]) and torch.equal(n, pm.group[k][2])
 
 
 def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
