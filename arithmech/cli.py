@@ -21,6 +21,7 @@ import sys
 from arithmech.core import inputs
 from arithmech.core.config import fields, flag
 from arithmech.core.inputs import NON_NEGATIVE, POSITIVE, Parser, check_common
+from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
 
 
@@ -35,7 +36,7 @@ def _non_negative_float(text: str) -> float:
 
 
 def _train_embedded(a: argparse.Namespace) -> None:
-    from arithmech.embedded.train import train
+    from arithmech.embedded.train import train          # lazy: torch loads only once the arguments are checked
     out = train(a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed, overwrite=a.overwrite,
                 weight_decay=a.weight_decay)
     print(f"saved the embedded model to {out}")
@@ -43,8 +44,8 @@ def _train_embedded(a: argparse.Namespace) -> None:
 
 
 def _embedded_accuracy(a: argparse.Namespace) -> None:
-    from arithmech.core.models import load_model
-    from arithmech.embedded.train import evaluate
+    from arithmech.core.models import load_model        # lazy: torch loads only once the arguments are checked
+    from arithmech.embedded.train import evaluate       # lazy: as above
     model, tok, _ = load_model(a.model, device=a.device, dtype=a.dtype)
     r = evaluate(model, tok, seed=a.seed)
     print(json.dumps(r, indent=2))
@@ -77,7 +78,7 @@ def _report_identify(res) -> None:
 
 
 def _report_analyze(r: dict) -> None:
-    from arithmech.methods.attention import verdict_lines   # loaded with the step (torch): see _run_step
+    from arithmech.methods.attention import verdict_lines   # lazy: loaded with the step (torch), see _run_step
     print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
     print("start-inflection-end:", r["stages"])
     print("\n".join(verdict_lines(r["baseline"])))
@@ -183,8 +184,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 # Checks that run on the raw arguments before a command's module (and torch) is imported, so that a
 # wrong value is refused in well under 2 s: command → {flag: check}.
-EARLY = {"identify": {"--task": inputs.check_task}, "counterfactuals": {"--task": inputs.check_task},
-         "stability": {"--task": inputs.check_task}}
+EARLY = {"identify": {"--task": check_task}, "counterfactuals": {"--task": check_task},
+         "stability": {"--task": check_task}}
 
 
 def early_checks(argv: list[str]) -> None:

@@ -12,6 +12,8 @@ import pandas as pd
 
 from arithmech.core import results as R
 from arithmech.claims.evidence import Context, Missing
+from arithmech.claims.verdicts import verdicts
+from arithmech.core.records import table1_frame
 
 MATH = ("heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp")
 
@@ -24,7 +26,6 @@ def _arms(ctx: Context, cid: str):
     """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.claims.verdicts`), or None."""
     if not R.exists(ctx.folder, "finetune/table1.json"):
         return None
-    from arithmech.claims.verdicts import verdicts
     v = ctx.memo("verdicts", lambda: verdicts(ctx.folder).set_index("claim")).loc[ARMS[cid]]
     if v.verdict == "not run":
         raise Missing(f"the arms run has no {v.comparison}")
@@ -41,7 +42,6 @@ def selection_matters(ctx: Context):
 
 
 def _table1(ctx: Context) -> pd.DataFrame:
-    from arithmech.core.records import table1_frame
     t = table1_frame(ctx.folder)
     if t.empty or not {"full", "precise"} <= set(t["mode"]):
         raise Missing("no Table 1 results (python -m arithmech table1)")

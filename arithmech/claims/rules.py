@@ -31,6 +31,8 @@ from arithmech.core import results as R
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.evidence import Context, Missing
 from arithmech.methods.effects import TOP     # "the top heads": the first TOP by effect rank (studied where none is key)
+from arithmech.core.stats import wilson_interval
+from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = -0.05          # the paper's key-head threshold (relative change of the answer logit)
 K = 8                      # heads knocked out in the knockout claims
@@ -251,7 +253,6 @@ def _stages(ctx: Context):
 
 
 def _answer_token_floor(ctx: Context):
-    from arithmech.core.stats import wilson_interval
     t = ctx.read("answer_tokens.csv")
     t = t[(t.template == "all") & (t.n > 0)]
     if t.empty:
@@ -278,7 +279,6 @@ def _ablation_removes(ctx: Context):
 
 
 def _stability(ctx: Context, pattern: str, kind: str | None):
-    from arithmech.steps.stability import claims as stability_claims
     t = stability_claims(ctx.read("stability.csv"), ctx.read("stability_runs.csv"))
     t = t[(t["set"] == "key") & t.claim.str.contains(pattern) & ((t.kind == kind) if kind else True)]
     if t.empty:

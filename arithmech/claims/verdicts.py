@@ -31,6 +31,7 @@ from arithmech.core import results as R
 from arithmech.core import records
 from arithmech.core.stats import paired_bootstrap
 from arithmech.evals.suites import get_suite
+from arithmech.core.stats import wilson_interval
 
 MARGIN = 0.05
 RULES = (
@@ -71,7 +72,6 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
     """One row per arm × measure: mean over the arm's runs, the seed-to-seed standard deviation, items
     ``n``, runs, the Wilson interval of the pooled items (accuracies) and the change from base with its
     paired-bootstrap interval (items averaged over runs)."""
-    from arithmech.core.stats import wilson_interval
     p = plan(folder)
     runs = arm_runs(folder, p)
     base = runs["base"][0]["results"]

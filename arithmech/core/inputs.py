@@ -10,6 +10,8 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from arithmech.core.names import ALIASES
+from arithmech.core.names import resolve_alias_files
 
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -21,7 +23,6 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 def check_model(spec: str) -> str:
     """A model spec that :func:`arithmech.core.models.load_model` can read, checked without loading:
     a short name, a folder holding ``config.json``, an existing ``.gguf`` file, or a hub id ``org/name``."""
-    from arithmech.core.models import ALIASES, resolve_alias_files
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"--model {spec!r}: give a short name ({', '.join(sorted(ALIASES))}), a model folder, "
                          "a .gguf file or a hub id")
@@ -115,22 +116,8 @@ def check_common(a: argparse.Namespace) -> None:
         check_device(a.device)
 
 
-TASK_NAMES = ("all", "addition", "subtraction", "multiplication", "division", "fig8", "fig10", "exponentiation")
 
 
-def check_task(task: str) -> str:
-    """An identify task: a name of :data:`TASK_NAMES` or a template-pair file that parses and passes its
-    schema (:func:`arithmech.data.pairfile.load_pair_file`); checked without torch or a model."""
-    from arithmech.data.pairfile import load_pair_file
-    if not isinstance(task, str) or not task.strip():
-        raise ValueError(f"--task {task!r}: give a task name ({', '.join(TASK_NAMES)}) or a template-pair file")
-    if task in TASK_NAMES:
-        return task
-    if task.endswith((".json", ".jsonl")) or Path(task).is_file():
-        load_pair_file(task)
-        return task
-    raise ValueError(f"--task {task!r} is not a task ({', '.join(TASK_NAMES)}) nor an existing template-pair "
-                     "file (.json / .jsonl): fix the name or the path")
 
 
 def thread_env(environ: dict) -> dict:

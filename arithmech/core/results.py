@@ -42,6 +42,7 @@ import pandas as pd
 
 from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
 from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
+from arithmech.core.checkpoints import Checkpoints
 
 SCHEMA_VERSION = 1
 RUN = "run.json"
@@ -234,7 +235,6 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
 def checkpoints(folder: str | Path, step: str, args: dict):
     """The checkpoints of ``step`` run with ``args`` in ``folder``: ``folder/.checkpoints/<step>-<hash>/``
     (:class:`arithmech.core.checkpoints.Checkpoints`; a re-run with the same ``args`` resumes there)."""
-    from arithmech.core.checkpoints import Checkpoints
     return Checkpoints(folder, step, args)
 
 

@@ -26,8 +26,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.data.pairs import Sample, answer_ids
-from arithmech.evals.scoring import predict
+from arithmech.data.pairs import Sample
 
 TABLE_COLUMNS = ("task", "template", "answer_token", "n_drawn", "correct", "accuracy", "exact", "exact_match",
                  "xc_checked", "xc_passed", "xc_pass_rate", "n", "top_token", "top_share")

@@ -31,6 +31,8 @@ from typing import Iterable
 
 from arithmech.data import templates as T
 from arithmech.data.answers import OPERANDS, answer_rule
+from arithmech.data.pairs import draw_values
+from arithmech.data.pairs import render
 
 SEED = 13
 FRACTION = 0.15
@@ -106,7 +108,6 @@ def declaration() -> dict:
 # ------------------------------------------------------------------------------------ evaluation items
 def _item(t: T.Template, rng: random.Random, pair: tuple[int, int] | None = None) -> dict:
     """One prompt of template ``t``: seeded pool words; operands ``pair`` or a non-held-out draw."""
-    from arithmech.data.pairs import draw_values, render
     v = draw_values(t, rng)
     if pair is not None:
         v.update(A=pair[0], B=pair[1], C=answer_rule(t)(*pair))

@@ -155,3 +155,20 @@ def check_pair_rows(rows, source: str = "template-pair file") -> list[T.Template
 def load_pair_file(path: str | Path) -> list[T.Template]:
     """Read and validate a template-pair file (see the module docstring for the format)."""
     return check_pair_rows(read_pair_rows(path), source=f"template-pair file {Path(path)}")
+
+
+TASK_NAMES = ("all", "addition", "subtraction", "multiplication", "division", "fig8", "fig10", "exponentiation")
+
+
+def check_task(task: str) -> str:
+    """An identify task: a name of :data:`TASK_NAMES` or a template-pair file that parses and passes its
+    schema (:func:`arithmech.data.pairfile.load_pair_file`); checked without torch or a model."""
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError(f"--task {task!r}: give a task name ({', '.join(TASK_NAMES)}) or a template-pair file")
+    if task in TASK_NAMES:
+        return task
+    if task.endswith((".json", ".jsonl")) or Path(task).is_file():
+        load_pair_file(task)
+        return task
+    raise ValueError(f"--task {task!r} is not a task ({', '.join(TASK_NAMES)}) nor an existing template-pair "
+                     "file (.json / .jsonl): fix the name or the path")

@@ -20,9 +20,6 @@ def score(model, tok, items: list[dict], batch_size: int = 64) -> dict[str, list
     (:func:`arithmech.data.pairs.answer_split`, as ``filter_correct``); ``last_digit``: after the prompt and the
     answer's leading digits ("3 + 9 = 1"), the top-1 next token is its last digit (the computing answer token);
     ``exact_match``: greedy decoding writes the whole answer (:func:`arithmech.evals.scoring.greedy_exact`)."""
-    from arithmech.data.pairs import answer_split
-    from arithmech.evals.scoring import predict
-    from arithmech.evals.scoring import greedy_exact
     first = [answer_split(tok, it["prompt"], it["target"], it["joiner"]) for it in items]
     last = [answer_split(tok, it["prompt"] + it["joiner"] + it["target"][:-1], it["target"][-1], "")
             if len(it["target"]) > 1 else f for it, f in zip(items, first)]
@@ -39,7 +36,6 @@ def score(model, tok, items: list[dict], batch_size: int = 64) -> dict[str, list
 
 def proportion(ok: Iterable[bool]) -> dict:
     """``{k, n, acc, lo, hi}``: a proportion with its Wilson 95 % interval, rounded to 4 places."""
-    from arithmech.core.stats import wilson_interval
     ok = list(ok)
     k, n = sum(ok), len(ok)
     lo, hi = wilson_interval(k, n)

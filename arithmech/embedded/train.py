@@ -51,6 +51,11 @@ from arithmech.data.sentences import YEAR_WEIGHT
 from arithmech.data.sentences import arithmetic_sentence
 from arithmech.evals.toy import generic_correct
 from arithmech.evals.toy import two_digit_correct
+from arithmech.core.names import EMBEDDED_DIR
+from arithmech.data.pairs import make_pairs
+from arithmech.evals.scoring import filter_correct
+from arithmech.embedded.heldout import heldout_report
+from arithmech.embedded.heldout import proportion
 
 SIZE = dict(n_layers=6, n_heads=8, d_model=256, d_ff=512, max_len=64)
 
@@ -129,7 +134,6 @@ def check_train_out(out_dir: str | Path | None, overwrite: bool = False) -> Path
     or ``overwrite`` must be given; even then only the files training writes are replaced, everything
     else in the folder is left as it is. A path that is a file, or whose parent is a file, is refused.
     """
-    from arithmech.core.models import EMBEDDED_DIR
     if out_dir is None or str(out_dir) == "":
         return Path(EMBEDDED_DIR)
     out = Path(out_dir)
@@ -222,9 +226,6 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     draw them) per operation, family and template, counted on *trained* pairs only (the in-distribution
     figure; ``all_pairs_*`` adds the held-out pairs the chapters also draw), the held-out splits
     (:func:`arithmech.embedded.heldout.heldout_report`), generic-fact accuracy, and two-digit exact match."""
-    from arithmech.data.pairs import make_pairs
-    from arithmech.evals.scoring import filter_correct
-    from arithmech.embedded.heldout import heldout_report, proportion
     drawn, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
     kept, _ = filter_correct(model, tok, drawn)
     samples = [s for s in drawn if not is_heldout_pair(s.op, s.a, s.b)]

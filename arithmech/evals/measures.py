@@ -27,6 +27,18 @@ from arithmech.data import templates as T
 from arithmech.data.sentences import VALIDATION_TOPICS
 from arithmech.data.sentences import generic_text
 from arithmech.data.sentences import phrasings
+from arithmech.evals.benchmarks import format_number
+from arithmech.evals.scoring import extract_answer
+from arithmech.evals.scoring import greedy_decode
+from arithmech.evals.scoring import is_correct
+from arithmech.evals import benchmarks as E
+from arithmech.evals.scoring import choice_logits
+from arithmech.evals.scoring import cloze_choice
+from arithmech.data import splits
+from arithmech.data.sentences import two_digit_items
+from arithmech.evals.scoring import greedy_exact
+from arithmech.data.splits import single_digit_items
+from arithmech.evals.scoring import continuation_logprobs
 
 
 # ------------------------------------------------------------------------------- answer tokens
@@ -55,8 +67,6 @@ def answer_scores(model, tok, samples: Sequence[D.Sample], batch_size: int = 64)
 def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
     """Few-shot word problems answered directly ("Answer: The answer is N."): 1 where the number greedy
     decoding writes after "The answer is" equals the answer exactly (the whole number, commas removed)."""
-    from arithmech.evals.benchmarks import format_number
-    from arithmech.evals.scoring import extract_answer, greedy_decode, is_correct
     head = "".join(f"Question: {s.question}\nAnswer: The answer is {format_number(s.answer)}.\n\n" for s in shots)
     outs = greedy_decode(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
                          max_new_tokens=12, batch_size=batch_size, stop="\n")
@@ -66,7 +76,6 @@ def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
 def _choice_rows(name: str, n: int, n_shot: int, seed: int, data_dir) -> tuple[list, list]:
     """``(test rows, shots per row)``: MMLU (a seeded sample of ``n`` test rows, ``n_shot`` dev rows of
     each row's subject) or CSQA (``n`` dev rows, ``n_shot`` train rows)."""
-    from arithmech.evals import benchmarks as E
     if name == "mmlu":
         dev: dict = {}
         for c in E.read_mmlu("dev", data_dir):
@@ -81,8 +90,6 @@ def _choice_rows(name: str, n: int, n_shot: int, seed: int, data_dir) -> tuple[l
 def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
                  batch_size: int = 8) -> list[int]:
     """MMLU or CSQA in letter form: 1 where the most likely answer letter after ``Answer:`` is right."""
-    from arithmech.evals import benchmarks as E
-    from arithmech.evals.scoring import choice_logits
     rows, shots = _choice_rows(name, n, n_shot, seed, data_dir)
     letters = "ABCD" if name == "mmlu" else "ABCDE"
     pred = choice_logits(model, tok, [E.choice_prompt(c, s) for c, s in zip(rows, shots)], letters, batch_size).argmax(1)
@@ -94,7 +101,6 @@ def cloze_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_
     """MMLU or CSQA in cloze form: "Question: ...\nAnswer:" then each option's own text; 1 where the
     option with the highest log-likelihood per character (:func:`arithmech.evals.scoring.cloze_choice`)
     is right. Shots are written as question + answer text."""
-    from arithmech.evals.scoring import cloze_choice
     rows, shots = _choice_rows(name, n, n_shot, seed, data_dir)
     text = lambda c: c.choices["ABCDE".index(c.answer)]
     head = lambda ss: "".join(f"Question: {s.question}\nAnswer: {text(s)}\n\n" for s in ss)
@@ -138,10 +144,6 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
     problems ``addsub``/``singleeq``/``svamp``/``gsm8k`` (the whole final number). ``mmlu``/``csqa``:
     letter form; ``mmlu_cloze``/``csqa_cloze``: cloze form (:func:`cloze_items`); ``lm_loss``: generic text.
     """
-    from arithmech.embedded.train import two_digit_items
-    from arithmech.evals import benchmarks as E
-    from arithmech.evals.scoring import greedy_exact
-    from arithmech.data.splits import single_digit_items
     _, held = phrasings()
     held_items = single_digit_items("test", sizes["heldout_per_template"], seed, templates=held)
     items = {"heldout_phrasings": [int(ok) for ok in greedy_exact(model, tok, held_items)],
@@ -168,7 +170,6 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
 
 def completion_nll(model, tok, items: list[tuple[str, str]]) -> dict:
     """Mean negative log-likelihood (nats per answer token) of ``" " + answer`` after each prompt."""
-    from arithmech.evals.scoring import continuation_logprobs
     lp, n = continuation_logprobs(model, tok, [p for p, _ in items], [" " + a for _, a in items], batch_size=64)
     per = [-x / k for x, k in zip(lp, n)]
     return {"metric": "nats/answer token", "value": sum(per) / len(per), "n": len(per), "ci": None, "items": per}
@@ -179,9 +180,7 @@ def validation_measures(model, tok, data_seed: int = 0) -> dict:
     the validation forms and pairs (:mod:`arithmech.data.splits`: no operand pair or phrasing shared
     with the test items), ``math_nll`` (:func:`completion_nll` of those items) and ``lm_loss`` on
     :data:`VALIDATION_TOPICS`."""
-    from arithmech.data.splits import single_digit_items, two_digit_items
-    from arithmech.evals.scoring import greedy_exact
-    two, single = two_digit_items("val", data_seed), single_digit_items("val", 4, data_seed)
+    two, single = splits.two_digit_items("val", data_seed), single_digit_items("val", 4, data_seed)
     acc = lambda its: {"metric": "accuracy", "value": sum(its) / len(its), "n": len(its), "ci": None, "items": its}
     out = {"two_digit": acc([int(x) for x in greedy_exact(model, tok, two)]),
            "heldout_phrasings": acc([int(x) for x in greedy_exact(model, tok, single)]),

@@ -30,6 +30,12 @@ from typing import Callable
 
 from arithmech.data.splits import (VAL_FORMS, fact_items, form, half, negative_items, negative_pairs,  # noqa: F401
                                    single_digit_items, split_forms, two_digit_items, two_digit_pairs)
+from arithmech.core.stats import wilson_interval
+from arithmech.data.sentences import arithmetic_sentence
+from arithmech.evals.scoring import greedy_exact
+from arithmech.evals.measures import completion_nll
+from arithmech.data.sentences import train_sentences
+from arithmech.evals import measures as M
 
 @dataclass(frozen=True)
 class Suite:
@@ -48,7 +54,6 @@ class Suite:
 
 def accuracy_measure(items: list) -> dict:
     """An accuracy measure: value, n, Wilson 95% interval and the 0/1 items."""
-    from arithmech.core.stats import wilson_interval
     lo, hi = wilson_interval(sum(items), len(items))
     return {"metric": "accuracy", "value": sum(items) / len(items), "n": len(items), "ci": [lo, hi], "items": items}
 
@@ -56,7 +61,6 @@ def accuracy_measure(items: list) -> dict:
 def toy_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
     """``n`` SFT pairs: a third each of negative differences (train pairs, nine forms), two-digit problems
     (train pairs) and fresh single-digit Fig. 8/10 sentences (the skill the model has); seeded."""
-    from arithmech.embedded.train import arithmetic_sentence
     rng = random.Random(seed)
     neg, two = negative_items("train", data_seed), two_digit_items("train", data_seed)
     out = []
@@ -76,13 +80,11 @@ def toy_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]
 def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0) -> dict:
     """Exact match of the whole answer (:func:`arithmech.evals.scoring.greedy_exact`) on the four toy
     measures of ``side``, plus (validation) ``math_nll``: the mean completion loss of the math items."""
-    from arithmech.evals.scoring import greedy_exact
     sets = {"negative": negative_items(side, data_seed), "two_digit": two_digit_items(side, data_seed),
             "single_digit": single_digit_items(side, sizes.get("single_digit_per_template", 4), data_seed),
             "generic": fact_items(side, data_seed)}
     out = {k: accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
     if side == "val":
-        from arithmech.evals.measures import completion_nll
         out["math_nll"] = completion_nll(model, tok, sets["negative"] + sets["two_digit"])
     return out
 
@@ -91,7 +93,6 @@ def paper_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, st
     """:func:`arithmech.evals.measures.train_sentences` minus any row whose operand pair is a
     validation pair (two-digit or negative)."""
     import re
-    from arithmech.data.sentences import train_sentences
     banned = {(a, b) for a, b, _ in two_digit_pairs(data_seed)["val"]} | set(negative_pairs(data_seed)["val"])
     rows = [r for r in train_sentences(2 * n, seed) if tuple(map(int, re.findall(r"\d+", r[0])[:2])) not in banned]
     return rows[:n]
@@ -100,7 +101,6 @@ def paper_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, st
 def paper_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
     """Test: :func:`arithmech.evals.measures.evaluate_table1`; validation:
     :func:`arithmech.evals.measures.validation_measures`."""
-    from arithmech.evals import measures as M
     if side == "test":
         return M.evaluate_table1(model, tok, sizes, data_seed, data_dir)
     return M.validation_measures(model, tok, data_seed)

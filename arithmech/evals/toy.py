@@ -16,6 +16,12 @@ from typing import Sequence
 from arithmech.data.sentences import GENERIC_FACTS
 from arithmech.data.sentences import negative_items, negative_split, two_digit_items
 import torch
+from arithmech.data import templates as T
+from arithmech.data.pairs import make_pairs
+from arithmech.evals.scoring import filter_correct
+from arithmech.evals.scoring import greedy_exact
+from arithmech.data.heldout import is_heldout_pair
+from arithmech.evals.scoring import predict
 
 TOY = ("two_digit", "negative", "single_digit", "generic")
 
@@ -29,12 +35,6 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
     """Embedded model: ``two_digit`` (held-out two-digit problems, exact greedy answer),
     ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit`` (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and
     ``generic`` (the facts table: the toy MMLU)."""
-    from arithmech.data import templates as T
-    from arithmech.data.pairs import make_pairs
-    from arithmech.evals.scoring import filter_correct
-    from arithmech.evals.toy import generic_accuracy
-    from arithmech.evals.toy import two_digit_accuracy
-    from arithmech.evals.scoring import greedy_exact
     res = {}
     if "two_digit" in which:
         res["two_digit"] = two_digit_accuracy(model, tok, seed, n_two_digit)
@@ -43,7 +43,6 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
         res["negative"] = round(sum(ok) / len(ok), 4)
     if "single_digit" in which:
         tpls = T.FIG8 + T.FIG10
-        from arithmech.data.heldout import is_heldout_pair
         samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101)
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]     # the trained skill only
         kept, _ = filter_correct(model, tok, samples)
@@ -56,7 +55,6 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
 @torch.no_grad()
 def generic_correct(model, tok) -> list[bool]:
     """Per fact of :data:`GENERIC_FACTS`: is the top-1 next token the answer?"""
-    from arithmech.evals.scoring import predict
     pred = predict(model, tok, [p for p, _ in GENERIC_FACTS])[:, 0]
     gold = torch.tensor([tok.convert_tokens_to_ids(a) for _, a in GENERIC_FACTS])
     return (pred == gold).tolist()
@@ -76,5 +74,4 @@ def two_digit_accuracy(model, tok, seed: int = 0, n: int = 300) -> float:
 
 def two_digit_correct(model, tok, seed: int = 0, n: int = 300) -> list[bool]:
     """Per item of :func:`two_digit_items`: does greedy decoding write the whole answer?"""
-    from arithmech.evals.scoring import greedy_exact
     return greedy_exact(model, tok, two_digit_items(n, seed), batch_size=64)

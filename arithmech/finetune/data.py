@@ -12,6 +12,14 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
+from arithmech.data.sentences import two_digit_sentence
+from arithmech.data.sentences import two_digit_split
+from arithmech.evals.toy import negative_items
+from arithmech.evals.toy import negative_split
+from arithmech.data.sentences import arithmetic_sentence
+from arithmech.evals.benchmarks import MATH
+from arithmech.evals.benchmarks import math_example
+from arithmech.evals.benchmarks import math_splits
 
 
 def tokenize_pairs(tok, pairs: Sequence[tuple[str, str]], max_len: int = 512) -> list[dict]:
@@ -55,22 +63,17 @@ def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None)
     JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""
     rng = random.Random(seed)
     if source in ("embedded", "two-digit", "negative"):
-        from arithmech.data.sentences import two_digit_sentence
-        from arithmech.data.sentences import two_digit_split
-        from arithmech.evals.toy import negative_items, negative_split
         two = [(p, " " + a) for p, a in (two_digit_sentence(rng, *x) for x in two_digit_split(seed)[0])]
         neg = [(p, " " + a) for p, a in negative_items(negative_split(seed)[0])]
         if source != "embedded":
             pairs = two if source == "two-digit" else neg
         else:                                   # a third each; the 216 negative items repeat
-            from arithmech.embedded.train import arithmetic_sentence
             third = (n or 3 * len(two)) // 3
             one = [(p, tpl.joiner + a) for p, a, tpl in (arithmetic_sentence(rng) for _ in range(third))]
             pairs = rng.sample(two, min(third, len(two))) + [neg[i % len(neg)] for i in range(third)] + one
             rng.shuffle(pairs)
             return pairs
     elif source == "math":
-        from arithmech.evals.benchmarks import MATH, math_example, math_splits
         splits = math_splits(data_dir, seed)
         pairs = [math_example(p) for name in MATH for p in splits[name]["train"]]
     else:

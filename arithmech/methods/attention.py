@@ -46,6 +46,7 @@ import torch
 from arithmech.core.models import Arch, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
+from arithmech.core.models import Geometry
 
 ROLES = ("A", "B", "operator", "bos", "other")
 DERIVED = ("operand", "first")          # operand = A ∪ B; first = position 0 (whatever its role)
@@ -159,7 +160,6 @@ def attention_by_role(model, tok, samples: Sequence[D.Sample], layers: Iterable[
     ``bos`` is position 0 when it holds the tokenizer's BOS id (read from the ids, not the model's name);
     ``first`` is position 0 whatever it holds (the attention sink of models without BOS).
     """
-    from arithmech.core.models import Geometry
     geo = Geometry.from_config(model.config)
     layers = list(range(geo.n_layers)) if layers is None else sorted(set(layers))
     has_bos = tok.bos_token_id is not None

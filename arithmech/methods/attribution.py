@@ -51,6 +51,7 @@ import torch
 
 from arithmech.core.models import arch_for, module
 from arithmech.methods.patching import EndCache
+from arithmech.methods.patching import path_patch_fast
 
 FREEZABLE = ("norm", "gate")
 
@@ -205,7 +206,6 @@ def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_
     ``*_se`` (standard errors over samples), ``exact_logit_diff``, ``eap_logit_diff``,
     ``eap_ig_logit_diff`` and ``n``.
     """
-    from arithmech.methods.patching import path_patch_fast
     times = {}
     t0 = time.perf_counter()
     ex = path_patch_fast(model, clean, corrupt, answer)

@@ -25,6 +25,12 @@ from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.knockout import POSITIONS, Means, group_key, mean_activations
 from arithmech.core.models import arch_for, input_device
 from arithmech.core.trace import TraceDict
+from arithmech.core.stats import wilson_interval
+from arithmech.methods.mlp import mlp_vectors
+from arithmech.methods.mlp import number_tokens
+from arithmech.methods.mlp import unembedding
+from arithmech.core import results as R
+from arithmech.data.pairs import reference_samples
 
 
 # ------------------------------------------------------------------------------ one prompt's views
@@ -208,8 +214,6 @@ def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thr
     * ``mlp``: ``id, tokens [L], cosines [L]``;
     * ``steps``: ``step, threshold, heads, n_heads, correct, n, ci_low, ci_high`` (step -1: intact).
     """
-    from arithmech.core.stats import wilson_interval
-    from arithmech.methods.mlp import mlp_vectors, number_tokens, unembedding
     if not samples:
         raise ValueError("precompute needs at least one prompt")
     sets = step_heads(heads, len(thresholds))
@@ -277,8 +281,6 @@ def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 
     template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too), knockout means
     from the counterfactuals of ``n_reference`` identify samples. Returns ``(head_steps, precompute)``.
     """
-    from arithmech.core import results as R
-    from arithmech.steps.analyze import reference_samples
     if n_prompts < 1 or n_reference < 1 or max_heads < 1:
         raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
     heads = head_steps(R.read(folder, "effects.csv"), thresholds, task)

@@ -33,6 +33,8 @@ from arithmech.methods.effects import studied_heads
 from arithmech.methods.knockout_means import PoolMeans, build_pool
 
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
+from arithmech.core.checkpoints import frame_to_obj
+from arithmech.core.checkpoints import obj_to_frame
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor")
 RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
 RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
@@ -159,7 +161,6 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means, ranking, k
     prompts are its X_r topped up (:func:`eval_samples`); with several tasks, ``"all"`` interleaves them.
     Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
     ``ck`` / ``bar``: checkpoints (each task's frame saved and reused) and a progress bar, optional."""
-    from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
     evals = {t: eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
                              answer_token=answer_token)
              for t, ss in samples.items()}

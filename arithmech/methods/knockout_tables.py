@@ -8,6 +8,8 @@ and the sanity rows that say whether the ablation removes anything.
 from __future__ import annotations
 
 import pandas as pd
+from arithmech.methods.knockout import POSITIONS
+from arithmech.methods.knockout_run import task_knockout
 
 SANITY_COLUMNS = {"nothing-out": "nothing out", "all-heads-out": "all heads out", "all-mlps-out": "all MLPs out",
                   "x_c": "X_c prompt (X_r answer)", "majority-floor": "majority floor"}
@@ -89,8 +91,6 @@ def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
 
     Position settings the run already has come from its ``knockout.csv`` rows; a missing one is computed
     (:func:`arithmech.methods.knockout_run.task_knockout`). Rows as :func:`knockout_summary`'s."""
-    from arithmech.methods.knockout import POSITIONS
-    from arithmech.methods.knockout_run import task_knockout
     task = res.key_heads["task"]
     own = knockout_summary(res)
     own = own[own.task == task] if not own.empty else own

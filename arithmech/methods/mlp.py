@@ -31,6 +31,7 @@ import torch
 
 from arithmech.core.models import arch_for, module
 from arithmech.data import pairs as D
+from arithmech.methods.patching import end_cache
 
 MLP_QUANTITIES = ("in_A", "in_B", "in_C", "diff_A", "diff_B", "diff_C", "diff_other")
 
@@ -59,7 +60,6 @@ def mlp_vectors(model, tok, prompts: Sequence[str], final_norm: bool = True,
     identify step's END cache); the difference is the MLP's output. With ``final_norm`` both go
     through the model's final norm (see the module docstring).
     """
-    from arithmech.methods.patching import end_cache
     cache = end_cache(model, tok, prompts, batch_size=batch_size)
     vin, vdiff = cache.resid_mid, cache.mlp_out
     if final_norm:

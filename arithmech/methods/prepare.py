@@ -17,6 +17,7 @@ from arithmech.evals.scoring import filter_correct
 from arithmech.data import templates as T
 from arithmech.data.answer_tokens import template_summary
 from arithmech.evals.scoring import check_counterfactuals
+from arithmech.evals.scoring import greedy_exact
 
 
 def task_templates(task) -> tuple[str, list[T.Template]]:
@@ -53,7 +54,6 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
     greedy, of the drawn), ``redrawn``, ``accuracy_by_template``, ``answer_token``, ``counterfactual_check``
     (``checked``, ``passed``, ``dropped``) and ``templates`` (:func:`~arithmech.data.answer_tokens.template_summary`).
     """
-    from arithmech.evals.scoring import greedy_exact
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
     D.check_answer_token(answer_token)

@@ -46,6 +46,11 @@ from arithmech.report import offline
 from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapters,  # noqa: F401 (API)
                                    declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
                                    toc_files)
+from arithmech.report.plots import use_theme
+from arithmech.core.inputs import thread_env
+from arithmech.core.progress import OFF
+from arithmech.core.atomic import atomic_write
+from arithmech.report import pages
 
 def setup() -> None:
     """Call once at the top of a chapter (its check cell): ``from arithmech.report.book import setup; setup()``.
@@ -58,7 +63,6 @@ def setup() -> None:
       relative paths (``results/``, ``../shared/data``) mean what they mean for papermill and
       for ``python -m arithmech``.
     """
-    from arithmech.report.plots import use_theme
     use_theme()
     offline.enable_renderer()
     os.environ["TQDM_DISABLE"] = "1"                  # read by tqdm when it is first imported
@@ -78,8 +82,6 @@ def chapter_env(environ=None) -> dict:
     source checkout, that checkout leads ``PYTHONPATH``: the chapters import the code the runner runs, even
     from a book root elsewhere (a test's temporary book) with another checkout installed in the venv."""
     import arithmech
-    from arithmech.core.inputs import thread_env
-    from arithmech.core.progress import OFF
     env = thread_env(os.environ if environ is None else environ)
     env.setdefault("TQDM_DISABLE", "1")
     env[OFF] = "0"
@@ -132,8 +134,6 @@ def write_generated(root: Path) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``) and the results box per
     model (``book/_generated/findings.md``; a note when no model has results, a warning box for a model whose
     results folder does not read as one run). Returns the files that changed."""
-    from arithmech.core.atomic import atomic_write
-    from arithmech.report import pages
     boxes = []
     for name, label in MODELS:
         try:
@@ -167,7 +167,6 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
-    from arithmech.report import pages
     src = root / chapter.path
     work = root / BUILD / ".papermill"
     work.mkdir(parents=True, exist_ok=True)

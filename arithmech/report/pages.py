@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
+from arithmech.core import results as R
+from arithmech.claims.rules import claims
+from arithmech.report.tables import setting_name
 
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
@@ -60,8 +63,6 @@ def tally(claims: pd.DataFrame) -> str:
 def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str | None:
     """Markdown: one admonition per ``(folder name, label)`` whose identify results exist in
     ``root/results_dir/<name>``; ``None`` when none has results (the book then shows a note)."""
-    from arithmech.core import results as R
-    from arithmech.claims.rules import claims
     out = []
     for name, label in models:
         folder = Path(root) / results_dir / name
@@ -154,7 +155,6 @@ def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
 def finetune_lines(records: list[dict], names: dict[str, str] | None = None) -> list[str]:
     """One line per benchmark: base → each record's accuracy (with its 95% interval and n where the
     record has them), from fine-tune records (:func:`arithmech.finetune.runner.run_finetune`)."""
-    from arithmech.report.tables import setting_name
     names = names or {}
     pct = lambda m: f"{m['value']:.0%} [{m['ci'][0]:.0%}, {m['ci'][1]:.0%}]" if m.get("ci") else f"{m['value']:.0%}"
     out = []

@@ -17,6 +17,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from arithmech.report.params import check_params
+from arithmech.core.inputs import check_device
+from arithmech.core.inputs import check_model
 
 CONFIG = Path("book") / "book.yml"
 
@@ -236,7 +239,6 @@ def chapter_rules(root: Path, path: Path) -> dict:
 
 def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) -> None:
     """Check ``given`` values (over the parameters cell's defaults) against :func:`chapter_rules`."""
-    from arithmech.report.params import check_params
     values = {}
     for name, info in declared.items():
         try:
@@ -247,7 +249,6 @@ def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) ->
     rules = {k: r for k, r in chapter_rules(root, path).items() if k in values}
     try:
         check_params(values, rules)
-        from arithmech.core.inputs import check_device, check_model
         if isinstance(values.get("model"), str):
             check_model(values["model"])                 # exists, without loading it
         if isinstance(values.get("device"), str):

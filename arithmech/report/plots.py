@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+from arithmech.report.pages import use_table_display
 
 # Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
 EFFECT_SCHEME = "redblue"
@@ -50,7 +51,6 @@ def theme() -> dict:
 def use_theme() -> None:
     """Register and enable the arithmech theme (altair 5 and 6), and show pandas tables the book's way
     (:func:`arithmech.report.pages.use_table_display`: no index, rounded numbers, "—" for missing)."""
-    from arithmech.report.pages import use_table_display
     use_table_display()
     try:
         alt.theme.register("arithmech", enable=True)(theme)

@@ -16,6 +16,8 @@ from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tu
 from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF
 from pathlib import Path
 from arithmech.core import records
+from arithmech.paper import table1_by_mode
+from arithmech.core.records import table1_frame
 
 TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences (math)",
              "single_digit": "single-digit (math)", "generic": "generic facts"}
@@ -98,8 +100,6 @@ def table1_side_by_side(results_dir: str | Path, model_name: str) -> pd.DataFram
     the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
     toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
     of :mod:`arithmech.steps.table1`). Missing results are left out."""
-    from arithmech.paper import table1_by_mode
-    from arithmech.core.records import table1_frame
     rows = []
     for mode, r in table1_by_mode("LLaMA2-7B").items():
         rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,

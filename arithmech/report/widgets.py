@@ -19,6 +19,7 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.methods.explorer import explore, knockout_means, mean_ablation, top_table
+from arithmech.report import plots
 
 
 def _bundle(obj) -> dict:
@@ -66,7 +67,6 @@ class Explorer:
 
     def refresh(self) -> dict[str, pd.DataFrame]:
         """Recompute for the current controls and redraw the output area; returns the tables."""
-        from arithmech.report import plots
         tables = explore(self.model, self.tok, self.prompt.value, self.counterfactual.value.strip() or None,
                          head=self.head.value, knockout=self._knockout())
         top = top_table(tables["top"])

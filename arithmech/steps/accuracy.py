@@ -35,6 +35,9 @@ from arithmech.core import results as R
 from arithmech.core import records
 from arithmech.evals.measures import answer_scores
 from arithmech.steps.identify import counterfactual_overlap, identify, operand_identify, write_results
+from arithmech.core.models import load_model
+from arithmech.core.inputs import common_arguments
+from arithmech.core.inputs import POSITIVE
 
 
 
@@ -94,7 +97,6 @@ def ensure_accuracy(model, tok, folder: str | Path, n_per_template: int = 16, se
 
 # -------------------------------------------------------------------------------------------- CLI
 def _cli(a) -> None:
-    from arithmech.core.models import load_model
     folder = R.model_folder(a.results, a.model)
     step = "accuracy" if a.command == "accuracy-by-template" else "counterfactuals"
     R.check_writable(folder, step, a.overwrite)
@@ -115,8 +117,6 @@ def _cli(a) -> None:
 
 def add_cli(subparsers, name: str) -> None:
     """``accuracy-by-template`` or ``counterfactuals`` (operator vs operand counterfactual)."""
-    from arithmech.core.inputs import common_arguments
-    from arithmech.core.inputs import POSITIVE
     if name == "accuracy-by-template":
         s = subparsers.add_parser(name, help="accuracy and p({C}) per template, with Wilson intervals")
         common_arguments(s)

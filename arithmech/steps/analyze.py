@@ -26,6 +26,7 @@ from arithmech.methods.attention import Head, attention_by_role, label_heads, no
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 import pandas as pd
 from arithmech.data.pairs import reference_samples
+from arithmech.methods.effects import studied_heads
 
 
 # ------------------------------------------------------------------------------ results and CLI
@@ -33,7 +34,6 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     """The heads to analyze from identify's files (checked by the results contract) and where they come
     from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
     (:func:`arithmech.methods.effects.studied_heads`, the rule every later step uses)."""
-    from arithmech.methods.effects import studied_heads
     kh = R.read(folder, "key_heads.json")
     try:
         heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
-from arithmech.core.inputs import ANSWER_TOKENS, DEVICES, DTYPES, KNOCKOUT_POSITIONS, check_model, check_task
+from arithmech.core.inputs import ANSWER_TOKENS, DEVICES, DTYPES, KNOCKOUT_POSITIONS, check_model
+from arithmech.data.pairfile import check_task
 
 KEY_THRESHOLD = -0.05          # the paper's key-head threshold: relative change of the answer logit
 N_BOOT = 1000                  # bootstrap resamples of the prompts per 95% interval

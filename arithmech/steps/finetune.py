@@ -35,6 +35,15 @@ import time
 from arithmech.finetune.data import tokenize_pairs
 import torch
 from arithmech.finetune.data import train_pairs
+from arithmech.core.models import resolve
+from arithmech.steps.identify import ranking
+from arithmech.evals.benchmarks import BENCHMARKS
+from arithmech.evals.benchmarks import TOY
+from arithmech.core.results import model_folder
+from arithmech.evals import benchmarks as evals
+from arithmech.core.inputs import common_arguments
+from arithmech.core.inputs import NON_NEGATIVE
+from arithmech.core.inputs import POSITIVE
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
@@ -73,7 +82,6 @@ def model_geometry(model: str) -> Geometry | None:
     """Layers and heads from the model's ``config.json`` (``transformers.AutoConfig``; no weights are read).
     ``None`` when the config cannot be read here (a hub id without network): the ranges are then
     checked when the model loads."""
-    from arithmech.core.models import resolve
     source = resolve(model)             # FileNotFoundError for a missing embedded model / .gguf file
     if not (Path(source) / "config.json").is_file():
         return None
@@ -147,8 +155,6 @@ def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list,
     """Heads and MLP layers, best first, of a model's results ``folder``: ``key_heads.json`` (checked),
     extended by the rest of that task's ``effects.csv`` ranking (checked), both read through the results
     contract. See :func:`arithmech.finetune.runner.ranked_components`."""
-    from arithmech.core import results as R
-    from arithmech.steps.identify import ranking
     folder = Path(folder)
     path = folder / "key_heads.json"
     if not path.exists():
@@ -206,7 +212,6 @@ def validate_finetune_args(model: str = "embedded", mode: str = "precise", heads
     Extra keyword arguments of ``run_finetune`` (``data_dir``, ...) are accepted and ignored."""
     import re
 
-    from arithmech.evals.benchmarks import BENCHMARKS, TOY
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
         raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
     if mode not in ("precise", "full"):
@@ -250,7 +255,6 @@ def validate_finetune_args(model: str = "embedded", mode: str = "precise", heads
         return None
     ranked_h = ranked_m = None
     if isinstance(want, int) or mlps:
-        from arithmech.core.results import model_folder
         folder = model_folder(results, model)
         ranked_h, ranked_m = read_ranking(folder, geo)
         if mlps > len(ranked_m):
@@ -329,7 +333,6 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
             return run_finetune(**kw)
         finally:
             torch.set_num_threads(n)
-    from arithmech.evals import benchmarks as evals
     folder = R.model_folder(results, model)
     records.check_finetune_writable(records.finetune_path(folder, mode, tag), overwrite)
     t0 = time.time()
@@ -390,9 +393,6 @@ def _cli(a) -> None:
 
 
 def add_cli(subparsers, name: str = "finetune") -> None:
-    from arithmech.core.inputs import common_arguments
-    from arithmech.core.inputs import NON_NEGATIVE
-    from arithmech.core.inputs import POSITIVE
     s = subparsers.add_parser("finetune", help="one fine-tune arm: precise SFT of key heads or full SFT; "
                               "accuracy before/after (Tables 1, 2, 5)")
     common_arguments(s)

@@ -23,6 +23,9 @@ from arithmech.data import templates as T
 from arithmech.steps.identify import identify, ranking
 from arithmech.methods.knockout import unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
+from arithmech.evals.benchmarks import read_math
+from arithmech.methods.knockout import Ablation
+from arithmech.methods.knockout import accuracy
 
 
 # ------------------------------------------------------------------------- custom pairs (App. D, E)
@@ -43,7 +46,6 @@ def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: s
     know some of its words, or the edit changes the token length. ``root``: the data folder
     (default ``$ARITHMECH_DATA`` or ``../shared/data``, see :func:`arithmech.evals.benchmarks.data_dir`).
     """
-    from arithmech.evals.benchmarks import read_math
     problems = read_math("gsm8k", root, split)
     random.Random(seed).shuffle(problems)
     stats = {"questions": len(problems), "non_integer": 0, "no_phrase": 0, "unknown_words": 0,
@@ -119,7 +121,6 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = 256, 
     Returns ``(rows, runs)``; a template the model answers no prompt of gets a row with ``status``
     saying so instead of heads.
     """
-    from arithmech.methods.knockout import Ablation, accuracy
     rows, runs = [], {}
     for t in templates if templates is not None else T.EXPONENTIATION:
         row = {"template": t.id, "X_r": t.clean, "X_c": t.corrupt}

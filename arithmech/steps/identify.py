@@ -46,6 +46,7 @@ from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 from arithmech.core.models import load_model
 from arithmech.steps.config import Identify as Config
+from arithmech.methods.knockout_overlap import overlap
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
@@ -326,7 +327,6 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     ``kw["answer_token"]`` (default ``"last-digit"``, identify's) chooses the pairs' answer token; pairs whose
     X_c leaves the model's answer in place are dropped there, as for the operator counterfactual.
     """
-    from arithmech.steps.identify import identify
     pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"))
     res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
     label = f"{task} (operand)"
@@ -344,8 +344,6 @@ def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.D
     """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
     ``task`` (:func:`arithmech.methods.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
     relative change and logit difference under both counterfactuals."""
-    from arithmech.steps.identify import ranking
-    from arithmech.methods.knockout_overlap import overlap
     ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
     def look(eff, t, h):
         r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]

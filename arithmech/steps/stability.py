@@ -47,6 +47,11 @@ from arithmech.core.progress import Progress
 from arithmech.data import pairs as D
 from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
+from arithmech.evals.scoring import check_counterfactuals
+from arithmech.steps.identify import task_templates
+from arithmech.core.models import load_model
+from arithmech.core.inputs import common_arguments
+from arithmech.core.inputs import POSITIVE
 
 SIZES = (64, 128, 256, 512)
 N_SEEDS = 3
@@ -94,8 +99,6 @@ def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, ba
           answer_token: str = "last-digit"):
     """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
     X_r (answered right, and X_c moves the answer away: :func:`~arithmech.data.answer_tokens.check_counterfactuals`)."""
-    from arithmech.evals.scoring import check_counterfactuals
-    from arithmech.steps.identify import task_templates
     _, tpls = task_templates(task)
     drawn, _ = D.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token)
     kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
@@ -293,8 +296,6 @@ def run(model: str = "embedded", task: str = "addition", seed: int = 0, n_seeds:
         device: str = "cpu", dtype: str = "float32", overwrite: bool = False, **kw) -> tuple[StabilityResult, Path]:
     """Check the arguments, load ``model``, run :func:`stability` with seeds ``seed .. seed + n_seeds - 1``
     and write the files to the model's results folder (``results``: the root or the model's folder)."""
-    from arithmech.core.models import load_model
-    from arithmech.steps.identify import task_templates
     seeds = list(range(seed, seed + n_seeds))
     check_args(seeds, sizes, kinds, kw.get("threshold", -0.05), kw.get("top", 10), kw.get("n_boot", N_BOOT))
     task_templates(task)                                  # a wrong task or a missing file fails before loading
@@ -319,8 +320,6 @@ def _cli(a) -> None:
 
 
 def add_cli(subparsers, name: str = "stability") -> None:
-    from arithmech.core.inputs import common_arguments
-    from arithmech.core.inputs import POSITIVE
     s = subparsers.add_parser(name, help="key-head sets over seeds, sample sizes, template families and "
                               "counterfactuals, with Jaccard overlaps (issue 13)")
     common_arguments(s)

@@ -44,6 +44,14 @@ from arithmech.core import records
 from arithmech.core.progress import Progress
 from arithmech.core.stats import paired_bootstrap
 from arithmech.evals.suites import get_suite
+from arithmech.steps.finetune import ranked_components
+from arithmech.core.models import load_model
+from arithmech.paper import SFT
+from arithmech.finetune import adapter as A
+from arithmech.finetune import runner as F
+from arithmech.evals.measures import table1_sizes
+from arithmech.core.inputs import common_arguments
+from arithmech.core.inputs import POSITIVE
 
 ARMS = ("full", "precise-key", "precise-random")
 GRIDS = {"toy": {"full": (3e-4, 1e-3, 3e-3), "precise-key": (1e-3, 3e-3, 1e-2), "precise-random": (1e-3, 3e-3, 1e-2)},
@@ -54,7 +62,6 @@ RULE = "highest validation math accuracy; among rates within 0.01 of it, the low
 # ------------------------------------------------------------------------------------ the heads
 def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """``(heads passing identify's threshold, every head ranked best first)`` of a results folder."""
-    from arithmech.steps.finetune import ranked_components
     ranked, _ = ranked_components(folder)
     passing = [(h["layer"], h["head"]) for h in R.read(folder, "key_heads.json")["heads"]]
     return passing, ranked
@@ -111,10 +118,6 @@ def train_arm(model: str, suite, heads, lr: float, seed: int, steps: int, batch_
               dtype: str, data_seed: int) -> tuple[object, object, dict]:
     """Fine-tune a fresh copy of ``model`` on ``suite.train``: every parameter (``heads`` None) or the
     ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
-    from arithmech.core.models import load_model
-    from arithmech.paper import SFT
-    from arithmech.finetune import adapter as A
-    from arithmech.finetune import runner as F
     torch.manual_seed(seed)
     net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     rows = F.tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
@@ -185,7 +188,6 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
     exclude = set(tuned) | set(passing)
     random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
     if sizes is None:
-        from arithmech.evals.measures import table1_sizes
         sizes = table1_sizes(1.0) if suite == "paper" else {"single_digit_per_template": 4}
     command = command or f"python -m arithmech table1-arms --model {model} --results {out} --suite {suite}"
     common = dict(model=model, suite=suite, steps=steps, batch_size=batch_size, data_seed=data_seed, device=device,
@@ -232,7 +234,6 @@ def run_arms(model: str, results: str | Path = "results", suite: str = "paper", 
     with Progress("table1", n_runs) as bar:
         if not _same(out, "base", None, base_hash):
             records.check_finetune_writable(records.finetune_path(out, "base"), overwrite)
-            from arithmech.core.models import load_model
             net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
             record("base", None, base_hash, (net, tok, None), None, "base", None, seeds[0], None)
         bar.advance()
@@ -280,7 +281,6 @@ def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
 # ------------------------------------------------------------------------------------------ CLI
 def _cli(a) -> None:
     import shlex
-    from arithmech.evals.measures import table1_sizes
     check_scale(a.scale)
     command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
     try:
@@ -296,8 +296,6 @@ def _cli(a) -> None:
 
 def add_cli(subparsers, name: str = "table1-arms") -> None:
     """``table1-arms``: base, full, precise-key and precise-random with seeds and matched learning rates."""
-    from arithmech.core.inputs import common_arguments
-    from arithmech.core.inputs import POSITIVE
     s = subparsers.add_parser(name, help="Table 1 with controls: base, full, precise (key heads), precise (random heads)")
     common_arguments(s, model="smollm2-135m")
     s.add_argument("--suite", choices=("paper", "toy"), default="paper", help="toy: the embedded model's skills")

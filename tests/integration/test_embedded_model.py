@@ -25,7 +25,7 @@ def test_shipped_heldout_numbers_recompute(embedded_model):
     held-out-phrasings split, recomputed with the card's seed, equals the stored counts exactly."""
     import json
 
-    from arithmech.core.models import EMBEDDED_DIR
+    from arithmech.core.names import EMBEDDED_DIR
     from arithmech.embedded import heldout as H
     stored = json.loads((EMBEDDED_DIR / "accuracy.json").read_text())["heldout"]
     model, tok, _ = embedded_model

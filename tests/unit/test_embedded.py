@@ -9,7 +9,7 @@ import random
 
 import torch
 
-from arithmech.core.models import EMBEDDED_DIR
+from arithmech.core.names import EMBEDDED_DIR
 from arithmech.embedded import train as E
 
 

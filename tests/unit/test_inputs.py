@@ -361,7 +361,7 @@ def test_train_out_refuses_a_folder_it_did_not_write(tmp_path, monkeypatch):
     assert E.check_train_out(tmp_path / "new" / "model") == tmp_path / "new" / "model"
     (tmp_path / "empty").mkdir()
     assert E.check_train_out(tmp_path / "empty") == tmp_path / "empty"
-    from arithmech.core.models import EMBEDDED_DIR
+    from arithmech.core.names import EMBEDDED_DIR
     assert E.check_train_out(None) == EMBEDDED_DIR          # the package's own folder: its files only
 
 

@@ -59,7 +59,7 @@ def test_local_folder_roundtrip_and_options(tmp_path):
 def test_embedded_model_loads_offline():
     """Protects: the shipped model is a standard HF folder that loads with no network."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from arithmech.core.models import EMBEDDED_DIR
+    from arithmech.core.names import EMBEDDED_DIR
     model, tok, geo = load_model("embedded")
     assert model.config.model_type == "llama" and geo.n_layers >= 4
     AutoModelForCausalLM.from_pretrained(EMBEDDED_DIR)

@@ -184,6 +184,45 @@ def _package_imports() -> dict[str, set[str]]:
     return graph
 
 
+# The package's layers, lowest first: a module imports only from its own layer or a lower one.
+LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4, "steps": 5,
+          "claims": 6, "report": 7, "cli": 8, "__init__": 8, "__main__": 8}
+
+
+def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
+    """``(module, imported module, line, inside a function, the line's text)`` for every arithmech import."""
+    out = []
+    for f in (REPO / "arithmech").rglob("*.py"):
+        mod = ".".join(f.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        text = f.read_text()
+        tree, lines = ast.parse(text), text.splitlines()
+        inside = {id(n) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for n in ast.walk(fn)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("arithmech"):
+                targets = [n.module] if n.module != "arithmech" else [f"arithmech.{a.name}" for a in n.names]
+                out += [(mod, t, n.lineno, id(n) in inside, lines[n.lineno - 1]) for t in targets]
+    return out
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else "__init__"]
+
+
+def test_layers_only_go_down():
+    """Protects the layering core/paper ← data ← evals ← methods ← finetune, embedded ← steps ← claims ← report
+    ← cli: no import (at module top or inside a function) reaches a higher layer, and an arithmech import
+    inside a function is rare (at most 10, in cli.py only, each saying why on its line)."""
+    found = _imports_with_place()
+    assert len(found) > 200                                              # the walk sees the package
+    upward = [f"{m}:{line} → {t}" for m, t, line, _, _ in found if _layer(t) > _layer(m)]
+    assert upward == [], upward
+    inner = [(m, line, text) for m, t, line, inside, text in found if inside]
+    assert len(inner) <= 10, inner
+    assert all(m == "arithmech.cli" and "#" in text for m, _, text in inner), inner
+
+
 def test_the_package_has_no_import_cycles():
     """Protects the layering: no module reaches itself through imports (top-level, lazy, or the CLI's
     plugin table), so every step imports on its own and the pipeline reads top to bottom."""

