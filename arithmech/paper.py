@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.core.models import Geometry
+from arithmech.core.geometry import Geometry
 
 # --------------------------------------------------------------------------- identify (§5.1, App. E)
 KEY_HEADS: dict[str, list[tuple[int, int]]] = {      # Table 4 / Table 3 / Fig. 2, ranked
@@ -39,6 +39,8 @@ STAGES = {"LLaMA2-7B": ((13, 18, 28), 32), "LLaMA2-13B": ((13, 18, 35), 40), "Mi
 FIG6C_TOP = {17: "3", 19: "4", 20: "6", 21: "1", 22: "7", 23: "7", 25: "7", 27: "7"}
 
 # ---------------------------------------------------------------------------- fine-tuning (§5.3)
+KEY_THRESHOLD = -0.05     # §4.1: a key head lowers the answer logit by more than 5% (relative change)
+N_BOOT = 1000             # (this reproduction) bootstrap resamples of the prompts per 95% interval
 SFT = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)   # §5.3 settings
 LLAMA2_7B = Geometry(n_layers=32, n_heads=32, n_kv_heads=32, head_dim=128, d_model=4096, vocab_size=32000)
 LLAMA2_7B_FF = 11008

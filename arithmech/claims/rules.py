@@ -27,6 +27,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.core import results as R
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.evidence import Context, Missing
@@ -34,7 +35,7 @@ from arithmech.methods.effects import TOP     # "the top heads": the first TOP b
 from arithmech.core.stats import wilson_interval
 from arithmech.steps.stability import claims as stability_claims
 
-THRESHOLD = -0.05          # the paper's key-head threshold (relative change of the answer logit)
+THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
 K = 8                      # heads knocked out in the knockout claims
 
 

@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import typing
 from typing import Any
 
 
 def option(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
-           high: float | None = None, reuse: bool = True) -> Any:
+           high: float | None = None, reuse: bool = True, repeat: bool = False) -> Any:
     """A config field: ``default`` (written here once), ``help`` (the flag's help and the field's doc),
     allowed ``choices`` or bounds ``low <= value <= high``. ``reuse=False``: the field does not change the
-    step's files (a batch size, ``overwrite``), so :meth:`Config.reuse_key` leaves it out."""
+    step's files (a batch size, ``overwrite``), so :meth:`Config.reuse_key` leaves it out. ``repeat``: a list
+    given one value per flag (``--set a=1 --set b=2``) instead of comma-separated."""
     if isinstance(default, list):
         default = tuple(default)
     return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "low": low, "high": high,
-                                                        "reuse": reuse})
+                                                        "reuse": reuse, "repeat": repeat})
 
 
 def flag(name: str) -> str:
@@ -49,26 +49,26 @@ def _kind(annotation: str) -> tuple[type, bool]:
     return {"int": int, "float": float, "str": str, "bool": bool}[a], False
 
 
-def _check_one(name: str, kind: type, value: Any, meta: dict) -> Any:
-    where = flag(name)
+def _check_one(where: str, kind: type, value: Any, meta: dict) -> Any:
+    """``value`` of one field, checked and converted (int → float); ``where`` names it in a refusal."""
     if kind is bool:
         if not isinstance(value, bool):
-            raise ValueError(f"{where} {value!r}: expected true or false")
+            raise ValueError(f"{where}{value!r}: expected true or false")
         return value
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if kind is int and isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ValueError(f"{where} {value!r}: expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}")
+        raise ValueError(f"{where}{value!r}: expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}")
     if kind is float and not math.isfinite(value):
-        raise ValueError(f"{where} {value!r}: expected a finite number")
+        raise ValueError(f"{where}{value!r}: expected a finite number")
     if meta["choices"] is not None and value not in meta["choices"]:
-        raise ValueError(f"{where} {value!r}: use one of {', '.join(map(str, meta['choices']))}")
+        raise ValueError(f"{where}{value!r}: use one of {', '.join(map(str, meta['choices']))}")
     low, high = meta["low"], meta["high"]
     if (low is not None and value < low) or (high is not None and value > high):
         rng = f"in [{low}, {high}]" if low is not None and high is not None else (f">= {low}" if low is not None else f"<= {high}")
-        raise ValueError(f"{where} {value!r} is {'below ' + str(low) if low is not None and value < low else 'above ' + str(high)}: "
+        raise ValueError(f"{where}{value!r} is {'below ' + str(low) if low is not None and value < low else 'above ' + str(high)}: "
                          f"expected a value {rng}")
     return value
 
@@ -83,17 +83,22 @@ class Config:
             if value is None and "None" in str(f.type):
                 continue
             kind, many = _kind(str(f.type))
+            where = self.label(f.name)
             if many:
-                if isinstance(value, (list, tuple)):
-                    value = tuple(_check_one(f.name, kind, v, f.metadata) for v in value)
-                else:
-                    raise ValueError(f"{flag(f.name)} {value!r}: expected a list")
+                if not isinstance(value, (list, tuple)):
+                    raise ValueError(f"{where}{value!r}: expected a list")
                 if not value:
-                    raise ValueError(f"{flag(f.name)}: expected at least one value")
+                    raise ValueError(f"{where}{list(value)!r}: expected at least one value")
+                value = tuple(_check_one(where, kind, v, f.metadata) for v in value)
             else:
-                value = _check_one(f.name, kind, value, f.metadata)
+                value = _check_one(where, kind, value, f.metadata)
             object.__setattr__(self, f.name, value)
         self.check()
+
+    @classmethod
+    def label(cls, name: str) -> str:
+        """How a refusal names field ``name``: its flag (``--n-samples 0: …``)."""
+        return flag(name) + " "
 
     def check(self) -> None:
         """Rules between fields (a subclass overrides it); the fields themselves are checked already."""
@@ -121,9 +126,4 @@ class Config:
 
 def fields(cls: type) -> list[tuple[str, Any, dict, type, bool]]:
     """``(name, default, metadata, element type, is a tuple)`` of each field of config class ``cls``, in order."""
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        kind, many = _kind(str(f.type)) if not isinstance(f.type, type) else (hints[f.name], False)
-        out.append((f.name, f.default, dict(f.metadata), kind, many))
-    return out
+    return [(f.name, f.default, dict(f.metadata), *_kind(str(f.type))) for f in dataclasses.fields(cls)]

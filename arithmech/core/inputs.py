@@ -6,9 +6,7 @@ chapter's check cell shows it as the cell's error.
 """
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from pathlib import Path
 from arithmech.core.names import ALIASES
 from arithmech.core.names import resolve_alias_files
@@ -17,6 +15,7 @@ DEVICES = ("cpu", "cuda", "mps")
 DTYPES = ("float32", "bfloat16", "float16")
 ANSWER_TOKENS = ("last-digit", "single-token", "first")     # see arithmech.data.pairs
 KNOCKOUT_POSITIONS = ("end", "all", "both")                # see arithmech.methods.knockout_run
+KV_POLICIES = ("any", "all", "none")                       # see arithmech.finetune.adapter
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -54,70 +53,6 @@ def check_device(device: str) -> str:
     if device == "mps" and not torch.backends.mps.is_available():
         raise ValueError("--device mps: this machine has no MPS device; use --device cpu")
     return device
-
-
-def check_dtype(dtype: str) -> str:
-    if dtype not in DTYPES:
-        raise ValueError(f"--dtype {dtype!r}: use one of {', '.join(DTYPES)}")
-    return dtype
-
-
-def check_range(name: str, value, low=None, high=None, kind: type = int):
-    """``value`` of type ``kind`` with ``low <= value <= high`` (either bound optional)."""
-    ok = isinstance(value, kind) and not isinstance(value, bool) if kind is int else \
-        isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or (low is not None and value < low) or (high is not None and value > high):
-        rng = (f"≥ {low}" if high is None else f"in [{low}, {high}]") if low is not None else f"≤ {high}"
-        raise ValueError(f"{name} {value!r}: expected {'an integer' if kind is int else 'a number'} {rng}")
-    return value
-
-
-# ----------------------------------------------------------------------- command-line arguments
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``error: <what> (see <prog> --help)``, exit 2."""
-
-    def error(self, message: str):  # noqa: D102 (argparse's hook)
-        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
-        sys.exit(2)
-
-
-def _count(low: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"{v} is below {low}")
-        return v
-    return parse
-
-
-POSITIVE, NON_NEGATIVE = _count(1), _count(0)
-
-
-def common_arguments(s: argparse.ArgumentParser, n_samples: int | None = None, model: str = "embedded") -> None:
-    """The flags every model command shares (checked by :func:`check_common` before any work)."""
-    s.add_argument("--model", default=model, help="embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
-    s.add_argument("--results", default="results",
-                   help="results root (files go to RESULTS/<model-name>/) or the model's results folder itself")
-    s.add_argument("--seed", type=NON_NEGATIVE, default=0)
-    s.add_argument("--device", default="cpu", choices=DEVICES)
-    s.add_argument("--dtype", default="float32", choices=DTYPES)
-    s.add_argument("--overwrite", action="store_true", help="replace this step's files if the folder has them")
-    if n_samples is not None:
-        s.add_argument("--n-samples", type=POSITIVE, default=n_samples)
-
-
-def check_common(a: argparse.Namespace) -> None:
-    if hasattr(a, "model"):
-        check_model(a.model)
-    if hasattr(a, "device"):
-        check_device(a.device)
-
-
-
-
 
 
 def thread_env(environ: dict) -> dict:

@@ -27,7 +27,6 @@ the whole greedy answer.
 from __future__ import annotations
 
 import random
-from typing import Iterable
 
 from arithmech.data import templates as T
 from arithmech.data.answers import OPERANDS, answer_rule

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from arithmech.data import templates as T
 from arithmech.data.heldout import is_heldout_pair
-from arithmech.data.pairs import FIELD, draw_values, render
+from arithmech.data.pairs import draw_values, render
 
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import torch
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data import templates as T
-from arithmech.data.heldout import HELDOUT_PAIRS, HELDOUT_TEMPLATES, SPLITS, declaration, split_items
+from arithmech.data.heldout import SPLITS, declaration, split_items
 from arithmech.data.pairs import answer_split
 from arithmech.evals.scoring import greedy_exact, predict
 

@@ -41,9 +41,10 @@ from pathlib import Path
 
 import torch
 
+from arithmech.core.models import load_model
 from arithmech.core.progress import progress
 from arithmech.data import templates as T
-from arithmech.data.pairs import FIELD, draw_values, render
+from arithmech.data.pairs import FIELD
 from arithmech.embedded.heldout import card_section
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.sentences import GENERIC_FACTS
@@ -312,3 +313,16 @@ of the greedy answer, never trained): {r['two_digit_exact_match']:.1%} of {r['tw
 [{r['two_digit_interval']['lo']:.1%}, {r['two_digit_interval']['hi']:.1%}].
 
 {card_section(r['heldout'])}"""
+
+
+def run(config) -> Path:
+    """``python -m arithmech train-embedded``: :func:`train` with a :class:`arithmech.steps.config.TrainEmbedded`."""
+    return train(config.out, steps=config.steps, batch_size=config.batch_size, seed=config.seed,
+                 overwrite=config.overwrite, weight_decay=config.weight_decay)
+
+
+def run_accuracy(config) -> dict:
+    """``python -m arithmech accuracy``: :func:`evaluate` on the model of a
+    :class:`arithmech.steps.config.EmbeddedAccuracy` (fresh draws of trained pairs and the held-out splits)."""
+    model, tok, _ = load_model(config.model_name, device=config.device, dtype=config.dtype)
+    return evaluate(model, tok, seed=config.seed)

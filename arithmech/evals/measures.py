@@ -23,7 +23,6 @@ import torch
 
 from arithmech.core.stats import mean_interval, wilson_interval
 from arithmech.data import pairs as D
-from arithmech.data import templates as T
 from arithmech.data.sentences import VALIDATION_TOPICS
 from arithmech.data.sentences import generic_text
 from arithmech.data.sentences import phrasings

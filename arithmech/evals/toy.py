@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import random
 from typing import Sequence
 from arithmech.data.sentences import GENERIC_FACTS
 from arithmech.data.sentences import negative_items, negative_split, two_digit_items

@@ -54,7 +54,7 @@ from arithmech.core.models import Geometry, arch_for
 
 ADAPTER_WEIGHTS = "adapter.safetensors"
 ADAPTER_CONFIG = "adapter.json"
-KV_POLICIES = ("any", "all", "none")
+from arithmech.core.inputs import KV_POLICIES  # noqa: E402,F401 (the choices, one place)
 
 
 @dataclass(frozen=True)

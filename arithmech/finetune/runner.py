@@ -35,24 +35,17 @@ batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 from __future__ import annotations
 
 import os
-import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
-import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
-from arithmech.core import results as R
 
-from arithmech.core import records
 from arithmech.core.memory import BlockPeakMemory
 from arithmech.finetune import adapter as A
 from arithmech.finetune import prefix as P
-from arithmech.core.models import load_model
 from arithmech.paper import SFT
-from arithmech.finetune.data import Collator, tokenize_pairs, train_pairs  # noqa: F401 (part of this module's API)
+from arithmech.finetune.data import Collator
 
 
 

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.core.models import arch_for, module
 from arithmech.methods.patching import EndCache
 from arithmech.methods.patching import path_patch_fast
@@ -198,7 +199,7 @@ def relative(diff: torch.Tensor, logit_o: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------- comparison
 def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_steps: int = 8,
-            threshold: float = -0.05, top: int = 10) -> dict:
+            threshold: float = KEY_THRESHOLD, top: int = 10) -> dict:
     """Exact, EAP and EAP-IG effects of every head and MLP, timed side by side on the same caches.
 
     Returns ``{"frame": DataFrame, "times": {...}, "summary": {...}}``; the frame has one row per
@@ -233,7 +234,7 @@ def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_
     return {"frame": frame, "times": times, "summary": summarize(frame, threshold, top)}
 
 
-def summarize(frame: pd.DataFrame, threshold: float = -0.05, top: int = 10) -> dict:
+def summarize(frame: pd.DataFrame, threshold: float = KEY_THRESHOLD, top: int = 10) -> dict:
     """Per method (eap, eap_ig) against ``exact``: Spearman rank correlation over every sender and over
     heads only, the overlap of the top-``top`` heads (most negative effect) and of the key-head sets
     (effect < ``threshold``)."""

@@ -22,10 +22,10 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from arithmech.paper import KEY_THRESHOLD, N_BOOT
 from arithmech.core.stats import bootstrap_mean_intervals
 from arithmech.methods.patching import Patched
 
-N_BOOT = 1000                 # bootstrap resamples of the prompts
 LEVEL = 0.95
 KEY_RULE = "effect_hi < threshold"
 
@@ -62,7 +62,7 @@ def ranking(effects: pd.DataFrame, task: str) -> tuple[list[tuple[int, int]], li
     return heads, mlps
 
 
-def key_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05) -> dict:
+def key_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD) -> dict:
     """Key heads (and MLPs) of ``task``: the upper end of the effect's bootstrap interval below
     ``threshold`` (the paper: mean below −5%), ranked by effect. ``effects`` needs ``effect_hi``
     (:func:`effects_frame`); the rule and the interval are recorded in the result."""
@@ -87,7 +87,7 @@ def key_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05) -> dic
 TOP = 10                      # heads studied where none is key (SmolLM2: no interval passes -5%)
 
 
-def studied_heads(effects: pd.DataFrame, task: str, threshold: float = -0.05, top: int = TOP) -> tuple[list, str]:
+def studied_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD, top: int = TOP) -> tuple[list, str]:
     """The heads a later step studies, and where they come from: the key heads of ``task``
     (:func:`key_heads`), or, where none passes ``threshold``, the ``top`` heads of most negative effect
     (:func:`ranking`). One rule for every model: the transfer test, the held-out family and analyze use it,

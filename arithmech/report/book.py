@@ -31,7 +31,6 @@ Every chapter calls :func:`setup` in its check cell (one altair theme, the offli
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
@@ -331,26 +330,14 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     return times
 
 
-def _cli(a: argparse.Namespace) -> None:
+def run(config) -> dict[str, float]:
+    """``python -m arithmech book``: :func:`build` with a :class:`arithmech.steps.config.Book`. A bad ``--set``
+    is a :class:`BookArgumentError` (one line, exit 2); a chapter that fails is one message and exit 1."""
     try:
-        build(a.root, only=a.only, sets=a.set, skip_execute=a.skip_execute, config=a.config, html=not a.no_html)
+        return build(config.root, only=config.only, sets=list(config.set or ()), skip_execute=config.skip_execute,
+                     config=config.config, html=config.html)
     except BookArgumentError:
         raise                                   # one line, exit 2 (arithmech.cli.main)
     except BookError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
-
-
-def add_cli(sub, name: str = "book") -> None:
-    s = sub.add_parser("book", help="execute every chapter with papermill (atomically, into _build/) and build the HTML book",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--only", metavar="CHAPTER", help="execute only this chapter (file stem, e.g. identify)")
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a parameter for every chapter that has it (model=...) or for one "
-                        "(identify.n_samples=32); repeatable")
-    s.add_argument("--skip-execute", action="store_true",
-                   help="build the HTML from the executed copies in _build/executed/ as they are")
-    s.add_argument("--no-html", action="store_true", help="execute only; do not run jupyter-book")
-    s.add_argument("--root", default=".", help="the book's root (holds _config.yml, _toc.yml; default: .)")
-    s.add_argument("--config", default=None, help=f"parameter file relative to the root (default: {CONFIG})")
-    s.set_defaults(func=_cli)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.plots import COLUMN, EFFECT_SCHEME, fig_title
 
 ANSWER, OTHER = "#27ae60", "#95a5a6"
@@ -46,7 +47,7 @@ def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def default_step(steps: pd.DataFrame, prefer: float = -0.05) -> int:
+def default_step(steps: pd.DataFrame, prefer: float = KEY_THRESHOLD) -> int:
     """The slider's first position: the paper's −5% when some head passes it, else the strictest step that
     has a key head (0 when none has)."""
     s = steps[steps.step >= 0]

@@ -5,21 +5,20 @@ The chapter order is ``_toc.yml``'s. A chapter is a notebook kept as text: a MyS
 :func:`is_notebook`); the other ``.md`` files of the toc are plain pages. Parameters come from
 ``book/book.yml`` (``global`` and per chapter) and ``--set``. Each chapter declares its parameters in its
 ``parameters`` cell (read by papermill without executing anything, :func:`declared_parameters`) and their
-rules in its check cell's ``check_params(globals(), {...})`` call; :func:`plan` applies both, so a misspelt
-key or a wrong value is refused up front.
+rules in its config (:mod:`arithmech.report.chapters`, which its check cell builds); :func:`plan` checks the
+names against the first and the values by building the second, so a misspelt key or a wrong value is
+refused up front and no notebook source is evaluated.
 """
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from arithmech.report.params import check_params
 from arithmech.core.inputs import check_device
-from arithmech.core.inputs import check_model
+from arithmech.report.chapters import CHAPTERS
 
 CONFIG = Path("book") / "book.yml"
 
@@ -168,8 +167,8 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     A global value reaches a chapter only if its parameters cell declares the name; a global ``--set``
     key that no chapter to run declares and a per-chapter value its chapter does not declare are
     errors (a typo is never a silent no-op). Every
-    chapter's values (defaults of its parameters cell + the given ones) are checked against the rules of
-    its check cell (:func:`chapter_rules`) here, before any chapter runs.
+    chapter's values (defaults of its parameters cell + the given ones) are checked by building its config
+    (:func:`check_chapter_values`) here, before any chapter runs.
     With ``only``, the other chapters need not exist yet.
     """
     set_glob, set_per = parse_sets(list(sets))
@@ -210,35 +209,9 @@ def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> No
                                 f"{', '.join(sorted(allowed))}; fix the name, or give CHAPTER.NAME=VALUE")
 
 
-# Names a check cell's rules may use (type names and the predicates' helpers); nothing else is reachable.
-_RULE_NAMES = {n: getattr(builtins, n) for n in ("int", "float", "str", "bool", "list", "dict", "tuple", "len", "all", "any", "isinstance",
-                         "min", "max", "abs", "set", "sorted")}
-
-
-def chapter_rules(root: Path, path: Path) -> dict:
-    """The parameter rules of a chapter, as its check cell passes them to
-    :func:`arithmech.report.params.check_params` (``check_params(globals(), {...})``): the dict literal is
-    read from the chapter's source and evaluated alone with only type names and ``len``/``all``/
-    ``isinstance``-like helpers in scope; the notebook is not executed. ``{}`` when the chapter has no
-    such call."""
-    nb = read_notebook(root / path)
-    for cell in nb.cells:
-        if cell.cell_type != "code" or "check_params" not in cell.source:
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) ==
-                    "check_params" and len(node.args) >= 2 and isinstance(node.args[1], ast.Dict)):
-                code = compile(ast.Expression(node.args[1]), f"{path} (check cell)", "eval")
-                return eval(code, {"__builtins__": _RULE_NAMES})     # noqa: S307 (the book's own rule literal)
-    return {}
-
-
 def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) -> None:
-    """Check ``given`` values (over the parameters cell's defaults) against :func:`chapter_rules`."""
+    """Check ``given`` values (over the parameters cell's defaults) by building the chapter's config
+    (:data:`arithmech.report.chapters.CHAPTERS`), as its check cell will; the device must exist here."""
     values = {}
     for name, info in declared.items():
         try:
@@ -246,11 +219,10 @@ def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) ->
         except (ValueError, SyntaxError):
             pass                                         # a computed default: the check cell judges it
     values.update(given)
-    rules = {k: r for k, r in chapter_rules(root, path).items() if k in values}
+    config = CHAPTERS.get(path.stem)
     try:
-        check_params(values, rules)
-        if isinstance(values.get("model"), str):
-            check_model(values["model"])                 # exists, without loading it
+        if config is not None:
+            config.pick(values)
         if isinstance(values.get("device"), str):
             check_device(values["device"])               # this machine has it
     except (ValueError, FileNotFoundError) as e:

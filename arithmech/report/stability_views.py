@@ -14,6 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.plots import COLUMN, fig_title
 
 _BOTTOM = alt.Legend(orient="bottom")
@@ -42,7 +43,7 @@ def jaccard_chart(table: pd.DataFrame, title: str = "How stable are the key head
     ).properties(title=fig_title("Stability", title, "Jaccard |A∩B| / |A∪B|; missing points: both sets empty"))
 
 
-def head_intervals_chart(heads: pd.DataFrame, threshold: float = -0.05, top: int = 20,
+def head_intervals_chart(heads: pd.DataFrame, threshold: float = KEY_THRESHOLD, top: int = 20,
                          title: str = "Effect of each head with its 95% bootstrap interval") -> alt.HConcatChart:
     """The ``top`` most negative heads per counterfactual: effect (point) and interval (bar); filled = key
     (interval below ``threshold``, the red rule); hover for how often the head was key across runs."""

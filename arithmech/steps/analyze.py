@@ -14,14 +14,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 
 from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.steps.config import Analyze as Config
 
-from arithmech.data import pairs
-from arithmech.data import pairs as D
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 import pandas as pd

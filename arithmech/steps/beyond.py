@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.steps import identify as identify_step
@@ -68,7 +69,7 @@ def beyond(model, tok, samples: list[D.Sample], effects: pd.DataFrame, key_heads
     clean, corrupt = split_cache(end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size),
                                  len(samples))
     times = {"caches_s": time.perf_counter() - t0}
-    cmp = A.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", -0.05))
+    cmp = A.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD))
     times.update(cmp["times"])
     misses = A.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
     eap = cmp["frame"]

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
-from arithmech.core.inputs import ANSWER_TOKENS, DEVICES, DTYPES, KNOCKOUT_POSITIONS, check_model
+from arithmech.core.inputs import ANSWER_TOKENS, DEVICES, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_model
+from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 from arithmech.data.pairfile import check_task
 
-KEY_THRESHOLD = -0.05          # the paper's key-head threshold: relative change of the answer logit
-N_BOOT = 1000                  # bootstrap resamples of the prompts per 95% interval
 
 
 @dataclass(frozen=True)
@@ -97,3 +96,126 @@ class Beyond(ModelStep):
     n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1)
     n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+
+
+@dataclass(frozen=True)
+class Stability(ModelStep):
+    """Key-head sets over seeds, sample sizes, template families and counterfactuals, with Jaccard overlaps."""
+    task: str = option("addition", "addition, ..., all, fig8, fig10, or a template-pair file")
+    seeds: int = option(3, "independent draws: seeds SEED .. SEED+N-1", low=2)
+    sizes: tuple[int, ...] = option((64, 128, 256, 512), "pairs drawn per run (nested prefixes of one draw per seed)",
+                                    low=1)
+    kinds: tuple[str, ...] = option(("operator", "operand"), "counterfactuals compared",
+                                    choices=("operator", "operand"))
+    threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% interval below this", high=-1e-9)
+    top: int = option(10, "size of the top-k set compared beside the key set", low=1)
+    n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+
+    def check(self) -> None:
+        super().check()
+        check_task(self.task)
+
+
+@dataclass(frozen=True)
+class Accuracy(ModelStep):
+    """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
+    n_per_template: int = option(16, "prompts drawn per template", low=1)
+
+
+@dataclass(frozen=True)
+class Counterfactuals(ModelStep):
+    """Identify with the paper's operator counterfactual and with the operand counterfactual, and their overlap."""
+    task: str = option("addition", "the task both counterfactuals run on")
+    n_samples: int = option(128, "pairs drawn per counterfactual", low=1)
+
+    def check(self) -> None:
+        super().check()
+        check_task(self.task)
+
+
+@dataclass(frozen=True)
+class Finetune(ModelStep):
+    """One fine-tune arm: precise SFT of the key heads or full SFT; accuracy before and after (Tables 1, 2, 5)."""
+    mode: str = option("precise", "precise: the selected heads' slices only; full: every parameter",
+                       choices=("precise", "full"))
+    heads: str = option("top-8", "top-K (ranked in the model's results folder) or L.H,L.H (the paper tunes 32 of "
+                        "LLaMA2-7B's 1,024 heads)")
+    mlps: int = option(0, "also train the top-M MLP layers", low=0)
+    kv_policy: str = option("any", "GQA: which shared K/V heads train (arithmech.finetune.adapter)",
+                            choices=KV_POLICIES)
+    rescale: bool = option(True, "rescale head gradients by H/h")
+    train_data: str = option("embedded", "embedded | two-digit | negative | math | a .jsonl file of {prompt, completion}")
+    n_train: int | None = option(None, "a seeded sample of this many training rows", low=1)
+    benchmarks: tuple[str, ...] = option(("toy",), "toy | paper | gsm8k, addsub, singleeq, svamp, mmlu, csqa, ...")
+    limit: int | None = option(None, "evaluate a seeded sample of this many rows per benchmark", low=1)
+    data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
+    tag: str | None = option(None, "file name suffix: finetune/<mode>-<tag>.json")
+    epochs: float = option(SFT["epochs"], "training epochs (the paper: 2)", low=0)
+    max_steps: int = option(-1, "stop after this many optimizer steps (-1: the epochs decide)", low=-1)
+    lr: float = option(SFT["lr"], "learning rate (the paper: 2e-5)", low=0)
+    batch_size: int = option(SFT["batch_size"], "rows per optimizer step (micro batch x accumulation)", low=1)
+    micro_batch_size: int = option(8, "rows per forward pass", low=1)
+    warmup: float = option(SFT["warmup"], "warm-up ratio of the schedule", low=0, high=1)
+    weight_decay: float = option(SFT["weight_decay"], "AdamW weight decay", low=0)
+    bf16: bool = option(False, "bf16 autocast (the trained slices stay float32)")
+    fsdp: bool = option(False, "full SFT: FSDP through TrainingArguments")
+    save_adapter: bool = option(False, "keep the trained slices (adapter.safetensors) beside the record")
+    threads: int | None = option(None, "torch intra-op threads (default: torch's)", low=1, reuse=False)
+
+
+@dataclass(frozen=True)
+class Table1(ModelStep):
+    """Table 1 with controls: base, full SFT, precise SFT of the key heads and of layer-matched random heads."""
+
+    def check(self) -> None:
+        super().check()
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"--seeds {','.join(map(str, self.seeds))}: give distinct seeds")
+
+    model_name: str = option("smollm2-135m", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
+    suite: str = option("paper", "the measures: paper (a real LLM) or toy (the embedded model's skills); "
+                        "arithmech.evals.suites")
+    top_k: int = option(8, "heads tuned by precise SFT (ranked in the results folder)", low=1)
+    seeds: tuple[int, ...] = option((0, 1, 2), "training seeds", low=0)
+    draws: int = option(3, "random head draws (one per seed)", low=1)
+    steps: int = option(40, "optimizer steps per run", low=1)
+    batch_size: int = option(16, "rows per optimizer step", low=1)
+    max_extend: int = option(3, "grid extensions per arm until the chosen rate is interior", low=0)
+    scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9)
+    data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
+
+
+@dataclass(frozen=True)
+class TrainEmbedded(Config):
+    """Train the embedded arithmetic model (deterministic, about 12 minutes on 2 cores)."""
+    out: str | None = option(None, "output folder (default: the package's embedded/model/)")
+    steps: int = option(1200, "optimizer steps", low=1)
+    batch_size: int = option(64, "sequences per step", low=1)
+    seed: int = option(0, "seed of the data and the initialisation", low=0, high=2**32 - 1)
+    weight_decay: float = option(0.01, "AdamW weight decay", low=0)
+    overwrite: bool = option(False, "replace the model files in a non-empty --out (other files there are kept)")
+
+
+@dataclass(frozen=True)
+class EmbeddedAccuracy(Config):
+    """Accuracy on the paper's templates: fresh draws of trained pairs and the embedded model's held-out splits."""
+    model_name: str = option("embedded", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
+    seed: int = option(1, "seed of the draws", low=0, high=2**32 - 1)
+    device: str = option("cpu", "where the model runs", choices=DEVICES)
+    dtype: str = option("float32", "the model's weights", choices=DTYPES)
+
+    def check(self) -> None:
+        check_model(self.model_name)
+
+
+@dataclass(frozen=True)
+class Book(Config):
+    """Execute every chapter with papermill (atomically) and build the HTML book."""
+    only: str | None = option(None, "execute only this chapter (file stem, e.g. identify)")
+    set: tuple[str, ...] | None = option(None, "KEY=VALUE: a parameter for every chapter that has it (model=...) or "
+                                         "for one (identify.n_samples=32); comma-separated")
+    skip_execute: bool = option(False, "render the executed copies that exist; execute nothing")
+    html: bool = option(True, "run jupyter-book after executing")
+    root: str = option(".", "the book's root (holds _config.yml, _toc.yml)")
+    config: str | None = option(None, "parameter file relative to the root (default: book/book.yml)")

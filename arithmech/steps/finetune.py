@@ -23,10 +23,10 @@ from typing import Sequence
 from arithmech.core.models import Geometry
 from arithmech.finetune import adapter as A
 from arithmech.core import results as R
+from arithmech.steps.config import Finetune as Config
 from arithmech.finetune import runner
 from arithmech.steps import identify as identify_step
 from arithmech.steps.config import Identify as IdentifyConfig
-from arithmech.paper import SFT
 from dataclasses import asdict
 from arithmech.core.models import load_model
 from arithmech.core import records
@@ -41,9 +41,6 @@ from arithmech.evals.benchmarks import BENCHMARKS
 from arithmech.evals.benchmarks import TOY
 from arithmech.core.results import model_folder
 from arithmech.evals import benchmarks as evals
-from arithmech.core.inputs import common_arguments
-from arithmech.core.inputs import NON_NEGATIVE
-from arithmech.core.inputs import POSITIVE
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
@@ -199,18 +196,16 @@ def check_device(device: str) -> None:
         raise ValueError(f"--device {device!r}: use cpu, cuda, cuda:N or mps")
 
 
-def validate_finetune_args(model: str = "embedded", mode: str = "precise", heads: str = "top-8", mlps: int = 0,
-                           train_data: str = "embedded", results: str | Path = "results",
-                           benchmarks: Sequence[str] = ("toy",), epochs: float = 2.0, max_steps: int = -1,
-                           lr: float = 2e-5, batch_size: int = 128, micro_batch_size: int = 8, warmup: float = 0.02,
-                           weight_decay: float = 0.1, kv_policy: str = "any", rescale: bool = True,
-                           limit: int | None = None, n_train: int | None = None, device: str = "cpu",
-                           dtype: str = "float32", fsdp: bool = False, threads: int | None = None,
-                           world_size: int | None = None, tag: str | None = None, **_ignored) -> A.HeadSpec | None:
+def validate_finetune_args(config: Config, world_size: int | None = None) -> A.HeadSpec | None:
     """Check every argument of ``run_finetune`` and the files it reads; return the ``HeadSpec`` to train
     (``None`` for full SFT). Raises ``ValueError``/``FileNotFoundError`` with one clear line; loads no model.
-    Extra keyword arguments of ``run_finetune`` (``data_dir``, ...) are accepted and ignored."""
-    import re
+    The fields' own types and bounds were checked when ``config`` was built (:class:`Config`); these are the
+    rules between fields and against the files."""
+    c = config
+    model, mode, heads, mlps, train_data, results = c.model_name, c.mode, c.heads, c.mlps, c.train_data, c.results
+    benchmarks, epochs, max_steps, lr, batch_size = c.benchmarks, c.epochs, c.max_steps, c.lr, c.batch_size
+    micro_batch_size, warmup, weight_decay, kv_policy = c.micro_batch_size, c.warmup, c.weight_decay, c.kv_policy
+    limit, n_train, device, dtype, fsdp, threads, tag = c.limit, c.n_train, c.device, c.dtype, c.fsdp, c.threads, c.tag
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
         raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
@@ -264,7 +259,7 @@ def validate_finetune_args(model: str = "embedded", mode: str = "precise", heads
             raise ValueError(f"--heads top-{want}: only {len(ranked_h)} ranked heads available")
         want = ranked_h[:want]
     check_heads_in_model(want, geo)
-    return A.HeadSpec(heads=tuple(want), mlps=tuple((ranked_m or [])[:mlps]), kv_policy=kv_policy, rescale=rescale)
+    return A.HeadSpec(heads=tuple(want), mlps=tuple((ranked_m or [])[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
 
 
 # ------------------------------------------------------------------------------ key components
@@ -301,15 +296,7 @@ def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[i
 
 
 # ------------------------------------------------------------------------------------- runner
-def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "top-8", mlps: int = 0,
-                 train_data: str = "embedded", results: str | Path = "results", benchmarks: Sequence[str] = ("toy",),
-                 epochs: float = SFT["epochs"], max_steps: int = -1, lr: float = SFT["lr"],
-                 batch_size: int = SFT["batch_size"], micro_batch_size: int = 8, warmup: float = SFT["warmup"],
-                 weight_decay: float = SFT["weight_decay"], seed: int = 0, device: str = "cpu",
-                 dtype: str = "float32", bf16: bool = False, kv_policy: str = "any", rescale: bool = True,
-                 limit: int | None = None, data_dir=None, n_train: int | None = None, tag: str | None = None,
-                 save_adapter: bool = False, fsdp: bool = False, before: dict | None = None,
-                 threads: int | None = None, overwrite: bool = False, command: str | None = None) -> dict:
+def run_finetune(config: Config, command: str | None = None, before: dict | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
     Every argument and input file is checked first (:func:`arithmech.finetune.checks.validate_finetune_args`),
@@ -323,18 +310,21 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
     """
-    spec = validate_finetune_args(**{k: v for k, v in locals().items() if k != "before"})
-    if threads:
-        kw = {**locals(), "threads": None}
-        kw.pop("spec")
+    spec = validate_finetune_args(config)
+    if config.threads:
         n = torch.get_num_threads()
-        torch.set_num_threads(threads)
+        torch.set_num_threads(config.threads)
         try:
-            return run_finetune(**kw)
+            return run_finetune(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
+    c = config
+    model, mode, tag, results, seed, device, dtype = c.model_name, c.mode, c.tag, c.results, c.seed, c.device, c.dtype
+    benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
+    lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
+    warmup, weight_decay, bf16, fsdp, rescale, kv_policy = c.warmup, c.weight_decay, c.bf16, c.fsdp, c.rescale, c.kv_policy
     folder = R.model_folder(results, model)
-    records.check_finetune_writable(records.finetune_path(folder, mode, tag), overwrite)
+    records.check_finetune_writable(records.finetune_path(folder, mode, tag), c.overwrite)
     t0 = time.time()
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
@@ -356,7 +346,7 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
         train = runner.train_measured(trainer, device)
     net.eval()
-    if save_adapter and mode == "precise":
+    if c.save_adapter and mode == "precise":
         A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
     after = ev(net)
     record = records.finetune_record(
@@ -374,48 +364,3 @@ def run_finetune(model: str = "embedded", mode: str = "precise", heads: str = "t
         wall_s=round(time.time() - t0, 2))
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record
-
-
-def _cli(a) -> None:
-    import shlex
-    r = run_finetune(model=a.model, mode=a.mode, heads=a.heads, mlps=a.mlps, train_data=a.train_data,
-                     results=a.results, benchmarks=a.benchmarks.split(","), epochs=a.epochs, max_steps=a.max_steps,
-                     lr=a.lr, batch_size=a.batch_size, micro_batch_size=a.micro_batch_size, warmup=a.warmup,
-                     weight_decay=a.weight_decay, seed=a.seed, device=a.device, dtype=a.dtype, bf16=a.bf16,
-                     kv_policy=a.kv_policy, rescale=not a.no_rescale, limit=a.limit, data_dir=a.data_dir,
-                     n_train=a.n_train, tag=a.tag, save_adapter=a.save_adapter, fsdp=a.fsdp,
-                     threads=a.threads, overwrite=a.overwrite,
-                     command="python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv))
-    for k, v in r["results"].items():
-        print(f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})")
-    print(f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: {r['train']['samples_per_second']}, "
-          f"peak memory: {r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
-
-
-def add_cli(subparsers, name: str = "finetune") -> None:
-    s = subparsers.add_parser("finetune", help="one fine-tune arm: precise SFT of key heads or full SFT; "
-                              "accuracy before/after (Tables 1, 2, 5)")
-    common_arguments(s)
-    s.add_argument("--mode", choices=("precise", "full"), default="precise")
-    s.add_argument("--heads", default="top-32", help="top-K (ranked in the model's results folder) or L.H,L.H")
-    s.add_argument("--mlps", type=NON_NEGATIVE, default=0, help="also train the top-M MLP layers")
-    s.add_argument("--kv-policy", choices=A.KV_POLICIES, default="any", help="GQA: see arithmech.finetune.adapter")
-    s.add_argument("--no-rescale", action="store_true", help="do not rescale head gradients by H/h")
-    s.add_argument("--train-data", default="embedded", help="embedded | math | file.jsonl ({prompt, completion})")
-    s.add_argument("--n-train", type=POSITIVE, default=None, help="seeded sample of the training data")
-    s.add_argument("--benchmarks", default="toy", help="toy | paper | comma list of gsm8k,addsub,singleeq,svamp,mmlu,csqa")
-    s.add_argument("--limit", type=POSITIVE, default=None, help="evaluate a seeded sample of this many rows per benchmark")
-    s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
-    s.add_argument("--tag", default=None, help="file name suffix: finetune/<mode>-<tag>.json")
-    s.add_argument("--epochs", type=float, default=SFT["epochs"])
-    s.add_argument("--max-steps", type=int, default=-1)
-    s.add_argument("--lr", type=float, default=SFT["lr"])
-    s.add_argument("--batch-size", type=POSITIVE, default=SFT["batch_size"])
-    s.add_argument("--micro-batch-size", type=POSITIVE, default=8)
-    s.add_argument("--warmup", type=float, default=SFT["warmup"])
-    s.add_argument("--weight-decay", type=float, default=SFT["weight_decay"])
-    s.add_argument("--bf16", action="store_true", help="bf16 autocast (trainable slices stay fp32)")
-    s.add_argument("--fsdp", action="store_true", help="full SFT: FSDP through TrainingArguments")
-    s.add_argument("--save-adapter", action="store_true")
-    s.add_argument("--threads", type=POSITIVE, default=None, help="torch intra-op threads (default: torch's)")
-    s.set_defaults(func=_cli)

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.steps.identify import identify, ranking
@@ -83,7 +84,7 @@ def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: s
     return out, stats
 
 
-def compare_runs(model, tok, a, b, n_samples: int = 256, seed: int = 0, threshold: float = -0.05,
+def compare_runs(model, tok, a, b, n_samples: int = 256, seed: int = 0, threshold: float = KEY_THRESHOLD,
                  top: int = 10, names: tuple[str, str] = ("a", "b"), batch_size: int = 64) -> dict:
     """Table 4: identify on two datasets ``a`` and ``b`` (tasks, template lists or sample lists), then
     the overlap of their ``top`` heads by effect rank ("top-10 key heads") and the knockout of shared
@@ -114,7 +115,7 @@ def compare_runs(model, tok, a, b, n_samples: int = 256, seed: int = 0, threshol
 
 # ------------------------------------------------------------------------------------- Table 3
 def table3(model, tok, templates: Sequence | None = None, n_samples: int = 256, seed: int = 0,
-           threshold: float = -0.05, batch_size: int = 64) -> tuple[list[dict], dict]:
+           threshold: float = KEY_THRESHOLD, batch_size: int = 64) -> tuple[list[dict], dict]:
     """App. D, Table 3: for each exponentiation template (default ``templates.EXPONENTIATION``), the key
     heads and the relative accuracy change on its X_r after knocking them out (per-template X_c means).
 

@@ -42,20 +42,18 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.core import results as R
+from arithmech.steps.config import Stability as Config
 from arithmech.evals.scoring import filter_correct
 from arithmech.core.progress import Progress
 from arithmech.data import pairs as D
-from arithmech.methods.effects import N_BOOT, effects_frame, key_heads, ranking
+from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.evals.scoring import check_counterfactuals
 from arithmech.steps.identify import task_templates
 from arithmech.core.models import load_model
-from arithmech.core.inputs import common_arguments
-from arithmech.core.inputs import POSITIVE
 
-SIZES = (64, 128, 256, 512)
-N_SEEDS = 3
-KINDS = ("operator", "operand")
+DEFAULTS = Config()          # the step's defaults (arithmech.steps.config), written once
+KINDS = DEFAULTS.kinds
 ALL = "all"                                        # the family label of a run over every template
 
 
@@ -123,9 +121,10 @@ def _run_row(kind, seed, size, family, n_drawn, p: Patched, threshold, top, n_bo
              "n_key": len(key), "key": " ".join(key), "top": " ".join(tops)}, eff)
 
 
-def stability(model, tok, task="addition", seeds: Sequence[int] = (0, 1, 2), sizes: Sequence[int] = SIZES,
-              kinds: Sequence[str] = KINDS, threshold: float = -0.05, top: int = 10, n_boot: int = N_BOOT,
-              families: bool = True, keep_correct: bool = True, batch_size: int = 64,
+def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), sizes: Sequence[int] = DEFAULTS.sizes,
+              kinds: Sequence[str] = KINDS, threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top,
+              n_boot: int = DEFAULTS.n_boot, families: bool = True, keep_correct: bool = True,
+              batch_size: int = DEFAULTS.batch_size,
               answer_token: str = "last-digit") -> StabilityResult:
     """Key-head sets over seeds × sizes × kinds (and template families), compared by Jaccard overlap.
 
@@ -266,69 +265,36 @@ def read_results(folder: str | Path) -> dict:
     return out
 
 
-def ensure(model, tok, folder: str | Path, recompute: bool = False, **kw) -> dict:
-    """:func:`read_results` of ``folder`` when its recorded parameters are those of ``kw`` (over the defaults
-    of :func:`stability`), else run :func:`stability` with ``kw``, write and read back."""
-    import inspect
-    want = {k: v.default for k, v in inspect.signature(stability).parameters.items() if k not in ("model", "tok")}
-    want.update(kw)
-    seeds, sizes, kinds = check_args(want["seeds"], want["sizes"], want["kinds"], want["threshold"], want["top"],
-                                     want["n_boot"])
-    want.update(seeds=seeds, sizes=sizes, kinds=kinds)
-    if recompute or not R.made_with(folder, "stability", want):
-        t0 = time.time()
-        res = stability(model, tok, **kw)
-        res.timings["total"] = time.time() - t0
-        write_results(res, folder)
+def recorded(config: Config) -> dict:
+    """What ``run.json`` records of a run made with ``config``: the seeds as the list they expand to, the
+    sizes sorted, and :func:`stability`'s fixed choices (template families, only X_r, the answer token)."""
+    c = config
+    return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
+                kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
+                families=True, keep_correct=True, answer_token="last-digit")
+
+
+def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
+    """:func:`read_results` of the model's folder when ``run.json`` records a stability run made with
+    ``config`` (:func:`recorded`), else :func:`run` (with ``model``/``tok`` when the caller has them loaded)."""
+    folder = R.model_folder(config.results, config.model_name)
+    if recompute or not R.made_with(folder, "stability", recorded(config)):
+        run(config.replace(overwrite=True), model=model, tok=tok)
     return read_results(folder)
 
 
-def parse_ints(text: str, what: str) -> list[int]:
-    """``"64,128,256"`` → ``[64, 128, 256]``; one line naming ``what`` when it is not a list of whole numbers."""
-    try:
-        return [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{what} {text!r}: expected whole numbers separated by commas, e.g. 64,128,256,512") from None
-
-
-def run(model: str = "embedded", task: str = "addition", seed: int = 0, n_seeds: int = N_SEEDS,
-        sizes: Sequence[int] = SIZES, kinds: Sequence[str] = KINDS, results: str | Path = "results",
-        device: str = "cpu", dtype: str = "float32", overwrite: bool = False, **kw) -> tuple[StabilityResult, Path]:
-    """Check the arguments, load ``model``, run :func:`stability` with seeds ``seed .. seed + n_seeds - 1``
-    and write the files to the model's results folder (``results``: the root or the model's folder)."""
-    seeds = list(range(seed, seed + n_seeds))
-    check_args(seeds, sizes, kinds, kw.get("threshold", -0.05), kw.get("top", 10), kw.get("n_boot", N_BOOT))
-    task_templates(task)                                  # a wrong task or a missing file fails before loading
-    folder = R.model_folder(results, model)
-    R.check_writable(folder, "stability", overwrite)
+def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
+    """Load the model (unless given), run :func:`stability` with seeds ``seed .. seed + seeds - 1`` and write
+    the files to the model's results folder (``config.results``: the root or the model's folder)."""
+    c = config
+    folder = R.model_folder(c.results, c.model_name)
+    R.check_writable(folder, "stability", c.overwrite)
+    rec = recorded(c)
     t0 = time.time()
-    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
-    res = stability(net, tok, task, seeds, sizes, kinds, **kw)
+    if model is None:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+    res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold, top=c.top,
+                    n_boot=c.n_boot, batch_size=c.batch_size)
     res.timings["total"] = time.time() - t0
-    write_results(res, folder, extra={"model": model, "device": device, "dtype": dtype}, model=model)
+    write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model=c.model_name)
     return res, folder
-
-
-def _cli(a) -> None:
-    res, folder = run(model=a.model, task=a.task, seed=a.seed, n_seeds=a.seeds, sizes=parse_ints(a.sizes, "--sizes"),
-                      kinds=[k.strip() for k in a.kinds.split(",") if k.strip()], results=a.results, device=a.device,
-                      dtype=a.dtype, overwrite=a.overwrite, threshold=a.threshold, top=a.top, n_boot=a.n_boot,
-                      batch_size=a.batch_size)
-    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
-        print(claims(res.table, res.runs).drop(columns="rule").to_string(index=False))
-    print(f"wrote {', '.join(FILENAMES)} to {folder} in {res.timings['total']:.0f} s")
-
-
-def add_cli(subparsers, name: str = "stability") -> None:
-    s = subparsers.add_parser(name, help="key-head sets over seeds, sample sizes, template families and "
-                              "counterfactuals, with Jaccard overlaps (issue 13)")
-    common_arguments(s)
-    s.add_argument("--task", default="addition", help="addition, ..., all, fig8, fig10, or a template-pair file")
-    s.add_argument("--seeds", type=POSITIVE, default=N_SEEDS, help="independent draws: seeds SEED .. SEED+N-1")
-    s.add_argument("--sizes", default=",".join(map(str, SIZES)), help="pairs drawn per run (nested per seed)")
-    s.add_argument("--kinds", default=",".join(KINDS), help="counterfactuals: operator, operand or both")
-    s.add_argument("--threshold", type=float, default=-0.05, help="key heads: 95%% interval of the effect below this")
-    s.add_argument("--top", type=POSITIVE, default=10, help="size of the top-k set compared beside the key set")
-    s.add_argument("--n-boot", type=POSITIVE, default=N_BOOT, help="bootstrap resamples of the prompts")
-    s.add_argument("--batch-size", type=POSITIVE, default=64)
-    s.set_defaults(func=_cli)

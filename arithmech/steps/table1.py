@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Sequence
 import torch
 
 from arithmech.core import results as R
+from arithmech.steps.config import Table1 as Config
 
 from arithmech.core import records
 from arithmech.core.progress import Progress
@@ -49,9 +49,8 @@ from arithmech.core.models import load_model
 from arithmech.paper import SFT
 from arithmech.finetune import adapter as A
 from arithmech.finetune import runner as F
+from arithmech.finetune.data import tokenize_pairs
 from arithmech.evals.measures import table1_sizes
-from arithmech.core.inputs import common_arguments
-from arithmech.core.inputs import POSITIVE
 
 ARMS = ("full", "precise-key", "precise-random")
 GRIDS = {"toy": {"full": (3e-4, 1e-3, 3e-3), "precise-key": (1e-3, 3e-3, 1e-2), "precise-random": (1e-3, 3e-3, 1e-2)},
@@ -120,7 +119,7 @@ def train_arm(model: str, suite, heads, lr: float, seed: int, steps: int, batch_
     ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
     torch.manual_seed(seed)
     net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
-    rows = F.tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
+    rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
     spec = A.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
         args = F.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
@@ -166,16 +165,20 @@ def check_args(suite: str, seeds, draws: int, grid: dict | None, steps: int, bat
     return grid
 
 
-def run_arms(model: str, results: str | Path = "results", suite: str = "paper", top_k: int = 8,
-             seeds: Sequence[int] = (0, 1, 2), draws: int = 3, arms: Sequence[str] = ARMS, grid: dict | None = None,
-             steps: int = 40, batch_size: int = 16, max_extend: int = 3, data_seed: int = 0, device: str = "cpu",
-             dtype: str = "float32", data_dir=None, sizes: dict | None = None, command: str | None = None,
-             overwrite: bool = False) -> dict:
+def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = None, data_seed: int = 0,
+             sizes: dict | None = None, command: str | None = None) -> dict:
     """Run Table 1 (module docstring) and write its records and ``finetune/table1.json``; returns the plan.
 
     ``suite``: ``toy`` (the embedded model) or ``paper`` (a real model), :mod:`arithmech.evals.suites`.
-    ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.evals.measures.table1_sizes`).
+    ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.evals.measures.table1_sizes` of
+    ``config.scale``, the default); ``arms``, ``grid``, ``data_seed``: a chapter's or a test's narrower run.
     """
+    c = config
+    model, results, suite, top_k, seeds, draws = c.model_name, c.results, c.suite, c.top_k, list(c.seeds), c.draws
+    steps, batch_size, max_extend, device, dtype = c.steps, c.batch_size, c.max_extend, c.device, c.dtype
+    data_dir, overwrite = c.data_dir, c.overwrite
+    if sizes is None and suite == "paper":
+        sizes = table1_sizes(c.scale)
     grid = check_args(suite, list(seeds), draws, grid, steps, batch_size, top_k, max_extend)
     S = get_suite(suite)
     out = R.model_folder(results, model)
@@ -279,39 +282,3 @@ def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def _cli(a) -> None:
-    import shlex
-    check_scale(a.scale)
-    command = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
-    try:
-        seeds = [int(s) for s in a.seeds.split(",")]
-    except ValueError:
-        raise ValueError(f"--seeds {a.seeds!r}: expected a comma list of integers, e.g. 0,1,2") from None
-    plan = run_arms(a.model, a.results, a.suite, a.top_k, seeds, a.draws,
-                    steps=a.steps, batch_size=a.batch_size, max_extend=a.max_extend, device=a.device, dtype=a.dtype,
-                    data_dir=a.data_dir, command=command, overwrite=a.overwrite,
-                    sizes=table1_sizes(a.scale) if a.suite == "paper" else None)
-    print(json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()}))
-
-
-def add_cli(subparsers, name: str = "table1-arms") -> None:
-    """``table1-arms``: base, full, precise-key and precise-random with seeds and matched learning rates."""
-    s = subparsers.add_parser(name, help="Table 1 with controls: base, full, precise (key heads), precise (random heads)")
-    common_arguments(s, model="smollm2-135m")
-    s.add_argument("--suite", choices=("paper", "toy"), default="paper", help="toy: the embedded model's skills")
-    s.add_argument("--top-k", type=POSITIVE, default=8, help="heads tuned by precise SFT (ranked in the results folder)")
-    s.add_argument("--seeds", default="0,1,2", help="training seeds, comma list")
-    s.add_argument("--draws", type=POSITIVE, default=3, help="random head draws (one per seed)")
-    s.add_argument("--steps", type=POSITIVE, default=40)
-    s.add_argument("--batch-size", type=POSITIVE, default=16)
-    s.add_argument("--max-extend", type=int, default=3, help="grid extensions per arm until the choice is interior")
-    s.add_argument("--scale", type=float, default=1.0, help="paper suite: multiply the evaluation sizes")
-    s.add_argument("--data-dir", default=None, help="benchmark folder (default $ARITHMECH_DATA or ../shared/data)")
-    s.set_defaults(func=_cli)
-
-
-def check_scale(scale) -> float:
-    """``--scale``: a positive finite number (1: the CPU-sized run, 10: a GPU-sized one)."""
-    if not (isinstance(scale, (int, float)) and 0 < scale < float("inf")):
-        raise ValueError(f"--scale {scale!r}: expected a positive finite number (1: a CPU run, 10: a GPU run)")
-    return scale

@@ -13,6 +13,7 @@ from arithmech.core import results as R
 from arithmech.data import pairs
 from arithmech.steps.finetune import run_finetune
 from arithmech.steps import analyze as A
+from arithmech.steps.config import Finetune
 
 
 def test_cli_writes_results_files(tmp_path, capsys):
@@ -121,10 +122,10 @@ def test_runner_writes_results(tmp_path):
     rows = [f"all,{l},{h},{-0.01 * (l * 4 + h)}" for l in range(2) for h in range(4)] + ["all,0,mlp,0.1", "all,1,mlp,0.2"]
     rows = [f"{r},{r.rsplit(',', 1)[1]},{r.rsplit(',', 1)[1]}" for r in rows]
     (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n" + "\n".join(rows) + "\n")
-    common = dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
+    common = dict(model_name=str(tmp_path / "toy"), results=str(tmp_path / "res"), benchmarks=["generic"], max_steps=2,
                   batch_size=4, micro_batch_size=4, lr=1e-3, n_train=16)
-    precise = run_finetune(mode="precise", heads="top-2", **common)
-    full = run_finetune(mode="full", **common)
+    precise = run_finetune(Finetune(mode="precise", heads="top-2", **common))
+    full = run_finetune(Finetune(mode="full", **common))
     saved = json.loads((tmp_path / "res" / "toy" / "finetune" / "precise.json").read_text())
     assert saved["heads"] == [[0, 1], [1, 2]] and saved["train"]["steps"] == 2
     assert precise["tuned_parameters"] == 2 * 4 * 32 * 8
@@ -135,4 +136,4 @@ def test_runner_writes_results(tmp_path):
         assert r["train"]["samples_per_second"] > 0 and r["train"]["peak_memory"]["peak_bytes"] >= 0
     assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
     with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
-        run_finetune(mode="full", **common)
+        run_finetune(Finetune(mode="full", **common))

@@ -55,8 +55,9 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     from arithmech.steps.finetune import ensure_ranking
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
-    kw = dict(suite="tiny", top_k=8, seeds=(0, 1), draws=2, steps=1, batch_size=8, max_extend=0)
-    plan = A.run_arms("embedded", folder, **kw)
+    config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,
+                      steps=1, batch_size=8, max_extend=0)
+    plan = A.run_arms(config)
     assert plan == R.read(folder, "finetune/table1.json")
     tuned = {tuple(h) for h in plan["heads"]["tuned"]}
     for d in plan["heads"]["random_draws"]:
@@ -66,13 +67,13 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
         assert len(a["grid_rows"]) == 3 + a["extensions"]
     files = {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
     assert len(files) == 1 + sum(len(a["grid_rows"]) + 1 for a in plan["arms"].values()) + 1     # + table1.json
-    A.run_arms("embedded", folder, **kw)                                              # resume: nothing to do
+    A.run_arms(config)                                                                # resume: nothing to do
     assert files == {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
     other = tmp_path / "again" / "embedded"
     other.mkdir(parents=True)
     for n in ("key_heads.json", "effects.csv", "prompts.jsonl", "run.json"):
         shutil.copy(folder / n, other / n)
-    A.run_arms("embedded", other, **{**kw, "arms": ("precise-random",)})
+    A.run_arms(config.replace(results=str(other)), arms=("precise-random",))
     for name in (p.name for p in (other / "finetune").glob("*.json")):
         if name != "table1.json":
             a, b = (json.loads((f / "finetune" / name).read_text()) for f in (folder, other))

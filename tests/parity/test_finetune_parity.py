@@ -11,7 +11,8 @@ import torch
 
 from arithmech.core.models import Geometry
 from arithmech.finetune import adapter as A
-from arithmech.finetune.runner import Collator, HeadMaskedTrainer, training_args
+from arithmech.finetune.data import Collator
+from arithmech.finetune.runner import HeadMaskedTrainer, training_args
 
 from factories import make_tiny_llama, random_sft_rows
 

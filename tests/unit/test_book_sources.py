@@ -10,14 +10,14 @@ from pathlib import Path
 
 import nbformat
 
-from arithmech.report import book, offline
+from arithmech.report import book, offline, plan
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_parse_sets_reads_yaml_values():
     """Protects: ``--set`` values are typed like YAML; ``chapter.key`` targets one chapter."""
-    g, per = book.parse_sets(["n=8", "model=meta-llama/Llama-2-7b-hf", "identify.tasks=[addition, division]",
+    g, per = plan.parse_sets(["n=8", "model=meta-llama/Llama-2-7b-hf", "identify.tasks=[addition, division]",
                               "x=0.5", "flag=true"])
     assert g == {"n": 8, "model": "meta-llama/Llama-2-7b-hf", "x": 0.5, "flag": True}
     assert per == {"identify": {"tasks": ["addition", "division"]}}
@@ -115,12 +115,13 @@ def test_the_output_check_sees_outputs(tmp_path):
 
 def test_every_chapter_calls_setup_in_its_check_cell():
     """Protects: every chapter's second cell (after the parameters) calls arithmech.report.book.setup() and
-    check_params: the theme, the offline charts and parameter checking are never forgotten."""
+    builds the chapter's config (``chapters.check``): the theme, the offline charts and parameter checking are
+    never forgotten."""
     for p in _chapters():
         nb = book.read_notebook(REPO / p)
         code = [c for c in nb.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
         assert "parameters" in code[0].metadata.get("tags", []), p
-        assert "setup()" in code[1].source and "check_params(" in code[1].source, p
+        assert "setup()" in code[1].source and f'chapters.check("{p.stem}", globals())' in code[1].source, p
 
 
 def test_papermill_parses_every_parameter_of_every_chapter():
@@ -159,3 +160,23 @@ def test_generated_text_is_included_never_written_into_pages():
         assert "| claim | paper" not in text and "| parameter | default" not in text, page
     ignored = subprocess.run(["git", "check-ignore", "-q", str(book.FINDINGS)], cwd=REPO)
     assert ignored.returncode in (0, 128), "book/_generated/ must be git-ignored"
+
+
+def test_every_chapter_parameters_cell_matches_its_config():
+    """Protects one default per parameter: each chapter's parameters cell (what papermill overrides) names
+    exactly the fields of its config in :mod:`arithmech.report.chapters`, with the same defaults, so the
+    book plan and the check cell judge the values the chapter actually runs with."""
+    import ast
+    from dataclasses import fields
+    from arithmech.report.chapters import CHAPTERS
+    names = []
+    for p in _chapters():
+        cell = next(c for c in book.read_notebook(REPO / p).cells if "parameters" in c.metadata.get("tags", []))
+        values = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(cell.source).body
+                  if isinstance(n, ast.Assign)}
+        config = CHAPTERS[p.stem]
+        assert set(values) == {f.name for f in fields(config)}, p
+        built = config(**values)
+        assert built == config(), (p, built)
+        names.append(p.stem)
+    assert sorted(names) == sorted(CHAPTERS)

@@ -10,6 +10,7 @@ import pytest
 from arithmech.data import templates as T
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.answers import OPERANDS, answer_rule
+from arithmech.data import heldout as declared
 from arithmech.embedded import heldout as H
 from arithmech.embedded import train as E
 
@@ -36,7 +37,7 @@ def sentence_regex(t: T.Template) -> re.Pattern:
 
 
 TRAINED = [(t, sentence_regex(t)) for t in T.FIG8 + T.FIG10]
-HELD = [(t, sentence_regex(t)) for t in H.HELDOUT_TEMPLATES]
+HELD = [(t, sentence_regex(t)) for t in declared.HELDOUT_TEMPLATES]
 
 
 def test_training_stream_never_shows_a_heldout_pair_or_phrasing():
@@ -56,19 +57,19 @@ def test_training_stream_never_shows_a_heldout_pair_or_phrasing():
             for t, m in hits:
                 a, b, c = int(m["A"]), int(m["B"]), int(m["C"])
                 assert answer_rule(t)(a, b) == c, text
-                assert (a, b) not in H.HELDOUT_PAIRS[t.op], (text, t.id)
+                assert (a, b) not in declared.HELDOUT_PAIRS[t.op], (text, t.id)
                 seen[t.op].add((a, b))
     assert n_arith > 0.8 * 300 * 64
     for op, pairs in seen.items():     # the stream does reach every trained pair: the check above bites
         trained = {(a, b) for a in OPERANDS for b in OPERANDS if answer_rule(
-            next(t for t in T.FIG8 if t.op == op))(a, b) is not None} - H.HELDOUT_PAIRS[op]
+            next(t for t in T.FIG8 if t.op == op))(a, b) is not None} - declared.HELDOUT_PAIRS[op]
         assert pairs == trained, op
 
 
 def test_heldout_pairs_are_mirrored_stratified_and_about_15_percent():
     """Protects: the declared held-out pairs: valid for their operation, 10-20 % of its pairs, both answer lengths
     held out where they exist, and for + and x every pair held out with its mirror (no trivial leak)."""
-    for op, held in H.HELDOUT_PAIRS.items():
+    for op, held in declared.HELDOUT_PAIRS.items():
         rule = answer_rule(next(t for t in T.FIG8 if t.op == op))
         valid = [(a, b) for a in OPERANDS for b in OPERANDS if rule(a, b) is not None]
         assert held <= set(valid) and 0.10 <= len(held) / len(valid) <= 0.20, (op, len(held), len(valid))
@@ -87,8 +88,8 @@ def test_heldout_phrasings_are_new_known_words_and_no_prefix_of_training():
     tok = E.build_tokenizer()
     trained_prompts = {t.clean for t in T.FIG8 + T.FIG10 + T.EXPONENTIATION}
     items = H.split_items("heldout_phrasings", seed=3, n_per_template=10)
-    assert len(items) == 10 * len(H.HELDOUT_TEMPLATES)
-    for t in H.HELDOUT_TEMPLATES:
+    assert len(items) == 10 * len(declared.HELDOUT_TEMPLATES)
+    for t in declared.HELDOUT_TEMPLATES:
         assert t.clean not in trained_prompts
         assert not any(c.startswith(t.clean) for c in trained_prompts), t.id
     for it in items:
@@ -101,7 +102,7 @@ def test_split_items_cover_every_heldout_pair_and_keep_in_distribution_clean():
     """Protects: the held-out-pair split holds every held-out pair in every training template whose rule allows
     it (twice), and the in-distribution split none."""
     items = H.split_items("heldout_pairs", seed=1)
-    expected = sum(2 for t in T.FIG8 + T.FIG10 for p in H.HELDOUT_PAIRS[t.op] if answer_rule(t)(*p) is not None)
+    expected = sum(2 for t in T.FIG8 + T.FIG10 for p in declared.HELDOUT_PAIRS[t.op] if answer_rule(t)(*p) is not None)
     assert len(items) == expected
     assert all(is_heldout_pair(it["op"], it["a"], it["b"]) for it in items)
     assert not any(is_heldout_pair(it["op"], it["a"], it["b"]) for it in H.split_items("in_distribution"))

@@ -12,7 +12,8 @@ import pytest
 from arithmech.core.models import Geometry
 from arithmech.core.trace import TraceDict
 from arithmech.finetune import adapter as A
-from arithmech.finetune.runner import HeadMaskedTrainer, tokenize_pairs, training_args
+from arithmech.finetune.data import tokenize_pairs
+from arithmech.finetune.runner import HeadMaskedTrainer, training_args
 from arithmech.steps.finetune import parse_heads
 from arithmech.steps.finetune import ranked_components
 

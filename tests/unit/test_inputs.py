@@ -20,6 +20,7 @@ from arithmech.data import pairfile as PF
 from arithmech.data import templates as T
 from arithmech.data.pairs import load_template_pairs, make_pairs
 from arithmech.embedded.train import build_tokenizer
+from arithmech.steps.config import Finetune
 
 
 @pytest.fixture(scope="module")
@@ -396,17 +397,17 @@ def _toy_results(tmp_path, n_layers=2, n_heads=4, effects_rows=None, key_heads=N
         effects_rows += [("all", l, "mlp", 0.1 * l) for l in range(n_layers)]
     lines = ["task,layer,head,effect,effect_lo,effect_hi"] + [f"{t},{l},{h},{e},{e},{e}" for t, l, h, e in effects_rows]
     (res / "effects.csv").write_text("\n".join(lines) + "\n")
-    return dict(model=str(tmp_path / "toy"), results=tmp_path / "res", benchmarks=["generic"], max_steps=2,
+    return dict(model_name=str(tmp_path / "toy"), results=str(tmp_path / "res"), benchmarks=["generic"], max_steps=2,
                 batch_size=4, micro_batch_size=4, lr=1e-3, n_train=8)
 
 
 @pytest.fixture
 def no_model_load(monkeypatch):
     """run_finetune must fail before any model is loaded: loading (or evaluating) one fails the test."""
-    from arithmech.finetune import runner
+    from arithmech.steps import finetune
     def boom(*_a, **_k):
         raise AssertionError("a model was loaded before the arguments were checked")
-    monkeypatch.setattr(runner, "load_model", boom)
+    monkeypatch.setattr(finetune, "load_model", boom)
 
 
 BAD_FINETUNE = [
@@ -418,7 +419,7 @@ BAD_FINETUNE = [
     (dict(heads="1.-2"), r"is not layer.head"),
     (dict(heads=""), r"--heads ''"),
     (dict(heads="top-99"), r"only 8 ranked heads"),      # the 8 heads of a 2 x 4 model, key head 1.2 first
-    (dict(mlps=-1), r"--mlps -1: must be a whole number >= 0"),
+    (dict(mlps=-1), r"--mlps -1 is below 0"),
     (dict(mlps=3), r"--mlps 3: only 2 ranked MLP layers"),
     (dict(batch_size=0), r"--batch-size 0"),
     (dict(batch_size=-4), r"--batch-size -4"),
@@ -447,7 +448,7 @@ def test_finetune_bad_argument_refused_before_model_load(tmp_path, no_model_load
     from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2", **bad}
     with time_limit(20), pytest.raises(ValueError, match=match):
-        run_finetune(**kw)
+        run_finetune(Finetune(**kw))
 
 
 def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_load):
@@ -456,12 +457,12 @@ def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_lo
     from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2"}
     with pytest.raises(FileNotFoundError, match="--train-data 'nope.jsonl'"):
-        run_finetune(**{**kw, "train_data": "nope.jsonl"})
+        run_finetune(Finetune(**{**kw, "train_data": "nope.jsonl"}))
     with pytest.raises((FileNotFoundError, OSError, ValueError)):
-        run_finetune(**{**kw, "model": str(tmp_path / "nothing.gguf")})
+        run_finetune(Finetune(**{**kw, "model_name": str(tmp_path / "nothing.gguf")}))
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
-            run_finetune(**{**kw, "device": "cuda"})
+            run_finetune(Finetune(**{**kw, "device": "cuda"}))
 
 
 KEY_HEADS_BAD = [
@@ -483,7 +484,7 @@ def test_key_heads_of_the_wrong_shape_refused_before_model_load(tmp_path, no_mod
     from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path, key_heads=text), "heads": "top-2"}
     with time_limit(20), pytest.raises(ValueError, match=r"key_heads\.json.*" + match):
-        run_finetune(**kw)
+        run_finetune(Finetune(**kw))
 
 
 def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_load):
@@ -494,7 +495,7 @@ def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_loa
     full = [("all", l, str(h), round(-0.01 * ((5 * (l * 4 + h)) % 8), 3)) for l in range(2) for h in range(4)]
     full += [("all", l, "mlp", 0.1 * l) for l in range(2)]
     kw = {**_toy_results(tmp_path, effects_rows=full), "heads": "top-4", "mlps": 1}
-    spec = validate_finetune_args(**kw)
+    spec = validate_finetune_args(Finetune(**kw))
     rest = sorted(((e, l, int(h)) for _, l, h, e in full if h != "mlp" and (l, int(h)) != (1, 2)))
     want = [(1, 2)] + [(l, h) for _, l, h in rest][:3]
     assert spec.heads == tuple(sorted(want)) and spec.mlps == (0,)
@@ -503,7 +504,7 @@ def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_loa
     for text in ["\n".join(lines[:6]) + "\n", "\n".join(lines[:-3] + [lines[-3][:6]]) + "\n"]:
         csv.write_text(text)
         with time_limit(20), pytest.raises(ValueError, match=r"effects\.csv.*truncated"):
-            validate_finetune_args(**kw)
+            validate_finetune_args(Finetune(**kw))
 
 
 # ------------------------------------------------------------------------ fuzz: finetune arguments
@@ -523,7 +524,7 @@ def test_fuzz_finetune_arguments_accepted_or_refused(tmp_path, no_model_load):
         kw = {**base, **{k: rng.choice(v) for k, v in choices.items() if rng.random() < 0.4}}
         t0 = time.perf_counter()
         try:
-            spec = validate_finetune_args(**kw)
+            spec = validate_finetune_args(Finetune(**kw))
             ok += 1
             assert (spec is None) == (kw.get("mode", "precise") == "full")
             assert spec is None or all(0 <= l < 2 and 0 <= h < 4 for l, h in spec.heads)

@@ -63,12 +63,12 @@ def cfg():
 BAD_SETS = [
     (["modle=x"], r"--set 'modle': no chapter to run has this parameter; names: .*model"),
     (["identify.n_sample=3"], r"chapter 'identify' has no parameter n_sample; its parameters cell declares: .*n_samples"),
-    (["identify.n_samples=-3"], r"chapter 'identify': parameter n_samples=-3 .*expected a positive integer"),
-    (["n_samples=many"], r"parameter n_samples='many'"),
-    (["seed=1.5"], r"parameter seed=1.5 is a float; expected int"),
-    (["device=tpu"], r"parameter device='tpu': expected one of \['cpu', 'cuda', 'mps'\]"),
-    (["identify.tasks=addition"], r"parameter tasks='addition' \(str\): expected a non-empty list"),
-    (["finetune.scale=-2"], r"chapter 'finetune': parameter scale=-2 .*a positive scale"),
+    (["identify.n_samples=-3"], r"chapter 'identify': parameter n_samples=-3 is below 1"),
+    (["n_samples=many"], r"parameter n_samples='many': expected an integer"),
+    (["seed=1.5"], r"parameter seed=1.5: expected an integer"),
+    (["device=tpu"], r"parameter device='tpu': use one of cpu, cuda, mps"),
+    (["identify.stability_sizes=5"], r"parameter stability_sizes=5: expected a list"),
+    (["finetune.scale=-2"], r"chapter 'finetune': parameter scale=-2.0 is below 1e-09"),
     (["nokey"], r"expected key=value"),
     (["nochapter.n=1"], r"not an executed chapter"),
 ]
@@ -103,17 +103,6 @@ def test_book_cli_bad_set_is_one_line_exit_2(capsys):
         main(["book", "--no-html", "--root", str(REPO), "--set", "modle=x"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("error: --set 'modle'")
-
-
-def test_chapter_rules_read_without_executing_the_notebook():
-    """Protects: every chapter's check-cell rules are read from its source (no kernel) and cover every name
-    its parameters cell declares except free-form ones, so values are checked at plan time."""
-    chapters = plan.chapters(REPO)
-    assert len(chapters) >= 10
-    for p in chapters:
-        rules = plan.chapter_rules(REPO, p)
-        declared = plan.declared_parameters(REPO / p)
-        assert rules and set(rules) <= set(declared), p.name
 
 
 # ------------------------------------------------------------------------------ chapter environment

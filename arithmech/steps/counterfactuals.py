@@ -1,0 +1,28 @@
+"""The operand counterfactual beside the paper's operator counterfactual (``python -m arithmech counterfactuals``).
+
+Identify runs twice on ``config.task`` (path patching only): once with X_c changing the operator, once
+changing an operand (:func:`arithmech.steps.identify.operand_identify`); ``counterfactual_overlap.json``
+names the heads both find, with each one's effect under both.
+"""
+from __future__ import annotations
+
+from arithmech.core import results as R
+from arithmech.core.models import load_model
+from arithmech.steps.config import Counterfactuals as Config
+from arithmech.steps.identify import counterfactual_overlap, identify, operand_identify, write_results
+
+
+def run(config: Config) -> dict:
+    """Both identify runs into ``<folder>/counterfactuals/{operator,operand}/`` and the overlap file."""
+    c = config
+    folder = R.model_folder(c.results, c.model_name)
+    R.check_writable(folder, "counterfactuals", c.overwrite)
+    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
+    op = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, knockout=False, transfer=False)
+    nd = operand_identify(model, tok, c.task, c.n_samples, c.seed, knockout=False)
+    out = folder / "counterfactuals"
+    write_results(op, out / "operator", model=c.model_name)
+    write_results(nd, out / "operand", model=c.model_name)
+    overlap = counterfactual_overlap(op.effects, nd.effects, c.task)
+    R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
+    return overlap
