@@ -73,13 +73,13 @@ SVAMP_KNOCKOUT = {"before": float(TABLE1.query("model == 'LLaMA2-7B' and setting
                   "change": -22.9}
 
 
-def table1_by_mode(model: str = "LLaMA2-7B") -> dict[str, dict]:
+def table1_by_mode(model_name: str = "LLaMA2-7B") -> dict[str, dict]:
     """Table 1 rows of ``model`` keyed by mode (``base``, ``full``, ``precise``): accuracy (%) per benchmark
     in lower case (``gsm8k`` ... ``csqa``), and for the fine-tuned rows ``samples_per_second`` and
     ``tuned_parameters`` (a count, 6.7e9)."""
-    rows = TABLE1[TABLE1["model"] == model]
+    rows = TABLE1[TABLE1["model"] == model_name]
     if rows.empty:
-        raise ValueError(f"Table 1 has no rows for {model!r}; it has {sorted(set(TABLE1['model']))}")
+        raise ValueError(f"Table 1 has no rows for {model_name!r}; it has {sorted(set(TABLE1['model']))}")
     out = {}
     for _, r in rows.iterrows():
         d = {b.lower(): float(r[b]) for b in TABLE1_BENCHMARKS}

@@ -119,27 +119,27 @@ WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m 
 
 
 # ----------------------------------------------------------------------------------- locations
-def folder_name(model: str) -> str:
+def folder_name(model_name: str) -> str:
     """The results-folder name of a model spec: the alias itself, the hub id's or folder's last part
     (dots kept: ``Qwen/Qwen2.5-0.5B`` → ``Qwen2.5-0.5B``), or a ``.gguf`` file's name without it.
     A spec with no name of its own (``.``, ``/``) is resolved to the folder it points at."""
-    p = Path(str(model).rstrip("/") or "/")
+    p = Path(str(model_name).rstrip("/") or "/")
     name = p.name or p.resolve().name
     name = name[:-len(".gguf")] if name.endswith(".gguf") else name
     if not name or name in (".", ".."):
-        raise ValueError(f"--model {model!r} gives no results-folder name: name the model's folder or alias")
+        raise ValueError(f"--model {model_name!r} gives no results-folder name: name the model's folder or alias")
     return name
 
 
-def model_folder(results: str | Path, model: str) -> Path:
+def model_folder(results: str | Path, model_name: str) -> Path:
     """``--results`` as every command reads it: the model's folder when its last part is the model's
     folder name or it already holds a ``run.json``, else the results root (→ ``results/<name>``).
     A folder whose ``run.json`` belongs to another model is refused (no model's files beside another's)."""
     p = Path(results)
-    folder = p if p.name == folder_name(model) or (p / RUN).is_file() else p / folder_name(model)
+    folder = p if p.name == folder_name(model_name) or (p / RUN).is_file() else p / folder_name(model_name)
     owner = read_run(folder).get("model") if (folder / RUN).is_file() else None
-    if owner is not None and folder_name(owner) != folder_name(model):
-        raise ValueError(f"{folder} holds the results of model {owner!r}, not {model!r}: give --results the "
+    if owner is not None and folder_name(owner) != folder_name(model_name):
+        raise ValueError(f"{folder} holds the results of model {owner!r}, not {model_name!r}: give --results the "
                          "results root or this model's own folder")
     return folder
 
@@ -189,7 +189,7 @@ def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> No
                          "to replace them (only that step's files are replaced) or choose another --results")
 
 
-def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model: str | None = None) -> Path:
+def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None) -> Path:
     """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
 
     The files go to a temporary folder beside ``folder``; then ``run.json`` is updated with the step's
@@ -216,8 +216,8 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
             (tmp / n).write_text(t)
         hashes = {n: sha256(tmp / n) for n in texts}
         run = read_run(folder)
-        if model is not None:
-            run["model"] = model
+        if model_name is not None:
+            run["model"] = model_name
         formats = {n: FILES[n].version for n in texts}
         run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
         atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable

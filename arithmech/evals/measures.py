@@ -190,8 +190,3 @@ def validation_measures(model, tok, data_seed: int = 0) -> dict:
     return out
 
 
-def validation_scores(model, tok, seed: int = 0) -> dict:
-    """:func:`validation_measures` as the older ``lrgrid`` reads it: pooled math accuracy and the loss."""
-    val = validation_measures(model, tok, seed)
-    its = val["two_digit"]["items"] + val["heldout_phrasings"]["items"]
-    return {"math": sum(its) / len(its), "loss": val["lm_loss"]["value"]}

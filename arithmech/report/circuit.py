@@ -94,7 +94,7 @@ def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
             "E_path": f"{top.sender} → {top.receiver} ({top.path})", "n": int(top.n)}
 
 
-def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model: str, fig: str = "Beyond") -> alt.LayerChart:
+def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond") -> alt.LayerChart:
     """Senders → receivers → logits: x = layer (logits after the last), edge width and colour = effect
     (red: lowers the answer logit), dashed = direct edges to the logits; hover for the numbers."""
     pos = nodes.set_index("node")[["layer", "y"]]
@@ -121,5 +121,5 @@ def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model: str, fig: str
                  alt.Tooltip("direct:Q", format=".2%", title="direct effect")])
     labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="node:N")
     return alt.layer(lines, dots, labels).properties(
-        width=560, height=300, title=fig_title(fig, f"the paths into the key heads, {model}",
+        width=560, height=300, title=fig_title(fig, f"the paths into the key heads, {model_name}",
                                                "edge = mean relative change of the answer logit along that path"))

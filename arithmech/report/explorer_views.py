@@ -58,7 +58,7 @@ def default_step(steps: pd.DataFrame, prefer: float = KEY_THRESHOLD) -> int:
     return int(some.step.iloc[0]) if len(some) else 0
 
 
-def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model: str,
+def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_name: str,
                    max_label: int = 60) -> alt.VConcatChart:
     """The explorer of one model. ``data``: :func:`~arithmech.methods.explorer.precompute`'s tables;
     ``heads``: :func:`~arithmech.methods.explorer.head_steps` (every head's effect and ``key_at``).
@@ -160,7 +160,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model: st
                  title="attention from END (key heads at this step, or the clicked head; outlined: operands, operator)")
 
     return alt.vconcat(header, tops, middle, strip, spacing=18).add_params(pid, ko).properties(
-        title=fig_title("Explorer", f"one prompt at a time on {model}",
+        title=fig_title("Explorer", f"one prompt at a time on {model_name}",
                         "pick a prompt and a threshold under the chart; click a head in the effects map"))
 
 
@@ -175,26 +175,26 @@ def knockout_verdict(row, intact) -> str:
     return "does not hold" if row.correct >= intact.correct else "inconclusive"
 
 
-def knockout_table(steps: pd.DataFrame, model: str) -> pd.DataFrame:
+def knockout_table(steps: pd.DataFrame, model_name: str) -> pd.DataFrame:
     """One row per slider step: threshold, key heads, top-1 = answer after the knockout (count, rate, 95% CI),
     intact, and :func:`knockout_verdict`."""
     intact = steps[steps.step < 0].iloc[0]
     return pd.DataFrame([{
-        "model": model, "threshold": f"{100 * r.threshold:+g}%", "key heads": r.n_heads,
+        "model": model_name, "threshold": f"{100 * r.threshold:+g}%", "key heads": r.n_heads,
         "top-1 = answer": f"{r.correct}/{r.n}", "rate": _pct(r.correct / r.n),
         "95% CI": f"{_pct(r.ci_low)}–{_pct(r.ci_high)}",
         "intact": f"{intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)})",
         "lower than intact": knockout_verdict(r, intact)} for r in steps[steps.step >= 0].itertuples()])
 
 
-def finding(steps: pd.DataFrame, model: str, thresholds) -> str:
+def finding(steps: pd.DataFrame, model_name: str, thresholds) -> str:
     """The chapter's one computed line per model, at the slider's first position (:func:`default_step`)."""
     intact = steps[steps.step < 0].iloc[0]
     d = steps[steps.step == default_step(steps)].iloc[0]
     if not d.n_heads:
-        return (f"**{model}**: no head passes any threshold from {100 * thresholds[0]:+g}% to "
+        return (f"**{model_name}**: no head passes any threshold from {100 * thresholds[0]:+g}% to "
                 f"{100 * thresholds[-1]:+g}%: nothing to knock out.")
-    return (f"**{model}**: knocking out its {d.n_heads} key head(s) at {100 * d.threshold:+g}% "
+    return (f"**{model_name}**: knocking out its {d.n_heads} key head(s) at {100 * d.threshold:+g}% "
             f"({', '.join(d.heads[:5])}) leaves the answer top-1 on {d.correct}/{d.n} prompts "
             f"({_pct(d.correct / d.n)}, 95% CI {_pct(d.ci_low)}–{_pct(d.ci_high)}; intact {intact.correct}/{intact.n}): "
             f"lower than intact — {knockout_verdict(d, intact)}.")

@@ -91,20 +91,20 @@ def hide_injected(nb_path: Path) -> bool:
     return changed
 
 
-def _footer(model: str, params: dict) -> str:
+def _footer(model_name: str, params: dict) -> str:
     shown = ", ".join(f"`{k}={v!r}`" for k, v in params.items() if k != "model")
-    return (f"*This page was executed on the model **{model}** by `python -m arithmech book`"
+    return (f"*This page was executed on the model **{model_name}** by `python -m arithmech book`"
             + (f" with {shown}" if shown else "") + ". Every chapter's parameters and how to re-run it on "
             "another model: [Parameters](appendix_parameters.md).*")
 
 
-def chapter_end(findings: list[str], model: str, params: dict | None = None) -> None:
+def chapter_end(findings: list[str], model_name: str, params: dict | None = None) -> None:
     """A chapter's last cell: glue ``findings`` (3–5 computed lines) as the markdown the chapter's
     "What this run found" box shows (``{glue:md} findings``), and display the footer naming ``model``."""
     from IPython.display import Markdown, display
     from myst_nb import glue
     glue("findings", Markdown("\n".join(f"* {line}" for line in findings)), display=False)
-    display(Markdown(_footer(model, params or {})))
+    display(Markdown(_footer(model_name, params or {})))
 
 
 # ----------------------------------------------------------------------------------------- tables

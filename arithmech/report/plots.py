@@ -65,7 +65,7 @@ def fig_title(fig: str, text: str, subtitle: str | None = None) -> alt.TitlePara
 
 
 # --------------------------------------------------------------------------- data charts (book)
-def template_accuracy_chart(acc: pd.DataFrame, model: str) -> alt.Chart:
+def template_accuracy_chart(acc: pd.DataFrame, model_name: str) -> alt.Chart:
     """Answer-token accuracy per template (App. A, Fig. 8 / Fig. 10), one bar per template.
 
     ``acc``: one row per template with ``template, figure, op, family, accuracy``.
@@ -80,7 +80,7 @@ def template_accuracy_chart(acc: pd.DataFrame, model: str) -> alt.Chart:
                     header=alt.Header(labelAngle=0, labelAlign="left")),
         tooltip=["template", "op", "family", alt.Tooltip("accuracy:Q", format=".1%")],
     ).resolve_scale(y="independent").properties(
-        width=300, title=fig_title("Fig. 8 / 10", f"the templates, answered by {model}",
+        width=300, title=fig_title("Fig. 8 / 10", f"the templates, answered by {model_name}",
                                    "look for short bars: templates the model gets wrong; X_r keeps only the answered pairs"))
 
 

@@ -117,7 +117,7 @@ def run(config: Config) -> dict:
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
               "peak_memory": R.peak_memory()}
     R.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record,
-                 model=c.model_name)
+                 model_name=c.model_name)
     return {**out, "folder": folder, "model": model, "tok": tok}
 
 

@@ -21,8 +21,8 @@ def run(config: Config) -> dict:
     op = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, knockout=False, transfer=False)
     nd = operand_identify(model, tok, c.task, c.n_samples, c.seed, knockout=False)
     out = folder / "counterfactuals"
-    write_results(op, out / "operator", model=c.model_name)
-    write_results(nd, out / "operand", model=c.model_name)
+    write_results(op, out / "operator", model_name=c.model_name)
+    write_results(nd, out / "operand", model_name=c.model_name)
     overlap = counterfactual_overlap(op.effects, nd.effects, c.task)
     R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
     return overlap

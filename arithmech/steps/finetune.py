@@ -75,18 +75,18 @@ def check_heads_in_model(heads: Sequence[tuple[int, int]], geo: Geometry | None,
                              f"{geo.n_heads} heads 0..{geo.n_heads - 1} per layer)")
 
 
-def model_geometry(model: str) -> Geometry | None:
+def model_geometry(model_name: str) -> Geometry | None:
     """Layers and heads from the model's ``config.json`` (``transformers.AutoConfig``; no weights are read).
     ``None`` when the config cannot be read here (a hub id without network): the ranges are then
     checked when the model loads."""
-    source = resolve(model)             # FileNotFoundError for a missing embedded model / .gguf file
+    source = resolve(model_name)             # FileNotFoundError for a missing embedded model / .gguf file
     if not (Path(source) / "config.json").is_file():
         return None
     from transformers import AutoConfig
     try:
         return Geometry.from_config(AutoConfig.from_pretrained(source))
     except (OSError, ValueError, AttributeError) as e:
-        raise ValueError(f"--model {model}: its config.json cannot be read ({e})") from None
+        raise ValueError(f"--model {model_name}: its config.json cannot be read ({e})") from None
 
 
 def check_key_heads(kh, path: str | Path, geo: Geometry | None = None) -> tuple[str, list, list]:
@@ -273,13 +273,13 @@ def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int
     return read_ranking(folder, geometry)
 
 
-def ensure_ranking(model: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
+def ensure_ranking(model_name: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
                    device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
     """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
     first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
-    folder = R.model_folder(results, model)
+    folder = R.model_folder(results, model_name)
     if not R.exists(folder, "key_heads.json"):
-        identify_step.run(IdentifyConfig(model_name=model, n_samples=n_samples, seed=seed, results=str(folder),
+        identify_step.run(IdentifyConfig(model_name=model_name, n_samples=n_samples, seed=seed, results=str(folder),
                                          device=device, dtype=dtype, knockout=False, transfer=False))
     return ranked_components(folder)
 

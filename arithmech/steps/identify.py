@@ -231,7 +231,7 @@ def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tup
 
 
 # ---------------------------------------------------------------------------------------- files
-def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model: str | None = None) -> Path:
+def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
     files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
              "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
@@ -248,7 +248,7 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
               "wall_seconds": round(res.timings.get("total", 0.0), 2),
               "timings": {k: round(v, 2) for k, v in res.timings.items()},
               "peak_memory": res.memory or R.peak_memory()}
-    return R.write_step(folder, "identify", files, record, model=model)
+    return R.write_step(folder, "identify", files, record, model_name=model_name)
 
 
 def run(config: Config) -> IdentifyResult:
@@ -274,7 +274,7 @@ def run(config: Config) -> IdentifyResult:
                    transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size, checkpoint=ck,
                    answer_token=c.answer_token, n_boot=c.n_boot)
     write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
-                                      "knockout": c.knockout, "transfer": c.transfer}, model=c.model_name)
+                                      "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
     ck.clear()
     res.params["out"] = str(folder)
     return res
@@ -309,7 +309,7 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     if fresh or not R.exists(folder / "operand", "effects.csv") or not R.exists(folder, "counterfactual_overlap.json"):
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False)
-        write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model=c.model_name)
+        write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             R.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
     out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")},

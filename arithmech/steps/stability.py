@@ -250,12 +250,12 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 
 
-def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model: str | None = None):
+def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None):
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
     record = {"parameters": {**res.params, **(extra or {})}, "versions": R.versions(),
               "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": R.peak_memory()}
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
-    return R.write_step(folder, "stability", files, record, model=model)
+    return R.write_step(folder, "stability", files, record, model_name=model_name)
 
 
 def read_results(folder: str | Path) -> dict:
@@ -296,5 +296,5 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold, top=c.top,
                     n_boot=c.n_boot, batch_size=c.batch_size)
     res.timings["total"] = time.time() - t0
-    write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model=c.model_name)
+    write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)
     return res, folder

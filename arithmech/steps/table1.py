@@ -113,12 +113,12 @@ def lr_tag(lr: float) -> str:
 
 
 # ------------------------------------------------------------------------------------ one run
-def train_arm(model: str, suite, heads, lr: float, seed: int, steps: int, batch_size: int, device: str,
+def train_arm(model_name: str, suite, heads, lr: float, seed: int, steps: int, batch_size: int, device: str,
               dtype: str, data_seed: int) -> tuple[object, object, dict]:
     """Fine-tune a fresh copy of ``model`` on ``suite.train``: every parameter (``heads`` None) or the
     ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
     torch.manual_seed(seed)
-    net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
+    net, tok, _ = load_model(model_name, device=device, dtype=dtype, attn_implementation="sdpa")
     rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
     spec = A.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:

@@ -54,7 +54,7 @@ def explorer_html(tmp_path_factory) -> Path:
     from arithmech.steps import identify as I
     net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
     res = I.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
-    I.write_results(res, root / "results" / "embedded", model="embedded")
+    I.write_results(res, root / "results" / "embedded", model_name="embedded")
     shutil.copytree(REPO / SHIPPED, root / SHIPPED)     # SmolLM2's identify files: shipped with the repository
     book.build(root, only="explorer", sets=["explorer.models=[embedded, smollm2-135m]", "explorer.n_prompts=48",
                                             "explorer.n_reference=32"])

@@ -38,7 +38,7 @@ def test_write_step_is_a_set_with_a_manifest_and_leaves_no_temp(tmp_path):
     """Protects set writes: every file lands with its sha256 in run.json, no temporary folder is left,
     and other steps' records and files are kept."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}}, model="m")
+    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}}, model_name="m")
     R.write_step(f, "accuracy", {"accuracy_by_template.csv": pd.DataFrame(
         {"op": ["addition"], "template": ["t"], "n": [4], "accuracy": [0.5], "ci_low": [0.1], "ci_high": [0.9]})}, {})
     run = json.loads((f / "run.json").read_text())
@@ -119,7 +119,7 @@ def test_shipped_smollm2_records_read_in_the_one_format():
 def test_a_folder_of_another_model_is_refused(tmp_path):
     """Protects one model per folder: --results naming a folder whose run.json belongs to another model is
     refused before any work (SmolLM2's files never land beside the embedded model's)."""
-    R.write_step(tmp_path / "embedded", "identify", _identify_files(), {}, model="embedded")
+    R.write_step(tmp_path / "embedded", "identify", _identify_files(), {}, model_name="embedded")
     assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
     with pytest.raises(ValueError, match="holds the results of model 'embedded', not 'smollm2-135m'"):
         R.model_folder(tmp_path / "embedded", "smollm2-135m")
