@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import results as R
+from arithmech.core import results
 
 
 class Missing(Exception):
@@ -26,9 +26,9 @@ class Context:
     def read(self, name: str):
         """A file of the folder through :func:`arithmech.core.results.read`; :class:`Missing` if absent."""
         def load():
-            if not R.exists(self.folder, name):
+            if not results.exists(self.folder, name):
                 raise Missing(f"{name} is missing")
-            return R.read(self.folder, name)
+            return results.read(self.folder, name)
         return self.memo(name, load)
 
     def memo(self, key: str, compute):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.verdicts import verdicts
 from arithmech.core.records import table1_frame
@@ -24,7 +24,7 @@ ARMS = {"precise-matches-full": "precise matches full", "selection-matters": "th
 
 def _arms(ctx: Context, cid: str):
     """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.claims.verdicts`), or None."""
-    if not R.exists(ctx.folder, "finetune/table1.json"):
+    if not results.exists(ctx.folder, "finetune/table1.json"):
         return None
     v = ctx.memo("verdicts", lambda: verdicts(ctx.folder).set_index("claim")).loc[ARMS[cid]]
     if v.verdict == "not run":

@@ -28,7 +28,7 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.evidence import Context, Missing
 from arithmech.methods.effects import TOP     # "the top heads": the first TOP by effect rank (studied where none is key)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import results as R
+from arithmech.core import results
 
 from arithmech.core import records
 from arithmech.core.stats import paired_bootstrap
@@ -45,7 +45,7 @@ RULES = (
 
 def plan(folder: str | Path) -> dict:
     """``finetune/table1.json`` of a model's results folder (:func:`arithmech.steps.table1.run_arms`)."""
-    return R.read(folder, "finetune/table1.json")
+    return results.read(folder, "finetune/table1.json")
 
 
 def _record(folder, tag: str) -> dict:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.answers import OPERANDS, answer_rule
 from arithmech.data.pairs import draw_values
 from arithmech.data.pairs import render
@@ -39,25 +39,25 @@ COMMUTATIVE = ("addition", "multiplication")
 SPLITS = ("in_distribution", "heldout_pairs", "heldout_phrasings", "heldout_both")
 
 
-def _fig8_like() -> list[T.Template]:
+def _fig8_like() -> list[templates.Template]:
     out = []
-    for op, (_sym, word, noun, qa_noun) in T.OPS.items():
+    for op, (_sym, word, noun, qa_noun) in templates.OPS.items():
         p = op[:3]
         rows = [("statement", "The {OP} of {A} and {B} is equal to", "The {N} of {A} and {B} is equal to", noun),
                 ("qa", "Q: How much is the {OP} of {A} and {B}? A:", "Q: How much is the {N} of {A} and {B}? A:",
                  qa_noun),
                 ("qa", "Q: What is {A} {OP} {B} equal to? A:", "Q: What is {A} {N} {B} equal to? A:", word)]
-        out += [T.Template(f"held-{p}-{k}", op, fam, c, x, op_word=w) for k, (fam, c, x, w) in enumerate(rows, 1)]
+        out += [templates.Template(f"held-{p}-{k}", op, fam, c, x, op_word=w) for k, (fam, c, x, w) in enumerate(rows, 1)]
     return out
 
 
-HELDOUT_TEMPLATES: list[T.Template] = _fig8_like() + [
-    T.Template("held-acc-1", "addition", "accumulation",
+HELDOUT_TEMPLATES: list[templates.Template] = _fig8_like() + [
+    templates.Template("held-acc-1", "addition", "accumulation",
                "{NAME} has {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} "
                "that they have? The answer is",
                "{NAME} has {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of "
                "{OBJECT_C2} that {NAME_C} have? The answer is", op_word="{ACQUIRE}"),
-    T.Template("held-span-1", "addition", "time-span", "The {EVENT} will {OP} {A} years from {YYY}{B} to {YYY}",
+    templates.Template("held-span-1", "addition", "time-span", "The {EVENT} will {OP} {A} years from {YYY}{B} to {YYY}",
                "The {EVENT} will {N} {A} {N2} from {YYY}{B} to {YYY}", op_word="{SPAN_FUTURE}", joiner=""),
 ]
 """The held-out phrasings: never in a training sentence; the chapters never use them."""
@@ -65,14 +65,14 @@ HELDOUT_TEMPLATES: list[T.Template] = _fig8_like() + [
 
 def _valid_pairs(op: str) -> list[tuple[int, int]]:
     """Every ``(A, B)`` in 1..9 that the operation's Fig. 8 rule accepts."""
-    rule = answer_rule(next(t for t in T.FIG8 if t.op == op))
+    rule = answer_rule(next(t for t in templates.FIG8 if t.op == op))
     return [(a, b) for a in OPERANDS for b in OPERANDS if rule(a, b) is not None]
 
 
 def _draw_heldout(op: str, seed: int = SEED, fraction: float = FRACTION) -> frozenset[tuple[int, int]]:
     """A seeded ``fraction`` of ``op``'s pairs, per answer length (one / two digits), mirrors together."""
     valid = _valid_pairs(op)
-    rule = answer_rule(next(t for t in T.FIG8 if t.op == op))
+    rule = answer_rule(next(t for t in templates.FIG8 if t.op == op))
     rng = random.Random(f"{seed}-{op}")
     held: set[tuple[int, int]] = set()
     for digits in (1, 2):
@@ -87,7 +87,7 @@ def _draw_heldout(op: str, seed: int = SEED, fraction: float = FRACTION) -> froz
     return frozenset(held)
 
 
-HELDOUT_PAIRS: dict[str, frozenset[tuple[int, int]]] = {op: _draw_heldout(op) for op in T.OPS}
+HELDOUT_PAIRS: dict[str, frozenset[tuple[int, int]]] = {op: _draw_heldout(op) for op in templates.OPS}
 """``HELDOUT_PAIRS[op]``: the ``(A, B)`` pairs never trained in any template of ``op``."""
 
 
@@ -105,7 +105,7 @@ def declaration() -> dict:
 
 
 # ------------------------------------------------------------------------------------ evaluation items
-def _item(t: T.Template, rng: random.Random, pair: tuple[int, int] | None = None) -> dict:
+def _item(t: templates.Template, rng: random.Random, pair: tuple[int, int] | None = None) -> dict:
     """One prompt of template ``t``: seeded pool words; operands ``pair`` or a non-held-out draw."""
     v = draw_values(t, rng)
     if pair is not None:
@@ -125,7 +125,7 @@ def split_items(split: str, seed: int = 1, n_per_template: int = 20, draws_per_p
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
     rng = random.Random(f"{seed}-{split}")
-    tpls = T.FIG8 + T.FIG10 if split in ("in_distribution", "heldout_pairs") else HELDOUT_TEMPLATES
+    tpls = templates.FIG8 + templates.FIG10 if split in ("in_distribution", "heldout_pairs") else HELDOUT_TEMPLATES
     if split in ("in_distribution", "heldout_phrasings"):
         return [_item(t, rng) for t in tpls for _ in range(n_per_template)]
     return [_item(t, rng, p) for t in tpls for p in sorted(HELDOUT_PAIRS[t.op])

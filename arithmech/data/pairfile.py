@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.answers import MAX_EXPR_CHARS, OPERATIONS
 
 PAIR_KEYS = ("clean", "corrupt", "id", "op", "op_word", "answer")
@@ -132,7 +132,7 @@ def read_pair_rows(path: str | Path) -> list:
     return rows
 
 
-def check_pair_rows(rows, source: str = "template-pair file") -> list[T.Template]:
+def check_pair_rows(rows, source: str = "template-pair file") -> list[templates.Template]:
     """Validate parsed rows (schema, then fields, operation, answer, unique ids) and build templates.
     Raises ``ValueError("<source>: pair <i>, field '<key>': <what is wrong>")`` on the first violation."""
     problems = schema_problems(rows)
@@ -146,13 +146,13 @@ def check_pair_rows(rows, source: str = "template-pair file") -> list[T.Template
             raise ValueError(f"{source}: pair {i}, field 'id': {pid!r} is already the id of pair {seen[pid]}")
         seen[pid] = i
         kw = dict(op=r.get("op", "addition"), op_word=r.get("op_word", ""), answer_expr=r.get("answer", ""))
-        for field, msg in T.pair_problems(r["clean"], r["corrupt"], **kw)[:1]:
+        for field, msg in templates.pair_problems(r["clean"], r["corrupt"], **kw)[:1]:
             raise ValueError(f"{source}: pair {i} ({pid!r}), field {field!r}: {msg}")
-        out.append(T.parse_pair(r["clean"], r["corrupt"], id=pid, **kw))
+        out.append(templates.parse_pair(r["clean"], r["corrupt"], id=pid, **kw))
     return out
 
 
-def load_pair_file(path: str | Path) -> list[T.Template]:
+def load_pair_file(path: str | Path) -> list[templates.Template]:
     """Read and validate a template-pair file (see the module docstring for the format)."""
     return check_pair_rows(read_pair_rows(path), source=f"template-pair file {Path(path)}")
 

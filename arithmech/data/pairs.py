@@ -38,7 +38,7 @@ from typing import Iterable, Sequence
 import torch
 
 from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
-from arithmech.data import templates as T
+from arithmech.data import templates as templates_module
 from arithmech.data.answers import draw_operands
 from arithmech.data.pairfile import load_pair_file
 import numpy as np
@@ -86,7 +86,7 @@ class PairStats:
 
 
 # ------------------------------------------------------------------------------------ operands
-def _operands(t: T.Template, rng: random.Random) -> tuple[int, int, int]:
+def _operands(t: templates_module.Template, rng: random.Random) -> tuple[int, int, int]:
     """Draw (A, B, C) for template ``t`` with operands in 1..9 (App. A); bounded, see
     :func:`arithmech.data.answers.draw_operands` (no code is run for a template's answer)."""
     return draw_operands(t, rng)
@@ -116,7 +116,7 @@ def render(text: str, values: dict) -> tuple[str, dict]:
     return "".join(out), spans
 
 
-def draw_values(t: T.Template, rng: random.Random) -> dict:
+def draw_values(t: templates_module.Template, rng: random.Random) -> dict:
     """One seeded draw of every field template ``t`` can use: operands ``A``, ``B`` and answer ``C`` by the
     template's rule (App. A: 1..9, no carry into the year, exact quotients, ...), the year prefix ``YYY``,
     the pool words (``NAME``, ``OBJECT``, ...) and their distinct counterfactual stand-ins (``NAME2``,
@@ -125,18 +125,18 @@ def draw_values(t: T.Template, rng: random.Random) -> dict:
     ``rng`` state gives the same values."""
     a, b, c = _operands(t, rng)
     v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
-    for k, pool in T.POOLS.items():
+    for k, pool in templates_module.POOLS.items():
         v[k] = rng.choice(pool)
-    v["NAME2"] = rng.choice([n for n in T.NAMES if n != v["NAME"]])
-    v["NAME_C"] = rng.choice([n for n in T.NAMES if n not in (v["NAME"], v["NAME2"])])
-    others = [o for o in T.OBJECTS if o != v["OBJECT"]]
+    v["NAME2"] = rng.choice([n for n in templates_module.NAMES if n != v["NAME"]])
+    v["NAME_C"] = rng.choice([n for n in templates_module.NAMES if n not in (v["NAME"], v["NAME2"])])
+    others = [o for o in templates_module.OBJECTS if o != v["OBJECT"]]
     v["OBJECT_C"], v["OBJECT_C2"] = rng.sample(others, 2)
     op = t.op_word
     v["OP"] = v[op[1:-1]] if op.startswith("{") else op
     # neutral replacements never equal the operator they replace ("^" is both a symbol and exponentiation)
-    words = [w for w in T.NEUTRAL_WORDS if w != v["OP"]]
+    words = [w for w in templates_module.NEUTRAL_WORDS if w != v["OP"]]
     v["N"], v["N2"], v["N3"] = (rng.choice(words) for _ in range(3))
-    v["S"] = rng.choice([x for x in T.SYMBOL_DRAWS if x != v["OP"]])
+    v["S"] = rng.choice([x for x in templates_module.SYMBOL_DRAWS if x != v["OP"]])
     return v
 
 
@@ -212,7 +212,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
     return out
 
 
-def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
+def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
                max_tries: int = 50, answer_token: str = "first") -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
@@ -226,7 +226,7 @@ def make_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int =
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", answer_token=answer_token)
 
 
-def draw_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
+def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
                max_tries: int = 50, kind: str = "operator", answer_token: str = "first") -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
@@ -262,12 +262,12 @@ _FAILED = {
                "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
 
 
-def _operator_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
+def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
-def _operand_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
+def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
     """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
@@ -284,7 +284,7 @@ def _operand_corrupt(tok, t: T.Template, rng: random.Random, v: dict, ans: tuple
 _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
-def _try_pair(tok, t: T.Template, rng: random.Random, kind: str, variant: str = "first") -> Sample | None:
+def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, variant: str = "first") -> Sample | None:
     """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
     None on failure."""
     v = draw_values(t, rng)
@@ -305,23 +305,23 @@ def _try_pair(tok, t: T.Template, rng: random.Random, kind: str, variant: str = 
                   positions=_token_positions(tok, clean_p, spans), answer_token=variant, carried=carried)
 
 
-def select_templates(task: str) -> list[T.Template]:
+def select_templates(task: str) -> list[templates_module.Template]:
     """Templates of a task: an operation, ``all`` (Fig. 8 + Fig. 10), ``fig8``, ``fig10``, ``exponentiation``."""
     by = {
-        "all": T.FIG8 + T.FIG10,
-        "fig8": T.FIG8,
-        "fig10": T.FIG10,
-        "exponentiation": T.EXPONENTIATION,
-        "addition": [t for t in T.FIG8 if t.op == "addition"] + T.FIG10,
+        "all": templates_module.FIG8 + templates_module.FIG10,
+        "fig8": templates_module.FIG8,
+        "fig10": templates_module.FIG10,
+        "exponentiation": templates_module.EXPONENTIATION,
+        "addition": [t for t in templates_module.FIG8 if t.op == "addition"] + templates_module.FIG10,
     }
     for op in TASKS[1:]:
-        by[op] = [t for t in T.FIG8 if t.op == op]
+        by[op] = [t for t in templates_module.FIG8 if t.op == op]
     if task not in by:
         raise ValueError(f"unknown task {task!r}; choose one of {sorted(by)} or pass a template-pair file")
     return by[task]
 
 
-def load_template_pairs(path: str | Path) -> list[T.Template]:
+def load_template_pairs(path: str | Path) -> list[templates_module.Template]:
     """Read and validate user template pairs: a JSON list (or JSONL) of ``{"clean", "corrupt", "op"?,
     "op_word"?, "answer"?, "id"?}`` (format and schema: :mod:`arithmech.data.pairfile`)."""
     return load_pair_file(path)
@@ -346,7 +346,7 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
     prompt's own tokens when the rest of the answer (after ``carried``) is appended."""
     out = []
     for s in samples:
-        t = T.TEMPLATES.get(s.template)
+        t = templates_module.TEMPLATES.get(s.template)
         joiner = t.joiner if t is not None else " "
         rest = s.target[len(s.carried):]
         cont = rest if (s.carried or s.clean.endswith(" ") or joiner == "") else joiner + rest
@@ -362,7 +362,7 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------ operand counterfactual
-def make_operand_pairs(tok, templates: Sequence[T.Template] | str = "addition", n: int = 256, seed: int = 0,
+def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
                        max_tries: int = 50, answer_token: str = "first") -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 

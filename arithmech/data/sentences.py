@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.pairs import draw_values, render
 
@@ -51,11 +51,11 @@ for thing, colour in [("sky", "blue"), ("grass", "green"), ("snow", "white"), ("
     GENERIC_FACTS.append((f"The colour of the {thing} is", colour))
 
 
-def arithmetic_sentence(rng: random.Random, tpl: T.Template | None = None) -> tuple[str, str, T.Template]:
+def arithmetic_sentence(rng: random.Random, tpl: templates.Template | None = None) -> tuple[str, str, templates.Template]:
     """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9, never a
     held-out pair (:data:`arithmech.embedded.heldout.HELDOUT_PAIRS`; re-drawn)."""
     if tpl is None:
-        tpls = T.FIG8 + T.FIG10
+        tpls = templates.FIG8 + templates.FIG10
         tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
     v = draw_values(tpl, rng)
     while is_heldout_pair(tpl.op, v["A"], v["B"]):      # never a held-out fact (arithmech.embedded.heldout)
@@ -74,7 +74,7 @@ def two_digit_split(seed: int = 0, n_test: int = 300) -> tuple[list, list]:
 
 def two_digit_sentence(rng: random.Random, a: int, b: int, op: str) -> tuple[str, str]:
     """A Fig. 8 prompt of ``op`` with operands ``a``, ``b`` (two digits) and its full answer."""
-    tpl = rng.choice([t for t in T.FIG8 if t.op == op])
+    tpl = rng.choice([t for t in templates.FIG8 if t.op == op])
     v = {"A": a, "B": b, "OP": tpl.op_word}
     prompt, _ = render(tpl.clean, v)
     return prompt, str(a + b if op == "addition" else a - b)
@@ -99,7 +99,7 @@ def negative_split(seed: int = 0, n_test: int = 12) -> tuple[list[tuple[int, int
 
 def negative_items(pairs: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
     """``(prompt, answer)`` for every pair in each of the nine Fig. 8 subtraction forms (answer ``"-4"``)."""
-    tpls = [t for t in T.FIG8 if t.op == "subtraction"]
+    tpls = [t for t in templates.FIG8 if t.op == "subtraction"]
     return [(render(t.clean, {"A": a, "B": b, "OP": t.op_word})[0], str(a - b)) for a, b in pairs for t in tpls]
 
 
@@ -113,15 +113,15 @@ VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; d
 
 
 # ----------------------------------------------------------------------------- Table 1: the data
-def phrasings() -> tuple[list[T.Template], list[T.Template]]:
+def phrasings() -> tuple[list[templates.Template], list[templates.Template]]:
     """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
     (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
     form = lambda t: int(t.id.rsplit("-", 1)[1])
-    return ([t for t in T.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
-            [t for t in T.FIG8 if form(t) in HELDOUT_FORMS] + list(T.FIG10))
+    return ([t for t in templates.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
+            [t for t in templates.FIG8 if form(t) in HELDOUT_FORMS] + list(templates.FIG10))
 
 
-def _sentence(t: T.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
+def _sentence(t: templates.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
     v = draw_values(t, rng)
     if ab is not None:
         a, b = ab

@@ -12,21 +12,21 @@ from __future__ import annotations
 
 import random
 
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.data.sentences import VAL_FORMS, GENERIC_FACTS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
 
 
-def form(t: T.Template) -> int | None:
+def form(t: templates_module.Template) -> int | None:
     """The Fig. 8 form number of ``t`` (1..9), ``None`` for Fig. 10."""
-    return int(t.id.rsplit("-", 1)[1]) if t in T.FIG8 else None
+    return int(t.id.rsplit("-", 1)[1]) if t in templates_module.FIG8 else None
 
 
-def split_forms() -> tuple[list[T.Template], list[T.Template]]:
+def split_forms() -> tuple[list[templates_module.Template], list[templates_module.Template]]:
     """``(validation, test)`` templates: Fig. 8 forms :data:`VAL_FORMS` / the other Fig. 8 forms and Fig. 10."""
-    return ([t for t in T.FIG8 if form(t) in VAL_FORMS],
-            [t for t in T.FIG8 if form(t) not in VAL_FORMS] + list(T.FIG10))
+    return ([t for t in templates_module.FIG8 if form(t) in VAL_FORMS],
+            [t for t in templates_module.FIG8 if form(t) not in VAL_FORMS] + list(templates_module.FIG10))
 
 
 def half(pair: tuple[int, int], data_seed: int = 0) -> str:
@@ -54,15 +54,15 @@ def two_digit_pairs(data_seed: int = 0, n_val: int = 150) -> dict[str, list[tupl
     return {"test": test, "val": val, "train": [x for x in train if x[:2] not in seen]}
 
 
-def _sentence(t: T.Template, a: int, b: int) -> tuple[str, str]:
+def _sentence(t: templates_module.Template, a: int, b: int) -> tuple[str, str]:
     v = {"A": a, "B": b, "OP": t.op_word}
-    return D.render(t.clean, v)[0], str(a + b if t.op == "addition" else a - b)
+    return pairs.render(t.clean, v)[0], str(a + b if t.op == "addition" else a - b)
 
 
 def negative_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
     """``(prompt, answer)``: every pair of ``side`` in every subtraction form of that side (train: all nine)."""
     val_t, test_t = split_forms()
-    tpls = {"val": val_t, "test": test_t, "train": T.FIG8}[side]
+    tpls = {"val": val_t, "test": test_t, "train": templates_module.FIG8}[side]
     return [_sentence(t, a, b) for a, b in negative_pairs(data_seed)[side] for t in tpls if t.op == "subtraction"]
 
 
@@ -70,13 +70,13 @@ def two_digit_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
     """``(prompt, answer)``: each two-digit pair of ``side`` in a seeded form of its operation from that
     side's forms (train: all nine)."""
     val_t, test_t = split_forms()
-    tpls = {"val": val_t, "test": [t for t in test_t if t in T.FIG8], "train": T.FIG8}[side]
+    tpls = {"val": val_t, "test": [t for t in test_t if t in templates_module.FIG8], "train": templates_module.FIG8}[side]
     rng = random.Random(data_seed + 13)
     return [_sentence(rng.choice([t for t in tpls if t.op == op]), a, b) for a, b, op in two_digit_pairs(data_seed)[side]]
 
 
 def single_digit_items(side: str, per_template: int, data_seed: int = 0,
-                       templates: list[T.Template] | None = None) -> list[tuple[str, str]]:
+                       templates: list[templates_module.Template] | None = None) -> list[tuple[str, str]]:
     """``(prompt, answer)``: ``per_template`` draws of each template of ``side`` (or of ``templates``)
     whose operand pair lies on that side (:func:`half`); the answer is the whole ``{C}``."""
     val_t, test_t = split_forms()
@@ -84,9 +84,9 @@ def single_digit_items(side: str, per_template: int, data_seed: int = 0,
     for t in templates or (val_t if side == "val" else test_t):
         got = 0
         for _ in range(200 * per_template):
-            v = D.draw_values(t, rng)
+            v = pairs.draw_values(t, rng)
             if half((v["A"], v["B"]), data_seed) == side:
-                out.append((D.render(t.clean, v)[0], str(v["C"])))
+                out.append((pairs.render(t.clean, v)[0], str(v["C"])))
                 got += 1
                 if got == per_template:
                     break

@@ -8,7 +8,7 @@ from typing import Iterable
 
 
 from arithmech.core.stats import wilson_interval
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.heldout import SPLITS, declaration, split_items
 from arithmech.data.pairs import answer_split
 from arithmech.evals.scoring import greedy_exact, predict
@@ -45,7 +45,7 @@ def split_report(model, tok, split: str, seed: int = 1, **kw) -> dict:
     """One split scored: overall and per operation, each measure of :func:`score` as a :func:`proportion`."""
     items = split_items(split, seed, **kw)
     ok = score(model, tok, items)
-    ops = sorted({it["op"] for it in items}, key=list(T.OPS).index)
+    ops = sorted({it["op"] for it in items}, key=list(templates.OPS).index)
     by = lambda v, op: proportion(o for o, it in zip(v, items) if it["op"] == op)
     return {**{m: proportion(v) for m, v in ok.items()},
             "by_operation": {op: {m: by(v, op) for m, v in ok.items()} for op in ops}}
@@ -82,7 +82,7 @@ def interval_cell(p: dict) -> str:
 def card_section(h: dict) -> str:
     """The model card's held-out declaration and results, from ``accuracy.json["heldout"]``."""
     d, sp = h["declaration"], h["splits"]
-    sym = {op: s for op, (s, *_) in T.OPS.items()}
+    sym = {op: s for op, (s, *_) in templates.OPS.items()}
     pairs = "\n".join(f"- {op} ({n} of {tot} pairs): " + ", ".join(f"{a} {sym[op]} {b}" for a, b in d["pairs"][op])
                       for op, (n, tot) in d["n_pairs"].items())
     phr = "\n".join(f"- `{k}`: \"{v}\"" for k, v in d["phrasings"].items())

@@ -43,7 +43,7 @@ import torch
 
 from arithmech.core.models import load_model
 from arithmech.core.progress import progress
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.pairs import FIELD
 from arithmech.embedded.heldout import card_section
 from arithmech.data.heldout import is_heldout_pair
@@ -70,10 +70,10 @@ def PRE_TOKENIZER():
 
 def _vocab() -> list[str]:
     """Every word the templates, pools, facts and counterfactuals can produce, then the digits."""
-    tpls = T.FIG8 + T.FIG10 + T.EXPONENTIATION
+    tpls = templates.FIG8 + templates.FIG10 + templates.EXPONENTIATION
     texts = [FIELD.sub(" ", t.clean + " " + t.corrupt) for t in tpls]
     texts += [p + " " + a for p, a in GENERIC_FACTS]
-    texts += [w for pool in T.POOLS.values() for w in pool] + [w for ws in T.OPS.values() for w in ws]
+    texts += [w for pool in templates.POOLS.values() for w in pool] + [w for ws in templates.OPS.values() for w in ws]
     texts += [t.op_word for t in tpls if not t.op_word.startswith("{")]
     words = {w for text in texts for w, _ in PRE_TOKENIZER().pre_tokenize_str(text)}
     words = sorted(w for w in words if not w.isdigit())
@@ -227,7 +227,7 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     draw them) per operation, family and template, counted on *trained* pairs only (the in-distribution
     figure; ``all_pairs_*`` adds the held-out pairs the chapters also draw), the held-out splits
     (:func:`arithmech.embedded.heldout.heldout_report`), generic-fact accuracy, and two-digit exact match."""
-    drawn, _ = make_pairs(tok, T.FIG8 + T.FIG10, n=n_per_template * len(T.FIG8 + T.FIG10), seed=seed)
+    drawn, _ = make_pairs(tok, templates.FIG8 + templates.FIG10, n=n_per_template * len(templates.FIG8 + templates.FIG10), seed=seed)
     kept, _ = filter_correct(model, tok, drawn)
     samples = [s for s in drawn if not is_heldout_pair(s.op, s.a, s.b)]
     by_op, by_family, by_tpl = {}, {}, {}

@@ -22,7 +22,7 @@ from typing import Sequence
 import torch
 
 from arithmech.core.stats import mean_interval, wilson_interval
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.data.sentences import VALIDATION_TOPICS
 from arithmech.data.sentences import generic_text
 from arithmech.data.sentences import phrasings
@@ -30,7 +30,7 @@ from arithmech.evals.benchmarks import format_number
 from arithmech.evals.scoring import extract_answer
 from arithmech.evals.scoring import greedy_decode
 from arithmech.evals.scoring import is_correct
-from arithmech.evals import benchmarks as E
+from arithmech.evals import benchmarks
 from arithmech.evals.scoring import choice_logits
 from arithmech.evals.scoring import cloze_choice
 from arithmech.data import splits
@@ -42,12 +42,12 @@ from arithmech.evals.scoring import continuation_logprobs
 
 # ------------------------------------------------------------------------------- answer tokens
 @torch.no_grad()
-def answer_scores(model, tok, samples: Sequence[D.Sample], batch_size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+def answer_scores(model, tok, samples: Sequence[pairs.Sample], batch_size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     """``(correct (n,) bool, p (n,))``: top-1 = answer token {C}, and the softmax probability of {C} at END."""
-    gold = D.answer_ids(tok, samples)
+    gold = pairs.answer_ids(tok, samples)
     correct, prob = torch.zeros(len(samples), dtype=torch.bool), torch.zeros(len(samples))
     dev = model.get_input_embeddings().weight.device
-    for idx, ids in D.group_by_length(tok, [s.clean for s in samples], batch_size):
+    for idx, ids in pairs.group_by_length(tok, [s.clean for s in samples], batch_size):
         logits = model(ids.to(dev), logits_to_keep=1).logits[:, -1].float().cpu()
         correct[idx] = logits.argmax(-1) == gold[idx]
         prob[idx] = logits.softmax(-1).gather(1, gold[idx, None])[:, 0]
@@ -77,12 +77,12 @@ def _choice_rows(name: str, n: int, n_shot: int, seed: int, data_dir) -> tuple[l
     each row's subject) or CSQA (``n`` dev rows, ``n_shot`` train rows)."""
     if name == "mmlu":
         dev: dict = {}
-        for c in E.read_mmlu("dev", data_dir):
+        for c in benchmarks.read_mmlu("dev", data_dir):
             dev.setdefault(c.subject, []).append(c)
-        rows = random.Random(seed).sample(E.read_mmlu("test", data_dir), n)
+        rows = random.Random(seed).sample(benchmarks.read_mmlu("test", data_dir), n)
         return rows, [dev[c.subject][:n_shot] for c in rows]
-    shots = random.Random(seed).sample(E.read_csqa("train", data_dir), n_shot)
-    rows = random.Random(seed).sample(E.read_csqa("dev", data_dir), n)
+    shots = random.Random(seed).sample(benchmarks.read_csqa("train", data_dir), n_shot)
+    rows = random.Random(seed).sample(benchmarks.read_csqa("dev", data_dir), n)
     return rows, [shots] * len(rows)
 
 
@@ -91,7 +91,7 @@ def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data
     """MMLU or CSQA in letter form: 1 where the most likely answer letter after ``Answer:`` is right."""
     rows, shots = _choice_rows(name, n, n_shot, seed, data_dir)
     letters = "ABCD" if name == "mmlu" else "ABCDE"
-    pred = choice_logits(model, tok, [E.choice_prompt(c, s) for c, s in zip(rows, shots)], letters, batch_size).argmax(1)
+    pred = choice_logits(model, tok, [benchmarks.choice_prompt(c, s) for c, s in zip(rows, shots)], letters, batch_size).argmax(1)
     return [int(letters[i] == c.answer) for i, c in zip(pred.tolist(), rows)]
 
 
@@ -147,7 +147,7 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
     held_items = single_digit_items("test", sizes["heldout_per_template"], seed, templates=held)
     items = {"heldout_phrasings": [int(ok) for ok in greedy_exact(model, tok, held_items)],
              "two_digit": [int(ok) for ok in greedy_exact(model, tok, two_digit_items(sizes["two_digit"], seed))]}
-    splits = E.math_splits(data_dir, seed)
+    splits = benchmarks.math_splits(data_dir, seed)
     for name in ("addsub", "singleeq", "svamp", "gsm8k"):
         rng = random.Random(seed)
         n = min(sizes["gsm8k" if name == "gsm8k" else "math_per_set"], len(splits[name]["test"]))

@@ -35,7 +35,7 @@ from arithmech.data.sentences import arithmetic_sentence
 from arithmech.evals.scoring import greedy_exact
 from arithmech.evals.measures import completion_nll
 from arithmech.data.sentences import train_sentences
-from arithmech.evals import measures as M
+from arithmech.evals import measures
 
 @dataclass(frozen=True)
 class Suite:
@@ -102,8 +102,8 @@ def paper_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_
     """Test: :func:`arithmech.evals.measures.evaluate_table1`; validation:
     :func:`arithmech.evals.measures.validation_measures`."""
     if side == "test":
-        return M.evaluate_table1(model, tok, sizes, data_seed, data_dir)
-    return M.validation_measures(model, tok, data_seed)
+        return measures.evaluate_table1(model, tok, sizes, data_seed, data_dir)
+    return measures.validation_measures(model, tok, data_seed)
 
 
 SUITES = {

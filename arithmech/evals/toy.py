@@ -15,7 +15,7 @@ from typing import Sequence
 from arithmech.data.sentences import GENERIC_FACTS
 from arithmech.data.sentences import negative_items, negative_split, two_digit_items
 import torch
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.pairs import make_pairs
 from arithmech.evals.scoring import filter_correct
 from arithmech.evals.scoring import greedy_exact
@@ -41,7 +41,7 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
         ok = greedy_exact(model, tok, negative_items(negative_split(seed)[1]), batch_size=64)
         res["negative"] = round(sum(ok) / len(ok), 4)
     if "single_digit" in which:
-        tpls = T.FIG8 + T.FIG10
+        tpls = templates.FIG8 + templates.FIG10
         samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101)
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]     # the trained skill only
         kept, _ = filter_correct(model, tok, samples)

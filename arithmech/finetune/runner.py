@@ -42,8 +42,8 @@ from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArgu
 
 
 from arithmech.core.memory import BlockPeakMemory
-from arithmech.finetune import adapter as A
-from arithmech.finetune import prefix as P
+from arithmech.finetune import adapter
+from arithmech.finetune import prefix
 from arithmech.paper import SFT
 from arithmech.finetune.data import Collator
 
@@ -79,7 +79,7 @@ class HeadMaskedTrainer(Trainer):
     >>> trainer.train(); trainer.save_model("adapter_dir"); merged = trainer.merged_model()
     """
 
-    def __init__(self, model=None, args: TrainingArguments | None = None, spec: A.HeadSpec | None = None,
+    def __init__(self, model=None, args: TrainingArguments | None = None, spec: adapter.HeadSpec | None = None,
                  cache_prefix: bool | None = None, **kw):
         """``cache_prefix``: train from the cached output of the frozen layers below the lowest trained
         layer (:mod:`arithmech.finetune.prefix`; same losses and gradients). ``None``: on when exact
@@ -88,18 +88,18 @@ class HeadMaskedTrainer(Trainer):
             raise ValueError("HeadMaskedTrainer needs spec=HeadSpec(heads=..., mlps=...)")
         if args is not None and args.fsdp:
             raise ValueError("precise SFT runs on one device (the slices are small); use FSDP for full SFT only")
-        if not A.slice_modules(model):
-            A.attach(model, spec)
+        if not adapter.slice_modules(model):
+            adapter.attach(model, spec)
         self.spec = spec
-        k = P.lowest_trained_layer(spec)
-        possible = k >= 1 and isinstance(kw.get("train_dataset"), (list, tuple)) and P.exact_for(model)
+        k = prefix.lowest_trained_layer(spec)
+        possible = k >= 1 and isinstance(kw.get("train_dataset"), (list, tuple)) and prefix.exact_for(model)
         if cache_prefix and not possible:
             raise ValueError("cache_prefix needs a list of training rows, a lowest trained layer >= 1 and "
                              "no dropout in the model")
-        self.prefix = P.PrefixCache(model, k) if (possible if cache_prefix is None else cache_prefix) else None
+        self.prefix = prefix.PrefixCache(model, k) if (possible if cache_prefix is None else cache_prefix) else None
         if self.prefix is not None:
-            kw["train_dataset"] = P.with_row_ids(kw["train_dataset"])
-            kw["data_collator"] = P.RowIdCollator(kw["data_collator"])
+            kw["train_dataset"] = prefix.with_row_ids(kw["train_dataset"])
+            kw["data_collator"] = prefix.RowIdCollator(kw["data_collator"])
         super().__init__(model=model, args=args, **kw)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -109,25 +109,25 @@ class HeadMaskedTrainer(Trainer):
         net = self.accelerator.unwrap_model(model)
         h = self.prefix.inputs_embeds(net, inputs["input_ids"], inputs["attention_mask"], row_ids)
         cached = {"inputs_embeds": h, **{k: v for k, v in inputs.items() if k != "input_ids"}}
-        with P.skipped_layers(net, self.prefix.k):
+        with prefix.skipped_layers(net, self.prefix.k):
             return super().compute_loss(model, cached, return_outputs, num_items_in_batch)
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         out = output_dir or self.args.output_dir
         if self.args.should_save:
-            A.save_adapter(self.model, self.spec, out)
+            adapter.save_adapter(self.model, self.spec, out)
             if self.processing_class is not None:
                 self.processing_class.save_pretrained(out)
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
-        A.load_adapter(model or self.model, resume_from_checkpoint)
+        adapter.load_adapter(model or self.model, resume_from_checkpoint)
 
     def _load_best_model(self) -> None:
-        A.load_adapter(self.model, self.state.best_model_checkpoint)
+        adapter.load_adapter(self.model, self.state.best_model_checkpoint)
 
     def merged_model(self):
         """Merge the slices into the base weights (in place; training is over) and return the model."""
-        return A.merge(self.model)
+        return adapter.merge(self.model)
 
 
 class _Clock(TrainerCallback):
@@ -141,7 +141,7 @@ class _Clock(TrainerCallback):
 
 
 def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], tok,
-                 spec: A.HeadSpec | None = None, cache_prefix: bool | None = None) -> Trainer:
+                 spec: adapter.HeadSpec | None = None, cache_prefix: bool | None = None) -> Trainer:
     """A :class:`HeadMaskedTrainer` (``precise``; ``cache_prefix`` as there) or a plain ``Trainer`` on all
     parameters (``full``)."""
     kw = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))

@@ -13,7 +13,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from arithmech.report import circuit as C
+from arithmech.report import circuit
 
 METHODS = (("eap", "EAP"), ("eap_ig", "EAP-IG"))
 KEY = "heads with mean effect below −5%"     # the three methods on one rule (EAP has no interval)
@@ -99,8 +99,8 @@ def shares_table(runs: list[dict]) -> pd.DataFrame:
     rows = []
     for r in runs:
         S = r["summary"]
-        nodes, edges = C.graph(r["eap"], r["upstream"], r["n_layers"])
-        sh = C.shares(nodes, edges, S["total_effect"]["mean"])
+        nodes, edges = circuit.graph(r["eap"], r["upstream"], r["n_layers"])
+        sh = circuit.shares(nodes, edges, S["total_effect"]["mean"])
         rows.append({"model": r["model"], "total effect (X_c vs X_r)": f"{sh['total']:+.1%} ± {S['total_effect']['se']:.1%}",
                      "receivers' direct effects": f"{sh['direct_only']:+.2%} ({sh['share_direct_only']:.1%} of total)",
                      "+ upstream edges (graph)": f"{sh['graph']:+.2%} ({sh['share_graph']:.1%} of total)",
@@ -113,7 +113,7 @@ def verdict_table(runs: list[dict]) -> pd.DataFrame:
     interval, where the receivers come from, and the verdict."""
     rows = []
     for r in runs:
-        v, S = C.verdict(r["eap"], r["upstream"]), r["summary"]
+        v, S = circuit.verdict(r["eap"], r["upstream"]), r["summary"]
         rows.append({"model": r["model"], "receivers": f"{', '.join(S['receivers']) or '—'} ({S['receivers_from']})",
                      "D (weakest receiver, direct)": v.get("D"),
                      "D 95% interval": "{:.3%} – {:.3%}".format(*v["D_ci"]) if "D_ci" in v else None,

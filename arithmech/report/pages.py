@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.claims.rules import claims
 from arithmech.report.tables import setting_name
 
@@ -66,7 +66,7 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
     out = []
     for name, label in models:
         folder = Path(root) / results_dir / name
-        if not R.exists(folder, "effects.csv"):
+        if not results.exists(folder, "effects.csv"):
             continue
         c = claims(folder)
         out += [f":::{{admonition}} {label}: {tally(c)}", ":class: tip", "",

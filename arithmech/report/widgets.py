@@ -35,28 +35,28 @@ class Explorer:
 
     def __init__(self, model, tok, key_heads: Sequence[tuple[int, int]], reference: Sequence | None = None,
                  prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 ="):
-        import ipywidgets as W
+        import ipywidgets
         self.model, self.tok, self.key_heads = model, tok, [tuple(h) for h in key_heads]
         cfg = model.config
         heads = self.key_heads + [(l, h) for l in range(cfg.num_hidden_layers)
                                   for h in range(cfg.num_attention_heads) if (l, h) not in self.key_heads]
-        self.prompt = W.Text(value=prompt, description="prompt")
-        self.counterfactual = W.Text(value=counterfactual, description="counterfactual",
+        self.prompt = ipywidgets.Text(value=prompt, description="prompt")
+        self.counterfactual = ipywidgets.Text(value=counterfactual, description="counterfactual",
                                      placeholder="optional, e.g. 4 @ 3 =")
-        self.head = W.Dropdown(options=[(f"{l}.{h}" + (" (key)" if (l, h) in self.key_heads else ""), (l, h))
+        self.head = ipywidgets.Dropdown(options=[(f"{l}.{h}" + (" (key)" if (l, h) in self.key_heads else ""), (l, h))
                                         for l, h in heads], value=heads[0], description="head")
-        self.knockout = W.Checkbox(value=False, description="knock out the key heads (mean ablation)",
+        self.knockout = ipywidgets.Checkbox(value=False, description="knock out the key heads (mean ablation)",
                                    disabled=not reference)
-        self.button = W.Button(description="run", button_style="primary")
-        self.output = W.Output()
+        self.button = ipywidgets.Button(description="run", button_style="primary")
+        self.output = ipywidgets.Output()
         self._reference = list(reference or [])
         self._means = None
         self.tables: dict[str, pd.DataFrame] = {}
         self.button.on_click(lambda _: self.refresh())
         self.head.observe(lambda _: self.refresh(), names="value")
         self.knockout.observe(lambda _: self.refresh(), names="value")
-        self.widget = W.VBox([W.HBox([self.prompt, self.counterfactual]),
-                              W.HBox([self.head, self.knockout, self.button]), self.output])
+        self.widget = ipywidgets.VBox([ipywidgets.HBox([self.prompt, self.counterfactual]),
+                              ipywidgets.HBox([self.head, self.knockout, self.button]), self.output])
 
     def _knockout(self):
         if not self.knockout.value:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import pairs
+from arithmech.data import templates
 from arithmech.core.stats import wilson_interval
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.evals.measures import answer_scores
 from arithmech.core.models import load_model
 from arithmech.steps.config import Accuracy as Config
@@ -19,15 +19,15 @@ from arithmech.steps.config import Accuracy as Config
 
 # --------------------------------------------------------------------------- accuracy per template
 def _figure(template_id: str) -> str:
-    return "Fig. 10" if any(t.id == template_id for t in T.FIG10) else "Fig. 8"
+    return "Fig. 10" if any(t.id == template_id for t in templates.FIG10) else "Fig. 8"
 
 
 def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16, seed: int = 0,
                          batch_size: int = 64) -> pd.DataFrame:
     """One row per template and one ``(all)`` row per operation: ``op, template, figure, family, example, n,
     correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END)."""
-    tpls = D.select_templates(task)
-    samples, _ = D.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed)
+    tpls = pairs.select_templates(task)
+    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed)
     ok, p = answer_scores(model, tok, samples, batch_size)
     df = pd.DataFrame({"op": [s.op for s in samples], "template": [s.template for s in samples],
                        "family": [s.family for s in samples], "example": [s.clean for s in samples],
@@ -62,19 +62,19 @@ def run(config: Config, model=None, tok=None) -> pd.DataFrame:
     """Draw ``config.n_per_template`` prompts per Fig. 8 / Fig. 10 template, score them, write
     ``accuracy_by_template.csv`` to the model's folder (``model``/``tok``: an already loaded model)."""
     c = config
-    folder = R.model_folder(c.results, c.model_name)
-    R.check_writable(folder, "accuracy", c.overwrite)
+    folder = results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "accuracy", c.overwrite)
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
     df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed)
-    R.write_step(folder, "accuracy", {"accuracy_by_template.csv": df},
+    results.write_step(folder, "accuracy", {"accuracy_by_template.csv": df},
                  {"parameters": {"n_per_template": c.n_per_template, "seed": c.seed}})
-    return R.read(folder, "accuracy_by_template.csv")
+    return results.read(folder, "accuracy_by_template.csv")
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> pd.DataFrame:
     """``accuracy_by_template.csv`` of the model's folder when made with ``config``'s parameters, else :func:`run`."""
-    folder = R.model_folder(config.results, config.model_name)
-    if recompute or not R.made_with(folder, "accuracy", {"n_per_template": config.n_per_template, "seed": config.seed}):
+    folder = results.model_folder(config.results, config.model_name)
+    if recompute or not results.made_with(folder, "accuracy", {"n_per_template": config.n_per_template, "seed": config.seed}):
         return run(config.replace(overwrite=True), model, tok)
-    return R.read(folder, "accuracy_by_template.csv")
+    return results.read(folder, "accuracy_by_template.csv")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.steps.config import Analyze as Config
 
@@ -31,15 +31,15 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     """The heads to analyze from identify's files (checked by the results contract) and where they come
     from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
     (:func:`arithmech.methods.effects.studied_heads`, the rule every later step uses)."""
-    kh = R.read(folder, "key_heads.json")
+    kh = results.read(folder, "key_heads.json")
     try:
         heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
     except (TypeError, KeyError, ValueError):
-        raise R.ResultsError(f"{Path(folder) / 'key_heads.json'}: each head needs integer 'layer' and 'head'; "
+        raise results.ResultsError(f"{Path(folder) / 'key_heads.json'}: each head needs integer 'layer' and 'head'; "
                              "re-run python -m arithmech identify") from None
     if heads:
         return heads, "key heads"
-    return studied_heads(R.read(folder, "effects.csv"), kh["task"], kh["threshold"])
+    return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
 
 
 
@@ -71,8 +71,8 @@ def run(config: Config) -> dict:
     the DataFrames ``roles``, ``labels``, ``baseline``, ``mlp``, ``top`` and the ``stages`` found.
     """
     c = config
-    folder = R.model_folder(c.results, c.model_name)
-    R.check_writable(folder, "analyze", c.overwrite)
+    folder = results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "analyze", c.overwrite)
     heads, heads_from = load_key_heads(folder)
     samples = reference_samples(folder, c.n_samples, c.seed)
     t0 = time.time()
@@ -85,14 +85,14 @@ def run(config: Config) -> dict:
     summary = {"key_heads": key_head_summary(roles, heads), "heads_from": heads_from,
                "stages": {k: list(v) for k, v in stages.items()}, "final_norm": c.final_norm, "prompt": c.prompt,
                "n_samples": len(samples)}
-    R.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,
+    results.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,
                                      "top_numbers.csv": top.assign(prompt=c.prompt), "analyze.json": summary}, {
         "parameters": dict(model=c.model_name, n_samples=c.n_samples, seed=c.seed, device=c.device, dtype=c.dtype,
                            prompt=c.prompt, final_norm=c.final_norm, batch_size=c.batch_size),
-        "versions": R.versions(),
-        "wall_s": round(time.time() - t0, 2), "peak_memory": R.peak_memory()})
+        "versions": results.versions(),
+        "wall_s": round(time.time() - t0, 2), "peak_memory": results.peak_memory()})
     return dict(model=model, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
-                labels=labels, baseline=R.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages,
+                labels=labels, baseline=results.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages,
                 folder=folder, summary=summary)
 
 
@@ -103,12 +103,12 @@ def ensure(config: Config, recompute: bool = False) -> dict:
     (:func:`arithmech.methods.effects.studied_heads`).
 
     Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
-    folder = R.model_folder(config.results, config.model_name)
+    folder = results.model_folder(config.results, config.model_name)
     want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-    if recompute or not R.made_with(folder, "analyze", want):
+    if recompute or not results.made_with(folder, "analyze", want):
         run(config.replace(overwrite=True))
-    roles = R.read(folder, "attention_roles.csv")
+    roles = results.read(folder, "attention_roles.csv")
     return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
-            "baseline": R.read(folder, "attention_baseline.csv"), "mlp": R.read(folder, "mlp_projection.csv"),
-            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": R.read(folder, "analyze.json")}
+            "baseline": results.read(folder, "attention_baseline.csv"), "mlp": results.read(folder, "mlp_projection.csv"),
+            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": results.read(folder, "analyze.json")}
 

@@ -25,16 +25,16 @@ import pandas as pd
 import torch
 
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.steps import identify as identify_step
 from arithmech.steps.config import Beyond as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
 from arithmech.data import pairs
-from arithmech.data import pairs as D
-from arithmech.methods import attribution as A
-from arithmech.methods import upstream as U
+from arithmech.data import pairs as pairs_module
+from arithmech.methods import attribution
+from arithmech.methods import upstream
 from arithmech.methods.patching import end_cache, split_cache
 
 
@@ -47,11 +47,11 @@ def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5)
         raise ValueError(f"n_misses={n_misses!r}: need a non-negative integer")
 
 
-def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict, list[D.Sample]]:
+def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
     """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts,
     read and checked through the results contract."""
-    effects = R.read(folder, "effects.csv")
-    kh = R.read(folder, "key_heads.json")
+    effects = results.read(folder, "effects.csv")
+    kh = results.read(folder, "key_heads.json")
     samples = pairs.samples(folder)
     if not samples:
         raise ValueError(f"{folder / 'prompts.jsonl'} holds no reference prompts: nothing to patch")
@@ -59,30 +59,30 @@ def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict,
     return effects, kh, [samples[i] for i in sorted(rng.permutation(len(samples))[:n_samples])]
 
 
-def beyond(model, tok, samples: list[D.Sample], effects: pd.DataFrame, key_heads: dict, receivers: int = 5,
+def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame, key_heads: dict, receivers: int = 5,
            ig_steps: int = 8, n_misses: int = 5, batch_size: int = 64) -> dict:
     """The step's computations on loaded ``model`` (see the module docstring). Returns ``eap``,
     ``upstream`` (DataFrames), ``misses``, ``summary`` (with ``times``) and ``receivers``."""
     t0 = time.perf_counter()
-    ans = D.answer_ids(tok, samples)
+    ans = pairs_module.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = split_cache(end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size),
                                  len(samples))
     times = {"caches_s": time.perf_counter() - t0}
-    cmp = A.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD))
+    cmp = attribution.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD))
     times.update(cmp["times"])
-    misses = A.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
+    misses = attribution.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
     eap = cmp["frame"]
     if not misses.empty:
         eap = eap.merge(misses[["layer", "head", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen",
                                 "cause"]], on=["layer", "head"], how="left")
-    recs, source = U.receivers_from(effects, key_heads, receivers)
+    recs, source = upstream.receivers_from(effects, key_heads, receivers)
     t1 = time.perf_counter()
-    up = U.upstream_fast(model, tok, clean_p, clean, corrupt, ans, recs, batch_size) if recs else {}
+    up = upstream.upstream_fast(model, tok, clean_p, clean, corrupt, ans, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = model.config.num_attention_heads
     logit_o = clean.answer_logit
-    upf = U.frame(up, logit_o, H) if up else pd.DataFrame(columns=["receiver", "path", "sender", "effect"])
+    upf = upstream.frame(up, logit_o, H) if up else pd.DataFrame(columns=["receiver", "path", "sender", "effect"])
     total = (corrupt.answer_logit - logit_o) / logit_o
     n = len(samples)
     summary = {**cmp["summary"], "n_samples": n, "ig_steps": ig_steps,
@@ -100,8 +100,8 @@ def run(config: Config) -> dict:
     ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict plus
     ``folder``."""
     c = config
-    folder = R.model_folder(c.results, c.model_name)
-    R.check_writable(folder, "beyond", c.overwrite)
+    folder = results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "beyond", c.overwrite)
     effects, kh, samples = inputs(folder, c.n_samples, c.seed)
     t0 = time.time()
     torch.manual_seed(c.seed)
@@ -113,10 +113,10 @@ def run(config: Config) -> dict:
                                  seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,
                                  batch_size=c.batch_size),
               "summary": out["summary"],
-              "versions": R.versions(),
+              "versions": results.versions(),
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
-              "peak_memory": R.peak_memory()}
-    R.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record,
+              "peak_memory": results.peak_memory()}
+    results.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record,
                  model_name=c.model_name)
     return {**out, "folder": folder, "model": model, "tok": tok}
 
@@ -130,22 +130,22 @@ def ensure(config: Config, recompute: bool = False, identify: IdentifyConfig | N
     :func:`arithmech.steps.identify.ensure`.
 
     Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
-    folder = R.model_folder(config.results, config.model_name)
-    if not R.exists(folder, "key_heads.json"):
+    folder = results.model_folder(config.results, config.model_name)
+    if not results.exists(folder, "key_heads.json"):
         identify_step.ensure(identify or IdentifyConfig(model_name=config.model_name, results=config.results,
                                                         seed=config.seed, device=config.device, dtype=config.dtype))
     want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-    if recompute or not R.made_with(folder, "beyond", want):       # incl. identify re-run since
+    if recompute or not results.made_with(folder, "beyond", want):       # incl. identify re-run since
         run(config.replace(overwrite=True))
-    eap = R.read(folder, "eap.csv")                              # checked read; summary() would read it again
-    return {"model": config.model_name, "summary": R.read_run(folder)["steps"]["beyond"]["summary"], "eap": eap,
-            "upstream": R.read(folder, "upstream.csv"), "n_layers": int(eap["layer"].max()) + 1}
+    eap = results.read(folder, "eap.csv")                              # checked read; summary() would read it again
+    return {"model": config.model_name, "summary": results.read_run(folder)["steps"]["beyond"]["summary"], "eap": eap,
+            "upstream": results.read(folder, "upstream.csv"), "n_layers": int(eap["layer"].max()) + 1}
 
 
 def summary(folder: str | Path) -> dict:
     """The ``beyond`` record's summary from ``run.json`` (after the files were checked by :func:`read`)."""
-    R.read(folder, "eap.csv")
-    rec = R.read_run(folder)["steps"].get("beyond")
+    results.read(folder, "eap.csv")
+    rec = results.read_run(folder)["steps"].get("beyond")
     if rec is None:
         raise FileNotFoundError(f"{folder} has no beyond step in run.json: run `python -m arithmech beyond` first")
     return rec["summary"]

@@ -6,7 +6,7 @@ names the heads both find, with each one's effect under both.
 """
 from __future__ import annotations
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.steps.config import Counterfactuals as Config
 from arithmech.steps.identify import counterfactual_overlap, identify, operand_identify, write_results
@@ -15,8 +15,8 @@ from arithmech.steps.identify import counterfactual_overlap, identify, operand_i
 def run(config: Config) -> dict:
     """Both identify runs into ``<folder>/counterfactuals/{operator,operand}/`` and the overlap file."""
     c = config
-    folder = R.model_folder(c.results, c.model_name)
-    R.check_writable(folder, "counterfactuals", c.overwrite)
+    folder = results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "counterfactuals", c.overwrite)
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
     op = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, knockout=False, transfer=False)
     nd = operand_identify(model, tok, c.task, c.n_samples, c.seed, knockout=False)
@@ -24,5 +24,5 @@ def run(config: Config) -> dict:
     write_results(op, out / "operator", model_name=c.model_name)
     write_results(nd, out / "operand", model_name=c.model_name)
     overlap = counterfactual_overlap(op.effects, nd.effects, c.task)
-    R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
+    results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
     return overlap

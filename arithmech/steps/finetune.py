@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Sequence
 
 from arithmech.core.models import Geometry
-from arithmech.finetune import adapter as A
-from arithmech.core import results as R
+from arithmech.finetune import adapter
+from arithmech.core import results as results_io
 from arithmech.steps.config import Finetune as Config
 from arithmech.finetune import runner
 from arithmech.steps import identify as identify_step
@@ -162,8 +162,8 @@ def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list,
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid JSON ({e}); rerun `python -m arithmech identify`") from None
     task, heads, mlps = check_key_heads(kh, path, geo)          # shape first: the most specific message
-    R.read(folder, "key_heads.json")                            # then the manifest (edited? incomplete?)
-    df = R.read(folder, "effects.csv")
+    results_io.read(folder, "key_heads.json")                            # then the manifest (edited? incomplete?)
+    df = results_io.read(folder, "effects.csv")
     check_effects(df, task, folder / "effects.csv", geo)
     all_h, all_m = ranking(df, task)
     heads += [h for h in all_h if h not in heads]
@@ -196,7 +196,7 @@ def check_device(device: str) -> None:
         raise ValueError(f"--device {device!r}: use cpu, cuda, cuda:N or mps")
 
 
-def validate_finetune_args(config: Config, world_size: int | None = None) -> A.HeadSpec | None:
+def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
     """Check every argument of ``run_finetune`` and the files it reads; return the ``HeadSpec`` to train
     (``None`` for full SFT). Raises ``ValueError``/``FileNotFoundError`` with one clear line; loads no model.
     The fields' own types and bounds were checked when ``config`` was built (:class:`Config`); these are the
@@ -211,8 +211,8 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> A.H
         raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
     if mode not in ("precise", "full"):
         raise ValueError(f"--mode {mode!r}: use precise or full")
-    if kv_policy not in A.KV_POLICIES:
-        raise ValueError(f"--kv-policy {kv_policy!r}: use one of {', '.join(A.KV_POLICIES)}")
+    if kv_policy not in adapter.KV_POLICIES:
+        raise ValueError(f"--kv-policy {kv_policy!r}: use one of {', '.join(adapter.KV_POLICIES)}")
     if dtype not in DTYPES:
         raise ValueError(f"--dtype {dtype!r}: use one of {', '.join(DTYPES)}")
     _positive("--batch-size", batch_size, integer=True)
@@ -259,7 +259,7 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> A.H
             raise ValueError(f"--heads top-{want}: only {len(ranked_h)} ranked heads available")
         want = ranked_h[:want]
     check_heads_in_model(want, geo)
-    return A.HeadSpec(heads=tuple(want), mlps=tuple((ranked_m or [])[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
+    return adapter.HeadSpec(heads=tuple(want), mlps=tuple((ranked_m or [])[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
 
 
 # ------------------------------------------------------------------------------ key components
@@ -277,8 +277,8 @@ def ensure_ranking(model_name: str, results: str | Path = "results", n_samples: 
                    device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
     """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
     first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
-    folder = R.model_folder(results, model_name)
-    if not R.exists(folder, "key_heads.json"):
+    folder = results_io.model_folder(results, model_name)
+    if not results_io.exists(folder, "key_heads.json"):
         identify_step.run(IdentifyConfig(model_name=model_name, n_samples=n_samples, seed=seed, results=str(folder),
                                          device=device, dtype=dtype, knockout=False, transfer=False))
     return ranked_components(folder)
@@ -323,7 +323,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
     benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
     lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
     warmup, weight_decay, bf16, fsdp, rescale, kv_policy = c.warmup, c.weight_decay, c.bf16, c.fsdp, c.rescale, c.kv_policy
-    folder = R.model_folder(results, model)
+    folder = results_io.model_folder(results, model)
     records.check_finetune_writable(records.finetune_path(folder, mode, tag), c.overwrite)
     t0 = time.time()
     torch.manual_seed(seed)
@@ -347,10 +347,10 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
         train = runner.train_measured(trainer, device)
     net.eval()
     if c.save_adapter and mode == "precise":
-        A.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
+        adapter.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
     after = ev(net)
     record = records.finetune_record(
-        model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
+        model=results_io.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
         heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
         tuned_parameters=tuned, total_parameters=total,
         parameters=dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
@@ -360,7 +360,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
         results={k: records.measure(v) for k, v in after.items()},
         base={k: records.measure(v) for k, v in before.items()},
         delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
-        versions=R.versions(),
+        versions=results_io.versions(),
         wall_s=round(time.time() - t0, 2))
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record

@@ -19,8 +19,8 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.steps.identify import identify, ranking
 from arithmech.methods.knockout import unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
@@ -68,7 +68,7 @@ def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: s
             stats["unknown_words"] += 1
             continue
         target = str(int(p.answer))
-        split_ = D.answer_split(tok, clean, target)
+        split_ = pairs.answer_split(tok, clean, target)
         if split_ is None:
             stats["no_answer_token"] += 1
             continue
@@ -78,7 +78,7 @@ def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: s
         if n_tok != len(tok(corrupt_p)["input_ids"]):
             stats["length_mismatch"] += 1
             continue
-        out.append(D.Sample(clean_p, corrupt_p, tok.decode([ans]).strip(), target, 0, 0, "gsm8k", "gsm8k",
+        out.append(pairs.Sample(clean_p, corrupt_p, tok.decode([ans]).strip(), target, 0, 0, "gsm8k", "gsm8k",
                             "gsm8k", {"A": [], "B": [], "operator": [], "end": n_tok - 1}))
     stats["made"] = len(out)
     return out, stats
@@ -123,7 +123,7 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = 256, 
     saying so instead of heads.
     """
     rows, runs = [], {}
-    for t in templates if templates is not None else T.EXPONENTIATION:
+    for t in templates if templates is not None else templates_module.EXPONENTIATION:
         row = {"template": t.id, "X_r": t.clean, "X_c": t.corrupt}
         try:
             r = identify(model, tok, [[t]], n_samples=n_samples, seed=seed, threshold=threshold,
@@ -148,9 +148,9 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = 256, 
 # in words a small vocabulary has: the accumulation sentences of Fig. 10 keep their story and lose the
 # question's calculation phrase ("total number of" → "colour of the"), same token count.
 WORD_PROBLEM_PAIRS = [
-    T.parse_pair(t.clean, t.clean.replace("What's the total number of {OBJECT}", "What's the colour of the {OBJECT}"),
+    templates_module.parse_pair(t.clean, t.clean.replace("What's the total number of {OBJECT}", "What's the colour of the {OBJECT}"),
                  id=f"word-{t.id}", op="addition", op_word=t.op_word)
-    for t in T.FIG10 if t.family == "accumulation"
+    for t in templates_module.FIG10 if t.family == "accumulation"
 ]
 
 

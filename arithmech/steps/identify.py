@@ -32,13 +32,13 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.progress import Progress
 from arithmech.core.memory import PeakMemory
-from arithmech.data import pairs as D
+from arithmech.data import pairs as pairs_module
 from arithmech.data.answer_tokens import answer_token_table
 from arithmech.methods.knockout import group_key, mean_activations
-from arithmech.methods import knockout_run as KR
+from arithmech.methods import knockout_run
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.effects import effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
@@ -61,7 +61,7 @@ DEFAULTS = Config()        # the library function's defaults are the step's (ari
 class IdentifyResult:
     """Everything one identify run produced; :func:`write_results` turns it into files."""
 
-    tasks: dict[str, list[D.Sample]]
+    tasks: dict[str, list[pairs_module.Sample]]
     patched: dict[str, Patched]
     effects: pd.DataFrame
     key_heads: dict
@@ -118,7 +118,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
     if curves_for not in ("primary", "each"):
         raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")
     positions = split_positions(knockout_positions)
-    D.check_answer_token(answer_token)
+    pairs_module.check_answer_token(answer_token)
     if not threshold < 0:
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
@@ -141,7 +141,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         for i, (label, spec) in enumerate(labelled):
             got = ck.load(f"task-{i}") if ck is not None else None
             if got is not None and got["label"] == label:           # a finished task of an interrupted run
-                samples[label] = [D.Sample(**r) for r in got["samples"]]
+                samples[label] = [pairs_module.Sample(**r) for r in got["samples"]]
                 info[label], patched[label] = got["info"], Patched(**got["patched"])
                 resumed.append(label)
             else:
@@ -150,7 +150,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 t1 = time.time()
                 ss = samples[label]
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
-                                            D.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
+                                            pairs_module.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
                 timings["prepare"] += t1 - t
                 timings["patching"] += time.time() - t1
                 if ck is not None:
@@ -176,18 +176,18 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
         every = [s for ss in samples.values() for s in ss]
         t2 = time.time()
-        tpls = {label: None if isinstance(spec, list) and spec and isinstance(spec[0], D.Sample) else
+        tpls = {label: None if isinstance(spec, list) and spec and isinstance(spec[0], pairs_module.Sample) else
                 task_templates(spec)[1] for label, spec in labelled}
         if knockout or transfer:
-            every_t = [t for label in samples for t in (tpls[label] or KR.sample_templates(samples[label]))]
-            means = prepare_means(model, tok, samples, every_t + (D.select_templates(heldout) if transfer else []),
+            every_t = [t for label in samples for t in (tpls[label] or knockout_run.sample_templates(samples[label]))]
+            means = prepare_means(model, tok, samples, every_t + (pairs_module.select_templates(heldout) if transfer else []),
                                   pool_size, seed, batch_size, answer_token)
         else:
             means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
         timings["means"] = time.time() - t2
-        ko, evals = pd.DataFrame(columns=KR.COLUMNS), {}
+        ko, evals = pd.DataFrame(columns=knockout_run.COLUMNS), {}
         if knockout:
-            ko, evals = KR.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
+            ko, evals = knockout_run.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
                                           lambda t: key_heads(effects, t, threshold), primary, curves_for, positions,
                                           knockout_samples, n_random, seed, ks, batch_size, ck, bar,
                                           answer_token=answer_token)
@@ -219,7 +219,7 @@ def concat_patched(ps: Sequence[Patched]) -> Patched:
 def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tuple[int, int]], str]:
     """The studied heads (:func:`~arithmech.methods.effects.studied_heads`: key heads, else the top ones)
     recomputed from the samples outside the ``heldout`` family (for the transfer test), and their source."""
-    held_ids = {t.id for t in D.select_templates(heldout)}
+    held_ids = {t.id for t in pairs_module.select_templates(heldout)}
     use = torch.tensor([s.template not in held_ids for ss in res.tasks.values() for s in ss])
     if not use.any():
         return [], "no sample outside the held-out family"
@@ -244,11 +244,11 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
         files["transfer.csv"] = res.transfer
     if res.heldout is not None:
         files["heldout.json"] = res.heldout
-    record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": R.versions(),
+    record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": results.versions(),
               "wall_seconds": round(res.timings.get("total", 0.0), 2),
               "timings": {k: round(v, 2) for k, v in res.timings.items()},
-              "peak_memory": res.memory or R.peak_memory()}
-    return R.write_step(folder, "identify", files, record, model_name=model_name)
+              "peak_memory": res.memory or results.peak_memory()}
+    return results.write_step(folder, "identify", files, record, model_name=model_name)
 
 
 def run(config: Config) -> IdentifyResult:
@@ -260,13 +260,13 @@ def run(config: Config) -> IdentifyResult:
     with the same config after an interruption continues from there and writes the same files; the
     checkpoints are removed once the files are written."""
     c = config
-    folder = Path(c.out) if c.out else R.model_folder(c.results, c.model_name)
-    R.check_writable(folder, "identify", c.overwrite)
+    folder = Path(c.out) if c.out else results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "identify", c.overwrite)
     if c.task != "all":
         task_templates(c.task)                 # a wrong task name or a missing file fails before loading
     torch.manual_seed(c.seed)
     random.seed(c.seed)
-    ck = R.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
+    ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
                    prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
@@ -302,19 +302,19 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     Returns ``{"operator": identify's files (+ "run": its run.json record), "operand": {"effects"},
     "overlap"}``."""
     c = config
-    folder = R.model_folder(c.results, c.model_name)
-    fresh = recompute or not R.made_with(folder, "identify", recorded(c), absent_means=ABSENT_MEANS)
+    folder = results.model_folder(c.results, c.model_name)
+    fresh = recompute or not results.made_with(folder, "identify", recorded(c), absent_means=ABSENT_MEANS)
     if fresh:
         run(c.replace(overwrite=True))
-    if fresh or not R.exists(folder / "operand", "effects.csv") or not R.exists(folder, "counterfactual_overlap.json"):
+    if fresh or not results.exists(folder / "operand", "effects.csv") or not results.exists(folder, "counterfactual_overlap.json"):
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
-        R.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
-            R.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
-    out = {"operator": R.read_step(folder, "identify"), "operand": {"effects": R.read(folder / "operand", "effects.csv")},
-           "overlap": R.read(folder, "counterfactual_overlap.json")}
-    out["operator"]["run"] = R.read_run(folder)["steps"]["identify"]
+        results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
+            results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
+    out = {"operator": results.read_step(folder, "identify"), "operand": {"effects": results.read(folder / "operand", "effects.csv")},
+           "overlap": results.read(folder, "counterfactual_overlap.json")}
+    out["operator"]["run"] = results.read_run(folder)["steps"]["identify"]
     return out
 
 
@@ -327,7 +327,7 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     ``kw["answer_token"]`` (default ``"last-digit"``, identify's) chooses the pairs' answer token; pairs whose
     X_c leaves the model's answer in place are dropped there, as for the operator counterfactual.
     """
-    pairs, _ = D.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"))
+    pairs, _ = pairs_module.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"))
     res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
     label = f"{task} (operand)"
     res.effects["task"] = label

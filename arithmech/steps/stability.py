@@ -41,11 +41,11 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.steps.config import Stability as Config
 from arithmech.evals.scoring import filter_correct
 from arithmech.core.progress import Progress
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.evals.scoring import check_counterfactuals
@@ -98,7 +98,7 @@ def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, ba
     """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
     X_r (answered right, and X_c moves the answer away: :func:`~arithmech.data.answer_tokens.check_counterfactuals`)."""
     _, tpls = task_templates(task)
-    drawn, _ = D.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token)
+    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token)
     kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
         if keep_correct else list(drawn)
     ids = {id(s) for s in kept}
@@ -106,7 +106,7 @@ def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, ba
     if not kept:
         raise ValueError(f"the model answers none of the {n} {kind}-counterfactual pairs of seed {seed} right: "
                          "no X_r to patch; use a task the model can do or larger sizes")
-    p = path_patch(model, tok, [s.clean for s in kept], [s.corrupt for s in kept], D.answer_ids(tok, kept),
+    p = path_patch(model, tok, [s.clean for s in kept], [s.corrupt for s in kept], pairs.answer_ids(tok, kept),
                    prob=False, batch_size=batch_size)
     return kept, index, p
 
@@ -252,16 +252,16 @@ FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 
 def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None):
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
-    record = {"parameters": {**res.params, **(extra or {})}, "versions": R.versions(),
-              "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": R.peak_memory()}
+    record = {"parameters": {**res.params, **(extra or {})}, "versions": results.versions(),
+              "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": results.peak_memory()}
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
-    return R.write_step(folder, "stability", files, record, model_name=model_name)
+    return results.write_step(folder, "stability", files, record, model_name=model_name)
 
 
 def read_results(folder: str | Path) -> dict:
     """``{"table", "runs", "heads", "record"}`` of a stability run in ``folder`` (checked reads)."""
-    out = {k: R.read(folder, n) for k, n in zip(("table", "runs", "heads"), FILENAMES)}
-    out["record"] = R.read_run(folder)["steps"]["stability"]
+    out = {k: results.read(folder, n) for k, n in zip(("table", "runs", "heads"), FILENAMES)}
+    out["record"] = results.read_run(folder)["steps"]["stability"]
     return out
 
 
@@ -277,8 +277,8 @@ def recorded(config: Config) -> dict:
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
     """:func:`read_results` of the model's folder when ``run.json`` records a stability run made with
     ``config`` (:func:`recorded`), else :func:`run` (with ``model``/``tok`` when the caller has them loaded)."""
-    folder = R.model_folder(config.results, config.model_name)
-    if recompute or not R.made_with(folder, "stability", recorded(config)):
+    folder = results.model_folder(config.results, config.model_name)
+    if recompute or not results.made_with(folder, "stability", recorded(config)):
         run(config.replace(overwrite=True), model=model, tok=tok)
     return read_results(folder)
 
@@ -287,8 +287,8 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     """Load the model (unless given), run :func:`stability` with seeds ``seed .. seed + seeds - 1`` and write
     the files to the model's results folder (``config.results``: the root or the model's folder)."""
     c = config
-    folder = R.model_folder(c.results, c.model_name)
-    R.check_writable(folder, "stability", c.overwrite)
+    folder = results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "stability", c.overwrite)
     rec = recorded(c)
     t0 = time.time()
     if model is None:

@@ -37,7 +37,7 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core import results as R
+from arithmech.core import results as results_io
 from arithmech.steps.config import Table1 as Config
 
 from arithmech.core import records
@@ -47,8 +47,8 @@ from arithmech.evals.suites import get_suite
 from arithmech.steps.finetune import ranked_components
 from arithmech.core.models import load_model
 from arithmech.paper import SFT
-from arithmech.finetune import adapter as A
-from arithmech.finetune import runner as F
+from arithmech.finetune import adapter
+from arithmech.finetune import runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.evals.measures import table1_sizes
 
@@ -62,7 +62,7 @@ RULE = "highest validation math accuracy; among rates within 0.01 of it, the low
 def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """``(heads passing identify's threshold, every head ranked best first)`` of a results folder."""
     ranked, _ = ranked_components(folder)
-    passing = [(h["layer"], h["head"]) for h in R.read(folder, "key_heads.json")["heads"]]
+    passing = [(h["layer"], h["head"]) for h in results_io.read(folder, "key_heads.json")["heads"]]
     return passing, ranked
 
 
@@ -120,15 +120,15 @@ def train_arm(model_name: str, suite, heads, lr: float, seed: int, steps: int, b
     torch.manual_seed(seed)
     net, tok, _ = load_model(model_name, device=device, dtype=dtype, attn_implementation="sdpa")
     rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
-    spec = A.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
+    spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
-        args = F.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
+        args = runner.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
                                warmup=SFT["warmup"], weight_decay=SFT["weight_decay"], seed=seed, device=device,
                                logging_steps=max(1, steps // 10))
         net.train()
-        trainer = F.make_trainer(net, "precise" if spec else "full", args, rows, tok, spec)
+        trainer = runner.make_trainer(net, "precise" if spec else "full", args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
-        rec = F.train_measured(trainer, device)
+        rec = runner.train_measured(trainer, device)
     if spec is not None:
         net = trainer.merged_model()
     net.eval().requires_grad_(False)
@@ -181,7 +181,7 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
         sizes = table1_sizes(c.scale)
     grid = check_args(suite, list(seeds), draws, grid, steps, batch_size, top_k, max_extend)
     S = get_suite(suite)
-    out = R.model_folder(results, model)
+    out = results_io.model_folder(results, model)
     passing, ranked = key_and_ranked(out)
     if len(ranked) < top_k:
         raise ValueError(f"--top-k {top_k}: {out} ranks only {len(ranked)} heads")
@@ -203,14 +203,14 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
         val, test = ev(net, tok, "val"), ev(net, tok, "test")
         base = None if mode == "base" else records.read_finetune(out, "base")
         rec = records.finetune_record(
-            model=R.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
+            model=results_io.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
             heads=heads, mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
             tuned_parameters=(tr or {}).get("tuned_parameters", 0), total_parameters=(tr or {}).get("total_parameters"),
             parameters={"arm": arm, "lr": lr, "draw": draw, "suite": suite, "steps": steps, "batch_size": batch_size,
                         "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val},
             train=tr, results=test, delta=None if base is None else _deltas(base["results"], test, seed),
             data={"suite": suite, "splits": "validation and test disjoint by operand pair and phrasing "
-                  "(arithmech.evals.suites)"}, versions=R.versions())
+                  "(arithmech.evals.suites)"}, versions=results_io.versions())
         records.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
         return rec
 
@@ -254,16 +254,16 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
             runs += [run_one(arm, lr, s, i % draws if arm == "precise-random" else 0, bar) for i, s in enumerate(seeds) if i > 0]
             plan_arms[arm] = {"grid": g, "grid_rows": sorted(rows, key=lambda r: r["lr"]), "chosen_lr": lr,
                               "interior": g[0] < lr < g[-1], "extensions": ext, "runs": [r["tag"] for r in runs]}
-    plan = {"suite": suite, "model": R.folder_name(model), "command": command, "rule": RULE, "seeds": list(seeds),
+    plan = {"suite": suite, "model": results_io.folder_name(model), "command": command, "rule": RULE, "seeds": list(seeds),
             "data_seed": data_seed, "steps": steps, "batch_size": batch_size, "sizes": sizes,
             "heads": {"tuned": [list(h) for h in tuned], "passing_threshold": [list(h) for h in passing],
                       "selection": selection, "random_draws": [[list(h) for h in d] for d in random_draws],
                       "random_layers_matched": [sorted(l for l, _ in d) == sorted(l for l, _ in tuned)
                                                 for d in random_draws]},
             "arms": plan_arms, "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
-    R.write_step(out, "table1", {"finetune/table1.json": plan},
+    results_io.write_step(out, "table1", {"finetune/table1.json": plan},
                  record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
-                         "wall_s": round(time.time() - t_start, 1), "versions": R.versions()})
+                         "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions()})
     return plan
 
 
