@@ -20,6 +20,7 @@ from torch import nn
 
 from arithmech.core.names import ALIASES, CACHE_DIR, resolve_alias_files
 
+BATCH_SIZE = 64          # prompts per forward pass: the default of every method that runs prompts
 
 
 @dataclass(frozen=True)
