@@ -55,10 +55,12 @@ from arithmech.methods.patching import EndCache
 from arithmech.methods.patching import path_patch_fast
 
 FREEZABLE = ("norm", "gate")
+MAX_ROWS = 4096             # attribute: samples x alphas per forward and backward of the END chain
 
 
 # ------------------------------------------------------------------------------------ the chain
 def _check_freeze(freeze: Sequence[str]) -> tuple[str, ...]:
+    """``freeze`` as a tuple if every entry is one of :data:`FREEZABLE`, else a :class:`ValueError`."""
     bad = [f for f in freeze if f not in FREEZABLE]
     if bad:
         raise ValueError(f"freeze {bad}: choose from {FREEZABLE}")
@@ -119,7 +121,7 @@ def run_chain(model, start: torch.Tensor, z: Sequence[torch.Tensor], mlp_add: Se
 
 # ---------------------------------------------------------------------------------- attribution
 def attribute(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, alphas: Sequence[float] = (0.0,),
-              freeze: Sequence[str] = (), max_rows: int = 4096) -> torch.Tensor:
+              freeze: Sequence[str] = (), max_rows: int = MAX_ROWS) -> torch.Tensor:
     """Gradient × difference for every head and MLP: ``(n, L, H+1)`` estimated ``logit_p - logit_o``.
 
     ``alphas = (0,)`` is EAP (the gradient at the clean point); ``alphas = [(s + 0.5) / m for s in

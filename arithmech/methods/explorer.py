@@ -193,7 +193,8 @@ def step_heads(heads: pd.DataFrame, n_steps: int) -> list[list[Head]]:
 
 @torch.no_grad()
 def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
-               means: MeanSource, max_heads: int = 12, k: int = 5, batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
+               means: MeanSource, max_heads: int = 12, k: int = 5,
+               batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
     """Everything the static page's explorer draws, for every prompt of ``samples`` (no kernel needed later).
 
     Per prompt, in batches of equal-length prompts: the top-``k`` next tokens intact and with the key

@@ -87,7 +87,8 @@ def sample_templates(samples: Sequence[D.Sample]) -> list:
     return [T.TEMPLATES[i] for i in ids if i in T.TEMPLATES]
 
 
-def sanity_rows(model, tok, samples: Sequence[D.Sample], means: MeanSource, positions: str, batch_size: int = BATCH_SIZE) -> list[dict]:
+def sanity_rows(model, tok, samples: Sequence[D.Sample], means: MeanSource, positions: str,
+                batch_size: int = BATCH_SIZE) -> list[dict]:
     """The five rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
     the X_r answer token, and the majority floor (always answering the most frequent answer token)."""

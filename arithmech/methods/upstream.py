@@ -70,7 +70,8 @@ def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor
 
 @torch.no_grad()
 def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache, answer: torch.Tensor,
-                  receivers: Sequence[Head], batch_size: int = BATCH_SIZE, max_rows: int = MAX_ROWS) -> dict[Head, torch.Tensor]:
+                  receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
+                  max_rows: int = MAX_ROWS) -> dict[Head, torch.Tensor]:
     """Exact upstream path patching of every sender into each receiver's q, k and v at END.
 
     Returns ``{receiver: (n, S, 3) logit_p - logit_o}`` (senders as :func:`senders_of`, paths q, k, v).
