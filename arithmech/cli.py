@@ -210,8 +210,6 @@ def main(argv: list[str] | None = None) -> None:
         early_checks(argv)
         args = build_parser().parse_args(argv)
         args.argv = list(argv)
-        if hasattr(args, "device"):
-            inputs.check_device(args.device)
         args.func(args)
     except KeyboardInterrupt:
         print("interrupted: re-run the same command to finish (identify and table1-arms resume where they stopped; "

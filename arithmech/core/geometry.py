@@ -21,9 +21,11 @@ class Geometry:
 
     @property
     def group(self) -> int:
+        """Query heads per key/value head."""
         return self.n_heads // self.n_kv_heads
 
     def kv_head(self, head: int) -> int:
+        """The key/value head that query head ``head`` reads (the one GQA map of the package)."""
         return head // self.group
 
     @classmethod

@@ -11,8 +11,13 @@ from pathlib import Path
 from arithmech.core.names import ALIASES
 from arithmech.core.names import resolve_alias_files
 
-DEVICES = ("cpu", "cuda", "mps")
-DTYPES = ("float32", "bfloat16", "float16")
+DEVICES = ("cpu", "cuda", "mps")                           # device types; cuda also as cuda:N
+# Every dtype name a model may be loaded in → the torch dtype's name (torch.<name>), one table without
+# torch: arithmech.core.models.torch_dtype reads it; the short aliases are accepted in Python only.
+DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+               "float16": "float16", "fp16": "float16"}
+DTYPES = tuple(dict.fromkeys(DTYPE_NAMES.values()))        # the canonical names: the --dtype choices
+_CUDA_N = re.compile(r"^cuda:(\d+)$")
 ANSWER_TOKENS = ("last-digit", "single-token", "first")     # see arithmech.data.pairs
 KNOCKOUT_POSITIONS = ("end", "all", "both")                # see arithmech.methods.knockout_run
 KV_POLICIES = ("any", "all", "none")                       # see arithmech.finetune.adapter
@@ -44,12 +49,19 @@ def check_model(spec: str) -> str:
 
 
 def check_device(device: str) -> str:
-    """``cpu``, or ``cuda`` / ``mps`` where this machine has one."""
+    """``cpu``, or ``cuda`` / ``cuda:N`` / ``mps`` where this machine has one (``N`` below the number of
+    CUDA devices torch sees). Imports torch only for ``cuda`` and ``mps``."""
+    n = _CUDA_N.match(device) if isinstance(device, str) else None
+    if device not in DEVICES and n is None:
+        raise ValueError(f"--device {device!r}: use one of {', '.join(DEVICES)} or cuda:N")
+    if device == "cpu":
+        return device
     import torch
-    if device not in DEVICES:
-        raise ValueError(f"--device {device!r}: use one of {', '.join(DEVICES)}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda: this machine has no CUDA device (torch sees none); use --device cpu")
+    if (device == "cuda" or n) and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: this machine has no CUDA device (torch sees none); use --device cpu")
+    if n and int(n.group(1)) >= torch.cuda.device_count():
+        raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                         f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
     if device == "mps" and not torch.backends.mps.is_available():
         raise ValueError("--device mps: this machine has no MPS device; use --device cpu")
     return device

@@ -19,8 +19,10 @@ import torch
 from torch import nn
 
 from arithmech.core.geometry import Geometry  # noqa: F401 (models.Geometry: the loaded model's sizes)
+from arithmech.core.inputs import DTYPE_NAMES, DTYPES
 from arithmech.core.names import ALIASES, CACHE_DIR, resolve_alias_files
 
+BATCH_SIZE = 64          # prompts per forward pass: the default of every method that runs prompts
 
 
 @dataclass(frozen=True)
@@ -99,14 +101,15 @@ def module(model: nn.Module, arch: Arch, name: str, layer: int | None = None) ->
     return model.get_submodule(arch.path(name, layer))
 
 
-def _dtype(dtype) -> torch.dtype:
+def torch_dtype(dtype) -> torch.dtype:
+    """A torch dtype from a name of :data:`arithmech.core.inputs.DTYPE_NAMES` (``float32``, ``bf16``, ...)
+    or a torch dtype itself."""
     if isinstance(dtype, torch.dtype):
         return dtype
     try:
-        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[str(dtype)]
+        return getattr(torch, DTYPE_NAMES[str(dtype)])
     except KeyError:
-        raise ValueError(f"dtype {dtype!r}: use one of float32, bfloat16, float16") from None
+        raise ValueError(f"dtype {dtype!r}: use one of {', '.join(DTYPES)}") from None
 
 
 
@@ -177,7 +180,7 @@ def load_model(name_or_path: str = "embedded", device: str | None = "cpu", dtype
 
     source = resolve(name_or_path)
     is_local = Path(source).exists()
-    kw = dict(dtype=_dtype(dtype), attn_implementation=attn_implementation)
+    kw = dict(dtype=torch_dtype(dtype), attn_implementation=attn_implementation)
     if device_map is not None:
         kw["device_map"] = device_map
     try:

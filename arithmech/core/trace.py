@@ -149,7 +149,7 @@ class TraceDict(OrderedDict, contextlib.AbstractContextManager):
 
 # ---------------------------------------------------------------------------------------------
 # Per-head views of the o_proj input. n_heads is the number of *query* heads: under GQA several
-# query heads share one K/V head (query head h reads kv head h // (n_heads // n_kv_heads)), but
+# query heads share one K/V head (query head h reads kv head Geometry.kv_head(h), core/models.py), but
 # each query head still writes its own head_dim slice into o_proj.
 # ---------------------------------------------------------------------------------------------
 
@@ -175,8 +175,3 @@ def head_contributions(z: torch.Tensor, w_o: torch.Tensor, n_heads: int) -> torc
     zh = split_heads(z, n_heads)                                  # (..., H, dh)
     wo = w_o.unflatten(1, (n_heads, -1))                         # (d, H, dh)
     return torch.einsum("...hk,dhk->...hd", zh, wo)
-
-
-def kv_heads_of(n_heads: int, n_kv_heads: int) -> torch.Tensor:
-    """``(n_heads,)``: the K/V head each query head reads."""
-    return torch.arange(n_heads) // (n_heads // n_kv_heads)

@@ -51,25 +51,26 @@ import torch
 
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.core.models import arch_for, module
+from arithmech.methods import chain
 from arithmech.methods.patching import EndCache
 from arithmech.methods.patching import path_patch_fast
 
 FREEZABLE = ("norm", "gate")
+MAX_ROWS = 4096             # attribute: samples x alphas per forward and backward of the END chain
 
 
 # ------------------------------------------------------------------------------------ the chain
 def _check_freeze(freeze: Sequence[str]) -> tuple[str, ...]:
+    """``freeze`` as a tuple if every entry is one of :data:`FREEZABLE`, else a :class:`ValueError`."""
     bad = [f for f in freeze if f not in FREEZABLE]
     if bad:
         raise ValueError(f"freeze {bad}: choose from {FREEZABLE}")
     return tuple(freeze)
 
 
-def _norm(norm, x: torch.Tensor, frozen: bool) -> torch.Tensor:
-    """An RMSNorm, or (``frozen``) the same norm with each row's scale fixed at that of row 0 of its
-    sample (the clean row), detached: ``w * x * s_0`` with ``s_0 = <norm(x0), w x0> / |w x0|²``."""
-    if not frozen:
-        return norm(x)
+def _frozen_norm(norm, x: torch.Tensor) -> torch.Tensor:
+    """An RMSNorm with each row's scale fixed at that of row 0 of its sample (the clean row), detached:
+    ``w * x * s_0`` with ``s_0 = <norm(x0), w x0> / |w x0|²`` (a :data:`arithmech.methods.chain.Norm`)."""
     x0 = x[:, :1].detach()
     y0, u0 = norm(x0), norm.weight * x0
     s0 = (y0 * u0).sum(-1, keepdim=True) / (u0 * u0).sum(-1, keepdim=True)
@@ -99,7 +100,9 @@ def _gate_frozen(model, arch, on: bool):
 
 def run_chain(model, start: torch.Tensor, z: Sequence[torch.Tensor], mlp_add: Sequence[torch.Tensor | None],
               answer: torch.Tensor, freeze: Sequence[str] = ()) -> torch.Tensor:
-    """The END chain for ``R`` rows per sample; returns the answer logits ``(b, R)``.
+    """The END chain (:func:`arithmech.methods.chain.carry`) for ``R`` rows per sample from before layer 0,
+    with the heads' frozen outputs given as o_proj inputs ``z`` (so they can be differentiated); returns the
+    answer logits ``(b, R)``.
 
     Args:
         start: ``(b, R, d)`` END residual before layer 0.
@@ -110,24 +113,16 @@ def run_chain(model, start: torch.Tensor, z: Sequence[torch.Tensor], mlp_add: Se
     """
     freeze = _check_freeze(freeze)
     arch, L = arch_for(model), model.config.num_hidden_layers
-    r = start
+    attn = {k: module(model, arch, "o_proj", k)(z[k]) for k in range(L)}          # (b, R, d) per layer
+    add = {k: m for k, m in enumerate(mlp_add) if m is not None}
+    norm = _frozen_norm if "norm" in freeze else chain.own_norm
     with _gate_frozen(model, arch, "gate" in freeze):
-        for k in range(L):
-            r = r + module(model, arch, "o_proj", k)(z[k])
-            r = r + module(model, arch, "mlp", k)(_norm(module(model, arch, "mlp_norm", k), r, "norm" in freeze))
-            if mlp_add[k] is not None:
-                r = r + mlp_add[k]
-    x = _norm(module(model, arch, "final_norm"), r, "norm" in freeze)
-    unembed = module(model, arch, "unembed")
-    lg = torch.einsum("brd,bd->br", x, unembed.weight[answer])
-    if getattr(unembed, "bias", None) is not None:
-        lg = lg + unembed.bias[answer][:, None]
-    return lg
+        return chain.carry(model, start, answer, first=0, attn=attn, mlp_add=add, norm=norm)
 
 
 # ---------------------------------------------------------------------------------- attribution
 def attribute(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, alphas: Sequence[float] = (0.0,),
-              freeze: Sequence[str] = (), max_rows: int = 4096) -> torch.Tensor:
+              freeze: Sequence[str] = (), max_rows: int = MAX_ROWS) -> torch.Tensor:
     """Gradient × difference for every head and MLP: ``(n, L, H+1)`` estimated ``logit_p - logit_o``.
 
     ``alphas = (0,)`` is EAP (the gradient at the clean point); ``alphas = [(s + 0.5) / m for s in

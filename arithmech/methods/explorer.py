@@ -22,8 +22,9 @@ from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.methods.attention import Head, end_rows, role_labels
 from arithmech.methods.mlp import layer_top_numbers
-from arithmech.methods.knockout import POSITIONS, Means, group_key, mean_activations
-from arithmech.core.models import arch_for, input_device
+from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
+from arithmech.methods.knockout import Means, group_key, mean_activations
+from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.mlp import mlp_vectors
@@ -89,7 +90,7 @@ def strips(model, tok, heads: Sequence[Head], samples: Sequence[D.Sample] = (), 
                       for label, p, pos in items], ignore_index=True)
 
 # ---------------------------------------------------------------------------------------- knockout
-def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = 64) -> Means:
+def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = BATCH_SIZE) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
     :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free
     prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
@@ -98,28 +99,25 @@ def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = 64
                             batch_size).pooled()
 
 
-def mean_ablation(model, heads: Sequence[Head], means: Means, positions: str = "end") -> Callable[[], TraceDict]:
+def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: str = "end") -> Callable[[], TraceDict]:
     """A context-manager factory that knocks ``heads`` out (§4.1): inside it, each head's slice of the
-    o_proj input ``(batch, seq, H*dh)`` is replaced by its pooled ``X_c`` mean at the last position
-    (``positions="end"``) or at every position (``"all"``), as :func:`~arithmech.methods.knockout.knockout_topk`
-    does, but for any forward pass (strips, projections)."""
-    if positions not in POSITIONS:
-        raise ValueError(f"positions={positions!r}: use one of {POSITIONS}")
+    o_proj input ``(batch, seq, H*dh)`` is replaced by its mean for a free prompt (``means.lookup(None,
+    seq)``: pooled ``X_c``) at the last position (``positions="end"``) or at every position (``"all"``):
+    the :class:`~arithmech.methods.ablation.MeanAblation` that
+    :func:`~arithmech.methods.knockout.knockout_topk` uses, for any forward pass (strips, projections)."""
+    check_positions(positions)
     arch = arch_for(model)
     n_heads = model.config.num_attention_heads
-    by_layer: dict[str, tuple[int, list[int]]] = {}
+    masks: dict[int, torch.Tensor] = {}                                 # layer -> (1, H): the heads knocked out
     for l, h in heads:
-        by_layer.setdefault(arch.path("o_proj", l), (l, []))[1].append(h)
+        masks.setdefault(l, torch.zeros(1, n_heads, dtype=torch.bool))[0, h] = True
+    layer_of = {arch.path("o_proj", l): l for l in masks}
 
-    def edit(z, name):
-        l, hs = by_layer[name]
-        mean = means.lookup(None, z.shape[1])[0][l].unflatten(-1, (n_heads, -1))     # (seq, H, dh)
-        zh = z.unflatten(-1, (n_heads, -1)).clone()
-        at = slice(-1, None) if positions == "end" else slice(None)
-        zh[:, at, hs] = mean[None, at, hs].to(z)
-        return zh.flatten(-2)
+    def edit(z, name):                                                  # z: (batch, seq, H*dh)
+        l = layer_of[name]
+        return MeanAblation(masks[l], means.lookup(None, z.shape[1])[0][l][None], positions)(z)
 
-    return lambda: TraceDict(model, list(by_layer), retain_output=False, edit_input=edit)
+    return lambda: TraceDict(model, list(layer_of), retain_output=False, edit_input=edit)
 
 
 @torch.no_grad()
@@ -195,7 +193,8 @@ def step_heads(heads: pd.DataFrame, n_steps: int) -> list[list[Head]]:
 
 @torch.no_grad()
 def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
-               means: Means, max_heads: int = 12, k: int = 5, batch_size: int = 64) -> dict[str, pd.DataFrame]:
+               means: MeanSource, max_heads: int = 12, k: int = 5,
+               batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
     """Everything the static page's explorer draws, for every prompt of ``samples`` (no kernel needed later).
 
     Per prompt, in batches of equal-length prompts: the top-``k`` next tokens intact and with the key

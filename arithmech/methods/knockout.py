@@ -50,12 +50,14 @@ from transformers import DynamicCache
 
 from arithmech.paper import FIG4_CASES
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
-from arithmech.core.models import arch_for, input_device
+from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
+from arithmech.methods.ablation import POSITIONS, MeanAblation, MeanSource, check_positions
 
 Head = tuple[int, int]
-POSITIONS = ("end", "all")
+MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
+MAX_TOKENS = 4096            # knockout_topk: rows x sequence length per forward (the repeated prefix cache)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,8 @@ class Ablation:
 class Means:
     """Mean o_proj input ``z[key]``: ``(L, seq, H*dh)`` and MLP output ``mlp[key]``: ``(L, seq, d)``
     per group ``key``, with ``count[key]`` prompts. A pooled ``Means`` has ``seq == 2`` (first
-    position, every later position) and the single key ``"*"``."""
+    position, every later position) and the single key ``"*"``. A
+    :class:`~arithmech.methods.ablation.MeanSource`."""
 
     z: dict = field(default_factory=dict)
     mlp: dict = field(default_factory=dict)
@@ -82,6 +85,7 @@ class Means:
 
     @property
     def is_pooled(self) -> bool:
+        """One pooled mean for every prompt (:meth:`pooled`)."""
         return list(self.z) == ["*"]
 
     def key(self, s: Sample) -> Hashable:
@@ -116,6 +120,14 @@ class Means:
         return Means({"*": torch.stack([z0 / n0, zr / nr], 1)}, {"*": torch.stack([m0 / n0, mr / nr], 1)},
                      {"*": n0})
 
+    def for_unseen(self) -> "Means":
+        """Prompts outside the groups (free text, a held-out family) get the position-pooled means."""
+        return self if self.is_pooled else self.pooled()
+
+    def describe(self) -> str:
+        """One line for ``run.json``: which means these are."""
+        return "X_c of the identification samples (per template)"
+
 
 def group_key(s: Sample) -> str:
     """The mean-ablation group of a sample: its template."""
@@ -123,7 +135,7 @@ def group_key(s: Sample) -> str:
 
 
 @torch.no_grad()
-def activations(model, tok, prompts: Sequence[str], batch_size: int = 64):
+def activations(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE):
     """Yield ``(i, z, m)`` for each prompt ``prompts[i]`` (batches of equal-length prompts run together):
     every layer's head outputs ``z (L, seq, H*dh)`` (o_proj input) and MLP outputs ``m (L, seq, d)``,
     float32 on the CPU. One prompt at a time, and a batch's captures are dropped before the next batch
@@ -150,7 +162,7 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = 64):
 
 
 def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable],
-                     batch_size: int = 64) -> Means:
+                     batch_size: int = BATCH_SIZE) -> Means:
     """Per-group, per-position means of every head's output (o_proj input) and every MLP output.
 
     ``keys[i]`` names the group of ``prompts[i]`` (e.g. its template); prompts of one key and one
@@ -169,11 +181,12 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
 
 
 @torch.no_grad()
-def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: Means,
-                  ablations: Sequence[Ablation], k: int = 1, batch_size: int = 64,
-                  max_rows: int = 512, max_tokens: int = 4096,
+def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: MeanSource,
+                  ablations: Sequence[Ablation], k: int = 1, batch_size: int = BATCH_SIZE,
+                  max_rows: int = MAX_ROWS, max_tokens: int = MAX_TOKENS,
                   positions: str = "end") -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-``k`` next tokens at END under each ablation.
+    """Top-``k`` next tokens at END under each ablation (each a :class:`~arithmech.methods.ablation.MeanAblation`
+    of every layer's o_proj input and MLP output, one mask row per prompt × ablation row).
 
     Args:
         keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
@@ -188,8 +201,7 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     Returns:
         ``ids (A, n, k)`` and ``probs (A, n, k)``.
     """
-    if positions not in POSITIONS:
-        raise ValueError(f"positions={positions!r}: use one of {POSITIONS}")
+    check_positions(positions)
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
     unique = list(dict.fromkeys(ablations))                          # identical ablations run once
@@ -205,24 +217,15 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     out_p = torch.empty(A, n, k)
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
-    st: dict = {}
+    st: dict = {"G": 1}                                              # G: ablations per prompt in this forward
 
-    def edit_z(x, name):                                             # x: (rows, seq', H*dh)
-        layer = zs[name]
-        mask = st["h"][:, layer]                                      # (rows, H)
-        if not mask.any():
-            return x
-        xh = x.unflatten(-1, (H, -1))                                  # (rows, seq', H, dh)
-        mean = st["z"][:, layer].to(x.device, x.dtype).unflatten(-1, (H, -1)).repeat_interleave(st["G"], 0)
-        return torch.where(mask.to(x.device)[:, None, :, None], mean, xh).flatten(-2)
+    def edit_z(x, name):                                             # x: (rows, seq', H*dh); mask (rows, H)
+        l = zs[name]
+        return MeanAblation(st["h"][:, l], st["z"][:, l], positions, repeat=st["G"])(x)
 
-    def edit_m(y, name):                                             # y: (rows, seq', d)
-        layer = ms[name]
-        mask = st["m"][:, layer]                                      # (rows,)
-        if not mask.any():
-            return y
-        mean = st["mlp"][:, layer].to(y.device, y.dtype).repeat_interleave(st["G"], 0)
-        return torch.where(mask.to(y.device)[:, None, None], mean, y)
+    def edit_m(y, name):                                             # y: (rows, seq', d); mask (rows, 1)
+        l = ms[name]
+        return MeanAblation(st["m"][:, l, None], st["mlp"][:, l], positions, repeat=st["G"])(y)
 
     dev = input_device(model)
     with TraceDict(model, zs, retain_output=False, edit_input=edit_z), \
@@ -264,7 +267,8 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     return out_ids[where], out_p[where]
 
 
-def correct(model, tok, samples: Sequence[Sample], means, ablations: Sequence[Ablation], **kw) -> torch.Tensor:
+def correct(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation],
+            **kw) -> torch.Tensor:
     """``(A, n)`` whether the top-1 token at END is the answer token under each ablation.
 
     ``means``: a :class:`Means` or a :class:`~arithmech.methods.knockout_means.PoolMeans`."""
@@ -273,12 +277,12 @@ def correct(model, tok, samples: Sequence[Sample], means, ablations: Sequence[Ab
     return ids[..., 0] == answer_ids(tok, samples)
 
 
-def accuracy(model, tok, samples: Sequence[Sample], means, ablations: Sequence[Ablation], **kw) -> torch.Tensor:
+def accuracy(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation], **kw) -> torch.Tensor:
     """``(A,)`` top-1 accuracy on ``samples`` (answer token {C}) under each ablation."""
     return correct(model, tok, samples, means, ablations, **kw).float().mean(-1)
 
 
-def mean_sources(tok, samples: Sequence[Sample], means) -> str:
+def mean_sources(tok, samples: Sequence[Sample], means: MeanSource) -> str:
     """Which mean the samples got, as ``source n; …`` (``means.source`` per prompt)."""
     from collections import Counter
     keys = [None if means.is_pooled else means.key(s) for s in samples]
@@ -305,7 +309,7 @@ def random_orders(universe: Sequence, exclude: Sequence, n_random: int, seed: in
     return out
 
 
-def knockout_curve(model, tok, samples: Sequence[Sample], means, ranking: Sequence,
+def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, ranking: Sequence,
                    ks: Sequence[int], universe: Sequence, kind: str = "head", n_random: int = 20,
                    seed: int = 0, exclude: Sequence = (), random_ks: Sequence[int] | None = None,
                    **kw) -> pd.DataFrame:
@@ -353,7 +357,7 @@ def unknown_words(tok, prompt: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def transfer_table(model, tok, heads: Sequence[Head], means,
+def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
                    cases: Sequence[tuple[str, str]] = FIG4_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
     """Fig. 4: top-``k`` next tokens before and after knocking out ``heads``.
 
@@ -363,7 +367,7 @@ def transfer_table(model, tok, heads: Sequence[Head], means,
     as rows with ``status`` saying so and no predictions.
     Rows: ``case, prompt, expected, status, when, rank, token, prob, mean_source``.
     """
-    pooled = means if (means.is_pooled or not isinstance(means, Means)) else means.pooled()
+    pooled = means.for_unseen()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
     rows = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
              "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
@@ -381,7 +385,7 @@ def transfer_table(model, tok, heads: Sequence[Head], means,
         key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s, ignore_index=True)
 
 
-def heldout_drop(model, tok, heads: Sequence[Head], means, samples: Sequence[Sample],
+def heldout_drop(model, tok, heads: Sequence[Head], means: MeanSource, samples: Sequence[Sample],
                  universe: Sequence[Head], n_random: int = 20, seed: int = 0, **kw) -> dict:
     """Accuracy on ``samples`` (a family not used to find ``heads``) before and after knocking out
     ``heads``, and after knocking out as many random heads *other than* ``heads`` (``n_random`` seeds).
@@ -391,8 +395,7 @@ def heldout_drop(model, tok, heads: Sequence[Head], means, samples: Sequence[Sam
     ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP; accuracies
     with Wilson 95% intervals, the random ones as mean and 5–95% quantiles over the orders.
     """
-    if isinstance(means, Means) and not means.is_pooled:
-        means = means.pooled()
+    means = means.for_unseen()
     rand = [Ablation.of(heads=p[:len(heads)]) for p in random_orders(universe, heads, n_random, seed)]
     ok = correct(model, tok, samples, means, [Ablation(), Ablation.of(heads=heads)] + rand, **kw).sum(-1)
     n = len(samples)

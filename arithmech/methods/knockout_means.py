@@ -32,6 +32,7 @@ from typing import Hashable, Sequence
 
 import torch
 
+from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs as D
 from arithmech.methods.knockout import activations
 
@@ -56,7 +57,8 @@ def pool_key(s: D.Sample) -> tuple:
 
 @dataclass
 class PoolMeans:
-    """Fold sums of a reference pool (see the module docstring) and the rule that picks a prompt's mean."""
+    """Fold sums of a reference pool (see the module docstring) and the rule that picks a prompt's mean:
+    a :class:`~arithmech.methods.ablation.MeanSource` whose :meth:`lookup` gives each prompt its own means."""
 
     folds: int
     min_group: int
@@ -64,7 +66,7 @@ class PoolMeans:
     usable: set | None = None                     # the groups prune() would keep, when known before adding
     family: dict = field(default_factory=dict)    # family -> [z (F, L, T, ·), m, n (F, T)] right-aligned
     sizes: dict = field(default_factory=dict)     # family -> pool prompts drawn
-    is_pooled = False
+    is_pooled = False                             # a prompt's means depend on its key (MeanSource)
 
     # -------------------------------------------------------------------------------- building
     def add(self, key: tuple, z: torch.Tensor, m: torch.Tensor) -> None:
@@ -109,7 +111,12 @@ class PoolMeans:
 
     # -------------------------------------------------------------------------------- lookups
     def key(self, s: D.Sample) -> tuple:
+        """What :meth:`lookup` needs of sample ``s``: :func:`pool_key`."""
         return pool_key(s)
+
+    def for_unseen(self) -> "PoolMeans":
+        """The pool itself: a prompt outside its groups already gets its family's or every family's mean."""
+        return self
 
     def _group(self, key, seq):
         if key is None:
@@ -165,7 +172,7 @@ class PoolMeans:
 
 
 def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-               min_group: int = 32, batch_size: int = 64, answer_token: str = "first") -> PoolMeans:
+               min_group: int = 32, batch_size: int = BATCH_SIZE, answer_token: str = "first") -> PoolMeans:
     """The reference pool of every family that ``templates`` belong to: ``pool_size`` X_c per family
     from :func:`pool_seed`'s stream (the family's templates of ``templates``, round-robin), drawn with the
     evaluated prompts' ``answer_token`` variant (so their positions line up)."""

@@ -30,7 +30,9 @@ from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, gr
                                         knockout_curve, mean_activations, mean_sources, transfer_table,
                                         with_interval)
 from arithmech.methods.effects import studied_heads
-from arithmech.methods.knockout_means import PoolMeans, build_pool
+from arithmech.core.models import BATCH_SIZE
+from arithmech.methods.ablation import MeanSource
+from arithmech.methods.knockout_means import build_pool
 
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 from arithmech.core.checkpoints import frame_to_obj
@@ -43,7 +45,7 @@ COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "corre
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample], n: int, seed: int,
-                 batch_size: int = 64, max_draw: int = 40, answer_token: str = "first") -> list[D.Sample]:
+                 batch_size: int = BATCH_SIZE, max_draw: int = 40, answer_token: str = "first") -> list[D.Sample]:
     """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
@@ -71,7 +73,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample
     return out
 
 
-def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = 64,
+def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = BATCH_SIZE,
               answer_token: str = "first"):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
@@ -85,7 +87,8 @@ def sample_templates(samples: Sequence[D.Sample]) -> list:
     return [T.TEMPLATES[i] for i in ids if i in T.TEMPLATES]
 
 
-def sanity_rows(model, tok, samples: Sequence[D.Sample], means, positions: str, batch_size: int = 64) -> list[dict]:
+def sanity_rows(model, tok, samples: Sequence[D.Sample], means: MeanSource, positions: str,
+                batch_size: int = BATCH_SIZE) -> list[dict]:
     """The five rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
     the X_r answer token, and the majority floor (always answering the most frequent answer token)."""
@@ -103,9 +106,9 @@ def sanity_rows(model, tok, samples: Sequence[D.Sample], means, positions: str, 
             for o, k, c, s in rows]
 
 
-def task_knockout(model, tok, samples: Sequence[D.Sample], means, ranking: tuple[list, list], task: str,
+def task_knockout(model, tok, samples: Sequence[D.Sample], means: MeanSource, ranking: tuple[list, list], task: str,
                   key: dict, full: bool, positions: Sequence[str], n_random: int = 20, seed: int = 0,
-                  ks: Sequence[int] | None = None, batch_size: int = 64) -> pd.DataFrame:
+                  ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS`) at each of ``positions``.
 
     ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.steps.identify.ranking`);
@@ -150,9 +153,9 @@ def task_knockout(model, tok, samples: Sequence[D.Sample], means, ranking: tuple
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS]
 
 
-def knockout_tasks(model, tok, samples: dict, templates: dict, means, ranking, key, primary: str,
+def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
                    curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
-                   seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = 64, ck=None, bar=None,
+                   seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE, ck=None, bar=None,
                    answer_token: str = "first"):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
@@ -189,8 +192,8 @@ def split_positions(knockout_positions: str) -> list[str]:
     return ["end", "all"] if knockout_positions == "both" else [knockout_positions]
 
 
-def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int, batch_size: int = 64,
-                  answer_token: str = "first"):
+def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int,
+                  batch_size: int = BATCH_SIZE, answer_token: str = "first") -> MeanSource:
     """The reference pool over every family of ``templates`` (the tasks' and the held-out family's);
     without any registered template (user samples), the samples' own X_c means (recorded as such)."""
     pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token)
@@ -201,7 +204,7 @@ def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int
 
 
 def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
-                 batch_size: int = 64, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
+                 batch_size: int = BATCH_SIZE, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
     :class:`~arithmech.steps.identify.IdentifyResult`; ``id_heads``: key heads found without the
     ``heldout`` templates and where they come from, :func:`arithmech.steps.identify.heldout_heads`).
@@ -247,6 +250,6 @@ def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, st
     return out
 
 
-def describe_means(means) -> str:
-    """One line for ``run.json``: which means the knockout used."""
-    return means.describe() if isinstance(means, PoolMeans) else "X_c of the identification samples (per template)"
+def describe_means(means: MeanSource) -> str:
+    """One line for ``run.json``: which means the knockout used (:meth:`MeanSource.describe`)."""
+    return means.describe()

@@ -19,8 +19,8 @@ attention output of layer ``k`` and ``z`` the o_proj input (the heads' outputs b
     for k > i:  r = r + a[k];  r = r + MLP_k(norm_k(r))           # frozen heads, live MLPs
     logit = final_norm(r) @ W_U[{C}]                               # the answer row only
 
-computed for all heads × samples at once (the model's own norm and MLP modules, found through
-:class:`~arithmech.core.models.Arch`; any o_proj bias cancels in the difference). The **reference**
+computed for all heads × samples at once (the END chain of :mod:`arithmech.methods.chain`: the
+model's own norm and MLP modules; any o_proj bias cancels in the difference). The **reference**
 method does what Algorithm 1 says, literally: one hooked forward per sender, batched over samples.
 Both agree to float rounding (``tests/test_identify.py``; ``benchmarks/bench_patching.py``).
 
@@ -36,8 +36,14 @@ from typing import Sequence
 import torch
 
 from arithmech.data.pairs import group_by_length
-from arithmech.core.models import arch_for, input_device, module
+from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module
 from arithmech.core.trace import TraceDict, head_contributions
+from arithmech.methods import chain
+
+MAX_ROWS = 1 << 13           # fast path: rows of the running END state per chunk of samples
+MAX_LOGITS = 1 << 24         # fast path with prob=True: full-vocabulary logits held at once
+METHODS = ("fast", "reference")   # path_patch's implementations (one answer, see the module docstring)
+REL_TOL = 1e-2               # |logit_o| below this x the sample's logit scale: the relative change is unstable
 
 
 # ----------------------------------------------------------------------------------- END caches
@@ -68,7 +74,7 @@ _SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("a
 
 @torch.no_grad()
 def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = None,
-              batch_size: int = 64) -> EndCache:
+              batch_size: int = BATCH_SIZE) -> EndCache:
     """Run ``prompts`` in equal-length batches (no padding) and keep the END activations.
 
     Each distinct prompt runs once, so equal prompts get bit-identical rows (whatever the batch
@@ -143,7 +149,7 @@ class Patched:
     def _o(self) -> torch.Tensor:
         return self.logit_o[..., None]
 
-    def relative_change(self, warn: bool = True, rel_tol: float = 1e-2) -> torch.Tensor:
+    def relative_change(self, warn: bool = True, rel_tol: float = REL_TOL) -> torch.Tensor:
         """``(n, L, H+1)``: ``(logit_p - logit_o) / logit_o`` (Algorithm 1), per sample."""
         if warn:
             check_logit_o(self.model_logit, self.logit_std, rel_tol)
@@ -172,7 +178,7 @@ class Patched:
                          ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")))
 
 
-def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = 1e-2) -> int:
+def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = REL_TOL) -> int:
     """Warn when the relative change is unstable: ``|logit_o|`` below ``rel_tol`` × the sample's
     logit scale, or ``logit_o <= 0`` (the ratio's sign flips). Returns the number of such samples."""
     near = logit_o.abs() < rel_tol * scale
@@ -187,28 +193,25 @@ def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = 1
 
 
 # ----------------------------------------------------------------------------------- fast path
-def _dev(mod) -> torch.device:
-    return next(mod.parameters()).device
-
-
 @torch.no_grad()
 def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, prob: bool = False,
-                    max_rows: int = 1 << 13, max_logits: int = 1 << 24) -> Patched:
+                    max_rows: int = MAX_ROWS, max_logits: int = MAX_LOGITS) -> Patched:
     """Exact path patching of every head and MLP from the clean END residual stream.
 
     Rows of the running state, per sample: for each layer ``i`` a *baseline* (zero change, entering
     at ``r_mid[i]``), its ``H`` heads (entering at ``r_mid[i] + W_O slice · Δz``) and its MLP (the
     baseline after MLP ``i`` plus ``mlp_c[i] - mlp_r[i]``). Each layer adds the clean attention output
-    to the rows that entered earlier and runs its norm + MLP on all rows at once. Samples are
-    processed in chunks of at most ``max_rows`` rows (``n_chunk * L * (H + 2)``). A sender whose
-    residual change is exactly zero gets its baseline's logit (it *is* the unpatched run).
+    to the rows that entered earlier and runs its norm + MLP on all rows at once: the END chain of
+    :mod:`arithmech.methods.chain` with rows joining at every layer. Samples are processed in chunks of
+    at most ``max_rows`` rows (``n_chunk * L * (H + 2)``). A sender whose residual change is exactly
+    zero gets its baseline's logit (it *is* the unpatched run).
     """
     arch, L = arch_for(model), model.config.num_hidden_layers
     n = clean.z.shape[0]
     H = model.config.num_attention_heads
     per = L * (H + 2)
     chunk = max(1, max_rows // per)
-    unembed, fnorm = module(model, arch, "unembed"), module(model, arch, "final_norm")
+    unembed = module(model, arch, "unembed")
     logit_p = torch.empty(n, L, H + 1)
     logit_o = torch.empty(n, L)
     lse_p = torch.empty(n, L, H + 1) if prob else None
@@ -218,8 +221,7 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         sl = slice(s, min(n, s + chunk))
         state, base_cols = None, []
         for k in range(L):
-            mlp, norm = module(model, arch, "mlp", k), module(model, arch, "mlp_norm", k)
-            dev = _dev(mlp)
+            dev = chain.device_of(module(model, arch, "mlp", k))
             w_o = module(model, arch, "o_proj", k).weight
             dz = (corrupt.z[sl, k] - clean.z[sl, k]).to(w_o.device)
             delta = head_contributions(dz, w_o, H).to(dev)                        # (b, H, d)
@@ -230,18 +232,14 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
             else:
                 state = new
             base_cols.append(state.shape[1] - (H + 1))
-            state = state + mlp(norm(state))                                       # live MLPs
+            state = chain.mlp_block(model, k, state)                               # live MLPs
             d_mlp = (corrupt.mlp_out[sl, k] - clean.mlp_out[sl, k]).to(dev)
             mlp_row = state[:, base_cols[-1]] + d_mlp
             state = torch.cat([state, mlp_row[:, None]], 1)
             unchanged[sl, k, :H] = (delta == 0).all(-1).cpu()
             unchanged[sl, k, H] = (d_mlp == 0).all(-1).cpu()
-        x = fnorm(state.to(_dev(fnorm)))                                           # (b, L*(H+2), d)
-        a = answer[sl].to(unembed.weight.device)
-        lg = torch.einsum("bcd,bd->bc", x.to(unembed.weight.device), unembed.weight[a])
-        if getattr(unembed, "bias", None) is not None:
-            lg = lg + unembed.bias[a][:, None]
-        lg = lg.float().cpu().view(-1, L, H + 2)
+        x = chain.final_norm(model, state)                                         # (b, L*(H+2), d)
+        lg = chain.answer_logits(model, x, answer[sl]).float().cpu().view(-1, L, H + 2)
         # layout per layer: [baseline, head 0..H-1, mlp]
         logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
         if prob:                             # full-vocabulary logits, a few samples at a time
@@ -261,7 +259,7 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
 # ----------------------------------------------------------------------------- reference path
 @torch.no_grad()
 def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache,
-                         answer: torch.Tensor, prob: bool = False, batch_size: int = 64,
+                         answer: torch.Tensor, prob: bool = False, batch_size: int = BATCH_SIZE,
                          components: Sequence[tuple[int, int]] | None = None) -> Patched:
     """Algorithm 1 literally: one hooked forward of the clean prompts per sender, batched over samples.
 
@@ -317,8 +315,8 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
 
 # ---------------------------------------------------------------------------------- front door
 def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequence[str],
-               answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = 64,
-               max_rows: int = 1 << 13) -> Patched:
+               answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = BATCH_SIZE,
+               max_rows: int = MAX_ROWS) -> Patched:
     """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])``.
 
     Args:
@@ -326,7 +324,7 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
         method: ``"fast"`` (exact, batched over heads × samples) or ``"reference"`` (hooks).
         prob: also compute the full-vocabulary logsumexp, for the probability of {C}.
     """
-    if method not in ("fast", "reference"):
+    if method not in METHODS:
         raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
     if len(clean_prompts) != len(corrupt_prompts) or len(clean_prompts) != len(answer):
         raise ValueError("clean prompts, corrupt prompts and answer ids must have the same length")

@@ -21,7 +21,8 @@ sender for step 1, one per sender × receiver × path for step 2; the model's ow
 GQA). :func:`upstream_fast` computes the same numbers from END caches: the senders' residual rows
 through the MLPs (as :func:`~arithmech.methods.patching.path_patch_fast`), the receiver's attention
 at END for all rows at once against the clean prefix's key/value cache, and the receiver's change
-carried to the logits through the MLPs. They agree to float rounding (``tests/parity``).
+carried to the logits through the MLPs (the END chain, :func:`arithmech.methods.chain.carry`). They
+agree to float rounding (``tests/parity``).
 
 Shapes: ``n`` samples; per receiver ``S`` senders (heads ``(i, j)`` and MLPs ``(i, H)`` with ``i < l``);
 results ``(n, S, 3)`` logit changes, paths in the order ``q, k, v``.
@@ -34,12 +35,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import arch_for, input_device, module
+from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
+from arithmech.methods import chain
 from arithmech.methods.patching import EndCache
 
 PATHS = ("q", "k", "v")
+MAX_ROWS = 1 << 14          # upstream_fast: rows (samples x senders x paths) per chunk
 Head = tuple[int, int]
 
 
@@ -65,25 +68,10 @@ def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor
     return x * cos[:, None] + torch.cat([-x2, x1], -1) * sin[:, None]
 
 
-def _carry(model, clean: EndCache, rows: torch.Tensor, layer: int, r: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
-    """Residual rows ``r`` ``(b, R, d)`` entering before MLP ``layer`` → answer logits ``(b, R)``, with every
-    later head frozen at END (clean attention outputs) and the MLPs live."""
-    arch, L = arch_for(model), model.config.num_hidden_layers
-    for k in range(layer, L):
-        if k > layer:
-            r = r + clean.attn_out[rows, k][:, None]
-        r = r + module(model, arch, "mlp", k)(module(model, arch, "mlp_norm", k)(r))
-    x = module(model, arch, "final_norm")(r)
-    unembed = module(model, arch, "unembed")
-    lg = torch.einsum("brd,bd->br", x, unembed.weight[answer[rows]])
-    if getattr(unembed, "bias", None) is not None:
-        lg = lg + unembed.bias[answer[rows]][:, None]
-    return lg
-
-
 @torch.no_grad()
 def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache, answer: torch.Tensor,
-                  receivers: Sequence[Head], batch_size: int = 64, max_rows: int = 1 << 14) -> dict[Head, torch.Tensor]:
+                  receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
+                  max_rows: int = MAX_ROWS) -> dict[Head, torch.Tensor]:
     """Exact upstream path patching of every sender into each receiver's q, k and v at END.
 
     Returns ``{receiver: (n, S, 3) logit_p - logit_o}`` (senders as :func:`senders_of`, paths q, k, v).
@@ -95,7 +83,7 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
     receivers = [tuple(r) for r in receivers]
     _check(model, receivers)
     arch, cfg = arch_for(model), model.config
-    H, KV = cfg.num_attention_heads, cfg.num_key_value_heads or cfg.num_attention_heads
+    H = cfg.num_attention_heads
     dh = clean.z.shape[-1] // H
     n = len(prompts)
     out = {r: torch.empty(n, len(senders_of(model, r)), 3) for r in receivers}
@@ -121,16 +109,16 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
             for c0 in range(0, len(idx), chunk):
                 loc = torch.arange(c0, min(len(idx), c0 + chunk))
                 rows = idx_t[loc].to(dev)
-                _chunk(model, clean, corrupt, answer, receivers, rows, loc.to(dev), pre, rope, out, H, KV, dh, l_max)
+                _chunk(model, clean, corrupt, answer, receivers, rows, loc.to(dev), pre, rope, out, H, dh, l_max)
     finally:
         for h in handles:
             h.remove()
     return out
 
 
-def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, H, KV, dh, l_max) -> None:
+def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, H, dh, l_max) -> None:
     """One chunk of samples of one length group (see :func:`upstream_fast`)."""
-    arch = arch_for(model)
+    arch, L, geo = arch_for(model), model.config.num_hidden_layers, Geometry.from_config(model.config)
     state = clean.resid_pre[rows, 0][:, None]                                   # (b, 1, d): the baseline row
     same = [torch.zeros(len(rows), 1, dtype=torch.bool, device=rows.device)]   # rows equal to the baseline
     snaps = {}
@@ -139,7 +127,7 @@ def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, 
         w_o = module(model, arch, "o_proj", k).weight
         delta = head_contributions(corrupt.z[rows, k] - clean.z[rows, k], w_o, H)       # (b, H, d)
         state = torch.cat([state, state[:, :1] + delta], 1)
-        state = state + module(model, arch, "mlp", k)(module(model, arch, "mlp_norm", k)(state))
+        state = chain.mlp_block(model, k, state)
         d_mlp = corrupt.mlp_out[rows, k] - clean.mlp_out[rows, k]
         state = torch.cat([state, (state[:, 0] + d_mlp)[:, None]], 1)
         same += [(delta == 0).all(-1), (d_mlp == 0).all(-1)[:, None]]
@@ -147,7 +135,7 @@ def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, 
     same = torch.cat(same, 1)                                                    # (b, 1 + l_max (H + 1))
     for rec in receivers:
         l, h = rec
-        g = h // (H // KV)
+        g = geo.kv_head(h)
         S = l * (H + 1)
         x = module(model, arch, "attn_norm", l)(snaps[l])                        # (b, 1 + S, d)
         attn = module(model, arch, "attn", l)
@@ -165,7 +153,8 @@ def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, 
         zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv     # (b, 1 + 3S, dh)
         w_o = module(model, arch, "o_proj", l).weight[:, h * dh:(h + 1) * dh]
         r = clean.resid_mid[rows, l][:, None] + (zr - zr[:, :1]) @ w_o.T
-        lg = _carry(model, clean, rows, l, r, answer)
+        frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}   # heads after l at END
+        lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)             # (b, 1 + 3S)
         diff = (lg[:, 1:] - lg[:, :1]).view(len(rows), 3, S).transpose(1, 2)     # (b, S, 3)
         diff = torch.where(same[:, 1:S + 1, None], torch.zeros_like(diff), diff)  # unchanged sender: exactly 0
         out[rec][rows.cpu()] = diff.float().cpu()
@@ -173,7 +162,7 @@ def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, 
 
 @torch.no_grad()
 def upstream_reference(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache, answer: torch.Tensor,
-                       receivers: Sequence[Head], batch_size: int = 64,
+                       receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
                        senders: Sequence[Head] | None = None) -> dict[Head, torch.Tensor]:
     """The two steps of the module docstring, literally, with hooks: one forward per sender (step 1)
     and one per sender × receiver × path (step 2). ``senders`` limits the scan (the others stay NaN).
@@ -181,7 +170,7 @@ def upstream_reference(model, tok, prompts: Sequence[str], clean: EndCache, corr
     receivers = [tuple(r) for r in receivers]
     _check(model, receivers)
     arch, cfg = arch_for(model), model.config
-    L, H = cfg.num_hidden_layers, cfg.num_attention_heads
+    L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)
     dh = clean.z.shape[-1] // H
     n = len(prompts)
     layers = sorted({l for l, _ in receivers})
@@ -222,7 +211,7 @@ def upstream_reference(model, tok, prompts: Sequence[str], clean: EndCache, corr
             st["rec"][(l, p)] = y[:, -1].clone()
         elif st["mode"] == "replay" and (l, p) == (st["live"][0], st["path"]):
             y = y.clone()
-            j = st["live"][1] if p == "q" else st["live"][1] // (H // (cfg.num_key_value_heads or H))
+            j = st["live"][1] if p == "q" else geo.kv_head(st["live"][1])
             y[:, -1, j * dh:(j + 1) * dh] = st["got"][(l, p)][:, j * dh:(j + 1) * dh]
         return y
 

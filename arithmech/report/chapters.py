@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
-from arithmech.core.inputs import ANSWER_TOKENS, DEVICES, DTYPES, check_model
+from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_model
 from arithmech.paper import KEY_THRESHOLD
 
 
@@ -40,11 +40,12 @@ class ModelChapter(Chapter):
     """A chapter about one model."""
     model: str = option("embedded", MODEL)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
-    device: str = option("cpu", "where the model runs", choices=DEVICES)
+    device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
 
     def check(self) -> None:
         check_model(self.model)
+        check_device(self.device)
 
 
 @dataclass(frozen=True)
@@ -80,12 +81,13 @@ class Models(Chapter):
     results_dir: str = option("results", "reads identify's files from results_dir/<model-name>/")
     identify_samples: int = option(512, "pairs per operation when a model's identify files are missing", low=8)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
-    device: str = option("cpu", "where the models run", choices=DEVICES)
+    device: str = option("cpu", "where the models run: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the models' weights", choices=DTYPES)
 
     def check(self) -> None:
         for m in self.models:
             check_model(m)
+        check_device(self.device)
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ class Gsm8k(Exponentiation):
 @dataclass(frozen=True)
 class ComputerVsLlm(Chapter):
     model: str = option("embedded", MODEL)
-    device: str = option("cpu", "where the model runs", choices=DEVICES)
+    device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
     a: int = option(3, "the first addend", low=0, high=9)
     b: int = option(4, "the second addend", low=0, high=9)
@@ -170,6 +172,7 @@ class ComputerVsLlm(Chapter):
 
     def check(self) -> None:
         check_model(self.model)
+        check_device(self.device)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from arithmech.core.inputs import check_device
 from arithmech.report.chapters import CHAPTERS
 
 CONFIG = Path("book") / "book.yml"
@@ -211,7 +210,7 @@ def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> No
 
 def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) -> None:
     """Check ``given`` values (over the parameters cell's defaults) by building the chapter's config
-    (:data:`arithmech.report.chapters.CHAPTERS`), as its check cell will; the device must exist here."""
+    (:data:`arithmech.report.chapters.CHAPTERS`), as its check cell will (the device must exist here)."""
     values = {}
     for name, info in declared.items():
         try:
@@ -222,9 +221,7 @@ def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) ->
     config = CHAPTERS.get(path.stem)
     try:
         if config is not None:
-            config.pick(values)
-        if isinstance(values.get("device"), str):
-            check_device(values["device"])               # this machine has it
+            config.pick(values)                          # the device too: this machine must have it
     except (ValueError, FileNotFoundError) as e:
         raise BookArgumentError(f"chapter {path.stem!r}: {e}; fix the value (--set {path.stem}.NAME=VALUE, "
                                 "--set NAME=VALUE or book/book.yml)") from None

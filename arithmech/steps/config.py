@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
-from arithmech.core.inputs import ANSWER_TOKENS, DEVICES, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_model
+from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_device, check_model
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 from arithmech.data.pairfile import check_task
 
@@ -23,12 +23,13 @@ class ModelStep(Config):
     results: str = option("results", "results root (files go to RESULTS/<model-name>/) or the model's folder "
                           "itself", reuse=False)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
-    device: str = option("cpu", "where the model runs", choices=DEVICES)
+    device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
     overwrite: bool = option(False, "replace this step's files if the folder has them", reuse=False)
 
     def check(self) -> None:
         check_model(self.model_name)
+        check_device(self.device)
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Identify(ModelStep):
                               "(paper: mean below -0.05)", high=-1e-9)
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1)
     method: str = option("fast", "path patching: fast (exact, from the END caches) or reference (literal)",
-                         choices=("fast", "reference"))
+                         choices=("fast", "reference"))      # arithmech.methods.patching.METHODS
     prob: bool = option(True, "also record P({C}) (a full-vocabulary softmax per patched run)")
     knockout: bool = option(True, "run the knockout curves")
     knockout_samples: int = option(256, "prompts per task in the knockout curves (X_r topped up with fresh X_r)",
@@ -202,11 +203,12 @@ class EmbeddedAccuracy(Config):
     """Accuracy on the paper's templates: fresh draws of trained pairs and the embedded model's held-out splits."""
     model_name: str = option("embedded", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
     seed: int = option(1, "seed of the draws", low=0, high=2**32 - 1)
-    device: str = option("cpu", "where the model runs", choices=DEVICES)
+    device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
 
     def check(self) -> None:
         check_model(self.model_name)
+        check_device(self.device)
 
 
 @dataclass(frozen=True)

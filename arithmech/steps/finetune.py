@@ -23,6 +23,7 @@ from typing import Sequence
 from arithmech.core.models import Geometry
 from arithmech.finetune import adapter
 from arithmech.core import results as results_io
+from arithmech.core.inputs import check_device
 from arithmech.steps.config import Finetune as Config
 from arithmech.finetune import runner
 from arithmech.steps import identify as identify_step
@@ -44,7 +45,6 @@ from arithmech.evals import benchmarks as evals
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
-DTYPES = ("float32", "bfloat16", "float16")
 
 
 def parse_heads_arg(arg: str) -> int | list[tuple[int, int]]:
@@ -178,22 +178,6 @@ def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> 
                          f"{'>= 0' if allow_zero else '> 0'}")
 
 
-def check_device(device: str) -> None:
-    """``cpu``, ``cuda[:N]`` (only where CUDA and that GPU exist) or ``mps`` (only where available)."""
-    import torch
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"--device {device!r}: use cpu, cuda, cuda:N or mps") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    elif dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"--device {device}: MPS is not available on this machine; use --device cpu")
-    elif dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"--device {device!r}: use cpu, cuda, cuda:N or mps")
 
 
 def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
@@ -205,7 +189,7 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     model, mode, heads, mlps, train_data, results = c.model_name, c.mode, c.heads, c.mlps, c.train_data, c.results
     benchmarks, epochs, max_steps, lr, batch_size = c.benchmarks, c.epochs, c.max_steps, c.lr, c.batch_size
     micro_batch_size, warmup, weight_decay, kv_policy = c.micro_batch_size, c.warmup, c.weight_decay, c.kv_policy
-    limit, n_train, device, dtype, fsdp, threads, tag = c.limit, c.n_train, c.device, c.dtype, c.fsdp, c.threads, c.tag
+    limit, n_train, device, fsdp, threads, tag = c.limit, c.n_train, c.device, c.fsdp, c.threads, c.tag
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
         raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
@@ -213,8 +197,6 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
         raise ValueError(f"--mode {mode!r}: use precise or full")
     if kv_policy not in adapter.KV_POLICIES:
         raise ValueError(f"--kv-policy {kv_policy!r}: use one of {', '.join(adapter.KV_POLICIES)}")
-    if dtype not in DTYPES:
-        raise ValueError(f"--dtype {dtype!r}: use one of {', '.join(DTYPES)}")
     _positive("--batch-size", batch_size, integer=True)
     _positive("--micro-batch-size", micro_batch_size, integer=True)
     world = world_size or int(os.environ.get("WORLD_SIZE", 1))

@@ -42,7 +42,8 @@ from arithmech.methods import knockout_run
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.effects import effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
-from arithmech.methods.patching import Patched, path_patch
+from arithmech.methods.ablation import MeanSource
+from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 from arithmech.core.models import load_model
 from arithmech.steps.config import Identify as Config
@@ -66,7 +67,7 @@ class IdentifyResult:
     effects: pd.DataFrame
     key_heads: dict
     knockout: pd.DataFrame
-    means: object          # a knockout_means.PoolMeans (or a knockout.Means without a reference pool)
+    means: MeanSource      # a knockout_means.PoolMeans (or a knockout.Means without a reference pool)
     info: dict
     params: dict
     transfer: pd.DataFrame | None = None
@@ -113,7 +114,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             loaded instead of recomputed when present (a re-run after an interruption continues; the
             files come out byte-identical). Progress goes to a terminal's stderr (:mod:`arithmech.core.progress`).
     """
-    if method not in ("fast", "reference"):
+    if method not in METHODS:
         raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
     if curves_for not in ("primary", "each"):
         raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")

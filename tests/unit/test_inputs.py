@@ -461,7 +461,7 @@ def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_lo
     with pytest.raises((FileNotFoundError, OSError, ValueError)):
         run_finetune(Finetune(**{**kw, "model_name": str(tmp_path / "nothing.gguf")}))
     if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="CUDA is not available"):
+        with pytest.raises(ValueError, match="no CUDA device"):
             run_finetune(Finetune(**{**kw, "device": "cuda"}))
 
 

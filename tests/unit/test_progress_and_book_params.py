@@ -66,7 +66,7 @@ BAD_SETS = [
     (["identify.n_samples=-3"], r"chapter 'identify': parameter n_samples=-3 is below 1"),
     (["n_samples=many"], r"parameter n_samples='many': expected an integer"),
     (["seed=1.5"], r"parameter seed=1.5: expected an integer"),
-    (["device=tpu"], r"parameter device='tpu': use one of cpu, cuda, mps"),
+    (["device=tpu"], r"device 'tpu': use one of cpu, cuda, mps"),
     (["identify.stability_sizes=5"], r"parameter stability_sizes=5: expected a list"),
     (["finetune.scale=-2"], r"chapter 'finetune': parameter scale=-2.0 is below 1e-09"),
     (["nokey"], r"expected key=value"),

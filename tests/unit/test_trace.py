@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from arithmech.core.models import Geometry, arch_for
-from arithmech.core.trace import Trace, TraceDict, kv_heads_of, merge_heads, split_heads
+from arithmech.core.trace import Trace, TraceDict, merge_heads, split_heads
 
 
 def test_self_attn_input_is_seen_though_called_with_keywords(tiny_llama, token_ids):
@@ -92,6 +92,8 @@ def test_edit_output_changes_logits(tiny_llama, token_ids):
 
 
 def test_kv_heads_map():
-    """Protects: GQA mapping query head h -> kv head h // (heads / kv_heads)."""
-    assert kv_heads_of(9, 3).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
-    assert kv_heads_of(4, 4).tolist() == [0, 1, 2, 3]
+    """Protects: GQA mapping query head h -> kv head h // (heads / kv_heads), the one map
+    (``Geometry.kv_head``) every module uses."""
+    geo = lambda n, kv: Geometry(n_layers=1, n_heads=n, n_kv_heads=kv, head_dim=4, d_model=8, vocab_size=10)
+    assert [geo(9, 3).kv_head(h) for h in range(9)] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert [geo(4, 4).kv_head(h) for h in range(4)] == [0, 1, 2, 3]
