@@ -45,7 +45,7 @@ import torch
 
 from arithmech.core.models import Arch, arch_for, input_device
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.core.models import Geometry
 
 ROLES = ("A", "B", "operator", "bos", "other")
@@ -142,7 +142,7 @@ def _summary(mass: torch.Tensor, mass_nf: torch.Tensor, tokens: torch.Tensor, to
             "tokens_nofirst": t_nf.expand_as(m), "density_nofirst": dens(m_nf, t_nf) * nan_first}
 
 
-def attention_by_role(model, tok, samples: Sequence[D.Sample], layers: Iterable[int] | None = None,
+def attention_by_role(model, tok, samples: Sequence[pairs.Sample], layers: Iterable[int] | None = None,
                       batch_size: int = 64) -> pd.DataFrame:
     """END-row attention per role of every head of ``layers`` (default: all), per task, two views.
 
@@ -166,7 +166,7 @@ def attention_by_role(model, tok, samples: Sequence[D.Sample], layers: Iterable[
     n, R = len(samples), len(ALL_ROLES)
     mass, mass_nf = torch.zeros(n, len(layers), geo.n_heads, R), torch.zeros(n, len(layers), geo.n_heads, R)
     tokens, tokens_nf = torch.zeros(n, R), torch.zeros(n, R)
-    for idx, ids in D.group_by_length(tok, [s.clean for s in samples], batch_size):
+    for idx, ids in pairs.group_by_length(tok, [s.clean for s in samples], batch_size):
         rows = end_rows(model, ids, layers)
         bos = has_bos and int(ids[0, 0]) == tok.bos_token_id
         roles = [role_labels(samples[i].positions, ids.shape[1], bos) for i in idx]

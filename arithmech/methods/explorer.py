@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.methods.attention import Head, end_rows, role_labels
 from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
@@ -30,12 +30,12 @@ from arithmech.core.stats import wilson_interval
 from arithmech.methods.mlp import mlp_vectors
 from arithmech.methods.mlp import number_tokens
 from arithmech.methods.mlp import unembedding
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.data.pairs import reference_samples
 
 
 # ------------------------------------------------------------------------------ one prompt's views
-OPERATOR_WORDS = frozenset(w for ws in T.OPS.values() for w in ws)
+OPERATOR_WORDS = frozenset(w for ws in templates_module.OPS.values() for w in ws)
 
 
 def guess_positions(tokens: Sequence[str]) -> dict:
@@ -74,11 +74,11 @@ def attention_strip(model, tok, prompt: str, heads: Sequence[Head], positions: d
 
 
 
-def strips(model, tok, heads: Sequence[Head], samples: Sequence[D.Sample] = (), templates: Sequence[str] | None = None,
+def strips(model, tok, heads: Sequence[Head], samples: Sequence[pairs.Sample] = (), templates: Sequence[str] | None = None,
            prompts: Sequence[str] = ()) -> pd.DataFrame:
     """Attention strips of ``heads`` on the first sample of each template (or of each of ``templates``;
     roles from the dataset) and on free ``prompts`` (roles guessed), with a ``sample`` label column."""
-    first: dict[str, D.Sample] = {}
+    first: dict[str, pairs.Sample] = {}
     for s in samples:
         if templates is None or s.template in templates:
             first.setdefault(s.template, s)
@@ -90,7 +90,7 @@ def strips(model, tok, heads: Sequence[Head], samples: Sequence[D.Sample] = (), 
                       for label, p, pos in items], ignore_index=True)
 
 # ---------------------------------------------------------------------------------------- knockout
-def knockout_means(model, tok, samples: Sequence[D.Sample], batch_size: int = BATCH_SIZE) -> Means:
+def knockout_means(model, tok, samples: Sequence[pairs.Sample], batch_size: int = BATCH_SIZE) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
     :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free
     prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
@@ -192,7 +192,7 @@ def step_heads(heads: pd.DataFrame, n_steps: int) -> list[list[Head]]:
 
 
 @torch.no_grad()
-def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
+def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
                means: MeanSource, max_heads: int = 12, k: int = 5,
                batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
     """Everything the static page's explorer draws, for every prompt of ``samples`` (no kernel needed later).
@@ -220,7 +220,7 @@ def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thr
     shown = [(int(l), int(h)) for l, h in zip(heads["layer"][:max_heads], heads["head"][:max_heads])]
     key_at = dict(zip(heads["name"], heads["key_at"]))
     prompts = [s.clean for s in samples]
-    answers = D.answer_ids(tok, samples)
+    answers = pairs.answer_ids(tok, samples)
     n = len(samples)
     top_ids = {c: torch.zeros(n, k, dtype=torch.long) for c in [()] + distinct}
     top_p = {c: torch.zeros(n, k) for c in [()] + distinct}
@@ -228,7 +228,7 @@ def precompute(model, tok, samples: Sequence[D.Sample], heads: pd.DataFrame, thr
     tok_rows = []
     dev = input_device(model)
     ablate = {c: mean_ablation(model, list(c), means) for c in distinct}
-    for idx, ids in D.group_by_length(tok, prompts, batch_size):
+    for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
         rows = end_rows(model, ids, [l for l, _ in shown])
         for c in [()] + distinct:
             with (ablate[c]() if c else nullcontext()):
@@ -282,7 +282,7 @@ def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 
     """
     if n_prompts < 1 or n_reference < 1 or max_heads < 1:
         raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
-    heads = head_steps(R.read(folder, "effects.csv"), thresholds, task)
+    heads = head_steps(results.read(folder, "effects.csv"), thresholds, task)
     means = knockout_means(model, tok, reference_samples(Path(folder), n_reference, seed))
-    samples, _ = D.make_pairs(tok, "all", n=n_prompts, seed=seed)
+    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed)
     return heads, precompute(model, tok, samples, heads, thresholds, means, max_heads=max_heads)

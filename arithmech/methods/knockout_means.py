@@ -33,7 +33,7 @@ from typing import Hashable, Sequence
 import torch
 
 from arithmech.core.models import BATCH_SIZE
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.methods.knockout import activations
 
 ALL = "*"                              # the family key of "every family"
@@ -50,7 +50,7 @@ def pool_seed(seed: int, family: str) -> int:
     return zlib.crc32(f"reference-pool:{seed}:{family}".encode())
 
 
-def pool_key(s: D.Sample) -> tuple:
+def pool_key(s: pairs.Sample) -> tuple:
     """What :meth:`PoolMeans.lookup` needs of a prompt: ``(template, family, a, b)``."""
     return (s.template, s.family, s.a, s.b)
 
@@ -110,7 +110,7 @@ class PoolMeans:
             del self.group[k]
 
     # -------------------------------------------------------------------------------- lookups
-    def key(self, s: D.Sample) -> tuple:
+    def key(self, s: pairs.Sample) -> tuple:
         """What :meth:`lookup` needs of sample ``s``: :func:`pool_key`."""
         return pool_key(s)
 
@@ -184,11 +184,11 @@ def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int 
         if t.id not in [u.id for u in by_family.get(t.family, [])]:
             by_family.setdefault(t.family, []).append(t)
     pm = PoolMeans(folds, min_group)
-    pools = {fam: D.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token)[0]
+    pools = {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token)[0]
              for fam in sorted(by_family)}
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)
-    for idx, ids in D.group_by_length(tok, [s.corrupt for s in every], batch_size):
+    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every], batch_size):
         for i in idx:
             lengths[i] = ids.shape[1]
     pm.plan([pool_key(s) for s in every], lengths)

@@ -21,10 +21,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.evals.scoring import filter_correct
 from arithmech.evals.scoring import predict
-from arithmech.data import templates as T
+from arithmech.data import templates as templates_module
 from arithmech.paper import FIG4_CASES
 from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop,
                                         knockout_curve, mean_activations, mean_sources, transfer_table,
@@ -44,8 +44,8 @@ COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "corre
            "mean_source"]
 
 
-def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample], n: int, seed: int,
-                 batch_size: int = BATCH_SIZE, max_draw: int = 40, answer_token: str = "first") -> list[D.Sample]:
+def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
+                 batch_size: int = BATCH_SIZE, max_draw: int = 40, answer_token: str = "first") -> list[pairs.Sample]:
     """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
@@ -60,7 +60,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[D.Sample
         missing = n - len(out)
         want = 2 * missing if drawn == 0 else math.ceil(1.25 * missing * drawn / max(kept, 1))
         want = min(want, max_draw * n - drawn)
-        more, _ = D.make_pairs(tok, templates, n=want,
+        more, _ = pairs.make_pairs(tok, templates, n=want,
                                seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token)
         if not more:
             break
@@ -81,13 +81,13 @@ def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_
         if tpls else None
 
 
-def sample_templates(samples: Sequence[D.Sample]) -> list:
+def sample_templates(samples: Sequence[pairs.Sample]) -> list:
     """The registered templates the samples were drawn from (none for free text / user samples)."""
     ids = dict.fromkeys(s.template for s in samples)
-    return [T.TEMPLATES[i] for i in ids if i in T.TEMPLATES]
+    return [templates_module.TEMPLATES[i] for i in ids if i in templates_module.TEMPLATES]
 
 
-def sanity_rows(model, tok, samples: Sequence[D.Sample], means: MeanSource, positions: str,
+def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, positions: str,
                 batch_size: int = BATCH_SIZE) -> list[dict]:
     """The five rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
@@ -95,7 +95,7 @@ def sanity_rows(model, tok, samples: Sequence[D.Sample], means: MeanSource, posi
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, batch_size=batch_size, positions=positions).sum(-1).tolist()
-    gold = D.answer_ids(tok, samples)
+    gold = pairs.answer_ids(tok, samples)
     xc = int((predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0] == gold).sum())
     floor = Counter(gold.tolist()).most_common(1)[0][1]
     src = mean_sources(tok, samples, means)
@@ -106,7 +106,7 @@ def sanity_rows(model, tok, samples: Sequence[D.Sample], means: MeanSource, posi
             for o, k, c, s in rows]
 
 
-def task_knockout(model, tok, samples: Sequence[D.Sample], means: MeanSource, ranking: tuple[list, list], task: str,
+def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, ranking: tuple[list, list], task: str,
                   key: dict, full: bool, positions: Sequence[str], n_random: int = 20, seed: int = 0,
                   ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS`) at each of ``positions``.
@@ -168,7 +168,7 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
                              answer_token=answer_token)
              for t, ss in samples.items()}
     if len(samples) > 1:
-        evals["all"] = D.interleave(evals.values())[:knockout_samples]
+        evals["all"] = pairs.interleave(evals.values())[:knockout_samples]
     frames = []
     for j, task in enumerate(evals):
         got = ck.load(f"knockout-{j}") if ck is not None else None
@@ -213,7 +213,7 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     starts (:func:`tokenizer_cases`). ``res.means`` is a reference pool that covers the held-out family,
     so its prompts get their own family's per-position means."""
     id_heads, id_source = id_heads
-    held_ids = {t.id for t in D.select_templates(heldout)}
+    held_ids = {t.id for t in pairs.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     keep = [s for s in every if s.template not in held_ids]
     primary = res.key_heads["task"]
@@ -226,7 +226,7 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
         res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
         return
     variant = res.params.get("answer_token", "first")
-    test, _ = D.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant)
+    test, _ = pairs.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant)
     means = res.means
     if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
@@ -245,7 +245,7 @@ def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, st
     digit gets no joiner); a case whose answer starts inside a token is kept as written."""
     out = []
     for p, e in cases:
-        split = D.answer_split(tok, p, e, "" if p[-1:].isdigit() else " ")
+        split = pairs.answer_split(tok, p, e, "" if p[-1:].isdigit() else " ")
         out.append((split[0] if split else p, e))
     return out
 

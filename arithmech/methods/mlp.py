@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from arithmech.core.models import arch_for, module
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.methods.patching import end_cache
 
 MLP_QUANTITIES = ("in_A", "in_B", "in_C", "diff_A", "diff_B", "diff_C", "diff_other")
@@ -78,7 +78,7 @@ def _space(label: str) -> bool:
     return label[:1].isspace() or label[:1] in "▁Ġ"
 
 
-def mlp_projection(model, tok, samples: Sequence[D.Sample], final_norm: bool = True,
+def mlp_projection(model, tok, samples: Sequence[pairs.Sample], final_norm: bool = True,
                    batch_size: int = 64) -> pd.DataFrame:
     """Per-layer cosines at END: mean, std and standard error over samples (Fig. 6a/b, 13, 14).
 
@@ -91,7 +91,7 @@ def mlp_projection(model, tok, samples: Sequence[D.Sample], final_norm: bool = T
     num_ids, num_labels = number_tokens(tok)
     vin, vdiff = mlp_vectors(model, tok, [s.clean for s in samples], final_norm, batch_size)  # (n, L, d)
     vin, vdiff = torch.nn.functional.normalize(vin, dim=-1), torch.nn.functional.normalize(vdiff, dim=-1)
-    c_ids = D.answer_ids(tok, samples).tolist()
+    c_ids = pairs.answer_ids(tok, samples).tolist()
     abc = []
     for s, c in zip(samples, c_ids):
         ids = tok(s.clean)["input_ids"]

@@ -12,27 +12,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.evals.scoring import filter_correct
-from arithmech.data import templates as T
+from arithmech.data import templates
 from arithmech.data.answer_tokens import template_summary
 from arithmech.evals.scoring import check_counterfactuals
 from arithmech.evals.scoring import greedy_exact
 
 
-def task_templates(task) -> tuple[str, list[T.Template]]:
+def task_templates(task) -> tuple[str, list[templates.Template]]:
     """``(label, templates)`` for a task name, a template-pair file or a list of templates."""
     if isinstance(task, (list, tuple)):
         return "custom", list(task)
     task = str(task)
     if task.endswith((".json", ".jsonl")) or Path(task).is_file():
-        return Path(task).stem, D.load_template_pairs(task)
-    return task, D.select_templates(task)
+        return Path(task).stem, pairs.load_template_pairs(task)
+    return task, pairs.select_templates(task)
 
 
 def task_label(task) -> str:
     """A short name for a task: its name, a file's stem, the id of a single template, else ``custom``."""
-    if isinstance(task, (list, tuple)) and task and isinstance(task[0], D.Sample):
+    if isinstance(task, (list, tuple)) and task and isinstance(task[0], pairs.Sample):
         return "custom"
     if isinstance(task, (list, tuple)):
         return task[0].id if len(task) == 1 else "custom"
@@ -40,7 +40,7 @@ def task_label(task) -> str:
 
 
 def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
-            answer_token: str = "last-digit", check_xc: bool = True) -> tuple[list[D.Sample], dict]:
+            answer_token: str = "last-digit", check_xc: bool = True) -> tuple[list[pairs.Sample], dict]:
     """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r) and,
     with ``check_xc``, whose X_c moves the model's top-1 token away from the answer token.
 
@@ -56,13 +56,13 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
     """
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
-    D.check_answer_token(answer_token)
-    if isinstance(task, list) and task and isinstance(task[0], D.Sample):
-        samples, stats = task[:n_samples], D.PairStats(made=len(task[:n_samples]))
+    pairs.check_answer_token(answer_token)
+    if isinstance(task, list) and task and isinstance(task[0], pairs.Sample):
+        samples, stats = task[:n_samples], pairs.PairStats(made=len(task[:n_samples]))
         variant = "/".join(sorted({s.answer_token for s in samples}))
     else:
         _, tpls = task_templates(task)
-        samples, stats = D.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token)
+        samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token)
         variant = answer_token
     correct_s, acc = filter_correct(model, tok, samples, batch_size)
     correct_ids = {id(s) for s in correct_s}
