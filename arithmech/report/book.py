@@ -293,8 +293,8 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     cfg = load_config(root, Path(config) if config else None)
     times: dict[str, float] = {}
     t_all = time.perf_counter()
+    chapters = plan(root, cfg, sets, only)      # every --set checked, whether or not the chapters execute
     if not skip_execute:
-        chapters = plan(root, cfg, sets, only)
         ex = cfg["execution"]
         with Progress("book", len(chapters)) as bar:
             for k, c in enumerate(chapters, 1):

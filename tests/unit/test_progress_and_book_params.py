@@ -105,6 +105,25 @@ def test_book_cli_bad_set_is_one_line_exit_2(capsys):
     assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("error: --set 'modle'")
 
 
+@pytest.mark.parametrize("sets", [["n_sampels=16"], ["data.n_per_template=0"]])
+def test_book_set_is_checked_even_without_executing(sets, capsys, tmp_path):
+    """Protects "every parameter checked, always": ``book --only data --set … --skip-execute`` (render only) still
+    checks the keys and values against the chapter's config, exits 2 with one line, and writes nothing (no
+    generated page, no _build)."""
+    import shutil
+    from arithmech.cli import main
+    root = tmp_path / "book-root"
+    shutil.copytree(REPO / "book", root / "book", ignore=shutil.ignore_patterns("_generated", "_static"))
+    for name in ("_toc.yml", "_config.yml"):
+        shutil.copy2(REPO / name, root / name)
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    with pytest.raises(SystemExit) as e:
+        main(["book", "--only", "data", "--skip-execute", "--root", str(root), *[x for s in sets for x in ("--set", s)]])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("error: ")
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
 # ------------------------------------------------------------------------------ chapter environment
 def test_chapter_environment_has_a_valid_omp_num_threads(monkeypatch, tmp_path):
     """Protects: an empty or invalid OMP_NUM_THREADS is replaced for the chapters' kernels (a valid one is kept),
