@@ -1,6 +1,6 @@
 """The six benchmarks of Table 1 (GSM8K, AddSub, SingleEq, SVAMP; MMLU, CSQA) and the toy ones.
 
-**Files.** Read from a folder in the layout of ``/work/shared/data`` (see its README):
+**Files.** Read from a folder in the layout of ``../shared/data`` (see its README):
 ``gsm8k/{train,test}.jsonl``, ``addsub/AddSub.json``, ``singleeq/questions.json``,
 ``svamp/SVAMP.json``, ``mmlu/{dev,test}/*.csv``, ``csqa/{train,dev}_rand_split.jsonl``. The folder is
 ``data_dir=`` if given, else ``$ARITHMECH_DATA``, else ``<repo>/../shared/data``. ``source="hf"``
@@ -87,7 +87,7 @@ def _file(name: str, root: str | Path | None, split: str = "") -> Path:
     p = data_dir(root) / FILES[name].format(split=split)
     if not p.exists():
         raise MissingDataError(
-            f"{name}: {p} does not exist. Put the benchmark files in the layout of /work/shared/data (its "
+            f"{name}: {p} does not exist. Put the benchmark files in the layout of ../shared/data (its "
             f"README lists them), point ARITHMECH_DATA or data_dir= at that folder, or use source='hf' "
             f"(pip install datasets; needs network).")
     return p

@@ -14,7 +14,7 @@ DATA = E.data_dir()
 
 needs_data = pytest.mark.skipif(not (DATA / "gsm8k" / "test.jsonl").exists(),
                                 reason=f"benchmark folder {DATA} is absent (set ARITHMECH_DATA to the "
-                                       "/work/shared/data layout to run these)")
+                                       "../shared/data layout to run these)")
 
 
 
