@@ -48,7 +48,7 @@ def _print_identify(res) -> None:
 
 
 def _print_analyze(r: dict) -> None:
-    from arithmech.methods.attention import verdict_lines   # lazy: loaded with the step (torch), see _run
+    from arithmech.methods.attention import verdict_lines  # lazy: loaded with the step (torch), see _run
     print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
     print("start-inflection-end:", r["stages"])
     print("\n".join(verdict_lines(r["baseline"])))
@@ -157,7 +157,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     for name, default, meta, kind, many in fields(cls):
         names = [flag(name)] + ALIASES.get(name, [])
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        help_ = f"{meta['help']} (default: {shown})".replace("%", "%%")
+        help_ = (meta["help"] if "(default" in meta["help"] else f"{meta['help']} (default: {shown})").replace("%", "%%")
         if kind is bool:
             parser.add_argument(*names, dest=name, action=argparse.BooleanOptionalAction, default=default, help=help_)
         elif meta.get("repeat"):

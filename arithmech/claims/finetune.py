@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.core import results
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.verdicts import verdicts
+from arithmech.core import results
 from arithmech.core.records import table1_frame
 
 MATH = ("heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp")
@@ -44,7 +44,7 @@ def selection_matters(ctx: Context):
 def _table1(ctx: Context) -> pd.DataFrame:
     t = table1_frame(ctx.folder)
     if t.empty or not {"full", "precise"} <= set(t["mode"]):
-        raise Missing("no Table 1 results (python -m arithmech table1)")
+        raise Missing("no Table 1 results (python -m arithmech table1-arms)")
     return t
 
 

@@ -27,12 +27,12 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from arithmech.paper import KEY_THRESHOLD
-from arithmech.core import results
-from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.evidence import Context, Missing
-from arithmech.methods.effects import TOP     # "the top heads": the first TOP by effect rank (studied where none is key)
+from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.core import results
 from arithmech.core.stats import wilson_interval
+from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
+from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)

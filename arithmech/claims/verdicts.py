@@ -26,12 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import results
-
-from arithmech.core import records
-from arithmech.core.stats import paired_bootstrap
+from arithmech.core import records, results
+from arithmech.core.stats import paired_bootstrap, wilson_interval
 from arithmech.evals.suites import get_suite
-from arithmech.core.stats import wilson_interval
 
 MARGIN = 0.05
 RULES = (

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
 
 DIR = ".checkpoints"
 
@@ -64,7 +65,6 @@ class Checkpoints:
 
     def load(self, unit: str) -> Any | None:
         """The saved ``unit``, or None when absent or unreadable (then it is recomputed)."""
-        import torch
         p = self._path(unit)
         if not p.is_file():
             return None
@@ -75,7 +75,6 @@ class Checkpoints:
             return None
 
     def save(self, unit: str, obj: Any) -> None:
-        import torch
         self.dir.mkdir(parents=True, exist_ok=True)
         args = self.dir / "args.json"
         if not args.exists():

@@ -6,10 +6,11 @@ chapter's check cell shows it as the cell's error.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from arithmech.core.names import ALIASES
-from arithmech.core.names import resolve_alias_files
+
+from arithmech.core.names import ALIASES, resolve_alias_files
 
 DEVICES = ("cpu", "cuda", "mps")                           # device types; cuda also as cuda:N
 # Every dtype name a model may be loaded in → the torch dtype's name (torch.<name>), one table without
@@ -56,7 +57,7 @@ def check_device(device: str) -> str:
         raise ValueError(f"--device {device!r}: use one of {', '.join(DEVICES)} or cuda:N")
     if device == "cpu":
         return device
-    import torch
+    import torch  # lazy: only off cpu; the CLI checks its arguments before torch loads
     if (device == "cuda" or n) and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: this machine has no CUDA device (torch sees none); use --device cpu")
     if n and int(n.group(1)) >= torch.cuda.device_count():
@@ -71,7 +72,6 @@ def thread_env(environ: dict) -> dict:
     """``environ`` with a valid ``OMP_NUM_THREADS``: a set-but-empty or non-positive-integer value (which
     makes libgomp print ``Invalid value for environment variable OMP_NUM_THREADS`` in every process that
     loads torch) is replaced by the number of CPUs this process may use; a valid one is kept."""
-    import os
     env = dict(environ)
     v = env.get("OMP_NUM_THREADS")
     if v is not None and not (v.strip().isdigit() and int(v) > 0):

@@ -37,7 +37,7 @@ def rss_now() -> int | None:
 def peak_rss_bytes() -> int | None:
     """The process's peak resident set so far, in bytes (``None`` without ``resource``)."""
     try:
-        import resource
+        import resource  # lazy: POSIX only
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from arithmech.core.geometry import Geometry  # noqa: F401 (models.Geometry: the loaded model's sizes)
 from arithmech.core.inputs import DTYPE_NAMES, DTYPES
@@ -56,7 +57,6 @@ class Arch:
 ARCHITECTURES: dict[str, Arch] = {
     "llama-like": Arch(model_types=("llama", "mistral", "qwen2", "qwen3")),
 }
-
 
 
 class UnsupportedModelError(ValueError):
@@ -112,11 +112,8 @@ def torch_dtype(dtype) -> torch.dtype:
         raise ValueError(f"dtype {dtype!r}: use one of {', '.join(DTYPES)}") from None
 
 
-
-
 def _gguf_to_folder(gguf: Path) -> Path:
     """Dequantize a GGUF file once into a plain HF folder in the cache; later loads are ``from_pretrained``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     st = gguf.stat()
     key = hashlib.sha1(f"{gguf.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
@@ -124,10 +121,9 @@ def _gguf_to_folder(gguf: Path) -> Path:
     if (out / "config.json").exists():
         return out
     try:
-        import gguf as _  # noqa: F401
+        import gguf as _  # noqa: F401; lazy: optional (the gguf extra), for .gguf files only
     except ImportError:
         raise ImportError("loading a .gguf file needs the 'gguf' package: pip install gguf") from None
-    from transformers import AutoConfig
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # The weights are already dequantized to fp32, but the model still carries its GGUF quantizer,
@@ -142,8 +138,6 @@ def _gguf_to_folder(gguf: Path) -> Path:
     tok.save_pretrained(tmp)
     tmp.rename(out)                     # atomic: a half-written cache folder is never used
     return out
-
-
 
 
 def resolve(name_or_path: str) -> str:
@@ -176,7 +170,6 @@ def load_model(name_or_path: str = "embedded", device: str | None = "cpu", dtype
     Returns:
         ``(model, tokenizer, geometry)``; the model is in eval mode with gradients off.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = resolve(name_or_path)
     is_local = Path(source).exists()

@@ -10,7 +10,6 @@ import importlib.metadata
 import os
 from pathlib import Path
 
-
 EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "embedded" / "model"
 
 

@@ -1,18 +1,19 @@
 """What every step records beside its files: the library versions and the process's peak memory."""
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 
 import pandas as pd
+import torch
+import transformers
+
 from arithmech.core.memory import peak_rss_bytes
 
 
 def versions() -> dict:
     """Library versions recorded with every step's record."""
-    import importlib.metadata
 
-    import torch
-    import transformers
     try:
         own = importlib.metadata.version("arithmech")
     except importlib.metadata.PackageNotFoundError:

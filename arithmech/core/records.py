@@ -15,7 +15,6 @@ import pandas as pd
 from arithmech.core.atomic import atomic_json, sha256
 from arithmech.core.results import SCHEMA_VERSION, ResultsError
 
-
 # ------------------------------------------------------------------------------ fine-tune records
 FINETUNE_KEYS = ("schema_version", "model", "mode", "tag", "command", "seed", "device", "dtype", "heads", "mlps",
                  "tuned_parameters", "total_parameters", "parameters", "train", "results", "base", "delta",
@@ -96,7 +95,7 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
     path = finetune_path(folder, mode, tag)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
-                                "`python -m arithmech table1` first")
+                                "`python -m arithmech table1-arms` first")
     try:
         rec = json.loads(path.read_text())
     except json.JSONDecodeError as e:

@@ -41,8 +41,8 @@ from typing import Any, Iterable
 import pandas as pd
 
 from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
-from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 from arithmech.core.checkpoints import Checkpoints
+from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 
 SCHEMA_VERSION = 1
 RUN = "run.json"
@@ -316,23 +316,3 @@ def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | No
 def read_step(folder: str | Path, step: str) -> dict[str, Any]:
     """Every file of ``step`` present in ``folder``, checked, keyed by the name without extension."""
     return {n.rsplit(".", 1)[0]: read(folder, n) for n in step_files(step) if exists(folder, n)}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -60,7 +60,6 @@ def mean_interval(x: Sequence[float], z: float = 1.959964) -> tuple[float, float
     return m, m - half, m + half
 
 
-
 def bootstrap_indices(n: int, n_boot: int = 1000, seed: int = 0) -> torch.Tensor:
     """``(n_boot, n)`` resampled row indices: row ``b`` draws ``n`` of ``0..n-1`` with replacement.
 

@@ -32,8 +32,6 @@ TABLE_COLUMNS = ("task", "template", "answer_token", "n_drawn", "correct", "accu
                  "xc_checked", "xc_passed", "xc_pass_rate", "n", "top_token", "top_share")
 
 
-
-
 def template_summary(samples: Sequence[Sample], correct: Sequence[bool], exact: Sequence[bool],
                      passed: Sequence[bool | None], checked: bool = True) -> dict:
     """Per template, the counts behind ``answer_tokens.csv`` (JSON-ready, kept in ``run.json``).

@@ -30,8 +30,7 @@ import random
 
 from arithmech.data import templates
 from arithmech.data.answers import OPERANDS, answer_rule
-from arithmech.data.pairs import draw_values
-from arithmech.data.pairs import render
+from arithmech.data.pairs import draw_values, render
 
 SEED = 13
 FRACTION = 0.15
@@ -130,19 +129,3 @@ def split_items(split: str, seed: int = 1, n_per_template: int = 20, draws_per_p
         return [_item(t, rng) for t in tpls for _ in range(n_per_template)]
     return [_item(t, rng, p) for t in tpls for p in sorted(HELDOUT_PAIRS[t.op])
             if answer_rule(t)(*p) is not None for _ in range(draws_per_pair)]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -35,14 +35,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
 import torch
 
 from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
+from arithmech.core.results import read
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import draw_operands
 from arithmech.data.pairfile import load_pair_file
-import numpy as np
-from arithmech.core.results import read
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 """Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
@@ -355,10 +355,6 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
             raise ValueError(f"the answer {s.target!r} of {s.clean!r} does not start on a token boundary")
         out.append(full[len(p)])
     return torch.tensor(out)
-
-
-
-
 
 
 # ------------------------------------------------------------------------ operand counterfactual

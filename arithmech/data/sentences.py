@@ -18,7 +18,6 @@ from arithmech.data import templates
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.pairs import draw_values, render
 
-
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
 VAL_FORMS = (2, 5, 8)            # Fig. 8 forms (1-based) of the validation items; test uses the other six
@@ -151,5 +150,5 @@ def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
 def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
     """The held-out generic text: sections ``topics`` of the Python Language Reference as the standard
     library ships them (``pydoc_data.topics``)."""
-    from pydoc_data.topics import topics as pages
+    from pydoc_data.topics import topics as pages  # lazy: a 0.7 MB module, for Table 1's generic text only
     return "\n\n".join(pages[k] for k in topics)

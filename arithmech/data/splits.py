@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import random
 
-from arithmech.data import pairs
-from arithmech.data import templates as templates_module
-from arithmech.data.sentences import VAL_FORMS, GENERIC_FACTS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
-
+from arithmech.data import pairs, templates as templates_module
+from arithmech.data.sentences import GENERIC_FACTS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
 
 def form(t: templates_module.Template) -> int | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-
 from arithmech.core.stats import wilson_interval
 from arithmech.data import templates
 from arithmech.data.heldout import SPLITS, declaration, split_items

@@ -40,29 +40,25 @@ import time
 from pathlib import Path
 
 import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from arithmech.core.models import load_model
+from arithmech.core.names import EMBEDDED_DIR
 from arithmech.core.progress import progress
 from arithmech.data import templates
-from arithmech.data.pairs import FIELD
-from arithmech.embedded.heldout import card_section
 from arithmech.data.heldout import is_heldout_pair
-from arithmech.data.sentences import GENERIC_FACTS
-from arithmech.data.sentences import YEAR_WEIGHT
-from arithmech.data.sentences import arithmetic_sentence
-from arithmech.evals.toy import generic_correct
-from arithmech.evals.toy import two_digit_correct
-from arithmech.core.names import EMBEDDED_DIR
-from arithmech.data.pairs import make_pairs
+from arithmech.data.pairs import FIELD, make_pairs
+from arithmech.data.sentences import GENERIC_FACTS, YEAR_WEIGHT, arithmetic_sentence
+from arithmech.embedded.heldout import card_section, heldout_report, proportion
 from arithmech.evals.scoring import filter_correct
-from arithmech.embedded.heldout import heldout_report
-from arithmech.embedded.heldout import proportion
+from arithmech.evals.toy import generic_correct, two_digit_correct
 
 SIZE = dict(n_layers=6, n_heads=8, d_model=256, d_ff=512, max_len=64)
 
+
 def PRE_TOKENIZER():
     """Split on whitespace, isolate every non-word character, split digits one by one."""
-    from tokenizers import Regex, pre_tokenizers
     return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
                                     pre_tokenizers.Split(Regex(r"[^\w\s]"), behavior="isolated"),
                                     pre_tokenizers.Digits(individual_digits=True)])
@@ -82,8 +78,6 @@ def _vocab() -> list[str]:
 
 def build_tokenizer():
     """Word-level fast tokenizer: digits split, punctuation split, ``<s>`` prepended."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
 
     vocab = {w: i for i, w in enumerate(_vocab())}
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
@@ -171,7 +165,6 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
     nothing else in ``out_dir`` is deleted or changed; the temporary folder is removed on failure.
     """
     out = check_train_out(out_dir, overwrite)
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     size = {**SIZE, **(size or {})}
     torch.manual_seed(seed)
@@ -255,14 +248,6 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
         "two_digit_exact_match": mean(two),
         "two_digit_interval": proportion(two),
     }
-
-
-
-
-
-
-
-
 
 
 def model_card(r: dict) -> str:

@@ -57,7 +57,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-
 from arithmech.evals.scoring import choice_logits, extract_answer, greedy_decode, is_correct
 from arithmech.evals.toy import TOY, toy_benchmarks
 
@@ -129,7 +128,7 @@ def read_math(name: str, root: str | Path | None = None, split: str = "test", so
 
 def _hf(name: str):
     try:
-        import datasets
+        import datasets  # lazy: optional, hub datasets only
     except ImportError:
         raise ImportError(f"source='hf' for {name} needs the `datasets` package (pip install datasets) and network "
                           "access; offline, use the local files (data_dir=, ARITHMECH_DATA).") from None

@@ -22,22 +22,13 @@ from typing import Sequence
 import torch
 
 from arithmech.core.stats import mean_interval, wilson_interval
-from arithmech.data import pairs
-from arithmech.data.sentences import VALIDATION_TOPICS
-from arithmech.data.sentences import generic_text
-from arithmech.data.sentences import phrasings
-from arithmech.evals.benchmarks import format_number
-from arithmech.evals.scoring import extract_answer
-from arithmech.evals.scoring import greedy_decode
-from arithmech.evals.scoring import is_correct
-from arithmech.evals import benchmarks
-from arithmech.evals.scoring import choice_logits
-from arithmech.evals.scoring import cloze_choice
-from arithmech.data import splits
-from arithmech.data.sentences import two_digit_items
-from arithmech.evals.scoring import greedy_exact
+from arithmech.data import pairs, splits
+from arithmech.data.sentences import VALIDATION_TOPICS, generic_text, phrasings, two_digit_items
 from arithmech.data.splits import single_digit_items
-from arithmech.evals.scoring import continuation_logprobs
+from arithmech.evals import benchmarks
+from arithmech.evals.benchmarks import format_number
+from arithmech.evals.scoring import (choice_logits, cloze_choice, continuation_logprobs, extract_answer, greedy_decode,
+                                     greedy_exact, is_correct)
 
 
 # ------------------------------------------------------------------------------- answer tokens
@@ -52,14 +43,6 @@ def answer_scores(model, tok, samples: Sequence[pairs.Sample], batch_size: int =
         correct[idx] = logits.argmax(-1) == gold[idx]
         prob[idx] = logits.softmax(-1).gather(1, gold[idx, None])[:, 0]
     return correct, prob
-
-
-
-
-
-
-
-
 
 
 # ------------------------------------------------------------------------- Table 1: measurements
@@ -188,5 +171,3 @@ def validation_measures(model, tok, data_seed: int = 0) -> dict:
     out["lm_loss"] = {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None,
                       "items": losses}
     return out
-
-

@@ -35,9 +35,8 @@ import re
 from typing import Iterable, Sequence
 
 import torch
-from arithmech.data.pairs import Sample
-from arithmech.data.pairs import answer_ids
-from arithmech.data.pairs import group_by_length
+
+from arithmech.data.pairs import Sample, answer_ids, group_by_length
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 

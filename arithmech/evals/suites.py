@@ -25,17 +25,18 @@ A suite's ``math`` measures are the skill SFT should teach (``primary_math`` the
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from typing import Callable
 
+from arithmech.core.stats import wilson_interval
+from arithmech.data.sentences import arithmetic_sentence, train_sentences
 from arithmech.data.splits import (VAL_FORMS, fact_items, form, half, negative_items, negative_pairs,  # noqa: F401
                                    single_digit_items, split_forms, two_digit_items, two_digit_pairs)
-from arithmech.core.stats import wilson_interval
-from arithmech.data.sentences import arithmetic_sentence
-from arithmech.evals.scoring import greedy_exact
-from arithmech.evals.measures import completion_nll
-from arithmech.data.sentences import train_sentences
 from arithmech.evals import measures
+from arithmech.evals.measures import completion_nll
+from arithmech.evals.scoring import greedy_exact
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -92,7 +93,6 @@ def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0) -> dict
 def paper_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
     """:func:`arithmech.evals.measures.train_sentences` minus any row whose operand pair is a
     validation pair (two-digit or negative)."""
-    import re
     banned = {(a, b) for a, b, _ in two_digit_pairs(data_seed)["val"]} | set(negative_pairs(data_seed)["val"])
     rows = [r for r in train_sentences(2 * n, seed) if tuple(map(int, re.findall(r"\d+", r[0])[:2])) not in banned]
     return rows[:n]

@@ -12,21 +12,16 @@
 from __future__ import annotations
 
 from typing import Sequence
-from arithmech.data.sentences import GENERIC_FACTS
-from arithmech.data.sentences import negative_items, negative_split, two_digit_items
+
 import torch
+
 from arithmech.data import templates
-from arithmech.data.pairs import make_pairs
-from arithmech.evals.scoring import filter_correct
-from arithmech.evals.scoring import greedy_exact
 from arithmech.data.heldout import is_heldout_pair
-from arithmech.evals.scoring import predict
+from arithmech.data.pairs import make_pairs
+from arithmech.data.sentences import GENERIC_FACTS, negative_items, negative_split, two_digit_items
+from arithmech.evals.scoring import filter_correct, greedy_exact, predict
 
 TOY = ("two_digit", "negative", "single_digit", "generic")
-
-
-
-
 
 
 def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6,

@@ -54,6 +54,8 @@ from arithmech.core.models import Geometry, arch_for
 
 ADAPTER_WEIGHTS = "adapter.safetensors"
 ADAPTER_CONFIG = "adapter.json"
+from safetensors.torch import load_file, save_file
+
 from arithmech.core.inputs import KV_POLICIES  # noqa: E402,F401 (the choices, one place)
 
 
@@ -255,7 +257,6 @@ def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def save_adapter(model: nn.Module, spec: HeadSpec, out_dir: str | Path, base: str | None = None) -> Path:
     """Write ``adapter.safetensors`` (the slices, fp32) and ``adapter.json`` (spec, geometry, base)."""
-    from safetensors.torch import save_file
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().cpu() for k, v in trainable_state(model).items()}
@@ -282,7 +283,6 @@ def read_spec(adapter_dir: str | Path) -> HeadSpec:
 def load_adapter(model: nn.Module, adapter_dir: str | Path) -> HeadSpec:
     """Attach the slices saved in ``adapter_dir`` to a freshly loaded base ``model`` (or copy them
     into already attached slices, as when resuming) and return the spec."""
-    from safetensors.torch import load_file
     spec = read_spec(adapter_dir)
     geo = Geometry.from_config(model.config)
     meta = json.loads((Path(adapter_dir) / ADAPTER_CONFIG).read_text())

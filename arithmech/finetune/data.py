@@ -12,14 +12,10 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
-from arithmech.data.sentences import two_digit_sentence
-from arithmech.data.sentences import two_digit_split
-from arithmech.evals.toy import negative_items
-from arithmech.evals.toy import negative_split
-from arithmech.data.sentences import arithmetic_sentence
-from arithmech.evals.benchmarks import MATH
-from arithmech.evals.benchmarks import math_example
-from arithmech.evals.benchmarks import math_splits
+
+from arithmech.data.sentences import arithmetic_sentence, two_digit_sentence, two_digit_split
+from arithmech.evals.benchmarks import MATH, math_example, math_splits
+from arithmech.evals.toy import negative_items, negative_split
 
 
 def tokenize_pairs(tok, pairs: Sequence[tuple[str, str]], max_len: int = 512) -> list[dict]:
@@ -85,5 +81,3 @@ def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None)
     if n is not None and n < len(pairs):
         pairs = rng.sample(pairs, n)
     return pairs
-
-

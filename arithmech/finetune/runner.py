@@ -40,13 +40,10 @@ from pathlib import Path
 
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
-
 from arithmech.core.memory import BlockPeakMemory
-from arithmech.finetune import adapter
-from arithmech.finetune import prefix
-from arithmech.paper import SFT
+from arithmech.finetune import adapter, prefix
 from arithmech.finetune.data import Collator
-
+from arithmech.paper import SFT
 
 
 # ------------------------------------------------------------------------------------- training
@@ -170,15 +167,3 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
             "trainer_samples_per_second": out.metrics["train_samples_per_second"],
             "train_loss": round(out.training_loss, 5), "peak_memory": mem.result,
             "loss_history": [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]}
-
-
-
-
-
-
-
-
-
-
-
-

@@ -43,10 +43,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import Arch, arch_for, input_device
+from arithmech.core.models import Arch, Geometry, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
-from arithmech.core.models import Geometry
 
 ROLES = ("A", "B", "operator", "bos", "other")
 DERIVED = ("operand", "first")          # operand = A ∪ B; first = position 0 (whatever its role)

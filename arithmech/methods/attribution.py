@@ -49,11 +49,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.paper import KEY_THRESHOLD
 from arithmech.core.models import arch_for, module
 from arithmech.methods import chain
-from arithmech.methods.patching import EndCache
-from arithmech.methods.patching import path_patch_fast
+from arithmech.methods.patching import EndCache, path_patch_fast
+from arithmech.paper import KEY_THRESHOLD
 
 FREEZABLE = ("norm", "gate")
 MAX_ROWS = 4096             # attribute: samples x alphas per forward and backward of the END chain

@@ -22,9 +22,9 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from arithmech.paper import KEY_THRESHOLD, N_BOOT
 from arithmech.core.stats import bootstrap_mean_intervals
 from arithmech.methods.patching import Patched
+from arithmech.paper import KEY_THRESHOLD, N_BOOT
 
 LEVEL = 0.95
 KEY_RULE = "effect_hi < threshold"

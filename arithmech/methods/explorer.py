@@ -11,28 +11,23 @@ identify step's means of the counterfactual prompts (:mod:`arithmech.methods.kno
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Callable, Sequence
 
 import pandas as pd
 import torch
 
-from arithmech.data import pairs
-from arithmech.data import templates as templates_module
-from arithmech.methods.attention import Head, end_rows, role_labels
-from arithmech.methods.mlp import layer_top_numbers
-from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
-from arithmech.methods.knockout import Means, group_key, mean_activations
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device
-from arithmech.core.trace import TraceDict
-from arithmech.core.stats import wilson_interval
-from arithmech.methods.mlp import mlp_vectors
-from arithmech.methods.mlp import number_tokens
-from arithmech.methods.mlp import unembedding
 from arithmech.core import results
+from arithmech.core.models import BATCH_SIZE, arch_for, input_device
+from arithmech.core.stats import wilson_interval
+from arithmech.core.trace import TraceDict
+from arithmech.data import pairs, templates as templates_module
 from arithmech.data.pairs import reference_samples
-
+from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
+from arithmech.methods.attention import Head, end_rows, role_labels
+from arithmech.methods.knockout import Means, group_key, mean_activations
+from arithmech.methods.mlp import layer_top_numbers, mlp_vectors, number_tokens, unembedding
 
 # ------------------------------------------------------------------------------ one prompt's views
 OPERATOR_WORDS = frozenset(w for ws in templates_module.OPS.values() for w in ws)
@@ -73,7 +68,6 @@ def attention_strip(model, tok, prompt: str, heads: Sequence[Head], positions: d
                         columns=["head", "layer", "position", "token", "role", "score"])
 
 
-
 def strips(model, tok, heads: Sequence[Head], samples: Sequence[pairs.Sample] = (), templates: Sequence[str] | None = None,
            prompts: Sequence[str] = ()) -> pd.DataFrame:
     """Attention strips of ``heads`` on the first sample of each template (or of each of ``templates``;
@@ -90,6 +84,8 @@ def strips(model, tok, heads: Sequence[Head], samples: Sequence[pairs.Sample] = 
                       for label, p, pos in items], ignore_index=True)
 
 # ---------------------------------------------------------------------------------------- knockout
+
+
 def knockout_means(model, tok, samples: Sequence[pairs.Sample], batch_size: int = BATCH_SIZE) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
     :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free

@@ -41,6 +41,7 @@ heads / MLPs), ``n_random`` seeded orders; every accuracy comes with its count a
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
@@ -48,12 +49,12 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
-from arithmech.paper import FIG4_CASES
-from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
+from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.methods.ablation import POSITIONS, MeanAblation, MeanSource, check_positions
+from arithmech.paper import FIG4_CASES
 
 Head = tuple[int, int]
 MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
@@ -284,7 +285,6 @@ def accuracy(model, tok, samples: Sequence[Sample], means: MeanSource, ablations
 
 def mean_sources(tok, samples: Sequence[Sample], means: MeanSource) -> str:
     """Which mean the samples got, as ``source n; …`` (``means.source`` per prompt)."""
-    from collections import Counter
     keys = [None if means.is_pooled else means.key(s) for s in samples]
     got = Counter(means.source(k, len(tok(s.clean)["input_ids"])) for k, s in zip(keys, samples))
     return "; ".join(f"{k} {v}" for k, v in sorted(got.items()))

@@ -21,22 +21,18 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.data import pairs
-from arithmech.evals.scoring import filter_correct
-from arithmech.evals.scoring import predict
-from arithmech.data import templates as templates_module
-from arithmech.paper import FIG4_CASES
-from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop,
-                                        knockout_curve, mean_activations, mean_sources, transfer_table,
-                                        with_interval)
-from arithmech.methods.effects import studied_heads
-from arithmech.core.models import BATCH_SIZE
-from arithmech.methods.ablation import MeanSource
-from arithmech.methods.knockout_means import build_pool
-
+from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
-from arithmech.core.checkpoints import frame_to_obj
-from arithmech.core.checkpoints import obj_to_frame
+from arithmech.core.models import BATCH_SIZE
+from arithmech.data import pairs, templates as templates_module
+from arithmech.evals.scoring import filter_correct, predict
+from arithmech.methods.ablation import MeanSource
+from arithmech.methods.effects import studied_heads
+from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop, knockout_curve,
+                                        mean_activations, mean_sources, transfer_table, with_interval)
+from arithmech.methods.knockout_means import build_pool
+from arithmech.paper import FIG4_CASES
+
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor")
 RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
 RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)

@@ -8,6 +8,7 @@ and the sanity rows that say whether the ablation removes anything.
 from __future__ import annotations
 
 import pandas as pd
+
 from arithmech.methods.knockout import POSITIONS
 from arithmech.methods.knockout_run import task_knockout
 

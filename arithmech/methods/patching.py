@@ -35,9 +35,9 @@ from typing import Sequence
 
 import torch
 
-from arithmech.data.pairs import group_by_length
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module
 from arithmech.core.trace import TraceDict, head_contributions
+from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
 
 MAX_ROWS = 1 << 13           # fast path: rows of the running END state per chunk of samples

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arithmech.data import pairs
-from arithmech.evals.scoring import filter_correct
-from arithmech.data import templates
+from arithmech.data import pairs, templates
 from arithmech.data.answer_tokens import template_summary
-from arithmech.evals.scoring import check_counterfactuals
-from arithmech.evals.scoring import greedy_exact
+from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact
 
 
 def task_templates(task) -> tuple[str, list[templates.Template]]:

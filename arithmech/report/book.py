@@ -40,16 +40,15 @@ import sys
 import time
 from pathlib import Path
 
-from arithmech.core.progress import Progress
-from arithmech.report import offline
+from arithmech.core.atomic import atomic_write
+from arithmech.core.inputs import thread_env
+from arithmech.core.progress import OFF, Progress
+from arithmech.report import offline, pages
 from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapters,  # noqa: F401 (API)
                                    declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
                                    toc_files)
 from arithmech.report.plots import use_theme
-from arithmech.core.inputs import thread_env
-from arithmech.core.progress import OFF
-from arithmech.core.atomic import atomic_write
-from arithmech.report import pages
+
 
 def setup() -> None:
     """Call once at the top of a chapter (its check cell): ``from arithmech.report.book import setup; setup()``.
@@ -80,11 +79,10 @@ def chapter_env(environ=None) -> dict:
     lines (``ARITHMECH_PROGRESS=0``, :mod:`arithmech.core.progress`). When the runner's ``arithmech`` comes from a
     source checkout, that checkout leads ``PYTHONPATH``: the chapters import the code the runner runs, even
     from a book root elsewhere (a test's temporary book) with another checkout installed in the venv."""
-    import arithmech
     env = thread_env(os.environ if environ is None else environ)
     env.setdefault("TQDM_DISABLE", "1")
     env[OFF] = "0"
-    src = Path(arithmech.__file__).resolve().parents[1]
+    src = Path(__file__).resolve().parents[2]          # the arithmech checkout this runner runs from
     if (src / "pyproject.toml").exists():
         env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
@@ -163,8 +161,8 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     Returns the wall time in seconds. On failure raises :class:`BookError` naming the chapter,
     the cell and the error; neither the source nor the previous executed copy is touched.
     """
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+    import papermill as pm  # lazy: the book extra
+    from papermill.exceptions import PapermillExecutionError  # lazy: the book extra
 
     src = root / chapter.path
     work = root / BUILD / ".papermill"
@@ -234,7 +232,7 @@ def render_tree(root: Path) -> list[str]:
     chapter's executed copy under the chapter's name (``book/<name>.ipynb``); files that no longer belong
     are removed. A chapter without an executed copy is rendered from its source, without outputs.
     Returns the names of those chapters."""
-    import nbformat
+    import nbformat  # lazy: the book extra
     tree, keep, unexecuted = root / RENDER, set(), []
     for f in ("_config.yml", "_toc.yml"):
         _sync(root / f, tree / f, keep)

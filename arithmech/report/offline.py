@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import altair as alt
+
 # Where vendor_assets writes, relative to the book's root; _config.yml adds book/_static to
 # html_static_path, so Sphinx copies this to _build/html/_static/vendor/.
 STATIC_DIR = Path("book") / "_static"
@@ -95,7 +97,6 @@ def chart_bundle(spec: dict, **metadata: Any) -> tuple[dict, dict]:
 
 def enable_renderer() -> None:
     """Register and enable the ``arithmech`` altair renderer (see :func:`chart_bundle`)."""
-    import altair as alt
     alt.renderers.register("arithmech", chart_bundle)
     alt.renderers.enable("arithmech")
 
@@ -121,8 +122,7 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
     The vega bundle (~0.9 MB, from ``vl_convert.javascript_bundle``) is regenerated only when
     vl-convert's or altair's vega-lite version changes. Returns the files written or kept.
     """
-    import altair as alt
-    import vl_convert as vlc
+    import vl_convert as vlc  # lazy: the book extra
 
     static = Path(root) / STATIC_DIR
     vega = static / VEGA_JS

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
-from arithmech.core import results
-from arithmech.claims.rules import claims
-from arithmech.report.tables import setting_name
 
+from arithmech.claims.rules import claims
+from arithmech.core import results
+from arithmech.report.tables import setting_name
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 MISSING = "—"
@@ -91,18 +91,20 @@ def hide_injected(nb_path: Path) -> bool:
     return changed
 
 
-def _footer(model_name: str, params: dict) -> str:
-    shown = ", ".join(f"`{k}={v!r}`" for k, v in params.items() if k != "model")
+def _footer(model_name: str, params) -> str:
+    """The page's last line: the model and the parameters (a dict or a chapter config) it ran with."""
+    values = params.as_dict() if hasattr(params, "as_dict") else dict(params)
+    shown = ", ".join(f"`{k}={list(v) if isinstance(v, tuple) else v!r}`" for k, v in values.items() if k != "model")
     return (f"*This page was executed on the model **{model_name}** by `python -m arithmech book`"
             + (f" with {shown}" if shown else "") + ". Every chapter's parameters and how to re-run it on "
             "another model: [Parameters](appendix_parameters.md).*")
 
 
-def chapter_end(findings: list[str], model_name: str, params: dict | None = None) -> None:
+def chapter_end(findings: list[str], model_name: str, params=None) -> None:
     """A chapter's last cell: glue ``findings`` (3–5 computed lines) as the markdown the chapter's
     "What this run found" box shows (``{glue:md} findings``), and display the footer naming ``model``."""
-    from IPython.display import Markdown, display
-    from myst_nb import glue
+    from IPython.display import Markdown, display  # lazy: the book extra (a kernel)
+    from myst_nb import glue  # lazy: the book extra
     glue("findings", Markdown("\n".join(f"* {line}" for line in findings)), display=False)
     display(Markdown(_footer(model_name, params or {})))
 

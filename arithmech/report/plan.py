@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
 from arithmech.report.chapters import CHAPTERS
 
 CONFIG = Path("book") / "book.yml"
@@ -42,7 +43,7 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
     """Every file of ``_toc.yml`` in order (root page first), resolved to an existing path.
 
     A listed file that does not exist is an error, or skipped with ``missing_ok``."""
-    import yaml
+    import yaml  # lazy: the book extra
     toc_path = root / "_toc.yml"
     if not toc_path.exists():
         raise BookArgumentError(f"no _toc.yml in {root}: run from the repository root or pass --root")
@@ -99,9 +100,9 @@ def read_notebook(path: Path):
     ``.ipynb`` read as it is."""
     path = Path(path)
     if path.suffix == ".ipynb":
-        import nbformat
+        import nbformat  # lazy: the book extra
         return nbformat.read(path, as_version=4)
-    import jupytext
+    import jupytext  # lazy: the book extra
     return jupytext.read(path, fmt="md:myst")
 
 
@@ -114,8 +115,8 @@ def declared_parameters(path: Path) -> dict:
 
 @functools.lru_cache(maxsize=64)
 def _declared(path: str, mtime_ns: int) -> tuple:
-    import nbformat
-    import papermill as pm
+    import nbformat  # lazy: the book extra
+    import papermill as pm  # lazy: the book extra
     if path.endswith(".ipynb"):
         return tuple(pm.inspect_notebook(path).items())
     with tempfile.TemporaryDirectory(prefix="arithmech-params-") as d:
@@ -126,7 +127,7 @@ def _declared(path: str, mtime_ns: int) -> tuple:
 
 def load_config(root: Path, config: Path | None = None) -> dict:
     """``book/book.yml`` as a dict with ``global``, ``chapters`` and ``execution`` keys."""
-    import yaml
+    import yaml  # lazy: the book extra
     path = root / (config or CONFIG)
     if not path.exists():
         raise BookArgumentError(f"book configuration {path} does not exist: run from the repository root or pass --root")
@@ -144,14 +145,18 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
     Values are read as YAML (``32`` is an int, ``[a, b]`` a list, ``cuda`` a string; quote
     ``'off'``-like words to keep them strings).
     """
-    import yaml
+    import yaml  # lazy: the book extra
     glob: dict = {}
     per: dict = {}
     for s in sets:
         if "=" not in s:
             raise BookArgumentError(f"--set {s!r}: expected key=value or chapter.key=value")
         key, raw = s.split("=", 1)
-        value = yaml.safe_load(raw) if raw != "" else ""
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError:
+            raise BookArgumentError(f"--set {s!r}: the value is not YAML (a list is [64, 128], a string may be "
+                                    "quoted)") from None
         if "." in key:
             chap, key = key.split(".", 1)
             per.setdefault(chap, {})[key] = value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+
 from arithmech.report.pages import use_table_display
 
 # Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
@@ -303,6 +304,7 @@ def adder_vs_llm_chart(adder: pd.DataFrame, top: pd.DataFrame, a: int, b: int) -
         color=alt.Color("cosine:Q", scale=alt.Scale(scheme="blues", domainMin=0))).properties(
         width=160, height=alt.Step(34))
     return alt.hconcat(left, right, title=fig_title("Fig. 17", "Addition in a computer vs in the model"))
+
 
 # ----------------------------------------------------------------------------- finetune charts
 _SETTING_COLORS = {"base": PALETTE[6], "full SFT": PALETTE[0]}

@@ -8,16 +8,15 @@ benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart bui
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
-from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF
-from pathlib import Path
 from arithmech.core import records
-from arithmech.paper import table1_by_mode
 from arithmech.core.records import table1_frame
+from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
+from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, table1_by_mode
 
 TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences (math)",
              "single_digit": "single-digit (math)", "generic": "generic facts"}

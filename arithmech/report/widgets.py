@@ -24,7 +24,7 @@ from arithmech.report import plots
 
 def _bundle(obj) -> dict:
     """A notebook ``display_data`` output for ``obj`` (DataFrame or altair chart), no kernel needed."""
-    from IPython.core.formatters import format_display_data
+    from IPython.core.formatters import format_display_data  # lazy: the book extra (a kernel)
     data, meta = format_display_data(obj)
     return {"output_type": "display_data", "data": data, "metadata": meta}
 
@@ -35,7 +35,7 @@ class Explorer:
 
     def __init__(self, model, tok, key_heads: Sequence[tuple[int, int]], reference: Sequence | None = None,
                  prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 ="):
-        import ipywidgets
+        import ipywidgets  # lazy: the book extra (a live kernel)
         self.model, self.tok, self.key_heads = model, tok, [tuple(h) for h in key_heads]
         cfg = model.config
         heads = self.key_heads + [(l, h) for l in range(cfg.num_hidden_layers)
@@ -81,7 +81,7 @@ class Explorer:
         return tables
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import display  # lazy: the book extra (a kernel)
         display(self.widget)
 
 

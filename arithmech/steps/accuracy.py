@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.data import pairs
-from arithmech.data import templates
-from arithmech.core.stats import wilson_interval
 from arithmech.core import results
-from arithmech.evals.measures import answer_scores
 from arithmech.core.models import load_model
+from arithmech.core.stats import wilson_interval
+from arithmech.data import pairs, templates
+from arithmech.evals.measures import answer_scores
 from arithmech.steps.config import Accuracy as Config
-
 
 
 # --------------------------------------------------------------------------- accuracy per template
@@ -44,18 +42,6 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
                      "example": "" if whole else g.example.iloc[0], "n": n, "correct": k, "accuracy": k / n,
                      "ci_low": lo, "ci_high": hi, "mean_p_answer": float(g.p.mean())})
     return pd.DataFrame(rows)
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def run(config: Config, model=None, tok=None) -> pd.DataFrame:

@@ -14,16 +14,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pandas as pd
 
 from arithmech.core import results
 from arithmech.core.models import load_model
-from arithmech.steps.config import Analyze as Config
-
-from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
-from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
-import pandas as pd
 from arithmech.data.pairs import reference_samples
+from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
 from arithmech.methods.effects import studied_heads
+from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
+from arithmech.steps.config import Analyze as Config
 
 
 # ------------------------------------------------------------------------------ results and CLI
@@ -40,8 +39,6 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     if heads:
         return heads, "key heads"
     return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
-
-
 
 
 def attention_files(roles, heads: list[Head]) -> dict:
@@ -111,4 +108,3 @@ def ensure(config: Config, recompute: bool = False) -> dict:
     return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
             "baseline": results.read(folder, "attention_baseline.csv"), "mlp": results.read(folder, "mlp_projection.csv"),
             "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": results.read(folder, "analyze.json")}
-

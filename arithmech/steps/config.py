@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_device, check_model
-from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 from arithmech.data.pairfile import check_task
-
+from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 
 
 @dataclass(frozen=True)
@@ -216,7 +215,8 @@ class Book(Config):
     """Execute every chapter with papermill (atomically) and build the HTML book."""
     only: str | None = option(None, "execute only this chapter (file stem, e.g. identify)")
     set: tuple[str, ...] | None = option(None, "KEY=VALUE: a parameter for every chapter that has it (model=...) or "
-                                         "for one (identify.n_samples=32); comma-separated")
+                                         "for one (identify.n_samples=32); repeat the flag for several",
+                                         repeat=True)
     skip_execute: bool = option(False, "render the executed copies that exist; execute nothing")
     html: bool = option(True, "run jupyter-book after executing")
     root: str = option(".", "the book's root (holds _config.yml, _toc.yml)")

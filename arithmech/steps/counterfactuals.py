@@ -2,7 +2,8 @@
 
 Identify runs twice on ``config.task`` (path patching only): once with X_c changing the operator, once
 changing an operand (:func:`arithmech.steps.identify.operand_identify`); ``counterfactual_overlap.json``
-names the heads both find, with each one's effect under both.
+names the heads both find, with each one's effect under both. Everything goes to ``<model folder>/counterfactuals/``,
+apart from the book's own overlap (beside identify's files, :func:`arithmech.steps.identify.ensure`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def run(config: Config) -> dict:
     """Both identify runs into ``<folder>/counterfactuals/{operator,operand}/`` and the overlap file."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
-    results.check_writable(folder, "counterfactuals", c.overwrite)
+    results.check_writable(folder / "counterfactuals", "counterfactuals", c.overwrite)
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
     op = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, knockout=False, transfer=False)
     nd = operand_identify(model, tok, c.task, c.n_samples, c.seed, knockout=False)
@@ -24,5 +25,5 @@ def run(config: Config) -> dict:
     write_results(op, out / "operator", model_name=c.model_name)
     write_results(nd, out / "operand", model_name=c.model_name)
     overlap = counterfactual_overlap(op.effects, nd.effects, c.task)
-    results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
+    results.write_step(out, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
     return overlap

@@ -17,31 +17,26 @@ import json
 import math
 import os
 import re
+import tempfile
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from arithmech.core.models import Geometry
-from arithmech.finetune import adapter
-from arithmech.core import results as results_io
-from arithmech.core.inputs import check_device
-from arithmech.steps.config import Finetune as Config
-from arithmech.finetune import runner
-from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Identify as IdentifyConfig
-from dataclasses import asdict
-from arithmech.core.models import load_model
-from arithmech.core import records
-import tempfile
-import time
-from arithmech.finetune.data import tokenize_pairs
 import torch
-from arithmech.finetune.data import train_pairs
-from arithmech.core.models import resolve
-from arithmech.steps.identify import ranking
-from arithmech.evals.benchmarks import BENCHMARKS
-from arithmech.evals.benchmarks import TOY
+from transformers import AutoConfig
+
+from arithmech.core import records, results as results_io
+from arithmech.core.inputs import check_device
+from arithmech.core.models import Geometry, load_model, resolve
 from arithmech.core.results import model_folder
 from arithmech.evals import benchmarks as evals
+from arithmech.evals.benchmarks import BENCHMARKS, TOY
+from arithmech.finetune import adapter, runner
+from arithmech.finetune.data import tokenize_pairs, train_pairs
+from arithmech.steps import identify as identify_step
+from arithmech.steps.config import Finetune as Config, Identify as IdentifyConfig
+from arithmech.steps.identify import ranking
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
@@ -82,7 +77,6 @@ def model_geometry(model_name: str) -> Geometry | None:
     source = resolve(model_name)             # FileNotFoundError for a missing embedded model / .gguf file
     if not (Path(source) / "config.json").is_file():
         return None
-    from transformers import AutoConfig
     try:
         return Geometry.from_config(AutoConfig.from_pretrained(source))
     except (OSError, ValueError, AttributeError) as e:
@@ -176,8 +170,6 @@ def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> 
     if not ok or (integer and int(v) != v):
         raise ValueError(f"{name} {v!r}: must be a {'whole ' if integer else ''}number "
                          f"{'>= 0' if allow_zero else '> 0'}")
-
-
 
 
 def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:

@@ -18,16 +18,12 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.paper import KEY_THRESHOLD
-from arithmech.data import pairs
-from arithmech.data import templates as templates_module
-from arithmech.steps.identify import identify, ranking
-from arithmech.methods.knockout import unknown_words
-from arithmech.methods.knockout_overlap import overlap, overlap_knockout
+from arithmech.data import pairs, templates as templates_module
 from arithmech.evals.benchmarks import read_math
-from arithmech.methods.knockout import Ablation
-from arithmech.methods.knockout import accuracy
-
+from arithmech.methods.knockout import Ablation, accuracy, unknown_words
+from arithmech.methods.knockout_overlap import overlap, overlap_knockout
+from arithmech.paper import KEY_THRESHOLD
+from arithmech.steps.identify import identify, ranking
 
 # ------------------------------------------------------------------------- custom pairs (App. D, E)
 # App. E: "Calculate the number of gigabytes still available" → "Describe the location of ...".

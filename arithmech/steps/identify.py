@@ -33,25 +33,25 @@ import pandas as pd
 import torch
 
 from arithmech.core import results
-from arithmech.core.progress import Progress
 from arithmech.core.memory import PeakMemory
+from arithmech.core.models import load_model
+from arithmech.core.progress import Progress
 from arithmech.data import pairs as pairs_module
 from arithmech.data.answer_tokens import answer_token_table
-from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods import knockout_run
+from arithmech.methods.ablation import MeanSource
+from arithmech.methods.effects import (effects_frame, key_heads, ranking,  # noqa: F401 (public names here too)
+                                       studied_heads)
+from arithmech.methods.knockout import group_key, mean_activations
+from arithmech.methods.knockout_overlap import overlap
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.effects import effects_frame, key_heads, ranking, studied_heads  # noqa: F401 (public names here too)
-from arithmech.methods.ablation import MeanSource
 from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.core.models import load_model
 from arithmech.steps.config import Identify as Config
-from arithmech.methods.knockout_overlap import overlap
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
-
 
 
 DEFAULTS = Config()        # the library function's defaults are the step's (arithmech.steps.config), written once
@@ -252,23 +252,29 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
     return results.write_step(folder, "identify", files, record, model_name=model_name)
 
 
-def run(config: Config) -> IdentifyResult:
-    """Load the model, run :func:`identify` with every setting of ``config`` (:class:`Config`), write the
-    files to the model's results folder (``config.results``: the root or the model's folder, see
-    :func:`arithmech.core.results.model_folder`).
+def folder_of(config: Config) -> Path:
+    """Where a run of ``config`` writes: ``config.out``, else the model's folder under ``config.results``
+    (:func:`arithmech.core.results.model_folder`)."""
+    return Path(config.out) if config.out else results.model_folder(config.results, config.model_name)
+
+
+def run(config: Config, model=None, tok=None) -> IdentifyResult:
+    """Load the model (unless the caller passes it, ``model`` and ``tok``), run :func:`identify` with every
+    setting of ``config`` (:class:`Config`), write the files to :func:`folder_of` ``config``.
 
     Finished tasks are checkpointed in ``<folder>/.checkpoints/identify-<hash of the config>/``; a re-run
     with the same config after an interruption continues from there and writes the same files; the
     checkpoints are removed once the files are written."""
     c = config
-    folder = Path(c.out) if c.out else results.model_folder(c.results, c.model_name)
+    folder = folder_of(c)
     results.check_writable(folder, "identify", c.overwrite)
     if c.task != "all":
         task_templates(c.task)                 # a wrong task name or a missing file fails before loading
     torch.manual_seed(c.seed)
     random.seed(c.seed)
     ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
-    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+    if model is None:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
                    prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
                    ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions, pool_size=c.pool_size,
@@ -294,21 +300,26 @@ def recorded(config: Config) -> dict:
 ABSENT_MEANS = {"knockout": True, "transfer": True}
 
 
-def ensure(config: Config, recompute: bool = False, operand_task: str = "addition") -> dict:
+def ensure(config: Config, recompute: bool = False, operand_task: str = "addition", model=None, tok=None) -> dict:
     """Identify's files for ``config``: read from the model's folder when ``run.json`` records an identify
     run made with the same :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged inputs), else made
     by :func:`run`; then the operand counterfactual of ``operand_task`` (``folder/operand/``) and
-    ``counterfactual_overlap.json``. The one way a chapter, a command or a later step gets identify's files.
+    ``counterfactual_overlap.json``, each reused only when made with the same operand task, pairs and seed.
+    The one way a chapter, a command or a later step gets identify's files.
 
     Returns ``{"operator": identify's files (+ "run": its run.json record), "operand": {"effects"},
     "overlap"}``."""
     c = config
-    folder = results.model_folder(c.results, c.model_name)
+    folder = folder_of(c)
     fresh = recompute or not results.made_with(folder, "identify", recorded(c), absent_means=ABSENT_MEANS)
     if fresh:
-        run(c.replace(overwrite=True))
-    if fresh or not results.exists(folder / "operand", "effects.csv") or not results.exists(folder, "counterfactual_overlap.json"):
-        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+        run(c.replace(overwrite=True), model, tok)
+    same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed})
+                    and results.exists(folder, "counterfactual_overlap.json")
+                    and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
+    if fresh or not same_operand:
+        if model is None:
+            model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(

@@ -42,15 +42,14 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.core import results
-from arithmech.steps.config import Stability as Config
-from arithmech.evals.scoring import filter_correct
+from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.data import pairs
+from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
-from arithmech.evals.scoring import check_counterfactuals
+from arithmech.steps.config import Stability as Config
 from arithmech.steps.identify import task_templates
-from arithmech.core.models import load_model
 
 DEFAULTS = Config()          # the step's defaults (arithmech.steps.config), written once
 KINDS = DEFAULTS.kinds

@@ -37,20 +37,17 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core import results as results_io
-from arithmech.steps.config import Table1 as Config
-
-from arithmech.core import records
+from arithmech.core import records, results as results_io
+from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.core.stats import paired_bootstrap
-from arithmech.evals.suites import get_suite
-from arithmech.steps.finetune import ranked_components
-from arithmech.core.models import load_model
-from arithmech.paper import SFT
-from arithmech.finetune import adapter
-from arithmech.finetune import runner
-from arithmech.finetune.data import tokenize_pairs
 from arithmech.evals.measures import table1_sizes
+from arithmech.evals.suites import get_suite
+from arithmech.finetune import adapter, runner
+from arithmech.finetune.data import tokenize_pairs
+from arithmech.paper import SFT
+from arithmech.steps.config import Table1 as Config
+from arithmech.steps.finetune import ranked_components
 
 ARMS = ("full", "precise-key", "precise-random")
 GRIDS = {"toy": {"full": (3e-4, 1e-3, 3e-3), "precise-key": (1e-3, 3e-3, 1e-2), "precise-random": (1e-3, 3e-3, 1e-2)},

@@ -202,6 +202,9 @@ def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("arithmech"):
                 targets = [n.module] if n.module != "arithmech" else [f"arithmech.{a.name}" for a in n.names]
                 out += [(mod, t, n.lineno, id(n) in inside, lines[n.lineno - 1]) for t in targets]
+            elif isinstance(n, ast.Import):                   # `import arithmech…` is an import too
+                out += [(mod, a.name, n.lineno, id(n) in inside, lines[n.lineno - 1]) for a in n.names
+                        if a.name.split(".")[0] == "arithmech"]
     return out
 
 
