@@ -1,8 +1,13 @@
-"""Small models and prompt sets built in the tests (no files, no network), shared by every tier.
+"""Small models and prompt sets built in the tests (no files, no network), shared by every tier, and the few
+helpers that tests of several modules share (``time_limit``, the pair files ``GOOD``/``BAD_FILES``, the
+hand-written forward ``manual_forward``, the scaled GQA model and END caches of the upstream/attribution parity).
 
 Fixtures in ``conftest.py`` wrap these; tests that need a model of another size call them directly.
 """
 from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
 
 import torch
 
@@ -98,3 +103,102 @@ def make_bytelevel_tokenizer(words: tuple[str, ...] = BYTELEVEL_WORDS):
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tk.decoder = decoders.ByteLevel()
     return PreTrainedTokenizerFast(tokenizer_object=tk)
+
+
+@contextmanager
+def time_limit(seconds: int):
+    """Fail (instead of hanging the suite) when the block runs longer than ``seconds``."""
+    def boom(*_):
+        raise TimeoutError(f"still running after {seconds} s")
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+GOOD = {"clean": "{A} plus {B} is", "corrupt": "{A} nothing {B} is"}
+
+BAD_FILES = [
+    ("[]", r"the file must hold at least 1"),
+    ('"just text"', r"pair 0 must be a JSON object"),
+    ("[1, 2]", r"pair 0 must be a JSON object, not number"),
+    ('{"clean": "{A} + {B} ="}', r"pair 0, field 'corrupt' is required"),
+    ('[{"clean": 5, "corrupt": "{A} x {B}"}]', r"pair 0, field 'clean' must be a JSON string, not number"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} @ {B} =", "answr": "A+B"}]', r"field 'answr' is not a known key"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} {FOO} {B} ="}]', r"pair 0 \('pair-0'\), field 'corrupt'.*\{FOO\}"),
+    ('[{"clean": "{A} + {B} = {C}", "corrupt": "{A} @ {B} ="}]', r"field 'clean'.*unknown field.*\{C\}"),
+    ('[{"clean": "{B} + {B} =", "corrupt": "{A} @ {B} ="}]', r"field 'clean': needs an \{A\}"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} @ {B} =", "op": "custom"}]', r"field 'answer'.*custom"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} @ {B} =", "op_word": "{COLOR}"}]', r"field 'op_word'.*pool"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} @ {B} =", "answer": ""}]', r"field 'answer' must not be empty"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} @ {B} =", "id": "x"},'
+     ' {"clean": "{A} - {B} =", "corrupt": "{A} @ {B} =", "id": "x"}]', r"pair 1, field 'id'.*'x'.*pair 0"),
+    ('[{"clean": "{A} + {B} =", "corrupt": "{A} @ {B} ="}, {"clean": "{A} =", "corrupt": null}]',
+     r"pair 1, field 'corrupt' must be a JSON string, not null"),
+    ('[{"clean": "{A} + {B} =", ', r"not valid JSON at line 1"),
+    ('{"clean": "a"}\nnot json\n', r"line 2 is not a JSON object"),
+]
+
+
+def _rms(x, w, eps):
+    return w * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+def _rope(x, pos, theta):
+    """x: (s, n, dh), rotate-half RoPE as in Llama."""
+    dh = x.shape[-1]
+    ang = pos[:, None].float() * (1.0 / theta ** (torch.arange(0, dh, 2).float() / dh))[None]   # (s, dh/2)
+    cos, sin = torch.cat([ang.cos()] * 2, -1)[:, None], torch.cat([ang.sin()] * 2, -1)[:, None]
+    x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+@torch.no_grad()
+def manual_forward(model, ids: list[int]):
+    """One prompt by hand: per layer the attention probs ``(H, s, s)``, resid before the MLP and
+    MLP output ``(s, d)``; plus the logits ``(s, V)``."""
+    cfg = model.config
+    H, KV, dh, eps = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.rms_norm_eps
+    theta = cfg.rope_parameters["rope_theta"]
+    W = lambda n: model.get_submodule(n).weight
+    s = len(ids)
+    pos = torch.arange(s)
+    x = W("model.embed_tokens")[torch.tensor(ids)]
+    probs, mids, mlps = [], [], []
+    for l in range(cfg.num_hidden_layers):
+        p = f"model.layers.{l}."
+        hn = _rms(x, W(p + "input_layernorm"), eps)
+        q = _rope((hn @ W(p + "self_attn.q_proj").T).view(s, H, dh), pos, theta)
+        k = _rope((hn @ W(p + "self_attn.k_proj").T).view(s, KV, dh), pos, theta)
+        v = (hn @ W(p + "self_attn.v_proj").T).view(s, KV, dh)
+        kv = torch.arange(H) // (H // KV)                         # GQA: query head h reads kv head h // group
+        scores = torch.einsum("ihd,jhd->hij", q, k[:, kv]) / dh ** 0.5
+        scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), float("-inf"))
+        pr = scores.softmax(-1)
+        z = torch.einsum("hij,jhd->ihd", pr, v[:, kv]).reshape(s, H * dh)
+        x = x + z @ W(p + "self_attn.o_proj").T
+        mids.append(x)
+        hn = _rms(x, W(p + "post_attention_layernorm"), eps)
+        m = (torch.nn.functional.silu(hn @ W(p + "mlp.gate_proj").T) * (hn @ W(p + "mlp.up_proj").T)) @ W(p + "mlp.down_proj").T
+        mlps.append(m)
+        x = x + m
+        probs.append(pr)
+    logits = _rms(x, W("model.norm"), eps) @ W("lm_head").T
+    return probs, torch.stack(mids), torch.stack(mlps), logits
+
+
+def scaled_biased_llama(tok, seed=0, gain=6.0):
+    """The biased GQA Llama with every non-norm weight × ``gain``, so that patching moves logits by ~1e-3
+    rather than ~1e-6 (differences of the two methods are then meaningful against the effects)."""
+    model = make_biased_gqa_llama(len(tok), seed=seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.mul_(gain)
+    return model
+
+def end_caches(model, tok, n=6, seed=1):
+    from arithmech.methods.patching import end_cache
+    _, clean, corrupt, ans = prompt_pairs(tok, n, seed=seed)
+    return clean, end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt), ans

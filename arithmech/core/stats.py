@@ -81,7 +81,7 @@ def bootstrap_mean_intervals(x: torch.Tensor, n_boot: int = 1000, level: float =
     ``C @ x / n`` in float64, one matrix product for every column; the interval is the
     ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of those means (linear interpolation).
     Equals the plain loop ``x[idx[b]].mean(0)`` per resample to float64 rounding
-    (``tests/unit/test_stats.py``).
+    (``tests/unit/core/test_stats.py``).
     """
     if not 0 < level < 1:
         raise ValueError(f"level {level}: expected a probability in (0, 1), e.g. 0.95")

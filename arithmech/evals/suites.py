@@ -7,7 +7,7 @@ and seed is scored on the *same* items and their differences can be paired):
 * Validation and test are **disjoint by operand pair and by phrasing**: their arithmetic items use
   different Fig. 8 forms (:data:`VAL_FORMS` vs the rest; Fig. 10 only in test) and different operand
   pairs (a seeded half of every pair set each); training never sees a validation or test pair of the
-  new skills (``tests/unit/test_table1.py`` checks all three).
+  new skills (``tests/unit/evals/test_suites.py`` checks all three).
 
 Suites (choose with ``suite=``; the model is never consulted):
 

@@ -22,7 +22,7 @@ attention output of layer ``k`` and ``z`` the o_proj input (the heads' outputs b
 computed for all heads × samples at once (the END chain of :mod:`arithmech.methods.chain`: the
 model's own norm and MLP modules; any o_proj bias cancels in the difference). The **reference**
 method does what Algorithm 1 says, literally: one hooked forward per sender, batched over samples.
-Both agree to float rounding (``tests/test_identify.py``; ``benchmarks/bench_patching.py``).
+Both agree to float rounding (``tests/parity/methods/test_patching.py``; ``benchmarks/bench_patching.py``).
 
 Shapes: ``n`` samples, ``L`` layers, ``H`` query heads, ``dh`` head size, ``d`` model width.
 Results are ``(n, L, H + 1)`` with index ``H`` = the MLP of that layer.

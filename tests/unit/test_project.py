@@ -1,5 +1,6 @@
-"""The project's own bookkeeping: the dependency lists agree and are pinned, every test says what it protects,
-no tracked file holds a path of the machine that made it, and the README's set-up is two commands."""
+"""The project's own bookkeeping: the dependency lists agree and are pinned, every test says what it protects
+and sits beside the module it tests, no tracked file holds a path of the machine that made it, and the README's
+set-up is two commands."""
 from __future__ import annotations
 
 import ast
@@ -165,6 +166,40 @@ def test_every_test_says_what_it_protects():
                 if not doc.startswith("Protects") or len(doc) < 30:
                     missing.append(f"{f.relative_to(REPO)}::{node.name}")
     assert missing == []
+
+
+# Project-wide checks: the only test modules at the unit tier's root that mirror no package module.
+PROJECT_WIDE = {"test_project.py", "test_prose.py", "test_shipped_results.py", "test_book_sources.py"}
+
+
+def unmirrored_tests(root: Path = REPO) -> list[str]:
+    """The test modules of ``tests/unit/`` and ``tests/parity/`` whose path names no package module:
+    ``tests/<tier>/<folder>/test_<name>.py`` must sit beside ``arithmech/<folder>/<name>.py`` (the project-wide
+    checks at the unit tier's root excepted)."""
+    out = []
+    for tier in ("unit", "parity"):
+        for f in sorted((root / "tests" / tier).rglob("test_*.py")):
+            rel = f.relative_to(root / "tests" / tier)
+            if tier == "unit" and len(rel.parts) == 1 and rel.name in PROJECT_WIDE:
+                continue
+            if not (root / "arithmech" / rel.parent / rel.name.removeprefix("test_")).is_file():
+                out.append(f.relative_to(root).as_posix())
+    return out
+
+
+def test_unit_and_parity_tests_mirror_the_package(tmp_path):
+    """Protects the test layout: inside tests/unit/ and tests/parity/ every test module sits where the module it
+    tests sits in the package (tests/unit/methods/test_patching.py tests arithmech/methods/patching.py), the
+    project-wide checks at the unit tier's root excepted; a test module at a path with no module is caught."""
+    assert unmirrored_tests() == []
+    assert len(list((REPO / "tests" / "parity").rglob("test_*.py"))) > 10          # the walk sees the tiers
+    (tmp_path / "arithmech" / "methods").mkdir(parents=True)
+    (tmp_path / "arithmech" / "methods" / "patching.py").write_text("")
+    for rel in ("unit/methods/test_patching.py", "parity/test_patching.py", "unit/test_project.py",
+                "parity/methods/test_patch.py"):
+        (tmp_path / "tests" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tests" / rel).write_text("")
+    assert unmirrored_tests(tmp_path) == ["tests/parity/methods/test_patch.py", "tests/parity/test_patching.py"]
 
 
 def _package_imports() -> dict[str, set[str]]:

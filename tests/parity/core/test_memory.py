@@ -1,0 +1,22 @@
+"""Parity tests of ``arithmech/core/memory.py``."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/statm"), reason="needs Linux /proc")
+def test_peak_memory_sees_a_short_lived_allocation():
+    """Protects identify's ``memory`` field: a tensor allocated and freed inside a phase raises that
+    phase's peak RSS by at least its size above the resident set before it (measured from /proc)."""
+    from arithmech.core.memory import PeakMemory, peak_rss_bytes
+    mem = PeakMemory(torch.nn.Linear(2, 2))
+    mem.mark("before")
+    rss = int(open("/proc/self/statm").read().split()[1]) * __import__("os").sysconf("SC_PAGE_SIZE")
+    size = max(0, mem.rss["before"] - rss) + (96 << 20)                # above the old high-water mark
+    t = torch.ones(size // 4)                                          # touched: resident
+    del t
+    mem.mark("alloc")
+    assert mem.rss["alloc"] >= rss + size - (8 << 20) and peak_rss_bytes() >= mem.rss["alloc"]
+    out = mem.summary()
+    assert out["peak_rss_bytes"] == mem.rss["alloc"] and out["cuda_peak_bytes"] is None

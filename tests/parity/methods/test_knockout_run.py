@@ -1,0 +1,113 @@
+"""Parity tests of ``arithmech/methods/knockout_run.py``."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import torch
+
+from arithmech.core.trace import TraceDict
+from arithmech.evals.scoring import predict
+from arithmech.data import pairs as D, templates as T
+from arithmech.methods.knockout import Ablation
+from arithmech.methods.knockout_means import build_pool, pool_key
+from arithmech.methods.knockout_run import sanity_rows, task_knockout
+
+
+def test_sanity_rows_equal_literal_forwards(embedded_model):
+    """Protects the sanity rows: nothing out = the model's own top-1 accuracy; all heads out (END and
+    every position) = a plain forward whose every head's o_proj-input slice is overwritten with the pool
+    mean; X_c = its prompt scored against the X_r answer; the floor = the most frequent answer's share."""
+    model, tok, _ = embedded_model
+    L = model.config.num_hidden_layers
+    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5)
+    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4)
+    gold = D.answer_ids(tok, samples)
+    for positions in ("end", "all"):
+        rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
+        clean = int((predict(model, tok, [s.clean for s in samples])[:, 0] == gold).sum())
+        assert rows["nothing-out"]["correct"] == clean
+        ok = 0
+        for s, y in zip(samples, gold.tolist()):
+            ids = torch.tensor([tok(s.clean)["input_ids"]])
+            z, _ = pool.lookup(pool_key(s), ids.shape[1])
+
+            def edit(x, name):
+                l = int(name.split(".")[2])
+                x = x.clone()
+                if positions == "end":
+                    x[:, -1] = z[l, -1]
+                else:
+                    x[:, :] = z[l]
+                return x
+            with torch.no_grad(), TraceDict(model, [f"model.layers.{l}.self_attn.o_proj" for l in range(L)],
+                                            edit_input=edit):
+                ok += int(model(ids).logits[0, -1].argmax()) == y
+        assert rows["all-heads-out"]["correct"] == ok
+        xc = int((predict(model, tok, [s.corrupt for s in samples])[:, 0] == gold).sum())
+        assert rows["x_c"]["correct"] == xc
+        assert rows["majority-floor"]["correct"] == max(Counter(gold.tolist()).values())
+        assert all(r["n"] == 16 for r in rows.values())
+
+
+def test_same_seed_same_knockout_rows(embedded_model):
+    """Protects determinism: the same seed gives identical knockout rows (pool, prompts, random orders),
+    and another seed gives other random orders."""
+    model, tok, _ = embedded_model
+    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2)
+    heads = [(l, h) for l in range(6) for h in range(8)]
+    key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
+
+    def run(seed):
+        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2)
+        return task_knockout(model, tok, samples, pool, (heads, list(range(6))), "addition", key, True, ["end"],
+                             n_random=3, seed=seed, ks=[0, 1, 2])
+    a, b = run(0), run(0)
+    pd.testing.assert_frame_equal(a, b)
+    assert a.to_csv(index=False) == b.to_csv(index=False)
+    assert set(a.kind) == {"head", "mlp", "sanity"} and set(a.positions) == {"end"}
+    assert Ablation() == Ablation.of()
+
+
+def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
+    """Protects the random baseline's definition: in the full curve, random heads are drawn outside the key
+    heads and the top max(random k) by effect rank (the heads the effect-rank point knocks out); at other
+    positions the studied heads (key heads, else the top 8) are compared with as many random heads outside
+    them; the other tasks compare only their key heads."""
+    import arithmech.methods.knockout_run as KR
+    seen = []
+
+    def fake_curve(model, tok, samples, means, ranking, ks, universe, kind, exclude=(), random_ks=None, **kw):
+        seen.append((kw["positions"], kind, list(ranking), list(exclude), list(ks), list(random_ks)))
+        return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
+                                             "ci_high"]})
+    monkeypatch.setattr(KR, "knockout_curve", fake_curve)
+    monkeypatch.setattr(KR, "sanity_rows", lambda *a, **k: [])
+    monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
+    cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4})
+    model = type("M", (), {"config": cfg})()
+    heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
+    key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
+    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", key, True, ["end", "all"])
+    (_, _, _, ex_h, _, rk_h), (_, _, _, ex_m, _, _), at_all = seen[:3]
+    assert rk_h == [1, 8] and set(map(tuple, ex_h)) == set(heads[:8]) | {(0, 3)}
+    assert ex_m == [2]                                          # no key MLP: the top 1 (random k = 1)
+    assert at_all[0] == "all" and at_all[2] == at_all[3] == [(0, 3)] and at_all[4] == at_all[5] == [1]
+    seen.clear()
+    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "addition", {"heads": [], "mlps": []}, False, ["end"])
+    assert seen[0][2] == [] and seen[0][5] == []                # no key head: nothing to compare
+    seen.clear()
+    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", {"heads": [], "mlps": []}, True, ["end", "all"])
+    assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them
+
+
+def test_knockout_prompts_are_distinct(embedded_model):
+    """Protects the knockout's n: the prompts eval_samples returns are all different (a base with repeats and
+    draws from one small template give no prompt twice), each answered right by the model."""
+    from arithmech.methods.knockout_run import eval_samples
+    model, tok, _ = embedded_model
+    tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
+    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, answer_token="last-digit")
+    got = eval_samples(model, tok, tpl, base + base, 120, seed=0, answer_token="last-digit")
+    assert len({s.clean for s in got}) == len(got) > 20
+    assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())

@@ -1,0 +1,180 @@
+"""The results contract (arithmech.core.results): one folder per model, steps written as sets,
+derived files that know their inputs, malformed files named, nothing overwritten silently."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from arithmech.core import results as R, records
+
+
+def _identify_files(effect: float = -0.2) -> dict:
+    return {"effects.csv": pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"],
+                                         "effect": [effect, 0.1], "effect_lo": [effect - 0.01, 0.05],
+                                         "effect_hi": [effect + 0.01, 0.15]}),
+            "key_heads.json": {"task": "all", "threshold": -0.05, "heads": [{"layer": 0, "head": 1}]},
+            "knockout.csv": pd.DataFrame({"task": ["all"], "positions": ["end"], "kind": ["head"], "order": ["effect-rank"],
+                                          "seed": [0], "k": [0], "accuracy": [1.0], "correct": [4], "n": [4],
+                                          "ci_low": [0.51], "ci_high": [1.0], "mean_source": ["template 4"]}),
+            "prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3", "template": "t"}]}
+
+
+def test_results_flag_names_the_root_or_the_model_folder(tmp_path):
+    """Protects the README chain: `identify --out results/embedded` then `analyze --results results/embedded`
+    use one folder (not results/embedded/embedded), and `--results results` means the same."""
+    assert R.model_folder(tmp_path, "embedded") == tmp_path / "embedded"
+    assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
+    R.write_step(tmp_path / "custom", "identify", _identify_files(), {"parameters": {}})
+    assert R.model_folder(tmp_path / "custom", "embedded") == tmp_path / "custom"     # a folder with run.json
+    with pytest.raises(ValueError, match="no results-folder name"):
+        R.folder_name("/")
+
+
+def test_write_step_is_a_set_with_a_manifest_and_leaves_no_temp(tmp_path):
+    """Protects set writes: every file lands with its sha256 in run.json, no temporary folder is left,
+    and other steps' records and files are kept."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}}, model_name="m")
+    R.write_step(f, "accuracy", {"accuracy_by_template.csv": pd.DataFrame(
+        {"op": ["addition"], "template": ["t"], "n": [4], "accuracy": [0.5], "ci_low": [0.1], "ci_high": [0.9]})}, {})
+    run = json.loads((f / "run.json").read_text())
+    assert set(run["steps"]) == {"identify", "accuracy"} and run["model"] == "m"
+    assert run["steps"]["identify"]["files"]["effects.csv"] == R.sha256(f / "effects.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]                         # no temp folder left
+    assert R.read(f, "key_heads.json")["heads"] == [{"layer": 0, "head": 1}]
+    assert list(R.read(f, "effects.csv")["head"]) == ["1", "mlp"]
+
+
+def test_edited_or_incomplete_files_are_named(tmp_path):
+    """Protects integrity: a file changed after its step wrote it, a truncated CSV and a file lacking a
+    column are each refused with a message naming the file."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {})
+    (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,end,head,random-rank,1,1,0.5,2,4,0.15,0.85,template 4\n")
+    with pytest.raises(R.ResultsError, match="knockout.csv differs from what identify wrote"):
+        R.read(f, "knockout.csv")
+    (f / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")
+    with pytest.raises(R.ResultsError, match="effects.csv has no rows"):
+        R.read(f, "effects.csv")
+    (f / "key_heads.json").write_text('{"task": "all"}')
+    with pytest.raises(R.ResultsError, match=r"key_heads.json lacks \['heads'\]"):
+        R.read(f, "key_heads.json")
+    with pytest.raises(FileNotFoundError, match="python -m arithmech analyze"):
+        R.read(f, "analyze.json")
+
+
+def test_derived_files_are_refused_when_their_inputs_changed(tmp_path):
+    """Protects against stale analyze files beside a re-run identify: analyze records the hash of the
+    key heads it read, and a reader refuses its files once identify wrote other key heads."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {})
+    roles = pd.DataFrame({c: [0.5] for c in R.FILES["attention_roles.csv"].required}).assign(role="A", task="all")
+    R.write_step(f, "analyze", {"attention_roles.csv": roles, "analyze.json": {"key_heads": [], "stages": {}}}, {})
+    assert len(R.read(f, "attention_roles.csv")) == 1
+    files = _identify_files()
+    files["key_heads.json"] = {"task": "all", "threshold": -0.05, "heads": [{"layer": 1, "head": 0}]}
+    R.write_step(f, "identify", files, {})
+    with pytest.raises(R.ResultsError, match="computed from another key_heads.json"):
+        R.read(f, "attention_roles.csv")
+
+
+def test_a_step_is_never_overwritten_without_asking(tmp_path):
+    """Protects finished runs: check_writable refuses a step whose files exist (unless overwrite) and an
+    existing file as a folder; fine-tune records likewise, and never a file of another format."""
+    f = tmp_path / "m"
+    R.check_writable(f, "identify")                                               # nothing there yet
+    R.write_step(f, "identify", _identify_files(), {})
+    with pytest.raises(ValueError, match="--overwrite"):
+        R.check_writable(f, "identify")
+    R.check_writable(f, "identify", overwrite=True)
+    R.check_writable(f, "analyze")                                                # another step: fine
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is an existing file"):
+        R.check_writable(tmp_path / "file", "identify")
+    p = records.finetune_path(f, "full")
+    p.parent.mkdir()
+    p.write_text('{"before": {}, "after": {}}')
+    with pytest.raises(ValueError, match="--overwrite"):
+        records.check_finetune_writable(p)
+    with pytest.raises(ValueError, match="not ours to replace"):
+        records.check_finetune_writable(p, overwrite=True)
+
+
+def test_a_folder_of_another_model_is_refused(tmp_path):
+    """Protects one model per folder: --results naming a folder whose run.json belongs to another model is
+    refused before any work (SmolLM2's files never land beside the embedded model's)."""
+    R.write_step(tmp_path / "embedded", "identify", _identify_files(), {}, model_name="embedded")
+    assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
+    with pytest.raises(ValueError, match="holds the results of model 'embedded', not 'smollm2-135m'"):
+        R.model_folder(tmp_path / "embedded", "smollm2-135m")
+    assert R.model_folder(tmp_path, "smollm2-135m") == tmp_path / "smollm2-135m"     # the root still works
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="is an existing file"):
+        R.check_writable(tmp_path / "afile" / "m", "identify")
+
+
+def test_an_interrupted_set_is_refused_by_its_readers(tmp_path, monkeypatch):
+    """Protects set writes: the manifest is written before the files move in, so a run killed between
+    two moves leaves files that its readers refuse, not a mixed set that passes for one run."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(-0.2), {})
+    moved = []
+    real = R.os.replace
+
+    def die_after_one(a, b):
+        if moved:
+            raise KeyboardInterrupt
+        moved.append(b)
+        real(a, b)
+    monkeypatch.setattr(R.os, "replace", die_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        R.write_step(f, "identify", _identify_files(-0.3), {})
+    monkeypatch.undo()
+    stale = [n for n in ("effects.csv", "key_heads.json", "knockout.csv", "prompts.jsonl") if f / n != moved[0]]
+    with pytest.raises(R.ResultsError, match="differs from what identify wrote"):
+        R.read(f, stale[0])
+
+
+def test_finetune_record_refused_after_its_ranking_changed(tmp_path):
+    """Protects fine-tune records' provenance: a precise-SFT record stores the hashes of the ranking it
+    tuned, and reading it after identify wrote another ranking is refused."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(-0.2), {})
+    rec = records.finetune_record(model="m", mode="precise", results={"x": records.measure(0.5)})
+    records.write_finetune(f, rec, inputs=("key_heads.json", "effects.csv"))
+    assert records.read_finetune(f, "precise")["inputs"]["effects.csv"] == R.sha256(f / "effects.csv")
+    R.write_step(f, "identify", _identify_files(-0.4), {})
+    with pytest.raises(R.ResultsError, match="computed from another effects.csv"):
+        records.read_finetune(f, "precise")
+
+
+def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):
+    """Protects the format bump of effects.csv (v2: effect_lo, effect_hi): run.json records each file's
+    format; a file recorded as another version (or written before formats were recorded: version 1) is
+    refused with the command to re-run, while the step's other files still read."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {"parameters": {}})
+    run = json.loads((f / "run.json").read_text())
+    assert run["steps"]["identify"]["formats"]["effects.csv"] == R.FILES["effects.csv"].version == 2
+    assert len(R.read(f, "effects.csv")) == 2
+    del run["steps"]["identify"]["formats"]
+    (f / "run.json").write_text(json.dumps(run))
+    with pytest.raises(R.ResultsError, match="effects.csv is format version 1 .* reads version 2.*identify --overwrite"):
+        R.read(f, "effects.csv")
+    assert R.read(f, "key_heads.json")["task"] == "all"
+
+
+def test_results_name_keeps_the_whole_last_part():
+    """Protects: one results folder per model, named after the alias, the hub id's or folder's last
+    part (dots kept: Qwen2.5-0.5B is not Qwen2) or the .gguf file's name."""
+    from pathlib import Path
+
+    from arithmech.core.results import folder_name
+    assert folder_name("embedded") == "embedded"
+    assert folder_name("Qwen/Qwen2.5-0.5B") == "Qwen2.5-0.5B"
+    assert folder_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
+    assert folder_name("/tmp/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1"
+    assert folder_name(".") == Path.cwd().name                       # `--model .`: the folder's own name

@@ -1,0 +1,65 @@
+"""Unit tests of ``arithmech/evals/scoring.py``."""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+import torch
+
+from arithmech.data import pairs as D
+from arithmech.evals.scoring import filter_correct, predict, check_counterfactuals
+from arithmech.data.answer_tokens import answer_token_table
+from arithmech.methods.prepare import prepare
+
+from factories import make_tiny_llama
+
+
+def _constant_model(tok, token: str):
+    """A tiny Llama whose top-1 next token is ``token`` after every prompt: all embeddings equal, so the
+    END state is one vector, and the output row of ``token`` is that vector (the others zero)."""
+    model = make_tiny_llama(n_layers=2, vocab=len(tok), seed=1)
+    with torch.no_grad():
+        model.model.embed_tokens.weight[:] = model.model.embed_tokens.weight[0]
+        h = model.model(torch.tensor([[1, 2, 3]])).last_hidden_state[0, -1]
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[tok.convert_tokens_to_ids(token)] = h
+    return model
+
+
+def test_counterfactual_check_drops_pairs_answered_the_same(embedded_tokenizer):
+    """Protects the X_c check: a model whose answer ignores the prompt answers X_c as X_r, so every pair is
+    dropped and counted; prepare then stops with a message saying why (no X_r is left)."""
+    tok = embedded_tokenizer
+    model = _constant_model(tok, "8")
+    samples, _ = D.make_pairs(tok, "addition", n=60, seed=0, answer_token="single-token")
+    right = [s for s in samples if s.answer == "8"]
+    assert right
+    kept, passed = check_counterfactuals(model, tok, samples)
+    assert kept == [s for s in samples if s.answer != "8"] and passed == [s.answer != "8" for s in samples]
+    with pytest.raises(ValueError, match=f"answers {len(right)} of the 60 .*top-1 token is still the answer"):
+        prepare(model, tok, "addition", 60, 0, answer_token="single-token")
+
+
+def test_counterfactual_check_on_the_embedded_model(embedded_model):
+    """Protects prepare's counts against a direct recount: a pair whose X_c is X_r itself is always dropped;
+    the others pass exactly when the model's top-1 token on X_c differs from the answer token; info and the
+    answer-token table agree with the samples kept."""
+    model, tok, _ = embedded_model
+    samples, _ = D.make_pairs(tok, "addition", n=48, seed=2, answer_token="last-digit")
+    same = [dataclasses.replace(s, corrupt=s.clean) if i % 3 == 0 else s for i, s in enumerate(samples)]
+    correct, _ = filter_correct(model, tok, same)
+    kept, passed = check_counterfactuals(model, tok, correct)
+    top_c = predict(model, tok, [s.corrupt for s in correct])[:, 0]
+    assert passed == (top_c != D.answer_ids(tok, correct)).tolist()
+    assert all(s.corrupt != s.clean for s in kept) and any(s.corrupt == s.clean for s in correct)
+    kept2, info = prepare(model, tok, same, 48, 0)
+    assert kept2 == kept and info["n_kept"] == len(kept) and info["n_correct"] == len(correct)
+    cc = info["counterfactual_check"]
+    assert (cc["checked"], cc["passed"], cc["dropped"]) == (len(correct), len(kept), len(correct) - len(kept))
+    table = answer_token_table({"addition": info})
+    whole = table[table.template == "all"].iloc[0]
+    assert (whole.n, whole.xc_checked, whole.xc_passed) == (len(kept), len(correct), len(kept))
+    counts = Counter(s.answer for s in kept)
+    assert whole.top_share == pytest.approx(max(counts.values()) / len(kept))
+    assert 0 <= info["exact_match"] <= 1

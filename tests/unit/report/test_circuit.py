@@ -1,0 +1,37 @@
+"""Unit tests of ``arithmech/report/circuit.py``."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from arithmech.report import circuit as C
+
+
+def _frames(edge: float, se: float):
+    eap = pd.DataFrame({"layer": [0, 0, 1, 1], "head": ["0", "mlp", "0", "mlp"], "exact": [-0.01, -0.2, -0.05, 0.0]})
+    up = pd.DataFrame([{"receiver": "1.0", "path": p, "sender": s, "sender_layer": 0, "effect": e, "effect_se": se, "n": 64}
+                       for s, e in (("0.0", edge), ("MLP 0", edge / 2)) for p in ("q", "k", "v")])
+    return eap, up
+
+
+@pytest.mark.parametrize("edge,se,want", [(-0.01, 0.001, "holds"), (-0.09, 0.001, "does not hold"),
+                                          (-0.05, 0.01, "inconclusive")])
+def test_verdict_rule(edge, se, want):
+    """Protects: the chapter's rule — the largest single upstream path against the weakest receiver's
+    direct effect (here 5%), with its 95% interval — gives holds / does not hold / inconclusive."""
+    eap, up = _frames(edge, se)
+    v = C.verdict(eap, up)
+    assert v["verdict"] == want and v["D"] == pytest.approx(0.05) and v["E"] == pytest.approx(abs(edge))
+
+
+def test_graph_and_shares_sum_the_drawn_paths():
+    """Protects: the graph's upstream edge weight is the sum of its q, k, v paths; the direct-only share is the
+    receivers' direct effects over the total, the graph's adds exactly the drawn upstream edges."""
+    eap, up = _frames(-0.02, 0.001)
+    nodes, edges = C.graph(eap, up, n_layers=2)
+    assert set(nodes.node) == {"1.0", "0.0", "MLP 0", "logits"}
+    w = edges[(edges.kind == "upstream") & (edges.source == "0.0")].weight.iloc[0]
+    assert w == pytest.approx(-0.06)
+    s = C.shares(nodes, edges, total=-0.5)
+    assert s["direct_only"] == pytest.approx(-0.05) and s["share_direct_only"] == pytest.approx(0.1)
+    assert s["graph"] == pytest.approx(-0.05 - 0.06 - 0.03) and s["senders_direct"] == pytest.approx(-0.21)

@@ -1,0 +1,17 @@
+"""Unit tests of ``arithmech/report/widgets.py``."""
+from __future__ import annotations
+
+
+def test_widget_runs_without_a_browser(word_llama_fig8):
+    """Protects the ipywidgets explorer: toggling the knockout fires the observer, which recomputes through
+    the same callbacks and fills the output area (no frontend, no kernel)."""
+    from arithmech.report import widgets
+    model, tok, samples = word_llama_fig8
+    w = widgets.explorer(model, tok, key_heads=[(0, 1), (2, 3)], reference=samples, run=False)
+    assert w.output.outputs == () and w.head.value == (0, 1)
+    w.prompt.value, w.counterfactual.value = "4 + 3 =", "4 @ 3 ="
+    w.knockout.value = True                                   # observer → refresh()
+    assert set(w.tables) == {"top", "numbers", "attention"}
+    assert set(w.tables["top"].condition) == {"intact", "knockout"}
+    assert set(w.tables["top"].input) == {"prompt", "counterfactual"}
+    assert len(w.output.outputs) == 3 and "text/html" in w.output.outputs[0]["data"]

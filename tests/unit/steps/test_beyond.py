@@ -1,0 +1,35 @@
+"""The beyond step's checks and its reuse of an earlier run (arithmech.steps.beyond)."""
+
+from __future__ import annotations
+
+import pytest
+
+from arithmech.steps import beyond as B
+
+
+def test_check_args_refuses_non_positive():
+    """Protects: run() refuses non-positive counts before reading files."""
+    with pytest.raises(ValueError, match="ig_steps"):
+        B.check_args(5, 0, 10)
+
+
+def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherwise(tmp_path, embedded_model,
+                                                                                    monkeypatch):
+    """Protects the chapter's reuse rule (the book's build budget rests on it, and it must never show a run
+    made with other parameters): ``beyond.ensure`` computes once, reads back when ``run.json`` records the
+    same parameters (``run`` is not called again), and recomputes when one differs."""
+    from arithmech.steps import identify as I
+    model, tok, _ = embedded_model
+    res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
+    I.write_results(res, tmp_path / "embedded", model_name="embedded")
+    config = B.Config(model_name="embedded", results=str(tmp_path), receivers=2, ig_steps=2, n_samples=6, seed=0,
+                      n_misses=1)
+    first = B.ensure(config)
+    assert first["summary"]["n_samples"] == 6 and first["n_layers"] == model.config.num_hidden_layers
+    calls = []
+    real = B.run
+    monkeypatch.setattr(B, "run", lambda c: calls.append(c) or real(c))
+    again = B.ensure(config)
+    assert calls == [] and again["eap"].equals(first["eap"])
+    other = B.ensure(config.replace(ig_steps=3))
+    assert len(calls) == 1 and other["summary"]["ig_steps"] == 3
