@@ -170,7 +170,7 @@ def check_answer_token(answer_token: str) -> str:
 
 
 def split_answer(tok, prompt: str, target: str, joiner: str = " ",
-                 answer_token: str = "first") -> tuple[str, int, str] | None:
+                 *, answer_token: str) -> tuple[str, int, str] | None:
     """The prompt text, the answer token and the carried digits of one answer under a variant.
 
     Returns ``(prompt_text, answer_token_id, carried)``, or ``None`` when the variant cannot be had:
@@ -213,7 +213,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
 
 
 def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, answer_token: str = "first") -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, *, answer_token: str) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
@@ -227,7 +227,7 @@ def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
 
 
 def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, kind: str = "operator", answer_token: str = "first") -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, kind: str = "operator", *, answer_token: str) -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
@@ -275,7 +275,7 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
         if (a2, b2) == (v["A"], v["B"]):
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
-        split2 = split_answer(tok, corrupt, str(c2), t.joiner, variant)
+        split2 = split_answer(tok, corrupt, str(c2), t.joiner, answer_token=variant)
         if split2 is not None and split2[1] != ans[0] and split2[2] == ans[1]:
             return corrupt
     return None
@@ -290,7 +290,7 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     v = draw_values(t, rng)
     clean, spans = render(t.clean, v)
     target = str(v["C"])
-    split = split_answer(tok, clean, target, t.joiner, variant)
+    split = split_answer(tok, clean, target, t.joiner, answer_token=variant)
     if split is None:
         return None
     clean_p, ans_id, carried = split
@@ -359,7 +359,7 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
 
 # ------------------------------------------------------------------------ operand counterfactual
 def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-                       max_tries: int = 50, answer_token: str = "first") -> tuple[list[Sample], PairStats]:
+                       max_tries: int = 50, *, answer_token: str) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 
     The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator

@@ -52,7 +52,7 @@ for thing, colour in [("sky", "blue"), ("grass", "green"), ("snow", "white"), ("
 
 def arithmetic_sentence(rng: random.Random, tpl: templates.Template | None = None) -> tuple[str, str, templates.Template]:
     """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9, never a
-    held-out pair (:data:`arithmech.embedded.heldout.HELDOUT_PAIRS`; re-drawn)."""
+    held-out pair (:data:`arithmech.data.heldout.HELDOUT_PAIRS`; re-drawn)."""
     if tpl is None:
         tpls = templates.FIG8 + templates.FIG10
         tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]

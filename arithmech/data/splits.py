@@ -41,7 +41,7 @@ def negative_pairs(data_seed: int = 0) -> dict[str, list[tuple[int, int]]]:
 
 
 def two_digit_pairs(data_seed: int = 0, n_val: int = 150) -> dict[str, list[tuple[int, int, str]]]:
-    """Two-digit ``(A, B, op)``: the test side of :func:`arithmech.embedded.train.two_digit_split` (300),
+    """Two-digit ``(A, B, op)``: the test side of :func:`arithmech.data.sentences.two_digit_split` (300),
     ``n_val`` of its training side for validation, the rest for training; an operand pair ``(A, B)``
     belongs to one side only, whatever the operation (a test pair of addition is no validation pair of
     subtraction)."""

@@ -3,7 +3,7 @@
 * **training data**: Fig. 8 sentences in the *training phrasings* (4 of the 9 forms of each operation:
   not :data:`HELDOUT_FORMS`, not the validation forms of :mod:`arithmech.data.splits`), half with
   single-digit operands (App. A rules), half two-digit addition/subtraction from the training side of
-  :func:`arithmech.embedded.train.two_digit_split`; completion ``" {C}"`` (the loss covers it only);
+  :func:`arithmech.data.sentences.two_digit_split`; completion ``" {C}"`` (the loss covers it only);
 * **measured on what training did not see**, every math accuracy by exact match of the whole answer:
   ``heldout_phrasings`` (Fig. 8 forms :data:`HELDOUT_FORMS` and Fig. 10 on the test half of the operand
   pairs), ``two_digit`` (the test operand pairs), ``addsub``/``singleeq``/``svamp``/``gsm8k`` (test

@@ -17,7 +17,7 @@ Suites (choose with ``suite=``; the model is never consulted):
 * ``paper`` — a real model (SmolLM2): the test side is
   :func:`arithmech.evals.measures.evaluate_table1` (exact-match math, GSM8K, MMLU/CSQA in letter
   and cloze form, generic-text loss); validation is the arithmetic items of the validation forms plus
-  the loss on :data:`arithmech.evals.measures.VALIDATION_TOPICS`.
+  the loss on :data:`arithmech.data.sentences.VALIDATION_TOPICS`.
 
 A suite's ``math`` measures are the skill SFT should teach (``primary_math`` the one the rules use),
 ``general`` the skills it should keep (``primary_general`` for the rules; ``lower_is_better`` marks losses).
@@ -91,7 +91,7 @@ def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0) -> dict
 
 
 def paper_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
-    """:func:`arithmech.evals.measures.train_sentences` minus any row whose operand pair is a
+    """:func:`arithmech.data.sentences.train_sentences` minus any row whose operand pair is a
     validation pair (two-digit or negative)."""
     banned = {(a, b) for a, b, _ in two_digit_pairs(data_seed)["val"]} | set(negative_pairs(data_seed)["val"])
     rows = [r for r in train_sentences(2 * n, seed) if tuple(map(int, re.findall(r"\d+", r[0])[:2])) not in banned]

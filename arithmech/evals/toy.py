@@ -1,13 +1,13 @@
 """Toy benchmarks of the embedded model: its "GSM8K" and its "MMLU" (used by :mod:`arithmech.evals.benchmarks`).
 
-* ``two_digit``: held-out two-digit addition/subtraction (:func:`arithmech.embedded.train.two_digit_items`),
-  exact greedy answer (:func:`arithmech.embedded.train.two_digit_accuracy`);
+* ``two_digit``: held-out two-digit addition/subtraction (:func:`arithmech.data.sentences.two_digit_items`),
+  exact greedy answer (:func:`arithmech.evals.toy.two_digit_accuracy`);
 * ``negative``: held-out differences ``A - B < 0`` of single digits in the nine Fig. 8 subtraction
   forms ("3 minus 7 equals to" → ``-4``), exact greedy answer; the model was trained on ``A >= B`` only;
 * ``single_digit``: answer-token accuracy on fresh seeded draws of the Fig. 8/10 templates with trained
   operand pairs (the skill the model has; fine-tuning should not break it; the held-out pairs of
   :mod:`arithmech.embedded.heldout` are left out);
-* ``generic``: :data:`arithmech.embedded.train.GENERIC_FACTS` (the toy MMLU).
+* ``generic``: :data:`arithmech.data.sentences.GENERIC_FACTS` (the toy MMLU).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
         res["negative"] = round(sum(ok) / len(ok), 4)
     if "single_digit" in which:
         tpls = templates.FIG8 + templates.FIG10
-        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101)
+        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, answer_token="first")
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]     # the trained skill only
         kept, _ = filter_correct(model, tok, samples)
         res["single_digit"] = round(len(kept) / len(samples), 4)

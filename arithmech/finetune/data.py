@@ -52,8 +52,8 @@ class Collator:
 
 
 def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None) -> list[tuple[str, str]]:
-    """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.embedded.train.two_digit_split`, Fig. 8
-    addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.evals.benchmarks.negative_split`
+    """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.data.sentences.two_digit_split`, Fig. 8
+    addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.data.sentences.negative_split`
     in the nine subtraction forms), ``embedded`` (a third each of those two and of fresh single-digit
     Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train splits, :func:`arithmech.evals.benchmarks.math_splits`), or a
     JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""

@@ -280,5 +280,5 @@ def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 
         raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
     heads = head_steps(results.read(folder, "effects.csv"), thresholds, task)
     means = knockout_means(model, tok, reference_samples(Path(folder), n_reference, seed))
-    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed)
+    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed, answer_token="first")
     return heads, precompute(model, tok, samples, heads, thresholds, means, max_heads=max_heads)

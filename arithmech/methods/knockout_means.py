@@ -172,7 +172,7 @@ class PoolMeans:
 
 
 def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-               min_group: int = 32, batch_size: int = BATCH_SIZE, answer_token: str = "first") -> PoolMeans:
+               min_group: int = 32, batch_size: int = BATCH_SIZE, *, answer_token: str) -> PoolMeans:
     """The reference pool of every family that ``templates`` belong to: ``pool_size`` X_c per family
     from :func:`pool_seed`'s stream (the family's templates of ``templates``, round-robin), drawn with the
     evaluated prompts' ``answer_token`` variant (so their positions line up)."""

@@ -41,7 +41,7 @@ COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "corre
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
-                 batch_size: int = BATCH_SIZE, max_draw: int = 40, answer_token: str = "first") -> list[pairs.Sample]:
+                 batch_size: int = BATCH_SIZE, max_draw: int = 40, *, answer_token: str) -> list[pairs.Sample]:
     """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
@@ -70,7 +70,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
 
 
 def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = BATCH_SIZE,
-              answer_token: str = "first"):
+              *, answer_token: str):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
     return build_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token) \
@@ -152,7 +152,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
 def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
                    curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
                    seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE, ck=None, bar=None,
-                   answer_token: str = "first"):
+                   *, answer_token: str):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
     ``samples``: task → X_r; ``templates``: task → its templates (``None`` for ready-made samples);
@@ -189,10 +189,10 @@ def split_positions(knockout_positions: str) -> list[str]:
 
 
 def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int,
-                  batch_size: int = BATCH_SIZE, answer_token: str = "first") -> MeanSource:
+                  batch_size: int = BATCH_SIZE, *, answer_token: str) -> MeanSource:
     """The reference pool over every family of ``templates`` (the tasks' and the held-out family's);
     without any registered template (user samples), the samples' own X_c means (recorded as such)."""
-    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token)
+    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token=answer_token)
     if pool is not None:
         return pool
     every = [s for ss in samples.values() for s in ss]

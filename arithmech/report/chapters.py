@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_model
-from arithmech.paper import KEY_THRESHOLD
+from arithmech.steps import config as steps
+
+
+def step_default(config: type, name: str):
+    """The default of field ``name`` of step config ``config``: a chapter parameter that means the same takes
+    it from there, so the chapter and the command cannot disagree."""
+    return config.__dataclass_fields__[name].default
 
 
 @dataclass(frozen=True)
@@ -55,21 +61,26 @@ class Data(ModelChapter):
 
 @dataclass(frozen=True)
 class Identify(ModelChapter):
-    task: str = option("all", "all (the four operations), one of them, fig8, fig10 or a template-pair file")
-    n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1)
-    threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this, whole 95% interval",
-                              high=-1e-9)
-    answer_token: str = option("last-digit", "the measured answer token", choices=ANSWER_TOKENS)
-    stability_seeds: int = option(3, "key-head stability: independent draws", low=2)
-    stability_sizes: tuple[int, ...] = option((64, 128, 256, 512), "pairs drawn per stability run", low=1)
+    task: str = option(step_default(steps.Identify, "task"), "all (the four operations), one of them, fig8, fig10 "
+                       "or a template-pair file")
+    n_samples: int = option(step_default(steps.Identify, "n_samples"), "pairs drawn per task; X_r keeps those the "
+                            "model answers right", low=1)
+    threshold: float = option(step_default(steps.Identify, "threshold"), "key heads: relative logit change below this, "
+                              "whole 95% interval", high=-1e-9)
+    answer_token: str = option(step_default(steps.Identify, "answer_token"), "the measured answer token",
+                               choices=ANSWER_TOKENS)
+    stability_seeds: int = option(step_default(steps.Stability, "seeds"), "key-head stability: independent draws", low=2)
+    stability_sizes: tuple[int, ...] = option(step_default(steps.Stability, "sizes"), "pairs drawn per stability run",
+                                              low=1)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
 
 
 @dataclass(frozen=True)
 class Analyze(ModelChapter):
     results_dir: str = option("results", "reads identify's files from and writes to results_dir/<model-name>/")
-    n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1)
-    prompt: str = option("4 + 3 =", "the prompt of Fig. 6c and of the explorer")
+    n_samples: int = option(step_default(steps.Analyze, "n_samples"), "reference samples (X_r) the averages run "
+                            "over (paper: 1000)", low=1)
+    prompt: str = option(step_default(steps.Analyze, "prompt"), "the prompt of Fig. 6c and of the explorer")
     counterfactual: str = option("4 @ 3 =", "its counterfactual in the explorer ('' for none)")
     interactive: bool = option(False, "True in a live Jupyter session: show the ipywidgets prompt explorer")
 
@@ -107,9 +118,12 @@ class Explorer(Models):
 
 @dataclass(frozen=True)
 class Beyond(Models):
-    receivers: int = option(5, "receivers: key heads, or the top k by effect if none passes", low=1)
-    ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1)
-    n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl", low=1)
+    receivers: int = option(step_default(steps.Beyond, "receivers"), "receivers: key heads, or the top k by effect "
+                            "if none passes", low=1)
+    ig_steps: int = option(step_default(steps.Beyond, "ig_steps"), "EAP-IG: points on the straight path from X_r "
+                           "to X_c", low=1)
+    n_samples: int = option(step_default(steps.Beyond, "n_samples"), "reference samples (X_r) from identify's "
+                            "prompts.jsonl", low=1)
     recompute: bool = option(False, "recompute eap.csv / upstream.csv even when made with these parameters")
 
 
@@ -150,8 +164,9 @@ class MlpAblation(ModelChapter):
 
 @dataclass(frozen=True)
 class Exponentiation(ModelChapter):
-    n_samples: int = option(256, "pairs drawn per template", low=1)
-    threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this", high=-1e-9)
+    n_samples: int = option(step_default(steps.Generalize, "n_samples"), "pairs drawn per template", low=1)
+    threshold: float = option(step_default(steps.Generalize, "threshold"), "key heads: relative logit change below "
+                              "this", high=-1e-9)
     results_dir: str = option("results", "results_dir/<model-name>/")
 
 
@@ -181,8 +196,9 @@ class SmolLM2(ModelChapter):
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
     n_samples: int = option(512, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)
-    knockout_samples: int = option(128, "knockout prompts per task", low=4)
-    random_orders: int = option(20, "random orders of components outside the key heads and the top k", low=1)
+    knockout_samples: int = option(steps.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
+    random_orders: int = option(step_default(steps.Identify, "n_random"), "random orders of components outside the "
+                                "key heads and the top k (identify's n_random)", low=1)
     recompute: bool = option(False, "recompute the steps even when their files exist")
     stability_seeds: int = option(3, "key-head stability on addition: independent draws", low=2)
     stability_sizes: tuple[int, ...] = option((64, 128, 256), "pairs drawn (nested per seed)", low=1)

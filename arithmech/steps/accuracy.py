@@ -25,7 +25,7 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
     """One row per template and one ``(all)`` row per operation: ``op, template, figure, family, example, n,
     correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END)."""
     tpls = pairs.select_templates(task)
-    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed)
+    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, answer_token="first")
     ok, p = answer_scores(model, tok, samples, batch_size)
     df = pd.DataFrame({"op": [s.op for s in samples], "template": [s.template for s in samples],
                        "family": [s.family for s in samples], "example": [s.clean for s in samples],

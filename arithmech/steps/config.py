@@ -118,6 +118,17 @@ class Stability(ModelStep):
 
 
 @dataclass(frozen=True)
+class Generalize(Config):
+    """App. D and E: identify on other pairs (exponentiation templates, GSM8K or word problems) and the overlap
+    of two runs' key heads (Table 3, Table 4); the appendices call it with a loaded model."""
+    n_samples: int = option(256, "pairs drawn per dataset or template", low=1)
+    seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
+    threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this", high=-1e-9)
+    top: int = option(10, "heads compared per run (Table 4)", low=1)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+
+
+@dataclass(frozen=True)
 class Accuracy(ModelStep):
     """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
     n_per_template: int = option(16, "prompts drawn per template", low=1)

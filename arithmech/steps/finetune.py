@@ -1,10 +1,12 @@
-"""Up-front checks of a fine-tune run's arguments and input files: no model is loaded, nothing is trained.
+"""Fine-tune one arm (``python -m arithmech finetune``): precise SFT of the key heads or full SFT, accuracy
+before and after, one record in ``finetune/<mode>[-tag].json``.
 
-:func:`validate_finetune_args` takes :func:`arithmech.finetune.runner.run_finetune`'s arguments and
-raises a ``ValueError`` (or ``FileNotFoundError``) naming the value, what is allowed and what to do,
-*before* the base model's benchmark evaluation (which takes hours on a 7B model). It returns the
-:class:`~arithmech.finetune.adapter.HeadSpec` to train (``None`` for full SFT). The model's geometry
-(layers, heads) is read from its ``config.json`` only (:func:`model_geometry`), which takes milliseconds.
+:func:`run_finetune` takes a :class:`arithmech.steps.config.Finetune`; :func:`validate_finetune_args` checks
+it against the files first and raises a ``ValueError`` (or ``FileNotFoundError``) naming the value, what is
+allowed and what to do, *before* the base model's benchmark evaluation (which takes hours on a 7B model). It
+returns the :class:`~arithmech.finetune.adapter.HeadSpec` to train (``None`` for full SFT). The model's
+geometry (layers, heads) is read from its ``config.json`` only (:func:`model_geometry`), which takes
+milliseconds.
 
 The files identify wrote are checked for shape, not trusted: ``key_heads.json`` must be an object with
 a ``task`` and a list of ``heads`` (``{"layer": int, "head": int, ...}``) inside the model, and
@@ -145,7 +147,7 @@ def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) 
 def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list, list]:
     """Heads and MLP layers, best first, of a model's results ``folder``: ``key_heads.json`` (checked),
     extended by the rest of that task's ``effects.csv`` ranking (checked), both read through the results
-    contract. See :func:`arithmech.finetune.runner.ranked_components`."""
+    contract. See :func:`arithmech.steps.finetune.ranked_components`."""
     folder = Path(folder)
     path = folder / "key_heads.json"
     if not path.exists():
@@ -242,7 +244,7 @@ def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int
     heads of ``key_heads.json`` (written by ``arithmech identify``), extended by the rest of that task's
     ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the number of key
     heads. Both files are read through the results contract and checked for shape
-    (:func:`arithmech.finetune.checks.read_ranking`; with ``geometry``, ``effects.csv`` must hold every
+    (:func:`arithmech.steps.finetune.read_ranking`; with ``geometry``, ``effects.csv`` must hold every
     head of the model)."""
     return read_ranking(folder, geometry)
 
@@ -260,7 +262,7 @@ def ensure_ranking(model_name: str, results: str | Path = "results", n_samples: 
 
 def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
     """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads (syntax:
-    :func:`arithmech.finetune.checks.parse_heads_arg`)."""
+    :func:`arithmech.steps.finetune.parse_heads_arg`)."""
     want = parse_heads_arg(arg)
     if isinstance(want, int):
         if ranking is None or len(ranking) < want:
@@ -273,14 +275,14 @@ def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[i
 def run_finetune(config: Config, command: str | None = None, before: dict | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
-    Every argument and input file is checked first (:func:`arithmech.finetune.checks.validate_finetune_args`),
+    Every argument and input file is checked first (:func:`arithmech.steps.finetune.validate_finetune_args`),
     before any model is loaded or evaluated.
 
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
     ``before``: the base model's accuracies (benchmark → accuracy) or an earlier record's ``base``
     (benchmark → measure) on the same benchmarks: skips the first evaluation.
     ``results``: the results root or the model's folder; an existing record is replaced only with
-    ``overwrite``. The record has the one fine-tune format of :func:`arithmech.core.results.finetune_record`.
+    ``overwrite``. The record has the one fine-tune format of :func:`arithmech.core.records.finetune_record`.
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
     """

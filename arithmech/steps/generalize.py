@@ -22,8 +22,10 @@ from arithmech.data import pairs, templates as templates_module
 from arithmech.evals.benchmarks import read_math
 from arithmech.methods.knockout import Ablation, accuracy, unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
-from arithmech.paper import KEY_THRESHOLD
+from arithmech.steps.config import Generalize as Config
 from arithmech.steps.identify import identify, ranking
+
+DEFAULTS = Config()     # the step's defaults (arithmech.steps.config), written once
 
 # ------------------------------------------------------------------------- custom pairs (App. D, E)
 # App. E: "Calculate the number of gigabytes still available" → "Describe the location of ...".
@@ -34,7 +36,7 @@ GSM8K_EDITS = (("Calculate the number", "Describe the location"), ("How many", "
                ("Find the total", "Find the colour"))
 
 
-def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: str | None = None,
+def gsm8k_samples(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, split: str = "test", root: str | None = None,
                   edits: Sequence[tuple[str, str]] = GSM8K_EDITS, cue: str = "The answer is") -> tuple[list, dict]:
     """App. E: (X_r, X_c) pairs from GSM8K questions (``<question> The answer is`` → first answer token).
 
@@ -80,8 +82,9 @@ def gsm8k_samples(tok, n: int = 256, seed: int = 0, split: str = "test", root: s
     return out, stats
 
 
-def compare_runs(model, tok, a, b, n_samples: int = 256, seed: int = 0, threshold: float = KEY_THRESHOLD,
-                 top: int = 10, names: tuple[str, str] = ("a", "b"), batch_size: int = 64) -> dict:
+def compare_runs(model, tok, a, b, n_samples: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed,
+                 threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top, names: tuple[str, str] = ("a", "b"),
+                 batch_size: int = DEFAULTS.batch_size) -> dict:
     """Table 4: identify on two datasets ``a`` and ``b`` (tasks, template lists or sample lists), then
     the overlap of their ``top`` heads by effect rank ("top-10 key heads") and the knockout of shared
     vs run-specific heads on each dataset (each with its own X_c means).
@@ -110,8 +113,8 @@ def compare_runs(model, tok, a, b, n_samples: int = 256, seed: int = 0, threshol
 
 
 # ------------------------------------------------------------------------------------- Table 3
-def table3(model, tok, templates: Sequence | None = None, n_samples: int = 256, seed: int = 0,
-           threshold: float = KEY_THRESHOLD, batch_size: int = 64) -> tuple[list[dict], dict]:
+def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed,
+           threshold: float = DEFAULTS.threshold, batch_size: int = DEFAULTS.batch_size) -> tuple[list[dict], dict]:
     """App. D, Table 3: for each exponentiation template (default ``templates.EXPONENTIATION``), the key
     heads and the relative accuracy change on its X_r after knocking them out (per-template X_c means).
 
@@ -150,7 +153,7 @@ WORD_PROBLEM_PAIRS = [
 ]
 
 
-def app_e_dataset(tok, n: int = 256, seed: int = 0, min_samples: int = 16, root: str | None = None) -> dict:
+def app_e_dataset(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, min_samples: int = 16, root: str | None = None) -> dict:
     """The second dataset of Table 4: GSM8K pairs when the tokenizer covers enough GSM8K questions
     (at least ``min_samples``), else the word problems of Fig. 10 (time spans and accumulating
     objects, with their Fig. 9 counterfactuals) — sentences that need reading, not only an equation.

@@ -182,7 +182,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         if knockout or transfer:
             every_t = [t for label in samples for t in (tpls[label] or knockout_run.sample_templates(samples[label]))]
             means = prepare_means(model, tok, samples, every_t + (pairs_module.select_templates(heldout) if transfer else []),
-                                  pool_size, seed, batch_size, answer_token)
+                                  pool_size, seed, batch_size, answer_token=answer_token)
         else:
             means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
         timings["means"] = time.time() - t2
@@ -332,7 +332,7 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
 
 # ---------------------------------------------------------------- the operand counterfactual
 def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, seed: int = 0, **kw):
-    """:func:`arithmech.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
+    """:func:`arithmech.steps.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
     other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
 
     ``kw`` go to ``identify`` (e.g. ``knockout=False``); no transfer test (it is the operator run's).
@@ -354,7 +354,7 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
 def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.DataFrame, task: str = "addition",
                            top: int = 10) -> dict:
     """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
-    ``task`` (:func:`arithmech.methods.knockout.overlap`; ``a`` = operator, ``b`` = operand), with each head's
+    ``task`` (:func:`arithmech.methods.knockout_overlap.overlap`; ``a`` = operator, ``b`` = operand), with each head's
     relative change and logit difference under both counterfactuals."""
     ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
     def look(eff, t, h):

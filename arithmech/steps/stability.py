@@ -95,7 +95,7 @@ def check_args(seeds: Sequence[int], sizes: Sequence[int], kinds: Sequence[str],
 def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, batch_size: int,
           answer_token: str = "last-digit"):
     """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
-    X_r (answered right, and X_c moves the answer away: :func:`~arithmech.data.answer_tokens.check_counterfactuals`)."""
+    X_r (answered right, and X_c moves the answer away: :func:`~arithmech.evals.scoring.check_counterfactuals`)."""
     _, tpls = task_templates(task)
     drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token)
     kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \

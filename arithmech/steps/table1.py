@@ -18,7 +18,7 @@ controls the comparison needs (issue #14):
   tried, its validation scores, the choice and whether it is interior). The other seeds run at the
   chosen rate. Every run, grid runs too, is scored on the test items (the trade-off chart shows them all);
   the table and the verdicts use the chosen rate only.
-* **one record per run** — ``finetune/<mode>-<tag>.json`` through :func:`arithmech.core.results.write_finetune`
+* **one record per run** — ``finetune/<mode>-<tag>.json`` through :func:`arithmech.core.records.write_finetune`
   (tags ``<arm>-s<seed>-lr<rate>``, e.g. ``precise-key-s0-lr3e-03``), with the test items (for paired
   intervals), the validation scores and the change against ``base.json``; the plan in ``finetune/table1.json``.
 

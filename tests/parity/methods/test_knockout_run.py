@@ -20,8 +20,8 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     mean; X_c = its prompt scored against the X_r answer; the floor = the most frequent answer's share."""
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
-    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5)
-    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4)
+    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, answer_token="first")
+    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4, answer_token="first")
     gold = D.answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
@@ -54,12 +54,12 @@ def test_same_seed_same_knockout_rows(embedded_model):
     """Protects determinism: the same seed gives identical knockout rows (pool, prompts, random orders),
     and another seed gives other random orders."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2)
+    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2, answer_token="first")
     heads = [(l, h) for l in range(6) for h in range(8)]
     key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
 
     def run(seed):
-        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2)
+        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2, answer_token="first")
         return task_knockout(model, tok, samples, pool, (heads, list(range(6))), "addition", key, True, ["end"],
                              n_random=3, seed=seed, ks=[0, 1, 2])
     a, b = run(0), run(0)
