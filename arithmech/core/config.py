@@ -40,10 +40,11 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _kind(annotation: str) -> tuple[type, bool]:
+def _kind(annotation) -> tuple[type, bool]:
     """(element type, is a tuple) of a field annotation such as ``int``, ``float``, ``tuple[int, ...]``,
-    ``str | None``."""
-    a = annotation.replace(" ", "").replace("|None", "")
+    ``str | None``: the string of a module with ``from __future__ import annotations``, or the type itself."""
+    a = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    a = a.replace(" ", "").replace("|None", "").replace("typing.", "")
     if a.startswith("tuple["):
         return {"int": int, "str": str, "float": float}[a[6:].split(",")[0].rstrip("]")], True
     return {"int": int, "float": float, "str": str, "bool": bool}[a], False
@@ -82,7 +83,7 @@ class Config:
             value = getattr(self, f.name)
             if value is None and "None" in str(f.type):
                 continue
-            kind, many = _kind(str(f.type))
+            kind, many = _kind(f.type)
             where = self.label(f.name)
             if many:
                 if not isinstance(value, (list, tuple)):
@@ -126,4 +127,4 @@ class Config:
 
 def fields(cls: type) -> list[tuple[str, Any, dict, type, bool]]:
     """``(name, default, metadata, element type, is a tuple)`` of each field of config class ``cls``, in order."""
-    return [(f.name, f.default, dict(f.metadata), *_kind(str(f.type))) for f in dataclasses.fields(cls)]
+    return [(f.name, f.default, dict(f.metadata), *_kind(f.type)) for f in dataclasses.fields(cls)]

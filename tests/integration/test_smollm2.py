@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs as D, templates
 from arithmech.data.sentences import two_digit_items
 from arithmech.evals.scoring import choice_logits, greedy_exact
 from arithmech.evals.measures import answer_scores
@@ -59,11 +59,11 @@ def test_pairs_equal_length_on_bpe(smollm2, maker):
     every Fig. 8 and Fig. 10 template, with the answer token = first digit of the true answer."""
     _, tok, _ = smollm2
     make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0)
+    samples, stats = make(tok, "all", n=96, seed=0, answer_token="first")
     assert stats.made == 96 and {s.template for s in samples} == {t.id for t in D.select_templates("all")}
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
-        assert s.answer == s.target[0] and s.clean.endswith(" ") == (D.T.TEMPLATES[s.template].joiner == " ")
+        assert s.answer == s.target[0] and s.clean.endswith(" ") == (templates.TEMPLATES[s.template].joiner == " ")
     assert [tok.decode([i]) for i in D.answer_ids(tok, samples).tolist()] == [s.answer for s in samples]
 
 
@@ -89,7 +89,7 @@ def test_fast_equals_reference_patching(smollm2):
     middle and last layers."""
     from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smollm2
-    tpls = [D.T.TEMPLATES["add-1"], D.T.TEMPLATES["add-3"]]      # two lengths: two batches per sender
+    tpls = [templates.TEMPLATES["add-1"], templates.TEMPLATES["add-3"]]      # two lengths: two batches per sender
     samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, answer_token="first")
     ans = D.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
