@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 from contextlib import contextmanager
 
+import pandas as pd
 import torch
 
 
@@ -202,3 +203,16 @@ def end_caches(model, tok, n=6, seed=1):
     from arithmech.methods.patching import end_cache
     _, clean, corrupt, ans = prompt_pairs(tok, n, seed=seed)
     return clean, end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt), ans
+
+
+def fake_roles(values: dict[tuple[int, int], float], role: str = "operand") -> pd.DataFrame:
+    """An attention table with one role, value ``values[(l, h)]`` in both views, se 0.01, n 100."""
+    rows = [dict(layer=l, head=h, role=role, mean_score=v, kv_head=0, task="all", n=100, se=0.01, tokens=2.0,
+                 density=v / 2, mass_nofirst=v, se_nofirst=0.01, tokens_nofirst=2.0, density_nofirst=v / 2)
+            for (l, h), v in values.items()]
+    return pd.DataFrame(rows)
+
+
+# Declarative answer expressions the pair-file reader must accept (tests/unit/data/).
+SAFE = ["A + B", "A - B", "A * B", "A / B", "A // B", "A % B", "A ** B", "-(A - B)", "(A + B) % 10",
+        "2 * A + 3", "A ** 2 - B", "A / 2", "+A", "1.5 * A", "A ** -1", "(A * B) // (A + B)"]

@@ -18,6 +18,8 @@ from arithmech.methods import attention as At
 
 from factories import manual_forward
 
+from factories import fake_roles
+
 
 class NoBos:
     """The same tokenizer, but claiming to have no BOS id: position 0 is then just the prompt's first
@@ -101,14 +103,6 @@ def test_densities_sum_to_one_over_the_partition(word_llama_fig8):
     assert t.tokens.sum() == pytest.approx(lengths) and t.tokens_nofirst.sum() == pytest.approx(lengths - 1)
     w = roles[roles.task == "all"].pivot_table(index=["layer", "head"], columns="role", values="mass_nofirst")
     np.testing.assert_allclose(w.operand, w.A + w.B, atol=1e-6)
-
-
-def fake_roles(values: dict[tuple[int, int], float], role: str = "operand") -> pd.DataFrame:
-    """An attention table with one role, value ``values[(l, h)]`` in both views, se 0.01, n 100."""
-    rows = [dict(layer=l, head=h, role=role, mean_score=v, kv_head=0, task="all", n=100, se=0.01, tokens=2.0,
-                 density=v / 2, mass_nofirst=v, se_nofirst=0.01, tokens_nofirst=2.0, density_nofirst=v / 2)
-            for (l, h), v in values.items()]
-    return pd.DataFrame(rows)
 
 
 def test_nonkey_baseline_excludes_key_heads_and_ranks_them():

@@ -6,13 +6,7 @@ import pandas as pd
 
 from arithmech.methods import attention as At
 
-
-def fake_roles(values: dict[tuple[int, int], float], role: str = "operand") -> pd.DataFrame:
-    """An attention table with one role, value ``values[(l, h)]`` in both views, se 0.01, n 100."""
-    rows = [dict(layer=l, head=h, role=role, mean_score=v, kv_head=0, task="all", n=100, se=0.01, tokens=2.0,
-                 density=v / 2, mass_nofirst=v, se_nofirst=0.01, tokens_nofirst=2.0, density_nofirst=v / 2)
-            for (l, h), v in values.items()]
-    return pd.DataFrame(rows)
+from factories import fake_roles
 
 
 def test_band_chart_draws_the_baseline_file_values():

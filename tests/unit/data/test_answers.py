@@ -14,7 +14,7 @@ from arithmech.data import answers as ANS, templates as T
 from arithmech.data.pairs import load_template_pairs, make_pairs
 from arithmech.embedded.train import build_tokenizer
 
-from factories import GOOD, time_limit
+from factories import GOOD, SAFE, time_limit
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,6 @@ def _write(tmp_path, text: str, name: str = "pairs.json"):
 
 
 # ------------------------------------------------------------------------------ declarative answers
-SAFE = ["A + B", "A - B", "A * B", "A / B", "A // B", "A % B", "A ** B", "-(A - B)", "(A + B) % 10",
-        "2 * A + 3", "A ** 2 - B", "A / 2", "+A", "1.5 * A", "A ** -1", "(A * B) // (A + B)"]
 
 
 @pytest.mark.parametrize("expr", SAFE)

@@ -15,7 +15,7 @@ from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_template
                                   select_templates)
 from arithmech.embedded.train import build_tokenizer
 
-from factories import make_bytelevel_tokenizer, time_limit, BAD_FILES
+from factories import make_bytelevel_tokenizer, time_limit, BAD_FILES, SAFE
 
 
 @pytest.mark.parametrize("task", ["addition", "subtraction", "multiplication", "division", "all", "exponentiation"])
@@ -290,11 +290,6 @@ def _write(tmp_path, text: str, name: str = "pairs.json"):
     f = tmp_path / name
     f.write_text(text)
     return f
-
-
-# ------------------------------------------------------------------------------ declarative answers
-SAFE = ["A + B", "A - B", "A * B", "A / B", "A // B", "A % B", "A ** B", "-(A - B)", "(A + B) % 10",
-        "2 * A + 3", "A ** 2 - B", "A / 2", "+A", "1.5 * A", "A ** -1", "(A * B) // (A + B)"]
 
 
 # ------------------------------------------------------------------------------------ pair schema
