@@ -33,6 +33,12 @@ from arithmech.data.answers import MAX_EXPR_CHARS, OPERATIONS
 
 PAIR_KEYS = ("clean", "corrupt", "id", "op", "op_word", "answer")
 
+# Limits of a pair file, checked while it is read (issue #28): a pair file lists templates, each a sentence.
+MAX_FILE_BYTES = 1 << 20       # 1 MiB: thousands of templates; a larger file is not a template list
+MAX_PAIRS = 2000               # templates per file (the paper's Fig. 8 + Fig. 10 have 48)
+MAX_TEMPLATE_CHARS = 1000      # characters of one clean or corrupt template (a prompt, not a document)
+MAX_DEPTH = 4                  # JSON nesting: a list of objects of strings is 3 levels
+
 PAIR_FILE_SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "arithmech template-pair file",
@@ -44,8 +50,10 @@ PAIR_FILE_SCHEMA: dict = {
         "required": ["clean", "corrupt"],
         "additionalProperties": False,
         "properties": {
-            "clean": {"type": "string", "minLength": 1, "description": "reference prompt X_r with {A}, {B}"},
-            "corrupt": {"type": "string", "minLength": 1, "description": "counterfactual prompt X_c"},
+            "clean": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_CHARS,
+                      "description": "reference prompt X_r with {A}, {B}"},
+            "corrupt": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_CHARS,
+                        "description": "counterfactual prompt X_c"},
             "id": {"type": "string", "minLength": 1, "description": "name of the pair, unique in the file"},
             "op": {"type": "string", "enum": [*OPERATIONS, "custom"], "description": "operation of the answer"},
             "op_word": {"type": "string", "description": "what {OP} stands for: text or a pool like {SPAN}"},
@@ -111,7 +119,13 @@ def read_pair_rows(path: str | Path) -> list:
     if not p.exists():
         raise FileNotFoundError(f"template-pair file {p} does not exist")
     if not p.is_file():
-        raise ValueError(f"template-pair file {p} is not a file")
+        raise ValueError(f"template-pair file {str(p)!r} is not a regular file")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"template-pair file {str(p)!r} has {p.stat().st_size:,} bytes; at most {MAX_FILE_BYTES:,} "
+                         f"(a list of at most {MAX_PAIRS} templates): split it or give the templates you need")
+    if text_depth(p) > MAX_DEPTH:
+        raise ValueError(f"template-pair file {str(p)!r} nests JSON deeper than {MAX_DEPTH} levels; a pair file is a "
+                         "list of objects of strings")
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -132,9 +146,29 @@ def read_pair_rows(path: str | Path) -> list:
     return rows
 
 
+def text_depth(path: Path) -> int:
+    """The deepest nesting of JSON brackets in the file, counted on the bytes (strings skipped) before
+    :func:`json.loads` sees it, so a file nested 10,000 levels deep is refused instead of recursing."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in path.read_bytes().decode("utf-8", errors="replace"):
+        if in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def check_pair_rows(rows, source: str = "template-pair file") -> list[templates.Template]:
     """Validate parsed rows (schema, then fields, operation, answer, unique ids) and build templates.
     Raises ``ValueError("<source>: pair <i>, field '<key>': <what is wrong>")`` on the first violation."""
+    if isinstance(rows, list) and len(rows) > MAX_PAIRS:
+        raise ValueError(f"{source}: {len(rows):,} pairs; at most {MAX_PAIRS} (split the file)")
     problems = schema_problems(rows)
     if problems:
         path, msg = problems[0]

@@ -14,6 +14,26 @@ from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_
 from arithmech.data.pairfile import check_task
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 
+# Bounds (issue #28): the largest value a run can take and still finish on this project's machine (2 CPU cores,
+# 24 GiB) within about a working day; each is checked when a config is built, before any model loads. The
+# anchors are measured: identify draws, patches and knocks out 4 x 256 pairs of the embedded model in 45 s
+# (0.04 s a pair), SmolLM2 about 10x that; one bootstrap resample costs 8 bytes per prompt and component.
+MAX_PAIRS = 50_000          # pairs (or prompts) per task: ~35 min of the embedded model, ~6 h of SmolLM2
+MAX_PER_TEMPLATE = 5_000    # prompts per template: 48 templates x 5,000 = 240,000 prompts
+MAX_ORDERS = 1_000          # random orders, heads, MLP layers, misses, top-k: beyond the heads of a 7B model (1,024)
+MAX_BOOT = 20_000           # bootstrap resamples: 20,000 x 1,000 prompts x 8 B = 160 MB per component batch
+MAX_BATCH = 4_096           # prompts or rows per forward pass
+MAX_RECEIVERS = 64          # upstream receivers: each costs one patched scan of every earlier sender
+MAX_IG_STEPS = 256          # EAP-IG points: 8 take 3 s on SmolLM2 (128 prompts), 256 about 2 min
+MAX_SEEDS = 20              # seeds, random-head draws
+MAX_STEPS = 100_000         # optimizer steps: the embedded model trains 1,200 steps in ~12 min
+MAX_EXTEND = 10             # learning-rate grid extensions (each adds one run per arm)
+MAX_TRAIN_ROWS = 1_000_000  # training rows sampled
+MAX_EPOCHS = 100            # training epochs
+MAX_THREADS = 1_024         # torch intra-op threads
+MAX_SCALE = 1_000           # Table 1's evaluation-size multiplier
+MAX_PROMPT_CHARS = 2_000    # a prompt typed on the command line (Fig. 6c's is 7 characters)
+
 
 @dataclass(frozen=True)
 class ModelStep(Config):
@@ -36,30 +56,30 @@ class Identify(ModelStep):
     """Path patching of every head and MLP, key heads, knockout, transfer (paper §4.1, §5.1)."""
     task: str = option("all", "addition, subtraction, multiplication, division, all (the four), fig8, fig10, "
                        "exponentiation, or a template-pair file (.json / .jsonl)")
-    n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1)
+    n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1, high=MAX_PAIRS)
     threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% bootstrap interval below this "
                               "(paper: mean below -0.05)", high=-1e-9)
-    n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1)
+    n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
     method: str = option("fast", "path patching: fast (exact, from the END caches) or reference (literal)",
                          choices=("fast", "reference"))      # arithmech.methods.patching.METHODS
     prob: bool = option(True, "also record P({C}) (a full-vocabulary softmax per patched run)")
     knockout: bool = option(True, "run the knockout curves")
     knockout_samples: int = option(256, "prompts per task in the knockout curves (X_r topped up with fresh X_r)",
-                                   low=1)
-    n_random: int = option(20, "random orders of components outside the key heads and the top k", low=1)
+                                   low=1, high=MAX_PAIRS)
+    n_random: int = option(20, "random orders of components outside the key heads and the top k", low=1, high=MAX_ORDERS)
     ks: tuple[int, ...] | None = option(None, "numbers of heads to knock out (default: 1, 2, 4, ... up to all)",
-                                        low=1)
+                                        low=1, high=MAX_ORDERS)
     curves_for: str = option("primary", "full knockout curves for the primary task only, or for each task",
                              choices=("primary", "each"))
     knockout_positions: str = option("end", "mean-ablate at END (where heads were patched), at every position, "
                                      "or both", choices=KNOCKOUT_POSITIONS)
-    pool_size: int = option(512, "X_c per template family in the reference pool of the means", low=1)
+    pool_size: int = option(512, "X_c per template family in the reference pool of the means", low=1, high=MAX_PAIRS)
     transfer: bool = option(True, "knock the heads out on a held-out template family (Fig. 4, Fig. 10)")
     heldout: str = option("fig10", "the template family of the transfer test", choices=("fig8", "fig10"))
     answer_token: str = option("last-digit", "last-digit: the prompt carries the answer's leading digits; "
                                "single-token: one-token answers only; first: the paper's first answer token",
                                choices=ANSWER_TOKENS)
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
     out: str | None = option(None, "the model's results folder itself (default: RESULTS/<model-name>/)", reuse=False)
 
     def check(self) -> None:
@@ -77,40 +97,43 @@ command's defaults are :class:`Identify`'s."""
 @dataclass(frozen=True)
 class Analyze(ModelStep):
     """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""
-    n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1)
+    n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1, high=MAX_PAIRS)
     prompt: str = option("4 + 3 =", "prompt of the layer-by-layer top-token table (Fig. 6c)")
     final_norm: bool = option(True, "project through the final norm's gain")
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:
         super().check()
         if not self.prompt.strip():
             raise ValueError("--prompt '': give a prompt such as '4 + 3 ='")
+        if len(self.prompt) > MAX_PROMPT_CHARS:
+            raise ValueError(f"--prompt has {len(self.prompt):,} characters; at most {MAX_PROMPT_CHARS:,} (a prompt such "
+                             "as '4 + 3 =')")
 
 
 @dataclass(frozen=True)
 class Beyond(ModelStep):
     """EAP / EAP-IG against exact path patching, head→head upstream patching; reads identify's files."""
-    receivers: int = option(5, "receivers of upstream patching: key heads, else the top k by effect", low=1)
-    ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1)
-    n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1)
-    n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0)
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+    receivers: int = option(5, "receivers of upstream patching: key heads, else the top k by effect", low=1, high=MAX_RECEIVERS)
+    ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1, high=MAX_IG_STEPS)
+    n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS)
+    n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0, high=MAX_ORDERS)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
 
 @dataclass(frozen=True)
 class Stability(ModelStep):
     """Key-head sets over seeds, sample sizes, template families and counterfactuals, with Jaccard overlaps."""
     task: str = option("addition", "addition, ..., all, fig8, fig10, or a template-pair file")
-    seeds: int = option(3, "independent draws: seeds SEED .. SEED+N-1", low=2)
+    seeds: int = option(3, "independent draws: seeds SEED .. SEED+N-1", low=2, high=MAX_SEEDS)
     sizes: tuple[int, ...] = option((64, 128, 256, 512), "pairs drawn per run (nested prefixes of one draw per seed)",
-                                    low=1)
+                                    low=1, high=MAX_PAIRS)
     kinds: tuple[str, ...] = option(("operator", "operand"), "counterfactuals compared",
                                     choices=("operator", "operand"))
     threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% interval below this", high=-1e-9)
-    top: int = option(10, "size of the top-k set compared beside the key set", low=1)
-    n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1)
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+    top: int = option(10, "size of the top-k set compared beside the key set", low=1, high=MAX_ORDERS)
+    n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:
         super().check()
@@ -121,24 +144,24 @@ class Stability(ModelStep):
 class Generalize(Config):
     """App. D and E: identify on other pairs (exponentiation templates, GSM8K or word problems) and the overlap
     of two runs' key heads (Table 3, Table 4); the appendices call it with a loaded model."""
-    n_samples: int = option(256, "pairs drawn per dataset or template", low=1)
+    n_samples: int = option(256, "pairs drawn per dataset or template", low=1, high=MAX_PAIRS)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this", high=-1e-9)
-    top: int = option(10, "heads compared per run (Table 4)", low=1)
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False)
+    top: int = option(10, "heads compared per run (Table 4)", low=1, high=MAX_ORDERS)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
 
 @dataclass(frozen=True)
 class Accuracy(ModelStep):
     """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
-    n_per_template: int = option(16, "prompts drawn per template", low=1)
+    n_per_template: int = option(16, "prompts drawn per template", low=1, high=MAX_PER_TEMPLATE)
 
 
 @dataclass(frozen=True)
 class Counterfactuals(ModelStep):
     """Identify with the paper's operator counterfactual and with the operand counterfactual, and their overlap."""
     task: str = option("addition", "the task both counterfactuals run on")
-    n_samples: int = option(128, "pairs drawn per counterfactual", low=1)
+    n_samples: int = option(128, "pairs drawn per counterfactual", low=1, high=MAX_PAIRS)
 
     def check(self) -> None:
         super().check()
@@ -152,27 +175,27 @@ class Finetune(ModelStep):
                        choices=("precise", "full"))
     heads: str = option("top-8", "top-K (ranked in the model's results folder) or L.H,L.H (the paper tunes 32 of "
                         "LLaMA2-7B's 1,024 heads)")
-    mlps: int = option(0, "also train the top-M MLP layers", low=0)
+    mlps: int = option(0, "also train the top-M MLP layers", low=0, high=MAX_ORDERS)
     kv_policy: str = option("any", "GQA: which shared K/V heads train (arithmech.finetune.adapter)",
                             choices=KV_POLICIES)
     rescale: bool = option(True, "rescale head gradients by H/h")
     train_data: str = option("embedded", "embedded | two-digit | negative | math | a .jsonl file of {prompt, completion}")
-    n_train: int | None = option(None, "a seeded sample of this many training rows", low=1)
+    n_train: int | None = option(None, "a seeded sample of this many training rows", low=1, high=MAX_TRAIN_ROWS)
     benchmarks: tuple[str, ...] = option(("toy",), "toy | paper | gsm8k, addsub, singleeq, svamp, mmlu, csqa, ...")
-    limit: int | None = option(None, "evaluate a seeded sample of this many rows per benchmark", low=1)
+    limit: int | None = option(None, "evaluate a seeded sample of this many rows per benchmark", low=1, high=MAX_PAIRS)
     data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
     tag: str | None = option(None, "file name suffix: finetune/<mode>-<tag>.json")
-    epochs: float = option(SFT["epochs"], "training epochs (the paper: 2)", low=0)
-    max_steps: int = option(-1, "stop after this many optimizer steps (-1: the epochs decide)", low=-1)
+    epochs: float = option(SFT["epochs"], "training epochs (the paper: 2)", low=0, high=MAX_EPOCHS)
+    max_steps: int = option(-1, "stop after this many optimizer steps (-1: the epochs decide)", low=-1, high=MAX_STEPS)
     lr: float = option(SFT["lr"], "learning rate (the paper: 2e-5)", low=0)
-    batch_size: int = option(SFT["batch_size"], "rows per optimizer step (micro batch x accumulation)", low=1)
-    micro_batch_size: int = option(8, "rows per forward pass", low=1)
+    batch_size: int = option(SFT["batch_size"], "rows per optimizer step (micro batch x accumulation)", low=1, high=MAX_BATCH)
+    micro_batch_size: int = option(8, "rows per forward pass", low=1, high=MAX_BATCH)
     warmup: float = option(SFT["warmup"], "warm-up ratio of the schedule", low=0, high=1)
     weight_decay: float = option(SFT["weight_decay"], "AdamW weight decay", low=0)
     bf16: bool = option(False, "bf16 autocast (the trained slices stay float32)")
     fsdp: bool = option(False, "full SFT: FSDP through TrainingArguments")
     save_adapter: bool = option(False, "keep the trained slices (adapter.safetensors) beside the record")
-    threads: int | None = option(None, "torch intra-op threads (default: torch's)", low=1, reuse=False)
+    threads: int | None = option(None, "torch intra-op threads (default: torch's)", low=1, reuse=False, high=MAX_THREADS)
 
 
 @dataclass(frozen=True)
@@ -183,17 +206,19 @@ class Table1(ModelStep):
         super().check()
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"--seeds {','.join(map(str, self.seeds))}: give distinct seeds")
+        if len(self.seeds) > MAX_SEEDS:
+            raise ValueError(f"--seeds: {len(self.seeds)} seeds; at most {MAX_SEEDS}")
 
     model_name: str = option("smollm2-135m", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
     suite: str = option("paper", "the measures: paper (a real LLM) or toy (the embedded model's skills); "
                         "arithmech.evals.suites")
-    top_k: int = option(8, "heads tuned by precise SFT (ranked in the results folder)", low=1)
-    seeds: tuple[int, ...] = option((0, 1, 2), "training seeds", low=0)
-    draws: int = option(3, "random head draws (one per seed)", low=1)
-    steps: int = option(40, "optimizer steps per run", low=1)
-    batch_size: int = option(16, "rows per optimizer step", low=1)
-    max_extend: int = option(3, "grid extensions per arm until the chosen rate is interior", low=0)
-    scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9)
+    top_k: int = option(8, "heads tuned by precise SFT (ranked in the results folder)", low=1, high=MAX_ORDERS)
+    seeds: tuple[int, ...] = option((0, 1, 2), "training seeds", low=0, high=2**32 - 1)
+    draws: int = option(3, "random head draws (one per seed)", low=1, high=MAX_SEEDS)
+    steps: int = option(40, "optimizer steps per run", low=1, high=MAX_STEPS)
+    batch_size: int = option(16, "rows per optimizer step", low=1, high=MAX_BATCH)
+    max_extend: int = option(3, "grid extensions per arm until the chosen rate is interior", low=0, high=MAX_EXTEND)
+    scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9, high=MAX_SCALE)
     data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
 
 
@@ -201,8 +226,8 @@ class Table1(ModelStep):
 class TrainEmbedded(Config):
     """Train the embedded arithmetic model (deterministic, about 12 minutes on 2 cores)."""
     out: str | None = option(None, "output folder (default: the package's embedded/model/)")
-    steps: int = option(1200, "optimizer steps", low=1)
-    batch_size: int = option(64, "sequences per step", low=1)
+    steps: int = option(1200, "optimizer steps", low=1, high=MAX_STEPS)
+    batch_size: int = option(64, "sequences per step", low=1, high=MAX_BATCH)
     seed: int = option(0, "seed of the data and the initialisation", low=0, high=2**32 - 1)
     weight_decay: float = option(0.01, "AdamW weight decay", low=0)
     overwrite: bool = option(False, "replace the model files in a non-empty --out (other files there are kept)")

@@ -310,7 +310,7 @@ def test_pair_file_that_is_not_text_or_not_a_file(tmp_path):
     f.write_bytes(b"[\xff\xfe\x00]")
     with pytest.raises(ValueError, match="not UTF-8"):
         load_template_pairs(f)
-    with pytest.raises(ValueError, match="is not a file"):
+    with pytest.raises(ValueError, match="is not a regular file"):
         load_template_pairs(tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_template_pairs(tmp_path / "missing.json")

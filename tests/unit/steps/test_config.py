@@ -47,3 +47,21 @@ def test_a_config_refuses_bad_values_in_one_line_and_converts_lists():
     c = config.Stability(sizes=[64, 128])
     assert c.sizes == (64, 128) and hash(c)
     assert config.Identify(n_samples=7).reuse_key()["n_samples"] == 7 and "batch_size" not in config.Identify().reuse_key()
+
+
+@pytest.mark.parametrize("argv,flag_text", [
+    (["identify", "--n-samples", "1000000000000"], "--n-samples 1000000000000 is above 50000"),
+    (["identify", "--knockout-samples", "1000000000000"], "--knockout-samples 1000000000000 is above 50000"),
+    (["identify", "--n-boot", "1000000000000"], "--n-boot 1000000000000 is above 20000"),
+    (["beyond", "--ig-steps", "1000000000"], "--ig-steps 1000000000 is above 256"),
+    (["identify", "--seed", "100000000000000000000000"], "--seed 100000000000000000000000 is above 4294967295"),
+    (["analyze", "--prompt", "4 + 3 = " * 15_000], "--prompt has 120,000 characters; at most 2,000"),
+    (["table1-arms", "--seeds", ",".join(map(str, range(30)))], "--seeds: 30 seeds; at most 20")])
+def test_sizes_beyond_their_bound_are_refused_in_one_line(argv, flag_text, capsys):
+    """Protects the bounds stated beside each default (arithmech.steps.config, issue #28): a size that no run on
+    this machine could finish is one line naming the flag and the bound, exit 2, before any model loads."""
+    from arithmech.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("error: ") and flag_text in err
