@@ -216,3 +216,10 @@ def fake_roles(values: dict[tuple[int, int], float], role: str = "operand") -> p
 # Declarative answer expressions the pair-file reader must accept (tests/unit/data/).
 SAFE = ["A + B", "A - B", "A * B", "A / B", "A // B", "A % B", "A ** B", "-(A - B)", "(A + B) % 10",
         "2 * A + 3", "A ** 2 - B", "A / 2", "+A", "1.5 * A", "A ** -1", "(A * B) // (A + B)"]
+
+
+def write_file(tmp_path, text: str, name: str = "pairs.json"):
+    """``text`` written to ``tmp_path / name``; the path."""
+    f = tmp_path / name
+    f.write_text(text)
+    return f

@@ -12,20 +12,8 @@ import pytest
 
 from arithmech.data import answers as ANS, templates as T
 from arithmech.data.pairs import load_template_pairs, make_pairs
-from arithmech.embedded.train import build_tokenizer
 
-from factories import GOOD, SAFE, time_limit
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return build_tokenizer()
-
-
-def _write(tmp_path, text: str, name: str = "pairs.json"):
-    f = tmp_path / name
-    f.write_text(text)
-    return f
+from factories import GOOD, SAFE, time_limit, write_file as _write
 
 
 # ------------------------------------------------------------------------------ declarative answers

@@ -13,9 +13,8 @@ import pytest
 from arithmech.data import templates as T, pairs as D, answers as ANS, pairfile as PF
 from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_template_pairs, make_pairs,
                                   select_templates)
-from arithmech.embedded.train import build_tokenizer
 
-from factories import make_bytelevel_tokenizer, time_limit, BAD_FILES, SAFE
+from factories import BAD_FILES, SAFE, make_bytelevel_tokenizer, time_limit, write_file as _write
 
 
 @pytest.mark.parametrize("task", ["addition", "subtraction", "multiplication", "division", "all", "exponentiation"])
@@ -279,17 +278,6 @@ def test_drawn_counterfactuals_carry_no_operator(embedded_tokenizer):
     for s in samples:
         got = tok.decode([tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]).strip()
         assert got in T.NEUTRAL_WORDS + T.NEUTRAL_SYMBOLS and got not in ops
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return build_tokenizer()
-
-
-def _write(tmp_path, text: str, name: str = "pairs.json"):
-    f = tmp_path / name
-    f.write_text(text)
-    return f
 
 
 # ------------------------------------------------------------------------------------ pair schema

@@ -7,7 +7,6 @@ import pytest
 
 from arithmech.data import templates as T
 from arithmech.data.pairs import make_pairs
-from arithmech.embedded.train import build_tokenizer
 
 
 def test_template_counts():
@@ -31,11 +30,6 @@ def test_neutral_sets_hold_no_operator():
     assert not ops & set(T.POOLS["N"]) and not ops & set(T.POOLS["S"])
     assert set(T.SYMBOL_DRAWS) == set(T.NEUTRAL_SYMBOLS)
     assert set(Counter(T.SYMBOL_DRAWS).values()) == {len(T.SYMBOL_DRAWS) // len(T.NEUTRAL_SYMBOLS)}
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return build_tokenizer()
 
 
 def test_every_known_field_renders(tok):
