@@ -78,6 +78,13 @@ def _print_accuracy(df) -> None:
     print(df[df.template == "(all)"].to_string(index=False))
 
 
+def _print_shots(choice: dict) -> None:
+    for k, f in choice["floors"].items():
+        print(f"shots {k}: weakest operation {f['op']} keeps {f['kept_rate']:.1%} [{f['kept_lo']:.1%}, {f['kept_hi']:.1%}]; "
+              f"can do: {', '.join(choice['can_do'][k]) or 'none'}")
+    print(f"chosen: shots = {choice['shots']} ({choice['rule']})")
+
+
 def _print_counterfactuals(overlap: dict) -> None:
     print(json.dumps({k: overlap[k] for k in ("a", "b", "shared")}))
 
@@ -124,6 +131,7 @@ COMMANDS = {
     "beyond": Command(configs.Beyond, "arithmech.steps.beyond", "run", _print_beyond),
     "stability": Command(configs.Stability, "arithmech.steps.stability", "run", _print_stability),
     "accuracy-by-template": Command(configs.Accuracy, "arithmech.steps.accuracy", "run", _print_accuracy),
+    "shots": Command(configs.Shots, "arithmech.steps.shots", "run", _print_shots),
     "counterfactuals": Command(configs.Counterfactuals, "arithmech.steps.counterfactuals", "run",
                                _print_counterfactuals),
     "finetune": Command(configs.Finetune, "arithmech.steps.finetune", "run_finetune", _print_finetune, True),

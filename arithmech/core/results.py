@@ -93,6 +93,9 @@ FILES: dict[str, FileSpec] = {
     "top_numbers.csv": FileSpec("analyze", "csv", ("layer",)),
     "analyze.json": FileSpec("analyze", "json", ("key_heads", "stages"), ("key_heads.json", "prompts.jsonl")),
     "accuracy_by_template.csv": FileSpec("accuracy", "csv", ("op", "template", "n", "accuracy", "ci_low", "ci_high")),
+    # the yield of identify's prompts per number of solved examples and operation (arithmech.steps.shots)
+    "shots.csv": FileSpec("shots", "csv", ("shots", "op", "drawn", "token_correct", "correct", "xc_valid", "kept",
+                                           "kept_rate", "kept_lo", "kept_hi")),
     "counterfactual_overlap.json": FileSpec("counterfactuals", "json", ("a", "b", "shared")),
     "eap.csv": FileSpec("beyond", "csv", ("layer", "head", "exact", "eap", "eap_ig", "n"),
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),

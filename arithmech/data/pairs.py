@@ -41,8 +41,10 @@ import torch
 from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.core.results import read
 from arithmech.data import templates as templates_module
+from arithmech.data import shots as shots_module
 from arithmech.data.answers import draw_operands
 from arithmech.data.pairfile import load_pair_file
+from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 """Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
@@ -67,9 +69,14 @@ class Sample:
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
     answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS)
     carried: str = ""           # the answer's leading digits at the end of clean ("1" of "14"), else ""
+    prefix: str = ""            # the solved examples clean and corrupt start with (data.shots), "" zero-shot
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The fields as a dict; ``prefix`` only when there is one (zero-shot rows are as they always were)."""
+        d = asdict(self)
+        if not d["prefix"]:
+            del d["prefix"]
+        return d
 
     @property
     def bare(self) -> str:
@@ -83,61 +90,6 @@ class PairStats:
     made: int = 0
     redrawn: int = 0
     per_template: dict = field(default_factory=dict)
-
-
-# ------------------------------------------------------------------------------------ operands
-def _operands(t: templates_module.Template, rng: random.Random) -> tuple[int, int, int]:
-    """Draw (A, B, C) for template ``t`` with operands in 1..9 (App. A); bounded, see
-    :func:`arithmech.data.answers.draw_operands` (no code is run for a template's answer)."""
-    return draw_operands(t, rng)
-
-
-FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
-"""A template field, ``{A}``, ``{OP}``, ``{NAME2}`` (group 1: the field's name)."""
-
-
-def render(text: str, values: dict) -> tuple[str, dict]:
-    """Fill every ``{FIELD}`` of a template text with ``str(values[FIELD])``.
-
-    Returns ``(string, spans)``; ``spans[FIELD]`` lists the ``(start, end)`` character spans where that
-    field's value stands in the string (``render("{A} + {B} =", {"A": 3, "B": 5})`` →
-    ``("3 + 5 =", {"A": [(0, 1)], "B": [(4, 5)]})``), from which the token positions of A, B and the
-    operator are found.
-    """
-    out, spans, pos = [], {}, 0
-    for m in FIELD.finditer(text):
-        out.append(text[pos:m.start()])
-        start = sum(map(len, out))
-        v = str(values[m.group(1)])
-        out.append(v)
-        spans.setdefault(m.group(1), []).append((start, start + len(v)))
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out), spans
-
-
-def draw_values(t: templates_module.Template, rng: random.Random) -> dict:
-    """One seeded draw of every field template ``t`` can use: operands ``A``, ``B`` and answer ``C`` by the
-    template's rule (App. A: 1..9, no carry into the year, exact quotients, ...), the year prefix ``YYY``,
-    the pool words (``NAME``, ``OBJECT``, ...) and their distinct counterfactual stand-ins (``NAME2``,
-    ``NAME_C``, ``OBJECT_C``), the operator word ``OP`` and the neutral replacements ``N``, ``N2``, ``N3``
-    (words) and ``S`` (a symbol), none equal to ``OP``. The draws happen in a fixed order, so the same
-    ``rng`` state gives the same values."""
-    a, b, c = _operands(t, rng)
-    v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
-    for k, pool in templates_module.POOLS.items():
-        v[k] = rng.choice(pool)
-    v["NAME2"] = rng.choice([n for n in templates_module.NAMES if n != v["NAME"]])
-    v["NAME_C"] = rng.choice([n for n in templates_module.NAMES if n not in (v["NAME"], v["NAME2"])])
-    others = [o for o in templates_module.OBJECTS if o != v["OBJECT"]]
-    v["OBJECT_C"], v["OBJECT_C2"] = rng.sample(others, 2)
-    op = t.op_word
-    v["OP"] = v[op[1:-1]] if op.startswith("{") else op
-    # neutral replacements never equal the operator they replace ("^" is both a symbol and exponentiation)
-    words = [w for w in templates_module.NEUTRAL_WORDS if w != v["OP"]]
-    v["N"], v["N2"], v["N3"] = (rng.choice(words) for _ in range(3))
-    v["S"] = rng.choice([x for x in templates_module.SYMBOL_DRAWS if x != v["OP"]])
-    return v
 
 
 def _ids(tok, text: str, special: bool) -> list[int]:
@@ -213,7 +165,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
 
 
 def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, *, answer_token: str) -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, *, answer_token: str, shots: int = 0) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
@@ -222,16 +174,21 @@ def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
         templates: a task name (``addition`` ... ``division``, ``all``, ``fig8``, ``fig10``,
             ``exponentiation``) or a list of :class:`~arithmech.data.templates.Template`.
         answer_token: ``"first"`` (the paper's), ``"last-digit"`` or ``"single-token"`` (module docstring).
+        shots: solved examples of mixed operations before every X_r and X_c (:mod:`arithmech.data.shots`);
+            0, the paper's zero-shot prompts, draws exactly what it always drew.
     """
-    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", answer_token=answer_token)
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", answer_token=answer_token, shots=shots)
 
 
 def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, kind: str = "operator", *, answer_token: str) -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, kind: str = "operator", *, answer_token: str,
+               shots: int = 0) -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
-    two-digit sum under ``"single-token"``) is counted in ``PairStats.redrawn``."""
+    two-digit sum under ``"single-token"``, or with ``shots`` a query whose operands an example has) is counted
+    in ``PairStats.redrawn``. With ``shots`` every prompt of a template starts with that template's examples
+    (:func:`arithmech.data.shots.examples`, drawn from their own stream: the queries' draws are unchanged)."""
     if kind not in _COUNTERFACTUALS:
         raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
     check_answer_token(answer_token)
@@ -239,10 +196,12 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     rng = random.Random(seed)
     stats = PairStats()
     samples = []
+    prefixes = {t.id: shots_module.examples(t, shots, seed) for t in tpls} if shots else {}
     for k in range(n):
         t = tpls[k % len(tpls)]
+        prefix, exclude = prefixes.get(t.id, ("", frozenset()))
         for _ in range(max_tries):
-            s = _try_pair(tok, t, rng, kind, answer_token)
+            s = _try_pair(tok, t, rng, kind, answer_token, prefix, exclude)
             if s is not None:
                 samples.append(s)
                 break
@@ -262,20 +221,22 @@ _FAILED = {
                "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
 
 
-def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
+def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str,
+                      prefix: str = "", exclude: frozenset = frozenset()) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
-def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str) -> str | None:
+def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str,
+                     prefix: str = "", exclude: frozenset = frozenset()) -> str | None:
     """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
-        a2, b2, c2 = _operands(t, rng)
-        if (a2, b2) == (v["A"], v["B"]):
+        a2, b2, c2 = draw_operands(t, rng)
+        if (a2, b2) == (v["A"], v["B"]) or (a2, b2) in exclude:
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
-        split2 = split_answer(tok, corrupt, str(c2), t.joiner, answer_token=variant)
+        split2 = split_answer(tok, prefix + corrupt, str(c2), t.joiner, answer_token=variant)
         if split2 is not None and split2[1] != ans[0] and split2[2] == ans[1]:
             return corrupt
     return None
@@ -284,25 +245,32 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
 _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
-def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, variant: str = "first") -> Sample | None:
+def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, variant: str = "first",
+              prefix: str = "", exclude: frozenset = frozenset()) -> Sample | None:
     """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
-    None on failure."""
+    None on failure. ``prefix`` (solved examples) starts X_r and X_c; a draw with operands in ``exclude``
+    (the examples' pairs) fails."""
     v = draw_values(t, rng)
-    clean, spans = render(t.clean, v)
+    if exclude and (v["A"], v["B"]) in exclude:
+        return None
+    query, spans = render(t.clean, v)
+    clean = prefix + query
+    spans = {f: [(a + len(prefix), b + len(prefix)) for a, b in sp] for f, sp in spans.items()}
     target = str(v["C"])
     split = split_answer(tok, clean, target, t.joiner, answer_token=variant)
     if split is None:
         return None
     clean_p, ans_id, carried = split
-    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), variant)
+    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), variant, prefix, exclude)
     if corrupt is None:
         return None
-    corrupt_p = corrupt + clean_p[len(clean):]          # same trailing joiner and carried digits
+    corrupt_p = prefix + corrupt + clean_p[len(clean):]   # same examples, trailing joiner and carried digits
     if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
         return None
     return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
                   a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
-                  positions=_token_positions(tok, clean_p, spans), answer_token=variant, carried=carried)
+                  positions=_token_positions(tok, clean_p, spans), answer_token=variant, carried=carried,
+                  prefix=prefix)
 
 
 def select_templates(task: str) -> list[templates_module.Template]:
@@ -330,11 +298,15 @@ def load_template_pairs(path: str | Path) -> list[templates_module.Template]:
 # ------------------------------------------------------------------------------ batching, filtering
 def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterable[tuple[list[int], torch.Tensor]]:
     """Yield ``(indices, ids)`` batches of equal-length prompts: no padding, so every position
-    (and RoPE) is exactly what a single-prompt forward sees. ``ids``: ``(batch, seq)``."""
+    (and RoPE) is exactly what a single-prompt forward sees. ``ids``: ``(batch, seq)``.
+
+    Prompts of one length are grouped further by their text up to the last newline, so that prompts
+    with the same solved examples (:mod:`arithmech.data.shots`) share a batch and its prefix runs once
+    (:mod:`arithmech.core.prefix`); a zero-shot prompt has no newline and batches as it always did."""
     enc = [_ids(tok, p, True) for p in prompts]
-    by_len: dict[int, list[int]] = {}
+    by_len: dict[tuple, list[int]] = {}
     for i, e in enumerate(enc):
-        by_len.setdefault(len(e), []).append(i)
+        by_len.setdefault((len(e), prompts[i].rpartition(shots_module.SEPARATOR)[0]), []).append(i)
     for _, idx in sorted(by_len.items()):
         for j in range(0, len(idx), batch_size):
             chunk = idx[j:j + batch_size]
@@ -359,7 +331,7 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
 
 # ------------------------------------------------------------------------ operand counterfactual
 def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-                       max_tries: int = 50, *, answer_token: str) -> tuple[list[Sample], PairStats]:
+                       max_tries: int = 50, *, answer_token: str, shots: int = 0) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 
     The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator
@@ -377,7 +349,7 @@ def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str
     ``answer_token="last-digit"`` X_c's own answer has the same leading digits as X_r's (both prompts
     carry them) and another last digit ("3 + 9 = 1" → "5 + 8 = 1").
     """
-    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", answer_token=answer_token)
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", answer_token=answer_token, shots=shots)
 
 
 def interleave(groups) -> list[Sample]:

@@ -36,6 +36,7 @@ from typing import Iterable, Sequence
 
 import torch
 
+from arithmech.core.prefix import SharedPrefix
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -262,11 +263,14 @@ def completes(text: str, answer: str) -> bool:
 
 @torch.no_grad()
 def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int = 1) -> torch.Tensor:
-    """``(n, top_k)`` ids of the most likely next tokens after each prompt."""
+    """``(n, top_k)`` ids of the most likely next tokens after each prompt (a shared few-shot prefix runs
+    once per batch, :class:`arithmech.core.prefix.SharedPrefix`)."""
     dev = model.get_input_embeddings().weight.device
     out = torch.empty(len(prompts), top_k, dtype=torch.long)
-    for idx, ids in group_by_length(tok, prompts, batch_size):
-        logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
+    batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, prompts, batch_size)]
+    shared = SharedPrefix(model, [ids for _, ids in batches])
+    for idx, ids in batches:
+        logits = shared.forward(ids, logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
         out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
     return out
 

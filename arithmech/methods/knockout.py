@@ -49,7 +49,9 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
+from arithmech.core import prefix as shared_prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
+from arithmech.core.prefix import SharedPrefix
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
@@ -154,9 +156,20 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     with TraceDict(model, zs, retain_output=False, edit_input=grab), \
             TraceDict(model, ms, retain_output=False, edit_output=grab):
         for idx, ids in group_by_length(tok, prompts, batch_size):
-            model(ids.to(dev), logits_to_keep=1, use_cache=False)
-            z = [got.pop(n).float().cpu() for n in zs]                 # L x (b, seq, H*dh)
-            m = [got.pop(n).float().cpu() for n in ms]                 # L x (b, seq, d)
+            ids, b = ids.to(dev), ids.shape[0]
+            n = shared_prefix.shared_length(ids) if shared_prefix.active() else 0
+            if n >= shared_prefix.MIN_PREFIX:         # shared few-shot examples: one row, broadcast, then the rest
+                kv = shared_prefix.layers_of(model(ids[:1, :n], logits_to_keep=1, use_cache=True).cache)
+                zp = [got.pop(name).expand(b, -1, -1) for name in zs]
+                mp = [got.pop(name).expand(b, -1, -1) for name in ms]
+                model(ids[:, n:], cache=shared_prefix.expanded(model, kv, b), use_cache=True, logits_to_keep=1)
+                z = [torch.cat([p, got.pop(name)], 1).float().cpu() for p, name in zip(zp, zs)]
+                m = [torch.cat([p, got.pop(name)], 1).float().cpu() for p, name in zip(mp, ms)]
+                kv = zp = mp = None
+            else:
+                model(ids, logits_to_keep=1, use_cache=False)
+                z = [got.pop(n).float().cpu() for n in zs]             # L x (b, seq, H*dh)
+                m = [got.pop(n).float().cpu() for n in ms]             # L x (b, seq, d)
             for r, i in enumerate(idx):
                 yield i, torch.stack([x[r] for x in z]), torch.stack([x[r] for x in m])
             z = m = None
@@ -229,9 +242,12 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
         return MeanAblation(st["m"][:, l, None], st["mlp"][:, l], positions, repeat=st["G"])(y)
 
     dev = input_device(model)
+    batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, prompts, batch_size)]
+    # the clean prefix before END (few-shot examples shared by a batch run once), before any hook is set
+    shared = SharedPrefix(model, [ids[:, :-1] for _, ids in batches if ids.shape[1] > 1] if positions == "end" else [])
     with TraceDict(model, zs, retain_output=False, edit_input=edit_z), \
             TraceDict(model, ms, retain_output=False, edit_output=edit_m):
-        for idx, ids in group_by_length(tok, prompts, batch_size):
+        for idx, ids in batches:
             b, seq = ids.shape
             end = positions == "end" and seq > 1
             look = []
@@ -243,7 +259,7 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
             look, prefix = None, None
             if end:
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
-                prefix = model(ids[:, :-1].to(dev), logits_to_keep=1, use_cache=True).cache  # clean
+                prefix = shared.forward(ids[:, :-1], logits_to_keep=1, use_cache=True).cache  # clean
             G = max(1, min(max_rows, max_tokens // seq) // b)
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)

@@ -172,10 +172,10 @@ class PoolMeans:
 
 
 def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-               min_group: int = 32, batch_size: int = BATCH_SIZE, *, answer_token: str) -> PoolMeans:
+               min_group: int = 32, batch_size: int = BATCH_SIZE, *, answer_token: str, shots: int = 0) -> PoolMeans:
     """The reference pool of every family that ``templates`` belong to: ``pool_size`` X_c per family
     from :func:`pool_seed`'s stream (the family's templates of ``templates``, round-robin), drawn with the
-    evaluated prompts' ``answer_token`` variant (so their positions line up)."""
+    evaluated prompts' ``answer_token`` variant and ``shots`` (so their positions line up)."""
     if pool_size < 1 or folds < 2 or min_group < 1:
         raise ValueError(f"pool_size={pool_size}, folds={folds}, min_group={min_group}: need pool_size >= 1, "
                          "folds >= 2 (a prompt's own fold is left out) and min_group >= 1")
@@ -184,7 +184,8 @@ def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int 
         if t.id not in [u.id for u in by_family.get(t.family, [])]:
             by_family.setdefault(t.family, []).append(t)
     pm = PoolMeans(folds, min_group)
-    pools = {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token)[0]
+    pools = {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token,
+                                   shots=shots)[0]
              for fam in sorted(by_family)}
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)

@@ -41,7 +41,8 @@ COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "corre
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
-                 batch_size: int = BATCH_SIZE, max_draw: int = 40, *, answer_token: str) -> list[pairs.Sample]:
+                 batch_size: int = BATCH_SIZE, max_draw: int = 40, *, answer_token: str,
+                 shots: int = 0) -> list[pairs.Sample]:
     """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
@@ -57,7 +58,8 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
         want = 2 * missing if drawn == 0 else math.ceil(1.25 * missing * drawn / max(kept, 1))
         want = min(want, max_draw * n - drawn)
         more, _ = pairs.make_pairs(tok, templates, n=want,
-                               seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token)
+                               seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token,
+                                   shots=shots)
         if not more:
             break
         drawn, r = drawn + len(more), r + 1
@@ -70,10 +72,11 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
 
 
 def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = BATCH_SIZE,
-              *, answer_token: str):
+              *, answer_token: str, shots: int = 0):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
-    return build_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token) \
+    return build_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token,
+                      shots=shots) \
         if tpls else None
 
 
@@ -152,7 +155,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
 def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
                    curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
                    seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE, ck=None, bar=None,
-                   *, answer_token: str):
+                   *, answer_token: str, shots: int = 0):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
     ``samples``: task → X_r; ``templates``: task → its templates (``None`` for ready-made samples);
@@ -161,7 +164,7 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
     Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
     ``ck`` / ``bar``: checkpoints (each task's frame saved and reused) and a progress bar, optional."""
     evals = {t: eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
-                             answer_token=answer_token)
+                             answer_token=answer_token, shots=shots)
              for t, ss in samples.items()}
     if len(samples) > 1:
         evals["all"] = pairs.interleave(evals.values())[:knockout_samples]
@@ -189,10 +192,10 @@ def split_positions(knockout_positions: str) -> list[str]:
 
 
 def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int,
-                  batch_size: int = BATCH_SIZE, *, answer_token: str) -> MeanSource:
+                  batch_size: int = BATCH_SIZE, *, answer_token: str, shots: int = 0) -> MeanSource:
     """The reference pool over every family of ``templates`` (the tasks' and the held-out family's);
     without any registered template (user samples), the samples' own X_c means (recorded as such)."""
-    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token=answer_token)
+    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token=answer_token, shots=shots)
     if pool is not None:
         return pool
     every = [s for ss in samples.values() for s in ss]
@@ -221,8 +224,8 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     if not keep:
         res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
         return
-    variant = res.params.get("answer_token", "first")
-    test, _ = pairs.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant)
+    variant, shots = res.params.get("answer_token", "first"), res.params.get("shots", 0)
+    test, _ = pairs.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant, shots=shots)
     means = res.means
     if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
@@ -231,7 +234,7 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
                    "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
-                                   f"answer_token={variant!r}), unfiltered",
+                                   f"answer_token={variant!r}{f', shots={shots}' if shots else ''}), unfiltered",
                    "positions": positions, **r}
 
 

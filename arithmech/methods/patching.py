@@ -36,6 +36,7 @@ from typing import Sequence
 import torch
 
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module
+from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
@@ -78,7 +79,8 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
     """Run ``prompts`` in equal-length batches (no padding) and keep the END activations.
 
     Each distinct prompt runs once, so equal prompts get bit-identical rows (whatever the batch
-    composition and the BLAS threading would otherwise do to the last bits).
+    composition and the BLAS threading would otherwise do to the last bits). A batch whose prompts share
+    solved examples runs them once (:class:`arithmech.core.prefix.SharedPrefix`): END is read after them.
     """
     arch, L = arch_for(model), model.config.num_hidden_layers
     site = {d: {arch.path(m, i): (key, i) for key, (m, dd) in _SITES.items() if dd == d for i in range(L)}
@@ -102,10 +104,12 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
     order = []
     answer_logit = torch.empty(len(prompts)) if answer is not None else None
     dev = input_device(model)
+    batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, uniq, batch_size)]
+    shared = SharedPrefix(model, [ids for _, ids in batches])        # few-shot prefixes, run before any hook
     with TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")), \
             TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")):
-        for idx, ids in group_by_length(tok, uniq, batch_size):
-            logits = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
+        for idx, ids in batches:
+            logits = shared.forward(ids, logits_to_keep=1, use_cache=False).logits[:, -1].float()
             order.append(torch.tensor(idx))
             for key in _SITES:
                 store.setdefault(key, []).append(torch.stack([got[key][i] for i in range(L)], 1))

@@ -37,7 +37,7 @@ def task_label(task) -> str:
 
 
 def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
-            answer_token: str = "last-digit", check_xc: bool = True) -> tuple[list[pairs.Sample], dict]:
+            answer_token: str = "last-digit", check_xc: bool = True, shots: int = 0) -> tuple[list[pairs.Sample], dict]:
     """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r) and,
     with ``check_xc``, whose X_c moves the model's top-1 token away from the answer token.
 
@@ -59,7 +59,7 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
         variant = "/".join(sorted({s.answer_token for s in samples}))
     else:
         _, tpls = task_templates(task)
-        samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token)
+        samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token, shots=shots)
         variant = answer_token
     correct_s, acc = filter_correct(model, tok, samples, batch_size)
     correct_ids = {id(s) for s in correct_s}

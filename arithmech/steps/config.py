@@ -33,6 +33,7 @@ MAX_EPOCHS = 100            # training epochs
 MAX_THREADS = 1_024         # torch intra-op threads
 MAX_SCALE = 1_000           # Table 1's evaluation-size multiplier
 MAX_PROMPT_CHARS = 2_000    # a prompt typed on the command line (Fig. 6c's is 7 characters)
+MAX_SHOTS = 16              # solved examples before a prompt: 16 x ~8 tokens, a prompt ~8x the zero-shot one
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class Identify(ModelStep):
     answer_token: str = option("last-digit", "last-digit: the prompt carries the answer's leading digits; "
                                "single-token: one-token answers only; first: the paper's first answer token",
                                choices=ANSWER_TOKENS)
+    shots: int = option(0, "solved examples of mixed operations before every X_r and X_c (0: the paper's "
+                        "zero-shot prompts; arithmech.data.shots)", low=0, high=MAX_SHOTS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
     out: str | None = option(None, "the model's results folder itself (default: RESULTS/<model-name>/)", reuse=False)
 
@@ -133,6 +136,8 @@ class Stability(ModelStep):
     threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% interval below this", high=-1e-9)
     top: int = option(10, "size of the top-k set compared beside the key set", low=1, high=MAX_ORDERS)
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
+    shots: int = option(Identify.shots, "solved examples before every prompt, as identify's --shots", low=0,
+                        high=MAX_SHOTS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:
@@ -155,6 +160,18 @@ class Generalize(Config):
 class Accuracy(ModelStep):
     """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
     n_per_template: int = option(16, "prompts drawn per template", low=1, high=MAX_PER_TEMPLATE)
+
+
+@dataclass(frozen=True)
+class Shots(ModelStep):
+    """The yield of identify's prompts for each number of solved examples before them, and the K a rule picks
+    from the yield alone (arithmech.steps.shots; shots.csv)."""
+    grid: tuple[int, ...] = option((0, 2, 4, 8), "numbers of solved examples compared", low=0, high=MAX_SHOTS)
+    n_per_template: int = option(12, "validation prompts drawn per template and K (a seed of their own)", low=1,
+                                 high=MAX_PER_TEMPLATE)
+    answer_token: str = option(Identify.answer_token, "the answer-token rule, as identify's --answer-token",
+                               choices=ANSWER_TOKENS)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
 
 @dataclass(frozen=True)

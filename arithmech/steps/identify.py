@@ -84,7 +84,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
              ks: Sequence[int] | None = DEFAULTS.ks, curves_for: str = DEFAULTS.curves_for,
              knockout_positions: str = DEFAULTS.knockout_positions, pool_size: int = DEFAULTS.pool_size,
              transfer: bool = DEFAULTS.transfer, heldout: str = DEFAULTS.heldout, batch_size: int = DEFAULTS.batch_size,
-             checkpoint=None, answer_token: str = DEFAULTS.answer_token, n_boot: int = DEFAULTS.n_boot) -> IdentifyResult:
+             checkpoint=None, answer_token: str = DEFAULTS.answer_token, n_boot: int = DEFAULTS.n_boot,
+             shots: int = DEFAULTS.shots) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -109,6 +110,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         answer_token: ``"last-digit"``, ``"single-token"`` or ``"first"`` (the paper's), for every pair drawn
             here (:data:`arithmech.data.pairs.ANSWER_TOKENS`); pairs whose X_c leaves the model's answer in
             place are dropped (:func:`arithmech.methods.prepare.prepare`).
+        shots: solved examples of mixed operations before every prompt drawn here (X_r, X_c, the knockout's
+            top-up, the reference pool, the held-out family; :mod:`arithmech.data.shots`); 0 is the paper's.
         checkpoint: a :class:`arithmech.core.checkpoints.Checkpoints` (:func:`run` passes one): each task's
             samples and patching result and each task's knockout curves are saved there when done, and
             loaded instead of recomputed when present (a re-run after an interruption continues; the
@@ -147,7 +150,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 resumed.append(label)
             else:
                 t = time.time()
-                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token)
+                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token,
+                                                      shots=shots)
                 t1 = time.time()
                 ss = samples[label]
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
@@ -182,7 +186,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         if knockout or transfer:
             every_t = [t for label in samples for t in (tpls[label] or knockout_run.sample_templates(samples[label]))]
             means = prepare_means(model, tok, samples, every_t + (pairs_module.select_templates(heldout) if transfer else []),
-                                  pool_size, seed, batch_size, answer_token=answer_token)
+                                  pool_size, seed, batch_size, answer_token=answer_token, shots=shots)
         else:
             means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
         timings["means"] = time.time() - t2
@@ -191,14 +195,14 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             ko, evals = knockout_run.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
                                           lambda t: key_heads(effects, t, threshold), primary, curves_for, positions,
                                           knockout_samples, n_random, seed, ks, batch_size, ck, bar,
-                                          answer_token=answer_token)
+                                          answer_token=answer_token, shots=shots)
         timings["knockout"] = time.time() - t2 - timings["means"]
         mem.mark("knockout")
         res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, evals=evals, params=dict(
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
-            answer_token=answer_token, heldout=heldout, batch_size=batch_size, n_boot=n_boot,
+            answer_token=answer_token, shots=shots, heldout=heldout, batch_size=batch_size, n_boot=n_boot,
             key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)"))
         if transfer:
             t3 = time.time()
@@ -279,7 +283,7 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
                    prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
                    ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions, pool_size=c.pool_size,
                    transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size, checkpoint=ck,
-                   answer_token=c.answer_token, n_boot=c.n_boot)
+                   answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots)
     write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
                                       "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
     ck.clear()
@@ -297,7 +301,7 @@ def recorded(config: Config) -> dict:
 
 
 # Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values.
-ABSENT_MEANS = {"knockout": True, "transfer": True}
+ABSENT_MEANS = {"knockout": True, "transfer": True, "shots": 0}
 
 
 def ensure(config: Config, recompute: bool = False, operand_task: str = "addition", model=None, tok=None) -> dict:
@@ -314,13 +318,15 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     fresh = recompute or not results.made_with(folder, "identify", recorded(c), absent_means=ABSENT_MEANS)
     if fresh:
         run(c.replace(overwrite=True), model, tok)
-    same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed})
+    same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
+                                                                       "shots": c.shots}, absent_means={"shots": 0})
                     and results.exists(folder, "counterfactual_overlap.json")
                     and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
     if fresh or not same_operand:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-        res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False)
+        res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False,
+                               shots=c.shots)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
@@ -339,7 +345,8 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     ``kw["answer_token"]`` (default ``"last-digit"``, identify's) chooses the pairs' answer token; pairs whose
     X_c leaves the model's answer in place are dropped there, as for the operator counterfactual.
     """
-    pairs, _ = pairs_module.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"))
+    pairs, _ = pairs_module.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"),
+                                               shots=kw.get("shots", 0))
     res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
     label = f"{task} (operand)"
     res.effects["task"] = label

@@ -93,11 +93,11 @@ def check_args(seeds: Sequence[int], sizes: Sequence[int], kinds: Sequence[str],
 
 
 def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, batch_size: int,
-          answer_token: str = "last-digit"):
+          answer_token: str = "last-digit", shots: int = 0):
     """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
     X_r (answered right, and X_c moves the answer away: :func:`~arithmech.evals.scoring.check_counterfactuals`)."""
     _, tpls = task_templates(task)
-    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token)
+    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token, shots=shots)
     kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
         if keep_correct else list(drawn)
     ids = {id(s) for s in kept}
@@ -124,7 +124,7 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
               kinds: Sequence[str] = KINDS, threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top,
               n_boot: int = DEFAULTS.n_boot, families: bool = True, keep_correct: bool = True,
               batch_size: int = DEFAULTS.batch_size,
-              answer_token: str = "last-digit") -> StabilityResult:
+              answer_token: str = "last-digit", shots: int = DEFAULTS.shots) -> StabilityResult:
     """Key-head sets over seeds × sizes × kinds (and template families), compared by Jaccard overlap.
 
     ``sizes`` are numbers of pairs *drawn* (as identify's ``n_samples``); each run patches the X_r among them
@@ -136,7 +136,7 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
     with Progress("stability", len(kinds) * len(seeds)) as bar:
         for kind, seed in itertools.product(kinds, seeds):
             t0 = time.time()
-            kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size, answer_token)
+            kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size, answer_token, shots)
             timings[f"{kind}-{seed}"] = time.time() - t0
             for size in sizes:
                 rows = [j for j, i in enumerate(index) if i < size]
@@ -150,7 +150,7 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
                 runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot)[0])
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
-    params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token,
+    params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token, shots=shots,
                   threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
                   batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
                   "(nested prefixes of one draw of the largest size per seed and kind)",
@@ -270,14 +270,14 @@ def recorded(config: Config) -> dict:
     c = config
     return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
                 kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
-                families=True, keep_correct=True, answer_token="last-digit")
+                families=True, keep_correct=True, answer_token="last-digit", shots=c.shots)
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
     """:func:`read_results` of the model's folder when ``run.json`` records a stability run made with
     ``config`` (:func:`recorded`), else :func:`run` (with ``model``/``tok`` when the caller has them loaded)."""
     folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "stability", recorded(config)):
+    if recompute or not results.made_with(folder, "stability", recorded(config), absent_means={"shots": 0}):
         run(config.replace(overwrite=True), model=model, tok=tok)
     return read_results(folder)
 
@@ -293,7 +293,7 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold, top=c.top,
-                    n_boot=c.n_boot, batch_size=c.batch_size)
+                    n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots)
     res.timings["total"] = time.time() - t0
     write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)
     return res, folder
