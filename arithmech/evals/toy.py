@@ -6,7 +6,8 @@
   forms ("3 minus 7 equals to" → ``-4``), exact greedy answer; the model was trained on ``A >= B`` only;
 * ``single_digit``: answer-token accuracy on fresh seeded draws of the Fig. 8/10 templates with trained
   operand pairs (the skill the model has; fine-tuning should not break it; the held-out pairs of
-  :mod:`arithmech.embedded.heldout` are left out);
+  :mod:`arithmech.embedded.heldout` are left out), scored on the paper's first answer token
+  (``answer_token="first"``, as the model card measures the trained model), not identify's rule;
 * ``generic``: :data:`arithmech.data.sentences.GENERIC_FACTS` (the toy MMLU).
 """
 from __future__ import annotations

@@ -201,7 +201,9 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
 
     Returns DataFrames (lists in a cell are per-position or per-rank arrays):
 
-    * ``prompts``: ``id, prompt, op, template, answer``;
+    * ``prompts``: ``id, prompt, op, template, answer, answer_token`` (the rule each prompt was drawn with,
+      :data:`arithmech.data.pairs.ANSWER_TOKENS`: under ``"last-digit"`` ``prompt`` carries the answer's
+      leading digits and ``answer`` is its last digit);
     * ``tokens``: ``key ("id:pos"), id, pos, token, role``;
     * ``top``: ``id, step (-1 = intact), tokens [k], probs [k], correct`` (top-1 is the answer token),
       ``answer_rank`` (1..k, 0 when the answer token is not among them);
@@ -255,7 +257,8 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
     name = lambda h: f"{h[0]}.{h[1]}"
     return {
         "prompts": pd.DataFrame({"id": range(n), "prompt": prompts, "op": [s.op for s in samples],
-                                 "template": [s.template for s in samples], "answer": [s.answer for s in samples]}),
+                                 "template": [s.template for s in samples], "answer": [s.answer for s in samples],
+                                 "answer_token": [s.answer_token for s in samples]}),
         "tokens": pd.DataFrame(tok_rows, columns=["key", "id", "pos", "token", "role"]).sort_values(
             ["id", "pos"], ignore_index=True),
         "top": pd.DataFrame(top_rows, columns=["id", "step", "tokens", "probs", "correct", "answer_rank"]),
@@ -270,15 +273,18 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
 
 
 def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 144, n_reference: int = 128,
-              max_heads: int = 12, seed: int = 0, task: str = "all") -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+              max_heads: int = 12, seed: int = 0, task: str = "all",
+              *, answer_token: str) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The explorer page's data for one model: identify's ``effects.csv`` and ``prompts.jsonl`` read from the
     results ``folder`` (:mod:`arithmech.core.results`), ``n_prompts`` fresh pairs drawn round-robin over every
-    template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too), knockout means
-    from the counterfactuals of ``n_reference`` identify samples. Returns ``(head_steps, precompute)``.
+    template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too) under the
+    ``answer_token`` rule (the chapter passes identify's, so the page scores the token identify measured; the
+    ``prompts`` table records it), knockout means from the counterfactuals of ``n_reference`` identify samples.
+    Returns ``(head_steps, precompute)``.
     """
     if n_prompts < 1 or n_reference < 1 or max_heads < 1:
         raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
     heads = head_steps(results.read(folder, "effects.csv"), thresholds, task)
     means = knockout_means(model, tok, reference_samples(Path(folder), n_reference, seed))
-    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed, answer_token="first")
+    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed, answer_token=answer_token)
     return heads, precompute(model, tok, samples, heads, thresholds, means, max_heads=max_heads)

@@ -108,6 +108,8 @@ class Explorer(Models):
                                            "the slider's key-head thresholds, strict to loose", high=-1e-9)
     max_heads: int = option(12, "heads whose attention is precomputed (most negative effect first)", low=1)
     n_reference: int = option(128, "identify samples whose counterfactuals give the knockout means", low=1)
+    answer_token: str = option(step_default(steps.Identify, "answer_token"), "the answer token the prompts are "
+                               "drawn and scored with (identify's rule)", choices=ANSWER_TOKENS)
 
     def check(self) -> None:
         super().check()

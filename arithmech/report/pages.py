@@ -11,6 +11,8 @@
   (papermill writes it untagged but for ``injected-parameters``; MyST-NB hides cells by tag only).
 * :func:`use_table_display` — pandas frames shown as books show tables: no index column, numbers
   rounded, "—" for a missing value, long tables folded into a ``<details>``.
+* :func:`answer_token_sentence` — the one sentence a page prints under a table or a view of answer tokens,
+  naming the answer-token rule its files record (:data:`arithmech.data.pairs.ANSWER_TOKENS`).
 """
 from __future__ import annotations
 
@@ -23,6 +25,16 @@ import pandas as pd
 from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.report.tables import setting_name
+from arithmech.steps.config import Identify
+
+# What each answer-token rule scores (arithmech.data.pairs' docstring), as a clause of a sentence.
+ANSWER_TOKEN_RULES = {
+    "last-digit": "the prompt carries the answer's leading digits and the scored token is its last digit "
+                  "(\"3 + 9 = 1\" → \"2\"), which depends on both operands",
+    "single-token": "only pairs whose whole answer is one token are drawn (\"3 + 4 =\" → \"7\")",
+    "first": "the scored token is the answer's first token, the paper's rule (\"3 + 9 =\" → \"1\", as for "
+             "every sum from 10 to 18)",
+}
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 MISSING = "—"
@@ -107,6 +119,21 @@ def chapter_end(findings: list[str], model_name: str, params=None) -> None:
     from myst_nb import glue  # lazy: the book extra
     glue("findings", Markdown("\n".join(f"* {line}" for line in findings)), display=False)
     display(Markdown(_footer(model_name, params or {})))
+
+
+def answer_token_sentence(rule: str, identify_rule: str | None = None) -> str:
+    """One sentence naming the answer-token ``rule`` a table or view was scored with, read by the caller from
+    what its step recorded (``run.json``, the explorer's ``prompts`` table), never typed; it says whether that
+    is ``identify_rule`` (the rule of identify's files beside it) or, without one, identify's default."""
+    if rule not in ANSWER_TOKEN_RULES:
+        raise ValueError(f"answer token {rule!r}: use one of {', '.join(ANSWER_TOKEN_RULES)}")
+    if identify_rule:
+        tail = ("the rule identify's files here were measured with" if rule == identify_rule
+                else f"identify's files here were measured with `{identify_rule}`")
+    else:
+        default = Identify.__dataclass_fields__["answer_token"].default
+        tail = "identify's default rule" if rule == default else f"identify's default is `{default}`"
+    return f"Scored under `answer_token = \"{rule}\"`: {ANSWER_TOKEN_RULES[rule]}; {tail}."
 
 
 # ----------------------------------------------------------------------------------------- tables

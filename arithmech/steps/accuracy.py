@@ -2,6 +2,11 @@
 Wilson 95% interval and the mean p({C}) per operation and template (``accuracy_by_template.csv``). The
 SmolLM2 appendix reads it beside identify's yield: a pretrained model is a weak calculator, so the method
 runs on the prompts it answers right (X_r).
+
+The scored token is ``config.answer_token``, identify's rule by default (:class:`~arithmech.steps.config.Accuracy`):
+under ``"last-digit"`` a prompt carries the answer's leading digits and the table scores its last digit, the
+token identify patches and knocks out; ``"first"`` scores the paper's first answer token. ``run.json`` records
+the rule, and :func:`ensure` reuses a table only when it was scored with the rule asked for.
 """
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ def _figure(template_id: str) -> str:
 
 
 def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16, seed: int = 0,
-                         batch_size: int = 64) -> pd.DataFrame:
+                         batch_size: int = 64, *, answer_token: str) -> pd.DataFrame:
     """One row per template and one ``(all)`` row per operation: ``op, template, figure, family, example, n,
-    correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END)."""
+    correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END), on pairs drawn
+    under ``answer_token`` (:data:`arithmech.data.pairs.ANSWER_TOKENS`; ``example`` carries the leading digits
+    under ``"last-digit"``)."""
     tpls = pairs.select_templates(task)
-    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, answer_token="first")
+    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, answer_token=answer_token)
     ok, p = answer_scores(model, tok, samples, batch_size)
     df = pd.DataFrame({"op": [s.op for s in samples], "template": [s.template for s in samples],
                        "family": [s.family for s in samples], "example": [s.clean for s in samples],
@@ -44,23 +51,38 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
     return pd.DataFrame(rows)
 
 
+def recorded(config: Config) -> dict:
+    """What ``run.json`` records of a table made with ``config``: the parameters a reused table must match."""
+    return {"n_per_template": config.n_per_template, "seed": config.seed, "answer_token": config.answer_token}
+
+
+# A record made before the rule was recorded (issue #22) was scored with the paper's first answer token.
+ABSENT_MEANS = {"answer_token": "first"}
+
+
+def scored_with(folder) -> str:
+    """The answer-token rule the table in ``folder`` was scored with, as its ``run.json`` records it."""
+    p = results.read_run(folder)["steps"]["accuracy"]["parameters"]
+    return p.get("answer_token", ABSENT_MEANS["answer_token"])
+
+
 def run(config: Config, model=None, tok=None) -> pd.DataFrame:
-    """Draw ``config.n_per_template`` prompts per Fig. 8 / Fig. 10 template, score them, write
-    ``accuracy_by_template.csv`` to the model's folder (``model``/``tok``: an already loaded model)."""
+    """Draw ``config.n_per_template`` prompts per Fig. 8 / Fig. 10 template under ``config.answer_token``, score
+    them, write ``accuracy_by_template.csv`` to the model's folder (``model``/``tok``: an already loaded model)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
-    df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed)
-    results.write_step(folder, "accuracy", {"accuracy_by_template.csv": df},
-                 {"parameters": {"n_per_template": c.n_per_template, "seed": c.seed}})
+    df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed, answer_token=c.answer_token)
+    results.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": recorded(c)})
     return results.read(folder, "accuracy_by_template.csv")
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> pd.DataFrame:
-    """``accuracy_by_template.csv`` of the model's folder when made with ``config``'s parameters, else :func:`run`."""
+    """``accuracy_by_template.csv`` of the model's folder when made with ``config``'s parameters (the answer-token
+    rule included), else :func:`run`."""
     folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "accuracy", {"n_per_template": config.n_per_template, "seed": config.seed}):
+    if recompute or not results.made_with(folder, "accuracy", recorded(config), absent_means=ABSENT_MEANS):
         return run(config.replace(overwrite=True), model, tok)
     return results.read(folder, "accuracy_by_template.csv")

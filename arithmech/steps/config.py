@@ -36,6 +36,13 @@ MAX_PROMPT_CHARS = 2_000    # a prompt typed on the command line (Fig. 6c's is 7
 MAX_SHOTS = 16              # solved examples before a prompt: 16 x ~8 tokens, a prompt ~8x the zero-shot one
 
 
+def same_as(config: type, name: str):
+    """Field ``name`` of step ``config`` again, for another step where it means the same: its default, help,
+    choices and bounds stay written once, there (``Accuracy.answer_token`` is ``Identify``'s)."""
+    f = config.__dataclass_fields__[name]
+    return option(f.default, **f.metadata)
+
+
 @dataclass(frozen=True)
 class ModelStep(Config):
     """The fields every step that loads a model shares."""
@@ -160,6 +167,7 @@ class Generalize(Config):
 class Accuracy(ModelStep):
     """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
     n_per_template: int = option(16, "prompts drawn per template", low=1, high=MAX_PER_TEMPLATE)
+    answer_token: str = same_as(Identify, "answer_token")   # the token identify measures is the one scored here
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.steps import identify as identify_step
+from arithmech.steps import accuracy as accuracy_step, identify as identify_step
 from arithmech.steps.config import BOOK_SCALE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,8 @@ def test_every_shipped_step_reads_at_the_current_format():
 def test_shipped_steps_were_made_with_the_appendix_parameters():
     """Protects the book from showing a stale run or silently recomputing one: the appendix reuses identify,
     analyze and accuracy, and the Beyond chapter its SmolLM2 run, only when made with their parameters from
-    the identify files now there (``R.made_with``); these files pass that check, so a change of those
+    the identify files now there (``R.made_with``, with each step's own record of them: the accuracy table's
+    answer-token rule included); these files pass that check, so a change of those
     parameters without re-running the step fails here, not in the book."""
     p = appendix_parameters()
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
@@ -53,7 +54,9 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})
-    assert R.made_with(FOLDER, "accuracy", {"n_per_template": p["n_per_template"], "seed": p["seed"]})
+    acc = accuracy_step.Config(model_name="smollm2-135m", seed=p["seed"], n_per_template=p["n_per_template"])
+    assert R.made_with(FOLDER, "accuracy", accuracy_step.recorded(acc), absent_means=accuracy_step.ABSENT_MEANS), \
+        "the shipped accuracy table was not scored with identify's answer token: re-run it (accuracy-by-template)"
     b = appendix_parameters("beyond")
     assert R.made_with(FOLDER, "beyond", {"model": "smollm2-135m", **{k: b[k] for k in (
         "receivers", "ig_steps", "n_samples", "seed", "device", "dtype")}})

@@ -32,3 +32,61 @@ def test_head_steps_rank_heads_and_mark_their_first_step():
             X.head_steps(_effects(), bad)
     with pytest.raises(ValueError, match="no head rows"):
         X.head_steps(_effects(), [-0.1], task="division")
+
+
+# The explorer's data for the embedded model before issue #22 (drawn with "first"): identify on addition and
+# subtraction (16 pairs, seed 0, "first"), thresholds [-0.05, -0.01], 6 prompts, 8 reference samples, 2 heads.
+FIRST_TOKEN_PAGE = {
+    "prompts": ["7 + 7 =", "2 plus 6 equals to", "The addition of 8 and 6 is", "The addition of 9 and 5 equals to",
+                "3 plus 1 is equal to", "Q: How much is 5 plus 8? A:"],
+    "answers": ["1", "8", "1", "1", "4", "1"],
+    "correct": [6, 2, 2],                                        # intact, step 0, step 1
+    "top1": [0.9992, 0.9967, 0.9991, 0.9994, 0.9942, 0.9993],     # intact top-1 probability per prompt
+}
+
+
+@pytest.fixture(scope="module")
+def explorer_folder(tmp_path_factory):
+    """The eager embedded model and a results folder with a small identify run (effects, prompts)."""
+    from arithmech.core.models import load_model
+    from arithmech.steps import identify as I
+    net, tok, _ = load_model("embedded", attn_implementation="eager")
+    res = I.identify(net, tok, ["addition", "subtraction"], n_samples=16, seed=0, knockout=False, transfer=False,
+                     prob=False, answer_token="first")
+    folder = tmp_path_factory.mktemp("explorer")
+    I.write_results(res, folder)
+    return net, tok, folder
+
+
+def _page(explorer_folder, rule):
+    net, tok, folder = explorer_folder
+    return X.page_data(net, tok, folder, [-0.05, -0.01], n_prompts=6, n_reference=8, max_heads=2, seed=0,
+                       answer_token=rule)
+
+
+def test_page_draws_and_records_the_configured_rule(explorer_folder):
+    """Protects one answer token everywhere (#22 item 7): the explorer's prompts are drawn under the chapter's
+    rule, whose default is identify's, and its prompts table records it; under last-digit a prompt carries the
+    answer's leading digits and its answer is the last digit, as make_pairs draws them."""
+    from arithmech.data import pairs as D
+    from arithmech.report.chapters import Explorer
+    from arithmech.steps.config import Identify
+    assert Explorer().answer_token == Identify().answer_token == "last-digit"
+    _, tok, _ = explorer_folder
+    _, d = _page(explorer_folder, "last-digit")
+    want, _ = D.make_pairs(tok, "all", n=6, seed=0, answer_token="last-digit")
+    p = d["prompts"]
+    assert set(p.answer_token) == {"last-digit"}
+    assert list(p.prompt) == [s.clean for s in want] and list(p.answer) == [s.target[-1] for s in want]
+    assert p.prompt[0] == "7 + 7 = 1" and p.answer[0] == "4"          # 14: "1" carried, "4" scored
+
+
+def test_first_rule_gives_the_page_of_before(explorer_folder):
+    """Protects the old page: switched to the paper's first token, the explorer's prompts, answers, counts and
+    probabilities equal those it computed before the rule was configurable (FIRST_TOKEN_PAGE)."""
+    _, d = _page(explorer_folder, "first")
+    assert list(d["prompts"].prompt) == FIRST_TOKEN_PAGE["prompts"]
+    assert list(d["prompts"].answer) == FIRST_TOKEN_PAGE["answers"] and set(d["prompts"].answer_token) == {"first"}
+    assert list(d["steps"].correct) == FIRST_TOKEN_PAGE["correct"]
+    intact = d["top"][d["top"].step == -1].sort_values("id")
+    assert [p[0] for p in intact.probs] == pytest.approx(FIRST_TOKEN_PAGE["top1"], abs=2e-4)

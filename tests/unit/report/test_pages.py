@@ -1,0 +1,23 @@
+"""The sentence a page prints under a table or view of answer tokens (arithmech.report.pages.answer_token_sentence)."""
+from __future__ import annotations
+
+import pytest
+
+from arithmech.core.inputs import ANSWER_TOKENS
+from arithmech.report.pages import ANSWER_TOKEN_RULES, answer_token_sentence
+
+
+def test_answer_token_sentence_names_the_recorded_rule():
+    """Protects the pages' one sentence on the answer token (#22 item 7): every rule a step can record has a
+    description, the sentence names the rule it is given and says whether it is identify's (the files' rule
+    when given, else identify's default), and an unknown rule is refused rather than described wrongly."""
+    assert set(ANSWER_TOKEN_RULES) == set(ANSWER_TOKENS)
+    for rule in ANSWER_TOKENS:
+        s = answer_token_sentence(rule)
+        assert s.startswith(f'Scored under `answer_token = "{rule}"`: ') and s.count(". ") == 0
+    assert answer_token_sentence("last-digit").endswith("; identify's default rule.")
+    assert answer_token_sentence("first").endswith("; identify's default is `last-digit`.")
+    assert answer_token_sentence("first", "first").endswith("; the rule identify's files here were measured with.")
+    assert answer_token_sentence("last-digit", "first").endswith("; identify's files here were measured with `first`.")
+    with pytest.raises(ValueError, match="answer token 'last'"):
+        answer_token_sentence("last")

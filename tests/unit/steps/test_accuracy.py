@@ -1,0 +1,90 @@
+"""The accuracy table (arithmech.steps.accuracy) scores identify's answer token: the rule is the config's, it is
+recorded in run.json, a reused table must have been scored with it, and the paper's rule still gives the old table."""
+from __future__ import annotations
+
+import pytest
+
+from arithmech.core import results as R
+from arithmech.data import pairs as D
+from arithmech.steps import accuracy as A
+from arithmech.steps.config import Accuracy, Identify
+
+# The table of the embedded model before issue #22 (scored with "first"), one prompt per template, seed 0:
+# per operation n, correct and mean p({C}).
+FIRST_TOKEN_TABLE = {"addition": (21, 21, 0.99053), "subtraction": (9, 9, 0.99365),
+                     "multiplication": (9, 9, 0.98405), "division": (9, 8, 0.88627)}
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Every sample the accuracy table draws, in order (make_pairs wrapped, its output unchanged)."""
+    seen = []
+    real = D.make_pairs
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        seen.extend(out[0])
+        return out
+    monkeypatch.setattr(A.pairs, "make_pairs", spy)
+    return seen
+
+
+def test_default_rule_is_identifys_and_the_cli_offers_it():
+    """Protects one answer token everywhere (#22 item 7): Accuracy's answer_token is Identify's field (default,
+    help and choices), so the table scores the token identify measures unless told otherwise."""
+    from arithmech.cli import build_parser
+    a, i = Accuracy.__dataclass_fields__["answer_token"], Identify.__dataclass_fields__["answer_token"]
+    assert a.default == i.default == Accuracy().answer_token == "last-digit"
+    assert dict(a.metadata) == dict(i.metadata)
+    args = build_parser().parse_args(["accuracy-by-template", "--answer-token", "first"])
+    assert args.answer_token == "first"
+    with pytest.raises(ValueError, match="--answer-token 'last'"):
+        Accuracy(answer_token="last")
+
+
+def test_table_draws_and_records_the_configured_rule(tmp_path, embedded_model, drawn):
+    """Protects the threading: the samples the table scores carry the config's rule (under last-digit the
+    prompts carry the leading digits of every two-digit answer), run.json records it, and ensure reuses the
+    table only for that rule."""
+    net, tok, _ = embedded_model
+    c = Accuracy(results=str(tmp_path), n_per_template=1)
+    df = A.run(c, net, tok)
+    assert drawn and {s.answer_token for s in drawn} == {"last-digit"}
+    assert all(s.clean.endswith(s.target[:-1]) and s.answer == s.target[-1] for s in drawn)
+    assert list(df.example[df.template != "(all)"]) == [s.clean for s in drawn]
+    folder = R.model_folder(tmp_path, "embedded")
+    assert R.read_run(folder)["steps"]["accuracy"]["parameters"] == {"n_per_template": 1, "seed": 0,
+                                                                    "answer_token": "last-digit"}
+    assert A.scored_with(folder) == "last-digit"
+    drawn.clear()
+    A.ensure(c, model=net, tok=tok)
+    assert not drawn                                             # same rule: reused
+    A.ensure(c.replace(answer_token="first"), model=net, tok=tok)
+    assert drawn and {s.answer_token for s in drawn} == {"first"} and A.scored_with(folder) == "first"
+
+
+def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
+    """Protects the old numbers: switched to the paper's first token, the table equals the one the step wrote
+    before the rule was configurable (FIRST_TOKEN_TABLE, the embedded model, one prompt per template)."""
+    net, tok, _ = embedded_model
+    df = A.run(Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first"), net, tok)
+    whole = df[df.template == "(all)"].set_index("op")
+    assert set(whole.index) == set(FIRST_TOKEN_TABLE)
+    for op, (n, k, p) in FIRST_TOKEN_TABLE.items():
+        assert (whole.loc[op, "n"], whole.loc[op, "correct"]) == (n, k)
+        assert whole.loc[op, "mean_p_answer"] == pytest.approx(p, abs=1e-4)
+
+
+def test_a_record_without_the_rule_was_scored_with_the_first_token(tmp_path, embedded_model):
+    """Protects the tables made before the rule was recorded (the shipped SmolLM2 one): their run.json lacks
+    answer_token, so they count as scored with "first" and are not reused for identify's rule."""
+    net, tok, _ = embedded_model
+    c = Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first")
+    folder = R.model_folder(tmp_path, "embedded")
+    df = A.accuracy_by_template(net, tok, "all", 1, 0, answer_token="first")
+    R.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": {"n_per_template": 1, "seed": 0}},
+                 model_name="embedded")
+    assert A.scored_with(folder) == "first"
+    assert R.made_with(folder, "accuracy", A.recorded(c), absent_means=A.ABSENT_MEANS)
+    assert not R.made_with(folder, "accuracy", A.recorded(c.replace(answer_token="last-digit")),
+                           absent_means=A.ABSENT_MEANS)
