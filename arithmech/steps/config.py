@@ -143,8 +143,7 @@ class Stability(ModelStep):
     threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% interval below this", high=-1e-9)
     top: int = option(10, "size of the top-k set compared beside the key set", low=1, high=MAX_ORDERS)
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
-    shots: int = option(Identify.shots, "solved examples before every prompt, as identify's --shots", low=0,
-                        high=MAX_SHOTS)
+    shots: int = same_as(Identify, "shots")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:
@@ -177,8 +176,7 @@ class Shots(ModelStep):
     grid: tuple[int, ...] = option((0, 2, 4, 8), "numbers of solved examples compared", low=0, high=MAX_SHOTS)
     n_per_template: int = option(12, "validation prompts drawn per template and K (a seed of their own)", low=1,
                                  high=MAX_PER_TEMPLATE)
-    answer_token: str = option(Identify.answer_token, "the answer-token rule, as identify's --answer-token",
-                               choices=ANSWER_TOKENS)
+    answer_token: str = same_as(Identify, "answer_token")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
 
