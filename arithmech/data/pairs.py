@@ -41,7 +41,7 @@ import torch
 from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.core.results import read
 from arithmech.data import templates as templates_module
-from arithmech.data.answers import draw_operands
+from arithmech.data.answers import PAIRS_DIVISION, draw_operands
 from arithmech.data.pairfile import load_pair_file
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
@@ -86,10 +86,11 @@ class PairStats:
 
 
 # ------------------------------------------------------------------------------------ operands
-def _operands(t: templates_module.Template, rng: random.Random) -> tuple[int, int, int]:
+def _operands(t: templates_module.Template, rng: random.Random, division: str) -> tuple[int, int, int]:
     """Draw (A, B, C) for template ``t`` with operands in 1..9 (App. A); bounded, see
-    :func:`arithmech.data.answers.draw_operands` (no code is run for a template's answer)."""
-    return draw_operands(t, rng)
+    :func:`arithmech.data.answers.draw_operands` (no code is run for a template's answer; ``division``:
+    :data:`~arithmech.data.answers.DIVISION_DRAWS`)."""
+    return draw_operands(t, rng, division=division)
 
 
 FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
@@ -116,14 +117,15 @@ def render(text: str, values: dict) -> tuple[str, dict]:
     return "".join(out), spans
 
 
-def draw_values(t: templates_module.Template, rng: random.Random) -> dict:
+def draw_values(t: templates_module.Template, rng: random.Random, *, division: str) -> dict:
     """One seeded draw of every field template ``t`` can use: operands ``A``, ``B`` and answer ``C`` by the
     template's rule (App. A: 1..9, no carry into the year, exact quotients, ...), the year prefix ``YYY``,
     the pool words (``NAME``, ``OBJECT``, ...) and their distinct counterfactual stand-ins (``NAME2``,
     ``NAME_C``, ``OBJECT_C``), the operator word ``OP`` and the neutral replacements ``N``, ``N2``, ``N3``
     (words) and ``S`` (a symbol), none equal to ``OP``. The draws happen in a fixed order, so the same
-    ``rng`` state gives the same values."""
-    a, b, c = _operands(t, rng)
+    ``rng`` state gives the same values. ``division``: how a division template's operands are drawn
+    (:data:`arithmech.data.answers.DIVISION_DRAWS`; pairs: ``PAIRS_DIVISION``, training text: ``CORPUS_DIVISION``)."""
+    a, b, c = _operands(t, rng, division)
     v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
     for k, pool in templates_module.POOLS.items():
         v[k] = rng.choice(pool)
@@ -271,7 +273,7 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
     """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
-        a2, b2, c2 = _operands(t, rng)
+        a2, b2, c2 = _operands(t, rng, PAIRS_DIVISION)
         if (a2, b2) == (v["A"], v["B"]):
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
@@ -287,7 +289,7 @@ _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, variant: str = "first") -> Sample | None:
     """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
     None on failure."""
-    v = draw_values(t, rng)
+    v = draw_values(t, rng, division=PAIRS_DIVISION)
     clean, spans = render(t.clean, v)
     target = str(v["C"])
     split = split_answer(tok, clean, target, t.joiner, answer_token=variant)
