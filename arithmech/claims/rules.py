@@ -32,7 +32,9 @@ from arithmech.claims.finetune import precise_keeps_generic, precise_matches_ful
 from arithmech.core import results
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
+from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
+from arithmech.steps.config import CONTROL_FLOOR
 from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
@@ -125,7 +127,10 @@ RULES += (
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
          "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated reaches down to the "
-         "majority floor (always answering the most frequent answer token); does not hold iff it lies above it"),
+         "floor — the higher of the majority floor (always answering the most frequent answer token) and the "
+         "conditioned floor (the answer token guessed, leave-one-out, from the operation, the carried digits and "
+         "one operand); does not hold iff it lies above it; inconclusive for a task that fails its control "
+         f"(conditioned floor on its X_r >= {CONTROL_FLOOR})"),
 )
 BY_ID = {r.id: r for r in RULES}
 
@@ -273,9 +278,12 @@ def _ablation_removes(ctx: Context):
         raise Missing("knockout.csv has no sanity rows (re-run identify)")
     task = "all" if (s.task == "all").any() else s.task.iloc[0]
     s = s[s.task == task].set_index("order")
-    heads, floor = s.loc["all-heads-out"], float(s.loc["majority-floor"].accuracy)
-    here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs majority floor "
-            f"{floor:.0%}; n = {int(heads.n)} prompts")
+    heads, floor = s.loc["all-heads-out"], floor_of(s)
+    here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs floor {floor:.0%} "
+            f"(the higher of the majority and the conditioned floor); n = {int(heads.n)} prompts")
+    failed = (ctx.read("key_heads.json").get("control") or {}).get("failed", {})
+    if task in failed:
+        return here + f"; task {task} fails its control: {failed[task]}", None
     return here, bool(heads.ci_low <= floor)
 
 

@@ -21,6 +21,14 @@ clock sentences ``A + B <= 12``.
 
 :func:`draw_operands` draws ``A, B`` in ``1..9`` until the answer is a non-negative integer, and gives
 up after ``max_draws`` draws with a message saying which template and what could not be satisfied.
+
+Division has two draws (:data:`DIVISION_DRAWS`). Drawing ``A, B`` uniformly and rejecting inexact quotients
+makes the quotient 1 come 9 times in 23 (every ``A = B``): the answer "1" then covers much of a division
+task, and a model that always writes it looks right. ``"uniform-quotient"`` draws the quotient ``C``
+uniformly over the quotients the rule allows (1..9), then ``(A, B)`` uniformly among the pairs with that
+quotient — the pairs identify patches (:data:`PAIRS_DIVISION`). ``"uniform-operands"`` is the old draw,
+kept for the embedded model's training text and the evaluation items drawn with it
+(:data:`CORPUS_DIVISION`), so that text stays byte-identical to what the shipped weights were trained on.
 """
 from __future__ import annotations
 
@@ -37,6 +45,9 @@ MAX_EXPR_CHARS = 200
 MAX_MAGNITUDE = 10 ** 12
 MAX_EXPONENT = 64
 MAX_DRAWS = 10_000
+DIVISION_DRAWS = ("uniform-quotient", "uniform-operands")
+PAIRS_DIVISION = "uniform-quotient"     # the (X_r, X_c) pairs of identify, accuracy, knockout (data.pairs)
+CORPUS_DIVISION = "uniform-operands"    # the training corpus and evaluation items (data.sentences, heldout, splits)
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
@@ -194,14 +205,25 @@ def satisfiable(template) -> bool:
     return any(rule(a, b) is not None for a in OPERANDS for b in OPERANDS)
 
 
-def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS) -> tuple[int, int, int]:
-    """Draw ``(A, B, C)`` with ``A, B`` uniform in 1..9 until ``C`` is a non-negative integer.
+def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS, *, division: str) -> tuple[int, int, int]:
+    """Draw ``(A, B, C)`` with ``A, B`` in 1..9 and ``C`` a non-negative integer by the template's rule.
 
-    Each try takes two ``rng.randint(1, 9)`` (A then B), so a seed gives the same operands as it always
-    did. After ``max_draws`` tries without an answer it raises ``ValueError`` naming the template and
-    the rule that could not be satisfied.
+    ``division`` (:data:`DIVISION_DRAWS`) matters only for a division template without an answer expression:
+    ``"uniform-quotient"`` takes ``C = rng.choice(quotients)`` over the quotients the rule allows, then
+    ``(A, B) = rng.choice(pairs with that quotient)`` (one draw each, no rejection). Otherwise (and every
+    other operation) each try takes two ``rng.randint(1, 9)`` (A then B) until the rule gives an answer, so a
+    seed gives the same operands as it always did; after ``max_draws`` tries it raises ``ValueError`` naming
+    the template and the rule that could not be satisfied.
     """
+    if division not in DIVISION_DRAWS:
+        raise ValueError(f"division draw {division!r}: use one of {', '.join(DIVISION_DRAWS)}")
     rule = answer_rule(template)
+    if division == "uniform-quotient" and template.op == "division" and not template.answer_expr:
+        by_c = _by_answer(template.op, template.clean)
+        if by_c:
+            c = rng.choice(sorted(by_c))
+            a, b = rng.choice(by_c[c])
+            return a, b, c
     for _ in range(max_draws):
         a, b = rng.randint(1, 9), rng.randint(1, 9)
         c = rule(a, b)
@@ -211,3 +233,15 @@ def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS) -> t
             else f"the {template.op} rule for {template.clean!r}")
     raise ValueError(f"template {template.id!r}: after {max_draws} draws of A, B in 1..9, {what} never gave a "
                      f"non-negative whole number (at most {MAX_MAGNITUDE:.0e}); change the answer or the operation")
+
+
+@functools.lru_cache(maxsize=64)
+def _by_answer(op: str, clean: str) -> dict[int, list[tuple[int, int]]]:
+    """Every ``(A, B)`` in 1..9 with an answer under an operation's rule, grouped by the answer (pairs sorted)."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for a in OPERANDS:
+        for b in OPERANDS:
+            c = operation_answer(op, clean, a, b)
+            if c is not None:
+                out.setdefault(c, []).append((a, b))
+    return out

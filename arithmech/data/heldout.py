@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 
 from arithmech.data import templates
-from arithmech.data.answers import OPERANDS, answer_rule
+from arithmech.data.answers import CORPUS_DIVISION, OPERANDS, answer_rule
 from arithmech.data.pairs import draw_values, render
 
 SEED = 13
@@ -106,11 +106,11 @@ def declaration() -> dict:
 # ------------------------------------------------------------------------------------ evaluation items
 def _item(t: templates.Template, rng: random.Random, pair: tuple[int, int] | None = None) -> dict:
     """One prompt of template ``t``: seeded pool words; operands ``pair`` or a non-held-out draw."""
-    v = draw_values(t, rng)
+    v = draw_values(t, rng, division=CORPUS_DIVISION)
     if pair is not None:
         v.update(A=pair[0], B=pair[1], C=answer_rule(t)(*pair))
     while pair is None and is_heldout_pair(t.op, v["A"], v["B"]):
-        v = draw_values(t, rng)
+        v = draw_values(t, rng, division=CORPUS_DIVISION)
     return {"prompt": render(t.clean, v)[0], "target": str(v["C"]), "joiner": t.joiner, "op": t.op,
             "template": t.id, "a": v["A"], "b": v["B"]}
 

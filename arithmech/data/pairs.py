@@ -42,7 +42,7 @@ from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.core.results import read
 from arithmech.data import templates as templates_module
 from arithmech.data import shots as shots_module
-from arithmech.data.answers import draw_operands
+from arithmech.data.answers import PAIRS_DIVISION, draw_operands
 from arithmech.data.pairfile import load_pair_file
 from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)
 
@@ -232,7 +232,7 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
     """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
-        a2, b2, c2 = draw_operands(t, rng)
+        a2, b2, c2 = draw_operands(t, rng, division=PAIRS_DIVISION)
         if (a2, b2) == (v["A"], v["B"]) or (a2, b2) in exclude:
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
@@ -250,7 +250,7 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
     None on failure. ``prefix`` (solved examples) starts X_r and X_c; a draw with operands in ``exclude``
     (the examples' pairs) fails."""
-    v = draw_values(t, rng)
+    v = draw_values(t, rng, division=PAIRS_DIVISION)
     if exclude and (v["A"], v["B"]) in exclude:
         return None
     query, spans = render(t.clean, v)

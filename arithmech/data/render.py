@@ -38,14 +38,15 @@ def render(text: str, values: dict) -> tuple[str, dict]:
     return "".join(out), spans
 
 
-def draw_values(t: templates_module.Template, rng: random.Random) -> dict:
+def draw_values(t: templates_module.Template, rng: random.Random, *, division: str) -> dict:
     """One seeded draw of every field template ``t`` can use: operands ``A``, ``B`` and answer ``C`` by the
     template's rule (App. A: 1..9, no carry into the year, exact quotients, ...), the year prefix ``YYY``,
     the pool words (``NAME``, ``OBJECT``, ...) and their distinct counterfactual stand-ins (``NAME2``,
     ``NAME_C``, ``OBJECT_C``), the operator word ``OP`` and the neutral replacements ``N``, ``N2``, ``N3``
     (words) and ``S`` (a symbol), none equal to ``OP``. The draws happen in a fixed order, so the same
-    ``rng`` state gives the same values."""
-    a, b, c = draw_operands(t, rng)
+    ``rng`` state gives the same values. ``division``: how a division template's operands are drawn
+    (:data:`arithmech.data.answers.DIVISION_DRAWS`; pairs: ``PAIRS_DIVISION``, training text: ``CORPUS_DIVISION``)."""
+    a, b, c = draw_operands(t, rng, division=division)
     v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
     for k, pool in templates_module.POOLS.items():
         v[k] = rng.choice(pool)

@@ -15,6 +15,7 @@ import random
 from typing import Sequence
 
 from arithmech.data import templates
+from arithmech.data.answers import CORPUS_DIVISION
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.pairs import draw_values, render
 
@@ -56,9 +57,9 @@ def arithmetic_sentence(rng: random.Random, tpl: templates.Template | None = Non
     if tpl is None:
         tpls = templates.FIG8 + templates.FIG10
         tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
-    v = draw_values(tpl, rng)
+    v = draw_values(tpl, rng, division=CORPUS_DIVISION)
     while is_heldout_pair(tpl.op, v["A"], v["B"]):      # never a held-out fact (arithmech.embedded.heldout)
-        v = draw_values(tpl, rng)
+        v = draw_values(tpl, rng, division=CORPUS_DIVISION)
     prompt, _ = render(tpl.clean, v)
     return prompt, str(v["C"]), tpl
 
@@ -121,7 +122,7 @@ def phrasings() -> tuple[list[templates.Template], list[templates.Template]]:
 
 
 def _sentence(t: templates.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
-    v = draw_values(t, rng)
+    v = draw_values(t, rng, division=CORPUS_DIVISION)
     if ab is not None:
         a, b = ab
         v.update(A=a, B=b, C=a + b if t.op == "addition" else a - b)

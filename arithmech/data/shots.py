@@ -32,6 +32,7 @@ from __future__ import annotations
 import random
 
 from arithmech.data import templates as templates_module
+from arithmech.data.answers import PAIRS_DIVISION
 from arithmech.data.render import draw_values, render
 
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
@@ -78,7 +79,7 @@ def examples(t: templates_module.Template, k: int, seed: int) -> tuple[str, froz
     for op in example_operations(k, rng):
         tpl = by_op[op]
         for _ in range(200):
-            v = draw_values(tpl, rng)
+            v = draw_values(tpl, rng, division=PAIRS_DIVISION)
             if (v["A"], v["B"]) not in used:
                 break
         else:                                              # 81 pairs per operation: never reached for k <= 8

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from arithmech.data import pairs, templates as templates_module
+from arithmech.data.answers import CORPUS_DIVISION
 from arithmech.data.sentences import GENERIC_FACTS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
 
@@ -82,7 +83,7 @@ def single_digit_items(side: str, per_template: int, data_seed: int = 0,
     for t in templates or (val_t if side == "val" else test_t):
         got = 0
         for _ in range(200 * per_template):
-            v = pairs.draw_values(t, rng)
+            v = pairs.draw_values(t, rng, division=CORPUS_DIVISION)
             if half((v["A"], v["B"]), data_seed) == side:
                 out.append((pairs.render(t.clean, v)[0], str(v["C"])))
                 got += 1

@@ -5,7 +5,8 @@ For each task::
     X_r of the task ──► topped up with fresh X_r to ``knockout_samples`` prompts (eval_samples)
     reference pool of X_c (knockout_means.build_pool) ──► per-prompt means, own operand pair left out
     ──► key components by effect rank vs random non-key ones (≥ 20 orders), Wilson intervals
-    ──► sanity rows: nothing out, all heads out, all MLPs out, X_c's own accuracy, majority floor
+    ──► sanity rows: nothing out, all heads out, all MLPs out, X_c's own accuracy, majority floor,
+        conditioned floor (the answer guessed from what the prompt carries, leave-one-out)
 
 ``knockout.csv`` rows: ``task, positions, kind, order, seed, k, accuracy, correct, n, ci_low, ci_high,
 mean_source``; ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
@@ -25,7 +26,8 @@ from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, templates as templates_module
-from arithmech.evals.scoring import filter_correct, predict
+from arithmech.data.answer_tokens import conditioned_floor
+from arithmech.evals.scoring import filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop, knockout_curve,
@@ -33,7 +35,8 @@ from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, gr
 from arithmech.methods.knockout_means import build_pool
 from arithmech.paper import FIG4_CASES
 
-SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor")
+SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
+FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor" means to the higher of the two
 RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
 RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
@@ -46,7 +49,8 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
-    ``n`` are kept or ``max_draw * n`` pairs were drawn (a model that answers few prompts right, such as
+    ``n`` are kept or ``max_draw * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
+    answer written by greedy decoding, :func:`arithmech.methods.prepare.prepare`) (a model that answers few prompts right, such as
     SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
     templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most."""
@@ -66,6 +70,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
         fresh = list({s.clean: s for s in more if s.clean not in tried}.values())
         tried |= {s.clean for s in fresh}
         ok = filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
+        ok = [s for s, e in zip(ok, greedy_exact(model, tok, [(s.bare, s.target) for s in ok], batch_size)) if e]
         kept += len(ok)
         out += ok[:missing]
     return out
@@ -88,9 +93,11 @@ def sample_templates(samples: Sequence[pairs.Sample]) -> list:
 
 def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, positions: str,
                 batch_size: int = BATCH_SIZE) -> list[dict]:
-    """The five rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
+    """The six rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
-    the X_r answer token, and the majority floor (always answering the most frequent answer token)."""
+    the X_r answer token, the majority floor (always answering the most frequent answer token) and the
+    conditioned floor (the best group-majority guess from the operation, the carried digits and one operand,
+    leave-one-out: :func:`arithmech.data.answer_tokens.conditioned_floor`)."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, batch_size=batch_size, positions=positions).sum(-1).tolist()
@@ -100,7 +107,8 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     src = mean_sources(tok, samples, means)
     n = len(samples)
     rows = [("nothing-out", 0, ok[0], src), ("all-heads-out", L * H, ok[1], src), ("all-mlps-out", L, ok[2], src),
-            ("x_c", 0, xc, "none"), ("majority-floor", 0, floor, "none")]
+            ("x_c", 0, xc, "none"), ("majority-floor", 0, floor, "none"),
+            ("conditioned-floor", 0, conditioned_floor(samples)["correct"], "none")]
     return [with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n)
             for o, k, c, s in rows]
 
@@ -155,19 +163,20 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
 def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
                    curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
                    seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE, ck=None, bar=None,
-                   *, answer_token: str, shots: int = 0):
+                   *, answer_token: str, shots: int = 0, pooled: Sequence[str] | None = None):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
     ``samples``: task → X_r; ``templates``: task → its templates (``None`` for ready-made samples);
     ``ranking(task)`` → ``(heads, mlps)`` by effect; ``key(task)`` → the task's key heads dict. Each task's
-    prompts are its X_r topped up (:func:`eval_samples`); with several tasks, ``"all"`` interleaves them.
+    prompts are its X_r topped up (:func:`eval_samples`); with several tasks, ``"all"`` interleaves those of
+    ``pooled`` (default: every task; identify leaves out a task that fails its control).
     Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
     ``ck`` / ``bar``: checkpoints (each task's frame saved and reused) and a progress bar, optional."""
     evals = {t: eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
                              answer_token=answer_token, shots=shots)
              for t, ss in samples.items()}
     if len(samples) > 1:
-        evals["all"] = pairs.interleave(evals.values())[:knockout_samples]
+        evals["all"] = pairs.interleave([evals[t] for t in (samples if pooled is None else pooled)])[:knockout_samples]
     frames = []
     for j, task in enumerate(evals):
         got = ck.load(f"knockout-{j}") if ck is not None else None

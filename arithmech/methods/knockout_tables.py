@@ -10,10 +10,11 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.methods.knockout import POSITIONS
-from arithmech.methods.knockout_run import task_knockout
+from arithmech.methods.knockout_run import FLOORS, task_knockout
 
 SANITY_COLUMNS = {"nothing-out": "nothing out", "all-heads-out": "all heads out", "all-mlps-out": "all MLPs out",
-                  "x_c": "X_c prompt (X_r answer)", "majority-floor": "majority floor"}
+                  "x_c": "X_c prompt (X_r answer)", "majority-floor": "majority floor",
+                  "conditioned-floor": "conditioned floor"}
 
 
 def _frame(res_or_frame) -> pd.DataFrame:
@@ -50,16 +51,30 @@ def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sanity_table(res) -> pd.DataFrame:
-    """One row per task and position setting: the five sanity accuracies with their Wilson intervals
+def floor_of(by: pd.DataFrame) -> float:
+    """"The floor" of one task's sanity rows (indexed by ``order``): the higher of the majority floor and the
+    conditioned floor (:data:`~arithmech.methods.knockout_run.FLOORS`; a file without the latter: the former)."""
+    return max(float(by.loc[o, "accuracy"]) for o in FLOORS if o in by.index)
+
+
+def sanity_table(res, control: dict | None = None) -> pd.DataFrame:
+    """One row per task and position setting: the sanity accuracies with their Wilson intervals
     and the rule decided on them (written before any run):
 
-    * ``heads_out_above_floor``: the interval of "all heads out" lies above the majority floor
-      (``ci_low > floor``) — then the ablation **does not remove the information** the heads carry
-      (``removes_information`` is False); the interval touching the floor: it does (True);
-    * ``nothing_out_is_clean``: nothing out scores what the model scores with no hook at all.
+    * ``heads_out_above_floor``: the interval of "all heads out" lies above the floor — the higher of the
+      majority floor and the conditioned floor (``ci_low > floor``; :func:`floor_of`) — then the ablation
+      **does not remove the information** the heads carry (``removes_information`` is False); the interval
+      touching the floor: it does (True);
+    * a task that fails its control (``control["failed"]``, key_heads.json's; :data:`arithmech.steps.config.
+      CONTROL_FLOOR`): its answer is guessable from what the prompt carries, so ``removes_information`` is
+      None (inconclusive) and ``control`` says why.
+
+    ``control``: key_heads.json's ``control`` (taken from ``res.key_heads`` when ``res`` is a run).
     """
     ko = _frame(res)
+    if control is None and not isinstance(res, pd.DataFrame):
+        control = res.key_heads.get("control")
+    failed = (control or {}).get("failed", {})
     s = ko[ko.kind == "sanity"]
     rows = []
     for (task, pos), d in s.groupby(["task", "positions"], sort=False):
@@ -67,11 +82,14 @@ def sanity_table(res) -> pd.DataFrame:
         row = {"task": task, "positions": pos, "n": int(by.n.iloc[0]),
                "mean_source": str(by.loc["nothing-out", "mean_source"])}
         for o, name in SANITY_COLUMNS.items():
-            row[name] = float(by.loc[o, "accuracy"])
-            row[f"{name} ci"] = (float(by.loc[o, "ci_low"]), float(by.loc[o, "ci_high"]))
-        above = float(by.loc["all-heads-out", "ci_low"]) > float(by.loc["majority-floor", "accuracy"])
+            got = o in by.index                      # conditioned-floor: absent from files made before it
+            row[name] = float(by.loc[o, "accuracy"]) if got else float("nan")
+            row[f"{name} ci"] = (float(by.loc[o, "ci_low"]), float(by.loc[o, "ci_high"])) if got else (float("nan"),) * 2
+        row["floor"] = floor_of(by)
+        above = bool(float(by.loc["all-heads-out", "ci_low"]) > row["floor"])
         row["heads_out_above_floor"] = above
-        row["removes_information"] = not above
+        row["removes_information"] = None if task in failed else not above
+        row["control"] = f"fails: {failed[task]}" if task in failed else "passes"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -80,7 +98,10 @@ def sanity_sentence(row) -> str:
     """The chapter's sentence for one row of :func:`sanity_table`, computed, not typed."""
     lo, hi = row["all heads out ci"]
     head = (f"With every head mean-ablated ({row['positions']}), accuracy is {row['all heads out']:.1%} "
-            f"(95% CI {lo:.1%}–{hi:.1%}, n = {row['n']}) against a majority floor of {row['majority floor']:.1%}: ")
+            f"(95% CI {lo:.1%}–{hi:.1%}, n = {row['n']}) against a floor of {row['floor']:.1%} (the higher of the "
+            f"majority floor, {row['majority floor']:.1%}, and the conditioned floor, {row['conditioned floor']:.1%}): ")
+    if row.get("removes_information", False) is None:
+        return head + f"inconclusive, the task {row['control']}."
     return head + ("the interval lies above the floor, so this ablation does **not** remove the information "
                    "the heads carry." if row["heads_out_above_floor"] else
                    "the interval reaches the floor, so the ablation removes what the heads carry.")

@@ -1,8 +1,14 @@
 """The identify step's samples: draw (X_r, X_c) pairs of a task, keep what the model answers right, and
 keep only pairs whose counterfactual changes the answer.
 
+"Right" is two checks, both needed: the measured answer token is the model's top-1 next token, *and*
+greedy decoding from the prompt before the whole answer (:attr:`Sample.bare`) writes the whole answer
+(:func:`~arithmech.evals.scoring.greedy_exact`). The token alone is not enough under
+``answer_token="last-digit"``: the prompt hands the model the answer's leading digits, which it may not
+have written itself (SmolLM2: 584 prompts right by the token, 337 by the whole answer).
+
 >>> kept, info = prepare(model, tok, "addition", n_samples=128, seed=0)      # answer_token="last-digit"
->>> info["n_drawn"], info["n_correct"], info["n_kept"], info["exact_match"]
+>>> info["n_drawn"], info["n_correct"], info["n_exact_correct"], info["n_kept"], info["exact_match"]
 
 ``info`` (recorded per task in ``run.json``'s ``samples``) holds the answer-token accuracy, the exact match
 of the whole answer (greedy), the counterfactual check's counts and, per template, the counts behind
@@ -38,17 +44,18 @@ def task_label(task) -> str:
 
 def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
             answer_token: str = "last-digit", check_xc: bool = True, shots: int = 0) -> tuple[list[pairs.Sample], dict]:
-    """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r) and,
-    with ``check_xc``, whose X_c moves the model's top-1 token away from the answer token.
+    """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r: the answer
+    token is top-1 and greedy decoding writes the whole answer) and, with ``check_xc``, whose X_c moves the
+    model's top-1 token away from the answer token.
 
     ``task``: an operation, ``fig8``, ``fig10``, ``exponentiation``, a template-pair file, a list of
     templates, or a list of ready :class:`~arithmech.data.pairs.Sample` (e.g. :func:`gsm8k_samples`,
     operand pairs; drawn with their own variant, so ``answer_token`` is not applied to them).
     ``answer_token``: the variant of :data:`arithmech.data.pairs.ANSWER_TOKENS` for drawn pairs.
 
-    Returns ``(kept, info)``; ``info``: ``n_drawn``, ``n_correct`` (answer token right), ``n_kept`` (also
-    passing the X_c check), ``accuracy`` (answer-token, of the drawn), ``exact_match`` (whole answer,
-    greedy, of the drawn), ``redrawn``, ``accuracy_by_template``, ``answer_token``, ``counterfactual_check``
+    Returns ``(kept, info)``; ``info``: ``n_drawn``, ``n_correct`` (answer token right), ``n_exact_correct``
+    (answer token right and the whole answer written), ``n_kept`` (also passing the X_c check), ``accuracy``
+    (answer-token, of the drawn), ``exact_match`` (whole answer, greedy, of the drawn), ``redrawn``, ``accuracy_by_template``, ``answer_token``, ``counterfactual_check``
     (``checked``, ``passed``, ``dropped``) and ``templates`` (:func:`~arithmech.data.answer_tokens.template_summary`).
     """
     if n_samples < 1:
@@ -65,26 +72,29 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
     correct_ids = {id(s) for s in correct_s}
     correct = [id(s) in correct_ids for s in samples]
     exact = greedy_exact(model, tok, [(s.bare, s.target) for s in samples], batch_size=batch_size)
+    both = [c and e for c, e in zip(correct, exact)]
+    right = [s for s, b in zip(samples, both) if b]             # X_r: the token and the whole answer right
     if check_xc:
-        kept, flags = check_counterfactuals(model, tok, correct_s, batch_size)
+        kept, flags = check_counterfactuals(model, tok, right, batch_size)
     else:
-        kept, flags = list(correct_s), [True] * len(correct_s)
+        kept, flags = list(right), [True] * len(right)
     passed = iter(flags)
-    per_sample = [next(passed) if c else None for c in correct]
-    info = {"n_drawn": len(samples), "n_correct": len(correct_s), "n_kept": len(kept),
+    per_sample = [next(passed) if b else None for b in both]
+    info = {"n_drawn": len(samples), "n_correct": len(correct_s), "n_exact_correct": len(right), "n_kept": len(kept),
             "accuracy": len(correct_s) / len(samples), "exact_match": sum(exact) / len(samples),
             "redrawn": stats.redrawn, "accuracy_by_template": acc, "answer_token": variant,
-            "counterfactual_check": {"checked": len(correct_s) if check_xc else 0, "passed": len(kept) if check_xc else 0,
-                                     "dropped": len(correct_s) - len(kept)},
+            "counterfactual_check": {"checked": len(right) if check_xc else 0, "passed": len(kept) if check_xc else 0,
+                                     "dropped": len(right) - len(kept)},
             "templates": template_summary(samples, correct, exact, per_sample, checked=check_xc)}
     if not kept:
         what = task if isinstance(task, str) else "of templates " + ", ".join(
             getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
-        if not correct_s:
-            raise ValueError(f"the model answers none of the {len(samples)} prompts {what} right, so there "
-                             "is no reference data X_r to patch; use a task the model can do (see `python -m "
-                             "arithmech accuracy`) or more samples")
-        raise ValueError(f"the model answers {len(correct_s)} of the {len(samples)} prompts {what} right, but on "
+        if not right:
+            raise ValueError(f"the model answers none of the {len(samples)} prompts {what} right ({len(correct_s)} "
+                             "by the answer token, none also writing the whole answer), so there is no reference "
+                             "data X_r to patch; use a task the model can do (see `python -m arithmech accuracy`) "
+                             "or more samples")
+        raise ValueError(f"the model answers {len(right)} of the {len(samples)} prompts {what} right, but on "
                          "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
                          "is left to patch; use another counterfactual or more samples")
     return kept, info

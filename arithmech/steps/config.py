@@ -61,7 +61,10 @@ class ModelStep(Config):
 
 @dataclass(frozen=True)
 class Identify(ModelStep):
-    """Path patching of every head and MLP, key heads, knockout, transfer (paper §4.1, §5.1)."""
+    """Path patching of every head and MLP, key heads, knockout, transfer (paper §4.1, §5.1).
+
+    Each task has a control, fixed before any run (:data:`CONTROL_FLOOR`): a task whose answer token can be
+    guessed from what its prompts carry is inconclusive and left out of the pooled task "all"."""
     task: str = option("all", "addition, subtraction, multiplication, division, all (the four), fig8, fig10, "
                        "exponentiation, or a template-pair file (.json / .jsonl)")
     n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1, high=MAX_PAIRS)
@@ -95,6 +98,16 @@ class Identify(ModelStep):
     def check(self) -> None:
         super().check()
         check_task(self.task)
+
+
+CONTROL_FLOOR = 0.5
+"""The per-task control of identify, written before any run: a task **fails** it when its conditioned floor
+(:func:`arithmech.data.answer_tokens.conditioned_floor` on its X_r, point estimate) is >= 0.5 — half its
+answers can be guessed from the operation, the carried digits and one operand, so a knockout down to that
+level is no evidence about the calculation. A failing task's own verdicts are inconclusive and, with several
+tasks, it is left out of the pooled "all" rows (effects, key heads, the knockout's "all" prompts); which and
+why is recorded in ``key_heads.json`` and ``run.json`` (``control``). Where every task fails, "all" pools
+them all and is inconclusive too."""
 
 
 BOOK_SCALE = dict(knockout_samples=128, pool_size=128, knockout_positions="both", prob=False)

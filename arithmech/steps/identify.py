@@ -25,6 +25,7 @@ import random
 import sys
 import time
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -37,7 +38,7 @@ from arithmech.core.memory import PeakMemory
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.data import pairs as pairs_module
-from arithmech.data.answer_tokens import answer_token_table
+from arithmech.data.answer_tokens import answer_token_table, conditioned_floor
 from arithmech.methods import knockout_run
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import (effects_frame, key_heads, ranking,  # noqa: F401 (public names here too)
@@ -48,7 +49,7 @@ from arithmech.methods.knockout_run import describe_means, prepare_means, run_tr
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.steps.config import Identify as Config
+from arithmech.steps.config import CONTROL_FLOOR, Identify as Config
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
@@ -91,7 +92,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
     Args:
         tasks: ``"all"`` (the four operations), one task, or a list of tasks (names, template-pair
             files, template lists); each gets ``n_samples`` draws. With several tasks the rows of task
-            ``"all"`` average over every sample (Fig. 2) and key heads are taken from them.
+            ``"all"`` average over every sample of the tasks that pass their control (Fig. 2;
+            :data:`arithmech.steps.config.CONTROL_FLOOR`, :func:`task_control`) and key heads are taken from them.
         knockout_samples: prompts per task in the knockout curves: the task's X_r, topped up with fresh
             X_r (:func:`~arithmech.methods.knockout_run.eval_samples`).
         n_random: seeded random orders per knockout curve (drawn from the non-key components).
@@ -168,10 +170,10 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             print(f"identify: resumed {len(resumed)} of {len(labelled)} tasks ({', '.join(resumed)}) from {ck.dir}",
                   file=sys.stderr, flush=True)
         t1 = time.time()
-        primary = next(iter(samples))
+        primary, control = next(iter(samples)), task_control(samples)
         if len(samples) > 1:
             primary = "all"
-            patched["all"] = concat_patched([patched[k] for k in samples])
+            patched["all"] = concat_patched([patched[k] for k in control["pooled"]])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # already warned per task
                 frames.append(effects_frame(patched["all"], "all", prob, n_boot, seed))
@@ -179,6 +181,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         timings["patching"] += time.time() - t1
         kh = key_heads(effects, primary, threshold)
         kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
+        kh["control"] = control
         every = [s for ss in samples.values() for s in ss]
         t2 = time.time()
         tpls = {label: None if isinstance(spec, list) and spec and isinstance(spec[0], pairs_module.Sample) else
@@ -195,7 +198,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             ko, evals = knockout_run.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
                                           lambda t: key_heads(effects, t, threshold), primary, curves_for, positions,
                                           knockout_samples, n_random, seed, ks, batch_size, ck, bar,
-                                          answer_token=answer_token, shots=shots)
+                                          answer_token=answer_token, shots=shots, pooled=control["pooled"])
         timings["knockout"] = time.time() - t2 - timings["means"]
         mem.mark("knockout")
         res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, evals=evals, params=dict(
@@ -215,6 +218,28 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
     return res
 
 
+def task_control(samples: dict[str, list]) -> dict:
+    """Each task's control (:data:`arithmech.steps.config.CONTROL_FLOOR`) on its X_r: ``{"rule", "floors":
+    {task: {"majority", "conditioned", "by", "n"}}, "failed": {task: why}, "pooled": the tasks "all" pools}``."""
+    floors, failed = {}, {}
+    for t, ss in samples.items():
+        f = conditioned_floor(ss)
+        top = max(Counter(s.answer for s in ss).values()) if ss else 0
+        floors[t] = {"majority": top / len(ss) if ss else float("nan"), "conditioned": f["accuracy"], "by": f["by"],
+                     "n": f["n"]}
+        if f["accuracy"] >= CONTROL_FLOOR:
+            failed[t] = (f"conditioned floor {f['correct']}/{f['n']} = {f['accuracy']:.0%} >= {CONTROL_FLOOR:.0%} "
+                         f"(answer guessed from {f['by']})")
+    pooled = [t for t in samples if t not in failed]
+    if not pooled:
+        pooled = list(samples)
+        if len(samples) > 1:
+            failed["all"] = "every task fails its control; all pools them all"
+    return {"rule": f"a task fails when its conditioned floor on X_r is >= {CONTROL_FLOOR} (steps.config.CONTROL_FLOOR): "
+                    "its verdicts are inconclusive and it is left out of the pooled task all",
+            "floors": floors, "failed": failed, "pooled": pooled}
+
+
 def concat_patched(ps: Sequence[Patched]) -> Patched:
     """The samples of several :class:`Patched` results, in order, as one."""
     cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
@@ -225,12 +250,13 @@ def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tup
     """The studied heads (:func:`~arithmech.methods.effects.studied_heads`: key heads, else the top ones)
     recomputed from the samples outside the ``heldout`` family (for the transfer test), and their source."""
     held_ids = {t.id for t in pairs_module.select_templates(heldout)}
-    use = torch.tensor([s.template not in held_ids for ss in res.tasks.values() for s in ss])
+    tasks = res.key_heads.get("control", {}).get("pooled") or list(res.tasks)       # the tasks "all" pools
+    use = torch.tensor([s.template not in held_ids for t in tasks for s in res.tasks[t]])
     if not use.any():
         return [], "no sample outside the held-out family"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eff = effects_frame(concat_patched([res.patched[t] for t in res.tasks]).select(use), "id", False,
+        eff = effects_frame(concat_patched([res.patched[t] for t in tasks]).select(use), "id", False,
                             res.params["n_boot"], res.params["seed"])
     return studied_heads(eff, "id", res.params["threshold"])
 
@@ -252,7 +278,7 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
     record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": results.versions(),
               "wall_seconds": round(res.timings.get("total", 0.0), 2),
               "timings": {k: round(v, 2) for k, v in res.timings.items()},
-              "peak_memory": res.memory or results.peak_memory()}
+              "peak_memory": res.memory or results.peak_memory(), "control": res.key_heads.get("control")}
     return results.write_step(folder, "identify", files, record, model_name=model_name)
 
 
@@ -352,6 +378,9 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     res.effects["task"] = label
     res.key_heads["task"] = label
     res.knockout["task"] = label
+    c = res.key_heads["control"]
+    c.update(floors={label: c["floors"].pop("custom")}, pooled=[label],
+             failed={label: why for why in c["failed"].values()})
     res.info = {label: res.info.pop("custom")}
     res.tasks = {label: res.tasks.pop("custom")}
     res.params.update(tasks=[label], counterfactual="operand")

@@ -61,12 +61,9 @@ def yield_table(model, tok, grid=(0, 2, 4, 8), n_per_template: int = 12, seed: i
                     kept, info = [], None
                 row = {"shots": k, "op": op, "drawn": n}
                 if info is None:
-                    row.update(token_correct=0, exact_correct=0, correct=0, xc_valid=0, kept=0, top_share=float("nan"))
+                    row.update(token_correct=0, correct=0, xc_valid=0, kept=0, top_share=float("nan"))
                 else:
-                    t = info["templates"].values()
-                    row.update(token_correct=info["n_correct"],
-                               exact_correct=sum(v.get("exact", 0) for v in t),
-                               correct=info.get("n_exact_correct", info["n_correct"]),
+                    row.update(token_correct=info["n_correct"], correct=info["n_exact_correct"],
                                xc_valid=info["counterfactual_check"]["passed"], kept=info["n_kept"])
                     answers = pd.Series([s.answer for s in kept])
                     row["top_share"] = float(answers.value_counts().iloc[0] / len(answers)) if len(answers) else float("nan")

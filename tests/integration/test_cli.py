@@ -34,7 +34,8 @@ def test_cli_writes_results_files(tmp_path, capsys):
                                 "ci_high", "mean_source"]
     intact = ko[((ko.k == 0) & ko.kind.isin(["head", "mlp"])) | (ko.order == "nothing-out")]
     assert len(intact) and intact.accuracy.eq(1.0).all()             # X_r: the model answers all of them
-    assert set(ko[ko.kind == "sanity"].order) == {"nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor"}
+    assert set(ko[ko.kind == "sanity"].order) == {"nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor",
+                                                  "conditioned-floor"}
     kh = json.loads((a / "key_heads.json").read_text())
     assert kh["threshold"] == -0.05 and all(h["effect_hi"] < -0.05 for h in kh["heads"])   # the interval rule
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])

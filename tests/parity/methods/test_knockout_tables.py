@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.methods.knockout_tables import sanity_table
+from arithmech.methods.knockout_tables import sanity_sentence, sanity_table
 
 
 def test_sanity_table_decides_the_rule_from_the_rows():
@@ -20,3 +20,21 @@ def test_sanity_table_decides_the_rule_from_the_rows():
     assert above["heads_out_above_floor"] and not above["removes_information"]
     at = sanity_table(rows(0.55)).iloc[0]
     assert not at["heads_out_above_floor"] and at["removes_information"]
+    assert at["floor"] == 0.6 and at["control"] == "passes"            # a file without the conditioned floor
+
+
+def test_the_floor_is_the_higher_of_the_two_and_a_failed_control_is_inconclusive():
+    """Protects the floor rule: "all heads out" is compared with the higher of the majority floor (0.6) and the
+    conditioned floor (0.8 here, so an interval from 0.75 that clears the majority floor still reaches the
+    floor), and a task that fails its control (key_heads.json's control["failed"]) is inconclusive, saying why."""
+    base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
+            "mean_source": "template 256"}
+    vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, 0.75, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
+            "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66), "conditioned-floor": (0.8, 0.75, 0.85)}
+    ko = pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi} for o, (a, lo, hi) in vals.items()])
+    row = sanity_table(ko).iloc[0]
+    assert row["floor"] == 0.8 and row["conditioned floor"] == 0.8 and row["majority floor"] == 0.6
+    assert not row["heads_out_above_floor"] and row["removes_information"]
+    failed = sanity_table(ko, {"failed": {"t": "conditioned floor 80% >= 50%"}}).iloc[0]
+    assert failed["removes_information"] is None and failed["control"] == "fails: conditioned floor 80% >= 50%"
+    assert "inconclusive" in sanity_sentence(failed) and "0.8" not in sanity_sentence(row)

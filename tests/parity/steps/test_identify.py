@@ -20,3 +20,26 @@ def test_positions_table_end_row_reproduces_the_knockout_curve(embedded_model):
     for col in ("key_heads", "accuracy_key_heads_out", "accuracy_random_out_mean", "accuracy_random_out_std", "n"):
         assert pt.loc["end", col] == pytest.approx(ks[col]), col
     assert pt.loc["all", "accuracy_key_heads_out"] < 1 and pt.loc["all", "n"] == ks["n"]
+
+
+def test_a_task_that_fails_its_control_leaves_the_pooled_rows(embedded_model, monkeypatch):
+    """Protects the pooled task "all" under the control: with multiplication failing (task_control's verdict
+    forced here), the "all" effects are computed on addition's X_r alone (same n and same effects as
+    addition's rows), the knockout's "all" prompts hold no product, and key_heads.json records the control."""
+    import pandas as pd
+
+    from arithmech.steps import identify as I
+    model, tok, _ = embedded_model
+    real = I.task_control
+    def forced(samples):
+        c = real(samples)
+        return {**c, "failed": {"multiplication": "forced by the test"}, "pooled": ["addition"]}
+    monkeypatch.setattr(I, "task_control", forced)
+    res = I.identify(model, tok, ["addition", "multiplication"], n_samples=24, seed=0, knockout_samples=8,
+                     n_random=1, transfer=False, prob=False, n_boot=20, ks=[1])
+    e = res.effects.set_index(["task", "layer", "head"]).effect
+    assert len(e.loc["all"]) and (e.loc["all"] == e.loc["addition"]).all()
+    assert set(res.effects[res.effects.task == "all"].n) == {len(res.tasks["addition"])}
+    assert {s.op for s in res.evals["all"]} == {"addition"}
+    assert res.key_heads["control"]["failed"] == {"multiplication": "forced by the test"}
+    assert set(res.knockout.task) == {"addition", "multiplication", "all"} and isinstance(res.knockout, pd.DataFrame)

@@ -42,9 +42,9 @@ def _knockout(key_acc: float, random_accs: list[float], k: int = C.K, ci_high: f
     return df
 
 
-def _write(folder, effects: pd.DataFrame, knockout: pd.DataFrame | None = None):
+def _write(folder, effects: pd.DataFrame, knockout: pd.DataFrame | None = None, control: dict | None = None):
     files = {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3", "template": "t"}],
-             "effects.csv": effects, "key_heads.json": {"task": "all", "heads": []}}
+             "effects.csv": effects, "key_heads.json": {"task": "all", "heads": [], **({"control": control} if control else {})}}
     if knockout is not None:
         files["knockout.csv"] = knockout
     R.write_step(folder, "identify", files, {"parameters": {}})
@@ -92,6 +92,26 @@ def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_p
     worse = _write(tmp_path / "c", eff, _knockout(0.95, [0.9] * 20, ci_high=0.99))
     assert _holds(worse, "knockout-key-vs-random") is False
     assert _holds(clear, "knockout-random-flat") is False          # random mean 90% vs intact 100%
+
+
+def test_ablation_rule_uses_the_higher_floor_and_the_control(tmp_path):
+    """Protects "the ablation removes the information": every head out (interval from 0.45) is compared with
+    the higher of the majority floor (0.3: above it, does not hold) and the conditioned floor (0.5: reaches
+    it, holds); a task that fails its control is inconclusive, with the reason in "here"."""
+    eff = _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0])
+    def ko(cond):
+        rows = {"nothing-out": 1.0, "all-heads-out": 0.5, "all-mlps-out": 0.2, "x_c": 0.1, "majority-floor": 0.3}
+        if cond is not None:
+            rows["conditioned-floor"] = cond
+        d = pd.DataFrame([dict(task="all", kind="sanity", order=o, seed=-1, k=0, accuracy=a, n=256) for o, a in rows.items()])
+        d = d.assign(positions="end", mean_source="pool", correct=(d.accuracy * 256).round().astype(int))
+        return d.assign(ci_low=d.accuracy - 0.05, ci_high=d.accuracy + 0.05)
+    assert _holds(_write(tmp_path / "a", eff, ko(None)), "ablation-removes-information") is False
+    assert _holds(_write(tmp_path / "b", eff, ko(0.1)), "ablation-removes-information") is False
+    assert _holds(_write(tmp_path / "c", eff, ko(0.5)), "ablation-removes-information") is True
+    failed = _write(tmp_path / "d", eff, ko(0.5), {"failed": {"all": "every task fails its control"}})
+    row = C.claims(failed, ["ablation-removes-information"]).iloc[0]
+    assert row.holds is None and "fails its control" in row.here and "higher of" in C.BY_ID[row.id].rule
 
 
 def test_missing_files_make_a_claim_inconclusive_and_say_which(tmp_path):

@@ -85,7 +85,7 @@ def test_unknown_operation_without_answer_is_refused_at_once(tmp_path):
         load_template_pairs(f)
     t = T.Template("mod", "modulo", "custom", GOOD["clean"], GOOD["corrupt"])
     with time_limit(5), pytest.raises(ValueError, match="unknown operation 'modulo'"):
-        ANS.draw_operands(t, random.Random(0))
+        ANS.draw_operands(t, random.Random(0), division=ANS.PAIRS_DIVISION)
 
 
 def test_unsatisfiable_answer_gives_up_after_bounded_draws(tok, tmp_path):
@@ -94,7 +94,7 @@ def test_unsatisfiable_answer_gives_up_after_bounded_draws(tok, tmp_path):
     t = T.Template("neg", "custom", "custom", GOOD["clean"], GOOD["corrupt"], answer_expr="A - B - 100")
     t0 = time.perf_counter()
     with time_limit(10), pytest.raises(ValueError, match=r"'neg'.*10000 draws.*'A - B - 100'"):
-        ANS.draw_operands(t, random.Random(0))
+        ANS.draw_operands(t, random.Random(0), division=ANS.PAIRS_DIVISION)
     with time_limit(10), pytest.raises(ValueError, match="'neg'"):
         make_pairs(tok, [t], n=2, seed=0, answer_token="first")
     assert time.perf_counter() - t0 < 5
@@ -105,7 +105,8 @@ def test_unsatisfiable_answer_gives_up_after_bounded_draws(tok, tmp_path):
 
 def test_drawing_keeps_the_seeded_operand_stream():
     """Protects: bounding the draws changed no sample: the operands equal those of the old unbounded loop
-    (two randint(1, 9) per try, rejected until the operation's rule holds), reimplemented here."""
+    (two randint(1, 9) per try, rejected until the operation's rule holds), reimplemented here — for division
+    under "uniform-operands", the embedded model's training text's draw; every other operation under either."""
     def old(op, rng):
         while True:
             a, b = rng.randint(1, 9), rng.randint(1, 9)
@@ -120,4 +121,28 @@ def test_drawing_keeps_the_seeded_operand_stream():
     for op in ("subtraction", "division", "exponentiation", "multiplication"):
         t = T.Template("x", op, "custom", GOOD["clean"], GOOD["corrupt"])
         r1, r2 = random.Random(11), random.Random(11)
-        assert [ANS.draw_operands(t, r1) for _ in range(300)] == [old(op, r2) for _ in range(300)]
+        assert [ANS.draw_operands(t, r1, division="uniform-operands") for _ in range(300)] == [old(op, r2) for _ in range(300)]
+        if op != "division":
+            r1, r2 = random.Random(11), random.Random(11)
+            assert [ANS.draw_operands(t, r1, division="uniform-quotient") for _ in range(300)] == [old(op, r2) for _ in range(300)]
+
+
+def test_division_quotient_is_uniform():
+    """Protects the division draw of the pairs: the quotient is uniform over 1..9 (chi-square over 9,000
+    draws below the 0.999 quantile of chi2 with 8 degrees of freedom, 26.12; the old draw gave "1" 9 times in
+    23), every draw is an exact quotient of operands in 1..9, each quotient's pairs are all drawn, the draw is
+    seeded, and an unknown rule name is refused."""
+    t = T.Template("d", "division", "custom", GOOD["clean"], GOOD["corrupt"])
+    rng = random.Random(3)
+    draws = [ANS.draw_operands(t, rng, division="uniform-quotient") for _ in range(9000)]
+    assert all(1 <= a <= 9 and 1 <= b <= 9 and a == b * c for a, b, c in draws)
+    counts = [sum(c == q for _, _, c in draws) for q in range(1, 10)]
+    chi2 = sum((k - 1000) ** 2 / 1000 for k in counts)
+    assert chi2 < 26.12, counts
+    assert {(a, b) for a, b, c in draws if c == 1} == {(b, b) for b in range(1, 10)}
+    assert {(a, b) for a, b, c in draws if c == 2} == {(2, 1), (4, 2), (6, 3), (8, 4)}
+    old = [ANS.draw_operands(t, rng, division="uniform-operands")[2] for _ in range(9000)]
+    assert abs(old.count(1) / 9000 - 9 / 23) < 0.03                   # the draw it replaces, for contrast
+    assert draws[:50] == [ANS.draw_operands(t, r, division="uniform-quotient") for r in [random.Random(3)] for _ in range(50)]
+    with pytest.raises(ValueError, match="division draw 'uniform'"):
+        ANS.draw_operands(t, random.Random(0), division="uniform")

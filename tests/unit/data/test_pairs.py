@@ -159,7 +159,8 @@ DRAWN_BEFORE = {
 def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer, monkeypatch):
     """Protects: one drawing loop for both counterfactual kinds, and the answer-token variants added to it,
     draw with the paper's variant ("first") exactly the pairs (texts, positions, redraw counts) the two former
-    loops drew — given the neutral symbols of that time (eight, ^ & | ~ since dropped as operators)."""
+    loops drew — given the neutral symbols of that time (eight, ^ & | ~ since dropped as operators) and the
+    division draw of that time ("uniform-operands", since replaced by a uniform quotient for pairs)."""
     tok = embedded_tokenizer
     import hashlib
     import json
@@ -167,6 +168,7 @@ def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer, monkeypatch
     from arithmech.data import pairs as D
     former = ("<", ">", "@", "#", "&", "~", "|", "^")
     monkeypatch.setattr(T, "SYMBOL_DRAWS", former)
+    monkeypatch.setattr(D, "PAIRS_DIVISION", "uniform-operands")
     monkeypatch.setitem(T.POOLS, "S", former)
     for key, digest in DRAWN_BEFORE.items():
         maker, task, seed = key.split("/")

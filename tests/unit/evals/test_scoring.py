@@ -27,9 +27,10 @@ def _constant_model(tok, token: str):
     return model
 
 
-def test_counterfactual_check_drops_pairs_answered_the_same(embedded_tokenizer):
+def test_counterfactual_check_drops_pairs_answered_the_same(embedded_tokenizer, monkeypatch):
     """Protects the X_c check: a model whose answer ignores the prompt answers X_c as X_r, so every pair is
-    dropped and counted; prepare then stops with a message saying why (no X_r is left)."""
+    dropped and counted; prepare then stops with a message saying why (no X_r is left). It writes "88...",
+    so no answer "8" is whole and X_r is empty before the X_c check; counted as whole, the X_c check empties it."""
     tok = embedded_tokenizer
     model = _constant_model(tok, "8")
     samples, _ = D.make_pairs(tok, "addition", n=60, seed=0, answer_token="single-token")
@@ -37,6 +38,10 @@ def test_counterfactual_check_drops_pairs_answered_the_same(embedded_tokenizer):
     assert right
     kept, passed = check_counterfactuals(model, tok, samples)
     assert kept == [s for s in samples if s.answer != "8"] and passed == [s.answer != "8" for s in samples]
+    with pytest.raises(ValueError, match=f"answers none of the 60 .*right \\({len(right)} by the answer token, none also"):
+        prepare(model, tok, "addition", 60, 0, answer_token="single-token")
+    from arithmech.methods import prepare as P
+    monkeypatch.setattr(P, "greedy_exact", lambda model, tok, items, batch_size: [True] * len(items))
     with pytest.raises(ValueError, match=f"answers {len(right)} of the 60 .*top-1 token is still the answer"):
         prepare(model, tok, "addition", 60, 0, answer_token="single-token")
 
