@@ -34,10 +34,12 @@ from arithmech.core.stats import wilson_interval
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps.config import CONTROL_FLOOR
+from arithmech.steps.config import CONTROL_FLOOR, Identify
 from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
+SHARE_THRESHOLD = Identify.share_threshold  # the calibrated rule's: a share of the counterfactual's LD effect
+_PCT = lambda x: f"{x:+.0%}".replace("-", "−")
 K = 8                      # heads knocked out in the knockout claims
 
 
@@ -55,6 +57,13 @@ RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
          "effects.csv has intervals); does not hold iff none is"),
+    Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a share of the "
+         "counterfactual's effect", "not measured in the paper (calibrated measure)",
+         "a head's share = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer)) / (mean "
+         "change of LD by the whole counterfactual), −1 when it carries all of it; holds iff at least one head's "
+         f"bootstrap interval of its share lies entirely below {_PCT(SHARE_THRESHOLD)} (it carries at least "
+         f"{-SHARE_THRESHOLD:.0%} of the counterfactual's effect); does not hold iff none does; inconclusive where "
+         "effects.csv has no share (results made before it was measured)"),
     Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2)",
          f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change"),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
@@ -142,6 +151,18 @@ def _key_heads(ctx: Context):
     names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
     return (f"{len(key)} of {len(hd)} heads have their bootstrap interval below {THRESHOLD:+.0%} ({names}); strongest: "
             f"{hd.effect.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} prompts", len(key) > 0)
+
+
+def _key_heads_share(ctx: Context):
+    hd = ctx.heads()
+    if "share_hi" not in hd or hd.share_hi.isna().all():
+        raise Missing("effects.csv has no share columns (made before the calibrated measure; re-run identify)")
+    hd = hd.sort_values(["share", "layer", "head"], kind="stable")
+    key = hd[hd.share_hi < SHARE_THRESHOLD]
+    names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
+    return (f"{len(key)} of {len(hd)} heads have their share's bootstrap interval below {_PCT(SHARE_THRESHOLD)} "
+            f"({names}); strongest: {hd.share.iloc[0]:+.1%} of the counterfactual's effect; n = {int(hd.n.iloc[0])} "
+            "prompts", len(key) > 0)
 
 
 def _few_heads(ctx: Context):
@@ -297,7 +318,7 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
 
 
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
-    "key-heads-exist": _key_heads, "few-heads": _few_heads, "middle-layers": _middle_layers,
+    "key-heads-exist": _key_heads, "key-heads-exist-share": _key_heads_share, "few-heads": _few_heads, "middle-layers": _middle_layers,
     "logit-diff-ranking": _logit_diff_ranking, "knockout-key-vs-random": _knockout_key_vs_random,
     "knockout-random-flat": _knockout_random_flat, "mlps-late": _mlps_late, "transfer": _transfer,
     "attention-roles": _attention_roles, "stages": _stages,

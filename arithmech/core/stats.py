@@ -5,7 +5,9 @@
   fine-tuning), percentile bootstrap over items;
 * :func:`mean_interval`: mean ± z standard errors (per-chunk language-model losses);
 * :func:`bootstrap_mean_intervals`: percentile bootstrap intervals of many means at once (the effect of
-  every head and MLP over the same prompts), resampling the prompts, vectorised with an index matrix.
+  every head and MLP over the same prompts), resampling the prompts, vectorised with an index matrix;
+* :func:`bootstrap_ratio_intervals`: the same for ratios of means ``mean(num) / mean(den)`` (each head's share
+  of a total), numerator and denominator resampled with the same prompts.
 """
 from __future__ import annotations
 
@@ -86,10 +88,37 @@ def bootstrap_mean_intervals(x: torch.Tensor, n_boot: int = 1000, level: float =
     if not 0 < level < 1:
         raise ValueError(f"level {level}: expected a probability in (0, 1), e.g. 0.95")
     n = x.shape[0]
-    idx = bootstrap_indices(n, n_boot, seed)
-    counts = torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(
-        1, idx, torch.ones(n_boot, n, dtype=torch.float64))
+    counts = bootstrap_counts(n, n_boot, seed)
     means = counts @ x.reshape(n, -1).to(torch.float64) / n                       # (n_boot, columns)
     q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
     lo, hi = torch.quantile(means, q, dim=0)
     return lo.reshape(x.shape[1:]), hi.reshape(x.shape[1:])
+
+
+def bootstrap_counts(n: int, n_boot: int = 1000, seed: int = 0) -> torch.Tensor:
+    """``(n_boot, n)`` float64: how often resample ``b`` of :func:`bootstrap_indices` draws each prompt."""
+    idx = bootstrap_indices(n, n_boot, seed)
+    return torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(1, idx, torch.ones(n_boot, n, dtype=torch.float64))
+
+
+def bootstrap_ratio_intervals(num: torch.Tensor, den: torch.Tensor, n_boot: int = 1000, level: float = 0.95,
+                              seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(lo, hi)``, each of shape ``num.shape[1:]``: percentile bootstrap interval of ``mean(num) / mean(den)``.
+
+    ``num``: ``(n, ...)`` per-sample numerators (e.g. ``(n, L, H + 1)``: each component's change of a
+    per-prompt quantity), ``den``: ``(n,)`` the per-sample denominator (the whole change). A ratio of means,
+    not a mean of ratios (which blows up on a prompt with a small denominator). Resample ``b`` draws the
+    prompts of row ``b`` of :func:`bootstrap_indices` (the same ``seed`` as :func:`bootstrap_mean_intervals`
+    draws the same prompts) for numerator and denominator alike: ``ratio_b = (C @ num)_b / (C @ den)_b``
+    (the ``1/n`` cancels). A resample whose denominator mean is 0 gives an infinite or NaN ratio.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level {level}: expected a probability in (0, 1), e.g. 0.95")
+    n = num.shape[0]
+    if den.shape != (n,):
+        raise ValueError(f"den has shape {tuple(den.shape)}; expected ({n},), one value per sample of num")
+    counts = bootstrap_counts(n, n_boot, seed)
+    ratios = (counts @ num.reshape(n, -1).to(torch.float64)) / (counts @ den.to(torch.float64))[:, None]
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(ratios, q, dim=0)
+    return lo.reshape(num.shape[1:]), hi.reshape(num.shape[1:])

@@ -15,7 +15,8 @@ heads frozen the answer logit is a function of the END residual stream alone::
 
 :func:`carry` is that loop. Its steps are public for a caller with its own schedule
 (:func:`~arithmech.methods.patching.path_patch_fast` lets new rows join the running state at every
-layer): :func:`mlp_block`, :func:`final_norm` and :func:`answer_logits`. Every step is the model's own
+layer): :func:`mlp_block`, :func:`final_norm` and :func:`answer_logits` (:func:`final_logits`: a final
+residual's logits, for the counterfactual's own answer). Every step is the model's own
 module (found through :class:`~arithmech.core.models.Arch`), so the RMSNorm, the gated MLP and any
 unembedding bias are exactly the model's; each step moves its input to its module's device (a
 no-op on one device, the hand-over under ``device_map="auto"``). Only the answer row of the
@@ -75,6 +76,16 @@ def answer_logits(model, x: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
     if getattr(unembed, "bias", None) is not None:
         lg = lg + unembed.bias[a][:, None]
     return lg
+
+
+def final_logits(model, r: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits of final residual rows ``r`` ``(n, d)`` (after the last MLP), float32 on the CPU: ``(n,)``
+    row ``k``'s logit of token ``ids[k]``, or ``(n, vocab)`` every token's when ``ids`` is None."""
+    x = final_norm(model, r[:, None])
+    if ids is not None:
+        return answer_logits(model, x, ids)[:, 0].float().cpu()
+    unembed = module(model, arch_for(model), "unembed")
+    return unembed(x.to(unembed.weight.device))[:, 0].float().cpu()
 
 
 def carry(model, r: torch.Tensor, answer: torch.Tensor, first: int = 0,

@@ -14,29 +14,50 @@ these prompts by chance does not. The interval resamples prompts (percentile boo
 :func:`arithmech.core.stats.bootstrap_mean_intervals`, ``n_boot`` resamples, seeded), all heads
 with the same resamples.
 
+**A calibrated measure beside the paper's.** The relative change of the raw answer logit depends on the
+model's logit scale (−5% of SmolLM2's answer logit, ≈30, is 1.5 logits; of the embedded model's, ≈12, 0.6).
+So each component also gets its **share** of the whole counterfactual's effect on the logit difference
+``LD = logit(answer_r) - logit(answer_c)`` (``answer_c``: the model's top-1 on ``X_c``;
+:mod:`arithmech.methods.patching`)::
+
+    share = mean_k[LD_k(patched) - LD_k(X_r)] / mean_k[LD_k(X_r) - LD_k(X_c)]      # k: prompts
+
+a ratio of means (a mean of ratios blows up on prompts with a small total), −1 when the sender carries the
+whole effect, negative when it lowers the answer (the paper's sign). Its interval resamples the same
+prompts for numerator and denominator, with the same ``n_boot`` and seed as ``effect``'s
+(:func:`arithmech.core.stats.bootstrap_ratio_intervals`). :func:`key_heads_by_share` is the rule under it:
+``share_hi < share_threshold`` (−5%: the head carries at least 5% of the counterfactual's effect).
+
 >>> eff = effects_frame(patched, "addition", seed=0)      # rows task, layer, head, effect, effect_lo, …
 >>> key_heads(eff, "addition")["heads"][:3]
+>>> key_heads_by_share(eff, "addition", -0.05)["heads"][:3]
 """
 from __future__ import annotations
 
 import pandas as pd
 import torch
 
-from arithmech.core.stats import bootstrap_mean_intervals
+from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
 from arithmech.methods.patching import Patched
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
 
 LEVEL = 0.95
 KEY_RULE = "effect_hi < threshold"
+SHARE_RULE = "share_hi < share_threshold"
+SHARE_METRIC = ("share = mean(LD(patched) - LD(X_r)) / mean(LD(X_r) - LD(X_c)) over prompts, "
+                "LD = logit(answer_r) - logit(answer_c), answer_c = the model's top-1 token at END of X_c")
 
 
 def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT, seed: int = 0,
                   level: float = LEVEL) -> pd.DataFrame:
     """Mean effects over samples as rows ``task, layer, head, effect, effect_lo, effect_hi, logit_diff, prob,
-    prob_change, n`` (``head = "mlp"`` for MLP rows; ``prob`` = mean patched P({C}), NaN unless computed).
+    prob_change, n, share, share_lo, share_hi`` (``head = "mlp"`` for MLP rows; ``prob`` = mean patched
+    P({C}), NaN unless computed; ``share``: the module docstring's, NaN where ``p`` has no counterfactual
+    answer logits).
 
     ``effect_lo`` / ``effect_hi``: the ``level`` percentile bootstrap interval of ``effect`` over the
-    ``n`` prompts (``n_boot`` resamples from ``seed``; the same seed gives the same interval)."""
+    ``n`` prompts (``n_boot`` resamples from ``seed``; the same seed gives the same interval);
+    ``share_lo`` / ``share_hi``: the same resamples' interval of the ratio of means."""
     n, L, H1 = p.logit_p.shape
     rel = p.relative_change()
     lo, hi = bootstrap_mean_intervals(rel, n_boot, level, seed)
@@ -46,11 +67,16 @@ def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT
         cols["prob_change"] = (p.prob() - p.prob_o()[..., None]).mean(0)
     else:                                      # same columns either way; NaN = not computed
         cols["prob"] = cols["prob_change"] = torch.full((L, H1), float("nan"))
+    after = {k: torch.full((L, H1), float("nan")) for k in ("share", "share_lo", "share_hi")}
+    if p.counter_p is not None and p.ld_r is not None:
+        after["share"] = p.share()
+        after["share_lo"], after["share_hi"] = bootstrap_ratio_intervals(p.ld_effect(), p.ld_total(), n_boot, level, seed)
     rows = []
     for l in range(L):
         for h in range(H1):
             rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
-                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n})
+                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n,
+                         **{k: float(v[l, h]) for k, v in after.items()}})
     return pd.DataFrame(rows)
 
 
@@ -81,6 +107,29 @@ def key_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD
     return {"task": task, "threshold": threshold, "metric": "effect = (logit_p - logit_o) / logit_o",
             "rule": f"{KEY_RULE}: the whole 95% percentile bootstrap interval of the mean effect (resampling "
                     "prompts) lies below the threshold",
+            "n_heads_mean_below": n_below, "heads": heads, "mlps": mlps}
+
+
+def key_heads_by_share(effects: pd.DataFrame, task: str, share_threshold: float) -> dict:
+    """Key heads (and MLPs) of ``task`` under the calibrated measure: the upper end of the share's bootstrap
+    interval below ``share_threshold`` (``share_hi < share_threshold``), ranked by share. Rows without a
+    share (NaN: results made before it was measured) pass no rule. Returns ``{"rule", "threshold", "metric",
+    "n_heads_mean_below", "heads", "mlps"}``."""
+    if "share_hi" not in effects.columns:
+        raise ValueError("key_heads_by_share needs the share's interval (column share_hi, written by effects_frame): "
+                         "re-run identify")
+    mine = effects["task"] == task
+    df = effects[mine & (effects["share_hi"] < share_threshold)].sort_values(["share", "layer", "head"], kind="stable")
+    row = lambda r, i: {"rank": i + 1, "layer": int(r.layer), "share": float(r.share), "share_lo": float(r.share_lo),
+                        "share_hi": float(r.share_hi), "effect": float(r.effect)}
+    heads = [{**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
+             for i, r in enumerate(df[df["head"] != "mlp"].itertuples())]
+    mlps = [row(r, i) for i, r in enumerate(df[df["head"] == "mlp"].itertuples())]
+    n_below = int((mine & (effects["share"] < share_threshold) & (effects["head"] != "mlp")).sum())
+    return {"threshold": share_threshold, "metric": SHARE_METRIC,
+            "rule": f"{SHARE_RULE}: the whole 95% percentile bootstrap interval of the head's share of the "
+                    "counterfactual's logit-difference effect (resampling prompts) lies below the threshold: it "
+                    "carries at least that share of the counterfactual's effect",
             "n_heads_mean_below": n_below, "heads": heads, "mlps": mlps}
 
 

@@ -24,6 +24,11 @@ model's own norm and MLP modules; any o_proj bias cancels in the difference). Th
 method does what Algorithm 1 says, literally: one hooked forward per sender, batched over samples.
 Both agree to float rounding (``tests/parity/methods/test_patching.py``; ``benchmarks/bench_patching.py``).
 
+Each run also keeps the logit of ``X_c``'s own answer ``answer_c`` (the model's top-1 at END of ``X_c``).
+With ``LD = logit({C}) - logit(answer_c)``, a sender's *share* of the counterfactual's effect is
+``mean(LD(patched) - LD(X_r)) / mean(LD(X_r) - LD(X_c))`` over prompts (:meth:`Patched.share`; interval in
+:mod:`arithmech.methods.effects`): −1 carries the whole effect, 0 none, on any model's logit scale.
+
 Shapes: ``n`` samples, ``L`` layers, ``H`` query heads, ``dh`` head size, ``d`` model width.
 Results are ``(n, L, H + 1)`` with index ``H`` = the MLP of that layer.
 """
@@ -141,6 +146,9 @@ class Patched:
     gives exactly 0; model_logit: ``(n,)`` the model's own clean END logit; logit_std: ``(n,)``
     spread of the clean END logits over the vocabulary (the logit scale); lse_p / lse_o: the
     full-vocabulary logsumexp of the same runs when the probability was asked for.
+    X_c's own answer (``None`` where not computed): counter ``(n,)`` its ids ``answer_c``; counter_p ``(n, L,
+    H+1)`` / counter_o ``(n, L)`` its logit in the runs of logit_p / logit_o; ld_r / ld_c ``(n,)``: ``LD =
+    logit({C}) - logit(answer_c)`` on X_r and X_c (:func:`counter_fields`).
     """
 
     logit_p: torch.Tensor
@@ -149,6 +157,11 @@ class Patched:
     logit_std: torch.Tensor
     lse_p: torch.Tensor | None = None
     lse_o: torch.Tensor | None = None
+    counter: torch.Tensor | None = None
+    counter_p: torch.Tensor | None = None
+    counter_o: torch.Tensor | None = None
+    ld_r: torch.Tensor | None = None
+    ld_c: torch.Tensor | None = None
 
     def _o(self) -> torch.Tensor:
         return self.logit_o[..., None]
@@ -175,11 +188,34 @@ class Patched:
             raise ValueError("the probability of {C} was not computed: patch with prob=True")
         return (self.logit_o - self.lse_o).exp()
 
+    def ld_effect(self) -> torch.Tensor:
+        """``(n, L, H+1)`` float64: ``LD(patched) - LD(X_r)``, each sender's change of the logit difference
+        (``LD(X_r)`` computed as ``logit_o``, so clean → clean gives exactly 0)."""
+        d = lambda a, c: self._need(a).double() - self._need(c).double()
+        return d(self.logit_p, self.counter_p) - d(self.logit_o, self.counter_o)[..., None]
+
+    def ld_total(self) -> torch.Tensor:
+        """``(n,)`` float64: ``LD(X_r) - LD(X_c)``, the whole counterfactual's effect on the logit difference."""
+        return self._need(self.ld_r).double() - self._need(self.ld_c).double()
+
+    def share(self) -> torch.Tensor:
+        """``(L, H+1)`` float64: ``mean(ld_effect) / mean(ld_total)`` over samples, each sender's share of the
+        counterfactual's effect (a ratio of means; negative: the sender carries that share)."""
+        return self.ld_effect().mean(0) / self.ld_total().mean()
+
+    @staticmethod
+    def _need(t: torch.Tensor | None) -> torch.Tensor:
+        if t is None:
+            raise ValueError("X_c's answer logits were not computed (made before the share was measured): re-run")
+        return t
+
     def select(self, rows) -> "Patched":
         """The same result restricted to some samples (``rows``: indices or a bool mask)."""
         pick = lambda t: None if t is None else t[rows]
-        return Patched(*(pick(getattr(self, f)) for f in
-                         ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")))
+        return Patched(**{f: pick(getattr(self, f)) for f in FIELDS})
+
+
+FIELDS = tuple(Patched.__dataclass_fields__)      # every tensor of a Patched, in order (checkpoints, concat)
 
 
 def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = REL_TOL) -> int:
@@ -196,6 +232,19 @@ def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = R
     return bad
 
 
+def counter_fields(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor) -> dict:
+    """``counter``, ``ld_r``, ``ld_c`` of :class:`Patched`, one computation for both methods: ``answer_c`` is
+    the model's top-1 at END of ``X_c`` (``corrupt.top1``, kept by :func:`end_cache` when given answer ids;
+    else the argmax of the cached final residual's logits, ``MAX_LOGITS`` at a time); ``LD = logit(answer_r) -
+    logit(answer_c)`` on ``X_r`` and ``X_c`` from each cache's final END residual (:func:`chain.final_logits`)."""
+    final = lambda c: c.resid_mid[:, -1] + c.mlp_out[:, -1]               # (n, d) END residual after the last MLP
+    rows = max(1, MAX_LOGITS // model.config.vocab_size)
+    counter = corrupt.top1.cpu() if corrupt.top1 is not None else torch.cat(
+        [chain.final_logits(model, r).argmax(-1) for r in final(corrupt).split(rows)])
+    ld = lambda c: chain.final_logits(model, final(c), answer) - chain.final_logits(model, final(c), counter)
+    return {"counter": counter, "ld_r": ld(clean), "ld_c": ld(corrupt)}
+
+
 # ----------------------------------------------------------------------------------- fast path
 @torch.no_grad()
 def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, prob: bool = False,
@@ -208,7 +257,8 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
     to the rows that entered earlier and runs its norm + MLP on all rows at once: the END chain of
     :mod:`arithmech.methods.chain` with rows joining at every layer. Samples are processed in chunks of
     at most ``max_rows`` rows (``n_chunk * L * (H + 2)``). A sender whose residual change is exactly
-    zero gets its baseline's logit (it *is* the unpatched run).
+    zero gets its baseline's logit (it *is* the unpatched run). The same rows give the logit of the
+    counterfactual's answer (:func:`counter_fields`): ``counter_p`` / ``counter_o``.
     """
     arch, L = arch_for(model), model.config.num_hidden_layers
     n = clean.z.shape[0]
@@ -221,6 +271,8 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
     lse_p = torch.empty(n, L, H + 1) if prob else None
     lse_o = torch.empty(n, L) if prob else None
     unchanged = torch.empty(n, L, H + 1, dtype=torch.bool)
+    cf = counter_fields(model, clean, corrupt, answer)
+    counter_p, counter_o = torch.empty(n, L, H + 1), torch.empty(n, L)
     for s in range(0, n, chunk):
         sl = slice(s, min(n, s + chunk))
         state, base_cols = None, []
@@ -246,6 +298,8 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         lg = chain.answer_logits(model, x, answer[sl]).float().cpu().view(-1, L, H + 2)
         # layout per layer: [baseline, head 0..H-1, mlp]
         logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
+        lc = chain.answer_logits(model, x, cf["counter"][sl]).float().cpu().view(-1, L, H + 2)
+        counter_o[sl], counter_p[sl, :, :H], counter_p[sl, :, H] = lc[..., 0], lc[..., 1:H + 1], lc[..., H + 1]
         if prob:                             # full-vocabulary logits, a few samples at a time
             per_sample = x.shape[1] * unembed.weight.shape[0]
             lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
@@ -255,9 +309,11 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
     # A sender whose change to the residual is exactly 0 leaves the run as it was: copy the baseline,
     # so that e.g. clean -> clean is exactly 0 however the BLAS splits rows among threads.
     logit_p = torch.where(unchanged, logit_o[..., None], logit_p)
+    counter_p = torch.where(unchanged, counter_o[..., None], counter_p)
     if prob:
         lse_p = torch.where(unchanged, lse_o[..., None], lse_p)
-    return Patched(logit_p, logit_o, clean.answer_logit.cpu(), clean.logit_std.cpu(), lse_p, lse_o)
+    return Patched(logit_p, logit_o, clean.answer_logit.cpu(), clean.logit_std.cpu(), lse_p, lse_o,
+                   counter_p=counter_p, counter_o=counter_o, **cf)
 
 
 # ----------------------------------------------------------------------------- reference path
@@ -271,6 +327,7 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
     from ``X_c``; in every later layer it is the clean value (all heads frozen). MLP ``(i, H)``: MLP
     ``i``'s END output is its ``X_c`` value and all heads of later layers are frozen at END. Anything
     not frozen (the MLPs after the sender) recomputes. ``components`` limits the scan (default: all).
+    X_c's answer (:func:`counter_fields`) is read from the same forwards, ``counter_o`` from one unhooked one.
     """
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
@@ -280,6 +337,8 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
     layer_of = {arch.path("o_proj", i): i for i in range(L)} | {arch.path("mlp", i): i for i in range(L)}
     logit_p = torch.full((n, L, H + 1), float("nan"))
     lse_p = torch.full((n, L, H + 1), float("nan")) if prob else None
+    cf = counter_fields(model, clean, corrupt, answer)
+    counter_p, counter_o = torch.full((n, L, H + 1), float("nan")), torch.empty(n)
     st: dict = {}
 
     def edit_z(x, name):
@@ -302,6 +361,9 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
 
     dev = input_device(model)
     batches = list(group_by_length(tok, prompts, batch_size))
+    pick = lambda lg, ids, idx: lg.gather(1, ids[idx].to(lg.device)[:, None])[:, 0].cpu()
+    for idx, ids in batches:                                     # the unpatched run: counter_o
+        counter_o[idx] = pick(model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1], cf["counter"], idx)
     with TraceDict(model, [arch.path("o_proj", i) for i in range(L)], retain_output=False, edit_input=edit_z), \
             TraceDict(model, [arch.path("mlp", i) for i in range(L)], retain_output=False, edit_output=edit_mlp):
         for comp in comps:
@@ -310,11 +372,13 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
                 st["idx"] = torch.tensor(idx)
                 lg = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
                 logit_p[idx, comp[0], comp[1]] = lg.gather(1, answer[idx].to(lg.device)[:, None])[:, 0].cpu()
+                counter_p[idx, comp[0], comp[1]] = pick(lg, cf["counter"], idx)
                 if prob:
                     lse_p[idx, comp[0], comp[1]] = lg.logsumexp(-1).cpu()
     o = clean.answer_logit.cpu()
     lse_o = clean.logsumexp.cpu()[:, None].expand(n, L).clone() if prob else None
-    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.logit_std.cpu(), lse_p, lse_o)
+    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.logit_std.cpu(), lse_p, lse_o,
+                   counter_p=counter_p, counter_o=counter_o[:, None].expand(n, L).clone(), **cf)
 
 
 # ---------------------------------------------------------------------------------- front door
@@ -339,9 +403,10 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
         clean, corrupt = split_cache(end_cache(model, tok, list(clean_prompts) + list(corrupt_prompts),
                                                torch.cat([answer, answer]), batch_size), len(answer))
         return path_patch_fast(model, clean, corrupt, answer, prob, max_rows)
-    # the reference caches X_r with the very batches its hooked forwards use (bit-identical clean values)
+    # the reference caches X_r with the very batches its hooked forwards use (bit-identical clean values);
+    # X_c with the answer ids too, for the model's own top-1 there (the counterfactual's answer)
     clean = end_cache(model, tok, clean_prompts, answer, batch_size)
-    corrupt = end_cache(model, tok, corrupt_prompts, None, batch_size)
+    corrupt = end_cache(model, tok, corrupt_prompts, answer, batch_size)
     return path_patch_reference(model, tok, clean_prompts, clean, corrupt, answer, prob, batch_size)
 
 

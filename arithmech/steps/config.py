@@ -70,6 +70,9 @@ class Identify(ModelStep):
     n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1, high=MAX_PAIRS)
     threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% bootstrap interval below this "
                               "(paper: mean below -0.05)", high=-1e-9)
+    share_threshold: float = option(-0.05, "key heads by share (beside the paper's rule): the whole 95% interval of the "
+                                    "head's share of the counterfactual's logit-difference effect lies below -5%: it "
+                                    "carries at least 5% of the counterfactual's effect", high=-1e-9)
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
     method: str = option("fast", "path patching: fast (exact, from the END caches) or reference (literal)",
                          choices=("fast", "reference"))      # arithmech.methods.patching.METHODS

@@ -4,7 +4,8 @@ The step end to end, for one or several tasks::
 
     X_r / X_c pairs ──► keep what the model answers right ──► path patching (patching.py)
         ──► effects per task and for all tasks, with bootstrap intervals (Fig. 2, Fig. 15; effects.py)
-        ──► key heads (the effect's whole 95% interval below the threshold)
+        ──► key heads (the effect's whole 95% interval below the threshold; beside it, the share rule:
+            the whole interval of the head's share of the counterfactual's effect below share_threshold)
         ──► knockout: reference-pool means, key vs random non-key components, sanity rows
             (knockout_run.py, knockout_means.py, knockout.py; Fig. 3)
         ──► transfer: Fig. 4's prompts and a template family not used to find the heads
@@ -41,18 +42,17 @@ from arithmech.data import pairs as pairs_module
 from arithmech.data.answer_tokens import answer_token_table, conditioned_floor
 from arithmech.methods import knockout_run
 from arithmech.methods.ablation import MeanSource
-from arithmech.methods.effects import (effects_frame, key_heads, ranking,  # noqa: F401 (public names here too)
-                                       studied_heads)
+from arithmech.methods.effects import (effects_frame, key_heads, key_heads_by_share, ranking,  # noqa: F401
+                                       studied_heads)                                      # (public names here too)
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods.knockout_overlap import overlap
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.patching import METHODS, Patched, path_patch
+from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
 from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 from arithmech.steps.config import CONTROL_FLOOR, Identify as Config
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
-PATCHED_FIELDS = ("logit_p", "logit_o", "model_logit", "logit_std", "lse_p", "lse_o")
 
 
 DEFAULTS = Config()        # the library function's defaults are the step's (arithmech.steps.config), written once
@@ -86,7 +86,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
              knockout_positions: str = DEFAULTS.knockout_positions, pool_size: int = DEFAULTS.pool_size,
              transfer: bool = DEFAULTS.transfer, heldout: str = DEFAULTS.heldout, batch_size: int = DEFAULTS.batch_size,
              checkpoint=None, answer_token: str = DEFAULTS.answer_token, n_boot: int = DEFAULTS.n_boot,
-             shots: int = DEFAULTS.shots) -> IdentifyResult:
+             shots: int = DEFAULTS.shots, share_threshold: float = DEFAULTS.share_threshold) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -100,6 +100,9 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         pool_size: X_c per template family in the reference pool of the means
             (:mod:`arithmech.methods.knockout_means`).
         n_boot: bootstrap resamples of the prompts for each effect's 95% interval (seeded by ``seed``).
+        share_threshold: the calibrated rule beside the paper's: a head whose share of the counterfactual's
+            logit-difference effect has its whole interval below it is key by share (``key_heads.json``'s
+            ``by_share``; :func:`~arithmech.methods.effects.key_heads_by_share`).
         ks: numbers of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
         curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
             with several tasks) and, for every other task, its key heads vs as many random heads;
@@ -128,6 +131,9 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
     if not threshold < 0:
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
+    if not share_threshold < 0:
+        raise ValueError(f"share_threshold {share_threshold}: a key head carries part of the counterfactual's effect; "
+                         "give a negative share such as -0.05")
     t0 = time.time()
     mem = PeakMemory(model)
     specs = list(OPERATIONS) if tasks == "all" else ([tasks] if isinstance(tasks, str) else list(tasks))
@@ -182,6 +188,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         kh = key_heads(effects, primary, threshold)
         kh["per_task"] = {t: key_heads(effects, t, threshold)["heads"] for t in samples} if len(samples) > 1 else {}
         kh["control"] = control
+        kh["by_share"] = {**key_heads_by_share(effects, primary, share_threshold), "per_task": {
+            t: key_heads_by_share(effects, t, share_threshold)["heads"] for t in samples} if len(samples) > 1 else {}}
         every = [s for ss in samples.values() for s in ss]
         t2 = time.time()
         tpls = {label: None if isinstance(spec, list) and spec and isinstance(spec[0], pairs_module.Sample) else
@@ -206,7 +214,9 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
             answer_token=answer_token, shots=shots, heldout=heldout, batch_size=batch_size, n_boot=n_boot,
-            key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)"))
+            key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)",
+            share_threshold=share_threshold,
+            share_rule="share_hi < share_threshold (the same resamples; share of the counterfactual's LD effect)"))
         if transfer:
             t3 = time.time()
             run_transfer(res, model, tok, heldout_heads(res, heldout), heldout, n_samples, seed, batch_size)
@@ -242,8 +252,8 @@ def task_control(samples: dict[str, list]) -> dict:
 
 def concat_patched(ps: Sequence[Patched]) -> Patched:
     """The samples of several :class:`Patched` results, in order, as one."""
-    cat = lambda f: None if getattr(ps[0], f) is None else torch.cat([getattr(p, f) for p in ps])
-    return Patched(*(cat(f) for f in PATCHED_FIELDS))
+    cat = lambda f: None if any(getattr(p, f) is None for p in ps) else torch.cat([getattr(p, f) for p in ps])
+    return Patched(**{f: cat(f) for f in PATCHED_FIELDS})
 
 
 def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tuple[int, int]], str]:
@@ -309,7 +319,7 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
                    prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
                    ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions, pool_size=c.pool_size,
                    transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size, checkpoint=ck,
-                   answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots)
+                   answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots, share_threshold=c.share_threshold)
     write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
                                       "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
     ck.clear()
@@ -326,8 +336,10 @@ def recorded(config: Config) -> dict:
     return want
 
 
-# Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values.
-ABSENT_MEANS = {"knockout": True, "transfer": True, "shots": 0}
+# Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
+# (share_threshold: such a run has no share columns, so its share claim is inconclusive, not recomputed).
+ABSENT_MEANS = {"knockout": True, "transfer": True, "share_threshold": DEFAULTS.share_threshold,
+                "shots": 0}
 
 
 def ensure(config: Config, recompute: bool = False, operand_task: str = "addition", model=None, tok=None) -> dict:

@@ -18,8 +18,8 @@ from arithmech.steps.config import Finetune
 
 def test_cli_writes_results_files(tmp_path, capsys):
     """Protects: `python -m arithmech identify` writes the documented files and columns (effects with their
-    bootstrap interval; key heads by the interval rule), exactly the prompts used, and the same files again
-    for the same seed."""
+    bootstrap interval, the share of the counterfactual's effect after them; key heads by the interval rule and,
+    beside them, by the share rule), exactly the prompts used, and the same files again for the same seed."""
     args = ["identify", "--model", "embedded", "--task", "addition", "--n-samples", "12", "--seed", "3",
             "--knockout-samples", "6", "--n-random", "1", "--pool-size", "32"]
     main(args + ["--out", str(tmp_path / "a")])
@@ -29,6 +29,8 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert list(eff.columns[:8]) == ["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff", "prob"]
     assert (eff.effect_lo <= eff.effect + 1e-9).all() and (eff.effect <= eff.effect_hi + 1e-9).all()
     assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
+    assert list(eff.columns[-4:]) == ["n", "share", "share_lo", "share_hi"] and eff.share.notna().all()
+    assert (eff.share_lo <= eff.share + 1e-9).all() and (eff.share <= eff.share_hi + 1e-9).all()
     ko = pd.read_csv(a / "knockout.csv")
     assert list(ko.columns) == ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
                                 "ci_high", "mean_source"]
@@ -39,10 +41,15 @@ def test_cli_writes_results_files(tmp_path, capsys):
     kh = json.loads((a / "key_heads.json").read_text())
     assert kh["threshold"] == -0.05 and all(h["effect_hi"] < -0.05 for h in kh["heads"])   # the interval rule
     assert [h["effect"] for h in kh["heads"]] == sorted(h["effect"] for h in kh["heads"])
+    by_share = kh["by_share"]                                        # the calibrated rule, stated beside it
+    assert by_share["threshold"] == -0.05 and by_share["rule"].startswith("share_hi < share_threshold")
+    assert [h["name"] for h in by_share["heads"]] == [f"{r.layer}.{r.head}" for r in eff[
+        (eff["head"] != "mlp") & (eff.share_hi < -0.05)].sort_values(["share", "layer", "head"]).itertuples()]
     prompts = pairs.samples(a)
     run = json.loads((a / "run.json").read_text())
     rec = run["steps"]["identify"]
     assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
+    assert rec["parameters"]["share_threshold"] == -0.05
     assert rec["parameters"]["seed"] == 3 and "torch" in rec["versions"] and rec["peak_memory"]["peak_rss_bytes"] > 0
     assert rec["parameters"]["answer_token"] == "last-digit" and all(p.answer_token == "last-digit" for p in prompts)
     tokens = R.read(a, "answer_tokens.csv")

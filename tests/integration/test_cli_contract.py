@@ -99,7 +99,7 @@ VALUES = {
 }
 PER_COMMAND = {
     "identify": {"--task": ["addition", "all", "fig8", "nosuch", "BAD_FILE", "GOOD_FILE", ""],
-                 "--threshold": ["-0.05", "0.1", "x"], "--method": ["fast", "reference", "slow"],
+                 "--threshold": ["-0.05", "0.1", "x"], "--share-threshold": ["-0.05", "0.2", "x"], "--method": ["fast", "reference", "slow"],
                  "--knockout-samples": ["8", "0", "-1"], "--n-random": ["1", "0"], "--batch-size": ["16", "0"],
                  "--knockout-positions": ["end", "all", "some"], "--curves-for": ["primary", "each", "none"]},
     "analyze": {"--prompt": ["4 + 3 =", ""], "--no-final-norm": [None]},

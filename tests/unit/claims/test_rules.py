@@ -66,6 +66,24 @@ def test_key_heads_need_their_interval_below_the_threshold(tmp_path):
     assert _holds(tight, "key-heads-exist") is True
 
 
+def test_key_heads_by_share_read_the_share_interval_and_are_inconclusive_without_it(tmp_path):
+    """Protects the calibrated key-head claim: it reads effects.csv's share columns, not the paper's effect
+    (a head whose share interval lies below −5% makes it hold whatever the effect; one whose interval reaches
+    above does not), and results without share columns (made before the measure) leave it inconclusive
+    while the paper's rule is still decided."""
+    eff = _effects({(1, 0): -0.01}, [0.0, 0.0, 0.0])
+    share = lambda hi: eff.assign(share=-0.02, share_lo=-0.03, share_hi=[hi if (l, h) == (1, "0") else -0.01
+                                                                          for l, h in zip(eff.layer, eff["head"])])
+    yes = _write(tmp_path / "a", share(-0.06))
+    assert _holds(yes, "key-heads-exist-share") is True and _holds(yes, "key-heads-exist") is False
+    assert "1 of 6 heads" in C.claims(yes, ["key-heads-exist-share"]).here.iloc[0]
+    assert _holds(_write(tmp_path / "b", share(-0.04)), "key-heads-exist-share") is False
+    old = C.claims(_write(tmp_path / "c", eff), ["key-heads-exist-share", "key-heads-exist"]).set_index("id")
+    assert pd.isna(old.loc["key-heads-exist-share", "holds"]) and old.loc["key-heads-exist", "holds"] is False
+    assert old.loc["key-heads-exist-share", "here"].startswith("not measured: effects.csv has no share")
+    assert C.BY_ID["key-heads-exist-share"].paper == "not measured in the paper (calibrated measure)"
+
+
 def test_middle_layers_and_few_heads_follow_the_numbers(tmp_path):
     """Protects: the depth and concentration rules read the ranking, not a fixed answer."""
     L = 9

@@ -1,4 +1,5 @@
-"""The intervals of arithmech.core.stats: Wilson, paired bootstrap, normal-theory mean, bootstrap of many means."""
+"""The intervals of arithmech.core.stats: Wilson, paired bootstrap, normal-theory mean, bootstrap of many means
+and of ratios of means."""
 from __future__ import annotations
 
 import math
@@ -7,8 +8,8 @@ import random
 import pytest
 import torch
 
-from arithmech.core.stats import (bootstrap_indices, bootstrap_mean_intervals, mean_interval, paired_bootstrap,
-                                  wilson_interval)
+from arithmech.core.stats import (bootstrap_indices, bootstrap_mean_intervals, bootstrap_ratio_intervals, mean_interval,
+                                  paired_bootstrap, wilson_interval)
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (37, 150), (1, 4)])
@@ -83,3 +84,24 @@ def test_bootstrap_interval_contains_the_mean_and_has_the_normal_width():
     assert math.isclose(float(lo[4]), c, abs_tol=1e-15) and math.isclose(float(hi[4]), c, abs_tol=1e-15)
     with pytest.raises(ValueError, match="n >= 1"):
         bootstrap_mean_intervals(torch.empty(0, 3))
+
+
+def test_bootstrap_of_a_ratio_of_means_resamples_numerator_and_denominator_together():
+    """Protects the share's interval: a ratio of means (not a mean of ratios), each resample drawing the same
+    prompts for numerator and denominator, and the same prompts as bootstrap_mean_intervals under the same
+    seed; equals a plain numpy loop to float64 rounding. A denominator correlated with the numerator makes the
+    joint resampling matter: drawing them apart would give a wider interval."""
+    import numpy as np
+    g = torch.Generator().manual_seed(2)
+    den = 1 + torch.rand(41, generator=g, dtype=torch.float64) * 10
+    num = -0.3 * den[:, None, None] * (1 + 0.1 * torch.randn(41, 2, 3, generator=g, dtype=torch.float64))
+    lo, hi = bootstrap_ratio_intervals(num, den, n_boot=400, level=0.95, seed=5)
+    idx = bootstrap_indices(41, 400, 5).numpy()
+    ratios = np.stack([num.numpy()[i].mean(0) / den.numpy()[i].mean() for i in idx])
+    ref_lo, ref_hi = np.percentile(ratios, [2.5, 97.5], axis=0)
+    np.testing.assert_allclose(lo.numpy(), ref_lo, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hi.numpy(), ref_hi, rtol=1e-12, atol=1e-12)
+    point = num.mean(0) / den.mean()
+    assert (lo <= point).all() and (point <= hi).all() and (hi - lo).max() < 0.05    # tight: num moves with den
+    with pytest.raises(ValueError, match="one value per sample"):
+        bootstrap_ratio_intervals(num, den[:5])
