@@ -160,7 +160,7 @@ def _key_heads_share(ctx: Context):
     hd = hd.sort_values(["share", "layer", "head"], kind="stable")
     key = hd[hd.share_hi < SHARE_THRESHOLD]
     names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
-    return (f"{len(key)} of {len(hd)} heads have their share's bootstrap interval below {_PCT(SHARE_THRESHOLD)} "
+    return (f"{len(key)} of {len(hd)} heads have their share's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
             f"({names}); strongest: {hd.share.iloc[0]:+.1%} of the counterfactual's effect; n = {int(hd.n.iloc[0])} "
             "prompts", len(key) > 0)
 
