@@ -13,7 +13,7 @@ The logits at every position of the rest, and so at END, equal those of the full
 rounding (a test keeps them within 1e-5). Hooks that read or edit END (``[:, -1]``) see the same row; hooks
 that need *every* position see only the last ``S``: :meth:`SharedPrefix.forward` is for END-only work
 (path patching's caches, predictions, the knockout at END); the means, which need every position, run
-the prefix's one row with their capturing hooks and broadcast it (:func:`arithmech.methods.knockout.activations`).
+the prefix's one row with their capturing hooks and broadcast it (:func:`captured`).
 
 Prefix KV caches are computed **before** any editing hook is set (``SharedPrefix(model, batches)``), so
 an intervention at END can never reach the prefix. ``enabled(False)`` turns the reuse off (every batch
@@ -91,6 +91,21 @@ class SharedPrefix:
         kw = {k: v for k, v in kw.items() if k != "use_cache"}
         return self.model(ids[:, len(key):], cache=expanded(self.model, self.kv[key], ids.shape[0]),
                           use_cache=True, **kw)
+
+
+def captured(model, ids: torch.Tensor, take):
+    """What capturing hooks saw in one forward of ``ids`` ``(b, seq)``, at every position, with the batch's
+    shared prefix run on one row and broadcast to the ``b`` rows. ``take()`` returns the hooks' captures
+    after a forward (lists of ``(rows, positions, ·)`` tensors) and clears them; hooks must not edit."""
+    n = shared_length(ids) if active() else 0
+    if n < MIN_PREFIX:
+        model(ids, logits_to_keep=1, use_cache=False)
+        return take()
+    b = ids.shape[0]
+    kv = layers_of(model(ids[:1, :n], logits_to_keep=1, use_cache=True).cache)
+    head = take()
+    model(ids[:, n:], cache=expanded(model, kv, b), use_cache=True, logits_to_keep=1)
+    return [[torch.cat([p.expand(b, -1, -1), t], 1) for p, t in zip(hp, tp)] for hp, tp in zip(head, take())]
 
 
 def expanded(model, kv, b: int) -> DynamicCache:

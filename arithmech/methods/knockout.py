@@ -155,21 +155,9 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     dev = input_device(model)
     with TraceDict(model, zs, retain_output=False, edit_input=grab), \
             TraceDict(model, ms, retain_output=False, edit_output=grab):
-        for idx, ids in group_by_length(tok, prompts, batch_size):
-            ids, b = ids.to(dev), ids.shape[0]
-            n = shared_prefix.shared_length(ids) if shared_prefix.active() else 0
-            if n >= shared_prefix.MIN_PREFIX:         # shared few-shot examples: one row, broadcast, then the rest
-                kv = shared_prefix.layers_of(model(ids[:1, :n], logits_to_keep=1, use_cache=True).cache)
-                zp = [got.pop(name).expand(b, -1, -1) for name in zs]
-                mp = [got.pop(name).expand(b, -1, -1) for name in ms]
-                model(ids[:, n:], cache=shared_prefix.expanded(model, kv, b), use_cache=True, logits_to_keep=1)
-                z = [torch.cat([p, got.pop(name)], 1).float().cpu() for p, name in zip(zp, zs)]
-                m = [torch.cat([p, got.pop(name)], 1).float().cpu() for p, name in zip(mp, ms)]
-                kv = zp = mp = None
-            else:
-                model(ids, logits_to_keep=1, use_cache=False)
-                z = [got.pop(n).float().cpu() for n in zs]             # L x (b, seq, H*dh)
-                m = [got.pop(n).float().cpu() for n in ms]             # L x (b, seq, d)
+        for idx, ids in group_by_length(tok, prompts, batch_size):       # a shared few-shot prefix runs once
+            z, m = shared_prefix.captured(model, ids.to(dev), lambda: ([got.pop(n) for n in zs], [got.pop(n) for n in ms]))
+            z, m = [x.float().cpu() for x in z], [x.float().cpu() for x in m]   # L x (b, seq, H*dh), L x (b, seq, d)
             for r, i in enumerate(idx):
                 yield i, torch.stack([x[r] for x in z]), torch.stack([x[r] for x in m])
             z = m = None

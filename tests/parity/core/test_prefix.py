@@ -46,7 +46,10 @@ def test_patching_effects_equal_with_and_without_the_cached_prefix(embedded_mode
     with prefix.enabled(False):
         c, x = end_cache(model, tok, clean[few], ans[few]), end_cache(model, tok, corrupt[few])
     ref = path_patch_reference(model, tok, clean[few], c, x, ans[few])
-    assert ((fast.logit_p - ref.logit_p).abs() / ref.logit_p.abs().clamp(min=1)).max() <= 1e-5
+    assert ((fast.logit_p - ref.logit_p).abs() / ref.logit_p.abs().clamp(min=1)).max() <= 2e-5   # fp32, 2 paths
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert (fast.relative_change() - ref.relative_change()).abs().max() <= 1e-5
 
 
 def test_predictions_and_knockout_equal_with_and_without_the_cache(embedded_model):

@@ -11,8 +11,11 @@ from arithmech.steps.config import Accuracy, Identify
 
 # The table of the embedded model before issue #22 (scored with "first"), one prompt per template, seed 0:
 # per operation n, correct and mean p({C}).
-FIRST_TOKEN_TABLE = {"addition": (21, 21, 0.99053), "subtraction": (9, 9, 0.99365),
-                     "multiplication": (9, 9, 0.98405), "division": (9, 8, 0.88627)}
+# The embedded model, one prompt per template, scored with the paper's first token. Re-measured once when
+# division pairs began drawing a uniform quotient (the templates share one seeded stream, so every later draw
+# moved: addition went from 21/21 to 20/21); before that: 21/21, 9/9, 9/9, 8/9.
+FIRST_TOKEN_TABLE = {"addition": (21, 20, 0.96793), "subtraction": (9, 9, 0.99365),
+                     "multiplication": (9, 9, 0.98405), "division": (9, 8, 0.88697)}
 
 
 @pytest.fixture
