@@ -10,6 +10,7 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.data.pairs import Sample
+from arithmech.methods.effects import ranking
 from arithmech.methods.knockout import Ablation, Head, Means, accuracy
 
 
@@ -35,3 +36,19 @@ def overlap_knockout(model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sa
             rows.append({"dataset": name, "knocked_out": which, "n_heads": len(h), "base_accuracy": base,
                          "accuracy": a, "relative_drop": (a - base) / base if base else float("nan")})
     return pd.DataFrame(rows)
+
+
+def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.DataFrame, task: str = "addition",
+                           top: int = 10) -> dict:
+    """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
+    ``task`` (:func:`overlap`; ``a`` = operator, ``b`` = operand), with each head's
+    relative change and logit difference under both counterfactuals."""
+    ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
+    def look(eff, t, h):
+        r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]
+        return {"effect": float(r.effect), "logit_diff": float(r.logit_diff)}
+    heads = sorted(set(ov["a"]) | set(ov["b"]))
+    ov["by_head"] = [{"head": f"{l}.{h}", "operator": look(operator_effects, task, (l, h)),
+                      "operand": look(operand_effects, f"{task} (operand)", (l, h))} for l, h in heads]
+    return {**{k: ([f"{l}.{h}" for l, h in v] if isinstance(v, list) and k != "by_head" else v)
+               for k, v in ov.items()}, "task": task, "a_name": "operator", "b_name": "operand"}

@@ -57,6 +57,8 @@ class ModelChapter(Chapter):
 @dataclass(frozen=True)
 class Data(ModelChapter):
     n_per_template: int = option(10, "pairs drawn per template for the accuracy chart", low=1)
+    answer_token: str = option(step_default(steps.Identify, "answer_token"), "the answer token scored (identify's "
+                               "rule)", choices=ANSWER_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,8 @@ class SmolLM2(ModelChapter):
     model: str = option("smollm2-135m", MODEL)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
     n_samples: int = option(512, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
+    shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
+                        high=steps.MAX_SHOTS)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)
     knockout_samples: int = option(steps.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
     random_orders: int = option(step_default(steps.Identify, "n_random"), "random orders of components outside the "

@@ -45,7 +45,7 @@ from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import (effects_frame, key_heads, key_heads_by_share, ranking,  # noqa: F401
                                        studied_heads)                                      # (public names here too)
 from arithmech.methods.knockout import group_key, mean_activations
-from arithmech.methods.knockout_overlap import overlap
+from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
@@ -342,6 +342,16 @@ ABSENT_MEANS = {"knockout": True, "transfer": True, "share_threshold": DEFAULTS.
                 "shots": 0}
 
 
+def reuse_or_run(config: Config, recompute: bool = False, model=None, tok=None) -> bool:
+    """Identify's files for ``config`` in :func:`folder_of` it: reused when ``run.json`` records an identify run
+    made with the same :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged inputs), else made by
+    :func:`run`. Returns whether they were reused. (:func:`ensure` adds the operand counterfactual.)"""
+    if not recompute and results.made_with(folder_of(config), "identify", recorded(config), absent_means=ABSENT_MEANS):
+        return True
+    run(config.replace(overwrite=True), model, tok)
+    return False
+
+
 def ensure(config: Config, recompute: bool = False, operand_task: str = "addition", model=None, tok=None) -> dict:
     """Identify's files for ``config``: read from the model's folder when ``run.json`` records an identify
     run made with the same :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged inputs), else made
@@ -353,9 +363,7 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     "overlap"}``."""
     c = config
     folder = folder_of(c)
-    fresh = recompute or not results.made_with(folder, "identify", recorded(c), absent_means=ABSENT_MEANS)
-    if fresh:
-        run(c.replace(overwrite=True), model, tok)
+    fresh = not reuse_or_run(c, recompute, model, tok)
     same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
                                                                        "shots": c.shots}, absent_means={"shots": 0})
                     and results.exists(folder, "counterfactual_overlap.json")
@@ -397,19 +405,3 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     res.tasks = {label: res.tasks.pop("custom")}
     res.params.update(tasks=[label], counterfactual="operand")
     return res
-
-
-def counterfactual_overlap(operator_effects: pd.DataFrame, operand_effects: pd.DataFrame, task: str = "addition",
-                           top: int = 10) -> dict:
-    """Shared and specific heads among the ``top`` of the operator and the operand effect rankings of
-    ``task`` (:func:`arithmech.methods.knockout_overlap.overlap`; ``a`` = operator, ``b`` = operand), with each head's
-    relative change and logit difference under both counterfactuals."""
-    ov = overlap(ranking(operator_effects, task)[0], ranking(operand_effects, f"{task} (operand)")[0], top)
-    def look(eff, t, h):
-        r = eff[(eff.task == t) & (eff.layer == h[0]) & (eff["head"].astype(str) == str(h[1]))].iloc[0]
-        return {"effect": float(r.effect), "logit_diff": float(r.logit_diff)}
-    heads = sorted(set(ov["a"]) | set(ov["b"]))
-    ov["by_head"] = [{"head": f"{l}.{h}", "operator": look(operator_effects, task, (l, h)),
-                      "operand": look(operand_effects, f"{task} (operand)", (l, h))} for l, h in heads]
-    return {**{k: ([f"{l}.{h}" for l, h in v] if isinstance(v, list) and k != "by_head" else v)
-               for k, v in ov.items()}, "task": task, "a_name": "operator", "b_name": "operand"}

@@ -90,6 +90,23 @@ def choose(table: pd.DataFrame) -> dict:
     return {"shots": tied[0], "best_floor": best, "tied": tied, "floors": floors, "can_do": can_do, "rule": RULE}
 
 
+def recorded(config: Config) -> dict:
+    """What ``run.json`` records of a run made with ``config`` (the parameters a reused table must match)."""
+    c = config
+    return {"grid": list(c.grid), "n_per_template": c.n_per_template, "seed": c.seed,
+            "validation_seed": validation_seed(c.seed), "answer_token": c.answer_token}
+
+
+def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
+    """:func:`choose`'s dict and the table (``"table"``) of the model's folder when ``run.json`` records a
+    ``shots`` run made with ``config``, else made by :func:`run` (``model``/``tok``: an already loaded model)."""
+    folder = results.model_folder(config.results, config.model_name)
+    if recompute or not results.made_with(folder, "shots", recorded(config)):
+        run(config.replace(overwrite=True), model, tok)
+    table = results.read(folder, "shots.csv")
+    return {**choose(table), "table": table}
+
+
 def run(config: Config, model=None, tok=None) -> dict:
     """Measure the yield for every K of ``config.grid``, write ``shots.csv`` and the choice (run.json's
     ``shots`` step) to the model's folder; returns :func:`choose`'s dict."""
@@ -100,8 +117,5 @@ def run(config: Config, model=None, tok=None) -> dict:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token)
     choice = choose(table)
-    results.write_step(folder, "shots", {"shots.csv": table},
-                       {"parameters": {"grid": list(c.grid), "n_per_template": c.n_per_template, "seed": c.seed,
-                                       "validation_seed": validation_seed(c.seed), "answer_token": c.answer_token},
-                        "choice": choice})
+    results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})
     return choice

@@ -1,0 +1,95 @@
+"""Two identify runs of one model side by side — zero-shot and few-shot prompts (issue #22) — read from their files.
+
+Every number here comes from a run's results folder (``run.json``, ``key_heads.json``, ``knockout.csv``) and
+every verdict from the claims table (:func:`arithmech.claims.rules.claims`), decided by the same rules for
+both runs; nothing is recomputed. :func:`yield_rows` gives the prompts each run could patch and their floors,
+:func:`circuit_rows` the key heads and the top-k knockout against its random band, :func:`verdict_rows` the
+claims.
+
+>>> runs = {"zero-shot": folder / "zero-shot", "4-shot": folder}
+>>> yield_rows(runs); circuit_rows(runs); verdict_rows(runs)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from arithmech.claims.rules import K, claims
+from arithmech.core import results
+from arithmech.core.stats import wilson_interval
+
+CLAIMS = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "knockout-key-vs-random",
+          "knockout-random-flat", "mlps-late", "transfer", "answer-token-floor", "ablation-removes-information")
+"""The claims an identify run alone decides (the others need analyze, stability or fine-tuning)."""
+
+
+def _pct(x: float) -> str:
+    return "—" if x != x else f"{x:.0%}"
+
+
+def _verdict(holds) -> str:
+    return {True: "holds", False: "does not hold"}.get(holds, "inconclusive")
+
+
+def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
+    """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share), the
+    majority floor and the conditioned floor on the X_r, and whether the task passes its control."""
+    rows = []
+    for label, folder in runs.items():
+        rec = results.read_run(folder)["steps"]["identify"]
+        control = results.read(folder, "key_heads.json").get("control", {})
+        for task, s in rec["samples"].items():
+            f = control.get("floors", {}).get(task, {})
+            lo, hi = wilson_interval(s["n_kept"], s["n_drawn"])
+            rows.append({"operation": task, "prompts": label, "drawn": s["n_drawn"],
+                         "kept X_r": f"{s['n_kept']} ({_pct(s['n_kept'] / s['n_drawn'])}, 95% {_pct(lo)}–{_pct(hi)})",
+                         "majority floor": _pct(f.get("majority", float("nan"))),
+                         "conditioned floor": _pct(f.get("conditioned", float("nan"))),
+                         "control": "fails: " + control["failed"][task] if task in control.get("failed", {}) else
+                                    ("passes" if f else "not recorded")})
+    return pd.DataFrame(rows).sort_values(["operation", "prompts"], kind="stable").reset_index(drop=True)
+
+
+def _heads(kh: dict) -> str:
+    names = [h["name"] for h in kh.get("heads", [])]
+    return ", ".join(f"head {n}" for n in names) if names else "none"
+
+
+def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
+    """Per run: the pooled tasks, the key heads under the paper's rule and under the share rule, the top ``k``
+    heads by effect, and accuracy with the top ``k`` heads knocked out at END against the random band
+    (5–95% of the random draws of ``k`` heads outside them) and the intact accuracy."""
+    rows = []
+    for label, folder in runs.items():
+        kh = results.read(folder, "key_heads.json")
+        eff = results.read(folder, "effects.csv")
+        task = kh.get("task", "all")
+        top = eff[(eff.task == task) & (eff["head"] != "mlp")].nsmallest(k, "effect")
+        ko = results.read(folder, "knockout.csv")
+        ko = ko[(ko.task == task) & (ko.positions == "end")] if "positions" in ko else ko[ko.task == task]
+        d = ko[(ko.kind == "head") & (ko.k == k)]
+        key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
+        intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
+        rows.append({"prompts": label, "pooled tasks": ", ".join(kh.get("control", {}).get("pooled", [task])),
+                     "key heads (paper: effect ≤ −5%)": _heads(kh),
+                     "key heads (share ≤ −5% of the counterfactual)": _heads(kh.get("by_share", {})) if "by_share" in kh
+                     else "not measured",
+                     f"top {k} by effect": ", ".join(f"{l}.{h}" for l, h in zip(top.layer, top["head"])),
+                     "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",
+                     f"top {k} out": (f"{_pct(float(key.accuracy.iloc[0]))} (95% {_pct(float(key.ci_low.iloc[0]))}–"
+                                      f"{_pct(float(key.ci_high.iloc[0]))})") if len(key) else "—",
+                     f"{k} random out (5–95%)": (f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))}"
+                                                 f" ({len(rnd)} draws)") if len(rnd) else "—",
+                     "n prompts": int(key.n.iloc[0]) if len(key) else 0})
+    return pd.DataFrame(rows)
+
+
+def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
+    """The claims table's verdict of each claim in ``ids`` for each run, with the numbers it was decided on."""
+    out = None
+    for label, folder in runs.items():
+        c = claims(folder, ids)[["id", "claim", "holds", "here"]]
+        c = c.assign(**{label: [_verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(columns=["holds", "here"])
+        out = c if out is None else out.merge(c, on=["id", "claim"])
+    return out
