@@ -111,8 +111,7 @@ def captured(model, ids: torch.Tensor, take):
 def expanded(model, kv, b: int) -> DynamicCache:
     """A fresh cache holding one prefix's keys and values ``kv`` (per layer, ``(1, kv_heads, P, dh)``)
     for ``b`` rows (copied: the forward that uses it appends to it)."""
-    return DynamicCache(((k.expand(b, -1, -1, -1).contiguous(), v.expand(b, -1, -1, -1).contiguous())
-                         for k, v in kv), config=model.config)
+    return DynamicCache(((k.repeat(b, 1, 1, 1), v.repeat(b, 1, 1, 1)) for k, v in kv), config=model.config)
 
 
 def layers_of(cache) -> tuple:

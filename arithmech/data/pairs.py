@@ -196,12 +196,13 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     rng = random.Random(seed)
     stats = PairStats()
     samples = []
-    prefixes = {t.id: shots_module.examples(t, shots, seed) for t in tpls} if shots else {}
+    sep = shots_module.separator(tok) if shots else shots_module.SEPARATOR
+    prefixes = {t.id: shots_module.examples(t, shots, seed, sep) for t in tpls} if shots else {}
     for k in range(n):
         t = tpls[k % len(tpls)]
-        prefix, exclude = prefixes.get(t.id, ("", frozenset()))
+        ex = prefixes.get(t.id, shots_module.NONE)
         for _ in range(max_tries):
-            s = _try_pair(tok, t, rng, kind, answer_token, prefix, exclude)
+            s = _try_pair(tok, t, rng, kind, answer_token, ex)
             if s is not None:
                 samples.append(s)
                 break
@@ -222,21 +223,21 @@ _FAILED = {
 
 
 def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str,
-                      prefix: str = "", exclude: frozenset = frozenset()) -> str | None:
+                      ex: shots_module.Examples = shots_module.NONE) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
 def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str,
-                     prefix: str = "", exclude: frozenset = frozenset()) -> str | None:
+                     ex: shots_module.Examples = shots_module.NONE) -> str | None:
     """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
         a2, b2, c2 = draw_operands(t, rng, division=PAIRS_DIVISION)
-        if (a2, b2) == (v["A"], v["B"]) or (a2, b2) in exclude:
+        if (a2, b2) == (v["A"], v["B"]) or (a2, b2) in ex.pairs:
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
-        split2 = split_answer(tok, prefix + corrupt, str(c2), t.joiner, answer_token=variant)
+        split2 = split_answer(tok, ex.text + corrupt, str(c2), t.joiner, answer_token=variant)
         if split2 is not None and split2[1] != ans[0] and split2[2] == ans[1]:
             return corrupt
     return None
@@ -246,13 +247,14 @@ _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
 def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, variant: str = "first",
-              prefix: str = "", exclude: frozenset = frozenset()) -> Sample | None:
+              ex: shots_module.Examples = shots_module.NONE) -> Sample | None:
     """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
-    None on failure. ``prefix`` (solved examples) starts X_r and X_c; a draw with operands in ``exclude``
-    (the examples' pairs) fails."""
+    None on failure. ``ex.text`` (solved examples) starts X_r and X_c; a draw whose operands or answer an
+    example has (``ex.pairs``, ``ex.answers``) fails."""
     v = draw_values(t, rng, division=PAIRS_DIVISION)
-    if exclude and (v["A"], v["B"]) in exclude:
+    if ex.text and ((v["A"], v["B"]) in ex.pairs or (t.op, v["C"]) in ex.answers):
         return None
+    prefix = ex.text
     query, spans = render(t.clean, v)
     clean = prefix + query
     spans = {f: [(a + len(prefix), b + len(prefix)) for a, b in sp] for f, sp in spans.items()}
@@ -261,7 +263,7 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     if split is None:
         return None
     clean_p, ans_id, carried = split
-    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), variant, prefix, exclude)
+    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), variant, ex)
     if corrupt is None:
         return None
     corrupt_p = prefix + corrupt + clean_p[len(clean):]   # same examples, trailing joiner and carried digits
@@ -302,11 +304,11 @@ def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterab
 
     Prompts of one length are grouped further by their text up to the last newline, so that prompts
     with the same solved examples (:mod:`arithmech.data.shots`) share a batch and its prefix runs once
-    (:mod:`arithmech.core.prefix`); a zero-shot prompt has no newline and batches as it always did."""
+    (:mod:`arithmech.core.prefix`); a zero-shot prompt has no example separator and batches as it always did."""
     enc = [_ids(tok, p, True) for p in prompts]
     by_len: dict[tuple, list[int]] = {}
     for i, e in enumerate(enc):
-        by_len.setdefault((len(e), prompts[i].rpartition(shots_module.SEPARATOR)[0]), []).append(i)
+        by_len.setdefault((len(e), shots_module.prefix_key(prompts[i])), []).append(i)
     for _, idx in sorted(by_len.items()):
         for j in range(0, len(idx), batch_size):
             chunk = idx[j:j + batch_size]

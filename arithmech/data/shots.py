@@ -2,41 +2,69 @@
 
 A 135M model is a weak calculator on the paper's bare prompts (SmolLM2 answers 16 % of "a + b ="
 right), so the identify step throws most pairs away. A few solved examples before the query raise
-that yield without giving the operation away, when they are built so that
+that yield. They are built so that they give away as little as possible:
 
-* **their operations are mixed** — the K examples cycle through the four operations (each block of
-  four shuffled), so the examples say "this is arithmetic" but not *which* operation: the query's
-  operator stays the only source of the operation, and the counterfactual (operator replaced by a
-  neutral word or symbol) still removes it;
-* **their operand pairs are disjoint from the query's** — no example has the query's (A, B) in either
-  order of drawing, so the answer cannot be copied (:func:`arithmech.data.pairs.draw_pairs` redraws a
-  query that hits one);
-* **they are written in the query's template family** — a Fig. 8 template ``add-k`` gets its examples
-  from the same phrasing row of every operation (``add-k``, ``sub-k``, ``mul-k``, ``div-k``: the same
-  sentence with the operation's word or symbol). Templates without such a row (Fig. 10's time spans
-  and accumulations, App. D's exponentiation, a user's file) exist for one operation only, so mixing
-  in their own phrasing is impossible: they take the equation row (``add-1`` ... ``div-1``, "3 + 5 = 8");
-* **X_r and X_c share them token for token** — the examples are one fixed text per template and seed
-  (:func:`examples`), written before the query with a newline after each; X_r and X_c differ only in
-  the query's operator (or operands, for the operand counterfactual).
+* **the operation** — the examples' operations are balanced (:func:`example_operations`): each operation
+  appears ``K // 4`` or ``K // 4 + 1`` times, the query's own ``K // 4`` times (never more often than
+  another; not at all for K < 4), and never in the last example, next to the query. The examples say
+  "this is arithmetic" and do not point at the query's operation; what remains is a prior over the
+  operations the examples show, which the counterfactual (operator replaced by a neutral word or symbol)
+  leaves in place for X_r and X_c alike;
+* **the answer** — no example has the query's operand pair in either order, and no example of the query's
+  operation has the query's answer (:func:`arithmech.data.pairs.draw_pairs` redraws a query that hits one);
+* **the template family** — a Fig. 8 template ``add-k`` gets its examples from the same phrasing row of every
+  operation (``add-k``, ``sub-k``, ``mul-k``, ``div-k``). Templates without such a row (Fig. 10's time spans
+  and accumulations, App. D's exponentiation, a user's file) exist for one operation only, so they take
+  the equation row (``add-1`` ... ``div-1``, "3 + 5 = 8");
+* **the position** — X_r and X_c share the examples token for token: one fixed text per template and seed
+  (:func:`examples`), a newline after each (:func:`separator`: " . " for a tokenizer without a newline
+  token); X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
-One fixed prefix per (template, seed) also means every prompt of a template starts with the same
-tokens, which :mod:`arithmech.core.prefix` runs once and reuses as a KV cache. ``shots=0`` draws
-nothing here: the pairs are exactly the zero-shot ones.
+One fixed text per (template, seed) means every prompt of a template starts with the same tokens, which
+:mod:`arithmech.core.prefix` runs once and reuses as a KV cache; it also means a template's effects come with
+one order of examples, so the effects of a run average over as many orders as it has templates.
+``shots=0`` draws nothing here: the pairs are exactly the zero-shot ones.
 
->>> text, used = examples(TEMPLATES["add-1"], 4, seed=0)
->>> print(text)      # e.g. "7 * 2 = 14\\n9 - 4 = 5\\n8 / 2 = 4\\n3 + 6 = 9\\n"
+>>> ex = examples(TEMPLATES["add-1"], 4, seed=0)
+>>> print(ex.text)      # e.g. "9 / 3 = 3\n2 + 6 = 8\n8 - 5 = 3\n7 * 2 = 14\n"
 """
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION
 from arithmech.data.render import draw_values, render
 
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
-SEPARATOR = "\n"                               # after each example; the query follows the last one
+SEPARATOR = "\n"                               # after each example, where the tokenizer keeps a newline
+FALLBACK_SEPARATOR = " . "                     # where it does not (the embedded model's word-level tokenizer)
+
+
+class Examples(NamedTuple):
+    """The solved examples of one template: ``text`` (each ends with the separator) and what a query must
+    avoid: ``pairs`` (each example's ``(A, B)`` and ``(B, A)``) and ``answers`` (each example's ``(op, C)``)."""
+    text: str
+    pairs: frozenset
+    answers: frozenset
+
+
+NONE = Examples("", frozenset(), frozenset())
+
+
+def separator(tok) -> str:
+    """:data:`SEPARATOR` when ``tok`` writes a newline as a token of its own, else :data:`FALLBACK_SEPARATOR`
+    (a tokenizer that drops it would run the examples together: "= 6 2 + 6 =")."""
+    return SEPARATOR if len(tok("1\n2", add_special_tokens=False)["input_ids"]) > len(
+        tok("1 2", add_special_tokens=False)["input_ids"]) else FALLBACK_SEPARATOR
+
+
+def prefix_key(prompt: str) -> str:
+    """The text of ``prompt`` up to its last example separator (either kind), ``""`` without one: prompts with
+    the same solved examples have the same key (:func:`arithmech.data.pairs.group_by_length` batches them)."""
+    return prompt[:max(prompt.rfind(SEPARATOR) + len(SEPARATOR), prompt.rfind(FALLBACK_SEPARATOR)
+                       + len(FALLBACK_SEPARATOR), 0)] if (SEPARATOR in prompt or FALLBACK_SEPARATOR in prompt) else ""
 
 
 def phrasing(t: templates_module.Template) -> dict[str, templates_module.Template]:
@@ -49,42 +77,47 @@ def phrasing(t: templates_module.Template) -> dict[str, templates_module.Templat
     return {op: templates_module.TEMPLATES[f"{op[:3]}-{row}"] for op in OPERATIONS}
 
 
-def example_operations(k: int, rng: random.Random) -> list[str]:
-    """``k`` operations: blocks of the four, each block shuffled (``k = 2``: two different ones)."""
-    out: list[str] = []
-    while len(out) < k:
-        block = list(OPERATIONS)
-        rng.shuffle(block)
-        out += block
-    return out[:k]
+def example_operations(k: int, query_op: str, rng: random.Random) -> list[str]:
+    """``k`` operations, balanced so that the examples cannot tell which operation the query asks for:
+    every operation appears ``k // 4`` or ``k // 4 + 1`` times and the query's operation ``k // 4`` times —
+    never more often than another, not at all for ``k < 4`` — and never in the last example, the one next
+    to the query. Shuffled by ``rng``."""
+    others = [op for op in OPERATIONS if op != query_op]
+    ops = list(OPERATIONS) * (k // 4) + rng.sample(others, k % 4)
+    rng.shuffle(ops)
+    if ops and ops[-1] == query_op:                    # move it away from the query
+        j = next(i for i in range(len(ops) - 2, -1, -1) if ops[i] != query_op)
+        ops[j], ops[-1] = ops[-1], ops[j]
+    return ops
 
 
-def examples(t: templates_module.Template, k: int, seed: int) -> tuple[str, frozenset[tuple[int, int]]]:
+def examples(t: templates_module.Template, k: int, seed: int, sep: str = SEPARATOR) -> Examples:
     """The ``k`` solved examples written before every prompt of template ``t`` under ``seed``.
 
-    Returns ``(text, operand_pairs)``: the examples, each ``X_r`` of its operation's template
-    (:func:`phrasing`) with its pool words and operator drawn as for a query, followed by the joiner
-    and the answer and a newline; and the examples' ``(A, B)`` pairs, which queries must avoid. The
-    examples' own pairs are distinct. The random stream is this function's own (seeded by ``seed``,
-    ``t.id`` and ``k``), so drawing the queries consumes exactly what it consumes at ``k = 0``.
-    ``k = 0`` gives ``("", frozenset())``.
+    Each is ``X_r`` of its operation's template (:func:`phrasing`), with its pool words and operator drawn as
+    for a query, then the joiner, the answer and ``sep``; operations by :func:`example_operations`; the
+    examples' operand pairs are distinct in either order. Returns :class:`Examples` (the text and what a
+    query must avoid: the examples' pairs in either order, and their ``(operation, answer)``, so that no
+    example of the query's operation has its answer). The random stream is this function's own (seeded by
+    ``seed``, ``t.id`` and ``k``), so drawing the queries consumes exactly what it consumes at ``k = 0``.
+    ``k = 0`` gives :data:`NONE`.
     """
     if k < 0:
         raise ValueError(f"shots={k}: the number of solved examples is 0 or more")
     if k == 0:
-        return "", frozenset()
+        return NONE
     rng = random.Random(f"shots:{seed}:{t.id}:{k}")
-    rows, used = [], set()
+    rows, used, answers = [], set(), set()
     by_op = phrasing(t)
-    for op in example_operations(k, rng):
+    for op in example_operations(k, t.op, rng):
         tpl = by_op[op]
         for _ in range(200):
             v = draw_values(tpl, rng, division=PAIRS_DIVISION)
             if (v["A"], v["B"]) not in used:
                 break
-        else:                                              # 81 pairs per operation: never reached for k <= 8
+        else:                                              # 81 pairs per operation: never reached for k <= 16
             raise ValueError(f"template {tpl.id!r}: no fresh operand pair for example {len(rows) + 1} of {k}")
-        used.add((v["A"], v["B"]))
-        rows.append(render(tpl.clean, v)[0] + tpl.joiner + str(v["C"]) + SEPARATOR)
-    return "".join(rows), frozenset(used)
-
+        used |= {(v["A"], v["B"]), (v["B"], v["A"])}
+        answers.add((op, v["C"]))
+        rows.append(render(tpl.clean, v)[0] + tpl.joiner + str(v["C"]) + sep)
+    return Examples("".join(rows), frozenset(used), frozenset(answers))

@@ -23,6 +23,15 @@ from arithmech.data.answer_tokens import template_summary
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact
 
 
+class NoReferenceData(ValueError):
+    """Nothing is left to patch: no prompt answered right, or none whose X_c moves the answer. ``info`` holds
+    the counts :func:`prepare` measured on the way (a yield of zero is a result too)."""
+
+    def __init__(self, message: str, info: dict):
+        super().__init__(message)
+        self.info = info
+
+
 def task_templates(task) -> tuple[str, list[templates.Template]]:
     """``(label, templates)`` for a task name, a template-pair file or a list of templates."""
     if isinstance(task, (list, tuple)):
@@ -90,11 +99,11 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
         what = task if isinstance(task, str) else "of templates " + ", ".join(
             getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
         if not right:
-            raise ValueError(f"the model answers none of the {len(samples)} prompts {what} right ({len(correct_s)} "
+            raise NoReferenceData(f"the model answers none of the {len(samples)} prompts {what} right ({len(correct_s)} "
                              "by the answer token, none also writing the whole answer), so there is no reference "
                              "data X_r to patch; use a task the model can do (see `python -m arithmech accuracy`) "
-                             "or more samples")
-        raise ValueError(f"the model answers {len(right)} of the {len(samples)} prompts {what} right, but on "
+                             "or more samples", info)
+        raise NoReferenceData(f"the model answers {len(right)} of the {len(samples)} prompts {what} right, but on "
                          "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
-                         "is left to patch; use another counterfactual or more samples")
+                         "is left to patch; use another counterfactual or more samples", info)
     return kept, info

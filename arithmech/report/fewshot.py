@@ -52,8 +52,10 @@ def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
 
 
 def _heads(kh: dict) -> str:
+    """The key heads of a key_heads.json block, with the rule's threshold (the whole 95% interval below it)."""
     names = [h["name"] for h in kh.get("heads", [])]
-    return ", ".join(f"head {n}" for n in names) if names else "none"
+    return (", ".join(f"head {n}" for n in names) if names else "none") + \
+        f" (whole 95% interval below {kh.get('threshold', float('nan')):+.0%})"
 
 
 def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
@@ -72,8 +74,8 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
         key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
         intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
         rows.append({"prompts": label, "pooled tasks": ", ".join(kh.get("control", {}).get("pooled", [task])),
-                     "key heads (paper: effect ≤ −5%)": _heads(kh),
-                     "key heads (share ≤ −5% of the counterfactual)": _heads(kh.get("by_share", {})) if "by_share" in kh
+                     "key heads: relative change of the answer logit": _heads(kh),
+                     "key heads: share of the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
                      else "not measured",
                      f"top {k} by effect": ", ".join(f"{l}.{h}" for l, h in zip(top.layer, top["head"])),
                      "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",

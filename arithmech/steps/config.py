@@ -195,6 +195,11 @@ class Shots(ModelStep):
     answer_token: str = same_as(Identify, "answer_token")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
+    def check(self) -> None:
+        super().check()
+        if list(self.grid) != sorted(set(self.grid)):
+            raise ValueError(f"--grid {','.join(map(str, self.grid))}: expected distinct values in increasing order")
+
 
 @dataclass(frozen=True)
 class Counterfactuals(ModelStep):

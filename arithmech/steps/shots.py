@@ -31,7 +31,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
-from arithmech.methods.prepare import prepare
+from arithmech.methods.prepare import NoReferenceData, prepare
 from arithmech.steps.config import Shots as Config
 
 CAN_DO = 0.05          # an operation the model can do at K: the kept rate's Wilson lower bound reaches this
@@ -57,16 +57,13 @@ def yield_table(model, tok, grid=(0, 2, 4, 8), n_per_template: int = 12, seed: i
                 n = n_per_template * len(pairs.select_templates(op))
                 try:
                     kept, info = prepare(model, tok, op, n, validation_seed(seed), batch_size, answer_token, shots=k)
-                except ValueError:                         # nothing kept: the counts below are zeros
-                    kept, info = [], None
-                row = {"shots": k, "op": op, "drawn": n}
-                if info is None:
-                    row.update(token_correct=0, correct=0, xc_valid=0, kept=0, top_share=float("nan"))
-                else:
-                    row.update(token_correct=info["n_correct"], correct=info["n_exact_correct"],
-                               xc_valid=info["counterfactual_check"]["passed"], kept=info["n_kept"])
-                    answers = pd.Series([s.answer for s in kept])
-                    row["top_share"] = float(answers.value_counts().iloc[0] / len(answers)) if len(answers) else float("nan")
+                except NoReferenceData as e:               # nothing kept: a yield of zero, with its counts
+                    kept, info = [], e.info
+                answers = pd.Series([s.answer for s in kept])
+                row = {"shots": k, "op": op, "drawn": n, "token_correct": info["n_correct"],
+                       "correct": info["n_exact_correct"], "xc_valid": info["counterfactual_check"]["passed"],
+                       "kept": info["n_kept"],
+                       "top_share": float(answers.value_counts().iloc[0] / len(answers)) if len(answers) else float("nan")}
                 for what in ("token_correct", "correct", "kept"):
                     lo, hi = wilson_interval(row[what], n)
                     row[f"{what}_rate"], row[f"{what}_lo"], row[f"{what}_hi"] = row[what] / n, lo, hi

@@ -32,6 +32,7 @@ def test_patching_effects_equal_with_and_without_the_cached_prefix(embedded_mode
     model, tok, _ = embedded_model
     ss, _ = filter_correct(model, tok, _few_shot(model, tok, 96))    # X_r, as identify patches
     assert len(ss) >= 8
+    assert prefix.SharedPrefix(model, [ids for _, ids in pairs.group_by_length(tok, [s.clean for s in ss])]).kv
     clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], pairs.answer_ids(tok, ss)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -81,3 +82,18 @@ def test_means_activations_equal_with_and_without_the_cache(embedded_model):
         for i, z, m in activations(model, tok, prompts):
             for a, b in ((got[i][0], z), (got[i][1], m)):             # fp32 relative precision
                 assert (a - b).abs().max() <= 1e-5 * b.abs().max().clamp(min=1)
+
+
+def test_cached_prefix_is_exact_under_gqa(word_llama_fig8):
+    """Protects: the shared-prefix cache is exact with grouped key/value heads (SmolLM2 has 3 for 9 query
+    heads; the embedded model has one per head): patched logits with and without it agree to fp32."""
+    model, tok, _ = word_llama_fig8
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    ss, _ = pairs.make_pairs(tok, "all", n=24, seed=1, answer_token="last-digit", shots=4)
+    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], pairs.answer_ids(tok, ss)
+    assert prefix.SharedPrefix(model, [ids for _, ids in pairs.group_by_length(tok, clean)]).kv   # it is used
+    a = path_patch(model, tok, clean, corrupt, ans)
+    with prefix.enabled(False):
+        b = path_patch(model, tok, clean, corrupt, ans)
+    assert (a.logit_p - b.logit_p).abs().max() <= 1e-5 * b.logit_p.abs().max().clamp(min=1)
+

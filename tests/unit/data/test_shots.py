@@ -1,6 +1,8 @@
 """Few-shot prompts (arithmech.data.shots): the solved examples keep the counterfactual meaningful."""
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 
 import pytest
@@ -10,21 +12,31 @@ from arithmech.data import pairs, shots, templates
 OPS = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
 
 
-def test_zero_shots_draws_exactly_the_zero_shot_pairs(tok):
-    """Protects: shots=0 reproduces today's pairs byte for byte (text, answer, positions and JSON row)."""
-    a, sa = pairs.make_pairs(tok, "all", n=96, seed=3, answer_token="last-digit")
-    b, sb = pairs.make_pairs(tok, "all", n=96, seed=3, answer_token="last-digit", shots=0)
-    assert [s.to_json() for s in a] == [s.to_json() for s in b] and sa.redrawn == sb.redrawn
-    assert "prefix" not in a[0].to_json()
+# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, answer_token="last-digit")
+# at commit 30387f0, the last one before solved examples existed (division's draw changed since, by design).
+BEFORE_SHOTS = {"addition": "c06aa098a7c52ec6", "fig10": "c76b79dcc9f89c97", "subtraction": "d0815ef8a75fb22f",
+                "multiplication": "fd2b51f0c3d1b89c"}
 
 
-@pytest.mark.parametrize("k", [2, 4, 8])
-def test_examples_mix_operations_and_are_solved(k):
-    """Protects: K examples of mixed operations (every block of four holds each operation once), each
-    correctly solved, in the query's phrasing row; their operand pairs are distinct."""
-    text, used = shots.examples(templates.TEMPLATES["mul-1"], k, seed=0)
-    rows = text.split(shots.SEPARATOR)[:-1]
-    assert len(rows) == k and len(used) == k
+@pytest.mark.parametrize("task", sorted(BEFORE_SHOTS))
+def test_zero_shots_draws_exactly_the_pairs_of_before(tok, task):
+    """Protects: shots=0 reproduces the pairs drawn before few-shot prompts existed, byte for byte (text,
+    answer, positions and JSON row), and writes no prefix field."""
+    ss, st = pairs.make_pairs(tok, task, n=96, seed=3, answer_token="last-digit", shots=0)
+    digest = hashlib.sha256(json.dumps([s.to_json() for s in ss], sort_keys=True).encode()).hexdigest()[:16]
+    assert digest == BEFORE_SHOTS[task] and st.redrawn == 0
+    assert "prefix" not in ss[0].to_json()
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 8])
+@pytest.mark.parametrize("seed", range(6))
+def test_examples_are_balanced_solved_and_never_point_at_the_query(k, seed):
+    """Protects: K correctly solved examples in the query's phrasing row whose operations are balanced — each
+    k // 4 or k // 4 + 1 times, the query's own k // 4 times (absent below four) and never in the last
+    example, next to the query — and whose operand pairs are distinct in either order."""
+    ex = shots.examples(templates.TEMPLATES["mul-1"], k, seed=seed)
+    rows = ex.text.split(shots.SEPARATOR)[:-1]
+    assert len(rows) == k and len(ex.pairs) <= 2 * k
     ops = []
     for r in rows:
         a, sym, b, _, c = r.split()
@@ -32,15 +44,16 @@ def test_examples_mix_operations_and_are_solved(k):
         x, y = int(a), int(b)
         assert int(c) == {"addition": x + y, "subtraction": x - y, "multiplication": x * y,
                           "division": x // y}[OPS[sym]]
-    assert len(set(ops)) == min(k, 4)                      # never one operation only
-    if k == 8:
-        assert sorted(ops) == sorted(list(OPS.values()) * 2)
+    counts = {op: ops.count(op) for op in OPS.values()}
+    assert counts["multiplication"] == k // 4 and set(counts.values()) <= {k // 4, k // 4 + 1}
+    assert ops[-1] != "multiplication"
+    assert len({frozenset((a, b)) for a, b in ex.pairs}) == k      # distinct pairs, either order
 
 
 def test_examples_are_in_the_template_family():
     """Protects: a Fig. 8 row takes its examples from the same row of every operation; Fig. 10 templates
     (addition only) take the equation row, never their own addition phrasing."""
-    text, _ = shots.examples(templates.TEMPLATES["sub-6"], 4, seed=1)
+    text = shots.examples(templates.TEMPLATES["sub-6"], 4, seed=1).text
     assert all(r.startswith("Q: How much is ") for r in text.split("\n")[:-1])
     assert {t.id for t in shots.phrasing(templates.TEMPLATES["div-6"]).values()} == {"add-6", "sub-6", "mul-6", "div-6"}
     assert {t.id for t in shots.phrasing(templates.TEMPLATES["span-3"]).values()} == {"add-1", "sub-1", "mul-1", "div-1"}
@@ -48,14 +61,15 @@ def test_examples_are_in_the_template_family():
 
 def test_few_shot_pairs_share_examples_and_avoid_their_operands(tok):
     """Protects: X_r and X_c start with the same examples (one text per template and seed), differ after
-    them only where the zero-shot pair differs, and no query uses an example's operand pair."""
+    them only where the zero-shot pair differs, and no query has an example's operand pair (in either order)
+    or the answer of an example of its own operation."""
     ss, _ = pairs.make_pairs(tok, "all", n=192, seed=0, answer_token="last-digit", shots=4)
     by_tpl = {}
     for s in ss:
         assert s.prefix and s.clean.startswith(s.prefix) and s.corrupt.startswith(s.prefix)
         assert by_tpl.setdefault(s.template, s.prefix) == s.prefix
-        _, used = shots.examples(templates.TEMPLATES[s.template], 4, seed=0)
-        assert (s.a, s.b) not in used
+        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, sep=shots.separator(tok))
+        assert (s.a, s.b) not in ex.pairs and (s.b, s.a) not in ex.pairs and (s.op, int(s.target)) not in ex.answers
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
         assert s.positions["A"][0] >= len(tok(s.prefix)["input_ids"])     # roles point into the query
     assert len(by_tpl) == 48
@@ -66,17 +80,33 @@ def test_operand_counterfactual_keeps_the_examples(tok):
     ss, _ = pairs.make_operand_pairs(tok, "addition", n=42, seed=0, answer_token="last-digit", shots=2)
     for s in ss:
         assert s.corrupt.startswith(s.prefix) and s.corrupt != s.clean
-        _, used = shots.examples(templates.TEMPLATES[s.template], 2, seed=0)
+        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, sep=shots.separator(tok))
         nums = tuple(int(x) for x in re.findall(r"\d+", s.corrupt[len(s.prefix):]))[:2]
-        assert nums not in used
+        assert nums not in ex.pairs
 
 
-def test_group_by_length_batches_one_prefix_together(tok):
-    """Protects: prompts with the same examples share a batch (their prefix runs once); zero-shot batching
-    is unchanged (a prompt without a newline groups by length only)."""
-    ss, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, answer_token="last-digit", shots=4)
-    for idx, ids in pairs.group_by_length(tok, [s.clean for s in ss], batch_size=64):
-        assert len({ss[i].prefix for i in idx}) == 1
+def test_separator_follows_the_tokenizer(tok):
+    """Protects: examples are separated by a newline where the tokenizer keeps one, else by " . " (the
+    embedded word-level tokenizer drops newlines, which would run the examples together)."""
+    assert shots.separator(tok) == shots.FALLBACK_SEPARATOR
+    ss, _ = pairs.make_pairs(tok, "addition", n=21, seed=0, answer_token="last-digit", shots=4)
+    assert all(s.prefix.count(" . ") == 4 for s in ss)
+
+
+def test_group_by_length_batches_one_prefix_together():
+    """Protects: prompts with the same newline-separated examples share a batch (their prefix runs once);
+    zero-shot batching is unchanged (a prompt without a newline groups by length only)."""
+    class Chars:                                  # a character tokenizer that keeps newlines
+        def __call__(self, text, add_special_tokens=True):
+            return {"input_ids": [ord(c) for c in text]}
+    prompts = ["a\nb + c", "x\nb + c", "a\nd + e", "x\nd + e", "a\nf + g"]
+    assert shots.prefix_key("1 + 2 = 3 . 4 - 1 = 3 . 5 + 5 =") == "1 + 2 = 3 . 4 - 1 = 3 . " and shots.prefix_key("3 + 4 =") == ""
+    got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts, batch_size=64)]
+    assert sorted(map(sorted, got)) == [[0, 2, 4], [1, 3]]
+
+
+def test_zero_shot_batching_is_by_length_only(tok):
+    """Protects: zero-shot prompts (no newline) batch exactly as before the few-shot grouping existed."""
     zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, answer_token="last-digit")
     got = [idx for idx, _ in pairs.group_by_length(tok, [s.clean for s in zs], batch_size=8)]
     lens = [len(tok(s.clean)["input_ids"]) for s in zs]
