@@ -317,10 +317,28 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
     return r.here, (None if pd.isna(r.holds) else bool(r.holds))
 
 
+CONTROLLED = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
+              "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer")
+"""The identify claims made inconclusive where the primary task fails its control (:func:`_controlled`)."""
+
+
+def _controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable[[Context], tuple[str, bool | None]]:
+    """``decide``, made inconclusive where identify's primary task (``key_heads.json``'s ``task``) fails its
+    control (:data:`~arithmech.steps.config.CONTROL_FLOOR`: its answer is guessable from what the prompt carries)."""
+    def decider(ctx: Context):
+        here, holds = decide(ctx)
+        kh = ctx.read("key_heads.json")
+        failed = (kh.get("control") or {}).get("failed", {})
+        if kh.get("task") in failed:
+            return here + f"; task {kh['task']} fails its control: {failed[kh['task']]}", None
+        return here, holds
+    return decider
+
+
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
-    "key-heads-exist": _key_heads, "key-heads-exist-share": _key_heads_share, "few-heads": _few_heads, "middle-layers": _middle_layers,
-    "logit-diff-ranking": _logit_diff_ranking, "knockout-key-vs-random": _knockout_key_vs_random,
-    "knockout-random-flat": _knockout_random_flat, "mlps-late": _mlps_late, "transfer": _transfer,
+    **{k: _controlled(f) for k, f in zip(CONTROLLED, (
+        _key_heads, _key_heads_share, _few_heads, _middle_layers, _logit_diff_ranking, _knockout_key_vs_random,
+        _knockout_random_flat, _mlps_late, _transfer))},
     "attention-roles": _attention_roles, "stages": _stages,
     "precise-matches-full": precise_matches_full, "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,
@@ -361,4 +379,6 @@ def select(ids: Iterable[str] | None) -> list[Rule]:
 
 def rules_markdown(ids: Iterable[str]) -> str:
     """The rules ``ids`` as a markdown list, for a chapter to state *before* its results."""
-    return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}." for r in select(ids))
+    note = lambda r: (f"; inconclusive where the task fails its control (conditioned floor on its X_r >= "
+                      f"{CONTROL_FLOOR:.0%})" if r.id in CONTROLLED else "")
+    return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)}." for r in select(ids))

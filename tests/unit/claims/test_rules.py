@@ -160,3 +160,17 @@ def test_unknown_claim_id_is_a_clear_error():
     """Protects: asking for a claim that does not exist names the known ones."""
     with pytest.raises(ValueError, match="known: key-heads-exist"):
         C.select(["nope"])
+
+
+def test_identify_claims_are_inconclusive_when_the_primary_task_fails_its_control(tmp_path):
+    """Protects the per-task control (#22 item 6): where the task the key heads come from fails its control
+    (its answer is guessable from what the prompt carries), every identify claim is inconclusive with the
+    reason, although its numbers alone would decide it; a failed task that is not the primary one changes
+    nothing."""
+    eff = _effects({(1, 0): -0.08}, [0.0, 0.0, 0.0])
+    ids = ["key-heads-exist", "few-heads", "middle-layers", "knockout-key-vs-random"]
+    ok = _write(tmp_path / "a", eff, _knockout(0.2, [0.9, 0.95]), {"failed": {"division": "floor 60%"}})
+    assert _holds(ok, "key-heads-exist") is True and _holds(ok, "knockout-key-vs-random") is True
+    bad = _write(tmp_path / "b", eff, _knockout(0.2, [0.9, 0.95]), {"failed": {"all": "every task fails"}})
+    rows = C.claims(bad, ids)
+    assert rows.holds.isna().all() and rows.here.str.contains("fails its control").all()
