@@ -70,7 +70,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     executed; every other command runs as written."""
     cmds = readme_commands()
     assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "beyond", "stability",
-                                    "table1-arms", "train-embedded", "book"]
+                                    "shots", "table1-arms", "train-embedded", "book"]
     book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
     from arithmech.report.book import load_config, plan
     root = README.parent
@@ -88,7 +88,8 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
         R.read(folder, name) if name != "run.json" else None
         assert (folder / name).exists(), name
     run = R.read_run(folder)
-    assert set(run["steps"]) == {"identify", "analyze", "beyond", "stability", "table1"}
+    assert set(run["steps"]) == {"identify", "analyze", "beyond", "stability", "shots", "table1"}
+    assert run["steps"]["shots"]["choice"]["shots"] in (0, 2, 4, 8) and len(R.read(folder, "shots.csv")) == 16
     assert R.read(folder, "finetune/table1.json")["suite"] == "toy" and len(R.read(folder, "stability.csv")) > 0
     assert run["steps"]["beyond"]["inputs"]["effects.csv"] == R.sha256(folder / "effects.csv")
     assert len(R.read(folder, "eap.csv")) == 6 * 9 and len(R.read(folder, "upstream.csv")) > 0
