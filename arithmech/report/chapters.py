@@ -59,6 +59,8 @@ class Data(ModelChapter):
     n_per_template: int = option(10, "pairs drawn per template for the accuracy chart", low=1)
     answer_token: str = option(step_default(steps.Identify, "answer_token"), "the answer token scored (identify's "
                                "rule)", choices=ANSWER_TOKENS)
+    yield_per_template: int = option(4, "the yield of solved examples on the chapter's model: prompts per template "
+                                     "and K (the book's scale; the shots command's default is larger)", low=1)
 
 
 @dataclass(frozen=True)
