@@ -136,8 +136,7 @@ def test_letter_logits_left_padding_is_exact(smollm2):
 # ------------------------------------------------------------------------------------ Table 1 data
 
 def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
-    """Protects issue #22 item 4 on the real model (GQA: 3 key/value heads for 9 query heads, newline
-    separators, BPE): path patching of few-shot pairs with the shared prefix run once equals running every
+    """Protects issue #22 item 4 on the real model (GQA: 3 key/value heads for 9 query heads, BPE): path patching of few-shot pairs with the shared prefix run once equals running every
     prompt whole, ≤ 1e-5 in the effects, and the cache is actually used."""
     import warnings
     from arithmech.core import prefix
@@ -146,7 +145,8 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
     model, tok, _ = smollm2
     ss, _ = D.make_pairs(tok, [templates.TEMPLATES["add-1"], templates.TEMPLATES["mul-6"]], n=12, seed=0,
                          answer_token="last-digit", shots=4)
-    assert all("\n" in s.prefix for s in ss)
+    from arithmech.data import shots
+    assert all(shots.separator(tok) in s.prefix for s in ss)
     clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], D.answer_ids(tok, ss)
     assert prefix.SharedPrefix(model, [ids for _, ids in D.group_by_length(tok, clean)]).kv
     with warnings.catch_warnings():
