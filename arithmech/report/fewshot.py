@@ -18,6 +18,7 @@ import pandas as pd
 from arithmech.claims.rules import K, claims
 from arithmech.core import results
 from arithmech.core.stats import wilson_interval
+from arithmech.report.pages import verdict
 
 CLAIMS = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "knockout-key-vs-random",
           "knockout-random-flat", "mlps-late", "transfer", "answer-token-floor", "ablation-removes-information")
@@ -26,10 +27,6 @@ CLAIMS = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layer
 
 def _pct(x: float) -> str:
     return "—" if x != x else f"{x:.0%}"
-
-
-def _verdict(holds) -> str:
-    return {True: "holds", False: "does not hold"}.get(holds, "inconclusive")
 
 
 def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
@@ -92,6 +89,6 @@ def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
     out = None
     for label, folder in runs.items():
         c = claims(folder, ids)[["id", "claim", "holds", "here"]]
-        c = c.assign(**{label: [_verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(columns=["holds", "here"])
+        c = c.assign(**{label: [verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(columns=["holds", "here"])
         out = c if out is None else out.merge(c, on=["id", "claim"])
     return out
