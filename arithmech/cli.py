@@ -97,6 +97,9 @@ def _print_finetune(r: dict) -> None:
 
 
 def _print_table1(plan: dict) -> None:
+    if "curve" in plan:
+        print(json.dumps({"knee": plan["curve"]["knee"], "points": len(plan["curve"]["points"])}))
+        return
     print(json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()}))
 
 
@@ -135,7 +138,7 @@ COMMANDS = {
     "counterfactuals": Command(configs.Counterfactuals, "arithmech.steps.counterfactuals", "run",
                                _print_counterfactuals),
     "finetune": Command(configs.Finetune, "arithmech.steps.finetune", "run_finetune", _print_finetune, True),
-    "table1-arms": Command(configs.Table1, "arithmech.steps.table1", "run_arms", _print_table1, True),
+    "arms": Command(configs.Table1, "arithmech.steps.arms", "run_arms", _print_table1, True),
     "train-embedded": Command(configs.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
     "accuracy": Command(configs.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
                         _print_embedded_accuracy),
@@ -220,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
         args.argv = list(argv)
         args.func(args)
     except KeyboardInterrupt:
-        print("interrupted: re-run the same command to finish (identify and table1-arms resume where they stopped; "
+        print("interrupted: re-run the same command to finish (identify and arms resume where they stopped; "
               "a half-moved set is refused by its readers until re-run)", file=sys.stderr)
         sys.exit(130)
     except (FileNotFoundError, ValueError, OSError, ImportError) as e:     # ResultsError is a ValueError

@@ -98,22 +98,19 @@ RULES: tuple[Rule, ...] = (
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)"),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
-         "with the arms runner's files (finetune/table1.json): holds iff the 95% paired-bootstrap interval of "
-         "precise-key − full on the primary math measure lies within ±5 points, does not hold iff wholly outside; "
-         "with the older Table 1 records (no per-item scores): does not hold iff precise's change interval lies "
-         "below full's on any math measure, holds iff its mean change is ≥ full's minus 5 points; else inconclusive"),
+         "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% paired-bootstrap interval "
+         "of precise-key − full on the suite's primary math measure lies within ±5 points, does not hold iff wholly "
+         "outside; inconclusive otherwise"),
     Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper: a control)",
          "not tested (no random-head arm)",
          "holds iff the 95% paired-bootstrap interval of precise-key − precise-random (as many random heads, layers "
          "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points"),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
-         "with the arms runner's files: its pre-stated rule 4 (verdicts.py), precise-key − base on the suite's "
-         "primary general measure: holds iff the 95% paired-bootstrap interval's lower end is above −5 points, does "
-         "not hold iff its upper end is below −5 points (full SFT's cost is shown beside it, not tested); with the "
-         "older Table 1 records, on the generic-text loss (nats, bootstrap interval of the change against base): holds iff full's change "
-         "interval lies above 0 and precise's upper bound lies below full's lower bound; does not hold iff precise's "
-         "change is larger than full's with the intervals apart; inconclusive otherwise"),
+         "the arms runner's rule 4 (verdicts.py): precise-key − base on the suite's primary general measure (cpu "
+         "suite: the cloze sets whose base interval lies above chance, pooled): holds iff the 95% paired-bootstrap "
+         "interval's lower end is above −5 points, does not hold iff its upper end is below −5 points; inconclusive "
+         "otherwise (full SFT's cost is shown beside it, rule 5)"),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)
 RULES += (

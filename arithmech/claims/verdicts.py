@@ -19,6 +19,15 @@ The rules (:data:`RULES`; ``m`` = the margin, 5 points of accuracy or 0.05 nats 
    interval's lower end is above −m; does not hold iff its upper end is below −m; else inconclusive.
 5. **precise forgets less than full** — precise-key − full on the primary general measure: holds iff
    the interval lies above 0; does not hold iff it lies at or below 0; else inconclusive.
+
+**Which general measures decide** (:func:`deciding`): a measure with a ``chance`` level decides only where
+the *base* model's 95% interval lies clear of it (above chance for an accuracy, below it for a loss); the
+others are shown, never used by a rule. The ``cpu`` suite's primary general measure ``cloze`` is the
+deciding cloze sets' items **pooled** (each item once, every set its own items).
+
+**Collapse gate** (:func:`collapsed`): a run *collapsed* on a general measure when it keeps less than half
+of the base model's margin over chance (``(run − chance) < 0.5 · (base − chance)``; for a loss, the
+margin below chance). Tables and charts report such a run as collapsed, not as a point estimate.
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ from arithmech.core.stats import paired_bootstrap, wilson_interval
 from arithmech.evals.suites import get_suite
 
 MARGIN = 0.05
+COLLAPSE = 0.5
 RULES = (
     ("precise SFT learns the skill", "precise-key", "base", "math", "above0"),
     ("precise matches full", "precise-key", "full", "math", "within"),
@@ -41,7 +51,7 @@ RULES = (
 
 
 def plan(folder: str | Path) -> dict:
-    """``finetune/table1.json`` of a model's results folder (:func:`arithmech.steps.table1.run_arms`)."""
+    """``finetune/table1.json`` of a model's results folder (:func:`arithmech.steps.arms.run_arms`)."""
     return results.read(folder, "finetune/table1.json")
 
 
@@ -59,10 +69,53 @@ def arm_runs(folder: str | Path, p: dict | None = None) -> dict[str, list[dict]]
     return out
 
 
-def items(runs: list[dict], measure: str, sign: float = 1.0) -> list[float]:
-    """Per test item, its score averaged over ``runs`` (times ``sign``)."""
+def deciding(base: dict, names) -> list[str]:
+    """The measures of ``names`` that may decide a rule: those without a ``chance`` level, and those whose
+    base interval lies clear of it (module docstring)."""
+    out = []
+    for m in names:
+        r = base.get(m)
+        if r is None:
+            continue
+        ch, ci = r.get("chance"), r.get("ci")
+        if ch is None or (ci is not None and (ci[1] < ch if r["metric"].startswith("nats") else ci[0] > ch)):
+            out.append(m)
+    return out
+
+
+def pool(folder, suite) -> list[str]:
+    """The cloze sets pooled into the ``cpu`` suite's ``cloze`` measure: the deciding ones."""
+    base = records.read_finetune(folder, "base")["results"]
+    return [m for m in deciding(base, suite.general) if m in base and base[m].get("metric", "").endswith("cloze)")]
+
+
+def items(runs: list[dict], measure: str, sign: float = 1.0, pooled: list[str] | None = None) -> list[float]:
+    """Per test item, its score averaged over ``runs`` (times ``sign``); ``cloze``: the items of the
+    ``pooled`` sets, one after the other."""
+    if measure == "cloze":
+        return [x for m in pooled for x in items(runs, m, sign)]
     per = [r["results"][measure]["items"] for r in runs]
     return [sign * sum(x) / len(x) for x in zip(*per)]
+
+
+def value(run: dict, measure: str, pooled: list[str] | None = None) -> float:
+    """A run's value on ``measure`` (``cloze``: the mean over the pooled sets' items)."""
+    its = items([run], measure, 1.0, pooled)
+    return sum(its) / len(its)
+
+
+def collapsed(run: dict, base: dict, measure: str, pooled: list[str] | None = None) -> bool:
+    """The collapse gate (module docstring) of one run on one general measure."""
+    if measure == "cloze":
+        ch = sum(base["results"][m]["chance"] * base["results"][m]["n"] for m in pooled) / \
+            sum(base["results"][m]["n"] for m in pooled)
+    else:
+        ch = base["results"][measure].get("chance")
+    if ch is None:
+        return False
+    v, b = value(run, measure, pooled), value(base, measure, pooled)
+    loss = measure != "cloze" and base["results"][measure]["metric"].startswith("nats")
+    return ((ch - v) if loss else (v - ch)) < COLLAPSE * ((ch - b) if loss else (b - ch))
 
 
 def arm_table(folder: str | Path) -> pd.DataFrame:
@@ -70,6 +123,7 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
     ``n``, runs, the Wilson interval of the pooled items (accuracies) and the change from base with its
     paired-bootstrap interval (items averaged over runs)."""
     p = plan(folder)
+    S = get_suite(p["suite"])
     runs = arm_runs(folder, p)
     base = runs["base"][0]["results"]
     rows = []
@@ -85,7 +139,10 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
             d = lo_d = hi_d = None
             if arm != "base":
                 d, lo_d, hi_d = paired_bootstrap(items([runs["base"][0]], m), items(rs, m))
+            gate = m in S.general and base[m].get("chance") is not None
             rows.append({"arm": arm, "measure": m, "value": mean, "seed_sd": sd, "n_items": n, "runs": len(rs),
+                         "chance": base[m].get("chance"), "decides": m in deciding(base, [m]),
+                         "collapsed_runs": sum(collapsed(r, runs["base"][0], m) for r in rs) if gate else 0,
                          "ci_low": lo, "ci_high": hi, "delta": d, "delta_ci_low": lo_d, "delta_ci_high": hi_d,
                          "lr": None if arm == "base" else p["arms"][arm]["chosen_lr"]})
     return pd.DataFrame(rows)
@@ -110,6 +167,7 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
     p = plan(folder)
     S = get_suite(p["suite"])
     runs = arm_runs(folder, p)
+    pooled = pool(folder, S) if S.primary_general == "cloze" else None
     rows = []
     for claim, a, b, which, kind in RULES:
         m = S.primary_math if which == "math" else S.primary_general
@@ -118,9 +176,13 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
             rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": m, "estimate": None,
                          "ci_low": None, "ci_high": None, "verdict": "not run"})
             continue
-        d, lo, hi = paired_bootstrap(items(runs[b], m, sign), items(runs[a], m, sign))
-        rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": m + (" (negated)" if sign < 0 else ""),
-                     "estimate": d, "ci_low": lo, "ci_high": hi, "verdict": rule_verdict(kind, lo, hi, MARGIN)})
+        d, lo, hi = paired_bootstrap(items(runs[b], m, sign, pooled), items(runs[a], m, sign, pooled))
+        name = m + (" (negated)" if sign < 0 else "") + (f" ({'+'.join(pooled)})" if m == "cloze" else "")
+        gone = [x for x in (a, b) if x != "base" and which == "general"
+                and any(collapsed(r, runs["base"][0], m, pooled) for r in runs[x])]
+        rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": name, "estimate": d, "ci_low": lo,
+                     "ci_high": hi, "verdict": rule_verdict(kind, lo, hi, MARGIN),
+                     "collapsed": ", ".join(gone)})
     return pd.DataFrame(rows)
 
 
@@ -129,7 +191,9 @@ def tradeoff_frame(folder: str | Path) -> pd.DataFrame:
     is at the chosen rate, and its change from base on the primary math and general measures."""
     p = plan(folder)
     S = get_suite(p["suite"])
-    base = records.read_finetune(folder, "base")["results"]
+    base = records.read_finetune(folder, "base")
+    pooled = pool(folder, S) if S.primary_general == "cloze" else None
+    g = S.primary_general
     rows = []
     for arm, a in p["arms"].items():
         tags = dict.fromkeys([r["tag"] for r in a["grid_rows"]] + a["runs"])
@@ -137,7 +201,8 @@ def tradeoff_frame(folder: str | Path) -> pd.DataFrame:
             r = _record(folder, t)
             pr = r["parameters"]
             rows.append({"arm": arm, "seed": r["seed"], "lr": pr["lr"], "chosen": t in a["runs"], "run": t,
-                         "math_gain": r["results"][S.primary_math]["value"] - base[S.primary_math]["value"],
-                         "general_change": r["results"][S.primary_general]["value"] - base[S.primary_general]["value"],
-                         "math": S.primary_math, "general": S.primary_general})
+                         "math_gain": value(r, S.primary_math) - value(base, S.primary_math),
+                         "general_change": value(r, g, pooled) - value(base, g, pooled),
+                         "collapsed": collapsed(r, base, g, pooled),
+                         "math": S.primary_math, "general": g})
     return pd.DataFrame(rows)

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-import pandas as pd
 
 from arithmech.core.atomic import atomic_json, sha256
 from arithmech.core.results import SCHEMA_VERSION, ResultsError
@@ -95,7 +94,7 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
     path = finetune_path(folder, mode, tag)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
-                                "`python -m arithmech table1-arms` first")
+                                "`python -m arithmech arms` first")
     try:
         rec = json.loads(path.read_text())
     except json.JSONDecodeError as e:
@@ -110,26 +109,5 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
 def finetune_records(folder: str | Path) -> dict[str, dict]:
     """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
     d = Path(folder) / "finetune"
-    stems = sorted((p.stem for p in d.glob("*.json") if p.stem not in ("lr_grid", "table1")), key=lambda s: (s != "base", s))
+    stems = sorted((p.stem for p in d.glob("*.json") if p.stem not in ("table1", "curve")), key=lambda s: (s != "base", s))
     return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}
-
-
-def table1_frame(folder: str | Path) -> pd.DataFrame:
-    """``finetune/{base,full,precise}.json`` of ``folder`` as one row per (mode, measurement)."""
-    rows = []
-    for mode in MODES:
-        if not finetune_path(folder, mode).exists():
-            continue
-        r = read_finetune(folder, mode)
-        tr = r.get("train") or {}
-        for k, v in r["results"].items():
-            d = (r.get("delta") or {}).get(k, {})
-            rows.append({"mode": mode, "measure": k, "value": v["value"], "ci_low": (v.get("ci") or [None])[0],
-                         "ci_high": (v.get("ci") or [None, None])[1],
-                         "n": v["n"], "delta": d.get("delta"), "delta_ci_low": (d.get("ci") or [None])[0],
-                         "delta_ci_high": (d.get("ci") or [None, None])[1],
-                         "samples_per_second": tr.get("samples_per_second"),
-                         "tuned_parameters": tr.get("tuned_parameters"),
-                         "peak_memory_mib": (tr.get("peak_memory", {}).get("peak_bytes") or 0) / 2**20 if tr else None})
-    return pd.DataFrame(rows, columns=["mode", "measure", "value", "ci_low", "ci_high", "n", "delta", "delta_ci_low",
-                                       "delta_ci_high", "samples_per_second", "tuned_parameters", "peak_memory_mib"])

@@ -101,10 +101,12 @@ FILES: dict[str, FileSpec] = {
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),
     "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
                              ("prompts.jsonl", "effects.csv", "key_heads.json")),
-    # the Table 1 runner's plan and choices (arithmech.steps.table1): suite, tuned/random heads, each
+    # the Table 1 runner's plan and choices (arithmech.steps.arms): suite, tuned/random heads, each
     # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
     "finetune/table1.json": FileSpec("table1", "json", ("suite", "heads", "arms", "runs"),
                                      ("key_heads.json", "effects.csv")),
+    # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.steps.arms)
+    "finetune/curve.json": FileSpec("curve", "json", ("points", "knee", "rule")),
     "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "jaccard")),
     "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "key", "top")),
     "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "key_share", "effect_hi")),
@@ -118,7 +120,7 @@ STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
               "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
-              "table1": "python -m arithmech table1-arms", "stability": "python -m arithmech stability"}
+              "table1": "python -m arithmech arms", "curve": "python -m arithmech arms --curve-only", "stability": "python -m arithmech stability"}
 
 
 # ----------------------------------------------------------------------------------- locations

@@ -196,8 +196,7 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     rng = random.Random(seed)
     stats = PairStats()
     samples = []
-    sep = shots_module.separator(tok) if shots else shots_module.SEPARATOR
-    prefixes = {t.id: shots_module.examples(t, shots, seed, sep) for t in tpls} if shots else {}
+    prefixes = {t.id: shots_module.examples(t, shots, seed) for t in tpls} if shots else {}
     for k in range(n):
         t = tpls[k % len(tpls)]
         ex = prefixes.get(t.id, shots_module.NONE)

@@ -17,8 +17,8 @@ that yield. They are built so that they give away as little as possible:
   and accumulations, App. D's exponentiation, a user's file) exist for one operation only, so they take
   the equation row (``add-1`` ... ``div-1``, "3 + 5 = 8");
 * **the position** — X_r and X_c share the examples token for token: one fixed text per template and seed
-  (:func:`examples`), a newline after each (:func:`separator`: " . " for a tokenizer without a newline
-  token); X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
+  (:func:`examples`), :data:`SEPARATOR` (" . ") after each, for every model: the embedded word-level
+  tokenizer drops a newline, and one separator keeps one code path (SmolLM2's shipped runs use it too); X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
 One fixed text per (template, seed) means every prompt of a template starts with the same tokens, which
 :mod:`arithmech.core.prefix` runs once and reuses as a KV cache; it also means a template's effects come with
@@ -38,8 +38,7 @@ from arithmech.data.answers import PAIRS_DIVISION
 from arithmech.data.render import draw_values, render
 
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
-SEPARATOR = "\n"                               # after each example, where the tokenizer keeps a newline
-FALLBACK_SEPARATOR = " . "                     # where it does not (the embedded model's word-level tokenizer)
+SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
 
 
 class Examples(NamedTuple):
@@ -53,18 +52,10 @@ class Examples(NamedTuple):
 NONE = Examples("", frozenset(), frozenset())
 
 
-def separator(tok) -> str:
-    """:data:`SEPARATOR` when ``tok`` writes a newline as a token of its own, else :data:`FALLBACK_SEPARATOR`
-    (a tokenizer that drops it would run the examples together: "= 6 2 + 6 =")."""
-    return SEPARATOR if len(tok("1\n2", add_special_tokens=False)["input_ids"]) > len(
-        tok("1 2", add_special_tokens=False)["input_ids"]) else FALLBACK_SEPARATOR
-
-
 def prefix_key(prompt: str) -> str:
-    """The text of ``prompt`` up to its last example separator (either kind), ``""`` without one: prompts with
+    """The text of ``prompt`` up to its last example separator, ``""`` without one: prompts with
     the same solved examples have the same key (:func:`arithmech.data.pairs.group_by_length` batches them)."""
-    return prompt[:max(prompt.rfind(SEPARATOR) + len(SEPARATOR), prompt.rfind(FALLBACK_SEPARATOR)
-                       + len(FALLBACK_SEPARATOR), 0)] if (SEPARATOR in prompt or FALLBACK_SEPARATOR in prompt) else ""
+    return prompt[:prompt.rfind(SEPARATOR) + len(SEPARATOR)] if SEPARATOR in prompt else ""
 
 
 def phrasing(t: templates_module.Template) -> dict[str, templates_module.Template]:
@@ -91,11 +82,11 @@ def example_operations(k: int, query_op: str, rng: random.Random) -> list[str]:
     return ops
 
 
-def examples(t: templates_module.Template, k: int, seed: int, sep: str = SEPARATOR) -> Examples:
+def examples(t: templates_module.Template, k: int, seed: int) -> Examples:
     """The ``k`` solved examples written before every prompt of template ``t`` under ``seed``.
 
     Each is ``X_r`` of its operation's template (:func:`phrasing`), with its pool words and operator drawn as
-    for a query, then the joiner, the answer and ``sep``; operations by :func:`example_operations`; the
+    for a query, then the joiner, the answer and :data:`SEPARATOR`; operations by :func:`example_operations`; the
     examples' operand pairs are distinct in either order. Returns :class:`Examples` (the text and what a
     query must avoid: the examples' pairs in either order, and their ``(operation, answer)``, so that no
     example of the query's operation has its answer). The random stream is this function's own (seeded by
@@ -119,5 +110,5 @@ def examples(t: templates_module.Template, k: int, seed: int, sep: str = SEPARAT
             raise ValueError(f"template {tpl.id!r}: no fresh operand pair for example {len(rows) + 1} of {k}")
         used |= {(v["A"], v["B"]), (v["B"], v["A"])}
         answers.add((op, v["C"]))
-        rows.append(render(tpl.clean, v)[0] + tpl.joiner + str(v["C"]) + sep)
+        rows.append(render(tpl.clean, v)[0] + tpl.joiner + str(v["C"]) + SEPARATOR)
     return Examples("".join(rows), frozenset(used), frozenset(answers))

@@ -14,7 +14,7 @@ import random
 
 from arithmech.data import pairs, templates as templates_module
 from arithmech.data.answers import CORPUS_DIVISION
-from arithmech.data.sentences import GENERIC_FACTS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
+from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
 
 def form(t: templates_module.Template) -> int | None:
@@ -97,3 +97,46 @@ def fact_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
     facts = list(GENERIC_FACTS)
     random.Random(data_seed + 23).shuffle(facts)
     return facts[:len(facts) // 3] if side == "val" else facts[len(facts) // 3:]
+
+
+def carry_pairs(data_seed: int = 0, val: float = 0.1, test: float = 0.2) -> dict[str, list[tuple[int, int, str]]]:
+    """Two-digit problems that need a carry: ``(A, B, "addition")`` with ``A % 10 + B % 10 >= 10`` and
+    ``(A, B, "subtraction")`` with ``A > B`` and ``A % 10 < B % 10`` (a borrow), ``10 <= A, B <= 99``.
+    Split into ``train`` / ``val`` / ``test`` by a seeded hash of the *unordered* operand pair, so that
+    ``47 + 38``, ``38 + 47`` and ``47 - 38`` are always on the same side."""
+    probs = [(a, b, "addition") for a in range(10, 100) for b in range(10, 100) if a % 10 + b % 10 >= 10]
+    probs += [(a, b, "subtraction") for a in range(10, 100) for b in range(10, 100) if a > b and a % 10 < b % 10]
+    out: dict[str, list] = {"train": [], "val": [], "test": []}
+    for a, b, op in probs:
+        u = random.Random(f"carry:{data_seed}:{min(a, b)},{max(a, b)}").random()
+        out["test" if u < test else "val" if u < test + val else "train"].append((a, b, op))
+    return out
+
+
+def carry_forms(side: str) -> list[templates_module.Template]:
+    """The Fig. 8 forms of ``side``: ``train`` 1, 4, 6, 9; ``val`` :data:`VAL_FORMS` (2, 5, 8); ``test`` the
+    held-out forms :data:`arithmech.data.sentences.HELDOUT_FORMS` (3, 7), which training never sees."""
+    keep = {"val": VAL_FORMS, "test": HELDOUT_FORMS}.get(side)
+    return [t for t in templates_module.FIG8 if (form(t) in keep if keep else form(t) not in VAL_FORMS + HELDOUT_FORMS)]
+
+
+def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` ``(prompt, answer)`` carry problems of ``side`` (:func:`carry_pairs`), alternating addition and
+    subtraction, each in a seeded form of its operation from :func:`carry_forms`. Validation and test
+    items are distinct problems fixed by ``data_seed`` (at most the side's problems of each operation);
+    training items are drawn with replacement by ``seed``."""
+    rng = random.Random(f"carry-items:{data_seed}:{side}:{seed if side == 'train' else 0}")
+    tpls = carry_forms(side)
+    by_op = {op: [p for p in carry_pairs(data_seed)[side] if p[2] == op] for op in ("addition", "subtraction")}
+    if side != "train":
+        for ps in by_op.values():
+            rng.shuffle(ps)
+        if n > 2 * min(map(len, by_op.values())):
+            raise ValueError(f"carry_items: {n} {side} items asked, the side holds "
+                             f"{min(map(len, by_op.values()))} per operation")
+    out = []
+    for i in range(n):
+        op = ("addition", "subtraction")[i % 2]
+        a, b, _ = rng.choice(by_op[op]) if side == "train" else by_op[op][i // 2]
+        out.append(_sentence(rng.choice([t for t in tpls if t.op == op]), a, b))
+    return out

@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import math
 import random
 from typing import Sequence
 
@@ -143,11 +144,18 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
     for name, it in items.items():
         lo, hi = wilson_interval(sum(it), len(it))
         out[name] = {"metric": "accuracy", "value": sum(it) / len(it), "n": len(it), "ci": [lo, hi], "items": it}
-    losses = lm_losses(model, tok, generic_text(), max_tokens=sizes["lm_tokens"])
-    mean, lo, hi = mean_interval(losses)
-    out["lm_loss"] = {"metric": "nats/token (mean over chunks)", "value": mean, "n": len(losses),
-                      "ci": [lo, hi], "items": losses}
+    out["lm_loss"] = lm_loss_measure(model, tok, sizes["lm_tokens"])
     return out
+
+
+def lm_loss_measure(model, tok, max_tokens: int = 4096) -> dict:
+    """``lm_loss``: the mean next-token loss over 256-token chunks of :func:`generic_text` (its first
+    ``max_tokens`` tokens), with mean ± 1.96 standard errors; ``chance`` is the loss of a uniform guess
+    (ln of the vocabulary size), the level at which the skill is gone."""
+    losses = lm_losses(model, tok, generic_text(), max_tokens=max_tokens)
+    mean, lo, hi = mean_interval(losses)
+    return {"metric": "nats/token (mean over chunks)", "value": mean, "n": len(losses), "ci": [lo, hi],
+            "items": losses, "chance": math.log(model.get_output_embeddings().weight.shape[0])}
 
 
 def completion_nll(model, tok, items: list[tuple[str, str]]) -> dict:

@@ -33,7 +33,9 @@ from arithmech.core.stats import wilson_interval
 from arithmech.data.sentences import arithmetic_sentence, train_sentences
 from arithmech.data.splits import (VAL_FORMS, fact_items, form, half, negative_items, negative_pairs,  # noqa: F401
                                    single_digit_items, split_forms, two_digit_items, two_digit_pairs)
-from arithmech.evals import measures
+from arithmech.data.sentences import VALIDATION_TOPICS, generic_text
+from arithmech.data.splits import carry_items
+from arithmech.evals import benchmarks, cloze, measures
 from arithmech.evals.measures import completion_nll
 from arithmech.evals.scoring import greedy_exact
 
@@ -51,6 +53,8 @@ class Suite:
     primary_math: str
     primary_general: str
     lower_is_better: tuple[str, ...] = ()
+    sizes: Callable | None = None
+    base_only: Callable | None = None
 
 
 def accuracy_measure(items: list) -> dict:
@@ -78,8 +82,8 @@ def toy_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]
     return out
 
 
-def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0) -> dict:
-    """Exact match of the whole answer (:func:`arithmech.evals.scoring.greedy_exact`) on the four toy
+def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
+    """(``data_dir``: unused, the toy reads no benchmark file.) Exact match of the whole answer (:func:`arithmech.evals.scoring.greedy_exact`) on the four toy
     measures of ``side``, plus (validation) ``math_nll``: the mean completion loss of the math items."""
     sets = {"negative": negative_items(side, data_seed), "two_digit": two_digit_items(side, data_seed),
             "single_digit": single_digit_items(side, sizes.get("single_digit_per_template", 4), data_seed),
@@ -106,12 +110,73 @@ def paper_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_
     return measures.validation_measures(model, tok, data_seed)
 
 
+CLOZE_SETS = ("hellaswag", "piqa", "arc_easy", "mmlu", "csqa")
+GENERATION = ("addsub", "singleeq", "svamp", "gsm8k")
+
+
+def cpu_sizes() -> dict:
+    """The ``cpu`` suite's item counts (issue #23), set by what two CPU cores can score per run.
+
+    * ``carry_val`` 200 / ``carry_test`` 400: distinct problems, half addition, half subtraction.
+    * cloze sets: 200 items each (HellaSwag, PIQA and MMLU cost 0.2–0.4 s an item on 2 cores, ARC-Easy
+      and CSQA < 0.1 s); the rules read them **pooled** (up to 1,000 items of the sets whose base
+      interval lies above chance), which resolves a paired difference of ±3 points where an arm changes
+      up to a fifth of the answers (:func:`arithmech.core.stats.paired_halfwidth`).
+    * ``mmlu_base`` 1,000: MMLU cloze on the base model only, to check the evaluation against the model
+      card (29.3 % for SmolLM2-135M); ``generation`` 100 per word-problem set, base model only.
+    * ``lm_tokens`` 4,096 tokens of generic text (16 chunks of 256).
+    """
+    return {"carry_val": 200, "carry_test": 400, **{k: 200 for k in CLOZE_SETS}, "mmlu_base": 1000,
+            "generation": 100, "generation_shots": 2, "lm_tokens": 4096}
+
+
+def cpu_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` SFT pairs ``(prompt, " {C}")``: carry problems of the training side in the training forms
+    (:func:`arithmech.data.splits.carry_items`), drawn with ``seed``."""
+    return [(p, " " + a) for p, a in carry_items("train", n, data_seed, seed)]
+
+
+def cpu_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
+    """Validation: ``carry`` (exact match), ``math_nll`` and ``lm_loss`` on :data:`VALIDATION_TOPICS`.
+    Test: ``carry``, each cloze set of :data:`CLOZE_SETS` (``acc_norm``, with its ``chance``) and
+    ``lm_loss`` on the generic text."""
+    carry = carry_items(side, sizes[f"carry_{side}"], data_seed)
+    out = {"carry": accuracy_measure([int(x) for x in greedy_exact(model, tok, carry, batch_size=64)])}
+    if side == "val":
+        out["math_nll"] = completion_nll(model, tok, carry)
+        losses = measures.lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
+        out["lm_loss"] = {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None,
+                          "items": losses}
+        return out
+    for name in CLOZE_SETS:
+        out[name] = cloze.measure(model, tok, name, sizes[name], data_seed, data_dir)
+    out["lm_loss"] = measures.lm_loss_measure(model, tok, sizes["lm_tokens"])
+    return out
+
+
+def cpu_base_only(model, tok, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
+    """What the base model alone is measured on: MMLU cloze on ``mmlu_base`` items (against the model
+    card) and the word-problem sets (few-shot, direct answer, exact match of the whole number), which
+    sit at their floor on a 135M model and so are left out of the arms (the ``paper`` suite keeps them)."""
+    out = {"mmlu_base": cloze.measure(model, tok, "mmlu", sizes["mmlu_base"], data_seed, data_dir)}
+    splits_ = benchmarks.math_splits(data_dir, data_seed)
+    for name in GENERATION:
+        rng = random.Random(data_seed)
+        test = rng.sample(splits_[name]["test"], min(sizes["generation"], len(splits_[name]["test"])))
+        out[name] = accuracy_measure(measures.math_direct(model, tok, test,
+                                                          rng.sample(splits_[name]["train"], sizes["generation_shots"])))
+    return out
+
+
 SUITES = {
     "toy": Suite("toy", toy_train, toy_evaluate, math=("negative", "two_digit"), general=("generic", "single_digit"),
                  primary_math="negative", primary_general="generic"),
     "paper": Suite("paper", paper_train, paper_evaluate, math=("two_digit", "heldout_phrasings", "addsub", "singleeq",
                    "svamp", "gsm8k"), general=("mmlu_cloze", "csqa_cloze", "lm_loss"), primary_math="two_digit",
                    primary_general="lm_loss", lower_is_better=("lm_loss",)),
+    "cpu": Suite("cpu", cpu_train, cpu_evaluate, math=("carry",), general=CLOZE_SETS + ("lm_loss",),
+                 primary_math="carry", primary_general="cloze", lower_is_better=("lm_loss",), sizes=cpu_sizes,
+                 base_only=cpu_base_only),
 }
 
 

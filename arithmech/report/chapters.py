@@ -136,7 +136,7 @@ class Beyond(Models):
 @dataclass(frozen=True)
 class Finetune(ModelChapter):
     results_dir: str = option("results", "reads identify's ranking, writes results_dir/<model-name>/finetune/")
-    suite: str = option("toy", "toy: the embedded model's skills; paper: a real model", choices=("toy", "paper"))
+    suite: str = option("toy", "toy: the embedded model's skills; cpu or paper: a real model", choices=("toy", "cpu", "paper"))
     top_k: int = option(8, "heads tuned by precise SFT", low=1)
     seeds: tuple[int, ...] = option((0, 1, 2), "training seeds of every arm", low=0)
     draws: int = option(3, "random-head draws (one per seed)", low=1)

@@ -358,25 +358,3 @@ def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...
 
 # ------------------------------------------------------------------- SmolLM2 appendix charts
 _MODE_SCALE = alt.Scale(domain=["base", "full", "precise"], range=[PALETTE[6], PALETTE[0], PALETTE[1]])
-
-
-def table1_ci_chart(frame: pd.DataFrame, fig: str = "Table 1", title: str = "base, full SFT and precise SFT, with 95% intervals") -> alt.HConcatChart:
-    """Table 1 as points with 95% intervals: accuracy per measure (left), generic-text loss (right).
-
-    ``frame``: :func:`arithmech.core.records.table1_frame` rows ``mode, measure, value, ci_low, ci_high``.
-    """
-    def panel(df: pd.DataFrame, y: str, fmt: str, width: int) -> alt.LayerChart:
-        base = alt.Chart(df).encode(x=alt.X("mode:N", title=None, sort=["base", "full", "precise"],
-                                            axis=alt.Axis(labels=False, ticks=False)),
-                                    color=alt.Color("mode:N", scale=_MODE_SCALE, title=None, legend=_BOTTOM))
-        tip = ["mode", "measure", alt.Tooltip("value:Q", format=fmt), alt.Tooltip("ci_low:Q", format=fmt),
-               alt.Tooltip("ci_high:Q", format=fmt), "n"]
-        return alt.layer(base.mark_rule(strokeWidth=2).encode(y=alt.Y("ci_low:Q", title=y), y2="ci_high:Q"),
-                         base.mark_point(filled=True, size=60).encode(y="value:Q", tooltip=tip)
-                         ).properties(width=width, height=180)
-    acc = frame[frame.measure != "lm_loss"]
-    order = list(dict.fromkeys(acc.measure))
-    left = panel(acc, "accuracy", ".1%", max(30, min(60, (COLUMN - 120) // max(1, len(order)) - 10))).facet(
-        column=alt.Column("measure:N", sort=order, title=None, header=alt.Header(labelAngle=-30, labelAlign="right")))
-    right = panel(frame[frame.measure == "lm_loss"], "generic-text loss (nats/token)", ".3f", 80)
-    return alt.hconcat(left, right, title=fig_title(fig, title))

@@ -13,8 +13,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.core import records
-from arithmech.core.records import table1_frame
+from arithmech.claims import verdicts as V
+from arithmech.core import results
+from arithmech.evals.suites import get_suite
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
 from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, table1_by_mode
 
@@ -94,29 +95,30 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
 
 
 # -------------------------------------------------------------------------------- Table 1 side by side
-def table1_side_by_side(results_dir: str | Path, model_name: str) -> pd.DataFrame:
-    """One row per (model, mode): mean math and generic accuracy (%), samples/s and tuned parameters, for
-    the paper's LLaMA2-7B (Table 1), the embedded model (``results/embedded/finetune/{full,precise}.json``,
-    toy benchmarks: two-digit problems and generic facts) and ``model_name`` (``finetune/<mode>.json``
-    of :mod:`arithmech.steps.table1`). Missing results are left out."""
+def table1_side_by_side(results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")) -> pd.DataFrame:
+    """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
+    four math sets and its two general sets (MMLU, CSQA); each of ``models`` with an arms run
+    (``finetune/table1.json``, :mod:`arithmech.steps.arms`) gives its suite's primary math measure and
+    primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the
+    arm's runs at its chosen rate, with the runs' count and the training samples/s. Models without an
+    arms run are left out."""
     rows = []
     for mode, r in table1_by_mode("LLaMA2-7B").items():
-        rows.append(("LLaMA2-7B (paper)", mode, sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
-                     (r["mmlu"] + r["csqa"]) / 2, r.get("samples_per_second"), r.get("tuned_parameters"), None))
-    emb = Path(results_dir) / "embedded"
-    val = lambda m, k: 100 * m[k]["value"] if k in m else float("nan")
-    for mode in ("full", "precise"):
-        if records.finetune_path(emb, mode).exists():
-            r = records.read_finetune(emb, mode)
-            if mode == "full" or not any(x[0] == "embedded" for x in rows):
-                rows.append(("embedded", "base", val(r["base"], "two_digit"), val(r["base"], "generic"), None, None, None))
-            rows.append(("embedded", mode, val(r["results"], "two_digit"), val(r["results"], "generic"),
-                         r["train"].get("samples_per_second"), r.get("tuned_parameters"), None))
-    t = table1_frame(Path(results_dir) / model_name)
-    for mode in dict.fromkeys(t.get("mode", [])):
-        d = t[t["mode"] == mode].set_index("measure")
-        math_ = d.loc[["heldout_phrasings", "two_digit", "addsub", "singleeq", "svamp"], "value"].mean()
-        rows.append((model_name, mode, 100 * math_, 100 * d.loc[["mmlu", "csqa"], "value"].mean(),
-                     d["samples_per_second"].iloc[0], d["tuned_parameters"].iloc[0], d.loc["lm_loss", "value"]))
-    return pd.DataFrame(rows, columns=["model", "mode", "math accuracy (%)", "generic accuracy (%)", "train samples/s",
-                                       "tuned parameters", "generic-text loss"])
+        rows.append(("LLaMA2-7B (paper)", mode, "4 math sets (mean)", sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
+                     "MMLU, CSQA (mean)", (r["mmlu"] + r["csqa"]) / 2, 1, r.get("samples_per_second")))
+    for m in models:
+        folder = Path(results_dir) / m
+        if not results.exists(folder, "finetune/table1.json"):
+            continue
+        p = V.plan(folder)
+        S = get_suite(p["suite"])
+        pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
+        g = S.primary_general + (f" ({'+'.join(pooled)})" if pooled else "")
+        for arm, rs in V.arm_runs(folder, p).items():
+            mean = lambda f: sum(map(f, rs)) / len(rs)
+            sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
+            rows.append((m, arm, S.primary_math, 100 * mean(lambda r: V.value(r, S.primary_math)), g,
+                         100 * mean(lambda r: V.value(r, S.primary_general, pooled)), len(rs),
+                         sum(sps) / len(sps) if sps else None))
+    return pd.DataFrame(rows, columns=["model", "arm", "math measure", "math (%)", "general measure", "general (%)",
+                                       "runs", "train samples/s"])

@@ -18,22 +18,27 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
                    subtitle: str | None = None) -> alt.LayerChart:
     """One point per fine-tuned run (arm × seed × learning rate): x = change of the primary general
     measure from base, y = change of the primary math measure; filled = the arm's chosen rate, hollow =
-    the other rates of its grid. ``frame``: :func:`arithmech.claims.verdicts.tradeoff_frame`."""
+    the other rates of its grid; a run that collapsed on the general measure (the gate of
+    :mod:`arithmech.claims.verdicts`) is a cross. ``frame``: :func:`arithmech.claims.verdicts.tradeoff_frame`."""
+    if "collapsed" not in frame:
+        frame = frame.assign(collapsed=False)
     math, general = frame["math"].iloc[0], frame["general"].iloc[0]
     base = alt.Chart(frame).encode(
         x=alt.X("general_change:Q", title=f"change of {general} from base", axis=alt.Axis(format="+.0%")),
         y=alt.Y("math_gain:Q", title=f"change of {math} from base", axis=alt.Axis(format="+.0%")),
         color=alt.Color("arm:N", scale=ARM_SCALE, title=None, legend=_BOTTOM),
-        tooltip=["arm", "seed", alt.Tooltip("lr:Q", format=".0e"), "chosen",
+        tooltip=["arm", "seed", alt.Tooltip("lr:Q", format=".0e"), "chosen", "collapsed",
                  alt.Tooltip("math_gain:Q", format="+.1%"), alt.Tooltip("general_change:Q", format="+.1%")])
     zero = pd.DataFrame({"v": [0.0]})
     return alt.layer(
         alt.Chart(zero).mark_rule(color="#bbb").encode(x="v:Q"),
         alt.Chart(zero).mark_rule(color="#bbb").encode(y="v:Q"),
-        base.transform_filter("datum.chosen").mark_point(filled=True, size=80),
-        base.transform_filter("!datum.chosen").mark_point(filled=False, size=60, opacity=0.7),
+        base.transform_filter("datum.chosen && !datum.collapsed").mark_point(filled=True, size=80),
+        base.transform_filter("!datum.chosen && !datum.collapsed").mark_point(filled=False, size=60, opacity=0.7),
+        base.transform_filter("datum.collapsed").mark_point(shape="cross", filled=True, size=90),
     ).properties(width=COLUMN, height=300, title=alt.TitleParams(title, subtitle=subtitle or
-                 "filled: the arm's chosen learning rate (each seed); hollow: the rest of its grid (first seed)"))
+                 "filled: the arm's chosen learning rate (each seed); hollow: the rest of its grid (first seed); "
+                 "cross: collapsed (kept under half its base margin over chance)"))
 
 
 def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"

@@ -254,12 +254,15 @@ class Table1(ModelStep):
             raise ValueError(f"--seeds: {len(self.seeds)} seeds; at most {MAX_SEEDS}")
 
     model_name: str = option("smollm2-135m", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
-    suite: str = option("paper", "the measures: paper (a real LLM) or toy (the embedded model's skills); "
-                        "arithmech.evals.suites")
+    suite: str = option("cpu", "the measures: cpu (a real small LLM on 2 CPU cores), paper (the paper's six "
+                        "benchmarks, for a GPU) or toy (the embedded model's skills); arithmech.evals.suites")
     top_k: int = option(8, "heads tuned by precise SFT (ranked in the results folder)", low=1, high=MAX_ORDERS)
     seeds: tuple[int, ...] = option((0, 1, 2), "training seeds", low=0, high=2**32 - 1)
     draws: int = option(3, "random head draws (one per seed)", low=1, high=MAX_SEEDS)
-    steps: int = option(40, "optimizer steps per run", low=1, high=MAX_STEPS)
+    steps: int | None = option(None, "optimizer steps per run (default: the knee of full SFT's validation learning "
+                               "curve, finetune/curve.json, made first when missing)", low=1, high=MAX_STEPS)
+    curve_steps: int = option(240, "length of the learning curve that sets the default --steps", low=20, high=MAX_STEPS)
+    curve_only: bool = option(False, "make (or keep) the learning curve, then stop")
     batch_size: int = option(16, "rows per optimizer step", low=1, high=MAX_BATCH)
     max_extend: int = option(3, "grid extensions per arm until the chosen rate is interior", low=0, high=MAX_EXTEND)
     scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9, high=MAX_SCALE)

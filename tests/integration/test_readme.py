@@ -70,7 +70,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     executed; every other command runs as written."""
     cmds = readme_commands()
     assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "beyond", "stability",
-                                    "shots", "table1-arms", "train-embedded", "book"]
+                                    "shots", "arms", "train-embedded", "book"]
     book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
     from arithmech.report.book import load_config, plan
     root = README.parent

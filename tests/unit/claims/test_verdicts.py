@@ -13,3 +13,31 @@ def test_verdict_rules_on_known_intervals():
         ["holds", "does not hold", "inconclusive"]
     assert [rule_verdict("above_minus_m", lo, hi, 0.05) for lo, hi in ((-0.04, 0.0), (-0.3, -0.06), (-0.2, 0.0))] == \
         ["holds", "does not hold", "inconclusive"]
+
+
+def _run(values: dict) -> dict:
+    return {"results": {m: {"value": sum(v) / len(v), "items": v, "metric": "accuracy (acc_norm, cloze)", "n": len(v),
+                            "chance": 0.25} for m, v in values.items()}}
+
+
+def test_deciding_measures_need_a_base_interval_clear_of_chance():
+    """Protects: issue #23's "a measure whose base interval touches chance does not decide" — for an accuracy
+    the interval's lower end must lie above chance, for a loss its upper end below chance; a measure without
+    a chance level always decides."""
+    from arithmech.claims.verdicts import deciding
+    base = {"hellaswag": {"metric": "accuracy (acc_norm, cloze)", "ci": [0.40, 0.54], "chance": 0.25},
+            "mmlu": {"metric": "accuracy (acc_norm, cloze)", "ci": [0.20, 0.31], "chance": 0.25},
+            "lm_loss": {"metric": "nats/token (mean over chunks)", "ci": [2.7, 2.9], "chance": 10.8},
+            "carry": {"metric": "accuracy", "ci": [0.0, 0.02]}}
+    assert deciding(base, ["hellaswag", "mmlu", "lm_loss", "carry", "absent"]) == ["hellaswag", "lm_loss", "carry"]
+
+
+def test_collapse_gate_is_half_the_margin_over_chance():
+    """Protects: the collapse gate — a run keeping under half of base's margin over chance is collapsed
+    (base 0.45, chance 0.25: 0.34 collapsed, 0.36 not), for the pooled cloze measure too."""
+    from arithmech.claims.verdicts import collapsed
+    base = _run({"hs": [1] * 45 + [0] * 55, "piqa": [1] * 45 + [0] * 55})
+    low = _run({"hs": [1] * 34 + [0] * 66, "piqa": [1] * 34 + [0] * 66})
+    ok = _run({"hs": [1] * 36 + [0] * 64, "piqa": [1] * 36 + [0] * 64})
+    assert collapsed(low, base, "hs") and not collapsed(ok, base, "hs")
+    assert collapsed(low, base, "cloze", ["hs", "piqa"]) and not collapsed(ok, base, "cloze", ["hs", "piqa"])

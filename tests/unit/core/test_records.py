@@ -4,13 +4,25 @@ from __future__ import annotations
 from arithmech.core import records
 
 
-def test_shipped_smollm2_records_read_in_the_one_format():
-    """Protects the committed 40-minute Table 1 run: its three records read through the contract, with
-    the command that made them under the one CLI."""
+def test_shipped_smollm2_arms_records():
+    """Protects the committed SmolLM2 Table 1 (issue #23): its learning curve's knee is the pre-stated rule
+    applied to its points; every run record present reads through the contract and was made by the arms
+    runner with that knee as its step budget; once the plan exists it has the four arms, three seeds,
+    interior learning-rate choices, layer-matched random draws and what every run cost."""
     from pathlib import Path
+    from arithmech.core import results
+    from arithmech.steps.arms import knee
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
+    curve = results.read(folder, "finetune/curve.json")
+    assert curve["knee"] == knee(curve["points"]) and curve["suite"] == "cpu"
     recs = records.finetune_records(folder)
-    assert list(recs) == ["base", "full", "precise"]
-    assert all(r["command"] == r["parameters"]["command_now"] for r in recs.values())   # the old runner's CLI
-    assert all(r["parameters"]["command_now"].startswith("python -m arithmech table1") for r in recs.values())
-    assert recs["precise"]["tuned_parameters"] < recs["full"]["tuned_parameters"]
+    assert "base" in recs
+    for r in recs.values():
+        assert r["command"].startswith("python -m arithmech arms --model smollm2-135m")
+        assert r["parameters"]["steps"] == curve["knee"] and r["wall_s"] > 0
+    if results.exists(folder, "finetune/table1.json"):
+        plan = results.read(folder, "finetune/table1.json")
+        assert set(plan["arms"]) == {"full", "precise-key", "precise-random"} and plan["seeds"] == [0, 1, 2]
+        assert all(a["interior"] and len(a["runs"]) == 3 for a in plan["arms"].values())
+        assert all(plan["heads"]["random_layers_matched"])
+        assert plan["cost"]["total_s"] > 0 and set(plan["cost"]["run_s"]) <= set(recs)

@@ -68,7 +68,7 @@ def test_few_shot_pairs_share_examples_and_avoid_their_operands(tok):
     for s in ss:
         assert s.prefix and s.clean.startswith(s.prefix) and s.corrupt.startswith(s.prefix)
         assert by_tpl.setdefault(s.template, s.prefix) == s.prefix
-        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, sep=shots.separator(tok))
+        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0)
         assert (s.a, s.b) not in ex.pairs and (s.b, s.a) not in ex.pairs and (s.op, int(s.target)) not in ex.answers
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
         assert s.positions["A"][0] >= len(tok(s.prefix)["input_ids"])     # roles point into the query
@@ -80,33 +80,33 @@ def test_operand_counterfactual_keeps_the_examples(tok):
     ss, _ = pairs.make_operand_pairs(tok, "addition", n=42, seed=0, answer_token="last-digit", shots=2)
     for s in ss:
         assert s.corrupt.startswith(s.prefix) and s.corrupt != s.clean
-        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, sep=shots.separator(tok))
+        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0)
         nums = tuple(int(x) for x in re.findall(r"\d+", s.corrupt[len(s.prefix):]))[:2]
         assert nums not in ex.pairs
 
 
-def test_separator_follows_the_tokenizer(tok):
-    """Protects: examples are separated by a newline where the tokenizer keeps one, else by " . " (the
-    embedded word-level tokenizer drops newlines, which would run the examples together)."""
-    assert shots.separator(tok) == shots.FALLBACK_SEPARATOR
+def test_one_separator_for_every_model(tok):
+    """Protects: examples end with " . " for every model (the embedded word-level tokenizer drops newlines,
+    which would run the examples together; the shipped SmolLM2 runs were made with " . " too)."""
+    assert shots.SEPARATOR == " . "
     ss, _ = pairs.make_pairs(tok, "addition", n=21, seed=0, answer_token="last-digit", shots=4)
     assert all(s.prefix.count(" . ") == 4 for s in ss)
 
 
 def test_group_by_length_batches_one_prefix_together():
-    """Protects: prompts with the same newline-separated examples share a batch (their prefix runs once);
-    zero-shot batching is unchanged (a prompt without a newline groups by length only)."""
-    class Chars:                                  # a character tokenizer that keeps newlines
+    """Protects: prompts with the same examples share a batch (their prefix runs once); zero-shot
+    batching is unchanged (a prompt without a separator groups by length only)."""
+    class Chars:                                  # a character tokenizer
         def __call__(self, text, add_special_tokens=True):
             return {"input_ids": [ord(c) for c in text]}
-    prompts = ["a\nb + c", "x\nb + c", "a\nd + e", "x\nd + e", "a\nf + g"]
+    prompts = ["a . b + c", "x . b + c", "a . d + e", "x . d + e", "a . f + g"]
     assert shots.prefix_key("1 + 2 = 3 . 4 - 1 = 3 . 5 + 5 =") == "1 + 2 = 3 . 4 - 1 = 3 . " and shots.prefix_key("3 + 4 =") == ""
     got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts, batch_size=64)]
     assert sorted(map(sorted, got)) == [[0, 2, 4], [1, 3]]
 
 
 def test_zero_shot_batching_is_by_length_only(tok):
-    """Protects: zero-shot prompts (no newline) batch exactly as before the few-shot grouping existed."""
+    """Protects: zero-shot prompts (no separator) batch exactly as before the few-shot grouping existed."""
     zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, answer_token="last-digit")
     got = [idx for idx, _ in pairs.group_by_length(tok, [s.clean for s in zs], batch_size=8)]
     lens = [len(tok(s.clean)["input_ids"]) for s in zs]

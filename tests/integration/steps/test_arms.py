@@ -1,4 +1,4 @@
-"""The Table 1 arms runner (arithmech.steps.table1) end to end on the embedded model, at a tiny size:
+"""The Table 1 arms runner (arithmech.steps.arms) end to end on the embedded model, at a tiny size:
 one training step per run and a few items per measure (a test suite registered for the test). About 20
 fine-tune runs (~30 s of CPU): marked ``slow``, so ``make test`` runs it and ``make test-fast`` does not."""
 from __future__ import annotations
@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from arithmech.core import results as R
-from arithmech.steps import table1 as A
+from arithmech.steps import arms as A
 from arithmech.evals import suites as S
 from arithmech.claims import verdicts as V
 
 
 
-def _tiny_evaluate(model, tok, side, sizes, data_seed=0):
+def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
     from arithmech.evals.scoring import greedy_exact
     from arithmech.evals.measures import completion_nll
     sets = {"negative": S.negative_items(side)[:12], "two_digit": S.two_digit_items(side)[:12],

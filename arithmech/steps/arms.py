@@ -22,6 +22,11 @@ controls the comparison needs (issue #14):
   (tags ``<arm>-s<seed>-lr<rate>``, e.g. ``precise-key-s0-lr3e-03``), with the test items (for paired
   intervals), the validation scores and the change against ``base.json``; the plan in ``finetune/table1.json``.
 
+* **the step budget** — unless ``--steps`` is given, the knee of full SFT's validation learning curve
+  (:func:`learning_curve`, :data:`KNEE_RULE`, ``finetune/curve.json``), made before any arm runs;
+* **what it cost** — each record's ``wall_s`` (training + evaluation) and the plan's ``cost`` (every run's
+  seconds and their sum with the curve's), so a run resumed across sessions still reports its whole cost.
+
 Same arguments → byte-identical records (timings aside); a re-run keeps each record of the same arguments
 (resume). :mod:`arithmech.claims.verdicts` turns the records into the pre-stated verdicts.
 """
@@ -51,6 +56,7 @@ from arithmech.steps.finetune import ranked_components
 
 ARMS = ("full", "precise-key", "precise-random")
 GRIDS = {"toy": {"full": (3e-4, 1e-3, 3e-3), "precise-key": (1e-3, 3e-3, 1e-2), "precise-random": (1e-3, 3e-3, 1e-2)},
+         "cpu": {"full": (3e-5, 1e-4, 3e-4), "precise-key": (3e-4, 1e-3, 3e-3), "precise-random": (3e-4, 1e-3, 3e-3)},
          "paper": {"full": (3e-5, 1e-4, 3e-4), "precise-key": (3e-4, 1e-3, 3e-3), "precise-random": (3e-4, 1e-3, 3e-3)}}
 RULE = "highest validation math accuracy; among rates within 0.01 of it, the lowest validation math loss"
 
@@ -107,6 +113,82 @@ def val_math(val: dict, suite) -> float:
 
 def lr_tag(lr: float) -> str:
     return f"{lr:.0e}"
+
+
+# ------------------------------------------------------------------------- the step budget: a curve
+KNEE = 0.9
+KNEE_RULE = (f"the fewest steps whose validation math accuracy reaches base + {KNEE} x (the curve's best - base), "
+             "on one full-SFT run at the middle rate of full's grid, constant after warm-up")
+
+
+def knee(points: list[dict]) -> int:
+    """:data:`KNEE_RULE` over curve ``points`` (``{"step", "val_math"}``, step 0 = the base model)."""
+    pts = sorted(points, key=lambda p: p["step"])
+    base, best = pts[0]["val_math"], max(p["val_math"] for p in pts)
+    return next(p["step"] for p in pts if p["val_math"] >= base + KNEE * (best - base) and p["step"] > 0)
+
+
+class _Curve(runner.TrainerCallback):
+    """Scores the validation math items every ``every`` optimizer steps of a training run."""
+
+    def __init__(self, suite, tok, sizes: dict, data_seed: int, every: int):
+        self.suite, self.tok, self.sizes, self.data_seed, self.every = suite, tok, sizes, data_seed, every
+        self.points: list[dict] = []
+
+    def score(self, model, step: int) -> None:
+        was = model.training
+        model.eval()
+        with torch.no_grad():
+            val = self.suite.evaluate(model, self.tok, "val", self.sizes, self.data_seed)
+        model.train(was)
+        self.points.append({"step": step, "val_math": val_math(val, self.suite), "val_nll": val["math_nll"]["value"],
+                            **{f"val_{m}": r["value"] for m, r in val.items()       # what it keeps (or forgets)
+                               if m not in self.suite.math and m != "math_nll"}})
+
+    def on_step_end(self, args, state, control, model=None, **kw):
+        if state.global_step % self.every == 0:
+            self.score(model, state.global_step)
+
+
+def learning_curve(config: Config, data_seed: int = 0, every: int = 20) -> dict:
+    """Full SFT's validation learning curve (one run of ``config.curve_steps`` steps at the middle rate of
+    full's grid, constant after warm-up, scored every ``every`` steps) and its knee (:data:`KNEE_RULE`);
+    written to ``finetune/curve.json``, which the arms' default step budget reads (resumes: a curve of the
+    same arguments is kept)."""
+    c = config
+    S = get_suite(c.suite)
+    sizes = S.sizes() if S.sizes else {}
+    lr = sorted(GRIDS[c.suite]["full"])[1]
+    out = results_io.model_folder(c.results, c.model_name)
+    args = {"model": results_io.folder_name(c.model_name), "suite": c.suite, "lr": lr, "steps": c.curve_steps,
+            "batch_size": c.batch_size, "seed": c.seeds[0], "data_seed": data_seed, "every": every, "sizes": sizes}
+    h = _hash(args)
+    if results_io.exists(out, "finetune/curve.json"):
+        old = results_io.read(out, "finetune/curve.json")
+        if old.get("args_sha256") == h:
+            return old
+    t0 = time.time()
+    torch.manual_seed(c.seeds[0])
+    net, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+    cb = _Curve(S, tok, sizes, data_seed, every)
+    net.eval()
+    cb.score(net, 0)
+    rows = tokenize_pairs(tok, S.train(c.curve_steps * c.batch_size, c.seeds[0], data_seed))
+    with tempfile.TemporaryDirectory(prefix="arithmech-curve-") as tmp:
+        targs = runner.training_args(tmp, lr=lr, batch_size=c.batch_size, micro_batch_size=c.batch_size,
+                                     max_steps=c.curve_steps, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
+                                     seed=c.seeds[0], device=c.device, logging_steps=every,
+                                     scheduler="constant_with_warmup")
+        net.train()
+        trainer = runner.make_trainer(net, "full", targs, rows, tok)
+        trainer.add_callback(cb)
+        trainer.train()
+    curve = {**args, "args_sha256": h, "rule": KNEE_RULE, "points": cb.points, "knee": knee(cb.points),
+             "command": f"python -m arithmech arms --curve-only --model {c.model_name} --suite {c.suite}",
+             "wall_s": round(time.time() - t0, 1)}
+    results_io.write_step(out, "curve", {"finetune/curve.json": curve},
+                          record={"parameters": args, "wall_s": curve["wall_s"], "versions": results_io.versions()})
+    return curve
 
 
 # ------------------------------------------------------------------------------------ one run
@@ -172,12 +254,18 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     """
     c = config
     model, results, suite, top_k, seeds, draws = c.model_name, c.results, c.suite, c.top_k, list(c.seeds), c.draws
-    steps, batch_size, max_extend, device, dtype = c.steps, c.batch_size, c.max_extend, c.device, c.dtype
+    batch_size, max_extend, device, dtype = c.batch_size, c.max_extend, c.device, c.dtype
     data_dir, overwrite = c.data_dir, c.overwrite
-    if sizes is None and suite == "paper":
-        sizes = table1_sizes(c.scale)
-    grid = check_args(suite, list(seeds), draws, grid, steps, batch_size, top_k, max_extend)
     S = get_suite(suite)
+    if sizes is None:
+        sizes = table1_sizes(c.scale) if suite == "paper" else S.sizes() if S.sizes else None
+    grid = check_args(suite, list(seeds), draws, grid, c.steps or 1, batch_size, top_k, max_extend)
+    curve = None
+    if c.curve_only or c.steps is None:
+        curve = learning_curve(c, data_seed)
+        if c.curve_only:
+            return {"curve": curve}
+    steps = c.steps or curve["knee"]
     out = results_io.model_folder(results, model)
     passing, ranked = key_and_ranked(out)
     if len(ranked) < top_k:
@@ -188,26 +276,33 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     exclude = set(tuned) | set(passing)
     random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
     if sizes is None:
-        sizes = table1_sizes(1.0) if suite == "paper" else {"single_digit_per_template": 4}
-    command = command or f"python -m arithmech table1-arms --model {model} --results {out} --suite {suite}"
+        sizes = {"single_digit_per_template": 4}
+    command = command or f"python -m arithmech arms --model {model} --suite {suite}"
     common = dict(model=model, suite=suite, steps=steps, batch_size=batch_size, data_seed=data_seed, device=device,
                   dtype=dtype, data_dir=str(data_dir), sizes=sizes)
-    ev = lambda net, tok, side: S.evaluate(net, tok, side, sizes, data_seed, **({"data_dir": data_dir} if suite == "paper" else {}))
+    ev = lambda net, tok, side: S.evaluate(net, tok, side, sizes, data_seed, data_dir=data_dir)
     t_start = time.time()
 
-    def record(mode, tag, h, net_tok_train, heads, arm, lr, seed, draw):
+    def record(mode, tag, h, net_tok_train, heads, arm, lr, seed, draw, started):
         net, tok, tr = net_tok_train
+        t0 = time.time()
         val, test = ev(net, tok, "val"), ev(net, tok, "test")
+        extra = {}
+        if mode == "base" and S.base_only:
+            extra = S.base_only(net, tok, sizes, data_seed, data_dir=data_dir)
+        eval_s = round(time.time() - t0, 1)
         base = None if mode == "base" else records.read_finetune(out, "base")
         rec = records.finetune_record(
             model=results_io.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
             heads=heads, mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
             tuned_parameters=(tr or {}).get("tuned_parameters", 0), total_parameters=(tr or {}).get("total_parameters"),
             parameters={"arm": arm, "lr": lr, "draw": draw, "suite": suite, "steps": steps, "batch_size": batch_size,
-                        "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val},
+                        "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val,
+                        "base_only": extra, "eval_s": eval_s},
             train=tr, results=test, delta=None if base is None else _deltas(base["results"], test, seed),
             data={"suite": suite, "splits": "validation and test disjoint by operand pair and phrasing "
-                  "(arithmech.evals.suites)"}, versions=results_io.versions())
+                  "(arithmech.evals.suites)"}, versions=results_io.versions(),
+            wall_s=round(time.time() - started, 1))
         records.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
         return rec
 
@@ -220,8 +315,9 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
         if not _same(out, mode, tag, h):
             records.check_finetune_writable(records.finetune_path(out, mode, tag), overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
+            started = time.time()
             trained = train_arm(model, S, heads, lr, seed, steps, batch_size, device, dtype, data_seed)
-            record(mode, tag, h, trained, [list(x) for x in heads] if heads else "all", arm, lr, seed, draw)
+            record(mode, tag, h, trained, [list(x) for x in heads] if heads else "all", arm, lr, seed, draw, started)
         bar.advance()
         rec = records.read_finetune(out, mode, tag)
         val = rec["parameters"]["validation"]
@@ -234,8 +330,9 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     with Progress("table1", n_runs) as bar:
         if not _same(out, "base", None, base_hash):
             records.check_finetune_writable(records.finetune_path(out, "base"), overwrite)
+            started = time.time()
             net, tok, _ = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
-            record("base", None, base_hash, (net, tok, None), None, "base", None, seeds[0], None)
+            record("base", None, base_hash, (net, tok, None), None, "base", None, seeds[0], None, started)
         bar.advance()
         for arm in arms:
             g = list(grid[arm])
@@ -252,12 +349,18 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
             plan_arms[arm] = {"grid": g, "grid_rows": sorted(rows, key=lambda r: r["lr"]), "chosen_lr": lr,
                               "interior": g[0] < lr < g[-1], "extensions": ext, "runs": [r["tag"] for r in runs]}
     plan = {"suite": suite, "model": results_io.folder_name(model), "command": command, "rule": RULE, "seeds": list(seeds),
-            "data_seed": data_seed, "steps": steps, "batch_size": batch_size, "sizes": sizes,
+            "data_seed": data_seed, "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps", "batch_size": batch_size, "sizes": sizes,
             "heads": {"tuned": [list(h) for h in tuned], "passing_threshold": [list(h) for h in passing],
                       "selection": selection, "random_draws": [[list(h) for h in d] for d in random_draws],
                       "random_layers_matched": [sorted(l for l, _ in d) == sorted(l for l, _ in tuned)
                                                 for d in random_draws]},
             "arms": plan_arms, "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
+    every = ["base"] + list(dict.fromkeys(r["tag"] for a in plan_arms.values() for r in a["grid_rows"]) | dict.fromkeys(
+        t for a in plan_arms.values() for t in a["runs"]))
+    run_s = {t: _record_of(out, t).get("wall_s") for t in every}
+    plan["cost"] = {"runs": len(every), "run_s": run_s, "curve_s": (curve or {}).get("wall_s"),
+                    "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
+                    "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
     results_io.write_step(out, "table1", {"finetune/table1.json": plan},
                  record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
                          "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions()})
@@ -266,6 +369,11 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
 
 def _hash(obj: dict) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _record_of(out: Path, tag: str) -> dict:
+    mode, _, rest = tag.partition("-")
+    return records.read_finetune(out, mode, rest or None)
 
 
 def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:

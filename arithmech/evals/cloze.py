@@ -1,0 +1,246 @@
+"""Cloze multiple choice: each choice's own text scored after a context, the context run once.
+
+A cloze item is a context and two to five continuations (the choices); the model "answers" with the
+choice whose text it finds most likely after the context. That is how a small model's general skills
+are usually measured (lm-evaluation-harness, lighteval), and unlike answer-letter scoring it does not
+first ask the model to map letters to options, which a 135M model cannot do (it sits at chance there).
+
+**Scores** (:func:`choice_logprobs`): per choice, ``log P(choice tokens | context)`` summed over the
+choice's tokens, and its length in characters. ``acc`` takes the highest sum; ``acc_norm`` (the
+headline, as the harness reports HellaSwag, PIQA and ARC) divides each sum by the length first.
+
+**Tokens.** A choice is tokenized inside the whole text ``context + choice`` (word pieces merge as in
+running text). The context's tokens are the tokens every choice's text starts with; where a choice's
+text re-tokenizes the context's last token (a merge across the boundary), that token is fed with the
+choice but not scored, exactly as :func:`arithmech.evals.scoring.split_continuation` splits it.
+
+**The context runs once** (the point of this module): contexts of ``batch_size`` items go through the
+model together (left padding, positions from the mask, only the last position through ``W_U``); their
+KV cache is copied to one row per choice; the choices (right padding) run on top of it::
+
+    contexts (b, P) ──► model ──► last logits (b, V), KV (b, P)
+                                       │ copied to the b·c rows of the choices
+    choices (b·c, T) ─────────────────►┴──► model ──► logits (b·c, T, V) ──► summed log-probs
+
+A 4-choice item with a context of ``P`` tokens and choices of ``T`` costs ``P + 4T`` token positions
+instead of ``4(P + T)``. The scores equal one full forward per choice to float rounding
+(``tests/parity/evals/test_cloze.py`` keeps them within 1e-4; ``benchmarks/bench_cloze.py`` measures the
+speed).
+
+**Sets** (:func:`read`): ``hellaswag``, ``piqa``, ``arc_easy``, ``mmlu`` and ``csqa``, from the files and
+with the prompts that ``../shared/data/README.md`` describes (the harness's zero-shot cloze forms).
+:data:`CHANCE` is each set's chance accuracy.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from transformers import DynamicCache
+
+from arithmech.core.prefix import layers_of
+from arithmech.core.stats import wilson_interval
+from arithmech.evals.benchmarks import MissingDataError, data_dir
+
+SETS = ("hellaswag", "piqa", "arc_easy", "mmlu", "csqa")
+FILES = {"hellaswag": "hellaswag/hellaswag_val_full.txt", "piqa": "piqa/valid.jsonl", "arc_easy": "arc/ARC-Easy-Test.jsonl",
+         "mmlu": "mmlu/test", "csqa": "csqa/dev_rand_split.jsonl"}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One cloze item: ``context``, the ``choices`` (each starts with its separating space) and the gold index."""
+
+    context: str
+    choices: tuple[str, ...]
+    gold: int
+
+
+# ------------------------------------------------------------------------------------ readers
+def _path(name: str, root) -> Path:
+    p = data_dir(root) / FILES[name]
+    if not p.exists():
+        raise MissingDataError(f"{name}: {p} does not exist; put the benchmark files in the layout of ../shared/data "
+                               f"(its README lists them) or point ARITHMECH_DATA at that folder")
+    return p
+
+
+def _pre(text: str) -> str:
+    """The harness's HellaSwag ``preprocess``: strip, `` [title]`` → ``. ``, drop ``[...]``, single spaces."""
+    text = text.strip().replace(" [title]", ". ")
+    return re.sub(r"\[.*?\]", "", text).replace("  ", " ")
+
+
+def _capitalise_last(ctx: str) -> str:
+    """The data README's rule for the lost ``ctx_b.capitalize()``: the fragment after the last ``.``, ``!``
+    or ``?`` starts upper-case when it starts lower-case and does not itself end a sentence."""
+    m = re.search(r"([.!?]\s+)([a-z])([^.!?]*)$", ctx)
+    return ctx[:m.start(2)] + m.group(2).upper() + ctx[m.end(2):] if m else ctx
+
+
+def _hellaswag(root) -> list[Item]:
+    lines = _path("hellaswag", root).read_text(encoding="utf-8").split("\n")
+    out = []
+    for i in range(0, len(lines) - 5, 6):
+        ctx, gold, endings = lines[i], lines[i + 1], lines[i + 2:i + 6]
+        out.append(Item(_capitalise_last(_pre(ctx)), tuple(" " + _pre(e) for e in endings), int(gold)))
+    return out
+
+
+def _piqa(root) -> list[Item]:
+    p = _path("piqa", root)
+    rows = [json.loads(l) for l in p.read_text(encoding="utf-8").splitlines() if l.strip()]
+    labels = (p.parent / "valid-labels.lst").read_text().split()
+    return [Item(f"Question: {r['goal']}\nAnswer:", (" " + r["sol1"], " " + r["sol2"]), int(g)) for r, g in zip(rows, labels)]
+
+
+def _qa(stem: str, choices: Sequence[str], gold: int) -> Item:
+    return Item(f"Question: {stem}\nAnswer:", tuple(" " + c for c in choices), gold)
+
+
+def _arc_easy(root) -> list[Item]:
+    out = []
+    for l in _path("arc_easy", root).read_text(encoding="utf-8").splitlines():
+        if l.strip():
+            r = json.loads(l)
+            ch = r["question"]["choices"]
+            out.append(_qa(r["question"]["stem"], [c["text"] for c in ch], [c["label"] for c in ch].index(r["answerKey"])))
+    return out
+
+
+def _mmlu(root) -> list[Item]:
+    """MMLU test rows in the cloze form of SmolLM2's own evaluation (lighteval's ``mmlu_cloze_prompt``): a
+    subject line, then ``Question: ...\nAnswer:``; the choices are the answer texts."""
+    out = []
+    for f in sorted(_path("mmlu", root).glob("*_test.csv")):
+        head = f"The following are questions about {f.name[:-len('_test.csv')].replace('_', ' ')}.\n"
+        with open(f, newline="", encoding="utf-8") as fh:
+            out += [Item(head + f"Question: {r[0]}\nAnswer:", tuple(" " + c for c in r[1:5]), "ABCD".index(r[5].strip()))
+                    for r in csv.reader(fh)]
+    return out
+
+
+def _csqa(root) -> list[Item]:
+    """CommonsenseQA dev rows (the test labels are hidden), as lighteval scores it: the bare question, the
+    answer texts as choices."""
+    out = []
+    for l in _path("csqa", root).read_text(encoding="utf-8").splitlines():
+        if l.strip():
+            r = json.loads(l)
+            ch = r["question"]["choices"]
+            out.append(Item(r["question"]["stem"], tuple(" " + c["text"] for c in ch),
+                            [c["label"] for c in ch].index(r["answerKey"])))
+    return out
+
+
+READERS = {"hellaswag": _hellaswag, "piqa": _piqa, "arc_easy": _arc_easy, "mmlu": _mmlu, "csqa": _csqa}
+
+
+def read(name: str, root=None) -> list[Item]:
+    """Every item of cloze set ``name`` (:data:`SETS`) from the data folder (``root``, else the default)."""
+    if name not in READERS:
+        raise ValueError(f"cloze set {name!r}: use one of {', '.join(SETS)}")
+    return READERS[name](root)
+
+
+def sample(name: str, n: int, seed: int = 0, root=None) -> list[Item]:
+    """``n`` items of set ``name`` drawn without replacement with ``seed`` (every item when ``n`` exceeds the set)."""
+    rows = read(name, root)
+    return rows if n >= len(rows) else random.Random(f"cloze:{name}:{seed}").sample(rows, n)
+
+
+def chance(items: Sequence[Item]) -> float:
+    """Chance accuracy of ``items``: the mean of 1 / (number of choices)."""
+    return sum(1 / len(it.choices) for it in items) / len(items)
+
+
+# ------------------------------------------------------------------------------------ scoring
+def _tokens(tok, it: Item) -> tuple[list[int], list[list[int]], list[int]]:
+    """``(shared context ids, per-choice tail ids, per-choice tokens of the tail that are not scored)``."""
+    p = tok(it.context)["input_ids"]
+    fulls = [tok(it.context + c)["input_ids"] for c in it.choices]
+    starts = [len(p) if f[:len(p)] == p else len(p) - 1 for f in fulls]      # split_continuation's rule
+    m = min(starts)
+    while m > 0 and any(f[:m] != p[:m] for f in fulls):
+        m -= 1
+    if m == 0:
+        raise ValueError(f"cloze item: no context token is shared by every choice: {it.context[:60]!r}")
+    if any(len(f) <= s for f, s in zip(fulls, starts)):
+        raise ValueError(f"cloze item: a choice adds no token after the context: {it.context[:60]!r}")
+    return p[:m], [f[m:] for f in fulls], [s - m for s in starts]
+
+
+def _pad_id(tok) -> int:
+    return tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+
+
+@torch.no_grad()
+def choice_logprobs(model, tok, items: Sequence[Item], batch_size: int = 16) -> list[list[float]]:
+    """Per item, per choice: ``log P(choice | context)`` summed over the choice's scored tokens (module
+    docstring), the context run once per item and its KV cache shared by the choices."""
+    toks = [_tokens(tok, it) for it in items]
+    dev = model.get_input_embeddings().weight.device
+    out: list[list[float]] = [[] for _ in items]
+    order = sorted(range(len(items)), key=lambda i: len(toks[i][0]))
+    for j in range(0, len(order), batch_size):
+        idx = order[j:j + batch_size]
+        ctx = [toks[i][0] for i in idx]
+        P = max(map(len, ctx))
+        ids = torch.full((len(idx), P), _pad_id(tok), dtype=torch.long)
+        mask = torch.zeros((len(idx), P), dtype=torch.long)
+        for r, c in enumerate(ctx):
+            ids[r, P - len(c):], mask[r, P - len(c):] = torch.tensor(c), 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        first = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True,
+                      logits_to_keep=1)
+        last = first.logits[:, -1].float().log_softmax(-1)                        # (b, V)
+        rep = torch.tensor([r for r, i in enumerate(idx) for _ in toks[i][1]])
+        tails = [t for i in idx for t in toks[i][1]]
+        skips = [s for i in idx for s in toks[i][2]]
+        T = max(map(len, tails))
+        tid = torch.full((len(tails), T), _pad_id(tok), dtype=torch.long)
+        tmask = torch.zeros((len(tails), T), dtype=torch.long)
+        for r, t in enumerate(tails):
+            tid[r, :len(t)], tmask[r, :len(t)] = torch.tensor(t), 1
+        kv = DynamicCache(((k.index_select(0, rep.to(k.device)), v.index_select(0, rep.to(v.device)))
+                           for k, v in layers_of(first.cache)), config=model.config)
+        tpos = mask.sum(-1)[rep, None] + torch.arange(T)[None]
+        logits = model(input_ids=tid.to(dev), attention_mask=torch.cat([mask[rep], tmask], 1).to(dev),
+                       position_ids=tpos.to(dev), cache=kv, use_cache=True).logits[:, :-1]   # (b·c, T-1, V)
+        nxt = tid[:, 1:].to(dev)                                       # the token each position predicts
+        lp_rest = (logits.gather(-1, nxt[..., None])[..., 0].float() - logits.float().logsumexp(-1)).cpu()
+        lp_first = last[rep, tid[:, 0]].cpu()
+        k = 0
+        for r, i in enumerate(idx):
+            for _ in toks[i][1]:
+                t, s = tails[k], skips[k]
+                lp = [float(lp_first[k])] + lp_rest[k, :len(t) - 1].tolist()
+                out[i].append(sum(lp[s:]))
+                k += 1
+    return out
+
+
+def accuracy(items: Sequence[Item], logprobs: Sequence[Sequence[float]], norm: bool = True) -> list[int]:
+    """1 per item whose gold choice scores highest: by summed log-probability per character (``norm``, the
+    harness's ``acc_norm``) or summed (``acc``); the first choice wins a tie."""
+    out = []
+    for it, lp in zip(items, logprobs):
+        s = [x / len(c) if norm else x for x, c in zip(lp, it.choices)]
+        out.append(int(max(range(len(s)), key=lambda k: (s[k], -k)) == it.gold))
+    return out
+
+
+def measure(model, tok, name: str, n: int, seed: int = 0, root=None, batch_size: int = 16) -> dict:
+    """Set ``name``'s ``acc_norm`` on ``n`` sampled items: a measure dict (value, n, Wilson 95% interval,
+    the 0/1 items for paired intervals) with its ``chance`` accuracy."""
+    items = sample(name, n, seed, root)
+    acc = accuracy(items, choice_logprobs(model, tok, items, batch_size))
+    lo, hi = wilson_interval(sum(acc), len(acc))
+    return {"metric": "accuracy (acc_norm, cloze)", "value": sum(acc) / len(acc), "n": len(acc), "ci": [lo, hi],
+            "items": acc, "chance": chance(items)}

@@ -1,0 +1,133 @@
+"""Table 1's views for the Fine-tune chapter and the SmolLM2 appendix: what an arms run decided and cost.
+
+Each function reads one model's results folder (``finetune/table1.json``, the per-run records,
+``finetune/curve.json``) through :mod:`arithmech.claims.verdicts` and returns a frame, a chart or a line of
+text; nothing here trains or scores a model.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from arithmech.claims import verdicts as V
+from arithmech.core import records, results
+from arithmech.report.plots import COLUMN, PALETTE
+
+
+def has_run(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a finished arms run."""
+    return results.exists(folder, "finetune/table1.json")
+
+
+def setup_line(folder: str | Path) -> str:
+    """One paragraph: the tuned heads (and how they were chosen), the random draws and whether their layers
+    match, the step budget and where it came from, the seeds, and what the run cost."""
+    p = V.plan(folder)
+    h = p["heads"]
+    fmt = lambda hs: ", ".join(f"{l}.{k}" for l, k in hs)
+    matched = h.get("random_layers_matched", [])
+    cost = p.get("cost") or {}
+    minutes = f"{cost['total_s'] / 60:.0f} minutes of compute over {cost['runs']} runs" if cost.get("total_s") else ""
+    return (f"precise-key tunes **{fmt(h['tuned'])}** ({h['selection']}); precise-random draws "
+            + " | ".join(fmt(d) for d in h["random_draws"])
+            + f" — layers matched in {sum(matched)} of {len(matched)} draws. "
+            + f"{p['steps']} steps of batch {p['batch_size']} per run ({p.get('steps_from', '--steps')}), "
+            + f"seeds {', '.join(map(str, p['seeds']))}" + (f"; {minutes} on this machine" if minutes else "") + ".")
+
+
+def grid_frame(folder: str | Path) -> pd.DataFrame:
+    """Every learning rate tried per arm (first seed): validation math accuracy and loss, the choice (★),
+    and whether the chosen rate is interior."""
+    p = V.plan(folder)
+    return pd.DataFrame([{"arm": arm, "lr": f"{r['lr']:.0e}", "validation math accuracy": r["val_math"],
+                          "validation math loss": r["val_nll"], "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
+                          "interior": a["interior"]} for arm, a in p["arms"].items() for r in a["grid_rows"]])
+
+
+def base_vs_chance(folder: str | Path) -> pd.DataFrame:
+    """The base model on every general measure: value with its 95% interval, items, chance, and whether
+    the measure decides a rule (:func:`arithmech.claims.verdicts.deciding`); base-only measures too."""
+    base = records.read_finetune(folder, "base")
+    rows = []
+    for m, r in {**base["results"], **(base["parameters"].get("base_only") or {})}.items():
+        ci = r.get("ci") or [None, None]
+        rows.append({"measure": m, "base": r["value"], "ci_low": ci[0], "ci_high": ci[1], "n": r["n"],
+                     "chance": r.get("chance"), "decides a rule": m in V.deciding(base["results"], [m])
+                     if m in base["results"] else "base only"})
+    return pd.DataFrame(rows)
+
+
+def arm_frame(folder: str | Path) -> pd.DataFrame:
+    """:func:`arithmech.claims.verdicts.arm_table` for reading: value and change as text with their
+    intervals, a measure with a collapsed run reported as collapsed instead of a point estimate."""
+    t = V.arm_table(folder)
+    pct = lambda m: not str(t[t.measure == m].iloc[0].get("chance") or "").startswith("nan") and m != "lm_loss"
+    def show(r):
+        if r.collapsed_runs:
+            return f"collapsed ({int(r.collapsed_runs)} of {r.runs} runs)"
+        v = f"{r.value:.3f}" + (f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if pd.notna(r.ci_low) else "")
+        return v + (f"; Δ {r.delta:+.3f} [{r.delta_ci_low:+.3f}, {r.delta_ci_high:+.3f}]" if pd.notna(r.delta) else "")
+    out = t.assign(result=[show(r) for r in t.itertuples()])
+    return out.pivot(index="measure", columns="arm", values="result")[[a for a in ("base", "full", "precise-key", "precise-random")
+                                                                     if a in set(t.arm)]]
+
+
+def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
+    """Full SFT's validation learning curve with its knee (the arms' step budget) and, where the curve
+    recorded them, the general skills' validation values along the same run (the curve of forgetting);
+    None without a curve."""
+    if not results.exists(folder, "finetune/curve.json"):
+        return None
+    c = results.read(folder, "finetune/curve.json")
+    df = pd.DataFrame(c["points"])
+    line = alt.Chart(df).mark_line(point=True, color=PALETTE[0]).encode(
+        x=alt.X("step:Q", title="optimizer steps (full SFT)"),
+        y=alt.Y("val_math:Q", title="validation math accuracy", axis=alt.Axis(format=".0%")),
+        tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")])
+    knee = alt.Chart(pd.DataFrame({"step": [c["knee"]]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="step:Q")
+    learnt = alt.layer(line, knee).properties(width=COLUMN, height=220, title=alt.TitleParams(
+        "full SFT's learning curve: the step budget is its knee", subtitle=f"rule: {c['rule']}; knee {c['knee']} steps"))
+    kept = [k for k in df.columns if k.startswith("val_") and k not in ("val_math", "val_nll")]
+    if not kept:
+        return learnt
+    long = df.melt(id_vars="step", value_vars=kept, var_name="measure", value_name="value")
+    forgot = alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("step:Q", title="optimizer steps (full SFT)"), y=alt.Y("value:Q", title="validation value"),
+        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=PALETTE[2:])),
+        tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")]).properties(
+        width=COLUMN, height=180, title="what the same run keeps (validation items of the general skills)")
+    return alt.vconcat(learnt, alt.layer(forgot, knee))
+
+
+def verdict_lines(folder: str | Path) -> list[str]:
+    """Each rule's verdict as a line: claim, comparison, measure, estimate with interval (points), verdict."""
+    out = []
+    for _, r in V.verdicts(folder).iterrows():
+        est = ("not run" if r["estimate"] is None or pd.isna(r["estimate"]) else
+               f"{100 * r['estimate']:+.1f} points [{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]")
+        out.append(f"{r['claim']} ({r['comparison']}, {r['measure']}): **{r['verdict']}** — {est}"
+                   + (f"; collapsed: {r['collapsed']}" if r.get("collapsed") else ""))
+    return out
+
+
+def toy_scope(folder: str | Path, plan: dict) -> str:
+    """What the embedded model's Table 1 can and cannot test, from its own records: full SFT's best
+    validation math accuracy over its grid (and over the learning curve, where one was made) against the
+    50 % at which "precise SFT learns the skill as full SFT does" becomes a test."""
+    best = max(r["val_math"] for r in plan["arms"]["full"]["grid_rows"])
+    curve = results.read(folder, "finetune/curve.json") if results.exists(folder, "finetune/curve.json") else None
+    seen = f"{best:.0%} over full's grid at {plan['steps']} steps"
+    if curve:
+        top = max(p["val_math"] for p in curve["points"])
+        seen += f", {top:.0%} along a {curve['steps']}-step learning curve at rate {curve['lr']:.0e}"
+        best = max(best, top)
+    if best >= 0.5:
+        return (f"Full SFT learns the toy's new skills (best validation math accuracy: {seen}), so the toy tests "
+                "whether precise SFT of the key heads learns them as well, and what each arm costs the generic facts.")
+    return (f"**The toy cannot test whether precise SFT learns as much as full SFT**: full SFT does not learn the toy's "
+            f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
+            "compare arms that all sit near zero. What it can test: the machinery (the records, rules and charts "
+            "SmolLM2 uses) and forgetting — how much of its generic facts each arm loses at every rate of its grid. "
+            "The claim itself is tested on SmolLM2-135M below.")
