@@ -5,8 +5,8 @@ Both score the same items of a cloze set (:mod:`arithmech.evals.cloze`) on the s
 * **per choice** — the way the project scored cloze items before issue #23
   (:func:`arithmech.evals.scoring.continuation_logprobs`): every ``context + choice`` is its own row,
   rows batched by length with left padding, the whole sequence through the model and ``W_U``;
-* **shared context** — :func:`arithmech.evals.cloze.choice_logprobs`: each item's context runs once
-  (only its last position through ``W_U``), its KV cache is copied to the choices, which run on top.
+* **shared context** — :func:`arithmech.evals.cloze.choice_logprobs`: each item is one row, its context
+  once and every choice after it, a mask keeping the choices apart (``W_U`` only where a score is read).
 
 The ratio is per-choice seconds / shared-context seconds on the same items; the largest difference of the
 summed log-probabilities is reported beside it (the parity test bounds it). Sets with 4 choices

@@ -14,18 +14,17 @@ running text). The context's tokens are the tokens every choice's text starts wi
 text re-tokenizes the context's last token (a merge across the boundary), that token is fed with the
 choice but not scored, exactly as :func:`arithmech.evals.scoring.split_continuation` splits it.
 
-**The context runs once** (the point of this module): contexts of ``batch_size`` items go through the
-model together (left padding, positions from the mask, only the last position through ``W_U``); their
-KV cache is copied to one row per choice; the choices (right padding) run on top of it::
+**The context runs once** (the point of this module): an item is packed into one row — its context,
+then every choice — and an attention mask lets each choice see the context and itself only, at the
+positions it would have after the context alone::
 
-    contexts (b, P) ──► model ──► last logits (b, V), KV (b, P)
-                                       │ copied to the b·c rows of the choices
-    choices (b·c, T) ─────────────────►┴──► model ──► logits (b·c, T, V) ──► summed log-probs
+    row:  c1 c2 ... cP | a1 a2 a3 | b1 b2 | ...        positions 0..P-1 | P, P+1, P+2 | P, P+1 | ...
+    mask: a choice token sees the context and the earlier tokens of its own choice, nothing else
 
 A 4-choice item with a context of ``P`` tokens and choices of ``T`` costs ``P + 4T`` token positions
-instead of ``4(P + T)``. The scores equal one full forward per choice to float rounding
-(``tests/parity/evals/test_cloze.py`` keeps them within 1e-4; ``benchmarks/bench_cloze.py`` measures the
-speed).
+instead of ``4(P + T)``, with no key/value copies. The scores equal one full forward per choice to float
+rounding (``tests/parity/evals/test_cloze.py`` keeps them within 1e-4; ``benchmarks/bench_cloze.py``
+measures the speed against the per-choice forwards).
 
 **Sets** (:func:`read`): ``hellaswag``, ``piqa``, ``arc_easy``, ``mmlu`` and ``csqa``, from the files and
 with the prompts that ``../shared/data/README.md`` describes (the harness's zero-shot cloze forms).
@@ -42,9 +41,7 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
-from transformers import DynamicCache
 
-from arithmech.core.prefix import layers_of
 from arithmech.core.stats import wilson_interval
 from arithmech.evals.benchmarks import MissingDataError, data_dir
 
@@ -180,49 +177,74 @@ def _pad_id(tok) -> int:
     return tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
 
 
+def budget_batches(lengths: Sequence[int], order: Sequence[int], most: int, tokens: int) -> list[list[int]]:
+    """``order`` (indices sorted by ``lengths``) cut into batches of at most ``most`` rows whose padded size
+    (rows × the longest row) stays within ``tokens`` — long rows go in small batches, short rows in large
+    ones, so padding stays small whatever the spread of lengths."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        if cur and (len(cur) >= most or (len(cur) + 1) * max(lengths[i], max(lengths[c] for c in cur)) > tokens):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    return out + [cur] if cur else out
+
+
+def _packed(toks) -> tuple[list[int], list[int], list[int], list[tuple[int, int, int]]]:
+    """One item as one row: ``(ids, positions, segment, spans)`` — the context (segment -1) then each choice's
+    tail (segment k) at positions counting on from the context's end; ``spans[k] = (start, length, skip)``."""
+    ctx, tails, skips = toks
+    ids, pos, seg, spans = list(ctx), list(range(len(ctx))), [-1] * len(ctx), []
+    for k, t in enumerate(tails):
+        spans.append((len(ids), len(t), skips[k]))
+        ids += t
+        pos += range(len(ctx), len(ctx) + len(t))
+        seg += [k] * len(t)
+    return ids, pos, seg, spans
+
+
 @torch.no_grad()
-def choice_logprobs(model, tok, items: Sequence[Item], batch_size: int = 16) -> list[list[float]]:
+def choice_logprobs(model, tok, items: Sequence[Item], batch_size: int = 16, max_tokens: int = 4096) -> list[list[float]]:
     """Per item, per choice: ``log P(choice | context)`` summed over the choice's scored tokens (module
-    docstring), the context run once per item and its KV cache shared by the choices."""
-    toks = [_tokens(tok, it) for it in items]
-    dev = model.get_input_embeddings().weight.device
-    out: list[list[float]] = [[] for _ in items]
-    order = sorted(range(len(items)), key=lambda i: len(toks[i][0]))
-    for j in range(0, len(order), batch_size):
-        idx = order[j:j + batch_size]
-        ctx = [toks[i][0] for i in idx]
-        P = max(map(len, ctx))
-        ids = torch.full((len(idx), P), _pad_id(tok), dtype=torch.long)
-        mask = torch.zeros((len(idx), P), dtype=torch.long)
-        for r, c in enumerate(ctx):
-            ids[r, P - len(c):], mask[r, P - len(c):] = torch.tensor(c), 1
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        first = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True,
-                      logits_to_keep=1)
-        last = first.logits[:, -1].float().log_softmax(-1)                        # (b, V)
-        rep = torch.tensor([r for r, i in enumerate(idx) for _ in toks[i][1]])
-        tails = [t for i in idx for t in toks[i][1]]
-        skips = [s for i in idx for s in toks[i][2]]
-        T = max(map(len, tails))
-        tid = torch.full((len(tails), T), _pad_id(tok), dtype=torch.long)
-        tmask = torch.zeros((len(tails), T), dtype=torch.long)
-        for r, t in enumerate(tails):
-            tid[r, :len(t)], tmask[r, :len(t)] = torch.tensor(t), 1
-        kv = DynamicCache(((k.index_select(0, rep.to(k.device)), v.index_select(0, rep.to(v.device)))
-                           for k, v in layers_of(first.cache)), config=model.config)
-        tpos = mask.sum(-1)[rep, None] + torch.arange(T)[None]
-        logits = model(input_ids=tid.to(dev), attention_mask=torch.cat([mask[rep], tmask], 1).to(dev),
-                       position_ids=tpos.to(dev), cache=kv, use_cache=True).logits[:, :-1]   # (b·c, T-1, V)
-        nxt = tid[:, 1:].to(dev)                                       # the token each position predicts
-        lp_rest = (logits.gather(-1, nxt[..., None])[..., 0].float() - logits.float().logsumexp(-1)).cpu()
-        lp_first = last[rep, tid[:, 0]].cpu()
-        k = 0
-        for r, i in enumerate(idx):
-            for _ in toks[i][1]:
-                t, s = tails[k], skips[k]
-                lp = [float(lp_first[k])] + lp_rest[k, :len(t) - 1].tolist()
-                out[i].append(sum(lp[s:]))
-                k += 1
+    docstring), the context run once per item.
+
+    Each item is **one row**: its context, then every choice, each choice at the positions that follow the
+    context, with an attention mask that lets a choice's tokens see the context and the earlier tokens of
+    their own choice, never another choice (a ``(b, 1, L, L)`` additive mask, 0 or the dtype's minimum; the model sees exactly the attention
+    of ``context + choice`` run alone). Rows are sorted by length and batched (at most ``batch_size``
+    items, at most ``max_tokens`` padded tokens: :func:`budget_batches`); ``W_U`` runs only from the
+    first context's last position on."""
+    rows = [_packed(_tokens(tok, it)) for it in items]
+    dev, pad = model.get_input_embeddings().weight.device, _pad_id(tok)
+    out: list[list[float]] = [[0.0] * len(it.choices) for it in items]
+    lens = [len(r[0]) for r in rows]
+    for idx in budget_batches(lens, sorted(range(len(items)), key=lens.__getitem__), batch_size, max_tokens):
+        L = max(lens[i] for i in idx)
+        ids = torch.full((len(idx), L), pad, dtype=torch.long)
+        pos = torch.zeros((len(idx), L), dtype=torch.long)
+        mask = torch.zeros((len(idx), 1, L, L), dtype=torch.bool)
+        mask[:, 0, :, 0] = True                                   # padding rows see one key (no empty softmax)
+        for b, i in enumerate(idx):
+            r_ids, r_pos, r_seg, _ = rows[i]
+            n = len(r_ids)
+            ids[b, :n], pos[b, :n] = torch.tensor(r_ids), torch.tensor(r_pos)
+            seg, q = torch.tensor(r_seg), torch.arange(n)
+            mask[b, 0, :n, :n] = (q[:, None] >= q[None, :]) & ((seg[None, :] == -1) | (seg[:, None] == seg[None, :]))
+        first = min(rows[i][3][0][0] for i in idx) - 1            # the earliest position whose logits are read
+        dtype = model.get_input_embeddings().weight.dtype       # additive: eager attention adds the mask as is
+        bias = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
+        logits = model(input_ids=ids.to(dev), attention_mask=bias.to(dev), position_ids=pos.to(dev),
+                       logits_to_keep=torch.arange(first, L, device=dev)).logits       # (b, L - first, V)
+        logp = (logits.float() - logits.float().logsumexp(-1, keepdim=True)).cpu()
+        for b, i in enumerate(idx):
+            r_ids, _, _, spans = rows[i]
+            ctx_end = spans[0][0]
+            for k, (start, n, skip) in enumerate(spans):
+                # the choice's first token is read after the context's last token; token j after token j - 1
+                at = [ctx_end - 1] + list(range(start, start + n - 1))
+                lp = [float(logp[b, a - first, r_ids[start + j]]) for j, a in enumerate(at)]
+                out[i][k] = sum(lp[skip:])
     return out
 
 

@@ -89,6 +89,8 @@ def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_di
             "single_digit": single_digit_items(side, sizes.get("single_digit_per_template", 4), data_seed),
             "generic": fact_items(side, data_seed)}
     out = {k: accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
+    for k in ("generic", "single_digit"):       # kept skills, answered by generation: a guess scores 0
+        out[k]["chance"] = 0.0
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, sets["negative"] + sets["two_digit"])
     return out
@@ -119,9 +121,10 @@ def cpu_sizes() -> dict:
 
     * ``carry_val`` 200 / ``carry_test`` 400: distinct problems, half addition, half subtraction.
     * cloze sets: 200 items each (HellaSwag, PIQA and MMLU cost 0.2–0.4 s an item on 2 cores, ARC-Easy
-      and CSQA < 0.1 s); the rules read them **pooled** (up to 1,000 items of the sets whose base
-      interval lies above chance), which resolves a paired difference of ±3 points where an arm changes
-      up to a fifth of the answers (:func:`arithmech.core.stats.paired_halfwidth`).
+      and CSQA < 0.1 s); the rules read them **pooled** (the sets whose base interval lies above chance:
+      800 items for SmolLM2), which resolves a paired difference of ±3 points where two arms disagree on
+      up to 19 % of the items (:func:`arithmech.core.stats.paired_halfwidth`); one set alone, 200 items,
+      resolves ±3 points only up to 4.7 % disagreement.
     * ``mmlu_base`` 1,000: MMLU cloze on the base model only, to check the evaluation against the model
       card (29.3 % for SmolLM2-135M); ``generation`` 100 per word-problem set, base model only.
     * ``lm_tokens`` 4,096 tokens of generic text (16 chunks of 256).

@@ -142,6 +142,7 @@ class Finetune(ModelChapter):
     draws: int = option(3, "random-head draws (one per seed)", low=1)
     steps: int = option(30, "optimizer steps per run at scale 1", low=1)
     batch_size: int = option(32, "rows per optimizer step", low=1)
+    curve_steps: int = option(300, "full SFT's learning curve: steps, scored every 20", low=20)
     max_extend: int = option(2, "grid extensions per arm until the chosen rate is interior", low=0)
     scale: float = option(1.0, "multiplies the steps (10 for a GPU)", low=1e-9, high=1000)
     k_heads: tuple[int, ...] = option((4, 16), "Table 2: numbers of heads tuned besides top_k", low=1)

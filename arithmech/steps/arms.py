@@ -184,7 +184,8 @@ def learning_curve(config: Config, data_seed: int = 0, every: int = 20) -> dict:
         trainer.add_callback(cb)
         trainer.train()
     curve = {**args, "args_sha256": h, "rule": KNEE_RULE, "points": cb.points, "knee": knee(cb.points),
-             "command": f"python -m arithmech arms --curve-only --model {c.model_name} --suite {c.suite}",
+             "command": (f"python -m arithmech arms --curve-only --model {c.model_name} --suite {c.suite} "
+                         f"--batch-size {c.batch_size} --curve-steps {c.curve_steps}"),
              "wall_s": round(time.time() - t0, 1)}
     results_io.write_step(out, "curve", {"finetune/curve.json": curve},
                           record={"parameters": args, "wall_s": curve["wall_s"], "versions": results_io.versions()})
