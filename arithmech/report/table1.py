@@ -21,6 +21,11 @@ def has_run(folder: str | Path) -> bool:
     return results.exists(folder, "finetune/table1.json")
 
 
+def has_base(folder: str | Path) -> bool:
+    """Whether ``folder`` holds the arms runner's base record (it is written first)."""
+    return records.finetune_path(folder, "base").exists()
+
+
 def setup_line(folder: str | Path) -> str:
     """One paragraph: the tuned heads (and how they were chosen), the random draws and whether their layers
     match, the step budget and where it came from, the seeds, and what the run cost."""
@@ -63,7 +68,6 @@ def arm_frame(folder: str | Path) -> pd.DataFrame:
     """:func:`arithmech.claims.verdicts.arm_table` for reading: value and change as text with their
     intervals, a measure with a collapsed run reported as collapsed instead of a point estimate."""
     t = V.arm_table(folder)
-    pct = lambda m: not str(t[t.measure == m].iloc[0].get("chance") or "").startswith("nan") and m != "lm_loss"
     def show(r):
         if r.collapsed_runs:
             return f"collapsed ({int(r.collapsed_runs)} of {r.runs} runs)"
