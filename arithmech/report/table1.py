@@ -14,6 +14,7 @@ import pandas as pd
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
 from arithmech.report.plots import COLUMN, PALETTE
+from arithmech.steps.arms import KNEE as KNEE_SHARE
 
 
 def has_run(folder: str | Path) -> bool:
@@ -92,14 +93,17 @@ def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
         tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")])
     knee = alt.Chart(pd.DataFrame({"step": [c["knee"]]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="step:Q")
     learnt = alt.layer(line, knee).properties(width=COLUMN, height=220, title=alt.TitleParams(
-        "full SFT's learning curve: the step budget is its knee", subtitle=f"rule: {c['rule']}; knee {c['knee']} steps"))
+        "full SFT's learning curve: the step budget is its knee",
+        subtitle=[f"knee: {c['knee']} steps, the fewest reaching base + {KNEE_SHARE} x (best - base)",
+                  f"lr {c['lr']:.0e} constant after warm-up, batch {c['batch_size']}"]))
     kept = [k for k in df.columns if k.startswith("val_") and k not in ("val_math", "val_nll")]
     if not kept:
         return learnt
     long = df.melt(id_vars="step", value_vars=kept, var_name="measure", value_name="value")
     forgot = alt.Chart(long).mark_line(point=True).encode(
         x=alt.X("step:Q", title="optimizer steps (full SFT)"), y=alt.Y("value:Q", title="validation value"),
-        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=PALETTE[2:])),
+        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=PALETTE[2:]),
+                        legend=alt.Legend(orient="bottom")),
         tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")]).properties(
         width=COLUMN, height=180, title="what the same run keeps (validation items of the general skills)")
     return alt.vconcat(learnt, alt.layer(forgot, knee))

@@ -37,8 +37,8 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
         base.transform_filter("!datum.chosen && !datum.collapsed").mark_point(filled=False, size=60, opacity=0.7),
         base.transform_filter("datum.collapsed").mark_point(shape="cross", filled=True, size=90),
     ).properties(width=COLUMN, height=300, title=alt.TitleParams(title, subtitle=subtitle or
-                 "filled: the arm's chosen learning rate (each seed); hollow: the rest of its grid (first seed); "
-                 "cross: collapsed (kept under half its base margin over chance)"))
+                 ["filled: the arm's chosen learning rate (each seed); hollow: the rest of its grid (first seed)",
+                  "cross: collapsed (kept under half its base margin over chance)"]))
 
 
 def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"
