@@ -55,17 +55,12 @@ def plan(folder: str | Path) -> dict:
     return results.read(folder, "finetune/table1.json")
 
 
-def _record(folder, tag: str) -> dict:
-    mode, _, rest = tag.partition("-")
-    return records.read_finetune(folder, mode, rest or None)
-
-
 def arm_runs(folder: str | Path, p: dict | None = None) -> dict[str, list[dict]]:
     """Arm → the records of its runs at the chosen learning rate (``base``: its one record)."""
     p = p or plan(folder)
     out = {"base": [records.read_finetune(folder, "base")]}
     for arm, a in p["arms"].items():
-        out[arm] = [_record(folder, t) for t in a["runs"]]
+        out[arm] = [records.read_tag(folder, t) for t in a["runs"]]
     return out
 
 
@@ -198,7 +193,7 @@ def tradeoff_frame(folder: str | Path) -> pd.DataFrame:
     for arm, a in p["arms"].items():
         tags = dict.fromkeys([r["tag"] for r in a["grid_rows"]] + a["runs"])
         for t in tags:
-            r = _record(folder, t)
+            r = records.read_tag(folder, t)
             pr = r["parameters"]
             rows.append({"arm": arm, "seed": r["seed"], "lr": pr["lr"], "chosen": t in a["runs"], "run": t,
                          "math_gain": value(r, S.primary_math) - value(base, S.primary_math),

@@ -106,6 +106,12 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
     return _check_finetune(path, rec)
 
 
+def read_tag(folder: str | Path, tag: str) -> dict:
+    """The record a run tag names (``"base"``, ``"full-s0-lr1e-04"``, ``"precise-key-s1-lr3e-03"``): mode, then tag."""
+    mode, _, rest = tag.partition("-")
+    return read_finetune(folder, mode, rest or None)
+
+
 def finetune_records(folder: str | Path) -> dict[str, dict]:
     """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
     d = Path(folder) / "finetune"

@@ -358,7 +358,7 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
             "arms": plan_arms, "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
     every = ["base"] + list(dict.fromkeys(r["tag"] for a in plan_arms.values() for r in a["grid_rows"]) | dict.fromkeys(
         t for a in plan_arms.values() for t in a["runs"]))
-    run_s = {t: _record_of(out, t).get("wall_s") for t in every}
+    run_s = {t: records.read_tag(out, t).get("wall_s") for t in every}
     plan["cost"] = {"runs": len(every), "run_s": run_s, "curve_s": (curve or {}).get("wall_s"),
                     "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
                     "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
@@ -370,11 +370,6 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
 
 def _hash(obj: dict) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _record_of(out: Path, tag: str) -> dict:
-    mode, _, rest = tag.partition("-")
-    return records.read_finetune(out, mode, rest or None)
 
 
 def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
