@@ -223,3 +223,13 @@ def write_file(tmp_path, text: str, name: str = "pairs.json"):
     f = tmp_path / name
     f.write_text(text)
     return f
+
+
+def one_preamble(samples):
+    """``samples`` rewritten to share the first one's solved examples, as a pair file's preamble would: the
+    case :mod:`arithmech.core.prefix` is for (an identify run draws one set of examples per prompt, so its
+    prompts share none). Token positions are left as drawn: for END-only work."""
+    import dataclasses
+    p = samples[0].prefix
+    return [dataclasses.replace(s, clean=p + s.clean[len(s.prefix):], corrupt=p + s.corrupt[len(s.prefix):], prefix=p)
+            for s in samples]

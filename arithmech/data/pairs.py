@@ -187,8 +187,9 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
     two-digit sum under ``"single-token"``, or with ``shots`` a query whose operands an example has) is counted
-    in ``PairStats.redrawn``. With ``shots`` every prompt of a template starts with that template's examples
-    (:func:`arithmech.data.shots.examples`, drawn from their own stream: the queries' draws are unchanged)."""
+    in ``PairStats.redrawn``. With ``shots`` the ``k``-th prompt starts with its own examples
+    (:func:`arithmech.data.shots.examples` with ``index=k``, drawn from their own stream: the queries' draws
+    are unchanged; a redraw of the query keeps the examples)."""
     if kind not in _COUNTERFACTUALS:
         raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
     check_answer_token(answer_token)
@@ -196,10 +197,9 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     rng = random.Random(seed)
     stats = PairStats()
     samples = []
-    prefixes = {t.id: shots_module.examples(t, shots, seed) for t in tpls} if shots else {}
     for k in range(n):
         t = tpls[k % len(tpls)]
-        ex = prefixes.get(t.id, shots_module.NONE)
+        ex = shots_module.examples(t, shots, seed, k) if shots else shots_module.NONE
         for _ in range(max_tries):
             s = _try_pair(tok, t, rng, kind, answer_token, ex)
             if s is not None:
@@ -301,13 +301,14 @@ def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterab
     """Yield ``(indices, ids)`` batches of equal-length prompts: no padding, so every position
     (and RoPE) is exactly what a single-prompt forward sees. ``ids``: ``(batch, seq)``.
 
-    Prompts of one length are grouped further by their text up to the last newline, so that prompts
-    with the same solved examples (:mod:`arithmech.data.shots`) share a batch and its prefix runs once
-    (:mod:`arithmech.core.prefix`); a zero-shot prompt has no example separator and batches as it always did."""
+    Within one length, prompts are ordered by their text up to the last example separator
+    (:func:`arithmech.data.shots.prefix_key`), so that prompts with the same solved examples sit in the same
+    batches and a prefix they share runs once (:mod:`arithmech.core.prefix`); prompts with different examples
+    still fill a batch. A zero-shot prompt has no example separator and batches as it always did."""
     enc = [_ids(tok, p, True) for p in prompts]
-    by_len: dict[tuple, list[int]] = {}
-    for i, e in enumerate(enc):
-        by_len.setdefault((len(e), shots_module.prefix_key(prompts[i])), []).append(i)
+    by_len: dict[int, list[int]] = {}
+    for i in sorted(range(len(prompts)), key=lambda i: (len(enc[i]), shots_module.prefix_key(prompts[i]), i)):
+        by_len.setdefault(len(enc[i]), []).append(i)
     for _, idx in sorted(by_len.items()):
         for j in range(0, len(idx), batch_size):
             chunk = idx[j:j + batch_size]

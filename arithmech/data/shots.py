@@ -16,16 +16,20 @@ that yield. They are built so that they give away as little as possible:
   operation (``add-k``, ``sub-k``, ``mul-k``, ``div-k``). Templates without such a row (Fig. 10's time spans
   and accumulations, App. D's exponentiation, a user's file) exist for one operation only, so they take
   the equation row (``add-1`` ... ``div-1``, "3 + 5 = 8");
-* **the position** — X_r and X_c share the examples token for token: one fixed text per template and seed
-  (:func:`examples`), :data:`SEPARATOR` (" . ") after each, for every model: the embedded word-level
-  tokenizer drops a newline, and one separator keeps one code path (SmolLM2's shipped runs use it too); X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
+* **the position** — X_r and X_c share the examples token for token, :data:`SEPARATOR` (" . ") after each,
+  for every model: the embedded word-level tokenizer drops a newline, and one separator keeps one code
+  path; X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
-One fixed text per (template, seed) means every prompt of a template starts with the same tokens, which
-:mod:`arithmech.core.prefix` runs once and reuses as a KV cache; it also means a template's effects come with
-one order of examples, so the effects of a run average over as many orders as it has templates.
+**One set of examples per prompt.** The examples are drawn afresh for every prompt (:func:`examples` is seeded
+by the seed, the template, K and the prompt's draw index), so a run's effects average over as many example
+sets as it has prompts, not over one per template. With single-digit operands a Fig. 8 template has only
+36–45 queries; one set per template made a run of 2,560 draws repeat the same few dozen subtraction prompts
+(SmolLM2 kept 176 subtraction X_r, 34 of them distinct), and its intervals treated the repeats as independent.
+Prompts with different examples share no prefix, so :mod:`arithmech.core.prefix` finds nothing to reuse in an
+identify run (it still reuses a prefix that a batch shares, e.g. a pair file's preamble).
 ``shots=0`` draws nothing here: the pairs are exactly the zero-shot ones.
 
->>> ex = examples(TEMPLATES["add-1"], 4, seed=0)
+>>> ex = examples(TEMPLATES["add-1"], 4, seed=0, index=0)
 >>> print(ex.text)      # e.g. "9 / 3 = 3\n2 + 6 = 8\n8 - 5 = 3\n7 * 2 = 14\n"
 """
 from __future__ import annotations
@@ -39,6 +43,13 @@ from arithmech.data.render import draw_values, render
 
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
 SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
+EXAMPLES = "per prompt"   # how examples are drawn; recorded in run.json, so that a run made otherwise is not reused
+
+
+def recorded(shots: int) -> dict:
+    """What ``run.json`` records of the examples besides ``shots``: ``{"examples": EXAMPLES}`` when there are
+    any (runs made before had one set per template and no such field), ``{}`` at zero shots."""
+    return {"examples": EXAMPLES} if shots else {}
 
 
 class Examples(NamedTuple):
@@ -82,22 +93,22 @@ def example_operations(k: int, query_op: str, rng: random.Random) -> list[str]:
     return ops
 
 
-def examples(t: templates_module.Template, k: int, seed: int) -> Examples:
-    """The ``k`` solved examples written before every prompt of template ``t`` under ``seed``.
+def examples(t: templates_module.Template, k: int, seed: int, index: int) -> Examples:
+    """The ``k`` solved examples written before the ``index``-th prompt drawn (of template ``t``, under ``seed``).
 
     Each is ``X_r`` of its operation's template (:func:`phrasing`), with its pool words and operator drawn as
     for a query, then the joiner, the answer and :data:`SEPARATOR`; operations by :func:`example_operations`; the
     examples' operand pairs are distinct in either order. Returns :class:`Examples` (the text and what a
     query must avoid: the examples' pairs in either order, and their ``(operation, answer)``, so that no
     example of the query's operation has its answer). The random stream is this function's own (seeded by
-    ``seed``, ``t.id`` and ``k``), so drawing the queries consumes exactly what it consumes at ``k = 0``.
+    ``seed``, ``t.id``, ``k`` and ``index``), so drawing the queries consumes exactly what it consumes at ``k = 0``.
     ``k = 0`` gives :data:`NONE`.
     """
     if k < 0:
         raise ValueError(f"shots={k}: the number of solved examples is 0 or more")
     if k == 0:
         return NONE
-    rng = random.Random(f"shots:{seed}:{t.id}:{k}")
+    rng = random.Random(f"shots:{seed}:{t.id}:{k}:{index}")
     rows, used, answers = [], set(), set()
     by_op = phrasing(t)
     for op in example_operations(k, t.op, rng):

@@ -38,7 +38,7 @@ from arithmech.core import results
 from arithmech.core.memory import PeakMemory
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
-from arithmech.data import pairs as pairs_module
+from arithmech.data import pairs as pairs_module, shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table, conditioned_floor
 from arithmech.methods import knockout_run
 from arithmech.methods.ablation import MeanSource
@@ -213,7 +213,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
-            answer_token=answer_token, shots=shots, heldout=heldout, batch_size=batch_size, n_boot=n_boot,
+            answer_token=answer_token, shots=shots, **shots_module.recorded(shots), heldout=heldout, batch_size=batch_size, n_boot=n_boot,
             key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)",
             share_threshold=share_threshold,
             share_rule="share_hi < share_threshold (the same resamples; share of the counterfactual's LD effect)"))
@@ -333,7 +333,7 @@ def recorded(config: Config) -> dict:
     (``model`` for ``model_name``; lists for tuples): the parameters a reused result set must match."""
     want = {("model" if k == "model_name" else k): (list(v) if isinstance(v, tuple) else v)
             for k, v in config.reuse_key().items()}
-    return want
+    return {**want, **shots_module.recorded(config.shots)}
 
 
 # Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
@@ -365,7 +365,8 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     folder = folder_of(c)
     fresh = not reuse_or_run(c, recompute, model, tok)
     same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
-                                                                       "shots": c.shots}, absent_means={"shots": 0})
+                                                                       "shots": c.shots, **shots_module.recorded(c.shots)},
+                                                                       absent_means={"shots": 0})
                     and results.exists(folder, "counterfactual_overlap.json")
                     and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
     if fresh or not same_operand:

@@ -30,7 +30,7 @@ from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.core.stats import wilson_interval
-from arithmech.data import pairs
+from arithmech.data import pairs, shots as shots_module
 from arithmech.methods.prepare import NoReferenceData, prepare
 from arithmech.steps.config import Shots as Config
 
@@ -91,7 +91,8 @@ def recorded(config: Config) -> dict:
     """What ``run.json`` records of a run made with ``config`` (the parameters a reused table must match)."""
     c = config
     return {"grid": list(c.grid), "n_per_template": c.n_per_template, "seed": c.seed,
-            "validation_seed": validation_seed(c.seed), "answer_token": c.answer_token}
+            "validation_seed": validation_seed(c.seed), "answer_token": c.answer_token,
+            **shots_module.recorded(max(c.grid))}
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:

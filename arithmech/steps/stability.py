@@ -44,7 +44,7 @@ import pandas as pd
 from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
-from arithmech.data import pairs
+from arithmech.data import pairs, shots as shots_module
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
@@ -151,7 +151,7 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
     params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token, shots=shots,
-                  threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
+                  **shots_module.recorded(shots), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
                   batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
                   "(nested prefixes of one draw of the largest size per seed and kind)",
                   key_rule="effect_hi < threshold (95% percentile bootstrap over prompts)")
@@ -270,7 +270,8 @@ def recorded(config: Config) -> dict:
     c = config
     return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
                 kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
-                families=True, keep_correct=True, answer_token="last-digit", shots=c.shots)
+                families=True, keep_correct=True, answer_token="last-digit", shots=c.shots,
+                **shots_module.recorded(c.shots))
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:

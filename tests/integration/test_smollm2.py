@@ -146,6 +146,8 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
     ss, _ = D.make_pairs(tok, [templates.TEMPLATES["add-1"], templates.TEMPLATES["mul-6"]], n=12, seed=0,
                          answer_token="last-digit", shots=4)
     from arithmech.data import shots
+    from factories import one_preamble
+    ss = one_preamble(ss)
     assert all(s.prefix.endswith(shots.SEPARATOR) for s in ss)
     clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], D.answer_ids(tok, ss)
     assert prefix.SharedPrefix(model, [ids for _, ids in D.group_by_length(tok, clean)]).kv

@@ -11,11 +11,13 @@ from arithmech.evals.scoring import filter_correct, predict
 from arithmech.methods.effects import effects_frame
 from arithmech.methods.knockout import Ablation, activations, group_key, knockout_topk, mean_activations
 from arithmech.methods.patching import end_cache, path_patch, path_patch_reference
+from factories import one_preamble
 
 
 def _few_shot(model, tok, n=48, task="all"):
+    """Few-shot pairs that share one set of examples (:func:`factories.one_preamble`)."""
     ss, _ = pairs.make_pairs(tok, task, n=n, seed=0, answer_token="last-digit", shots=4)
-    return ss
+    return one_preamble(ss)
 
 
 def test_shared_length_stops_before_end():
@@ -90,6 +92,7 @@ def test_cached_prefix_is_exact_under_gqa(word_llama_fig8):
     model, tok, _ = word_llama_fig8
     assert model.config.num_key_value_heads < model.config.num_attention_heads
     ss, _ = pairs.make_pairs(tok, "all", n=24, seed=1, answer_token="last-digit", shots=4)
+    ss = one_preamble(ss)
     clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], pairs.answer_ids(tok, ss)
     assert prefix.SharedPrefix(model, [ids for _, ids in pairs.group_by_length(tok, clean)]).kv   # it is used
     a = path_patch(model, tok, clean, corrupt, ans)

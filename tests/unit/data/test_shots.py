@@ -34,7 +34,7 @@ def test_examples_are_balanced_solved_and_never_point_at_the_query(k, seed):
     """Protects: K correctly solved examples in the query's phrasing row whose operations are balanced — each
     k // 4 or k // 4 + 1 times, the query's own k // 4 times (absent below four) and never in the last
     example, next to the query — and whose operand pairs are distinct in either order."""
-    ex = shots.examples(templates.TEMPLATES["mul-1"], k, seed=seed)
+    ex = shots.examples(templates.TEMPLATES["mul-1"], k, seed=seed, index=seed * 7)
     rows = ex.text.split(shots.SEPARATOR)[:-1]
     assert len(rows) == k and len(ex.pairs) <= 2 * k
     ops = []
@@ -53,26 +53,36 @@ def test_examples_are_balanced_solved_and_never_point_at_the_query(k, seed):
 def test_examples_are_in_the_template_family():
     """Protects: a Fig. 8 row takes its examples from the same row of every operation; Fig. 10 templates
     (addition only) take the equation row, never their own addition phrasing."""
-    text = shots.examples(templates.TEMPLATES["sub-6"], 4, seed=1).text
+    text = shots.examples(templates.TEMPLATES["sub-6"], 4, seed=1, index=0).text
     assert all(r.startswith("Q: How much is ") for r in text.split("\n")[:-1])
     assert {t.id for t in shots.phrasing(templates.TEMPLATES["div-6"]).values()} == {"add-6", "sub-6", "mul-6", "div-6"}
     assert {t.id for t in shots.phrasing(templates.TEMPLATES["span-3"]).values()} == {"add-1", "sub-1", "mul-1", "div-1"}
 
 
 def test_few_shot_pairs_share_examples_and_avoid_their_operands(tok):
-    """Protects: X_r and X_c start with the same examples (one text per template and seed), differ after
+    """Protects: X_r and X_c start with the same examples (the k-th prompt's own set), differ after
     them only where the zero-shot pair differs, and no query has an example's operand pair (in either order)
     or the answer of an example of its own operation."""
     ss, _ = pairs.make_pairs(tok, "all", n=192, seed=0, answer_token="last-digit", shots=4)
     by_tpl = {}
-    for s in ss:
+    for i, s in enumerate(ss):
         assert s.prefix and s.clean.startswith(s.prefix) and s.corrupt.startswith(s.prefix)
-        assert by_tpl.setdefault(s.template, s.prefix) == s.prefix
-        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0)
+        by_tpl.setdefault(s.template, set()).add(s.prefix)
+        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, index=i)
+        assert s.prefix == ex.text
         assert (s.a, s.b) not in ex.pairs and (s.b, s.a) not in ex.pairs and (s.op, int(s.target)) not in ex.answers
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
         assert s.positions["A"][0] >= len(tok(s.prefix)["input_ids"])     # roles point into the query
     assert len(by_tpl) == 48
+    assert all(len(p) == 4 for p in by_tpl.values())           # every prompt of a template has its own examples
+
+
+def test_every_prompt_gets_its_own_examples(tok):
+    """Protects: one set of examples per prompt, so that a template with few queries (subtraction with single
+    digits: 36) still gives distinct prompts — with one set per template, 400 draws repeated ~50 prompts."""
+    ss, _ = pairs.make_pairs(tok, "subtraction", n=400, seed=0, answer_token="last-digit", shots=2)
+    assert len({s.clean for s in ss}) >= 390
+    assert len({(s.template, s.a, s.b) for s in ss}) <= 9 * 45
 
 
 def test_operand_counterfactual_keeps_the_examples(tok):
@@ -80,7 +90,7 @@ def test_operand_counterfactual_keeps_the_examples(tok):
     ss, _ = pairs.make_operand_pairs(tok, "addition", n=42, seed=0, answer_token="last-digit", shots=2)
     for s in ss:
         assert s.corrupt.startswith(s.prefix) and s.corrupt != s.clean
-        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0)
+        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, index=ss.index(s))
         nums = tuple(int(x) for x in re.findall(r"\d+", s.corrupt[len(s.prefix):]))[:2]
         assert nums not in ex.pairs
 
@@ -94,15 +104,18 @@ def test_one_separator_for_every_model(tok):
 
 
 def test_group_by_length_batches_one_prefix_together():
-    """Protects: prompts with the same examples share a batch (their prefix runs once); zero-shot
-    batching is unchanged (a prompt without a separator groups by length only)."""
+    """Protects: prompts with the same examples sit next to each other in their length's batches (their
+    prefix runs once), and prompts with other examples still fill a batch; zero-shot batching is unchanged
+    (a prompt without a separator groups by length only)."""
     class Chars:                                  # a character tokenizer
         def __call__(self, text, add_special_tokens=True):
             return {"input_ids": [ord(c) for c in text]}
     prompts = ["a . b + c", "x . b + c", "a . d + e", "x . d + e", "a . f + g"]
     assert shots.prefix_key("1 + 2 = 3 . 4 - 1 = 3 . 5 + 5 =") == "1 + 2 = 3 . 4 - 1 = 3 . " and shots.prefix_key("3 + 4 =") == ""
-    got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts, batch_size=64)]
-    assert sorted(map(sorted, got)) == [[0, 2, 4], [1, 3]]
+    got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts, batch_size=3)]
+    assert got == [[0, 2, 4], [1, 3]]
+    got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts + ["ab"], batch_size=64)]
+    assert got == [[5], [0, 2, 4, 1, 3]]
 
 
 def test_zero_shot_batching_is_by_length_only(tok):
@@ -120,4 +133,4 @@ def test_zero_shot_batching_is_by_length_only(tok):
 def test_negative_shots_is_refused():
     """Protects: a negative number of examples is a clear error, not an empty prefix."""
     with pytest.raises(ValueError, match="shots=-1"):
-        shots.examples(templates.TEMPLATES["add-1"], -1, 0)
+        shots.examples(templates.TEMPLATES["add-1"], -1, 0, 0)
