@@ -30,17 +30,22 @@ def _pct(x: float) -> str:
 
 
 def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
-    """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share), the
-    majority floor and the conditioned floor on the X_r, and whether the task passes its control."""
+    """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share), the distinct
+    X_r among them (a prompt drawn twice is kept twice; ``prompts.jsonl``), the majority floor and the
+    conditioned floor on the X_r, and whether the task passes its control."""
     rows = []
     for label, folder in runs.items():
         rec = results.read_run(folder)["steps"]["identify"]
         control = results.read(folder, "key_heads.json").get("control", {})
+        distinct: dict[str, set] = {}
+        for p in results.read(folder, "prompts.jsonl"):
+            distinct.setdefault(p["op"], set()).add(p["clean"])
         for task, s in rec["samples"].items():
             f = control.get("floors", {}).get(task, {})
             lo, hi = wilson_interval(s["n_kept"], s["n_drawn"])
             rows.append({"operation": task, "prompts": label, "drawn": s["n_drawn"],
                          "kept X_r": f"{s['n_kept']} ({_pct(s['n_kept'] / s['n_drawn'])}, 95% {_pct(lo)}–{_pct(hi)})",
+                         "distinct X_r": len(distinct.get(task, ())) if task in distinct else "–",
                          "majority floor": _pct(f.get("majority", float("nan"))),
                          "conditioned floor": _pct(f.get("conditioned", float("nan"))),
                          "control": "fails: " + control["failed"][task] if task in control.get("failed", {}) else
