@@ -187,9 +187,9 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
     two-digit sum under ``"single-token"``, or with ``shots`` a query whose operands an example has) is counted
-    in ``PairStats.redrawn``. With ``shots`` the ``k``-th prompt starts with its own examples
-    (:func:`arithmech.data.shots.examples` with ``index=k``, drawn from their own stream: the queries' draws
-    are unchanged; a redraw of the query keeps the examples)."""
+    in ``PairStats.redrawn``. With ``shots`` the ``k``-th prompt starts with its template's example set
+    :func:`arithmech.data.shots.set_index` (drawn from their own stream: the queries' draws are unchanged; a
+    redraw of the query keeps the examples)."""
     if kind not in _COUNTERFACTUALS:
         raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
     check_answer_token(answer_token)
@@ -199,7 +199,7 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     samples = []
     for k in range(n):
         t = tpls[k % len(tpls)]
-        ex = shots_module.examples(t, shots, seed, k) if shots else shots_module.NONE
+        ex = shots_module.examples(t, shots, seed, shots_module.set_index(k, len(tpls))) if shots else shots_module.NONE
         for _ in range(max_tries):
             s = _try_pair(tok, t, rng, kind, answer_token, ex)
             if s is not None:

@@ -20,16 +20,19 @@ that yield. They are built so that they give away as little as possible:
   for every model: the embedded word-level tokenizer drops a newline, and one separator keeps one code
   path; X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
-**One set of examples per prompt.** The examples are drawn afresh for every prompt (:func:`examples` is seeded
-by the seed, the template, K and the prompt's draw index), so a run's effects average over as many example
-sets as it has prompts, not over one per template. With single-digit operands a Fig. 8 template has only
-36–45 queries; one set per template made a run of 2,560 draws repeat the same few dozen subtraction prompts
-(SmolLM2 kept 176 subtraction X_r, 34 of them distinct), and its intervals treated the repeats as independent.
-Prompts with different examples share no prefix, so :mod:`arithmech.core.prefix` finds nothing to reuse in an
-identify run (it still reuses a prefix that a batch shares, e.g. a pair file's preamble).
+**Sixteen sets of examples per template.** The ``k``-th prompt drawn (template ``k % T`` of the task's ``T``)
+takes its template's set number ``(k // T) % EXAMPLE_SETS`` (:func:`set_index`; each set drawn from a seed of
+its own: the run's seed, the template, K and the set). Why not one set per template: with single-digit
+operands a Fig. 8 template has only 36–45 queries, so one set made a draw of 2,560 repeat the same few dozen
+subtraction prompts (SmolLM2 kept 176 subtraction X_r, 34 of them distinct), and a template's effects came
+with one order of examples. Why not one per prompt: prompts then share no prefix, and every forward pays
+for all K examples (~100 tokens at K = 8 against ~15 for the query; SmolLM2 runs ~260 tokens/s on 2 cores),
+which puts identify past two hours. With 16 sets, the prompts of a (template, set) share their examples,
+which :mod:`arithmech.core.prefix` runs once per batch and reuses as a KV cache, and a run averages over
+16 orders of examples per template.
 ``shots=0`` draws nothing here: the pairs are exactly the zero-shot ones.
 
->>> ex = examples(TEMPLATES["add-1"], 4, seed=0, index=0)
+>>> ex = examples(TEMPLATES["add-1"], 4, seed=0, index=set_index(0, 21))
 >>> print(ex.text)      # e.g. "9 / 3 = 3\n2 + 6 = 8\n8 - 5 = 3\n7 * 2 = 14\n"
 """
 from __future__ import annotations
@@ -43,7 +46,14 @@ from arithmech.data.render import draw_values, render
 
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
 SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
-EXAMPLES = "per prompt"   # how examples are drawn; recorded in run.json, so that a run made otherwise is not reused
+EXAMPLE_SETS = 16     # sets of examples per template (module docstring: distinct prompts against shared prefixes)
+EXAMPLES = f"{EXAMPLE_SETS} sets per template"   # recorded in run.json, so that a run made otherwise is not reused
+
+
+def set_index(k: int, n_templates: int) -> int:
+    """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin: each
+    template's prompts cycle through its :data:`EXAMPLE_SETS` sets."""
+    return (k // n_templates) % EXAMPLE_SETS
 
 
 def recorded(shots: int) -> dict:
@@ -94,7 +104,8 @@ def example_operations(k: int, query_op: str, rng: random.Random) -> list[str]:
 
 
 def examples(t: templates_module.Template, k: int, seed: int, index: int) -> Examples:
-    """The ``k`` solved examples written before the ``index``-th prompt drawn (of template ``t``, under ``seed``).
+    """Set number ``index`` of the ``k`` solved examples written before prompts of template ``t`` under ``seed``
+    (:func:`set_index` says which set a prompt takes).
 
     Each is ``X_r`` of its operation's template (:func:`phrasing`), with its pool words and operator drawn as
     for a query, then the joiner, the answer and :data:`SEPARATOR`; operations by :func:`example_operations`; the

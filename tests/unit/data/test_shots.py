@@ -68,21 +68,29 @@ def test_few_shot_pairs_share_examples_and_avoid_their_operands(tok):
     for i, s in enumerate(ss):
         assert s.prefix and s.clean.startswith(s.prefix) and s.corrupt.startswith(s.prefix)
         by_tpl.setdefault(s.template, set()).add(s.prefix)
-        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, index=i)
+        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, index=shots.set_index(i, 48))
         assert s.prefix == ex.text
         assert (s.a, s.b) not in ex.pairs and (s.b, s.a) not in ex.pairs and (s.op, int(s.target)) not in ex.answers
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
         assert s.positions["A"][0] >= len(tok(s.prefix)["input_ids"])     # roles point into the query
     assert len(by_tpl) == 48
-    assert all(len(p) == 4 for p in by_tpl.values())           # every prompt of a template has its own examples
+    assert all(len(p) == 4 for p in by_tpl.values())           # 192 prompts: 4 per template, 4 sets
 
 
-def test_every_prompt_gets_its_own_examples(tok):
-    """Protects: one set of examples per prompt, so that a template with few queries (subtraction with single
-    digits: 36) still gives distinct prompts — with one set per template, 400 draws repeated ~50 prompts."""
-    ss, _ = pairs.make_pairs(tok, "subtraction", n=400, seed=0, answer_token="last-digit", shots=2)
-    assert len({s.clean for s in ss}) >= 390
-    assert len({(s.template, s.a, s.b) for s in ss}) <= 9 * 45
+def test_templates_cycle_through_their_example_sets(tok):
+    """Protects: a template's prompts take its EXAMPLE_SETS sets in turn, so that a template with few queries
+    (subtraction with single digits: 36-45) still gives many distinct prompts — with one set per template,
+    2,560 draws repeated a few hundred prompts — while the prompts of one set share a prefix to run once."""
+    n = 9 * shots.EXAMPLE_SETS * 4
+    ss, _ = pairs.make_pairs(tok, "subtraction", n=n, seed=0, answer_token="last-digit", shots=2)
+    sets = {}
+    for s in ss:
+        sets.setdefault(s.template, {}).setdefault(s.prefix, 0)
+        sets[s.template][s.prefix] += 1
+    assert len(sets) == 9 and sum(map(len, sets.values())) >= 9 * shots.EXAMPLE_SETS - 3   # two sets may coincide
+    assert all(c % 4 == 0 for v in sets.values() for c in v.values())                     # 4 prompts per set
+    assert len({s.clean for s in ss}) >= 0.85 * n
+    assert [shots.set_index(k, 9) for k in (0, 8, 9, 9 * 16, 9 * 17 + 3)] == [0, 0, 1, 0, 1]
 
 
 def test_operand_counterfactual_keeps_the_examples(tok):
@@ -90,7 +98,7 @@ def test_operand_counterfactual_keeps_the_examples(tok):
     ss, _ = pairs.make_operand_pairs(tok, "addition", n=42, seed=0, answer_token="last-digit", shots=2)
     for s in ss:
         assert s.corrupt.startswith(s.prefix) and s.corrupt != s.clean
-        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, index=ss.index(s))
+        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, index=shots.set_index(ss.index(s), 21))
         nums = tuple(int(x) for x in re.findall(r"\d+", s.corrupt[len(s.prefix):]))[:2]
         assert nums not in ex.pairs
 
