@@ -8,7 +8,8 @@ everything a command does is reachable (and tested) from Python.
 
 The input contract: every argument is checked before any model loads (and before torch is imported); a
 violation is one line (``error: …``) and exit code 2, Ctrl-C is one line and exit code 130, never a
-traceback.
+traceback. Messages quote the values they show (:func:`arithmech.core.inputs.quoted`), and what is printed
+passes :func:`arithmech.core.inputs.one_line` last: a path holding a newline cannot print a second, forged line.
 
 >>> python -m arithmech identify --model embedded --task addition --n-samples 128
 >>> python -m arithmech identify --help            # exactly the fields of arithmech.steps.config.Identify
@@ -34,7 +35,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``error: <what> (see <prog> --help)``, exit 2."""
 
     def error(self, message: str):  # noqa: D102 (argparse's hook)
-        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        print(inputs.one_line(f"error: {message} (see `{self.prog} --help`)"), file=sys.stderr)
         sys.exit(2)
 
 
@@ -184,7 +185,11 @@ def _run(a: argparse.Namespace) -> None:
     module = importlib.import_module(command.module)    # torch loads here, after every argument was checked
     run = getattr(module, command.function)
     line = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
-    command.show(run(config, command=line) if command.takes_command else run(config))
+    try:
+        command.show(run(config, command=line) if command.takes_command else run(config))
+    finally:                                            # a failed step lets go of its results folder's lock
+        from arithmech.core import results              # loaded with the step
+        results.end_writes()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
               "a half-moved set is refused by its readers until re-run)", file=sys.stderr)
         sys.exit(130)
     except (FileNotFoundError, ValueError, OSError, ImportError) as e:     # ResultsError is a ValueError
-        print(f"error: {e}", file=sys.stderr)
+        print(inputs.one_line(f"error: {e}"), file=sys.stderr)
         sys.exit(2)
 
 

@@ -14,7 +14,8 @@
 Tier-local fixtures live in their folder: ``built_book``, ``toy_book`` (``book/``), ``smollm2``
 (``integration/test_smollm2.py``). Tiers: ``unit/`` (one function, no reference needed), ``parity/``
 (an implementation equals an independent reference or an exact invariant), ``integration/`` (CLI,
-embedded model end to end, SmolLM2), ``book/`` (book build and headless browser). The ``slow``
+embedded model end to end, SmolLM2), ``faults/`` (fault injection: hostile results folders, two writers,
+forged messages; marker ``faults``), ``book/`` (book build and headless browser). The ``slow``
 marker (``pytest -m "not slow"``, ``make test-fast``) leaves out the book and SmolLM2.
 
 Inside a tier the folders mirror the package: the tests of ``arithmech/methods/patching.py`` are

@@ -8,7 +8,8 @@ folder once its final files are written (:meth:`Checkpoints.clear`), so a finish
 
 Units are stored with ``torch.save`` and read with ``torch.load(weights_only=True)``: tensors, numbers,
 strings, lists and dicts only (no pickled code). Each is written to a temporary file and renamed, so a
-run killed while saving leaves the previous units intact; an unreadable unit is recomputed.
+run killed while saving leaves the previous units intact; an unreadable unit is recomputed, and so is one
+that is not a regular file of the folder (a FIFO, a link leading out: :mod:`arithmech.core.safe_read`).
 
 Create them through :func:`arithmech.core.results.checkpoints` (the results folder's owner).
 
@@ -29,6 +30,8 @@ from typing import Any
 
 import pandas as pd
 import torch
+
+from arithmech.core import safe_read
 
 DIR = ".checkpoints"
 
@@ -66,11 +69,11 @@ class Checkpoints:
     def load(self, unit: str) -> Any | None:
         """The saved ``unit``, or None when absent or unreadable (then it is recomputed)."""
         p = self._path(unit)
-        if not p.is_file():
+        if not os.path.lexists(p):
             return None
-        try:
-            return torch.load(p, weights_only=True)
-        except Exception:                       # truncated or foreign: recompute it
+        try:                                    # a regular file of the results folder only (a link out is not read)
+            return torch.load(io.BytesIO(safe_read.read_bytes(p, self.root.parent)), weights_only=True)
+        except Exception:                       # truncated, foreign, a FIFO or a link: recompute it
             p.unlink(missing_ok=True)
             return None
 

@@ -3,6 +3,10 @@
 Each check raises :class:`ValueError` (or :class:`FileNotFoundError`) with one line naming the value,
 what is allowed and what to do; ``python -m arithmech`` prints that line and exits with code 2, and a
 chapter's check cell shows it as the cell's error.
+
+A message shows a value the user gave (a path above all) through :func:`quoted`, ``repr``-style: a path
+holding a newline is shown as ``'a\\nerror: …'`` on the same line, so it cannot print a second, forged
+``error:`` line (:func:`one_line` is the command line's last guard for any other message).
 """
 from __future__ import annotations
 
@@ -25,6 +29,18 @@ KV_POLICIES = ("any", "all", "none")                       # see arithmech.finet
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+def quoted(value) -> str:
+    """``value`` as an error message shows it: ``repr`` of its text (``'results/x'``), so quotes mark where
+    it starts and ends and a newline or another control character is written as an escape, never printed."""
+    return repr(str(value))
+
+
+def one_line(message: str) -> str:
+    """``message`` with every line break and other non-printable character escaped (``\\n``): what the
+    command line prints is one line whatever a message interpolated."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+
+
 def check_model(spec: str) -> str:
     """A model spec that :func:`arithmech.core.models.load_model` can read, checked without loading:
     a short name, a folder holding ``config.json``, an existing ``.gguf`` file, or a hub id ``org/name``."""
@@ -37,11 +53,11 @@ def check_model(spec: str) -> str:
     p = Path(spec)
     if spec.endswith(".gguf"):
         if not p.is_file():
-            raise FileNotFoundError(f"--model {spec}: no such .gguf file")
+            raise FileNotFoundError(f"--model {quoted(spec)}: no such .gguf file")
         return spec
     if p.exists():
         if not (p / "config.json").is_file():
-            raise ValueError(f"--model {spec}: the folder has no config.json (not a Hugging Face model folder)")
+            raise ValueError(f"--model {quoted(spec)}: the folder has no config.json (not a Hugging Face model folder)")
         return spec
     if _HUB_ID.match(spec):
         return spec                                  # loading it needs a reachable hub

@@ -20,7 +20,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from arithmech.core.geometry import Geometry  # noqa: F401 (models.Geometry: the loaded model's sizes)
-from arithmech.core.inputs import DTYPE_NAMES, DTYPES
+from arithmech.core.inputs import DTYPE_NAMES, DTYPES, quoted
 from arithmech.core.names import ALIASES, CACHE_DIR, resolve_alias_files
 
 BATCH_SIZE = 64          # prompts per forward pass: the default of every method that runs prompts
@@ -150,7 +150,7 @@ def resolve(name_or_path: str) -> str:
     if name_or_path.endswith(".gguf"):
         p = Path(name_or_path)
         if not p.exists():
-            raise FileNotFoundError(f"GGUF file {p} does not exist")
+            raise FileNotFoundError(f"GGUF file {quoted(p)} does not exist")
         return str(_gguf_to_folder(p))
     return name_or_path
 

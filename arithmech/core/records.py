@@ -2,16 +2,21 @@
 
 :func:`finetune_record` builds one, :func:`write_finetune` / :func:`read_finetune` store and check it
 (its format, and that the results files it was computed from are unchanged); the folder around it is
-:mod:`arithmech.core.results`'s.
+:mod:`arithmech.core.results`'s. A record is read as every results file is (:mod:`arithmech.core.safe_read`:
+a regular file of the folder, of bounded size), and the inputs it records by name are hashed only when the
+name is a file inside the folder: an edited record naming ``/etc/shadow`` is refused before anything is opened.
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
 
+from arithmech.core import safe_read
 from arithmech.core.atomic import atomic_json, sha256
+from arithmech.core.inputs import quoted
 from arithmech.core.results import SCHEMA_VERSION, ResultsError
 
 # ------------------------------------------------------------------------------ fine-tune records
@@ -48,12 +53,11 @@ def finetune_record(**fields: Any) -> dict:
 
 def _check_finetune(path: Path, rec: Any) -> dict:
     if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(f"{path} is not a fine-tune record of schema version {SCHEMA_VERSION}: convert it with "
-                           "re-run it")
+        raise ResultsError(f"{quoted(path)} is not a fine-tune record of schema version {SCHEMA_VERSION}: re-run it")
     missing = [k for k in FINETUNE_KEYS if k not in rec]
     bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
     if missing or bad or not rec.get("results"):
-        raise ResultsError(f"{path} is a malformed fine-tune record (missing {missing or 'results'}"
+        raise ResultsError(f"{quoted(path)} is a malformed fine-tune record (missing {missing or 'results'}"
                            f"{', bad measures ' + str(bad) if bad else ''}): re-run it")
     return rec
 
@@ -66,15 +70,15 @@ def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
     """Refuse (before any work) to replace an existing fine-tune record unless ``overwrite``; never
     replace a file that is not a fine-tune record of this format, even then."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return
     if not overwrite:
-        raise ValueError(f"{path} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
+        raise ValueError(f"{quoted(path)} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
                          "NAME to write finetune/<mode>-NAME.json beside it)")
     try:
-        _check_finetune(path, json.loads(path.read_text()))
-    except (ValueError, ResultsError):
-        raise ValueError(f"{path} exists and is not a fine-tune record of this format: it is not ours to "
+        _check_finetune(path, json.loads(safe_read.read_text(path, path.parent.parent)))
+    except (ValueError, RecursionError, ResultsError):
+        raise ValueError(f"{quoted(path)} exists and is not a fine-tune record of this format: it is not ours to "
                          "replace; move it away or choose another --results") from None
 
 
@@ -92,17 +96,23 @@ def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = (
 def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:
     """A fine-tune record, checked: its format, and that the files it was computed from are unchanged."""
     path = finetune_path(folder, mode, tag)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech finetune` or "
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"{quoted(path)} does not exist: run `python -m arithmech finetune` or "
                                 "`python -m arithmech arms` first")
     try:
-        rec = json.loads(path.read_text())
+        rec = json.loads(safe_read.read_text(path, folder))
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{path} is not valid JSON ({e.msg}): truncated? re-run it") from None
-    for n, h in (rec.get("inputs") or {}).items() if isinstance(rec, dict) else ():
-        if (Path(folder) / n).exists() and sha256(Path(folder) / n) != h:
-            raise ResultsError(f"{path} was computed from another {n} than the one now in {folder} (identify "
-                               "re-run since?): re-run it with --overwrite")
+        raise ResultsError(f"{quoted(path)} is not valid JSON ({e.msg}): truncated? re-run it") from None
+    except RecursionError:
+        raise ResultsError(f"{quoted(path)} nests JSON too deeply to be a fine-tune record: re-run it") from None
+    inputs = rec.get("inputs") if isinstance(rec, dict) else None
+    if inputs is not None and not isinstance(inputs, dict):
+        raise ResultsError(f"{quoted(path)}: 'inputs' is not a table of file names and hashes: re-run it")
+    recorded = [(safe_read.inside(folder, n, path), h) for n, h in (inputs or {}).items()]   # all checked first
+    for f, h in recorded:
+        if os.path.lexists(f) and safe_read.sha256(f, folder) != h:
+            raise ResultsError(f"{quoted(path)} was computed from another {f.name} than the one now in {quoted(folder)} "
+                               "(identify re-run since?): re-run it with --overwrite")
     return _check_finetune(path, rec)
 
 

@@ -16,7 +16,16 @@ and the files it is computed from). This module alone writes and reads them:
   CSVs after identify was re-run), naming the step to re-run;
 * **malformed files are named** — missing columns, no rows, unparsable: one :class:`ResultsError`;
 * **never overwrite another run silently** — :func:`check_writable` refuses a step whose files exist
-  unless ``overwrite`` is given, and never touches files of other steps.
+  unless ``overwrite`` is given, and never touches files of other steps;
+* **one writer at a time** — a step holds the folder's lock (:mod:`arithmech.core.folderlock`, an OS lock
+  the kernel drops when the process ends) from :func:`check_writable` (or, for a folder not made yet, from
+  its :func:`checkpoints` or its write) until :func:`write_step` has moved its files in: a second writer is
+  refused in one line, and :func:`write_step` checks again under the lock, at the final move, that no set of
+  the step appeared meanwhile unless the step was allowed to replace it;
+* **the reader trusts nothing in the folder** — every file is read through :mod:`arithmech.core.safe_read`:
+  only regular files inside the folder, each at most ``MAX_FILE_BYTES``, checked before they are opened (a
+  FIFO or ``/dev/zero`` behind a link is refused, not read); a name recorded in ``run.json`` is opened only
+  inside the folder; undecodable bytes are refused naming the file.
 
 Fine-tune records (``finetune/<arm>.json``) have one format for every model and runner:
 :mod:`arithmech.core.records`.
@@ -29,6 +38,7 @@ Example::
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -40,16 +50,15 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from arithmech.core import folderlock, safe_read
 from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
 from arithmech.core.checkpoints import Checkpoints
+from arithmech.core.inputs import quoted
+from arithmech.core.safe_read import ResultsError  # noqa: F401 (R.ResultsError: the folder's one error)
 from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 
 SCHEMA_VERSION = 1
 RUN = "run.json"
-
-
-class ResultsError(ValueError):
-    """A results file is missing, malformed, incomplete or stale; the message names it and the fix."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,8 @@ FILES: dict[str, FileSpec] = {
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
                "upstream.csv": {"receiver": str, "sender": str, "sender_head": str},
                "answer_tokens.csv": {"task": str, "template": str, "top_token": str},   # "0" is a token
-               "stability_heads.csv": {"head": str, "name": str}, "stability_runs.csv": {"key": str, "top": str}}
+               "stability_heads.csv": {"head": str, "name": str}, "stability_runs.csv": {"key": str, "top": str},
+               "top_numbers.csv": {"token": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
@@ -144,7 +154,7 @@ def model_folder(results: str | Path, model_name: str) -> Path:
     folder = p if p.name == folder_name(model_name) or (p / RUN).is_file() else p / folder_name(model_name)
     owner = read_run(folder).get("model") if (folder / RUN).is_file() else None
     if owner is not None and folder_name(owner) != folder_name(model_name):
-        raise ValueError(f"{folder} holds the results of model {owner!r}, not {model_name!r}: give --results the "
+        raise ValueError(f"{quoted(folder)} holds the results of model {owner!r}, not {model_name!r}: give --results the "
                          "results root or this model's own folder")
     return folder
 
@@ -165,14 +175,16 @@ def _serialise(name: str, obj: Any) -> str:
 def read_run(folder: str | Path) -> dict:
     """``run.json``: ``{"schema_version", "model", "steps": {step: record}}`` (empty when absent)."""
     p = Path(folder) / RUN
-    if not p.exists():
+    if not os.path.lexists(p):
         return {"schema_version": SCHEMA_VERSION, "steps": {}}
     try:
-        obj = json.loads(p.read_text())
+        obj = json.loads(safe_read.read_text(p, folder))
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{p} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps") from None
+        raise ResultsError(f"{quoted(p)} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps") from None
+    except RecursionError:
+        raise ResultsError(f"{quoted(p)} nests JSON too deeply to be a run.json: delete it and re-run the steps") from None
     if not isinstance(obj, dict) or obj.get("schema_version") != SCHEMA_VERSION or not isinstance(obj.get("steps"), dict):
-        raise ResultsError(f"{p} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
+        raise ResultsError(f"{quoted(p)} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
                            "arithmech?): re-run the steps into a new results folder")
     return obj
 
@@ -181,17 +193,62 @@ def step_files(step: str) -> list[str]:
     return [n for n, s in FILES.items() if s.step == step]
 
 
+# The steps this process is writing: (resolved folder, step) -> {"overwrite": whether the step may replace its
+# files, "held": whether it holds the folder's lock}. Set by check_writable, ended by write_step.
+_WRITING: dict[tuple[str, str], dict] = {}
+
+
+def _writing_key(folder: Path, step: str) -> tuple[str, str]:
+    return os.path.realpath(folder), step
+
+
+def _hold(folder: Path, step: str) -> None:
+    """Hold ``folder``'s writer lock for ``step`` (taken once, kept until :func:`write_step` ends) and check
+    under it that no file of ``step`` is there, unless the step's :func:`check_writable` allowed replacing
+    them (a write without a check replaces: a chapter's ``ensure``). On a refusal nothing stays held."""
+    s = _WRITING.setdefault(_writing_key(folder, step), {"overwrite": True, "held": False})
+    try:
+        if not s["held"]:
+            folderlock.acquire(folder)                    # FolderBusy: another process writes here now
+            s["held"] = True
+        present = [n for n in step_files(step) if os.path.lexists(folder / n)]
+        if present and not s["overwrite"]:
+            raise ValueError(f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
+                             "--overwrite to replace them (only that step's files are replaced) or choose another --results")
+    except BaseException:
+        _let_go(folder, step)
+        raise
+
+
+def _let_go(folder: Path, step: str) -> None:
+    s = _WRITING.pop(_writing_key(folder, step), None)
+    if s is not None and s["held"]:
+        folderlock.release(folder)
+
+
+def end_writes() -> None:
+    """Let go of every folder lock this process still holds for a step that never reached its
+    :func:`write_step` (it failed or was refused on the way): the command line calls it when a command ends,
+    so a refused run leaves no hold, and no empty folder that its check made."""
+    for folder, step in list(_WRITING):
+        _let_go(Path(folder), step)
+
+
 def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> None:
     """Refuse (before any work) to write ``step`` into ``folder`` when that step's files are already
-    there, unless ``overwrite``; and refuse a ``folder`` that is, or lies under, an existing file."""
+    there, unless ``overwrite``; refuse a ``folder`` that is, or lies under, an existing file; and refuse
+    a folder another run is writing now (:class:`arithmech.core.folderlock.FolderBusy`).
+
+    From here the step holds the folder's lock until its :func:`write_step` ends (or the process does): where
+    the folder or its parent exists (a folder made here and left empty is removed again at release or exit);
+    a folder deeper down is locked by the step's :func:`checkpoints` or :func:`write_step`, which make it."""
     folder = Path(folder)
     for p in (folder, *folder.parents):
         if p.exists() and not p.is_dir():
-            raise ValueError(f"results folder {folder}: {p} is an existing file; choose another --results")
-    present = [n for n in step_files(step) if (folder / n).exists()]
-    if present and not overwrite:
-        raise ValueError(f"{folder} already holds {step} results ({', '.join(present[:3])}…): pass --overwrite "
-                         "to replace them (only that step's files are replaced) or choose another --results")
+            raise ValueError(f"results folder {quoted(folder)}: {quoted(p)} is an existing file; choose another --results")
+    _WRITING.setdefault(_writing_key(folder, step), {"held": False})["overwrite"] = overwrite
+    if folder.is_dir() or folder.parent.is_dir():
+        _hold(folder, step)
 
 
 def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None) -> Path:
@@ -208,12 +265,22 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
     unknown = [n for n in files if n not in FILES or FILES[n].step != step]
     if unknown:
         raise ValueError(f"{unknown} are not files of step {step!r} (see arithmech.core.results.FILES)")
-    folder.mkdir(parents=True, exist_ok=True)
-    texts = {n: _serialise(n, obj) for n, obj in files.items()}
-    for n, t in texts.items():
-        _validate(n, t, folder / n)
-    inputs = sorted({i for n in files for i in FILES[n].inputs if i not in files})
-    in_hashes = {i: sha256(folder / i) for i in inputs if (folder / i).exists()}
+    try:
+        texts = {n: _serialise(n, obj) for n, obj in files.items()}
+        for n, t in texts.items():
+            _validate(n, t, folder / n)
+        _hold(folder, step)                 # the lock (made here when the folder is new) and the final check
+        _move_in(folder, step, texts, record, model_name)
+    finally:
+        _let_go(folder, step)
+    return folder
+
+
+def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model_name: str | None) -> None:
+    """:func:`write_step`'s moves, under the folder's lock: the files to a temporary folder, the manifest,
+    the files moved in, this step's files of an earlier run removed."""
+    inputs = sorted({i for n in texts for i in FILES[n].inputs if i not in texts})
+    in_hashes = {i: safe_read.sha256(folder / i, folder) for i in inputs if os.path.lexists(folder / i)}
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{step}.", dir=folder.parent))
     try:
         for n, t in texts.items():
@@ -234,12 +301,13 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
                 (folder / n).unlink(missing_ok=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return folder
 
 
 def checkpoints(folder: str | Path, step: str, args: dict):
     """The checkpoints of ``step`` run with ``args`` in ``folder``: ``folder/.checkpoints/<step>-<hash>/``
-    (:class:`arithmech.core.checkpoints.Checkpoints`; a re-run with the same ``args`` resumes there)."""
+    (:class:`arithmech.core.checkpoints.Checkpoints`; a re-run with the same ``args`` resumes there).
+    Makes ``folder`` when it is new and holds its lock for ``step`` from here (:func:`check_writable`)."""
+    _hold(Path(folder), step)
     return Checkpoints(folder, step, args)
 
 
@@ -259,13 +327,14 @@ def _validate(name: str, text: str, path: Path) -> Any:
         else:
             obj = json.loads(text)
             have, n_rows = (set(obj) if isinstance(obj, dict) else set()), 1
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise ResultsError(f"{path} cannot be parsed as {kind} ({str(e).splitlines()[0]}): it is truncated or "
+    except (ValueError, RecursionError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        raise ResultsError(f"{quoted(path)} cannot be parsed as {kind} ({why}): it is truncated or "
                            "not a results file; re-run the step that writes it") from None
     missing = [c for c in (spec.required if spec else ()) if c not in have]
     if missing or (kind != "json" and n_rows == 0):
         what = f"lacks {missing}" if missing else "has no rows"
-        raise ResultsError(f"{path} {what}: it is truncated or from another tool; re-run "
+        raise ResultsError(f"{quoted(path)} {what}: it is truncated or from another tool; re-run "
                            f"{WRITTEN_BY.get(spec.step if spec else '', 'the step that writes it')}")
     return obj
 
@@ -280,31 +349,33 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     folder = Path(folder)
     path = folder / name
     spec = FILES.get(name)
-    if not path.exists():
+    if not os.path.lexists(path):
         cmd = WRITTEN_BY.get(spec.step, "") if spec else ""
-        raise FileNotFoundError(f"{path} does not exist" + (f": run `{cmd}` first" if cmd else ""))
-    obj = _validate(name, path.read_text(), path)
+        raise FileNotFoundError(f"{quoted(path)} does not exist" + (f": run `{cmd}` first" if cmd else ""))
+    data = safe_read.read_bytes(path, folder)                # a regular file of the folder, of bounded size
+    obj = _validate(name, safe_read.decode(data, path), path)
     if spec is None:
         return obj
     rec = read_run(folder)["steps"].get(spec.step)
     if rec is not None:
         want = rec.get("files", {}).get(name)
-        if want is not None and want != sha256(path):
-            raise ResultsError(f"{path} differs from what {spec.step} wrote (run.json): the folder holds an "
+        if want is not None and want != hashlib.sha256(data).hexdigest():
+            raise ResultsError(f"{quoted(path)} differs from what {spec.step} wrote (run.json): the folder holds an "
                                f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
         if (got := rec.get("formats", {}).get(name, 1)) != spec.version:
-            raise ResultsError(f"{path} is format version {got} and this arithmech reads version {spec.version} "
+            raise ResultsError(f"{quoted(path)} is format version {got} and this arithmech reads version {spec.version} "
                                f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite")
         if check_inputs:
             for inp, h in rec.get("inputs", {}).items():
-                if inp in spec.inputs and (folder / inp).exists() and sha256(folder / inp) != h:
-                    raise ResultsError(f"{path} was computed from another {inp} than the one now in {folder} "
+                if inp in spec.inputs and os.path.lexists(folder / inp) and safe_read.sha256(folder / inp, folder) != h:
+                    raise ResultsError(f"{quoted(path)} was computed from another {inp} than the one now in {quoted(folder)} "
                                        f"(re-run since?): re-run {WRITTEN_BY[spec.step]} --overwrite")
     return obj
 
 
 def exists(folder: str | Path, name: str) -> bool:
-    return (Path(folder) / name).exists()
+    """Whether ``folder`` has an entry ``name`` (a link, a FIFO too: :func:`read` then refuses it, by name)."""
+    return os.path.lexists(Path(folder) / name)
 
 
 def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | None = None) -> bool:
@@ -313,7 +384,8 @@ def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | No
     ``absent_means``: the value a parameter had in records made before it was recorded."""
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
     p, folder, absent = rec.get("parameters", {}), Path(folder), absent_means or {}
-    fresh = all(not (folder / f).exists() or sha256(folder / f) == h for f, h in rec.get("inputs", {}).items())
+    recorded = [(safe_read.inside(folder, f, folder / RUN), h) for f, h in rec.get("inputs", {}).items()]
+    fresh = all(not os.path.lexists(f) or safe_read.sha256(f, folder) == h for f, h in recorded)
     same = all(p.get(k, absent.get(k)) == v for k, v in want.items())
     return exists(folder, step_files(step)[0]) and bool(p) and same and fresh
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from arithmech.core.inputs import quoted
 from arithmech.data import templates
 from arithmech.data.answers import MAX_EXPR_CHARS, OPERATIONS
 
@@ -117,31 +118,31 @@ def read_pair_rows(path: str | Path) -> list:
     ``FileNotFoundError`` when missing; ``ValueError`` (with the line) when it is not JSON."""
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"template-pair file {p} does not exist")
+        raise FileNotFoundError(f"template-pair file {quoted(p)} does not exist")
     if not p.is_file():
-        raise ValueError(f"template-pair file {str(p)!r} is not a regular file")
+        raise ValueError(f"template-pair file {quoted(p)} is not a regular file")
     if p.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"template-pair file {str(p)!r} has {p.stat().st_size:,} bytes; at most {MAX_FILE_BYTES:,} "
+        raise ValueError(f"template-pair file {quoted(p)} has {p.stat().st_size:,} bytes; at most {MAX_FILE_BYTES:,} "
                          f"(a list of at most {MAX_PAIRS} templates): split it or give the templates you need")
     if text_depth(p) > MAX_DEPTH:
-        raise ValueError(f"template-pair file {str(p)!r} nests JSON deeper than {MAX_DEPTH} levels; a pair file is a "
+        raise ValueError(f"template-pair file {quoted(p)} nests JSON deeper than {MAX_DEPTH} levels; a pair file is a "
                          "list of objects of strings")
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"template-pair file {p} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise ValueError(f"template-pair file {quoted(p)} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     if text.lstrip().startswith("["):
         try:
             return json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"template-pair file {p}: not valid JSON at line {e.lineno}: {e.msg}") from None
+            raise ValueError(f"template-pair file {quoted(p)}: not valid JSON at line {e.lineno}: {e.msg}") from None
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise ValueError(f"template-pair file {p}: line {n} is not a JSON object ({e.msg}); write a "
+                raise ValueError(f"template-pair file {quoted(p)}: line {n} is not a JSON object ({e.msg}); write a "
                                  "JSON list of pairs or one JSON object per line") from None
     return rows
 

@@ -38,8 +38,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from arithmech.core.inputs import ANSWER_TOKENS  # noqa: F401 (D.ANSWER_TOKENS)
-from arithmech.core.results import read
+from arithmech.core.inputs import ANSWER_TOKENS, quoted  # noqa: F401 (D.ANSWER_TOKENS)
+from arithmech.core.results import ResultsError, read
 from arithmech.data import templates as templates_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
@@ -362,13 +362,18 @@ def interleave(groups) -> list[Sample]:
 
 def samples(folder: str | Path) -> list:
     """``prompts.jsonl`` as :class:`arithmech.data.pairs.Sample` objects."""
-    return [Sample(**r) for r in read(folder, "prompts.jsonl")]
+    rows = read(folder, "prompts.jsonl")
+    try:
+        return [Sample(**r) for r in rows]
+    except TypeError as e:                     # a row with a key a Sample does not have
+        raise ResultsError(f"{quoted(Path(folder) / 'prompts.jsonl')} has a row that is not a prompt ({e}): re-run "
+                           "python -m arithmech identify") from None
 
 
 def reference_samples(folder: Path, n: int, seed: int) -> list[Sample]:
     """``n`` reference samples (X_r) from identify's ``prompts.jsonl``: a seeded subset when there are more."""
     every = samples(folder)
     if not every:
-        raise ValueError(f"{folder / 'prompts.jsonl'} holds no prompts the model answers right; nothing to analyze")
+        raise ValueError(f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right; nothing to analyze")
     rng = np.random.default_rng(seed)
     return [every[i] for i in sorted(rng.permutation(len(every))[:n])]

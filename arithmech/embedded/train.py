@@ -43,6 +43,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.names import EMBEDDED_DIR
 from arithmech.core.progress import progress
@@ -133,13 +134,13 @@ def check_train_out(out_dir: str | Path | None, overwrite: bool = False) -> Path
         return Path(EMBEDDED_DIR)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder; choose a folder for the model")
+        raise ValueError(f"--out {quoted(out)} is a file, not a folder; choose a folder for the model")
     if not out.exists():
         parent = next((p for p in out.parents if p.exists()), None)
         if parent is not None and not parent.is_dir():
-            raise ValueError(f"--out {out}: {parent} is a file, not a folder")
+            raise ValueError(f"--out {quoted(out)}: {quoted(parent)} is a file, not a folder")
     elif any(out.iterdir()) and not overwrite:
-        raise ValueError(f"--out {out} already holds files; choose a new or empty folder, or pass --overwrite to "
+        raise ValueError(f"--out {quoted(out)} already holds files; choose a new or empty folder, or pass --overwrite to "
                          "replace only the model's own files in it (other files are kept)")
     return out
 
@@ -149,7 +150,7 @@ def _move_files_in(tmp: Path, out: Path) -> None:
     files = sorted(f for f in tmp.iterdir())
     for f in files:
         if (out / f.name).is_dir() or f.is_dir():
-            raise ValueError(f"--out {out}: {out / f.name} is a folder; the model needs that name for a file")
+            raise ValueError(f"--out {quoted(out)}: {quoted(out / f.name)} is a folder; the model needs that name for a file")
     for f in files:
         os.replace(f, out / f.name)
 

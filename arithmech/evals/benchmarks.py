@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from arithmech.core.inputs import quoted
 from arithmech.evals.scoring import choice_logits, extract_answer, greedy_decode, is_correct
 from arithmech.evals.toy import TOY, toy_benchmarks
 
@@ -86,7 +87,7 @@ def _file(name: str, root: str | Path | None, split: str = "") -> Path:
     p = data_dir(root) / FILES[name].format(split=split)
     if not p.exists():
         raise MissingDataError(
-            f"{name}: {p} does not exist. Put the benchmark files in the layout of ../shared/data (its "
+            f"{name}: {quoted(p)} does not exist. Put the benchmark files in the layout of ../shared/data (its "
             f"README lists them), point ARITHMECH_DATA or data_dir= at that folder, or use source='hf' "
             f"(pip install datasets; needs network).")
     return p

@@ -42,6 +42,7 @@ from typing import Sequence
 
 import torch
 
+from arithmech.core.inputs import quoted
 from arithmech.core.stats import wilson_interval
 from arithmech.evals.benchmarks import MissingDataError, data_dir
 
@@ -63,7 +64,7 @@ class Item:
 def _path(name: str, root) -> Path:
     p = data_dir(root) / FILES[name]
     if not p.exists():
-        raise MissingDataError(f"{name}: {p} does not exist; put the benchmark files in the layout of ../shared/data "
+        raise MissingDataError(f"{name}: {quoted(p)} does not exist; put the benchmark files in the layout of ../shared/data "
                                f"(its README lists them) or point ARITHMECH_DATA at that folder")
     return p
 

@@ -56,7 +56,7 @@ ADAPTER_WEIGHTS = "adapter.safetensors"
 ADAPTER_CONFIG = "adapter.json"
 from safetensors.torch import load_file, save_file
 
-from arithmech.core.inputs import KV_POLICIES  # noqa: E402,F401 (the choices, one place)
+from arithmech.core.inputs import KV_POLICIES, quoted  # noqa: E402,F401 (the choices, one place)
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ def save_adapter(model: nn.Module, spec: HeadSpec, out_dir: str | Path, base: st
 def read_spec(adapter_dir: str | Path) -> HeadSpec:
     p = Path(adapter_dir) / ADAPTER_CONFIG
     if not p.exists():
-        raise FileNotFoundError(f"no adapter at {p.parent}: expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS} "
+        raise FileNotFoundError(f"no adapter at {quoted(p.parent)}: expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS} "
                                 "(written by save_adapter / HeadMaskedTrainer)")
     return HeadSpec.from_json(json.loads(p.read_text())["spec"])
 
@@ -287,13 +287,13 @@ def load_adapter(model: nn.Module, adapter_dir: str | Path) -> HeadSpec:
     geo = Geometry.from_config(model.config)
     meta = json.loads((Path(adapter_dir) / ADAPTER_CONFIG).read_text())
     if meta["geometry"] != asdict(geo):
-        raise ValueError(f"adapter {adapter_dir} was made for geometry {meta['geometry']}, this model has {asdict(geo)}")
+        raise ValueError(f"adapter {quoted(adapter_dir)} was made for geometry {meta['geometry']}, this model has {asdict(geo)}")
     if not slice_modules(model):
         attach(model, spec, geo)
     state = trainable_state(model)
     saved = load_file(str(Path(adapter_dir) / ADAPTER_WEIGHTS))
     if set(saved) != set(state):
-        raise ValueError(f"adapter {adapter_dir} holds {sorted(saved)[:4]}..., the model expects {sorted(state)[:4]}...")
+        raise ValueError(f"adapter {quoted(adapter_dir)} holds {sorted(saved)[:4]}..., the model expects {sorted(state)[:4]}...")
     with torch.no_grad():
         for k, p in state.items():
             p.copy_(saved[k])

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arithmech.core.inputs import quoted
 from arithmech.report.chapters import CHAPTERS
 
 CONFIG = Path("book") / "book.yml"
@@ -46,7 +47,7 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
     import yaml  # lazy: the book extra
     toc_path = root / "_toc.yml"
     if not toc_path.exists():
-        raise BookArgumentError(f"no _toc.yml in {root}: run from the repository root or pass --root")
+        raise BookArgumentError(f"no _toc.yml in {quoted(root)}: run from the repository root or pass --root")
     toc = yaml.safe_load(toc_path.read_text())
     entries: list[str] = [toc["root"]]
 
@@ -70,7 +71,7 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
         if not found and missing_ok:
             continue
         if not found:
-            raise BookError(f"_toc.yml lists {e!r} but neither {e}.md nor {e}.ipynb exists in {root}")
+            raise BookError(f"_toc.yml lists {e!r} but neither {e}.md nor {e}.ipynb exists in {quoted(root)}")
         out.append(found[0].relative_to(root))
     return out
 
@@ -130,11 +131,11 @@ def load_config(root: Path, config: Path | None = None) -> dict:
     import yaml  # lazy: the book extra
     path = root / (config or CONFIG)
     if not path.exists():
-        raise BookArgumentError(f"book configuration {path} does not exist: run from the repository root or pass --root")
+        raise BookArgumentError(f"book configuration {quoted(path)} does not exist: run from the repository root or pass --root")
     cfg = yaml.safe_load(path.read_text()) or {}
     unknown = set(cfg) - {"global", "chapters", "execution"}
     if unknown:
-        raise BookArgumentError(f"{path}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution")
+        raise BookArgumentError(f"{quoted(path)}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution")
     return {"global": cfg.get("global") or {}, "chapters": cfg.get("chapters") or {},
             "execution": cfg.get("execution") or {}}
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core import results
+from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.data.pairs import reference_samples
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
@@ -24,6 +25,9 @@ from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 from arithmech.steps.config import Analyze as Config
 
+# Every identify file run() may read, each checked where present before the model loads and anything is written
+# (effects.csv is read only where no key head passes: a damaged one is refused even when this run would not need it).
+READS = ("key_heads.json", "effects.csv", "prompts.jsonl")
 
 # ------------------------------------------------------------------------------ results and CLI
 def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
@@ -34,7 +38,7 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     try:
         heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
     except (TypeError, KeyError, ValueError):
-        raise results.ResultsError(f"{Path(folder) / 'key_heads.json'}: each head needs integer 'layer' and 'head'; "
+        raise results.ResultsError(f"{quoted(Path(folder) / 'key_heads.json')}: each head needs integer 'layer' and 'head'; "
                              "re-run python -m arithmech identify") from None
     if heads:
         return heads, "key heads"
@@ -70,6 +74,9 @@ def run(config: Config) -> dict:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "analyze", c.overwrite)
+    for name in READS:
+        if results.exists(folder, name):
+            results.read(folder, name)
     heads, heads_from = load_key_heads(folder)
     samples = reference_samples(folder, c.n_samples, c.seed)
     t0 = time.time()
@@ -107,4 +114,4 @@ def ensure(config: Config, recompute: bool = False) -> dict:
     roles = results.read(folder, "attention_roles.csv")
     return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
             "baseline": results.read(folder, "attention_baseline.csv"), "mlp": results.read(folder, "mlp_projection.csv"),
-            "top": pd.read_csv(folder / "top_numbers.csv", dtype={"token": str}), "summary": results.read(folder, "analyze.json")}
+            "top": results.read(folder, "top_numbers.csv"), "summary": results.read(folder, "analyze.json")}

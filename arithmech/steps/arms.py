@@ -43,6 +43,7 @@ from typing import Sequence
 import torch
 
 from arithmech.core import records, results as results_io
+from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.core.stats import paired_bootstrap
@@ -270,7 +271,7 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     out = results_io.model_folder(results, model)
     passing, ranked = key_and_ranked(out)
     if len(ranked) < top_k:
-        raise ValueError(f"--top-k {top_k}: {out} ranks only {len(ranked)} heads")
+        raise ValueError(f"--top-k {top_k}: {quoted(out)} ranks only {len(ranked)} heads")
     tuned = ranked[:top_k]
     selection = (f"{len(passing)} heads pass identify's threshold; the top {top_k} by rank are tuned"
                  if len(passing) != top_k else "the heads passing identify's threshold")

@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 
 from arithmech.core import results
+from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.data import pairs, pairs as pairs_module
 from arithmech.methods import attribution, upstream
@@ -50,7 +51,7 @@ def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict,
     kh = results.read(folder, "key_heads.json")
     samples = pairs.samples(folder)
     if not samples:
-        raise ValueError(f"{folder / 'prompts.jsonl'} holds no reference prompts: nothing to patch")
+        raise ValueError(f"{quoted(folder / 'prompts.jsonl')} holds no reference prompts: nothing to patch")
     rng = np.random.default_rng(seed)
     return effects, kh, [samples[i] for i in sorted(rng.permutation(len(samples))[:n_samples])]
 
@@ -143,5 +144,5 @@ def summary(folder: str | Path) -> dict:
     results.read(folder, "eap.csv")
     rec = results.read_run(folder)["steps"].get("beyond")
     if rec is None:
-        raise FileNotFoundError(f"{folder} has no beyond step in run.json: run `python -m arithmech beyond` first")
+        raise FileNotFoundError(f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first")
     return rec["summary"]

@@ -28,8 +28,8 @@ from typing import Sequence
 import torch
 from transformers import AutoConfig
 
-from arithmech.core import records, results as results_io
-from arithmech.core.inputs import check_device
+from arithmech.core import records, results as results_io, safe_read
+from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import Geometry, load_model, resolve
 from arithmech.core.results import model_folder
 from arithmech.evals import benchmarks as evals
@@ -87,7 +87,7 @@ def model_geometry(model_name: str) -> Geometry | None:
 
 def check_key_heads(kh, path: str | Path, geo: Geometry | None = None) -> tuple[str, list, list]:
     """Shape of a parsed ``key_heads.json``; returns ``(task, heads, mlps)``, best first."""
-    bad = lambda msg: ValueError(f"{path}: {msg}; rerun `python -m arithmech identify` to rewrite it")
+    bad = lambda msg: ValueError(f"{quoted(path)}: {msg}; rerun `python -m arithmech identify` to rewrite it")
     if not isinstance(kh, dict):
         raise bad(f"must be a JSON object with 'task' and 'heads', not {type(kh).__name__}")
     if not isinstance(kh.get("task"), str):
@@ -150,13 +150,13 @@ def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list,
     contract. See :func:`arithmech.steps.finetune.ranked_components`."""
     folder = Path(folder)
     path = folder / "key_heads.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m arithmech identify` first (it writes the "
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"{quoted(path)} does not exist: run `python -m arithmech identify` first (it writes the "
                                 "ranked key heads), or pass --heads L.H,L.H")
     try:
-        kh = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({e}); rerun `python -m arithmech identify`") from None
+        kh = json.loads(safe_read.read_text(path, folder))           # a regular file of the folder, bounded
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{quoted(path)} is not valid JSON ({e}); rerun `python -m arithmech identify`") from None
     task, heads, mlps = check_key_heads(kh, path, geo)          # shape first: the most specific message
     results_io.read(folder, "key_heads.json")                            # then the manifest (edited? incomplete?)
     df = results_io.read(folder, "effects.csv")
@@ -229,7 +229,7 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
         folder = model_folder(results, model)
         ranked_h, ranked_m = read_ranking(folder, geo)
         if mlps > len(ranked_m):
-            raise ValueError(f"--mlps {mlps}: only {len(ranked_m)} ranked MLP layers in {folder}")
+            raise ValueError(f"--mlps {mlps}: only {len(ranked_m)} ranked MLP layers in {quoted(folder)}")
     if isinstance(want, int):
         if want > len(ranked_h):
             raise ValueError(f"--heads top-{want}: only {len(ranked_h)} ranked heads available")

@@ -1,6 +1,8 @@
 """Unit tests of ``arithmech/core/records.py``."""
 from __future__ import annotations
 
+import pytest
+
 from arithmech.core import records
 
 
@@ -26,3 +28,24 @@ def test_shipped_smollm2_arms_records():
         assert all(a["interior"] and len(a["runs"]) == 3 for a in plan["arms"].values())
         assert all(plan["heads"]["random_layers_matched"])
         assert plan["cost"]["total_s"] > 0 and set(plan["cost"]["run_s"]) <= set(recs)
+
+
+def test_a_record_naming_an_input_outside_the_folder_is_refused_before_it_is_opened(tmp_path, monkeypatch):
+    """Protects fine-tune records against an edited ``inputs``: a record naming an absolute path (issue #28:
+    table1-arms opened and hashed it before refusing) is refused naming the record, and nothing outside the
+    folder is opened or hashed; a record whose inputs are the folder's own files reads as before."""
+    import json
+    from arithmech.core import safe_read
+    folder = tmp_path / "m"
+    (folder / "finetune").mkdir(parents=True)
+    (folder / "effects.csv").write_text("x\n")
+    rec = records.finetune_record(model="m", mode="precise", tag="t", results={"x": records.measure(0.5)})
+    records.write_finetune(folder, rec, inputs=("effects.csv",))
+    assert records.read_finetune(folder, "precise", "t")["inputs"]["effects.csv"] == records.sha256(folder / "effects.csv")
+    path = records.finetune_path(folder, "precise", "t")
+    path.write_text(json.dumps({**json.loads(path.read_text()), "inputs": {"/etc/passwd": "0" * 64}}))
+    hashed = []
+    monkeypatch.setattr(safe_read, "sha256", lambda p, *a, **k: hashed.append(p))
+    with pytest.raises(records.ResultsError, match=r"precise-t.json' records the input '/etc/passwd', a path outside"):
+        records.read_tag(folder, "precise-t")
+    assert hashed == []

@@ -11,6 +11,14 @@ import pytest
 from arithmech.core import results as R, records
 
 
+@pytest.fixture(autouse=True)
+def no_holds_left():
+    """Each test starts and ends without folder locks held by a check that never reached its write."""
+    R.end_writes()
+    yield
+    R.end_writes()
+
+
 def _identify_files(effect: float = -0.2) -> dict:
     return {"effects.csv": pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"],
                                          "effect": [effect, 0.1], "effect_lo": [effect - 0.01, 0.05],
@@ -54,13 +62,13 @@ def test_edited_or_incomplete_files_are_named(tmp_path):
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(), {})
     (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,end,head,random-rank,1,1,0.5,2,4,0.15,0.85,template 4\n")
-    with pytest.raises(R.ResultsError, match="knockout.csv differs from what identify wrote"):
+    with pytest.raises(R.ResultsError, match="knockout.csv' differs from what identify wrote"):
         R.read(f, "knockout.csv")
     (f / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")
-    with pytest.raises(R.ResultsError, match="effects.csv has no rows"):
+    with pytest.raises(R.ResultsError, match="effects.csv' has no rows"):
         R.read(f, "effects.csv")
     (f / "key_heads.json").write_text('{"task": "all"}')
-    with pytest.raises(R.ResultsError, match=r"key_heads.json lacks \['heads'\]"):
+    with pytest.raises(R.ResultsError, match=r"key_heads.json' lacks \['heads'\]"):
         R.read(f, "key_heads.json")
     with pytest.raises(FileNotFoundError, match="python -m arithmech analyze"):
         R.read(f, "analyze.json")
@@ -162,7 +170,7 @@ def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):
     assert len(R.read(f, "effects.csv")) == 2
     del run["steps"]["identify"]["formats"]
     (f / "run.json").write_text(json.dumps(run))
-    with pytest.raises(R.ResultsError, match="effects.csv is format version 1 .* reads version 2.*identify --overwrite"):
+    with pytest.raises(R.ResultsError, match="effects.csv' is format version 1 .* reads version 2.*identify --overwrite"):
         R.read(f, "effects.csv")
     assert R.read(f, "key_heads.json")["task"] == "all"
 
@@ -178,3 +186,62 @@ def test_results_name_keeps_the_whole_last_part():
     assert folder_name("/models/Llama-2-7b-hf/") == "Llama-2-7b-hf"
     assert folder_name("/tmp/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1"
     assert folder_name(".") == Path.cwd().name                       # `--model .`: the folder's own name
+
+
+def _accuracy() -> dict:
+    return {"accuracy_by_template.csv": pd.DataFrame({"op": ["addition"], "template": ["t"], "n": [4], "accuracy": [0.5],
+                                                      "ci_low": [0.1], "ci_high": [0.9]})}
+
+
+def test_a_set_finished_meanwhile_is_not_replaced_at_the_final_move(tmp_path):
+    """Protects "whichever run ends first": a run checked into a folder not made yet (no lock to take then) that
+    finds, at its final move, a set of its step written meanwhile refuses under the lock and leaves that set's
+    bytes as they were; with --overwrite it replaces it."""
+    folder = tmp_path / "new" / "m"
+    R.check_writable(folder, "accuracy", overwrite=False)
+    R.write_step(tmp_path / "other", "accuracy", _accuracy(), {})          # the other run, finished first
+    folder.parent.mkdir()
+    (tmp_path / "other").rename(folder)
+    before = (folder / "accuracy_by_template.csv").read_bytes()
+    with pytest.raises(ValueError, match="already holds accuracy results.*--overwrite"):
+        R.write_step(folder, "accuracy", _accuracy(), {"parameters": {"seed": 1}})
+    assert (folder / "accuracy_by_template.csv").read_bytes() == before and not R._WRITING
+    R.check_writable(folder, "accuracy", overwrite=True)
+    R.write_step(folder, "accuracy", _accuracy(), {"parameters": {"seed": 1}})
+    assert R.read_run(folder)["steps"]["accuracy"]["parameters"] == {"seed": 1}
+
+
+def test_a_folder_another_process_writes_is_refused_by_check_and_write(tmp_path):
+    """Protects one writer per folder through the results module: while another process holds the folder's
+    lock (a step between its check and its write), check_writable and write_step refuse in one line naming the
+    folder, and nothing is written."""
+    import subprocess
+    import sys
+    folder = tmp_path / "m"
+    code = ("import sys, time; from arithmech.core import results as R; R.check_writable(sys.argv[1], 'identify');"
+            "print('held', flush=True); time.sleep(60)")
+    p = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "held"
+        for attempt in (lambda: R.check_writable(folder, "accuracy"), lambda: R.write_step(folder, "accuracy", _accuracy(), {})):
+            with pytest.raises(ValueError, match=f"'{folder}' is being written by another run") as e:
+                attempt()
+            assert "\n" not in str(e.value)
+        assert list(folder.iterdir()) == [] and not R._WRITING
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_run_json_naming_an_input_outside_the_folder_is_refused_before_it_is_opened(tmp_path):
+    """Protects recorded paths: a run.json whose recorded inputs name a file outside the folder (here a FIFO,
+    which would hang a reader) is refused by made_with naming run.json, without opening that file."""
+    import os
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
+    os.mkfifo(tmp_path / "pipe")
+    run = json.loads((f / "run.json").read_text())
+    run["steps"]["identify"]["inputs"] = {"../pipe": "0" * 64}
+    (f / "run.json").write_text(json.dumps(run))
+    with pytest.raises(R.ResultsError, match=r"run.json' records the input '../pipe', a path outside"):
+        R.made_with(f, "identify", {"seed": 0})

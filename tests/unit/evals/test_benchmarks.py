@@ -118,7 +118,7 @@ def test_multiple_choice_rows_real():
 
 def test_missing_data_one_clear_error(tmp_path):
     """Protects: a missing benchmark file raises one error naming the path and what to do."""
-    with pytest.raises(E.MissingDataError, match=r"svamp.*SVAMP\.json does not exist.*ARITHMECH_DATA"):
+    with pytest.raises(E.MissingDataError, match=r"svamp.*SVAMP\.json' does not exist.*ARITHMECH_DATA"):
         E.read_math("svamp", root=tmp_path)
     with pytest.raises(ValueError, match="unknown benchmarks"):
         E.evaluate(None, None, ["gsm9k"])

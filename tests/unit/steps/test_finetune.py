@@ -36,7 +36,7 @@ def test_parse_heads_and_ranking(tmp_path):
     with pytest.raises(FileNotFoundError, match="arithmech identify"):
         ranked_components(tmp_path / "other")
     (folder / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")                 # truncated: no rows
-    with pytest.raises(ValueError, match="effects.csv has no rows"):
+    with pytest.raises(ValueError, match="effects.csv' has no rows"):
         ranked_components(folder)
 
 
