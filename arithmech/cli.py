@@ -8,7 +8,8 @@ everything a command does is reachable (and tested) from Python.
 
 The input contract: every argument is checked before any model loads (and before torch is imported); a
 violation is one line (``error: …``) and exit code 2, Ctrl-C is one line and exit code 130, never a
-traceback. Messages quote the values they show (:func:`arithmech.core.inputs.quoted`), and what is printed
+traceback. A run whose estimated peak memory (:mod:`arithmech.core.estimate`) exceeds what the machine has
+free is refused the same way, naming the flag to lower. Messages quote the values they show (:func:`arithmech.core.inputs.quoted`), and what is printed
 passes :func:`arithmech.core.inputs.one_line` last: a path holding a newline cannot print a second, forged line.
 
 >>> python -m arithmech identify --model embedded --task addition --n-samples 128
@@ -25,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from arithmech.core import inputs
+from arithmech.core import estimate, inputs
 from arithmech.core.config import fields, flag
 from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
@@ -182,6 +183,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
 def _run(a: argparse.Namespace) -> None:
     command = COMMANDS[a.command]
     config = command.config(**{name: getattr(a, name) for name, *_ in fields(command.config)})   # checked here
+    estimate.check(config)                              # memory: refused here when the run cannot fit, before torch
     module = importlib.import_module(command.module)    # torch loads here, after every argument was checked
     run = getattr(module, command.function)
     line = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)

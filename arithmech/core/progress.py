@@ -8,7 +8,10 @@ are on one rewritten stderr line::
 The line is written only when the stream is a terminal (``isatty()``): nothing goes to a log file, a
 pipe, a test's captured output, or a chapter's page (a papermill kernel's stderr is not a terminal, and
 the book runner also sets ``ARITHMECH_PROGRESS=0`` for its kernels). The estimate is the mean time per
-finished unit times the units left.
+finished unit times the units left. A step announces its estimate of memory and forward passes
+(:mod:`arithmech.core.estimate`) with :func:`annotate`; every line written inside the block ends with it::
+
+    identify 3/9 (patching: addition), ~41s left; est. peak 582 MiB, ~27,616 forwards
 
 >>> with Progress("table1", total=3) as p:
 ...     for mode in ("base", "full", "precise"):
@@ -17,6 +20,8 @@ finished unit times the units left.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import time
@@ -24,6 +29,17 @@ from typing import Iterable, Iterator, TextIO, TypeVar
 
 T = TypeVar("T")
 OFF = "ARITHMECH_PROGRESS"           # "0": never show progress (set by the book runner for its kernels)
+_SUFFIX: contextvars.ContextVar[str] = contextvars.ContextVar("progress_suffix", default="")
+
+
+@contextlib.contextmanager
+def annotate(text: str):
+    """Within the block, every progress line ends with ``; text`` (a step's estimate)."""
+    token = _SUFFIX.set(text)
+    try:
+        yield
+    finally:
+        _SUFFIX.reset(token)
 
 
 def _duration(s: float) -> str:
@@ -52,7 +68,8 @@ class Progress:
             per = (time.perf_counter() - self.t0) / self.done
             left = f", ~{_duration(per * (self.total - self.done))} left"
         note = f" ({self.note})" if self.note else ""
-        return f"{self.label} {self.done}/{self.total}{note}{left}"
+        suffix = f"; {_SUFFIX.get()}" if _SUFFIX.get() else ""
+        return f"{self.label} {self.done}/{self.total}{note}{left}{suffix}"
 
     def advance(self, k: int = 1, note: str | None = None) -> None:
         self.done = min(self.total, self.done + k)

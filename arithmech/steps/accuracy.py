@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.models import load_model
+from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs, templates
 from arithmech.evals.measures import answer_scores
@@ -72,9 +73,12 @@ def run(config: Config, model=None, tok=None) -> pd.DataFrame:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
-    if model is None:
-        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
-    df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed, answer_token=c.answer_token)
+    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
+    with annotate(est.line() if est else ""), Progress("accuracy-by-template", 1) as bar:
+        if model is None:
+            model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
+        df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed, answer_token=c.answer_token)
+        bar.advance()
     results.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": recorded(c)})
     return results.read(folder, "accuracy_by_template.csv")
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
+from arithmech.core.progress import Progress, annotate
 from arithmech.data.pairs import reference_samples
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
 from arithmech.methods.effects import studied_heads
@@ -79,13 +80,18 @@ def run(config: Config) -> dict:
             results.read(folder, name)
     heads, heads_from = load_key_heads(folder)
     samples = reference_samples(folder, c.n_samples, c.seed)
+    est = estimate.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
-    model, tok, geo = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="eager")
-    roles = attention_by_role(model, tok, samples, batch_size=c.batch_size)
-    labels = label_heads(roles, heads)
-    mlp = mlp_projection(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
-    stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
-    top = layer_top_numbers(model, tok, c.prompt, k=5, final_norm=c.final_norm)
+    with annotate(est.line() if est else ""), Progress("analyze", 3) as bar:
+        model, tok, geo = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="eager")
+        roles = attention_by_role(model, tok, samples, batch_size=c.batch_size)
+        labels = label_heads(roles, heads)
+        bar.advance(note="attention")
+        mlp = mlp_projection(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
+        stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
+        bar.advance(note="mlp")
+        top = layer_top_numbers(model, tok, c.prompt, k=5, final_norm=c.final_norm)
+        bar.advance(note="top numbers")
     summary = {"key_heads": key_head_summary(roles, heads), "heads_from": heads_from,
                "stages": {k: list(v) for k, v in stages.items()}, "final_norm": c.final_norm, "prompt": c.prompt,
                "n_samples": len(samples)}
@@ -94,7 +100,8 @@ def run(config: Config) -> dict:
         "parameters": dict(model=c.model_name, n_samples=c.n_samples, seed=c.seed, device=c.device, dtype=c.dtype,
                            prompt=c.prompt, final_norm=c.final_norm, batch_size=c.batch_size),
         "versions": results.versions(),
-        "wall_s": round(time.time() - t0, 2), "peak_memory": results.peak_memory()})
+        "wall_s": round(time.time() - t0, 2), "peak_memory": results.peak_memory(),
+        "estimate": est.record() if est else None})
     return dict(model=model, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
                 labels=labels, baseline=results.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages,
                 folder=folder, summary=summary)

@@ -42,10 +42,10 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core import records, results as results_io
+from arithmech.core import estimate, records, results as results_io
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress
+from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import paired_bootstrap
 from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import get_suite
@@ -255,13 +255,20 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     ``config.scale``, the default); ``arms``, ``grid``, ``data_seed``: a chapter's or a test's narrower run.
     """
     c = config
+    S = get_suite(c.suite)
+    if sizes is None:
+        sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None
+    grid = check_args(c.suite, list(c.seeds), c.draws, grid, c.steps or 1, c.batch_size, c.top_k, c.max_extend)
+    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
+    with annotate(est.line() if est else ""):
+        return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)
+
+
+def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
+    """:func:`run_arms` once its arguments are checked and its estimate made."""
     model, results, suite, top_k, seeds, draws = c.model_name, c.results, c.suite, c.top_k, list(c.seeds), c.draws
     batch_size, max_extend, device, dtype = c.batch_size, c.max_extend, c.device, c.dtype
     data_dir, overwrite = c.data_dir, c.overwrite
-    S = get_suite(suite)
-    if sizes is None:
-        sizes = table1_sizes(c.scale) if suite == "paper" else S.sizes() if S.sizes else None
-    grid = check_args(suite, list(seeds), draws, grid, c.steps or 1, batch_size, top_k, max_extend)
     curve = None
     if c.curve_only or c.steps is None:
         curve = learning_curve(c, data_seed)
@@ -365,7 +372,8 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
                     "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
     results_io.write_step(out, "table1", {"finetune/table1.json": plan},
                  record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
-                         "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions()})
+                         "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions(),
+                         "peak_memory": results_io.peak_memory(), "estimate": est.record() if est else None})
     return plan
 
 

@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
+from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs, pairs as pairs_module
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
@@ -100,19 +101,22 @@ def run(config: Config) -> dict:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
     effects, kh, samples = inputs(folder, c.n_samples, c.seed)
+    est = estimate.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = beyond(model, tok, samples, effects, kh, c.receivers, c.ig_steps, c.n_misses, c.batch_size)
+    with annotate(est.line() if est else ""), Progress("beyond", 1) as bar:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = beyond(model, tok, samples, effects, kh, c.receivers, c.ig_steps, c.n_misses, c.batch_size)
+        bar.advance()
     record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
                                  seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,
                                  batch_size=c.batch_size),
               "summary": out["summary"],
               "versions": results.versions(),
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
-              "peak_memory": results.peak_memory()}
+              "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}
     results.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record,
                  model_name=c.model_name)
     return {**out, "folder": folder, "model": model, "tok": tok}

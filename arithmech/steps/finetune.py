@@ -28,9 +28,10 @@ from typing import Sequence
 import torch
 from transformers import AutoConfig
 
-from arithmech.core import records, results as results_io, safe_read
+from arithmech.core import estimate, records, results as results_io, safe_read
 from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import Geometry, load_model, resolve
+from arithmech.core.progress import Progress, annotate
 from arithmech.core.results import model_folder
 from arithmech.evals import benchmarks as evals
 from arithmech.evals.benchmarks import BENCHMARKS, TOY
@@ -294,7 +295,13 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
             return run_finetune(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
-    c = config
+    est = estimate.check(config)          # refused here when it cannot fit, before the model loads
+    with annotate(est.line() if est else ""), Progress("finetune", 3) as bar:
+        return _run_finetune(config, spec, command, before, est, bar)
+
+
+def _run_finetune(c: Config, spec, command, before, est, bar) -> dict:
+    """:func:`run_finetune` once its arguments are checked and its estimate made (``bar``: the progress line)."""
     model, mode, tag, results, seed, device, dtype = c.model_name, c.mode, c.tag, c.results, c.seed, c.device, c.dtype
     benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
     lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
@@ -309,6 +316,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
     before = ({k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None
               else ev(net))
+    bar.advance(note="base evaluated")
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
@@ -321,10 +329,12 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
         trainer = runner.make_trainer(net, mode, args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
         train = runner.train_measured(trainer, device)
+    bar.advance(note="trained")
     net.eval()
     if c.save_adapter and mode == "precise":
         adapter.save_adapter(net, spec, out_dir / f"{stem}-adapter", base=model)
     after = ev(net)
+    bar.advance(note="evaluated")
     record = records.finetune_record(
         model=results_io.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
         heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
@@ -332,7 +342,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
         parameters=dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
                         max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, bf16=bf16, rescale=rescale,
                         limit=limit, benchmarks=bench, kv_policy=kv_policy if spec else None, geometry=asdict(geo)),
-        train={**train, "train_data": train_data, "n_train": len(rows)},
+        train={**train, "train_data": train_data, "n_train": len(rows), "estimate": est.record() if est else None},
         results={k: records.measure(v) for k, v in after.items()},
         base={k: records.measure(v) for k, v in before.items()},
         delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},

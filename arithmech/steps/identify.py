@@ -34,10 +34,10 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.memory import PeakMemory
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress
+from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs as pairs_module, shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table, conditioned_floor
 from arithmech.methods import knockout_run
@@ -76,6 +76,7 @@ class IdentifyResult:
     timings: dict = field(default_factory=dict)
     evals: dict = field(default_factory=dict)      # task -> the knockout's prompts (X_r, topped up)
     memory: dict = field(default_factory=dict)     # peak RSS / CUDA bytes, see arithmech.core.memory
+    estimate: dict | None = None                   # the estimate made before the run (arithmech.core.estimate)
 
 
 def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int = DEFAULTS.n_samples,
@@ -288,7 +289,8 @@ def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = 
     record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": results.versions(),
               "wall_seconds": round(res.timings.get("total", 0.0), 2),
               "timings": {k: round(v, 2) for k, v in res.timings.items()},
-              "peak_memory": res.memory or results.peak_memory(), "control": res.key_heads.get("control")}
+              "peak_memory": res.memory or results.peak_memory(), "estimate": res.estimate,
+              "control": res.key_heads.get("control")}
     return results.write_step(folder, "identify", files, record, model_name=model_name)
 
 
@@ -310,16 +312,20 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
     results.check_writable(folder, "identify", c.overwrite)
     if c.task != "all":
         task_templates(c.task)                 # a wrong task name or a missing file fails before loading
+    est = estimate.check(c)                    # a run that cannot fit this machine's memory fails before loading
     torch.manual_seed(c.seed)
     random.seed(c.seed)
     ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
-                   prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
-                   ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions, pool_size=c.pool_size,
-                   transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size, checkpoint=ck,
-                   answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots, share_threshold=c.share_threshold)
+    with annotate(est.line() if est else ""):
+        res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
+                       prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
+                       ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions,
+                       pool_size=c.pool_size, transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size,
+                       checkpoint=ck, answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots,
+                       share_threshold=c.share_threshold)
+    res.estimate = est.record() if est else None
     write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
                                       "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
     ck.clear()

@@ -26,9 +26,9 @@ import zlib
 
 import pandas as pd
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress
+from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs, shots as shots_module
 from arithmech.methods.prepare import NoReferenceData, prepare
@@ -111,9 +111,11 @@ def run(config: Config, model=None, tok=None) -> dict:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "shots", c.overwrite)
+    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token)
+    with annotate(est.line() if est else ""):
+        table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token)
     choice = choose(table)
     results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})
     return choice

@@ -41,9 +41,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress
+from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs, shots as shots_module
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
@@ -64,6 +64,7 @@ class StabilityResult:
     heads: pd.DataFrame
     params: dict
     timings: dict = field(default_factory=dict)
+    estimate: dict | None = None          # the estimate made before the run (arithmech.core.estimate)
 
 
 def jaccard(a: set, b: set) -> float:
@@ -252,7 +253,8 @@ FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None):
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
     record = {"parameters": {**res.params, **(extra or {})}, "versions": results.versions(),
-              "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": results.peak_memory()}
+              "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": results.peak_memory(),
+              "estimate": res.estimate}
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
     return results.write_step(folder, "stability", files, record, model_name=model_name)
 
@@ -290,11 +292,14 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "stability", c.overwrite)
     rec = recorded(c)
+    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold, top=c.top,
-                    n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots)
+    with annotate(est.line() if est else ""):
+        res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold,
+                        top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots)
+    res.estimate = est.record() if est else None
     res.timings["total"] = time.time() - t0
     write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)
     return res, folder

@@ -42,3 +42,17 @@ def test_progress_estimate_is_time_per_unit_times_units_left(monkeypatch):
     bar = P.Progress("x", 5, stream=io.StringIO())
     bar.done, t[0] = 3, 6.0
     assert bar.line() == "x 3/5, ~4s left"
+
+
+def test_annotate_appends_the_estimate_to_every_line_inside_its_block(monkeypatch):
+    """Protects: a step's estimate (:func:`arithmech.core.progress.annotate`) ends each progress line written inside
+    the block, on a terminal only, and is gone after it."""
+    monkeypatch.delenv(P.OFF, raising=False)
+    tty, plain = FakeTTY(), io.StringIO()
+    with P.annotate("est. peak 500 MiB, ~1,000 forwards"):
+        with P.Progress("identify", 2, stream=tty, every=0) as bar, P.Progress("x", 1, stream=plain) as quiet:
+            bar.advance(note="a")
+            quiet.advance()
+            assert bar.line().endswith("; est. peak 500 MiB, ~1,000 forwards")
+    assert "identify 1/2 (a)" in tty.getvalue() and "; est. peak 500 MiB" in tty.getvalue() and plain.getvalue() == ""
+    assert P.Progress("y", 1, stream=plain).line() == "y 0/1"

@@ -1,0 +1,379 @@
+"""How much memory and how many forward passes a step will need, from its config alone (issue #28, item 2).
+
+The README's memory model, in code. Before a step loads its model, :func:`check` reads the model's geometry
+from its ``config.json`` (no weights, no torch), adds up what will be resident at the step's peak, and refuses
+in one line (a :class:`ValueError`: ``error: …``, exit 2 on the command line) a run that cannot fit the
+memory this machine has free, naming the flag to lower. The estimate is shown with the progress line
+(:func:`arithmech.core.progress.annotate`) and recorded in ``run.json`` beside the measured ``peak_memory``.
+
+What is resident at the peak, from first principles::
+
+    peak = baseline + weights + max over the step's phases of (what the phase holds at once)
+
+* ``baseline``: the Python process with torch, transformers and pandas imported, a model class built and a
+  forward run (:data:`BASELINE`; measured once, not derived: ``benchmarks/bench_estimate.py`` measures it
+  again in every run and records both);
+* ``weights``: the parameter count (:meth:`Shape.params`, counted from the config as ``sum(numel)`` would)
+  × the bytes of ``--dtype``;
+* phase ``load``: the weights file, mapped while it is copied into the parameters;
+* the step's phases: a batch's activations (:func:`forward_bytes`), the caches the step keeps (identify's END
+  caches of every head for every prompt, the bootstrap's resample counts, the knockout's key/value caches).
+
+Every sample drawn is assumed kept (X_r can only be fewer): the estimate bounds the run from above in its
+caches. Forward passes are *prompt forwards* (one prompt through the model once; a batch of 64 is 64),
+counted from the same config with the same assumption; backward passes count as two forwards.
+
+>>> e = estimate(Identify(n_samples=256))
+>>> e.peak_bytes, e.forwards, e.line()
+(512000000, 9000, 'est. peak 488 MiB, ~9,000 forwards')
+>>> check(Identify(n_samples=50_000))      # ValueError: identify needs about … lower --n-samples
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arithmech.core.names import ALIASES, CACHE_DIR, EMBEDDED_DIR
+
+MiB, GiB = 2 ** 20, 2 ** 30
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}     # per element of each --dtype
+BASELINE = 384 * MiB            # analysis steps: torch + transformers + pandas, a model class, one forward
+TRAIN_BASELINE = 470 * MiB      # finetune, arms: the same with the Trainer (accelerate, datasets) imported
+CUDA_CONTEXT = 1 * GiB          # a GPU run: the CUDA context and the allocator's cache (README: 1-2 GB)
+PROMPT_TOKENS = 24              # the longest Fig. 8 / Fig. 10 prompt with its answer's leading digits, in tokens
+SHOT_TOKENS = 10                # each solved example before a prompt (``--shots``)
+DECODE_TOKENS = 3               # greedy tokens of identify's exact-match check per prompt kept
+FAMILIES = 5                    # template families (equation, statement, qa, time-span, accumulation)
+TEMPLATES = 48                  # Fig. 8 + Fig. 10 templates (accuracy-by-template, shots)
+MEMORY_ENV = "ARITHMECH_MEMORY_BYTES"    # pretend this machine has this many bytes free (tests, a shared machine)
+
+# The fast paths' chunk sizes (arithmech.methods.*.MAX_ROWS ...), repeated here so that no torch is imported
+# before the check; tests/unit/test_estimate.py checks they equal the methods' own.
+PATCH_ROWS = 1 << 13            # patching.MAX_ROWS: rows of the running END state per chunk
+PATCH_LOGITS = 1 << 24          # patching.MAX_LOGITS: full-vocabulary logits at once (prob=True)
+KNOCKOUT_ROWS = 512             # knockout.MAX_ROWS: prompts x ablations per forward
+KNOCKOUT_TOKENS = 4096          # knockout.MAX_TOKENS: rows x sequence length per forward
+ATTRIBUTION_ROWS = 4096         # attribution.MAX_ROWS: samples x alphas per forward and backward
+UPSTREAM_ROWS = 1 << 14         # upstream.MAX_ROWS: samples x senders x paths per chunk
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A Llama-family model's sizes as its ``config.json`` states them, and the size of its weights file."""
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_model: int
+    d_mlp: int
+    vocab: int
+    tied: bool = False
+    attn_bias: bool = False
+    mlp_bias: bool = False
+    file_bytes: int = 0
+
+    @classmethod
+    def from_config(cls, cfg: dict, file_bytes: int = 0) -> "Shape":
+        H = cfg["num_attention_heads"]
+        return cls(n_layers=cfg["num_hidden_layers"], n_heads=H, n_kv_heads=cfg.get("num_key_value_heads") or H,
+                   head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, d_model=cfg["hidden_size"],
+                   d_mlp=cfg["intermediate_size"], vocab=cfg["vocab_size"], tied=bool(cfg.get("tie_word_embeddings")),
+                   attn_bias=bool(cfg.get("attention_bias")), mlp_bias=bool(cfg.get("mlp_bias")),
+                   file_bytes=file_bytes)
+
+    @property
+    def params(self) -> int:
+        """Parameters of ``LlamaForCausalLM``: embedding (and ``lm_head`` unless tied), per layer q/k/v/o, the
+        gated MLP's three matrices and two RMSNorm gains, and the final norm."""
+        d, q, kv = self.d_model, self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        attn = d * q + 2 * d * kv + q * d + (q + 2 * kv + d if self.attn_bias else 0)
+        mlp = 3 * d * self.d_mlp + (2 * self.d_mlp + d if self.mlp_bias else 0)
+        return self.vocab * d * (1 if self.tied else 2) + self.n_layers * (attn + mlp + 2 * d) + d
+
+
+# SmolLM2-135M before its first load (the dequantized folder in the cache is read once it exists).
+KNOWN = {"smollm2-135m": dict(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, head_dim=64,
+                              hidden_size=576, intermediate_size=1536, vocab_size=49152, tie_word_embeddings=True)}
+
+
+def _folder_shape(folder: Path) -> Shape:
+    files = sum(f.stat().st_size for f in folder.glob("*.safetensors")) + sum(f.stat().st_size for f in folder.glob("*.bin"))
+    return Shape.from_config(json.loads((folder / "config.json").read_text()), files)
+
+
+def shape_of(model_name: str) -> Shape | None:
+    """The :class:`Shape` of ``--model`` without loading it: the shipped folder's or a folder's ``config.json``,
+    SmolLM2's dequantized cache (or :data:`KNOWN` before it exists); ``None`` for a hub id or a bare ``.gguf``
+    (no estimate: the check is skipped)."""
+    if model_name == "embedded":
+        return _folder_shape(EMBEDDED_DIR)
+    if model_name in KNOWN:
+        cached = sorted(CACHE_DIR.glob(Path(ALIASES[model_name]["gguf"]).stem + "-*/config.json"))
+        if cached:
+            return _folder_shape(cached[-1].parent)
+        s = Shape.from_config(KNOWN[model_name])
+        return Shape.from_config(KNOWN[model_name], s.params * 4)       # the float32 folder written at first load
+    p = Path(model_name)
+    if p.is_dir() and (p / "config.json").is_file():
+        return _folder_shape(p)
+    return None
+
+
+def forward_bytes(s: Shape, rows: int, seq: int, b: int) -> int:
+    """Activations of one no-grad forward of ``rows`` prompts of ``seq`` tokens at ``b`` bytes a value: inside
+    one decoder layer the residual, its norm, q/k/v, the attention output and the MLP's gate, up and product
+    (``(7d + 3I) * tokens``) and the attention scores (``H * seq^2`` per prompt), plus the END logits (every
+    method asks for ``logits_to_keep=1``) in float32 with their softmax (10 B a value, the README's)."""
+    tokens = rows * seq
+    layer = tokens * (7 * s.d_model + 3 * s.d_mlp) + rows * s.n_heads * seq * seq
+    return layer * b + rows * s.vocab * 10
+
+
+def end_cache_bytes(s: Shape, n: int, b: int) -> int:
+    """END caches of ``n`` prompts: per layer the o_proj input (``H * d_head``) and four residual-width rows
+    (attention output, the residual before and mid-layer, the MLP output)."""
+    return n * s.n_layers * (s.n_heads * s.head_dim + 4 * s.d_model) * b
+
+
+def bootstrap_bytes(n: int, n_boot: int, columns: int) -> int:
+    """A bootstrap interval over ``n`` prompts: the resampled indices (int64) and counts (float64), ``n_boot x n``
+    each, and the resampled means of ``columns`` components (float64, for the mean and the sorted copy)."""
+    return n_boot * n * 16 + n_boot * columns * 16
+
+
+@dataclass
+class Estimate:
+    """One step's estimate: the bytes of each phase's terms, the fixed terms, forward passes, and the flag
+    that lowers it most (named by a refusal)."""
+    step: str
+    fixed: dict[str, int]
+    phases: dict[str, dict[str, int]]
+    forwards: int
+    flag: str
+    device: str = "cpu"
+    notes: str = "every draw assumed kept"
+    peak_phase: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.peak_phase = max(self.phases, key=lambda p: sum(self.phases[p].values()))
+
+    @property
+    def peak_bytes(self) -> int:
+        """The fixed terms plus the largest phase (phases run one after the other)."""
+        return sum(self.fixed.values()) + sum(self.phases[self.peak_phase].values())
+
+    def line(self) -> str:
+        """What the progress line shows: ``est. peak 488 MiB, ~9,000 forwards``."""
+        return f"est. peak {self.peak_bytes / MiB:,.0f} MiB, ~{self.forwards:,} forwards"
+
+    def record(self) -> dict:
+        """What ``run.json`` records beside the measured ``peak_memory``."""
+        return {"peak_bytes": self.peak_bytes, "peak_phase": self.peak_phase, "forwards": self.forwards,
+                "fixed": dict(self.fixed), "phases": {k: dict(v) for k, v in self.phases.items()},
+                "device": self.device, "assumes": self.notes, "model": "arithmech.core.estimate"}
+
+
+def _seq(shots: int = 0) -> int:
+    return PROMPT_TOKENS + SHOT_TOKENS * shots
+
+
+def _tasks(task: str) -> int:
+    return 4 if task == "all" else 1
+
+
+def _ks(s: Shape) -> int:
+    """Entries of the default knockout curve 1, 2, 4, ... up to all heads."""
+    return int(math.log2(s.n_layers * s.n_heads)) + 2
+
+
+def _fixed(s: Shape, c, train: bool = False) -> tuple[dict, int]:
+    b = BYTES[c.dtype]
+    on_gpu = c.device != "cpu"
+    fixed = {"baseline": TRAIN_BASELINE if train else BASELINE, "weights": s.params * b}
+    if on_gpu:
+        fixed["cuda context"] = CUDA_CONTEXT
+    return fixed, b
+
+
+def _load(s: Shape) -> dict:
+    return {"weights file (mapped while loading)": s.file_bytes}
+
+
+def identify(s: Shape, c) -> Estimate:
+    """Identify: draw and check, path patching from END caches, effects with bootstrap intervals, the pool means,
+    knockout, transfer (the README's table, term by term)."""
+    fixed, b = _fixed(s, c)
+    seq, T, n, L, H = _seq(c.shots), _tasks(c.task), c.n_samples, s.n_layers, s.n_heads
+    per = L * (H + 2)
+    chunk = max(1, min(n, PATCH_ROWS // per))
+    patching = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b),
+                "patched batch": chunk * per * (4 * s.d_mlp + 7 * s.d_model) * b,
+                "draw and check batch": forward_bytes(s, c.batch_size, seq, b)}
+    if c.prob:
+        patching["full-vocabulary logits for P({C})"] = min(chunk, max(1, PATCH_LOGITS // (per * s.vocab))) * per * s.vocab * 10
+    pooled = n * T if T > 1 else n
+    effects = {"patched results": (n * T + pooled) * L * (H + 1) * 4 * 8,
+               "bootstrap": bootstrap_bytes(pooled, c.n_boot, L * (H + 1))}
+    knock = {"key/value caches": KNOCKOUT_TOKENS * L * 2 * s.n_kv_heads * s.head_dim * b,
+             "forward": forward_bytes(s, max(1, KNOCKOUT_TOKENS // seq), seq, b),
+             "logits": KNOCKOUT_ROWS * s.vocab * 10,
+             "means looked up for a batch": c.batch_size * L * seq * (H * s.head_dim + s.d_model) * 4}
+    means = {"mean activations, per batch": c.batch_size * seq * 2 * L * s.d_model * b * 2}
+    prepare = T * n * (2 + DECODE_TOKENS) + T * 2 * n
+    pool = c.pool_size * FAMILIES * T if (c.knockout or c.transfer) else 0
+    # knockout at END reuses the clean prefix's cache: an ablation runs one token, 1/seq of a prompt forward
+    curves = (_ks(s) * (1 + c.n_random) + 6) * (1 / seq if c.knockout_positions == "end" else
+                                                1 + 1 / seq if c.knockout_positions == "both" else 1)
+    knockout = int(c.knockout_samples * (1 + curves) * (T + (T > 1))) if c.knockout else 0
+    transfer = 3 * n if c.transfer else 0
+    phases = {"load": _load(s), "patching": patching, "effects": effects}
+    phases.update({"pool means": means} if c.knockout or c.transfer else {}, **({"knockout": knock} if c.knockout else {}))
+    return Estimate("identify", fixed, phases, prepare + pool + knockout + transfer, "--n-samples", c.device)
+
+
+def analyze(s: Shape, c) -> Estimate:
+    """Analyze: attention of every head (eager: the attention weights of every layer are returned) and the MLP
+    projections, batch by batch over the reference samples."""
+    fixed, b = _fixed(s, c)
+    seq = PROMPT_TOKENS
+    attn = {"forward": forward_bytes(s, c.batch_size, seq, b),
+            "attention weights of every layer": c.batch_size * s.n_layers * s.n_heads * seq * seq * b,
+            "per-head role table": c.n_samples * s.n_layers * s.n_heads * 12 * 8}
+    mlp = {"forward": forward_bytes(s, c.batch_size, seq, b),
+           "MLP writes on W_U": c.batch_size * s.n_layers * (s.vocab + 2 * s.d_model) * 4}
+    return Estimate("analyze", fixed, {"load": _load(s), "attention": attn, "mlp": mlp},
+                    3 * c.n_samples + s.n_layers, "--n-samples", c.device)
+
+
+def beyond(s: Shape, c) -> Estimate:
+    """Beyond: END caches of the samples, EAP and EAP-IG (a backward through the END chain per chunk of
+    samples x alphas), exact patching, upstream patching into the receivers' q/k/v."""
+    fixed, b = _fixed(s, c)
+    n, L, H, d = c.n_samples, s.n_layers, s.n_heads, s.d_model
+    caches = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b),
+              "cache forward": forward_bytes(s, c.batch_size, PROMPT_TOKENS, b)}
+    rows = min(n * c.ig_steps, max(c.ig_steps, ATTRIBUTION_ROWS))
+    eap = {**{"END caches of X_r and X_c": caches["END caches of X_r and X_c"]},
+           "END chain with gradients": rows * L * (6 * d + 3 * s.d_mlp + H * s.head_dim) * 4,
+           "patched batch": max(1, min(n, PATCH_ROWS // (L * (H + 2)))) * L * (H + 2) * (4 * s.d_mlp + 7 * d) * b}
+    up_rows = min(UPSTREAM_ROWS, n * (1 + 3 * L * (H + 1)))
+    upstream = {"END caches of X_r and X_c": caches["END caches of X_r and X_c"],
+                "upstream batch": up_rows * (4 * s.d_mlp + 7 * d) * b}
+    forwards = 2 * n + 3 * n * (1 + c.ig_steps) + c.receivers * n * 3
+    return Estimate("beyond", fixed, {"load": _load(s), "caches": caches, "eap": eap, "upstream": upstream}, forwards,
+                    "--n-samples", c.device)
+
+
+def stability(s: Shape, c) -> Estimate:
+    """Stability: per kind and seed, identify's draw and patching at the largest size (no knockout)."""
+    fixed, b = _fixed(s, c)
+    n, L, H, seq = max(c.sizes), s.n_layers, s.n_heads, _seq(c.shots)
+    per = L * (H + 2)
+    patching = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b),
+                "patched batch": max(1, min(n, PATCH_ROWS // per)) * per * (4 * s.d_mlp + 7 * s.d_model) * b,
+                "draw and check batch": forward_bytes(s, c.batch_size, seq, b)}
+    runs = len(c.kinds) * c.seeds
+    effects = {"patched results of every run": runs * n * L * (H + 1) * 4 * 8,
+               "bootstrap": bootstrap_bytes(n, c.n_boot, L * (H + 1))}
+    return Estimate("stability", fixed, {"load": _load(s), "patching": patching, "effects": effects},
+                    runs * n * 4, "--sizes", c.device)
+
+
+def _prompts(s: Shape, c, n: int, seq: int, batch: int, step: str, flag: str, forwards: int) -> Estimate:
+    fixed, b = _fixed(s, c)
+    return Estimate(step, fixed, {"load": _load(s), "forward": {"forward": forward_bytes(s, batch, seq, b),
+                                                                 "scores": n * 64}}, forwards, flag, c.device)
+
+
+def accuracy(s: Shape, c) -> Estimate:
+    """Accuracy by template: one scored forward per prompt, in the methods' default batches of 64."""
+    n = c.n_per_template * TEMPLATES
+    return _prompts(s, c, n, PROMPT_TOKENS, 64, "accuracy", "--n-per-template", n)
+
+
+def shots(s: Shape, c) -> Estimate:
+    """Shots: identify's draw and checks on a validation draw for every K of the grid."""
+    n = c.n_per_template * TEMPLATES
+    return _prompts(s, c, n, _seq(max(c.grid)), c.batch_size, "shots", "--n-per-template",
+                    sum(n * (2 + DECODE_TOKENS) + 2 * n for _ in c.grid))
+
+
+def _train(s: Shape, c, rows: int, trained: int, steps: int, step: str, flag: str, evals: int) -> Estimate:
+    """Training: weights, gradients and AdamW's two moments of the trained parameters (float32), and a micro
+    batch's activations kept for the backward (every layer's, plus the logits and their gradient)."""
+    fixed, b = _fixed(s, c, train=True)
+    seq = PROMPT_TOKENS + 8
+    tokens = rows * seq
+    acts = tokens * s.n_layers * (10 * s.d_model + 4 * s.d_mlp) * 4 + rows * s.n_layers * s.n_heads * seq * seq * 4 * 2
+    train = {"gradients and AdamW moments": trained * 12, "activations kept for the backward": acts,
+             "logits and their gradient": tokens * s.vocab * 4 * 3}
+    return Estimate(step, fixed, {"load": _load(s), "train": train,
+                                  "evaluate": {"forward": forward_bytes(s, 64, PROMPT_TOKENS, b)}},
+                    steps * c.batch_size * 3 + evals, flag, c.device)
+
+
+def finetune(s: Shape, c) -> Estimate:
+    """Finetune: full SFT trains every parameter; precise SFT the tuned heads' q/k/v/o slices (and MLPs)."""
+    if c.mode == "full":
+        trained = s.params
+    else:
+        k = int(c.heads[4:]) if c.heads.startswith("top-") else len(c.heads.split(","))
+        trained = k * 4 * s.d_model * s.head_dim + c.mlps * 3 * s.d_model * s.d_mlp
+    steps = c.max_steps if c.max_steps > 0 else math.ceil((c.n_train or 1024) * c.epochs / c.batch_size)
+    return _train(s, c, c.micro_batch_size, trained, steps,
+                  "finetune", "--micro-batch-size", 2 * (c.limit or 500) * 4)
+
+
+def arms(s: Shape, c) -> Estimate:
+    """Arms: one run at a time (each frees its model before the next), so the peak is full SFT's."""
+    runs = 1 + 4 * (4 + len(c.seeds) - 1)
+    steps = (c.steps or c.curve_steps) * runs
+    return _train(s, c, c.batch_size, s.params, steps, "arms", "--batch-size", runs * 2_000)
+
+
+STEPS = {"Identify": identify, "Analyze": analyze, "Beyond": beyond, "Stability": stability, "Accuracy": accuracy,
+         "Shots": shots, "Finetune": finetune, "Table1": arms}
+
+
+def estimate(config) -> Estimate | None:
+    """The estimate of the step ``config`` (an :mod:`arithmech.steps.config` class) configures; ``None`` for a step
+    without one or a model whose geometry cannot be read without loading it (a hub id)."""
+    fn = STEPS.get(type(config).__name__)
+    shape = shape_of(config.model_name) if fn else None
+    return fn(shape, config) if shape else None
+
+
+def available_bytes(device: str = "cpu") -> int | None:
+    """Memory this machine has free for the run: ``$ARITHMECH_MEMORY_BYTES`` when set, else on the CPU
+    ``MemAvailable`` (psutil) plus what this process holds already (its baseline is in the estimate), on a GPU
+    the device's free memory plus the host terms counted there (``None`` where it cannot be read)."""
+    if os.environ.get(MEMORY_ENV):
+        return int(os.environ[MEMORY_ENV])
+    if device == "cpu":
+        try:
+            import psutil  # lazy: only for the check
+            return int(psutil.virtual_memory().available + psutil.Process().memory_info().rss)
+        except Exception:  # noqa: BLE001 (no psutil, no /proc: no check)
+            return None
+    try:
+        import torch  # lazy: check_device imported it already for a GPU
+        return int(torch.cuda.mem_get_info(torch.device(device))[0]) + BASELINE
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def check(config) -> Estimate | None:
+    """:func:`estimate` ``config``; raise one :class:`ValueError` line naming the flag to lower when the peak
+    exceeds :func:`available_bytes`. Runs before any model loads (the command line calls it before torch)."""
+    e = estimate(config)
+    have = available_bytes(getattr(config, "device", "cpu")) if e else None
+    if e is not None and have is not None and e.peak_bytes > have:
+        biggest = max(e.phases[e.peak_phase].items(), key=lambda kv: kv[1])[0]
+        raise ValueError(f"{e.step} needs about {e.peak_bytes / GiB:.1f} GiB at its peak ({e.peak_phase}: {biggest} "
+                         f"{e.phases[e.peak_phase][biggest] / GiB:.1f} GiB; weights {e.fixed['weights'] / GiB:.2f} GiB) "
+                         f"but this machine has {have / GiB:.1f} GiB free; lower {e.flag} "
+                         "(arithmech.core.estimate; the README's memory model)")
+    return e

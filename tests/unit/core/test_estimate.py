@@ -1,0 +1,119 @@
+"""Unit tests of ``arithmech/core/estimate.py``: the memory model's arithmetic against independent counts, and the
+refusal of a run that cannot fit (one line, exit 2, before any model loads)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from factories import make_biased_gqa_llama, make_tiny_llama
+
+from arithmech.core import estimate as E
+from arithmech.steps import config as C
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_parameter_count_equals_sum_of_numel():
+    """Protects: the weights term counts what the model holds: :meth:`Shape.params` from the config alone equals
+    ``sum(p.numel())`` of the built model, with GQA and head_dim != d/H, with every bias on, and for the shipped
+    embedded model (its config.json against its safetensors: half the file's bytes at float16)."""
+    for model in (make_tiny_llama(), make_biased_gqa_llama(vocab=50)):
+        cfg = model.config.to_dict()
+        assert E.Shape.from_config(cfg).params == sum(p.numel() for p in model.parameters())
+    emb = E.shape_of("embedded")
+    assert emb.params == pytest.approx(emb.file_bytes / 2, rel=0.01)       # float16 file, one header
+
+
+def test_terms_match_an_independent_count():
+    """Protects the arithmetic of the largest terms against a hand count on the embedded model (L=6, H=8,
+    d_head=32, d=256, I=512, V=343, float32): END caches of 2 x 100 prompts = 200 x 6 x (256 + 1024) x 4 B;
+    identify's peak = baseline + weights + its largest phase; the estimate only grows with --n-samples."""
+    s = E.shape_of("embedded")
+    assert E.end_cache_bytes(s, 200, 4) == 200 * 6 * (8 * 32 + 4 * 256) * 4
+    assert E.bootstrap_bytes(100, 1000, 54) == 1000 * 100 * 16 + 1000 * 54 * 16
+    e = E.estimate(C.Identify(task="addition", n_samples=100))
+    assert e.phases["patching"]["END caches of X_r and X_c"] == E.end_cache_bytes(s, 200, 4)
+    assert e.peak_bytes == E.BASELINE + s.params * 4 + sum(e.phases[e.peak_phase].values())
+    assert e.fixed == {"baseline": E.BASELINE, "weights": s.params * 4}
+    sizes = [E.estimate(C.Identify(n_samples=n)).peak_bytes for n in (100, 1000, 10_000, 50_000)]
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
+    assert E.estimate(C.Identify(dtype="bfloat16")).fixed["weights"] == s.params * 2
+
+
+def test_chunk_sizes_are_the_methods_own():
+    """Protects: the chunk sizes the estimate repeats (so that it runs before torch loads) are the ones the
+    methods use; a change there must change the model here."""
+    from arithmech.methods import attribution, knockout, patching, upstream
+    assert (E.PATCH_ROWS, E.PATCH_LOGITS) == (patching.MAX_ROWS, patching.MAX_LOGITS)
+    assert (E.KNOCKOUT_ROWS, E.KNOCKOUT_TOKENS) == (knockout.MAX_ROWS, knockout.MAX_TOKENS)
+    assert (E.ATTRIBUTION_ROWS, E.UPSTREAM_ROWS) == (attribution.MAX_ROWS, upstream.MAX_ROWS)
+
+
+def test_every_step_has_an_estimate_and_a_line():
+    """Protects: each step named by issue #28 (identify, analyze, beyond, stability, shots, accuracy-by-template,
+    finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
+    a record for run.json and the progress line's text; a hub id (no geometry without loading) gets none."""
+    configs = [C.Identify(), C.Analyze(), C.Beyond(), C.Stability(), C.Shots(), C.Accuracy(), C.Finetune(mode="full"),
+               C.Table1(model_name="embedded")]
+    for c in configs:
+        e = E.estimate(c)
+        assert e is not None and e.forwards > 0 and e.peak_bytes > E.BASELINE, type(c).__name__
+        assert e.line().startswith("est. peak ") and "forwards" in e.line()
+        rec = json.loads(json.dumps(e.record()))
+        assert rec["peak_bytes"] == e.peak_bytes and rec["peak_phase"] in rec["phases"]
+    assert E.shape_of("org/not-here") is None
+
+
+def test_check_refuses_naming_the_flag_and_passes_a_normal_config(monkeypatch):
+    """Protects: with less memory free than the estimate (faked by $ARITHMECH_MEMORY_BYTES), :func:`check` raises
+    one ValueError line naming the step, the sizes and the flag to lower; with the machine's own memory a
+    default config passes and returns its estimate."""
+    monkeypatch.delenv(E.MEMORY_ENV, raising=False)
+    assert E.check(C.Identify()) is not None
+    monkeypatch.setenv(E.MEMORY_ENV, str(100 * E.MiB))
+    with pytest.raises(ValueError) as err:
+        E.check(C.Identify(n_samples=50_000))
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("identify needs about ") and "lower --n-samples" in msg
+    with pytest.raises(ValueError, match="lower --sizes"):
+        E.check(C.Stability(sizes=(64, 50_000)))
+
+
+def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    code = ("import runpy, sys; sys.argv = ['arithmech'] + sys.argv[1:]; "
+            "runpy.run_module('arithmech', run_name='__main__', alter_sys=True)")
+    probe = ("import sys, atexit; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NOTORCH', "
+             "file=sys.stderr)); " + code)
+    return subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **env}, timeout=60)
+
+
+def test_cli_refuses_an_oversize_run_in_one_line_before_torch(tmp_path):
+    """Protects the input contract for memory: ``identify --n-samples 50000`` (within the bound) on a machine
+    that has 100 MiB free is refused in one ``error:`` line naming --n-samples, exit 2, within seconds,
+    before torch is imported (so before any model loads), and writes nothing."""
+    out = tmp_path / "out"
+    r = _cli(["identify", "--model", "embedded", "--n-samples", "50000", "--out", str(out)],
+             {E.MEMORY_ENV: str(100 * E.MiB)})
+    lines = [x for x in r.stderr.splitlines() if x not in ("TORCH", "NOTORCH")]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: identify needs about ")
+    assert "lower --n-samples" in lines[0] and "NOTORCH" in r.stderr
+    assert not out.exists()
+
+
+def test_cli_passes_a_normal_config_to_the_step(tmp_path, monkeypatch):
+    """Protects: the check lets a run that fits go on: the command line calls the step with the config, after
+    the estimate (the step itself is faked, so no model loads)."""
+    from arithmech import cli
+    seen = []
+    monkeypatch.setattr(cli.importlib, "import_module",
+                        lambda name: type("M", (), {"run": staticmethod(lambda c: seen.append(c) or {})}))
+    monkeypatch.delenv(E.MEMORY_ENV, raising=False)
+    monkeypatch.setitem(cli.COMMANDS, "accuracy-by-template",
+                        cli.Command(C.Accuracy, "fake", "run", lambda r: None))
+    cli.main(["accuracy-by-template", "--model", "embedded", "--results", str(tmp_path)])
+    assert len(seen) == 1 and seen[0].n_per_template == C.Accuracy().n_per_template
