@@ -20,7 +20,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from arithmech.report.plots import EFFECT_SCHEME, fig_title
+from arithmech.report.plots import EFFECT_SCHEME, fig_title, integer_axis
 
 Z95 = 1.959964
 
@@ -105,7 +105,7 @@ def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig
                       legend=alt.Legend(format=".1%"))
     tip = ["source:N", "target:N", "kind:N", alt.Tooltip("weight:Q", format=".2%"), alt.Tooltip("q:Q", format=".2%"),
            alt.Tooltip("k:Q", format=".2%"), alt.Tooltip("v:Q", format=".2%")]
-    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]))
+    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]), axis=integer_axis())
     y = alt.Y("y:Q", title=None, axis=None)
     lines = alt.Chart(e).mark_rule(opacity=0.8).encode(
         x=x, y=y, x2="x2:Q", y2="y2:Q", color=color,

@@ -49,6 +49,13 @@ def theme() -> dict:
     }
 
 
+def integer_axis(**kwargs) -> alt.Axis:
+    """The axis of a count or an index (layer, k components knocked out, optimizer steps, tuned heads): ticks
+    on whole numbers only, printed without decimals. A quantitative axis left to itself puts ticks at 0.5,
+    1.5, ... when its range is short, which reads as if there were half a layer."""
+    return alt.Axis(tickMinStep=1, format="d", **kwargs)
+
+
 def use_theme() -> None:
     """Register and enable the arithmech theme (altair 5 and 6), and show pandas tables the book's way
     (:func:`arithmech.report.pages.use_table_display`: no index, rounded numbers, "—" for missing)."""
@@ -229,7 +236,7 @@ def _stage_rules(stages: tuple[int, int, int] | None) -> list:
 def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, str], title, stages=None) -> alt.Chart:
     df = mlp[mlp.quantity.isin(quantities)].assign(series=lambda d: d.quantity.map(quantities),
                                                    lo=lambda d: d.value - d["sem"], hi=lambda d: d.value + d["sem"])
-    base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1)),
+    base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=integer_axis()),
                                 color=alt.Color("series:N", title=None, legend=_BOTTOM))
     band = base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q")
     line = base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity (mean ± s.e.)"),
@@ -259,7 +266,7 @@ def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.Chart:
     df = mlp.assign(lo=mlp.value - mlp["std"], hi=mlp.value + mlp["std"])     # spread over samples
     base = alt.Chart(df, title=fig_title("Fig. 6", "MLP projections on W_U, one quantity at a time",
                                          "in_X: MLP_in vs W_U[X]; diff_X: MLP_out − MLP_in vs W_U[X]")).encode(
-        x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1)))
+        x=alt.X("layer:Q", axis=integer_axis()))
     return alt.layer(base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q"),
                      base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity"),
                                                        tooltip=["layer", "quantity", alt.Tooltip("value:Q", format=".3f")])
@@ -342,7 +349,8 @@ def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...
     def panel(df: pd.DataFrame, cols: tuple[str, ...], name: str) -> alt.Chart:
         m = df.melt(id_vars=[x], value_vars=list(cols), var_name="benchmark", value_name="accuracy (%)")
         acc = alt.Chart(m).mark_line(point=True).encode(
-            x=alt.X(f"{x}:Q", title=f"tuned {x}"), y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
+            x=alt.X(f"{x}:Q", title=f"tuned {x}", axis=integer_axis()),
+            y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
             color=benchmark_color(list(m["benchmark"].unique())), tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"])
         speed = alt.Chart(df).mark_bar(opacity=0.5, color=PALETTE[6]).encode(
             x=alt.X(f"{x}:O", title=f"tuned {x}"), y=alt.Y("samples/s:Q", title="train samples/s"),

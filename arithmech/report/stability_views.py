@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.report.plots import COLUMN, fig_title
+from arithmech.report.plots import COLUMN, fig_title, integer_axis
 
 _BOTTOM = alt.Legend(orient="bottom")
 _PANELS = {"size_vs_largest": "against the largest size (same seed)", "between_seeds": "between seeds (same size)"}
@@ -31,7 +31,7 @@ def jaccard_chart(table: pd.DataFrame, title: str = "How stable are the key head
     d["sets"] = [f"{a} and {b} heads, {c} shared" for a, b, c in zip(d.n_a, d.n_b, d.n_shared)]
     sizes = sorted(set(d["size"]) | set(d.ref_size))
     base = alt.Chart(d).encode(
-        x=alt.X("size:Q", title="pairs drawn", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=sizes)),
+        x=alt.X("size:Q", title="pairs drawn", scale=alt.Scale(type="log", base=2), axis=integer_axis(values=sizes)),
         y=alt.Y("jaccard:Q", title="Jaccard overlap", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("kind:N", title="counterfactual", legend=_BOTTOM),
         detail="line:N",
