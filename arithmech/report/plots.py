@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import component, component_label
 from arithmech.report.pages import use_table_display
 
 # Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
@@ -155,7 +156,8 @@ _ROLE_SCALE = alt.Scale(domain=list(ROLE_COLORS), range=list(ROLE_COLORS.values(
 
 
 def _head_names(df: pd.DataFrame) -> pd.DataFrame:
-    return df.assign(name=[f"{l}.{h}" for l, h in zip(df["layer"], df["head"])])
+    """``df`` with a ``name`` column naming each row's head as a reader sees it ("head 13.11")."""
+    return df.assign(name=[component(l, h) for l, h in zip(df["layer"], df["head"])])
 
 
 def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = "Fig. 5") -> alt.Chart:
@@ -165,12 +167,12 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
     Heads are grouped operand heads first, then operator heads, then the rest.
     """
     order = labels.assign(g=labels.label.map({"operand": 0, "operator": 1}).fillna(2)).sort_values(["g"], kind="stable")
-    names = [f"{n} ({l})" for n, l in zip(order.name, order.label)]
-    lab = dict(zip(order.name, names))
+    names = [f"{component_label(n)} ({l})" for n, l in zip(order.name, order.label)]
+    lab = dict(zip(map(component_label, order.name), names))
     df = _head_names(roles)
     df = df[df.name.isin(lab) & (df.task != "all") & df.role.isin(list(ROLE_COLORS))].assign(head_label=lambda d: d.name.map(lab))
     return alt.Chart(df).mark_bar().encode(
-        x=alt.X("head_label:N", sort=names, title="key head (layer.head)"),
+        x=alt.X("head_label:N", sort=names, title="key head"),
         y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("role:N", scale=_ROLE_SCALE, sort=list(ROLE_COLORS), legend=_BOTTOM),
         order=alt.Order("role_rank:Q"),
@@ -184,12 +186,14 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
 
 
 def attention_roles_explorer(roles: pd.DataFrame, heads: list[str] | None = None) -> alt.Chart:
-    """Pick a head in a dropdown → its attention mass by role, per operation (all heads precomputed)."""
+    """Pick a head in a dropdown → its attention mass by role, per operation (all heads precomputed).
+    ``heads``: the dropdown's heads in order (file ids "13.11"); default: every head by layer, then head."""
     df = _head_names(roles[roles.role.isin(list(ROLE_COLORS))])
-    names = heads or sorted(df.name.unique(), key=lambda n: tuple(map(int, n.split("."))))
+    names = ([component_label(h) for h in heads] if heads else
+             list(dict.fromkeys(df.sort_values(["layer", "head"], kind="stable").name)))
     pick = alt.param(name="head_pick", value=names[0], bind=alt.binding_select(options=names, name="head "))
     return alt.Chart(df, title=fig_title("Fig. 5", "Attention by role of a chosen head",
-                                         "choose a head (layer.head) in the dropdown")).mark_bar().encode(
+                                         "choose a head in the dropdown")).mark_bar().encode(
         x=alt.X("role:N", sort=list(ROLE_COLORS), title=None),
         y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("role:N", scale=_ROLE_SCALE, legend=None),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import component_label
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.plots import COLUMN, fig_title, integer_axis
 
@@ -49,7 +50,7 @@ def head_intervals_chart(heads: pd.DataFrame, threshold: float = KEY_THRESHOLD, 
     (interval below ``threshold``, the red rule); hover for how often the head was key across runs."""
     panels = []
     for kind, g in heads.groupby("kind", sort=False):
-        g = g.sort_values(["effect", "layer", "head"]).head(top).copy()
+        g = g.sort_values(["effect", "layer", "head"]).head(top).assign(name=lambda d: d.name.map(component_label))
         g["key"] = (g.effect_hi < threshold).map({True: "key (interval below threshold)", False: "not key"})
         g["often"] = [f"key in {k} of {r} runs, top in {t}" for k, r, t in zip(g.key_runs, g.runs, g.top_runs)]
         y = alt.Y("name:N", sort=list(g.name), title=None)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
+from arithmech.core.names import components
 from arithmech.report.plots import COLUMN, PALETTE, integer_axis
 from arithmech.steps.arms import KNEE as KNEE_SHARE
 
@@ -32,7 +33,7 @@ def setup_line(folder: str | Path) -> str:
     match, the step budget and where it came from, the seeds, and what the run cost."""
     p = V.plan(folder)
     h = p["heads"]
-    fmt = lambda hs: ", ".join(f"{l}.{k}" for l, k in hs)
+    fmt = components
     matched = h.get("random_layers_matched", [])
     cost = p.get("cost") or {}
     minutes = f"{cost['total_s'] / 60:.0f} minutes of compute over {cost['runs']} runs" if cost.get("total_s") else ""
