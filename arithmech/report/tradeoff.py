@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.report.plots import COLUMN, PALETTE
+from arithmech.report.tables import TOY_NAMES
 
 ARM_SCALE = alt.Scale(domain=["base", "full", "precise-key", "precise-random"],
                       range=[PALETTE[6], PALETTE[0], PALETTE[1], PALETTE[3]])
@@ -52,6 +53,8 @@ def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: 
     a datum, so it needs no data of its own either."""
     df = table[(table.arm != "base") & table.measure.isin(measures)][
         ["arm", "measure", "delta", "delta_ci_low", "delta_ci_high", "runs"]]
+    shown = lambda m: TOY_NAMES.get(m, m)                  # "two_digit" → "two-digit (math)"
+    df = df.assign(measure=df.measure.map(shown))
     arms = [a for a in ARM_SCALE.domain if a in set(df.arm)]
     enc = alt.Chart().encode(y=alt.Y("arm:N", title=None, sort=arms, scale=alt.Scale(domain=arms)),
                              color=alt.Color("arm:N", scale=ARM_SCALE, legend=None))
@@ -63,5 +66,5 @@ def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: 
             "arm", "measure", alt.Tooltip("delta:Q", format="+.3f"), alt.Tooltip("delta_ci_low:Q", format="+.3f", title="low"),
             alt.Tooltip("delta_ci_high:Q", format="+.3f", title="high"), "runs"]),
     ).properties(width=COLUMN // 2 - 20, height=22 * max(1, len(arms)) + 20)
-    return layer.facet(facet=alt.Facet("measure:N", sort=measures, title=None), columns=2, data=df,
+    return layer.facet(facet=alt.Facet("measure:N", sort=[shown(m) for m in measures], title=None), columns=2, data=df,
                        title=title).resolve_scale(x="independent")

@@ -6,6 +6,7 @@ import re
 import pandas as pd
 
 from arithmech.report import tradeoff
+from arithmech.report.tables import TOY_NAMES
 
 ARMS = ["base", "full", "precise-key", "precise-random"]
 MEASURES = ["negative", "two_digit", "single_digit", "generic"]
@@ -33,13 +34,14 @@ def _panels(svg: str, layer: int) -> list[list[str]]:
 def test_arms_chart_draws_each_arm_once_per_measure_panel():
     """Protects Table 1's chart (issue #27: all four panels were identical, each drawing all 12 arm × measure
     points): the rows are the facet's data, no layer holds its own, and the rendered chart has one panel per
-    measure in which each fine-tuned arm is one dot and one interval, with that measure's change only."""
+    measure (titled by its name, "two-digit (math)", not its key) in which each fine-tuned arm is one dot and one
+    interval, with that measure's change only."""
     table = _table()
     spec = tradeoff.arms_chart(table, MEASURES).to_dict()
     assert spec["facet"]["field"] == "measure" and "data" in spec
     assert all("data" not in layer for layer in spec["spec"]["layer"])
     rows = pd.DataFrame(spec["datasets"][spec["data"]["name"]])
-    assert sorted(zip(rows.arm, rows.measure)) == sorted((a, m) for a in ARMS[1:] for m in MEASURES)
+    assert sorted(zip(rows.arm, rows.measure)) == sorted((a, TOY_NAMES[m]) for a in ARMS[1:] for m in MEASURES)
 
     import vl_convert as vlc
     svg = vlc.vegalite_to_svg(spec)
@@ -47,7 +49,7 @@ def test_arms_chart_draws_each_arm_once_per_measure_panel():
     assert len(points) == len(intervals) == len(MEASURES)
     for m, labels, bars in zip(MEASURES, points, intervals):
         assert len(labels) == len(bars) == 3, (m, labels)
-        assert all(f"measure: {m};" in l for l in labels), (m, labels)
+        assert all(f"measure: {TOY_NAMES[m]};" in l for l in labels), (m, labels)
         assert sorted(re.search(r"arm: ([\w-]+)", l).group(1) for l in labels) == ARMS[1:]
         want = table[(table.measure == m) & (table.arm != "base")].delta
         assert sorted(float(re.search(r"delta: ([-\d.]+)", l).group(1)) for l in labels) == sorted(want)
