@@ -30,6 +30,7 @@ import pandas as pd
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.core import results
+from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.methods.knockout_tables import floor_of
@@ -145,7 +146,7 @@ BY_ID = {r.id: r for r in RULES}
 def _key_heads(ctx: Context):
     hd = ctx.heads()
     key = hd[hd["effect_hi"] < THRESHOLD]          # effects.csv v2 always has the interval (v1 is refused)
-    names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
+    names = components(zip(key.layer, key["head"]))
     return (f"{len(key)} of {len(hd)} heads have their bootstrap interval below {THRESHOLD:+.0%} ({names}); strongest: "
             f"{hd.effect.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} prompts", len(key) > 0)
 
@@ -156,7 +157,7 @@ def _key_heads_share(ctx: Context):
         raise Missing("effects.csv has no share columns (made before the calibrated measure; re-run identify)")
     hd = hd.sort_values(["share", "layer", "head"], kind="stable")
     key = hd[hd.share_hi < SHARE_THRESHOLD]
-    names = ", ".join(f"{l}.{h}" for l, h in zip(key.layer, key["head"])) or "none"
+    names = components(zip(key.layer, key["head"]))
     return (f"{len(key)} of {len(hd)} heads have their share's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
             f"({names}); strongest: {hd.share.iloc[0]:+.1%} of the counterfactual's effect; n = {int(hd.n.iloc[0])} "
             "prompts", len(key) > 0)

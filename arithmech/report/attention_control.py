@@ -11,6 +11,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import component_label
 from arithmech.report.plots import COLUMN
 
 LEGEND = alt.Legend(orient="bottom", columns=5, labelLimit=200)
@@ -23,6 +24,7 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
     ``baseline``: attention_baseline.csv rows ``name, role, measure, view, value, se, nonkey_median,
     nonkey_p05, nonkey_p95, percentile, n_nonkey, verdict`` (one per key head × role × measure × view).
     """
+    baseline = baseline.assign(name=baseline.name.map(component_label))     # "head 13.11", as every page names it
     roles = list(dict.fromkeys(baseline.role))
     names = list(dict.fromkeys(baseline.name))
     at = {r: i for i, r in enumerate(roles)}

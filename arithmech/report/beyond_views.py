@@ -13,6 +13,7 @@ import math
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import component, component_label
 from arithmech.report import circuit
 
 METHODS = (("eap", "EAP"), ("eap_ig", "EAP-IG"))
@@ -39,7 +40,7 @@ def methods_table(runs: list[dict]) -> pd.DataFrame:
         S, t = r["summary"], r["summary"]["times"]
         rows.append({"model": r["model"], "method": "exact (path_patch_fast)", "seconds": t["exact_s"],
                      "Spearman ρ (all)": 1.0, "ρ 95% CI (items: heads, MLPs)": "—", "ρ (heads)": 1.0, f"top-{S['top']} overlap": S["top"],
-                     KEY: ", ".join(S["exact_key_heads"]) or "—", "n": S["n_samples"]})
+                     KEY: ", ".join(map(component_label, S["exact_key_heads"])) or "—", "n": S["n_samples"]})
         n_all = len(r["eap"])                                       # every head and MLP
         for m, name in METHODS:
             rho = S[m]["spearman_all"]
@@ -47,7 +48,7 @@ def methods_table(runs: list[dict]) -> pd.DataFrame:
                          "seconds": t[f"{m}_s"], "Spearman ρ (all)": rho,
                          "ρ 95% CI (items: heads, MLPs)": "[{:+.3f}, {:+.3f}]".format(*spearman_ci(rho, n_all)),
                          "ρ (heads)": S[m]["spearman_heads"], f"top-{S['top']} overlap": S[m]["top_overlap"],
-                         KEY: ", ".join(S[m]["key_heads"]) or "—", "n": S["n_samples"]})
+                         KEY: ", ".join(map(component_label, S[m]["key_heads"])) or "—", "n": S["n_samples"]})
     return pd.DataFrame(rows)
 
 
@@ -56,14 +57,16 @@ def scatter_chart(run: dict, width: int = 420) -> alt.LayerChart:
     the diagonal; hover for the exact effect's standard error."""
     eap = run["eap"]
     long = eap.melt(id_vars=["layer", "head", "exact", "exact_se"], value_vars=["eap", "eap_ig"], var_name="method",
-                    value_name="estimate").assign(kind=lambda d: d["head"].map(lambda h: "MLP" if h == "mlp" else "head"))
+                    value_name="estimate")
+    long = long.assign(kind=long["head"].map(lambda h: "MLP" if h == "mlp" else "head"),
+                       component=[component(l, h) for l, h in zip(long.layer, long["head"])])
     lim = float(max(long.exact.abs().max(), long.estimate.abs().max()))
     diag = alt.Chart(pd.DataFrame({"x": [-lim, lim]})).mark_line(color="#888", strokeDash=[4, 3]).encode(x="x:Q", y="x:Q")
     pts = alt.Chart(long).mark_point(filled=True, size=45).encode(
         x=alt.X("exact:Q", title="exact effect", axis=alt.Axis(format="%")),
         y=alt.Y("estimate:Q", title="attribution estimate", axis=alt.Axis(format="%")),
         color=alt.Color("method:N", title="method"), shape=alt.Shape("kind:N", title="sender"),
-        tooltip=["layer:O", "head:N", "method:N", alt.Tooltip("exact:Q", format=".2%"),
+        tooltip=["component:N", "method:N", alt.Tooltip("exact:Q", format=".2%"),
                  alt.Tooltip("exact_se:Q", format=".2%", title="± (s.e.)"), alt.Tooltip("estimate:Q", format=".2%")])
     return (diag + pts).properties(width=width, height=300, title=alt.TitleParams(
         f"Attribution vs exact path patching, {run['model']}", subtitle=f"n = {run['summary']['n_samples']} prompts; "
@@ -71,9 +74,12 @@ def scatter_chart(run: dict, width: int = 420) -> alt.LayerChart:
 
 
 def misses_table(runs: list[dict]) -> pd.DataFrame:
-    """EAP's largest misses per model, recomputed with norms / MLP gates / both frozen, and the cause."""
-    cols = ["layer", "head", "exact", "eap", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen", "cause"]
-    parts = [r["eap"][r["eap"]["cause"].notna()][cols].assign(model=r["model"]) for r in runs if "cause" in r["eap"]]
+    """EAP's largest misses per model (the component named as in :func:`arithmech.core.names.component`),
+    recomputed with norms / MLP gates / both frozen, and the cause."""
+    cols = ["component", "exact", "eap", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen", "cause"]
+    named = lambda d: d.assign(component=[component(l, h) for l, h in zip(d.layer, d["head"])])
+    parts = [named(r["eap"][r["eap"]["cause"].notna()])[cols].assign(model=r["model"])
+             for r in runs if "cause" in r["eap"]]
     if not parts:
         return pd.DataFrame(columns=["model", *cols])
     out = pd.concat(parts, ignore_index=True)
@@ -89,7 +95,8 @@ def upstream_table(runs: list[dict], top: int = 8) -> pd.DataFrame:
         up = r["upstream"]
         if len(up):
             up = up.reindex(up["effect"].abs().sort_values(ascending=False, kind="stable").index).head(top)
-            parts.append(up.assign(model=r["model"])[cols])
+            parts.append(up.assign(model=r["model"], sender=up.sender.map(component_label),
+                                   receiver=up.receiver.map(component_label))[cols])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
 
 
@@ -114,7 +121,8 @@ def verdict_table(runs: list[dict]) -> pd.DataFrame:
     rows = []
     for r in runs:
         v, S = circuit.verdict(r["eap"], r["upstream"]), r["summary"]
-        rows.append({"model": r["model"], "receivers": f"{', '.join(S['receivers']) or '—'} ({S['receivers_from']})",
+        rows.append({"model": r["model"],
+                     "receivers": f"{', '.join(map(component_label, S['receivers'])) or '—'} ({S['receivers_from']})",
                      "D (weakest receiver, direct)": v.get("D"),
                      "D 95% interval": "{:.3%} – {:.3%}".format(*v["D_ci"]) if "D_ci" in v else None,
                      "E (strongest upstream path)": v.get("E"),

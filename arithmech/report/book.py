@@ -210,9 +210,14 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     return time.perf_counter() - t0
 
 
+# Tool caches that are not dot-folders (those are all skipped: .pytest_cache, .ipynb_checkpoints, .venv, ...).
+TOOL_CACHES = ("__pycache__", "node_modules")
+
+
 def _skip(rel: Path) -> bool:
-    """Tool caches and editor files never go into the render tree (nor, through it, into the HTML)."""
-    return any(part.startswith(".") or part in ("__pycache__", "_generated") for part in rel.parts)
+    """Tool caches and editor files never go into the render tree (nor, through it, into the HTML); _config.yml's
+    ``exclude_patterns`` name them too, for Sphinx."""
+    return any(part.startswith(".") or part in (*TOOL_CACHES, "_generated") for part in rel.parts)
 
 
 def _sync(src: Path, dst: Path, keep: set) -> None:
@@ -261,13 +266,20 @@ def render_tree(root: Path) -> list[str]:
     return unexecuted
 
 
+def _renderer_env() -> dict[str, str]:
+    """The environment of the jupyter-book process: ours, with this arithmech first on its path, so the Sphinx
+    extension _config.yml names (:mod:`arithmech.report.bibstyle`) is the one of the running package."""
+    here = str(Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
 def jupyter_book(root: Path) -> None:
     """``jupyter-book build _build/render`` into ``_build/html`` with the venv's own executable; raise with its
     output's tail on failure."""
     exe = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root / RENDER), "--path-output", str(root),
            "--builder", "html"]
-    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=_renderer_env())
     log = root / BUILD / "jupyter-book.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(r.stdout + "\n" + r.stderr)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from arithmech.report.plots import EFFECT_SCHEME, fig_title
+from arithmech.core.names import component_label
+from arithmech.report.plots import EFFECT_SCHEME, fig_title, integer_axis
 
 Z95 = 1.959964
 
@@ -91,7 +92,8 @@ def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
     d_lo, d_hi = D - Z95 * D_se, D + Z95 * D_se
     v = "holds" if hi < d_lo else "does not hold" if lo > d_hi else "inconclusive"
     return {"verdict": v, "D": D, "D_ci": [d_lo, d_hi], "D_receiver": weakest, "E": E, "E_ci": [lo, hi],
-            "E_path": f"{top.sender} → {top.receiver} ({top.path})", "n": int(top.n)}
+            "E_path": f"{component_label(top.sender)} → {component_label(top.receiver)} ({top.path})",
+            "n": int(top.n)}
 
 
 def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond") -> alt.LayerChart:
@@ -99,13 +101,15 @@ def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig
     (red: lowers the answer logit), dashed = direct edges to the logits; hover for the numbers."""
     pos = nodes.set_index("node")[["layer", "y"]]
     e = edges.assign(x=edges.source.map(pos.layer), y=edges.source.map(pos.y),
+                     source_label=edges.source.map(component_label), target_label=edges.target.map(component_label),
                      x2=edges.target.map(pos.layer), y2=edges.target.map(pos.y), size=edges.weight.abs())
     m = max(1e-9, float(e.weight.abs().max())) if len(e) else 1.0
     color = alt.Color("weight:Q", title="effect", scale=alt.Scale(scheme=EFFECT_SCHEME, domain=[-m, m], domainMid=0),
                       legend=alt.Legend(format=".1%"))
-    tip = ["source:N", "target:N", "kind:N", alt.Tooltip("weight:Q", format=".2%"), alt.Tooltip("q:Q", format=".2%"),
+    tip = [alt.Tooltip("source_label:N", title="from"), alt.Tooltip("target_label:N", title="to"), "kind:N",
+           alt.Tooltip("weight:Q", format=".2%"), alt.Tooltip("q:Q", format=".2%"),
            alt.Tooltip("k:Q", format=".2%"), alt.Tooltip("v:Q", format=".2%")]
-    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]))
+    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]), axis=integer_axis())
     y = alt.Y("y:Q", title=None, axis=None)
     lines = alt.Chart(e).mark_rule(opacity=0.8).encode(
         x=x, y=y, x2="x2:Q", y2="y2:Q", color=color,
@@ -113,13 +117,13 @@ def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig
         strokeDash=alt.StrokeDash("kind:N", scale=alt.Scale(domain=["upstream", "direct"], range=[[1, 0], [4, 3]]),
                                   title="edge"),
         tooltip=tip)
-    n = nodes.rename(columns={"layer": "x"})
+    n = nodes.rename(columns={"layer": "x"}).assign(label=lambda d: d.node.map(component_label))
     dots = alt.Chart(n).mark_circle(size=260, opacity=1).encode(
         x=x, y=y, fill=alt.Fill("kind:N", title="node", scale=alt.Scale(domain=["sender", "receiver", "logits"],
                                                                           range=["#7f8c8d", "#2c3e50", "#d35400"])),
-        tooltip=["node:N", alt.Tooltip("x:Q", title="layer"), "kind:N",
+        tooltip=[alt.Tooltip("label:N", title="node"), alt.Tooltip("x:Q", title="layer"), "kind:N",
                  alt.Tooltip("direct:Q", format=".2%", title="direct effect")])
-    labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="node:N")
+    labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="label:N")
     return alt.layer(lines, dots, labels).properties(
         width=560, height=300, title=fig_title(fig, f"the paths into the key heads, {model_name}",
                                                "edge = mean relative change of the answer logit along that path"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import components
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.plots import COLUMN, EFFECT_SCHEME, fig_title
 
@@ -195,6 +196,6 @@ def finding(steps: pd.DataFrame, model_name: str, thresholds) -> str:
         return (f"**{model_name}**: no head passes any threshold from {100 * thresholds[0]:+g}% to "
                 f"{100 * thresholds[-1]:+g}%: nothing to knock out.")
     return (f"**{model_name}**: knocking out its {d.n_heads} key head(s) at {100 * d.threshold:+g}% "
-            f"({', '.join(d.heads[:5])}) leaves the answer top-1 on {d.correct}/{d.n} prompts "
+            f"({components(d.heads[:5])}) leaves the answer top-1 on {d.correct}/{d.n} prompts "
             f"({_pct(d.correct / d.n)}, 95% CI {_pct(d.ci_low)}–{_pct(d.ci_high)}; intact {intact.correct}/{intact.n}): "
             f"lower than intact — {knockout_verdict(d, intact)}.")

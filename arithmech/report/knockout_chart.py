@@ -15,7 +15,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from arithmech.report.plots import COLUMN, PALETTE, fig_title
+from arithmech.report.plots import COLUMN, PALETTE, fig_title, integer_axis
 
 _BOTTOM = alt.Legend(orient="bottom", direction="vertical", labelLimit=220)   # two legends side by side fit the column
 
@@ -51,23 +51,25 @@ def knockout_control_chart(knockout: pd.DataFrame, kind: str = "head", tasks: st
                            fig: str = "Fig. 3", positions: str = "end") -> alt.Chart:
     """Fig. 3 with the random band (5–95% over orders of components outside the key ones and the top k) and the floor lines."""
     curve, rules = knockout_frames(knockout, kind, tasks, positions)
-    x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)")
+    x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)", axis=integer_axis())
     y = alt.Y("accuracy:Q", title="accuracy", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]))
     color = alt.Color("series:N", title=None, legend=_BOTTOM,
                       scale=alt.Scale(domain=["effect rank", "random rank (outside top k, key)"], range=[PALETTE[0], PALETTE[6]]))
     tip = ["series:N", "k:Q", alt.Tooltip("accuracy:Q", format=".1%"), alt.Tooltip("ci_low:Q", format=".1%", title="low"),
            alt.Tooltip("ci_high:Q", format=".1%", title="high"), "orders:Q", "n:Q"]
-    base = alt.Chart(curve)
+    # One frame for every layer (``part`` tells them apart): a facet by task splits only data given at its top.
+    data = pd.concat([curve.assign(part="curve"), rules.assign(part="rule")], ignore_index=True)
+    base = alt.Chart().transform_filter(alt.datum.part == "curve")
     band = base.mark_area(opacity=0.2).encode(x=x, y=alt.Y("ci_low:Q", title="accuracy"), y2="ci_high:Q", color=color)
     line = base.mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tip)
-    rule = alt.Chart(rules).mark_rule(strokeDash=[4, 3]).encode(
+    rule = alt.Chart().transform_filter(alt.datum.part == "rule").mark_rule(strokeDash=[4, 3]).encode(
         y="accuracy:Q", color=alt.Color("rule:N", title=None, legend=_BOTTOM,
                                         scale=alt.Scale(domain=[RULES[kind][1], "majority floor"],
                                                         range=[PALETTE[3], "#555555"])),
         tooltip=["rule:N", alt.Tooltip("accuracy:Q", format=".1%"), alt.Tooltip("ci_low:Q", format=".1%", title="low"),
                  alt.Tooltip("ci_high:Q", format=".1%", title="high"), "n:Q"])
     n_tasks = curve["task"].nunique()
-    chart = alt.layer(band, line, rule).resolve_scale(color="independent").properties(
+    chart = alt.layer(band, line, rule, data=data).resolve_scale(color="independent").properties(
         width=COLUMN if n_tasks == 1 else COLUMN // 2 - 20, height=220 if n_tasks == 1 else 160)
     if n_tasks > 1:
         chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(curve["task"]))), columns=2)

@@ -10,16 +10,19 @@
 * :func:`hide_injected` — tags papermill's injected-parameters cell of an executed chapter ``remove-cell``
   (papermill writes it untagged but for ``injected-parameters``; MyST-NB hides cells by tag only).
 * :func:`use_table_display` — pandas frames shown as books show tables: no index column, numbers
-  rounded, "—" for a missing value, long tables folded into a ``<details>``.
+  rounded, "—" for a missing value, long tables folded into a ``<details>``; in every table (styled ones
+  too) a column of True/False/None reads as words (:func:`readable`).
 * :func:`answer_token_sentence` — the one sentence a page prints under a table or a view of answer tokens,
   naming the answer-token rule its files record (:data:`arithmech.data.pairs.ANSWER_TOKENS`).
 """
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from arithmech.claims.rules import claims
@@ -39,13 +42,44 @@ ANSWER_TOKEN_RULES = {
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 MISSING = "—"
 FOLD_ROWS = 12                      # tables longer than this are folded
+# Columns whose True/False/None is a rule's verdict (holds / does not hold / inconclusive); any other column of
+# True/False/None is a yes/no question (yes / no / —).
+VERDICT_COLUMNS = ("holds", "verdict")
+
+
+def _missing(x: Any) -> bool:
+    return x is None or x is pd.NA or x is pd.NaT or (isinstance(x, float) and x != x)
 
 
 def verdict(holds: Any) -> str:
     """``True`` → "holds", ``False`` → "does not hold", ``None``/NaN → "inconclusive"."""
-    if holds is None or (isinstance(holds, float) and holds != holds):
+    if _missing(holds):
         return VERDICT[None]
     return VERDICT[bool(holds)]
+
+
+def yes_no(x: Any) -> str:
+    """``True`` → "yes", ``False`` → "no", ``None``/NaN → "—": a flag as a reader reads it."""
+    return MISSING if _missing(x) else ("yes" if x else "no")
+
+
+def _is_flag(col: pd.Series) -> bool:
+    """Whether a column holds only True/False (numpy's too) and missing values, at least one of them a flag."""
+    seen = [x for x in col if not _missing(x)]
+    return bool(seen) and all(isinstance(x, (bool, np.bool_)) for x in seen)
+
+
+def flag_columns(df: pd.DataFrame) -> dict[str, Any]:
+    """Each True/False/None column of ``df`` with the function that words it: :func:`verdict` for the
+    :data:`VERDICT_COLUMNS`, :func:`yes_no` for the rest."""
+    return {c: verdict if c in VERDICT_COLUMNS else yes_no for c in df.columns if _is_flag(df[c])}
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its True/False/None columns as words (:func:`flag_columns`); the one helper every table a
+    reader sees goes through (:func:`table_html`, :func:`styler_html`), so no page shows a Python value."""
+    words = flag_columns(df)
+    return df.assign(**{c: df[c].map(f) for c, f in words.items()}) if words else df
 
 
 def _md_cell(x: Any) -> str:
@@ -140,8 +174,8 @@ def answer_token_sentence(rule: str, identify_rule: str | None = None) -> str:
 def _fmt(x: Any) -> str:
     if x is None or (isinstance(x, float) and x != x) or x is pd.NA or x is pd.NaT:
         return MISSING
-    if isinstance(x, bool):
-        return str(x)
+    if isinstance(x, (bool, np.bool_)):
+        return yes_no(x)
     if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
         return f"{int(x):,}"
     if isinstance(x, float):
@@ -155,7 +189,7 @@ def table_html(df: pd.DataFrame) -> str:
     d = df
     if d.index.name is not None or isinstance(d.index, pd.MultiIndex):
         d = d.reset_index()
-    d = d.astype(object).where(d.notna(), None)
+    d = readable(d.astype(object).where(d.notna(), None))
     body = (d.style.hide(axis="index").format(_fmt)
             .set_table_attributes('class="dataframe arithmech-table"').to_html())
     if len(d) > FOLD_ROWS:
@@ -164,13 +198,27 @@ def table_html(df: pd.DataFrame) -> str:
     return body
 
 
+def styler_html(styler) -> str:
+    """HTML of a pandas ``Styler`` (a table a chapter formats itself) with its True/False/None columns as words
+    (:func:`flag_columns`); the chapter's own formats of the other columns are kept, its object untouched."""
+    words = flag_columns(styler.data)
+    s = copy.deepcopy(styler)                       # format() edits in place; the chapter's object stays as it was
+    for c, f in words.items():
+        s = s.format(f, subset=[c])
+    return s.to_html()
+
+
 def use_table_display() -> None:
-    """Show every pandas DataFrame with :func:`table_html` in this IPython session (no-op outside one)."""
+    """Show every pandas DataFrame with :func:`table_html`, and every Styler with :func:`styler_html`, in this
+    IPython session (no-op outside one)."""
     try:
         ip = get_ipython()  # noqa: F821 (defined in IPython)
     except NameError:
         return
-    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+    from pandas.io.formats.style import Styler  # lazy: imports jinja2 (the book extra)
+    html = ip.display_formatter.formatters["text/html"]
+    html.for_type(pd.DataFrame, table_html)
+    html.for_type(Styler, styler_html)
 
 
 # ------------------------------------------------------------------------------- chapter findings

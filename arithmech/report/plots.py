@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import component, component_label
 from arithmech.report.pages import use_table_display
 
 # Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
@@ -47,6 +48,13 @@ def theme() -> dict:
             "header": {"labelFontSize": 12, "titleFontSize": 12},
         }
     }
+
+
+def integer_axis(**kwargs) -> alt.Axis:
+    """The axis of a count or an index (layer, k components knocked out, optimizer steps, tuned heads): ticks
+    on whole numbers only, printed without decimals. A quantitative axis left to itself puts ticks at 0.5,
+    1.5, ... when its range is short, which reads as if there were half a layer."""
+    return alt.Axis(tickMinStep=1, format="d", **kwargs)
 
 
 def use_theme() -> None:
@@ -148,7 +156,8 @@ _ROLE_SCALE = alt.Scale(domain=list(ROLE_COLORS), range=list(ROLE_COLORS.values(
 
 
 def _head_names(df: pd.DataFrame) -> pd.DataFrame:
-    return df.assign(name=[f"{l}.{h}" for l, h in zip(df["layer"], df["head"])])
+    """``df`` with a ``name`` column naming each row's head as a reader sees it ("head 13.11")."""
+    return df.assign(name=[component(l, h) for l, h in zip(df["layer"], df["head"])])
 
 
 def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = "Fig. 5") -> alt.Chart:
@@ -158,12 +167,12 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
     Heads are grouped operand heads first, then operator heads, then the rest.
     """
     order = labels.assign(g=labels.label.map({"operand": 0, "operator": 1}).fillna(2)).sort_values(["g"], kind="stable")
-    names = [f"{n} ({l})" for n, l in zip(order.name, order.label)]
-    lab = dict(zip(order.name, names))
+    names = [f"{component_label(n)} ({l})" for n, l in zip(order.name, order.label)]
+    lab = dict(zip(map(component_label, order.name), names))
     df = _head_names(roles)
     df = df[df.name.isin(lab) & (df.task != "all") & df.role.isin(list(ROLE_COLORS))].assign(head_label=lambda d: d.name.map(lab))
     return alt.Chart(df).mark_bar().encode(
-        x=alt.X("head_label:N", sort=names, title="key head (layer.head)"),
+        x=alt.X("head_label:N", sort=names, title="key head"),
         y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("role:N", scale=_ROLE_SCALE, sort=list(ROLE_COLORS), legend=_BOTTOM),
         order=alt.Order("role_rank:Q"),
@@ -177,12 +186,14 @@ def attention_roles_chart(roles: pd.DataFrame, labels: pd.DataFrame, fig: str = 
 
 
 def attention_roles_explorer(roles: pd.DataFrame, heads: list[str] | None = None) -> alt.Chart:
-    """Pick a head in a dropdown → its attention mass by role, per operation (all heads precomputed)."""
+    """Pick a head in a dropdown → its attention mass by role, per operation (all heads precomputed).
+    ``heads``: the dropdown's heads in order (file ids "13.11"); default: every head by layer, then head."""
     df = _head_names(roles[roles.role.isin(list(ROLE_COLORS))])
-    names = heads or sorted(df.name.unique(), key=lambda n: tuple(map(int, n.split("."))))
+    names = ([component_label(h) for h in heads] if heads else
+             list(dict.fromkeys(df.sort_values(["layer", "head"], kind="stable").name)))
     pick = alt.param(name="head_pick", value=names[0], bind=alt.binding_select(options=names, name="head "))
     return alt.Chart(df, title=fig_title("Fig. 5", "Attention by role of a chosen head",
-                                         "choose a head (layer.head) in the dropdown")).mark_bar().encode(
+                                         "choose a head in the dropdown")).mark_bar().encode(
         x=alt.X("role:N", sort=list(ROLE_COLORS), title=None),
         y=alt.Y("mean_score:Q", title="attention mass", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("role:N", scale=_ROLE_SCALE, legend=None),
@@ -229,7 +240,7 @@ def _stage_rules(stages: tuple[int, int, int] | None) -> list:
 def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, str], title, stages=None) -> alt.Chart:
     df = mlp[mlp.quantity.isin(quantities)].assign(series=lambda d: d.quantity.map(quantities),
                                                    lo=lambda d: d.value - d["sem"], hi=lambda d: d.value + d["sem"])
-    base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1)),
+    base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=integer_axis()),
                                 color=alt.Color("series:N", title=None, legend=_BOTTOM))
     band = base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q")
     line = base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity (mean ± s.e.)"),
@@ -259,7 +270,7 @@ def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.Chart:
     df = mlp.assign(lo=mlp.value - mlp["std"], hi=mlp.value + mlp["std"])     # spread over samples
     base = alt.Chart(df, title=fig_title("Fig. 6", "MLP projections on W_U, one quantity at a time",
                                          "in_X: MLP_in vs W_U[X]; diff_X: MLP_out − MLP_in vs W_U[X]")).encode(
-        x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1)))
+        x=alt.X("layer:Q", axis=integer_axis()))
     return alt.layer(base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q"),
                      base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity"),
                                                        tooltip=["layer", "quantity", alt.Tooltip("value:Q", format=".3f")])
@@ -342,7 +353,8 @@ def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...
     def panel(df: pd.DataFrame, cols: tuple[str, ...], name: str) -> alt.Chart:
         m = df.melt(id_vars=[x], value_vars=list(cols), var_name="benchmark", value_name="accuracy (%)")
         acc = alt.Chart(m).mark_line(point=True).encode(
-            x=alt.X(f"{x}:Q", title=f"tuned {x}"), y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
+            x=alt.X(f"{x}:Q", title=f"tuned {x}", axis=integer_axis()),
+            y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
             color=benchmark_color(list(m["benchmark"].unique())), tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"])
         speed = alt.Chart(df).mark_bar(opacity=0.5, color=PALETTE[6]).encode(
             x=alt.X(f"{x}:O", title=f"tuned {x}"), y=alt.Y("samples/s:Q", title="train samples/s"),

@@ -14,8 +14,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import component_label
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.report.plots import COLUMN, fig_title
+from arithmech.report.plots import COLUMN, fig_title, integer_axis
 
 _BOTTOM = alt.Legend(orient="bottom")
 _PANELS = {"size_vs_largest": "against the largest size (same seed)", "between_seeds": "between seeds (same size)"}
@@ -31,7 +32,7 @@ def jaccard_chart(table: pd.DataFrame, title: str = "How stable are the key head
     d["sets"] = [f"{a} and {b} heads, {c} shared" for a, b, c in zip(d.n_a, d.n_b, d.n_shared)]
     sizes = sorted(set(d["size"]) | set(d.ref_size))
     base = alt.Chart(d).encode(
-        x=alt.X("size:Q", title="pairs drawn", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=sizes)),
+        x=alt.X("size:Q", title="pairs drawn", scale=alt.Scale(type="log", base=2), axis=integer_axis(values=sizes)),
         y=alt.Y("jaccard:Q", title="Jaccard overlap", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("kind:N", title="counterfactual", legend=_BOTTOM),
         detail="line:N",
@@ -49,7 +50,7 @@ def head_intervals_chart(heads: pd.DataFrame, threshold: float = KEY_THRESHOLD, 
     (interval below ``threshold``, the red rule); hover for how often the head was key across runs."""
     panels = []
     for kind, g in heads.groupby("kind", sort=False):
-        g = g.sort_values(["effect", "layer", "head"]).head(top).copy()
+        g = g.sort_values(["effect", "layer", "head"]).head(top).assign(name=lambda d: d.name.map(component_label))
         g["key"] = (g.effect_hi < threshold).map({True: "key (interval below threshold)", False: "not key"})
         g["often"] = [f"key in {k} of {r} runs, top in {t}" for k, r, t in zip(g.key_runs, g.runs, g.top_runs)]
         y = alt.Y("name:N", sort=list(g.name), title=None)

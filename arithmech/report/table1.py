@@ -13,7 +13,8 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
-from arithmech.report.plots import COLUMN, PALETTE
+from arithmech.core.names import components
+from arithmech.report.plots import COLUMN, PALETTE, integer_axis
 from arithmech.steps.arms import KNEE as KNEE_SHARE
 
 
@@ -32,7 +33,7 @@ def setup_line(folder: str | Path) -> str:
     match, the step budget and where it came from, the seeds, and what the run cost."""
     p = V.plan(folder)
     h = p["heads"]
-    fmt = lambda hs: ", ".join(f"{l}.{k}" for l, k in hs)
+    fmt = components
     matched = h.get("random_layers_matched", [])
     cost = p.get("cost") or {}
     minutes = f"{cost['total_s'] / 60:.0f} minutes of compute over {cost['runs']} runs" if cost.get("total_s") else ""
@@ -88,7 +89,7 @@ def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
     c = results.read(folder, "finetune/curve.json")
     df = pd.DataFrame(c["points"])
     line = alt.Chart(df).mark_line(point=True, color=PALETTE[0]).encode(
-        x=alt.X("step:Q", title="optimizer steps (full SFT)"),
+        x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
         y=alt.Y("val_math:Q", title="validation math accuracy", axis=alt.Axis(format=".0%")),
         tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")])
     knee = alt.Chart(pd.DataFrame({"step": [c["knee"]]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="step:Q")
@@ -101,7 +102,8 @@ def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
         return learnt
     long = df.melt(id_vars="step", value_vars=kept, var_name="measure", value_name="value")
     forgot = alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("step:Q", title="optimizer steps (full SFT)"), y=alt.Y("value:Q", title="validation value"),
+        x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
+        y=alt.Y("value:Q", title="validation value"),
         color=alt.Color("measure:N", title=None, scale=alt.Scale(range=PALETTE[2:]),
                         legend=alt.Legend(orient="bottom")),
         tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")]).properties(

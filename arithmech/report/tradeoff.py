@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.report.plots import COLUMN, PALETTE
+from arithmech.report.tables import TOY_NAMES
 
 ARM_SCALE = alt.Scale(domain=["base", "full", "precise-key", "precise-random"],
                       range=[PALETTE[6], PALETTE[0], PALETTE[1], PALETTE[3]])
@@ -43,17 +44,27 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
 
 def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"
                ) -> alt.FacetChart:
-    """Each fine-tuned arm's change from base on ``measures``, with its paired-bootstrap interval.
-    ``table``: :func:`arithmech.claims.verdicts.arm_table`."""
-    df = table[(table.arm != "base") & table.measure.isin(measures)]
-    enc = alt.Chart(df).encode(y=alt.Y("arm:N", title=None, sort=list(ARM_SCALE.domain)),
-                               color=alt.Color("arm:N", scale=ARM_SCALE, legend=None))
+    """Each fine-tuned arm's change from base on ``measures``, with its paired-bootstrap interval: one
+    panel per measure, one row per arm in it (the interval as a bar, the change as a dot).
+    ``table``: :func:`arithmech.claims.verdicts.arm_table`.
+
+    The rows go to the facet, never to the layers inside it: a layer holding its own data is not split by
+    the facet, and every panel would draw every arm × measure point (the bug of issue #27). The zero line is
+    a datum, so it needs no data of its own either."""
+    df = table[(table.arm != "base") & table.measure.isin(measures)][
+        ["arm", "measure", "delta", "delta_ci_low", "delta_ci_high", "runs"]]
+    shown = lambda m: TOY_NAMES.get(m, m)                  # "two_digit" → "two-digit (math)"
+    df = df.assign(measure=df.measure.map(shown))
+    arms = [a for a in ARM_SCALE.domain if a in set(df.arm)]
+    enc = alt.Chart().encode(y=alt.Y("arm:N", title=None, sort=arms, scale=alt.Scale(domain=arms)),
+                             color=alt.Color("arm:N", scale=ARM_SCALE, legend=None))
     layer = alt.layer(
-        alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color="#bbb").encode(x="v:Q"),
-        enc.mark_rule(strokeWidth=2).encode(x=alt.X("delta_ci_low:Q", title="change from base"), x2="delta_ci_high:Q"),
-        enc.mark_point(filled=True, size=60).encode(x="delta:Q", tooltip=["arm", "measure", alt.Tooltip("delta:Q", format="+.3f"),
-                                                                          alt.Tooltip("delta_ci_low:Q", format="+.3f"),
-                                                                          alt.Tooltip("delta_ci_high:Q", format="+.3f"), "runs"]),
-        data=df).properties(width=COLUMN // 2 - 20, height=110)
-    return layer.facet(facet=alt.Facet("measure:N", sort=measures, title=None), columns=2,
+        alt.Chart().mark_rule(color="#bbb").encode(x=alt.datum(0)),
+        enc.mark_rule(strokeWidth=2).encode(x=alt.X("delta_ci_low:Q", title="change from base", axis=alt.Axis(format="+.0%")),
+                                            x2="delta_ci_high:Q"),
+        enc.mark_point(filled=True, size=60).encode(x="delta:Q", tooltip=[
+            "arm", "measure", alt.Tooltip("delta:Q", format="+.3f"), alt.Tooltip("delta_ci_low:Q", format="+.3f", title="low"),
+            alt.Tooltip("delta_ci_high:Q", format="+.3f", title="high"), "runs"]),
+    ).properties(width=COLUMN // 2 - 20, height=22 * max(1, len(arms)) + 20)
+    return layer.facet(facet=alt.Facet("measure:N", sort=[shown(m) for m in measures], title=None), columns=2, data=df,
                        title=title).resolve_scale(x="independent")

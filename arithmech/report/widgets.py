@@ -18,6 +18,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from arithmech.core.names import component
 from arithmech.methods.explorer import explore, knockout_means, mean_ablation, top_table
 from arithmech.report import plots
 
@@ -43,7 +44,7 @@ class Explorer:
         self.prompt = ipywidgets.Text(value=prompt, description="prompt")
         self.counterfactual = ipywidgets.Text(value=counterfactual, description="counterfactual",
                                      placeholder="optional, e.g. 4 @ 3 =")
-        self.head = ipywidgets.Dropdown(options=[(f"{l}.{h}" + (" (key)" if (l, h) in self.key_heads else ""), (l, h))
+        self.head = ipywidgets.Dropdown(options=[(component(l, h) + (" (key)" if (l, h) in self.key_heads else ""), (l, h))
                                         for l, h in heads], value=heads[0], description="head")
         self.knockout = ipywidgets.Checkbox(value=False, description="knock out the key heads (mean ablation)",
                                    disabled=not reference)

@@ -35,3 +35,18 @@ def test_graph_and_shares_sum_the_drawn_paths():
     s = C.shares(nodes, edges, total=-0.5)
     assert s["direct_only"] == pytest.approx(-0.05) and s["share_direct_only"] == pytest.approx(0.1)
     assert s["graph"] == pytest.approx(-0.05 - 0.06 - 0.03) and s["senders_direct"] == pytest.approx(-0.21)
+
+
+def test_chart_and_verdict_name_components_as_the_book_does():
+    """Protects the one notation for components (issue #27: bare "0.0" read like a number): the graph keeps the
+    files' ids, while the drawn node labels, the edge tooltips and the verdict's strongest path say
+    "head 1.0", "MLP 0" and "logits"."""
+    eap, up = _frames(-0.02, 0.001)
+    nodes, edges = C.graph(eap, up, n_layers=2)
+    spec = C.circuit_chart(nodes, edges, "toy").to_dict()
+    data = [pd.DataFrame(rows) for rows in spec["datasets"].values()]
+    labels = set().union(*(set(d["label"]) for d in data if "label" in d))
+    assert labels == {"head 1.0", "head 0.0", "MLP 0", "logits"}
+    ends = set().union(*(set(d["source_label"]) | set(d["target_label"]) for d in data if "source_label" in d))
+    assert ends == labels
+    assert C.verdict(eap, up)["E_path"].startswith("head 0.0 → head 1.0 (")

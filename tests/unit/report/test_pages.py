@@ -21,3 +21,27 @@ def test_answer_token_sentence_names_the_recorded_rule():
     assert answer_token_sentence("last-digit", "first").endswith("; identify's files here were measured with `first`.")
     with pytest.raises(ValueError, match="answer token 'last'"):
         answer_token_sentence("last")
+
+
+def test_flags_read_as_words_in_every_table():
+    """Protects the tables a reader sees (issue #27: True/False/None in verdict columns): a column of
+    True/False/None reads holds / does not hold / inconclusive when it is a verdict ("holds", "verdict"), yes / no
+    / — otherwise, numpy's booleans too, in plain frames (table_html) and in tables a chapter styles itself
+    (styler_html, its own formats kept and its object unchanged); other columns are left alone."""
+    import re
+
+    import numpy as np
+    import pandas as pd
+
+    from arithmech.report import pages as P
+    df = pd.DataFrame({"claim": ["a", "b", "c"], "holds": [True, False, None], "interior": [np.True_, False, True],
+                       "share": [0.5, 1.0, None], "note": ["True story", "x", "y"]})
+    assert list(P.readable(df).holds) == ["holds", "does not hold", "inconclusive"]
+    assert list(P.readable(df).interior) == ["yes", "no", "yes"] and list(P.readable(df).note) == list(df.note)
+    styled = df.style.format({"share": "{:.1%}"}, na_rep="—").hide(axis="index")
+    before = styled.to_html()
+    for html in (P.table_html(df), P.styler_html(styled)):
+        cells = [c.strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", html, flags=re.S)]
+        assert not {"True", "False", "None", "nan"} & set(cells), cells
+        assert {"does not hold", "inconclusive", "yes", "no", "True story"} <= set(cells), cells
+    assert "50.0%" in P.styler_html(styled) and styled.to_html() == before
