@@ -17,6 +17,7 @@ import pandas as pd
 
 from arithmech.claims.rules import K, claims
 from arithmech.core import results
+from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
 from arithmech.report.pages import verdict
 
@@ -55,8 +56,7 @@ def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
 
 def _heads(kh: dict) -> str:
     """The key heads of a key_heads.json block, with the rule's threshold (the whole 95% interval below it)."""
-    names = [h["name"] for h in kh.get("heads", [])]
-    return (", ".join(f"head {n}" for n in names) if names else "none") + \
+    return components(h["name"] for h in kh.get("heads", [])) + \
         f" (whole 95% interval below {kh.get('threshold', float('nan')):+.0%})"
 
 
@@ -79,7 +79,7 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
                      "key heads: relative change of the answer logit": _heads(kh),
                      "key heads: share of the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
                      else "not measured",
-                     f"top {k} by effect": ", ".join(f"{l}.{h}" for l, h in zip(top.layer, top["head"])),
+                     f"top {k} by effect": components(zip(top.layer, top["head"])),
                      "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",
                      f"top {k} out": (f"{_pct(float(key.accuracy.iloc[0]))} (95% {_pct(float(key.ci_low.iloc[0]))}–"
                                       f"{_pct(float(key.ci_high.iloc[0]))})") if len(key) else "—",
