@@ -20,9 +20,11 @@ that yield. They are built so that they give away as little as possible:
   for every model: the embedded word-level tokenizer drops a newline, and one separator keeps one code
   path; X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
-**Sixteen sets of examples per template.** The ``k``-th prompt drawn (template ``k % T`` of the task's ``T``)
-takes its template's set number ``(k // T) % EXAMPLE_SETS`` (:func:`set_index`; each set drawn from a seed of
-its own: the run's seed, the template, K and the set). Why not one set per template: with single-digit
+**Sets of examples per template** (``example_sets``, default :data:`EXAMPLE_SETS` = 16). The ``k``-th prompt
+drawn (template ``k % T`` of the task's ``T``) takes its template's set number ``(k // T) % example_sets``
+(:func:`set_index`; each set drawn from a seed of its own: the run's seed, the template, K and the set).
+``example_sets=1`` is the first scheme, one set for all of a template's prompts, drawn exactly as the
+shipped SmolLM2 runs at K = 2 drew it. Why not one set per template: with single-digit
 operands a Fig. 8 template has only 36–45 queries, so one set made a draw of 2,560 repeat the same few dozen
 subtraction prompts (SmolLM2 kept 176 subtraction X_r, 34 of them distinct), and a template's effects came
 with one order of examples. Why not one per prompt: prompts then share no prefix, and every forward pays
@@ -37,6 +39,7 @@ which :mod:`arithmech.core.prefix` runs once per batch and reuses as a KV cache,
 """
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import NamedTuple
 
@@ -47,19 +50,48 @@ from arithmech.data.render import draw_values, render
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
 SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
 EXAMPLE_SETS = 16     # sets of examples per template (module docstring: distinct prompts against shared prefixes)
-EXAMPLES = f"{EXAMPLE_SETS} sets per template"   # recorded in run.json, so that a run made otherwise is not reused
+_STATE = {"sets": EXAMPLE_SETS}
 
 
-def set_index(k: int, n_templates: int) -> int:
+@contextlib.contextmanager
+def example_sets(n: int):
+    """Draw few-shot prompts with ``n`` sets of examples per template inside the block (default
+    :data:`EXAMPLE_SETS`). A step sets it once around its work (as :func:`arithmech.core.prefix.enabled` does
+    for the prefix cache), so every draw of the step — X_r, knockout top-ups, the reference pool, the held-out
+    family — uses the same scheme without each function passing it on."""
+    if int(n) < 1:
+        raise ValueError(f"example_sets={n}: at least one set of examples per template")
+    before = _STATE["sets"]
+    _STATE["sets"] = int(n)
+    try:
+        yield
+    finally:
+        _STATE["sets"] = before
+
+
+def current() -> int:
+    """The number of example sets per template in force (:func:`example_sets`)."""
+    return _STATE["sets"]
+
+
+def set_index(k: int, n_templates: int) -> int | None:
     """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin: each
-    template's prompts cycle through its :data:`EXAMPLE_SETS` sets."""
-    return (k // n_templates) % EXAMPLE_SETS
+    template's prompts cycle through its sets (:func:`example_sets`); ``None`` with one set (the first scheme,
+    whose examples were seeded without a set number)."""
+    sets = _STATE["sets"]
+    return None if sets == 1 else (k // n_templates) % sets
 
 
-def recorded(shots: int) -> dict:
-    """What ``run.json`` records of the examples besides ``shots``: ``{"examples": EXAMPLES}`` when there are
-    any (runs made before had one set per template and no such field), ``{}`` at zero shots."""
-    return {"examples": EXAMPLES} if shots else {}
+def describe(sets: int) -> str:
+    """``"16 sets per template"``, ``"1 set per template"``."""
+    return f"{sets} set{'' if sets == 1 else 's'} per template"
+
+
+def recorded(shots: int, sets: int) -> dict:
+    """What ``run.json`` records of the examples besides ``shots``: ``{"examples": describe(sets)}`` for a
+    few-shot run with several sets; ``{}`` at zero shots and with one set (the runs made before sets existed
+    record nothing, and they had one)."""
+    return {"examples": describe(sets)} if shots and sets != 1 else {}
 
 
 class Examples(NamedTuple):
@@ -103,7 +135,7 @@ def example_operations(k: int, query_op: str, rng: random.Random) -> list[str]:
     return ops
 
 
-def examples(t: templates_module.Template, k: int, seed: int, index: int) -> Examples:
+def examples(t: templates_module.Template, k: int, seed: int, index: int | None) -> Examples:
     """Set number ``index`` of the ``k`` solved examples written before prompts of template ``t`` under ``seed``
     (:func:`set_index` says which set a prompt takes).
 
@@ -119,7 +151,7 @@ def examples(t: templates_module.Template, k: int, seed: int, index: int) -> Exa
         raise ValueError(f"shots={k}: the number of solved examples is 0 or more")
     if k == 0:
         return NONE
-    rng = random.Random(f"shots:{seed}:{t.id}:{k}:{index}")
+    rng = random.Random(f"shots:{seed}:{t.id}:{k}" + ("" if index is None else f":{index}"))
     rows, used, answers = [], set(), set()
     by_op = phrasing(t)
     for op in example_operations(k, t.op, rng):

@@ -201,8 +201,10 @@ class ComputerVsLlm(Chapter):
 class SmolLM2(ModelChapter):
     model: str = option("smollm2-135m", MODEL)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
-    n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
+    n_samples: int = option(2560, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     zero_shot_n_samples: int = option(2560, "pairs drawn per operation by the zero-shot run beside it", low=8)
+    example_sets: int = option(1, "sets of solved examples per template (1: the shipped run's scheme; identify's "
+                               "default for new runs is larger)", low=1)
     shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
                         high=steps.MAX_SHOTS)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)

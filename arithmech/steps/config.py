@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_device, check_model
 from arithmech.data.pairfile import check_task
+from arithmech.data.shots import EXAMPLE_SETS
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 
 # Bounds (issue #28): the largest value a run can take and still finish on this project's machine (2 CPU cores,
@@ -34,6 +35,7 @@ MAX_THREADS = 1_024         # torch intra-op threads
 MAX_SCALE = 1_000           # Table 1's evaluation-size multiplier
 MAX_PROMPT_CHARS = 2_000    # a prompt typed on the command line (Fig. 6c's is 7 characters)
 MAX_SHOTS = 16              # solved examples before a prompt: 16 x ~8 tokens, a prompt ~8x the zero-shot one
+MAX_SHOT_SETS = 1_000        # sets of examples per template: one per prompt of a 16,000-pair draw over 16 templates
 
 
 def same_as(config: type, name: str):
@@ -95,6 +97,8 @@ class Identify(ModelStep):
                                choices=ANSWER_TOKENS)
     shots: int = option(0, "solved examples of mixed operations before every X_r and X_c (0: the paper's "
                         "zero-shot prompts; arithmech.data.shots)", low=0, high=MAX_SHOTS)
+    example_sets: int = option(EXAMPLE_SETS, "sets of solved examples per template, which its prompts take in turn "
+                               "(1: one set for all of a template's prompts, the first scheme)", low=1, high=MAX_SHOT_SETS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
     out: str | None = option(None, "the model's results folder itself (default: RESULTS/<model-name>/)", reuse=False)
 
@@ -160,6 +164,7 @@ class Stability(ModelStep):
     top: int = option(10, "size of the top-k set compared beside the key set", low=1, high=MAX_ORDERS)
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
     shots: int = same_as(Identify, "shots")
+    example_sets: int = same_as(Identify, "example_sets")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:
@@ -193,6 +198,7 @@ class Shots(ModelStep):
     n_per_template: int = option(12, "validation prompts drawn per template and K (a seed of their own)", low=1,
                                  high=MAX_PER_TEMPLATE)
     answer_token: str = same_as(Identify, "answer_token")
+    example_sets: int = same_as(Identify, "example_sets")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:

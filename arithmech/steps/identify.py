@@ -214,7 +214,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
-            answer_token=answer_token, shots=shots, **shots_module.recorded(shots), heldout=heldout, batch_size=batch_size, n_boot=n_boot,
+            answer_token=answer_token, shots=shots, **shots_module.recorded(shots, shots_module.current()), heldout=heldout, batch_size=batch_size, n_boot=n_boot,
             key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)",
             share_threshold=share_threshold,
             share_rule="share_hi < share_threshold (the same resamples; share of the counterfactual's LD effect)"))
@@ -318,7 +318,7 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
     ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""):
+    with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
         res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
                        prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
                        ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions,
@@ -338,8 +338,8 @@ def recorded(config: Config) -> dict:
     """What ``run.json`` records of a run made with ``config``, under the names it records them by
     (``model`` for ``model_name``; lists for tuples): the parameters a reused result set must match."""
     want = {("model" if k == "model_name" else k): (list(v) if isinstance(v, tuple) else v)
-            for k, v in config.reuse_key().items()}
-    return {**want, **shots_module.recorded(config.shots)}
+            for k, v in config.reuse_key().items() if k != "example_sets"}
+    return {**want, **shots_module.recorded(config.shots, config.example_sets)}    # run.json's name for the sets
 
 
 # Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
@@ -371,15 +371,16 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     folder = folder_of(c)
     fresh = not reuse_or_run(c, recompute, model, tok)
     same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
-                                                                       "shots": c.shots, **shots_module.recorded(c.shots)},
+                                                                       "shots": c.shots, **shots_module.recorded(c.shots, c.example_sets)},
                                                                        absent_means={"shots": 0})
                     and results.exists(folder, "counterfactual_overlap.json")
                     and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
     if fresh or not same_operand:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-        res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False,
-                               shots=c.shots)
+        with shots_module.example_sets(c.example_sets):
+            res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False,
+                                   shots=c.shots)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})

@@ -92,7 +92,7 @@ def recorded(config: Config) -> dict:
     c = config
     return {"grid": list(c.grid), "n_per_template": c.n_per_template, "seed": c.seed,
             "validation_seed": validation_seed(c.seed), "answer_token": c.answer_token,
-            **shots_module.recorded(max(c.grid))}
+            **shots_module.recorded(max(c.grid), c.example_sets)}
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
@@ -114,7 +114,7 @@ def run(config: Config, model=None, tok=None) -> dict:
     est = estimate.check(c)               # refused here when it cannot fit, before the model loads
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""):
+    with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
         table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token)
     choice = choose(table)
     results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})

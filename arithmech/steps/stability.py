@@ -152,7 +152,7 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
     params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token, shots=shots,
-                  **shots_module.recorded(shots), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
+                  **shots_module.recorded(shots, shots_module.current()), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
                   batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
                   "(nested prefixes of one draw of the largest size per seed and kind)",
                   key_rule="effect_hi < threshold (95% percentile bootstrap over prompts)")
@@ -273,7 +273,7 @@ def recorded(config: Config) -> dict:
     return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
                 kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
                 families=True, keep_correct=True, answer_token="last-digit", shots=c.shots,
-                **shots_module.recorded(c.shots))
+                **shots_module.recorded(c.shots, c.example_sets))
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
@@ -296,7 +296,7 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""):
+    with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
         res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold,
                         top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots)
     res.estimate = est.record() if est else None

@@ -49,17 +49,19 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     answer-token rule included); these files pass that check, so a change of those
     parameters without re-running the step fails here, not in the book."""
     p = appendix_parameters()
-    sc = Shots(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"])
+    sc = Shots(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
+               example_sets=p["example_sets"])
     assert R.made_with(FOLDER, "shots", shots_step.recorded(sc))
     k = shots_step.choose(R.read(FOLDER, "shots.csv"))["shots"] if p["shots"] < 0 else p["shots"]
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
-                                  n_samples=p["n_samples"], shots=k,
+                                  n_samples=p["n_samples"], shots=k, example_sets=p["example_sets"],
                                   **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["random_orders"])
     assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
     zero = config.replace(shots=0, n_samples=p["zero_shot_n_samples"], out=str(FOLDER / "zero-shot"))      # the side-by-side's zero-shot run
     assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero), absent_means=identify_step.ABSENT_MEANS)
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
-                   seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k)
+                   seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
+                   example_sets=p["example_sets"])
     assert R.made_with(FOLDER, "stability", stability_step.recorded(st), absent_means={"shots": 0})
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})

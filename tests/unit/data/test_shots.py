@@ -142,3 +142,29 @@ def test_negative_shots_is_refused():
     """Protects: a negative number of examples is a clear error, not an empty prefix."""
     with pytest.raises(ValueError, match="shots=-1"):
         shots.examples(templates.TEMPLATES["add-1"], -1, 0, 0)
+
+
+# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, answer_token="last-digit",
+# shots=K) at commit 509cde0, the last one with one set of examples per template (the shipped SmolLM2 K = 2 run's).
+ONE_SET = {("subtraction", 2): "6d091eaec3750ac1", ("addition", 4): "ce88391c863762a2", ("fig10", 8): "c04ff91ca163bc57"}
+
+
+@pytest.mark.parametrize("task,k", sorted(ONE_SET))
+def test_one_example_set_draws_exactly_the_first_scheme(tok, task, k):
+    """Protects: example_sets=1 reproduces the few-shot pairs of the first scheme byte for byte (one set per
+    template, seeded without a set number), so the shipped runs made with it stay reproducible and reusable."""
+    with shots.example_sets(1):
+        ss, _ = pairs.make_pairs(tok, task, n=96, seed=3, answer_token="last-digit", shots=k)
+    digest = hashlib.sha256(json.dumps([s.to_json() for s in ss], sort_keys=True).encode()).hexdigest()[:16]
+    assert digest == ONE_SET[(task, k)]
+    assert shots.current() == shots.EXAMPLE_SETS                    # the block restores the default
+
+
+def test_example_sets_are_recorded_only_where_they_differ_from_the_first_scheme():
+    """Protects: run.json records the sets beside K (so a run made with other sets is never reused), and a
+    zero-shot or one-set run records nothing, as the runs made before sets existed."""
+    assert shots.recorded(4, 16) == {"examples": "16 sets per template"}
+    assert shots.recorded(0, 16) == {} and shots.recorded(2, 1) == {}
+    with pytest.raises(ValueError, match="example_sets=0"):
+        with shots.example_sets(0):
+            pass
