@@ -73,7 +73,7 @@ def bootstrap_indices(n: int, n_boot: int = 1000, seed: int = 0) -> torch.Tensor
 
 
 def bootstrap_mean_intervals(x: torch.Tensor, n_boot: int = 1000, level: float = 0.95,
-                             seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                             seed: int = 0, clusters=None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(lo, hi)``, each of shape ``x.shape[1:]``: percentile bootstrap interval of the mean over dim 0.
 
     ``x``: ``(n, ...)`` per-sample values (e.g. ``(n, L, H + 1)`` relative changes of every head and MLP).
@@ -84,25 +84,39 @@ def bootstrap_mean_intervals(x: torch.Tensor, n_boot: int = 1000, level: float =
     ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of those means (linear interpolation).
     Equals the plain loop ``x[idx[b]].mean(0)`` per resample to float64 rounding
     (``tests/unit/core/test_stats.py``).
+
+    ``clusters`` (one label per row, e.g. the problem a prompt asks): a cluster bootstrap — each resample
+    draws clusters with replacement and takes every row of each (:func:`bootstrap_counts`); the mean is over
+    the rows drawn. Rows of one cluster are not independent, and resampling rows would narrow the interval.
     """
     if not 0 < level < 1:
         raise ValueError(f"level {level}: expected a probability in (0, 1), e.g. 0.95")
     n = x.shape[0]
-    counts = bootstrap_counts(n, n_boot, seed)
-    means = counts @ x.reshape(n, -1).to(torch.float64) / n                       # (n_boot, columns)
+    counts = bootstrap_counts(n, n_boot, seed, clusters)
+    means = counts @ x.reshape(n, -1).to(torch.float64) / counts.sum(1, keepdim=True)   # (n_boot, columns)
     q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
     lo, hi = torch.quantile(means, q, dim=0)
     return lo.reshape(x.shape[1:]), hi.reshape(x.shape[1:])
 
 
-def bootstrap_counts(n: int, n_boot: int = 1000, seed: int = 0) -> torch.Tensor:
-    """``(n_boot, n)`` float64: how often resample ``b`` of :func:`bootstrap_indices` draws each prompt."""
-    idx = bootstrap_indices(n, n_boot, seed)
-    return torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(1, idx, torch.ones(n_boot, n, dtype=torch.float64))
+def bootstrap_counts(n: int, n_boot: int = 1000, seed: int = 0, clusters=None) -> torch.Tensor:
+    """``(n_boot, n)`` float64: how often resample ``b`` of :func:`bootstrap_indices` draws each prompt.
+
+    With ``clusters`` (``n`` hashable labels): resample ``b`` draws ``m`` of the ``m`` distinct clusters (in
+    order of first appearance) with replacement, row ``b`` of :func:`bootstrap_indices` ``(m, ...)``, and a
+    prompt counts as often as its cluster was drawn."""
+    if clusters is None:
+        idx = bootstrap_indices(n, n_boot, seed)
+        return torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(1, idx, torch.ones(n_boot, n, dtype=torch.float64))
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster labels for {n} samples: one label per sample")
+    ids: dict = {}
+    row_cluster = torch.tensor([ids.setdefault(c, len(ids)) for c in clusters])
+    return bootstrap_counts(len(ids), n_boot, seed)[:, row_cluster]
 
 
 def bootstrap_ratio_intervals(num: torch.Tensor, den: torch.Tensor, n_boot: int = 1000, level: float = 0.95,
-                              seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                              seed: int = 0, clusters=None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(lo, hi)``, each of shape ``num.shape[1:]``: percentile bootstrap interval of ``mean(num) / mean(den)``.
 
     ``num``: ``(n, ...)`` per-sample numerators (e.g. ``(n, L, H + 1)``: each component's change of a
@@ -117,7 +131,7 @@ def bootstrap_ratio_intervals(num: torch.Tensor, den: torch.Tensor, n_boot: int 
     n = num.shape[0]
     if den.shape != (n,):
         raise ValueError(f"den has shape {tuple(den.shape)}; expected ({n},), one value per sample of num")
-    counts = bootstrap_counts(n, n_boot, seed)
+    counts = bootstrap_counts(n, n_boot, seed, clusters)      # the same resamples as bootstrap_mean_intervals
     ratios = (counts @ num.reshape(n, -1).to(torch.float64)) / (counts @ den.to(torch.float64))[:, None]
     q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
     lo, hi = torch.quantile(ratios, q, dim=0)

@@ -7,14 +7,58 @@ pair and no phrasing (used by :mod:`arithmech.evals.suites` and :mod:`arithmech.
   differences (``1 <= A < B <= 9``) and two-digit pairs are split into train / validation / test lists.
 
 Every set is fixed by ``data_seed`` alone (never by a training seed), so all runs are scored on the same items.
+
+**Identify's split** (issue #26): the prompts that rank the components and the prompts that test them
+(knockout, transfer) ask different problems. A problem is a *cluster* (:func:`cluster`): the operation and
+the unordered operand pair, in any template, operand order or set of solved examples. One cluster in
+:data:`EVAL_SHARE` goes to the evaluation side by a fixed hash (:func:`side`), the same for every run, seed
+and model, so the two sides never share a problem; the identification side is deduplicated
+(:func:`ranking_side`).
 """
 from __future__ import annotations
 
 import random
+import zlib
 
 from arithmech.data import pairs, templates as templates_module
 from arithmech.data.answers import CORPUS_DIVISION
 from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
+
+
+EVAL_SHARE = 3          # one problem cluster in three is kept for evaluation (knockout, transfer), never ranked
+
+
+def cluster(s) -> tuple[str, int, int]:
+    """``(operation, smaller operand, larger operand)`` of a sample: the prompts that ask the same problem."""
+    return (s.op, min(s.a, s.b), max(s.a, s.b))
+
+
+def side(c: tuple[str, int, int]) -> str:
+    """``"eval"`` or ``"rank"``: the fixed side of a problem cluster (crc32 of it, one in :data:`EVAL_SHARE`)."""
+    return "eval" if zlib.crc32(f"{c[0]}:{c[1]}:{c[2]}".encode()) % EVAL_SHARE == 0 else "rank"
+
+
+def ranking_side(samples: list) -> list:
+    """The samples that may rank components: those of ``"rank"`` clusters, each distinct prompt once (the
+    first drawn; a repeat is not more evidence)."""
+    seen, out = set(), []
+    for s in samples:
+        if side(cluster(s)) == "rank" and s.clean not in seen:
+            seen.add(s.clean)
+            out.append(s)
+    return out
+
+
+BOOTSTRAP_UNITS = {"cluster": "problem clusters (operation, operand pair)", "prompt": "prompts"}
+
+
+def resampling_units(samples: list, bootstrap: str) -> list | None:
+    """What an effect's bootstrap resamples (:func:`arithmech.methods.effects.effects_frame`'s ``clusters``):
+    each sample's problem cluster with ``bootstrap="cluster"``; ``None`` (the rows) with ``"prompt"`` or for
+    samples without integer operands."""
+    if bootstrap == "prompt" or not all(isinstance(s.a, int) and isinstance(s.b, int) for s in samples):
+        return None
+    return [cluster(s) for s in samples]
 
 
 def form(t: templates_module.Template) -> int | None:

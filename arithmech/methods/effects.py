@@ -34,11 +34,13 @@ prompts for numerator and denominator, with the same ``n_boot`` and seed as ``ef
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import pandas as pd
 import torch
 
 from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
-from arithmech.methods.patching import Patched
+from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, Patched
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
 
 LEVEL = 0.95
@@ -49,18 +51,19 @@ SHARE_METRIC = ("share = mean(LD(patched) - LD(X_r)) / mean(LD(X_r) - LD(X_c)) o
 
 
 def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT, seed: int = 0,
-                  level: float = LEVEL) -> pd.DataFrame:
+                  level: float = LEVEL, clusters=None) -> pd.DataFrame:
     """Mean effects over samples as rows ``task, layer, head, effect, effect_lo, effect_hi, logit_diff, prob,
     prob_change, n, share, share_lo, share_hi`` (``head = "mlp"`` for MLP rows; ``prob`` = mean patched
     P({C}), NaN unless computed; ``share``: the module docstring's, NaN where ``p`` has no counterfactual
     answer logits).
 
     ``effect_lo`` / ``effect_hi``: the ``level`` percentile bootstrap interval of ``effect`` over the
-    ``n`` prompts (``n_boot`` resamples from ``seed``; the same seed gives the same interval);
+    ``n`` prompts (``n_boot`` resamples from ``seed``; the same seed gives the same interval), or over their
+    ``clusters`` (one label per prompt: a cluster bootstrap, :func:`arithmech.core.stats.bootstrap_counts`);
     ``share_lo`` / ``share_hi``: the same resamples' interval of the ratio of means."""
     n, L, H1 = p.logit_p.shape
     rel = p.relative_change()
-    lo, hi = bootstrap_mean_intervals(rel, n_boot, level, seed)
+    lo, hi = bootstrap_mean_intervals(rel, n_boot, level, seed, clusters)
     cols = {"effect": rel.mean(0), "effect_lo": lo, "effect_hi": hi, "logit_diff": p.logit_diff().mean(0)}
     if prob and p.lse_p is not None:
         cols["prob"] = p.prob().mean(0)
@@ -70,12 +73,14 @@ def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT
     after = {k: torch.full((L, H1), float("nan")) for k in ("share", "share_lo", "share_hi")}
     if p.counter_p is not None and p.ld_r is not None:
         after["share"] = p.share()
-        after["share_lo"], after["share_hi"] = bootstrap_ratio_intervals(p.ld_effect(), p.ld_total(), n_boot, level, seed)
+        after["share_lo"], after["share_hi"] = bootstrap_ratio_intervals(p.ld_effect(), p.ld_total(), n_boot, level, seed,
+                                                                        clusters)
+    n_clusters = n if clusters is None else len(set(clusters))    # the units the intervals resample
     rows = []
     for l in range(L):
         for h in range(H1):
             rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
-                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n,
+                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n, "n_clusters": n_clusters,
                          **{k: float(v[l, h]) for k, v in after.items()}})
     return pd.DataFrame(rows)
 
@@ -149,3 +154,9 @@ def studied_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRES
     if key:
         return key, "key heads"
     return ranking(effects, task)[0][:top], f"top {top} by effect rank (no key head)"
+
+
+def concat_patched(ps: Sequence[Patched]) -> Patched:
+    """The samples of several :class:`Patched` results, in order, as one."""
+    cat = lambda f: None if any(getattr(p, f) is None for p in ps) else torch.cat([getattr(p, f) for p in ps])
+    return Patched(**{f: cat(f) for f in PATCHED_FIELDS})

@@ -2,14 +2,16 @@
 
 For each task::
 
-    X_r of the task ──► topped up with fresh X_r to ``knockout_samples`` prompts (eval_samples)
+    held-out split (default): fresh X_r of problems identify never ranked on, X_c checked (eval_samples)
+    in-sample (the first runs): X_r of the task ──► topped up with fresh X_r to ``knockout_samples`` prompts
     reference pool of X_c (knockout_means.build_pool) ──► per-prompt means, own operand pair left out
     ──► key components by effect rank vs random non-key ones (≥ 20 orders), Wilson intervals
     ──► sanity rows: nothing out, all heads out, all MLPs out, X_c's own accuracy, majority floor,
         conditioned floor (the answer guessed from what the prompt carries, leave-one-out)
 
 ``knockout.csv`` rows: ``task, positions, kind, order, seed, k, accuracy, correct, n, ci_low, ci_high,
-mean_source``; ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
+mean_source, split`` (``split``: ``held-out`` — the prompts share no problem cluster with the ranking ones,
+:mod:`arithmech.data.splits` — or ``in-sample``); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
 :data:`SANITY`). :func:`arithmech.methods.knockout_tables.sanity_table` turns the sanity rows into the
 claim "the ablation removes the information" (holds / does not hold).
 """
@@ -25,9 +27,9 @@ import pandas as pd
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 from arithmech.core.models import BATCH_SIZE
-from arithmech.data import pairs, templates as templates_module
+from arithmech.data import pairs, splits, templates as templates_module
 from arithmech.data.answer_tokens import conditioned_floor
-from arithmech.evals.scoring import filter_correct, greedy_exact, predict
+from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop, knockout_curve,
@@ -40,13 +42,16 @@ FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor"
 RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
 RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
-           "mean_source"]
+           "mean_source", "split"]
+SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
                  batch_size: int = BATCH_SIZE, max_draw: int = 40, *, answer_token: str,
-                 shots: int = 0) -> list[pairs.Sample]:
-    """The knockout's prompts: ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
+                 shots: int = 0, heldout: bool = False) -> list[pairs.Sample]:
+    """The knockout's prompts. ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
+    problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`; ``base``, the ranking
+    X_r, are never used) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
     ``n`` are kept or ``max_draw * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
@@ -54,7 +59,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
     templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most."""
-    out = list({s.clean: s for s in base}.values())[:n]          # distinct prompts: a repeat is not more evidence
+    out = [] if heldout else list({s.clean: s for s in base}.values())[:n]   # distinct: a repeat is not more evidence
     tried = {s.clean for s in base}                               # every prompt filtered or kept so far
     drawn = kept = r = 0
     while templates and len(out) < n and drawn < max_draw * n:
@@ -69,8 +74,12 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
         drawn, r = drawn + len(more), r + 1
         fresh = list({s.clean: s for s in more if s.clean not in tried}.values())
         tried |= {s.clean for s in fresh}
+        if heldout:
+            fresh = [s for s in fresh if splits.side(splits.cluster(s)) == "eval"]
         ok = filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
         ok = [s for s, e in zip(ok, greedy_exact(model, tok, [(s.bare, s.target) for s in ok], batch_size)) if e]
+        if heldout and ok:
+            ok = check_counterfactuals(model, tok, ok, batch_size)[0]
         kept += len(ok)
         out += ok[:missing]
     return out
@@ -116,7 +125,7 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
 def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, ranking: tuple[list, list], task: str,
                   key: dict, full: bool, positions: Sequence[str], n_random: int = 20, seed: int = 0,
                   ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE) -> pd.DataFrame:
-    """One task's knockout rows (:data:`COLUMNS`) at each of ``positions``.
+    """One task's knockout rows (:data:`COLUMNS` but ``split``, which :func:`knockout_tasks` adds) at each of ``positions``.
 
     ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.steps.identify.ranking`);
     ``key``: :func:`arithmech.steps.identify.key_heads` of the task. ``full`` (the primary task):
@@ -157,24 +166,31 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
             frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
                                          **kw).assign(positions=pos, mean_source=src))
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
-    return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS]
+    return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-1]]
 
 
 def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
                    curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
                    seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE, ck=None, bar=None,
-                   *, answer_token: str, shots: int = 0, pooled: Sequence[str] | None = None):
+                   *, answer_token: str, shots: int = 0, pooled: Sequence[str] | None = None,
+                   split: str = "in-sample"):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
     ``samples``: task → X_r; ``templates``: task → its templates (``None`` for ready-made samples);
     ``ranking(task)`` → ``(heads, mlps)`` by effect; ``key(task)`` → the task's key heads dict. Each task's
-    prompts are its X_r topped up (:func:`eval_samples`); with several tasks, ``"all"`` interleaves those of
+    prompts (:func:`eval_samples`): with ``split="held-out"``, fresh X_r of problems never ranked on, X_c checked
+    (ready-made samples, which have no templates to draw from, stay in-sample); else its X_r topped up;
+    with several tasks, ``"all"`` interleaves those of
     ``pooled`` (default: every task; identify leaves out a task that fails its control).
     Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
     ``ck`` / ``bar``: checkpoints (each task's frame saved and reused) and a progress bar, optional."""
+    if split not in SPLITS:
+        raise ValueError(f"knockout split {split!r}: use one of {SPLITS}")
+    held = {t: split == "held-out" and templates.get(t) is not None for t in samples}
     evals = {t: eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
-                             answer_token=answer_token, shots=shots)
+                             answer_token=answer_token, shots=shots, heldout=held[t])
              for t, ss in samples.items()}
+    held["all"] = all(held[t] for t in (samples if pooled is None else pooled))
     if len(samples) > 1:
         evals["all"] = pairs.interleave([evals[t] for t in (samples if pooled is None else pooled)])[:knockout_samples]
     frames = []
@@ -185,7 +201,7 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
         else:
             frames.append(task_knockout(model, tok, evals[task], means, ranking(task), task, key(task),
                                         task == primary or curves_for == "each", positions, n_random, seed, ks,
-                                        batch_size))
+                                        batch_size).assign(split="held-out" if held[task] else "in-sample"))
             if ck is not None:
                 ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})
         if bar is not None:
@@ -234,7 +250,11 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
         res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
         return
     variant, shots = res.params.get("answer_token", "first"), res.params.get("shots", 0)
-    test, _ = pairs.make_pairs(tok, heldout, n=n_samples, seed=seed + 1, answer_token=variant, shots=shots)
+    held_out = res.params.get("knockout_split", "in-sample") == "held-out"
+    test, _ = pairs.make_pairs(tok, heldout, n=n_samples * (splits.EVAL_SHARE if held_out else 1), seed=seed + 1,
+                               answer_token=variant, shots=shots)
+    if held_out:                                 # problems never ranked on: the evaluation side's clusters
+        test = [s for s in test if splits.side(splits.cluster(s)) == "eval"][:n_samples]
     means = res.means
     if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
@@ -243,7 +263,9 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
                    "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
-                                   f"answer_token={variant!r}{f', shots={shots}' if shots else ''}), unfiltered",
+                                   f"answer_token={variant!r}{f', shots={shots}' if shots else ''})"
+                                   + (", the evaluation side's problem clusters" if held_out else ", unfiltered"),
+                   "split": "held-out" if held_out else "in-sample",
                    "positions": positions, **r}
 
 

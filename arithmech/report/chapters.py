@@ -205,6 +205,10 @@ class SmolLM2(ModelChapter):
     zero_shot_n_samples: int = option(2560, "pairs drawn per operation by the zero-shot run beside it", low=8)
     example_sets: int = option(1, "sets of solved examples per template (1: the shipped run's scheme; identify's "
                                "default for new runs is larger)", low=1)
+    knockout_split: str = option("in-sample", "the shipped run's knockout prompts: its X_r, topped up (identify's "
+                                 "default: held-out problems)", choices=("held-out", "in-sample"))
+    bootstrap: str = option("prompt", "what the shipped run's effect intervals resample (identify's default: "
+                            "problem clusters)", choices=("cluster", "prompt"))
     shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
                         high=steps.MAX_SHOTS)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)

@@ -75,7 +75,13 @@ class Identify(ModelStep):
     share_threshold: float = option(-0.05, "key heads by share (beside the paper's rule): the whole 95% interval of the "
                                     "head's share of the counterfactual's logit-difference effect lies below -5%: it "
                                     "carries at least 5% of the counterfactual's effect", high=-1e-9)
-    n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
+    n_boot: int = option(N_BOOT, "bootstrap resamples per interval", low=1, high=MAX_BOOT)
+    bootstrap: str = option("cluster", "what the effect intervals resample: cluster (the problems: operation and "
+                            "operand pair; prompts of one problem are not independent) or prompt (the rows)",
+                            choices=("cluster", "prompt"))
+    knockout_split: str = option("held-out", "held-out: rank components on one side of the problems and knock "
+                                 "them out on fresh X_r of the other (arithmech.data.splits); in-sample: the "
+                                 "knockout reuses the ranking X_r", choices=("held-out", "in-sample"))
     method: str = option("fast", "path patching: fast (exact, from the END caches) or reference (literal)",
                          choices=("fast", "reference"))      # arithmech.methods.patching.METHODS
     prob: bool = option(True, "also record P({C}) (a full-vocabulary softmax per patched run)")

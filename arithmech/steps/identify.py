@@ -42,14 +42,15 @@ from arithmech.data import pairs as pairs_module, shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table, conditioned_floor
 from arithmech.methods import knockout_run
 from arithmech.methods.ablation import MeanSource
-from arithmech.methods.effects import (effects_frame, key_heads, key_heads_by_share, ranking,  # noqa: F401
+from arithmech.methods.effects import (concat_patched, effects_frame, key_heads, key_heads_by_share, ranking,  # noqa: F401
                                        studied_heads)                                      # (public names here too)
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
-from arithmech.methods.prepare import prepare, task_label, task_templates  # noqa: F401 (the step's samples)
+from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_side, resampling_units
+from arithmech.methods.prepare import NoReferenceData, prepare, task_label, task_templates  # noqa: F401 (the step's samples)
 from arithmech.steps.config import CONTROL_FLOOR, Identify as Config
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
@@ -87,7 +88,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
              knockout_positions: str = DEFAULTS.knockout_positions, pool_size: int = DEFAULTS.pool_size,
              transfer: bool = DEFAULTS.transfer, heldout: str = DEFAULTS.heldout, batch_size: int = DEFAULTS.batch_size,
              checkpoint=None, answer_token: str = DEFAULTS.answer_token, n_boot: int = DEFAULTS.n_boot,
-             shots: int = DEFAULTS.shots, share_threshold: float = DEFAULTS.share_threshold) -> IdentifyResult:
+             shots: int = DEFAULTS.shots, share_threshold: float = DEFAULTS.share_threshold,
+             knockout_split: str = DEFAULTS.knockout_split, bootstrap: str = DEFAULTS.bootstrap) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
@@ -100,7 +102,9 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         n_random: seeded random orders per knockout curve (drawn from the non-key components).
         pool_size: X_c per template family in the reference pool of the means
             (:mod:`arithmech.methods.knockout_means`).
-        n_boot: bootstrap resamples of the prompts for each effect's 95% interval (seeded by ``seed``).
+        n_boot: bootstrap resamples for each effect's 95% interval (seeded by ``seed``).
+        bootstrap, knockout_split: what the intervals resample (problem clusters or prompts), and whether the
+            knockout and transfer run on problems never ranked on (:class:`arithmech.steps.config.Identify`).
         share_threshold: the calibrated rule beside the paper's: a head whose share of the counterfactual's
             logit-difference effect has its whole interval below it is key by share (``key_heads.json``'s
             ``by_share``; :func:`~arithmech.methods.effects.key_heads_by_share`).
@@ -161,6 +165,10 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 t = time.time()
                 samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token,
                                                       shots=shots)
+                if knockout_split == "held-out":                   # rank on one side of the problems only
+                    samples[label] = ranking_side(samples[label])
+                    if not info[label].setdefault("n_ranking", len(samples[label])):
+                        raise NoReferenceData(f"{label}: no X_r on the ranking side; raise --n-samples", info[label])
                 t1 = time.time()
                 ss = samples[label]
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
@@ -170,7 +178,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 if ck is not None:
                     ck.save(f"task-{i}", {"label": label, "samples": [s.to_json() for s in ss], "info": info[label],
                                           "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS}})
-            frames.append(effects_frame(patched[label], label, prob, n_boot, seed))
+            frames.append(effects_frame(patched[label], label, prob, n_boot, seed, clusters=resampling_units(samples[label], bootstrap)))
             bar.advance(note=f"patched {label}")
         mem.mark("patching")
         if resumed:
@@ -183,7 +191,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             patched["all"] = concat_patched([patched[k] for k in control["pooled"]])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # already warned per task
-                frames.append(effects_frame(patched["all"], "all", prob, n_boot, seed))
+                pooled = [s for k in control["pooled"] for s in samples[k]]
+                frames.append(effects_frame(patched["all"], "all", prob, n_boot, seed, clusters=resampling_units(pooled, bootstrap)))
         effects = pd.concat(frames, ignore_index=True)
         timings["patching"] += time.time() - t1
         kh = key_heads(effects, primary, threshold)
@@ -207,7 +216,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             ko, evals = knockout_run.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
                                           lambda t: key_heads(effects, t, threshold), primary, curves_for, positions,
                                           knockout_samples, n_random, seed, ks, batch_size, ck, bar,
-                                          answer_token=answer_token, shots=shots, pooled=control["pooled"])
+                                          answer_token=answer_token, shots=shots, pooled=control["pooled"],
+                                          split=knockout_split)
         timings["knockout"] = time.time() - t2 - timings["means"]
         mem.mark("knockout")
         res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, evals=evals, params=dict(
@@ -215,7 +225,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
             answer_token=answer_token, shots=shots, **shots_module.recorded(shots, shots_module.current()), heldout=heldout, batch_size=batch_size, n_boot=n_boot,
-            key_rule="effect_hi < threshold (95% percentile bootstrap over prompts, seeded by seed)",
+            key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]}, seeded by seed)",
+            bootstrap=bootstrap, knockout_split=knockout_split,
             share_threshold=share_threshold,
             share_rule="share_hi < share_threshold (the same resamples; share of the counterfactual's LD effect)"))
         if transfer:
@@ -249,12 +260,6 @@ def task_control(samples: dict[str, list]) -> dict:
     return {"rule": f"a task fails when its conditioned floor on X_r is >= {CONTROL_FLOOR} (steps.config.CONTROL_FLOOR): "
                     "its verdicts are inconclusive and it is left out of the pooled task all",
             "floors": floors, "failed": failed, "pooled": pooled}
-
-
-def concat_patched(ps: Sequence[Patched]) -> Patched:
-    """The samples of several :class:`Patched` results, in order, as one."""
-    cat = lambda f: None if any(getattr(p, f) is None for p in ps) else torch.cat([getattr(p, f) for p in ps])
-    return Patched(**{f: cat(f) for f in PATCHED_FIELDS})
 
 
 def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tuple[int, int]], str]:
@@ -324,7 +329,7 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
                        ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions,
                        pool_size=c.pool_size, transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size,
                        checkpoint=ck, answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots,
-                       share_threshold=c.share_threshold)
+                       share_threshold=c.share_threshold, knockout_split=c.knockout_split, bootstrap=c.bootstrap)
     res.estimate = est.record() if est else None
     write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
                                       "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
@@ -345,7 +350,7 @@ def recorded(config: Config) -> dict:
 # Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
 # (share_threshold: such a run has no share columns, so its share claim is inconclusive, not recomputed).
 ABSENT_MEANS = {"knockout": True, "transfer": True, "share_threshold": DEFAULTS.share_threshold,
-                "shots": 0}
+                "shots": 0, "knockout_split": "in-sample", "bootstrap": "prompt"}
 
 
 def reuse_or_run(config: Config, recompute: bool = False, model=None, tok=None) -> bool:

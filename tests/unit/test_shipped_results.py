@@ -55,6 +55,7 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     k = shots_step.choose(R.read(FOLDER, "shots.csv"))["shots"] if p["shots"] < 0 else p["shots"]
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                                   n_samples=p["n_samples"], shots=k, example_sets=p["example_sets"],
+                                  knockout_split=p["knockout_split"], bootstrap=p["bootstrap"],
                                   **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["random_orders"])
     assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
     zero = config.replace(shots=0, n_samples=p["zero_shot_n_samples"], out=str(FOLDER / "zero-shot"))      # the side-by-side's zero-shot run

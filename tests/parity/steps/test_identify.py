@@ -43,3 +43,37 @@ def test_a_task_that_fails_its_control_leaves_the_pooled_rows(embedded_model, mo
     assert {s.op for s in res.evals["all"]} == {"addition"}
     assert res.key_heads["control"]["failed"] == {"multiplication": "forced by the test"}
     assert set(res.knockout.task) == {"addition", "multiplication", "all"} and isinstance(res.knockout, pd.DataFrame)
+
+
+def test_knockout_and_transfer_prompts_ask_problems_the_ranking_never_saw(embedded_model):
+    """Protects issue #26 item 1: with the default held-out split, the prompts that ranked the components and
+    the knockout's and transfer's prompts share no problem cluster (operation, operand pair); every knockout
+    prompt passes the X_r rules and the X_c check; the ranking prompts are distinct; knockout.csv says so."""
+    from arithmech.data import splits
+    from arithmech.evals.scoring import check_counterfactuals
+    from arithmech.steps.identify import identify
+    model, tok, _ = embedded_model
+    res = identify(model, tok, ["addition", "multiplication"], n_samples=96, seed=0, knockout_samples=24, n_random=2,
+                   ks=(1, 2), transfer=True)
+    ranked = {splits.cluster(s) for ss in res.tasks.values() for s in ss}
+    assert ranked and {splits.side(c) for c in ranked} == {"rank"}
+    for t, ss in res.tasks.items():
+        assert len({s.clean for s in ss}) == len(ss) == res.info[t]["n_ranking"] <= res.info[t]["n_kept"]
+    for task, ev in res.evals.items():
+        assert ev and not ranked & {splits.cluster(s) for s in ev}, task
+        assert len(check_counterfactuals(model, tok, ev)[0]) == len(ev), task       # X_c moves every answer
+    assert set(res.knockout["split"]) == {"held-out"} and res.heldout["split"] == "held-out"
+    assert res.params["knockout_split"] == "held-out" and "problem clusters" in res.params["key_rule"]
+
+
+def test_in_sample_split_keeps_the_first_behaviour(embedded_model):
+    """Protects the shipped runs' reading: knockout_split="in-sample" and bootstrap="prompt" rank on every X_r,
+    knock out on them (topped up), and resample prompts — the knockout.csv rows say in-sample."""
+    from arithmech.steps.identify import identify
+    model, tok, _ = embedded_model
+    res = identify(model, tok, "addition", n_samples=64, seed=0, knockout_samples=16, n_random=2, ks=(1,),
+                   transfer=False, knockout_split="in-sample", bootstrap="prompt")
+    assert "n_ranking" not in res.info["addition"] and set(res.knockout["split"]) == {"in-sample"}
+    kept = {s.clean for s in res.tasks["addition"]}
+    assert kept & {s.clean for s in res.evals["addition"]}
+    assert (res.effects["n_clusters"] == res.effects["n"]).all()

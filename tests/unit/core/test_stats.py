@@ -118,3 +118,27 @@ def test_paired_halfwidth_matches_the_paired_bootstrap():
     after = [(not b) if i in flip else b for i, b in enumerate(before)]
     _, lo, hi = paired_bootstrap([float(x) for x in before], [float(x) for x in after])
     assert abs((hi - lo) / 2 - paired_halfwidth(800, 0.10)) < 0.1 * paired_halfwidth(800, 0.10)
+
+
+def test_cluster_bootstrap_equals_a_literal_cluster_resampling_loop():
+    """Protects issue #26 item 2: with clusters, each resample draws clusters with replacement and takes all
+    their rows (a literal loop over bootstrap_indices of the clusters), and the mean is over the rows drawn;
+    with one row per cluster it is the row bootstrap itself."""
+    import torch
+    from arithmech.core import stats
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(30, 4, generator=g, dtype=torch.float64)
+    labels = [i % 7 for i in range(30)]                       # 7 clusters, first seen in order 0..6
+    lo, hi = stats.bootstrap_mean_intervals(x, 200, 0.9, seed=3, clusters=labels)
+    idx = stats.bootstrap_indices(7, 200, 3)
+    means = torch.stack([torch.cat([x[[r for r in range(30) if labels[r] == c]] for c in row.tolist()]).mean(0)
+                         for row in idx])
+    want = torch.quantile(means, torch.tensor([0.05, 0.95], dtype=torch.float64), dim=0)
+    assert torch.allclose(lo, want[0], atol=1e-12) and torch.allclose(hi, want[1], atol=1e-12)
+    a = stats.bootstrap_mean_intervals(x, 200, 0.9, seed=3, clusters=list(range(30)))
+    b = stats.bootstrap_mean_intervals(x, 200, 0.9, seed=3)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    wide = stats.bootstrap_mean_intervals(x[:, :1].repeat(1, 1) + torch.tensor(labels, dtype=torch.float64)[:, None],
+                                          200, 0.9, seed=3, clusters=labels)
+    narrow = stats.bootstrap_mean_intervals(x[:, :1] + torch.tensor(labels, dtype=torch.float64)[:, None], 200, 0.9, seed=3)
+    assert (wide[1] - wide[0]).item() > (narrow[1] - narrow[0]).item()     # correlated rows: the cluster interval is wider

@@ -29,3 +29,19 @@ def test_items_use_their_sides_forms_and_answers():
     for prompt, ans in test + splits.carry_items("train", 50, seed=1):
         a, b = map(int, re.findall(r"\d+", prompt)[:2])
         assert int(ans) in (a + b, a - b)
+
+
+def test_identify_split_sides_never_share_a_problem():
+    """Protects issue #26 item 1: a problem cluster (operation, unordered operand pair) has one fixed side, so
+    3 + 5 and 5 + 3 fall together; about one cluster in EVAL_SHARE is for evaluation; ranking_side keeps only
+    ranking clusters and each prompt once."""
+    from types import SimpleNamespace as S
+    from arithmech.data import splits
+    assert splits.cluster(S(op="addition", a=5, b=3)) == splits.cluster(S(op="addition", a=3, b=5))
+    every = [("addition", a, b) for a in range(1, 10) for b in range(a, 10)]
+    share = sum(splits.side(c) == "eval" for c in every) / len(every)
+    assert 0.2 < share < 0.47
+    ss = [S(op="addition", a=a, b=b, clean=f"{a}+{b}") for a in range(1, 10) for b in range(1, 10)] * 2
+    kept = splits.ranking_side(ss)
+    assert len({s.clean for s in kept}) == len(kept) and all(splits.side(splits.cluster(s)) == "rank" for s in kept)
+    assert len(kept) == sum(splits.side(splits.cluster(s)) == "rank" for s in ss[:81])
