@@ -40,6 +40,7 @@ which :mod:`arithmech.core.prefix` runs once per batch and reuses as a KV cache,
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import random
 from typing import NamedTuple
 
@@ -50,7 +51,7 @@ from arithmech.data.render import draw_values, render
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
 SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
 EXAMPLE_SETS = 16     # sets of examples per template (module docstring: distinct prompts against shared prefixes)
-_STATE = {"sets": EXAMPLE_SETS}
+_SETS: contextvars.ContextVar[int] = contextvars.ContextVar("example_sets", default=EXAMPLE_SETS)
 
 
 @contextlib.contextmanager
@@ -61,24 +62,23 @@ def example_sets(n: int):
     family — uses the same scheme without each function passing it on."""
     if int(n) < 1:
         raise ValueError(f"example_sets={n}: at least one set of examples per template")
-    before = _STATE["sets"]
-    _STATE["sets"] = int(n)
+    token = _SETS.set(int(n))
     try:
         yield
     finally:
-        _STATE["sets"] = before
+        _SETS.reset(token)
 
 
 def current() -> int:
     """The number of example sets per template in force (:func:`example_sets`)."""
-    return _STATE["sets"]
+    return _SETS.get()
 
 
 def set_index(k: int, n_templates: int) -> int | None:
     """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin: each
     template's prompts cycle through its sets (:func:`example_sets`); ``None`` with one set (the first scheme,
     whose examples were seeded without a set number)."""
-    sets = _STATE["sets"]
+    sets = _SETS.get()
     return None if sets == 1 else (k // n_templates) % sets
 
 
@@ -89,9 +89,12 @@ def describe(sets: int) -> str:
 
 def recorded(shots: int, sets: int) -> dict:
     """What ``run.json`` records of the examples besides ``shots``: ``{"examples": describe(sets)}`` for a
-    few-shot run with several sets; ``{}`` at zero shots and with one set (the runs made before sets existed
-    record nothing, and they had one)."""
-    return {"examples": describe(sets)} if shots and sets != 1 else {}
+    few-shot run, ``{}`` at zero shots. A record without it was made before sets existed, with one set
+    (:data:`ABSENT`, the ``absent_means`` of every reuse check)."""
+    return {"examples": describe(sets)} if shots else {}
+
+
+ABSENT = {"examples": describe(1)}      # what a run.json without the field was made with
 
 
 class Examples(NamedTuple):

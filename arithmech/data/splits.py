@@ -11,9 +11,11 @@ Every set is fixed by ``data_seed`` alone (never by a training seed), so all run
 **Identify's split** (issue #26): the prompts that rank the components and the prompts that test them
 (knockout, transfer) ask different problems. A problem is a *cluster* (:func:`cluster`): the operation and
 the unordered operand pair, in any template, operand order or set of solved examples. One cluster in
-:data:`EVAL_SHARE` goes to the evaluation side by a fixed hash (:func:`side`), the same for every run, seed
-and model, so the two sides never share a problem; the identification side is deduplicated
-(:func:`ranking_side`).
+:data:`EVAL_SHARE` of *each operation* goes to the evaluation side (:func:`side`): the operation's
+single-digit problems (the paper's templates: operands 1..9) in the order of a fixed hash,
+every third one; any other problem by the hash alone. The sides are the same for every run, seed and model,
+so the queries of the two sides never share a problem (their solved examples may: an example is not a
+query); the identification side is deduplicated (:func:`ranking_side`).
 """
 from __future__ import annotations
 
@@ -33,9 +35,27 @@ def cluster(s) -> tuple[str, int, int]:
     return (s.op, min(s.a, s.b), max(s.a, s.b))
 
 
+def _hash(c: tuple[str, int, int]) -> int:
+    return zlib.crc32(f"{c[0]}:{c[1]}:{c[2]}".encode())
+
+
+def _single_digit(op: str) -> list[tuple[str, int, int]]:
+    """The operation's single-digit problem clusters, in the order of :func:`_hash`."""
+    pairs_ = ({(b, a) for a in range(1, 10) for b in range(1, 10) if a % b == 0} if op == "division" else
+              {(a, b) for a in range(1, 10) for b in range(a, 10)})     # operands 1..9 (data.answers)
+    return sorted(((op, min(p), max(p)) for p in pairs_), key=_hash)
+
+
+_EVAL = {c for op in pairs.TASKS for c in _single_digit(op)[::EVAL_SHARE]}
+_UNIVERSE = {c for op in pairs.TASKS for c in _single_digit(op)}
+
+
 def side(c: tuple[str, int, int]) -> str:
-    """``"eval"`` or ``"rank"``: the fixed side of a problem cluster (crc32 of it, one in :data:`EVAL_SHARE`)."""
-    return "eval" if zlib.crc32(f"{c[0]}:{c[1]}:{c[2]}".encode()) % EVAL_SHARE == 0 else "rank"
+    """``"eval"`` or ``"rank"``: the fixed side of a problem cluster — every :data:`EVAL_SHARE`-th of its
+    operation's single-digit problems in hash order (so each operation gets its share), else by the hash."""
+    if c in _UNIVERSE:
+        return "eval" if c in _EVAL else "rank"
+    return "eval" if _hash(c) % EVAL_SHARE == 0 else "rank"
 
 
 def ranking_side(samples: list) -> list:
@@ -59,6 +79,12 @@ def resampling_units(samples: list, bootstrap: str) -> list | None:
     if bootstrap == "prompt" or not all(isinstance(s.a, int) and isinstance(s.b, int) for s in samples):
         return None
     return [cluster(s) for s in samples]
+
+
+def n_problems(samples: list) -> int:
+    """How many distinct problem clusters ``samples`` ask (each sample its own where operands are not integers)."""
+    units = resampling_units(samples, "cluster")
+    return len(set(units)) if units is not None else len(samples)
 
 
 def form(t: templates_module.Template) -> int | None:

@@ -10,8 +10,9 @@ For each task::
         conditioned floor (the answer guessed from what the prompt carries, leave-one-out)
 
 ``knockout.csv`` rows: ``task, positions, kind, order, seed, k, accuracy, correct, n, ci_low, ci_high,
-mean_source, split`` (``split``: ``held-out`` — the prompts share no problem cluster with the ranking ones,
-:mod:`arithmech.data.splits` — or ``in-sample``); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
+mean_source, split, n_clusters`` (``split``: ``held-out`` — the prompts share no problem cluster with the
+ranking ones, :mod:`arithmech.data.splits` — or ``in-sample``; ``n_clusters``: the distinct problems the
+prompts ask, which bound how independent the ``n`` prompts are); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
 :data:`SANITY`). :func:`arithmech.methods.knockout_tables.sanity_table` turns the sanity rows into the
 claim "the ablation removes the information" (holds / does not hold).
 """
@@ -42,7 +43,7 @@ FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor"
 RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
 RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
-           "mean_source", "split"]
+           "mean_source", "split", "n_clusters"]
 SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
 
 
@@ -125,7 +126,8 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
 def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, ranking: tuple[list, list], task: str,
                   key: dict, full: bool, positions: Sequence[str], n_random: int = 20, seed: int = 0,
                   ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE) -> pd.DataFrame:
-    """One task's knockout rows (:data:`COLUMNS` but ``split``, which :func:`knockout_tasks` adds) at each of ``positions``.
+    """One task's knockout rows (:data:`COLUMNS` but ``split`` and ``n_clusters``, which :func:`knockout_tasks` adds)
+    at each of ``positions``.
 
     ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.steps.identify.ranking`);
     ``key``: :func:`arithmech.steps.identify.key_heads` of the task. ``full`` (the primary task):
@@ -166,7 +168,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
             frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
                                          **kw).assign(positions=pos, mean_source=src))
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
-    return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-1]]
+    return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 
 
 def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
@@ -201,7 +203,8 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
         else:
             frames.append(task_knockout(model, tok, evals[task], means, ranking(task), task, key(task),
                                         task == primary or curves_for == "each", positions, n_random, seed, ks,
-                                        batch_size).assign(split="held-out" if held[task] else "in-sample"))
+                                        batch_size).assign(split="held-out" if held[task] else "in-sample",
+                                                           n_clusters=splits.n_problems(evals[task])))
             if ck is not None:
                 ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})
         if bar is not None:
@@ -251,8 +254,8 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
         return
     variant, shots = res.params.get("answer_token", "first"), res.params.get("shots", 0)
     held_out = res.params.get("knockout_split", "in-sample") == "held-out"
-    test, _ = pairs.make_pairs(tok, heldout, n=n_samples * (splits.EVAL_SHARE if held_out else 1), seed=seed + 1,
-                               answer_token=variant, shots=shots)
+    drawn = n_samples * (splits.EVAL_SHARE if held_out else 1)
+    test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, answer_token=variant, shots=shots)
     if held_out:                                 # problems never ranked on: the evaluation side's clusters
         test = [s for s in test if splits.side(splits.cluster(s)) == "eval"][:n_samples]
     means = res.means
@@ -262,9 +265,11 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
                      positions=positions)
     res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
                    "heads_from": id_source,
-                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={n_samples}, seed={seed + 1}, "
+                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
                                    f"answer_token={variant!r}{f', shots={shots}' if shots else ''})"
-                                   + (", the evaluation side's problem clusters" if held_out else ", unfiltered"),
+                                   + (f", the first {n_samples} of the evaluation side's problem clusters (X_c not "
+                                      "checked)" if held_out else ", unfiltered"),
+                   "n_test": len(test), "n_clusters": splits.n_problems(test),
                    "split": "held-out" if held_out else "in-sample",
                    "positions": positions, **r}
 

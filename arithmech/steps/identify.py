@@ -97,14 +97,12 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             files, template lists); each gets ``n_samples`` draws. With several tasks the rows of task
             ``"all"`` average over every sample of the tasks that pass their control (Fig. 2;
             :data:`arithmech.steps.config.CONTROL_FLOOR`, :func:`task_control`) and key heads are taken from them.
-        knockout_samples: prompts per task in the knockout curves: the task's X_r, topped up with fresh
-            X_r (:func:`~arithmech.methods.knockout_run.eval_samples`).
+        knockout_samples: prompts per task in the knockout curves (:func:`~arithmech.methods.knockout_run.eval_samples`).
         n_random: seeded random orders per knockout curve (drawn from the non-key components).
         pool_size: X_c per template family in the reference pool of the means
             (:mod:`arithmech.methods.knockout_means`).
         n_boot: bootstrap resamples for each effect's 95% interval (seeded by ``seed``).
-        bootstrap, knockout_split: what the intervals resample (problem clusters or prompts), and whether the
-            knockout and transfer run on problems never ranked on (:class:`arithmech.steps.config.Identify`).
+        bootstrap, knockout_split: interval units; knockout on never-ranked problems (:class:`~.config.Identify`).
         share_threshold: the calibrated rule beside the paper's: a head whose share of the counterfactual's
             logit-difference effect has its whole interval below it is key by share (``key_heads.json``'s
             ``by_share``; :func:`~arithmech.methods.effects.key_heads_by_share`).
@@ -165,7 +163,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 t = time.time()
                 samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token,
                                                       shots=shots)
-                if knockout_split == "held-out":                   # rank on one side of the problems only
+                ready = isinstance(spec, list) and isinstance(spec[0], pairs_module.Sample)   # nothing to draw from
+                if knockout_split == "held-out" and (knockout or transfer) and not ready:  # rank on one side only
                     samples[label] = ranking_side(samples[label])
                     if not info[label].setdefault("n_ranking", len(samples[label])):
                         raise NoReferenceData(f"{label}: no X_r on the ranking side; raise --n-samples", info[label])
@@ -350,7 +349,7 @@ def recorded(config: Config) -> dict:
 # Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
 # (share_threshold: such a run has no share columns, so its share claim is inconclusive, not recomputed).
 ABSENT_MEANS = {"knockout": True, "transfer": True, "share_threshold": DEFAULTS.share_threshold,
-                "shots": 0, "knockout_split": "in-sample", "bootstrap": "prompt"}
+                "shots": 0, "knockout_split": "in-sample", "bootstrap": "prompt", **shots_module.ABSENT}
 
 
 def reuse_or_run(config: Config, recompute: bool = False, model=None, tok=None) -> bool:
@@ -376,8 +375,9 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     folder = folder_of(c)
     fresh = not reuse_or_run(c, recompute, model, tok)
     same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
-                                                                       "shots": c.shots, **shots_module.recorded(c.shots, c.example_sets)},
-                                                                       absent_means={"shots": 0})
+                                                                       "shots": c.shots, **shots_module.recorded(c.shots, c.example_sets),
+                                                                       "bootstrap": c.bootstrap},
+                                                                       absent_means=ABSENT_MEANS)
                     and results.exists(folder, "counterfactual_overlap.json")
                     and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
     if fresh or not same_operand:
@@ -385,7 +385,7 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with shots_module.example_sets(c.example_sets):
             res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False,
-                                   shots=c.shots)
+                                   shots=c.shots, bootstrap=c.bootstrap)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})

@@ -99,7 +99,7 @@ def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dic
     """:func:`choose`'s dict and the table (``"table"``) of the model's folder when ``run.json`` records a
     ``shots`` run made with ``config``, else made by :func:`run` (``model``/``tok``: an already loaded model)."""
     folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "shots", recorded(config)):
+    if recompute or not results.made_with(folder, "shots", recorded(config), absent_means=shots_module.ABSENT):
         run(config.replace(overwrite=True), model, tok)
     table = results.read(folder, "shots.csv")
     return {**choose(table), "table": table}

@@ -280,7 +280,7 @@ def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dic
     """:func:`read_results` of the model's folder when ``run.json`` records a stability run made with
     ``config`` (:func:`recorded`), else :func:`run` (with ``model``/``tok`` when the caller has them loaded)."""
     folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "stability", recorded(config), absent_means={"shots": 0}):
+    if recompute or not results.made_with(folder, "stability", recorded(config), absent_means={"shots": 0, **shots_module.ABSENT}):
         run(config.replace(overwrite=True), model=model, tok=tok)
     return read_results(folder)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
+from arithmech.data import shots as shots_module
 from arithmech.steps import accuracy as accuracy_step, identify as identify_step, shots as shots_step
 from arithmech.steps import stability as stability_step
 from arithmech.steps.config import BOOK_SCALE, Shots, Stability
@@ -51,7 +52,7 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     p = appendix_parameters()
     sc = Shots(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                example_sets=p["example_sets"])
-    assert R.made_with(FOLDER, "shots", shots_step.recorded(sc))
+    assert R.made_with(FOLDER, "shots", shots_step.recorded(sc), absent_means=shots_module.ABSENT)
     k = shots_step.choose(R.read(FOLDER, "shots.csv"))["shots"] if p["shots"] < 0 else p["shots"]
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                                   n_samples=p["n_samples"], shots=k, example_sets=p["example_sets"],
@@ -63,7 +64,7 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
                    seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
                    example_sets=p["example_sets"])
-    assert R.made_with(FOLDER, "stability", stability_step.recorded(st), absent_means={"shots": 0})
+    assert R.made_with(FOLDER, "stability", stability_step.recorded(st), absent_means={"shots": 0, **shots_module.ABSENT})
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})
     acc = accuracy_step.Config(model_name="smollm2-135m", seed=p["seed"], n_per_template=p["n_per_template"])

@@ -47,8 +47,9 @@ def test_a_task_that_fails_its_control_leaves_the_pooled_rows(embedded_model, mo
 
 def test_knockout_and_transfer_prompts_ask_problems_the_ranking_never_saw(embedded_model):
     """Protects issue #26 item 1: with the default held-out split, the prompts that ranked the components and
-    the knockout's and transfer's prompts share no problem cluster (operation, operand pair); every knockout
-    prompt passes the X_r rules and the X_c check; the ranking prompts are distinct; knockout.csv says so."""
+    the knockout's prompts share no problem cluster (operation, operand pair); every knockout prompt passes the
+    X_r rules and the X_c check; the ranking prompts are distinct; knockout.csv and heldout.json say which split
+    (the transfer test draws from the evaluation side's clusters: its record says so and counts them)."""
     from arithmech.data import splits
     from arithmech.evals.scoring import check_counterfactuals
     from arithmech.steps.identify import identify
@@ -63,6 +64,8 @@ def test_knockout_and_transfer_prompts_ask_problems_the_ranking_never_saw(embedd
         assert ev and not ranked & {splits.cluster(s) for s in ev}, task
         assert len(check_counterfactuals(model, tok, ev)[0]) == len(ev), task       # X_c moves every answer
     assert set(res.knockout["split"]) == {"held-out"} and res.heldout["split"] == "held-out"
+    assert res.heldout["n_clusters"] >= 1 and "evaluation side" in res.heldout["test_prompts"]
+    assert (res.knockout["n_clusters"] <= res.knockout["n"]).all()
     assert res.params["knockout_split"] == "held-out" and "problem clusters" in res.params["key_rule"]
 
 

@@ -160,11 +160,27 @@ def test_one_example_set_draws_exactly_the_first_scheme(tok, task, k):
     assert shots.current() == shots.EXAMPLE_SETS                    # the block restores the default
 
 
-def test_example_sets_are_recorded_only_where_they_differ_from_the_first_scheme():
-    """Protects: run.json records the sets beside K (so a run made with other sets is never reused), and a
-    zero-shot or one-set run records nothing, as the runs made before sets existed."""
-    assert shots.recorded(4, 16) == {"examples": "16 sets per template"}
-    assert shots.recorded(0, 16) == {} and shots.recorded(2, 1) == {}
+def test_a_run_made_with_other_example_sets_is_never_reused(tmp_path):
+    """Protects: run.json records the sets beside K, and the reuse check (results.made_with) asks for them, so a
+    run made with 16 sets is not reused for one set or the reverse, and a record made before sets existed
+    (no field) counts as one set; a zero-shot run records nothing about examples."""
+    import pandas as pd
+    from arithmech.core import results
+    from arithmech.steps import shots as shots_step
+    from arithmech.steps.config import Shots
+    assert shots.recorded(4, 16) == {"examples": "16 sets per template"} and shots.recorded(0, 16) == {}
+    assert shots.recorded(2, 1) == {"examples": "1 set per template"}
+    table = pd.DataFrame({c: [0] for c in ("shots", "drawn", "token_correct", "correct", "xc_valid", "kept",
+                                          "kept_rate", "kept_lo", "kept_hi")}).assign(op="addition")
+    for made, want, same in ((16, 16, True), (16, 1, False), (1, 16, False), (None, 1, True), (None, 16, False)):
+        folder = tmp_path / f"{made}-{want}"
+        rec = shots_step.recorded(Shots(model_name="embedded", example_sets=made or 1))
+        if made is None:
+            rec.pop("examples")                                    # a record from before sets existed
+        results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": rec})
+        got = results.made_with(folder, "shots", shots_step.recorded(Shots(model_name="embedded", example_sets=want)),
+                                absent_means=shots.ABSENT)
+        assert got is same, (made, want)
     with pytest.raises(ValueError, match="example_sets=0"):
         with shots.example_sets(0):
             pass
