@@ -171,6 +171,7 @@ class Stability(ModelStep):
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
     shots: int = same_as(Identify, "shots")
     example_sets: int = same_as(Identify, "example_sets")
+    bootstrap: str = same_as(Identify, "bootstrap")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def check(self) -> None:

@@ -45,6 +45,7 @@ from arithmech.core import estimate, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs, shots as shots_module
+from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
@@ -111,10 +112,11 @@ def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, ba
     return kept, index, p
 
 
-def _run_row(kind, seed, size, family, n_drawn, p: Patched, threshold, top, n_boot) -> tuple[dict, pd.DataFrame]:
+def _run_row(kind, seed, size, family, n_drawn, p: Patched, threshold, top, n_boot,
+             clusters=None) -> tuple[dict, pd.DataFrame]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")             # unstable-ratio warnings: identify's run reports them
-        eff = effects_frame(p, "run", prob=False, n_boot=n_boot, seed=seed)
+        eff = effects_frame(p, "run", prob=False, n_boot=n_boot, seed=seed, clusters=clusters)
     key = [h["name"] for h in key_heads(eff, "run", threshold)["heads"]]
     tops = _names(ranking(eff, "run")[0][:top])
     return ({"kind": kind, "seed": seed, "size": size, "family": family, "n_drawn": n_drawn, "n": p.logit_p.shape[0],
@@ -125,11 +127,13 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
               kinds: Sequence[str] = KINDS, threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top,
               n_boot: int = DEFAULTS.n_boot, families: bool = True, keep_correct: bool = True,
               batch_size: int = DEFAULTS.batch_size,
-              answer_token: str = "last-digit", shots: int = DEFAULTS.shots) -> StabilityResult:
+              answer_token: str = "last-digit", shots: int = DEFAULTS.shots,
+              bootstrap: str = DEFAULTS.bootstrap) -> StabilityResult:
     """Key-head sets over seeds × sizes × kinds (and template families), compared by Jaccard overlap.
 
     ``sizes`` are numbers of pairs *drawn* (as identify's ``n_samples``); each run patches the X_r among them
     (``keep_correct=False`` keeps every drawn pair: for random test models that answer nothing right).
+    ``bootstrap``: what the intervals resample, as identify's (problem clusters or prompts).
     """
     seeds, sizes, kinds = check_args(seeds, sizes, kinds, threshold, top, n_boot)
     big = sizes[-1]
@@ -142,20 +146,22 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
             for size in sizes:
                 rows = [j for j, i in enumerate(index) if i < size]
                 if rows:
-                    row, eff = _run_row(kind, seed, size, ALL, size, p.select(rows), threshold, top, n_boot)
+                    units = resampling_units([kept[j] for j in rows], bootstrap)
+                    row, eff = _run_row(kind, seed, size, ALL, size, p.select(rows), threshold, top, n_boot, units)
                     runs.append(row)
                     if seed == seeds[0] and size == big:
                         ref_eff[kind] = eff
             for fam in (dict.fromkeys(s.family for s in kept) if families else ()):
                 rows = [j for j, s in enumerate(kept) if s.family == fam]
-                runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot)[0])
+                units = resampling_units([kept[j] for j in rows], bootstrap)
+                runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot, units)[0])
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
     params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token, shots=shots,
                   **shots_module.recorded(shots, shots_module.current()), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
                   batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
                   "(nested prefixes of one draw of the largest size per seed and kind)",
-                  key_rule="effect_hi < threshold (95% percentile bootstrap over prompts)")
+                  bootstrap=bootstrap, key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]})")
     return StabilityResult(compare(runs, seeds, sizes, kinds, top), runs, head_table(runs, ref_eff, top), params,
                            timings)
 
@@ -272,7 +278,7 @@ def recorded(config: Config) -> dict:
     c = config
     return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
                 kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
-                families=True, keep_correct=True, answer_token="last-digit", shots=c.shots,
+                families=True, keep_correct=True, answer_token="last-digit", shots=c.shots, bootstrap=c.bootstrap,
                 **shots_module.recorded(c.shots, c.example_sets))
 
 
@@ -280,7 +286,7 @@ def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dic
     """:func:`read_results` of the model's folder when ``run.json`` records a stability run made with
     ``config`` (:func:`recorded`), else :func:`run` (with ``model``/``tok`` when the caller has them loaded)."""
     folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "stability", recorded(config), absent_means={"shots": 0, **shots_module.ABSENT}):
+    if recompute or not results.made_with(folder, "stability", recorded(config), absent_means={"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}):
         run(config.replace(overwrite=True), model=model, tok=tok)
     return read_results(folder)
 
@@ -298,7 +304,7 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
         res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold,
-                        top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots)
+                        top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots, bootstrap=c.bootstrap)
     res.estimate = est.record() if est else None
     res.timings["total"] = time.time() - t0
     write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)

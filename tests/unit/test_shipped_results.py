@@ -63,8 +63,9 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero), absent_means=identify_step.ABSENT_MEANS)
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
                    seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
-                   example_sets=p["example_sets"])
-    assert R.made_with(FOLDER, "stability", stability_step.recorded(st), absent_means={"shots": 0, **shots_module.ABSENT})
+                   example_sets=p["example_sets"], bootstrap=p["bootstrap"])
+    assert R.made_with(FOLDER, "stability", stability_step.recorded(st), absent_means={"shots": 0, "bootstrap": "prompt",
+                                                                                **shots_module.ABSENT})
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})
     acc = accuracy_step.Config(model_name="smollm2-135m", seed=p["seed"], n_per_template=p["n_per_template"])
