@@ -94,6 +94,7 @@ RENDER = BUILD / "render"              # the tree jupyter-book renders (see rend
 GENERATED = Path("book") / "_generated"
 FINDINGS = GENERATED / "findings.md"   # {include}d by book/intro.md
 PARAMETERS = GENERATED / "parameters.md"   # {include}d by book/appendix_parameters.md
+RULES = GENERATED / "rules.md"             # {include}d by book/claims_rules.md
 MODELS = [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]
 NO_RESULTS = ("*No results yet: `python -m arithmech book` (or `make book`) computes them and writes this "
               "box.*")
@@ -141,7 +142,11 @@ def write_generated(root: Path) -> list[Path]:
             box = (f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "
                    f"read as one run: {e}\n:::")
         boxes += [box] if box else []
-    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS}
+    try:
+        rules = pages.rules_page(root, MODELS)
+    except ValueError as e:
+        rules = f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS, RULES: rules}
     changed = []
     for rel, body in texts.items():
         path = root / rel

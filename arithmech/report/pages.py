@@ -98,6 +98,40 @@ def claims_table(claims: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+RULES_PAGE = "claims_rules.md"      # the page that lists every rule beside its verdict (book/claims_rules.md)
+
+
+def is_control(claims: pd.DataFrame) -> pd.Series:
+    """The rows that are controls of the method (their claim says "(control)"), not claims of the paper."""
+    return claims["claim"].str.contains("(control)", regex=False)
+
+
+def answer_sentence(label: str, claims: pd.DataFrame) -> str:
+    """One sentence answering "does the paper's picture hold on this model?", computed from the verdicts of the
+    paper's claims (controls apart): which hold, which do not, how many are undecided."""
+    paper = claims[~is_control(claims)]
+    by = {v: [c.rstrip(".") for c, h in zip(paper["claim"], paper["holds"]) if verdict(h) == v] for v in VERDICT.values()}
+    n = len(paper)
+    lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)   # "MLPs" stays
+    parts = [f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold"
+             + (f" ({lower(by['holds'])})" if by["holds"] else ""),
+             f"{len(by['does not hold'])} do not" + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
+             f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)"]
+    picture = ("the paper's picture holds" if not by["does not hold"] and not by["inconclusive"] else
+               "the paper's picture does not appear" if not by["holds"] else "the paper's picture holds only in part")
+    return f"{parts[0]}; {parts[1]}; {parts[2]}: {picture}."
+
+
+def findings_table(claims: pd.DataFrame) -> str:
+    """Markdown table ``claim | paper | this run | verdict`` (each claim links to its rule on the rules page)."""
+    paper_col = next(c for c in claims.columns if c.startswith("paper"))
+    rows = ["| claim | paper (LLaMA2-7B) | this run | verdict |", "| --- | --- | --- | --- |"]
+    for _, r in claims.iterrows():
+        rows.append(f"| [{_md_cell(r['claim'])}]({RULES_PAGE}) | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
+                    f"**{verdict(r['holds'])}** |")
+    return "\n".join(rows)
+
+
 def tally(claims: pd.DataFrame) -> str:
     """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for a claims frame."""
     v = [verdict(h) for h in claims["holds"]]
@@ -115,12 +149,27 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
         if not results.exists(folder, "effects.csv"):
             continue
         c = claims(folder)
-        out += [f":::{{admonition}} {label}: {tally(c)}", ":class: tip", "",
-                f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`. Each rule is the same "
-                "for every model and was written before this run's results were read — except the rules for the "
-                "shipped SmolLM2 Table 1 records, written after those records existed; *inconclusive*: the results "
-                "it needs are missing or their intervals do not decide it.", "", claims_table(c), ":::", ""]
+        paper, controls = c[~is_control(c)], c[is_control(c)]
+        out += [answer_sentence(label, c), "", f":::{{admonition}} {label}: {tally(paper)}", ":class: tip", "",
+                f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
+                f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
+                "missing or their intervals do not decide it.", "", findings_table(paper), "",
+                "Controls of the method (not claims of the paper): " + "; ".join(
+                    f"{r['claim'].replace(' (control)', '')}: **{verdict(r['holds'])}**" for _, r in controls.iterrows())
+                + ".", ":::", ""]
     return "\n".join(out).rstrip("\n") if out else None
+
+
+def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str:
+    """Markdown: per model with results, every claim's rule (fixed before the run), this run's numbers and the
+    verdict — the page the introduction's findings link to."""
+    out = []
+    for name, label in models:
+        folder = Path(root) / results_dir / name
+        if results.exists(folder, "effects.csv"):
+            out += [f"## {label}", "", f"From `{results_dir}/{name}/` ({tally(claims(folder))}).", "",
+                    claims_table(claims(folder)), ""]
+    return "\n".join(out).rstrip("\n") if out else "*No results yet.*"
 
 
 def hide_injected(nb_path: Path) -> bool:

@@ -55,17 +55,20 @@ def _findings(root: Path) -> str:
 
 
 def _intro_tables(root: Path) -> dict[str, dict[str, tuple[str, str]]]:
-    """model folder name → claim → (here, verdict), parsed from the introduction's generated boxes."""
-    block = _findings(root)
+    """model folder name → claim → (here, verdict), parsed from the introduction's generated boxes (the paper's
+    claims: ``claim | paper | this run | verdict``, each claim a link to the rules page) and from the rules
+    page (every claim, the controls too: ``claim | paper | rule | this run | verdict``)."""
     out, current = {}, None
-    for line in block.splitlines():
-        box = re.match(r":::\{admonition\} (.+?): \d+ of", line)
+    rules = (root / book.RULES).read_text()
+    for line in (_findings(root) + "\n" + rules).splitlines():
+        box = re.match(r":::\{admonition\} (.+?): \d+ of", line) or re.match(r"## (.+)$", line)
         if box:
-            current = next(n for n, label in MODELS if label == box.group(1))
-            out[current] = {}
+            current = next((n for n, label in MODELS if label == box.group(1)), None)
+            out.setdefault(current, {})
         elif current and line.startswith("| ") and not line.startswith(("| claim", "| ---")):
             cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-            out[current][cells[0]] = (cells[3], cells[4].strip("*"))
+            claim = re.sub(r"^\[(.*)\]\([^)]*\)$", r"\1", cells[0])
+            out[current][claim] = (cells[-2], cells[-1].strip("*"))
     return out
 
 

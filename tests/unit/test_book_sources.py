@@ -153,7 +153,8 @@ def test_generated_text_is_included_never_written_into_pages():
     """Protects the hand-written pages from the build: the introduction and the parameters appendix pull the
     generated text in with MyST ``{include}`` from book/_generated/ (git-ignored), and carry no generated
     block of their own (the old marker comments, a claims table)."""
-    for page, inc in (("intro.md", book.FINDINGS), ("appendix_parameters.md", book.PARAMETERS)):
+    for page, inc in (("intro.md", book.FINDINGS), ("appendix_parameters.md", book.PARAMETERS),
+                      ("claims_rules.md", book.RULES)):
         text = (REPO / "book" / page).read_text()
         assert f"```{{include}} {inc.relative_to('book').as_posix()}\n```" in text, page
         assert "<!-- findings:start -->" not in text and "<!-- parameters:start -->" not in text, page

@@ -45,3 +45,21 @@ def test_flags_read_as_words_in_every_table():
         assert not {"True", "False", "None", "nan"} & set(cells), cells
         assert {"does not hold", "inconclusive", "yes", "no", "True story"} <= set(cells), cells
     assert "50.0%" in P.styler_html(styled) and styled.to_html() == before
+
+
+def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
+    """Protects issue #27 item 1: the introduction's sentence per model is computed from the verdicts of the
+    paper's claims (controls apart), names the claims under each verdict, and its summary word follows them;
+    the compact table has one row per claim with its verdict and a link to the rules page."""
+    import pandas as pd
+    from arithmech.report import pages
+    c = pd.DataFrame({"id": ["a", "b", "c", "d"], "claim": ["Heads exist", "MLPs act late", "Few heads", "Floor (control)"],
+                      "paper (LLaMA2-7B)": ["x"] * 4, "rule": ["r"] * 4, "here": ["h"] * 4,
+                      "holds": [True, None, False, True]})
+    s = pages.answer_sentence("Model", c)
+    assert s.startswith("**Model**: 1 of the paper's 3 claims hold (heads exist); 1 do not (few heads); 1 are undecided")
+    assert "MLPs act late" not in s and "holds only in part" in s and "Floor" not in s
+    assert "the paper's picture holds." in pages.answer_sentence("M", c.assign(holds=True))
+    assert "does not appear" in pages.answer_sentence("M", c.assign(holds=False))
+    t = pages.findings_table(c[~pages.is_control(c)])
+    assert t.count("\n") == 4 and t.count(f"]({pages.RULES_PAGE})") == 3 and "**inconclusive**" in t
