@@ -80,8 +80,8 @@ def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT
     for l in range(L):
         for h in range(H1):
             rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
-                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n, "n_clusters": n_clusters,
-                         **{k: float(v[l, h]) for k, v in after.items()}})
+                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n,
+                         **{k: float(v[l, h]) for k, v in after.items()}, "n_clusters": n_clusters})
     return pd.DataFrame(rows)
 
 

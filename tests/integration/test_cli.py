@@ -29,11 +29,11 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert list(eff.columns[:8]) == ["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff", "prob"]
     assert (eff.effect_lo <= eff.effect + 1e-9).all() and (eff.effect <= eff.effect_hi + 1e-9).all()
     assert len(eff) == 6 * 9 and (eff["head"] == "mlp").sum() == 6 and set(eff.task) == {"addition"}
-    assert list(eff.columns[-4:]) == ["n", "share", "share_lo", "share_hi"] and eff.share.notna().all()
+    assert list(eff.columns[-5:]) == ["n", "share", "share_lo", "share_hi", "n_clusters"] and eff.share.notna().all()
     assert (eff.share_lo <= eff.share + 1e-9).all() and (eff.share <= eff.share_hi + 1e-9).all()
     ko = pd.read_csv(a / "knockout.csv")
     assert list(ko.columns) == ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
-                                "ci_high", "mean_source"]
+                                "ci_high", "mean_source", "split", "n_clusters"]
     intact = ko[((ko.k == 0) & ko.kind.isin(["head", "mlp"])) | (ko.order == "nothing-out")]
     assert len(intact) and intact.accuracy.eq(1.0).all()             # X_r: the model answers all of them
     assert set(ko[ko.kind == "sanity"].order) == {"nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor",
@@ -48,13 +48,14 @@ def test_cli_writes_results_files(tmp_path, capsys):
     prompts = pairs.samples(a)
     run = json.loads((a / "run.json").read_text())
     rec = run["steps"]["identify"]
-    assert len(prompts) == rec["samples"]["addition"]["n_kept"] == eff["n"].iloc[0]
+    # the held-out split: the prompts that ranked (prompts.jsonl, effects' n) are the kept X_r of ranking problems
+    assert len(prompts) == rec["samples"]["addition"]["n_ranking"] == eff["n"].iloc[0] <= rec["samples"]["addition"]["n_kept"]
     assert rec["parameters"]["share_threshold"] == -0.05
     assert rec["parameters"]["seed"] == 3 and "torch" in rec["versions"] and rec["peak_memory"]["peak_rss_bytes"] > 0
     assert rec["parameters"]["answer_token"] == "last-digit" and all(p.answer_token == "last-digit" for p in prompts)
     tokens = R.read(a, "answer_tokens.csv")
     whole = tokens[(tokens.task == "addition") & (tokens.template == "all")].iloc[0]
-    assert whole.n == len(prompts) and whole.xc_passed == whole.n and whole.n_drawn == 12
+    assert whole.n == rec["samples"]["addition"]["n_kept"] and whole.xc_passed == whole.n and whole.n_drawn == 12
     main(args + ["--out", str(tmp_path / "b")])
     for f in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "answer_tokens.csv"):
         assert (a / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f

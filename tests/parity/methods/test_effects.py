@@ -94,7 +94,7 @@ def test_paper_effect_columns_are_unchanged_by_the_share(embedded_model):
         warnings.simplefilter("ignore")
         eff = effects_frame(p, "t", n_boot=200, seed=7)
         rel = p.relative_change()
-    assert list(eff.columns) == PAPER_COLUMNS + ["share", "share_lo", "share_hi"]
+    assert list(eff.columns) == PAPER_COLUMNS + ["share", "share_lo", "share_hi", "n_clusters"]
     lo, hi = bootstrap_mean_intervals(rel, 200, 0.95, 7)
     assert eff.effect.tolist() == [float(v) for v in rel.mean(0).flatten()]
     assert eff.effect_lo.tolist() == [float(v) for v in lo.flatten()]
