@@ -102,19 +102,20 @@ RULES_PAGE = "claims_rules.md"      # the page that lists every rule beside its 
 
 
 def is_control(claims: pd.DataFrame) -> pd.Series:
-    """The rows that are controls of the method (their claim says "(control)"), not claims of the paper."""
-    return claims["claim"].str.contains("(control)", regex=False)
+    """The rows that are controls of the method, not claims of the paper: their claim ends "(control)" or
+    "(beyond the paper: a control)"."""
+    return claims["claim"].str.contains(r"\bcontrol\)", regex=True)
 
 
 def answer_sentence(label: str, claims: pd.DataFrame) -> str:
     """One sentence answering "does the paper's picture hold on this model?", computed from the verdicts of the
-    paper's claims (controls apart): which hold, which do not, how many are undecided."""
+    paper's claims (controls apart): how many hold, which do not, how many are undecided (the table under it
+    names every claim)."""
     paper = claims[~is_control(claims)]
     by = {v: [c.rstrip(".") for c, h in zip(paper["claim"], paper["holds"]) if verdict(h) == v] for v in VERDICT.values()}
     n = len(paper)
     lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)   # "MLPs" stays
-    parts = [f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold"
-             + (f" ({lower(by['holds'])})" if by["holds"] else ""),
+    parts = [f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold",
              f"{len(by['does not hold'])} do not" + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
              f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)"]
     picture = ("the paper's picture holds" if not by["does not hold"] and not by["inconclusive"] else

@@ -57,8 +57,10 @@ def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
                       "paper (LLaMA2-7B)": ["x"] * 4, "rule": ["r"] * 4, "here": ["h"] * 4,
                       "holds": [True, None, False, True]})
     s = pages.answer_sentence("Model", c)
-    assert s.startswith("**Model**: 1 of the paper's 3 claims hold (heads exist); 1 do not (few heads); 1 are undecided")
+    assert s.startswith("**Model**: 1 of the paper's 3 claims hold; 1 do not (few heads); 1 are undecided")
     assert "MLPs act late" not in s and "holds only in part" in s and "Floor" not in s
+    assert pages.is_control(pd.DataFrame({"claim": ["X (beyond the paper: a control)", "Y (control)", "Z"]})).tolist() \
+        == [True, True, False]
     assert "the paper's picture holds." in pages.answer_sentence("M", c.assign(holds=True))
     assert "does not appear" in pages.answer_sentence("M", c.assign(holds=False))
     t = pages.findings_table(c[~pages.is_control(c)])
