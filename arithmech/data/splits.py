@@ -23,7 +23,7 @@ import random
 import zlib
 
 from arithmech.data import pairs, templates as templates_module
-from arithmech.data.answers import CORPUS_DIVISION
+from arithmech.data.answers import CORPUS_DIVISION, OPERANDS
 from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
 
@@ -41,8 +41,8 @@ def _hash(c: tuple[str, int, int]) -> int:
 
 def _single_digit(op: str) -> list[tuple[str, int, int]]:
     """The operation's single-digit problem clusters, in the order of :func:`_hash`."""
-    pairs_ = ({(b, a) for a in range(1, 10) for b in range(1, 10) if a % b == 0} if op == "division" else
-              {(a, b) for a in range(1, 10) for b in range(a, 10)})     # operands 1..9 (data.answers)
+    pairs_ = ({(b, a) for a in OPERANDS for b in OPERANDS if a % b == 0} if op == "division" else
+              {(a, b) for a in OPERANDS for b in OPERANDS if a <= b})
     return sorted(((op, min(p), max(p)) for p in pairs_), key=_hash)
 
 

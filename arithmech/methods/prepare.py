@@ -42,9 +42,14 @@ def task_templates(task) -> tuple[str, list[templates.Template]]:
     return task, pairs.select_templates(task)
 
 
+def ready_made(task) -> bool:
+    """Whether ``task`` is a list of ready :class:`~arithmech.data.pairs.Sample` (nothing to draw from)."""
+    return isinstance(task, (list, tuple)) and bool(task) and isinstance(task[0], pairs.Sample)
+
+
 def task_label(task) -> str:
     """A short name for a task: its name, a file's stem, the id of a single template, else ``custom``."""
-    if isinstance(task, (list, tuple)) and task and isinstance(task[0], pairs.Sample):
+    if ready_made(task):
         return "custom"
     if isinstance(task, (list, tuple)):
         return task[0].id if len(task) == 1 else "custom"
@@ -70,7 +75,7 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
     pairs.check_answer_token(answer_token)
-    if isinstance(task, list) and task and isinstance(task[0], pairs.Sample):
+    if ready_made(task):
         samples, stats = task[:n_samples], pairs.PairStats(made=len(task[:n_samples]))
         variant = "/".join(sorted({s.answer_token for s in samples}))
     else:

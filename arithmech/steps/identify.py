@@ -50,7 +50,7 @@ from arithmech.methods.knockout_run import describe_means, prepare_means, run_tr
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
 from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_side, resampling_units
-from arithmech.methods.prepare import NoReferenceData, prepare, task_label, task_templates  # noqa: F401 (the step's samples)
+from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates  # noqa: F401 (the step's samples)
 from arithmech.steps.config import CONTROL_FLOOR, Identify as Config
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
@@ -163,8 +163,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 t = time.time()
                 samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token,
                                                       shots=shots)
-                ready = isinstance(spec, list) and isinstance(spec[0], pairs_module.Sample)   # nothing to draw from
-                if knockout_split == "held-out" and (knockout or transfer) and not ready:  # rank on one side only
+                # rank on one side only (ready-made samples have no templates to draw evaluation prompts from)
+                if knockout_split == "held-out" and (knockout or transfer) and not ready_made(spec):
                     samples[label] = ranking_side(samples[label])
                     if not info[label].setdefault("n_ranking", len(samples[label])):
                         raise NoReferenceData(f"{label}: no X_r on the ranking side; raise --n-samples", info[label])
@@ -201,7 +201,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             t: key_heads_by_share(effects, t, share_threshold)["heads"] for t in samples} if len(samples) > 1 else {}}
         every = [s for ss in samples.values() for s in ss]
         t2 = time.time()
-        tpls = {label: None if isinstance(spec, list) and spec and isinstance(spec[0], pairs_module.Sample) else
+        tpls = {label: None if ready_made(spec) else
                 task_templates(spec)[1] for label, spec in labelled}
         if knockout or transfer:
             every_t = [t for label in samples for t in (tpls[label] or knockout_run.sample_templates(samples[label]))]
