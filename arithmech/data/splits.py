@@ -58,15 +58,20 @@ def side(c: tuple[str, int, int]) -> str:
     return "eval" if _hash(c) % EVAL_SHARE == 0 else "rank"
 
 
-def ranking_side(samples: list) -> list:
-    """The samples that may rank components: those of ``"rank"`` clusters, each distinct prompt once (the
-    first drawn; a repeat is not more evidence)."""
+def ranking_rows(samples: list) -> list[int]:
+    """Indices of the samples that may rank components: those of ``"rank"`` clusters, each distinct prompt once
+    (the first drawn; a repeat is not more evidence)."""
     seen, out = set(), []
-    for s in samples:
+    for i, s in enumerate(samples):
         if side(cluster(s)) == "rank" and s.clean not in seen:
             seen.add(s.clean)
-            out.append(s)
+            out.append(i)
     return out
+
+
+def ranking_side(samples: list) -> list:
+    """The samples at :func:`ranking_rows`."""
+    return [samples[i] for i in ranking_rows(samples)]
 
 
 BOOTSTRAP_UNITS = {"cluster": "problem clusters (operation, operand pair)", "prompt": "prompts"}

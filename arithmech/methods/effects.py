@@ -160,3 +160,4 @@ def concat_patched(ps: Sequence[Patched]) -> Patched:
     """The samples of several :class:`Patched` results, in order, as one."""
     cat = lambda f: None if any(getattr(p, f) is None for p in ps) else torch.cat([getattr(p, f) for p in ps])
     return Patched(**{f: cat(f) for f in PATCHED_FIELDS})
+

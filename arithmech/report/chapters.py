@@ -201,14 +201,14 @@ class ComputerVsLlm(Chapter):
 class SmolLM2(ModelChapter):
     model: str = option("smollm2-135m", MODEL)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
-    n_samples: int = option(2560, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
+    n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     zero_shot_n_samples: int = option(2560, "pairs drawn per operation by the zero-shot run beside it", low=8)
-    example_sets: int = option(1, "sets of solved examples per template (1: the shipped run's scheme; identify's "
-                               "default for new runs is larger)", low=1)
-    knockout_split: str = option("in-sample", "the shipped run's knockout prompts: its X_r, topped up (identify's "
-                                 "default: held-out problems)", choices=("held-out", "in-sample"))
-    bootstrap: str = option("prompt", "what the shipped run's effect intervals resample (identify's default: "
-                            "problem clusters)", choices=("cluster", "prompt"))
+    example_sets: int = option(step_default(steps.Identify, "example_sets"), "sets of solved examples per template",
+                               low=1)
+    knockout_split: str = option(step_default(steps.Identify, "knockout_split"), "knockout and transfer prompts: "
+                                 "held-out problems, or the ranking X_r topped up", choices=("held-out", "in-sample"))
+    bootstrap: str = option(step_default(steps.Identify, "bootstrap"), "what the effect intervals resample",
+                            choices=("cluster", "prompt"))
     shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
                         high=steps.MAX_SHOTS)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)

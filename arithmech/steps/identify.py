@@ -49,7 +49,7 @@ from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F
 from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
-from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_side, resampling_units
+from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
 from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates  # noqa: F401 (the step's samples)
 from arithmech.steps.config import CONTROL_FLOOR, Identify as Config
 
@@ -163,13 +163,11 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 t = time.time()
                 samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token,
                                                       shots=shots)
-                # rank on one side only (ready-made samples have no templates to draw evaluation prompts from)
-                if knockout_split == "held-out" and (knockout or transfer) and not ready_made(spec):
-                    samples[label] = ranking_side(samples[label])
-                    if not info[label].setdefault("n_ranking", len(samples[label])):
-                        raise NoReferenceData(f"{label}: no X_r on the ranking side; raise --n-samples", info[label])
                 t1 = time.time()
                 ss = samples[label]
+                # every kept X_r is patched, whichever side it is on: a batch's numbers depend (at ~1e-5) on the
+                # prompts batched with it, so patching the ranking side alone would make a held-out run's
+                # effects differ from an in-sample run's on the very same prompts
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
                                             pairs_module.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
                 timings["prepare"] += t1 - t
@@ -177,6 +175,14 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 if ck is not None:
                     ck.save(f"task-{i}", {"label": label, "samples": [s.to_json() for s in ss], "info": info[label],
                                           "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS}})
+            # rank on one side only (ready-made samples have no templates to draw evaluation prompts from)
+            if knockout_split == "held-out" and (knockout or transfer) and not ready_made(spec):
+                rows = ranking_rows(samples[label])
+                samples[label] = [samples[label][r] for r in rows]
+                patched[label] = patched[label].select(rows)
+                info[label] = {**info[label], "n_ranking": len(rows)}
+                if not rows:
+                    raise NoReferenceData(f"{label}: no X_r on the ranking side; raise --n-samples", info[label])
             frames.append(effects_frame(patched[label], label, prob, n_boot, seed, clusters=resampling_units(samples[label], bootstrap)))
             bar.advance(note=f"patched {label}")
         mem.mark("patching")
