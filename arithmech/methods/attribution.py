@@ -50,6 +50,7 @@ import pandas as pd
 import torch
 
 from arithmech.core.models import arch_for, module
+from arithmech.core.stats import bootstrap_counts
 from arithmech.methods import chain
 from arithmech.methods.patching import EndCache, path_patch_fast
 from arithmech.paper import KEY_THRESHOLD
@@ -193,13 +194,15 @@ def relative(diff: torch.Tensor, logit_o: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------- comparison
 def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_steps: int = 8,
-            threshold: float = KEY_THRESHOLD, top: int = 10) -> dict:
+            threshold: float = KEY_THRESHOLD, top: int = 10, n_boot: int = 1000, seed: int = 0,
+            clusters=None) -> dict:
     """Exact, EAP and EAP-IG effects of every head and MLP, timed side by side on the same caches.
 
     Returns ``{"frame": DataFrame, "times": {...}, "summary": {...}}``; the frame has one row per
     sender: ``layer, head ("mlp" for MLPs), exact, eap, eap_ig`` (mean relative effects), their
     ``*_se`` (standard errors over samples), ``exact_logit_diff``, ``eap_logit_diff``,
-    ``eap_ig_logit_diff`` and ``n``.
+    ``eap_ig_logit_diff`` and ``n``. The summary's Spearman ρ come with a 95% percentile bootstrap interval over
+    the prompts (or their problem ``clusters``; ``n_boot`` resamples from ``seed``; :func:`spearman_intervals`).
     """
     times = {}
     t0 = time.perf_counter()
@@ -225,7 +228,44 @@ def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_
                 r[f"{k}_logit_diff"] = float(v[:, l, h].mean())
             rows.append(r | {"n": n})
     frame = pd.DataFrame(rows)
-    return {"frame": frame, "times": times, "summary": summarize(frame, threshold, top)}
+    summary = summarize(frame, threshold, top)
+    rel = {k: v / lo[:, :1, None] for k, v in per.items()}                  # (n, L, H+1) per-prompt effects
+    for m in ("eap", "eap_ig"):
+        summary[m].update(spearman_intervals(rel["exact"], rel[m], H1 - 1, n_boot, seed, clusters))
+    summary["spearman_interval"] = (f"95% percentile bootstrap over {'problem clusters' if clusters else 'prompts'} "
+                                    f"({n_boot} resamples, seed {seed}): each resample re-averages both methods' "
+                                    "per-prompt effects and re-ranks the senders")
+    return {"frame": frame, "times": times, "summary": summary}
+
+
+def _spearman_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``(B,)`` Spearman ρ between the rows of ``a`` and ``b`` ``(B, S)`` (average ranks for ties, as pandas)."""
+    ra = torch.tensor(pd.DataFrame(a.numpy()).rank(axis=1).to_numpy())
+    rb = torch.tensor(pd.DataFrame(b.numpy()).rank(axis=1).to_numpy())
+    ra, rb = ra - ra.mean(1, keepdim=True), rb - rb.mean(1, keepdim=True)
+    return (ra * rb).sum(1) / (ra.norm(dim=1) * rb.norm(dim=1))
+
+
+def spearman_intervals(exact: torch.Tensor, est: torch.Tensor, H: int, n_boot: int = 1000, seed: int = 0,
+                       clusters=None, level: float = 0.95) -> dict:
+    """Bootstrap intervals of the Spearman ρ between two methods' mean effects, prompt noise included.
+
+    ``exact``, ``est``: ``(n, L, H+1)`` per-prompt effects (last column: MLPs). Resample ``b`` weights the
+    prompts by :func:`arithmech.core.stats.bootstrap_counts` (the same ``seed`` gives the same resamples as
+    identify's effect intervals), averages each method over them and ranks the senders again. Returns
+    ``{"spearman_all_lo", "spearman_all_hi", "spearman_heads_lo", "spearman_heads_hi"}`` (every sender;
+    heads only)."""
+    n = exact.shape[0]
+    w = bootstrap_counts(n, n_boot, seed, clusters)                        # (B, n)
+    mean = lambda x: (w @ x.reshape(n, -1).double()) / w.sum(1, keepdim=True)   # (B, L*(H+1))
+    me, mm = mean(exact), mean(est)
+    heads = torch.tensor([j % (H + 1) != H for j in range(me.shape[1])])
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    out = {}
+    for tag, cols in (("all", slice(None)), ("heads", heads)):
+        lo, hi = torch.quantile(_spearman_rows(me[:, cols], mm[:, cols]), q).tolist()
+        out[f"spearman_{tag}_lo"], out[f"spearman_{tag}_hi"] = float(lo), float(hi)
+    return out
 
 
 def summarize(frame: pd.DataFrame, threshold: float = KEY_THRESHOLD, top: int = 10) -> dict:

@@ -246,7 +246,8 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     primary = res.key_heads["task"]
     heads, _ = studied_heads(res.effects, primary, res.params["threshold"])
     positions = split_positions(res.params["knockout_positions"])[0]
-    res.transfer = transfer_table(model, tok, heads, res.means, tokenizer_cases(tok, cases), positions=positions)
+    res.transfer = transfer_table(model, tok, heads, res.means, tokenizer_cases(tok, cases),
+                                  positions=positions).assign(split="the paper's prompts")   # drawn from neither side
     cfg = model.config
     universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
     if not keep:
@@ -254,10 +255,13 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
         return
     variant, shots = res.params.get("answer_token", "first"), res.params.get("shots", 0)
     held_out = res.params.get("knockout_split", "in-sample") == "held-out"
-    drawn = n_samples * (splits.EVAL_SHARE if held_out else 1)
+    drawn = n_samples * (2 * splits.EVAL_SHARE if held_out else 1)
     test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, answer_token=variant, shots=shots)
-    if held_out:                                 # problems never ranked on: the evaluation side's clusters
-        test = [s for s in test if splits.side(splits.cluster(s)) == "eval"][:n_samples]
+    checked = None
+    if held_out:                # problems never ranked on (the evaluation side's clusters) whose X_c moves the answer
+        test = [s for s in test if splits.side(splits.cluster(s)) == "eval"]
+        checked = len(test)
+        test = check_counterfactuals(model, tok, test, batch_size)[0][:n_samples]
     means = res.means
     if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
@@ -267,9 +271,10 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
                    "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
                                    f"answer_token={variant!r}{f', shots={shots}' if shots else ''})"
-                                   + (f", the first {n_samples} of the evaluation side's problem clusters (X_c not "
-                                      "checked)" if held_out else ", unfiltered"),
+                                   + (f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
+                                      "moves the answer (scoring.check_counterfactuals)" if held_out else ", unfiltered"),
                    "n_test": len(test), "n_clusters": splits.n_problems(test),
+                   **({"n_eval_side": checked} if checked is not None else {}),
                    "split": "held-out" if held_out else "in-sample",
                    "positions": positions, **r}
 

@@ -17,36 +17,29 @@ from arithmech.core.names import component, component_label
 from arithmech.report import circuit
 
 METHODS = (("eap", "EAP"), ("eap_ig", "EAP-IG"))
-KEY = "heads with mean effect below −5%"     # the three methods on one rule (EAP has no interval)
-
-
-def spearman_ci(rho: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% interval of a Spearman ρ over ``n`` ranked items (Fisher z with the standard error
-    1.03 / √(n − 3) of Fieller, Hartley and Pearson); a degenerate ρ = ±1 or n ≤ 3 gives ``(ρ, ρ)``. The
-    items are the heads and MLPs: the noise of the sampled prompts is not in it."""
-    if n <= 3 or abs(rho) >= 1:
-        return rho, rho
-    c, h = math.atanh(rho), z * 1.03 / math.sqrt(n - 3)
-    return math.tanh(c - h), math.tanh(c + h)
+KEY = "heads with mean effect below −5%"
+CI = "ρ 95% interval (resampling prompts)"     # the three methods on one rule (EAP has no interval)
 
 
 def methods_table(runs: list[dict]) -> pd.DataFrame:
     """Exact vs EAP vs EAP-IG per model: seconds, Spearman ρ with the exact effects (every head and MLP,
-    with its 95% interval, :func:`spearman_ci`; heads only), overlap of the top-10 heads, the heads whose *mean* effect each method puts below −5%
+    with its 95% bootstrap interval over the prompts, :func:`arithmech.methods.attribution.spearman_intervals`;
+    heads only), overlap of the top-10 heads, the heads whose *mean* effect each method puts below −5%
     (one rule for the three; identify's key heads need the whole bootstrap interval below, which EAP
     lacks), and the samples ``n``."""
     rows = []
     for r in runs:
         S, t = r["summary"], r["summary"]["times"]
         rows.append({"model": r["model"], "method": "exact (path_patch_fast)", "seconds": t["exact_s"],
-                     "Spearman ρ (all)": 1.0, "ρ 95% CI (items: heads, MLPs)": "—", "ρ (heads)": 1.0, f"top-{S['top']} overlap": S["top"],
+                     "Spearman ρ (all)": 1.0, CI: "—", "ρ (heads)": 1.0, f"top-{S['top']} overlap": S["top"],
                      KEY: ", ".join(map(component_label, S["exact_key_heads"])) or "—", "n": S["n_samples"]})
         n_all = len(r["eap"])                                       # every head and MLP
         for m, name in METHODS:
             rho = S[m]["spearman_all"]
+            ci = (S[m].get("spearman_all_lo"), S[m].get("spearman_all_hi"))   # absent: made before it was measured
             rows.append({"model": r["model"], "method": name + (f" ({S['ig_steps']} steps)" if m == "eap_ig" else ""),
                          "seconds": t[f"{m}_s"], "Spearman ρ (all)": rho,
-                         "ρ 95% CI (items: heads, MLPs)": "[{:+.3f}, {:+.3f}]".format(*spearman_ci(rho, n_all)),
+                         CI: "[{:+.3f}, {:+.3f}]".format(*ci) if ci[0] is not None else "not measured",
                          "ρ (heads)": S[m]["spearman_heads"], f"top-{S['top']} overlap": S[m]["top_overlap"],
                          KEY: ", ".join(map(component_label, S[m]["key_heads"])) or "—", "n": S["n_samples"]})
     return pd.DataFrame(rows)

@@ -29,6 +29,7 @@ from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs, pairs as pairs_module
+from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
@@ -58,16 +59,19 @@ def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict,
 
 
 def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame, key_heads: dict, receivers: int = 5,
-           ig_steps: int = 8, n_misses: int = 5, batch_size: int = 64) -> dict:
+           ig_steps: int = 8, n_misses: int = 5, batch_size: int = 64, bootstrap: str = "cluster",
+           seed: int = 0) -> dict:
     """The step's computations on loaded ``model`` (see the module docstring). Returns ``eap``,
-    ``upstream`` (DataFrames), ``misses``, ``summary`` (with ``times``) and ``receivers``."""
+    ``upstream`` (DataFrames), ``misses``, ``summary`` (with ``times``) and ``receivers``. ``bootstrap``: what
+    the Spearman intervals resample (identify's recorded unit, :func:`arithmech.data.splits.resampling_units`)."""
     t0 = time.perf_counter()
     ans = pairs_module.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = split_cache(end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size),
                                  len(samples))
     times = {"caches_s": time.perf_counter() - t0}
-    cmp = attribution.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD))
+    cmp = attribution.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD),
+                              seed=seed, clusters=resampling_units(samples, bootstrap))
     times.update(cmp["times"])
     misses = attribution.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
     eap = cmp["frame"]
@@ -93,6 +97,11 @@ def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame
     return {"eap": eap, "upstream": upf, "misses": misses, "summary": summary, "receivers": recs}
 
 
+def identify_bootstrap(folder: Path) -> str:
+    """What identify's effect intervals resampled (``run.json``; a record without it resampled prompts)."""
+    return results.read_run(folder)["steps"]["identify"]["parameters"].get("bootstrap", "prompt")
+
+
 def run(config: Config) -> dict:
     """The step end to end: reads identify's files, loads the model, computes, writes ``eap.csv`` and
     ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict plus
@@ -108,7 +117,8 @@ def run(config: Config) -> dict:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = beyond(model, tok, samples, effects, kh, c.receivers, c.ig_steps, c.n_misses, c.batch_size)
+            out = beyond(model, tok, samples, effects, kh, c.receivers, c.ig_steps, c.n_misses, c.batch_size,
+                         bootstrap=identify_bootstrap(folder), seed=c.seed)
         bar.advance()
     record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
                                  seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,

@@ -33,12 +33,24 @@ def test_chapter_tables_take_every_model_through_one_path():
     assert list(V.shares_table(runs).model) == ["a", "b"] and len(V.upstream_table(runs, top=2)) == 4
 
 
-def test_spearman_interval_is_fisher_z_and_narrows_with_n():
-    """Protects the interval shown beside each rank correlation: Fisher z with s.e. 1.03/√(n−3), containing ρ,
-    narrower for more items, and degenerate (ρ, ρ) where the transform is undefined."""
-    import math
-    from arithmech.report.beyond_views import spearman_ci
-    lo, hi = spearman_ci(0.9, 300)
-    assert lo < 0.9 < hi and math.isclose(math.atanh(hi) - math.atanh(0.9), 1.959964 * 1.03 / math.sqrt(297), rel_tol=1e-9)
-    assert (hi - lo) < (lambda a: a[1] - a[0])(spearman_ci(0.9, 30))
-    assert spearman_ci(1.0, 300) == (1.0, 1.0) and spearman_ci(0.5, 3) == (0.5, 0.5)
+def test_spearman_interval_resamples_prompts_and_matches_pandas():
+    """Protects the interval beside each rank correlation (issue #26: prompt noise must be in it): each
+    resample's ρ is pandas' Spearman of the re-averaged effects; identical methods give [1, 1]; more prompt
+    noise gives a wider interval; one cluster per prompt is the prompt bootstrap."""
+    import torch
+    from arithmech.core.stats import bootstrap_counts
+    from arithmech.methods.attribution import _spearman_rows, spearman_intervals
+    g = torch.Generator().manual_seed(0)
+    exact = torch.randn(40, 4, 5, generator=g) + torch.linspace(-2, 2, 20).reshape(4, 5)
+    assert spearman_intervals(exact, exact.clone(), 4, 200) == {
+        "spearman_all_lo": 1.0, "spearman_all_hi": 1.0, "spearman_heads_lo": 1.0, "spearman_heads_hi": 1.0}
+    noisy = lambda s: exact + s * torch.randn(40, 4, 5, generator=g)
+    a, b = spearman_intervals(exact, noisy(0.5), 4, 300), spearman_intervals(exact, noisy(3.0), 4, 300)
+    assert b["spearman_all_hi"] - b["spearman_all_lo"] > a["spearman_all_hi"] - a["spearman_all_lo"] > 0
+    est = noisy(1.0)
+    assert spearman_intervals(exact, est, 4, 100, clusters=list(range(40))) == spearman_intervals(exact, est, 4, 100)
+    w = bootstrap_counts(40, 3, 0)
+    me, mm = (w @ exact.reshape(40, -1).double()) / 40, (w @ est.reshape(40, -1).double()) / 40
+    want = [pd.Series(me[i].numpy()).rank().corr(pd.Series(mm[i].numpy()).rank()) for i in range(3)]   # as summarize
+    assert torch.allclose(_spearman_rows(me, mm), torch.tensor(want, dtype=torch.float64), atol=1e-12)
+
