@@ -84,7 +84,7 @@ CHANGELOG: tuple[Change, ...] = (
     Change("logit-diff-ranking", 1, "2026-11-23", "4cef7ec", "written: holds iff the Spearman correlation between "
            "the per-head relative change and logit difference is ≥ 0.9", _IDENTIFY),
     Change("logit-diff-ranking", 2, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
-    Change("logit-diff-ranking", 3, "2026-11-26", "this commit", "rewritten because version 1 could not fail: both "
+    Change("logit-diff-ranking", 3, "2026-11-26", "41c3966", "rewritten because version 1 could not fail: both "
            "measures are means of the same per-prompt change, one divided by the prompt's answer logit (ρ = 1.00). "
            "Now the paper's relative change against the calibrated share of the counterfactual's LD effect, whose "
            "LD also moves with X_c's answer: holds iff their top 10 share ≥ 8 heads, does not hold iff ≤ 5, "
