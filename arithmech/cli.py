@@ -53,7 +53,7 @@ def _print_analyze(r: dict) -> None:
     from arithmech.methods.attention import verdict_lines  # lazy: loaded with the step (torch), see _run
     print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
     print("start-inflection-end:", r["stages"])
-    print("\n".join(verdict_lines(r["baseline"])))
+    print("\n".join(verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"])))
     print(f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, top_numbers.csv, "
           "analyze.json")
 

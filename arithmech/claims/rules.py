@@ -1,8 +1,10 @@
-"""The paper's claims as rules written before the run, decided on a results folder.
+"""The paper's claims as rules, decided on a results folder.
 
 Every sentence of the book that states a finding comes from here. A claim is a :class:`Rule`: what the
-paper says, and the test that decides it on *this* run — written down before any result is read and
-the same for every model. :func:`claims` reads ``results/<model>/`` through
+paper says, and the test that decides it on *this* run — the same for every model. Each rule carries its
+``version``; :mod:`arithmech.claims.changelog` says what each version changed, when, and whether the results
+it decides existed then (most rules were written or changed after some results existed: the book says so,
+computed from the changelog). :func:`claims` reads ``results/<model>/`` through
 :mod:`arithmech.core.results` and returns one row per rule::
 
     id | claim | paper (LLaMA2-7B) | rule | here | holds
@@ -15,8 +17,9 @@ A chapter shows :func:`rules_markdown` of its claims *before* its results and th
 them (:func:`arithmech.report.pages.claim_lines`); the tests check that the rendered text and this
 table agree.
 
-Adding a claim: add a :class:`Rule` to :data:`RULES` and a decider ``ctx -> (here, holds)`` to
-:data:`DECIDERS` under the same id. A decider raises :class:`Missing` when a file it needs is absent.
+Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (a decider ``ctx -> (here, holds)`` in
+:data:`DECIDERS` under the same id), then log it in :data:`arithmech.claims.changelog.CHANGELOG` and bump the
+rule's ``version``. A decider raises :class:`Missing` when a file it needs is absent.
 """
 from __future__ import annotations
 
@@ -42,76 +45,82 @@ THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of 
 SHARE_THRESHOLD = Identify.share_threshold  # the calibrated rule's: a share of the counterfactual's LD effect
 _PCT = lambda x: f"{x:+.0%}".replace("-", "−")
 K = 8                      # heads knocked out in the knockout claims
+AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One claim of the paper and the rule that decides it on a run (fixed before the run)."""
+    """One claim of the paper and the rule that decides it on a run; ``version``: how many times the rule was
+    written or changed (its entries in :data:`arithmech.claims.changelog.CHANGELOG`)."""
 
     id: str
     claim: str
     paper: str
     rule: str
+    version: int = 0
 
 
 RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
-         "effects.csv has intervals); does not hold iff none is"),
+         "effects.csv has intervals); does not hold iff none is", version=3),
     Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a share of the "
          "counterfactual's effect", "not measured in the paper (calibrated measure)",
          "a head's share = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer)) / (mean "
          "change of LD by the whole counterfactual), −1 when it carries all of it; holds iff at least one head's "
          f"bootstrap interval of its share lies entirely below {_PCT(SHARE_THRESHOLD)} (it carries at least "
          f"{-SHARE_THRESHOLD:.0%} of the counterfactual's effect); does not hold iff none does; inconclusive where "
-         "effects.csv has no share (results made before it was measured)"),
+         "effects.csv has no share (results made before it was measured)", version=2),
     Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2)",
-         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change"),
+         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change", version=2),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
-         "[1/3, 2/3]"),
-    Rule("logit-diff-ranking", "The relative change and the logit difference rank heads alike",
+         "[1/3, 2/3]", version=4),
+    Rule("logit-diff-ranking", "The paper's relative change and the calibrated share pick the same top heads",
          "ranks by the relative change (§4.1)",
-         "holds iff the Spearman correlation between the two per-head measures is ≥ 0.9; does not hold iff < 0.9"),
+         f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their share "
+         "of the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
+         f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
+         "between (ranks near the cut are within noise) and where effects.csv has no share", version=3),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
          f"top {K} and the key heads (and, where "
          "the file has intervals, its Wilson interval lies below the random draws' 5th percentile); inconclusive "
-         "where below the lowest draw but the interval overlaps the band"),
+         "where below the lowest draw but the interval overlaps the band", version=4),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
-         "the intact accuracy"),
+         "the intact accuracy", version=5),
     Rule("mlps-late", "MLPs after the top heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
-         "twice that of the MLPs up to it"),
+         "twice that of the MLPs up to it", version=3),
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads"),
+         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=4),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
          "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
          "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
          "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "
-         "inconclusive ones too); inconclusive otherwise, and without key heads"),
+         "inconclusive ones too); inconclusive otherwise, and without key heads", version=3),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
-         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)"),
+         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
          "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% paired-bootstrap interval "
          "of precise-key − full on the suite's primary math measure lies within ±5 points, does not hold iff wholly "
-         "outside; inconclusive otherwise"),
+         "outside; inconclusive otherwise", version=4),
     Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper: a control)",
          "not tested (no random-head arm)",
          "holds iff the 95% paired-bootstrap interval of precise-key − precise-random (as many random heads, layers "
-         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points"),
+         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=1),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
          "the arms runner's rule 4 (verdicts.py): precise-key − base on the suite's primary general measure (cpu "
          "suite: the cloze sets whose base interval lies above chance, pooled): holds iff the 95% paired-bootstrap "
          "interval's lower end is above −5 points, does not hold iff its upper end is below −5 points; inconclusive "
-         "otherwise (full SFT's cost is shown beside it, rule 5)"),
+         "otherwise (full SFT's cost is shown beside it, rule 5)", version=4),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)
 RULES += (
@@ -119,25 +128,25 @@ RULES += (
          "one draw, no interval (Fig. 2)",
          "operator counterfactual, largest sample size, key sets (whole bootstrap interval below −5%) of ≥ 3 seeds: "
          "holds iff their mean pairwise Jaccard overlap is ≥ 0.8 and none is below 0.5; does not hold iff the mean "
-         "is below 0.5; inconclusive otherwise or when no run finds a key head"),
+         "is below 0.5; inconclusive otherwise or when no run finds a key head", version=2),
     Rule("counterfactuals-agree", "Operator and operand counterfactuals find the same key heads",
          "operator counterfactual only (§4.1)",
          "same seed and size, key sets of the two counterfactuals: holds iff the mean Jaccard over seeds is ≥ 0.8 "
-         "and none is below 0.5; does not hold iff the mean is below 0.5; inconclusive otherwise"),
+         "and none is below 0.5; does not hold iff the mean is below 0.5; inconclusive otherwise", version=1),
 )
 # Controls: not claims of the paper, but conditions without which its claims cannot be read.
 RULES += (
     Rule("answer-token-floor", "No single answer token covers the task (control)",
          "not reported (the paper's {C} is the answer's first token)",
          "on the kept prompts of each task, the share of the most frequent answer token — the accuracy of always "
-         "answering it — has its Wilson interval below 1/3 (holds), above 1/3 (does not hold), else inconclusive"),
+         "answering it — has its Wilson interval below 1/3 (holds), above 1/3 (does not hold), else inconclusive", version=1),
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
          "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated reaches down to the "
          "floor — the higher of the majority floor (always answering the most frequent answer token) and the "
          "conditioned floor (the answer token guessed, leave-one-out, from the operation, the carried digits and "
          "one operand); does not hold iff it lies above it; inconclusive for a task that fails its control "
-         f"(conditioned floor on its X_r >= {CONTROL_FLOOR})"),
+         f"(conditioned floor on its X_r >= {CONTROL_FLOOR})", version=2),
 )
 BY_ID = {r.id: r for r in RULES}
 
@@ -183,9 +192,24 @@ def _middle_layers(ctx: Context):
 
 
 def _logit_diff_ranking(ctx: Context):
+    """The paper's measure against the calibrated one, on the heads that matter (their top ``TOP``).
+
+    Not Spearman between the relative change and the logit difference over every head (version 1 of this
+    rule): both are means of the same per-prompt change of the answer logit, one divided by the prompt's
+    unpatched logit, so they rank alike by construction wherever that logit varies little (ρ = 1.00). The
+    share's LD also subtracts X_c's answer logit, so the two can disagree — and do on a model whose heads
+    move X_c's answer too."""
     hd = ctx.heads()
-    rho = float(hd.effect.rank().corr(hd.logit_diff.rank()))
-    return f"Spearman ρ = {rho:.2f} over {len(hd)} heads", rho >= 0.9
+    if "share" not in hd or hd.share.isna().all():
+        raise Missing("effects.csv has no share columns (made before the calibrated measure; re-run identify)")
+    by_effect = list(zip(hd.layer.iloc[:TOP], hd["head"].iloc[:TOP]))
+    hs = hd.sort_values(["share", "layer", "head"], kind="stable")
+    by_share = list(zip(hs.layer.iloc[:TOP], hs["head"].iloc[:TOP]))
+    common = len(set(by_effect) & set(by_share))
+    only = lambda a, b: components([x for x in a if x not in set(b)])
+    here = (f"{common} of the top {TOP} heads in common (by the relative change only: {only(by_effect, by_share)}; "
+            f"by the share only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts")
+    return here, True if common >= AGREE_HOLDS else (False if common <= AGREE_FAILS else None)
 
 
 def _end_rows(ctx: Context) -> pd.DataFrame:
@@ -376,7 +400,9 @@ def select(ids: Iterable[str] | None) -> list[Rule]:
 
 
 def rules_markdown(ids: Iterable[str]) -> str:
-    """The rules ``ids`` as a markdown list, for a chapter to state *before* its results."""
+    """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
+    (before them on the page: whether before the results existed is the changelog's to say)."""
     note = lambda r: (f"; inconclusive where the task fails its control (conditioned floor on its X_r >= "
                       f"{CONTROL_FLOOR:.0%})" if r.id in CONTROLLED else "")
-    return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)}." for r in select(ids))
+    return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})."
+                     for r in select(ids))

@@ -274,24 +274,32 @@ def nonkey_baseline(roles: pd.DataFrame, key_heads: Sequence[Head], task: str = 
     return pd.DataFrame(out, columns=BASELINE_COLUMNS)
 
 
-def verdict_lines(baseline: pd.DataFrame, role: str = "operand", measure: str = "mass") -> list[str]:
+def verdict_lines(baseline: pd.DataFrame, role: str = "operand", measure: str = "mass",
+                  heads_from: str | None = None) -> list[str]:
     """Sentences for a chapter, from :func:`nonkey_baseline` rows (attention_baseline.csv): the rule,
-    then per key head the verdict without the first position, with the first-position verdict beside."""
+    then per head the verdict without the first position, with the first-position verdict beside.
+
+    ``heads_from``: where the analysed heads come from (``analyze.json``'s ``heads_from``). The lines call
+    them *key heads* only when it is ``"key heads"`` (the key-head rule passed them); otherwise — the top
+    heads by effect rank of a model where none passes, or unknown — they are "analysed heads"."""
+    what = "key heads" if heads_from == "key heads" else "analysed heads"
     b = baseline[(baseline.role == role) & (baseline.measure == measure)]
     if b.empty:
-        return [f"No key head to compare with the non-key heads on {role} {measure}."]
+        return [f"No {what[:-1]} to compare with the other heads on {role} {measure}."]
     wo, w = b[b.view == "without first"], b[b.view == "with first"].set_index("name")
     first = wo.iloc[0]
-    lines = [f"Rule (fixed before the run): a key head reads the {role} tokens more than the other heads when "
+    others = "non-key heads" if what == "key heads" else "other heads"
+    lines = [f"Rule (`attention-roles`): a head reads the {role} tokens more than the other heads when "
              f"its END attention {measure} on them, first position excluded and the rest renormalised, lies "
-             f"above the 95th percentile of the {int(first.n_nonkey)} non-key heads by more than two standard "
+             f"above the 95th percentile of the {int(first.n_nonkey)} {others} by more than two standard "
              f"errors (n = {int(first.n)} prompts)."]
     for r in wo.itertuples():
         o = w.loc[r.name]
-        lines.append(f"{r.name}: {r.value:.3f} ± {r.se:.3f} vs non-key median {r.nonkey_median:.3f}, 95th "
+        lines.append(f"{r.name}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, 95th "
                      f"percentile {r.nonkey_p95:.3f} (percentile {r.percentile:.0f}): **{r.verdict}**; with the "
                      f"first position: {o.value:.3f} vs {o.nonkey_p95:.3f}, {o.verdict}.")
     tally = wo.verdict.value_counts()
-    lines.append(f"{tally.get('holds', 0)} of {len(wo)} key heads hold, {tally.get('does not hold', 0)} do not, "
+    source = f" ({heads_from})" if heads_from and what != "key heads" else ""
+    lines.append(f"{tally.get('holds', 0)} of {len(wo)} {what}{source} hold, {tally.get('does not hold', 0)} do not, "
                  f"{tally.get('inconclusive', 0)} inconclusive.")
     return lines

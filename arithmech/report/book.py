@@ -95,6 +95,7 @@ GENERATED = Path("book") / "_generated"
 FINDINGS = GENERATED / "findings.md"   # {include}d by book/intro.md
 PARAMETERS = GENERATED / "parameters.md"   # {include}d by book/appendix_parameters.md
 RULES = GENERATED / "rules.md"             # {include}d by book/claims_rules.md
+PROVENANCE = GENERATED / "provenance.md"   # {include}d by book/intro.md: were the rules fixed before the results?
 MODELS = [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]
 NO_RESULTS = ("*No results yet: `python -m arithmech book` (or `make book`) computes them and writes this "
               "box.*")
@@ -129,7 +130,8 @@ def parameters_table(root: Path) -> str:
 
 
 def write_generated(root: Path) -> list[Path]:
-    """Before rendering: the parameters table (``book/_generated/parameters.md``) and the results box per
+    """Before rendering: the parameters table (``book/_generated/parameters.md``), the rules page's tables and
+    changelog (``rules.md``), the rules' provenance sentence (``provenance.md``) and the results box per
     model (``book/_generated/findings.md``; a note when no model has results, a warning box for a model whose
     results folder does not read as one run). Returns the files that changed."""
     boxes = []
@@ -146,7 +148,8 @@ def write_generated(root: Path) -> list[Path]:
         rules = pages.rules_page(root, MODELS)
     except ValueError as e:
         rules = f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
-    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS, RULES: rules}
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS, RULES: rules,
+             PROVENANCE: pages.provenance_sentence()}
     changed = []
     for rel, body in texts.items():
         path = root / rel

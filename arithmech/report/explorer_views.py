@@ -41,7 +41,7 @@ def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
     for r in steps[steps.step >= 0].itertuples():
         heads = ", ".join(r.heads[:10]) + (f" … ({r.n_heads} in all)" if r.n_heads > 10 else "")
         out.append({"step": r.step, "line": 0, "label": f"threshold {100 * r.threshold:+g}% (step {r.step} of "
-                    f"0–{last}) · " + (f"key heads: {heads}" if r.n_heads else "no head passes it: nothing is knocked out")})
+                    f"0–{last}) · " + (f"heads past it: {heads}" if r.n_heads else "no head passes it: nothing is knocked out")})
         out.append({"step": r.step, "line": 1, "label": (
             f"knocked out: top-1 = answer on {r.correct}/{r.n} prompts ({_pct(r.correct / r.n)}, 95% CI "
             f"{_pct(r.ci_low)}–{_pct(r.ci_high)}) · " if r.n_heads else "") + base})
@@ -158,7 +158,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         att.mark_text(fontSize=10, limit=max(12, (COLUMN - 40) // n_pos - 2)).encode(
             **enc, text="token:N", color=alt.condition("datum.score > 0.5", alt.value("white"), alt.value("black"))),
     ).properties(width=COLUMN - 40, height=alt.Step(22),
-                 title="attention from END (key heads at this step, or the clicked head; outlined: operands, operator)")
+                 title="attention from END (heads past this step's threshold, or the clicked head; outlined: operands, operator)")
 
     return alt.vconcat(header, tops, middle, strip, spacing=18).add_params(pid, ko).properties(
         title=fig_title("Explorer", f"one prompt at a time on {model_name}",
@@ -170,7 +170,7 @@ def knockout_verdict(row, intact) -> str:
     rows of ``steps``): the knockout *lowers* the top-1 answer rate when its Wilson interval lies entirely below
     the intact one's ("holds"), "does not hold" when its count is at least the intact count, else "inconclusive"."""
     if row.n_heads == 0:
-        return "— (no key head)"
+        return "— (no head past the threshold)"
     if row.ci_high < intact.ci_low:
         return "holds"
     return "does not hold" if row.correct >= intact.correct else "inconclusive"
@@ -181,7 +181,7 @@ def knockout_table(steps: pd.DataFrame, model_name: str) -> pd.DataFrame:
     intact, and :func:`knockout_verdict`."""
     intact = steps[steps.step < 0].iloc[0]
     return pd.DataFrame([{
-        "model": model_name, "threshold": f"{100 * r.threshold:+g}%", "key heads": r.n_heads,
+        "model": model_name, "threshold": f"{100 * r.threshold:+g}%", "heads past it": r.n_heads,
         "top-1 = answer": f"{r.correct}/{r.n}", "rate": _pct(r.correct / r.n),
         "95% CI": f"{_pct(r.ci_low)}–{_pct(r.ci_high)}",
         "intact": f"{intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)})",
@@ -195,7 +195,8 @@ def finding(steps: pd.DataFrame, model_name: str, thresholds) -> str:
     if not d.n_heads:
         return (f"**{model_name}**: no head passes any threshold from {100 * thresholds[0]:+g}% to "
                 f"{100 * thresholds[-1]:+g}%: nothing to knock out.")
-    return (f"**{model_name}**: knocking out its {d.n_heads} key head(s) at {100 * d.threshold:+g}% "
+    return (f"**{model_name}**: knocking out the {d.n_heads} head(s) whose mean effect is below "
+            f"{100 * d.threshold:+g}% "
             f"({components(d.heads[:5])}) leaves the answer top-1 on {d.correct}/{d.n} prompts "
             f"({_pct(d.correct / d.n)}, 95% CI {_pct(d.ci_low)}–{_pct(d.ci_high)}; intact {intact.correct}/{intact.n}): "
             f"lower than intact — {knockout_verdict(d, intact)}.")

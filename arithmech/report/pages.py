@@ -25,7 +25,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from arithmech.claims.rules import claims
+from arithmech.claims import changelog
+from arithmech.claims.rules import BY_ID, RULES, claims
 from arithmech.core import results
 from arithmech.report.tables import setting_name
 from arithmech.steps.config import Identify
@@ -86,15 +87,19 @@ def _md_cell(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
+def _version(rule_id: str) -> str:
+    return f"v{BY_ID[rule_id].version}" if rule_id in BY_ID else MISSING
+
+
 def claims_table(claims: pd.DataFrame) -> str:
-    """Markdown table ``claim | paper | rule (fixed before the run) | this run | verdict`` of a claims frame
-    (see :func:`arithmech.claims.rules.claims`)."""
+    """Markdown table ``claim | paper | rule | version | this run | verdict`` of a claims frame (see
+    :func:`arithmech.claims.rules.claims`); the version's history is in :func:`changelog_table`."""
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
-    rows = ["| claim | paper (LLaMA2-7B) | rule, fixed before the run | this run | verdict |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = ["| claim | paper (LLaMA2-7B) | rule | version | this run | verdict |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for _, r in claims.iterrows():
         rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} | "
-                    f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
+                    f"{_version(r['id'])} | {_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
     return "\n".join(rows)
 
 
@@ -134,11 +139,45 @@ def findings_table(claims: pd.DataFrame) -> str:
 
 
 def tally(claims: pd.DataFrame) -> str:
-    """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for a claims frame."""
-    v = [verdict(h) for h in claims["holds"]]
+    """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for the paper's claims of a claims frame: controls
+    (:func:`is_control`) are never counted, whoever calls it (they have :func:`controls_table`)."""
+    v = [verdict(h) for h in claims.loc[~is_control(claims), "holds"]]
     n = len(v)
     return (f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
             f"{v.count('inconclusive')} inconclusive")
+
+
+def controls_table(claims: pd.DataFrame) -> str:
+    """Markdown table ``control | this run | verdict`` of the control rows of a claims frame (:func:`is_control`):
+    the checks of the method, shown apart from the paper's claims and never in their :func:`tally`."""
+    rows = ["| control (not a claim of the paper) | this run | verdict |", "| --- | --- | --- |"]
+    for _, r in claims[is_control(claims)].iterrows():
+        name = r["claim"].replace(" (beyond the paper: a control)", "").replace(" (control)", "")
+        rows.append(f"| [{_md_cell(name)}]({RULES_PAGE}) | {_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
+    return "\n".join(rows)
+
+
+def provenance_sentence(rules=RULES) -> str:
+    """One sentence, computed from :mod:`arithmech.claims.changelog`, on whether the rules were fixed before the
+    results they decide: how many are unchanged since before those results existed (named), how many were
+    written or changed after (named)."""
+    pre = [r.id for r in rules if changelog.pre_registered(r.id)]
+    post = [r.id for r in rules if not changelog.pre_registered(r.id)]
+    ids = lambda xs: ", ".join(f"`{x}`" for x in xs) or "none"
+    return (f"{len(pre)} of the {len(rules)} rules are unchanged since before the results they decide existed "
+            f"({ids(pre)}); {len(post)} were written or changed after such results existed ({ids(post)}): see "
+            f"the changelog on [the rules page]({RULES_PAGE}) for what changed, when, and on which results.")
+
+
+def changelog_table() -> str:
+    """Markdown table of :data:`arithmech.claims.changelog.CHANGELOG` (and the dropped rules): rule, version, date,
+    commit, what changed, whether the results it decides existed then."""
+    rows = ["| rule | version | date | commit | what changed | results it decides existed then |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for c in (*changelog.CHANGELOG, *changelog.DROPPED):
+        name = f"`{c.rule}`" + ("" if c.rule in BY_ID else " (dropped)")
+        rows.append(f"| {name} | v{c.version} | {c.date} | `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
+    return "\n".join(rows)
 
 
 def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str | None:
@@ -155,22 +194,28 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
                 f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
                 f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
                 "missing or their intervals do not decide it.", "", findings_table(paper), "",
-                "Controls of the method (not claims of the paper): " + "; ".join(
-                    f"{r['claim'].replace(' (control)', '')}: **{verdict(r['holds'])}**" for _, r in controls.iterrows())
-                + ".", ":::", ""]
+                "Controls of the method, apart from the claims and their count:", "", controls_table(controls), ":::", ""]
     return "\n".join(out).rstrip("\n") if out else None
 
 
 def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str:
-    """Markdown: per model with results, every claim's rule (fixed before the run), this run's numbers and the
-    verdict — the page the introduction's findings link to."""
-    out = []
+    """Markdown: the rules' provenance sentence (:func:`provenance_sentence`); per model with results, every
+    claim's rule and version, this run's numbers and the verdict, the controls in a table of their own; then the
+    changelog (:func:`changelog_table`) — the page the introduction's findings link to."""
+    out = [provenance_sentence(), ""]
     for name, label in models:
         folder = Path(root) / results_dir / name
         if results.exists(folder, "effects.csv"):
-            out += [f"## {label}", "", f"From `{results_dir}/{name}/` ({tally(claims(folder))}).", "",
-                    claims_table(claims(folder)), ""]
-    return "\n".join(out).rstrip("\n") if out else "*No results yet.*"
+            c = claims(folder)
+            out += [f"## {label}", "", f"From `{results_dir}/{name}/` ({tally(c)}).", "",
+                    claims_table(c[~is_control(c)]), "", "Controls of the method (not claims of the paper, not counted "
+                    "above):", "", claims_table(c[is_control(c)]), ""]
+    if len(out) == 2:
+        out += ["*No results yet.*", ""]
+    out += ["## Changelog", "", "Every version of every rule, reconstructed from git (`arithmech.claims.changelog`): "
+            "*results it decides existed then* says whether git already held the results the rule decides when "
+            "that version was written.", "", changelog_table()]
+    return "\n".join(out).rstrip("\n")
 
 
 def hide_injected(nb_path: Path) -> bool:

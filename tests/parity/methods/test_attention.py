@@ -127,8 +127,13 @@ def test_nonkey_baseline_excludes_key_heads_and_ranks_them():
     d = b[(b.measure == "density") & (b.view == "with first")].set_index("name")
     np.testing.assert_allclose(d.nonkey_median, np.median(nonkey / 2))
     np.testing.assert_allclose(d.se, 0.005)                                       # se / mean tokens
-    lines = At.verdict_lines(b)
+    lines = At.verdict_lines(b, heads_from="key heads")
     assert "27 non-key heads" in lines[0] and lines[-1].startswith("1 of 3 key heads hold, 2 do not")
+    # heads that did not pass the key-head rule are never called key heads (issue #26: "3 of 10 key heads")
+    top = At.verdict_lines(b, heads_from="top 10 by effect rank (no key head)")
+    assert not any("key head" in x.replace("(no key head)", "") for x in top), top
+    assert top[-1].startswith("1 of 3 analysed heads (top 10 by effect rank (no key head)) hold")
+    assert not any("key head" in x for x in At.verdict_lines(b))          # unknown source: not key heads either
 
 
 def test_rule_verdict_is_inconclusive_within_two_se_or_with_few_heads():

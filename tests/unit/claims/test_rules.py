@@ -1,4 +1,4 @@
-"""The claims table: rules fixed before the run, decided from the files of a results folder.
+"""The claims table: versioned rules, decided from the files of a results folder.
 
 Each test writes a small synthetic results folder through the results contract with numbers chosen so
 that a rule must flip, and checks the verdict the table computes — so a decider that ignores its input,
@@ -174,3 +174,30 @@ def test_identify_claims_are_inconclusive_when_the_primary_task_fails_its_contro
     bad = _write(tmp_path / "b", eff, _knockout(0.2, [0.9, 0.95]), {"failed": {"all": "every task fails"}})
     rows = C.claims(bad, ids)
     assert rows.holds.isna().all() and rows.here.str.contains("fails its control").all()
+
+
+def test_logit_diff_ranking_can_fail(tmp_path):
+    """Protects the rewritten ranking rule (#26: version 1, Spearman between the relative change and the logit
+    difference, held by construction): with the paper's two measures in perfect agreement it still does not
+    hold when the calibrated share ranks other heads first; it holds when the share agrees; in between it is
+    inconclusive; without share columns it is not decided."""
+    heads = {(l, h): -0.01 * (1 + l + 10 * h) for l in range(10) for h in range(2)}   # 20 heads, ranked
+    eff = _effects(heads, [0.0] * 10)                                                  # logit_diff = 10 × effect
+    is_head = eff["head"] != "mlp"
+
+    def with_share(n_swapped):
+        # the share ranks the paper's top heads last, except the first 10 - n_swapped of them
+        order = eff[is_head].sort_values("effect").index
+        share = pd.Series(0.0, index=eff.index)
+        share[order] = [-(i + 1) / 100 for i in range(len(order))][::-1]
+        top, rest = list(order[:10]), list(order[10:])
+        for a, b in zip(top[10 - n_swapped:], rest[:n_swapped]):                      # swap a into the bottom
+            share[a], share[b] = share[b], share[a]
+        return eff.assign(share=share, share_lo=share - 0.001, share_hi=share + 0.001)
+
+    assert _holds(_write(tmp_path / "a", with_share(0)), "logit-diff-ranking") is True
+    assert _holds(_write(tmp_path / "b", with_share(6)), "logit-diff-ranking") is False
+    assert pd.isna(_holds(_write(tmp_path / "c", with_share(3)), "logit-diff-ranking"))
+    row = C.claims(_write(tmp_path / "d", eff), ["logit-diff-ranking"]).iloc[0]
+    assert row.holds is None and row.here.startswith("not measured: effects.csv has no share")
+    assert eff[is_head].effect.rank().corr(eff[is_head].logit_diff.rank()) == pytest.approx(1.0)   # v1 would hold

@@ -34,7 +34,7 @@ def test_knockout_verdict_rule():
     intact one's; does not hold at or above the intact count; inconclusive in between; no key head, no verdict."""
     s = _steps([(95, 0), (95, 0), (40, 1), (93, 2), (97, 3)])
     t = V.knockout_table(s, "m")
-    assert list(t["lower than intact"]) == ["— (no key head)", "holds", "inconclusive", "does not hold"]
+    assert list(t["lower than intact"]) == ["— (no head past the threshold)", "holds", "inconclusive", "does not hold"]
     assert list(t["top-1 = answer"]) == ["95/100", "40/100", "93/100", "97/100"]
     lines = V.step_labels(s)
     assert list(lines[lines.step == 1].label)[1].startswith("knocked out: top-1 = answer on 40/100 prompts (40%, 95% CI")
@@ -42,6 +42,10 @@ def test_knockout_verdict_rule():
     assert V.default_step(s) == 1                   # −5% has a key head: the paper's threshold first
     assert V.default_step(_steps([(95, 0), (95, 0), (95, 0), (30, 2), (20, 3)])) == 2
     assert "holds" in V.finding(s, "m", [-0.1, -0.05, -0.02, -0.01]) and "40/100" in V.finding(s, "m", [-0.1, -0.01])
+    # a slider step's heads pass a mean threshold, not the key-head rule: never called key heads (#26: "1 key head
+    # at -1%")
+    shown = [V.finding(s, "m", [-0.1, -0.01]), *V.step_labels(s).label, *V.knockout_table(s, "m").columns]
+    assert not any("key head" in x for x in shown), shown
 
 
 def test_explorer_chart_binds_prompt_slider_and_head_click():

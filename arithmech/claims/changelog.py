@@ -1,0 +1,215 @@
+"""Every rule's history: what changed, when, and whether the results it decides existed then.
+
+A rule of :mod:`arithmech.claims.rules` can only be called *pre-registered* if it was written — and left
+alone — before the results it decides existed. This module records, for every rule, each change to what
+it decides, reconstructed from git (``git log --follow -p -- arithmech/claims/rules.py`` and the files the
+rules lived in before: ``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``,
+``arithmech/experiments/casestudy.py``, ``arithmech/smollm.py``). A rule's ``version`` in
+:data:`~arithmech.claims.rules.RULES` is the number of its entries here, and :data:`DIGEST` holds a
+fingerprint of its current text, so a rule edited without an entry fails ``tests/unit/claims/test_changelog.py``.
+
+What counts as a change: anything that can move a verdict (a threshold, what is compared, a new
+*inconclusive* outcome, which rows are read) or that makes the rule say something else. Moves between
+modules, renames of a variable and the way numbers are printed are not changes.
+
+``results`` says whether **the results this rule decides** existed at that commit, and which run: ``yes``
+when a file or an executed chapter in git already held them (``results/`` is git-ignored but for SmolLM2's
+folder, so the evidence for the embedded model is the executed chapters and the hand-off notes that quote
+measured numbers); ``no`` when git holds none yet. A run made on someone's machine and never recorded cannot
+be ruled out; ``no`` means "none recorded".
+
+Adding or editing a rule: append an entry (the next version, today's date, the commit that makes the change
+— ``"this commit"`` until it has a hash — what changed, and whether results existed), bump the rule's
+``version`` and update its :data:`DIGEST` (the failing test prints the new one).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Change:
+    """One version of one rule: ``rule`` id, its ``version`` (1, 2, …), the ``date`` and ``commit`` that made
+    it, ``what`` changed, and ``results``: "yes: <which run>" or "no: <why none>"."""
+
+    rule: str
+    version: int
+    date: str
+    commit: str
+    what: str
+    results: str
+
+    @property
+    def after_results(self) -> bool:
+        """Whether the results this rule decides already existed when this version was written."""
+        return self.results.startswith("yes")
+
+
+# ------------------------------------------------------------------ what existed when (git's own record)
+_NONE = "no: no result in git yet (the first executed chapters came with 8806093, 2026-11-22 04:31)"
+_IDENTIFY = ("yes: both models' identify runs (executed chapters of 8806093 and the SmolLM2 appendix of 50bb471, "
+             "2026-11-22; the introduction's results box of 0b55aca, 2026-11-23 17:10, decided claims on them)")
+_TABLE1 = "yes: SmolLM2's Table 1 records (bf65612, 2026-11-23) and the embedded fine-tunes (8806093)"
+_ARMS = "yes: the arms runner's Table 1 of the executed book (42d4952, 2026-11-23 19:51)"
+_ATTN = "yes: the attention roles of both models' executed Analyze chapter (8806093, 50bb471)"
+_KO = "yes: knockout curves of both models (8806093, 50bb471) and the knockout sanity rows (46b1e47)"
+_SHARE_NONE = ("no: no effects.csv in git had share columns (the first: SmolLM2's K = 2 re-run, f87978a, "
+               "2026-11-25 10:54); older results were there, without the share, on which the rule is inconclusive")
+_STAB_NONE = "no: the first stability numbers in git are the hand-off of 1ba0e62 (2026-11-23 18:40)"
+_CONTROL = ("the identify claims are inconclusive where identify's primary task fails its control (its answer is "
+            "guessable from what the prompt carries: conditioned floor on its X_r ≥ CONTROL_FLOOR)")
+
+CHANGELOG: tuple[Change, ...] = (
+    # -- identify: the paper's key heads
+    Change("key-heads-exist", 1, "2026-11-23", "4cef7ec", "written: holds iff at least one head's effect is below "
+           "−5% (its bootstrap interval below −5% where effects.csv has intervals); before, the count was only "
+           "printed beside few-heads (aa10f33)", _IDENTIFY),
+    Change("key-heads-exist", 2, "2026-11-23", "df2b14d", "the bootstrap interval is always required (effects.csv "
+           "without intervals is refused instead of decided on the mean)", _IDENTIFY),
+    Change("key-heads-exist", 3, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
+    Change("key-heads-exist-share", 1, "2026-11-25", "3535de0", "written with the calibrated measure: holds iff a "
+           "head's share interval lies below −5% of the counterfactual's LD effect; inconclusive without share "
+           "columns", _SHARE_NONE),
+    Change("key-heads-exist-share", 2, "2026-11-25", "d13afbe", _CONTROL, _SHARE_NONE),
+    Change("few-heads", 1, "2026-11-22", "aa10f33", "written (arithmech/smollm.py claims): holds iff the top 10 "
+           "heads hold ≥ 50% of all heads' negative logit change", _NONE),
+    Change("few-heads", 2, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
+    Change("middle-layers", 1, "2026-11-22", "aa10f33", "written: holds iff the median relative depth of the top "
+           "10 heads lies in [0.25, 0.75]", _NONE),
+    Change("middle-layers", 2, "2026-11-23", "bf65612", "narrowed to the middle third [1/3, 2/3]", _IDENTIFY),
+    Change("middle-layers", 3, "2026-11-23", "f157eb2", "the true median (the mean of the two middle depths for an "
+           "even count, was the upper one); the claim names the top heads, not key heads", _IDENTIFY),
+    Change("middle-layers", 4, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
+    Change("logit-diff-ranking", 1, "2026-11-23", "4cef7ec", "written: holds iff the Spearman correlation between "
+           "the per-head relative change and logit difference is ≥ 0.9", _IDENTIFY),
+    Change("logit-diff-ranking", 2, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
+    Change("logit-diff-ranking", 3, "2026-11-26", "41c3966", "rewritten because version 1 could not fail: both "
+           "measures are means of the same per-prompt change, one divided by the prompt's answer logit (ρ = 1.00). "
+           "Now the paper's relative change against the calibrated share of the counterfactual's LD effect, whose "
+           "LD also moves with X_c's answer: holds iff their top 10 share ≥ 8 heads, does not hold iff ≤ 5, "
+           "inconclusive in between and without share columns", _IDENTIFY),
+    Change("knockout-key-vs-random", 1, "2026-11-22", "aa10f33", "written: holds iff the accuracy with the top 8 "
+           "heads out lies below every random draw of 8", _NONE),
+    Change("knockout-key-vs-random", 2, "2026-11-23", "4cef7ec", "where knockout.csv has intervals, holds only if "
+           "the Wilson upper bound lies below the random draws' 5th percentile; inconclusive otherwise", _KO),
+    Change("knockout-key-vs-random", 3, "2026-11-23", "769316c", "the rule says what the random draws exclude "
+           "(the top 8 and the key heads)", _KO),
+    Change("knockout-key-vs-random", 4, "2026-11-25", "d13afbe", _CONTROL, _KO),
+    Change("knockout-random-flat", 1, "2026-11-22", "aa10f33", "written: holds iff intact − random mean ≤ 2 points",
+           _NONE),
+    Change("knockout-random-flat", 2, "2026-11-23", "52e47a0", "the intact accuracy read from the sanity row "
+           "(nothing knocked out) at END", _KO),
+    Change("knockout-random-flat", 3, "2026-11-23", "f157eb2", "|intact − random mean| ≤ 2 points (a random "
+           "knockout that raises accuracy no longer passes)", _KO),
+    Change("knockout-random-flat", 4, "2026-11-23", "769316c", "the rule says what the random draws exclude", _KO),
+    Change("knockout-random-flat", 5, "2026-11-25", "d13afbe", _CONTROL, _KO),
+    Change("mlps-late", 1, "2026-11-22", "aa10f33", "written: holds iff the MLPs after the median layer of the top "
+           "10 heads change the logit more than twice as much as those up to it", _NONE),
+    Change("mlps-late", 2, "2026-11-23", "f157eb2", "the true median layer; the claim names the top heads", _IDENTIFY),
+    Change("mlps-late", 3, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
+    Change("transfer", 1, "2026-11-22", "aa10f33", "written: holds iff knocking the key heads out lowers the held-out "
+           "family's accuracy by ≥ 20% relative and below as many random heads", _NONE),
+    Change("transfer", 2, "2026-11-23", "42d4952", "inconclusive when the model answers none of the held-out "
+           "prompts", _IDENTIFY),
+    Change("transfer", 3, "2026-11-23", "769316c", "inconclusive without key heads (it was decided on the top 10)",
+           _IDENTIFY),
+    Change("transfer", 4, "2026-11-25", "d13afbe", _CONTROL, _IDENTIFY),
+    # -- analyze
+    Change("attention-roles", 1, "2026-11-22", "aa10f33", "written: holds iff at least half of the top 10 heads "
+           "put most of END's attention on operands or the operator", _NONE),
+    Change("attention-roles", 2, "2026-11-23", "56aec07", "against the non-key heads: a head reads a role when its "
+           "mass (first position excluded) lies above their 95th percentile by two standard errors; inconclusive "
+           "in between", _ATTN),
+    Change("attention-roles", 3, "2026-11-23", "769316c", "inconclusive without key heads (it was decided on the "
+           "top 10)", _ATTN),
+    Change("stages", 1, "2026-11-22", "aa10f33", "written: holds iff the answer curve's inflection layer is at or "
+           "after the operand curve's", _NONE),
+    # -- fine-tune (Table 1)
+    Change("precise-matches-full", 1, "2026-11-22", "aa10f33", "written: holds iff full SFT's mean math change is "
+           "positive and precise SFT's at least half of it", _NONE),
+    Change("precise-matches-full", 2, "2026-11-23", "4cef7ec", "with intervals: does not hold iff precise's change "
+           "interval lies below full's on any math measure; holds iff its mean change is ≥ full's − 5 points",
+           _TABLE1),
+    Change("precise-matches-full", 3, "2026-11-23", "52e47a0", "the arms runner's rule 2 where finetune/table1.json "
+           "exists: the paired-bootstrap interval of precise-key − full within ±5 points", _TABLE1),
+    Change("precise-matches-full", 4, "2026-11-25", "712c5b3", "the arms rule only (the older records' branch "
+           "dropped), on the suite's primary math measure (the cpu suite's)", _ARMS),
+    Change("selection-matters", 1, "2026-11-23", "52e47a0", "written: holds iff the paired-bootstrap interval of "
+           "precise-key − precise-random lies above 0; does not hold iff its upper end is below +5 points",
+           "no: no run had a random-head arm (the first: the executed book of 42d4952)"),
+    Change("precise-keeps-generic", 1, "2026-11-22", "aa10f33", "written: holds iff full SFT's generic-text loss "
+           "change lies above 0 and precise's change is below full's", _NONE),
+    Change("precise-keeps-generic", 2, "2026-11-23", "4cef7ec", "precise's upper bound below full's lower bound; "
+           "does not hold iff precise's change is larger with the intervals apart", _TABLE1),
+    Change("precise-keeps-generic", 3, "2026-11-23", "f157eb2", "the arms runner's rule 4 where its files exist: "
+           "precise-key − base on the primary general measure, lower end above −5 points", _TABLE1),
+    Change("precise-keeps-generic", 4, "2026-11-25", "712c5b3", "rule 4 only; the cpu suite's general measure is the "
+           "cloze sets whose base interval lies above chance, pooled", _ARMS),
+    # -- stability (beyond the paper)
+    Change("key-heads-stable", 1, "2026-11-23", "f5d29e8", "written (experiments/stability.py): stable iff the mean "
+           "Jaccard of the key sets is ≥ 0.8 and none is below 0.5; unstable iff the mean is below 0.5", _STAB_NONE),
+    Change("key-heads-stable", 2, "2026-11-23", "dce7cde", "decided per counterfactual (this claim: the operator "
+           "counterfactual)", _STAB_NONE),
+    Change("counterfactuals-agree", 1, "2026-11-23", "f5d29e8", "written: the two counterfactuals' key sets, same "
+           "seed and size, mean Jaccard ≥ 0.8 and none below 0.5", _STAB_NONE),
+    # -- controls
+    Change("answer-token-floor", 1, "2026-11-23", "52e47a0", "written: the most frequent answer token's share has "
+           "its Wilson interval below 1/3", "yes: the answer-token shares of both models (hand-off b8574ee, 18:37)"),
+    Change("ablation-removes-information", 1, "2026-11-23", "52e47a0", "written: every head out reaches down to the "
+           "majority floor", _KO),
+    Change("ablation-removes-information", 2, "2026-11-25", "d94a0b1", "the floor is the higher of the majority and "
+           "the conditioned floor; inconclusive for a task that fails its control", _KO),
+)
+
+DROPPED: tuple[Change, ...] = (
+    Change("precise-trains-faster", 1, "2026-11-22", "aa10f33", "written: holds iff precise SFT trains more "
+           "samples per second than full SFT", _NONE),
+    Change("precise-trains-faster", 2, "2026-11-23", "4cef7ec", "dropped: speed depends on the machine, not on "
+           "the model (the benchmarks report it)", _TABLE1),
+)
+"""Rules that no longer exist, with their history (their ids are not in ``RULES``)."""
+
+DIGEST: dict[str, str] = {
+    "key-heads-exist": "e9e3e2d6c29b",
+    "key-heads-exist-share": "cb7c3f4647c3",
+    "few-heads": "8ce6abd2a5f0",
+    "middle-layers": "304e0aa37782",
+    "logit-diff-ranking": "5a40d3b8e0bd",
+    "knockout-key-vs-random": "1554dfdf2b98",
+    "knockout-random-flat": "8cb680e6fd3f",
+    "mlps-late": "0aa203d03866",
+    "transfer": "7501d92fd2e5",
+    "attention-roles": "3d22f9c97832",
+    "stages": "d0ca04881174",
+    "precise-matches-full": "e298f78e56e5",
+    "selection-matters": "16a6c370e53f",
+    "precise-keeps-generic": "596d2132f97c",
+    "key-heads-stable": "0f6a94d84006",
+    "counterfactuals-agree": "e9d048975206",
+    "answer-token-floor": "b314088bc708",
+    "ablation-removes-information": "536b23386b27",
+}
+"""A fingerprint (:func:`digest`) of each rule's current claim and rule text, as of its latest entry: a rule
+whose text changes without a new entry fails its test."""
+
+
+def digest(claim: str, rule: str) -> str:
+    """12 hex digits of sha256 over a rule's claim and rule text: changes whenever what it says changes."""
+    return hashlib.sha256(f"{claim}\n{rule}".encode()).hexdigest()[:12]
+
+
+def history(rule_id: str) -> list[Change]:
+    """The entries of ``rule_id``, oldest first."""
+    return sorted((c for c in CHANGELOG if c.rule == rule_id), key=lambda c: c.version)
+
+
+def version(rule_id: str) -> int:
+    """How many times ``rule_id`` was written or changed (its number of entries)."""
+    return len(history(rule_id))
+
+
+def pre_registered(rule_id: str) -> bool:
+    """True iff no version of ``rule_id`` was written after the results it decides existed."""
+    h = history(rule_id)
+    return bool(h) and not any(c.after_results for c in h)

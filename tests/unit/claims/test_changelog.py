@@ -1,0 +1,153 @@
+"""Versioned rules (issue #26 item 6): every rule's version, text and history agree, and the book's wording
+about when the rules were fixed follows from that history, never from a typed sentence.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from arithmech.claims import changelog as CL
+from arithmech.claims import rules as C
+from arithmech.report import pages
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_every_rule_version_is_its_number_of_changelog_entries():
+    """Protects: a rule's ``version`` is how many times the changelog says it was written or changed, its
+    entries are numbered 1..n without a gap, and each has a date, a commit and a results verdict — so a rule
+    bumped without an entry, or logged without a bump, fails here."""
+    for r in C.RULES:
+        h = CL.history(r.id)
+        assert h, f"{r.id} has no changelog entry"
+        assert r.version == len(h) == CL.version(r.id), f"{r.id}: version {r.version}, {len(h)} entries"
+        assert [c.version for c in h] == list(range(1, len(h) + 1)), r.id
+        assert [c.date for c in h] == sorted(c.date for c in h), f"{r.id}: entries out of date order"
+    for c in (*CL.CHANGELOG, *CL.DROPPED):
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", c.date), c
+        assert re.fullmatch(r"[0-9a-f]{7,40}|this commit", c.commit), c
+        assert re.match(r"(yes|no): \S", c.results), f"{c.rule} v{c.version}: results must say yes/no and which run"
+
+
+def test_every_entry_names_a_known_rule():
+    """Protects the changelog from drifting away from the rules: every entry names a rule of RULES, and the
+    dropped rules' entries name none (their ids were retired)."""
+    known = set(C.BY_ID)
+    assert not {c.rule for c in CL.CHANGELOG} - known, "changelog entries for unknown rules"
+    assert not {c.rule for c in CL.DROPPED} & known, "a dropped rule is still in RULES"
+
+
+def test_a_rule_whose_text_changes_needs_a_new_entry():
+    """Protects the history from silent edits: each rule's claim and rule text hash to the digest recorded with
+    its latest entry; editing either (or a constant it prints, such as TOP or K) without logging it fails."""
+    stale = {r.id: CL.digest(r.claim, r.rule) for r in C.RULES if CL.DIGEST.get(r.id) != CL.digest(r.claim, r.rule)}
+    assert not stale, ("rule text changed without a changelog entry: add one, bump the version and set DIGEST to "
+                       f"{stale}")
+    assert set(CL.DIGEST) == set(C.BY_ID)
+
+
+def test_pre_registered_means_no_version_after_results(monkeypatch):
+    """Protects the one definition the book's sentence rests on: a rule counts as fixed before its results only
+    if *every* version of it was written before the results it decides existed."""
+    fake = (CL.Change("a", 1, "2026-01-01", "abcdef0", "written", "no: none"),
+            CL.Change("b", 1, "2026-01-01", "abcdef0", "written", "no: none"),
+            CL.Change("b", 2, "2026-01-02", "abcdef1", "changed", "yes: run 1"))
+    monkeypatch.setattr(CL, "CHANGELOG", fake)
+    assert CL.pre_registered("a") and not CL.pre_registered("b") and not CL.pre_registered("unknown")
+    rules = (C.Rule("a", "A", "p", "r", 1), C.Rule("b", "B", "p", "r", 2))
+    s = pages.provenance_sentence(rules)
+    assert s.startswith("1 of the 2 rules are unchanged since before the results they decide existed (`a`); "
+                        "1 were written or changed after such results existed (`b`)")
+
+
+def test_provenance_sentence_counts_the_real_changelog():
+    """Protects the introduction's sentence (it replaced a typed "written before the run"): its numbers are the
+    changelog's, for the rules there are."""
+    pre = [r.id for r in C.RULES if CL.pre_registered(r.id)]
+    s = pages.provenance_sentence()
+    assert s.startswith(f"{len(pre)} of the {len(C.RULES)} rules are unchanged")
+    assert all(f"`{r.id}`" in s for r in C.RULES)
+
+
+def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
+    """Protects the rules page: it opens with the computed provenance sentence and ends with every changelog
+    entry (dropped rules marked), even before any result exists."""
+    page = pages.rules_page(tmp_path, [("none", "No model")])
+    assert page.startswith(pages.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
+    for c in CL.CHANGELOG:
+        assert f"| `{c.rule}` | v{c.version} | {c.date} | `{c.commit}` |" in page, (c.rule, c.version)
+    assert all(f"`{c.rule}` (dropped)" in page for c in CL.DROPPED)
+
+
+def _frame(holds: list, controls: int) -> pd.DataFrame:
+    n = len(holds)
+    claims = [f"Claim {i}" for i in range(n - controls)] + [f"Check {i} (control)" for i in range(controls)]
+    return pd.DataFrame({"id": [f"c{i}" for i in range(n)], "claim": claims, "paper (LLaMA2-7B)": "x", "rule": "r",
+                         "here": [f"h{i}" for i in range(n)], "holds": holds})
+
+
+def test_tally_never_counts_controls_and_controls_have_their_own_table():
+    """Protects the claims tally (#26: controls were counted in it): whatever frame a caller passes — a whole
+    claims table, as the SmolLM2 appendix and the rules page do — the tally counts the paper's claims only; the
+    controls are shown in a table of their own, each with its verdict."""
+    c = _frame([True, False, None, False, True], controls=2)
+    assert pages.tally(c) == "1 of 3 claims hold, 1 do not, 1 inconclusive"
+    assert pages.tally(c) == pages.tally(c[~pages.is_control(c)])
+    t = pages.controls_table(c)
+    assert t.count("\n") == 3 and "Check 0" in t and "(control)" not in t and "Claim" not in t
+    assert "| h3 | **does not hold** |" in t and "| h4 | **holds** |" in t
+
+
+# --------------------------------------------------------------- the book's "fixed before the run"
+BEFORE = re.compile(r"before (the|any) run\b", re.I)
+ELSEWHERE = {"appendix_smollm2.md"}     # being rewritten on its own branch (issue #26); reported there
+WINDOW = 700                            # characters each side of the phrase that name the rule it is about
+
+
+def _violations(name: str, text: str) -> list[str]:
+    out = []
+    for m in BEFORE.finditer(text):
+        near = text[max(0, m.start() - WINDOW): m.end() + WINDOW]
+        ids = [i for i in C.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
+        if not ids:
+            out.append(f"{name}: '{m.group(0)}' names no rule id near it")
+        out += [f"{name}: '{m.group(0)}' next to `{i}`, changed after its results existed" for i in ids
+                if not CL.pre_registered(i)]
+    return out
+
+
+def test_before_the_run_only_beside_rules_the_changelog_shows_unchanged():
+    """Protects the book from claiming pre-registration the history does not support: a chapter may say a rule
+    was fixed "before the run" only next to the id of a rule whose every version predates its results (the
+    changelog); a use naming no rule, or naming one changed after results existed, fails."""
+    bad = []
+    for p in sorted((REPO / "book").glob("*.md")):
+        if p.name not in ELSEWHERE:
+            bad += _violations(p.name, p.read_text())
+    assert not bad, "\n".join(bad)
+
+
+def test_the_before_the_run_check_sees_a_violation():
+    """Protects the test above from passing vacuously: the phrase beside a rule changed after results, or beside
+    no rule at all, is found; beside a rule logged as unchanged since before its results, it is not."""
+    changed = next(r.id for r in C.RULES if not CL.pre_registered(r.id))
+    clean = next(r.id for r in C.RULES if CL.pre_registered(r.id))
+    assert _violations("x", f"The rule (`{changed}`), fixed before the run: …")
+    assert _violations("x", "The rule, written before any run: …")
+    assert not _violations("x", f"The rule (`{clean}`), fixed before the run: …")
+
+
+@pytest.mark.parametrize("name", [p.name for p in sorted((REPO / "results").glob("*")) if (p / "effects.csv").exists()])
+def test_findings_box_counts_claims_and_tables_controls_apart(name):
+    """Protects the introduction's box on every results folder present: its title's tally is the paper's claims
+    only (the controls' number is not in it), and each control appears, with its verdict, in its own table."""
+    c = C.claims(REPO / "results" / name)
+    box = pages.results_box(REPO, [(name, name)])
+    n_paper = int((~pages.is_control(c)).sum())
+    assert f": {pages.tally(c)}" in box and f" of {n_paper} claims hold" in box
+    table = box[box.index("| control (not a claim of the paper)"):]
+    for _, r in c[pages.is_control(c)].iterrows():
+        assert f"| {r['here']} | **{pages.verdict(r['holds'])}** |" in table, r["id"]
