@@ -70,6 +70,16 @@ def _print_beyond(out: dict) -> None:
     print(f"wrote eap.csv, upstream.csv to {out['folder']}")
 
 
+def _print_faithfulness(out: dict) -> None:
+    r = out["rule"]
+    print(f"{out['info']['n_prompts']} evaluation prompts ({out['info']['n_clusters']} problems), {out['info']['circuits']} "
+          f"circuits; top-n of {', '.join(out['info']['ranking'][:5])}, ...")
+    print(f"circuit-faithful: {r['holds']} (n = {r['n']}: share {r.get('share', float('nan')):+.3f} "
+          f"[{r.get('lo', float('nan')):+.3f}, {r.get('hi', float('nan')):+.3f}], random band's 95th percentile "
+          f"{r.get('band_hi', float('nan')):+.3f})")
+    print(f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s")
+
+
 def _print_stability(out) -> None:
     res, folder = out
     print(res.table.to_string(index=False, max_rows=40))
@@ -135,6 +145,7 @@ COMMANDS = {
     "analyze": Command(configs.Analyze, "arithmech.steps.analyze", "run", _print_analyze),
     "beyond": Command(configs.Beyond, "arithmech.steps.beyond", "run", _print_beyond),
     "stability": Command(configs.Stability, "arithmech.steps.stability", "run", _print_stability),
+    "faithfulness": Command(configs.Faithfulness, "arithmech.steps.faithfulness", "run", _print_faithfulness),
     "accuracy-by-template": Command(configs.Accuracy, "arithmech.steps.accuracy", "run", _print_accuracy),
     "shots": Command(configs.Shots, "arithmech.steps.shots", "run", _print_shots),
     "counterfactuals": Command(configs.Counterfactuals, "arithmech.steps.counterfactuals", "run",

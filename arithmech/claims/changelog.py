@@ -153,6 +153,11 @@ CHANGELOG: tuple[Change, ...] = (
            "counterfactual)", _STAB_NONE),
     Change("counterfactuals-agree", 1, "2026-11-23", "f5d29e8", "written: the two counterfactuals' key sets, same "
            "seed and size, mean Jaccard ≥ 0.8 and none below 0.5", _STAB_NONE),
+    # -- beyond the paper: faithfulness (issue #26, item 4)
+    Change("circuit-faithful", 1, "2026-11-26", "b6a601a", "written: the smallest top-n circuit (n ≤ 10) whose noising "
+           "share's interval lies at or above 80% and above the random circuits' 95th percentile",
+           "yes: written in methods.faithfulness before any run, but added here after an addition-only smoke run of the "
+           "embedded model had been seen (never committed)"),
     # -- controls
     Change("answer-token-floor", 1, "2026-11-23", "52e47a0", "written: the most frequent answer token's share has "
            "its Wilson interval below 1/3", "yes: the answer-token shares of both models (hand-off b8574ee, 18:37)"),
@@ -189,6 +194,7 @@ DIGEST: dict[str, str] = {
     "counterfactuals-agree": "e9d048975206",
     "answer-token-floor": "b314088bc708",
     "ablation-removes-information": "536b23386b27",
+    "circuit-faithful": "b03aec9a8935",
 }
 """A fingerprint (:func:`digest`) of each rule's current claim and rule text, as of its latest entry: a rule
 whose text changes without a new entry fails its test."""

@@ -35,6 +35,7 @@ from arithmech.claims.finetune import precise_keeps_generic, precise_matches_ful
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
+from arithmech.methods.faithfulness import smallest_faithful
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
@@ -406,3 +407,34 @@ def rules_markdown(ids: Iterable[str]) -> str:
                       f"{CONTROL_FLOOR:.0%})" if r.id in CONTROLLED else "")
     return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})."
                      for r in select(ids))
+
+
+
+# ------------------------------------------------------------------ faithfulness (issue #26, item 4)
+# Written with arithmech.methods.faithfulness.smallest_faithful; see its changelog entry for what existed then.
+RULES += (
+    Rule("circuit-faithful", "A small top-k circuit recovers the counterfactual's effect on its own",
+         "not measured in the paper (it knocks out heads; it does not run the circuit alone)",
+         "noising with reference-pool mean ablation at END on evaluation-side prompts: the top-n components by effect "
+         "rank kept, every other head and MLP ablated; share = (LD(circuit) − LD(all ablated)) / (LD(X_r) − LD(all "
+         "ablated)), LD = logit(answer) − logit(X_c's answer), 95% cluster-bootstrap interval. Holds iff for some "
+         "n ≤ 10 the interval lies entirely at or above 80% and above the 95th percentile of ≥ 20 random circuits of "
+         "n components outside the top N; does not hold iff at every n ≤ 10 the interval lies entirely below 80% or "
+         "reaches no higher than that percentile; inconclusive otherwise (or where faithfulness.csv is missing)",
+         version=1),
+)
+BY_ID = {r.id: r for r in RULES}
+
+
+def _circuit_faithful(ctx: Context):
+    f = ctx.read("faithfulness.csv")
+    task = "all" if (f.task == "all").any() else f.task.iloc[0]
+    r = smallest_faithful(f, task)
+    if r["n"] is None:
+        raise Missing("faithfulness.csv has no noising rows with mean ablation")
+    n_p = int(f.n_prompts.iloc[0])
+    return (f"top {r['n']} ({r['components']}): {r['share']:.0%} [{r['lo']:.0%}, {r['hi']:.0%}] of the effect; random "
+            f"band's 95th percentile {r['band_hi']:.0%}; {n_p} evaluation prompts"), r["holds"]
+
+
+DECIDERS["circuit-faithful"] = _circuit_faithful

@@ -116,6 +116,12 @@ FILES: dict[str, FileSpec] = {
                                      ("key_heads.json", "effects.csv")),
     # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.steps.arms)
     "finetune/curve.json": FileSpec("curve", "json", ("points", "knee", "rule")),
+    # the share of the counterfactual's LD effect a circuit recovers: top-n by effect rank and random circuits,
+    # noising (mean / resample ablation of the rest), converse, denoising; cluster-bootstrap intervals
+    # (arithmech.methods.faithfulness)
+    "faithfulness.csv": FileSpec("faithfulness", "csv", ("task", "method", "ablation", "order", "draw", "n", "share", "lo",
+                                                         "hi", "n_prompts", "n_clusters", "split", "components"),
+                                 ("effects.csv", "key_heads.json")),
     "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "jaccard")),
     "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "key", "top")),
     "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "key_share", "effect_hi")),
@@ -124,13 +130,14 @@ FILES: dict[str, FileSpec] = {
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
                "upstream.csv": {"receiver": str, "sender": str, "sender_head": str},
                "answer_tokens.csv": {"task": str, "template": str, "top_token": str},   # "0" is a token
-               "stability_heads.csv": {"head": str, "name": str}, "stability_runs.csv": {"key": str, "top": str},
+               "stability_heads.csv": {"head": str, "name": str}, "faithfulness.csv": {"components": str}, "stability_runs.csv": {"key": str, "top": str},
                "top_numbers.csv": {"token": str}}
 STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
 WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
               "accuracy": "python -m arithmech accuracy-by-template",
               "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
-              "table1": "python -m arithmech arms", "curve": "python -m arithmech arms --curve-only", "stability": "python -m arithmech stability"}
+              "table1": "python -m arithmech arms", "curve": "python -m arithmech arms --curve-only", "stability": "python -m arithmech stability",
+              "faithfulness": "python -m arithmech faithfulness"}
 
 
 # ----------------------------------------------------------------------------------- locations

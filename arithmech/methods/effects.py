@@ -87,10 +87,16 @@ def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT
 
 def ranking(effects: pd.DataFrame, task: str) -> tuple[list[tuple[int, int]], list[int]]:
     """Heads ``(layer, head)`` and MLP layers of ``task``, most negative effect first (ties: layer, head)."""
+    order = ranked(effects, task)
+    return [c for c in order if c[1] != "mlp"], [c[0] for c in order if c[1] == "mlp"]
+
+
+def ranked(effects: pd.DataFrame, task: str) -> list[tuple]:
+    """Heads ``(layer, head)`` and MLPs ``(layer, "mlp")`` of ``task`` in one list, most negative effect first
+    (ties: layer, head): :func:`ranking`'s two orders merged (the faithfulness circuits,
+    :mod:`arithmech.methods.faithfulness`)."""
     df = effects[effects["task"] == task].sort_values(["effect", "layer", "head"], kind="stable")
-    heads = [(int(l), int(h)) for l, h in zip(df["layer"], df["head"]) if h != "mlp"]
-    mlps = [int(l) for l, h in zip(df["layer"], df["head"]) if h == "mlp"]
-    return heads, mlps
+    return [(int(l), "mlp") if h == "mlp" else (int(l), int(h)) for l, h in zip(df["layer"], df["head"])]
 
 
 def key_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD) -> dict:

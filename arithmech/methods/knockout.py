@@ -203,11 +203,35 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     Returns:
         ``ids (A, n, k)`` and ``probs (A, n, k)``.
     """
+    A, n = len(ablations), len(prompts)
+    out_ids = torch.empty(A, n, k, dtype=torch.long)
+    out_p = torch.empty(A, n, k)
+    for where, idx, logits in ablated_logits(model, tok, prompts, keys, means, ablations, batch_size, max_rows,
+                                             max_tokens, positions):
+        p, i = logits.softmax(-1).topk(k, -1)                        # (G * b, k), row i*G + a
+        b, G = len(idx), len(where)
+        i, p = i.cpu().view(b, G, k), p.cpu().view(b, G, k)
+        for g, rows in where.items():
+            for a in rows:
+                out_ids[a, idx], out_p[a, idx] = i[:, g], p[:, g]
+    return out_ids, out_p
+
+
+@torch.no_grad()
+def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: MeanSource,
+                   ablations: Sequence[Ablation], batch_size: int = BATCH_SIZE, max_rows: int = MAX_ROWS,
+                   max_tokens: int = MAX_TOKENS, positions: str = "end"):
+    """The forwards of :func:`knockout_topk` (same arguments), as a generator of ``(where, idx, logits)``:
+    ``logits (b * G, vocab)`` float32 END logits of the prompts ``idx`` (a batch of ``b`` equal-length
+    prompts) under ``G`` distinct ablations, row ``i * G + g`` prompt ``idx[i]`` under the ``g``-th of them;
+    ``where[g]`` lists the positions in ``ablations`` that ablation stands for (identical ablations run once).
+    While a chunk is yielded, every hook on the model has just seen that chunk's END forward (a caller's own
+    :class:`~arithmech.core.trace.TraceDict` around the loop reads it there)."""
     check_positions(positions)
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
     unique = list(dict.fromkeys(ablations))                          # identical ablations run once
-    A, n = len(unique), len(prompts)
+    A = len(unique)
     hmask = torch.zeros(A, L, H, dtype=torch.bool)
     mmask = torch.zeros(A, L, dtype=torch.bool)
     for a, ab in enumerate(unique):
@@ -215,8 +239,9 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
             hmask[a, l, h] = True
         for l in ab.mlps:
             mmask[a, l] = True
-    out_ids = torch.empty(A, n, k, dtype=torch.long)
-    out_p = torch.empty(A, n, k)
+    slots: dict = {}
+    for j, ab in enumerate(ablations):
+        slots.setdefault(unique.index(ab), []).append(j)
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
     st: dict = {"G": 1}                                              # G: ablations per prompt in this forward
@@ -263,13 +288,8 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
                                           for c in prefix.layers), config=model.config)
                     logits = model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), cache=cache,
                                    use_cache=True).logits[:, -1].float()
-                p, i = logits.softmax(-1).topk(k, -1)
-                out_ids[a0:a1, idx] = i.cpu().view(b, a1 - a0, k).transpose(0, 1)
-                out_p[a0:a1, idx] = p.cpu().view(b, a1 - a0, k).transpose(0, 1)
+                yield {a - a0: slots[a] for a in range(a0, a1)}, idx, logits
                 logits = cache = None                 # freed before the next chunk builds its own
-    slot = {a: i for i, a in enumerate(unique)}
-    where = torch.tensor([slot[a] for a in ablations], dtype=torch.long)
-    return out_ids[where], out_p[where]
 
 
 def correct(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation],

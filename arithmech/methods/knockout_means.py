@@ -171,6 +171,21 @@ class PoolMeans:
                 f"template x length x position, family mean at the same position from END below {self.min_group}")
 
 
+def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, *, answer_token: str,
+                 shots: int = 0) -> dict:
+    """family → the reference pool's pairs of that family (their ``corrupt`` prompts are the pool's X_c):
+    ``pool_size`` per family from :func:`pool_seed`'s stream, the family's templates of ``templates``, round-robin.
+    Only tokenizes: the same arguments give the same prompts (resample ablation draws single pool prompts,
+    :mod:`arithmech.methods.faithfulness`)."""
+    by_family: dict = {}
+    for t in templates:
+        if t.id not in [u.id for u in by_family.get(t.family, [])]:
+            by_family.setdefault(t.family, []).append(t)
+    return {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token,
+                                  shots=shots)[0]
+            for fam in sorted(by_family)}
+
+
 def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
                min_group: int = 32, batch_size: int = BATCH_SIZE, *, answer_token: str, shots: int = 0) -> PoolMeans:
     """The reference pool of every family that ``templates`` belong to: ``pool_size`` X_c per family
@@ -179,14 +194,8 @@ def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int 
     if pool_size < 1 or folds < 2 or min_group < 1:
         raise ValueError(f"pool_size={pool_size}, folds={folds}, min_group={min_group}: need pool_size >= 1, "
                          "folds >= 2 (a prompt's own fold is left out) and min_group >= 1")
-    by_family: dict = {}
-    for t in templates:
-        if t.id not in [u.id for u in by_family.get(t.family, [])]:
-            by_family.setdefault(t.family, []).append(t)
     pm = PoolMeans(folds, min_group)
-    pools = {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token,
-                                   shots=shots)[0]
-             for fam in sorted(by_family)}
+    pools = pool_prompts(tok, templates, pool_size, seed, answer_token=answer_token, shots=shots)
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)
     for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every], batch_size):

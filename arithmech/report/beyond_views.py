@@ -93,21 +93,6 @@ def upstream_table(runs: list[dict], top: int = 8) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
 
 
-def shares_table(runs: list[dict]) -> pd.DataFrame:
-    """Per model: the counterfactual's total effect, the receivers' direct effects, and with the graph's
-    upstream edges (:func:`arithmech.report.circuit.shares`)."""
-    rows = []
-    for r in runs:
-        S = r["summary"]
-        nodes, edges = circuit.graph(r["eap"], r["upstream"], r["n_layers"])
-        sh = circuit.shares(nodes, edges, S["total_effect"]["mean"])
-        rows.append({"model": r["model"], "total effect (X_c vs X_r)": f"{sh['total']:+.1%} ± {S['total_effect']['se']:.1%}",
-                     "receivers' direct effects": f"{sh['direct_only']:+.2%} ({sh['share_direct_only']:.1%} of total)",
-                     "+ upstream edges (graph)": f"{sh['graph']:+.2%} ({sh['share_graph']:.1%} of total)",
-                     "drawn senders' own direct effects": f"{sh['senders_direct']:+.2%}", "n": S["n_samples"]})
-    return pd.DataFrame(rows)
-
-
 def verdict_table(runs: list[dict]) -> pd.DataFrame:
     """The chapter's rule (:func:`arithmech.report.circuit.verdict`) per model: ``D``, ``E`` with its 95%
     interval, where the receivers come from, and the verdict."""

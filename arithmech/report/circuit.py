@@ -1,4 +1,4 @@
-"""The circuit graph of the ``beyond`` step: senders → receivers → logits, and what it explains.
+"""The circuit graph of the ``beyond`` step: senders → receivers → logits.
 
 Built from the step's results files only (``eap.csv``: each sender's exact direct effect on the same
 samples; ``upstream.csv``: each sender → receiver q/k/v path effect):
@@ -6,12 +6,9 @@ samples; ``upstream.csv``: each sender → receiver q/k/v path effect):
 * :func:`graph` — nodes (receivers, the senders of the strongest upstream edges, ``logits``) placed by
   layer, and edges: sender → receiver (weight = the sum of the q, k and v path effects), receiver →
   logits and sender → logits (weight = the direct effect);
-* :func:`shares` — the direct-effects-only picture (the receivers' direct effects) and the graph
-  (plus its upstream edges into the receivers) as shares of the total effect of the
-  counterfactual. Path effects are measured one path at a time and do not add up exactly; an upstream
-  edge into a receiver is part of what that receiver's own direct effect moves (its output changes
-  because its input does), so the graph's share is an accounting of the paths drawn, not a test of
-  the circuit's faithfulness;
+* (no "share explained": path effects measured one at a time do not add, and an upstream edge into a
+  receiver is part of what moves the receiver; what a circuit recovers when run alone is measured by
+  :mod:`arithmech.methods.faithfulness`);
 * :func:`verdict` — the chapter's rule for the paper's "few key heads" picture;
 * :func:`circuit_chart` — the altair chart (hover an edge or a node for its numbers).
 """
@@ -53,22 +50,6 @@ def graph(eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int
     edges += [{"source": s, "target": "logits", "kind": "direct", "weight": float(direct.get(s, 0.0)),
                "q": None, "k": None, "v": None} for s in receivers + senders]
     return nodes, pd.DataFrame(edges, columns=["source", "target", "kind", "weight", "q", "k", "v"])
-
-
-def shares(nodes: pd.DataFrame, edges: pd.DataFrame, total: float) -> dict:
-    """The summed path effects of the two pictures and their share of ``total`` (the counterfactual's
-    total relative effect on the answer logit): ``direct_only`` = the receivers' direct effects;
-    ``graph`` = those + the drawn upstream edges into them. ``senders_direct`` (the drawn senders' own
-    direct effects) is reported beside them, not added: those paths are identify's, not the graph's."""
-    rec = set(nodes.loc[nodes.kind == "receiver", "node"])
-    d = edges[edges.kind == "direct"]
-    direct_only = float(d[d.source.isin(rec)].weight.sum())
-    senders_direct = float(d[~d.source.isin(rec)].weight.sum())
-    upstream = float(edges[edges.kind == "upstream"].weight.sum())
-    g = direct_only + upstream
-    return {"total": total, "direct_only": direct_only, "senders_direct": senders_direct, "upstream_edges": upstream,
-            "graph": g, "share_direct_only": direct_only / total if total else float("nan"),
-            "share_graph": g / total if total else float("nan")}
 
 
 def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:

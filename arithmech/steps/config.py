@@ -158,6 +158,20 @@ class Beyond(ModelStep):
 
 
 @dataclass(frozen=True)
+class Faithfulness(ModelStep):
+    """The share of the counterfactual's effect the top-n components recover together, against random circuits
+    (noising with mean and resample ablation, its converse, denoising); reads identify's files."""
+    n_max: int = option(20, "circuits of the top 1..N components by effect rank (heads and MLPs in one ranking); "
+                        "at most half the components (random circuits of N are drawn outside the top N)", low=1,
+                        high=MAX_ORDERS)
+    n_random: int = option(20, "random circuits of each size, drawn outside the top N (at least 20 for a 5-95% band)",
+                           low=20, high=MAX_ORDERS)
+    n_samples: int = option(128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh",
+                            low=1, high=MAX_PAIRS)
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
+
+
+@dataclass(frozen=True)
 class Stability(ModelStep):
     """Key-head sets over seeds, sample sizes, template families and counterfactuals, with Jaccard overlaps."""
     task: str = option("addition", "addition, ..., all, fig8, fig10, or a template-pair file")

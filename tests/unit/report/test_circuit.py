@@ -24,17 +24,13 @@ def test_verdict_rule(edge, se, want):
     assert v["verdict"] == want and v["D"] == pytest.approx(0.05) and v["E"] == pytest.approx(abs(edge))
 
 
-def test_graph_and_shares_sum_the_drawn_paths():
-    """Protects: the graph's upstream edge weight is the sum of its q, k, v paths; the direct-only share is the
-    receivers' direct effects over the total, the graph's adds exactly the drawn upstream edges."""
+def test_graph_sums_the_drawn_paths():
+    """Protects: the graph's upstream edge weight is the sum of its q, k, v paths."""
     eap, up = _frames(-0.02, 0.001)
     nodes, edges = C.graph(eap, up, n_layers=2)
     assert set(nodes.node) == {"1.0", "0.0", "MLP 0", "logits"}
     w = edges[(edges.kind == "upstream") & (edges.source == "0.0")].weight.iloc[0]
     assert w == pytest.approx(-0.06)
-    s = C.shares(nodes, edges, total=-0.5)
-    assert s["direct_only"] == pytest.approx(-0.05) and s["share_direct_only"] == pytest.approx(0.1)
-    assert s["graph"] == pytest.approx(-0.05 - 0.06 - 0.03) and s["senders_direct"] == pytest.approx(-0.21)
 
 
 def test_chart_and_verdict_name_components_as_the_book_does():

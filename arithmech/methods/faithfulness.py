@@ -1,0 +1,307 @@
+"""Faithfulness of the top-n circuit (issue #26): how much of the counterfactual's effect it recovers alone.
+
+Path patching ranks components one at a time; their effects do not add (a sum of one-at-a-time effects is
+not a measure of a circuit). Here a circuit ``C`` (a set of heads and MLPs) is run **together**, every
+intervention at END only (as identify's patching and knockout at END), every earlier position the base
+prompt's own, and the metric is the project's logit difference (:mod:`arithmech.methods.patching`)::
+
+    LD = logit(answer_r) - logit(answer_c)       at END; answer_r = {C} of X_r, answer_c = the model's top-1 on X_c
+
+Three runs per circuit, each a share of a whole (ratio of means over prompts ``k``, as ``effects.share``):
+
+* **noising** (is ``C`` enough when everything else is ablated?): X_r with every component *outside* ``C``
+  ablated at END::
+
+      share = mean_k[LD_k(C only) - LD_k(all ablated)] / mean_k[LD_k(X_r) - LD_k(all ablated)]
+
+  1 when ``C`` is every component (the same run as X_r: exactly 1), 0 when ``C`` is empty;
+* **converse** (what is left when ``C`` is ablated): X_r with ``C`` ablated, the same denominator;
+  ``1 - share`` is what ``C`` is needed for;
+* **denoising** (sufficiency): X_c with ``C`` patched in from X_r (its END outputs on X_r), everything
+  else X_c's and recomputed::
+
+      share = mean_k[LD_k(X_c + C from X_r) - LD_k(X_c)] / mean_k[LD_k(X_r) - LD_k(X_c)]
+
+Two ablations (noising and converse):
+
+* **mean**: identify's reference-pool mean (:mod:`arithmech.methods.knockout_means`: per template ×
+  length × position, the prompt's own operand fold left out), the value its knockout uses;
+* **resample**: the component's END output on *one* X_c prompt of the reference pool (:func:`resample_sources`:
+  the same template and token length, another operand pair, a seeded draw; fallbacks: the same family and
+  length, then any pool prompt of that length, counted in the step's record). Tests whether a result hinges
+  on the mean: a mean is not a value any prompt produces.
+
+Circuits: the top ``n`` components by effect rank, ``n = 1 … N`` (heads and MLPs in one ranking,
+:func:`arithmech.methods.effects.ranked`: identify patches both the same way, and the embedded model's
+strongest components include MLPs; a heads-only curve with every MLP ablated would sit near 0 by
+construction, one with every MLP kept would credit the MLPs to every circuit), against ``n_random`` random
+circuits of each size drawn (seeded) from the components *outside* the top ``N``.
+
+Intervals: percentile bootstrap of the ratio of means over the prompts' problem clusters
+(:func:`arithmech.core.stats.bootstrap_ratio_intervals`, :func:`arithmech.data.splits.resampling_units`),
+numerator and denominator resampled together. The random band is the 5–95% quantile of the random draws'
+shares at each size (:func:`band`).
+
+Shapes (``n`` prompts, ``L`` layers, ``H`` heads of ``dh``, ``d`` width, ``V`` vocabulary, ``A`` circuits):
+END values ``z (n, L, H*dh)`` (o_proj input) and ``m (n, L, d)`` (MLP output); LDs ``(A, n)`` float64;
+rows of :data:`COLUMNS`, one per (method, ablation, order, draw, n).
+
+>>> frame, info = faithfulness(model, tok, samples, effects, "all", pool_means, pool, n_max=20, n_random=20)
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+import pandas as pd
+import torch
+
+from arithmech.core.models import BATCH_SIZE, arch_for
+from arithmech.core.stats import bootstrap_ratio_intervals
+from arithmech.core.trace import TraceDict
+from arithmech.data import pairs, splits
+from arithmech.methods.ablation import MeanSource
+from arithmech.methods.effects import ranked
+from arithmech.methods.knockout import Ablation, ablated_logits
+from arithmech.methods.knockout_means import fold
+
+METHODS = ("noising", "converse", "denoising")
+ABLATIONS = ("mean", "resample", "x_r")       # x_r: denoising's patched values
+COLUMNS = ["task", "method", "ablation", "order", "draw", "n", "share", "lo", "hi", "n_prompts", "n_clusters", "split",
+           "components"]
+LEVEL = 0.95
+BAND = (0.05, 0.95)                           # the random band: these quantiles of the random draws' shares
+
+Component = tuple  # (layer, head) or (layer, "mlp")
+
+
+def label(c: Component) -> str:
+    """``"3.1"`` for head 1 of layer 3, ``"MLP 3"`` for its MLP (effects.csv's names)."""
+    return f"MLP {c[0]}" if c[1] == "mlp" else f"{c[0]}.{c[1]}"
+
+
+def ablation_of(components: Sequence[Component]) -> Ablation:
+    """The :class:`~arithmech.methods.knockout.Ablation` that intervenes on ``components``."""
+    return Ablation.of(heads=[c for c in components if c[1] != "mlp"], mlps=[c[0] for c in components if c[1] == "mlp"])
+
+
+def circuits(top: Sequence[Component], universe: Sequence[Component], n_max: int, n_random: int, seed: int) -> list:
+    """``[(order, draw, n, circuit)]``: the top ``n`` of ``top`` for ``n = 1 … n_max`` (draw -1), and for each ``n``
+    ``n_random`` random circuits of ``n`` components of ``universe`` outside ``top[:n_max]`` (a seeded
+    ``random.Random``; draw ``0 … n_random - 1``)."""
+    rest = [c for c in universe if c not in set(top[:n_max])]
+    if n_max > len(rest):
+        raise ValueError(f"n_max={n_max}: only {len(rest)} components lie outside the top {n_max}; random circuits "
+                         f"of up to {n_max} need at least as many (n_max <= {len(universe) // 2})")
+    rng = random.Random(seed)
+    out = [("top", -1, n, tuple(top[:n])) for n in range(1, n_max + 1)]
+    out += [("random", r, n, tuple(rng.sample(rest, n))) for n in range(1, n_max + 1) for r in range(n_random)]
+    return out
+
+
+@dataclass
+class PerPrompt:
+    """A :class:`~arithmech.methods.ablation.MeanSource` that gives prompt ``i`` (its key) its own END values
+    ``z[i] (L, H*dh)``, ``m[i] (L, d)`` — resample sources or X_r's outputs. END only: every position reads
+    the END value, so use it with ``positions="end"``."""
+
+    z: torch.Tensor
+    mlp: torch.Tensor
+    what: str = "per-prompt END values"
+    is_pooled = False
+
+    def key(self, s) -> Hashable:
+        raise TypeError("PerPrompt is keyed by the prompt's index")
+
+    def lookup(self, key: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.z[key][:, None].expand(-1, seq, -1), self.mlp[key][:, None].expand(-1, seq, -1)
+
+    def source(self, key, seq) -> str:
+        return self.what
+
+    def for_unseen(self) -> "PerPrompt":
+        return self
+
+    def describe(self) -> str:
+        return self.what
+
+
+@torch.no_grad()
+def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE):
+    """``(z (n, L, H*dh), m (n, L, d), logits (n, V))``: every head's and MLP's END output and the END logits,
+    float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.knockout.ablated_logits`
+    with nothing ablated), so a value written back in place of itself changes no bit."""
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    zs = {arch.path("o_proj", i): i for i in range(L)}
+    ms = {arch.path("mlp", i): i for i in range(L)}
+    got: dict = {}
+
+    def grab(x, name):
+        got[name] = (x[0] if isinstance(x, tuple) else x)[:, -1].float().cpu()
+        return x
+
+    n = len(prompts)
+    z = m = logits = None
+    with TraceDict(model, zs, retain_output=False, edit_input=grab), \
+            TraceDict(model, ms, retain_output=False, edit_output=grab):
+        for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], batch_size):
+            zb = torch.stack([got[k] for k in zs], 1)          # (b, L, H*dh): the END forward just seen
+            mb = torch.stack([got[k] for k in ms], 1)
+            if z is None:
+                z, m = zb.new_empty(n, *zb.shape[1:]), mb.new_empty(n, *mb.shape[1:])
+                logits = lg.new_empty(n, lg.shape[-1]).cpu()
+            z[idx], m[idx], logits[idx] = zb, mb, lg.cpu()
+    return z, m, logits
+
+
+@dataclass
+class _Unused:
+    """The means of a run that ablates nothing (never read: an empty mask leaves every value as it is)."""
+    layers: int
+    is_pooled = True
+
+    def lookup(self, key, seq):
+        return torch.zeros(self.layers, seq, 1), torch.zeros(self.layers, seq, 1)
+
+
+@torch.no_grad()
+def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations: Sequence[Ablation],
+        answer_r: torch.Tensor, answer_c: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
+    """``(A, n)`` float64: ``LD = logit(answer_r) - logit(answer_c)`` at END of each prompt under each ablation
+    (each component of an ablation replaced at END by ``source``'s value for that prompt)."""
+    out = torch.empty(len(ablations), len(prompts), dtype=torch.float64)
+    for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, batch_size):
+        G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
+        at = torch.arange(len(rows), device=logits.device)
+        ld = (logits[at, answer_r[rows].to(logits.device)].double()
+              - logits[at, answer_c[rows].to(logits.device)].double()).cpu().view(len(idx), G)
+        for g, js in where.items():
+            for j in js:
+                out[j, idx] = ld[:, g]
+    return out
+
+
+def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4,
+                     batch_size: int = BATCH_SIZE) -> tuple[list[str], dict]:
+    """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.knockout_means.pool_prompts`) of the
+    same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.knockout_means.fold`,
+    as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length
+    (a seeded draw each). Returns ``(prompts, {tier: count})``."""
+    every = [s for ss in pool.values() for s in ss]
+    length = {}
+    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
+        for i in idx:
+            length[i] = ids.shape[1]
+    by = {}
+    for i, s in enumerate(every):
+        for tier, k in (("template", (s.template, length[i])), ("family", (s.family, length[i])), ("length", length[i])):
+            by.setdefault((tier, k), []).append(i)
+    rng = random.Random(seed)
+    out, tiers = [], {"template": 0, "family": 0, "length": 0}
+    for j, s in enumerate(samples):
+        seq, own = length[len(every) + j], fold(s.a, s.b, folds)
+        for tier, k in (("template", (s.template, seq)), ("family", (s.family, seq)), ("length", seq)):
+            cand = [i for i in by.get((tier, k), []) if fold(every[i].a, every[i].b, folds) != own]
+            if cand:
+                out.append(every[rng.choice(cand)].corrupt)
+                tiers[tier] += 1
+                break
+        else:
+            raise ValueError(f"no reference-pool X_c of {seq} tokens for {s.clean!r}: raise the pool size")
+    return out, tiers
+
+
+def band(frame: pd.DataFrame, q: tuple[float, float] = BAND) -> pd.DataFrame:
+    """The random band: per ``(task, method, ablation, n)`` the ``q`` quantiles (``band_lo``, ``band_hi``) and the
+    median (``band_mid``) of the random draws' shares, with the number of draws."""
+    r = frame[frame["order"] == "random"].groupby(["task", "method", "ablation", "n"])["share"]
+    return pd.DataFrame({"band_lo": r.quantile(q[0]), "band_mid": r.median(), "band_hi": r.quantile(q[1]),
+                         "draws": r.size()}).reset_index()
+
+
+def _rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters) -> list[dict]:
+    """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64."""
+    share = num.mean(0) / den.mean()
+    lo, hi = bootstrap_ratio_intervals(num, den, n_boot, LEVEL, seed, clusters)
+    return [{"task": task, "method": method, "ablation": ablation, "order": o, "draw": d, "n": k,
+             "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "n_prompts": num.shape[0],
+             "n_clusters": n_clusters, "split": split, "components": " ".join(map(label, c))}
+            for a, (o, d, k, c) in enumerate(plan)]
+
+
+def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFrame, task: str, means: MeanSource,
+                 pool: dict, n_max: int = 20, n_random: int = 20, seed: int = 0, n_boot: int = 1000,
+                 bootstrap: str = "cluster", split: str = "held-out", batch_size: int = BATCH_SIZE,
+                 converse_random: bool = False) -> tuple[pd.DataFrame, dict]:
+    """The curves of the module docstring on ``samples`` (evaluation-side X_r whose X_c moves the answer),
+    components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
+    prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`). Returns ``(frame of COLUMNS, info)``;
+    ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size."""
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
+    top = ranked(effects, task)
+    plan = circuits(top, universe, n_max, n_random, seed)
+    clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
+    ans_r = pairs.answer_ids(tok, samples)
+    z_r, m_r, logit_r = end_values(model, tok, clean, batch_size)
+    _, _, logit_c = end_values(model, tok, corrupt, batch_size)
+    ans_c = logit_c.argmax(-1)
+    at = torch.arange(len(samples))
+    ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
+    ld_c = logit_c[at, ans_r].double() - logit_c[at, ans_c].double()
+    clusters = splits.resampling_units(list(samples), bootstrap)
+    n_cl = splits.n_problems(list(samples))
+    sources, tiers = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
+    z_s, m_s, _ = end_values(model, tok, sources, batch_size)
+    every = ablation_of(universe)
+    keep = [ablation_of([c for c in universe if c not in set(circ)]) for _, _, _, circ in plan]
+    conv_plan = [p for p in plan if converse_random or p[0] == "top"]
+    conv = [ablation_of(c) for *_, c in conv_plan]
+    kw = dict(answer_r=ans_r, answer_c=ans_c, batch_size=batch_size)
+    rows, info = [], {"n_prompts": len(samples), "n_clusters": n_cl, "resample_tiers": tiers, "circuits": len(plan),
+                      "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()), "ld_x_c": float(ld_c.mean())}
+    for name, src, keys in (("mean", means, [means.key(s) for s in samples]),
+                            ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples))))):
+        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
+        none, off = ld[0], ld[1]
+        den = none - off
+        rows += _rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split, n_cl)
+        rows += _rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters, split,
+                      n_cl)
+        info[f"ld_all_ablated_{name}"] = float(off.mean())
+    ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
+             [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
+    rows += _rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split, n_cl)
+    info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
+    return pd.DataFrame(rows, columns=COLUMNS), info
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per ``(task, method, ablation, n)``: the top-n circuit's share and interval beside the random band."""
+    top = frame[frame["order"] == "top"][["task", "method", "ablation", "n", "share", "lo", "hi", "components"]]
+    return top.merge(band(frame), on=["task", "method", "ablation", "n"], how="left")
+
+
+def smallest_faithful(frame: pd.DataFrame, task: str, target: float = 0.8, k_max: int = 10,
+                      method: str = "noising", ablation: str = "mean") -> dict:
+    """The rule of the claim ``circuit-faithful`` (:mod:`arithmech.claims.rules`), fixed before any result was read:
+    **holds** iff some ``n <= k_max`` has its top-n share interval entirely at or above ``target`` *and* above the
+    random band's upper end (95th percentile of the draws) at that ``n``; **does not hold** iff at every
+    ``n <= k_max`` the interval lies entirely below ``target`` or its upper end is not above the band's upper end;
+    inconclusive otherwise. Returns ``{"holds", "n", "share", "lo", "hi", "band_hi"}`` (``n``: the smallest that
+    holds, else the one of largest ``lo``)."""
+    s = summary(frame)
+    s = s[(s.task == task) & (s.method == method) & (s.ablation == ablation) & (s.n <= k_max)].sort_values("n")
+    if s.empty:
+        return {"holds": None, "n": None}
+    ok = s[(s.lo >= target) & (s.lo > s.band_hi)]
+    fail = ((s.hi < target) | (s.hi <= s.band_hi)).all()
+    r = ok.iloc[0] if len(ok) else s.loc[s.lo.idxmax()]
+    return {"holds": True if len(ok) else (False if fail else None), "n": int(r.n), "share": float(r.share),
+            "lo": float(r.lo), "hi": float(r.hi), "band_hi": float(r.band_hi), "k_max": k_max, "target": target,
+            "components": r.components}
+
+
+__all__ = ["faithfulness", "circuits", "end_values", "lds", "resample_sources", "band", "summary", "smallest_faithful",
+           "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS"]

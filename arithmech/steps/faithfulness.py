@@ -1,0 +1,107 @@
+"""The ``faithfulness`` step (``python -m arithmech faithfulness``), after identify: does the top-n circuit
+recover the counterfactual's effect when run alone? (:mod:`arithmech.methods.faithfulness`.)
+
+Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs together) and ``run.json``
+(the answer-token variant, solved examples, reference-pool size, seed, bootstrap unit), then on the same model:
+
+* draws ``n_samples`` fresh **evaluation-side** X_r of the pooled tasks' templates — problems identify never
+  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.knockout_run.eval_samples` with
+  ``heldout=True``);
+* rebuilds identify's reference pool (the same templates, size and seed: the same means as its knockout);
+* writes ``faithfulness.csv`` (:data:`arithmech.methods.faithfulness.COLUMNS`) and the step's record (the rule's
+  outcome, the endpoints' mean LDs, the resample tiers, wall time).
+
+>>> out = run(Config(model_name="embedded"))
+>>> out["rule"]["holds"], out["frame"].head()
+"""
+from __future__ import annotations
+
+import re
+import time
+import warnings
+
+import torch
+
+from arithmech.core import results
+from arithmech.core.models import load_model
+from arithmech.data import pairs, shots as shots_module
+from arithmech.methods import faithfulness as F, knockout_run
+from arithmech.methods.knockout_means import build_pool, pool_prompts
+from arithmech.methods.prepare import task_templates
+from arithmech.steps import identify as identify_step
+from arithmech.steps.config import Faithfulness as Config, Identify as IdentifyConfig
+
+TARGET, K_MAX = 0.8, 10            # the claim's rule (arithmech.claims.rules, circuit-faithful)
+
+
+def identify_setting(folder) -> dict:
+    """What the step takes from identify's record: its parameters, the pooled tasks and the ranked task."""
+    rec = results.read_run(folder)["steps"]["identify"]
+    kh = results.read(folder, "key_heads.json")
+    p = dict(rec["parameters"])
+    sets = re.match(r"(\d+) set", p.get("examples", shots_module.ABSENT["examples"]))
+    p["example_sets"] = int(sets.group(1)) if sets else 1
+    p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
+    p["ranked_task"] = kh["task"]
+    return p
+
+
+def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int):
+    """``(evaluation samples, reference-pool means, pool prompts)`` for identify's parameters ``p``."""
+    tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
+    kw = dict(answer_token=p.get("answer_token", "last-digit"), shots=p.get("shots", 0))
+    samples = knockout_run.eval_samples(model, tok, tpls, [], n_samples, p["seed"], batch_size, heldout=True, **kw)
+    if not samples:
+        raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
+    every = [t for task in p["tasks"] for t in task_templates(task)[1]]
+    every += pairs.select_templates(p["heldout"]) if p.get("transfer", True) else []   # identify's pool, as built
+    means = build_pool(model, tok, every, p["pool_size"], p["seed"], batch_size=batch_size, **kw)
+    return samples, means, pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
+
+
+def run(config: Config) -> dict:
+    """The step end to end (see the module docstring). Returns ``{"frame", "info", "rule", "folder", "wall_s"}``."""
+    c = config
+    folder = results.model_folder(c.results, c.model_name)
+    results.check_writable(folder, "faithfulness", c.overwrite)
+    effects = results.read(folder, "effects.csv")
+    p = identify_setting(folder)
+    t0 = time.time()
+    torch.manual_seed(c.seed)
+    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+    with shots_module.example_sets(p["example_sets"]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size)
+        t1 = time.time()
+        frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, c.n_max, c.n_random,
+                                     c.seed, p.get("n_boot", 1000), p.get("bootstrap") or "prompt",
+                                     "held-out", c.batch_size)
+    rule = F.smallest_faithful(frame, p["ranked_task"], TARGET, K_MAX)
+    wall = time.time() - t0
+    record = {"parameters": dict(model=c.model_name, n_max=c.n_max, n_random=c.n_random, n_samples=c.n_samples,
+                                 seed=c.seed, device=c.device, dtype=c.dtype, batch_size=c.batch_size),
+              "identify": {k: p.get(k) for k in ("ranked_task", "pooled", "answer_token", "shots", "example_sets",
+                                                 "pool_size", "n_boot", "bootstrap")},
+              "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's",
+              "means": means.describe(), "info": info, "rule": rule, "wall_s": round(wall, 2),
+              "timings": {"prompts_and_pool_s": round(t1 - t0, 2), "circuits_s": round(time.time() - t1, 2)},
+              "torch_threads": torch.get_num_threads(), "versions": results.versions(),
+              "peak_memory": results.peak_memory()}
+    results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
+    return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
+
+
+def ensure(config: Config, recompute: bool = False, identify: IdentifyConfig | None = None) -> dict:
+    """``faithfulness.csv`` for ``config``: reused when ``run.json`` records a faithfulness run made from the
+    identify files now there with the same :meth:`~arithmech.core.config.Config.reuse_key`, else computed by
+    :func:`run` (identify's files first, through :func:`arithmech.steps.identify.ensure`, where none exist).
+    Returns ``{"model", "frame", "record"}``."""
+    folder = results.model_folder(config.results, config.model_name)
+    if not results.exists(folder, "effects.csv"):
+        identify_step.ensure(identify or IdentifyConfig(model_name=config.model_name, results=config.results,
+                                                        seed=config.seed, device=config.device, dtype=config.dtype))
+    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+    if recompute or not results.made_with(folder, "faithfulness", want):
+        run(config.replace(overwrite=True))
+    return {"model": config.model_name, "frame": results.read(folder, "faithfulness.csv"),
+            "record": results.read_run(folder)["steps"]["faithfulness"]}

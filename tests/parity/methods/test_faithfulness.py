@@ -1,0 +1,166 @@
+"""Faithfulness (arithmech.methods.faithfulness) on the embedded model: the endpoints are exact, a resample from
+the prompt itself is no ablation, and one noising and one denoising circuit equal a literal hooked forward."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from arithmech.core.trace import TraceDict
+from arithmech.data import pairs
+from arithmech.methods import faithfulness as F
+from arithmech.methods.knockout import Ablation
+from arithmech.methods.knockout_means import build_pool, pool_prompts
+from arithmech.methods.prepare import task_templates
+
+
+@pytest.fixture(scope="module")
+def setup(embedded_model):
+    model, tok, _ = embedded_model
+    tpls = task_templates("addition")[1]
+    samples = pairs.make_pairs(tok, tpls, n=6, seed=11, answer_token="last-digit")[0]
+    means = build_pool(model, tok, tpls, 32, 0, answer_token="last-digit")
+    pool = pool_prompts(tok, tpls, 32, 0, answer_token="last-digit")
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
+    clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
+    ans_r = pairs.answer_ids(tok, samples)
+    z_r, m_r, logit_r = F.end_values(model, tok, clean)
+    ans_c = F.end_values(model, tok, corrupt)[2].argmax(-1)
+    at = torch.arange(len(samples))
+    ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
+    return dict(model=model, tok=tok, samples=samples, means=means, pool=pool, universe=universe, clean=clean,
+                corrupt=corrupt, ans_r=ans_r, ans_c=ans_c, z_r=z_r, m_r=m_r, ld_r=ld_r)
+
+
+def _lds(s, prompts, source, keys, ablations):
+    return F.lds(s["model"], s["tok"], prompts, keys, source, ablations, s["ans_r"], s["ans_c"])
+
+
+def test_noising_endpoints_are_exact(setup):
+    """Protects the share's two ends: keeping every component is the X_r run itself (share exactly 1, not
+    1 ± rounding) and keeping none is the all-ablated run (share exactly 0)."""
+    s = setup
+    every = F.ablation_of(s["universe"])
+    keys = [s["means"].key(x) for x in s["samples"]]
+    keep_all, keep_none = F.ablation_of([]), F.ablation_of(s["universe"])   # ablate nothing / everything outside ∅
+    ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), every, keep_all, keep_none])
+    plan = [("top", -1, len(s["universe"]), tuple(s["universe"])), ("top", -1, 0, ())]
+    rows = F._rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)
+    assert rows[0]["share"] == 1.0 and rows[1]["share"] == 0.0
+    assert not torch.equal(ld[0], ld[1])            # the ablation does something (else 0/0 would pass nothing)
+
+
+def test_resample_from_itself_is_no_ablation(setup):
+    """Protects resample ablation's plumbing: every component replaced by its own END value on the same prompt
+    changes no bit of the logit difference (a wrong row, prompt or position would)."""
+    s = setup
+    own = F.PerPrompt(s["z_r"], s["m_r"])
+    idx = list(range(len(s["clean"])))
+    ablated = _lds(s, s["clean"], own, idx, [F.ablation_of(s["universe"])])
+    clean = _lds(s, s["clean"], own, idx, [Ablation()])
+    assert torch.equal(ablated, clean)
+    shifted = F.PerPrompt(s["z_r"].roll(1, 0), s["m_r"].roll(1, 0))     # another prompt's values: must differ
+    assert not torch.equal(_lds(s, s["clean"], shifted, idx, [F.ablation_of(s["universe"])]), clean)
+
+
+def test_denoising_every_component_gives_x_r(setup):
+    """Protects denoising's direction: X_c with every head and MLP patched from X_r at END is X_r at END (the
+    END token is the same), so its LD is LD(X_r) up to float rounding."""
+    s = setup
+    ld = _lds(s, s["corrupt"], F.PerPrompt(s["z_r"], s["m_r"]), list(range(len(s["corrupt"]))),
+              [F.ablation_of(s["universe"]), Ablation()])
+    assert torch.allclose(ld[0], s["ld_r"], atol=1e-4)
+    assert not torch.allclose(ld[1], s["ld_r"], atol=1e-2)       # X_c itself is far from it
+
+
+def _literal(model, tok, prompt, circuit, value_z, value_m):
+    """One full forward of ``prompt`` with the END values of ``circuit``'s components overwritten by
+    ``value_z (L, H*dh)`` / ``value_m (L, d)``: head slices of the o_proj input, MLP outputs. ``(V,)`` logits."""
+    H = model.config.num_attention_heads
+
+    def edit_z(x, name):
+        l = int(name.split(".")[2])
+        x = x.clone()
+        dh = x.shape[-1] // H
+        for (ll, h) in circuit:
+            if ll == l and h != "mlp":
+                x[:, -1, h * dh:(h + 1) * dh] = value_z[l, h * dh:(h + 1) * dh]
+        return x
+
+    def edit_m(y, name):
+        l = int(name.split(".")[2])
+        if (l, "mlp") in circuit:
+            y = y.clone()
+            y[:, -1] = value_m[l]
+        return y
+
+    L = model.config.num_hidden_layers
+    with TraceDict(model, [f"model.layers.{l}.self_attn.o_proj" for l in range(L)], edit_input=edit_z), \
+            TraceDict(model, [f"model.layers.{l}.mlp" for l in range(L)], edit_output=edit_m):
+        ids = torch.tensor([tok(prompt)["input_ids"]])
+        return model(ids).logits[0, -1].double()
+
+
+def test_one_circuit_equals_literal_hooks(setup):
+    """Protects the batched END replay against a literal implementation: keep a mixed circuit (heads and MLPs)
+    and mean-ablate the rest at END, or patch it from X_r into X_c, by hand with one full forward per prompt."""
+    s = setup
+    model, tok = s["model"], s["tok"]
+    circuit = [(0, "mlp"), (0, 0), (2, 3), (3, "mlp"), (4, 1)]
+    rest = [c for c in s["universe"] if c not in circuit]
+    keys = [s["means"].key(x) for x in s["samples"]]
+    got = _lds(s, s["clean"], s["means"], keys, [F.ablation_of(rest)])[0]
+    den = _lds(s, s["corrupt"], F.PerPrompt(s["z_r"], s["m_r"]), list(range(6)), [F.ablation_of(circuit)])[0]
+    for i, x in enumerate(s["samples"]):
+        seq = len(tok(x.clean)["input_ids"])
+        z, m = s["means"].lookup(keys[i], seq)
+        lg = _literal(model, tok, x.clean, rest, z[:, -1], m[:, -1])
+        assert abs(float(lg[s["ans_r"][i]] - lg[s["ans_c"][i]]) - float(got[i])) < 1e-4
+        lg = _literal(model, tok, x.corrupt, circuit, s["z_r"][i], s["m_r"][i])
+        assert abs(float(lg[s["ans_r"][i]] - lg[s["ans_c"][i]]) - float(den[i])) < 1e-4
+
+
+def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
+    """Protects the resample draw: the source X_c has the prompt's template and token length and an operand pair
+    of another fold (as the mean leaves the prompt's own fold out), and the draw is seeded."""
+    s = setup
+    tok = s["tok"]
+    src, tiers = F.resample_sources(tok, s["samples"], s["pool"], seed=0)
+    by_prompt = {p.corrupt: p for ps in s["pool"].values() for p in ps}
+    for x, p in zip(s["samples"], src):
+        q = by_prompt[p]
+        if tiers["template"] == len(src):
+            assert q.template == x.template
+        assert len(tok(p)["input_ids"]) == len(tok(x.clean)["input_ids"])
+        assert F.fold(q.a, q.b, 4) != F.fold(x.a, x.b, 4)
+    assert F.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
+
+
+def test_random_circuits_lie_outside_the_top_n():
+    """Protects the baseline: random circuits never hold a top-N component, have the stated size, are seeded,
+    and a top N too large to draw from is refused."""
+    uni = [(l, h) for l in range(3) for h in range(4)]
+    plan = F.circuits(uni, uni, 4, 20, seed=1)
+    assert [p[2] for p in plan if p[0] == "top"] == [1, 2, 3, 4]
+    rnd = [p for p in plan if p[0] == "random"]
+    assert len(rnd) == 80 and all(len(c) == n and not set(c) & set(uni[:4]) for _, _, n, c in rnd)
+    assert F.circuits(uni, uni, 4, 20, seed=1) == plan and F.circuits(uni, uni, 4, 20, seed=2) != plan
+    with pytest.raises(ValueError, match="n_max"):
+        F.circuits(uni, uni, 7, 20, seed=1)
+
+
+def test_rule_three_ways():
+    """Protects the claim's rule: holds, does not hold and inconclusive each come out where the rule says."""
+    def frame(top, hi_band):
+        rows = [dict(task="all", method="noising", ablation="mean", order="top", draw=-1, n=n, share=s, lo=lo, hi=hi,
+                     components="x") for n, (s, lo, hi) in enumerate(top, 1)]
+        rows += [dict(task="all", method="noising", ablation="mean", order="random", draw=d, n=n, share=hi_band * d / 19,
+                      lo=0, hi=0, components="") for n in range(1, len(top) + 1) for d in range(20)]
+        return pd.DataFrame(rows)
+    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.9, 0.85, 0.95)], 0.3), "all")["holds"] is True
+    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.7, 0.6, 0.79)], 0.3), "all")["holds"] is False
+    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.8, 0.7, 0.9)], 0.3), "all")["holds"] is None
+    assert F.smallest_faithful(frame([(0.9, 0.85, 0.95)], 1.2), "all")["holds"] is False   # inside the band
+    assert F.smallest_faithful(frame([(0.9, 0.85, 0.95)], 0.9), "all")["holds"] is None    # lo inside, hi above
