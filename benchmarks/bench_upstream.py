@@ -1,11 +1,12 @@
 """Upstream path patching (head → head), fast vs the literal hooked reference, side by side in one run.
 
-Both compute, on the same samples and END caches, the effect of every earlier sender along the path
-into the q, k and v of the top-``k`` receivers (``arithmech.methods.upstream``). The fast method runs
+Both compute, on the same samples, the effect of every earlier sender along the path into the top-``k``
+receivers' q at END and k and v at END and at the operand and operator positions
+(``arithmech.methods.upstream``, ``arithmech.methods.upstream_reference``). The fast method runs
 the whole scan; the reference (one forward per sender, then one per sender × receiver × path) runs on
 a seeded subset of ``--ref-senders`` senders when given, spread over the layers (the layer-major list of
-every sender cut into that many equal runs, one seeded draw from each; the reference is ~4 forwards per
-sender and receiver and the full scan on SmolLM2 takes hours), and its time is **extrapolated** linearly
+every sender cut into that many equal runs, one seeded draw from each; the reference is 4 forwards per
+sender and 9 per sender and later receiver, and the full scan on SmolLM2 takes hours), and its time is **extrapolated** linearly
 to every sender, per hooked forward:
 ``reference_full_s = reference_subset_s × forwards(all) / forwards(subset)``. The largest difference
 between the two methods is taken over the subset. Writes ``benchmarks/results/upstream.json``.
@@ -32,7 +33,7 @@ from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import pairs as D
-from arithmech.methods import upstream as U
+from arithmech.methods import upstream as U, upstream_reference as UR
 from arithmech.steps.beyond import inputs
 from arithmech.methods.patching import end_cache, split_cache
 
@@ -40,8 +41,9 @@ OUT = Path(__file__).parent / "results" / "upstream.json"
 
 
 def forwards(senders, receivers) -> int:
-    """Hooked forwards of the reference per batch: one per sender, three per (sender, later receiver)."""
-    return sum(1 + 3 * sum(s[0] < r[0] for r in receivers) for s in senders)
+    """Hooked forwards of the reference per batch: four per sender (END and the three role positions), nine per
+    (sender, later receiver) (q, k, v at END; k, v at each role position)."""
+    return sum(4 + 9 * sum(s[0] < r[0] for r in receivers) for s in senders)
 
 
 def spread(every: list, k: int | None, seed: int) -> list:
@@ -63,13 +65,14 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
     cache_s = time.perf_counter() - t0
     recs, source = U.receivers_from(effects, kh, k)
     t0 = time.perf_counter()
-    fast = U.upstream_fast(net, tok, clean_p, c, x, ans, recs)
+    roles = [s.positions for s in samples]
+    fast = U.upstream_fast(net, tok, clean_p, c, x, ans, recs, corrupt_prompts=corrupt_p, roles=roles)
     fast_s = time.perf_counter() - t0
     cfg = net.config
     every = sorted({s for r in recs for s in U.senders_of(net, r)})
     subset = spread(every, ref_senders, seed)
     t0 = time.perf_counter()
-    ref = U.upstream_reference(net, tok, clean_p, c, x, ans, recs, senders=subset)
+    ref = UR.upstream_reference(net, tok, clean_p, corrupt_p, ans, recs, roles=roles, senders=subset)
     ref_sub_s = time.perf_counter() - t0
     ref_full_s = ref_sub_s * forwards(every, recs) / forwards(subset, recs)
     diff = max(float((fast[r] - ref[r]).nan_to_num(0.0, 0.0, 0.0).abs().max() if not ref[r].isnan().all() else 0.0)
@@ -81,7 +84,7 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
             "reference_senders": [f"MLP {l}" if h == cfg.num_attention_heads else f"{l}.{h}" for l, h in subset],
             "forwards_all": forwards(every, recs), "forwards_reference": forwards(subset, recs),
             "extrapolation": "reference_full_s = reference_subset_s x forwards_all / forwards_reference (hooked "
-                             "forwards per batch: 1 per sender + 3 per sender x later receiver)",
+                             "forwards per batch: 4 per sender + 9 per sender x later receiver)",
             "reference_extrapolated": len(subset) < len(every),
             "cache_s": round(cache_s, 3), "fast_s": round(fast_s, 3), "reference_subset_s": round(ref_sub_s, 3),
             "reference_full_s": round(ref_full_s, 1), "speedup": round(ref_full_s / fast_s, 1),

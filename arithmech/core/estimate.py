@@ -250,7 +250,8 @@ def analyze(s: Shape, c) -> Estimate:
 
 def beyond(s: Shape, c) -> Estimate:
     """Beyond: END caches of the samples, EAP and EAP-IG (a backward through the END chain per chunk of
-    samples x alphas), exact patching, upstream patching into the receivers' q/k/v."""
+    samples x alphas), exact patching, upstream patching into the receivers' q at END and k/v at END and the
+    three role positions (9 paths; a clean and an X_c forward for the role positions' activations)."""
     fixed, b = _fixed(s, c)
     n, L, H, d = c.n_samples, s.n_layers, s.n_heads, s.d_model
     caches = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b),
@@ -259,10 +260,10 @@ def beyond(s: Shape, c) -> Estimate:
     eap = {**{"END caches of X_r and X_c": caches["END caches of X_r and X_c"]},
            "END chain with gradients": rows * L * (6 * d + 3 * s.d_mlp + H * s.head_dim) * 4,
            "patched batch": max(1, min(n, PATCH_ROWS // (L * (H + 2)))) * L * (H + 2) * (4 * s.d_mlp + 7 * d) * b}
-    up_rows = min(UPSTREAM_ROWS, n * (1 + 3 * L * (H + 1)))
+    up_rows = min(UPSTREAM_ROWS, n * (1 + 9 * L * (H + 1)))
     upstream = {"END caches of X_r and X_c": caches["END caches of X_r and X_c"],
                 "upstream batch": up_rows * (4 * s.d_mlp + 7 * d) * b}
-    forwards = 2 * n + 3 * n * (1 + c.ig_steps) + c.receivers * n * 3
+    forwards = 2 * n + 3 * n * (1 + c.ig_steps) + 2 * n + c.receivers * n * 9
     return Estimate("beyond", fixed, {"load": _load(s), "caches": caches, "eap": eap, "upstream": upstream}, forwards,
                     "--n-samples", c.device)
 

@@ -108,8 +108,9 @@ FILES: dict[str, FileSpec] = {
     "counterfactual_overlap.json": FileSpec("counterfactuals", "json", ("a", "b", "shared")),
     "eap.csv": FileSpec("beyond", "csv", ("layer", "head", "exact", "eap", "eap_ig", "n"),
                         ("prompts.jsonl", "effects.csv", "key_heads.json")),
-    "upstream.csv": FileSpec("beyond", "csv", ("receiver", "path", "sender", "effect"),
-                             ("prompts.jsonl", "effects.csv", "key_heads.json")),
+    # v2: position (END, A, operator, B): key/value paths at the operand and operator positions besides END's
+    "upstream.csv": FileSpec("beyond", "csv", ("receiver", "position", "path", "sender", "effect"),
+                             ("prompts.jsonl", "effects.csv", "key_heads.json"), version=2),
     # the Table 1 runner's plan and choices (arithmech.steps.arms): suite, tuned/random heads, each
     # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
     "finetune/table1.json": FileSpec("table1", "json", ("suite", "heads", "arms", "runs"),
@@ -128,7 +129,7 @@ FILES: dict[str, FileSpec] = {
 }
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
 STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
-               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str},
+               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str, "position": str},
                "answer_tokens.csv": {"task": str, "template": str, "top_token": str},   # "0" is a token
                "stability_heads.csv": {"head": str, "name": str}, "faithfulness.csv": {"components": str}, "stability_runs.csv": {"key": str, "top": str},
                "top_numbers.csv": {"token": str}}

@@ -1,31 +1,50 @@
-"""Upstream path patching (head → head): which earlier senders feed a receiver head's query, key or value.
+"""Upstream path patching (head → head): which earlier senders feed a receiver head's query, key or value,
+at END and at the operand and operator positions.
 
 Identify measures each sender's direct path to the logits. Here a **receiver** (a key head ``l.h``)
 and an earlier **sender** (head ``i.j`` or MLP ``i``, ``i < l``) are fixed, and the path is
-``sender → (MLPs) → receiver's q, k or v input → receiver → (MLPs) → logits``; nothing else moves.
-As in identify, only END changes (the sender is patched at END, every head at END is frozen):
+``sender at P → (MLPs at P) → receiver's q, k or v input at P → receiver at END → (MLPs) → logits``;
+nothing else moves. ``P`` is the **source position** of the path:
 
-1. run ``X_r`` with the sender's END output taken from ``X_c``, every head at END from layer ``i`` on
-   frozen at its ``X_r`` value, MLPs live; read the receiver layer's q/k/v projections at END;
-2. run ``X_r`` clean, except that the receiver's query (path ``q``), or its key/value head's END key
-   (``k``) or value (``v``) is the one read in step 1; the receiver recomputes its attention at END
-   (the other positions' keys and values are clean), every other head at END is frozen, MLPs live;
-   the answer logit ``logit_p`` is compared with the clean ``logit_o`` (Algorithm 1's metric).
+* ``END`` (the last prompt token): paths ``q``, ``k`` and ``v`` — the receiver's query, and its key and
+  value of END itself;
+* ``A``, ``operator``, ``B`` (the token positions of the first operand, the operator and the second
+  operand, :attr:`arithmech.data.pairs.Sample.positions`, the roles of :mod:`arithmech.methods.attention`):
+  paths ``k`` and ``v`` — the keys and values the receiver reads there (its query is END's only).
 
-Under the END-only rule the key and value paths move only END's own key and value (the receiver
-still reads the clean keys and values of the earlier positions), so a sender reaches a receiver
-mostly through its query. Paths through earlier positions are outside this (and identify's) scope.
+``X_r`` and ``X_c`` have the same token length and the counterfactual replaces only the operator, so a
+position means the same token slot in both and ``X_c``'s activations are read at the clean prompt's
+indices. A role of several tokens (an operand "12" → "1", "2") is patched at all its tokens at once; a
+role token at END belongs to the END paths; a sample whose role has no token has no such path (NaN).
+Positions before the operator in ``X_c`` see the same tokens as in ``X_r``, so there the sender's
+``X_c`` output equals its ``X_r`` output and the path is exactly 0 (``A`` in "3 + 5 =", not in "the sum
+of 3 and 5 is"); at the operator the sender's change includes the token's own embedding difference,
+which is the point of the path.
 
-:func:`upstream_reference` does both steps literally with hooks on the model (one forward per
-sender for step 1, one per sender × receiver × path for step 2; the model's own attention, RoPE and
-GQA). :func:`upstream_fast` computes the same numbers from END caches: the senders' residual rows
-through the MLPs (as :func:`~arithmech.methods.patching.path_patch_fast`), the receiver's attention
-at END for all rows at once against the clean prefix's key/value cache, and the receiver's change
-carried to the logits through the MLPs (the END chain, :func:`arithmech.methods.chain.carry`). They
-agree to float rounding (``tests/parity``).
+The two steps, for sender ``s`` and source position ``P``:
+
+1. run ``X_r`` with the sender's output at ``P`` taken from ``X_c`` and every head at ``P`` from the
+   sender's layer on frozen at its ``X_r`` value (MLPs live), so the residual at ``P`` changes by the
+   sender through the MLPs at ``P`` only; read the receiver layer's q/k/v projections at ``P``;
+2. run ``X_r`` clean, except that the receiver's query at END (path ``q``) or its key/value head's key
+   (``k``) or value (``v``) at ``P`` is the one read in step 1; the receiver recomputes its attention at
+   END (its other keys and values are clean), every other head at END from the receiver's layer on is
+   frozen, MLPs live; the answer logit ``logit_p`` is compared with the clean ``logit_o`` (Algorithm 1's
+   metric). Positions other than END reach the logits only through heads at END, which are frozen, so
+   only the receiver's END output carries the path.
+
+:func:`upstream_fast` computes all paths from activations at END and at the role positions: the senders'
+residual rows through the MLPs per position (as :func:`~arithmech.methods.patching.path_patch_fast` at
+END), the receiver's attention at END for all rows at once against the clean key/value cache with the
+role positions' keys replaced (``k``) or the value change weighted by the clean attention (``v``: the
+output is linear in the values), and the receiver's change carried to the logits through the MLPs
+(:func:`arithmech.methods.chain.carry`). :func:`arithmech.methods.upstream_reference.upstream_reference`
+does both steps literally with hooks on the model (the model's own attention, RoPE and GQA). They agree
+to float rounding (``tests/parity/methods/test_upstream.py``).
 
 Shapes: ``n`` samples; per receiver ``S`` senders (heads ``(i, j)`` and MLPs ``(i, H)`` with ``i < l``);
-results ``(n, S, 3)`` logit changes, paths in the order ``q, k, v``.
+results ``(n, S, C)`` logit changes ``logit_p - logit_o``, the ``C`` columns of :data:`COLUMNS` (or
+the first 3, the END paths, when no role positions are given).
 """
 from __future__ import annotations
 
@@ -41,9 +60,12 @@ from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
 from arithmech.methods.patching import EndCache
 
-PATHS = ("q", "k", "v")
-MAX_ROWS = 1 << 14          # upstream_fast: rows (samples x senders x paths) per chunk
+SOURCE_ROLES = ("A", "operator", "B")          # role positions of the key/value paths, in this column order
+COLUMNS = (("END", "q"), ("END", "k"), ("END", "v")) + tuple((r, p) for r in SOURCE_ROLES for p in ("k", "v"))
+MAX_ROWS = 1 << 14          # upstream_fast: residual rows (samples x positions x senders, or x paths) per chunk
 Head = tuple[int, int]
+_SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("attn_norm", "in"),
+          "mlp_out": ("mlp", "out")}
 
 
 def senders_of(model, receiver: Head) -> list[Head]:
@@ -52,7 +74,8 @@ def senders_of(model, receiver: Head) -> list[Head]:
     return [(i, j) for i in range(receiver[0]) for j in range(H + 1)]
 
 
-def _check(model, receivers: Sequence[Head]) -> None:
+def check(model, receivers: Sequence[Head]) -> None:
+    """Receivers must be heads after layer 0 of a Llama-style attention (RoPE, no q/k norm)."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     for l, h in receivers:
         if not (0 < l < L and 0 <= h < H):
@@ -62,31 +85,85 @@ def _check(model, receivers: Sequence[Head]) -> None:
         raise ValueError("upstream patching supports Llama-style attention (RoPE, no q/k norm)")
 
 
+def role_slots(roles: Sequence[dict], T: int) -> tuple[torch.Tensor, torch.Tensor, dict[str, slice]]:
+    """The role positions of a batch of ``T``-token prompts as padded slots.
+
+    ``roles[i]``: ``{"A": [positions], "operator": [...], "B": [...]}`` (BOS included, as
+    :attr:`Sample.positions`). Returns ``where`` ``(b, P)`` token positions (padding: 0), ``valid``
+    ``(b, P)`` and ``{role: slice of P}``; a role takes as many slots as its longest sample. END is left out."""
+    where, valid, cols, start = [], [], {}, 0
+    for r in SOURCE_ROLES:
+        ps = [list(d.get(r, [])) for d in roles]
+        if any(p < 0 or p >= T for q in ps for p in q):
+            raise ValueError(f"role {r!r} has a position outside a {T}-token prompt: {ps}")
+        ps = [[p for p in q if p < T - 1] for q in ps]
+        m = max(map(len, ps), default=0)
+        cols[r] = slice(start, start + m)
+        start += m
+        where.append(torch.tensor([q + [0] * (m - len(q)) for q in ps], dtype=torch.long).view(len(ps), m))
+        mask = [[True] * len(q) + [False] * (m - len(q)) for q in ps]
+        valid.append(torch.tensor(mask, dtype=torch.bool).view(len(ps), m))
+    return torch.cat(where, 1), torch.cat(valid, 1), cols
+
+
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding at END (rotate-half convention); x ``(b, R, dh)``, cos/sin ``(b, dh)``."""
+    """Rotary embedding at one position per row (rotate-half convention); x ``(b, R, dh)``, cos/sin ``(b, dh)``."""
     x1, x2 = x.chunk(2, -1)
     return x * cos[:, None] + torch.cat([-x2, x1], -1) * sin[:, None]
 
 
+def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequence[str], **kw):
+    """One forward of ``ids`` ``(b, T)``; with ``where`` ``(b, P)``, the sites ``keys`` of :data:`_SITES`
+    at those positions, every layer: ``{key: (b, P, L, width)}``. Returns ``(model output, that dict)``."""
+    if where is None or not keys:
+        return model(ids, **kw), {}
+    arch, L = arch_for(model), model.config.num_hidden_layers
+    site = {d: {arch.path(_SITES[k][0], i): (k, i) for k in keys if _SITES[k][1] == d for i in range(L)}
+            for d in ("in", "out")}                                      # o_proj is read on both sides
+    got: dict[str, list] = {k: [None] * L for k in keys}
+    rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
+
+    def grab(d: str):
+        def fn(x, name):
+            k, i = site[d][name]
+            t = x[0] if isinstance(x, tuple) else x
+            got[k][i] = t[rows.to(t.device), where.to(t.device)].detach().clone()
+            return x
+        return fn
+
+    with TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")), \
+            TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")):
+        out = model(ids, **kw)
+    return out, {k: torch.stack(v, 2) for k, v in got.items()}
+
+
 @torch.no_grad()
 def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache, answer: torch.Tensor,
-                  receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
-                  max_rows: int = MAX_ROWS) -> dict[Head, torch.Tensor]:
-    """Exact upstream path patching of every sender into each receiver's q, k and v at END.
+                  receivers: Sequence[Head], batch_size: int = BATCH_SIZE, max_rows: int = MAX_ROWS,
+                  corrupt_prompts: Sequence[str] | None = None,
+                  roles: Sequence[dict] | None = None) -> dict[Head, torch.Tensor]:
+    """Exact upstream path patching of every sender into each receiver (module docstring).
 
-    Returns ``{receiver: (n, S, 3) logit_p - logit_o}`` (senders as :func:`senders_of`, paths q, k, v).
-    Per length group of prompts: one clean forward for the prefix key/value cache and the rotary
-    embedding at END; then for chunks of samples the senders' rows (``1 + l_max (H + 1)`` per sample)
-    run through the MLPs up to the last receiver's layer, and each receiver's ``1 + 3 S`` rows run
-    its attention at END and the MLPs after it.
+    ``clean`` / ``corrupt``: the END caches of ``prompts`` (X_r) and their X_c. With ``roles`` (per sample,
+    :attr:`Sample.positions`) and ``corrupt_prompts`` every column of :data:`COLUMNS`; without, the END
+    paths only. Returns ``{receiver: (n, S, C) logit_p - logit_o}`` (senders as :func:`senders_of`).
+    Per length group of prompts: one clean forward (the key/value cache, the rotary embedding, the clean
+    activations at the role positions) and one X_c forward (its activations there); then for chunks of
+    samples the senders' rows (``1 + l_max (H + 1)`` per sample and position) run through the MLPs up to
+    the last receiver's layer, and each receiver's ``1 + 9 S`` rows (``1 + 3 S`` at END only) run its
+    attention at END and the MLPs after it.
     """
     receivers = [tuple(r) for r in receivers]
-    _check(model, receivers)
+    check(model, receivers)
+    if (roles is None) != (corrupt_prompts is None):
+        raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
+    if roles is not None and not (len(roles) == len(corrupt_prompts) == len(prompts)):
+        raise ValueError(f"{len(prompts)} prompts, {len(corrupt_prompts)} corrupt prompts, {len(roles)} roles")
     arch, cfg = arch_for(model), model.config
     H = cfg.num_attention_heads
-    dh = clean.z.shape[-1] // H
+    C = len(COLUMNS) if roles is not None else 3
     n = len(prompts)
-    out = {r: torch.empty(n, len(senders_of(model, r)), 3) for r in receivers}
+    out = {r: torch.empty(n, len(senders_of(model, r)), C) for r in receivers}
     layers = sorted({l for l, _ in receivers})
     l_max = layers[-1]
     dev = input_device(model)
@@ -95,168 +172,177 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
     handles = [module(model, arch, "attn", l).register_forward_pre_hook(
         (lambda l: lambda m, a, kw: pos.__setitem__(l, kw["position_embeddings"]))(l), with_kwargs=True) for l in layers]
     try:
-        groups = list(group_by_length(tok, prompts, batch_size))
-        for idx, ids in groups:
-            T = ids.shape[1]
+        for idx, ids in group_by_length(tok, prompts, batch_size):
+            T, b = ids.shape[1], len(idx)
             window = getattr(cfg, "sliding_window", None)
             if window is not None and T > window:
                 raise ValueError(f"prompts of {T} tokens exceed the sliding window {window}")
-            kv = model(ids.to(dev), logits_to_keep=1, use_cache=True).cache
+            slots = role_slots([roles[i] for i in idx], T) if roles is not None else None
+            where = slots[0].to(dev) if slots else None
+            res, c_at = _forward_at(model, ids.to(dev), where, ("z", "attn_out", "resid_pre", "mlp_out"),
+                                    logits_to_keep=1, use_cache=True)
+            kv = res.cache
             pre = {l: (kv.layers[l].keys[:, :, :-1], kv.layers[l].values[:, :, :-1]) for l in layers}
-            rope = {l: tuple(t[:, -1].expand(len(idx), -1) for t in pos[l]) for l in layers}   # (b, dh)
+            full = {l: tuple(t.expand(b, -1, -1) for t in pos[l]) for l in layers}          # (b, T, dh)
+            rope = {l: tuple(t[:, -1] for t in full[l]) for l in layers}                     # (b, dh) at END
+            x_at = {}
+            if slots:
+                x_ids = torch.tensor([tok(corrupt_prompts[i], add_special_tokens=True)["input_ids"] for i in idx])
+                if x_ids.shape != ids.shape:
+                    raise ValueError("X_c prompts must have the same token length as their X_r prompts")
+                _, x_at = _forward_at(model, x_ids.to(dev), where, ("z", "mlp_out"), logits_to_keep=1, use_cache=False)
+                ar = torch.arange(b, device=dev)[:, None]
+                rope_at = {l: tuple(t[ar, where] for t in full[l]) for l in layers}          # (b, P, dh)
             idx_t = torch.tensor(idx)
-            chunk = max(1, max_rows // (1 + 3 * l_max * (H + 1)))
-            for c0 in range(0, len(idx), chunk):
-                loc = torch.arange(c0, min(len(idx), c0 + chunk))
-                rows = idx_t[loc].to(dev)
-                _chunk(model, clean, corrupt, answer, receivers, rows, loc.to(dev), pre, rope, out, H, dh, l_max)
+            P = where.shape[1] if slots else 0
+            per = max((1 + P) * (1 + l_max * (H + 1)), 1 + len(COLUMNS) * l_max * (H + 1))
+            chunk = max(1, max_rows // per)
+            for c0 in range(0, b, chunk):
+                loc = torch.arange(c0, min(b, c0 + chunk), device=dev)
+                at = None
+                if slots:
+                    at = dict(clean={k: v[loc].flatten(0, 1) for k, v in c_at.items()},
+                              corrupt={k: v[loc].flatten(0, 1) for k, v in x_at.items()},
+                              where=where[loc], valid=slots[1].to(dev)[loc], cols=slots[2],
+                              rope={l: tuple(t[loc].flatten(0, 1) for t in rope_at[l]) for l in layers})
+                _chunk(model, clean, corrupt, answer, receivers, idx_t[loc.cpu()].to(dev), loc, pre, rope, at, out)
     finally:
         for h in handles:
             h.remove()
     return out
 
 
-def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, out, H, dh, l_max) -> None:
-    """One chunk of samples of one length group (see :func:`upstream_fast`)."""
-    arch, L, geo = arch_for(model), model.config.num_hidden_layers, Geometry.from_config(model.config)
-    state = clean.resid_pre[rows, 0][:, None]                                   # (b, 1, d): the baseline row
-    same = [torch.zeros(len(rows), 1, dtype=torch.bool, device=rows.device)]   # rows equal to the baseline
+def _senders(model, c: dict, x: dict, l_max: int) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+    """The senders' residual rows at one position per row, through the MLPs (heads frozen, MLPs live).
+
+    ``c``: clean ``resid_pre``, ``attn_out``, ``z``, ``mlp_out`` ``(m, L, width)``; ``x``: X_c ``z``,
+    ``mlp_out``. Returns ``{k: (m, 1 + k (H + 1), d)}`` the residual entering layer ``k`` (row 0 clean, then
+    one row per sender before ``k``) and ``same`` ``(m, 1 + l_max (H + 1))``: rows equal to the clean one."""
+    arch, H = arch_for(model), model.config.num_attention_heads
+    state = c["resid_pre"][:, 0][:, None]                                          # (m, 1, d)
+    same = [torch.zeros(len(state), 1, dtype=torch.bool, device=state.device)]
     snaps = {}
     for k in range(l_max):
-        state = state + clean.attn_out[rows, k][:, None]
+        state = state + c["attn_out"][:, k][:, None]
         w_o = module(model, arch, "o_proj", k).weight
-        delta = head_contributions(corrupt.z[rows, k] - clean.z[rows, k], w_o, H)       # (b, H, d)
+        delta = head_contributions(x["z"][:, k] - c["z"][:, k], w_o, H)             # (m, H, d)
         state = torch.cat([state, state[:, :1] + delta], 1)
         state = chain.mlp_block(model, k, state)
-        d_mlp = corrupt.mlp_out[rows, k] - clean.mlp_out[rows, k]
+        d_mlp = x["mlp_out"][:, k] - c["mlp_out"][:, k]
         state = torch.cat([state, (state[:, 0] + d_mlp)[:, None]], 1)
         same += [(delta == 0).all(-1), (d_mlp == 0).all(-1)[:, None]]
         snaps[k + 1] = state
-    same = torch.cat(same, 1)                                                    # (b, 1 + l_max (H + 1))
-    for rec in receivers:
-        l, h = rec
-        g = geo.kv_head(h)
-        S = l * (H + 1)
-        x = module(model, arch, "attn_norm", l)(snaps[l])                        # (b, 1 + S, d)
-        attn = module(model, arch, "attn", l)
-        proj = lambda name, j: module(model, arch, name, l)(x)[..., j * dh:(j + 1) * dh]
-        cos, sin = rope[l][0][loc], rope[l][1][loc]
-        q, k, v = _rope(proj("q_proj", h), cos, sin), _rope(proj("k_proj", g), cos, sin), proj("v_proj", g)
-        K, V = pre[l][0][loc, g], pre[l][1][loc, g]                              # (b, T-1, dh)
-        base = lambda t: t[:, :1].expand(-1, S, -1)
-        qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)               # rows: baseline, then q, k, v paths
-        kk = torch.cat([k[:, :1], base(k), k[:, 1:], base(k)], 1)
-        vv = torch.cat([v[:, :1], base(v), base(v), v[:, 1:]], 1)
-        s_pre = torch.einsum("brd,btd->brt", qq, K) * attn.scaling
-        s_end = (qq * kk).sum(-1, keepdim=True) * attn.scaling
-        p = torch.cat([s_pre, s_end], -1).float().softmax(-1).to(qq.dtype)
-        zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv     # (b, 1 + 3S, dh)
-        w_o = module(model, arch, "o_proj", l).weight[:, h * dh:(h + 1) * dh]
-        r = clean.resid_mid[rows, l][:, None] + (zr - zr[:, :1]) @ w_o.T
-        frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}   # heads after l at END
-        lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)             # (b, 1 + 3S)
-        diff = (lg[:, 1:] - lg[:, :1]).view(len(rows), 3, S).transpose(1, 2)     # (b, S, 3)
-        diff = torch.where(same[:, 1:S + 1, None], torch.zeros_like(diff), diff)  # unchanged sender: exactly 0
-        out[rec][rows.cpu()] = diff.float().cpu()
+    return snaps, torch.cat(same, 1)
 
 
-@torch.no_grad()
-def upstream_reference(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache, answer: torch.Tensor,
-                       receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
-                       senders: Sequence[Head] | None = None) -> dict[Head, torch.Tensor]:
-    """The two steps of the module docstring, literally, with hooks: one forward per sender (step 1)
-    and one per sender × receiver × path (step 2). ``senders`` limits the scan (the others stay NaN).
-    Returns ``{receiver: (n, S, 3) logit_p - logit_o}`` with ``logit_o`` the model's clean logit."""
-    receivers = [tuple(r) for r in receivers]
-    _check(model, receivers)
+def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, at, out) -> None:
+    """One chunk of samples of one length group (see :func:`upstream_fast`); ``at``: the role positions'
+    activations, slots and rotary embeddings of the chunk (None: END paths only)."""
     arch, cfg = arch_for(model), model.config
     L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)
     dh = clean.z.shape[-1] // H
-    n = len(prompts)
-    layers = sorted({l for l, _ in receivers})
-    todo = sorted(set(senders) if senders is not None else {s for r in receivers for s in senders_of(model, r)})
-    out = {r: torch.full((n, len(senders_of(model, r)), 3), float("nan")) for r in receivers}
-    batches = list(group_by_length(tok, prompts, batch_size))
-    dev = input_device(model)
-    o_name = {arch.path("o_proj", i): i for i in range(L)}
-    mlp_name = {arch.path("mlp", i): i for i in range(L)}
-    proj_name = {arch.path(f"{p}_proj", l): (l, p) for l in layers for p in PATHS}
-    st: dict = {}
+    l_max, b = max(l for l, _ in receivers), len(rows)
+    end = lambda cache: {k: getattr(cache, k)[rows] for k in _SITES}
+    snaps, same = _senders(model, end(clean), {k: getattr(corrupt, k)[rows] for k in ("z", "mlp_out")}, l_max)
+    if at:
+        snaps_at, same_at = _senders(model, at["clean"], at["corrupt"], l_max)
+        same_at = same_at.view(b, -1, same_at.shape[-1])                            # (b, P, 1 + l_max (H + 1))
+    for rec in receivers:
+        l, h = rec
+        g, S = geo.kv_head(h), l * (H + 1)
+        attn = module(model, arch, "attn", l)
+        proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh:(j + 1) * dh]
+        x = module(model, arch, "attn_norm", l)(snaps[l])                            # (b, 1 + S, d)
+        cos, sin = rope[l][0][loc], rope[l][1][loc]
+        q, k, v = _rope(proj("q_proj", h, x), cos, sin), _rope(proj("k_proj", g, x), cos, sin), proj("v_proj", g, x)
+        K, V = pre[l][0][loc, g], pre[l][1][loc, g]                                   # (b, T-1, dh)
+        base = lambda t: t[:, :1].expand(-1, S, -1)
+        qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)                   # rows: baseline, then q, k, v paths
+        kk = torch.cat([k[:, :1], base(k), k[:, 1:], base(k)], 1)
+        vv = torch.cat([v[:, :1], base(v), base(v), v[:, 1:]], 1)
+        scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * attn.scaling
+        p = scores.float().softmax(-1).to(qq.dtype)
+        zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv       # (b, 1 + 3S, dh)
+        dz, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
+        if at:
+            d, m = _at_roles(model, rec, snaps_at[l], same_at[..., 1:S + 1], at, scores[:, 0], p[:, 0], V, q[:, 0],
+                             v[:, 0], dh)
+            dz, masks = dz + [d], masks + [m]
+        dz = torch.cat(dz, 1)                                                          # (b, C S, dh)
+        w_o = module(model, arch, "o_proj", l).weight[:, h * dh:(h + 1) * dh]
+        r = clean.resid_mid[rows, l][:, None] + torch.cat([torch.zeros_like(dz[:, :1]), dz], 1) @ w_o.T
+        frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}       # heads after l at END
+        lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)                 # (b, 1 + C S)
+        C = dz.shape[1] // S
+        diff = (lg[:, 1:] - lg[:, :1]).view(b, C, S)
+        mask = torch.cat(masks, 1)                                                     # (b, C, S): True = exactly 0
+        diff = torch.where(mask, torch.zeros_like(diff), diff)
+        if at:                                                                          # a role without a token: NaN
+            has = torch.stack([at["valid"][:, at["cols"][r]].any(1) for r in SOURCE_ROLES], 1).repeat_interleave(2, 1)
+            diff[:, 3:] = torch.where(has[..., None], diff[:, 3:], torch.full_like(diff[:, 3:], float("nan")))
+        out[rec][rows.cpu()] = diff.transpose(1, 2).float().cpu()
 
-    def edit_z(x, name):                       # step 1: sender patched, heads from its layer on frozen
-        k = o_name[name]                       # step 2: heads from the receiver's layer on frozen, but it
-        if k < st["from"]:
-            return x
-        x = x.clone()
-        x[:, -1] = clean.z[st["idx"], k].to(x.device)
-        if st.get("sender") and k == st["sender"][0] and st["sender"][1] < H:
-            j = st["sender"][1]
-            x[:, -1, j * dh:(j + 1) * dh] = corrupt.z[st["idx"], k, j * dh:(j + 1) * dh].to(x.device)
-        if st.get("live") and k == st["live"][0]:
-            j = st["live"][1]
-            x[:, -1, j * dh:(j + 1) * dh] = st["z_live"][:, j * dh:(j + 1) * dh]
-        return x
 
-    def edit_mlp(y, name):
-        s = st.get("sender")
-        if not s or s[1] != H or mlp_name[name] != s[0]:
-            return y
-        y = y.clone()
-        y[:, -1] = corrupt.mlp_out[st["idx"], s[0]].to(y.device)
-        return y
+def _at_roles(model, rec, snap, same, at, s0, p0, V, q0, v0, dh) -> tuple[torch.Tensor, torch.Tensor]:
+    """The receiver's END output change along each sender's k and v path at each role position.
 
-    def edit_proj(y, name):
-        l, p = proj_name[name]
-        if st["mode"] == "record":
-            st["rec"][(l, p)] = y[:, -1].clone()
-        elif st["mode"] == "replay" and (l, p) == (st["live"][0], st["path"]):
-            y = y.clone()
-            j = st["live"][1] if p == "q" else geo.kv_head(st["live"][1])
-            y[:, -1, j * dh:(j + 1) * dh] = st["got"][(l, p)][:, j * dh:(j + 1) * dh]
-        return y
-
-    def grab_o(x, name):                       # the live receiver's o_proj input, before freezing
-        if st["mode"] == "replay" and o_name[name] == st["live"][0]:
-            st["z_live"] = x[:, -1].clone()
-        return edit_z(x, name)
-
-    with TraceDict(model, list(o_name), retain_output=False, edit_input=grab_o), \
-            TraceDict(model, list(mlp_name), retain_output=False, edit_output=edit_mlp), \
-            TraceDict(model, list(proj_name), retain_output=False, edit_output=edit_proj):
-        for s in todo:
-            for idx, ids in batches:
-                st.update(idx=torch.tensor(idx), sender=s, live=None, mode="record", rec={}, **{"from": s[0]})
-                model(ids.to(dev), logits_to_keep=1, use_cache=False)
-                got = st["rec"]
-                for rec in receivers:
-                    if s[0] >= rec[0]:
-                        continue
-                    col = senders_of(model, rec).index(s)
-                    for c, p in enumerate(PATHS):
-                        st.update(sender=None, live=rec, path=p, mode="replay", got=got, **{"from": rec[0]})
-                        lg = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
-                        a = answer[idx].to(lg.device)
-                        out[rec][idx, col, c] = (lg.gather(1, a[:, None])[:, 0] - clean.answer_logit[idx].to(lg.device)).cpu()
-    return out
+    ``snap`` ``(b P, 1 + S, d)``: the senders' residual rows entering the receiver's layer at the role slots;
+    ``same`` ``(b, P, S)``; ``s0`` ``(b, T)`` the clean END attention scores (last: END itself), ``p0`` their
+    softmax; ``V`` ``(b, T-1, dh)`` the clean values before END; ``q0``, ``v0`` ``(b, dh)`` the clean END query
+    and value.
+    Returns the change of the receiver's END output ``(b, 6 S, dh)`` (roles × (k, v) × senders) and the
+    mask ``(b, 6, S)`` of senders that change nothing at any of the role's tokens."""
+    arch, l, (_, h) = arch_for(model), rec[0], rec
+    geo = Geometry.from_config(model.config)
+    g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1
+    attn = module(model, arch, "attn", l)
+    x = module(model, arch, "attn_norm", l)(snap)
+    cos, sin = at["rope"][l]
+    ks = _rope(module(model, arch, "k_proj", l)(x)[..., g * dh:(g + 1) * dh], cos, sin).view(b, -1, S + 1, dh)
+    vs = module(model, arch, "v_proj", l)(x)[..., g * dh:(g + 1) * dh].view(b, -1, S + 1, dh)    # (b, P, 1 + S, dh)
+    where, valid = at["where"], at["valid"]
+    ar = torch.arange(b, device=where.device)
+    dz, masks = [], []
+    for r in SOURCE_ROLES:
+        c = at["cols"][r]
+        pos, val = where[:, c], valid[:, c]                                            # (b, m)
+        sc = s0[:, None].repeat(1, S + 1, 1)                                            # (b, 1 + S, T): k path
+        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * attn.scaling                # (b, m, 1 + S)
+        for j in range(pos.shape[1]):
+            bi = ar[val[:, j]]
+            sc[bi, :, pos[bi, j]] = new[bi, j]
+        p = sc.float().softmax(-1).to(sc.dtype)
+        zk = torch.einsum("bst,btd->bsd", p[..., :-1], V) + p[..., -1:] * v0[:, None]          # (b, 1 + S, dh)
+        w = p0.gather(1, pos) * val                                                     # (b, m): v path, linear
+        zv = torch.einsum("bm,bmsd->bsd", w.to(vs.dtype), vs[:, c, 1:] - vs[:, c, :1])   # (b, S, dh)
+        dz += [zk[:, 1:] - zk[:, :1], zv]
+        m = (same[:, c] | ~val[..., None]).all(1)                                       # (b, S)
+        masks += [m, m]
+    return torch.cat(dz, 1), torch.stack(masks, 1)
 
 
 def frame(res: dict[Head, torch.Tensor], logit_o: torch.Tensor, H: int) -> pd.DataFrame:
-    """Rows ``receiver, receiver_layer, receiver_head, path, sender, sender_layer, sender_head, effect,
-    effect_se, logit_diff, n``: mean relative effect ``(logit_p - logit_o) / logit_o`` over samples, its
-    standard error, and the mean logit change (``sender_head = "mlp"`` for MLP senders)."""
+    """Rows ``receiver, receiver_layer, receiver_head, position, path, sender, sender_layer, sender_head,
+    effect, effect_se, logit_diff, n``: per path (``position`` END, A, operator or B, as :data:`COLUMNS`) the
+    mean relative effect ``(logit_p - logit_o) / logit_o`` over the ``n`` samples that have the path (a role
+    without a token has none), its standard error, and the mean logit change (``sender_head = "mlp"`` for MLP
+    senders)."""
     rows = []
     for (l, h), d in res.items():
-        n = d.shape[0]
-        rel = d / logit_o[:, None, None]
-        mean, se, ld = rel.mean(0), rel.std(0) / np.sqrt(n) if n > 1 else torch.full_like(rel[0], float("nan")), d.mean(0)
+        rel = (d / logit_o[:, None, None]).double()
+        have = ~rel.isnan()                                                       # (n, S, C)
+        n = have.sum(0)
+        mean, ld = rel.nansum(0) / n, d.double().nansum(0) / n
+        var = ((rel - mean).nan_to_num(0.0) ** 2).sum(0) / (n - 1).clamp(min=1)
+        se = torch.where(n > 1, (var / n).sqrt(), torch.full_like(var, float("nan")))
         for c in range(d.shape[1]):
             i, j = divmod(c, H + 1)
-            sh = "mlp" if j == H else str(j)
-            for pi, p in enumerate(PATHS):
-                rows.append({"receiver": f"{l}.{h}", "receiver_layer": l, "receiver_head": h, "path": p,
-                             "sender": f"MLP {i}" if j == H else f"{i}.{j}", "sender_layer": i, "sender_head": sh,
-                             "effect": float(mean[c, pi]), "effect_se": float(se[c, pi]),
-                             "logit_diff": float(ld[c, pi]), "n": n})
+            for ci in range(d.shape[2]):
+                position, path = COLUMNS[ci]
+                rows.append({"receiver": f"{l}.{h}", "receiver_layer": l, "receiver_head": h, "position": position,
+                             "path": path, "sender": f"MLP {i}" if j == H else f"{i}.{j}", "sender_layer": i,
+                             "sender_head": "mlp" if j == H else str(j), "effect": float(mean[c, ci]),
+                             "effect_se": float(se[c, ci]), "logit_diff": float(ld[c, ci]), "n": int(n[c, ci])})
     return pd.DataFrame(rows)
 
 

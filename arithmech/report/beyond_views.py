@@ -81,11 +81,12 @@ def misses_table(runs: list[dict]) -> pd.DataFrame:
 
 
 def upstream_table(runs: list[dict], top: int = 8) -> pd.DataFrame:
-    """The ``top`` strongest sender → receiver (q, k or v) paths per model, with standard errors and ``n``."""
-    cols = ["model", "sender", "receiver", "path", "effect", "effect_se", "n"]
+    """The ``top`` strongest sender → receiver paths (q at END; k or v at END, A, operator or B) per model, with
+    standard errors and ``n``."""
+    cols = ["model", "sender", "receiver", "position", "path", "effect", "effect_se", "n"]
     parts = []
     for r in runs:
-        up = r["upstream"]
+        up = r["upstream"].dropna(subset=["effect"])
         if len(up):
             up = up.reindex(up["effect"].abs().sort_values(ascending=False, kind="stable").index).head(top)
             parts.append(up.assign(model=r["model"], sender=up.sender.map(component_label),
@@ -117,7 +118,8 @@ def finding_lines(runs: list[dict]) -> list[str]:
         S = r["summary"]
         out.append(f"{r['model']} ({S['n_samples']} prompts): EAP's Spearman ρ with the exact effects "
                    f"{S['eap']['spearman_all']:+.2f} (EAP-IG {S['eap_ig']['spearman_all']:+.2f}), top-{S['top']} overlap "
-                   f"{S['eap']['top_overlap']} / {S['eap_ig']['top_overlap']}; 'no single upstream path into the "
+                   f"{S['eap']['top_overlap']} / {S['eap_ig']['top_overlap']}; 'no single upstream path (q at END; k or v at "
+                   f"END, A, operator or B) into the "
                    f"{len(S['receivers'])} receivers ({S['receivers_from']}) is as large as the weakest receiver's "
                    f"direct effect': **{v.verdict}** (rule stated on the page).")
     return out

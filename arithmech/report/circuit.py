@@ -1,10 +1,12 @@
 """The circuit graph of the ``beyond`` step: senders → receivers → logits.
 
 Built from the step's results files only (``eap.csv``: each sender's exact direct effect on the same
-samples; ``upstream.csv``: each sender → receiver q/k/v path effect):
+samples; ``upstream.csv``: each sender → receiver path effect, through the receiver's q at END or its k/v at END
+and at the operand and operator positions):
 
 * :func:`graph` — nodes (receivers, the senders of the strongest upstream edges, ``logits``) placed by
-  layer, and edges: sender → receiver (weight = the sum of the q, k and v path effects), receiver →
+  layer, and edges: sender → receiver (weight = the sum of its path effects: q, and k and v at every
+  position; ``q``, ``k``, ``v`` each summed over positions), receiver →
   logits and sender → logits (weight = the direct effect);
 * (no "share explained": path effects measured one at a time do not add, and an upstream edge into a
   receiver is part of what moves the receiver; what a circuit recovers when run alone is measured by
@@ -31,11 +33,12 @@ def _direct(eap: pd.DataFrame) -> pd.Series:
 def graph(eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int = 12) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(nodes, edges)``. nodes: ``node, layer, y, kind (receiver / sender / logits), direct``; edges:
     ``source, target, kind (upstream / direct), weight, q, k, v`` with the ``n_edges`` strongest
-    sender → receiver edges (by |weight|) and the direct edges of every node drawn."""
+    sender → receiver edges (by |weight|) and the direct edges of every node drawn; an edge's ``k`` (``v``) is
+    the sum of its k (v) paths over the positions (END, A, operator, B), ``weight`` = q + k + v."""
     direct = _direct(eap)
     receivers = list(dict.fromkeys(upstream["receiver"])) if len(upstream) else []
     up = upstream.pivot_table(index=["sender", "sender_layer", "receiver"], columns="path", values="effect",
-                              aggfunc="first").reset_index() if len(upstream) else pd.DataFrame()
+                              aggfunc="sum").reindex(columns=["q", "k", "v"], fill_value=0.0).reset_index() if len(upstream) else pd.DataFrame()
     if len(up):
         up["weight"] = up[["q", "k", "v"]].sum(axis=1)
         up = up.reindex(up["weight"].abs().sort_values(ascending=False, kind="stable").index).head(n_edges)
@@ -53,13 +56,15 @@ def graph(eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int
 
 
 def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
-    """The chapter's rule, fixed before the numbers: let ``D`` be the smallest |direct effect| among the
-    receivers and ``E`` the largest |effect| of one sender → receiver path (q, k or v), each with its 95%
+    """The chapter's rule: let ``D`` be the smallest |direct effect| among the receivers and ``E`` the
+    largest |effect| of one sender → receiver path (q at END; k or v at END, operand A, operator or
+    operand B: every row of ``upstream.csv``), each with its 95%
     interval (mean ± 1.96 standard errors over samples; ``D``'s from ``exact_se`` where ``eap`` has it).
     "No single upstream path outweighs the receivers' own direct effects" **holds** when ``E``'s interval
     lies entirely below ``D``'s, **does not hold** when entirely above, and is **inconclusive** otherwise
     (or when there is no receiver). ``E`` is the largest of many paths, so its naive interval is, if
-    anything, too narrow on the low side: a "holds" is the conservative direction."""
+    anything, too narrow on the low side: a "holds" is the conservative direction. Rows with no effect
+    (NaN: a role without a token in every sample) are left out. ``E_path`` names the position."""
     if not len(upstream):
         return {"verdict": "inconclusive", "reason": "no receiver after layer 0"}
     direct = _direct(eap)
@@ -67,13 +72,15 @@ def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
     rec = list(dict.fromkeys(upstream["receiver"]))
     weakest = min(rec, key=lambda r: abs(direct[r]))
     D, D_se = abs(float(direct[weakest])), float(se[weakest])
-    top = upstream.loc[upstream["effect"].abs().idxmax()]
+    up = upstream.dropna(subset=["effect"])
+    top = up.loc[up["effect"].abs().idxmax()]
     E, E_se = abs(float(top.effect)), float(top.effect_se)
     lo, hi = E - Z95 * E_se, E + Z95 * E_se
     d_lo, d_hi = D - Z95 * D_se, D + Z95 * D_se
     v = "holds" if hi < d_lo else "does not hold" if lo > d_hi else "inconclusive"
     return {"verdict": v, "D": D, "D_ci": [d_lo, d_hi], "D_receiver": weakest, "E": E, "E_ci": [lo, hi],
-            "E_path": f"{component_label(top.sender)} → {component_label(top.receiver)} ({top.path})",
+            "E_path": f"{component_label(top.sender)} → {component_label(top.receiver)} ({top.path} at "
+                      f"{getattr(top, 'position', 'END')})",
             "n": int(top.n)}
 
 

@@ -5,9 +5,9 @@ On a seeded subset of identify's reference samples (``prompts.jsonl``), with the
 * exact path patching, EAP and EAP-IG of every head and MLP side by side, timed in one run, and the
   largest misses of EAP re-computed with norms / MLP gates frozen (:mod:`arithmech.methods.attribution`)
   → ``eap.csv``;
-* upstream path patching of every earlier sender into the q, k and v of the top-``k`` receivers (key
-  heads, or the ``k`` heads of most negative effect when none passes the threshold)
-  (:mod:`arithmech.methods.upstream`) → ``upstream.csv``;
+* upstream path patching of every earlier sender into the top-``k`` receivers (key heads, or the ``k`` heads
+  of most negative effect when none passes the threshold): their query at END and their keys and values at
+  END and at the operand and operator positions (:mod:`arithmech.methods.upstream`) → ``upstream.csv``;
 * the total effect of the counterfactual (``X_c`` instead of ``X_r``) on the answer logit, the
   methods' wall times and the agreement summary → the ``beyond`` record of ``run.json``.
 
@@ -80,11 +80,13 @@ def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame
                                 "cause"]], on=["layer", "head"], how="left")
     recs, source = upstream.receivers_from(effects, key_heads, receivers)
     t1 = time.perf_counter()
-    up = upstream.upstream_fast(model, tok, clean_p, clean, corrupt, ans, recs, batch_size) if recs else {}
+    up = upstream.upstream_fast(model, tok, clean_p, clean, corrupt, ans, recs, batch_size, corrupt_prompts=corrupt_p,
+                                roles=[s.positions for s in samples]) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = model.config.num_attention_heads
     logit_o = clean.answer_logit
-    upf = upstream.frame(up, logit_o, H) if up else pd.DataFrame(columns=["receiver", "path", "sender", "effect"])
+    upf = upstream.frame(up, logit_o, H) if up else pd.DataFrame(columns=["receiver", "position", "path", "sender",
+                                                                                   "effect"])
     total = (corrupt.answer_logit - logit_o) / logit_o
     n = len(samples)
     summary = {**cmp["summary"], "n_samples": n, "ig_steps": ig_steps,

@@ -8,8 +8,8 @@ from arithmech.report import circuit as C
 
 def _frames(edge: float, se: float):
     eap = pd.DataFrame({"layer": [0, 0, 1, 1], "head": ["0", "mlp", "0", "mlp"], "exact": [-0.01, -0.2, -0.05, 0.0]})
-    up = pd.DataFrame([{"receiver": "1.0", "path": p, "sender": s, "sender_layer": 0, "effect": e, "effect_se": se, "n": 64}
-                       for s, e in (("0.0", edge), ("MLP 0", edge / 2)) for p in ("q", "k", "v")])
+    up = pd.DataFrame([{"receiver": "1.0", "position": "END", "path": p, "sender": s, "sender_layer": 0, "effect": e,
+                        "effect_se": se, "n": 64} for s, e in (("0.0", edge), ("MLP 0", edge / 2)) for p in ("q", "k", "v")])
     return eap, up
 
 

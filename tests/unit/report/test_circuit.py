@@ -9,8 +9,8 @@ from arithmech.report import circuit as C
 
 def _frames(edge: float, se: float):
     eap = pd.DataFrame({"layer": [0, 0, 1, 1], "head": ["0", "mlp", "0", "mlp"], "exact": [-0.01, -0.2, -0.05, 0.0]})
-    up = pd.DataFrame([{"receiver": "1.0", "path": p, "sender": s, "sender_layer": 0, "effect": e, "effect_se": se, "n": 64}
-                       for s, e in (("0.0", edge), ("MLP 0", edge / 2)) for p in ("q", "k", "v")])
+    up = pd.DataFrame([{"receiver": "1.0", "position": "END", "path": p, "sender": s, "sender_layer": 0, "effect": e,
+                        "effect_se": se, "n": 64} for s, e in (("0.0", edge), ("MLP 0", edge / 2)) for p in ("q", "k", "v")])
     return eap, up
 
 
@@ -46,3 +46,20 @@ def test_chart_and_verdict_name_components_as_the_book_does():
     ends = set().union(*(set(d["source_label"]) | set(d["target_label"]) for d in data if "source_label" in d))
     assert ends == labels
     assert C.verdict(eap, up)["E_path"].startswith("head 0.0 → head 1.0 (")
+
+
+def test_verdict_and_graph_take_every_position():
+    """Protects issue #26's every-position rule: a key path at the operator position larger than every END path
+    decides E (and the verdict) and is named with its position; NaN rows (a role without a token) are left out;
+    the graph's k is the sum of the k paths over positions."""
+    eap, up = _frames(-0.01, 0.001)
+    extra = pd.DataFrame([{"receiver": "1.0", "position": pos, "path": "k", "sender": "0.0", "sender_layer": 0,
+                           "effect": e, "effect_se": 0.001, "n": n} for pos, e, n in (("operator", -0.09, 64),
+                                                                                     ("A", float("nan"), 0))])
+    v = C.verdict(eap, pd.concat([up, extra], ignore_index=True))
+    assert v["verdict"] == "does not hold" and v["E"] == pytest.approx(0.09)
+    assert v["E_path"] == "head 0.0 → head 1.0 (k at operator)"
+    assert C.verdict(eap, up)["verdict"] == "holds"
+    _, edges = C.graph(eap, pd.concat([up, extra], ignore_index=True), n_layers=2)
+    e = edges[(edges.kind == "upstream") & (edges.source == "0.0")].iloc[0]
+    assert e.k == pytest.approx(-0.10) and e.weight == pytest.approx(-0.12)
