@@ -31,11 +31,10 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing
+from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
-from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
-from arithmech.methods.faithfulness import smallest_faithful
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
@@ -278,30 +277,6 @@ def _transfer(ctx: Context):
     return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 
-def _attention_roles(ctx: Context):
-    b = ctx.read("attention_baseline.csv")
-    b = b[(b.measure == "mass") & (b.view == "without first") & b.role.isin(["operand", "operator"])]
-    if b.empty:
-        raise Missing("attention_baseline.csv has no operand/operator rows")
-    best = b.groupby("name").verdict.agg(lambda v: "holds" if (v == "holds").any() else
-                                         "inconclusive" if (v == "inconclusive").any() else "does not hold")
-    yes, maybe, n = int((best == "holds").sum()), int((best == "inconclusive").sum()), len(best)
-    names = ", ".join(best[best == "holds"].index) or "none"
-    here = (f"{yes} of {n} heads read operands or the operator more than the {int(b.n_nonkey.max())} other heads "
-            f"({names}); {maybe} inconclusive; n = {int(b.n.max())} prompts")
-    source = ctx.read("analyze.json").get("heads_from", "key heads")
-    if source != "key heads":                                    # no key head to test: the claim is about them
-        return f"no key head; the {source}: {here}", None
-    return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
-
-
-def _stages(ctx: Context):
-    st = ctx.read("analyze.json").get("stages") or {}
-    if "answer" not in st or "operands" not in st:
-        raise Missing("analyze.json has no stages")
-    return f"operands {st['operands']}, answer {st['answer']}", st["answer"][1] >= st["operands"][1]
-
-
 def _answer_token_floor(ctx: Context):
     t = ctx.read("answer_tokens.csv")
     t = t[(t.template == "all") & (t.n > 0)]
@@ -362,7 +337,7 @@ DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
     **{k: _controlled(f) for k, f in zip(CONTROLLED, (
         _key_heads, _key_heads_share, _few_heads, _middle_layers, _logit_diff_ranking, _knockout_key_vs_random,
         _knockout_random_flat, _mlps_late, _transfer))},
-    "attention-roles": _attention_roles, "stages": _stages,
+    "attention-roles": attention_roles, "stages": stages, "circuit-faithful": circuit_faithful,
     "precise-matches-full": precise_matches_full, "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,
     "key-heads-stable": lambda ctx: _stability(ctx, "independent draws", "operator"),
@@ -424,17 +399,3 @@ RULES += (
          version=1),
 )
 BY_ID = {r.id: r for r in RULES}
-
-
-def _circuit_faithful(ctx: Context):
-    f = ctx.read("faithfulness.csv")
-    task = "all" if (f.task == "all").any() else f.task.iloc[0]
-    r = smallest_faithful(f, task)
-    if r["n"] is None:
-        raise Missing("faithfulness.csv has no noising rows with mean ablation")
-    n_p = int(f.n_prompts.iloc[0])
-    return (f"top {r['n']} ({r['components']}): {r['share']:.0%} [{r['lo']:.0%}, {r['hi']:.0%}] of the effect; random "
-            f"band's 95th percentile {r['band_hi']:.0%}; {n_p} evaluation prompts"), r["holds"]
-
-
-DECIDERS["circuit-faithful"] = _circuit_faithful

@@ -1,4 +1,5 @@
-"""Knockout by mean ablation (paper §4.1, Fig. 3), transfer (Fig. 4) and shared-head knockout (Table 4).
+"""Knockout by mean ablation (paper §4.1, Fig. 3) and shared-head knockout (Table 4); :mod:`arithmech.methods.transfer`
+runs it on Fig. 4's prompts and a held-out family.
 
 A knocked-out head no longer writes what it computed on the prompt: its slice of the o_proj input
 (its output before ``W_O``) is replaced by its mean over the counterfactual prompts ``X_c`` — the
@@ -55,8 +56,7 @@ from arithmech.core.prefix import SharedPrefix
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
-from arithmech.methods.ablation import POSITIONS, MeanAblation, MeanSource, check_positions
-from arithmech.paper import FIG4_CASES
+from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
 
 Head = tuple[int, int]
 MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
@@ -369,67 +369,3 @@ def default_ks(total: int) -> list[int]:
         ks.append(k)
         k = int(k * 1.5)
     return sorted(set(ks + [total]))
-
-
-# --------------------------------------------------------------------------------- transfer (Fig. 4)
-def unknown_words(tok, prompt: str) -> list[str]:
-    """Pieces of ``prompt`` the tokenizer maps to its unknown token (empty for byte-level tokenizers)."""
-    if tok.unk_token_id is None:
-        return []
-    enc = tok(prompt, return_offsets_mapping=True, add_special_tokens=False)
-    words = [prompt[s:e] for i, (s, e) in zip(enc["input_ids"], enc["offset_mapping"]) if i == tok.unk_token_id]
-    return list(dict.fromkeys(words))
-
-
-def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
-                   cases: Sequence[tuple[str, str]] = FIG4_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
-    """Fig. 4: top-``k`` next tokens before and after knocking out ``heads``.
-
-    The cases are free text with no template family: a :class:`Means` is position-pooled, a
-    :class:`~arithmech.methods.knockout_means.PoolMeans` gives every family's mean right-aligned at
-    each position (``mean_source`` says which). Cases with words the tokenizer does not know are kept
-    as rows with ``status`` saying so and no predictions.
-    Rows: ``case, prompt, expected, status, when, rank, token, prob, mean_source``.
-    """
-    pooled = means.for_unseen()
-    ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
-    rows = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
-             "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
-            for c, (p, e) in enumerate(cases) if unknown_words(tok, p)]
-    if ok:
-        ids, probs = knockout_topk(model, tok, [p for _, p, _ in ok], None, pooled,
-                                   [Ablation(), Ablation.of(heads=heads)], k=k, positions=positions)
-        for a, when in enumerate(("before", "after")):
-            for r, (c, p, e) in enumerate(ok):
-                for j in range(k):
-                    rows.append({"case": c, "prompt": p, "expected": e, "status": "ok", "when": when, "rank": j + 1,
-                                 "token": tok.decode([int(ids[a, r, j])]).strip(), "prob": float(probs[a, r, j])})
-    return pd.DataFrame(rows).assign(mean_source=pooled.source(None, 0)).sort_values(
-        ["case", "when", "rank"], na_position="first",
-        key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s, ignore_index=True)
-
-
-def heldout_drop(model, tok, heads: Sequence[Head], means: MeanSource, samples: Sequence[Sample],
-                 universe: Sequence[Head], n_random: int = 20, seed: int = 0, **kw) -> dict:
-    """Accuracy on ``samples`` (a family not used to find ``heads``) before and after knocking out
-    ``heads``, and after knocking out as many random heads *other than* ``heads`` (``n_random`` seeds).
-
-    ``means``: a :class:`~arithmech.methods.knockout_means.PoolMeans` (the family's own pool where it
-    has one; ``mean_source`` says which) or a :class:`Means` (position-pooled).
-    ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP; accuracies
-    with Wilson 95% intervals, the random ones as mean and 5–95% quantiles over the orders.
-    """
-    means = means.for_unseen()
-    rand = [Ablation.of(heads=p[:len(heads)]) for p in random_orders(universe, heads, n_random, seed)]
-    ok = correct(model, tok, samples, means, [Ablation(), Ablation.of(heads=heads)] + rand, **kw).sum(-1)
-    n = len(samples)
-    base, ko = with_interval({}, int(ok[0]), n), with_interval({}, int(ok[1]), n)
-    r = ok[2:].double() / n
-    q = torch.quantile(r, torch.tensor([0.05, 0.95], dtype=torch.float64)).tolist() if n_random else [float("nan")] * 2
-    return {"n": n, "n_heads": len(heads), "base_accuracy": base["accuracy"],
-            "base_ci": [base["ci_low"], base["ci_high"]], "knockout_accuracy": ko["accuracy"],
-            "knockout_ci": [ko["ci_low"], ko["ci_high"]],
-            "relative_drop": (ko["accuracy"] - base["accuracy"]) / base["accuracy"] if base["accuracy"] else float("nan"),
-            "random_orders": n_random, "random_accuracy_mean": float(r.mean()) if n_random else float("nan"),
-            "random_accuracy_std": float(r.std(unbiased=False)) if n_random else float("nan"),
-            "random_accuracy_q05": q[0], "random_accuracy_q95": q[1], "mean_source": mean_sources(tok, samples, means)}

@@ -32,11 +32,9 @@ from arithmech.data import pairs, splits, templates as templates_module
 from arithmech.data.answer_tokens import conditioned_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import MeanSource
-from arithmech.methods.effects import studied_heads
-from arithmech.methods.knockout import (Ablation, Means, correct, default_ks, group_key, heldout_drop, knockout_curve,
-                                        mean_activations, mean_sources, transfer_table, with_interval)
+from arithmech.methods.knockout import (Ablation, correct, default_ks, group_key, knockout_curve, mean_activations,
+                                        mean_sources, with_interval)
 from arithmech.methods.knockout_means import build_pool
-from arithmech.paper import FIG4_CASES
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor" means to the higher of the two
@@ -228,66 +226,6 @@ def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int
         return pool
     every = [s for ss in samples.values() for s in ss]
     return mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
-
-
-def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
-                 batch_size: int = BATCH_SIZE, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
-    """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
-    :class:`~arithmech.steps.identify.IdentifyResult`; ``id_heads``: key heads found without the
-    ``heldout`` templates and where they come from, :func:`arithmech.steps.identify.heldout_heads`).
-    Fig. 4 knocks out the studied heads of the primary task (:func:`arithmech.methods.effects.studied_heads`:
-    the key heads, or the top ones where none is key), its prompts cut where this tokenizer's answer token
-    starts (:func:`tokenizer_cases`). ``res.means`` is a reference pool that covers the held-out family,
-    so its prompts get their own family's per-position means."""
-    id_heads, id_source = id_heads
-    held_ids = {t.id for t in pairs.select_templates(heldout)}
-    every = [s for ss in res.tasks.values() for s in ss]
-    keep = [s for s in every if s.template not in held_ids]
-    primary = res.key_heads["task"]
-    heads, _ = studied_heads(res.effects, primary, res.params["threshold"])
-    positions = split_positions(res.params["knockout_positions"])[0]
-    res.transfer = transfer_table(model, tok, heads, res.means, tokenizer_cases(tok, cases),
-                                  positions=positions).assign(split="the paper's prompts")   # drawn from neither side
-    cfg = model.config
-    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
-    if not keep:
-        res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
-        return
-    variant, shots = res.params.get("answer_token", "first"), res.params.get("shots", 0)
-    held_out = res.params.get("knockout_split", "in-sample") == "held-out"
-    drawn = n_samples * (2 * splits.EVAL_SHARE if held_out else 1)
-    test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, answer_token=variant, shots=shots)
-    checked = None
-    if held_out:                # problems never ranked on (the evaluation side's clusters) whose X_c moves the answer
-        test = [s for s in test if splits.side(splits.cluster(s)) == "eval"]
-        checked = len(test)
-        test = check_counterfactuals(model, tok, test, batch_size)[0][:n_samples]
-    means = res.means
-    if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
-        means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
-    r = heldout_drop(model, tok, id_heads, means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
-                     positions=positions)
-    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
-                   "heads_from": id_source,
-                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
-                                   f"answer_token={variant!r}{f', shots={shots}' if shots else ''})"
-                                   + (f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
-                                      "moves the answer (scoring.check_counterfactuals)" if held_out else ", unfiltered"),
-                   "n_test": len(test), "n_clusters": splits.n_problems(test),
-                   **({"n_eval_side": checked} if checked is not None else {}),
-                   "split": "held-out" if held_out else "in-sample",
-                   "positions": positions, **r}
-
-
-def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Fig. 4's ``(prompt, answer)`` cases with each prompt ending where this tokenizer's answer token
-    starts (SmolLM2: "281 + 135 =" → "281 + 135 = ", its space is a token of its own; a prompt ending in a
-    digit gets no joiner); a case whose answer starts inside a token is kept as written."""
-    out = []
-    for p, e in cases:
-        split = pairs.answer_split(tok, p, e, "" if p[-1:].isdigit() else " ")
-        out.append((split[0] if split else p, e))
-    return out
 
 
 def describe_means(means: MeanSource) -> str:

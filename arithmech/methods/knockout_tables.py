@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.methods.knockout import POSITIONS
+from arithmech.methods.ablation import POSITIONS
 from arithmech.methods.knockout_run import FLOORS, task_knockout
 
 SANITY_COLUMNS = {"nothing-out": "nothing out", "all-heads-out": "all heads out", "all-mlps-out": "all MLPs out",

@@ -8,7 +8,6 @@ Each function takes ``runs``: a list of ``ensure`` results (``model``, ``summary
 """
 from __future__ import annotations
 
-import math
 
 import altair as alt
 import pandas as pd
@@ -33,7 +32,6 @@ def methods_table(runs: list[dict]) -> pd.DataFrame:
         rows.append({"model": r["model"], "method": "exact (path_patch_fast)", "seconds": t["exact_s"],
                      "Spearman ρ (all)": 1.0, CI: "—", "ρ (heads)": 1.0, f"top-{S['top']} overlap": S["top"],
                      KEY: ", ".join(map(component_label, S["exact_key_heads"])) or "—", "n": S["n_samples"]})
-        n_all = len(r["eap"])                                       # every head and MLP
         for m, name in METHODS:
             rho = S[m]["spearman_all"]
             ci = (S[m].get("spearman_all_lo"), S[m].get("spearman_all_hi"))   # absent: made before it was measured

@@ -77,6 +77,8 @@ class Identify(ModelChapter):
     stability_sizes: tuple[int, ...] = option(step_default(steps.Stability, "sizes"), "pairs drawn per stability run",
                                               low=1)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
+    trained_without_heldout: bool = option(True, "the model was trained without arithmech.data.heldout's pairs "
+                                           "(the embedded model): compare its top components on trained and held-out facts")
 
 
 @dataclass(frozen=True)

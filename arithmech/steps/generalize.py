@@ -20,7 +20,8 @@ import pandas as pd
 
 from arithmech.data import pairs, templates as templates_module
 from arithmech.evals.benchmarks import read_math
-from arithmech.methods.knockout import Ablation, accuracy, unknown_words
+from arithmech.methods.knockout import Ablation, accuracy
+from arithmech.methods.transfer import unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
 from arithmech.steps.config import Generalize as Config
 from arithmech.steps.identify import identify, ranking

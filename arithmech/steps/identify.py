@@ -46,7 +46,8 @@ from arithmech.methods.effects import (concat_patched, effects_frame, key_heads,
                                        studied_heads)                                      # (public names here too)
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
-from arithmech.methods.knockout_run import describe_means, prepare_means, run_transfer, split_positions
+from arithmech.methods.knockout_run import describe_means, prepare_means, split_positions
+from arithmech.methods.transfer import heldout_heads, run_transfer  # noqa: F401 (the step's transfer)
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
 from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
@@ -98,7 +99,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             ``"all"`` average over every sample of the tasks that pass their control (Fig. 2;
             :data:`arithmech.steps.config.CONTROL_FLOOR`, :func:`task_control`) and key heads are taken from them.
         knockout_samples: prompts per task in the knockout curves (:func:`~arithmech.methods.knockout_run.eval_samples`).
-        n_random: seeded random orders per knockout curve (drawn from the non-key components).
+        n_random: seeded random orders per knockout curve (drawn from the non-key components); ``ks``: numbers
+            of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
         pool_size: X_c per template family in the reference pool of the means
             (:mod:`arithmech.methods.knockout_means`).
         n_boot: bootstrap resamples for each effect's 95% interval (seeded by ``seed``).
@@ -106,7 +108,6 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         share_threshold: the calibrated rule beside the paper's: a head whose share of the counterfactual's
             logit-difference effect has its whole interval below it is key by share (``key_heads.json``'s
             ``by_share``; :func:`~arithmech.methods.effects.key_heads_by_share`).
-        ks: numbers of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
         curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
             with several tasks) and, for every other task, its key heads vs as many random heads;
             ``"each"``: full curves for every task.
@@ -165,9 +166,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                                                       shots=shots)
                 t1 = time.time()
                 ss = samples[label]
-                # every kept X_r is patched, whichever side it is on: a batch's numbers depend (at ~1e-5) on the
-                # prompts batched with it, so patching the ranking side alone would make a held-out run's
-                # effects differ from an in-sample run's on the very same prompts
+                # every kept X_r, either side: a batch's numbers depend (~1e-5) on the prompts batched with it
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
                                             pairs_module.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
                 timings["prepare"] += t1 - t
@@ -265,21 +264,6 @@ def task_control(samples: dict[str, list]) -> dict:
     return {"rule": f"a task fails when its conditioned floor on X_r is >= {CONTROL_FLOOR} (steps.config.CONTROL_FLOOR): "
                     "its verdicts are inconclusive and it is left out of the pooled task all",
             "floors": floors, "failed": failed, "pooled": pooled}
-
-
-def heldout_heads(res: IdentifyResult, heldout: str = "fig10") -> tuple[list[tuple[int, int]], str]:
-    """The studied heads (:func:`~arithmech.methods.effects.studied_heads`: key heads, else the top ones)
-    recomputed from the samples outside the ``heldout`` family (for the transfer test), and their source."""
-    held_ids = {t.id for t in pairs_module.select_templates(heldout)}
-    tasks = res.key_heads.get("control", {}).get("pooled") or list(res.tasks)       # the tasks "all" pools
-    use = torch.tensor([s.template not in held_ids for t in tasks for s in res.tasks[t]])
-    if not use.any():
-        return [], "no sample outside the held-out family"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        eff = effects_frame(concat_patched([res.patched[t] for t in tasks]).select(use), "id", False,
-                            res.params["n_boot"], res.params["seed"])
-    return studied_heads(eff, "id", res.params["threshold"])
 
 
 # ---------------------------------------------------------------------------------------- files
