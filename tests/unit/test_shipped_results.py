@@ -1,10 +1,12 @@
 """The SmolLM2 results shipped in ``results/smollm2-135m/`` are what the book would compute: every file reads
 through the results contract at its current format version, each step was made with the parameters the SmolLM2
 appendix asks for (so the book reuses them instead of silently showing another run), and no file holds a path of
-the machine that made it."""
+the machine that made it. The peer benchmark's shipped result (``benchmarks/results/peer.json``, on the same
+SmolLM2 prompts) holds its parity and ratio."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -82,3 +84,16 @@ def test_no_shipped_file_names_a_machine_path(path):
     absolute path (a home, /tmp, /work, a venv)."""
     text = path.read_text(errors="replace")
     assert not re.search(r"(?<![\w.])/(?:home|root|tmp|work|Users|opt|var)/", text), path
+
+
+def test_peer_benchmark_shows_parity_and_the_ratio():
+    """Protects the peer benchmark's shipped claim (``benchmarks/bench_peer.py``): for nnsight and TransformerLens,
+    Algorithm 1 written in the library's idiom gives effects equal to ours within 1e-4 on the shipped SmolLM2
+    prompts, and the file holds both wall times of that one run with their ratio."""
+    r = json.loads((REPO / "benchmarks" / "results" / "peer.json").read_text())
+    assert r["model"] == "smollm2-135m" and r["tolerance"] == 1e-4 and r["n_pairs"] >= 8 and r["parity"]
+    assert {x["peer"] for x in r["runs"]} == {"nnsight", "transformerlens"}
+    for x in r["runs"]:
+        assert x["parity"] and x["max_abs_effect_diff"] <= r["tolerance"] and x["effect_samples_compared"] > 0
+        assert x["ours_s"] == r["ours_end_to_end_s"] and x["ratio_peer_over_ours"] == pytest.approx(
+            x["peer_s"] / x["ours_s"], abs=0.1)
