@@ -146,6 +146,9 @@ CHANGELOG: tuple[Change, ...] = (
            "precise-key − base on the primary general measure, lower end above −5 points", _TABLE1),
     Change("precise-keeps-generic", 4, "2026-11-25", "712c5b3", "rule 4 only; the cpu suite's general measure is the "
            "cloze sets whose base interval lies above chance, pooled", _ARMS),
+    Change("precise-matches-full", 5, "2026-11-26", "this commit", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
+    Change("selection-matters", 2, "2026-11-26", "this commit", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
+    Change("precise-keeps-generic", 5, "2026-11-26", "this commit", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
     # -- stability (beyond the paper)
     Change("key-heads-stable", 1, "2026-11-23", "f5d29e8", "written (experiments/stability.py): stable iff the mean "
            "Jaccard of the key sets is ≥ 0.8 and none is below 0.5; unstable iff the mean is below 0.5", _STAB_NONE),
@@ -187,9 +190,9 @@ DIGEST: dict[str, str] = {
     "transfer": "7501d92fd2e5",
     "attention-roles": "3d22f9c97832",
     "stages": "d0ca04881174",
-    "precise-matches-full": "e298f78e56e5",
-    "selection-matters": "16a6c370e53f",
-    "precise-keeps-generic": "596d2132f97c",
+    "precise-matches-full": "b9b840b6fb8b",
+    "selection-matters": "80d2203a2deb",
+    "precise-keeps-generic": "6611a9be068e",
     "key-heads-stable": "0f6a94d84006",
     "counterfactuals-agree": "e9d048975206",
     "answer-token-floor": "b314088bc708",

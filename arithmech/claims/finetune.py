@@ -1,7 +1,7 @@
 """The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.claims.rules`.
 
 Each claim takes the verdict of the arms runner's pre-stated rule (:mod:`arithmech.claims.verdicts`:
-paired bootstrap over the test items, ``finetune/table1.json``). Each decider takes a
+hierarchical bootstrap over seeds and test items, ``finetune/table1.json``). Each decider takes a
 :class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; without an arms run the
 claim is missing.
 """
@@ -23,7 +23,7 @@ def _arms(ctx: Context, cid: str):
     if v.verdict == "not run":
         raise Missing(f"the arms run has no {v.comparison}")
     here = (f"{v.comparison} on {v.measure}: {v.estimate:+.3f} [{v.ci_low:+.3f}, {v.ci_high:+.3f}] "
-            "(paired bootstrap over test items; arms runner)" + (f"; collapsed: {v.collapsed}" if v.get("collapsed") else ""))
+            "(hierarchical bootstrap over seeds and test items; arms runner)" + (f"; collapsed: {v.collapsed}" if v.get("collapsed") else ""))
     return here, {"holds": True, "does not hold": False}.get(v.verdict)
 
 

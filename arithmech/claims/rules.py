@@ -108,19 +108,19 @@ RULES: tuple[Rule, ...] = (
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
-         "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% paired-bootstrap interval "
+         "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) "
          "of precise-key − full on the suite's primary math measure lies within ±5 points, does not hold iff wholly "
-         "outside; inconclusive otherwise", version=4),
+         "outside; inconclusive otherwise", version=5),
     Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper: a control)",
          "not tested (no random-head arm)",
-         "holds iff the 95% paired-bootstrap interval of precise-key − precise-random (as many random heads, layers "
-         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=1),
+         "holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) of precise-key − precise-random (as many random heads, layers "
+         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=2),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
          "the arms runner's rule 4 (verdicts.py): precise-key − base on the suite's primary general measure (cpu "
-         "suite: the cloze sets whose base interval lies above chance, pooled): holds iff the 95% paired-bootstrap "
-         "interval's lower end is above −5 points, does not hold iff its upper end is below −5 points; inconclusive "
-         "otherwise (full SFT's cost is shown beside it, rule 5)", version=4),
+         "suite: the cloze sets whose base interval lies above chance, pooled): holds iff the 95% hierarchical "
+         "bootstrap interval's (seeds and test items resampled) lower end is above −5 points, does not hold iff its upper end is below −5 points; inconclusive "
+         "otherwise (full SFT's cost is shown beside it, rule 5)", version=5),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)
 RULES += (

@@ -1,10 +1,12 @@
 """Table 1's rules, stated before the run, and their verdicts computed from the results files.
 
-Every comparison is a **paired bootstrap over the test items** (:func:`arithmech.core.stats.paired_bootstrap`,
-95%, 2,000 resamples): each item's score is first averaged over an arm's runs at its chosen learning
-rate (its seeds; for ``precise-random`` its draws), then the difference of two arms is resampled item by
-item. The interval thus covers item sampling; seed-to-seed spread is shown beside it (``seed_sd``), not
-folded in. Losses (``lower_is_better``) are negated first, so "higher is better" everywhere.
+Every comparison is a **hierarchical paired bootstrap** (:func:`arithmech.core.stats.hierarchical_bootstrap`,
+95%, 2,000 resamples): each resample draws each arm's runs at its chosen learning rate with replacement (its
+seeds; for ``precise-random`` its draws) and one set of test items shared by both arms, so the interval
+carries training's run-to-run variance as well as item sampling (issue #26: item-only intervals let a
+verdict flip between two rebuilds). With one run per arm it is the paired item bootstrap. Seed-to-seed
+spread is also shown (``seed_sd``). Losses (``lower_is_better``) are negated first, so "higher is better"
+everywhere.
 
 The rules (:data:`RULES`; ``m`` = the margin, 5 points of accuracy or 0.05 nats of loss):
 
@@ -36,7 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core import records, results
-from arithmech.core.stats import paired_bootstrap, wilson_interval
+from arithmech.core.stats import hierarchical_bootstrap, wilson_interval
 from arithmech.evals.suites import get_suite
 
 MARGIN = 0.05
@@ -84,6 +86,11 @@ def pool(folder, suite) -> list[str]:
     return [m for m in deciding(base, suite.general) if m in base and base[m].get("metric", "").endswith("cloze)")]
 
 
+def per_run(runs: list[dict], measure: str, sign: float = 1.0, pooled: list[str] | None = None) -> list[list[float]]:
+    """Per run, its per-item scores (times ``sign``; ``cloze``: the ``pooled`` sets' items one after the other)."""
+    return [items([r], measure, sign, pooled) for r in runs]
+
+
 def items(runs: list[dict], measure: str, sign: float = 1.0, pooled: list[str] | None = None) -> list[float]:
     """Per test item, its score averaged over ``runs`` (times ``sign``); ``cloze``: the items of the
     ``pooled`` sets, one after the other."""
@@ -116,7 +123,7 @@ def collapsed(run: dict, base: dict, measure: str, pooled: list[str] | None = No
 def arm_table(folder: str | Path) -> pd.DataFrame:
     """One row per arm × measure: mean over the arm's runs, the seed-to-seed standard deviation, items
     ``n``, runs, the Wilson interval of the pooled items (accuracies) and the change from base with its
-    paired-bootstrap interval (items averaged over runs)."""
+    hierarchical bootstrap interval (runs and items resampled)."""
     p = plan(folder)
     S = get_suite(p["suite"])
     runs = arm_runs(folder, p)
@@ -133,7 +140,7 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
             lo, hi = wilson_interval(round(k), n * len(rs)) if acc else (None, None)
             d = lo_d = hi_d = None
             if arm != "base":
-                d, lo_d, hi_d = paired_bootstrap(items([runs["base"][0]], m), items(rs, m))
+                d, lo_d, hi_d = hierarchical_bootstrap(per_run(runs["base"], m), per_run(rs, m))
             gate = m in S.general and base[m].get("chance") is not None
             rows.append({"arm": arm, "measure": m, "value": mean, "seed_sd": sd, "n_items": n, "runs": len(rs),
                          "chance": base[m].get("chance"), "decides": m in deciding(base, [m]),
@@ -171,7 +178,7 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
             rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": m, "estimate": None,
                          "ci_low": None, "ci_high": None, "verdict": "not run"})
             continue
-        d, lo, hi = paired_bootstrap(items(runs[b], m, sign, pooled), items(runs[a], m, sign, pooled))
+        d, lo, hi = hierarchical_bootstrap(per_run(runs[b], m, sign, pooled), per_run(runs[a], m, sign, pooled))
         name = m + (" (negated)" if sign < 0 else "") + (f" ({'+'.join(pooled)})" if m == "cloze" else "")
         gone = [x for x in (a, b) if x != "base" and which == "general"
                 and any(collapsed(r, runs["base"][0], m, pooled) for r in runs[x])]

@@ -52,6 +52,33 @@ def paired_bootstrap(before: Sequence[float], after: Sequence[float], n_boot: in
     return float(d.mean()), lo, hi
 
 
+def hierarchical_bootstrap(before: Sequence[Sequence[float]], after: Sequence[Sequence[float]], n_boot: int = 2000,
+                           level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """``(estimate, lo, hi)`` of ``mean(after) - mean(before)`` when each arm has several runs (seeds) scoring
+    the same items: ``before`` ``(R_b, n)``, ``after`` ``(R_a, n)`` per-run, per-item scores.
+
+    Resample ``b`` draws each arm's runs with replacement (``R_b`` and ``R_a`` of them: the run-to-run spread of
+    training) and one set of ``n`` items with replacement, shared by both arms (the pairing); its value is
+    the mean over the drawn items of (after's drawn runs' mean − before's). The interval thus carries both
+    sources of variance; with one run per arm it is :func:`paired_bootstrap`'s (the same resamples for the
+    same ``seed``). ``estimate``: the difference of the arms' means over all runs and items.
+    """
+    a = torch.tensor([list(r) for r in before], dtype=torch.float64)
+    b = torch.tensor([list(r) for r in after], dtype=torch.float64)
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1] or a.numel() == 0 or b.numel() == 0:
+        raise ValueError("hierarchical_bootstrap needs runs x items scores of the same items for both arms")
+    n = a.shape[1]
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, n, (n_boot, n), generator=g)                       # first: paired_bootstrap's items
+    pick = lambda x: x.mean(0, keepdim=True).expand(n_boot, -1) if x.shape[0] == 1 else \
+        x[torch.randint(0, x.shape[0], (n_boot, x.shape[0]), generator=g)].mean(1)   # (B, n): drawn runs' mean
+    d = pick(b) - pick(a)
+    means = d.gather(1, idx).mean(1)
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(means, q).tolist()
+    return float((b.mean(0) - a.mean(0)).mean()), lo, hi
+
+
 def mean_interval(x: Sequence[float], z: float = 1.959964) -> tuple[float, float, float]:
     """``(mean, lo, hi)``: mean ± ``z`` standard errors (sample standard deviation / √n)."""
     n = len(x)

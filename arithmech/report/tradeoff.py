@@ -44,7 +44,7 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
 
 def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"
                ) -> alt.FacetChart:
-    """Each fine-tuned arm's change from base on ``measures``, with its paired-bootstrap interval: one
+    """Each fine-tuned arm's change from base on ``measures``, with its hierarchical bootstrap interval (seeds and items): one
     panel per measure, one row per arm in it (the interval as a bar, the change as a dot).
     ``table``: :func:`arithmech.claims.verdicts.arm_table`.
 

@@ -142,3 +142,19 @@ def test_cluster_bootstrap_equals_a_literal_cluster_resampling_loop():
                                           200, 0.9, seed=3, clusters=labels)
     narrow = stats.bootstrap_mean_intervals(x[:, :1] + torch.tensor(labels, dtype=torch.float64)[:, None], 200, 0.9, seed=3)
     assert (wide[1] - wide[0]).item() > (narrow[1] - narrow[0]).item()     # correlated rows: the cluster interval is wider
+
+
+def test_hierarchical_bootstrap_reduces_to_the_paired_one_and_widens_with_seed_spread():
+    """Protects the fine-tune verdicts' intervals (issue #26: they left out training's run-to-run variance):
+    with one run per arm the interval is paired_bootstrap's exactly; runs that disagree widen it; runs that
+    agree leave it as narrow as one run."""
+    from arithmech.core.stats import hierarchical_bootstrap
+    g = torch.Generator().manual_seed(1)
+    before = (torch.rand(200, generator=g) < 0.4).double().tolist()
+    after = (torch.rand(200, generator=g) < 0.6).double().tolist()
+    assert hierarchical_bootstrap([before], [after], seed=3) == paired_bootstrap(before, after, seed=3)
+    assert hierarchical_bootstrap([before], [after, after, after], seed=3) == paired_bootstrap(before, after, seed=3)
+    shifted = [[min(1.0, x + s) for x in after] for s in (0.0, 0.3, 0.6)]
+    d, lo, hi = hierarchical_bootstrap([before], shifted, seed=3)
+    _, plo, phi = paired_bootstrap(before, [sum(v) / 3 for v in zip(*shifted)], seed=3)
+    assert hi - lo > 1.5 * (phi - plo) and lo < d < hi
