@@ -146,9 +146,9 @@ CHANGELOG: tuple[Change, ...] = (
            "precise-key − base on the primary general measure, lower end above −5 points", _TABLE1),
     Change("precise-keeps-generic", 4, "2026-11-25", "712c5b3", "rule 4 only; the cpu suite's general measure is the "
            "cloze sets whose base interval lies above chance, pooled", _ARMS),
-    Change("precise-matches-full", 5, "2026-11-26", "this commit", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
-    Change("selection-matters", 2, "2026-11-26", "this commit", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
-    Change("precise-keeps-generic", 5, "2026-11-26", "this commit", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
+    Change("precise-matches-full", 5, "2026-11-26", "b62da52", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
+    Change("selection-matters", 2, "2026-11-26", "b62da52", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
+    Change("precise-keeps-generic", 5, "2026-11-26", "b62da52", "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)", _ARMS),
     # -- stability (beyond the paper)
     Change("key-heads-stable", 1, "2026-11-23", "f5d29e8", "written (experiments/stability.py): stable iff the mean "
            "Jaccard of the key sets is ≥ 0.8 and none is below 0.5; unstable iff the mean is below 0.5", _STAB_NONE),
