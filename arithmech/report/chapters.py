@@ -205,6 +205,10 @@ class SmolLM2(ModelChapter):
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
     n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     zero_shot_n_samples: int = option(2560, "pairs drawn per operation by the zero-shot run beside it", low=8)
+    zero_shot_split: str = option("in-sample", "the zero-shot run's knockout prompts (its shipped run predates the "
+                                  "held-out split)", choices=("held-out", "in-sample"))
+    zero_shot_bootstrap: str = option("prompt", "what the zero-shot run's effect intervals resample (its shipped run: "
+                                      "prompts)", choices=("cluster", "prompt"))
     example_sets: int = option(step_default(steps.Identify, "example_sets"), "sets of solved examples per template",
                                low=1)
     knockout_split: str = option(step_default(steps.Identify, "knockout_split"), "knockout and transfer prompts: "

@@ -63,7 +63,8 @@ def _heads(kh: dict) -> str:
 def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
     """Per run: the pooled tasks, the key heads under the paper's rule and under the share rule, the top ``k``
     heads by effect, and accuracy with the top ``k`` heads knocked out at END against the random band
-    (5–95% of the random draws of ``k`` heads outside them) and the intact accuracy."""
+    (5–95% of the random draws of ``k`` heads outside them), the intact accuracy and which split the knockout
+    prompts came from (a file without the column was made in sample)."""
     rows = []
     for label, folder in runs.items():
         kh = results.read(folder, "key_heads.json")
@@ -85,7 +86,9 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
                                       f"{_pct(float(key.ci_high.iloc[0]))})") if len(key) else "—",
                      f"{k} random out (5–95%)": (f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))}"
                                                  f" ({len(rnd)} draws)") if len(rnd) else "—",
-                     "n prompts": int(key.n.iloc[0]) if len(key) else 0})
+                     "n prompts": int(key.n.iloc[0]) if len(key) else 0,
+                     "knockout prompts": (key.split.iloc[0] if "split" in key and len(key) else "in-sample")
+                     + " (problems never ranked on)" * bool(len(key) and "split" in key and key.split.iloc[0] == "held-out")})
     return pd.DataFrame(rows)
 
 
