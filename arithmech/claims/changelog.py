@@ -161,6 +161,11 @@ CHANGELOG: tuple[Change, ...] = (
            "share's interval lies at or above 80% and above the random circuits' 95th percentile",
            "yes: written in methods.faithfulness before any run, but added here after an addition-only smoke run of the "
            "embedded model had been seen (never committed)"),
+    Change("circuit-faithful", 2, "2026-11-26", "this commit", "the claim names what is measured (the answer kept with "
+           "every other component ablated at END, a share of the gap to all ablated, not of the counterfactual's "
+           "effect); inconclusive where the primary task fails its control; random circuits of n drawn from every "
+           "component outside the top n (they were drawn outside the top N, heads only on the embedded model)",
+           "yes: the embedded model's first faithfulness run (b6a601a)"),
     # -- controls
     Change("answer-token-floor", 1, "2026-11-23", "52e47a0", "written: the most frequent answer token's share has "
            "its Wilson interval below 1/3", "yes: the answer-token shares of both models (hand-off b8574ee, 18:37)"),
@@ -197,7 +202,7 @@ DIGEST: dict[str, str] = {
     "counterfactuals-agree": "e9d048975206",
     "answer-token-floor": "b314088bc708",
     "ablation-removes-information": "536b23386b27",
-    "circuit-faithful": "b03aec9a8935",
+    "circuit-faithful": "72b34465e8b4",
 }
 """A fingerprint (:func:`digest`) of each rule's current claim and rule text, as of its latest entry: a rule
 whose text changes without a new entry fails its test."""

@@ -337,7 +337,7 @@ DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
     **{k: _controlled(f) for k, f in zip(CONTROLLED, (
         _key_heads, _key_heads_share, _few_heads, _middle_layers, _logit_diff_ranking, _knockout_key_vs_random,
         _knockout_random_flat, _mlps_late, _transfer))},
-    "attention-roles": attention_roles, "stages": stages, "circuit-faithful": circuit_faithful,
+    "attention-roles": attention_roles, "stages": stages, "circuit-faithful": _controlled(circuit_faithful),
     "precise-matches-full": precise_matches_full, "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,
     "key-heads-stable": lambda ctx: _stability(ctx, "independent draws", "operator"),
@@ -388,7 +388,8 @@ def rules_markdown(ids: Iterable[str]) -> str:
 # ------------------------------------------------------------------ faithfulness (issue #26, item 4)
 # Written with arithmech.methods.faithfulness.smallest_faithful; see its changelog entry for what existed then.
 RULES += (
-    Rule("circuit-faithful", "A small top-k circuit recovers the counterfactual's effect on its own",
+    Rule("circuit-faithful", "A small top-k circuit keeps the answer when every other component is ablated at END "
+         "(beyond the paper)",
          "not measured in the paper (it knocks out heads; it does not run the circuit alone)",
          "noising with reference-pool mean ablation at END on evaluation-side prompts: the top-n components by effect "
          "rank kept, every other head and MLP ablated; share = (LD(circuit) − LD(all ablated)) / (LD(X_r) − LD(all "
@@ -396,6 +397,6 @@ RULES += (
          "n ≤ 10 the interval lies entirely at or above 80% and above the 95th percentile of ≥ 20 random circuits of "
          "n components outside the top N; does not hold iff at every n ≤ 10 the interval lies entirely below 80% or "
          "reaches no higher than that percentile; inconclusive otherwise (or where faithfulness.csv is missing)",
-         version=1),
+         version=2),
 )
 BY_ID = {r.id: r for r in RULES}

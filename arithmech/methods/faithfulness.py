@@ -35,7 +35,7 @@ Circuits: the top ``n`` components by effect rank, ``n = 1 … N`` (heads and ML
 :func:`arithmech.methods.effects.ranked`: identify patches both the same way, and the embedded model's
 strongest components include MLPs; a heads-only curve with every MLP ablated would sit near 0 by
 construction, one with every MLP kept would credit the MLPs to every circuit), against ``n_random`` random
-circuits of each size drawn (seeded) from the components *outside* the top ``N``.
+circuits of each size ``n`` drawn (seeded) from every component outside that top ``n`` (:func:`circuits`).
 
 Intervals: percentile bootstrap of the ratio of means over the prompts' problem clusters
 (:func:`arithmech.core.stats.bootstrap_ratio_intervals`, :func:`arithmech.data.splits.resampling_units`),
@@ -88,15 +88,18 @@ def ablation_of(components: Sequence[Component]) -> Ablation:
 
 def circuits(top: Sequence[Component], universe: Sequence[Component], n_max: int, n_random: int, seed: int) -> list:
     """``[(order, draw, n, circuit)]``: the top ``n`` of ``top`` for ``n = 1 … n_max`` (draw -1), and for each ``n``
-    ``n_random`` random circuits of ``n`` components of ``universe`` outside ``top[:n_max]`` (a seeded
-    ``random.Random``; draw ``0 … n_random - 1``)."""
-    rest = [c for c in universe if c not in set(top[:n_max])]
-    if n_max > len(rest):
-        raise ValueError(f"n_max={n_max}: only {len(rest)} components lie outside the top {n_max}; random circuits "
-                         f"of up to {n_max} need at least as many (n_max <= {len(universe) // 2})")
+    ``n_random`` random circuits of ``n`` components of ``universe`` outside the top ``n`` itself (a seeded
+    ``random.Random``; draw ``0 … n_random - 1``). Drawn from every other component, MLPs included: drawn only
+    outside the top ``n_max``, a model whose MLPs all rank high would get heads-only random circuits with every
+    MLP ablated, a band near 0 by construction."""
+    if n_max > len(universe) - n_max:
+        raise ValueError(f"n_max={n_max}: random circuits of up to {n_max} components outside the top {n_max} need "
+                         f"n_max <= {len(universe) // 2}")
     rng = random.Random(seed)
     out = [("top", -1, n, tuple(top[:n])) for n in range(1, n_max + 1)]
-    out += [("random", r, n, tuple(rng.sample(rest, n))) for n in range(1, n_max + 1) for r in range(n_random)]
+    for n in range(1, n_max + 1):
+        rest = [c for c in universe if c not in set(top[:n])]
+        out += [("random", r, n, tuple(rng.sample(rest, n))) for r in range(n_random)]
     return out
 
 
@@ -285,7 +288,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 def smallest_faithful(frame: pd.DataFrame, task: str, target: float = 0.8, k_max: int = 10,
                       method: str = "noising", ablation: str = "mean") -> dict:
-    """The rule of the claim ``circuit-faithful`` (:mod:`arithmech.claims.rules`), fixed before any result was read:
+    """The rule of the claim ``circuit-faithful`` (:mod:`arithmech.claims.rules`; its history in :mod:`arithmech.claims.changelog`):
     **holds** iff some ``n <= k_max`` has its top-n share interval entirely at or above ``target`` *and* above the
     random band's upper end (95th percentile of the draws) at that ``n``; **does not hold** iff at every
     ``n <= k_max`` the interval lies entirely below ``target`` or its upper end is not above the band's upper end;

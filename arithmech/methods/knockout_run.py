@@ -49,8 +49,8 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
                  batch_size: int = BATCH_SIZE, max_draw: int = 40, *, answer_token: str,
                  shots: int = 0, heldout: bool = False) -> list[pairs.Sample]:
     """The knockout's prompts. ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
-    problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`; ``base``, the ranking
-    X_r, are never used) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
+    problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
+    (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
     ``n`` are kept or ``max_draw * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
@@ -60,6 +60,7 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most."""
     out = [] if heldout else list({s.clean: s for s in base}.values())[:n]   # distinct: a repeat is not more evidence
     tried = {s.clean for s in base}                               # every prompt filtered or kept so far
+    ranked = {splits.cluster(s) for s in base} if heldout else set()
     drawn = kept = r = 0
     while templates and len(out) < n and drawn < max_draw * n:
         missing = n - len(out)
@@ -73,8 +74,8 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
         drawn, r = drawn + len(more), r + 1
         fresh = list({s.clean: s for s in more if s.clean not in tried}.values())
         tried |= {s.clean for s in fresh}
-        if heldout:
-            fresh = [s for s in fresh if splits.side(splits.cluster(s)) == "eval"]
+        if heldout:                 # the evaluation side, and never a problem of ``base`` (however it was split)
+            fresh = [s for s in fresh if splits.side(splits.cluster(s)) == "eval" and splits.cluster(s) not in ranked]
         ok = filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
         ok = [s for s, e in zip(ok, greedy_exact(model, tok, [(s.bare, s.target) for s in ok], batch_size)) if e]
         if heldout and ok:

@@ -58,7 +58,7 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
     return chart.properties(title=fig_title(
         fig, f"does the top-n circuit recover the counterfactual's effect alone? {model_name}",
         [f"share of LD(X_r) − LD(baseline), {n_p} evaluation-side prompts; bands: 95% cluster bootstrap (top n),",
-         "5–95% of the random circuits of n components outside the top N; dashed: 80%"]))
+         "5–95% of the random circuits of n components outside the top n; dashed: 80%"]))
 
 
 def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataFrame:

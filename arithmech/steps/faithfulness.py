@@ -46,11 +46,12 @@ def identify_setting(folder) -> dict:
     return p
 
 
-def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int):
-    """``(evaluation samples, reference-pool means, pool prompts)`` for identify's parameters ``p``."""
+def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranked: list):
+    """``(evaluation samples, reference-pool means, pool prompts)`` for identify's parameters ``p``; the evaluation
+    prompts share no problem cluster with ``ranked`` (identify's X_r, ``prompts.jsonl``)."""
     tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
     kw = dict(answer_token=p.get("answer_token", "last-digit"), shots=p.get("shots", 0))
-    samples = knockout_run.eval_samples(model, tok, tpls, [], n_samples, p["seed"], batch_size, heldout=True, **kw)
+    samples = knockout_run.eval_samples(model, tok, tpls, ranked, n_samples, p["seed"], batch_size, heldout=True, **kw)
     if not samples:
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
     every = [t for task in p["tasks"] for t in task_templates(task)[1]]
@@ -65,13 +66,14 @@ def run(config: Config) -> dict:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "faithfulness", c.overwrite)
     effects = results.read(folder, "effects.csv")
+    ranked = pairs.samples(folder)                 # identify's X_r: their problems never evaluate
     p = identify_setting(folder)
     t0 = time.time()
     torch.manual_seed(c.seed)
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with shots_module.example_sets(p["example_sets"]), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size)
+        samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
         t1 = time.time()
         frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, c.n_max, c.n_random,
                                      c.seed, p.get("n_boot", 1000), p.get("bootstrap") or "prompt",
@@ -82,7 +84,8 @@ def run(config: Config) -> dict:
                                  seed=c.seed, device=c.device, dtype=c.dtype, batch_size=c.batch_size),
               "identify": {k: p.get(k) for k in ("ranked_task", "pooled", "answer_token", "shots", "example_sets",
                                                  "pool_size", "n_boot", "bootstrap")},
-              "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's",
+              "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's; "
+                         "no problem cluster of identify's prompts.jsonl",
               "means": means.describe(), "info": info, "rule": rule, "wall_s": round(wall, 2),
               "timings": {"prompts_and_pool_s": round(t1 - t0, 2), "circuits_s": round(time.time() - t1, 2)},
               "torch_threads": torch.get_num_threads(), "versions": results.versions(),

@@ -102,7 +102,7 @@ def test_tally_never_counts_controls_and_controls_have_their_own_table():
 
 
 # --------------------------------------------------------------- the book's "fixed before the run"
-BEFORE = re.compile(r"before (the|any) run\b", re.I)
+BEFORE = re.compile(r"before (the|any) (run|numbers)\b|before any results? (was|were) read", re.I)
 WINDOW = 700                            # characters each side of the phrase that name the rule it is about
 
 

@@ -27,7 +27,8 @@ def test_overlap_counts_shared_components_with_an_interval():
     """Protects the reading of the table: the same ranking shares all k, the reversed ranking none, and the
     interval holds the point value when the rankings are clear."""
     a, b = _effects(40, 1), _effects(40, 2)
-    same = overlap(a, b, k=5, n_boot=200)
+    facts = [i // 4 for i in range(40)]                     # 10 facts of 4 prompts each
+    same = overlap(a, b, facts, facts, k=5, n_boot=200)
     assert same["value"] == 5 and same["lo"] <= 5 <= same["hi"] and same["k"] == 5
-    rev = overlap(a, _effects(40, 3, shift=-torch.linspace(-3, 3, 30)), k=5, n_boot=200)
+    rev = overlap(a, _effects(40, 3, shift=-torch.linspace(-3, 3, 30)), facts, facts, k=5, n_boot=200)
     assert rev["value"] == 0 and rev["hi"] == 0
