@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
 
-from arithmech.core import safe_read
-from arithmech.core.atomic import atomic_json, sha256
+from arithmech.core import folderlock, safe_read
+from arithmech.core.atomic import atomic_json, sha256  # noqa: F401 (records.sha256 for callers)
 from arithmech.core.inputs import quoted
 from arithmech.core.results import SCHEMA_VERSION, ResultsError
 
@@ -83,14 +84,32 @@ def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
 
 
 def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = ()) -> Path:
-    """Store ``record`` as ``finetune/<mode>[-tag].json``; ``inputs``: the results files it was computed
-    from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose sha256 it then records."""
+    """Store ``record`` as ``finetune/<mode>[-tag].json`` under the folder's writer lock
+    (:mod:`arithmech.core.folderlock`: a second process writing the folder is refused in one line); ``inputs``:
+    the results files it was computed from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose
+    sha256 it then records. A runner that writes many records holds the lock for its whole run (:func:`holding`)."""
     folder = Path(folder)
     path = finetune_path(folder, record["mode"], record.get("tag"))
     _check_finetune(path, record)
-    if inputs:
-        record = {**record, "inputs": {n: sha256(folder / n) for n in inputs if (folder / n).exists()}}
-    return atomic_json(path, record)
+    folderlock.acquire(folder)          # one writer per folder (FolderBusy); re-entrant for a runner that holds it
+    try:
+        if inputs:
+            record = {**record, "inputs": {n: safe_read.sha256(folder / n, folder) for n in inputs
+                                           if os.path.lexists(folder / n)}}
+        return atomic_json(path, record)
+    finally:
+        folderlock.release(folder)
+
+
+@contextmanager
+def holding(folder: str | Path):
+    """Hold ``folder``'s writer lock for a whole run that writes fine-tune records (arms, finetune), from before
+    any work: a second writer of the folder is refused at once, in one line, not after hours of training."""
+    folderlock.acquire(folder)
+    try:
+        yield Path(folder)
+    finally:
+        folderlock.release(folder)
 
 
 def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:

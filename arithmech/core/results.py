@@ -7,10 +7,11 @@ and the files it is computed from). This module alone writes and reads them:
   :func:`model_folder` resolves ``--results``, which may name the results *root*
   (``results`` → ``results/<model>``) or the model's folder itself (``results/embedded``), in every
   command;
-* **a step's files are one set** — :func:`write_step` writes them into a temporary folder beside the
-  target, moves them in, and only then records them in ``run.json``'s manifest (``steps.<step>.files``:
-  name → sha256). A reader that finds a file whose hash differs from the manifest knows the set is
-  incomplete or was edited, and says so;
+* **a step's files are one set** — :func:`write_step` stages them with the new ``run.json`` manifest
+  (``steps.<step>.files``: name → sha256) in ``<folder>/.pending-<step>/``, commits the stage, then moves
+  them in; a run killed during the move leaves a committed stage that the next reader or writer finishes
+  (:func:`finish_interrupted`), so the folder holds the old complete set or the new one, never a mix. A reader
+  that finds a file whose hash differs from the manifest knows the set was edited, and says so;
 * **derived files know their inputs** — a step records the sha256 of each input it read
   (``steps.<step>.inputs``); :func:`read` refuses a file whose inputs changed since (e.g. analyze's
   CSVs after identify was re-run), naming the step to re-run;
@@ -43,7 +44,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -219,6 +219,7 @@ def _hold(folder: Path, step: str) -> None:
         if not s["held"]:
             folderlock.acquire(folder)                    # FolderBusy: another process writes here now
             s["held"] = True
+        finish_interrupted(folder)                        # a set a killed writer left half moved in
         present = [n for n in step_files(step) if os.path.lexists(folder / n)]
         if present and not s["overwrite"]:
             raise ValueError(f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
@@ -262,11 +263,11 @@ def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> No
 def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None) -> Path:
     """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
 
-    The files go to a temporary folder beside ``folder``; then ``run.json`` is updated with the step's
-    ``record``, the sha256 of each new file and of each declared input as read now; only then are the
-    files moved in. An interruption during the moves thus leaves files whose hashes differ from the
-    manifest, which :func:`read` refuses: a folder never passes for one complete run when it is not. A file of this step that this run does not write (e.g. ``knockout.csv``
-    after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
+    The files and the new ``run.json`` (the step's ``record``, the sha256 of each new file and of each declared
+    input as read now) are staged in ``<folder>/.pending-<step>/`` and committed there before they are moved in
+    (:func:`_move_in`): a run killed at any point of the move leaves the old complete set or, finished by the
+    next reader or writer, the new one, never a mix. A file of this step that this run does not write (e.g.
+    ``knockout.csv`` after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
     Files of other steps are never touched.
     """
     folder = Path(folder)
@@ -284,31 +285,98 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
     return folder
 
 
+PENDING = ".pending-"
+"""``<folder>/.pending-<step>/``: a set on its way in (:func:`_move_in`); committed once it holds :data:`COMMIT`."""
+COMMIT = "COMMIT.json"
+
+
 def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model_name: str | None) -> None:
-    """:func:`write_step`'s moves, under the folder's lock: the files to a temporary folder, the manifest,
-    the files moved in, this step's files of an earlier run removed."""
+    """:func:`write_step`'s moves, under the folder's lock, as one transaction: the new files and the new
+    ``run.json`` are staged in ``<folder>/.pending-<step>/``; writing its :data:`COMMIT` (atomically, last) is the
+    commit point; then the staged files are moved in and this step's files of an earlier run that this run does
+    not have are removed. A run killed before the commit leaves the old set (its stage is dropped by the next
+    reader or writer); one killed after it leaves a stage that the next reader or writer finishes
+    (:func:`finish_interrupted`): the folder holds the old complete set or the new one, never a mix."""
     inputs = sorted({i for n in texts for i in FILES[n].inputs if i not in texts})
     in_hashes = {i: safe_read.sha256(folder / i, folder) for i in inputs if os.path.lexists(folder / i)}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{step}.", dir=folder.parent))
+    stage = folder / f"{PENDING}{step}"
+    _drop_stage(stage)                      # a stage of a run that died before its commit (none after _hold)
+    stage.mkdir()
+    for n, t in texts.items():
+        (stage / n).parent.mkdir(parents=True, exist_ok=True)          # finetune/table1.json
+        (stage / n).write_text(t)
+    hashes = {n: sha256(stage / n) for n in texts}
+    run = read_run(folder)
+    if model_name is not None:
+        run["model"] = model_name
+    formats = {n: FILES[n].version for n in texts}
+    run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
+    (stage / RUN).write_text(dumps(run))
+    remove = [n for n in step_files(step) if n not in texts]     # this step's files of an earlier run
+    atomic_json(stage / COMMIT, {"step": step, "files": sorted(texts), "remove": remove})   # the commit point
+    _finish(folder, stage)
+
+
+def _drop_stage(stage: Path) -> None:
+    """Remove a stage that never reached its commit (the old set stands); a link there is only unlinked."""
+    if stage.is_symlink() or (os.path.lexists(stage) and not stage.is_dir()):
+        stage.unlink()
+    elif stage.is_dir():
+        shutil.rmtree(stage)
+
+
+def _finish(folder: Path, stage: Path) -> None:
+    """Move a committed stage's files in (``run.json`` first), remove the files its commit lists, drop the stage.
+    Idempotent: a move that was done already is skipped, so a finish interrupted in turn is finished again."""
+    where = stage / COMMIT
     try:
-        for n, t in texts.items():
-            (tmp / n).parent.mkdir(parents=True, exist_ok=True)        # finetune/table1.json
-            (tmp / n).write_text(t)
-        hashes = {n: sha256(tmp / n) for n in texts}
-        run = read_run(folder)
-        if model_name is not None:
-            run["model"] = model_name
-        formats = {n: FILES[n].version for n in texts}
-        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
-        atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
-        for n in texts:
+        plan = json.loads(safe_read.read_text(where, folder, cap=1 << 20))
+    except (ValueError, RecursionError):
+        plan = None
+    step = stage.name[len(PENDING):]
+    ok = (isinstance(plan, dict) and plan.get("step") == step and step in STEPS
+          and all(isinstance(plan.get(k), list) and set(plan[k]) <= set(step_files(step)) for k in ("files", "remove")))
+    if not ok:
+        raise ResultsError(f"{quoted(where)} is not the commit of an interrupted {step!r} write of arithmech: delete "
+                           f"{quoted(stage)} and re-run the step")
+    for n in [RUN, *plan["files"]]:
+        if os.path.lexists(stage / n):
             (folder / n).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / n, folder / n)
-        for n in step_files(step):              # this step's files of an earlier run that this run does not have
-            if n not in texts:
-                (folder / n).unlink(missing_ok=True)
+            os.replace(stage / n, folder / n)
+    for n in plan["remove"]:
+        if n not in plan["files"]:
+            (folder / n).unlink(missing_ok=True)
+    shutil.rmtree(stage)
+
+
+def finish_interrupted(folder: str | Path) -> None:
+    """Settle the sets a killed writer left on their way in (:func:`_move_in`): finish a committed one, drop one
+    that never reached its commit. Done under the folder's lock, and only when no other process holds it (a
+    live writer finishes its own set): every read and every write of the folder calls it first, so what they
+    see is one complete set, the old or the new. A stage that cannot be settled is one line naming it."""
+    folder = Path(folder)
+    try:
+        stages = [p for p in folder.iterdir() if p.name.startswith(PENDING)]
+    except OSError:
+        return
+    if not stages:
+        return
+    try:
+        folderlock.acquire(folder)
+    except folderlock.FolderBusy:
+        return                                  # its writer is alive: the hashes catch a read mid-move
+    try:
+        for stage in stages:
+            if stage.is_dir() and not stage.is_symlink() and os.path.lexists(stage / COMMIT):
+                _finish(folder, stage)
+            else:
+                _drop_stage(stage)
+    except OSError as e:
+        raise ResultsError(f"{quoted(folder)} holds a set that a killed run left half moved in and it cannot be "
+                           f"finished here ({e.strerror}): re-run the step that writes it, where the folder is "
+                           "writable") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        folderlock.release(folder)
 
 
 def checkpoints(folder: str | Path, step: str, args: dict):
@@ -355,6 +423,7 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     from inputs that have changed since.
     """
     folder = Path(folder)
+    finish_interrupted(folder)                               # a set a killed writer left half moved in
     path = folder / name
     spec = FILES.get(name)
     if not os.path.lexists(path):
@@ -383,6 +452,7 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
 
 def exists(folder: str | Path, name: str) -> bool:
     """Whether ``folder`` has an entry ``name`` (a link, a FIFO too: :func:`read` then refuses it, by name)."""
+    finish_interrupted(folder)
     return os.path.lexists(Path(folder) / name)
 
 
@@ -390,6 +460,7 @@ def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | No
     """True when ``folder`` holds ``step``'s files, its ``run.json`` record has every parameter of ``want`` as
     given, and the inputs it recorded are unchanged (their sha256): a chapter's check before it reuses a step.
     ``absent_means``: the value a parameter had in records made before it was recorded."""
+    finish_interrupted(folder)
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
     p, folder, absent = rec.get("parameters", {}), Path(folder), absent_means or {}
     recorded = [(safe_read.inside(folder, f, folder / RUN), h) for f, h in rec.get("inputs", {}).items()]

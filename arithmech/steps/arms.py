@@ -260,7 +260,8 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
         sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None
     grid = check_args(c.suite, list(c.seeds), c.draws, grid, c.steps or 1, c.batch_size, c.top_k, c.max_extend)
     est = estimate.check(c)               # refused here when it cannot fit, before the model loads
-    with annotate(est.line() if est else ""):
+    out = results_io.model_folder(c.results, c.model_name)
+    with records.holding(out), annotate(est.line() if est else ""):   # one writer of the folder for the whole run
         return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)
 
 
