@@ -63,6 +63,19 @@ def _check_finetune(path: Path, rec: Any) -> dict:
     return rec
 
 
+def check_record_file(path: str | Path, folder: str | Path) -> dict:
+    """The fine-tune record at ``path`` parsed and its format checked (not whether its inputs are still fresh):
+    a regular file of ``folder``, bounded, valid JSON, every key of the format; else one line naming it."""
+    path = Path(path)
+    try:
+        rec = json.loads(safe_read.read_text(path, folder))
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{quoted(path)} is not valid JSON ({e.msg}): truncated? re-run it, or move it away") from None
+    except RecursionError:
+        raise ResultsError(f"{quoted(path)} nests JSON too deeply to be a fine-tune record: move it away") from None
+    return _check_finetune(path, rec)
+
+
 def finetune_path(folder: str | Path, mode: str, tag: str | None = None) -> Path:
     return Path(folder) / "finetune" / f"{mode}{'-' + tag if tag else ''}.json"
 
