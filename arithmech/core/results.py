@@ -50,7 +50,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from arithmech.core import folderlock, safe_read
+from arithmech.core import folderlock, safe_read, staging
 from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
 from arithmech.core.checkpoints import Checkpoints
 from arithmech.core.inputs import quoted
@@ -285,23 +285,15 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
     return folder
 
 
-PENDING = ".pending-"
-"""``<folder>/.pending-<step>/``: a set on its way in (:func:`_move_in`); committed once it holds :data:`COMMIT`."""
-COMMIT = "COMMIT.json"
-
-
 def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model_name: str | None) -> None:
-    """:func:`write_step`'s moves, under the folder's lock, as one transaction: the new files and the new
-    ``run.json`` are staged in ``<folder>/.pending-<step>/``; writing its :data:`COMMIT` (atomically, last) is the
-    commit point; then the staged files are moved in and this step's files of an earlier run that this run does
-    not have are removed. A run killed before the commit leaves the old set (its stage is dropped by the next
-    reader or writer); one killed after it leaves a stage that the next reader or writer finishes
+    """:func:`write_step`'s moves, under the folder's lock, as one transaction (:mod:`arithmech.core.staging`): the
+    new files and the new ``run.json`` are staged in ``<folder>/.pending-<step>/`` and committed there, then moved
+    in, this step's files of an earlier run that this run does not have removed. A run killed before the commit
+    leaves the old set; one killed after it leaves a stage the next reader or writer finishes
     (:func:`finish_interrupted`): the folder holds the old complete set or the new one, never a mix."""
     inputs = sorted({i for n in texts for i in FILES[n].inputs if i not in texts})
     in_hashes = {i: safe_read.sha256(folder / i, folder) for i in inputs if os.path.lexists(folder / i)}
-    stage = folder / f"{PENDING}{step}"
-    _drop_stage(stage)                      # a stage of a run that died before its commit (none after _hold)
-    stage.mkdir()
+    stage = staging.fresh(folder, step)
     for n, t in texts.items():
         (stage / n).parent.mkdir(parents=True, exist_ok=True)          # finetune/table1.json
         (stage / n).write_text(t)
@@ -312,71 +304,20 @@ def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model
     formats = {n: FILES[n].version for n in texts}
     run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
     (stage / RUN).write_text(dumps(run))
-    remove = [n for n in step_files(step) if n not in texts]     # this step's files of an earlier run
-    atomic_json(stage / COMMIT, {"step": step, "files": sorted(texts), "remove": remove})   # the commit point
-    _finish(folder, stage)
+    staging.commit(stage, step, sorted(texts), [n for n in step_files(step) if n not in texts])
+    staging.finish(folder, stage, _step_names)
 
 
-def _drop_stage(stage: Path) -> None:
-    """Remove a stage that never reached its commit (the old set stands); a link there is only unlinked."""
-    if stage.is_symlink() or (os.path.lexists(stage) and not stage.is_dir()):
-        stage.unlink()
-    elif stage.is_dir():
-        shutil.rmtree(stage)
-
-
-def _finish(folder: Path, stage: Path) -> None:
-    """Move a committed stage's files in (``run.json`` first), remove the files its commit lists, drop the stage.
-    Idempotent: a move that was done already is skipped, so a finish interrupted in turn is finished again."""
-    where = stage / COMMIT
-    try:
-        plan = json.loads(safe_read.read_text(where, folder, cap=1 << 20))
-    except (ValueError, RecursionError):
-        plan = None
-    step = stage.name[len(PENDING):]
-    ok = (isinstance(plan, dict) and plan.get("step") == step and step in STEPS
-          and all(isinstance(plan.get(k), list) and set(plan[k]) <= set(step_files(step)) for k in ("files", "remove")))
-    if not ok:
-        raise ResultsError(f"{quoted(where)} is not the commit of an interrupted {step!r} write of arithmech: delete "
-                           f"{quoted(stage)} and re-run the step")
-    for n in [RUN, *plan["files"]]:
-        if os.path.lexists(stage / n):
-            (folder / n).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage / n, folder / n)
-    for n in plan["remove"]:
-        if n not in plan["files"]:
-            (folder / n).unlink(missing_ok=True)
-    shutil.rmtree(stage)
+def _step_names(step: str) -> list[str] | None:
+    """The files a stage of ``step`` may move in or remove (None: no such step)."""
+    return step_files(step) if step in STEPS else None
 
 
 def finish_interrupted(folder: str | Path) -> None:
-    """Settle the sets a killed writer left on their way in (:func:`_move_in`): finish a committed one, drop one
-    that never reached its commit. Done under the folder's lock, and only when no other process holds it (a
-    live writer finishes its own set): every read and every write of the folder calls it first, so what they
-    see is one complete set, the old or the new. A stage that cannot be settled is one line naming it."""
-    folder = Path(folder)
-    try:
-        stages = [p for p in folder.iterdir() if p.name.startswith(PENDING)]
-    except OSError:
-        return
-    if not stages:
-        return
-    try:
-        folderlock.acquire(folder)
-    except folderlock.FolderBusy:
-        return                                  # its writer is alive: the hashes catch a read mid-move
-    try:
-        for stage in stages:
-            if stage.is_dir() and not stage.is_symlink() and os.path.lexists(stage / COMMIT):
-                _finish(folder, stage)
-            else:
-                _drop_stage(stage)
-    except OSError as e:
-        raise ResultsError(f"{quoted(folder)} holds a set that a killed run left half moved in and it cannot be "
-                           f"finished here ({e.strerror}): re-run the step that writes it, where the folder is "
-                           "writable") from None
-    finally:
-        folderlock.release(folder)
+    """Settle the sets a killed writer left on their way in: finish a committed one, drop one that never reached
+    its commit (:func:`arithmech.core.staging.settle`, under the folder's lock, only when no other process holds
+    it). Every read and every write of the folder calls it first, so what they see is one complete set."""
+    staging.settle(folder, _step_names)
 
 
 def checkpoints(folder: str | Path, step: str, args: dict):
