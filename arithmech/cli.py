@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> None:
         args.func(args)
     except KeyboardInterrupt:
         print("interrupted: re-run the same command to finish (identify and arms resume where they stopped; "
-              "a half-moved set is refused by its readers until re-run)", file=sys.stderr)
+              "a set interrupted while it was moved in is finished or dropped by the next command)", file=sys.stderr)
         sys.exit(130)
     except (FileNotFoundError, ValueError, OSError, ImportError) as e:     # ResultsError is a ValueError
         print(inputs.one_line(f"error: {e}"), file=sys.stderr)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
 
-from arithmech.core import safe_read
-from arithmech.core.atomic import atomic_json, sha256
+from arithmech.core import folderlock, safe_read
+from arithmech.core.atomic import atomic_json, sha256  # noqa: F401 (records.sha256 for callers)
 from arithmech.core.inputs import quoted
 from arithmech.core.results import SCHEMA_VERSION, ResultsError
 
@@ -62,6 +63,19 @@ def _check_finetune(path: Path, rec: Any) -> dict:
     return rec
 
 
+def check_record_file(path: str | Path, folder: str | Path) -> dict:
+    """The fine-tune record at ``path`` parsed and its format checked (not whether its inputs are still fresh):
+    a regular file of ``folder``, bounded, valid JSON, every key of the format; else one line naming it."""
+    path = Path(path)
+    try:
+        rec = json.loads(safe_read.read_text(path, folder))
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{quoted(path)} is not valid JSON ({e.msg}): truncated? re-run it, or move it away") from None
+    except RecursionError:
+        raise ResultsError(f"{quoted(path)} nests JSON too deeply to be a fine-tune record: move it away") from None
+    return _check_finetune(path, rec)
+
+
 def finetune_path(folder: str | Path, mode: str, tag: str | None = None) -> Path:
     return Path(folder) / "finetune" / f"{mode}{'-' + tag if tag else ''}.json"
 
@@ -83,14 +97,32 @@ def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
 
 
 def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = ()) -> Path:
-    """Store ``record`` as ``finetune/<mode>[-tag].json``; ``inputs``: the results files it was computed
-    from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose sha256 it then records."""
+    """Store ``record`` as ``finetune/<mode>[-tag].json`` under the folder's writer lock
+    (:mod:`arithmech.core.folderlock`: a second process writing the folder is refused in one line); ``inputs``:
+    the results files it was computed from (precise SFT's ranking: ``key_heads.json``, ``effects.csv``), whose
+    sha256 it then records. A runner that writes many records holds the lock for its whole run (:func:`holding`)."""
     folder = Path(folder)
     path = finetune_path(folder, record["mode"], record.get("tag"))
     _check_finetune(path, record)
-    if inputs:
-        record = {**record, "inputs": {n: sha256(folder / n) for n in inputs if (folder / n).exists()}}
-    return atomic_json(path, record)
+    folderlock.acquire(folder)          # one writer per folder (FolderBusy); re-entrant for a runner that holds it
+    try:
+        if inputs:
+            record = {**record, "inputs": {n: safe_read.sha256(folder / n, folder) for n in inputs
+                                           if os.path.lexists(folder / n)}}
+        return atomic_json(path, record)
+    finally:
+        folderlock.release(folder)
+
+
+@contextmanager
+def holding(folder: str | Path):
+    """Hold ``folder``'s writer lock for a whole run that writes fine-tune records (arms, finetune), from before
+    any work: a second writer of the folder is refused at once, in one line, not after hours of training."""
+    folderlock.acquire(folder)
+    try:
+        yield Path(folder)
+    finally:
+        folderlock.release(folder)
 
 
 def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict:

@@ -7,10 +7,11 @@ and the files it is computed from). This module alone writes and reads them:
   :func:`model_folder` resolves ``--results``, which may name the results *root*
   (``results`` → ``results/<model>``) or the model's folder itself (``results/embedded``), in every
   command;
-* **a step's files are one set** — :func:`write_step` writes them into a temporary folder beside the
-  target, moves them in, and only then records them in ``run.json``'s manifest (``steps.<step>.files``:
-  name → sha256). A reader that finds a file whose hash differs from the manifest knows the set is
-  incomplete or was edited, and says so;
+* **a step's files are one set** — :func:`write_step` stages them with the new ``run.json`` manifest
+  (``steps.<step>.files``: name → sha256) in ``<folder>/.pending-<step>/``, commits the stage, then moves
+  them in; a run killed during the move leaves a committed stage that the next reader or writer finishes
+  (:func:`finish_interrupted`), so the folder holds the old complete set or the new one, never a mix. A reader
+  that finds a file whose hash differs from the manifest knows the set was edited, and says so;
 * **derived files know their inputs** — a step records the sha256 of each input it read
   (``steps.<step>.inputs``); :func:`read` refuses a file whose inputs changed since (e.g. analyze's
   CSVs after identify was re-run), naming the step to re-run;
@@ -43,14 +44,13 @@ import io
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
-from arithmech.core import folderlock, safe_read
+from arithmech.core import folderlock, safe_read, staging
 from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
 from arithmech.core.checkpoints import Checkpoints
 from arithmech.core.inputs import quoted
@@ -219,6 +219,7 @@ def _hold(folder: Path, step: str) -> None:
         if not s["held"]:
             folderlock.acquire(folder)                    # FolderBusy: another process writes here now
             s["held"] = True
+        finish_interrupted(folder)                        # a set a killed writer left half moved in
         present = [n for n in step_files(step) if os.path.lexists(folder / n)]
         if present and not s["overwrite"]:
             raise ValueError(f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
@@ -262,11 +263,11 @@ def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> No
 def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None) -> Path:
     """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
 
-    The files go to a temporary folder beside ``folder``; then ``run.json`` is updated with the step's
-    ``record``, the sha256 of each new file and of each declared input as read now; only then are the
-    files moved in. An interruption during the moves thus leaves files whose hashes differ from the
-    manifest, which :func:`read` refuses: a folder never passes for one complete run when it is not. A file of this step that this run does not write (e.g. ``knockout.csv``
-    after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
+    The files and the new ``run.json`` (the step's ``record``, the sha256 of each new file and of each declared
+    input as read now) are staged in ``<folder>/.pending-<step>/`` and committed there before they are moved in
+    (:func:`_move_in`): a run killed at any point of the move leaves the old complete set or, finished by the
+    next reader or writer, the new one, never a mix. A file of this step that this run does not write (e.g.
+    ``knockout.csv`` after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
     Files of other steps are never touched.
     """
     folder = Path(folder)
@@ -285,30 +286,38 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
 
 
 def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model_name: str | None) -> None:
-    """:func:`write_step`'s moves, under the folder's lock: the files to a temporary folder, the manifest,
-    the files moved in, this step's files of an earlier run removed."""
+    """:func:`write_step`'s moves, under the folder's lock, as one transaction (:mod:`arithmech.core.staging`): the
+    new files and the new ``run.json`` are staged in ``<folder>/.pending-<step>/`` and committed there, then moved
+    in, this step's files of an earlier run that this run does not have removed. A run killed before the commit
+    leaves the old set; one killed after it leaves a stage the next reader or writer finishes
+    (:func:`finish_interrupted`): the folder holds the old complete set or the new one, never a mix."""
     inputs = sorted({i for n in texts for i in FILES[n].inputs if i not in texts})
     in_hashes = {i: safe_read.sha256(folder / i, folder) for i in inputs if os.path.lexists(folder / i)}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{step}.", dir=folder.parent))
-    try:
-        for n, t in texts.items():
-            (tmp / n).parent.mkdir(parents=True, exist_ok=True)        # finetune/table1.json
-            (tmp / n).write_text(t)
-        hashes = {n: sha256(tmp / n) for n in texts}
-        run = read_run(folder)
-        if model_name is not None:
-            run["model"] = model_name
-        formats = {n: FILES[n].version for n in texts}
-        run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
-        atomic_json(folder / RUN, run)              # the manifest first: an interrupted move is detectable
-        for n in texts:
-            (folder / n).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / n, folder / n)
-        for n in step_files(step):              # this step's files of an earlier run that this run does not have
-            if n not in texts:
-                (folder / n).unlink(missing_ok=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    stage = staging.fresh(folder, step)
+    for n, t in texts.items():
+        (stage / n).parent.mkdir(parents=True, exist_ok=True)          # finetune/table1.json
+        (stage / n).write_text(t)
+    hashes = {n: sha256(stage / n) for n in texts}
+    run = read_run(folder)
+    if model_name is not None:
+        run["model"] = model_name
+    formats = {n: FILES[n].version for n in texts}
+    run["steps"][step] = {**record, "files": hashes, "inputs": in_hashes, "formats": formats}
+    (stage / RUN).write_text(dumps(run))
+    staging.commit(stage, step, sorted(texts), [n for n in step_files(step) if n not in texts])
+    staging.finish(folder, stage, _step_names)
+
+
+def _step_names(step: str) -> list[str] | None:
+    """The files a stage of ``step`` may move in or remove (None: no such step)."""
+    return step_files(step) if step in STEPS else None
+
+
+def finish_interrupted(folder: str | Path) -> None:
+    """Settle the sets a killed writer left on their way in: finish a committed one, drop one that never reached
+    its commit (:func:`arithmech.core.staging.settle`, under the folder's lock, only when no other process holds
+    it). Every read and every write of the folder calls it first, so what they see is one complete set."""
+    staging.settle(folder, _step_names)
 
 
 def checkpoints(folder: str | Path, step: str, args: dict):
@@ -355,6 +364,7 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     from inputs that have changed since.
     """
     folder = Path(folder)
+    finish_interrupted(folder)                               # a set a killed writer left half moved in
     path = folder / name
     spec = FILES.get(name)
     if not os.path.lexists(path):
@@ -383,6 +393,7 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
 
 def exists(folder: str | Path, name: str) -> bool:
     """Whether ``folder`` has an entry ``name`` (a link, a FIFO too: :func:`read` then refuses it, by name)."""
+    finish_interrupted(folder)
     return os.path.lexists(Path(folder) / name)
 
 
@@ -390,6 +401,7 @@ def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | No
     """True when ``folder`` holds ``step``'s files, its ``run.json`` record has every parameter of ``want`` as
     given, and the inputs it recorded are unchanged (their sha256): a chapter's check before it reuses a step.
     ``absent_means``: the value a parameter had in records made before it was recorded."""
+    finish_interrupted(folder)
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
     p, folder, absent = rec.get("parameters", {}), Path(folder), absent_means or {}
     recorded = [(safe_read.inside(folder, f, folder / RUN), h) for f, h in rec.get("inputs", {}).items()]

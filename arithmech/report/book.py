@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from arithmech.core.atomic import atomic_write
-from arithmech.core.inputs import thread_env
+from arithmech.core.inputs import quoted, thread_env
 from arithmech.core.progress import OFF, Progress
 from arithmech.report import offline, pages
 from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapters,  # noqa: F401 (API)
@@ -177,12 +177,12 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / f"{chapter.name}.ipynb"
     dest = executed(root, chapter.name)
-    kept = f"{chapter.path} and {dest.relative_to(root)} were left as they were"
+    kept = f"{quoted(chapter.path)} and {quoted(dest.relative_to(root))} were left as they were"
     t0 = time.perf_counter()
     try:
         nb = read_notebook(src)
     except Exception as e:          # unreadable source
-        raise BookError(f"chapter {chapter.name!r} ({chapter.path}) could not be read: {type(e).__name__}: {e}") from None
+        raise BookError(f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be read: {type(e).__name__}: {e}") from None
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(chapter_env(saved))             # the kernel inherits it (see chapter_env)
@@ -200,14 +200,14 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
             shutil.move(str(tmp), failed)
         first = next((l for l in (e.source or "").splitlines() if l.strip()), "")
         raise BookError(
-            f"chapter {chapter.name!r} ({chapter.path}) failed in cell {e.cell_index + 1} "
+            f"chapter {chapter.name!r} ({quoted(chapter.path)}) failed in cell {e.cell_index + 1} "
             f"(counting the injected-parameters cell), whose code starts with:\n    {first}\n"
             f"  {e.ename}: {e.evalue}\n"
-            f"{kept}; the failed run is in {failed.relative_to(root)}") from None
+            f"{kept}; the failed run is in {quoted(failed.relative_to(root))}") from None
     except Exception as e:          # kernel died, timeout, ...
         if tmp.exists():
             tmp.unlink()
-        raise BookError(f"chapter {chapter.name!r} ({chapter.path}) could not be executed: "
+        raise BookError(f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be executed: "
                         f"{type(e).__name__}: {e}\n{kept}") from None
     finally:
         os.environ.clear()
@@ -294,7 +294,7 @@ def jupyter_book(root: Path) -> None:
     warnings = [l for l in (r.stdout + r.stderr).splitlines() if "WARNING" in l]
     if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-30:])
-        raise BookError(f"jupyter-book build failed (exit {r.returncode}); full log in {log.relative_to(root)}:\n{tail}")
+        raise BookError(f"jupyter-book build failed (exit {r.returncode}); full log in {quoted(log.relative_to(root))}:\n{tail}")
     if warnings:
         print(f"  jupyter-book: {len(warnings)} warnings (see {log.relative_to(root)}), e.g. {warnings[0][:200]}")
 

@@ -30,6 +30,8 @@ from typing import Any
 
 import altair as alt
 
+from arithmech.core.inputs import quoted
+
 # Where vendor_assets writes, relative to the book's root; _config.yml adds book/_static to
 # html_static_path, so Sphinx copies this to _build/html/_static/vendor/.
 STATIC_DIR = Path("book") / "_static"
@@ -111,7 +113,7 @@ def mathjax_source() -> Path:
         if (c / "tex-chtml.js").exists():
             return c
     raise FileNotFoundError(
-        "offline MathJax not found (looked in " + ", ".join(str(c) for c in cands) + "). Install it with "
+        "offline MathJax not found (looked in " + ", ".join(quoted(c) for c in cands) + "). Install it with "
         f"`npm install --prefix {Path(sys.prefix) / 'share' / 'arithmech'} mathjax@{MATHJAX_VERSION}` "
         "(or `make setup`), or set ARITHMECH_MATHJAX to a MathJax 3 es5/ folder.")
 

@@ -71,7 +71,8 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
         if not found and missing_ok:
             continue
         if not found:
-            raise BookError(f"_toc.yml lists {e!r} but neither {e}.md nor {e}.ipynb exists in {quoted(root)}")
+            raise BookError(f"_toc.yml lists {e!r} but neither {quoted(str(e) + '.md')} nor {quoted(str(e) + '.ipynb')} "
+                             f"exists in {quoted(root)}")
         out.append(found[0].relative_to(root))
     return out
 
@@ -188,7 +189,7 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     declared = {p.stem: declared_parameters(root / p) for p in nbs}
     for p in nbs:
         if not declared[p.stem]:
-            raise BookError(f"chapter {p.stem!r} ({p}) has no cell tagged 'parameters' (papermill needs one, "
+            raise BookError(f"chapter {p.stem!r} ({quoted(p)}) has no cell tagged 'parameters' (papermill needs one, "
                             "first in the notebook)")
     run = [p for p in nbs if only is None or p.stem == only]
     _check_global_keys(set_glob, {k for p in run for k in declared[p.stem]}, "--set", "to run")

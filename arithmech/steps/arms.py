@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -68,6 +69,22 @@ def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tupl
     ranked, _ = ranked_components(folder)
     passing = [(h["layer"], h["head"]) for h in results_io.read(folder, "key_heads.json")["heads"]]
     return passing, ranked
+
+
+RUN_TAG = re.compile(r"^(base|full-s\d+-lr.+|precise-(key|random\d+)-s\d+-lr.+)$")
+"""The records an arms run reads back (resuming) or replaces: ``finetune/<stem>.json`` with these stems."""
+
+
+def check_records(folder: str | Path) -> None:
+    """Refuse, before any work, a record of this runner in ``folder`` that is not a readable fine-tune record
+    (truncated, edited, a FIFO): each is read back when the run resumes or replaced by it, so each is checked
+    first, naming the file (whether it is still fresh is for the run to decide: a stale one is re-run)."""
+    d = Path(folder) / "finetune"
+    if not d.is_dir():
+        return
+    for p in sorted(d.glob("*.json")):
+        if RUN_TAG.match(p.stem):
+            records.check_record_file(p, folder)
 
 
 def random_heads(tuned: Sequence[tuple[int, int]], all_heads: Sequence[tuple[int, int]], exclude,
@@ -260,7 +277,8 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
         sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None
     grid = check_args(c.suite, list(c.seeds), c.draws, grid, c.steps or 1, c.batch_size, c.top_k, c.max_extend)
     est = estimate.check(c)               # refused here when it cannot fit, before the model loads
-    with annotate(est.line() if est else ""):
+    out = results_io.model_folder(c.results, c.model_name)
+    with records.holding(out), annotate(est.line() if est else ""):   # one writer of the folder for the whole run
         return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)
 
 
@@ -269,16 +287,18 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     model, results, suite, top_k, seeds, draws = c.model_name, c.results, c.suite, c.top_k, list(c.seeds), c.draws
     batch_size, max_extend, device, dtype = c.batch_size, c.max_extend, c.device, c.dtype
     data_dir, overwrite = c.data_dir, c.overwrite
+    out = results_io.model_folder(results, model)
     curve = None
+    if not c.curve_only:                  # every input checked before anything is written (the curve included)
+        passing, ranked = key_and_ranked(out)
+        if len(ranked) < top_k:
+            raise ValueError(f"--top-k {top_k}: {quoted(out)} ranks only {len(ranked)} heads")
+        check_records(out)
     if c.curve_only or c.steps is None:
         curve = learning_curve(c, data_seed)
         if c.curve_only:
             return {"curve": curve}
     steps = c.steps or curve["knee"]
-    out = results_io.model_folder(results, model)
-    passing, ranked = key_and_ranked(out)
-    if len(ranked) < top_k:
-        raise ValueError(f"--top-k {top_k}: {quoted(out)} ranks only {len(ranked)} heads")
     tuned = ranked[:top_k]
     selection = (f"{len(passing)} heads pass identify's threshold; the top {top_k} by rank are tuned"
                  if len(passing) != top_k else "the heads passing identify's threshold")

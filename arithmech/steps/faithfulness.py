@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 import time
 import warnings
+from pathlib import Path
 
 import torch
 
 from arithmech.core import results
+from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.data import pairs, shots as shots_module
 from arithmech.methods import faithfulness as F, knockout_run
@@ -36,9 +38,16 @@ TARGET, K_MAX = 0.8, 10            # the claim's rule (arithmech.claims.rules, c
 
 def identify_setting(folder) -> dict:
     """What the step takes from identify's record: its parameters, the pooled tasks and the ranked task."""
-    rec = results.read_run(folder)["steps"]["identify"]
+    rec = results.read_run(folder)["steps"].get("identify")
     kh = results.read(folder, "key_heads.json")
-    p = dict(rec["parameters"])
+    p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
+    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else [])
+    if missing := [k for k in need if k not in p]:
+        raise results.ResultsError(f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
+                                   "(edited, or written by an older arithmech): re-run python -m arithmech identify")
+    if not isinstance(kh.get("task"), str):
+        raise results.ResultsError(f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run "
+                                   "python -m arithmech identify")
     sets = re.match(r"(\d+) set", p.get("examples", shots_module.ABSENT["examples"]))
     p["example_sets"] = int(sets.group(1)) if sets else 1
     p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]

@@ -302,12 +302,18 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
 
 def _run_finetune(c: Config, spec, command, before, est, bar) -> dict:
     """:func:`run_finetune` once its arguments are checked and its estimate made (``bar``: the progress line)."""
-    model, mode, tag, results, seed, device, dtype = c.model_name, c.mode, c.tag, c.results, c.seed, c.device, c.dtype
+    folder = results_io.model_folder(c.results, c.model_name)
+    with records.holding(folder):          # one writer of the folder from the check to the record (FolderBusy)
+        records.check_finetune_writable(records.finetune_path(folder, c.mode, c.tag), c.overwrite)
+        return _train_and_record(c, spec, command, before, est, bar, folder)
+
+
+def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dict:
+    """:func:`_run_finetune` under the folder's writer lock: train, evaluate, write the record."""
+    model, mode, tag, seed, device, dtype = c.model_name, c.mode, c.tag, c.seed, c.device, c.dtype
     benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
     lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
     warmup, weight_decay, bf16, fsdp, rescale, kv_policy = c.warmup, c.weight_decay, c.bf16, c.fsdp, c.rescale, c.kv_policy
-    folder = results_io.model_folder(results, model)
-    records.check_finetune_writable(records.finetune_path(folder, mode, tag), c.overwrite)
     t0 = time.time()
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")

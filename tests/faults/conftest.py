@@ -1,4 +1,5 @@
-"""The fault-injection tier (issue #28): hostile results folders, two writers, forged messages.
+"""The fault-injection tier (issue #28): hostile results folders, two writers (of sets and of fine-tune records),
+a kill during the final move of a set, every bound, a corrupt input of every step, forged messages.
 
 Each case runs the real command line in a subprocess with a timeout (a reader that hangs on a FIFO fails the
 test instead of hanging the suite), on tiny hand-written result sets (no model is ever loaded), and asserts the

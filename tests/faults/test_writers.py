@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .tools import REPO, cli, refused, snapshot
 
 # A first writer stopped between its check and its write (the window where a second run used to slip in).
@@ -53,3 +55,53 @@ def test_analyze_is_refused_while_another_analyze_writes(identify_set):
     finally:
         first.kill()
         first.wait()
+
+
+# A first arms / finetune run, stopped after it took the folder (its records are written under this hold).
+FIRST_RECORDS = ("import sys, time; from arithmech.core import records; h = records.holding(sys.argv[1]); h.__enter__();"
+                 "print('holding', flush=True); time.sleep(120)")
+
+
+def _first_records_writer(folder):
+    p = subprocess.Popen([sys.executable, "-c", FIRST_RECORDS, str(folder)], stdout=subprocess.PIPE, text=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.stdout.readline().strip() == "holding"
+    return p
+
+
+@pytest.mark.parametrize("argv", [
+    ("arms", "--suite", "toy", "--steps", "1", "--seeds", "0,1", "--draws", "1"),
+    ("finetune", "--mode", "full", "--max-steps", "1", "--benchmarks", "toy")])
+def test_a_second_arms_or_finetune_run_is_refused_while_the_first_writes_records(identify_set, argv):
+    """Protects the per-run records of the arms runner and of finetune (issue #28: they were written without the
+    folder's lock, so two runs on one folder replaced each other's records): while a first run holds the folder,
+    a second `arms` / `finetune` on it is refused in one line, exit 2, before any model loads, and the folder is
+    left as it was."""
+    first = _first_records_writer(identify_set)
+    try:
+        before = snapshot(identify_set)
+        refused(cli(*argv, "--model", "embedded", "--results", str(identify_set), timeout=60),
+                f"results folder '{identify_set}' is being written by another run")
+        assert snapshot(identify_set) == before
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_a_record_write_is_refused_while_another_process_holds_the_folder(identify_set):
+    """Protects records.write_finetune itself (the one place a fine-tune record is written): with the folder held
+    by another process, writing a record raises FolderBusy and writes nothing; once that process is killed, the
+    same write succeeds."""
+    from arithmech.core import folderlock, records
+    rec = records.finetune_record(model="embedded", mode="base", results={"x": records.measure(0.5)})
+    first = _first_records_writer(identify_set)
+    try:
+        before = snapshot(identify_set)
+        with pytest.raises(folderlock.FolderBusy, match="is being written by another run"):
+            records.write_finetune(identify_set, rec)
+        assert snapshot(identify_set) == before
+    finally:
+        first.kill()
+        first.wait()
+    records.write_finetune(identify_set, rec)
+    assert records.read_finetune(identify_set, "base")["results"]["x"]["value"] == 0.5
