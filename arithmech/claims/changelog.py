@@ -161,7 +161,7 @@ CHANGELOG: tuple[Change, ...] = (
            "share's interval lies at or above 80% and above the random circuits' 95th percentile",
            "yes: written in methods.faithfulness before any run, but added here after an addition-only smoke run of the "
            "embedded model had been seen (never committed)"),
-    Change("circuit-faithful", 2, "2026-11-26", "this commit", "the claim names what is measured (the answer kept with "
+    Change("circuit-faithful", 2, "2026-11-26", "1f66c3a", "the claim names what is measured (the answer kept with "
            "every other component ablated at END, a share of the gap to all ablated, not of the counterfactual's "
            "effect); inconclusive where the primary task fails its control; random circuits of n drawn from every "
            "component outside the top n (they were drawn outside the top N, heads only on the embedded model)",
