@@ -37,7 +37,8 @@ identical ablations (``k = 0`` of every order, say) run once. Accuracy is top-1 
 answer token {C} (:func:`~arithmech.data.pairs.answer_ids`, whichever token that is).
 
 Random baselines (:func:`knockout_curve`) draw from the components *outside* ``exclude`` (the key
-heads / MLPs), ``n_random`` seeded orders; every accuracy comes with its count and Wilson interval.
+heads / MLPs) and, with ``exclude_top``, outside the top ``k`` by effect rank at each ``k``, ``n_random`` seeded
+orders; every accuracy comes with its count and Wilson interval.
 """
 from __future__ import annotations
 
@@ -333,13 +334,29 @@ def random_orders(universe: Sequence, exclude: Sequence, n_random: int, seed: in
     return out
 
 
+def random_draw(order: Sequence, k: int, avoid: Sequence = ()) -> list:
+    """The first ``k`` components of a random ``order`` that are not in ``avoid`` (``[]`` when fewer remain than
+    ``k``). A uniform random order filtered by ``avoid`` is a uniform order of what remains, so this is a uniform
+    draw of ``k`` components outside ``avoid``; one order per seed makes the draws at successive ``k`` share
+    their components (less noise between neighbouring points of the band)."""
+    norm = lambda x: tuple(x) if isinstance(x, (list, tuple)) else x
+    out = {norm(x) for x in avoid}
+    kept = [c for c in order if norm(c) not in out]
+    return kept[:k] if len(kept) >= k else []
+
+
 def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, ranking: Sequence,
                    ks: Sequence[int], universe: Sequence, kind: str = "head", n_random: int = 20,
                    seed: int = 0, exclude: Sequence = (), random_ks: Sequence[int] | None = None,
-                   **kw) -> pd.DataFrame:
+                   exclude_top: bool = False, **kw) -> pd.DataFrame:
     """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``ks``),
     and ``k`` random ones (each ``k`` in ``random_ks``, default ``ks``) drawn from ``universe`` minus
     ``exclude`` (the key components: a random draw never holds one), ``n_random`` seeded orders.
+
+    ``exclude_top``: the draw at ``k`` also leaves out the top ``k`` by effect rank — the components the
+    effect-rank point it is compared with knocks out — so it is "``k`` components outside the top ``k`` and the
+    key ones" at every ``k``. A ``k`` for which fewer than ``k`` components remain outside them (about
+    ``k`` > half the universe) gets no random row.
 
     ``ranking`` / ``universe``: ``(layer, head)`` pairs for ``kind="head"``, layer indices for
     ``kind="mlp"``. Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high``
@@ -347,16 +364,21 @@ def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, ran
     """
     if kind not in ("head", "mlp"):
         raise ValueError(f"kind {kind!r}: use 'head' or 'mlp'")
-    orders = [("effect-rank", -1, list(ranking), [k for k in ks if k <= len(ranking)])]
-    rand = random_orders(universe, exclude, n_random, seed)
-    rks = [k for k in (ks if random_ks is None else random_ks) if k <= (len(rand[0]) if rand else 0)]
-    orders += [("random-rank", s, perm, rks) for s, perm in enumerate(rand)]
     make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
     abls, rows = [], []
-    for name, s, order, kk in orders:
-        for k in kk:
-            abls.append(make(order[:k]))
-            rows.append({"kind": kind, "order": name, "seed": s, "k": k})
+    def add(order: str, s: int, k: int, comps: Sequence) -> None:
+        abls.append(make(list(comps)))
+        rows.append({"kind": kind, "order": order, "seed": s, "k": k})
+    for k in ks:
+        if k <= len(ranking):
+            add("effect-rank", -1, k, ranking[:k])
+    rand = random_orders(universe, exclude, n_random, seed)
+    draws = {k: [random_draw(perm, k, ranking[:k] if exclude_top else ()) for perm in rand]
+             for k in (ks if random_ks is None else random_ks)}
+    drawable = [k for k, ds in draws.items() if rand and all(len(d) == k for d in ds)]
+    for s in range(len(rand)):                          # seed-major, as knockout.csv has always been written
+        for k in drawable:
+            add("random-rank", s, k, draws[k][s])
     ok = correct(model, tok, samples, means, abls, **kw).sum(-1)
     return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
 

@@ -38,8 +38,7 @@ from arithmech.methods.knockout_means import build_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor" means to the higher of the two
-RANDOM_HEAD_KS = (8,)                   # random orders run here and at the number of key heads (budget:
-RANDOM_MLP_KS = (1,)                    # 256 prompts x 20 orders per k; and at the number of key MLPs)
+RANDOM_HEAD_KS = (8,)                   # where a task has no key head, the other position settings study the top 8
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
            "mean_source", "split", "n_clusters"]
 SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
@@ -132,9 +131,11 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     ``key``: :func:`arithmech.steps.identify.key_heads` of the task. ``full`` (the primary task):
 
     * at the first position setting, the whole Fig. 3 curve: effect rank on ``ks``, heads and MLPs, and
-      random orders at :data:`RANDOM_HEAD_KS` / :data:`RANDOM_MLP_KS` and at the key counts; a random
-      draw never holds a key component nor any of the top ``max(random ks)`` by effect rank (the ones the
-      effect-rank point it is compared with knocks out);
+      random orders at every ``k`` of the same curve (the band of Fig. 3 runs along the whole curve); the
+      random draw at ``k`` never holds a key component nor any of the top ``k`` by effect rank (the ones the
+      effect-rank point it is compared with knocks out), so a ``k`` with fewer than ``k`` components outside
+      those (``k`` past about half of them) has no random row (:func:`~arithmech.methods.knockout.knockout_curve`'s
+      ``exclude_top``). Cost: one more ablated END row per order and ``k``, batched on the cached prefix;
     * at the other settings, the studied heads (the key heads, or the top ``RANDOM_HEAD_KS[0]`` by effect
       rank where none is key) vs as many random heads outside them.
 
@@ -146,10 +147,6 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
     universe = [(l, h) for l in range(L) for h in range(H)]
-    rk_h = sorted({*RANDOM_HEAD_KS, len(key_h)} - {0})
-    rk_m = sorted({*RANDOM_MLP_KS, len(key_m)} - {0})
-    avoid_h = list(dict.fromkeys(key_h + heads[:max(rk_h)]))
-    avoid_m = list(dict.fromkeys(key_m + mlps[:max(rk_m)]))
     studied = key_h or heads[:RANDOM_HEAD_KS[0]]
     src = mean_sources(tok, samples, means)
     frames = []
@@ -157,15 +154,16 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
         kw = dict(n_random=n_random, seed=seed, batch_size=batch_size, positions=pos)
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
-            plan = [("head", heads, universe, avoid_h, hk, rk_h),
-                    ("mlp", mlps, list(range(L)), avoid_m, default_ks(L), rk_m)]
+            mk = default_ks(L)
+            plan = [("head", heads, universe, key_h, hk, [k for k in hk if k], True),
+                    ("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True)]
         elif full:
-            plan = [("head", studied, universe, studied, [len(studied)], [len(studied)])]
+            plan = [("head", studied, universe, studied, [len(studied)], [len(studied)], False)]
         else:
-            plan = [("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [])]
-        for kind, rank, uni, ex, kk, rk in plan:
+            plan = [("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
+        for kind, rank, uni, ex, kk, rk, top in plan:
             frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
-                                         **kw).assign(positions=pos, mean_source=src))
+                                         exclude_top=top, **kw).assign(positions=pos, mean_source=src))
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 

@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.core.names import component_label
+from arithmech.report import colours
 from arithmech.report.plots import COLUMN
 
 LEGEND = alt.Legend(orient="bottom", columns=5, labelLimit=200)
@@ -39,16 +40,17 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
     x = alt.X("x:Q", title=None, scale=alt.Scale(domain=[-0.6, len(roles) - 0.4], nice=False),
               axis=alt.Axis(values=list(range(len(roles))), labelExpr=label, labelAngle=-35, labelOverlap=False, grid=False))
     base = alt.Chart()
-    bands = base.transform_filter(alt.datum.kind == "band").mark_rect(color="#d5d8dc").encode(
+    bands = base.transform_filter(alt.datum.kind == "band").mark_rect(color=colours.colour("selection", "control"), opacity=0.35).encode(
         x=x, x2="x2:Q", y=alt.Y("nonkey_p05:Q", title="value"), y2="nonkey_p95:Q",
         tooltip=["role", "measure", "view", alt.Tooltip("nonkey_p05:Q", format=".3f", title="non-key 5 %"),
                  alt.Tooltip("nonkey_median:Q", format=".3f", title="non-key median"),
                  alt.Tooltip("nonkey_p95:Q", format=".3f", title="non-key 95 %"), "n_nonkey"])
-    ticks = base.transform_filter(alt.datum.kind == "band").mark_rule(color="#555", strokeWidth=2).encode(
+    ticks = base.transform_filter(alt.datum.kind == "band").mark_rule(color=colours.colour("reference", "marker"), strokeWidth=2).encode(
         x=x, x2="x2:Q", y="nonkey_median:Q")
     points = base.transform_filter(alt.datum.kind == "key").mark_point(filled=True, size=70, opacity=0.85).encode(
         x=x, y="value:Q",
-        color=alt.Color("name:N", title="key head", sort=names, legend=LEGEND),
+        color=alt.Color("name:N", title="key head", sort=names, legend=LEGEND,
+                        scale=alt.Scale(domain=names, range=colours.series(len(names)))),
         shape=alt.Shape("verdict:N", scale=VERDICT_SHAPES, legend=None),
         tooltip=["name", "role", "measure", "view", alt.Tooltip("value:Q", format=".3f"),
                  alt.Tooltip("se:Q", format=".3f"), alt.Tooltip("percentile:Q", format=".0f"), "verdict", "n"])

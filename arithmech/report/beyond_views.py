@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.core.names import component, component_label
-from arithmech.report import circuit
+from arithmech.report import circuit, colours
 
 METHODS = (("eap", "EAP"), ("eap_ig", "EAP-IG"))
 KEY = "heads with mean effect below −5%"
@@ -50,13 +50,14 @@ def scatter_chart(run: dict, width: int = 420) -> alt.LayerChart:
     long = eap.melt(id_vars=["layer", "head", "exact", "exact_se"], value_vars=["eap", "eap_ig"], var_name="method",
                     value_name="estimate")
     long = long.assign(kind=long["head"].map(lambda h: "MLP" if h == "mlp" else "head"),
+                       method=long["method"].map(dict(METHODS)),
                        component=[component(l, h) for l, h in zip(long.layer, long["head"])])
     lim = float(max(long.exact.abs().max(), long.estimate.abs().max()))
-    diag = alt.Chart(pd.DataFrame({"x": [-lim, lim]})).mark_line(color="#888", strokeDash=[4, 3]).encode(x="x:Q", y="x:Q")
+    diag = alt.Chart(pd.DataFrame({"x": [-lim, lim]})).mark_line(color=colours.colour("reference", "diagonal"), strokeDash=[4, 3]).encode(x="x:Q", y="x:Q")
     pts = alt.Chart(long).mark_point(filled=True, size=45).encode(
         x=alt.X("exact:Q", title="exact effect", axis=alt.Axis(format="%")),
         y=alt.Y("estimate:Q", title="attribution estimate", axis=alt.Axis(format="%")),
-        color=alt.Color("method:N", title="method"), shape=alt.Shape("kind:N", title="sender"),
+        color=alt.Color("method:N", title="method", scale=colours.scale("method", ["EAP", "EAP-IG"])), shape=alt.Shape("kind:N", title="sender"),
         tooltip=["component:N", "method:N", alt.Tooltip("exact:Q", format=".2%"),
                  alt.Tooltip("exact_se:Q", format=".2%", title="± (s.e.)"), alt.Tooltip("estimate:Q", format=".2%")])
     return (diag + pts).properties(width=width, height=300, title=alt.TitleParams(

@@ -43,7 +43,7 @@ from pathlib import Path
 from arithmech.core.atomic import atomic_write
 from arithmech.core.inputs import quoted, thread_env
 from arithmech.core.progress import OFF, Progress
-from arithmech.report import offline, pages
+from arithmech.report import offline, pages, pipeline
 from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapters,  # noqa: F401 (API)
                                    declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
                                    toc_files)
@@ -132,12 +132,14 @@ def parameters_table(root: Path) -> str:
 def write_generated(root: Path) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``), the rules page's tables and
     changelog (``rules.md``), the rules' provenance sentence (``provenance.md``) and the results box per
-    model (``book/_generated/findings.md``; a note when no model has results, a warning box for a model whose
-    results folder does not read as one run). Returns the files that changed."""
-    boxes = []
+    model (``book/_generated/findings.md``: every model's answer sentence, then Fig. 1, the pipeline
+    (:func:`arithmech.report.pipeline.pipeline_markdown`), then the boxes; a note when no model has results, a
+    warning box for a model whose results folder does not read as one run). Returns the files that changed."""
+    boxes, sentences = [], []
     for name, label in MODELS:
         try:
-            box = pages.results_box(root, [(name, label)])
+            sentences += [s for s in [pages.results_box(root, [(name, label)], part="sentence")] if s]
+            box = pages.results_box(root, [(name, label)], part="box")
         except ValueError as e:         # a results folder half re-made (e.g. identify re-run, analyze not yet)
             e = str(e).replace(f"{root}{os.sep}", "")             # paths relative to the root, as on the page
             print(f"  warning: no findings box for {name}: {e}", flush=True)
@@ -148,7 +150,8 @@ def write_generated(root: Path) -> list[Path]:
         rules = pages.rules_page(root, MODELS)
     except ValueError as e:
         rules = f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
-    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(boxes) or NO_RESULTS, RULES: rules,
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join([*sentences, pipeline.pipeline_markdown(root / "book"), *boxes] if boxes else
+                                    [pipeline.pipeline_markdown(root / "book"), NO_RESULTS]), RULES: rules,
              PROVENANCE: pages.provenance_sentence()}
     changed = []
     for rel, body in texts.items():

@@ -20,6 +20,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.core.names import component_label
+from arithmech.report import colours
 from arithmech.report.plots import EFFECT_SCHEME, fig_title, integer_axis
 
 Z95 = 1.959964
@@ -107,8 +108,7 @@ def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig
         tooltip=tip)
     n = nodes.rename(columns={"layer": "x"}).assign(label=lambda d: d.node.map(component_label))
     dots = alt.Chart(n).mark_circle(size=260, opacity=1).encode(
-        x=x, y=y, fill=alt.Fill("kind:N", title="node", scale=alt.Scale(domain=["sender", "receiver", "logits"],
-                                                                          range=["#7f8c8d", "#2c3e50", "#d35400"])),
+        x=x, y=y, fill=alt.Fill("kind:N", title="node", scale=colours.scale("node")),
         tooltip=[alt.Tooltip("label:N", title="node"), alt.Tooltip("x:Q", title="layer"), "kind:N",
                  alt.Tooltip("direct:Q", format=".2%", title="direct effect")])
     labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="label:N")

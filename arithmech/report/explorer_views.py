@@ -20,9 +20,10 @@ import pandas as pd
 
 from arithmech.core.names import components
 from arithmech.paper import KEY_THRESHOLD
+from arithmech.report import colours
 from arithmech.report.plots import COLUMN, EFFECT_SCHEME, fig_title
 
-ANSWER, OTHER = "#27ae60", "#95a5a6"
+ANSWERS = colours.scale("answer", {"answer token": "answer", "other": "other"})     # green: the answer token
 
 
 def _pct(x: float) -> str:
@@ -101,7 +102,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         y = alt.Y("rank:O", title=None, axis=None)
         bars = base.mark_bar().encode(
             y=y, x=alt.X("prob:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="probability"),
-            color=alt.Color("is_answer:N", scale=alt.Scale(domain=["answer token", "other"], range=[ANSWER, OTHER]),
+            color=alt.Color("is_answer:N", scale=ANSWERS,
                             legend=None),
             tooltip=["rank:O", "token:N", alt.Tooltip("prob:Q", format=".2%")])
         text = base.mark_text(align="left", dx=3, fontSize=11, limit=110).encode(
@@ -122,7 +123,8 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         x=alt.X("head:O", title="head"), y=ylay,
         color=alt.Color("effect:Q", scale=alt.Scale(scheme=EFFECT_SCHEME, domain=[-m, m], domainMid=0),
                         legend=alt.Legend(format=".0%", orient="bottom", gradientLength=140, title="effect")),
-        stroke=alt.condition("datum.key_at <= ko_step", alt.value("#111"), alt.value("white")),
+        stroke=alt.condition("datum.key_at <= ko_step", alt.value(colours.colour("ink", "outline")),
+                             alt.value(colours.colour("ink", "white"))),
         strokeWidth=alt.condition("datum.key_at <= ko_step", alt.value(2), alt.value(0.5)),
         opacity=alt.condition(headsel, alt.value(1.0), alt.value(0.3)),
         tooltip=["name:N", alt.Tooltip("effect:Q", format=".2%"), "rank:Q", "attention:N"],
@@ -133,7 +135,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         layer="datum.n - 1")
     mlp_w = max(120, COLUMN - cell * n_heads - 90)
     mlp_bars = alt.layer(
-        mlp.mark_bar(color="#2980b9", opacity=0.6).encode(
+        mlp.mark_bar(color=colours.colour("ink", "mark"), opacity=0.6).encode(
             y=ylay, x=alt.X("cosine:Q", scale=alt.Scale(domain=[0, 1]), title="cosine"),
             tooltip=["layer:O", "token:N", alt.Tooltip("cosine:Q", format=".3f")]),
         mlp.mark_text(align="left", dx=3, fontSize=11).encode(y=ylay, x="cosine:Q", text="token:N"),
@@ -150,13 +152,14 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
     enc = dict(x=alt.X("pos:O", title=None, axis=None), y=alt.Y("row:N", title=None, sort=alt.EncodingSortField(
         "key_at", order="ascending")))
     strip = alt.layer(
-        att.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]),
+        att.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme=colours.scheme("attention"), domain=[0, 1]),
                                                       legend=None),
                                stroke=alt.condition("datum.role != 'other' && datum.role != 'bos'",
-                                                    alt.value("#2c3e50"), alt.value(None)),
+                                                    alt.value(colours.colour("ink", "outline")), alt.value(None)),
                                tooltip=["name:N", "pos:O", "token:N", "role:N", alt.Tooltip("score:Q", format=".3f")]),
         att.mark_text(fontSize=10, limit=max(12, (COLUMN - 40) // n_pos - 2)).encode(
-            **enc, text="token:N", color=alt.condition("datum.score > 0.5", alt.value("white"), alt.value("black"))),
+            **enc, text="token:N", color=alt.condition("datum.score > 0.5", alt.value(colours.colour("ink", "white")),
+                                             alt.value(colours.colour("ink", "black")))),
     ).properties(width=COLUMN - 40, height=alt.Step(22),
                  title="attention from END (heads past this step's threshold, or the clicked head; outlined: operands, operator)")
 

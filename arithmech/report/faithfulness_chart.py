@@ -16,7 +16,8 @@ import altair as alt
 import pandas as pd
 
 from arithmech.methods.faithfulness import band, summary
-from arithmech.report.plots import COLUMN, PALETTE, fig_title, integer_axis
+from arithmech.report import colours
+from arithmech.report.plots import COLUMN, fig_title, integer_axis
 
 PANELS = {("noising", "mean"): "noising, mean ablation", ("noising", "resample"): "noising, resample ablation",
           ("converse", "mean"): "converse (circuit ablated), mean", ("converse", "resample"): "converse, resample",
@@ -41,7 +42,7 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
     """The curves of :func:`curve_frame`, one panel per (method, ablation), 80% dashed."""
     data = curve_frame(frame, panels)
     series = ["top n by effect rank", "random circuits (outside top N)"]
-    color = alt.Color("series:N", title=None, scale=alt.Scale(domain=series, range=[PALETTE[0], PALETTE[6]]),
+    color = alt.Color("series:N", title=None, scale=colours.scale("selection", dict(zip(series, ["key", "control"]))),
                       legend=alt.Legend(orient="bottom"))
     x = alt.X("n:Q", title="components in the circuit (n)", axis=integer_axis())
     y = alt.Y("share:Q", title="share of the effect recovered", axis=alt.Axis(format="%"))
@@ -51,7 +52,7 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
     area = base.mark_area(opacity=0.2).encode(x=x, y=alt.Y("lo:Q", title="share of the effect recovered"), y2="hi:Q",
                                               color=color)
     line = base.mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tip)
-    target = base.mark_rule(strokeDash=[4, 3], color="#555555").encode(y=alt.datum(TARGET))
+    target = base.mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(y=alt.datum(TARGET))
     chart = alt.layer(area, line, target, data=data).properties(width=COLUMN // 2 - 30, height=180).facet(
         facet=alt.Facet("panel:N", title=None, sort=[PANELS[p] for p in panels]), columns=3)
     n_p = int(frame.n_prompts.iloc[0]) if len(frame) else 0

@@ -180,9 +180,14 @@ def changelog_table() -> str:
     return "\n".join(rows)
 
 
-def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str | None:
-    """Markdown: one admonition per ``(folder name, label)`` whose identify results exist in
-    ``root/results_dir/<name>``; ``None`` when none has results (the book then shows a note)."""
+def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results",
+                part: str = "all") -> str | None:
+    """Markdown: per ``(folder name, label)`` whose identify results exist in ``root/results_dir/<name>``, the
+    answer sentence (:func:`answer_sentence`) and an admonition with the findings; ``None`` when none has results
+    (the book then shows a note). ``part``: ``"sentence"`` or ``"box"`` for one of the two only (the introduction
+    puts every model's sentence first, then Fig. 1, then the boxes)."""
+    if part not in ("all", "sentence", "box"):
+        raise ValueError(f"part {part!r}: use all, sentence or box")
     out = []
     for name, label in models:
         folder = Path(root) / results_dir / name
@@ -190,7 +195,10 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
             continue
         c = claims(folder)
         paper, controls = c[~is_control(c)], c[is_control(c)]
-        out += [answer_sentence(label, c), "", f":::{{admonition}} {label}: {tally(paper)}", ":class: tip", "",
+        out += [answer_sentence(label, c), ""] if part != "box" else []
+        if part == "sentence":
+            continue
+        out += [f":::{{admonition}} {label}: {tally(paper)}", ":class: tip", "",
                 f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
                 f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
                 "missing or their intervals do not decide it.", "", findings_table(paper), "",

@@ -10,41 +10,43 @@ import altair as alt
 import pandas as pd
 
 from arithmech.core.names import component, component_label
+from arithmech.report import colours
 from arithmech.report.pages import use_table_display
 
+# Colours come from the one table of colour roles (arithmech.report.colours); this module holds no colour literal.
 # Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
-EFFECT_SCHEME = "redblue"
-PALETTE = ["#c0392b", "#27ae60", "#2c3e50", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#2980b9"]
+EFFECT_SCHEME = colours.scheme("effect")
 # Charts fit the text column of the book (about 700 px at a 1280 px window): plot areas at most
 # COLUMN px wide, legends below the plot rather than beside it.
 COLUMN = 460
-# One colour per benchmark across the book; a toy benchmark takes the colour of the paper benchmark
-# it stands for (two-digit problems ↔ GSM8K, generic facts ↔ MMLU), so "ours" and "paper" panels agree.
-BENCHMARK_COLORS = {"two-digit (math)": "#2980b9", "GSM8K": "#2980b9",
-                    "negative differences (math)": "#16a085", "AddSub": "#16a085",
-                    "single-digit (math)": "#8e44ad", "SingleEq": "#8e44ad", "SVAMP": "#d35400",
-                    "generic facts": "#e67e22", "MMLU": "#e67e22", "CSQA": "#7f8c8d"}
+# One colour per benchmark across the book (the ``benchmark`` role); a toy benchmark takes the colour of the paper
+# benchmark it stands for (two-digit problems ↔ GSM8K, generic facts ↔ MMLU), so "ours" and "paper" panels agree.
+BENCHMARK_COLORS = colours.ROLES["benchmark"]
 _BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
 
 
 def benchmark_color(benchmarks: list[str], title: str | None = None) -> alt.Color:
-    """The book's colour encoding of a ``benchmark`` field (see :data:`BENCHMARK_COLORS`)."""
+    """The book's colour encoding of a ``benchmark`` field (the ``benchmark`` role of
+    :data:`arithmech.report.colours.ROLES`; a benchmark outside it takes a colour of the ``series`` palette)."""
     known = [b for b in BENCHMARK_COLORS if b in benchmarks]
     rest = [b for b in benchmarks if b not in BENCHMARK_COLORS]
-    extra = [c for c in PALETTE if c not in BENCHMARK_COLORS.values()]
     return alt.Color("benchmark:N", title=title, legend=_BOTTOM, scale=alt.Scale(
-        domain=known + rest, range=[BENCHMARK_COLORS[b] for b in known] + extra[:len(rest)]))
+        domain=known + rest, range=[BENCHMARK_COLORS[b] for b in known] + colours.series(len(rest))))
 
 
 def theme() -> dict:
+    """The altair theme: fonts, sizes, the column's width, and colours from :mod:`arithmech.report.colours` only
+    (the default category range is its ``series`` palette: a legend without a role never draws red or green)."""
+    ink = colours.ROLES["ink"]
     return {
         "config": {
             "view": {"stroke": None, "continuousWidth": COLUMN, "continuousHeight": 260},
             "font": "Helvetica, Arial, sans-serif",
-            "title": {"fontSize": 14, "anchor": "start", "fontWeight": 600, "subtitleColor": "#555"},
-            "axis": {"labelFontSize": 11, "titleFontSize": 12, "grid": False, "domainColor": "#888"},
+            "title": {"fontSize": 14, "anchor": "start", "fontWeight": 600, "subtitleColor": ink["muted"]},
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "grid": False, "domainColor": ink["axis"]},
             "legend": {"labelFontSize": 11, "titleFontSize": 12},
-            "range": {"category": PALETTE},
+            "range": {"category": colours.series()},
+            "mark": {"color": ink["mark"]},
             "header": {"labelFontSize": 12, "titleFontSize": 12},
         }
     }
@@ -109,10 +111,10 @@ def _effect_panel(df: pd.DataFrame, metric: str, domain: list, cell: tuple[int, 
     layers = sorted(df["layer"].unique())
     y = alt.Y("layer:O", sort="descending", title="layer", scale=alt.Scale(domain=layers[::-1]))
     heads = df[df["head"] != "mlp"].assign(head_i=lambda d: d["head"].astype(int))
-    grid = alt.Chart(heads).mark_rect(stroke="white", strokeWidth=0.5).encode(
+    grid = alt.Chart(heads).mark_rect(stroke=colours.colour("ink", "white"), strokeWidth=0.5).encode(
         x=alt.X("head_i:O", title="head"), y=y, color=color, tooltip=tip,
     ).properties(width=cell[0] * heads["head_i"].nunique(), height=cell[1] * len(layers), **({"title": title} if title else {}))
-    mlp = alt.Chart(df[df["head"] == "mlp"]).mark_rect(stroke="white", strokeWidth=0.5).encode(
+    mlp = alt.Chart(df[df["head"] == "mlp"]).mark_rect(stroke=colours.colour("ink", "white"), strokeWidth=0.5).encode(
         x=alt.X("head:N", title=None), y=y.axis(None), color=color, tooltip=tip,
     ).properties(width=cell[0], height=cell[1] * len(layers))
     return alt.hconcat(grid, mlp, spacing=4)
@@ -151,8 +153,8 @@ def effect_heatmap(effects: pd.DataFrame, tasks: str | list[str] = "all", metric
 
 
 # ------------------------------------------------------------------------------ analyze charts
-ROLE_COLORS = {"A": "#c0392b", "B": "#e67e22", "operator": "#27ae60", "bos": "#95a5a6", "other": "#d5d8dc"}
-_ROLE_SCALE = alt.Scale(domain=list(ROLE_COLORS), range=list(ROLE_COLORS.values()))
+ROLE_COLORS = colours.ROLES["operand"]          # a token's role: A, B, operator, bos, other
+_ROLE_SCALE = colours.scale("operand")
 
 
 def _head_names(df: pd.DataFrame) -> pd.DataFrame:
@@ -212,13 +214,13 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
     samples = list(dict.fromkeys(strips["sample"]))
     base = alt.Chart(strips, title=fig_title(fig, title, "darker = more attention; outlined = operand/operator token"))
     enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head", axis=alt.Axis(labelLimit=140)))
-    rect = base.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme="reds", domain=[0, 1])),
+    rect = base.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme=colours.scheme("attention"), domain=[0, 1])),
                                    stroke=alt.condition("datum.role != 'other' && datum.role != 'bos'",
-                                                        alt.value("#2c3e50"), alt.value(None)),
+                                                        alt.value(colours.colour("ink", "outline")), alt.value(None)),
                                    tooltip=["sample", "head", "position", "token", "role",
                                             alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=11).encode(**enc, text="token:N", color=alt.condition(
-        "datum.score > 0.5", alt.value("white"), alt.value("black")))
+        "datum.score > 0.5", alt.value(colours.colour("ink", "white")), alt.value(colours.colour("ink", "black"))))
     n_pos = int(strips["position"].nunique()) or 1
     chart = (rect + text).properties(width=alt.Step(max(24, min(44, (COLUMN - 60) // n_pos))), height=alt.Step(26))
     if dropdown and len(samples) > 1:
@@ -231,17 +233,21 @@ def _stage_rules(stages: tuple[int, int, int] | None) -> list:
     if not stages:
         return []
     df = pd.DataFrame({"layer": list(stages), "point": ["start", "inflection", "end"]})
-    rule = alt.Chart(df).mark_rule(strokeDash=[4, 3], color="#555").encode(x="layer:Q")
-    text = alt.Chart(df).mark_text(align="left", dx=3, dy=-6, color="#555").encode(
+    rule = alt.Chart(df).mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(x="layer:Q")
+    text = alt.Chart(df).mark_text(align="left", dx=3, dy=-6, color=colours.colour("reference", "marker")).encode(
         x="layer:Q", y=alt.value(0), text="point:N")
     return [rule, text]
 
 
-def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, str], title, stages=None) -> alt.Chart:
-    df = mlp[mlp.quantity.isin(quantities)].assign(series=lambda d: d.quantity.map(quantities),
+def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, tuple[str, str, str]], title, stages=None) -> alt.Chart:
+    """``quantities``: ``{quantity: (label, colour role, value)}``: each curve is coloured by what it measures
+    (operand A or B, the answer or the other numbers)."""
+    label = {q: l for q, (l, _, _) in quantities.items()}
+    df = mlp[mlp.quantity.isin(quantities)].assign(series=lambda d: d.quantity.map(label),
                                                    lo=lambda d: d.value - d["sem"], hi=lambda d: d.value + d["sem"])
+    scale = alt.Scale(domain=list(label.values()), range=[colours.colour(r, v) for _, r, v in quantities.values()])
     base = alt.Chart(df).encode(x=alt.X("layer:Q", title="layer", axis=integer_axis()),
-                                color=alt.Color("series:N", title=None, legend=_BOTTOM))
+                                color=alt.Color("series:N", title=None, legend=_BOTTOM, scale=scale))
     band = base.mark_area(opacity=0.15).encode(y="lo:Q", y2="hi:Q")
     line = base.mark_line(point=True).encode(y=alt.Y("value:Q", title="cosine similarity (mean ± s.e.)"),
                                              tooltip=["layer", "series", alt.Tooltip("value:Q", format=".3f"),
@@ -251,14 +257,15 @@ def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, str], title, stages=None
 
 def mlp_in_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
     """Fig. 6a / 13: cos(MLP_in, W_U[A]) and cos(MLP_in, W_U[B]) per layer at END (band: ± 1 standard error)."""
-    return _mlp_lines(mlp, {"in_A": "⟨MLP_in, W_U[A]⟩", "in_B": "⟨MLP_in, W_U[B]⟩"},
+    return _mlp_lines(mlp, {"in_A": ("⟨MLP_in, W_U[A]⟩", "operand", "A"), "in_B": ("⟨MLP_in, W_U[B]⟩", "operand", "B")},
                       fig_title("Fig. 6a", "What the MLPs receive: operands in MLP_in",
                                 "look where the curves rise and fall: the layers whose MLPs read the operands"), stages)
 
 
 def mlp_diff_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
     """Fig. 6b / 14: cos(MLP_out − MLP_in, W_U[C]) vs the mean over the other number tokens."""
-    return _mlp_lines(mlp, {"diff_C": "⟨MLP_out − MLP_in, W_U[C]⟩", "diff_other": "⟨MLP_out − MLP_in, W_U[other]⟩"},
+    return _mlp_lines(mlp, {"diff_C": ("⟨MLP_out − MLP_in, W_U[C]⟩", "answer", "answer"),
+                            "diff_other": ("⟨MLP_out − MLP_in, W_U[other]⟩", "answer", "other")},
                       fig_title("Fig. 6b", "What the MLPs write: the answer vs other numbers",
                                 "look for the answer's curve rising above the other numbers' in the late layers"), stages)
 
@@ -289,7 +296,7 @@ def top_numbers_chart(top: pd.DataFrame, fig: str = "Fig. 6c", prompt: str | Non
     sub = (f"prompt “{shown}”; " if shown else "") + "color = cosine"
     base = alt.Chart(top)
     enc = dict(x=alt.X("rank:O", title="rank"), y=alt.Y("layer:O", title="layer"))
-    chart = (base.mark_rect().encode(**enc, color=alt.Color("cosine:Q", scale=alt.Scale(scheme="blues")),
+    chart = (base.mark_rect().encode(**enc, color=alt.Color("cosine:Q", scale=alt.Scale(scheme=colours.scheme("cosine"))),
                                      tooltip=["layer", "rank", "token", alt.Tooltip("cosine:Q", format=".3f")])
              + base.mark_text(fontSize=13).encode(**enc, text="token:N")).properties(
         width=alt.Step(40), height=alt.Step(24))
@@ -312,19 +319,22 @@ def adder_vs_llm_chart(adder: pd.DataFrame, top: pd.DataFrame, a: int, b: int) -
     top1 = top[top["rank"] == 1]
     right = alt.Chart(top1, title=f"Model: {a} + {b} = (top-1 number token)").mark_text(fontSize=16).encode(
         y=alt.Y("layer:O", title="layer"), text="token:N",
-        color=alt.Color("cosine:Q", scale=alt.Scale(scheme="blues", domainMin=0))).properties(
+        color=alt.Color("cosine:Q", scale=alt.Scale(scheme=colours.scheme("cosine"), domainMin=0))).properties(
         width=160, height=alt.Step(34))
     return alt.hconcat(left, right, title=fig_title("Fig. 17", "Addition in a computer vs in the model"))
 
 
 # ----------------------------------------------------------------------------- finetune charts
-_SETTING_COLORS = {"base": PALETTE[6], "full SFT": PALETTE[0]}
-
-
 def _setting_scale(settings: list[str]) -> alt.Scale:
-    others = [s for s in settings if s not in _SETTING_COLORS]
-    rest = [PALETTE[i % len(PALETTE)] for i in (1, 7, 3, 5, 4, 2)][:len(others)]
-    return alt.Scale(domain=list(_SETTING_COLORS) + others, range=list(_SETTING_COLORS.values()) + rest)
+    """The ``arm`` role for Table 1's settings as :func:`arithmech.report.tables.setting_name` spells them: "base",
+    "full SFT", and the first precise setting (the top heads by effect: the key heads) as precise-key; further
+    precise settings (several head counts) take the ``series`` palette."""
+    arm = {"base": "base", "full SFT": "full"}
+    first = next((s for s in settings if s.startswith("precise")), None)
+    known = [s for s in settings if s in arm or s == first]
+    rest = [s for s in settings if s not in known]
+    rng = [colours.colour("arm", arm.get(s, "precise-key")) for s in known] + colours.series(len(rest))
+    return alt.Scale(domain=known + rest, range=rng)
 
 
 def finetune_bars(long: pd.DataFrame, fig: str = "Table 1", title: str = "base, full SFT and precise SFT",
@@ -356,7 +366,7 @@ def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...
             x=alt.X(f"{x}:Q", title=f"tuned {x}", axis=integer_axis()),
             y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
             color=benchmark_color(list(m["benchmark"].unique())), tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"])
-        speed = alt.Chart(df).mark_bar(opacity=0.5, color=PALETTE[6]).encode(
+        speed = alt.Chart(df).mark_bar(opacity=0.5, color=colours.colour("ink", "mark")).encode(
             x=alt.X(f"{x}:O", title=f"tuned {x}"), y=alt.Y("samples/s:Q", title="train samples/s"),
             tooltip=[f"{x}:Q", "samples/s:Q"])
         return alt.vconcat(acc.properties(width=COLUMN // 2 - 30, height=160, title=name),
@@ -366,7 +376,3 @@ def ablation_chart(ours: pd.DataFrame, x: str = "heads", metrics: tuple[str, ...
         panels.append(panel(paper, paper_metrics, "paper (LLaMA2-7B)"))
     return alt.hconcat(*panels, title=fig_title(fig, title, "same colour = the same kind of benchmark: "
                                                  "two-digit ↔ GSM8K, generic facts ↔ MMLU"))
-
-
-# ------------------------------------------------------------------- SmolLM2 appendix charts
-_MODE_SCALE = alt.Scale(domain=["base", "full", "precise"], range=[PALETTE[6], PALETTE[0], PALETTE[1]])

@@ -16,6 +16,7 @@ import pandas as pd
 
 from arithmech.core.names import component_label
 from arithmech.paper import KEY_THRESHOLD
+from arithmech.report import colours
 from arithmech.report.plots import COLUMN, fig_title, integer_axis
 
 _BOTTOM = alt.Legend(orient="bottom")
@@ -54,20 +55,20 @@ def head_intervals_chart(heads: pd.DataFrame, threshold: float = KEY_THRESHOLD, 
         g["key"] = (g.effect_hi < threshold).map({True: "key (interval below threshold)", False: "not key"})
         g["often"] = [f"key in {k} of {r} runs, top in {t}" for k, r, t in zip(g.key_runs, g.runs, g.top_runs)]
         y = alt.Y("name:N", sort=list(g.name), title=None)
-        bars = alt.Chart(g).mark_rule(strokeWidth=2, color="#7f8c8d").encode(
+        bars = alt.Chart(g).mark_rule(strokeWidth=2, color=colours.colour("ink", "mark")).encode(
             y=y, x=alt.X("effect_lo:Q", title="relative change of the answer logit", axis=alt.Axis(format="%")),
             x2="effect_hi:Q")
         pts = alt.Chart(g).mark_point(size=50, filled=True).encode(
             y=y, x="effect:Q", shape=alt.Shape("key:N", title=None, legend=_BOTTOM,
                                                scale=alt.Scale(domain=["key (interval below threshold)", "not key"],
                                                                range=["circle", "triangle"])),
-            color=alt.Color("key:N", title=None, legend=None, scale=alt.Scale(
-                domain=["key (interval below threshold)", "not key"], range=["#c0392b", "#2c3e50"])),
+            color=alt.Color("key:N", title=None, legend=None, scale=colours.scale(
+                "selection", {"key (interval below threshold)": "key", "not key": "control"})),
             tooltip=["name:N", alt.Tooltip("effect:Q", format="+.2%"), alt.Tooltip("effect_lo:Q", format="+.2%"),
                      alt.Tooltip("effect_hi:Q", format="+.2%"), alt.Tooltip("n:Q", title="X_r prompts"), "often:N"])
-        rule = alt.Chart(pd.DataFrame({"t": [threshold]})).mark_rule(color="#c0392b", strokeDash=[4, 3]).encode(x="t:Q")
+        rule = alt.Chart(pd.DataFrame({"t": [threshold]})).mark_rule(color=colours.colour("reference", "marker"), strokeDash=[4, 3]).encode(x="t:Q")
         n = int(g.n.iloc[0]) if len(g) else 0
         panels.append(alt.layer(bars, pts, rule).properties(width=COLUMN // 3, height=14 * len(g) + 10,
                                                             title=f"{kind} counterfactual ({n} prompts)"))
     return alt.hconcat(*panels).properties(title=fig_title("Stability", title,
-                                                           f"red circle: key (whole interval below the dashed threshold {threshold:+.0%}); triangle: not key"))
+                                                           f"red circle: key (whole interval below the dashed threshold {threshold:+.0%}); grey triangle: not key"))

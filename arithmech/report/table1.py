@@ -14,7 +14,8 @@ import pandas as pd
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
 from arithmech.core.names import components
-from arithmech.report.plots import COLUMN, PALETTE, integer_axis
+from arithmech.report import colours
+from arithmech.report.plots import COLUMN, integer_axis
 from arithmech.steps.arms import KNEE as KNEE_SHARE
 
 
@@ -88,11 +89,11 @@ def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
         return None
     c = results.read(folder, "finetune/curve.json")
     df = pd.DataFrame(c["points"])
-    line = alt.Chart(df).mark_line(point=True, color=PALETTE[0]).encode(
+    line = alt.Chart(df).mark_line(point=True, color=colours.colour("arm", "full")).encode(
         x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
         y=alt.Y("val_math:Q", title="validation math accuracy", axis=alt.Axis(format=".0%")),
         tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")])
-    knee = alt.Chart(pd.DataFrame({"step": [c["knee"]]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="step:Q")
+    knee = alt.Chart(pd.DataFrame({"step": [c["knee"]]})).mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(x="step:Q")
     learnt = alt.layer(line, knee).properties(width=COLUMN, height=220, title=alt.TitleParams(
         "full SFT's learning curve: the step budget is its knee",
         subtitle=[f"knee: {c['knee']} steps, the fewest reaching base + {KNEE_SHARE} x (best - base)",
@@ -104,7 +105,7 @@ def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
     forgot = alt.Chart(long).mark_line(point=True).encode(
         x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
         y=alt.Y("value:Q", title="validation value"),
-        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=PALETTE[2:]),
+        color=alt.Color("measure:N", title=None, scale=alt.Scale(domain=kept, range=colours.series(len(kept))),
                         legend=alt.Legend(orient="bottom")),
         tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")]).properties(
         width=COLUMN, height=180, title="what the same run keeps (validation items of the general skills)")

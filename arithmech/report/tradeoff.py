@@ -7,11 +7,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from arithmech.report.plots import COLUMN, PALETTE
+from arithmech.report import colours
+from arithmech.report.plots import COLUMN
 from arithmech.report.tables import TOY_NAMES
 
-ARM_SCALE = alt.Scale(domain=["base", "full", "precise-key", "precise-random"],
-                      range=[PALETTE[6], PALETTE[0], PALETTE[1], PALETTE[3]])
+ARM_SCALE = colours.scale("arm")          # base, full, precise-key (red: key), precise-random (grey: random)
 _BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
 
 
@@ -32,8 +32,8 @@ def tradeoff_chart(frame: pd.DataFrame, title: str = "what each run learnt and w
                  alt.Tooltip("math_gain:Q", format="+.1%"), alt.Tooltip("general_change:Q", format="+.1%")])
     zero = pd.DataFrame({"v": [0.0]})
     return alt.layer(
-        alt.Chart(zero).mark_rule(color="#bbb").encode(x="v:Q"),
-        alt.Chart(zero).mark_rule(color="#bbb").encode(y="v:Q"),
+        alt.Chart(zero).mark_rule(color=colours.colour("reference", "zero")).encode(x="v:Q"),
+        alt.Chart(zero).mark_rule(color=colours.colour("reference", "zero")).encode(y="v:Q"),
         base.transform_filter("datum.chosen && !datum.collapsed").mark_point(filled=True, size=80),
         base.transform_filter("!datum.chosen && !datum.collapsed").mark_point(filled=False, size=60, opacity=0.7),
         base.transform_filter("datum.collapsed").mark_point(shape="cross", filled=True, size=90),
@@ -59,7 +59,7 @@ def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: 
     enc = alt.Chart().encode(y=alt.Y("arm:N", title=None, sort=arms, scale=alt.Scale(domain=arms)),
                              color=alt.Color("arm:N", scale=ARM_SCALE, legend=None))
     layer = alt.layer(
-        alt.Chart().mark_rule(color="#bbb").encode(x=alt.datum(0)),
+        alt.Chart().mark_rule(color=colours.colour("reference", "zero")).encode(x=alt.datum(0)),
         enc.mark_rule(strokeWidth=2).encode(x=alt.X("delta_ci_low:Q", title="change from base", axis=alt.Axis(format="+.0%")),
                                             x2="delta_ci_high:Q"),
         enc.mark_point(filled=True, size=60).encode(x="delta:Q", tooltip=[

@@ -73,15 +73,17 @@ def test_same_seed_same_knockout_rows(embedded_model):
 
 
 def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
-    """Protects the random baseline's definition: in the full curve, random heads are drawn outside the key
-    heads and the top max(random k) by effect rank (the heads the effect-rank point knocks out); at other
+    """Protects the random baseline's definition: in the full curve, random orders run at every k > 0 of the
+    effect-rank curve (Fig. 3's band along the whole curve, issue #27), drawn outside the key heads and, at each
+    k, outside the top k by effect rank (``exclude_top``: the heads the effect-rank point knocks out); at other
     positions the studied heads (key heads, else the top 8) are compared with as many random heads outside
     them; the other tasks compare only their key heads."""
     import arithmech.methods.knockout_run as KR
     seen = []
 
-    def fake_curve(model, tok, samples, means, ranking, ks, universe, kind, exclude=(), random_ks=None, **kw):
-        seen.append((kw["positions"], kind, list(ranking), list(exclude), list(ks), list(random_ks)))
+    def fake_curve(model, tok, samples, means, ranking, ks, universe, kind, exclude=(), random_ks=None,
+                   exclude_top=False, **kw):
+        seen.append((kw["positions"], kind, list(ranking), list(exclude), list(ks), list(random_ks), exclude_top))
         return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
                                              "ci_high"]})
     monkeypatch.setattr(KR, "knockout_curve", fake_curve)
@@ -92,16 +94,40 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
     key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
     KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", key, True, ["end", "all"])
-    (_, _, _, ex_h, _, rk_h), (_, _, _, ex_m, _, _), at_all = seen[:3]
-    assert rk_h == [1, 8] and set(map(tuple, ex_h)) == set(heads[:8]) | {(0, 3)}
-    assert ex_m == [2]                                          # no key MLP: the top 1 (random k = 1)
+    (_, _, _, ex_h, hk, rk_h, top_h), (_, _, _, ex_m, mk, rk_m, top_m), at_all = seen[:3]
+    assert rk_h == [k for k in hk if k] and hk[-1] == 12 and top_h and ex_h == [(0, 3)]
+    assert rk_m == [1, 2, 3] == mk[1:] and top_m and ex_m == []          # no key MLP: outside the top k only
     assert at_all[0] == "all" and at_all[2] == at_all[3] == [(0, 3)] and at_all[4] == at_all[5] == [1]
+    assert not at_all[6]                                        # the key heads vs random heads outside them only
     seen.clear()
     KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "addition", {"heads": [], "mlps": []}, False, ["end"])
     assert seen[0][2] == [] and seen[0][5] == []                # no key head: nothing to compare
     seen.clear()
     KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", {"heads": [], "mlps": []}, True, ["end", "all"])
     assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them
+
+
+def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
+    """Protects Fig. 3's random band at every k: with ``exclude_top`` the draw at k holds k heads none of which
+    is a key head (``exclude``) or among the top k by effect rank; a k with fewer than k such heads gets no random
+    row (the chart says so) instead of a smaller draw; a draw is uniform over what remains (filtered order)."""
+    import torch
+    from arithmech.methods import knockout as K
+    universe = [(l, h) for l in range(2) for h in range(4)]                   # 8 heads
+    ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]
+    key = [(0, 0)]
+    seen = []
+    monkeypatch.setattr(K, "correct", lambda model, tok, samples, means, abls, **kw:
+                        (seen.extend(abls), torch.zeros(len(abls), 2))[1])
+    d = K.knockout_curve(None, None, [1, 2], None, ranking, [0, 1, 2, 3, 4, 5, 8], universe, "head", n_random=5,
+                         exclude=key, random_ks=[1, 2, 3, 4, 5, 8], exclude_top=True)
+    rnd = [(r.k, a) for r, a in zip(d.itertuples(), seen) if r.order == "random-rank"]
+    assert sorted({k for k, _ in rnd}) == [1, 2, 3, 4]          # k = 5 needs 5 heads outside the top 5: 8 − 5 < 5
+    assert len(rnd) == 4 * 5                                    # every order at every drawable k
+    for k, a in rnd:
+        assert len(a.heads) == k and not a.heads & ({*ranking[:k]} | set(key)), (k, a.heads)
+    assert K.random_draw([3, 1, 2], 2) == [3, 1] and K.random_draw([3, 1, 2], 2, avoid=[3]) == [1, 2]
+    assert K.random_draw([3, 1, 2], 3, avoid=[3]) == []
 
 
 def test_knockout_prompts_are_distinct(embedded_model):
