@@ -166,6 +166,10 @@ CHANGELOG: tuple[Change, ...] = (
            "effect); inconclusive where the primary task fails its control; random circuits of n drawn from every "
            "component outside the top n (they were drawn outside the top N, heads only on the embedded model)",
            "yes: the embedded model's first faithfulness run (b6a601a)"),
+    Change("circuit-faithful", 3, "2026-11-26", "this commit", "inconclusive with fewer than 20 problem clusters among "
+           "the evaluation prompts (a percentile bootstrap over a handful of clusters cannot decide)",
+           "yes: SmolLM2's first run kept 6 evaluation prompts over 4 clusters (its in-sample identify had ranked on "
+           "almost every problem) and came out 'does not hold'"),
     # -- controls
     Change("answer-token-floor", 1, "2026-11-23", "52e47a0", "written: the most frequent answer token's share has "
            "its Wilson interval below 1/3", "yes: the answer-token shares of both models (hand-off b8574ee, 18:37)"),
@@ -202,7 +206,7 @@ DIGEST: dict[str, str] = {
     "counterfactuals-agree": "e9d048975206",
     "answer-token-floor": "b314088bc708",
     "ablation-removes-information": "536b23386b27",
-    "circuit-faithful": "72b34465e8b4",
+    "circuit-faithful": "0be1f14d85b7",
 }
 """A fingerprint (:func:`digest`) of each rule's current claim and rule text, as of its latest entry: a rule
 whose text changes without a new entry fails its test."""

@@ -396,7 +396,8 @@ RULES += (
          "ablated)), LD = logit(answer) − logit(X_c's answer), 95% cluster-bootstrap interval. Holds iff for some "
          "n ≤ 10 the interval lies entirely at or above 80% and above the 95th percentile of ≥ 20 random circuits of "
          "n components outside the top N; does not hold iff at every n ≤ 10 the interval lies entirely below 80% or "
-         "reaches no higher than that percentile; inconclusive otherwise (or where faithfulness.csv is missing)",
-         version=2),
+         "reaches no higher than that percentile; inconclusive otherwise, with fewer than 20 problem clusters among "
+         "the prompts, or where faithfulness.csv is missing",
+         version=3),
 )
 BY_ID = {r.id: r for r in RULES}

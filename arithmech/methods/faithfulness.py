@@ -286,13 +286,16 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     return top.merge(band(frame), on=["task", "method", "ablation", "n"], how="left")
 
 
+MIN_CLUSTERS = 20     # fewer problem clusters than this: an interval over them cannot decide (percentile bootstrap)
+
+
 def smallest_faithful(frame: pd.DataFrame, task: str, target: float = 0.8, k_max: int = 10,
                       method: str = "noising", ablation: str = "mean") -> dict:
     """The rule of the claim ``circuit-faithful`` (:mod:`arithmech.claims.rules`; its history in :mod:`arithmech.claims.changelog`):
     **holds** iff some ``n <= k_max`` has its top-n share interval entirely at or above ``target`` *and* above the
     random band's upper end (95th percentile of the draws) at that ``n``; **does not hold** iff at every
     ``n <= k_max`` the interval lies entirely below ``target`` or its upper end is not above the band's upper end;
-    inconclusive otherwise. Returns ``{"holds", "n", "share", "lo", "hi", "band_hi"}`` (``n``: the smallest that
+    inconclusive otherwise, and whenever the prompts ask fewer than :data:`MIN_CLUSTERS` problems. Returns ``{"holds", "n", "share", "lo", "hi", "band_hi"}`` (``n``: the smallest that
     holds, else the one of largest ``lo``)."""
     s = summary(frame)
     s = s[(s.task == task) & (s.method == method) & (s.ablation == ablation) & (s.n <= k_max)].sort_values("n")
@@ -301,10 +304,11 @@ def smallest_faithful(frame: pd.DataFrame, task: str, target: float = 0.8, k_max
     ok = s[(s.lo >= target) & (s.lo > s.band_hi)]
     fail = ((s.hi < target) | (s.hi <= s.band_hi)).all()
     r = ok.iloc[0] if len(ok) else s.loc[s.lo.idxmax()]
-    return {"holds": True if len(ok) else (False if fail else None), "n": int(r.n), "share": float(r.share),
+    few = int(frame.n_clusters.min()) < MIN_CLUSTERS
+    return {"holds": None if few else (True if len(ok) else (False if fail else None)), "n": int(r.n), "share": float(r.share),
             "lo": float(r.lo), "hi": float(r.hi), "band_hi": float(r.band_hi), "k_max": k_max, "target": target,
             "components": r.components}
 
 
 __all__ = ["faithfulness", "circuits", "end_values", "lds", "resample_sources", "band", "summary", "smallest_faithful",
-           "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS"]
+           "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS"]

@@ -164,7 +164,7 @@ class Faithfulness(ModelStep):
     n_max: int = option(20, "circuits of the top 1..N components by effect rank (heads and MLPs in one ranking); "
                         "at most half the components (random circuits of N are drawn outside the top N)", low=1,
                         high=MAX_ORDERS)
-    n_random: int = option(20, "random circuits of each size, drawn outside the top N (at least 20 for a 5-95% band)",
+    n_random: int = option(20, "random circuits of each size n, drawn outside the top n (at least 20 for a 5-95% band)",
                            low=20, high=MAX_ORDERS)
     n_samples: int = option(128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh",
                             low=1, high=MAX_PAIRS)

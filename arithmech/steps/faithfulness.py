@@ -77,6 +77,10 @@ def run(config: Config) -> dict:
     effects = results.read(folder, "effects.csv")
     ranked = pairs.samples(folder)                 # identify's X_r: their problems never evaluate
     p = identify_setting(folder)
+    n_comp = int((effects.task == p["ranked_task"]).sum())
+    if c.n_max > n_comp // 2:                      # before the model loads
+        raise ValueError(f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
+                         f"outside the top n, so --n-max is at most {n_comp // 2}")
     t0 = time.time()
     torch.manual_seed(c.seed)
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")

@@ -154,13 +154,15 @@ def test_random_circuits_lie_outside_the_top_n():
 
 
 def test_rule_three_ways():
-    """Protects the claim's rule: holds, does not hold and inconclusive each come out where the rule says."""
-    def frame(top, hi_band):
+    """Protects the claim's rule: holds, does not hold and inconclusive each come out where the rule says, and a
+    run over fewer than MIN_CLUSTERS problems decides nothing."""
+    def frame(top, hi_band, clusters=F.MIN_CLUSTERS):
         rows = [dict(task="all", method="noising", ablation="mean", order="top", draw=-1, n=n, share=s, lo=lo, hi=hi,
-                     components="x") for n, (s, lo, hi) in enumerate(top, 1)]
+                     components="x", n_clusters=clusters) for n, (s, lo, hi) in enumerate(top, 1)]
         rows += [dict(task="all", method="noising", ablation="mean", order="random", draw=d, n=n, share=hi_band * d / 19,
-                      lo=0, hi=0, components="") for n in range(1, len(top) + 1) for d in range(20)]
+                      lo=0, hi=0, components="", n_clusters=clusters) for n in range(1, len(top) + 1) for d in range(20)]
         return pd.DataFrame(rows)
+    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.9, 0.85, 0.95)], 0.3, F.MIN_CLUSTERS - 1), "all")["holds"] is None
     assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.9, 0.85, 0.95)], 0.3), "all")["holds"] is True
     assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.7, 0.6, 0.79)], 0.3), "all")["holds"] is False
     assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.8, 0.7, 0.9)], 0.3), "all")["holds"] is None
