@@ -166,7 +166,7 @@ CHANGELOG: tuple[Change, ...] = (
            "effect); inconclusive where the primary task fails its control; random circuits of n drawn from every "
            "component outside the top n (they were drawn outside the top N, heads only on the embedded model)",
            "yes: the embedded model's first faithfulness run (b6a601a)"),
-    Change("circuit-faithful", 3, "2026-11-26", "this commit", "inconclusive with fewer than 20 problem clusters among "
+    Change("circuit-faithful", 3, "2026-11-26", "0323e63", "inconclusive with fewer than 20 problem clusters among "
            "the evaluation prompts (a percentile bootstrap over a handful of clusters cannot decide)",
            "yes: SmolLM2's first run kept 6 evaluation prompts over 4 clusters (its in-sample identify had ranked on "
            "almost every problem) and came out 'does not hold'"),
