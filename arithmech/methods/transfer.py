@@ -132,7 +132,10 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     drawn = n_samples * (2 * splits.EVAL_SHARE if held_out else 1)
     test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, answer_token=variant, shots=shots)
     checked = None
-    if held_out:                # problems never ranked on (the evaluation side's clusters) whose X_c moves the answer
+    # problems never ranked on (the evaluation side's clusters) whose X_c's top-1 is not the right answer: the
+    # family's accuracy is measured on all of them, right or wrong, but a prompt whose answer survives removing
+    # the operator cannot test the operator's heads
+    if held_out:
         test = [s for s in test if splits.side(splits.cluster(s)) == "eval"]
         checked = len(test)
         test = check_counterfactuals(model, tok, test, batch_size)[0][:n_samples]

@@ -12,9 +12,11 @@ nothing else moves. ``P`` is the **source position** of the path:
   operand, :attr:`arithmech.data.pairs.Sample.positions`, the roles of :mod:`arithmech.methods.attention`):
   paths ``k`` and ``v`` — the keys and values the receiver reads there (its query is END's only).
 
-``X_r`` and ``X_c`` have the same token length and the counterfactual replaces only the operator, so a
-position means the same token slot in both and ``X_c``'s activations are read at the clean prompt's
-indices. A role of several tokens (an operand "12" → "1", "2") is patched at all its tokens at once; a
+``X_r`` and ``X_c`` have the same token length, so a position means the same token slot in both and ``X_c``'s
+activations are read at the clean prompt's indices. The counterfactual replaces the operator's words, and in
+some templates a word beside them as well (the time-span sentences' "years" → "none"): paths through such
+other changed tokens, through "=" and through the solved examples are not patched here — the positions are
+END and the three roles, not every position. A role of several tokens (an operand "12" → "1", "2") is patched at all its tokens at once; a
 role token at END belongs to the END paths; a sample whose role has no token has no such path (NaN).
 Positions before the operator in ``X_c`` see the same tokens as in ``X_r``, so there the sender's
 ``X_c`` output equals its ``X_r`` output and the path is exactly 0 (``A`` in "3 + 5 =", not in "the sum
