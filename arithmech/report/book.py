@@ -150,8 +150,9 @@ def write_generated(root: Path) -> list[Path]:
         rules = pages.rules_page(root, MODELS)
     except ValueError as e:
         rules = f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
-    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join([*sentences, pipeline.pipeline_markdown(root / "book"), *boxes] if boxes else
-                                    [pipeline.pipeline_markdown(root / "book"), NO_RESULTS]), RULES: rules,
+    fig1 = pipeline.pipeline_markdown(root / "book")                       # "" in a book without the chapters
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(x for x in ([*sentences, fig1, *boxes] if boxes else
+                                                                    [fig1, NO_RESULTS]) if x), RULES: rules,
              PROVENANCE: pages.provenance_sentence()}
     changed = []
     for rel, body in texts.items():

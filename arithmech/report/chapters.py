@@ -215,12 +215,6 @@ class SmolLM2(ModelChapter):
                                   "held-out split)", choices=("held-out", "in-sample"))
     zero_shot_bootstrap: str = option("prompt", "what the zero-shot run's effect intervals resample (its shipped run: "
                                       "prompts)", choices=("cluster", "prompt"))
-    example_sets: int = option(step_default(steps.Identify, "example_sets"), "sets of solved examples per template",
-                               low=1)
-    knockout_split: str = option(step_default(steps.Identify, "knockout_split"), "knockout and transfer prompts: "
-                                 "held-out problems, or the ranking X_r topped up", choices=("held-out", "in-sample"))
-    bootstrap: str = option(step_default(steps.Identify, "bootstrap"), "what the effect intervals resample",
-                            choices=("cluster", "prompt"))
     shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
                         high=steps.MAX_SHOTS)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)

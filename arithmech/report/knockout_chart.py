@@ -132,6 +132,7 @@ def knockout_control_chart(knockout: pd.DataFrame, kind: str = "head", tasks: st
     out = knockout[(knockout["kind"] == "sanity") & (knockout["order"] == RULES[kind][0])]["k"]
     cover = random_coverage(curve, kind, int(out.max()) if len(out) else None)
     return chart.properties(title=fig_title(
-        fig, f"knocking out {kind}s by effect rank vs random {kind}s outside the top k",
+        fig, f"knocking out {PLURAL.get(kind, kind + 's')} by effect rank vs random ones outside the top k",
         [f"mean ablation {where} (reference-pool means); bands: Wilson 95% (effect rank),",
-         f"5–95% of the random orders; dashed: all {kind}s out and the majority floor"] + ([cover] if cover else [])))
+         f"5–95% of the random orders; dashed: all {PLURAL.get(kind, kind + 's')} out and the majority floor"]
+        + ([cover] if cover else [])))

@@ -21,6 +21,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
+from arithmech.core.inputs import quoted
+
 from arithmech.report import colours
 
 # What each stage does in the paper (§4, §5, §6) and what it hands to the next one.
@@ -48,7 +50,7 @@ def _title(path: Path) -> tuple[str, str]:
         if line.startswith("# "):
             name, _, rest = line[2:].partition(":")
             return name.strip(), rest.strip()
-    raise ValueError(f"{path} has no '# ' title line")
+    raise ValueError(f"{quoted(path)} has no '# ' title line")
 
 
 def stages(book: Path) -> list[Stage]:
@@ -109,7 +111,10 @@ def pipeline_svg(book: Path) -> str:
 
 def pipeline_markdown(book: Path) -> str:
     """The introduction's Fig. 1: the SVG inline (its boxes link to the chapters) in a ``<figure>`` whose caption
-    names and links each chapter; one raw-HTML block without blank lines, as MyST passes it through."""
+    names and links each chapter; one raw-HTML block without blank lines, as MyST passes it through. ``""`` for a
+    book without those chapters (a test book of other pages)."""
+    if not all((Path(book) / f"{ch}.md").exists() for ch, _, _ in STEPS):
+        return ""
     st = stages(book)
     links = ", then ".join(f'<a href="{s.chapter}.html">{html.escape(s.name)}</a>' for s in st)
     caption = (f"<strong>Fig. 1 — the paper's pipeline, one chapter per stage:</strong> {links}. The key heads "

@@ -6,6 +6,8 @@ compute nothing a test would need to check. Figure titles follow the paper's num
 """
 from __future__ import annotations
 
+import textwrap
+
 import altair as alt
 import pandas as pd
 
@@ -70,9 +72,17 @@ def use_theme() -> None:
         alt.themes.enable("arithmech")
 
 
-def fig_title(fig: str, text: str, subtitle: str | None = None) -> alt.TitleParams:
-    """``fig_title("Fig. 2", "Path patching ...")`` → a title with the paper's figure number."""
-    return alt.TitleParams(f"{fig} — {text}", subtitle=subtitle or alt.Undefined)
+SUBTITLE_CHARS = 90          # a subtitle line longer than this would widen a chart past the column
+
+
+def fig_title(fig: str, text: str, subtitle: str | list[str] | None = None) -> alt.TitleParams:
+    """``fig_title("Fig. 2", "Path patching ...")`` → a title with the paper's figure number; the subtitle (a line or
+    a list of lines) is wrapped at :data:`SUBTITLE_CHARS` characters (Vega-Lite does not wrap titles)."""
+    if not subtitle:
+        return alt.TitleParams(f"{fig} — {text}")
+    lines = [w for line in ([subtitle] if isinstance(subtitle, str) else subtitle)
+             for w in (textwrap.wrap(line, SUBTITLE_CHARS) or [""])]
+    return alt.TitleParams(f"{fig} — {text}", subtitle=lines)
 
 
 # --------------------------------------------------------------------------- data charts (book)

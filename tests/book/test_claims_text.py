@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.report import book, pages
+from arithmech.report import pipeline, book, pages
 
 REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive)\*\* \((?P<here>.*)\)$")
@@ -97,7 +97,11 @@ def test_intro_boxes_match_the_results_when_present(built_book):
     if not present:
         pytest.skip("no results/ here")
     block = _findings(root).split("-->", 1)[1].strip()
-    for model in present:
-        assert pages.results_box(root, [model]).strip() in block, f"the introduction's box for {model[0]} is stale"
+    for model in present:                # the sentences come first, then Fig. 1, then the boxes
+        for part in ("sentence", "box"):
+            assert pages.results_box(root, [model], part=part).strip() in block, \
+                f"the introduction's {part} for {model[0]} is stale"
     if len(present) == len(MODELS):
-        assert block == pages.results_box(root, MODELS).strip()
+        sentences = [pages.results_box(root, [m], part="sentence").strip() for m in MODELS]
+        boxes = [pages.results_box(root, [m], part="box").strip() for m in MODELS]
+        assert block == "\n\n".join([*sentences, pipeline.pipeline_markdown(root / "book"), *boxes])

@@ -24,7 +24,7 @@ from arithmech.steps import config as C
 from .tools import REPO, snapshot
 
 PROBE = """
-import contextlib, io, json, resource, sys, time
+import contextlib, io, json, sys, time
 from arithmech.cli import main
 out = []
 for argv in json.loads(sys.argv[1]):
@@ -36,7 +36,9 @@ for argv in json.loads(sys.argv[1]):
         except SystemExit as e:
             code = e.code
     out.append({"code": code, "err": err.getvalue(), "torch": "torch" in sys.modules, "s": time.time() - t0})
-out.append({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+# the peak of this process's own memory (VmHWM: reset by exec; ru_maxrss keeps the forking parent's peak)
+hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+out.append({"rss_mb": int(hwm.split()[1]) / 1024})
 print(json.dumps(out))
 """
 

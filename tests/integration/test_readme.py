@@ -69,8 +69,8 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     with --help only, and `book --only identify` is planned (its chapter and parameters resolved), not
     executed; every other command runs as written."""
     cmds = readme_commands()
-    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "beyond", "stability",
-                                    "shots", "arms", "train-embedded", "book"]
+    assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "beyond", "faithfulness",
+                                    "stability", "shots", "arms", "train-embedded", "book"]
     book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
     from arithmech.report.book import load_config, plan
     root = README.parent
@@ -88,7 +88,9 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
         R.read(folder, name) if name != "run.json" else None
         assert (folder / name).exists(), name
     run = R.read_run(folder)
-    assert set(run["steps"]) == {"identify", "analyze", "beyond", "stability", "shots", "table1"}
+    assert set(run["steps"]) == {"identify", "analyze", "beyond", "faithfulness", "stability", "shots", "table1"}
+    assert R.read(folder, "faithfulness.csv").n.max() == 6 and run["steps"]["faithfulness"]["inputs"]["effects.csv"] == \
+        R.sha256(folder / "effects.csv")
     assert run["steps"]["shots"]["choice"]["shots"] in (0, 2, 4, 8) and len(R.read(folder, "shots.csv")) == 16
     assert R.read(folder, "finetune/table1.json")["suite"] == "toy" and len(R.read(folder, "stability.csv")) > 0
     assert run["steps"]["beyond"]["inputs"]["effects.csv"] == R.sha256(folder / "effects.csv")
