@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from browser import Browser, require_browser
 
-from arithmech.report import book
+from arithmech.report import book, colours
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = Path("results") / "smollm2-135m"          # the book's SmolLM2 results, committed (see .gitignore)
@@ -30,10 +30,10 @@ const el = document.querySelectorAll('.arithmech-chart')[arguments[0]];
 const texts = Array.from(el.querySelectorAll('svg text')).map(t => t.textContent);
 const sel = el.querySelector('.vega-bindings select');
 const rng = el.querySelector('.vega-bindings input[type=range]');
-const outlined = Array.from(el.querySelectorAll('svg path')).filter(p => p.getAttribute('stroke') === '#111').length;
+const outlined = Array.from(el.querySelectorAll('svg path')).filter(p => p.getAttribute('stroke') === '%s').length;
 return {texts: texts, options: sel ? Array.from(sel.options).map(o => o.text) : [], select: sel ? sel.value : null,
         range: rng ? [rng.min, rng.max, rng.value] : null, outlined: outlined};
-"""
+""" % colours.colour("ink", "outline")       # the key heads' outline (explorer_views), from the one colour table
 TOP5 = re.compile(r"^.+  \d+\.\d%$")             # a top-5 bar's label: token, two spaces, probability
 
 
