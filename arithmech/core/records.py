@@ -67,13 +67,18 @@ def check_record_file(path: str | Path, folder: str | Path) -> dict:
     """The fine-tune record at ``path`` parsed and its format checked (not whether its inputs are still fresh):
     a regular file of ``folder``, bounded, valid JSON, every key of the format; else one line naming it."""
     path = Path(path)
+    return _check_finetune(path, _parse(path, folder, "re-run it, or move it away", "move it away"))
+
+
+def _parse(path: Path, folder: str | Path, fix_truncated: str, fix_deep: str):
+    """The JSON of the fine-tune record at ``path`` (a regular, bounded file of ``folder``); one line naming it,
+    with what to do, when it does not parse."""
     try:
-        rec = json.loads(safe_read.read_text(path, folder))
+        return json.loads(safe_read.read_text(path, folder))
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{quoted(path)} is not valid JSON ({e.msg}): truncated? re-run it, or move it away") from None
+        raise ResultsError(f"{quoted(path)} is not valid JSON ({e.msg}): truncated? {fix_truncated}") from None
     except RecursionError:
-        raise ResultsError(f"{quoted(path)} nests JSON too deeply to be a fine-tune record: move it away") from None
-    return _check_finetune(path, rec)
+        raise ResultsError(f"{quoted(path)} nests JSON too deeply to be a fine-tune record: {fix_deep}") from None
 
 
 def finetune_path(folder: str | Path, mode: str, tag: str | None = None) -> Path:
@@ -131,12 +136,7 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
     if not os.path.lexists(path):
         raise FileNotFoundError(f"{quoted(path)} does not exist: run `python -m arithmech finetune` or "
                                 "`python -m arithmech arms` first")
-    try:
-        rec = json.loads(safe_read.read_text(path, folder))
-    except json.JSONDecodeError as e:
-        raise ResultsError(f"{quoted(path)} is not valid JSON ({e.msg}): truncated? re-run it") from None
-    except RecursionError:
-        raise ResultsError(f"{quoted(path)} nests JSON too deeply to be a fine-tune record: re-run it") from None
+    rec = _parse(path, folder, "re-run it", "re-run it")
     inputs = rec.get("inputs") if isinstance(rec, dict) else None
     if inputs is not None and not isinstance(inputs, dict):
         raise ResultsError(f"{quoted(path)}: 'inputs' is not a table of file names and hashes: re-run it")
