@@ -399,15 +399,17 @@ def exists(folder: str | Path, name: str) -> bool:
 
 def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | None = None) -> bool:
     """True when ``folder`` holds ``step``'s files, its ``run.json`` record has every parameter of ``want`` as
-    given, and the inputs it recorded are unchanged (their sha256): a chapter's check before it reuses a step.
-    ``absent_means``: the value a parameter had in records made before it was recorded."""
+    given, the inputs it recorded are unchanged (their sha256) and every file it wrote is of the format version
+    this arithmech reads (an older format is recomputed, not refused later by :func:`read`): a chapter's check
+    before it reuses a step. ``absent_means``: the value a parameter had in records made before it was recorded."""
     finish_interrupted(folder)
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
     p, folder, absent = rec.get("parameters", {}), Path(folder), absent_means or {}
     recorded = [(safe_read.inside(folder, f, folder / RUN), h) for f, h in rec.get("inputs", {}).items()]
     fresh = all(not os.path.lexists(f) or safe_read.sha256(f, folder) == h for f, h in recorded)
     same = all(p.get(k, absent.get(k)) == v for k, v in want.items())
-    return exists(folder, step_files(step)[0]) and bool(p) and same and fresh
+    current = all(rec.get("formats", {}).get(n, 1) == FILES[n].version for n in rec.get("files", {}) if n in FILES)
+    return exists(folder, step_files(step)[0]) and bool(p) and same and fresh and current
 
 
 def read_step(folder: str | Path, step: str) -> dict[str, Any]:

@@ -249,3 +249,16 @@ def test_run_json_naming_an_input_outside_the_folder_is_refused_before_it_is_ope
     (f / "run.json").write_text(json.dumps(run))
     with pytest.raises(R.ResultsError, match=r"run.json' records the input '../pipe', a path outside"):
         R.made_with(f, "identify", {"seed": 0})
+
+
+def test_a_step_of_an_older_file_format_is_not_reused(tmp_path):
+    """Protects the reuse check against format bumps: a step whose record names a file of another format
+    version than this arithmech reads (upstream.csv v1 after v2) is made again by the chapters' ``ensure``
+    (made_with is False), instead of being reused and then refused by :func:`read` mid-chapter."""
+    f = tmp_path / "m"
+    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
+    assert R.made_with(f, "identify", {"seed": 0})
+    run = json.loads((f / "run.json").read_text())
+    run["steps"]["identify"]["formats"]["effects.csv"] = R.FILES["effects.csv"].version - 1
+    (f / "run.json").write_text(json.dumps(run))
+    assert not R.made_with(f, "identify", {"seed": 0})
