@@ -6,8 +6,8 @@
 {'peak_rss_bytes': 1310720000, 'peak_rss_by_phase': {'patching': 1310720000},
  'cuda_peak_bytes': None, 'cuda_peak_by_phase': None}
 
-* ``peak_rss_bytes`` is the process's high-water mark of resident memory (``getrusage``'s
-  ``ru_maxrss``): it never goes down, so it covers everything the process did before too (model
+* ``peak_rss_bytes`` is the process's high-water mark of resident memory (Linux's ``VmHWM``, else
+  ``getrusage``'s ``ru_maxrss``): it never goes down, so it covers everything the process did before too (model
   loading included), and ``peak_rss_by_phase[p]`` is that mark at the end of phase ``p``: the first
   phase whose value jumps is the one that set the peak. ``None`` where the platform has no
   ``resource`` module (Windows).
@@ -35,7 +35,15 @@ def rss_now() -> int | None:
 
 
 def peak_rss_bytes() -> int | None:
-    """The process's peak resident set so far, in bytes (``None`` without ``resource``)."""
+    """The process's peak resident set so far, in bytes: ``VmHWM`` of ``/proc/self/status`` on Linux (this
+    program's own peak: ``getrusage``'s ``ru_maxrss`` keeps the peak of the process that forked it, across
+    ``exec``, so a small step started by a large one would report the large one's memory), else ``ru_maxrss``
+    (macOS: bytes, BSD: KiB); ``None`` with neither."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
     try:
         import resource  # lazy: POSIX only
     except ImportError:
