@@ -6,7 +6,7 @@ it decides, reconstructed from git (``git log --follow -p -- arithmech/claims/ru
 rules lived in before: ``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``,
 ``arithmech/experiments/casestudy.py``, ``arithmech/smollm.py``). A rule's ``version`` in
 :data:`~arithmech.claims.rules.RULES` is the number of its entries here, and :data:`DIGEST` holds a
-fingerprint of its current text, so a rule edited without an entry fails ``tests/unit/claims/test_changelog.py``.
+fingerprint of its current text and of the numbers its decider reads, so a rule edited without an entry fails ``tests/unit/claims/test_changelog.py``.
 
 What counts as a change: anything that can move a verdict (a threshold, what is compared, a new
 *inconclusive* outcome, which rows are read) or that makes the rule say something else. Moves between
@@ -25,7 +25,10 @@ Adding or editing a rule: append an entry (the next version, today's date, the c
 from __future__ import annotations
 
 import hashlib
+import json
+import types
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -188,33 +191,81 @@ DROPPED: tuple[Change, ...] = (
 """Rules that no longer exist, with their history (their ids are not in ``RULES``)."""
 
 DIGEST: dict[str, str] = {
-    "key-heads-exist": "e9e3e2d6c29b",
-    "key-heads-exist-share": "cb7c3f4647c3",
-    "few-heads": "8ce6abd2a5f0",
-    "middle-layers": "304e0aa37782",
-    "logit-diff-ranking": "5a40d3b8e0bd",
-    "knockout-key-vs-random": "1554dfdf2b98",
-    "knockout-random-flat": "8cb680e6fd3f",
-    "mlps-late": "0aa203d03866",
-    "transfer": "7501d92fd2e5",
-    "attention-roles": "3d22f9c97832",
-    "stages": "d0ca04881174",
-    "precise-matches-full": "b9b840b6fb8b",
-    "selection-matters": "80d2203a2deb",
-    "precise-keeps-generic": "6611a9be068e",
-    "key-heads-stable": "0f6a94d84006",
-    "counterfactuals-agree": "e9d048975206",
-    "answer-token-floor": "b314088bc708",
-    "ablation-removes-information": "536b23386b27",
-    "circuit-faithful": "0be1f14d85b7",
+    "key-heads-exist": "27dd5e827ebf",
+    "key-heads-exist-share": "50f5470042d7",
+    "few-heads": "7c9a5d875439",
+    "middle-layers": "a84c483c7620",
+    "logit-diff-ranking": "8be201f57ec3",
+    "knockout-key-vs-random": "d8a016342049",
+    "knockout-random-flat": "c7cfcdcd18d6",
+    "mlps-late": "d7bcebcd7be5",
+    "transfer": "879f577354e5",
+    "attention-roles": "88fcbb8c2acf",
+    "stages": "c09955693707",
+    "precise-matches-full": "5d7c748d7811",
+    "selection-matters": "868c16ee9702",
+    "precise-keeps-generic": "6ad85759f86a",
+    "key-heads-stable": "da76cbdf4314",
+    "counterfactuals-agree": "3d48ceac0d3e",
+    "answer-token-floor": "3ef1918fda93",
+    "ablation-removes-information": "7f6ee0637453",
+    "circuit-faithful": "236f3413391a",
 }
-"""A fingerprint (:func:`digest`) of each rule's current claim and rule text, as of its latest entry: a rule
-whose text changes without a new entry fails its test."""
+"""A fingerprint (:func:`digest`) of each rule's current claim, rule text and decider numbers
+(:func:`decider_constants`), as of its latest entry: a rule whose text or thresholds change without a new
+entry fails its test. (Recomputed on 2026-11-26 when the numbers joined the fingerprint; no rule changed.)"""
 
 
-def digest(claim: str, rule: str) -> str:
-    """12 hex digits of sha256 over a rule's claim and rule text: changes whenever what it says changes."""
-    return hashlib.sha256(f"{claim}\n{rule}".encode()).hexdigest()[:12]
+def digest(claim: str, rule: str, constants: dict | None = None) -> str:
+    """12 hex digits of sha256 over a rule's claim, its rule text and the numbers its decider reads
+    (:func:`decider_constants`): changes whenever what it says, or a threshold it decides with, changes."""
+    numbers = "" if not constants else "\n" + json.dumps(constants, sort_keys=True)
+    return hashlib.sha256(f"{claim}\n{rule}{numbers}".encode()).hexdigest()[:12]
+
+
+_NUMBER = (int, float)
+
+
+def _is_number(v) -> bool:
+    return (isinstance(v, _NUMBER) and not isinstance(v, bool)) or (
+        isinstance(v, (tuple, frozenset)) and bool(v) and all(isinstance(x, _NUMBER) for x in v))
+
+
+def _codes(code: types.CodeType):
+    """``code`` and every code object nested in it (comprehensions, inner functions, lambdas)."""
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+def decider_constants(fn: Callable) -> dict[str, float | int | list]:
+    """The module-level numbers that decider ``fn`` reads, directly or through the arithmech functions it calls
+    (closures included, as :func:`arithmech.claims.rules._controlled` wraps a decider), keyed
+    ``module.NAME``: the thresholds a verdict moves with even where the rule's text does not print them
+    (e.g. ``arithmech.methods.faithfulness.MIN_CLUSTERS``), and the number literals in their code
+    (``share >= 0.5``), keyed ``module.function:literals``. Strings are left out: a message's wording decides
+    nothing."""
+    out, seen, todo = {}, set(), [fn]
+    while todo:
+        f = todo.pop()
+        if not isinstance(f, types.FunctionType) or f in seen or not f.__module__.startswith("arithmech"):
+            continue
+        seen.add(f)
+        todo += [c.cell_contents for c in (f.__closure__ or ()) if callable(getattr(c, "cell_contents", None))]
+        literals = sorted({c for code in _codes(f.__code__) for c in code.co_consts if _is_number(c)
+                           and isinstance(c, _NUMBER)}, key=repr)
+        if literals:
+            out[f"{f.__module__}.{f.__qualname__}:literals"] = literals
+        for code in _codes(f.__code__):
+            for name in code.co_names:
+                v = f.__globals__.get(name)
+                if _is_number(v):
+                    out[f"{f.__module__}.{name}"] = sorted(v) if isinstance(v, frozenset) else \
+                        list(v) if isinstance(v, tuple) else v
+                elif isinstance(v, types.FunctionType):
+                    todo.append(v)
+    return out
 
 
 def history(rule_id: str) -> list[Change]:

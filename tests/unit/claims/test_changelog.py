@@ -41,9 +41,11 @@ def test_every_entry_names_a_known_rule():
 
 
 def test_a_rule_whose_text_changes_needs_a_new_entry():
-    """Protects the history from silent edits: each rule's claim and rule text hash to the digest recorded with
-    its latest entry; editing either (or a constant it prints, such as TOP or K) without logging it fails."""
-    stale = {r.id: CL.digest(r.claim, r.rule) for r in C.RULES if CL.DIGEST.get(r.id) != CL.digest(r.claim, r.rule)}
+    """Protects the history from silent edits: each rule's claim, rule text and the numbers its decider reads
+    hash to the digest recorded with its latest entry; editing any (a constant it prints, such as TOP or K, or
+    one it only decides with) without logging it fails."""
+    now = {r.id: CL.digest(r.claim, r.rule, CL.decider_constants(C.DECIDERS[r.id])) for r in C.RULES}
+    stale = {k: v for k, v in now.items() if CL.DIGEST.get(k) != v}
     assert not stale, ("rule text changed without a changelog entry: add one, bump the version and set DIGEST to "
                        f"{stale}")
     assert set(CL.DIGEST) == set(C.BY_ID)
@@ -149,3 +151,18 @@ def test_findings_box_counts_claims_and_tables_controls_apart(name):
     table = box[box.index("| control (not a claim of the paper)"):]
     for _, r in c[pages.is_control(c)].iterrows():
         assert f"| {r['here']} | **{pages.verdict(r['holds'])}** |" in table, r["id"]
+
+
+def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
+    """Protects against moving a verdict without touching the rule's text: a number the decider reads but the
+    text does not print (circuit-faithful's MIN_CLUSTERS, read through a helper module; a literal inside
+    a decider) changes the rule's digest."""
+    from arithmech.methods import faithfulness
+    rule = C.BY_ID["circuit-faithful"]
+    before = CL.digest(rule.claim, rule.rule, CL.decider_constants(C.DECIDERS[rule.id]))
+    assert CL.decider_constants(C.DECIDERS[rule.id])["arithmech.methods.faithfulness.MIN_CLUSTERS"] == \
+        faithfulness.MIN_CLUSTERS
+    monkeypatch.setattr(faithfulness, "MIN_CLUSTERS", faithfulness.MIN_CLUSTERS + 1)
+    assert CL.digest(rule.claim, rule.rule, CL.decider_constants(C.DECIDERS[rule.id])) != before
+    lits = CL.decider_constants(C.DECIDERS["key-heads-stable"])
+    assert any(k.endswith(":literals") for k in lits)
