@@ -94,17 +94,24 @@ def sanity_table(res, control: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sanity_sentence(row) -> str:
-    """The chapter's sentence for one row of :func:`sanity_table`, computed, not typed."""
-    lo, hi = row["all heads out ci"]
-    head = (f"With every head mean-ablated ({row['positions']}), accuracy is {row['all heads out']:.1%} "
-            f"(95% CI {lo:.1%}–{hi:.1%}, n = {row['n']}) against a floor of {row['floor']:.1%} (the higher of the "
-            f"majority floor, {row['majority floor']:.1%}, and the conditioned floor, {row['conditioned floor']:.1%}): ")
-    if row.get("removes_information", False) is None:
-        return head + f"inconclusive, the task {row['control']}."
-    return head + ("the interval lies above the floor, so this ablation does **not** remove the information "
-                   "the heads carry." if row["heads_out_above_floor"] else
-                   "the interval reaches the floor, so the ablation removes what the heads carry.")
+def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`sanity_table` as one reader's table (what the chapters show instead of a sentence per row): per task
+    and position setting, the prompts, each sanity accuracy with its 95% Wilson interval, the floor (the higher of
+    the majority and the conditioned floor) and the rule's outcome in words — "removes it" (the interval of all
+    heads out reaches the floor), "does not" (it lies above), "inconclusive" (the task fails its control)."""
+    pct = lambda v, ci: f"{v:.1%} [{ci[0]:.1%}, {ci[1]:.1%}]" if v == v else "not measured"
+    out = []
+    for _, r in table.iterrows():
+        row = {"task": r["task"], "positions": "END" if r["positions"] == "end" else "every position",
+               "prompts": int(r["n"])}
+        for name in ("nothing out", "all heads out", "all MLPs out", "X_c prompt (X_r answer)"):
+            row[f"{name} (95% CI)"] = pct(r[name], r[f"{name} ci"])
+        row["floor"] = f"{r['floor']:.1%}"
+        ri = r["removes_information"]
+        row["all heads out removes what they carry"] = ("inconclusive (" + r["control"] + ")" if ri is None
+                                                        else "yes: reaches the floor" if ri else "no: above the floor")
+        out.append(row)
+    return pd.DataFrame(out).set_index(["task", "positions"])
 
 
 def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:

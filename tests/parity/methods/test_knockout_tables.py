@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.methods.knockout_tables import sanity_sentence, sanity_table
+from arithmech.methods.knockout_tables import sanity_readable, sanity_table
 
 
 def test_sanity_table_decides_the_rule_from_the_rows():
@@ -37,4 +37,7 @@ def test_the_floor_is_the_higher_of_the_two_and_a_failed_control_is_inconclusive
     assert not row["heads_out_above_floor"] and row["removes_information"]
     failed = sanity_table(ko, {"failed": {"t": "conditioned floor 80% >= 50%"}}).iloc[0]
     assert failed["removes_information"] is None and failed["control"] == "fails: conditioned floor 80% >= 50%"
-    assert "inconclusive" in sanity_sentence(failed) and "0.8" not in sanity_sentence(row)
+    shown = sanity_readable(pd.DataFrame([row, failed]))
+    verdicts = shown["all heads out removes what they carry"].tolist()
+    assert verdicts[0] == "yes: reaches the floor" and verdicts[1].startswith("inconclusive (fails: conditioned")
+    assert not shown.map(lambda v: isinstance(v, bool) or v is None).any().any()   # words, never True/False/None
