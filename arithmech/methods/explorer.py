@@ -187,6 +187,16 @@ def step_heads(heads: pd.DataFrame, n_steps: int) -> list[list[Head]]:
             for s in range(n_steps)]
 
 
+def attention_heads(heads: pd.DataFrame, n_steps: int, max_heads: int) -> list[Head]:
+    """The heads whose END-row attention the page stores, ranked (``heads``: :func:`head_steps`): every head
+    that some of the ``n_steps`` slider steps knocks out, so that each row the attention view lists at a step
+    has its data (a head past the loosest threshold but beyond the first ``max_heads`` used to have none, and
+    its row was missing), and at least the ``max_heads`` heads of most negative effect, so a click on a strong
+    head that no step reaches still shows its attention."""
+    keep = (heads["rank"] <= max_heads) | (heads["key_at"] < n_steps)
+    return [(int(l), int(h)) for l, h in zip(heads["layer"][keep], heads["head"][keep])]
+
+
 @torch.no_grad()
 def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
                means: MeanSource, max_heads: int = 12, k: int = 5,
@@ -195,8 +205,8 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
 
     Per prompt, in batches of equal-length prompts: the top-``k`` next tokens intact and with the key
     heads of each slider step mean-ablated at END (:func:`mean_ablation` with ``means``; one forward per
-    distinct head set), the END-row attention of the ``max_heads`` heads of most negative effect (needs
-    eager attention), and per layer the number token closest (cosine) to the MLP's write at END
+    distinct head set), the END-row attention of the heads :func:`attention_heads` picks (every head some
+    step knocks out, and the ``max_heads`` of most negative effect; needs eager attention), and per layer the number token closest (cosine) to the MLP's write at END
     (:func:`~arithmech.methods.mlp.layer_top_numbers`' rank 1). ``heads``: :func:`head_steps`.
 
     Returns DataFrames (lists in a cell are per-position or per-rank arrays):
@@ -215,7 +225,7 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
         raise ValueError("precompute needs at least one prompt")
     sets = step_heads(heads, len(thresholds))
     distinct = list(dict.fromkeys(tuple(s) for s in sets if s))
-    shown = [(int(l), int(h)) for l, h in zip(heads["layer"][:max_heads], heads["head"][:max_heads])]
+    shown = attention_heads(heads, len(thresholds), max_heads)
     key_at = dict(zip(heads["name"], heads["key_at"]))
     prompts = [s.clean for s in samples]
     answers = pairs.answer_ids(tok, samples)

@@ -17,7 +17,8 @@ rewritten, so ``git status`` stays clean after a build.
    other through ``results/<model>/``.
 2. **Generate.** The text the build computes goes to ``book/_generated/`` (git-ignored), which the
    hand-written pages pull in with MyST ``{include}``: the introduction's findings box per model
-   (``findings.md``) and the parameters table of the appendix (``parameters.md``).
+   (``findings.md``), its sentence on the Explorer with the prompt count the build gives that page
+   (``explorer.md``) and the parameters table of the appendix (``parameters.md``).
 3. **Render.** A render tree ``_build/render/`` is assembled: ``_config.yml``, ``_toc.yml``, the plain
    pages, the generated includes, the static files and, under the chapters' own names
    (``book/<name>.ipynb``), the executed copies. ``jupyter-book build`` (execution off) renders it into
@@ -43,9 +44,9 @@ from pathlib import Path
 from arithmech.core.atomic import atomic_write
 from arithmech.core.inputs import quoted, thread_env
 from arithmech.core.progress import OFF, Progress
-from arithmech.report import offline, pages, pipeline
-from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapters,  # noqa: F401 (API)
-                                   declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
+from arithmech.report import counts, offline, pages, pipeline
+from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapter_values,  # noqa: F401 (API)
+                                   chapters, declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
                                    toc_files)
 from arithmech.report.plots import use_theme
 
@@ -96,6 +97,7 @@ FINDINGS = GENERATED / "findings.md"   # {include}d by book/intro.md
 PARAMETERS = GENERATED / "parameters.md"   # {include}d by book/appendix_parameters.md
 RULES = GENERATED / "rules.md"             # {include}d by book/claims_rules.md
 PROVENANCE = GENERATED / "provenance.md"   # {include}d by book/intro.md: were the rules fixed before the results?
+EXPLORER = GENERATED / "explorer.md"       # {include}d by book/intro.md: the Explorer page and its prompt count
 MODELS = [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]
 NO_RESULTS = ("*No results yet: `python -m arithmech book` (or `make book`) computes them and writes this "
               "box.*")
@@ -129,9 +131,23 @@ def parameters_table(root: Path) -> str:
     return "\n".join(out).rstrip("\n")
 
 
-def write_generated(root: Path) -> list[Path]:
+def explorer_intro(root: Path, sets: list[str] = ()) -> str:
+    """The introduction's sentence on the Explorer (:func:`arithmech.report.counts.explorer_sentence`) with the
+    models and ``n_prompts`` the build gives that chapter (``sets``: the build's ``--set`` values); "" in a book
+    without the chapter."""
+    if not (root / "book" / "explorer.md").exists():
+        return ""
+    values = chapter_values(root, "explorer", sets)
+    labels = dict(MODELS)
+    lower = lambda x: x[0].lower() + x[1:] if x.startswith("The ") else x          # "the embedded model", "SmolLM2-135M"
+    named = [lower(labels.get(m, m)) for m in values["models"]]
+    return counts.explorer_sentence(int(values["n_prompts"]), named)
+
+
+def write_generated(root: Path, sets: list[str] = ()) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``), the rules page's tables and
-    changelog (``rules.md``), the rules' provenance sentence (``provenance.md``) and the results box per
+    changelog (``rules.md``), the rules' provenance sentence (``provenance.md``), the Explorer's sentence with its
+    prompt count (``explorer.md``, :func:`explorer_intro`; ``sets``: the build's ``--set`` values) and the results box per
     model (``book/_generated/findings.md``: every model's answer sentence, then Fig. 1, the pipeline
     (:func:`arithmech.report.pipeline.pipeline_markdown`), then the boxes; a note when no model has results, a
     warning box for a model whose results folder does not read as one run). Returns the files that changed."""
@@ -153,7 +169,7 @@ def write_generated(root: Path) -> list[Path]:
     fig1 = pipeline.pipeline_markdown(root / "book")                       # "" in a book without the chapters
     texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(x for x in ([*sentences, fig1, *boxes] if boxes else
                                                                     [fig1, NO_RESULTS]) if x), RULES: rules,
-             PROVENANCE: pages.provenance_sentence()}
+             PROVENANCE: pages.provenance_sentence(), EXPLORER: explorer_intro(root, sets)}
     changed = []
     for rel, body in texts.items():
         path = root / rel
@@ -329,7 +345,7 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     if html:
         t0 = time.perf_counter()
         print("rendering the book (jupyter-book build) ...", flush=True)
-        for rel in write_generated(root):
+        for rel in write_generated(root, sets):
             print(f"  wrote {rel}")
         offline.vendor_assets(root)
         unexecuted = render_tree(root)

@@ -109,10 +109,11 @@ class Models(Chapter):
 
 @dataclass(frozen=True)
 class Explorer(Models):
-    n_prompts: int = option(144, "prompts drawn round-robin over the 48 templates of Fig. 8 and Fig. 10", low=1)
+    n_prompts: int = option(144, "prompts drawn round-robin over the templates of Fig. 8 and Fig. 10", low=1)
     thresholds: tuple[float, ...] = option((-0.1, -0.05, -0.02, -0.01, -0.005, -0.002),
                                            "the slider's key-head thresholds, strict to loose", high=-1e-9)
-    max_heads: int = option(12, "heads whose attention is precomputed (most negative effect first)", low=1)
+    max_heads: int = option(12, "attention is precomputed for every head a step knocks out and for these "
+                            "(most negative effect first)", low=1)
     n_reference: int = option(128, "identify samples whose counterfactuals give the knockout means", low=1)
     answer_token: str = option(step_default(steps.Identify, "answer_token"), "the answer token the prompts are "
                                "drawn and scored with (identify's rule)", choices=ANSWER_TOKENS)

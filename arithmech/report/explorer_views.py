@@ -3,61 +3,117 @@ vega selections (no kernel, no network).
 
 :func:`explorer_chart` draws :func:`arithmech.methods.explorer.precompute`'s tables as one compound chart:
 
-* a **prompt** dropdown (every precomputed prompt) and a **key-head threshold** slider (a handful of
-  precomputed steps) under the chart;
-* a header naming the prompt, its answer token, the threshold and the key heads at that step, and how
-  many of all the prompts keep the answer as top-1 token with those heads knocked out (Wilson 95% interval);
-* the top-5 next tokens, intact and with the key heads mean-ablated at END (the answer's bar in green);
-* the path-patching effect of every head (Fig. 2 style, the key heads at the current step outlined):
-  **click a head** to show its attention alone (double-click: back to the key heads); beside it, layer by
-  layer, the number token closest to what each MLP writes at END;
-* the attention of the key heads (or the clicked head) from END over the prompt's tokens.
+* a **prompt** dropdown (every precomputed prompt) and a **threshold** slider (a handful of precomputed steps)
+  under the chart;
+* a header naming the prompt, its answer token, the threshold and the heads past it at that step, and how
+  many of all the prompts keep the answer as top-1 token with those heads knocked out and intact (Wilson 95%
+  intervals, n). Its lines are wrapped here (:data:`HEADER_CHARS`), never cut by the chart;
+* the subtitle states the rules the view applies (:func:`rules_lines`): when a head is past a threshold,
+  where the slider starts and why (the paper's −5 %, or the strictest step some head passes), and which
+  answer token is scored;
+* the top-5 next tokens, intact and with the heads past the threshold mean-ablated at END (the answer's bar
+  green);
+* the path-patching effect of every head (Fig. 2 style, the heads past the current threshold outlined):
+  **click a head** to show its attention alone (double-click: back); beside it, layer by layer, the number
+  token closest to what each MLP writes at END;
+* the attention from END of the heads past the threshold (or the clicked head), one row per head. The row
+  count changes with the slider and the click, so the chart re-lays itself out on every update
+  (``autosize.resize``): with a fixed size, vega kept the first layout's height and cut every row after the
+  first when the slider added heads.
 """
 from __future__ import annotations
+
+import textwrap
 
 import altair as alt
 import pandas as pd
 
-from arithmech.core.names import components
+from arithmech.core.names import component_label, components
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report import colours
+from arithmech.report.pages import ANSWER_TOKEN_RULES
 from arithmech.report.plots import COLUMN, EFFECT_SCHEME, fig_title
 
 ANSWERS = colours.scale("answer", {"answer token": "answer", "other": "other"})     # green: the answer token
+HEADER_CHARS = 90         # a header line longer than this would run past the chart's width (12 px text)
+NBSP = "\u00a0"          # inside "head 13.11": a wrapped line never splits a head's name
+HEADER_STEP = 17          # px per header line
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _thr(x: float) -> str:
+    """A threshold as a reader reads it: −5%, with a minus sign."""
+    return f"{100 * x:+g}%".replace("-", "−")
+
+
+def _wrap(text: str) -> list[str]:
+    return textwrap.wrap(text, HEADER_CHARS, break_on_hyphens=False) or [""]
+
+
+def _rate(k: int, n: int, lo: float, hi: float) -> str:
+    return f"{k}/{n} prompts ({_pct(k / n)}, 95% CI {_pct(lo)}–{_pct(hi)})"
+
+
 def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
-    """Two header lines (``step, line, label``) per slider step of ``steps``
-    (:func:`~arithmech.methods.explorer.precompute`): the threshold and its key heads; how many prompts keep the
-    answer as top-1 token knocked out and intact, with the 95% interval and the sample size."""
+    """The header lines (``step, line, label``) of each slider step of ``steps``
+    (:func:`~arithmech.methods.explorer.precompute`): the threshold and the heads past it; how many prompts keep
+    the answer as top-1 token with them knocked out, and intact (counts, rates, 95% intervals, n). Long lines
+    are wrapped at :data:`HEADER_CHARS`; every step has as many lines as the longest (blank ones at the end),
+    so the header keeps one height while the slider moves."""
     intact = steps[steps.step < 0].iloc[0]
-    base = (f"intact: {intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)}, "
-            f"95% CI {_pct(intact.ci_low)}–{_pct(intact.ci_high)})")
-    out = []
+    base = "intact: the answer is top-1 on " + _rate(intact.correct, intact.n, intact.ci_low, intact.ci_high)
     last = int(steps.step.max())
+    per = {}
     for r in steps[steps.step >= 0].itertuples():
-        heads = ", ".join(r.heads[:10]) + (f" … ({r.n_heads} in all)" if r.n_heads > 10 else "")
-        out.append({"step": r.step, "line": 0, "label": f"threshold {100 * r.threshold:+g}% (step {r.step} of "
-                    f"0–{last}) · " + (f"heads past it: {heads}" if r.n_heads else "no head passes it: nothing is knocked out")})
-        out.append({"step": r.step, "line": 1, "label": (
-            f"knocked out: top-1 = answer on {r.correct}/{r.n} prompts ({_pct(r.correct / r.n)}, 95% CI "
-            f"{_pct(r.ci_low)}–{_pct(r.ci_high)}) · " if r.n_heads else "") + base})
-    return pd.DataFrame(out)
+        where = f"threshold {_thr(r.threshold)} (step {r.step} of 0–{last})"
+        if r.n_heads:
+            text = [f"{where}: {r.n_heads} {'head is' if r.n_heads == 1 else 'heads are'} past it: "
+                    + ", ".join(component_label(h).replace(" ", NBSP) for h in r.heads),
+                    "knocked out: the answer is top-1 on " + _rate(r.correct, r.n, r.ci_low, r.ci_high)]
+        else:
+            text = [f"{where}: no head is past it, nothing is knocked out"]
+        per[r.step] = [w for t in text + [base] for w in _wrap(t)]
+    height = max(map(len, per.values()))
+    return pd.DataFrame([{"step": k, "line": i, "label": (v + [""] * height)[i]}
+                         for k, v in per.items() for i in range(height)])
 
 
 def default_step(steps: pd.DataFrame, prefer: float = KEY_THRESHOLD) -> int:
-    """The slider's first position: the paper's −5% when some head passes it, else the strictest step that
-    has a key head (0 when none has)."""
+    """The slider's first position: the paper's −5% when some head passes it, else the strictest step that some
+    head passes (0 when none does); :func:`rules_lines` says which on the chart."""
     s = steps[steps.step >= 0]
     at = s[(s.threshold - prefer).abs() < 1e-12]
     if len(at) and int(at.n_heads.iloc[0]) > 0:
         return int(at.step.iloc[0])
     some = s[s.n_heads > 0]
     return int(some.step.iloc[0]) if len(some) else 0
+
+
+def rules_lines(steps: pd.DataFrame, answer_rule: str) -> list[str]:
+    """The rules the view applies, stated on it (the chart's subtitle): when a head is past a threshold, where
+    the slider starts and why, and the answer token scored (``answer_rule``: a rule of
+    :data:`arithmech.report.pages.ANSWER_TOKEN_RULES`, as the prompts table records it)."""
+    s = steps[steps.step >= 0]
+    start = float(s[s.step == default_step(steps)].threshold.iloc[0])
+    paper = _thr(KEY_THRESHOLD)
+    if not int(s.n_heads.max()):
+        where = "no head is past any threshold of the slider: nothing is knocked out at any step"
+    elif abs(start - KEY_THRESHOLD) < 1e-12:
+        where = f"the slider starts at {paper}, the paper's threshold"
+    elif ((s.threshold - KEY_THRESHOLD).abs() < 1e-12).any():
+        where = (f"the slider starts at {_thr(start)}: no head is past the paper's {paper} on this model, and "
+                 f"{_thr(start)} is the strictest step that some head passes")
+    else:
+        where = f"the slider starts at {_thr(start)}, the strictest step that some head passes ({paper} is not a step)"
+    if answer_rule not in ANSWER_TOKEN_RULES:
+        raise ValueError(f"answer token {answer_rule!r}: use one of {', '.join(ANSWER_TOKEN_RULES)}")
+    return ["a head is past a threshold when the whole 95% interval of its path-patching effect lies below it "
+            "(identify's rule; the paper compares the mean)", where,
+            "answer token: " + ANSWER_TOKEN_RULES[answer_rule],
+            "pick a prompt and move the slider under the chart; click a head in the effects map"]
 
 
 def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_name: str,
@@ -70,28 +126,31 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
     beyond flattening the per-prompt arrays.
     """
     P, steps = data["prompts"], data["steps"]
+    rule, = set(P.answer_token)                      # one rule per page (precompute records it per prompt)
     n_steps = int((steps.step >= 0).sum())
     labels = [f"{i}: {p}" if len(p) <= max_label else f"{i}: {p[:max_label - 1]}…" for i, p in zip(P.id, P.prompt)]
     pid = alt.param(name="pid", value=0, bind=alt.binding_select(options=list(map(int, P.id)), labels=labels,
                                                                  name="prompt "))
     ko = alt.param(name="ko_step", value=default_step(steps), bind=alt.binding_range(
-        min=0, max=n_steps - 1, step=1, name="key-head threshold step (left: strict, right: loose) "))
+        min=0, max=n_steps - 1, step=1, name="threshold step (left: strict, right: loose) "))
     headsel = alt.selection_point(name="headsel", fields=["name"], on="click", clear="dblclick")
     this = alt.datum.id == pid
 
-    # --- header: the prompt, then the slider's step (four text lines)
-    lines = pd.concat([
-        P.assign(line=0, label=[f"prompt “{p}” · answer token “{a}”" for p, a in zip(P.prompt, P.answer)]),
-        P.assign(line=1, label=[f"{o}, template {t} · prompt {i + 1} of {len(P)}"
-                                for i, o, t in zip(P.id, P.op, P.template)])])[["id", "line", "label"]]
-    txt = dict(align="left", baseline="top", fontSize=12, limit=COLUMN)
-    y = alt.Y("line:O", axis=None, scale=alt.Scale(domain=[0, 1, 2, 3]))
+    # --- header: the prompt (wrapped), then the slider's step (wrapped; as many lines at every step)
+    prompt_text = [_wrap(f"prompt “{p}” · answer token “{a}”") + _wrap(f"{o}, template {t} · prompt {i + 1} of {len(P)}")
+                   for i, p, a, o, t in zip(P.id, P.prompt, P.answer, P.op, P.template)]
+    n_top = max(map(len, prompt_text))
+    lines = pd.DataFrame([{"id": int(i), "line": k, "label": (ls + [""] * n_top)[k]}
+                          for i, ls in zip(P.id, prompt_text) for k in range(n_top)])
+    step_lines = step_labels(steps).assign(line=lambda d: d.line + n_top)
+    txt = dict(align="left", baseline="top", fontSize=12)
+    y = alt.Y("line:O", axis=None, scale=alt.Scale(domain=list(range(int(step_lines.line.max()) + 1))))
     header = alt.layer(
         alt.Chart(lines).mark_text(**txt, fontWeight=600).encode(x=alt.value(0), y=y, text="label:N")
         .transform_filter(this),
-        alt.Chart(step_labels(steps).assign(line=lambda d: d.line + 2)).mark_text(**txt).encode(
-            x=alt.value(0), y=y, text="label:N").transform_filter(alt.datum.step == ko),
-    ).properties(width=COLUMN, height=alt.Step(17))
+        alt.Chart(step_lines).mark_text(**txt).encode(x=alt.value(0), y=y, text="label:N")
+        .transform_filter(alt.datum.step == ko),
+    ).properties(width=COLUMN, height=alt.Step(HEADER_STEP))
 
     # --- top-5 next tokens, intact and knocked out
     def top_panel(cond, title: str) -> alt.LayerChart:
@@ -110,7 +169,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         return alt.layer(bars, text).properties(width=COLUMN // 2 - 30, height=alt.Step(18), title=title)
 
     tops = alt.hconcat(top_panel(alt.datum.step == -1, "top-5 next tokens, intact"),
-                       top_panel(alt.datum.step == ko, "key heads knocked out (mean, END)"), spacing=24)
+                       top_panel(alt.datum.step == ko, "heads past the threshold knocked out (mean, END)"), spacing=24)
 
     # --- every head's effect; click one
     n_layers, n_heads = int(heads.layer.max()) + 1, int(heads["head"].max()) + 1
@@ -129,7 +188,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         opacity=alt.condition(headsel, alt.value(1.0), alt.value(0.3)),
         tooltip=["name:N", alt.Tooltip("effect:Q", format=".2%"), "rank:Q", "attention:N"],
     ).add_params(headsel).properties(width=cell * n_heads, height=cell * n_layers,
-                                     title="effects (outlined: key heads; click one)")
+                                     title="effects (outlined: past the threshold; click one)")
     mlp = alt.Chart(data["mlp"]).transform_filter(this).transform_flatten(
         ["tokens", "cosines"], as_=["token", "cosine"]).transform_window(n="row_number()").transform_calculate(
         layer="datum.n - 1")
@@ -142,7 +201,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
     ).properties(width=mlp_w, height=cell * n_layers, title="top number token of each MLP's write")
     middle = alt.hconcat(heat, mlp_bars, spacing=30)
 
-    # --- attention from END of the key heads at this step, or of the clicked head
+    # --- attention from END of the heads past this step's threshold, or of the clicked head
     n_pos = int(data["tokens"].groupby("id").size().max())
     which = "length(data('headsel_store')) ? vlSelectionTest('headsel_store', datum) : datum.key_at <= ko_step"
     att = alt.Chart(data["attention"]).transform_filter(this).transform_filter(which).transform_flatten(
@@ -161,11 +220,13 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
             **enc, text="token:N", color=alt.condition("datum.score > 0.5", alt.value(colours.colour("ink", "white")),
                                              alt.value(colours.colour("ink", "black")))),
     ).properties(width=COLUMN - 40, height=alt.Step(22),
-                 title="attention from END (heads past this step's threshold, or the clicked head; outlined: operands, operator)")
+                 title=["attention from END: the heads past this step's threshold, or the clicked head",
+                        "(outlined: operands, operator)"])
 
+    # the strip's row count follows the slider and the click: re-lay the chart out on every update
     return alt.vconcat(header, tops, middle, strip, spacing=18).add_params(pid, ko).properties(
-        title=fig_title("Explorer", f"one prompt at a time on {model_name}",
-                        "pick a prompt and a threshold under the chart; click a head in the effects map"))
+        autosize=alt.AutoSizeParams(type="pad", resize=True),
+        title=fig_title("Explorer", f"one prompt at a time on {model_name}", rules_lines(steps, rule)))
 
 
 def knockout_verdict(row, intact) -> str:
@@ -180,11 +241,11 @@ def knockout_verdict(row, intact) -> str:
 
 
 def knockout_table(steps: pd.DataFrame, model_name: str) -> pd.DataFrame:
-    """One row per slider step: threshold, key heads, top-1 = answer after the knockout (count, rate, 95% CI),
+    """One row per slider step: threshold, heads past it, top-1 = answer after the knockout (count, rate, 95% CI),
     intact, and :func:`knockout_verdict`."""
     intact = steps[steps.step < 0].iloc[0]
     return pd.DataFrame([{
-        "model": model_name, "threshold": f"{100 * r.threshold:+g}%", "heads past it": r.n_heads,
+        "model": model_name, "threshold": _thr(r.threshold), "heads past it": r.n_heads,
         "top-1 = answer": f"{r.correct}/{r.n}", "rate": _pct(r.correct / r.n),
         "95% CI": f"{_pct(r.ci_low)}–{_pct(r.ci_high)}",
         "intact": f"{intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)})",
@@ -196,10 +257,10 @@ def finding(steps: pd.DataFrame, model_name: str, thresholds) -> str:
     intact = steps[steps.step < 0].iloc[0]
     d = steps[steps.step == default_step(steps)].iloc[0]
     if not d.n_heads:
-        return (f"**{model_name}**: no head passes any threshold from {100 * thresholds[0]:+g}% to "
-                f"{100 * thresholds[-1]:+g}%: nothing to knock out.")
-    return (f"**{model_name}**: knocking out the {d.n_heads} head(s) whose mean effect is below "
-            f"{100 * d.threshold:+g}% "
-            f"({components(d.heads[:5])}) leaves the answer top-1 on {d.correct}/{d.n} prompts "
-            f"({_pct(d.correct / d.n)}, 95% CI {_pct(d.ci_low)}–{_pct(d.ci_high)}; intact {intact.correct}/{intact.n}): "
+        return (f"**{model_name}**: no head is past any threshold from {_thr(thresholds[0])} to "
+                f"{_thr(thresholds[-1])}: nothing to knock out.")
+    heads = "the head" if d.n_heads == 1 else f"the {d.n_heads} heads"
+    return (f"**{model_name}**: knocking out {heads} past {_thr(d.threshold)} (the whole 95% interval of the effect "
+            f"below it; {components(d.heads[:5])}{', …' if d.n_heads > 5 else ''}) leaves the answer top-1 on "
+            f"{_rate(d.correct, d.n, d.ci_low, d.ci_high)}; intact {intact.correct}/{intact.n}: "
             f"lower than intact — {knockout_verdict(d, intact)}.")

@@ -208,6 +208,25 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     return out
 
 
+def chapter_values(root: Path, name: str, sets: list[str] = (), cfg: dict | None = None) -> dict:
+    """The values chapter ``name`` (a file stem) runs with, defaults included: its parameters cell's literal
+    defaults, then the ``global`` values of ``book/book.yml`` it declares and its own ``chapters.<name>`` values,
+    then ``--set`` (``sets``) — what :func:`plan` gives papermill, read by pages that quote a chapter's parameter
+    before or without running it (the introduction's Explorer sentence). Unlike :func:`plan` it checks nothing."""
+    cfg = load_config(root) if cfg is None else cfg
+    set_glob, set_per = parse_sets(list(sets))
+    declared = declared_parameters(root / "book" / f"{name}.md")
+    values = {}
+    for k, info in declared.items():
+        try:
+            values[k] = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):
+            pass                                         # a computed default: not known before the chapter runs
+    values.update({k: v for k, v in {**cfg["global"], **set_glob}.items() if k in declared})
+    values.update({**(cfg["chapters"].get(name) or {}), **set_per.get(name, {})})
+    return values
+
+
 def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> None:
     unknown = sorted(set(values) - allowed)
     if unknown:

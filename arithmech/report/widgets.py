@@ -3,8 +3,9 @@
 >>> from arithmech.report.widgets import explorer
 >>> explorer(model, tok, key_heads, reference=samples)      # leave it last in a cell to show it
 
-A text box for the prompt and one for its counterfactual, a dropdown of heads (key heads
-first), a toggle that mean-ablates the key heads, a button, and an output area with the top-5
+A text box for the prompt and one for its counterfactual, a dropdown of heads (the studied heads first, marked
+with ``heads_label``: "key" where they are identify's key heads, "top 10" where none is key and the top heads
+by effect rank stand in, :meth:`arithmech.report.counts.KeyHeads.studied_label`), a toggle that mean-ablates them, a button, and an output area with the top-5
 next tokens, the chosen head's attention strip and the per-layer number tokens. All logic is in
 :mod:`arithmech.methods.explorer`; :meth:`Explorer.refresh` is what the controls call and can be called
 directly (tests do, without a browser).
@@ -31,11 +32,13 @@ def _bundle(obj) -> dict:
 
 
 class Explorer:
-    """The controls and their callback. ``key_heads``: ``[(layer, head), ...]``; ``reference``: samples
-    whose counterfactuals give the means the knockout writes (the knockout is disabled without them)."""
+    """The controls and their callback. ``key_heads``: ``[(layer, head), ...]``, the studied heads; ``reference``:
+    samples whose counterfactuals give the means the knockout writes (the knockout is disabled without them);
+    ``heads_label``: what the studied heads are, in the dropdown and on the toggle ("key", or "top 10" where
+    none is key)."""
 
     def __init__(self, model, tok, key_heads: Sequence[tuple[int, int]], reference: Sequence | None = None,
-                 prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 ="):
+                 prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 =", heads_label: str = "key"):
         import ipywidgets  # lazy: the book extra (a live kernel)
         self.model, self.tok, self.key_heads = model, tok, [tuple(h) for h in key_heads]
         cfg = model.config
@@ -44,9 +47,9 @@ class Explorer:
         self.prompt = ipywidgets.Text(value=prompt, description="prompt")
         self.counterfactual = ipywidgets.Text(value=counterfactual, description="counterfactual",
                                      placeholder="optional, e.g. 4 @ 3 =")
-        self.head = ipywidgets.Dropdown(options=[(component(l, h) + (" (key)" if (l, h) in self.key_heads else ""), (l, h))
-                                        for l, h in heads], value=heads[0], description="head")
-        self.knockout = ipywidgets.Checkbox(value=False, description="knock out the key heads (mean ablation)",
+        self.head = ipywidgets.Dropdown(options=[(component(l, h) + (f" ({heads_label})" if (l, h) in self.key_heads else ""),
+                                                  (l, h)) for l, h in heads], value=heads[0], description="head")
+        self.knockout = ipywidgets.Checkbox(value=False, description=f"knock out the {heads_label} heads (mean ablation)",
                                    disabled=not reference)
         self.button = ipywidgets.Button(description="run", button_style="primary")
         self.output = ipywidgets.Output()
@@ -87,9 +90,10 @@ class Explorer:
 
 
 def explorer(model, tok, key_heads: Sequence[tuple[int, int]], reference: Sequence | None = None,
-             prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 =", run: bool = True) -> Explorer:
+             prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 =", run: bool = True,
+             heads_label: str = "key") -> Explorer:
     """Build the explorer (and fill it once when ``run``). Display it by leaving it last in a cell."""
-    e = Explorer(model, tok, key_heads, reference, prompt, counterfactual)
+    e = Explorer(model, tok, key_heads, reference, prompt, counterfactual, heads_label)
     if run:
         e.refresh()
     return e

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,16 @@ return {texts: texts, options: sel ? Array.from(sel.options).map(o => o.text) : 
         range: rng ? [rng.min, rng.max, rng.value] : null, outlined: outlined};
 """ % colours.colour("ink", "outline")       # the key heads' outline (explorer_views), from the one colour table
 TOP5 = re.compile(r"^.+  \d+\.\d%$")             # a top-5 bar's label: token, two spaces, probability
+# The attention strip's rows (labels "head 13.11"), each with whether it lies inside the chart's box (the
+# container clips: a row below the svg's height is not seen), and the header's step lines.
+ROWS_JS = """
+const el = document.querySelectorAll('.arithmech-chart')[arguments[0]];
+const box = el.getBoundingClientRect();
+const texts = Array.from(el.querySelectorAll('svg text'));
+return {rows: texts.filter(t => /^head \\d+\\.\\d+$/.test(t.textContent))
+                   .map(t => [t.textContent, t.getBoundingClientRect().bottom <= box.bottom + 1]),
+        header: texts.map(t => t.textContent).filter(t => /^(threshold|knocked out|intact)/.test(t))};
+"""
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +132,9 @@ def drive(d, chart, k: int) -> None:
                      "r.dispatchEvent(new Event('input', {bubbles: true}));", k)
     s2 = state()
     assert s2["range"][2] == hi != v and line(s2) != line(s1) and s2["outlined"] > s1["outlined"]
+    seen = d.execute_script(ROWS_JS, k)              # every row of the heads past the loosest threshold is seen
+    assert len(seen["rows"]) >= 2 and all(inside for _, inside in seen["rows"]), seen["rows"]
+    assert seen["header"] and not any(t.endswith("…") for t in seen["header"]), seen["header"]
 
     # (b) click a head in the effects map: only its row stays in the attention view
     cells = [p for p in chart.find_elements(By.CSS_SELECTOR, "svg path[aria-label]")
@@ -135,3 +149,64 @@ def drive(d, chart, k: int) -> None:
     assert rows(s3) == {name}, (name, rows(s3))
     ActionChains(d).move_to_element(target).double_click().perform()
     assert rows(state()) == before
+
+
+def _views_page(tmp_path: Path) -> tuple[Path, int]:
+    """A page with one explorer chart drawn from hand-built tables (no model): 16 heads, thresholds −10% to −1%,
+    one head past −5% and 15 past −1% (attention stored as precompute stores it, ``max_heads`` 4); the vega bundle
+    inline, the book's stylesheet, the book's chart HTML. Returns the page and the heads past the loosest step."""
+    import pandas as pd
+    import vl_convert as vlc
+    import altair as alt
+    from arithmech.core.stats import wilson_interval
+    from arithmech.methods import explorer as X
+    from arithmech.report import explorer_views as V, offline, plots
+    plots.use_theme()
+    eff = pd.DataFrame([("all", l, str(h), -0.12 if (l, h) == (0, 0) else -0.04 + 0.002 * (4 * l + h))
+                        for l in range(4) for h in range(4)], columns=["task", "layer", "head", "effect"])
+    thresholds = [-0.1, -0.05, -0.02, -0.01]
+    heads = X.head_steps(eff.assign(effect_hi=eff.effect + 0.001), thresholds)
+    sets = [list(heads.name[heads.key_at <= s]) for s in range(len(thresholds))]
+    steps = pd.DataFrame([(s, None if s < 0 else thresholds[s], [] if s < 0 else sets[s], 0 if s < 0 else len(sets[s]),
+                           2, 3, *wilson_interval(2, 3)) for s in range(-1, len(thresholds))],
+                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"])
+    stored = X.attention_heads(heads, len(thresholds), 4)
+    data = {"prompts": pd.DataFrame({"id": [0, 1], "prompt": ["1 + 2 =", "3 - 1 ="], "op": ["addition"] * 2,
+                                     "template": ["t"] * 2, "answer": ["3", "2"], "answer_token": ["last-digit"] * 2}),
+            "tokens": pd.DataFrame([(f"{i}:{p}", i, p, f"t{p}", "other") for i in range(2) for p in range(4)],
+                                   columns=["key", "id", "pos", "token", "role"]),
+            "top": pd.DataFrame([(i, s, ["3", "4"], [0.9, 0.1], True, 1) for i in range(2) for s in steps.step],
+                                columns=["id", "step", "tokens", "probs", "correct", "answer_rank"]),
+            "attention": pd.DataFrame([(i, f"{l}.{h}", int(heads.key_at[heads.name == f"{l}.{h}"].iloc[0]),
+                                        [0.1, 0.2, 0.3, 0.4]) for i in range(2) for l, h in stored],
+                                      columns=["id", "name", "key_at", "scores"]),
+            "mlp": pd.DataFrame([(i, ["3"] * 4, [0.5] * 4) for i in range(2)], columns=["id", "tokens", "cosines"]),
+            "steps": steps}
+    spec = V.explorer_chart(data, heads, "hand-built").to_dict()
+    vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    bundle = "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n"
+    css = (REPO / "book" / "_static" / "arithmech.css").read_text()
+    page = tmp_path / "explorer_views.html"
+    page.write_text(f"<html><head><style>{css} body {{ width: 700px; }}</style><script>{bundle}</script></head>"
+                    f"<body>{offline.chart_html(spec)}</body></html>")
+    return page, len(sets[-1])
+
+
+def test_every_row_past_the_threshold_is_seen(tmp_path):
+    """Protects the attention view and the header as a reader sees them (issue #27), without building a book: at
+    the slider's first step one row, and after moving it to the loosest threshold every one of the 15 heads past
+    it has its row inside the chart (vega used to keep the first layout's height and the container cut every row
+    after the first); no header line is cut short with "…"."""
+    require_browser()
+    page, loosest = _views_page(tmp_path)
+    with Browser() as b:
+        r = b.open(page, settle=30)
+        assert r.errors == [] and r.counts["drawn"] == 1, r.errors[:3]
+        first = b.driver.execute_script(ROWS_JS, 0)
+        assert [n for n, _ in first["rows"]] == ["head 0.0"] and all(i for _, i in first["rows"])
+        b.driver.execute_script("const r = document.querySelector('.vega-bindings input[type=range]'); r.value = r.max;"
+                                "r.dispatchEvent(new Event('input', {bubbles: true}));")
+        time.sleep(0.5)
+        loose = b.driver.execute_script(ROWS_JS, 0)
+        assert len(loose["rows"]) == loosest == 15 and all(inside for _, inside in loose["rows"]), loose["rows"]
+        assert loose["header"] and not any(t.endswith("…") for t in loose["header"]), loose["header"]

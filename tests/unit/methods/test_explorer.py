@@ -34,6 +34,16 @@ def test_head_steps_rank_heads_and_mark_their_first_step():
         X.head_steps(_effects(), [-0.1], task="division")
 
 
+
+def test_attention_is_stored_for_every_head_a_step_knocks_out():
+    """Protects the attention view's rows (issue #27): every head some slider step knocks out has its attention
+    stored, even past ``max_heads`` (the loosest step here knocks out three heads, with ``max_heads=1``), and at
+    least the ``max_heads`` strongest heads are stored for a click; heads no step reaches beyond those are not."""
+    h = X.head_steps(_effects(), [-0.1, -0.02, -0.01])
+    assert X.attention_heads(h, 3, max_heads=1) == [(0, 0), (0, 1), (1, 0)]
+    assert X.attention_heads(h, 1, max_heads=2) == [(0, 0), (0, 1)]
+    assert X.attention_heads(h, 1, max_heads=1) == [(0, 0)]
+
 # The explorer's data for the embedded model before issue #22 (drawn with "first"): identify on addition and
 # subtraction (16 pairs, seed 0, "first"), thresholds [-0.05, -0.01], 6 prompts, 8 reference samples, 2 heads.
 FIRST_TOKEN_PAGE = {

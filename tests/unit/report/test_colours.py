@@ -186,7 +186,7 @@ def _explorer():
                            *wilson_interval(k, 3)) for s, (k, n) in enumerate([(3, 0), (1, 1), (0, 2)], start=-1)],
                          columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"])
     data = {"prompts": pd.DataFrame({"id": [0, 1], "prompt": ["1 + 2 =", "3 - 1 ="], "op": ["addition"] * 2,
-                                     "template": ["t"] * 2, "answer": ["3", "2"]}),
+                                     "template": ["t"] * 2, "answer": ["3", "2"], "answer_token": ["last-digit"] * 2}),
             "tokens": pd.DataFrame([(f"{i}:{p}", i, p, "t", "other") for i in range(2) for p in range(4)],
                                    columns=["key", "id", "pos", "token", "role"]),
             "top": pd.DataFrame([(i, s, ["3", "4"], [0.9, 0.1], True, 1) for i in range(2) for s in range(-1, 2)],
@@ -196,6 +196,13 @@ def _explorer():
             "mlp": pd.DataFrame([(i, ["3", "3"], [0.5, 0.6]) for i in range(2)], columns=["id", "tokens", "cosines"]),
             "steps": steps}
     return V.explorer_chart(data, heads, "m")
+
+
+def _transfer():
+    rows = [dict(case=0, prompt="2 + 2 =", expected="4", status="ok", when=w, rank=r, token=str(3 + r), prob=0.5 / r)
+            for w in ("before", "after") for r in range(1, 6)]
+    return pd.DataFrame(rows + [dict(case=1, prompt="Danny has 12", expected="6", status="skipped: unknown to the "
+                                     "tokenizer: 'Danny'", when=None, rank=None, token=None, prob=None)])
 
 
 def _curve_chart(monkeypatch):
@@ -210,7 +217,7 @@ def _curve_chart(monkeypatch):
 def _charts(monkeypatch):
     """``(name, chart, roles it may use, schemes it may use)`` for every chart builder of arithmech.report."""
     from arithmech.report import (attention_control, beyond_views, circuit, faithfulness_chart, knockout_chart,
-                                  plots, stability_views, tradeoff)
+                                  plots, stability_views, tradeoff, transfer_chart)
     nodes, edges = _circuit()
     acc = pd.DataFrame({"template": ["a", "b"], "figure": ["Fig. 8"] * 2, "op": ["+"] * 2, "family": ["x", "y"],
                         "accuracy": [0.5, 0.9]})
@@ -247,6 +254,7 @@ def _charts(monkeypatch):
         ("scatter_chart", beyond_views.scatter_chart(_beyond_run()), ["method", "reference"], []),
         ("circuit_chart", circuit.circuit_chart(nodes, edges, "m"), ["node"], ["effect"]),
         ("explorer_chart", _explorer(), ["answer"], ["effect", "attention"]),
+        ("transfer_chart", transfer_chart.transfer_chart(_transfer(), "m", "the key heads"), ["answer"], []),
     ]
 
 
@@ -261,7 +269,7 @@ def test_every_chart_draws_only_the_colours_of_its_roles(monkeypatch):
         if cols - allowed(*roles) or used_schemes - {C.SCHEMES[s] for s in schemes}:
             bad[name] = (sorted(cols - allowed(*roles)), sorted(used_schemes - {C.SCHEMES[s] for s in schemes}))
     assert not bad, bad
-    assert len(charts) >= 22
+    assert len(charts) >= 23
 
 
 def test_the_arms_and_the_selection_agree_on_key_and_random(monkeypatch):

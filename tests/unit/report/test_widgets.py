@@ -9,6 +9,9 @@ def test_widget_runs_without_a_browser(word_llama_fig8):
     model, tok, samples = word_llama_fig8
     w = widgets.explorer(model, tok, key_heads=[(0, 1), (2, 3)], reference=samples, run=False)
     assert w.output.outputs == () and w.head.value == (0, 1)
+    assert w.head.options[0][0] == "head 0.1 (key)" and w.knockout.description.startswith("knock out the key heads")
+    top = widgets.explorer(model, tok, key_heads=[(0, 1)], run=False, heads_label="top 10")   # none is key
+    assert top.head.options[0][0] == "head 0.1 (top 10)" and "key" not in top.head.options[0][0]
     w.prompt.value, w.counterfactual.value = "4 + 3 =", "4 @ 3 ="
     w.knockout.value = True                                   # observer → refresh()
     assert set(w.tables) == {"top", "numbers", "attention"}
