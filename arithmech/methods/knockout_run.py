@@ -182,13 +182,20 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
     with several tasks, ``"all"`` interleaves those of
     ``pooled`` (default: every task; identify leaves out a task that fails its control).
     Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
-    ``ck`` / ``bar``: checkpoints (each task's frame saved and reused) and a progress bar, optional."""
+    ``ck`` / ``bar``: checkpoints (each task's prompts and frame saved and reused) and a progress bar, optional."""
     if split not in SPLITS:
         raise ValueError(f"knockout split {split!r}: use one of {SPLITS}")
     held = {t: split == "held-out" and templates.get(t) is not None for t in samples}
-    evals = {t: eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
-                             answer_token=answer_token, shots=shots, heldout=held[t])
-             for t, ss in samples.items()}
+    evals = {}
+    for t, ss in samples.items():       # each task's prompts checkpointed too: drawing held-out X_r is slow
+        got = ck.load(f"knockout-prompts-{t}") if ck is not None else None
+        if got is not None:
+            evals[t] = [pairs.Sample(**x) for x in got]
+            continue
+        evals[t] = eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
+                                answer_token=answer_token, shots=shots, heldout=held[t])
+        if ck is not None:
+            ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
     held["all"] = all(held[t] for t in (samples if pooled is None else pooled))
     if len(samples) > 1:
         evals["all"] = pairs.interleave([evals[t] for t in (samples if pooled is None else pooled)])[:knockout_samples]

@@ -40,23 +40,25 @@ def _run_record(raw: bytes) -> dict:
     return run
 
 
-def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys):
-    """Protects: identify killed (SIGKILL) after its first task's checkpoint continues on a re-run with the same
-    arguments (the finished task is loaded, not recomputed), writes files byte-identical to an uninterrupted
-    run (run.json's timings aside) and removes its checkpoints; nothing final is written by the killed run."""
+@pytest.mark.parametrize("unit", ["task-0.pt", "knockout-prompts-addition.pt"])
+def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys, unit):
+    """Protects: identify killed (SIGKILL) after a checkpoint (its first task's patching; its first task's held-out
+    knockout prompts, the slow draw on a real model) continues on a re-run with the same arguments (the saved
+    unit is loaded, not recomputed), writes files byte-identical to an uninterrupted run (run.json's timings
+    aside) and removes its checkpoints; nothing final is written by the killed run."""
     killed, ref = tmp_path / "killed", tmp_path / "ref"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     p = subprocess.Popen([sys.executable, "-m", "arithmech", *IDENTIFY, "--results", str(killed)], cwd=tmp_path,
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ckdir = killed / "embedded" / ".checkpoints"
     deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None and not list(ckdir.glob("identify-*/task-0.pt")):
+    while time.time() < deadline and p.poll() is None and not list(ckdir.glob(f"identify-*/{unit}")):
         time.sleep(0.005)
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert p.returncode == -signal.SIGKILL, p.stderr.read().decode()[-2000:]
     units = sorted(x.name for x in ckdir.glob("identify-*/*.pt"))
-    assert "task-0.pt" in units and not (killed / "embedded" / "effects.csv").exists()
+    assert unit in units and not (killed / "embedded" / "effects.csv").exists()
     capsys.readouterr()
     main([*IDENTIFY, "--results", str(killed)])                     # the same command again: continues
     assert "identify: resumed" in capsys.readouterr().err
