@@ -1,8 +1,8 @@
 """The SmolLM2 results shipped in ``results/smollm2-135m/`` are what the book would compute: every file reads
 through the results contract at its current format version, each step was made with the parameters the SmolLM2
 appendix asks for (so the book reuses them instead of silently showing another run), and no file holds a path of
-the machine that made it. The peer benchmark's shipped result (``benchmarks/results/peer.json``, on the same
-SmolLM2 prompts) holds its parity and ratio."""
+the machine that made it. The peer benchmark's shipped result (``benchmarks/results/peer.json``, on SmolLM2
+prompts whose sha256 it records) holds its parity and ratio."""
 from __future__ import annotations
 
 import ast
@@ -88,9 +88,11 @@ def test_no_shipped_file_names_a_machine_path(path):
 
 def test_peer_benchmark_shows_parity_and_the_ratio():
     """Protects the peer benchmark's shipped claim (``benchmarks/bench_peer.py``): for nnsight and TransformerLens,
-    Algorithm 1 written in the library's idiom gives effects equal to ours within 1e-4 on the shipped SmolLM2
-    prompts, and the file holds both wall times of that one run with their ratio."""
+    Algorithm 1 written in the library's idiom gives effects equal to ours within 1e-4 on SmolLM2 prompts (those
+    of the run shipped when it was measured: the file records their sha256), and the file holds both wall times of
+    that one run with their ratio."""
     r = json.loads((REPO / "benchmarks" / "results" / "peer.json").read_text())
+    assert len(r["prompts_sha256"]) == 64 and r["mean_tokens"] > 0
     assert r["model"] == "smollm2-135m" and r["tolerance"] == 1e-4 and r["n_pairs"] >= 8 and r["parity"]
     assert {x["peer"] for x in r["runs"]} == {"nnsight", "transformerlens"}
     for x in r["runs"]:
