@@ -138,7 +138,7 @@ WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m 
               "accuracy": "python -m arithmech accuracy-by-template",
               "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
               "table1": "python -m arithmech arms", "curve": "python -m arithmech arms --curve-only", "stability": "python -m arithmech stability",
-              "faithfulness": "python -m arithmech faithfulness"}
+              "faithfulness": "python -m arithmech faithfulness", "shots": "python -m arithmech shots"}
 
 
 # ----------------------------------------------------------------------------------- locations

@@ -262,3 +262,9 @@ def test_a_step_of_an_older_file_format_is_not_reused(tmp_path):
     run["steps"]["identify"]["formats"]["effects.csv"] = R.FILES["effects.csv"].version - 1
     (f / "run.json").write_text(json.dumps(run))
     assert not R.made_with(f, "identify", {"seed": 0})
+
+
+def test_every_step_with_files_names_its_command():
+    """Protects the error messages that tell a reader what to re-run: every step that owns a file of the results
+    folder has its command in WRITTEN_BY (a missing one turned "re-run …" into a KeyError for shots.csv)."""
+    assert {spec.step for spec in R.FILES.values()} <= set(R.WRITTEN_BY)
