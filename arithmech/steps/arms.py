@@ -6,7 +6,7 @@ controls the comparison needs (issue #14):
 
 * **arms** — ``base`` (no training); ``full`` (every parameter); ``precise-key`` (the top-``k`` heads:
   those passing identify's threshold, filled up by rank when fewer pass — recorded as ``selection``);
-  ``precise-random`` (``k`` random heads, **never a key head**, drawn layer by layer to match the key
+  ``precise-random`` (``k`` random heads, **never a key head under either rule of** ``key_heads.json``, drawn layer by layer to match the key
   heads' layers — the nearest layer with a free head where a layer has none left — one draw per seed);
 * **seeds** — every arm with each of ``seeds`` (the data splits stay fixed by ``data_seed``, so every run
   is scored on the same items);
@@ -64,11 +64,15 @@ RULE = "highest validation math accuracy; among rates within 0.01 of it, the low
 
 
 # ------------------------------------------------------------------------------------ the heads
-def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """``(heads passing identify's threshold, every head ranked best first)`` of a results folder."""
+def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)`` of a
+    results folder. The first two choose the tuned heads (the paper's rule and its ranking); the third only
+    widens what the random arm must avoid: a head that either rule calls key is never a "random" head."""
     ranked, _ = ranked_components(folder)
-    passing = [(h["layer"], h["head"]) for h in results_io.read(folder, "key_heads.json")["heads"]]
-    return passing, ranked
+    kh = results_io.read(folder, "key_heads.json")
+    passing = [(h["layer"], h["head"]) for h in kh["heads"]]
+    by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
+    return passing, ranked, by_share
 
 
 RUN_TAG = re.compile(r"^(base|full-s\d+-lr.+|precise-(key|random\d+)-s\d+-lr.+)$")
@@ -290,7 +294,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     out = results_io.model_folder(results, model)
     curve = None
     if not c.curve_only:                  # every input checked before anything is written (the curve included)
-        passing, ranked = key_and_ranked(out)
+        passing, ranked, by_share = key_and_ranked(out)
         if len(ranked) < top_k:
             raise ValueError(f"--top-k {top_k}: {quoted(out)} ranks only {len(ranked)} heads")
         check_records(out)
@@ -302,7 +306,10 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     tuned = ranked[:top_k]
     selection = (f"{len(passing)} heads pass identify's threshold; the top {top_k} by rank are tuned"
                  if len(passing) != top_k else "the heads passing identify's threshold")
-    exclude = set(tuned) | set(passing)
+    exclude = set(tuned) | set(passing) | set(by_share)
+    if set(by_share) - set(tuned) - set(passing):
+        selection += (f"; the random arm also avoids the {len(set(by_share) - set(tuned) - set(passing))} other heads "
+                      "the share rule names")
     random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}
