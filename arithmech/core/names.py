@@ -72,6 +72,16 @@ def component_label(name: str) -> str:
     return str(name)
 
 
+TOKEN_MARKS = {"Ġ": "␣", "▁": "␣", "Ċ": "⏎"}
+"""Byte-level BPE's and SentencePiece's marks for a space (``Ġ``, ``▁``) and GPT-2's for a newline (``Ċ``),
+as a reader sees them."""
+
+
+def token_label(token: str) -> str:
+    """A tokenizer's piece as a reader sees it: "Ġ3" → "␣3" (a space, then 3), "▁plus" → "␣plus"."""
+    return "".join(TOKEN_MARKS.get(ch, ch) for ch in str(token))
+
+
 def components(items) -> str:
     """"head 13.11, head 14.2, MLP 17" for ``(layer, head)`` pairs or file ids; "none" for none."""
     shown = [component(*c) if isinstance(c, (tuple, list)) else component_label(c) for c in items]

@@ -28,7 +28,7 @@ import textwrap
 import altair as alt
 import pandas as pd
 
-from arithmech.core.names import component_label, components
+from arithmech.core.names import component_label, components, token_label
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report import colours
 from arithmech.report.pages import ANSWER_TOKEN_RULES
@@ -126,6 +126,9 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
     beyond flattening the per-prompt arrays.
     """
     P, steps = data["prompts"], data["steps"]
+    data = {**data, "top": data["top"].assign(tokens=data["top"].tokens.map(lambda ts: [token_label(t) for t in ts])),
+            "mlp": data["mlp"].assign(tokens=data["mlp"].tokens.map(lambda ts: [token_label(t) for t in ts])),
+            "tokens": data["tokens"].assign(token=data["tokens"].token.map(token_label))}
     rule, = set(P.answer_token)                      # one rule per page (precompute records it per prompt)
     n_steps = int((steps.step >= 0).sum())
     labels = [f"{i}: {p}" if len(p) <= max_label else f"{i}: {p[:max_label - 1]}…" for i, p in zip(P.id, P.prompt)]
@@ -137,7 +140,7 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
     this = alt.datum.id == pid
 
     # --- header: the prompt (wrapped), then the slider's step (wrapped; as many lines at every step)
-    prompt_text = [_wrap(f"prompt “{p}” · answer token “{a}”") + _wrap(f"{o}, template {t} · prompt {i + 1} of {len(P)}")
+    prompt_text = [_wrap(f"prompt “{p}” · answer token “{token_label(a)}”") + _wrap(f"{o}, template {t} · prompt {i + 1} of {len(P)}")
                    for i, p, a, o, t in zip(P.id, P.prompt, P.answer, P.op, P.template)]
     n_top = max(map(len, prompt_text))
     lines = pd.DataFrame([{"id": int(i), "line": k, "label": (ls + [""] * n_top)[k]}

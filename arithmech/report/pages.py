@@ -92,15 +92,21 @@ def _version(rule_id: str) -> str:
 
 
 def claims_table(claims: pd.DataFrame) -> str:
-    """Markdown table ``claim | paper | rule | version | this run | verdict`` of a claims frame (see
+    """Markdown table ``claim | paper | rule (version) | this run | verdict`` of a claims frame (see
     :func:`arithmech.claims.rules.claims`); the version's history is in :func:`changelog_table`."""
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
-    rows = ["| claim | paper (LLaMA2-7B) | rule | version | this run | verdict |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| claim | paper (LLaMA2-7B) | rule (its version) | this run | verdict |",
+            "| --- | --- | --- | --- | --- |"]
     for _, r in claims.iterrows():
-        rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} | "
-                    f"{_version(r['id'])} | {_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
-    return "\n".join(rows)
+        rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} ({_version(r['id'])}) | "
+                    f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
+    return fixed_table("\n".join(rows), "arithmech-rules")
+
+
+def fixed_table(md: str, css_class: str) -> str:
+    """A markdown table inside a ``{div}`` of ``css_class``, whose column widths ``book/_static/arithmech.css``
+    fixes so that long prose cells wrap inside the text column instead of running past it."""
+    return f":::{{div}} {css_class}\n{md}\n:::"
 
 
 RULES_PAGE = "claims_rules.md"      # the page that lists every rule beside its verdict (book/claims_rules.md)
@@ -172,12 +178,12 @@ def provenance_sentence(rules=RULES) -> str:
 def changelog_table() -> str:
     """Markdown table of :data:`arithmech.claims.changelog.CHANGELOG` (and the dropped rules): rule, version, date,
     commit, what changed, whether the results it decides existed then."""
-    rows = ["| rule | version | date | commit | what changed | results it decides existed then |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| rule, version | date, commit | what changed | results it decides existed then |",
+            "| --- | --- | --- | --- |"]
     for c in (*changelog.CHANGELOG, *changelog.DROPPED):
-        name = f"`{c.rule}`" + ("" if c.rule in BY_ID else " (dropped)")
-        rows.append(f"| {name} | v{c.version} | {c.date} | `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
-    return "\n".join(rows)
+        name = f"`{c.rule}` v{c.version}" + ("" if c.rule in BY_ID else " (dropped)")
+        rows.append(f"| {name} | {c.date} `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
+    return fixed_table("\n".join(rows), "arithmech-changelog")
 
 
 def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results",

@@ -307,9 +307,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     selection = (f"{len(passing)} heads pass identify's threshold; the top {top_k} by rank are tuned"
                  if len(passing) != top_k else "the heads passing identify's threshold")
     exclude = set(tuned) | set(passing) | set(by_share)
-    if set(by_share) - set(tuned) - set(passing):
-        selection += (f"; the random arm also avoids the {len(set(by_share) - set(tuned) - set(passing))} other heads "
-                      "the share rule names")
+    if extra := set(by_share) - set(tuned) - set(passing):
+        selection += f"; the random arm also avoids the {len(extra)} other heads the share rule names"
     random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}

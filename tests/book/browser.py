@@ -64,12 +64,39 @@ for (const o of outputs) for (const e of [o, ...o.querySelectorAll('*')]) {
   if (e.scrollWidth > e.clientWidth + 2 && ['auto', 'scroll'].includes(s.overflowX) && visible(e))
     wide.push('scrolls sideways: ' + e.tagName + ' ' + (e.innerText || '').slice(0, 60));
 }
+// every visible table and code block of the page (prose too): inside the column, nothing cut or scrolled
+for (const e of art.querySelectorAll('table, pre')) {
+  if (!visible(e) || e.closest('.cell_output')) continue;          // outputs: checked above
+  if (e.closest('.above-input, .toggle-hidden, details:not([open])')) continue;   // folded code: opened on demand
+  const r = e.getBoundingClientRect();
+  if (r.right > col.right + 2) wide.push('wider than the column: ' + e.tagName + ' ' + (e.innerText || '').slice(0, 60));
+  else if (e.scrollWidth > e.clientWidth + 2) wide.push('scrolls sideways: ' + e.tagName + ' ' + (e.innerText || '').slice(0, 60));
+}
+for (const c of art.querySelectorAll('td, th')) {
+  if (visible(c) && c.scrollWidth > c.clientWidth + 2 && getComputedStyle(c).textOverflow === 'ellipsis')
+    wide.push('cell cut: ' + (c.innerText || '').slice(0, 60));
+}
+// raw Python values a reader should never see: True/False/None/nan cells, dict reprs, tokenizer marks
+const raw = [];
+for (const c of art.querySelectorAll('td, th')) {
+  const t = (c.innerText || '').trim();
+  const literal = c.querySelector('code') && c.querySelector('code').innerText.trim() === t;   // `False`: a default
+  if (visible(c) && !literal && (/^(True|False|None|nan|NaN)$/.test(t) || /^[{]['"]/.test(t)))
+    raw.push('cell ' + JSON.stringify(t.slice(0, 40)));
+}
+for (const o of outputs) {
+  if (!visible(o)) continue;
+  const t = o.innerText || '';
+  const m = t.match(/[{]'[^']{1,40}': |Ġ/);
+  if (m) raw.push('output ' + JSON.stringify(t.slice(Math.max(0, m.index - 30), m.index + 40)));
+}
 const charts = Array.from(art.querySelectorAll('.arithmech-chart svg.marks')).map(
   s => parseFloat(s.getAttribute('width') || s.getBoundingClientRect().width));
 return {column: col.width, first_tag: first ? first.tagName : null,
         first_text: first ? (first.innerText || '').slice(0, 80) : '',
         h1: (art.querySelector('h1') || {innerText: ''}).innerText.slice(0, 80),
-        outputs: outputs.map(o => o.innerText).join('\\n'), chart_widths: charts, wide: wide.slice(0, 5)};
+        outputs: outputs.map(o => o.innerText).join('\\n'), chart_widths: charts, wide: wide.slice(0, 5),
+        raw: raw.slice(0, 5)};
 """
 
 

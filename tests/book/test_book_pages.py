@@ -50,6 +50,35 @@ def test_browser_check_sees_errors_and_undrawn_charts(tmp_path):
         assert sum(word in e for e in r.errors) == 1, (word, r.errors)
     assert r.requests == [] and r.counts["charts"] == 1 and r.counts["drawn"] == 0
 
+def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
+    """Protects the reader check from passing vacuously (negative control): a prose table wider than the
+    column, a True and a None cell, a dict printed by a cell and a tokenizer mark are each reported, and a
+    page of readable words reports nothing — a `False` in code font (a parameter's default) and a folded code
+    block, which scrolls only once a reader opens it, included."""
+    row = "".join(f"<td style='white-space:nowrap'>{'long words ' * 6}</td>" for _ in range(8))
+    body = ('<article class="bd-article" style="width:600px"><h1>T</h1>'
+            f'<table><tr>{row}</tr></table>'
+            '<table><tr><td>True</td><td>None</td><td>holds</td></tr></table>'
+            '<details class="above-input"><summary>code</summary><pre style="white-space:pre">' + 'x' * 400 + '</pre></details>'
+            '<div class="cell_output"><pre>{\'a\': 1}</pre></div>'
+            '<div class="cell_output"><pre>tokens: Ġ3</pre></div></article>')
+    bad, good = tmp_path / "bad.html", tmp_path / "good.html"
+    bad.write_text(f"<html><body>{body}</body></html>")
+    good.write_text('<html><body><article class="bd-article" style="width:600px"><h1>T</h1><table><tr><td>yes</td>'
+                    '<td>inconclusive</td><td><code>False</code></td></tr></table>'
+                    '<details class="above-input"><summary>code</summary><pre style="white-space:pre">' + 'x' * 400 +
+                    '</pre></details><div class="cell_output"><pre>n = 3</pre></div></article></body></html>')
+    require_browser()
+    with Browser() as b:
+        b.open(bad, settle=2)
+        r = b.driver.execute_script(READER_JS)
+        b.open(good, settle=2)
+        g = b.driver.execute_script(READER_JS)
+    assert any(w.startswith("wider than the column: TABLE") for w in r["wide"]), r["wide"]
+    assert {'cell "True"', 'cell "None"'} <= set(r["raw"]) and sum(x.startswith("output") for x in r["raw"]) == 2, r["raw"]
+    assert g["wide"] == [] and g["raw"] == []
+
+
 def _pages() -> list[Path]:
     return book.toc_files(REPO)
 
@@ -106,8 +135,10 @@ def test_long_float_rule():
 def test_pages_read_as_a_book(built_book):
     """Protects what a reader sees at 1280 px, on every page: the title is the first thing in the article; no
     output shows libgomp's warning, a traceback, a tqdm bar or a float repr with more than 6 significant
-    digits; no chart is wider than the text column; no output scrolls sideways. Saves a screenshot of every
-    page under _build/screenshots/ (not committed) for a reviewer."""
+    digits; no chart is wider than the text column; no output scrolls sideways; every visible table and code
+    block, prose ones too, fits the column with no cell cut; no visible table cell is True/False/None/nan or a
+    dict, and no output shows a dict repr or the tokenizer's Ġ. Saves a screenshot of every page under
+    _build/screenshots/ (not committed) for a reviewer."""
     _, html = built_book
     shots = REPO / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
@@ -126,6 +157,7 @@ def test_pages_read_as_a_book(built_book):
             problems += [f"chart {w:.0f} px wide > column {r['column']:.0f} px" for w in r["chart_widths"]
                          if w > r["column"] + 1]
             problems += r["wide"]
+            problems += [f"raw value: {x}" for x in r["raw"]]
             if problems:
                 failures.append((str(p), problems))
     assert failures == []

@@ -48,7 +48,8 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     """Protects: the arms runner writes one record per run (base, each arm's grid at the first seed, the
     other seeds at the chosen rate) and finetune/table1.json through the results contract; precise-random
     never tunes a key head and is layer-matched where the layers allow; the chosen rate obeys the
-    pre-stated rule on the recorded validation scores; a re-run with the same arguments trains nothing
+    pre-stated rule on the recorded validation scores; no random draw holds a head that either rule of
+    key_heads.json (the paper's, the share) calls key; a re-run with the same arguments trains nothing
     and leaves every file byte-identical; a second run in a fresh folder gives the same records (timings
     aside); the verdict and trade-off frames are computed from the files alone."""
     torch.set_num_threads(1)
@@ -60,8 +61,9 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     plan = A.run_arms(config)
     assert plan == R.read(folder, "finetune/table1.json")
     tuned = {tuple(h) for h in plan["heads"]["tuned"]}
+    share = {(h["layer"], h["head"]) for h in R.read(folder, "key_heads.json")["by_share"]["heads"]}
     for d in plan["heads"]["random_draws"]:
-        assert len(d) == 8 and not {tuple(h) for h in d} & tuned
+        assert len(d) == 8 and not {tuple(h) for h in d} & (tuned | share)
     for arm, a in plan["arms"].items():
         assert A.choose(a["grid_rows"]) == a["chosen_lr"] and len(a["runs"]) == 2
         assert len(a["grid_rows"]) == 3 + a["extensions"]

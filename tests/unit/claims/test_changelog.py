@@ -80,8 +80,8 @@ def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
     page = pages.rules_page(tmp_path, [("none", "No model")])
     assert page.startswith(pages.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
     for c in CL.CHANGELOG:
-        assert f"| `{c.rule}` | v{c.version} | {c.date} | `{c.commit}` |" in page, (c.rule, c.version)
-    assert all(f"`{c.rule}` (dropped)" in page for c in CL.DROPPED)
+        assert f"| `{c.rule}` v{c.version} | {c.date} `{c.commit}` |" in page, (c.rule, c.version)
+    assert all(f"`{c.rule}` v{c.version} (dropped)" in page for c in CL.DROPPED)
 
 
 def _frame(holds: list, controls: int) -> pd.DataFrame:
