@@ -49,9 +49,10 @@ def grid_frame(folder: str | Path) -> pd.DataFrame:
     """Every learning rate tried per arm (first seed): validation math accuracy and loss, the choice (★),
     and whether the chosen rate is interior."""
     p = V.plan(folder)
-    return pd.DataFrame([{"arm": arm, "lr": f"{r['lr']:.0e}", "validation math accuracy": r["val_math"],
-                          "validation math loss": r["val_nll"], "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
-                          "interior": a["interior"]} for arm, a in p["arms"].items() for r in a["grid_rows"]])
+    return pd.DataFrame([{"arm": arm, "lr": f"{r['lr']:.0e}", "validation math accuracy": f"{r['val_math']:.1%}",
+                          "validation math loss": f"{r['val_nll']:.3f}", "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
+                          "chosen rate interior": "yes" if a["interior"] else "no"}
+                         for arm, a in p["arms"].items() for r in a["grid_rows"]])
 
 
 def base_vs_chance(folder: str | Path) -> pd.DataFrame:
