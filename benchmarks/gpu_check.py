@@ -38,8 +38,8 @@ def run_identify(root: Path, device: str, dtype: str) -> tuple[pd.DataFrame, lis
     t0 = time.time()
     identify.run(Identify(model_name="embedded", n_samples=64, seed=0, results=str(folder), device=device,
                           dtype=dtype, knockout=False, transfer=False))
-    eff = R.read(folder / "embedded", "effects.csv") if (folder / "embedded").is_dir() else R.read(folder, "effects.csv")
-    kh = R.read(folder / "embedded" if (folder / "embedded").is_dir() else folder, "key_heads.json")
+    model_dir = R.model_folder(folder, "embedded")          # where identify wrote (the same resolution)
+    eff, kh = R.read(model_dir, "effects.csv"), R.read(model_dir, "key_heads.json")
     return eff, [f"{h['layer']}.{h['head']}" for h in kh["heads"]], round(time.time() - t0, 1)
 
 
@@ -57,7 +57,7 @@ def finetune(root: Path, extra: list[str], device: str = "cuda") -> dict:
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         return {"command": " ".join(cmd[1:]), "rc": p.returncode, "stderr": p.stderr[-1500:]}
-    folder = out / "embedded" if (out / "embedded").is_dir() else out
+    folder = R.model_folder(out, "embedded")
     rec = json.loads(next((folder / "finetune").glob(f"precise-gpu{'-bf16' if extra else ''}.json")).read_text())
     tr = rec["train"]
     return {"command": "python -m arithmech " + " ".join(cmd[3:]).replace(str(root), "<tmp>"), "rc": 0,
