@@ -8,6 +8,7 @@ raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive).
 from __future__ import annotations
 
 from arithmech.claims.evidence import Context, Missing
+from arithmech.core.names import components
 from arithmech.methods.faithfulness import smallest_faithful
 
 
@@ -19,12 +20,12 @@ def attention_roles(ctx: Context):
     best = b.groupby("name").verdict.agg(lambda v: "holds" if (v == "holds").any() else
                                          "inconclusive" if (v == "inconclusive").any() else "does not hold")
     yes, maybe, n = int((best == "holds").sum()), int((best == "inconclusive").sum()), len(best)
-    names = ", ".join(best[best == "holds"].index) or "none"
+    names = components(best[best == "holds"].index)
     here = (f"{yes} of {n} heads read operands or the operator more than the {int(b.n_nonkey.max())} other heads "
             f"({names}); {maybe} inconclusive; n = {int(b.n.max())} prompts")
     source = ctx.read("analyze.json").get("heads_from", "key heads")
     if source != "key heads":                                    # no key head to test: the claim is about them
-        return f"no key head; the {source}: {here}", None
+        return f"no key head to test; measured on the {source.replace(' (no key head)', '')}: {here}", None
     return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
 
 

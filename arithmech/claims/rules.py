@@ -61,7 +61,7 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (12.22: −14.0%)",
+    Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
          "effects.csv has intervals); does not hold iff none is", version=3),
     Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a share of the "
@@ -99,7 +99,7 @@ RULES: tuple[Rule, ...] = (
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
          "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=4),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
-         "13.11, 12.22 operands; 14.2, 11.8 operators (Fig. 5)",
+         "heads 13.11, 12.22 read operands; heads 14.2, 11.8 operators (Fig. 5)",
          "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
          "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
          "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "
@@ -273,7 +273,8 @@ def _transfer(ctx: Context):
     here = (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({h['relative_drop']:+.0%}); "
             f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts")
     if h.get("heads_from", "key heads") != "key heads":          # no key head to test: the claim is about them
-        return f"no key head; knocked out instead: {h['heads_from']}: {here}", None
+        return (f"no key head to test; knocked out instead: the {h['heads_from'].replace(' (no key head)', '')}: "
+                f"{here}", None)
     return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 

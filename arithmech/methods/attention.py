@@ -44,6 +44,7 @@ import pandas as pd
 import torch
 
 from arithmech.core.models import Arch, Geometry, arch_for, input_device
+from arithmech.core.names import component_label
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 
@@ -295,7 +296,7 @@ def verdict_lines(baseline: pd.DataFrame, role: str = "operand", measure: str = 
              f"errors (n = {int(first.n)} prompts)."]
     for r in wo.itertuples():
         o = w.loc[r.name]
-        lines.append(f"{r.name}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, 95th "
+        lines.append(f"{component_label(r.name)}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, 95th "
                      f"percentile {r.nonkey_p95:.3f} (percentile {r.percentile:.0f}): **{r.verdict}**; with the "
                      f"first position: {o.value:.3f} vs {o.nonkey_p95:.3f}, {o.verdict}.")
     tally = wo.verdict.value_counts()

@@ -41,7 +41,7 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
               axis=alt.Axis(values=list(range(len(roles))), labelExpr=label, labelAngle=-35, labelOverlap=False, grid=False))
     base = alt.Chart()
     bands = base.transform_filter(alt.datum.kind == "band").mark_rect(color=colours.colour("selection", "control"), opacity=0.35).encode(
-        x=x, x2="x2:Q", y=alt.Y("nonkey_p05:Q", title="value"), y2="nonkey_p95:Q",
+        x=x, x2="x2:Q", y=alt.Y("nonkey_p05:Q", title=None), y2="nonkey_p95:Q",
         tooltip=["role", "measure", "view", alt.Tooltip("nonkey_p05:Q", format=".3f", title="non-key 5 %"),
                  alt.Tooltip("nonkey_median:Q", format=".3f", title="non-key median"),
                  alt.Tooltip("nonkey_p95:Q", format=".3f", title="non-key 95 %"), "n_nonkey"])
@@ -62,3 +62,33 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
         f"{fig} — Key heads against every other head, by role",
         subtitle=[f"grey: 5–95 % of the {n_nonkey} non-key heads (tick: median); points: key heads",
                   f"◆ above their 95 % by 2 se, ▲ inconclusive, ● not; n = {n} prompts; first = position 0"]))
+
+
+# ------------------------------------------------------------------------------ the same numbers, as tables
+LABEL_COLUMNS = {"name": "head", "kv_head": "reads KV head", "label": "label", "operand": "operands",
+                 "operator": "operator", "rest": "rest", "first": "first position",
+                 "label without first": "label without first", "operand without first": "operands without first"}
+"""analyze's label columns (mass from END, mean over the prompts) as a reader sees them."""
+
+
+def labels_table(labels: pd.DataFrame, without_first: pd.DataFrame):
+    """The studied heads' attention labels, with the label again after the first position is dropped.
+
+    ``labels``: :func:`arithmech.methods.attention.label_heads` rows; ``without_first``: the same call with
+    ``view="without first"`` (same heads, same order). Masses are shares of the END row (0–1)."""
+    df = labels.assign(**{"label without first": without_first.label.values,
+                          "operand without first": without_first.operand.values})
+    df = df.assign(name=df.name.map(component_label))[list(LABEL_COLUMNS)].rename(columns=LABEL_COLUMNS)
+    return df.style.format(precision=3).hide(axis="index")
+
+
+BASELINE_COLUMNS = {"name": "head", "role": "role", "view": "view", "value": "mass", "se": "± se",
+                    "n": "prompts", "nonkey_median": "non-key median", "nonkey_p95": "non-key 95th pct.",
+                    "percentile": "percentile among non-key (%)", "verdict": "verdict"}
+
+
+def baseline_table(baseline: pd.DataFrame, roles=("operand", "operator", "first")):
+    """attention_baseline.csv's mass rows for ``roles``, readable: each head against the non-key heads."""
+    show = baseline[baseline.role.isin(list(roles)) & (baseline.measure == "mass")]
+    show = show.assign(name=show.name.map(component_label))[list(BASELINE_COLUMNS)].rename(columns=BASELINE_COLUMNS)
+    return show.style.format(precision=3).format({"percentile among non-key (%)": "{:.0f}"}).hide(axis="index")

@@ -12,9 +12,12 @@ One panel per (method, ablation) — noising with mean ablation, noising with re
 """
 from __future__ import annotations
 
+import re
+
 import altair as alt
 import pandas as pd
 
+from arithmech.core.names import components
 from arithmech.methods.faithfulness import band, summary
 from arithmech.report import colours
 from arithmech.report.plots import COLUMN, fig_title, integer_axis
@@ -26,11 +29,16 @@ SHOWN = [("noising", "mean"), ("noising", "resample"), ("denoising", "x_r")]
 TARGET = 0.8
 
 
+def readable(ids: str) -> str:
+    """faithfulness.csv's ``components`` ("MLP 0 0.0 MLP 2") as a reader sees them ("MLP 0, head 0.0, MLP 2")."""
+    return components(re.findall(r"MLP \d+|\d+\.\d+", str(ids)))
+
+
 def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
     """Rows ``panel, series, n, share, lo, hi, components, draws``: the top-n curve and the random band per panel."""
     key = list(zip(frame.method, frame.ablation))
     f = frame[[k in panels for k in key]]
-    top = f[f.order == "top"].assign(series="top n by effect rank", draws=1)[
+    top = f[f.order == "top"].assign(series="top n by effect rank", draws=1, components=lambda d: d.components.map(readable))[
         ["method", "ablation", "n", "share", "lo", "hi", "components", "draws"]]
     b = band(f).rename(columns={"band_mid": "share", "band_lo": "lo", "band_hi": "hi"}).assign(
         series="random circuits (outside top N)", components="")

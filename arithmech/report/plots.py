@@ -222,8 +222,9 @@ def attention_strip_chart(strips: pd.DataFrame, fig: str = "Fig. 7", title: str 
     ``dropdown`` a select picks the sample shown.
     """
     samples = list(dict.fromkeys(strips["sample"]))
+    strips = strips.assign(head=strips["head"].map(component_label))          # "head 13.11", as every page names it
     base = alt.Chart(strips, title=fig_title(fig, title, "darker = more attention; outlined = operand/operator token"))
-    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title="head", axis=alt.Axis(labelLimit=140)))
+    enc = dict(x=alt.X("position:O", title=None, axis=None), y=alt.Y("head:N", title=None, axis=alt.Axis(labelLimit=140)))
     rect = base.mark_rect().encode(**enc, color=alt.Color("score:Q", scale=alt.Scale(scheme=colours.scheme("attention"), domain=[0, 1])),
                                    stroke=alt.condition("datum.role != 'other' && datum.role != 'bos'",
                                                         alt.value(colours.colour("ink", "outline")), alt.value(None)),

@@ -304,7 +304,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             return {"curve": curve}
     steps = c.steps or curve["knee"]
     tuned = ranked[:top_k]
-    selection = (f"{len(passing)} heads pass identify's threshold; the top {top_k} by rank are tuned"
+    passes = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
+    selection = (f"{passes} identify's threshold; the top {top_k} by rank are tuned"
                  if len(passing) != top_k else "the heads passing identify's threshold")
     exclude = set(tuned) | set(passing) | set(by_share)
     if extra := set(by_share) - set(tuned) - set(passing):

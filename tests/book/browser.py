@@ -89,6 +89,17 @@ for (const o of outputs) {
   const t = o.innerText || '';
   const m = t.match(/[{]'[^']{1,40}': |Ġ/);
   if (m) raw.push('output ' + JSON.stringify(t.slice(Math.max(0, m.index - 30), m.index + 40)));
+  // a head named by its bare file id reads like a number: "0.0: 0.006 ± …", "heads 2.0, 3.3" (not "[0.25, 0.5]")
+  const id = t.match(/(?:^|\\n)\\s*\\d{1,2}\\.\\d{1,2}: |(?<![\\[\\d.,\\w−+\\-])\\d{1,2}\\.\\d{1,2}, \\d{1,2}\\.\\d{1,2}(?![\\d%])/);
+  if (id) raw.push('bare head id ' + JSON.stringify(t.slice(Math.max(0, id.index - 30), id.index + 30)));
+}
+for (const table of art.querySelectorAll('table')) {
+  const heads = Array.from(table.querySelectorAll('thead th')).map(h => (h.innerText || '').trim().toLowerCase());
+  for (const row of table.querySelectorAll('tbody tr')) Array.from(row.children).forEach((c, i) => {
+    if (['head', 'heads', 'name', 'receiver', 'sender'].includes(heads[i]) && visible(c)
+        && /^\\d{1,2}\\.\\d{1,2}$/.test((c.innerText || '').trim()))
+      raw.push('bare head id in column ' + heads[i] + ': ' + c.innerText.trim());
+  });
 }
 const charts = Array.from(art.querySelectorAll('.arithmech-chart svg.marks')).map(
   s => parseFloat(s.getAttribute('width') || s.getBoundingClientRect().width));
@@ -96,7 +107,7 @@ return {column: col.width, first_tag: first ? first.tagName : null,
         first_text: first ? (first.innerText || '').slice(0, 80) : '',
         h1: (art.querySelector('h1') || {innerText: ''}).innerText.slice(0, 80),
         outputs: outputs.map(o => o.innerText).join('\\n'), chart_widths: charts, wide: wide.slice(0, 5),
-        raw: raw.slice(0, 5)};
+        raw: raw.slice(0, 10)};
 """
 
 

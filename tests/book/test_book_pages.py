@@ -52,22 +52,29 @@ def test_browser_check_sees_errors_and_undrawn_charts(tmp_path):
 
 def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
     """Protects the reader check from passing vacuously (negative control): a prose table wider than the
-    column, a True and a None cell, a dict printed by a cell and a tokenizer mark are each reported, and a
-    page of readable words reports nothing — a `False` in code font (a parameter's default) and a folded code
-    block, which scrolls only once a reader opens it, included."""
+    column, a True and a None cell, a dict printed by a cell, a tokenizer mark and heads named by bare ids
+    ("0.0: …", "heads 2.0, 3.3", a "head" column of ids) are each reported, and a page of readable words
+    reports nothing — a `False` in code font (a parameter's default), an interval "[0.25, 0.5]", "head 2.0, head
+    3.3" and a folded code block, which scrolls only once a reader opens it, included."""
     row = "".join(f"<td style='white-space:nowrap'>{'long words ' * 6}</td>" for _ in range(8))
     body = ('<article class="bd-article" style="width:600px"><h1>T</h1>'
             f'<table><tr>{row}</tr></table>'
             '<table><tr><td>True</td><td>None</td><td>holds</td></tr></table>'
             '<details class="above-input"><summary>code</summary><pre style="white-space:pre">' + 'x' * 400 + '</pre></details>'
             '<div class="cell_output"><pre>{\'a\': 1}</pre></div>'
-            '<div class="cell_output"><pre>tokens: Ġ3</pre></div></article>')
+            '<div class="cell_output"><pre>tokens: Ġ3</pre></div>'
+            '<div class="cell_output"><pre>0.0: 0.006 ± 0.003</pre></div>'
+            '<div class="cell_output"><pre>best-ranked heads: 2.0, 3.3</pre></div>'
+            '<table><thead><tr><th>head</th><th>effect</th></tr></thead><tbody><tr><td>0.3</td><td>-1%</td></tr>'
+            '</tbody></table></article>')
     bad, good = tmp_path / "bad.html", tmp_path / "good.html"
     bad.write_text(f"<html><body>{body}</body></html>")
     good.write_text('<html><body><article class="bd-article" style="width:600px"><h1>T</h1><table><tr><td>yes</td>'
                     '<td>inconclusive</td><td><code>False</code></td></tr></table>'
                     '<details class="above-input"><summary>code</summary><pre style="white-space:pre">' + 'x' * 400 +
-                    '</pre></details><div class="cell_output"><pre>n = 3</pre></div></article></body></html>')
+                    '</pre></details><div class="cell_output"><pre>n = 3; Jaccard 0.25 [0.25, 0.5]; heads: head 2.0, '
+                    'head 3.3</pre></div><table><thead><tr><th>head</th><th>effect</th></tr></thead><tbody><tr><td>'
+                    'head 0.3</td><td>0.5</td></tr></tbody></table></article></body></html>')
     require_browser()
     with Browser() as b:
         b.open(bad, settle=2)
@@ -76,6 +83,7 @@ def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
         g = b.driver.execute_script(READER_JS)
     assert any(w.startswith("wider than the column: TABLE") for w in r["wide"]), r["wide"]
     assert {'cell "True"', 'cell "None"'} <= set(r["raw"]) and sum(x.startswith("output") for x in r["raw"]) == 2, r["raw"]
+    assert sum(x.startswith('bare head id "') for x in r["raw"]) == 2 and "bare head id in column head: 0.3" in r["raw"], r["raw"]
     assert g["wide"] == [] and g["raw"] == []
 
 
