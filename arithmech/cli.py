@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from arithmech.core import estimate, inputs
-from arithmech.core.config import fields, flag
+from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
 
@@ -157,7 +157,7 @@ COMMANDS = {
                         _print_embedded_accuracy),
     "book": Command(configs.Book, "arithmech.report.book", "run", lambda times: None),
 }
-ALIASES = {"model_name": ["--model"]}     # a short flag kept beside the field's own (the README's commands)
+ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}     # beside each field's own flag
 
 
 def _one(kind: type):

@@ -43,7 +43,7 @@ BASELINE = ("import json, sys, torch; import arithmech.steps.identify; from tran
 
 
 def cases(work: Path) -> list[list[str]]:
-    """Two or three sizes of each step; analyze and beyond read the identify files of the first case."""
+    """Two or three sizes of each step; analyze, beyond and faithfulness read the identify files of the first case."""
     ident = str(work / "identify")
     return [
         ["identify", "--task", "addition", "--n-samples", "256", "--knockout-samples", "32", "--pool-size", "32",
@@ -54,6 +54,8 @@ def cases(work: Path) -> list[list[str]]:
         ["analyze", "--n-samples", "256", "--batch-size", "256", "--results", ident, "--overwrite"],
         ["beyond", "--n-samples", "32", "--results", ident],
         ["beyond", "--n-samples", "256", "--ig-steps", "16", "--results", ident, "--overwrite"],
+        ["faithfulness", "--n-samples", "32", "--n-max", "5", "--results", ident],
+        ["faithfulness", "--n-samples", "128", "--results", ident, "--overwrite"],
         ["accuracy-by-template", "--n-per-template", "4", "--results", str(work / "a1")],
         ["accuracy-by-template", "--n-per-template", "64", "--results", str(work / "a2")],
         ["stability", "--task", "addition", "--seeds", "2", "--sizes", "64,256", "--kinds", "operator",
@@ -66,7 +68,8 @@ def cases(work: Path) -> list[list[str]]:
 def config_of(argv: list[str]):
     """The step's config as the command line builds it (same defaults, same checks)."""
     a = build_parser().parse_args(argv)
-    cls = {"identify": "Identify", "analyze": "Analyze", "beyond": "Beyond", "accuracy-by-template": "Accuracy",
+    cls = {"identify": "Identify", "analyze": "Analyze", "beyond": "Beyond", "faithfulness": "Faithfulness",
+           "accuracy-by-template": "Accuracy",
            "stability": "Stability"}[argv[0]]
     from arithmech.steps import config as C
     klass = getattr(C, cls)

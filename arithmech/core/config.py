@@ -40,6 +40,39 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+SHORT_FLAGS = {"model_name": "--model"}     # a short flag kept beside the field's own (the README's commands)
+
+
+def command_line(step: str, config: "Config") -> str:
+    """The command that builds ``config``: ``python -m arithmech STEP --model M`` and the flag of every field that
+    changes the step's files (:meth:`Config.reuse_key`) and differs from its default, e.g. ``python -m arithmech
+    arms --model embedded --suite toy --steps 30 --batch-size 32``. Run from the repository root, it makes the
+    same files. The results folder is named only when it is a relative path (a record never holds this
+    machine's paths)."""
+    import shlex
+    parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(config.model_name)]
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name == "model_name" or value == f.default or value is None:
+            continue
+        if f.name == "results":
+            if not value.startswith("/") and not value.startswith("~"):
+                parts += [flag(f.name), value]
+            continue
+        if not f.metadata.get("reuse", True):
+            continue
+        if isinstance(value, bool):
+            parts.append(flag(f.name) if value else "--no-" + flag(f.name)[2:])
+        elif isinstance(value, tuple) and f.metadata.get("repeat"):
+            for v in value:
+                parts += [flag(f.name), str(v)]
+        elif isinstance(value, tuple):
+            parts += [flag(f.name), ",".join(map(str, value))]
+        else:
+            parts += [flag(f.name), f"{value:g}" if isinstance(value, float) else str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
 def _kind(annotation) -> tuple[type, bool]:
     """(element type, is a tuple) of a field annotation such as ``int``, ``float``, ``tuple[int, ...]``,
     ``str | None``: the string of a module with ``from __future__ import annotations``, or the type itself."""

@@ -58,6 +58,7 @@ KNOCKOUT_ROWS = 512             # knockout.MAX_ROWS: prompts x ablations per for
 KNOCKOUT_TOKENS = 4096          # knockout.MAX_TOKENS: rows x sequence length per forward
 ATTRIBUTION_ROWS = 4096         # attribution.MAX_ROWS: samples x alphas per forward and backward
 UPSTREAM_ROWS = 1 << 14         # upstream.MAX_ROWS: samples x senders x paths per chunk
+ROLE_TOKENS = 3                 # upstream's role positions per prompt: {A}, the operator, {B} (one token each)
 
 
 @dataclass(frozen=True)
@@ -249,22 +250,62 @@ def analyze(s: Shape, c) -> Estimate:
 
 
 def beyond(s: Shape, c) -> Estimate:
-    """Beyond: END caches of the samples, EAP and EAP-IG (a backward through the END chain per chunk of
-    samples x alphas), exact patching, upstream patching into the receivers' q at END and k/v at END and the
-    three role positions (9 paths; a clean and an X_c forward for the role positions' activations)."""
+    """Beyond, phase by phase (each frees what it made before the next): END caches of the samples; EAP and EAP-IG
+    (one forward and backward of the END chain per chunk of samples x alphas: what autograd saves per row and
+    layer — the heads' o_proj input, two residual-width and two MLP-width tensors, counted with
+    ``torch.autograd.graph.saved_tensors_hooks`` — and the gradients of every head's and MLP's END output); exact
+    patching of every sender; upstream patching into the receivers' q at END and k/v at END and the role positions.
+
+    Upstream's chunk holds, per sample and position (END and :data:`ROLE_TOKENS` role tokens), the senders'
+    residual rows entering every layer up to the deepest receiver's, then one receiver's ``1 + 9 S`` rows carried
+    through the later layers. The config cannot say where the receivers sit (identify's ranking does), so the
+    deepest is taken as the last layer: an upper bound."""
     fixed, b = _fixed(s, c)
-    n, L, H, d = c.n_samples, s.n_layers, s.n_heads, s.d_model
-    caches = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b),
-              "cache forward": forward_bytes(s, c.batch_size, PROMPT_TOKENS, b)}
+    n, L, H, d, dm = c.n_samples, s.n_layers, s.n_heads, s.d_model, s.d_mlp
+    ends = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b)}
+    caches = {**ends, "cache forward": forward_bytes(s, c.batch_size, PROMPT_TOKENS, b)}
     rows = min(n * c.ig_steps, max(c.ig_steps, ATTRIBUTION_ROWS))
-    eap = {**{"END caches of X_r and X_c": caches["END caches of X_r and X_c"]},
-           "END chain with gradients": rows * L * (6 * d + 3 * s.d_mlp + H * s.head_dim) * 4,
-           "patched batch": max(1, min(n, PATCH_ROWS // (L * (H + 2)))) * L * (H + 2) * (4 * s.d_mlp + 7 * d) * b}
-    up_rows = min(UPSTREAM_ROWS, n * (1 + 9 * L * (H + 1)))
-    upstream = {"END caches of X_r and X_c": caches["END caches of X_r and X_c"],
-                "upstream batch": up_rows * (4 * s.d_mlp + 7 * d) * b}
+    eap = {**ends, "saved for the backward": rows * L * (H * s.head_dim + 2 * d + 2 * dm) * 4,
+           "gradients of every head's and MLP's END output": rows * L * (H * s.head_dim + d) * 4}
+    exact = {**ends, "patched batch": max(1, min(n, PATCH_ROWS // (L * (H + 2)))) * L * (H + 2) * (4 * dm + 7 * d) * b}
+    l = L - 1                                                   # the deepest receiver's layer, at most
+    S, P = l * (H + 1), ROLE_TOKENS
+    per = max((1 + P) * (1 + S), 1 + 9 * S)                     # residual rows per sample in one chunk
+    m = max(1, min(n, c.batch_size, UPSTREAM_ROWS // per))      # samples per chunk
+    upstream = {**ends,
+                "senders' residual rows entering each layer": m * (1 + P) * (l + (H + 1) * l * (l + 1) // 2) * d * b,
+                "MLP rows of the senders, or the receiver's rows carried on": max(m * (1 + P) * (1 + S) * 3 * dm,
+                                                                                 m * (1 + 9 * S) * (d + 3 * dm)) * b}
     forwards = 2 * n + 3 * n * (1 + c.ig_steps) + 2 * n + c.receivers * n * 9
-    return Estimate("beyond", fixed, {"load": _load(s), "caches": caches, "eap": eap, "upstream": upstream}, forwards,
+    return Estimate("beyond", fixed, {"load": _load(s), "caches": caches, "eap": eap, "exact": exact,
+                                      "upstream": upstream}, forwards, "--n-samples", c.device)
+
+
+def faithfulness(s: Shape, c, tasks: int = 4, n_boot: int = 1000, pool_size: int = 512) -> Estimate:
+    """Faithfulness: the evaluation-side draw and identify's reference pool rebuilt, then every circuit run at END.
+
+    The circuits are the top ``n`` and ``n_random`` random ones for ``n = 1 … n_max``; each runs under noising with
+    mean and with resample ablation, and under denoising; the converse runs for the top ``n`` only
+    (:func:`arithmech.methods.faithfulness.faithfulness`). What the config cannot say — how many tasks identify
+    pooled, its ``n_boot`` and ``pool_size`` — is read from identify's files at run time, so the estimate takes
+    identify's defaults and every task (an upper bound)."""
+    fixed, b = _fixed(s, c)
+    n, L, H, d, seq = c.n_samples, s.n_layers, s.n_heads, s.d_model, PROMPT_TOKENS
+    circuits = c.n_max * (1 + c.n_random)
+    ablations = 2 * (2 + circuits + c.n_max) + (2 + circuits)        # mean, resample (with converse); denoising
+    draw = {"draw and check batch": forward_bytes(s, c.batch_size, seq, b),
+            "mean activations, per batch": c.batch_size * seq * 2 * L * d * b * 2}
+    run = {"END values of X_r, X_c and the resample sources": 3 * n * L * (H * s.head_dim + d) * 4,
+           "END logits of X_r and X_c": 2 * n * s.vocab * 4,
+           "key/value caches": KNOCKOUT_TOKENS * L * 2 * s.n_kv_heads * s.head_dim * b,
+           "ablated forward": forward_bytes(s, max(1, KNOCKOUT_TOKENS // seq), seq, b),
+           "logits": KNOCKOUT_ROWS * s.vocab * 10,
+           "LDs": 2 * ablations * n * 8,
+           "bootstrap": bootstrap_bytes(n, n_boot, circuits)}
+    prepare = tasks * n * (2 + DECODE_TOKENS) + pool_size * FAMILIES * tasks
+    # the clean prefix runs once per prompt and call; an ablation at END runs one token, 1/seq of a prompt forward
+    forwards = prepare + 3 * n + 3 * n + int(ablations * n / seq)
+    return Estimate("faithfulness", fixed, {"load": _load(s), "draw and pool": draw, "circuits": run}, forwards,
                     "--n-samples", c.device)
 
 
@@ -335,7 +376,8 @@ def arms(s: Shape, c) -> Estimate:
     return _train(s, c, c.batch_size, s.params, steps, "arms", "--batch-size", runs * 2_000)
 
 
-STEPS = {"Identify": identify, "Analyze": analyze, "Beyond": beyond, "Stability": stability, "Accuracy": accuracy,
+STEPS = {"Identify": identify, "Analyze": analyze, "Beyond": beyond, "Faithfulness": faithfulness,
+         "Stability": stability, "Accuracy": accuracy,
          "Shots": shots, "Finetune": finetune, "Table1": arms}
 
 

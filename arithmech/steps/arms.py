@@ -44,6 +44,7 @@ from typing import Sequence
 import torch
 
 from arithmech.core import estimate, records, results as results_io
+from arithmech.core.config import command_line
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
@@ -206,8 +207,7 @@ def learning_curve(config: Config, data_seed: int = 0, every: int = 20) -> dict:
         trainer.add_callback(cb)
         trainer.train()
     curve = {**args, "args_sha256": h, "rule": KNEE_RULE, "points": cb.points, "knee": knee(cb.points),
-             "command": (f"python -m arithmech arms --curve-only --model {c.model_name} --suite {c.suite} "
-                         f"--batch-size {c.batch_size} --curve-steps {c.curve_steps}"),
+             "command": command_line("arms", c.replace(curve_only=True, steps=None)),
              "wall_s": round(time.time() - t0, 1)}
     results_io.write_step(out, "curve", {"finetune/curve.json": curve},
                           record={"parameters": args, "wall_s": curve["wall_s"], "versions": results_io.versions()})
@@ -313,7 +313,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     random_draws = [random_heads(tuned, ranked, exclude, d) for d in range(draws)]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}
-    command = command or f"python -m arithmech arms --model {model} --suite {suite}"
+    command = command or command_line("arms", c)          # a chapter's run: the command that makes the same files
     common = dict(model=model, suite=suite, steps=steps, batch_size=batch_size, data_seed=data_seed, device=device,
                   dtype=dtype, data_dir=str(data_dir), sizes=sizes)
     ev = lambda net, tok, side: S.evaluate(net, tok, side, sizes, data_seed, data_dir=data_dir)
@@ -416,6 +416,3 @@ def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
         return (records.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
     except (ValueError, OSError):
         return False
-
-
-# ------------------------------------------------------------------------------------------ CLI

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import torch
 
-from arithmech.core import results
+from arithmech.core import estimate, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
+from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs, shots as shots_module
 from arithmech.methods import faithfulness as F, knockout_run
 from arithmech.methods.knockout_means import build_pool, pool_prompts
@@ -81,16 +82,19 @@ def run(config: Config) -> dict:
     if c.n_max > n_comp // 2:                      # before the model loads
         raise ValueError(f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
                          f"outside the top n, so --n-max is at most {n_comp // 2}")
+    est = estimate.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with shots_module.example_sets(p["example_sets"]), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
-        t1 = time.time()
-        frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, c.n_max, c.n_random,
-                                     c.seed, p.get("n_boot", 1000), p.get("bootstrap") or "prompt",
-                                     "held-out", c.batch_size)
+    with annotate(est.line() if est else ""), Progress("faithfulness", 1) as bar:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
+        with shots_module.example_sets(p["example_sets"]), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
+            t1 = time.time()
+            frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, c.n_max,
+                                         c.n_random, c.seed, p.get("n_boot", 1000), p.get("bootstrap") or "prompt",
+                                         "held-out", c.batch_size)
+        bar.advance()
     rule = F.smallest_faithful(frame, p["ranked_task"], TARGET, K_MAX)
     wall = time.time() - t0
     record = {"parameters": dict(model=c.model_name, n_max=c.n_max, n_random=c.n_random, n_samples=c.n_samples,
@@ -102,7 +106,7 @@ def run(config: Config) -> dict:
               "means": means.describe(), "info": info, "rule": rule, "wall_s": round(wall, 2),
               "timings": {"prompts_and_pool_s": round(t1 - t0, 2), "circuits_s": round(time.time() - t1, 2)},
               "torch_threads": torch.get_num_threads(), "versions": results.versions(),
-              "peak_memory": results.peak_memory()}
+              "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
     return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
 

@@ -63,3 +63,32 @@ def test_book_set_is_checked_even_without_executing(sets, capsys, tmp_path):
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("error: ")
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+@pytest.mark.parametrize("step, cls, values", [
+    ("arms", "Table1", dict(model_name="embedded", suite="toy", steps=30, batch_size=32, curve_steps=300, max_extend=2,
+                            seeds=(0, 1, 2, 3), overwrite=True, results="/somewhere/else")),
+    ("identify", "Identify", dict(n_samples=64, knockout=False, n_boot=200, results="out/r", dtype="bfloat16")),
+    ("arms", "Table1", dict()),
+])
+def test_a_recorded_command_builds_the_same_config(step, cls, values):
+    """Protects the command a chapter's run records (``core.config.command_line``, e.g. in Table 1's records): parsed
+    by the command line, it builds a config with the same files-changing fields (``reuse_key``) as the one that
+    ran, so "re-run the recorded command" makes the same files. An absolute results folder is left out (no machine
+    path in a record); a relative one is kept."""
+    import shlex
+
+    from arithmech.cli import build_parser
+    from arithmech.core.config import command_line, fields
+    from arithmech.steps import config as C
+
+    klass = getattr(C, cls)
+    config = klass(**values)
+    line = command_line(step, config)
+    argv = shlex.split(line)
+    assert argv[:4] == ["python", "-m", "arithmech", step] and "/somewhere" not in line
+    a = build_parser().parse_args(argv[3:])
+    rebuilt = klass(**{name: getattr(a, name) for name, *_ in fields(klass)})
+    assert rebuilt.reuse_key() == config.reuse_key(), line
+    assert rebuilt.results == (values.get("results", "results") if not values.get("results", "").startswith("/")
+                               else "results")

@@ -54,10 +54,10 @@ def test_chunk_sizes_are_the_methods_own():
 
 
 def test_every_step_has_an_estimate_and_a_line():
-    """Protects: each step named by issue #28 (identify, analyze, beyond, stability, shots, accuracy-by-template,
-    finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
+    """Protects: each step named by issue #28 (identify, analyze, beyond, faithfulness, stability, shots,
+    accuracy-by-template, finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
     a record for run.json and the progress line's text; a hub id (no geometry without loading) gets none."""
-    configs = [C.Identify(), C.Analyze(), C.Beyond(), C.Stability(), C.Shots(), C.Accuracy(), C.Finetune(mode="full"),
+    configs = [C.Identify(), C.Analyze(), C.Beyond(), C.Faithfulness(), C.Stability(), C.Shots(), C.Accuracy(), C.Finetune(mode="full"),
                C.Table1(model_name="embedded")]
     for c in configs:
         e = E.estimate(c)
