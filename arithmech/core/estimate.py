@@ -282,13 +282,10 @@ def beyond(s: Shape, c) -> Estimate:
 
 
 def faithfulness(s: Shape, c, tasks: int = 4, n_boot: int = 1000, pool_size: int = 512) -> Estimate:
-    """Faithfulness: the evaluation-side draw and identify's reference pool rebuilt, then every circuit run at END.
-
-    The circuits are the top ``n`` and ``n_random`` random ones for ``n = 1 … n_max``; each runs under noising with
-    mean and with resample ablation, and under denoising; the converse runs for the top ``n`` only
-    (:func:`arithmech.methods.faithfulness.faithfulness`). What the config cannot say — how many tasks identify
-    pooled, its ``n_boot`` and ``pool_size`` — is read from identify's files at run time, so the estimate takes
-    identify's defaults and every task (an upper bound)."""
+    """Faithfulness: the evaluation-side draw and identify's reference pool, then every circuit (top ``n`` and
+    ``n_random`` random ones per ``n <= n_max``) at END under noising (mean, resample), denoising and, for the top
+    ``n``, the converse. Identify's pooled tasks, ``n_boot`` and ``pool_size`` are read at run time: the estimate
+    takes every task and identify's defaults (an upper bound)."""
     fixed, b = _fixed(s, c)
     n, L, H, d, seq = c.n_samples, s.n_layers, s.n_heads, s.d_model, PROMPT_TOKENS
     circuits = c.n_max * (1 + c.n_random)
