@@ -253,11 +253,9 @@ def decider_constants(fn: Callable) -> dict[str, float | int | list]:
             continue
         seen.add(f)
         todo += [c.cell_contents for c in (f.__closure__ or ()) if callable(getattr(c, "cell_contents", None))]
-        literals = sorted({c for code in _codes(f.__code__) for c in code.co_consts if _is_number(c)
-                           and isinstance(c, _NUMBER)}, key=repr)
-        if literals:
-            out[f"{f.__module__}.{f.__qualname__}:literals"] = literals
-        for code in _codes(f.__code__):
+        literals = set()
+        for code in _codes(f.__code__):                 # one walk: its number literals, then the names it reads
+            literals |= {c for c in code.co_consts if isinstance(c, _NUMBER) and not isinstance(c, bool)}
             for name in code.co_names:
                 v = f.__globals__.get(name)
                 if _is_number(v):
@@ -265,6 +263,8 @@ def decider_constants(fn: Callable) -> dict[str, float | int | list]:
                         list(v) if isinstance(v, tuple) else v
                 elif isinstance(v, types.FunctionType):
                     todo.append(v)
+        if literals:
+            out[f"{f.__module__}.{f.__qualname__}:literals"] = sorted(literals, key=repr)
     return out
 
 

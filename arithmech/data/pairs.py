@@ -78,6 +78,12 @@ class Sample:
             del d["prefix"]
         return d
 
+    @classmethod
+    def from_json(cls, d: dict) -> "Sample":
+        """The inverse of :meth:`to_json` (a ``prompts.jsonl`` row or a checkpoint's); a key a Sample does not have
+        raises ``TypeError``."""
+        return cls(**d)
+
     @property
     def bare(self) -> str:
         """The prompt before the whole answer (``clean`` without ``carried``): where greedy decoding of
@@ -364,7 +370,7 @@ def samples(folder: str | Path) -> list:
     """``prompts.jsonl`` as :class:`arithmech.data.pairs.Sample` objects."""
     rows = read(folder, "prompts.jsonl")
     try:
-        return [Sample(**r) for r in rows]
+        return [Sample.from_json(r) for r in rows]
     except TypeError as e:                     # a row with a key a Sample does not have
         raise ResultsError(f"{quoted(Path(folder) / 'prompts.jsonl')} has a row that is not a prompt ({e}): re-run "
                            "python -m arithmech identify") from None

@@ -190,7 +190,7 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
     for t, ss in samples.items():       # each task's prompts checkpointed too: drawing held-out X_r is slow
         got = ck.load(f"knockout-prompts-{t}") if ck is not None else None
         if got is not None:
-            evals[t] = [pairs.Sample(**x) for x in got]
+            evals[t] = [pairs.Sample.from_json(x) for x in got]
             continue
         evals[t] = eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
                                 answer_token=answer_token, shots=shots, heldout=held[t])

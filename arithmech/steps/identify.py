@@ -157,7 +157,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         for i, (label, spec) in enumerate(labelled):
             got = ck.load(f"task-{i}") if ck is not None else None
             if got is not None and got["label"] == label:           # a finished task of an interrupted run
-                samples[label] = [pairs_module.Sample(**r) for r in got["samples"]]
+                samples[label] = [pairs_module.Sample.from_json(r) for r in got["samples"]]
                 info[label], patched[label] = got["info"], Patched(**got["patched"])
                 resumed.append(label)
             else:
