@@ -82,6 +82,23 @@ def arm_frame(folder: str | Path) -> pd.DataFrame:
                                                                      if a in set(t.arm)]]
 
 
+def phrasings_frame(folder: str | Path) -> pd.DataFrame:
+    """Per arm, its chosen-rate runs' primary math measure on the validation items (the phrasings and operand pairs
+    the learning rate is chosen on) and on the test items (others: what the rules score), as the mean over the
+    runs with the lowest and highest run beside it; items per run. Base has one run."""
+    from arithmech.evals.suites import get_suite
+    p = V.plan(folder)
+    m = get_suite(p["suite"]).primary_math
+    span = lambda v: f"{sum(v) / len(v):.1%}" + (f" ({min(v):.1%}–{max(v):.1%})" if len(v) > 1 else "")
+    rows = []
+    for arm, runs in V.arm_runs(folder, p).items():
+        val = [r["parameters"]["validation"][m]["items"] for r in runs]
+        rows.append({"arm": arm, "runs": len(runs), "validation": span([sum(v) / len(v) for v in val]),
+                     "validation items": len(val[0]), "test": span([V.value(r, m) for r in runs]),
+                     "test items": len(V.items(runs[:1], m))})
+    return pd.DataFrame(rows).set_index("arm")
+
+
 def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
     """Full SFT's validation learning curve with its knee (the arms' step budget) and, where the curve
     recorded them, the general skills' validation values along the same run (the curve of forgetting);

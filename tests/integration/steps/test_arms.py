@@ -85,3 +85,11 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     assert set(v["verdict"]) <= {"holds", "does not hold", "inconclusive"}
     t = V.tradeoff_frame(folder)
     assert len(t) == sum(len(a["grid_rows"]) + 1 for a in plan["arms"].values())
+    # the phrasings table (report.table1): its test column is arm_table's primary math value, computed apart
+    from arithmech.report import table1 as T1
+    ph, at = T1.phrasings_frame(folder), V.arm_table(folder)
+    m = V.get_suite(plan["suite"]).primary_math
+    for arm, row in ph.iterrows():
+        want = at[(at.arm == arm) & (at.measure == m)].value.iloc[0]
+        assert row["test"].startswith(f"{want:.1%}"), (arm, row["test"], want)
+        assert row["runs"] == (1 if arm == "base" else 2)
