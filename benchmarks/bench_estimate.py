@@ -76,6 +76,23 @@ def config_of(argv: list[str]):
     return klass(**{name: getattr(a, name) for name, *_ in fields(klass)})
 
 
+class _Recorded:
+    """The estimate a step recorded in ``run.json`` (``peak_bytes``, ``peak_phase``)."""
+
+    def __init__(self, rec: dict):
+        self.peak_bytes, self.peak_phase = rec["peak_bytes"], rec["peak_phase"]
+
+
+def recorded(config, command: str) -> _Recorded | None:
+    """The estimate the step made and recorded, with what it read before loading its model (faithfulness:
+    identify's tasks, shots, pool size); ``None`` where it recorded none."""
+    from arithmech.core import results as R
+    folder = Path(config.out) if getattr(config, "out", None) else R.model_folder(config.results, config.model_name)
+    step = {"accuracy-by-template": "accuracy"}.get(command, command)
+    rec = (R.read_run(folder)["steps"].get(step) or {}).get("estimate")
+    return _Recorded(rec) if rec else None
+
+
 def measure(code: str, argv: list[str]) -> tuple[int, float]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "ARITHMECH_PROGRESS": "0"}
     t0 = time.perf_counter()
@@ -92,10 +109,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="arithmech-estimate-") as tmp:
         for argv in cases(Path(tmp)):
             argv = argv[:1] + ["--model", "embedded"] + argv[1:]
-            e = E.estimate(config_of(argv))
+            config = config_of(argv)
+            before = E.estimate(config)                      # from the config alone: the command line's check
             peak, wall = measure(WRAP, argv)
+            e = recorded(config, argv[0]) or before          # the step's own, with what it read before loading
             shown = " ".join(x if not x.startswith(tmp) else "TMP" + x[len(tmp):] for x in argv)
             runs.append({"command": f"python -m arithmech {shown}", "estimate_mib": round(e.peak_bytes / E.MiB, 1),
+                         "estimate_from_config_mib": round(before.peak_bytes / E.MiB, 1),
                          "measured_mib": round(peak / E.MiB, 1), "ratio": round(e.peak_bytes / peak, 3),
                          "within_25_percent": abs(e.peak_bytes / peak - 1) <= 0.25, "peak_phase": e.peak_phase,
                          "above_baseline_estimate_mib": round((e.peak_bytes - E.BASELINE) / E.MiB, 1),
@@ -108,6 +128,9 @@ def main() -> None:
                       "baseline": {"constant_mib": round(E.BASELINE / E.MiB, 1), "measured_mib": round(base / E.MiB, 1),
                                    "how": "python with arithmech.steps.identify imported, a 2-layer random Llama built, "
                                           "one forward (the constant is this measurement, made once; not fitted)"},
+                      "estimate": "the one the step recorded in run.json (what it showed and checked, with what it read "
+                                  "before loading); estimate_from_config_mib: the command line's check, from the "
+                                  "config alone",
                       "ratio_min": min(ratios), "ratio_max": max(ratios),
                       "within_25_percent": sum(r["within_25_percent"] for r in runs), "cases": len(runs),
                       "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "processor": platform.machine(),

@@ -99,7 +99,7 @@ RULES: tuple[Rule, ...] = (
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
          "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=4),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
-         "heads 13.11, 12.22 read operands; heads 14.2, 11.8 operators (Fig. 5)",
+         "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
          "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
          "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
          "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "

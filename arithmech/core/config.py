@@ -47,8 +47,8 @@ def command_line(step: str, config: "Config") -> str:
     """The command that builds ``config``: ``python -m arithmech STEP --model M`` and the flag of every field that
     changes the step's files (:meth:`Config.reuse_key`) and differs from its default, e.g. ``python -m arithmech
     arms --model embedded --suite toy --steps 30 --batch-size 32``. Run from the repository root, it makes the
-    same files. The results folder is named only when it is a relative path (a record never holds this
-    machine's paths)."""
+    same files. The results folder is named only when it is a relative path (the record lives in it; an absolute
+    one would put this machine's paths in the record)."""
     import shlex
     parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(config.model_name)]
     for f in dataclasses.fields(config):
@@ -61,15 +61,17 @@ def command_line(step: str, config: "Config") -> str:
             continue
         if not f.metadata.get("reuse", True):
             continue
+        text = lambda v: repr(v) if isinstance(v, float) else str(v)      # repr: a float parses back exactly
+        given = lambda v: [f"{flag(f.name)}={v}"] if v.startswith("-") else [flag(f.name), v]   # "-5e-05" is no flag
         if isinstance(value, bool):
             parts.append(flag(f.name) if value else "--no-" + flag(f.name)[2:])
         elif isinstance(value, tuple) and f.metadata.get("repeat"):
             for v in value:
-                parts += [flag(f.name), str(v)]
+                parts += given(text(v))
         elif isinstance(value, tuple):
-            parts += [flag(f.name), ",".join(map(str, value))]
+            parts += given(",".join(map(text, value)))
         else:
-            parts += [flag(f.name), f"{value:g}" if isinstance(value, float) else str(value)]
+            parts += given(text(value))
     return " ".join(shlex.quote(p) for p in parts)
 
 

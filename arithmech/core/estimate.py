@@ -48,6 +48,7 @@ SHOT_TOKENS = 10                # each solved example before a prompt (``--shots
 DECODE_TOKENS = 3               # greedy tokens of identify's exact-match check per prompt kept
 FAMILIES = 5                    # template families (equation, statement, qa, time-span, accumulation)
 TEMPLATES = 48                  # Fig. 8 + Fig. 10 templates (accuracy-by-template, shots)
+POOL_FOLDS = 4                  # knockout_means: folds of the reference pool's operand pairs
 MEMORY_ENV = "ARITHMECH_MEMORY_BYTES"    # pretend this machine has this many bytes free (tests, a shared machine)
 
 # The fast paths' chunk sizes (arithmech.methods.*.MAX_ROWS ...), repeated here so that no torch is imported
@@ -281,27 +282,26 @@ def beyond(s: Shape, c) -> Estimate:
                                       "upstream": upstream}, forwards, "--n-samples", c.device)
 
 
-def faithfulness(s: Shape, c, tasks: int = 4, n_boot: int = 1000, pool_size: int = 512) -> Estimate:
-    """Faithfulness: the evaluation-side draw and identify's reference pool, then every circuit (top ``n`` and
-    ``n_random`` random ones per ``n <= n_max``) at END under noising (mean, resample), denoising and, for the top
-    ``n``, the converse. Identify's pooled tasks, ``n_boot`` and ``pool_size`` are read at run time: the estimate
-    takes every task and identify's defaults (an upper bound)."""
+def faithfulness(s: Shape, c, tasks: int = 4, n_boot: int = 1000, pool_size: int = 512, shots: int = 0) -> Estimate:
+    """Faithfulness: the evaluation draw and identify's reference pool (its fold sums stay resident), then every
+    circuit (top and random ones per ``n <= n_max``) at END: noising (mean, resample), denoising, the top's converse.
+    The step passes identify's ``tasks``, ``n_boot``, ``pool_size``, ``shots``; without them, every task, defaults."""
     fixed, b = _fixed(s, c)
-    n, L, H, d, seq = c.n_samples, s.n_layers, s.n_heads, s.d_model, PROMPT_TOKENS
+    n, L, H, d, seq = c.n_samples, s.n_layers, s.n_heads, s.d_model, _seq(shots)
     circuits = c.n_max * (1 + c.n_random)
     ablations = 2 * (2 + circuits + c.n_max) + (2 + circuits)        # mean, resample (with converse); denoising
-    draw = {"draw and check batch": forward_bytes(s, c.batch_size, seq, b),
+    groups = TEMPLATES * tasks // 4 + FAMILIES + 1                   # (template, length) groups; family sums, all
+    pool = {"reference-pool fold sums": groups * POOL_FOLDS * L * seq * (H * s.head_dim + d) * 4}
+    draw = {**pool, "draw and check batch": forward_bytes(s, c.batch_size, seq, b),
             "mean activations, per batch": c.batch_size * seq * 2 * L * d * b * 2}
-    run = {"END values of X_r, X_c and the resample sources": 3 * n * L * (H * s.head_dim + d) * 4,
+    run = {**pool, "END values of X_r, X_c and the resample sources": 3 * n * L * (H * s.head_dim + d) * 4,
            "END logits of X_r and X_c": 2 * n * s.vocab * 4,
            "key/value caches": KNOCKOUT_TOKENS * L * 2 * s.n_kv_heads * s.head_dim * b,
            "ablated forward": forward_bytes(s, max(1, KNOCKOUT_TOKENS // seq), seq, b),
-           "logits": KNOCKOUT_ROWS * s.vocab * 10,
-           "LDs": 2 * ablations * n * 8,
+           "logits": KNOCKOUT_ROWS * s.vocab * 10, "LDs": 2 * ablations * n * 8,
            "bootstrap": bootstrap_bytes(n, n_boot, circuits)}
     prepare = tasks * n * (2 + DECODE_TOKENS) + pool_size * FAMILIES * tasks
-    # the clean prefix runs once per prompt and call; an ablation at END runs one token, 1/seq of a prompt forward
-    forwards = prepare + 3 * n + 3 * n + int(ablations * n / seq)
+    forwards = prepare + 6 * n + int(ablations * n / seq)            # an END ablation: 1/seq of a prompt forward
     return Estimate("faithfulness", fixed, {"load": _load(s), "draw and pool": draw, "circuits": run}, forwards,
                     "--n-samples", c.device)
 
@@ -378,12 +378,13 @@ STEPS = {"Identify": identify, "Analyze": analyze, "Beyond": beyond, "Faithfulne
          "Shots": shots, "Finetune": finetune, "Table1": arms}
 
 
-def estimate(config) -> Estimate | None:
+def estimate(config, **known) -> Estimate | None:
     """The estimate of the step ``config`` (an :mod:`arithmech.steps.config` class) configures; ``None`` for a step
-    without one or a model whose geometry cannot be read without loading it (a hub id)."""
+    without one or a model whose geometry cannot be read without loading it (a hub id). ``known``: what the step
+    reads from earlier files before loading (faithfulness: identify's ``tasks``, ``shots``, ...)."""
     fn = STEPS.get(type(config).__name__)
     shape = shape_of(config.model_name) if fn else None
-    return fn(shape, config) if shape else None
+    return fn(shape, config, **known) if shape else None
 
 
 def available_bytes(device: str = "cpu") -> int | None:
@@ -405,10 +406,10 @@ def available_bytes(device: str = "cpu") -> int | None:
         return None
 
 
-def check(config) -> Estimate | None:
+def check(config, **known) -> Estimate | None:
     """:func:`estimate` ``config``; raise one :class:`ValueError` line naming the flag to lower when the peak
     exceeds :func:`available_bytes`. Runs before any model loads (the command line calls it before torch)."""
-    e = estimate(config)
+    e = estimate(config, **known)
     have = available_bytes(getattr(config, "device", "cpu")) if e else None
     if e is not None and have is not None and e.peak_bytes > have:
         biggest = max(e.phases[e.peak_phase].items(), key=lambda kv: kv[1])[0]

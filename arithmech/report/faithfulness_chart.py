@@ -79,4 +79,4 @@ def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataF
                          "top n": [f"{pct(v)} [{pct(a)}, {pct(b)}]" for v, a, b in zip(s.share, s.lo, s.hi)],
                          "random band": [f"{pct(m)} [{pct(a)}, {pct(b)}]" for m, a, b in
                                          zip(s.band_mid, s.band_lo, s.band_hi)],
-                         "circuit": s.components}).reset_index(drop=True)
+                         "circuit (top n by effect rank)": s.components.map(readable)}).reset_index(drop=True)

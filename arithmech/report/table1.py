@@ -86,9 +86,8 @@ def phrasings_frame(folder: str | Path) -> pd.DataFrame:
     """Per arm, its chosen-rate runs' primary math measure on the validation items (the phrasings and operand pairs
     the learning rate is chosen on) and on the test items (others: what the rules score), as the mean over the
     runs with the lowest and highest run beside it; items per run. Base has one run."""
-    from arithmech.evals.suites import get_suite
     p = V.plan(folder)
-    m = get_suite(p["suite"]).primary_math
+    m = V.get_suite(p["suite"]).primary_math
     span = lambda v: f"{sum(v) / len(v):.1%}" + (f" ({min(v):.1%}–{max(v):.1%})" if len(v) > 1 else "")
     rows = []
     for arm, runs in V.arm_runs(folder, p).items():

@@ -173,12 +173,13 @@ class _Curve(runner.TrainerCallback):
             self.score(model, state.global_step)
 
 
-def learning_curve(config: Config, data_seed: int = 0, every: int = 20) -> dict:
+def learning_curve(config: Config, data_seed: int | None = None, every: int = 20) -> dict:
     """Full SFT's validation learning curve (one run of ``config.curve_steps`` steps at the middle rate of
     full's grid, constant after warm-up, scored every ``every`` steps) and its knee (:data:`KNEE_RULE`);
     written to ``finetune/curve.json``, which the arms' default step budget reads (resumes: a curve of the
-    same arguments is kept)."""
+    same arguments is kept); ``data_seed``: the splits' seed, by default ``--seed``."""
     c = config
+    data_seed = c.seed if data_seed is None else data_seed
     S = get_suite(c.suite)
     sizes = S.sizes() if S.sizes else {}
     lr = sorted(GRIDS[c.suite]["full"])[1]
@@ -267,15 +268,16 @@ def check_args(suite: str, seeds, draws: int, grid: dict | None, steps: int, bat
     return grid
 
 
-def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = None, data_seed: int = 0,
+def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = None, data_seed: int | None = None,
              sizes: dict | None = None, command: str | None = None) -> dict:
     """Run Table 1 (module docstring) and write its records and ``finetune/table1.json``; returns the plan.
 
     ``suite``: ``toy`` (the embedded model) or ``paper`` (a real model), :mod:`arithmech.evals.suites`.
     ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.evals.measures.table1_sizes` of
-    ``config.scale``, the default); ``arms``, ``grid``, ``data_seed``: a chapter's or a test's narrower run.
-    """
+    ``config.scale``, the default); ``arms``, ``grid``: a test's narrower run; ``data_seed``: the splits' seed,
+    by default ``--seed`` (so the recorded command makes the same splits)."""
     c = config
+    data_seed = c.seed if data_seed is None else data_seed
     S = get_suite(c.suite)
     if sizes is None:
         sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None

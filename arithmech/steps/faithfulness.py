@@ -82,7 +82,8 @@ def run(config: Config) -> dict:
     if c.n_max > n_comp // 2:                      # before the model loads
         raise ValueError(f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
                          f"outside the top n, so --n-max is at most {n_comp // 2}")
-    est = estimate.check(c)                   # refused here when it cannot fit, before the model loads
+    est = estimate.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
+                         shots=p.get("shots", 0))     # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
     with annotate(est.line() if est else ""), Progress("faithfulness", 1) as bar:

@@ -90,15 +90,20 @@ for (const o of outputs) {
   const m = t.match(/[{]'[^']{1,40}': |Ġ/);
   if (m) raw.push('output ' + JSON.stringify(t.slice(Math.max(0, m.index - 30), m.index + 40)));
   // a head named by its bare file id reads like a number: "0.0: 0.006 ± …", "heads 2.0, 3.3" (not "[0.25, 0.5]")
-  const id = t.match(/(?:^|\\n)\\s*\\d{1,2}\\.\\d{1,2}: |(?<![\\[\\d.,\\w−+\\-])\\d{1,2}\\.\\d{1,2}, \\d{1,2}\\.\\d{1,2}(?![\\d%])/);
+  const id = t.match(/(?:^|\\n)\\s*\\d{1,2}\\.\\d{1,2}: |(?<![\\[(=\\d.,\\w−+\\-])(?<!heads )\\d{1,2}\\.\\d{1,2}, \\d{1,2}\\.\\d{1,2}(?![\\d%])/);
   if (id) raw.push('bare head id ' + JSON.stringify(t.slice(Math.max(0, id.index - 30), id.index + 30)));
 }
+// a column naming components (its header says head, circuit, component, receiver or sender, or is "name")
+// whose cell holds nothing but ids ("0.3", "2.0, 3.3", "MLP 0 0.0"); headers from the last header row
 for (const table of art.querySelectorAll('table')) {
-  const heads = Array.from(table.querySelectorAll('thead th')).map(h => (h.innerText || '').trim().toLowerCase());
+  const rows = table.querySelectorAll('thead tr');
+  const last = rows.length ? rows[rows.length - 1] : null;
+  const heads = last ? Array.from(last.children).map(h => (h.innerText || '').trim().toLowerCase()) : [];
   for (const row of table.querySelectorAll('tbody tr')) Array.from(row.children).forEach((c, i) => {
-    if (['head', 'heads', 'name', 'receiver', 'sender'].includes(heads[i]) && visible(c)
-        && /^\\d{1,2}\\.\\d{1,2}$/.test((c.innerText || '').trim()))
-      raw.push('bare head id in column ' + heads[i] + ': ' + c.innerText.trim());
+    const h = heads[i] || '';
+    if ((h === 'name' || /head|circuit|component|receiver|sender/.test(h)) && visible(c)
+        && /^(?:(?:MLP \\d+|\\d{1,2}\\.\\d{1,2})[ ,]*)*\\d{1,2}\\.\\d{1,2}(?:[ ,]+(?:MLP \\d+|\\d{1,2}\\.\\d{1,2}))*$/.test((c.innerText || '').trim()))
+      raw.push('bare head id in column ' + h + ': ' + c.innerText.trim().slice(0, 40));
   });
 }
 const charts = Array.from(art.querySelectorAll('.arithmech-chart svg.marks')).map(

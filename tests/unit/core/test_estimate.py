@@ -51,6 +51,9 @@ def test_chunk_sizes_are_the_methods_own():
     assert (E.PATCH_ROWS, E.PATCH_LOGITS) == (patching.MAX_ROWS, patching.MAX_LOGITS)
     assert (E.KNOCKOUT_ROWS, E.KNOCKOUT_TOKENS) == (knockout.MAX_ROWS, knockout.MAX_TOKENS)
     assert (E.ATTRIBUTION_ROWS, E.UPSTREAM_ROWS) == (attribution.MAX_ROWS, upstream.MAX_ROWS)
+    import inspect
+    from arithmech.methods import knockout_means
+    assert E.POOL_FOLDS == inspect.signature(knockout_means.build_pool).parameters["folds"].default
 
 
 def test_every_step_has_an_estimate_and_a_line():
@@ -117,3 +120,36 @@ def test_cli_passes_a_normal_config_to_the_step(tmp_path, monkeypatch):
                         cli.Command(C.Accuracy, "fake", "run", lambda r: None))
     cli.main(["accuracy-by-template", "--model", "embedded", "--results", str(tmp_path)])
     assert len(seen) == 1 and seen[0].n_per_template == C.Accuracy().n_per_template
+
+
+def test_the_chain_backward_term_is_what_autograd_saves():
+    """Protects beyond's EAP-IG term (``saved for the backward``: ``rows x L x (H*dh + 2d + 2*d_mlp) x 4`` bytes) on
+    the model the benchmark measures: counted independently here with ``torch.autograd.graph.saved_tensors_hooks``
+    on the embedded model's END chain (the bytes of every distinct storage autograd keeps, the weights left out),
+    the term is within 25 % of what is saved. (The count depends on the model's shapes: on a tiny Llama with
+    ``d_mlp = 2d`` and ``H*dh != d`` autograd keeps more per row, so this pins the term where it is used.)"""
+    import torch
+
+    from arithmech.core.models import load_model
+    from arithmech.methods import attribution
+
+    model, _, _ = load_model("embedded")
+    cfg = model.config
+    L, H, d, dm = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size, cfg.intermediate_size
+    hd = getattr(cfg, "head_dim", None) or d // H
+    b, R = 16, 8
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in weights:
+            saved[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    z = [torch.randn(b, R, H * hd, requires_grad=True) for _ in range(L)]
+    m = [torch.zeros(b, R, d, requires_grad=True) for _ in range(L)]
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = attribution.run_chain(model, torch.randn(b, R, d), z, m, torch.randint(0, cfg.vocab_size, (b,)))
+    term = b * R * L * (H * hd + 2 * d + 2 * dm) * 4
+    assert out.shape == (b, R) and abs(term / sum(saved.values()) - 1) <= 0.25, (term, sum(saved.values()))
