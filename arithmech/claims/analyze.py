@@ -33,7 +33,8 @@ def stages(ctx: Context):
     st = ctx.read("analyze.json").get("stages") or {}
     if "answer" not in st or "operands" not in st:
         raise Missing("analyze.json has no stages")
-    return f"operands {st['operands']}, answer {st['answer']}", st["answer"][1] >= st["operands"][1]
+    stage = lambda v: "–".join(map(str, v))               # start–inflection–end layers, as the paper writes them
+    return f"operands {stage(st['operands'])}, answer {stage(st['answer'])}", st["answer"][1] >= st["operands"][1]
 
 
 def circuit_faithful(ctx: Context):

@@ -188,7 +188,7 @@ def _median_depth(ctx: Context) -> tuple[float, list[int], int]:
 
 def _middle_layers(ctx: Context):
     mid, layers, _ = _median_depth(ctx)
-    return f"median depth of the top {TOP}: {mid:.2f} (layers {layers})", 1 / 3 <= mid <= 2 / 3
+    return f"median depth of the top {TOP}: {mid:.2f} (layers {', '.join(map(str, layers))})", 1 / 3 <= mid <= 2 / 3
 
 
 def _logit_diff_ranking(ctx: Context):

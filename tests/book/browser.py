@@ -89,6 +89,11 @@ for (const o of outputs) {
   const t = o.innerText || '';
   const m = t.match(/[{]'[^']{1,40}': |Ġ/);
   if (m) raw.push('output ' + JSON.stringify(t.slice(Math.max(0, m.index - 30), m.index + 40)));
+  // a Python list printed raw ("[0, 0, 2]", "['21.2'"), outside code font (a footer's `models=['embedded']`)
+  const plain = (() => { const c = o.cloneNode(true); c.querySelectorAll('code').forEach(x => x.remove());
+                         return c.textContent || ''; })();
+  const list = plain.match(/\\['|\\[-?\\d+(?:\\.\\d+)?(?:, -?\\d+(?:\\.\\d+)?){2,}\\]/);
+  if (list) raw.push('raw list ' + JSON.stringify(plain.slice(Math.max(0, list.index - 30), list.index + 30)));
   // a head named by its bare file id reads like a number: "0.0: 0.006 ± …", "heads 2.0, 3.3" (not "[0.25, 0.5]")
   const id = t.match(/(?:^|\\n)\\s*\\d{1,2}\\.\\d{1,2}: |(?<![\\[(=\\d.,\\w−+\\-])(?<!heads )\\d{1,2}\\.\\d{1,2}, \\d{1,2}\\.\\d{1,2}(?![\\d%])/);
   if (id) raw.push('bare head id ' + JSON.stringify(t.slice(Math.max(0, id.index - 30), id.index + 30)));

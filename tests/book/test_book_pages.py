@@ -65,6 +65,7 @@ def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
             '<div class="cell_output"><pre>tokens: Ġ3</pre></div>'
             '<div class="cell_output"><pre>0.0: 0.006 ± 0.003</pre></div>'
             '<div class="cell_output"><pre>best-ranked heads: 2.0, 3.3</pre></div>'
+            '<div class="cell_output"><p>median depth 0.10 (layers [0, 0, 1, 2])</p></div>'
             '<table><thead><tr><th>head</th><th>effect</th></tr></thead><tbody><tr><td>0.3</td><td>-1%</td></tr>'
             '</tbody></table><table><thead><tr><th>n</th><th>circuit (top n)</th></tr></thead><tbody><tr><td>3</td>'
             '<td>MLP 0 0.0 MLP 2</td></tr></tbody></table></article>')
@@ -74,7 +75,7 @@ def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
                     '<td>inconclusive</td><td><code>False</code></td></tr></table>'
                     '<details class="above-input"><summary>code</summary><pre style="white-space:pre">' + 'x' * 400 +
                     '</pre></details><div class="cell_output"><pre>n = 3; Jaccard 0.25 [0.25, 0.5]; heads: head 2.0, '
-                    'head 3.3; ρ (0.12, 0.34)</pre></div><table><thead><tr><th>head</th><th>effect</th></tr></thead>'
+                    'head 3.3; ρ (0.12, 0.34); 95% [1, 2]; <code>models=[\'embedded\']</code></pre></div><table><thead><tr><th>head</th><th>effect</th></tr></thead>'
                     '<tbody><tr><td>head 0.3</td><td>0.5</td></tr></tbody></table><table><thead><tr><th>n</th><th>'
                     'circuit (top n)</th></tr></thead><tbody><tr><td>1</td><td>MLP 0</td></tr><tr><td>2</td><td>MLP 0, '
                     'head 0.0</td></tr></tbody></table></article></body></html>')
@@ -88,6 +89,7 @@ def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
     assert {'cell "True"', 'cell "None"'} <= set(r["raw"]) and sum(x.startswith("output") for x in r["raw"]) == 2, r["raw"]
     assert sum(x.startswith('bare head id "') for x in r["raw"]) == 2 and "bare head id in column head: 0.3" in r["raw"], r["raw"]
     assert "bare head id in column circuit (top n): MLP 0 0.0 MLP 2" in r["raw"], r["raw"]
+    assert sum(x.startswith("raw list ") for x in r["raw"]) == 1, r["raw"]
     assert g["wide"] == [] and g["raw"] == []
 
 
