@@ -82,6 +82,21 @@ def arm_frame(folder: str | Path) -> pd.DataFrame:
                                                                      if a in set(t.arm)]]
 
 
+def arm_numbers(folder: str | Path) -> pd.DataFrame:
+    """:func:`arithmech.claims.verdicts.arm_table` with readable columns, one row per arm × measure: the mean over
+    the arm's runs, the spread between seeds, the Wilson interval of the pooled items, the change from base with
+    its hierarchical interval, items per run and collapsed runs (a measure's name as the suite writes it)."""
+    t = V.arm_table(folder)
+    num = lambda v, f="{:.3f}": "—" if v is None or pd.isna(v) else f.format(v)
+    span = lambda lo, hi, f="{:.3f}": "—" if lo is None or pd.isna(lo) else f"{f.format(lo)} – {f.format(hi)}"
+    return pd.DataFrame({"arm": t.arm, "measure": t.measure.str.replace("_", "-"), "runs": t.runs,
+                         "mean": [num(v) for v in t.value], "seed sd": [num(v) for v in t.seed_sd],
+                         "95% interval": [span(a, b) for a, b in zip(t.ci_low, t.ci_high)],
+                         "change from base": [num(v, "{:+.3f}") for v in t.delta],
+                         "its 95% interval": [span(a, b, "{:+.3f}") for a, b in zip(t.delta_ci_low, t.delta_ci_high)],
+                         "items per run": t.n_items, "collapsed runs": t.collapsed_runs})
+
+
 def phrasings_frame(folder: str | Path) -> pd.DataFrame:
     """Per arm, its chosen-rate runs' primary math measure on the validation items (the phrasings and operand pairs
     the learning rate is chosen on) and on the test items (others: what the rules score), as the mean over the
