@@ -77,10 +77,10 @@ def config_of(argv: list[str]):
 
 
 class _Recorded:
-    """The estimate a step recorded in ``run.json`` (``peak_bytes``, ``peak_phase``)."""
+    """The estimate a step recorded in ``run.json`` (``peak_bytes``, ``peak_phase``, ``forwards``)."""
 
     def __init__(self, rec: dict):
-        self.peak_bytes, self.peak_phase = rec["peak_bytes"], rec["peak_phase"]
+        self.peak_bytes, self.peak_phase, self.forwards = rec["peak_bytes"], rec["peak_phase"], rec["forwards"]
 
 
 def recorded(config, command: str) -> _Recorded | None:
