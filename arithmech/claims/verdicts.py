@@ -134,14 +134,16 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
             vals = [r["results"][m]["value"] for r in rs]
             mean = sum(vals) / len(vals)
             sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
-            acc = base[m].get("metric") == "accuracy"
+            acc = str(base[m].get("metric", "")).startswith("accuracy")       # exact match, or cloze acc_norm
             k = sum(sum(r["results"][m]["items"]) for r in rs)
             n = len(base[m]["items"])
             lo, hi = wilson_interval(round(k), n * len(rs)) if acc else (None, None)
             d = lo_d = hi_d = None
             if arm != "base":
                 d, lo_d, hi_d = hierarchical_bootstrap(per_run(runs["base"], m), per_run(rs, m))
-            gate = m in S.general and base[m].get("chance") is not None
+            # the collapse gate reads a run against base's margin over chance: not base itself, not a measure whose
+            # base interval touches chance (it has no margin to lose and decides nothing)
+            gate = arm != "base" and m in S.general and base[m].get("chance") is not None and m in deciding(base, [m])
             rows.append({"arm": arm, "measure": m, "value": mean, "seed_sd": sd, "n_items": n, "runs": len(rs),
                          "chance": base[m].get("chance"), "decides": m in deciding(base, [m]),
                          "collapsed_runs": sum(collapsed(r, runs["base"][0], m) for r in rs) if gate else 0,
