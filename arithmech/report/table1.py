@@ -61,8 +61,9 @@ def base_vs_chance(folder: str | Path) -> pd.DataFrame:
     base = records.read_finetune(folder, "base")
     rows = []
     for m, r in {**base["results"], **(base["parameters"].get("base_only") or {})}.items():
-        ci = r.get("ci") or [None, None]
-        rows.append({"measure": m, "base": r["value"], "ci_low": ci[0], "ci_high": ci[1], "n": r["n"],
+        ci = r.get("ci")
+        rows.append({"measure": m.replace("_", " "), "base": r["value"],
+                     "95% interval": f"{ci[0]:.3f} – {ci[1]:.3f}" if ci else "—", "items": r["n"],
                      "chance": r.get("chance"), "decides a rule": m in V.deciding(base["results"], [m])
                      if m in base["results"] else "base only"})
     return pd.DataFrame(rows)
