@@ -181,7 +181,7 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
                          "ci_low": None, "ci_high": None, "verdict": "not run"})
             continue
         d, lo, hi = hierarchical_bootstrap(per_run(runs[b], m, sign, pooled), per_run(runs[a], m, sign, pooled))
-        name = m + (" (negated)" if sign < 0 else "") + (f" ({'+'.join(pooled)})" if m == "cloze" else "")
+        name = m + (" (negated)" if sign < 0 else "") + (f" ({', '.join(pooled)})" if m == "cloze" else "")
         gone = [x for x in (a, b) if x != "base" and which == "general"
                 and any(collapsed(r, runs["base"][0], m, pooled) for r in runs[x])]
         rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": name, "estimate": d, "ci_low": lo,

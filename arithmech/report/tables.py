@@ -113,7 +113,7 @@ def table1_side_by_side(results_dir: str | Path, models: tuple[str, ...] = ("emb
         p = V.plan(folder)
         S = get_suite(p["suite"])
         pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
-        g = S.primary_general + (f" ({'+'.join(pooled)})" if pooled else "")
+        g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
         for arm, rs in V.arm_runs(folder, p).items():
             mean = lambda f: sum(map(f, rs)) / len(rs)
             sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]

@@ -90,7 +90,7 @@ for (const o of outputs) {
   const m = t.match(/[{]'[^']{1,40}': |Ġ/);
   if (m) raw.push('output ' + JSON.stringify(t.slice(Math.max(0, m.index - 30), m.index + 40)));
   // a Python list printed raw ("[0, 0, 2]", "['21.2'"), outside code font (a footer's `models=['embedded']`)
-  const plain = (() => { const c = o.cloneNode(true); c.querySelectorAll('code').forEach(x => x.remove());
+  const plain = (() => { const c = o.cloneNode(true); c.querySelectorAll('code, script, style').forEach(x => x.remove());
                          return c.textContent || ''; })();
   const list = plain.match(/\\['|\\[-?\\d+(?:\\.\\d+)?(?:, -?\\d+(?:\\.\\d+)?){2,}\\]/);
   if (list) raw.push('raw list ' + JSON.stringify(plain.slice(Math.max(0, list.index - 30), list.index + 30)));
