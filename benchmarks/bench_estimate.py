@@ -25,6 +25,7 @@ from pathlib import Path
 
 from arithmech.cli import build_parser
 from arithmech.core import estimate as E
+from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.config import fields
 
@@ -76,21 +77,13 @@ def config_of(argv: list[str]):
     return klass(**{name: getattr(a, name) for name, *_ in fields(klass)})
 
 
-class _Recorded:
-    """The estimate a step recorded in ``run.json`` (``peak_bytes``, ``peak_phase``, ``forwards``)."""
-
-    def __init__(self, rec: dict):
-        self.peak_bytes, self.peak_phase, self.forwards = rec["peak_bytes"], rec["peak_phase"], rec["forwards"]
-
-
-def recorded(config, command: str) -> _Recorded | None:
+def recorded(config, command: str) -> E.Estimate | None:
     """The estimate the step made and recorded, with what it read before loading its model (faithfulness:
     identify's tasks, shots, pool size); ``None`` where it recorded none."""
-    from arithmech.core import results as R
     folder = Path(config.out) if getattr(config, "out", None) else R.model_folder(config.results, config.model_name)
     step = {"accuracy-by-template": "accuracy"}.get(command, command)
     rec = (R.read_run(folder)["steps"].get(step) or {}).get("estimate")
-    return _Recorded(rec) if rec else None
+    return E.Estimate.from_record(step, rec) if rec else None
 
 
 def measure(code: str, argv: list[str]) -> tuple[int, float]:

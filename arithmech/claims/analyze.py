@@ -8,7 +8,7 @@ raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive).
 from __future__ import annotations
 
 from arithmech.claims.evidence import Context, Missing
-from arithmech.core.names import components
+from arithmech.core.names import components, stages as stage_layers
 from arithmech.methods.faithfulness import smallest_faithful
 
 
@@ -33,8 +33,7 @@ def stages(ctx: Context):
     st = ctx.read("analyze.json").get("stages") or {}
     if "answer" not in st or "operands" not in st:
         raise Missing("analyze.json has no stages")
-    stage = lambda v: "–".join(map(str, v))               # start–inflection–end layers, as the paper writes them
-    return f"operands {stage(st['operands'])}, answer {stage(st['answer'])}", st["answer"][1] >= st["operands"][1]
+    return f"operands {stage_layers(st['operands'])}, answer {stage_layers(st['answer'])}", st["answer"][1] >= st["operands"][1]
 
 
 def circuit_faithful(ctx: Context):

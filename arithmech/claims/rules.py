@@ -270,7 +270,7 @@ def _transfer(ctx: Context):
     if not h["base_accuracy"] > 0:
         return (f"{h['family']}: the model answers none of the {h.get('n', '?')} held-out prompts right, so "
                 "knockout has nothing to remove", None)
-    here = (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({h['relative_drop']:+.0%}); "
+    here = (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({_PCT(h['relative_drop'])}); "
             f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts")
     if h.get("heads_from", "key heads") != "key heads":          # no key head to test: the claim is about them
         return (f"no key head to test; knocked out instead: the {h['heads_from'].replace(' (no key head)', '')}: "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from typing import Any
 
 
@@ -49,7 +50,6 @@ def command_line(step: str, config: "Config") -> str:
     arms --model embedded --suite toy --steps 30 --batch-size 32``. Run from the repository root, it makes the
     same files. The results folder is named only when it is a relative path (the record lives in it; an absolute
     one would put this machine's paths in the record)."""
-    import shlex
     parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(config.model_name)]
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
@@ -61,18 +61,26 @@ def command_line(step: str, config: "Config") -> str:
             continue
         if not f.metadata.get("reuse", True):
             continue
-        text = lambda v: repr(v) if isinstance(v, float) else str(v)      # repr: a float parses back exactly
-        given = lambda v: [f"{flag(f.name)}={v}"] if v.startswith("-") else [flag(f.name), v]   # "-5e-05" is no flag
         if isinstance(value, bool):
             parts.append(flag(f.name) if value else "--no-" + flag(f.name)[2:])
         elif isinstance(value, tuple) and f.metadata.get("repeat"):
             for v in value:
-                parts += given(text(v))
+                parts += _given(f.name, _text(v))
         elif isinstance(value, tuple):
-            parts += given(",".join(map(text, value)))
+            parts += _given(f.name, ",".join(map(_text, value)))
         else:
-            parts += given(text(value))
+            parts += _given(f.name, _text(value))
     return " ".join(shlex.quote(p) for p in parts)
+
+
+def _text(v) -> str:
+    """A value as the command line writes it: floats by ``repr``, which parses back exactly."""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _given(name: str, text: str) -> list[str]:
+    """``--flag value``, or ``--flag=value`` where the value starts with "-" (``-5e-05`` is no flag)."""
+    return [f"{flag(name)}={text}"] if text.startswith("-") else [flag(name), text]
 
 
 def _kind(annotation) -> tuple[type, bool]:

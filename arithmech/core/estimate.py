@@ -171,6 +171,14 @@ class Estimate:
         """What the progress line shows: ``est. peak 488 MiB, ~9,000 forwards``."""
         return f"est. peak {self.peak_bytes / MiB:,.0f} MiB, ~{self.forwards:,} forwards"
 
+    @classmethod
+    def from_record(cls, step: str, rec: dict) -> "Estimate":
+        """The inverse of :meth:`record`: the estimate a step recorded in ``run.json`` (no flag: a record
+        names none)."""
+        return cls(step=step, fixed=dict(rec["fixed"]), phases={k: dict(v) for k, v in rec["phases"].items()},
+                   forwards=rec["forwards"], flag="", device=rec.get("device", "cpu"),
+                   notes=rec.get("assumes", "every draw assumed kept"))
+
     def record(self) -> dict:
         """What ``run.json`` records beside the measured ``peak_memory``."""
         return {"peak_bytes": self.peak_bytes, "peak_phase": self.peak_phase, "forwards": self.forwards,

@@ -86,3 +86,9 @@ def components(items) -> str:
     """"head 13.11, head 14.2, MLP 17" for ``(layer, head)`` pairs or file ids; "none" for none."""
     shown = [component(*c) if isinstance(c, (tuple, list)) else component_label(c) for c in items]
     return ", ".join(shown) or "none"
+
+
+def stages(layers, fmt=str) -> str:
+    """Start, inflection and end layers as the paper writes them: ``stages((1, 19, 20))`` → "1–19–20" (en
+    dashes); ``fmt`` writes each one (``lambda x: f"{x / 32:.2f}"`` for fractions of the depth)."""
+    return "–".join(fmt(x) for x in layers)

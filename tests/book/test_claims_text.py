@@ -48,6 +48,28 @@ def _finding_lines(nb: dict) -> list[re.Match]:
     return out
 
 
+def _table_rows(md: str) -> list[tuple[str, str, str]]:
+    """``(claim, this run, verdict)`` of each row of a generated claims table (``claim | paper | this run |
+    verdict``, each claim a link to the rules page, verdicts in bold)."""
+    out = []
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith(("| claim", "| ---")):
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            out.append((re.sub(r"^\[(.*)\]\([^)]*\)$", r"\1", cells[0]), cells[-2], cells[-1].strip("*")))
+    return out
+
+
+def _answer_rows(nb: dict) -> list[tuple[str, str, str]]:
+    """The claims table a chapter shows in its first box (glued as ``answer``: the SmolLM2 appendix)."""
+    out = []
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            md = o.get("data", {}).get("application/papermill.record/text/markdown")
+            if md and o.get("metadata", {}).get("scrapbook", {}).get("name") == "answer":
+                out += _table_rows("".join(md))
+    return out
+
+
 def _findings(root: Path) -> str:
     """The introduction's generated boxes (``book/_generated/findings.md``), included by ``book/intro.md``."""
     assert "```{include} _generated/findings.md" in (REPO / "book" / "intro.md").read_text()
@@ -65,18 +87,18 @@ def _intro_tables(root: Path) -> dict[str, dict[str, tuple[str, str]]]:
         if box:
             current = next((n for n, label in MODELS if label == box.group(1)), None)
             out.setdefault(current, {})
-        elif current and line.startswith("| ") and not line.startswith(("| claim", "| ---")):
-            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-            claim = re.sub(r"^\[(.*)\]\([^)]*\)$", r"\1", cells[0])
-            out[current][claim] = (cells[-2], cells[-1].strip("*"))
+        elif current:
+            for claim, here, verdict in _table_rows(line):
+                out[current][claim] = (here, verdict)
     return out
 
 
 def test_chapter_findings_match_the_intro_claims_table(built_book):
-    """Protects: each chapter's generated claim lines carry the same verdict and numbers as its model's
-    row in the introduction's claims table (#13 item 5: text and table agree, checked on the built book)."""
+    """Protects: each chapter's generated claim lines, and the claims table a chapter shows in its first box (the
+    SmolLM2 appendix), carry the same verdict and numbers as its model's row in the introduction's claims table
+    (#13 item 5: text and table agree, checked on the built book)."""
     root, _ = built_book
-    tables, checked = _intro_tables(root), 0
+    tables, checked, answered = _intro_tables(root), 0, 0
     assert tables, "the introduction has no generated claims table: build the book (make book)"
     for p in sorted((root / book.EXECUTED).glob("*.ipynb")):
         nb = json.loads(p.read_text())
@@ -86,7 +108,12 @@ def test_chapter_findings_match_the_intro_claims_table(built_book):
             assert m["claim"] in tables[model], f"{p.name}: {m['claim']!r} is not a row of the claims table"
             assert (m["here"], m["verdict"]) == tables[model][m["claim"]], f"{p.name}: {m['claim']}"
             checked += 1
+        for claim, here, verdict in _answer_rows(nb):          # the table a first box shows (SmolLM2)
+            assert model in tables and claim in tables[model], f"{p.name}'s first box: {claim!r} is not a claims row"
+            assert (here, verdict) == tables[model][claim], f"{p.name}'s first box: {claim}"
+            answered += 1
     assert checked >= 5, f"only {checked} claim lines in the chapters: findings are not generated from the claims table"
+    assert answered >= 5, f"only {answered} rows in the first boxes' claims tables (the SmolLM2 appendix shows one)"
 
 
 def test_intro_boxes_match_the_results_when_present(built_book):

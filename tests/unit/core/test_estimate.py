@@ -153,3 +153,13 @@ def test_the_chain_backward_term_is_what_autograd_saves():
         out = attribution.run_chain(model, torch.randn(b, R, d), z, m, torch.randint(0, cfg.vocab_size, (b,)))
     term = b * R * L * (H * hd + 2 * d + 2 * dm) * 4
     assert out.shape == (b, R) and abs(term / sum(saved.values()) - 1) <= 0.25, (term, sum(saved.values()))
+
+
+def test_a_recorded_estimate_reads_back_as_the_same_estimate():
+    """Protects ``benchmarks/bench_estimate.py``'s comparison with what a step recorded: ``Estimate.from_record``
+    rebuilds ``record()``'s dict into an estimate with the same peak, peak phase and forward count."""
+    est = E.Estimate(step="identify", fixed={"weights": 10, "baseline": 5},
+                     phases={"patching": {"caches": 7, "batch": 2}, "knockout": {"kv": 8}}, forwards=123, flag="--n-samples")
+    back = E.Estimate.from_record("identify", json.loads(json.dumps(est.record())))
+    assert (back.peak_bytes, back.peak_phase, back.forwards, back.phases) == (24, "patching", 123, est.phases)
+    assert back.record() == est.record()

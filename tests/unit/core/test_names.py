@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arithmech.core.names import component, component_label, components
+from arithmech.core.names import component, component_label, components, stages
 
 
 def test_one_notation_for_components():
@@ -15,3 +15,10 @@ def test_one_notation_for_components():
     assert component_label("0.0") == "head 0.0" and component_label("logits") == "logits"
     assert component_label("0.5x") == "0.5x"
     assert components([(1, 2), (3, "mlp"), "27.4"]) == "head 1.2, MLP 3, head 27.4" and components([]) == "none"
+
+
+def test_stages_read_as_the_paper_writes_them():
+    """Protects one way to write start–inflection–end layers (the claims table, Analyze and the SmolLM2
+    appendix once wrote them with "–", "-" and "-"): en dashes, each layer as ``fmt`` writes it."""
+    assert stages((1, 19, 20)) == "1–19–20" and stages([np.int64(14), 18, 22]) == "14–18–22"
+    assert stages((1, 16, 32), lambda x: f"{x / 32:.2f}") == "0.03–0.50–1.00"
