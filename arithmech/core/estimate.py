@@ -83,8 +83,7 @@ class Shape:
         return cls(n_layers=cfg["num_hidden_layers"], n_heads=H, n_kv_heads=cfg.get("num_key_value_heads") or H,
                    head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, d_model=cfg["hidden_size"],
                    d_mlp=cfg["intermediate_size"], vocab=cfg["vocab_size"], tied=bool(cfg.get("tie_word_embeddings")),
-                   attn_bias=bool(cfg.get("attention_bias")), mlp_bias=bool(cfg.get("mlp_bias")),
-                   file_bytes=file_bytes)
+                   attn_bias=bool(cfg.get("attention_bias")), mlp_bias=bool(cfg.get("mlp_bias")), file_bytes=file_bytes)
 
     @property
     def params(self) -> int:
@@ -116,8 +115,7 @@ def shape_of(model_name: str) -> Shape | None:
         cached = sorted(CACHE_DIR.glob(Path(ALIASES[model_name]["gguf"]).stem + "-*/config.json"))
         if cached:
             return _folder_shape(cached[-1].parent)
-        s = Shape.from_config(KNOWN[model_name])
-        return Shape.from_config(KNOWN[model_name], s.params * 4)       # the float32 folder written at first load
+        return Shape.from_config(KNOWN[model_name], Shape.from_config(KNOWN[model_name]).params * 4)   # float32 folder
     p = Path(model_name)
     if p.is_dir() and (p / "config.json").is_file():
         return _folder_shape(p)
@@ -173,11 +171,9 @@ class Estimate:
 
     @classmethod
     def from_record(cls, step: str, rec: dict) -> "Estimate":
-        """The inverse of :meth:`record`: the estimate a step recorded in ``run.json`` (no flag: a record
-        names none)."""
-        return cls(step=step, fixed=dict(rec["fixed"]), phases={k: dict(v) for k, v in rec["phases"].items()},
-                   forwards=rec["forwards"], flag="", device=rec.get("device", "cpu"),
-                   notes=rec.get("assumes", "every draw assumed kept"))
+        """The inverse of :meth:`record`: the estimate a step recorded in ``run.json`` (a record names no flag)."""
+        return cls(step, dict(rec["fixed"]), {k: dict(v) for k, v in rec["phases"].items()}, rec["forwards"], "",
+                   rec.get("device", "cpu"), rec.get("assumes", "every draw assumed kept"))
 
     def record(self) -> dict:
         """What ``run.json`` records beside the measured ``peak_memory``."""
@@ -190,10 +186,6 @@ def _seq(shots: int = 0) -> int:
     return PROMPT_TOKENS + SHOT_TOKENS * shots
 
 
-def _tasks(task: str) -> int:
-    return 4 if task == "all" else 1
-
-
 def _ks(s: Shape) -> int:
     """Entries of the default knockout curve 1, 2, 4, ... up to all heads."""
     return int(math.log2(s.n_layers * s.n_heads)) + 2
@@ -201,10 +193,8 @@ def _ks(s: Shape) -> int:
 
 def _fixed(s: Shape, c, train: bool = False) -> tuple[dict, int]:
     b = BYTES[c.dtype]
-    on_gpu = c.device != "cpu"
-    fixed = {"baseline": TRAIN_BASELINE if train else BASELINE, "weights": s.params * b}
-    if on_gpu:
-        fixed["cuda context"] = CUDA_CONTEXT
+    fixed = {"baseline": TRAIN_BASELINE if train else BASELINE, "weights": s.params * b,
+             **({"cuda context": CUDA_CONTEXT} if c.device != "cpu" else {})}
     return fixed, b
 
 
@@ -216,7 +206,7 @@ def identify(s: Shape, c) -> Estimate:
     """Identify: draw and check, path patching from END caches, effects with bootstrap intervals, the pool means,
     knockout, transfer (the README's table, term by term)."""
     fixed, b = _fixed(s, c)
-    seq, T, n, L, H = _seq(c.shots), _tasks(c.task), c.n_samples, s.n_layers, s.n_heads
+    seq, T, n, L, H = _seq(c.shots), 4 if c.task == "all" else 1, c.n_samples, s.n_layers, s.n_heads
     per = L * (H + 2)
     chunk = max(1, min(n, PATCH_ROWS // per))
     patching = {"END caches of X_r and X_c": end_cache_bytes(s, 2 * n, b),
