@@ -19,6 +19,7 @@ claim "the ablation removes the information" (holds / does not hold).
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from collections import Counter
 from typing import Sequence
@@ -182,7 +183,9 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
     with several tasks, ``"all"`` interleaves those of
     ``pooled`` (default: every task; identify leaves out a task that fails its control).
     Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
-    ``ck`` / ``bar``: checkpoints (each task's prompts and frame saved and reused) and a progress bar, optional."""
+    ``ck`` / ``bar``: checkpoints (each task's prompts and frame saved and reused) and a progress bar, optional.
+    A task left with no prompt (a held-out side the model answers nothing of) has no rows: its knockout verdicts
+    have nothing to read and are inconclusive, and the run goes on."""
     if split not in SPLITS:
         raise ValueError(f"knockout split {split!r}: use one of {SPLITS}")
     held = {t: split == "held-out" and templates.get(t) is not None for t in samples}
@@ -201,6 +204,12 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
         evals["all"] = pairs.interleave([evals[t] for t in (samples if pooled is None else pooled)])[:knockout_samples]
     frames = []
     for j, task in enumerate(evals):
+        if not evals[task]:         # no prompt to knock out on (a weak model, a small split): no rows, said once
+            print(f"identify: {task}: no knockout prompt ({'held-out' if held[task] else 'in-sample'}, up to "
+                  f"{knockout_samples} wanted), so its knockout has no rows", file=sys.stderr, flush=True)
+            if bar is not None:
+                bar.advance(note=f"knockout {task}: no prompt")
+            continue
         got = ck.load(f"knockout-{j}") if ck is not None else None
         if got is not None and got["task"] == task:
             frames.append(obj_to_frame(got["frame"]))
@@ -213,7 +222,7 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
                 ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})
         if bar is not None:
             bar.advance(note=f"knockout {task}")
-    return pd.concat(frames, ignore_index=True), evals
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)), evals
 
 
 def split_positions(knockout_positions: str) -> list[str]:

@@ -140,3 +140,24 @@ def test_knockout_prompts_are_distinct(embedded_model):
     got = eval_samples(model, tok, tpl, base + base, 120, seed=0, answer_token="last-digit")
     assert len({s.clean for s in got}) == len(got) > 20
     assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
+
+
+def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypatch, capsys):
+    """Protects a held-out knockout on a weak model (zero-shot SmolLM2's subtraction: no fresh X_r of a
+    never-ranked problem passes the X_r rules): the task gets no rows and one line on stderr, the other tasks
+    and the pooled task keep theirs, and with no prompt anywhere the frame is empty (no Wilson interval of n = 0)."""
+    import arithmech.methods.knockout_run as KR
+    got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation")], "subtraction": []}
+    monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
+    ran = []
+    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, *a: (ran.append((a[2], len(samples))),
+                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=a[2]))[1])
+    ko, evals = KR.knockout_tasks(None, None, got, {"addition": ["t"], "subtraction": ["t"]}, None,
+                                  lambda t: ([], []), lambda t: {"heads": []}, "all", "primary", ["end"],
+                                  knockout_samples=4, answer_token="first", split="in-sample")
+    assert ran == [("addition", 1), ("all", 1)] and evals["subtraction"] == []
+    assert set(ko.task) == {"addition", "all"} and "subtraction: no knockout prompt" in capsys.readouterr().err
+    ko, _ = KR.knockout_tasks(None, None, {"subtraction": []}, {"subtraction": ["t"]}, None, lambda t: ([], []),
+                              lambda t: {"heads": []}, "subtraction", "primary", ["end"], knockout_samples=4,
+                              answer_token="first", split="in-sample")
+    assert ko.empty and list(ko.columns) == KR.COLUMNS
