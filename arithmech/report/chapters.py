@@ -205,7 +205,6 @@ class SmolLM2(ModelChapter):
     model: str = option("smollm2-135m", MODEL)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
     n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
-    zero_shot_n_samples: int = option(2560, "pairs drawn per operation by the zero-shot run beside it", low=8)
     example_sets: int = option(step_default(steps.Identify, "example_sets"), "sets of solved examples per template",
                                low=1)
     knockout_split: str = option(step_default(steps.Identify, "knockout_split"), "knockout prompts: fresh X_r of "
@@ -213,10 +212,6 @@ class SmolLM2(ModelChapter):
                                  choices=("held-out", "in-sample"))
     bootstrap: str = option(step_default(steps.Identify, "bootstrap"), "what the effect intervals resample",
                             choices=("cluster", "prompt"))
-    zero_shot_split: str = option("in-sample", "the zero-shot run's knockout prompts (its shipped run predates the "
-                                  "held-out split)", choices=("held-out", "in-sample"))
-    zero_shot_bootstrap: str = option("prompt", "what the zero-shot run's effect intervals resample (its shipped run: "
-                                      "prompts)", choices=("cluster", "prompt"))
     shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
                         high=steps.MAX_SHOTS)
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)

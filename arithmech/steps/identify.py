@@ -159,6 +159,8 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             if got is not None and got["label"] == label:           # a finished task of an interrupted run
                 samples[label] = [pairs_module.Sample.from_json(r) for r in got["samples"]]
                 info[label], patched[label] = got["info"], Patched(**got["patched"])
+                for phase, sec in got.get("seconds", {}).items():       # the interrupted run's work counts too
+                    timings[phase] += sec
                 resumed.append(label)
             else:
                 t = time.time()
@@ -169,11 +171,13 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 # every kept X_r, either side: a batch's numbers depend (~1e-5) on the prompts batched with it
                 patched[label] = path_patch(model, tok, [s.clean for s in ss], [s.corrupt for s in ss],
                                             pairs_module.answer_ids(tok, ss), method=method, prob=prob, batch_size=batch_size)
-                timings["prepare"] += t1 - t
-                timings["patching"] += time.time() - t1
+                seconds = {"prepare": t1 - t, "patching": time.time() - t1}
+                timings["prepare"] += seconds["prepare"]
+                timings["patching"] += seconds["patching"]
                 if ck is not None:
                     ck.save(f"task-{i}", {"label": label, "samples": [s.to_json() for s in ss], "info": info[label],
-                                          "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS}})
+                                          "patched": {f: getattr(patched[label], f) for f in PATCHED_FIELDS},
+                                          "seconds": seconds})
             # rank on one side only (ready-made samples have no templates to draw evaluation prompts from)
             if knockout_split == "held-out" and (knockout or transfer) and not ready_made(spec):
                 rows = ranking_rows(samples[label])

@@ -45,7 +45,8 @@ def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys, uni
     """Protects: identify killed (SIGKILL) after a checkpoint (its first task's patching; its first task's held-out
     knockout prompts, the slow draw on a real model) continues on a re-run with the same arguments (the saved
     unit is loaded, not recomputed), writes files byte-identical to an uninterrupted run (run.json's timings
-    aside) and removes its checkpoints; nothing final is written by the killed run."""
+    aside, which count the killed run's seconds of a resumed task) and removes its checkpoints; nothing final is
+    written by the killed run."""
     killed, ref = tmp_path / "killed", tmp_path / "ref"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     p = subprocess.Popen([sys.executable, "-m", "arithmech", *IDENTIFY, "--results", str(killed)], cwd=tmp_path,
@@ -59,9 +60,17 @@ def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys, uni
     assert p.returncode == -signal.SIGKILL, p.stderr.read().decode()[-2000:]
     units = sorted(x.name for x in ckdir.glob("identify-*/*.pt"))
     assert unit in units and not (killed / "embedded" / "effects.csv").exists()
+    if unit == "task-0.pt":                      # the killed run's seconds travel with its unit: mark them
+        path = next(ckdir.glob("identify-*/task-0.pt"))
+        saved = torch.load(path, weights_only=True)
+        assert set(saved["seconds"]) == {"prepare", "patching"}
+        torch.save({**saved, "seconds": {"prepare": 1000.0, "patching": 2000.0}}, path)
     capsys.readouterr()
     main([*IDENTIFY, "--results", str(killed)])                     # the same command again: continues
     assert "identify: resumed" in capsys.readouterr().err
+    if unit == "task-0.pt":                      # run.json counts the interrupted run's work, not only the last
+        timings = json.loads((killed / "embedded" / "run.json").read_text())["steps"]["identify"]["timings"]
+        assert timings["prepare"] >= 1000 and timings["patching"] >= 2000
     assert not ckdir.exists()                                        # checkpoints removed after the final set
     main([*IDENTIFY, "--results", str(ref)])                         # uninterrupted
     a, b = _files(killed / "embedded"), _files(ref / "embedded")

@@ -61,8 +61,7 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
                                   knockout_split=p["knockout_split"], bootstrap=p["bootstrap"],
                                   **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["random_orders"])
     assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
-    zero = config.replace(shots=0, n_samples=p["zero_shot_n_samples"], knockout_split=p["zero_shot_split"],
-                          bootstrap=p["zero_shot_bootstrap"], out=str(FOLDER / "zero-shot"))   # the side-by-side's zero-shot run
+    zero = config.replace(shots=0, out=str(FOLDER / "zero-shot"))   # the side-by-side's zero-shot run: like with like
     assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero), absent_means=identify_step.ABSENT_MEANS)
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
                    seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
