@@ -87,8 +87,9 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
                      f"{k} random out (5–95%)": (f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))}"
                                                  f" ({len(rnd)} draws)") if len(rnd) else "—",
                      "n prompts": int(key.n.iloc[0]) if len(key) else 0,
-                     "knockout prompts": (key.split.iloc[0] if "split" in key and len(key) else "in-sample")
-                     + " (problems never ranked on)" * bool(len(key) and "split" in key and key.split.iloc[0] == "held-out")})
+                     "knockout prompts": "none" if not len(key) else
+                     (key.split.iloc[0] if "split" in key else "in-sample")
+                     + " (problems never ranked on)" * bool("split" in key and key.split.iloc[0] == "held-out")})
     return pd.DataFrame(rows)
 
 
