@@ -213,8 +213,11 @@ def _logit_diff_ranking(ctx: Context):
 
 
 def _end_rows(ctx: Context) -> pd.DataFrame:
-    """knockout.csv's rows at END (or at the one position setting the run has)."""
+    """knockout.csv's rows of the primary task (``all`` where several were run) at END (or at the one position
+    setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
     ko = ctx.read("knockout.csv")
+    if "task" in ko and len(ko):
+        ko = ko[ko.task == ("all" if (ko.task == "all").any() else ko.task.iloc[0])]
     if "positions" in ko:
         ko = ko[ko.positions == ("end" if (ko.positions == "end").any() else ko.positions.iloc[0])]
     return ko

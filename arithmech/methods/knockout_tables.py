@@ -124,6 +124,9 @@ def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
     own = knockout_summary(res)
     own = own[own.task == task] if not own.empty else own
     missing = [p for p in POSITIONS if own.empty or p not in set(own.positions)]
+    if missing and not res.evals.get(task):
+        raise ValueError(f"{task} has no knockout prompt to run the position settings {missing} on "
+                         "(the held-out draw found none): raise --n-samples or use --knockout-split in-sample")
     if missing:
         kh = res.key_heads                                   # the primary task's; its heads ranked by effect
         ranked = [(h["layer"], h["head"]) for h in kh["heads"]]

@@ -31,9 +31,10 @@ def _pct(x: float) -> str:
 
 
 def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
-    """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share), the distinct
-    X_r among them (a prompt drawn twice is kept twice; ``prompts.jsonl``), the majority floor and the
-    conditioned floor on the X_r, and whether the task passes its control."""
+    """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share; all of them are
+    patched), the distinct X_r the effects and key heads are ranked on (``prompts.jsonl``: with the held-out split,
+    the ranking side's; a prompt drawn twice is kept twice), the majority floor and the conditioned floor on
+    them, and whether the task passes its control."""
     rows = []
     for label, folder in runs.items():
         rec = results.read_run(folder)["steps"]["identify"]
@@ -46,7 +47,7 @@ def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
             lo, hi = wilson_interval(s["n_kept"], s["n_drawn"])
             rows.append({"operation": task, "prompts": label, "drawn": s["n_drawn"],
                          "kept X_r": f"{s['n_kept']} ({_pct(s['n_kept'] / s['n_drawn'])}, 95% {_pct(lo)}–{_pct(hi)})",
-                         "distinct X_r": len(distinct.get(task, ())) if task in distinct else "–",
+                         "distinct X_r ranked on": len(distinct.get(task, ())) if task in distinct else "–",
                          "majority floor": _pct(f.get("majority", float("nan"))),
                          "conditioned floor": _pct(f.get("conditioned", float("nan"))),
                          "control": "fails: " + control["failed"][task] if task in control.get("failed", {}) else
@@ -63,8 +64,9 @@ def _heads(kh: dict) -> str:
 def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
     """Per run: the pooled tasks, the key heads under the paper's rule and under the share rule, the top ``k``
     heads by effect, and accuracy with the top ``k`` heads knocked out at END against the random band
-    (5–95% of the random draws of ``k`` heads outside them), the intact accuracy and which split the knockout
-    prompts came from (a file without the column was made in sample)."""
+    (5–95% of the random draws of ``k`` heads outside them), the intact accuracy, the prompts (the pooled task's
+    n, and each pooled task's own knockout prompts it was drawn from: 0 where the held-out draw found none) and
+    which split they came from (a file without the column was made in sample)."""
     rows = []
     for label, folder in runs.items():
         kh = results.read(folder, "key_heads.json")
@@ -76,7 +78,11 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
         d = ko[(ko.kind == "head") & (ko.k == k)]
         key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
         intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
-        rows.append({"prompts": label, "pooled tasks": ", ".join(kh.get("control", {}).get("pooled", [task])),
+        pooled = kh.get("control", {}).get("pooled", [task])
+        every = results.read(folder, "knockout.csv")
+        each = {t: int(every[(every.task == t) & (every.kind == "sanity")].n.max()) if (every.task == t).any() else 0
+                for t in pooled}                               # a task the held-out draw found nothing for: 0
+        rows.append({"prompts": label, "pooled tasks": ", ".join(pooled),
                      "key heads: relative change of the answer logit": _heads(kh),
                      "key heads: share of the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
                      else "not measured",
@@ -86,8 +92,10 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
                                       f"{_pct(float(key.ci_high.iloc[0]))})") if len(key) else "—",
                      f"{k} random out (5–95%)": (f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))}"
                                                  f" ({len(rnd)} draws)") if len(rnd) else "—",
-                     "n prompts": int(key.n.iloc[0]) if len(key) else 0,
-                     "knockout prompts": "none" if not len(key) else
+                     "n prompts": (f"{int(key.n.iloc[0])} (pooled from the tasks' own: "
+                                   + ", ".join(f"{t} {n}" for t, n in each.items()) + ")"
+                                   if len(each) > 1 else str(int(key.n.iloc[0]))) if len(key) else "0",
+                     "knockout prompts": ("none" if ko.empty else f"no k = {k} point") if not len(key) else
                      (key.split.iloc[0] if "split" in key else "in-sample")
                      + " (problems never ranked on)" * bool("split" in key and key.split.iloc[0] == "held-out")})
     return pd.DataFrame(rows)

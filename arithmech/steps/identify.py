@@ -149,7 +149,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         while label in [l for l, _ in labelled]:
             label += "'"
         labelled.append((label, t))
-    ck, resumed = checkpoint, []
+    ck, resumed, carried = checkpoint, [], 0.0
     n_ko = (len(labelled) + (len(labelled) > 1)) if knockout else 0
     with Progress("identify", len(labelled) + n_ko + bool(transfer)) as bar:
         samples, info, patched, frames = {}, {}, {}, []
@@ -161,6 +161,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 info[label], patched[label] = got["info"], Patched(**got["patched"])
                 for phase, sec in got.get("seconds", {}).items():       # the interrupted run's work counts too
                     timings[phase] += sec
+                    carried += sec
                 resumed.append(label)
             else:
                 t = time.time()
@@ -243,7 +244,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             timings["transfer"] = time.time() - t3
             mem.mark("transfer")
             bar.advance(note="transfer")
-    timings["total"] = time.time() - t0
+    timings["total"] = time.time() - t0 + carried      # with the resumed tasks' seconds (knockout draws: not kept)
     res.memory = mem.summary()
     return res
 

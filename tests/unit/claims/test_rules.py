@@ -112,6 +112,17 @@ def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_p
     assert _holds(clear, "knockout-random-flat") is False          # random mean 90% vs intact 100%
 
 
+def test_knockout_rule_reads_the_primary_task_only(tmp_path):
+    """Protects the knockout verdicts from another task's rows: a per-task key-vs-random comparison that happens to
+    knock out k heads too (an operation with k key heads), written before the pooled task's curve, is not the
+    curve of ``all``: the verdict and its numbers are the pooled task's."""
+    eff = _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0])
+    other = _knockout(0.95, [0.9] * 20, ci_high=0.99).assign(task="addition")
+    both = pd.concat([other, _knockout(0.2, [0.9] * 20, ci_high=0.3)], ignore_index=True)
+    row = C.claims(_write(tmp_path / "a", eff, both), ["knockout-key-vs-random"]).iloc[0]
+    assert row.holds is True and "100% → 20%" in row.here
+
+
 def test_ablation_rule_uses_the_higher_floor_and_the_control(tmp_path):
     """Protects "the ablation removes the information": every head out (interval from 0.45) is compared with
     the higher of the majority floor (0.3: above it, does not hold) and the conditioned floor (0.5: reaches

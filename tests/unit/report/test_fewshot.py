@@ -15,30 +15,39 @@ RUNS = {"zero-shot": FOLDER / "zero-shot", "4-shot": FOLDER}
 
 def test_yield_rows_are_the_runs_own_counts():
     """Protects the side-by-side's first table: per run and operation, the pairs drawn and X_r kept are
-    run.json's, the distinct X_r are prompts.jsonl's distinct prompts, and a task's control reads as its
-    key_heads.json says (like with like: both runs drew the same number of pairs)."""
+    run.json's (both runs drew the pairs their own parameters ask for, the same number), the distinct X_r ranked on
+    are prompts.jsonl's distinct prompts, and a task's control reads as its key_heads.json says."""
     y = fewshot.yield_rows(RUNS)
+    drawn = set()
     for label, folder in RUNS.items():
-        samples = json.loads((folder / "run.json").read_text())["steps"]["identify"]["samples"]
+        record = json.loads((folder / "run.json").read_text())["steps"]["identify"]
+        samples, n = record["samples"], record["parameters"]["n_samples"]
+        drawn.add(n)
         failed = json.loads((folder / "key_heads.json").read_text())["control"]["failed"]
         rows = [json.loads(line) for line in (folder / "prompts.jsonl").read_text().splitlines()]
         for op, s in samples.items():
             r = y[(y.prompts == label) & (y.operation == op)].iloc[0]
-            assert r.drawn == s["n_drawn"] == 4096 and r["kept X_r"].startswith(f"{s['n_kept']} (")
-            assert r["distinct X_r"] == len({p["clean"] for p in rows if p["op"] == op})
+            assert r.drawn == s["n_drawn"] == n and r["kept X_r"].startswith(f"{s['n_kept']} (")
+            assert r["distinct X_r ranked on"] == len({p["clean"] for p in rows if p["op"] == op})
             assert r.control.startswith("fails") == (op in failed)
+    assert len(drawn) == 1
 
 
 def test_circuit_rows_read_the_pooled_knockout_at_k():
     """Protects the knockout columns: the top-8 point, its n and its split are knockout.csv's rows of the pooled
-    task at END, and the random band spans the 5th to 95th percentile of the random draws at the same k."""
+    task at END, the random band spans the 5th to 95th percentile of the random draws at the same k, and each
+    pooled task's own prompts are listed, 0 for one without rows (a held-out draw that found nothing)."""
     c = fewshot.circuit_rows(RUNS).set_index("prompts")
     for label, folder in RUNS.items():
         ko = pd.read_csv(folder / "knockout.csv")
         d = ko[(ko.task == "all") & (ko.positions == "end") & (ko.kind == "head") & (ko.k == 8)]
         key, rnd = d[d.order == "effect-rank"].iloc[0], d[d.order == "random-rank"]
-        assert c.loc[label, "n prompts"] == key.n and c.loc[label, "top 8 out"].startswith(f"{key.accuracy:.0%} (")
+        pooled = json.loads((folder / "key_heads.json").read_text())["control"]["pooled"]
+        own = {t: int(ko[(ko.task == t) & (ko.kind == "sanity")].n.max()) if (ko.task == t).any() else 0 for t in pooled}
+        assert c.loc[label, "n prompts"] == (f"{key.n} (pooled from the tasks' own: "
+                                             + ", ".join(f"{t} {m}" for t, m in own.items()) + ")")
+        assert c.loc[label, "top 8 out"].startswith(f"{key.accuracy:.0%} (")
         assert c.loc[label, "8 random out (5–95%)"] == (f"{rnd.accuracy.quantile(0.05):.0%}–"
                                                         f"{rnd.accuracy.quantile(0.95):.0%} ({len(rnd)} draws)")
-        assert c.loc[label, "knockout prompts"] == "held-out (problems never ranked on)" == \
-            f"{key.split} (problems never ranked on)"
+        split = json.loads((folder / "run.json").read_text())["steps"]["identify"]["parameters"]["knockout_split"]
+        assert c.loc[label, "knockout prompts"] == f"{key.split} (problems never ranked on)" == f"{split} (problems never ranked on)"
