@@ -299,8 +299,7 @@ def _ablation_removes(ctx: Context):
     s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
     if s.empty:
         raise Missing("knockout.csv has no sanity rows (re-run identify)")
-    task = "all" if (s.task == "all").any() else s.task.iloc[0]
-    s = s[s.task == task].set_index("order")
+    task, s = s.task.iloc[0], s.set_index("order")             # the primary task's rows (_end_rows)
     heads, floor = s.loc["all-heads-out"], floor_of(s)
     here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs floor {floor:.0%} "
             f"(the higher of the majority and the conditioned floor); n = {int(heads.n)} prompts")

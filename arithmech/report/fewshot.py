@@ -73,13 +73,12 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
         eff = results.read(folder, "effects.csv")
         task = kh.get("task", "all")
         top = eff[(eff.task == task) & (eff["head"] != "mlp")].nsmallest(k, "effect")
-        ko = results.read(folder, "knockout.csv")
-        ko = ko[(ko.task == task) & (ko.positions == "end")] if "positions" in ko else ko[ko.task == task]
+        every = results.read(folder, "knockout.csv")
+        ko = every[(every.task == task) & (every.positions == "end")] if "positions" in every else every[every.task == task]
         d = ko[(ko.kind == "head") & (ko.k == k)]
         key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
         intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
         pooled = kh.get("control", {}).get("pooled", [task])
-        every = results.read(folder, "knockout.csv")
         each = {t: int(every[(every.task == t) & (every.kind == "sanity")].n.max()) if (every.task == t).any() else 0
                 for t in pooled}                               # a task the held-out draw found nothing for: 0
         rows.append({"prompts": label, "pooled tasks": ", ".join(pooled),
