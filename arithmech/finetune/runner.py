@@ -43,6 +43,7 @@ from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArgu
 from arithmech.core.memory import BlockPeakMemory
 from arithmech.finetune import adapter, prefix
 from arithmech.finetune.data import Collator
+from arithmech.finetune.loss import completion_loss
 from arithmech.paper import SFT
 
 
@@ -68,7 +69,20 @@ def training_args(out_dir: str | Path, lr: float = SFT["lr"], batch_size: int = 
         report_to="none", disable_tqdm=True, remove_unused_columns=False, dataloader_num_workers=0, **fsdp, **extra)
 
 
-class HeadMaskedTrainer(Trainer):
+class CompletionLossTrainer(Trainer):
+    """``Trainer`` whose training loss unembeds only the labelled positions (:mod:`arithmech.finetune.loss`:
+    the model's own loss and gradients, to float rounding, without the ``(b, seq, vocab)`` logits). In one
+    process only: under DDP or DataParallel the wrapped model's own forward must run, so the loss is then
+    the model's own (``Trainer.compute_loss``)."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        net = self.accelerator.unwrap_model(model)
+        if return_outputs or "labels" not in inputs or not model.training or net is not model or self.args.n_gpu > 1:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        return completion_loss(net, inputs, num_items_in_batch)
+
+
+class HeadMaskedTrainer(CompletionLossTrainer):
     """``Trainer`` for precise SFT: trains only ``spec``'s slices; checkpoints are the small adapter.
 
     >>> trainer = HeadMaskedTrainer(model, training_args("out"), spec=HeadSpec(heads=((3, 1), (4, 0))),
@@ -146,7 +160,7 @@ def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], to
         trainer = HeadMaskedTrainer(model, spec=spec, cache_prefix=cache_prefix, **kw)
     elif mode == "full":
         model.requires_grad_(True)
-        trainer = Trainer(model=model, **kw)
+        trainer = CompletionLossTrainer(model=model, **kw)
     else:
         raise ValueError(f"mode {mode!r}: use 'precise' or 'full'")
     trainer.remove_callback(PrinterCallback)      # losses stay in trainer.state.log_history
