@@ -366,7 +366,8 @@ def finetune(s: Shape, c) -> Estimate:
 
 def arms(s: Shape, c) -> Estimate:
     """Arms: one run at a time (each frees its model before the next), so the peak is full SFT's."""
-    runs = 1 + 4 * (4 + len(c.seeds) - 1)
+    rates, extra = 3, max(0, c.frontier_seeds - len(c.seeds))       # a 3-rate grid; frontier rates: 2 per arm
+    runs = 2 + 3 * (rates * len(c.seeds) + 2 * extra) + 2 * rates * c.draws
     steps = (c.steps or c.curve_steps) * runs
     return _train(s, c, c.batch_size, s.params, steps, "arms", "--batch-size", runs * 2_000)
 

@@ -55,6 +55,7 @@ class Suite:
     lower_is_better: tuple[str, ...] = ()
     sizes: Callable | None = None
     base_only: Callable | None = None
+    shots: Callable | None = None
 
 
 def accuracy_measure(items: list) -> dict:
@@ -171,6 +172,15 @@ def cpu_base_only(model, tok, sizes: dict, data_seed: int = 0, data_dir=None) ->
     return out
 
 
+def cpu_shots(model, tok, side: str, sizes: dict, data_seed: int = 0, shots: int = 4) -> dict:
+    """``carry`` of ``side`` with ``shots`` solved carry problems of the training side before each item (one
+    fixed set, half addition, half subtraction, written ``"<prompt> <answer>"`` one per line): the base model's
+    score once it is shown the answer format (Table 1's ``base-shots`` control)."""
+    head = "".join(f"{p} {a}\n" for p, a in carry_items("train", shots, data_seed, seed=10_000))
+    items = [(head + p, a) for p, a in carry_items(side, sizes[f"carry_{side}"], data_seed)]
+    return {"carry": accuracy_measure([int(x) for x in greedy_exact(model, tok, items, batch_size=64)])}
+
+
 SUITES = {
     "toy": Suite("toy", toy_train, toy_evaluate, math=("negative", "two_digit"), general=("generic", "single_digit"),
                  primary_math="negative", primary_general="generic"),
@@ -179,7 +189,7 @@ SUITES = {
                    primary_general="lm_loss", lower_is_better=("lm_loss",)),
     "cpu": Suite("cpu", cpu_train, cpu_evaluate, math=("carry",), general=CLOZE_SETS + ("lm_loss",),
                  primary_math="carry", primary_general="cloze", lower_is_better=("lm_loss",), sizes=cpu_sizes,
-                 base_only=cpu_base_only),
+                 base_only=cpu_base_only, shots=cpu_shots),
 }
 
 

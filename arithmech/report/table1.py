@@ -16,7 +16,7 @@ from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report import colours
 from arithmech.report.plots import COLUMN, integer_axis
-from arithmech.steps.arms import KNEE as KNEE_SHARE
+from arithmech.steps.arms_curve import KNEE as KNEE_SHARE
 
 
 def has_run(folder: str | Path) -> bool:

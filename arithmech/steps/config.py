@@ -271,7 +271,8 @@ class Finetune(ModelStep):
 
 @dataclass(frozen=True)
 class Table1(ModelStep):
-    """Table 1 with controls: base, full SFT, precise SFT of the key heads and of layer-matched random heads."""
+    """Table 1 over whole learning-rate grids: base (and with solved examples), full SFT, precise SFT of the key
+    heads, of the share rule's heads, of random heads (layer-matched, and of any layer) sharing no tuned parameter."""
 
     def check(self) -> None:
         super().check()
@@ -285,13 +286,19 @@ class Table1(ModelStep):
                         "benchmarks, for a GPU) or toy (the embedded model's skills); arithmech.evals.suites")
     top_k: int = option(8, "heads tuned by precise SFT (ranked in the results folder)", low=1, high=MAX_ORDERS)
     seeds: tuple[int, ...] = option((0, 1, 2), "training seeds", low=0, high=2**32 - 1)
-    draws: int = option(3, "random head draws (one per seed)", low=1, high=MAX_SEEDS)
+    draws: int = option(10, "random-head draws at each rate of each random arm (draw d trains with seed "
+                        "seeds[d mod len(seeds)])", low=1, high=MAX_SEEDS)
+    frontier_seeds: int = option(5, "seeds at each rate on the validation frontier of full, precise-key and "
+                                 "precise-share", low=1, high=MAX_SEEDS)
+    shots: int = option(4, "solved carry examples before each item of the base-shots control (format vs "
+                        "arithmetic)", low=1, high=MAX_ORDERS)
     steps: int | None = option(None, "optimizer steps per run (default: the knee of full SFT's validation learning "
                                "curve, finetune/curve.json, made first when missing)", low=1, high=MAX_STEPS)
     curve_steps: int = option(240, "length of the learning curve that sets the default --steps", low=20, high=MAX_STEPS)
     curve_only: bool = option(False, "make (or keep) the learning curve, then stop")
     batch_size: int = option(16, "rows per optimizer step", low=1, high=MAX_BATCH)
-    max_extend: int = option(3, "grid extensions per arm until the chosen rate is interior", low=0, high=MAX_EXTEND)
+    max_extend: int = option(3, "grid extensions (full's grid, the precise arms' grid) until bracketed", low=0,
+                             high=MAX_EXTEND)
     scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9, high=MAX_SCALE)
     data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
 

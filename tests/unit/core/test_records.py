@@ -13,7 +13,7 @@ def test_shipped_smollm2_arms_records():
     interior learning-rate choices, layer-matched random draws and what every run cost."""
     from pathlib import Path
     from arithmech.core import results
-    from arithmech.steps.arms import knee
+    from arithmech.steps.arms_curve import knee
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
     curve = results.read(folder, "finetune/curve.json")
     assert curve["knee"] == knee(curve["points"]) and curve["suite"] == "cpu"
