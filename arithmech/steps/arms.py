@@ -237,7 +237,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         mode = "full" if arm == "full" else "precise"
         tag = (f"{TAGS[arm]}{draw if arm in RANDOM else ''}-" if TAGS[arm] else "") + f"s{seed}-lr{lr_tag(lr)}"
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
-        if not _same(out, mode, tag, h):
+        fresh = not _same(out, mode, tag, h)
+        if fresh:
             records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
             started = time.time()
@@ -245,8 +246,40 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", arm, lr, seed, draw, started)
         bar.advance()
         val = records.read_finetune(out, mode, tag)["parameters"]["validation"]
-        return {"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
-                "val_nll": val["math_nll"]["value"], "val_loss": (val.get("lm_loss") or {}).get("value", 0.0)}
+        rows[arm].append({"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
+                          "val_nll": val["math_nll"]["value"], "val_loss": (val.get("lm_loss") or {}).get("value", 0.0)})
+        if fresh:
+            write_plan(False)
+
+    def write_plan(complete: bool) -> dict:
+        """``finetune/table1.json`` from the runs so far (``complete``: every planned run is done); written after
+        each new run too, so an interrupted table is readable and its records committed with it."""
+        plan_arms = {}
+        for a in [a for a in arms if rows[a]]:
+            first = [r for r in rows[a] if r["seed"] == seeds[0] and r["draw"] == 0]
+            lr = choose(first)
+            plan_arms[a] = {"grid": g[group(a)], "grid_rows": sorted(rows[a], key=lambda r: (r["lr"], r["draw"], r["seed"])),
+                            "extensions": ext[group(a)], "frontier_rates": frontier_rates(rows[a]),
+                            "chosen_lr": lr, "interior": g[group(a)][0] < lr < g[group(a)][-1],
+                            "runs": [r["tag"] for r in rows[a] if r["lr"] == lr]}
+        plan = {"suite": c.suite, "model": results_io.folder_name(c.model_name), "command": command, "complete": complete,
+                "rules": {"bracket": BRACKET_RULE, "single_rate": RULE,
+                          "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
+                                   f"{max(c.frontier_seeds, len(seeds))}"},
+                "rule": RULE, "seeds": seeds, "draws": c.draws, "frontier_seeds": c.frontier_seeds, "data_seed": data_seed,
+                "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps",
+                "batch_size": c.batch_size, "sizes": sizes, "shots": c.shots, "heads": heads, "arms": plan_arms,
+                "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
+        every = ["base"] + (["base-shots"] if S.shots else []) + [r["tag"] for a in plan_arms.values() for r in a["grid_rows"]]
+        run_s = {t: records.read_tag(out, t).get("wall_s") for t in every}
+        plan["cost"] = {"runs": len(every), "run_s": run_s, "curve_s": (curve or {}).get("wall_s"),
+                        "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
+                        "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
+        results_io.write_step(out, "table1", {"finetune/table1.json": plan},
+                              record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
+                                      "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions(),
+                                      "peak_memory": results_io.peak_memory(), "estimate": est.record() if est else None})
+        return plan
 
     base_hash = _hash({**common, "arm": "base"})
     shots_hash = _hash({**common, "arm": "base-shots", "shots": c.shots})
@@ -270,7 +303,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             bar.advance()
         base_val = val_math(records.read_finetune(out, "base")["parameters"]["validation"], S)
         for a in arms:                                       # 1. every rate at the first seed (first draw)
-            rows[a] += [run_one(a, lr, seeds[0], 0, bar) for lr in g[group(a)]]
+            for lr in g[group(a)]:
+                run_one(a, lr, seeds[0], 0, bar)
         for grp in ("full", "precise"):                      # ... until each grid is bracketed
             members = [a for a in arms if group(a) == grp]
             while members and ext[grp] < c.max_extend:
@@ -281,43 +315,21 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 g[grp], ext[grp] = sorted(g[grp] + [lr]), ext[grp] + 1
                 bar.total += len(members) * max(replicas(a) for a in members)
                 for a in members:
-                    rows[a].append(run_one(a, lr, seeds[0], 0, bar))
+                    run_one(a, lr, seeds[0], 0, bar)
         for i in range(1, max(replicas(a) for a in arms)):   # 2. the other seeds and draws, in balanced rounds
             for a in arms:
                 if i < replicas(a):
                     seed, draw = (seeds[i % len(seeds)], i) if a in RANDOM else (seeds[i], 0)
-                    rows[a] += [run_one(a, lr, seed, draw, bar) for lr in g[group(a)]]
+                    for lr in g[group(a)]:
+                        run_one(a, lr, seed, draw, bar)
         extra = [max(seeds) + 1 + j for j in range(max(0, c.frontier_seeds - len(seeds)))]
         for a in [a for a in arms if a not in RANDOM]:       # 3. the frontier rates up to frontier_seeds
             front = frontier_rates(rows[a])
             bar.total += len(front) * len(extra)
-            rows[a] += [run_one(a, lr, s, 0, bar) for s in extra for lr in front]
-    plan_arms = {}
-    for a in arms:
-        first = [r for r in rows[a] if r["seed"] == seeds[0] and r["draw"] == 0]
-        lr = choose(first)
-        plan_arms[a] = {"grid": g[group(a)], "grid_rows": sorted(rows[a], key=lambda r: (r["lr"], r["draw"], r["seed"])),
-                        "extensions": ext[group(a)], "frontier_rates": frontier_rates(rows[a]),
-                        "chosen_lr": lr, "interior": g[group(a)][0] < lr < g[group(a)][-1],
-                        "runs": [r["tag"] for r in rows[a] if r["lr"] == lr]}
-    plan = {"suite": c.suite, "model": results_io.folder_name(c.model_name), "command": command,
-            "rules": {"bracket": BRACKET_RULE, "single_rate": RULE,
-                      "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
-                               f"{max(c.frontier_seeds, len(seeds))}"},
-            "rule": RULE, "seeds": seeds, "draws": c.draws, "frontier_seeds": c.frontier_seeds, "data_seed": data_seed,
-            "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps",
-            "batch_size": c.batch_size, "sizes": sizes, "shots": c.shots, "heads": heads, "arms": plan_arms,
-            "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
-    every = ["base"] + (["base-shots"] if S.shots else []) + [r["tag"] for a in plan_arms.values() for r in a["grid_rows"]]
-    run_s = {t: records.read_tag(out, t).get("wall_s") for t in every}
-    plan["cost"] = {"runs": len(every), "run_s": run_s, "curve_s": (curve or {}).get("wall_s"),
-                    "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
-                    "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
-    results_io.write_step(out, "table1", {"finetune/table1.json": plan},
-                          record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
-                                  "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions(),
-                                  "peak_memory": results_io.peak_memory(), "estimate": est.record() if est else None})
-    return plan
+            for s in extra:
+                for lr in front:
+                    run_one(a, lr, s, 0, bar)
+    return write_plan(True)
 
 
 def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
