@@ -43,7 +43,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import paired_bootstrap
 from arithmech.evals.measures import table1_sizes
-from arithmech.evals.suites import get_suite
+from arithmech.evals.suites import CLOZE_SETS, get_suite
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
@@ -173,6 +173,8 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     S = get_suite(c.suite)
     if sizes is None:
         sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None
+        if sizes is not None and c.suite == "cpu":          # each run's test sets, cut to fit the design's budget
+            sizes = {**sizes, **{k: c.cloze_items for k in CLOZE_SETS}, "lm_tokens": c.lm_tokens}
     grid = check_args(c.suite, grid)
     est = estimate.check(c)               # refused here when it cannot fit, before the model loads
     out = results_io.model_folder(c.results, c.model_name)

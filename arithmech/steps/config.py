@@ -292,6 +292,10 @@ class Table1(ModelStep):
                                  "precise-share", low=1, high=MAX_SEEDS)
     shots: int = option(4, "solved carry examples before each item of the base-shots control (format vs "
                         "arithmetic)", low=1, high=MAX_ORDERS)
+    cloze_items: int = option(100, "cpu suite: items of each cloze set in a run's test (the suite has 200: the "
+                              "whole design fits about 10 CPU-hours at 100)", low=1, high=MAX_PAIRS)
+    lm_tokens: int = option(2048, "cpu suite: generic-text tokens of a run's test loss (the suite has 4,096)",
+                            low=256, high=MAX_PAIRS)
     steps: int | None = option(None, "optimizer steps per run (default: the knee of full SFT's validation learning "
                                "curve, finetune/curve.json, made first when missing)", low=1, high=MAX_STEPS)
     curve_steps: int = option(240, "length of the learning curve that sets the default --steps", low=20, high=MAX_STEPS)
