@@ -10,9 +10,11 @@ Three pieces, one per way a static Jupyter Book page could reach outside itself:
    comes from one script, :data:`VEGA_JS`, that :func:`vendor_assets` writes from the
    vega / vega-lite / vega-embed sources bundled inside ``vl-convert-python`` and that the
    book's ``_config.yml`` loads on every page (``html_js_files``).
-2. **Math.** MathJax 3 from npm (``es5/``), installed outside the repository by ``make setup``
+2. **Math and the live explorer.** MathJax 3 from npm (``es5/``), installed outside the repository by ``make setup``
    (``npm install --prefix .venv/share/arithmech mathjax@3``), copied by :func:`vendor_assets`
-   next to the vega bundle; ``_config.yml`` points Sphinx's ``mathjax_path`` at it.
+   next to the vega bundle; ``_config.yml`` points Sphinx's ``mathjax_path`` at it. The Explorer page's live
+   explorer (the embedded model's weights and its JavaScript, :mod:`arithmech.report.live_explorer`) is written
+   there too, under ``vendor/live/``; only that page loads it.
 3. **The check.** :func:`external_references` lists every ``http(s)`` resource a built page
    or stylesheet would load (scripts, stylesheets, images, frames, CSS ``url()``/``@import``);
    plain links (``<a href>``) are fine. The book build fails when the list is not empty.
@@ -119,7 +121,7 @@ def mathjax_source() -> Path:
 
 
 def vendor_assets(root: str | Path = ".") -> list[Path]:
-    """Write the vega bundle and copy MathJax into ``<root>/book/_static/vendor/``.
+    """Write the vega bundle, copy MathJax and write the live explorer into ``<root>/book/_static/vendor/``.
 
     The vega bundle (~0.9 MB, from ``vl_convert.javascript_bundle``) is regenerated only when
     vl-convert's or altair's vega-lite version changes. Returns the files written or kept.
@@ -152,7 +154,8 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
             elif p.exists():
                 shutil.copy2(p, dst / part)
         stamp_file.write_text(str(src.resolve()))
-    return [vega, dst / "tex-chtml.js"]
+    from arithmech.report import live_explorer  # the Explorer page's live explorer: the embedded model in JavaScript
+    return [vega, dst / "tex-chtml.js", *live_explorer.write_assets(static)]
 
 
 # ------------------------------------------------------------------------------------- 3. check

@@ -33,9 +33,9 @@
     return;
   }
 
-  const prompt = el("input", {type: "text", class: "arithmech-live-prompt", "aria-label": "prompt", size: "34"});
+  const prompt = el("input", {type: "text", class: "arithmech-live-prompt", "aria-label": "prompt", size: "28"});
   prompt.value = page.prompt;
-  const cf = el("input", {type: "text", class: "arithmech-live-counterfactual", size: "34",
+  const cf = el("input", {type: "text", class: "arithmech-live-counterfactual", size: "28",
                           "aria-label": "counterfactual (optional)", placeholder: "counterfactual (optional: operator replaced)"});
   const run = el("button", {type: "button", class: "arithmech-live-run"}, "run");
   const status = el("p", {class: "arithmech-live-status", role: "status", "aria-live": "polite"});
@@ -94,7 +94,8 @@
       el("p", {}, "prompt: ", el("code", {class: "arithmech-live-shown"}, r.prompt), " — counterfactual",
          r.counterfactualGiven ? " (typed): " : " (operator replaced, as identify does): ",
          el("code", {class: "arithmech-live-shown-cf"}, r.counterfactual)),
-      el("p", {}, el("strong", {}, "Top-5 next tokens"), `, intact and with the ${page.keyHeads.length} ${page.keyLabel} heads knocked out`),
+      el("p", {}, el("strong", {}, "Top-5 next tokens"), `, intact and with the ${page.keyLabel} ${page.keyHeads.length === 1 ? "head" : "heads"} ` +
+         `(${page.keyHeads.map(([l, h]) => head(l, h)).join(", ")}) knocked out`),
       el("div", {class: "arithmech-live-top"}, table(["rank", "intact", "knocked out"], topRows)),
       el("p", {}, el("strong", {}, "Path-patching effect of every head"),
          ` on the logit of “${r.answerToken}” (the model's top-1 here), in % of it (Fig. 2; outlined: the knocked-out heads):`),
