@@ -42,8 +42,18 @@ COUNT_JS = """return {
   marks: document.querySelectorAll('svg.marks').length + document.querySelectorAll('canvas').length,
   math: document.querySelectorAll('span.math, div.math').length,
   mathjax: document.querySelectorAll('mjx-container').length,
+  live: document.querySelectorAll('#arithmech-live').length,
+  live_ready: !!window.arithmechLive,
   text: document.body ? document.body.innerText.length : 0
 };"""
+
+# Run in the page after typing into the live explorer (arithmech.report.live_explorer) and pressing run: what it shows.
+LIVE_JS = """const b = document.getElementById('arithmech-live');
+return {status: (b.querySelector('.arithmech-live-status') || {}).textContent || '',
+        shown: (b.querySelector('.arithmech-live-shown') || {}).textContent || '',
+        top: Array.from(b.querySelectorAll('.arithmech-live-top tbody tr')).length,
+        cells: b.querySelectorAll('.arithmech-live-cell').length,
+        bars: b.querySelectorAll('.arithmech-live-bars > div').length};"""
 
 # Run in the page: what a reader sees. The text column is the article; every chart's own width (the
 # svg's width attribute, before any CSS scaling) must fit it, no output may scroll sideways or run
@@ -240,7 +250,7 @@ class Browser:
         deadline = time.time() + settle
         while time.time() < deadline:
             c = rep.counts = self.driver.execute_script(COUNT_JS)
-            if c["drawn"] == c["charts"] and (c["math"] == 0 or c["mathjax"] > 0):
+            if c["drawn"] == c["charts"] and (c["math"] == 0 or c["mathjax"] > 0) and (not c["live"] or c["live_ready"]):
                 break
             time.sleep(0.25)
         time.sleep(0.5)                                       # let late requests or errors surface
@@ -256,6 +266,19 @@ class Browser:
                     "clip": {"x": 0, "y": y, "width": size["width"], "height": 2000, "scale": 1}})
                 out.with_name(f"{out.stem}-{k}{out.suffix}").write_bytes(base64.b64decode(shot["data"]))
         return rep
+
+    def try_live(self, rep: PageReport, prompt: str) -> dict:
+        """Type ``prompt`` into the page's live explorer, press run, and return what it shows (:data:`LIVE_JS`);
+        console errors it logs go to ``rep``."""
+        from selenium.webdriver.common.by import By
+        box = self.driver.find_element(By.CLASS_NAME, "arithmech-live-prompt")
+        box.clear()
+        box.send_keys(prompt)
+        self.driver.find_element(By.CLASS_NAME, "arithmech-live-run").click()
+        time.sleep(0.3)
+        state = self.driver.execute_script(LIVE_JS)
+        self._record(rep)
+        return state
 
 
 if __name__ == "__main__":

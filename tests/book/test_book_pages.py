@@ -105,10 +105,14 @@ def test_every_toc_page_is_built(built_book):
     assert offline.external_references(html) == []
 
 
+LIVE_PROMPT = "Q: What is 6 plus 2? A:"        # typed into the Explorer's live explorer by the reader check
+
+
 def test_chapter_pages_draw_all_charts_offline(built_book):
     """Protects: each chapter page, opened from file:// in Chromium with the network cut, draws as many charts
     as its notebook has altair outputs, renders its math, sends nothing off the machine and logs
-    no console error."""
+    no console error; on the Explorer page the live explorer loads, takes a typed prompt and shows its
+    top-5, its head map and an attention row, without a console error."""
     root, html = built_book
     failures = []
     require_browser()
@@ -124,6 +128,11 @@ def test_chapter_pages_draw_all_charts_offline(built_book):
                 failures.append((str(p), f"{vega_outputs} altair outputs, {expected} with offline HTML"))
             r = b.open(html / p.with_suffix(".html"), settle=60)
             c = r.counts
+            if c["live"]:                      # the Explorer's live explorer: it loads, takes a typed prompt, answers
+                live = b.try_live(r, LIVE_PROMPT) if c["live_ready"] else {}
+                if live.get("shown") != LIVE_PROMPT or live.get("top") != 5 or live.get("cells", 0) < 2 \
+                        or not live.get("bars") or "next token" not in live.get("status", ""):
+                    failures.append((str(p), "live explorer", c["live_ready"], live))
             if r.requests or r.errors or c["charts"] != expected or c["drawn"] != expected \
                     or (c["math"] and not c["mathjax"]):
                 failures.append((str(p), c, r.requests[:3], r.errors[:3]))
