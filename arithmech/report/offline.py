@@ -106,6 +106,25 @@ def enable_renderer() -> None:
 
 
 # ---------------------------------------------------------------------------- 2. vendored assets
+def vega_bundle() -> str:
+    """vega + vega-lite + vega-embed (from ``vl-convert-python``), in one function scope: the bundle's top-level
+    ``const _`` would otherwise collide with Sphinx's global ``_`` (a SyntaxError, and no vegaEmbed). It sets
+    ``window.vegaEmbed`` itself."""
+    import vl_convert as vlc  # lazy: the book extra
+    vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n"
+
+
+def jupyter_vega() -> None:
+    """In JupyterLab (``make lab``, :mod:`arithmech.lab`), show the vega bundle once as a script output, so that
+    :func:`chart_html`'s ``vegaEmbed`` call draws there too: JupyterLab renders vega-lite 5 itself, not the
+    vega-lite 6 of altair 6, and then shows the ``text/html`` of :func:`chart_bundle`. The script is a JSON
+    string evaluated in the page's global scope, so no ``</script>`` in the bundle can end the tag."""
+    from IPython.display import HTML, display  # lazy: a kernel
+    code = json.dumps(vega_bundle()).replace("</", "<\\/")
+    display(HTML(f"<script>if (typeof window.vegaEmbed !== 'function') {{ (0, eval)({code}); }}</script>"))
+
+
 def mathjax_source() -> Path:
     """The ``es5/`` folder of an npm MathJax 3: ``$ARITHMECH_MATHJAX``, else the venv's copy."""
     cands = [Path(os.environ["ARITHMECH_MATHJAX"])] if os.environ.get("ARITHMECH_MATHJAX") else []
@@ -136,9 +155,7 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
     if not vega.exists() or not vega.read_text().startswith(stamp):
         vega.parent.mkdir(parents=True, exist_ok=True)
         tmp = vega.with_suffix(".tmp")
-        # One function scope: the bundle's top-level ``const _`` would otherwise collide with
-        # Sphinx's global ``_`` (a SyntaxError, and no vegaEmbed). It sets window.vegaEmbed itself.
-        tmp.write_text(stamp + "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n")
+        tmp.write_text(stamp + vega_bundle())
         tmp.replace(vega)
 
     src, dst = mathjax_source(), static / Path(MATHJAX_JS).parent

@@ -180,7 +180,9 @@ class PageReport:
 class Browser:
     """``with Browser() as b: report = b.open(path)``; one Chromium for many pages."""
 
-    def __init__(self) -> None:
+    def __init__(self, loopback: bool = False) -> None:
+        """``loopback``: 127.0.0.1 stays reachable (a local server under test, e.g. JupyterLab); every other
+        host still goes to the dead proxy and resolves nowhere, and :meth:`loopback_only` lists what left."""
         problem = missing()
         if problem:
             raise RuntimeError(problem)
@@ -191,7 +193,10 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="arithmech-chromium-")
         opts = webdriver.ChromeOptions()
         opts.binary_location = exe
-        for flag in (*FLAGS, f"--user-data-dir={self.profile}"):
+        flags = [f for f in FLAGS if not (loopback and f.startswith(("--proxy-bypass-list", "--host-resolver-rules")))]
+        if loopback:
+            flags += ["--proxy-bypass-list=127.0.0.1", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+        for flag in (*flags, f"--user-data-dir={self.profile}"):
             opts.add_argument(flag)
         opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
         opts.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
@@ -201,7 +206,7 @@ class Browser:
             self.driver = webdriver.Chrome(options=opts, service=service)
             self.driver.execute_cdp_cmd("Network.enable", {})
             self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
-                "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+                "offline": not loopback, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         except Exception:
             self.driver = None
             self.close()
@@ -266,6 +271,12 @@ class Browser:
                     "clip": {"x": 0, "y": y, "width": size["width"], "height": 2000, "scale": 1}})
                 out.with_name(f"{out.stem}-{k}{out.suffix}").write_bytes(base64.b64decode(shot["data"]))
         return rep
+
+    def loopback_only(self, port: int) -> list[str]:
+        """The requests since the last call that went anywhere but ``127.0.0.1:<port>`` or a local scheme."""
+        rep = PageReport("loopback")
+        self._record(rep)
+        return [u for u in rep.requests if not u.startswith((f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/"))]
 
     def try_live(self, rep: PageReport, prompt: str) -> dict:
         """Type ``prompt`` into the page's live explorer, press run, and return what it shows (:data:`LIVE_JS`);
