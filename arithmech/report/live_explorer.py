@@ -30,8 +30,11 @@ from typing import Sequence
 import torch
 
 from arithmech.core import results
+from arithmech.core.models import resolve
 from arithmech.data import pairs, templates as templates_module
 from arithmech.methods.explorer import OPERATOR_WORDS
+from arithmech.methods.knockout_means import build_pool
+from arithmech.methods.mlp import number_tokens
 
 LIVE_DIR = "vendor/live"                       # under book/_static (offline.STATIC_DIR), copied to _build/html/_static
 MODEL_JS = "embedded-model.js"
@@ -43,7 +46,6 @@ assert NEUTRAL["symbol"] in templates_module.NEUTRAL_SYMBOLS and NEUTRAL["word"]
 
 def model_dir() -> Path:
     """The embedded model's folder (``arithmech/embedded/model``)."""
-    from arithmech.core.models import resolve
     return Path(resolve("embedded"))
 
 
@@ -53,8 +55,6 @@ def model_payload(folder: str | Path | None = None) -> dict:
     ``numbers`` ([id, text] of the number tokens), ``operators`` and ``neutral`` (the counterfactual's words)."""
     from safetensors import safe_open
     from transformers import AutoTokenizer
-
-    from arithmech.methods.mlp import number_tokens
     folder = Path(folder or model_dir())
     cfg = json.loads((folder / "config.json").read_text())
     tok = AutoTokenizer.from_pretrained(folder)
@@ -121,7 +121,6 @@ def identify_end_means(model, tok, folder: str | Path, batch_size: int = 64) -> 
     The pool is rebuilt exactly as identify's knockout built it (same templates, ``pool_size``, ``seed``,
     ``answer_token``, ``shots``: a seeded draw, so the same X_c), then read with ``lookup(None, ·)``, the mean
     identify gives a prompt without a family: every family's X_c, right-aligned, at END."""
-    from arithmech.methods.knockout_means import build_pool
     params = results.read_run(folder)["steps"]["identify"]["parameters"]
     pool = build_pool(model, tok, identify_templates(params), int(params.get("pool_size", 512)),
                       int(params.get("seed", 0)), batch_size=batch_size,

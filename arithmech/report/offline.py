@@ -33,6 +33,7 @@ from typing import Any
 import altair as alt
 
 from arithmech.core.inputs import quoted
+from arithmech.report import live_explorer  # the Explorer page's live explorer: the embedded model in JavaScript
 
 # Where vendor_assets writes, relative to the book's root; _config.yml adds book/_static to
 # html_static_path, so Sphinx copies this to _build/html/_static/vendor/.
@@ -171,7 +172,6 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
             elif p.exists():
                 shutil.copy2(p, dst / part)
         stamp_file.write_text(str(src.resolve()))
-    from arithmech.report import live_explorer  # the Explorer page's live explorer: the embedded model in JavaScript
     return [vega, dst / "tex-chtml.js", *live_explorer.write_assets(static)]
 
 
