@@ -22,6 +22,7 @@ from arithmech.methods.attention import end_rows
 from arithmech.methods.explorer import mean_ablation
 from arithmech.methods.knockout import activations
 from arithmech.methods.knockout_means import pool_prompts
+from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.patching import end_cache, path_patch_reference
 from arithmech.report import live_explorer as LE
 
@@ -96,11 +97,12 @@ def test_identify_means_are_every_family_mean_at_end(model, means):
 
 def test_page_matches_pytorch(model, means, page):
     """Protects the page's numbers: on >= 20 prompts (10 never precomputed) its token ids equal the tokenizer's
-    and its logits, head effects, knockout logits and attention rows are within 1e-4 of PyTorch's."""
+    and its logits, head effects, knockout logits, attention rows and MLP number tokens (Fig. 6c) are within 1e-4
+    of PyTorch's."""
     net, tok = model
     b, _ = page
     H, L = net.config.num_attention_heads, net.config.num_hidden_layers
-    worst = {"logits": 0.0, "effects": 0.0, "knockout": 0.0, "attention": 0.0}
+    worst = {"logits": 0.0, "effects": 0.0, "knockout": 0.0, "attention": 0.0, "mlp cosines": 0.0}
     ms, cases = [], prompts(tok)
     assert len(cases) >= 20
     for text, cf_typed in cases:
@@ -125,6 +127,11 @@ def test_page_matches_pytorch(model, means, page):
         worst["knockout"] = max(worst["knockout"], float((torch.tensor(r["knockoutLogits"]) - ko).abs().max()))
         worst["attention"] = max(worst["attention"], float(
             (torch.tensor(r["attention"]) - torch.stack([att[l][0] for l in range(L)]).double()).abs().max()))
+        nums = layer_top_numbers(net, tok, text, k=3)
+        for l, shown in enumerate(r["numbers"]):
+            ref = nums[nums.layer == l]
+            assert [t for t, _ in shown] == list(ref.token), (text, l)
+            worst["mlp cosines"] = max(worst["mlp cosines"], max(abs(c - float(x)) for (_, c), x in zip(shown, ref.cosine)))
     print(f"\nlive explorer vs PyTorch on {len(cases)} prompts: max |diff| " +
           ", ".join(f"{k} {v:.2e}" for k, v in worst.items()) + f"; median {statistics.median(ms):.0f} ms, "
           f"max {max(ms):.0f} ms per prompt")
@@ -149,7 +156,8 @@ def _type(b, prompt: str, cf: str = "") -> dict:
 
 def test_hostile_and_impossible_input(model, page):
     """Protects the reader's input path: markup is text (nothing runs, no element is made), an unknown word,
-    an over-long prompt and a prompt without operator each get one sentence, and the page then still answers."""
+    an over-long prompt and a prompt without operator each get one sentence, and the page then still answers
+    (and shows the attention of a clicked head)."""
     net, tok = model
     b, _ = page
     for hostile in ('<img src=x onerror="window.pwned=1">', '4 + 3 = </script><script>window.pwned=1</script>'):
@@ -165,6 +173,11 @@ def test_hostile_and_impossible_input(model, page):
     s = _type(b, "6 + 2 =")
     top1 = tok.convert_ids_to_tokens([int(net(torch.tensor([tok("6 + 2 =")["input_ids"]])).logits[0, -1].argmax())])[0]
     assert s["shown"] == "6 + 2 =" and s["top"][1].startswith(top1 + "  "), s
+    from selenium.webdriver.common.by import By
+    b.driver.find_element(By.CSS_SELECTOR, '.arithmech-live-cell[data-head="2.5"]').click()   # a head's attention
+    att = b.driver.execute_script("""const a = document.querySelector('.arithmech-live-attention');
+      return [a.querySelector('strong').textContent, a.querySelectorAll('.arithmech-live-bars > div').length];""")
+    assert att == ["Attention of head 2.5 from the last token", len(tok("6 + 2 =")["input_ids"])], att
     errors = [e for e in b.driver.get_log("browser") if e["level"] == "SEVERE"]
     assert not errors, errors
 
