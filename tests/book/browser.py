@@ -47,6 +47,7 @@ COUNT_JS = """return {
   text: document.body ? document.body.innerText.length : 0
 };"""
 
+LIVE_PROMPT = "Q: What is 6 plus 2? A:"        # typed into a page's live explorer by the reader check
 # Run in the page after typing into the live explorer (arithmech.report.live_explorer) and pressing run: what it shows.
 LIVE_JS = """const b = document.getElementById('arithmech-live');
 return {status: (b.querySelector('.arithmech-live-status') || {}).textContent || '',
@@ -277,6 +278,22 @@ class Browser:
         rep = PageReport("loopback")
         self._record(rep)
         return [u for u in rep.requests if not u.startswith((f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/"))]
+
+    def live_problems(self, rep: PageReport, prompt: str = LIVE_PROMPT) -> list[str]:
+        """On a page with the live explorer (``rep`` from :meth:`open`): what is wrong after typing ``prompt`` and
+        pressing run (it did not load; the prompt is not shown as typed; no 5 top rows, head map or attention
+        row; no answer in the status line). ``[]`` on a page without it, or when all is there."""
+        if not rep.counts.get("live"):
+            return []
+        if not rep.counts.get("live_ready"):
+            text = self.driver.execute_script("return document.getElementById('arithmech-live').textContent")
+            return [f"live explorer did not load: {text.strip()[:160]}"]
+        s = self.try_live(rep, prompt)
+        problems = [f"live explorer shows {s['shown']!r}, not the typed prompt"] * (s["shown"] != prompt)
+        problems += [f"live explorer: {s['top']} top rows, {s['cells']} head cells, {s['bars']} attention bars"] * (
+            s["top"] != 5 or s["cells"] < 2 or not s["bars"])
+        problems += [f"live explorer status: {s['status']!r}"] * ("next token" not in s["status"])
+        return problems
 
     def try_live(self, rep: PageReport, prompt: str) -> dict:
         """Type ``prompt`` into the page's live explorer, press run, and return what it shows (:data:`LIVE_JS`);
