@@ -139,13 +139,17 @@ def test_page_matches_pytorch(model, means, page):
     assert statistics.median(ms) < 1000, ms
 
 
-def _type(b, prompt: str, cf: str = "") -> dict:
+def _type(b, prompt: str, cf: str = "", paste: bool = False) -> dict:
+    """Type (or, ``paste``, set at once) the prompt and counterfactual, press run, and return what the page shows."""
     from selenium.webdriver.common.by import By
     d = b.driver
     for cls, text in (("arithmech-live-prompt", prompt), ("arithmech-live-counterfactual", cf)):
         box = d.find_element(By.CLASS_NAME, cls)
         box.clear()
-        box.send_keys(text)
+        if paste:
+            d.execute_script("arguments[0].value = arguments[1];", box, text)
+        else:
+            box.send_keys(text)
     d.find_element(By.CLASS_NAME, "arithmech-live-run").click()
     return d.execute_script("""const b = document.getElementById('arithmech-live');
       return {status: b.querySelector('.arithmech-live-status').textContent, imgs: b.querySelectorAll('img').length,
@@ -168,6 +172,7 @@ def test_hostile_and_impossible_input(model, page):
     assert s["shown"] == "4 + 3 > 5 < =" and s["imgs"] == 0, s
     assert "no token for" in _type(b, "4 + 3 = banana")["status"]
     assert "at most 64" in _type(b, "1 + 1 = " * 20)["status"]
+    assert "at most 64" in _type(b, "1" * 3000, paste=True)["status"]              # refused before it is tokenized
     assert "no counterfactual" in _type(b, "4 and 3 is")["status"]
     assert "same length" in _type(b, "4 + 3 =", "4 nothing at all 3 =")["status"]
     s = _type(b, "6 + 2 =")

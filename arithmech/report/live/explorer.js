@@ -113,7 +113,8 @@
     try {
       const r = analyze(prompt.value, cf.value);
       draw(r);
-      status.textContent = `“${r.answerToken}” is the model's next token; computed in ${Math.round(r.ms)} ms in this browser.`;
+      status.textContent = `“${r.answerToken}” is the model's next token; computed in ${Math.round(r.ms)} ms in this browser.` +
+        (r.logitO > 0 ? "" : " Its logit is not positive here, so a relative change flips sign: read the map's colours with care.");
     } catch (e) {
       if (!(e instanceof M.Refusal)) console.warn(e);
       last = null;

@@ -250,6 +250,8 @@
     const c = model.config, t0 = performance.now();
     const shown = s => JSON.stringify(s.length > 40 ? s.slice(0, 40) + "…" : s);
     if (!prompt.trim()) throw new Refusal("Type a prompt first, e.g. 4 + 3 =.");
+    if (prompt.length + (cfText || "").length > 2000)
+      throw new Refusal(`This prompt is ${prompt.length} characters long; the embedded model reads at most ${c.maxPositions} tokens, so it cannot be scored.`);
     for (const text of [prompt, cfText || ""]) {
       const special = model.specialTexts.find(s => text.includes(s));
       if (special) throw new Refusal(`${shown(special)} is one of the tokenizer's special tokens; type the prompt without it.`);
