@@ -10,7 +10,7 @@ MATHJAX_PREFIX := $(VENV)/share/arithmech
 # Set-up runs once per change of the requirements: `make book` / `make test` on a fresh clone set up first.
 INSTALLED := $(VENV)/.arithmech-installed
 
-.PHONY: setup mathjax chromium book book-html test test-fast clean-book
+.PHONY: setup mathjax chromium book book-html lab test test-fast clean-book
 
 setup: $(INSTALLED)
 
@@ -50,6 +50,12 @@ book: $(INSTALLED)
 
 book-html: $(INSTALLED)
 	$(BIN)/python -m arithmech book --skip-execute
+
+# JupyterLab on the repository (arithmech/lab.py): book/<chapter>.md opens as a notebook (jupytext), ipywidgets
+# work; 127.0.0.1 only, a fresh token printed with the address; Ctrl+C stops it. `make lab LAB_PORT=9999`.
+LAB_PORT ?= 8888
+lab: $(INSTALLED)
+	$(BIN)/python -m arithmech.lab --port $(LAB_PORT)
 
 # Everything, the browser checks included: installs Chromium and chromedriver first when missing (see chromium),
 # or stops in one line saying what to run.

@@ -5,8 +5,9 @@ the key heads knocked out.
 
 Pure functions returning DataFrames; :mod:`arithmech.report.widgets` puts ipywidgets around them and
 the book shows precomputed altair views of the same tables. A knockout is a context-manager
-factory (``knockout() -> context``) active during a forward pass: :func:`mean_ablation`, with the
-identify step's means of the counterfactual prompts (:mod:`arithmech.methods.knockout`).
+factory (``knockout() -> context``) active during a forward pass: :func:`mean_ablation`, here with
+position-pooled means of identify samples' counterfactual prompts (:func:`knockout_means`; not identify's
+reference pool, which the book's live explorer uses: :mod:`arithmech.report.live_explorer`).
 """
 from __future__ import annotations
 

@@ -60,7 +60,9 @@ def setup() -> None:
       dead widgets that print as ``0%|          |``;
     * when the notebook is opened in Jupyter from ``book/``, moves to the repository root, so
       relative paths (``results/``, ``../shared/data``) mean what they mean for papermill and
-      for ``python -m arithmech``.
+      for ``python -m arithmech``;
+    * in a kernel of ``make lab`` (``ARITHMECH_LAB=1``), shows the vega bundle once, so the charts draw in
+      JupyterLab (:func:`arithmech.report.offline.jupyter_vega`).
     """
     use_theme()
     offline.enable_renderer()
@@ -71,6 +73,8 @@ def setup() -> None:
     here = Path.cwd()
     if here.name == "book" and (here.parent / "_toc.yml").exists() and (here / "book.yml").exists():
         os.chdir(here.parent)
+    if os.environ.get("ARITHMECH_LAB") == "1":        # a kernel of `make lab`: charts need the vega bundle there
+        offline.jupyter_vega()
 
 
 def chapter_env(environ=None) -> dict:
@@ -81,6 +85,7 @@ def chapter_env(environ=None) -> dict:
     source checkout, that checkout leads ``PYTHONPATH``: the chapters import the code the runner runs, even
     from a book root elsewhere (a test's temporary book) with another checkout installed in the venv."""
     env = thread_env(os.environ if environ is None else environ)
+    env.pop("ARITHMECH_LAB", None)                    # a book built from a `make lab` terminal: no lab-only outputs
     env.setdefault("TQDM_DISABLE", "1")
     env[OFF] = "0"
     src = Path(__file__).resolve().parents[2]          # the arithmech checkout this runner runs from

@@ -10,9 +10,11 @@ Three pieces, one per way a static Jupyter Book page could reach outside itself:
    comes from one script, :data:`VEGA_JS`, that :func:`vendor_assets` writes from the
    vega / vega-lite / vega-embed sources bundled inside ``vl-convert-python`` and that the
    book's ``_config.yml`` loads on every page (``html_js_files``).
-2. **Math.** MathJax 3 from npm (``es5/``), installed outside the repository by ``make setup``
+2. **Math and the live explorer.** MathJax 3 from npm (``es5/``), installed outside the repository by ``make setup``
    (``npm install --prefix .venv/share/arithmech mathjax@3``), copied by :func:`vendor_assets`
-   next to the vega bundle; ``_config.yml`` points Sphinx's ``mathjax_path`` at it.
+   next to the vega bundle; ``_config.yml`` points Sphinx's ``mathjax_path`` at it. The Explorer page's live
+   explorer (the embedded model's weights and its JavaScript, :mod:`arithmech.report.live_explorer`) is written
+   there too, under ``vendor/live/``; only that page loads it.
 3. **The check.** :func:`external_references` lists every ``http(s)`` resource a built page
    or stylesheet would load (scripts, stylesheets, images, frames, CSS ``url()``/``@import``);
    plain links (``<a href>``) are fine. The book build fails when the list is not empty.
@@ -31,6 +33,7 @@ from typing import Any
 import altair as alt
 
 from arithmech.core.inputs import quoted
+from arithmech.report import live_explorer  # the Explorer page's live explorer: the embedded model in JavaScript
 
 # Where vendor_assets writes, relative to the book's root; _config.yml adds book/_static to
 # html_static_path, so Sphinx copies this to _build/html/_static/vendor/.
@@ -104,6 +107,25 @@ def enable_renderer() -> None:
 
 
 # ---------------------------------------------------------------------------- 2. vendored assets
+def vega_bundle() -> str:
+    """vega + vega-lite + vega-embed (from ``vl-convert-python``), in one function scope: the bundle's top-level
+    ``const _`` would otherwise collide with Sphinx's global ``_`` (a SyntaxError, and no vegaEmbed). It sets
+    ``window.vegaEmbed`` itself."""
+    import vl_convert as vlc  # lazy: the book extra
+    vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n"
+
+
+def jupyter_vega() -> None:
+    """In JupyterLab (``make lab``, :mod:`arithmech.lab`), show the vega bundle once as a script output, so that
+    :func:`chart_html`'s ``vegaEmbed`` call draws there too: JupyterLab renders vega-lite 5 itself, not the
+    vega-lite 6 of altair 6, and then shows the ``text/html`` of :func:`chart_bundle`. The script is a JSON
+    string evaluated in the page's global scope, so no ``</script>`` in the bundle can end the tag."""
+    from IPython.display import HTML, display  # lazy: a kernel
+    code = json.dumps(vega_bundle()).replace("</", "<\\/")
+    display(HTML(f"<script>if (typeof window.vegaEmbed !== 'function') {{ (0, eval)({code}); }}</script>"))
+
+
 def mathjax_source() -> Path:
     """The ``es5/`` folder of an npm MathJax 3: ``$ARITHMECH_MATHJAX``, else the venv's copy."""
     cands = [Path(os.environ["ARITHMECH_MATHJAX"])] if os.environ.get("ARITHMECH_MATHJAX") else []
@@ -119,7 +141,7 @@ def mathjax_source() -> Path:
 
 
 def vendor_assets(root: str | Path = ".") -> list[Path]:
-    """Write the vega bundle and copy MathJax into ``<root>/book/_static/vendor/``.
+    """Write the vega bundle, copy MathJax and write the live explorer into ``<root>/book/_static/vendor/``.
 
     The vega bundle (~0.9 MB, from ``vl_convert.javascript_bundle``) is regenerated only when
     vl-convert's or altair's vega-lite version changes. Returns the files written or kept.
@@ -134,9 +156,7 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
     if not vega.exists() or not vega.read_text().startswith(stamp):
         vega.parent.mkdir(parents=True, exist_ok=True)
         tmp = vega.with_suffix(".tmp")
-        # One function scope: the bundle's top-level ``const _`` would otherwise collide with
-        # Sphinx's global ``_`` (a SyntaxError, and no vegaEmbed). It sets window.vegaEmbed itself.
-        tmp.write_text(stamp + "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n")
+        tmp.write_text(stamp + vega_bundle())
         tmp.replace(vega)
 
     src, dst = mathjax_source(), static / Path(MATHJAX_JS).parent
@@ -152,7 +172,7 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
             elif p.exists():
                 shutil.copy2(p, dst / part)
         stamp_file.write_text(str(src.resolve()))
-    return [vega, dst / "tex-chtml.js"]
+    return [vega, dst / "tex-chtml.js", *live_explorer.write_assets(static)]
 
 
 # ------------------------------------------------------------------------------------- 3. check

@@ -42,8 +42,19 @@ COUNT_JS = """return {
   marks: document.querySelectorAll('svg.marks').length + document.querySelectorAll('canvas').length,
   math: document.querySelectorAll('span.math, div.math').length,
   mathjax: document.querySelectorAll('mjx-container').length,
+  live: document.querySelectorAll('#arithmech-live').length,
+  live_ready: !!window.arithmechLive,
   text: document.body ? document.body.innerText.length : 0
 };"""
+
+LIVE_PROMPT = "Q: What is 6 plus 2? A:"        # typed into a page's live explorer by the reader check
+# Run in the page after typing into the live explorer (arithmech.report.live_explorer) and pressing run: what it shows.
+LIVE_JS = """const b = document.getElementById('arithmech-live');
+return {status: (b.querySelector('.arithmech-live-status') || {}).textContent || '',
+        shown: (b.querySelector('.arithmech-live-shown') || {}).textContent || '',
+        top: Array.from(b.querySelectorAll('.arithmech-live-top tbody tr')).length,
+        cells: b.querySelectorAll('.arithmech-live-cell').length,
+        bars: b.querySelectorAll('.arithmech-live-bars > div').length};"""
 
 # Run in the page: what a reader sees. The text column is the article; every chart's own width (the
 # svg's width attribute, before any CSS scaling) must fit it, no output may scroll sideways or run
@@ -170,7 +181,9 @@ class PageReport:
 class Browser:
     """``with Browser() as b: report = b.open(path)``; one Chromium for many pages."""
 
-    def __init__(self) -> None:
+    def __init__(self, loopback: bool = False) -> None:
+        """``loopback``: 127.0.0.1 stays reachable (a local server under test, e.g. JupyterLab); every other
+        host still goes to the dead proxy and resolves nowhere, and :meth:`loopback_only` lists what left."""
         problem = missing()
         if problem:
             raise RuntimeError(problem)
@@ -181,7 +194,10 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="arithmech-chromium-")
         opts = webdriver.ChromeOptions()
         opts.binary_location = exe
-        for flag in (*FLAGS, f"--user-data-dir={self.profile}"):
+        flags = [f for f in FLAGS if not (loopback and f.startswith(("--proxy-bypass-list", "--host-resolver-rules")))]
+        if loopback:
+            flags += ["--proxy-bypass-list=127.0.0.1", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+        for flag in (*flags, f"--user-data-dir={self.profile}"):
             opts.add_argument(flag)
         opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
         opts.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
@@ -191,7 +207,7 @@ class Browser:
             self.driver = webdriver.Chrome(options=opts, service=service)
             self.driver.execute_cdp_cmd("Network.enable", {})
             self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
-                "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+                "offline": not loopback, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         except Exception:
             self.driver = None
             self.close()
@@ -240,7 +256,7 @@ class Browser:
         deadline = time.time() + settle
         while time.time() < deadline:
             c = rep.counts = self.driver.execute_script(COUNT_JS)
-            if c["drawn"] == c["charts"] and (c["math"] == 0 or c["mathjax"] > 0):
+            if c["drawn"] == c["charts"] and (c["math"] == 0 or c["mathjax"] > 0) and (not c["live"] or c["live_ready"]):
                 break
             time.sleep(0.25)
         time.sleep(0.5)                                       # let late requests or errors surface
@@ -256,6 +272,41 @@ class Browser:
                     "clip": {"x": 0, "y": y, "width": size["width"], "height": 2000, "scale": 1}})
                 out.with_name(f"{out.stem}-{k}{out.suffix}").write_bytes(base64.b64decode(shot["data"]))
         return rep
+
+    def loopback_only(self, port: int) -> list[str]:
+        """The requests since the last call that went anywhere but ``127.0.0.1:<port>`` or a local scheme."""
+        rep = PageReport("loopback")
+        self._record(rep)
+        return [u for u in rep.requests if not u.startswith((f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/"))]
+
+    def live_problems(self, rep: PageReport, prompt: str = LIVE_PROMPT) -> list[str]:
+        """On a page with the live explorer (``rep`` from :meth:`open`): what is wrong after typing ``prompt`` and
+        pressing run (it did not load; the prompt is not shown as typed; no 5 top rows, head map or attention
+        row; no answer in the status line). ``[]`` on a page without it, or when all is there."""
+        if not rep.counts.get("live"):
+            return []
+        if not rep.counts.get("live_ready"):
+            text = self.driver.execute_script("return document.getElementById('arithmech-live').textContent")
+            return [f"live explorer did not load: {text.strip()[:160]}"]
+        s = self.try_live(rep, prompt)
+        problems = [f"live explorer shows {s['shown']!r}, not the typed prompt"] * (s["shown"] != prompt)
+        problems += [f"live explorer: {s['top']} top rows, {s['cells']} head cells, {s['bars']} attention bars"] * (
+            s["top"] != 5 or s["cells"] < 2 or not s["bars"])
+        problems += [f"live explorer status: {s['status']!r}"] * ("next token" not in s["status"])
+        return problems
+
+    def try_live(self, rep: PageReport, prompt: str) -> dict:
+        """Type ``prompt`` into the page's live explorer, press run, and return what it shows (:data:`LIVE_JS`);
+        console errors it logs go to ``rep``."""
+        from selenium.webdriver.common.by import By
+        box = self.driver.find_element(By.CLASS_NAME, "arithmech-live-prompt")
+        box.clear()
+        box.send_keys(prompt)
+        self.driver.find_element(By.CLASS_NAME, "arithmech-live-run").click()
+        time.sleep(0.3)
+        state = self.driver.execute_script(LIVE_JS)
+        self._record(rep)
+        return state
 
 
 if __name__ == "__main__":

@@ -93,6 +93,23 @@ def test_reader_check_sees_raw_values_and_tables_that_do_not_fit(tmp_path):
     assert g["wide"] == [] and g["raw"] == []
 
 
+def test_reader_check_sees_a_live_explorer_that_does_not_load(tmp_path):
+    """Protects the live explorer's reader check from passing vacuously (negative control): a page whose live
+    explorer has its scripts is answered (no problem); the same page without them is reported."""
+    import torch
+
+    from arithmech.report import live_explorer
+    good = live_explorer.write_page(tmp_path / "good", live_explorer.page_data(torch.zeros(6, 256), [(0, 0)]))
+    bad = tmp_path / "bad" / "book" / "live.html"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(good.read_text())
+    require_browser()
+    with Browser() as b:
+        ok = b.live_problems(b.open(good, settle=20))
+        broken = b.live_problems(b.open(bad, settle=5))
+    assert ok == [] and len(broken) == 1 and broken[0].startswith("live explorer did not load"), (ok, broken)
+
+
 def _pages() -> list[Path]:
     return book.toc_files(REPO)
 
@@ -108,7 +125,8 @@ def test_every_toc_page_is_built(built_book):
 def test_chapter_pages_draw_all_charts_offline(built_book):
     """Protects: each chapter page, opened from file:// in Chromium with the network cut, draws as many charts
     as its notebook has altair outputs, renders its math, sends nothing off the machine and logs
-    no console error."""
+    no console error; on the Explorer page the live explorer loads, takes a typed prompt and shows its
+    top-5, its head map and an attention row, without a console error."""
     root, html = built_book
     failures = []
     require_browser()
@@ -124,6 +142,7 @@ def test_chapter_pages_draw_all_charts_offline(built_book):
                 failures.append((str(p), f"{vega_outputs} altair outputs, {expected} with offline HTML"))
             r = b.open(html / p.with_suffix(".html"), settle=60)
             c = r.counts
+            failures += [(str(p), x) for x in b.live_problems(r)]   # the Explorer's live explorer answers
             if r.requests or r.errors or c["charts"] != expected or c["drawn"] != expected \
                     or (c["math"] and not c["mathjax"]):
                 failures.append((str(p), c, r.requests[:3], r.errors[:3]))

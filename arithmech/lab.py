@@ -1,0 +1,104 @@
+"""``make lab`` (``python -m arithmech.lab``): JupyterLab on this repository, with the chapters as notebooks.
+
+* **Chapters open as notebooks.** ``book/<chapter>.md`` is a MyST-Markdown notebook; jupytext's JupyterLab
+  extension reads it, and :func:`write_overrides` makes "Jupytext Notebook" the default viewer of Markdown
+  files (``<venv>/share/jupyter/lab/settings/overrides.json``, the venv's own settings; nothing in ``~``).
+  Saving writes the Markdown back (jupytext), without outputs.
+* **Widgets and charts work.** ipywidgets' lab extension comes with ``ipywidgets`` (``jupyterlab_widgets``);
+  the chapters' charts are vega-lite 6, which JupyterLab does not render itself, so the chapters' ``setup()``
+  shows the book's own vega bundle once when ``ARITHMECH_LAB=1`` (set here for the kernels;
+  :func:`arithmech.report.offline.jupyter_vega`).
+* **Local and guarded.** The server listens on 127.0.0.1 only, with a fresh random token (printed with the
+  address), and says how to stop it: Ctrl+C in this terminal (the server then stops its kernels), or
+  ``kill <pid>``.
+
+Run a chapter with its widgets: open ``book/analyze.md``, set ``interactive = True`` in its first code cell
+(``model = "smollm2-135m"`` for SmolLM2), then Run > Run All Cells; the prompt explorer appears near the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+VIEWERS = {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
+DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
+
+
+def write_overrides(prefix: str | Path = sys.prefix) -> Path:
+    """Make jupytext's notebook the default viewer of Markdown in this environment's JupyterLab (other
+    settings in the file are kept). Returns the file."""
+    path = Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    plugin = data.setdefault(DOCMANAGER, {})
+    if plugin.get("defaultViewers", {}) != {**plugin.get("defaultViewers", {}), **VIEWERS} or not path.exists():
+        plugin["defaultViewers"] = {**plugin.get("defaultViewers", {}), **VIEWERS}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def free_port(wanted: int) -> int:
+    """``wanted`` when it is free on 127.0.0.1, else any free port (0: any free port)."""
+    for port in ([wanted] if wanted else []) + [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise OSError("no free port on 127.0.0.1")
+
+
+def command(port: int, token: str, root: Path, extra: list[str] = ()) -> list[str]:
+    """The ``jupyter lab`` command line: 127.0.0.1 only, this token, no browser opened, ``root`` as its folder, the
+    extension manager read-only (it lists what is installed and asks no index); as root (a container), allowed."""
+    return [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0", "--ServerApp.open_browser=False", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}", "--ServerApp.answer_yes=True",
+            "--LabApp.extension_manager=readonly",        # no queries to PyPI for extensions
+            *(["--ServerApp.allow_root=True"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []), *extra]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m arithmech.lab", description=__doc__.split("\n")[0],
+                                 epilog="Arguments after -- go to jupyter lab as they are.")
+    ap.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888, or a free one if taken)")
+    ap.add_argument("--root", default=".", help="the folder JupyterLab shows (default: the current one)")
+    args, extra = ap.parse_known_args(argv)
+    extra = [a for a in extra if a != "--"]
+    if any(a.split("=")[0].lower() in ("--ip", "--serverapp.ip") for a in extra):
+        ap.error("the address is fixed to 127.0.0.1")
+    try:
+        import jupyterlab  # noqa: F401
+        import jupytext  # noqa: F401
+    except ImportError as e:
+        print(f"make lab: {e.name} is missing: run `make setup` (it installs requirements.txt)", file=sys.stderr)
+        return 1
+    write_overrides()
+    port, token, root = free_port(args.port), secrets.token_hex(24), Path(args.root).resolve()
+    env = {**os.environ, "ARITHMECH_LAB": "1"}
+    proc = subprocess.Popen(command(port, token, root, extra), env=env)
+    print(f"\nJupyterLab (pid {proc.pid}) on http://127.0.0.1:{port}/lab?token={token}\n"
+          f"  only this machine can reach it (127.0.0.1), and only with the token above.\n"
+          f"  Open book/<chapter>.md: it opens as a notebook. Widgets: book/analyze.md with interactive = True.\n"
+          f"  Stop it: Ctrl+C here, or `kill {proc.pid}` from another terminal.\n", flush=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""``make lab``'s launcher (arithmech.lab): where it listens, with what, and the viewer it sets."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from arithmech import lab
+
+
+def test_command_listens_on_loopback_with_the_token():
+    """Protects the lab's exposure: the server binds 127.0.0.1 with the given token, opens no browser, asks no
+    extension index, and an --ip given after -- is refused."""
+    cmd = lab.command(8888, "abc123", Path("/repo"))
+    assert "--ServerApp.ip=127.0.0.1" in cmd and "--IdentityProvider.token=abc123" in cmd
+    assert "--ServerApp.open_browser=False" in cmd and "--LabApp.extension_manager=readonly" in cmd
+    assert not [a for a in cmd if a.startswith("--ip")]
+    try:
+        lab.main(["--", "--ip=0.0.0.0"])
+    except SystemExit as e:
+        assert e.code == 2
+    else:
+        raise AssertionError("--ip was accepted")
+
+
+def test_overrides_make_markdown_open_as_a_notebook(tmp_path):
+    """Protects the chapters-as-notebooks default: overrides.json gets jupytext's viewer for Markdown and MyST,
+    and a setting already there is kept."""
+    path = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}))
+    assert lab.write_overrides(tmp_path) == path
+    data = json.loads(path.read_text())
+    assert data[lab.DOCMANAGER]["defaultViewers"] == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
+    assert data["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
