@@ -51,10 +51,72 @@ def run_identify(python: str = sys.executable, cwd: Path = ROOT, env: dict | Non
             "files": files}
 
 
-def profile_identify() -> dict:
-    got = run_identify()
-    got.pop("files")
-    return {"command": "python -m arithmech " + " ".join(IDENTIFY) + " --out DIR", **got}
+SUB = {"draw held-out knockout prompts (eval_samples)": "knockout_run.py:.*\\(eval_samples\\)",
+       "knockout curves (knockout_curve)": "knockout.py:.*\\(knockout_curve\\)",
+       "sanity rows (sanity_rows)": "knockout_run.py:.*\\(sanity_rows\\)",
+       "reference pool (build_pool)": "knockout_means.py:.*\\(build_pool\\)",
+       "transfer (run_transfer)": "transfer.py:.*\\(run_transfer\\)",
+       "model load (load_model)": "models.py:.*\\(load_model\\)",
+       "every nn.Linear (torch._C._nn.linear)": "torch._C._nn.linear"}
+
+
+def summarize_identify(prof: Path, out: Path, wall: float | None = None) -> dict:
+    """What a profiled identify run spent: ``run.json``'s phases (``out``) and the cumulative seconds of the
+    functions in :data:`SUB` from the cProfile file ``prof`` (cProfile's overhead included: compare shares)."""
+    import pstats
+    import re
+    import pandas as pd
+    rec = json.loads((out / "run.json").read_text())["steps"]["identify"]
+    stats = pstats.Stats(str(prof)).stats
+    sub = {}
+    for name, pat in SUB.items():
+        hits = [v[3] for (f, line, fn), v in stats.items() if re.search(pat, f"{f}:{line}({fn})")]
+        sub[name] = round(max(hits), 1) if hits else None
+    ko = pd.read_csv(out / "knockout.csv")
+    rows = int((ko[ko.kind != "sanity"].n).sum())
+    return {"command": "python -m arithmech " + " ".join(IDENTIFY) + " --out DIR",
+            "wall_s_profiled": None if wall is None else round(wall, 1),
+            "phases_s": rec.get("timings"), "peak_memory": rec.get("peak_memory"), "functions_s": sub,
+            "knockout_end_rows": rows,
+            "note": "knockout_end_rows: ablated END forwards of the curves (ablations x prompts); each is a "
+                    "whole-model pass at one position with the full-vocabulary unembedding, so the curves cost "
+                    "about rows x 2 x parameters FLOPs"}
+
+
+def roofline(rows: int = 512, d: int = 576, reps: int = 20) -> dict:
+    """This machine's float32 matrix-product rate (GFLOP/s) at SmolLM2's shapes: a batch of ``rows`` END rows
+    through an MLP projection (576 → 1536) and the unembedding (576 → 49,152)."""
+    import torch
+    out = {}
+    for name, n in (("mlp_576x1536", 1536), ("unembed_576x49152", 49152)):
+        a, w = torch.randn(rows, d), torch.randn(n, d)
+        torch.nn.functional.linear(a, w)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            torch.nn.functional.linear(a, w)
+        out[name] = round(2 * rows * d * n * reps / (time.perf_counter() - t0) / 1e9, 1)
+    return out
+
+
+def with_floor(got: dict, params: int = 134_515_008) -> dict:
+    """``got`` plus the knockout curves' FLOPs and the seconds they need at this machine's best rate."""
+    flops = got["knockout_end_rows"] * 2 * params
+    rate = roofline()
+    return {**got, "knockout_curve_tflop": round(flops / 1e12, 1), "matmul_gflops": rate,
+            "knockout_curve_floor_s": round(flops / (max(rate.values()) * 1e9), 1)}
+
+
+def profile_identify(prof: str | None = None, out: str | None = None) -> dict:
+    """The command under cProfile in a fresh process (or, with ``prof`` and ``out``, a profile file and the
+    results folder of a run already made that way)."""
+    if prof and out:
+        return summarize_identify(Path(prof), Path(out))
+    with tempfile.TemporaryDirectory(prefix="arithmech-profile-") as tmp:
+        run_dir, prof_file = Path(tmp) / "run", Path(tmp) / "identify.prof"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof_file), "-m", "arithmech", *IDENTIFY, "--out",
+                        str(run_dir)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return summarize_identify(prof_file, run_dir, time.perf_counter() - t0)
 
 
 def profile_table1(steps: int) -> dict:
@@ -119,8 +181,10 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=("identify", "table1"))
     ap.add_argument("--steps", type=int, default=40, help="table1: optimizer steps timed per mode")
+    ap.add_argument("--from-profile", nargs=2, metavar=("PROF", "RUN_DIR"),
+                    help="identify: summarize a cProfile file and the results folder of a run made under it")
     a = ap.parse_args(argv)
-    got = profile_identify() if a.what == "identify" else profile_table1(a.steps)
+    got = with_floor(profile_identify(*(a.from_profile or ()))) if a.what == "identify" else profile_table1(a.steps)
     out = RESULTS / f"profile_{a.what}.json"
     out.write_text(json.dumps({**got, "machine": machine()}, indent=1) + "\n")
     print(json.dumps(got, indent=1))
