@@ -188,8 +188,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     seeds = list(c.seeds)
     curve = None
     if not c.curve_only:                  # every input checked before anything is written (the curve included)
-        heads = plan_heads(out, c.model_name, c.top_k, c.draws)
         check_records(out)
+        heads = plan_heads(out, c.model_name, c.top_k, c.draws)
     if c.curve_only or c.steps is None:
         curve = learning_curve(c, data_seed)
         if c.curve_only:

@@ -28,6 +28,7 @@ from typing import Sequence
 
 from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
+from arithmech.core.inputs import quoted
 
 Head = tuple[int, int]
 
@@ -35,6 +36,9 @@ Head = tuple[int, int]
 def share_ranking(folder: str | Path, task: str) -> list[Head]:
     """Every head of ``task`` in ``effects.csv``, most negative ``share`` first (ties: layer, head)."""
     df = results_io.read(folder, "effects.csv")
+    if "share" not in df.columns:
+        raise ValueError(f"{quoted(Path(folder) / 'effects.csv')}: no share column (made before shares were measured), so "
+                         "the precise-share arm has no ranking: re-run `python -m arithmech identify`")
     df = df[(df["task"] == task) & (df["head"] != "mlp")]
     rows = sorted(((float(s), int(l), int(h)) for s, l, h in zip(df["share"], df["layer"], df["head"])))
     return [(l, h) for _, l, h in rows]
