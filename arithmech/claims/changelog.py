@@ -63,6 +63,16 @@ _STAB_NONE = "no: the first stability numbers in git are the hand-off of 1ba0e62
 _CONTROL = ("the identify claims are inconclusive where identify's primary task fails its control (its answer is "
             "guessable from what the prompt carries: conditioned floor on its X_r ≥ CONTROL_FLOOR)")
 
+_CONTROL2 = ("issue #41: the control is recomputed from prompts.jsonl under version 2 (steps.control): the floor is "
+             "the draw population's most probable answer token given the operation, the carried digits and one operand, "
+             "counted over the population, X_r's distinct problems and its prompts (the highest decides), instead of "
+             "the leave-one-prompt-out conditioned floor, which let a problem's copies in other templates vote for its "
+             "own answer; a task with fewer than MIN_PROBLEMS = 20 distinct problems is insufficient (inconclusive, "
+             "left out of all); where the control passes one task and the run's all pooled others, the claims are "
+             "decided on that task's own rows, and are inconclusive where it passes several")
+_S2_RUNS = ("yes: both SmolLM2 identify runs (results/smollm2-135m/, K = 4, and zero-shot/, K = 0) and the science "
+            "review's floors by three estimators (shared/science-review.md §2.2)")
+
 CHANGELOG: tuple[Change, ...] = (
     # -- identify: the paper's key heads
     Change("key-heads-exist", 1, "2026-11-23", "4cef7ec", "written: holds iff at least one head's effect is below "
@@ -180,6 +190,22 @@ CHANGELOG: tuple[Change, ...] = (
            "majority floor", _KO),
     Change("ablation-removes-information", 2, "2026-11-25", "d94a0b1", "the floor is the higher of the majority and "
            "the conditioned floor; inconclusive for a task that fails its control", _KO),
+    # -- issue #41: the control over distinct problems (version 2) and the two-sided ablation rule
+    Change("key-heads-exist", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("key-heads-exist-share", 3, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("few-heads", 3, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("middle-layers", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("logit-diff-ranking", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("knockout-key-vs-random", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("knockout-random-flat", 6, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("mlps-late", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("transfer", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("circuit-faithful", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
+           "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
+           "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
+           "floor over distinct problems (the control, version 2, recomputed from prompts.jsonl); inconclusive also "
+           "for a task with fewer than 20 distinct problems", _S2_RUNS),
 )
 
 DROPPED: tuple[Change, ...] = (
@@ -191,15 +217,15 @@ DROPPED: tuple[Change, ...] = (
 """Rules that no longer exist, with their history (their ids are not in ``RULES``)."""
 
 DIGEST: dict[str, str] = {
-    "key-heads-exist": "27dd5e827ebf",
-    "key-heads-exist-share": "50f5470042d7",
-    "few-heads": "7c9a5d875439",
-    "middle-layers": "a84c483c7620",
-    "logit-diff-ranking": "8be201f57ec3",
-    "knockout-key-vs-random": "d8a016342049",
-    "knockout-random-flat": "c7cfcdcd18d6",
-    "mlps-late": "d7bcebcd7be5",
-    "transfer": "879f577354e5",
+    "key-heads-exist": "fd7e0cde4517",
+    "key-heads-exist-share": "33f5b767a2f0",
+    "few-heads": "054750c3cec7",
+    "middle-layers": "0ec9d40a7cd0",
+    "logit-diff-ranking": "c64aa9617df7",
+    "knockout-key-vs-random": "7efeecf53b24",
+    "knockout-random-flat": "d4d19508fad6",
+    "mlps-late": "35ac30ca5969",
+    "transfer": "a6b6f831420c",
     "attention-roles": "88fcbb8c2acf",
     "stages": "c09955693707",
     "precise-matches-full": "5d7c748d7811",
@@ -207,13 +233,15 @@ DIGEST: dict[str, str] = {
     "precise-keeps-generic": "6ad85759f86a",
     "key-heads-stable": "da76cbdf4314",
     "counterfactuals-agree": "3d48ceac0d3e",
-    "answer-token-floor": "3ef1918fda93",
-    "ablation-removes-information": "7f6ee0637453",
-    "circuit-faithful": "236f3413391a",
+    "answer-token-floor": "f84680017dce",
+    "ablation-removes-information": "27e2fbad4a9c",
+    "circuit-faithful": "396635782901",
 }
 """A fingerprint (:func:`digest`) of each rule's current claim, rule text and decider numbers
 (:func:`decider_constants`), as of its latest entry: a rule whose text or thresholds change without a new
-entry fails its test. (Recomputed on 2026-11-26 when the numbers joined the fingerprint; no rule changed.)"""
+entry fails its test. (Recomputed on 2026-11-26 when the numbers joined the fingerprint; no rule changed. On
+2026-11-27 ``answer-token-floor``'s decider moved to :mod:`arithmech.claims.controls`, which renames the keys of its
+numbers: a move, not a change, so no entry.)"""
 
 
 def digest(claim: str, rule: str, constants: dict | None = None) -> str:

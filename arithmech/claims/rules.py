@@ -32,13 +32,15 @@ import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
+from arithmech.claims.controls import ablation_removes as _ablation_removes, answer_token_floor as _answer_token_floor, controlled as _controlled
+from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps.config import CONTROL_FLOOR, Identify
+from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS, Identify
 from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
@@ -63,41 +65,41 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
-         "effects.csv has intervals); does not hold iff none is", version=3),
+         "effects.csv has intervals); does not hold iff none is", version=4),
     Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a share of the "
          "counterfactual's effect", "not measured in the paper (calibrated measure)",
          "a head's share = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer)) / (mean "
          "change of LD by the whole counterfactual), −1 when it carries all of it; holds iff at least one head's "
          f"bootstrap interval of its share lies entirely below {_PCT(SHARE_THRESHOLD)} (it carries at least "
          f"{-SHARE_THRESHOLD:.0%} of the counterfactual's effect); does not hold iff none does; inconclusive where "
-         "effects.csv has no share (results made before it was measured)", version=2),
+         "effects.csv has no share (results made before it was measured)", version=3),
     Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2)",
-         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change", version=2),
+         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change", version=3),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
-         "[1/3, 2/3]", version=4),
+         "[1/3, 2/3]", version=5),
     Rule("logit-diff-ranking", "The paper's relative change and the calibrated share pick the same top heads",
          "ranks by the relative change (§4.1)",
          f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their share "
          "of the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
          f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
-         "between (ranks near the cut are within noise) and where effects.csv has no share", version=3),
+         "between (ranks near the cut are within noise) and where effects.csv has no share", version=4),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
          f"top {K} and the key heads (and, where "
          "the file has intervals, its Wilson interval lies below the random draws' 5th percentile); inconclusive "
-         "where below the lowest draw but the interval overlaps the band", version=4),
+         "where below the lowest draw but the interval overlaps the band", version=5),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
-         "the intact accuracy", version=5),
+         "the intact accuracy", version=6),
     Rule("mlps-late", "MLPs after the top heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
-         "twice that of the MLPs up to it", version=3),
+         "twice that of the MLPs up to it", version=4),
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=4),
+         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=5),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
          "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
@@ -143,10 +145,12 @@ RULES += (
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
          "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated reaches down to the "
-         "floor — the higher of the majority floor (always answering the most frequent answer token) and the "
-         "conditioned floor (the answer token guessed, leave-one-out, from the operation, the carried digits and "
-         "one operand); does not hold iff it lies above it; inconclusive for a task that fails its control "
-         f"(conditioned floor on its X_r >= {CONTROL_FLOOR})", version=2),
+         "floor — the higher of the majority floor (always answering the most frequent answer token) and the floor "
+         "over distinct problems (the draw population's most probable answer token given the operation, the carried "
+         "digits and one operand) — and up to a uniform guess among the task's answer tokens; does not hold iff it "
+         "lies above the floor (removes too little) or below the uniform guess (over-ablation: more than the task "
+         f"removed); inconclusive for a task that fails its control (floor over distinct problems on its X_r >= "
+         f"{CONTROL_FLOOR}) or has fewer than {MIN_PROBLEMS} distinct problems", version=3),
 )
 BY_ID = {r.id: r for r in RULES}
 
@@ -212,17 +216,6 @@ def _logit_diff_ranking(ctx: Context):
     return here, True if common >= AGREE_HOLDS else (False if common <= AGREE_FAILS else None)
 
 
-def _end_rows(ctx: Context) -> pd.DataFrame:
-    """knockout.csv's rows of the primary task (``all`` where several were run) at END (or at the one position
-    setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
-    ko = ctx.read("knockout.csv")
-    if "task" in ko and len(ko):
-        ko = ko[ko.task == ("all" if (ko.task == "all").any() else ko.task.iloc[0])]
-    if "positions" in ko:
-        ko = ko[ko.positions == ("end" if (ko.positions == "end").any() else ko.positions.iloc[0])]
-    return ko
-
-
 def _knock(ctx: Context, k: int):
     ko = _end_rows(ctx)
     d = ko[(ko.kind == "head") & (ko.k == k)]
@@ -281,34 +274,6 @@ def _transfer(ctx: Context):
     return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 
-def _answer_token_floor(ctx: Context):
-    t = ctx.read("answer_tokens.csv")
-    t = t[(t.template == "all") & (t.n > 0)]
-    if t.empty:
-        raise Missing("answer_tokens.csv has no kept prompts")
-    worst = t.loc[t.top_share.idxmax()]
-    k, n = int(round(worst.top_share * worst.n)), int(worst.n)
-    lo, hi = wilson_interval(k, n)
-    here = (f"largest share: {worst.top_token!r} on {k}/{n} = {k / n:.0%} [{lo:.0%}, {hi:.0%}] of task "
-            f"{worst.task}'s kept prompts ({worst.answer_token} token)")
-    return here, True if hi < 1 / 3 else (False if lo > 1 / 3 else None)
-
-
-def _ablation_removes(ctx: Context):
-    ko = _end_rows(ctx)
-    s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
-    if s.empty:
-        raise Missing("knockout.csv has no sanity rows (re-run identify)")
-    task, s = s.task.iloc[0], s.set_index("order")             # the primary task's rows (_end_rows)
-    heads, floor = s.loc["all-heads-out"], floor_of(s)
-    here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs floor {floor:.0%} "
-            f"(the higher of the majority and the conditioned floor); n = {int(heads.n)} prompts")
-    failed = (ctx.read("key_heads.json").get("control") or {}).get("failed", {})
-    if task in failed:
-        return here + f"; task {task} fails its control: {failed[task]}", None
-    return here, bool(heads.ci_low <= floor)
-
-
 def _stability(ctx: Context, pattern: str, kind: str | None):
     t = stability_claims(ctx.read("stability.csv"), ctx.read("stability_runs.csv"))
     t = t[(t["set"] == "key") & t.claim.str.contains(pattern) & ((t.kind == kind) if kind else True)]
@@ -321,19 +286,6 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
 CONTROLLED = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
               "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer")
 """The identify claims made inconclusive where the primary task fails its control (:func:`_controlled`)."""
-
-
-def _controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable[[Context], tuple[str, bool | None]]:
-    """``decide``, made inconclusive where identify's primary task (``key_heads.json``'s ``task``) fails its
-    control (:data:`~arithmech.steps.config.CONTROL_FLOOR`: its answer is guessable from what the prompt carries)."""
-    def decider(ctx: Context):
-        here, holds = decide(ctx)
-        kh = ctx.read("key_heads.json")
-        failed = (kh.get("control") or {}).get("failed", {})
-        if kh.get("task") in failed:
-            return here + f"; task {kh['task']} fails its control: {failed[kh['task']]}", None
-        return here, holds
-    return decider
 
 
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
@@ -381,8 +333,9 @@ def select(ids: Iterable[str] | None) -> list[Rule]:
 def rules_markdown(ids: Iterable[str]) -> str:
     """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
     (before them on the page: whether before the results existed is the changelog's to say)."""
-    note = lambda r: (f"; inconclusive where the task fails its control (conditioned floor on its X_r >= "
-                      f"{CONTROL_FLOOR:.0%})" if r.id in CONTROLLED else "")
+    note = lambda r: (f"; inconclusive where the task fails its control (floor over distinct problems on its X_r >= "
+                      f"{CONTROL_FLOOR:.0%}) or has fewer than {MIN_PROBLEMS} distinct problems"
+                      if r.id in CONTROLLED + ("circuit-faithful",) else "")
     return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})."
                      for r in select(ids))
 
@@ -401,6 +354,6 @@ RULES += (
          "n components outside the top N; does not hold iff at every n ≤ 10 the interval lies entirely below 80% or "
          "reaches no higher than that percentile; inconclusive otherwise, with fewer than 20 problem clusters among "
          "the prompts, or where faithfulness.csv is missing",
-         version=3),
+         version=4),
 )
 BY_ID = {r.id: r for r in RULES}
