@@ -201,6 +201,12 @@ CHANGELOG: tuple[Change, ...] = (
     Change("mlps-late", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
     Change("transfer", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
     Change("circuit-faithful", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("attention-roles", 4, "2026-11-27", "this commit", "issue #41: decided on the share rule's key heads where "
+           "the paper's rule finds none (it was inconclusive then, although 6 of SmolLM2's 7 share-key heads read "
+           "operands or the operator); each head against the 95% interval of the other heads' 95th percentile (heads "
+           "resampled) instead of the point percentile; read from attention_roles.csv (every head's attention), no "
+           "longer from attention_baseline.csv and analyze.json's studied heads",
+           "yes: SmolLM2's attention_roles.csv and the science review's count (shared/science-review.md §2.3)"),
     Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
            "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
            "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
@@ -226,7 +232,7 @@ DIGEST: dict[str, str] = {
     "knockout-random-flat": "d4d19508fad6",
     "mlps-late": "35ac30ca5969",
     "transfer": "a6b6f831420c",
-    "attention-roles": "88fcbb8c2acf",
+    "attention-roles": "5b439fdbd530",
     "stages": "c09955693707",
     "precise-matches-full": "5d7c748d7811",
     "selection-matters": "868c16ee9702",

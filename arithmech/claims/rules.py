@@ -102,10 +102,13 @@ RULES: tuple[Rule, ...] = (
          "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=5),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
-         "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
-         "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
-         "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "
-         "inconclusive ones too); inconclusive otherwise, and without key heads", version=3),
+         "decided on the heads that carry the effect: the paper's key heads, or where its rule finds none the share "
+         "rule's key heads (said so); a head reads a role when its END attention mass on it (first position "
+         "excluded, rows renormalised) minus two standard errors lies above the upper end of the 95% interval of "
+         "the other heads' 95th percentile (the other heads resampled), and does not when its mass plus two "
+         "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
+         "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
+         "inconclusive otherwise, and without key heads under either rule", version=4),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
