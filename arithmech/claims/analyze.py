@@ -32,7 +32,7 @@ def studied_heads(ctx: Context) -> tuple[list[tuple[int, int]], str]:
     share = pick(kh.get("by_share") or {})
     if share:
         return ([(int(h["layer"]), int(h["head"])) for h in share],
-                "the share rule's key heads (the paper's rule finds none)")
+                "the LD-ratio rule's key heads (key_heads.json's by_share; the paper's rule finds none)")
     return [], "no key head under either rule"
 
 

@@ -207,6 +207,17 @@ CHANGELOG: tuple[Change, ...] = (
            "resampled) instead of the point percentile; read from attention_roles.csv (every head's attention), no "
            "longer from attention_baseline.csv and analyze.json's studied heads",
            "yes: SmolLM2's attention_roles.csv and the science review's count (shared/science-review.md §2.3)"),
+    Change("key-heads-exist-share", 4, "2026-11-27", "this commit", "wording only (issue #41): the share renamed the LD "
+           "ratio, whose name does not promise a fraction (one-at-a-time ratios need not add up: SmolLM2's heads sum "
+           "to −214 %); no verdict can move", "yes: both SmolLM2 identify runs"),
+    Change("logit-diff-ranking", 5, "2026-11-27", "this commit", "wording only (issue #41): the calibrated share renamed "
+           "the LD ratio; no verdict can move", "yes: both SmolLM2 identify runs"),
+    Change("few-heads", 4, "2026-11-27", "this commit", "issue #41: scaled to the model — the top 5% of its heads (the "
+           "paper's fraction, rounded up: 14 of SmolLM2's 270, 3 of the embedded model's 48) instead of the top 10 "
+           "(21% of 48 heads, 3.7% of 270); decided by the relative change and by the LD ratio, each ranked by its "
+           "own measure, inconclusive where they disagree; the measure named a concentration of one-at-a-time "
+           "changes, not a fraction of the effect",
+           "yes: both SmolLM2 runs, and the science review's flip of version 3 (top 14 or the share: holds; §2.3)"),
     Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
            "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
            "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
@@ -224,10 +235,10 @@ DROPPED: tuple[Change, ...] = (
 
 DIGEST: dict[str, str] = {
     "key-heads-exist": "fd7e0cde4517",
-    "key-heads-exist-share": "33f5b767a2f0",
-    "few-heads": "054750c3cec7",
+    "key-heads-exist-share": "ff48e234f00c",
+    "few-heads": "b2faf1a3d2f5",
     "middle-layers": "0ec9d40a7cd0",
-    "logit-diff-ranking": "c64aa9617df7",
+    "logit-diff-ranking": "ad2b44b7144f",
     "knockout-key-vs-random": "7efeecf53b24",
     "knockout-random-flat": "d4d19508fad6",
     "mlps-late": "35ac30ca5969",

@@ -23,6 +23,7 @@ rule's ``version``. A decider raises :class:`Missing` when a file it needs is ab
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,8 @@ from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS, Identify
 from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
-SHARE_THRESHOLD = Identify.share_threshold  # the calibrated rule's: a share of the counterfactual's LD effect
+SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to the counterfactual's LD effect
+FEW_FRACTION = 0.05        # few-heads: the paper's "below 5% of heads" (Fig. 2), scaled to each model
 _PCT = lambda x: f"{x:+.0%}".replace("-", "−")
 K = 8                      # heads knocked out in the knockout claims
 AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
@@ -66,24 +68,31 @@ RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
          "effects.csv has intervals); does not hold iff none is", version=4),
-    Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a share of the "
-         "counterfactual's effect", "not measured in the paper (calibrated measure)",
-         "a head's share = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer)) / (mean "
-         "change of LD by the whole counterfactual), −1 when it carries all of it; holds iff at least one head's "
-         f"bootstrap interval of its share lies entirely below {_PCT(SHARE_THRESHOLD)} (it carries at least "
-         f"{-SHARE_THRESHOLD:.0%} of the counterfactual's effect); does not hold iff none does; inconclusive where "
-         "effects.csv has no share (results made before it was measured)", version=3),
-    Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2)",
-         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change", version=3),
+    Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a ratio to the "
+         "counterfactual's effect", "not measured in the paper (the LD ratio, beside the paper's measure)",
+         "a head's LD ratio = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer) when it "
+         "alone is patched) / (mean change of LD by the whole counterfactual), −1 when patching it alone moves LD "
+         "as much as the whole counterfactual; heads are patched one at a time, so the ratios of several heads need "
+         "not add up (they are not shares of one effect: effects.csv's column is still named share); holds iff at "
+         f"least one head's bootstrap interval of its ratio lies entirely below {_PCT(SHARE_THRESHOLD)}; does not "
+         "hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
+         "measured)", version=4),
+    Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2: below 5% of heads)",
+         f"scaled to the model: the top {FEW_FRACTION:.0%} of its heads (rounded up), the paper's fraction; their "
+         "concentration = their sum of negative one-at-a-time changes over every head's (a concentration of the "
+         "ranking, not a fraction of the effect: one-at-a-time changes need not add up), by the paper's relative "
+         "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
+         "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
+         "LD ratio); no interval (effects.csv keeps no per-prompt effects)", version=4),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
          "[1/3, 2/3]", version=5),
-    Rule("logit-diff-ranking", "The paper's relative change and the calibrated share pick the same top heads",
+    Rule("logit-diff-ranking", "The paper's relative change and the LD ratio pick the same top heads",
          "ranks by the relative change (§4.1)",
-         f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their share "
-         "of the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
+         f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their ratio "
+         "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
          f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
-         "between (ranks near the cut are within noise) and where effects.csv has no share", version=4),
+         "between (ranks near the cut are within noise) and where effects.csv has no share", version=5),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
@@ -174,16 +183,32 @@ def _key_heads_share(ctx: Context):
     hd = hd.sort_values(["share", "layer", "head"], kind="stable")
     key = hd[hd.share_hi < SHARE_THRESHOLD]
     names = components(zip(key.layer, key["head"]))
-    return (f"{len(key)} of {len(hd)} heads have their share's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
-            f"({names}); strongest: {hd.share.iloc[0]:+.1%} of the counterfactual's effect; n = {int(hd.n.iloc[0])} "
+    return (f"{len(key)} of {len(hd)} heads have their LD ratio's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
+            f"({names}); strongest LD ratio: {hd.share.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} "
             "prompts", len(key) > 0)
 
 
+def _concentration(values: pd.Series, k: int) -> tuple[float, int]:
+    """The top ``k`` values' share of the sum of the negative parts (values most negative first), and the fewest
+    values whose sum reaches half of it."""
+    neg = (-values.clip(upper=0)).sort_values(ascending=False, kind="stable")
+    cum = neg.cumsum() / max(float(neg.sum()), 1e-12)
+    return float(cum.iloc[k - 1]), int((cum < 0.5).sum()) + 1
+
+
 def _few_heads(ctx: Context):
+    """Version 4 (issue #41): the paper's 5% of heads, by both measures (the module's rule text)."""
     hd = ctx.heads()
-    neg = -hd.logit_diff.clip(upper=0)
-    share = float(neg.iloc[:TOP].sum() / max(neg.sum(), 1e-12))
-    return f"top {TOP} of {len(hd)} heads hold {share:.0%} of the negative logit change", share >= 0.5
+    k = math.ceil(FEW_FRACTION * len(hd))
+    by_effect, least_e = _concentration(hd.logit_diff.reset_index(drop=True), k)
+    here = (f"the top {k} of {len(hd)} heads ({FEW_FRACTION:.0%}) hold {by_effect:.0%} of the summed negative change "
+            f"by the relative change (half by the top {least_e})")
+    if "share" not in hd or hd.share.isna().all():
+        return here + "; no LD ratio in effects.csv", by_effect >= 0.5
+    by_ratio, least_r = _concentration(hd.share.reset_index(drop=True), k)
+    here += f", {by_ratio:.0%} by the LD ratio (half by the top {least_r}); n = {int(hd.n.iloc[0])} prompts"
+    both = (by_effect >= 0.5, by_ratio >= 0.5)
+    return here, True if all(both) else (False if not any(both) else None)
 
 
 def _median_depth(ctx: Context) -> tuple[float, list[int], int]:
@@ -215,7 +240,7 @@ def _logit_diff_ranking(ctx: Context):
     common = len(set(by_effect) & set(by_share))
     only = lambda a, b: components([x for x in a if x not in set(b)])
     here = (f"{common} of the top {TOP} heads in common (by the relative change only: {only(by_effect, by_share)}; "
-            f"by the share only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts")
+            f"by the LD ratio only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts")
     return here, True if common >= AGREE_HOLDS else (False if common <= AGREE_FAILS else None)
 
 

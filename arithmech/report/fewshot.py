@@ -90,7 +90,7 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
         rows.append({"prompts": label, "pooled tasks": ", ".join(pooled),
                      "claims decided on": Context(folder).primary()[0],
                      "key heads: relative change of the answer logit": _heads(kh),
-                     "key heads: share of the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
+                     "key heads: LD ratio to the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
                      else "not measured",
                      f"top {k} by effect": components(zip(top.layer, top["head"])),
                      "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",

@@ -51,7 +51,7 @@ def test_attention_roles_are_decided_on_the_share_heads_where_the_paper_finds_no
     it does not hold."""
     yes = _write(tmp_path / "a", _roles({(3, 0): (0.9, 0.05), (3, 1): (0.05, 0.8)}), [(3, 0), (3, 1)])
     row = C.claims(yes, ["attention-roles"]).iloc[0]
-    assert row.holds is True and "share rule's key heads" in row.here and "2 of 2 heads" in row.here
+    assert row.holds is True and "LD-ratio rule's key heads" in row.here and "2 of 2 heads" in row.here
     no = _write(tmp_path / "b", _roles({(3, 0): (0.01, 0.01), (3, 1): (0.01, 0.01)}), [(3, 0), (3, 1)])
     assert C.claims(no, ["attention-roles"]).holds.iloc[0] is False
 
