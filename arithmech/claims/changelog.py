@@ -221,8 +221,12 @@ CHANGELOG: tuple[Change, ...] = (
     Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
            "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
            "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
-           "floor over distinct problems (the control, version 2, recomputed from prompts.jsonl); inconclusive also "
-           "for a task with fewer than 20 distinct problems", _S2_RUNS),
+           "floor over distinct problems (the control, version 2, recomputed from prompts.jsonl); the Wilson interval "
+           "over the problem clusters (n_clusters trials) where the file counts them; inconclusive also for a task "
+           "with fewer than 20 distinct problems or knockout prompts from fewer than 20 problem clusters", _S2_RUNS),
+    Change("knockout-key-vs-random", 6, "2026-11-27", "this commit", "issue #41: the key heads' Wilson interval is "
+           "over the problem clusters where knockout.csv counts them (accuracy × n_clusters of n_clusters trials, the "
+           "most conservative design effect) instead of over prompts (128 prompts from 25 problems)", _S2_RUNS),
 )
 
 DROPPED: tuple[Change, ...] = (
@@ -239,7 +243,7 @@ DIGEST: dict[str, str] = {
     "few-heads": "b2faf1a3d2f5",
     "middle-layers": "0ec9d40a7cd0",
     "logit-diff-ranking": "ad2b44b7144f",
-    "knockout-key-vs-random": "7efeecf53b24",
+    "knockout-key-vs-random": "4e56bce9f645",
     "knockout-random-flat": "d4d19508fad6",
     "mlps-late": "35ac30ca5969",
     "transfer": "a6b6f831420c",
@@ -251,7 +255,7 @@ DIGEST: dict[str, str] = {
     "key-heads-stable": "da76cbdf4314",
     "counterfactuals-agree": "3d48ceac0d3e",
     "answer-token-floor": "f84680017dce",
-    "ablation-removes-information": "27e2fbad4a9c",
+    "ablation-removes-information": "f216f4e9ae00",
     "circuit-faithful": "396635782901",
 }
 """A fingerprint (:func:`digest`) of each rule's current claim, rule text and decider numbers

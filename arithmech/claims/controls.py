@@ -9,9 +9,10 @@ from typing import Callable
 
 import pandas as pd
 
-from arithmech.claims.evidence import Context, Missing, end_rows
+from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.knockout_tables import floor_of
+from arithmech.steps.config import MIN_PROBLEMS
 
 
 def answer_token_floor(ctx: Context):
@@ -52,16 +53,20 @@ def ablation_removes(ctx: Context):
         raise Missing("knockout.csv has no sanity rows (re-run identify)")
     task, s = s.task.iloc[0], s.set_index("order")             # the primary task's rows (_end_rows)
     heads, (floor, which) = s.loc["all-heads-out"], _ablation_floor(ctx, task, s)
+    lo, hi, what = cluster_interval(heads)
     tokens = {p.answer for p in ctx.samples()}
     chance = 1 / len(tokens) if tokens else 0.0
-    here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs floor {floor:.0%} "
+    here = (f"every head out: {heads.accuracy:.0%} [{lo:.0%}, {hi:.0%}] ({what}) vs floor {floor:.0%} "
             f"({which}) and a uniform guess among {len(tokens)} answer tokens {chance:.0%}; n = {int(heads.n)} prompts")
     why = _uncontrolled(ctx, task)
+    m = getattr(heads, "n_clusters", None)
+    if not why and m is not None and m == m and int(m) < MIN_PROBLEMS:
+        why = f"; insufficient: {int(m)} problem clusters < {MIN_PROBLEMS}"
     if why:
         return here + why, None
-    if heads.ci_low > floor:
+    if lo > floor:
         return here + "; removes too little (above the floor)", False
-    if heads.ci_high < chance:
+    if hi < chance:
         return here + "; over-ablation (below a uniform guess)", False
     return here, True
 

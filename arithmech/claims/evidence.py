@@ -11,6 +11,7 @@ import pandas as pd
 
 from arithmech.core import results
 from arithmech.core.safe_read import ResultsError
+from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
 from arithmech.steps.control import task_control
 
@@ -96,6 +97,19 @@ class Context:
         hd = self.effects()
         hd = hd[hd["head"] != "mlp"].assign(head=lambda d: d["head"].astype(int))
         return hd.sort_values(["effect", "layer", "head"], kind="stable")
+
+
+def cluster_interval(row) -> tuple[float, float, str]:
+    """A knockout.csv row's 95% interval aware of its problem clusters: the Wilson interval with the clusters as
+    the trials (``accuracy × n_clusters`` of ``n_clusters``: the most conservative design effect, as if every
+    prompt of a problem were right or wrong together) where the row has ``n_clusters``; else the file's own
+    Wilson interval over prompts. Returns ``(low, high, what)``."""
+    m = getattr(row, "n_clusters", None)
+    if m is not None and m == m and int(m) > 0:
+        m = int(m)
+        lo, hi = wilson_interval(float(row.accuracy) * m, m)
+        return lo, hi, f"Wilson over {m} problem clusters"
+    return float(row.ci_low), float(row.ci_high), "Wilson over prompts"
 
 
 def end_rows(ctx: "Context") -> pd.DataFrame:

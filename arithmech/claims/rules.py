@@ -34,7 +34,7 @@ import pandas as pd
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
 from arithmech.claims.controls import ablation_removes as _ablation_removes, answer_token_floor as _answer_token_floor, controlled as _controlled
-from arithmech.claims.evidence import end_rows as _end_rows
+from arithmech.claims.evidence import cluster_interval, end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
@@ -97,8 +97,9 @@ RULES: tuple[Rule, ...] = (
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
          f"top {K} and the key heads (and, where "
-         "the file has intervals, its Wilson interval lies below the random draws' 5th percentile); inconclusive "
-         "where below the lowest draw but the interval overlaps the band", version=5),
+         "the file has intervals, its Wilson interval lies below the random draws' 5th percentile — over the problem "
+         "clusters where the file counts them, as if each problem's prompts were one trial); inconclusive "
+         "where below the lowest draw but the interval overlaps the band", version=6),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
@@ -161,8 +162,10 @@ RULES += (
          "over distinct problems (the draw population's most probable answer token given the operation, the carried "
          "digits and one operand) — and up to a uniform guess among the task's answer tokens; does not hold iff it "
          "lies above the floor (removes too little) or below the uniform guess (over-ablation: more than the task "
-         f"removed); inconclusive for a task that fails its control (floor over distinct problems on its X_r >= "
-         f"{CONTROL_FLOOR}) or has fewer than {MIN_PROBLEMS} distinct problems", version=3),
+         "removed); the interval is over the problem clusters where knockout.csv counts them (as if each problem's "
+         f"prompts were one trial); inconclusive for a task that fails its control (floor over distinct problems on "
+         f"its X_r >= {CONTROL_FLOOR}) or has fewer than {MIN_PROBLEMS} distinct problems, and with fewer than "
+         f"{MIN_PROBLEMS} problem clusters among the knockout prompts", version=3),
 )
 BY_ID = {r.id: r for r in RULES}
 
@@ -264,8 +267,8 @@ def _knockout_key_vs_random(ctx: Context):
         return here, False
     if "ci_high" in key:
         p5 = float(rnd.accuracy.quantile(0.05))
-        return here + f"; Wilson upper bound {key.ci_high:.0%} vs 5th percentile {p5:.0%}", \
-            (True if key.ci_high < p5 else None)
+        _, hi, what = cluster_interval(key)
+        return here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
     return here, True
 
 

@@ -32,6 +32,14 @@ def floor_entry(samples: Sequence) -> dict:
             "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo}
 
 
+def evidence_status(samples: Sequence) -> str:
+    """``"ok"`` where ``samples`` hold at least :data:`MIN_PROBLEMS` distinct problems (operation, operand pair),
+    else ``"insufficient: n X_r from p problems < MIN_PROBLEMS"`` — what a table prints in its status column
+    instead of "ok" for heads found on a handful of prompts (App. D's exponentiation: 4)."""
+    p = len({(s.op, s.a, s.b) for s in samples})
+    return "ok" if p >= MIN_PROBLEMS else f"insufficient: {len(samples)} X_r from {p} problems < {MIN_PROBLEMS}"
+
+
 def task_control(samples: dict[str, list]) -> dict:
     """Each task's control on its X_r: ``{"version", "rule", "floors": {task: floor_entry}, "failed": {task:
     why}, "insufficient": [tasks], "pooled": the tasks "all" pools}``. A task fails when its problem floor is

@@ -88,3 +88,7 @@ def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
     assert verdict("mid", 0.12, 0.06, 0.20).holds is True
     high = verdict("high", 0.6, 0.5, 0.7)
     assert high.holds is False and "too little" in high.here
+    few = C.claims(_write(tmp_path / "few", SUMS, _effects("addition", -0.08), ok, "addition",
+                          _sanity("addition", 0.12, 0.06, 0.20).assign(n_clusters=8)),
+                   ["ablation-removes-information"]).iloc[0]
+    assert few.holds is None and "insufficient: 8 problem clusters < 20" in few.here      # version 2 held

@@ -46,3 +46,15 @@ def test_identify_uses_this_control():
     """Protects one control for the run and the claims: identify's task_control is this module's."""
     from arithmech.steps import identify
     assert identify.task_control is task_control
+
+
+def test_a_table_says_insufficient_below_the_minimum():
+    """Protects App. D's table (steps.generalize.table3's status): key heads found on 4 prompts of 4 problems
+    read "insufficient", not "ok" (its status was "ok" whatever the count); 20 problems read "ok"."""
+    from arithmech.steps.control import evidence_status
+    four = [_mk("addition", a, 1) for a in range(1, 5)]
+    assert evidence_status(four) == "insufficient: 4 X_r from 4 problems < 20"
+    assert evidence_status([_mk("addition", a, b) for a, b in PRODUCTS[:20]]) == "ok"
+    import inspect
+    from arithmech.steps import generalize
+    assert "evidence_status(samples)" in inspect.getsource(generalize.table3)
