@@ -218,6 +218,9 @@ CHANGELOG: tuple[Change, ...] = (
            "own measure, inconclusive where they disagree; the measure named a concentration of one-at-a-time "
            "changes, not a fraction of the effect",
            "yes: both SmolLM2 runs, and the science review's flip of version 3 (top 14 or the share: holds; §2.3)"),
+    Change("selection-matters", 3, "2026-11-27", "this commit", "wording only (issue #41): no longer filed as a control "
+           "(its claim said \"a control\"): it is a claim this book adds, counted with the others apart from the "
+           "paper's own; no verdict can move", _ARMS),
     Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
            "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
            "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
@@ -250,7 +253,7 @@ DIGEST: dict[str, str] = {
     "attention-roles": "5b439fdbd530",
     "stages": "c09955693707",
     "precise-matches-full": "5d7c748d7811",
-    "selection-matters": "868c16ee9702",
+    "selection-matters": "4c0e9adc6e5c",
     "precise-keeps-generic": "6ad85759f86a",
     "key-heads-stable": "da76cbdf4314",
     "counterfactuals-agree": "3d48ceac0d3e",

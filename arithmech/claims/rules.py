@@ -126,10 +126,10 @@ RULES: tuple[Rule, ...] = (
          "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) "
          "of precise-key − full on the suite's primary math measure lies within ±5 points, does not hold iff wholly "
          "outside; inconclusive otherwise", version=5),
-    Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper: a control)",
+    Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper)",
          "not tested (no random-head arm)",
          "holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) of precise-key − precise-random (as many random heads, layers "
-         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=2),
+         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=3),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
          "the arms runner's rule 4 (verdicts.py): precise-key − base on the suite's primary general measure (cpu "
@@ -168,6 +168,10 @@ RULES += (
          f"{MIN_PROBLEMS} problem clusters among the knockout prompts", version=3),
 )
 BY_ID = {r.id: r for r in RULES}
+ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
+         "selection-matters")
+"""Claims this book adds, not the paper's (issue #41): counted apart from the paper's own claims
+(:func:`arithmech.report.pages.tally`)."""
 
 
 # ------------------------------------------------------------------------------------ deciders
