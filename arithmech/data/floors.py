@@ -161,3 +161,41 @@ def loo_problem_floor(samples: Sequence[Sample]) -> float:
     """The highest accuracy of the guess from the other problems only (leave one problem out), over the three
     counts and every grouping: a lower bound beside :func:`problem_floor` (it cannot see answers a group pins)."""
     return max(v for t in problem_floor(samples)["loo"].values() for v in t.values()) if samples else float("nan")
+
+
+# ------------------------------------------------------------------ heuristics in the model's own outputs
+def output_heuristics(samples: Sequence[Sample], outputs: Sequence[str]) -> dict:
+    """Is the model's answer token predictable from the operation, the carried digits and one operand, right or
+    wrong? Over *drawn* prompts (not only X_r) with the model's top-1 token ``outputs[i]`` at the answer position:
+    for each grouping of :data:`FLOOR_GROUPS`, each prompt's output is guessed as the most frequent output among
+    the prompts of *other problems* in its group (leave one problem out; ties: the smallest text; a group with no
+    other problem falls back to the coarser group). The same guess is made of the right answer token. Returns
+    ``{"n", "problems", "accuracy": the model's top-1 accuracy, "output": {grouping: share of outputs guessed},
+    "answer": {grouping: share of right answers guessed}}``: outputs guessed far more often than answers point to
+    a heuristic that reads fewer fields than the calculation needs."""
+    if len(samples) != len(outputs):
+        raise ValueError(f"{len(samples)} samples but {len(outputs)} outputs")
+    keys = [(s.op, s.a, s.b) for s in samples]
+    out = {"n": len(samples), "problems": len(set(keys)),
+           "accuracy": sum(o == s.answer for s, o in zip(samples, outputs)) / max(len(samples), 1),
+           "output": {}, "answer": {}}
+    for g in FLOOR_GROUPS:
+        chain = [g[:k] for k in range(len(g), -1, -1)]
+        field = lambda s, f: tuple({"op": s.op, "a": s.a, "b": s.b, "carried": s.carried}[x] for x in f)
+        for what, values in (("output", list(outputs)), ("answer", [s.answer for s in samples])):
+            counts = {f: defaultdict(lambda: defaultdict(Counter)) for f in chain}
+            for s, k, v in zip(samples, keys, values):
+                for f in chain:
+                    counts[f][field(s, f)][k][v] += 1
+            right = 0
+            for s, k, v in zip(samples, keys, values):
+                for f in chain:
+                    c = Counter()
+                    for other, cv in counts[f][field(s, f)].items():
+                        if other != k:
+                            c.update(cv)
+                    if c:
+                        right += min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] == v
+                        break
+            out[what][", ".join(g)] = right / max(len(samples), 1)
+    return out

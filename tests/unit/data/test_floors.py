@@ -70,3 +70,30 @@ def test_population_weights_each_problem_once_by_its_draw():
     w, _ = population([d])
     q1 = [p for p in w if p[1] == p[2]]
     assert sum(w[p] for p in q1) == pytest.approx(1 / 9) and len(q1) == 9
+
+
+def test_output_heuristics_sees_a_model_that_ignores_an_operand():
+    """Protects the heuristics test on the model's outputs: a "model" that writes the last digit of 2·A (it
+    ignores B) on every drawn sum is caught — from A and the carried digit its outputs are guessed, from other
+    problems only, far more often than the right answers are — and equals a brute force written here; a model
+    that computes the sum is guessed no better than the answers."""
+    from arithmech.data.floors import output_heuristics
+    drawn = [_sample("addition", a, b, f"t{i}") for a in range(1, 10) for b in range(1, 10) for i in range(2)]
+    lazy = [str(2 * s.a)[-1] for s in drawn]
+    h = output_heuristics(drawn, lazy)
+
+    def brute(values, field):
+        right = 0
+        for i, s in enumerate(drawn):
+            same = [values[j] for j, t in enumerate(drawn) if field(t) == field(s) and (t.a, t.b) != (s.a, s.b)]
+            if not same:
+                same = [values[j] for j, t in enumerate(drawn) if t.carried == s.carried and (t.a, t.b) != (s.a, s.b)]
+            c = Counter(same)
+            right += min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] == values[i]
+        return right / len(drawn)
+    by_a = lambda s: (s.op, s.carried, s.a)
+    assert h["output"]["op, carried, a"] == pytest.approx(brute(lazy, by_a))
+    assert h["answer"]["op, carried, a"] == pytest.approx(brute([s.answer for s in drawn], by_a))
+    assert h["output"]["op, carried, a"] >= 0.9 > 0.3 > h["answer"]["op, carried, a"]
+    honest = output_heuristics(drawn, [s.answer for s in drawn])
+    assert honest["output"] == honest["answer"] and honest["accuracy"] == 1.0
