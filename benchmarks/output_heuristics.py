@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 
 import torch
 
@@ -40,7 +41,11 @@ def main() -> None:
         ids = predict(model, tok, [s.clean for s in samples], batch_size=32)[:, 0].tolist()
         outputs = [tok.decode([i]).strip() for i in ids]
         h = output_heuristics(samples, outputs)
+        digit = [i for i, o in enumerate(outputs) if o.isdigit()]      # a non-digit output is a format failure
+        hd = output_heuristics([samples[i] for i in digit], [outputs[i] for i in digit]) if digit else {}
         print(json.dumps({"model": a.model, "task": task, "shots": a.shots, "seed": a.seed, **h,
+                          "digit_outputs": len(digit), "on_digit_outputs": hd,
+                          "top_outputs": dict(Counter(outputs).most_common(5)),
                           "seconds": round(time.time() - t0, 1)}), flush=True)
 
 
