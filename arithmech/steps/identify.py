@@ -386,7 +386,8 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     res.knockout["task"] = label
     c = res.key_heads["control"]
     c.update(floors={label: c["floors"].pop("custom")}, pooled=[label],
-             failed={label: why for why in c["failed"].values()})
+             failed={label: why for why in c["failed"].values()},
+             insufficient=[label] if c.get("insufficient") else [])
     res.info = {label: res.info.pop("custom")}
     res.tasks = {label: res.tasks.pop("custom")}
     res.params.update(tasks=[label], counterfactual="operand")
