@@ -101,7 +101,9 @@ def stages(ctx: Context):
 
 def circuit_faithful(ctx: Context):
     f = ctx.read("faithfulness.csv")
-    task = "all" if (f.task == "all").any() else f.task.iloc[0]
+    task = ctx.primary()[0]                     # the task the identify claims are decided on (issue #41)
+    if not (f.task == task).any():
+        raise Missing(f"faithfulness.csv has no rows of task {task}")
     r = smallest_faithful(f, task)
     if r["n"] is None:
         raise Missing("faithfulness.csv has no noising rows with mean ablation")
