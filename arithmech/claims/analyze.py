@@ -7,25 +7,88 @@ raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive).
 """
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from arithmech.claims.evidence import Context, Missing
 from arithmech.core.names import components, stages as stage_layers
+from arithmech.methods.attention import MIN_NONKEY
 from arithmech.methods.faithfulness import smallest_faithful
 
 
+ROLES = ("operand", "operator")
+N_BOOT_HEADS = 2000      # resamples of the other heads for the interval of their 95th percentile
+
+
+def studied_heads(ctx: Context) -> tuple[list[tuple[int, int]], str]:
+    """The heads the analyze claims are decided on, and where they come from: the paper's key heads of the primary
+    task where there are any; else the share rule's (``key_heads.json``'s ``by_share``: the heads that carry the
+    counterfactual's effect, issue #41), said so; else none."""
+    kh, task = ctx.read("key_heads.json"), ctx.primary()[0]
+    pick = lambda block: block.get("heads", []) if task == kh.get("task") else block.get("per_task", {}).get(task, [])
+    paper = pick(kh) if task == kh.get("task") else kh.get("per_task", {}).get(task, [])
+    if paper:
+        return [(int(h["layer"]), int(h["head"])) for h in paper], "key heads"
+    share = pick(kh.get("by_share") or {})
+    if share:
+        return ([(int(h["layer"]), int(h["head"])) for h in share],
+                "the LD-ratio rule's key heads (key_heads.json's by_share; the paper's rule finds none)")
+    return [], "no key head under either rule"
+
+
+def other_heads_p95(values: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """The 95th percentile of the other heads' values and its 95% interval, resampling the heads
+    (:data:`N_BOOT_HEADS` resamples, seeded): a head is read against the whole interval, not one number."""
+    rng = np.random.default_rng(seed)
+    boot = np.percentile(rng.choice(values, size=(N_BOOT_HEADS, len(values)), replace=True), 95, axis=1)
+    return float(np.percentile(values, 95)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+
+
+def role_verdicts(roles: pd.DataFrame, heads: list[tuple[int, int]]) -> pd.DataFrame:
+    """Per studied head and role of :data:`ROLES`: its END attention mass without the first position (± 2 SE over
+    prompts) against the other heads' 95th percentile with its interval (:func:`other_heads_p95`): ``reads`` True
+    when the head's lower end lies above the interval's upper end, False when its upper end lies below the lower
+    end, None in between or with fewer than MIN_NONKEY other heads."""
+    df = roles[(roles.task == "all") & roles.role.isin(ROLES)] if "task" in roles else roles[roles.role.isin(ROLES)]
+    key = pd.Series([(int(l), int(h)) in set(heads) for l, h in zip(df.layer, df["head"])], index=df.index)
+    out = []
+    for role in ROLES:
+        sel = df[(df.role == role)]
+        base = sel.loc[~key[sel.index], "mass_nofirst"].to_numpy(float)
+        base = base[np.isfinite(base)]
+        p95, lo, hi = other_heads_p95(base) if len(base) else (np.nan,) * 3
+        at = sel.set_index(["layer", "head"])
+        for l, h in heads:
+            v, se = float(at.loc[(l, h), "mass_nofirst"]), float(at.loc[(l, h), "se_nofirst"])
+            reads = None if len(base) < MIN_NONKEY else True if v - 2 * se > hi else False if v + 2 * se < lo else None
+            out.append({"name": f"{l}.{h}", "role": role, "value": v, "se": se, "p95": p95, "p95_lo": lo,
+                        "p95_hi": hi, "n_other": len(base), "reads": reads})
+    return pd.DataFrame(out)
+
+
 def attention_roles(ctx: Context):
-    b = ctx.read("attention_baseline.csv")
-    b = b[(b.measure == "mass") & (b.view == "without first") & b.role.isin(["operand", "operator"])]
-    if b.empty:
-        raise Missing("attention_baseline.csv has no operand/operator rows")
-    best = b.groupby("name").verdict.agg(lambda v: "holds" if (v == "holds").any() else
-                                         "inconclusive" if (v == "inconclusive").any() else "does not hold")
-    yes, maybe, n = int((best == "holds").sum()), int((best == "inconclusive").sum()), len(best)
-    names = components(best[best == "holds"].index)
-    here = (f"{yes} of {n} heads read operands or the operator more than the {int(b.n_nonkey.max())} other heads "
-            f"({names}); {maybe} inconclusive; n = {int(b.n.max())} prompts")
-    source = ctx.read("analyze.json").get("heads_from", "key heads")
-    if source != "key heads":                                    # no key head to test: the claim is about them
-        return f"no key head to test; measured on the {source.replace(' (no key head)', '')}: {here}", None
+    """Version 4 (issue #41): decided on the heads that carry the effect (:func:`studied_heads`), each head's
+    attention against the other heads' 95th percentile with its interval (:func:`role_verdicts`), read from
+    attention_roles.csv (every head's END attention by role)."""
+    roles = ctx.read("attention_roles.csv")
+    heads, source = studied_heads(ctx)
+    if not heads:
+        return f"{source}; nothing to analyze", None
+    missing = [f"{l}.{h}" for l, h in heads if not ((roles.layer == l) & (roles["head"] == h)).any()]
+    if missing:
+        raise Missing(f"attention_roles.csv has no row for head(s) {', '.join(missing)}")
+    v = role_verdicts(roles, heads)
+    by = v.groupby("name", sort=False).reads.agg(
+        lambda r: True if (r == True).any() else None if r.isna().any() else False)  # noqa: E712
+    yes, maybe, n = int((by == True).sum()), int(by.isna().sum()), len(by)  # noqa: E712
+    p95 = v.groupby("role").first()
+    names = components(by[by == True].index)  # noqa: E712
+    n_prompts = int(roles.n.max()) if "n" in roles else 0
+    here = (f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
+            f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
+            f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
+            f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
+            f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of every operation")
     return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
 
 
@@ -38,7 +101,9 @@ def stages(ctx: Context):
 
 def circuit_faithful(ctx: Context):
     f = ctx.read("faithfulness.csv")
-    task = "all" if (f.task == "all").any() else f.task.iloc[0]
+    task = ctx.primary()[0]                     # the task the identify claims are decided on (issue #41)
+    if not (f.task == task).any():
+        raise Missing(f"faithfulness.csv has no rows of task {task}")
     r = smallest_faithful(f, task)
     if r["n"] is None:
         raise Missing("faithfulness.csv has no noising rows with mean ablation")

@@ -63,6 +63,16 @@ _STAB_NONE = "no: the first stability numbers in git are the hand-off of 1ba0e62
 _CONTROL = ("the identify claims are inconclusive where identify's primary task fails its control (its answer is "
             "guessable from what the prompt carries: conditioned floor on its X_r ≥ CONTROL_FLOOR)")
 
+_CONTROL2 = ("issue #41: the control is recomputed from prompts.jsonl under version 2 (steps.control): the floor is "
+             "the draw population's most probable answer token given the operation, the carried digits and one operand, "
+             "counted over the population, X_r's distinct problems and its prompts (the highest decides), instead of "
+             "the leave-one-prompt-out conditioned floor, which let a problem's copies in other templates vote for its "
+             "own answer; a task with fewer than MIN_PROBLEMS = 20 distinct problems is insufficient (inconclusive, "
+             "left out of all); where the control passes one task and the run's all pooled others, the claims are "
+             "decided on that task's own rows, and are inconclusive where it passes several")
+_S2_RUNS = ("yes: both SmolLM2 identify runs (results/smollm2-135m/, K = 4, and zero-shot/, K = 0) and the science "
+            "review's floors by three estimators (shared/science-review.md §2.2)")
+
 CHANGELOG: tuple[Change, ...] = (
     # -- identify: the paper's key heads
     Change("key-heads-exist", 1, "2026-11-23", "4cef7ec", "written: holds iff at least one head's effect is below "
@@ -180,6 +190,46 @@ CHANGELOG: tuple[Change, ...] = (
            "majority floor", _KO),
     Change("ablation-removes-information", 2, "2026-11-25", "d94a0b1", "the floor is the higher of the majority and "
            "the conditioned floor; inconclusive for a task that fails its control", _KO),
+    # -- issue #41: the control over distinct problems (version 2) and the two-sided ablation rule
+    Change("key-heads-exist", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("key-heads-exist-share", 3, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("few-heads", 3, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("middle-layers", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("logit-diff-ranking", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("knockout-key-vs-random", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("knockout-random-flat", 6, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("mlps-late", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("transfer", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("circuit-faithful", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
+    Change("attention-roles", 4, "2026-11-27", "this commit", "issue #41: decided on the share rule's key heads where "
+           "the paper's rule finds none (it was inconclusive then, although 6 of SmolLM2's 7 share-key heads read "
+           "operands or the operator); each head against the 95% interval of the other heads' 95th percentile (heads "
+           "resampled) instead of the point percentile; read from attention_roles.csv (every head's attention), no "
+           "longer from attention_baseline.csv and analyze.json's studied heads",
+           "yes: SmolLM2's attention_roles.csv and the science review's count (shared/science-review.md §2.3)"),
+    Change("key-heads-exist-share", 4, "2026-11-27", "this commit", "wording only (issue #41): the share renamed the LD "
+           "ratio, whose name does not promise a fraction (one-at-a-time ratios need not add up: SmolLM2's heads sum "
+           "to −214 %); no verdict can move", "yes: both SmolLM2 identify runs"),
+    Change("logit-diff-ranking", 5, "2026-11-27", "this commit", "wording only (issue #41): the calibrated share renamed "
+           "the LD ratio; no verdict can move", "yes: both SmolLM2 identify runs"),
+    Change("few-heads", 4, "2026-11-27", "this commit", "issue #41: scaled to the model — the top 5% of its heads (the "
+           "paper's fraction, rounded up: 14 of SmolLM2's 270, 3 of the embedded model's 48) instead of the top 10 "
+           "(21% of 48 heads, 3.7% of 270); decided by the relative change and by the LD ratio, each ranked by its "
+           "own measure, inconclusive where they disagree; the measure named a concentration of one-at-a-time "
+           "changes, not a fraction of the effect",
+           "yes: both SmolLM2 runs, and the science review's flip of version 3 (top 14 or the share: holds; §2.3)"),
+    Change("selection-matters", 3, "2026-11-27", "this commit", "wording only (issue #41): no longer filed as a control "
+           "(its claim said \"a control\"): it is a claim this book adds, counted with the others apart from the "
+           "paper's own; no verdict can move", _ARMS),
+    Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
+           "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
+           "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
+           "floor over distinct problems (the control, version 2, recomputed from prompts.jsonl); the Wilson interval "
+           "over the problem clusters (n_clusters trials) where the file counts them; inconclusive also for a task "
+           "with fewer than 20 distinct problems or knockout prompts from fewer than 20 problem clusters", _S2_RUNS),
+    Change("knockout-key-vs-random", 6, "2026-11-27", "this commit", "issue #41: the key heads' Wilson interval is "
+           "over the problem clusters where knockout.csv counts them (accuracy × n_clusters of n_clusters trials, the "
+           "most conservative design effect) instead of over prompts (128 prompts from 25 problems)", _S2_RUNS),
 )
 
 DROPPED: tuple[Change, ...] = (
@@ -191,29 +241,31 @@ DROPPED: tuple[Change, ...] = (
 """Rules that no longer exist, with their history (their ids are not in ``RULES``)."""
 
 DIGEST: dict[str, str] = {
-    "key-heads-exist": "27dd5e827ebf",
-    "key-heads-exist-share": "50f5470042d7",
-    "few-heads": "7c9a5d875439",
-    "middle-layers": "a84c483c7620",
-    "logit-diff-ranking": "8be201f57ec3",
-    "knockout-key-vs-random": "d8a016342049",
-    "knockout-random-flat": "c7cfcdcd18d6",
-    "mlps-late": "d7bcebcd7be5",
-    "transfer": "879f577354e5",
-    "attention-roles": "88fcbb8c2acf",
+    "key-heads-exist": "fd7e0cde4517",
+    "key-heads-exist-share": "ff48e234f00c",
+    "few-heads": "b2faf1a3d2f5",
+    "middle-layers": "0ec9d40a7cd0",
+    "logit-diff-ranking": "ad2b44b7144f",
+    "knockout-key-vs-random": "4e56bce9f645",
+    "knockout-random-flat": "d4d19508fad6",
+    "mlps-late": "35ac30ca5969",
+    "transfer": "a6b6f831420c",
+    "attention-roles": "5b439fdbd530",
     "stages": "c09955693707",
     "precise-matches-full": "5d7c748d7811",
-    "selection-matters": "868c16ee9702",
+    "selection-matters": "4c0e9adc6e5c",
     "precise-keeps-generic": "6ad85759f86a",
     "key-heads-stable": "da76cbdf4314",
     "counterfactuals-agree": "3d48ceac0d3e",
-    "answer-token-floor": "3ef1918fda93",
-    "ablation-removes-information": "7f6ee0637453",
-    "circuit-faithful": "236f3413391a",
+    "answer-token-floor": "f84680017dce",
+    "ablation-removes-information": "f216f4e9ae00",
+    "circuit-faithful": "396635782901",
 }
 """A fingerprint (:func:`digest`) of each rule's current claim, rule text and decider numbers
 (:func:`decider_constants`), as of its latest entry: a rule whose text or thresholds change without a new
-entry fails its test. (Recomputed on 2026-11-26 when the numbers joined the fingerprint; no rule changed.)"""
+entry fails its test. (Recomputed on 2026-11-26 when the numbers joined the fingerprint; no rule changed. On
+2026-11-27 ``answer-token-floor``'s decider moved to :mod:`arithmech.claims.controls`, which renames the keys of its
+numbers: a move, not a change, so no entry.)"""
 
 
 def digest(claim: str, rule: str, constants: dict | None = None) -> str:

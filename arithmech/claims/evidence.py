@@ -10,6 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core import results
+from arithmech.core.safe_read import ResultsError
+from arithmech.core.stats import wilson_interval
+from arithmech.data import pairs
+from arithmech.steps.control import task_control
 
 
 class Missing(Exception):
@@ -37,14 +41,83 @@ class Context:
             self._cache[key] = compute()
         return self._cache[key]
 
+    def samples(self) -> list:
+        """``prompts.jsonl`` as samples; [] where it is absent or its rows are not prompts (an old or a
+        hand-made file: the deciders then keep what the run wrote)."""
+        def load():
+            try:
+                return pairs.samples(self.folder) if results.exists(self.folder, "prompts.jsonl") else []
+            except ResultsError:
+                return []
+        return self.memo("samples", load)
+
+    def control(self) -> dict:
+        """Identify's per-task control *recomputed* from ``prompts.jsonl`` under the current rule
+        (:func:`arithmech.steps.control.task_control`, version 2), so results made under an older control are
+        decided under this one; the tasks are ``key_heads.json``'s (its ``control.floors``, else its ``task``),
+        each task's prompts those of that operation. Where a task names no operation of the prompts (a
+        template-pair file), the control written by the run is kept (``recomputed`` False)."""
+        def compute():
+            kh = self.read("key_heads.json")
+            stored = kh.get("control") or {}
+            tasks = list(stored.get("floors") or [kh.get("task")])
+            every = self.samples()
+            by = {t: [s for s in every if s.op == t] for t in tasks}
+            if not every or not all(by.values()):
+                return {**stored, "recomputed": False, "pooled": stored.get("pooled", tasks),
+                        "failed": stored.get("failed", {})}
+            return {**task_control(by), "recomputed": True, "stored_pooled": stored.get("pooled", tasks)}
+        return self.memo("control", compute)
+
+    def primary(self) -> tuple[str, str | None]:
+        """The task the identify claims are decided on, and why none can be (else None): the run's pooled task
+        (``all`` where several tasks were patched) where the control pools the same tasks the run pooled; the
+        one task the control passes where the run pooled others and its files hold that task's own rows; else
+        the run's task with a reason (its pooled rows mix tasks that fail the control: re-run identify)."""
+        def compute():
+            eff = self.read("effects.csv")
+            task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
+            c = self.control()
+            pooled, ran = c.get("pooled", [task]), c.get("stored_pooled", c.get("pooled", [task]))
+            if not c.get("recomputed") or set(pooled) == set(ran) or task != "all":
+                return task, None
+            if len(pooled) == 1 and (eff.task == pooled[0]).any():
+                return pooled[0], None
+            return task, (f"the run's task all pools {', '.join(ran)}, the control passes {', '.join(pooled)}: "
+                          "re-run identify")
+        return self.memo("primary", compute)
+
     def effects(self) -> pd.DataFrame:
-        """Rows of the primary task (``all`` when several tasks were patched)."""
+        """Rows of the primary task (:meth:`primary`)."""
         eff = self.read("effects.csv")
-        task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
-        return eff[eff.task == task]
+        return eff[eff.task == self.primary()[0]]
 
     def heads(self) -> pd.DataFrame:
         """Head rows of the primary task, most negative effect first (ties: layer, head)."""
         hd = self.effects()
         hd = hd[hd["head"] != "mlp"].assign(head=lambda d: d["head"].astype(int))
         return hd.sort_values(["effect", "layer", "head"], kind="stable")
+
+
+def cluster_interval(row) -> tuple[float, float, str]:
+    """A knockout.csv row's 95% interval aware of its problem clusters: the Wilson interval with the clusters as
+    the trials (``accuracy × n_clusters`` of ``n_clusters``: the most conservative design effect, as if every
+    prompt of a problem were right or wrong together) where the row has ``n_clusters``; else the file's own
+    Wilson interval over prompts. Returns ``(low, high, what)``."""
+    m = getattr(row, "n_clusters", None)
+    if m is not None and m == m and int(m) > 0:
+        m = int(m)
+        lo, hi = wilson_interval(float(row.accuracy) * m, m)
+        return lo, hi, f"Wilson over {m} problem clusters"
+    return float(row.ci_low), float(row.ci_high), "Wilson over prompts"
+
+
+def end_rows(ctx: "Context") -> pd.DataFrame:
+    """knockout.csv's rows of the primary task (:meth:`~arithmech.claims.evidence.Context.primary`) at END (or at the one position
+    setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
+    ko = ctx.read("knockout.csv")
+    if "task" in ko and len(ko):
+        ko = ko[ko.task == ctx.primary()[0]]
+    if "positions" in ko:
+        ko = ko[ko.positions == ("end" if (ko.positions == "end").any() else ko.positions.iloc[0])]
+    return ko

@@ -23,6 +23,7 @@ rule's ``version``. A decider raises :class:`Missing` when a file it needs is ab
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,17 +33,20 @@ import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
+from arithmech.claims.controls import ablation_removes as _ablation_removes, answer_token_floor as _answer_token_floor, controlled as _controlled
+from arithmech.claims.evidence import cluster_interval, end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps.config import CONTROL_FLOOR, Identify
+from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS, Identify
 from arithmech.steps.stability import claims as stability_claims
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
-SHARE_THRESHOLD = Identify.share_threshold  # the calibrated rule's: a share of the counterfactual's LD effect
+SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to the counterfactual's LD effect
+FEW_FRACTION = 0.05        # few-heads: the paper's "below 5% of heads" (Fig. 2), scaled to each model
 _PCT = lambda x: f"{x:+.0%}".replace("-", "−")
 K = 8                      # heads knocked out in the knockout claims
 AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
@@ -63,47 +67,58 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
-         "effects.csv has intervals); does not hold iff none is", version=3),
-    Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a share of the "
-         "counterfactual's effect", "not measured in the paper (calibrated measure)",
-         "a head's share = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer)) / (mean "
-         "change of LD by the whole counterfactual), −1 when it carries all of it; holds iff at least one head's "
-         f"bootstrap interval of its share lies entirely below {_PCT(SHARE_THRESHOLD)} (it carries at least "
-         f"{-SHARE_THRESHOLD:.0%} of the counterfactual's effect); does not hold iff none does; inconclusive where "
-         "effects.csv has no share (results made before it was measured)", version=2),
-    Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2)",
-         f"holds iff the top {TOP} heads by effect hold ≥ 50% of all heads' negative logit change", version=2),
+         "effects.csv has intervals); does not hold iff none is", version=4),
+    Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a ratio to the "
+         "counterfactual's effect", "not measured in the paper (the LD ratio, beside the paper's measure)",
+         "a head's LD ratio = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer) when it "
+         "alone is patched) / (mean change of LD by the whole counterfactual), −1 when patching it alone moves LD "
+         "as much as the whole counterfactual; heads are patched one at a time, so the ratios of several heads need "
+         "not add up (they are not shares of one effect: effects.csv's column is still named share); holds iff at "
+         f"least one head's bootstrap interval of its ratio lies entirely below {_PCT(SHARE_THRESHOLD)}; does not "
+         "hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
+         "measured)", version=4),
+    Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2: below 5% of heads)",
+         f"scaled to the model: the top {FEW_FRACTION:.0%} of its heads (rounded up), the paper's fraction; their "
+         "concentration = their sum of negative one-at-a-time changes over every head's (a concentration of the "
+         "ranking, not a fraction of the effect: one-at-a-time changes need not add up), by the paper's relative "
+         "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
+         "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
+         "LD ratio); no interval (effects.csv keeps no per-prompt effects)", version=4),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
-         "[1/3, 2/3]", version=4),
-    Rule("logit-diff-ranking", "The paper's relative change and the calibrated share pick the same top heads",
+         "[1/3, 2/3]", version=5),
+    Rule("logit-diff-ranking", "The paper's relative change and the LD ratio pick the same top heads",
          "ranks by the relative change (§4.1)",
-         f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their share "
-         "of the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
+         f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their ratio "
+         "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
          f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
-         "between (ranks near the cut are within noise) and where effects.csv has no share", version=3),
+         "between (ranks near the cut are within noise) and where effects.csv has no share", version=5),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
          f"top {K} and the key heads (and, where "
-         "the file has intervals, its Wilson interval lies below the random draws' 5th percentile); inconclusive "
-         "where below the lowest draw but the interval overlaps the band", version=4),
+         "the file has intervals, its Wilson interval lies below the random draws' 5th percentile — over the problem "
+         "clusters where the file counts them, as if each problem's prompts were one trial); inconclusive "
+         "where below the lowest draw but the interval overlaps the band", version=6),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
-         "the intact accuracy", version=5),
+         "the intact accuracy", version=6),
     Rule("mlps-late", "MLPs after the top heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
-         "twice that of the MLPs up to it", version=3),
+         "twice that of the MLPs up to it", version=4),
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=4),
+         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=5),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
-         "a head reads a role when its END attention mass on it (first position excluded, rows renormalised) lies "
-         "above the other heads' 95th percentile by more than two standard errors; holds iff at least half of the "
-         "analysed heads read the operands or the operator; does not hold iff fewer than half could (counting the "
-         "inconclusive ones too); inconclusive otherwise, and without key heads", version=3),
+         "decided on the heads that carry the effect: the paper's key heads, or where its rule finds none the share "
+         "rule's key heads (said so); a head reads a role when its END attention mass on it (first position "
+         "excluded, rows renormalised) minus two standard errors lies above the upper end of the 95% interval of "
+         "the other heads' 95th percentile (the other heads resampled), and does not when its mass plus two "
+         "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
+         "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
+         "inconclusive otherwise, and without key heads under either rule", version=4),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
@@ -111,10 +126,10 @@ RULES: tuple[Rule, ...] = (
          "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) "
          "of precise-key − full on the suite's primary math measure lies within ±5 points, does not hold iff wholly "
          "outside; inconclusive otherwise", version=5),
-    Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper: a control)",
+    Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper)",
          "not tested (no random-head arm)",
          "holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) of precise-key − precise-random (as many random heads, layers "
-         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=2),
+         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=3),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
          "the arms runner's rule 4 (verdicts.py): precise-key − base on the suite's primary general measure (cpu "
@@ -143,12 +158,20 @@ RULES += (
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
          "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated reaches down to the "
-         "floor — the higher of the majority floor (always answering the most frequent answer token) and the "
-         "conditioned floor (the answer token guessed, leave-one-out, from the operation, the carried digits and "
-         "one operand); does not hold iff it lies above it; inconclusive for a task that fails its control "
-         f"(conditioned floor on its X_r >= {CONTROL_FLOOR})", version=2),
+         "floor — the higher of the majority floor (always answering the most frequent answer token) and the floor "
+         "over distinct problems (the draw population's most probable answer token given the operation, the carried "
+         "digits and one operand) — and up to a uniform guess among the task's answer tokens; does not hold iff it "
+         "lies above the floor (removes too little) or below the uniform guess (over-ablation: more than the task "
+         "removed); the interval is over the problem clusters where knockout.csv counts them (as if each problem's "
+         f"prompts were one trial); inconclusive for a task that fails its control (floor over distinct problems on "
+         f"its X_r >= {CONTROL_FLOOR}) or has fewer than {MIN_PROBLEMS} distinct problems, and with fewer than "
+         f"{MIN_PROBLEMS} problem clusters among the knockout prompts", version=3),
 )
 BY_ID = {r.id: r for r in RULES}
+ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
+         "selection-matters")
+"""Claims this book adds, not the paper's (issue #41): counted apart from the paper's own claims
+(:func:`arithmech.report.pages.tally`)."""
 
 
 # ------------------------------------------------------------------------------------ deciders
@@ -167,16 +190,32 @@ def _key_heads_share(ctx: Context):
     hd = hd.sort_values(["share", "layer", "head"], kind="stable")
     key = hd[hd.share_hi < SHARE_THRESHOLD]
     names = components(zip(key.layer, key["head"]))
-    return (f"{len(key)} of {len(hd)} heads have their share's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
-            f"({names}); strongest: {hd.share.iloc[0]:+.1%} of the counterfactual's effect; n = {int(hd.n.iloc[0])} "
+    return (f"{len(key)} of {len(hd)} heads have their LD ratio's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
+            f"({names}); strongest LD ratio: {hd.share.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} "
             "prompts", len(key) > 0)
 
 
+def _concentration(values: pd.Series, k: int) -> tuple[float, int]:
+    """The top ``k`` values' share of the sum of the negative parts (values most negative first), and the fewest
+    values whose sum reaches half of it."""
+    neg = (-values.clip(upper=0)).sort_values(ascending=False, kind="stable")
+    cum = neg.cumsum() / max(float(neg.sum()), 1e-12)
+    return float(cum.iloc[k - 1]), int((cum < 0.5).sum()) + 1
+
+
 def _few_heads(ctx: Context):
+    """Version 4 (issue #41): the paper's 5% of heads, by both measures (the module's rule text)."""
     hd = ctx.heads()
-    neg = -hd.logit_diff.clip(upper=0)
-    share = float(neg.iloc[:TOP].sum() / max(neg.sum(), 1e-12))
-    return f"top {TOP} of {len(hd)} heads hold {share:.0%} of the negative logit change", share >= 0.5
+    k = math.ceil(FEW_FRACTION * len(hd))
+    by_effect, least_e = _concentration(hd.logit_diff.reset_index(drop=True), k)
+    here = (f"the top {k} of {len(hd)} heads ({FEW_FRACTION:.0%}) hold {by_effect:.0%} of the summed negative change "
+            f"by the relative change (half by the top {least_e})")
+    if "share" not in hd or hd.share.isna().all():
+        return here + "; no LD ratio in effects.csv", by_effect >= 0.5
+    by_ratio, least_r = _concentration(hd.share.reset_index(drop=True), k)
+    here += f", {by_ratio:.0%} by the LD ratio (half by the top {least_r}); n = {int(hd.n.iloc[0])} prompts"
+    both = (by_effect >= 0.5, by_ratio >= 0.5)
+    return here, True if all(both) else (False if not any(both) else None)
 
 
 def _median_depth(ctx: Context) -> tuple[float, list[int], int]:
@@ -208,19 +247,8 @@ def _logit_diff_ranking(ctx: Context):
     common = len(set(by_effect) & set(by_share))
     only = lambda a, b: components([x for x in a if x not in set(b)])
     here = (f"{common} of the top {TOP} heads in common (by the relative change only: {only(by_effect, by_share)}; "
-            f"by the share only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts")
+            f"by the LD ratio only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts")
     return here, True if common >= AGREE_HOLDS else (False if common <= AGREE_FAILS else None)
-
-
-def _end_rows(ctx: Context) -> pd.DataFrame:
-    """knockout.csv's rows of the primary task (``all`` where several were run) at END (or at the one position
-    setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
-    ko = ctx.read("knockout.csv")
-    if "task" in ko and len(ko):
-        ko = ko[ko.task == ("all" if (ko.task == "all").any() else ko.task.iloc[0])]
-    if "positions" in ko:
-        ko = ko[ko.positions == ("end" if (ko.positions == "end").any() else ko.positions.iloc[0])]
-    return ko
 
 
 def _knock(ctx: Context, k: int):
@@ -243,8 +271,8 @@ def _knockout_key_vs_random(ctx: Context):
         return here, False
     if "ci_high" in key:
         p5 = float(rnd.accuracy.quantile(0.05))
-        return here + f"; Wilson upper bound {key.ci_high:.0%} vs 5th percentile {p5:.0%}", \
-            (True if key.ci_high < p5 else None)
+        _, hi, what = cluster_interval(key)
+        return here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
     return here, True
 
 
@@ -281,34 +309,6 @@ def _transfer(ctx: Context):
     return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 
-def _answer_token_floor(ctx: Context):
-    t = ctx.read("answer_tokens.csv")
-    t = t[(t.template == "all") & (t.n > 0)]
-    if t.empty:
-        raise Missing("answer_tokens.csv has no kept prompts")
-    worst = t.loc[t.top_share.idxmax()]
-    k, n = int(round(worst.top_share * worst.n)), int(worst.n)
-    lo, hi = wilson_interval(k, n)
-    here = (f"largest share: {worst.top_token!r} on {k}/{n} = {k / n:.0%} [{lo:.0%}, {hi:.0%}] of task "
-            f"{worst.task}'s kept prompts ({worst.answer_token} token)")
-    return here, True if hi < 1 / 3 else (False if lo > 1 / 3 else None)
-
-
-def _ablation_removes(ctx: Context):
-    ko = _end_rows(ctx)
-    s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
-    if s.empty:
-        raise Missing("knockout.csv has no sanity rows (re-run identify)")
-    task, s = s.task.iloc[0], s.set_index("order")             # the primary task's rows (_end_rows)
-    heads, floor = s.loc["all-heads-out"], floor_of(s)
-    here = (f"every head out: {heads.accuracy:.0%} [{heads.ci_low:.0%}, {heads.ci_high:.0%}] vs floor {floor:.0%} "
-            f"(the higher of the majority and the conditioned floor); n = {int(heads.n)} prompts")
-    failed = (ctx.read("key_heads.json").get("control") or {}).get("failed", {})
-    if task in failed:
-        return here + f"; task {task} fails its control: {failed[task]}", None
-    return here, bool(heads.ci_low <= floor)
-
-
 def _stability(ctx: Context, pattern: str, kind: str | None):
     t = stability_claims(ctx.read("stability.csv"), ctx.read("stability_runs.csv"))
     t = t[(t["set"] == "key") & t.claim.str.contains(pattern) & ((t.kind == kind) if kind else True)]
@@ -321,19 +321,6 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
 CONTROLLED = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
               "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer")
 """The identify claims made inconclusive where the primary task fails its control (:func:`_controlled`)."""
-
-
-def _controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable[[Context], tuple[str, bool | None]]:
-    """``decide``, made inconclusive where identify's primary task (``key_heads.json``'s ``task``) fails its
-    control (:data:`~arithmech.steps.config.CONTROL_FLOOR`: its answer is guessable from what the prompt carries)."""
-    def decider(ctx: Context):
-        here, holds = decide(ctx)
-        kh = ctx.read("key_heads.json")
-        failed = (kh.get("control") or {}).get("failed", {})
-        if kh.get("task") in failed:
-            return here + f"; task {kh['task']} fails its control: {failed[kh['task']]}", None
-        return here, holds
-    return decider
 
 
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
@@ -381,8 +368,9 @@ def select(ids: Iterable[str] | None) -> list[Rule]:
 def rules_markdown(ids: Iterable[str]) -> str:
     """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
     (before them on the page: whether before the results existed is the changelog's to say)."""
-    note = lambda r: (f"; inconclusive where the task fails its control (conditioned floor on its X_r >= "
-                      f"{CONTROL_FLOOR:.0%})" if r.id in CONTROLLED else "")
+    note = lambda r: (f"; inconclusive where the task fails its control (floor over distinct problems on its X_r >= "
+                      f"{CONTROL_FLOOR:.0%}) or has fewer than {MIN_PROBLEMS} distinct problems"
+                      if r.id in CONTROLLED + ("circuit-faithful",) else "")
     return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})."
                      for r in select(ids))
 
@@ -401,6 +389,6 @@ RULES += (
          "n components outside the top N; does not hold iff at every n ≤ 10 the interval lies entirely below 80% or "
          "reaches no higher than that percentile; inconclusive otherwise, with fewer than 20 problem clusters among "
          "the prompts, or where faithfulness.csv is missing",
-         version=3),
+         version=4),
 )
 BY_ID = {r.id: r for r in RULES}

@@ -30,7 +30,7 @@ from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, splits, templates as templates_module
-from arithmech.data.answer_tokens import conditioned_floor
+from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.knockout import (Ablation, correct, default_ks, group_key, knockout_curve, mean_activations,
@@ -105,8 +105,8 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     """The six rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
     the X_r answer token, the majority floor (always answering the most frequent answer token) and the
-    conditioned floor (the best group-majority guess from the operation, the carried digits and one operand,
-    leave-one-out: :func:`arithmech.data.answer_tokens.conditioned_floor`)."""
+    conditioned floor (the draw population's guess from the operation, the carried digits and one operand, on
+    these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`; issue #41)."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, batch_size=batch_size, positions=positions).sum(-1).tolist()
@@ -117,7 +117,7 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     n = len(samples)
     rows = [("nothing-out", 0, ok[0], src), ("all-heads-out", L * H, ok[1], src), ("all-mlps-out", L, ok[2], src),
             ("x_c", 0, xc, "none"), ("majority-floor", 0, floor, "none"),
-            ("conditioned-floor", 0, conditioned_floor(samples)["correct"], "none")]
+            ("conditioned-floor", 0, round(max(problem_floor(samples)["table"]["prompts"].values()) * n), "none")]
     return [with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n)
             for o, k, c, s in rows]
 

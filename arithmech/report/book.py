@@ -45,6 +45,7 @@ from arithmech.core.atomic import atomic_write
 from arithmech.core.inputs import quoted, thread_env
 from arithmech.core.progress import OFF, Progress
 from arithmech.report import counts, offline, pages, pipeline
+from arithmech.report.scope import scope_box
 from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapter_values,  # noqa: F401 (API)
                                    chapters, declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
                                    toc_files)
@@ -172,7 +173,8 @@ def write_generated(root: Path, sets: list[str] = ()) -> list[Path]:
     except ValueError as e:
         rules = f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
     fig1 = pipeline.pipeline_markdown(root / "book")                       # "" in a book without the chapters
-    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(x for x in ([*sentences, fig1, *boxes] if boxes else
+    scope = [s for s in [scope_box(root)] if s]                          # the first screen (issue #41)
+    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(x for x in ([*scope, *sentences, fig1, *boxes] if boxes else
                                                                     [fig1, NO_RESULTS]) if x), RULES: rules,
              PROVENANCE: pages.provenance_sentence(), EXPLORER: explorer_intro(root, sets)}
     changed = []

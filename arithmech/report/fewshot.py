@@ -2,7 +2,7 @@
 
 Every number here comes from a run's results folder (``run.json``, ``key_heads.json``, ``knockout.csv``) and
 every verdict from the claims table (:func:`arithmech.claims.rules.claims`), decided by the same rules for
-both runs; nothing is recomputed. :func:`yield_rows` gives the prompts each run could patch and their floors,
+both runs; nothing is recomputed but the control, from ``prompts.jsonl`` (issue #41). :func:`yield_rows` gives the prompts each run could patch and their floors,
 :func:`circuit_rows` the key heads and the top-k knockout against its random band, :func:`verdict_rows` the
 claims.
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from arithmech.claims.evidence import Context
 from arithmech.claims.rules import K, claims
 from arithmech.core import results
 from arithmech.core.names import components
@@ -33,23 +34,28 @@ def _pct(x: float) -> str:
 def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
     """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share; all of them are
     patched), the distinct X_r the effects and key heads are ranked on (``prompts.jsonl``: with the held-out split,
-    the ranking side's; a prompt drawn twice is kept twice), the majority floor and the conditioned floor on
-    them, and whether the task passes its control."""
+    the ranking side's; a prompt drawn twice is kept twice), the majority floor, the conditioned floor the run
+    wrote (version 1: each prompt guessed from the others, its copies included) and the floor over distinct
+    problems (:mod:`arithmech.data.floors`), and whether the task passes its control — recomputed under the
+    current rule (:meth:`arithmech.claims.evidence.Context.control`), as the claims decide it."""
     rows = []
     for label, folder in runs.items():
         rec = results.read_run(folder)["steps"]["identify"]
-        control = results.read(folder, "key_heads.json").get("control", {})
+        stored = results.read(folder, "key_heads.json").get("control", {})
+        control = Context(folder).control()                  # recomputed under the current rule (issue #41)
         distinct: dict[str, set] = {}
         for p in results.read(folder, "prompts.jsonl"):
             distinct.setdefault(p["op"], set()).add(p["clean"])
         for task, s in rec["samples"].items():
-            f = control.get("floors", {}).get(task, {})
+            f, v1 = control.get("floors", {}).get(task, {}), stored.get("floors", {}).get(task, {})
             lo, hi = wilson_interval(s["n_kept"], s["n_drawn"])
             rows.append({"operation": task, "prompts": label, "drawn": s["n_drawn"],
                          "kept X_r": f"{s['n_kept']} ({_pct(s['n_kept'] / s['n_drawn'])}, 95% {_pct(lo)}–{_pct(hi)})",
                          "distinct X_r ranked on": len(distinct.get(task, ())) if task in distinct else "–",
                          "majority floor": _pct(f.get("majority", float("nan"))),
-                         "conditioned floor": _pct(f.get("conditioned", float("nan"))),
+                         "conditioned floor as run (each prompt from the others)": _pct(v1.get("conditioned", float("nan"))),
+                         "floor over distinct problems": _pct(f.get("conditioned", float("nan")))
+                         + (f" ({f['by']}, over the {f['on']})" if f.get("on") else ""),
                          "control": "fails: " + control["failed"][task] if task in control.get("failed", {}) else
                                     ("passes" if f else "not recorded")})
     return pd.DataFrame(rows).sort_values(["operation", "prompts"], kind="stable").reset_index(drop=True)
@@ -82,8 +88,9 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
         each = {t: int(every[(every.task == t) & (every.kind == "sanity")].n.max()) if (every.task == t).any() else 0
                 for t in pooled}                               # a task the held-out draw found nothing for: 0
         rows.append({"prompts": label, "pooled tasks": ", ".join(pooled),
+                     "claims decided on": Context(folder).primary()[0],
                      "key heads: relative change of the answer logit": _heads(kh),
-                     "key heads: share of the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
+                     "key heads: LD ratio to the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
                      else "not measured",
                      f"top {k} by effect": components(zip(top.layer, top["head"])),
                      "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from arithmech.claims import changelog
-from arithmech.claims.rules import BY_ID, RULES, claims
+from arithmech.claims.rules import ADDED, BY_ID, RULES, claims
 from arithmech.core import results
 from arithmech.report.tables import setting_name
 from arithmech.steps.config import Identify
@@ -118,11 +118,22 @@ def is_control(claims: pd.DataFrame) -> pd.Series:
     return claims["claim"].str.contains(r"\bcontrol\)", regex=True)
 
 
+def is_added(claims: pd.DataFrame) -> pd.Series:
+    """The rows that are claims this book adds, not the paper's (:data:`arithmech.claims.rules.ADDED`): counted
+    apart from the paper's claims (issue #41: five of "the paper's 16" were not the paper's)."""
+    return claims["id"].isin(ADDED) if "id" in claims else pd.Series(False, index=claims.index)
+
+
+def the_papers(claims: pd.DataFrame) -> pd.DataFrame:
+    """The paper's own claims of a claims frame: neither controls nor the book's added claims."""
+    return claims[~is_control(claims) & ~is_added(claims)]
+
+
 def answer_sentence(label: str, claims: pd.DataFrame) -> str:
     """One sentence answering "does the paper's picture hold on this model?", computed from the verdicts of the
     paper's claims (controls apart): how many hold, which do not, how many are undecided (the table under it
     names every claim)."""
-    paper = claims[~is_control(claims)]
+    paper = the_papers(claims)
     by = {v: [c.rstrip(".") for c, h in zip(paper["claim"], paper["holds"]) if verdict(h) == v] for v in VERDICT.values()}
     n = len(paper)
     lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)   # "MLPs" stays
@@ -131,7 +142,9 @@ def answer_sentence(label: str, claims: pd.DataFrame) -> str:
              f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)"]
     picture = ("the paper's picture holds" if not by["does not hold"] and not by["inconclusive"] else
                "the paper's picture does not appear" if not by["holds"] else "the paper's picture holds only in part")
-    return f"{parts[0]}; {parts[1]}; {parts[2]}: {picture}."
+    added = claims[is_added(claims) & ~is_control(claims)]
+    extra = f" Of the {len(added)} claims this book adds, {tally(added, added=True)}." if len(added) else ""
+    return f"{parts[0]}; {parts[1]}; {parts[2]}: {picture}.{extra}"
 
 
 def findings_table(claims: pd.DataFrame) -> str:
@@ -144,10 +157,12 @@ def findings_table(claims: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
-def tally(claims: pd.DataFrame) -> str:
-    """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for the paper's claims of a claims frame: controls
-    (:func:`is_control`) are never counted, whoever calls it (they have :func:`controls_table`)."""
-    v = [verdict(h) for h in claims.loc[~is_control(claims), "holds"]]
+def tally(claims: pd.DataFrame, added: bool = False) -> str:
+    """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for the paper's claims of a claims frame (``added``: for
+    the claims this book adds, :func:`is_added`): controls (:func:`is_control`) are never counted, whoever calls
+    it (they have :func:`controls_table`)."""
+    keep = ~is_control(claims) & (is_added(claims) if added else ~is_added(claims))
+    v = [verdict(h) for h in claims.loc[keep, "holds"]]
     n = len(v)
     return (f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
             f"{v.count('inconclusive')} inconclusive")
@@ -200,14 +215,16 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
         if not results.exists(folder, "effects.csv"):
             continue
         c = claims(folder)
-        paper, controls = c[~is_control(c)], c[is_control(c)]
+        paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
         out += [answer_sentence(label, c), ""] if part != "box" else []
         if part == "sentence":
             continue
-        out += [f":::{{admonition}} {label}: {tally(paper)}", ":class: tip", "",
+        out += [f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}",
+                ":class: tip", "",
                 f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
                 f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
                 "missing or their intervals do not decide it.", "", findings_table(paper), "",
+                "Claims this book adds (not the paper's, counted apart):", "", findings_table(added), "",
                 "Controls of the method, apart from the claims and their count:", "", controls_table(controls), ":::", ""]
     return "\n".join(out).rstrip("\n") if out else None
 
@@ -221,8 +238,8 @@ def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str =
         folder = Path(root) / results_dir / name
         if results.exists(folder, "effects.csv"):
             c = claims(folder)
-            out += [f"## {label}", "", f"From `{results_dir}/{name}/` ({tally(c)}).", "",
-                    claims_table(c[~is_control(c)]), "", "Controls of the method (not claims of the paper, not counted "
+            out += [f"## {label}", "", f"From `{results_dir}/{name}/` (the paper's claims: {tally(c)}; the claims "
+                    f"this book adds: {tally(c, True)}).", "", claims_table(c[~is_control(c)]), "", "Controls of the method (not claims of the paper, not counted "
                     "above):", "", claims_table(c[is_control(c)]), ""]
     if len(out) == 2:
         out += ["*No results yet.*", ""]

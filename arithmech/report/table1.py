@@ -174,4 +174,4 @@ def toy_scope(folder: str | Path, plan: dict) -> str:
             f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
             "compare arms that all sit near zero. What it can test: the machinery (the records, rules and charts "
             "SmolLM2 uses) and forgetting — how much of its generic facts each arm loses at every rate of its grid. "
-            "The claim itself is tested on SmolLM2-135M below.")
+            "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: not the paper's Table 1 itself.")

@@ -25,6 +25,7 @@ from arithmech.methods.transfer import unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
 from arithmech.steps.config import Generalize as Config
 from arithmech.steps.identify import identify, ranking
+from arithmech.steps.control import evidence_status
 
 DEFAULTS = Config()     # the step's defaults (arithmech.steps.config), written once
 
@@ -136,7 +137,7 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAU
         heads = [(h["layer"], h["head"]) for h in r.key_heads["heads"]]
         samples = next(iter(r.tasks.values()))
         acc = accuracy(model, tok, samples, r.means, [Ablation(), Ablation.of(heads=heads)], batch_size=batch_size)
-        rows.append({**row, "status": "ok", "example": f"{samples[0].clean} {samples[0].target}  |  {samples[0].corrupt}",
+        rows.append({**row, "status": evidence_status(samples), "example": f"{samples[0].clean} {samples[0].target}  |  {samples[0].corrupt}",
                      "accuracy": info["accuracy"], "n_kept": info["n_kept"],
                      "key_heads": [f"{l}.{h}" for l, h in heads],
                      "knockout_change": float((acc[1] - acc[0]) / acc[0])})

@@ -26,7 +26,6 @@ import random
 import sys
 import time
 import warnings
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -39,7 +38,7 @@ from arithmech.core.memory import PeakMemory
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs as pairs_module, shots as shots_module
-from arithmech.data.answer_tokens import answer_token_table, conditioned_floor
+from arithmech.data.answer_tokens import answer_token_table
 from arithmech.methods import knockout_run
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import (concat_patched, effects_frame, key_heads, key_heads_by_share, ranking,  # noqa: F401
@@ -52,7 +51,8 @@ from arithmech.methods.knockout_tables import knockout_summary, positions_table 
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
 from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
 from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.steps.config import CONTROL_FLOOR, Identify as Config
+from arithmech.steps.config import CONTROL_FLOOR, Identify as Config  # noqa: F401
+from arithmech.steps.control import task_control  # noqa: F401 (the control, version 2: issue #41)
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 
@@ -249,28 +249,6 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
     return res
 
 
-def task_control(samples: dict[str, list]) -> dict:
-    """Each task's control (:data:`arithmech.steps.config.CONTROL_FLOOR`) on its X_r: ``{"rule", "floors":
-    {task: {"majority", "conditioned", "by", "n"}}, "failed": {task: why}, "pooled": the tasks "all" pools}``."""
-    floors, failed = {}, {}
-    for t, ss in samples.items():
-        f = conditioned_floor(ss)
-        top = max(Counter(s.answer for s in ss).values()) if ss else 0
-        floors[t] = {"majority": top / len(ss) if ss else float("nan"), "conditioned": f["accuracy"], "by": f["by"],
-                     "n": f["n"]}
-        if f["accuracy"] >= CONTROL_FLOOR:
-            failed[t] = (f"conditioned floor {f['correct']}/{f['n']} = {f['accuracy']:.0%} >= {CONTROL_FLOOR:.0%} "
-                         f"(answer guessed from {f['by']})")
-    pooled = [t for t in samples if t not in failed]
-    if not pooled:
-        pooled = list(samples)
-        if len(samples) > 1:
-            failed["all"] = "every task fails its control; all pools them all"
-    return {"rule": f"a task fails when its conditioned floor on X_r is >= {CONTROL_FLOOR} (steps.config.CONTROL_FLOOR): "
-                    "its verdicts are inconclusive and it is left out of the pooled task all",
-            "floors": floors, "failed": failed, "pooled": pooled}
-
-
 # ---------------------------------------------------------------------------------------- files
 def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
@@ -408,7 +386,8 @@ def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, s
     res.knockout["task"] = label
     c = res.key_heads["control"]
     c.update(floors={label: c["floors"].pop("custom")}, pooled=[label],
-             failed={label: why for why in c["failed"].values()})
+             failed={label: why for why in c["failed"].values()},
+             insufficient=[label] if c.get("insufficient") else [])
     res.info = {label: res.info.pop("custom")}
     res.tasks = {label: res.tasks.pop("custom")}
     res.params.update(tasks=[label], counterfactual="operand")

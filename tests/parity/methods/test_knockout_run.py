@@ -9,7 +9,7 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.evals.scoring import predict
 from arithmech.data import pairs as D, templates as T
-from arithmech.data.answer_tokens import conditioned_floor
+from arithmech.data.floors import problem_floor
 from arithmech.methods.knockout import Ablation
 from arithmech.methods.knockout_means import build_pool, pool_key
 from arithmech.methods.knockout_run import sanity_rows, task_knockout
@@ -19,7 +19,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     """Protects the sanity rows: nothing out = the model's own top-1 accuracy; all heads out (END and
     every position) = a plain forward whose every head's o_proj-input slice is overwritten with the pool
     mean; X_c = its prompt scored against the X_r answer; the floor = the most frequent answer's share; the
-    conditioned floor = data.answer_tokens.conditioned_floor of the prompts."""
+    conditioned floor = data.floors.problem_floor's count over the prompts (issue #41)."""
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
     samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, answer_token="first")
@@ -49,7 +49,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
         xc = int((predict(model, tok, [s.corrupt for s in samples])[:, 0] == gold).sum())
         assert rows["x_c"]["correct"] == xc
         assert rows["majority-floor"]["correct"] == max(Counter(gold.tolist()).values())
-        assert rows["conditioned-floor"]["correct"] == conditioned_floor(samples)["correct"]
+        assert rows["conditioned-floor"]["correct"] == round(max(problem_floor(samples)["table"]["prompts"].values()) * len(samples))
         assert all(r["n"] == 16 for r in rows.values())
 
 

@@ -146,11 +146,28 @@ def test_findings_box_counts_claims_and_tables_controls_apart(name):
     only (the controls' number is not in it), and each control appears, with its verdict, in its own table."""
     c = C.claims(REPO / "results" / name)
     box = pages.results_box(REPO, [(name, name)])
-    n_paper = int((~pages.is_control(c)).sum())
-    assert f": {pages.tally(c)}" in box and f" of {n_paper} claims hold" in box
+    n_paper = len(pages.the_papers(c))
+    assert f"the paper's claims: {pages.tally(c)};" in box and f" of {n_paper} claims hold" in box
+    assert f"this book's: {pages.tally(c, True)}" in box
     table = box[box.index("| control (not a claim of the paper)"):]
     for _, r in c[pages.is_control(c)].iterrows():
         assert f"| {r['here']} | **{pages.verdict(r['holds'])}** |" in table, r["id"]
+
+
+def test_the_count_keeps_the_papers_claims_apart_from_the_books():
+    """Protects the introduction's count (issue #41: five of "the paper's 16 claims" were not the paper's, and
+    "the selection matters" sat outside the count as a control): the paper's tally counts only the paper's
+    claims, the book's added claims (rules.ADDED, selection-matters among them) have their own tally and
+    sentence, and the controls are in neither."""
+    c = C.claims(REPO / "results" / "none-such")            # every rule, each inconclusive: not measured
+    paper, added = pages.the_papers(c), c[pages.is_added(c) & ~pages.is_control(c)]
+    assert set(added.id) == set(C.ADDED) and "selection-matters" in set(added.id)
+    assert len(paper) == 11 and len(added) == 6 and int(pages.is_control(c).sum()) == 2
+    assert pages.tally(c) == "0 of 11 claims hold, 0 do not, 11 inconclusive"
+    assert pages.tally(c, True) == "0 of 6 claims hold, 0 do not, 6 inconclusive"
+    s = pages.answer_sentence("M", c)
+    assert "0 of the paper's 11 claims hold" in s and s.endswith("Of the 6 claims this book adds, 0 of 6 claims hold, "
+                                                                 "0 do not, 6 inconclusive.")
 
 
 def test_a_decider_constant_is_part_of_the_digest(monkeypatch):

@@ -81,7 +81,21 @@ def test_key_heads_by_share_read_the_share_interval_and_are_inconclusive_without
     old = C.claims(_write(tmp_path / "c", eff), ["key-heads-exist-share", "key-heads-exist"]).set_index("id")
     assert pd.isna(old.loc["key-heads-exist-share", "holds"]) and old.loc["key-heads-exist", "holds"] is False
     assert old.loc["key-heads-exist-share", "here"].startswith("not measured: effects.csv has no share")
-    assert C.BY_ID["key-heads-exist-share"].paper == "not measured in the paper (calibrated measure)"
+    assert C.BY_ID["key-heads-exist-share"].paper == "not measured in the paper (the LD ratio, beside the paper's measure)"
+
+
+def test_few_heads_is_scaled_to_the_model_and_needs_both_measures(tmp_path):
+    """Protects few-heads version 4 (issue #41): on 400 heads the paper's 5% is 20 heads. Twenty heads at −0.2
+    among 380 at −0.01 hold 4/7.8 = 51% of the summed negative change (holds), although the top 10 hold only
+    26% (version 3: does not hold). With an LD ratio that spreads the same heads evenly the two measures
+    disagree: inconclusive."""
+    L = 200
+    eff = {(l, 0): -0.2 for l in range(20)} | {(l, h): -0.01 for l in range(L) for h in range(2) if not (h == 0 and l < 20)}
+    e = _effects(eff, [0.0] * L)
+    row = C.claims(_write(tmp_path / "a", e), ["few-heads"]).iloc[0]
+    assert row.holds is True and row.here.startswith("the top 20 of 400 heads (5%) hold 51%")
+    even = e.assign(share=-0.01, share_lo=-0.02, share_hi=0.0)
+    assert _holds(_write(tmp_path / "b", even), "few-heads") is None
 
 
 def test_middle_layers_and_few_heads_follow_the_numbers(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from arithmech.claims.evidence import Context
 from arithmech.report import fewshot
 
 FOLDER = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
@@ -16,20 +17,25 @@ RUNS = {"zero-shot": FOLDER / "zero-shot", "4-shot": FOLDER}
 def test_yield_rows_are_the_runs_own_counts():
     """Protects the side-by-side's first table: per run and operation, the pairs drawn and X_r kept are
     run.json's (both runs drew the pairs their own parameters ask for, the same number), the distinct X_r ranked on
-    are prompts.jsonl's distinct prompts, and a task's control reads as its key_heads.json says."""
+    are prompts.jsonl's distinct prompts, and a task's control reads as the claims recompute it (zero-shot addition
+    passes over distinct problems, 48 %, where the run's own floor failed it at 64 %)."""
     y = fewshot.yield_rows(RUNS)
     drawn = set()
     for label, folder in RUNS.items():
         record = json.loads((folder / "run.json").read_text())["steps"]["identify"]
         samples, n = record["samples"], record["parameters"]["n_samples"]
         drawn.add(n)
-        failed = json.loads((folder / "key_heads.json").read_text())["control"]["failed"]
+        failed = Context(folder).control()["failed"]                 # recomputed from prompts.jsonl (issue #41)
         rows = [json.loads(line) for line in (folder / "prompts.jsonl").read_text().splitlines()]
         for op, s in samples.items():
             r = y[(y.prompts == label) & (y.operation == op)].iloc[0]
             assert r.drawn == s["n_drawn"] == n and r["kept X_r"].startswith(f"{s['n_kept']} (")
             assert r["distinct X_r ranked on"] == len({p["clean"] for p in rows if p["op"] == op})
             assert r.control.startswith("fails") == (op in failed)
+        if label == "zero-shot":
+            r = y[(y.prompts == label) & (y.operation == "addition")].iloc[0]
+            assert r.control == "passes" and r["floor over distinct problems"].startswith("48% (op, carried, b")
+            assert r["conditioned floor as run (each prompt from the others)"] == "64%"
     assert len(drawn) == 1
 
 

@@ -1,0 +1,67 @@
+"""The per-task control of identify: can the task's answers be guessed without the calculation, and is there
+enough of it to decide anything?
+
+:func:`task_control` is written into ``key_heads.json`` and ``run.json`` (``control``) by identify, and
+recomputed from ``prompts.jsonl`` by the claims (:meth:`arithmech.claims.evidence.Context.control`), so that
+results made under an older control are decided under this one without re-running the model.
+
+Version 2 (issue #41): the floor is :func:`arithmech.data.floors.problem_floor` — the answer guessed from the
+operation, the carried digits and one operand by the draw population's most probable answer, over distinct
+problems — instead of the leave-one-*prompt*-out conditioned floor (version 1, which let a problem's copies in
+other templates vote for its own answer). A task with fewer than :data:`~arithmech.steps.config.MIN_PROBLEMS`
+distinct problems is *insufficient* and treated as one that fails.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from arithmech.data.floors import problem_floor
+from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+
+VERSION = 2
+
+
+def floor_entry(samples: Sequence) -> dict:
+    """One task's floors: ``{"majority", "conditioned" (the problem floor), "by", "on", "n", "problems",
+    "loo" (the leave-one-problem-out lower bound)}``."""
+    f = problem_floor(samples)
+    top = max(Counter(s.answer for s in samples).values()) if samples else 0
+    loo = max((v for t in f["loo"].values() for v in t.values()), default=float("nan"))
+    return {"majority": top / len(samples) if samples else float("nan"), "conditioned": f["accuracy"],
+            "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo}
+
+
+def evidence_status(samples: Sequence) -> str:
+    """``"ok"`` where ``samples`` hold at least :data:`MIN_PROBLEMS` distinct problems (operation, operand pair),
+    else ``"insufficient: n X_r from p problems < MIN_PROBLEMS"`` — what a table prints in its status column
+    instead of "ok" for heads found on a handful of prompts (App. D's exponentiation: 4)."""
+    p = len({(s.op, s.a, s.b) for s in samples})
+    return "ok" if p >= MIN_PROBLEMS else f"insufficient: {len(samples)} X_r from {p} problems < {MIN_PROBLEMS}"
+
+
+def task_control(samples: dict[str, list]) -> dict:
+    """Each task's control on its X_r: ``{"version", "rule", "floors": {task: floor_entry}, "failed": {task:
+    why}, "insufficient": [tasks], "pooled": the tasks "all" pools}``. A task fails when its problem floor is
+    >= :data:`CONTROL_FLOOR` or it has fewer than :data:`MIN_PROBLEMS` problems; where every task fails, "all"
+    pools them all and is itself marked failed."""
+    floors, failed, insufficient = {}, {}, []
+    for t, ss in samples.items():
+        f = floors[t] = floor_entry(ss)
+        if f["problems"] < MIN_PROBLEMS:
+            insufficient.append(t)
+            failed[t] = f"insufficient: {f['n']} prompts from {f['problems']} problems < {MIN_PROBLEMS}"
+        elif f["conditioned"] >= CONTROL_FLOOR:
+            failed[t] = (f"floor over distinct problems {f['conditioned']:.0%} >= {CONTROL_FLOOR:.0%} (answer guessed "
+                         f"from {f['by']}, counted over the {f['on']})")
+    pooled = [t for t in samples if t not in failed]
+    if not pooled:
+        pooled = list(samples)
+        if len(samples) > 1:
+            failed["all"] = "every task fails its control; all pools them all"
+    return {"version": VERSION,
+            "rule": (f"a task fails when its floor over distinct problems on X_r (data.floors.problem_floor: the draw "
+                     f"population's guess from the operation, the carried digits and one operand) is >= "
+                     f"{CONTROL_FLOOR}, and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
+                     "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"),
+            "floors": floors, "failed": failed, "insufficient": insufficient, "pooled": pooled}

@@ -1,0 +1,72 @@
+"""The analyze claims' deciders (arithmech.claims.analyze): attention roles decided on the heads that carry the
+effect (issue #41), on a synthetic results folder whose numbers the old decider read otherwise."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from arithmech.claims import rules as C
+from arithmech.claims.analyze import other_heads_p95
+from arithmech.core import results as R
+
+
+def _roles(special: dict) -> pd.DataFrame:
+    """40 heads (4 layers × 10); every head's operand mass 0.10 + 0.005·i (i = its index, so the others' 95th
+    percentile is known) and operator mass 0.05, unless ``special[(l, h)] = (operand, operator)``."""
+    rows = []
+    for l in range(4):
+        for h in range(10):
+            i = 10 * l + h
+            op, opr = special.get((l, h), (0.10 + 0.005 * i, 0.05))
+            for role, m in (("operand", op), ("operator", opr)):
+                rows.append({"layer": l, "head": h, "role": role, "mean_score": m, "se": 0.001, "task": "all",
+                             "n": 500, "mass_nofirst": m, "se_nofirst": 0.001, "tokens": 2.0, "tokens_nofirst": 2.0,
+                             "density": m / 2, "density_nofirst": m / 2, "kv_head": 0})
+    return pd.DataFrame(rows)
+
+
+def _write(folder, roles, share_heads, baseline_verdict="does not hold"):
+    head = lambda l, h: {"layer": l, "head": h, "name": f"{l}.{h}"}
+    kh = {"task": "all", "heads": [], "threshold": -0.05, "by_share": {"heads": [head(*x) for x in share_heads]}}
+    eff = pd.DataFrame([{"task": "all", "layer": l, "head": str(h), "effect": 0.0, "effect_lo": -0.01,
+                         "effect_hi": 0.01, "logit_diff": 0.0, "n": 500} for l in range(4) for h in range(10)])
+    base = pd.DataFrame([{"name": "0.0", "layer": 0, "head": 0, "role": r, "measure": "mass", "view": "without first",
+                          "value": 0.1, "se": 0.001, "n": 500, "nonkey_median": 0.1, "nonkey_p05": 0.1,
+                          "nonkey_p95": 0.2, "percentile": 50.0, "n_nonkey": 39, "verdict": baseline_verdict}
+                         for r in ("operand", "operator")])
+    files = {"key_heads.json": kh, "effects.csv": eff, "prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =",
+             "answer": "3", "template": "t"}]}
+    R.write_step(folder, "identify", files, {"parameters": {}})
+    R.write_step(folder, "analyze", {"attention_roles.csv": roles, "attention_baseline.csv": base,
+                                     "analyze.json": {"key_heads": [], "stages": {},
+                                                      "heads_from": "top 10 by effect rank (no key head)"}},
+                 {"parameters": {}})
+    return folder
+
+
+def test_attention_roles_are_decided_on_the_share_heads_where_the_paper_finds_none(tmp_path):
+    """Protects the SmolLM2 case (science review §2.3): no head passes the paper's rule, two pass the share rule
+    and both read the operands far above the other 38 heads: the claim holds, said to be on the share rule's
+    heads (version 3 printed "no key head to test": inconclusive). Where the share heads read nothing special
+    it does not hold."""
+    yes = _write(tmp_path / "a", _roles({(3, 0): (0.9, 0.05), (3, 1): (0.05, 0.8)}), [(3, 0), (3, 1)])
+    row = C.claims(yes, ["attention-roles"]).iloc[0]
+    assert row.holds is True and "LD-ratio rule's key heads" in row.here and "2 of 2 heads" in row.here
+    no = _write(tmp_path / "b", _roles({(3, 0): (0.01, 0.01), (3, 1): (0.01, 0.01)}), [(3, 0), (3, 1)])
+    assert C.claims(no, ["attention-roles"]).holds.iloc[0] is False
+
+
+def test_a_head_inside_the_interval_of_the_others_percentile_is_undecided(tmp_path):
+    """Protects the interval on the other heads' 95th percentile: a head 2 SE above the point percentile but
+    below the upper end of its interval neither reads nor fails to (version 3 read it against the point); the
+    interval matches a brute-force bootstrap over the heads."""
+    others = np.array([0.10 + 0.005 * i for i in range(40) if i != 39])
+    p95, lo, hi = other_heads_p95(others)
+    rng = np.random.default_rng(0)
+    boot = np.percentile(rng.choice(others, size=(2000, len(others)), replace=True), 95, axis=1)
+    assert (lo, hi) == (np.percentile(boot, 2.5), np.percentile(boot, 97.5)) and lo <= p95 < hi
+    mid = p95 + 0.003 if p95 + 0.003 < hi - 0.002 else None
+    assert mid is not None
+    folder = _write(tmp_path / "a", _roles({(3, 9): (mid, 0.01)}), [(3, 9)])
+    row = C.claims(folder, ["attention-roles"]).iloc[0]
+    assert row.holds is None and "0 of 1 heads" in row.here and "1 inconclusive" in row.here

@@ -1,0 +1,94 @@
+"""The controls as the claims decide them (arithmech.claims.controls, arithmech.claims.evidence; issue #41): the
+control recomputed from prompts.jsonl over distinct problems, the task decided on, and the two-sided ablation rule.
+Each test writes a synthetic results folder whose stored (version 1) control or one-sided rule gives another
+verdict, so it fails on the old behaviour."""
+from __future__ import annotations
+
+import pandas as pd
+
+from arithmech.claims import rules as C
+from arithmech.core import results as R
+from arithmech.data.pairs import Sample
+
+
+def _mk(op, a, b, template="t"):
+    c = {"addition": a + b, "multiplication": a * b}[op]
+    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
+
+
+SUMS = [_mk("addition", a, b, f"t{i}") for a, b in [(a, b) for a in range(1, 10) for b in range(1, 10)
+                                                     ][::3][:24] for i in range(4)]
+PRODUCTS = [_mk("multiplication", a, b) for a in range(2, 10) for b in range(2, 10)][:30]
+
+
+def _effects(task, key_effect):
+    rows = []
+    for l in range(3):
+        for h in ("0", "1", "mlp"):
+            e = key_effect if (l, h) == (1, "0") else 0.0
+            rows.append({"task": task, "layer": l, "head": h, "effect": e, "effect_lo": e - 0.01,
+                         "effect_hi": e + 0.01, "logit_diff": 10 * e, "n": 96})
+    return pd.DataFrame(rows)
+
+
+def _sanity(task, heads_out, lo, hi):
+    rows = {"nothing-out": 1.0, "all-heads-out": heads_out, "all-mlps-out": 0.2, "x_c": 0.0, "majority-floor": 0.2,
+            "conditioned-floor": 0.9}
+    d = pd.DataFrame([dict(task=task, kind="sanity", order=o, seed=-1, k=0, accuracy=a, n=96) for o, a in rows.items()])
+    d = d.assign(positions="end", mean_source="pool", correct=(d.accuracy * 96).round().astype(int))
+    return d.assign(ci_low=d.accuracy - 0.05, ci_high=d.accuracy + 0.05).assign(
+        ci_low=lambda x: x.ci_low.where(x.order != "all-heads-out", lo),
+        ci_high=lambda x: x.ci_high.where(x.order != "all-heads-out", hi))
+
+
+def _write(folder, prompts, effects, control, task="all", knockout=None):
+    files = {"prompts.jsonl": [s.to_json() for s in prompts], "effects.csv": effects,
+             "key_heads.json": {"task": task, "heads": [], "control": control}}
+    if knockout is not None:
+        files["knockout.csv"] = knockout
+    R.write_step(folder, "identify", files, {"parameters": {}})
+    return folder
+
+
+def test_a_task_failed_by_its_copies_is_decided_under_the_new_control(tmp_path):
+    """Protects the zero-shot addition case (science review §2.2): the run's stored control (version 1) failed
+    addition at 64 % because each prompt was guessed from its copies in other templates; recomputed over
+    distinct problems it passes, so the identify claims are decided (version 1: inconclusive)."""
+    v1 = {"floors": {"addition": {"conditioned": 0.64}}, "failed": {"addition": "conditioned floor 64%"},
+          "pooled": ["addition"]}
+    folder = _write(tmp_path / "a", SUMS, _effects("addition", -0.08), v1, task="addition")
+    row = C.claims(folder, ["key-heads-exist"]).iloc[0]
+    assert row.holds is True and "fails its control" not in row.here
+
+
+def test_claims_move_to_the_one_task_that_passes(tmp_path):
+    """Protects the re-decision of a run whose all pools a failing task: the stored control pooled addition and
+    multiplication; recomputed, multiplication fails (its tens digit and one operand pin the answer), so the
+    claims are decided on addition's own rows (no key head there) and not on all's (a key head)."""
+    v1 = {"floors": {"addition": {}, "multiplication": {}}, "failed": {}, "pooled": ["addition", "multiplication"]}
+    eff = pd.concat([_effects("all", -0.08), _effects("addition", -0.001), _effects("multiplication", -0.2)])
+    folder = _write(tmp_path / "a", SUMS + PRODUCTS, eff, v1)
+    row = C.claims(folder, ["key-heads-exist"]).iloc[0]
+    assert row.holds is False and "n = 96 prompts" in row.here
+    two = {**v1, "floors": {"addition": {}, "multiplication": {}, "division": {}}}
+    assert C.claims(_write(tmp_path / "b", SUMS + PRODUCTS, eff, two), ["key-heads-exist"]).holds.iloc[0] is True
+
+
+def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
+    """Protects the two-sided ablation rule: every head out at 1 % [0 %, 4 %] lies below a uniform guess among
+    the ten answer tokens (10 %): over-ablation, does not hold (version 2 held: its interval reached the floor);
+    at 12 % [6 %, 20 %] it lies between the guess and the floor and holds; at 60 % [50 %, 70 %] it lies above the
+    floor (the floor over distinct problems, not the file's 90 % conditioned row) and does not hold."""
+    ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
+    verdict = lambda name, *s: C.claims(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
+                                               _sanity("addition", *s)), ["ablation-removes-information"]).iloc[0]
+    low = verdict("low", 0.01, 0.0, 0.04)
+    assert len({s.answer for s in SUMS}) == 10
+    assert low.holds is False and "over-ablation" in low.here
+    assert verdict("mid", 0.12, 0.06, 0.20).holds is True
+    high = verdict("high", 0.6, 0.5, 0.7)
+    assert high.holds is False and "too little" in high.here
+    few = C.claims(_write(tmp_path / "few", SUMS, _effects("addition", -0.08), ok, "addition",
+                          _sanity("addition", 0.12, 0.06, 0.20).assign(n_clusters=8)),
+                   ["ablation-removes-information"]).iloc[0]
+    assert few.holds is None and "insufficient: 8 problem clusters < 20" in few.here      # version 2 held

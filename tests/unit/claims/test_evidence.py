@@ -1,0 +1,45 @@
+"""What the deciders read (arithmech.claims.evidence): the cluster-aware knockout interval (issue #41)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from arithmech.claims import rules as C
+from arithmech.claims.evidence import cluster_interval
+from arithmech.core import results as R
+from arithmech.core.stats import wilson_interval
+
+
+def test_cluster_interval_counts_problems_not_prompts():
+    """Protects the knockout intervals from 128 prompts of 25 problems read as 128 trials: with n_clusters the
+    interval is Wilson's over the clusters (accuracy × clusters of clusters), checked against the formula by
+    hand for 20% of 10 clusters, and wider than over the prompts; without the column the file's own interval."""
+    row = pd.Series({"accuracy": 0.2, "n": 250, "ci_low": 0.15, "ci_high": 0.25, "n_clusters": 10})
+    lo, hi, what = cluster_interval(row)
+    z = 1.959964
+    centre = (0.2 + z * z / 20) / (1 + z * z / 10)
+    half = z * (0.2 * 0.8 / 10 + z * z / 400) ** 0.5 / (1 + z * z / 10)
+    assert (lo, hi) == pytest.approx((centre - half, centre + half)) and what == "Wilson over 10 problem clusters"
+    assert hi > 0.25 and (lo, hi) == wilson_interval(2, 10)
+    assert cluster_interval(row.drop("n_clusters"))[:2] == (0.15, 0.25)
+
+
+def test_knockout_verdict_reads_the_cluster_interval(tmp_path):
+    """Protects knockout-key-vs-random version 6: the top 8 out at 20% of 250 prompts is below every random draw
+    (40–60%) and its prompt interval (upper 25%) below their 5th percentile — version 5 held; from 10 problem
+    clusters the upper end is 51%, inside the band: inconclusive."""
+    rows = [dict(task="all", kind="head", order="effect-rank", seed=-1, k=8, accuracy=0.2, n=250, ci_low=0.15,
+                 ci_high=0.25, n_clusters=10),
+            dict(task="all", kind="head", order="effect-rank", seed=-1, k=0, accuracy=1.0, n=250, ci_low=0.98,
+                 ci_high=1.0, n_clusters=10)]
+    rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=8, accuracy=0.4 + 0.01 * s, n=250,
+                  ci_low=0.3, ci_high=0.5, n_clusters=10) for s in range(20)]
+    ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", correct=lambda d: (d.accuracy * 250).astype(int))
+    eff = pd.DataFrame([{"task": "all", "layer": 0, "head": h, "effect": -0.1, "effect_lo": -0.11, "effect_hi": -0.09,
+                         "logit_diff": -1.0, "n": 250} for h in ("0", "1", "mlp")])
+    R.write_step(tmp_path, "identify", {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3",
+                                                           "template": "t"}], "effects.csv": eff,
+                                         "key_heads.json": {"task": "all", "heads": []}, "knockout.csv": ko},
+                 {"parameters": {}})
+    row = C.claims(tmp_path, ["knockout-key-vs-random"]).iloc[0]
+    assert row.holds is None and "51% (Wilson over 10 problem clusters)" in row.here

@@ -1,0 +1,60 @@
+"""The per-task control of identify, version 2 (arithmech.steps.control, issue #41)."""
+from __future__ import annotations
+
+from arithmech.data.pairs import Sample
+from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.steps.control import task_control
+
+
+def _mk(op, a, b, template="t"):
+    c = {"addition": a + b, "multiplication": a * b}[op]
+    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
+
+
+SUMS = [(a, b) for a in range(1, 10) for b in range(1, 10) if (a + b) % 3 == 0][:24]     # 24 distinct sums
+PRODUCTS = [(a, b) for a in range(2, 10) for b in range(2, 10)][:30]                       # 30 distinct products
+
+
+def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems():
+    """Protects the control's decision on the right floor: sums copied into four templates each pass (version 1,
+    leave-one-prompt-out, failed them: the copies voted), products whose tens digit and operand pin the last
+    digit fail; the failed task is named with its floor and left out of the pool."""
+    add = [_mk("addition", a, b, f"t{i}") for a, b in SUMS for i in range(4)]
+    mul = [_mk("multiplication", a, b) for a, b in PRODUCTS]
+    c = task_control({"addition": add, "multiplication": mul})
+    assert CONTROL_FLOOR == 0.5 and c["version"] == 2
+    assert c["pooled"] == ["addition"] and list(c["failed"]) == ["multiplication"]
+    assert c["floors"]["addition"]["conditioned"] < 0.5 <= c["floors"]["multiplication"]["conditioned"]
+    assert c["floors"]["addition"]["problems"] == 24 and c["floors"]["addition"]["n"] == 96
+    from arithmech.data.answer_tokens import conditioned_floor
+    assert conditioned_floor(add)["accuracy"] >= CONTROL_FLOOR           # what version 1 decided on
+
+
+def test_a_task_with_too_few_problems_is_insufficient():
+    """Protects the minimum evidence (steps.config.MIN_PROBLEMS = 20): 19 distinct sums, however many copies,
+    are insufficient — failed with the count, left out of the pool; where every task fails, all pools them all
+    and is failed itself."""
+    few = [_mk("addition", a, b, f"t{i}") for a, b in SUMS[:MIN_PROBLEMS - 1] for i in range(10)]
+    c = task_control({"addition": few})
+    assert MIN_PROBLEMS == 20 and c["insufficient"] == ["addition"]
+    assert c["failed"]["addition"] == "insufficient: 190 prompts from 19 problems < 20"
+    both = task_control({"a1": few, "a2": few})
+    assert both["pooled"] == ["a1", "a2"] and set(both["failed"]) == {"a1", "a2", "all"}
+
+
+def test_identify_uses_this_control():
+    """Protects one control for the run and the claims: identify's task_control is this module's."""
+    from arithmech.steps import identify
+    assert identify.task_control is task_control
+
+
+def test_a_table_says_insufficient_below_the_minimum():
+    """Protects App. D's table (steps.generalize.table3's status): key heads found on 4 prompts of 4 problems
+    read "insufficient", not "ok" (its status was "ok" whatever the count); 20 problems read "ok"."""
+    from arithmech.steps.control import evidence_status
+    four = [_mk("addition", a, 1) for a in range(1, 5)]
+    assert evidence_status(four) == "insufficient: 4 X_r from 4 problems < 20"
+    assert evidence_status([_mk("addition", a, b) for a, b in PRODUCTS[:20]]) == "ok"
+    import inspect
+    from arithmech.steps import generalize
+    assert "evidence_status(samples)" in inspect.getsource(generalize.table3)
