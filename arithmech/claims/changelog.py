@@ -295,14 +295,14 @@ _CURVES = ("over every rate of each arm's grid (arithmech.claims.curves): each p
 _SHIPPED = ("yes: the shipped SmolLM2 Table 1 records (4 rates per arm, 3 seeds at each chosen rate) and the "
             "review's reading of them (2026-11-27 §2.1); written before any record of the issue-#40 runner")
 CHANGELOG += (
-    Change("precise-matches-full", 6, "2026-11-27", "this commit", "decided " + _CURVES + ": holds iff some "
+    Change("precise-matches-full", 6, "2026-11-27", "b8a69c7", "decided " + _CURVES + ": holds iff some "
            "precise-key rate is within 5 points of (or above) every full rate; does not hold iff every precise-key "
            "rate is more than 5 points below some full rate (was: one chosen rate per arm, hierarchical bootstrap, "
            "within ±5 points)", _SHIPPED),
-    Change("selection-matters", 3, "2026-11-27", "this commit", "decided " + _CURVES + ": holds iff some precise-key "
+    Change("selection-matters", 3, "2026-11-27", "b8a69c7", "decided " + _CURVES + ": holds iff some precise-key "
            "rate beats every precise-random rate; does not hold iff at every key rate some random rate comes within "
            "+5 points (was: one chosen rate, percentile bootstrap over 3 runs, which undercovers)", _SHIPPED),
-    Change("precise-keeps-generic", 6, "2026-11-27", "this commit", "decided " + _CURVES + "; both halves of the "
+    Change("precise-keeps-generic", 6, "2026-11-27", "b8a69c7", "decided " + _CURVES + "; both halves of the "
            "claim: (a) full SFT costs general skill at some rate, (b) some learning precise-key rate is dominated by "
            "no full rate (was: precise-key − base only, lower end above −5 points, at one chosen rate; full SFT's "
            "cost was never tested)", _SHIPPED),

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -209,6 +210,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on :func:`t_cdf`; to 1e-10)."""
     if not 0 < p < 1 or df <= 0:
@@ -225,7 +227,7 @@ def t_quantile(p: float, df: float) -> float:
 def t_interval(x: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """``(mean, lo, hi)``: Student t interval of the mean of a few values (run means: one value per training
     run), ``mean ± t_{n-1} · sd / √n``; needs two values or more. Its coverage at n = 3, 5, 10 runs is checked on
-    simulated runs (``tests/unit/claims/test_frontier_stats.py``)."""
+    simulated runs (``tests/unit/core/test_stats_coverage.py``)."""
     n = len(x)
     if n < 2:
         raise ValueError(f"t_interval needs at least two values, got {n}")
