@@ -60,11 +60,14 @@ def plan(folder: str | Path) -> dict:
 
 
 def arm_runs(folder: str | Path, p: dict | None = None) -> dict[str, list[dict]]:
-    """Arm → the records of its runs at the chosen learning rate (``base``: its one record)."""
+    """Arm → the records of its runs at the chosen learning rate (``base``: its one record); an arm whose plan
+    names no chosen runs (the issue-#40 runner decides over whole curves) is left out."""
     p = p or plan(folder)
     out = {"base": [records.read_finetune(folder, "base")]}
     for arm, a in p["arms"].items():
-        out[arm] = [records.read_tag(folder, t) for t in a["runs"]]
+        tags = a.get("runs") or [r["tag"] for r in a.get("grid_rows") or [] if r["lr"] == a.get("chosen_lr")]
+        if tags and arm not in ("base", "base-shots"):
+            out[arm] = [records.read_tag(folder, t) for t in tags]
     return out
 
 
@@ -180,7 +183,7 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
                          "chance": base[m].get("chance"), "decides": m in deciding(base, [m]),
                          "collapsed_runs": sum(collapsed(r, runs["base"][0], m) for r in rs) if gate else 0,
                          "ci_low": lo, "ci_high": hi, "delta": d, "delta_ci_low": lo_d, "delta_ci_high": hi_d,
-                         "lr": None if arm == "base" else p["arms"][arm]["chosen_lr"]})
+                         "lr": None if arm == "base" else p["arms"][arm].get("chosen_lr")})
     return pd.DataFrame(rows)
 
 
@@ -232,11 +235,12 @@ def tradeoff_frame(folder: str | Path) -> pd.DataFrame:
     g = S.primary_general
     rows = []
     for arm, a in p["arms"].items():
-        tags = dict.fromkeys([r["tag"] for r in a["grid_rows"]] + a["runs"])
+        chosen = a.get("runs") or []
+        tags = dict.fromkeys([r["tag"] for r in a["grid_rows"]] + chosen)
         for t in tags:
             r = records.read_tag(folder, t)
             pr = r["parameters"]
-            rows.append({"arm": arm, "seed": r["seed"], "lr": pr["lr"], "chosen": t in a["runs"], "run": t,
+            rows.append({"arm": arm, "seed": r["seed"], "lr": pr["lr"], "chosen": t in chosen, "run": t,
                          "math_gain": value(r, S.primary_math) - value(base, S.primary_math),
                          "general_change": value(r, g, pooled) - value(base, g, pooled),
                          "collapsed": collapsed(r, base, g, pooled),
