@@ -93,7 +93,10 @@ def frontier_chart(runs: pd.DataFrame, points: pd.DataFrame, title: str = "every
         run.transform_filter("!datum.collapsed").mark_point(filled=False, size=30, opacity=0.55),
         run.transform_filter("datum.collapsed").mark_point(shape="cross", filled=True, size=60, opacity=0.8),
         pt.transform_filter("datum.frontier").mark_line(strokeWidth=2).encode(order="math:Q"),
-        pt.mark_point(filled=True, size=90, opacity=0.9),
+        pt.transform_filter("!datum.collapsed").mark_point(filled=True, size=90, opacity=0.9),
+        pt.transform_calculate(rate="format(datum.lr, '.0e')").mark_text(align="left", dx=7, dy=-7, fontSize=10).encode(
+            text="rate:N"),
     ).properties(width=COLUMN, height=340, title=alt.TitleParams(title, subtitle=subtitle or [
-        "hollow: one run (seed or draw); filled: a grid point's mean over its runs; line: the arm's frontier",
+        "hollow: one run (seed or draw); filled: a grid point's mean over its runs (labelled with its rate);",
+        "line: the arm's frontier (the Pareto set of its points that did not collapse);",
         "cross: a run that collapsed (its interval below half of base's margin over chance)"]))
