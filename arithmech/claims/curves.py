@@ -141,15 +141,13 @@ def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "preci
 # ------------------------------------------------------------------------- the table of verdicts
 def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Callable[[Curves], bool | None]]]:
     """``(claim, comparison, arms it reads, measure variant, decide)`` for every rule and variant (module docstring)."""
-    out = []
-    for v in c.variants:
-        out.append(("precise SFT learns the skill", "precise-key − base", ("precise-key",), v,
-                    lambda c, v=v: learns(c, v)))
-        if c.shots is not None and c.math in c.shots["results"]:
-            out.append(("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",),
-                        v, lambda c, v=v: learns(c, v, "base-shots")))
-        out.append(("precise matches full", "precise-key − full", ("precise-key", "full"), v,
-                    lambda c, v=v: matches(c, v)))
+    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v, lambda c, v=v: learns(c, v))
+           for v in c.variants]
+    if c.shots is not None and c.math in c.shots["results"]:
+        out += [("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",), v,
+                 lambda c, v=v: learns(c, v, "base-shots")) for v in c.variants]
+    out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v, lambda c, v=v: matches(c, v))
+            for v in c.variants]
     out.append(("precise keeps general skills better than full", "full − base (a); full vs precise-key (b)",
                 ("precise-key", "full"), c.variants[0], lambda c: keeps(c, c.variants[0])))
     for arm, ctl in product(("precise-key", "precise-share"), RANDOM):

@@ -1,4 +1,9 @@
-"""Table 1's rules, stated before the run, and their verdicts computed from the results files.
+"""Table 1's single-rate rules and their verdicts computed from the results files, and the collapse gate.
+
+**Superseded for the claims by** :mod:`arithmech.claims.curves` (issue #40): the claims of
+:mod:`arithmech.claims.rules` are decided over every rate of each arm's grid. The rules below read one chosen rate
+per arm; they are kept to show what they decided (and where a chosen rate flips them), and :func:`arm_table`,
+:func:`deciding`, :func:`pool`, :func:`collapsed` serve both.
 
 Every comparison is a **hierarchical paired bootstrap** (:func:`arithmech.core.stats.hierarchical_bootstrap`,
 95%, 2,000 resamples): each resample draws each arm's runs at its chosen learning rate with replacement (its

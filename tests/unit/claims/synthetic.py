@@ -68,13 +68,16 @@ def record(mode: str, tag: str | None, arm: str, lr, seed: int, draw, res: dict,
         results=res)
 
 
-def write(folder: Path, arms: dict, chosen: dict | None = None, seed: int = 0) -> Path:
+def write(folder: Path, arms: dict, chosen: dict | None = None, seed: int = 0, shots: tuple | None = None) -> Path:
     """The folder (``finetune/`` records and ``table1.json``); general changes are in accuracy units (−0.07: −7
-    points on both cloze sets)."""
+    points on both cloze sets). ``shots``: ``(addition, subtraction)`` of a ``base-shots`` record (math only)."""
     rng = random.Random(seed)
     (folder / "finetune").mkdir(parents=True, exist_ok=True)
     dump = lambda name, obj: (folder / "finetune" / name).write_text(json.dumps(obj))
     dump("base.json", record("base", None, "base", None, 0, None, results(0.0, 0.0, 0.0, rng)))
+    if shots:
+        carry = results(*shots, 0.0, rng)["carry"]
+        dump("base-shots.json", record("base", "shots", "base-shots", None, 0, None, {"carry": carry}))
     plan = {"suite": "cpu", "heads": {}, "runs": ["base"], "arms": {}}
     for arm, grid in arms.items():
         rows, name = [], arm.removeprefix("precise-")

@@ -113,6 +113,18 @@ def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
     assert "does not hold without precise-key 1e-03" in r["leave-one-rate-out"]
 
 
+def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
+    """Protects the base-shots control (issue #40 item 2): the base model with K solved examples already answers
+    62 % of the carry items; precise-key, at 55 % at every rate, learns the skill against the zero-shot base
+    (old rule: *holds*, and still so) but not more than the answer format (*does not hold*)."""
+    arms = {"precise-key": {1e-3: J(0.55, 0.55, 0.0), 3e-3: J(0.55, 0.55, -0.01)}, "full": {1e-4: J(0.9, 0.9, -0.05)}}
+    f = write(tmp_path, arms, shots=(0.62, 0.62))
+    assert _old(f, "precise SFT learns the skill") == "holds"
+    rows = C.verdicts(f)
+    assert _row(rows, "precise SFT learns the skill")["verdict"] == C.HOLDS
+    assert _row(rows, "precise SFT learns more than the answer format")["verdict"] == C.NOT
+
+
 def test_addition_and_subtraction_are_decided_apart(tmp_path):
     """Protects issue #40 item 3 (operations apart): random heads learn subtraction with borrow far better, addition
     alike; pooled and subtraction say *does not hold*, addition is decided on its own items (the even ones)."""
