@@ -42,11 +42,12 @@ def _curves(ctx: Context, cid: str):
     if r["whole grid"] == curves.UNTESTABLE or r["why"]:
         return r["why"], None
     num = "" if r["estimate"] is None or r["estimate"] != r["estimate"] else (
-        f"; frontier tops {r['at']}: {_pct(r['estimate'])} points" + (
-            f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]" if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
-            else " (no run-level interval)"))
-    here = (f"{r['comparison']} over every rate of each grid, {r['measure']}: {r['whole grid']}{num} "
-            f"(Welch t over run means); leave-one-rate-out: {r['leave-one-rate-out'] or 'nothing to flip'}")
+        f"frontier tops {r['at']}: {_pct(r['estimate'])} points" + (
+            f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (Welch t over run means)"
+            if r["ci_low"] is not None and r["ci_low"] == r["ci_low"] else " (no run-level interval)"))
+    what = "" if comp is None else f", {r['measure']}"
+    flipped = f"whole grid {r['whole grid']}, but " if r["whole grid"] != r["verdict"] else ""
+    here = f"{r['comparison']} over every rate{what}: {num}; {flipped}{r['leave-one-rate-out'] or 'nothing to flip'}"
     return here, {curves.HOLDS: True, curves.NOT: False}.get(r["verdict"])
 
 
