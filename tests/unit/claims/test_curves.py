@@ -96,7 +96,7 @@ def test_selection_is_frontier_against_frontier(tmp_path):
     t = C.by_rate(c, "carry").set_index("lr")
     assert t.loc[9e-3, "part"] == C.NOT and t.loc[1e-3, "part"] == C.HOLDS
     here, holds = selection_matters(Context(f))
-    assert holds is True and "leave-one-rate-out" in here
+    assert holds is True and "stays holds with any one of" in here
 
 
 def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
