@@ -124,3 +124,21 @@ def finding_lines(rows: pd.DataFrame) -> list[str]:
            for _, r in pooled.iterrows() if r["whole grid"] != C.NOT_RUN]
     waiting = pooled[pooled["whole grid"] == C.NOT_RUN].comparison.tolist()
     return out + ([f"Not yet run: {'; '.join(waiting)}."] if waiting else [])
+
+
+def common_rates(c: F.Curves) -> pd.DataFrame:
+    """The selection comparisons at every rate both arms ran (:func:`arithmech.claims.curves.by_rate`): key and share
+    against each random arm, per math measure, the difference in points with its Welch interval and the part's
+    verdict (an interval above 0: true; upper end below +m: false)."""
+    out = []
+    for arm in ("precise-key", "precise-share"):
+        for ctl in C.RANDOM:
+            if not (c.points.get(arm) and c.points.get(ctl)):
+                continue
+            for v in c.variants:
+                for _, r in C.by_rate(c, v, arm, ctl).iterrows():
+                    ci = "—" if r["lo"] is None or r["lo"] != r["lo"] else f"[{PCT(r['lo'])}, {PCT(r['hi'])}]"
+                    out.append({"comparison": f"{arm} − {ctl}", "measure": v.replace(":", ", "),
+                                "rate": f"{r['lr']:.0e}", "runs": r["runs"], "difference": PCT(r["difference"]),
+                                "95% run-level": ci, "this rate alone": r["part"]})
+    return pd.DataFrame(out)
