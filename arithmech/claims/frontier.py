@@ -120,9 +120,10 @@ def scope(folder: str | Path, plan: dict, math: str) -> tuple[bool, str]:
         return True, ""
     best = max(vals)
     if best >= SCOPE:
-        return True, f"full SFT learns the skill (best validation {math} {best:.0%})"
-    return False, (f"not testable: full SFT does not learn the skill either (best validation {math} {best:.0%} over "
-                   f"its grid and learning curve; a test needs ≥ {SCOPE:.0%}), so the arms all sit near zero")
+        return True, f"full SFT learns the skill (best validation math accuracy {best:.0%})"
+    return False, (f"not testable: full SFT does not learn the skill either (best validation math accuracy "
+                   f"{best:.0%} over its grid and learning curve; a test needs ≥ {SCOPE:.0%}), so the arms all sit "
+                   "near zero")
 
 
 
