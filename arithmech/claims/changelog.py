@@ -334,3 +334,30 @@ def pre_registered(rule_id: str) -> bool:
     """True iff no version of ``rule_id`` was written after the results it decides existed."""
     h = history(rule_id)
     return bool(h) and not any(c.after_results for c in h)
+
+
+# -- issue #40 (frontier branch): Table 1 decided over whole learning-rate curves. Appended as its own block, written
+# on 2026-11-27 before the first record of the issue-#40 arms runner (precise-share, precise-random-any, base-shots,
+# seeds at every rate); the shipped SmolLM2 records it also reads existed and had been read (the review of
+# 2026-11-27, §2.1).
+_CURVES = ("over every rate of each arm's grid (arithmech.claims.curves): each part compares two grid points on "
+           "Welch t intervals over run means (≥ 3 runs a point; a point against base: Student t), parts combined with "
+           "some/every in three-valued logic; inconclusive when leaving out any one grid point's runs gives the "
+           "opposite verdict; collapsed points (interval gate) decide nothing")
+_SHIPPED = ("yes: the shipped SmolLM2 Table 1 records (4 rates per arm, 3 seeds at each chosen rate) and the "
+            "review's reading of them (2026-11-27 §2.1); written before any record of the issue-#40 runner")
+CHANGELOG += (
+    Change("precise-matches-full", 6, "2026-11-27", "b8a69c7", "decided " + _CURVES + ": holds iff some "
+           "precise-key rate is within 5 points of (or above) every full rate; does not hold iff every precise-key "
+           "rate is more than 5 points below some full rate (was: one chosen rate per arm, hierarchical bootstrap, "
+           "within ±5 points)", _SHIPPED),
+    Change("selection-matters", 4, "2026-11-27", "b8a69c7", "decided " + _CURVES + ": holds iff some precise-key "
+           "rate beats every precise-random rate; does not hold iff at every key rate some random rate comes within "
+           "+5 points (was: one chosen rate, percentile bootstrap over 3 runs, which undercovers; numbered 4 when merged "
+           "after version 3's wording change, which was written later the same day)", _SHIPPED),
+    Change("precise-keeps-generic", 6, "2026-11-27", "b8a69c7", "decided " + _CURVES + "; both halves of the "
+           "claim: (a) full SFT costs general skill at some rate, (b) some learning precise-key rate is dominated by "
+           "no full rate (was: precise-key − base only, lower end above −5 points, at one chosen rate; full SFT's "
+           "cost was never tested)", _SHIPPED),
+)
+DIGEST.update({"precise-matches-full": "613c9aea9a49", "selection-matters": "b3f9e3ce5763", "precise-keeps-generic": "e674d32a4f40"})

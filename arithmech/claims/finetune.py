@@ -1,39 +1,63 @@
 """The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.claims.rules`.
 
-Each claim takes the verdict of the arms runner's pre-stated rule (:mod:`arithmech.claims.verdicts`:
-hierarchical bootstrap over seeds and test items, ``finetune/table1.json``). Each decider takes a
-:class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; without an arms run the
-claim is missing.
+Each claim takes the verdict of its rule over whole learning-rate curves (:mod:`arithmech.claims.curves`, issue
+#40: every rate of every arm's grid, run-level t intervals, leave-one-rate-out) on the primary math measure
+(pooled over operations), ``finetune/table1.json`` and its records. Each decider takes a
+:class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; without an arms run, or without a run
+of an arm the rule reads, the claim is missing; where the model's scope or a collapse rules the test out, its
+``here`` says "not testable" and why.
 """
 from __future__ import annotations
 
+from arithmech.claims import curves
+from arithmech.claims.curves import MARGIN
 from arithmech.claims.evidence import Context, Missing
-from arithmech.claims.verdicts import verdicts
+from arithmech.claims.frontier import MIN_RUNS, SCOPE
+from arithmech.claims.verdicts import COLLAPSE
 from arithmech.core import results
 
-ARMS = {"precise-matches-full": "precise matches full", "selection-matters": "the selection matters",
-        "precise-keeps-generic": "precise keeps general skills"}
+NUMBERS = (MARGIN, MIN_RUNS, SCOPE, COLLAPSE)
+"""The numbers the curve rules decide with (margin, runs a point needs, the toy's scope, the collapse gate's
+share of base's margin over chance): read by every decider, so each is part of its rule's digest."""
+
+ARMS = {"precise-matches-full": ("precise matches full", "precise-key − full"),
+        "selection-matters": ("the selection matters", "precise-key − precise-random"),
+        "precise-keeps-generic": ("precise keeps general skills better than full", None)}
 
 
-def _arms(ctx: Context, cid: str):
-    """The arms runner's verdict for claim ``cid`` (:mod:`arithmech.claims.verdicts`)."""
+def _pct(x) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _curves(ctx: Context, cid: str):
+    """The curve rule's row for claim ``cid`` (:mod:`arithmech.claims.curves`), on the pooled math measure."""
     if not results.exists(ctx.folder, "finetune/table1.json"):
         raise Missing("no arms run (python -m arithmech arms)")
-    v = ctx.memo("verdicts", lambda: verdicts(ctx.folder).set_index("claim")).loc[ARMS[cid]]
-    if v.verdict == "not run":
-        raise Missing(f"the arms run has no {v.comparison}")
-    here = (f"{v.comparison} on {v.measure}: {v.estimate:+.3f} [{v.ci_low:+.3f}, {v.ci_high:+.3f}] "
-            "(hierarchical bootstrap over seeds and test items; arms runner)" + (f"; collapsed: {v.collapsed}" if v.get("collapsed") else ""))
-    return here, {"holds": True, "does not hold": False}.get(v.verdict)
+    rows = ctx.memo(("curves", NUMBERS), lambda: curves.verdicts(ctx.folder))
+    claim, comp = ARMS[cid]
+    r = rows[(rows.claim == claim) & (rows.measure == rows.measure.iloc[0])
+             & ((rows.comparison == comp) if comp else True)].iloc[0]
+    if r["whole grid"] == curves.NOT_RUN:
+        raise Missing(r["why"])
+    if r["whole grid"] == curves.UNTESTABLE or r["why"]:
+        return r["why"], None
+    num = "" if r["estimate"] is None or r["estimate"] != r["estimate"] else (
+        f"frontier tops {r['at']}: {_pct(r['estimate'])} points" + (
+            f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (Welch t over run means)"
+            if r["ci_low"] is not None and r["ci_low"] == r["ci_low"] else " (no run-level interval)"))
+    what = "" if comp is None else f", {r['measure']}"
+    flipped = f"whole grid {r['whole grid']}, but " if r["whole grid"] != r["verdict"] else ""
+    here = f"{r['comparison']} over every rate{what}: {num}; {flipped}{r['leave-one-rate-out'] or 'nothing to flip'}"
+    return here, {curves.HOLDS: True, curves.NOT: False}.get(r["verdict"])
 
 
 def selection_matters(ctx: Context):
-    return _arms(ctx, "selection-matters")
+    return _curves(ctx, "selection-matters")
 
 
 def precise_matches_full(ctx: Context):
-    return _arms(ctx, "precise-matches-full")
+    return _curves(ctx, "precise-matches-full")
 
 
 def precise_keeps_generic(ctx: Context):
-    return _arms(ctx, "precise-keeps-generic")
+    return _curves(ctx, "precise-keeps-generic")

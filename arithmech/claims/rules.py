@@ -123,19 +123,26 @@ RULES: tuple[Rule, ...] = (
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
-         "the arms runner's rule 2 (finetune/table1.json, verdicts.py): holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) "
-         "of precise-key − full on the suite's primary math measure lies within ±5 points, does not hold iff wholly "
-         "outside; inconclusive otherwise", version=5),
+         "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "
+         "every rate of full SFT, at most 5 points below it (Welch 95% interval of precise − full on the primary math "
+         "measure, run means, ≥ 3 runs a point: lower end above −5 points); does not hold iff every precise-key rate "
+         "lies more than 5 points below some full rate (upper end below −5); inconclusive otherwise, and when leaving "
+         "out any one grid point's runs gives the opposite verdict; collapsed points decide nothing", version=6),
     Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper)",
          "not tested (no random-head arm)",
-         "holds iff the 95% hierarchical bootstrap interval (seeds and test items resampled) of precise-key − precise-random (as many random heads, layers "
-         "matched) on the primary math measure lies above 0; does not hold iff its upper end is below +5 points", version=3),
+         "over whole learning-rate grids (claims/curves.py, rule 4): holds iff some rate of precise-key beats every "
+         "rate of precise-random (layer-matched random heads, draws and seeds as runs) on the primary math measure "
+         "(Welch 95% interval of key − random, run means, ≥ 3 runs a point: above 0); does not hold iff at every "
+         "key rate some random rate comes within +5 points (upper end below +5); inconclusive otherwise, and when "
+         "leaving out any one grid point's runs gives the opposite verdict", version=4),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
-         "the arms runner's rule 4 (verdicts.py): precise-key − base on the suite's primary general measure (cpu "
-         "suite: the cloze sets whose base interval lies above chance, pooled): holds iff the 95% hierarchical "
-         "bootstrap interval's (seeds and test items resampled) lower end is above −5 points, does not hold iff its upper end is below −5 points; inconclusive "
-         "otherwise (full SFT's cost is shown beside it, rule 5)", version=5),
+         "over whole learning-rate grids (claims/curves.py, rule 3), both halves: (a) full SFT costs general skill "
+         "at some rate (t 95% interval of its primary general change below 0, or a collapsed rate; does not iff "
+         "every rate's lower end is above −5 points) and (b) some precise-key rate that learns the skill is "
+         "dominated by no full-SFT rate (dominated: full's math gain and general change both decidedly above it, "
+         "Welch 95% intervals above 0); holds iff both hold, does not hold iff either does not; inconclusive "
+         "otherwise, and when leaving out any one grid point's runs gives the opposite verdict", version=6),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)
 RULES += (

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -171,3 +172,83 @@ def paired_halfwidth(n: int, discordant: float, z: float = 1.96) -> float:
     the difference is near 0: ``z * sqrt(discordant / n)`` (McNemar's variance). 800 items resolve
     ±3 points up to 19 % discordant items; 200 items, up to 4.7 %."""
     return z * math.sqrt(discordant / n)
+
+
+# ----------------------------------------------------------------- intervals over a few run means (issue #40)
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betai(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b)."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(lbt) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(lbt) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Student t distribution's CDF at ``t`` with ``df`` (real, > 0) degrees of freedom."""
+    tail = 0.5 * _betai(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on :func:`t_cdf`; to 1e-10)."""
+    if not 0 < p < 1 or df <= 0:
+        raise ValueError(f"t_quantile: p={p} must lie in (0, 1) and df={df} be positive")
+    lo, hi = -1e4, 1e4
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-10:
+            break
+    return (lo + hi) / 2
+
+
+def t_interval(x: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, lo, hi)``: Student t interval of the mean of a few values (run means: one value per training
+    run), ``mean ± t_{n-1} · sd / √n``; needs two values or more. Its coverage at n = 3, 5, 10 runs is checked on
+    simulated runs (``tests/unit/core/test_stats_coverage.py``)."""
+    n = len(x)
+    if n < 2:
+        raise ValueError(f"t_interval needs at least two values, got {n}")
+    m = sum(x) / n
+    half = t_quantile((1 + level) / 2, n - 1) * math.sqrt(sum((v - m) ** 2 for v in x) / (n - 1) / n)
+    return m, m - half, m + half
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean(b) − mean(a), lo, hi)``: Welch's t interval of a difference of two means of a few runs each
+    (unequal variances, Welch–Satterthwaite degrees of freedom); each side needs two values or more. Where both
+    sides have no spread at all the interval is the point."""
+    na, nb = len(a), len(b)
+    if na < 2 or nb < 2:
+        raise ValueError(f"welch_interval needs at least two values a side, got {na} and {nb}")
+    ma, mb = sum(a) / na, sum(b) / nb
+    va = sum((v - ma) ** 2 for v in a) / (na - 1) / na
+    vb = sum((v - mb) ** 2 for v in b) / (nb - 1) / nb
+    d, se2 = mb - ma, va + vb
+    if se2 == 0:
+        return d, d, d
+    df = se2 ** 2 / ((va ** 2 / (na - 1) if va else 0.0) + (vb ** 2 / (nb - 1) if vb else 0.0))
+    half = t_quantile((1 + level) / 2, df) * math.sqrt(se2)
+    return d, d - half, d + half

@@ -31,7 +31,10 @@ ROLES: dict[str, dict[str, str]] = {
     # key heads vs the non-key heads' band
     "selection": {"key": KEY, "control": CONTROL},
     # the fine-tuning arms of Table 1: precise-key tunes the key heads, precise-random random heads
-    "arm": {"base": "#2c3e50", "full": "#2471a3", "precise-key": KEY, "precise-random": CONTROL},
+    # (issue #40: precise-share tunes the share rule's heads; precise-random-any draws random heads from any layer;
+    # base-shots is the base model with K solved examples)
+    "arm": {"base": "#2c3e50", "full": "#2471a3", "precise-key": KEY, "precise-share": "#af601a",
+            "precise-random": CONTROL, "precise-random-any": "#4d5656", "base-shots": "#7fb3d5"},
     # the ways of measuring a component's effect (the Beyond chapter)
     "method": {"exact": "#1c2833", "EAP": "#b7950b", "EAP-IG": "#a04000"},
     # a token's role in the prompt (Fig. 5, Fig. 6a: what the heads read, what the MLPs receive)

@@ -49,10 +49,12 @@ def grid_frame(folder: str | Path) -> pd.DataFrame:
     """Every learning rate tried per arm (first seed): validation math accuracy and loss, the choice (★),
     and whether the chosen rate is interior."""
     p = V.plan(folder)
+    first = lambda rows: [r for r in rows if r.get("seed") == min(x.get("seed", 0) for x in rows) and not r.get("draw")]
     return pd.DataFrame([{"arm": arm, "lr": f"{r['lr']:.0e}", "validation math accuracy": f"{r['val_math']:.1%}",
-                          "validation math loss": f"{r['val_nll']:.3f}", "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
-                          "chosen rate interior": "yes" if a["interior"] else "no"}
-                         for arm, a in p["arms"].items() for r in a["grid_rows"]])
+                          "validation math loss": f"{r['val_nll']:.3f}" if r.get("val_nll") is not None else "—",
+                          "chosen": "★" if r["lr"] == a.get("chosen_lr") else "",
+                          "chosen rate interior": "yes" if a.get("interior") else "no"}
+                         for arm, a in p["arms"].items() for r in first(a.get("grid_rows") or [])])
 
 
 def base_vs_chance(folder: str | Path) -> pd.DataFrame:

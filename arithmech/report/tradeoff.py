@@ -68,3 +68,35 @@ def arms_chart(table: pd.DataFrame, measures: list[str], title: str = "Table 1: 
     ).properties(width=COLUMN // 2 - 20, height=22 * max(1, len(arms)) + 20)
     return layer.facet(facet=alt.Facet("measure:N", sort=[shown(m) for m in measures], title=None), columns=2, data=df,
                        title=title).resolve_scale(x="independent")
+
+
+def frontier_chart(runs: pd.DataFrame, points: pd.DataFrame, title: str = "every run, and each arm's frontier",
+                   subtitle: list[str] | str | None = None) -> alt.LayerChart:
+    """The trade-off plane over whole curves (issue #40): every run as a small hollow mark (a cross where it
+    collapsed), each grid point's run mean as a filled dot, and each arm's frontier (the Pareto set of its points
+    that did not collapse) as a line through its points; x = change of the primary general measure from base,
+    y = math gain. ``runs``, ``points``: :func:`arithmech.report.curves.run_frame` and
+    :func:`arithmech.report.curves.point_frame`. One colour per arm (:mod:`arithmech.report.colours`)."""
+    arms = [a for a in ARM_SCALE.domain if a in set(runs.arm) | set(points.arm)]
+    colour = alt.Color("arm:N", scale=colours.scale("arm", arms), title=None, legend=_BOTTOM)
+    x = alt.X("general:Q", title=f"change of {runs['general_name'].iloc[0]} from base", axis=alt.Axis(format="+.0%"))
+    y = alt.Y("math:Q", title=f"change of {runs['math_name'].iloc[0]} from base (math gain)",
+              axis=alt.Axis(format="+.0%"))
+    tip = ["arm", alt.Tooltip("lr:Q", format=".0e", title="rate"), alt.Tooltip("math:Q", format="+.1%"),
+           alt.Tooltip("general:Q", format="+.1%")]
+    run = alt.Chart(runs).encode(x=x, y=y, color=colour, tooltip=tip + ["run", "collapsed"])
+    pt = alt.Chart(points).encode(x=x, y=y, color=colour, tooltip=tip + ["runs", "frontier"])
+    zero = pd.DataFrame({"v": [0.0]})
+    return alt.layer(
+        alt.Chart(zero).mark_rule(color=colours.colour("reference", "zero")).encode(x="v:Q"),
+        alt.Chart(zero).mark_rule(color=colours.colour("reference", "zero")).encode(y="v:Q"),
+        run.transform_filter("!datum.collapsed").mark_point(filled=False, size=30, opacity=0.55),
+        run.transform_filter("datum.collapsed").mark_point(shape="cross", filled=True, size=60, opacity=0.8),
+        pt.transform_filter("datum.frontier").mark_line(strokeWidth=2).encode(order="math:Q"),
+        pt.transform_filter("!datum.collapsed").mark_point(filled=True, size=90, opacity=0.9),
+        pt.transform_calculate(rate="format(datum.lr, '.0e')").mark_text(align="left", dx=7, dy=-7, fontSize=10).encode(
+            text="rate:N"),
+    ).properties(width=COLUMN, height=340, title=alt.TitleParams(title, subtitle=subtitle or [
+        "hollow: one run (seed or draw); filled: a grid point's mean over its runs (labelled with its rate);",
+        "line: the arm's frontier (the Pareto set of its points that did not collapse);",
+        "cross: a run that collapsed (its interval below half of base's margin over chance)"]))

@@ -32,12 +32,40 @@ def test_deciding_measures_need_a_base_interval_clear_of_chance():
     assert deciding(base, ["hellaswag", "mmlu", "lm_loss", "carry", "absent"]) == ["hellaswag", "lm_loss", "carry"]
 
 
-def test_collapse_gate_is_half_the_margin_over_chance():
-    """Protects: the collapse gate — a run keeping under half of base's margin over chance is collapsed
-    (base 0.45, chance 0.25: 0.34 collapsed, 0.36 not), for the pooled cloze measure too."""
-    from arithmech.claims.verdicts import collapsed
+def test_old_collapse_gate_is_half_the_margin_over_chance():
+    """Protects: the gate before issue #40 (``collapsed_point``, kept to show what it did) — a run whose point
+    estimate keeps under half of base's margin over chance is collapsed (base 0.45, chance 0.25: 0.34 collapsed,
+    0.36 not), for the pooled cloze measure too."""
+    from arithmech.claims.verdicts import collapsed_point as collapsed
     base = _run({"hs": [1] * 45 + [0] * 55, "piqa": [1] * 45 + [0] * 55})
     low = _run({"hs": [1] * 34 + [0] * 66, "piqa": [1] * 34 + [0] * 66})
     ok = _run({"hs": [1] * 36 + [0] * 64, "piqa": [1] * 36 + [0] * 64})
     assert collapsed(low, base, "hs") and not collapsed(ok, base, "hs")
     assert collapsed(low, base, "cloze", ["hs", "piqa"]) and not collapsed(ok, base, "cloze", ["hs", "piqa"])
+
+
+def _acc(k: int, n: int, chance: float) -> dict:
+    return {"results": {"piqa": {"value": k / n, "items": [1] * k + [0] * (n - k), "n": n, "chance": chance,
+                                 "metric": "accuracy (acc_norm, cloze)"}}}
+
+
+def test_collapse_gate_needs_the_interval_below_half_the_margin():
+    """Protects issue #40 item 4: the collapse gate reads the run's interval, not its point estimate. PIQA at
+    56.5 % (113 of 200) against a base of 63.5 %, chance 50 %: the old gate fired (6.5 points kept of 13.5, under
+    half), the new one does not (the run's Wilson interval reaches 63 %); a real collapse (45 %) still fires."""
+    from arithmech.claims.verdicts import collapsed, collapsed_point
+    base, noisy, gone = _acc(127, 200, 0.5), _acc(113, 200, 0.5), _acc(90, 200, 0.5)
+    assert collapsed_point(noisy, base, "piqa") and not collapsed(noisy, base, "piqa")
+    assert collapsed(gone, base, "piqa") and collapsed_point(gone, base, "piqa")
+    assert not collapsed(base, base, "piqa")
+
+
+def test_collapse_gate_on_a_loss_reads_its_chunks():
+    """Protects the gate's other direction: a text loss collapses when its chunks' t interval lies wholly above the
+    line half-way from base to chance (base 3.0, chance 11.0: line 7.0)."""
+    from arithmech.claims.verdicts import collapsed
+    rec = lambda xs: {"results": {"lm_loss": {"value": sum(xs) / len(xs), "items": xs, "n": len(xs), "chance": 11.0,
+                                              "metric": "nats/token (mean over chunks)"}}}
+    base = rec([2.9, 3.1] * 8)
+    assert collapsed(rec([7.9, 8.1] * 8), base, "lm_loss")
+    assert not collapsed(rec([5.0, 9.5] * 8), base, "lm_loss")        # mean 7.25, interval reaches below 7

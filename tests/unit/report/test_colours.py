@@ -245,6 +245,7 @@ def _charts(monkeypatch):
         ("knockout_control_chart", knockout_chart.knockout_control_chart(_knockout()), ["selection", "reference"], []),
         ("tradeoff_chart", tradeoff.tradeoff_chart(_tradeoff()), ["arm", "reference"], []),
         ("arms_chart", tradeoff.arms_chart(_arms(), ["two_digit", "generic"]), ["arm", "reference"], []),
+        ("frontier_chart", tradeoff.frontier_chart(*_frontier()), ["arm", "reference"], []),
         ("curve_chart", _curve_chart(monkeypatch), ["arm", "reference", "series"], []),
         ("faithfulness_chart", faithfulness_chart.faithfulness_chart(_faith(), "m", panels=[("noising", "mean")]),
          ["selection", "reference"], []),
@@ -256,6 +257,16 @@ def _charts(monkeypatch):
         ("explorer_chart", _explorer(), ["answer"], ["effect", "attention"]),
         ("transfer_chart", transfer_chart.transfer_chart(_transfer(), "m", "the key heads"), ["answer"], []),
     ]
+
+
+def _frontier():
+    """Runs and grid points of every arm the colour table names (issue #40's arms)."""
+    arms = ["full", "precise-key", "precise-share", "precise-random", "precise-random-any"]
+    runs = pd.DataFrame([dict(arm=a, lr=1e-3, run=f"{a}-{i}", math=0.1 * i, general=-0.01 * i, collapsed=i == 2,
+                              math_name="carry", general_name="cloze") for a in arms for i in range(3)])
+    points = pd.DataFrame([dict(arm=a, lr=1e-3, runs=3, math=0.1, general=-0.01, frontier=True, collapsed=False)
+                           for a in arms])
+    return runs, points
 
 
 def test_every_chart_draws_only_the_colours_of_its_roles(monkeypatch):

@@ -1,0 +1,245 @@
+"""Table 1's rules decided over whole learning-rate curves (issue #40), written before the runs they decide.
+
+Each rule reads every grid point of :mod:`arithmech.claims.frontier` (an arm at one rate, its runs' mean changes
+from base) and is a statement over **every rate of each arm's grid**, never over one chosen rate. Its parts are
+comparisons of grid points, each decided on the run-level interval (Student t over run means for a point against
+base, Welch t for two points; 95 %) and each three-valued: true, false, or undecided (an interval that decides
+neither, a point with fewer than :data:`~arithmech.claims.frontier.MIN_RUNS` runs). "Some rate" and "every rate"
+combine them as Kleene's logic does: *some* is true when one part is true and false when all are false; *every*
+is false when one is false and true when all are true; anything else leaves the rule **inconclusive**.
+``m`` = :data:`MARGIN` (5 points of accuracy; 0.05 nats for a loss). Collapsed points decide nothing.
+
+1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
+   (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
+   with K solved examples: the answer format without the arithmetic) where recorded.
+2. **precise matches full** — some rate of precise-key is, against every rate of full, at most m below it
+   (precise − full interval: lower end above −m: true; upper end below −m: false). It does not hold when every
+   key rate is more than m below some full rate: key's frontier top against full's.
+3. **precise keeps general skills better than full** — both halves must hold: (a) *full SFT costs general skill*
+   at some rate of its grid (its general change's interval lies below 0: true; its lower end above −m at every
+   rate: false; a collapsed full point costs); and (b) some rate of precise-key that learns the skill (rule 1's
+   part true) is *dominated by no full point* (a full point dominates it when both its math gain and its general
+   change lie decidedly above the key point's, Welch intervals above 0; it does not when either lies decidedly
+   below). It does not hold when either half does not hold.
+4. **the selection matters** — some rate of precise-key beats every rate of a random arm on math gain (key −
+   random interval above 0: true; upper end below +m: false, no advantage of m or more): key's frontier top against
+   the random arm's. Decided against ``precise-random`` (layer-matched) and ``precise-random-any`` apart; the
+   same rule also compares ``precise-share`` with each. Every common rate's difference is shown beside it.
+
+Math rules are decided on the primary math measure and, for ``carry``, on its addition and subtraction items apart.
+**Leave-one-rate-out** (:func:`verdict_rows`): each rule is re-decided with each grid point's runs left out in
+turn; a verdict that becomes the opposite verdict with one point left out is reported **inconclusive**. Where the
+model's own scope rules a test out (full SFT learns nothing: :func:`arithmech.claims.frontier.scope`) or every
+rate of an arm collapsed, the rule says **not testable**, and why; an arm without runs: **not yet run**.
+"""
+from __future__ import annotations
+
+from itertools import product
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pandas as pd
+
+from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
+from arithmech.core.stats import t_interval, welch_interval
+
+MARGIN = 0.05
+RANDOM = ("precise-random", "precise-random-any")
+HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
+
+
+# ------------------------------------------------------------------------- three-valued logic
+def some(xs: Iterable[bool | None]) -> bool | None:
+    xs = list(xs)
+    return True if any(x is True for x in xs) else (False if xs and all(x is False for x in xs) else None)
+
+
+def every(xs: Iterable[bool | None]) -> bool | None:
+    xs = list(xs)
+    return False if any(x is False for x in xs) else (True if xs and all(x is True for x in xs) else None)
+
+
+def both(a: bool | None, b: bool | None) -> bool | None:
+    return False if a is False or b is False else (True if a is True and b is True else None)
+
+
+def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) -> bool | None:
+    """One comparison: true when ``true(lo, hi)``, else false when ``false(lo, hi)``, else undecided."""
+    if lo is None:
+        return None
+    return True if true(lo, hi) else (False if false(lo, hi) else None)
+
+
+# ------------------------------------------------------------------------- intervals of points
+def gain(p: Point, what: str, shift: float = 0.0) -> tuple[float | None, float | None]:
+    """The run-level interval of a point's change from base (minus ``shift``); undecided points give None."""
+    if not p.decides:
+        return None, None
+    _, lo, hi = t_interval(p.values(what))
+    return lo - shift, hi - shift
+
+
+def diff(a: Point, b: Point, what: str) -> tuple[float | None, float | None]:
+    """Welch's interval of ``a − b`` on ``what``; None unless both points decide."""
+    if not (a.decides and b.decides):
+        return None, None
+    _, lo, hi = welch_interval(b.values(what), a.values(what))
+    return lo, hi
+
+
+def live(c: Curves, arm: str) -> list[Point]:
+    return [p for p in c.points.get(arm, []) if not p.gone]
+
+
+# ------------------------------------------------------------------------- the rules (module docstring)
+def _learn(p: Point, v: str, shift: float = 0.0) -> bool | None:
+    return decide(*gain(p, v, shift), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
+
+
+def learns(c: Curves, v: str, ref: str = "base") -> bool | None:
+    shift = 0.0
+    if ref == "base-shots":
+        from arithmech.claims.frontier import variant_items
+        s, b = (sum(x) / len(x) for x in (variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v)))
+        shift = s - b
+    return some(_learn(p, v, shift) for p in live(c, "precise-key"))
+
+
+def matches(c: Curves, v: str) -> bool | None:
+    return some(every(decide(*diff(k, f, v), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
+                      for f in live(c, "full")) for k in live(c, "precise-key"))
+
+
+def _dominates(f: Point, k: Point, v: str) -> bool | None:
+    (ml, mh), (gl, gh) = diff(f, k, v), diff(f, k, "general")
+    if ml is None:
+        return None
+    return True if ml > 0 and gl > 0 else (False if mh < 0 or gh < 0 else None)
+
+
+def full_costs(c: Curves) -> bool | None:
+    parts = [True if p.gone else decide(*gain(p, "general"), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
+             for p in c.points.get("full", [])]
+    return some(parts)
+
+
+def not_dominated(c: Curves, v: str) -> bool | None:
+    full = live(c, "full")
+    return some(both(_learn(k, v), every(None if d is None else not d for d in (_dominates(f, k, v) for f in full)))
+                for k in live(c, "precise-key"))
+
+
+def keeps(c: Curves, v: str) -> bool | None:
+    return both(full_costs(c), not_dominated(c, v))
+
+
+def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> bool | None:
+    return some(every(decide(*diff(k, r, v), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
+                      for r in live(c, control)) for k in live(c, arm))
+
+
+# ------------------------------------------------------------------------- the table of verdicts
+def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Callable[[Curves], bool | None]]]:
+    """``(claim, comparison, arms it reads, measure variant, decide)`` for every rule and variant (module docstring)."""
+    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v, lambda c, v=v: learns(c, v))
+           for v in c.variants]
+    if c.shots is not None and c.math in c.shots["results"]:
+        out += [("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",), v,
+                 lambda c, v=v: learns(c, v, "base-shots")) for v in c.variants]
+    out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v, lambda c, v=v: matches(c, v))
+            for v in c.variants]
+    out.append(("precise keeps general skills better than full", "full − base (a); full vs precise-key (b)",
+                ("precise-key", "full"), c.variants[0], lambda c: keeps(c, c.variants[0])))
+    for arm, ctl in product(("precise-key", "precise-share"), RANDOM):
+        for v in c.variants:
+            out.append(("the selection matters", f"{arm} − {ctl}", (arm, ctl), v,
+                        lambda c, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl)))
+    return out
+
+
+WORD = {True: HOLDS, False: NOT, None: OPEN}
+OPPOSITE = {HOLDS: NOT, NOT: HOLDS}
+
+
+def _gate(c: Curves, arms: tuple[str, ...]) -> str | None:
+    """Why a rule reading ``arms`` cannot be decided here (not testable / not yet run), or None."""
+    if not c.scope[0]:
+        return c.scope[1]
+    missing = [a for a in arms if not c.points.get(a)]
+    if missing:
+        return f"{NOT_RUN}: no run of {', '.join(missing)}"
+    gone = [a for a in arms if not live(c, a)]
+    if gone:
+        return f"{UNTESTABLE}: every rate of {', '.join(gone)} collapsed on {c.general}"
+    return None
+
+
+def thin(c: Curves, arms: tuple[str, ...]) -> str:
+    """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict."""
+    few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
+    return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}" if few else "undecided parts"
+
+
+def loro(c: Curves, arms: tuple[str, ...], decide_: Callable[[Curves], bool | None]) -> list[tuple[str, float, str]]:
+    """``(arm, rate, verdict)`` with each grid point of ``arms`` left out in turn."""
+    out = []
+    for a in arms:
+        for p in c.points.get(a, []):
+            d = c.without(a, p.lr)
+            out.append((a, p.lr, _gate(d, arms) or WORD[decide_(d)]))
+    return out
+
+
+def verdict_rows(c: Curves) -> pd.DataFrame:
+    """One row per rule × measure variant: the verdict over the whole grid, the leave-one-rate-out check (the
+    verdict each left-out point gives, and whether one gives the opposite), the final verdict and, where a rule
+    cannot be decided, why."""
+    rows = []
+    for claim, comp, arms, v, fn in rules(c):
+        why = _gate(c, arms)
+        whole = why.split(":")[0] if why else WORD[fn(c)]
+        left = [] if why else loro(c, arms, fn)
+        flips = [(a, lr, w) for a, lr, w in left if w == OPPOSITE.get(whole)]
+        final = OPEN if flips else whole
+        note = why or ("; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in flips) if flips else
+                       f"stays {whole} with any one of {len(left)} grid points left out" if whole in OPPOSITE else
+                       thin(c, arms))
+        rows.append({"claim": claim, "comparison": comp, "measure": v, "whole grid": whole, "verdict": final,
+                     "leave-one-rate-out": note, "why": why or "", "loro": left, **headline(c, arms, v, claim)})
+    return pd.DataFrame(rows)
+
+
+def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str) -> dict:
+    """The comparison a reader checks first: the two arms' frontier tops (highest mean math gain among points that
+    did not collapse) and the Welch interval of their difference — or, against base, the top's t interval."""
+    tops = [max(live(c, a), key=lambda p: p.mean(v), default=None) for a in arms]
+    if any(t is None for t in tops):
+        return {"estimate": None, "ci_low": None, "ci_high": None, "at": ""}
+    at = " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops)
+    if "keeps" in claim:
+        k, f = tops
+        est = k.mean("general") - f.mean("general")
+        lo, hi = diff(k, f, "general")
+        return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
+    if len(tops) == 1:
+        est, lo, hi = run_interval(tops[0], v)
+        return {"estimate": est, "ci_low": lo if tops[0].n >= 2 else None, "ci_high": hi, "at": at}
+    lo, hi = diff(*tops, v)
+    return {"estimate": tops[0].mean(v) - tops[1].mean(v), "ci_low": lo, "ci_high": hi, "at": at}
+
+
+def by_rate(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> pd.DataFrame:
+    """At every rate both arms ran: ``arm − control`` on ``v`` (Welch, run level) and the part's value."""
+    rows = []
+    for k in live(c, arm):
+        for r in live(c, control):
+            if r.lr == k.lr:
+                lo, hi = diff(k, r, v)
+                rows.append({"lr": k.lr, "runs": f"{k.n} / {r.n}", "difference": k.mean(v) - r.mean(v), "lo": lo,
+                             "hi": hi, "part": WORD[decide(lo, hi, lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)]})
+    return pd.DataFrame(rows)
+
+
+def verdicts(folder: str | Path) -> pd.DataFrame:
+    """:func:`verdict_rows` of a results folder's Table 1."""
+    return verdict_rows(load(folder))

@@ -1,0 +1,209 @@
+"""Table 1 over whole learning-rate curves (issue #40): every run of every arm, each grid point's run means with
+intervals, each arm's frontier on the trade-off plane. The rules that read them are :mod:`arithmech.claims.curves`.
+
+A **point** is one arm at one learning rate: its runs (seeds; for a random arm, its draws), each scored on the
+same test items. Per run: the **math gain** (primary math measure − base; for the ``carry`` measure also its
+addition and its subtraction items apart: :func:`arithmech.data.splits.carry_items` alternates them, even items
+addition) and the **general change** (primary general measure − base; the ``cpu`` suite's: the deciding cloze
+sets pooled, :func:`arithmech.claims.verdicts.pool`); the text loss's change is shown, never decided on.
+
+Per point, two intervals of the mean over its runs (:func:`point_table`):
+
+* the **run-level** interval — Student t over the run means (:func:`arithmech.core.stats.t_interval`; its coverage
+  at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points with at
+  least :data:`MIN_RUNS` runs;
+* the **item-level** interval — the hierarchical bootstrap of :mod:`arithmech.claims.verdicts` (runs and test
+  items resampled), shown beside it.
+
+A point **collapsed** when any of its runs collapsed on the primary general measure under the interval gate
+(:func:`arithmech.claims.verdicts.collapsed`); collapsed points are drawn, never on a frontier, and decide
+nothing. An arm's **frontier** is the Pareto set of its other points on (mean math gain, mean general change).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from arithmech.claims import verdicts as V
+from arithmech.core import records, results
+from arithmech.core.stats import hierarchical_bootstrap, t_interval
+from arithmech.evals.suites import get_suite
+
+MIN_RUNS = 3
+"""Runs a grid point needs before a rule reads its interval (fewer: the point is shown, and is inconclusive)."""
+SCOPE = 0.5
+"""Best validation math accuracy full SFT must reach somewhere for the math rules to be testable (:func:`scope`)."""
+ARMS = ("full", "precise-key", "precise-share", "precise-random", "precise-random-any")
+OPS = ("addition", "subtraction")
+
+
+@dataclass
+class Point:
+    """One arm at one learning rate: per run, its math gain by measure variant, its general change and text-loss
+    change; whether a run collapsed; its runs' tags."""
+    arm: str
+    lr: float
+    tags: list[str] = field(default_factory=list)
+    math: dict[str, list[float]] = field(default_factory=dict)     # variant → one gain per run
+    general: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    collapsed: list[bool] = field(default_factory=list)
+    val_math: list[float] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.tags)
+
+    @property
+    def gone(self) -> bool:
+        return any(self.collapsed)
+
+    @property
+    def decides(self) -> bool:
+        return self.n >= MIN_RUNS and not self.gone
+
+    def mean(self, what: str) -> float:
+        xs = self.general if what == "general" else self.loss if what == "loss" else self.math[what]
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    def values(self, what: str) -> list[float]:
+        return self.general if what == "general" else self.loss if what == "loss" else self.math[what]
+
+
+@dataclass
+class Curves:
+    """Every grid point of one results folder's Table 1, with what the rules need beside them."""
+    suite: str
+    math: str                               # the primary math measure
+    general: str                            # the primary general measure's name as shown
+    variants: tuple[str, ...]               # math variants: the primary measure, and by operation where it splits
+    points: dict[str, list[Point]]          # arm → its points, by rate
+    base: dict
+    shots: dict | None = None               # base with K solved examples (math only), where recorded
+    pooled: list[str] | None = None
+    scope: tuple[bool, str] = (True, "")
+
+    def without(self, arm: str, lr: float) -> "Curves":
+        """The same curves with one grid point's runs left out (the leave-one-rate-out check)."""
+        pts = {a: [p for p in ps if not (a == arm and p.lr == lr)] for a, ps in self.points.items()}
+        return Curves(self.suite, self.math, self.general, self.variants, pts, self.base, self.shots, self.pooled,
+                      self.scope)
+
+
+def variant_items(run: dict, measure: str, variant: str) -> list[float]:
+    """A run's items of ``measure`` for a math ``variant``: ``carry`` → every item, ``carry:addition`` → the even
+    items, ``carry:subtraction`` → the odd ones (:func:`arithmech.data.splits.carry_items` alternates them)."""
+    its = run["results"][measure]["items"]
+    op = variant.partition(":")[2]
+    return its if not op else its[OPS.index(op)::2]
+
+
+def _mean(xs) -> float:
+    return sum(xs) / len(xs)
+
+
+def _tags(arm: dict) -> list[str]:
+    """Every run of an arm: its ``grid_rows`` (the new runner lists every run there) and its ``runs``."""
+    return list(dict.fromkeys([r["tag"] for r in arm.get("grid_rows") or []] + list(arm.get("runs") or [])))
+
+
+def scope(folder: str | Path, plan: dict, math: str) -> tuple[bool, str]:
+    """Whether the math rules can be tested here: full SFT must learn the skill somewhere — its best validation
+    math accuracy over its grid (and the learning curve, where one was run) at least :data:`SCOPE`."""
+    full = plan["arms"].get("full")
+    vals = [r["val_math"] for r in (full or {}).get("grid_rows") or [] if r.get("val_math") is not None]
+    if results.exists(folder, "finetune/curve.json"):
+        vals += [p["val_math"] for p in results.read(folder, "finetune/curve.json").get("points", [])]
+    if not vals:
+        return True, ""
+    best = max(vals)
+    if best >= SCOPE:
+        return True, f"full SFT learns the skill (best validation math accuracy {best:.0%})"
+    return False, (f"not testable: full SFT does not learn the skill either (best validation math accuracy "
+                   f"{best:.0%} over its grid and learning curve; a test needs ≥ {SCOPE:.0%}), so the arms all sit "
+                   "near zero")
+
+
+
+def load(folder: str | Path) -> Curves:
+    """Every run of ``finetune/table1.json`` grouped into grid points (module docstring); arms absent from the
+    plan have no points (their rules say "not yet run")."""
+    p = V.plan(folder)
+    S = get_suite(p["suite"])
+    base = records.read_finetune(folder, "base")
+    shots = records.read_tag(folder, "base-shots") if records.finetune_path(folder, "base", "shots").exists() else None
+    pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
+    m, g = S.primary_math, S.primary_general
+    variants = (m, *(f"{m}:{op}" for op in OPS)) if m == "carry" else (m,)
+    b_math = {v: _mean(variant_items(base, m, v)) for v in variants}
+    b_gen = V.value(base, g, pooled)
+    sign = -1.0 if g in S.lower_is_better else 1.0     # a loss: its fall is the gain
+    loss = "lm_loss" if "lm_loss" in base["results"] else None
+    pts: dict[str, list[Point]] = {}
+    for arm, a in p["arms"].items():
+        if arm in ("base", "base-shots"):
+            continue
+        by_lr: dict[float, Point] = {}
+        for t in _tags(a):
+            r = records.read_tag(folder, t)
+            lr = r["parameters"]["lr"]
+            pt = by_lr.setdefault(lr, Point(arm, lr))
+            pt.tags.append(t)
+            for v in variants:
+                pt.math.setdefault(v, []).append(_mean(variant_items(r, m, v)) - b_math[v])
+            pt.general.append(sign * (V.value(r, g, pooled) - b_gen))
+            if loss:
+                pt.loss.append(r["results"][loss]["value"] - base["results"][loss]["value"])
+            pt.collapsed.append(V.collapsed(r, base, g, pooled))
+            val = (r["parameters"].get("validation") or {}).get(m)
+            if val is not None:
+                pt.val_math.append(val["value"])
+        pts[arm] = sorted(by_lr.values(), key=lambda q: q.lr)
+    name = g + (f" ({', '.join(pooled)} pooled)" if pooled else "")
+    return Curves(p["suite"], m, name, variants, pts, base, shots, pooled, scope(folder, p, m))
+
+
+def frontier(points: list[Point]) -> list[Point]:
+    """The Pareto set of ``points`` on (mean math gain, mean general change), collapsed points left out: a point is
+    on it unless another is at least as high on both and higher on one. Highest math gain first."""
+    live = [p for p in points if not p.gone]
+    m = lambda p: p.mean(next(iter(p.math)))
+    out = [p for p in live if not any(m(q) >= m(p) and q.mean("general") >= p.mean("general")
+                                      and (m(q) > m(p) or q.mean("general") > p.mean("general")) for q in live)]
+    return sorted(out, key=m, reverse=True)
+
+
+def run_interval(p: Point, what: str) -> tuple[float, float | None, float | None]:
+    """``(mean, lo, hi)`` of a point's run values of ``what`` (a math variant, ``general`` or ``loss``): Student t over
+    its runs; ``lo``, ``hi`` None with fewer than two runs."""
+    xs = p.values(what)
+    if len(xs) < 2:
+        return _mean(xs), None, None
+    return t_interval(xs)
+
+
+def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:
+    """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant,
+    the general measure, the text loss) the mean change from base with its run-level t interval and, for the
+    primary math and general measures, the item-level interval (hierarchical bootstrap of runs and items)."""
+    c = c or load(folder)
+    p = V.plan(folder)
+    S = get_suite(p["suite"])
+    rows = []
+    for arm, pts in c.points.items():
+        front = {id(q) for q in frontier(pts)}
+        for q in pts:
+            row = {"arm": arm, "lr": q.lr, "runs": q.n, "collapsed runs": sum(q.collapsed),
+                   "frontier": id(q) in front, "decides": q.decides,
+                   "val_math": _mean(q.val_math) if q.val_math else None}
+            for what in (*c.variants, "general", *(["loss"] if q.loss else [])):
+                row[what], row[f"{what} lo"], row[f"{what} hi"] = run_interval(q, what)
+            runs = [records.read_tag(folder, t) for t in q.tags]
+            for what, meas, sign in ((c.math, S.primary_math, 1.0), ("general", S.primary_general, 1.0)):
+                _, lo, hi = hierarchical_bootstrap(V.per_run([c.base], meas, sign, c.pooled),
+                                                   V.per_run(runs, meas, sign, c.pooled), n_boot=n_boot)
+                row[f"{what} item lo"], row[f"{what} item hi"] = lo, hi
+            rows.append(row)
+    return pd.DataFrame(rows)

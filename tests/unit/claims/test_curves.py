@@ -1,0 +1,217 @@
+"""Table 1's rules over whole learning-rate curves (``arithmech/claims/curves.py``, issue #40), on synthetic records
+(``synthetic.py``): each rule is read beside the old single-rate rule (``arithmech.claims.verdicts.verdicts``, which
+decides at the rate the plan chose) on the same records."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from arithmech.claims import curves as C
+from arithmech.claims import verdicts as V
+from arithmech.claims.evidence import Context, Missing
+from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.claims.frontier import Curves, Point, frontier, load
+from tests.unit.claims.synthetic import jitter, write
+
+J = jitter
+
+
+def _row(rows, claim, comparison=None, measure="carry"):
+    r = rows[(rows.claim == claim) & (rows.measure == measure)]
+    return (r[r.comparison == comparison] if comparison else r).iloc[0]
+
+
+def _old(folder, claim):
+    v = V.verdicts(folder).set_index("claim")
+    return v.loc[claim, "verdict"]
+
+
+# -- the review's case (§2.1b): a full-SFT rate off the chosen one dominates precise-key
+DOMINATED = {
+    "full": {3e-5: J(0.80, 0.75, 0.005), 1e-4: J(0.97, 0.95, 0.0), 3e-4: J(0.90, 0.85, -0.07), 9e-4: J(0.40, 0.30, -0.15)},
+    "precise-key": {3e-4: J(0.45, 0.40, -0.01), 1e-3: J(0.60, 0.50, -0.015), 3e-3: J(0.65, 0.55, -0.02),
+                    9e-3: J(0.10, 0.05, -0.06)},
+}
+
+
+def test_keeps_does_not_hold_when_a_full_rate_dominates_every_key_rate(tmp_path):
+    """Protects issue #40 item 1 (keeps, half b): full SFT at 1e-4 learns more than every precise-key rate and keeps
+    more general skill than each, so precise does not keep general skills better than full, whichever rates were
+    chosen. The old rule (precise-key − base at its chosen rate, lower end above −5 points) says *holds*, and its
+    "forgets less than full" holds at full's chosen 3e-4."""
+    f = write(tmp_path, DOMINATED, chosen={"full": 3e-4, "precise-key": 3e-3})
+    assert _old(f, "precise keeps general skills") == "holds" and _old(f, "precise forgets less than full") == "holds"
+    r = _row(C.verdicts(f), "precise keeps general skills better than full")
+    assert (r["whole grid"], r["verdict"]) == (C.NOT, C.NOT), r.to_dict()
+    here, holds = precise_keeps_generic(Context(f))
+    assert holds is False and "does not hold" in here
+
+
+def test_keeps_does_not_hold_when_full_sft_costs_nothing(tmp_path):
+    """Protects the half the old rule never tested (keeps, half a): when full SFT costs no general skill at any rate
+    (every rate's change within a point of 0), "full costs, precise keeps" does not hold — the old rule, reading precise
+    against base alone, said *holds*."""
+    arms = {"full": {1e-4: J(0.9, 0.9, 0.0), 3e-4: J(0.95, 0.9, 0.0)},
+            "precise-key": {1e-3: J(0.7, 0.7, 0.0), 3e-3: J(0.75, 0.7, -0.005)}}
+    f = write(tmp_path, arms, chosen={"full": 3e-4, "precise-key": 3e-3})
+    assert _old(f, "precise keeps general skills") == "holds"
+    c = load(f)
+    assert C.full_costs(c) is False
+    assert _row(C.verdict_rows(c), "precise keeps general skills better than full")["verdict"] == C.NOT
+
+
+MATCHES = {"full": {3e-5: J(0.5, 0.45, 0.0), 1e-4: J(0.86, 0.84, -0.01), 3e-4: J(0.84, 0.80, -0.03)},
+           "precise-key": {1e-3: J(0.85, 0.82, 0.0), 3e-3: J(0.84, 0.80, -0.01), 9e-3: J(0.3, 0.25, -0.02)}}
+
+
+def test_matches_does_not_flip_with_the_chosen_rate(tmp_path):
+    """Protects issue #40 item 1 (matches): the old verdict flips with the rate the plan chose (precise-key chosen at
+    9e-3: *does not hold*; at 1e-3 it does not); the curve rule reads every rate and gives the same verdict, *holds*
+    (precise-key at 1e-3 and at 3e-3 within 5 points of every full rate), for either choice."""
+    olds, news = set(), set()
+    for i, key_rate in enumerate((9e-3, 1e-3)):
+        f = write(tmp_path / str(i), MATCHES, chosen={"full": 1e-4, "precise-key": key_rate})
+        olds.add(_old(f, "precise matches full"))
+        news.add(_row(C.verdicts(f), "precise matches full")["verdict"])
+    assert len(olds) == 2 and "does not hold" in olds
+    assert news == {C.HOLDS}
+
+
+SELECTION = {"precise-key": {1e-3: J(0.80, 0.80, 0.0), 3e-3: J(0.78, 0.78, -0.01), 9e-3: J(0.2, 0.2, -0.03)},
+             "precise-random": {1e-3: J(0.6, 0.6, 0.0), 3e-3: J(0.55, 0.55, 0.0), 9e-3: J(0.4, 0.4, -0.01)},
+             "full": {1e-4: J(0.9, 0.9, -0.05)}}
+
+
+def test_selection_is_frontier_against_frontier(tmp_path):
+    """Protects issue #40 item 1 (selection): at the chosen 9e-3 the key heads learn less than random ones (old rule:
+    *does not hold*), but precise-key's frontier top (1e-3 and 3e-3) beats every rate of the random arm by 18 points
+    or more: the curve rule *holds*, and stays so with any one grid point left out; the per-rate table shows 9e-3's
+    reversal."""
+    f = write(tmp_path, SELECTION, chosen={"precise-key": 9e-3, "precise-random": 9e-3, "full": 1e-4})
+    assert _old(f, "the selection matters") == "does not hold"
+    c = load(f)
+    r = _row(C.verdict_rows(c), "the selection matters", "precise-key − precise-random")
+    assert r["verdict"] == C.HOLDS and "stays holds" in r["leave-one-rate-out"]
+    t = C.by_rate(c, "carry").set_index("lr")
+    assert t.loc[9e-3, "part"] == C.NOT and t.loc[1e-3, "part"] == C.HOLDS
+    here, holds = selection_matters(Context(f))
+    assert holds is True and "stays holds with any one of" in here
+
+
+def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
+    """Protects the leave-one-rate-out check: precise-key beats every random rate at 1e-3 only; the whole grid says
+    *holds*, leaving 1e-3 out says *does not hold* (the opposite), so the verdict is *inconclusive* and names the
+    point. The old rule, at the chosen 1e-3, says *holds*."""
+    arms = {"precise-key": {1e-3: J(0.8, 0.8, 0.0), 3e-3: J(0.5, 0.5, 0.0), 9e-3: J(0.2, 0.2, 0.0)},
+            "precise-random": {1e-3: J(0.6, 0.6, 0.0), 3e-3: J(0.62, 0.62, 0.0), 9e-3: J(0.3, 0.3, 0.0)},
+            "full": {1e-4: J(0.9, 0.9, -0.05)}}
+    f = write(tmp_path, arms, chosen={"precise-key": 1e-3, "precise-random": 1e-3, "full": 1e-4})
+    assert _old(f, "the selection matters") == "holds"
+    r = _row(C.verdicts(f), "the selection matters", "precise-key − precise-random")
+    assert r["whole grid"] == C.HOLDS and r["verdict"] == C.OPEN
+    assert "does not hold without precise-key 1e-03" in r["leave-one-rate-out"]
+
+
+def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
+    """Protects the base-shots control (issue #40 item 2): the base model with K solved examples already answers
+    62 % of the carry items; precise-key, at 55 % at every rate, learns the skill against the zero-shot base
+    (old rule: *holds*, and still so) but not more than the answer format (*does not hold*)."""
+    arms = {"precise-key": {1e-3: J(0.55, 0.55, 0.0), 3e-3: J(0.55, 0.55, -0.01)}, "full": {1e-4: J(0.9, 0.9, -0.05)}}
+    f = write(tmp_path, arms, shots=(0.62, 0.62))
+    assert _old(f, "precise SFT learns the skill") == "holds"
+    rows = C.verdicts(f)
+    assert _row(rows, "precise SFT learns the skill")["verdict"] == C.HOLDS
+    assert _row(rows, "precise SFT learns more than the answer format")["verdict"] == C.NOT
+
+
+def test_addition_and_subtraction_are_decided_apart(tmp_path):
+    """Protects issue #40 item 3 (operations apart): random heads learn subtraction with borrow far better, addition
+    alike; pooled and subtraction say *does not hold*, addition is decided on its own items (the even ones)."""
+    arms = {"precise-key": {1e-3: J(0.9, 0.30, 0.0), 3e-3: J(0.9, 0.35, 0.0)},
+            "precise-random": {1e-3: J(0.9, 0.70, 0.0), 3e-3: J(0.88, 0.75, 0.0)},
+            "full": {1e-4: J(0.95, 0.9, -0.05)}}
+    rows = C.verdicts(write(tmp_path, arms))
+    get = lambda m: _row(rows, "the selection matters", "precise-key − precise-random", m)["verdict"]
+    assert get("carry:subtraction") == C.NOT and get("carry") == C.NOT
+    assert get("carry:addition") in (C.NOT, C.OPEN)
+    key = load(tmp_path).points["precise-key"][0]
+    assert key.mean("carry:addition") == pytest.approx(0.9, abs=0.02) and key.mean("carry:subtraction") < 0.4
+
+
+def test_missing_arms_and_thin_points_say_so_and_never_crash(tmp_path):
+    """Protects the rules while the runner is part-way: arms not yet run give *not yet run* (the claim is missing),
+    points with fewer than 3 runs leave the rule inconclusive and are named."""
+    arms = {"full": {1e-4: J(0.9, 0.9, -0.05, n=1)}, "precise-key": {1e-3: J(0.6, 0.6, 0.0, n=2)}}
+    f = write(tmp_path, arms)
+    rows = C.verdicts(f)
+    assert set(rows[rows.comparison.str.contains("random|share")]["verdict"]) == {C.NOT_RUN}
+    r = _row(rows, "precise matches full")
+    assert r["verdict"] == C.OPEN and "fewer than 3 runs" in r["leave-one-rate-out"]
+    with pytest.raises(Missing):
+        selection_matters(Context(f))
+
+
+def test_a_model_that_cannot_learn_the_skill_is_not_testable(tmp_path):
+    """Protects issue #40 item 5 (the toy): where full SFT itself never reaches 50 % on the validation math items,
+    every curve rule — and the claims row the introduction shows — says "not testable" and why; the old rule decided
+    (here: the selection *does not hold*) on arms all near zero."""
+    arms = {"full": {1e-4: J(0.10, 0.05, -0.05), 3e-4: J(0.2, 0.1, -0.1)},
+            "precise-key": {1e-3: J(0.08, 0.02, 0.0), 3e-3: J(0.1, 0.05, 0.0)},
+            "precise-random": {1e-3: J(0.09, 0.03, 0.0), 3e-3: J(0.11, 0.06, 0.0)}}
+    f = write(tmp_path, arms, chosen={"full": 3e-4, "precise-key": 3e-3, "precise-random": 3e-3})
+    assert _old(f, "the selection matters") in ("holds", "does not hold")
+    rows = C.verdicts(f)
+    ran = rows[~rows.comparison.str.contains("share|any")]
+    assert set(ran["verdict"]) == {C.UNTESTABLE} and all(w.startswith("not testable: full SFT") for w in ran["why"])
+    for decide in (precise_matches_full, selection_matters, precise_keeps_generic):
+        here, holds = decide(Context(f))
+        assert holds is None and here.startswith("not testable")
+
+
+def test_collapsed_points_never_decide_nor_sit_on_a_frontier(tmp_path):
+    """Protects issue #40 item 5 (collapse): a rate whose runs lost the general skill (both cloze sets at chance)
+    is off its arm's frontier and decides nothing; an arm whose every rate collapsed is not testable."""
+    gone = {"hellaswag": 0.25, "piqa": 0.5}
+    arms = {"full": {1e-4: J(0.9, 0.9, -0.03), 3e-4: [(0.99, 0.99, gone)] * 3},
+            "precise-key": {1e-3: [(0.9, 0.9, gone)] * 3}}
+    c = load(write(tmp_path, arms))
+    full = c.points["full"]
+    assert [p.gone for p in full] == [False, True] and frontier(full) == [full[0]]
+    assert _row(C.verdict_rows(c), "precise matches full")["verdict"] == C.UNTESTABLE
+
+
+# ------------------------------------------------------------------ the leave-one-rate-out property
+def _random_curves(rng: random.Random) -> Curves:
+    pts = {}
+    for arm in ("full", "precise-key", "precise-random"):
+        pts[arm] = []
+        for lr in rng.sample([1e-4, 3e-4, 1e-3, 3e-3, 9e-3], rng.randint(1, 4)):
+            n, mu, g, sd = rng.choice([1, 3, 3, 5]), rng.random(), rng.uniform(-0.12, 0.02), rng.uniform(0.005, 0.08)
+            pts[arm].append(Point(arm, lr, [f"{arm}{lr}{i}" for i in range(n)],
+                                  {"carry": [mu + rng.gauss(0, sd) for _ in range(n)]},
+                                  [g + rng.gauss(0, sd / 4) for _ in range(n)], [], [False] * n))
+        pts[arm].sort(key=lambda p: p.lr)
+    return Curves("cpu", "carry", "cloze", ("carry",), pts, base=None)
+
+
+def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
+    """Protects issue #40's "must show": on 150 random grids (3 arms, 1–4 rates each, 1–5 runs a point), for every
+    rule whose final verdict is decided, re-deciding it with any one grid point's runs left out gives the same verdict
+    or an undecided one — never the opposite. Decided verdicts must occur, or the check is vacuous."""
+    rng, decided = random.Random(40), 0
+    for _ in range(150):
+        c = _random_curves(rng)
+        rows = C.verdict_rows(c)
+        for i, r in rows.iterrows():
+            if r["verdict"] not in C.OPPOSITE:
+                continue
+            decided += 1
+            claim, comparison, arms, measure, decide = C.rules(c)[i]
+            assert (claim, comparison, measure) == (r.claim, r.comparison, r.measure)
+            for arm, ps in c.points.items():
+                for p in ps:
+                    d = c.without(arm, p.lr)
+                    again = C._gate(d, arms) or C.WORD[decide(d)]
+                    assert again != C.OPPOSITE[r["verdict"]], (r.claim, arm, p.lr)
+    assert decided >= 30, decided
