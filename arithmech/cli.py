@@ -201,7 +201,7 @@ def _run(a: argparse.Namespace) -> None:
     try:
         command.show(run(config, command=line) if command.takes_command else run(config))
     finally:                                            # a failed step lets go of its results folder's lock
-        from arithmech.core import results              # loaded with the step
+        from arithmech.core import results  # loaded with the step
         results.end_writes()
 
 

@@ -55,10 +55,10 @@ def scaled_paper_heads(n_layers: int, n_heads: int, k: int) -> list[tuple[int, i
 
 def build(model: str, device: str, seed: int, heads: list[tuple[int, int]] | None = None):
     """``(model, rows, heads)``: the network, 512 training rows and the heads precise SFT tunes."""
+    from arithmech.core.models import load_model
     from arithmech.core.results import model_folder
     from arithmech.finetune.data import tokenize_pairs, train_pairs
     from arithmech.steps.finetune import ranked_components
-    from arithmech.core.models import load_model
     torch.manual_seed(seed)
     if model.startswith("random-"):
         from transformers import LlamaConfig, LlamaForCausalLM

@@ -38,9 +38,9 @@ from pathlib import Path
 import torch
 
 from arithmech.core.atomic import atomic_json
-from arithmech.evals.scoring import filter_correct
-from arithmech.data import pairs as D
 from arithmech.core.models import load_model
+from arithmech.data import pairs as D
+from arithmech.evals.scoring import filter_correct
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
 
 OUT = Path(__file__).parent / "results" / "patching.json"

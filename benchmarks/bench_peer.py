@@ -188,6 +188,7 @@ def main(argv=None) -> dict | None:
         return None
     torch.set_num_threads(a.threads)
     import transformers
+
     from arithmech.core.atomic import atomic_json, sha256
     from arithmech.core.models import load_model, resolve
     from arithmech.data import pairs as D

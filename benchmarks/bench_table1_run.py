@@ -70,7 +70,7 @@ print(json.dumps({"s": time.perf_counter() - t0}))
 
 
 def run(code: str, tree: Path, *args) -> dict:
-    from arithmech.evals.benchmarks import data_dir            # this tree's benchmark folder, for both trees
+    from arithmech.evals.benchmarks import data_dir  # this tree's benchmark folder, for both trees
     env = {**os.environ, "PYTHONPATH": str(tree), "ARITHMECH_DATA": str(data_dir())}
     out = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=tree, env=env, check=True,
                          capture_output=True, text=True)

@@ -33,9 +33,10 @@ from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import pairs as D
-from arithmech.methods import upstream as U, upstream_reference as UR
-from arithmech.steps.beyond import inputs
+from arithmech.methods import upstream as U
+from arithmech.methods import upstream_reference as UR
 from arithmech.methods.patching import end_cache, split_cache
+from arithmech.steps.beyond import inputs
 
 OUT = Path(__file__).parent / "results" / "upstream.json"
 

@@ -65,6 +65,7 @@ def summarize_identify(prof: Path, out: Path, wall: float | None = None) -> dict
     functions in :data:`SUB` from the cProfile file ``prof`` (cProfile's overhead included: compare shares)."""
     import pstats
     import re
+
     import pandas as pd
     rec = json.loads((out / "run.json").read_text())["steps"]["identify"]
     stats = pstats.Stats(str(prof)).stats
@@ -121,6 +122,7 @@ def profile_identify(prof: str | None = None, out: str | None = None) -> dict:
 
 def profile_table1(steps: int) -> dict:
     import torch
+
     from arithmech.core.models import load_model
     from arithmech.core.results import model_folder
     from arithmech.data.sentences import VALIDATION_TOPICS, generic_text

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing
-from arithmech.core.names import components, stages as stage_layers
+from arithmech.core.names import components
+from arithmech.core.names import stages as stage_layers
 from arithmech.methods.attention import MIN_NONKEY
 from arithmech.methods.faithfulness import smallest_faithful
-
 
 ROLES = ("operand", "operator")
 N_BOOT_HEADS = 2000      # resamples of the other heads for the interval of their 95th percentile

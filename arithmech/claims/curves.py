@@ -40,7 +40,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
+from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval, variant_items
 from arithmech.core.stats import t_interval, welch_interval
 
 MARGIN = 0.05
@@ -99,7 +99,6 @@ def _learn(p: Point, v: str, shift: float = 0.0) -> bool | None:
 def learns(c: Curves, v: str, ref: str = "base") -> bool | None:
     shift = 0.0
     if ref == "base-shots":
-        from arithmech.claims.frontier import variant_items
         s, b = (sum(x) / len(x) for x in (variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v)))
         shift = s - b
     return some(_learn(p, v, shift) for p in live(c, "precise-key"))

@@ -31,15 +31,15 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
-from arithmech.claims.controls import ablation_removes as _ablation_removes, answer_token_floor as _answer_token_floor, controlled as _controlled
-from arithmech.claims.evidence import cluster_interval, end_rows as _end_rows
+from arithmech.claims.controls import ablation_removes as _ablation_removes
+from arithmech.claims.controls import answer_token_floor as _answer_token_floor
+from arithmech.claims.controls import controlled as _controlled
+from arithmech.claims.evidence import Context, Missing, cluster_interval
+from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.core.names import components
-from arithmech.core.stats import wilson_interval
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
-from arithmech.methods.knockout_tables import floor_of
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS, Identify
 from arithmech.steps.stability import claims as stability_claims

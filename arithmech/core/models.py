@@ -121,7 +121,7 @@ def _gguf_to_folder(gguf: Path) -> Path:
     if (out / "config.json").exists():
         return out
     try:
-        import gguf as _  # noqa: F401; lazy: optional (the gguf extra), for .gguf files only
+        import gguf as _  # noqa: F401  (lazy: optional, the gguf extra, for .gguf files only)
     except ImportError:
         raise ImportError("loading a .gguf file needs the 'gguf' package: pip install gguf") from None
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
-
 from arithmech.core import folderlock, safe_read
 from arithmech.core.atomic import atomic_json, sha256  # noqa: F401 (records.sha256 for callers)
 from arithmech.core.inputs import quoted

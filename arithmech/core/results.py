@@ -43,10 +43,9 @@ import hashlib
 import io
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -54,8 +53,8 @@ from arithmech.core import folderlock, safe_read, staging
 from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
 from arithmech.core.checkpoints import Checkpoints
 from arithmech.core.inputs import quoted
-from arithmech.core.safe_read import ResultsError  # noqa: F401 (R.ResultsError: the folder's one error)
 from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
+from arithmech.core.safe_read import ResultsError  # noqa: F401 (R.ResultsError: the folder's one error)
 
 SCHEMA_VERSION = 1
 RUN = "run.json"

@@ -30,7 +30,6 @@ attention-by-role analysis. Nothing here imports a model class.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -40,8 +39,8 @@ import torch
 
 from arithmech.core.inputs import ANSWER_TOKENS, quoted  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.core.results import ResultsError, read
-from arithmech.data import templates as templates_module
 from arithmech.data import shots as shots_module
+from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
 from arithmech.data.pairfile import load_pair_file
 from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)

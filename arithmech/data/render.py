@@ -13,7 +13,6 @@ import re
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import draw_operands
 
-
 FIELD = re.compile(r"\{([A-Z_0-9]+)\}")
 """A template field, ``{A}``, ``{OP}``, ``{NAME2}`` (group 1: the field's name)."""
 

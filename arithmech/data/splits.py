@@ -22,10 +22,10 @@ from __future__ import annotations
 import random
 import zlib
 
-from arithmech.data import pairs, templates as templates_module
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.data.answers import CORPUS_DIVISION, OPERANDS
 from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
-
 
 EVAL_SHARE = 3          # one problem cluster in three is kept for evaluation (knockout, transfer), never ranked
 

@@ -28,8 +28,15 @@ from arithmech.data.sentences import VALIDATION_TOPICS, generic_text, phrasings,
 from arithmech.data.splits import single_digit_items
 from arithmech.evals import benchmarks
 from arithmech.evals.benchmarks import format_number
-from arithmech.evals.scoring import (choice_logits, cloze_choice, continuation_logprobs, extract_answer, greedy_decode,
-                                     greedy_exact, is_correct)
+from arithmech.evals.scoring import (
+    choice_logits,
+    cloze_choice,
+    continuation_logprobs,
+    extract_answer,
+    greedy_decode,
+    greedy_exact,
+    is_correct,
+)
 
 
 # ------------------------------------------------------------------------------- answer tokens

@@ -30,11 +30,20 @@ from dataclasses import dataclass
 from typing import Callable
 
 from arithmech.core.stats import wilson_interval
-from arithmech.data.sentences import arithmetic_sentence, train_sentences
-from arithmech.data.splits import (VAL_FORMS, fact_items, form, half, negative_items, negative_pairs,  # noqa: F401
-                                   single_digit_items, split_forms, two_digit_items, two_digit_pairs)
-from arithmech.data.sentences import VALIDATION_TOPICS, generic_text
-from arithmech.data.splits import carry_items
+from arithmech.data.sentences import VALIDATION_TOPICS, arithmetic_sentence, generic_text, train_sentences
+from arithmech.data.splits import (  # noqa: F401
+    VAL_FORMS,
+    carry_items,
+    fact_items,
+    form,
+    half,
+    negative_items,
+    negative_pairs,
+    single_digit_items,
+    split_forms,
+    two_digit_items,
+    two_digit_pairs,
+)
 from arithmech.evals import benchmarks, cloze, measures
 from arithmech.evals.measures import completion_nll
 from arithmech.evals.scoring import greedy_exact

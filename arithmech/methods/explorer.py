@@ -23,7 +23,8 @@ from arithmech.core import results
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs, templates as templates_module
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.data.pairs import reference_samples
 from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
 from arithmech.methods.attention import Head, end_rows, role_labels

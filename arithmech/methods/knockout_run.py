@@ -29,12 +29,21 @@ import pandas as pd
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 from arithmech.core.models import BATCH_SIZE
-from arithmech.data import pairs, splits, templates as templates_module
+from arithmech.data import pairs, splits
+from arithmech.data import templates as templates_module
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import MeanSource
-from arithmech.methods.knockout import (Ablation, correct, default_ks, group_key, knockout_curve, mean_activations,
-                                        mean_sources, with_interval)
+from arithmech.methods.knockout import (
+    Ablation,
+    correct,
+    default_ks,
+    group_key,
+    knockout_curve,
+    mean_activations,
+    mean_sources,
+    with_interval,
+)
 from arithmech.methods.knockout_means import build_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")

@@ -20,8 +20,18 @@ from arithmech.data.pairs import Sample
 from arithmech.evals.scoring import check_counterfactuals
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import concat_patched, effects_frame, studied_heads
-from arithmech.methods.knockout import (Ablation, Head, Means, correct, group_key, knockout_topk, mean_activations,
-                                        mean_sources, random_orders, with_interval)
+from arithmech.methods.knockout import (
+    Ablation,
+    Head,
+    Means,
+    correct,
+    group_key,
+    knockout_topk,
+    mean_activations,
+    mean_sources,
+    random_orders,
+    with_interval,
+)
 from arithmech.methods.knockout_run import split_positions
 from arithmech.paper import FIG4_CASES
 

@@ -8,7 +8,6 @@ Each function takes ``runs``: a list of ``ensure`` results (``model``, ``summary
 """
 from __future__ import annotations
 
-
 import altair as alt
 import pandas as pd
 

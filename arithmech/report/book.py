@@ -45,11 +45,23 @@ from arithmech.core.atomic import atomic_write
 from arithmech.core.inputs import quoted, thread_env
 from arithmech.core.progress import OFF, Progress
 from arithmech.report import counts, offline, pages, pipeline
-from arithmech.report.scope import scope_box
-from arithmech.report.plan import (CONFIG, BookArgumentError, BookError, Chapter, chapter_values,  # noqa: F401 (API)
-                                   chapters, declared_parameters, is_notebook, load_config, parse_sets, plan, read_notebook,
-                                   toc_files)
+from arithmech.report.plan import (  # noqa: F401 (API)
+    CONFIG,
+    BookArgumentError,
+    BookError,
+    Chapter,
+    chapter_values,
+    chapters,
+    declared_parameters,
+    is_notebook,
+    load_config,
+    parse_sets,
+    plan,
+    read_notebook,
+    toc_files,
+)
 from arithmech.report.plots import use_theme
+from arithmech.report.scope import scope_box
 
 
 def setup() -> None:

@@ -11,6 +11,7 @@ import pandas as pd
 from arithmech.claims import curves as C
 from arithmech.claims import frontier as F
 from arithmech.paper import table1_by_mode
+from arithmech.report.tradeoff import frontier_chart
 
 PCT = lambda x: "—" if x is None or x != x else f"{100 * x:+.1f}"
 
@@ -34,7 +35,6 @@ def point_frame(c: F.Curves) -> pd.DataFrame:
 
 def chart(folder: str | Path, title: str):
     """:func:`arithmech.report.tradeoff.frontier_chart` of a results folder; None without runs."""
-    from arithmech.report.tradeoff import frontier_chart
     c = F.load(folder)
     runs = run_frame(c)
     return None if runs.empty else frontier_chart(runs, point_frame(c), title=title)

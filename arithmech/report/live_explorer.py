@@ -31,7 +31,8 @@ import torch
 
 from arithmech.core import results
 from arithmech.core.models import resolve
-from arithmech.data import pairs, templates as templates_module
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.methods.explorer import OPERATOR_WORDS
 from arithmech.methods.knockout_means import build_pool
 from arithmech.methods.mlp import number_tokens

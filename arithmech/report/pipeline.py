@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arithmech.core.inputs import quoted
-
 from arithmech.report import colours
 
 # What each stage does in the paper (§4, §5, §6) and what it hands to the next one.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-
 from arithmech.core import estimate, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model

@@ -36,7 +36,8 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core import estimate, records, results as results_io
+from arithmech.core import estimate, records
+from arithmech.core import results as results_io
 from arithmech.core.config import command_line
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
@@ -48,9 +49,22 @@ from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
 from arithmech.steps import arms_heads as heads_mod
-from arithmech.steps.arms_curve import args_hash as _hash, learning_curve
-from arithmech.steps.arms_grid import (ARMS, GRIDS, PRECISE, RANDOM, RULE, BRACKET_RULE, bracket_side, choose,
-                                       extension, frontier_rates, lr_tag, val_math)
+from arithmech.steps.arms_curve import args_hash as _hash
+from arithmech.steps.arms_curve import learning_curve
+from arithmech.steps.arms_grid import (
+    ARMS,
+    BRACKET_RULE,
+    GRIDS,
+    PRECISE,
+    RANDOM,
+    RULE,
+    bracket_side,
+    choose,
+    extension,
+    frontier_rates,
+    lr_tag,
+    val_math,
+)
 from arithmech.steps.config import Table1 as Config
 from arithmech.steps.finetune import model_geometry, ranked_components
 

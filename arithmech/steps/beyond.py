@@ -28,13 +28,15 @@ from arithmech.core import estimate, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
-from arithmech.data import pairs, pairs as pairs_module
+from arithmech.data import pairs
+from arithmech.data import pairs as pairs_module
 from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Beyond as Config, Identify as IdentifyConfig
+from arithmech.steps.config import Beyond as Config
+from arithmech.steps.config import Identify as IdentifyConfig
 
 
 def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5) -> None:

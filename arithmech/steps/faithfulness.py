@@ -27,12 +27,15 @@ from arithmech.core import estimate, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
-from arithmech.data import pairs, shots as shots_module
-from arithmech.methods import faithfulness as F, knockout_run
+from arithmech.data import pairs
+from arithmech.data import shots as shots_module
+from arithmech.methods import faithfulness as F
+from arithmech.methods import knockout_run
 from arithmech.methods.knockout_means import build_pool, pool_prompts
 from arithmech.methods.prepare import task_templates
 from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Faithfulness as Config, Identify as IdentifyConfig
+from arithmech.steps.config import Faithfulness as Config
+from arithmech.steps.config import Identify as IdentifyConfig
 
 TARGET, K_MAX = 0.8, 10            # the claim's rule (arithmech.claims.rules, circuit-faithful)
 

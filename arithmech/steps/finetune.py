@@ -28,7 +28,8 @@ from typing import Sequence
 import torch
 from transformers import AutoConfig
 
-from arithmech.core import estimate, records, results as results_io, safe_read
+from arithmech.core import estimate, records, safe_read
+from arithmech.core import results as results_io
 from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import Geometry, load_model, resolve
 from arithmech.core.progress import Progress, annotate
@@ -38,7 +39,8 @@ from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
 from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Finetune as Config, Identify as IdentifyConfig
+from arithmech.steps.config import Finetune as Config
+from arithmech.steps.config import Identify as IdentifyConfig
 from arithmech.steps.identify import ranking
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")

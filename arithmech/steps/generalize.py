@@ -18,14 +18,15 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.data import pairs, templates as templates_module
+from arithmech.data import pairs
+from arithmech.data import templates as templates_module
 from arithmech.evals.benchmarks import read_math
 from arithmech.methods.knockout import Ablation, accuracy
-from arithmech.methods.transfer import unknown_words
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
+from arithmech.methods.transfer import unknown_words
 from arithmech.steps.config import Generalize as Config
-from arithmech.steps.identify import identify, ranking
 from arithmech.steps.control import evidence_status
+from arithmech.steps.identify import identify, ranking
 
 DEFAULTS = Config()     # the step's defaults (arithmech.steps.config), written once
 

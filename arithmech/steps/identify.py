@@ -37,21 +37,30 @@ from arithmech.core import estimate, results
 from arithmech.core.memory import PeakMemory
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
-from arithmech.data import pairs as pairs_module, shots as shots_module
+from arithmech.data import pairs as pairs_module
+from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
+from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
 from arithmech.methods import knockout_run
 from arithmech.methods.ablation import MeanSource
-from arithmech.methods.effects import (concat_patched, effects_frame, key_heads, key_heads_by_share, ranking,  # noqa: F401
-                                       studied_heads)                                      # (public names here too)
+from arithmech.methods.effects import (  # noqa: F401
+    concat_patched,
+    effects_frame,
+    key_heads,
+    key_heads_by_share,
+    ranking,
+    studied_heads,  # (public names here too)
+)
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
 from arithmech.methods.knockout_run import describe_means, prepare_means, split_positions
-from arithmech.methods.transfer import heldout_heads, run_transfer  # noqa: F401 (the step's transfer)
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.patching import FIELDS as PATCHED_FIELDS, METHODS, Patched, path_patch
-from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
+from arithmech.methods.patching import FIELDS as PATCHED_FIELDS
+from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.steps.config import CONTROL_FLOOR, Identify as Config  # noqa: F401
+from arithmech.methods.transfer import heldout_heads, run_transfer  # noqa: F401 (the step's transfer)
+from arithmech.steps.config import CONTROL_FLOOR  # noqa: F401
+from arithmech.steps.config import Identify as Config
 from arithmech.steps.control import task_control  # noqa: F401 (the control, version 2: issue #41)
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")

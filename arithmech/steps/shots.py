@@ -30,7 +30,8 @@ from arithmech.core import estimate, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import wilson_interval
-from arithmech.data import pairs, shots as shots_module
+from arithmech.data import pairs
+from arithmech.data import shots as shots_module
 from arithmech.methods.prepare import NoReferenceData, prepare
 from arithmech.steps.config import Shots as Config
 

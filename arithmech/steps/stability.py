@@ -44,7 +44,8 @@ import pandas as pd
 from arithmech.core import estimate, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
-from arithmech.data import pairs, shots as shots_module
+from arithmech.data import pairs
+from arithmech.data import shots as shots_module
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking

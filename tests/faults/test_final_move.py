@@ -49,6 +49,7 @@ def old_and_new(identify_set, tmp_path):
     """The old set (``identify_set`` plus a knockout.csv the new set does not have) and, for comparison, the
     snapshot of the new set written whole into a copy of it."""
     import pandas as pd
+
     from arithmech.core import results as R
     knockout = pd.DataFrame({"task": ["all"], "positions": ["end"], "kind": ["head"], "order": ["effect-rank"],
                              "seed": [0], "k": [0], "accuracy": [1.0], "correct": [4], "n": [4], "ci_low": [0.51],

@@ -7,8 +7,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from .tools import REPO, cli, refused, snapshot
 
 

@@ -11,9 +11,9 @@ import pytest
 from arithmech.cli import main
 from arithmech.core import results as R
 from arithmech.data import pairs
-from arithmech.steps.finetune import run_finetune
 from arithmech.steps import analyze as A
 from arithmech.steps.config import Finetune
+from arithmech.steps.finetune import run_finetune
 
 
 def test_cli_writes_results_files(tmp_path, capsys):

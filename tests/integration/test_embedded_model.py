@@ -2,10 +2,8 @@
 card's held-out numbers recomputed, and the fine-tune chapter's starting point."""
 from __future__ import annotations
 
-from arithmech.embedded import train as E
 from arithmech.data.sentences import two_digit_split
-from arithmech.evals.toy import generic_accuracy
-from arithmech.evals.toy import two_digit_accuracy
+from arithmech.evals.toy import generic_accuracy, two_digit_accuracy
 
 
 def test_shipped_model_in_distribution_accuracy(embedded_model):

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.core import results as R
-
 from arithmech.core import records
+from arithmech.core import results as R
 
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from arithmech.cli import main
-from arithmech.steps.finetune import run_finetune
 from arithmech.steps.config import Finetune
+from arithmech.steps.finetune import run_finetune
 
 REPO = Path(__file__).resolve().parents[2]
 # Identify on the embedded model, four tasks (the four operations), small sizes: ~3 s of work on one thread.
@@ -87,7 +87,6 @@ def test_identify_checkpoints_of_other_arguments_are_not_used(tmp_path):
     """Protects: checkpoints are keyed by the arguments: another seed or task count hashes to another folder,
     so a re-run with different arguments never picks up a stale task."""
     from arithmech.core import results as R
-    from arithmech.core import records
     a = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 0})
     b = R.checkpoints(tmp_path, "identify", {"seed": 0, "task": "all"})
     c = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 1})

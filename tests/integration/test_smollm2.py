@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.data import pairs as D, templates
+from arithmech.data import pairs as D
+from arithmech.data import templates
 from arithmech.data.sentences import two_digit_items
-from arithmech.evals.scoring import choice_logits, greedy_exact
 from arithmech.evals.measures import answer_scores
+from arithmech.evals.scoring import choice_logits, greedy_exact
 
 pytestmark = pytest.mark.slow
 
@@ -139,14 +140,16 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
     """Protects issue #22 item 4 on the real model (GQA: 3 key/value heads for 9 query heads, BPE): path patching of few-shot pairs with the shared prefix run once equals running every
     prompt whole, ≤ 1e-5 in the effects, and the cache is actually used."""
     import warnings
+
     from arithmech.core import prefix
     from arithmech.methods.effects import effects_frame
     from arithmech.methods.patching import path_patch
     model, tok, _ = smollm2
     ss, _ = D.make_pairs(tok, [templates.TEMPLATES["add-1"], templates.TEMPLATES["mul-6"]], n=12, seed=0,
                          answer_token="last-digit", shots=4)
-    from arithmech.data import shots
     from factories import one_preamble
+
+    from arithmech.data import shots
     ss = one_preamble(ss)
     assert all(s.prefix.endswith(shots.SEPARATOR) for s in ss)
     clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], D.answer_ids(tok, ss)

@@ -169,6 +169,7 @@ def test_every_chapter_parameters_cell_matches_its_config():
     book plan and the check cell judge the values the chapter actually runs with."""
     import ast
     from dataclasses import fields
+
     from arithmech.report.chapters import CHAPTERS
     names = []
     for p in _chapters():

@@ -52,6 +52,7 @@ def test_book_set_is_checked_even_without_executing(sets, capsys, tmp_path):
     checks the keys and values against the chapter's config, exits 2 with one line, and writes nothing (no
     generated page, no _build)."""
     import shutil
+
     from arithmech.cli import main
     root = tmp_path / "book-root"
     shutil.copytree(REPO / "book", root / "book", ignore=shutil.ignore_patterns("_generated", "_static"))

@@ -290,3 +290,16 @@ def test_modules_read_in_one_sitting_and_no_private_names_cross_modules():
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arithmech"):
                 assert not [a.name for a in node.names if a.name.startswith("_")], (f, node.module)
+
+
+def test_ruff_lint_is_clean():
+    """Protects the lint habit (issue #42): `ruff check` (pyflakes, syntax errors, import order; the rules in
+    pyproject.toml) finds nothing in the package, the tests and the benchmarks; an unused import or a name used
+    before it is defined fails here, in the fast tier, not in review."""
+    import shutil
+    import subprocess
+    import sys
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    assert ruff, "ruff is missing: make setup installs it (requirements.txt)"
+    out = subprocess.run([ruff, "check", "arithmech", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:]

@@ -15,7 +15,9 @@ import pytest
 
 from arithmech.core import results as R
 from arithmech.data import shots as shots_module
-from arithmech.steps import accuracy as accuracy_step, identify as identify_step, shots as shots_step
+from arithmech.steps import accuracy as accuracy_step
+from arithmech.steps import identify as identify_step
+from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
 from arithmech.steps.config import BOOK_SCALE, Shots, Stability
 

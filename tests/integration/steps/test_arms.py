@@ -9,16 +9,15 @@ import shutil
 import pytest
 import torch
 
-from arithmech.core import results as R
-from arithmech.steps import arms as A
-from arithmech.evals import suites as S
 from arithmech.claims import verdicts as V
-
+from arithmech.core import results as R
+from arithmech.evals import suites as S
+from arithmech.steps import arms as A
 
 
 def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
-    from arithmech.evals.scoring import greedy_exact
     from arithmech.evals.measures import completion_nll
+    from arithmech.evals.scoring import greedy_exact
     sets = {"negative": S.negative_items(side)[:12], "two_digit": S.two_digit_items(side)[:12],
             "single_digit": S.single_digit_items(side, 1)[:12], "generic": S.fact_items(side)[:12]}
     out = {k: S.accuracy_measure([int(x) for x in greedy_exact(model, tok, v)]) for k, v in sets.items()}
@@ -54,8 +53,8 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     byte-identical; a fresh folder gives the same records (timings aside); verdicts and the trade-off frame
     are computed from the files alone."""
     torch.set_num_threads(1)
-    from arithmech.steps.finetune import ensure_ranking, model_geometry
     from arithmech.steps.arms_heads import groups
+    from arithmech.steps.finetune import ensure_ranking, model_geometry
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
     config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,

@@ -30,6 +30,7 @@ def test_a_child_process_reports_its_own_peak_not_its_parents():
     child's own: here the parent touches 1 GiB first and the child's peak stays far below the parent's."""
     import subprocess
     import sys
+
     from arithmech.core.memory import peak_rss_bytes
     if not os.path.exists("/proc/self/status"):
         pytest.skip("VmHWM is Linux's")

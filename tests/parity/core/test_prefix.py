@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+from factories import one_preamble
 
 from arithmech.core import prefix
 from arithmech.data import pairs
@@ -11,7 +12,6 @@ from arithmech.evals.scoring import filter_correct, predict
 from arithmech.methods.effects import effects_frame
 from arithmech.methods.knockout import Ablation, activations, group_key, knockout_topk, mean_activations
 from arithmech.methods.patching import end_cache, path_patch, path_patch_reference
-from factories import one_preamble
 
 
 def _few_shot(model, tok, n=48, task="all"):

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from arithmech.evals import scoring as S
 from factories import make_tiny_llama as tiny_llama
 
+from arithmech.evals import scoring as S
 
 PROMPTS = ["12 plus 35 is", "Q: What is the opposite of hot? A:", "7 minus 2 equals", "The capital of Peru is",
            "4 + 3 =", "Q: What is the name of @? A:", "The war lasted 5 years from the year 1723 to the year 172",

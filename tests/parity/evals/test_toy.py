@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from factories import make_tiny_llama
 
 from arithmech.evals import benchmarks as E
-
-from factories import make_tiny_llama
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,12 @@ import json
 
 import pytest
 import torch
+from factories import make_tiny_llama, random_sft_rows
 
 from arithmech.core.models import Geometry
 from arithmech.finetune import adapter as A
 from arithmech.finetune.data import Collator
 from arithmech.finetune.runner import HeadMaskedTrainer, training_args
-
-from factories import make_tiny_llama, random_sft_rows
-
 
 SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
 

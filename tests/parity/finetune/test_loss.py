@@ -3,14 +3,13 @@ gradients, same training, with the unembedding run on the labelled positions onl
 from __future__ import annotations
 
 import torch
+from factories import make_tiny_llama, random_sft_rows
 from transformers import Trainer
 
 from arithmech.finetune import adapter as A
 from arithmech.finetune.data import Collator
 from arithmech.finetune.loss import completion_loss
 from arithmech.finetune.runner import CompletionLossTrainer, HeadMaskedTrainer, training_args
-
-from factories import make_tiny_llama, random_sft_rows
 
 
 def _batch(rows, pad=0):

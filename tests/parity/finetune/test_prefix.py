@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from factories import make_tiny_llama, random_sft_rows
 
 from arithmech.finetune import adapter as A
 from arithmech.finetune.data import Collator
 from arithmech.finetune.runner import HeadMaskedTrainer, training_args
-
-from factories import make_tiny_llama, random_sft_rows
-
-
 
 
 def _train(make, spec, rows, tmp, cache, pad=0):

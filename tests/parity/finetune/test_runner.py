@@ -3,11 +3,10 @@ per-tensor AdamW step, only faster."""
 from __future__ import annotations
 
 import torch
+from factories import make_tiny_llama, random_sft_rows
 
 from arithmech.finetune.data import Collator
 from arithmech.finetune.runner import CompletionLossTrainer, training_args
-
-from factories import make_tiny_llama, random_sft_rows
 
 
 def _train(tmp, **extra):

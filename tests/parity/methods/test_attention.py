@@ -13,12 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from factories import fake_roles, manual_forward
 
 from arithmech.methods import attention as At
-
-from factories import manual_forward
-
-from factories import fake_roles
 
 
 class NoBos:

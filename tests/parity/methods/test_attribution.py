@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from factories import end_caches as _caches
+from factories import scaled_biased_llama as _scaled_model
+
 from arithmech.methods import attribution as A
 from arithmech.methods.patching import path_patch_fast
-
-from factories import end_caches as _caches, scaled_biased_llama as _scaled_model
 
 
 def test_exact_chain_equals_path_patch_fast_and_linear_chain_makes_eap_exact(embedded_tokenizer):

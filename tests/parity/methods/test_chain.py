@@ -4,14 +4,13 @@ Path patching, upstream patching and attribution all stand on it (their own pari
 from __future__ import annotations
 
 import torch
+from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.core.models import arch_for, input_device, module
 from arithmech.core.trace import TraceDict
 from arithmech.methods import chain
 from arithmech.methods.attribution import run_chain
 from arithmech.methods.patching import end_cache
-
-from factories import make_biased_gqa_llama, prompt_pairs
 
 TOL = 1e-5                     # fp32: a different order of the same sums (a full forward against END rows)
 

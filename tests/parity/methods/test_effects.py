@@ -6,12 +6,11 @@ import warnings
 
 import numpy as np
 import torch
+from factories import prompt_pairs
 
 from arithmech.core.stats import bootstrap_indices, bootstrap_mean_intervals
 from arithmech.methods.effects import effects_frame, key_heads_by_share
 from arithmech.methods.patching import path_patch
-
-from factories import prompt_pairs
 
 PAPER_COLUMNS = ["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff", "prob", "prob_change", "n"]
 

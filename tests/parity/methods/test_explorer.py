@@ -4,16 +4,17 @@ prompt, on the embedded model, and its key-head steps equal identify's own key_h
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
-import numpy as np
 
 from arithmech.data import pairs as D
-from arithmech.methods import explorer as X, attention as At, explorer as E
-from arithmech.steps import identify as I
+from arithmech.methods import attention as At
+from arithmech.methods import explorer as E
+from arithmech.methods import explorer as X
 from arithmech.methods.knockout import Ablation, knockout_topk
-
+from arithmech.steps import identify as I
 
 THRESHOLDS = [-0.2, -0.05, -0.01, -0.002]
 

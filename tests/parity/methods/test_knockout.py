@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations
-
-from factories import make_biased_gqa_llama, prompt_pairs
 
 
 def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Tensor:

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs as D, templates as T
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
 from arithmech.methods.knockout import activations, knockout_curve, random_orders
 from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_seed
 

@@ -7,9 +7,10 @@ import pandas as pd
 import torch
 
 from arithmech.core.trace import TraceDict
-from arithmech.evals.scoring import predict
-from arithmech.data import pairs as D, templates as T
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
 from arithmech.data.floors import problem_floor
+from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation
 from arithmech.methods.knockout_means import build_pool, pool_key
 from arithmech.methods.knockout_run import sanity_rows, task_knockout
@@ -112,6 +113,7 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     is a key head (``exclude``) or among the top k by effect rank; a k with fewer than k such heads gets no random
     row (the chart says so) instead of a smaller draw; a draw is uniform over what remains (filtered order)."""
     import torch
+
     from arithmech.methods import knockout as K
     universe = [(l, h) for l in range(2) for h in range(4)]                   # 8 heads
     ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]

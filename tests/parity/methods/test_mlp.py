@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from factories import manual_forward
 
 from arithmech.methods import mlp as M
-
-from factories import manual_forward
 
 
 @pytest.mark.parametrize("final_norm", [True, False])

@@ -5,12 +5,10 @@ from __future__ import annotations
 import warnings
 
 import torch
+from factories import make_biased_gqa_llama, prompt_pairs
 
-from arithmech.data import pairs as D
 from arithmech.evals.scoring import filter_correct
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
-
-from factories import make_biased_gqa_llama, prompt_pairs
 
 
 def both(model, tok, clean, corrupt, ans):

@@ -5,12 +5,12 @@ patching a clean run into itself changes nothing."""
 from __future__ import annotations
 
 import torch
+from factories import prompt_pairs
+from factories import scaled_biased_llama as _scaled_model
 
 from arithmech.methods import upstream as U
 from arithmech.methods import upstream_reference as UR
 from arithmech.methods.patching import end_cache
-
-from factories import prompt_pairs, scaled_biased_llama as _scaled_model
 
 
 def _setup(model, tok, n, seed):

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from factories import fake_roles
 
 from arithmech.methods import attention as At
-
-from factories import fake_roles
 
 
 def test_band_chart_draws_the_baseline_file_values():

@@ -13,7 +13,6 @@ import random
 from pathlib import Path
 
 from arithmech.core import records
-from arithmech.core.results import SCHEMA_VERSION
 from arithmech.core.stats import wilson_interval
 
 N_CARRY, N_CLOZE = 400, 400

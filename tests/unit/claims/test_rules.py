@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.core import results as R
 from arithmech.claims import rules as C
+from arithmech.core import results as R
 from arithmech.report.pages import claim_lines, claims_table, verdict
 
 

@@ -52,6 +52,7 @@ def test_chunk_sizes_are_the_methods_own():
     assert (E.KNOCKOUT_ROWS, E.KNOCKOUT_TOKENS) == (knockout.MAX_ROWS, knockout.MAX_TOKENS)
     assert (E.ATTRIBUTION_ROWS, E.UPSTREAM_ROWS) == (attribution.MAX_ROWS, upstream.MAX_ROWS)
     import inspect
+
     from arithmech.methods import knockout_means
     assert E.POOL_FOLDS == inspect.signature(knockout_means.build_pool).parameters["folds"].default
 

@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from arithmech.core.models import (ARCHITECTURES, Geometry, UnsupportedModelError, arch_for, load_model, module,
-                                   resolve)
-
 from factories import make_tiny_llama
+
+from arithmech.core.models import ARCHITECTURES, Geometry, UnsupportedModelError, arch_for, load_model, module, resolve
 
 
 def test_geometry_read_from_config():
@@ -59,6 +57,7 @@ def test_local_folder_roundtrip_and_options(tmp_path):
 def test_embedded_model_loads_offline():
     """Protects: the shipped model is a standard HF folder that loads with no network."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from arithmech.core.names import EMBEDDED_DIR
     model, tok, geo = load_model("embedded")
     assert model.config.model_type == "llama" and geo.n_layers >= 4

@@ -12,6 +12,7 @@ def test_shipped_smollm2_arms_records():
     runner with that knee as its step budget; once the plan exists it has the four arms, three seeds,
     interior learning-rate choices, layer-matched random draws and what every run cost."""
     from pathlib import Path
+
     from arithmech.core import results
     from arithmech.steps.arms_curve import knee
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
@@ -35,6 +36,7 @@ def test_a_record_naming_an_input_outside_the_folder_is_refused_before_it_is_ope
     table1-arms opened and hashed it before refusing) is refused naming the record, and nothing outside the
     folder is opened or hashed; a record whose inputs are the folder's own files reads as before."""
     import json
+
     from arithmech.core import safe_read
     folder = tmp_path / "m"
     (folder / "finetune").mkdir(parents=True)

@@ -8,7 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from arithmech.core import results as R, records
+from arithmech.core import records
+from arithmech.core import results as R
 
 
 @pytest.fixture(autouse=True)

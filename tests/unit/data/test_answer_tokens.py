@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pandas as pd
 import pytest
 
 from arithmech.data import pairs as D
-import random
-from collections import Counter
-
 from arithmech.data.answer_tokens import FLOOR_GROUPS, answer_token_table, conditioned_floor, template_summary
 
 

@@ -9,12 +9,12 @@ import random
 import time
 
 import pytest
+from factories import GOOD, SAFE, time_limit
+from factories import write_file as _write
 
-from arithmech.data import answers as ANS, templates as T
+from arithmech.data import answers as ANS
+from arithmech.data import templates as T
 from arithmech.data.pairs import load_template_pairs, make_pairs
-
-from factories import GOOD, SAFE, time_limit, write_file as _write
-
 
 # ------------------------------------------------------------------------------ declarative answers
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from factories import BAD_FILES, GOOD
 
 from arithmech.data import pairfile as PF
-
-from factories import GOOD, BAD_FILES
-
 
 # ------------------------------------------------------------------------------------ pair schema
 

@@ -3,18 +3,20 @@ answer-token variants, and pair files that are refused quickly with one clear me
 
 from __future__ import annotations
 
-from collections import Counter
 import json
 import random
 import time
+from collections import Counter
 
 import pytest
+from factories import BAD_FILES, SAFE, make_bytelevel_tokenizer, time_limit
+from factories import write_file as _write
 
-from arithmech.data import templates as T, pairs as D, answers as ANS, pairfile as PF
-from arithmech.data.pairs import (TemplateLengthError, answer_ids, load_template_pairs, make_pairs,
-                                  select_templates)
-
-from factories import BAD_FILES, SAFE, make_bytelevel_tokenizer, time_limit, write_file as _write
+from arithmech.data import answers as ANS
+from arithmech.data import pairfile as PF
+from arithmech.data import pairs as D
+from arithmech.data import templates as T
+from arithmech.data.pairs import TemplateLengthError, answer_ids, load_template_pairs, make_pairs, select_templates
 
 
 @pytest.mark.parametrize("task", ["addition", "subtraction", "multiplication", "division", "all", "exponentiation"])
@@ -90,7 +92,6 @@ def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
     import pandas as pd
 
     from arithmech.core import results as R
-
     from arithmech.data import pairs
     tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "addition", n=30, seed=0, answer_token="first")
@@ -310,6 +311,7 @@ def test_documented_pair_file_example_loads(tok, tmp_path):
     """Protects: the pair-file example in the Data chapter is a valid file that loads and makes pairs whose
     answers follow the documented rules (A ** B with B <= 3; A * B % 10)."""
     import pathlib
+
     from arithmech.report.plan import read_notebook
     nb = read_notebook(pathlib.Path(__file__).parents[3] / "book" / "data.md")
     cells = [c.source for c in nb.cells if c.cell_type == "markdown"]

@@ -1,14 +1,15 @@
 """Unit tests of ``arithmech/data/sentences.py``."""
 from __future__ import annotations
 
-from arithmech.evals.measures import phrasings
 from arithmech.data.sentences import train_sentences
+from arithmech.evals.measures import phrasings
 
 
 def test_training_sentences_exclude_heldout():
     """Protects: Table 1 trains only on its training phrasings and training operand pairs, so the
     held-out phrasings and the two-digit test pairs are unseen."""
     import re
+
     from arithmech.data.sentences import two_digit_split
     train_t, held_t = phrasings()
     assert not {t.id for t in train_t} & {t.id for t in held_t} and len(train_t) == 16   # 36 - 4 x (2 + 3)

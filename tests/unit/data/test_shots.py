@@ -165,6 +165,7 @@ def test_a_run_made_with_other_example_sets_is_never_reused(tmp_path):
     run made with 16 sets is not reused for one set or the reverse, and a record made before sets existed
     (no field) counts as one set; a zero-shot run records nothing about examples."""
     import pandas as pd
+
     from arithmech.core import results
     from arithmech.steps import shots as shots_step
     from arithmech.steps.config import Shots

@@ -36,6 +36,7 @@ def test_identify_split_sides_never_share_a_problem():
     3 + 5 and 5 + 3 fall together; each operation's single-digit problems go one in EVAL_SHARE to evaluation
     (not only on average: division has 23); ranking_side keeps only ranking clusters and each prompt once."""
     from types import SimpleNamespace as S
+
     from arithmech.data import splits
     assert splits.cluster(S(op="addition", a=5, b=3)) == splits.cluster(S(op="addition", a=3, b=5))
     for op in ("addition", "subtraction", "multiplication"):

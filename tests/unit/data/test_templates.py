@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 from arithmech.data import templates as T
 from arithmech.data.pairs import make_pairs
 

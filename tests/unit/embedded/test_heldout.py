@@ -4,17 +4,18 @@ template texts, not with the drawing code that made them."""
 
 from __future__ import annotations
 
-import re
 import json
+import re
 
 import pytest
 
-from arithmech.data import templates as T, heldout as declared
-from arithmech.data.heldout import is_heldout_pair
-from arithmech.data.answers import OPERANDS, answer_rule
-from arithmech.embedded import heldout as H, train as E
 from arithmech.core.names import EMBEDDED_DIR
-
+from arithmech.data import heldout as declared
+from arithmech.data import templates as T
+from arithmech.data.answers import OPERANDS, answer_rule
+from arithmech.data.heldout import is_heldout_pair
+from arithmech.embedded import heldout as H
+from arithmech.embedded import train as E
 
 POOL_FIELDS = {"NAME": T.NAMES, "NAME2": T.NAMES, "OBJECT": T.OBJECTS, "EVENT": T.EVENTS, "MONTH": T.MONTHS}
 

@@ -5,12 +5,12 @@ The shipped model's accuracy is checked in ``integration/test_embedded_model.py`
 
 from __future__ import annotations
 
-import random
 import hashlib
 import json
+import random
 
-import torch
 import pytest
+import torch
 
 from arithmech.embedded import train as E
 

@@ -8,7 +8,6 @@ import pytest
 
 from arithmech.evals import benchmarks as E
 
-
 DATA = E.data_dir()
 
 

@@ -6,13 +6,12 @@ from collections import Counter
 
 import pytest
 import torch
+from factories import make_tiny_llama
 
 from arithmech.data import pairs as D
-from arithmech.evals.scoring import filter_correct, predict, check_counterfactuals
 from arithmech.data.answer_tokens import answer_token_table
+from arithmech.evals.scoring import check_counterfactuals, filter_correct, predict
 from arithmech.methods.prepare import prepare
-
-from factories import make_tiny_llama
 
 
 def _constant_model(tok, token: str):

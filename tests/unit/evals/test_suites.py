@@ -5,6 +5,7 @@ from __future__ import annotations
 def _form_and_pair(prompt: str):
     """The Fig. 8/10 template a prompt was rendered from (its id) and its operand pair."""
     import re
+
     from arithmech.data import templates as T
     for t in T.FIG8 + T.FIG10:
         pat = re.escape(t.clean)

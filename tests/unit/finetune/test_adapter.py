@@ -5,11 +5,11 @@ Weights and gradients checked against full-tensor references are in ``parity/fin
 
 from __future__ import annotations
 
+from factories import make_tiny_llama
+
 from arithmech.core.models import Geometry
 from arithmech.core.trace import TraceDict
 from arithmech.finetune import adapter as A
-
-from factories import make_tiny_llama
 
 
 def test_gqa_kv_policy():

@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from factories import make_tiny_llama
 
 from arithmech.finetune import adapter as A
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.finetune.runner import HeadMaskedTrainer, training_args
-
-from factories import make_tiny_llama
-
 
 SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
 
@@ -18,6 +16,7 @@ def test_multi_gpu_full_sft_configuration():
     wraps the model's decoder-layer class with FSDP2 and keeps the effective batch over processes, and
     precise SFT refuses FSDP with a clear message."""
     from pathlib import Path
+
     from accelerate.commands.config.config_args import load_config_from_file
     cfg = load_config_from_file(str(Path(__file__).parents[3] / "configs" / "accelerate_fsdp.yaml"))
     assert str(cfg.distributed_type).endswith("FSDP") and cfg.fsdp_config["fsdp_version"] == 2
@@ -37,11 +36,13 @@ def test_sft_loss_ignores_the_prompt():
     EOS targets only (from the model's own full logits), and the unembedding is run on exactly those
     positions: no prompt position's prediction can reach the loss (arithmech.finetune.loss)."""
     import tempfile
+
     import torch
-    from arithmech.finetune.data import Collator
-    from arithmech.embedded.train import build_tokenizer
-    from arithmech.finetune.runner import make_trainer
     from transformers import LlamaConfig, LlamaForCausalLM
+
+    from arithmech.embedded.train import build_tokenizer
+    from arithmech.finetune.data import Collator
+    from arithmech.finetune.runner import make_trainer
     tok = build_tokenizer()
     torch.manual_seed(0)
     net = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from factories import make_tiny_llama
 
 from arithmech.methods import attention as At
-
-from factories import make_tiny_llama
 
 
 def test_end_rows_need_eager_attention():

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.methods import explorer as E, explorer as X
+from arithmech.methods import explorer as E
+from arithmech.methods import explorer as X
 
 
 def test_guess_positions_for_free_prompts():

@@ -38,6 +38,7 @@ def test_spearman_interval_resamples_prompts_and_matches_pandas():
     resample's ρ is pandas' Spearman of the re-averaged effects; identical methods give [1, 1]; more prompt
     noise gives a wider interval; one cluster per prompt is the prompt bootstrap."""
     import torch
+
     from arithmech.core.stats import bootstrap_counts
     from arithmech.methods.attribution import _spearman_rows, spearman_intervals
     g = torch.Generator().manual_seed(0)

@@ -12,7 +12,6 @@ import pytest
 
 from arithmech.report import book
 
-
 REPO = Path(__file__).resolve().parents[3]
 
 

@@ -216,8 +216,17 @@ def _curve_chart(monkeypatch):
 
 def _charts(monkeypatch):
     """``(name, chart, roles it may use, schemes it may use)`` for every chart builder of arithmech.report."""
-    from arithmech.report import (attention_control, beyond_views, circuit, faithfulness_chart, knockout_chart,
-                                  plots, stability_views, tradeoff, transfer_chart)
+    from arithmech.report import (
+        attention_control,
+        beyond_views,
+        circuit,
+        faithfulness_chart,
+        knockout_chart,
+        plots,
+        stability_views,
+        tradeoff,
+        transfer_chart,
+    )
     nodes, edges = _circuit()
     acc = pd.DataFrame({"template": ["a", "b"], "figure": ["Fig. 8"] * 2, "op": ["+"] * 2, "family": ["x", "y"],
                         "accuracy": [0.5, 0.9]})
@@ -299,6 +308,7 @@ def test_the_theme_and_fig1_use_the_table():
     """Protects the theme (its default category range is the meaning-free ``series`` palette: an uncoloured legend
     never draws red or green) and the pipeline figure's SVG (ink and the key red only)."""
     from pathlib import Path
+
     from arithmech.report import pipeline, plots
     cfg = plots.theme()["config"]
     assert cfg["range"]["category"] == C.series() and not any(is_red(c) or is_green(c) for c in C.series())

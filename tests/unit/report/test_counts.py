@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import rules as C
-from arithmech.core import results as R
 from arithmech.methods.effects import key_heads as identify_key_heads
 from arithmech.report import book, counts
 

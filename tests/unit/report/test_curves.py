@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from arithmech.claims import curves as C
 from arithmech.report import curves as R
-from tests.unit.claims.synthetic import jitter as J, write
+from tests.unit.claims.synthetic import jitter as J
+from tests.unit.claims.synthetic import write
 
 ARMS = {"full": {1e-4: J(0.9, 0.9, -0.06), 3e-4: J(0.95, 0.9, -0.08)},
         "precise-key": {1e-3: J(0.6, 0.5, -0.01), 3e-3: J(0.7, 0.6, -0.02)},

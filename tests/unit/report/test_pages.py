@@ -52,6 +52,7 @@ def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
     paper's claims (controls apart), names the claims under each verdict, and its summary word follows them;
     the compact table has one row per claim with its verdict and a link to the rules page."""
     import pandas as pd
+
     from arithmech.report import pages
     c = pd.DataFrame({"id": ["a", "b", "c", "d"], "claim": ["Heads exist", "MLPs act late", "Few heads", "Floor (control)"],
                       "paper (LLaMA2-7B)": ["x"] * 4, "rule": ["r"] * 4, "here": ["h"] * 4,

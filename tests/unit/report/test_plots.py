@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import pandas as pd
+from factories import fake_roles
 
 from arithmech.report import plots
-
-from factories import fake_roles
 
 
 def test_head_dropdown_names_heads_as_the_book_does():

@@ -56,5 +56,6 @@ def test_a_table_says_insufficient_below_the_minimum():
     assert evidence_status(four) == "insufficient: 4 X_r from 4 problems < 20"
     assert evidence_status([_mk("addition", a, b) for a, b in PRODUCTS[:20]]) == "ok"
     import inspect
+
     from arithmech.steps import generalize
     assert "evidence_status(samples)" in inspect.getsource(generalize.table3)

@@ -7,11 +7,10 @@ import random
 import time
 
 import pytest
-
-from arithmech.steps.finetune import parse_heads, ranked_components
-from arithmech.steps.config import Finetune
-
 from factories import time_limit
+
+from arithmech.steps.config import Finetune
+from arithmech.steps.finetune import parse_heads, ranked_components
 
 
 def test_parse_heads_and_ranking(tmp_path):
@@ -113,6 +112,7 @@ def test_finetune_bad_argument_refused_before_model_load(tmp_path, no_model_load
 def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_load):
     """Protects: a missing --train-data file, a missing model folder, CUDA on a machine without it."""
     import torch
+
     from arithmech.steps.finetune import run_finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2"}
     with pytest.raises(FileNotFoundError, match="--train-data 'nope.jsonl'"):

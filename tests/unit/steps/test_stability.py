@@ -7,10 +7,9 @@ import math
 
 import pandas as pd
 import pytest
+from factories import make_tiny_llama
 
 from arithmech.steps import stability as S
-
-from factories import make_tiny_llama
 
 
 @pytest.fixture(scope="module")
