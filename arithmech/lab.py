@@ -73,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=".", help="the folder JupyterLab shows (default: the current one)")
     args, extra = ap.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
-    if any(a.split("=")[0].lower() in ("--ip", "--serverapp.ip") for a in extra):
-        ap.error("the address is fixed to 127.0.0.1")
+    if not 1 <= args.port <= 65535:
+        ap.error(f"--port {args.port}: a port is 1 to 65535")
+    fixed = ("ip", "token", "allow_origin", "allow_remote_access", "password")
+    if any(a.lstrip("-").split("=")[0].lower().rsplit(".", 1)[-1] in fixed for a in extra):
+        ap.error("the address (127.0.0.1), the token and the origins are fixed; pass other jupyter options only")
     try:
         import jupyterlab  # noqa: F401
         import jupytext  # noqa: F401

@@ -117,8 +117,9 @@ def _dominates(f: Point, k: Point, v: str) -> bool | None:
 
 
 def full_costs(c: Curves) -> bool | None:
-    parts = [True if p.gone else decide(*gain(p, "general"), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
-             for p in c.points.get("full", [])]
+    parts = [(True if p.n >= MIN_RUNS else None) if p.gone else
+             decide(*gain(p, "general"), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
+             for p in c.points.get("full", [])]                 # a collapse counts only at a point of >= MIN_RUNS runs
     return some(parts)
 
 
@@ -200,9 +201,11 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
         left = [] if why else loro(c, arms, fn)
         flips = [(a, lr, w) for a, lr, w in left if w == OPPOSITE.get(whole)]
         final = OPEN if flips else whole
+        moved = [(a, lr, w) for a, lr, w in left if w != whole]
         note = why or ("; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in flips) if flips else
-                       f"stays {whole} with any one of {len(left)} grid points left out" if whole in OPPOSITE else
-                       thin(c, arms))
+                       (f"{whole}, never the opposite, with any one of {len(left)} grid points left out"
+                        + ("; but " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved) if moved else
+                           " (the same verdict without each)")) if whole in OPPOSITE else thin(c, arms))
         rows.append({"claim": claim, "comparison": comp, "measure": v, "whole grid": whole, "verdict": final,
                      "leave-one-rate-out": note, "why": why or "", "loro": left, **headline(c, arms, v, claim)})
     return pd.DataFrame(rows)

@@ -9,17 +9,20 @@ from arithmech import lab
 
 def test_command_listens_on_loopback_with_the_token():
     """Protects the lab's exposure: the server binds 127.0.0.1 with the given token, opens no browser, asks no
-    extension index, and an --ip given after -- is refused."""
+    extension index; an address, token or origin given after -- and a port outside 1-65535 are refused before
+    anything is written."""
     cmd = lab.command(8888, "abc123", Path("/repo"))
     assert "--ServerApp.ip=127.0.0.1" in cmd and "--IdentityProvider.token=abc123" in cmd
     assert "--ServerApp.open_browser=False" in cmd and "--LabApp.extension_manager=readonly" in cmd
     assert not [a for a in cmd if a.startswith("--ip")]
-    try:
-        lab.main(["--", "--ip=0.0.0.0"])
-    except SystemExit as e:
-        assert e.code == 2
-    else:
-        raise AssertionError("--ip was accepted")
+    for bad in (["--", "--ip=0.0.0.0"], ["--", "--NotebookApp.ip=0.0.0.0"], ["--", "--IdentityProvider.token="],
+                ["--", "--ServerApp.allow_origin=*"], ["--port", "70000"], ["--port", "0"]):
+        try:
+            lab.main(bad)
+        except SystemExit as e:
+            assert e.code == 2, bad
+        else:
+            raise AssertionError(f"{bad} was accepted")
 
 
 def test_overrides_make_markdown_open_as_a_notebook(tmp_path):

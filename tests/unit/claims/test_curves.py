@@ -92,11 +92,11 @@ def test_selection_is_frontier_against_frontier(tmp_path):
     assert _old(f, "the selection matters") == "does not hold"
     c = load(f)
     r = _row(C.verdict_rows(c), "the selection matters", "precise-key − precise-random")
-    assert r["verdict"] == C.HOLDS and "stays holds" in r["leave-one-rate-out"]
+    assert r["verdict"] == C.HOLDS and "holds, never the opposite" in r["leave-one-rate-out"]
     t = C.by_rate(c, "carry").set_index("lr")
     assert t.loc[9e-3, "part"] == C.NOT and t.loc[1e-3, "part"] == C.HOLDS
     here, holds = selection_matters(Context(f))
-    assert holds is True and "stays holds with any one of" in here
+    assert holds is True and "holds, never the opposite, with any one of" in here
 
 
 def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
