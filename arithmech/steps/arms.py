@@ -134,7 +134,7 @@ def train_arm(model_name: str, suite, heads, lr: float, seed: int, steps: int, b
     net.eval().requires_grad_(False)
     rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()),
                n_train=len(rows), lr=lr, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
-               scheduler="cosine", optimizer="adamw_torch")
+               scheduler="cosine", optimizer="adamw_torch_fused")
     return net, tok, rec
 
 

@@ -34,8 +34,8 @@ def test_multi_gpu_full_sft_configuration():
 def test_sft_loss_ignores_the_prompt():
     """Protects: completion-only SFT loss (#14): the loss the Trainer optimises, on rows from
     tokenize_pairs padded by the Collator, equals a hand-written cross-entropy over the completion and
-    EOS targets only, and its gradient with respect to every prompt position's logits is exactly zero
-    (changing what the model predicts inside the prompt cannot change the loss)."""
+    EOS targets only (from the model's own full logits), and the unembedding is run on exactly those
+    positions: no prompt position's prediction can reach the loss (arithmech.finetune.loss)."""
     import tempfile
     import torch
     from arithmech.finetune.data import Collator
@@ -48,17 +48,14 @@ def test_sft_loss_ignores_the_prompt():
                                        num_attention_heads=4, num_key_value_heads=4, pad_token_id=tok.pad_token_id))
     rows = tokenize_pairs(tok, [("12 plus 35 is", " 47"), ("3 minus 7 equals to", " -4")])
     batch = Collator(tok.pad_token_id)(rows)
-    seen = {}
-
-    def keep(module, args, out):                                   # the logits the loss is computed from
-        out.retain_grad()
-        seen["logits"] = out
-    net.lm_head.register_forward_hook(keep)
+    seen = []
+    net.lm_head.register_forward_hook(lambda m, a, out: seen.append(out.shape))
+    with torch.no_grad():
+        logits = net(**{k: v for k, v in batch.items() if k != "labels"}).logits
+    seen.clear()
     with tempfile.TemporaryDirectory() as tmp:
         trainer = make_trainer(net, "full", training_args(tmp, batch_size=2, micro_batch_size=2), rows, tok)
         loss = trainer.compute_loss(net, dict(batch))
-    loss.backward()
-    logits = seen["logits"].detach()
     ref_terms = []
     for i, r in enumerate(rows):
         n_prompt = sum(l == -100 for l in r["labels"])
@@ -66,8 +63,4 @@ def test_sft_loss_ignores_the_prompt():
             ref_terms.append(torch.nn.functional.cross_entropy(logits[i, t - 1], torch.tensor(r["input_ids"][t])))
     assert len(ref_terms) == (2 + 1) + (2 + 1)                     # "4 7" + EOS, "- 4" + EOS
     assert abs(float(loss.detach()) - float(torch.stack(ref_terms).mean())) < 1e-5
-    grad = seen["logits"].grad
-    for i, r in enumerate(rows):
-        n_prompt = sum(l == -100 for l in r["labels"])
-        assert torch.count_nonzero(grad[i, :n_prompt - 1]) == 0                      # predictions of prompt tokens
-        assert torch.count_nonzero(grad[i, n_prompt - 1]) > 0                        # the first answer token
+    assert seen == [torch.Size([6, len(tok)])]                     # only the six scored positions are unembedded
