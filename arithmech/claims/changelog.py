@@ -191,43 +191,43 @@ CHANGELOG: tuple[Change, ...] = (
     Change("ablation-removes-information", 2, "2026-11-25", "d94a0b1", "the floor is the higher of the majority and "
            "the conditioned floor; inconclusive for a task that fails its control", _KO),
     # -- issue #41: the control over distinct problems (version 2) and the two-sided ablation rule
-    Change("key-heads-exist", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("key-heads-exist-share", 3, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("few-heads", 3, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("middle-layers", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("logit-diff-ranking", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("knockout-key-vs-random", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("knockout-random-flat", 6, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("mlps-late", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("transfer", 5, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("circuit-faithful", 4, "2026-11-27", "this commit", _CONTROL2, _S2_RUNS),
-    Change("attention-roles", 4, "2026-11-27", "this commit", "issue #41: decided on the share rule's key heads where "
+    Change("key-heads-exist", 4, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("key-heads-exist-share", 3, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("few-heads", 3, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("middle-layers", 5, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("logit-diff-ranking", 4, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("knockout-key-vs-random", 5, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("knockout-random-flat", 6, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("mlps-late", 4, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("transfer", 5, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("circuit-faithful", 4, "2026-11-27", "6a12fce", _CONTROL2, _S2_RUNS),
+    Change("attention-roles", 4, "2026-11-27", "4516a33", "issue #41: decided on the share rule's key heads where "
            "the paper's rule finds none (it was inconclusive then, although 6 of SmolLM2's 7 share-key heads read "
            "operands or the operator); each head against the 95% interval of the other heads' 95th percentile (heads "
            "resampled) instead of the point percentile; read from attention_roles.csv (every head's attention), no "
            "longer from attention_baseline.csv and analyze.json's studied heads",
            "yes: SmolLM2's attention_roles.csv and the science review's count (shared/science-review.md §2.3)"),
-    Change("key-heads-exist-share", 4, "2026-11-27", "this commit", "wording only (issue #41): the share renamed the LD "
+    Change("key-heads-exist-share", 4, "2026-11-27", "bb1679f", "wording only (issue #41): the share renamed the LD "
            "ratio, whose name does not promise a fraction (one-at-a-time ratios need not add up: SmolLM2's heads sum "
            "to −214 %); no verdict can move", "yes: both SmolLM2 identify runs"),
-    Change("logit-diff-ranking", 5, "2026-11-27", "this commit", "wording only (issue #41): the calibrated share renamed "
+    Change("logit-diff-ranking", 5, "2026-11-27", "bb1679f", "wording only (issue #41): the calibrated share renamed "
            "the LD ratio; no verdict can move", "yes: both SmolLM2 identify runs"),
-    Change("few-heads", 4, "2026-11-27", "this commit", "issue #41: scaled to the model — the top 5% of its heads (the "
+    Change("few-heads", 4, "2026-11-27", "bb1679f", "issue #41: scaled to the model — the top 5% of its heads (the "
            "paper's fraction, rounded up: 14 of SmolLM2's 270, 3 of the embedded model's 48) instead of the top 10 "
            "(21% of 48 heads, 3.7% of 270); decided by the relative change and by the LD ratio, each ranked by its "
            "own measure, inconclusive where they disagree; the measure named a concentration of one-at-a-time "
            "changes, not a fraction of the effect",
            "yes: both SmolLM2 runs, and the science review's flip of version 3 (top 14 or the share: holds; §2.3)"),
-    Change("selection-matters", 3, "2026-11-27", "this commit", "wording only (issue #41): no longer filed as a control "
+    Change("selection-matters", 3, "2026-11-27", "4e7d5f4", "wording only (issue #41): no longer filed as a control "
            "(its claim said \"a control\"): it is a claim this book adds, counted with the others apart from the "
            "paper's own; no verdict can move", _ARMS),
-    Change("ablation-removes-information", 3, "2026-11-27", "this commit", "two-sided: does not hold also where the "
+    Change("ablation-removes-information", 3, "2026-11-27", "6a12fce", "two-sided: does not hold also where the "
            "interval lies wholly below a uniform guess among the task's answer tokens (over-ablation: more than the task "
            "removed; version 2 could not fail below the floor); the floor is the higher of the majority floor and the "
            "floor over distinct problems (the control, version 2, recomputed from prompts.jsonl); the Wilson interval "
            "over the problem clusters (n_clusters trials) where the file counts them; inconclusive also for a task "
            "with fewer than 20 distinct problems or knockout prompts from fewer than 20 problem clusters", _S2_RUNS),
-    Change("knockout-key-vs-random", 6, "2026-11-27", "this commit", "issue #41: the key heads' Wilson interval is "
+    Change("knockout-key-vs-random", 6, "2026-11-27", "ee2ae51", "issue #41: the key heads' Wilson interval is "
            "over the problem clusters where knockout.csv counts them (accuracy × n_clusters of n_clusters trials, the "
            "most conservative design effect) instead of over prompts (128 prompts from 25 problems)", _S2_RUNS),
 )
