@@ -69,12 +69,12 @@ def command(port: int, token: str, root: Path, extra: list[str] = ()) -> list[st
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m arithmech.lab", description=__doc__.split("\n")[0],
                                  epilog="Arguments after -- go to jupyter lab as they are.")
-    ap.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888, or a free one if taken)")
+    ap.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888, or a free one if taken; 0: any free one)")
     ap.add_argument("--root", default=".", help="the folder JupyterLab shows (default: the current one)")
     args, extra = ap.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
-    if not 1 <= args.port <= 65535:
-        ap.error(f"--port {args.port}: a port is 1 to 65535")
+    if not 0 <= args.port <= 65535:
+        ap.error(f"--port {args.port}: a port is 1 to 65535 (0: any free one)")
     fixed = ("ip", "token", "allow_origin", "allow_remote_access", "password")
     if any(a.lstrip("-").split("=")[0].lower().rsplit(".", 1)[-1] in fixed for a in extra):
         ap.error("the address (127.0.0.1), the token and the origins are fixed; pass other jupyter options only")

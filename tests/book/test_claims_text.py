@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.report import pipeline, book, pages
+from arithmech.report import book, pages, pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive)\*\* \((?P<here>.*)\)$")

@@ -9,14 +9,14 @@ from arithmech import lab
 
 def test_command_listens_on_loopback_with_the_token():
     """Protects the lab's exposure: the server binds 127.0.0.1 with the given token, opens no browser, asks no
-    extension index; an address, token or origin given after -- and a port outside 1-65535 are refused before
+    extension index; an address, token or origin given after -- and a port outside 0-65535 (0: any free one) are refused before
     anything is written."""
     cmd = lab.command(8888, "abc123", Path("/repo"))
     assert "--ServerApp.ip=127.0.0.1" in cmd and "--IdentityProvider.token=abc123" in cmd
     assert "--ServerApp.open_browser=False" in cmd and "--LabApp.extension_manager=readonly" in cmd
     assert not [a for a in cmd if a.startswith("--ip")]
     for bad in (["--", "--ip=0.0.0.0"], ["--", "--NotebookApp.ip=0.0.0.0"], ["--", "--IdentityProvider.token="],
-                ["--", "--ServerApp.allow_origin=*"], ["--port", "70000"], ["--port", "0"]):
+                ["--", "--ServerApp.allow_origin=*"], ["--port", "70000"], ["--port", "-1"]):
         try:
             lab.main(bad)
         except SystemExit as e:

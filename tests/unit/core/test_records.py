@@ -7,14 +7,18 @@ from arithmech.core import records
 
 
 def test_shipped_smollm2_arms_records():
-    """Protects the committed SmolLM2 Table 1 (issue #23): its learning curve's knee is the pre-stated rule
-    applied to its points; every run record present reads through the contract and was made by the arms
-    runner with that knee as its step budget; once the plan exists it has the four arms, three seeds,
-    interior learning-rate choices, layer-matched random draws and what every run cost."""
+    """Protects the committed SmolLM2 Table 1 (issues #23, #40): its learning curve's knee is the pre-stated rule
+    applied to its points; every run record present reads through the contract and was made by the arms runner
+    with that knee as its step budget; the plan (rewritten after each run, complete or not) lists only records
+    that exist, its arms are the runner's, three seeds, ten draws per random arm, and no random draw reads a
+    key/value group of the key or share heads (no shared tuned parameter); what every run cost is recorded."""
     from pathlib import Path
 
     from arithmech.core import results
     from arithmech.steps.arms_curve import knee
+    from arithmech.steps.arms_grid import ARMS
+    from arithmech.steps.arms_heads import groups
+    from arithmech.steps.finetune import model_geometry
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
     curve = results.read(folder, "finetune/curve.json")
     assert curve["knee"] == knee(curve["points"]) and curve["suite"] == "cpu"
@@ -25,9 +29,14 @@ def test_shipped_smollm2_arms_records():
         assert r["parameters"]["steps"] == curve["knee"] and r["wall_s"] > 0
     if results.exists(folder, "finetune/table1.json"):
         plan = results.read(folder, "finetune/table1.json")
-        assert set(plan["arms"]) == {"full", "precise-key", "precise-random"} and plan["seeds"] == [0, 1, 2]
-        assert all(a["interior"] and len(a["runs"]) == 3 for a in plan["arms"].values())
-        assert all(plan["heads"]["random_layers_matched"])
+        assert set(plan["arms"]) <= set(ARMS) and plan["seeds"] == [0, 1, 2] and plan["draws"] == 10
+        assert isinstance(plan["complete"], bool)
+        tags = [r["tag"] for a in plan["arms"].values() for r in a["grid_rows"]]
+        assert tags and set(tags) <= set(recs)
+        geo, h = model_geometry("smollm2-135m"), plan["heads"]
+        key = groups([tuple(x) for x in h["tuned"] + h["share"]], geo)
+        for d in h["random_draws"] + h["random_any_draws"]:
+            assert len(d) == len(h["tuned"]) and not groups([tuple(x) for x in d], geo) & key
         assert plan["cost"]["total_s"] > 0 and set(plan["cost"]["run_s"]) <= set(recs)
 
 
