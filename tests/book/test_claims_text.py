@@ -19,6 +19,7 @@ import pytest
 
 from arithmech.core import results as R
 from arithmech.report import book, pages, pipeline
+from arithmech.report.scope import scope_box
 
 REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive)\*\* \((?P<here>.*)\)$")
@@ -131,4 +132,5 @@ def test_intro_boxes_match_the_results_when_present(built_book):
     if len(present) == len(MODELS):
         sentences = [pages.results_box(root, [m], part="sentence").strip() for m in MODELS]
         boxes = [pages.results_box(root, [m], part="box").strip() for m in MODELS]
-        assert block == "\n\n".join([*sentences, pipeline.pipeline_markdown(root / "book"), *boxes])
+        scope = [x for x in [scope_box(root)] if x]                         # the scope box leads (issue #41)
+        assert block == "\n\n".join([*scope, *sentences, pipeline.pipeline_markdown(root / "book"), *boxes])
