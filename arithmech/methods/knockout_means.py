@@ -66,6 +66,7 @@ class PoolMeans:
     usable: set | None = None                     # the groups prune() would keep, when known before adding
     family: dict = field(default_factory=dict)    # family -> [z (F, L, T, ·), m, n (F, T)] right-aligned
     sizes: dict = field(default_factory=dict)     # family -> pool prompts drawn
+    digest: str | None = None                     # the cache key (arithmech.methods.pool_cache), once known
     is_pooled = False                             # a prompt's means depend on its key (MeanSource)
 
     # -------------------------------------------------------------------------------- building

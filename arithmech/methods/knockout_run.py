@@ -44,7 +44,7 @@ from arithmech.methods.knockout import (
     mean_sources,
     with_interval,
 )
-from arithmech.methods.knockout_means import build_pool
+from arithmech.methods.pool_cache import cached_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor" means to the higher of the two
@@ -98,7 +98,7 @@ def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_
               *, answer_token: str, shots: int = 0):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
-    return build_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token,
+    return cached_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token,
                       shots=shots) \
         if tpls else None
 

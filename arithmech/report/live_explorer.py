@@ -34,8 +34,8 @@ from arithmech.core.models import resolve
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.methods.explorer import OPERATOR_WORDS
-from arithmech.methods.knockout_means import build_pool
 from arithmech.methods.mlp import number_tokens
+from arithmech.methods.pool_cache import cached_pool
 
 LIVE_DIR = "vendor/live"                       # under book/_static (offline.STATIC_DIR), copied to _build/html/_static
 MODEL_JS = "embedded-model.js"
@@ -123,7 +123,7 @@ def identify_end_means(model, tok, folder: str | Path, batch_size: int = 64) -> 
     ``answer_token``, ``shots``: a seeded draw, so the same X_c), then read with ``lookup(None, ·)``, the mean
     identify gives a prompt without a family: every family's X_c, right-aligned, at END."""
     params = results.read_run(folder)["steps"]["identify"]["parameters"]
-    pool = build_pool(model, tok, identify_templates(params), int(params.get("pool_size", 512)),
+    pool = cached_pool(model, tok, identify_templates(params), int(params.get("pool_size", 512)),
                       int(params.get("seed", 0)), batch_size=batch_size,
                       answer_token=params.get("answer_token", "first"), shots=int(params.get("shots", 0)))
     z, _ = pool.lookup(None, 1)                                      # (L, 1, H*dh): END of every pool prompt

@@ -31,7 +31,8 @@ from arithmech.data import pairs
 from arithmech.data import shots as shots_module
 from arithmech.methods import faithfulness as F
 from arithmech.methods import knockout_run
-from arithmech.methods.knockout_means import build_pool, pool_prompts
+from arithmech.methods.knockout_means import pool_prompts
+from arithmech.methods.pool_cache import cached_pool
 from arithmech.methods.prepare import task_templates
 from arithmech.steps import identify as identify_step
 from arithmech.steps.config import Faithfulness as Config
@@ -69,7 +70,7 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
     every = [t for task in p["tasks"] for t in task_templates(task)[1]]
     every += pairs.select_templates(p["heldout"]) if p.get("transfer", True) else []   # identify's pool, as built
-    means = build_pool(model, tok, every, p["pool_size"], p["seed"], batch_size=batch_size, **kw)
+    means = cached_pool(model, tok, every, p["pool_size"], p["seed"], batch_size=batch_size, **kw)
     return samples, means, pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
 
 

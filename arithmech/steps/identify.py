@@ -242,6 +242,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
             knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
             knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
+            pool_digest=getattr(means, "digest", None),
             answer_token=answer_token, shots=shots, **shots_module.recorded(shots, shots_module.current()), heldout=heldout, batch_size=batch_size, n_boot=n_boot,
             key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]}, seeded by seed)",
             bootstrap=bootstrap, knockout_split=knockout_split,
