@@ -361,3 +361,20 @@ CHANGELOG += (
            "cost was never tested)", _SHIPPED),
 )
 DIGEST.update({"precise-matches-full": "613c9aea9a49", "selection-matters": "b3f9e3ce5763", "precise-keeps-generic": "e674d32a4f40"})
+
+
+# -- issue #40, second rule version (2026-11-27, new session): written before any precise-arm record of the arms
+# runner (its records then: base, base-shots and full SFT at seed 0 on three rates), from the hostile reading's
+# findings of the first version.
+_MULT = ("a part that a 'some' reads (one per precise rate) is decided at level 1 − 0.05/m for its m rates "
+         "(Bonferroni), so more grid rates no longer make 'holds somewhere' likelier; a grid point collapsed when more "
+         "than half of its runs collapsed (was: any run, which dropped 10-draw random points more often than 3-seed "
+         "key points)")
+_ARMS = ("yes: the arms runner's base, base-shots and full-SFT seed-0 records (3 rates), no precise record; the "
+         "rules read precise-key, so nothing they decide existed")
+CHANGELOG += (
+    Change("precise-matches-full", 7, "2026-11-27", "this commit", _MULT, _ARMS),
+    Change("selection-matters", 5, "2026-11-27", "this commit", _MULT, _ARMS),
+    Change("precise-keeps-generic", 7, "2026-11-27", "this commit", _MULT, _ARMS),
+)
+DIGEST.update({"precise-matches-full": "67815e3b929d", "selection-matters": "a59b4d901770", "precise-keeps-generic": "221b40f6a980"})

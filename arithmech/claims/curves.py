@@ -8,6 +8,10 @@ neither, a point with fewer than :data:`~arithmech.claims.frontier.MIN_RUNS` run
 combine them as Kleene's logic does: *some* is true when one part is true and false when all are false; *every*
 is false when one is false and true when all are true; anything else leaves the rule **inconclusive**.
 ``m`` = :data:`MARGIN` (5 points of accuracy; 0.05 nats for a loss). Collapsed points decide nothing.
+**Multiplicity** (second version, 2026-11-27, before any precise record): the parts a *some* reads are each
+decided at level 1 − 0.05 / (their number) (Bonferroni), so a grid with more rates is not likelier to "hold
+somewhere"; *every* needs no adjustment (each part must hold). A point **collapsed** when more than half of its
+runs collapsed (was: any run — which dropped a 10-draw random point more often than a 3-seed key point).
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -71,19 +75,26 @@ def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) 
 
 
 # ------------------------------------------------------------------------- intervals of points
-def gain(p: Point, what: str, shift: float = 0.0) -> tuple[float | None, float | None]:
-    """The run-level interval of a point's change from base (minus ``shift``); undecided points give None."""
+def level(m: int) -> float:
+    """The confidence level of each of ``m`` parts that a *some* reads (Bonferroni: 1 − 0.05 / m), so that "some
+    rate" does not become likelier to hold the more rates a grid has (rule version of 2026-11-27, second entry)."""
+    return 1 - 0.05 / max(1, m)
+
+
+def gain(p: Point, what: str, shift: float = 0.0, m: int = 1) -> tuple[float | None, float | None]:
+    """The run-level interval (at :func:`level` of ``m``) of a point's change from base (minus ``shift``);
+    undecided points give None."""
     if not p.decides:
         return None, None
-    _, lo, hi = t_interval(p.values(what))
+    _, lo, hi = t_interval(p.values(what), level(m))
     return lo - shift, hi - shift
 
 
-def diff(a: Point, b: Point, what: str) -> tuple[float | None, float | None]:
-    """Welch's interval of ``a − b`` on ``what``; None unless both points decide."""
+def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float | None]:
+    """Welch's interval (at :func:`level` of ``m``) of ``a − b`` on ``what``; None unless both points decide."""
     if not (a.decides and b.decides):
         return None, None
-    _, lo, hi = welch_interval(b.values(what), a.values(what))
+    _, lo, hi = welch_interval(b.values(what), a.values(what), level(m))
     return lo, hi
 
 
@@ -92,8 +103,8 @@ def live(c: Curves, arm: str) -> list[Point]:
 
 
 # ------------------------------------------------------------------------- the rules (module docstring)
-def _learn(p: Point, v: str, shift: float = 0.0) -> bool | None:
-    return decide(*gain(p, v, shift), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
+def _learn(p: Point, v: str, shift: float = 0.0, m: int = 1) -> bool | None:
+    return decide(*gain(p, v, shift, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
 
 
 def learns(c: Curves, v: str, ref: str = "base") -> bool | None:
@@ -101,32 +112,36 @@ def learns(c: Curves, v: str, ref: str = "base") -> bool | None:
     if ref == "base-shots":
         s, b = (sum(x) / len(x) for x in (variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v)))
         shift = s - b
-    return some(_learn(p, v, shift) for p in live(c, "precise-key"))
+    keys = live(c, "precise-key")
+    return some(_learn(p, v, shift, len(keys)) for p in keys)
 
 
 def matches(c: Curves, v: str) -> bool | None:
-    return some(every(decide(*diff(k, f, v), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
-                      for f in live(c, "full")) for k in live(c, "precise-key"))
+    keys = live(c, "precise-key")
+    return some(every(decide(*diff(k, f, v, len(keys)), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
+                      for f in live(c, "full")) for k in keys)
 
 
-def _dominates(f: Point, k: Point, v: str) -> bool | None:
-    (ml, mh), (gl, gh) = diff(f, k, v), diff(f, k, "general")
+def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
+    (ml, mh), (gl, gh) = diff(f, k, v, m), diff(f, k, "general", m)
     if ml is None:
         return None
     return True if ml > 0 and gl > 0 else (False if mh < 0 or gh < 0 else None)
 
 
 def full_costs(c: Curves) -> bool | None:
+    full = c.points.get("full", [])
     parts = [(True if p.n >= MIN_RUNS else None) if p.gone else
-             decide(*gain(p, "general"), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
-             for p in c.points.get("full", [])]                 # a collapse counts only at a point of >= MIN_RUNS runs
+             decide(*gain(p, "general", m=len(full)), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
+             for p in full]                 # a collapse counts only at a point of >= MIN_RUNS runs
     return some(parts)
 
 
 def not_dominated(c: Curves, v: str) -> bool | None:
-    full = live(c, "full")
-    return some(both(_learn(k, v), every(None if d is None else not d for d in (_dominates(f, k, v) for f in full)))
-                for k in live(c, "precise-key"))
+    full, keys = live(c, "full"), live(c, "precise-key")
+    m = len(keys)
+    return some(both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
+                for k in keys)
 
 
 def keeps(c: Curves, v: str) -> bool | None:
@@ -134,8 +149,9 @@ def keeps(c: Curves, v: str) -> bool | None:
 
 
 def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> bool | None:
-    return some(every(decide(*diff(k, r, v), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
-                      for r in live(c, control)) for k in live(c, arm))
+    keys = live(c, arm)
+    return some(every(decide(*diff(k, r, v, len(keys)), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
+                      for r in live(c, control)) for k in keys)
 
 
 # ------------------------------------------------------------------------- the table of verdicts

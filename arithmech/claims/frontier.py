@@ -15,8 +15,8 @@ Per point, two intervals of the mean over its runs (:func:`point_table`):
 * the **item-level** interval — the hierarchical bootstrap of :mod:`arithmech.claims.verdicts` (runs and test
   items resampled), shown beside it.
 
-A point **collapsed** when any of its runs collapsed on the primary general measure under the interval gate
-(:func:`arithmech.claims.verdicts.collapsed`); collapsed points are drawn, never on a frontier, and decide
+A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval
+gate (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points are drawn, never on a frontier, and decide
 nothing. An arm's **frontier** is the Pareto set of its other points on (mean math gain, mean general change).
 """
 from __future__ import annotations
@@ -58,7 +58,8 @@ class Point:
 
     @property
     def gone(self) -> bool:
-        return any(self.collapsed)
+        """More than half of the point's runs collapsed (any number of runs is treated alike)."""
+        return 2 * sum(self.collapsed) > len(self.collapsed)
 
     @property
     def decides(self) -> bool:

@@ -29,10 +29,10 @@ def _old(folder, claim):
 
 # -- the review's case (§2.1b): a full-SFT rate off the chosen one dominates precise-key
 DOMINATED = {
-    "full": {3e-5: J(0.80, 0.75, 0.005), 1e-4: J(0.97, 0.95, 0.0), 3e-4: J(0.90, 0.85, -0.07), 9e-4: J(0.40, 0.30, -0.15)},
-    "precise-key": {3e-4: J(0.45, 0.40, -0.01), 1e-3: J(0.60, 0.50, -0.015), 3e-3: J(0.65, 0.55, -0.02),
-                    9e-3: J(0.10, 0.05, -0.06)},
-}
+    "full": {3e-5: J(0.80, 0.75, 0.005), 1e-4: J(0.97, 0.95, 0.0, n=5, sd=0.005), 3e-4: J(0.90, 0.85, -0.07), 9e-4: J(0.40, 0.30, -0.15)},
+    "precise-key": {3e-4: J(0.45, 0.40, -0.01, n=5, sd=0.005), 1e-3: J(0.60, 0.50, -0.015, n=5, sd=0.005), 3e-3: J(0.65, 0.55, -0.02, n=5, sd=0.005),
+                    9e-3: J(0.10, 0.05, -0.06, n=5, sd=0.005)},
+}                                   # 5 runs where the domination is read: the parts are Bonferroni-adjusted (4 rates)
 
 
 def test_keeps_does_not_hold_when_a_full_rate_dominates_every_key_rate(tmp_path):
