@@ -373,8 +373,8 @@ _MULT = ("a part that a 'some' reads (one per precise rate) is decided at level 
 _ARMS = ("yes: the arms runner's base, base-shots and full-SFT seed-0 records (3 rates), no precise record; the "
          "rules read precise-key, so nothing they decide existed")
 CHANGELOG += (
-    Change("precise-matches-full", 7, "2026-11-27", "this commit", _MULT, _ARMS),
-    Change("selection-matters", 5, "2026-11-27", "this commit", _MULT, _ARMS),
-    Change("precise-keeps-generic", 7, "2026-11-27", "this commit", _MULT, _ARMS),
+    Change("precise-matches-full", 7, "2026-11-27", "fea7d1a", _MULT, _ARMS),
+    Change("selection-matters", 5, "2026-11-27", "fea7d1a", _MULT, _ARMS),
+    Change("precise-keeps-generic", 7, "2026-11-27", "fea7d1a", _MULT, _ARMS),
 )
 DIGEST.update({"precise-matches-full": "67815e3b929d", "selection-matters": "a59b4d901770", "precise-keeps-generic": "221b40f6a980"})
