@@ -378,3 +378,26 @@ CHANGELOG += (
     Change("precise-keeps-generic", 7, "2026-11-27", "fea7d1a", _MULT, _ARMS),
 )
 DIGEST.update({"precise-matches-full": "67815e3b929d", "selection-matters": "a59b4d901770", "precise-keeps-generic": "221b40f6a980"})
+
+
+# -- issue #41, the control's version 3 (2026-11-27, second session): the floor decided with its interval.
+_CONTROL3 = ("issue #41: the control (steps.control, version 3) passes a task only when the upper end of its floor's "
+             "95% Wilson interval over the task's distinct problems lies below CONTROL_FLOOR = 0.5; an interval that "
+             "reaches it is uncertain and fails (version 2 decided on the point: zero-shot addition passed at 48% "
+             "[31%, 65%] over 31 problems)")
+_S3_RUNS = ("yes: both SmolLM2 identify runs, and the previous session's note that zero-shot addition passes by 2 "
+            "points without an interval")
+CHANGELOG += tuple(Change(r, v, "2026-11-27", "this commit", _CONTROL3, _S3_RUNS) for r, v in (
+    ("key-heads-exist", 5),
+    ("key-heads-exist-share", 5),
+    ("few-heads", 5),
+    ("middle-layers", 6),
+    ("logit-diff-ranking", 6),
+    ("knockout-key-vs-random", 7),
+    ("knockout-random-flat", 7),
+    ("mlps-late", 5),
+    ("transfer", 6),
+    ("circuit-faithful", 5),
+    ("ablation-removes-information", 4),
+))
+DIGEST.update({"ablation-removes-information": "cb9e0cad5776"})

@@ -53,7 +53,7 @@ class Context:
 
     def control(self) -> dict:
         """Identify's per-task control *recomputed* from ``prompts.jsonl`` under the current rule
-        (:func:`arithmech.steps.control.task_control`, version 2), so results made under an older control are
+        (:func:`arithmech.steps.control.task_control`, its current version), so results made under an older control are
         decided under this one; the tasks are ``key_heads.json``'s (its ``control.floors``, else its ``task``),
         each task's prompts those of that operation. Where a task names no operation of the prompts (a
         template-pair file), the control written by the run is kept (``recomputed`` False)."""

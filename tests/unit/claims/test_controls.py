@@ -16,8 +16,9 @@ def _mk(op, a, b, template="t"):
     return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
 
 
-SUMS = [_mk("addition", a, b, f"t{i}") for a, b in [(a, b) for a in range(1, 10) for b in range(1, 10)
+NARROW = [_mk("addition", a, b, f"t{i}") for a, b in [(a, b) for a in range(1, 10) for b in range(1, 10)
                                                      ][::3][:24] for i in range(4)]
+SUMS = [_mk("addition", a, b, f"t{i}") for a in range(1, 10) for b in range(1, 10) for i in range(4)]  # 81 problems
 PRODUCTS = [_mk("multiplication", a, b) for a in range(2, 10) for b in range(2, 10)][:30]
 
 
@@ -59,6 +60,15 @@ def test_a_task_failed_by_its_copies_is_decided_under_the_new_control(tmp_path):
     folder = _write(tmp_path / "a", SUMS, _effects("addition", -0.08), v1, task="addition")
     row = C.claims(folder, ["key-heads-exist"]).iloc[0]
     assert row.holds is True and "fails its control" not in row.here
+
+
+def test_a_floor_whose_interval_reaches_the_bound_fails_the_control(tmp_path):
+    """Protects the control's version 3: 24 problems whose floor is 42 % (under the 50 % bound, so version 2 passed
+    the task and decided its claims) have a 95 % interval over the problems of [24 %, 61 %], which reaches the
+    bound: the task's answers may be guessable, so its identify claims are inconclusive."""
+    folder = _write(tmp_path / "a", NARROW, _effects("addition", -0.08), {}, task="addition")
+    row = C.claims(folder, ["key-heads-exist"]).iloc[0]
+    assert row.holds is None and "fails its control" in row.here and "uncertain" in row.here, row.here
 
 
 def test_claims_move_to_the_one_task_that_passes(tmp_path):

@@ -1,4 +1,4 @@
-"""The per-task control of identify, version 2 (arithmech.steps.control, issue #41)."""
+"""The per-task control of identify, version 3 (arithmech.steps.control, issue #41)."""
 from __future__ import annotations
 
 from arithmech.data.pairs import Sample
@@ -11,7 +11,7 @@ def _mk(op, a, b, template="t"):
     return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
 
 
-SUMS = [(a, b) for a in range(1, 10) for b in range(1, 10) if (a + b) % 3 == 0][:24]     # 24 distinct sums
+SUMS = [(a, b) for a in range(1, 10) for b in range(1, 10) if (a + b) % 3 == 0]           # 27 distinct sums
 PRODUCTS = [(a, b) for a in range(2, 10) for b in range(2, 10)][:30]                       # 30 distinct products
 
 
@@ -22,10 +22,10 @@ def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems()
     add = [_mk("addition", a, b, f"t{i}") for a, b in SUMS for i in range(4)]
     mul = [_mk("multiplication", a, b) for a, b in PRODUCTS]
     c = task_control({"addition": add, "multiplication": mul})
-    assert CONTROL_FLOOR == 0.5 and c["version"] == 2
+    assert CONTROL_FLOOR == 0.5 and c["version"] == 3
     assert c["pooled"] == ["addition"] and list(c["failed"]) == ["multiplication"]
-    assert c["floors"]["addition"]["conditioned"] < 0.5 <= c["floors"]["multiplication"]["conditioned"]
-    assert c["floors"]["addition"]["problems"] == 24 and c["floors"]["addition"]["n"] == 96
+    assert c["floors"]["addition"]["interval"][1] < 0.5 <= c["floors"]["multiplication"]["conditioned"]
+    assert c["floors"]["addition"]["problems"] == 27 and c["floors"]["addition"]["n"] == 108
     from arithmech.data.answer_tokens import conditioned_floor
     assert conditioned_floor(add)["accuracy"] >= CONTROL_FLOOR           # what version 1 decided on
 
@@ -59,3 +59,15 @@ def test_a_table_says_insufficient_below_the_minimum():
 
     from arithmech.steps import generalize
     assert "evidence_status(samples)" in inspect.getsource(generalize.table3)
+
+
+def test_a_floor_under_the_bound_whose_interval_reaches_it_fails():
+    """Protects version 3: a floor of 42 % over 24 problems is under the 50 % bound (version 2 passed the task) but its
+    95 % Wilson interval over the problems, [24 %, 61 %], reaches it: the task fails as uncertain, named with the
+    interval, and is left out of the pool."""
+    narrow = [(a, b) for a in range(1, 10) for b in range(1, 10)][::3][:24]
+    add = [_mk("addition", a, b, f"t{i}") for a, b in narrow for i in range(4)]
+    c = task_control({"addition": add})
+    f = c["floors"]["addition"]
+    assert f["conditioned"] < CONTROL_FLOOR <= f["interval"][1] and f["problems"] == 24
+    assert "uncertain" in c["failed"]["addition"] and "[24%, 61%]" in c["failed"]["addition"]
