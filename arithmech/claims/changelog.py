@@ -387,7 +387,7 @@ _CONTROL3 = ("issue #41: the control (steps.control, version 3) passes a task on
              "[31%, 65%] over 31 problems)")
 _S3_RUNS = ("yes: both SmolLM2 identify runs, and the previous session's note that zero-shot addition passes by 2 "
             "points without an interval")
-CHANGELOG += tuple(Change(r, v, "2026-11-27", "this commit", _CONTROL3, _S3_RUNS) for r, v in (
+CHANGELOG += tuple(Change(r, v, "2026-11-27", "0bfa8d9", _CONTROL3, _S3_RUNS) for r, v in (
     ("key-heads-exist", 5),
     ("key-heads-exist-share", 5),
     ("few-heads", 5),
