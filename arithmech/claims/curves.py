@@ -228,9 +228,12 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
 
 
 def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str) -> dict:
-    """The comparison a reader checks first: the two arms' frontier tops (highest mean math gain among points that
-    did not collapse) and the Welch interval of their difference — or, against base, the top's t interval."""
-    tops = [max(live(c, a), key=lambda p: p.mean(v), default=None) for a in arms]
+    """The comparison a reader checks first: the two arms' frontier tops (the point that did not collapse with the
+    highest mean *validation* math accuracy, so the test items that are shown did not pick it; the test mean where
+    no validation score was recorded) and the Welch interval of their difference — or, against base, the top's t
+    interval. It decides nothing: the rules read every point."""
+    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
+    tops = [max(live(c, a), key=pick, default=None) for a in arms]
     if any(t is None for t in tops):
         return {"estimate": None, "ci_low": None, "ci_high": None, "at": ""}
     at = " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops)

@@ -101,8 +101,11 @@ class Context:
 
 def cluster_interval(row) -> tuple[float, float, str]:
     """A knockout.csv row's 95% interval aware of its problem clusters: the Wilson interval with the clusters as
-    the trials (``accuracy × n_clusters`` of ``n_clusters``: the most conservative design effect, as if every
-    prompt of a problem were right or wrong together) where the row has ``n_clusters``; else the file's own
+    the trials (``accuracy × n_clusters`` of ``n_clusters``: as if every prompt of a problem were right or wrong
+    together) where the row has ``n_clusters``. With clusters of equal size that is the most conservative design
+    effect; with unequal sizes the effective number of trials is smaller still (Kish: ``n² / Σ n_i²``), which
+    knockout.csv cannot give (it records the clusters' number, not their sizes), so the interval is then a little
+    too narrow; else the file's own
     Wilson interval over prompts. Returns ``(low, high, what)``."""
     m = getattr(row, "n_clusters", None)
     if m is not None and m == m and int(m) > 0:
