@@ -60,16 +60,18 @@ def main(argv=None) -> int:
                     (cache / entry.name).symlink_to(entry)
             res = {"before": run(old, a.model, tmp / "before", cache),
                    "after_cold": run(ROOT, a.model, tmp / "cold", cache),
+                   "pool_cache_bytes": sum(f.stat().st_size for f in (cache / "pool").glob("*.pt")),
                    "after_warm": run(ROOT, a.model, tmp / "warm", cache)}
             same = {f: len({(tmp / r / f).read_bytes() for r in ("before", "cold", "warm")}) == 1 for f in COMPARED}
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=True)
+    size = res.pop("pool_cache_bytes")
     b = res["before"]
     doc = {"command": f"python -m arithmech identify --model {a.model} --task addition --n-samples 128 --seed 0 "
                       "--out DIR", "before": a.before, "runs": res,
            "ratio_cold": round(b["wall_s"] / res["after_cold"]["wall_s"], 2),
            "ratio_warm": round(b["wall_s"] / res["after_warm"]["wall_s"], 2),
-           "byte_identical": same,
+           "byte_identical": same, "pool_cache_bytes": size,
            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "date": time.strftime("%Y-%m-%d")}}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(doc, indent=1) + "\n")

@@ -16,8 +16,8 @@ exactly), so a run's ``knockout.csv`` is byte-identical with or without the cach
 turns the cache off. A run records the key (:attr:`PoolMeans.digest`), never whether it hit, so the results
 files do not depend on what an earlier run left in the cache.
 
-Size: a group's sums are ``(folds, L, seq, H*dh + d)`` float32 — SmolLM2's pool over five families is
-about 0.3–0.6 GB on disk.
+Size: a group's sums are ``(folds, L, seq, H*dh + d)`` float32 (``benchmarks/bench_identify.py`` records the
+SmolLM2 pool's bytes as ``pool_cache_bytes``).
 """
 from __future__ import annotations
 
