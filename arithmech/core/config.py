@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import shlex
-from typing import Any
+from typing import Any, Mapping
 
 
 def option(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
@@ -50,7 +50,7 @@ def command_line(step: str, config: "Config") -> str:
     arms --model embedded --suite toy --steps 30 --batch-size 32``. Run from the repository root, it makes the
     same files. The results folder is named only when it is a relative path (the record lives in it; an absolute
     one would put this machine's paths in the record)."""
-    parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(config.model_name)]
+    parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(getattr(config, "model_name"))]
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         if f.name == "model_name" or value == f.default or value is None:
@@ -93,7 +93,7 @@ def _kind(annotation) -> tuple[type, bool]:
     return {"int": int, "float": float, "str": str, "bool": bool}[a], False
 
 
-def _check_one(where: str, kind: type, value: Any, meta: dict) -> Any:
+def _check_one(where: str, kind: type, value: Any, meta: Mapping) -> Any:
     """``value`` of one field, checked and converted (int → float); ``where`` names it in a refusal."""
     if kind is bool:
         if not isinstance(value, bool):
@@ -105,7 +105,7 @@ def _check_one(where: str, kind: type, value: Any, meta: dict) -> Any:
         value = int(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ValueError(f"{where}{value!r}: expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}")
-    if kind is float and not math.isfinite(value):
+    if kind is float and not math.isfinite(value):  # type: ignore[arg-type]
         raise ValueError(f"{where}{value!r}: expected a finite number")
     if meta["choices"] is not None and value not in meta["choices"]:
         raise ValueError(f"{where}{value!r}: use one of {', '.join(map(str, meta['choices']))}")

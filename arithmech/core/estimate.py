@@ -382,8 +382,8 @@ def estimate(config, **known) -> Estimate | None:
     without one or a model whose geometry cannot be read without loading it (a hub id). ``known``: what the step
     reads from earlier files before loading (faithfulness: identify's ``tasks``, ``shots``, ...)."""
     fn = STEPS.get(type(config).__name__)
-    shape = shape_of(config.model_name) if fn else None
-    return fn(shape, config, **known) if shape else None
+    shape = shape_of(config.model_name) if fn is not None else None
+    return fn(shape, config, **known) if fn is not None and shape else None
 
 
 def available_bytes(device: str = "cpu") -> int | None:

@@ -29,7 +29,7 @@ from arithmech.core.inputs import quoted
 try:
     import fcntl
 except ImportError:                      # Windows: no flock
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 # resolved folder -> [directory descriptor, how many holds this process has, whether acquire created it]
 _HELD: dict[str, list] = {}

@@ -68,7 +68,7 @@ def supported() -> str:
     return ", ".join(types)
 
 
-def arch_for(model: nn.Module) -> Arch:
+def arch_for(model) -> Arch:
     """Find the table row for ``model`` (by ``config.model_type``) and check every path resolves."""
     mtype = getattr(getattr(model, "config", None), "model_type", None)
     for arch in ARCHITECTURES.values():
@@ -189,13 +189,13 @@ def load_model(name_or_path: str = "embedded", device: str | None = "cpu", dtype
         raise
     arch_for(model)                     # validate the table against this model
     if device_map is None and device is not None:
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]
     model.eval().requires_grad_(False)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return model, tok, Geometry.from_config(model.config)
 
 
-def input_device(model: nn.Module) -> torch.device:
+def input_device(model) -> torch.device:
     """Device of the embedding, where input ids must go (also under ``device_map='auto'``)."""
     return model.get_input_embeddings().weight.device

@@ -34,7 +34,7 @@ def gguf_from_distribution(spec: dict) -> Path:
             f"Install it with: {spec['install']}") from None
     for f in dist.files or []:
         if f.name == spec["gguf"]:
-            return Path(dist.locate_file(f))
+            return Path(str(dist.locate_file(f)))
     raise FileNotFoundError(f"{spec['gguf']} not found in the installed {spec['distribution']}; "
                             f"reinstall it with: {spec['install']}")
 

@@ -91,11 +91,10 @@ class Progress:
             self._write(self.line())
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         if self.active and self._width:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
-        return False
 
 
 def progress(items: Iterable[T], label: str, total: int | None = None, stream: TextIO | None = None) -> Iterator[T]:

@@ -278,15 +278,15 @@ def evaluate(model, tok, benchmarks: Sequence[str] = BENCHMARKS, root: str | Pat
                                  stop="Question:", batch_size=batch_size)
             res[b] = sum(is_correct(extract_answer(o), p.answer) for o, p in zip(outs, rows)) / len(rows)
     if "mmlu" in benchmarks:
-        dev = {}
+        dev: dict[str, list] = {}
         for c in read_mmlu("dev", root, source):
             dev.setdefault(c.subject, []).append(c)
         rows = _limit(read_mmlu("test", root, source), limit, seed)
         pred = choice_logits(model, tok, [choice_prompt(c, dev[c.subject][:5]) for c in rows], "ABCD", batch_size)
         res["mmlu"] = sum("ABCD"[i] == c.answer for i, c in zip(pred.argmax(1).tolist(), rows)) / len(rows)
     if "csqa" in benchmarks:
-        shots = random.Random(seed).sample(read_csqa("train", root, source), 5)
+        examples = random.Random(seed).sample(read_csqa("train", root, source), 5)
         rows = _limit(read_csqa("dev", root, source), limit, seed)
-        pred = choice_logits(model, tok, [choice_prompt(c, shots) for c in rows], "ABCDE", batch_size)
+        pred = choice_logits(model, tok, [choice_prompt(c, examples) for c in rows], "ABCDE", batch_size)
         res["csqa"] = sum("ABCDE"[i] == c.answer for i, c in zip(pred.argmax(1).tolist(), rows)) / len(rows)
     return {k: round(v, 4) for k, v in res.items()}

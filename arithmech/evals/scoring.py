@@ -213,7 +213,7 @@ def cloze_choice(model, tok, prompts: Sequence[str], options: Sequence[Sequence[
     letters to options can still show what it knows."""
     flat = [(i, " " + o) for i, opts in enumerate(options) for o in opts]
     lp, _ = continuation_logprobs(model, tok, [prompts[i] for i, _ in flat], [o for _, o in flat], batch_size)
-    best: dict[int, tuple[float, int]] = {}
+    best: dict[int, int] = {}
     j = 0
     for i, opts in enumerate(options):
         scores = [lp[j + k] / len(" " + o) for k, o in enumerate(opts)]

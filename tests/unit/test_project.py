@@ -303,3 +303,14 @@ def test_ruff_lint_is_clean():
     assert ruff, "ruff is missing: make setup installs it (requirements.txt)"
     out = subprocess.run([ruff, "check", "arithmech", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-3000:]
+
+
+def test_type_check_is_clean():
+    """Protects the typing habit (issue #42): mypy finds nothing in the packages `[tool.mypy] files` lists in
+    pyproject.toml (core and evals so far; the list grows as packages are made clean), so a wrong argument type,
+    a missing attribute or a None called as a function in them fails here, in the fast tier."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "mypy"], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "Success: no issues found" in out.stdout
