@@ -23,7 +23,7 @@ import sys
 import zlib
 from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import pandas as pd
 
@@ -101,6 +101,16 @@ class KnockoutSettings:
         return split_positions(self.positions)
 
 
+class Studied(NamedTuple):
+    """What one task's knockout compares: its heads ``(layer, head)`` and MLP layers by effect, most negative
+    first (:func:`~arithmech.methods.effects.ranking`), and its key heads (:func:`~arithmech.methods.effects.key_heads`'s
+    dict: ``{"heads": [{"layer", "head", ...}], "mlps": [{"layer", ...}]}``)."""
+
+    heads: list
+    mlps: list
+    key: dict
+
+
 @dataclass(frozen=True)
 class Ranked:
     """What path patching gave the knockout: each task's X_r (ranking side), its templates (``None`` for ready-made
@@ -114,13 +124,9 @@ class Ranked:
     primary: str
     pooled: Sequence[str] | None = None
 
-    def ranking(self, task: str) -> tuple[list, list]:
-        """``(heads, mlps)`` of ``task`` by effect, most negative first (:func:`~arithmech.methods.effects.ranking`)."""
-        return ranking(self.effects, task)
-
-    def key(self, task: str) -> dict:
-        """The key heads of ``task`` (:func:`~arithmech.methods.effects.key_heads`)."""
-        return key_heads(self.effects, task, self.threshold)
+    def studied(self, task: str) -> Studied:
+        """``task``'s components by effect and its key heads (:class:`Studied`)."""
+        return Studied(*ranking(self.effects, task), key_heads(self.effects, task, self.threshold))
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
@@ -197,13 +203,13 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
             for o, k, c, s in rows]
 
 
-def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, ranked: Ranked, task: str,
+def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, task: str, studied: Studied,
                   full: bool, settings: KnockoutSettings) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS` but ``split`` and ``n_clusters``, which :func:`knockout_tasks` adds)
     at each of ``settings.position_settings``, knocking out on ``samples`` (the task's knockout prompts).
 
-    ``ranked.ranking(task)``: ``(heads, mlps)`` by effect, most negative first; ``ranked.key(task)``: the task's key
-    heads (:class:`Ranked`). ``full`` (the primary task):
+    ``studied``: the task's heads and MLPs by effect, most negative first, and its key heads (:class:`Studied`).
+    ``full`` (the primary task):
 
     * at the first position setting, the whole Fig. 3 curve: effect rank on ``settings.ks``, heads and MLPs, and
       random orders at every ``k`` of the same curve (the band of Fig. 3 runs along the whole curve); the
@@ -218,8 +224,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     (nothing where a task has no key head). Every setting gets the sanity rows."""
     cfg = model.config
     L, H = cfg.num_hidden_layers, cfg.num_attention_heads
-    heads, mlps = ranked.ranking(task)
-    key = ranked.key(task)
+    heads, mlps, key = studied
     ks, batch_size = settings.ks, settings.batch_size
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
@@ -293,7 +298,7 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
             frames.append(obj_to_frame(got["frame"]))
         else:
             full = task == ranked.primary or settings.curves_for == "each"
-            frames.append(task_knockout(model, tok, evals[task], means, ranked, task, full, settings).assign(
+            frames.append(task_knockout(model, tok, evals[task], means, task, ranked.studied(task), full, settings).assign(
                 split="held-out" if held[task] else "in-sample", n_clusters=splits.n_problems(evals[task])))
             if ck is not None:
                 ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})

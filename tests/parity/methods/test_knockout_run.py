@@ -1,6 +1,7 @@
 """Parity tests of ``arithmech/methods/knockout_run.py``."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pandas as pd
@@ -14,7 +15,7 @@ from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation
 from arithmech.methods.knockout_means import build_pool, pool_key
-from arithmech.methods.knockout_run import sanity_rows, task_knockout
+from arithmech.methods.knockout_run import KnockoutSettings, Studied, sanity_rows, task_knockout
 
 
 def test_sanity_rows_equal_literal_forwards(embedded_model):
@@ -65,8 +66,10 @@ def test_same_seed_same_knockout_rows(embedded_model):
 
     def run(seed):
         pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2, draw=D.Draw("first"))
-        return task_knockout(model, tok, samples, pool, (heads, list(range(6))), "addition", key, True, ["end"],
-                             n_random=3, seed=seed, ks=[0, 1, 2])
+        settings = KnockoutSettings(samples=8, n_random=3, seed=seed, ks=(0, 1, 2), curves_for="primary",
+                                    positions="end", split="in-sample", pool_size=12, batch_size=64)
+        return task_knockout(model, tok, samples, pool, "addition", Studied(heads, list(range(6)), key), True,
+                             settings)
     a, b = run(0), run(0)
     pd.testing.assert_frame_equal(a, b)
     assert a.to_csv(index=False) == b.to_csv(index=False)
@@ -95,17 +98,21 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     model = type("M", (), {"config": cfg})()
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
     key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
-    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", key, True, ["end", "all"])
+    both = KR.KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="both",
+                               split="in-sample", pool_size=8, batch_size=64)
+    end = dataclasses.replace(both, positions="end")
+    KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], key), True, both)
     (_, _, _, ex_h, hk, rk_h, top_h), (_, _, _, ex_m, mk, rk_m, top_m), at_all = seen[:3]
     assert rk_h == [k for k in hk if k] and hk[-1] == 12 and top_h and ex_h == [(0, 3)]
     assert rk_m == [1, 2, 3] == mk[1:] and top_m and ex_m == []          # no key MLP: outside the top k only
     assert at_all[0] == "all" and at_all[2] == at_all[3] == [(0, 3)] and at_all[4] == at_all[5] == [1]
     assert not at_all[6]                                        # the key heads vs random heads outside them only
     seen.clear()
-    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "addition", {"heads": [], "mlps": []}, False, ["end"])
+    KR.task_knockout(model, None, [], None, "addition", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), False,
+                     end)
     assert seen[0][2] == [] and seen[0][5] == []                # no key head: nothing to compare
     seen.clear()
-    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", {"heads": [], "mlps": []}, True, ["end", "all"])
+    KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), True, both)
     assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them
 
 
@@ -153,15 +160,16 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
     got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation")], "subtraction": []}
     monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
     ran = []
-    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, *a: (ran.append((a[2], len(samples))),
-                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=a[2]))[1])
+    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, means, task, *a: (ran.append((task, len(samples))),
+                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=task))[1])
     settings = KR.KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="end",
                                    split="in-sample", pool_size=8, batch_size=64)
-    ranked = KR.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, pd.DataFrame(), -0.05, "all")
+    NO_EFFECTS = pd.DataFrame(columns=["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff"])
+    ranked = KR.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, NO_EFFECTS, -0.05, "all")
     ko, evals = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first"))
     assert ran == [("addition", 1), ("all", 1)] and evals["subtraction"] == []
     assert set(ko.task) == {"addition", "all"} and "subtraction: no knockout prompt" in capsys.readouterr().err
-    ranked = KR.Ranked({"subtraction": []}, {"subtraction": ["t"]}, pd.DataFrame(), -0.05, "subtraction")
+    ranked = KR.Ranked({"subtraction": []}, {"subtraction": ["t"]}, NO_EFFECTS, -0.05, "subtraction")
     ko, _ = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first"))
     assert ko.empty and list(ko.columns) == KR.COLUMNS
 
