@@ -11,6 +11,7 @@ has a default of its own for these settings.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from arithmech.core.inputs import ANSWER_TOKENS
@@ -47,6 +48,17 @@ class Draw:
         if self.shots and self.example_sets is None:
             raise ValueError(f"shots={self.shots} without example_sets: say how many sets of examples per template "
                              f"(identify's is {shots_module.EXAMPLE_SETS})")
+
+    @classmethod
+    def from_record(cls, params: dict) -> "Draw":
+        """The draw a run's recorded identify ``parameters`` (``run.json``) were made with, for a later step that
+        redraws what identify drew (its reference pool, its held-out side). A record without ``shots`` is
+        zero-shot and one without ``examples`` was made with one set (:data:`arithmech.data.shots.ABSENT`, as every
+        reuse check reads them); one without ``answer_token`` is refused (every identify record has it)."""
+        if "answer_token" not in params:
+            raise ValueError("the identify record names no answer_token: re-run python -m arithmech identify")
+        sets = re.match(r"(\d+) set", params.get("examples", shots_module.ABSENT["examples"]))
+        return cls(params["answer_token"], int(params.get("shots", 0)), int(sets.group(1)) if sets else 1)
 
     def example_set(self, k: int, n_templates: int) -> int | None:
         """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin

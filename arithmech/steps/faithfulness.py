@@ -16,7 +16,6 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
 """
 from __future__ import annotations
 
-import re
 import time
 import warnings
 from pathlib import Path
@@ -28,7 +27,6 @@ from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
-from arithmech.data import shots as shots_module
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import knockout_run
@@ -54,9 +52,8 @@ def identify_setting(folder) -> dict:
     if not isinstance(kh.get("task"), str):
         raise results.ResultsError(f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run "
                                    "python -m arithmech identify")
-    sets = re.match(r"(\d+) set", p.get("examples", shots_module.ABSENT["examples"]))
-    p["example_sets"] = int(sets.group(1)) if sets else 1
-    p["draw"] = Draw(p["answer_token"], p.get("shots", 0), p["example_sets"])     # identify's draw (no shots: 0)
+    p["draw"] = Draw.from_record(p)                 # identify's draw: answer token, shots, example sets
+    p["example_sets"] = p["draw"].example_sets
     p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
     p["ranked_task"] = kh["task"]
     return p
