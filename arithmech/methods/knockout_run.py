@@ -56,6 +56,7 @@ COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "corre
            "mean_source", "split", "n_clusters"]
 SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
 CURVES_FOR = ("primary", "each")        # full curves for the primary task only, or for every task
+MAX_DRAW = 40                           # eval_samples draws at most MAX_DRAW * n pairs for n prompts
 
 
 @dataclass(frozen=True)
@@ -130,13 +131,13 @@ class Ranked:
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
-                 batch_size: int = BATCH_SIZE, max_draw: int = 40, *, draw: Draw, heldout: bool = False) -> list[pairs.Sample]:
+                 batch_size: int = BATCH_SIZE, *, draw: Draw, heldout: bool = False) -> list[pairs.Sample]:
     """The knockout's prompts. ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
     problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
     (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
-    ``n`` are kept or ``max_draw * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
+    ``n`` are kept or ``MAX_DRAW * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
     answer written by greedy decoding, :func:`arithmech.methods.prepare.prepare`) (a model that answers few prompts right, such as
     SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
@@ -145,10 +146,10 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     tried = {s.clean for s in base}                               # every prompt filtered or kept so far
     ranked = {splits.cluster(s) for s in base} if heldout else set()
     drawn = kept = r = 0
-    while templates and len(out) < n and drawn < max_draw * n:
+    while templates and len(out) < n and drawn < MAX_DRAW * n:
         missing = n - len(out)
         want = 2 * missing if drawn == 0 else math.ceil(1.25 * missing * drawn / max(kept, 1))
-        want = min(want, max_draw * n - drawn)
+        want = min(want, MAX_DRAW * n - drawn)
         more, _ = pairs.make_pairs(tok, templates, n=want,
                                seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), draw=draw)
         if not more:
