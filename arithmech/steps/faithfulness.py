@@ -45,7 +45,7 @@ def identify_setting(folder) -> dict:
     rec = results.read_run(folder)["steps"].get("identify")
     kh = results.read(folder, "key_heads.json")
     p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
-    need = ["tasks", "seed", "pool_size", "answer_token"] + (["heldout"] if p.get("transfer", True) else [])
+    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
     if missing := [k for k in need if k not in p]:
         raise results.ResultsError(f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
                                    "(edited, or written by an older arithmech): re-run python -m arithmech identify")
