@@ -58,10 +58,10 @@ def _counting(forward):
 def one(model, tok, task: str, shots: int, n: int, seed: int, sets: int = shots_module.EXAMPLE_SETS) -> tuple[dict, object]:
     ROWS.update(dict.fromkeys(ROWS, 0))
     t0 = time.perf_counter()
-    with warnings.catch_warnings(), shots_module.example_sets(sets):
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = identify(model, tok, task, n_samples=n, seed=seed, shots=shots, **{**BOOK_SCALE, "knockout": False},
-                       transfer=False)
+        res = identify(model, tok, task, n_samples=n, seed=seed, shots=shots, example_sets=sets,
+                       **{**BOOK_SCALE, "knockout": False}, transfer=False)
     s = time.perf_counter() - t0
     kept = sum(len(v) for v in res.tasks.values())
     return {"shots": shots, **({"example_sets": sets} if shots else {}), "seconds": round(s, 2), "kept": kept, "drawn": n,

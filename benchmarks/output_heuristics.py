@@ -32,12 +32,13 @@ def main() -> None:
     p.add_argument("--shots", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--answer-token", default="last-digit")
+    p.add_argument("--example-sets", type=int, default=16, help="sets of solved examples per template (identify's)")
     a = p.parse_args()
     torch.set_num_threads(1)
     t0 = time.time()
     model, tok, _ = load_model(a.model)
     for task in a.task:
-        samples, _ = pairs.make_pairs(tok, task, n=a.n, seed=a.seed, answer_token=a.answer_token, shots=a.shots)
+        samples, _ = pairs.make_pairs(tok, task, n=a.n, seed=a.seed, draw=pairs.Draw(a.answer_token, a.shots, a.example_sets))
         ids = predict(model, tok, [s.clean for s in samples], batch_size=32)[:, 0].tolist()
         outputs = [tok.decode([i]).strip() for i in ids]
         h = output_heuristics(samples, outputs)

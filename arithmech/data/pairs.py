@@ -42,12 +42,13 @@ from arithmech.core.results import ResultsError, read
 from arithmech.data import shots as shots_module
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
+from arithmech.data.draw import Draw
 from arithmech.data.pairfile import load_pair_file
 from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 """Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
-:func:`make_pairs` keeps ``"first"`` as its own default (the embedded model's evaluations use it)."""
+every draw names its own (:class:`arithmech.data.draw.Draw`, checked there)."""
 
 
 class TemplateLengthError(ValueError):
@@ -66,7 +67,7 @@ class Sample:
     template: str
     family: str
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
-    answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS)
+    answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS); a record without it: "first"
     carried: str = ""           # the answer's leading digits at the end of clean ("1" of "14"), else ""
     prefix: str = ""            # the solved examples clean and corrupt start with (data.shots), "" zero-shot
 
@@ -119,13 +120,6 @@ def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str,
     return None
 
 
-def check_answer_token(answer_token: str) -> str:
-    """``answer_token`` if it is a variant of :data:`ANSWER_TOKENS`, else ``ValueError`` naming them."""
-    if answer_token not in ANSWER_TOKENS:
-        raise ValueError(f"answer token {answer_token!r}: use one of {', '.join(ANSWER_TOKENS)}")
-    return answer_token
-
-
 def split_answer(tok, prompt: str, target: str, joiner: str = " ",
                  *, answer_token: str) -> tuple[str, int, str] | None:
     """The prompt text, the answer token and the carried digits of one answer under a variant.
@@ -170,7 +164,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
 
 
 def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, *, answer_token: str, shots: int = 0) -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, *, draw: Draw) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
@@ -178,33 +172,34 @@ def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
         tok: the model's tokenizer (decides the answer token and the equal-length check).
         templates: a task name (``addition`` ... ``division``, ``all``, ``fig8``, ``fig10``,
             ``exponentiation``) or a list of :class:`~arithmech.data.templates.Template`.
-        answer_token: ``"first"`` (the paper's), ``"last-digit"`` or ``"single-token"`` (module docstring).
-        shots: solved examples of mixed operations before every X_r and X_c (:mod:`arithmech.data.shots`);
-            0, the paper's zero-shot prompts, draws exactly what it always drew.
+        draw: the answer token (``"first"``, the paper's, ``"last-digit"`` or ``"single-token"``; module
+            docstring), the solved examples before every X_r and X_c and their sets per template
+            (:class:`arithmech.data.draw.Draw`; ``Draw(answer_token)`` is zero-shot, the paper's prompts).
     """
-    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", answer_token=answer_token, shots=shots)
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", draw=draw)
 
 
 def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, kind: str = "operator", *, answer_token: str,
-               shots: int = 0) -> tuple[list[Sample], PairStats]:
+               max_tries: int = 50, kind: str = "operator", *, draw: Draw) -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
     two-digit sum under ``"single-token"``, or with ``shots`` a query whose operands an example has) is counted
-    in ``PairStats.redrawn``. With ``shots`` the ``k``-th prompt starts with its template's example set
-    :func:`arithmech.data.shots.set_index` (drawn from their own stream: the queries' draws are unchanged; a
+    in ``PairStats.redrawn``. With ``draw.shots`` the ``k``-th prompt starts with its template's example set
+    :meth:`~arithmech.data.draw.Draw.example_set` (drawn from their own stream: the queries' draws are unchanged; a
     redraw of the query keeps the examples)."""
     if kind not in _COUNTERFACTUALS:
         raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
-    check_answer_token(answer_token)
+    if not isinstance(draw, Draw):
+        raise TypeError(f"draw={draw!r}: pass an arithmech.data.draw.Draw, e.g. Draw('last-digit')")
+    shots, answer_token = draw.shots, draw.answer_token
     tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
     rng = random.Random(seed)
     stats = PairStats()
     samples = []
     for k in range(n):
         t = tpls[k % len(tpls)]
-        ex = shots_module.examples(t, shots, seed, shots_module.set_index(k, len(tpls))) if shots else shots_module.NONE
+        ex = shots_module.examples(t, shots, seed, draw.example_set(k, len(tpls))) if shots else shots_module.NONE
         for _ in range(max_tries):
             s = _try_pair(tok, t, rng, kind, answer_token, ex)
             if s is not None:
@@ -226,22 +221,22 @@ _FAILED = {
                "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
 
 
-def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str,
-                      ex: shots_module.Examples = shots_module.NONE) -> str | None:
+def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, answer_token: str,
+                      ex: shots_module.Examples) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
-def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, variant: str,
-                     ex: shots_module.Examples = shots_module.NONE) -> str | None:
-    """X_c with other operands (A', B') != (A, B) whose answer, under the same variant, carries the same
+def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, answer_token: str,
+                     ex: shots_module.Examples) -> str | None:
+    """X_c with other operands (A', B') != (A, B) whose answer, under the same ``answer_token``, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
         a2, b2, c2 = draw_operands(t, rng, division=PAIRS_DIVISION)
         if (a2, b2) == (v["A"], v["B"]) or (a2, b2) in ex.pairs:
             continue
         corrupt, _ = render(t.clean, {**v, "A": a2, "B": b2, "C": c2})
-        split2 = split_answer(tok, ex.text + corrupt, str(c2), t.joiner, answer_token=variant)
+        split2 = split_answer(tok, ex.text + corrupt, str(c2), t.joiner, answer_token=answer_token)
         if split2 is not None and split2[1] != ans[0] and split2[2] == ans[1]:
             return corrupt
     return None
@@ -250,9 +245,9 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
 _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
-def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, variant: str = "first",
-              ex: shots_module.Examples = shots_module.NONE) -> Sample | None:
-    """One draw: values, X_r, the answer token (``variant``), X_c of ``kind``, the equal-length check;
+def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, answer_token: str,
+              ex: shots_module.Examples) -> Sample | None:
+    """One draw: values, X_r, the answer token (``answer_token``), X_c of ``kind``, the equal-length check;
     None on failure. ``ex.text`` (solved examples) starts X_r and X_c; a draw whose operands or answer an
     example has (``ex.pairs``, ``ex.answers``) fails."""
     v = draw_values(t, rng, division=PAIRS_DIVISION)
@@ -263,11 +258,11 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     clean = prefix + query
     spans = {f: [(a + len(prefix), b + len(prefix)) for a, b in sp] for f, sp in spans.items()}
     target = str(v["C"])
-    split = split_answer(tok, clean, target, t.joiner, answer_token=variant)
+    split = split_answer(tok, clean, target, t.joiner, answer_token=answer_token)
     if split is None:
         return None
     clean_p, ans_id, carried = split
-    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), variant, ex)
+    corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), answer_token, ex)
     if corrupt is None:
         return None
     corrupt_p = prefix + corrupt + clean_p[len(clean):]   # same examples, trailing joiner and carried digits
@@ -275,7 +270,7 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
         return None
     return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
                   a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
-                  positions=_token_positions(tok, clean_p, spans), answer_token=variant, carried=carried,
+                  positions=_token_positions(tok, clean_p, spans), answer_token=answer_token, carried=carried,
                   prefix=prefix)
 
 
@@ -338,7 +333,7 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
 
 # ------------------------------------------------------------------------ operand counterfactual
 def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-                       max_tries: int = 50, *, answer_token: str, shots: int = 0) -> tuple[list[Sample], PairStats]:
+                       max_tries: int = 50, *, draw: Draw) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 
     The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator
@@ -353,10 +348,10 @@ def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str
     follow the same rules (one loop, :func:`draw_pairs`); a pair that fails is re-drawn and counted in
     ``PairStats.redrawn``.
     ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text). Under
-    ``answer_token="last-digit"`` X_c's own answer has the same leading digits as X_r's (both prompts
+    ``Draw("last-digit")`` X_c's own answer has the same leading digits as X_r's (both prompts
     carry them) and another last digit ("3 + 9 = 1" → "5 + 8 = 1").
     """
-    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", answer_token=answer_token, shots=shots)
+    return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", draw=draw)
 
 
 def interleave(groups) -> list[Sample]:

@@ -20,7 +20,8 @@ that yield. They are built so that they give away as little as possible:
   for every model: the embedded word-level tokenizer drops a newline, and one separator keeps one code
   path; X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
-**Sets of examples per template** (``example_sets``, default :data:`EXAMPLE_SETS` = 16). The ``k``-th prompt
+**Sets of examples per template** (``example_sets`` of :class:`arithmech.data.draw.Draw`; identify's
+default :data:`EXAMPLE_SETS` = 16, written once in :class:`arithmech.steps.config.Identify`). The ``k``-th prompt
 drawn (template ``k % T`` of the task's ``T``) takes its template's set number ``(k // T) % example_sets``
 (:func:`set_index`; each set drawn from a seed of its own: the run's seed, the template, K and the set).
 ``example_sets=1`` is the first scheme, one set for all of a template's prompts, drawn exactly as the
@@ -34,13 +35,11 @@ which :mod:`arithmech.core.prefix` runs once per batch and reuses as a KV cache,
 16 orders of examples per template.
 ``shots=0`` draws nothing here: the pairs are exactly the zero-shot ones.
 
->>> ex = examples(TEMPLATES["add-1"], 4, seed=0, index=set_index(0, 21))
+>>> ex = examples(TEMPLATES["add-1"], 4, seed=0, index=set_index(0, 21, EXAMPLE_SETS))
 >>> print(ex.text)      # e.g. "9 / 3 = 3\n2 + 6 = 8\n8 - 5 = 3\n7 * 2 = 14\n"
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import random
 from typing import NamedTuple
 
@@ -51,34 +50,12 @@ from arithmech.data.render import draw_values, render
 OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
 SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
 EXAMPLE_SETS = 16     # sets of examples per template (module docstring: distinct prompts against shared prefixes)
-_SETS: contextvars.ContextVar[int] = contextvars.ContextVar("example_sets", default=EXAMPLE_SETS)
 
 
-@contextlib.contextmanager
-def example_sets(n: int):
-    """Draw few-shot prompts with ``n`` sets of examples per template inside the block (default
-    :data:`EXAMPLE_SETS`). A step sets it once around its work (as :func:`arithmech.core.prefix.enabled` does
-    for the prefix cache), so every draw of the step — X_r, knockout top-ups, the reference pool, the held-out
-    family — uses the same scheme without each function passing it on."""
-    if int(n) < 1:
-        raise ValueError(f"example_sets={n}: at least one set of examples per template")
-    token = _SETS.set(int(n))
-    try:
-        yield
-    finally:
-        _SETS.reset(token)
-
-
-def current() -> int:
-    """The number of example sets per template in force (:func:`example_sets`)."""
-    return _SETS.get()
-
-
-def set_index(k: int, n_templates: int) -> int | None:
+def set_index(k: int, n_templates: int, sets: int) -> int | None:
     """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin: each
-    template's prompts cycle through its sets (:func:`example_sets`); ``None`` with one set (the first scheme,
-    whose examples were seeded without a set number)."""
-    sets = _SETS.get()
+    template's prompts cycle through its ``sets`` sets (:class:`arithmech.data.draw.Draw` carries ``sets``);
+    ``None`` with one set (the first scheme, whose examples were seeded without a set number)."""
     return None if sets == 1 else (k // n_templates) % sets
 
 

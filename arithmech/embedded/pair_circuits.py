@@ -32,6 +32,7 @@ import torch
 from arithmech.core.models import BATCH_SIZE
 from arithmech.core.stats import bootstrap_counts
 from arithmech.data import pairs
+from arithmech.data.draw import Draw
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.splits import cluster
 from arithmech.methods.patching import path_patch
@@ -39,26 +40,26 @@ from arithmech.methods.prepare import prepare
 
 TOP = 10            # components compared (identify's TOP: the heads a later step studies)
 DRAWS = 4000        # pairs drawn per operation before the split (every held-out prompt of the templates appears)
+DRAW = Draw("last-digit")     # identify's default answer token, zero-shot: the pairs of every set
 
 
-def split_samples(model, tok, task: str = "addition", seed: int = 0, batch_size: int = BATCH_SIZE,
-                  answer_token: str = "last-digit") -> dict[str, list[pairs.Sample]]:
+def split_samples(model, tok, task: str, seed: int, batch_size: int, draw: Draw) -> dict[str, list[pairs.Sample]]:
     """``{"held out": X_r of held-out pairs, "trained A", "trained B": as many X_r each of trained pairs}``, each
     prompt once, kept as identify keeps its X_r (:func:`arithmech.methods.prepare.prepare`: right, and X_c moves
     the answer). Two disjoint sets of trained facts, each as many facts as the held-out set has (seeded), their
-    prompts from the same templates; the three sets are sampled to one size."""
-    drawn, _ = pairs.make_pairs(tok, task, n=DRAWS, seed=seed, answer_token=answer_token)
+    prompts from the same templates; the three sets are sampled to one size. ``draw``: how the pairs are drawn."""
+    drawn, _ = pairs.make_pairs(tok, task, n=DRAWS, seed=seed, draw=draw)
     distinct = list({s.clean: s for s in drawn}.values())
     held = [s for s in distinct if is_heldout_pair(s.op, s.a, s.b)]
     trained = [s for s in distinct if not is_heldout_pair(s.op, s.a, s.b)]
-    kept_h = prepare(model, tok, held, len(held), seed, batch_size, answer_token)[0]
+    kept_h = prepare(model, tok, held, len(held), seed, batch_size, draw=draw)[0]
     n_facts = len({cluster(s) for s in kept_h})
     rng = random.Random(f"pair-circuits:{seed}")
     facts = sorted({cluster(s) for s in trained})
     rng.shuffle(facts)
     halves = (set(facts[0:2 * n_facts:2]), set(facts[1:2 * n_facts:2]))     # as many facts as held out, each
     pick = [s for s in trained if cluster(s) in halves[0] | halves[1]]
-    kept_t = prepare(model, tok, pick, len(pick), seed, batch_size, answer_token)[0]
+    kept_t = prepare(model, tok, pick, len(pick), seed, batch_size, draw=draw)[0]
     a, b = ([s for s in kept_t if cluster(s) in h] for h in halves)
     n = min(len(kept_h), len(a), len(b))
     return {"held out": rng.sample(kept_h, n), "trained A": rng.sample(a, n), "trained B": rng.sample(b, n)}
@@ -97,7 +98,7 @@ def compare(model, tok, task: str = "addition", seed: int = 0, k: int = TOP, n_b
     """The module docstring's comparison. Returns ``{"task", "n_prompts"`` (per set), ``"n_facts"`` (per set),
     ``"overlap"`` (trained A vs held out), ``"ceiling"`` (trained A vs trained B), ``"top"`` (per set, sender
     indices ``layer * (H + 1) + head``, ``head = H`` the MLP)}``."""
-    s = split_samples(model, tok, task, seed, batch_size)
+    s = split_samples(model, tok, task, seed, batch_size, DRAW)
     eff = {name: effects(model, tok, ss, batch_size) for name, ss in s.items()}
     facts = {name: [cluster(x) for x in ss] for name, ss in s.items()}
     one = lambda x: torch.ones(1, x.shape[0], dtype=torch.float64)

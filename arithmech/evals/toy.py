@@ -17,6 +17,7 @@ from typing import Sequence
 import torch
 
 from arithmech.data import templates
+from arithmech.data.draw import Draw
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.pairs import make_pairs
 from arithmech.data.sentences import GENERIC_FACTS, negative_items, negative_split, two_digit_items
@@ -38,7 +39,7 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
         res["negative"] = round(sum(ok) / len(ok), 4)
     if "single_digit" in which:
         tpls = templates.FIG8 + templates.FIG10
-        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, answer_token="first")
+        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, draw=Draw("first"))
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]     # the trained skill only
         kept, _ = filter_correct(model, tok, samples)
         res["single_digit"] = round(len(kept) / len(samples), 4)

@@ -25,6 +25,7 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
+from arithmech.data.draw import Draw
 from arithmech.data.pairs import reference_samples
 from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
 from arithmech.methods.attention import Head, end_rows, role_labels
@@ -286,17 +287,17 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
 
 def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 144, n_reference: int = 128,
               max_heads: int = 12, seed: int = 0, task: str = "all",
-              *, answer_token: str, shots: int = 0) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+              *, draw: Draw) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The explorer page's data for one model: identify's ``effects.csv`` and ``prompts.jsonl`` read from the
     results ``folder`` (:mod:`arithmech.core.results`), ``n_prompts`` fresh pairs drawn round-robin over every
     template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too) under the
-    ``answer_token`` rule (the chapter passes identify's, so the page scores the token identify measured; the
-    ``prompts`` table records it) and with ``shots`` solved examples before each (the chapter passes identify's),
+    ``draw`` (:class:`~arithmech.data.draw.Draw`: the answer-token rule — the chapter passes identify's, so the
+    page scores the token identify measured; the ``prompts`` table records it — and the solved examples before each),
     knockout means from the counterfactuals of ``n_reference`` identify samples. Returns ``(head_steps, precompute)``.
     """
     if n_prompts < 1 or n_reference < 1 or max_heads < 1:
         raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
     heads = head_steps(results.read(folder, "effects.csv"), thresholds, task)
     means = knockout_means(model, tok, reference_samples(Path(folder), n_reference, seed))
-    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed, answer_token=answer_token, shots=shots)
+    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed, draw=draw)
     return heads, precompute(model, tok, samples, heads, thresholds, means, max_heads=max_heads)

@@ -34,6 +34,7 @@ import torch
 
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs
+from arithmech.data.draw import Draw
 from arithmech.methods.knockout import activations
 
 ALL = "*"                              # the family key of "every family"
@@ -172,8 +173,7 @@ class PoolMeans:
                 f"template x length x position, family mean at the same position from END below {self.min_group}")
 
 
-def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, *, answer_token: str,
-                 shots: int = 0) -> dict:
+def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, *, draw: Draw) -> dict:
     """family → the reference pool's pairs of that family (their ``corrupt`` prompts are the pool's X_c):
     ``pool_size`` per family from :func:`pool_seed`'s stream, the family's templates of ``templates``, round-robin.
     Only tokenizes: the same arguments give the same prompts (resample ablation draws single pool prompts,
@@ -182,21 +182,20 @@ def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, 
     for t in templates:
         if t.id not in [u.id for u in by_family.get(t.family, [])]:
             by_family.setdefault(t.family, []).append(t)
-    return {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), answer_token=answer_token,
-                                  shots=shots)[0]
+    return {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), draw=draw)[0]
             for fam in sorted(by_family)}
 
 
 def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-               min_group: int = 32, batch_size: int = BATCH_SIZE, *, answer_token: str, shots: int = 0) -> PoolMeans:
+               min_group: int = 32, batch_size: int = BATCH_SIZE, *, draw: Draw) -> PoolMeans:
     """The reference pool of every family that ``templates`` belong to: ``pool_size`` X_c per family
     from :func:`pool_seed`'s stream (the family's templates of ``templates``, round-robin), drawn with the
-    evaluated prompts' ``answer_token`` variant and ``shots`` (so their positions line up)."""
+    evaluated prompts' ``draw`` (answer token, solved examples and their sets: so their positions line up)."""
     if pool_size < 1 or folds < 2 or min_group < 1:
         raise ValueError(f"pool_size={pool_size}, folds={folds}, min_group={min_group}: need pool_size >= 1, "
                          "folds >= 2 (a prompt's own fold is left out) and min_group >= 1")
     pm = PoolMeans(folds, min_group)
-    pools = pool_prompts(tok, templates, pool_size, seed, answer_token=answer_token, shots=shots)
+    pools = pool_prompts(tok, templates, pool_size, seed, draw=draw)
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)
     for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every], batch_size):

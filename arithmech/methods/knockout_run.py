@@ -22,7 +22,8 @@ import math
 import sys
 import zlib
 from collections import Counter
-from typing import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 import pandas as pd
 
@@ -31,9 +32,11 @@ from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the cho
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
+from arithmech.data.draw import Draw
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import MeanSource
+from arithmech.methods.effects import key_heads, ranking
 from arithmech.methods.knockout import (
     Ablation,
     correct,
@@ -52,17 +55,89 @@ RANDOM_HEAD_KS = (8,)                   # where a task has no key head, the othe
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
            "mean_source", "split", "n_clusters"]
 SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
+CURVES_FOR = ("primary", "each")        # full curves for the primary task only, or for every task
+MAX_DRAW = 40                           # eval_samples draws at most MAX_DRAW * n pairs for n prompts
+
+
+@dataclass(frozen=True)
+class KnockoutSettings:
+    """How identify's knockout runs, as its config sets it (:meth:`arithmech.steps.config.Identify.knockout_settings`;
+    every default is written there, once). Checked when made: a wrong value is one ``ValueError``.
+
+    Attributes:
+        samples: prompts per task in the curves (:func:`eval_samples`; the config's ``knockout_samples``).
+        n_random: seeded random orders per curve, drawn from the components outside the key ones.
+        seed: the run's seed (random orders, the prompts' draw streams, the reference pool's).
+        ks: numbers of heads to knock out, ``None`` for :func:`~arithmech.methods.knockout.default_ks`.
+        curves_for: ``"primary"`` (full curves for the primary task, key vs random for the others) or ``"each"``.
+        positions: ``"end"``, ``"all"`` or ``"both"`` (the config's ``knockout_positions``; :attr:`position_settings`).
+        split: ``"held-out"`` (fresh X_r of problems never ranked on) or ``"in-sample"`` (the X_r, topped up).
+        pool_size: X_c per template family in the reference pool of the means.
+        batch_size: prompts per forward pass.
+    """
+
+    samples: int
+    n_random: int
+    seed: int
+    ks: tuple[int, ...] | None
+    curves_for: str
+    positions: str
+    split: str
+    pool_size: int
+    batch_size: int
+
+    def __post_init__(self) -> None:
+        if self.curves_for not in CURVES_FOR:
+            raise ValueError(f"curves_for {self.curves_for!r}: use 'primary' or 'each'")
+        split_positions(self.positions)
+        if self.split not in SPLITS:
+            raise ValueError(f"knockout split {self.split!r}: use one of {SPLITS}")
+        for name in ("samples", "n_random", "pool_size", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"knockout {name}={getattr(self, name)}: at least 1")
+
+    @property
+    def position_settings(self) -> list[str]:
+        """The position settings to run, the curve's first (:func:`split_positions`)."""
+        return split_positions(self.positions)
+
+
+class Studied(NamedTuple):
+    """What one task's knockout compares: its heads ``(layer, head)`` and MLP layers by effect, most negative
+    first (:func:`~arithmech.methods.effects.ranking`), and its key heads (:func:`~arithmech.methods.effects.key_heads`'s
+    dict: ``{"heads": [{"layer", "head", ...}], "mlps": [{"layer", ...}]}``)."""
+
+    heads: list
+    mlps: list
+    key: dict
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """What path patching gave the knockout: each task's X_r (ranking side), its templates (``None`` for ready-made
+    samples), the effects that rank its components, the key-head rule's ``threshold``, the ``primary`` task
+    (``"all"`` with several) and the tasks ``"all"`` pools (``None``: every task)."""
+
+    samples: dict
+    templates: dict
+    effects: pd.DataFrame
+    threshold: float
+    primary: str
+    pooled: Sequence[str] | None = None
+
+    def studied(self, task: str) -> Studied:
+        """``task``'s components by effect and its key heads (:class:`Studied`)."""
+        return Studied(*ranking(self.effects, task), key_heads(self.effects, task, self.threshold))
 
 
 def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
-                 batch_size: int = BATCH_SIZE, max_draw: int = 40, *, answer_token: str,
-                 shots: int = 0, heldout: bool = False) -> list[pairs.Sample]:
+                 batch_size: int = BATCH_SIZE, *, draw: Draw, heldout: bool = False) -> list[pairs.Sample]:
     """The knockout's prompts. ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
     problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
     (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
     twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
-    ``n`` are kept or ``max_draw * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
+    ``n`` are kept or ``MAX_DRAW * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
     answer written by greedy decoding, :func:`arithmech.methods.prepare.prepare`) (a model that answers few prompts right, such as
     SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
@@ -71,13 +146,12 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     tried = {s.clean for s in base}                               # every prompt filtered or kept so far
     ranked = {splits.cluster(s) for s in base} if heldout else set()
     drawn = kept = r = 0
-    while templates and len(out) < n and drawn < max_draw * n:
+    while templates and len(out) < n and drawn < MAX_DRAW * n:
         missing = n - len(out)
         want = 2 * missing if drawn == 0 else math.ceil(1.25 * missing * drawn / max(kept, 1))
-        want = min(want, max_draw * n - drawn)
+        want = min(want, MAX_DRAW * n - drawn)
         more, _ = pairs.make_pairs(tok, templates, n=want,
-                               seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), answer_token=answer_token,
-                                   shots=shots)
+                               seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), draw=draw)
         if not more:
             break
         drawn, r = drawn + len(more), r + 1
@@ -95,11 +169,10 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
 
 
 def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = BATCH_SIZE,
-              *, answer_token: str, shots: int = 0):
+              *, draw: Draw):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
-    return cached_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, answer_token=answer_token,
-                      shots=shots) \
+    return cached_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, draw=draw) \
         if tpls else None
 
 
@@ -131,16 +204,15 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
             for o, k, c, s in rows]
 
 
-def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, ranking: tuple[list, list], task: str,
-                  key: dict, full: bool, positions: Sequence[str], n_random: int = 20, seed: int = 0,
-                  ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE) -> pd.DataFrame:
+def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, task: str, studied: Studied,
+                  full: bool, settings: KnockoutSettings) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS` but ``split`` and ``n_clusters``, which :func:`knockout_tasks` adds)
-    at each of ``positions``.
+    at each of ``settings.position_settings``, knocking out on ``samples`` (the task's knockout prompts).
 
-    ``ranking``: ``(heads, mlps)`` by effect, most negative first (:func:`arithmech.steps.identify.ranking`);
-    ``key``: :func:`arithmech.steps.identify.key_heads` of the task. ``full`` (the primary task):
+    ``studied``: the task's heads and MLPs by effect, most negative first, and its key heads (:class:`Studied`).
+    ``full`` (the primary task):
 
-    * at the first position setting, the whole Fig. 3 curve: effect rank on ``ks``, heads and MLPs, and
+    * at the first position setting, the whole Fig. 3 curve: effect rank on ``settings.ks``, heads and MLPs, and
       random orders at every ``k`` of the same curve (the band of Fig. 3 runs along the whole curve); the
       random draw at ``k`` never holds a key component nor any of the top ``k`` by effect rank (the ones the
       effect-rank point it is compared with knocks out), so a ``k`` with fewer than ``k`` components outside
@@ -153,15 +225,16 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     (nothing where a task has no key head). Every setting gets the sanity rows."""
     cfg = model.config
     L, H = cfg.num_hidden_layers, cfg.num_attention_heads
-    heads, mlps = ranking
+    heads, mlps, key = studied
+    ks, batch_size = settings.ks, settings.batch_size
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
     universe = [(l, h) for l in range(L) for h in range(H)]
     studied = key_h or heads[:RANDOM_HEAD_KS[0]]
     src = mean_sources(tok, samples, means)
     frames = []
-    for i, pos in enumerate(positions):
-        kw = dict(n_random=n_random, seed=seed, batch_size=batch_size, positions=pos)
+    for i, pos in enumerate(settings.position_settings):
+        kw = dict(n_random=settings.n_random, seed=settings.seed, batch_size=batch_size, positions=pos)
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
             mk = default_ks(L)
@@ -178,34 +251,36 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 
 
-def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource, ranking, key, primary: str,
-                   curves_for: str, positions: Sequence[str], knockout_samples: int = 256, n_random: int = 20,
-                   seed: int = 0, ks: Sequence[int] | None = None, batch_size: int = BATCH_SIZE, ck=None, bar=None,
-                   *, answer_token: str, shots: int = 0, pooled: Sequence[str] | None = None,
-                   split: str = "in-sample"):
+def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: KnockoutSettings, draw: Draw,
+                   ck=None, bar=None):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
-    ``samples``: task → X_r; ``templates``: task → its templates (``None`` for ready-made samples);
-    ``ranking(task)`` → ``(heads, mlps)`` by effect; ``key(task)`` → the task's key heads dict. Each task's
-    prompts (:func:`eval_samples`): with ``split="held-out"``, fresh X_r of problems never ranked on, X_c checked
-    (ready-made samples, which have no templates to draw from, stay in-sample); else its X_r topped up;
-    with several tasks, ``"all"`` interleaves those of
-    ``pooled`` (default: every task; identify leaves out a task that fails its control).
-    Full curves for ``primary`` (every task with ``curves_for="each"``), key vs random for the others.
+    ``ranked`` (:class:`Ranked`): each task's X_r, its templates, the effects that rank its components and its
+    key heads. Each task's ``settings.samples`` prompts (:func:`eval_samples`, drawn with ``draw``): with
+    ``settings.split="held-out"``, fresh X_r of problems never ranked on, X_c checked (ready-made samples, which
+    have no templates to draw from, stay in-sample); else its X_r topped up; with several tasks, ``"all"``
+    interleaves those of ``ranked.pooled`` (``None``: every task; identify leaves out a task that fails its control).
+    Full curves for ``ranked.primary`` (every task with ``settings.curves_for="each"``), key vs random for the others.
     ``ck`` / ``bar``: checkpoints (each task's prompts and frame saved and reused) and a progress bar, optional.
     A task left with no prompt (a held-out side the model answers nothing of) has no rows: its knockout verdicts
-    have nothing to read and are inconclusive, and the run goes on."""
-    if split not in SPLITS:
-        raise ValueError(f"knockout split {split!r}: use one of {SPLITS}")
-    held = {t: split == "held-out" and templates.get(t) is not None for t in samples}
+    have nothing to read and are inconclusive, and the run goes on.
+
+    >>> s = KnockoutSettings(samples=64, n_random=4, seed=0, ks=None, curves_for="primary", positions="end",
+    ...                      split="held-out", pool_size=512, batch_size=64)
+    >>> frame, prompts = knockout_tasks(model, tok, Ranked(xr, tpls, effects, -0.05, "addition"), means, s,
+    ...                                 Draw("last-digit"))
+    """
+    samples, templates, pooled = ranked.samples, ranked.templates, ranked.pooled
+    knockout_samples, batch_size = settings.samples, settings.batch_size
+    held = {t: settings.split == "held-out" and templates.get(t) is not None for t in samples}
     evals = {}
     for t, ss in samples.items():       # each task's prompts checkpointed too: drawing held-out X_r is slow
         got = ck.load(f"knockout-prompts-{t}") if ck is not None else None
         if got is not None:
             evals[t] = [pairs.Sample.from_json(x) for x in got]
             continue
-        evals[t] = eval_samples(model, tok, templates.get(t), ss, knockout_samples, seed, batch_size,
-                                answer_token=answer_token, shots=shots, heldout=held[t])
+        evals[t] = eval_samples(model, tok, templates.get(t), ss, knockout_samples, settings.seed, batch_size,
+                                draw=draw, heldout=held[t])
         if ck is not None:
             ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
     held["all"] = all(held[t] for t in (samples if pooled is None else pooled))
@@ -223,10 +298,9 @@ def knockout_tasks(model, tok, samples: dict, templates: dict, means: MeanSource
         if got is not None and got["task"] == task:
             frames.append(obj_to_frame(got["frame"]))
         else:
-            frames.append(task_knockout(model, tok, evals[task], means, ranking(task), task, key(task),
-                                        task == primary or curves_for == "each", positions, n_random, seed, ks,
-                                        batch_size).assign(split="held-out" if held[task] else "in-sample",
-                                                           n_clusters=splits.n_problems(evals[task])))
+            full = task == ranked.primary or settings.curves_for == "each"
+            frames.append(task_knockout(model, tok, evals[task], means, task, ranked.studied(task), full, settings).assign(
+                split="held-out" if held[task] else "in-sample", n_clusters=splits.n_problems(evals[task])))
             if ck is not None:
                 ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})
         if bar is not None:
@@ -242,10 +316,10 @@ def split_positions(knockout_positions: str) -> list[str]:
 
 
 def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int,
-                  batch_size: int = BATCH_SIZE, *, answer_token: str, shots: int = 0) -> MeanSource:
+                  batch_size: int = BATCH_SIZE, *, draw: Draw) -> MeanSource:
     """The reference pool over every family of ``templates`` (the tasks' and the held-out family's);
     without any registered template (user samples), the samples' own X_c means (recorded as such)."""
-    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, answer_token=answer_token, shots=shots)
+    pool = task_pool(model, tok, templates, pool_size, seed, batch_size, draw=draw)
     if pool is not None:
         return pool
     every = [s for ss in samples.values() for s in ss]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.methods.ablation import POSITIONS
-from arithmech.methods.knockout_run import FLOORS, task_knockout
+from arithmech.methods.knockout_run import FLOORS, KnockoutSettings, Studied, task_knockout
 
 SANITY_COLUMNS = {"nothing-out": "nothing out", "all-heads-out": "all heads out", "all-mlps-out": "all MLPs out",
                   "x_c": "X_c prompt (X_r answer)", "majority-floor": "majority floor",
@@ -130,8 +130,12 @@ def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
     if missing:
         kh = res.key_heads                                   # the primary task's; its heads ranked by effect
         ranked = [(h["layer"], h["head"]) for h in kh["heads"]]
-        d = task_knockout(model, tok, res.evals[task], res.means, (ranked, []), task, kh, False, missing,
-                          res.params["n_random"], res.params["seed"], batch_size=batch_size)
+        p = res.params
+        settings = KnockoutSettings(samples=p["knockout_samples"], n_random=p["n_random"], seed=p["seed"],
+                                    ks=tuple(p["ks"]) if p["ks"] else None, curves_for=p["curves_for"],
+                                    positions="both" if len(missing) == 2 else missing[0],
+                                    split=p["knockout_split"], pool_size=p["pool_size"], batch_size=batch_size)
+        d = task_knockout(model, tok, res.evals[task], res.means, task, Studied(ranked, [], kh), False, settings)
         more = knockout_summary(d, res.key_heads)
         own = pd.concat([own, more[more.task == task]], ignore_index=True)
     return own.drop(columns="task").set_index("positions").loc[list(POSITIONS)].reset_index()

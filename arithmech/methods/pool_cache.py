@@ -32,6 +32,7 @@ import torch
 from arithmech.core.atomic import atomic_write
 from arithmech.core.names import CACHE_DIR
 from arithmech.core.provenance import versions
+from arithmech.data.draw import Draw
 from arithmech.methods import knockout_means
 from arithmech.methods.knockout_means import PoolMeans, pool_key, pool_prompts
 
@@ -84,11 +85,10 @@ def enabled() -> bool:
 
 
 def cached_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-                min_group: int = 32, batch_size: int = knockout_means.BATCH_SIZE, *, answer_token: str,
-                shots: int = 0) -> PoolMeans:
+                min_group: int = 32, batch_size: int = knockout_means.BATCH_SIZE, *, draw: Draw) -> PoolMeans:
     """:func:`~arithmech.methods.knockout_means.build_pool` (same arguments and result), read from the cache
     when the same pool was built before, else built and stored. The result's ``digest`` is the key."""
-    pools = pool_prompts(tok, templates, pool_size, seed, answer_token=answer_token, shots=shots)
+    pools = pool_prompts(tok, templates, pool_size, seed, draw=draw)
     key = pool_digest(model, tok, pools, folds, min_group, batch_size)
     path = CACHE_DIR / "pool" / f"{key}.pt"
     if enabled() and path.exists():
@@ -99,7 +99,7 @@ def cached_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int
         except Exception:               # a damaged file: rebuilt and replaced below
             pass
     pm = knockout_means.build_pool(model, tok, templates, pool_size, seed, folds, min_group, batch_size,
-                                   answer_token=answer_token, shots=shots)
+                                   draw=draw)
     pm.digest = key
     if enabled():
         buf = io.BytesIO()

@@ -7,7 +7,7 @@ greedy decoding from the prompt before the whole answer (:attr:`Sample.bare`) wr
 ``answer_token="last-digit"``: the prompt hands the model the answer's leading digits, which it may not
 have written itself (SmolLM2: 584 prompts right by the token, 337 by the whole answer).
 
->>> kept, info = prepare(model, tok, "addition", n_samples=128, seed=0)      # answer_token="last-digit"
+>>> kept, info = prepare(model, tok, "addition", n_samples=128, seed=0, draw=Draw("last-digit"))
 >>> info["n_drawn"], info["n_correct"], info["n_exact_correct"], info["n_kept"], info["exact_match"]
 
 ``info`` (recorded per task in ``run.json``'s ``samples``) holds the answer-token accuracy, the exact match
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from arithmech.data import pairs, templates
 from arithmech.data.answer_tokens import template_summary
+from arithmech.data.draw import Draw
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact
 
 
@@ -56,16 +57,16 @@ def task_label(task) -> str:
     return task_templates(task)[0]
 
 
-def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
-            answer_token: str = "last-digit", check_xc: bool = True, shots: int = 0) -> tuple[list[pairs.Sample], dict]:
+def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64, *, draw: Draw,
+            check_xc: bool = True) -> tuple[list[pairs.Sample], dict]:
     """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r: the answer
     token is top-1 and greedy decoding writes the whole answer) and, with ``check_xc``, whose X_c moves the
     model's top-1 token away from the answer token.
 
     ``task``: an operation, ``fig8``, ``fig10``, ``exponentiation``, a template-pair file, a list of
     templates, or a list of ready :class:`~arithmech.data.pairs.Sample` (e.g. :func:`gsm8k_samples`,
-    operand pairs; drawn with their own variant, so ``answer_token`` is not applied to them).
-    ``answer_token``: the variant of :data:`arithmech.data.pairs.ANSWER_TOKENS` for drawn pairs.
+    operand pairs; drawn with their own variant, so ``draw`` is not applied to them).
+    ``draw``: the answer token, solved examples and example sets of drawn pairs (:class:`~arithmech.data.draw.Draw`).
 
     Returns ``(kept, info)``; ``info``: ``n_drawn``, ``n_correct`` (answer token right), ``n_exact_correct``
     (answer token right and the whole answer written), ``n_kept`` (also passing the X_c check), ``accuracy``
@@ -74,14 +75,13 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64,
     """
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
-    pairs.check_answer_token(answer_token)
     if ready_made(task):
         samples, stats = task[:n_samples], pairs.PairStats(made=len(task[:n_samples]))
         variant = "/".join(sorted({s.answer_token for s in samples}))
     else:
         _, tpls = task_templates(task)
-        samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, answer_token=answer_token, shots=shots)
-        variant = answer_token
+        samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, draw=draw)
+        variant = draw.answer_token
     correct_s, acc = filter_correct(model, tok, samples, batch_size)
     correct_ids = {id(s) for s in correct_s}
     correct = [id(s) in correct_ids for s in samples]

@@ -16,6 +16,7 @@ import torch
 
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, splits
+from arithmech.data.draw import Draw
 from arithmech.data.pairs import Sample
 from arithmech.evals.scoring import check_counterfactuals
 from arithmech.methods.ablation import MeanSource
@@ -114,7 +115,7 @@ def heldout_heads(res, heldout: str = "fig10") -> tuple[list[tuple[int, int]], s
     return studied_heads(eff, "id", res.params["threshold"])
 
 
-def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str = "fig10", n_samples: int = 256, seed: int = 0,
+def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, draw: Draw,
                  batch_size: int = BATCH_SIZE, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
     :class:`~arithmech.steps.identify.IdentifyResult`; ``id_heads``: key heads found without the
@@ -122,7 +123,9 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     Fig. 4 knocks out the studied heads of the primary task (:func:`arithmech.methods.effects.studied_heads`:
     the key heads, or the top ones where none is key), its prompts cut where this tokenizer's answer token
     starts (:func:`tokenizer_cases`). ``res.means`` is a reference pool that covers the held-out family,
-    so its prompts get their own family's per-position means."""
+    so its prompts get their own family's per-position means. The held-out family's pairs are drawn with
+    ``draw`` (identify's :class:`~arithmech.data.draw.Draw`), ``res.params["n_samples"]`` of them (X_r's),
+    seeded by ``res.params["seed"] + 1``."""
     id_heads, id_source = id_heads
     held_ids = {t.id for t in pairs.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
@@ -137,10 +140,10 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     if not keep:
         res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
         return
-    variant, shots = res.params.get("answer_token", "first"), res.params.get("shots", 0)
-    held_out = res.params.get("knockout_split", "in-sample") == "held-out"
+    n_samples, seed = res.params["n_samples"], res.params["seed"]
+    held_out = res.params["knockout_split"] == "held-out"
     drawn = n_samples * (2 * splits.EVAL_SHARE if held_out else 1)
-    test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, answer_token=variant, shots=shots)
+    test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, draw=draw)
     checked = None
     # problems never ranked on (the evaluation side's clusters) whose X_c's top-1 is not the right answer: the
     # family's accuracy is measured on all of them, right or wrong, but a prompt whose answer survives removing
@@ -157,7 +160,7 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str =
     res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
                    "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
-                                   f"answer_token={variant!r}{f', shots={shots}' if shots else ''})"
+                                   f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"
                                    + (f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
                                       "moves the answer (scoring.check_counterfactuals)" if held_out else ", unfiltered"),
                    "n_test": len(test), "n_clusters": splits.n_problems(test),

@@ -33,7 +33,7 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
     under ``answer_token`` (:data:`arithmech.data.pairs.ANSWER_TOKENS`; ``example`` carries the leading digits
     under ``"last-digit"``)."""
     tpls = pairs.select_templates(task)
-    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, answer_token=answer_token)
+    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, draw=pairs.Draw(answer_token))
     ok, p = answer_scores(model, tok, samples, batch_size)
     df = pd.DataFrame({"op": [s.op for s in samples], "template": [s.template for s in samples],
                        "family": [s.family for s in samples], "example": [s.clean for s in samples],

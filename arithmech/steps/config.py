@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_device, check_model
+from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
@@ -112,6 +113,19 @@ class Identify(ModelStep):
         super().check()
         check_task(self.task)
 
+    def to_draw(self) -> Draw:
+        """How every pair of the run is drawn (:class:`arithmech.data.draw.Draw`): X_r, X_c, the knockout's
+        prompts, the reference pool, the held-out family."""
+        return Draw(self.answer_token, self.shots, self.example_sets)
+
+    def knockout_settings(self):
+        """The knockout's settings (:class:`arithmech.methods.knockout_run.KnockoutSettings`; imported here, not
+        at the top: this module loads no torch)."""
+        from arithmech.methods.knockout_run import KnockoutSettings
+        return KnockoutSettings(samples=self.knockout_samples, n_random=self.n_random, seed=self.seed, ks=self.ks,
+                                curves_for=self.curves_for, positions=self.knockout_positions,
+                                split=self.knockout_split, pool_size=self.pool_size, batch_size=self.batch_size)
+
 
 CONTROL_FLOOR = 0.5
 """The per-task control of identify, written before any run: a task **fails** it when its conditioned floor
@@ -199,6 +213,11 @@ class Stability(ModelStep):
         super().check()
         check_task(self.task)
 
+    def to_draw(self) -> Draw:
+        """How every pair is drawn: identify's default answer token (stability compares key-head sets of the
+        token identify measures by default; no flag), this config's solved examples and their sets."""
+        return Draw(Identify.__dataclass_fields__["answer_token"].default, self.shots, self.example_sets)
+
 
 @dataclass(frozen=True)
 class Generalize(Config):
@@ -216,6 +235,10 @@ class Accuracy(ModelStep):
     """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
     n_per_template: int = option(16, "prompts drawn per template", low=1, high=MAX_PER_TEMPLATE)
     answer_token: str = same_as(Identify, "answer_token")   # the token identify measures is the one scored here
+
+    def to_draw(self) -> Draw:
+        """Zero-shot pairs of this config's answer token (:class:`arithmech.data.draw.Draw`)."""
+        return Draw(self.answer_token)
 
 
 @dataclass(frozen=True)

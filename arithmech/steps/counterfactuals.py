@@ -20,7 +20,7 @@ def run(config: Config) -> dict:
     results.check_writable(folder / "counterfactuals", "counterfactuals", c.overwrite)
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
     op = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, knockout=False, transfer=False)
-    nd = operand_identify(model, tok, c.task, c.n_samples, c.seed, knockout=False)
+    nd = operand_identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, knockout=False)
     out = folder / "counterfactuals"
     write_results(op, out / "operator", model_name=c.model_name)
     write_results(nd, out / "operand", model_name=c.model_name)

@@ -16,7 +16,6 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
 """
 from __future__ import annotations
 
-import re
 import time
 import warnings
 from pathlib import Path
@@ -28,7 +27,7 @@ from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
-from arithmech.data import shots as shots_module
+from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import knockout_run
 from arithmech.methods.knockout_means import pool_prompts
@@ -46,15 +45,15 @@ def identify_setting(folder) -> dict:
     rec = results.read_run(folder)["steps"].get("identify")
     kh = results.read(folder, "key_heads.json")
     p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
-    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else [])
+    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
     if missing := [k for k in need if k not in p]:
         raise results.ResultsError(f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
                                    "(edited, or written by an older arithmech): re-run python -m arithmech identify")
     if not isinstance(kh.get("task"), str):
         raise results.ResultsError(f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run "
                                    "python -m arithmech identify")
-    sets = re.match(r"(\d+) set", p.get("examples", shots_module.ABSENT["examples"]))
-    p["example_sets"] = int(sets.group(1)) if sets else 1
+    p["draw"] = Draw.from_record(p)                 # identify's draw: answer token, shots, example sets
+    p["example_sets"] = p["draw"].example_sets
     p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
     p["ranked_task"] = kh["task"]
     return p
@@ -64,7 +63,7 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     """``(evaluation samples, reference-pool means, pool prompts)`` for identify's parameters ``p``; the evaluation
     prompts share no problem cluster with ``ranked`` (identify's X_r, ``prompts.jsonl``)."""
     tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
-    kw = dict(answer_token=p.get("answer_token", "last-digit"), shots=p.get("shots", 0))
+    kw = dict(draw=p["draw"])
     samples = knockout_run.eval_samples(model, tok, tpls, ranked, n_samples, p["seed"], batch_size, heldout=True, **kw)
     if not samples:
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
@@ -92,7 +91,7 @@ def run(config: Config) -> dict:
     torch.manual_seed(c.seed)
     with annotate(est.line() if est else ""), Progress("faithfulness", 1) as bar:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-        with shots_module.example_sets(p["example_sets"]), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
             t1 = time.time()

@@ -53,7 +53,7 @@ from arithmech.methods.effects import (  # noqa: F401
 )
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
-from arithmech.methods.knockout_run import describe_means, prepare_means, split_positions
+from arithmech.methods.knockout_run import describe_means, prepare_means
 from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
 from arithmech.methods.patching import FIELDS as PATCHED_FIELDS
 from arithmech.methods.patching import METHODS, Patched, path_patch
@@ -90,57 +90,41 @@ class IdentifyResult:
     estimate: dict | None = None                   # the estimate made before the run (arithmech.core.estimate)
 
 
-def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int = DEFAULTS.n_samples,
-             seed: int = DEFAULTS.seed, threshold: float = DEFAULTS.threshold, method: str = DEFAULTS.method,
-             prob: bool = DEFAULTS.prob, knockout: bool = DEFAULTS.knockout,
-             knockout_samples: int = DEFAULTS.knockout_samples, n_random: int = DEFAULTS.n_random,
-             ks: Sequence[int] | None = DEFAULTS.ks, curves_for: str = DEFAULTS.curves_for,
-             knockout_positions: str = DEFAULTS.knockout_positions, pool_size: int = DEFAULTS.pool_size,
-             transfer: bool = DEFAULTS.transfer, heldout: str = DEFAULTS.heldout, batch_size: int = DEFAULTS.batch_size,
-             checkpoint=None, answer_token: str = DEFAULTS.answer_token, n_boot: int = DEFAULTS.n_boot,
-             shots: int = DEFAULTS.shots, share_threshold: float = DEFAULTS.share_threshold,
-             knockout_split: str = DEFAULTS.knockout_split, bootstrap: str = DEFAULTS.bootstrap) -> IdentifyResult:
+def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, config: Config | None = None, checkpoint=None,
+             **settings) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.
 
     Args:
         tasks: ``"all"`` (the four operations), one task, or a list of tasks (names, template-pair
-            files, template lists); each gets ``n_samples`` draws. With several tasks the rows of task
+            files, template lists); each gets ``config.n_samples`` draws. With several tasks the rows of task
             ``"all"`` average over every sample of the tasks that pass their control (Fig. 2;
             :data:`arithmech.steps.config.CONTROL_FLOOR`, :func:`task_control`) and key heads are taken from them.
-        knockout_samples: prompts per task in the knockout curves (:func:`~arithmech.methods.knockout_run.eval_samples`).
-        n_random: seeded random orders per knockout curve (drawn from the non-key components); ``ks``: numbers
-            of heads to knock out (default :func:`~arithmech.methods.knockout.default_ks`).
-        pool_size: X_c per template family in the reference pool of the means
-            (:mod:`arithmech.methods.knockout_means`).
-        n_boot: bootstrap resamples for each effect's 95% interval (seeded by ``seed``).
-        bootstrap, knockout_split: interval units; knockout on never-ranked problems (:class:`~.config.Identify`).
-        share_threshold: the calibrated rule beside the paper's: a head whose share of the counterfactual's
-            logit-difference effect has its whole interval below it is key by share (``key_heads.json``'s
-            ``by_share``; :func:`~arithmech.methods.effects.key_heads_by_share`).
-        curves_for: ``"primary"``: full knockout curves (heads and MLPs) for the primary task (``"all"``
-            with several tasks) and, for every other task, its key heads vs as many random heads;
-            ``"each"``: full curves for every task.
-        knockout_positions: ``"end"`` (mean-ablate at END, where the heads were patched; fast),
-            ``"all"`` (every position; see :mod:`arithmech.methods.knockout`) or ``"both"`` (the curves at
-            END, key heads vs random and the sanity rows at every position too). Transfer uses the first.
-        heldout: a template family (``fig10``) for the transfer test: key heads are recomputed from the
-            samples of the other templates and knocked out on fresh ``heldout`` pairs (pooled means).
-        answer_token: ``"last-digit"``, ``"single-token"`` or ``"first"`` (the paper's), for every pair drawn
-            here (:data:`arithmech.data.pairs.ANSWER_TOKENS`); pairs whose X_c leaves the model's answer in
-            place are dropped (:func:`arithmech.methods.prepare.prepare`).
-        shots: solved examples of mixed operations before every prompt drawn here (X_r, X_c, the knockout's
-            top-up, the reference pool, the held-out family; :mod:`arithmech.data.shots`); 0 is the paper's.
+        config: the step's :class:`~arithmech.steps.config.Identify` (every setting, each default written once
+            there; its ``task`` is not read: ``tasks`` is); ``None`` for the defaults. What it sets, in brief:
+            ``n_samples``; ``threshold`` and ``share_threshold`` (the key-head rules: the effect's, and the
+            head's share of the counterfactual's logit-difference effect, :func:`key_heads_by_share`);
+            ``n_boot`` and ``bootstrap`` (the intervals); ``method`` and ``prob`` (path patching); the
+            knockout (:meth:`~arithmech.steps.config.Identify.knockout_settings`: ``knockout_samples``,
+            ``n_random``, ``ks``, ``curves_for``, ``knockout_positions``, ``knockout_split``, ``pool_size``);
+            the transfer test (``transfer``, ``heldout``: key heads recomputed without that template family
+            and knocked out on fresh pairs of it); the draw of every pair here — X_r, X_c, the knockout's
+            top-up, the reference pool, the held-out family — (:meth:`~arithmech.steps.config.Identify.to_draw`:
+            ``answer_token``, ``shots``, ``example_sets``); pairs whose X_c leaves the model's answer in place
+            are dropped (:func:`arithmech.methods.prepare.prepare`).
         checkpoint: a :class:`arithmech.core.checkpoints.Checkpoints` (:func:`run` passes one): each task's
             samples and patching result and each task's knockout curves are saved there when done, and
             loaded instead of recomputed when present (a re-run after an interruption continues; the
             files come out byte-identical). Progress goes to a terminal's stderr (:mod:`arithmech.core.progress`).
+        settings: fields of the config to replace (``identify(model, tok, "addition", n_samples=64)``), checked
+            as the config checks them.
     """
+    c = (config or DEFAULTS).replace(**settings) if settings else (config or DEFAULTS)
+    draw, ko_settings = c.to_draw(), c.knockout_settings()
+    n_samples, seed, threshold, method, prob = c.n_samples, c.seed, c.threshold, c.method, c.prob
+    knockout, transfer, heldout, batch_size = c.knockout, c.transfer, c.heldout, c.batch_size
+    n_boot, share_threshold, knockout_split, bootstrap = c.n_boot, c.share_threshold, c.knockout_split, c.bootstrap
     if method not in METHODS:
         raise ValueError(f"method {method!r}: use 'fast' or 'reference'")
-    if curves_for not in ("primary", "each"):
-        raise ValueError(f"curves_for {curves_for!r}: use 'primary' or 'each'")
-    positions = split_positions(knockout_positions)
-    pairs_module.check_answer_token(answer_token)
     if not threshold < 0:
         raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative "
                          "change such as -0.05")
@@ -174,8 +158,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
                 resumed.append(label)
             else:
                 t = time.time()
-                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, answer_token,
-                                                      shots=shots)
+                samples[label], info[label] = prepare(model, tok, spec, n_samples, seed, batch_size, draw=draw)
                 t1 = time.time()
                 ss = samples[label]
                 # every kept X_r, either side: a batch's numbers depend (~1e-5) on the prompts batched with it
@@ -225,32 +208,30 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, n_samples: int =
         if knockout or transfer:
             every_t = [t for label in samples for t in (tpls[label] or knockout_run.sample_templates(samples[label]))]
             means = prepare_means(model, tok, samples, every_t + (pairs_module.select_templates(heldout) if transfer else []),
-                                  pool_size, seed, batch_size, answer_token=answer_token, shots=shots)
+                                  c.pool_size, seed, batch_size, draw=draw)
         else:
             means = mean_activations(model, tok, [s.corrupt for s in every], [group_key(s) for s in every], batch_size)
         timings["means"] = time.time() - t2
         ko, evals = pd.DataFrame(columns=knockout_run.COLUMNS), {}
         if knockout:
-            ko, evals = knockout_run.knockout_tasks(model, tok, samples, tpls, means, lambda t: ranking(effects, t),
-                                          lambda t: key_heads(effects, t, threshold), primary, curves_for, positions,
-                                          knockout_samples, n_random, seed, ks, batch_size, ck, bar,
-                                          answer_token=answer_token, shots=shots, pooled=control["pooled"],
-                                          split=knockout_split)
+            ranked = knockout_run.Ranked(samples, tpls, effects, threshold, primary, pooled=control["pooled"])
+            ko, evals = knockout_run.knockout_tasks(model, tok, ranked, means, ko_settings, draw, ck, bar)
         timings["knockout"] = time.time() - t2 - timings["means"]
         mem.mark("knockout")
         res = IdentifyResult(samples, patched, effects, kh, ko, means, info, timings=timings, evals=evals, params=dict(
             tasks=list(samples), n_samples=n_samples, seed=seed, threshold=threshold, method=method, prob=prob,
-            knockout_samples=knockout_samples, n_random=n_random, ks=list(ks) if ks else None, curves_for=curves_for,
-            knockout_positions=knockout_positions, pool_size=pool_size, means=describe_means(means),
-            pool_digest=getattr(means, "digest", None),
-            answer_token=answer_token, shots=shots, **shots_module.recorded(shots, shots_module.current()), heldout=heldout, batch_size=batch_size, n_boot=n_boot,
+            knockout_samples=c.knockout_samples, n_random=c.n_random, ks=list(c.ks) if c.ks else None,
+            curves_for=c.curves_for, knockout_positions=c.knockout_positions, pool_size=c.pool_size,
+            means=describe_means(means), pool_digest=getattr(means, "digest", None),
+            answer_token=draw.answer_token, shots=draw.shots, **draw.recorded(), heldout=heldout, batch_size=batch_size,
+            n_boot=n_boot,
             key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]}, seeded by seed)",
             bootstrap=bootstrap, knockout_split=knockout_split,
             share_threshold=share_threshold,
             share_rule="share_hi < share_threshold (the same resamples; share of the counterfactual's LD effect)"))
         if transfer:
             t3 = time.time()
-            run_transfer(res, model, tok, heldout_heads(res, heldout), heldout, n_samples, seed, batch_size)
+            run_transfer(res, model, tok, heldout_heads(res, heldout), heldout, draw, batch_size)
             timings["transfer"] = time.time() - t3
             mem.mark("transfer")
             bar.advance(note="transfer")
@@ -305,13 +286,8 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
     ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
-        res = identify(model, tok, c.task, n_samples=c.n_samples, seed=c.seed, threshold=c.threshold, method=c.method,
-                       prob=c.prob, knockout=c.knockout, knockout_samples=c.knockout_samples, n_random=c.n_random,
-                       ks=c.ks, curves_for=c.curves_for, knockout_positions=c.knockout_positions,
-                       pool_size=c.pool_size, transfer=c.transfer, heldout=c.heldout, batch_size=c.batch_size,
-                       checkpoint=ck, answer_token=c.answer_token, n_boot=c.n_boot, shots=c.shots,
-                       share_threshold=c.share_threshold, knockout_split=c.knockout_split, bootstrap=c.bootstrap)
+    with annotate(est.line() if est else ""):
+        res = identify(model, tok, c.task, c, checkpoint=ck)
     res.estimate = est.record() if est else None
     write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
                                       "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
@@ -366,9 +342,9 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
     if fresh or not same_operand:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-        with shots_module.example_sets(c.example_sets):
-            res = operand_identify(model, tok, operand_task, c.n_samples, c.seed, knockout=False, prob=False,
-                                   shots=c.shots, bootstrap=c.bootstrap)
+        # as before issue #42: identify's defaults but these (the operand run measures DEFAULTS.answer_token)
+        res = operand_identify(model, tok, operand_task, n_samples=c.n_samples, seed=c.seed, knockout=False,
+                               prob=False, shots=c.shots, example_sets=c.example_sets, bootstrap=c.bootstrap)
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
@@ -379,17 +355,18 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
 
 
 # ---------------------------------------------------------------- the operand counterfactual
-def operand_identify(model, tok, task: str = "addition", n_samples: int = 128, seed: int = 0, **kw):
+def operand_identify(model, tok, task: str = "addition", config: Config | None = None, **settings):
     """:func:`arithmech.steps.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
     other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
 
-    ``kw`` go to ``identify`` (e.g. ``knockout=False``); no transfer test (it is the operator run's).
-    ``kw["answer_token"]`` (default ``"last-digit"``, identify's) chooses the pairs' answer token; pairs whose
-    X_c leaves the model's answer in place are dropped there, as for the operator counterfactual.
+    ``config`` and ``settings`` as for :func:`identify` (e.g. ``knockout=False``); no transfer test (it is the
+    operator run's). The pairs are drawn with the config's :meth:`~arithmech.steps.config.Identify.to_draw`
+    (``n_samples`` of them, seeded by ``seed``); pairs whose X_c leaves the model's answer in place are dropped
+    there, as for the operator counterfactual.
     """
-    pairs, _ = pairs_module.make_operand_pairs(tok, task, n=n_samples, seed=seed, answer_token=kw.get("answer_token", "last-digit"),
-                                               shots=kw.get("shots", 0))
-    res = identify(model, tok, [pairs], n_samples=n_samples, seed=seed, **{**kw, "transfer": False})
+    c = (config or DEFAULTS).replace(**settings, transfer=False)
+    pairs, _ = pairs_module.make_operand_pairs(tok, task, n=c.n_samples, seed=c.seed, draw=c.to_draw())
+    res = identify(model, tok, [pairs], c)
     label = f"{task} (operand)"
     res.effects["task"] = label
     res.key_heads["task"] = label

@@ -32,6 +32,7 @@ from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
 from arithmech.data import shots as shots_module
+from arithmech.data.draw import Draw
 from arithmech.methods.prepare import NoReferenceData, prepare
 from arithmech.steps.config import Shots as Config
 
@@ -47,8 +48,9 @@ def validation_seed(seed: int) -> int:
 
 
 def yield_table(model, tok, grid=(0, 2, 4, 8), n_per_template: int = 12, seed: int = 0, batch_size: int = 64,
-                *, answer_token: str) -> pd.DataFrame:
-    """One row per (shots, operation): ``drawn, token_correct, exact_correct, correct`` (both), ``xc_valid``
+                *, answer_token: str, example_sets: int) -> pd.DataFrame:
+    """One row per (shots, operation), each K's pairs drawn with ``Draw(answer_token, K, example_sets)``
+    (:class:`arithmech.data.draw.Draw`): ``drawn, token_correct, exact_correct, correct`` (both), ``xc_valid``
     (of the correct, X_c moves the top-1 token away), ``kept`` and each rate of the drawn with its Wilson
     interval (``kept_rate, kept_lo, kept_hi``), and the kept prompts' most frequent answer token's share."""
     rows = []
@@ -57,7 +59,8 @@ def yield_table(model, tok, grid=(0, 2, 4, 8), n_per_template: int = 12, seed: i
             for op in pairs.TASKS:
                 n = n_per_template * len(pairs.select_templates(op))
                 try:
-                    kept, info = prepare(model, tok, op, n, validation_seed(seed), batch_size, answer_token, shots=k)
+                    kept, info = prepare(model, tok, op, n, validation_seed(seed), batch_size,
+                                         draw=Draw(answer_token, k, example_sets))
                 except NoReferenceData as e:               # nothing kept: a yield of zero, with its counts
                     kept, info = [], e.info
                 answers = pd.Series([s.answer for s in kept])
@@ -115,8 +118,9 @@ def run(config: Config, model=None, tok=None) -> dict:
     est = estimate.check(c)               # refused here when it cannot fit, before the model loads
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
-        table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token)
+    with annotate(est.line() if est else ""):
+        table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token,
+                            example_sets=c.example_sets)
     choice = choose(table)
     results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})
     return choice

@@ -46,6 +46,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import shots as shots_module
+from arithmech.data.draw import Draw
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
@@ -95,12 +96,11 @@ def check_args(seeds: Sequence[int], sizes: Sequence[int], kinds: Sequence[str],
     return seeds, sizes, kinds
 
 
-def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, batch_size: int,
-          answer_token: str = "last-digit", shots: int = 0):
+def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, batch_size: int, draw: Draw):
     """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
     X_r (answered right, and X_c moves the answer away: :func:`~arithmech.evals.scoring.check_counterfactuals`)."""
     _, tpls = task_templates(task)
-    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, answer_token=answer_token, shots=shots)
+    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, draw=draw)
     kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
         if keep_correct else list(drawn)
     ids = {id(s) for s in kept}
@@ -127,14 +127,14 @@ def _run_row(kind, seed, size, family, n_drawn, p: Patched, threshold, top, n_bo
 def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), sizes: Sequence[int] = DEFAULTS.sizes,
               kinds: Sequence[str] = KINDS, threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top,
               n_boot: int = DEFAULTS.n_boot, families: bool = True, keep_correct: bool = True,
-              batch_size: int = DEFAULTS.batch_size,
-              answer_token: str = "last-digit", shots: int = DEFAULTS.shots,
+              batch_size: int = DEFAULTS.batch_size, *, draw: Draw,
               bootstrap: str = DEFAULTS.bootstrap) -> StabilityResult:
     """Key-head sets over seeds × sizes × kinds (and template families), compared by Jaccard overlap.
 
     ``sizes`` are numbers of pairs *drawn* (as identify's ``n_samples``); each run patches the X_r among them
     (``keep_correct=False`` keeps every drawn pair: for random test models that answer nothing right).
-    ``bootstrap``: what the intervals resample, as identify's (problem clusters or prompts).
+    ``bootstrap``: what the intervals resample, as identify's (problem clusters or prompts). ``draw``: the answer
+    token, solved examples and their sets of every pair (:meth:`arithmech.steps.config.Stability.to_draw`).
     """
     seeds, sizes, kinds = check_args(seeds, sizes, kinds, threshold, top, n_boot)
     big = sizes[-1]
@@ -142,7 +142,7 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
     with Progress("stability", len(kinds) * len(seeds)) as bar:
         for kind, seed in itertools.product(kinds, seeds):
             t0 = time.time()
-            kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size, answer_token, shots)
+            kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size, draw)
             timings[f"{kind}-{seed}"] = time.time() - t0
             for size in sizes:
                 rows = [j for j, i in enumerate(index) if i < size]
@@ -158,8 +158,8 @@ def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), 
                 runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot, units)[0])
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
-    params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=answer_token, shots=shots,
-                  **shots_module.recorded(shots, shots_module.current()), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
+    params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=draw.answer_token,
+                  shots=draw.shots, **draw.recorded(), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
                   batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
                   "(nested prefixes of one draw of the largest size per seed and kind)",
                   bootstrap=bootstrap, key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]})")
@@ -279,8 +279,8 @@ def recorded(config: Config) -> dict:
     c = config
     return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
                 kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
-                families=True, keep_correct=True, answer_token="last-digit", shots=c.shots, bootstrap=c.bootstrap,
-                **shots_module.recorded(c.shots, c.example_sets))
+                families=True, keep_correct=True, answer_token=c.to_draw().answer_token, shots=c.shots,
+                bootstrap=c.bootstrap, **c.to_draw().recorded())
 
 
 def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
@@ -303,9 +303,9 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""), shots_module.example_sets(c.example_sets):
+    with annotate(est.line() if est else ""):
         res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold,
-                        top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, shots=c.shots, bootstrap=c.bootstrap)
+                        top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, draw=c.to_draw(), bootstrap=c.bootstrap)
     res.estimate = est.record() if est else None
     res.timings["total"] = time.time() - t0
     write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)

@@ -60,7 +60,7 @@ def test_pairs_equal_length_on_bpe(smollm2, maker):
     every Fig. 8 and Fig. 10 template, with the answer token = first digit of the true answer."""
     _, tok, _ = smollm2
     make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0, answer_token="first")
+    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("first"))
     assert stats.made == 96 and {s.template for s in samples} == {t.id for t in D.select_templates("all")}
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
@@ -75,7 +75,7 @@ def test_last_digit_pairs_on_bpe(smollm2, maker):
     exactly the tokens of the whole text (prompt, space, answer), X_c carries the same digits at equal length."""
     _, tok, _ = smollm2
     make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0, answer_token="last-digit")
+    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("last-digit"))
     assert stats.made == 96 and any(s.carried for s in samples)
     ids = D.answer_ids(tok, samples).tolist()
     for s, a in zip(samples, ids):
@@ -91,7 +91,7 @@ def test_fast_equals_reference_patching(smollm2):
     from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smollm2
     tpls = [templates.TEMPLATES["add-1"], templates.TEMPLATES["add-3"]]      # two lengths: two batches per sender
-    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, answer_token="first")
+    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, draw=D.Draw("first"))
     ans = D.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = end_cache(model, tok, clean_p, ans), end_cache(model, tok, corrupt_p)
@@ -146,7 +146,7 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
     from arithmech.methods.patching import path_patch
     model, tok, _ = smollm2
     ss, _ = D.make_pairs(tok, [templates.TEMPLATES["add-1"], templates.TEMPLATES["mul-6"]], n=12, seed=0,
-                         answer_token="last-digit", shots=4)
+                         draw=D.Draw("last-digit", 4, 16))
     from factories import one_preamble
 
     from arithmech.data import shots

@@ -16,7 +16,7 @@ from arithmech.methods.patching import end_cache, path_patch, path_patch_referen
 
 def _few_shot(model, tok, n=48, task="all"):
     """Few-shot pairs that share one set of examples (:func:`factories.one_preamble`)."""
-    ss, _ = pairs.make_pairs(tok, task, n=n, seed=0, answer_token="last-digit", shots=4)
+    ss, _ = pairs.make_pairs(tok, task, n=n, seed=0, draw=pairs.Draw("last-digit", 4, 16))
     return one_preamble(ss)
 
 
@@ -91,7 +91,7 @@ def test_cached_prefix_is_exact_under_gqa(word_llama_fig8):
     heads; the embedded model has one per head): patched logits with and without it agree to fp32."""
     model, tok, _ = word_llama_fig8
     assert model.config.num_key_value_heads < model.config.num_attention_heads
-    ss, _ = pairs.make_pairs(tok, "all", n=24, seed=1, answer_token="last-digit", shots=4)
+    ss, _ = pairs.make_pairs(tok, "all", n=24, seed=1, draw=pairs.Draw("last-digit", 4, 16))
     ss = one_preamble(ss)
     clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], pairs.answer_ids(tok, ss)
     assert prefix.SharedPrefix(model, [ids for _, ids in pairs.group_by_length(tok, clean)]).kv   # it is used

@@ -1,9 +1,11 @@
 """Parity tests of ``arithmech/methods/knockout_run.py``."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pandas as pd
+import pytest
 import torch
 
 from arithmech.core.trace import TraceDict
@@ -13,7 +15,7 @@ from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation
 from arithmech.methods.knockout_means import build_pool, pool_key
-from arithmech.methods.knockout_run import sanity_rows, task_knockout
+from arithmech.methods.knockout_run import KnockoutSettings, Studied, sanity_rows, task_knockout
 
 
 def test_sanity_rows_equal_literal_forwards(embedded_model):
@@ -23,8 +25,8 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     conditioned floor = data.floors.problem_floor's count over the prompts (issue #41)."""
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
-    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, answer_token="first")
-    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4, answer_token="first")
+    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first"))
+    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4, draw=D.Draw("first"))
     gold = D.answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
@@ -58,14 +60,16 @@ def test_same_seed_same_knockout_rows(embedded_model):
     """Protects determinism: the same seed gives identical knockout rows (pool, prompts, random orders),
     and another seed gives other random orders."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2, answer_token="first")
+    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2, draw=D.Draw("first"))
     heads = [(l, h) for l in range(6) for h in range(8)]
     key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
 
     def run(seed):
-        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2, answer_token="first")
-        return task_knockout(model, tok, samples, pool, (heads, list(range(6))), "addition", key, True, ["end"],
-                             n_random=3, seed=seed, ks=[0, 1, 2])
+        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2, draw=D.Draw("first"))
+        settings = KnockoutSettings(samples=8, n_random=3, seed=seed, ks=(0, 1, 2), curves_for="primary",
+                                    positions="end", split="in-sample", pool_size=12, batch_size=64)
+        return task_knockout(model, tok, samples, pool, "addition", Studied(heads, list(range(6)), key), True,
+                             settings)
     a, b = run(0), run(0)
     pd.testing.assert_frame_equal(a, b)
     assert a.to_csv(index=False) == b.to_csv(index=False)
@@ -94,17 +98,21 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     model = type("M", (), {"config": cfg})()
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
     key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
-    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", key, True, ["end", "all"])
+    both = KR.KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="both",
+                               split="in-sample", pool_size=8, batch_size=64)
+    end = dataclasses.replace(both, positions="end")
+    KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], key), True, both)
     (_, _, _, ex_h, hk, rk_h, top_h), (_, _, _, ex_m, mk, rk_m, top_m), at_all = seen[:3]
     assert rk_h == [k for k in hk if k] and hk[-1] == 12 and top_h and ex_h == [(0, 3)]
     assert rk_m == [1, 2, 3] == mk[1:] and top_m and ex_m == []          # no key MLP: outside the top k only
     assert at_all[0] == "all" and at_all[2] == at_all[3] == [(0, 3)] and at_all[4] == at_all[5] == [1]
     assert not at_all[6]                                        # the key heads vs random heads outside them only
     seen.clear()
-    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "addition", {"heads": [], "mlps": []}, False, ["end"])
+    KR.task_knockout(model, None, [], None, "addition", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), False,
+                     end)
     assert seen[0][2] == [] and seen[0][5] == []                # no key head: nothing to compare
     seen.clear()
-    KR.task_knockout(model, None, [], None, (heads, [2, 0, 1]), "all", {"heads": [], "mlps": []}, True, ["end", "all"])
+    KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), True, both)
     assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them
 
 
@@ -138,8 +146,8 @@ def test_knockout_prompts_are_distinct(embedded_model):
     from arithmech.methods.knockout_run import eval_samples
     model, tok, _ = embedded_model
     tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
-    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, answer_token="last-digit")
-    got = eval_samples(model, tok, tpl, base + base, 120, seed=0, answer_token="last-digit")
+    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, draw=D.Draw("last-digit"))
+    got = eval_samples(model, tok, tpl, base + base, 120, seed=0, draw=D.Draw("last-digit"))
     assert len({s.clean for s in got}) == len(got) > 20
     assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
 
@@ -152,14 +160,33 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
     got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation")], "subtraction": []}
     monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
     ran = []
-    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, *a: (ran.append((a[2], len(samples))),
-                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=a[2]))[1])
-    ko, evals = KR.knockout_tasks(None, None, got, {"addition": ["t"], "subtraction": ["t"]}, None,
-                                  lambda t: ([], []), lambda t: {"heads": []}, "all", "primary", ["end"],
-                                  knockout_samples=4, answer_token="first", split="in-sample")
+    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, means, task, *a: (ran.append((task, len(samples))),
+                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=task))[1])
+    settings = KR.KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="end",
+                                   split="in-sample", pool_size=8, batch_size=64)
+    NO_EFFECTS = pd.DataFrame(columns=["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff"])
+    ranked = KR.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, NO_EFFECTS, -0.05, "all")
+    ko, evals = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first"))
     assert ran == [("addition", 1), ("all", 1)] and evals["subtraction"] == []
     assert set(ko.task) == {"addition", "all"} and "subtraction: no knockout prompt" in capsys.readouterr().err
-    ko, _ = KR.knockout_tasks(None, None, {"subtraction": []}, {"subtraction": ["t"]}, None, lambda t: ([], []),
-                              lambda t: {"heads": []}, "subtraction", "primary", ["end"], knockout_samples=4,
-                              answer_token="first", split="in-sample")
+    ranked = KR.Ranked({"subtraction": []}, {"subtraction": ["t"]}, NO_EFFECTS, -0.05, "subtraction")
+    ko, _ = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first"))
     assert ko.empty and list(ko.columns) == KR.COLUMNS
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(curves_for="all"), "curves_for 'all': use 'primary' or 'each'"),
+    (dict(positions="start"), "knockout_positions 'start': use one of"),
+    (dict(split="random"), "knockout split 'random': use one of"),
+    (dict(samples=0), "knockout samples=0: at least 1"),
+    (dict(n_random=0), "knockout n_random=0: at least 1"),
+])
+def test_knockout_settings_refuse_a_wrong_value_when_made(change, match):
+    """Protects the one place the knockout's settings are checked: a wrong choice or count is one ValueError when
+    KnockoutSettings is made (before any prompt is drawn), naming the setting and what to use."""
+    import arithmech.methods.knockout_run as KR
+    good = dict(samples=4, n_random=2, seed=0, ks=None, curves_for="primary", positions="both", split="held-out",
+                pool_size=8, batch_size=4)
+    assert KR.KnockoutSettings(**good).position_settings == ["end", "all"]
+    with pytest.raises(ValueError, match=match):
+        KR.KnockoutSettings(**{**good, **change})

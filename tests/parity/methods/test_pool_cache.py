@@ -7,7 +7,7 @@ from arithmech.data import pairs as D
 from arithmech.methods import pool_cache
 from arithmech.methods.knockout_means import build_pool, pool_key
 
-KW = dict(pool_size=24, seed=0, min_group=4, answer_token="first")
+KW = dict(pool_size=24, seed=0, min_group=4, draw=D.Draw("first"))
 
 
 def _same(a, b) -> bool:
@@ -30,7 +30,7 @@ def test_cached_pool_equals_built_pool_and_its_lookups(embedded_model, tmp_path,
     assert len(files) == 1 and files[0].stem == miss.digest
     hit = pool_cache.cached_pool(model, tok, tpls, **KW)
     assert _same(built, miss) and _same(built, hit) and hit.digest == miss.digest
-    samples, _ = D.make_pairs(tok, "addition", n=12, seed=3, answer_token="first")
+    samples, _ = D.make_pairs(tok, "addition", n=12, seed=3, draw=D.Draw("first"))
     for s in samples:
         seq = len(tok(s.clean)["input_ids"])
         for x, y in zip(built.lookup(pool_key(s), seq), hit.lookup(pool_key(s), seq)):
@@ -45,7 +45,7 @@ def test_cache_key_follows_every_input(embedded_model, tmp_path, monkeypatch):
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
     tpls = D.select_templates("addition")
     pools = lambda **kw: pool_cache.pool_prompts(tok, tpls, kw.get("pool_size", 24), kw.get("seed", 0),
-                                                       answer_token="first")
+                                                       draw=D.Draw("first"))
     key = lambda bs=64, **kw: pool_cache.pool_digest(model, tok, pools(**kw), 4, 4, bs)
     base = key()
     assert key() == base

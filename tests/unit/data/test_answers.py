@@ -14,6 +14,7 @@ from factories import write_file as _write
 
 from arithmech.data import answers as ANS
 from arithmech.data import templates as T
+from arithmech.data.draw import Draw
 from arithmech.data.pairs import load_template_pairs, make_pairs
 
 # ------------------------------------------------------------------------------ declarative answers
@@ -96,7 +97,7 @@ def test_unsatisfiable_answer_gives_up_after_bounded_draws(tok, tmp_path):
     with time_limit(10), pytest.raises(ValueError, match=r"'neg'.*10000 draws.*'A - B - 100'"):
         ANS.draw_operands(t, random.Random(0), division=ANS.PAIRS_DIVISION)
     with time_limit(10), pytest.raises(ValueError, match="'neg'"):
-        make_pairs(tok, [t], n=2, seed=0, answer_token="first")
+        make_pairs(tok, [t], n=2, seed=0, draw=Draw("first"))
     assert time.perf_counter() - t0 < 5
     f = _write(tmp_path, json.dumps([{**GOOD, "answer": "A - B - 100"}]))
     with pytest.raises(ValueError, match="field 'answer'.*never a non-negative whole number"):

@@ -16,6 +16,7 @@ from arithmech.data import answers as ANS
 from arithmech.data import pairfile as PF
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
+from arithmech.data.draw import Draw
 from arithmech.data.pairs import TemplateLengthError, answer_ids, load_template_pairs, make_pairs, select_templates
 
 
@@ -23,7 +24,7 @@ from arithmech.data.pairs import TemplateLengthError, answer_ids, load_template_
 def test_pairs_equal_length_and_answer_token(embedded_tokenizer, task):
     """Protects: X_r and X_c have equal token length, and {C} is the first token of the true answer."""
     tok = embedded_tokenizer
-    samples, stats = make_pairs(tok, task, n=120, seed=3, answer_token="first")
+    samples, stats = make_pairs(tok, task, n=120, seed=3, draw=Draw("first"))
     assert stats.made == 120
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
@@ -39,7 +40,7 @@ def test_pairs_equal_length_and_answer_token(embedded_tokenizer, task):
 def test_counterfactual_removes_operator(embedded_tokenizer):
     """Protects: the operator word/symbol of X_r is replaced by a neutral word/symbol in X_c."""
     tok = embedded_tokenizer
-    samples, _ = make_pairs(tok, "fig8", n=72, seed=0, answer_token="first")
+    samples, _ = make_pairs(tok, "fig8", n=72, seed=0, draw=Draw("first"))
     for s in samples:
         op_tokens = [tok(s.clean)["input_ids"][p] for p in s.positions["operator"]]
         cor_tokens = [tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]
@@ -50,7 +51,7 @@ def test_counterfactual_removes_operator(embedded_tokenizer):
 def test_positions_point_at_operands(embedded_tokenizer):
     """Protects: stored token positions of A, B and the operator are where those tokens are."""
     tok = embedded_tokenizer
-    samples, _ = make_pairs(tok, "all", n=96, seed=1, answer_token="first")
+    samples, _ = make_pairs(tok, "all", n=96, seed=1, draw=Draw("first"))
     for s in samples:
         toks = tok.convert_ids_to_tokens(tok(s.clean)["input_ids"])
         assert [toks[p] for p in s.positions["A"]] == list(str(s.a))
@@ -63,9 +64,9 @@ def test_positions_point_at_operands(embedded_tokenizer):
 def test_seeded_and_deterministic(embedded_tokenizer):
     """Protects: the same seed gives the same pairs; another seed gives others."""
     tok = embedded_tokenizer
-    a, _ = make_pairs(tok, "all", n=50, seed=7, answer_token="first")
-    b, _ = make_pairs(tok, "all", n=50, seed=7, answer_token="first")
-    c, _ = make_pairs(tok, "all", n=50, seed=8, answer_token="first")
+    a, _ = make_pairs(tok, "all", n=50, seed=7, draw=Draw("first"))
+    b, _ = make_pairs(tok, "all", n=50, seed=7, draw=Draw("first"))
+    c, _ = make_pairs(tok, "all", n=50, seed=8, draw=Draw("first"))
     assert a == b and a != c
 
 
@@ -74,7 +75,7 @@ def test_length_changing_pair_is_redrawn_then_fails(embedded_tokenizer):
     tok = embedded_tokenizer
     bad = T.parse_pair("{A} plus {B} is", "{A} is not the same as {B} is", id="bad")
     with pytest.raises(TemplateLengthError, match="'bad'.*same token length"):
-        make_pairs(tok, [bad], n=2, seed=0, answer_token="first")
+        make_pairs(tok, [bad], n=2, seed=0, draw=Draw("first"))
 
 
 def test_user_pair_exponentiation(embedded_tokenizer, tmp_path):
@@ -83,7 +84,7 @@ def test_user_pair_exponentiation(embedded_tokenizer, tmp_path):
     f = tmp_path / "pairs.json"
     f.write_text('[{"clean": "{A} to the power of {B} equals", "corrupt": "{A} to the none of {B} equals", '
                  '"answer": "A ** B", "op_word": "power", "id": "pow"}]')
-    samples, _ = make_pairs(tok, load_template_pairs(f), n=20, seed=0, answer_token="first")
+    samples, _ = make_pairs(tok, load_template_pairs(f), n=20, seed=0, draw=Draw("first"))
     assert all(int(s.target) == s.a ** s.b for s in samples)
 
 
@@ -94,7 +95,7 @@ def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
     from arithmech.core import results as R
     from arithmech.data import pairs
     tok = embedded_tokenizer
-    samples, _ = make_pairs(tok, "addition", n=30, seed=0, answer_token="first")
+    samples, _ = make_pairs(tok, "addition", n=30, seed=0, draw=Draw("first"))
     R.write_step(tmp_path, "identify", {"prompts.jsonl": samples, "effects.csv": pd.DataFrame(
         {"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0], "effect_lo": [0.0], "effect_hi": [0.0]})}, {})
     assert pairs.samples(tmp_path) == samples
@@ -114,7 +115,7 @@ def test_operand_pairs_change_only_the_operands(embedded_tokenizer, task):
     (same template, operator and pool words), keeps the token length, and moves the answer token."""
     tok = embedded_tokenizer
     from arithmech.data.pairs import make_operand_pairs
-    samples, stats = make_operand_pairs(tok, task, n=96, seed=2, answer_token="first")
+    samples, stats = make_operand_pairs(tok, task, n=96, seed=2, draw=Draw("first"))
     assert stats.made == 96
     for s in samples:
         c, x = tok(s.clean)["input_ids"], tok(s.corrupt)["input_ids"]
@@ -137,10 +138,10 @@ def test_operand_pairs_leave_operator_stream_alone(embedded_tokenizer):
     pairs are seeded (same seed → same pairs)."""
     tok = embedded_tokenizer
     from arithmech.data.pairs import make_operand_pairs
-    before, _ = make_pairs(tok, "all", n=40, seed=5, answer_token="first")
-    a, _ = make_operand_pairs(tok, "all", n=40, seed=5, answer_token="first")
-    after, _ = make_pairs(tok, "all", n=40, seed=5, answer_token="first")
-    b, _ = make_operand_pairs(tok, "all", n=40, seed=5, answer_token="first")
+    before, _ = make_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
+    a, _ = make_operand_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
+    after, _ = make_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
+    b, _ = make_operand_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
     assert before == after and a == b
     # the reference sentences of the two counterfactuals come from different draws but the same templates
     assert [s.template for s in a] == [s.template for s in before]
@@ -173,13 +174,13 @@ def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer, monkeypatch
     monkeypatch.setitem(T.POOLS, "S", former)
     for key, digest in DRAWN_BEFORE.items():
         maker, task, seed = key.split("/")
-        s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed), answer_token="first")
+        s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed), draw=D.Draw("first"))
         assert all(x.answer_token == "first" and x.carried == "" for x in s)
         rows = [{k: v for k, v in x.to_json().items() if k not in ("answer_token", "carried")} for x in s]
         blob = json.dumps(rows + [st.redrawn, st.per_template], sort_keys=True)
         assert hashlib.sha256(blob.encode()).hexdigest()[:16] == digest, key
     with pytest.raises(ValueError, match="unknown counterfactual kind"):
-        D.draw_pairs(tok, "addition", n=1, kind="operands", answer_token="first")
+        D.draw_pairs(tok, "addition", n=1, kind="operands", draw=D.Draw("first"))
 
 
 SMALL = ("add-1", "add-2", "add-5", "mul-1", "sub-1")        # equations and statements both tokenizers write
@@ -207,7 +208,7 @@ def test_each_variant_on_a_small_template_set(any_tok, variant, kind):
     the answer token tokenizes exactly as the whole text (prompt + joiner + answer) does, X_c carries the
     same digits and keeps the token length, and the operand X_c's own answer shares the leading digits."""
     tok = any_tok
-    samples, _ = D.draw_pairs(tok, [T.TEMPLATES[i] for i in SMALL], n=60, seed=4, kind=kind, answer_token=variant)
+    samples, _ = D.draw_pairs(tok, [T.TEMPLATES[i] for i in SMALL], n=60, seed=4, kind=kind, draw=D.Draw(variant))
     ids = D.answer_ids(tok, samples).tolist()
     rule = {"addition": int.__add__, "subtraction": int.__sub__, "multiplication": int.__mul__}
     for s, a in zip(samples, ids):
@@ -260,23 +261,23 @@ def test_last_digit_token_depends_on_both_operands(embedded_tokenizer, variant):
 def test_variants_are_seeded(embedded_tokenizer, variant):
     """Protects determinism: the same seed gives the same samples under every variant, another seed others."""
     tok = embedded_tokenizer
-    a, sa = D.make_pairs(tok, "all", n=40, seed=7, answer_token=variant)
-    b, sb = D.make_pairs(tok, "all", n=40, seed=7, answer_token=variant)
-    c, _ = D.make_pairs(tok, "all", n=40, seed=8, answer_token=variant)
+    a, sa = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant))
+    b, sb = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant))
+    c, _ = D.make_pairs(tok, "all", n=40, seed=8, draw=D.Draw(variant))
     assert a == b and sa == sb and a != c
 
 
 def test_unknown_variant_is_refused(embedded_tokenizer):
     """Protects the input contract: an unknown answer-token variant is one clear ValueError naming the three."""
-    with pytest.raises(ValueError, match="answer token 'last'.*last-digit, single-token, first"):
-        D.make_pairs(embedded_tokenizer, "addition", n=2, answer_token="last")
+    with pytest.raises(ValueError, match="answer_token='last'.*last-digit, single-token, first"):
+        D.make_pairs(embedded_tokenizer, "addition", n=2, draw=D.Draw("last"))
 
 
 def test_drawn_counterfactuals_carry_no_operator(embedded_tokenizer):
     """Protects: no drawn X_c of any template (App. D's exponentiation included) holds an operator token
     where X_r has its operator."""
     tok = embedded_tokenizer
-    samples, _ = D.make_pairs(tok, T.FIG8 + T.EXPONENTIATION, n=4 * 38, seed=0, answer_token="first")
+    samples, _ = D.make_pairs(tok, T.FIG8 + T.EXPONENTIATION, n=4 * 38, seed=0, draw=D.Draw("first"))
     ops = T.operators()
     for s in samples:
         got = tok.decode([tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]).strip()
@@ -319,7 +320,7 @@ def test_documented_pair_file_example_loads(tok, tmp_path):
     example = doc.split("```json\n", 1)[1].split("```", 1)[0]
     tpls = load_template_pairs(_write(tmp_path, example))
     assert len(tpls) >= 2 and {t.op for t in tpls} >= {"custom"}
-    samples, _ = make_pairs(tok, tpls, n=20, seed=0, answer_token="first")
+    samples, _ = make_pairs(tok, tpls, n=20, seed=0, draw=Draw("first"))
     rule = {"power": lambda a, b: a ** b if b <= 3 else None, "last-digit": lambda a, b: a * b % 10}
     assert all(int(s.target) == rule[s.template](s.a, s.b) for s in samples)
 
@@ -404,7 +405,7 @@ def test_fuzz_random_pair_files_are_accepted_or_refused_quickly(tok, tmp_path):
         try:
             with time_limit(10):
                 tpls = load_template_pairs(f)
-                make_pairs(tok, tpls, n=2, seed=case, answer_token="first")
+                make_pairs(tok, tpls, n=2, seed=case, draw=Draw("first"))
             outcomes["accepted"] += 1
             assert ref.is_valid(json.loads(text) if text.lstrip().startswith("[") else rows), text
         except ValueError:

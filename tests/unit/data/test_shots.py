@@ -12,7 +12,7 @@ from arithmech.data import pairs, shots, templates
 OPS = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
 
 
-# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, answer_token="last-digit")
+# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, draw=Draw("last-digit"))
 # at commit 30387f0, the last one before solved examples existed (division's draw changed since, by design).
 BEFORE_SHOTS = {"addition": "c06aa098a7c52ec6", "fig10": "c76b79dcc9f89c97", "subtraction": "d0815ef8a75fb22f",
                 "multiplication": "fd2b51f0c3d1b89c"}
@@ -22,7 +22,7 @@ BEFORE_SHOTS = {"addition": "c06aa098a7c52ec6", "fig10": "c76b79dcc9f89c97", "su
 def test_zero_shots_draws_exactly_the_pairs_of_before(tok, task):
     """Protects: shots=0 reproduces the pairs drawn before few-shot prompts existed, byte for byte (text,
     answer, positions and JSON row), and writes no prefix field."""
-    ss, st = pairs.make_pairs(tok, task, n=96, seed=3, answer_token="last-digit", shots=0)
+    ss, st = pairs.make_pairs(tok, task, n=96, seed=3, draw=pairs.Draw("last-digit"))
     digest = hashlib.sha256(json.dumps([s.to_json() for s in ss], sort_keys=True).encode()).hexdigest()[:16]
     assert digest == BEFORE_SHOTS[task] and st.redrawn == 0
     assert "prefix" not in ss[0].to_json()
@@ -63,12 +63,12 @@ def test_few_shot_pairs_share_examples_and_avoid_their_operands(tok):
     """Protects: X_r and X_c start with the same examples (the k-th prompt's own set), differ after
     them only where the zero-shot pair differs, and no query has an example's operand pair (in either order)
     or the answer of an example of its own operation."""
-    ss, _ = pairs.make_pairs(tok, "all", n=192, seed=0, answer_token="last-digit", shots=4)
+    ss, _ = pairs.make_pairs(tok, "all", n=192, seed=0, draw=pairs.Draw("last-digit", 4, shots.EXAMPLE_SETS))
     by_tpl = {}
     for i, s in enumerate(ss):
         assert s.prefix and s.clean.startswith(s.prefix) and s.corrupt.startswith(s.prefix)
         by_tpl.setdefault(s.template, set()).add(s.prefix)
-        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, index=shots.set_index(i, 48))
+        ex = shots.examples(templates.TEMPLATES[s.template], 4, seed=0, index=shots.set_index(i, 48, shots.EXAMPLE_SETS))
         assert s.prefix == ex.text
         assert (s.a, s.b) not in ex.pairs and (s.b, s.a) not in ex.pairs and (s.op, int(s.target)) not in ex.answers
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
@@ -82,7 +82,7 @@ def test_templates_cycle_through_their_example_sets(tok):
     (subtraction with single digits: 36-45) still gives many distinct prompts — with one set per template,
     2,560 draws repeated a few hundred prompts — while the prompts of one set share a prefix to run once."""
     n = 9 * shots.EXAMPLE_SETS * 4
-    ss, _ = pairs.make_pairs(tok, "subtraction", n=n, seed=0, answer_token="last-digit", shots=2)
+    ss, _ = pairs.make_pairs(tok, "subtraction", n=n, seed=0, draw=pairs.Draw("last-digit", 2, shots.EXAMPLE_SETS))
     sets = {}
     for s in ss:
         sets.setdefault(s.template, {}).setdefault(s.prefix, 0)
@@ -90,15 +90,15 @@ def test_templates_cycle_through_their_example_sets(tok):
     assert len(sets) == 9 and sum(map(len, sets.values())) >= 9 * shots.EXAMPLE_SETS - 3   # two sets may coincide
     assert all(c % 4 == 0 for v in sets.values() for c in v.values())                     # 4 prompts per set
     assert len({s.clean for s in ss}) >= 0.85 * n
-    assert [shots.set_index(k, 9) for k in (0, 8, 9, 9 * 16, 9 * 17 + 3)] == [0, 0, 1, 0, 1]
+    assert [shots.set_index(k, 9, 16) for k in (0, 8, 9, 9 * 16, 9 * 17 + 3)] == [0, 0, 1, 0, 1]
 
 
 def test_operand_counterfactual_keeps_the_examples(tok):
     """Protects: the operand counterfactual changes only the query's operands, after the same examples."""
-    ss, _ = pairs.make_operand_pairs(tok, "addition", n=42, seed=0, answer_token="last-digit", shots=2)
+    ss, _ = pairs.make_operand_pairs(tok, "addition", n=42, seed=0, draw=pairs.Draw("last-digit", 2, shots.EXAMPLE_SETS))
     for s in ss:
         assert s.corrupt.startswith(s.prefix) and s.corrupt != s.clean
-        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, index=shots.set_index(ss.index(s), 21))
+        ex = shots.examples(templates.TEMPLATES[s.template], 2, seed=0, index=shots.set_index(ss.index(s), 21, shots.EXAMPLE_SETS))
         nums = tuple(int(x) for x in re.findall(r"\d+", s.corrupt[len(s.prefix):]))[:2]
         assert nums not in ex.pairs
 
@@ -107,7 +107,7 @@ def test_one_separator_for_every_model(tok):
     """Protects: examples end with " . " for every model (the embedded word-level tokenizer drops newlines,
     which would run the examples together; the shipped SmolLM2 runs were made with " . " too)."""
     assert shots.SEPARATOR == " . "
-    ss, _ = pairs.make_pairs(tok, "addition", n=21, seed=0, answer_token="last-digit", shots=4)
+    ss, _ = pairs.make_pairs(tok, "addition", n=21, seed=0, draw=pairs.Draw("last-digit", 4, shots.EXAMPLE_SETS))
     assert all(s.prefix.count(" . ") == 4 for s in ss)
 
 
@@ -128,7 +128,7 @@ def test_group_by_length_batches_one_prefix_together():
 
 def test_zero_shot_batching_is_by_length_only(tok):
     """Protects: zero-shot prompts (no separator) batch exactly as before the few-shot grouping existed."""
-    zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, answer_token="last-digit")
+    zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, draw=pairs.Draw("last-digit"))
     got = [idx for idx, _ in pairs.group_by_length(tok, [s.clean for s in zs], batch_size=8)]
     lens = [len(tok(s.clean)["input_ids"]) for s in zs]
     want = []
@@ -144,7 +144,7 @@ def test_negative_shots_is_refused():
         shots.examples(templates.TEMPLATES["add-1"], -1, 0, 0)
 
 
-# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, answer_token="last-digit",
+# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, draw=Draw("last-digit"),
 # shots=K) at commit 509cde0, the last one with one set of examples per template (the shipped SmolLM2 K = 2 run's).
 ONE_SET = {("subtraction", 2): "6d091eaec3750ac1", ("addition", 4): "ce88391c863762a2", ("fig10", 8): "c04ff91ca163bc57"}
 
@@ -153,11 +153,9 @@ ONE_SET = {("subtraction", 2): "6d091eaec3750ac1", ("addition", 4): "ce88391c863
 def test_one_example_set_draws_exactly_the_first_scheme(tok, task, k):
     """Protects: example_sets=1 reproduces the few-shot pairs of the first scheme byte for byte (one set per
     template, seeded without a set number), so the shipped runs made with it stay reproducible and reusable."""
-    with shots.example_sets(1):
-        ss, _ = pairs.make_pairs(tok, task, n=96, seed=3, answer_token="last-digit", shots=k)
+    ss, _ = pairs.make_pairs(tok, task, n=96, seed=3, draw=pairs.Draw("last-digit", k, 1))
     digest = hashlib.sha256(json.dumps([s.to_json() for s in ss], sort_keys=True).encode()).hexdigest()[:16]
     assert digest == ONE_SET[(task, k)]
-    assert shots.current() == shots.EXAMPLE_SETS                    # the block restores the default
 
 
 def test_a_run_made_with_other_example_sets_is_never_reused(tmp_path):
@@ -183,5 +181,4 @@ def test_a_run_made_with_other_example_sets_is_never_reused(tmp_path):
                                 absent_means=shots.ABSENT)
         assert got is same, (made, want)
     with pytest.raises(ValueError, match="example_sets=0"):
-        with shots.example_sets(0):
-            pass
+        pairs.Draw("last-digit", 2, 0)

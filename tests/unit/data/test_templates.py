@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from arithmech.data import templates as T
+from arithmech.data.draw import Draw
 from arithmech.data.pairs import make_pairs
 
 
@@ -35,5 +36,5 @@ def test_every_known_field_renders(tok):
     uses every one of them makes pairs without a KeyError."""
     clean = " ".join("{%s}" % f for f in sorted(T.FIELDS - {"A", "B", "OP"})) + " {A} {OP} {B} is"
     t = T.parse_pair(clean, clean.replace("{OP}", "{N}"), id="all-fields", op_word="plus")
-    samples, _ = make_pairs(tok, [t], n=3, seed=0, answer_token="first")
+    samples, _ = make_pairs(tok, [t], n=3, seed=0, draw=Draw("first"))
     assert len(samples) == 3 and all("{" not in s.clean for s in samples)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from factories import make_tiny_llama
 
+from arithmech.data.draw import Draw
 from arithmech.steps import stability as S
 
 
@@ -19,7 +20,8 @@ def word_llama(embedded_tokenizer):
 
 
 def _small(model, tok, **kw):
-    args = dict(task="addition", seeds=(0, 1), sizes=(4, 8), top=3, n_boot=200, keep_correct=False)
+    args = dict(task="addition", seeds=(0, 1), sizes=(4, 8), top=3, n_boot=200, keep_correct=False,
+                draw=Draw("last-digit"))
     return S.stability(model, tok, **{**args, **kw})
 
 

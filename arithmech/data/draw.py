@@ -1,0 +1,70 @@
+"""How pairs are drawn: one small frozen value that travels from a step's config to every draw (issue #42).
+
+A step's ``Config`` builds it once (:meth:`arithmech.steps.config.Identify.to_draw`) and passes it down: X_r
+and X_c (:func:`arithmech.data.pairs.make_pairs`), the knockout's prompts, the reference pool of the means,
+the held-out family of the transfer test. It is checked here, once, when it is made; nothing below it
+has a default of its own for these settings.
+
+>>> Draw("last-digit")                          # zero-shot: no solved examples, so no example sets
+>>> Draw("last-digit", shots=2, example_sets=16) # two solved examples; 16 sets of them per template
+>>> Draw("last", 0)                              # ValueError: answer_token='last': use one of ...
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from arithmech.core.inputs import ANSWER_TOKENS
+from arithmech.data import shots as shots_module
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The draw settings every pair of a run shares.
+
+    Attributes:
+        answer_token: which answer token is measured, one of :data:`arithmech.core.inputs.ANSWER_TOKENS`
+            (``"last-digit"``: the prompt carries the answer's leading digits; ``"single-token"``: one-token
+            answers only; ``"first"``: the paper's first answer token; :mod:`arithmech.data.pairs`).
+        shots: solved examples of mixed operations before every X_r and X_c (:mod:`arithmech.data.shots`);
+            0 is the paper's zero-shot prompts.
+        example_sets: sets of solved examples per template, which its prompts take in turn
+            (:func:`arithmech.data.shots.set_index`); required with ``shots > 0`` and meaningless without
+            (``None`` then: a zero-shot draw has no examples).
+    """
+
+    answer_token: str
+    shots: int = 0
+    example_sets: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.answer_token not in ANSWER_TOKENS:
+            raise ValueError(f"answer_token={self.answer_token!r}: use one of {', '.join(ANSWER_TOKENS)}")
+        if isinstance(self.shots, bool) or not isinstance(self.shots, int) or self.shots < 0:
+            raise ValueError(f"shots={self.shots!r}: the number of solved examples is a whole number, 0 or more")
+        if self.example_sets is not None and (isinstance(self.example_sets, bool)
+                                              or not isinstance(self.example_sets, int) or self.example_sets < 1):
+            raise ValueError(f"example_sets={self.example_sets!r}: at least one set of examples per template")
+        if self.shots and self.example_sets is None:
+            raise ValueError(f"shots={self.shots} without example_sets: say how many sets of examples per template "
+                             f"(identify's is {shots_module.EXAMPLE_SETS})")
+
+    @classmethod
+    def from_record(cls, params: dict) -> "Draw":
+        """The draw a run's recorded identify ``parameters`` (``run.json``) were made with, for a later step that
+        redraws what identify drew (its reference pool, its held-out side). A record without ``shots`` is
+        zero-shot and one without ``examples`` was made with one set (:data:`arithmech.data.shots.ABSENT`, as every
+        reuse check reads them); one without ``answer_token`` is refused (every identify record has it)."""
+        if "answer_token" not in params:
+            raise ValueError("the identify record names no answer_token: re-run python -m arithmech identify")
+        sets = re.match(r"(\d+) set", params.get("examples", shots_module.ABSENT["examples"]))
+        return cls(params["answer_token"], int(params.get("shots", 0)), int(sets.group(1)) if sets else 1)
+
+    def example_set(self, k: int, n_templates: int) -> int | None:
+        """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin
+        (:func:`arithmech.data.shots.set_index`); ``None`` with one set or none."""
+        return shots_module.set_index(k, n_templates, self.example_sets or 1)
+
+    def recorded(self) -> dict:
+        """What ``run.json`` records of the examples besides ``shots`` (:func:`arithmech.data.shots.recorded`)."""
+        return shots_module.recorded(self.shots, self.example_sets or 1)
