@@ -378,3 +378,21 @@ CHANGELOG += (
     Change("precise-keeps-generic", 7, "2026-11-27", "fea7d1a", _MULT, _ARMS),
 )
 DIGEST.update({"precise-matches-full": "67815e3b929d", "selection-matters": "a59b4d901770", "precise-keeps-generic": "221b40f6a980"})
+
+
+# -- issue #41 item 4 (faith branch, 2026-11-27): circuit-faithful on a bounded measure, noising and denoising both,
+# with a circuit across positions. Written before any run of the new measure or of the cross-position circuit; the
+# END-only ratio-of-means curves of both models existed and had been read (the review of 2026-11-27, §2.5).
+CHANGELOG += (
+    Change("circuit-faithful", 5, "2026-11-27", "faith", "decided on a bounded recovery (each prompt's share of its "
+           "own effect clipped to [0, 1], prompts with no positive effect left out; mean over prompts, cluster "
+           "bootstrap) in both directions: a candidate is faithful iff noising and denoising each lie at or above 80% "
+           "and above the 95th percentile of its random circuits; candidates are the END top-n (n ≤ 10) and a "
+           "cross-position circuit (operand-reading heads at A, B, operator and END plus the key heads at END) "
+           "against layer-matched random circuits at the same positions (was: the noising share alone, a ratio of "
+           "means whose interval reached −3.0 on SmolLM2, END only, denoising ignored)",
+           "yes: the END-only faithfulness.csv of both models (noising share, its converse, denoising; SmolLM2: "
+           "noising −0.37 to −0.11, denoising 0.75–0.86) and the review's reading of them (§2.5); no bounded "
+           "recovery and no cross-position circuit had been computed"),
+)
+DIGEST.update({"circuit-faithful": "000000000000"})
