@@ -384,7 +384,7 @@ DIGEST.update({"precise-matches-full": "67815e3b929d", "selection-matters": "a59
 # with a circuit across positions. Written before any run of the new measure or of the cross-position circuit; the
 # END-only ratio-of-means curves of both models existed and had been read (the review of 2026-11-27, §2.5).
 CHANGELOG += (
-    Change("circuit-faithful", 5, "2026-11-27", "faith", "decided on a bounded recovery (each prompt's share of its "
+    Change("circuit-faithful", 5, "2026-11-27", "9d56147", "decided on a bounded recovery (each prompt's share of its "
            "own effect clipped to [0, 1], prompts with no positive effect left out; mean over prompts, cluster "
            "bootstrap) in both directions: a candidate is faithful iff noising and denoising each lie at or above 80% "
            "and above the 95th percentile of its random circuits; candidates are the END top-n (n ≤ 10) and a "
