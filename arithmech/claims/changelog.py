@@ -393,6 +393,8 @@ CHANGELOG += (
            "means whose interval reached −3.0 on SmolLM2, END only, denoising ignored)",
            "yes: the END-only faithfulness.csv of both models (noising share, its converse, denoising; SmolLM2: "
            "noising −0.37 to −0.11, denoising 0.75–0.86) and the review's reading of them (§2.5); no bounded "
-           "recovery and no cross-position circuit had been computed"),
+           "recovery and no cross-position circuit had been computed. One clause was made explicit after the embedded "
+           "model's first version-5 run (--n-max 6, 11 problem clusters: inconclusive either way): 'every candidate "
+           "fails' needs every candidate measured (the top n for each n ≤ 10 and the cross-position circuit)"),
 )
-DIGEST.update({"circuit-faithful": "000000000000"})
+DIGEST.update({"circuit-faithful": "d20af32bf1ca"})

@@ -402,9 +402,9 @@ RULES += (
          "heads of the same layers at the same positions. A candidate is "
          "faithful iff in both directions its interval lies entirely at or above 80% and above the 95th percentile "
          "of its random circuits; it fails iff in some direction its interval lies entirely below 80% or reaches no "
-         "higher than that percentile. Holds iff some candidate is faithful; does not hold iff every candidate "
-         "fails; inconclusive otherwise, with fewer than 20 problem clusters among the prompts, or where "
-         "faithfulness.csv is missing or has no bounded recovery in either direction",
+         "higher than that percentile. Holds iff some candidate is faithful; does not hold iff every candidate, each "
+         "of them measured, fails; inconclusive otherwise, with fewer than 20 problem clusters among the prompts, or "
+         "where faithfulness.csv is missing or has no bounded recovery in either direction",
          version=5),
 )
 BY_ID = {r.id: r for r in RULES}

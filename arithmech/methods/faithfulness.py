@@ -254,7 +254,7 @@ def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.
     return (num[used] / den[used, None]).clamp(0.0, 1.0), used
 
 
-def _rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters, positions="end") -> list[dict]:
+def circuit_rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters, positions="end") -> list[dict]:
     """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64: the ratio of means (``share``) and
     the bounded :func:`recovery` (``recovery``), each with its 95% cluster-bootstrap interval."""
     share = num.mean(0) / den.mean()
@@ -310,13 +310,13 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
         ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
-        rows += _rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split, n_cl)
-        rows += _rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters, split,
+        rows += circuit_rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split, n_cl)
+        rows += circuit_rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters, split,
                       n_cl)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
     ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
              [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
-    rows += _rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split, n_cl)
+    rows += circuit_rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split, n_cl)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
 
@@ -345,7 +345,8 @@ def faithful_verdict(frame: pd.DataFrame, task: str, target: float = 0.8, k_max:
     ``target`` and above its random band's upper end (95th percentile); it **fails** iff in some direction the
     interval lies entirely below ``target`` or its upper end is not above that percentile; else undecided (also
     when a direction or the band is missing). **Holds** iff some candidate is faithful; **does not hold** iff
-    every candidate fails; inconclusive otherwise, and whenever the prompts ask fewer than :data:`MIN_CLUSTERS`
+    every candidate fails, each of them measured (the top n for every ``n <= k_max`` and the cross-position
+    circuit: a file of ``--n-max`` below ``k_max`` cannot say "does not hold"); inconclusive otherwise, and whenever the prompts ask fewer than :data:`MIN_CLUSTERS`
     problems or the file has no ``recovery`` (written before version 5).
 
     Returns ``{"holds", "candidates": [{order, positions, n, components, status, noising: {...}, denoising:
@@ -375,9 +376,11 @@ def faithful_verdict(frame: pd.DataFrame, task: str, target: float = 0.8, k_max:
     good = [c for c in out if c["status"] is True]
     best = min(good, key=lambda c: c["n"]) if good else max(out, key=lambda c: (c["worst_lo"], -c["n"]))
     few = int(frame.n_clusters.min()) < MIN_CLUSTERS
-    holds = None if few else (True if good else (False if all(c["status"] is False for c in out) else None))
+    tops = {c["n"] for c in out if c["order"] == "top"}
+    every = tops >= set(range(1, k_max + 1)) and any(c["order"] == "operands" for c in out)   # no candidate unmeasured
+    holds = None if few else (True if good else (False if every and all(c["status"] is False for c in out) else None))
     return {"holds": holds, "candidates": out, "best": best, "target": target, "k_max": k_max}
 
 
-__all__ = ["faithfulness", "circuits", "end_values", "lds", "resample_sources", "band", "summary", "faithful_verdict",
+__all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary", "faithful_verdict",
            "recovery", "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS"]

@@ -25,7 +25,7 @@ every circuit near 0 by construction). Two runs per circuit ``C`` (sites ``S(C)`
               is X_r's and each MLP at END reads only END's residual)
 
 each with the bounded :func:`~arithmech.methods.faithfulness.recovery` and the ratio of means
-(:func:`~arithmech.methods.faithfulness._rows`). Every value is recomputed downstream of a site (a full forward
+(:func:`~arithmech.methods.faithfulness.circuit_rows`). Every value is recomputed downstream of a site (a full forward
 per row, no cache).
 
 Shapes: ``n`` prompts of ``seq`` tokens, ``L`` layers, ``H`` heads of ``dh``; a prompt's values ``(L, seq, H*dh)``;
@@ -45,7 +45,7 @@ import torch
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs, splits
-from arithmech.methods.faithfulness import _rows
+from arithmech.methods.faithfulness import circuit_rows
 
 WHERE = {"operands": ("A", "B", "operator", "end"), "end": ("end",)}
 K_READ, K_KEY = 5, 5          # the circuit: at most this many operand-reading heads and key heads (≤ 10 heads)
@@ -186,9 +186,9 @@ def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: 
     deno = site_lds(model, tok, corrupt, z_r, [empty, full] + circ, **kw)
     clusters = splits.resampling_units(list(samples), bootstrap)
     n_cl = splits.n_problems(list(samples))
-    rows = _rows(task, "noising", "mean", plan, (noise[2:] - noise[1]).T, noise[0] - noise[1], n_boot, seed, clusters,
+    rows = circuit_rows(task, "noising", "mean", plan, (noise[2:] - noise[1]).T, noise[0] - noise[1], n_boot, seed, clusters,
                  split, n_cl, positions="operands")
-    rows += _rows(task, "denoising", "x_r", plan, (deno[2:] - deno[0]).T, deno[1] - deno[0], n_boot, seed, clusters,
+    rows += circuit_rows(task, "denoising", "x_r", plan, (deno[2:] - deno[0]).T, deno[1] - deno[0], n_boot, seed, clusters,
                   split, n_cl, positions="operands")
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
