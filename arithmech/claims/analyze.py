@@ -14,7 +14,7 @@ from arithmech.claims.evidence import Context, Missing
 from arithmech.core.names import components
 from arithmech.core.names import stages as stage_layers
 from arithmech.methods.attention import MIN_NONKEY
-from arithmech.methods.faithfulness import faithful_verdict
+from arithmech.methods.faithfulness import MIN_CLUSTERS, faithful_verdict
 
 ROLES = ("operand", "operator")
 N_BOOT_HEADS = 2000      # resamples of the other heads for the interval of their 95th percentile
@@ -133,4 +133,5 @@ def circuit_faithful(ctx: Context):
         here += "; no cross-position circuit in the file"
     used = f.loc[f.method.isin(["noising", "denoising"]), "n_used"]
     return (here + f"; {int(f.n_prompts.iloc[0])} evaluation prompts ({int(used.min())}–{int(used.max())} with an "
-            f"effect to recover), {int(f.n_clusters.min())} problem clusters"), r["holds"]
+            f"effect to recover), {int(f.n_clusters.min())} problem clusters"
+            + (f" (fewer than {MIN_CLUSTERS}: decides nothing)" if int(f.n_clusters.min()) < MIN_CLUSTERS else "")), r["holds"]

@@ -397,4 +397,4 @@ CHANGELOG += (
            "model's first version-5 run (--n-max 6, 11 problem clusters: inconclusive either way): 'every candidate "
            "fails' needs every candidate measured (the top n for each n ≤ 10 and the cross-position circuit)"),
 )
-DIGEST.update({"circuit-faithful": "d20af32bf1ca"})
+DIGEST.update({"circuit-faithful": "f0a32dc89929"})

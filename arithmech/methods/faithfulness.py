@@ -37,6 +37,12 @@ strongest components include MLPs; a heads-only curve with every MLP ablated wou
 construction, one with every MLP kept would credit the MLPs to every circuit), against ``n_random`` random
 circuits of each size ``n`` drawn (seeded) from every component outside that top ``n`` (:func:`circuits`).
 
+Two measures per circuit, the same runs: the ``share`` above (a ratio of means: unbounded, its interval runs far
+below 0 when the resampled denominator nears 0) and the bounded :func:`recovery` the claim reads (per prompt the
+same fraction clipped to [0, 1], prompts with no positive effect left out; mean over prompts). The rule
+(:func:`faithful_verdict`) reads noising with mean ablation *and* denoising; the cross-position circuit
+(:mod:`arithmech.methods.faithfulness_sites`) adds rows of order ``operands`` / ``random-layer``.
+
 Intervals: percentile bootstrap of the ratio of means over the prompts' problem clusters
 (:func:`arithmech.core.stats.bootstrap_ratio_intervals`, :func:`arithmech.data.splits.resampling_units`),
 numerator and denominator resampled together. The random band is the 5–95% quantile of the random draws'

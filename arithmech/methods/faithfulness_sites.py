@@ -118,7 +118,7 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     zs, lg = [None] * len(prompts), [None] * len(prompts)
     with TraceDict(model, names, retain_input=True, retain_output=False) as tr:
         for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
-            out = model(ids.to(input_device(model)), use_cache=False).logits[:, -1].float().cpu()
+            out = model(ids.to(input_device(model)), use_cache=False, logits_to_keep=1).logits[:, -1].float().cpu()
             got = torch.stack([tr[n].input.float().cpu() for n in names], 1)      # (b, L, seq, H*dh)
             for j, i in enumerate(idx):
                 zs[i], lg[i] = got[j], out[j]
@@ -151,7 +151,8 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
                     a1 = min(A, a0 + rows_max)
                     st["mask"] = torch.stack([masks[a][i] for a in range(a0, a1)])
                     st["src"] = values[i][None].expand(a1 - a0, -1, -1, -1)
-                    lg = model(ids[pos:pos + 1].repeat(a1 - a0, 1).to(input_device(model)), use_cache=False).logits[:, -1]
+                    lg = model(ids[pos:pos + 1].repeat(a1 - a0, 1).to(input_device(model)), use_cache=False,
+                               logits_to_keep=1).logits[:, -1]
                     out[a0:a1, i] = (lg[:, answer_r[i]].double() - lg[:, answer_c[i]].double()).cpu()
     return out
 
