@@ -25,8 +25,8 @@ every circuit near 0 by construction). Two runs per circuit ``C`` (sites ``S(C)`
               is X_r's and each MLP at END reads only END's residual)
 
 each with the bounded :func:`~arithmech.methods.faithfulness.recovery` and the ratio of means
-(:func:`~arithmech.methods.faithfulness.circuit_rows`). Every value is recomputed downstream of a site (a full forward
-per row, no cache).
+(:func:`~arithmech.methods.faithfulness.circuit_rows`). Every value is recomputed downstream of a site; the
+positions before a prompt's first site run once and are reused as a KV cache (:func:`site_lds`).
 
 Shapes: ``n`` prompts of ``seq`` tokens, ``L`` layers, ``H`` heads of ``dh``; a prompt's values ``(L, seq, H*dh)``;
 a row's mask ``(L, seq, H)`` bool; LDs ``(A, n)`` float64.
@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from arithmech.core import prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs, splits
@@ -129,7 +130,10 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
 def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor], masks: Sequence[torch.Tensor],
              answer_r: torch.Tensor, answer_c: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
     """``(A, n)`` float64 LDs at END: prompt ``i`` under mask ``a`` (``masks[a][i] (L, seq_i, H)`` bool) has every
-    masked head output replaced by ``values[i] (L, seq_i, H*dh)``, everything else recomputed."""
+    masked head output replaced by ``values[i] (L, seq_i, H*dh)``, everything else recomputed. The positions
+    before the prompt's first masked site (in any row) cannot change (causal attention): they run once, one row,
+    and their keys and values are reused for every row (:mod:`arithmech.core.prefix`; ``prefix.enabled(False)``
+    runs every row whole)."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     names = {arch_for(model).path("o_proj", l): l for l in range(L)}
     st: dict = {}
@@ -143,16 +147,24 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
         return torch.where(m[..., None].to(x.device), src, xc).flatten(-2)
 
     A, out = len(masks), torch.empty(len(masks), len(prompts), dtype=torch.float64)
-    rows_max = max(1, batch_size)
+    dev = input_device(model)
     with TraceDict(model, list(names), retain_output=False, edit_input=edit):
         for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
-            for pos, i in enumerate(idx):                    # one prompt, its masks in chunks
-                for a0 in range(0, A, rows_max):
-                    a1 = min(A, a0 + rows_max)
-                    st["mask"] = torch.stack([masks[a][i] for a in range(a0, a1)])
-                    st["src"] = values[i][None].expand(a1 - a0, -1, -1, -1)
-                    lg = model(ids[pos:pos + 1].repeat(a1 - a0, 1).to(input_device(model)), use_cache=False,
-                               logits_to_keep=1).logits[:, -1]
+            for pos, i in enumerate(idx):                    # one prompt, its masks in chunks of batch_size rows
+                one, seq = ids[pos:pos + 1].to(dev), ids.shape[1]
+                touched = torch.stack([masks[a][i].any(0).any(-1) for a in range(A)]).any(0)     # (seq,)
+                p0 = min(int(touched.nonzero()[0]) if touched.any() else seq - 1, seq - 1) if prefix.active() else 0
+                kv = None
+                if p0 > 0:                                   # positions before every site: run once, as a cache
+                    st["mask"] = torch.zeros(1, L, p0, H, dtype=torch.bool)
+                    kv = prefix.layers_of(model(one[:, :p0], use_cache=True, logits_to_keep=1).cache)
+                for a0 in range(0, A, batch_size):
+                    a1 = min(A, a0 + batch_size)
+                    st["mask"] = torch.stack([masks[a][i][:, p0:] for a in range(a0, a1)])
+                    st["src"] = values[i][None, :, p0:].expand(a1 - a0, -1, -1, -1)
+                    rest = one[:, p0:].repeat(a1 - a0, 1)
+                    lg = (model(rest, cache=prefix.expanded(model, kv, a1 - a0), use_cache=True, logits_to_keep=1)
+                          if kv is not None else model(rest, use_cache=False, logits_to_keep=1)).logits[:, -1]
                     out[a0:a1, i] = (lg[:, answer_r[i]].double() - lg[:, answer_c[i]].double()).cpu()
     return out
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from arithmech.core import prefix
 from arithmech.core.trace import Trace, TraceDict
 from arithmech.data import pairs
 from arithmech.methods import faithfulness_sites as S
@@ -28,7 +29,8 @@ def setup(embedded_model):
 def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_hooks(setup):
     """Protects the per-row, per-position edit: head (l, h) replaced at the first ``{B}`` token only, by X_r's value
     into X_c. Every position before it keeps X_c's final hidden state bit for bit (causal attention), the END
-    hidden state moves, and the END LD equals one full forward with a literal hook writing that one slice."""
+    hidden state moves, and the END LD — rows run whole or on a KV cache of the positions before the site — equals
+    one full forward with a literal hook writing that one slice."""
     s = setup
     model, tok, x = s["model"], s["tok"], s["samples"][0]
     L, H = s["L"], s["H"]
@@ -38,14 +40,17 @@ def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_
     mask[l, p, h] = True
     ans_r, ans_c = torch.tensor([pairs.answer_ids(tok, [x])[0]]), torch.tensor([0])
     norm = "model.norm"
-    with Trace(model, norm) as t:
-        got = S.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]
-        patched = t.output[0].clone()
-    with Trace(model, norm) as t:
-        S.site_lds(model, tok, [x.corrupt], [z_r], [[torch.zeros_like(mask)]], ans_r, ans_c)
-        plain = t.output[0].clone()
+    with prefix.enabled(False):                                  # every row whole: the norm sees every position
+        with Trace(model, norm) as t:
+            whole = S.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]
+            patched = t.output[0].clone()
+        with Trace(model, norm) as t:
+            S.site_lds(model, tok, [x.corrupt], [z_r], [[torch.zeros_like(mask)]], ans_r, ans_c)
+            plain = t.output[0].clone()
     assert torch.equal(patched[:p], plain[:p])
     assert not torch.equal(patched[-1], plain[-1])
+    got = S.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]    # positions < p as a KV cache
+    assert abs(float(got) - float(whole)) < 1e-4
     dh = z_r.shape[-1] // H
 
     def edit(v, name):
