@@ -74,9 +74,10 @@ def _print_faithfulness(out: dict) -> None:
     r = out["rule"]
     print(f"{out['info']['n_prompts']} evaluation prompts ({out['info']['n_clusters']} problems), {out['info']['circuits']} "
           f"circuits; top-n of {', '.join(out['info']['ranking'][:5])}, ...")
-    print(f"circuit-faithful: {r['holds']} (n = {r['n']}: share {r.get('share', float('nan')):+.3f} "
-          f"[{r.get('lo', float('nan')):+.3f}, {r.get('hi', float('nan')):+.3f}], random band's 95th percentile "
-          f"{r.get('band_hi', float('nan')):+.3f})")
+    b, pct = r.get("best") or {}, lambda d: f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (random 95th {d['band_hi']:.0%})"
+    where = ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
+    print(f"circuit-faithful: {r['holds']}; best candidate {where}: " + "; ".join(
+        f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b))
     print(f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s")
 
 

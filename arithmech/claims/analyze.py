@@ -14,7 +14,7 @@ from arithmech.claims.evidence import Context, Missing
 from arithmech.core.names import components
 from arithmech.core.names import stages as stage_layers
 from arithmech.methods.attention import MIN_NONKEY
-from arithmech.methods.faithfulness import smallest_faithful
+from arithmech.methods.faithfulness import MIN_CLUSTERS, faithful_verdict
 
 ROLES = ("operand", "operator")
 N_BOOT_HEADS = 2000      # resamples of the other heads for the interval of their 95th percentile
@@ -99,14 +99,39 @@ def stages(ctx: Context):
     return f"operands {stage_layers(st['operands'])}, answer {stage_layers(st['answer'])}", st["answer"][1] >= st["operands"][1]
 
 
+def _direction(c: dict, m: str) -> str:
+    d = c.get(m)
+    return (f"{m} {d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] vs random 95th percentile {d['band_hi']:.0%}"
+            if d else f"no {m}")
+
+
 def circuit_faithful(ctx: Context):
+    """Version 5 (issue #41 item 4): the bounded recovery in both directions, END top-n and the cross-position
+    circuit (:func:`arithmech.methods.faithfulness.faithful_verdict`)."""
     f = ctx.read("faithfulness.csv")
     task = ctx.primary()[0]                     # the task the identify claims are decided on (issue #41)
     if not (f.task == task).any():
         raise Missing(f"faithfulness.csv has no rows of task {task}")
-    r = smallest_faithful(f, task)
-    if r["n"] is None:
-        raise Missing("faithfulness.csv has no noising rows with mean ablation")
-    n_p = int(f.n_prompts.iloc[0])
-    return (f"top {r['n']} ({r['components']}): {r['share']:.0%} [{r['lo']:.0%}, {r['hi']:.0%}] of the effect; random "
-            f"band's 95th percentile {r['band_hi']:.0%}; {n_p} evaluation prompts"), r["holds"]
+    if "recovery" not in f:
+        raise Missing("faithfulness.csv has no bounded recovery (written before rule version 5): re-run "
+                      "python -m arithmech faithfulness")
+    r = faithful_verdict(f, task)
+    if r["best"] is None:
+        raise Missing("faithfulness.csv has no noising (mean) or denoising rows")
+    where = lambda c: (f"cross-position circuit ({c['components']})" if c["order"] == "operands"
+                       else f"top {c['n']} at END ({c['components']})")
+    cands = r["candidates"]
+    n_ok, n_fail = sum(c["status"] is True for c in cands), sum(c["status"] is False for c in cands)
+    cross = [c for c in cands if c["order"] == "operands"]
+    b = r["best"]
+    here = (f"{where(b)}: {_direction(b, 'noising')}; {_direction(b, 'denoising')}. {n_ok} of {len(cands)} "
+            f"candidates faithful, {n_fail} fail")
+    if cross and cross[0] is not b:
+        c = cross[0]
+        here += f"; {where(c)}: {_direction(c, 'noising')}; {_direction(c, 'denoising')}"
+    elif not cross:
+        here += "; no cross-position circuit in the file"
+    used = f.loc[f.method.isin(["noising", "denoising"]), "n_used"]
+    return (here + f"; {int(f.n_prompts.iloc[0])} evaluation prompts ({int(used.min())}–{int(used.max())} with an "
+            f"effect to recover), {int(f.n_clusters.min())} problem clusters"
+            + (f" (fewer than {MIN_CLUSTERS}: decides nothing)" if int(f.n_clusters.min()) < MIN_CLUSTERS else "")), r["holds"]

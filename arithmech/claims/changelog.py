@@ -380,6 +380,26 @@ CHANGELOG += (
 DIGEST.update({"precise-matches-full": "67815e3b929d", "selection-matters": "a59b4d901770", "precise-keeps-generic": "221b40f6a980"})
 
 
+# -- issue #41 item 4 (faith branch, 2026-11-27): circuit-faithful on a bounded measure, noising and denoising both,
+# with a circuit across positions. Written before any run of the new measure or of the cross-position circuit; the
+# END-only ratio-of-means curves of both models existed and had been read (the review of 2026-11-27, §2.5).
+CHANGELOG += (
+    Change("circuit-faithful", 5, "2026-11-27", "9d56147", "decided on a bounded recovery (each prompt's share of its "
+           "own effect clipped to [0, 1], prompts with no positive effect left out; mean over prompts, cluster "
+           "bootstrap) in both directions: a candidate is faithful iff noising and denoising each lie at or above 80% "
+           "and above the 95th percentile of its random circuits; candidates are the END top-n (n ≤ 10) and a "
+           "cross-position circuit (operand-reading heads at A, B, operator and END plus the key heads at END) "
+           "against layer-matched random circuits at the same positions (was: the noising share alone, a ratio of "
+           "means whose interval reached −3.0 on SmolLM2, END only, denoising ignored)",
+           "yes: the END-only faithfulness.csv of both models (noising share, its converse, denoising; SmolLM2: "
+           "noising −0.37 to −0.11, denoising 0.75–0.86) and the review's reading of them (§2.5); no bounded "
+           "recovery and no cross-position circuit had been computed. One clause was made explicit after the embedded "
+           "model's first version-5 run (--n-max 6, 11 problem clusters: inconclusive either way): 'every candidate "
+           "fails' needs every candidate measured (the top n for each n ≤ 10 and the cross-position circuit)"),
+)
+DIGEST.update({"circuit-faithful": "f0a32dc89929"})
+
+
 # -- issue #41, the control's version 3 (2026-11-27, second session): the floor decided with its interval.
 _CONTROL3 = ("issue #41: the control (steps.control, version 3) passes a task only when the upper end of its floor's "
              "95% Wilson interval over the task's distinct problems lies below CONTROL_FLOOR = 0.5; an interval that "
@@ -397,7 +417,7 @@ CHANGELOG += tuple(Change(r, v, "2026-11-27", "0bfa8d9", _CONTROL3, _S3_RUNS) fo
     ("knockout-random-flat", 7),
     ("mlps-late", 5),
     ("transfer", 6),
-    ("circuit-faithful", 5),
+    ("circuit-faithful", 6),
     ("ablation-removes-information", 4),
 ))
 DIGEST.update({"ablation-removes-information": "cb9e0cad5776"})

@@ -384,18 +384,27 @@ def rules_markdown(ids: Iterable[str]) -> str:
 
 
 # ------------------------------------------------------------------ faithfulness (issue #26, item 4)
-# Written with arithmech.methods.faithfulness.smallest_faithful; see its changelog entry for what existed then.
+# Decided by arithmech.methods.faithfulness.faithful_verdict (version 5, issue #41: bounded, both directions, across
+# positions); see its changelog entries for what existed then.
 RULES += (
-    Rule("circuit-faithful", "A small top-k circuit keeps the answer when every other component is ablated at END "
-         "(beyond the paper)",
+    Rule("circuit-faithful", "A small circuit keeps the answer when every other component is ablated and brings "
+         "it back when patched into the counterfactual (beyond the paper)",
          "not measured in the paper (it knocks out heads; it does not run the circuit alone)",
-         "noising with reference-pool mean ablation at END on evaluation-side prompts: the top-n components by effect "
-         "rank kept, every other head and MLP ablated; share = (LD(circuit) − LD(all ablated)) / (LD(X_r) − LD(all "
-         "ablated)), LD = logit(answer) − logit(X_c's answer), 95% cluster-bootstrap interval. Holds iff for some "
-         "n ≤ 10 the interval lies entirely at or above 80% and above the 95th percentile of ≥ 20 random circuits of "
-         "n components outside the top N; does not hold iff at every n ≤ 10 the interval lies entirely below 80% or "
-         "reaches no higher than that percentile; inconclusive otherwise, with fewer than 20 problem clusters among "
-         "the prompts, or where faithfulness.csv is missing",
-         version=5),
+         "a bounded recovery on evaluation-side prompts, per prompt (LD(run) − LD(baseline)) / (LD(X_r) − "
+         "LD(baseline)) clipped to [0, 1], LD = logit(answer) − logit(X_c's answer), prompts whose own effect is not "
+         "positive left out and counted; its mean over prompts with a 95% cluster-bootstrap interval, in both "
+         "directions: noising (X_r, every other component ablated with reference-pool means; baseline: all "
+         "ablated) and denoising (X_c with the circuit patched in from X_r; baseline: X_c). Candidates: the "
+         "top-n components by effect rank at END for n ≤ 10, against ≥ 20 random circuits of n components outside "
+         "the top n at END; and the cross-position circuit (the ≤ 5 heads attending most to the operands, above "
+         "every head's 95th percentile, at the A, B, operator and END positions, plus the ≤ 5 first key heads at "
+         "END; its noising ablates every other head at those positions, MLPs kept), against ≥ 20 random circuits of "
+         "heads of the same layers at the same positions. A candidate is "
+         "faithful iff in both directions its interval lies entirely at or above 80% and above the 95th percentile "
+         "of its random circuits; it fails iff in some direction its interval lies entirely below 80% or reaches no "
+         "higher than that percentile. Holds iff some candidate is faithful; does not hold iff every candidate, each "
+         "of them measured, fails; inconclusive otherwise, with fewer than 20 problem clusters among the prompts, or "
+         "where faithfulness.csv is missing or has no bounded recovery in either direction",
+         version=6),
 )
 BY_ID = {r.id: r for r in RULES}

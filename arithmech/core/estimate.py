@@ -282,7 +282,9 @@ def beyond(s: Shape, c) -> Estimate:
 
 def faithfulness(s: Shape, c, tasks: int = 4, n_boot: int = 1000, pool_size: int = 512, shots: int = 0) -> Estimate:
     """Faithfulness: the evaluation draw and identify's reference pool (its fold sums stay resident), then every
-    circuit (top and random ones per ``n <= n_max``) at END: noising (mean, resample), denoising, the top's converse.
+    circuit (top and random ones per ``n <= n_max``) at END: noising (mean, resample), denoising, the top's converse;
+    then the cross-position circuit, its ``n_random`` layer-matched draws, two baselines and two sanity rows, each a
+    whole forward per prompt and direction, plus X_r's and X_c's per-position values.
     The step passes identify's ``tasks``, ``n_boot``, ``pool_size``, ``shots``; without them, every task, defaults."""
     fixed, b = _fixed(s, c)
     n, L, H, d, seq = c.n_samples, s.n_layers, s.n_heads, s.d_model, _seq(shots)
@@ -300,6 +302,7 @@ def faithfulness(s: Shape, c, tasks: int = 4, n_boot: int = 1000, pool_size: int
            "bootstrap": bootstrap_bytes(n, n_boot, circuits)}
     prepare = tasks * n * (2 + DECODE_TOKENS) + pool_size * FAMILIES * tasks
     forwards = prepare + 6 * n + int(ablations * n / seq)            # an END ablation: 1/seq of a prompt forward
+    forwards += 2 * n * (c.n_random + 5)       # the cross-position circuit (faithfulness_sites): whole forwards
     return Estimate("faithfulness", fixed, {"load": _load(s), "draw and pool": draw, "circuits": run}, forwards,
                     "--n-samples", c.device)
 

@@ -37,6 +37,12 @@ strongest components include MLPs; a heads-only curve with every MLP ablated wou
 construction, one with every MLP kept would credit the MLPs to every circuit), against ``n_random`` random
 circuits of each size ``n`` drawn (seeded) from every component outside that top ``n`` (:func:`circuits`).
 
+Two measures per circuit, the same runs: the ``share`` above (a ratio of means: unbounded, its interval runs far
+below 0 when the resampled denominator nears 0) and the bounded :func:`recovery` the claim reads (per prompt the
+same fraction clipped to [0, 1], prompts with no positive effect left out; mean over prompts). The rule
+(:func:`faithful_verdict`) reads noising with mean ablation *and* denoising; the cross-position circuit
+(:mod:`arithmech.methods.faithfulness_sites`) adds rows of order ``operands`` / ``random-layer``.
+
 Intervals: percentile bootstrap of the ratio of means over the prompts' problem clusters
 (:func:`arithmech.core.stats.bootstrap_ratio_intervals`, :func:`arithmech.data.splits.resampling_units`),
 numerator and denominator resampled together. The random band is the 5–95% quantile of the random draws'
@@ -68,8 +74,8 @@ from arithmech.methods.knockout_means import fold
 
 METHODS = ("noising", "converse", "denoising")
 ABLATIONS = ("mean", "resample", "x_r")       # x_r: denoising's patched values
-COLUMNS = ["task", "method", "ablation", "order", "draw", "n", "share", "lo", "hi", "n_prompts", "n_clusters", "split",
-           "components"]
+COLUMNS = ["task", "method", "ablation", "order", "draw", "n", "share", "lo", "hi", "recovery", "recovery_lo",
+           "recovery_hi", "n_used", "n_prompts", "n_clusters", "split", "components", "positions"]
 LEVEL = 0.95
 BAND = (0.05, 0.95)                           # the random band: these quantiles of the random draws' shares
 
@@ -77,7 +83,10 @@ Component = tuple  # (layer, head) or (layer, "mlp")
 
 
 def label(c: Component) -> str:
-    """``"3.1"`` for head 1 of layer 3, ``"MLP 3"`` for its MLP (effects.csv's names)."""
+    """``"3.1"`` for head 1 of layer 3, ``"MLP 3"`` for its MLP (effects.csv's names); a cross-position site
+    ``(layer, head, where)`` (:mod:`arithmech.methods.faithfulness_sites`) as ``"3.1@operands"`` / ``"3.1@end"``."""
+    if len(c) == 3:
+        return f"{c[0]}.{c[1]}@{c[2]}"
     return f"MLP {c[0]}" if c[1] == "mlp" else f"{c[0]}.{c[1]}"
 
 
@@ -215,21 +224,59 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     return out, tiers
 
 
-def band(frame: pd.DataFrame, q: tuple[float, float] = BAND) -> pd.DataFrame:
-    """The random band: per ``(task, method, ablation, n)`` the ``q`` quantiles (``band_lo``, ``band_hi``) and the
-    median (``band_mid``) of the random draws' shares, with the number of draws."""
-    r = frame[frame["order"] == "random"].groupby(["task", "method", "ablation", "n"])["share"]
+RANDOM = {"top": "random", "operands": "random-layer"}   # a candidate circuit's order -> its random circuits'
+INTERVAL = {"share": ("lo", "hi"), "recovery": ("recovery_lo", "recovery_hi")}
+
+
+def _positioned(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``positions`` column (``"end"`` for files written before the cross-position circuit)."""
+    return frame if "positions" in frame else frame.assign(positions="end")
+
+
+def band(frame: pd.DataFrame, q: tuple[float, float] = BAND, value: str = "share") -> pd.DataFrame:
+    """The random band: per ``(task, method, ablation, positions, n)`` the ``q`` quantiles (``band_lo``,
+    ``band_hi``) and the median (``band_mid``) of the random draws' ``value`` (``share`` or ``recovery``), with
+    the number of draws; END draws (order ``random``) and layer-matched cross-position draws (``random-layer``)."""
+    f = _positioned(frame)
+    r = f[f["order"].isin(RANDOM.values())].groupby(["task", "method", "ablation", "positions", "n"])[value]
     return pd.DataFrame({"band_lo": r.quantile(q[0]), "band_mid": r.median(), "band_hi": r.quantile(q[1]),
                          "draws": r.size()}).reset_index()
 
 
-def _rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters) -> list[dict]:
-    """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64."""
+def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The bounded measure the rule reads: ``(r (m, A), used (n,) bool)`` with, per prompt ``k`` whose own effect
+    ``den[k] > 0``, ``r_k = clip(num[k] / den[k], 0, 1)``; ``num (n, A)``, ``den (n,)``.
+
+    Why this and not the ratio of means (``share``): a ratio of means has the *mean* denominator, and when the
+    baseline (all ablated) sometimes beats X_r the resampled denominator comes near 0 and the interval runs to
+    −3 (SmolLM2's noising, issue #41). Here each prompt counts once, with a value in [0, 1], so the mean is a
+    proportion-like quantity whose bootstrap interval stays in [0, 1]. Clipping reads "more than all of the
+    effect" as all of it and "the wrong way" as none of it. Against the alternatives: top-1 accuracy is coarser
+    (one bit a prompt) and not 0 when everything is ablated; the answer's probability is not normalised to the
+    prompt's own effect. A prompt with ``den <= 0`` (the ablation does not lower its LD) has nothing to recover:
+    it is left out and counted (``n_used``). The full circuit gives ``num == den``, exactly 1; the empty one
+    ``num == 0``, exactly 0."""
+    used = den > 0
+    return (num[used] / den[used, None]).clamp(0.0, 1.0), used
+
+
+def circuit_rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters, positions="end") -> list[dict]:
+    """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64: the ratio of means (``share``) and
+    the bounded :func:`recovery` (``recovery``), each with its 95% cluster-bootstrap interval."""
     share = num.mean(0) / den.mean()
     lo, hi = bootstrap_ratio_intervals(num, den, n_boot, LEVEL, seed, clusters)
+    rec, used = recovery(num, den)
+    m = int(used.sum())
+    if m:
+        cl = None if clusters is None else [c for c, u in zip(clusters, used.tolist()) if u]
+        r_lo, r_hi = bootstrap_ratio_intervals(rec, torch.ones(m, dtype=torch.float64), n_boot, LEVEL, seed, cl)
+        r_mid = rec.mean(0)
+    else:
+        r_mid = r_lo = r_hi = torch.full((num.shape[1],), float("nan"), dtype=torch.float64)
     return [{"task": task, "method": method, "ablation": ablation, "order": o, "draw": d, "n": k,
-             "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "n_prompts": num.shape[0],
-             "n_clusters": n_clusters, "split": split, "components": " ".join(map(label, c))}
+             "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "recovery": float(r_mid[a]),
+             "recovery_lo": float(r_lo[a]), "recovery_hi": float(r_hi[a]), "n_used": m, "n_prompts": num.shape[0],
+             "n_clusters": n_clusters, "split": split, "components": " ".join(map(label, c)), "positions": positions}
             for a, (o, d, k, c) in enumerate(plan)]
 
 
@@ -269,46 +316,77 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
         ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
-        rows += _rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split, n_cl)
-        rows += _rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters, split,
+        rows += circuit_rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split, n_cl)
+        rows += circuit_rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters, split,
                       n_cl)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
     ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
              [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
-    rows += _rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split, n_cl)
+    rows += circuit_rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split, n_cl)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
 
 
-def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per ``(task, method, ablation, n)``: the top-n circuit's share and interval beside the random band."""
-    top = frame[frame["order"] == "top"][["task", "method", "ablation", "n", "share", "lo", "hi", "components"]]
-    return top.merge(band(frame), on=["task", "method", "ablation", "n"], how="left")
+def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
+    """Per candidate circuit (order ``top`` at END, ``operands`` across positions) and ``(task, method, ablation,
+    positions, n)``: its ``value`` (``share`` or ``recovery``) as ``value``, ``lo``, ``hi``, beside its random band."""
+    f = _positioned(frame)
+    keys = ["task", "method", "ablation", "positions", "n"]
+    lo, hi = INTERVAL[value]
+    top = f[f["order"].isin(RANDOM)][keys + ["order", value, lo, hi, "components"]]
+    top = top.rename(columns={value: "value", lo: "lo", hi: "hi"})
+    return top.merge(band(f, value=value), on=keys, how="left")
 
 
 MIN_CLUSTERS = 20     # fewer problem clusters than this: an interval over them cannot decide (percentile bootstrap)
+DIRECTIONS = (("noising", "mean"), ("denoising", "x_r"))   # the two runs the rule reads
 
 
-def smallest_faithful(frame: pd.DataFrame, task: str, target: float = 0.8, k_max: int = 10,
-                      method: str = "noising", ablation: str = "mean") -> dict:
-    """The rule of the claim ``circuit-faithful`` (:mod:`arithmech.claims.rules`; its history in :mod:`arithmech.claims.changelog`):
-    **holds** iff some ``n <= k_max`` has its top-n share interval entirely at or above ``target`` *and* above the
-    random band's upper end (95th percentile of the draws) at that ``n``; **does not hold** iff at every
-    ``n <= k_max`` the interval lies entirely below ``target`` or its upper end is not above the band's upper end;
-    inconclusive otherwise, and whenever the prompts ask fewer than :data:`MIN_CLUSTERS` problems. Returns ``{"holds", "n", "share", "lo", "hi", "band_hi"}`` (``n``: the smallest that
-    holds, else the one of largest ``lo``)."""
-    s = summary(frame)
-    s = s[(s.task == task) & (s.method == method) & (s.ablation == ablation) & (s.n <= k_max)].sort_values("n")
-    if s.empty:
-        return {"holds": None, "n": None}
-    ok = s[(s.lo >= target) & (s.lo > s.band_hi)]
-    fail = ((s.hi < target) | (s.hi <= s.band_hi)).all()
-    r = ok.iloc[0] if len(ok) else s.loc[s.lo.idxmax()]
+def faithful_verdict(frame: pd.DataFrame, task: str, target: float = 0.8, k_max: int = 10) -> dict:
+    """The rule of the claim ``circuit-faithful``, version 5 (:mod:`arithmech.claims.rules`; its history in
+    :mod:`arithmech.claims.changelog`), on the bounded :func:`recovery`.
+
+    A candidate is a circuit of at most ``k_max`` components: the top-n at END, or the cross-position circuit
+    (order ``operands``). It is **faithful** iff in both :data:`DIRECTIONS` its interval lies at or above
+    ``target`` and above its random band's upper end (95th percentile); it **fails** iff in some direction the
+    interval lies entirely below ``target`` or its upper end is not above that percentile; else undecided (also
+    when a direction or the band is missing). **Holds** iff some candidate is faithful; **does not hold** iff
+    every candidate fails, each of them measured (the top n for every ``n <= k_max`` and the cross-position
+    circuit: a file of ``--n-max`` below ``k_max`` cannot say "does not hold"); inconclusive otherwise, and whenever the prompts ask fewer than :data:`MIN_CLUSTERS`
+    problems or the file has no ``recovery`` (written before version 5).
+
+    Returns ``{"holds", "candidates": [{order, positions, n, components, status, noising: {...}, denoising:
+    {...}}], "best"}``; ``best`` is the smallest faithful candidate, else the one whose lower end (the smaller of
+    the two directions') is largest."""
+    if "recovery" not in frame:
+        return {"holds": None, "candidates": [], "best": None}
+    s = summary(frame, "recovery")
+    s = s[(s.task == task) & (s.n <= k_max) & pd.Series([d in DIRECTIONS for d in zip(s.method, s.ablation)], s.index)]
+    out = []
+    for (order, pos, n), g in s.groupby(["order", "positions", "n"], sort=True):
+        by = {m: r for m, r in zip(g.method, g.itertuples())}
+        cand = {"order": order, "positions": pos, "n": int(n), "components": g.components.iloc[0]}
+        for m, _ in DIRECTIONS:
+            if m in by:
+                r = by[m]
+                cand[m] = {"value": float(r.value), "lo": float(r.lo), "hi": float(r.hi), "band_hi": float(r.band_hi),
+                          "draws": 0 if pd.isna(r.draws) else int(r.draws)}
+        d = [cand[m] for m, _ in DIRECTIONS if m in cand]
+        ok = len(d) == len(DIRECTIONS) and all(x["lo"] >= target and x["lo"] > x["band_hi"] for x in d)
+        fail = any(x["hi"] < target or x["hi"] <= x["band_hi"] for x in d)
+        cand["status"] = True if ok else (False if fail else None)
+        cand["worst_lo"] = min((x["lo"] for x in d), default=float("nan"))
+        out.append(cand)
+    if not out:
+        return {"holds": None, "candidates": [], "best": None}
+    good = [c for c in out if c["status"] is True]
+    best = min(good, key=lambda c: c["n"]) if good else max(out, key=lambda c: (c["worst_lo"], -c["n"]))
     few = int(frame.n_clusters.min()) < MIN_CLUSTERS
-    return {"holds": None if few else (True if len(ok) else (False if fail else None)), "n": int(r.n), "share": float(r.share),
-            "lo": float(r.lo), "hi": float(r.hi), "band_hi": float(r.band_hi), "k_max": k_max, "target": target,
-            "components": r.components}
+    tops = {c["n"] for c in out if c["order"] == "top"}
+    every = tops >= set(range(1, k_max + 1)) and any(c["order"] == "operands" for c in out)   # no candidate unmeasured
+    holds = None if few else (True if good else (False if every and all(c["status"] is False for c in out) else None))
+    return {"holds": holds, "candidates": out, "best": best, "target": target, "k_max": k_max}
 
 
-__all__ = ["faithfulness", "circuits", "end_values", "lds", "resample_sources", "band", "summary", "smallest_faithful",
-           "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS"]
+__all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary", "faithful_verdict",
+           "recovery", "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS"]

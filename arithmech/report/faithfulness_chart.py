@@ -1,14 +1,19 @@
-"""The faithfulness curve against its random band (issue #26), from ``faithfulness.csv`` alone.
+"""The faithfulness curves against their random bands (issues #26, #41), from ``faithfulness.csv`` alone.
 
-One panel per (method, ablation) — noising with mean ablation, noising with resample ablation, denoising —:
+One panel per (method, ablation) — noising with mean ablation, noising with resample ablation, denoising —, the
+y axis the measure the claim reads: the bounded **recovery** (each prompt's share of its own effect clipped to
+[0, 1], mean over prompts; :func:`arithmech.methods.faithfulness.recovery`), or the ratio-of-means ``share`` for a
+file written before it:
 
-* top-n by effect rank (red): the share of the counterfactual's LD effect the circuit recovers, with its 95%
-  cluster-bootstrap interval;
-* random circuits (grey): the median of the random draws of n components outside the top N and the band from their
-  5% to their 95% quantile (:func:`arithmech.methods.faithfulness.band`);
+* top-n by effect rank at END (red line): with its 95% cluster-bootstrap interval;
+* random circuits of n components outside the top n at END (grey): their median and 5–95% band
+  (:func:`arithmech.methods.faithfulness.band`);
+* the cross-position circuit (red diamond, :mod:`arithmech.methods.faithfulness_sites`: operand-reading heads at
+  A, B, operator and END plus the key heads at END) and its layer-matched random circuits at the same positions
+  (grey diamond, 5–95%), at ``n`` = its number of heads (noising with mean ablation and denoising only);
 * a dashed rule at 80%, the claim's target (``circuit-faithful``).
 
-:func:`faithfulness_table` is the same numbers as a table (top-n rows beside the band).
+:func:`faithfulness_table` is the same numbers as a table (candidates beside their bands, both measures).
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.core.names import components
-from arithmech.methods.faithfulness import band, summary
+from arithmech.methods.faithfulness import summary
 from arithmech.report import colours
 from arithmech.report.plots import COLUMN, fig_title, integer_axis
 
@@ -27,56 +32,89 @@ PANELS = {("noising", "mean"): "noising, mean ablation", ("noising", "resample")
           ("denoising", "x_r"): "denoising (circuit patched into X_c)"}
 SHOWN = [("noising", "mean"), ("noising", "resample"), ("denoising", "x_r")]
 TARGET = 0.8
+SERIES = {("top", False): "top n by effect rank (END)", ("top", True): "random circuits (outside top n, END)",
+          ("operands", False): "operand-reading + key heads (A, B, operator, END)",
+          ("operands", True): "random heads, same layers and positions"}
+ROLE = {label: ("control" if rnd else "key") for (_, rnd), label in SERIES.items()}
+
+
+def measure(frame: pd.DataFrame) -> str:
+    """The column the chart and the claim read: ``recovery`` where the file has it, else ``share``."""
+    return "recovery" if "recovery" in frame else "share"
 
 
 def readable(ids: str) -> str:
-    """faithfulness.csv's ``components`` ("MLP 0 0.0 MLP 2") as a reader sees them ("MLP 0, head 0.0, MLP 2")."""
-    return components(re.findall(r"MLP \d+|\d+\.\d+", str(ids)))
+    """faithfulness.csv's ``components`` ("MLP 0 0.0 MLP 2") as a reader sees them ("MLP 0, head 0.0, MLP 2"); a
+    cross-position site "3.1@operands" as "head 3.1 (A, B, operator, END)"."""
+    names = re.findall(r"MLP \d+|\d+\.\d+(?:@\w+)?", str(ids))
+    if not any("@" in n for n in names):
+        return components(names)
+    at = {"operands": "A, B, operator, END", "end": "END"}           # a cross-position site "3.1@operands"
+    return ", ".join(f"head {n.split('@')[0]} ({at[n.split('@')[1]]})" if "@" in n else components([n]) for n in names)
 
 
 def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
-    """Rows ``panel, series, n, share, lo, hi, components, draws``: the top-n curve and the random band per panel."""
+    """Rows ``panel, series, kind, n, share, lo, hi, components, draws`` (``share``: the :func:`measure`'s value;
+    ``kind``: ``curve`` for END, ``point`` for the cross-position circuit): each candidate and its random band."""
     key = list(zip(frame.method, frame.ablation))
     f = frame[[k in panels for k in key]]
-    top = f[f.order == "top"].assign(series="top n by effect rank", draws=1, components=lambda d: d.components.map(readable))[
-        ["method", "ablation", "n", "share", "lo", "hi", "components", "draws"]]
-    b = band(f).rename(columns={"band_mid": "share", "band_lo": "lo", "band_hi": "hi"}).assign(
-        series="random circuits (outside top N)", components="")
-    out = pd.concat([top.assign(series="top n by effect rank"), b[top.columns.tolist() + ["series"]]], ignore_index=True)
-    return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)])
+    s = summary(f, measure(f))
+    cand = s.assign(series=[SERIES[(o, False)] for o in s.order], draws=1, share=s.value,
+                    components=s.components.map(readable))
+    rnd = s.assign(series=[SERIES[(o, True)] for o in s.order], share=s.band_mid, lo=s.band_lo, hi=s.band_hi,
+                   components="")
+    cols = ["method", "ablation", "order", "n", "share", "lo", "hi", "components", "draws", "series"]
+    out = pd.concat([cand[cols], rnd[cols]], ignore_index=True)
+    return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)],
+                      kind=["point" if o == "operands" else "curve" for o in out.order])
 
 
 def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfulness", panels=SHOWN) -> alt.Chart:
-    """The curves of :func:`curve_frame`, one panel per (method, ablation), 80% dashed."""
+    """The curves and points of :func:`curve_frame`, one panel per (method, ablation), 80% dashed."""
     data = curve_frame(frame, panels)
-    series = ["top n by effect rank", "random circuits (outside top N)"]
-    color = alt.Color("series:N", title=None, scale=colours.scale("selection", dict(zip(series, ["key", "control"]))),
-                      legend=alt.Legend(orient="bottom"))
+    color = alt.Color("series:N", title=None, scale=colours.scale("selection", ROLE),
+                      legend=alt.Legend(orient="bottom", columns=2))
     x = alt.X("n:Q", title="components in the circuit (n)", axis=integer_axis())
-    y = alt.Y("share:Q", title="share of the effect recovered", axis=alt.Axis(format="%"))
+    title = "recovery (bounded, per prompt)" if measure(frame) == "recovery" else "share of the effect recovered"
+    y = alt.Y("share:Q", title=title, axis=alt.Axis(format="%"))
     tip = ["series:N", "n:Q", alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("lo:Q", format=".1%", title="low"),
            alt.Tooltip("hi:Q", format=".1%", title="high"), "components:N", "draws:Q"]
+    curve, point = alt.datum.kind == "curve", alt.datum.kind == "point"
     base = alt.Chart()
-    area = base.mark_area(opacity=0.2).encode(x=x, y=alt.Y("lo:Q", title="share of the effect recovered"), y2="hi:Q",
-                                              color=color)
-    line = base.mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tip)
+    area = base.transform_filter(curve).mark_area(opacity=0.2).encode(x=x, y=alt.Y("lo:Q", title=title), y2="hi:Q",
+                                                                       color=color)
+    line = base.transform_filter(curve).mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tip)
+    bar = base.transform_filter(point).mark_rule(strokeWidth=2).encode(x=x, y=alt.Y("lo:Q", title=title), y2="hi:Q",
+                                                                        color=color)
+    dot = base.transform_filter(point).mark_point(shape="diamond", filled=True, size=70).encode(x=x, y=y, color=color,
+                                                                                              tooltip=tip)
     target = base.mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(y=alt.datum(TARGET))
-    chart = alt.layer(area, line, target, data=data).properties(width=COLUMN // 2 - 30, height=180).facet(
+    chart = alt.layer(area, line, bar, dot, target, data=data).properties(width=COLUMN // 2 - 30, height=180).facet(
         facet=alt.Facet("panel:N", title=None, sort=[PANELS[p] for p in panels]), columns=3)
     n_p = int(frame.n_prompts.iloc[0]) if len(frame) else 0
+    what = ("per prompt (LD − LD(baseline)) / (LD(X_r) − LD(baseline)) clipped to [0, 1], mean over"
+            if measure(frame) == "recovery" else "share of LD(X_r) − LD(baseline),")
     return chart.properties(title=fig_title(
-        fig, f"does the top-n circuit recover the counterfactual's effect alone? {model_name}",
-        [f"share of LD(X_r) − LD(baseline), {n_p} evaluation-side prompts; bands: 95% cluster bootstrap (top n),",
-         "5–95% of the random circuits of n components outside the top n; dashed: 80%"]))
+        fig, f"does the circuit keep the answer alone, and bring it back into X_c? {model_name}",
+        [f"{what} {n_p} evaluation-side prompts; bars: 95% cluster bootstrap;",
+         "grey: 5–95% of random circuits (END: outside the top n; diamonds: heads of the same layers at the same "
+         "positions); dashed: 80%"]))
 
 
 def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataFrame:
-    """Top-n share [interval] beside the random band [5%, 95%] at a few ``n``, one row per (method, ablation, n)."""
-    s = summary(frame)
-    s = s[s.n.isin(ns)]
+    """Each candidate at a few ``n`` (the cross-position circuit at its own): the bounded recovery [interval] beside
+    its random band [5%, 95%], and the ratio-of-means share [interval], one row per (method, ablation, circuit)."""
     pct = lambda v: "—" if pd.isna(v) else f"{v:.0%}"
+    cell = lambda v, a, b: f"{pct(v)} [{pct(a)}, {pct(b)}]"
+    sh = summary(frame, "share")
+    rec = summary(frame, measure(frame))
+    keys = ["task", "method", "ablation", "positions", "n", "order"]
+    s = rec.merge(sh[keys + ["value", "lo", "hi"]], on=keys, suffixes=("", "_share"))
+    s = s[s.n.isin(ns) | (s.order == "operands")]
     return pd.DataFrame({"run": [PANELS[(m, a)] for m, a in zip(s.method, s.ablation)], "n": s.n,
-                         "top n": [f"{pct(v)} [{pct(a)}, {pct(b)}]" for v, a, b in zip(s.share, s.lo, s.hi)],
-                         "random band": [f"{pct(m)} [{pct(a)}, {pct(b)}]" for m, a, b in
-                                         zip(s.band_mid, s.band_lo, s.band_hi)],
-                         "circuit (top n by effect rank)": s.components.map(readable)}).reset_index(drop=True)
+                         "circuit": [("across positions: " if o == "operands" else "top n, END: ") + readable(c)
+                                     for o, c in zip(s.order, s.components)],
+                         measure(frame): [cell(v, a, b) for v, a, b in zip(s.value, s.lo, s.hi)],
+                         "random band": [cell(m, a, b) for m, a, b in zip(s.band_mid, s.band_lo, s.band_hi)],
+                         "share (ratio of means)": [cell(v, a, b) for v, a, b in
+                                                    zip(s.value_share, s.lo_share, s.hi_share)]}).reset_index(drop=True)

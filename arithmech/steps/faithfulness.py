@@ -8,8 +8,12 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
   ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.knockout_run.eval_samples` with
   ``heldout=True``);
 * rebuilds identify's reference pool (the same templates, size and seed: the same means as its knockout);
+* adds the cross-position circuit (:mod:`arithmech.methods.faithfulness_sites`): the operand-reading heads of
+  analyze's ``attention_roles.csv`` at the operand positions and END, identify's key heads at END, against
+  layer-matched random circuits (left out, said so in the record, where analyze has not run);
 * writes ``faithfulness.csv`` (:data:`arithmech.methods.faithfulness.COLUMNS`) and the step's record (the rule's
-  outcome, the endpoints' mean LDs, the resample tiers, wall time).
+  outcome, :func:`arithmech.methods.faithfulness.faithful_verdict`, the endpoints' mean LDs, the resample tiers,
+  the cross-position heads, wall time).
 
 >>> out = run(Config(model_name="embedded"))
 >>> out["rule"]["holds"], out["frame"].head()
@@ -20,6 +24,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from arithmech.core import estimate, results
@@ -29,6 +34,7 @@ from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
+from arithmech.methods import faithfulness_sites as sites
 from arithmech.methods import knockout_run
 from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.pool_cache import cached_pool
@@ -85,6 +91,10 @@ def run(config: Config) -> dict:
     if c.n_max > n_comp // 2:                      # before the model loads
         raise ValueError(f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
                          f"outside the top n, so --n-max is at most {n_comp // 2}")
+    roles = results.read(folder, "attention_roles.csv") if results.exists(folder, "attention_roles.csv") else None
+    kh = results.read(folder, "key_heads.json")
+    reading = sites.reading_heads(roles) if roles is not None else []        # before the model loads
+    key = sites.key_heads(kh, p["ranked_task"])
     est = estimate.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
                          shots=p.get("shots", 0))     # refused here when it cannot fit, before the model loads
     t0 = time.time()
@@ -98,8 +108,18 @@ def run(config: Config) -> dict:
             frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, c.n_max,
                                          c.n_random, c.seed, p.get("n_boot", 1000), p.get("bootstrap") or "prompt",
                                          "held-out", c.batch_size)
+            t2 = time.time()
+            if roles is None:
+                info["cross_position"] = "not run: no attention_roles.csv (python -m arithmech analyze first)"
+            elif reading or key:
+                rows, info["cross_position"] = sites.cross_position(
+                    model, tok, samples, means, reading, key, p["ranked_task"], c.n_random, c.seed,
+                    p.get("n_boot", 1000), p.get("bootstrap") or "prompt", "held-out", c.batch_size)
+                frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
+            else:
+                info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
-    rule = F.smallest_faithful(frame, p["ranked_task"], TARGET, K_MAX)
+    rule = F.faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
     wall = time.time() - t0
     record = {"parameters": dict(model=c.model_name, n_max=c.n_max, n_random=c.n_random, n_samples=c.n_samples,
                                  seed=c.seed, device=c.device, dtype=c.dtype, batch_size=c.batch_size),
@@ -108,7 +128,8 @@ def run(config: Config) -> dict:
               "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's; "
                          "no problem cluster of identify's prompts.jsonl",
               "means": means.describe(), "info": info, "rule": rule, "wall_s": round(wall, 2),
-              "timings": {"prompts_and_pool_s": round(t1 - t0, 2), "circuits_s": round(time.time() - t1, 2)},
+              "timings": {"prompts_and_pool_s": round(t1 - t0, 2), "circuits_s": round(t2 - t1, 2),
+                          "cross_position_s": round(time.time() - t2, 2)},
               "torch_threads": torch.get_num_threads(), "versions": results.versions(),
               "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
@@ -125,6 +146,8 @@ def ensure(config: Config, recompute: bool = False, identify: IdentifyConfig | N
         identify_step.ensure(identify or IdentifyConfig(model_name=config.model_name, results=config.results,
                                                         seed=config.seed, device=config.device, dtype=config.dtype))
     want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+    # a file written before rule version 5 (no ``recovery``) is reused as it is: the chart falls back to its share
+    # and the claim says "re-run" (never an unasked SmolLM2 recompute inside a book build)
     if recompute or not results.made_with(folder, "faithfulness", want):
         run(config.replace(overwrite=True))
     return {"model": config.model_name, "frame": results.read(folder, "faithfulness.csv"),

@@ -3,7 +3,6 @@ the prompt itself is no ablation, and one noising and one denoising circuit equa
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 import torch
 
@@ -47,8 +46,10 @@ def test_noising_endpoints_are_exact(setup):
     keep_all, keep_none = F.ablation_of([]), F.ablation_of(s["universe"])   # ablate nothing / everything outside ∅
     ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), every, keep_all, keep_none])
     plan = [("top", -1, len(s["universe"]), tuple(s["universe"])), ("top", -1, 0, ())]
-    rows = F._rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)
+    rows = F.circuit_rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)
     assert rows[0]["share"] == 1.0 and rows[1]["share"] == 0.0
+    assert rows[0]["recovery"] == 1.0 and rows[1]["recovery"] == 0.0        # the bounded measure too
+    assert rows[0]["recovery_lo"] == rows[0]["recovery_hi"] == 1.0 and rows[1]["recovery_hi"] == 0.0
     assert not torch.equal(ld[0], ld[1])            # the ablation does something (else 0/0 would pass nothing)
 
 
@@ -72,6 +73,10 @@ def test_denoising_every_component_gives_x_r(setup):
     ld = _lds(s, s["corrupt"], F.PerPrompt(s["z_r"], s["m_r"]), list(range(len(s["corrupt"]))),
               [F.ablation_of(s["universe"]), Ablation()])
     assert torch.allclose(ld[0], s["ld_r"], atol=1e-4)
+    plan = [("top", -1, 2, ((0, 0), (1, 1))), ("top", -1, 0, ())]
+    rows = F.circuit_rows("t", "denoising", "x_r", plan, torch.stack([ld[0] - ld[1], ld[1] - ld[1]], 1), ld[0] - ld[1], 50, 0,
+                   None, "held-out", 6)
+    assert rows[0]["recovery"] == 1.0 and rows[1]["recovery"] == 0.0        # full / empty, denoising
     assert not torch.allclose(ld[1], s["ld_r"], atol=1e-2)       # X_c itself is far from it
 
 
@@ -153,18 +158,27 @@ def test_random_circuits_lie_outside_the_top_n():
         F.circuits(uni, uni, 7, 20, seed=1)
 
 
-def test_rule_three_ways():
-    """Protects the claim's rule: holds, does not hold and inconclusive each come out where the rule says, and a
-    run over fewer than MIN_CLUSTERS problems decides nothing."""
-    def frame(top, hi_band, clusters=F.MIN_CLUSTERS):
-        rows = [dict(task="all", method="noising", ablation="mean", order="top", draw=-1, n=n, share=s, lo=lo, hi=hi,
-                     components="x", n_clusters=clusters) for n, (s, lo, hi) in enumerate(top, 1)]
-        rows += [dict(task="all", method="noising", ablation="mean", order="random", draw=d, n=n, share=hi_band * d / 19,
-                      lo=0, hi=0, components="", n_clusters=clusters) for n in range(1, len(top) + 1) for d in range(20)]
-        return pd.DataFrame(rows)
-    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.9, 0.85, 0.95)], 0.3, F.MIN_CLUSTERS - 1), "all")["holds"] is None
-    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.9, 0.85, 0.95)], 0.3), "all")["holds"] is True
-    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.7, 0.6, 0.79)], 0.3), "all")["holds"] is False
-    assert F.smallest_faithful(frame([(0.5, 0.4, 0.6), (0.8, 0.7, 0.9)], 0.3), "all")["holds"] is None
-    assert F.smallest_faithful(frame([(0.9, 0.85, 0.95)], 1.2), "all")["holds"] is False   # inside the band
-    assert F.smallest_faithful(frame([(0.9, 0.85, 0.95)], 0.9), "all")["holds"] is None    # lo inside, hi above
+def test_recovery_equals_a_literal_per_prompt_loop(setup):
+    """Protects the bounded measure against a literal implementation: per prompt, one hooked forward each for X_r,
+    all ablated and the circuit kept, (circuit − all) / (X_r − all) clipped to [0, 1] where X_r − all > 0, then a
+    plain Python mean; it must equal the ``recovery`` of the row the module writes, and lie in [0, 1]."""
+    s = setup
+    model, tok = s["model"], s["tok"]
+    circuit = [(0, "mlp"), (1, 0), (2, 3)]
+    rest = [c for c in s["universe"] if c not in circuit]
+    keys = [s["means"].key(x) for x in s["samples"]]
+    ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), F.ablation_of(s["universe"]), F.ablation_of(rest)])
+    plan = [("top", -1, 3, tuple(circuit))]
+    row = F.circuit_rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)[0]
+    vals = []
+    for i, x in enumerate(s["samples"]):
+        seq = len(tok(x.clean)["input_ids"])
+        z, m = s["means"].lookup(keys[i], seq)
+        ld_of = lambda comps: (lambda lg: float(lg[s["ans_r"][i]] - lg[s["ans_c"][i]]))(
+            _literal(model, tok, x.clean, comps, z[:, -1], m[:, -1]))
+        full, none, kept = ld_of([]), ld_of(s["universe"]), ld_of(rest)
+        if full - none > 0:
+            vals.append(min(1.0, max(0.0, (kept - none) / (full - none))))
+    assert row["n_used"] == len(vals) > 0
+    assert abs(row["recovery"] - sum(vals) / len(vals)) < 1e-4
+    assert 0.0 <= row["recovery_lo"] <= row["recovery"] <= row["recovery_hi"] <= 1.0
