@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from arithmech.core import estimate, inputs
+from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
@@ -195,7 +195,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
 def _run(a: argparse.Namespace) -> None:
     command = COMMANDS[a.command]
     config = command.config(**{name: getattr(a, name) for name, *_ in fields(command.config)})   # checked here
-    estimate.check(config)                              # memory: refused here when the run cannot fit, before torch
+    admission.check(config)                              # memory: refused here when the run cannot fit, before torch
     module = importlib.import_module(command.module)    # torch loads here, after every argument was checked
     run = getattr(module, command.function)
     line = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)

@@ -28,7 +28,6 @@ from typing import NamedTuple, Sequence
 import pandas as pd
 
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
-from arithmech.core.inputs import KNOCKOUT_POSITIONS  # noqa: E402,F401 (the choices, one place)
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
@@ -47,6 +46,7 @@ from arithmech.methods.knockout import (
     mean_sources,
     with_interval,
 )
+from arithmech.methods.knockout_settings import CURVES_FOR, SPLITS, KnockoutSettings, split_positions  # noqa: F401
 from arithmech.methods.pool_cache import cached_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
@@ -54,52 +54,7 @@ FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor"
 RANDOM_HEAD_KS = (8,)                   # where a task has no key head, the other position settings study the top 8
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
            "mean_source", "split", "n_clusters"]
-SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
-CURVES_FOR = ("primary", "each")        # full curves for the primary task only, or for every task
 MAX_DRAW = 40                           # eval_samples draws at most MAX_DRAW * n pairs for n prompts
-
-
-@dataclass(frozen=True)
-class KnockoutSettings:
-    """How identify's knockout runs, as its config sets it (:meth:`arithmech.steps.config.Identify.knockout_settings`;
-    every default is written there, once). Checked when made: a wrong value is one ``ValueError``.
-
-    Attributes:
-        samples: prompts per task in the curves (:func:`eval_samples`; the config's ``knockout_samples``).
-        n_random: seeded random orders per curve, drawn from the components outside the key ones.
-        seed: the run's seed (random orders, the prompts' draw streams, the reference pool's).
-        ks: numbers of heads to knock out, ``None`` for :func:`~arithmech.methods.knockout.default_ks`.
-        curves_for: ``"primary"`` (full curves for the primary task, key vs random for the others) or ``"each"``.
-        positions: ``"end"``, ``"all"`` or ``"both"`` (the config's ``knockout_positions``; :attr:`position_settings`).
-        split: ``"held-out"`` (fresh X_r of problems never ranked on) or ``"in-sample"`` (the X_r, topped up).
-        pool_size: X_c per template family in the reference pool of the means.
-        batch_size: prompts per forward pass.
-    """
-
-    samples: int
-    n_random: int
-    seed: int
-    ks: tuple[int, ...] | None
-    curves_for: str
-    positions: str
-    split: str
-    pool_size: int
-    batch_size: int
-
-    def __post_init__(self) -> None:
-        if self.curves_for not in CURVES_FOR:
-            raise ValueError(f"curves_for {self.curves_for!r}: use 'primary' or 'each'")
-        split_positions(self.positions)
-        if self.split not in SPLITS:
-            raise ValueError(f"knockout split {self.split!r}: use one of {SPLITS}")
-        for name in ("samples", "n_random", "pool_size", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"knockout {name}={getattr(self, name)}: at least 1")
-
-    @property
-    def position_settings(self) -> list[str]:
-        """The position settings to run, the curve's first (:func:`split_positions`)."""
-        return split_positions(self.positions)
 
 
 class Studied(NamedTuple):
@@ -306,13 +261,6 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
         if bar is not None:
             bar.advance(note=f"knockout {task}")
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)), evals
-
-
-def split_positions(knockout_positions: str) -> list[str]:
-    """``end`` / ``all`` / ``both`` → the position settings to run, the curve's first."""
-    if knockout_positions not in KNOCKOUT_POSITIONS:
-        raise ValueError(f"knockout_positions {knockout_positions!r}: use one of {KNOCKOUT_POSITIONS}")
-    return ["end", "all"] if knockout_positions == "both" else [knockout_positions]
 
 
 def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import wilson_interval
@@ -73,7 +73,7 @@ def run(config: Config, model=None, tok=None) -> pd.DataFrame:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
-    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)               # refused here when it cannot fit, before the model loads
     with annotate(est.line() if est else ""), Progress("accuracy-by-template", 1) as bar:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)

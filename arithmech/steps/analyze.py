@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
@@ -78,7 +78,7 @@ def run(config: Config) -> dict:
             results.read(folder, name)
     heads, heads_from = load_key_heads(folder)
     samples = reference_samples(folder, c.n_samples, c.seed)
-    est = estimate.check(c)                   # refused here when it cannot fit, before the model loads
+    est = admission.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     with annotate(est.line() if est else ""), Progress("analyze", 3) as bar:
         model, tok, geo = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="eager")

@@ -36,7 +36,7 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core import estimate, records
+from arithmech.core import admission, records
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
 from arithmech.core.inputs import quoted
@@ -190,7 +190,7 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
         if sizes is not None and c.suite == "cpu":          # each run's test sets, cut to fit the design's budget
             sizes = {**sizes, **{k: c.cloze_items for k in CLOZE_SETS}, "lm_tokens": c.lm_tokens}
     grid = check_args(c.suite, grid)
-    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)               # refused here when it cannot fit, before the model loads
     out = results_io.model_folder(c.results, c.model_name)
     with records.holding(out), annotate(est.line() if est else ""):   # one writer of the folder for the whole run
         return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)

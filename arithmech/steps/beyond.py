@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
@@ -114,7 +114,7 @@ def run(config: Config) -> dict:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
     effects, kh, samples = inputs(folder, c.n_samples, c.seed)
-    est = estimate.check(c)                   # refused here when it cannot fit, before the model loads
+    est = admission.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
     with annotate(est.line() if est else ""), Progress("beyond", 1) as bar:

@@ -14,6 +14,7 @@ from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
+from arithmech.methods.knockout_settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 
 # Bounds (issue #28): the largest value a run can take and still finish on this project's machine (2 CPU cores,
@@ -118,10 +119,8 @@ class Identify(ModelStep):
         prompts, the reference pool, the held-out family."""
         return Draw(self.answer_token, self.shots, self.example_sets)
 
-    def knockout_settings(self):
-        """The knockout's settings (:class:`arithmech.methods.knockout_run.KnockoutSettings`; imported here, not
-        at the top: this module loads no torch)."""
-        from arithmech.methods.knockout_run import KnockoutSettings
+    def knockout_settings(self) -> KnockoutSettings:
+        """The knockout's settings (:class:`arithmech.methods.knockout_settings.KnockoutSettings`)."""
         return KnockoutSettings(samples=self.knockout_samples, n_random=self.n_random, seed=self.seed, ks=self.ks,
                                 curves_for=self.curves_for, positions=self.knockout_positions,
                                 split=self.knockout_split, pool_size=self.pool_size, batch_size=self.batch_size)

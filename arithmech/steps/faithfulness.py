@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
@@ -95,7 +95,7 @@ def run(config: Config) -> dict:
     kh = results.read(folder, "key_heads.json")
     reading = sites.reading_heads(roles) if roles is not None else []        # before the model loads
     key = sites.key_heads(kh, p["ranked_task"])
-    est = estimate.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
+    est = admission.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
                          shots=p.get("shots", 0))     # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)

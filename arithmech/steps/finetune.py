@@ -28,7 +28,7 @@ from typing import Sequence
 import torch
 from transformers import AutoConfig
 
-from arithmech.core import estimate, records, safe_read
+from arithmech.core import admission, records, safe_read
 from arithmech.core import results as results_io
 from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import Geometry, load_model, resolve
@@ -297,7 +297,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
             return run_finetune(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
-    est = estimate.check(config)          # refused here when it cannot fit, before the model loads
+    est = admission.check(config)          # refused here when it cannot fit, before the model loads
     with annotate(est.line() if est else ""), Progress("finetune", 3) as bar:
         return _run_finetune(config, spec, command, before, est, bar)
 

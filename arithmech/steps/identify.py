@@ -33,7 +33,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.memory import PeakMemory
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
@@ -280,7 +280,7 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
     results.check_writable(folder, "identify", c.overwrite)
     if c.task != "all":
         task_templates(c.task)                 # a wrong task name or a missing file fails before loading
-    est = estimate.check(c)                    # a run that cannot fit this machine's memory fails before loading
+    est = admission.check(c)                    # a run that cannot fit this machine's memory fails before loading
     torch.manual_seed(c.seed)
     random.seed(c.seed)
     ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})

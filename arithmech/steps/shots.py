@@ -26,7 +26,7 @@ import zlib
 
 import pandas as pd
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.core.stats import wilson_interval
@@ -115,7 +115,7 @@ def run(config: Config, model=None, tok=None) -> dict:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "shots", c.overwrite)
-    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)               # refused here when it cannot fit, before the model loads
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with annotate(est.line() if est else ""):

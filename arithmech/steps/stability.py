@@ -41,7 +41,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from arithmech.core import estimate, results
+from arithmech.core import admission, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
@@ -299,7 +299,7 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "stability", c.overwrite)
     rec = recorded(c)
-    est = estimate.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)               # refused here when it cannot fit, before the model loads
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from factories import make_biased_gqa_llama, make_tiny_llama
 
+from arithmech.core import admission as A
 from arithmech.core import estimate as E
 from arithmech.steps import config as C
 
@@ -77,14 +78,14 @@ def test_check_refuses_naming_the_flag_and_passes_a_normal_config(monkeypatch):
     one ValueError line naming the step, the sizes and the flag to lower; with the machine's own memory a
     default config passes and returns its estimate."""
     monkeypatch.delenv(E.MEMORY_ENV, raising=False)
-    assert E.check(C.Identify()) is not None
+    assert A.check(C.Identify()) is not None
     monkeypatch.setenv(E.MEMORY_ENV, str(100 * E.MiB))
     with pytest.raises(ValueError) as err:
-        E.check(C.Identify(n_samples=50_000))
+        A.check(C.Identify(n_samples=50_000))
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("identify needs about ") and "lower --n-samples" in msg
     with pytest.raises(ValueError, match="lower --sizes"):
-        E.check(C.Stability(sizes=(64, 50_000)))
+        A.check(C.Stability(sizes=(64, 50_000)))
 
 
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:

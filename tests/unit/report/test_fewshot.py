@@ -36,7 +36,7 @@ def test_yield_rows_are_the_runs_own_counts():
         if label == "zero-shot":
             r = y[(y.prompts == label) & (y.operation == "addition")].iloc[0]
             assert r.control.startswith("fails") and "uncertain" in r.control     # control version 3: 48 % [31 %, 65 %]
-        assert r["floor over distinct problems"].startswith("48% (op, carried, b")
+            assert r["floor over distinct problems"].startswith("48% (op, carried, b")
             assert r["conditioned floor as run (each prompt from the others)"] == "64%"
     assert len(drawn) == 1
 
