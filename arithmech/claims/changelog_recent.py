@@ -95,3 +95,19 @@ RECENT += tuple(Change(r, v, "2026-11-27", "0bfa8d9", _CONTROL3, _S3_RUNS) for r
     ("ablation-removes-information", 4),
 ))
 RECENT_DIGEST.update({"ablation-removes-information": "cb9e0cad5776"})
+
+
+# -- issue #40, third rule version (2026-11-27, after the hostile reading of the second): written while every grid
+# point had one run (none could decide), so nothing it decides existed.
+_CLEAN = ("a grid point is read on its runs that did not collapse (at least 3 of them): a minority of collapsed runs "
+          "no longer enters a mean or an interval (with the second version's majority rule, 5 collapsed of 10 random "
+          "draws pulled the random arm's mean down and made key − random hold on a synthetic case where the clean "
+          "draws gave +1.3 points [−2.9, +5.5]); for full SFT's cost any collapsed run at a point of ≥ 3 runs counts")
+_ONE_RUN = ("yes: the arms runner's seed-0 records (base, base-shots, full, precise-key, precise-share, precise-random "
+            "draw 0; one run a point, so no point could decide)")
+RECENT += (
+    Change("precise-matches-full", 8, "2026-11-27", "this commit", _CLEAN, _ONE_RUN),
+    Change("selection-matters", 6, "2026-11-27", "this commit", _CLEAN, _ONE_RUN),
+    Change("precise-keeps-generic", 8, "2026-11-27", "this commit", _CLEAN, _ONE_RUN),
+)
+RECENT_DIGEST.update({"precise-matches-full": "49709c9bc6c0", "selection-matters": "2ba8aa370592", "precise-keeps-generic": "35aadee36f38"})

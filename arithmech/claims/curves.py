@@ -12,6 +12,9 @@ is false when one is false and true when all are true; anything else leaves the 
 decided at level 1 − 0.05 / (their number) (Bonferroni), so a grid with more rates is not likelier to "hold
 somewhere"; *every* needs no adjustment (each part must hold). A point **collapsed** when more than half of its
 runs collapsed (was: any run — which dropped a 10-draw random point more often than a 3-seed key point).
+**Third version** (2026-11-27, before any point had a second run): a point is read on its runs that did not collapse
+(at least 3 of them), so a minority of collapsed draws never enters a mean or an interval; for full SFT's cost
+(rule 3a) any collapsed run at a point of at least 3 runs counts as a cost.
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -131,9 +134,9 @@ def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
 
 def full_costs(c: Curves) -> bool | None:
     full = c.points.get("full", [])
-    parts = [(True if p.n >= MIN_RUNS else None) if p.gone else
+    parts = [(True if p.n >= MIN_RUNS else None) if p.gone or any(p.collapsed) else
              decide(*gain(p, "general", m=len(full)), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
-             for p in full]                 # a collapse counts only at a point of >= MIN_RUNS runs
+             for p in full]                 # a collapsed run is a cost, at a point of >= MIN_RUNS runs
     return some(parts)
 
 
@@ -244,7 +247,7 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str) -> dict:
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
     if len(tops) == 1:
         est, lo, hi = run_interval(tops[0], v)
-        return {"estimate": est, "ci_low": lo if tops[0].n >= 2 else None, "ci_high": hi, "at": at}
+        return {"estimate": est, "ci_low": lo if tops[0].n_clean >= 2 else None, "ci_high": hi, "at": at}
     lo, hi = diff(*tops, v)
     return {"estimate": tops[0].mean(v) - tops[1].mean(v), "ci_low": lo, "ci_high": hi, "at": at}
 

@@ -62,15 +62,27 @@ class Point:
         return 2 * sum(self.collapsed) > len(self.collapsed)
 
     @property
+    def n_clean(self) -> int:
+        """Runs that did not collapse (all of them where nothing was recorded)."""
+        return self.n - sum(self.collapsed)
+
+    @property
     def decides(self) -> bool:
-        return self.n >= MIN_RUNS and not self.gone
+        """At least :data:`MIN_RUNS` runs that did not collapse, and the point itself did not (third version of
+        the rules: a collapsed run's numbers never enter an interval, so a minority of collapsed random draws
+        cannot pull an arm's mean down and make the key arm look better)."""
+        return self.n_clean >= MIN_RUNS and not self.gone
 
     def mean(self, what: str) -> float:
-        xs = self.general if what == "general" else self.loss if what == "loss" else self.math[what]
+        xs = self.values(what)
         return sum(xs) / len(xs) if xs else float("nan")
 
     def values(self, what: str) -> list[float]:
-        return self.general if what == "general" else self.loss if what == "loss" else self.math[what]
+        """The runs that did not collapse (every run where no collapse was recorded)."""
+        xs = self.general if what == "general" else self.loss if what == "loss" else self.math[what]
+        if len(self.collapsed) != len(xs):
+            return list(xs)
+        return [x for x, c in zip(xs, self.collapsed) if not c]
 
 
 @dataclass

@@ -215,3 +215,21 @@ def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
                     again = C._gate(d, arms) or C.WORD[decide(d)]
                     assert again != C.OPPOSITE[r["verdict"]], (r.claim, arm, p.lr)
     assert decided >= 30, decided
+
+
+def test_collapsed_runs_never_enter_a_points_interval():
+    """Protects the third rule version (the hostile reading of the second): a random point with 5 of 10 draws
+    collapsed (their math gain near −0.28) is not collapsed as a point, but only its 5 clean draws are read, so
+    key − random is undecided (+1.3 points [−2.9, +5.5] on the clean draws); with the collapsed draws in its mean the
+    second version found key − random decidedly above 0 (+20 points)."""
+    key = Point("precise-key", 1e-3, tags=["a", "b", "c"], math={"carry": [0.10, 0.13, 0.11]},
+                general=[0.0] * 3, loss=[0.0] * 3, collapsed=[False] * 3)
+    clean, down = [0.10, 0.11, 0.09, 0.12, 0.08], [-0.27, -0.29, -0.28, -0.26, -0.30]
+    rnd = Point("precise-random", 1e-3, tags=list("abcdefghij"), math={"carry": clean + down},
+                general=[0.0] * 10, loss=[0.0] * 10, collapsed=[False] * 5 + [True] * 5)
+    assert not rnd.gone and rnd.decides and rnd.values("carry") == clean
+    lo, hi = C.diff(key, rnd, "carry", m=3)
+    assert lo < 0 < hi
+    few = Point("precise-random", 3e-3, tags=list("abcd"), math={"carry": [0.1, 0.1, -0.3, -0.3]},
+                general=[0.0] * 4, loss=[0.0] * 4, collapsed=[False, False, True, True])
+    assert not few.gone and not few.decides                    # 2 clean runs: fewer than MIN_RUNS
