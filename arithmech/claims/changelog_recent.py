@@ -106,8 +106,8 @@ _CLEAN = ("a grid point is read on its runs that did not collapse (at least 3 of
 _ONE_RUN = ("yes: the arms runner's seed-0 records (base, base-shots, full, precise-key, precise-share, precise-random "
             "draw 0; one run a point, so no point could decide)")
 RECENT += (
-    Change("precise-matches-full", 8, "2026-11-27", "this commit", _CLEAN, _ONE_RUN),
-    Change("selection-matters", 6, "2026-11-27", "this commit", _CLEAN, _ONE_RUN),
-    Change("precise-keeps-generic", 8, "2026-11-27", "this commit", _CLEAN, _ONE_RUN),
+    Change("precise-matches-full", 8, "2026-11-27", "fcca4d0", _CLEAN, _ONE_RUN),
+    Change("selection-matters", 6, "2026-11-27", "fcca4d0", _CLEAN, _ONE_RUN),
+    Change("precise-keeps-generic", 8, "2026-11-27", "fcca4d0", _CLEAN, _ONE_RUN),
 )
 RECENT_DIGEST.update({"precise-matches-full": "49709c9bc6c0", "selection-matters": "2ba8aa370592", "precise-keeps-generic": "35aadee36f38"})
