@@ -114,7 +114,7 @@ def variant_items(run: dict, measure: str, variant: str) -> list[float]:
 
 
 def _mean(xs) -> float:
-    return sum(xs) / len(xs)
+    return sum(xs) / len(xs) if len(xs) else float("nan")        # a point whose every run collapsed
 
 
 def _tags(arm: dict) -> list[str]:

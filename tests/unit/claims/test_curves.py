@@ -233,3 +233,14 @@ def test_collapsed_runs_never_enter_a_points_interval():
     few = Point("precise-random", 3e-3, tags=list("abcd"), math={"carry": [0.1, 0.1, -0.3, -0.3]},
                 general=[0.0] * 4, loss=[0.0] * 4, collapsed=[False, False, True, True])
     assert not few.gone and not few.decides                    # 2 clean runs: fewer than MIN_RUNS
+
+
+def test_a_point_whose_every_run_collapsed_has_no_mean_and_no_interval():
+    """Protects the tables and charts from the third rule version's clean-run reading: a toy point whose one run
+    collapsed has no run left to read, so its mean is NaN and its interval None (the Fine-tune chapter's point
+    table divided by zero on such a point)."""
+    from arithmech.claims.frontier import run_interval
+    p = Point("full", 3e-3, tags=["a"], math={"carry": [0.5]}, general=[-0.4], loss=[1.0], collapsed=[True])
+    assert p.gone and p.values("carry") == [] and p.mean("carry") != p.mean("carry")
+    m, lo, hi = run_interval(p, "carry")
+    assert m != m and lo is None and hi is None
