@@ -61,14 +61,17 @@ def verdict_table(rows: pd.DataFrame, measures: str = "all") -> pd.DataFrame:
 
 
 def loro_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each decided rule (pooled measure) re-decided with each grid point left out: rule × left-out point."""
+    """Each decided rule (pooled measure) re-decided with each grid point left out, one row a rule: the verdict over the
+    whole grid, how many points were left out in turn, and each left-out point that gives another verdict (a grid of
+    many points stays one column wide)."""
     out = []
     for _, r in rows[~rows.measure.str.contains(":")].iterrows():
         if not r["loro"]:
             continue
+        moved = [f"{w} without {a} {lr:.0e}" for a, lr, w in r["loro"] if w != r["whole grid"]]
         out.append({"claim": f"{r['claim']} ({r['comparison']})", "whole grid": r["whole grid"],
-                    **{f"{a} {lr:.0e}": w for a, lr, w in r["loro"]}})
-    return pd.DataFrame(out).fillna("").set_index("claim") if out else pd.DataFrame()
+                    "points left out": len(r["loro"]), "another verdict": "; ".join(moved) or "none"})
+    return pd.DataFrame(out).set_index("claim") if out else pd.DataFrame()
 
 
 def points_table(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:

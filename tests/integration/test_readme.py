@@ -88,7 +88,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
         assert (folder / name).exists(), name
     run = R.read_run(folder)
     assert set(run["steps"]) == {"identify", "analyze", "beyond", "faithfulness", "stability", "shots", "table1"}
-    assert R.read(folder, "faithfulness.csv").n.max() == 6 and run["steps"]["faithfulness"]["inputs"]["effects.csv"] == \
+    assert R.read(folder, "faithfulness.csv").query("order == 'top'").n.max() == 6 and run["steps"]["faithfulness"]["inputs"]["effects.csv"] == \
         R.sha256(folder / "effects.csv")
     assert run["steps"]["shots"]["choice"]["shots"] in (0, 2, 4, 8) and len(R.read(folder, "shots.csv")) == 16
     assert R.read(folder, "finetune/table1.json")["suite"] == "toy" and len(R.read(folder, "stability.csv")) > 0

@@ -34,7 +34,8 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     beside = R.paper_beside(f)
     assert list(beside.model[:2]) == ["LLaMA2-7B (paper)"] * 2 and beside.loc[0, "general change"] == "-5.6"
     assert set(beside.arm[2:]) == {"full", "precise-key", "precise-random"}
-    assert "precise-key 1e-03" in R.loro_table(rows).columns
+    loro = R.loro_table(rows)
+    assert list(loro.columns) == ["whole grid", "points left out", "another verdict"] and (loro["points left out"] > 0).all()
     points = R.points_table(f)
     assert len(points) == 6 and points.loc[points.runs == 1, "carry run-level"].eq("—").all()
     lines = R.finding_lines(rows)
