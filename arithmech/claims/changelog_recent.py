@@ -111,3 +111,24 @@ RECENT += (
     Change("precise-keeps-generic", 8, "2026-11-27", "fcca4d0", _CLEAN, _ONE_RUN),
 )
 RECENT_DIGEST.update({"precise-matches-full": "49709c9bc6c0", "selection-matters": "2ba8aa370592", "precise-keeps-generic": "35aadee36f38"})
+
+
+# -- issue #40, fourth rule version (2026-11-28, from the hostile reading of the third): written while every grid point
+# still had one run (none could decide), before the runner's second round of seeds and draws.
+_FAMILY = ("every interval a rule reads is at level 1 − 0.05/N, N the number of intervals it reads over the whole grid "
+           "(learns |K|, matches |K|·|F|, keeps |F| + |K| + 2·|K|·|F|, selection |K|·|R|): when all cover, no part is "
+           "decided wrongly and the three-valued combination is never wrong, so either verdict is wrong with "
+           "probability at most 5% (was: only the parts an outer 'some' reads were adjusted, so 'does not hold', a "
+           "union over the inner 'every' parts, was unadjusted); leave-one-rate-out re-decides at the whole grid's N "
+           "(was: a smaller N with a point left out, narrowing the other intervals); the frontier tops' interval is "
+           "shown at the rule's level (was: 95%, unadjusted); the rule texts no longer say '95%'. Rule 1 of "
+           "claims/curves.py (precise SFT learns the skill), which has no claim id, follows the same level; its "
+           "second-version adjustment had no line here")
+_STILL_ONE = ("yes: the arms runner's seed-0 records (base, base-shots, full at 3 rates, the four precise arms at 3 "
+              "rates each; one run a point, so no point could decide)")
+RECENT += (
+    Change("precise-matches-full", 9, "2026-11-28", "this commit", _FAMILY, _STILL_ONE),
+    Change("selection-matters", 7, "2026-11-28", "this commit", _FAMILY, _STILL_ONE),
+    Change("precise-keeps-generic", 9, "2026-11-28", "this commit", _FAMILY, _STILL_ONE),
+)
+RECENT_DIGEST.update({"precise-matches-full": "e5038d3f8018", "selection-matters": "6bf8d2b0153a", "precise-keeps-generic": "76002d7fc81b"})

@@ -2,8 +2,8 @@
 
 Each rule reads every grid point of :mod:`arithmech.claims.frontier` (an arm at one rate, its runs' mean changes
 from base) and is a statement over **every rate of each arm's grid**, never over one chosen rate. Its parts are
-comparisons of grid points, each decided on the run-level interval (Student t over run means for a point against
-base, Welch t for two points; 95 %) and each three-valued: true, false, or undecided (an interval that decides
+comparisons of grid points, each decided on a run-level interval (Student t over run means for a point against
+base, Welch t for two points; at the rule's level, below) and each three-valued: true, false, or undecided (an interval that decides
 neither, a point with fewer than :data:`~arithmech.claims.frontier.MIN_RUNS` runs). "Some rate" and "every rate"
 combine them as Kleene's logic does: *some* is true when one part is true and false when all are false; *every*
 is false when one is false and true when all are true; anything else leaves the rule **inconclusive**.
@@ -15,6 +15,15 @@ runs collapsed (was: any run — which dropped a 10-draw random point more often
 **Third version** (2026-11-27, before any point had a second run): a point is read on its runs that did not collapse
 (at least 3 of them), so a minority of collapsed draws never enters a mean or an interval; for full SFT's cost
 (rule 3a) any collapsed run at a point of at least 3 runs counts as a cost.
+**Fourth version** (2026-11-28, every grid point still at one run, so no part could decide): **every interval a rule
+reads** is at level 1 − 0.05 / N, N the number of intervals the rule reads over the whole grid (:func:`family`:
+rule 1 |K|; rule 2 |K|·|F|; rule 3 |F| + |K| + 2·|K|·|F|; rule 4 |K|·|R|, for K, F, R the points of precise-key,
+full and the random arm). When every interval covers, no part is decided wrongly, and Kleene's combination of right
+or undecided parts is never wrong: each verdict, *holds* and *does not hold* alike, is wrong with probability at
+most 5 %. (The second version adjusted the parts a *some* reads and left the *every* inside it at each part's level,
+so "does not hold", a union over the inner parts, was not covered; rule 1's adjustment, by the second version, had
+no changelog line: it is named here.) Leave-one-rate-out re-decides at the **whole grid's** N, so leaving a point
+out only takes information away; the frontier tops' interval (:func:`headline`) is shown at the same level.
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -79,8 +88,8 @@ def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) 
 
 # ------------------------------------------------------------------------- intervals of points
 def level(m: int) -> float:
-    """The confidence level of each of ``m`` parts that a *some* reads (Bonferroni: 1 − 0.05 / m), so that "some
-    rate" does not become likelier to hold the more rates a grid has (rule version of 2026-11-27, second entry)."""
+    """The confidence level of each of the ``m`` intervals a rule reads (Bonferroni: 1 − 0.05 / m; fourth version,
+    module docstring): with all ``m`` covering at once (probability ≥ 95 %), no verdict is wrong."""
     return 1 - 0.05 / max(1, m)
 
 
@@ -110,18 +119,19 @@ def _learn(p: Point, v: str, shift: float = 0.0, m: int = 1) -> bool | None:
     return decide(*gain(p, v, shift, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
 
 
-def learns(c: Curves, v: str, ref: str = "base") -> bool | None:
+def learns(c: Curves, v: str, ref: str = "base", n: int | None = None) -> bool | None:
     shift = 0.0
     if ref == "base-shots":
         s, b = (sum(x) / len(x) for x in (variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v)))
         shift = s - b
     keys = live(c, "precise-key")
-    return some(_learn(p, v, shift, len(keys)) for p in keys)
+    n = n or family(c, "learns")
+    return some(_learn(p, v, shift, n) for p in keys)
 
 
-def matches(c: Curves, v: str) -> bool | None:
-    keys = live(c, "precise-key")
-    return some(every(decide(*diff(k, f, v, len(keys)), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
+def matches(c: Curves, v: str, n: int | None = None) -> bool | None:
+    keys, n = live(c, "precise-key"), n or family(c, "matches")
+    return some(every(decide(*diff(k, f, v, n), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
                       for f in live(c, "full")) for k in keys)
 
 
@@ -132,47 +142,66 @@ def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
     return True if ml > 0 and gl > 0 else (False if mh < 0 or gh < 0 else None)
 
 
-def full_costs(c: Curves) -> bool | None:
-    full = c.points.get("full", [])
+def full_costs(c: Curves, n: int | None = None) -> bool | None:
+    full, n = c.points.get("full", []), n or len(c.points.get("full", []))
     parts = [(True if p.n >= MIN_RUNS else None) if p.gone or any(p.collapsed) else
-             decide(*gain(p, "general", m=len(full)), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
+             decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
              for p in full]                 # a collapsed run is a cost, at a point of >= MIN_RUNS runs
     return some(parts)
 
 
-def not_dominated(c: Curves, v: str) -> bool | None:
+def not_dominated(c: Curves, v: str, n: int | None = None) -> bool | None:
     full, keys = live(c, "full"), live(c, "precise-key")
-    m = len(keys)
+    m = n or len(keys) + 2 * len(keys) * len(full)
     return some(both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
                 for k in keys)
 
 
-def keeps(c: Curves, v: str) -> bool | None:
-    return both(full_costs(c), not_dominated(c, v))
+def keeps(c: Curves, v: str, n: int | None = None) -> bool | None:
+    n = n or family(c, "keeps")
+    return both(full_costs(c, n), not_dominated(c, v, n))
 
 
-def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> bool | None:
-    keys = live(c, arm)
-    return some(every(decide(*diff(k, r, v, len(keys)), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
+def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random",
+              n: int | None = None) -> bool | None:
+    keys, n = live(c, arm), n or family(c, "selection", arm, control)
+    return some(every(decide(*diff(k, r, v, n), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
                       for r in live(c, control)) for k in keys)
 
 
+def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "precise-random") -> int:
+    """N, the number of intervals ``rule`` reads over the whole grid of ``c`` (fourth version, module docstring):
+    ``learns`` |K|; ``matches`` |K|·|F|; ``keeps`` |F| (full's cost, every point) + |K| (learns) + 2·|K|·|F| (math
+    and general of each domination); ``selection`` |K|·|R| for ``arm`` and ``control``."""
+    k, f = len(live(c, "precise-key")), len(live(c, "full"))
+    return max(1, {"learns": k, "matches": k * f, "keeps": len(c.points.get("full", [])) + k + 2 * k * f,
+                   "selection": len(live(c, arm)) * len(live(c, control))}[rule])
+
+
 # ------------------------------------------------------------------------- the table of verdicts
-def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Callable[[Curves], bool | None]]]:
-    """``(claim, comparison, arms it reads, measure variant, decide)`` for every rule and variant (module docstring)."""
-    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v, lambda c, v=v: learns(c, v))
-           for v in c.variants]
+Decider = Callable[[Curves, int], "bool | None"]
+
+
+def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Callable[[Curves], int]]]:
+    """``(claim, comparison, arms it reads, measure variant, decide, size)`` for every rule and variant (module
+    docstring): ``decide(c, n)`` decides the rule with its intervals at :func:`level` of ``n``, and ``size(c)`` is
+    its :func:`family` on ``c``."""
+    L = lambda c, v, n: learns(c, v, n=n)
+    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v, lambda c, n, v=v: L(c, v, n),
+            lambda c: family(c, "learns")) for v in c.variants]
     if c.shots is not None and c.math in c.shots["results"]:
         out += [("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",), v,
-                 lambda c, v=v: learns(c, v, "base-shots")) for v in c.variants]
-    out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v, lambda c, v=v: matches(c, v))
-            for v in c.variants]
+                 lambda c, n, v=v: learns(c, v, "base-shots", n), lambda c: family(c, "learns")) for v in c.variants]
+    out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v,
+             lambda c, n, v=v: matches(c, v, n), lambda c: family(c, "matches")) for v in c.variants]
     out.append(("precise keeps general skills better than full", "full − base (a); full vs precise-key (b)",
-                ("precise-key", "full"), c.variants[0], lambda c: keeps(c, c.variants[0])))
+                ("precise-key", "full"), c.variants[0], lambda c, n: keeps(c, c.variants[0], n),
+                lambda c: family(c, "keeps")))
     for arm, ctl in product(("precise-key", "precise-share"), RANDOM):
         for v in c.variants:
             out.append(("the selection matters", f"{arm} − {ctl}", (arm, ctl), v,
-                        lambda c, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl)))
+                        lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),
+                        lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl)))
     return out
 
 
@@ -199,13 +228,14 @@ def thin(c: Curves, arms: tuple[str, ...]) -> str:
     return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}" if few else "undecided parts"
 
 
-def loro(c: Curves, arms: tuple[str, ...], decide_: Callable[[Curves], bool | None]) -> list[tuple[str, float, str]]:
-    """``(arm, rate, verdict)`` with each grid point of ``arms`` left out in turn."""
+def loro(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int) -> list[tuple[str, float, str]]:
+    """``(arm, rate, verdict)`` with each grid point of ``arms`` left out in turn, decided at the whole grid's
+    ``n`` (fourth version: leaving a point out takes information away and never narrows the other intervals)."""
     out = []
     for a in arms:
         for p in c.points.get(a, []):
             d = c.without(a, p.lr)
-            out.append((a, p.lr, _gate(d, arms) or WORD[decide_(d)]))
+            out.append((a, p.lr, _gate(d, arms) or WORD[decide_(d, n)]))
     return out
 
 
@@ -214,10 +244,10 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
     verdict each left-out point gives, and whether one gives the opposite), the final verdict and, where a rule
     cannot be decided, why."""
     rows = []
-    for claim, comp, arms, v, fn in rules(c):
-        why = _gate(c, arms)
-        whole = why.split(":")[0] if why else WORD[fn(c)]
-        left = [] if why else loro(c, arms, fn)
+    for claim, comp, arms, v, fn, size in rules(c):
+        why, n = _gate(c, arms), size(c)
+        whole = why.split(":")[0] if why else WORD[fn(c, n)]
+        left = [] if why else loro(c, arms, fn, n)
         flips = [(a, lr, w) for a, lr, w in left if w == OPPOSITE.get(whole)]
         final = OPEN if flips else whole
         moved = [(a, lr, w) for a, lr, w in left if w != whole]
@@ -226,15 +256,16 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
                         + ("; but " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved) if moved else
                            " (the same verdict without each)")) if whole in OPPOSITE else thin(c, arms))
         rows.append({"claim": claim, "comparison": comp, "measure": v, "whole grid": whole, "verdict": final,
-                     "leave-one-rate-out": note, "why": why or "", "loro": left, **headline(c, arms, v, claim)})
+                     "leave-one-rate-out": note, "why": why or "", "loro": left, "intervals": n,
+                     "level": level(n), **headline(c, arms, v, claim, n)})
     return pd.DataFrame(rows)
 
 
-def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str) -> dict:
+def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -> dict:
     """The comparison a reader checks first: the two arms' frontier tops (the point that did not collapse with the
     highest mean *validation* math accuracy, so the test items that are shown did not pick it; the test mean where
     no validation score was recorded) and the Welch interval of their difference — or, against base, the top's t
-    interval. It decides nothing: the rules read every point."""
+    interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
     pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
     tops = [max(live(c, a), key=pick, default=None) for a in arms]
     if any(t is None for t in tops):
@@ -243,22 +274,23 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str) -> dict:
     if "keeps" in claim:
         k, f = tops
         est = k.mean("general") - f.mean("general")
-        lo, hi = diff(k, f, "general")
+        lo, hi = diff(k, f, "general", n)
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
     if len(tops) == 1:
-        est, lo, hi = run_interval(tops[0], v)
+        est, lo, hi = run_interval(tops[0], v, level(n))
         return {"estimate": est, "ci_low": lo if tops[0].n_clean >= 2 else None, "ci_high": hi, "at": at}
-    lo, hi = diff(*tops, v)
+    lo, hi = diff(*tops, v, n)
     return {"estimate": tops[0].mean(v) - tops[1].mean(v), "ci_low": lo, "ci_high": hi, "at": at}
 
 
 def by_rate(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> pd.DataFrame:
-    """At every rate both arms ran: ``arm − control`` on ``v`` (Welch, run level) and the part's value."""
-    rows = []
+    """At every rate both arms ran: ``arm − control`` on ``v`` (Welch, run level, at the selection rule's level)
+    and the part's value."""
+    rows, n = [], family(c, "selection", arm, control)
     for k in live(c, arm):
         for r in live(c, control):
             if r.lr == k.lr:
-                lo, hi = diff(k, r, v)
+                lo, hi = diff(k, r, v, n)
                 rows.append({"lr": k.lr, "runs": f"{k.n} / {r.n}", "difference": k.mean(v) - r.mean(v), "lo": lo,
                              "hi": hi, "part": WORD[decide(lo, hi, lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)]})
     return pd.DataFrame(rows)

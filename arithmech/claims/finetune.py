@@ -43,7 +43,7 @@ def _curves(ctx: Context, cid: str):
         return r["why"], None
     num = "" if r["estimate"] is None or r["estimate"] != r["estimate"] else (
         f"frontier tops {r['at']}: {_pct(r['estimate'])} points" + (
-            f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (Welch t over run means)"
+            f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (Welch t over run means at {100 * r['level']:.4g}%, the rule's level)"
             if r["ci_low"] is not None and r["ci_low"] == r["ci_low"] else " (no run-level interval)"))
     what = "" if comp is None else f", {r['measure']}"
     flipped = f"whole grid {r['whole grid']}, but " if r["whole grid"] != r["verdict"] else ""

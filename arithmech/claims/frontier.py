@@ -188,13 +188,13 @@ def frontier(points: list[Point]) -> list[Point]:
     return sorted(out, key=m, reverse=True)
 
 
-def run_interval(p: Point, what: str) -> tuple[float, float | None, float | None]:
+def run_interval(p: Point, what: str, level: float = 0.95) -> tuple[float, float | None, float | None]:
     """``(mean, lo, hi)`` of a point's run values of ``what`` (a math variant, ``general`` or ``loss``): Student t over
-    its runs; ``lo``, ``hi`` None with fewer than two runs."""
+    its runs at ``level``; ``lo``, ``hi`` None with fewer than two runs."""
     xs = p.values(what)
     if len(xs) < 2:
         return _mean(xs), None, None
-    return t_interval(xs)
+    return t_interval(xs, level)
 
 
 def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:

@@ -44,7 +44,8 @@ def _interval(r) -> str:
     if r["estimate"] is None or r["estimate"] != r["estimate"]:
         return "—"
     ci = "" if r["ci_low"] is None or r["ci_low"] != r["ci_low"] else f" [{PCT(r['ci_low'])}, {PCT(r['ci_high'])}]"
-    return f"{PCT(r['estimate'])}{ci or ' (no run-level interval)'} — {r['at']}"
+    ci = f"{ci} at {100 * r['level']:.4g}%" if ci else " (no run-level interval)"
+    return f"{PCT(r['estimate'])}{ci} — {r['at']}"
 
 
 def verdict_table(rows: pd.DataFrame, measures: str = "all") -> pd.DataFrame:
@@ -56,7 +57,7 @@ def verdict_table(rows: pd.DataFrame, measures: str = "all") -> pd.DataFrame:
     return pd.DataFrame({"claim": rows.claim, "comparison": rows.comparison,
                          "measure": rows.measure.str.replace(":", ", ", regex=False),
                          "whole grid": rows["whole grid"], "leave-one-rate-out": rows["leave-one-rate-out"],
-                         "verdict": rows.verdict, "frontier tops, points [95% run-level]": [
+                         "verdict": rows.verdict, "frontier tops, points [run-level, the rule's level]": [
                              _interval(r) for _, r in rows.iterrows()]}).reset_index(drop=True)
 
 
@@ -131,8 +132,8 @@ def finding_lines(rows: pd.DataFrame) -> list[str]:
 
 def common_rates(c: F.Curves) -> pd.DataFrame:
     """The selection comparisons at every rate both arms ran (:func:`arithmech.claims.curves.by_rate`): key and share
-    against each random arm, per math measure, the difference in points with its Welch interval and the part's
-    verdict (an interval above 0: true; upper end below +m: false)."""
+    against each random arm, per math measure, the difference in points with its Welch interval (at the selection
+    rule's level) and the part's verdict (an interval above 0: true; upper end below +m: false)."""
     out = []
     for arm in ("precise-key", "precise-share"):
         for ctl in C.RANDOM:
@@ -143,5 +144,5 @@ def common_rates(c: F.Curves) -> pd.DataFrame:
                     ci = "—" if r["lo"] is None or r["lo"] != r["lo"] else f"[{PCT(r['lo'])}, {PCT(r['hi'])}]"
                     out.append({"comparison": f"{arm} − {ctl}", "measure": v.replace(":", ", "),
                                 "rate": f"{r['lr']:.0e}", "runs": r["runs"], "difference": PCT(r["difference"]),
-                                "95% run-level": ci, "this rate alone": r["part"]})
+                                "run-level (rule's level)": ci, "this rate alone": r["part"]})
     return pd.DataFrame(out)

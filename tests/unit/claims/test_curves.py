@@ -30,9 +30,9 @@ def _old(folder, claim):
 # -- the review's case (§2.1b): a full-SFT rate off the chosen one dominates precise-key
 DOMINATED = {
     "full": {3e-5: J(0.80, 0.75, 0.005), 1e-4: J(0.97, 0.95, 0.0, n=5, sd=0.005), 3e-4: J(0.90, 0.85, -0.07), 9e-4: J(0.40, 0.30, -0.15)},
-    "precise-key": {3e-4: J(0.45, 0.40, -0.01, n=5, sd=0.005), 1e-3: J(0.60, 0.50, -0.015, n=5, sd=0.005), 3e-3: J(0.65, 0.55, -0.02, n=5, sd=0.005),
+    "precise-key": {3e-4: J(0.45, 0.40, -0.01, n=5, sd=0.005), 1e-3: J(0.60, 0.50, -0.03, n=5, sd=0.005), 3e-3: J(0.65, 0.55, -0.02, n=5, sd=0.005),
                     9e-3: J(0.10, 0.05, -0.06, n=5, sd=0.005)},
-}                                   # 5 runs where the domination is read: the parts are Bonferroni-adjusted (4 rates)
+}          # 5 runs where the domination is read: every interval is at 1 − 0.05/32 (the rule reads 32 intervals)
 
 
 def test_keeps_does_not_hold_when_a_full_rate_dominates_every_key_rate(tmp_path):
@@ -207,12 +207,12 @@ def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
             if r["verdict"] not in C.OPPOSITE:
                 continue
             decided += 1
-            claim, comparison, arms, measure, decide = C.rules(c)[i]
+            claim, comparison, arms, measure, decide, size = C.rules(c)[i]
             assert (claim, comparison, measure) == (r.claim, r.comparison, r.measure)
             for arm, ps in c.points.items():
                 for p in ps:
                     d = c.without(arm, p.lr)
-                    again = C._gate(d, arms) or C.WORD[decide(d)]
+                    again = C._gate(d, arms) or C.WORD[decide(d, size(c))]
                     assert again != C.OPPOSITE[r["verdict"]], (r.claim, arm, p.lr)
     assert decided >= 30, decided
 
@@ -244,3 +244,43 @@ def test_a_point_whose_every_run_collapsed_has_no_mean_and_no_interval():
     assert p.gone and p.values("carry") == [] and p.mean("carry") != p.mean("carry")
     m, lo, hi = run_interval(p, "carry")
     assert m != m and lo is None and hi is None
+
+
+def _pt(arm, lr, xs):
+    n = len(xs)
+    return Point(arm, lr, tags=[f"{arm}{lr}{i}" for i in range(n)], math={"carry": list(xs)}, general=[0.0] * n,
+                 loss=[0.0] * n, collapsed=[False] * n)
+
+
+def test_does_not_hold_is_adjusted_for_the_parts_inside_every():
+    """Protects the fourth rule version (issue #40, hostile reading B1): one key rate against five random rates, one
+    of them 2 points below key. At 95 % (the third version: only the outer 'some', of one key rate, was adjusted)
+    key − that random rate has its upper end below +5 points, so the part is false and the rule *does not hold*; but
+    that verdict is a union over the five inner parts. With all 5 intervals at 1 − 0.05/5 the part is undecided and
+    the rule is *inconclusive*."""
+    key = _pt("precise-key", 1e-3, [0.60, 0.61, 0.62])
+    near = _pt("precise-random", 1e-3, [0.585, 0.59, 0.595])
+    far = [_pt("precise-random", lr, [0.30, 0.31, 0.32]) for lr in (1e-4, 3e-4, 3e-3, 1e-2)]
+    c = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key], "precise-random": sorted(far + [near],
+               key=lambda p: p.lr)}, base=None)
+    assert C.family(c, "selection") == 5
+    assert C.diff(key, near, "carry", m=1)[1] < C.MARGIN < C.diff(key, near, "carry", m=5)[1]
+    assert C.selection(c, "carry", n=1) is False                 # the third version's reading
+    assert C.selection(c, "carry") is None                       # the fourth's
+    r = _row(C.verdict_rows(c), "the selection matters", "precise-key − precise-random")
+    assert r["verdict"] == C.OPEN and r["intervals"] == 5 and r["level"] == pytest.approx(0.99)
+
+
+def test_each_rule_reads_the_intervals_its_family_counts():
+    """Protects the sizes the fourth version adjusts by (module docstring of claims/curves.py): with K key, F full
+    and R random points, learns reads K intervals, matches K·F, keeps F + K + 2·K·F, selection K·R — and a left-out
+    point is re-decided at the whole grid's N (the verdict table's ``intervals``)."""
+    c = Curves("cpu", "carry", "cloze", ("carry",), {
+        "precise-key": [_pt("precise-key", lr, [0.6, 0.61, 0.62]) for lr in (1e-3, 3e-3)],
+        "full": [_pt("full", lr, [0.9, 0.91, 0.92]) for lr in (3e-5, 1e-4, 3e-4)],
+        "precise-random": [_pt("precise-random", lr, [0.5, 0.51, 0.52]) for lr in (1e-3, 3e-3, 1e-2, 3e-2)]},
+        base=None)
+    assert [C.family(c, r) for r in ("learns", "matches", "keeps", "selection")] == [2, 6, 3 + 2 + 12, 8]
+    rows = C.verdict_rows(c).set_index(["claim", "comparison"])
+    assert rows.loc[("the selection matters", "precise-key − precise-random"), "intervals"] == 8
+    assert rows.loc[("precise matches full", "precise-key − full"), "intervals"] == 6
