@@ -127,8 +127,8 @@ _FAMILY = ("every interval a rule reads is at level 1 − 0.05/N, N the number o
 _STILL_ONE = ("yes: the arms runner's seed-0 records (base, base-shots, full at 3 rates, the four precise arms at 3 "
               "rates each; one run a point, so no point could decide)")
 RECENT += (
-    Change("precise-matches-full", 9, "2026-11-28", "this commit", _FAMILY, _STILL_ONE),
-    Change("selection-matters", 7, "2026-11-28", "this commit", _FAMILY, _STILL_ONE),
-    Change("precise-keeps-generic", 9, "2026-11-28", "this commit", _FAMILY, _STILL_ONE),
+    Change("precise-matches-full", 9, "2026-11-28", "ea3435f", _FAMILY, _STILL_ONE),
+    Change("selection-matters", 7, "2026-11-28", "ea3435f", _FAMILY, _STILL_ONE),
+    Change("precise-keeps-generic", 9, "2026-11-28", "ea3435f", _FAMILY, _STILL_ONE),
 )
 RECENT_DIGEST.update({"precise-matches-full": "e5038d3f8018", "selection-matters": "6bf8d2b0153a", "precise-keeps-generic": "76002d7fc81b"})
