@@ -19,7 +19,7 @@ from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data.pairs import reference_samples
-from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
+from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 from arithmech.steps.config import Analyze as Config
@@ -105,18 +105,21 @@ def run(config: Config) -> dict:
                 folder=folder, summary=summary)
 
 
-def ensure(config: Config, recompute: bool = False) -> dict:
-    """The analyze files of ``config``: read when ``run.json`` records an analyze run made with the same
-    :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged identify files), else made by :func:`run`.
-    Its heads are identify's studied heads: the key heads, or the top 10 by effect rank where none passes
-    (:func:`arithmech.methods.effects.studied_heads`).
+def read(folder: str | Path) -> dict:
+    """The analyze files of ``folder`` (checked), with the labels of identify's studied heads: the key heads, or
+    the top 10 by effect rank where none passes (:func:`arithmech.methods.effects.studied_heads`).
 
     Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
-    folder = results.model_folder(config.results, config.model_name)
-    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-    if recompute or not results.made_with(folder, "analyze", want):
-        run(config.replace(overwrite=True))
     roles = results.read(folder, "attention_roles.csv")
     return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
             "baseline": results.read(folder, "attention_baseline.csv"), "mlp": results.read(folder, "mlp_projection.csv"),
             "top": results.read(folder, "top_numbers.csv"), "summary": results.read(folder, "analyze.json")}
+
+
+def summary(r: dict) -> str:
+    """The command line's summary of :func:`run`'s result: the studied heads' labels, the stages, the verdicts."""
+    return "\n".join([r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False),
+                      f"start-inflection-end: {r['stages']}",
+                      *verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"]),
+                      f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
+                      "top_numbers.csv, analyze.json"])

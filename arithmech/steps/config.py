@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
+from arithmech.core.estimate import Estimate, Shape
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_device, check_model
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
 from arithmech.methods.knockout_settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
+from arithmech.steps import memory
 
 # Bounds (issue #28): the largest value a run can take and still finish on this project's machine (2 CPU cores,
 # 24 GiB) within about a working day; each is checked when a config is built, before any model loads. The
@@ -125,6 +127,10 @@ class Identify(ModelStep):
                                 curves_for=self.curves_for, positions=self.knockout_positions,
                                 split=self.knockout_split, pool_size=self.pool_size, batch_size=self.batch_size)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.identify`)."""
+        return memory.identify(shape, self, **known)
+
 
 CONTROL_FLOOR = 0.5
 """The per-task control of identify, written before any run: a task **fails** it when its conditioned floor
@@ -149,7 +155,6 @@ they make identify's files): 128 knockout prompts, a pool of 128 X_c per family,
 position, no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching time). The
 command's defaults are :class:`Identify`'s."""
 
-
 @dataclass(frozen=True)
 class Analyze(ModelStep):
     """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""
@@ -166,6 +171,10 @@ class Analyze(ModelStep):
             raise ValueError(f"--prompt has {len(self.prompt):,} characters; at most {MAX_PROMPT_CHARS:,} (a prompt such "
                              "as '4 + 3 =')")
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.analyze`)."""
+        return memory.analyze(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Beyond(ModelStep):
@@ -175,6 +184,10 @@ class Beyond(ModelStep):
     n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS)
     n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0, high=MAX_ORDERS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.beyond`)."""
+        return memory.beyond(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -189,6 +202,10 @@ class Faithfulness(ModelStep):
     n_samples: int = option(128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh",
                             low=1, high=MAX_PAIRS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.faithfulness`)."""
+        return memory.faithfulness(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -217,6 +234,10 @@ class Stability(ModelStep):
         token identify measures by default; no flag), this config's solved examples and their sets."""
         return Draw(Identify.__dataclass_fields__["answer_token"].default, self.shots, self.example_sets)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.stability`)."""
+        return memory.stability(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Generalize(Config):
@@ -239,6 +260,10 @@ class Accuracy(ModelStep):
         """Zero-shot pairs of this config's answer token (:class:`arithmech.data.draw.Draw`)."""
         return Draw(self.answer_token)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.accuracy`)."""
+        return memory.accuracy(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Shots(ModelStep):
@@ -255,6 +280,10 @@ class Shots(ModelStep):
         super().check()
         if list(self.grid) != sorted(set(self.grid)):
             raise ValueError(f"--grid {','.join(map(str, self.grid))}: expected distinct values in increasing order")
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.shots`)."""
+        return memory.shots(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -297,6 +326,10 @@ class Finetune(ModelStep):
     save_adapter: bool = option(False, "keep the trained slices (adapter.safetensors) beside the record")
     threads: int | None = option(None, "torch intra-op threads (default: torch's)", low=1, reuse=False, high=MAX_THREADS)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.finetune`)."""
+        return memory.finetune(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Table1(ModelStep):
@@ -334,6 +367,10 @@ class Table1(ModelStep):
                              high=MAX_EXTEND)
     scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9, high=MAX_SCALE)
     data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.arms`)."""
+        return memory.arms(shape, self, **known)
 
 
 @dataclass(frozen=True)
