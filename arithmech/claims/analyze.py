@@ -84,11 +84,13 @@ def attention_roles(ctx: Context):
     p95 = v.groupby("role").first()
     names = components(by[by == True].index)  # noqa: E712
     n_prompts = int(roles.n.max()) if "n" in roles else 0
+    ops = ctx.read("analyze.json").get("operations", "all")          # a file before issue #41 item 5: all
+    of = "every operation" if ops == "all" else f"the operations that pass identify's control ({', '.join(ops)})"
     here = (f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
             f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
             f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
             f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
-            f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of every operation")
+            f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of {of}")
     return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
 
 

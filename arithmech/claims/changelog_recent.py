@@ -132,3 +132,18 @@ RECENT += (
     Change("precise-keeps-generic", 9, "2026-11-28", "ea3435f", _FAMILY, _STILL_ONE),
 )
 RECENT_DIGEST.update({"precise-matches-full": "e5038d3f8018", "selection-matters": "6bf8d2b0153a", "precise-keeps-generic": "76002d7fc81b"})
+
+
+# -- issue #41 item 5 (2026-11-28): one sample per question. Analyze's attention roles and MLP stages were measured on
+# the prompts of every operation while the heads they study were ranked on the operations that pass the control
+# (SmolLM2 K=4: addition and subtraction; multiplication fails it, division has too few problems).
+_POOLED = ("measured on identify's prompts of the operations that pass its control (analyze --operations pooled, the "
+           "default: the tasks its pooled task holds, where the key heads were ranked; was: every operation, e.g. "
+           "SmolLM2's 1,942 prompts of which multiplication and division had failed the control)")
+_POOLED_RUNS = ("yes: both models' analyze files on every operation (SmolLM2: attention-roles holds, 6 of 7 share-rule "
+                "heads; stages does not hold, operands 1–19–20, answer 3–8–12)")
+RECENT += (
+    Change("attention-roles", 5, "2026-11-28", "this commit", _POOLED, _POOLED_RUNS),
+    Change("stages", 2, "2026-11-28", "this commit", _POOLED, _POOLED_RUNS),
+)
+RECENT_DIGEST.update({"attention-roles": "05b9d99586fe", "stages": "ed1454a94224"})

@@ -118,9 +118,11 @@ RULES: tuple[Rule, ...] = (
          "the other heads' 95th percentile (the other heads resampled), and does not when its mass plus two "
          "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
          "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
-         "inconclusive otherwise, and without key heads under either rule", version=4),
+         "inconclusive otherwise, and without key heads under either rule; measured on the prompts of the operations "
+         "that pass identify's control, where the heads were ranked", version=5),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
-         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
+         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C), "
+         "measured on the prompts of the operations that pass identify's control", version=2),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
          "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "

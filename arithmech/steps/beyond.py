@@ -34,6 +34,7 @@ from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
+from arithmech.steps.analyze import operations
 from arithmech.steps.config import Beyond as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
@@ -47,12 +48,17 @@ def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5)
         raise ValueError(f"n_misses={n_misses!r}: need a non-negative integer")
 
 
-def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
-    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts,
-    read and checked through the results contract."""
+ABSENT_MEANS = {"operations": "all"}
+"""A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
+
+
+def inputs(folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
+           ) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
+    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts of the
+    operations ``ops`` (every one when None), read and checked through the results contract."""
     effects = results.read(folder, "effects.csv")
     kh = results.read(folder, "key_heads.json")
-    samples = pairs.samples(folder)
+    samples = [s for s in pairs.samples(folder) if ops is None or s.op in ops]
     if not samples:
         raise ValueError(f"{quoted(folder / 'prompts.jsonl')} holds no reference prompts: nothing to patch")
     rng = np.random.default_rng(seed)
@@ -112,7 +118,8 @@ def run(config: Config) -> dict:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
-    effects, kh, samples = inputs(folder, c.n_samples, c.seed)
+    ops = operations(c, folder)
+    effects, kh, samples = inputs(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
@@ -125,8 +132,8 @@ def run(config: Config) -> dict:
         bar.advance()
     record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
                                  seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,
-                                 batch_size=c.batch_size),
-              "summary": out["summary"],
+                                 batch_size=c.batch_size, operations=c.operations),
+              "summary": {**out["summary"], "operations": ops or "all"},
               "versions": results.versions(),
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
               "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}

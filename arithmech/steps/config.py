@@ -160,6 +160,9 @@ class Analyze(ModelStep):
     """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""
     n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1, high=MAX_PAIRS)
     prompt: str = option("4 + 3 =", "prompt of the layer-by-layer top-token table (Fig. 6c)")
+    operations: str = option("pooled", "whose prompts: the operations that pass identify's control (pooled: the tasks "
+                             "its pooled task holds, where the key heads were ranked) or every operation (all)",
+                             choices=("pooled", "all"))
     final_norm: bool = option(True, "project through the final norm's gain")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
@@ -183,6 +186,7 @@ class Beyond(ModelStep):
     ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1, high=MAX_IG_STEPS)
     n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS)
     n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0, high=MAX_ORDERS)
+    operations: str = same_as(Analyze, "operations")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def memory(self, shape: Shape, **known) -> Estimate:
