@@ -143,7 +143,7 @@ _POOLED = ("measured on identify's prompts of the operations that pass its contr
 _POOLED_RUNS = ("yes: both models' analyze files on every operation (SmolLM2: attention-roles holds, 6 of 7 share-rule "
                 "heads; stages does not hold, operands 1–19–20, answer 3–8–12)")
 RECENT += (
-    Change("attention-roles", 5, "2026-11-28", "this commit", _POOLED, _POOLED_RUNS),
-    Change("stages", 2, "2026-11-28", "this commit", _POOLED, _POOLED_RUNS),
+    Change("attention-roles", 5, "2026-11-28", "a1c5fa2", _POOLED, _POOLED_RUNS),
+    Change("stages", 2, "2026-11-28", "a1c5fa2", _POOLED, _POOLED_RUNS),
 )
 RECENT_DIGEST.update({"attention-roles": "05b9d99586fe", "stages": "ed1454a94224"})
