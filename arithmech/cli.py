@@ -74,9 +74,11 @@ def _print_faithfulness(out: dict) -> None:
     r = out["rule"]
     print(f"{out['info']['n_prompts']} evaluation prompts ({out['info']['n_clusters']} problems), {out['info']['circuits']} "
           f"circuits; top-n of {', '.join(out['info']['ranking'][:5])}, ...")
-    b, pct = r.get("best") or {}, lambda d: f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (random 95th {d['band_hi']:.0%})"
+    b = r.get("best") or {}
+    pct = lambda d: (f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
+                     f"{d['band_max']:.0%}, 95th {d['band_hi']:.0%})")
     where = ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
-    print(f"circuit-faithful: {r['holds']}; best candidate {where}: " + "; ".join(
+    print(f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): " + "; ".join(
         f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b))
     print(f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s")
 

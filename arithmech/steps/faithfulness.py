@@ -34,6 +34,7 @@ from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
+from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
 from arithmech.methods import knockout_run
 from arithmech.methods.knockout_means import pool_prompts
@@ -43,7 +44,7 @@ from arithmech.steps import identify as identify_step
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
-TARGET, K_MAX = 0.8, 10            # the claim's rule (arithmech.claims.rules, circuit-faithful)
+TARGET, K_MAX = R.TARGET, R.K_MAX   # the claim's rule (arithmech.claims.rules, circuit-faithful)
 
 
 def identify_setting(folder) -> dict:
@@ -116,6 +117,9 @@ def run(config: Config) -> dict:
                     model, tok, samples, means, reading, key, p["ranked_task"], c.n_random, c.seed,
                     p.get("n_boot", 1000), p.get("bootstrap") or "prompt", "held-out", c.batch_size)
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
+                cp = info["cross_position"]       # the two noising denominators on the same prompts (issue #41, A6)
+                cp["full_effect_vs_end"] = ((cp["ld_x_r"] - cp["ld_all_ablated_mean"])
+                                            / (info["ld_x_r"] - info["ld_all_ablated_mean"]))
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
