@@ -137,7 +137,7 @@ RECENT_DIGEST.update({"precise-matches-full": "e5038d3f8018", "selection-matters
 # -- issue #41 item 4, the hostile reading of circuit-faithful version 6 (faith2 branch, 2026-11-28): written after
 # both models' version-5/6 faithfulness.csv existed and had been read, before any run of this version.
 RECENT += (
-    Change("circuit-faithful", 7, "2026-11-28", "this commit", "the gaps of the hostile reading: (A2) the unclipped "
+    Change("circuit-faithful", 7, "2026-11-28", "cc22d91", "the gaps of the hostile reading: (A2) the unclipped "
            "mean recovery and the share of used prompts above 1 are written beside the clipped one, and a candidate "
            "is faithful only if its unclipped interval reaches down to 120% or below, fails if it lies entirely above "
            "(was: per-prompt clipping to [0, 1] made an over-recovering circuit look perfectly faithful); (A3) the "
@@ -154,4 +154,4 @@ RECENT += (
            "candidates faithful; embedded: --n-max 6, 11 problem clusters, inconclusive) and the hostile review of "
            "version 6 (issue #41 item 4)"),
 )
-RECENT_DIGEST.update({"circuit-faithful": "de3121b73feb"})
+RECENT_DIGEST.update({"circuit-faithful": "a48824895aa0"})
