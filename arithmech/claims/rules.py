@@ -386,27 +386,31 @@ def rules_markdown(ids: Iterable[str]) -> str:
 
 
 # ------------------------------------------------------------------ faithfulness (issue #26, item 4)
-# Decided by arithmech.methods.faithfulness.faithful_verdict (version 5, issue #41: bounded, both directions, across
-# positions); see its changelog entries for what existed then.
+# Decided by arithmech.methods.faithfulness_rule.faithful_verdict (version 7, issue #41 item 4: bounded and unclipped,
+# both directions, across positions, adjusted over the candidates); see its changelog entries for what existed then.
 RULES += (
     Rule("circuit-faithful", "A small circuit keeps the answer when every other component is ablated and brings "
          "it back when patched into the counterfactual (beyond the paper)",
          "not measured in the paper (it knocks out heads; it does not run the circuit alone)",
-         "a bounded recovery on evaluation-side prompts, per prompt (LD(run) − LD(baseline)) / (LD(X_r) − "
-         "LD(baseline)) clipped to [0, 1], LD = logit(answer) − logit(X_c's answer), prompts whose own effect is not "
-         "positive left out and counted; its mean over prompts with a 95% cluster-bootstrap interval, in both "
-         "directions: noising (X_r, every other component ablated with reference-pool means; baseline: all "
-         "ablated) and denoising (X_c with the circuit patched in from X_r; baseline: X_c). Candidates: the "
-         "top-n components by effect rank at END for n ≤ 10, against ≥ 20 random circuits of n components outside "
-         "the top n at END; and the cross-position circuit (the ≤ 5 heads attending most to the operands, above "
-         "every head's 95th percentile, at the A, B, operator and END positions, plus the ≤ 5 first key heads at "
-         "END; its noising ablates every other head at those positions, MLPs kept), against ≥ 20 random circuits of "
-         "heads of the same layers at the same positions. A candidate is "
-         "faithful iff in both directions its interval lies entirely at or above 80% and above the 95th percentile "
-         "of its random circuits; it fails iff in some direction its interval lies entirely below 80% or reaches no "
-         "higher than that percentile. Holds iff some candidate is faithful; does not hold iff every candidate, each "
-         "of them measured, fails; inconclusive otherwise, with fewer than 20 problem clusters among the prompts, or "
-         "where faithfulness.csv is missing or has no bounded recovery in either direction",
-         version=6),
+         "a per-prompt recovery on evaluation-side prompts, (LD(run) − LD(baseline)) / (LD(X_r) − LD(baseline)), "
+         "LD = logit(answer) − logit(X_c's answer), prompts whose own effect is not positive left out and counted; "
+         "its mean over the used prompts clipped to [0, 1] and unclipped, each with a cluster-bootstrap interval at "
+         "1 − 0.05/11 (Bonferroni over the 11 candidates), in both directions: noising (X_r, every other component "
+         "ablated with reference-pool means; baseline: all ablated) and denoising (X_c with the circuit patched in "
+         "from X_r; baseline: X_c). Candidates: the top-n components by effect rank at END for n ≤ 10, against ≥ 20 "
+         "random circuits of n components outside the top n at END; and the cross-position circuit (the ≤ 5 heads "
+         "attending most to the operands, above every head's 95th percentile, at the A, B, operator and END "
+         "positions, plus the ≤ 5 first key heads at END; its noising ablates every other head at those positions, "
+         "MLPs recomputed: its full effect is, as at END, the effect of the tokens before END, all of which reaches "
+         "END through END's heads), against ≥ 20 random circuits of heads of the same layers at the same positions. "
+         "A candidate decides only if in both directions at least half of its prompts are used and they ask at "
+         "least 20 problem clusters. A deciding candidate is faithful iff in both directions its clipped interval "
+         "lies at or above 80% and above the largest of its random circuits, and its unclipped interval reaches "
+         "down to 120% or below (clipping alone cannot make it faithful); it fails iff in some direction its clipped "
+         "interval lies entirely below 80% or reaches no higher than its random circuits' 95th percentile, or its "
+         "unclipped interval lies entirely above 120% (it over-recovers). Holds iff some candidate is faithful; "
+         "does not hold iff every candidate, each of them measured, fails; inconclusive otherwise, or where "
+         "faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's level",
+         version=7),
 )
 BY_ID = {r.id: r for r in RULES}

@@ -143,7 +143,7 @@ them all and is inconclusive too."""
 
 MIN_PROBLEMS = 20
 """The least evidence a task's verdicts are decided on (issue #41; as many problem clusters as
-:data:`arithmech.methods.faithfulness.MIN_CLUSTERS`): a task whose X_r holds fewer distinct problems
+:data:`arithmech.methods.faithfulness_rule.MIN_CLUSTERS`): a task whose X_r holds fewer distinct problems
 (operation, operand pair) is **insufficient** — its verdicts are inconclusive and it is left out of "all",
 like a task that fails its control (:func:`arithmech.steps.control.task_control`). A percentile bootstrap over
 a handful of problem clusters, or a key head found on 4 prompts, decides nothing."""

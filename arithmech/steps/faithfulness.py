@@ -34,6 +34,7 @@ from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
+from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
 from arithmech.methods import knockout_run
 from arithmech.methods.knockout_means import pool_prompts
@@ -42,7 +43,7 @@ from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
-TARGET, K_MAX = 0.8, 10            # the claim's rule (arithmech.claims.rules, circuit-faithful)
+TARGET, K_MAX = R.TARGET, R.K_MAX   # the claim's rule (arithmech.claims.rules, circuit-faithful)
 
 
 def identify_setting(folder) -> dict:
@@ -115,6 +116,9 @@ def run(config: Config) -> dict:
                     model, tok, samples, means, reading, key, p["ranked_task"], c.n_random, c.seed,
                     p.get("n_boot", 1000), p.get("bootstrap") or "prompt", "held-out", c.batch_size)
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
+                cp = info["cross_position"]       # the two noising denominators on the same prompts (issue #41, A6)
+                cp["full_effect_vs_end"] = ((cp["ld_x_r"] - cp["ld_all_ablated_mean"])
+                                            / (info["ld_x_r"] - info["ld_all_ablated_mean"]))
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
@@ -154,11 +158,12 @@ def summary(out: dict) -> str:
     """The command line's summary of :func:`run`'s result: the prompts, the verdict and its best candidate."""
     r, info = out["rule"], out["info"]
     b = r.get("best") or {}
-    pct = lambda d: f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (random 95th {d['band_hi']:.0%})"
+    pct = lambda d: (f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
+                     f"{d['band_max']:.0%}, 95th {d['band_hi']:.0%})")
     where = ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
     return "\n".join([
         f"{info['n_prompts']} evaluation prompts ({info['n_clusters']} problems), {info['circuits']} circuits; top-n of "
         f"{', '.join(info['ranking'][:5])}, ...",
-        f"circuit-faithful: {r['holds']}; best candidate {where}: "
+        f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
         + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
         f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s"])
