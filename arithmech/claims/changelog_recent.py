@@ -132,3 +132,45 @@ RECENT += (
     Change("precise-keeps-generic", 9, "2026-11-28", "ea3435f", _FAMILY, _STILL_ONE),
 )
 RECENT_DIGEST.update({"precise-matches-full": "e5038d3f8018", "selection-matters": "6bf8d2b0153a", "precise-keeps-generic": "76002d7fc81b"})
+
+
+# -- issue #41, the control's version 4 (2026-11-28, third session, B2): each reading of the floor with its effective
+# number of problems. Written before its results were computed from the shipped prompts.jsonl files (which existed and
+# had been read under version 3).
+_CONTROL4 = ("issue #41 (B2): the control (steps.control, version 4) reads each of the floor's three counts (the draw "
+             "population, X_r's distinct problems, its prompts) with Kish's effective number of the problems it weighs, "
+             "(Σw)²/Σw² (the draw probabilities; 1 each; each problem's copies), as the Wilson interval's trials, and "
+             "passes a task only when no count's upper end reaches CONTROL_FLOOR = 0.5 (version 3 gave every count X_r's "
+             "number of distinct problems as its trials, so a prompt count dominated by a few problems kept many times "
+             "was read as that many independent problems; equal weights are unchanged)")
+_S4_RUNS = ("yes: both SmolLM2 identify runs (K = 4 and zero-shot/) and their version-3 controls (K = 4: addition and "
+            "subtraction pass; zero-shot: every task fails)")
+RECENT += tuple(Change(r, v, "2026-11-28", "this commit", _CONTROL4, _S4_RUNS) for r, v in (
+    ("key-heads-exist", 6),
+    ("key-heads-exist-share", 6),
+    ("few-heads", 6),
+    ("middle-layers", 7),
+    ("logit-diff-ranking", 7),
+    ("knockout-key-vs-random", 8),
+    ("knockout-random-flat", 8),
+    ("mlps-late", 6),
+    ("transfer", 7),
+    ("circuit-faithful", 7),
+    ("ablation-removes-information", 5),
+))
+
+
+# -- issue #41, B3 (2026-11-28, third session): the ablation rule reads the floor as an estimate. Written before it
+# was applied to any results file; the SmolLM2 sanity rows existed and had been read (every head out 17% [7%, 36%]
+# against a floor of 26%: holds under version 4).
+RECENT += (
+    Change("ablation-removes-information", 6, "2026-11-28", "this commit", "issue #41 (B3): the floor is compared as "
+           "an interval, not a point: the higher of the majority floor (Wilson over the knockout prompts' problem "
+           "clusters) and the floor over distinct problems (the control's interval over its effective problems), its "
+           "interval [the higher lower end, the higher upper end]; removes too little only where the ablated "
+           "interval lies entirely above the floor's upper end, reaches the floor where the two intervals overlap; "
+           "over-ablation (entirely below a uniform guess) unchanged (version 5 compared the ablated interval's lower "
+           "end with the floor's point)", "yes: the SmolLM2 K = 4 and zero-shot knockout sanity rows, read under "
+           "version 4 (K = 4: holds; zero-shot: inconclusive, every task fails its control)"),
+)
+RECENT_DIGEST.update({"ablation-removes-information": "220203b649da"})
