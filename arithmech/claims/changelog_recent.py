@@ -174,3 +174,17 @@ RECENT += (
            "version 4 (K = 4: holds; zero-shot: inconclusive, every task fails its control)"),
 )
 RECENT_DIGEST.update({"ablation-removes-information": "220203b649da"})
+
+
+# -- issue #41, layer-matched random knockout (2026-11-28, third session): written before any knockout.csv had
+# layer-matched rows (identify writes them from this commit on); the SmolLM2 knockout curves existed and had been read.
+RECENT += (
+    Change("knockout-key-vs-random", 9, "2026-11-28", "this commit", "issue #41: a second random control, head sets "
+           "with as many heads in each layer as the top K (outside them and the key heads), decided by the same test as "
+           "the unmatched draws; the claim holds only where both hold and does not where either does not; a file "
+           "without layer-matched rows is decided on the unmatched draws alone, saying 'not run' (version 8: "
+           "unmatched draws from every layer only, though the top 8 sit in layers 14–29 of SmolLM2's 30)",
+           "yes: the SmolLM2 K = 4 and zero-shot knockout.csv (no layer-matched rows: 'not run', verdicts unchanged); no "
+           "layer-matched row existed anywhere"),
+)
+RECENT_DIGEST.update({"knockout-key-vs-random": "e52732c230bd"})

@@ -35,6 +35,7 @@ from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
 from arithmech.claims.controls import ablation_removes as _ablation_removes
 from arithmech.claims.controls import answer_token_floor as _answer_token_floor
 from arithmech.claims.controls import controlled as _controlled
+from arithmech.claims.controls import layer_matched as _layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
@@ -99,7 +100,9 @@ RULES: tuple[Rule, ...] = (
          f"top {K} and the key heads (and, where "
          "the file has intervals, its Wilson interval lies below the random draws' 5th percentile — over the problem "
          "clusters where the file counts them, as if each problem's prompts were one trial); inconclusive "
-         "where below the lowest draw but the interval overlaps the band", version=8),
+         "where below the lowest draw but the interval overlaps the band; the same test against layer-matched random "
+         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
+         "them (both must hold; either failing: does not hold), else those are 'not run'", version=9),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
@@ -278,12 +281,13 @@ def _knockout_key_vs_random(ctx: Context):
     here = (f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
             f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts")
     if acc >= rnd.accuracy.min():
-        return here, False
+        return _layer_matched(ctx, K, key, here, False)
     if "ci_high" in key:
         p5 = float(rnd.accuracy.quantile(0.05))
         _, hi, what = cluster_interval(key)
-        return here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
-    return here, True
+        here, holds = here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
+        return _layer_matched(ctx, K, key, here, holds)
+    return _layer_matched(ctx, K, key, here, True)
 
 
 def _knockout_random_flat(ctx: Context):

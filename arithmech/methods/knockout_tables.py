@@ -11,7 +11,7 @@ import pandas as pd
 
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.ablation import POSITIONS
-from arithmech.methods.knockout_run import FLOORS, KnockoutSettings, Studied, task_knockout
+from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED, KnockoutSettings, Studied, task_knockout
 
 SANITY_COLUMNS = {"nothing-out": "nothing out", "all-heads-out": "all heads out", "all-mlps-out": "all MLPs out",
                   "x_c": "X_c prompt (X_r answer)", "majority-floor": "majority floor",
@@ -24,15 +24,20 @@ def _frame(res_or_frame) -> pd.DataFrame:
 
 def key_vs_random(d: pd.DataFrame) -> dict:
     """One knockout point (head rows of a single ``k`` and positions): the effect-rank accuracy with
-    its Wilson interval and the random-rank mean, spread and 5–95% quantiles over the orders."""
+    its Wilson interval and the random-rank mean, spread and 5–95% quantiles over the orders, and the same of the
+    layer-matched random draws (:data:`~arithmech.methods.knockout_run.LAYER_MATCHED`; NaN and 0 draws where the
+    run made none: files made before them, or a position setting other than the first)."""
     key = d[d.order == "effect-rank"].iloc[0]
     rnd = d[d.order == "random-rank"].accuracy
     q = rnd.quantile([0.05, 0.95]).tolist() if len(rnd) else [float("nan")] * 2
+    lm = d[d.order == LAYER_MATCHED].accuracy
     return {"key_heads": int(key.k), "accuracy_key_heads_out": float(key.accuracy),
             "ci_low": float(key.ci_low), "ci_high": float(key.ci_high),
             "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
             "accuracy_random_out_q05": q[0], "accuracy_random_out_q95": q[1], "random_orders": int(len(rnd)),
-            "n": int(key.n)}
+            "accuracy_layer_matched_mean": float(lm.mean()) if len(lm) else float("nan"),
+            "accuracy_layer_matched_q05": float(lm.quantile(0.05)) if len(lm) else float("nan"),
+            "layer_matched_orders": int(len(lm)), "n": int(key.n)}
 
 
 def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
