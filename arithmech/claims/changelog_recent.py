@@ -145,7 +145,7 @@ _CONTROL4 = ("issue #41 (B2): the control (steps.control, version 4) reads each 
              "was read as that many independent problems; equal weights are unchanged)")
 _S4_RUNS = ("yes: both SmolLM2 identify runs (K = 4 and zero-shot/) and their version-3 controls (K = 4: addition and "
             "subtraction pass; zero-shot: every task fails)")
-RECENT += tuple(Change(r, v, "2026-11-28", "this commit", _CONTROL4, _S4_RUNS) for r, v in (
+RECENT += tuple(Change(r, v, "2026-11-28", "55c5363", _CONTROL4, _S4_RUNS) for r, v in (
     ("key-heads-exist", 6),
     ("key-heads-exist-share", 6),
     ("few-heads", 6),
@@ -164,7 +164,7 @@ RECENT += tuple(Change(r, v, "2026-11-28", "this commit", _CONTROL4, _S4_RUNS) f
 # was applied to any results file; the SmolLM2 sanity rows existed and had been read (every head out 17% [7%, 36%]
 # against a floor of 26%: holds under version 4).
 RECENT += (
-    Change("ablation-removes-information", 6, "2026-11-28", "this commit", "issue #41 (B3): the floor is compared as "
+    Change("ablation-removes-information", 6, "2026-11-28", "55c5363", "issue #41 (B3): the floor is compared as "
            "an interval, not a point: the higher of the majority floor (Wilson over the knockout prompts' problem "
            "clusters) and the floor over distinct problems (the control's interval over its effective problems), its "
            "interval [the higher lower end, the higher upper end]; removes too little only where the ablated "
@@ -179,7 +179,7 @@ RECENT_DIGEST.update({"ablation-removes-information": "220203b649da"})
 # -- issue #41, layer-matched random knockout (2026-11-28, third session): written before any knockout.csv had
 # layer-matched rows (identify writes them from this commit on); the SmolLM2 knockout curves existed and had been read.
 RECENT += (
-    Change("knockout-key-vs-random", 9, "2026-11-28", "this commit", "issue #41: a second random control, head sets "
+    Change("knockout-key-vs-random", 9, "2026-11-28", "e9fcfcd", "issue #41: a second random control, head sets "
            "with as many heads in each layer as the top K (outside them and the key heads), decided by the same test as "
            "the unmatched draws; the claim holds only where both hold and does not where either does not; a file "
            "without layer-matched rows is decided on the unmatched draws alone, saying 'not run' (version 8: "
