@@ -30,6 +30,7 @@ from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
+from arithmech.steps.registry import STEPS, Step
 
 
 class Parser(argparse.ArgumentParser):
@@ -40,82 +41,7 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-# ------------------------------------------------------------------------ what each command prints
-def _print_identify(res) -> None:
-    kh = res.key_heads
-    names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
-    print("samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()))
-    print(f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}")
-    print(f"wrote identify's files and run.json to {res.params['out']}")
-
-
-def _print_analyze(r: dict) -> None:
-    from arithmech.methods.attention import verdict_lines  # lazy: loaded with the step (torch), see _run
-    print(r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False))
-    print("start-inflection-end:", r["stages"])
-    print("\n".join(verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"])))
-    print(f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, top_numbers.csv, "
-          "analyze.json")
-
-
-def _print_beyond(out: dict) -> None:
-    s = out["summary"]
-    t = s["times"]
-    print(f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
-          f"EAP-IG ({s['ig_steps']} steps) {t['eap_ig_s']:.2f} s (caches {t['caches_s']:.2f} s)")
-    for m in ("eap", "eap_ig"):
-        print(f"{m}: Spearman {s[m]['spearman_all']:+.3f} (heads {s[m]['spearman_heads']:+.3f}), top-{s['top']} "
-              f"overlap {s[m]['top_overlap']}, key heads {s[m]['key_overlap']}/{s[m]['key_union']}")
-    print(f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): {t['upstream_s']:.2f} s")
-    print(f"wrote eap.csv, upstream.csv to {out['folder']}")
-
-
-def _print_faithfulness(out: dict) -> None:
-    r = out["rule"]
-    print(f"{out['info']['n_prompts']} evaluation prompts ({out['info']['n_clusters']} problems), {out['info']['circuits']} "
-          f"circuits; top-n of {', '.join(out['info']['ranking'][:5])}, ...")
-    b, pct = r.get("best") or {}, lambda d: f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (random 95th {d['band_hi']:.0%})"
-    where = ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
-    print(f"circuit-faithful: {r['holds']}; best candidate {where}: " + "; ".join(
-        f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b))
-    print(f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s")
-
-
-def _print_stability(out) -> None:
-    res, folder = out
-    print(res.table.to_string(index=False, max_rows=40))
-    print(f"wrote stability.csv, stability_runs.csv, stability_heads.csv to {folder} in {res.timings['total']:.0f} s")
-
-
-def _print_accuracy(df) -> None:
-    print(df[df.template == "(all)"].to_string(index=False))
-
-
-def _print_shots(choice: dict) -> None:
-    for k, f in choice["floors"].items():
-        print(f"shots {k}: weakest operation {f['op']} keeps {f['kept_rate']:.1%} [{f['kept_lo']:.1%}, {f['kept_hi']:.1%}]; "
-              f"can do: {', '.join(choice['can_do'][k]) or 'none'}")
-    print(f"chosen: shots = {choice['shots']} ({choice['rule']})")
-
-
-def _print_counterfactuals(overlap: dict) -> None:
-    print(json.dumps({k: overlap[k] for k in ("a", "b", "shared")}))
-
-
-def _print_finetune(r: dict) -> None:
-    for k, v in r["results"].items():
-        print(f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})")
-    print(f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: {r['train']['samples_per_second']}, "
-          f"peak memory: {r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB")
-
-
-def _print_table1(plan: dict) -> None:
-    if "curve" in plan:
-        print(json.dumps({"knee": plan["curve"]["knee"], "points": len(plan["curve"]["points"])}))
-        return
-    print(json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()}))
-
-
+# ------------------------------------------------------------------------ what the other commands print
 def _print_trained(out) -> None:
     print(f"saved the embedded model to {out}")
     print((out / "accuracy.json").read_text())
@@ -133,7 +59,8 @@ def _print_embedded_accuracy(r: dict) -> None:
 @dataclass(frozen=True)
 class Command:
     """A subcommand: its config class, the module and function it calls with the config (imported only
-    when the command runs: torch loads after every argument was checked), and what it prints."""
+    when the command runs: torch loads after every argument was checked), and what it prints. The pipeline's
+    steps are :data:`arithmech.steps.registry.STEPS`, each printing its module's ``summary``."""
     config: type
     module: str
     function: str
@@ -141,23 +68,16 @@ class Command:
     takes_command: bool = False        # also pass the command line, recorded in the results
 
 
-COMMANDS = {
-    "identify": Command(configs.Identify, "arithmech.steps.identify", "run", _print_identify),
-    "analyze": Command(configs.Analyze, "arithmech.steps.analyze", "run", _print_analyze),
-    "beyond": Command(configs.Beyond, "arithmech.steps.beyond", "run", _print_beyond),
-    "stability": Command(configs.Stability, "arithmech.steps.stability", "run", _print_stability),
-    "faithfulness": Command(configs.Faithfulness, "arithmech.steps.faithfulness", "run", _print_faithfulness),
-    "accuracy-by-template": Command(configs.Accuracy, "arithmech.steps.accuracy", "run", _print_accuracy),
-    "shots": Command(configs.Shots, "arithmech.steps.shots", "run", _print_shots),
-    "counterfactuals": Command(configs.Counterfactuals, "arithmech.steps.counterfactuals", "run",
-                               _print_counterfactuals),
-    "finetune": Command(configs.Finetune, "arithmech.steps.finetune", "run_finetune", _print_finetune, True),
-    "arms": Command(configs.Table1, "arithmech.steps.arms", "run_arms", _print_table1, True),
-    "train-embedded": Command(configs.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
-    "accuracy": Command(configs.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
-                        _print_embedded_accuracy),
-    "book": Command(configs.Book, "arithmech.report.book", "run", lambda times: None),
-}
+def _step_command(step: Step) -> Command:
+    return Command(step.config, step.module, step.function, lambda result: print(step.summary(result)),
+                   step.takes_command)
+
+
+COMMANDS = {**{name: _step_command(step) for name, step in STEPS.items()},       # the pipeline's steps
+            "train-embedded": Command(configs.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
+            "accuracy": Command(configs.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
+                                _print_embedded_accuracy),
+            "book": Command(configs.Book, "arithmech.report.book", "run", lambda times: None)}
 ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}     # beside each field's own flag
 
 

@@ -8,10 +8,16 @@
 * ``silent_defaults``: below the step configs (every module but ``arithmech/steps/config.py`` and
   ``arithmech/core/config.py``, the chapters' configs in ``arithmech/report/chapters.py``), a default of ``answer_token`` / ``variant`` / ``example_sets`` — a parameter or
   dataclass field with a default, or ``<dict>.get("answer_token" | "example_sets", <default>)``;
-* ``contextvar_uses``: the lines of ``arithmech/`` that name ``ContextVar`` (one per line).
+* ``contextvar_uses``: the lines of ``arithmech/`` that name ``ContextVar`` (one per line);
+* ``steps``: the functions named ``ensure`` or ``reuse_or_run`` (hand-written reuse), the ``recorded`` translations,
+  the ``_print_*`` printers of ``arithmech/cli.py``, and the step config class names quoted in ``arithmech/core/``
+  (core looking steps up by name);
+* ``chapters``: the Python lines of the book's code cells (``book/*.md``, between ```` ```{code-cell} ```` and
+  ```` ``` ````, blank lines and cell options left out), and the modules of ``arithmech/report/`` by folder.
 
 Run: ``python benchmarks/architecture_counts.py`` (writes ``benchmarks/results/architecture_counts.json``
-and prints it); ``--top N`` lists the N widest functions.
+and prints it); ``--top N`` lists the N widest functions; ``--root DIR`` counts another checkout (e.g. a
+``git worktree`` of an earlier commit, for the counts before a change).
 """
 from __future__ import annotations
 
@@ -101,13 +107,59 @@ def scan() -> dict:
             "contextvar_uses": {"count": len(cvars), "where": cvars}}
 
 
+def steps_and_chapters() -> dict:
+    """The step functions, the core's step names, the chapters' Python and the report's rooms (module docstring)."""
+    ensure, recorded, printers, named = [], [], [], []
+    configs = set()
+    cfg = PACKAGE / "steps" / "config.py"
+    for node in ast.walk(ast.parse(cfg.read_text())):
+        if isinstance(node, ast.ClassDef):
+            configs.add(node.name)
+    for rel, tree in _modules(PACKAGE):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                where = f"{rel}::{node.name}"
+                if node.name in ("ensure", "reuse_or_run"):
+                    ensure.append(where)
+                elif node.name == "recorded":
+                    recorded.append(where)
+                elif node.name.startswith("_print_") and rel == "arithmech/cli.py":
+                    printers.append(where)
+            if rel.startswith("arithmech/core/") and isinstance(node, ast.Constant) and node.value in configs:
+                named.append(f"{rel}:{node.lineno} {node.value!r}")
+    lines = 0
+    for md in sorted((ROOT / "book").glob("*.md")):
+        inside = False
+        for line in md.read_text().splitlines():
+            if line.startswith("```{code-cell}"):
+                inside = True
+            elif inside and line.startswith("```"):
+                inside = False
+            elif inside and line.strip() and not line.startswith(":"):
+                lines += 1
+    rooms: dict[str, int] = {}
+    for path in sorted((PACKAGE / "report").rglob("*.py")):
+        room = path.parent.relative_to(PACKAGE).as_posix()
+        rooms[room] = rooms.get(room, 0) + 1
+    return {"ensure_functions": {"count": len(ensure), "where": ensure},
+            "recorded_functions": {"count": len(recorded), "where": recorded},
+            "cli_printers": {"count": len(printers), "where": printers},
+            "core_names_steps": {"count": len(named), "where": named},
+            "chapter_python_lines": lines, "report_modules_by_room": rooms}
+
+
 def main(argv=None) -> dict:
+    global ROOT, PACKAGE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=10, help="how many of the widest functions to list")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "architecture_counts.json"))
+    ap.add_argument("--root", default=None, help="count this checkout instead of the one holding this script")
     a = ap.parse_args(argv)
+    if a.root:
+        ROOT = Path(a.root).resolve()
+        PACKAGE = ROOT / "arithmech"
     rows = widest(a.top)
-    got = {"widest": rows, "widest_parameters": rows[0]["parameters"] if rows else 0, **scan()}
+    got = {"widest": rows, "widest_parameters": rows[0]["parameters"] if rows else 0, **scan(), **steps_and_chapters()}
     Path(a.out).write_text(json.dumps(got, indent=1) + "\n")
     print(json.dumps({k: (v["count"] if isinstance(v, dict) and "count" in v else v) for k, v in got.items()},
                      indent=1))

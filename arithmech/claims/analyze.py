@@ -14,7 +14,7 @@ from arithmech.claims.evidence import Context, Missing
 from arithmech.core.names import components
 from arithmech.core.names import stages as stage_layers
 from arithmech.methods.attention import MIN_NONKEY
-from arithmech.methods.faithfulness import MIN_CLUSTERS, faithful_verdict
+from arithmech.methods.faithfulness_rule import CANDIDATES, RULE_LEVEL, faithful_verdict
 
 ROLES = ("operand", "operator")
 N_BOOT_HEADS = 2000      # resamples of the other heads for the interval of their 95th percentile
@@ -84,11 +84,13 @@ def attention_roles(ctx: Context):
     p95 = v.groupby("role").first()
     names = components(by[by == True].index)  # noqa: E712
     n_prompts = int(roles.n.max()) if "n" in roles else 0
+    ops = ctx.read("analyze.json").get("operations", "all")          # a file before issue #41 item 5: all
+    of = "every operation" if ops == "all" else f"the operations that pass identify's control ({', '.join(ops)})"
     here = (f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
             f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
             f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
             f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
-            f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of every operation")
+            f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of {of}")
     return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
 
 
@@ -101,37 +103,44 @@ def stages(ctx: Context):
 
 def _direction(c: dict, m: str) -> str:
     d = c.get(m)
-    return (f"{m} {d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] vs random 95th percentile {d['band_hi']:.0%}"
-            if d else f"no {m}")
+    return (f"{m} {d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (unclipped {d['raw']:.0%} [{d['raw_lo']:.0%}, "
+            f"{d['raw_hi']:.0%}], {d['over_one']:.0%} of prompts above 1; {d['n_used']} of {d['n_prompts']} prompts "
+            f"used, {d['n_used_clusters']} problem clusters) vs random max {d['band_max']:.0%}, 95th percentile "
+            f"{d['band_hi']:.0%}" if d else f"no {m}")
+
+
+RERUN = "python -m arithmech faithfulness --overwrite (with the file's parameters, run.json's steps.faithfulness)"
 
 
 def circuit_faithful(ctx: Context):
-    """Version 5 (issue #41 item 4): the bounded recovery in both directions, END top-n and the cross-position
-    circuit (:func:`arithmech.methods.faithfulness.faithful_verdict`)."""
+    """Version 7 (issue #41 item 4): the clipped and unclipped recovery in both directions, END top-n and the
+    cross-position circuit, intervals Bonferroni-adjusted over the candidates
+    (:func:`arithmech.methods.faithfulness_rule.faithful_verdict`)."""
     f = ctx.read("faithfulness.csv")
     task = ctx.primary()[0]                     # the task the identify claims are decided on (issue #41)
     if not (f.task == task).any():
         raise Missing(f"faithfulness.csv has no rows of task {task}")
-    if "recovery" not in f:
-        raise Missing("faithfulness.csv has no bounded recovery (written before rule version 5): re-run "
-                      "python -m arithmech faithfulness")
     r = faithful_verdict(f, task)
+    if r["stale"]:
+        raise Missing(f"faithfulness.csv was written before rule version 7 (missing: {', '.join(r['stale'])}; the "
+                      f"unclipped recovery and intervals at {RULE_LEVEL:.2%} cannot be recomputed from it): re-run "
+                      + RERUN)
     if r["best"] is None:
         raise Missing("faithfulness.csv has no noising (mean) or denoising rows")
     where = lambda c: (f"cross-position circuit ({c['components']})" if c["order"] == "operands"
                        else f"top {c['n']} at END ({c['components']})")
     cands = r["candidates"]
     n_ok, n_fail = sum(c["status"] is True for c in cands), sum(c["status"] is False for c in cands)
+    gated = [c for c in cands if c["why"].startswith("cannot decide")]
     cross = [c for c in cands if c["order"] == "operands"]
     b = r["best"]
-    here = (f"{where(b)}: {_direction(b, 'noising')}; {_direction(b, 'denoising')}. {n_ok} of {len(cands)} "
-            f"candidates faithful, {n_fail} fail")
+    here = (f"{where(b)}: {b['why']}; {_direction(b, 'noising')}; {_direction(b, 'denoising')}. {n_ok} of "
+            f"{len(cands)} candidates faithful, {n_fail} fail, {len(gated)} cannot decide"
+            + (f" ({gated[0]['why'][len('cannot decide: '):]})" if gated else ""))
     if cross and cross[0] is not b:
         c = cross[0]
-        here += f"; {where(c)}: {_direction(c, 'noising')}; {_direction(c, 'denoising')}"
+        here += f"; {where(c)}: {c['why']}; {_direction(c, 'noising')}; {_direction(c, 'denoising')}"
     elif not cross:
         here += "; no cross-position circuit in the file"
-    used = f.loc[f.method.isin(["noising", "denoising"]), "n_used"]
-    return (here + f"; {int(f.n_prompts.iloc[0])} evaluation prompts ({int(used.min())}–{int(used.max())} with an "
-            f"effect to recover), {int(f.n_clusters.min())} problem clusters"
-            + (f" (fewer than {MIN_CLUSTERS}: decides nothing)" if int(f.n_clusters.min()) < MIN_CLUSTERS else "")), r["holds"]
+    return (here + f"; intervals at {RULE_LEVEL:.2%} (Bonferroni over {CANDIDATES} candidates); {int(f.n_prompts.iloc[0])} "
+            f"evaluation prompts, {int(f.n_clusters.min())} problem clusters"), r["holds"]

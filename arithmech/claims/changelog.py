@@ -278,7 +278,7 @@ def decider_constants(fn: Callable) -> dict[str, float | int | list]:
     """The module-level numbers that decider ``fn`` reads, directly or through the arithmech functions it calls
     (closures included, as :func:`arithmech.claims.rules._controlled` wraps a decider), keyed
     ``module.NAME``: the thresholds a verdict moves with even where the rule's text does not print them
-    (e.g. ``arithmech.methods.faithfulness.MIN_CLUSTERS``), and the number literals in their code
+    (e.g. ``arithmech.methods.faithfulness_rule.MIN_CLUSTERS``), and the number literals in their code
     (``share >= 0.5``), keyed ``module.function:literals``. Strings are left out: a message's wording decides
     nothing."""
     out, seen, todo = {}, set(), [fn]

@@ -188,3 +188,42 @@ RECENT += (
            "layer-matched row existed anywhere"),
 )
 RECENT_DIGEST.update({"knockout-key-vs-random": "e52732c230bd"})
+
+
+# -- issue #41 item 4, the hostile reading of circuit-faithful version 6 (faith2 branch, 2026-11-28): written after
+# both models' version-5/6 faithfulness.csv existed and had been read, before any run of this version.
+RECENT += (
+    Change("circuit-faithful", 8, "2026-11-28", "cc22d91", "the gaps of the hostile reading: (A2) the unclipped "
+           "mean recovery and the share of used prompts above 1 are written beside the clipped one, and a candidate "
+           "is faithful only if its unclipped interval reaches down to 120% or below, fails if it lies entirely above "
+           "(was: per-prompt clipping to [0, 1] made an over-recovering circuit look perfectly faithful); (A3) the "
+           "≥ 20 problem clusters are counted among the prompts the measure uses, per candidate and direction (was: "
+           "among all prompts); (A4) a candidate decides only if at least half of its prompts are used (was: no "
+           "gate); (A5) every interval the rule reads is at 1 − 0.05/11, Bonferroni over the 11 candidates, with "
+           "≥ 10,000 resamples, for both verdicts (was: 95%, unadjusted); (A6) the cross-position denominator is "
+           "stated: the effect of the tokens before END, as at END, with END's MLPs recomputed instead of set to "
+           "their means (a baseline column; the step records the two denominators' ratio); (B6) faithful needs the "
+           "lower end above the largest of the ≥ 20 random circuits (was: their 95th percentile, interpolated near "
+           "the second largest); failing still reads the 95th percentile. A file without these columns is "
+           "inconclusive with a re-run hint",
+           "yes: the embedded model's and SmolLM2's version-5/6 faithfulness.csv (SmolLM2: does not hold, 0 of 11 "
+           "candidates faithful; embedded: --n-max 6, 11 problem clusters, inconclusive) and the hostile review of "
+           "version 6 (issue #41 item 4)"),
+)
+RECENT_DIGEST.update({"circuit-faithful": "a48824895aa0"})
+
+
+# -- issue #41 item 5 (2026-11-28): one sample per question. Analyze's attention roles and MLP stages were measured on
+# the prompts of every operation while the heads they study were ranked on the operations that pass the control
+# (SmolLM2 K=4: addition and subtraction; multiplication fails it, division has too few problems).
+_POOLED = ("measured on identify's prompts of the operations that pass its control (analyze --operations pooled, the "
+           "default: the tasks its pooled task holds, where the key heads were ranked; was: every operation, e.g. "
+           "SmolLM2's 1,942 prompts of which multiplication and division had failed the control)")
+_POOLED_RUNS = ("yes: both models' analyze files on every operation (SmolLM2: attention-roles holds, 6 of 7 share-rule "
+                "heads; stages does not hold, operands 1–19–20, answer 3–8–12)")
+RECENT += (
+    Change("attention-roles", 5, "2026-11-28", "a1c5fa2", _POOLED, _POOLED_RUNS),
+    Change("stages", 2, "2026-11-28", "a1c5fa2", _POOLED, _POOLED_RUNS),
+)
+RECENT_DIGEST.update({"attention-roles": "05b9d99586fe", "stages": "ed1454a94224"})
+

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -39,6 +38,7 @@ from arithmech.claims.controls import layer_matched as _layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.claims.rule import Rule
 from arithmech.core.names import components
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
@@ -51,18 +51,6 @@ FEW_FRACTION = 0.05        # few-heads: the paper's "below 5% of heads" (Fig. 2)
 _PCT = lambda x: f"{x:+.0%}".replace("-", "−")
 K = 8                      # heads knocked out in the knockout claims
 AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One claim of the paper and the rule that decides it on a run; ``version``: how many times the rule was
-    written or changed (its entries in :data:`arithmech.claims.changelog.CHANGELOG`)."""
-
-    id: str
-    claim: str
-    paper: str
-    rule: str
-    version: int = 0
 
 
 RULES: tuple[Rule, ...] = (
@@ -121,9 +109,11 @@ RULES: tuple[Rule, ...] = (
          "the other heads' 95th percentile (the other heads resampled), and does not when its mass plus two "
          "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
          "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
-         "inconclusive otherwise, and without key heads under either rule", version=4),
+         "inconclusive otherwise, and without key heads under either rule; measured on the prompts of the operations "
+         "that pass identify's control, where the heads were ranked", version=5),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
-         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C)", version=1),
+         "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C), "
+         "measured on the prompts of the operations that pass identify's control", version=2),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
          "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "
@@ -392,27 +382,31 @@ def rules_markdown(ids: Iterable[str]) -> str:
 
 
 # ------------------------------------------------------------------ faithfulness (issue #26, item 4)
-# Decided by arithmech.methods.faithfulness.faithful_verdict (version 5, issue #41: bounded, both directions, across
-# positions); see its changelog entries for what existed then.
+# Decided by arithmech.methods.faithfulness_rule.faithful_verdict (version 7, issue #41 item 4: bounded and unclipped,
+# both directions, across positions, adjusted over the candidates); see its changelog entries for what existed then.
 RULES += (
     Rule("circuit-faithful", "A small circuit keeps the answer when every other component is ablated and brings "
          "it back when patched into the counterfactual (beyond the paper)",
          "not measured in the paper (it knocks out heads; it does not run the circuit alone)",
-         "a bounded recovery on evaluation-side prompts, per prompt (LD(run) − LD(baseline)) / (LD(X_r) − "
-         "LD(baseline)) clipped to [0, 1], LD = logit(answer) − logit(X_c's answer), prompts whose own effect is not "
-         "positive left out and counted; its mean over prompts with a 95% cluster-bootstrap interval, in both "
-         "directions: noising (X_r, every other component ablated with reference-pool means; baseline: all "
-         "ablated) and denoising (X_c with the circuit patched in from X_r; baseline: X_c). Candidates: the "
-         "top-n components by effect rank at END for n ≤ 10, against ≥ 20 random circuits of n components outside "
-         "the top n at END; and the cross-position circuit (the ≤ 5 heads attending most to the operands, above "
-         "every head's 95th percentile, at the A, B, operator and END positions, plus the ≤ 5 first key heads at "
-         "END; its noising ablates every other head at those positions, MLPs kept), against ≥ 20 random circuits of "
-         "heads of the same layers at the same positions. A candidate is "
-         "faithful iff in both directions its interval lies entirely at or above 80% and above the 95th percentile "
-         "of its random circuits; it fails iff in some direction its interval lies entirely below 80% or reaches no "
-         "higher than that percentile. Holds iff some candidate is faithful; does not hold iff every candidate, each "
-         "of them measured, fails; inconclusive otherwise, with fewer than 20 problem clusters among the prompts, or "
-         "where faithfulness.csv is missing or has no bounded recovery in either direction",
-         version=7),
+         "a per-prompt recovery on evaluation-side prompts, (LD(run) − LD(baseline)) / (LD(X_r) − LD(baseline)), "
+         "LD = logit(answer) − logit(X_c's answer), prompts whose own effect is not positive left out and counted; "
+         "its mean over the used prompts clipped to [0, 1] and unclipped, each with a cluster-bootstrap interval at "
+         "1 − 0.05/11 (Bonferroni over the 11 candidates), in both directions: noising (X_r, every other component "
+         "ablated with reference-pool means; baseline: all ablated) and denoising (X_c with the circuit patched in "
+         "from X_r; baseline: X_c). Candidates: the top-n components by effect rank at END for n ≤ 10, against ≥ 20 "
+         "random circuits of n components outside the top n at END; and the cross-position circuit (the ≤ 5 heads "
+         "attending most to the operands, above every head's 95th percentile, at the A, B, operator and END "
+         "positions, plus the ≤ 5 first key heads at END; its noising ablates every other head at those positions, "
+         "MLPs recomputed: its full effect is, as at END, the effect of the tokens before END, all of which reaches "
+         "END through END's heads), against ≥ 20 random circuits of heads of the same layers at the same positions. "
+         "A candidate decides only if in both directions at least half of its prompts are used and they ask at "
+         "least 20 problem clusters. A deciding candidate is faithful iff in both directions its clipped interval "
+         "lies at or above 80% and above the largest of its random circuits, and its unclipped interval reaches "
+         "down to 120% or below (clipping alone cannot make it faithful); it fails iff in some direction its clipped "
+         "interval lies entirely below 80% or reaches no higher than its random circuits' 95th percentile, or its "
+         "unclipped interval lies entirely above 120% (it over-recovers). Holds iff some candidate is faithful; "
+         "does not hold iff every candidate, each of them measured, fails; inconclusive otherwise, or where "
+         "faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's level",
+         version=8),
 )
 BY_ID = {r.id: r for r in RULES}

@@ -370,9 +370,10 @@ def samples(folder: str | Path) -> list:
                            "python -m arithmech identify") from None
 
 
-def reference_samples(folder: Path, n: int, seed: int) -> list[Sample]:
-    """``n`` reference samples (X_r) from identify's ``prompts.jsonl``: a seeded subset when there are more."""
-    every = samples(folder)
+def reference_samples(folder: Path, n: int, seed: int, ops: Sequence[str] | None = None) -> list[Sample]:
+    """``n`` reference samples (X_r) from identify's ``prompts.jsonl``, of the operations ``ops`` (every one when
+    None): a seeded subset when there are more."""
+    every = [s for s in samples(folder) if ops is None or s.op in ops]
     if not every:
         raise ValueError(f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right; nothing to analyze")
     rng = np.random.default_rng(seed)

@@ -38,15 +38,26 @@ construction, one with every MLP kept would credit the MLPs to every circuit), a
 circuits of each size ``n`` drawn (seeded) from every component outside that top ``n`` (:func:`circuits`).
 
 Two measures per circuit, the same runs: the ``share`` above (a ratio of means: unbounded, its interval runs far
-below 0 when the resampled denominator nears 0) and the bounded :func:`recovery` the claim reads (per prompt the
-same fraction clipped to [0, 1], prompts with no positive effect left out; mean over prompts). The rule
-(:func:`faithful_verdict`) reads noising with mean ablation *and* denoising; the cross-position circuit
-(:mod:`arithmech.methods.faithfulness_sites`) adds rows of order ``operands`` / ``random-layer``.
+below 0 when the resampled denominator nears 0) and the per-prompt :func:`recovery` the claim reads (per prompt the
+same fraction, prompts with no positive effect left out and counted, ``n_used``, with their problem clusters,
+``n_used_clusters``): its mean clipped to [0, 1] (``recovery``) and unclipped (``recovery_raw``, with ``over_one``,
+the share of used prompts above 1), so over-recovery is seen beside the clipped value. The rule
+(:func:`arithmech.methods.faithfulness_rule.faithful_verdict`) reads noising with mean ablation *and* denoising; the
+cross-position circuit (:mod:`arithmech.methods.faithfulness_sites`) adds rows of order ``operands`` /
+``random-layer``.
+
+What the full effect is (``baseline``, the denominator's subtrahend): noising, LD(X_r) − LD(X_r with every head and
+MLP at END at its mean). Every path from X_r's earlier tokens into END runs through END's heads, so this is the
+whole effect of X_r's tokens before END on END's LD (END's own token is kept); the cross-position circuit's
+denominator is that same effect with END's MLPs recomputed instead of set to their means
+(:mod:`arithmech.methods.faithfulness_sites`). Denoising: LD(X_r) − LD(X_c) for both.
 
 Intervals: percentile bootstrap of the ratio of means over the prompts' problem clusters
 (:func:`arithmech.core.stats.bootstrap_ratio_intervals`, :func:`arithmech.data.splits.resampling_units`),
-numerator and denominator resampled together. The random band is the 5–95% quantile of the random draws'
-shares at each size (:func:`band`).
+numerator and denominator resampled together: the share's at 95%, the recovery's (clipped and unclipped) at the
+rule's level 1 − 0.05/11 (:data:`~arithmech.methods.faithfulness_rule.RULE_LEVEL`, Bonferroni over its 11
+candidates; column ``level``) with at least :data:`N_BOOT_RULE` resamples. The random band is the 5–95% quantile
+of the random draws' values at each size, with their maximum (:func:`band`).
 
 Shapes (``n`` prompts, ``L`` layers, ``H`` heads of ``dh``, ``d`` width, ``V`` vocabulary, ``A`` circuits):
 END values ``z (n, L, H*dh)`` (o_proj input) and ``m (n, L, d)`` (MLP output); LDs ``(A, n)`` float64;
@@ -69,15 +80,29 @@ from arithmech.core.trace import TraceDict
 from arithmech.data import pairs, splits
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import ranked
+from arithmech.methods.faithfulness_rule import (
+    BAND,
+    DIRECTIONS,
+    INTERVAL,
+    MIN_CLUSTERS,
+    RANDOM,
+    RULE_LEVEL,
+    band,
+    faithful_verdict,
+    summary,
+)
 from arithmech.methods.knockout import Ablation, ablated_logits
 from arithmech.methods.knockout_means import fold
 
 METHODS = ("noising", "converse", "denoising")
 ABLATIONS = ("mean", "resample", "x_r")       # x_r: denoising's patched values
 COLUMNS = ["task", "method", "ablation", "order", "draw", "n", "share", "lo", "hi", "recovery", "recovery_lo",
-           "recovery_hi", "n_used", "n_prompts", "n_clusters", "split", "components", "positions"]
-LEVEL = 0.95
-BAND = (0.05, 0.95)                           # the random band: these quantiles of the random draws' shares
+           "recovery_hi", "recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used", "n_prompts",
+           "n_clusters", "n_used_clusters", "level", "baseline", "split", "components", "positions"]
+LEVEL = 0.95                                  # the share's interval (shown, not read by the rule)
+N_BOOT_RULE = 10_000          # at least this many resamples for the rule's intervals (their tails hold 0.23% each)
+BASELINE = {"noising": "every head and MLP at END ablated", "converse": "every head and MLP at END ablated",
+            "denoising": "X_c"}   # what each direction's "full effect" is measured from (LD(X_r) minus this)
 
 Component = tuple  # (layer, head) or (layer, "mlp")
 
@@ -224,25 +249,6 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     return out, tiers
 
 
-RANDOM = {"top": "random", "operands": "random-layer"}   # a candidate circuit's order -> its random circuits'
-INTERVAL = {"share": ("lo", "hi"), "recovery": ("recovery_lo", "recovery_hi")}
-
-
-def _positioned(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with a ``positions`` column (``"end"`` for files written before the cross-position circuit)."""
-    return frame if "positions" in frame else frame.assign(positions="end")
-
-
-def band(frame: pd.DataFrame, q: tuple[float, float] = BAND, value: str = "share") -> pd.DataFrame:
-    """The random band: per ``(task, method, ablation, positions, n)`` the ``q`` quantiles (``band_lo``,
-    ``band_hi``) and the median (``band_mid``) of the random draws' ``value`` (``share`` or ``recovery``), with
-    the number of draws; END draws (order ``random``) and layer-matched cross-position draws (``random-layer``)."""
-    f = _positioned(frame)
-    r = f[f["order"].isin(RANDOM.values())].groupby(["task", "method", "ablation", "positions", "n"])[value]
-    return pd.DataFrame({"band_lo": r.quantile(q[0]), "band_mid": r.median(), "band_hi": r.quantile(q[1]),
-                         "draws": r.size()}).reset_index()
-
-
 def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The bounded measure the rule reads: ``(r (m, A), used (n,) bool)`` with, per prompt ``k`` whose own effect
     ``den[k] > 0``, ``r_k = clip(num[k] / den[k], 0, 1)``; ``num (n, A)``, ``den (n,)``.
@@ -260,23 +266,38 @@ def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.
     return (num[used] / den[used, None]).clamp(0.0, 1.0), used
 
 
-def circuit_rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters, positions="end") -> list[dict]:
-    """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64: the ratio of means (``share``) and
-    the bounded :func:`recovery` (``recovery``), each with its 95% cluster-bootstrap interval."""
+def circuit_rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters, positions="end",
+                 problems=None, baseline=None) -> list[dict]:
+    """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64: the ratio of means (``share``, its 95%
+    cluster-bootstrap interval) and, over the prompts :func:`recovery` uses, the clipped mean (``recovery``), the
+    unclipped mean (``recovery_raw``) and the share of them above 1 (``over_one``), both means with intervals at the
+    rule's :data:`~arithmech.methods.faithfulness_rule.RULE_LEVEL` (at least :data:`N_BOOT_RULE` resamples).
+    ``problems``: each prompt's problem cluster (default ``clusters``, else each prompt its own) for
+    ``n_used_clusters``, the clusters among the used prompts; ``baseline``: what the full effect is measured from
+    (default :data:`BASELINE` of ``method``)."""
     share = num.mean(0) / den.mean()
     lo, hi = bootstrap_ratio_intervals(num, den, n_boot, LEVEL, seed, clusters)
     rec, used = recovery(num, den)
     m = int(used.sum())
+    units = problems if problems is not None else clusters if clusters is not None else list(range(len(den)))
+    nan = torch.full((num.shape[1],), float("nan"), dtype=torch.float64)
+    r_mid = r_lo = r_hi = raw = w_lo = w_hi = over = nan
     if m:
         cl = None if clusters is None else [c for c, u in zip(clusters, used.tolist()) if u]
-        r_lo, r_hi = bootstrap_ratio_intervals(rec, torch.ones(m, dtype=torch.float64), n_boot, LEVEL, seed, cl)
-        r_mid = rec.mean(0)
-    else:
-        r_mid = r_lo = r_hi = torch.full((num.shape[1],), float("nan"), dtype=torch.float64)
+        ones, nb = torch.ones(m, dtype=torch.float64), max(n_boot, N_BOOT_RULE)
+        unclipped = num[used] / den[used, None]
+        r_lo, r_hi = bootstrap_ratio_intervals(rec, ones, nb, RULE_LEVEL, seed, cl)
+        w_lo, w_hi = bootstrap_ratio_intervals(unclipped, ones, nb, RULE_LEVEL, seed, cl)
+        r_mid, raw, over = rec.mean(0), unclipped.mean(0), (unclipped > 1).double().mean(0)
+    n_uc = len({u for u, k in zip(units, used.tolist()) if k})
+    base = baseline or BASELINE[method]
     return [{"task": task, "method": method, "ablation": ablation, "order": o, "draw": d, "n": k,
              "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "recovery": float(r_mid[a]),
-             "recovery_lo": float(r_lo[a]), "recovery_hi": float(r_hi[a]), "n_used": m, "n_prompts": num.shape[0],
-             "n_clusters": n_clusters, "split": split, "components": " ".join(map(label, c)), "positions": positions}
+             "recovery_lo": float(r_lo[a]), "recovery_hi": float(r_hi[a]), "recovery_raw": float(raw[a]),
+             "recovery_raw_lo": float(w_lo[a]), "recovery_raw_hi": float(w_hi[a]), "over_one": float(over[a]),
+             "n_used": m, "n_prompts": num.shape[0], "n_clusters": n_clusters, "n_used_clusters": n_uc,
+             "level": RULE_LEVEL, "baseline": base, "split": split, "components": " ".join(map(label, c)),
+             "positions": positions}
             for a, (o, d, k, c) in enumerate(plan)]
 
 
@@ -302,6 +323,7 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     ld_c = logit_c[at, ans_r].double() - logit_c[at, ans_c].double()
     clusters = splits.resampling_units(list(samples), bootstrap)
     n_cl = splits.n_problems(list(samples))
+    probs = splits.resampling_units(list(samples), "cluster")       # each prompt's problem (None: each its own)
     sources, tiers = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
     z_s, m_s, _ = end_values(model, tok, sources, batch_size)
     every = ablation_of(universe)
@@ -316,77 +338,19 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
         ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
-        rows += circuit_rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split, n_cl)
-        rows += circuit_rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters, split,
-                      n_cl)
+        rows += circuit_rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split,
+                             n_cl, problems=probs)
+        rows += circuit_rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters,
+                             split, n_cl, problems=probs)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
     ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
              [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
-    rows += circuit_rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split, n_cl)
+    rows += circuit_rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split,
+                         n_cl, problems=probs)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
 
 
-def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
-    """Per candidate circuit (order ``top`` at END, ``operands`` across positions) and ``(task, method, ablation,
-    positions, n)``: its ``value`` (``share`` or ``recovery``) as ``value``, ``lo``, ``hi``, beside its random band."""
-    f = _positioned(frame)
-    keys = ["task", "method", "ablation", "positions", "n"]
-    lo, hi = INTERVAL[value]
-    top = f[f["order"].isin(RANDOM)][keys + ["order", value, lo, hi, "components"]]
-    top = top.rename(columns={value: "value", lo: "lo", hi: "hi"})
-    return top.merge(band(f, value=value), on=keys, how="left")
-
-
-MIN_CLUSTERS = 20     # fewer problem clusters than this: an interval over them cannot decide (percentile bootstrap)
-DIRECTIONS = (("noising", "mean"), ("denoising", "x_r"))   # the two runs the rule reads
-
-
-def faithful_verdict(frame: pd.DataFrame, task: str, target: float = 0.8, k_max: int = 10) -> dict:
-    """The rule of the claim ``circuit-faithful``, version 5 (:mod:`arithmech.claims.rules`; its history in
-    :mod:`arithmech.claims.changelog`), on the bounded :func:`recovery`.
-
-    A candidate is a circuit of at most ``k_max`` components: the top-n at END, or the cross-position circuit
-    (order ``operands``). It is **faithful** iff in both :data:`DIRECTIONS` its interval lies at or above
-    ``target`` and above its random band's upper end (95th percentile); it **fails** iff in some direction the
-    interval lies entirely below ``target`` or its upper end is not above that percentile; else undecided (also
-    when a direction or the band is missing). **Holds** iff some candidate is faithful; **does not hold** iff
-    every candidate fails, each of them measured (the top n for every ``n <= k_max`` and the cross-position
-    circuit: a file of ``--n-max`` below ``k_max`` cannot say "does not hold"); inconclusive otherwise, and whenever the prompts ask fewer than :data:`MIN_CLUSTERS`
-    problems or the file has no ``recovery`` (written before version 5).
-
-    Returns ``{"holds", "candidates": [{order, positions, n, components, status, noising: {...}, denoising:
-    {...}}], "best"}``; ``best`` is the smallest faithful candidate, else the one whose lower end (the smaller of
-    the two directions') is largest."""
-    if "recovery" not in frame:
-        return {"holds": None, "candidates": [], "best": None}
-    s = summary(frame, "recovery")
-    s = s[(s.task == task) & (s.n <= k_max) & pd.Series([d in DIRECTIONS for d in zip(s.method, s.ablation)], s.index)]
-    out = []
-    for (order, pos, n), g in s.groupby(["order", "positions", "n"], sort=True):
-        by = {m: r for m, r in zip(g.method, g.itertuples())}
-        cand = {"order": order, "positions": pos, "n": int(n), "components": g.components.iloc[0]}
-        for m, _ in DIRECTIONS:
-            if m in by:
-                r = by[m]
-                cand[m] = {"value": float(r.value), "lo": float(r.lo), "hi": float(r.hi), "band_hi": float(r.band_hi),
-                          "draws": 0 if pd.isna(r.draws) else int(r.draws)}
-        d = [cand[m] for m, _ in DIRECTIONS if m in cand]
-        ok = len(d) == len(DIRECTIONS) and all(x["lo"] >= target and x["lo"] > x["band_hi"] for x in d)
-        fail = any(x["hi"] < target or x["hi"] <= x["band_hi"] for x in d)
-        cand["status"] = True if ok else (False if fail else None)
-        cand["worst_lo"] = min((x["lo"] for x in d), default=float("nan"))
-        out.append(cand)
-    if not out:
-        return {"holds": None, "candidates": [], "best": None}
-    good = [c for c in out if c["status"] is True]
-    best = min(good, key=lambda c: c["n"]) if good else max(out, key=lambda c: (c["worst_lo"], -c["n"]))
-    few = int(frame.n_clusters.min()) < MIN_CLUSTERS
-    tops = {c["n"] for c in out if c["order"] == "top"}
-    every = tops >= set(range(1, k_max + 1)) and any(c["order"] == "operands" for c in out)   # no candidate unmeasured
-    holds = None if few else (True if good else (False if every and all(c["status"] is False for c in out) else None))
-    return {"holds": holds, "candidates": out, "best": best, "target": target, "k_max": k_max}
-
-
-__all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary", "faithful_verdict",
-           "recovery", "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS"]
+__all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
+           "faithful_verdict", "recovery", "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS",
+           "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL", "BASELINE", "N_BOOT_RULE"]

@@ -24,7 +24,13 @@ every circuit near 0 by construction). Two runs per circuit ``C`` (sites ``S(C)`
               baseline: X_c itself;        full: all of U patched (END then equals X_r's END: every head at END
               is X_r's and each MLP at END reads only END's residual)
 
-each with the bounded :func:`~arithmech.methods.faithfulness.recovery` and the ratio of means
+The noising denominator, LD(X_r) − LD(all of U ablated), is the quantity the END circuits' noising decomposes (the
+effect of X_r's tokens before END on END's LD: every such path runs through END's heads, all ablated in both),
+measured with END's MLPs recomputed from the ablated stream instead of set to their reference-pool means (column
+``baseline``; the step records the two denominators' ratio on the same prompts). Ablating the MLPs too would
+put a heads-only circuit near 0 by construction; adding them to every circuit would credit them to it.
+
+Each with the per-prompt :func:`~arithmech.methods.faithfulness.recovery` (clipped and unclipped) and the ratio of means
 (:func:`~arithmech.methods.faithfulness.circuit_rows`). Every value is recomputed downstream of a site; the
 positions before a prompt's first site run once and are reused as a KV cache (:func:`site_lds`).
 
@@ -49,6 +55,7 @@ from arithmech.data import pairs, splits
 from arithmech.methods.faithfulness import circuit_rows
 
 WHERE = {"operands": ("A", "B", "operator", "end"), "end": ("end",)}
+BASELINE = "every head at A, B, operator and END ablated, MLPs recomputed"   # the noising full effect's baseline
 K_READ, K_KEY = 5, 5          # the circuit: at most this many operand-reading heads and key heads (≤ 10 heads)
 READ_QUANTILE = 0.95          # a reading head's operand mass lies above this quantile of every head's
 
@@ -199,19 +206,21 @@ def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: 
     deno = site_lds(model, tok, corrupt, z_r, [empty, full] + circ, **kw)
     clusters = splits.resampling_units(list(samples), bootstrap)
     n_cl = splits.n_problems(list(samples))
+    kw = dict(positions="operands", problems=splits.resampling_units(list(samples), "cluster"))
     rows = circuit_rows(task, "noising", "mean", plan, (noise[2:] - noise[1]).T, noise[0] - noise[1], n_boot, seed, clusters,
-                 split, n_cl, positions="operands")
+                        split, n_cl, baseline=BASELINE, **kw)
     rows += circuit_rows(task, "denoising", "x_r", plan, (deno[2:] - deno[0]).T, deno[1] - deno[0], n_boot, seed, clusters,
-                  split, n_cl, positions="operands")
+                         split, n_cl, **kw)
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
     info = {"reading_heads": [f"{l}.{h}" for l, h in reading], "key_heads": [f"{l}.{h}" for l, h in key],
             "sites": len(sites), "draws": n_random,
             "denoising_all_patched_minus_x_r": float((deno[1] - ld_r).abs().max()),
             "noising_nothing_ablated_minus_x_r": float((noise[0] - ld_r).abs().max()),
-            "tokens_per_prompt": float(np.mean([z.shape[1] for z in z_r]))}
+            "tokens_per_prompt": float(np.mean([z.shape[1] for z in z_r])),
+            "ld_x_r": float(ld_r.mean()), "ld_all_ablated_mean": float(noise[1].mean())}
     return rows, info
 
 
 __all__ = ["cross_position", "reading_heads", "key_heads", "circuit", "random_layer_circuits", "site_mask",
-           "head_values", "site_lds", "WHERE", "K_READ", "K_KEY"]
+           "head_values", "site_lds", "WHERE", "K_READ", "K_KEY", "BASELINE"]

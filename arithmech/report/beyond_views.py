@@ -1,9 +1,9 @@
-"""The Beyond chapter's tables and charts, one row (or one chart) per model, from :func:`arithmech.steps.beyond.ensure`.
+"""The Beyond chapter's tables and charts, one row (or one chart) per model, from :func:`arithmech.steps.ensure.ensure`.
 
 Each function takes ``runs``: a list of ``ensure`` results (``model``, ``summary``, ``eap``, ``upstream``,
 ``n_layers``), so the page shows every model with one code path::
 
-    >>> runs = [beyond.ensure(m, "results", **params) for m in ("embedded", "smollm2-135m")]
+    >>> runs = [ensure(Beyond(model_name=m, **params)) for m in ("embedded", "smollm2-135m")]
     >>> methods_table(runs); scatter_chart(runs[0]); verdict_table(runs)
 """
 from __future__ import annotations

@@ -5,7 +5,11 @@ y axis the measure the claim reads: the bounded **recovery** (each prompt's shar
 [0, 1], mean over prompts; :func:`arithmech.methods.faithfulness.recovery`), or the ratio-of-means ``share`` for a
 file written before it:
 
-* top-n by effect rank at END (red line): with its 95% cluster-bootstrap interval;
+* top-n by effect rank at END (red line): with its interval at the rule's level (1 − 0.05/11, ``level``; 95% in a
+  file written before rule version 7);
+* the same circuits' **unclipped** mean recovery (red hollow squares, drawn at the nearer end of :data:`RAW_SPAN`
+  when outside it; the tooltip has the value and the share of prompts above 1): clipping hides over-recovery,
+  this shows it;
 * random circuits of n components outside the top n at END (grey): their median and 5–95% band
   (:func:`arithmech.methods.faithfulness.band`);
 * the cross-position circuit (red diamond, :mod:`arithmech.methods.faithfulness_sites`: operand-reading heads at
@@ -32,6 +36,7 @@ PANELS = {("noising", "mean"): "noising, mean ablation", ("noising", "resample")
           ("denoising", "x_r"): "denoising (circuit patched into X_c)"}
 SHOWN = [("noising", "mean"), ("noising", "resample"), ("denoising", "x_r")]
 TARGET = 0.8
+RAW_SPAN = (-0.5, 1.5)        # an unclipped mean outside is drawn at the nearer end (the tooltip has its value)
 SERIES = {("top", False): "top n by effect rank (END)", ("top", True): "random circuits (outside top n, END)",
           ("operands", False): "operand-reading + key heads (A, B, operator, END)",
           ("operands", True): "random heads, same layers and positions"}
@@ -65,8 +70,12 @@ def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
                    components="")
     cols = ["method", "ablation", "order", "n", "share", "lo", "hi", "components", "draws", "series"]
     out = pd.concat([cand[cols], rnd[cols]], ignore_index=True)
-    return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)],
-                      kind=["point" if o == "operands" else "curve" for o in out.order])
+    out = out.assign(kind=["point" if o == "operands" else "curve" for o in out.order])
+    if "recovery_raw" in s and measure(f) == "recovery":              # version 7 on: the unclipped mean beside it
+        raw = cand[cols].assign(share=cand.recovery_raw.clip(*RAW_SPAN), lo=cand.recovery_raw_lo,
+                                hi=cand.recovery_raw_hi, raw=cand.recovery_raw, over_one=cand.over_one, kind="raw")
+        out = pd.concat([out, raw], ignore_index=True)
+    return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)])
 
 
 def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfulness", panels=SHOWN) -> alt.Chart:
@@ -80,6 +89,7 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
     tip = ["series:N", "n:Q", alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("lo:Q", format=".1%", title="low"),
            alt.Tooltip("hi:Q", format=".1%", title="high"), "components:N", "draws:Q"]
     curve, point = alt.datum.kind == "curve", alt.datum.kind == "point"
+    raw = alt.datum.kind == "raw"
     base = alt.Chart()
     area = base.transform_filter(curve).mark_area(opacity=0.2).encode(x=x, y=alt.Y("lo:Q", title=title), y2="hi:Q",
                                                                        color=color)
@@ -88,22 +98,33 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
                                                                         color=color)
     dot = base.transform_filter(point).mark_point(shape="diamond", filled=True, size=70).encode(x=x, y=y, color=color,
                                                                                               tooltip=tip)
+    rtip = ["series:N", "n:Q", alt.Tooltip("raw:Q", format=".1%", title="unclipped mean"),
+            alt.Tooltip("lo:Q", format=".1%", title="low"), alt.Tooltip("hi:Q", format=".1%", title="high"),
+            alt.Tooltip("over_one:Q", format=".0%", title="prompts above 1")]
+    unclipped = base.transform_filter(raw).mark_point(shape="square", filled=False, size=40).encode(
+        x=x, y=y, color=color, tooltip=rtip)
     target = base.mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(y=alt.datum(TARGET))
-    chart = alt.layer(area, line, bar, dot, target, data=data).properties(width=COLUMN // 2 - 30, height=180).facet(
+    layers = (area, line, bar, dot) + ((unclipped,) if (data.kind == "raw").any() else ()) + (target,)
+    chart = alt.layer(*layers, data=data).properties(width=COLUMN // 2 - 30, height=180).facet(
         facet=alt.Facet("panel:N", title=None, sort=[PANELS[p] for p in panels]), columns=3)
     n_p = int(frame.n_prompts.iloc[0]) if len(frame) else 0
     what = ("per prompt (LD − LD(baseline)) / (LD(X_r) − LD(baseline)) clipped to [0, 1], mean over"
             if measure(frame) == "recovery" else "share of LD(X_r) − LD(baseline),")
+    level = f"{frame.level.iloc[0]:.1%}" if "level" in frame and len(frame) else "95%"
+    hollow = (f"; hollow squares: unclipped mean (drawn at {RAW_SPAN[0]:.0%} / {RAW_SPAN[1]:.0%} when outside)"
+              if (data.kind == "raw").any() else "")
     return chart.properties(title=fig_title(
         fig, f"does the circuit keep the answer alone, and bring it back into X_c? {model_name}",
-        [f"{what} {n_p} evaluation-side prompts; bars: 95% cluster bootstrap;",
+        [f"{what} {n_p} evaluation-side prompts; bars: {level} cluster bootstrap{hollow};",
          "grey: 5–95% of random circuits (END: outside the top n; diamonds: heads of the same layers at the same "
          "positions); dashed: 80%"]))
 
 
 def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataFrame:
     """Each candidate at a few ``n`` (the cross-position circuit at its own): the bounded recovery [interval] beside
-    its random band [5%, 95%], and the ratio-of-means share [interval], one row per (method, ablation, circuit)."""
+    its unclipped mean [interval] and share of used prompts above 1 (rule version 7 on), the prompts and problem
+    clusters it rests on, its random band [5%, 95%] and maximum, and the ratio-of-means share [interval], one row per
+    (method, ablation, circuit)."""
     pct = lambda v: "—" if pd.isna(v) else f"{v:.0%}"
     cell = lambda v, a, b: f"{pct(v)} [{pct(a)}, {pct(b)}]"
     sh = summary(frame, "share")
@@ -111,10 +132,15 @@ def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataF
     keys = ["task", "method", "ablation", "positions", "n", "order"]
     s = rec.merge(sh[keys + ["value", "lo", "hi"]], on=keys, suffixes=("", "_share"))
     s = s[s.n.isin(ns) | (s.order == "operands")]
-    return pd.DataFrame({"run": [PANELS[(m, a)] for m, a in zip(s.method, s.ablation)], "n": s.n,
-                         "circuit": [("across positions: " if o == "operands" else "top n, END: ") + readable(c)
-                                     for o, c in zip(s.order, s.components)],
-                         measure(frame): [cell(v, a, b) for v, a, b in zip(s.value, s.lo, s.hi)],
-                         "random band": [cell(m, a, b) for m, a, b in zip(s.band_mid, s.band_lo, s.band_hi)],
-                         "share (ratio of means)": [cell(v, a, b) for v, a, b in
-                                                    zip(s.value_share, s.lo_share, s.hi_share)]}).reset_index(drop=True)
+    out = {"run": [PANELS[(m, a)] for m, a in zip(s.method, s.ablation)], "n": s.n,
+           "circuit": [("across positions: " if o == "operands" else "top n, END: ") + readable(c)
+                       for o, c in zip(s.order, s.components)],
+           measure(frame): [cell(v, a, b) for v, a, b in zip(s.value, s.lo, s.hi)]}
+    if "recovery_raw" in s:
+        out["unclipped (share > 1)"] = [f"{cell(v, a, b)} ({pct(o)})" for v, a, b, o in
+                                        zip(s.recovery_raw, s.recovery_raw_lo, s.recovery_raw_hi, s.over_one)]
+        out["prompts used (clusters)"] = [f"{u} of {p} ({c})" for u, p, c in zip(s.n_used, s.n_prompts, s.n_used_clusters)]
+    out["random band"] = [cell(m, a, b) + f", max {pct(x)}" for m, a, b, x in
+                          zip(s.band_mid, s.band_lo, s.band_hi, s.band_max)]
+    out["share (ratio of means)"] = [cell(v, a, b) for v, a, b in zip(s.value_share, s.lo_share, s.hi_share)]
+    return pd.DataFrame(out).reset_index(drop=True)

@@ -6,7 +6,8 @@ runs on the prompts it answers right (X_r).
 The scored token is ``config.answer_token``, identify's rule by default (:class:`~arithmech.steps.config.Accuracy`):
 under ``"last-digit"`` a prompt carries the answer's leading digits and the table scores its last digit, the
 token identify patches and knocks out; ``"first"`` scores the paper's first answer token. ``run.json`` records
-the rule, and :func:`ensure` reuses a table only when it was scored with the rule asked for.
+the rule, and :func:`arithmech.steps.ensure.ensure` reuses a table only when it was scored with the rule asked
+for.
 """
 from __future__ import annotations
 
@@ -83,10 +84,11 @@ def run(config: Config, model=None, tok=None) -> pd.DataFrame:
     return results.read(folder, "accuracy_by_template.csv")
 
 
-def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> pd.DataFrame:
-    """``accuracy_by_template.csv`` of the model's folder when made with ``config``'s parameters (the answer-token
-    rule included), else :func:`run`."""
-    folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "accuracy", recorded(config), absent_means=ABSENT_MEANS):
-        return run(config.replace(overwrite=True), model, tok)
+def read(folder) -> pd.DataFrame:
+    """``accuracy_by_template.csv`` of ``folder`` (checked): what :func:`arithmech.steps.ensure.ensure` returns."""
     return results.read(folder, "accuracy_by_template.csv")
+
+
+def summary(df: pd.DataFrame) -> str:
+    """The command line's summary: the accuracy over every template, per task."""
+    return df[df.template == "(all)"].to_string(index=False)

@@ -19,7 +19,7 @@ from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data.pairs import reference_samples
-from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline
+from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 from arithmech.steps.config import Analyze as Config
@@ -29,6 +29,20 @@ from arithmech.steps.config import Analyze as Config
 READS = ("key_heads.json", "effects.csv", "prompts.jsonl")
 
 # ------------------------------------------------------------------------------ results and CLI
+ABSENT_MEANS = {"operations": "all"}
+"""A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
+
+
+def operations(config: Config, folder: str | Path) -> list[str] | None:
+    """The operations whose prompts the step reads (issue #41 item 5: one sample per question): under
+    ``operations="pooled"`` the tasks identify pooled into its task "all" (``key_heads.json``'s control: those that
+    pass it), where the key heads were ranked; ``None`` (every operation) under ``"all"`` or where identify recorded
+    no control."""
+    if config.operations == "all":
+        return None
+    return (results.read(folder, "key_heads.json").get("control") or {}).get("pooled")
+
+
 def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     """The heads to analyze from identify's files (checked by the results contract) and where they come
     from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
@@ -77,7 +91,8 @@ def run(config: Config) -> dict:
         if results.exists(folder, name):
             results.read(folder, name)
     heads, heads_from = load_key_heads(folder)
-    samples = reference_samples(folder, c.n_samples, c.seed)
+    ops = operations(c, folder)
+    samples = reference_samples(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     with annotate(est.line() if est else ""), Progress("analyze", 3) as bar:
@@ -92,11 +107,12 @@ def run(config: Config) -> dict:
         bar.advance(note="top numbers")
     summary = {"key_heads": key_head_summary(roles, heads), "heads_from": heads_from,
                "stages": {k: list(v) for k, v in stages.items()}, "final_norm": c.final_norm, "prompt": c.prompt,
-               "n_samples": len(samples)}
+               "n_samples": len(samples), "operations": ops or "all"}
     results.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,
                                      "top_numbers.csv": top.assign(prompt=c.prompt), "analyze.json": summary}, {
         "parameters": dict(model=c.model_name, n_samples=c.n_samples, seed=c.seed, device=c.device, dtype=c.dtype,
-                           prompt=c.prompt, final_norm=c.final_norm, batch_size=c.batch_size),
+                           prompt=c.prompt, final_norm=c.final_norm, batch_size=c.batch_size,
+                           operations=c.operations),
         "versions": results.versions(),
         "wall_s": round(time.time() - t0, 2), "peak_memory": results.peak_memory(),
         "estimate": est.record() if est else None})
@@ -105,18 +121,21 @@ def run(config: Config) -> dict:
                 folder=folder, summary=summary)
 
 
-def ensure(config: Config, recompute: bool = False) -> dict:
-    """The analyze files of ``config``: read when ``run.json`` records an analyze run made with the same
-    :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged identify files), else made by :func:`run`.
-    Its heads are identify's studied heads: the key heads, or the top 10 by effect rank where none passes
-    (:func:`arithmech.methods.effects.studied_heads`).
+def read(folder: str | Path) -> dict:
+    """The analyze files of ``folder`` (checked), with the labels of identify's studied heads: the key heads, or
+    the top 10 by effect rank where none passes (:func:`arithmech.methods.effects.studied_heads`).
 
     Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
-    folder = results.model_folder(config.results, config.model_name)
-    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-    if recompute or not results.made_with(folder, "analyze", want):
-        run(config.replace(overwrite=True))
     roles = results.read(folder, "attention_roles.csv")
     return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
             "baseline": results.read(folder, "attention_baseline.csv"), "mlp": results.read(folder, "mlp_projection.csv"),
             "top": results.read(folder, "top_numbers.csv"), "summary": results.read(folder, "analyze.json")}
+
+
+def summary(r: dict) -> str:
+    """The command line's summary of :func:`run`'s result: the studied heads' labels, the stages, the verdicts."""
+    return "\n".join([r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False),
+                      f"start-inflection-end: {r['stages']}",
+                      *verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"]),
+                      f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
+                      "top_numbers.csv, analyze.json"])

@@ -28,6 +28,7 @@ Same arguments → byte-identical records (timings aside).
 """
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import time
@@ -356,3 +357,10 @@ def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
         return (records.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
     except (ValueError, OSError):
         return False
+
+
+def summary(plan: dict) -> str:
+    """The command line's summary of :func:`run_arms`' plan: the learning curve's knee, or each arm's chosen rate."""
+    if "curve" in plan:
+        return json.dumps({"knee": plan["curve"]["knee"], "points": len(plan["curve"]["points"])})
+    return json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()})

@@ -34,7 +34,7 @@ from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps import identify as identify_step
+from arithmech.steps.analyze import operations
 from arithmech.steps.config import Beyond as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
@@ -48,12 +48,17 @@ def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5)
         raise ValueError(f"n_misses={n_misses!r}: need a non-negative integer")
 
 
-def inputs(folder: Path, n_samples: int, seed: int) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
-    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts,
-    read and checked through the results contract."""
+ABSENT_MEANS = {"operations": "all"}
+"""A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
+
+
+def inputs(folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
+           ) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
+    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts of the
+    operations ``ops`` (every one when None), read and checked through the results contract."""
     effects = results.read(folder, "effects.csv")
     kh = results.read(folder, "key_heads.json")
-    samples = pairs.samples(folder)
+    samples = [s for s in pairs.samples(folder) if ops is None or s.op in ops]
     if not samples:
         raise ValueError(f"{quoted(folder / 'prompts.jsonl')} holds no reference prompts: nothing to patch")
     rng = np.random.default_rng(seed)
@@ -113,7 +118,8 @@ def run(config: Config) -> dict:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
-    effects, kh, samples = inputs(folder, c.n_samples, c.seed)
+    ops = operations(c, folder)
+    effects, kh, samples = inputs(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)                   # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
@@ -126,8 +132,8 @@ def run(config: Config) -> dict:
         bar.advance()
     record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
                                  seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,
-                                 batch_size=c.batch_size),
-              "summary": out["summary"],
+                                 batch_size=c.batch_size, operations=c.operations),
+              "summary": {**out["summary"], "operations": ops or "all"},
               "versions": results.versions(),
               "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
               "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}
@@ -136,31 +142,34 @@ def run(config: Config) -> dict:
     return {**out, "folder": folder, "model": model, "tok": tok}
 
 
-def ensure(config: Config, recompute: bool = False, identify: IdentifyConfig | None = None) -> dict:
-    """The step's results for ``config``: read from the model's folder when ``run.json`` records a ``beyond``
-    run made from the identify files now there (their recorded sha256 match) with the same
-    :meth:`~arithmech.core.config.Config.reuse_key`, else computed by :func:`run`. Identify's files come
-    first: the Identify chapter's (or the SmolLM2 appendix's, which ship with the repository); where none
-    exist, ``identify`` (an identify config of the same model) is run through
-    :func:`arithmech.steps.identify.ensure`.
+def needs(config: Config) -> tuple[str, IdentifyConfig]:
+    """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
+    where it is absent (:func:`arithmech.steps.ensure.ensure`): the Identify chapter's, or the SmolLM2 appendix's,
+    which ship with the repository, are there first."""
+    return "key_heads.json", IdentifyConfig(model_name=config.model_name, results=config.results, seed=config.seed,
+                                            device=config.device, dtype=config.dtype)
+
+
+def read(folder: str | Path) -> dict:
+    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary.
 
     Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
-    folder = results.model_folder(config.results, config.model_name)
-    if not results.exists(folder, "key_heads.json"):
-        identify_step.ensure(identify or IdentifyConfig(model_name=config.model_name, results=config.results,
-                                                        seed=config.seed, device=config.device, dtype=config.dtype))
-    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-    if recompute or not results.made_with(folder, "beyond", want):       # incl. identify re-run since
-        run(config.replace(overwrite=True))
-    eap = results.read(folder, "eap.csv")                              # checked read; summary() would read it again
-    return {"model": config.model_name, "summary": results.read_run(folder)["steps"]["beyond"]["summary"], "eap": eap,
-            "upstream": results.read(folder, "upstream.csv"), "n_layers": int(eap["layer"].max()) + 1}
-
-
-def summary(folder: str | Path) -> dict:
-    """The ``beyond`` record's summary from ``run.json`` (after the files were checked by :func:`read`)."""
-    results.read(folder, "eap.csv")
+    eap = results.read(folder, "eap.csv")
     rec = results.read_run(folder)["steps"].get("beyond")
     if rec is None:
         raise FileNotFoundError(f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first")
-    return rec["summary"]
+    return {"model": rec["parameters"]["model"], "summary": rec["summary"], "eap": eap,
+            "upstream": results.read(folder, "upstream.csv"), "n_layers": int(eap["layer"].max()) + 1}
+
+
+def summary(out: dict) -> str:
+    """The command line's summary of :func:`run`'s result: timings, agreement with exact patching, receivers."""
+    s = out["summary"]
+    t = s["times"]
+    lines = [f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
+             f"EAP-IG ({s['ig_steps']} steps) {t['eap_ig_s']:.2f} s (caches {t['caches_s']:.2f} s)"]
+    lines += [f"{m}: Spearman {s[m]['spearman_all']:+.3f} (heads {s[m]['spearman_heads']:+.3f}), top-{s['top']} "
+              f"overlap {s[m]['top_overlap']}, key heads {s[m]['key_overlap']}/{s[m]['key_union']}" for m in ("eap", "eap_ig")]
+    lines.append(f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): "
+                 f"{t['upstream_s']:.2f} s")
+    return "\n".join(lines + [f"wrote eap.csv, upstream.csv to {out['folder']}"])

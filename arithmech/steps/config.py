@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arithmech.core.config import Config, option
+from arithmech.core.estimate import Estimate, Shape
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_POLICIES, check_device, check_model
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
 from arithmech.methods.knockout_settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
+from arithmech.steps import memory
 
 # Bounds (issue #28): the largest value a run can take and still finish on this project's machine (2 CPU cores,
 # 24 GiB) within about a working day; each is checked when a config is built, before any model loads. The
@@ -125,6 +127,10 @@ class Identify(ModelStep):
                                 curves_for=self.curves_for, positions=self.knockout_positions,
                                 split=self.knockout_split, pool_size=self.pool_size, batch_size=self.batch_size)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.identify`)."""
+        return memory.identify(shape, self, **known)
+
 
 CONTROL_FLOOR = 0.5
 """The per-task control of identify, written before any run: a task **fails** it when its conditioned floor
@@ -137,7 +143,7 @@ them all and is inconclusive too."""
 
 MIN_PROBLEMS = 20
 """The least evidence a task's verdicts are decided on (issue #41; as many problem clusters as
-:data:`arithmech.methods.faithfulness.MIN_CLUSTERS`): a task whose X_r holds fewer distinct problems
+:data:`arithmech.methods.faithfulness_rule.MIN_CLUSTERS`): a task whose X_r holds fewer distinct problems
 (operation, operand pair) is **insufficient** — its verdicts are inconclusive and it is left out of "all",
 like a task that fails its control (:func:`arithmech.steps.control.task_control`). A percentile bootstrap over
 a handful of problem clusters, or a key head found on 4 prompts, decides nothing."""
@@ -149,12 +155,14 @@ they make identify's files): 128 knockout prompts, a pool of 128 X_c per family,
 position, no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching time). The
 command's defaults are :class:`Identify`'s."""
 
-
 @dataclass(frozen=True)
 class Analyze(ModelStep):
     """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""
     n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1, high=MAX_PAIRS)
     prompt: str = option("4 + 3 =", "prompt of the layer-by-layer top-token table (Fig. 6c)")
+    operations: str = option("pooled", "whose prompts: the operations that pass identify's control (pooled: the tasks "
+                             "its pooled task holds, where the key heads were ranked) or every operation (all)",
+                             choices=("pooled", "all"))
     final_norm: bool = option(True, "project through the final norm's gain")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
@@ -166,6 +174,10 @@ class Analyze(ModelStep):
             raise ValueError(f"--prompt has {len(self.prompt):,} characters; at most {MAX_PROMPT_CHARS:,} (a prompt such "
                              "as '4 + 3 =')")
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.analyze`)."""
+        return memory.analyze(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Beyond(ModelStep):
@@ -174,7 +186,12 @@ class Beyond(ModelStep):
     ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1, high=MAX_IG_STEPS)
     n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS)
     n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0, high=MAX_ORDERS)
+    operations: str = same_as(Analyze, "operations")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.beyond`)."""
+        return memory.beyond(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -189,6 +206,10 @@ class Faithfulness(ModelStep):
     n_samples: int = option(128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh",
                             low=1, high=MAX_PAIRS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.faithfulness`)."""
+        return memory.faithfulness(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -217,6 +238,10 @@ class Stability(ModelStep):
         token identify measures by default; no flag), this config's solved examples and their sets."""
         return Draw(Identify.__dataclass_fields__["answer_token"].default, self.shots, self.example_sets)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.stability`)."""
+        return memory.stability(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Generalize(Config):
@@ -239,6 +264,10 @@ class Accuracy(ModelStep):
         """Zero-shot pairs of this config's answer token (:class:`arithmech.data.draw.Draw`)."""
         return Draw(self.answer_token)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.accuracy`)."""
+        return memory.accuracy(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Shots(ModelStep):
@@ -255,6 +284,10 @@ class Shots(ModelStep):
         super().check()
         if list(self.grid) != sorted(set(self.grid)):
             raise ValueError(f"--grid {','.join(map(str, self.grid))}: expected distinct values in increasing order")
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.shots`)."""
+        return memory.shots(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -297,6 +330,10 @@ class Finetune(ModelStep):
     save_adapter: bool = option(False, "keep the trained slices (adapter.safetensors) beside the record")
     threads: int | None = option(None, "torch intra-op threads (default: torch's)", low=1, reuse=False, high=MAX_THREADS)
 
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.finetune`)."""
+        return memory.finetune(shape, self, **known)
+
 
 @dataclass(frozen=True)
 class Table1(ModelStep):
@@ -334,6 +371,10 @@ class Table1(ModelStep):
                              high=MAX_EXTEND)
     scale: float = option(1.0, "paper suite: multiply the evaluation sizes (1: a CPU run, 10: a GPU run)", low=1e-9, high=MAX_SCALE)
     data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """What this run holds at its peak (:func:`arithmech.steps.memory.arms`)."""
+        return memory.arms(shape, self, **known)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@
 Identify runs twice on ``config.task`` (path patching only): once with X_c changing the operator, once
 changing an operand (:func:`arithmech.steps.identify.operand_identify`); ``counterfactual_overlap.json``
 names the heads both find, with each one's effect under both. Everything goes to ``<model folder>/counterfactuals/``,
-apart from the book's own overlap (beside identify's files, :func:`arithmech.steps.identify.ensure`).
+apart from the book's own overlap (beside identify's files, :func:`arithmech.steps.identify.operand`).
 """
 from __future__ import annotations
+
+import json
 
 from arithmech.core import results
 from arithmech.core.models import load_model
@@ -27,3 +29,8 @@ def run(config: Config) -> dict:
     overlap = counterfactual_overlap(op.effects, nd.effects, c.task)
     results.write_step(out, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
     return overlap
+
+
+def summary(overlap: dict) -> str:
+    """The command line's summary: the heads each counterfactual finds and those both find."""
+    return json.dumps({k: overlap[k] for k in ("a", "b", "shared")})

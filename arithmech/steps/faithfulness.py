@@ -34,16 +34,16 @@ from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
+from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
 from arithmech.methods import knockout_run
 from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.pool_cache import cached_pool
 from arithmech.methods.prepare import task_templates
-from arithmech.steps import identify as identify_step
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
-TARGET, K_MAX = 0.8, 10            # the claim's rule (arithmech.claims.rules, circuit-faithful)
+TARGET, K_MAX = R.TARGET, R.K_MAX   # the claim's rule (arithmech.claims.rules, circuit-faithful)
 
 
 def identify_setting(folder) -> dict:
@@ -116,6 +116,9 @@ def run(config: Config) -> dict:
                     model, tok, samples, means, reading, key, p["ranked_task"], c.n_random, c.seed,
                     p.get("n_boot", 1000), p.get("bootstrap") or "prompt", "held-out", c.batch_size)
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
+                cp = info["cross_position"]       # the two noising denominators on the same prompts (issue #41, A6)
+                cp["full_effect_vs_end"] = ((cp["ld_x_r"] - cp["ld_all_ablated_mean"])
+                                            / (info["ld_x_r"] - info["ld_all_ablated_mean"]))
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
@@ -136,19 +139,31 @@ def run(config: Config) -> dict:
     return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
 
 
-def ensure(config: Config, recompute: bool = False, identify: IdentifyConfig | None = None) -> dict:
-    """``faithfulness.csv`` for ``config``: reused when ``run.json`` records a faithfulness run made from the
-    identify files now there with the same :meth:`~arithmech.core.config.Config.reuse_key`, else computed by
-    :func:`run` (identify's files first, through :func:`arithmech.steps.identify.ensure`, where none exist).
-    Returns ``{"model", "frame", "record"}``."""
-    folder = results.model_folder(config.results, config.model_name)
-    if not results.exists(folder, "effects.csv"):
-        identify_step.ensure(identify or IdentifyConfig(model_name=config.model_name, results=config.results,
-                                                        seed=config.seed, device=config.device, dtype=config.dtype))
-    want = {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-    # a file written before rule version 5 (no ``recovery``) is reused as it is: the chart falls back to its share
-    # and the claim says "re-run" (never an unasked SmolLM2 recompute inside a book build)
-    if recompute or not results.made_with(folder, "faithfulness", want):
-        run(config.replace(overwrite=True))
-    return {"model": config.model_name, "frame": results.read(folder, "faithfulness.csv"),
-            "record": results.read_run(folder)["steps"]["faithfulness"]}
+def needs(config: Config) -> tuple[str, IdentifyConfig]:
+    """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
+    where it is absent (:func:`arithmech.steps.ensure.ensure`)."""
+    return "effects.csv", IdentifyConfig(model_name=config.model_name, results=config.results, seed=config.seed,
+                                         device=config.device, dtype=config.dtype)
+
+
+def read(folder) -> dict:
+    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record. A file written before rule version 5
+    (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run" (never an
+    unasked SmolLM2 recompute inside a book build). Returns ``{"model", "frame", "record"}``."""
+    rec = results.read_run(folder)["steps"]["faithfulness"]
+    return {"model": rec["parameters"]["model"], "frame": results.read(folder, "faithfulness.csv"), "record": rec}
+
+
+def summary(out: dict) -> str:
+    """The command line's summary of :func:`run`'s result: the prompts, the verdict and its best candidate."""
+    r, info = out["rule"], out["info"]
+    b = r.get("best") or {}
+    pct = lambda d: (f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
+                     f"{d['band_max']:.0%}, 95th {d['band_hi']:.0%})")
+    where = ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
+    return "\n".join([
+        f"{info['n_prompts']} evaluation prompts ({info['n_clusters']} problems), {info['circuits']} circuits; top-n of "
+        f"{', '.join(info['ranking'][:5])}, ...",
+        f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
+        + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
+        f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s"])

@@ -358,3 +358,12 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
         wall_s=round(time.time() - t0, 2))
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record
+
+
+def summary(r: dict) -> str:
+    """The command line's summary of :func:`run_finetune`'s record: each measure before and after, what was tuned."""
+    lines = [f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
+             for k, v in r["results"].items()]
+    return "\n".join(lines + [f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: "
+                              f"{r['train']['samples_per_second']}, peak memory: "
+                              f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB"])

@@ -311,35 +311,38 @@ ABSENT_MEANS = {"knockout": True, "transfer": True, "share_threshold": DEFAULTS.
                 "shots": 0, "knockout_split": "in-sample", "bootstrap": "prompt", **shots_module.ABSENT}
 
 
-def reuse_or_run(config: Config, recompute: bool = False, model=None, tok=None) -> bool:
-    """Identify's files for ``config`` in :func:`folder_of` it: reused when ``run.json`` records an identify run
-    made with the same :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged inputs), else made by
-    :func:`run`. Returns whether they were reused. (:func:`ensure` adds the operand counterfactual.)"""
-    if not recompute and results.made_with(folder_of(config), "identify", recorded(config), absent_means=ABSENT_MEANS):
-        return True
-    run(config.replace(overwrite=True), model, tok)
-    return False
+def read(folder: str | Path) -> dict:
+    """Identify's files in ``folder`` (checked), keyed by name without extension, and ``"run"``: its ``run.json``
+    record (what :func:`arithmech.steps.ensure.ensure` returns for an :class:`Identify` config)."""
+    return {**results.read_step(folder, "identify"), "run": results.read_run(folder)["steps"]["identify"]}
 
 
-def ensure(config: Config, recompute: bool = False, operand_task: str = "addition", model=None, tok=None) -> dict:
-    """Identify's files for ``config``: read from the model's folder when ``run.json`` records an identify
-    run made with the same :meth:`~arithmech.core.config.Config.reuse_key` (and unchanged inputs), else made
-    by :func:`run`; then the operand counterfactual of ``operand_task`` (``folder/operand/``) and
-    ``counterfactual_overlap.json``, each reused only when made with the same operand task, pairs and seed.
-    The one way a chapter, a command or a later step gets identify's files.
+def summary(res: IdentifyResult) -> str:
+    """The command line's summary of :func:`run`'s result: prompts kept, key heads, where the files went."""
+    kh = res.key_heads
+    names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
+    return "\n".join([
+        "samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()),
+        f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}",
+        f"wrote identify's files and run.json to {res.params['out']}"])
 
-    Returns ``{"operator": identify's files (+ "run": its run.json record), "operand": {"effects"},
-    "overlap"}``."""
+
+def operand(config: Config, operand_task: str = "addition", recompute: bool = False, model=None, tok=None) -> dict:
+    """The operand counterfactual beside identify's files of ``config`` (which must be there: make them with
+    :func:`arithmech.steps.ensure.ensure` first): identify on ``operand_task`` with X_c changing an operand, in
+    ``folder/operand/``, and ``counterfactual_overlap.json``; each reused only when made with the same operand task,
+    pairs and seed, else made again.
+
+    Returns ``{"effects": the operand run's effects, "overlap": the overlap file}``."""
     c = config
     folder = folder_of(c)
-    fresh = not reuse_or_run(c, recompute, model, tok)
-    same_operand = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
-                                                                       "shots": c.shots, **shots_module.recorded(c.shots, c.example_sets),
-                                                                       "bootstrap": c.bootstrap},
-                                                                       absent_means=ABSENT_MEANS)
-                    and results.exists(folder, "counterfactual_overlap.json")
-                    and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
-    if fresh or not same_operand:
+    same = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
+                                                               "shots": c.shots, **shots_module.recorded(c.shots, c.example_sets),
+                                                               "bootstrap": c.bootstrap},
+                                                               absent_means=ABSENT_MEANS)
+            and results.exists(folder, "counterfactual_overlap.json")
+            and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
+    if recompute or not same:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         # as before issue #42: identify's defaults but these (the operand run measures DEFAULTS.answer_token)
@@ -348,10 +351,8 @@ def ensure(config: Config, recompute: bool = False, operand_task: str = "additio
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
         results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
             results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
-    out = {"operator": results.read_step(folder, "identify"), "operand": {"effects": results.read(folder / "operand", "effects.csv")},
-           "overlap": results.read(folder, "counterfactual_overlap.json")}
-    out["operator"]["run"] = results.read_run(folder)["steps"]["identify"]
-    return out
+    return {"effects": results.read(folder / "operand", "effects.csv"),
+            "overlap": results.read(folder, "counterfactual_overlap.json")}
 
 
 # ---------------------------------------------------------------- the operand counterfactual

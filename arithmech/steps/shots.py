@@ -99,14 +99,21 @@ def recorded(config: Config) -> dict:
             **shots_module.recorded(max(c.grid), c.example_sets)}
 
 
-def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
-    """:func:`choose`'s dict and the table (``"table"``) of the model's folder when ``run.json`` records a
-    ``shots`` run made with ``config``, else made by :func:`run` (``model``/``tok``: an already loaded model)."""
-    folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "shots", recorded(config), absent_means=shots_module.ABSENT):
-        run(config.replace(overwrite=True), model, tok)
+ABSENT_MEANS = shots_module.ABSENT
+"""The values of parameters recorded after the oldest shipped ``shots`` records were made."""
+
+
+def read(folder) -> dict:
+    """:func:`choose`'s dict and the table (``"table"``) of ``folder``'s ``shots.csv`` (checked)."""
     table = results.read(folder, "shots.csv")
     return {**choose(table), "table": table}
+
+
+def summary(choice: dict) -> str:
+    """The command line's summary: each K's weakest operation and what the model can do, and the K chosen."""
+    lines = [f"shots {k}: weakest operation {f['op']} keeps {f['kept_rate']:.1%} [{f['kept_lo']:.1%}, {f['kept_hi']:.1%}]; "
+             f"can do: {', '.join(choice['can_do'][k]) or 'none'}" for k, f in choice["floors"].items()]
+    return "\n".join(lines + [f"chosen: shots = {choice['shots']} ({choice['rule']})"])
 
 
 def run(config: Config, model=None, tok=None) -> dict:

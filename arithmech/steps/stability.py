@@ -266,7 +266,7 @@ def write_results(res: StabilityResult, folder: str | Path, extra: dict | None =
     return results.write_step(folder, "stability", files, record, model_name=model_name)
 
 
-def read_results(folder: str | Path) -> dict:
+def read(folder: str | Path) -> dict:
     """``{"table", "runs", "heads", "record"}`` of a stability run in ``folder`` (checked reads)."""
     out = {k: results.read(folder, n) for k, n in zip(("table", "runs", "heads"), FILENAMES)}
     out["record"] = results.read_run(folder)["steps"]["stability"]
@@ -283,13 +283,15 @@ def recorded(config: Config) -> dict:
                 bootstrap=c.bootstrap, **c.to_draw().recorded())
 
 
-def ensure(config: Config, recompute: bool = False, model=None, tok=None) -> dict:
-    """:func:`read_results` of the model's folder when ``run.json`` records a stability run made with
-    ``config`` (:func:`recorded`), else :func:`run` (with ``model``/``tok`` when the caller has them loaded)."""
-    folder = results.model_folder(config.results, config.model_name)
-    if recompute or not results.made_with(folder, "stability", recorded(config), absent_means={"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}):
-        run(config.replace(overwrite=True), model=model, tok=tok)
-    return read_results(folder)
+ABSENT_MEANS = {"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}
+"""The values of parameters recorded after the oldest shipped ``stability`` records were made."""
+
+
+def summary(out: tuple) -> str:
+    """The command line's summary of :func:`run`'s ``(result, folder)``: the table and where it went."""
+    res, folder = out
+    return (res.table.to_string(index=False, max_rows=40) + f"\nwrote stability.csv, stability_runs.csv, "
+            f"stability_heads.csv to {folder} in {res.timings['total']:.0f} s")
 
 
 def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:

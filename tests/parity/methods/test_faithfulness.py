@@ -161,7 +161,8 @@ def test_random_circuits_lie_outside_the_top_n():
 def test_recovery_equals_a_literal_per_prompt_loop(setup):
     """Protects the bounded measure against a literal implementation: per prompt, one hooked forward each for X_r,
     all ablated and the circuit kept, (circuit − all) / (X_r − all) clipped to [0, 1] where X_r − all > 0, then a
-    plain Python mean; it must equal the ``recovery`` of the row the module writes, and lie in [0, 1]."""
+    plain Python mean; it must equal the ``recovery`` of the row the module writes, and lie in [0, 1]; unclipped,
+    the ``recovery_raw``, and the share above 1, ``over_one``."""
     s = setup
     model, tok = s["model"], s["tok"]
     circuit = [(0, "mlp"), (1, 0), (2, 3)]
@@ -170,7 +171,7 @@ def test_recovery_equals_a_literal_per_prompt_loop(setup):
     ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), F.ablation_of(s["universe"]), F.ablation_of(rest)])
     plan = [("top", -1, 3, tuple(circuit))]
     row = F.circuit_rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)[0]
-    vals = []
+    vals, raw = [], []
     for i, x in enumerate(s["samples"]):
         seq = len(tok(x.clean)["input_ids"])
         z, m = s["means"].lookup(keys[i], seq)
@@ -178,7 +179,11 @@ def test_recovery_equals_a_literal_per_prompt_loop(setup):
             _literal(model, tok, x.clean, comps, z[:, -1], m[:, -1]))
         full, none, kept = ld_of([]), ld_of(s["universe"]), ld_of(rest)
         if full - none > 0:
-            vals.append(min(1.0, max(0.0, (kept - none) / (full - none))))
+            raw.append((kept - none) / (full - none))
+            vals.append(min(1.0, max(0.0, raw[-1])))
     assert row["n_used"] == len(vals) > 0
     assert abs(row["recovery"] - sum(vals) / len(vals)) < 1e-4
+    assert abs(row["recovery_raw"] - sum(raw) / len(raw)) < 1e-4          # the unclipped mean beside it (v7)
+    assert row["over_one"] == sum(r > 1 for r in raw) / len(raw)
+    assert row["recovery_raw_lo"] <= row["recovery_raw"] <= row["recovery_raw_hi"]
     assert 0.0 <= row["recovery_lo"] <= row["recovery"] <= row["recovery_hi"] <= 1.0

@@ -12,6 +12,7 @@ from arithmech.core import prefix
 from arithmech.core.trace import Trace, TraceDict
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
+from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_sites as S
 from arithmech.methods.knockout_means import build_pool
 from arithmech.methods.prepare import task_templates
@@ -81,6 +82,31 @@ def test_sanity_circuits_are_one_and_zero_in_both_directions(setup):
     assert info["denoising_all_patched_minus_x_r"] < 1e-4 and info["noising_nothing_ablated_minus_x_r"] < 1e-4
     rnd = f[(f.order == "random-layer") & (f.method == "noising")]
     assert len(rnd) == 20 and all(c.split()[0].startswith("1.") and c.split()[1].startswith("3.") for c in rnd.components)
+
+
+def test_the_noising_denominator_is_the_effect_through_ends_heads(setup):
+    """Protects what the cross-position denominator is (issue #41, A6): every head at A, B, operator and END at its
+    mean gives END exactly the LD of END's heads alone at their means (every path from an earlier token into END
+    runs through END's heads), so the denominator is the effect of the tokens before END, as at END; and the rows
+    say which baseline (MLPs recomputed) beside END's (heads and MLPs at their means)."""
+    s = setup
+    model, tok, L, H = s["model"], s["tok"], s["L"], s["H"]
+    samples = s["samples"]
+    universe = tuple((l, h, "operands") for l in range(L) for h in range(H))
+    at_end = tuple((l, h, "end") for l in range(L) for h in range(H))
+    z = [S.head_values(model, tok, [x.clean])[0][0] for x in samples]
+    masks = [[S.site_mask(c, x.positions, zz.shape[1], L, H) for x, zz in zip(samples, z)] for c in (universe, at_end)]
+    mean_z = [s["means"].lookup(s["means"].key(x), zz.shape[1])[0] for x, zz in zip(samples, z)]
+    ans_r = pairs.answer_ids(tok, samples)
+    ans_c = (ans_r + 1) % model.config.vocab_size
+    ld = S.site_lds(model, tok, [x.clean for x in samples], mean_z, masks + [[torch.zeros_like(m) for m in masks[0]]],
+                    ans_r, ans_c)
+    assert torch.allclose(ld[0], ld[1], atol=1e-4) and not torch.allclose(ld[0], ld[2], atol=1e-2)
+    rows, _ = S.cross_position(model, tok, samples, s["means"], reading=[(1, 0)], key=[(3, 1)], task="all",
+                               n_random=2, n_boot=20)
+    f = pd.DataFrame(rows)
+    assert set(f[f.method == "noising"].baseline) == {S.BASELINE} and set(f[f.method == "denoising"].baseline) == {"X_c"}
+    assert "MLPs recomputed" in S.BASELINE and F.BASELINE["noising"] == "every head and MLP at END ablated"
 
 
 def test_random_layer_circuits_match_layers_and_positions():

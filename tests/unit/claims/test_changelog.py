@@ -174,10 +174,10 @@ def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
     """Protects against moving a verdict without touching the rule's text: a number the decider reads but the
     text does not print (circuit-faithful's MIN_CLUSTERS, read through a helper module; a literal inside
     a decider) changes the rule's digest."""
-    from arithmech.methods import faithfulness
+    from arithmech.methods import faithfulness_rule as faithfulness
     rule = C.BY_ID["circuit-faithful"]
     before = CL.digest(rule.claim, rule.rule, CL.decider_constants(C.DECIDERS[rule.id]))
-    assert CL.decider_constants(C.DECIDERS[rule.id])["arithmech.methods.faithfulness.MIN_CLUSTERS"] == \
+    assert CL.decider_constants(C.DECIDERS[rule.id])["arithmech.methods.faithfulness_rule.MIN_CLUSTERS"] == \
         faithfulness.MIN_CLUSTERS
     monkeypatch.setattr(faithfulness, "MIN_CLUSTERS", faithfulness.MIN_CLUSTERS + 1)
     assert CL.digest(rule.claim, rule.rule, CL.decider_constants(C.DECIDERS[rule.id])) != before

@@ -45,6 +45,24 @@ def test_terms_match_an_independent_count():
     assert E.estimate(C.Identify(dtype="bfloat16")).fixed["weights"] == s.params * 2
 
 
+def test_core_knows_no_step():
+    """Protects issue #42 item 1 ("core/ stops knowing steps"): every step config that has an estimate gives it
+    through its own ``memory`` method, so no module of ``arithmech/core`` names a step config class (the
+    estimate once looked steps up by class name)."""
+    import dataclasses
+    import re
+
+    steps = [n for n, v in vars(C).items() if isinstance(v, type) and dataclasses.is_dataclass(v)
+             and v.__module__ == C.__name__]
+    with_memory = [n for n in steps if hasattr(getattr(C, n), "memory")]
+    assert {"Identify", "Analyze", "Beyond", "Faithfulness", "Stability", "Accuracy", "Shots", "Finetune",
+            "Table1"} <= set(with_memory)
+    core = Path(E.__file__).parent
+    for f in core.glob("*.py"):
+        named = [n for n in steps if re.search(rf"[\"']{n}[\"']", f.read_text())]
+        assert not named, (f.name, named)
+
+
 def test_chunk_sizes_are_the_methods_own():
     """Protects: the chunk sizes the estimate repeats (so that it runs before torch loads) are the ones the
     methods use; a change there must change the model here."""

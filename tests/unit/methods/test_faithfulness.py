@@ -1,4 +1,4 @@
-"""The rule of ``circuit-faithful``, version 5 (arithmech.methods.faithfulness.faithful_verdict, decided by
+"""The rule of ``circuit-faithful``, version 7 (arithmech.methods.faithfulness_rule.faithful_verdict, decided by
 arithmech.claims.analyze.circuit_faithful): the bounded recovery in both directions, on synthetic rows whose
 verdict is known by construction."""
 from __future__ import annotations
@@ -15,20 +15,23 @@ DRAWS = 20
 
 def _frame(cands: dict, band_hi: float = 0.3, clusters: int = F.MIN_CLUSTERS) -> pd.DataFrame:
     """``cands[(order, n)] = {method: (value, lo, hi)}`` plus ``DRAWS`` random circuits per (method, n) whose
-    recovery runs evenly from 0 to ``band_hi / 0.95`` (so their 95th percentile is ``band_hi``)."""
+    recovery runs evenly from 0 to ``band_hi / 0.95`` (so their 95th percentile is ``band_hi``); the unclipped
+    recovery equals the clipped one, every prompt used, as many used problem clusters as ``clusters``."""
     rows = []
     abl = {"noising": "mean", "denoising": "x_r"}
     base = dict(task="all", share=0.0, lo=-3.0, hi=3.0, n_used=40, n_prompts=40, n_clusters=clusters,
-                split="held-out")
+                n_used_clusters=clusters, level=F.RULE_LEVEL, over_one=0.0, baseline="b", split="held-out")
     for (order, n), by in cands.items():
         pos = "operands" if order == "operands" else "end"
         for m, (v, lo, hi) in by.items():
             rows.append(dict(base, method=m, ablation=abl[m], order=order, draw=-1, n=n, recovery=v, recovery_lo=lo,
-                             recovery_hi=hi, components="x", positions=pos))
+                             recovery_hi=hi, recovery_raw=v, recovery_raw_lo=lo, recovery_raw_hi=hi, components="x",
+                             positions=pos))
             for d in range(DRAWS):
                 r = band_hi / 0.95 * d / (DRAWS - 1)
                 rows.append(dict(base, method=m, ablation=abl[m], order=F.RANDOM[order], draw=d, n=n, recovery=r,
-                                 recovery_lo=r, recovery_hi=r, components="", positions=pos))
+                                 recovery_lo=r, recovery_hi=r, recovery_raw=r, recovery_raw_lo=r, recovery_raw_hi=r,
+                                 components="", positions=pos))
     return pd.DataFrame(rows, columns=F.COLUMNS)
 
 
@@ -77,19 +80,35 @@ def test_the_random_band_and_the_cross_position_candidate():
     assert F.faithful_verdict(big, "all")["holds"] is False
 
 
-def test_old_files_are_missing_not_decided():
-    """Protects the version boundary: a faithfulness.csv written before version 5 (no ``recovery``) makes the
-    decider raise Missing (inconclusive, with a re-run hint), never a verdict on the unbounded share."""
-    old = _frame({("top", 2): {"noising": GOOD, "denoising": GOOD}}).drop(
-        columns=["recovery", "recovery_lo", "recovery_hi", "n_used", "positions"])
+class _Ctx:
+    def __init__(self, frame):
+        self.frame = frame
 
-    class Ctx:
-        def read(self, name):
-            return old
+    def read(self, name):
+        return self.frame
 
-        def primary(self):
-            return ("all",)
+    def primary(self):
+        return ("all",)
 
-    with pytest.raises(Missing, match="bounded recovery"):
-        circuit_faithful(Ctx())
+
+V6 = ["recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used_clusters", "level", "baseline"]
+
+
+@pytest.mark.parametrize("drop", [["recovery", "recovery_lo", "recovery_hi", "n_used", "positions"] + V6, V6,
+                                  ["recovery_raw"]])
+def test_old_files_are_missing_not_decided(drop):
+    """Protects the version boundaries: a faithfulness.csv written before version 5 (no ``recovery``) or before
+    version 7 (no unclipped recovery, its intervals at 95%: SmolLM2's shipped file) makes the decider raise Missing
+    (inconclusive, with a re-run hint), never a verdict on what it lacks."""
+    old = _frame(_all({2: (GOOD, GOOD)})).drop(columns=drop)
+    with pytest.raises(Missing, match="before rule version 7.*re-run"):
+        circuit_faithful(_Ctx(old))
     assert F.faithful_verdict(old, "all")["holds"] is None
+    assert F.faithful_verdict(_frame(_all({2: (GOOD, GOOD)})), "all")["holds"] is True      # the same, whole
+
+
+def test_intervals_at_another_level_decide_nothing():
+    """Protects the rule's level: a file whose intervals are at 95% (not 1 − 0.05/11) is stale, not decided."""
+    f = _frame(_all({2: (GOOD, GOOD)})).assign(level=0.95)
+    r = F.faithful_verdict(f, "all")
+    assert r["holds"] is None and "0.95" in r["stale"][0]

@@ -8,6 +8,7 @@ from arithmech.core import results as R
 from arithmech.data import pairs as D
 from arithmech.steps import accuracy as A
 from arithmech.steps.config import Accuracy, Identify
+from arithmech.steps.ensure import ensure
 
 # The table of the embedded model before issue #22 (scored with "first"), one prompt per template, seed 0:
 # per operation n, correct and mean p({C}).
@@ -60,9 +61,9 @@ def test_table_draws_and_records_the_configured_rule(tmp_path, embedded_model, d
                                                                     "answer_token": "last-digit"}
     assert A.scored_with(folder) == "last-digit"
     drawn.clear()
-    A.ensure(c, model=net, tok=tok)
+    ensure(c, model=net, tok=tok)
     assert not drawn                                             # same rule: reused
-    A.ensure(c.replace(answer_token="first"), model=net, tok=tok)
+    ensure(c.replace(answer_token="first"), model=net, tok=tok)
     assert drawn and {s.answer_token for s in drawn} == {"first"} and A.scored_with(folder) == "first"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arithmech.steps import beyond as B
+from arithmech.steps.ensure import ensure
 
 
 def test_check_args_refuses_non_positive():
@@ -24,12 +25,12 @@ def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherw
     I.write_results(res, tmp_path / "embedded", model_name="embedded")
     config = B.Config(model_name="embedded", results=str(tmp_path), receivers=2, ig_steps=2, n_samples=6, seed=0,
                       n_misses=1)
-    first = B.ensure(config)
+    first = ensure(config)
     assert first["summary"]["n_samples"] == 6 and first["n_layers"] == model.config.num_hidden_layers
     calls = []
     real = B.run
     monkeypatch.setattr(B, "run", lambda c: calls.append(c) or real(c))
-    again = B.ensure(config)
+    again = ensure(config)
     assert calls == [] and again["eap"].equals(first["eap"])
-    other = B.ensure(config.replace(ig_steps=3))
+    other = ensure(config.replace(ig_steps=3))
     assert len(calls) == 1 and other["summary"]["ig_steps"] == 3

@@ -34,7 +34,7 @@ def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):
         S.write_results(_small(model, tok), tmp_path / name)
     for f in S.FILENAMES:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
-    back = S.read_results(tmp_path / "a")
+    back = S.read(tmp_path / "a")
     assert set(back["table"].comparison) == {"size_vs_largest", "between_seeds", "between_kinds", "between_families"}
     assert len(back["heads"]) == 2 * 3 * 4                       # both kinds × every head
     assert back["heads"]["name"].str.fullmatch(r"\d+\.\d+").all()   # "2.0" stays head 0 of layer 2, not 2.0

@@ -1,0 +1,57 @@
+"""The one way to make or reuse a step's files: :func:`ensure` a config (any step of
+:data:`arithmech.steps.registry.STEPS`), read back from the files a run made with it, or run first.
+
+A step's files are reused when ``run.json`` records a run made with the same parameters (the module's
+``recorded(config)``, else the config's reuse key), from unchanged inputs, in the current formats
+(:func:`arithmech.core.results.made_with`); otherwise the step runs (``run(config, **loaded)``) and its files are
+read back (``read(folder)``). The module protocol is :mod:`arithmech.steps.registry`'s.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arithmech.core import results
+from arithmech.steps.registry import step_of
+
+
+def folder_of(config: Any) -> Path:
+    """Where a run of ``config`` writes and a reuse reads: the module's ``folder_of`` where it has one (identify's
+    ``--out``), else the model's folder under ``config.results`` (:func:`arithmech.core.results.model_folder`)."""
+    mod = step_of(config).load()
+    if hasattr(mod, "folder_of"):
+        return mod.folder_of(config)
+    return results.model_folder(config.results, config.model_name)
+
+
+def recorded(config: Any) -> dict:
+    """What ``run.json`` records of a run made with ``config``: the module's ``recorded`` where it has one, else the
+    config's reuse key with ``model_name`` recorded as ``model``."""
+    mod = step_of(config).load()
+    if hasattr(mod, "recorded"):
+        return mod.recorded(config)
+    return {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+
+
+def is_made(config: Any) -> bool:
+    """Whether the step's files in :func:`folder_of` ``config`` were made with ``config`` (its recorded parameters,
+    unchanged inputs, current formats: :func:`arithmech.core.results.made_with`)."""
+    s = step_of(config)
+    return results.made_with(folder_of(config), s.record, recorded(config),
+                             absent_means=getattr(s.load(), "ABSENT_MEANS", None))
+
+
+def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded) -> Any:
+    """The step's result for ``config``, read from its files when they were made with ``config`` (:func:`is_made`),
+    else made first by its ``run`` (``loaded``: ``model``/``tok`` already in memory). A file the step reads from
+    another step (its module's ``needs``) is made first where it is absent, by ``upstream`` (a config of that
+    step) or the module's default one. ``recompute``: run even when the files could be reused."""
+    s = step_of(config)
+    mod, folder = s.load(), folder_of(config)
+    if hasattr(mod, "needs"):
+        needed, default = mod.needs(config)
+        if not results.exists(folder, needed):
+            ensure(upstream or default)
+    if recompute or not is_made(config):
+        getattr(mod, s.function)(config.replace(overwrite=True), **loaded)
+    return mod.read(folder)

@@ -1,0 +1,78 @@
+"""The pipeline's steps, one :class:`Step` each (torch-free: the command line reads it before any model loads).
+
+A step is its **config** (:mod:`arithmech.steps.config`: the command's flags, each checked once, and the run's
+memory estimate, ``config.memory``), its **module** (what it computes: ``run``), the **record** it writes into
+``run.json``, and a **summary** of a result for the command line. The command line (:mod:`arithmech.cli`) is generated
+from :data:`STEPS`; the book and later steps call :func:`arithmech.steps.ensure.ensure` with a config::
+
+    >>> from arithmech.steps.ensure import ensure
+    >>> from arithmech.steps.config import Analyze
+    >>> ensure(Analyze(model_name="embedded"))["labels"]      # made once, then read back from the files
+
+A step's module answers these names, all with the config whole (nothing unpacked on the way):
+
+* ``run(config, **loaded)`` — compute and write the files (``loaded``: ``model``/``tok`` already in memory, where
+  the step takes them);
+* ``read(folder)`` — the result, read back (checked) from the files a run wrote;
+* ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
+  :meth:`~arithmech.core.config.Config.reuse_key`, ``model_name`` recorded as ``model``), with ``ABSENT_MEANS`` for
+  parameters added after older records were made;
+* ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that
+  makes it when it is absent (beyond and faithfulness read identify's files);
+* ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``);
+* ``summary(result)`` — what the command prints of ``run``'s result.
+
+Modules are imported only when a step runs, so torch loads after every argument was checked.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from arithmech.steps import config as configs
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: the command ``name``, its ``config`` class, the ``module`` and ``function`` its command runs (with
+    the command line too where ``takes_command``), and the ``record`` it writes in ``run.json``."""
+
+    name: str
+    config: type
+    module: str
+    function: str = "run"
+    record: str = ""
+    takes_command: bool = False
+
+    def load(self) -> ModuleType:
+        """The step's module (imported now: torch loads here)."""
+        return importlib.import_module(self.module)
+
+    def summary(self, result: Any) -> str:
+        """The command line's summary of ``result`` (the module's ``summary``)."""
+        return self.load().summary(result)
+
+
+STEPS: dict[str, Step] = {s.name: s for s in (
+    Step("identify", configs.Identify, "arithmech.steps.identify", record="identify"),
+    Step("analyze", configs.Analyze, "arithmech.steps.analyze", record="analyze"),
+    Step("beyond", configs.Beyond, "arithmech.steps.beyond", record="beyond"),
+    Step("stability", configs.Stability, "arithmech.steps.stability", record="stability"),
+    Step("faithfulness", configs.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
+    Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
+    Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
+    Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
+    Step("finetune", configs.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
+    Step("arms", configs.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
+)}
+"""Every step of the pipeline by its command's name."""
+
+
+def step_of(config: Any) -> Step:
+    """The :class:`Step` that ``config`` configures."""
+    for s in STEPS.values():
+        if type(config) is s.config:
+            return s
+    raise TypeError(f"{type(config).__name__} configures no step of arithmech.steps.registry.STEPS")

@@ -1,0 +1,34 @@
+"""Analyze and Beyond read one sample per question (``arithmech/steps/analyze.py``, issue #41 item 5): the prompts
+of the operations identify pooled (those that pass its control), where the heads they study were ranked."""
+from __future__ import annotations
+
+from arithmech.data import pairs
+from arithmech.steps import analyze as A
+from arithmech.steps import beyond as B
+from arithmech.steps.config import Analyze, Beyond
+
+
+def _sample(op: str, a: int) -> pairs.Sample:
+    return pairs.Sample(clean=f"{a} ? 2 =", corrupt=f"{a} ? 3 =", answer="1", target="1", a=a, b=2, op=op,
+                        template="t", family="f")
+
+
+def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
+    """Protects item 5: with identify's control pooling addition and subtraction, analyze and beyond draw their
+    prompts from those two only (before: every operation, multiplication and division included, whose control had
+    failed); ``operations="all"`` keeps every operation; a key_heads.json without a control reads every one."""
+    mixed = [_sample(op, a) for op in ("addition", "subtraction", "multiplication", "division") for a in range(1, 9)]
+    monkeypatch.setattr(pairs, "samples", lambda folder: list(mixed))
+    control = {"control": {"pooled": ["addition", "subtraction"]}}
+    monkeypatch.setattr(A.results, "read", lambda folder, name: control if name == "key_heads.json" else {})
+    pooled = A.operations(Analyze(), tmp_path)
+    assert pooled == ["addition", "subtraction"] and A.operations(Analyze(operations="all"), tmp_path) is None
+    got = pairs.reference_samples(tmp_path, 100, 0, pooled)
+    assert len(got) == 16 and {s.op for s in got} == {"addition", "subtraction"}
+    assert len(pairs.reference_samples(tmp_path, 100, 0)) == 32                 # every operation, as before
+    assert {s.op for s in pairs.reference_samples(tmp_path, 5, 0, pooled)} <= set(pooled)
+    assert Beyond().operations == "pooled"
+    _, _, drawn = B.inputs(tmp_path, 100, 0, pooled)
+    assert len(drawn) == 16 and {s.op for s in drawn} == set(pooled)
+    control.clear()
+    assert A.operations(Analyze(), tmp_path) is None

@@ -1,0 +1,58 @@
+"""The step registry (``arithmech/steps/registry.py``, issue #42 item 1): one :class:`Step` per step, the command line
+generated from it, every module answering the registry's protocol."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from arithmech import cli
+from arithmech.steps import config as C
+from arithmech.steps.registry import STEPS, step_of
+
+
+def test_every_step_is_a_command_with_its_configs_fields():
+    """Protects the CLI's generation: each step's command exists, takes its config class, and its flags are exactly
+    the config's fields (plus --model for --model-name) — nothing hand-written beside the config."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    for name, step in STEPS.items():
+        assert cli.COMMANDS[name].config is step.config
+        dests = {a.dest for a in sub[name]._actions} - {"help", "func"}
+        assert dests == {f.name for f in dataclasses.fields(step.config)}, name
+
+
+def test_every_module_answers_the_protocol():
+    """Protects the registry's promise: each step's module has the function its command calls and a ``summary``;
+    every step the book reuses (:func:`arithmech.steps.ensure.ensure`) has ``read``; a step's config finds its
+    step, and a config of no step is refused by name."""
+    for step in STEPS.values():
+        mod = step.load()
+        assert callable(getattr(mod, step.function)) and callable(mod.summary), step.name
+        assert step_of(step.config.__new__(step.config)) is step
+    for name in ("identify", "analyze", "beyond", "stability", "faithfulness", "accuracy-by-template", "shots"):
+        assert callable(STEPS[name].load().read), name
+    with pytest.raises(TypeError, match="Book configures no step"):
+        step_of(C.Book())
+
+
+def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
+    """Protects ``needs``: ensuring beyond in a folder without identify's files runs identify first (with the config
+    given as ``upstream``), before beyond's own run."""
+    from arithmech.steps import beyond, identify
+    from arithmech.steps.ensure import ensure
+
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_identify(config, **loaded):
+        calls.append(("identify", config.n_samples))
+        raise Stop
+
+    monkeypatch.setattr(identify, "run", fake_identify)
+    monkeypatch.setattr(beyond, "run", lambda c, **k: calls.append(("beyond", None)))
+    with pytest.raises(Stop):
+        ensure(C.Beyond(results=str(tmp_path)), upstream=C.Identify(results=str(tmp_path), n_samples=7))
+    assert calls == [("identify", 7)]
