@@ -134,10 +134,66 @@ RECENT += (
 RECENT_DIGEST.update({"precise-matches-full": "e5038d3f8018", "selection-matters": "6bf8d2b0153a", "precise-keeps-generic": "76002d7fc81b"})
 
 
+# -- issue #41, the control's version 4 (2026-11-28, third session, B2): each reading of the floor with its effective
+# number of problems. Written before its results were computed from the shipped prompts.jsonl files (which existed and
+# had been read under version 3).
+_CONTROL4 = ("issue #41 (B2): the control (steps.control, version 4) reads each of the floor's three counts (the draw "
+             "population, X_r's distinct problems, its prompts) with Kish's effective number of the problems it weighs, "
+             "(Σw)²/Σw² (the draw probabilities; 1 each; each problem's copies), as the Wilson interval's trials, and "
+             "passes a task only when no count's upper end reaches CONTROL_FLOOR = 0.5 (version 3 gave every count X_r's "
+             "number of distinct problems as its trials, so a prompt count dominated by a few problems kept many times "
+             "was read as that many independent problems; equal weights are unchanged)")
+_S4_RUNS = ("yes: both SmolLM2 identify runs (K = 4 and zero-shot/) and their version-3 controls (K = 4: addition and "
+            "subtraction pass; zero-shot: every task fails)")
+RECENT += tuple(Change(r, v, "2026-11-28", "55c5363", _CONTROL4, _S4_RUNS) for r, v in (
+    ("key-heads-exist", 6),
+    ("key-heads-exist-share", 6),
+    ("few-heads", 6),
+    ("middle-layers", 7),
+    ("logit-diff-ranking", 7),
+    ("knockout-key-vs-random", 8),
+    ("knockout-random-flat", 8),
+    ("mlps-late", 6),
+    ("transfer", 7),
+    ("circuit-faithful", 7),
+    ("ablation-removes-information", 5),
+))
+
+
+# -- issue #41, B3 (2026-11-28, third session): the ablation rule reads the floor as an estimate. Written before it
+# was applied to any results file; the SmolLM2 sanity rows existed and had been read (every head out 17% [7%, 36%]
+# against a floor of 26%: holds under version 4).
+RECENT += (
+    Change("ablation-removes-information", 6, "2026-11-28", "55c5363", "issue #41 (B3): the floor is compared as "
+           "an interval, not a point: the higher of the majority floor (Wilson over the knockout prompts' problem "
+           "clusters) and the floor over distinct problems (the control's interval over its effective problems), its "
+           "interval [the higher lower end, the higher upper end]; removes too little only where the ablated "
+           "interval lies entirely above the floor's upper end, reaches the floor where the two intervals overlap; "
+           "over-ablation (entirely below a uniform guess) unchanged (version 5 compared the ablated interval's lower "
+           "end with the floor's point)", "yes: the SmolLM2 K = 4 and zero-shot knockout sanity rows, read under "
+           "version 4 (K = 4: holds; zero-shot: inconclusive, every task fails its control)"),
+)
+RECENT_DIGEST.update({"ablation-removes-information": "220203b649da"})
+
+
+# -- issue #41, layer-matched random knockout (2026-11-28, third session): written before any knockout.csv had
+# layer-matched rows (identify writes them from this commit on); the SmolLM2 knockout curves existed and had been read.
+RECENT += (
+    Change("knockout-key-vs-random", 9, "2026-11-28", "e9fcfcd", "issue #41: a second random control, head sets "
+           "with as many heads in each layer as the top K (outside them and the key heads), decided by the same test as "
+           "the unmatched draws; the claim holds only where both hold and does not where either does not; a file "
+           "without layer-matched rows is decided on the unmatched draws alone, saying 'not run' (version 8: "
+           "unmatched draws from every layer only, though the top 8 sit in layers 14–29 of SmolLM2's 30)",
+           "yes: the SmolLM2 K = 4 and zero-shot knockout.csv (no layer-matched rows: 'not run', verdicts unchanged); no "
+           "layer-matched row existed anywhere"),
+)
+RECENT_DIGEST.update({"knockout-key-vs-random": "e52732c230bd"})
+
+
 # -- issue #41 item 4, the hostile reading of circuit-faithful version 6 (faith2 branch, 2026-11-28): written after
 # both models' version-5/6 faithfulness.csv existed and had been read, before any run of this version.
 RECENT += (
-    Change("circuit-faithful", 7, "2026-11-28", "cc22d91", "the gaps of the hostile reading: (A2) the unclipped "
+    Change("circuit-faithful", 8, "2026-11-28", "cc22d91", "the gaps of the hostile reading: (A2) the unclipped "
            "mean recovery and the share of used prompts above 1 are written beside the clipped one, and a candidate "
            "is faithful only if its unclipped interval reaches down to 120% or below, fails if it lies entirely above "
            "(was: per-prompt clipping to [0, 1] made an over-recovering circuit look perfectly faithful); (A3) the "

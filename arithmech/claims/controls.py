@@ -11,7 +11,7 @@ import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.core.stats import wilson_interval
-from arithmech.methods.knockout_tables import floor_of
+from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED
 from arithmech.steps.config import MIN_PROBLEMS
 
 
@@ -28,47 +28,77 @@ def answer_token_floor(ctx: Context):
     return here, True if hi < 1 / 3 else (False if lo > 1 / 3 else None)
 
 
-def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, str]:
-    """The floor the every-head-out accuracy is read against: the higher of the knockout prompts' majority floor
-    and the task's floor over distinct problems (the control's, recomputed from prompts.jsonl); a control not
-    recomputed (a template-pair file): the file's own floors (:func:`floor_of`)."""
+def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, tuple[float, float], str]:
+    """The floor the every-head-out accuracy is read against, with its 95% interval (version 5: the floor is an
+    estimate too): the higher of the knockout prompts' majority floor (Wilson over its problem clusters where the
+    file counts them, :func:`cluster_interval`) and the task's floor over distinct problems (the control's,
+    recomputed from prompts.jsonl, with its interval over the effective problems; task all: the highest of its
+    pooled tasks'); the interval of the higher of two estimates is [the higher lower end, the higher upper end]. A
+    control not recomputed (a template-pair file): the file's own floor rows (:func:`floor_of`), each with its
+    interval."""
     c = ctx.control()
     f = (c.get("floors") or {}).get(task) if c.get("recomputed") else None
     if task == "all" and c.get("recomputed"):
-        f = {"conditioned": max(c["floors"][t]["conditioned"] for t in c["pooled"])}
-    if f is None:
-        return floor_of(s), "the higher of the majority and the conditioned floor"
-    return (max(float(s.loc["majority-floor", "accuracy"]), f["conditioned"]),
-            "the higher of the majority floor and the floor over distinct problems")
+        fs = [c["floors"][t] for t in c["pooled"]]
+        f = {"conditioned": max(x["conditioned"] for x in fs), "interval": [max(x["interval"][0] for x in fs),
+                                                                          max(x["interval"][1] for x in fs)]}
+    rows = [o for o in FLOORS if o in s.index] if f is None else ["majority-floor"]
+    ests = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o])[:2]) for o in rows]
+    if f is not None:
+        ests.append((float(f["conditioned"]), *f["interval"]))
+    which = ("the higher of the majority and the conditioned floor" if f is None else
+             "the higher of the majority floor and the floor over distinct problems")
+    return max(e[0] for e in ests), (max(e[1] for e in ests), max(e[2] for e in ests)), which
 
 
 def ablation_removes(ctx: Context):
-    """Two-sided (version 3): the ablated accuracy should fall to what a model without the task's information
-    scores — between a uniform guess among the task's answer tokens (a model that still writes an answer but
-    knows nothing) and the floor (the best such guess). Above the floor it removes too little; wholly below the
-    uniform guess it removes more than the task (over-ablation: the ablated model is pushed off its answers)."""
+    """Two-sided against the floor's interval (version 5): the ablated accuracy should fall to what a model without
+    the task's information scores — between a uniform guess among the task's answer tokens (a model that still
+    writes an answer but knows nothing) and the floor (the best such guess). It removes too little only where its
+    whole interval lies above the floor's upper end (the floor is itself an estimate, from a few dozen problems);
+    where the two intervals overlap it reaches the floor; wholly below the uniform guess it removes more than the
+    task (over-ablation: the ablated model is pushed off its answers)."""
     ko = end_rows(ctx)
     s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
     if s.empty:
         raise Missing("knockout.csv has no sanity rows (re-run identify)")
     task, s = s.task.iloc[0], s.set_index("order")             # the primary task's rows (_end_rows)
-    heads, (floor, which) = s.loc["all-heads-out"], _ablation_floor(ctx, task, s)
+    heads, (floor, (flo, fhi), which) = s.loc["all-heads-out"], _ablation_floor(ctx, task, s)
     lo, hi, what = cluster_interval(heads)
     tokens = {p.answer for p in ctx.samples()}
     chance = 1 / len(tokens) if tokens else 0.0
-    here = (f"every head out: {heads.accuracy:.0%} [{lo:.0%}, {hi:.0%}] ({what}) vs floor {floor:.0%} "
-            f"({which}) and a uniform guess among {len(tokens)} answer tokens {chance:.0%}; n = {int(heads.n)} prompts")
+    here = (f"every head out: {heads.accuracy:.0%} [{lo:.0%}, {hi:.0%}] ({what}) vs floor {floor:.0%} [{flo:.0%}, "
+            f"{fhi:.0%}] ({which}) and a uniform guess among {len(tokens)} answer tokens {chance:.0%}; n = "
+            f"{int(heads.n)} prompts")
     why = _uncontrolled(ctx, task)
     m = getattr(heads, "n_clusters", None)
     if not why and m is not None and m == m and int(m) < MIN_PROBLEMS:
         why = f"; insufficient: {int(m)} problem clusters < {MIN_PROBLEMS}"
     if why:
         return here + why, None
-    if lo > floor:
-        return here + "; removes too little (above the floor)", False
+    if lo > fhi:
+        return here + "; removes too little (above the floor's interval)", False
     if hi < chance:
         return here + "; over-ablation (below a uniform guess)", False
     return here, True
+
+
+def layer_matched(ctx: Context, k: int, key, here: str, holds: bool | None) -> tuple[str, bool | None]:
+    """knockout-key-vs-random's second control (version 9, issue #41): the top ``k``'s accuracy (the row ``key``)
+    against random head sets with as many heads in each layer (knockout.csv's layer-matched rows at ``k``), by the
+    same test as the unmatched draws (below the lowest draw; its interval, over the problem clusters, below their
+    5th percentile); the claim holds only where both hold, does not where either does not. A file without
+    layer-matched rows (made before them): "not run", and the unmatched verdict ``holds`` stands."""
+    ko = end_rows(ctx)
+    lm = ko[(ko.kind == "head") & (ko.k == k) & (ko.order == LAYER_MATCHED)] if len(ko) else ko
+    if lm.empty:
+        return here + "; layer-matched random heads: not run", holds
+    acc, p5 = float(key.accuracy), float(lm.accuracy.quantile(0.05))
+    hi = cluster_interval(key)[1] if "ci_high" in key else acc
+    own = False if acc >= lm.accuracy.min() else (True if hi < p5 else None)
+    here += (f"; layer-matched random heads: mean {lm.accuracy.mean():.0%} (lowest {lm.accuracy.min():.0%}, 5th "
+             f"percentile {p5:.0%}, {len(lm)} draws)")
+    return here, False if False in (holds, own) else (True if holds is True and own is True else None)
 
 
 def controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable[[Context], tuple[str, bool | None]]:

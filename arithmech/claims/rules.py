@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -35,9 +34,11 @@ from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
 from arithmech.claims.controls import ablation_removes as _ablation_removes
 from arithmech.claims.controls import answer_token_floor as _answer_token_floor
 from arithmech.claims.controls import controlled as _controlled
+from arithmech.claims.controls import layer_matched as _layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.claims.rule import Rule
 from arithmech.core.names import components
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
@@ -52,22 +53,10 @@ K = 8                      # heads knocked out in the knockout claims
 AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One claim of the paper and the rule that decides it on a run; ``version``: how many times the rule was
-    written or changed (its entries in :data:`arithmech.claims.changelog.CHANGELOG`)."""
-
-    id: str
-    claim: str
-    paper: str
-    rule: str
-    version: int = 0
-
-
 RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
-         "effects.csv has intervals); does not hold iff none is", version=5),
+         "effects.csv has intervals); does not hold iff none is", version=6),
     Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a ratio to the "
          "counterfactual's effect", "not measured in the paper (the LD ratio, beside the paper's measure)",
          "a head's LD ratio = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer) when it "
@@ -76,40 +65,42 @@ RULES: tuple[Rule, ...] = (
          "not add up (they are not shares of one effect: effects.csv's column is still named share); holds iff at "
          f"least one head's bootstrap interval of its ratio lies entirely below {_PCT(SHARE_THRESHOLD)}; does not "
          "hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
-         "measured)", version=5),
+         "measured)", version=6),
     Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2: below 5% of heads)",
          f"scaled to the model: the top {FEW_FRACTION:.0%} of its heads (rounded up), the paper's fraction; their "
          "concentration = their sum of negative one-at-a-time changes over every head's (a concentration of the "
          "ranking, not a fraction of the effect: one-at-a-time changes need not add up), by the paper's relative "
          "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
          "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
-         "LD ratio); no interval (effects.csv keeps no per-prompt effects)", version=5),
+         "LD ratio); no interval (effects.csv keeps no per-prompt effects)", version=6),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
-         "[1/3, 2/3]", version=6),
+         "[1/3, 2/3]", version=7),
     Rule("logit-diff-ranking", "The paper's relative change and the LD ratio pick the same top heads",
          "ranks by the relative change (§4.1)",
          f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their ratio "
          "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
          f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
-         "between (ranks near the cut are within noise) and where effects.csv has no share", version=6),
+         "between (ranks near the cut are within noise) and where effects.csv has no share", version=7),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
          f"top {K} and the key heads (and, where "
          "the file has intervals, its Wilson interval lies below the random draws' 5th percentile — over the problem "
          "clusters where the file counts them, as if each problem's prompts were one trial); inconclusive "
-         "where below the lowest draw but the interval overlaps the band", version=7),
+         "where below the lowest draw but the interval overlaps the band; the same test against layer-matched random "
+         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
+         "them (both must hold; either failing: does not hold), else those are 'not run'", version=9),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
-         "the intact accuracy", version=7),
+         "the intact accuracy", version=8),
     Rule("mlps-late", "MLPs after the top heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
-         "twice that of the MLPs up to it", version=5),
+         "twice that of the MLPs up to it", version=6),
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=6),
+         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=7),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
          "decided on the heads that carry the effect: the paper's key heads, or where its rule finds none the share "
@@ -166,15 +157,18 @@ RULES += (
          "answering it — has its Wilson interval below 1/3 (holds), above 1/3 (does not hold), else inconclusive", version=1),
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
-         "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated reaches down to the "
-         "floor — the higher of the majority floor (always answering the most frequent answer token) and the floor "
-         "over distinct problems (the draw population's most probable answer token given the operation, the carried "
-         "digits and one operand) — and up to a uniform guess among the task's answer tokens; does not hold iff it "
-         "lies above the floor (removes too little) or below the uniform guess (over-ablation: more than the task "
-         "removed); the interval is over the problem clusters where knockout.csv counts them (as if each problem's "
-         f"prompts were one trial); inconclusive for a task that fails its control (floor over distinct problems on "
-         f"its X_r could be >= {CONTROL_FLOOR}: its 95% Wilson interval over the problems reaches it) or has fewer than {MIN_PROBLEMS} distinct problems, and with fewer than "
-         f"{MIN_PROBLEMS} problem clusters among the knockout prompts", version=4),
+         "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated overlaps the floor's "
+         "95% interval — the floor is the higher of the majority floor (always answering the most frequent answer "
+         "token; Wilson over the knockout prompts' problem clusters) and the floor over distinct problems (the draw "
+         "population's most probable answer token given the operation, the carried digits and one operand; the "
+         "control's interval over its effective problems), its interval [the higher lower end, the higher upper "
+         "end] — and reaches up to a uniform guess among the task's answer tokens; does not hold iff it lies "
+         "entirely above the floor's upper end (removes too little) or entirely below the uniform guess "
+         "(over-ablation: more than the task removed); the ablated interval is over the problem clusters where "
+         "knockout.csv counts them (as if each problem's prompts were one trial); inconclusive for a task that fails "
+         f"its control (floor over distinct problems on its X_r could be >= {CONTROL_FLOOR}: the 95% interval of "
+         f"some reading over its effective problems reaches it) or has fewer than {MIN_PROBLEMS} distinct problems, "
+         f"and with fewer than {MIN_PROBLEMS} problem clusters among the knockout prompts", version=6),
 )
 BY_ID = {r.id: r for r in RULES}
 ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
@@ -277,12 +271,13 @@ def _knockout_key_vs_random(ctx: Context):
     here = (f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
             f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts")
     if acc >= rnd.accuracy.min():
-        return here, False
+        return _layer_matched(ctx, K, key, here, False)
     if "ci_high" in key:
         p5 = float(rnd.accuracy.quantile(0.05))
         _, hi, what = cluster_interval(key)
-        return here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
-    return here, True
+        here, holds = here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
+        return _layer_matched(ctx, K, key, here, holds)
+    return _layer_matched(ctx, K, key, here, True)
 
 
 def _knockout_random_flat(ctx: Context):
@@ -378,7 +373,8 @@ def rules_markdown(ids: Iterable[str]) -> str:
     """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
     (before them on the page: whether before the results existed is the changelog's to say)."""
     note = lambda r: (f"; inconclusive where the task fails its control (floor over distinct problems on its X_r "
-                      f"could be >= {CONTROL_FLOOR:.0%}: its 95% interval over the problems reaches it) or has fewer than {MIN_PROBLEMS} distinct problems"
+                      f"could be >= {CONTROL_FLOOR:.0%}: the 95% interval of some reading over its effective problems "
+                      f"reaches it) or has fewer than {MIN_PROBLEMS} distinct problems"
                       if r.id in CONTROLLED + ("circuit-faithful",) else "")
     return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})."
                      for r in select(ids))
@@ -411,6 +407,6 @@ RULES += (
          "unclipped interval lies entirely above 120% (it over-recovers). Holds iff some candidate is faithful; "
          "does not hold iff every candidate, each of them measured, fails; inconclusive otherwise, or where "
          "faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's level",
-         version=7),
+         version=8),
 )
 BY_ID = {r.id: r for r in RULES}

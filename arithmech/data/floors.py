@@ -142,19 +142,39 @@ def _accuracies(samples, weight, token, leave_out: bool) -> dict[str, dict[str, 
     return table
 
 
+def kish(weights) -> float:
+    """Kish's effective number of trials of a weighted mean, ``(Σw)² / Σw²`` (``weights``: each unit's weight in
+    the mean, zeros ignored): the number of equally weighted units whose mean is as variable. Equal weights give
+    the number of units; one unit carrying all the weight gives 1. NaN for no positive weight."""
+    w = [float(x) for x in weights if x > 0]
+    return sum(w) ** 2 / sum(x * x for x in w) if w else float("nan")
+
+
+def effective_trials(samples: Sequence[Sample], weight: dict[Problem, float] | None = None) -> dict[str, float]:
+    """Per count of :data:`EVALUATIONS`, :func:`kish` of the weights each problem has in it: ``population``: the
+    draw probabilities (``weight``, :func:`population`'s); ``problems``: 1 for each of X_r's distinct problems (the
+    number of problems); ``prompts``: each distinct problem's number of copies among the prompts (a problem kept 22
+    times weighs 22 times as much as one kept once, so the count is worth fewer problems than it holds)."""
+    copies = Counter((s.op, s.a, s.b) for s in samples)
+    weight = population(samples)[0] if weight is None else weight
+    return {"population": kish(weight.values()), "problems": float(len(copies)), "prompts": kish(copies.values())}
+
+
 def problem_floor(samples: Sequence[Sample]) -> dict:
     """The floor over distinct problems (module docstring): ``{"accuracy": the highest accuracy of the
     population's guess, "by": its grouping, "on": where counted (:data:`EVALUATIONS`), "n": prompts,
-    "problems": distinct problems, "table": {on: {grouping: accuracy}}, "loo": the same table guessed from the
-    other problems only (a lower bound)}``; accuracy NaN for no sample."""
+    "problems": distinct problems, "table": {on: {grouping: accuracy}}, "n_eff": {on: the effective number of
+    problems of that count} (:func:`effective_trials`), "loo": the same table guessed from the other problems
+    only (a lower bound)}``; accuracy NaN for no sample."""
     if not samples:
-        return {"accuracy": float("nan"), "by": "", "on": "", "n": 0, "problems": 0, "table": {}, "loo": {}}
+        return {"accuracy": float("nan"), "by": "", "on": "", "n": 0, "problems": 0, "table": {}, "n_eff": {},
+                "loo": {}}
     weight, token = population(samples)
     table = _accuracies(samples, weight, token, False)
     on, by = max(((e, g) for e in EVALUATIONS for g in table[e]), key=lambda eg: table[eg[0]][eg[1]])
     return {"accuracy": table[on][by], "by": by, "on": on, "n": len(samples),
             "problems": len({(s.op, s.a, s.b) for s in samples}), "table": table,
-            "loo": _accuracies(samples, weight, token, True)}
+            "n_eff": effective_trials(samples, weight), "loo": _accuracies(samples, weight, token, True)}
 
 
 def loo_problem_floor(samples: Sequence[Sample]) -> float:

@@ -19,6 +19,7 @@ claim "the ablation removes the information" (holds / does not hold).
 from __future__ import annotations
 
 import math
+import random
 import sys
 import zlib
 from collections import Counter
@@ -55,6 +56,7 @@ RANDOM_HEAD_KS = (8,)                   # where a task has no key head, the othe
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
            "mean_source", "split", "n_clusters"]
 MAX_DRAW = 40                           # eval_samples draws at most MAX_DRAW * n pairs for n prompts
+LAYER_MATCHED = "layer-matched"         # the order of random head sets with the studied heads' per-layer counts
 
 
 class Studied(NamedTuple):
@@ -159,6 +161,36 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
             for o, k, c, s in rows]
 
 
+def layer_matched_draws(chosen: Sequence, universe: Sequence, exclude: Sequence, n_random: int,
+                        seed: int) -> list[list]:
+    """``n_random`` random head sets with as many heads in each layer as ``chosen`` has, drawn from ``universe``
+    minus ``chosen`` and ``exclude`` (the key heads), each sorted; ``[]`` where some layer has too few heads left.
+    Seeded by ``seed`` and ``chosen``."""
+    need = Counter(l for l, _ in chosen)
+    out = set(map(tuple, chosen)) | set(map(tuple, exclude))
+    pool = {l: [tuple(c) for c in universe if c[0] == l and tuple(c) not in out] for l in need}
+    if any(len(pool[l]) < n for l, n in need.items()):
+        return []
+    rng = random.Random(f"layer-matched:{seed}:{sorted(map(tuple, chosen))}")
+    return [sorted(c for l, n in sorted(need.items()) for c in rng.sample(pool[l], n)) for _ in range(n_random)]
+
+
+def layer_matched_rows(model, tok, samples, means: MeanSource, ranking: Sequence, ks: Sequence[int],
+                       universe: Sequence, exclude: Sequence, n_random: int, seed: int, **kw) -> pd.DataFrame:
+    """Knockout rows (order :data:`LAYER_MATCHED`, ``seed`` = the draw) of :func:`layer_matched_draws` matched to
+    the top ``k`` of ``ranking`` for each ``k`` in ``ks``, outside them and ``exclude`` — the random control whose
+    heads sit in the same layers as the ones compared with it (the unmatched random rows draw from every layer)."""
+    abls, rows = [], []
+    for k in ks:
+        for s, d in enumerate(layer_matched_draws(ranking[:k], universe, exclude, n_random, seed)):
+            abls.append(Ablation.of(heads=d))
+            rows.append({"kind": "head", "order": LAYER_MATCHED, "seed": s, "k": k})
+    if not abls:
+        return pd.DataFrame(columns=["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"])
+    ok = correct(model, tok, samples, means, abls, **kw).sum(-1)
+    return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
+
+
 def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, task: str, studied: Studied,
                   full: bool, settings: KnockoutSettings) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS` but ``split`` and ``n_clusters``, which :func:`knockout_tasks` adds)
@@ -172,7 +204,9 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
       random draw at ``k`` never holds a key component nor any of the top ``k`` by effect rank (the ones the
       effect-rank point it is compared with knocks out), so a ``k`` with fewer than ``k`` components outside
       those (``k`` past about half of them) has no random row (:func:`~arithmech.methods.knockout.knockout_curve`'s
-      ``exclude_top``). Cost: one more ablated END row per order and ``k``, batched on the cached prefix;
+      ``exclude_top``). Cost: one more ablated END row per order and ``k``, batched on the cached prefix; and
+      layer-matched random head sets (:func:`layer_matched_rows`) at the number of key heads and at
+      ``RANDOM_HEAD_KS[0]``;
     * at the other settings, the studied heads (the key heads, or the top ``RANDOM_HEAD_KS[0]`` by effect
       rank where none is key) vs as many random heads outside them.
 
@@ -202,6 +236,10 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
         for kind, rank, uni, ex, kk, rk, top in plan:
             frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
                                          exclude_top=top, **kw).assign(positions=pos, mean_source=src))
+        if full and i == 0:         # layer-matched random heads at the key heads' k and the claims' k (issue #41)
+            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0][5]))
+            frames.append(layer_matched_rows(model, tok, samples, means, heads, lk, universe, key_h, **kw).assign(
+                positions=pos, mean_source=src))
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 

@@ -11,7 +11,8 @@ vega selections (no kernel, no network).
 * the subtitle states the rules the view applies (:func:`rules_lines`): when a head is past a threshold,
   where the slider starts and why (the paper's −5 %, or the strictest step some head passes), and which
   answer token is scored;
-* the top-5 next tokens, intact and with the heads past the threshold mean-ablated at END (the answer's bar
+* the top-5 next tokens, intact and with the heads past the threshold mean-ablated at END with position-pooled
+  X_c means (:func:`arithmech.methods.explorer.knockout_means`, not identify's reference pool; the answer's bar
   green);
 * the path-patching effect of every head (Fig. 2 style, the heads past the current threshold outlined):
   **click a head** to show its attention alone (double-click: back); beside it, layer by layer, the number
@@ -172,7 +173,8 @@ def explorer_chart(data: dict[str, pd.DataFrame], heads: pd.DataFrame, model_nam
         return alt.layer(bars, text).properties(width=COLUMN // 2 - 30, height=alt.Step(18), title=title)
 
     tops = alt.hconcat(top_panel(alt.datum.step == -1, "top-5 next tokens, intact"),
-                       top_panel(alt.datum.step == ko, "heads past the threshold knocked out (mean, END)"), spacing=24)
+                       top_panel(alt.datum.step == ko, "heads past the threshold out (pooled X_c mean, END)"),
+                       spacing=24)
 
     # --- every head's effect; click one
     n_layers, n_heads = int(heads.layer.max()) + 1, int(heads["head"].max()) + 1

@@ -49,7 +49,7 @@ class Explorer:
                                      placeholder="optional, e.g. 4 @ 3 =")
         self.head = ipywidgets.Dropdown(options=[(component(l, h) + (f" ({heads_label})" if (l, h) in self.key_heads else ""),
                                                   (l, h)) for l, h in heads], value=heads[0], description="head")
-        self.knockout = ipywidgets.Checkbox(value=False, description=f"knock out the {heads_label} heads (mean ablation)",
+        self.knockout = ipywidgets.Checkbox(value=False, description=f"knock out the {heads_label} heads (pooled X_c mean)",
                                    disabled=not reference)
         self.button = ipywidgets.Button(description="run", button_style="primary")
         self.output = ipywidgets.Output()

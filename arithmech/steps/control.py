@@ -17,6 +17,16 @@ the Wilson interval of the deciding reading with the task's distinct problems as
 a problem were guessed right or wrong together, the clusters of :func:`arithmech.claims.evidence.cluster_interval`).
 An interval that reaches the bound is *uncertain* and treated as failing (version 2 let zero-shot addition pass at
 48 % [31 %, 65 %] over 31 problems: 2 points under the bound, with a third of the interval above it).
+
+Version 4 (issue #41, 2026-11-28): each of the floor's three readings (:data:`~arithmech.data.floors.EVALUATIONS`)
+is a weighted mean over problems — the draw probabilities over the population, 1 for each of X_r's distinct
+problems, each problem's number of copies over the prompts — so its interval is the Wilson interval of its highest
+grouping with **Kish's effective number of problems** ``(Σw)² / Σw²`` of those weights as the trials
+(:func:`arithmech.data.floors.effective_trials`; equal weights: the number of problems, as in version 3). The
+floor is the highest reading, so its interval is ``[the highest lower end, the highest upper end]`` over the
+three readings, and a task passes only when **no** reading's upper end reaches the bound (version 3 gave every
+reading X_r's number of distinct problems as its trials: a prompt count dominated by a few problems copied many
+times was read as if it were that many independent problems).
 """
 from __future__ import annotations
 
@@ -27,18 +37,35 @@ from arithmech.core.stats import wilson_interval
 from arithmech.data.floors import problem_floor
 from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 
-VERSION = 3
+VERSION = 4
+
+
+def reading_intervals(f: dict) -> dict[str, list[float]]:
+    """Per reading of :func:`~arithmech.data.floors.problem_floor`'s result ``f``: the Wilson interval of its
+    highest grouping's accuracy with its effective number of problems (``f["n_eff"]``) as the trials."""
+    out = {}
+    for on, t in f["table"].items():
+        m = f["n_eff"].get(on, float("nan"))
+        acc = max(t.values())
+        out[on] = list(wilson_interval(acc * m, m)) if m == m and m > 0 else [float("nan")] * 2
+    return out
 
 
 def floor_entry(samples: Sequence) -> dict:
-    """One task's floors: ``{"majority", "conditioned" (the problem floor), "by", "on", "n", "problems",
-    "loo" (the leave-one-problem-out lower bound)}``."""
+    """One task's floors: ``{"majority", "conditioned" (the problem floor), "interval" (its 95% interval: the highest
+    lower and upper ends over the readings), "upper_on" (the reading whose upper end is highest), "n_eff" (the
+    deciding reading's effective number of problems), "readings" ({on: [accuracy, n_eff, low, high]}), "by", "on",
+    "n", "problems", "loo" (the leave-one-problem-out lower bound)}``."""
     f = problem_floor(samples)
     top = max(Counter(s.answer for s in samples).values()) if samples else 0
     loo = max((v for t in f["loo"].values() for v in t.values()), default=float("nan"))
-    lo, hi = wilson_interval(f["accuracy"] * f["problems"], f["problems"]) if f["problems"] else (float("nan"),) * 2
+    ci = reading_intervals(f) if f["problems"] else {}
+    up = max(ci, key=lambda on: ci[on][1]) if ci else ""
+    lo, hi = (max(c[0] for c in ci.values()), ci[up][1]) if ci else (float("nan"),) * 2
     return {"majority": top / len(samples) if samples else float("nan"), "conditioned": f["accuracy"],
-            "interval": [lo, hi], "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo}
+            "interval": [lo, hi], "upper_on": up, "n_eff": f["n_eff"].get(f["on"], float("nan")),
+            "readings": {on: [max(f["table"][on].values()), f["n_eff"][on], *ci[on]] for on in ci},
+            "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo}
 
 
 def evidence_status(samples: Sequence) -> str:
@@ -64,8 +91,12 @@ def task_control(samples: dict[str, list]) -> dict:
             lo, hi = f["interval"]
             why = f">= {CONTROL_FLOOR:.0%}" if f["conditioned"] >= CONTROL_FLOOR else \
                 f"< {CONTROL_FLOOR:.0%}, but its interval reaches it (uncertain)"
+            r = f["readings"][f["upper_on"]]
+            upper = "" if f["upper_on"] == f["on"] else \
+                f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective problems"
             failed[t] = (f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {f['problems']} "
-                         f"problems {why} (answer guessed from {f['by']}, counted over the {f['on']})")
+                         f"problems {why} (answer guessed from {f['by']}, counted over the {f['on']}: "
+                         f"{f['n_eff']:.1f} effective problems{upper})")
     pooled = [t for t in samples if t not in failed]
     if not pooled:
         pooled = list(samples)
@@ -74,6 +105,7 @@ def task_control(samples: dict[str, list]) -> dict:
     return {"version": VERSION,
             "rule": (f"a task fails when its floor over distinct problems on X_r (data.floors.problem_floor: the draw "
                      f"population's guess from the operation, the carried digits and one operand) could be >= "
-                     f"{CONTROL_FLOOR} (its 95% Wilson interval over the distinct problems reaches it), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
+                     f"{CONTROL_FLOOR} (the 95% Wilson interval of some reading, with Kish's effective number of the problems it "
+                     f"weighs as the trials, reaches it), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
                      "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"),
             "floors": floors, "failed": failed, "insufficient": insufficient, "pooled": pooled}

@@ -75,6 +75,11 @@ def test_same_seed_same_knockout_rows(embedded_model):
     assert a.to_csv(index=False) == b.to_csv(index=False)
     assert set(a.kind) == {"head", "mlp", "sanity"} and set(a.positions) == {"end"}
     assert Ablation() == Ablation.of()
+    lm = a[a.order == "layer-matched"]                  # one key head in layer 0: 3 draws of one other layer-0 head
+    assert len(lm) == 3 and set(lm.k) == {1} and lm.n.eq(8).all() and lm.accuracy.between(0, 1).all()
+    from arithmech.methods.knockout_tables import key_vs_random
+    point = key_vs_random(a[(a.kind == "head") & (a.k == 1)])
+    assert point["layer_matched_orders"] == 3 and point["accuracy_layer_matched_mean"] == lm.accuracy.mean()
 
 
 def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
@@ -94,6 +99,10 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     monkeypatch.setattr(KR, "knockout_curve", fake_curve)
     monkeypatch.setattr(KR, "sanity_rows", lambda *a, **k: [])
     monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
+    matched = []
+    empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"]})
+    monkeypatch.setattr(KR, "layer_matched_rows", lambda model, tok, samples, means, ranking, ks, universe, exclude, **kw:
+                        (matched.append((list(ranking), list(ks), list(exclude))), empty)[1])
     cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4})
     model = type("M", (), {"config": cfg})()
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
@@ -107,6 +116,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     assert rk_m == [1, 2, 3] == mk[1:] and top_m and ex_m == []          # no key MLP: outside the top k only
     assert at_all[0] == "all" and at_all[2] == at_all[3] == [(0, 3)] and at_all[4] == at_all[5] == [1]
     assert not at_all[6]                                        # the key heads vs random heads outside them only
+    assert matched == [(heads, [1, 8], [(0, 3)])]               # layer-matched: once, at the key heads' k and k = 8
     seen.clear()
     KR.task_knockout(model, None, [], None, "addition", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), False,
                      end)
@@ -190,3 +200,18 @@ def test_knockout_settings_refuse_a_wrong_value_when_made(change, match):
     assert KR.KnockoutSettings(**good).position_settings == ["end", "all"]
     with pytest.raises(ValueError, match=match):
         KR.KnockoutSettings(**{**good, **change})
+
+
+def test_layer_matched_draws_keep_each_layers_count_outside_the_compared_heads():
+    """Protects the layer-matched random control (issue #41): every draw holds as many heads of each layer as the
+    heads it is compared with (two in layer 2, one in layer 0 here), none of them nor of the key heads, the same
+    draws for the same seed and others for another; a layer without enough heads left gives no draw."""
+    from arithmech.methods.knockout_run import layer_matched_draws
+    universe = [(l, h) for l in range(3) for h in range(6)]
+    chosen, key = [(2, 1), (0, 3), (2, 2)], [(2, 0)]
+    draws = layer_matched_draws(chosen, universe, key, 20, 0)
+    assert len(draws) == 20 and all(Counter(l for l, _ in d) == Counter({2: 2, 0: 1}) for d in draws)
+    assert all(len(set(d)) == 3 and not set(d) & {(2, 1), (0, 3), (2, 2), (2, 0)} and sorted(d) == d for d in draws)
+    assert {h for d in draws for h in d} == {(0, 0), (0, 1), (0, 2), (0, 4), (0, 5), (2, 3), (2, 4), (2, 5)}
+    assert layer_matched_draws(chosen, universe, key, 20, 0) == draws != layer_matched_draws(chosen, universe, key, 20, 1)
+    assert layer_matched_draws(chosen, universe, [(2, 0), (2, 3), (2, 4)], 20, 0) == []     # one head left in layer 2

@@ -5,6 +5,7 @@ verdict, so it fails on the old behaviour."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from arithmech.claims import rules as C
 from arithmech.core import results as R
@@ -42,9 +43,9 @@ def _sanity(task, heads_out, lo, hi):
         ci_high=lambda x: x.ci_high.where(x.order != "all-heads-out", hi))
 
 
-def _write(folder, prompts, effects, control, task="all", knockout=None):
+def _write(folder, prompts, effects, control, task="all", knockout=None, extra=None):
     files = {"prompts.jsonl": [s.to_json() for s in prompts], "effects.csv": effects,
-             "key_heads.json": {"task": task, "heads": [], "control": control}}
+             "key_heads.json": {"task": task, "heads": [], "control": control}, **(extra or {})}
     if knockout is not None:
         files["knockout.csv"] = knockout
     R.write_step(folder, "identify", files, {"parameters": {}})
@@ -102,3 +103,62 @@ def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
                           _sanity("addition", 0.12, 0.06, 0.20).assign(n_clusters=8)),
                    ["ablation-removes-information"]).iloc[0]
     assert few.holds is None and "insufficient: 8 problem clusters < 20" in few.here      # version 2 held
+
+
+@pytest.mark.parametrize("rule", ["key-heads-exist", "few-heads", "middle-layers", "mlps-late", "key-heads-exist-share",
+                                  "logit-diff-ranking", "knockout-key-vs-random", "knockout-random-flat", "transfer"])
+def test_a_floor_counted_over_copies_is_read_with_its_effective_problems(tmp_path, rule):
+    """Protects the control's version 4 in every identify rule it gates (B2): 272 prompts from 40 addition problems,
+    8 of them kept 20–40 times, whose floor over the prompts is 29 %: version 3 read it over 40 problems ([17 %,
+    44 %]: passes, the rule decided); over Kish's 9.2 effective problems its interval reaches 61 %, the task fails
+    its control as uncertain and the rule is inconclusive."""
+    from tests.unit.steps.test_control import _skewed
+    eff = _effects("addition", -0.08).assign(share=lambda d: d.effect * 3, share_lo=lambda d: d.effect * 3 - 0.01,
+                                             share_hi=lambda d: d.effect * 3 + 0.01)
+    from tests.unit.claims.test_rules import _knockout
+    held = {"family": "f", "base_accuracy": 0.5, "knockout_accuracy": 0.1, "relative_drop": -0.8, "n_heads": 1,
+            "random_accuracy_mean": 0.5, "n": 100, "heads_from": "key heads"}
+    folder = _write(tmp_path / "a", _skewed(), eff, {}, task="addition", knockout=_knockout(0.2, [0.9, 0.95]).assign(
+        task="addition"), extra={"heldout.json": held})
+    row = C.claims(folder, [rule]).iloc[0]
+    assert row.holds is None and "fails its control" in row.here and "9.2 effective problems" in row.here, row.here
+
+
+def test_the_ablation_rule_reads_the_floor_as_an_interval(tmp_path):
+    """Protects ablation-removes-information version 6 (B3): the floor over distinct problems of the 81 sums is 17/81
+    = 21 %, an estimate whose 95 % Wilson interval over its 81 effective problems reaches 31 % (the majority floor's
+    row, 20 % [15 %, 25 %], raises the lower end); every head out at 30 %
+    [27 %, 36 %] lies above the floor's point (version 5: removes too little, does not hold) but overlaps its
+    interval: it reaches the floor and holds. At 45 % [40 %, 50 %] it lies above the interval's upper end: too little."""
+    from arithmech.core.stats import wilson_interval
+    ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
+    verdict = lambda name, *s: C.claims(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
+                                               _sanity("addition", *s)), ["ablation-removes-information"]).iloc[0]
+    lo, hi = wilson_interval(17, 81)
+    assert 0.27 < hi < 0.40
+    at = verdict("at", 0.30, 0.27, 0.36)
+    low = max(lo, 0.15)                            # the higher lower end: the majority floor's row, 20 % [15 %, 25 %]
+    assert at.holds is True and f"vs floor 21% [{low:.0%}, {hi:.0%}]" in at.here, at.here
+    above = verdict("above", 0.45, 0.40, 0.50)
+    assert above.holds is False and "too little" in above.here
+
+
+def test_key_vs_random_is_decided_against_layer_matched_heads_where_the_file_has_them(tmp_path):
+    """Protects knockout-key-vs-random version 9 (issue #41): the top 8 at 20 % [15 %, 25 %] lie far below random
+    heads from every layer (90 %, 95 %: version 8 held) but not below random heads of their own layers (15 %, 40 %:
+    the lowest is under 20 %), so the claim does not hold; with layer-matched heads at 60 % and 70 % it holds; a file
+    without layer-matched rows is decided on the unmatched draws, saying 'not run'."""
+    from tests.unit.claims.test_rules import _knockout
+    ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
+    def verdict(name, matched):
+        ko = _knockout(0.2, [0.9, 0.95]).assign(task="addition")
+        lm = pd.DataFrame([dict(task="addition", kind="head", order="layer-matched", seed=s, k=C.K, accuracy=a, n=256,
+                                positions="end", mean_source="pool", correct=round(a * 256), ci_low=a - 0.05,
+                                ci_high=a + 0.05) for s, a in enumerate(matched)])
+        return C.claims(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
+                               pd.concat([ko, lm], ignore_index=True)), ["knockout-key-vs-random"]).iloc[0]
+    same_layers = verdict("same", [0.15, 0.4])
+    assert same_layers.holds is False and "layer-matched random heads: mean 28% (lowest 15%" in same_layers.here
+    assert verdict("far", [0.6, 0.7]).holds is True
+    old = verdict("old", [])
+    assert old.holds is True and old.here.endswith("layer-matched random heads: not run"), old.here

@@ -97,3 +97,17 @@ def test_output_heuristics_sees_a_model_that_ignores_an_operand():
     assert h["output"]["op, carried, a"] >= 0.9 > 0.3 > h["answer"]["op, carried, a"]
     honest = output_heuristics(drawn, [s.answer for s in drawn])
     assert honest["output"] == honest["answer"] and honest["accuracy"] == 1.0
+
+
+def test_each_reading_has_the_effective_number_of_the_problems_it_weighs():
+    """Protects the control's version 4 (B2): the prompts count weighs each problem by its copies, so its trials are
+    Kish's (Σc)² / Σc² (here 4 problems kept 10, 10, 1 and 1 times: 22² / 202 = 2.40), not the 4 problems; the
+    problems count weighs each once (4); the population weighs the 81 problems alike (81). Equal copies change
+    nothing: 4 problems kept 3 times each are 4 effective problems."""
+    from arithmech.data.floors import effective_trials, kish
+    kept = [_sample("addition", a, 1, f"t{i}") for a, c in ((1, 10), (2, 10), (3, 1), (4, 1)) for i in range(c)]
+    n = effective_trials(kept)
+    assert n["prompts"] == pytest.approx(22 ** 2 / 202) and n["problems"] == 4 and n["population"] == pytest.approx(81)
+    assert problem_floor(kept)["n_eff"] == n
+    same = [_sample("addition", a, 1, f"t{i}") for a in range(1, 5) for i in range(3)]
+    assert effective_trials(same)["prompts"] == pytest.approx(4) and kish([0.5, 0.5, 0, 0]) == pytest.approx(2)

@@ -142,3 +142,23 @@ def test_the_view_states_its_rules_and_relays_out_on_every_update():
     none = _steps([(95, 0)] * 5)
     assert "no head is past any threshold" in " ".join(V.rules_lines(none, "first"))
     assert "the answer's first token" in " ".join(V.rules_lines(none, "first"))
+
+
+def test_the_knockout_says_its_means_are_pooled_not_identifys():
+    """Protects the Explorer's honesty about its means (issue #41: its text said "as in identify" while the
+    precomputed views and the widget use position-pooled X_c means, methods.explorer.knockout_means): the chart's
+    knockout panel and the page's paragraph name the pooled means and say they are not identify's reference pool;
+    only the live explorer, which uses identify's reference-pool means, may say it is identify's."""
+    import inspect
+    import json
+    from pathlib import Path
+
+    from arithmech.methods import explorer
+    heads = X.head_steps(_effects(), [-0.1, -0.02, -0.01])
+    spec = json.dumps(V.explorer_chart(_data(_steps([(3, 0), (1, 1), (0, 2), (0, 3)], n=3)), heads, "m").to_dict())
+    assert "heads past the threshold out (pooled X_c mean, END)" in spec
+    assert ".pooled()" in inspect.getsource(explorer.knockout_means)
+    page = (Path(__file__).resolve().parents[3] / "book" / "explorer.md").read_text()
+    precomputed = page[:page.index("(live-explorer)=")]
+    assert "position-pooled means of the counterfactual prompts" in precomputed and "not identify's" in precomputed
+    assert "as in identify" not in precomputed and "as in the identify chapter" not in precomputed

@@ -22,7 +22,7 @@ def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems()
     add = [_mk("addition", a, b, f"t{i}") for a, b in SUMS for i in range(4)]
     mul = [_mk("multiplication", a, b) for a, b in PRODUCTS]
     c = task_control({"addition": add, "multiplication": mul})
-    assert CONTROL_FLOOR == 0.5 and c["version"] == 3
+    assert CONTROL_FLOOR == 0.5 and c["version"] == 4
     assert c["pooled"] == ["addition"] and list(c["failed"]) == ["multiplication"]
     assert c["floors"]["addition"]["interval"][1] < 0.5 <= c["floors"]["multiplication"]["conditioned"]
     assert c["floors"]["addition"]["problems"] == 27 and c["floors"]["addition"]["n"] == 108
@@ -71,3 +71,39 @@ def test_a_floor_under_the_bound_whose_interval_reaches_it_fails():
     f = c["floors"]["addition"]
     assert f["conditioned"] < CONTROL_FLOOR <= f["interval"][1] and f["problems"] == 24
     assert "uncertain" in c["failed"]["addition"] and "[24%, 61%]" in c["failed"]["addition"]
+
+
+def _skewed():
+    """40 addition problems, 4 of them guessed right from (op, carried, b) and kept 20 times each, 4 guessed wrong kept
+    40 times, 32 wrong kept once: the prompts count guesses 80 of 272 = 29 % right, but from 9.2 effective problems."""
+    right = [(1, 1), (1, 2), (1, 3), (2, 8)]                 # the population's guess is right on these (sum 2, 3, 4, 10)
+    wrong = [(a, b) for a in range(2, 10) for b in range(1, 10) if a + b not in (2, 3, 4, 10)]
+    copies = [(p, 20) for p in right] + [(p, 40) for p in wrong[:4]] + [(p, 1) for p in wrong[4:36]]
+    return [_mk("addition", a, b, f"t{i}") for (a, b), c in copies for i in range(c)]
+
+
+def test_a_prompt_count_dominated_by_copies_is_read_with_its_effective_problems():
+    """Protects version 4 (B2): the floor counted over the prompts, 29 %, weighs 8 problems kept 20–40 times far above
+    32 kept once; Kish's effective number of problems is 272² / (4·20² + 4·40² + 32) = 9.2, so its 95 % interval
+    reaches 61 % and the task fails as uncertain. Version 3 read the same 29 % as 40 independent problems
+    ([17 %, 44 %]) and passed it."""
+    from arithmech.core.stats import wilson_interval
+    kept = _skewed()
+    f = task_control({"addition": kept})["floors"]["addition"]
+    m = 272 ** 2 / (4 * 400 + 4 * 1600 + 32)
+    assert len(kept) == 272 and f["problems"] == 40 and f["on"] == "prompts"
+    assert f["conditioned"] == 80 / 272 and f["n_eff"] == m
+    assert f["interval"][1] == wilson_interval(80 / 272 * m, m)[1] > 0.6
+    assert wilson_interval(80 / 272 * 40, 40)[1] < CONTROL_FLOOR                   # what version 3 decided on
+    c = task_control({"addition": kept})
+    assert c["version"] == 4 and "uncertain" in c["failed"]["addition"] and "9.2 effective problems" in \
+        c["failed"]["addition"]
+
+
+def test_equal_copies_keep_the_number_of_problems():
+    """Protects version 4's invariant: where every problem is kept equally often, each reading's effective number is
+    the number of problems it counts, so the interval of the 24-problem case is version 3's, [24 %, 61 %]."""
+    narrow = [(a, b) for a in range(1, 10) for b in range(1, 10)][::3][:24]
+    f = task_control({"addition": [_mk("addition", a, b, f"t{i}") for a, b in narrow for i in range(4)]})["floors"]
+    assert f["addition"]["readings"]["prompts"][1] == 24 and f["addition"]["readings"]["problems"][1] == 24
+    assert [round(x, 2) for x in f["addition"]["interval"]] == [0.24, 0.61]
