@@ -227,3 +227,39 @@ RECENT += (
 )
 RECENT_DIGEST.update({"attention-roles": "05b9d99586fe", "stages": "ed1454a94224"})
 
+
+# -- issue #41, the hostile reading of circuit-faithful version 8 (2026-11-28, third session): written after
+# SmolLM2's version-8 faithfulness.csv existed (does not hold: every candidate fails, below the target) and the
+# embedded model's (inconclusive: 11 problem clusters).
+RECENT += (
+    Change("circuit-faithful", 9, "2026-11-28", "this commit", "faithful needs the unclipped interval to lie at or "
+           "below 120% (was: reach down to 120%, which an interval covering an over-recovery of 150% does, so clipping "
+           "could still make a candidate faithful while every interval covered); a candidate with fewer than 20 random "
+           "circuits cannot decide (was: stated, never checked)", "yes: both models' version-8 faithfulness.csv; "
+           "no candidate of either was faithful or near the unclipped gate, so no verdict moves"),
+)
+RECENT_DIGEST.update({"circuit-faithful": "4b93b49c41ba"})
+RECENT += (
+    Change("ablation-removes-information", 7, "2026-11-28", "this commit", "holds only where the ablated interval lies "
+           "at or below the floor interval's upper end (and reaches up to a uniform guess); an interval straddling that "
+           "upper end is inconclusive (was, version 6: holds wherever the two intervals overlapped, so 60% [35%, 80%] "
+           "against a floor of 26% [15%, 42%] held; the rule text said 'overlaps')", "yes: the SmolLM2 K = 4 sanity "
+           "rows (every head out 17% [7%, 36%] against a floor of 26% [15%, 45%]: holds under both versions)"),
+)
+RECENT_DIGEST.update({"ablation-removes-information": "3f1a8a13c277"})
+
+
+# -- issue #41 item 5, its hostile reading (2026-11-28, third session): analyze read the control stored at identify
+# time (SmolLM2's: version 1), and a folder where every task fails its control still decided its analyze claims.
+_POOLED2 = ("the operations analyze reads are those that pass identify's control recomputed under its current version "
+            "from prompts.jsonl (steps.control.recomputed, as every claim reads it; was: the control stored at identify "
+            "time, version 1 for the shipped SmolLM2 run, which pools the same two tasks today but could diverge); "
+            "inconclusive where the primary task fails its control (was: decided, and labelled 'the operations that "
+            "pass' where every task had failed)")
+_POOLED2_RUNS = ("yes: SmolLM2's analyze files on the pooled operations (addition, subtraction; attention-roles holds, "
+                 "stages does not hold) and its zero-shot folder, where every task fails")
+RECENT += (
+    Change("attention-roles", 6, "2026-11-28", "this commit", _POOLED2, _POOLED2_RUNS),
+    Change("stages", 3, "2026-11-28", "this commit", _POOLED2, _POOLED2_RUNS),
+)
+RECENT_DIGEST.update({"attention-roles": "67c5dd833a0e", "stages": "f60ad9c9cf30"})

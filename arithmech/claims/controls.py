@@ -56,8 +56,10 @@ def ablation_removes(ctx: Context):
     the task's information scores — between a uniform guess among the task's answer tokens (a model that still
     writes an answer but knows nothing) and the floor (the best such guess). It removes too little only where its
     whole interval lies above the floor's upper end (the floor is itself an estimate, from a few dozen problems);
-    where the two intervals overlap it reaches the floor; wholly below the uniform guess it removes more than the
-    task (over-ablation: the ablated model is pushed off its answers)."""
+    wholly below the uniform guess it removes more than the task (over-ablation: the ablated model is pushed off its
+    answers); it reaches the floor where its interval lies at or below the floor's upper end and reaches up to the
+    uniform guess (version 7; version 6 said so wherever the two intervals overlapped, an interval straddling the
+    floor's upper end included); an interval straddling the floor's upper end is inconclusive."""
     ko = end_rows(ctx)
     s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
     if s.empty:
@@ -80,6 +82,8 @@ def ablation_removes(ctx: Context):
         return here + "; removes too little (above the floor's interval)", False
     if hi < chance:
         return here + "; over-ablation (below a uniform guess)", False
+    if hi > fhi:
+        return here + "; straddles the floor's upper end (cannot say it reaches the floor)", None
     return here, True
 
 

@@ -13,7 +13,7 @@ from arithmech.core import results
 from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
-from arithmech.steps.control import task_control
+from arithmech.steps.control import recomputed
 
 
 class Missing(Exception):
@@ -57,17 +57,7 @@ class Context:
         decided under this one; the tasks are ``key_heads.json``'s (its ``control.floors``, else its ``task``),
         each task's prompts those of that operation. Where a task names no operation of the prompts (a
         template-pair file), the control written by the run is kept (``recomputed`` False)."""
-        def compute():
-            kh = self.read("key_heads.json")
-            stored = kh.get("control") or {}
-            tasks = list(stored.get("floors") or [kh.get("task")])
-            every = self.samples()
-            by = {t: [s for s in every if s.op == t] for t in tasks}
-            if not every or not all(by.values()):
-                return {**stored, "recomputed": False, "pooled": stored.get("pooled", tasks),
-                        "failed": stored.get("failed", {})}
-            return {**task_control(by), "recomputed": True, "stored_pooled": stored.get("pooled", tasks)}
-        return self.memo("control", compute)
+        return self.memo("control", lambda: recomputed(self.read("key_heads.json"), self.samples()))
 
     def primary(self) -> tuple[str, str | None]:
         """The task the identify claims are decided on, and why none can be (else None): the run's pooled task

@@ -110,10 +110,10 @@ RULES: tuple[Rule, ...] = (
          "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
          "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
          "inconclusive otherwise, and without key heads under either rule; measured on the prompts of the operations "
-         "that pass identify's control, where the heads were ranked", version=5),
+         "that pass identify's control, where the heads were ranked", version=6),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C), "
-         "measured on the prompts of the operations that pass identify's control", version=2),
+         "measured on the prompts of the operations that pass identify's control", version=3),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
          "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "
@@ -157,18 +157,18 @@ RULES += (
          "answering it — has its Wilson interval below 1/3 (holds), above 1/3 (does not hold), else inconclusive", version=1),
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
-         "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated overlaps the floor's "
-         "95% interval — the floor is the higher of the majority floor (always answering the most frequent answer "
+         "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated lies at or below the "
+         "upper end of the floor's 95% interval — the floor is the higher of the majority floor (always answering the most frequent answer "
          "token; Wilson over the knockout prompts' problem clusters) and the floor over distinct problems (the draw "
          "population's most probable answer token given the operation, the carried digits and one operand; the "
          "control's interval over its effective problems), its interval [the higher lower end, the higher upper "
          "end] — and reaches up to a uniform guess among the task's answer tokens; does not hold iff it lies "
          "entirely above the floor's upper end (removes too little) or entirely below the uniform guess "
-         "(over-ablation: more than the task removed); the ablated interval is over the problem clusters where "
+         "(over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the ablated interval is over the problem clusters where "
          "knockout.csv counts them (as if each problem's prompts were one trial); inconclusive for a task that fails "
          f"its control (floor over distinct problems on its X_r could be >= {CONTROL_FLOOR}: the 95% interval of "
          f"some reading over its effective problems reaches it) or has fewer than {MIN_PROBLEMS} distinct problems, "
-         f"and with fewer than {MIN_PROBLEMS} problem clusters among the knockout prompts", version=6),
+         f"and with fewer than {MIN_PROBLEMS} problem clusters among the knockout prompts", version=7),
 )
 BY_ID = {r.id: r for r in RULES}
 ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
@@ -323,15 +323,15 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
 
 
 CONTROLLED = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
-              "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer")
+              "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer", "attention-roles", "stages")
 """The identify claims made inconclusive where the primary task fails its control (:func:`_controlled`)."""
 
 
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
     **{k: _controlled(f) for k, f in zip(CONTROLLED, (
         _key_heads, _key_heads_share, _few_heads, _middle_layers, _logit_diff_ranking, _knockout_key_vs_random,
-        _knockout_random_flat, _mlps_late, _transfer))},
-    "attention-roles": attention_roles, "stages": stages, "circuit-faithful": _controlled(circuit_faithful),
+        _knockout_random_flat, _mlps_late, _transfer, attention_roles, stages))},
+    "circuit-faithful": _controlled(circuit_faithful),
     "precise-matches-full": precise_matches_full, "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,
     "key-heads-stable": lambda ctx: _stability(ctx, "independent draws", "operator"),
@@ -399,14 +399,14 @@ RULES += (
          "positions, plus the ≤ 5 first key heads at END; its noising ablates every other head at those positions, "
          "MLPs recomputed: its full effect is, as at END, the effect of the tokens before END, all of which reaches "
          "END through END's heads), against ≥ 20 random circuits of heads of the same layers at the same positions. "
-         "A candidate decides only if in both directions at least half of its prompts are used and they ask at "
-         "least 20 problem clusters. A deciding candidate is faithful iff in both directions its clipped interval "
-         "lies at or above 80% and above the largest of its random circuits, and its unclipped interval reaches "
-         "down to 120% or below (clipping alone cannot make it faithful); it fails iff in some direction its clipped "
+         "A candidate decides only if in both directions at least half of its prompts are used, they ask at "
+         "least 20 problem clusters and it has at least 20 random circuits. A deciding candidate is faithful iff in both directions its clipped interval "
+         "lies at or above 80% and above the largest of its random circuits, and its unclipped interval lies "
+         "at or below 120% (clipping alone cannot make it faithful); it fails iff in some direction its clipped "
          "interval lies entirely below 80% or reaches no higher than its random circuits' 95th percentile, or its "
          "unclipped interval lies entirely above 120% (it over-recovers). Holds iff some candidate is faithful; "
          "does not hold iff every candidate, each of them measured, fails; inconclusive otherwise, or where "
          "faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's level",
-         version=8),
+         version=9),
 )
 BY_ID = {r.id: r for r in RULES}

@@ -1,4 +1,4 @@
-"""The rule of the claim ``circuit-faithful`` (version 7) on ``faithfulness.csv``, and the random band it reads.
+"""The rule of the claim ``circuit-faithful`` (version 9) on ``faithfulness.csv``, and the random band it reads.
 
 Split out of :mod:`arithmech.methods.faithfulness` (which measures; this module decides). Everything here reads a
 frame of :data:`arithmech.methods.faithfulness.COLUMNS` and nothing else, so it runs on a file alone.
@@ -14,20 +14,22 @@ What a candidate's row carries (written by :func:`arithmech.methods.faithfulness
   (the measure rests on those prompts only);
 * ``level``: the intervals' level (the rule's :data:`RULE_LEVEL`; files before version 7: absent, 95%).
 
-The rule (:func:`faithful_verdict`), version 7. Candidates: the top n at END for n = 1 … :data:`K_MAX` and the
+The rule (:func:`faithful_verdict`), version 9. Candidates: the top n at END for n = 1 … :data:`K_MAX` and the
 cross-position circuit, :data:`CANDIDATES` in all; every interval the rule reads is at level 1 − 0.05 /
 :data:`CANDIDATES` (Bonferroni over the candidates: when every interval covers, no candidate is decided wrongly,
 so "holds" — some candidate faithful — and "does not hold" — every candidate fails — are each wrong with
 probability at most 5%). A candidate **decides** only if in both directions at least :data:`MIN_USED` of its prompts
-are used and they ask at least :data:`MIN_CLUSTERS` problem clusters; otherwise it is undecided, and says why. A
+are used, they ask at least :data:`MIN_CLUSTERS` problem clusters, and its random circuits number at least
+:data:`MIN_DRAWS`; otherwise it is undecided, and says why. A
 deciding candidate is **faithful** iff in both :data:`DIRECTIONS`:
 
 * its clipped interval lies at or above ``target`` (80%),
 * its clipped lower end lies above the **largest** of its random circuits' recoveries (≥ 20 draws: a circuit
   exchangeable with them tops all 20 with chance 1/21 < 5%; the 95th percentile of 20 draws, which version 6 read,
   is interpolated near the second largest and moves with one draw), and
-* its unclipped interval reaches down to :data:`OVER` (120%) or below: it is not shown to over-recover, so clipping
-  alone cannot make it faithful.
+* its unclipped interval lies at or below :data:`OVER` (120%): it is shown not to over-recover, so clipping alone
+  cannot make it faithful (version 7 asked only that the interval reach down to 120%, which an interval covering
+  an over-recovery of 150% does).
 
 It **fails** iff in some direction its clipped interval lies entirely below ``target``, or its clipped upper end is
 no higher than its random circuits' 95th percentile, or its unclipped interval lies entirely above :data:`OVER` (it
@@ -42,6 +44,7 @@ import pandas as pd
 RANDOM = {"top": "random", "operands": "random-layer"}   # a candidate circuit's order -> its random circuits'
 INTERVAL = {"share": ("lo", "hi"), "recovery": ("recovery_lo", "recovery_hi"),
             "recovery_raw": ("recovery_raw_lo", "recovery_raw_hi")}
+MIN_DRAWS = 20                # random circuits a candidate needs before it can decide (the largest of 20: p = 1/21)
 BAND = (0.05, 0.95)           # the random band shown: these quantiles of the random draws' values
 TARGET = 0.8                  # a faithful candidate's clipped recovery lies at or above this
 OVER = 1.2                    # ... and its unclipped mean is not shown to lie above this (1 + (1 − TARGET))
@@ -94,12 +97,14 @@ def _direction(r) -> dict:
 
 
 def gate(d: dict) -> str | None:
-    """Why one direction cannot decide (``None``: it can): too few prompts used, or too few problem clusters
-    among them."""
+    """Why one direction cannot decide (``None``: it can): too few prompts used, too few problem clusters among
+    them, or too few random circuits to compare with."""
     if d["n_used"] < MIN_USED * d["n_prompts"]:
         return f"{d['n_used']} of {d['n_prompts']} prompts used (fewer than {MIN_USED:.0%})"
     if d["n_used_clusters"] < MIN_CLUSTERS:
         return f"{d['n_used_clusters']} problem clusters among the used prompts (fewer than {MIN_CLUSTERS})"
+    if d["draws"] < MIN_DRAWS:
+        return f"{d['draws']} random circuits (fewer than {MIN_DRAWS})"
     return None
 
 
@@ -109,7 +114,7 @@ def status(d: list[dict], target: float = TARGET) -> tuple[bool | None, str]:
         return None, "a direction is missing"
     if why := [g for g in map(gate, d) if g]:
         return None, "cannot decide: " + "; ".join(dict.fromkeys(why))
-    if all(x["lo"] >= target and x["lo"] > x["band_max"] and x["raw_lo"] <= OVER for x in d):
+    if all(x["lo"] >= target and x["lo"] > x["band_max"] and x["raw_hi"] <= OVER for x in d):
         return True, "faithful"
     fails = [w for x in d for w, bad in (("below the target", x["hi"] < target),
                                          ("no better than random", x["hi"] <= x["band_hi"]),
@@ -118,7 +123,7 @@ def status(d: list[dict], target: float = TARGET) -> tuple[bool | None, str]:
 
 
 def faithful_verdict(frame: pd.DataFrame, task: str, target: float = TARGET, k_max: int = K_MAX) -> dict:
-    """The rule of the module docstring (``circuit-faithful``, version 7; history in
+    """The rule of the module docstring (``circuit-faithful``, version 9; history in
     :mod:`arithmech.claims.changelog`). **Holds** iff some candidate is faithful; **does not hold** iff every
     candidate fails, each of them measured (the top n for every ``n <= k_max`` and the cross-position circuit: a
     file of ``--n-max`` below ``k_max`` cannot say "does not hold"); inconclusive otherwise, and for a file

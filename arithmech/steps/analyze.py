@@ -19,10 +19,12 @@ from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data.pairs import reference_samples
+from arithmech.data.pairs import samples as kept_prompts
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 from arithmech.steps.config import Analyze as Config
+from arithmech.steps.control import recomputed
 
 # Every identify file run() may read, each checked where present before the model loads and anything is written
 # (effects.csv is read only where no key head passes: a damaged one is refused even when this run would not need it).
@@ -35,12 +37,15 @@ ABSENT_MEANS = {"operations": "all"}
 
 def operations(config: Config, folder: str | Path) -> list[str] | None:
     """The operations whose prompts the step reads (issue #41 item 5: one sample per question): under
-    ``operations="pooled"`` the tasks identify pooled into its task "all" (``key_heads.json``'s control: those that
-    pass it), where the key heads were ranked; ``None`` (every operation) under ``"all"`` or where identify recorded
-    no control."""
+    ``operations="pooled"`` the tasks that pass identify's control, recomputed under its current version from the
+    kept prompts (:func:`arithmech.steps.control.recomputed`, as the claims read it), where the key heads were
+    ranked; ``None`` (every operation) under ``"all"``, where no task names an operation, or where every task fails (the claims then read the step's
+    verdicts as inconclusive)."""
     if config.operations == "all":
         return None
-    return (results.read(folder, "key_heads.json").get("control") or {}).get("pooled")
+    prompts = kept_prompts(folder)
+    c, ops = recomputed(results.read(folder, "key_heads.json"), prompts), {s.op for s in prompts}
+    return [t for t in c.get("pooled") or [] if t in ops and t not in c.get("failed", {})] or None
 
 
 def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:

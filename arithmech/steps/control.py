@@ -109,3 +109,17 @@ def task_control(samples: dict[str, list]) -> dict:
                      f"weighs as the trials, reaches it), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
                      "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"),
             "floors": floors, "failed": failed, "insufficient": insufficient, "pooled": pooled}
+
+
+def recomputed(key_heads: dict, samples: Sequence) -> dict:
+    """Identify's control recomputed under this version from its kept prompts ``samples`` (``prompts.jsonl``), so
+    that results made under an older control are read under this one (the claims' :meth:`Context.control
+    <arithmech.claims.evidence.Context.control>`, analyze's and beyond's prompts): the tasks are ``key_heads``'s
+    (its ``control.floors``, else its ``task``), each task's prompts those of that operation. Where a task names no
+    operation of the prompts (a template-pair file), the control written by the run is kept (``recomputed`` False)."""
+    stored = key_heads.get("control") or {}
+    tasks = list(stored.get("floors") or [key_heads.get("task")])
+    by = {t: [s for s in samples if s.op == t] for t in tasks}
+    if not samples or not all(by.values()):
+        return {**stored, "recomputed": False, "pooled": stored.get("pooled", tasks), "failed": stored.get("failed", {})}
+    return {**task_control(by), "recomputed": True, "stored_pooled": stored.get("pooled", tasks)}

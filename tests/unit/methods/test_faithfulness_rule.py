@@ -67,16 +67,22 @@ def test_clipping_alone_no_longer_makes_a_candidate_faithful():
 
 
 def test_the_unclipped_mean_matches_a_plain_mean_and_modest_over_recovery_passes():
-    """Protects A2's gate from over-reach: it is not a ban on any prompt above 1: ratios alternating 0.9 and 1.5 clip to a mean of 0.95 and
-    have an unclipped mean of 1.2 (a plain mean), half the prompts above 1; the interval reaches below 120%, so the
-    candidate is faithful (its clipped lower end above 80% and the largest draw, 0.3)."""
-    ratios = [0.9, 1.5] * 20
+    """Protects A2's gate from over-reach and from under-reach (version 9): it is not a ban on any prompt above 1 —
+    ratios alternating 0.9 and 1.3 clip to a mean of 0.95, have an unclipped mean of 1.1 (a plain mean) whose
+    interval lies below 120%, and the candidate is faithful (its clipped lower end above 80% and the largest draw,
+    0.3); but ratios alternating 0.9 and 1.5 (unclipped mean 1.2, interval reaching above 120%) are not shown not
+    to over-recover: undecided (version 8, which asked only that the interval reach down to 120%, said faithful)."""
+    ratios = [0.9, 1.3] * 20
     f = _file({("top", 2): ratios})
     row = f[(f.order == "top") & (f.n == 2) & (f.method == "denoising")].iloc[0]
     assert row.recovery == pytest.approx(np.mean(np.clip(ratios, 0, 1)))
     assert row.recovery_raw == pytest.approx(np.mean(ratios)) and row.over_one == 0.5
-    assert row.recovery_raw_lo <= R.OVER < row.recovery_raw_hi
+    assert row.recovery_raw_hi <= R.OVER
     assert R.faithful_verdict(f, "all")["holds"] is True
+    wide = _file({("top", 2): [0.9, 1.5] * 20})
+    row = wide[(wide.order == "top") & (wide.n == 2) & (wide.method == "denoising")].iloc[0]
+    assert row.recovery_raw_lo <= R.OVER < row.recovery_raw_hi
+    assert R.faithful_verdict(wide, "all")["holds"] is None
 
 
 def test_clusters_are_counted_among_the_used_prompts():
@@ -131,3 +137,14 @@ def test_faithful_needs_more_than_the_largest_random_draw():
     assert _v6(f) is True
     two = next(c for c in R.faithful_verdict(f, "all")["candidates"] if c["order"] == "top" and c["n"] == 2)
     assert two["status"] is None and two["noising"]["lo"] == pytest.approx(0.93)
+
+
+def test_a_candidate_with_too_few_random_circuits_cannot_decide():
+    """Protects version 9's draw gate: a candidate whose random circuits number 3 (below
+    MIN_DRAWS = 20) cannot decide, though its recovery (0.95 on every prompt) tops them all; with the usual 20 it is
+    faithful. Version 8 stated "≥ 20 random circuits" and never checked it (3 draws topped: faithful)."""
+    good = {("top", 2): [0.95] * 40}
+    assert R.faithful_verdict(_file(good), "all")["holds"] is True
+    few = R.faithful_verdict(_file(good, draws=[0.0, 0.1, 0.2]), "all")
+    top2 = next(c for c in few["candidates"] if c["order"] == "top" and c["n"] == 2)
+    assert top2["status"] is None and "3 random circuits" in top2["why"] and few["holds"] is None

@@ -19,6 +19,7 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     failed); ``operations="all"`` keeps every operation; a key_heads.json without a control reads every one."""
     mixed = [_sample(op, a) for op in ("addition", "subtraction", "multiplication", "division") for a in range(1, 9)]
     monkeypatch.setattr(pairs, "samples", lambda folder: list(mixed))
+    monkeypatch.setattr(A, "kept_prompts", lambda folder: list(mixed))
     control = {"control": {"pooled": ["addition", "subtraction"]}}
     monkeypatch.setattr(A.results, "read", lambda folder, name: control if name == "key_heads.json" else {})
     pooled = A.operations(Analyze(), tmp_path)
@@ -30,5 +31,7 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     assert Beyond().operations == "pooled"
     _, _, drawn = B.inputs(tmp_path, 100, 0, pooled)
     assert len(drawn) == 16 and {s.op for s in drawn} == set(pooled)
+    control["control"]["failed"] = {"addition": "floor", "subtraction": "floor"}
+    assert A.operations(Analyze(), tmp_path) is None          # every pooled task fails: every operation, inconclusive
     control.clear()
     assert A.operations(Analyze(), tmp_path) is None
