@@ -232,7 +232,7 @@ RECENT_DIGEST.update({"attention-roles": "05b9d99586fe", "stages": "ed1454a94224
 # SmolLM2's version-8 faithfulness.csv existed (does not hold: every candidate fails, below the target) and the
 # embedded model's (inconclusive: 11 problem clusters).
 RECENT += (
-    Change("circuit-faithful", 9, "2026-11-28", "this commit", "faithful needs the unclipped interval to lie at or "
+    Change("circuit-faithful", 9, "2026-11-28", "1003075", "faithful needs the unclipped interval to lie at or "
            "below 120% (was: reach down to 120%, which an interval covering an over-recovery of 150% does, so clipping "
            "could still make a candidate faithful while every interval covered); a candidate with fewer than 20 random "
            "circuits cannot decide (was: stated, never checked)", "yes: both models' version-8 faithfulness.csv; "
@@ -240,7 +240,7 @@ RECENT += (
 )
 RECENT_DIGEST.update({"circuit-faithful": "4b93b49c41ba"})
 RECENT += (
-    Change("ablation-removes-information", 7, "2026-11-28", "this commit", "holds only where the ablated interval lies "
+    Change("ablation-removes-information", 7, "2026-11-28", "1003075", "holds only where the ablated interval lies "
            "at or below the floor interval's upper end (and reaches up to a uniform guess); an interval straddling that "
            "upper end is inconclusive (was, version 6: holds wherever the two intervals overlapped, so 60% [35%, 80%] "
            "against a floor of 26% [15%, 42%] held; the rule text said 'overlaps')", "yes: the SmolLM2 K = 4 sanity "
@@ -259,7 +259,7 @@ _POOLED2 = ("the operations analyze reads are those that pass identify's control
 _POOLED2_RUNS = ("yes: SmolLM2's analyze files on the pooled operations (addition, subtraction; attention-roles holds, "
                  "stages does not hold) and its zero-shot folder, where every task fails")
 RECENT += (
-    Change("attention-roles", 6, "2026-11-28", "this commit", _POOLED2, _POOLED2_RUNS),
-    Change("stages", 3, "2026-11-28", "this commit", _POOLED2, _POOLED2_RUNS),
+    Change("attention-roles", 6, "2026-11-28", "1003075", _POOLED2, _POOLED2_RUNS),
+    Change("stages", 3, "2026-11-28", "1003075", _POOLED2, _POOLED2_RUNS),
 )
 RECENT_DIGEST.update({"attention-roles": "67c5dd833a0e", "stages": "f60ad9c9cf30"})
