@@ -137,15 +137,16 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
 def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`sanity_table` as one reader's table (what the chapters show instead of a sentence per row): per task
     and position setting, the prompts, each sanity accuracy with its 95% interval (over the problem clusters where
-    the file counts them: the ``intervals`` column), the floor with its interval, the uniform guess, and the rule's
+    the file counts them: :func:`sanity_intervals` says which, under the table, so it stays one column wide), the floor
+    with its interval, the uniform guess, and the rule's
     outcome in words — "yes: reaches the floor" (the interval of all heads out overlaps the floor's and does not lie
     below the guess), "no: above the floor" (too little), "no: below a uniform guess" (over-ablation),
     "inconclusive" (the task fails its control)."""
-    pct = lambda v, ci: f"{v:.1%} [{ci[0]:.1%}, {ci[1]:.1%}]" if v == v else "not measured"
+    pct = lambda v, ci: f"{v:.0%} [{ci[0]:.0%}, {ci[1]:.0%}]" if v == v else "not measured"
     out = []
     for _, r in table.iterrows():
         row = {"task": r["task"], "positions": "END" if r["positions"] == "end" else "every position",
-               "prompts": int(r["n"]), "intervals": r.get("intervals", "Wilson over prompts")}
+               "prompts": int(r["n"])}
         for name in ("nothing out", "all heads out", "all MLPs out", "X_c prompt (X_r answer)"):
             row[f"{name} (95% CI)"] = pct(r[name], r[f"{name} ci"])
         row["floor (95% CI)"] = pct(r["floor"], r["floor ci"]) if "floor ci" in r else f"{r['floor']:.1%}"
@@ -158,6 +159,13 @@ def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
             "no: above the floor's interval (too little)")
         out.append(row)
     return pd.DataFrame(out).set_index(["task", "positions"])
+
+
+def sanity_intervals(table: pd.DataFrame) -> str:
+    """What the intervals of :func:`sanity_readable` are over, for the line under it: e.g. "Wilson over 25 problem
+    clusters" (each problem's prompts one trial) or "Wilson over prompts"."""
+    col = table["intervals"] if "intervals" in table else pd.Series(["Wilson over prompts"])
+    return "; ".join(dict.fromkeys(col.astype(str)))
 
 
 def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:

@@ -85,3 +85,15 @@ def test_the_sanity_table_reads_the_floor_and_the_ablation_over_problem_clusters
     assert not row["heads_out_above_floor"] and row["removes_information"]
     far = sanity_table(_rows((0.8, 0.72, 0.86), floor=(33 / 128, 0.19, 0.34), clusters=25), chance=0.1).iloc[0]
     assert far["heads_out_above_floor"] and not far["removes_information"]
+
+
+def test_the_readable_sanity_table_names_its_intervals_under_it():
+    """Protects the identify page's width (the book's page check found the table scrolling sideways once it carried
+    an ``intervals`` column): the readable table has no such column, its percentages are whole, and
+    :func:`sanity_intervals` names what the intervals are over — problem clusters where the file counts them."""
+    from arithmech.methods.knockout_tables import sanity_intervals
+    t = sanity_table(_rows((0.12, 0.08, 0.16), clusters=25), chance=0.1)
+    shown = sanity_readable(t)
+    assert "intervals" not in shown.columns and shown["nothing out (95% CI)"].str.fullmatch(r"\d+% \[\d+%, \d+%\]").all()
+    assert "problem clusters" in sanity_intervals(t) and sanity_intervals(sanity_table(_rows((0.12, 0.08, 0.16)))) \
+        == "Wilson over prompts"
