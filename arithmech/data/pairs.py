@@ -375,6 +375,6 @@ def reference_samples(folder: Path, n: int, seed: int, ops: Sequence[str] | None
     None): a seeded subset when there are more."""
     every = [s for s in samples(folder) if ops is None or s.op in ops]
     if not every:
-        raise ValueError(f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right; nothing to analyze")
+        raise ValueError(f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right: nothing to run on")
     rng = np.random.default_rng(seed)
     return [every[i] for i in sorted(rng.permutation(len(every))[:n])]

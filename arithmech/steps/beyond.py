@@ -58,11 +58,7 @@ def inputs(folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
     operations ``ops`` (every one when None), read and checked through the results contract."""
     effects = results.read(folder, "effects.csv")
     kh = results.read(folder, "key_heads.json")
-    samples = [s for s in pairs.samples(folder) if ops is None or s.op in ops]
-    if not samples:
-        raise ValueError(f"{quoted(folder / 'prompts.jsonl')} holds no reference prompts: nothing to patch")
-    rng = np.random.default_rng(seed)
-    return effects, kh, [samples[i] for i in sorted(rng.permutation(len(samples))[:n_samples])]
+    return effects, kh, pairs.reference_samples(folder, n_samples, seed, ops)
 
 
 def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame, key_heads: dict, receivers: int = 5,
