@@ -186,7 +186,8 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
     """``(claim, comparison, arms it reads, measure variant, decide, size)`` for every rule and variant (module
     docstring): ``decide(c, n)`` decides the rule with its intervals at :func:`level` of ``n``, and ``size(c)`` is
     its :func:`family` on ``c``."""
-    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v, lambda c, n, v=v: learns(c, v, n=n),
+    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v,
+            lambda c, n, v=v: learns(c, v, n=n),
             lambda c: family(c, "learns")) for v in c.variants]
     if c.shots is not None and c.math in c.shots["results"]:
         out += [("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",), v,
