@@ -263,3 +263,20 @@ RECENT += (
     Change("stages", 3, "2026-11-28", "1003075", _POOLED2, _POOLED2_RUNS),
 )
 RECENT_DIGEST.update({"attention-roles": "67c5dd833a0e", "stages": "f60ad9c9cf30"})
+
+
+# -- issue #40, fifth rule version (2026-11-28, fourth session): from the hostile reading of the fourth version; written
+# while every grid point of the arms runner still had one run (no part of any rule could decide).
+_ITT = ("a grid point's mean and intervals read every run, collapsed or not (was, third version: only the runs that did "
+        "not collapse, so a point's mean was its survivors' and a full-SFT point whose collapsed runs counted as a cost "
+        "could dominate a precise point on its survivors' means); rule 3a's text names what the code counts (a collapsed "
+        "run at a point of at least 3 runs; it said 'a collapsed rate'); every rule function's default N is its family")
+_ONE_RUN = ("yes: the arms runner's 32 records, one run at every grid point (seed 0, draw 0), so no point could decide "
+            "and every rule was inconclusive under both versions")
+RECENT += (
+    Change("precise-matches-full", 10, "2026-11-28", "this commit", _ITT, _ONE_RUN),
+    Change("selection-matters", 8, "2026-11-28", "this commit", _ITT, _ONE_RUN),
+    Change("precise-keeps-generic", 10, "2026-11-28", "this commit", _ITT, _ONE_RUN),
+)
+RECENT_DIGEST.update({"precise-matches-full": "374b804d9542", "selection-matters": "f02377362f14",
+                      "precise-keeps-generic": "68e546cbc2a9"})

@@ -24,6 +24,11 @@ most 5 %. (The second version adjusted the parts a *some* reads and left the *ev
 so "does not hold", a union over the inner parts, was not covered; rule 1's adjustment, by the second version, had
 no changelog line: it is named here.) Leave-one-rate-out re-decides at the **whole grid's** N, so leaving a point
 out only takes information away; the frontier tops' interval (:func:`headline`) is shown at the same level.
+**Fifth version** (2026-11-28, every grid point still at one run): a point's mean and interval read **every** run,
+collapsed or not (intent to treat). The third version read the survivors only, so a point's mean was its surviving
+runs' and a full-SFT point whose collapsed runs counted as a cost (rule 3a) could also dominate a key point (3b) on
+its survivors: a collapse is the arm's outcome at that rate. A point where more than half of the runs collapsed
+still decides nothing; every rule's default N is its :func:`family`.
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -33,7 +38,7 @@ out only takes information away; the frontier tops' interval (:func:`headline`) 
    key rate is more than m below some full rate: key's frontier top against full's.
 3. **precise keeps general skills better than full** — both halves must hold: (a) *full SFT costs general skill*
    at some rate of its grid (its general change's interval lies below 0: true; its lower end above −m at every
-   rate: false; a collapsed full point costs); and (b) some rate of precise-key that learns the skill (rule 1's
+   rate: false; a full point of at least 3 runs with a collapsed run costs); and (b) some rate of precise-key that learns the skill (rule 1's
    part true) is *dominated by no full point* (a full point dominates it when both its math gain and its general
    change lie decidedly above the key point's, Welch intervals above 0; it does not when either lies decidedly
    below). It does not hold when either half does not hold.
@@ -143,7 +148,7 @@ def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
 
 
 def full_costs(c: Curves, n: int | None = None) -> bool | None:
-    full, n = c.points.get("full", []), n or len(c.points.get("full", []))
+    full, n = c.points.get("full", []), n or family(c, "keeps")
     parts = [(True if p.n >= MIN_RUNS else None) if p.gone or any(p.collapsed) else
              decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
              for p in full]                 # a collapsed run is a cost, at a point of >= MIN_RUNS runs
@@ -152,7 +157,7 @@ def full_costs(c: Curves, n: int | None = None) -> bool | None:
 
 def not_dominated(c: Curves, v: str, n: int | None = None) -> bool | None:
     full, keys = live(c, "full"), live(c, "precise-key")
-    m = n or len(keys) + 2 * len(keys) * len(full)
+    m = n or family(c, "keeps")
     return some(both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
                 for k in keys)
 
@@ -278,7 +283,7 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
     if len(tops) == 1:
         est, lo, hi = run_interval(tops[0], v, level(n))
-        return {"estimate": est, "ci_low": lo if tops[0].n_clean >= 2 else None, "ci_high": hi, "at": at}
+        return {"estimate": est, "ci_low": lo if tops[0].n >= 2 else None, "ci_high": hi, "at": at}
     lo, hi = diff(*tops, v, n)
     return {"estimate": tops[0].mean(v) - tops[1].mean(v), "ci_low": lo, "ci_high": hi, "at": at}
 

@@ -17,7 +17,7 @@ Per point, two intervals of the mean over its runs (:func:`point_table`):
 
 A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval
 gate (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points are drawn, never on a frontier, and decide
-nothing. An arm's **frontier** is the Pareto set of its other points on (mean math gain, mean general change).
+nothing. A point's mean and intervals read **every** run, collapsed or not (fifth version, 2026-11-28). An arm's **frontier** is the Pareto set of its other points on (mean math gain, mean general change).
 """
 from __future__ import annotations
 
@@ -62,28 +62,21 @@ class Point:
         return 2 * sum(self.collapsed) > len(self.collapsed)
 
     @property
-    def n_clean(self) -> int:
-        """Runs that did not collapse (all of them where nothing was recorded)."""
-        return self.n - sum(self.collapsed)
-
-    @property
     def decides(self) -> bool:
-        """At least :data:`MIN_RUNS` runs that did not collapse, and the point itself did not (third version of
-        the rules: a collapsed run's numbers never enter an interval, so a minority of collapsed random draws
-        cannot pull an arm's mean down and make the key arm look better)."""
-        return self.n_clean >= MIN_RUNS and not self.gone
+        """At least :data:`MIN_RUNS` runs, and the point did not collapse (fifth version of the rules: every run
+        enters, collapsed or not — the third version read only the runs that did not collapse, so a point's mean
+        was its survivors', and a full-SFT point whose collapsed runs counted as a cost could also dominate
+        precise points on its surviving runs' means)."""
+        return self.n >= MIN_RUNS and not self.gone
 
     def mean(self, what: str) -> float:
         xs = self.values(what)
         return sum(xs) / len(xs) if xs else float("nan")
 
     def values(self, what: str) -> list[float]:
-        """The runs that did not collapse (every run where no collapse was recorded)."""
-        xs = self.general if what == "general" else self.loss if what == "loss" else self.math[what]
-        if len(self.collapsed) != len(xs):
-            return list(xs)
-        return [x for x, c in zip(xs, self.collapsed) if not c]
-
+        """Every run's value of ``what`` (a math variant, ``general`` or ``loss``), collapsed runs included (fifth
+        version: a collapse is an outcome of the arm at that rate, not a run to drop)."""
+        return list(self.general if what == "general" else self.loss if what == "loss" else self.math[what])
 
 @dataclass
 class Curves:

@@ -217,33 +217,34 @@ def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
     assert decided >= 30, decided
 
 
-def test_collapsed_runs_never_enter_a_points_interval():
-    """Protects the third rule version (the hostile reading of the second): a random point with 5 of 10 draws
-    collapsed (their math gain near −0.28) is not collapsed as a point, but only its 5 clean draws are read, so
-    key − random is undecided (+1.3 points [−2.9, +5.5] on the clean draws); with the collapsed draws in its mean the
-    second version found key − random decidedly above 0 (+20 points)."""
-    key = Point("precise-key", 1e-3, tags=["a", "b", "c"], math={"carry": [0.10, 0.13, 0.11]},
-                general=[0.0] * 3, loss=[0.0] * 3, collapsed=[False] * 3)
-    clean, down = [0.10, 0.11, 0.09, 0.12, 0.08], [-0.27, -0.29, -0.28, -0.26, -0.30]
-    rnd = Point("precise-random", 1e-3, tags=list("abcdefghij"), math={"carry": clean + down},
-                general=[0.0] * 10, loss=[0.0] * 10, collapsed=[False] * 5 + [True] * 5)
-    assert not rnd.gone and rnd.decides and rnd.values("carry") == clean
-    lo, hi = C.diff(key, rnd, "carry", m=3)
-    assert lo < 0 < hi
-    few = Point("precise-random", 3e-3, tags=list("abcd"), math={"carry": [0.1, 0.1, -0.3, -0.3]},
-                general=[0.0] * 4, loss=[0.0] * 4, collapsed=[False, False, True, True])
-    assert not few.gone and not few.decides                    # 2 clean runs: fewer than MIN_RUNS
+def test_collapsed_runs_enter_their_points_mean_and_interval():
+    """Protects the fifth rule version (issue #40, hostile reading of the fourth): a full-SFT point of 4 runs, one
+    collapsed (general change −40 points), counts as full SFT's cost (rule 3a) *and*, under the third version's
+    survivor reading, dominated the learning key point on its 3 surviving runs (math +20, general +2.5 points, both
+    decidedly above), so "keeps" did not hold. Read on every run, the collapsed run widens the general change's
+    interval past 0: no domination is decided, and the rule is undecided, not false."""
+    key = Point("precise-key", 1e-3, tags=list("abc"), math={"carry": [0.30, 0.31, 0.32]},
+                general=[0.0, 0.01, -0.01], loss=[0.0] * 3, collapsed=[False] * 3)
+    full = Point("full", 1e-4, tags=list("abcd"), math={"carry": [0.50, 0.51, 0.52, 0.05]},
+                 general=[0.035, 0.04, 0.045, -0.40], loss=[0.0] * 4, collapsed=[False, False, False, True])
+    assert not full.gone and full.decides and full.values("general") == [0.035, 0.04, 0.045, -0.40]
+    c = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key], "full": [full]}, base=None)
+    assert C.full_costs(c) is True
+    assert C._dominates(full, key, "carry", C.family(c, "keeps")) is None
+    assert C.keeps(c, "carry") is None
+    survivors = Point("full", 1e-4, tags=list("abc"), math={"carry": [0.50, 0.51, 0.52]},
+                      general=[0.035, 0.04, 0.045], loss=[0.0] * 3, collapsed=[False] * 3)
+    assert C._dominates(survivors, key, "carry", C.family(c, "keeps")) is True     # the third version's reading
 
 
-def test_a_point_whose_every_run_collapsed_has_no_mean_and_no_interval():
-    """Protects the tables and charts from the third rule version's clean-run reading: a toy point whose one run
-    collapsed has no run left to read, so its mean is NaN and its interval None (the Fine-tune chapter's point
-    table divided by zero on such a point)."""
+def test_a_point_whose_every_run_collapsed_keeps_its_mean_and_decides_nothing():
+    """Protects the tables and charts under the fifth version: a toy point whose one run collapsed is shown with
+    that run's mean (no interval from one run) and decides nothing (collapsed)."""
     from arithmech.claims.frontier import run_interval
     p = Point("full", 3e-3, tags=["a"], math={"carry": [0.5]}, general=[-0.4], loss=[1.0], collapsed=[True])
-    assert p.gone and p.values("carry") == [] and p.mean("carry") != p.mean("carry")
+    assert p.gone and not p.decides and p.values("carry") == [0.5] and p.mean("carry") == 0.5
     m, lo, hi = run_interval(p, "carry")
-    assert m != m and lo is None and hi is None
+    assert m == 0.5 and lo is None and hi is None
 
 
 def _pt(arm, lr, xs):
