@@ -274,9 +274,9 @@ _ITT = ("a grid point's mean and intervals read every run, collapsed or not (was
 _ONE_RUN = ("yes: the arms runner's 32 records, one run at every grid point (seed 0, draw 0), so no point could decide "
             "and every rule was inconclusive under both versions")
 RECENT += (
-    Change("precise-matches-full", 10, "2026-11-28", "this commit", _ITT, _ONE_RUN),
-    Change("selection-matters", 8, "2026-11-28", "this commit", _ITT, _ONE_RUN),
-    Change("precise-keeps-generic", 10, "2026-11-28", "this commit", _ITT, _ONE_RUN),
+    Change("precise-matches-full", 10, "2026-11-28", "6328667", _ITT, _ONE_RUN),
+    Change("selection-matters", 8, "2026-11-28", "6328667", _ITT, _ONE_RUN),
+    Change("precise-keeps-generic", 10, "2026-11-28", "6328667", _ITT, _ONE_RUN),
 )
 RECENT_DIGEST.update({"precise-matches-full": "374b804d9542", "selection-matters": "f02377362f14",
                       "precise-keeps-generic": "68e546cbc2a9"})
