@@ -53,15 +53,19 @@ def main(argv=None) -> int:
         subprocess.run(["git", "worktree", "add", "--detach", str(old), a.before], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            cache = tmp / "cache"
-            cache.mkdir()
-            for entry in (CACHE_DIR.iterdir() if CACHE_DIR.exists() else []):
-                if entry.name != "pool":
-                    (cache / entry.name).symlink_to(entry)
-            res = {"before": run(old, a.model, tmp / "before", cache),
-                   "after_cold": run(ROOT, a.model, tmp / "cold", cache),
-                   "pool_cache_bytes": sum(f.stat().st_size for f in (cache / "pool").glob("*.pt")),
-                   "after_warm": run(ROOT, a.model, tmp / "warm", cache)}
+            def fresh(name: str) -> Path:          # an empty pool cache; the model's dequantized files shared
+                cache = tmp / name
+                cache.mkdir()
+                for entry in (CACHE_DIR.iterdir() if CACHE_DIR.exists() else []):
+                    if entry.name != "pool":
+                        (cache / entry.name).symlink_to(entry)
+                return cache
+            # the before tree gets its own cache: a before tree that caches pools must not warm the after's
+            res = {"before": run(old, a.model, tmp / "before", fresh("cache-before"))}
+            cache = fresh("cache")
+            res |= {"after_cold": run(ROOT, a.model, tmp / "cold", cache),
+                    "pool_cache_bytes": sum(f.stat().st_size for f in (cache / "pool").glob("*.pt")),
+                    "after_warm": run(ROOT, a.model, tmp / "warm", cache)}
             same = {f: len({(tmp / r / f).read_bytes() for r in ("before", "cold", "warm")}) == 1 for f in COMPARED}
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=True)
