@@ -56,7 +56,6 @@ RANDOM_HEAD_KS = (8,)                   # where a task has no key head, the othe
 COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
            "mean_source", "split", "n_clusters"]
 MAX_DRAW = 40                           # eval_samples draws at most MAX_DRAW * n pairs for n prompts
-SCREEN_CHUNK = 4                        # eval_samples screens a round's pairs SCREEN_CHUNK batches at a time
 LAYER_MATCHED = "layer-matched"         # the order of random head sets with the studied heads' per-layer counts
 
 
@@ -117,29 +116,12 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
         tried |= {s.clean for s in fresh}
         if heldout:                 # the evaluation side, and never a problem of ``base`` (however it was split)
             fresh = [s for s in fresh if splits.side(splits.cluster(s)) == "eval" and splits.cluster(s) not in ranked]
-        ok = screened(model, tok, fresh, missing, batch_size, heldout)
-        kept += len(ok)
-        out += ok[:missing]
-    return out
-
-
-def screened(model, tok, fresh: Sequence[pairs.Sample], want: int, batch_size: int = BATCH_SIZE,
-             heldout: bool = False) -> list[pairs.Sample]:
-    """The samples of ``fresh`` that pass the X_r rules (top-1 answer token, then the whole answer by greedy
-    decoding) and, ``heldout``, the X_c check, in ``fresh``'s order — screened in chunks of
-    ``SCREEN_CHUNK * batch_size`` and stopped once ``want`` passed: the first ``want`` that pass are the same as
-    when every sample is screened (a sample's verdict is its own), and :func:`eval_samples` keeps only those
-    (issue #39: the last round of a draw no longer screens what it will not keep)."""
-    out: list[pairs.Sample] = []
-    step = SCREEN_CHUNK * batch_size
-    for j in range(0, len(fresh), step):
-        ok = filter_correct(model, tok, fresh[j:j + step], batch_size)[0]
+        ok = filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
         ok = [s for s, e in zip(ok, greedy_exact(model, tok, [(s.bare, s.target) for s in ok], batch_size)) if e]
         if heldout and ok:
             ok = check_counterfactuals(model, tok, ok, batch_size)[0]
-        out += ok
-        if len(out) >= want:
-            break
+        kept += len(ok)
+        out += ok[:missing]
     return out
 
 

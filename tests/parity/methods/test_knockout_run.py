@@ -162,30 +162,6 @@ def test_knockout_prompts_are_distinct(embedded_model):
     assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
 
 
-@pytest.mark.parametrize("heldout", [False, True])
-def test_screening_in_chunks_keeps_the_prompts_of_screening_whole_rounds(embedded_model, monkeypatch, heldout):
-    """Protects issue #39's early stop: eval_samples screens a round's pairs a few batches at a time and stops
-    once enough passed; the prompts it returns (which, and in which order) are those of screening every pair of
-    every round at once, held-out (X_c checked) or topped-up, including a draw that needs several rounds."""
-    import arithmech.methods.knockout_run as KR
-    model, tok, _ = embedded_model
-    tpl = D.select_templates("addition")[:3]
-    base, _ = D.make_pairs(tok, tpl, n=24, seed=1, draw=D.Draw("last-digit"))
-    calls = []
-    real = KR.filter_correct
-    monkeypatch.setattr(KR, "filter_correct", lambda m, t, ss, b: calls.append(len(ss)) or real(m, t, ss, b))
-    kw = dict(seed=3, batch_size=2, draw=D.Draw("last-digit"), heldout=heldout)
-    monkeypatch.setattr(KR, "SCREEN_CHUNK", 10 ** 6)
-    whole = KR.eval_samples(model, tok, tpl, base, 40, **kw)
-    screened_whole = sum(calls)
-    calls.clear()
-    monkeypatch.setattr(KR, "SCREEN_CHUNK", 1)
-    chunked = KR.eval_samples(model, tok, tpl, base, 40, **kw)
-    assert [s.clean for s in chunked] == [s.clean for s in whole] and len(whole) == 40
-    assert sum(calls) < screened_whole or heldout and sum(calls) == screened_whole   # fewer screened (held-out: the
-    # embedded model passes nearly every pair, so its small rounds rarely overshoot)
-
-
 def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypatch, capsys):
     """Protects a held-out knockout on a weak model (zero-shot SmolLM2's subtraction: no fresh X_r of a
     never-ranked problem passes the X_r rules): the task gets no rows and one line on stderr, the other tasks
