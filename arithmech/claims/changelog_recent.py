@@ -296,7 +296,7 @@ _ABLATION8 = ("the floor's interval is simultaneous: the majority row and every 
               "knockout prompts (was: the highest task's floor, 42% for SmolLM2 K = 4 against a mixture of about 23%)")
 _S5_RUNS = ("yes: both SmolLM2 identify runs (K = 4 and zero-shot/) and their version-4 controls (K = 4: addition and "
             "subtraction pass; zero-shot: every task fails), the K = 4 sanity rows (every head out 17% [7%, 36%]: holds)")
-RECENT += tuple(Change(r, v, "2026-11-28", "this commit", _CONTROL5, _S5_RUNS) for r, v in (
+RECENT += tuple(Change(r, v, "2026-11-28", "73aa552", _CONTROL5, _S5_RUNS) for r, v in (
     ("key-heads-exist", 7),
     ("key-heads-exist-share", 7),
     ("few-heads", 7),
@@ -310,10 +310,10 @@ RECENT += tuple(Change(r, v, "2026-11-28", "this commit", _CONTROL5, _S5_RUNS) f
 ))
 _STALE = ("; analyze's claims are inconclusive where analyze ran on other operations than the control, recomputed under "
           "its current version, now pools (was: decided on the operations recorded at analyze time)")
-RECENT += tuple(Change(r, v, "2026-11-28", "this commit", _CONTROL5 + _STALE, _S5_RUNS) for r, v in (
+RECENT += tuple(Change(r, v, "2026-11-28", "73aa552", _CONTROL5 + _STALE, _S5_RUNS) for r, v in (
     ("attention-roles", 7),
     ("stages", 4),
 ))
-RECENT += (Change("ablation-removes-information", 8, "2026-11-28", "this commit", _CONTROL5 + "; " + _ABLATION8,
+RECENT += (Change("ablation-removes-information", 8, "2026-11-28", "73aa552", _CONTROL5 + "; " + _ABLATION8,
                   _S5_RUNS),)
 RECENT_DIGEST.update({"knockout-key-vs-random": "f250c1ddf3ac", "ablation-removes-information": "48c7695375dd"})
