@@ -85,20 +85,36 @@ def attention_roles(ctx: Context):
     names = components(by[by == True].index)  # noqa: E712
     n_prompts = int(roles.n.max()) if "n" in roles else 0
     ops = ctx.read("analyze.json").get("operations", "all")          # a file before issue #41 item 5: all
-    of = "every operation" if ops == "all" else f"the operations that pass identify's control ({', '.join(ops)})"
+    of = "every operation" if ops == "all" else f"the operations that passed identify's control ({', '.join(ops)})"
     here = (f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
             f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
             f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
             f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
             f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of {of}")
-    return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
+    stale = other_operations(ctx)
+    return (here + stale, None) if stale else (here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None))
+
+
+def other_operations(ctx: Context) -> str:
+    """Why analyze's files no longer decide (else ""): analyze ran on the operations that passed identify's control
+    then (``analyze.json``'s ``operations``), and the control recomputed under its current version now pools others
+    (the control's version 5 made a task uncertain, say): re-run analyze. Files from before ``--operations``
+    (every operation) are read as they were."""
+    ops = ctx.read("analyze.json").get("operations", "all")
+    pooled = list(ctx.control().get("pooled") or [])
+    if ops == "all" or not pooled or set(ops) == set(pooled):
+        return ""
+    return (f"; analyze ran on {', '.join(ops)}, and the control now pools {', '.join(pooled)} (re-run analyze "
+            "--operations pooled)")
 
 
 def stages(ctx: Context):
     st = ctx.read("analyze.json").get("stages") or {}
     if "answer" not in st or "operands" not in st:
         raise Missing("analyze.json has no stages")
-    return f"operands {stage_layers(st['operands'])}, answer {stage_layers(st['answer'])}", st["answer"][1] >= st["operands"][1]
+    here = f"operands {stage_layers(st['operands'])}, answer {stage_layers(st['answer'])}"
+    stale = other_operations(ctx)
+    return (here + stale, None) if stale else (here, st["answer"][1] >= st["operands"][1])
 
 
 def _direction(c: dict, m: str) -> str:

@@ -280,3 +280,40 @@ RECENT += (
 )
 RECENT_DIGEST.update({"precise-matches-full": "374b804d9542", "selection-matters": "f02377362f14",
                       "precise-keeps-generic": "68e546cbc2a9"})
+
+
+# -- issue #41, the hostile reading's findings 15, 16 and 18 (2026-11-28, fourth session): the control's version 5 and
+# the ablation floor's simultaneous interval. Written after both SmolLM2 identify runs' files existed and had been read
+# under the control's version 4 and ablation-removes-information version 7.
+_CONTROL5 = ("issue #41 (hostile reading 15, 16): the control (steps.control, version 5) reads the floor's population "
+             "count as exact (the draw population is enumerated: a point, was a Wilson interval) and gives every grouping "
+             "of its two sampled counts (X_r's distinct problems, its prompts: 6 estimates) a Wilson interval at 1 − 0.05/6, "
+             "so [the highest lower end, the highest upper end] is a 95% interval of the floor, their maximum (version 4: "
+             "each count's highest grouping at 95%, which is not); a task passes only when no upper end reaches 0.5")
+_ABLATION8 = ("the floor's interval is simultaneous: the majority row and every sampled grouping of each task's floor at "
+              "1 − 0.05/m for their number m (was: each at 95%, read as [the highest lower end, the highest upper end]); "
+              "task all's floor over distinct problems is the pooled tasks' mixture weighted by their share of the all "
+              "knockout prompts (was: the highest task's floor, 42% for SmolLM2 K = 4 against a mixture of about 23%)")
+_S5_RUNS = ("yes: both SmolLM2 identify runs (K = 4 and zero-shot/) and their version-4 controls (K = 4: addition and "
+            "subtraction pass; zero-shot: every task fails), the K = 4 sanity rows (every head out 17% [7%, 36%]: holds)")
+RECENT += tuple(Change(r, v, "2026-11-28", "73aa552", _CONTROL5, _S5_RUNS) for r, v in (
+    ("key-heads-exist", 7),
+    ("key-heads-exist-share", 7),
+    ("few-heads", 7),
+    ("middle-layers", 8),
+    ("logit-diff-ranking", 8),
+    ("knockout-key-vs-random", 10),
+    ("knockout-random-flat", 9),
+    ("mlps-late", 7),
+    ("transfer", 8),
+    ("circuit-faithful", 10),
+))
+_STALE = ("; analyze's claims are inconclusive where analyze ran on other operations than the control, recomputed under "
+          "its current version, now pools (was: decided on the operations recorded at analyze time)")
+RECENT += tuple(Change(r, v, "2026-11-28", "73aa552", _CONTROL5 + _STALE, _S5_RUNS) for r, v in (
+    ("attention-roles", 7),
+    ("stages", 4),
+))
+RECENT += (Change("ablation-removes-information", 8, "2026-11-28", "73aa552", _CONTROL5 + "; " + _ABLATION8,
+                  _S5_RUNS),)
+RECENT_DIGEST.update({"knockout-key-vs-random": "f250c1ddf3ac", "ablation-removes-information": "48c7695375dd"})

@@ -5,6 +5,7 @@ its control or holds too few problems (the control recomputed from ``prompts.jso
 """
 from __future__ import annotations
 
+from statistics import NormalDist
 from typing import Callable
 
 import pandas as pd
@@ -13,6 +14,7 @@ from arithmech.claims.evidence import Context, Missing, cluster_interval, end_ro
 from arithmech.core.stats import wilson_interval
 from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED
 from arithmech.steps.config import MIN_PROBLEMS
+from arithmech.steps.control import floor_at, sampled_estimates
 
 
 def answer_token_floor(ctx: Context):
@@ -29,26 +31,51 @@ def answer_token_floor(ctx: Context):
 
 
 def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, tuple[float, float], str]:
-    """The floor the every-head-out accuracy is read against, with its 95% interval (version 5: the floor is an
-    estimate too): the higher of the knockout prompts' majority floor (Wilson over its problem clusters where the
-    file counts them, :func:`cluster_interval`) and the task's floor over distinct problems (the control's,
-    recomputed from prompts.jsonl, with its interval over the effective problems; task all: the highest of its
-    pooled tasks'); the interval of the higher of two estimates is [the higher lower end, the higher upper end]. A
-    control not recomputed (a template-pair file): the file's own floor rows (:func:`floor_of`), each with its
-    interval."""
+    """The floor the every-head-out accuracy is read against, with a simultaneous 95% interval (version 8): the higher
+    of the knockout prompts' majority floor (Wilson over its problem clusters where the file counts them,
+    :func:`cluster_interval`) and the floor over distinct problems (the control's, recomputed from prompts.jsonl:
+    :func:`arithmech.steps.control.floor_at`). Every sampled estimate behind them — the majority row, each grouping
+    of each task's sampled readings — is at level 1 − 0.05 / m for their number m, so with all covering the floor
+    lies between the highest lower and the highest upper end (version 7 read [the highest lower end, the highest
+    upper end] of 95% intervals, which is not a 95% interval of their maximum). Task ``all``: the floor over
+    distinct problems of the pooled prompts is the mixture ``Σ w_t floor_t`` (the guess knows the operation, so it
+    is each task's own), ``w_t`` each pooled task's share of the ``all`` knockout prompts (round-robin over the
+    tasks' knockout prompts, :func:`shares`), its interval ``Σ w_t [low_t, high_t]`` (version 7: the highest task's
+    floor, which overstates a mixture's). A control not recomputed (a template-pair file): the file's own floor rows
+    (:func:`floor_of`), each with its interval."""
     c = ctx.control()
-    f = (c.get("floors") or {}).get(task) if c.get("recomputed") else None
-    if task == "all" and c.get("recomputed"):
-        fs = [c["floors"][t] for t in c["pooled"]]
-        f = {"conditioned": max(x["conditioned"] for x in fs), "interval": [max(x["interval"][0] for x in fs),
-                                                                          max(x["interval"][1] for x in fs)]}
-    rows = [o for o in FLOORS if o in s.index] if f is None else ["majority-floor"]
-    ests = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o])[:2]) for o in rows]
-    if f is not None:
-        ests.append((float(f["conditioned"]), *f["interval"]))
-    which = ("the higher of the majority and the conditioned floor" if f is None else
-             "the higher of the majority floor and the floor over distinct problems")
+    rec = bool(c.get("recomputed"))
+    tasks = (list(c["pooled"]) if task == "all" else [task]) if rec else []
+    rows = ["majority-floor"] if rec else [o for o in FLOORS if o in s.index]
+    m = len(rows) + sum(sampled_estimates(c["floors"][t]) for t in tasks)
+    z = NormalDist().inv_cdf(1 - 0.025 / max(1, m))
+    ests = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o], z)[:2]) for o in rows]
+    if tasks:
+        w = shares(ctx, tasks) if task == "all" else {task: 1.0}
+        per = {t: floor_at(c["floors"][t], m) for t in tasks}
+        ests.append(tuple(sum(w[t] * per[t][i] for t in tasks) for i in range(3)))
+    which = ("the higher of the majority and the conditioned floor" if not rec else
+             "the higher of the majority floor and the floor over distinct problems"
+             + (" (the pooled tasks' mixture)" if task == "all" else ""))
     return max(e[0] for e in ests), (max(e[1] for e in ests), max(e[2] for e in ests)), which
+
+
+def shares(ctx: Context, tasks: list[str]) -> dict[str, float]:
+    """Each pooled task's share of the ``all`` knockout prompts: identify interleaves the tasks' knockout prompts
+    round-robin and keeps the first ``n`` (the ``all`` rows' n); each task's count is its own sanity rows' n."""
+    ko = ctx.read("knockout.csv")
+    ko = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
+    if "positions" in ko:
+        ko = ko[ko.positions == ko.positions.iloc[0]]
+    n = {t: int(ko[ko.task == t].n.iloc[0]) if (ko.task == t).any() else 0 for t in tasks}
+    total = int(ko[ko.task == "all"].n.iloc[0]) if (ko.task == "all").any() else sum(n.values())
+    took = dict.fromkeys(tasks, 0)
+    for i in range(max(n.values(), default=0)):
+        for t in tasks:
+            if i < n[t] and sum(took.values()) < total:
+                took[t] += 1
+    got = sum(took.values())
+    return {t: took[t] / got if got else 1 / len(tasks) for t in tasks}
 
 
 def ablation_removes(ctx: Context):

@@ -15,6 +15,8 @@ from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
 from arithmech.steps.control import recomputed
 
+Z95 = 1.959964                       # the 95% two-sided normal quantile (wilson_interval's default)
+
 
 class Missing(Exception):
     """A file a rule needs is not in the results folder (the claim is then inconclusive)."""
@@ -89,19 +91,22 @@ class Context:
         return hd.sort_values(["effect", "layer", "head"], kind="stable")
 
 
-def cluster_interval(row) -> tuple[float, float, str]:
-    """A knockout.csv row's 95% interval aware of its problem clusters: the Wilson interval with the clusters as
-    the trials (``accuracy × n_clusters`` of ``n_clusters``: as if every prompt of a problem were right or wrong
-    together) where the row has ``n_clusters``. With clusters of equal size that is the most conservative design
-    effect; with unequal sizes the effective number of trials is smaller still (Kish: ``n² / Σ n_i²``), which
-    knockout.csv cannot give (it records the clusters' number, not their sizes), so the interval is then a little
-    too narrow; else the file's own
-    Wilson interval over prompts. Returns ``(low, high, what)``."""
+def cluster_interval(row, z: float = Z95) -> tuple[float, float, str]:
+    """A knockout.csv row's interval aware of its problem clusters (95% for the default ``z``): the Wilson interval
+    with the clusters as the trials (``accuracy × n_clusters`` of ``n_clusters``: as if every prompt of a problem were
+    right or wrong together) where the row has ``n_clusters``. With clusters of equal size that is the most
+    conservative design effect; with unequal sizes the effective number of trials is smaller still (Kish: ``n² /
+    Σ n_i²``), which knockout.csv cannot give (it records the clusters' number, not their sizes), so the interval
+    is then a little too narrow; else the Wilson interval over prompts (the file's own at 95%). Returns ``(low,
+    high, what)``."""
     m = getattr(row, "n_clusters", None)
     if m is not None and m == m and int(m) > 0:
         m = int(m)
-        lo, hi = wilson_interval(float(row.accuracy) * m, m)
+        lo, hi = wilson_interval(float(row.accuracy) * m, m, z)
         return lo, hi, f"Wilson over {m} problem clusters"
+    if z != Z95:
+        n = int(row.n)
+        return (*wilson_interval(float(row.accuracy) * n, n, z), "Wilson over prompts")
     return float(row.ci_low), float(row.ci_high), "Wilson over prompts"
 
 

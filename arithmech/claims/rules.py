@@ -56,7 +56,7 @@ AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measur
 RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
-         "effects.csv has intervals); does not hold iff none is", version=6),
+         "effects.csv has intervals); does not hold iff none is", version=7),
     Rule("key-heads-exist-share", "Some heads pass the key-head threshold, measured as a ratio to the "
          "counterfactual's effect", "not measured in the paper (the LD ratio, beside the paper's measure)",
          "a head's LD ratio = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer) when it "
@@ -65,23 +65,23 @@ RULES: tuple[Rule, ...] = (
          "not add up (they are not shares of one effect: effects.csv's column is still named share); holds iff at "
          f"least one head's bootstrap interval of its ratio lies entirely below {_PCT(SHARE_THRESHOLD)}; does not "
          "hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
-         "measured)", version=6),
+         "measured)", version=7),
     Rule("few-heads", "A few heads carry the effect", "few key heads among 1024 (Fig. 2: below 5% of heads)",
          f"scaled to the model: the top {FEW_FRACTION:.0%} of its heads (rounded up), the paper's fraction; their "
          "concentration = their sum of negative one-at-a-time changes over every head's (a concentration of the "
          "ranking, not a fraction of the effect: one-at-a-time changes need not add up), by the paper's relative "
          "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
          "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
-         "LD ratio); no interval (effects.csv keeps no per-prompt effects)", version=6),
+         "LD ratio); no interval (effects.csv keeps no per-prompt effects)", version=7),
     Rule("middle-layers", "The top heads sit in the middle layers", "layers 12–17 of 32 (depth 0.38–0.53)",
          f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third "
-         "[1/3, 2/3]", version=7),
+         "[1/3, 2/3]", version=8),
     Rule("logit-diff-ranking", "The paper's relative change and the LD ratio pick the same top heads",
          "ranks by the relative change (§4.1)",
          f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their ratio "
          "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
          f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
-         "between (ranks near the cut are within noise) and where effects.csv has no share", version=7),
+         "between (ranks near the cut are within noise) and where effects.csv has no share", version=8),
     Rule("knockout-key-vs-random", f"Knocking out the top {K} heads hurts more than {K} random ones",
          "sharp drop by effect rank (Fig. 3)",
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
@@ -90,17 +90,17 @@ RULES: tuple[Rule, ...] = (
          "clusters where the file counts them, as if each problem's prompts were one trial); inconclusive "
          "where below the lowest draw but the interval overlaps the band; the same test against layer-matched random "
          f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
-         "them (both must hold; either failing: does not hold), else those are 'not run'", version=9),
+         "them (both must hold; either failing: does not hold), else those are 'not run'", version=10),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
-         "the intact accuracy", version=8),
+         "the intact accuracy", version=9),
     Rule("mlps-late", "MLPs after the top heads matter more than those before", "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
          f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
-         "twice that of the MLPs up to it", version=6),
+         "twice that of the MLPs up to it", version=7),
     Rule("transfer", "Key heads transfer to an unseen template family", "SVAMP: −66% relative after knockout",
          "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=7),
+         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads", version=8),
     Rule("attention-roles", "Key heads read operands or operators more than the other heads",
          "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
          "decided on the heads that carry the effect: the paper's key heads, or where its rule finds none the share "
@@ -110,10 +110,10 @@ RULES: tuple[Rule, ...] = (
          "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
          "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
          "inconclusive otherwise, and without key heads under either rule; measured on the prompts of the operations "
-         "that pass identify's control, where the heads were ranked", version=6),
+         "that pass identify's control, where the heads were ranked", version=7),
     Rule("stages", "Heads collect operands, then MLPs write the answer", "start–inflection–end 13-18-28 for both",
          "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C), "
-         "measured on the prompts of the operations that pass identify's control", version=3),
+         "measured on the prompts of the operations that pass identify's control", version=4),
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
          "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "
@@ -158,17 +158,17 @@ RULES += (
     Rule("ablation-removes-information", "Mean ablation of every head removes the task (control)",
          "mean ablation over counterfactual data (§4.1)",
          "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated lies at or below the "
-         "upper end of the floor's 95% interval — the floor is the higher of the majority floor (always answering the most frequent answer "
+         "upper end of the floor's simultaneous 95% interval — the floor is the higher of the majority floor (always answering the most frequent answer "
          "token; Wilson over the knockout prompts' problem clusters) and the floor over distinct problems (the draw "
          "population's most probable answer token given the operation, the carried digits and one operand; the "
-         "control's interval over its effective problems), its interval [the higher lower end, the higher upper "
-         "end] — and reaches up to a uniform guess among the task's answer tokens; does not hold iff it lies "
+         "control's; task all: the pooled tasks' mixture by their share of the prompts), every sampled estimate at "
+         "1 − 0.05/m for their number m, its interval [the higher lower end, the higher upper end] — and reaches up to a uniform guess among the task's answer tokens; does not hold iff it lies "
          "entirely above the floor's upper end (removes too little) or entirely below the uniform guess "
          "(over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the ablated interval is over the problem clusters where "
          "knockout.csv counts them (as if each problem's prompts were one trial); inconclusive for a task that fails "
          f"its control (floor over distinct problems on its X_r could be >= {CONTROL_FLOOR}: the 95% interval of "
          f"some reading over its effective problems reaches it) or has fewer than {MIN_PROBLEMS} distinct problems, "
-         f"and with fewer than {MIN_PROBLEMS} problem clusters among the knockout prompts", version=7),
+         f"and with fewer than {MIN_PROBLEMS} problem clusters among the knockout prompts", version=8),
 )
 BY_ID = {r.id: r for r in RULES}
 ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
@@ -407,6 +407,6 @@ RULES += (
          "unclipped interval lies entirely above 120% (it over-recovers). Holds iff some candidate is faithful; "
          "does not hold iff every candidate, each of them measured, fails; inconclusive otherwise, or where "
          "faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's level",
-         version=9),
+         version=10),
 )
 BY_ID = {r.id: r for r in RULES}

@@ -27,35 +27,61 @@ floor is the highest reading, so its interval is ``[the highest lower end, the h
 three readings, and a task passes only when **no** reading's upper end reaches the bound (version 3 gave every
 reading X_r's number of distinct problems as its trials: a prompt count dominated by a few problems copied many
 times was read as if it were that many independent problems).
+
+Version 5 (issue #41, 2026-11-28, fourth session, from the hostile reading of version 4): ``[the highest lower end,
+the highest upper end]`` over readings each at 95 % is not a 95 % interval of their maximum, and each reading is
+itself the highest of three groupings. Now the ``population`` reading, exact over the enumerated draw population,
+enters as a point, and every grouping of the two sampled readings (6 estimates) gets its Wilson interval at level
+1 − 0.05/6, so the floor's interval covers the floor whenever all cover at once (probability ≥ 95 %)
+(:func:`reading_intervals`).
 """
 from __future__ import annotations
 
 from collections import Counter
+from statistics import NormalDist
 from typing import Sequence
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data.floors import problem_floor
 from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 
-VERSION = 4
+VERSION = 5
 
 
-def reading_intervals(f: dict) -> dict[str, list[float]]:
-    """Per reading of :func:`~arithmech.data.floors.problem_floor`'s result ``f``: the Wilson interval of its
-    highest grouping's accuracy with its effective number of problems (``f["n_eff"]``) as the trials."""
+def sampled_estimates(f: dict) -> int:
+    """How many estimates of :func:`~arithmech.data.floors.problem_floor`'s result ``f`` carry sampling error: every
+    grouping of every reading but the exact ``population`` one."""
+    return sum(len(t) for on, t in f["table"].items() if on != "population")
+
+
+def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
+    """Per reading of :func:`~arithmech.data.floors.problem_floor`'s result ``f``: ``[low, high]`` of its highest
+    grouping's accuracy, simultaneous with every other reading's (version 5). The ``population`` reading is exact
+    (the draw population is enumerated: a point); every grouping of the sampled readings (``problems``, ``prompts``)
+    gets its Wilson interval with the reading's effective number of problems (``f["n_eff"]``) as the trials at
+    level 1 − 0.05 / m, m the number of those estimates (Bonferroni: with all covering at once, each reading's
+    highest grouping lies between the highest lower and the highest upper end, and so does the floor). ``m``: the
+    size of a larger family these estimates belong to (the ablation rule's, :mod:`arithmech.claims.controls`)."""
+    z = NormalDist().inv_cdf(1 - 0.025 / max(1, m or sampled_estimates(f)))
     out = {}
     for on, t in f["table"].items():
         m = f["n_eff"].get(on, float("nan"))
-        acc = max(t.values())
-        out[on] = list(wilson_interval(acc * m, m)) if m == m and m > 0 else [float("nan")] * 2
+        if on == "population":
+            out[on] = [max(t.values())] * 2
+        elif m == m and m > 0:
+            ends = [wilson_interval(a * m, m, z) for a in t.values()]
+            out[on] = [max(lo for lo, _ in ends), max(hi for _, hi in ends)]
+        else:
+            out[on] = [float("nan")] * 2
     return out
 
 
 def floor_entry(samples: Sequence) -> dict:
-    """One task's floors: ``{"majority", "conditioned" (the problem floor), "interval" (its 95% interval: the highest
+    """One task's floors: ``{"majority", "conditioned" (the problem floor), "interval" (its simultaneous 95% interval, version 5: the highest
     lower and upper ends over the readings), "upper_on" (the reading whose upper end is highest), "n_eff" (the
     deciding reading's effective number of problems), "readings" ({on: [accuracy, n_eff, low, high]}), "by", "on",
-    "n", "problems", "loo" (the leave-one-problem-out lower bound)}``."""
+    "n", "problems", "loo" (the leave-one-problem-out lower bound), "table" and "n_eff_by" (every grouping's accuracy and
+    every reading's effective problems, for :func:`floor_at`)}``."""
     f = problem_floor(samples)
     top = max(Counter(s.answer for s in samples).values()) if samples else 0
     loo = max((v for t in f["loo"].values() for v in t.values()), default=float("nan"))
@@ -65,7 +91,15 @@ def floor_entry(samples: Sequence) -> dict:
     return {"majority": top / len(samples) if samples else float("nan"), "conditioned": f["accuracy"],
             "interval": [lo, hi], "upper_on": up, "n_eff": f["n_eff"].get(f["on"], float("nan")),
             "readings": {on: [max(f["table"][on].values()), f["n_eff"][on], *ci[on]] for on in ci},
-            "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo}
+            "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo,
+            "table": f["table"], "n_eff_by": f["n_eff"]}
+
+
+def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
+    """A :func:`floor_entry`'s floor and its interval with its estimates in a family of ``m`` (each sampled grouping
+    at 1 − 0.05 / m): ``(floor, highest lower end, highest upper end)``."""
+    ci = reading_intervals({"table": entry["table"], "n_eff": entry["n_eff_by"]}, m)
+    return entry["conditioned"], max(c[0] for c in ci.values()), max(c[1] for c in ci.values())
 
 
 def evidence_status(samples: Sequence) -> str:
@@ -105,8 +139,9 @@ def task_control(samples: dict[str, list]) -> dict:
     return {"version": VERSION,
             "rule": (f"a task fails when its floor over distinct problems on X_r (data.floors.problem_floor: the draw "
                      f"population's guess from the operation, the carried digits and one operand) could be >= "
-                     f"{CONTROL_FLOOR} (the 95% Wilson interval of some reading, with Kish's effective number of the problems it "
-                     f"weighs as the trials, reaches it), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
+                     f"{CONTROL_FLOOR} (the upper end of some reading's simultaneous interval reaches it: the population "
+                     f"reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 with Kish's effective "
+                     f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
                      "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"),
             "floors": floors, "failed": failed, "insufficient": insufficient, "pooled": pooled}
 

@@ -25,9 +25,10 @@ def _roles(special: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _write(folder, roles, share_heads, baseline_verdict="does not hold"):
+def _write(folder, roles, share_heads, baseline_verdict="does not hold", operations=None, control=None):
     head = lambda l, h: {"layer": l, "head": h, "name": f"{l}.{h}"}
-    kh = {"task": "all", "heads": [], "threshold": -0.05, "by_share": {"heads": [head(*x) for x in share_heads]}}
+    kh = {"task": "all", "heads": [], "threshold": -0.05, "by_share": {"heads": [head(*x) for x in share_heads]},
+          **({"control": control} if control else {})}
     eff = pd.DataFrame([{"task": "all", "layer": l, "head": str(h), "effect": 0.0, "effect_lo": -0.01,
                          "effect_hi": 0.01, "logit_diff": 0.0, "n": 500} for l in range(4) for h in range(10)])
     base = pd.DataFrame([{"name": "0.0", "layer": 0, "head": 0, "role": r, "measure": "mass", "view": "without first",
@@ -38,8 +39,9 @@ def _write(folder, roles, share_heads, baseline_verdict="does not hold"):
              "answer": "3", "template": "t"}]}
     R.write_step(folder, "identify", files, {"parameters": {}})
     R.write_step(folder, "analyze", {"attention_roles.csv": roles, "attention_baseline.csv": base,
-                                     "analyze.json": {"key_heads": [], "stages": {},
-                                                      "heads_from": "top 10 by effect rank (no key head)"}},
+                                     "analyze.json": {"key_heads": [], "stages": {"operands": [1, 2, 3], "answer": [1, 3, 3]},
+                                                      "heads_from": "top 10 by effect rank (no key head)",
+                                                      **({"operations": operations} if operations else {})}},
                  {"parameters": {}})
     return folder
 
@@ -70,3 +72,20 @@ def test_a_head_inside_the_interval_of_the_others_percentile_is_undecided(tmp_pa
     folder = _write(tmp_path / "a", _roles({(3, 9): (mid, 0.01)}), [(3, 9)])
     row = C.claims(folder, ["attention-roles"]).iloc[0]
     assert row.holds is None and "0 of 1 heads" in row.here and "1 inconclusive" in row.here
+
+
+def test_analyze_on_operations_the_control_no_longer_pools_decides_nothing(tmp_path):
+    """Protects attention-roles version 7 and stages version 4 (issue #41, the control's version 5): analyze ran on
+    addition and subtraction, the operations that passed the control then; where the control now pools addition
+    only (subtraction's floor became uncertain), both claims are inconclusive and say to re-run analyze (version 6 /
+    3: decided on the recorded operations). With the same operations as the control pools they are decided."""
+    special = {(3, 0): (0.9, 0.05), (3, 1): (0.05, 0.8)}
+    ctl = {"floors": {}, "failed": {"subtraction": "uncertain"}, "pooled": ["addition"]}
+    stale = _write(tmp_path / "a", _roles(special), [(3, 0), (3, 1)], operations=["addition", "subtraction"],
+                   control=ctl)
+    rows = C.claims(stale, ["attention-roles", "stages"]).set_index("id")
+    for cid in ("attention-roles", "stages"):
+        assert rows.loc[cid, "holds"] is None and "re-run analyze" in rows.loc[cid, "here"], rows.loc[cid, "here"]
+    same = _write(tmp_path / "b", _roles(special), [(3, 0), (3, 1)], operations=["addition"], control=ctl)
+    rows = C.claims(same, ["attention-roles", "stages"]).set_index("id")
+    assert rows.loc["attention-roles", "holds"] is True and rows.loc["stages", "holds"] is True

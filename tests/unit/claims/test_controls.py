@@ -13,7 +13,7 @@ from arithmech.data.pairs import Sample
 
 
 def _mk(op, a, b, template="t"):
-    c = {"addition": a + b, "multiplication": a * b}[op]
+    c = {"addition": a + b, "subtraction": a - b, "multiplication": a * b}[op]
     return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
 
 
@@ -125,22 +125,30 @@ def test_a_floor_counted_over_copies_is_read_with_its_effective_problems(tmp_pat
 
 
 def test_the_ablation_rule_reads_the_floor_as_an_interval(tmp_path):
-    """Protects ablation-removes-information versions 6 and 7 (B3 and its hostile reading): the floor over distinct
-    problems of the 81 sums is 17/81 = 21 %, an estimate whose 95 % Wilson interval over its 81 effective problems
-    reaches 31 % (the majority floor's row, 20 % [15 %, 25 %], raises the lower end); every head out at 25 %
-    [20 %, 30 %] lies above the floor's point (version 5: removes too little, does not hold) but within its interval:
-    it reaches the floor and holds. At 30 % [27 %, 36 %] it straddles the floor's upper end: inconclusive (version 6,
+    """Protects ablation-removes-information versions 6 to 8 (B3, its hostile reading, findings 15 and 16): the floor
+    over distinct problems of the 81 sums is 17/81 = 21 %, an estimate; version 8 reads it with the majority floor's
+    row (20 % of 96 prompts) as one family of 7 sampled estimates, each Wilson interval at 1 − 0.05/7, the draw
+    population's count exact: [the highest lower end, the highest upper end] (version 7: each at 95 %). Every head out
+    at 25 % [20 %, 30 %] lies above the floor's point (version 5: removes too little) but within its interval: it
+    reaches the floor and holds. At 30 % [27 %, 38 %] it straddles the floor's upper end: inconclusive (version 6,
     reading any overlap, held). At 45 % [40 %, 50 %] it lies above the interval's upper end: too little."""
+    from statistics import NormalDist
+
     from arithmech.core.stats import wilson_interval
+    from arithmech.data.floors import problem_floor
     ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
     verdict = lambda name, *s: C.claims(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
                                                _sanity("addition", *s)), ["ablation-removes-information"]).iloc[0]
-    lo, hi = wilson_interval(17, 81)
-    assert 0.27 < hi < 0.40
+    z = NormalDist().inv_cdf(1 - 0.025 / 7)
+    pf = problem_floor(SUMS)
+    ends = [wilson_interval(0.2 * 96, 96, z)] + [wilson_interval(a * pf["n_eff"][on], pf["n_eff"][on], z)
+                                                for on in ("problems", "prompts") for a in pf["table"][on].values()]
+    pop = max(pf["table"]["population"].values())
+    low, hi = max([pop] + [e[0] for e in ends]), max([pop] + [e[1] for e in ends])
+    assert pf["accuracy"] == 17 / 81 and 0.31 < hi < 0.38
     at = verdict("at", 0.25, 0.20, 0.30)
-    low = max(lo, 0.15)                            # the higher lower end: the majority floor's row, 20 % [15 %, 25 %]
     assert at.holds is True and f"vs floor 21% [{low:.0%}, {hi:.0%}]" in at.here, at.here
-    straddles = verdict("straddles", 0.30, 0.27, 0.36)
+    straddles = verdict("straddles", 0.30, 0.27, 0.38)
     assert straddles.holds is None and "straddles the floor's upper end" in straddles.here, straddles.here
     above = verdict("above", 0.45, 0.40, 0.50)
     assert above.holds is False and "too little" in above.here
@@ -165,3 +173,34 @@ def test_key_vs_random_is_decided_against_layer_matched_heads_where_the_file_has
     assert verdict("far", [0.6, 0.7]).holds is True
     old = verdict("old", [])
     assert old.holds is True and old.here.endswith("layer-matched random heads: not run"), old.here
+
+
+def test_the_pooled_tasks_floor_is_their_mixture():
+    """Protects ablation-removes-information version 8 (hostile reading 18): task all pools a task whose floor over
+    distinct problems is 40 % and one at 10 % (400 effective problems each), half of the all knockout prompts each
+    (128 and 88 knockout prompts, 128 kept round-robin: 64 and 64). The pooled prompts' floor is the mixture, 25 %,
+    its interval the weighted ends; version 7 read the higher task's floor, 40 %, so an every-head-out accuracy of
+    40 % [36 %, 44 %] reached it there and lies above the mixture's interval here (too little)."""
+    from arithmech.claims import controls as K
+
+    def entry(p):
+        return {"conditioned": p, "table": {on: {"op, carried": p} for on in ("population", "problems", "prompts")},
+                "n_eff_by": {"population": 1000.0, "problems": 400.0, "prompts": 400.0}}
+
+    ko = pd.concat([_sanity(t, 0.4, 0.36, 0.44).assign(n=n) for t, n in (("addition", 128), ("subtraction", 88),
+                                                                         ("all", 128))], ignore_index=True)
+
+    class Ctx:
+        def control(self):
+            return {"recomputed": True, "pooled": ["addition", "subtraction"],
+                    "floors": {"addition": entry(0.4), "subtraction": entry(0.1)}}
+
+        def read(self, name):
+            assert name == "knockout.csv"
+            return ko
+
+    assert K.shares(Ctx(), ["addition", "subtraction"]) == {"addition": 0.5, "subtraction": 0.5}
+    floor, (lo, hi), which = K._ablation_floor(Ctx(), "all", ko[ko.task == "all"].set_index("order"))
+    _, (_, ahi), _ = K._ablation_floor(Ctx(), "addition", ko[ko.task == "addition"].set_index("order"))
+    assert floor == 0.25 and "mixture" in which
+    assert hi < 0.36 < 0.44 < ahi                      # too little against the mixture; within the higher task's floor
