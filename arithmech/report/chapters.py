@@ -150,7 +150,7 @@ class Finetune(ModelChapter):
     max_extend: int = option(1, "grid extensions (full's, the precise arms') until each grid is bracketed", low=0)
     scale: float = option(1.0, "multiplies the steps (10 for a GPU)", low=1e-9, high=1000)
     k_heads: tuple[int, ...] = option((4, 16), "Table 2: numbers of heads tuned besides top_k", low=1)
-    threads: int = option(1, "torch threads (0: torch's default)", low=0)
+    threads: int = option(2, "torch threads (0: torch's default; the build runs one chapter at a time)", low=0)
 
     def check(self) -> None:
         super().check()
