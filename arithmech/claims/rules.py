@@ -14,7 +14,7 @@ needs are missing, or their intervals cannot separate the two outcomes). ``here`
 rule was applied to, each with its sample size or interval.
 
 A chapter shows :func:`rules_markdown` of its claims *before* its results and the decided rows after
-them (:func:`arithmech.report.pages.claim_lines`); the tests check that the rendered text and this
+them (:func:`arithmech.report.views.pages.claim_lines`); the tests check that the rendered text and this
 table agree.
 
 Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (a decider ``ctx -> (here, holds)`` in
@@ -174,7 +174,7 @@ BY_ID = {r.id: r for r in RULES}
 ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
          "selection-matters")
 """Claims this book adds, not the paper's (issue #41): counted apart from the paper's own claims
-(:func:`arithmech.report.pages.tally`)."""
+(:func:`arithmech.report.views.pages.tally`)."""
 
 
 # ------------------------------------------------------------------------------------ deciders

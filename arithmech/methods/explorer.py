@@ -3,11 +3,11 @@ its counterfactual, and see the top-5 next tokens, one head's END-row attention 
 (an attention strip) and the per-layer number tokens closest to each MLP's write, with or without
 the key heads knocked out.
 
-Pure functions returning DataFrames; :mod:`arithmech.report.widgets` puts ipywidgets around them and
+Pure functions returning DataFrames; :mod:`arithmech.report.views.widgets` puts ipywidgets around them and
 the book shows precomputed altair views of the same tables. A knockout is a context-manager
 factory (``knockout() -> context``) active during a forward pass: :func:`mean_ablation`, here with
 position-pooled means of identify samples' counterfactual prompts (:func:`knockout_means`; not identify's
-reference pool, which the book's live explorer uses: :mod:`arithmech.report.live_explorer`).
+reference pool, which the book's live explorer uses: :mod:`arithmech.report.views.live_explorer`).
 """
 from __future__ import annotations
 

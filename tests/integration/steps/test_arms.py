@@ -94,7 +94,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     t = V.tradeoff_frame(folder)
     assert len(t) >= sum(len(a["grid_rows"]) for a in plan["arms"].values())
     # the phrasings table (report.table1): its test column is arm_table's primary math value, computed apart
-    from arithmech.report import table1 as T1
+    from arithmech.report.views import table1 as T1
     ph, at = T1.phrasings_frame(folder), V.arm_table(folder)
     m = V.get_suite(plan["suite"]).primary_math
     for arm, row in ph.iterrows():

@@ -11,7 +11,7 @@ import pytest
 
 from arithmech.claims import rules as C
 from arithmech.core import results as R
-from arithmech.report.pages import claim_lines, claims_table, verdict
+from arithmech.report.views.pages import claim_lines, claims_table, verdict
 
 
 def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> pd.DataFrame:
