@@ -14,6 +14,7 @@ from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.methods.knockout import activations, knockout_curve, random_orders
 from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_seed
+from arithmech.methods.knockout_settings import Curve
 
 
 def capture(model, tok, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,8 +117,8 @@ def test_random_orders_never_hold_a_key_component(embedded_model):
     model, tok, _ = embedded_model
     samples, _ = D.make_pairs(tok, "addition", n=6, seed=1, draw=D.Draw("first"))
     pool = build_pool(model, tok, D.select_templates("addition")[:1], pool_size=8, seed=0, min_group=1, draw=D.Draw("first"))
-    d = knockout_curve(model, tok, samples, pool, key, [0, 3], universe, "head", n_random=20, seed=7,
-                       exclude=key, random_ks=[3])
+    d = knockout_curve(model, tok, samples, pool, Curve("head", key, universe, key, [0, 3], [3], False), n_random=20,
+                       seed=7)
     r = d[d.order == "random-rank"]
     assert len(r) == 20 and set(r.k) == {3} and set(r.seed) == set(range(20))
     assert (d.ci_low <= d.accuracy).all() and (d.accuracy <= d.ci_high).all() and (d.correct == d.accuracy * d.n).all()
