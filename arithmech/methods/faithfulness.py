@@ -374,5 +374,6 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
 
 
 __all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
-           "faithful_verdict", "recovery", "PerPrompt", "Units", "Rows", "FaithfulnessSettings", "ablation_of", "COLUMNS",
-           "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL", "BASELINE", "N_BOOT_RULE"]
+           "faithful_verdict", "recovery", "PerPrompt", "Units", "Rows", "FaithfulnessSettings", "ablation_of",
+           "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL",
+           "BASELINE", "N_BOOT_RULE"]

@@ -20,7 +20,8 @@ class FaithfulnessSettings:
     is one ``ValueError``.
 
     Attributes:
-        n_max: circuits of the top ``1 … n_max`` components by effect rank (:func:`~arithmech.methods.faithfulness.circuits`).
+        n_max: circuits of the top ``1 … n_max`` components by effect rank
+            (:func:`~arithmech.methods.faithfulness.circuits`).
         n_random: random circuits of each size (END circuits: drawn outside the top ``n``; cross-position: the
             layer-matched draws).
         seed: the random circuits', the resample sources' and the bootstrap's seed.

@@ -184,9 +184,10 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
 def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: Sequence, key: Sequence, task: str,
                    settings: FaithfulnessSettings) -> tuple[list[dict], dict]:
     """The noising (mean) and denoising rows of the module docstring for :func:`circuit` ``(reading, key)`` (order
-    ``operands``, ``n`` = its heads) and its layer-matched random circuits (order ``random-layer``, ``settings.n_random``
-    of them), positions ``"operands"``, and the sanity rows ``all`` (every head at those positions: 1) and ``none``
-    (0), each run as a circuit: rows of :data:`arithmech.methods.faithfulness.COLUMNS`, and ``info``. ``settings``
+    ``operands``, ``n`` = its heads) and its layer-matched random circuits (order ``random-layer``,
+    ``settings.n_random`` of them), positions ``"operands"``, and the sanity rows ``all`` (every head at those
+    positions: 1) and ``none`` (0), each run as a circuit: rows of :data:`arithmech.methods.faithfulness.COLUMNS`,
+    and ``info``. ``settings``
     (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`; ``n_max`` and ``converse_random`` are
     the END circuits' and not read here)."""
     n_random, seed, batch_size = settings.n_random, settings.seed, settings.batch_size

@@ -47,7 +47,13 @@ from arithmech.methods.knockout import (
     mean_sources,
     with_interval,
 )
-from arithmech.methods.knockout_settings import CURVES_FOR, SPLITS, Curve, KnockoutSettings, split_positions  # noqa: F401
+from arithmech.methods.knockout_settings import (  # noqa: F401
+    CURVES_FOR,
+    SPLITS,
+    Curve,
+    KnockoutSettings,
+    split_positions,
+)
 from arithmech.methods.pool_cache import cached_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")

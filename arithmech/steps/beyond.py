@@ -83,7 +83,8 @@ def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame
                                 "cause"]], on=["layer", "head"], how="left")
     recs, source = upstream.receivers_from(effects, key_heads, receivers)
     t1 = time.perf_counter()
-    inputs = upstream.Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples])
+    inputs = upstream.Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p,
+                             roles=[s.positions for s in samples])
     up = upstream.upstream_fast(model, tok, inputs, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = model.config.num_attention_heads
