@@ -207,9 +207,11 @@ class _Unused:
 
 @torch.no_grad()
 def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations: Sequence[Ablation],
-        answer_r: torch.Tensor, answer_c: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
+        answers: tuple[torch.Tensor, torch.Tensor], batch_size: int = BATCH_SIZE) -> torch.Tensor:
     """``(A, n)`` float64: ``LD = logit(answer_r) - logit(answer_c)`` at END of each prompt under each ablation
-    (each component of an ablation replaced at END by ``source``'s value for that prompt)."""
+    (each component of an ablation replaced at END by ``source``'s value for that prompt, found by its
+    ``keys``); ``answers = (answer_r, answer_c)``, each ``(n,)`` token ids."""
+    answer_r, answer_c = answers
     out = torch.empty(len(ablations), len(prompts), dtype=torch.float64)
     for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, batch_size):
         G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
@@ -353,7 +355,7 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     keep = [ablation_of([c for c in universe if c not in set(circ)]) for _, _, _, circ in plan]
     conv_plan = [p for p in plan if settings.converse_random or p[0] == "top"]
     conv = [ablation_of(c) for *_, c in conv_plan]
-    kw = dict(answer_r=ans_r, answer_c=ans_c, batch_size=batch_size)
+    kw = dict(answers=(ans_r, ans_c), batch_size=batch_size)
     at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
     rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers,
                       "circuits": len(plan), "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()),

@@ -46,7 +46,7 @@ def _rows(method, ablation, plan, num, den):
 
 
 def _lds(s, prompts, source, keys, ablations):
-    return F.lds(s["model"], s["tok"], prompts, keys, source, ablations, s["ans_r"], s["ans_c"])
+    return F.lds(s["model"], s["tok"], prompts, keys, source, ablations, (s["ans_r"], s["ans_c"]))
 
 
 def test_noising_endpoints_are_exact(setup):
