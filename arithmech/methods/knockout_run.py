@@ -229,7 +229,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
       random orders at every ``k`` of the same curve (the band of Fig. 3 runs along the whole curve); the
       random draw at ``k`` never holds a key component nor any of the top ``k`` by effect rank (the ones the
       effect-rank point it is compared with knocks out), so a ``k`` with fewer than ``k`` components outside
-      those (``k`` past about half of them) has no random row (:func:`~arithmech.methods.knockout.knockout_curve`'s
+      those (``k`` past about half of them) has no random row (:class:`~arithmech.methods.knockout_settings.Curve`'s
       ``exclude_top``). Cost: one more ablated END row per order and ``k``, batched on the cached prefix; and
       layer-matched random head sets (:func:`layer_matched_rows`) at the number of key heads and at
       ``RANDOM_HEAD_KS[0]``;

@@ -1,5 +1,7 @@
 """How identify's knockout runs: its settings as one checked value (issue #42), with no torch import, so the step
-config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads."""
+config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads;
+and what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.knockout.knockout_curve`
+takes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
