@@ -1,7 +1,7 @@
 """How the faithfulness circuits are measured: their settings as one checked value (issue #42), with no torch import,
-so the step config (:meth:`arithmech.steps.config.Faithfulness.settings`) builds and checks them before any model
-loads. :func:`arithmech.methods.faithfulness.faithfulness` and
-:func:`arithmech.methods.faithfulness_sites.cross_position` take them whole.
+so the step builds and checks them from its config (:meth:`FaithfulnessSettings.of`) before any model loads.
+:func:`arithmech.methods.faithfulness.faithfulness` and :func:`arithmech.methods.faithfulness_sites.cross_position`
+take them whole.
 
 >>> FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=1000, bootstrap="cluster", split="held-out",
 ...                      batch_size=64, converse_random=False)
@@ -9,6 +9,10 @@ loads. :func:`arithmech.methods.faithfulness.faithfulness` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arithmech.steps.config import Faithfulness
 
 BOOTSTRAPS = ("cluster", "prompt")      # what the intervals resample (arithmech.data.splits.BOOTSTRAP_UNITS)
 SPLITS = ("held-out", "in-sample")      # the rows' split: problems never ranked on, or the ranking ones
@@ -50,6 +54,14 @@ class FaithfulnessSettings:
         for name in ("n_max", "n_random", "n_boot", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"faithfulness {name}={getattr(self, name)}: at least 1")
+
+    @classmethod
+    def of(cls, config: "Faithfulness", n_boot: int, bootstrap: str) -> "FaithfulnessSettings":
+        """The settings of the step's ``config`` (circuits, draws, seed, batches) with identify's ``n_boot`` and
+        ``bootstrap`` as its record has them: the rows are held-out (the prompts share no problem with identify's),
+        the converse runs for the top ``n`` only."""
+        return cls(n_max=config.n_max, n_random=config.n_random, seed=config.seed, n_boot=n_boot, bootstrap=bootstrap,
+                   split="held-out", batch_size=config.batch_size, converse_random=False)
 
 
 @dataclass(frozen=True)

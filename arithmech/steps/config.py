@@ -15,7 +15,6 @@ from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, KNOCKOUT_POSITIONS, KV_
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
-from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.knockout_settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT, SFT
 from arithmech.steps import memory
@@ -207,14 +206,6 @@ class Faithfulness(ModelStep):
     n_samples: int = option(128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh",
                             low=1, high=MAX_PAIRS)
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
-
-    def settings(self, n_boot: int, bootstrap: str) -> FaithfulnessSettings:
-        """The circuits' settings (:class:`arithmech.methods.faithfulness_settings.FaithfulnessSettings`), with
-        identify's ``n_boot`` and ``bootstrap`` as its record has them: the rows are held-out (the prompts share no
-        problem with identify's), the converse runs for the top ``n`` only."""
-        return FaithfulnessSettings(n_max=self.n_max, n_random=self.n_random, seed=self.seed, n_boot=n_boot,
-                                    bootstrap=bootstrap, split="held-out", batch_size=self.batch_size,
-                                    converse_random=False)
 
     def memory(self, shape: Shape, **known) -> Estimate:
         """What this run holds at its peak (:func:`arithmech.steps.memory.faithfulness`)."""

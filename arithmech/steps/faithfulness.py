@@ -95,7 +95,7 @@ def run(config: Config) -> dict:
     kh = results.read(folder, "key_heads.json")
     reading = sites.reading_heads(roles) if roles is not None else []        # before the model loads
     key = sites.key_heads(kh, p["ranked_task"])
-    settings = c.settings(p.get("n_boot", 1000), p.get("bootstrap") or "prompt")    # identify's intervals
+    settings = F.FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")   # identify's
     est = admission.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
                          shots=p.get("shots", 0))     # refused here when it cannot fit, before the model loads
     t0 = time.time()
