@@ -315,7 +315,8 @@ class PageSettings:
                              f"max_heads={self.max_heads}: each must be >= 1")
 
 
-def page_data(model, tok, folder, settings: PageSettings, task: str = "all") -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+def page_data(model, tok, folder, settings: PageSettings,
+              task: str = "all") -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The explorer page's data for one model: identify's ``effects.csv`` (of ``task``) and ``prompts.jsonl`` read
     from the results ``folder`` (:mod:`arithmech.core.results`), ``settings.n_prompts`` fresh pairs drawn
     round-robin over every template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too)
