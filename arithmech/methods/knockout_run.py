@@ -47,6 +47,7 @@ from arithmech.methods.knockout import (
     mean_sources,
     with_interval,
 )
+from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.knockout_settings import (  # noqa: F401
     CURVES_FOR,
     SPLITS,
@@ -153,7 +154,7 @@ def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_
               *, draw: Draw):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
-    return cached_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, draw=draw) \
+    return cached_pool(model, tok, pool_prompts(tok, tpls, pool_size, seed, draw=draw), batch_size=batch_size) \
         if tpls else None
 
 

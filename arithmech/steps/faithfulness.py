@@ -75,8 +75,8 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
     every = [t for task in p["tasks"] for t in task_templates(task)[1]]
     every += pairs.select_templates(p["heldout"]) if p.get("transfer", True) else []   # identify's pool, as built
-    means = cached_pool(model, tok, every, p["pool_size"], p["seed"], batch_size=batch_size, **kw)
-    return samples, means, pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
+    pool = pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
+    return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
 
 def run(config: Config) -> dict:

@@ -19,8 +19,8 @@ def setup(embedded_model):
     model, tok, _ = embedded_model
     tpls = task_templates("addition")[1]
     samples = pairs.make_pairs(tok, tpls, n=6, seed=11, draw=pairs.Draw("last-digit"))[0]
-    means = build_pool(model, tok, tpls, 32, 0, draw=pairs.Draw("last-digit"))
     pool = pool_prompts(tok, tpls, 32, 0, draw=pairs.Draw("last-digit"))
+    means = build_pool(model, tok, pool)
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]

@@ -14,7 +14,7 @@ from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_sites as S
-from arithmech.methods.knockout_means import build_pool
+from arithmech.methods.knockout_means import build_pool, pool_prompts
 from arithmech.methods.prepare import task_templates
 
 
@@ -23,7 +23,7 @@ def setup(embedded_model):
     model, tok, _ = embedded_model
     tpls = task_templates("addition")[1]
     samples = pairs.make_pairs(tok, tpls, n=4, seed=5, draw=Draw("last-digit"))[0]
-    means = build_pool(model, tok, tpls, 32, 0, draw=Draw("last-digit"))
+    means = build_pool(model, tok, pool_prompts(tok, tpls, 32, 0, draw=Draw("last-digit")))
     return dict(model=model, tok=tok, samples=samples, means=means, L=model.config.num_hidden_layers,
                 H=model.config.num_attention_heads)
 

@@ -14,7 +14,7 @@ from arithmech.data import templates as T
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation
-from arithmech.methods.knockout_means import build_pool, pool_key
+from arithmech.methods.knockout_means import build_pool, pool_key, pool_prompts
 from arithmech.methods.knockout_run import KnockoutSettings, Studied, sanity_rows, task_knockout
 from arithmech.methods.knockout_settings import Curve
 
@@ -27,7 +27,8 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
     samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first"))
-    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4, draw=D.Draw("first"))
+    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first")),
+                      min_group=4)
     gold = D.answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
@@ -66,7 +67,8 @@ def test_same_seed_same_knockout_rows(embedded_model):
     key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
 
     def run(seed):
-        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2, draw=D.Draw("first"))
+        pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition")[:3], 12, seed,
+                                                   draw=D.Draw("first")), min_group=2)
         settings = KnockoutSettings(samples=8, n_random=3, seed=seed, ks=(0, 1, 2), curves_for="primary",
                                     positions="end", split="in-sample", pool_size=12, batch_size=64)
         return task_knockout(model, tok, samples, pool, "addition", Studied(heads, list(range(6)), key), True,
