@@ -33,7 +33,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 
@@ -127,13 +127,24 @@ def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------ one run
-# ------------------------------------------------------------------------------------ one run
-def train_arm(model_name: str, suite, heads, lr: float, seed: int, steps: int, batch_size: int, device: str,
-              dtype: str, data_seed: int) -> tuple[object, object, dict]:
-    """Fine-tune a fresh copy of ``model`` on ``suite.train``: every parameter (``heads`` None) or the
-    ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
+class _Run(NamedTuple):
+    """One run of the table: its ``arm`` (``"base"``, ``"base-shots"`` or one of :data:`ARMS`), learning rate ``lr``
+    (``None`` for the base model), training ``seed`` and random-head ``draw`` (``None`` for the base model)."""
+    arm: str
+    lr: float | None
+    seed: int
+    draw: int | None
+
+
+def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
+              data_seed: int) -> tuple[object, object, dict]:
+    """Fine-tune a fresh copy of ``config.model_name`` (on ``config.device``, in ``config.dtype``, ``config.batch_size``
+    rows a step) on ``suite.train`` for ``steps`` steps at rate ``lr``: every parameter (``heads`` None) or the
+    ``heads``' slices with H/h rescaling; ``seed`` the training's, ``data_seed`` the splits'. Returns
+    ``(model, tokenizer, training record)``."""
+    batch_size, device = config.batch_size, config.device
     torch.manual_seed(seed)
-    net, tok, _ = load_model(model_name, device=device, dtype=dtype, attn_implementation="sdpa")
+    net, tok, _ = load_model(config.model_name, device=device, dtype=config.dtype, attn_implementation="sdpa")
     rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
     spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
@@ -221,8 +232,10 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     share = [tuple(h) for h in heads["share"]]
     draws = {"precise-random": heads["random_draws"], "precise-random-any": heads["random_any_draws"]}
 
-    def record(mode, tag, h, net_tok_train, hs, arm, lr, seed, draw, started, shots=0):
+    def record(mode, tag, h, net_tok_train, hs, run: _Run, started, shots=0):
+        """Evaluate the trained (or base) model and write ``finetune/<mode>[-tag].json`` (args hash ``h``)."""
         net, tok, tr = net_tok_train
+        arm, lr, seed, draw = run
         t0 = time.time()
         if shots:
             val, test = S.shots(net, tok, "val", sizes, data_seed, shots), S.shots(net, tok, "test", sizes, data_seed, shots)
@@ -259,8 +272,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
             started = time.time()
-            trained = train_arm(c.model_name, S, hs, lr, seed, steps, c.batch_size, c.device, c.dtype, data_seed)
-            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", arm, lr, seed, draw, started)
+            trained = train_arm(c, S, hs, lr, seed, steps, data_seed)
+            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", _Run(arm, lr, seed, draw), started)
         bar.advance()
         val = records.read_finetune(out, mode, tag)["parameters"]["validation"]
         rows[arm].append({"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
@@ -315,8 +328,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
                 started = time.time()
                 net, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-                record(mode, tag, h, (net, tok, None), None, "base" if not shots else "base-shots", None, seeds[0],
-                       None, started, shots)
+                record(mode, tag, h, (net, tok, None), None, _Run("base" if not shots else "base-shots", None, seeds[0],
+                                                                  None), started, shots)
             bar.advance()
         base_val = val_math(records.read_finetune(out, "base")["parameters"]["validation"], S)
         for a in arms:                                       # 1. every rate at the first seed (first draw)

@@ -35,6 +35,7 @@ from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.data.draw import Draw
 from arithmech.methods.explorer import OPERATOR_WORDS
+from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.mlp import number_tokens
 from arithmech.methods.pool_cache import cached_pool
 
@@ -124,9 +125,9 @@ def identify_end_means(model, tok, folder: str | Path, batch_size: int = 64) -> 
     draw, :meth:`~arithmech.data.draw.Draw.from_record`: a seeded draw, so the same X_c), then read with ``lookup(None, ·)``, the mean
     identify gives a prompt without a family: every family's X_c, right-aligned, at END."""
     params = results.read_run(folder)["steps"]["identify"]["parameters"]
-    pool = cached_pool(model, tok, identify_templates(params), int(params.get("pool_size", 512)),
-                      int(params.get("seed", 0)), batch_size=batch_size,
-                      draw=Draw.from_record(params))
+    pool = cached_pool(model, tok, pool_prompts(tok, identify_templates(params), int(params.get("pool_size", 512)),
+                                                int(params.get("seed", 0)), draw=Draw.from_record(params)),
+                       batch_size=batch_size)
     z, _ = pool.lookup(None, 1)                                      # (L, 1, H*dh): END of every pool prompt
     sizes = ", ".join(f"{k} {v}" for k, v in sorted(pool.sizes.items()))
     return z[:, -1].float(), (f"identify's reference pool ({sizes} X_c prompts; pool size "

@@ -72,8 +72,8 @@ def explorer_folder(tmp_path_factory):
 
 def _page(explorer_folder, rule):
     net, tok, folder = explorer_folder
-    return X.page_data(net, tok, folder, [-0.05, -0.01], n_prompts=6, n_reference=8, max_heads=2, seed=0,
-                       draw=Draw(rule))
+    settings = X.PageSettings((-0.05, -0.01), n_prompts=6, n_reference=8, max_heads=2, seed=0, draw=Draw(rule))
+    return X.page_data(net, tok, folder, settings)
 
 
 def test_page_draws_and_records_the_configured_rule(explorer_folder):
