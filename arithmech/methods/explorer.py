@@ -290,7 +290,7 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
 @dataclass(frozen=True)
 class PageSettings:
     """What one model's explorer page shows (:func:`page_data`; the chapter's parameters,
-    :class:`arithmech.report.chapters.Explorer`). Checked when made.
+    :class:`arithmech.report.build.chapters.Explorer`). Checked when made.
 
     Attributes:
         thresholds: the slider's key-head thresholds, strict to loose (:func:`head_steps`).
