@@ -77,20 +77,24 @@ def loro_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def points_table(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:
     """Every grid point: runs, collapsed runs, frontier, and per measure the mean change from base in points with
-    its run-level (Student t over run means) and item-level (hierarchical bootstrap) 95 % intervals."""
+    its run-level (Student t over run means; shown from :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the
+    rules read it — a 2-run t interval spans hundreds of points) and item-level (hierarchical bootstrap) 95 %
+    intervals."""
     c = c or F.load(folder)
     t = F.point_table(folder, c)
     if t.empty:
         return t
     span = lambda lo, hi: "—" if lo is None or lo != lo else f"[{PCT(lo)}, {PCT(hi)}]"
+    ready = [n >= F.MIN_RUNS for n in t.runs]          # the rules read a run-level interval only from MIN_RUNS runs
+    run = lambda lo, hi: [span(a, b) if r else "—" for a, b, r in zip(lo, hi, ready)]
     out = pd.DataFrame({"arm": t.arm, "rate": [f"{x:.0e}" for x in t.lr], "runs": t.runs,
                         "collapsed": t["collapsed runs"], "frontier": t.frontier.map({True: "★", False: ""})})
     for v in c.variants:
         out[f"{v} gain"] = [PCT(x) for x in t[v]]
-        out[f"{v} run-level"] = [span(a, b) for a, b in zip(t[f"{v} lo"], t[f"{v} hi"])]
+        out[f"{v} run-level"] = run(t[f"{v} lo"], t[f"{v} hi"])
     out[f"{c.math} item-level"] = [span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])]
     out["general change"] = [PCT(x) for x in t["general"]]
-    out["general run-level"] = [span(a, b) for a, b in zip(t["general lo"], t["general hi"])]
+    out["general run-level"] = run(t["general lo"], t["general hi"])
     out["general item-level"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
     if "loss" in t:
         out["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
