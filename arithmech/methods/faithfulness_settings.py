@@ -9,10 +9,6 @@ take them whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from arithmech.steps.config import Faithfulness
 
 BOOTSTRAPS = ("cluster", "prompt")      # what the intervals resample (arithmech.data.splits.BOOTSTRAP_UNITS)
 SPLITS = ("held-out", "in-sample")      # the rows' split: problems never ranked on, or the ranking ones
@@ -56,8 +52,9 @@ class FaithfulnessSettings:
                 raise ValueError(f"faithfulness {name}={getattr(self, name)}: at least 1")
 
     @classmethod
-    def of(cls, config: "Faithfulness", n_boot: int, bootstrap: str) -> "FaithfulnessSettings":
-        """The settings of the step's ``config`` (circuits, draws, seed, batches) with identify's ``n_boot`` and
+    def of(cls, config, n_boot: int, bootstrap: str) -> "FaithfulnessSettings":
+        """The settings of the step's ``config`` (:class:`arithmech.steps.config.Faithfulness`, not imported here: a
+        method sits below the steps; its circuits, draws, seed, batches) with identify's ``n_boot`` and
         ``bootstrap`` as its record has them: the rows are held-out (the prompts share no problem with identify's),
         the converse runs for the top ``n`` only."""
         return cls(n_max=config.n_max, n_random=config.n_random, seed=config.seed, n_boot=n_boot, bootstrap=bootstrap,

@@ -20,7 +20,7 @@ def word_llama(embedded_tokenizer):
 
 def _small(model, tok, families=True, **kw):
     """Seeds 0 and 1, sizes 4 and 8, every drawn pair kept (the random model answers nothing right)."""
-    config = S.Config(task="addition", seed=0, seeds=2, sizes=(4, 8), top=3, n_boot=200, **kw)
+    config = S.Config(**{**dict(task="addition", seed=0, seeds=2, sizes=(4, 8), top=3, n_boot=200), **kw})
     return S.stability(model, tok, config, families=families, keep_correct=False)
 
 
