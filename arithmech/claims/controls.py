@@ -5,6 +5,7 @@ its control or holds too few problems (the control recomputed from ``prompts.jso
 """
 from __future__ import annotations
 
+from collections import Counter
 from statistics import NormalDist
 from typing import Callable
 
@@ -12,6 +13,7 @@ import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.core.stats import wilson_interval
+from arithmech.data.pairs import interleave
 from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED
 from arithmech.steps.config import MIN_PROBLEMS
 from arithmech.steps.control import floor_at, sampled_estimates
@@ -69,11 +71,7 @@ def shares(ctx: Context, tasks: list[str]) -> dict[str, float]:
         ko = ko[ko.positions == ko.positions.iloc[0]]
     n = {t: int(ko[ko.task == t].n.iloc[0]) if (ko.task == t).any() else 0 for t in tasks}
     total = int(ko[ko.task == "all"].n.iloc[0]) if (ko.task == "all").any() else sum(n.values())
-    took = dict.fromkeys(tasks, 0)
-    for i in range(max(n.values(), default=0)):
-        for t in tasks:
-            if i < n[t] and sum(took.values()) < total:
-                took[t] += 1
+    took = Counter(interleave([[t] * n[t] for t in tasks])[:total])       # identify's own round-robin
     got = sum(took.values())
     return {t: took[t] / got if got else 1 / len(tasks) for t in tasks}
 

@@ -65,11 +65,11 @@ def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
     z = NormalDist().inv_cdf(1 - 0.025 / max(1, m or sampled_estimates(f)))
     out = {}
     for on, t in f["table"].items():
-        m = f["n_eff"].get(on, float("nan"))
+        n_eff = f["n_eff"].get(on, float("nan"))
         if on == "population":
             out[on] = [max(t.values())] * 2
-        elif m == m and m > 0:
-            ends = [wilson_interval(a * m, m, z) for a in t.values()]
+        elif n_eff == n_eff and n_eff > 0:
+            ends = [wilson_interval(a * n_eff, n_eff, z) for a in t.values()]
             out[on] = [max(lo for lo, _ in ends), max(hi for _, hi in ends)]
         else:
             out[on] = [float("nan")] * 2
