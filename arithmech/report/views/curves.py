@@ -75,30 +75,32 @@ def loro_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).set_index("claim") if out else pd.DataFrame()
 
 
-def points_table(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:
-    """Every grid point: runs, collapsed runs, frontier, and per measure the mean change from base in points with
-    its run-level (Student t over run means; shown from :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the
-    rules read it — a 2-run t interval spans hundreds of points) and item-level (hierarchical bootstrap) 95 %
-    intervals."""
+def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd.DataFrame]:
+    """Every grid point, as two tables that fit a page's width: ``"math"`` and ``"general"``. Both start with the
+    point (arm, rate, runs, collapsed runs, frontier ★); then per measure one cell "mean change from base in points
+    [run-level 95 % interval]" (Student t over run means; the interval shown from
+    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it — a 2-run t interval spans hundreds of
+    points) and the item-level 95 % interval (hierarchical bootstrap): the math variants in the first table, the
+    general measure and the text loss in the second. Empty frames where no point has run."""
     c = c or F.load(folder)
     t = F.point_table(folder, c)
     if t.empty:
-        return t
+        return {"math": t, "general": t}
     span = lambda lo, hi: "—" if lo is None or lo != lo else f"[{PCT(lo)}, {PCT(hi)}]"
     ready = [n >= F.MIN_RUNS for n in t.runs]          # the rules read a run-level interval only from MIN_RUNS runs
-    run = lambda lo, hi: [span(a, b) if r else "—" for a, b, r in zip(lo, hi, ready)]
-    out = pd.DataFrame({"arm": t.arm, "rate": [f"{x:.0e}" for x in t.lr], "runs": t.runs,
-                        "collapsed": t["collapsed runs"], "frontier": t.frontier.map({True: "★", False: ""})})
+    cell = lambda x, lo, hi: [PCT(m) + (" " + span(a, b) if r and a == a and a is not None else "")
+                              for m, a, b, r in zip(x, lo, hi, ready)]
+    point = lambda: pd.DataFrame({"arm": t.arm, "rate": [f"{x:.0e}" for x in t.lr], "runs": t.runs,
+                                  "collapsed": t["collapsed runs"], "frontier": t.frontier.map({True: "★", False: ""})})
+    math, general = point(), point()
     for v in c.variants:
-        out[f"{v} gain"] = [PCT(x) for x in t[v]]
-        out[f"{v} run-level"] = run(t[f"{v} lo"], t[f"{v} hi"])
-    out[f"{c.math} item-level"] = [span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])]
-    out["general change"] = [PCT(x) for x in t["general"]]
-    out["general run-level"] = run(t["general lo"], t["general hi"])
-    out["general item-level"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
+        math[f"{v} [run-level]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
+    math[f"{c.math} item-level"] = [span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])]
+    general["general [run-level]"] = cell(t["general"], t["general lo"], t["general hi"])
+    general["general item-level"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
     if "loss" in t:
-        out["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
-    return out
+        general["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
+    return {"math": math, "general": general}
 
 
 def paper_beside(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:
