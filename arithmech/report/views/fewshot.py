@@ -25,6 +25,8 @@ from arithmech.report.views.pages import verdict
 CLAIMS = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "knockout-key-vs-random",
           "knockout-random-flat", "mlps-late", "transfer", "answer-token-floor", "ablation-removes-information")
 """The claims an identify run alone decides (the others need analyze, stability or fine-tuning)."""
+ANALYZE_CLAIMS = ("logit-diff-ranking", "attention-roles", "stages", "circuit-faithful")
+"""The claims that need analyze's or faithfulness' files beside identify's (or decide on a ranking of both rules)."""
 
 
 def _pct(x: float) -> str:

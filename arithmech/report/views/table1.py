@@ -45,6 +45,34 @@ def setup_line(folder: str | Path) -> str:
             + f"seeds {', '.join(map(str, p['seeds']))}" + (f"; {minutes} on this machine" if minutes else "") + ".")
 
 
+def progress_line(folder: str | Path) -> str:
+    """How far the design is: runs made of those planned, points the rules can read, CPU time so far and the
+    rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.arms`): every rate of
+    ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its
+    draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands)."""
+    from arithmech.claims.frontier import MIN_RUNS
+    p = V.plan(folder)
+    cost = p.get("cost") or {}
+    run_s = cost.get("run_s") or {}
+    seeds, draws, front = len(p["seeds"]), p["draws"], max(0, p["frontier_seeds"] - len(p["seeds"]))
+    planned = made = ready = points = 0
+    left_s = 0.0
+    for arm, a in p["arms"].items():
+        reps = draws if arm.startswith("precise-random") else seeds
+        want = len(a["grid"]) * reps + (0 if arm.startswith("precise-random") else len(a["frontier_rates"]) * front)
+        have = len(a["grid_rows"])
+        spent = [run_s[r["tag"]] for r in a["grid_rows"] if run_s.get(r["tag"])]
+        planned, made = planned + want, made + have
+        left_s += max(0, want - have) * (sum(spent) / len(spent) if spent else 0.0)
+        per = pd.Series([r["lr"] for r in a["grid_rows"]]).value_counts()
+        points, ready = points + len(a["grid"]), ready + int((per >= MIN_RUNS).sum())
+    hours = lambda x: f"{x / 3600:.1f} hours"
+    return (f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
+            f"{ready} of {points} grid points have the {MIN_RUNS} runs a rule reads; "
+            f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), about {hours(left_s)} more at each arm's "
+            "mean cost per run.")
+
+
 def grid_frame(folder: str | Path) -> pd.DataFrame:
     """Every learning rate tried per arm (first seed): validation math accuracy and loss, the choice (★),
     and whether the chosen rate is interior."""
