@@ -328,5 +328,5 @@ _KNOCK11 = ("issue #41 (hostile reading 19): does not hold needs the top k's int
 _S6_RUNS = ("yes: the SmolLM2 K = 4 folder (no head curve for its decided task: not measured) and zero-shot/ (below "
             "the lowest draw, inconclusive under its control): verdicts unchanged; the embedded model's knockout is "
             "made by the book build")
-RECENT += (Change("knockout-key-vs-random", 11, "2026-11-28", "this commit", _KNOCK11, _S6_RUNS),)
+RECENT += (Change("knockout-key-vs-random", 11, "2026-11-28", "99606e0", _KNOCK11, _S6_RUNS),)
 RECENT_DIGEST.update({"knockout-key-vs-random": "e765ed334c96"})
