@@ -64,6 +64,7 @@ from arithmech.steps.arms_grid import (
     extension,
     frontier_rates,
     lr_tag,
+    replicated,
     val_math,
 )
 from arithmech.steps.config import Table1 as Config
@@ -262,10 +263,19 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             return [tuple(h) for h in draws[arm][draw]]
         return {"full": None, "precise-key": tuned, "precise-share": share}[arm]
 
+    def tag_of(arm, lr, seed, draw):
+        return (f"{TAGS[arm]}{draw if arm in RANDOM else ''}-" if TAGS[arm] else "") + f"s{seed}-lr{lr_tag(lr)}"
+
+    def made(arm, lr, seed, draw):
+        """Whether this run's record exists with the same arguments (a cut rate keeps the runs made before it)."""
+        hs = heads_of(arm, draw)
+        h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
+        return _same(out, "full" if arm == "full" else "precise", tag_of(arm, lr, seed, draw), h)
+
     def run_one(arm, lr, seed, draw, bar):
         hs = heads_of(arm, draw)
         mode = "full" if arm == "full" else "precise"
-        tag = (f"{TAGS[arm]}{draw if arm in RANDOM else ''}-" if TAGS[arm] else "") + f"s{seed}-lr{lr_tag(lr)}"
+        tag = tag_of(arm, lr, seed, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
         fresh = not _same(out, mode, tag, h)
         if fresh:
@@ -295,7 +305,12 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         plan = {"suite": c.suite, "model": results_io.folder_name(c.model_name), "command": command, "complete": complete,
                 "rules": {"bracket": BRACKET_RULE, "single_rate": RULE,
                           "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
-                                   f"{max(c.frontier_seeds, len(seeds))}"},
+                                   f"{max(c.frontier_seeds, len(seeds))}",
+                          "cut": "none: every rate of a grid is replicated" if c.replicate_ends else
+                                 "--no-replicate-ends: a bracketed grid's two end rates keep their first run and get "
+                                 "no further seeds, draws or frontier seeds (made before the cut: kept); the rules "
+                                 "read a point from 3 runs, so they decide on the interior rates"},
+                "replicated": {grp: keep[grp] for grp in ("full", "precise")},
                 "rule": RULE, "seeds": seeds, "draws": c.draws, "frontier_seeds": c.frontier_seeds, "data_seed": data_seed,
                 "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps",
                 "batch_size": c.batch_size, "sizes": sizes, "shots": c.shots, "heads": heads, "arms": plan_arms,
@@ -317,6 +332,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     g = {"full": list(grid["full"]), "precise": list(grid[PRECISE[0]])}
     rows: dict = {a: [] for a in arms}
     ext = {"full": 0, "precise": 0}
+    keep: dict[str, list[float]] = {"full": list(g["full"]), "precise": list(g["precise"])}
     group = lambda a: "full" if a == "full" else "precise"
     replicas = lambda a: c.draws if a in RANDOM else len(seeds)
     n_runs = 2 + sum(len(g[group(a)]) * replicas(a) for a in arms)
@@ -346,15 +362,22 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 bar.total += len(members) * max(replicas(a) for a in members)
                 for a in members:
                     run_one(a, lr, seeds[0], 0, bar)
+        for grp in ("full", "precise"):                      # the ends replicated only when asked (arms_grid)
+            members = [a for a in arms if group(a) == grp]
+            closed = bool(members) and not any(bracket_side(rows[a], base_val) for a in members)
+            keep[grp] = replicated(g[grp], closed, c.replicate_ends)
         for i in range(1, max(replicas(a) for a in arms)):   # 2. the other seeds and draws, in balanced rounds
             for a in arms:
                 if i < replicas(a):
                     seed, draw = (seeds[i % len(seeds)], i) if a in RANDOM else (seeds[i], 0)
                     for lr in g[group(a)]:
-                        run_one(a, lr, seed, draw, bar)
+                        if lr in keep[group(a)] or made(a, lr, seed, draw):
+                            run_one(a, lr, seed, draw, bar)
+                        else:
+                            bar.advance()
         extra = [max(seeds) + 1 + j for j in range(max(0, c.frontier_seeds - len(seeds)))]
         for a in [a for a in arms if a not in RANDOM]:       # 3. the frontier rates up to frontier_seeds
-            front = frontier_rates(rows[a])
+            front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]
             bar.total += len(front) * len(extra)
             for s in extra:
                 for lr in front:

@@ -49,7 +49,9 @@ def progress_line(folder: str | Path) -> str:
     """How far the design is: runs made of those planned, points the rules can read, CPU time so far and the
     rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.arms`): every rate of
     ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its
-    draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands)."""
+    draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the
+    plan records a cut (``replicated``: the rates that get more than their first run), the cut rates count once,
+    with the runs they had before the cut."""
     from arithmech.claims.frontier import MIN_RUNS
     p = V.plan(folder)
     cost = p.get("cost") or {}
@@ -59,7 +61,10 @@ def progress_line(folder: str | Path) -> str:
     left_s = 0.0
     for arm, a in p["arms"].items():
         reps = draws if arm.startswith("precise-random") else seeds
-        want = len(a["grid"]) * reps + (0 if arm.startswith("precise-random") else len(a["frontier_rates"]) * front)
+        rep = (p.get("replicated") or {}).get("full" if arm == "full" else "precise", a["grid"])
+        cut = [r for r in a["grid_rows"] if r["lr"] not in rep and (r["seed"], r.get("draw", 0)) != (p["seeds"][0], 0)]
+        want = (len(a["grid"]) + (reps - 1) * len(rep) + len(cut)   # a cut rate's runs made before the cut count
+                + (0 if arm.startswith("precise-random") else len([x for x in a["frontier_rates"] if x in rep]) * front))
         have = len(a["grid_rows"])
         spent = [run_s[r["tag"]] for r in a["grid_rows"] if run_s.get(r["tag"])]
         planned, made = planned + want, made + have
@@ -67,10 +72,11 @@ def progress_line(folder: str | Path) -> str:
         per = pd.Series([r["lr"] for r in a["grid_rows"]]).value_counts()
         points, ready = points + len(a["grid"]), ready + int((per >= MIN_RUNS).sum())
     hours = lambda x: f"{x / 3600:.1f} hours"
+    cut = (p.get("rules") or {}).get("cut", "")
     return (f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
             f"{ready} of {points} grid points have the {MIN_RUNS} runs a rule reads; "
             f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), about {hours(left_s)} more at each arm's "
-            "mean cost per run.")
+            "mean cost per run." + (f" Cut: {cut}." if cut and not cut.startswith("none") else ""))
 
 
 def grid_frame(folder: str | Path) -> pd.DataFrame:

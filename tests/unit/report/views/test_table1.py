@@ -27,3 +27,19 @@ def test_the_progress_line_counts_the_design_against_the_runs_made(tmp_path):
     assert line.startswith("**7 of 28 planned runs made** (in progress)")
     assert "1 of 4 grid points have the 3 runs" in line
     assert "0.1 hours of this machine so far" in line and "about 0.1 hours more" in line   # 300 + 180 = 480 s
+
+
+def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
+    """Protects the count under the grid-point cut (``replicated`` in the plan): a cut rate is planned once, plus
+    the runs it had before the cut; the page names the cut. Full: 3 rates, the ends cut, 3 seeds: 3 first runs +
+    2 more at the middle rate + the end run of seed 1 made before the cut = 6."""
+    full = [_row("full", lr, 0) for lr in (1e-5, 1e-4, 1e-3)] + [_row("full", 1e-5, 1)]
+    plan = {"suite": "cpu", "heads": {}, "runs": [], "seeds": [0, 1, 2], "draws": 10, "frontier_seeds": 3,
+            "complete": False, "replicated": {"full": [1e-4], "precise": []},
+            "rules": {"cut": "--no-replicate-ends: the ends keep their first run"},
+            "arms": {"full": {"grid": [1e-5, 1e-4, 1e-3], "grid_rows": full, "frontier_rates": [1e-4]}},
+            "cost": {"total_s": 40.0, "run_s": {r["tag"]: 10.0 for r in full}}}
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
+    line = T.progress_line(tmp_path)
+    assert line.startswith("**4 of 6 planned runs made**") and "Cut: --no-replicate-ends" in line, line
