@@ -123,3 +123,11 @@ def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
         c = c.assign(**{label: [verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(columns=["holds", "here"])
         out = c if out is None else out.merge(c, on=["id", "claim"])
     return out
+
+
+def changed_lines(runs: dict[str, Path], ids=CLAIMS + ANALYZE_CLAIMS) -> list[str]:
+    """The claims in ``ids`` whose verdict differs between the first run of ``runs`` and each other one, a line
+    each ("claim: first's verdict → other's verdict (other's label)"); empty when none differs."""
+    v = verdict_rows(runs, ids)
+    first, *others = runs
+    return [f"{r['claim']}: {r[first]} → {r[o]} ({o})" for o in others for _, r in v.iterrows() if r[first] != r[o]]

@@ -63,3 +63,15 @@ def test_circuit_rows_read_the_pooled_knockout_at_k():
                                                         f"{rnd.accuracy.quantile(0.95):.0%} ({len(rnd)} draws)")
         split = json.loads((folder / "run.json").read_text())["steps"]["identify"]["parameters"]["knockout_split"]
         assert c.loc[label, "knockout prompts"] == f"{key.split} (problems never ranked on)" == f"{split} (problems never ranked on)"
+
+
+def test_changed_lines_name_each_claim_whose_verdict_differs():
+    """Protects the SmolLM2 box's "decided again" line: one line per claim whose verdict differs between the first
+    run and another, naming both verdicts; none for a run beside itself."""
+    (a, fa), (b, fb) = RUNS.items()
+    assert fewshot.changed_lines({a: fa, "again": fa}) == []
+    v = fewshot.verdict_rows(RUNS, fewshot.CLAIMS + fewshot.ANALYZE_CLAIMS)
+    differ = v[v[a] != v[b]]
+    lines = fewshot.changed_lines(RUNS)
+    assert lines == [f"{r['claim']}: {r[a]} → {r[b]} ({b})" for _, r in differ.iterrows()]
+    assert len(differ) > 0, "the fixture's two runs should disagree somewhere for this test to bite"
