@@ -94,7 +94,7 @@ from arithmech.methods.faithfulness_rule import (
     summary,
 )
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
-from arithmech.methods.knockout import Ablation, ablated_logits
+from arithmech.methods.knockout import Ablation, Forwards, ablated_logits
 from arithmech.methods.knockout_means import fold
 
 METHODS = ("noising", "converse", "denoising")
@@ -185,7 +185,7 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
     z = m = logits = None
     with TraceDict(model, zs, retain_output=False, edit_input=grab), \
             TraceDict(model, ms, retain_output=False, edit_output=grab):
-        for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], batch_size):
+        for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], Forwards(batch_size)):
             zb = torch.stack([got[k] for k in zs], 1)          # (b, L, H*dh): the END forward just seen
             mb = torch.stack([got[k] for k in ms], 1)
             if z is None:
@@ -213,7 +213,7 @@ def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations:
     ``keys``); ``answers = (answer_r, answer_c)``, each ``(n,)`` token ids."""
     answer_r, answer_c = answers
     out = torch.empty(len(ablations), len(prompts), dtype=torch.float64)
-    for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, batch_size):
+    for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, Forwards(batch_size)):
         G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
         at = torch.arange(len(rows), device=logits.device)
         ld = (logits[at, answer_r[rows].to(logits.device)].double()

@@ -45,6 +45,7 @@ from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
+from arithmech.methods.patch_inputs import Inputs
 
 MAX_ROWS = 1 << 13           # fast path: rows of the running END state per chunk of samples
 MAX_LOGITS = 1 << 24         # fast path with prob=True: full-vocabulary logits held at once
@@ -318,17 +319,20 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
 
 # ----------------------------------------------------------------------------- reference path
 @torch.no_grad()
-def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache,
-                         answer: torch.Tensor, prob: bool = False, batch_size: int = BATCH_SIZE,
+def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_size: int = BATCH_SIZE,
                          components: Sequence[tuple[int, int]] | None = None) -> Patched:
-    """Algorithm 1 literally: one hooked forward of the clean prompts per sender, batched over samples.
+    """Algorithm 1 literally: one hooked forward of ``inputs.prompts`` (X_r) per sender, batched over samples, the
+    frozen and patched values from the END caches ``inputs.clean`` / ``inputs.corrupt`` (``z (n, L, H*dh)``,
+    ``mlp_out (n, L, d)``), the logit of ``inputs.answer (n,)`` (:class:`~arithmech.methods.patch_inputs.Inputs`).
 
     Head ``(i, j)``: at END, o_proj's input in layer ``i`` is the clean value with head ``j``'s slice
     from ``X_c``; in every later layer it is the clean value (all heads frozen). MLP ``(i, H)``: MLP
     ``i``'s END output is its ``X_c`` value and all heads of later layers are frozen at END. Anything
     not frozen (the MLPs after the sender) recomputes. ``components`` limits the scan (default: all).
     X_c's answer (:func:`counter_fields`) is read from the same forwards, ``counter_o`` from one unhooked one.
+    Returns a :class:`Patched`, ``logit_p (n, L, H + 1)`` (a component left out of ``components``: NaN).
     """
+    prompts, clean, corrupt, answer = inputs.prompts, inputs.clean, inputs.corrupt, inputs.answer
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
     dh = clean.z.shape[-1] // H
@@ -407,7 +411,7 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
     # X_c with the answer ids too, for the model's own top-1 there (the counterfactual's answer)
     clean = end_cache(model, tok, clean_prompts, answer, batch_size)
     corrupt = end_cache(model, tok, corrupt_prompts, answer, batch_size)
-    return path_patch_reference(model, tok, clean_prompts, clean, corrupt, answer, prob, batch_size)
+    return path_patch_reference(model, tok, Inputs(clean_prompts, clean, corrupt, answer), prob, batch_size)
 
 
 def split_cache(cache: EndCache, n: int) -> tuple[EndCache, EndCache]:

@@ -50,7 +50,7 @@ the first 3, the END paths, when no role positions are given).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import NamedTuple, Sequence
 
 import pandas as pd
@@ -60,7 +60,7 @@ from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, 
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
-from arithmech.methods.patching import EndCache
+from arithmech.methods.patch_inputs import Inputs  # noqa: F401 (upstream.Inputs: what upstream_fast patches)
 
 SOURCE_ROLES = ("A", "operator", "B")          # role positions of the key/value paths, in this column order
 COLUMNS = (("END", "q"), ("END", "k"), ("END", "v")) + tuple((r, p) for r in SOURCE_ROLES for p in ("k", "v"))
@@ -137,36 +137,6 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
             TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")):
         out = model(ids, **kw)
     return out, {k: torch.stack(v, 2) for k, v in got.items()}
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """What :func:`upstream_fast` patches, one entry per sample (``n`` of them). Checked when made.
-
-    Attributes:
-        prompts: the X_r prompts.
-        clean: the END cache of ``prompts`` (:class:`~arithmech.methods.patching.EndCache`).
-        corrupt: the END cache of their X_c.
-        answer: ``(n,)`` the answer token ids whose logit the paths move.
-        corrupt_prompts: the X_c prompts (each of its X_r's token length), for the role positions' paths;
-            ``None``: the END paths only.
-        roles: each sample's role positions (:attr:`arithmech.data.pairs.Sample.positions`), given with
-            ``corrupt_prompts`` (``None`` with it).
-    """
-
-    prompts: Sequence[str]
-    clean: EndCache
-    corrupt: EndCache
-    answer: torch.Tensor
-    corrupt_prompts: Sequence[str] | None = None
-    roles: Sequence[dict] | None = None
-
-    def __post_init__(self) -> None:
-        if (self.roles is None) != (self.corrupt_prompts is None):
-            raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
-        if self.roles is not None and not (len(self.roles) == len(self.corrupt_prompts) == len(self.prompts)):
-            raise ValueError(f"{len(self.prompts)} prompts, {len(self.corrupt_prompts)} corrupt prompts, "
-                             f"{len(self.roles)} roles")
 
 
 class _Group(NamedTuple):
