@@ -1,7 +1,9 @@
-"""What path patching patches: the pairs of one run as one checked value (:class:`Inputs`), which the fast
-upstream method (:func:`arithmech.methods.upstream.upstream_fast`) and the literal references
+"""What path patching patches: the END activations of one run (:class:`EndCache`, made by
+:func:`arithmech.methods.patching.end_cache`), and the pairs of one run as one checked value (:class:`Inputs`),
+which the fast upstream method (:func:`arithmech.methods.upstream.upstream_fast`) and the literal references
 (:func:`arithmech.methods.patching.path_patch_reference`,
-:func:`arithmech.methods.upstream_reference.upstream_reference`) take whole.
+:func:`arithmech.methods.upstream_reference.upstream_reference`) take whole. Torch and nothing else of arithmech:
+both sides import it.
 
 >>> c, x = split_cache(end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans])), len(ans))
 >>> inputs = Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples])
@@ -9,12 +11,30 @@ upstream method (:func:`arithmech.methods.upstream.upstream_fast`) and the liter
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-if TYPE_CHECKING:                       # patching imports this module: the cache's type only, for the annotation
-    import torch
+import torch
 
-    from arithmech.methods.patching import EndCache
+
+@dataclass
+class EndCache:
+    """Activations of one run at the END position, per layer, rows in prompt order.
+
+    z: ``(n, L, H*dh)`` o_proj input; attn_out: ``(n, L, d)`` o_proj output; resid_pre: ``(n, L, d)``
+    residual before attention; resid_mid: ``(n, L, d)`` residual before the MLP; mlp_out:
+    ``(n, L, d)``. When answer ids were given: answer_logit, logsumexp, logit_std, top1: ``(n,)``
+    from the model's own END logits.
+    """
+
+    z: torch.Tensor
+    attn_out: torch.Tensor
+    resid_pre: torch.Tensor
+    resid_mid: torch.Tensor
+    mlp_out: torch.Tensor
+    answer_logit: torch.Tensor | None = None
+    logsumexp: torch.Tensor | None = None
+    logit_std: torch.Tensor | None = None
+    top1: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -28,7 +48,7 @@ class Inputs:
 
     Attributes:
         prompts: the X_r prompts.
-        clean: the END cache of ``prompts`` (:class:`~arithmech.methods.patching.EndCache`).
+        clean: the END cache of ``prompts`` (:class:`EndCache`).
         corrupt: the END cache of their X_c.
         answer: ``(n,)`` the answer token ids whose logit the paths move.
         corrupt_prompts: the X_c prompts (each of its X_r's token length), for the role positions' paths;

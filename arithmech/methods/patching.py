@@ -45,7 +45,7 @@ from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
-from arithmech.methods.patch_inputs import Inputs
+from arithmech.methods.patch_inputs import EndCache, Inputs
 
 MAX_ROWS = 1 << 13           # fast path: rows of the running END state per chunk of samples
 MAX_LOGITS = 1 << 24         # fast path with prob=True: full-vocabulary logits held at once
@@ -54,27 +54,6 @@ REL_TOL = 1e-2               # |logit_o| below this x the sample's logit scale: 
 
 
 # ----------------------------------------------------------------------------------- END caches
-@dataclass
-class EndCache:
-    """Activations of one run at the END position, per layer, rows in prompt order.
-
-    z: ``(n, L, H*dh)`` o_proj input; attn_out: ``(n, L, d)`` o_proj output; resid_pre: ``(n, L, d)``
-    residual before attention; resid_mid: ``(n, L, d)`` residual before the MLP; mlp_out:
-    ``(n, L, d)``. When answer ids were given: answer_logit, logsumexp, logit_std, top1: ``(n,)``
-    from the model's own END logits.
-    """
-
-    z: torch.Tensor
-    attn_out: torch.Tensor
-    resid_pre: torch.Tensor
-    resid_mid: torch.Tensor
-    mlp_out: torch.Tensor
-    answer_logit: torch.Tensor | None = None
-    logsumexp: torch.Tensor | None = None
-    logit_std: torch.Tensor | None = None
-    top1: torch.Tensor | None = None
-
-
 _SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("attn_norm", "in"),
           "resid_mid": ("mlp_norm", "in"), "mlp_out": ("mlp", "out")}
 
