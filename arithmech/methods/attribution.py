@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import arch_for, module
+from arithmech.core.models import arch_for, module, weight
 from arithmech.core.stats import bootstrap_counts
 from arithmech.methods import chain
 from arithmech.methods.patching import EndCache, path_patch_fast
@@ -85,7 +85,7 @@ def _gate_frozen(model, arch, on: bool):
     if not on:
         yield
         return
-    handles = []
+    handles: list = []
     for k in range(model.config.num_hidden_layers):
         act = getattr(module(model, arch, "mlp", k), "act_fn", None)
         if not isinstance(act, torch.nn.Module):
@@ -139,7 +139,7 @@ def attribute(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, a
     R = len(a)
     out = torch.empty(n, L, H + 1)
     chunk = max(1, max_rows // R)
-    dev = module(model, arch, "o_proj", 0).weight.device
+    dev = weight(module(model, arch, "o_proj", 0)).device
     for s in range(0, n, chunk):
         sl = slice(s, min(n, s + chunk))
         al = a.to(dev)[None, :, None]
@@ -173,10 +173,10 @@ def exact(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, sende
     with ``freeze=()`` it equals :func:`~arithmech.methods.patching.path_patch_fast` (tested)."""
     arch, L, H = arch_for(model), model.config.num_hidden_layers, model.config.num_attention_heads
     dh = clean.z.shape[-1] // H
-    dev = module(model, arch, "o_proj", 0).weight.device
+    dev = weight(module(model, arch, "o_proj", 0)).device
     S = len(senders)
     z = [clean.z[:, k].to(dev)[:, None].repeat(1, S + 1, 1) for k in range(L)]
-    add = [None] * L
+    add: list[torch.Tensor | None] = [None] * L
     for c, (i, j) in enumerate(senders, start=1):
         if j < H:
             z[i][:, c, j * dh:(j + 1) * dh] = corrupt.z[:, i, j * dh:(j + 1) * dh].to(dev)

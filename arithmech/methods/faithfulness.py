@@ -235,7 +235,7 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
         for i in idx:
             length[i] = ids.shape[1]
-    by = {}
+    by: dict[tuple, list[int]] = {}
     for i, s in enumerate(every):
         for tier, k in (("template", (s.template, length[i])), ("family", (s.family, length[i])), ("length", length[i])):
             by.setdefault((tier, k), []).append(i)

@@ -266,11 +266,12 @@ def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] 
                 look.append((z[:, -1:].clone(), m[:, -1:].clone()) if end else (z, m))
             st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq or 1, H*dh)
             st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq or 1, d)
-            look, prefix = None, None
+            look, prefix = [], None                                    # the lookups freed before the forwards
             if end:
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
                 prefix = shared.forward(ids[:, :-1], logits_to_keep=1, use_cache=True).cache  # clean
             G = max(1, min(max_rows, max_tokens // seq) // b)
+            cache: DynamicCache | None = None
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)
                 st["G"] = a1 - a0

@@ -236,27 +236,27 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
     universe = [(l, h) for l in range(L) for h in range(H)]
-    studied = key_h or heads[:RANDOM_HEAD_KS[0]]
+    chosen = key_h or heads[:RANDOM_HEAD_KS[0]]                   # the studied heads at the other settings
     src = mean_sources(tok, samples, means)
     frames = []
     for i, pos in enumerate(settings.position_settings):
         forwards = Forwards(batch_size=batch_size, positions=pos)
-        kw = dict(n_random=settings.n_random, seed=settings.seed, forwards=forwards)
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
             mk = default_ks(L)
             plan = [Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
                     Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True)]
         elif full:
-            plan = [Curve("head", studied, universe, studied, [len(studied)], [len(studied)], False)]
+            plan = [Curve("head", chosen, universe, chosen, [len(chosen)], [len(chosen)], False)]
         else:
             plan = [Curve("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
         for curve in plan:
-            frames.append(knockout_curve(model, tok, samples, means, curve, **kw).assign(positions=pos,
-                                                                                         mean_source=src))
+            frames.append(knockout_curve(model, tok, samples, means, curve, n_random=settings.n_random,
+                                         seed=settings.seed, forwards=forwards).assign(positions=pos, mean_source=src))
         if full and i == 0:         # layer-matched random heads at the key heads' k and the claims' k (issue #41)
-            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks))
-            frames.append(layer_matched_rows(model, tok, samples, means, replace(plan[0], ks=lk), **kw).assign(
+            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks or ()))
+            frames.append(layer_matched_rows(model, tok, samples, means, replace(plan[0], ks=lk),
+                                             n_random=settings.n_random, seed=settings.seed, forwards=forwards).assign(
                 positions=pos, mean_source=src))
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, forwards)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]

@@ -67,6 +67,7 @@ class Inputs:
     def __post_init__(self) -> None:
         if (self.roles is None) != (self.corrupt_prompts is None):
             raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
-        if self.roles is not None and not (len(self.roles) == len(self.corrupt_prompts) == len(self.prompts)):
+        if self.roles is not None and self.corrupt_prompts is not None and not (
+                len(self.roles) == len(self.corrupt_prompts) == len(self.prompts)):
             raise ValueError(f"{len(self.prompts)} prompts, {len(self.corrupt_prompts)} corrupt prompts, "
                              f"{len(self.roles)} roles")

@@ -40,7 +40,7 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module
+from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module, weight
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
@@ -258,7 +258,7 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         state, base_cols = None, []
         for k in range(L):
             dev = chain.device_of(module(model, arch, "mlp", k))
-            w_o = module(model, arch, "o_proj", k).weight
+            w_o = weight(module(model, arch, "o_proj", k))                      # (d, H*dh)
             dz = (corrupt.z[sl, k] - clean.z[sl, k]).to(w_o.device)
             delta = head_contributions(dz, w_o, H).to(dev)                        # (b, H, d)
             new = clean.resid_mid[sl, k].to(dev)[:, None] + torch.cat([torch.zeros_like(delta[:, :1]), delta], 1)
@@ -281,9 +281,9 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         lc = chain.answer_logits(model, x, cf["counter"][sl]).float().cpu().view(-1, L, H + 2)
         counter_o[sl], counter_p[sl, :, :H], counter_p[sl, :, H] = lc[..., 0], lc[..., 1:H + 1], lc[..., H + 1]
         if prob:                             # full-vocabulary logits, a few samples at a time
-            per_sample = x.shape[1] * unembed.weight.shape[0]
+            per_sample = x.shape[1] * weight(unembed).shape[0]
             lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
-                             x.to(unembed.weight.device).split(max(1, max_logits // per_sample))])
+                             x.to(weight(unembed).device).split(max(1, max_logits // per_sample))])
             lse = lse.cpu().view(-1, L, H + 2)
             lse_o[sl], lse_p[sl, :, :H], lse_p[sl, :, H] = lse[..., 0], lse[..., 1:H + 1], lse[..., H + 1]
     # A sender whose change to the residual is exactly 0 leaves the run as it was: copy the baseline,

@@ -58,7 +58,7 @@ def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
     """
     pooled = means.for_unseen()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
-    rows = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
+    rows: list[dict] = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
              "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
             for c, (p, e) in enumerate(cases) if unknown_words(tok, p)]
     if ok:
@@ -138,7 +138,7 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, 
     so its prompts get their own family's per-position means. The held-out family's pairs are drawn with
     ``draw`` (identify's :class:`~arithmech.data.draw.Draw`), ``res.params["n_samples"]`` of them (X_r's),
     seeded by ``res.params["seed"] + 1``."""
-    id_heads, id_source = id_heads
+    heads_found, id_source = id_heads                # found without the held-out family: the ones knocked out
     held_ids = {t.id for t in pairs.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     keep = [s for s in every if s.template not in held_ids]
@@ -167,9 +167,9 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, 
     means = res.means
     if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
-    r = heldout_drop(model, tok, id_heads, means, test, random_heads(id_heads, universe, res.params["n_random"], seed),
+    r = heldout_drop(model, tok, heads_found, means, test, random_heads(heads_found, universe, res.params["n_random"], seed),
                      Forwards(batch_size=batch_size, positions=positions))
-    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
+    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in heads_found],
                    "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
                                    f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"

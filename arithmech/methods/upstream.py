@@ -56,7 +56,7 @@ from typing import NamedTuple, Sequence
 import pandas as pd
 import torch
 
-from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module
+from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module, weight
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
@@ -171,7 +171,7 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
     attention at END and the MLPs after it.
     """
     prompts, roles, corrupt_prompts = inputs.prompts, inputs.roles, inputs.corrupt_prompts
-    receivers = [tuple(r) for r in receivers]
+    receivers = [(r[0], r[1]) for r in receivers]
     check(model, receivers)
     arch, cfg = arch_for(model), model.config
     H = cfg.num_attention_heads
@@ -238,7 +238,7 @@ def _senders(model, c: dict, x: dict, l_max: int) -> tuple[dict[int, torch.Tenso
     snaps = {}
     for k in range(l_max):
         state = state + c["attn_out"][:, k][:, None]
-        w_o = module(model, arch, "o_proj", k).weight
+        w_o = weight(module(model, arch, "o_proj", k))                              # (d, H*dh)
         delta = head_contributions(x["z"][:, k] - c["z"][:, k], w_o, H)             # (m, H, d)
         state = torch.cat([state, state[:, :1] + delta], 1)
         state = chain.mlp_block(model, k, state)
@@ -285,7 +285,7 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
                                                                                      v[:, 0]))
             dz, masks = dz + [d], masks + [m]
         dz = torch.cat(dz, 1)                                                          # (b, C S, dh)
-        w_o = module(model, arch, "o_proj", l).weight[:, h * dh:(h + 1) * dh]
+        w_o = weight(module(model, arch, "o_proj", l))[:, h * dh:(h + 1) * dh]
         r = clean.resid_mid[rows, l][:, None] + torch.cat([torch.zeros_like(dz[:, :1]), dz], 1) @ w_o.T
         frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}       # heads after l at END
         lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)                 # (b, 1 + C S)

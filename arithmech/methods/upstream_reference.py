@@ -35,8 +35,9 @@ def _where(roles: Sequence[dict] | None, idx: list[int], T: int) -> dict[str, tu
     role's tokens before END (a role token at END belongs to the END paths)."""
     out = {"END": (torch.arange(len(idx)), torch.full((len(idx),), T - 1))}
     for r in SOURCE_ROLES if roles is not None else ():
-        pairs = [(b, p) for b, i in enumerate(idx) for p in roles[i].get(r, []) if p < T - 1]
-        out[r] = tuple(torch.tensor([t[k] for t in pairs], dtype=torch.long) for k in (0, 1))
+        pairs = [(b, p) for b, i in enumerate(idx) for p in roles[i].get(r, [])
+                 if p < T - 1] if roles is not None else []
+        out[r] = (torch.tensor([b for b, _ in pairs], dtype=torch.long), torch.tensor([p for _, p in pairs], dtype=torch.long))
     return out
 
 
@@ -55,7 +56,7 @@ def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], ba
     if inputs.corrupt_prompts is None:
         raise ValueError("upstream_reference runs X_c itself: give Inputs its corrupt_prompts and roles")
     prompts, corrupt_prompts, answer, roles = inputs.prompts, inputs.corrupt_prompts, inputs.answer, inputs.roles
-    receivers = [tuple(r) for r in receivers]
+    receivers = [(r[0], r[1]) for r in receivers]
     check(model, receivers)
     arch, cfg = arch_for(model), model.config
     L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)
