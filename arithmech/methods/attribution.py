@@ -181,9 +181,10 @@ def exact(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, sende
         if j < H:
             z[i][:, c, j * dh:(j + 1) * dh] = corrupt.z[:, i, j * dh:(j + 1) * dh].to(dev)
         else:
-            if add[i] is None:
-                add[i] = torch.zeros(clean.z.shape[0], S + 1, clean.resid_pre.shape[-1], device=dev)
-            add[i][:, c] = (corrupt.mlp_out[:, i] - clean.mlp_out[:, i]).to(dev)
+            grown = add[i]
+            if grown is None:                                                  # (n, 1 + S, d): MLP i's patched rows
+                grown = add[i] = torch.zeros(clean.z.shape[0], S + 1, clean.resid_pre.shape[-1], device=dev)
+            grown[:, c] = (corrupt.mlp_out[:, i] - clean.mlp_out[:, i]).to(dev)
     start = clean.resid_pre[:, 0].to(dev)[:, None].expand(-1, S + 1, -1)
     lg = run_chain(model, start, z, add, answer.to(dev), freeze).float().cpu()
     return lg[:, 1:] - lg[:, :1], lg[:, 0]
@@ -232,9 +233,9 @@ def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_
             rows.append(r | {"n": n})
     frame = pd.DataFrame(rows)
     summary = summarize(frame, threshold, top)
-    rel = {k: v / lo[:, :1, None] for k, v in per.items()}                  # (n, L, H+1) per-prompt effects
+    rels = {k: v / lo[:, :1, None] for k, v in per.items()}                 # (n, L, H+1) per-prompt effects
     for m in ("eap", "eap_ig"):
-        summary[m].update(spearman_intervals(rel["exact"], rel[m], H1 - 1, n_boot, seed, clusters))
+        summary[m].update(spearman_intervals(rels["exact"], rels[m], H1 - 1, n_boot, seed, clusters))
     summary["spearman_interval"] = (f"95% percentile bootstrap over {'problem clusters' if clusters else 'prompts'} "
                                     f"({n_boot} resamples, seed {seed}): each resample re-averages both methods' "
                                     "per-prompt effects and re-ranks the senders")

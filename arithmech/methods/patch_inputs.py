@@ -36,6 +36,14 @@ class EndCache:
     logit_std: torch.Tensor | None = None
     top1: torch.Tensor | None = None
 
+    def need(self, name: str) -> torch.Tensor:
+        """The field ``name`` (``answer_logit``, ``logsumexp``, ``logit_std`` or ``top1``: ``(n,)``), which a cache
+        has only when it was made with the answer ids; without them a ``ValueError`` that says so."""
+        t = getattr(self, name)
+        if t is None:
+            raise ValueError(f"this END cache has no {name}: make it with the answer ids (end_cache(..., answer))")
+        return t
+
 
 @dataclass(frozen=True)
 class Inputs:

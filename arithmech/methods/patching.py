@@ -292,7 +292,7 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
     counter_p = torch.where(unchanged, counter_o[..., None], counter_p)
     if prob:
         lse_p = torch.where(unchanged, lse_o[..., None], lse_p)
-    return Patched(logit_p, logit_o, clean.answer_logit.cpu(), clean.logit_std.cpu(), lse_p, lse_o,
+    return Patched(logit_p, logit_o, clean.need("answer_logit").cpu(), clean.need("logit_std").cpu(), lse_p, lse_o,
                    counter_p=counter_p, counter_o=counter_o, **cf)
 
 
@@ -358,9 +358,9 @@ def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_s
                 counter_p[idx, comp[0], comp[1]] = pick(lg, cf["counter"], idx)
                 if prob:
                     lse_p[idx, comp[0], comp[1]] = lg.logsumexp(-1).cpu()
-    o = clean.answer_logit.cpu()
-    lse_o = clean.logsumexp.cpu()[:, None].expand(n, L).clone() if prob else None
-    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.logit_std.cpu(), lse_p, lse_o,
+    o = clean.need("answer_logit").cpu()
+    lse_o = clean.need("logsumexp").cpu()[:, None].expand(n, L).clone() if prob else None
+    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.need("logit_std").cpu(), lse_p, lse_o,
                    counter_p=counter_p, counter_o=counter_o[:, None].expand(n, L).clone(), **cf)
 
 
