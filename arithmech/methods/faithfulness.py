@@ -355,21 +355,21 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     keep = [ablation_of([c for c in universe if c not in set(circ)]) for _, _, _, circ in plan]
     conv_plan = [p for p in plan if settings.converse_random or p[0] == "top"]
     conv = [ablation_of(c) for *_, c in conv_plan]
-    kw = dict(answers=(ans_r, ans_c), batch_size=batch_size)
     at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
     rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers,
                       "circuits": len(plan), "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()),
                       "ld_x_c": float(ld_c.mean())}
     for name, src, keys in (("mean", means, [means.key(s) for s in samples]),
                             ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples))))):
-        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
+        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, (ans_r, ans_c),
+                 batch_size)                                                       # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
         rows += circuit_rows(at_end("noising", name), plan, (ld[2:2 + len(plan)] - off).T, den, settings, units)
         rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan):] - off).T, den, settings, units)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
     ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
-             [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
+             [Ablation(), every] + [ablation_of(c) for *_, c in plan], (ans_r, ans_c), batch_size)
     rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info

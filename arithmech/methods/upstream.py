@@ -279,12 +279,12 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
         scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * attn.scaling
         p = scores.float().softmax(-1).to(qq.dtype)
         zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv       # (b, 1 + 3S, dh)
-        dz, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
+        parts, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
         if at:
             d, m = _at_roles(model, rec, snaps_at[l], same_at[..., 1:S + 1], at, _End(scores[:, 0], p[:, 0], V, q[:, 0],
                                                                                      v[:, 0]))
-            dz, masks = dz + [d], masks + [m]
-        dz = torch.cat(dz, 1)                                                          # (b, C S, dh)
+            parts, masks = parts + [d], masks + [m]
+        dz = torch.cat(parts, 1)                                                       # (b, C S, dh)
         w_o = weight(module(model, arch, "o_proj", l))[:, h * dh:(h + 1) * dh]
         r = clean.resid_mid[rows, l][:, None] + torch.cat([torch.zeros_like(dz[:, :1]), dz], 1) @ w_o.T
         frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}       # heads after l at END
