@@ -154,7 +154,10 @@ class PerPrompt:
     def key(self, s) -> Hashable:
         raise TypeError("PerPrompt is keyed by the prompt's index")
 
-    def lookup(self, key: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(L, seq, H*dh)``, ``(L, seq, d)``: prompt ``key``'s END values at every position."""
+        if not isinstance(key, int):
+            raise TypeError(f"PerPrompt is keyed by the prompt's index, not {key!r}")
         return self.z[key][:, None].expand(-1, seq, -1), self.mlp[key][:, None].expand(-1, seq, -1)
 
     def source(self, key, seq) -> str:
@@ -188,7 +191,7 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
         for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], Forwards(batch_size)):
             zb = torch.stack([got[k] for k in zs], 1)          # (b, L, H*dh): the END forward just seen
             mb = torch.stack([got[k] for k in ms], 1)
-            if z is None:
+            if z is None or m is None or logits is None:          # the first batch: set together
                 z, m = zb.new_empty(n, *zb.shape[1:]), mb.new_empty(n, *mb.shape[1:])
                 logits = lg.new_empty(n, lg.shape[-1]).cpu()
             z[idx], m[idx], logits[idx] = zb, mb, lg.cpu()
@@ -201,8 +204,20 @@ class _Unused:
     layers: int
     is_pooled = True
 
-    def lookup(self, key, seq):
+    def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
         return torch.zeros(self.layers, seq, 1), torch.zeros(self.layers, seq, 1)
+
+    def key(self, s) -> Hashable:
+        return None
+
+    def source(self, key: Hashable | None, seq: int) -> str:
+        return self.describe()
+
+    def for_unseen(self) -> "_Unused":
+        return self
+
+    def describe(self) -> str:
+        return "none (nothing ablated)"
 
 
 @torch.no_grad()

@@ -200,7 +200,7 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
             full = {l: tuple(t.expand(b, -1, -1) for t in pos[l]) for l in layers}          # (b, T, dh)
             rope = {l: tuple(t[:, -1] for t in full[l]) for l in layers}                     # (b, dh) at END
             x_at = {}
-            if slots:
+            if slots and where is not None and corrupt_prompts is not None:   # (slots go with roles and X_c)
                 x_ids = torch.tensor([tok(corrupt_prompts[i], add_special_tokens=True)["input_ids"] for i in idx])
                 if x_ids.shape != ids.shape:
                     raise ValueError("X_c prompts must have the same token length as their X_r prompts")
@@ -208,13 +208,13 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
                 ar = torch.arange(b, device=dev)[:, None]
                 rope_at = {l: tuple(t[ar, where] for t in full[l]) for l in layers}          # (b, P, dh)
             idx_t = torch.tensor(idx)
-            P = where.shape[1] if slots else 0
+            P = where.shape[1] if slots and where is not None else 0
             per = max((1 + P) * (1 + l_max * (H + 1)), 1 + len(COLUMNS) * l_max * (H + 1))
             chunk = max(1, max_rows // per)
             for c0 in range(0, b, chunk):
                 loc = torch.arange(c0, min(b, c0 + chunk), device=dev)
                 at = None
-                if slots:
+                if slots and where is not None:
                     at = dict(clean={k: v[loc].flatten(0, 1) for k, v in c_at.items()},
                               corrupt={k: v[loc].flatten(0, 1) for k, v in x_at.items()},
                               where=where[loc], valid=slots[1].to(dev)[loc], cols=slots[2],
