@@ -113,7 +113,7 @@ class Means:
 
     def pooled(self) -> "Means":
         """Position-pooled means: position 0 and positions >= 1 averaged over every group."""
-        z0 = zr = m0 = mr = 0
+        z0 = zr = m0 = mr = torch.zeros(())                             # sums over the groups (0 + x is x exactly)
         n0 = nr = 0
         for k, z in self.z.items():
             c, seq = self.count[k], z.shape[1]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -87,7 +87,7 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
         rows_of[u].append(r)
     store: dict[str, list] = {}
     order = []
-    answer_logit = torch.empty(len(prompts)) if answer is not None else None
+    answer_logit = torch.empty(len(prompts))                              # kept only with answer ids
     dev = input_device(model)
     batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, uniq, batch_size)]
     shared = SharedPrefix(model, [ids for _, ids in batches])        # few-shot prefixes, run before any hook
@@ -112,7 +112,7 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
     for key in list(store):                  # pop: each field's batches are freed once it is assembled
         parts = store.pop(key)
         out[key] = torch.cat([p.to(parts[0].device) for p in parts])[perm.to(parts[0].device)][inv.to(parts[0].device)]
-    return EndCache(**out, answer_logit=answer_logit)
+    return EndCache(**out, answer_logit=answer_logit if answer is not None else None)
 
 
 # ------------------------------------------------------------------------------------- results
@@ -192,7 +192,8 @@ class Patched:
     def select(self, rows) -> "Patched":
         """The same result restricted to some samples (``rows``: indices or a bool mask)."""
         pick = lambda t: None if t is None else t[rows]
-        return Patched(**{f: pick(getattr(self, f)) for f in FIELDS})
+        kept: dict[str, Any] = {f: pick(getattr(self, f)) for f in FIELDS}     # the optional fields stay None
+        return Patched(**kept)
 
 
 FIELDS = tuple(Patched.__dataclass_fields__)      # every tensor of a Patched, in order (checkpoints, concat)
@@ -274,13 +275,15 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
             state = torch.cat([state, mlp_row[:, None]], 1)
             unchanged[sl, k, :H] = (delta == 0).all(-1).cpu()
             unchanged[sl, k, H] = (d_mlp == 0).all(-1).cpu()
+        if state is None:
+            raise ValueError("path patching needs a model with at least one layer")
         x = chain.final_norm(model, state)                                         # (b, L*(H+2), d)
         lg = chain.answer_logits(model, x, answer[sl]).float().cpu().view(-1, L, H + 2)
         # layout per layer: [baseline, head 0..H-1, mlp]
         logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
         lc = chain.answer_logits(model, x, cf["counter"][sl]).float().cpu().view(-1, L, H + 2)
         counter_o[sl], counter_p[sl, :, :H], counter_p[sl, :, H] = lc[..., 0], lc[..., 1:H + 1], lc[..., H + 1]
-        if prob:                             # full-vocabulary logits, a few samples at a time
+        if lse_p is not None and lse_o is not None:     # prob: full-vocabulary logits, a few samples at a time
             per_sample = x.shape[1] * weight(unembed).shape[0]
             lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
                              x.to(weight(unembed).device).split(max(1, max_logits // per_sample))])
@@ -290,7 +293,7 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
     # so that e.g. clean -> clean is exactly 0 however the BLAS splits rows among threads.
     logit_p = torch.where(unchanged, logit_o[..., None], logit_p)
     counter_p = torch.where(unchanged, counter_o[..., None], counter_p)
-    if prob:
+    if lse_p is not None and lse_o is not None:      # prob
         lse_p = torch.where(unchanged, lse_o[..., None], lse_p)
     return Patched(logit_p, logit_o, clean.need("answer_logit").cpu(), clean.need("logit_std").cpu(), lse_p, lse_o,
                    counter_p=counter_p, counter_o=counter_o, **cf)
@@ -356,7 +359,7 @@ def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_s
                 lg = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
                 logit_p[idx, comp[0], comp[1]] = lg.gather(1, answer[idx].to(lg.device)[:, None])[:, 0].cpu()
                 counter_p[idx, comp[0], comp[1]] = pick(lg, cf["counter"], idx)
-                if prob:
+                if lse_p is not None:                                   # prob
                     lse_p[idx, comp[0], comp[1]] = lg.logsumexp(-1).cpu()
     o = clean.need("answer_logit").cpu()
     lse_o = clean.need("logsumexp").cpu()[:, None].expand(n, L).clone() if prob else None
@@ -396,6 +399,6 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
 def split_cache(cache: EndCache, n: int) -> tuple[EndCache, EndCache]:
     """Rows ``[:n]`` and ``[n:]`` of a cache as two caches."""
     fields = EndCache.__dataclass_fields__
-    a = {f: None if getattr(cache, f) is None else getattr(cache, f)[:n] for f in fields}
-    b = {f: None if getattr(cache, f) is None else getattr(cache, f)[n:] for f in fields}
+    a: dict[str, Any] = {f: None if getattr(cache, f) is None else getattr(cache, f)[:n] for f in fields}
+    b: dict[str, Any] = {f: None if getattr(cache, f) is None else getattr(cache, f)[n:] for f in fields}
     return EndCache(**a), EndCache(**b)

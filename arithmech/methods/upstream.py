@@ -266,7 +266,7 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
     for rec in receivers:
         l, h = rec
         g, S = geo.kv_head(h), l * (H + 1)
-        attn = module(model, arch, "attn", l)
+        scaling: float = getattr(module(model, arch, "attn", l), "scaling")         # the attention's 1/sqrt(dh)
         proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh:(j + 1) * dh]
         x = module(model, arch, "attn_norm", l)(snaps[l])                            # (b, 1 + S, d)
         cos, sin = rope[l][0][loc], rope[l][1][loc]
@@ -276,7 +276,7 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
         qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)                   # rows: baseline, then q, k, v paths
         kk = torch.cat([k[:, :1], base(k), k[:, 1:], base(k)], 1)
         vv = torch.cat([v[:, :1], base(v), base(v), v[:, 1:]], 1)
-        scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * attn.scaling
+        scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * scaling
         p = scores.float().softmax(-1).to(qq.dtype)
         zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv       # (b, 1 + 3S, dh)
         parts, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
@@ -311,7 +311,7 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
     arch, l, (_, h) = arch_for(model), rec[0], rec
     geo = Geometry.from_config(model.config)
     g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1
-    attn = module(model, arch, "attn", l)
+    scaling: float = getattr(module(model, arch, "attn", l), "scaling")             # the attention's 1/sqrt(dh)
     x = module(model, arch, "attn_norm", l)(snap)
     cos, sin = at["rope"][l]
     ks = _rope(module(model, arch, "k_proj", l)(x)[..., g * dh:(g + 1) * dh], cos, sin).view(b, -1, S + 1, dh)
@@ -323,7 +323,7 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
         c = at["cols"][r]
         pos, val = where[:, c], valid[:, c]                                            # (b, m)
         sc = s0[:, None].repeat(1, S + 1, 1)                                            # (b, 1 + S, T): k path
-        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * attn.scaling                # (b, m, 1 + S)
+        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * scaling                # (b, m, 1 + S)
         for j in range(pos.shape[1]):
             bi = ar[val[:, j]]
             sc[bi, :, pos[bi, j]] = new[bi, j]
