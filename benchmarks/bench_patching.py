@@ -41,6 +41,7 @@ from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import pairs as D
 from arithmech.evals.scoring import filter_correct
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
 
 OUT = Path(__file__).parent / "results" / "patching.json"
@@ -72,7 +73,7 @@ def bench(model, tok, samples, label: str) -> dict:
     path_patch_fast(model, c, x, ans)
     t["fast_scan_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ref = path_patch_reference(model, tok, clean, c, x, ans)
+    ref = path_patch_reference(model, tok, Inputs(clean, c, x, ans))
     t["reference_scan_s"] = time.perf_counter() - t0
     t["reference_end_to_end_s"] = t["cache_s"] + t["reference_scan_s"]
     stable = c.answer_logit.cpu() > 0.1 * c.logit_std.cpu()          # effects are ratios: compare where defined

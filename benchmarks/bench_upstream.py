@@ -67,13 +67,14 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
     recs, source = U.receivers_from(effects, kh, k)
     t0 = time.perf_counter()
     roles = [s.positions for s in samples]
-    fast = U.upstream_fast(net, tok, U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), recs)
+    pairs_in = U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
+    fast = U.upstream_fast(net, tok, pairs_in, recs)
     fast_s = time.perf_counter() - t0
     cfg = net.config
     every = sorted({s for r in recs for s in U.senders_of(net, r)})
     subset = spread(every, ref_senders, seed)
     t0 = time.perf_counter()
-    ref = UR.upstream_reference(net, tok, clean_p, corrupt_p, ans, recs, roles=roles, senders=subset)
+    ref = UR.upstream_reference(net, tok, pairs_in, recs, senders=subset)
     ref_sub_s = time.perf_counter() - t0
     ref_full_s = ref_sub_s * forwards(every, recs) / forwards(subset, recs)
     diff = max(float((fast[r] - ref[r]).nan_to_num(0.0, 0.0, 0.0).abs().max() if not ref[r].isnan().all() else 0.0)

@@ -101,6 +101,15 @@ def module(model: nn.Module, arch: Arch, name: str, layer: int | None = None) ->
     return model.get_submodule(arch.path(name, layer))
 
 
+def weight(m: nn.Module, name: str = "weight") -> torch.Tensor:
+    """``m``'s parameter ``name`` (e.g. a linear layer's ``(out, in)`` weight) as a tensor: a type checker reads
+    ``nn.Module``'s attribute access as ``Tensor | Module``; a module whose ``name`` is no tensor is a ``TypeError``."""
+    w = getattr(m, name)
+    if not isinstance(w, torch.Tensor):
+        raise TypeError(f"{type(m).__name__}.{name} is a {type(w).__name__}, not a tensor")
+    return w
+
+
 def torch_dtype(dtype) -> torch.dtype:
     """A torch dtype from a name of :data:`arithmech.core.inputs.DTYPE_NAMES` (``float32``, ``bf16``, ...)
     or a torch dtype itself."""

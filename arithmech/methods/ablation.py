@@ -10,6 +10,8 @@ heads' outputs before ``W_O``); an MLP's is the MLP's output. Two pieces:
   :class:`arithmech.methods.knockout_means.PoolMeans` (a reference pool the evaluated prompts never
   see, leave-one-fold-out over operand pairs). Knockout code is written against the protocol and
   never asks which store it holds.
+* :class:`Forwards`: how a knockout batches its forwards and where it ablates, one checked value that
+  :func:`arithmech.methods.knockout.knockout_topk` and the functions above it take whole.
 * :class:`MeanAblation`: the replacement at one site of one layer, for a batch of rows. As in
   pyvene, an intervention is a small named object with one method: it takes the site's value and
   returns the edited value::
@@ -35,9 +37,12 @@ from typing import Hashable, Protocol
 
 import torch
 
+from arithmech.core.models import BATCH_SIZE
 from arithmech.data.pairs import Sample
 
 POSITIONS = ("end", "all")          # where a component is ablated: END only, or every position
+MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
+MAX_TOKENS = 4096            # knockout_topk: rows x sequence length per forward (the repeated prefix cache)
 
 
 def check_positions(positions: str) -> str:
@@ -45,6 +50,36 @@ def check_positions(positions: str) -> str:
     if positions not in POSITIONS:
         raise ValueError(f"positions={positions!r}: use one of {POSITIONS}")
     return positions
+
+
+@dataclass(frozen=True)
+class Forwards:
+    """How a knockout runs its forwards (:func:`arithmech.methods.knockout.ablated_logits`) and where it ablates.
+    Checked when made: a wrong value is one ``ValueError``. The same numbers come out whatever the sizes (tested);
+    ``positions`` changes them.
+
+    Attributes:
+        batch_size: prompts per length group run together.
+        positions: ``"end"`` (ablate at END, replayed on the clean prefix's key/value cache) or ``"all"``
+            (ablate at every position); :data:`POSITIONS`, :mod:`arithmech.methods.knockout`.
+        max_rows: prompts × ablations run in one forward (the full-vocabulary logits are ``(rows, vocab)``).
+        max_tokens: and at most this many rows × sequence length per forward: the repeated key/value cache of
+            the prefix (``"end"``: ``rows × (seq - 1)`` tokens, each ``L × 2 × n_kv_heads × head_dim`` values) or
+            the activations of ``"all"`` scale with it.
+
+    >>> Forwards(batch_size=64, positions="all")        # max_rows=MAX_ROWS, max_tokens=MAX_TOKENS
+    """
+
+    batch_size: int = BATCH_SIZE
+    positions: str = "end"
+    max_rows: int = MAX_ROWS
+    max_tokens: int = MAX_TOKENS
+
+    def __post_init__(self) -> None:
+        check_positions(self.positions)
+        for name in ("batch_size", "max_rows", "max_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"knockout forwards {name}={getattr(self, name)}: at least 1")
 
 
 class MeanSource(Protocol):

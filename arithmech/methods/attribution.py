@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import arch_for, module
+from arithmech.core.models import arch_for, module, weight
 from arithmech.core.stats import bootstrap_counts
 from arithmech.methods import chain
 from arithmech.methods.patching import EndCache, path_patch_fast
@@ -85,7 +85,7 @@ def _gate_frozen(model, arch, on: bool):
     if not on:
         yield
         return
-    handles = []
+    handles: list = []
     for k in range(model.config.num_hidden_layers):
         act = getattr(module(model, arch, "mlp", k), "act_fn", None)
         if not isinstance(act, torch.nn.Module):
@@ -139,7 +139,7 @@ def attribute(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, a
     R = len(a)
     out = torch.empty(n, L, H + 1)
     chunk = max(1, max_rows // R)
-    dev = module(model, arch, "o_proj", 0).weight.device
+    dev = weight(module(model, arch, "o_proj", 0)).device
     for s in range(0, n, chunk):
         sl = slice(s, min(n, s + chunk))
         al = a.to(dev)[None, :, None]
@@ -173,17 +173,18 @@ def exact(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, sende
     with ``freeze=()`` it equals :func:`~arithmech.methods.patching.path_patch_fast` (tested)."""
     arch, L, H = arch_for(model), model.config.num_hidden_layers, model.config.num_attention_heads
     dh = clean.z.shape[-1] // H
-    dev = module(model, arch, "o_proj", 0).weight.device
+    dev = weight(module(model, arch, "o_proj", 0)).device
     S = len(senders)
     z = [clean.z[:, k].to(dev)[:, None].repeat(1, S + 1, 1) for k in range(L)]
-    add = [None] * L
+    add: list[torch.Tensor | None] = [None] * L
     for c, (i, j) in enumerate(senders, start=1):
         if j < H:
             z[i][:, c, j * dh:(j + 1) * dh] = corrupt.z[:, i, j * dh:(j + 1) * dh].to(dev)
         else:
-            if add[i] is None:
-                add[i] = torch.zeros(clean.z.shape[0], S + 1, clean.resid_pre.shape[-1], device=dev)
-            add[i][:, c] = (corrupt.mlp_out[:, i] - clean.mlp_out[:, i]).to(dev)
+            grown = add[i]
+            if grown is None:                                                  # (n, 1 + S, d): MLP i's patched rows
+                grown = add[i] = torch.zeros(clean.z.shape[0], S + 1, clean.resid_pre.shape[-1], device=dev)
+            grown[:, c] = (corrupt.mlp_out[:, i] - clean.mlp_out[:, i]).to(dev)
     start = clean.resid_pre[:, 0].to(dev)[:, None].expand(-1, S + 1, -1)
     lg = run_chain(model, start, z, add, answer.to(dev), freeze).float().cpu()
     return lg[:, 1:] - lg[:, :1], lg[:, 0]
@@ -232,9 +233,9 @@ def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_
             rows.append(r | {"n": n})
     frame = pd.DataFrame(rows)
     summary = summarize(frame, threshold, top)
-    rel = {k: v / lo[:, :1, None] for k, v in per.items()}                  # (n, L, H+1) per-prompt effects
+    rels = {k: v / lo[:, :1, None] for k, v in per.items()}                 # (n, L, H+1) per-prompt effects
     for m in ("eap", "eap_ig"):
-        summary[m].update(spearman_intervals(rel["exact"], rel[m], H1 - 1, n_boot, seed, clusters))
+        summary[m].update(spearman_intervals(rels["exact"], rels[m], H1 - 1, n_boot, seed, clusters))
     summary["spearman_interval"] = (f"95% percentile bootstrap over {'problem clusters' if clusters else 'prompts'} "
                                     f"({n_boot} resamples, seed {seed}): each resample re-averages both methods' "
                                     "per-prompt effects and re-ranks the senders")

@@ -37,7 +37,7 @@ from typing import Callable, Mapping
 import torch
 from torch import nn
 
-from arithmech.core.models import arch_for, module
+from arithmech.core.models import arch_for, module, weight
 
 Norm = Callable[[nn.Module, torch.Tensor], torch.Tensor]     # (norm module, x) -> normed x
 
@@ -71,10 +71,11 @@ def answer_logits(model, x: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
     → ``(b, R)`` logits of each sample's own answer token, with the unembedding's bias where it has one;
     on the unembedding's device, in the model's dtype."""
     unembed = module(model, arch_for(model), "unembed")
-    a = answer.to(unembed.weight.device)
-    lg = torch.einsum("brd,bd->br", x.to(unembed.weight.device), unembed.weight[a])
+    w = weight(unembed)                                                  # (vocab, d)
+    a = answer.to(w.device)
+    lg = torch.einsum("brd,bd->br", x.to(w.device), w[a])
     if getattr(unembed, "bias", None) is not None:
-        lg = lg + unembed.bias[a][:, None]
+        lg = lg + weight(unembed, "bias")[a][:, None]
     return lg
 
 
@@ -85,7 +86,7 @@ def final_logits(model, r: torch.Tensor, ids: torch.Tensor | None = None) -> tor
     if ids is not None:
         return answer_logits(model, x, ids)[:, 0].float().cpu()
     unembed = module(model, arch_for(model), "unembed")
-    return unembed(x.to(unembed.weight.device))[:, 0].float().cpu()
+    return unembed(x.to(weight(unembed).device))[:, 0].float().cpu()
 
 
 def carry(model, r: torch.Tensor, answer: torch.Tensor, first: int = 0,

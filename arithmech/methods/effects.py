@@ -34,7 +34,7 @@ prompts for numerator and denominator, with the same ``n_boot`` and seed as ``ef
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 import torch
@@ -166,5 +166,6 @@ def studied_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRES
 def concat_patched(ps: Sequence[Patched]) -> Patched:
     """The samples of several :class:`Patched` results, in order, as one."""
     cat = lambda f: None if any(getattr(p, f) is None for p in ps) else torch.cat([getattr(p, f) for p in ps])
-    return Patched(**{f: cat(f) for f in PATCHED_FIELDS})
+    joined: dict[str, Any] = {f: cat(f) for f in PATCHED_FIELDS}          # the optional fields stay None
+    return Patched(**joined)
 

@@ -81,7 +81,8 @@ def strips(model, tok, heads: Sequence[Head], samples: Sequence[pairs.Sample] = 
     for s in samples:
         if templates is None or s.template in templates:
             first.setdefault(s.template, s)
-    items = [(f"{s.template}: {s.clean}", s.clean, s.positions) for s in first.values()]
+    items: list[tuple[str, str, dict | None]] = [(f"{s.template}: {s.clean}", s.clean, s.positions)
+                                                 for s in first.values()]
     items += [(f"unseen: {p}", p, None) for p in prompts]
     if not items:
         raise ValueError("no strips to draw: pass samples (of the given templates) or prompts")

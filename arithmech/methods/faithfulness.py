@@ -94,7 +94,7 @@ from arithmech.methods.faithfulness_rule import (
     summary,
 )
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
-from arithmech.methods.knockout import Ablation, ablated_logits
+from arithmech.methods.knockout import Ablation, Forwards, ablated_logits
 from arithmech.methods.knockout_means import fold
 
 METHODS = ("noising", "converse", "denoising")
@@ -154,7 +154,10 @@ class PerPrompt:
     def key(self, s) -> Hashable:
         raise TypeError("PerPrompt is keyed by the prompt's index")
 
-    def lookup(self, key: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(L, seq, H*dh)``, ``(L, seq, d)``: prompt ``key``'s END values at every position."""
+        if not isinstance(key, int):
+            raise TypeError(f"PerPrompt is keyed by the prompt's index, not {key!r}")
         return self.z[key][:, None].expand(-1, seq, -1), self.mlp[key][:, None].expand(-1, seq, -1)
 
     def source(self, key, seq) -> str:
@@ -185,10 +188,10 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
     z = m = logits = None
     with TraceDict(model, zs, retain_output=False, edit_input=grab), \
             TraceDict(model, ms, retain_output=False, edit_output=grab):
-        for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], batch_size):
+        for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], Forwards(batch_size)):
             zb = torch.stack([got[k] for k in zs], 1)          # (b, L, H*dh): the END forward just seen
             mb = torch.stack([got[k] for k in ms], 1)
-            if z is None:
+            if z is None or m is None or logits is None:          # the first batch: set together
                 z, m = zb.new_empty(n, *zb.shape[1:]), mb.new_empty(n, *mb.shape[1:])
                 logits = lg.new_empty(n, lg.shape[-1]).cpu()
             z[idx], m[idx], logits[idx] = zb, mb, lg.cpu()
@@ -201,8 +204,20 @@ class _Unused:
     layers: int
     is_pooled = True
 
-    def lookup(self, key, seq):
+    def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
         return torch.zeros(self.layers, seq, 1), torch.zeros(self.layers, seq, 1)
+
+    def key(self, s) -> Hashable:
+        return None
+
+    def source(self, key: Hashable | None, seq: int) -> str:
+        return self.describe()
+
+    def for_unseen(self) -> "_Unused":
+        return self
+
+    def describe(self) -> str:
+        return "none (nothing ablated)"
 
 
 @torch.no_grad()
@@ -213,7 +228,7 @@ def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations:
     ``keys``); ``answers = (answer_r, answer_c)``, each ``(n,)`` token ids."""
     answer_r, answer_c = answers
     out = torch.empty(len(ablations), len(prompts), dtype=torch.float64)
-    for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, batch_size):
+    for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, Forwards(batch_size)):
         G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
         at = torch.arange(len(rows), device=logits.device)
         ld = (logits[at, answer_r[rows].to(logits.device)].double()
@@ -236,7 +251,7 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
         for i in idx:
             length[i] = ids.shape[1]
-    by = {}
+    by: dict[tuple, list[int]] = {}
     for i, s in enumerate(every):
         for tier, k in (("template", (s.template, length[i])), ("family", (s.family, length[i])), ("length", length[i])):
             by.setdefault((tier, k), []).append(i)
@@ -363,7 +378,6 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     keep = [ablation_of([c for c in universe if c not in set(circ)]) for _, _, _, circ in plan]
     conv_plan = [p for p in plan if settings.converse_random or p[0] == "top"]
     conv = [ablation_of(c) for *_, c in conv_plan]
-    kw = dict(answers=(ans_r, ans_c), batch_size=batch_size)
     at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
     rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers_all,
                       "left_out_no_source": tiers_all["none"],
@@ -371,14 +385,15 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
                       "ld_x_c": float(ld_c.mean())}
     for name, src, keys in (("mean", means, [means.key(s) for s in samples]),
                             ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples))))):
-        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
+        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, (ans_r, ans_c),
+                 batch_size)                                                       # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
         rows += circuit_rows(at_end("noising", name), plan, (ld[2:2 + len(plan)] - off).T, den, settings, units)
         rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan):] - off).T, den, settings, units)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
     ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
-             [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
+             [Ablation(), every] + [ablation_of(c) for *_, c in plan], (ans_r, ans_c), batch_size)
     rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info

@@ -128,7 +128,8 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     END logits, float32, from the very forward :func:`site_lds` runs (nothing replaced)."""
     L = model.config.num_hidden_layers
     names = [arch_for(model).path("o_proj", i) for i in range(L)]
-    zs, lg = [None] * len(prompts), [None] * len(prompts)
+    zs: list = [None] * len(prompts)                                  # filled: (L, seq_i, H*dh) each
+    lg: list = [None] * len(prompts)                                  # filled: (vocab,) each
     with TraceDict(model, names, retain_input=True, retain_output=False) as tr:
         for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
             out = model(ids.to(input_device(model)), use_cache=False, logits_to_keep=1).logits[:, -1].float().cpu()
@@ -139,7 +140,7 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
 
 
 @torch.no_grad()
-def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor], masks: Sequence[torch.Tensor],
+def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor], masks: Sequence[Sequence[torch.Tensor]],
              answer_r: torch.Tensor, answer_c: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
     """``(A, n)`` float64 LDs at END: prompt ``i`` under mask ``a`` (``masks[a][i] (L, seq_i, H)`` bool) has every
     masked head output replaced by ``values[i] (L, seq_i, H*dh)``, everything else recomputed. The positions

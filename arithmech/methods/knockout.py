@@ -57,12 +57,10 @@ from arithmech.core.prefix import SharedPrefix
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
-from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
+from arithmech.methods.ablation import MAX_ROWS, MAX_TOKENS, Forwards, MeanAblation, MeanSource  # noqa: F401
 from arithmech.methods.knockout_settings import Curve
 
 Head = tuple[int, int]
-MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
-MAX_TOKENS = 4096            # knockout_topk: rows x sequence length per forward (the repeated prefix cache)
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,7 @@ class Means:
 
     def pooled(self) -> "Means":
         """Position-pooled means: position 0 and positions >= 1 averaged over every group."""
-        z0 = zr = m0 = mr = 0
+        z0 = zr = m0 = mr = torch.zeros(())                             # sums over the groups (0 + x is x exactly)
         n0 = nr = 0
         for k, z in self.z.items():
             c, seq = self.count[k], z.shape[1]
@@ -186,30 +184,27 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
 
 @torch.no_grad()
 def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: MeanSource,
-                  ablations: Sequence[Ablation], k: int = 1, batch_size: int = BATCH_SIZE,
-                  max_rows: int = MAX_ROWS, max_tokens: int = MAX_TOKENS,
-                  positions: str = "end") -> tuple[torch.Tensor, torch.Tensor]:
+                  ablations: Sequence[Ablation], k: int = 1,
+                  forwards: Forwards = Forwards()) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-``k`` next tokens at END under each ablation (each a :class:`~arithmech.methods.ablation.MeanAblation`
     of every layer's o_proj input and MLP output, one mask row per prompt × ablation row).
 
     Args:
+        prompts: the ``n`` prompts.
         keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
         ablations: ``A`` ablations; the empty :class:`Ablation` is the intact model.
-        max_rows: prompts × ablations run in one forward (the full-vocabulary logits are
-            ``(rows, vocab)``).
-        max_tokens: and at most this many rows × sequence length per forward: the repeated
-            key/value cache of the prefix (``"end"``: ``rows × (seq - 1)`` tokens, each
-            ``L × 2 × n_kv_heads × head_dim`` values) or the activations of ``"all"`` scale with it.
-        positions: ``"end"`` (ablate at END, replayed on the clean prefix's key/value cache) or
-            ``"all"`` (ablate at every position); see the module docstring.
+        forwards: the batching and where to ablate (:class:`~arithmech.methods.ablation.Forwards`: ``"end"``,
+            the default, or ``"all"``; see the module docstring).
     Returns:
         ``ids (A, n, k)`` and ``probs (A, n, k)``.
+
+    >>> ids, p = knockout_topk(model, tok, ["4 + 3 ="], None, means.for_unseen(), [Ablation(), Ablation.of([(0, 3)])],
+    ...                        k=5, forwards=Forwards(positions="all"))     # ids, p: (2, 1, 5)
     """
     A, n = len(ablations), len(prompts)
     out_ids = torch.empty(A, n, k, dtype=torch.long)
     out_p = torch.empty(A, n, k)
-    for where, idx, logits in ablated_logits(model, tok, prompts, keys, means, ablations, batch_size, max_rows,
-                                             max_tokens, positions):
+    for where, idx, logits in ablated_logits(model, tok, prompts, keys, means, ablations, forwards):
         p, i = logits.softmax(-1).topk(k, -1)                        # (G * b, k), row i*G + a
         b, G = len(idx), len(where)
         i, p = i.cpu().view(b, G, k), p.cpu().view(b, G, k)
@@ -221,15 +216,15 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
 
 @torch.no_grad()
 def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: MeanSource,
-                   ablations: Sequence[Ablation], batch_size: int = BATCH_SIZE, max_rows: int = MAX_ROWS,
-                   max_tokens: int = MAX_TOKENS, positions: str = "end"):
+                   ablations: Sequence[Ablation], forwards: Forwards = Forwards()):
     """The forwards of :func:`knockout_topk` (same arguments), as a generator of ``(where, idx, logits)``:
     ``logits (b * G, vocab)`` float32 END logits of the prompts ``idx`` (a batch of ``b`` equal-length
     prompts) under ``G`` distinct ablations, row ``i * G + g`` prompt ``idx[i]`` under the ``g``-th of them;
     ``where[g]`` lists the positions in ``ablations`` that ablation stands for (identical ablations run once).
     While a chunk is yielded, every hook on the model has just seen that chunk's END forward (a caller's own
     :class:`~arithmech.core.trace.TraceDict` around the loop reads it there)."""
-    check_positions(positions)
+    batch_size, positions = forwards.batch_size, forwards.positions   # checked when the Forwards was made
+    max_rows, max_tokens = forwards.max_rows, forwards.max_tokens
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
     unique = list(dict.fromkeys(ablations))                          # identical ablations run once
@@ -271,11 +266,12 @@ def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] 
                 look.append((z[:, -1:].clone(), m[:, -1:].clone()) if end else (z, m))
             st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq or 1, H*dh)
             st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq or 1, d)
-            look, prefix = None, None
+            look, prefix = [], None                                    # the lookups freed before the forwards
             if end:
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
                 prefix = shared.forward(ids[:, :-1], logits_to_keep=1, use_cache=True).cache  # clean
             G = max(1, min(max_rows, max_tokens // seq) // b)
+            cache: DynamicCache | None = None
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)
                 st["G"] = a1 - a0
@@ -295,18 +291,20 @@ def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] 
 
 
 def correct(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation],
-            **kw) -> torch.Tensor:
+            forwards: Forwards = Forwards()) -> torch.Tensor:
     """``(A, n)`` whether the top-1 token at END is the answer token under each ablation.
 
-    ``means``: a :class:`Means` or a :class:`~arithmech.methods.knockout_means.PoolMeans`."""
+    ``means``: a :class:`Means` or a :class:`~arithmech.methods.knockout_means.PoolMeans`; ``forwards``:
+    :func:`knockout_topk`'s."""
     keys = None if means.is_pooled else [means.key(s) for s in samples]
-    ids, _ = knockout_topk(model, tok, [s.clean for s in samples], keys, means, ablations, k=1, **kw)
+    ids, _ = knockout_topk(model, tok, [s.clean for s in samples], keys, means, ablations, k=1, forwards=forwards)
     return ids[..., 0] == answer_ids(tok, samples)
 
 
-def accuracy(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation], **kw) -> torch.Tensor:
+def accuracy(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation],
+             forwards: Forwards = Forwards()) -> torch.Tensor:
     """``(A,)`` top-1 accuracy on ``samples`` (answer token {C}) under each ablation."""
-    return correct(model, tok, samples, means, ablations, **kw).float().mean(-1)
+    return correct(model, tok, samples, means, ablations, forwards).float().mean(-1)
 
 
 def mean_sources(tok, samples: Sequence[Sample], means: MeanSource) -> str:
@@ -347,12 +345,12 @@ def random_draw(order: Sequence, k: int, avoid: Sequence = ()) -> list:
 
 
 def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, curve: Curve, n_random: int,
-                   seed: int, **kw) -> pd.DataFrame:
+                   seed: int, forwards: Forwards = Forwards()) -> pd.DataFrame:
     """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``curve.ks``),
     and ``k`` random ones (each ``k`` in ``curve.random_ks``, default ``curve.ks``) drawn from ``curve.universe``
     minus ``curve.exclude`` (the key components: a random draw never holds one), ``n_random`` orders seeded by
-    ``seed`` (:class:`~arithmech.methods.knockout_settings.Curve`); ``kw``: :func:`knockout_topk`'s batching and
-    positions.
+    ``seed`` (:class:`~arithmech.methods.knockout_settings.Curve`); ``forwards``: :func:`knockout_topk`'s batching
+    and positions.
 
     ``curve.exclude_top``: the draw at ``k`` also leaves out the top ``k`` by effect rank — the components the
     effect-rank point it is compared with knocks out — so it is "``k`` components outside the top ``k`` and the
@@ -378,7 +376,7 @@ def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, cur
     for s in range(len(rand)):                          # seed-major, as knockout.csv has always been written
         for k in drawable:
             add("random-rank", s, k, draws[k][s])
-    ok = correct(model, tok, samples, means, abls, **kw).sum(-1)
+    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1)
     return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
 
 

@@ -56,6 +56,13 @@ def pool_key(s: pairs.Sample) -> tuple:
     return (s.template, s.family, s.a, s.b)
 
 
+def _parts(key: Hashable | None) -> tuple | None:
+    """A pool key :func:`pool_key` ``(template, family, a, b)`` as the tuple it is (``None`` stays ``None``)."""
+    if key is None or isinstance(key, tuple):
+        return key
+    raise TypeError(f"a pool key is (template, family, a, b), not {key!r}")
+
+
 @dataclass
 class PoolMeans:
     """Fold sums of a reference pool (see the module docstring) and the rule that picks a prompt's mean:
@@ -136,7 +143,8 @@ class PoolMeans:
         ``"all-families"`` (no family of its own in the pool, or a prompt without one)."""
         if self._group(key, seq) is not None:
             return "template"
-        return "family" if key is not None and key[1] in self.family else "all-families"
+        k = _parts(key)
+        return "family" if k is not None and k[1] in self.family else "all-families"
 
     def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(L, seq, H*dh)``, ``(L, seq, d)`` float32 means for a prompt of length ``seq`` with
@@ -146,8 +154,9 @@ class PoolMeans:
             (z, m, _), f, n = got
             keep = torch.arange(self.folds) != f
             return z[keep].sum(0) / n, m[keep].sum(0) / n
-        fam = key[1] if key is not None and key[1] in self.family else ALL
-        f = fold(key[2], key[3], self.folds) if key is not None else None
+        k = _parts(key)
+        fam = k[1] if k is not None and k[1] in self.family else ALL
+        f = fold(k[2], k[3], self.folds) if k is not None else None
         z, m, n = self.family[fam]
         z, m, n = z[:, :, -seq:], m[:, :, -seq:], n[:, -seq:]
         keep = torch.ones(self.folds, dtype=torch.bool)
@@ -157,7 +166,7 @@ class PoolMeans:
         if seq <= z.shape[2] and bool((cnt > 0).all()):
             return z[keep].sum(0) / cnt[None, :, None], m[keep].sum(0) / cnt[None, :, None]
         if fam != ALL:
-            return self.lookup(None if key is None else (key[0], ALL, key[2], key[3]), seq)
+            return self.lookup(None if k is None else (k[0], ALL, k[2], k[3]), seq)
         # longer than every pool prompt: positions the pool never reaches get the mean over all its positions
         zs, ms, c = z[keep].sum(0), m[keep].sum(0), cnt.clamp(min=1)[None, :, None]
         fill_z, fill_m = zs.sum(1) / cnt.sum(), ms.sum(1) / cnt.sum()               # (L, ·)

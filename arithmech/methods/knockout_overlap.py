@@ -11,7 +11,7 @@ import pandas as pd
 
 from arithmech.data.pairs import Sample
 from arithmech.methods.effects import ranking
-from arithmech.methods.knockout import Ablation, Head, Means, accuracy
+from arithmech.methods.knockout import Ablation, Forwards, Head, Means, accuracy
 
 
 def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> dict:
@@ -23,14 +23,16 @@ def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> 
 
 
 def overlap_knockout(model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sample], Means]],
-                     **kw) -> pd.DataFrame:
+                     forwards: Forwards = Forwards()) -> pd.DataFrame:
     """Table 4: accuracy of each dataset after knocking out the shared heads, either run's specific
-    heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means)."""
+    heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means); ``forwards``:
+    :func:`~arithmech.methods.knockout.knockout_topk`'s batching and positions."""
     sets = {"shared": ov["shared"], "only_a": ov["only_a"], "only_b": ov["only_b"], "top_a": ov["a"],
             "top_b": ov["b"]}
     rows = []
     for name, (samples, means) in datasets.items():
-        acc = accuracy(model, tok, samples, means, [Ablation()] + [Ablation.of(heads=h) for h in sets.values()], **kw)
+        acc = accuracy(model, tok, samples, means, [Ablation()] + [Ablation.of(heads=h) for h in sets.values()],
+                       forwards)
         base = float(acc[0])
         for (which, h), a in zip(sets.items(), acc[1:].tolist()):
             rows.append({"dataset": name, "knocked_out": which, "n_heads": len(h), "base_accuracy": base,

@@ -35,7 +35,7 @@ from arithmech.data import templates as templates_module
 from arithmech.data.draw import Draw
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
-from arithmech.methods.ablation import MeanSource
+from arithmech.methods.ablation import Forwards, MeanSource
 from arithmech.methods.effects import key_heads, ranking
 from arithmech.methods.knockout import (
     Ablation,
@@ -53,6 +53,7 @@ from arithmech.methods.knockout_settings import (  # noqa: F401
     SPLITS,
     Curve,
     KnockoutSettings,
+    Prompts,
     split_positions,
 )
 from arithmech.methods.pool_cache import cached_pool
@@ -94,9 +95,10 @@ class Ranked:
         return Studied(*ranking(self.effects, task), key_heads(self.effects, task, self.threshold))
 
 
-def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], n: int, seed: int,
-                 batch_size: int = BATCH_SIZE, *, draw: Draw, heldout: bool = False) -> list[pairs.Sample]:
-    """The knockout's prompts. ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
+def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample],
+                 prompts: Prompts) -> list[pairs.Sample]:
+    """The knockout's prompts (``prompts``: :class:`~arithmech.methods.knockout_settings.Prompts`, how many, the
+    seed, the draw, the split, the batches). ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
     problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
     (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
     ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
@@ -105,7 +107,12 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     answer written by greedy decoding, :func:`arithmech.methods.prepare.prepare`) (a model that answers few prompts right, such as
     SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
-    templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most."""
+    templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most.
+
+    >>> got = eval_samples(model, tok, tpls, xr, Prompts(n=256, seed=0, draw=Draw("last-digit"), heldout=True,
+    ...                                                  batch_size=64))     # up to 256 distinct Samples
+    """
+    n, seed, draw, heldout, batch_size = prompts.n, prompts.seed, prompts.draw, prompts.heldout, prompts.batch_size
     out = [] if heldout else list({s.clean: s for s in base}.values())[:n]   # distinct: a repeat is not more evidence
     tried = {s.clean for s in base}                               # every prompt filtered or kept so far
     ranked = {splits.cluster(s) for s in base} if heldout else set()
@@ -146,18 +153,18 @@ def sample_templates(samples: Sequence[pairs.Sample]) -> list:
     return [templates_module.TEMPLATES[i] for i in ids if i in templates_module.TEMPLATES]
 
 
-def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, positions: str,
-                batch_size: int = BATCH_SIZE) -> list[dict]:
+def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, forwards: Forwards) -> list[dict]:
     """The six rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
     the X_r answer token, the majority floor (always answering the most frequent answer token) and the
     conditioned floor (the draw population's guess from the operation, the carried digits and one operand, on
-    these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`; issue #41)."""
+    these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`; issue #41).
+    ``forwards``: the knockouts' batching and positions; X_c runs in its batches."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
-    ok = correct(model, tok, samples, means, abls, batch_size=batch_size, positions=positions).sum(-1).tolist()
+    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1).tolist()
     gold = pairs.answer_ids(tok, samples)
-    xc = int((predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0] == gold).sum())
+    xc = int((predict(model, tok, [s.corrupt for s in samples], forwards.batch_size)[:, 0] == gold).sum())
     floor = Counter(gold.tolist()).most_common(1)[0][1]
     src = mean_sources(tok, samples, means)
     n = len(samples)
@@ -183,11 +190,12 @@ def layer_matched_draws(chosen: Sequence, universe: Sequence, exclude: Sequence,
 
 
 def layer_matched_rows(model, tok, samples, means: MeanSource, curve: Curve, n_random: int, seed: int,
-                       **kw) -> pd.DataFrame:
+                       forwards: Forwards) -> pd.DataFrame:
     """Knockout rows (order :data:`LAYER_MATCHED`, ``seed`` = the draw) of :func:`layer_matched_draws` matched to
     the top ``k`` of ``curve.ranking`` for each ``k`` in ``curve.ks``, drawn from ``curve.universe`` outside them and
     ``curve.exclude`` — the random control whose heads sit in the same layers as the ones compared with it (the
-    unmatched random rows draw from every layer). Heads only; ``curve.random_ks`` and ``exclude_top`` are not read."""
+    unmatched random rows draw from every layer). Heads only; ``curve.random_ks`` and ``exclude_top`` are not read.
+    ``forwards``: :func:`~arithmech.methods.knockout.knockout_topk`'s batching and positions."""
     ranking, universe, exclude = curve.ranking, curve.universe, curve.exclude
     abls, rows = [], []
     for k in curve.ks:
@@ -196,7 +204,7 @@ def layer_matched_rows(model, tok, samples, means: MeanSource, curve: Curve, n_r
             rows.append({"kind": "head", "order": LAYER_MATCHED, "seed": s, "k": k})
     if not abls:
         return pd.DataFrame(columns=["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"])
-    ok = correct(model, tok, samples, means, abls, **kw).sum(-1)
+    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1)
     return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
 
 
@@ -228,28 +236,29 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
     universe = [(l, h) for l in range(L) for h in range(H)]
-    studied = key_h or heads[:RANDOM_HEAD_KS[0]]
+    chosen = key_h or heads[:RANDOM_HEAD_KS[0]]                   # the studied heads at the other settings
     src = mean_sources(tok, samples, means)
     frames = []
     for i, pos in enumerate(settings.position_settings):
-        kw = dict(n_random=settings.n_random, seed=settings.seed, batch_size=batch_size, positions=pos)
+        forwards = Forwards(batch_size=batch_size, positions=pos)
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
             mk = default_ks(L)
             plan = [Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
                     Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True)]
         elif full:
-            plan = [Curve("head", studied, universe, studied, [len(studied)], [len(studied)], False)]
+            plan = [Curve("head", chosen, universe, chosen, [len(chosen)], [len(chosen)], False)]
         else:
             plan = [Curve("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
         for curve in plan:
-            frames.append(knockout_curve(model, tok, samples, means, curve, **kw).assign(positions=pos,
-                                                                                         mean_source=src))
+            frames.append(knockout_curve(model, tok, samples, means, curve, n_random=settings.n_random,
+                                         seed=settings.seed, forwards=forwards).assign(positions=pos, mean_source=src))
         if full and i == 0:         # layer-matched random heads at the key heads' k and the claims' k (issue #41)
-            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks))
-            frames.append(layer_matched_rows(model, tok, samples, means, replace(plan[0], ks=lk), **kw).assign(
+            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks or ()))
+            frames.append(layer_matched_rows(model, tok, samples, means, replace(plan[0], ks=lk),
+                                             n_random=settings.n_random, seed=settings.seed, forwards=forwards).assign(
                 positions=pos, mean_source=src))
-        frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
+        frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, forwards)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 
 
@@ -281,8 +290,8 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
         if got is not None:
             evals[t] = [pairs.Sample.from_json(x) for x in got]
             continue
-        evals[t] = eval_samples(model, tok, templates.get(t), ss, knockout_samples, settings.seed, batch_size,
-                                draw=draw, heldout=held[t])
+        evals[t] = eval_samples(model, tok, templates.get(t), ss,
+                                Prompts(knockout_samples, settings.seed, draw, held[t], batch_size))
         if ck is not None:
             ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
     held["all"] = all(held[t] for t in (samples if pooled is None else pooled))

@@ -1,13 +1,15 @@
 """How identify's knockout runs: its settings as one checked value (issue #42), with no torch import, so the step
 config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads;
-and what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.knockout.knockout_curve`
-takes it."""
+what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.knockout.knockout_curve`
+takes it; and which prompts a knockout draws (:class:`Prompts`), as
+:func:`arithmech.methods.knockout_run.eval_samples` takes them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
 
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
+from arithmech.data.draw import Draw
 
 SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
 CURVES_FOR = ("primary", "each")        # full curves for the primary task only, or for every task
@@ -92,3 +94,31 @@ class Curve:
     def __post_init__(self) -> None:
         if self.kind not in ("head", "mlp"):
             raise ValueError(f"kind {self.kind!r}: use 'head' or 'mlp'")
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Which prompts a knockout measures on (:func:`arithmech.methods.knockout_run.eval_samples`). Checked when
+    made: a wrong value is one ``ValueError``.
+
+    Attributes:
+        n: prompts wanted (fewer come back when the templates run out of distinct ones).
+        seed: the draw streams' seed (round ``r`` draws with ``crc32("knockout-prompts:{seed}:{r}")``).
+        draw: how pairs are drawn (:class:`~arithmech.data.draw.Draw`: answer token, shots, example sets).
+        heldout: fresh prompts of problems never ranked on, X_c checked (identify's default split), or the
+            ranking X_r topped up with fresh ones (``False``).
+        batch_size: prompts per forward pass of the checks.
+
+    >>> Prompts(n=256, seed=0, draw=Draw("last-digit"), heldout=True, batch_size=64)
+    """
+
+    n: int
+    seed: int
+    draw: Draw
+    heldout: bool
+    batch_size: int
+
+    def __post_init__(self) -> None:
+        for name in ("n", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"knockout prompts {name}={getattr(self, name)}: at least 1")

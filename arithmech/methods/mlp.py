@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import arch_for, module
+from arithmech.core.models import arch_for, module, weight
 from arithmech.data import pairs
 from arithmech.methods.patching import end_cache
 
@@ -70,7 +70,7 @@ def mlp_vectors(model, tok, prompts: Sequence[str], final_norm: bool = True,
 
 def unembedding(model, ids: torch.Tensor | None = None) -> torch.Tensor:
     """``W_U`` rows ``ids`` (all rows when ``None``): ``(len(ids), d_model)`` float32 on CPU."""
-    w = module(model, arch_for(model), "unembed").weight.detach()
+    w = weight(module(model, arch_for(model), "unembed")).detach()
     return (w if ids is None else w[ids.to(w.device)]).float().cpu()
 
 
@@ -146,8 +146,8 @@ def breakpoints(y: Sequence[float]) -> tuple[int, int, int]:
     flat-then-rising curve (Fig. 14) where it leaves the plateau, where the slope changes, and
     where it stops changing. Needs at least 5 layers.
     """
-    y = np.asarray(y, dtype=float)
-    L = len(y)
+    v = np.asarray(y, dtype=float)                                   # (L,)
+    L = len(v)
     if L < 5:
         raise ValueError(f"breakpoints needs a curve over at least 5 layers, got {L}")
     x = np.arange(L) / (L - 1)
@@ -155,10 +155,11 @@ def breakpoints(y: Sequence[float]) -> tuple[int, int, int]:
     X = np.concatenate([np.broadcast_to(np.stack([np.ones(L), x], -1), (len(knots), L, 2)),
                         np.maximum(x[None, :, None] - knots[:, None, :], 0)], -1)       # (T, L, 5)
     Xt = X.transpose(0, 2, 1)
-    beta = np.linalg.solve(Xt @ X, (Xt @ y)[..., None])                                  # (T, 5, 1)
-    sse = (((X @ beta)[..., 0] - y) ** 2).sum(-1)                                        # (T,)
-    best = int(np.flatnonzero(sse <= sse.min() + 1e-9 * max(1.0, float((y ** 2).sum())))[0])
-    return tuple(int(round(k * (L - 1))) for k in knots[best])
+    beta = np.linalg.solve(Xt @ X, (Xt @ v)[..., None])                                  # (T, 5, 1)
+    sse = (((X @ beta)[..., 0] - v) ** 2).sum(-1)                                        # (T,)
+    best = int(np.flatnonzero(sse <= sse.min() + 1e-9 * max(1.0, float((v ** 2).sum())))[0])
+    start, inflection, end = (int(round(k * (L - 1))) for k in knots[best])
+    return start, inflection, end
 
 
 def stage_layers(mlp: pd.DataFrame) -> dict[str, tuple[int, int, int]]:

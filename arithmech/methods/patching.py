@@ -36,15 +36,16 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module
+from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module, weight
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
+from arithmech.methods.patch_inputs import EndCache, Inputs
 
 MAX_ROWS = 1 << 13           # fast path: rows of the running END state per chunk of samples
 MAX_LOGITS = 1 << 24         # fast path with prob=True: full-vocabulary logits held at once
@@ -53,27 +54,6 @@ REL_TOL = 1e-2               # |logit_o| below this x the sample's logit scale: 
 
 
 # ----------------------------------------------------------------------------------- END caches
-@dataclass
-class EndCache:
-    """Activations of one run at the END position, per layer, rows in prompt order.
-
-    z: ``(n, L, H*dh)`` o_proj input; attn_out: ``(n, L, d)`` o_proj output; resid_pre: ``(n, L, d)``
-    residual before attention; resid_mid: ``(n, L, d)`` residual before the MLP; mlp_out:
-    ``(n, L, d)``. When answer ids were given: answer_logit, logsumexp, logit_std, top1: ``(n,)``
-    from the model's own END logits.
-    """
-
-    z: torch.Tensor
-    attn_out: torch.Tensor
-    resid_pre: torch.Tensor
-    resid_mid: torch.Tensor
-    mlp_out: torch.Tensor
-    answer_logit: torch.Tensor | None = None
-    logsumexp: torch.Tensor | None = None
-    logit_std: torch.Tensor | None = None
-    top1: torch.Tensor | None = None
-
-
 _SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("attn_norm", "in"),
           "resid_mid": ("mlp_norm", "in"), "mlp_out": ("mlp", "out")}
 
@@ -107,7 +87,7 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
         rows_of[u].append(r)
     store: dict[str, list] = {}
     order = []
-    answer_logit = torch.empty(len(prompts)) if answer is not None else None
+    answer_logit = torch.empty(len(prompts))                              # kept only with answer ids
     dev = input_device(model)
     batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, uniq, batch_size)]
     shared = SharedPrefix(model, [ids for _, ids in batches])        # few-shot prefixes, run before any hook
@@ -132,7 +112,7 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
     for key in list(store):                  # pop: each field's batches are freed once it is assembled
         parts = store.pop(key)
         out[key] = torch.cat([p.to(parts[0].device) for p in parts])[perm.to(parts[0].device)][inv.to(parts[0].device)]
-    return EndCache(**out, answer_logit=answer_logit)
+    return EndCache(**out, answer_logit=answer_logit if answer is not None else None)
 
 
 # ------------------------------------------------------------------------------------- results
@@ -212,7 +192,8 @@ class Patched:
     def select(self, rows) -> "Patched":
         """The same result restricted to some samples (``rows``: indices or a bool mask)."""
         pick = lambda t: None if t is None else t[rows]
-        return Patched(**{f: pick(getattr(self, f)) for f in FIELDS})
+        kept: dict[str, Any] = {f: pick(getattr(self, f)) for f in FIELDS}     # the optional fields stay None
+        return Patched(**kept)
 
 
 FIELDS = tuple(Patched.__dataclass_fields__)      # every tensor of a Patched, in order (checkpoints, concat)
@@ -278,7 +259,7 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         state, base_cols = None, []
         for k in range(L):
             dev = chain.device_of(module(model, arch, "mlp", k))
-            w_o = module(model, arch, "o_proj", k).weight
+            w_o = weight(module(model, arch, "o_proj", k))                      # (d, H*dh)
             dz = (corrupt.z[sl, k] - clean.z[sl, k]).to(w_o.device)
             delta = head_contributions(dz, w_o, H).to(dev)                        # (b, H, d)
             new = clean.resid_mid[sl, k].to(dev)[:, None] + torch.cat([torch.zeros_like(delta[:, :1]), delta], 1)
@@ -294,41 +275,46 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
             state = torch.cat([state, mlp_row[:, None]], 1)
             unchanged[sl, k, :H] = (delta == 0).all(-1).cpu()
             unchanged[sl, k, H] = (d_mlp == 0).all(-1).cpu()
+        if state is None:
+            raise ValueError("path patching needs a model with at least one layer")
         x = chain.final_norm(model, state)                                         # (b, L*(H+2), d)
         lg = chain.answer_logits(model, x, answer[sl]).float().cpu().view(-1, L, H + 2)
         # layout per layer: [baseline, head 0..H-1, mlp]
         logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
         lc = chain.answer_logits(model, x, cf["counter"][sl]).float().cpu().view(-1, L, H + 2)
         counter_o[sl], counter_p[sl, :, :H], counter_p[sl, :, H] = lc[..., 0], lc[..., 1:H + 1], lc[..., H + 1]
-        if prob:                             # full-vocabulary logits, a few samples at a time
-            per_sample = x.shape[1] * unembed.weight.shape[0]
+        if lse_p is not None and lse_o is not None:     # prob: full-vocabulary logits, a few samples at a time
+            per_sample = x.shape[1] * weight(unembed).shape[0]
             lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
-                             x.to(unembed.weight.device).split(max(1, max_logits // per_sample))])
+                             x.to(weight(unembed).device).split(max(1, max_logits // per_sample))])
             lse = lse.cpu().view(-1, L, H + 2)
             lse_o[sl], lse_p[sl, :, :H], lse_p[sl, :, H] = lse[..., 0], lse[..., 1:H + 1], lse[..., H + 1]
     # A sender whose change to the residual is exactly 0 leaves the run as it was: copy the baseline,
     # so that e.g. clean -> clean is exactly 0 however the BLAS splits rows among threads.
     logit_p = torch.where(unchanged, logit_o[..., None], logit_p)
     counter_p = torch.where(unchanged, counter_o[..., None], counter_p)
-    if prob:
+    if lse_p is not None and lse_o is not None:      # prob
         lse_p = torch.where(unchanged, lse_o[..., None], lse_p)
-    return Patched(logit_p, logit_o, clean.answer_logit.cpu(), clean.logit_std.cpu(), lse_p, lse_o,
+    return Patched(logit_p, logit_o, clean.need("answer_logit").cpu(), clean.need("logit_std").cpu(), lse_p, lse_o,
                    counter_p=counter_p, counter_o=counter_o, **cf)
 
 
 # ----------------------------------------------------------------------------- reference path
 @torch.no_grad()
-def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache,
-                         answer: torch.Tensor, prob: bool = False, batch_size: int = BATCH_SIZE,
+def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_size: int = BATCH_SIZE,
                          components: Sequence[tuple[int, int]] | None = None) -> Patched:
-    """Algorithm 1 literally: one hooked forward of the clean prompts per sender, batched over samples.
+    """Algorithm 1 literally: one hooked forward of ``inputs.prompts`` (X_r) per sender, batched over samples, the
+    frozen and patched values from the END caches ``inputs.clean`` / ``inputs.corrupt`` (``z (n, L, H*dh)``,
+    ``mlp_out (n, L, d)``), the logit of ``inputs.answer (n,)`` (:class:`~arithmech.methods.patch_inputs.Inputs`).
 
     Head ``(i, j)``: at END, o_proj's input in layer ``i`` is the clean value with head ``j``'s slice
     from ``X_c``; in every later layer it is the clean value (all heads frozen). MLP ``(i, H)``: MLP
     ``i``'s END output is its ``X_c`` value and all heads of later layers are frozen at END. Anything
     not frozen (the MLPs after the sender) recomputes. ``components`` limits the scan (default: all).
     X_c's answer (:func:`counter_fields`) is read from the same forwards, ``counter_o`` from one unhooked one.
+    Returns a :class:`Patched`, ``logit_p (n, L, H + 1)`` (a component left out of ``components``: NaN).
     """
+    prompts, clean, corrupt, answer = inputs.prompts, inputs.clean, inputs.corrupt, inputs.answer
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
     dh = clean.z.shape[-1] // H
@@ -373,11 +359,11 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
                 lg = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
                 logit_p[idx, comp[0], comp[1]] = lg.gather(1, answer[idx].to(lg.device)[:, None])[:, 0].cpu()
                 counter_p[idx, comp[0], comp[1]] = pick(lg, cf["counter"], idx)
-                if prob:
+                if lse_p is not None:                                   # prob
                     lse_p[idx, comp[0], comp[1]] = lg.logsumexp(-1).cpu()
-    o = clean.answer_logit.cpu()
-    lse_o = clean.logsumexp.cpu()[:, None].expand(n, L).clone() if prob else None
-    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.logit_std.cpu(), lse_p, lse_o,
+    o = clean.need("answer_logit").cpu()
+    lse_o = clean.need("logsumexp").cpu()[:, None].expand(n, L).clone() if prob else None
+    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.need("logit_std").cpu(), lse_p, lse_o,
                    counter_p=counter_p, counter_o=counter_o[:, None].expand(n, L).clone(), **cf)
 
 
@@ -407,12 +393,12 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
     # X_c with the answer ids too, for the model's own top-1 there (the counterfactual's answer)
     clean = end_cache(model, tok, clean_prompts, answer, batch_size)
     corrupt = end_cache(model, tok, corrupt_prompts, answer, batch_size)
-    return path_patch_reference(model, tok, clean_prompts, clean, corrupt, answer, prob, batch_size)
+    return path_patch_reference(model, tok, Inputs(clean_prompts, clean, corrupt, answer), prob, batch_size)
 
 
 def split_cache(cache: EndCache, n: int) -> tuple[EndCache, EndCache]:
     """Rows ``[:n]`` and ``[n:]`` of a cache as two caches."""
     fields = EndCache.__dataclass_fields__
-    a = {f: None if getattr(cache, f) is None else getattr(cache, f)[:n] for f in fields}
-    b = {f: None if getattr(cache, f) is None else getattr(cache, f)[n:] for f in fields}
+    a: dict[str, Any] = {f: None if getattr(cache, f) is None else getattr(cache, f)[:n] for f in fields}
+    b: dict[str, Any] = {f: None if getattr(cache, f) is None else getattr(cache, f)[n:] for f in fields}
     return EndCache(**a), EndCache(**b)

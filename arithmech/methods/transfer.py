@@ -19,7 +19,7 @@ from arithmech.data import pairs, splits
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import Sample
 from arithmech.evals.scoring import check_counterfactuals
-from arithmech.methods.ablation import MeanSource
+from arithmech.methods.ablation import Forwards, MeanSource
 from arithmech.methods.effects import concat_patched, effects_frame, studied_heads
 from arithmech.methods.knockout import (
     Ablation,
@@ -58,12 +58,12 @@ def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
     """
     pooled = means.for_unseen()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
-    rows = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
+    rows: list[dict] = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
              "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
             for c, (p, e) in enumerate(cases) if unknown_words(tok, p)]
     if ok:
         ids, probs = knockout_topk(model, tok, [p for _, p, _ in ok], None, pooled,
-                                   [Ablation(), Ablation.of(heads=heads)], k=k, positions=positions)
+                                   [Ablation(), Ablation.of(heads=heads)], k=k, forwards=Forwards(positions=positions))
         for a, when in enumerate(("before", "after")):
             for r, (c, p, e) in enumerate(ok):
                 for j in range(k):
@@ -74,19 +74,31 @@ def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
         key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s, ignore_index=True)
 
 
+def random_heads(heads: Sequence[Head], universe: Sequence[Head], n_random: int, seed: int) -> list[list[Head]]:
+    """``n_random`` seeded sets of as many heads as ``heads``, drawn from ``universe`` minus ``heads`` (the first
+    ``len(heads)`` of each of :func:`~arithmech.methods.knockout.random_orders`), for :func:`heldout_drop`."""
+    return [p[:len(heads)] for p in random_orders(universe, heads, n_random, seed)]
+
+
 def heldout_drop(model, tok, heads: Sequence[Head], means: MeanSource, samples: Sequence[Sample],
-                 universe: Sequence[Head], n_random: int = 20, seed: int = 0, **kw) -> dict:
+                 random_sets: Sequence[Sequence[Head]], forwards: Forwards) -> dict:
     """Accuracy on ``samples`` (a family not used to find ``heads``) before and after knocking out
-    ``heads``, and after knocking out as many random heads *other than* ``heads`` (``n_random`` seeds).
+    ``heads``, and after knocking out each of ``random_sets`` (as many random heads *other than* ``heads``,
+    :func:`random_heads`; ``random_orders`` in the record counts them).
 
     ``means``: a :class:`~arithmech.methods.knockout_means.PoolMeans` (the family's own pool where it
-    has one; ``mean_source`` says which) or a :class:`Means` (position-pooled).
+    has one; ``mean_source`` says which) or a :class:`Means` (position-pooled). ``forwards``:
+    :func:`~arithmech.methods.knockout.knockout_topk`'s batching and positions.
     ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP; accuracies
-    with Wilson 95% intervals, the random ones as mean and 5–95% quantiles over the orders.
+    with Wilson 95% intervals, the random ones as mean and 5–95% quantiles over the sets.
+
+    >>> r = heldout_drop(model, tok, [(3, 2)], pool, test, random_heads([(3, 2)], universe, 20, 0), Forwards())
+    >>> r["relative_drop"], r["random_accuracy_q05"], r["random_accuracy_q95"]
     """
     means = means.for_unseen()
-    rand = [Ablation.of(heads=p[:len(heads)]) for p in random_orders(universe, heads, n_random, seed)]
-    ok = correct(model, tok, samples, means, [Ablation(), Ablation.of(heads=heads)] + rand, **kw).sum(-1)
+    n_random = len(random_sets)
+    rand = [Ablation.of(heads=h) for h in random_sets]
+    ok = correct(model, tok, samples, means, [Ablation(), Ablation.of(heads=heads)] + rand, forwards=forwards).sum(-1)
     n = len(samples)
     base, ko = with_interval({}, int(ok[0]), n), with_interval({}, int(ok[1]), n)
     r = ok[2:].double() / n
@@ -126,7 +138,7 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, 
     so its prompts get their own family's per-position means. The held-out family's pairs are drawn with
     ``draw`` (identify's :class:`~arithmech.data.draw.Draw`), ``res.params["n_samples"]`` of them (X_r's),
     seeded by ``res.params["seed"] + 1``."""
-    id_heads, id_source = id_heads
+    heads_found, id_source = id_heads                # found without the held-out family: the ones knocked out
     held_ids = {t.id for t in pairs.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     keep = [s for s in every if s.template not in held_ids]
@@ -155,9 +167,9 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, 
     means = res.means
     if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
-    r = heldout_drop(model, tok, id_heads, means, test, universe, res.params["n_random"], seed, batch_size=batch_size,
-                     positions=positions)
-    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in id_heads],
+    r = heldout_drop(model, tok, heads_found, means, test, random_heads(heads_found, universe, res.params["n_random"], seed),
+                     Forwards(batch_size=batch_size, positions=positions))
+    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in heads_found],
                    "heads_from": id_source,
                    "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
                                    f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"

@@ -50,17 +50,17 @@ the first 3, the END paths, when no role positions are given).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import NamedTuple, Sequence
 
 import pandas as pd
 import torch
 
-from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module
+from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module, weight
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
-from arithmech.methods.patching import EndCache
+from arithmech.methods.patch_inputs import Inputs  # noqa: F401 (upstream.Inputs: what upstream_fast patches)
 
 SOURCE_ROLES = ("A", "operator", "B")          # role positions of the key/value paths, in this column order
 COLUMNS = (("END", "q"), ("END", "k"), ("END", "v")) + tuple((r, p) for r in SOURCE_ROLES for p in ("k", "v"))
@@ -139,36 +139,6 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
     return out, {k: torch.stack(v, 2) for k, v in got.items()}
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """What :func:`upstream_fast` patches, one entry per sample (``n`` of them). Checked when made.
-
-    Attributes:
-        prompts: the X_r prompts.
-        clean: the END cache of ``prompts`` (:class:`~arithmech.methods.patching.EndCache`).
-        corrupt: the END cache of their X_c.
-        answer: ``(n,)`` the answer token ids whose logit the paths move.
-        corrupt_prompts: the X_c prompts (each of its X_r's token length), for the role positions' paths;
-            ``None``: the END paths only.
-        roles: each sample's role positions (:attr:`arithmech.data.pairs.Sample.positions`), given with
-            ``corrupt_prompts`` (``None`` with it).
-    """
-
-    prompts: Sequence[str]
-    clean: EndCache
-    corrupt: EndCache
-    answer: torch.Tensor
-    corrupt_prompts: Sequence[str] | None = None
-    roles: Sequence[dict] | None = None
-
-    def __post_init__(self) -> None:
-        if (self.roles is None) != (self.corrupt_prompts is None):
-            raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
-        if self.roles is not None and not (len(self.roles) == len(self.corrupt_prompts) == len(self.prompts)):
-            raise ValueError(f"{len(self.prompts)} prompts, {len(self.corrupt_prompts)} corrupt prompts, "
-                             f"{len(self.roles)} roles")
-
-
 class _Group(NamedTuple):
     """The clean forward of one length group at the receivers' layers ``l``: ``pre[l]`` the keys and values before
     END ``(b, kv_heads, T-1, dh)`` each, ``rope[l]`` the rotary ``(cos, sin)`` at END ``(b, dh)`` each."""
@@ -201,7 +171,7 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
     attention at END and the MLPs after it.
     """
     prompts, roles, corrupt_prompts = inputs.prompts, inputs.roles, inputs.corrupt_prompts
-    receivers = [tuple(r) for r in receivers]
+    receivers = [(r[0], r[1]) for r in receivers]
     check(model, receivers)
     arch, cfg = arch_for(model), model.config
     H = cfg.num_attention_heads
@@ -230,7 +200,7 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
             full = {l: tuple(t.expand(b, -1, -1) for t in pos[l]) for l in layers}          # (b, T, dh)
             rope = {l: tuple(t[:, -1] for t in full[l]) for l in layers}                     # (b, dh) at END
             x_at = {}
-            if slots:
+            if slots and where is not None and corrupt_prompts is not None:   # (slots go with roles and X_c)
                 x_ids = torch.tensor([tok(corrupt_prompts[i], add_special_tokens=True)["input_ids"] for i in idx])
                 if x_ids.shape != ids.shape:
                     raise ValueError("X_c prompts must have the same token length as their X_r prompts")
@@ -238,13 +208,13 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
                 ar = torch.arange(b, device=dev)[:, None]
                 rope_at = {l: tuple(t[ar, where] for t in full[l]) for l in layers}          # (b, P, dh)
             idx_t = torch.tensor(idx)
-            P = where.shape[1] if slots else 0
+            P = where.shape[1] if slots and where is not None else 0
             per = max((1 + P) * (1 + l_max * (H + 1)), 1 + len(COLUMNS) * l_max * (H + 1))
             chunk = max(1, max_rows // per)
             for c0 in range(0, b, chunk):
                 loc = torch.arange(c0, min(b, c0 + chunk), device=dev)
                 at = None
-                if slots:
+                if slots and where is not None:
                     at = dict(clean={k: v[loc].flatten(0, 1) for k, v in c_at.items()},
                               corrupt={k: v[loc].flatten(0, 1) for k, v in x_at.items()},
                               where=where[loc], valid=slots[1].to(dev)[loc], cols=slots[2],
@@ -268,7 +238,7 @@ def _senders(model, c: dict, x: dict, l_max: int) -> tuple[dict[int, torch.Tenso
     snaps = {}
     for k in range(l_max):
         state = state + c["attn_out"][:, k][:, None]
-        w_o = module(model, arch, "o_proj", k).weight
+        w_o = weight(module(model, arch, "o_proj", k))                              # (d, H*dh)
         delta = head_contributions(x["z"][:, k] - c["z"][:, k], w_o, H)             # (m, H, d)
         state = torch.cat([state, state[:, :1] + delta], 1)
         state = chain.mlp_block(model, k, state)
@@ -296,7 +266,7 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
     for rec in receivers:
         l, h = rec
         g, S = geo.kv_head(h), l * (H + 1)
-        attn = module(model, arch, "attn", l)
+        scaling: float = getattr(module(model, arch, "attn", l), "scaling")         # the attention's 1/sqrt(dh)
         proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh:(j + 1) * dh]
         x = module(model, arch, "attn_norm", l)(snaps[l])                            # (b, 1 + S, d)
         cos, sin = rope[l][0][loc], rope[l][1][loc]
@@ -306,16 +276,16 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
         qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)                   # rows: baseline, then q, k, v paths
         kk = torch.cat([k[:, :1], base(k), k[:, 1:], base(k)], 1)
         vv = torch.cat([v[:, :1], base(v), base(v), v[:, 1:]], 1)
-        scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * attn.scaling
+        scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * scaling
         p = scores.float().softmax(-1).to(qq.dtype)
         zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv       # (b, 1 + 3S, dh)
-        dz, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
+        parts, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
         if at:
             d, m = _at_roles(model, rec, snaps_at[l], same_at[..., 1:S + 1], at, _End(scores[:, 0], p[:, 0], V, q[:, 0],
                                                                                      v[:, 0]))
-            dz, masks = dz + [d], masks + [m]
-        dz = torch.cat(dz, 1)                                                          # (b, C S, dh)
-        w_o = module(model, arch, "o_proj", l).weight[:, h * dh:(h + 1) * dh]
+            parts, masks = parts + [d], masks + [m]
+        dz = torch.cat(parts, 1)                                                       # (b, C S, dh)
+        w_o = weight(module(model, arch, "o_proj", l))[:, h * dh:(h + 1) * dh]
         r = clean.resid_mid[rows, l][:, None] + torch.cat([torch.zeros_like(dz[:, :1]), dz], 1) @ w_o.T
         frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}       # heads after l at END
         lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)                 # (b, 1 + C S)
@@ -341,7 +311,7 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
     arch, l, (_, h) = arch_for(model), rec[0], rec
     geo = Geometry.from_config(model.config)
     g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1
-    attn = module(model, arch, "attn", l)
+    scaling: float = getattr(module(model, arch, "attn", l), "scaling")             # the attention's 1/sqrt(dh)
     x = module(model, arch, "attn_norm", l)(snap)
     cos, sin = at["rope"][l]
     ks = _rope(module(model, arch, "k_proj", l)(x)[..., g * dh:(g + 1) * dh], cos, sin).view(b, -1, S + 1, dh)
@@ -353,7 +323,7 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
         c = at["cols"][r]
         pos, val = where[:, c], valid[:, c]                                            # (b, m)
         sc = s0[:, None].repeat(1, S + 1, 1)                                            # (b, 1 + S, T): k path
-        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * attn.scaling                # (b, m, 1 + S)
+        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * scaling                # (b, m, 1 + S)
         for j in range(pos.shape[1]):
             bi = ar[val[:, j]]
             sc[bi, :, pos[bi, j]] = new[bi, j]

@@ -26,6 +26,7 @@ import torch
 from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data.pairs import group_by_length
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.upstream import COLUMNS, SOURCE_ROLES, Head, check, senders_of
 
 
@@ -34,19 +35,28 @@ def _where(roles: Sequence[dict] | None, idx: list[int], T: int) -> dict[str, tu
     role's tokens before END (a role token at END belongs to the END paths)."""
     out = {"END": (torch.arange(len(idx)), torch.full((len(idx),), T - 1))}
     for r in SOURCE_ROLES if roles is not None else ():
-        pairs = [(b, p) for b, i in enumerate(idx) for p in roles[i].get(r, []) if p < T - 1]
-        out[r] = tuple(torch.tensor([t[k] for t in pairs], dtype=torch.long) for k in (0, 1))
+        pairs = [(b, p) for b, i in enumerate(idx) for p in roles[i].get(r, [])
+                 if p < T - 1] if roles is not None else []
+        out[r] = (torch.tensor([b for b, _ in pairs], dtype=torch.long), torch.tensor([p for _, p in pairs], dtype=torch.long))
     return out
 
 
 @torch.no_grad()
-def upstream_reference(model, tok, prompts: Sequence[str], corrupt_prompts: Sequence[str], answer: torch.Tensor,
-                       receivers: Sequence[Head], roles: Sequence[dict] | None = None, batch_size: int = BATCH_SIZE,
+def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
                        senders: Sequence[Head] | None = None) -> dict[Head, torch.Tensor]:
-    """The module docstring's steps, literally. ``senders`` limits the scan (the others stay NaN); without
-    ``roles`` the END paths only. Returns ``{receiver: (n, S, C) logit_p - logit_o}``, columns as
-    :data:`arithmech.methods.upstream.COLUMNS` (the first 3 without ``roles``); a role without a token: NaN."""
-    receivers = [tuple(r) for r in receivers]
+    """The module docstring's steps, literally, on ``inputs`` (:class:`~arithmech.methods.patch_inputs.Inputs`,
+    as :func:`~arithmech.methods.upstream.upstream_fast` takes it): its X_r prompts, X_c prompts (needed: the
+    reference records X_c itself), answers ``(n,)`` and roles; its END caches are not read. ``senders`` limits the
+    scan (the others stay NaN). Returns ``{receiver: (n, S, C) logit_p - logit_o}``, columns as
+    :data:`arithmech.methods.upstream.COLUMNS`; a role without a token: NaN.
+
+    >>> ref = upstream_reference(model, tok, Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles),
+    ...                          [(3, 2)], senders=[(0, 1), (1, 8)])          # {(3, 2): (n, S, len(COLUMNS))}
+    """
+    if inputs.corrupt_prompts is None:
+        raise ValueError("upstream_reference runs X_c itself: give Inputs its corrupt_prompts and roles")
+    prompts, corrupt_prompts, answer, roles = inputs.prompts, inputs.corrupt_prompts, inputs.answer, inputs.roles
+    receivers = [(r[0], r[1]) for r in receivers]
     check(model, receivers)
     arch, cfg = arch_for(model), model.config
     L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)

@@ -70,7 +70,8 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     prompts share no problem cluster with ``ranked`` (identify's X_r, ``prompts.jsonl``)."""
     tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
     kw = dict(draw=p["draw"])
-    samples = knockout_run.eval_samples(model, tok, tpls, ranked, n_samples, p["seed"], batch_size, heldout=True, **kw)
+    samples = knockout_run.eval_samples(model, tok, tpls, ranked,
+                                        knockout_run.Prompts(n_samples, p["seed"], p["draw"], True, batch_size))
     if not samples:
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
     every = [t for task in p["tasks"] for t in task_templates(task)[1]]

@@ -21,7 +21,7 @@ import pandas as pd
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.evals.benchmarks import read_math
-from arithmech.methods.knockout import Ablation, accuracy
+from arithmech.methods.knockout import Ablation, Forwards, accuracy
 from arithmech.methods.knockout_overlap import overlap, overlap_knockout
 from arithmech.methods.transfer import unknown_words
 from arithmech.steps.config import Generalize as Config
@@ -109,7 +109,7 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
                   "key head": bool(eff[(l, str(h))] < threshold)} for i, (l, h) in enumerate(heads[k])]
     ov = overlap(heads[names[0]], heads[names[1]], top)
     ko = overlap_knockout(model, tok, ov, {k: (next(iter(r.tasks.values())), r.means) for k, r in runs.items()},
-                          batch_size=batch_size)
+                          Forwards(batch_size=batch_size))
     ko["knocked_out"] = ko["knocked_out"].map({"shared": "shared", "only_a": f"only {names[0]}",
                                                "only_b": f"only {names[1]}", "top_a": f"top {names[0]}",
                                                "top_b": f"top {names[1]}"})
@@ -138,7 +138,8 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAU
         info = next(iter(r.info.values()))
         heads = [(h["layer"], h["head"]) for h in r.key_heads["heads"]]
         samples = next(iter(r.tasks.values()))
-        acc = accuracy(model, tok, samples, r.means, [Ablation(), Ablation.of(heads=heads)], batch_size=batch_size)
+        acc = accuracy(model, tok, samples, r.means, [Ablation(), Ablation.of(heads=heads)],
+                       Forwards(batch_size=batch_size))
         rows.append({**row, "status": evidence_status(samples), "example": f"{samples[0].clean} {samples[0].target}  |  {samples[0].corrupt}",
                      "accuracy": info["accuracy"], "n_kept": info["n_kept"],
                      "key_heads": [f"{l}.{h}" for l, h in heads],

@@ -23,6 +23,7 @@ from arithmech.methods.explorer import mean_ablation
 from arithmech.methods.knockout import activations
 from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.mlp import layer_top_numbers
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch_reference
 from arithmech.report.views import live_explorer as LE
 
@@ -118,7 +119,7 @@ def test_page_matches_pytorch(model, means, page):
             answer = torch.tensor([int(logits.argmax())])
             assert r["answer"] == int(answer)
             clean, corrupt = end_cache(net, tok, [text], answer), end_cache(net, tok, [cf], answer)
-            eff = path_patch_reference(net, tok, [text], clean, corrupt, answer).relative_change(warn=False)[0, :, :H]
+            eff = path_patch_reference(net, tok, Inputs([text], clean, corrupt, answer)).relative_change(warn=False)[0, :, :H]
             with mean_ablation(net, KEY, PoolMean(means))():
                 ko = net(x).logits[0, -1].double()
             att = end_rows(net, x, range(L))

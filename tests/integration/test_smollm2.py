@@ -88,6 +88,7 @@ def test_fast_equals_reference_patching(smollm2):
     """Protects: the fast END-replay path patching equals Algorithm 1 done literally (one hooked forward
     per sender) on real SmolLM2 samples, to 1e-4 in the answer logit, for heads and MLPs of early,
     middle and last layers."""
+    from arithmech.methods.patch_inputs import Inputs
     from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smollm2
     tpls = [templates.TEMPLATES["add-1"], templates.TEMPLATES["add-3"]]      # two lengths: two batches per sender
@@ -97,7 +98,7 @@ def test_fast_equals_reference_patching(smollm2):
     clean, corrupt = end_cache(model, tok, clean_p, ans), end_cache(model, tok, corrupt_p)
     fast = path_patch_fast(model, clean, corrupt, ans)
     comps = [(l, h) for l in (0, 14, 29) for h in range(geo.n_heads + 1)]
-    ref = path_patch_reference(model, tok, clean_p, clean, corrupt, ans, components=comps)
+    ref = path_patch_reference(model, tok, Inputs(clean_p, clean, corrupt, ans), components=comps)
     for l, h in comps:
         assert torch.allclose(fast.logit_p[:, l, h], ref.logit_p[:, l, h], atol=1e-4, rtol=0), (l, h)
     assert torch.allclose(fast.logit_o[:, 0], clean.answer_logit, atol=1e-4, rtol=0)

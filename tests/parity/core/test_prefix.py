@@ -10,7 +10,8 @@ from arithmech.core import prefix
 from arithmech.data import pairs
 from arithmech.evals.scoring import filter_correct, predict
 from arithmech.methods.effects import effects_frame
-from arithmech.methods.knockout import Ablation, activations, group_key, knockout_topk, mean_activations
+from arithmech.methods.knockout import Ablation, Forwards, activations, group_key, knockout_topk, mean_activations
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch, path_patch_reference
 
 
@@ -48,7 +49,7 @@ def test_patching_effects_equal_with_and_without_the_cached_prefix(embedded_mode
     fast = path_patch(model, tok, clean[few], corrupt[few], ans[few])
     with prefix.enabled(False):
         c, x = end_cache(model, tok, clean[few], ans[few]), end_cache(model, tok, corrupt[few])
-    ref = path_patch_reference(model, tok, clean[few], c, x, ans[few])
+    ref = path_patch_reference(model, tok, Inputs(clean[few], c, x, ans[few]))
     assert ((fast.logit_p - ref.logit_p).abs() / ref.logit_p.abs().clamp(min=1)).max() <= 2e-5   # fp32, 2 paths
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -68,9 +69,9 @@ def test_predictions_and_knockout_equal_with_and_without_the_cache(embedded_mode
     means = mean_activations(model, tok, [s.corrupt for s in ss], [group_key(s) for s in ss])
     abl = [Ablation.of(heads=[(0, 0), (1, 1)]), Ablation.of(), Ablation.of(mlps=[0])]
     keys = [means.key(s) for s in ss]
-    ia, pa = knockout_topk(model, tok, prompts, keys, means, abl, k=3, positions="end")
+    ia, pa = knockout_topk(model, tok, prompts, keys, means, abl, k=3, forwards=Forwards(positions="end"))
     with prefix.enabled(False):
-        ib, pb = knockout_topk(model, tok, prompts, keys, means, abl, k=3, positions="end")
+        ib, pb = knockout_topk(model, tok, prompts, keys, means, abl, k=3, forwards=Forwards(positions="end"))
     assert torch.equal(ia[..., 0], ib[..., 0]) and (pa - pb).abs().max() <= 1e-5
 
 

@@ -13,7 +13,7 @@ from arithmech.data import pairs as D
 from arithmech.methods import attention as At
 from arithmech.methods import explorer as E
 from arithmech.methods import explorer as X
-from arithmech.methods.knockout import Ablation, knockout_topk
+from arithmech.methods.knockout import Ablation, Forwards, knockout_topk
 from arithmech.steps import identify as I
 
 THRESHOLDS = [-0.2, -0.05, -0.01, -0.002]
@@ -141,6 +141,6 @@ def test_explorer_callbacks_and_knockout(word_llama_fig8):
         # the same knockout through the identify step's code gives the same top-5
         kt = E.top_next(model, tok, "4 + 3 =", 5, ko)
         ids_ko, p_ko = knockout_topk(model, tok, ["4 + 3 ="], None, means, [Ablation.of([(0, 0), (0, 3)])], k=5,
-                                     positions=positions)
+                                     forwards=Forwards(positions=positions))
         assert kt.token.tolist() == tok.convert_ids_to_tokens(ids_ko[0, 0].tolist())
         np.testing.assert_allclose(kt.prob, p_ko[0, 0].numpy(), rtol=1e-5)

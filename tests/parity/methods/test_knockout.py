@@ -9,7 +9,7 @@ import torch
 from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.evals.scoring import predict
-from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations
+from arithmech.methods.knockout import Ablation, Forwards, accuracy, knockout_curve, knockout_topk, mean_activations
 from arithmech.methods.knockout_settings import Curve
 
 
@@ -74,7 +74,7 @@ def test_end_knockout_on_prefix_cache_equals_full_forward_reference(which, embed
     abls = [Ablation(), Ablation.of(heads=[(L - 1, 0), (0, H - 1)]), Ablation.of(mlps=[0]),
             Ablation.of(heads=[(l, 1) for l in range(L)], mlps=[L - 1]), Ablation()]
     ids, p = knockout_topk(model, tok_, [s.clean for s in samples], [s.template for s in samples], means, abls,
-                           k=3, max_rows=16)                                  # several chunks per length group
+                           k=3, forwards=Forwards(max_rows=16))                                  # several chunks per length group
     for a, ab in enumerate(abls):
         ref = end_ablation_reference(model, tok_, samples, means, ab)
         torch.testing.assert_close(p[a], ref.topk(3, -1).values, atol=1e-5, rtol=1e-4)
@@ -83,7 +83,7 @@ def test_end_knockout_on_prefix_cache_equals_full_forward_reference(which, embed
     if which == "gqa":
         return                                     # (a random model's near-uniform probabilities barely move)
     _, p_all = knockout_topk(model, tok_, [s.clean for s in samples], [s.template for s in samples], means,
-                             abls[1:2], k=3, positions="all")
+                             abls[1:2], k=3, forwards=Forwards(positions="all"))
     assert (p_all[0] - p[1]).abs().max() > 1e-4
 
 
@@ -113,13 +113,13 @@ def test_knockout_forwards_stay_within_the_token_budget(embedded_model):
     means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
     abls = [Ablation.of(heads=[(l, h)]) for l in range(3) for h in range(4)] + [Ablation.of(mlps=[1])]
     args = (model, tok, [s.clean for s in samples], [s.template for s in samples], means, abls)
-    big_ids, big_p = knockout_topk(*args, k=2, max_rows=10_000, max_tokens=1 << 20)
+    big_ids, big_p = knockout_topk(*args, k=2, forwards=Forwards(max_rows=10_000, max_tokens=1 << 20))
     seen = []                                                         # (rows, prefix length) per END replay
     hook = model.register_forward_pre_hook(lambda m, a, kw: seen.append(
         ((a[0] if a else kw["input_ids"]).shape[0], kw["cache"].get_seq_length()))
         if kw.get("cache") is not None else None, with_kwargs=True)
     try:
-        ids, p = knockout_topk(*args, k=2, max_tokens=60)
+        ids, p = knockout_topk(*args, k=2, forwards=Forwards(max_tokens=60))
     finally:
         hook.remove()
     b = {}                                                            # prompts per token length

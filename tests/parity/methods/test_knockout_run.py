@@ -13,7 +13,7 @@ from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
-from arithmech.methods.knockout import Ablation
+from arithmech.methods.knockout import Ablation, Forwards
 from arithmech.methods.knockout_means import build_pool, pool_key, pool_prompts
 from arithmech.methods.knockout_run import KnockoutSettings, Studied, sanity_rows, task_knockout
 from arithmech.methods.knockout_settings import Curve
@@ -31,7 +31,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
                       min_group=4)
     gold = D.answer_ids(tok, samples)
     for positions in ("end", "all"):
-        rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
+        rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, Forwards(positions=positions))}
         clean = int((predict(model, tok, [s.clean for s in samples])[:, 0] == gold).sum())
         assert rows["nothing-out"]["correct"] == clean
         ok = 0
@@ -95,7 +95,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     seen = []
 
     def fake_curve(model, tok, samples, means, c, **kw):
-        seen.append((kw["positions"], c.kind, list(c.ranking), list(c.exclude), list(c.ks), list(c.random_ks),
+        seen.append((kw["forwards"].positions, c.kind, list(c.ranking), list(c.exclude), list(c.ks), list(c.random_ks),
                      c.exclude_top))
         return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
                                              "ci_high"]})
@@ -156,11 +156,12 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
 def test_knockout_prompts_are_distinct(embedded_model):
     """Protects the knockout's n: the prompts eval_samples returns are all different (a base with repeats and
     draws from one small template give no prompt twice), each answered right by the model."""
-    from arithmech.methods.knockout_run import eval_samples
+    from arithmech.methods.knockout_run import Prompts, eval_samples
     model, tok, _ = embedded_model
     tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
     base, _ = D.make_pairs(tok, tpl, n=20, seed=1, draw=D.Draw("last-digit"))
-    got = eval_samples(model, tok, tpl, base + base, 120, seed=0, draw=D.Draw("last-digit"))
+    got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=D.Draw("last-digit"), heldout=False,
+                                                          batch_size=64))
     assert len({s.clean for s in got}) == len(got) > 20
     assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
 

@@ -8,13 +8,14 @@ import torch
 from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.evals.scoring import filter_correct
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
 
 
 def both(model, tok, clean, corrupt, ans):
     """Path patching of the same pairs, fast and literal (Algorithm 1): ``(fast, reference)`` Patched."""
     c, x = end_cache(model, tok, clean, ans), end_cache(model, tok, corrupt)
-    return path_patch_fast(model, c, x, ans, prob=True), path_patch_reference(model, tok, clean, c, x, ans, prob=True)
+    return path_patch_fast(model, c, x, ans, prob=True), path_patch_reference(model, tok, Inputs(clean, c, x, ans), prob=True)
 
 
 def assert_counter_agrees(fast, ref, tol: float):

@@ -28,7 +28,8 @@ def test_upstream_fast_equals_reference_on_biased_gqa(embedded_tokenizer):
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 6, 1)
     rec, senders = [(2, 1), (1, 3)], [(0, 0), (0, 3), (0, 4), (1, 2), (1, 4)]
     fast = U.upstream_fast(model, tok, U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec)
-    ref = UR.upstream_reference(model, tok, clean_p, corrupt_p, ans, rec, roles=roles, senders=senders)
+    ref = UR.upstream_reference(model, tok, U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec,
+                                senders=senders)
     end_only = U.upstream_fast(model, tok, U.Inputs(clean_p, c, x, ans), rec)
     for r in rec:
         cols = [U.senders_of(model, r).index(s) for s in senders if s[0] < r[0]]
@@ -65,7 +66,7 @@ def test_upstream_fast_equals_reference_on_the_embedded_model(embedded_model):
     rec, senders = [(3, 2)], [(0, 1), (1, 8), (2, 5)]
     inputs = U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
     fast = U.upstream_fast(model, tok, inputs, rec)[rec[0]]
-    ref = UR.upstream_reference(model, tok, clean_p, corrupt_p, ans, rec, roles=roles, senders=senders)[rec[0]]
+    ref = UR.upstream_reference(model, tok, inputs, rec, senders=senders)[rec[0]]
     cols = [U.senders_of(model, rec[0]).index(s) for s in senders]
     assert (fast[:, cols] - ref[:, cols]).abs().max() <= 1e-4
     assert fast[:, cols].abs().max() > 1e-2
