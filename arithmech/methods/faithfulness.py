@@ -240,7 +240,7 @@ def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations:
 
 
 def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4,
-                     batch_size: int = BATCH_SIZE) -> tuple[list[str], dict]:
+                     batch_size: int = BATCH_SIZE) -> tuple[list[str | None], dict[str, int]]:
     """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.knockout_means.pool_prompts`) of the
     same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.knockout_means.fold`,
     as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length

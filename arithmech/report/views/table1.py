@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.claims import verdicts as V
+from arithmech.claims.frontier import MIN_RUNS
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
@@ -52,7 +53,6 @@ def progress_line(folder: str | Path) -> str:
     draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the
     plan records a cut (``replicated``: the rates that get more than their first run), the cut rates count once,
     with the runs they had before the cut."""
-    from arithmech.claims.frontier import MIN_RUNS
     p = V.plan(folder)
     cost = p.get("cost") or {}
     run_s = cost.get("run_s") or {}
