@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import shlex
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 
 def option(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
@@ -117,6 +117,9 @@ def _check_one(where: str, kind: type, value: Any, meta: Mapping) -> Any:
     return value
 
 
+_C = TypeVar("_C", bound="Config")
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Base of every step config: checks each field when built (see the module docstring)."""
@@ -157,7 +160,7 @@ class Config:
                              f"known: {', '.join(sorted(names))}")
         return cls(**values)
 
-    def replace(self, **changes: Any) -> "Config":
+    def replace(self: _C, **changes: Any) -> _C:
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict:

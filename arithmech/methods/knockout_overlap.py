@@ -11,7 +11,7 @@ import pandas as pd
 
 from arithmech.data.pairs import Sample
 from arithmech.methods.effects import ranking
-from arithmech.methods.knockout import Ablation, Forwards, Head, Means, accuracy
+from arithmech.methods.knockout import Ablation, Forwards, Head, MeanSource, accuracy
 
 
 def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> dict:
@@ -22,7 +22,7 @@ def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> 
             "only_b": [h for h in b if h not in a], "fraction_shared": len(shared) / max(1, len(b))}
 
 
-def overlap_knockout(model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sample], Means]],
+def overlap_knockout(model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sample], MeanSource]],
                      forwards: Forwards = Forwards()) -> pd.DataFrame:
     """Table 4: accuracy of each dataset after knocking out the shared heads, either run's specific
     heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means); ``forwards``:

@@ -24,6 +24,7 @@ from arithmech.methods.attention import Head, attention_by_role, label_heads, no
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
 from arithmech.steps.config import Analyze as Config
+from arithmech.steps.config import Beyond
 from arithmech.steps.control import recomputed
 
 # Every identify file run() may read, each checked where present before the model loads and anything is written
@@ -35,7 +36,7 @@ ABSENT_MEANS = {"operations": "all"}
 """A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
 
 
-def operations(config: Config, folder: str | Path) -> list[str] | None:
+def operations(config: Config | Beyond, folder: str | Path) -> list[str] | None:
     """The operations whose prompts the step reads (issue #41 item 5: one sample per question): under
     ``operations="pooled"`` the tasks that pass identify's control, recomputed under its current version from the
     kept prompts (:func:`arithmech.steps.control.recomputed`, as the claims read it), where the key heads were

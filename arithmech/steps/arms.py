@@ -157,7 +157,7 @@ def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
         rec = runner.train_measured(trainer, device)
     if spec is not None:
-        net = trainer.merged_model()
+        net = trainer.merged_model()  # type: ignore[attr-defined]  # make_trainer gives a HeadMaskedTrainer here
     net.eval().requires_grad_(False)
     rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()),
                n_train=len(rows), lr=lr, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
@@ -221,7 +221,11 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         curve = learning_curve(c, data_seed)
         if c.curve_only:
             return {"curve": curve}
-    steps = c.steps or curve["knee"]
+    if c.steps is not None:
+        steps = c.steps
+    else:
+        assert curve is not None                          # made above whenever --steps is absent
+        steps = curve["knee"]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}
     command = command or command_line("arms", c)          # a chapter's run: the command that makes the same files
@@ -379,9 +383,9 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         for a in [a for a in arms if a not in RANDOM]:       # 3. the frontier rates up to frontier_seeds
             front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]
             bar.total += len(front) * len(extra)
-            for s in extra:
+            for fs in extra:
                 for lr in front:
-                    run_one(a, lr, s, 0, bar)
+                    run_one(a, lr, fs, 0, bar)
     return write_plan(True)
 
 

@@ -46,7 +46,7 @@ def share_ranking(folder: str | Path, task: str) -> list[Head]:
 
 def share_heads(passing: Sequence[Head], ranking: Sequence[Head], k: int) -> list[Head]:
     """The share rule's heads, filled up to ``k`` by share rank (``passing`` first, in its order)."""
-    out = list(dict.fromkeys(map(tuple, passing)))[:k]
+    out = list(dict.fromkeys((int(h[0]), int(h[1])) for h in passing))[:k]
     out += [h for h in ranking if h not in out][:k - len(out)]
     return out
 

@@ -89,10 +89,10 @@ def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame
     up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = model.config.num_attention_heads
-    logit_o = clean.answer_logit
+    logit_o = clean.need("answer_logit")
     upf = upstream.frame(up, logit_o, H) if up else pd.DataFrame(columns=["receiver", "position", "path", "sender",
                                                                                    "effect"])
-    total = (corrupt.answer_logit - logit_o) / logit_o
+    total = (corrupt.need("answer_logit") - logit_o) / logit_o
     n = len(samples)
     summary = {**cmp["summary"], "n_samples": n, "ig_steps": ig_steps,
                "receivers": [f"{l}.{h}" for l, h in recs],

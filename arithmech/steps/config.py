@@ -7,7 +7,7 @@ import torch, so a wrong value is refused before any model loads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from arithmech.core.config import Config, option
 from arithmech.core.estimate import Estimate, Shape
@@ -45,7 +45,7 @@ MAX_SHOT_SETS = 1_000        # sets of examples per template: one per prompt of 
 def same_as(config: type, name: str):
     """Field ``name`` of step ``config`` again, for another step where it means the same: its default, help,
     choices and bounds stay written once, there (``Accuracy.answer_token`` is ``Identify``'s)."""
-    f = config.__dataclass_fields__[name]
+    f = {x.name: x for x in fields(config)}[name]
     return option(f.default, **f.metadata)
 
 
@@ -236,7 +236,7 @@ class Stability(ModelStep):
     def to_draw(self) -> Draw:
         """How every pair is drawn: identify's default answer token (stability compares key-head sets of the
         token identify measures by default; no flag), this config's solved examples and their sets."""
-        return Draw(Identify.__dataclass_fields__["answer_token"].default, self.shots, self.example_sets)
+        return Draw(str(Identify.__dataclass_fields__["answer_token"].default), self.shots, self.example_sets)
 
     def memory(self, shape: Shape, **known) -> Estimate:
         """What this run holds at its peak (:func:`arithmech.steps.memory.stability`)."""

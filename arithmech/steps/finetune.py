@@ -125,7 +125,8 @@ def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) 
     rows = df[df["task"] == task]
     if rows.empty:
         raise bad(f"has no rows for task {task!r} (the task of key_heads.json)")
-    heads, mlps = set(), set()
+    heads: set[tuple[int, int]] = set()
+    mlps: set[int] = set()
     for l, h, e in zip(rows["layer"], rows["head"].astype(str), rows["effect"]):
         try:
             l, e = int(l), float(e)
@@ -133,11 +134,12 @@ def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) 
             raise bad(f"a row has layer {l!r} / effect {e!r}") from None
         if not math.isfinite(e) or l < 0 or not (h == "mlp" or h.isdigit()):
             raise bad(f"row ({l}, {h!r}) has effect {e!r}")
-        key = l if h == "mlp" else (l, int(h))
-        group = mlps if h == "mlp" else heads
-        if key in group:
+        if (l in mlps) if h == "mlp" else ((l, int(h)) in heads):
             raise bad(f"row ({l}, {h}) appears twice for task {task!r}")
-        group.add(key)
+        if h == "mlp":
+            mlps.add(l)
+        else:
+            heads.add((l, int(h)))
     if geo is not None:
         want = {(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)}
         if heads != want:
@@ -225,9 +227,10 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     check_device(device)
     want = parse_heads_arg(heads) if mode == "precise" else None
     geo = model_geometry(model)
-    if mode == "full":
+    if mode == "full" or want is None:                 # want is None only outside precise mode
         return None
-    ranked_h = ranked_m = None
+    ranked_h: list = []
+    ranked_m: list = []
     if isinstance(want, int) or mlps:
         folder = model_folder(results, model)
         ranked_h, ranked_m = read_ranking(folder, geo)
@@ -238,7 +241,7 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
             raise ValueError(f"--heads top-{want}: only {len(ranked_h)} ranked heads available")
         want = ranked_h[:want]
     check_heads_in_model(want, geo)
-    return adapter.HeadSpec(heads=tuple(want), mlps=tuple((ranked_m or [])[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
+    return adapter.HeadSpec(heads=tuple(want), mlps=tuple(ranked_m[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
 
 
 # ------------------------------------------------------------------------------ key components

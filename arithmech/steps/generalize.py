@@ -52,7 +52,7 @@ def gsm8k_samples(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, s
     random.Random(seed).shuffle(problems)
     stats = {"questions": len(problems), "non_integer": 0, "no_phrase": 0, "unknown_words": 0,
              "no_answer_token": 0, "length_mismatch": 0}
-    out = []
+    out: list[pairs.Sample] = []
     for p in problems:
         if len(out) == n:
             break

@@ -136,7 +136,7 @@ def identify(model, tok, tasks: Sequence | str = DEFAULTS.task, config: Config |
     specs = list(OPERATIONS) if tasks == "all" else ([tasks] if isinstance(tasks, str) else list(tasks))
     if not specs:
         raise ValueError("no task given: pass a task name, a template-pair file or a list of them")
-    labelled = []
+    labelled: list[tuple[str, object]] = []
     for t in specs:
         label = task_label(t)
         while label in [l for l, _ in labelled]:
