@@ -156,7 +156,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
     enc = tok(text, add_special_tokens=True, return_offsets_mapping=True)
     offsets = enc["offset_mapping"]
     roles = {"A": spans.get("A", []), "B": spans.get("B", []), "operator": spans.get("OP", [])}
-    out = {}
+    out: dict[str, list[int] | int] = {}
     for role, sp in roles.items():
         out[role] = [i for i, (s, e) in enumerate(offsets) if e > s and any(s < e2 and e > s2 for s2, e2 in sp)]
     out["end"] = len(enc["input_ids"]) - 1
