@@ -18,7 +18,7 @@ from typing import Sequence
 import torch
 
 
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+def wilson_interval(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     """Wilson score interval of a proportion ``k / n`` (95% for the default ``z``).
 
     Unlike the normal approximation it stays inside [0, 1] and is sensible at ``k = 0`` or ``k = n``,
