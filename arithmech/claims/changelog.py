@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import types
-from typing import Callable
+from typing import Callable, TypeGuard
 
 from arithmech.claims.change import Change
 from arithmech.claims.changelog_recent import RECENT, RECENT_DIGEST
@@ -261,7 +261,7 @@ def digest(claim: str, rule: str, constants: dict | None = None) -> str:
 _NUMBER = (int, float)
 
 
-def _is_number(v) -> bool:
+def _is_number(v) -> TypeGuard[int | float | tuple | frozenset]:
     return (isinstance(v, _NUMBER) and not isinstance(v, bool)) or (
         isinstance(v, (tuple, frozenset)) and bool(v) and all(isinstance(x, _NUMBER) for x in v))
 
@@ -281,7 +281,8 @@ def decider_constants(fn: Callable) -> dict[str, float | int | list]:
     (e.g. ``arithmech.methods.faithfulness_rule.MIN_CLUSTERS``), and the number literals in their code
     (``share >= 0.5``), keyed ``module.function:literals``. Strings are left out: a message's wording decides
     nothing."""
-    out, seen, todo = {}, set(), [fn]
+    out: dict[str, float | int | list] = {}
+    seen, todo = set(), [fn]
     while todo:
         f = todo.pop()
         if not isinstance(f, types.FunctionType) or f in seen or not f.__module__.startswith("arithmech"):

@@ -51,7 +51,7 @@ def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, tu
     rows = ["majority-floor"] if rec else [o for o in FLOORS if o in s.index]
     m = len(rows) + sum(sampled_estimates(c["floors"][t]) for t in tasks)
     z = NormalDist().inv_cdf(1 - 0.025 / max(1, m))
-    ests = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o], z)[:2]) for o in rows]
+    ests: list[tuple[float, ...]] = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o], z)[:2]) for o in rows]
     if tasks:
         w = shares(ctx, tasks) if task == "all" else {task: 1.0}
         per = {t: floor_at(c["floors"][t], m) for t in tasks}

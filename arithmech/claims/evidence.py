@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Hashable
 
 import pandas as pd
 
@@ -27,7 +28,7 @@ class Context:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self._cache: dict[str, object] = {}
+        self._cache: dict[Hashable, object] = {}
 
     def read(self, name: str):
         """A file of the folder through :func:`arithmech.core.results.read`; :class:`Missing` if absent."""
@@ -37,7 +38,7 @@ class Context:
             return results.read(self.folder, name)
         return self.memo(name, load)
 
-    def memo(self, key: str, compute):
+    def memo(self, key: Hashable, compute):
         """``compute()`` once per ``key`` for this folder (files, and tables derived from them)."""
         if key not in self._cache:
             self._cache[key] = compute()

@@ -105,6 +105,7 @@ def items(runs: list[dict], measure: str, sign: float = 1.0, pooled: list[str] |
     """Per test item, its score averaged over ``runs`` (times ``sign``); ``cloze``: the items of the
     ``pooled`` sets, one after the other."""
     if measure == "cloze":
+        assert pooled is not None, "the cloze measure needs its pooled sets"
         return [x for m in pooled for x in items(runs, m, sign)]
     per = [r["results"][measure]["items"] for r in runs]
     return [sign * sum(x) / len(x) for x in zip(*per)]
@@ -129,6 +130,7 @@ def collapsed_point(run: dict, base: dict, measure: str, pooled: list[str] | Non
 
 def _chance(base: dict, measure: str, pooled: list[str] | None):
     if measure == "cloze":
+        assert pooled is not None, "the cloze measure needs its pooled sets"
         return sum(base["results"][m]["chance"] * base["results"][m]["n"] for m in pooled) / \
             sum(base["results"][m]["n"] for m in pooled)
     return base["results"][measure].get("chance")
@@ -212,7 +214,7 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
     S = get_suite(p["suite"])
     runs = arm_runs(folder, p)
     pooled = pool(folder, S) if S.primary_general == "cloze" else None
-    rows = []
+    rows: list[dict[str, object]] = []
     for claim, a, b, which, kind in RULES:
         m = S.primary_math if which == "math" else S.primary_general
         sign = -1.0 if m in S.lower_is_better else 1.0
@@ -221,7 +223,7 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
                          "ci_low": None, "ci_high": None, "verdict": "not run"})
             continue
         d, lo, hi = hierarchical_bootstrap(per_run(runs[b], m, sign, pooled), per_run(runs[a], m, sign, pooled))
-        name = m + (" (negated)" if sign < 0 else "") + (f" ({', '.join(pooled)})" if m == "cloze" else "")
+        name = m + (" (negated)" if sign < 0 else "") + (f" ({', '.join(pooled)})" if m == "cloze" and pooled is not None else "")
         gone = [x for x in (a, b) if x != "base" and which == "general"
                 and any(collapsed(r, runs["base"][0], m, pooled) for r in runs[x])]
         rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": name, "estimate": d, "ci_low": lo,

@@ -67,7 +67,7 @@ def template_summary(samples: Sequence[Sample], correct: Sequence[bool], exact: 
 
 def _row(task: str, template: str, variant: str, rows: Sequence[dict]) -> dict:
     total = lambda k: sum(r[k] for r in rows)
-    answers = Counter()
+    answers: Counter[str] = Counter()
     for r in rows:
         answers.update(r["answers"])
     n = sum(answers.values())
@@ -126,7 +126,7 @@ def _loo_correct(samples: Sequence[Sample], fields: tuple[str, ...]) -> int:
     """How many prompts the group majority of ``fields`` predicts right, leave-one-out; a prompt whose group
     has no other prompt falls back to the coarser group (the last field dropped, down to every prompt)."""
     chain = [fields[:k] for k in range(len(fields), -1, -1)]
-    counts = {f: {} for f in chain}
+    counts: dict[tuple[str, ...], dict[tuple, Counter[str]]] = {f: {} for f in chain}
     key = lambda s, f: tuple(getattr(s, x) for x in f)
     for s in samples:
         for f in chain:

@@ -51,7 +51,7 @@ CORPUS_DIVISION = "uniform-operands"    # the training corpus and evaluation ite
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _NAMES = ("A", "B")
 _WHAT = {ast.Call: "function calls", ast.Attribute: "attribute access", ast.Subscript: "subscripts",
          ast.Lambda: "lambdas", ast.ListComp: "comprehensions", ast.SetComp: "comprehensions",
@@ -103,7 +103,7 @@ def _check_node(node: ast.AST, text: str) -> None:
         return
     if isinstance(node, ast.Constant):
         v = node.value
-        if type(v) not in (int, float):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):   # exactly int or float (as a literal is)
             raise ValueError(f"{text!r}: the constant {v!r} is not allowed; only numbers may be used")
         if not math.isfinite(v) or abs(v) > MAX_MAGNITUDE:
             raise ValueError(f"{text!r}: the number {v!r} is too large (at most {MAX_MAGNITUDE:.0e})")
@@ -226,9 +226,9 @@ def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS, *, d
             return a, b, c
     for _ in range(max_draws):
         a, b = rng.randint(1, 9), rng.randint(1, 9)
-        c = rule(a, b)
-        if c is not None:
-            return a, b, c
+        answer = rule(a, b)
+        if answer is not None:
+            return a, b, answer
     what = (f"the answer {template.answer_expr!r}" if template.answer_expr
             else f"the {template.op} rule for {template.clean!r}")
     raise ValueError(f"template {template.id!r}: after {max_draws} draws of A, B in 1..9, {what} never gave a "

@@ -82,7 +82,7 @@ def population(samples: Sequence[Sample]) -> tuple[dict[Problem, float], dict[Pr
     by_op = defaultdict(list)
     for s in samples:
         by_op[s.op].append(s)
-    targets: dict[Problem, str] = {}
+    targets: dict[Problem, str | None] = {}
     for op, ss in by_op.items():
         tpls = sorted({s.template for s in ss})
         for tid in tpls:
@@ -110,15 +110,17 @@ def guesses(weight: dict[Problem, float], token: dict[Problem, tuple[str, str]],
     a problem alone in its group falls back to the coarser group (the last field dropped), None where no other
     problem is left."""
     chain = [fields[:k] for k in range(len(fields), -1, -1)]
-    counts = {f: defaultdict(Counter) for f in chain}
+    # the weights are floats, so each group's token weights sum in a defaultdict(float), not a (int) Counter
+    counts: dict[tuple[str, ...], defaultdict[tuple, defaultdict[str, float]]] = {
+        f: defaultdict(lambda: defaultdict(float)) for f in chain}
     for p, w in weight.items():
         for f in chain:
             counts[f][_fields(p, token[p], f)][token[p][0]] += w
-    out = {}
+    out: dict[Problem, str | None] = {}
     for p in weight:
         out[p] = None
         for f in chain:
-            c = Counter(counts[f][_fields(p, token[p], f)])
+            c = dict(counts[f][_fields(p, token[p], f)])        # token[p][0] is a key: p's own weight was added
             if leave_out:
                 c[token[p][0]] -= weight[p]
             c = {k: v for k, v in c.items() if v > 1e-12}
@@ -131,7 +133,7 @@ def guesses(weight: dict[Problem, float], token: dict[Problem, tuple[str, str]],
 def _accuracies(samples, weight, token, leave_out: bool) -> dict[str, dict[str, float]]:
     problems = sorted({(s.op, s.a, s.b) for s in samples})
     total = sum(weight.values())
-    table = {e: {} for e in EVALUATIONS}
+    table: dict[str, dict[str, float]] = {e: {} for e in EVALUATIONS}
     for g in FLOOR_GROUPS:
         guess = guesses(weight, token, g, leave_out)
         right = lambda p: guess[p] == token[p][0]
@@ -196,26 +198,28 @@ def output_heuristics(samples: Sequence[Sample], outputs: Sequence[str]) -> dict
     if len(samples) != len(outputs):
         raise ValueError(f"{len(samples)} samples but {len(outputs)} outputs")
     keys = [(s.op, s.a, s.b) for s in samples]
+    by: dict[str, dict[str, float]] = {"output": {}, "answer": {}}      # out's "output" and "answer", filled below
     out = {"n": len(samples), "problems": len(set(keys)),
            "accuracy": sum(o == s.answer for s, o in zip(samples, outputs)) / max(len(samples), 1),
-           "output": {}, "answer": {}}
+           "output": by["output"], "answer": by["answer"]}
     for g in FLOOR_GROUPS:
         chain = [g[:k] for k in range(len(g), -1, -1)]
         field = lambda s, f: tuple({"op": s.op, "a": s.a, "b": s.b, "carried": s.carried}[x] for x in f)
         for what, values in (("output", list(outputs)), ("answer", [s.answer for s in samples])):
-            counts = {f: defaultdict(lambda: defaultdict(Counter)) for f in chain}
+            counts: dict[tuple[str, ...], defaultdict[tuple, defaultdict[Problem, Counter[str]]]] = {
+                f: defaultdict(lambda: defaultdict(Counter)) for f in chain}
             for s, k, v in zip(samples, keys, values):
                 for f in chain:
                     counts[f][field(s, f)][k][v] += 1
             right = 0
             for s, k, v in zip(samples, keys, values):
                 for f in chain:
-                    c = Counter()
+                    c: Counter[str] = Counter()
                     for other, cv in counts[f][field(s, f)].items():
                         if other != k:
                             c.update(cv)
                     if c:
                         right += min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] == v
                         break
-            out[what][", ".join(g)] = right / max(len(samples), 1)
+            by[what][", ".join(g)] = right / max(len(samples), 1)
     return out

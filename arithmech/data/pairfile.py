@@ -174,7 +174,7 @@ def check_pair_rows(rows, source: str = "template-pair file") -> list[templates.
     if problems:
         path, msg = problems[0]
         raise ValueError(f"{source}: {_where(path)} {msg}")
-    out, seen = [], {}
+    out, seen = [], dict[str, int]()
     for i, r in enumerate(rows):
         pid = r.get("id", f"pair-{i}")
         if pid in seen:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -49,6 +49,8 @@ from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pair
 TASKS = ("addition", "subtraction", "multiplication", "division")
 """Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;
 every draw names its own (:class:`arithmech.data.draw.Draw`, checked there)."""
+
+T = TypeVar("T")
 
 
 class TemplateLengthError(ValueError):
@@ -156,7 +158,7 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
     enc = tok(text, add_special_tokens=True, return_offsets_mapping=True)
     offsets = enc["offset_mapping"]
     roles = {"A": spans.get("A", []), "B": spans.get("B", []), "operator": spans.get("OP", [])}
-    out = {}
+    out: dict[str, list[int] | int] = {}
     for role, sp in roles.items():
         out[role] = [i for i, (s, e) in enumerate(offsets) if e > s and any(s < e2 and e > s2 for s2, e2 in sp)]
     out["end"] = len(enc["input_ids"]) - 1
@@ -354,10 +356,10 @@ def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", draw=draw)
 
 
-def interleave(groups) -> list[Sample]:
+def interleave(groups: Iterable[Iterable[T]]) -> list[T]:
     """Round-robin over the tasks, so that the first k samples cover every task."""
-    groups = [list(g) for g in groups]
-    return [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+    lists = [list(g) for g in groups]
+    return [g[i] for i in range(max(map(len, lists))) for g in lists if i < len(g)]
 
 
 def samples(folder: str | Path) -> list:

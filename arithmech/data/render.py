@@ -25,7 +25,9 @@ def render(text: str, values: dict) -> tuple[str, dict]:
     ``("3 + 5 =", {"A": [(0, 1)], "B": [(4, 5)]})``), from which the token positions of A, B and the
     operator are found.
     """
-    out, spans, pos = [], {}, 0
+    out: list[str] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    pos = 0
     for m in FIELD.finditer(text):
         out.append(text[pos:m.start()])
         start = sum(map(len, out))
@@ -46,7 +48,7 @@ def draw_values(t: templates_module.Template, rng: random.Random, *, division: s
     ``rng`` state gives the same values. ``division``: how a division template's operands are drawn
     (:data:`arithmech.data.answers.DIVISION_DRAWS`; pairs: ``PAIRS_DIVISION``, training text: ``CORPUS_DIVISION``)."""
     a, b, c = draw_operands(t, rng, division=division)
-    v = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
+    v: dict[str, int | str] = {"A": a, "B": b, "C": c, "YYY": rng.randint(100, 199)}
     for k, pool in templates_module.POOLS.items():
         v[k] = rng.choice(pool)
     v["NAME2"] = rng.choice([n for n in templates_module.NAMES if n != v["NAME"]])

@@ -132,7 +132,8 @@ def examples(t: templates_module.Template, k: int, seed: int, index: int | None)
     if k == 0:
         return NONE
     rng = random.Random(f"shots:{seed}:{t.id}:{k}" + ("" if index is None else f":{index}"))
-    rows, used, answers = [], set(), set()
+    rows: list[str] = []
+    used, answers = set(), set()
     by_op = phrasing(t)
     for op in example_operations(k, t.op, rng):
         tpl = by_op[op]
