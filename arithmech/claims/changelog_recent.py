@@ -330,3 +330,19 @@ _S6_RUNS = ("yes: the SmolLM2 K = 4 folder (no head curve for its decided task: 
             "made by the book build")
 RECENT += (Change("knockout-key-vs-random", 11, "2026-11-28", "99606e0", _KNOCK11, _S6_RUNS),)
 RECENT_DIGEST.update({"knockout-key-vs-random": "e765ed334c96"})
+
+
+# -- issue #40 item 6 (2026-11-28, fifth session): the grid-point cut. Written while no grid point had 3 runs (no
+# part of any Table 1 rule could decide), after a hostile reading of the cut (c52a4b8) found that its end rates, kept
+# below 3 runs for good, would leave every "every" over their arm undecided.
+_CUT6 = ("issue #40 item 6: a rate the plan cuts (--no-replicate-ends: table1.json's replicated lacks it; "
+         "steps.arms_grid.replicated) is outside the grid the rule reads and outside N (version 5: every grid point, "
+         "so a cut end, below 3 runs for good, left every 'every' over its arm undecided)")
+_NO3 = "no: no grid point had 3 runs (SmolLM2: 47 runs over 30 points), so every verdict was and is inconclusive"
+RECENT += (
+    Change("precise-matches-full", 11, "2026-11-28", "this commit", _CUT6, _NO3),
+    Change("selection-matters", 9, "2026-11-28", "this commit", _CUT6, _NO3),
+    Change("precise-keeps-generic", 11, "2026-11-28", "this commit", _CUT6, _NO3),
+)
+RECENT_DIGEST.update({"precise-matches-full": "ef093da5fcfe", "selection-matters": "cd3591379a3a",
+                      "precise-keeps-generic": "8b1cfb30881a"})

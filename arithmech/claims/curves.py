@@ -29,6 +29,9 @@ collapsed or not (intent to treat). The third version read the survivors only, s
 runs' and a full-SFT point whose collapsed runs counted as a cost (rule 3a) could also dominate a key point (3b) on
 its survivors: a collapse is the arm's outcome at that rate. A point where more than half of the runs collapsed
 still decides nothing; every rule's default N is its :func:`family`.
+**Sixth version** (2026-11-28, no grid point yet at 3 runs): a rate the plan cuts (``--no-replicate-ends``:
+``table1.json``'s ``replicated`` lacks it; :func:`arithmech.steps.arms_grid.replicated`) is outside the grid the
+rules read — it would stay below 3 runs for good and leave every *every* over its arm undecided — and outside N.
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -115,8 +118,13 @@ def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float
     return lo, hi
 
 
+def grid(c: Curves, arm: str) -> list[Point]:
+    """The points of ``arm`` the rules read: every rate but those the plan cut (sixth version)."""
+    return [p for p in c.points.get(arm, []) if not p.cut]
+
+
 def live(c: Curves, arm: str) -> list[Point]:
-    return [p for p in c.points.get(arm, []) if not p.gone]
+    return [p for p in grid(c, arm) if not p.gone]
 
 
 # ------------------------------------------------------------------------- the rules (module docstring)
@@ -149,7 +157,7 @@ def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
 
 
 def full_costs(c: Curves, n: int | None = None) -> bool | None:
-    full, n = c.points.get("full", []), n or family(c, "keeps")
+    full, n = grid(c, "full"), n or family(c, "keeps")
     parts = [(True if p.n >= MIN_RUNS else None) if p.gone or any(p.collapsed) else
              decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
              for p in full]                 # a collapsed run is a cost, at a point of >= MIN_RUNS runs
@@ -180,7 +188,7 @@ def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "preci
     ``learns`` |K|; ``matches`` |K|·|F|; ``keeps`` |F| (full's cost, every point) + |K| (learns) + 2·|K|·|F| (math
     and general of each domination); ``selection`` |K|·|R| for ``arm`` and ``control``."""
     k, f = len(live(c, "precise-key")), len(live(c, "full"))
-    return max(1, {"learns": k, "matches": k * f, "keeps": len(c.points.get("full", [])) + k + 2 * k * f,
+    return max(1, {"learns": k, "matches": k * f, "keeps": len(grid(c, "full")) + k + 2 * k * f,
                    "selection": len(live(c, arm)) * len(live(c, control))}[rule])
 
 
@@ -244,7 +252,7 @@ def loro(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int) -> list[tup
     ``n`` (fourth version: leaving a point out takes information away and never narrows the other intervals)."""
     out = []
     for a in arms:
-        for p in c.points.get(a, []):
+        for p in grid(c, a):
             d = c.without(a, p.lr)
             out.append((a, p.lr, _gate(d, arms) or WORD[decide_(d, n)]))
     return out

@@ -52,6 +52,7 @@ class Point:
     loss: list[float] = field(default_factory=list)
     collapsed: list[bool] = field(default_factory=list)
     val_math: list[float] = field(default_factory=list)
+    cut: bool = False      # a rate the plan replicates no further (--no-replicate-ends): outside the rules' grid
 
     @property
     def n(self) -> int:
@@ -150,6 +151,7 @@ def load(folder: str | Path) -> Curves:
     sign = -1.0 if g in S.lower_is_better else 1.0     # a loss: its fall is the gain
     loss = "lm_loss" if "lm_loss" in base["results"] else None
     pts: dict[str, list[Point]] = {}
+    kept = p.get("replicated")                         # the grid-point cut's rates (arithmech.steps.arms_grid)
     for arm, a in p["arms"].items():
         if arm in ("base", "base-shots"):
             continue
@@ -157,7 +159,8 @@ def load(folder: str | Path) -> Curves:
         for t in _tags(a):
             r = records.read_tag(folder, t)
             lr = r["parameters"]["lr"]
-            pt = by_lr.setdefault(lr, Point(arm, lr))
+            pt = by_lr.setdefault(lr, Point(arm, lr, cut=kept is not None and lr not in
+                                            kept["full" if arm == "full" else "precise"]))
             pt.tags.append(t)
             for v in variants:
                 pt.math.setdefault(v, []).append(_mean(variant_items(r, m, v)) - b_math[v])

@@ -272,6 +272,14 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     return out, tiers
 
 
+def sourced(tok, samples: Sequence[pairs.Sample], pool: dict, means: MeanSource,
+            settings: FaithfulnessSettings) -> tuple[list[pairs.Sample], int]:
+    """``(the samples a pool X_c matches in length, how many were left out)``: the prompts every curve reads, the
+    END circuits' (:func:`faithfulness`) and the cross-position one's alike (:func:`resample_sources`)."""
+    drawn, tiers = resample_sources(tok, samples, pool, settings.seed, getattr(means, "folds", 4), settings.batch_size)
+    return [s for s, x in zip(samples, drawn) if x is not None], tiers["none"]
+
+
 def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The bounded measure the rule reads: ``(r (m, A), used (n,) bool)`` with, per prompt ``k`` whose own effect
     ``den[k] > 0``, ``r_k = clip(num[k] / den[k], 0, 1)``; ``num (n, A)``, ``den (n,)``.
@@ -399,7 +407,7 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     return pd.DataFrame(rows, columns=COLUMNS), info
 
 
-__all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
+__all__ = ["faithfulness", "sourced", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
            "faithful_verdict", "recovery", "PerPrompt", "Units", "Rows", "FaithfulnessSettings", "ablation_of",
            "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL",
            "BASELINE", "N_BOOT_RULE"]

@@ -106,8 +106,10 @@ def run(config: Config) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
+            samples, left = F.sourced(tok, samples, pool, means, settings)   # the prompts every curve reads
             t1 = time.time()
             frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, settings)
+            info["left_out_no_source"] = left
             t2 = time.time()
             if roles is None:
                 info["cross_position"] = "not run: no attention_roles.csv (python -m arithmech analyze first)"

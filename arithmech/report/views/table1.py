@@ -69,12 +69,12 @@ def progress_line(folder: str | Path) -> str:
         spent = [run_s[r["tag"]] for r in a["grid_rows"] if run_s.get(r["tag"])]
         planned, made = planned + want, made + have
         left_s += max(0, want - have) * (sum(spent) / len(spent) if spent else 0.0)
-        per = pd.Series([r["lr"] for r in a["grid_rows"]]).value_counts()
-        points, ready = points + len(a["grid"]), ready + int((per >= MIN_RUNS).sum())
+        per = pd.Series([r["lr"] for r in a["grid_rows"] if r["lr"] in rep]).value_counts()
+        points, ready = points + len(rep), ready + int((per >= MIN_RUNS).sum())     # the points the rules read
     hours = lambda x: f"{x / 3600:.1f} hours"
     cut = (p.get("rules") or {}).get("cut", "")
     return (f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
-            f"{ready} of {points} grid points have the {MIN_RUNS} runs a rule reads; "
+            f"{ready} of the {points} grid points the rules read have the {MIN_RUNS} runs they need; "
             f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), about {hours(left_s)} more at each arm's "
             "mean cost per run." + (f" Cut: {cut}." if cut and not cut.startswith("none") else ""))
 

@@ -166,6 +166,10 @@ def test_a_prompt_no_pool_prompt_matches_in_length_has_no_source(setup):
     assert src[0] is None and tiers["none"] == 1
     alone, _ = F.resample_sources(tok, s["samples"], s["pool"], seed=0)
     assert all(x is not None for x in alone) and len(src) == len(alone) + 1
+    class _Settings:                      # what sourced reads of FaithfulnessSettings
+        seed, batch_size = 0, 64
+    kept, left = F.sourced(tok, [odd] + list(s["samples"]), s["pool"], object(), _Settings())  # type: ignore[arg-type]
+    assert left == 1 and kept == list(s["samples"])   # the step hands these to the END and cross-position curves
 
 
 def test_random_circuits_lie_outside_the_top_n():

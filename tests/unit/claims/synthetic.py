@@ -67,9 +67,11 @@ def record(mode: str, tag: str | None, arm: str, lr, seed: int, draw, res: dict,
         results=res)
 
 
-def write(folder: Path, arms: dict, chosen: dict | None = None, seed: int = 0, shots: tuple | None = None) -> Path:
+def write(folder: Path, arms: dict, chosen: dict | None = None, seed: int = 0, shots: tuple | None = None,
+          replicated: dict | None = None) -> Path:
     """The folder (``finetune/`` records and ``table1.json``); general changes are in accuracy units (−0.07: −7
-    points on both cloze sets). ``shots``: ``(addition, subtraction)`` of a ``base-shots`` record (math only)."""
+    points on both cloze sets). ``shots``: ``(addition, subtraction)`` of a ``base-shots`` record (math only);
+    ``replicated``: the plan's grid-point cut (group → the rates replicated beyond their first run)."""
     rng = random.Random(seed)
     (folder / "finetune").mkdir(parents=True, exist_ok=True)
     dump = lambda name, obj: (folder / "finetune" / name).write_text(json.dumps(obj))
@@ -93,6 +95,8 @@ def write(folder: Path, arms: dict, chosen: dict | None = None, seed: int = 0, s
         pick = (chosen or {}).get(arm, next(iter(grid)))
         plan["arms"][arm] = {"grid": sorted(grid), "grid_rows": rows, "chosen_lr": pick, "interior": True,
                              "runs": [r["tag"] for r in rows if r["lr"] == pick]}
+    if replicated is not None:
+        plan["replicated"] = replicated
     dump("table1.json", plan)
     return folder
 

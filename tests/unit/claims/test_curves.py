@@ -285,3 +285,26 @@ def test_each_rule_reads_the_intervals_its_family_counts():
     rows = C.verdict_rows(c).set_index(["claim", "comparison"])
     assert rows.loc[("the selection matters", "precise-key − precise-random"), "intervals"] == 8
     assert rows.loc[("precise matches full", "precise-key − full"), "intervals"] == 6
+
+
+CUT = {"precise-key": {3e-4: J(0.3, 0.3, 0.0, n=1), 1e-3: J(0.80, 0.80, 0.0), 3e-3: J(0.78, 0.78, -0.01),
+                       9e-3: J(0.2, 0.2, -0.03, n=1)},
+       "precise-random": {3e-4: J(0.3, 0.3, 0.0, n=1), 1e-3: J(0.6, 0.6, 0.0), 3e-3: J(0.55, 0.55, 0.0),
+                          9e-3: J(0.4, 0.4, -0.01, n=1)},
+       "full": {1e-4: J(0.9, 0.9, -0.05)}}
+
+
+def test_the_rules_read_the_grid_the_plan_replicates(tmp_path):
+    """Protects the sixth version (the grid-point cut, --no-replicate-ends): the two end rates of the precise grid
+    keep one run for good. Read as grid points they leave every *every* over the random arm undecided (version 5:
+    inconclusive forever); outside the grid the rules read (table1.json's ``replicated``), the interior decides:
+    precise-key at 1e-3 beats random at both interior rates by 18 points or more, *holds*. The cut points stay on
+    the page's points (``load``), marked."""
+    whole = write(tmp_path / "whole", CUT)
+    cut = write(tmp_path / "cut", CUT, replicated={"full": [1e-4], "precise": [1e-3, 3e-3]})
+    rule = "the selection matters", "precise-key − precise-random"
+    assert _row(C.verdicts(whole), *rule)["verdict"] != C.HOLDS
+    assert _row(C.verdicts(cut), *rule)["verdict"] == C.HOLDS
+    c = load(cut)
+    assert [p.cut for p in c.points["precise-key"]] == [True, False, False, True]
+    assert C.family(c, "selection") == 4 == C.family(load(whole), "selection") - 12

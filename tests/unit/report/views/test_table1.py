@@ -25,7 +25,7 @@ def test_the_progress_line_counts_the_design_against_the_runs_made(tmp_path):
     line = T.progress_line(tmp_path)
     # full: 2 rates x 3 seeds + 1 frontier rate x 2 extra seeds = 8 planned; random: 2 rates x 10 draws = 20
     assert line.startswith("**7 of 28 planned runs made** (in progress)")
-    assert "1 of 4 grid points have the 3 runs" in line
+    assert "1 of the 4 grid points the rules read have the 3 runs" in line
     assert "0.1 hours of this machine so far" in line and "about 0.1 hours more" in line   # 300 + 180 = 480 s
 
 
@@ -43,3 +43,4 @@ def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
     line = T.progress_line(tmp_path)
     assert line.startswith("**4 of 6 planned runs made**") and "Cut: --no-replicate-ends" in line, line
+    assert "0 of the 1 grid points the rules read" in line                 # the cut ends are not read
