@@ -340,9 +340,9 @@ _CUT6 = ("issue #40 item 6: a rate the plan cuts (--no-replicate-ends: table1.js
          "so a cut end, below 3 runs for good, left every 'every' over its arm undecided)")
 _NO3 = "no: no grid point had 3 runs (SmolLM2: 47 runs over 30 points), so every verdict was and is inconclusive"
 RECENT += (
-    Change("precise-matches-full", 11, "2026-11-28", "this commit", _CUT6, _NO3),
-    Change("selection-matters", 9, "2026-11-28", "this commit", _CUT6, _NO3),
-    Change("precise-keeps-generic", 11, "2026-11-28", "this commit", _CUT6, _NO3),
+    Change("precise-matches-full", 11, "2026-11-28", "cb24b15", _CUT6, _NO3),
+    Change("selection-matters", 9, "2026-11-28", "cb24b15", _CUT6, _NO3),
+    Change("precise-keeps-generic", 11, "2026-11-28", "cb24b15", _CUT6, _NO3),
 )
 RECENT_DIGEST.update({"precise-matches-full": "ef093da5fcfe", "selection-matters": "cd3591379a3a",
                       "precise-keeps-generic": "8b1cfb30881a"})
