@@ -319,8 +319,10 @@ RECENT += (Change("ablation-removes-information", 8, "2026-11-28", "73aa552", _C
 RECENT_DIGEST.update({"knockout-key-vs-random": "f250c1ddf3ac", "ablation-removes-information": "48c7695375dd"})
 
 
-# -- issue #41, the hostile reading's finding 19 (2026-11-28, fifth session): "does not hold" read on a point. Written
-# before the SmolLM2 addition-alone identify run (results/smollm2-135m/addition/) had written any file.
+# -- issue #41, the hostile reading's finding 19 (2026-11-28, fifth session): "does not hold" read on a point. Committed
+# 40 s before the SmolLM2 addition-alone identify run (results/smollm2-135m/addition/, in progress since 07:09 and
+# resumed from its checkpoint) wrote its files; version 11 moves a verdict only between "does not hold" and
+# inconclusive, and that run's verdict (holds) is the same under version 10.
 _KNOCK11 = ("issue #41 (hostile reading 19): does not hold needs the top k's interval, not its point: the top k at or "
             "above the lowest random draw does not hold only where its interval's lower end lies at or above the "
             "draws' 5th percentile (it cannot lie below the band), inconclusive in between (version 10: does not hold "
