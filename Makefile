@@ -4,7 +4,7 @@ PYTHON  ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 MATHJAX := 3.2.2
-# MathJax for the offline book lives inside the venv (not in the repository); see arithmech/report/offline.py.
+# MathJax for the offline book lives inside the venv (not in the repository); see arithmech/report/build/offline.py.
 MATHJAX_PREFIX := $(VENV)/share/arithmech
 
 # Set-up runs once per change of the requirements: `make book` / `make test` on a fresh clone set up first.

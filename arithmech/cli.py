@@ -77,7 +77,7 @@ COMMANDS = {**{name: _step_command(step) for name, step in STEPS.items()},      
             "train-embedded": Command(configs.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
             "accuracy": Command(configs.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
                                 _print_embedded_accuracy),
-            "book": Command(configs.Book, "arithmech.report.book", "run", lambda times: None)}
+            "book": Command(configs.Book, "arithmech.report.build.book", "run", lambda times: None)}
 ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}     # beside each field's own flag
 
 

@@ -7,7 +7,7 @@
 * **Widgets and charts work.** ipywidgets' lab extension comes with ``ipywidgets`` (``jupyterlab_widgets``);
   the chapters' charts are vega-lite 6, which JupyterLab does not render itself, so the chapters' ``setup()``
   shows the book's own vega bundle once when ``ARITHMECH_LAB=1`` (set here for the kernels;
-  :func:`arithmech.report.offline.jupyter_vega`).
+  :func:`arithmech.report.build.offline.jupyter_vega`).
 * **Local and guarded.** The server listens on 127.0.0.1 only, with a fresh random token (printed with the
   address), and says how to stop it: Ctrl+C in this terminal (the server then stops its kernels), or
   ``kill <pid>``.

@@ -67,7 +67,7 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
     recs, source = U.receivers_from(effects, kh, k)
     t0 = time.perf_counter()
     roles = [s.positions for s in samples]
-    fast = U.upstream_fast(net, tok, clean_p, c, x, ans, recs, corrupt_prompts=corrupt_p, roles=roles)
+    fast = U.upstream_fast(net, tok, U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), recs)
     fast_s = time.perf_counter() - t0
     cfg = net.config
     every = sorted({s for r in recs for s in U.senders_of(net, r)})

@@ -317,3 +317,16 @@ RECENT += tuple(Change(r, v, "2026-11-28", "73aa552", _CONTROL5 + _STALE, _S5_RU
 RECENT += (Change("ablation-removes-information", 8, "2026-11-28", "73aa552", _CONTROL5 + "; " + _ABLATION8,
                   _S5_RUNS),)
 RECENT_DIGEST.update({"knockout-key-vs-random": "f250c1ddf3ac", "ablation-removes-information": "48c7695375dd"})
+
+
+# -- issue #41, the hostile reading's finding 19 (2026-11-28, fifth session): "does not hold" read on a point. Written
+# before the SmolLM2 addition-alone identify run (results/smollm2-135m/addition/) had written any file.
+_KNOCK11 = ("issue #41 (hostile reading 19): does not hold needs the top k's interval, not its point: the top k at or "
+            "above the lowest random draw does not hold only where its interval's lower end lies at or above the "
+            "draws' 5th percentile (it cannot lie below the band), inconclusive in between (version 10: does not hold "
+            "whenever the point is at or above the lowest draw); the same for the layer-matched draws")
+_S6_RUNS = ("yes: the SmolLM2 K = 4 folder (no head curve for its decided task: not measured) and zero-shot/ (below "
+            "the lowest draw, inconclusive under its control): verdicts unchanged; the embedded model's knockout is "
+            "made by the book build")
+RECENT += (Change("knockout-key-vs-random", 11, "2026-11-28", "99606e0", _KNOCK11, _S6_RUNS),)
+RECENT_DIGEST.update({"knockout-key-vs-random": "e765ed334c96"})

@@ -116,15 +116,16 @@ def layer_matched(ctx: Context, k: int, key, here: str, holds: bool | None) -> t
     """knockout-key-vs-random's second control (version 9, issue #41): the top ``k``'s accuracy (the row ``key``)
     against random head sets with as many heads in each layer (knockout.csv's layer-matched rows at ``k``), by the
     same test as the unmatched draws (below the lowest draw; its interval, over the problem clusters, below their
-    5th percentile); the claim holds only where both hold, does not where either does not. A file without
+    5th percentile; does not hold: at or above the lowest draw with its interval's lower end at or above their 5th
+    percentile, version 11); the claim holds only where both hold, does not where either does not. A file without
     layer-matched rows (made before them): "not run", and the unmatched verdict ``holds`` stands."""
     ko = end_rows(ctx)
     lm = ko[(ko.kind == "head") & (ko.k == k) & (ko.order == LAYER_MATCHED)] if len(ko) else ko
     if lm.empty:
         return here + "; layer-matched random heads: not run", holds
     acc, p5 = float(key.accuracy), float(lm.accuracy.quantile(0.05))
-    hi = cluster_interval(key)[1] if "ci_high" in key else acc
-    own = False if acc >= lm.accuracy.min() else (True if hi < p5 else None)
+    lo, hi = cluster_interval(key)[:2] if "ci_high" in key else (acc, acc)
+    own = (False if lo >= p5 else None) if acc >= lm.accuracy.min() else (True if hi < p5 else None)
     here += (f"; layer-matched random heads: mean {lm.accuracy.mean():.0%} (lowest {lm.accuracy.min():.0%}, 5th "
              f"percentile {p5:.0%}, {len(lm)} draws)")
     return here, False if False in (holds, own) else (True if holds is True and own is True else None)

@@ -14,7 +14,7 @@ needs are missing, or their intervals cannot separate the two outcomes). ``here`
 rule was applied to, each with its sample size or interval.
 
 A chapter shows :func:`rules_markdown` of its claims *before* its results and the decided rows after
-them (:func:`arithmech.report.pages.claim_lines`); the tests check that the rendered text and this
+them (:func:`arithmech.report.views.pages.claim_lines`); the tests check that the rendered text and this
 table agree.
 
 Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (a decider ``ctx -> (here, holds)`` in
@@ -87,10 +87,11 @@ RULES: tuple[Rule, ...] = (
          f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
          f"top {K} and the key heads (and, where "
          "the file has intervals, its Wilson interval lies below the random draws' 5th percentile — over the problem "
-         "clusters where the file counts them, as if each problem's prompts were one trial); inconclusive "
-         "where below the lowest draw but the interval overlaps the band; the same test against layer-matched random "
+         "clusters where the file counts them, as if each problem's prompts were one trial); does not hold iff it "
+         "lies at or above the lowest draw and its interval's lower end at or above the draws' 5th percentile (it "
+         "cannot lie below the band); inconclusive in between; the same test against layer-matched random "
          f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
-         "them (both must hold; either failing: does not hold), else those are 'not run'", version=10),
+         "them (both must hold; either failing: does not hold), else those are 'not run'", version=11),
     Rule("knockout-random-flat", f"Random knockout of {K} heads keeps accuracy within 2 points",
          "within 2% (Fig. 3)", f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
          "the key heads) is within 2 points of "
@@ -174,7 +175,7 @@ BY_ID = {r.id: r for r in RULES}
 ADDED = ("key-heads-exist-share", "logit-diff-ranking", "key-heads-stable", "counterfactuals-agree", "circuit-faithful",
          "selection-matters")
 """Claims this book adds, not the paper's (issue #41): counted apart from the paper's own claims
-(:func:`arithmech.report.pages.tally`)."""
+(:func:`arithmech.report.views.pages.tally`)."""
 
 
 # ------------------------------------------------------------------------------------ deciders
@@ -270,11 +271,12 @@ def _knockout_key_vs_random(ctx: Context):
     acc, n = float(key.accuracy), int(key.n)
     here = (f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
             f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts")
-    if acc >= rnd.accuracy.min():
-        return _layer_matched(ctx, K, key, here, False)
+    p5 = float(rnd.accuracy.quantile(0.05))
+    lo, hi, what = cluster_interval(key) if "ci_high" in key else (acc, acc, "no interval in the file")
+    if acc >= rnd.accuracy.min():                       # not below every draw: does it lie within the band?
+        here += f"; lower bound {lo:.0%} ({what}) vs 5th percentile {p5:.0%}"
+        return _layer_matched(ctx, K, key, here, False if lo >= p5 else None)
     if "ci_high" in key:
-        p5 = float(rnd.accuracy.quantile(0.05))
-        _, hi, what = cluster_interval(key)
         here, holds = here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
         return _layer_matched(ctx, K, key, here, holds)
     return _layer_matched(ctx, K, key, here, True)

@@ -57,6 +57,8 @@ from arithmech.paper import KEY_THRESHOLD
 
 FREEZABLE = ("norm", "gate")
 MAX_ROWS = 4096             # attribute: samples x alphas per forward and backward of the END chain
+COMPARE_TOP = 10            # compare: senders in the top sets the summary compares
+COMPARE_BOOT = 1000         # compare: bootstrap resamples of each Spearman interval
 
 
 # ------------------------------------------------------------------------------------ the chain
@@ -194,16 +196,17 @@ def relative(diff: torch.Tensor, logit_o: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------- comparison
 def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_steps: int = 8,
-            threshold: float = KEY_THRESHOLD, top: int = 10, n_boot: int = 1000, seed: int = 0,
-            clusters=None) -> dict:
+            threshold: float = KEY_THRESHOLD, seed: int = 0, clusters=None) -> dict:
     """Exact, EAP and EAP-IG effects of every head and MLP, timed side by side on the same caches.
 
     Returns ``{"frame": DataFrame, "times": {...}, "summary": {...}}``; the frame has one row per
     sender: ``layer, head ("mlp" for MLPs), exact, eap, eap_ig`` (mean relative effects), their
     ``*_se`` (standard errors over samples), ``exact_logit_diff``, ``eap_logit_diff``,
     ``eap_ig_logit_diff`` and ``n``. The summary's Spearman ρ come with a 95% percentile bootstrap interval over
-    the prompts (or their problem ``clusters``; ``n_boot`` resamples from ``seed``; :func:`spearman_intervals`).
+    the prompts (or their problem ``clusters``; :data:`COMPARE_BOOT` resamples from ``seed``;
+    :func:`spearman_intervals`); the top sets compared are :data:`COMPARE_TOP` senders.
     """
+    top, n_boot = COMPARE_TOP, COMPARE_BOOT
     times = {}
     t0 = time.perf_counter()
     ex = path_patch_fast(model, clean, corrupt, answer)

@@ -3,16 +3,17 @@ its counterfactual, and see the top-5 next tokens, one head's END-row attention 
 (an attention strip) and the per-layer number tokens closest to each MLP's write, with or without
 the key heads knocked out.
 
-Pure functions returning DataFrames; :mod:`arithmech.report.widgets` puts ipywidgets around them and
+Pure functions returning DataFrames; :mod:`arithmech.report.views.widgets` puts ipywidgets around them and
 the book shows precomputed altair views of the same tables. A knockout is a context-manager
 factory (``knockout() -> context``) active during a forward pass: :func:`mean_ablation`, here with
 position-pooled means of identify samples' counterfactual prompts (:func:`knockout_means`; not identify's
-reference pool, which the book's live explorer uses: :mod:`arithmech.report.live_explorer`).
+reference pool, which the book's live explorer uses: :mod:`arithmech.report.views.live_explorer`).
 """
 from __future__ import annotations
 
 import itertools
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -33,6 +34,7 @@ from arithmech.methods.knockout import Means, group_key, mean_activations
 from arithmech.methods.mlp import layer_top_numbers, mlp_vectors, number_tokens, unembedding
 
 # ------------------------------------------------------------------------------ one prompt's views
+TOP_K = 5          # next tokens the page lists per prompt and slider step
 OPERATOR_WORDS = frozenset(w for ws in templates_module.OPS.values() for w in ws)
 
 
@@ -202,11 +204,10 @@ def attention_heads(heads: pd.DataFrame, n_steps: int, max_heads: int) -> list[H
 
 @torch.no_grad()
 def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
-               means: MeanSource, max_heads: int = 12, k: int = 5,
-               batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
+               means: MeanSource, max_heads: int = 12, batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
     """Everything the static page's explorer draws, for every prompt of ``samples`` (no kernel needed later).
 
-    Per prompt, in batches of equal-length prompts: the top-``k`` next tokens intact and with the key
+    Per prompt, in batches of equal-length prompts: the top-``k`` (:data:`TOP_K`) next tokens intact and with the key
     heads of each slider step mean-ablated at END (:func:`mean_ablation` with ``means``; one forward per
     distinct head set), the END-row attention of the heads :func:`attention_heads` picks (every head some
     step knocks out, and the ``max_heads`` of most negative effect; needs eager attention), and per layer the number token closest (cosine) to the MLP's write at END
@@ -226,6 +227,7 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
     """
     if not samples:
         raise ValueError("precompute needs at least one prompt")
+    k = TOP_K
     sets = step_heads(heads, len(thresholds))
     distinct = list(dict.fromkeys(tuple(s) for s in sets if s))
     shown = attention_heads(heads, len(thresholds), max_heads)
@@ -285,19 +287,45 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
     }
 
 
-def page_data(model, tok, folder, thresholds: Sequence[float], n_prompts: int = 144, n_reference: int = 128,
-              max_heads: int = 12, seed: int = 0, task: str = "all",
-              *, draw: Draw) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The explorer page's data for one model: identify's ``effects.csv`` and ``prompts.jsonl`` read from the
-    results ``folder`` (:mod:`arithmech.core.results`), ``n_prompts`` fresh pairs drawn round-robin over every
-    template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too) under the
-    ``draw`` (:class:`~arithmech.data.draw.Draw`: the answer-token rule — the chapter passes identify's, so the
-    page scores the token identify measured; the ``prompts`` table records it — and the solved examples before each),
-    knockout means from the counterfactuals of ``n_reference`` identify samples. Returns ``(head_steps, precompute)``.
+@dataclass(frozen=True)
+class PageSettings:
+    """What one model's explorer page shows (:func:`page_data`; the chapter's parameters,
+    :class:`arithmech.report.build.chapters.Explorer`). Checked when made.
+
+    Attributes:
+        thresholds: the slider's key-head thresholds, strict to loose (:func:`head_steps`).
+        n_prompts: fresh pairs drawn round-robin over every template (Fig. 8 and Fig. 10, all four operations).
+        n_reference: identify samples whose counterfactuals give the knockout means.
+        max_heads: heads of most negative effect whose attention is precomputed beside every head a step knocks
+            out (:func:`attention_heads`).
+        seed: the draw of the prompts and of the reference samples.
+        draw: the answer-token rule and the solved examples of every prompt (:class:`~arithmech.data.draw.Draw`).
     """
-    if n_prompts < 1 or n_reference < 1 or max_heads < 1:
-        raise ValueError(f"n_prompts={n_prompts}, n_reference={n_reference}, max_heads={max_heads}: each must be >= 1")
-    heads = head_steps(results.read(folder, "effects.csv"), thresholds, task)
-    means = knockout_means(model, tok, reference_samples(Path(folder), n_reference, seed))
-    samples, _ = pairs.make_pairs(tok, "all", n=n_prompts, seed=seed, draw=draw)
-    return heads, precompute(model, tok, samples, heads, thresholds, means, max_heads=max_heads)
+
+    thresholds: tuple[float, ...]
+    n_prompts: int
+    n_reference: int
+    max_heads: int
+    seed: int
+    draw: Draw
+
+    def __post_init__(self) -> None:
+        if self.n_prompts < 1 or self.n_reference < 1 or self.max_heads < 1:
+            raise ValueError(f"n_prompts={self.n_prompts}, n_reference={self.n_reference}, "
+                             f"max_heads={self.max_heads}: each must be >= 1")
+
+
+def page_data(model, tok, folder, settings: PageSettings,
+              task: str = "all") -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The explorer page's data for one model: identify's ``effects.csv`` (of ``task``) and ``prompts.jsonl`` read
+    from the results ``folder`` (:mod:`arithmech.core.results`), ``settings.n_prompts`` fresh pairs drawn
+    round-robin over every template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too)
+    under ``settings.draw`` (the answer-token rule — the chapter passes identify's, so the page scores the token
+    identify measured; the ``prompts`` table records it — and the solved examples before each), knockout means from
+    the counterfactuals of ``settings.n_reference`` identify samples. Returns ``(head_steps, precompute)``.
+    """
+    s = settings
+    heads = head_steps(results.read(folder, "effects.csv"), s.thresholds, task)
+    means = knockout_means(model, tok, reference_samples(Path(folder), s.n_reference, s.seed))
+    samples, _ = pairs.make_pairs(tok, "all", n=s.n_prompts, seed=s.seed, draw=s.draw)
+    return heads, precompute(model, tok, samples, heads, s.thresholds, means, max_heads=s.max_heads)

@@ -63,7 +63,9 @@ Shapes (``n`` prompts, ``L`` layers, ``H`` heads of ``dh``, ``d`` width, ``V`` v
 END values ``z (n, L, H*dh)`` (o_proj input) and ``m (n, L, d)`` (MLP output); LDs ``(A, n)`` float64;
 rows of :data:`COLUMNS`, one per (method, ablation, order, draw, n).
 
->>> frame, info = faithfulness(model, tok, samples, effects, "all", pool_means, pool, n_max=20, n_random=20)
+>>> s = FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=1000, bootstrap="cluster", split="held-out",
+...                          batch_size=64, converse_random=False)
+>>> frame, info = faithfulness(model, tok, samples, effects, "all", pool_means, pool, s)
 """
 from __future__ import annotations
 
@@ -91,6 +93,7 @@ from arithmech.methods.faithfulness_rule import (
     faithful_verdict,
     summary,
 )
+from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 from arithmech.methods.knockout import Ablation, ablated_logits
 from arithmech.methods.knockout_means import fold
 
@@ -204,9 +207,11 @@ class _Unused:
 
 @torch.no_grad()
 def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations: Sequence[Ablation],
-        answer_r: torch.Tensor, answer_c: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
+        answers: tuple[torch.Tensor, torch.Tensor], batch_size: int = BATCH_SIZE) -> torch.Tensor:
     """``(A, n)`` float64: ``LD = logit(answer_r) - logit(answer_c)`` at END of each prompt under each ablation
-    (each component of an ablation replaced at END by ``source``'s value for that prompt)."""
+    (each component of an ablation replaced at END by ``source``'s value for that prompt, found by its
+    ``keys``); ``answers = (answer_r, answer_c)``, each ``(n,)`` token ids."""
+    answer_r, answer_c = answers
     out = torch.empty(len(ablations), len(prompts), dtype=torch.float64)
     for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, batch_size):
         G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
@@ -266,20 +271,43 @@ def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.
     return (num[used] / den[used, None]).clamp(0.0, 1.0), used
 
 
-def circuit_rows(task, method, ablation, plan, num, den, n_boot, seed, clusters, split, n_clusters, positions="end",
-                 problems=None, baseline=None) -> list[dict]:
-    """One row per circuit of ``plan``; ``num (n, A)``, ``den (n,)`` float64: the ratio of means (``share``, its 95%
-    cluster-bootstrap interval) and, over the prompts :func:`recovery` uses, the clipped mean (``recovery``), the
-    unclipped mean (``recovery_raw``) and the share of them above 1 (``over_one``), both means with intervals at the
-    rule's :data:`~arithmech.methods.faithfulness_rule.RULE_LEVEL` (at least :data:`N_BOOT_RULE` resamples).
-    ``problems``: each prompt's problem cluster (default ``clusters``, else each prompt its own) for
-    ``n_used_clusters``, the clusters among the used prompts; ``baseline``: what the full effect is measured from
-    (default :data:`BASELINE` of ``method``)."""
+@dataclass(frozen=True)
+class Units:
+    """What the intervals of a run's rows resample (:func:`circuit_rows`), one entry per prompt.
+
+    Attributes:
+        clusters: each prompt's resampling unit (:func:`arithmech.data.splits.resampling_units` with the run's
+            ``bootstrap``); ``None``: each prompt its own.
+        problems: each prompt's problem cluster, for ``n_used_clusters``; ``None``: ``clusters``, else each prompt
+            its own.
+        n_clusters: the distinct problems the prompts ask (:func:`arithmech.data.splits.n_problems`).
+    """
+
+    clusters: list | None
+    problems: list | None
+    n_clusters: int
+
+    @classmethod
+    def of(cls, samples: Sequence[pairs.Sample], bootstrap: str) -> "Units":
+        """The units of ``samples`` resampled by ``bootstrap`` (``"cluster"`` or ``"prompt"``)."""
+        s = list(samples)
+        return cls(splits.resampling_units(s, bootstrap), splits.resampling_units(s, "cluster"), splits.n_problems(s))
+
+
+def circuit_rows(rows: Rows, plan, num, den, settings: FaithfulnessSettings, units: Units) -> list[dict]:
+    """One row per circuit of ``plan``, with the columns ``rows`` names; ``num (n, A)``, ``den (n,)`` float64: the
+    ratio of means (``share``, its 95% cluster-bootstrap interval) and, over the prompts :func:`recovery` uses, the
+    clipped mean (``recovery``), the unclipped mean (``recovery_raw``) and the share of them above 1 (``over_one``),
+    both means with intervals at the rule's :data:`~arithmech.methods.faithfulness_rule.RULE_LEVEL` (at least
+    :data:`N_BOOT_RULE` resamples). ``settings``: ``n_boot``, ``seed`` and ``split``; ``units``: what the intervals
+    resample and the problem clusters counted among the used prompts (``n_used_clusters``)."""
+    n_boot, seed, clusters = settings.n_boot, settings.seed, units.clusters
     share = num.mean(0) / den.mean()
     lo, hi = bootstrap_ratio_intervals(num, den, n_boot, LEVEL, seed, clusters)
     rec, used = recovery(num, den)
     m = int(used.sum())
-    units = problems if problems is not None else clusters if clusters is not None else list(range(len(den)))
+    problems = units.problems
+    owner = problems if problems is not None else clusters if clusters is not None else list(range(len(den)))
     nan = torch.full((num.shape[1],), float("nan"), dtype=torch.float64)
     r_mid = r_lo = r_hi = raw = w_lo = w_hi = over = nan
     if m:
@@ -289,30 +317,29 @@ def circuit_rows(task, method, ablation, plan, num, den, n_boot, seed, clusters,
         r_lo, r_hi = bootstrap_ratio_intervals(rec, ones, nb, RULE_LEVEL, seed, cl)
         w_lo, w_hi = bootstrap_ratio_intervals(unclipped, ones, nb, RULE_LEVEL, seed, cl)
         r_mid, raw, over = rec.mean(0), unclipped.mean(0), (unclipped > 1).double().mean(0)
-    n_uc = len({u for u, k in zip(units, used.tolist()) if k})
-    base = baseline or BASELINE[method]
-    return [{"task": task, "method": method, "ablation": ablation, "order": o, "draw": d, "n": k,
+    n_uc = len({u for u, k in zip(owner, used.tolist()) if k})
+    return [{"task": rows.task, "method": rows.method, "ablation": rows.ablation, "order": o, "draw": d, "n": k,
              "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "recovery": float(r_mid[a]),
              "recovery_lo": float(r_lo[a]), "recovery_hi": float(r_hi[a]), "recovery_raw": float(raw[a]),
              "recovery_raw_lo": float(w_lo[a]), "recovery_raw_hi": float(w_hi[a]), "over_one": float(over[a]),
-             "n_used": m, "n_prompts": num.shape[0], "n_clusters": n_clusters, "n_used_clusters": n_uc,
-             "level": RULE_LEVEL, "baseline": base, "split": split, "components": " ".join(map(label, c)),
-             "positions": positions}
+             "n_used": m, "n_prompts": num.shape[0], "n_clusters": units.n_clusters, "n_used_clusters": n_uc,
+             "level": RULE_LEVEL, "baseline": rows.baseline, "split": settings.split,
+             "components": " ".join(map(label, c)), "positions": rows.positions}
             for a, (o, d, k, c) in enumerate(plan)]
 
 
 def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFrame, task: str, means: MeanSource,
-                 pool: dict, n_max: int = 20, n_random: int = 20, seed: int = 0, n_boot: int = 1000,
-                 bootstrap: str = "cluster", split: str = "held-out", batch_size: int = BATCH_SIZE,
-                 converse_random: bool = False) -> tuple[pd.DataFrame, dict]:
+                 pool: dict, settings: FaithfulnessSettings) -> tuple[pd.DataFrame, dict]:
     """The curves of the module docstring on ``samples`` (evaluation-side X_r whose X_c moves the answer),
     components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
-    prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`). Returns ``(frame of COLUMNS, info)``;
-    ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size."""
+    prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`); ``settings``: the circuits, the intervals
+    and the batches (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`). Returns
+    ``(frame of COLUMNS, info)``; ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size."""
+    n_max, seed, batch_size = settings.n_max, settings.seed, settings.batch_size
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     top = ranked(effects, task)
-    plan = circuits(top, universe, n_max, n_random, seed)
+    plan = circuits(top, universe, n_max, settings.n_random, seed)
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
     ans_r = pairs.answer_ids(tok, samples)
     z_r, m_r, logit_r = end_values(model, tok, clean, batch_size)
@@ -321,36 +348,34 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
     ld_c = logit_c[at, ans_r].double() - logit_c[at, ans_c].double()
-    clusters = splits.resampling_units(list(samples), bootstrap)
-    n_cl = splits.n_problems(list(samples))
-    probs = splits.resampling_units(list(samples), "cluster")       # each prompt's problem (None: each its own)
+    units = Units.of(samples, settings.bootstrap)
     sources, tiers = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
     z_s, m_s, _ = end_values(model, tok, sources, batch_size)
     every = ablation_of(universe)
     keep = [ablation_of([c for c in universe if c not in set(circ)]) for _, _, _, circ in plan]
-    conv_plan = [p for p in plan if converse_random or p[0] == "top"]
+    conv_plan = [p for p in plan if settings.converse_random or p[0] == "top"]
     conv = [ablation_of(c) for *_, c in conv_plan]
-    kw = dict(answer_r=ans_r, answer_c=ans_c, batch_size=batch_size)
-    rows, info = [], {"n_prompts": len(samples), "n_clusters": n_cl, "resample_tiers": tiers, "circuits": len(plan),
-                      "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()), "ld_x_c": float(ld_c.mean())}
+    kw = dict(answers=(ans_r, ans_c), batch_size=batch_size)
+    at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
+    rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers,
+                      "circuits": len(plan), "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()),
+                      "ld_x_c": float(ld_c.mean())}
     for name, src, keys in (("mean", means, [means.key(s) for s in samples]),
                             ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples))))):
         ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, **kw)    # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
-        rows += circuit_rows(task, "noising", name, plan, (ld[2:2 + len(plan)] - off).T, den, n_boot, seed, clusters, split,
-                             n_cl, problems=probs)
-        rows += circuit_rows(task, "converse", name, conv_plan, (ld[2 + len(plan):] - off).T, den, n_boot, seed, clusters,
-                             split, n_cl, problems=probs)
+        rows += circuit_rows(at_end("noising", name), plan, (ld[2:2 + len(plan)] - off).T, den, settings, units)
+        rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan):] - off).T, den, settings, units)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
     ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
              [Ablation(), every] + [ablation_of(c) for *_, c in plan], **kw)
-    rows += circuit_rows(task, "denoising", "x_r", plan, (ld[2:] - ld[0]).T, ld_r - ld[0], n_boot, seed, clusters, split,
-                         n_cl, problems=probs)
+    rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
 
 
 __all__ = ["faithfulness", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
-           "faithful_verdict", "recovery", "PerPrompt", "ablation_of", "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS",
-           "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL", "BASELINE", "N_BOOT_RULE"]
+           "faithful_verdict", "recovery", "PerPrompt", "Units", "Rows", "FaithfulnessSettings", "ablation_of",
+           "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL",
+           "BASELINE", "N_BOOT_RULE"]

@@ -37,7 +37,10 @@ positions before a prompt's first site run once and are reused as a KV cache (:f
 Shapes: ``n`` prompts of ``seq`` tokens, ``L`` layers, ``H`` heads of ``dh``; a prompt's values ``(L, seq, H*dh)``;
 a row's mask ``(L, seq, H)`` bool; LDs ``(A, n)`` float64.
 
->>> rows, info = cross_position(model, tok, samples, means, reading=[(3, 1)], key=[(5, 0)], task="all")
+>>> rows, info = cross_position(model, tok, samples, means, reading=[(3, 1)], key=[(5, 0)], task="all",
+...                             settings=FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=1000,
+...                                                           bootstrap="cluster", split="held-out", batch_size=64,
+...                                                           converse_random=False))
 """
 from __future__ import annotations
 
@@ -51,8 +54,10 @@ import torch
 from arithmech.core import prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs, splits
-from arithmech.methods.faithfulness import circuit_rows
+from arithmech.data import pairs
+from arithmech.methods.faithfulness import BASELINE as F_BASELINE
+from arithmech.methods.faithfulness import Units, circuit_rows
+from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 
 WHERE = {"operands": ("A", "B", "operator", "end"), "end": ("end",)}
 BASELINE = "every head at A, B, operator and END ablated, MLPs recomputed"   # the noising full effect's baseline
@@ -177,12 +182,15 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
 
 
 def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: Sequence, key: Sequence, task: str,
-                   n_random: int = 20, seed: int = 0, n_boot: int = 1000, bootstrap: str = "cluster",
-                   split: str = "held-out", batch_size: int = BATCH_SIZE) -> tuple[list[dict], dict]:
+                   settings: FaithfulnessSettings) -> tuple[list[dict], dict]:
     """The noising (mean) and denoising rows of the module docstring for :func:`circuit` ``(reading, key)`` (order
-    ``operands``, ``n`` = its heads) and its layer-matched random circuits (order ``random-layer``), positions
-    ``"operands"``, and the sanity rows ``all`` (every head at those positions: 1) and ``none`` (0), each run as a
-    circuit: rows of :data:`arithmech.methods.faithfulness.COLUMNS`, and ``info``."""
+    ``operands``, ``n`` = its heads) and its layer-matched random circuits (order ``random-layer``,
+    ``settings.n_random`` of them), positions ``"operands"``, and the sanity rows ``all`` (every head at those
+    positions: 1) and ``none`` (0), each run as a circuit: rows of :data:`arithmech.methods.faithfulness.COLUMNS`,
+    and ``info``. ``settings``
+    (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`; ``n_max`` and ``converse_random`` are
+    the END circuits' and not read here)."""
+    n_random, seed, batch_size = settings.n_random, settings.seed, settings.batch_size
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     sites = circuit(reading, key)
     if not sites:
@@ -204,13 +212,11 @@ def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: 
     kw = dict(answer_r=ans_r, answer_c=ans_c, batch_size=batch_size)
     noise = site_lds(model, tok, clean, mean_z, [empty, full] + [[f & ~c for f, c in zip(full, cc)] for cc in circ], **kw)
     deno = site_lds(model, tok, corrupt, z_r, [empty, full] + circ, **kw)
-    clusters = splits.resampling_units(list(samples), bootstrap)
-    n_cl = splits.n_problems(list(samples))
-    kw = dict(positions="operands", problems=splits.resampling_units(list(samples), "cluster"))
-    rows = circuit_rows(task, "noising", "mean", plan, (noise[2:] - noise[1]).T, noise[0] - noise[1], n_boot, seed, clusters,
-                        split, n_cl, baseline=BASELINE, **kw)
-    rows += circuit_rows(task, "denoising", "x_r", plan, (deno[2:] - deno[0]).T, deno[1] - deno[0], n_boot, seed, clusters,
-                         split, n_cl, **kw)
+    units = Units.of(samples, settings.bootstrap)
+    rows = circuit_rows(Rows(task, "noising", "mean", "operands", BASELINE), plan, (noise[2:] - noise[1]).T,
+                        noise[0] - noise[1], settings, units)
+    rows += circuit_rows(Rows(task, "denoising", "x_r", "operands", F_BASELINE["denoising"]), plan,
+                         (deno[2:] - deno[0]).T, deno[1] - deno[0], settings, units)
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
     info = {"reading_heads": [f"{l}.{h}" for l, h in reading], "key_heads": [f"{l}.{h}" for l, h in key],

@@ -58,6 +58,7 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
+from arithmech.methods.knockout_settings import Curve
 
 Head = tuple[int, int]
 MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
@@ -345,25 +346,23 @@ def random_draw(order: Sequence, k: int, avoid: Sequence = ()) -> list:
     return kept[:k] if len(kept) >= k else []
 
 
-def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, ranking: Sequence,
-                   ks: Sequence[int], universe: Sequence, kind: str = "head", n_random: int = 20,
-                   seed: int = 0, exclude: Sequence = (), random_ks: Sequence[int] | None = None,
-                   exclude_top: bool = False, **kw) -> pd.DataFrame:
-    """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``ks``),
-    and ``k`` random ones (each ``k`` in ``random_ks``, default ``ks``) drawn from ``universe`` minus
-    ``exclude`` (the key components: a random draw never holds one), ``n_random`` seeded orders.
+def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, curve: Curve, n_random: int,
+                   seed: int, **kw) -> pd.DataFrame:
+    """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``curve.ks``),
+    and ``k`` random ones (each ``k`` in ``curve.random_ks``, default ``curve.ks``) drawn from ``curve.universe``
+    minus ``curve.exclude`` (the key components: a random draw never holds one), ``n_random`` orders seeded by
+    ``seed`` (:class:`~arithmech.methods.knockout_settings.Curve`); ``kw``: :func:`knockout_topk`'s batching and
+    positions.
 
-    ``exclude_top``: the draw at ``k`` also leaves out the top ``k`` by effect rank — the components the
+    ``curve.exclude_top``: the draw at ``k`` also leaves out the top ``k`` by effect rank — the components the
     effect-rank point it is compared with knocks out — so it is "``k`` components outside the top ``k`` and the
     key ones" at every ``k``. A ``k`` for which fewer than ``k`` components remain outside them (about
     ``k`` > half the universe) gets no random row.
 
-    ``ranking`` / ``universe``: ``(layer, head)`` pairs for ``kind="head"``, layer indices for
-    ``kind="mlp"``. Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high``
-    (``seed = -1`` for effect rank; Wilson 95% intervals over the ``n`` prompts).
+    Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high`` (``seed = -1`` for effect rank;
+    Wilson 95% intervals over the ``n`` prompts).
     """
-    if kind not in ("head", "mlp"):
-        raise ValueError(f"kind {kind!r}: use 'head' or 'mlp'")
+    kind, ranking, ks, random_ks = curve.kind, curve.ranking, curve.ks, curve.random_ks
     make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
     abls, rows = [], []
     def add(order: str, s: int, k: int, comps: Sequence) -> None:
@@ -372,8 +371,8 @@ def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, ran
     for k in ks:
         if k <= len(ranking):
             add("effect-rank", -1, k, ranking[:k])
-    rand = random_orders(universe, exclude, n_random, seed)
-    draws = {k: [random_draw(perm, k, ranking[:k] if exclude_top else ()) for perm in rand]
+    rand = random_orders(curve.universe, curve.exclude, n_random, seed)
+    draws = {k: [random_draw(perm, k, ranking[:k] if curve.exclude_top else ()) for perm in rand]
              for k in (ks if random_ks is None else random_ks)}
     drawable = [k for k, ds in draws.items() if rand and all(len(d) == k for d in ds)]
     for s in range(len(rand)):                          # seed-major, as knockout.csv has always been written

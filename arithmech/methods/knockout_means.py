@@ -177,7 +177,9 @@ def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, 
     """family → the reference pool's pairs of that family (their ``corrupt`` prompts are the pool's X_c):
     ``pool_size`` per family from :func:`pool_seed`'s stream, the family's templates of ``templates``, round-robin.
     Only tokenizes: the same arguments give the same prompts (resample ablation draws single pool prompts,
-    :mod:`arithmech.methods.faithfulness`)."""
+    :mod:`arithmech.methods.faithfulness`); :func:`build_pool` takes them."""
+    if pool_size < 1:
+        raise ValueError(f"pool_size={pool_size}: need pool_size >= 1")
     by_family: dict = {}
     for t in templates:
         if t.id not in [u.id for u in by_family.get(t.family, [])]:
@@ -186,16 +188,16 @@ def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, 
             for fam in sorted(by_family)}
 
 
-def build_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-               min_group: int = 32, batch_size: int = BATCH_SIZE, *, draw: Draw) -> PoolMeans:
-    """The reference pool of every family that ``templates`` belong to: ``pool_size`` X_c per family
-    from :func:`pool_seed`'s stream (the family's templates of ``templates``, round-robin), drawn with the
-    evaluated prompts' ``draw`` (answer token, solved examples and their sets: so their positions line up)."""
-    if pool_size < 1 or folds < 2 or min_group < 1:
-        raise ValueError(f"pool_size={pool_size}, folds={folds}, min_group={min_group}: need pool_size >= 1, "
-                         "folds >= 2 (a prompt's own fold is left out) and min_group >= 1")
+def build_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32,
+               batch_size: int = BATCH_SIZE) -> PoolMeans:
+    """The reference pool's means over ``pools`` (family → its pairs, :func:`pool_prompts`: ``pool_size`` X_c per
+    family from :func:`pool_seed`'s stream, drawn with the evaluated prompts' draw, so their positions line up),
+    summed per ``folds`` operand-pair folds; a (template, length) group of fewer than ``min_group`` X_c falls back to
+    its family's mean."""
+    if folds < 2 or min_group < 1:
+        raise ValueError(f"folds={folds}, min_group={min_group}: need folds >= 2 (a prompt's own fold is left out) "
+                         "and min_group >= 1")
     pm = PoolMeans(folds, min_group)
-    pools = pool_prompts(tok, templates, pool_size, seed, draw=draw)
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)
     for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every], batch_size):

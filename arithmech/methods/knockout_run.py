@@ -23,7 +23,7 @@ import random
 import sys
 import zlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Sequence
 
 import pandas as pd
@@ -47,7 +47,14 @@ from arithmech.methods.knockout import (
     mean_sources,
     with_interval,
 )
-from arithmech.methods.knockout_settings import CURVES_FOR, SPLITS, KnockoutSettings, split_positions  # noqa: F401
+from arithmech.methods.knockout_means import pool_prompts
+from arithmech.methods.knockout_settings import (  # noqa: F401
+    CURVES_FOR,
+    SPLITS,
+    Curve,
+    KnockoutSettings,
+    split_positions,
+)
 from arithmech.methods.pool_cache import cached_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
@@ -129,7 +136,7 @@ def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_
               *, draw: Draw):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
-    return cached_pool(model, tok, tpls, pool_size, seed, batch_size=batch_size, draw=draw) \
+    return cached_pool(model, tok, pool_prompts(tok, tpls, pool_size, seed, draw=draw), batch_size=batch_size) \
         if tpls else None
 
 
@@ -175,13 +182,15 @@ def layer_matched_draws(chosen: Sequence, universe: Sequence, exclude: Sequence,
     return [sorted(c for l, n in sorted(need.items()) for c in rng.sample(pool[l], n)) for _ in range(n_random)]
 
 
-def layer_matched_rows(model, tok, samples, means: MeanSource, ranking: Sequence, ks: Sequence[int],
-                       universe: Sequence, exclude: Sequence, n_random: int, seed: int, **kw) -> pd.DataFrame:
+def layer_matched_rows(model, tok, samples, means: MeanSource, curve: Curve, n_random: int, seed: int,
+                       **kw) -> pd.DataFrame:
     """Knockout rows (order :data:`LAYER_MATCHED`, ``seed`` = the draw) of :func:`layer_matched_draws` matched to
-    the top ``k`` of ``ranking`` for each ``k`` in ``ks``, outside them and ``exclude`` — the random control whose
-    heads sit in the same layers as the ones compared with it (the unmatched random rows draw from every layer)."""
+    the top ``k`` of ``curve.ranking`` for each ``k`` in ``curve.ks``, drawn from ``curve.universe`` outside them and
+    ``curve.exclude`` — the random control whose heads sit in the same layers as the ones compared with it (the
+    unmatched random rows draw from every layer). Heads only; ``curve.random_ks`` and ``exclude_top`` are not read."""
+    ranking, universe, exclude = curve.ranking, curve.universe, curve.exclude
     abls, rows = [], []
-    for k in ks:
+    for k in curve.ks:
         for s, d in enumerate(layer_matched_draws(ranking[:k], universe, exclude, n_random, seed)):
             abls.append(Ablation.of(heads=d))
             rows.append({"kind": "head", "order": LAYER_MATCHED, "seed": s, "k": k})
@@ -203,7 +212,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
       random orders at every ``k`` of the same curve (the band of Fig. 3 runs along the whole curve); the
       random draw at ``k`` never holds a key component nor any of the top ``k`` by effect rank (the ones the
       effect-rank point it is compared with knocks out), so a ``k`` with fewer than ``k`` components outside
-      those (``k`` past about half of them) has no random row (:func:`~arithmech.methods.knockout.knockout_curve`'s
+      those (``k`` past about half of them) has no random row (:class:`~arithmech.methods.knockout_settings.Curve`'s
       ``exclude_top``). Cost: one more ablated END row per order and ``k``, batched on the cached prefix; and
       layer-matched random head sets (:func:`layer_matched_rows`) at the number of key heads and at
       ``RANDOM_HEAD_KS[0]``;
@@ -227,18 +236,18 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
             mk = default_ks(L)
-            plan = [("head", heads, universe, key_h, hk, [k for k in hk if k], True),
-                    ("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True)]
+            plan = [Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
+                    Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True)]
         elif full:
-            plan = [("head", studied, universe, studied, [len(studied)], [len(studied)], False)]
+            plan = [Curve("head", studied, universe, studied, [len(studied)], [len(studied)], False)]
         else:
-            plan = [("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
-        for kind, rank, uni, ex, kk, rk, top in plan:
-            frames.append(knockout_curve(model, tok, samples, means, rank, kk, uni, kind, exclude=ex, random_ks=rk,
-                                         exclude_top=top, **kw).assign(positions=pos, mean_source=src))
+            plan = [Curve("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
+        for curve in plan:
+            frames.append(knockout_curve(model, tok, samples, means, curve, **kw).assign(positions=pos,
+                                                                                         mean_source=src))
         if full and i == 0:         # layer-matched random heads at the key heads' k and the claims' k (issue #41)
-            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0][5]))
-            frames.append(layer_matched_rows(model, tok, samples, means, heads, lk, universe, key_h, **kw).assign(
+            lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks))
+            frames.append(layer_matched_rows(model, tok, samples, means, replace(plan[0], ks=lk), **kw).assign(
                 positions=pos, mean_source=src))
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, pos, batch_size)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]

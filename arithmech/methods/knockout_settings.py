@@ -1,8 +1,11 @@
 """How identify's knockout runs: its settings as one checked value (issue #42), with no torch import, so the step
-config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads."""
+config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads;
+and what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.knockout.knockout_curve`
+takes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
 
@@ -58,3 +61,34 @@ class KnockoutSettings:
     def position_settings(self) -> list[str]:
         """The position settings to run, the curve's first (:func:`split_positions`)."""
         return split_positions(self.positions)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """What one knockout curve knocks out (:func:`arithmech.methods.knockout.knockout_curve`; the layer-matched
+    control, :func:`arithmech.methods.knockout_run.layer_matched_rows`, reads the same fields but ``random_ks`` and
+    ``exclude_top``). Components are ``(layer, head)`` pairs for ``kind="head"``, layer indices for ``"mlp"``.
+
+    Attributes:
+        kind: ``"head"`` or ``"mlp"``.
+        ranking: the components by effect rank, most negative first; the effect-rank row at ``k`` knocks out
+            ``ranking[:k]``.
+        universe: every component a random draw may take.
+        exclude: components no random draw takes (the key ones).
+        ks: the ``k`` of the effect-rank rows (a ``k`` past ``len(ranking)`` is left out).
+        random_ks: the ``k`` of the random rows; ``None``: ``ks``.
+        exclude_top: the random draw at ``k`` also leaves out ``ranking[:k]`` (the components the effect-rank point
+            it is compared with knocks out).
+    """
+
+    kind: str
+    ranking: Sequence
+    universe: Sequence
+    exclude: Sequence
+    ks: Sequence[int]
+    random_ks: Sequence[int] | None
+    exclude_top: bool
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("head", "mlp"):
+            raise ValueError(f"kind {self.kind!r}: use 'head' or 'mlp'")

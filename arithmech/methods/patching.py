@@ -383,9 +383,9 @@ def path_patch_reference(model, tok, prompts: Sequence[str], clean: EndCache, co
 
 # ---------------------------------------------------------------------------------- front door
 def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequence[str],
-               answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = BATCH_SIZE,
-               max_rows: int = MAX_ROWS) -> Patched:
-    """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])``.
+               answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = BATCH_SIZE) -> Patched:
+    """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])`` (the fast path in
+    chunks of :data:`MAX_ROWS` rows; :func:`path_patch_fast` takes another).
 
     Args:
         answer: ``(n,)`` answer-token ids {C} (:func:`arithmech.data.pairs.answer_ids`).
@@ -402,7 +402,7 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
     if method == "fast":                     # X_r[k] and X_c[k] have one length: one forward caches both
         clean, corrupt = split_cache(end_cache(model, tok, list(clean_prompts) + list(corrupt_prompts),
                                                torch.cat([answer, answer]), batch_size), len(answer))
-        return path_patch_fast(model, clean, corrupt, answer, prob, max_rows)
+        return path_patch_fast(model, clean, corrupt, answer, prob, MAX_ROWS)
     # the reference caches X_r with the very batches its hooked forwards use (bit-identical clean values);
     # X_c with the answer ids too, for the model's own top-1 there (the counterfactual's answer)
     clean = end_cache(model, tok, clean_prompts, answer, batch_size)

@@ -25,16 +25,14 @@ import hashlib
 import io
 import json
 import os
-from typing import Sequence
 
 import torch
 
 from arithmech.core.atomic import atomic_write
 from arithmech.core.names import CACHE_DIR
 from arithmech.core.provenance import versions
-from arithmech.data.draw import Draw
 from arithmech.methods import knockout_means
-from arithmech.methods.knockout_means import PoolMeans, pool_key, pool_prompts
+from arithmech.methods.knockout_means import PoolMeans, pool_key
 
 VERSION = 1          # bump when the pool's arithmetic changes (activations, sums, pruning): old files go unused
 
@@ -57,7 +55,8 @@ def tokenizer_digest(tok) -> str:
 
 
 def pool_digest(model, tok, pools: dict, folds: int, min_group: int, batch_size: int) -> str:
-    """The cache key of the pool of ``pools`` (family → pairs, :func:`pool_prompts`)."""
+    """The cache key of the pool of ``pools`` (family → pairs,
+    :func:`~arithmech.methods.knockout_means.pool_prompts`)."""
     prompts = [[fam, [[s.corrupt, list(pool_key(s))] for s in pool]] for fam, pool in sorted(pools.items())]
     blob = json.dumps({"weights": weights_digest(model), "tokenizer": tokenizer_digest(tok), "prompts": prompts,
                        "folds": folds, "min_group": min_group, "batch_size": batch_size,
@@ -84,11 +83,11 @@ def enabled() -> bool:
     return os.environ.get("ARITHMECH_POOL_CACHE", "1") != "0"
 
 
-def cached_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int = 0, folds: int = 4,
-                min_group: int = 32, batch_size: int = knockout_means.BATCH_SIZE, *, draw: Draw) -> PoolMeans:
-    """:func:`~arithmech.methods.knockout_means.build_pool` (same arguments and result), read from the cache
-    when the same pool was built before, else built and stored. The result's ``digest`` is the key."""
-    pools = pool_prompts(tok, templates, pool_size, seed, draw=draw)
+def cached_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32,
+                batch_size: int = knockout_means.BATCH_SIZE) -> PoolMeans:
+    """:func:`~arithmech.methods.knockout_means.build_pool` (same arguments and result: ``pools`` from
+    :func:`~arithmech.methods.knockout_means.pool_prompts`), read from the cache when the same pool was built
+    before, else built and stored. The result's ``digest`` is the key."""
     key = pool_digest(model, tok, pools, folds, min_group, batch_size)
     path = CACHE_DIR / "pool" / f"{key}.pt"
     if enabled() and path.exists():
@@ -98,8 +97,7 @@ def cached_pool(model, tok, templates: Sequence, pool_size: int = 512, seed: int
             return pm
         except Exception:               # a damaged file: rebuilt and replaced below
             pass
-    pm = knockout_means.build_pool(model, tok, templates, pool_size, seed, folds, min_group, batch_size,
-                                   draw=draw)
+    pm = knockout_means.build_pool(model, tok, pools, folds, min_group, batch_size)
     pm.digest = key
     if enabled():
         buf = io.BytesIO()

@@ -50,7 +50,8 @@ the first 3, the END paths, when no role positions are given).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple, Sequence
 
 import pandas as pd
 import torch
@@ -138,28 +139,70 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
     return out, {k: torch.stack(v, 2) for k, v in got.items()}
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What :func:`upstream_fast` patches, one entry per sample (``n`` of them). Checked when made.
+
+    Attributes:
+        prompts: the X_r prompts.
+        clean: the END cache of ``prompts`` (:class:`~arithmech.methods.patching.EndCache`).
+        corrupt: the END cache of their X_c.
+        answer: ``(n,)`` the answer token ids whose logit the paths move.
+        corrupt_prompts: the X_c prompts (each of its X_r's token length), for the role positions' paths;
+            ``None``: the END paths only.
+        roles: each sample's role positions (:attr:`arithmech.data.pairs.Sample.positions`), given with
+            ``corrupt_prompts`` (``None`` with it).
+    """
+
+    prompts: Sequence[str]
+    clean: EndCache
+    corrupt: EndCache
+    answer: torch.Tensor
+    corrupt_prompts: Sequence[str] | None = None
+    roles: Sequence[dict] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.roles is None) != (self.corrupt_prompts is None):
+            raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
+        if self.roles is not None and not (len(self.roles) == len(self.corrupt_prompts) == len(self.prompts)):
+            raise ValueError(f"{len(self.prompts)} prompts, {len(self.corrupt_prompts)} corrupt prompts, "
+                             f"{len(self.roles)} roles")
+
+
+class _Group(NamedTuple):
+    """The clean forward of one length group at the receivers' layers ``l``: ``pre[l]`` the keys and values before
+    END ``(b, kv_heads, T-1, dh)`` each, ``rope[l]`` the rotary ``(cos, sin)`` at END ``(b, dh)`` each."""
+    pre: dict
+    rope: dict
+
+
+class _End(NamedTuple):
+    """A receiver's clean attention at END: ``scores`` ``(b, T)`` (last: END itself), their softmax ``probs``,
+    the values before END ``V`` ``(b, T-1, dh)``, END's query ``q`` and value ``v`` ``(b, dh)``."""
+    scores: torch.Tensor
+    probs: torch.Tensor
+    V: torch.Tensor
+    q: torch.Tensor
+    v: torch.Tensor
+
+
 @torch.no_grad()
-def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: EndCache, answer: torch.Tensor,
-                  receivers: Sequence[Head], batch_size: int = BATCH_SIZE, max_rows: int = MAX_ROWS,
-                  corrupt_prompts: Sequence[str] | None = None,
-                  roles: Sequence[dict] | None = None) -> dict[Head, torch.Tensor]:
+def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
+                  max_rows: int = MAX_ROWS) -> dict[Head, torch.Tensor]:
     """Exact upstream path patching of every sender into each receiver (module docstring).
 
-    ``clean`` / ``corrupt``: the END caches of ``prompts`` (X_r) and their X_c. With ``roles`` (per sample,
-    :attr:`Sample.positions`) and ``corrupt_prompts`` every column of :data:`COLUMNS`; without, the END
-    paths only. Returns ``{receiver: (n, S, C) logit_p - logit_o}`` (senders as :func:`senders_of`).
+    ``inputs`` (:class:`Inputs`): the X_r prompts, the END caches of them and their X_c, the answers; with the
+    roles and the X_c prompts every column of :data:`COLUMNS`, without them the END paths only. Returns
+    ``{receiver: (n, S, C) logit_p - logit_o}`` (senders as :func:`senders_of`).
     Per length group of prompts: one clean forward (the key/value cache, the rotary embedding, the clean
     activations at the role positions) and one X_c forward (its activations there); then for chunks of
     samples the senders' rows (``1 + l_max (H + 1)`` per sample and position) run through the MLPs up to
     the last receiver's layer, and each receiver's ``1 + 9 S`` rows (``1 + 3 S`` at END only) run its
     attention at END and the MLPs after it.
     """
+    prompts, roles, corrupt_prompts = inputs.prompts, inputs.roles, inputs.corrupt_prompts
     receivers = [tuple(r) for r in receivers]
     check(model, receivers)
-    if (roles is None) != (corrupt_prompts is None):
-        raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
-    if roles is not None and not (len(roles) == len(corrupt_prompts) == len(prompts)):
-        raise ValueError(f"{len(prompts)} prompts, {len(corrupt_prompts)} corrupt prompts, {len(roles)} roles")
     arch, cfg = arch_for(model), model.config
     H = cfg.num_attention_heads
     C = len(COLUMNS) if roles is not None else 3
@@ -168,7 +211,7 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
     layers = sorted({l for l, _ in receivers})
     l_max = layers[-1]
     dev = input_device(model)
-    answer = answer.to(dev)
+    inputs = replace(inputs, answer=inputs.answer.to(dev))
     pos: dict[int, tuple] = {}
     handles = [module(model, arch, "attn", l).register_forward_pre_hook(
         (lambda l: lambda m, a, kw: pos.__setitem__(l, kw["position_embeddings"]))(l), with_kwargs=True) for l in layers]
@@ -206,7 +249,7 @@ def upstream_fast(model, tok, prompts: Sequence[str], clean: EndCache, corrupt: 
                               corrupt={k: v[loc].flatten(0, 1) for k, v in x_at.items()},
                               where=where[loc], valid=slots[1].to(dev)[loc], cols=slots[2],
                               rope={l: tuple(t[loc].flatten(0, 1) for t in rope_at[l]) for l in layers})
-                _chunk(model, clean, corrupt, answer, receivers, idx_t[loc.cpu()].to(dev), loc, pre, rope, at, out)
+                _chunk(model, inputs, receivers, idx_t[loc.cpu()].to(dev), loc, _Group(pre, rope), at, out)
     finally:
         for h in handles:
             h.remove()
@@ -236,9 +279,11 @@ def _senders(model, c: dict, x: dict, l_max: int) -> tuple[dict[int, torch.Tenso
     return snaps, torch.cat(same, 1)
 
 
-def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, at, out) -> None:
-    """One chunk of samples of one length group (see :func:`upstream_fast`); ``at``: the role positions'
-    activations, slots and rotary embeddings of the chunk (None: END paths only)."""
+def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) -> None:
+    """One chunk of samples of one length group (see :func:`upstream_fast`; ``inputs.answer`` on the model's
+    device): ``rows`` their indices among the samples, ``loc`` within the group; ``at``: the role positions'
+    activations, slots and rotary embeddings of the chunk (None: END paths only). Writes ``out[rec][rows]``."""
+    clean, corrupt, answer, pre, rope = inputs.clean, inputs.corrupt, inputs.answer, group.pre, group.rope
     arch, cfg = arch_for(model), model.config
     L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)
     dh = clean.z.shape[-1] // H
@@ -266,8 +311,8 @@ def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, at, o
         zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv       # (b, 1 + 3S, dh)
         dz, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
         if at:
-            d, m = _at_roles(model, rec, snaps_at[l], same_at[..., 1:S + 1], at, scores[:, 0], p[:, 0], V, q[:, 0],
-                             v[:, 0], dh)
+            d, m = _at_roles(model, rec, snaps_at[l], same_at[..., 1:S + 1], at, _End(scores[:, 0], p[:, 0], V, q[:, 0],
+                                                                                     v[:, 0]))
             dz, masks = dz + [d], masks + [m]
         dz = torch.cat(dz, 1)                                                          # (b, C S, dh)
         w_o = module(model, arch, "o_proj", l).weight[:, h * dh:(h + 1) * dh]
@@ -284,15 +329,15 @@ def _chunk(model, clean, corrupt, answer, receivers, rows, loc, pre, rope, at, o
         out[rec][rows.cpu()] = diff.transpose(1, 2).float().cpu()
 
 
-def _at_roles(model, rec, snap, same, at, s0, p0, V, q0, v0, dh) -> tuple[torch.Tensor, torch.Tensor]:
+def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torch.Tensor]:
     """The receiver's END output change along each sender's k and v path at each role position.
 
     ``snap`` ``(b P, 1 + S, d)``: the senders' residual rows entering the receiver's layer at the role slots;
-    ``same`` ``(b, P, S)``; ``s0`` ``(b, T)`` the clean END attention scores (last: END itself), ``p0`` their
-    softmax; ``V`` ``(b, T-1, dh)`` the clean values before END; ``q0``, ``v0`` ``(b, dh)`` the clean END query
-    and value.
+    ``same`` ``(b, P, S)``; ``end``: the receiver's clean attention at END (:class:`_End`).
     Returns the change of the receiver's END output ``(b, 6 S, dh)`` (roles × (k, v) × senders) and the
     mask ``(b, 6, S)`` of senders that change nothing at any of the role's tokens."""
+    s0, p0, V, q0, v0 = end
+    dh = q0.shape[-1]
     arch, l, (_, h) = arch_for(model), rec[0], rec
     geo = Geometry.from_config(model.config)
     g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1

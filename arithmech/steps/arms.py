@@ -33,7 +33,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 
@@ -64,6 +64,7 @@ from arithmech.steps.arms_grid import (
     extension,
     frontier_rates,
     lr_tag,
+    replicated,
     val_math,
 )
 from arithmech.steps.config import Table1 as Config
@@ -127,13 +128,24 @@ def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------ one run
-# ------------------------------------------------------------------------------------ one run
-def train_arm(model_name: str, suite, heads, lr: float, seed: int, steps: int, batch_size: int, device: str,
-              dtype: str, data_seed: int) -> tuple[object, object, dict]:
-    """Fine-tune a fresh copy of ``model`` on ``suite.train``: every parameter (``heads`` None) or the
-    ``heads``' slices with H/h rescaling. Returns ``(model, tokenizer, training record)``."""
+class _Run(NamedTuple):
+    """One run of the table: its ``arm`` (``"base"``, ``"base-shots"`` or one of :data:`ARMS`), learning rate ``lr``
+    (``None`` for the base model), training ``seed`` and random-head ``draw`` (``None`` for the base model)."""
+    arm: str
+    lr: float | None
+    seed: int
+    draw: int | None
+
+
+def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
+              data_seed: int) -> tuple[object, object, dict]:
+    """Fine-tune a fresh copy of ``config.model_name`` (on ``config.device``, in ``config.dtype``, ``config.batch_size``
+    rows a step) on ``suite.train`` for ``steps`` steps at rate ``lr``: every parameter (``heads`` None) or the
+    ``heads``' slices with H/h rescaling; ``seed`` the training's, ``data_seed`` the splits'. Returns
+    ``(model, tokenizer, training record)``."""
+    batch_size, device = config.batch_size, config.device
     torch.manual_seed(seed)
-    net, tok, _ = load_model(model_name, device=device, dtype=dtype, attn_implementation="sdpa")
+    net, tok, _ = load_model(config.model_name, device=device, dtype=config.dtype, attn_implementation="sdpa")
     rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
     spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
@@ -221,8 +233,10 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     share = [tuple(h) for h in heads["share"]]
     draws = {"precise-random": heads["random_draws"], "precise-random-any": heads["random_any_draws"]}
 
-    def record(mode, tag, h, net_tok_train, hs, arm, lr, seed, draw, started, shots=0):
+    def record(mode, tag, h, net_tok_train, hs, run: _Run, started, shots=0):
+        """Evaluate the trained (or base) model and write ``finetune/<mode>[-tag].json`` (args hash ``h``)."""
         net, tok, tr = net_tok_train
+        arm, lr, seed, draw = run
         t0 = time.time()
         if shots:
             val, test = S.shots(net, tok, "val", sizes, data_seed, shots), S.shots(net, tok, "test", sizes, data_seed, shots)
@@ -249,18 +263,27 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             return [tuple(h) for h in draws[arm][draw]]
         return {"full": None, "precise-key": tuned, "precise-share": share}[arm]
 
+    def tag_of(arm, lr, seed, draw):
+        return (f"{TAGS[arm]}{draw if arm in RANDOM else ''}-" if TAGS[arm] else "") + f"s{seed}-lr{lr_tag(lr)}"
+
+    def made(arm, lr, seed, draw):
+        """Whether this run's record exists with the same arguments (a cut rate keeps the runs made before it)."""
+        hs = heads_of(arm, draw)
+        h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
+        return _same(out, "full" if arm == "full" else "precise", tag_of(arm, lr, seed, draw), h)
+
     def run_one(arm, lr, seed, draw, bar):
         hs = heads_of(arm, draw)
         mode = "full" if arm == "full" else "precise"
-        tag = (f"{TAGS[arm]}{draw if arm in RANDOM else ''}-" if TAGS[arm] else "") + f"s{seed}-lr{lr_tag(lr)}"
+        tag = tag_of(arm, lr, seed, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
         fresh = not _same(out, mode, tag, h)
         if fresh:
             records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
             started = time.time()
-            trained = train_arm(c.model_name, S, hs, lr, seed, steps, c.batch_size, c.device, c.dtype, data_seed)
-            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", arm, lr, seed, draw, started)
+            trained = train_arm(c, S, hs, lr, seed, steps, data_seed)
+            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", _Run(arm, lr, seed, draw), started)
         bar.advance()
         val = records.read_finetune(out, mode, tag)["parameters"]["validation"]
         rows[arm].append({"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
@@ -282,7 +305,12 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         plan = {"suite": c.suite, "model": results_io.folder_name(c.model_name), "command": command, "complete": complete,
                 "rules": {"bracket": BRACKET_RULE, "single_rate": RULE,
                           "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
-                                   f"{max(c.frontier_seeds, len(seeds))}"},
+                                   f"{max(c.frontier_seeds, len(seeds))}",
+                          "cut": "none: every rate of a grid is replicated" if c.replicate_ends else
+                                 "--no-replicate-ends: a bracketed grid's two end rates keep their first run and get "
+                                 "no further seeds, draws or frontier seeds (made before the cut: kept); the rules "
+                                 "read a point from 3 runs, so they decide on the interior rates"},
+                "replicated": {grp: keep[grp] for grp in ("full", "precise")},
                 "rule": RULE, "seeds": seeds, "draws": c.draws, "frontier_seeds": c.frontier_seeds, "data_seed": data_seed,
                 "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps",
                 "batch_size": c.batch_size, "sizes": sizes, "shots": c.shots, "heads": heads, "arms": plan_arms,
@@ -304,6 +332,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     g = {"full": list(grid["full"]), "precise": list(grid[PRECISE[0]])}
     rows: dict = {a: [] for a in arms}
     ext = {"full": 0, "precise": 0}
+    keep: dict[str, list[float]] = {"full": list(g["full"]), "precise": list(g["precise"])}
     group = lambda a: "full" if a == "full" else "precise"
     replicas = lambda a: c.draws if a in RANDOM else len(seeds)
     n_runs = 2 + sum(len(g[group(a)]) * replicas(a) for a in arms)
@@ -315,8 +344,8 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
                 started = time.time()
                 net, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-                record(mode, tag, h, (net, tok, None), None, "base" if not shots else "base-shots", None, seeds[0],
-                       None, started, shots)
+                record(mode, tag, h, (net, tok, None), None, _Run("base" if not shots else "base-shots", None, seeds[0],
+                                                                  None), started, shots)
             bar.advance()
         base_val = val_math(records.read_finetune(out, "base")["parameters"]["validation"], S)
         for a in arms:                                       # 1. every rate at the first seed (first draw)
@@ -333,15 +362,22 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 bar.total += len(members) * max(replicas(a) for a in members)
                 for a in members:
                     run_one(a, lr, seeds[0], 0, bar)
+        for grp in ("full", "precise"):                      # the ends replicated only when asked (arms_grid)
+            members = [a for a in arms if group(a) == grp]
+            closed = bool(members) and not any(bracket_side(rows[a], base_val) for a in members)
+            keep[grp] = replicated(g[grp], closed, c.replicate_ends)
         for i in range(1, max(replicas(a) for a in arms)):   # 2. the other seeds and draws, in balanced rounds
             for a in arms:
                 if i < replicas(a):
                     seed, draw = (seeds[i % len(seeds)], i) if a in RANDOM else (seeds[i], 0)
                     for lr in g[group(a)]:
-                        run_one(a, lr, seed, draw, bar)
+                        if lr in keep[group(a)] or made(a, lr, seed, draw):
+                            run_one(a, lr, seed, draw, bar)
+                        else:
+                            bar.advance()
         extra = [max(seeds) + 1 + j for j in range(max(0, c.frontier_seeds - len(seeds)))]
         for a in [a for a in arms if a not in RANDOM]:       # 3. the frontier rates up to frontier_seeds
-            front = frontier_rates(rows[a])
+            front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]
             bar.total += len(front) * len(extra)
             for s in extra:
                 for lr in front:

@@ -12,6 +12,10 @@ rates get extra seeds. Every rule here reads **validation** scores only; the tes
 * **frontier rates** (:func:`frontier_rates`) — the rates on an arm's validation trade-off frontier (mean
   validation math accuracy up, mean validation text loss down: no other rate of the arm is at least as good on
   both and better on one) get seeds up to ``frontier_seeds``.
+* **replicated rates** (:func:`replicated`) — with ``--no-replicate-ends``, a bracketed grid's two end rates
+  keep their first run (they show the bracket) and get no further seeds, draws or frontier seeds: the rules read a
+  point from 3 runs, so they decide on the interior rates, where an arm learns without collapsing. A cut of grid
+  points to fit the machine (issue #40 item 6), recorded in ``table1.json``; an unbracketed grid is never cut.
 * the **single-rate choice** of the first runs (:data:`RULE`, :func:`choose`) is still computed and shown beside
   the frontier, as the choice the earlier verdicts hung on.
 """
@@ -90,3 +94,10 @@ def frontier_rates(rows: Sequence[dict]) -> list[float]:
         if not dominated:
             out.append(lr)
     return out
+
+
+def replicated(grid: Sequence[float], bracketed: bool, ends: bool) -> list[float]:
+    """The rates of the sorted ``grid`` that get runs beyond the first (module docstring): all of them, or without
+    the two ends where ``ends`` is False and the grid is ``bracketed`` (and has an interior to keep)."""
+    g = sorted(grid)
+    return g if ends or not bracketed or len(g) < 3 else g[1:-1]

@@ -61,12 +61,13 @@ def inputs(folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
     return effects, kh, pairs.reference_samples(folder, n_samples, seed, ops)
 
 
-def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame, key_heads: dict, receivers: int = 5,
-           ig_steps: int = 8, n_misses: int = 5, batch_size: int = 64, bootstrap: str = "cluster",
-           seed: int = 0) -> dict:
-    """The step's computations on loaded ``model`` (see the module docstring). Returns ``eap``,
-    ``upstream`` (DataFrames), ``misses``, ``summary`` (with ``times``) and ``receivers``. ``bootstrap``: what
-    the Spearman intervals resample (identify's recorded unit, :func:`arithmech.data.splits.resampling_units`)."""
+def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame, key_heads: dict, config: Config,
+           bootstrap: str) -> dict:
+    """The step's computations on loaded ``model`` (see the module docstring), with ``config``'s receivers, EAP-IG
+    points, misses, batch size and seed. Returns ``eap``, ``upstream`` (DataFrames), ``misses``, ``summary`` (with
+    ``times``) and ``receivers``. ``bootstrap``: what the Spearman intervals resample (identify's recorded unit,
+    :func:`arithmech.data.splits.resampling_units`)."""
+    ig_steps, n_misses, batch_size = config.ig_steps, config.n_misses, config.batch_size
     t0 = time.perf_counter()
     ans = pairs_module.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
@@ -74,17 +75,18 @@ def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame
                                  len(samples))
     times = {"caches_s": time.perf_counter() - t0}
     cmp = attribution.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD),
-                              seed=seed, clusters=resampling_units(samples, bootstrap))
+                              seed=config.seed, clusters=resampling_units(samples, bootstrap))
     times.update(cmp["times"])
     misses = attribution.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
     eap = cmp["frame"]
     if not misses.empty:
         eap = eap.merge(misses[["layer", "head", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen",
                                 "cause"]], on=["layer", "head"], how="left")
-    recs, source = upstream.receivers_from(effects, key_heads, receivers)
+    recs, source = upstream.receivers_from(effects, key_heads, config.receivers)
     t1 = time.perf_counter()
-    up = upstream.upstream_fast(model, tok, clean_p, clean, corrupt, ans, recs, batch_size, corrupt_prompts=corrupt_p,
-                                roles=[s.positions for s in samples]) if recs else {}
+    pairs_in = upstream.Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p,
+                               roles=[s.positions for s in samples])
+    up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = model.config.num_attention_heads
     logit_o = clean.answer_logit
@@ -123,8 +125,7 @@ def run(config: Config) -> dict:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = beyond(model, tok, samples, effects, kh, c.receivers, c.ig_steps, c.n_misses, c.batch_size,
-                         bootstrap=identify_bootstrap(folder), seed=c.seed)
+            out = beyond(model, tok, samples, effects, kh, c, identify_bootstrap(folder))
         bar.advance()
     record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
                                  seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,

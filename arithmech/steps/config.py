@@ -358,8 +358,11 @@ class Table1(ModelStep):
                                  "precise-share", low=1, high=MAX_SEEDS)
     shots: int = option(4, "solved carry examples before each item of the base-shots control (format vs "
                         "arithmetic)", low=1, high=MAX_ORDERS)
-    cloze_items: int = option(100, "cpu suite: items of each cloze set in a run's test (the suite has 200: the "
-                              "whole design fits about 10 CPU-hours at 100)", low=1, high=MAX_PAIRS)
+    cloze_items: int = option(100, "cpu suite: items of each cloze set in a run's test (the suite has 200; 100 "
+                              "about halves a run's evaluation)", low=1, high=MAX_PAIRS)
+    replicate_ends: bool = option(True, "replicate a bracketed grid's two end rates too (seeds, draws, frontier "
+                                  "seeds); --no-replicate-ends keeps their first run only, a cut of grid points to "
+                                  "fit the machine (arithmech.steps.arms_grid.replicated)")
     lm_tokens: int = option(2048, "cpu suite: generic-text tokens of a run's test loss (the suite has 4,096)",
                             low=256, high=MAX_PAIRS)
     steps: int | None = option(None, "optimizer steps per run (default: the knee of full SFT's validation learning "

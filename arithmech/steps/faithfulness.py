@@ -75,8 +75,8 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
     every = [t for task in p["tasks"] for t in task_templates(task)[1]]
     every += pairs.select_templates(p["heldout"]) if p.get("transfer", True) else []   # identify's pool, as built
-    means = cached_pool(model, tok, every, p["pool_size"], p["seed"], batch_size=batch_size, **kw)
-    return samples, means, pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
+    pool = pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
+    return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
 
 def run(config: Config) -> dict:
@@ -95,6 +95,7 @@ def run(config: Config) -> dict:
     kh = results.read(folder, "key_heads.json")
     reading = sites.reading_heads(roles) if roles is not None else []        # before the model loads
     key = sites.key_heads(kh, p["ranked_task"])
+    settings = F.FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")   # identify's
     est = admission.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
                          shots=p.get("shots", 0))     # refused here when it cannot fit, before the model loads
     t0 = time.time()
@@ -105,16 +106,13 @@ def run(config: Config) -> dict:
             warnings.simplefilter("ignore")
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
             t1 = time.time()
-            frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, c.n_max,
-                                         c.n_random, c.seed, p.get("n_boot", 1000), p.get("bootstrap") or "prompt",
-                                         "held-out", c.batch_size)
+            frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, settings)
             t2 = time.time()
             if roles is None:
                 info["cross_position"] = "not run: no attention_roles.csv (python -m arithmech analyze first)"
             elif reading or key:
-                rows, info["cross_position"] = sites.cross_position(
-                    model, tok, samples, means, reading, key, p["ranked_task"], c.n_random, c.seed,
-                    p.get("n_boot", 1000), p.get("bootstrap") or "prompt", "held-out", c.batch_size)
+                rows, info["cross_position"] = sites.cross_position(model, tok, samples, means, reading, key,
+                                                                    p["ranked_task"], settings)
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
                 cp = info["cross_position"]       # the two noising denominators on the same prompts (issue #41, A6)
                 cp["full_effect_vs_end"] = ((cp["ld_x_r"] - cp["ld_all_ablated_mean"])

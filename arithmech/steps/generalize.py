@@ -85,16 +85,17 @@ def gsm8k_samples(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, s
     return out, stats
 
 
-def compare_runs(model, tok, a, b, n_samples: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed,
-                 threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top, names: tuple[str, str] = ("a", "b"),
-                 batch_size: int = DEFAULTS.batch_size) -> dict:
-    """Table 4: identify on two datasets ``a`` and ``b`` (tasks, template lists or sample lists), then
-    the overlap of their ``top`` heads by effect rank ("top-10 key heads") and the knockout of shared
-    vs run-specific heads on each dataset (each with its own X_c means).
+def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a", "b")) -> dict:
+    """Table 4: identify on two datasets ``a`` and ``b`` (tasks, template lists or sample lists), named ``names``,
+    then the overlap of their ``config.top`` heads by effect rank ("top-10 key heads") and the knockout of shared
+    vs run-specific heads on each dataset (each with its own X_c means). ``config``: the pairs drawn, the seed,
+    the key threshold, ``top`` and the batch size (:class:`arithmech.steps.config.Generalize`).
 
     Returns ``{"runs": {name: IdentifyResult}, "overlap": dict, "knockout": DataFrame, "top": DataFrame}``;
-    ``top`` lists each run's top heads with their effects and whether they pass ``threshold``.
+    ``top`` lists each run's top heads with their effects and whether they pass ``config.threshold``.
     """
+    n_samples, seed, threshold, top, batch_size = (config.n_samples, config.seed, config.threshold, config.top,
+                                                   config.batch_size)
     runs = {}
     for name, spec in zip(names, (a, b)):
         runs[name] = identify(model, tok, [spec], n_samples=n_samples, seed=seed, threshold=threshold,

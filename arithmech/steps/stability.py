@@ -37,7 +37,6 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -46,7 +45,6 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import shots as shots_module
-from arithmech.data.draw import Draw
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
@@ -54,8 +52,6 @@ from arithmech.methods.patching import Patched, path_patch
 from arithmech.steps.config import Stability as Config
 from arithmech.steps.identify import task_templates
 
-DEFAULTS = Config()          # the step's defaults (arithmech.steps.config), written once
-KINDS = DEFAULTS.kinds
 ALL = "all"                                        # the family label of a run over every template
 
 
@@ -79,28 +75,14 @@ def _names(heads) -> list[str]:
     return [f"{l}.{h}" for l, h in heads]
 
 
-def check_args(seeds: Sequence[int], sizes: Sequence[int], kinds: Sequence[str], threshold: float, top: int,
-               n_boot: int) -> tuple[list[int], list[int], list[str]]:
-    """The experiment's arguments, checked before any model loads: seeds, sizes (sorted), kinds."""
-    seeds, sizes, kinds = list(seeds), sorted(set(sizes)), list(dict.fromkeys(kinds))
-    if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds {seeds}: give distinct whole numbers >= 0")
-    if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes):
-        raise ValueError(f"sizes {sizes}: give sample sizes (pairs drawn) >= 1, e.g. 64,128,256,512")
-    if not kinds or any(k not in KINDS for k in kinds):
-        raise ValueError(f"kinds {kinds}: use {' and/or '.join(KINDS)}")
-    if not threshold < 0:
-        raise ValueError(f"threshold {threshold}: key heads lower the answer logit; give a negative relative change")
-    if not (isinstance(top, int) and top >= 1) or not (isinstance(n_boot, int) and n_boot >= 1):
-        raise ValueError(f"top={top!r}, n_boot={n_boot!r}: expected whole numbers >= 1")
-    return seeds, sizes, kinds
-
-
-def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, batch_size: int, draw: Draw):
-    """``(kept samples, their index among the n drawn pairs, Patched)`` for one seed and kind: identify's
-    X_r (answered right, and X_c moves the answer away: :func:`~arithmech.evals.scoring.check_counterfactuals`)."""
-    _, tpls = task_templates(task)
-    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, draw=draw)
+def _draw(model, tok, config: Config, kind: str, seed: int, keep_correct: bool):
+    """``(kept samples, their index among the pairs drawn, Patched)`` for one seed and kind: the largest of
+    ``config.sizes`` drawn with ``config.to_draw()``, identify's X_r among them (answered right, and X_c moves the
+    answer away: :func:`~arithmech.evals.scoring.check_counterfactuals`), or every drawn pair without
+    ``keep_correct``."""
+    n, batch_size = max(config.sizes), config.batch_size
+    _, tpls = task_templates(config.task)
+    drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, draw=config.to_draw())
     kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
         if keep_correct else list(drawn)
     ids = {id(s) for s in kept}
@@ -113,57 +95,60 @@ def _draw(model, tok, task, kind: str, seed: int, n: int, keep_correct: bool, ba
     return kept, index, p
 
 
-def _run_row(kind, seed, size, family, n_drawn, p: Patched, threshold, top, n_boot,
-             clusters=None) -> tuple[dict, pd.DataFrame]:
+def _run_row(config: Config, where: tuple, p: Patched, samples: list) -> tuple[dict, pd.DataFrame]:
+    """One run's row of ``stability_runs.csv`` and its effects: ``where = (kind, seed, size, family)``, ``p`` the
+    patched ``samples`` (their intervals resample ``config.bootstrap``'s units; the key rule and the top set are
+    ``config.threshold``'s and ``config.top``'s)."""
+    kind, seed, size, family = where
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")             # unstable-ratio warnings: identify's run reports them
-        eff = effects_frame(p, "run", prob=False, n_boot=n_boot, seed=seed, clusters=clusters)
-    key = [h["name"] for h in key_heads(eff, "run", threshold)["heads"]]
-    tops = _names(ranking(eff, "run")[0][:top])
-    return ({"kind": kind, "seed": seed, "size": size, "family": family, "n_drawn": n_drawn, "n": p.logit_p.shape[0],
+        eff = effects_frame(p, "run", prob=False, n_boot=config.n_boot, seed=seed,
+                            clusters=resampling_units(samples, config.bootstrap))
+    key = [h["name"] for h in key_heads(eff, "run", config.threshold)["heads"]]
+    tops = _names(ranking(eff, "run")[0][:config.top])
+    return ({"kind": kind, "seed": seed, "size": size, "family": family, "n_drawn": size, "n": p.logit_p.shape[0],
              "n_key": len(key), "key": " ".join(key), "top": " ".join(tops)}, eff)
 
 
-def stability(model, tok, task=DEFAULTS.task, seeds: Sequence[int] = (0, 1, 2), sizes: Sequence[int] = DEFAULTS.sizes,
-              kinds: Sequence[str] = KINDS, threshold: float = DEFAULTS.threshold, top: int = DEFAULTS.top,
-              n_boot: int = DEFAULTS.n_boot, families: bool = True, keep_correct: bool = True,
-              batch_size: int = DEFAULTS.batch_size, *, draw: Draw,
-              bootstrap: str = DEFAULTS.bootstrap) -> StabilityResult:
+def stability(model, tok, config: Config, *, families: bool = True, keep_correct: bool = True) -> StabilityResult:
     """Key-head sets over seeds × sizes × kinds (and template families), compared by Jaccard overlap.
 
-    ``sizes`` are numbers of pairs *drawn* (as identify's ``n_samples``); each run patches the X_r among them
-    (``keep_correct=False`` keeps every drawn pair: for random test models that answer nothing right).
-    ``bootstrap``: what the intervals resample, as identify's (problem clusters or prompts). ``draw``: the answer
-    token, solved examples and their sets of every pair (:meth:`arithmech.steps.config.Stability.to_draw`).
+    ``config`` (the step's, checked when made): seeds ``seed .. seed + seeds - 1``, the ``sizes`` (numbers of pairs
+    *drawn*, as identify's ``n_samples``), the ``kinds``, the key rule (``threshold``, ``n_boot``, ``bootstrap``:
+    what the intervals resample, as identify's), ``top``, and the draw of every pair
+    (:meth:`arithmech.steps.config.Stability.to_draw`). Each run patches the X_r among the pairs drawn
+    (``keep_correct=False`` keeps every drawn pair: for random test models that answer nothing right);
+    ``families=False`` leaves out the runs per template family.
     """
-    seeds, sizes, kinds = check_args(seeds, sizes, kinds, threshold, top, n_boot)
+    c, draw = config, config.to_draw()
+    seeds = list(range(c.seed, c.seed + c.seeds))
+    sizes, kinds = sorted(set(c.sizes)), list(dict.fromkeys(c.kinds))
     big = sizes[-1]
     runs, ref_eff, timings = [], {}, {}
     with Progress("stability", len(kinds) * len(seeds)) as bar:
         for kind, seed in itertools.product(kinds, seeds):
             t0 = time.time()
-            kept, index, p = _draw(model, tok, task, kind, seed, big, keep_correct, batch_size, draw)
+            kept, index, p = _draw(model, tok, c, kind, seed, keep_correct)
             timings[f"{kind}-{seed}"] = time.time() - t0
             for size in sizes:
                 rows = [j for j, i in enumerate(index) if i < size]
                 if rows:
-                    units = resampling_units([kept[j] for j in rows], bootstrap)
-                    row, eff = _run_row(kind, seed, size, ALL, size, p.select(rows), threshold, top, n_boot, units)
+                    row, eff = _run_row(c, (kind, seed, size, ALL), p.select(rows), [kept[j] for j in rows])
                     runs.append(row)
                     if seed == seeds[0] and size == big:
                         ref_eff[kind] = eff
             for fam in (dict.fromkeys(s.family for s in kept) if families else ()):
                 rows = [j for j, s in enumerate(kept) if s.family == fam]
-                units = resampling_units([kept[j] for j in rows], bootstrap)
-                runs.append(_run_row(kind, seed, big, fam, big, p.select(rows), threshold, top, n_boot, units)[0])
+                runs.append(_run_row(c, (kind, seed, big, fam), p.select(rows), [kept[j] for j in rows])[0])
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
-    params = dict(task=task if isinstance(task, str) else "custom", seeds=seeds, sizes=sizes, kinds=kinds, answer_token=draw.answer_token,
-                  shots=draw.shots, **draw.recorded(), threshold=threshold, top=top, n_boot=n_boot, families=families, keep_correct=keep_correct,
-                  batch_size=batch_size, subsets="size n = the X_r among the first n pairs drawn with the seed "
-                  "(nested prefixes of one draw of the largest size per seed and kind)",
-                  bootstrap=bootstrap, key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]})")
-    return StabilityResult(compare(runs, seeds, sizes, kinds, top), runs, head_table(runs, ref_eff, top), params,
+    params = dict(task=c.task, seeds=seeds, sizes=sizes, kinds=kinds, answer_token=draw.answer_token,
+                  shots=draw.shots, **draw.recorded(), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
+                  families=families, keep_correct=keep_correct, batch_size=c.batch_size,
+                  subsets="size n = the X_r among the first n pairs drawn with the seed "
+                  "(nested prefixes of one draw of the largest size per seed and kind)", bootstrap=c.bootstrap,
+                  key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[c.bootstrap]})")
+    return StabilityResult(compare(runs, seeds, sizes, kinds, c.top), runs, head_table(runs, ref_eff, c.top), params,
                            timings)
 
 
@@ -300,14 +285,12 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "stability", c.overwrite)
-    rec = recorded(c)
     est = admission.check(c)               # refused here when it cannot fit, before the model loads
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with annotate(est.line() if est else ""):
-        res = stability(model, tok, c.task, rec["seeds"], rec["sizes"], rec["kinds"], threshold=c.threshold,
-                        top=c.top, n_boot=c.n_boot, batch_size=c.batch_size, draw=c.to_draw(), bootstrap=c.bootstrap)
+        res = stability(model, tok, c)
     res.estimate = est.record() if est else None
     res.timings["total"] = time.time() - t0
     write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)

@@ -33,7 +33,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--host-resolver-rules=MAP * ~NOTFOUND", "--allow-file-access-from-files",
          "--window-size=1280,2000"]
 
-# Run in the page: chart containers written by arithmech.report.offline.chart_html, the ones
+# Run in the page: chart containers written by arithmech.report.build.offline.chart_html, the ones
 # vega-embed has drawn into (an svg.marks or a canvas), and MathJax's output.
 COUNT_JS = """return {
   charts: document.querySelectorAll('.arithmech-chart').length,
@@ -48,7 +48,7 @@ COUNT_JS = """return {
 };"""
 
 LIVE_PROMPT = "Q: What is 6 plus 2? A:"        # typed into a page's live explorer by the reader check
-# Run in the page after typing into the live explorer (arithmech.report.live_explorer) and pressing run: what it shows.
+# Run in the page after typing into the live explorer (arithmech.report.views.live_explorer) and pressing run: what it shows.
 LIVE_JS = """const b = document.getElementById('arithmech-live');
 return {status: (b.querySelector('.arithmech-live-status') || {}).textContent || '',
         shown: (b.querySelector('.arithmech-live-shown') || {}).textContent || '',

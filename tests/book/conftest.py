@@ -40,7 +40,7 @@ def built_book():
     given = os.environ.get("ARITHMECH_BOOK_HTML")
     if given:
         return Built((REPO, Path(given)))
-    from arithmech.report.book import build, chapters, executed
+    from arithmech.report.build.book import build, chapters, executed
     done = all(executed(REPO, p).exists() for p in chapters(REPO))
     before = git_status(REPO)
     build(REPO, skip_execute=done)

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from browser import READER_JS, Browser, require_browser
 
-from arithmech.report import book, offline
+from arithmech.report.build import book, offline
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,7 @@ def test_reader_check_sees_a_live_explorer_that_does_not_load(tmp_path):
     explorer has its scripts is answered (no problem); the same page without them is reported."""
     import torch
 
-    from arithmech.report import live_explorer
+    from arithmech.report.views import live_explorer
     good = live_explorer.write_page(tmp_path / "good", live_explorer.page_data(torch.zeros(6, 256), [(0, 0)]))
     bad = tmp_path / "bad" / "book" / "live.html"
     bad.parent.mkdir(parents=True)

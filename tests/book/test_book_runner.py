@@ -1,4 +1,4 @@
-"""The papermill book runner (arithmech.report.book) end to end on a *toy book*: two tiny chapters kept as
+"""The papermill book runner (arithmech.report.build.book) end to end on a *toy book*: two tiny chapters kept as
 MyST-Markdown notebooks (as the real ones) and the real ``_config.yml``, built by the runner in ~30 s,
 independent of the chapters. Checks the order, the parameters, that the sources are never rewritten,
 atomic replacement of the executed copies in ``_build/executed/``, errors, the generated includes,
@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from browser import Browser, require_browser
 
-from arithmech.report import book
+from arithmech.report.build import book
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def _notebook(path: Path, params: str, cells: list[str]) -> None:
 
 TOY_CONFIG = '''from dataclasses import dataclass
 from arithmech.core.config import option
-from arithmech.report import chapters
+from arithmech.report.build import chapters
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,14 @@ class One(chapters.Chapter):
 
 chapters.CHAPTERS["one"] = One
 '''
-CHECK = TOY_CONFIG + "from arithmech.report.book import setup\nsetup()\nP = chapters.check('one', globals())"
+CHECK = TOY_CONFIG + "from arithmech.report.build.book import setup\nsetup()\nP = chapters.check('one', globals())"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def toy_chapter_config():
     """The toy chapter's config, registered for the runner's plan in this process (its check cell registers
     it in the kernel's)."""
-    from arithmech.report import chapters
+    from arithmech.report.build import chapters
     namespace: dict = {}
     exec(TOY_CONFIG, namespace)               # the same source the toy chapter's check cell runs
     yield
@@ -77,7 +77,7 @@ def toy_book(tmp_path_factory):
         "alt.Chart(pd.DataFrame({'x': range(n), 'y': range(n)})).mark_bar().encode(x='x:O', y='y:Q')",
         "import os\nos.makedirs('results/toy', exist_ok=True)\nopen('results/toy/n.txt', 'w').write(f'{n},{seed}')"])
     _notebook(root / "book" / "two.md", "seed = 0", [
-        "from arithmech.report.book import setup\nsetup()",
+        "from arithmech.report.build.book import setup\nsetup()",
         "import altair as alt, pandas as pd\n"
         "pick = alt.param(bind=alt.binding_select(options=['a', 'b'], name='group '), value='a')\n"
         "df = pd.DataFrame({'g': list('aabb'), 'x': [1, 2, 3, 4], 'y': [1, 3, 2, 4]})\n"

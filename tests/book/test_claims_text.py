@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.report import book, pages, pipeline
-from arithmech.report.scope import scope_box
+from arithmech.report.build import book
+from arithmech.report.charts import pipeline
+from arithmech.report.views import pages
+from arithmech.report.views.scope import scope_box
 
 REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive)\*\* \((?P<here>.*)\)$")

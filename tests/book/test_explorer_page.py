@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from browser import Browser, require_browser
 
-from arithmech.report import book, colours
+from arithmech.report.build import book
+from arithmech.report.charts import colours
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = Path("results") / "smollm2-135m"          # the book's SmolLM2 results, committed (see .gitignore)
@@ -155,12 +156,15 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
     """A page with one explorer chart drawn from hand-built tables (no model): 16 heads, thresholds −10% to −1%,
     one head past −5% and 15 past −1% (attention stored as precompute stores it, ``max_heads`` 4); the vega bundle
     inline, the book's stylesheet, the book's chart HTML. Returns the page and the heads past the loosest step."""
+    import altair as alt
     import pandas as pd
     import vl_convert as vlc
-    import altair as alt
+
     from arithmech.core.stats import wilson_interval
     from arithmech.methods import explorer as X
-    from arithmech.report import explorer_views as V, offline, plots
+    from arithmech.report.build import offline
+    from arithmech.report.charts import plots
+    from arithmech.report.views import explorer_views as V
     plots.use_theme()
     eff = pd.DataFrame([("all", l, str(h), -0.12 if (l, h) == (0, 0) else -0.04 + 0.002 * (4 * l + h))
                         for l in range(4) for h in range(4)], columns=["task", "layer", "head", "effect"])

@@ -1,5 +1,5 @@
 """The live explorer computes what PyTorch computes: headless Chromium, network cut, opens the page from
-``file://`` (:func:`arithmech.report.live_explorer.write_page`, the book's assets and HTML in the book's
+``file://`` (:func:`arithmech.report.views.live_explorer.write_page`, the book's assets and HTML in the book's
 layout) and the page's numbers are compared with the embedded model run by PyTorch (float32) on prompts of
 every template family and on prompts the book never precomputed: the token ids, the END logits, every head's
 path-patching effect (PyTorch's *reference* method: one hooked forward per head, Algorithm 1), the logits
@@ -24,7 +24,7 @@ from arithmech.methods.knockout import activations
 from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.patching import end_cache, path_patch_reference
-from arithmech.report import live_explorer as LE
+from arithmech.report.views import live_explorer as LE
 
 pytestmark = pytest.mark.slow
 TOL = 1e-4                    # the issue's bound on |page - PyTorch|, logits and effects

@@ -63,7 +63,7 @@ def test_the_rule_finds_a_raw_path():
 
 
 @pytest.mark.parametrize("module", sorted(str(p.relative_to(REPO)) for pkg in ("report", "claims")
-                                          for p in (REPO / "arithmech" / pkg).glob("*.py")))
+                                          for p in (REPO / "arithmech" / pkg).rglob("*.py")))
 def test_report_and_claims_quote_every_path_they_raise_with(module):
     """Protects the message format in the book's modules (issue #28, item 5): every path an error message of
     arithmech/report/ or arithmech/claims/ interpolates is shown through inputs.quoted (or !r), so a path holding

@@ -1,5 +1,5 @@
 """The book's sources and pure helpers, no build: ``--set`` parsing, the offline HTML pieces
-(arithmech.report.offline), the altair renderer, and the chapters' text sources (MyST-Markdown notebooks
+(arithmech.report.build.offline), the altair renderer, and the chapters' text sources (MyST-Markdown notebooks
 without outputs, their parameters cells, the generated includes the pages pull in)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from arithmech.report import book, offline, plan
+from arithmech.report.build import book, offline, plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,7 +114,7 @@ def test_the_output_check_sees_outputs(tmp_path):
 
 
 def test_every_chapter_calls_setup_in_its_check_cell():
-    """Protects: every chapter's second cell (after the parameters) calls arithmech.report.book.setup() and
+    """Protects: every chapter's second cell (after the parameters) calls arithmech.report.build.book.setup() and
     builds the chapter's config (``chapters.check``): the theme, the offline charts and parameter checking are
     never forgotten."""
     for p in _chapters():
@@ -165,12 +165,12 @@ def test_generated_text_is_included_never_written_into_pages():
 
 def test_every_chapter_parameters_cell_matches_its_config():
     """Protects one default per parameter: each chapter's parameters cell (what papermill overrides) names
-    exactly the fields of its config in :mod:`arithmech.report.chapters`, with the same defaults, so the
+    exactly the fields of its config in :mod:`arithmech.report.build.chapters`, with the same defaults, so the
     book plan and the check cell judge the values the chapter actually runs with."""
     import ast
     from dataclasses import fields
 
-    from arithmech.report.chapters import CHAPTERS
+    from arithmech.report.build.chapters import CHAPTERS
     names = []
     for p in _chapters():
         cell = next(c for c in book.read_notebook(REPO / p).cells if "parameters" in c.metadata.get("tags", []))

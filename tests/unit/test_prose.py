@@ -9,7 +9,7 @@ present, the chapters' findings to rule ids, and forbid typed key-head counts.
 A finding typed into a markdown cell goes stale the moment a rerun changes the numbers, and the
 issues found several that overstated the run. Typed prose may describe the method and quote the
 paper; verdicts and "as in the paper" comparisons are generated (``arithmech.claims.rules``,
-shown by ``arithmech.report.pages``). Generated blocks (between ``findings:start`` / ``findings:end``
+shown by ``arithmech.report.views.pages``). Generated blocks (between ``findings:start`` / ``findings:end``
 markers) are exempt.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ GENERATED = re.compile(r"<!-- findings:start -->.*?<!-- findings:end -->", re.S)
 
 def _prose() -> list[tuple[str, str]]:
     out = []
-    from arithmech.report.plan import is_notebook, read_notebook
+    from arithmech.report.build.plan import is_notebook, read_notebook
     pages = sorted((REPO / "book").glob("*.md"))
     for p in [q for q in pages if is_notebook(q)]:                 # chapters: their markdown cells
         for i, c in enumerate(read_notebook(p).cells):
@@ -89,7 +89,7 @@ def test_key_heads_in_the_files_are_the_rules_key_heads(folder):
 
 
 def _chapters() -> list[tuple[str, str]]:
-    from arithmech.report.plan import is_notebook, read_notebook
+    from arithmech.report.build.plan import is_notebook, read_notebook
     out = []
     for p in sorted((REPO / "book").glob("*.md")):
         if is_notebook(p):
@@ -120,7 +120,7 @@ def test_chapters_type_no_count_of_key_heads():
     """Protects "key head" in typed prose: no markdown cell types a count of key heads ("3 of 10 key heads"):
     how many there are is the `key-heads-exist` rule's to say, computed on the run (the paper's "top-10 key heads",
     quoted, is not a count of ours)."""
-    from arithmech.report.plan import is_notebook, read_notebook
+    from arithmech.report.build.plan import is_notebook, read_notebook
     pattern = re.compile(r"(?<![-\w])\d+\s+(?:of\s+(?:the\s+)?\d+\s+)?key heads?\b", re.I)
     hits = []
     for p in sorted((REPO / "book").glob("*.md")):

@@ -28,7 +28,7 @@ STEPS = ("identify", "analyze", "accuracy", "stability", "beyond", "shots")
 
 def appendix_parameters(name: str = "appendix_smollm2") -> dict:
     """A chapter's ``parameters`` cell, evaluated as literals (no code runs)."""
-    from arithmech.report.plan import read_notebook
+    from arithmech.report.build.plan import read_notebook
     nb = read_notebook(REPO / "book" / f"{name}.md")
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     out = {}

@@ -50,7 +50,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     key/value group those read (no shared tuned parameter under GQA), the layer-matched one on the key heads'
     layers where free heads allow; the precise arms run matched rates; the single-rate choice shown beside the
     frontier obeys its rule; a re-run with the same arguments trains nothing and leaves every file
-    byte-identical; a fresh folder gives the same records (timings aside); verdicts and the trade-off frame
+    byte-identical, and so does a re-run with the grid-point cut (--no-replicate-ends: runs made before it kept); a fresh folder gives the same records (timings aside); verdicts and the trade-off frame
     are computed from the files alone."""
     torch.set_num_threads(1)
     from arithmech.steps.arms_heads import groups
@@ -79,6 +79,11 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     assert len(files) == 1 + sum(len(a["grid_rows"]) for a in plan["arms"].values()) + 1     # + table1.json
     A.run_arms(config)                                                                # resume: nothing to do
     assert files == {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
+    cut = A.run_arms(config.replace(replicate_ends=False))             # the cut keeps every run made before it
+    assert {n: a["grid_rows"] for n, a in cut["arms"].items()} == {n: a["grid_rows"] for n, a in plan["arms"].items()}
+    assert cut["rules"]["cut"].startswith("--no-replicate-ends") and plan["rules"]["cut"].startswith("none")
+    assert {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json") if p.name != "table1.json"} == \
+        {n: b for n, b in files.items() if n != "table1.json"}
     other = tmp_path / "again" / "embedded"
     other.mkdir(parents=True)
     for n in ("key_heads.json", "effects.csv", "prompts.jsonl", "run.json"):
@@ -94,7 +99,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     t = V.tradeoff_frame(folder)
     assert len(t) >= sum(len(a["grid_rows"]) for a in plan["arms"].values())
     # the phrasings table (report.table1): its test column is arm_table's primary math value, computed apart
-    from arithmech.report import table1 as T1
+    from arithmech.report.views import table1 as T1
     ph, at = T1.phrasings_frame(folder), V.arm_table(folder)
     m = V.get_suite(plan["suite"]).primary_math
     for arm, row in ph.iterrows():

@@ -19,8 +19,8 @@ def setup(embedded_model):
     model, tok, _ = embedded_model
     tpls = task_templates("addition")[1]
     samples = pairs.make_pairs(tok, tpls, n=6, seed=11, draw=pairs.Draw("last-digit"))[0]
-    means = build_pool(model, tok, tpls, 32, 0, draw=pairs.Draw("last-digit"))
     pool = pool_prompts(tok, tpls, 32, 0, draw=pairs.Draw("last-digit"))
+    means = build_pool(model, tok, pool)
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
@@ -33,8 +33,20 @@ def setup(embedded_model):
                 corrupt=corrupt, ans_r=ans_r, ans_c=ans_c, z_r=z_r, m_r=m_r, ld_r=ld_r)
 
 
+def _settings(n_boot=50):
+    """The settings the rows below are written with (seed 0, held-out)."""
+    return F.FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=n_boot, bootstrap="cluster", split="held-out",
+                                  batch_size=64, converse_random=False)
+
+
+def _rows(method, ablation, plan, num, den):
+    """:func:`F.circuit_rows` of task ``"t"`` at END, each prompt its own unit, 6 problems."""
+    return F.circuit_rows(F.Rows("t", method, ablation, "end", F.BASELINE[method]), plan, num, den, _settings(),
+                          F.Units(None, None, 6))
+
+
 def _lds(s, prompts, source, keys, ablations):
-    return F.lds(s["model"], s["tok"], prompts, keys, source, ablations, s["ans_r"], s["ans_c"])
+    return F.lds(s["model"], s["tok"], prompts, keys, source, ablations, (s["ans_r"], s["ans_c"]))
 
 
 def test_noising_endpoints_are_exact(setup):
@@ -46,7 +58,7 @@ def test_noising_endpoints_are_exact(setup):
     keep_all, keep_none = F.ablation_of([]), F.ablation_of(s["universe"])   # ablate nothing / everything outside ∅
     ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), every, keep_all, keep_none])
     plan = [("top", -1, len(s["universe"]), tuple(s["universe"])), ("top", -1, 0, ())]
-    rows = F.circuit_rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)
+    rows = _rows("noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1])
     assert rows[0]["share"] == 1.0 and rows[1]["share"] == 0.0
     assert rows[0]["recovery"] == 1.0 and rows[1]["recovery"] == 0.0        # the bounded measure too
     assert rows[0]["recovery_lo"] == rows[0]["recovery_hi"] == 1.0 and rows[1]["recovery_hi"] == 0.0
@@ -74,8 +86,7 @@ def test_denoising_every_component_gives_x_r(setup):
               [F.ablation_of(s["universe"]), Ablation()])
     assert torch.allclose(ld[0], s["ld_r"], atol=1e-4)
     plan = [("top", -1, 2, ((0, 0), (1, 1))), ("top", -1, 0, ())]
-    rows = F.circuit_rows("t", "denoising", "x_r", plan, torch.stack([ld[0] - ld[1], ld[1] - ld[1]], 1), ld[0] - ld[1], 50, 0,
-                   None, "held-out", 6)
+    rows = _rows("denoising", "x_r", plan, torch.stack([ld[0] - ld[1], ld[1] - ld[1]], 1), ld[0] - ld[1])
     assert rows[0]["recovery"] == 1.0 and rows[1]["recovery"] == 0.0        # full / empty, denoising
     assert not torch.allclose(ld[1], s["ld_r"], atol=1e-2)       # X_c itself is far from it
 
@@ -170,7 +181,7 @@ def test_recovery_equals_a_literal_per_prompt_loop(setup):
     keys = [s["means"].key(x) for x in s["samples"]]
     ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), F.ablation_of(s["universe"]), F.ablation_of(rest)])
     plan = [("top", -1, 3, tuple(circuit))]
-    row = F.circuit_rows("t", "noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1], 50, 0, None, "held-out", 6)[0]
+    row = _rows("noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1])[0]
     vals, raw = [], []
     for i, x in enumerate(s["samples"]):
         seq = len(tok(x.clean)["input_ids"])

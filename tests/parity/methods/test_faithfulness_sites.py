@@ -14,7 +14,7 @@ from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_sites as S
-from arithmech.methods.knockout_means import build_pool
+from arithmech.methods.knockout_means import build_pool, pool_prompts
 from arithmech.methods.prepare import task_templates
 
 
@@ -23,7 +23,7 @@ def setup(embedded_model):
     model, tok, _ = embedded_model
     tpls = task_templates("addition")[1]
     samples = pairs.make_pairs(tok, tpls, n=4, seed=5, draw=Draw("last-digit"))[0]
-    means = build_pool(model, tok, tpls, 32, 0, draw=Draw("last-digit"))
+    means = build_pool(model, tok, pool_prompts(tok, tpls, 32, 0, draw=Draw("last-digit")))
     return dict(model=model, tok=tok, samples=samples, means=means, L=model.config.num_hidden_layers,
                 H=model.config.num_attention_heads)
 
@@ -65,13 +65,19 @@ def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_
     assert abs(float(lg[ans_r[0]] - lg[ans_c[0]]) - float(got)) < 1e-4
 
 
+def _settings(n_random, n_boot):
+    """Cross-position settings: ``n_random`` layer-matched draws, ``n_boot`` resamples, seed 0, held-out."""
+    return F.FaithfulnessSettings(n_max=20, n_random=n_random, seed=0, n_boot=n_boot, bootstrap="cluster",
+                                  split="held-out", batch_size=64, converse_random=False)
+
+
 def test_sanity_circuits_are_one_and_zero_in_both_directions(setup):
     """Protects the cross-position endpoints: every head at the operand positions and END kept (noising) or
     patched (denoising) recovers exactly 1, none exactly 0; the all-patched X_c equals X_r at END; the rows are
     bounded and the reading circuit's random draws are layer-matched."""
     s = setup
     rows, info = S.cross_position(s["model"], s["tok"], s["samples"], s["means"], reading=[(1, 0)], key=[(3, 1)],
-                                  task="all", n_random=20, n_boot=50)
+                                  task="all", settings=_settings(n_random=20, n_boot=50))
     f = pd.DataFrame(rows)
     for m in ("noising", "denoising"):
         g = f[f.method == m].set_index("order")
@@ -103,7 +109,7 @@ def test_the_noising_denominator_is_the_effect_through_ends_heads(setup):
                     ans_r, ans_c)
     assert torch.allclose(ld[0], ld[1], atol=1e-4) and not torch.allclose(ld[0], ld[2], atol=1e-2)
     rows, _ = S.cross_position(model, tok, samples, s["means"], reading=[(1, 0)], key=[(3, 1)], task="all",
-                               n_random=2, n_boot=20)
+                               settings=_settings(n_random=2, n_boot=20))
     f = pd.DataFrame(rows)
     assert set(f[f.method == "noising"].baseline) == {S.BASELINE} and set(f[f.method == "denoising"].baseline) == {"X_c"}
     assert "MLPs recomputed" in S.BASELINE and F.BASELINE["noising"] == "every head and MLP at END ablated"

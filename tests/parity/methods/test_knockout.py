@@ -10,6 +10,7 @@ from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation, accuracy, knockout_curve, knockout_topk, mean_activations
+from arithmech.methods.knockout_settings import Curve
 
 
 def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Tensor:
@@ -52,8 +53,8 @@ def test_knockout_with_k0_equals_plain_accuracy(embedded_model):
     samples, _, _, ans = prompt_pairs(tok, 24, seed=4)
     means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
     base = int((predict(model, tok, [s.clean for s in samples])[:, 0] == ans).sum()) / len(samples)
-    curve = knockout_curve(model, tok, samples, means, [(5, 0), (4, 1)], [0, 1, 2],
-                           [(l, h) for l in range(6) for h in range(8)], n_random=2)
+    heads = Curve("head", [(5, 0), (4, 1)], [(l, h) for l in range(6) for h in range(8)], (), [0, 1, 2], None, False)
+    curve = knockout_curve(model, tok, samples, means, heads, n_random=2, seed=0)
     assert (curve.loc[curve.k == 0, "accuracy"] == base).all()
     assert set(curve.order) == {"effect-rank", "random-rank"} and len(curve) == 9
 

@@ -13,7 +13,8 @@ from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
 from arithmech.methods.knockout import activations, knockout_curve, random_orders
-from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_seed
+from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_prompts, pool_seed
+from arithmech.methods.knockout_settings import Curve
 
 
 def capture(model, tok, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -36,7 +37,7 @@ TPLS = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:2]
 def pool_and_prompts(embedded_model):
     """A reference pool of two addition templates (40 X_c per family) and the literal per-prompt activations."""
     model, tok, _ = embedded_model
-    pool = build_pool(model, tok, TPLS, pool_size=40, seed=3, folds=4, min_group=4, draw=D.Draw("first"))
+    pool = build_pool(model, tok, pool_prompts(tok, TPLS, 40, 3, draw=D.Draw("first")), folds=4, min_group=4)
     raw = []
     for fam in sorted({t.family for t in TPLS}):
         drawn, _ = D.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam), draw=D.Draw("first"))
@@ -115,9 +116,10 @@ def test_random_orders_never_hold_a_key_component(embedded_model):
     assert all(not {0, 3} & set(o) for o in random_orders(list(range(6)), [0, 3], 20, 1))
     model, tok, _ = embedded_model
     samples, _ = D.make_pairs(tok, "addition", n=6, seed=1, draw=D.Draw("first"))
-    pool = build_pool(model, tok, D.select_templates("addition")[:1], pool_size=8, seed=0, min_group=1, draw=D.Draw("first"))
-    d = knockout_curve(model, tok, samples, pool, key, [0, 3], universe, "head", n_random=20, seed=7,
-                       exclude=key, random_ks=[3])
+    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition")[:1], 8, 0, draw=D.Draw("first")),
+                      min_group=1)
+    d = knockout_curve(model, tok, samples, pool, Curve("head", key, universe, key, [0, 3], [3], False), n_random=20,
+                       seed=7)
     r = d[d.order == "random-rank"]
     assert len(r) == 20 and set(r.k) == {3} and set(r.seed) == set(range(20))
     assert (d.ci_low <= d.accuracy).all() and (d.accuracy <= d.ci_high).all() and (d.correct == d.accuracy * d.n).all()
@@ -141,7 +143,8 @@ def test_planned_pool_allocates_only_the_groups_prune_keeps(embedded_model):
     reference reads the activations through the same batched reader as ``build_pool`` (a batch of one
     differs from a batched forward in the last float bits, which says nothing about the plan)."""
     model, tok, _ = embedded_model
-    planned = build_pool(model, tok, TPLS, pool_size=40, seed=3, folds=4, min_group=34, draw=D.Draw("first"))   # keeps one of two
+    pools = pool_prompts(tok, TPLS, 40, 3, draw=D.Draw("first"))
+    planned = build_pool(model, tok, pools, folds=4, min_group=34)   # keeps one of two
     pm = PoolMeans(4, 34)                                # the same pool, every group allocated, then pruned
     for fam in sorted({t.family for t in TPLS}):
         drawn, _ = D.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam), draw=D.Draw("first"))

@@ -14,8 +14,9 @@ from arithmech.data import templates as T
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
 from arithmech.methods.knockout import Ablation
-from arithmech.methods.knockout_means import build_pool, pool_key
+from arithmech.methods.knockout_means import build_pool, pool_key, pool_prompts
 from arithmech.methods.knockout_run import KnockoutSettings, Studied, sanity_rows, task_knockout
+from arithmech.methods.knockout_settings import Curve
 
 
 def test_sanity_rows_equal_literal_forwards(embedded_model):
@@ -26,7 +27,8 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
     samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first"))
-    pool = build_pool(model, tok, D.select_templates("addition"), pool_size=24, seed=0, min_group=4, draw=D.Draw("first"))
+    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first")),
+                      min_group=4)
     gold = D.answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, positions)}
@@ -65,7 +67,8 @@ def test_same_seed_same_knockout_rows(embedded_model):
     key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
 
     def run(seed):
-        pool = build_pool(model, tok, D.select_templates("addition")[:3], pool_size=12, seed=seed, min_group=2, draw=D.Draw("first"))
+        pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition")[:3], 12, seed,
+                                                   draw=D.Draw("first")), min_group=2)
         settings = KnockoutSettings(samples=8, n_random=3, seed=seed, ks=(0, 1, 2), curves_for="primary",
                                     positions="end", split="in-sample", pool_size=12, batch_size=64)
         return task_knockout(model, tok, samples, pool, "addition", Studied(heads, list(range(6)), key), True,
@@ -91,9 +94,9 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     import arithmech.methods.knockout_run as KR
     seen = []
 
-    def fake_curve(model, tok, samples, means, ranking, ks, universe, kind, exclude=(), random_ks=None,
-                   exclude_top=False, **kw):
-        seen.append((kw["positions"], kind, list(ranking), list(exclude), list(ks), list(random_ks), exclude_top))
+    def fake_curve(model, tok, samples, means, c, **kw):
+        seen.append((kw["positions"], c.kind, list(c.ranking), list(c.exclude), list(c.ks), list(c.random_ks),
+                     c.exclude_top))
         return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
                                              "ci_high"]})
     monkeypatch.setattr(KR, "knockout_curve", fake_curve)
@@ -101,8 +104,8 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
     matched = []
     empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"]})
-    monkeypatch.setattr(KR, "layer_matched_rows", lambda model, tok, samples, means, ranking, ks, universe, exclude, **kw:
-                        (matched.append((list(ranking), list(ks), list(exclude))), empty)[1])
+    monkeypatch.setattr(KR, "layer_matched_rows", lambda model, tok, samples, means, c, **kw:
+                        (matched.append((list(c.ranking), list(c.ks), list(c.exclude))), empty)[1])
     cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4})
     model = type("M", (), {"config": cfg})()
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
@@ -139,8 +142,8 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     seen = []
     monkeypatch.setattr(K, "correct", lambda model, tok, samples, means, abls, **kw:
                         (seen.extend(abls), torch.zeros(len(abls), 2))[1])
-    d = K.knockout_curve(None, None, [1, 2], None, ranking, [0, 1, 2, 3, 4, 5, 8], universe, "head", n_random=5,
-                         exclude=key, random_ks=[1, 2, 3, 4, 5, 8], exclude_top=True)
+    curve = Curve("head", ranking, universe, key, [0, 1, 2, 3, 4, 5, 8], [1, 2, 3, 4, 5, 8], True)
+    d = K.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
     rnd = [(r.k, a) for r, a in zip(d.itertuples(), seen) if r.order == "random-rank"]
     assert sorted({k for k, _ in rnd}) == [1, 2, 3, 4]          # k = 5 needs 5 heads outside the top 5: 8 − 5 < 5
     assert len(rnd) == 4 * 5                                    # every order at every drawable k

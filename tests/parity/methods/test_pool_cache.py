@@ -5,9 +5,15 @@ import torch
 
 from arithmech.data import pairs as D
 from arithmech.methods import pool_cache
-from arithmech.methods.knockout_means import build_pool, pool_key
+from arithmech.methods.knockout_means import build_pool, pool_key, pool_prompts
 
-KW = dict(pool_size=24, seed=0, min_group=4, draw=D.Draw("first"))
+
+def _pools(tok, tpls):
+    """The pool of the tests: 24 X_c per family, seed 0, first answer token."""
+    return pool_prompts(tok, tpls, 24, 0, draw=D.Draw("first"))
+
+
+KW = dict(min_group=4)
 
 
 def _same(a, b) -> bool:
@@ -24,11 +30,11 @@ def test_cached_pool_equals_built_pool_and_its_lookups(embedded_model, tmp_path,
     model, tok, _ = embedded_model
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
     tpls = D.select_templates("addition")
-    built = build_pool(model, tok, tpls, **KW)
-    miss = pool_cache.cached_pool(model, tok, tpls, **KW)
+    built = build_pool(model, tok, _pools(tok, tpls), **KW)
+    miss = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     files = list((tmp_path / "pool").glob("*.pt"))
     assert len(files) == 1 and files[0].stem == miss.digest
-    hit = pool_cache.cached_pool(model, tok, tpls, **KW)
+    hit = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     assert _same(built, miss) and _same(built, hit) and hit.digest == miss.digest
     samples, _ = D.make_pairs(tok, "addition", n=12, seed=3, draw=D.Draw("first"))
     for s in samples:
@@ -44,8 +50,8 @@ def test_cache_key_follows_every_input(embedded_model, tmp_path, monkeypatch):
     model, tok, _ = embedded_model
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
     tpls = D.select_templates("addition")
-    pools = lambda **kw: pool_cache.pool_prompts(tok, tpls, kw.get("pool_size", 24), kw.get("seed", 0),
-                                                       draw=D.Draw("first"))
+    pools = lambda **kw: pool_prompts(tok, tpls, kw.get("pool_size", 24), kw.get("seed", 0),
+                                      draw=D.Draw("first"))
     key = lambda bs=64, **kw: pool_cache.pool_digest(model, tok, pools(**kw), 4, 4, bs)
     base = key()
     assert key() == base
@@ -69,11 +75,11 @@ def test_damaged_file_is_rebuilt_and_off_switch_writes_nothing(embedded_model, t
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
     tpls = D.select_templates("addition")
     monkeypatch.setenv("ARITHMECH_POOL_CACHE", "0")
-    off = pool_cache.cached_pool(model, tok, tpls, **KW)
+    off = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     assert not (tmp_path / "pool").exists()
     monkeypatch.delenv("ARITHMECH_POOL_CACHE")
     path = tmp_path / "pool" / f"{off.digest}.pt"
     path.parent.mkdir()
     path.write_bytes(b"not a torch file")
-    again = pool_cache.cached_pool(model, tok, tpls, **KW)
+    again = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     assert _same(off, again) and torch.load(path, weights_only=True)["folds"] == 4

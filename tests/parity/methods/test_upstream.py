@@ -27,9 +27,9 @@ def test_upstream_fast_equals_reference_on_biased_gqa(embedded_tokenizer):
     model = _scaled_model(tok)
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 6, 1)
     rec, senders = [(2, 1), (1, 3)], [(0, 0), (0, 3), (0, 4), (1, 2), (1, 4)]
-    fast = U.upstream_fast(model, tok, clean_p, c, x, ans, rec, corrupt_prompts=corrupt_p, roles=roles)
+    fast = U.upstream_fast(model, tok, U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec)
     ref = UR.upstream_reference(model, tok, clean_p, corrupt_p, ans, rec, roles=roles, senders=senders)
-    end_only = U.upstream_fast(model, tok, clean_p, c, x, ans, rec)
+    end_only = U.upstream_fast(model, tok, U.Inputs(clean_p, c, x, ans), rec)
     for r in rec:
         cols = [U.senders_of(model, r).index(s) for s in senders if s[0] < r[0]]
         f, g = fast[r][:, cols], ref[r][:, cols]
@@ -48,7 +48,8 @@ def test_operand_before_the_operator_is_exactly_zero(embedded_tokenizer):
     tok = embedded_tokenizer
     model = _scaled_model(tok)
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 6, 1)
-    out = U.upstream_fast(model, tok, clean_p, c, x, ans, [(2, 1)], corrupt_prompts=corrupt_p, roles=roles)[(2, 1)]
+    inputs = U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
+    out = U.upstream_fast(model, tok, inputs, [(2, 1)])[(2, 1)]
     a_cols = [i for i, (p, _) in enumerate(U.COLUMNS) if p == "A"]
     before = torch.tensor([s.positions["A"][0] < s.positions["operator"][0] for s in samples])
     assert before.any() and (~before).any()
@@ -62,7 +63,8 @@ def test_upstream_fast_equals_reference_on_the_embedded_model(embedded_model):
     model, tok, _ = embedded_model
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 4, 3)
     rec, senders = [(3, 2)], [(0, 1), (1, 8), (2, 5)]
-    fast = U.upstream_fast(model, tok, clean_p, c, x, ans, rec, corrupt_prompts=corrupt_p, roles=roles)[rec[0]]
+    inputs = U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
+    fast = U.upstream_fast(model, tok, inputs, rec)[rec[0]]
     ref = UR.upstream_reference(model, tok, clean_p, corrupt_p, ans, rec, roles=roles, senders=senders)[rec[0]]
     cols = [U.senders_of(model, rec[0]).index(s) for s in senders]
     assert (fast[:, cols] - ref[:, cols]).abs().max() <= 1e-4
@@ -76,7 +78,8 @@ def test_upstream_clean_to_clean_is_exactly_zero(embedded_tokenizer):
     model = _scaled_model(tok, seed=2)
     samples, clean_p, _, ans, c, _, roles = _setup(model, tok, 4, 2)
     roles[0] = {**roles[0], "operator": []}
-    out = U.upstream_fast(model, tok, clean_p, c, c, ans, [(2, 0)], corrupt_prompts=clean_p, roles=roles)[(2, 0)]
+    inputs = U.Inputs(clean_p, c, c, ans, corrupt_prompts=clean_p, roles=roles)
+    out = U.upstream_fast(model, tok, inputs, [(2, 0)])[(2, 0)]
     op = [i for i, (p, _) in enumerate(U.COLUMNS) if p == "operator"]
     assert out[0][:, op].isnan().all() and not out[1:].isnan().any()
     out[0][:, op] = 0.0

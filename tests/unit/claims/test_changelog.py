@@ -11,7 +11,7 @@ import pytest
 
 from arithmech.claims import changelog as CL
 from arithmech.claims import rules as C
-from arithmech.report import pages
+from arithmech.report.views import pages
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -11,7 +11,7 @@ import pytest
 
 from arithmech.claims import rules as C
 from arithmech.core import results as R
-from arithmech.report.pages import claim_lines, claims_table, verdict
+from arithmech.report.views.pages import claim_lines, claims_table, verdict
 
 
 def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> pd.DataFrame:
@@ -124,6 +124,19 @@ def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_p
     worse = _write(tmp_path / "c", eff, _knockout(0.95, [0.9] * 20, ci_high=0.99))
     assert _holds(worse, "knockout-key-vs-random") is False
     assert _holds(clear, "knockout-random-flat") is False          # random mean 90% vs intact 100%
+
+
+def test_knockout_rule_does_not_reject_on_a_point_above_the_lowest_draw(tmp_path):
+    """Protects knockout-key-vs-random version 11 (issue #41, hostile reading 19): "does not hold" needs the top 8's
+    interval to lie within or above the random band, not its point above the lowest draw. At 80 % [75 %, 85 %]
+    against 19 draws at 90 % and one at 78 %, the point is above the lowest draw (version 10: does not hold) but
+    the interval reaches below the draws' 5th percentile (89 %): inconclusive. At 95 % [90 %, 99 %] against draws
+    at 90 %, the lower end sits at the 5th percentile: does not hold."""
+    eff = _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0])
+    near = C.claims(_write(tmp_path / "a", eff, _knockout(0.8, [0.78] + [0.9] * 19)), ["knockout-key-vs-random"]).iloc[0]
+    assert pd.isna(near.holds) and "lower bound 75%" in near.here and "5th percentile 89%" in near.here, near.here
+    inside = _write(tmp_path / "b", eff, _knockout(0.95, [0.9] * 20, ci_high=0.99))
+    assert _holds(inside, "knockout-key-vs-random") is False
 
 
 def test_knockout_rule_reads_the_primary_task_only(tmp_path):

@@ -313,7 +313,7 @@ def test_documented_pair_file_example_loads(tok, tmp_path):
     answers follow the documented rules (A ** B with B <= 3; A * B % 10)."""
     import pathlib
 
-    from arithmech.report.plan import read_notebook
+    from arithmech.report.build.plan import read_notebook
     nb = read_notebook(pathlib.Path(__file__).parents[3] / "book" / "data.md")
     cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
     (doc,) = [c for c in cells if "PAIR_FILE_SCHEMA" in c]

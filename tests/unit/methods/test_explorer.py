@@ -72,8 +72,8 @@ def explorer_folder(tmp_path_factory):
 
 def _page(explorer_folder, rule):
     net, tok, folder = explorer_folder
-    return X.page_data(net, tok, folder, [-0.05, -0.01], n_prompts=6, n_reference=8, max_heads=2, seed=0,
-                       draw=Draw(rule))
+    settings = X.PageSettings((-0.05, -0.01), n_prompts=6, n_reference=8, max_heads=2, seed=0, draw=Draw(rule))
+    return X.page_data(net, tok, folder, settings)
 
 
 def test_page_draws_and_records_the_configured_rule(explorer_folder):
@@ -81,7 +81,7 @@ def test_page_draws_and_records_the_configured_rule(explorer_folder):
     rule, whose default is identify's, and its prompts table records it; under last-digit a prompt carries the
     answer's leading digits and its answer is the last digit, as make_pairs draws them."""
     from arithmech.data import pairs as D
-    from arithmech.report.chapters import Explorer
+    from arithmech.report.build.chapters import Explorer
     from arithmech.steps.config import Identify
     assert Explorer().answer_token == Identify().answer_token == "last-digit"
     _, tok, _ = explorer_folder

@@ -24,8 +24,10 @@ def _rows(method, order, n, ratios, den, problems, draws):
     plan = [(order, -1, n, ((0, 0),))] + [(R.RANDOM[order], r, n, ((1, r),)) for r in range(len(draws))]
     abl = {"noising": "mean", "denoising": "x_r"}[method]
     pos = "operands" if order == "operands" else "end"
-    return F.circuit_rows("all", method, abl, plan, num, den, 200, 0, problems, "held-out", len(set(problems)),
-                          positions=pos, problems=problems)
+    settings = F.FaithfulnessSettings(n_max=10, n_random=DRAWS, seed=0, n_boot=200, bootstrap="cluster",
+                                      split="held-out", batch_size=64, converse_random=False)
+    return F.circuit_rows(F.Rows("all", method, abl, pos, F.BASELINE[method]), plan, num, den, settings,
+                          F.Units(problems, problems, len(set(problems))))
 
 
 def _file(special: dict, n_prompts=40, problems=None, den=None, draws=None) -> pd.DataFrame:

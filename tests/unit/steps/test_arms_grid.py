@@ -2,7 +2,7 @@
 single-rate rule the earlier verdicts used."""
 from __future__ import annotations
 
-from arithmech.steps.arms_grid import bracket_side, choose, extension, frontier_rates
+from arithmech.steps.arms_grid import bracket_side, choose, extension, frontier_rates, replicated
 
 
 def _rows(pairs, loss=None):
@@ -42,3 +42,13 @@ def test_single_rate_rule():
     rows = [{"lr": 1e-3, "val_math": 0.30, "val_nll": 2.0}, {"lr": 3e-3, "val_math": 0.305, "val_nll": 1.5},
             {"lr": 1e-2, "val_math": 0.20, "val_nll": 1.0}]
     assert choose(rows) == 3e-3
+
+
+def test_the_cut_replicates_only_a_bracketed_grids_interior():
+    """Protects the grid-point cut (issue #40 item 6): with --no-replicate-ends a bracketed grid's two ends get no
+    run beyond their first; an unbracketed grid, a grid without an interior, or the default keep every rate."""
+    g = [3e-3, 1e-4, 3e-4, 1e-3]
+    assert replicated(g, bracketed=True, ends=False) == [3e-4, 1e-3]
+    assert replicated(g, bracketed=False, ends=False) == sorted(g)
+    assert replicated(g, bracketed=True, ends=True) == sorted(g)
+    assert replicated([1e-4, 3e-4], bracketed=True, ends=False) == [1e-4, 3e-4]

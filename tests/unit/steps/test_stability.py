@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 from factories import make_tiny_llama
 
-from arithmech.data.draw import Draw
 from arithmech.steps import stability as S
 
 
@@ -19,10 +18,10 @@ def word_llama(embedded_tokenizer):
     return make_tiny_llama(n_layers=3, vocab=len(embedded_tokenizer), seed=2), embedded_tokenizer
 
 
-def _small(model, tok, **kw):
-    args = dict(task="addition", seeds=(0, 1), sizes=(4, 8), top=3, n_boot=200, keep_correct=False,
-                draw=Draw("last-digit"))
-    return S.stability(model, tok, **{**args, **kw})
+def _small(model, tok, families=True, **kw):
+    """Seeds 0 and 1, sizes 4 and 8, every drawn pair kept (the random model answers nothing right)."""
+    config = S.Config(**{**dict(task="addition", seed=0, seeds=2, sizes=(4, 8), top=3, n_boot=200), **kw})
+    return S.stability(model, tok, config, families=families, keep_correct=False)
 
 
 def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):

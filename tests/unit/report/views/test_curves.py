@@ -1,0 +1,46 @@
+"""Unit tests of ``arithmech/report/views/curves.py``: Table 1's page over whole curves (issue #40 item 7), read from
+synthetic records (``tests/unit/claims/synthetic.py``)."""
+from __future__ import annotations
+
+from arithmech.claims import curves as C
+from arithmech.report.views import curves as R
+from tests.unit.claims.synthetic import jitter as J
+from tests.unit.claims.synthetic import write
+
+ARMS = {"full": {1e-4: J(0.9, 0.9, -0.06), 3e-4: J(0.95, 0.9, -0.08)},
+        "precise-key": {1e-3: J(0.6, 0.5, -0.01), 3e-3: J(0.7, 0.6, -0.02)},
+        "precise-random": {1e-3: J(0.5, 0.5, -0.01), 3e-3: J(0.55, 0.5, -0.02, n=1)}}
+
+
+def test_the_chart_draws_every_run_and_each_arms_frontier(tmp_path):
+    """Protects the page's lead chart: one hollow mark per run (every rate, every seed), one dot per grid point,
+    the frontier line through the points on it, in the arms' colours."""
+    f = write(tmp_path, ARMS)
+    spec = R.chart(f, "t").to_dict()
+    data = spec["datasets"]
+    sizes = sorted(len(v) for v in data.values())
+    assert 3 + 3 + 3 + 3 + 3 + 1 in sizes and 6 in sizes            # 16 runs, 6 grid points
+    assert "precise-key" in spec["layer"][2]["encoding"]["color"]["scale"]["domain"]
+
+
+def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
+    """Protects the tables beside the chart: one row per rule and measure with the leave-one-rate-out note, the
+    paper's two LLaMA2-7B rows beside each arm's frontier top, and the leave-one-rate-out matrix naming each point."""
+    f = write(tmp_path, ARMS)
+    rows = C.verdicts(f)
+    t = R.verdict_table(rows)
+    assert len(t) == len(rows) and {"whole grid", "leave-one-rate-out", "verdict"} <= set(t.columns)
+    assert len(R.verdict_table(rows, "pooled")) == len(rows[~rows.measure.str.contains(":")])
+    beside = R.paper_beside(f)
+    assert list(beside.model[:2]) == ["LLaMA2-7B (paper)"] * 2 and beside.loc[0, "general change"] == "-5.6"
+    assert set(beside.arm[2:]) == {"full", "precise-key", "precise-random"}
+    loro = R.loro_table(rows)
+    assert list(loro.columns) == ["whole grid", "points left out", "another verdict"] and (loro["points left out"] > 0).all()
+    tables = R.points_tables(f)
+    points, general = tables["math"], tables["general"]
+    assert len(points) == 6 and not points.loc[points.runs < 3, "carry [run-level]"].str.contains("[", regex=False).any()
+    assert points.loc[points.runs >= 3, "carry [run-level]"].str.contains(r"^[+−-]?[\d.]+ \[", regex=True).all()
+    assert list(general.arm) == list(points.arm) and "general [run-level]" in general and "general" not in points
+    assert len(points.columns) <= 10 and len(general.columns) <= 10     # each fits a page's width
+    lines = R.finding_lines(rows)
+    assert lines[-1].startswith("Not yet run:") and all("**" in x for x in lines[:-1])

@@ -1,0 +1,45 @@
+"""Unit tests of ``arithmech/report/views/table1.py``: what an arms run decided and cost, read from its plan."""
+from __future__ import annotations
+
+import json
+
+from arithmech.report.views import table1 as T
+
+
+def _row(arm, lr, seed, draw=0):
+    return {"lr": lr, "seed": seed, "draw": draw, "tag": f"{arm}{draw if draw else ''}-s{seed}-lr{lr:.0e}"}
+
+
+def test_the_progress_line_counts_the_design_against_the_runs_made(tmp_path):
+    """Protects the page's account of an unfinished Table 1: planned runs are every rate x seeds (random arms:
+    x draws) plus the frontier rates' extra seeds; a point is readable from 3 runs; the rest is estimated at each
+    arm's own mean cost per run (full: 100 s a run, 3 left; random: 10 s a run, 18 left → 480 s)."""
+    full = [_row("full", lr, s) for lr in (1e-4, 3e-4) for s in (0, 1, 2)][:5]       # 3e-4 has 2 runs
+    rnd = [_row("precise-random", lr, 0, d) for lr in (1e-3, 3e-3) for d in (0,)]
+    plan = {"suite": "cpu", "heads": {}, "runs": [], "seeds": [0, 1, 2], "draws": 10, "frontier_seeds": 5, "complete": False,
+            "arms": {"full": {"grid": [1e-4, 3e-4], "grid_rows": full, "frontier_rates": [1e-4]},
+                     "precise-random": {"grid": [1e-3, 3e-3], "grid_rows": rnd, "frontier_rates": [1e-3]}},
+            "cost": {"total_s": 520.0, "run_s": {**{r["tag"]: 100.0 for r in full}, **{r["tag"]: 10.0 for r in rnd}}}}
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
+    line = T.progress_line(tmp_path)
+    # full: 2 rates x 3 seeds + 1 frontier rate x 2 extra seeds = 8 planned; random: 2 rates x 10 draws = 20
+    assert line.startswith("**7 of 28 planned runs made** (in progress)")
+    assert "1 of 4 grid points have the 3 runs" in line
+    assert "0.1 hours of this machine so far" in line and "about 0.1 hours more" in line   # 300 + 180 = 480 s
+
+
+def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
+    """Protects the count under the grid-point cut (``replicated`` in the plan): a cut rate is planned once, plus
+    the runs it had before the cut; the page names the cut. Full: 3 rates, the ends cut, 3 seeds: 3 first runs +
+    2 more at the middle rate + the end run of seed 1 made before the cut = 6."""
+    full = [_row("full", lr, 0) for lr in (1e-5, 1e-4, 1e-3)] + [_row("full", 1e-5, 1)]
+    plan = {"suite": "cpu", "heads": {}, "runs": [], "seeds": [0, 1, 2], "draws": 10, "frontier_seeds": 3,
+            "complete": False, "replicated": {"full": [1e-4], "precise": []},
+            "rules": {"cut": "--no-replicate-ends: the ends keep their first run"},
+            "arms": {"full": {"grid": [1e-5, 1e-4, 1e-3], "grid_rows": full, "frontier_rates": [1e-4]}},
+            "cost": {"total_s": 40.0, "run_s": {r["tag"]: 10.0 for r in full}}}
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
+    line = T.progress_line(tmp_path)
+    assert line.startswith("**4 of 6 planned runs made**") and "Cut: --no-replicate-ends" in line, line
