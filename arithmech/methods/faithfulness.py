@@ -229,7 +229,8 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.knockout_means.pool_prompts`) of the
     same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.knockout_means.fold`,
     as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length
-    (a seeded draw each). Returns ``(prompts, {tier: count})``."""
+    (a seeded draw each); else ``None`` (tier ``none``: no pool X_c has its length, so no END output lines up
+    with it). Returns ``(prompts, {tier: count})``."""
     every = [s for ss in pool.values() for s in ss]
     length = {}
     for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
@@ -240,7 +241,8 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
         for tier, k in (("template", (s.template, length[i])), ("family", (s.family, length[i])), ("length", length[i])):
             by.setdefault((tier, k), []).append(i)
     rng = random.Random(seed)
-    out, tiers = [], {"template": 0, "family": 0, "length": 0}
+    out: list[str | None] = []
+    tiers = {"template": 0, "family": 0, "length": 0, "none": 0}
     for j, s in enumerate(samples):
         seq, own = length[len(every) + j], fold(s.a, s.b, folds)
         for tier, k in (("template", (s.template, seq)), ("family", (s.family, seq)), ("length", seq)):
@@ -250,7 +252,8 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
                 tiers[tier] += 1
                 break
         else:
-            raise ValueError(f"no reference-pool X_c of {seq} tokens for {s.clean!r}: raise the pool size")
+            out.append(None)
+            tiers["none"] += 1
     return out, tiers
 
 
@@ -334,8 +337,13 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
     prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`); ``settings``: the circuits, the intervals
     and the batches (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`). Returns
-    ``(frame of COLUMNS, info)``; ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size."""
+    ``(frame of COLUMNS, info)``; ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size. A
+    prompt that no pool X_c matches in length cannot be resampled; it is left out of every curve (so all read the
+    same prompts) and counted (``info["left_out_no_source"]``)."""
     n_max, seed, batch_size = settings.n_max, settings.seed, settings.batch_size
+    drawn, tiers_all = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
+    if tiers_all["none"]:            # no pool X_c of its length: left out of every curve (all read the same prompts)
+        samples = [s for s, x in zip(samples, drawn) if x is not None]
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     top = ranked(effects, task)
@@ -349,7 +357,7 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
     ld_c = logit_c[at, ans_r].double() - logit_c[at, ans_c].double()
     units = Units.of(samples, settings.bootstrap)
-    sources, tiers = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
+    sources = [x for x in drawn if x is not None]
     z_s, m_s, _ = end_values(model, tok, sources, batch_size)
     every = ablation_of(universe)
     keep = [ablation_of([c for c in universe if c not in set(circ)]) for _, _, _, circ in plan]
@@ -357,7 +365,8 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     conv = [ablation_of(c) for *_, c in conv_plan]
     kw = dict(answers=(ans_r, ans_c), batch_size=batch_size)
     at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
-    rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers,
+    rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers_all,
+                      "left_out_no_source": tiers_all["none"],
                       "circuits": len(plan), "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()),
                       "ld_x_c": float(ld_c.mean())}
     for name, src, keys in (("mean", means, [means.key(s) for s in samples]),

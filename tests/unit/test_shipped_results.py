@@ -66,6 +66,9 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
     zero = config.replace(shots=0, out=str(FOLDER / "zero-shot"))   # the side-by-side's zero-shot run: like with like
     assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero), absent_means=identify_step.ABSENT_MEANS)
+    alone = config.replace(task="addition", knockout_samples=256, knockout_positions="end", transfer=False,
+                           out=str(FOLDER / "addition"))          # "Addition alone": the README's command
+    assert R.made_with(FOLDER / "addition", "identify", identify_step.recorded(alone), absent_means=identify_step.ABSENT_MEANS)
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
                    seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
                    example_sets=p["example_sets"], bootstrap=p["bootstrap"])

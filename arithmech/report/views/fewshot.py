@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.claims.evidence import Context
+from arithmech.claims.evidence import Context, cluster_interval
 from arithmech.claims.rules import K, claims
 from arithmech.core import results
 from arithmech.core.names import components
@@ -69,6 +69,13 @@ def _heads(kh: dict) -> str:
         f" (whole 95% interval below {kh.get('threshold', float('nan')):+.0%})"
 
 
+def _knocked(row) -> str:
+    """A knockout row's accuracy with the claims' interval: Wilson over its problem clusters where the file counts
+    them (:func:`arithmech.claims.evidence.cluster_interval`), else the file's own over prompts."""
+    lo, hi, what = cluster_interval(row)
+    return f"{_pct(float(row.accuracy))} (95% {_pct(lo)}–{_pct(hi)}, {what})"
+
+
 def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
     """Per run: the pooled tasks, the key heads under the paper's rule and under the share rule, the top ``k``
     heads by effect, and accuracy with the top ``k`` heads knocked out at END against the random band
@@ -96,8 +103,7 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
                      else "not measured",
                      f"top {k} by effect": components(zip(top.layer, top["head"])),
                      "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",
-                     f"top {k} out": (f"{_pct(float(key.accuracy.iloc[0]))} (95% {_pct(float(key.ci_low.iloc[0]))}–"
-                                      f"{_pct(float(key.ci_high.iloc[0]))})") if len(key) else "—",
+                     f"top {k} out": _knocked(key.iloc[0]) if len(key) else "—",
                      f"{k} random out (5–95%)": (f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))}"
                                                  f" ({len(rnd)} draws)") if len(rnd) else "—",
                      "n prompts": (f"{int(key.n.iloc[0])} (pooled from the tasks' own: "
@@ -117,3 +123,11 @@ def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
         c = c.assign(**{label: [verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(columns=["holds", "here"])
         out = c if out is None else out.merge(c, on=["id", "claim"])
     return out
+
+
+def changed_lines(runs: dict[str, Path], ids=CLAIMS + ANALYZE_CLAIMS) -> list[str]:
+    """The claims in ``ids`` whose verdict differs between the first run of ``runs`` and each other one, a line
+    each ("claim: first's verdict → other's verdict (other's label)"); empty when none differs."""
+    v = verdict_rows(runs, ids)
+    first, *others = runs
+    return [f"{r['claim']}: {r[first]} → {r[o]} ({o})" for o in others for _, r in v.iterrows() if r[first] != r[o]]

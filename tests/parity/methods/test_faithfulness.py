@@ -154,6 +154,20 @@ def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
     assert F.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
 
 
+def test_a_prompt_no_pool_prompt_matches_in_length_has_no_source(setup):
+    """Protects the resample draw's edge (SmolLM2 addition alone: an 81-token prompt, no pool X_c of 81 tokens):
+    such a prompt gets ``None`` and tier ``none`` (faithfulness leaves it out and counts it) instead of stopping the
+    run; the other prompts keep the sources they had."""
+    import dataclasses
+    s = setup
+    tok = s["tok"]
+    odd = dataclasses.replace(s["samples"][0], clean=s["samples"][0].clean + " 1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9")
+    src, tiers = F.resample_sources(tok, [odd] + list(s["samples"]), s["pool"], seed=0)
+    assert src[0] is None and tiers["none"] == 1
+    alone, _ = F.resample_sources(tok, s["samples"], s["pool"], seed=0)
+    assert all(x is not None for x in alone) and len(src) == len(alone) + 1
+
+
 def test_random_circuits_lie_outside_the_top_n():
     """Protects the baseline: a random circuit of n never holds one of the top n, has n components, may hold a
     component ranked just below n (the band can include strong components: it is not heads-only by

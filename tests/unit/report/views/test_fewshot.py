@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.claims.evidence import Context
+from arithmech.core.stats import wilson_interval
 from arithmech.report.views import fewshot
 
 FOLDER = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
@@ -43,7 +44,7 @@ def test_yield_rows_are_the_runs_own_counts():
 
 def test_circuit_rows_read_the_pooled_knockout_at_k():
     """Protects the knockout columns: the top-8 point, its n and its split are knockout.csv's rows of the pooled
-    task at END, the random band spans the 5th to 95th percentile of the random draws at the same k, and each
+    task at END, its interval the claims' (Wilson over the problem clusters, not the file's over prompts), the random band spans the 5th to 95th percentile of the random draws at the same k, and each
     pooled task's own prompts are listed, 0 for one without rows (a held-out draw that found nothing)."""
     c = fewshot.circuit_rows(RUNS).set_index("prompts")
     for label, folder in RUNS.items():
@@ -55,7 +56,22 @@ def test_circuit_rows_read_the_pooled_knockout_at_k():
         assert c.loc[label, "n prompts"] == (f"{key.n} (pooled from the tasks' own: "
                                              + ", ".join(f"{t} {m}" for t, m in own.items()) + ")")
         assert c.loc[label, "top 8 out"].startswith(f"{key.accuracy:.0%} (")
+        m = int(key.n_clusters)                                  # the claims' interval: Wilson over the clusters
+        lo, hi = wilson_interval(key.accuracy * m, m)
+        assert c.loc[label, "top 8 out"].endswith(f"{lo:.0%}–{hi:.0%}, Wilson over {m} problem clusters)")
         assert c.loc[label, "8 random out (5–95%)"] == (f"{rnd.accuracy.quantile(0.05):.0%}–"
                                                         f"{rnd.accuracy.quantile(0.95):.0%} ({len(rnd)} draws)")
         split = json.loads((folder / "run.json").read_text())["steps"]["identify"]["parameters"]["knockout_split"]
         assert c.loc[label, "knockout prompts"] == f"{key.split} (problems never ranked on)" == f"{split} (problems never ranked on)"
+
+
+def test_changed_lines_name_each_claim_whose_verdict_differs():
+    """Protects the SmolLM2 box's "decided again" line: one line per claim whose verdict differs between the first
+    run and another, naming both verdicts; none for a run beside itself."""
+    (a, fa), (b, fb) = RUNS.items()
+    assert fewshot.changed_lines({a: fa, "again": fa}) == []
+    v = fewshot.verdict_rows(RUNS, fewshot.CLAIMS + fewshot.ANALYZE_CLAIMS)
+    differ = v[v[a] != v[b]]
+    lines = fewshot.changed_lines(RUNS)
+    assert lines == [f"{r['claim']}: {r[a]} → {r[b]} ({b})" for _, r in differ.iterrows()]
+    assert len(differ) > 0, "the fixture's two runs should disagree somewhere for this test to bite"
