@@ -31,6 +31,7 @@ from arithmech.claims import verdicts as V
 from arithmech.core import records, results
 from arithmech.core.stats import hierarchical_bootstrap, t_interval
 from arithmech.evals.suites import get_suite
+from arithmech.steps.arms_grid import grid_of
 
 MIN_RUNS = 3
 """Runs a grid point needs before a rule reads its interval (fewer: the point is shown, and is inconclusive)."""
@@ -159,8 +160,7 @@ def load(folder: str | Path) -> Curves:
         for t in _tags(a):
             r = records.read_tag(folder, t)
             lr = r["parameters"]["lr"]
-            pt = by_lr.setdefault(lr, Point(arm, lr, cut=kept is not None and lr not in
-                                            kept["full" if arm == "full" else "precise"]))
+            pt = by_lr.setdefault(lr, Point(arm, lr, cut=kept is not None and lr not in kept[grid_of(arm)]))
             pt.tags.append(t)
             for v in variants:
                 pt.math.setdefault(v, []).append(_mean(variant_items(r, m, v)) - b_math[v])

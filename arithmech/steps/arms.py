@@ -63,6 +63,7 @@ from arithmech.steps.arms_grid import (
     choose,
     extension,
     frontier_rates,
+    grid_of,
     lr_tag,
     replicated,
     val_math,
@@ -274,7 +275,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         """Whether this run's record exists with the same arguments (a cut rate keeps the runs made before it)."""
         hs = heads_of(arm, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
-        return _same(out, "full" if arm == "full" else "precise", tag_of(arm, lr, seed, draw), h)
+        return _same(out, grid_of(arm), tag_of(arm, lr, seed, draw), h)
 
     def run_one(arm, lr, seed, draw, bar):
         hs = heads_of(arm, draw)
@@ -337,7 +338,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     rows: dict = {a: [] for a in arms}
     ext = {"full": 0, "precise": 0}
     keep: dict[str, list[float]] = {"full": list(g["full"]), "precise": list(g["precise"])}
-    group = lambda a: "full" if a == "full" else "precise"
+    group = grid_of
     replicas = lambda a: c.draws if a in RANDOM else len(seeds)
     n_runs = 2 + sum(len(g[group(a)]) * replicas(a) for a in arms)
     with Progress("table1", n_runs) as bar:

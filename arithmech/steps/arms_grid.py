@@ -36,6 +36,12 @@ BRACKET_RULE = (f"an end of an arm's grid is bracketed when its mean validation 
                 "by the grid's ratio")
 
 
+def grid_of(arm: str) -> str:
+    """The grid ``arm`` runs on (:data:`GRIDS`, ``table1.json``'s ``replicated``): full SFT's own, ``"full"``, or the
+    one the precise arms share, ``"precise"``."""
+    return "full" if arm == "full" else "precise"
+
+
 def lr_tag(lr: float) -> str:
     return f"{lr:.0e}"
 

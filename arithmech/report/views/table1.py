@@ -18,6 +18,7 @@ from arithmech.core.names import components
 from arithmech.report.charts import colours
 from arithmech.report.charts.plots import COLUMN, integer_axis
 from arithmech.steps.arms_curve import KNEE as KNEE_SHARE
+from arithmech.steps.arms_grid import RANDOM, grid_of
 
 
 def has_run(folder: str | Path) -> bool:
@@ -60,11 +61,11 @@ def progress_line(folder: str | Path) -> str:
     planned = made = ready = points = 0
     left_s = 0.0
     for arm, a in p["arms"].items():
-        reps = draws if arm.startswith("precise-random") else seeds
-        rep = (p.get("replicated") or {}).get("full" if arm == "full" else "precise", a["grid"])
+        reps = draws if arm in RANDOM else seeds
+        rep = (p.get("replicated") or {}).get(grid_of(arm), a["grid"])
         cut = [r for r in a["grid_rows"] if r["lr"] not in rep and (r["seed"], r.get("draw", 0)) != (p["seeds"][0], 0)]
         want = (len(a["grid"]) + (reps - 1) * len(rep) + len(cut)   # a cut rate's runs made before the cut count
-                + (0 if arm.startswith("precise-random") else len([x for x in a["frontier_rates"] if x in rep]) * front))
+                + (0 if arm in RANDOM else len([x for x in a["frontier_rates"] if x in rep]) * front))
         have = len(a["grid_rows"])
         spent = [run_s[r["tag"]] for r in a["grid_rows"] if run_s.get(r["tag"])]
         planned, made = planned + want, made + have
