@@ -348,3 +348,21 @@ RECENT += (
 )
 RECENT_DIGEST.update({"precise-matches-full": "ef093da5fcfe", "selection-matters": "cd3591379a3a",
                       "precise-keeps-generic": "8b1cfb30881a"})
+
+
+# -- issue #40 item 3 (2026-11-28, sixth session): intervals that see the test set. Written while no grid point had
+# 3 runs (SmolLM2: 50 runs, none of its 20 readable points at 3), so no part of any Table 1 rule could decide.
+_CROSSED7 = ("issue #40 item 3: every interval is crossed, over runs and the shared test items (core.stats."
+             "crossed_interval: run means' spread plus the per-item change's spread, Welch–Satterthwaite df); "
+             "version 6 read Student t (a point) and Welch t (two points) over run means, which see the training "
+             "spread only: 3 runs scoring alike gave an interval of width zero; against base-shots the reference is "
+             "subtracted item by item (was: one number)")
+_NO3_7 = ("no: no grid point had 3 runs (SmolLM2: 50 runs over 30 points), so every verdict was and is "
+          "inconclusive; the toy (made by the book build) is re-read in the closing note")
+RECENT += (
+    Change("precise-matches-full", 12, "2026-11-28", "this commit", _CROSSED7, _NO3_7),
+    Change("selection-matters", 10, "2026-11-28", "this commit", _CROSSED7, _NO3_7),
+    Change("precise-keeps-generic", 12, "2026-11-28", "this commit", _CROSSED7, _NO3_7),
+)
+RECENT_DIGEST.update({"precise-matches-full": "74bf34aa55e8", "selection-matters": "2af6e1992055",
+                      "precise-keeps-generic": "b6891bf2c9e4"})

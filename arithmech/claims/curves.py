@@ -2,8 +2,9 @@
 
 Each rule reads every grid point of :mod:`arithmech.claims.frontier` (an arm at one rate, its runs' mean changes
 from base) and is a statement over **every rate of each arm's grid**, never over one chosen rate. Its parts are
-comparisons of grid points, each decided on a run-level interval (Student t over run means for a point against
-base, Welch t for two points; at the rule's level, below) and each three-valued: true, false, or undecided (an interval that decides
+comparisons of grid points, each decided on a crossed interval over runs and test items (a point against base, or
+two points' difference: :func:`arithmech.core.stats.crossed_interval`; at the rule's level, below; seventh version)
+and each three-valued: true, false, or undecided (an interval that decides
 neither, a point with fewer than :data:`~arithmech.claims.frontier.MIN_RUNS` runs). "Some rate" and "every rate"
 combine them as Kleene's logic does: *some* is true when one part is true and false when all are false; *every*
 is false when one is false and true when all are true; anything else leaves the rule **inconclusive**.
@@ -32,6 +33,11 @@ still decides nothing; every rule's default N is its :func:`family`.
 **Sixth version** (2026-11-28, no grid point yet at 3 runs): a rate the plan cuts (``--no-replicate-ends``:
 ``table1.json``'s ``replicated`` lacks it; :func:`arithmech.steps.arms_grid.replicated`) is outside the grid the
 rules read — it would stay below 3 runs for good and leave every *every* over its arm undecided — and outside N.
+**Seventh version** (2026-11-28, no grid point yet at 3 runs): every interval is **crossed** — the spread of the
+run means and the spread over the shared test items (for two points, of their per-item difference) — instead of
+Student t (a point) or Welch t (two points) over run means, which saw the training spread only: three runs scoring
+alike gave an interval of width zero, and a 400-item test set was taken as the whole population of problems.
+Against ``base-shots`` the reference is subtracted item by item (it was one number).
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -43,7 +49,7 @@ rules read — it would stay below 3 runs for good and leave every *every* over 
    at some rate of its grid (its general change's interval lies below 0: true; its lower end above −m at every
    rate: false; a full point of at least 3 runs with a collapsed run costs); and (b) some rate of precise-key that learns the skill (rule 1's
    part true) is *dominated by no full point* (a full point dominates it when both its math gain and its general
-   change lie decidedly above the key point's, Welch intervals above 0; it does not when either lies decidedly
+   change lie decidedly above the key point's, intervals of the difference above 0; it does not when either lies decidedly
    below). It does not hold when either half does not hold.
 4. **the selection matters** — some rate of precise-key beats every rate of a random arm on math gain (key −
    random interval above 0: true; upper end below +m: false, no advantage of m or more): key's frontier top against
@@ -65,11 +71,12 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval, variant_items
-from arithmech.core.stats import t_interval, welch_interval
+from arithmech.core.stats import crossed_interval
 
 MARGIN = 0.05
 RANDOM = ("precise-random", "precise-random-any")
 HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
+SHOTS = "precise SFT learns more than the answer format"        # rule 1 against base-shots
 
 
 # ------------------------------------------------------------------------- three-valued logic
@@ -101,20 +108,23 @@ def level(m: int) -> float:
     return 1 - 0.05 / max(1, m)
 
 
-def gain(p: Point, what: str, shift: float = 0.0, m: int = 1) -> tuple[float | None, float | None]:
-    """The run-level interval (at :func:`level` of ``m``) of a point's change from base (minus ``shift``);
-    undecided points give None."""
+def gain(p: Point, what: str, ref: list[float] | None = None, m: int = 1) -> tuple[float | None, float | None]:
+    """The crossed interval (runs × test items, at :func:`level` of ``m``) of a point's change from base on
+    ``what`` — or, with ``ref`` (a reference's per-item change from base, e.g. base-shots'), from that reference on
+    the same items; undecided points give None."""
     if not p.decides:
         return None, None
-    _, lo, hi = t_interval(p.values(what), level(m))
-    return lo - shift, hi - shift
+    table = p.table(what) if ref is None else [[x - r for x, r in zip(run, ref)] for run in p.table(what)]
+    _, lo, hi = crossed_interval(table, level=level(m))
+    return lo, hi
 
 
 def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float | None]:
-    """Welch's interval (at :func:`level` of ``m``) of ``a − b`` on ``what``; None unless both points decide."""
+    """The crossed interval (at :func:`level` of ``m``) of ``a − b`` on ``what``: both points' run spreads and
+    the spread over the shared test items of their per-item difference; None unless both points decide."""
     if not (a.decides and b.decides):
         return None, None
-    _, lo, hi = welch_interval(b.values(what), a.values(what), level(m))
+    _, lo, hi = crossed_interval(a.table(what), b.table(what), level(m))
     return lo, hi
 
 
@@ -128,16 +138,19 @@ def live(c: Curves, arm: str) -> list[Point]:
 
 
 # ------------------------------------------------------------------------- the rules (module docstring)
-def _learn(p: Point, v: str, shift: float = 0.0, m: int = 1) -> bool | None:
-    return decide(*gain(p, v, shift, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
+def _learn(p: Point, v: str, ref: list[float] | None = None, m: int = 1) -> bool | None:
+    return decide(*gain(p, v, ref, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
+
+
+def shots_ref(c: Curves, v: str) -> list[float]:
+    """Base-shots' per-item change from base on math variant ``v`` (base with K solved examples: the answer format
+    without the arithmetic), the reference "learns more than the answer format" subtracts item by item."""
+    assert c.shots is not None, "base-shots needs the base-shots run"
+    return [s - b for s, b in zip(variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v))]
 
 
 def learns(c: Curves, v: str, ref: str = "base", n: int | None = None) -> bool | None:
-    shift = 0.0
-    if ref == "base-shots":
-        assert c.shots is not None, "base-shots needs the base-shots run"
-        s, b = (sum(x) / len(x) for x in (variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v)))
-        shift = s - b
+    shift = shots_ref(c, v) if ref == "base-shots" else None
     keys = live(c, "precise-key")
     n = n or family(c, "learns")
     return some(_learn(p, v, shift, n) for p in keys)
@@ -207,7 +220,7 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
             lambda c, n, v=v: learns(c, v, n=n),  # type: ignore[misc]
             lambda c: family(c, "learns")) for v in c.variants]
     if c.shots is not None and c.math in c.shots["results"]:
-        out += [("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",), v,
+        out += [(SHOTS, "precise-key − base-shots", ("precise-key",), v,
                  lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
                  lambda c: family(c, "learns")) for v in c.variants]
     out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v,
@@ -283,8 +296,8 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
 def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -> dict:
     """The comparison a reader checks first: the two arms' frontier tops (the point that did not collapse with the
     highest mean *validation* math accuracy, so the test items that are shown did not pick it; the test mean where
-    no validation score was recorded) and the Welch interval of their difference — or, against base, the top's t
-    interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
+    no validation score was recorded) and the crossed interval of their difference — or, against base, the top's
+    crossed interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
     pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
     found = [max(live(c, a), key=pick, default=None) for a in arms]
     tops = [t for t in found if t is not None]
@@ -296,6 +309,12 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
         est = k.mean("general") - f.mean("general")
         lo, hi = diff(k, f, "general", n)
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
+    if len(tops) == 1 and claim == SHOTS:           # against base-shots, item by item
+        ref, top = shots_ref(c, v), tops[0]
+        est = top.mean(v) - sum(ref) / len(ref)
+        lo, hi = (crossed_interval([[x - r for x, r in zip(run, ref)] for run in top.table(v)], level=level(n))[1:]
+                  if top.n >= 2 else (None, None))
+        return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + ", against base-shots"}
     if len(tops) == 1:
         est, lo, hi = run_interval(tops[0], v, level(n))
         return {"estimate": est, "ci_low": lo if tops[0].n >= 2 else None, "ci_high": hi, "at": at}
@@ -304,7 +323,7 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
 
 
 def by_rate(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> pd.DataFrame:
-    """At every rate both arms ran: ``arm − control`` on ``v`` (Welch, run level, at the selection rule's level)
+    """At every rate both arms ran: ``arm − control`` on ``v`` (crossed interval, runs and items, at the selection rule's level)
     and the part's value."""
     rows, n = [], family(c, "selection", arm, control)
     for k in live(c, arm):

@@ -1,7 +1,7 @@
 """The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.claims.rules`.
 
 Each claim takes the verdict of its rule over whole learning-rate curves (:mod:`arithmech.claims.curves`, issue
-#40: every rate of every arm's grid, run-level t intervals, leave-one-rate-out) on the primary math measure
+#40: every rate of every arm's grid, intervals over runs and test items, leave-one-rate-out) on the primary math measure
 (pooled over operations), ``finetune/table1.json`` and its records. Each decider takes a
 :class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; without an arms run, or without a run
 of an arm the rule reads, the claim is missing; where the model's scope or a collapse rules the test out, its
@@ -44,7 +44,7 @@ def _curves(ctx: Context, cid: str):
     num = "" if r["estimate"] is None or r["estimate"] != r["estimate"] else (
         f"frontier tops {r['at']}: {_pct(r['estimate'])} points" + (
             f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (Welch t over run means at {100 * r['level']:.4g}%, the rule's level)"
-            if r["ci_low"] is not None and r["ci_low"] == r["ci_low"] else " (no run-level interval)"))
+            if r["ci_low"] is not None and r["ci_low"] == r["ci_low"] else " (no interval over runs)"))
     what = "" if comp is None else f", {r['measure']}"
     flipped = f"whole grid {r['whole grid']}, but " if r["whole grid"] != r["verdict"] else ""
     here = f"{r['comparison']} over every rate{what}: {num}; {flipped}{r['leave-one-rate-out'] or 'nothing to flip'}"

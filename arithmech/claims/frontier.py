@@ -9,9 +9,11 @@ sets pooled, :func:`arithmech.claims.verdicts.pool`); the text loss's change is 
 
 Per point, two intervals of the mean over its runs (:func:`point_table`):
 
-* the **run-level** interval — Student t over the run means (:func:`arithmech.core.stats.t_interval`; its coverage
-  at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points with at
-  least :data:`MIN_RUNS` runs;
+* the **crossed** interval — over runs and test items at once (:func:`arithmech.core.stats.crossed_interval`: the
+  spread of the run means and the spread of the items, every run being scored on the same items; its coverage with
+  a fixed test set at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points
+  with at least :data:`MIN_RUNS` runs. (Until the seventh rule version, 2026-11-28: Student t over the run means,
+  which sees no item noise: three runs that score alike gave an interval of width zero);
 * the **item-level** interval — the hierarchical bootstrap of :mod:`arithmech.claims.verdicts` (runs and test
   items resampled), shown beside it.
 
@@ -29,7 +31,7 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
-from arithmech.core.stats import hierarchical_bootstrap, t_interval
+from arithmech.core.stats import crossed_interval, hierarchical_bootstrap
 from arithmech.evals.suites import get_suite
 from arithmech.steps.arms_grid import grid_of
 
@@ -53,6 +55,7 @@ class Point:
     loss: list[float] = field(default_factory=list)
     collapsed: list[bool] = field(default_factory=list)
     val_math: list[float] = field(default_factory=list)
+    items: dict[str, list[list[float]]] = field(default_factory=dict)   # what → per run, per test item, change
     cut: bool = False      # a rate the plan replicates no further (--no-replicate-ends): outside the rules' grid
 
     @property
@@ -75,6 +78,11 @@ class Point:
     def mean(self, what: str) -> float:
         xs = self.values(what)
         return sum(xs) / len(xs) if xs else float("nan")
+
+    def table(self, what: str) -> list[list[float]]:
+        """Runs × test items: each run's change from base on each item of ``what`` (every run, collapsed or not);
+        a run's mean over its items is its entry of :meth:`values`."""
+        return self.items[what]
 
     def values(self, what: str) -> list[float]:
         """Every run's value of ``what`` (a math variant, ``general`` or ``loss``), collapsed runs included (fifth
@@ -147,10 +155,14 @@ def load(folder: str | Path) -> Curves:
     pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
     m, g = S.primary_math, S.primary_general
     variants = (m, *(f"{m}:{op}" for op in OPS)) if m == "carry" else (m,)
-    b_math = {v: _mean(variant_items(base, m, v)) for v in variants}
-    b_gen = V.value(base, g, pooled)
     sign = -1.0 if g in S.lower_is_better else 1.0     # a loss: its fall is the gain
     loss = "lm_loss" if "lm_loss" in base["results"] else None
+    b_items = {v: variant_items(base, m, v) for v in variants}
+    b_items["general"] = V.items([base], g, sign, pooled)
+    if loss:
+        b_items["loss"] = V.items([base], loss)
+    b_math = {v: _mean(b_items[v]) for v in variants}
+    b_gen = V.value(base, g, pooled)
     pts: dict[str, list[Point]] = {}
     kept = p.get("replicated")                         # the grid-point cut's rates (arithmech.steps.arms_grid)
     for arm, a in p["arms"].items():
@@ -162,11 +174,16 @@ def load(folder: str | Path) -> Curves:
             lr = r["parameters"]["lr"]
             pt = by_lr.setdefault(lr, Point(arm, lr, cut=kept is not None and lr not in kept[grid_of(arm)]))
             pt.tags.append(t)
+            run_items = {v: variant_items(r, m, v) for v in variants}
+            run_items["general"] = V.items([r], g, sign, pooled)
             for v in variants:
-                pt.math.setdefault(v, []).append(_mean(variant_items(r, m, v)) - b_math[v])
+                pt.math.setdefault(v, []).append(_mean(run_items[v]) - b_math[v])
             pt.general.append(sign * (V.value(r, g, pooled) - b_gen))
             if loss:
                 pt.loss.append(r["results"][loss]["value"] - base["results"][loss]["value"])
+                run_items["loss"] = V.items([r], loss)
+            for what, its in run_items.items():
+                pt.items.setdefault(what, []).append([x - y for x, y in zip(its, b_items[what])])
             pt.collapsed.append(V.collapsed(r, base, g, pooled))
             val = (r["parameters"].get("validation") or {}).get(m)
             if val is not None:
@@ -187,17 +204,18 @@ def frontier(points: list[Point]) -> list[Point]:
 
 
 def run_interval(p: Point, what: str, level: float = 0.95) -> tuple[float, float | None, float | None]:
-    """``(mean, lo, hi)`` of a point's run values of ``what`` (a math variant, ``general`` or ``loss``): Student t over
-    its runs at ``level``; ``lo``, ``hi`` None with fewer than two runs."""
+    """``(mean, lo, hi)`` of a point's change from base on ``what`` (a math variant, ``general`` or ``loss``): the
+    crossed interval over its runs and the test items (:func:`arithmech.core.stats.crossed_interval`) at ``level``;
+    ``lo``, ``hi`` None with fewer than two runs (one run says nothing of the training spread)."""
     xs = p.values(what)
     if len(xs) < 2:
         return _mean(xs), None, None
-    return t_interval(xs, level)
+    return crossed_interval(p.table(what), level=level)
 
 
 def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:
     """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant,
-    the general measure, the text loss) the mean change from base with its run-level t interval and, for the
+    the general measure, the text loss) the mean change from base with its crossed interval (runs and items) and, for the
     primary math and general measures, the item-level interval (hierarchical bootstrap of runs and items)."""
     c = c or load(folder)
     p = V.plan(folder)

@@ -55,6 +55,9 @@ AGREE_HOLDS, AGREE_FAILS = 8, 5   # logit-diff-ranking: top-TOP heads two measur
 
 _CUT = ("; a rate the plan cuts (--no-replicate-ends: not in table1.json's replicated) is outside the grid "
         "these rules read and outside N")
+_CROSSED = ("; every interval is crossed (claims/curves.py, seventh version): the spread of the run means plus the spread "
+            "over the shared test items of the per-item change (of the per-item difference, for two points), "
+            "Welch–Satterthwaite degrees of freedom")
 RULES: tuple[Rule, ...] = (
     Rule("key-heads-exist", "Some heads pass the key-head threshold", "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
          "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
@@ -120,25 +123,24 @@ RULES: tuple[Rule, ...] = (
     Rule("precise-matches-full", "Precise SFT improves math about as much as full SFT",
          "+15 points on average, ≥ full SFT (Table 1)",
          "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "
-         "every rate of full SFT, at most 5 points below it (Welch interval of precise − full on the primary math "
-         "measure, run means, ≥ 3 runs a point: lower end above −5 points); does not hold iff every precise-key rate "
+         "every rate of full SFT, at most 5 points below it (interval of precise − full on the primary math measure over runs and the shared test items, ≥ 3 runs a point: lower end above −5 points); does not hold iff every precise-key rate "
          "lies more than 5 points below some full rate (upper end below −5); inconclusive otherwise, and when leaving "
-         "out any one grid point's runs gives the opposite verdict; collapsed points decide nothing; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT, version=11),
+         "out any one grid point's runs gives the opposite verdict; collapsed points decide nothing; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT + _CROSSED, version=12),
     Rule("selection-matters", "The identified heads matter for precise SFT (beyond the paper)",
          "not tested (no random-head arm)",
          "over whole learning-rate grids (claims/curves.py, rule 4): holds iff some rate of precise-key beats every "
          "rate of precise-random (layer-matched random heads, draws and seeds as runs) on the primary math measure "
-         "(Welch interval of key − random, run means, ≥ 3 runs a point: above 0); does not hold iff at every "
+         "(interval of key − random over runs and the shared test items, ≥ 3 runs a point: above 0); does not hold iff at every "
          "key rate some random rate comes within +5 points (upper end below +5); inconclusive otherwise, and when "
-         "leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT, version=9),
+         "leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT + _CROSSED, version=10),
     Rule("precise-keeps-generic", "Full SFT costs generic skill, precise SFT keeps it",
          "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
          "over whole learning-rate grids (claims/curves.py, rule 3), both halves: (a) full SFT costs general skill "
-         "at some rate (t interval of its primary general change below 0, or a collapsed run at a rate of ≥ 3 runs; does not iff "
+         "at some rate (interval over runs and test items of its primary general change below 0, or a collapsed run at a rate of ≥ 3 runs; does not iff "
          "every rate's lower end is above −5 points) and (b) some precise-key rate that learns the skill is "
          "dominated by no full-SFT rate (dominated: full's math gain and general change both decidedly above it, "
-         "Welch intervals above 0); holds iff both hold, does not hold iff either does not; inconclusive "
-         "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT, version=11),
+         "intervals of the difference above 0); holds iff both hold, does not hold iff either does not; inconclusive "
+         "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT + _CROSSED, version=12),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)
 RULES += (

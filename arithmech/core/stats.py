@@ -253,3 +253,47 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95) 
     df = se2 ** 2 / ((va ** 2 / (na - 1) if va else 0.0) + (vb ** 2 / (nb - 1) if vb else 0.0))
     half = t_quantile((1 + level) / 2, df) * math.sqrt(se2)
     return d, d - half, d + half
+
+
+
+def _var(x: Sequence[float]) -> float:
+    m = sum(x) / len(x)
+    return sum((v - m) ** 2 for v in x) / (len(x) - 1)
+
+
+def crossed_interval(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]] | None = None,
+                     level: float = 0.95) -> tuple[float, float, float]:
+    """``(estimate, lo, hi)`` of the mean of ``a`` (or of ``mean(a) − mean(b)``) where every run is scored on **the
+    same test items**: ``a`` is runs × items (``a[r][i]``: run ``r``'s score, or change from base, on item ``i``),
+    ``b`` likewise, on the same items in the same order.
+
+    Two sources of error, crossed: the training runs (seeds, draws) and the finite test set. A Student t over run
+    means sees the first only (three runs that score alike give an interval of width zero, however few the items);
+    an item bootstrap sees the second only. The variance of the estimate is taken as
+
+        Σ_sides var(run means)/R  +  var over items of (ā_i − b̄_i) / I
+
+    (ā_i: item i's score averaged over a's runs; item effects shared with b on the same items cancel), with
+    Welch–Satterthwaite degrees of freedom (R − 1 for a run term, I − 1 for the item term). Under the two-way model
+    score = μ + run + item + residual this counts the residual twice (σ²_res/(R·I) once too often): conservative in
+    expectation. (Subtracting the residual mean square, Cornfield–Tukey's unbiased estimate, under-covered at three
+    runs: 91.5 % of 1,000 experiments of the test's simulation.) A side with one run has no run term (its training spread
+    cannot be estimated: say so where it is shown); where every term is zero the interval is the point. Coverage
+    with a fixed test set is checked on simulated runs at n = 3, 5, 10 (``tests/unit/core/test_stats.py``)."""
+    sides = [a] if b is None else [a, b]
+    n_items = len(a[0]) if a else 0
+    if any(not s for s in sides) or any(len(r) != n_items for s in sides for r in s):
+        raise ValueError("crossed_interval needs runs scored on the same items (equal lengths), at least one a side")
+    means = [[sum(r) / n_items for r in s] for s in sides]
+    est = sum(means[0]) / len(means[0]) - (sum(means[1]) / len(means[1]) if b is not None else 0.0)
+    item = [sum(col) / len(a) for col in zip(*a)]
+    if b is not None:
+        item = [x - sum(col) / len(b) for x, col in zip(item, zip(*b))]
+    terms = [(_var(item) / n_items, n_items - 1)] if n_items >= 2 else []
+    terms += [(_var(m) / len(m), len(m) - 1) for m in means if len(m) >= 2]
+    se2 = sum(v for v, _ in terms)
+    if se2 == 0:
+        return est, est, est
+    df = se2 ** 2 / sum(v ** 2 / d for v, d in terms if v)
+    half = t_quantile((1 + level) / 2, df) * math.sqrt(se2)
+    return est, est - half, est + half

@@ -1,5 +1,5 @@
 """Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix (issue #40): the
-trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its run-level
+trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed
 and item-level intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
 :mod:`arithmech.claims.curves`; computes no verdict of its own."""
 from __future__ import annotations
@@ -44,20 +44,20 @@ def _interval(r) -> str:
     if r["estimate"] is None or r["estimate"] != r["estimate"]:
         return "—"
     ci = "" if r["ci_low"] is None or r["ci_low"] != r["ci_low"] else f" [{PCT(r['ci_low'])}, {PCT(r['ci_high'])}]"
-    ci = f"{ci} at {100 * r['level']:.4g}%" if ci else " (no run-level interval)"
+    ci = f"{ci} at {100 * r['level']:.4g}%" if ci else " (no interval over runs)"
     return f"{PCT(r['estimate'])}{ci} — {r['at']}"
 
 
 def verdict_table(rows: pd.DataFrame, measures: str = "all") -> pd.DataFrame:
     """The curve rules' verdicts for reading: claim, comparison, measure (pooled, or by operation), the verdict
     over the whole grid, the leave-one-rate-out check, the final verdict, and the frontier tops' difference in
-    points with its run-level interval. ``measures="pooled"``: the primary measure only."""
+    points with its crossed interval (runs and items). ``measures="pooled"``: the primary measure only."""
     if measures == "pooled":
         rows = rows[~rows.measure.str.contains(":")]
     return pd.DataFrame({"claim": rows.claim, "comparison": rows.comparison,
                          "measure": rows.measure.str.replace(":", ", ", regex=False),
                          "whole grid": rows["whole grid"], "leave-one-rate-out": rows["leave-one-rate-out"],
-                         "verdict": rows.verdict, "frontier tops, points [run-level, the rule's level]": [
+                         "verdict": rows.verdict, "frontier tops, points [runs × items, the rule's level]": [
                              _interval(r) for _, r in rows.iterrows()]}).reset_index(drop=True)
 
 
@@ -78,25 +78,24 @@ def loro_table(rows: pd.DataFrame) -> pd.DataFrame:
 def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd.DataFrame]:
     """Every grid point, as two tables that fit a page's width: ``"math"`` and ``"general"``. Both start with the
     point (arm, rate, runs, collapsed runs, frontier ★); then per measure one cell "mean change from base in points
-    [run-level 95 % interval]" (Student t over run means; the interval shown from
-    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it — a 2-run t interval spans hundreds of
-    points) and the item-level 95 % interval (hierarchical bootstrap): the math variants in the first table, the
+    [95 % interval over runs and items]" (:func:`arithmech.core.stats.crossed_interval`; shown from
+    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it) and the item-level 95 % interval (hierarchical bootstrap): the math variants in the first table, the
     general measure and the text loss in the second. Empty frames where no point has run."""
     c = c or F.load(folder)
     t = F.point_table(folder, c)
     if t.empty:
         return {"math": t, "general": t}
     span = lambda lo, hi: "—" if lo is None or lo != lo else f"[{PCT(lo)}, {PCT(hi)}]"
-    ready = [n >= F.MIN_RUNS for n in t.runs]          # the rules read a run-level interval only from MIN_RUNS runs
+    ready = [n >= F.MIN_RUNS for n in t.runs]          # the rules read an interval only from MIN_RUNS runs
     cell = lambda x, lo, hi: [PCT(m) + (" " + span(a, b) if r and a == a and a is not None else "")
                               for m, a, b, r in zip(x, lo, hi, ready)]
     point = lambda: pd.DataFrame({"arm": t.arm, "rate": [f"{x:.0e}" for x in t.lr], "runs": t.runs,
                                   "collapsed": t["collapsed runs"], "frontier": t.frontier.map({True: "★", False: ""})})
     math, general = point(), point()
     for v in c.variants:
-        math[f"{v} [run-level]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
+        math[f"{v} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
     math[f"{c.math} item-level"] = [span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])]
-    general["general [run-level]"] = cell(t["general"], t["general lo"], t["general hi"])
+    general["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
     general["general item-level"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
     if "loss" in t:
         general["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
@@ -138,7 +137,7 @@ def finding_lines(rows: pd.DataFrame) -> list[str]:
 
 def common_rates(c: F.Curves) -> pd.DataFrame:
     """The selection comparisons at every rate both arms ran (:func:`arithmech.claims.curves.by_rate`): key and share
-    against each random arm, per math measure, the difference in points with its Welch interval (at the selection
+    against each random arm, per math measure, the difference in points with its crossed interval (at the selection
     rule's level) and the part's verdict (an interval above 0: true; upper end below +m: false)."""
     out = []
     for arm in ("precise-key", "precise-share"):
@@ -150,5 +149,5 @@ def common_rates(c: F.Curves) -> pd.DataFrame:
                     ci = "—" if r["lo"] is None or r["lo"] != r["lo"] else f"[{PCT(r['lo'])}, {PCT(r['hi'])}]"
                     out.append({"comparison": f"{arm} − {ctl}", "measure": v.replace(":", ", "),
                                 "rate": f"{r['lr']:.0e}", "runs": r["runs"], "difference": PCT(r["difference"]),
-                                "run-level (rule's level)": ci, "this rate alone": r["part"]})
+                                "runs × items (rule's level)": ci, "this rate alone": r["part"]})
     return pd.DataFrame(out)

@@ -38,9 +38,9 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     assert list(loro.columns) == ["whole grid", "points left out", "another verdict"] and (loro["points left out"] > 0).all()
     tables = R.points_tables(f)
     points, general = tables["math"], tables["general"]
-    assert len(points) == 6 and not points.loc[points.runs < 3, "carry [run-level]"].str.contains("[", regex=False).any()
-    assert points.loc[points.runs >= 3, "carry [run-level]"].str.contains(r"^[+−-]?[\d.]+ \[", regex=True).all()
-    assert list(general.arm) == list(points.arm) and "general [run-level]" in general and "general" not in points
+    assert len(points) == 6 and not points.loc[points.runs < 3, "carry [runs × items]"].str.contains("[", regex=False).any()
+    assert points.loc[points.runs >= 3, "carry [runs × items]"].str.contains(r"^[+−-]?[\d.]+ \[", regex=True).all()
+    assert list(general.arm) == list(points.arm) and "general [runs × items]" in general and "general" not in points
     assert len(points.columns) <= 10 and len(general.columns) <= 10     # each fits a page's width
     lines = R.finding_lines(rows)
     assert lines[-1].startswith("Not yet run:") and all("**" in x for x in lines[:-1])
