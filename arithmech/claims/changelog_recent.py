@@ -360,9 +360,9 @@ _CROSSED7 = ("issue #40 item 3: every interval is crossed, over runs and the sha
 _NO3_7 = ("no: no grid point had 3 runs (SmolLM2: 50 runs over 30 points), so every verdict was and is "
           "inconclusive; the toy (made by the book build) is re-read in the closing note")
 RECENT += (
-    Change("precise-matches-full", 12, "2026-11-28", "this commit", _CROSSED7, _NO3_7),
-    Change("selection-matters", 10, "2026-11-28", "this commit", _CROSSED7, _NO3_7),
-    Change("precise-keeps-generic", 12, "2026-11-28", "this commit", _CROSSED7, _NO3_7),
+    Change("precise-matches-full", 12, "2026-11-28", "80b2f80", _CROSSED7, _NO3_7),
+    Change("selection-matters", 10, "2026-11-28", "80b2f80", _CROSSED7, _NO3_7),
+    Change("precise-keeps-generic", 12, "2026-11-28", "80b2f80", _CROSSED7, _NO3_7),
 )
 RECENT_DIGEST.update({"precise-matches-full": "74bf34aa55e8", "selection-matters": "2af6e1992055",
                       "precise-keeps-generic": "b6891bf2c9e4"})
