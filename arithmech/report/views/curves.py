@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.claims import curves as C
+from arithmech.claims import detectable as D
 from arithmech.claims import frontier as F
 from arithmech.paper import table1_by_mode
 from arithmech.report.views.tradeoff import frontier_chart
@@ -151,3 +152,20 @@ def common_rates(c: F.Curves) -> pd.DataFrame:
                                 "rate": f"{r['lr']:.0e}", "runs": r["runs"], "difference": PCT(r["difference"]),
                                 "runs × items (rule's level)": ci, "this rate alone": r["part"]})
     return pd.DataFrame(out)
+
+
+def detectable_table(c: F.Curves) -> pd.DataFrame:
+    """The smallest difference each rule could decide at 3 runs a point (:mod:`arithmech.claims.detectable`), for
+    reading: comparison, measure, the compared points, the rule's level, the run and item spreads seen so far and
+    the projected half-width in points (or why it is not known yet)."""
+    t = D.table(c)
+    if t.empty:
+        return t
+    sd = lambda xs: "—" if not isinstance(xs, list) else ", ".join(f"{100 * x:.1f}" for x in xs)
+    return pd.DataFrame({
+        "comparison": t.comparison, "measure": t.measure, "compared points": t["at"],
+        "level": [f"{100 * (1 - 0.05 / n):.4g}%" for n in t.N],
+        "run sd (points)": [sd(x) for x in t["run sd"]],
+        "item sd (points)": [f"{100 * x:.0f}" if x == x and x is not None else "—" for x in t["item sd"]],
+        "decidable beyond ± (points, at 3 runs)": [f"{100 * h:.1f}" if h is not None and h == h else w
+                                                   for h, w in zip(t.half_width, t.why)]})

@@ -44,3 +44,15 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     assert len(points.columns) <= 10 and len(general.columns) <= 10     # each fits a page's width
     lines = R.finding_lines(rows)
     assert lines[-1].startswith("Not yet run:") and all("**" in x for x in lines[:-1])
+
+
+def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
+    """Protects the design table beside the verdicts: each comparison's "decidable beyond ±" cell is the claims'
+    projected half-width in points (key − full on carry: a number; key − random, whose top has one run: why not)."""
+    from arithmech.claims import detectable as D
+    from arithmech.claims.frontier import load
+    c = load(write(tmp_path, ARMS))
+    t, claims = R.detectable_table(c).set_index("comparison"), D.table(c).set_index("comparison")
+    col = "decidable beyond ± (points, at 3 runs)"
+    assert t.loc["precise-key − full", col].iloc[0] == f"{100 * claims.loc['precise-key − full', 'half_width'].iloc[0]:.1f}"
+    assert "one run" in t.loc["precise-key − precise-random", col]

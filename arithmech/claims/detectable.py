@@ -1,0 +1,106 @@
+"""The smallest difference Table 1's rules can decide with the runs they plan (issue #40: what the design can detect).
+
+A rule of :mod:`arithmech.claims.curves` decides a comparison only when its crossed interval (runs × the shared test
+items, :func:`arithmech.core.stats.crossed_interval`) at the rule's Bonferroni level ``1 − 0.05/N`` lies on one
+side of its bound. Whatever the runs show, a difference smaller than that interval's **half-width** cannot be told
+from 0, so the half-width, projected to the runs a point will have, is the smallest difference the table can decide:
+
+    half-width = t_{1 − 0.025/N}(df) · √( s²_run,a / R + s²_run,b / R + s²_item / I )
+
+with, per comparison (each measured on the records, never assumed):
+
+* the compared points: the two arms' frontier tops, the points :func:`arithmech.claims.curves.headline` compares
+  (picked on validation scores; one arm against base: its top);
+* ``s²_run`` — a compared point's spread of run means (unknown, and the row says so, below two runs; at two runs
+  an estimate of one degree of freedom: the row is a first reading, re-made as runs arrive);
+* ``s²_item`` — the spread over the I shared test items of the per-item difference between the compared points
+  (one arm: its top's per-item change from base);
+* ``R`` — :data:`arithmech.claims.frontier.MIN_RUNS` (3), the runs every replicated point gets; ``df`` —
+  Welch–Satterthwaite with R − 1 a run term and I − 1 the item term; ``N`` — the rule's :func:`~curves.family`
+  on the grid as it stands.
+
+It is a property of the design (runs, items, grid size), computed from the spreads seen so far; it decides nothing
+and is shown beside the verdicts. A difference the paper reports that is smaller than it cannot come out *holds*
+or *does not hold* here, only *inconclusive*.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from arithmech.claims import curves as C
+from arithmech.claims.frontier import MIN_RUNS, Curves, Point
+from arithmech.core.stats import t_quantile
+
+COMPARISONS: tuple[tuple[str, str, str | None, str], ...] = (
+    ("precise SFT learns the skill", "learns", None, "math"),
+    ("precise matches full", "matches", "full", "math"),
+    ("precise keeps general skills better than full", "keeps", "full", "general"),
+    ("the selection matters", "selection", "precise-random", "math"),
+    ("the selection matters", "selection", "precise-random-any", "math"),
+)
+"""``(claim, family name, the arm precise-key is compared with (None: base), measure)`` — one row each."""
+
+
+def run_variance(p: Point, what: str) -> float | None:
+    """The spread (sample variance) of a point's run means on ``what``; None below two runs."""
+    xs = p.values(what)
+    if len(xs) < 2:
+        return None
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def _top(c: Curves, arm: str) -> Point | None:
+    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(c.math)
+    return max(C.live(c, arm), key=pick, default=None)
+
+
+def _item_means(p: Point, what: str) -> list[float]:
+    runs = p.table(what)
+    return [sum(col) / len(runs) for col in zip(*runs)]
+
+
+def half_width(c: Curves, family: str, other: str | None, measure: str, runs: int = MIN_RUNS) -> dict:
+    """One comparison's projected half-width (module docstring) with what it is made of; ``half_width`` None where
+    a spread is not known yet (an arm without a point of two runs, an arm without runs)."""
+    what = c.math if measure == "math" else "general"
+    arms = ["precise-key"] + ([other] if other else [])
+    found = [_top(c, a) for a in arms]
+    tops = [t for t in found if t is not None]
+    n = C.family(c, family, "precise-key", other or "precise-random")
+    row: dict = {"measure": c.math if measure == "math" else c.general, "N": n, "runs a point": runs,
+                 "items": None, "run sd": None, "item sd": None, "half_width": None, "at": ""}
+    if len(tops) < len(arms):
+        return {**row, "why": f"no run of {', '.join(a for a, t in zip(arms, found) if t is None)}"}
+    item = _item_means(tops[0], what)
+    if other:
+        item = [x - y for x, y in zip(item, _item_means(tops[1], what))]
+    n_items = len(item)
+    mean = sum(item) / n_items
+    s2_item = sum((x - mean) ** 2 for x in item) / (n_items - 1)
+    spreads = [run_variance(t, what) for t in tops]
+    row.update({"items": n_items, "item sd": math.sqrt(s2_item),
+                "at": " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops)})
+    if any(s is None for s in spreads):
+        unknown = [f"{t.arm} {t.lr:.0e}" for t, s in zip(tops, spreads) if s is None]
+        return {**row, "why": f"run spread unknown: {', '.join(unknown)} has one run"}
+    known = [s for s in spreads if s is not None]
+    terms = [(s2 / runs, runs - 1) for s2 in known] + [(s2_item / n_items, n_items - 1)]
+    se2 = sum(v for v, _ in terms)
+    df = se2 ** 2 / sum(v ** 2 / d for v, d in terms if v) if se2 else float(n_items - 1)
+    hw = t_quantile(1 - 0.025 / n, df) * math.sqrt(se2)
+    return {**row, "run sd": [math.sqrt(s2) for s2 in known], "half_width": hw, "why": ""}
+
+
+def table(c: Curves, runs: int = MIN_RUNS) -> pd.DataFrame:
+    """One row per comparison of :data:`COMPARISONS` whose arms the plan has: claim, comparison, measure, N, runs a
+    point, items, the run spreads and the item spread seen so far, and the projected half-width (None with why)."""
+    rows = []
+    for claim, family, other, measure in COMPARISONS:
+        if other and other not in c.points:
+            continue
+        comp = f"precise-key − {other or 'base'}"
+        rows.append({"claim": claim, "comparison": comp, **half_width(c, family, other, measure, runs)})
+    return pd.DataFrame(rows)
