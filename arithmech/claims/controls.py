@@ -6,13 +6,12 @@ its control or holds too few problems (the control recomputed from ``prompts.jso
 from __future__ import annotations
 
 from collections import Counter
-from statistics import NormalDist
 from typing import Callable
 
 import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
-from arithmech.core.stats import wilson_interval
+from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.pairs import interleave
 from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED
 from arithmech.steps.config import MIN_PROBLEMS
@@ -50,7 +49,7 @@ def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, tu
     tasks = (list(c["pooled"]) if task == "all" else [task]) if rec else []
     rows = ["majority-floor"] if rec else [o for o in FLOORS if o in s.index]
     m = len(rows) + sum(sampled_estimates(c["floors"][t]) for t in tasks)
-    z = NormalDist().inv_cdf(1 - 0.025 / max(1, m))
+    z = bonferroni_z(m)
     ests: list[tuple[float, ...]] = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o], z)[:2]) for o in rows]
     if tasks:
         w = shares(ctx, tasks) if task == "all" else {task: 1.0}

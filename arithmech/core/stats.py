@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+from statistics import NormalDist
 from typing import Sequence
 
 import torch
@@ -254,6 +255,12 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95) 
     half = t_quantile((1 + level) / 2, df) * math.sqrt(se2)
     return d, d - half, d + half
 
+
+
+def bonferroni_z(m: int) -> float:
+    """The normal quantile of a two-sided 95 % interval that is one of ``m`` read at once (Bonferroni: each at level
+    1 − 0.05 / m, so with probability ≥ 95 % all ``m`` cover together): z_{1 − 0.025/m}; 1.96 for one."""
+    return NormalDist().inv_cdf(1 - 0.025 / max(1, m))
 
 
 def _var(x: Sequence[float]) -> float:

@@ -38,10 +38,9 @@ enters as a point, and every grouping of the two sampled readings (6 estimates) 
 from __future__ import annotations
 
 from collections import Counter
-from statistics import NormalDist
 from typing import Sequence
 
-from arithmech.core.stats import wilson_interval
+from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.floors import problem_floor
 from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 
@@ -62,7 +61,7 @@ def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
     level 1 − 0.05 / m, m the number of those estimates (Bonferroni: with all covering at once, each reading's
     highest grouping lies between the highest lower and the highest upper end, and so does the floor). ``m``: the
     size of a larger family these estimates belong to (the ablation rule's, :mod:`arithmech.claims.controls`)."""
-    z = NormalDist().inv_cdf(1 - 0.025 / max(1, m or sampled_estimates(f)))
+    z = bonferroni_z(m or sampled_estimates(f))
     out = {}
     for on, t in f["table"].items():
         n_eff = f["n_eff"].get(on, float("nan"))

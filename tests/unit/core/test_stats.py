@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from arithmech.core.stats import (
+    bonferroni_z,
     bootstrap_indices,
     bootstrap_mean_intervals,
     bootstrap_ratio_intervals,
@@ -309,3 +310,11 @@ def test_crossed_interval_reduces_to_student_and_welch_without_item_spread():
     assert est == pytest.approx(0.2) and lo < 0 < 0.2 < hi      # t over the 3 equal run means: the point 0.2
     with pytest.raises(ValueError):
         crossed_interval([[0.5, 0.5], [0.5]])
+
+
+def test_bonferroni_z_is_the_normal_quantile_at_the_adjusted_level():
+    """Protects the one quantile the controls' simultaneous intervals use (steps/control, claims/controls): 1.960 for
+    one estimate, 2.241 for 2, 2.807 for 10 (z_{1 − 0.025/m}, as tabled), and m below 1 read as 1."""
+
+    for m, want in ((1, 1.960), (2, 2.241), (10, 2.807), (0, 1.960)):
+        assert bonferroni_z(m) == pytest.approx(want, abs=1e-3)
