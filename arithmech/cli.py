@@ -30,6 +30,7 @@ from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
+from arithmech.steps import config_training
 from arithmech.steps.registry import STEPS, Step
 
 
@@ -74,8 +75,8 @@ def _step_command(step: Step) -> Command:
 
 
 COMMANDS = {**{name: _step_command(step) for name, step in STEPS.items()},       # the pipeline's steps
-            "train-embedded": Command(configs.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
-            "accuracy": Command(configs.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
+            "train-embedded": Command(config_training.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
+            "accuracy": Command(config_training.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
                                 _print_embedded_accuracy),
             "book": Command(configs.Book, "arithmech.report.build.book", "run", lambda times: None)}
 ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}     # beside each field's own flag

@@ -68,7 +68,7 @@ from arithmech.steps.arms_grid import (
     replicated,
     val_math,
 )
-from arithmech.steps.config import Table1 as Config
+from arithmech.steps.config_training import Table1 as Config
 from arithmech.steps.finetune import model_geometry, ranked_components
 
 __all__ = ["ARMS", "GRIDS", "Config", "run_arms", "learning_curve", "key_and_ranked", "train_arm", "choose"]

@@ -21,7 +21,7 @@ from arithmech.finetune import runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
 from arithmech.steps.arms_grid import GRIDS, val_math
-from arithmech.steps.config import Table1 as Config
+from arithmech.steps.config_training import Table1 as Config
 
 KNEE = 0.9
 

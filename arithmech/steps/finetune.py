@@ -1,7 +1,7 @@
 """Fine-tune one arm (``python -m arithmech finetune``): precise SFT of the key heads or full SFT, accuracy
 before and after, one record in ``finetune/<mode>[-tag].json``.
 
-:func:`run_finetune` takes a :class:`arithmech.steps.config.Finetune`; :func:`validate_finetune_args` checks
+:func:`run_finetune` takes a :class:`arithmech.steps.config_training.Finetune`; :func:`validate_finetune_args` checks
 it against the files first and raises a ``ValueError`` (or ``FileNotFoundError``) naming the value, what is
 allowed and what to do, *before* the base model's benchmark evaluation (which takes hours on a 7B model). It
 returns the :class:`~arithmech.finetune.adapter.HeadSpec` to train (``None`` for full SFT). The model's
@@ -39,8 +39,8 @@ from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
 from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Finetune as Config
 from arithmech.steps.config import Identify as IdentifyConfig
+from arithmech.steps.config_training import Finetune as Config
 from arithmech.steps.identify import ranking
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")

@@ -32,6 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from arithmech.steps import config as configs
+from arithmech.steps import config_training
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
     Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
     Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
-    Step("finetune", configs.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
-    Step("arms", configs.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
+    Step("finetune", config_training.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
+    Step("arms", config_training.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
 )}
 """Every step of the pipeline by its command's name."""
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from factories import time_limit
 
-from arithmech.steps.config import Finetune
+from arithmech.steps.config_training import Finetune
 from arithmech.steps.finetune import parse_heads, ranked_components
 
 
