@@ -25,30 +25,24 @@ verdicts of :mod:`arithmech.claims.verdicts` read, decided over whole curves rat
   arguments (resume).
 
 Same arguments → byte-identical records (timings aside).
+
+This module plans and runs the table; the pieces live beside it: the heads of each arm
+(:mod:`arithmech.steps.arms_heads`), the grids and the chosen rate (:mod:`arithmech.steps.arms_grid`), one run's
+training and record (:mod:`arithmech.steps.arms_train`), the learning curve (:mod:`arithmech.steps.arms_curve`).
 """
 from __future__ import annotations
 
 import json
-import re
-import tempfile
 import time
-from pathlib import Path
-from typing import NamedTuple, Sequence
-
-import torch
+from typing import Sequence
 
 from arithmech.core import admission, records
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
-from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
-from arithmech.core.stats import paired_bootstrap
 from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import CLOZE_SETS, get_suite
-from arithmech.finetune import adapter, runner
-from arithmech.finetune.data import tokenize_pairs
-from arithmech.paper import SFT
 from arithmech.steps import arms_heads as heads_mod
 from arithmech.steps.arms_curve import args_hash as _hash
 from arithmech.steps.arms_curve import learning_curve
@@ -68,112 +62,13 @@ from arithmech.steps.arms_grid import (
     replicated,
     val_math,
 )
+from arithmech.steps.arms_heads import key_and_ranked
+from arithmech.steps.arms_train import Run, check_records, deltas, same_record, train_arm
 from arithmech.steps.config_training import Table1 as Config
-from arithmech.steps.finetune import model_geometry, ranked_components
 
 __all__ = ["ARMS", "GRIDS", "Config", "run_arms", "learning_curve", "key_and_ranked", "train_arm", "choose"]
 TAGS = {"full": "", "precise-key": "key", "precise-share": "share", "precise-random": "random",
         "precise-random-any": "random-any"}
-
-
-# ------------------------------------------------------------------------------------ the heads
-def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
-    """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
-    ranked, _ = ranked_components(folder)
-    kh = results_io.read(folder, "key_heads.json")
-    passing = [(h["layer"], h["head"]) for h in kh["heads"]]
-    by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
-    return passing, ranked, by_share
-
-
-RUN_TAG = re.compile(r"^(base|base-shots|full-s\d+-lr.+|precise-(key|share|random\d+|random-any\d+)-s\d+-lr.+)$")
-"""The records an arms run reads back (resuming) or replaces: ``finetune/<stem>.json`` with these stems."""
-
-
-def check_records(folder: str | Path) -> None:
-    """Refuse, before any work, a record of this runner in ``folder`` that is not a readable fine-tune record."""
-    d = Path(folder) / "finetune"
-    if not d.is_dir():
-        return
-    for p in sorted(d.glob("*.json")):
-        if RUN_TAG.match(p.stem):
-            records.check_record_file(p, folder)
-
-
-def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
-    """Every precise arm's heads (:mod:`arithmech.steps.arms_heads`) and how they were chosen."""
-    passing, ranked, share_pass = key_and_ranked(folder)
-    if len(ranked) < top_k:
-        raise ValueError(f"--top-k {top_k}: {quoted(folder)} ranks only {len(ranked)} heads")
-    geo = model_geometry(model_name)
-    if geo is None:
-        raise ValueError(f"--model {model_name}: its config.json cannot be read here, so the heads' key/value "
-                         "groups are unknown; use a local model folder")
-    task = results_io.read(folder, "key_heads.json")["task"]
-    key = ranked[:top_k]
-    share = heads_mod.share_heads(share_pass, heads_mod.share_ranking(folder, task), top_k)
-    free = heads_mod.free_heads(geo, key + share + passing + share_pass)
-    n = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
-    return {"tuned": [list(h) for h in key], "passing_threshold": [list(h) for h in passing],
-            "selection": (f"{n} identify's threshold; the top {top_k} by rank are tuned" if len(passing) != top_k
-                          else "the heads passing identify's threshold"),
-            "share": [list(h) for h in share], "share_passing": [list(h) for h in share_pass],
-            "share_selection": (f"{len(share_pass)} heads pass the share rule"
-                                + (f"; {top_k - len(share_pass)} more by share rank" if len(share_pass) < top_k else "")),
-            "gqa": (f"{geo.n_heads} query heads on {geo.n_kv_heads} key/value heads per layer: a random head "
-                    "is drawn only from the key/value groups no key or share head reads (precise SFT trains a group's "
-                    f"K/V slices when any of its heads is tuned), so the random arms share no tuned parameter with "
-                    f"them; {len(free)} of {geo.n_layers * geo.n_heads} heads are free"),
-            **{("random_draws" if a == "precise-random" else "random_any_draws"):
-               [[list(h) for h in heads_mod.random_draw(a, d, key, free)] for d in range(draws)] for a in RANDOM}}
-
-
-# ------------------------------------------------------------------------------------ one run
-class _Run(NamedTuple):
-    """One run of the table: its ``arm`` (``"base"``, ``"base-shots"`` or one of :data:`ARMS`), learning rate ``lr``
-    (``None`` for the base model), training ``seed`` and random-head ``draw`` (``None`` for the base model)."""
-    arm: str
-    lr: float | None
-    seed: int
-    draw: int | None
-
-
-def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
-              data_seed: int) -> tuple[object, object, dict]:
-    """Fine-tune a fresh copy of ``config.model_name`` (on ``config.device``, in ``config.dtype``, ``config.batch_size``
-    rows a step) on ``suite.train`` for ``steps`` steps at rate ``lr``: every parameter (``heads`` None) or the
-    ``heads``' slices with H/h rescaling; ``seed`` the training's, ``data_seed`` the splits'. Returns
-    ``(model, tokenizer, training record)``."""
-    batch_size, device = config.batch_size, config.device
-    torch.manual_seed(seed)
-    net, tok, _ = load_model(config.model_name, device=device, dtype=config.dtype, attn_implementation="sdpa")
-    rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
-    spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
-    with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
-        args = runner.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
-                               warmup=SFT["warmup"], weight_decay=SFT["weight_decay"], seed=seed, device=device,
-                               logging_steps=max(1, steps // 10))
-        net.train()
-        trainer = runner.make_trainer(net, "precise" if spec else "full", args, rows, tok, spec)
-        tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
-        rec = runner.train_measured(trainer, device)
-    if spec is not None:
-        net = trainer.merged_model()  # type: ignore[attr-defined]  # make_trainer gives a HeadMaskedTrainer here
-    net.eval().requires_grad_(False)
-    rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()),
-               n_train=len(rows), lr=lr, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
-               scheduler="cosine", optimizer="adamw_torch_fused")
-    return net, tok, rec
-
-
-def _deltas(base: dict, res: dict, seed: int) -> dict:
-    out = {}
-    for k, v in res.items():
-        if k in base and base[k].get("items") is not None and len(base[k]["items"]) == len(v["items"]):
-            d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
-            out[k] = {"delta": d, "ci": [lo, hi]}
-    return out
-
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -217,7 +112,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     curve = None
     if not c.curve_only:                  # every input checked before anything is written (the curve included)
         check_records(out)
-        heads = plan_heads(out, c.model_name, c.top_k, c.draws)
+        heads = heads_mod.plan_heads(out, c.model_name, c.top_k, c.draws)
     if c.curve_only or c.steps is None:
         curve = learning_curve(c, data_seed)
         if c.curve_only:
@@ -238,7 +133,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     share = [tuple(h) for h in heads["share"]]
     draws = {"precise-random": heads["random_draws"], "precise-random-any": heads["random_any_draws"]}
 
-    def record(mode, tag, h, net_tok_train, hs, run: _Run, started, shots=0):
+    def record(mode, tag, h, net_tok_train, hs, run: Run, started, shots=0):
         """Evaluate the trained (or base) model and write ``finetune/<mode>[-tag].json`` (args hash ``h``)."""
         net, tok, tr = net_tok_train
         arm, lr, seed, draw = run
@@ -257,7 +152,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             parameters={"arm": arm, "lr": lr, "draw": draw, "suite": c.suite, "steps": steps, "batch_size": c.batch_size,
                         "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val,
                         "base_only": extra, "eval_s": eval_s, **({"shots": shots} if shots else {})},
-            train=tr, results=test, delta=None if base is None else _deltas(base["results"], test, seed),
+            train=tr, results=test, delta=None if base is None else deltas(base["results"], test, seed),
             data={"suite": c.suite, "splits": "validation and test disjoint by operand pair and phrasing "
                   "(arithmech.evals.suites)"}, versions=results_io.versions(),
             wall_s=round(time.time() - started, 1))
@@ -275,20 +170,20 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         """Whether this run's record exists with the same arguments (a cut rate keeps the runs made before it)."""
         hs = heads_of(arm, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
-        return _same(out, grid_of(arm), tag_of(arm, lr, seed, draw), h)
+        return same_record(out, grid_of(arm), tag_of(arm, lr, seed, draw), h)
 
     def run_one(arm, lr, seed, draw, bar):
         hs = heads_of(arm, draw)
         mode = "full" if arm == "full" else "precise"
         tag = tag_of(arm, lr, seed, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
-        fresh = not _same(out, mode, tag, h)
+        fresh = not same_record(out, mode, tag, h)
         if fresh:
             records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
             started = time.time()
             trained = train_arm(c, S, hs, lr, seed, steps, data_seed)
-            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", _Run(arm, lr, seed, draw), started)
+            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", Run(arm, lr, seed, draw), started)
         bar.advance()
         val = records.read_finetune(out, mode, tag)["parameters"]["validation"]
         rows[arm].append({"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
@@ -345,11 +240,11 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         for mode, tag, h, shots in (("base", None, base_hash, 0), ("base", "shots", shots_hash, c.shots)):
             if shots and S.shots is None:
                 continue
-            if not _same(out, mode, tag, h):
+            if not same_record(out, mode, tag, h):
                 records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
                 started = time.time()
                 net, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-                record(mode, tag, h, (net, tok, None), None, _Run("base" if not shots else "base-shots", None, seeds[0],
+                record(mode, tag, h, (net, tok, None), None, Run("base" if not shots else "base-shots", None, seeds[0],
                                                                   None), started, shots)
             bar.advance()
         base_val = val_math(records.read_finetune(out, "base")["parameters"]["validation"], S)
@@ -388,16 +283,6 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 for lr in front:
                     run_one(a, lr, fs, 0, bar)
     return write_plan(True)
-
-
-def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
-    """True when ``finetune/<mode>[-tag].json`` is a valid record made with the arguments hashing to ``h``."""
-    if not records.finetune_path(out, mode, tag).exists():
-        return False
-    try:
-        return (records.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
-    except (ValueError, OSError):
-        return False
 
 
 def summary(plan: dict) -> str:

@@ -19,6 +19,9 @@ group the layer-matched draw moves to the nearest layer that has one (the plan r
 
 Each draw is seeded by its own index (``random-heads:<arm>:<draw>``), never by a training seed: draws and
 training seeds vary independently.
+
+:func:`plan_heads` writes every arm's heads into the runner's plan (:mod:`arithmech.steps.arms`);
+:func:`key_and_ranked` reads identify's key heads and ranking from the results folder.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from typing import Sequence
 from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import quoted
+from arithmech.steps.arms_grid import RANDOM
+from arithmech.steps.finetune import model_geometry, ranked_components
 
 Head = tuple[int, int]
 
@@ -89,3 +94,41 @@ def random_draw(arm: str, draw: int, tuned: Sequence[Head], free: Sequence[Head]
             raise ValueError(f"only {len(free)} free heads: cannot draw {len(tuned)} random heads")
         return sorted(rng.sample(sorted(free), len(tuned)))
     raise ValueError(f"{arm!r} is not a random arm")
+
+
+# ------------------------------------------------------------------------------------ the plan
+def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
+    ranked, _ = ranked_components(folder)
+    kh = results_io.read(folder, "key_heads.json")
+    passing = [(h["layer"], h["head"]) for h in kh["heads"]]
+    by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
+    return passing, ranked, by_share
+
+
+def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
+    """Every precise arm's heads (:mod:`arithmech.steps.arms_heads`) and how they were chosen."""
+    passing, ranked, share_pass = key_and_ranked(folder)
+    if len(ranked) < top_k:
+        raise ValueError(f"--top-k {top_k}: {quoted(folder)} ranks only {len(ranked)} heads")
+    geo = model_geometry(model_name)
+    if geo is None:
+        raise ValueError(f"--model {model_name}: its config.json cannot be read here, so the heads' key/value "
+                         "groups are unknown; use a local model folder")
+    task = results_io.read(folder, "key_heads.json")["task"]
+    key = ranked[:top_k]
+    share = share_heads(share_pass, share_ranking(folder, task), top_k)
+    free = free_heads(geo, key + share + passing + share_pass)
+    n = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
+    return {"tuned": [list(h) for h in key], "passing_threshold": [list(h) for h in passing],
+            "selection": (f"{n} identify's threshold; the top {top_k} by rank are tuned" if len(passing) != top_k
+                          else "the heads passing identify's threshold"),
+            "share": [list(h) for h in share], "share_passing": [list(h) for h in share_pass],
+            "share_selection": (f"{len(share_pass)} heads pass the share rule"
+                                + (f"; {top_k - len(share_pass)} more by share rank" if len(share_pass) < top_k else "")),
+            "gqa": (f"{geo.n_heads} query heads on {geo.n_kv_heads} key/value heads per layer: a random head "
+                    "is drawn only from the key/value groups no key or share head reads (precise SFT trains a group's "
+                    f"K/V slices when any of its heads is tuned), so the random arms share no tuned parameter with "
+                    f"them; {len(free)} of {geo.n_layers * geo.n_heads} heads are free"),
+            **{("random_draws" if a == "precise-random" else "random_any_draws"):
+               [[list(h) for h in random_draw(a, d, key, free)] for d in range(draws)] for a in RANDOM}}
