@@ -40,7 +40,7 @@ import pandas as pd
 import torch
 
 from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
-from arithmech.methods.patching import FIELDS as PATCHED_FIELDS
+from arithmech.methods.patched import FIELDS as PATCHED_FIELDS
 from arithmech.methods.patching import Patched
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
 

@@ -30,7 +30,7 @@ from arithmech.methods.effects import (
 )
 from arithmech.methods.knockout import group_key, mean_activations
 from arithmech.methods.knockout_run import describe_means, prepare_means
-from arithmech.methods.patching import FIELDS as PATCHED_FIELDS
+from arithmech.methods.patched import FIELDS as PATCHED_FIELDS
 from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates
 from arithmech.methods.transfer import heldout_heads, run_transfer
