@@ -134,7 +134,7 @@ def profile_table1(steps: int) -> dict:
     from arithmech.finetune import adapter, runner
     from arithmech.finetune.data import tokenize_pairs
     from arithmech.paper import SFT
-    from arithmech.steps.finetune import ranked_components
+    from arithmech.steps.finetune_heads import ranked_components
 
     suite, sizes = get_suite("cpu"), cpu_sizes()
     heads = ranked_components(model_folder(ROOT / "results", "smollm2-135m"))[0][:8]

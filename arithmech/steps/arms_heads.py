@@ -33,7 +33,7 @@ from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import quoted
 from arithmech.steps.arms_grid import RANDOM
-from arithmech.steps.finetune import model_geometry, ranked_components
+from arithmech.steps.finetune_heads import model_geometry, ranked_components
 
 Head = tuple[int, int]
 
