@@ -52,7 +52,7 @@ def run_identify(python: str = sys.executable, cwd: Path = ROOT, env: dict | Non
 
 
 SUB = {"draw held-out knockout prompts (eval_samples)": "knockout_run.py:.*\\(eval_samples\\)",
-       "knockout curves (knockout_curve)": "knockout.py:.*\\(knockout_curve\\)",
+       "knockout curves (knockout_curve)": "knockout_curves.py:.*\\(knockout_curve\\)",
        "sanity rows (sanity_rows)": "knockout_run.py:.*\\(sanity_rows\\)",
        "reference pool (build_pool)": "knockout_means.py:.*\\(build_pool\\)",
        "transfer (run_transfer)": "transfer.py:.*\\(run_transfer\\)",

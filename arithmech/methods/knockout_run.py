@@ -37,16 +37,8 @@ from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import Forwards, MeanSource
 from arithmech.methods.effects import key_heads, ranking
-from arithmech.methods.knockout import (
-    Ablation,
-    correct,
-    default_ks,
-    group_key,
-    knockout_curve,
-    mean_activations,
-    mean_sources,
-    with_interval,
-)
+from arithmech.methods.knockout import Ablation, correct, group_key, mean_activations, mean_sources
+from arithmech.methods.knockout_curves import default_ks, knockout_curve, with_interval
 from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.knockout_settings import (  # noqa: F401
     CURVES_FOR,

@@ -30,9 +30,8 @@ from arithmech.methods.knockout import (
     knockout_topk,
     mean_activations,
     mean_sources,
-    random_orders,
-    with_interval,
 )
+from arithmech.methods.knockout_curves import random_orders, with_interval
 from arithmech.methods.knockout_run import split_positions
 from arithmech.paper import FIG4_CASES
 
