@@ -25,7 +25,8 @@ leading digits the prompt carries (``""`` unless ``"last-digit"`` and a multi-di
 
 ``filter_correct`` then keeps the samples the model answers right: the paper's X_r.
 Token positions of ``{A}``, ``{B}`` and the operator are stored with each sample for the
-attention-by-role analysis. Nothing here imports a model class.
+attention-by-role analysis. Nothing here imports a model class. Batching prompts by length and the answer
+token's id are :mod:`arithmech.data.batches`' (re-exported here).
 """
 from __future__ import annotations
 
@@ -35,13 +36,15 @@ from pathlib import Path
 from typing import Iterable, Sequence, TypeVar
 
 import numpy as np
-import torch
 
 from arithmech.core.inputs import ANSWER_TOKENS, quoted  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.core.results import ResultsError, read
 from arithmech.data import shots as shots_module
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
+from arithmech.data.batches import answer_ids as answer_ids  # re-exported: pairs.answer_ids across the package
+from arithmech.data.batches import group_by_length as group_by_length  # re-exported, likewise
+from arithmech.data.batches import token_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import load_pair_file
 from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)
@@ -100,9 +103,6 @@ class PairStats:
     per_template: dict = field(default_factory=dict)
 
 
-def _ids(tok, text: str, special: bool) -> list[int]:
-    return tok(text, add_special_tokens=special)["input_ids"]
-
 
 def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str, int] | None:
     """Find the prompt text whose tokens are followed by the answer's first token.
@@ -111,10 +111,10 @@ def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str,
     the tokenizer writes the space before a number as a token of its own (SmolLM2, LLaMA2).
     ``None`` when the answer does not start on a token boundary.
     """
-    full = _ids(tok, prompt + joiner + target, False)
+    full = token_ids(tok, prompt + joiner + target, False)
     variants = [prompt] + ([prompt + joiner] if joiner else [])
     for p in variants:
-        ids = _ids(tok, p, False)
+        ids = token_ids(tok, p, False)
         if full[:len(ids)] == ids and len(full) > len(ids):
             piece = tok.decode([full[len(ids)]]).strip()
             if piece and target.startswith(piece):
@@ -140,15 +140,15 @@ def split_answer(tok, prompt: str, target: str, joiner: str = " ",
         return None
     if answer_token == "first":
         return first[0], first[1], ""
-    full = _ids(tok, prompt + joiner + target, False)
+    full = token_ids(tok, prompt + joiner + target, False)
     if answer_token == "single-token":
-        ok = len(full) == len(_ids(tok, first[0], False)) + 1 and tok.decode([first[1]]).strip() == target
+        ok = len(full) == len(token_ids(tok, first[0], False)) + 1 and tok.decode([first[1]]).strip() == target
         return (first[0], first[1], "") if ok else None
     if len(target) == 1:
         return first[0], first[1], ""
     carried = target[:-1]
     p = prompt + joiner + carried
-    ids = _ids(tok, p, False)
+    ids = token_ids(tok, p, False)
     if len(full) == len(ids) + 1 and full[:-1] == ids and tok.decode([full[-1]]).strip() == target[-1]:
         return p, full[-1], carried
     return None
@@ -268,7 +268,7 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     if corrupt is None:
         return None
     corrupt_p = prefix + corrupt + clean_p[len(clean):]   # same examples, trailing joiner and carried digits
-    if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
+    if len(token_ids(tok, clean_p, True)) != len(token_ids(tok, corrupt_p, True)):
         return None
     return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
                   a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
@@ -296,41 +296,6 @@ def load_template_pairs(path: str | Path) -> list[templates_module.Template]:
     """Read and validate user template pairs: a JSON list (or JSONL) of ``{"clean", "corrupt", "op"?,
     "op_word"?, "answer"?, "id"?}`` (format and schema: :mod:`arithmech.data.pairfile`)."""
     return load_pair_file(path)
-
-
-# ------------------------------------------------------------------------------ batching, filtering
-def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterable[tuple[list[int], torch.Tensor]]:
-    """Yield ``(indices, ids)`` batches of equal-length prompts: no padding, so every position
-    (and RoPE) is exactly what a single-prompt forward sees. ``ids``: ``(batch, seq)``.
-
-    Within one length, prompts are ordered by their text up to the last example separator
-    (:func:`arithmech.data.shots.prefix_key`), so that prompts with the same solved examples sit in the same
-    batches and a prefix they share runs once (:mod:`arithmech.core.prefix`); prompts with different examples
-    still fill a batch. A zero-shot prompt has no example separator and batches as it always did."""
-    enc = [_ids(tok, p, True) for p in prompts]
-    by_len: dict[int, list[int]] = {}
-    for i in sorted(range(len(prompts)), key=lambda i: (len(enc[i]), shots_module.prefix_key(prompts[i]), i)):
-        by_len.setdefault(len(enc[i]), []).append(i)
-    for _, idx in sorted(by_len.items()):
-        for j in range(0, len(idx), batch_size):
-            chunk = idx[j:j + batch_size]
-            yield chunk, torch.tensor([enc[i] for i in chunk])
-
-
-def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
-    """``(n,)`` token ids of each sample's answer token {C}: the token that follows the
-    prompt's own tokens when the rest of the answer (after ``carried``) is appended."""
-    out = []
-    for s in samples:
-        t = templates_module.TEMPLATES.get(s.template)
-        joiner = t.joiner if t is not None else " "
-        rest = s.target[len(s.carried):]
-        cont = rest if (s.carried or s.clean.endswith(" ") or joiner == "") else joiner + rest
-        p, full = _ids(tok, s.clean, False), _ids(tok, s.clean + cont, False)
-        if full[:len(p)] != p or len(full) == len(p):
-            raise ValueError(f"the answer {s.target!r} of {s.clean!r} does not start on a token boundary")
-        out.append(full[len(p)])
-    return torch.tensor(out)
 
 
 # ------------------------------------------------------------------------ operand counterfactual
