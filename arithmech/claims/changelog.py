@@ -29,6 +29,7 @@ Adding or editing a rule: append an entry to :mod:`arithmech.claims.changelog_re
 — ``"this commit"`` until it has a hash — what changed, and whether results existed), bump the rule's
 ``version`` and update its :data:`DIGEST` (the failing test prints the new one).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,7 +64,8 @@ _NUMBER = (int, float)
 
 def _is_number(v) -> TypeGuard[int | float | tuple | frozenset]:
     return (isinstance(v, _NUMBER) and not isinstance(v, bool)) or (
-        isinstance(v, (tuple, frozenset)) and bool(v) and all(isinstance(x, _NUMBER) for x in v))
+        isinstance(v, (tuple, frozenset)) and bool(v) and all(isinstance(x, _NUMBER) for x in v)
+    )
 
 
 def _codes(code: types.CodeType):
@@ -90,13 +92,14 @@ def decider_constants(fn: Callable) -> dict[str, float | int | list]:
         seen.add(f)
         todo += [c.cell_contents for c in (f.__closure__ or ()) if callable(getattr(c, "cell_contents", None))]
         literals = set()
-        for code in _codes(f.__code__):                 # one walk: its number literals, then the names it reads
+        for code in _codes(f.__code__):  # one walk: its number literals, then the names it reads
             literals |= {c for c in code.co_consts if isinstance(c, _NUMBER) and not isinstance(c, bool)}
             for name in code.co_names:
                 v = f.__globals__.get(name)
                 if _is_number(v):
-                    out[f"{f.__module__}.{name}"] = sorted(v) if isinstance(v, frozenset) else \
-                        list(v) if isinstance(v, tuple) else v
+                    out[f"{f.__module__}.{name}"] = (
+                        sorted(v) if isinstance(v, frozenset) else list(v) if isinstance(v, tuple) else v
+                    )
                 elif isinstance(v, types.FunctionType):
                     todo.append(v)
         if literals:
@@ -118,4 +121,3 @@ def pre_registered(rule_id: str) -> bool:
     """True iff no version of ``rule_id`` was written after the results it decides existed."""
     h = history(rule_id)
     return bool(h) and not any(c.after_results for c in h)
-

@@ -24,6 +24,7 @@ Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (:mod:`arith
 decider ``ctx -> (here, holds)`` in :data:`DECIDERS` under the same id), then log it in :data:`arithmech.claims.changelog.CHANGELOG` and bump the
 rule's ``version``. A decider raises :class:`Missing` when a file it needs is absent.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,10 +64,13 @@ from arithmech.steps.stability import claims as stability_claims
 # ------------------------------------------------------------------------------------ deciders
 def _key_heads(ctx: Context):
     hd = ctx.heads()
-    key = hd[hd["effect_hi"] < THRESHOLD]          # effects.csv v2 always has the interval (v1 is refused)
+    key = hd[hd["effect_hi"] < THRESHOLD]  # effects.csv v2 always has the interval (v1 is refused)
     names = components(zip(key.layer, key["head"]))
-    return (f"{len(key)} of {len(hd)} heads have their bootstrap interval below {THRESHOLD:+.0%} ({names}); strongest: "
-            f"{hd.effect.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} prompts", len(key) > 0)
+    return (
+        f"{len(key)} of {len(hd)} heads have their bootstrap interval below {THRESHOLD:+.0%} ({names}); strongest: "
+        f"{hd.effect.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} prompts",
+        len(key) > 0,
+    )
 
 
 def _key_heads_share(ctx: Context):
@@ -76,9 +80,12 @@ def _key_heads_share(ctx: Context):
     hd = hd.sort_values(["share", "layer", "head"], kind="stable")
     key = hd[hd.share_hi < SHARE_THRESHOLD]
     names = components(zip(key.layer, key["head"]))
-    return (f"{len(key)} of {len(hd)} heads have their LD ratio's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
-            f"({names}); strongest LD ratio: {hd.share.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} "
-            "prompts", len(key) > 0)
+    return (
+        f"{len(key)} of {len(hd)} heads have their LD ratio's bootstrap interval below {SHARE_THRESHOLD:+.0%} "
+        f"({names}); strongest LD ratio: {hd.share.iloc[0]:+.1%}; n = {int(hd.n.iloc[0])} "
+        "prompts",
+        len(key) > 0,
+    )
 
 
 def _concentration(values: pd.Series, k: int) -> tuple[float, int]:
@@ -94,8 +101,10 @@ def _few_heads(ctx: Context):
     hd = ctx.heads()
     k = math.ceil(FEW_FRACTION * len(hd))
     by_effect, least_e = _concentration(hd.logit_diff.reset_index(drop=True), k)
-    here = (f"the top {k} of {len(hd)} heads ({FEW_FRACTION:.0%}) hold {by_effect:.0%} of the summed negative change "
-            f"by the relative change (half by the top {least_e})")
+    here = (
+        f"the top {k} of {len(hd)} heads ({FEW_FRACTION:.0%}) hold {by_effect:.0%} of the summed negative change "
+        f"by the relative change (half by the top {least_e})"
+    )
     if "share" not in hd or hd.share.isna().all():
         return here + "; no LD ratio in effects.csv", by_effect >= 0.5
     by_ratio, least_r = _concentration(hd.share.reset_index(drop=True), k)
@@ -132,8 +141,10 @@ def _logit_diff_ranking(ctx: Context):
     by_share = list(zip(hs.layer.iloc[:TOP], hs["head"].iloc[:TOP]))
     common = len(set(by_effect) & set(by_share))
     only = lambda a, b: components([x for x in a if x not in set(b)])
-    here = (f"{common} of the top {TOP} heads in common (by the relative change only: {only(by_effect, by_share)}; "
-            f"by the LD ratio only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts")
+    here = (
+        f"{common} of the top {TOP} heads in common (by the relative change only: {only(by_effect, by_share)}; "
+        f"by the LD ratio only: {only(by_share, by_effect)}); n = {int(hd.n.iloc[0])} prompts"
+    )
     return here, True if common >= AGREE_HOLDS else (False if common <= AGREE_FAILS else None)
 
 
@@ -143,19 +154,24 @@ def _knock(ctx: Context, k: int):
     key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
     if key.empty or rnd.empty:
         raise Missing(f"knockout.csv has no head curve at k = {k}")
-    intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")].accuracy if "sanity" in set(ko.kind) else \
-        ko[(ko.kind == "head") & (ko.k == 0)].accuracy
+    intact = (
+        ko[(ko.kind == "sanity") & (ko.order == "nothing-out")].accuracy
+        if "sanity" in set(ko.kind)
+        else ko[(ko.kind == "head") & (ko.k == 0)].accuracy
+    )
     return key.iloc[0], rnd, float(intact.iloc[0]) if len(intact) else float("nan")
 
 
 def _knockout_key_vs_random(ctx: Context):
     key, rnd, intact = _knock(ctx, K)
     acc, n = float(key.accuracy), int(key.n)
-    here = (f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
-            f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts")
+    here = (
+        f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
+        f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts"
+    )
     p5 = float(rnd.accuracy.quantile(0.05))
     lo, hi, what = cluster_interval(key) if "ci_high" in key else (acc, acc, "no interval in the file")
-    if acc >= rnd.accuracy.min():                       # not below every draw: does it lie within the band?
+    if acc >= rnd.accuracy.min():  # not below every draw: does it lie within the band?
         here += f"; lower bound {lo:.0%} ({what}) vs 5th percentile {p5:.0%}"
         return _layer_matched(ctx, K, key, here, False if lo >= p5 else None)
     if "ci_high" in key:
@@ -167,8 +183,10 @@ def _knockout_key_vs_random(ctx: Context):
 def _knockout_random_flat(ctx: Context):
     _, rnd, intact = _knock(ctx, K)
     m = float(rnd.accuracy.mean())
-    return (f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)",
-            abs(intact - m) <= 0.02)
+    return (
+        f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)",
+        abs(intact - m) <= 0.02,
+    )
 
 
 def _mlps_late(ctx: Context):
@@ -187,13 +205,20 @@ def _transfer(ctx: Context):
     if "relative_drop" not in h:
         raise Missing("heldout.json has no knockout result")
     if not h["base_accuracy"] > 0:
-        return (f"{h['family']}: the model answers none of the {h.get('n', '?')} held-out prompts right, so "
-                "knockout has nothing to remove", None)
-    here = (f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({signed_percent(h['relative_drop'])}); "
-            f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts")
-    if h.get("heads_from", "key heads") != "key heads":          # no key head to test: the claim is about them
-        return (f"no key head to test; knocked out instead: the {h['heads_from'].replace(' (no key head)', '')}: "
-                f"{here}", None)
+        return (
+            f"{h['family']}: the model answers none of the {h.get('n', '?')} held-out prompts right, so "
+            "knockout has nothing to remove",
+            None,
+        )
+    here = (
+        f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({signed_percent(h['relative_drop'])}); "
+        f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts"
+    )
+    if h.get("heads_from", "key heads") != "key heads":  # no key head to test: the claim is about them
+        return (
+            f"no key head to test; knocked out instead: the {h['heads_from'].replace(' (no key head)', '')}: {here}",
+            None,
+        )
     return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 
@@ -206,20 +231,50 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
     return r.here, (None if pd.isna(r.holds) else bool(r.holds))
 
 
-CONTROLLED = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
-              "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer", "attention-roles", "stages")
+CONTROLLED = (
+    "key-heads-exist",
+    "key-heads-exist-share",
+    "few-heads",
+    "middle-layers",
+    "logit-diff-ranking",
+    "knockout-key-vs-random",
+    "knockout-random-flat",
+    "mlps-late",
+    "transfer",
+    "attention-roles",
+    "stages",
+)
 """The identify claims made inconclusive where the primary task fails its control (:func:`_controlled`)."""
 
 
 DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
-    **{k: _controlled(f) for k, f in zip(CONTROLLED, (
-        _key_heads, _key_heads_share, _few_heads, _middle_layers, _logit_diff_ranking, _knockout_key_vs_random,
-        _knockout_random_flat, _mlps_late, _transfer, attention_roles, stages))},
+    **{
+        k: _controlled(f)
+        for k, f in zip(
+            CONTROLLED,
+            (
+                _key_heads,
+                _key_heads_share,
+                _few_heads,
+                _middle_layers,
+                _logit_diff_ranking,
+                _knockout_key_vs_random,
+                _knockout_random_flat,
+                _mlps_late,
+                _transfer,
+                attention_roles,
+                stages,
+            ),
+        )
+    },
     "circuit-faithful": _controlled(circuit_faithful),
-    "precise-matches-full": precise_matches_full, "precise-keeps-generic": precise_keeps_generic,
+    "precise-matches-full": precise_matches_full,
+    "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,
     "key-heads-stable": lambda ctx: _stability(ctx, "independent draws", "operator"),
-    "counterfactuals-agree": lambda ctx: _stability(ctx, "Operator and operand", None), "answer-token-floor": _answer_token_floor, "ablation-removes-information": _ablation_removes,
+    "counterfactuals-agree": lambda ctx: _stability(ctx, "Operator and operand", None),
+    "answer-token-floor": _answer_token_floor,
+    "ablation-removes-information": _ablation_removes,
 }
 
 
@@ -238,7 +293,7 @@ def claims(folder: str | Path, ids: Iterable[str] | None = None) -> pd.DataFrame
             here, holds = f"not measured: {e}", None
         rows.append((rule.id, rule.claim, rule.paper, rule.rule, here, None if holds is None else bool(holds)))
     df = pd.DataFrame(rows, columns=["id", "claim", "paper (LLaMA2-7B)", "rule", "here", "holds"])
-    df["holds"] = pd.Series([r[-1] for r in rows], dtype=object)      # True / False / None, never numpy bools
+    df["holds"] = pd.Series([r[-1] for r in rows], dtype=object)  # True / False / None, never numpy bools
     return df
 
 
@@ -256,9 +311,13 @@ def select(ids: Iterable[str] | None) -> list[Rule]:
 def rules_markdown(ids: Iterable[str]) -> str:
     """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
     (before them on the page: whether before the results existed is the changelog's to say)."""
-    note = lambda r: (f"; inconclusive where the task fails its control (floor over distinct problems on its X_r "
-                      f"could be >= {CONTROL_FLOOR:.0%}: the 95% interval of some reading over its effective problems "
-                      f"reaches it) or has fewer than {MIN_PROBLEMS} distinct problems"
-                      if r.id in CONTROLLED + ("circuit-faithful",) else "")
-    return "\n".join(f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})."
-                     for r in select(ids))
+    note = lambda r: (
+        f"; inconclusive where the task fails its control (floor over distinct problems on its X_r "
+        f"could be >= {CONTROL_FLOOR:.0%}: the 95% interval of some reading over its effective problems "
+        f"reaches it) or has fewer than {MIN_PROBLEMS} distinct problems"
+        if r.id in CONTROLLED + ("circuit-faithful",)
+        else ""
+    )
+    return "\n".join(
+        f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})." for r in select(ids)
+    )

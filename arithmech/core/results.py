@@ -37,6 +37,7 @@ Example::
     >>> write_step(folder, "identify", {"effects.csv": df, ...}, record={"parameters": {...}})
     >>> effects = read(folder, "effects.csv")
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,8 +62,6 @@ SCHEMA_VERSION = 1
 RUN = "run.json"
 
 
-
-
 # ----------------------------------------------------------------------------------- locations
 def folder_name(model_name: str) -> str:
     """The results-folder name of a model spec: the alias itself, the hub id's or folder's last part
@@ -70,7 +69,7 @@ def folder_name(model_name: str) -> str:
     A spec with no name of its own (``.``, ``/``) is resolved to the folder it points at."""
     p = Path(str(model_name).rstrip("/") or "/")
     name = p.name or p.resolve().name
-    name = name[:-len(".gguf")] if name.endswith(".gguf") else name
+    name = name[: -len(".gguf")] if name.endswith(".gguf") else name
     if not name or name in (".", ".."):
         raise ValueError(f"--model {model_name!r} gives no results-folder name: name the model's folder or alias")
     return name
@@ -84,8 +83,10 @@ def model_folder(results: str | Path, model_name: str) -> Path:
     folder = p if p.name == folder_name(model_name) or (p / RUN).is_file() else p / folder_name(model_name)
     owner = read_run(folder).get("model") if (folder / RUN).is_file() else None
     if owner is not None and folder_name(owner) != folder_name(model_name):
-        raise ValueError(f"{quoted(folder)} holds the results of model {owner!r}, not {model_name!r}: give --results the "
-                         "results root or this model's own folder")
+        raise ValueError(
+            f"{quoted(folder)} holds the results of model {owner!r}, not {model_name!r}: give --results the "
+            "results root or this model's own folder"
+        )
     return folder
 
 
@@ -110,12 +111,22 @@ def read_run(folder: str | Path) -> dict:
     try:
         obj = json.loads(safe_read.read_text(p, folder))
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{quoted(p)} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps") from None
+        raise ResultsError(
+            f"{quoted(p)} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps"
+        ) from None
     except RecursionError:
-        raise ResultsError(f"{quoted(p)} nests JSON too deeply to be a run.json: delete it and re-run the steps") from None
-    if not isinstance(obj, dict) or obj.get("schema_version") != SCHEMA_VERSION or not isinstance(obj.get("steps"), dict):
-        raise ResultsError(f"{quoted(p)} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
-                           "arithmech?): re-run the steps into a new results folder")
+        raise ResultsError(
+            f"{quoted(p)} nests JSON too deeply to be a run.json: delete it and re-run the steps"
+        ) from None
+    if (
+        not isinstance(obj, dict)
+        or obj.get("schema_version") != SCHEMA_VERSION
+        or not isinstance(obj.get("steps"), dict)
+    ):
+        raise ResultsError(
+            f"{quoted(p)} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
+            "arithmech?): re-run the steps into a new results folder"
+        )
     return obj
 
 
@@ -139,13 +150,15 @@ def _hold(folder: Path, step: str) -> None:
     s = _WRITING.setdefault(_writing_key(folder, step), {"overwrite": True, "held": False})
     try:
         if not s["held"]:
-            folderlock.acquire(folder)                    # FolderBusy: another process writes here now
+            folderlock.acquire(folder)  # FolderBusy: another process writes here now
             s["held"] = True
-        finish_interrupted(folder)                        # a set a killed writer left half moved in
+        finish_interrupted(folder)  # a set a killed writer left half moved in
         present = [n for n in step_files(step) if os.path.lexists(folder / n)]
         if present and not s["overwrite"]:
-            raise ValueError(f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
-                             "--overwrite to replace them (only that step's files are replaced) or choose another --results")
+            raise ValueError(
+                f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
+                "--overwrite to replace them (only that step's files are replaced) or choose another --results"
+            )
     except BaseException:
         _let_go(folder, step)
         raise
@@ -176,13 +189,17 @@ def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> No
     folder = Path(folder)
     for p in (folder, *folder.parents):
         if p.exists() and not p.is_dir():
-            raise ValueError(f"results folder {quoted(folder)}: {quoted(p)} is an existing file; choose another --results")
+            raise ValueError(
+                f"results folder {quoted(folder)}: {quoted(p)} is an existing file; choose another --results"
+            )
     _WRITING.setdefault(_writing_key(folder, step), {"held": False})["overwrite"] = overwrite
     if folder.is_dir() or folder.parent.is_dir():
         _hold(folder, step)
 
 
-def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None) -> Path:
+def write_step(
+    folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None
+) -> Path:
     """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
 
     The files and the new ``run.json`` (the step's ``record``, the sha256 of each new file and of each declared
@@ -200,7 +217,7 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         texts = {n: _serialise(n, obj) for n, obj in files.items()}
         for n, t in texts.items():
             _validate(n, t, folder / n)
-        _hold(folder, step)                 # the lock (made here when the folder is new) and the final check
+        _hold(folder, step)  # the lock (made here when the folder is new) and the final check
         _move_in(folder, step, texts, record, model_name)
     finally:
         _let_go(folder, step)
@@ -217,7 +234,7 @@ def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model
     in_hashes = {i: safe_read.sha256(folder / i, folder) for i in inputs if os.path.lexists(folder / i)}
     stage = staging.fresh(folder, step)
     for n, t in texts.items():
-        (stage / n).parent.mkdir(parents=True, exist_ok=True)          # finetune/table1.json
+        (stage / n).parent.mkdir(parents=True, exist_ok=True)  # finetune/table1.json
         (stage / n).write_text(t)
     hashes = {n: sha256(stage / n) for n in texts}
     run = read_run(folder)
@@ -268,13 +285,17 @@ def _validate(name: str, text: str, path: Path) -> Any:
             have, n_rows = (set(obj) if isinstance(obj, dict) else set()), 1
     except (ValueError, RecursionError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         why = (str(e).splitlines() or [type(e).__name__])[0]
-        raise ResultsError(f"{quoted(path)} cannot be parsed as {kind} ({why}): it is truncated or "
-                           "not a results file; re-run the step that writes it") from None
+        raise ResultsError(
+            f"{quoted(path)} cannot be parsed as {kind} ({why}): it is truncated or "
+            "not a results file; re-run the step that writes it"
+        ) from None
     missing = [c for c in (spec.required if spec else ()) if c not in have]
     if missing or (kind != "json" and n_rows == 0):
         what = f"lacks {missing}" if missing else "has no rows"
-        raise ResultsError(f"{quoted(path)} {what}: it is truncated or from another tool; re-run "
-                           f"{WRITTEN_BY.get(spec.step if spec else '', 'the step that writes it')}")
+        raise ResultsError(
+            f"{quoted(path)} {what}: it is truncated or from another tool; re-run "
+            f"{WRITTEN_BY.get(spec.step if spec else '', 'the step that writes it')}"
+        )
     return obj
 
 
@@ -286,13 +307,13 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     from inputs that have changed since.
     """
     folder = Path(folder)
-    finish_interrupted(folder)                               # a set a killed writer left half moved in
+    finish_interrupted(folder)  # a set a killed writer left half moved in
     path = folder / name
     spec = FILES.get(name)
     if not os.path.lexists(path):
         cmd = WRITTEN_BY.get(spec.step, "") if spec else ""
         raise FileNotFoundError(f"{quoted(path)} does not exist" + (f": run `{cmd}` first" if cmd else ""))
-    data = safe_read.read_bytes(path, folder)                # a regular file of the folder, of bounded size
+    data = safe_read.read_bytes(path, folder)  # a regular file of the folder, of bounded size
     obj = _validate(name, safe_read.decode(data, path), path)
     if spec is None:
         return obj
@@ -300,16 +321,22 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     if rec is not None:
         want = rec.get("files", {}).get(name)
         if want is not None and want != hashlib.sha256(data).hexdigest():
-            raise ResultsError(f"{quoted(path)} differs from what {spec.step} wrote (run.json): the folder holds an "
-                               f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
+            raise ResultsError(
+                f"{quoted(path)} differs from what {spec.step} wrote (run.json): the folder holds an "
+                f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}"
+            )
         if (got := rec.get("formats", {}).get(name, 1)) != spec.version:
-            raise ResultsError(f"{quoted(path)} is format version {got} and this arithmech reads version {spec.version} "
-                               f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite")
+            raise ResultsError(
+                f"{quoted(path)} is format version {got} and this arithmech reads version {spec.version} "
+                f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite"
+            )
         if check_inputs:
             for inp, h in rec.get("inputs", {}).items():
                 if inp in spec.inputs and os.path.lexists(folder / inp) and safe_read.sha256(folder / inp, folder) != h:
-                    raise ResultsError(f"{quoted(path)} was computed from another {inp} than the one now in {quoted(folder)} "
-                                       f"(re-run since?): re-run {WRITTEN_BY[spec.step]} --overwrite")
+                    raise ResultsError(
+                        f"{quoted(path)} was computed from another {inp} than the one now in {quoted(folder)} "
+                        f"(re-run since?): re-run {WRITTEN_BY[spec.step]} --overwrite"
+                    )
     return obj
 
 

@@ -6,6 +6,7 @@ single-prompt forward sees; prompts sharing solved examples sit together so thei
 themselves are drawn in :mod:`arithmech.data.pairs`, which re-exports :func:`group_by_length` and
 :func:`answer_ids`.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -38,7 +39,7 @@ def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterab
         by_len.setdefault(len(enc[i]), []).append(i)
     for _, idx in sorted(by_len.items()):
         for j in range(0, len(idx), batch_size):
-            chunk = idx[j:j + batch_size]
+            chunk = idx[j : j + batch_size]
             yield chunk, torch.tensor([enc[i] for i in chunk])
 
 
@@ -49,10 +50,10 @@ def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
     for s in samples:
         t = templates_module.TEMPLATES.get(s.template)
         joiner = t.joiner if t is not None else " "
-        rest = s.target[len(s.carried):]
+        rest = s.target[len(s.carried) :]
         cont = rest if (s.carried or s.clean.endswith(" ") or joiner == "") else joiner + rest
         p, full = token_ids(tok, s.clean, False), token_ids(tok, s.clean + cont, False)
-        if full[:len(p)] != p or len(full) == len(p):
+        if full[: len(p)] != p or len(full) == len(p):
             raise ValueError(f"the answer {s.target!r} of {s.clean!r} does not start on a token boundary")
         out.append(full[len(p)])
     return torch.tensor(out)

@@ -28,6 +28,7 @@ Token positions of ``{A}``, ``{B}`` and the operator are stored with each sample
 attention-by-role analysis. Nothing here imports a model class. Batching prompts by length and the answer
 token's id are :mod:`arithmech.data.batches`' (re-exported here).
 """
+
 from __future__ import annotations
 
 import random
@@ -62,10 +63,10 @@ class TemplateLengthError(ValueError):
 
 @dataclass
 class Sample:
-    clean: str                  # X_r prompt (ends where the answer token starts; carries ``carried``)
-    corrupt: str                # X_c prompt, same token length as clean (carries the same ``carried``)
-    answer: str                 # text of the answer token {C} ("4" of "14" under "last-digit")
-    target: str                 # the whole answer, e.g. "14"
+    clean: str  # X_r prompt (ends where the answer token starts; carries ``carried``)
+    corrupt: str  # X_c prompt, same token length as clean (carries the same ``carried``)
+    answer: str  # text of the answer token {C} ("4" of "14" under "last-digit")
+    target: str  # the whole answer, e.g. "14"
     a: int
     b: int
     op: str
@@ -73,8 +74,8 @@ class Sample:
     family: str
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
     answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS); a record without it: "first"
-    carried: str = ""           # the answer's leading digits at the end of clean ("1" of "14"), else ""
-    prefix: str = ""            # the solved examples clean and corrupt start with (data.shots), "" zero-shot
+    carried: str = ""  # the answer's leading digits at the end of clean ("1" of "14"), else ""
+    prefix: str = ""  # the solved examples clean and corrupt start with (data.shots), "" zero-shot
 
     def to_json(self) -> dict:
         """The fields as a dict; ``prefix`` only when there is one (zero-shot rows are as they always were)."""
@@ -93,7 +94,7 @@ class Sample:
     def bare(self) -> str:
         """The prompt before the whole answer (``clean`` without ``carried``): where greedy decoding of
         the whole answer starts (exact match)."""
-        return self.clean[:len(self.clean) - len(self.carried)]
+        return self.clean[: len(self.clean) - len(self.carried)]
 
 
 @dataclass
@@ -101,7 +102,6 @@ class PairStats:
     made: int = 0
     redrawn: int = 0
     per_template: dict = field(default_factory=dict)
-
 
 
 def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str, int] | None:
@@ -115,15 +115,14 @@ def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str,
     variants = [prompt] + ([prompt + joiner] if joiner else [])
     for p in variants:
         ids = token_ids(tok, p, False)
-        if full[:len(ids)] == ids and len(full) > len(ids):
+        if full[: len(ids)] == ids and len(full) > len(ids):
             piece = tok.decode([full[len(ids)]]).strip()
             if piece and target.startswith(piece):
                 return p, full[len(ids)]
     return None
 
 
-def split_answer(tok, prompt: str, target: str, joiner: str = " ",
-                 *, answer_token: str) -> tuple[str, int, str] | None:
+def split_answer(tok, prompt: str, target: str, joiner: str = " ", *, answer_token: str) -> tuple[str, int, str] | None:
     """The prompt text, the answer token and the carried digits of one answer under a variant.
 
     Returns ``(prompt_text, answer_token_id, carried)``, or ``None`` when the variant cannot be had:
@@ -165,8 +164,15 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
     return out
 
 
-def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, *, draw: Draw) -> tuple[list[Sample], PairStats]:
+def make_pairs(
+    tok,
+    templates: Sequence[templates_module.Template] | str = "addition",
+    n: int = 256,
+    seed: int = 0,
+    max_tries: int = 50,
+    *,
+    draw: Draw,
+) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
@@ -181,8 +187,16 @@ def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", draw=draw)
 
 
-def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, kind: str = "operator", *, draw: Draw) -> tuple[list[Sample], PairStats]:
+def draw_pairs(
+    tok,
+    templates: Sequence[templates_module.Template] | str = "addition",
+    n: int = 256,
+    seed: int = 0,
+    max_tries: int = 50,
+    kind: str = "operator",
+    *,
+    draw: Draw,
+) -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
@@ -217,20 +231,35 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
 
 _FAILED = {
     "operator": "the counterfactual {t.corrupt!r} never had the same token length as {t.clean!r} under this "
-                "tokenizer (or the answer did not start on a token boundary). Change the corrupt text so its "
-                "replaced words have the same length in tokens.",
+    "tokenizer (or the answer did not start on a token boundary). Change the corrupt text so its "
+    "replaced words have the same length in tokens.",
     "operand": "no operand counterfactual had the same token length as {t.clean!r} and another answer token "
-               "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
+    "under this tokenizer. Use the operator counterfactual (make_pairs) for this template.",
+}
 
 
-def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, answer_token: str,
-                      ex: shots_module.Examples) -> str | None:
+def _operator_corrupt(
+    tok,
+    t: templates_module.Template,
+    rng: random.Random,
+    v: dict,
+    ans: tuple,
+    answer_token: str,
+    ex: shots_module.Examples,
+) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
-def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, answer_token: str,
-                     ex: shots_module.Examples) -> str | None:
+def _operand_corrupt(
+    tok,
+    t: templates_module.Template,
+    rng: random.Random,
+    v: dict,
+    ans: tuple,
+    answer_token: str,
+    ex: shots_module.Examples,
+) -> str | None:
     """X_c with other operands (A', B') != (A, B) whose answer, under the same ``answer_token``, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
@@ -247,8 +276,9 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
 _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
-def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, answer_token: str,
-              ex: shots_module.Examples) -> Sample | None:
+def _try_pair(
+    tok, t: templates_module.Template, rng: random.Random, kind: str, answer_token: str, ex: shots_module.Examples
+) -> Sample | None:
     """One draw: values, X_r, the answer token (``answer_token``), X_c of ``kind``, the equal-length check;
     None on failure. ``ex.text`` (solved examples) starts X_r and X_c; a draw whose operands or answer an
     example has (``ex.pairs``, ``ex.answers``) fails."""
@@ -267,13 +297,24 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), answer_token, ex)
     if corrupt is None:
         return None
-    corrupt_p = prefix + corrupt + clean_p[len(clean):]   # same examples, trailing joiner and carried digits
+    corrupt_p = prefix + corrupt + clean_p[len(clean) :]  # same examples, trailing joiner and carried digits
     if len(token_ids(tok, clean_p, True)) != len(token_ids(tok, corrupt_p, True)):
         return None
-    return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
-                  a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
-                  positions=_token_positions(tok, clean_p, spans), answer_token=answer_token, carried=carried,
-                  prefix=prefix)
+    return Sample(
+        clean=clean_p,
+        corrupt=corrupt_p,
+        answer=tok.decode([ans_id]).strip(),
+        target=target,
+        a=v["A"],
+        b=v["B"],
+        op=t.op,
+        template=t.id,
+        family=t.family,
+        positions=_token_positions(tok, clean_p, spans),
+        answer_token=answer_token,
+        carried=carried,
+        prefix=prefix,
+    )
 
 
 def select_templates(task: str) -> list[templates_module.Template]:
@@ -299,8 +340,15 @@ def load_template_pairs(path: str | Path) -> list[templates_module.Template]:
 
 
 # ------------------------------------------------------------------------ operand counterfactual
-def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-                       max_tries: int = 50, *, draw: Draw) -> tuple[list[Sample], PairStats]:
+def make_operand_pairs(
+    tok,
+    templates: Sequence[templates_module.Template] | str = "addition",
+    n: int = 256,
+    seed: int = 0,
+    max_tries: int = 50,
+    *,
+    draw: Draw,
+) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 
     The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator
@@ -332,9 +380,11 @@ def samples(folder: str | Path) -> list:
     rows = read(folder, "prompts.jsonl")
     try:
         return [Sample.from_json(r) for r in rows]
-    except TypeError as e:                     # a row with a key a Sample does not have
-        raise ResultsError(f"{quoted(Path(folder) / 'prompts.jsonl')} has a row that is not a prompt ({e}): re-run "
-                           "python -m arithmech identify") from None
+    except TypeError as e:  # a row with a key a Sample does not have
+        raise ResultsError(
+            f"{quoted(Path(folder) / 'prompts.jsonl')} has a row that is not a prompt ({e}): re-run "
+            "python -m arithmech identify"
+        ) from None
 
 
 def reference_samples(folder: Path, n: int, seed: int, ops: Sequence[str] | None = None) -> list[Sample]:
@@ -342,6 +392,8 @@ def reference_samples(folder: Path, n: int, seed: int, ops: Sequence[str] | None
     None): a seeded subset when there are more."""
     every = [s for s in samples(folder) if ops is None or s.op in ops]
     if not every:
-        raise ValueError(f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right: nothing to run on")
+        raise ValueError(
+            f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right: nothing to run on"
+        )
     rng = np.random.default_rng(seed)
     return [every[i] for i in sorted(rng.permutation(len(every))[:n])]

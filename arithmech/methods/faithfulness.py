@@ -70,6 +70,7 @@ rows of :data:`COLUMNS`, one per (method, ablation, order, draw, n).
 ...                          batch_size=64, converse_random=False)
 >>> frame, info = faithfulness(model, tok, samples, effects, "all", pool_means, pool, s)
 """
+
 from __future__ import annotations
 
 import random
@@ -99,14 +100,41 @@ from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 from arithmech.methods.knockout import Ablation
 
 METHODS = ("noising", "converse", "denoising")
-ABLATIONS = ("mean", "resample", "x_r")       # x_r: denoising's patched values
-COLUMNS = ["task", "method", "ablation", "order", "draw", "n", "share", "lo", "hi", "recovery", "recovery_lo",
-           "recovery_hi", "recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used", "n_prompts",
-           "n_clusters", "n_used_clusters", "level", "baseline", "split", "components", "positions"]
-LEVEL = 0.95                                  # the share's interval (shown, not read by the rule)
-N_BOOT_RULE = 10_000          # at least this many resamples for the rule's intervals (their tails hold 0.23% each)
-BASELINE = {"noising": "every head and MLP at END ablated", "converse": "every head and MLP at END ablated",
-            "denoising": "X_c"}   # what each direction's "full effect" is measured from (LD(X_r) minus this)
+ABLATIONS = ("mean", "resample", "x_r")  # x_r: denoising's patched values
+COLUMNS = [
+    "task",
+    "method",
+    "ablation",
+    "order",
+    "draw",
+    "n",
+    "share",
+    "lo",
+    "hi",
+    "recovery",
+    "recovery_lo",
+    "recovery_hi",
+    "recovery_raw",
+    "recovery_raw_lo",
+    "recovery_raw_hi",
+    "over_one",
+    "n_used",
+    "n_prompts",
+    "n_clusters",
+    "n_used_clusters",
+    "level",
+    "baseline",
+    "split",
+    "components",
+    "positions",
+]
+LEVEL = 0.95  # the share's interval (shown, not read by the rule)
+N_BOOT_RULE = 10_000  # at least this many resamples for the rule's intervals (their tails hold 0.23% each)
+BASELINE = {
+    "noising": "every head and MLP at END ablated",
+    "converse": "every head and MLP at END ablated",
+    "denoising": "X_c",
+}  # what each direction's "full effect" is measured from (LD(X_r) minus this)
 
 Component = tuple  # (layer, head) or (layer, "mlp")
 
@@ -131,8 +159,10 @@ def circuits(top: Sequence[Component], universe: Sequence[Component], n_max: int
     outside the top ``n_max``, a model whose MLPs all rank high would get heads-only random circuits with every
     MLP ablated, a band near 0 by construction."""
     if n_max > len(universe) - n_max:
-        raise ValueError(f"n_max={n_max}: random circuits of up to {n_max} components outside the top {n_max} need "
-                         f"n_max <= {len(universe) // 2}")
+        raise ValueError(
+            f"n_max={n_max}: random circuits of up to {n_max} components outside the top {n_max} need "
+            f"n_max <= {len(universe) // 2}"
+        )
     rng = random.Random(seed)
     out = [("top", -1, n, tuple(top[:n])) for n in range(1, n_max + 1)]
     for n in range(1, n_max + 1):
@@ -205,18 +235,48 @@ def circuit_rows(rows: Rows, plan, num, den, settings: FaithfulnessSettings, uni
         w_lo, w_hi = bootstrap_ratio_intervals(unclipped, ones, nb, RULE_LEVEL, seed, cl)
         r_mid, raw, over = rec.mean(0), unclipped.mean(0), (unclipped > 1).double().mean(0)
     n_uc = len({u for u, k in zip(owner, used.tolist()) if k})
-    return [{"task": rows.task, "method": rows.method, "ablation": rows.ablation, "order": o, "draw": d, "n": k,
-             "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "recovery": float(r_mid[a]),
-             "recovery_lo": float(r_lo[a]), "recovery_hi": float(r_hi[a]), "recovery_raw": float(raw[a]),
-             "recovery_raw_lo": float(w_lo[a]), "recovery_raw_hi": float(w_hi[a]), "over_one": float(over[a]),
-             "n_used": m, "n_prompts": num.shape[0], "n_clusters": units.n_clusters, "n_used_clusters": n_uc,
-             "level": RULE_LEVEL, "baseline": rows.baseline, "split": settings.split,
-             "components": " ".join(map(label, c)), "positions": rows.positions}
-            for a, (o, d, k, c) in enumerate(plan)]
+    return [
+        {
+            "task": rows.task,
+            "method": rows.method,
+            "ablation": rows.ablation,
+            "order": o,
+            "draw": d,
+            "n": k,
+            "share": float(share[a]),
+            "lo": float(lo[a]),
+            "hi": float(hi[a]),
+            "recovery": float(r_mid[a]),
+            "recovery_lo": float(r_lo[a]),
+            "recovery_hi": float(r_hi[a]),
+            "recovery_raw": float(raw[a]),
+            "recovery_raw_lo": float(w_lo[a]),
+            "recovery_raw_hi": float(w_hi[a]),
+            "over_one": float(over[a]),
+            "n_used": m,
+            "n_prompts": num.shape[0],
+            "n_clusters": units.n_clusters,
+            "n_used_clusters": n_uc,
+            "level": RULE_LEVEL,
+            "baseline": rows.baseline,
+            "split": settings.split,
+            "components": " ".join(map(label, c)),
+            "positions": rows.positions,
+        }
+        for a, (o, d, k, c) in enumerate(plan)
+    ]
 
 
-def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFrame, task: str, means: MeanSource,
-                 pool: dict, settings: FaithfulnessSettings) -> tuple[pd.DataFrame, dict]:
+def faithfulness(
+    model,
+    tok,
+    samples: Sequence[pairs.Sample],
+    effects: pd.DataFrame,
+    task: str,
+    means: MeanSource,
+    pool: dict,
+    settings: FaithfulnessSettings,
+) -> tuple[pd.DataFrame, dict]:
     """The curves of the module docstring on ``samples`` (evaluation-side X_r whose X_c moves the answer),
     components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
     prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`); ``settings``: the circuits, the intervals
@@ -226,7 +286,7 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     same prompts) and counted (``info["left_out_no_source"]``)."""
     n_max, seed, batch_size = settings.n_max, settings.seed, settings.batch_size
     drawn, tiers_all = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
-    if tiers_all["none"]:            # no pool X_c of its length: left out of every curve (all read the same prompts)
+    if tiers_all["none"]:  # no pool X_c of its length: left out of every curve (all read the same prompts)
         samples = [s for s, x in zip(samples, drawn) if x is not None]
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
@@ -248,27 +308,70 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     conv_plan = [p for p in plan if settings.converse_random or p[0] == "top"]
     conv = [ablation_of(c) for *_, c in conv_plan]
     at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
-    rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers_all,
-                      "left_out_no_source": tiers_all["none"],
-                      "circuits": len(plan), "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()),
-                      "ld_x_c": float(ld_c.mean())}
-    for name, src, keys in (("mean", means, [means.key(s) for s in samples]),
-                            ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples))))):
-        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, (ans_r, ans_c),
-                 batch_size)                                                       # (A, n)
+    rows, info = (
+        [],
+        {
+            "n_prompts": len(samples),
+            "n_clusters": units.n_clusters,
+            "resample_tiers": tiers_all,
+            "left_out_no_source": tiers_all["none"],
+            "circuits": len(plan),
+            "ranking": [label(c) for c in top[:n_max]],
+            "ld_x_r": float(ld_r.mean()),
+            "ld_x_c": float(ld_c.mean()),
+        },
+    )
+    for name, src, keys in (
+        ("mean", means, [means.key(s) for s in samples]),
+        ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples)))),
+    ):
+        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, (ans_r, ans_c), batch_size)  # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
-        rows += circuit_rows(at_end("noising", name), plan, (ld[2:2 + len(plan)] - off).T, den, settings, units)
-        rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan):] - off).T, den, settings, units)
+        rows += circuit_rows(at_end("noising", name), plan, (ld[2 : 2 + len(plan)] - off).T, den, settings, units)
+        rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan) :] - off).T, den, settings, units)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
-    ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
-             [Ablation(), every] + [ablation_of(c) for *_, c in plan], (ans_r, ans_c), batch_size)
+    ld = lds(
+        model,
+        tok,
+        corrupt,
+        list(range(len(samples))),
+        PerPrompt(z_r, m_r, "X_r's END outputs"),
+        [Ablation(), every] + [ablation_of(c) for *_, c in plan],
+        (ans_r, ans_c),
+        batch_size,
+    )
     rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
 
 
-__all__ = ["faithfulness", "sourced", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
-           "faithful_verdict", "recovery", "PerPrompt", "Units", "Rows", "FaithfulnessSettings", "ablation_of",
-           "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL",
-           "BASELINE", "N_BOOT_RULE"]
+__all__ = [
+    "faithfulness",
+    "sourced",
+    "circuits",
+    "circuit_rows",
+    "end_values",
+    "lds",
+    "resample_sources",
+    "band",
+    "summary",
+    "faithful_verdict",
+    "recovery",
+    "PerPrompt",
+    "Units",
+    "Rows",
+    "FaithfulnessSettings",
+    "ablation_of",
+    "COLUMNS",
+    "METHODS",
+    "ABLATIONS",
+    "MIN_CLUSTERS",
+    "DIRECTIONS",
+    "RANDOM",
+    "INTERVAL",
+    "BAND",
+    "RULE_LEVEL",
+    "BASELINE",
+    "N_BOOT_RULE",
+]

@@ -7,6 +7,7 @@ template and length from another fold, and :func:`sourced` keeps the prompts suc
 computes ``LD = logit(answer_r) - logit(answer_c)`` at END under each ablation. How the LDs become recoveries,
 circuits and rows is :mod:`arithmech.methods.faithfulness`'s.
 """
+
 from __future__ import annotations
 
 import random
@@ -70,12 +71,14 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
 
     n = len(prompts)
     z = m = logits = None
-    with TraceDict(model, zs, retain_output=False, edit_input=grab), \
-            TraceDict(model, ms, retain_output=False, edit_output=grab):
+    with (
+        TraceDict(model, zs, retain_output=False, edit_input=grab),
+        TraceDict(model, ms, retain_output=False, edit_output=grab),
+    ):
         for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], Forwards(batch_size)):
-            zb = torch.stack([got[k] for k in zs], 1)          # (b, L, H*dh): the END forward just seen
+            zb = torch.stack([got[k] for k in zs], 1)  # (b, L, H*dh): the END forward just seen
             mb = torch.stack([got[k] for k in ms], 1)
-            if z is None or m is None or logits is None:          # the first batch: set together
+            if z is None or m is None or logits is None:  # the first batch: set together
                 z, m = zb.new_empty(n, *zb.shape[1:]), mb.new_empty(n, *mb.shape[1:])
                 logits = lg.new_empty(n, lg.shape[-1]).cpu()
             z[idx], m[idx], logits[idx] = zb, mb, lg.cpu()
@@ -85,6 +88,7 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
 @dataclass
 class _Unused:
     """The means of a run that ablates nothing (never read: an empty mask leaves every value as it is)."""
+
     layers: int
     is_pooled = True
 
@@ -105,8 +109,16 @@ class _Unused:
 
 
 @torch.no_grad()
-def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations: Sequence[Ablation],
-        answers: tuple[torch.Tensor, torch.Tensor], batch_size: int = BATCH_SIZE) -> torch.Tensor:
+def lds(
+    model,
+    tok,
+    prompts: Sequence[str],
+    keys,
+    source: MeanSource,
+    ablations: Sequence[Ablation],
+    answers: tuple[torch.Tensor, torch.Tensor],
+    batch_size: int = BATCH_SIZE,
+) -> torch.Tensor:
     """``(A, n)`` float64: ``LD = logit(answer_r) - logit(answer_c)`` at END of each prompt under each ablation
     (each component of an ablation replaced at END by ``source``'s value for that prompt, found by its
     ``keys``); ``answers = (answer_r, answer_c)``, each ``(n,)`` token ids."""
@@ -115,16 +127,23 @@ def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations:
     for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, Forwards(batch_size)):
         G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
         at = torch.arange(len(rows), device=logits.device)
-        ld = (logits[at, answer_r[rows].to(logits.device)].double()
-              - logits[at, answer_c[rows].to(logits.device)].double()).cpu().view(len(idx), G)
+        ld = (
+            (
+                logits[at, answer_r[rows].to(logits.device)].double()
+                - logits[at, answer_c[rows].to(logits.device)].double()
+            )
+            .cpu()
+            .view(len(idx), G)
+        )
         for g, js in where.items():
             for j in js:
                 out[j, idx] = ld[:, g]
     return out
 
 
-def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4,
-                     batch_size: int = BATCH_SIZE) -> tuple[list[str | None], dict[str, int]]:
+def resample_sources(
+    tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4, batch_size: int = BATCH_SIZE
+) -> tuple[list[str | None], dict[str, int]]:
     """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.knockout_means.pool_prompts`) of the
     same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.knockout_means.fold`,
     as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length
@@ -137,7 +156,11 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
             length[i] = ids.shape[1]
     by: dict[tuple, list[int]] = {}
     for i, s in enumerate(every):
-        for tier, k in (("template", (s.template, length[i])), ("family", (s.family, length[i])), ("length", length[i])):
+        for tier, k in (
+            ("template", (s.template, length[i])),
+            ("family", (s.family, length[i])),
+            ("length", length[i]),
+        ):
             by.setdefault((tier, k), []).append(i)
     rng = random.Random(seed)
     out: list[str | None] = []
@@ -156,8 +179,9 @@ def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int
     return out, tiers
 
 
-def sourced(tok, samples: Sequence[pairs.Sample], pool: dict, means: MeanSource,
-            settings: FaithfulnessSettings) -> tuple[list[pairs.Sample], int]:
+def sourced(
+    tok, samples: Sequence[pairs.Sample], pool: dict, means: MeanSource, settings: FaithfulnessSettings
+) -> tuple[list[pairs.Sample], int]:
     """``(the samples a pool X_c matches in length, how many were left out)``: the prompts every curve reads, the
     END circuits' (:func:`faithfulness`) and the cross-position one's alike (:func:`resample_sources`)."""
     drawn, tiers = resample_sources(tok, samples, pool, settings.seed, getattr(means, "folds", 4), settings.batch_size)

@@ -5,6 +5,7 @@
 :func:`random_draw`), every accuracy with its count and Wilson interval (:func:`with_interval`). The ablated
 forward passes themselves are :mod:`arithmech.methods.knockout`'s.
 """
+
 from __future__ import annotations
 
 import random
@@ -49,8 +50,16 @@ def random_draw(order: Sequence, k: int, avoid: Sequence = ()) -> list:
     return kept[:k] if len(kept) >= k else []
 
 
-def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, curve: Curve, n_random: int,
-                   seed: int, forwards: Forwards = Forwards()) -> pd.DataFrame:
+def knockout_curve(
+    model,
+    tok,
+    samples: Sequence[Sample],
+    means: MeanSource,
+    curve: Curve,
+    n_random: int,
+    seed: int,
+    forwards: Forwards = Forwards(),
+) -> pd.DataFrame:
     """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``curve.ks``),
     and ``k`` random ones (each ``k`` in ``curve.random_ks``, default ``curve.ks``) drawn from ``curve.universe``
     minus ``curve.exclude`` (the key components: a random draw never holds one), ``n_random`` orders seeded by
@@ -68,17 +77,21 @@ def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, cur
     kind, ranking, ks, random_ks = curve.kind, curve.ranking, curve.ks, curve.random_ks
     make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
     abls, rows = [], []
+
     def add(order: str, s: int, k: int, comps: Sequence) -> None:
         abls.append(make(list(comps)))
         rows.append({"kind": kind, "order": order, "seed": s, "k": k})
+
     for k in ks:
         if k <= len(ranking):
             add("effect-rank", -1, k, ranking[:k])
     rand = random_orders(curve.universe, curve.exclude, n_random, seed)
-    draws = {k: [random_draw(perm, k, ranking[:k] if curve.exclude_top else ()) for perm in rand]
-             for k in (ks if random_ks is None else random_ks)}
+    draws = {
+        k: [random_draw(perm, k, ranking[:k] if curve.exclude_top else ()) for perm in rand]
+        for k in (ks if random_ks is None else random_ks)
+    }
     drawable = [k for k, ds in draws.items() if rand and all(len(d) == k for d in ds)]
-    for s in range(len(rand)):                          # seed-major, as knockout.csv has always been written
+    for s in range(len(rand)):  # seed-major, as knockout.csv has always been written
         for k in drawable:
             add("random-rank", s, k, draws[k][s])
     ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1)

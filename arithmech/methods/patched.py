@@ -6,6 +6,7 @@ methods turn them into the paper's relative change and the calibrated share. :da
 order (checkpoints, concatenation); :func:`check_logit_o` warns where the relative change is unstable
 (:data:`REL_TOL`).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -14,7 +15,7 @@ from typing import Any
 
 import torch
 
-REL_TOL = 1e-2               # |logit_o| below this x the sample's logit scale: the relative change is unstable
+REL_TOL = 1e-2  # |logit_o| below this x the sample's logit scale: the relative change is unstable
 
 
 @dataclass
@@ -93,11 +94,11 @@ class Patched:
     def select(self, rows) -> "Patched":
         """The same result restricted to some samples (``rows``: indices or a bool mask)."""
         pick = lambda t: None if t is None else t[rows]
-        kept: dict[str, Any] = {f: pick(getattr(self, f)) for f in FIELDS}     # the optional fields stay None
+        kept: dict[str, Any] = {f: pick(getattr(self, f)) for f in FIELDS}  # the optional fields stay None
         return Patched(**kept)
 
 
-FIELDS = tuple(Patched.__dataclass_fields__)      # every tensor of a Patched, in order (checkpoints, concat)
+FIELDS = tuple(Patched.__dataclass_fields__)  # every tensor of a Patched, in order (checkpoints, concat)
 
 
 def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = REL_TOL) -> int:
@@ -107,8 +108,10 @@ def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = R
     neg = (logit_o <= 0) & ~near
     bad = int((near | neg).sum())
     if bad:
-        warnings.warn(f"relative logit change is unstable for {bad} of {logit_o.numel()} samples: "
-                      f"{int(near.sum())} have |logit_o| < {rel_tol:g} x their logit scale and {int(neg.sum())} "
-                      "have logit_o <= 0 (sign flip); prefer the logit_diff or prob metric for them",
-                      stacklevel=3)
+        warnings.warn(
+            f"relative logit change is unstable for {bad} of {logit_o.numel()} samples: "
+            f"{int(near.sum())} have |logit_o| < {rel_tol:g} x their logit scale and {int(neg.sum())} "
+            "have logit_o <= 0 (sign flip); prefer the logit_diff or prob metric for them",
+            stacklevel=3,
+        )
     return bad

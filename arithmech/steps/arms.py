@@ -30,6 +30,7 @@ This module plans and runs the table; the pieces live beside it: the heads of ea
 (:mod:`arithmech.steps.arms_heads`), the grids and the chosen rate (:mod:`arithmech.steps.arms_grid`), one run's
 training and record (:mod:`arithmech.steps.arms_train`), the learning curve (:mod:`arithmech.steps.arms_curve`).
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,13 @@ from arithmech.steps.arms_train import Run, check_records, deltas, same_record, 
 from arithmech.steps.config_training import Table1 as Config
 
 __all__ = ["ARMS", "GRIDS", "Config", "run_arms", "learning_curve", "key_and_ranked", "train_arm", "choose"]
-TAGS = {"full": "", "precise-key": "key", "precise-share": "share", "precise-random": "random",
-        "precise-random-any": "random-any"}
+TAGS = {
+    "full": "",
+    "precise-key": "key",
+    "precise-share": "share",
+    "precise-random": "random",
+    "precise-random-any": "random-any",
+}
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -84,8 +90,14 @@ def check_args(suite: str, grid: dict | None) -> dict:
     return grid
 
 
-def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = None, data_seed: int | None = None,
-             sizes: dict | None = None, command: str | None = None) -> dict:
+def run_arms(
+    config: Config,
+    arms: Sequence[str] = ARMS,
+    grid: dict | None = None,
+    data_seed: int | None = None,
+    sizes: dict | None = None,
+    command: str | None = None,
+) -> dict:
     """Run Table 1 (module docstring) and write its records and ``finetune/table1.json``; returns the plan.
 
     ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.evals.measures.table1_sizes` of
@@ -96,12 +108,12 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     S = get_suite(c.suite)
     if sizes is None:
         sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None
-        if sizes is not None and c.suite == "cpu":          # each run's test sets, cut to fit the design's budget
+        if sizes is not None and c.suite == "cpu":  # each run's test sets, cut to fit the design's budget
             sizes = {**sizes, **{k: c.cloze_items for k in CLOZE_SETS}, "lm_tokens": c.lm_tokens}
     grid = check_args(c.suite, grid)
-    est = admission.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     out = results_io.model_folder(c.results, c.model_name)
-    with records.holding(out), annotate(est.line() if est else ""):   # one writer of the folder for the whole run
+    with records.holding(out), annotate(est.line() if est else ""):  # one writer of the folder for the whole run
         return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)
 
 
@@ -110,7 +122,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     out = results_io.model_folder(c.results, c.model_name)
     seeds = list(c.seeds)
     curve = None
-    if not c.curve_only:                  # every input checked before anything is written (the curve included)
+    if not c.curve_only:  # every input checked before anything is written (the curve included)
         check_records(out)
         heads = heads_mod.plan_heads(out, c.model_name, c.top_k, c.draws)
     if c.curve_only or c.steps is None:
@@ -120,13 +132,22 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     if c.steps is not None:
         steps = c.steps
     else:
-        assert curve is not None                          # made above whenever --steps is absent
+        assert curve is not None  # made above whenever --steps is absent
         steps = curve["knee"]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}
-    command = command or command_line("arms", c)          # a chapter's run: the command that makes the same files
-    common = dict(model=c.model_name, suite=c.suite, steps=steps, batch_size=c.batch_size, data_seed=data_seed,
-                  device=c.device, dtype=c.dtype, data_dir=str(c.data_dir), sizes=sizes)
+    command = command or command_line("arms", c)  # a chapter's run: the command that makes the same files
+    common = dict(
+        model=c.model_name,
+        suite=c.suite,
+        steps=steps,
+        batch_size=c.batch_size,
+        data_seed=data_seed,
+        device=c.device,
+        dtype=c.dtype,
+        data_dir=str(c.data_dir),
+        sizes=sizes,
+    )
     ev = lambda net, tok, side: S.evaluate(net, tok, side, sizes, data_seed, data_dir=c.data_dir)
     t_start = time.time()
     tuned = [tuple(h) for h in heads["tuned"]]
@@ -139,23 +160,56 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         arm, lr, seed, draw = run
         t0 = time.time()
         if shots:
-            val, test = S.shots(net, tok, "val", sizes, data_seed, shots), S.shots(net, tok, "test", sizes, data_seed, shots)
+            val, test = (
+                S.shots(net, tok, "val", sizes, data_seed, shots),
+                S.shots(net, tok, "test", sizes, data_seed, shots),
+            )
         else:
             val, test = ev(net, tok, "val"), ev(net, tok, "test")
-        extra = S.base_only(net, tok, sizes, data_seed, data_dir=c.data_dir) if mode == "base" and not shots and S.base_only else {}
+        extra = (
+            S.base_only(net, tok, sizes, data_seed, data_dir=c.data_dir)
+            if mode == "base" and not shots and S.base_only
+            else {}
+        )
         eval_s = round(time.time() - t0, 1)
         base = None if mode == "base" else records.read_finetune(out, "base")
         rec = records.finetune_record(
-            model=results_io.folder_name(c.model_name), mode=mode, tag=tag, command=command, seed=seed, device=c.device,
-            dtype=c.dtype, heads=hs, mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
-            tuned_parameters=(tr or {}).get("tuned_parameters", 0), total_parameters=(tr or {}).get("total_parameters"),
-            parameters={"arm": arm, "lr": lr, "draw": draw, "suite": c.suite, "steps": steps, "batch_size": c.batch_size,
-                        "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val,
-                        "base_only": extra, "eval_s": eval_s, **({"shots": shots} if shots else {})},
-            train=tr, results=test, delta=None if base is None else deltas(base["results"], test, seed),
-            data={"suite": c.suite, "splits": "validation and test disjoint by operand pair and phrasing "
-                  "(arithmech.evals.suites)"}, versions=results_io.versions(),
-            wall_s=round(time.time() - started, 1))
+            model=results_io.folder_name(c.model_name),
+            mode=mode,
+            tag=tag,
+            command=command,
+            seed=seed,
+            device=c.device,
+            dtype=c.dtype,
+            heads=hs,
+            mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
+            tuned_parameters=(tr or {}).get("tuned_parameters", 0),
+            total_parameters=(tr or {}).get("total_parameters"),
+            parameters={
+                "arm": arm,
+                "lr": lr,
+                "draw": draw,
+                "suite": c.suite,
+                "steps": steps,
+                "batch_size": c.batch_size,
+                "data_seed": data_seed,
+                "sizes": sizes,
+                "args_sha256": h,
+                "validation": val,
+                "base_only": extra,
+                "eval_s": eval_s,
+                **({"shots": shots} if shots else {}),
+            },
+            train=tr,
+            results=test,
+            delta=None if base is None else deltas(base["results"], test, seed),
+            data={
+                "suite": c.suite,
+                "splits": "validation and test disjoint by operand pair and phrasing (arithmech.evals.suites)",
+            },
+            versions=results_io.versions(),
+            wall_s=round(time.time() - started, 1),
+        )
         records.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
 
     def heads_of(arm, draw):
@@ -186,8 +240,17 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", Run(arm, lr, seed, draw), started)
         bar.advance()
         val = records.read_finetune(out, mode, tag)["parameters"]["validation"]
-        rows[arm].append({"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
-                          "val_nll": val["math_nll"]["value"], "val_loss": (val.get("lm_loss") or {}).get("value", 0.0)})
+        rows[arm].append(
+            {
+                "lr": lr,
+                "seed": seed,
+                "draw": draw,
+                "tag": f"{mode}-{tag}",
+                "val_math": val_math(val, S),
+                "val_nll": val["math_nll"]["value"],
+                "val_loss": (val.get("lm_loss") or {}).get("value", 0.0),
+            }
+        )
         if fresh:
             write_plan(False)
 
@@ -198,32 +261,71 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         for a in [a for a in arms if rows[a]]:
             first = [r for r in rows[a] if r["seed"] == seeds[0] and r["draw"] == 0]
             lr = choose(first)
-            plan_arms[a] = {"grid": g[group(a)], "grid_rows": sorted(rows[a], key=lambda r: (r["lr"], r["draw"], r["seed"])),
-                            "extensions": ext[group(a)], "frontier_rates": frontier_rates(rows[a]),
-                            "chosen_lr": lr, "interior": g[group(a)][0] < lr < g[group(a)][-1],
-                            "runs": [r["tag"] for r in rows[a] if r["lr"] == lr]}
-        plan = {"suite": c.suite, "model": results_io.folder_name(c.model_name), "command": command, "complete": complete,
-                "rules": {"bracket": BRACKET_RULE, "single_rate": RULE,
-                          "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
-                                   f"{max(c.frontier_seeds, len(seeds))}",
-                          "cut": "none: every rate of a grid is replicated" if c.replicate_ends else
-                                 "--no-replicate-ends: a bracketed grid's two end rates keep their first run and get "
-                                 "no further seeds, draws or frontier seeds (made before the cut: kept); the rules "
-                                 "read a point from 3 runs, so they decide on the interior rates"},
-                "replicated": {grp: keep[grp] for grp in ("full", "precise")},
-                "rule": RULE, "seeds": seeds, "draws": c.draws, "frontier_seeds": c.frontier_seeds, "data_seed": data_seed,
-                "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps",
-                "batch_size": c.batch_size, "sizes": sizes, "shots": c.shots, "heads": heads, "arms": plan_arms,
-                "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
-        every = ["base"] + (["base-shots"] if S.shots else []) + [r["tag"] for a in plan_arms.values() for r in a["grid_rows"]]
+            plan_arms[a] = {
+                "grid": g[group(a)],
+                "grid_rows": sorted(rows[a], key=lambda r: (r["lr"], r["draw"], r["seed"])),
+                "extensions": ext[group(a)],
+                "frontier_rates": frontier_rates(rows[a]),
+                "chosen_lr": lr,
+                "interior": g[group(a)][0] < lr < g[group(a)][-1],
+                "runs": [r["tag"] for r in rows[a] if r["lr"] == lr],
+            }
+        plan = {
+            "suite": c.suite,
+            "model": results_io.folder_name(c.model_name),
+            "command": command,
+            "complete": complete,
+            "rules": {
+                "bracket": BRACKET_RULE,
+                "single_rate": RULE,
+                "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
+                f"{max(c.frontier_seeds, len(seeds))}",
+                "cut": "none: every rate of a grid is replicated"
+                if c.replicate_ends
+                else "--no-replicate-ends: a bracketed grid's two end rates keep their first run and get "
+                "no further seeds, draws or frontier seeds (made before the cut: kept); the rules "
+                "read a point from 3 runs, so they decide on the interior rates",
+            },
+            "replicated": {grp: keep[grp] for grp in ("full", "precise")},
+            "rule": RULE,
+            "seeds": seeds,
+            "draws": c.draws,
+            "frontier_seeds": c.frontier_seeds,
+            "data_seed": data_seed,
+            "steps": steps,
+            "steps_from": "the learning curve's knee" if curve else "--steps",
+            "batch_size": c.batch_size,
+            "sizes": sizes,
+            "shots": c.shots,
+            "heads": heads,
+            "arms": plan_arms,
+            "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]],
+        }
+        every = (
+            ["base"]
+            + (["base-shots"] if S.shots else [])
+            + [r["tag"] for a in plan_arms.values() for r in a["grid_rows"]]
+        )
         run_s = {t: records.read_tag(out, t).get("wall_s") for t in every}
-        plan["cost"] = {"runs": len(every), "run_s": run_s, "curve_s": (curve or {}).get("wall_s"),
-                        "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
-                        "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
-        results_io.write_step(out, "table1", {"finetune/table1.json": plan},
-                              record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
-                                      "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions(),
-                                      "peak_memory": results_io.peak_memory(), "estimate": est.record() if est else None})
+        plan["cost"] = {
+            "runs": len(every),
+            "run_s": run_s,
+            "curve_s": (curve or {}).get("wall_s"),
+            "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
+            "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)",
+        }
+        results_io.write_step(
+            out,
+            "table1",
+            {"finetune/table1.json": plan},
+            record={
+                "parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
+                "wall_s": round(time.time() - t_start, 1),
+                "versions": results_io.versions(),
+                "peak_memory": results_io.peak_memory(),
+                "estimate": est.record() if est else None,
+            },
+        )
         return plan
 
     base_hash = _hash({**common, "arm": "base"})
@@ -244,14 +346,22 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
                 started = time.time()
                 net, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-                record(mode, tag, h, (net, tok, None), None, Run("base" if not shots else "base-shots", None, seeds[0],
-                                                                  None), started, shots)
+                record(
+                    mode,
+                    tag,
+                    h,
+                    (net, tok, None),
+                    None,
+                    Run("base" if not shots else "base-shots", None, seeds[0], None),
+                    started,
+                    shots,
+                )
             bar.advance()
         base_val = val_math(records.read_finetune(out, "base")["parameters"]["validation"], S)
-        for a in arms:                                       # 1. every rate at the first seed (first draw)
+        for a in arms:  # 1. every rate at the first seed (first draw)
             for lr in g[group(a)]:
                 run_one(a, lr, seeds[0], 0, bar)
-        for grp in ("full", "precise"):                      # ... until each grid is bracketed
+        for grp in ("full", "precise"):  # ... until each grid is bracketed
             members = [a for a in arms if group(a) == grp]
             while members and ext[grp] < c.max_extend:
                 side = next((s for a in members if (s := bracket_side(rows[a], base_val))), None)
@@ -262,11 +372,11 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 bar.total += len(members) * max(replicas(a) for a in members)
                 for a in members:
                     run_one(a, lr, seeds[0], 0, bar)
-        for grp in ("full", "precise"):                      # the ends replicated only when asked (arms_grid)
+        for grp in ("full", "precise"):  # the ends replicated only when asked (arms_grid)
             members = [a for a in arms if group(a) == grp]
             closed = bool(members) and not any(bracket_side(rows[a], base_val) for a in members)
             keep[grp] = replicated(g[grp], closed, c.replicate_ends)
-        for i in range(1, max(replicas(a) for a in arms)):   # 2. the other seeds and draws, in balanced rounds
+        for i in range(1, max(replicas(a) for a in arms)):  # 2. the other seeds and draws, in balanced rounds
             for a in arms:
                 if i < replicas(a):
                     seed, draw = (seeds[i % len(seeds)], i) if a in RANDOM else (seeds[i], 0)
@@ -276,7 +386,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                         else:
                             bar.advance()
         extra = [max(seeds) + 1 + j for j in range(max(0, c.frontier_seeds - len(seeds)))]
-        for a in [a for a in arms if a not in RANDOM]:       # 3. the frontier rates up to frontier_seeds
+        for a in [a for a in arms if a not in RANDOM]:  # 3. the frontier rates up to frontier_seeds
             front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]
             bar.total += len(front) * len(extra)
             for fs in extra:

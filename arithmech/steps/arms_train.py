@@ -7,6 +7,7 @@ base's; :data:`RUN_TAG` and :func:`check_records` recognise and check the record
 :func:`same_record` says whether one was made with the same arguments (so a resumed run skips it). The runner
 that plans and runs the whole table is :mod:`arithmech.steps.arms`.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,18 +39,19 @@ def check_records(folder: str | Path) -> None:
             records.check_record_file(p, folder)
 
 
-
 class Run(NamedTuple):
     """One run of the table: its ``arm`` (``"base"``, ``"base-shots"`` or one of :data:`ARMS`), learning rate ``lr``
     (``None`` for the base model), training ``seed`` and random-head ``draw`` (``None`` for the base model)."""
+
     arm: str
     lr: float | None
     seed: int
     draw: int | None
 
 
-def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
-              data_seed: int) -> tuple[object, object, dict]:
+def train_arm(
+    config: Config, suite, heads, lr: float, seed: int, steps: int, data_seed: int
+) -> tuple[object, object, dict]:
     """Fine-tune a fresh copy of ``config.model_name`` (on ``config.device``, in ``config.dtype``, ``config.batch_size``
     rows a step) on ``suite.train`` for ``steps`` steps at rate ``lr``: every parameter (``heads`` None) or the
     ``heads``' slices with H/h rescaling; ``seed`` the training's, ``data_seed`` the splits'. Returns
@@ -60,9 +62,18 @@ def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
     rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
     spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
-        args = runner.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
-                               warmup=SFT["warmup"], weight_decay=SFT["weight_decay"], seed=seed, device=device,
-                               logging_steps=max(1, steps // 10))
+        args = runner.training_args(
+            tmp,
+            lr=lr,
+            batch_size=batch_size,
+            micro_batch_size=batch_size,
+            max_steps=steps,
+            warmup=SFT["warmup"],
+            weight_decay=SFT["weight_decay"],
+            seed=seed,
+            device=device,
+            logging_steps=max(1, steps // 10),
+        )
         net.train()
         trainer = runner.make_trainer(net, "precise" if spec else "full", args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
@@ -70,9 +81,16 @@ def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
     if spec is not None:
         net = trainer.merged_model()  # type: ignore[attr-defined]  # make_trainer gives a HeadMaskedTrainer here
     net.eval().requires_grad_(False)
-    rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()),
-               n_train=len(rows), lr=lr, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
-               scheduler="cosine", optimizer="adamw_torch_fused")
+    rec.update(
+        tuned_parameters=tuned,
+        total_parameters=sum(p.numel() for p in net.parameters()),
+        n_train=len(rows),
+        lr=lr,
+        warmup=SFT["warmup"],
+        weight_decay=SFT["weight_decay"],
+        scheduler="cosine",
+        optimizer="adamw_torch_fused",
+    )
     return net, tok, rec
 
 

@@ -11,6 +11,7 @@ model's commands are configured in :mod:`arithmech.steps.config_training`; the b
 against, :class:`~arithmech.steps.config_base.ModelStep` and :func:`~arithmech.steps.config_base.same_as` are in
 :mod:`arithmech.steps.config_base`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,44 +49,82 @@ class Identify(ModelStep):
 
     Each task has a control, fixed before any run (:data:`CONTROL_FLOOR`): a task whose answer token can be
     guessed from what its prompts carry is inconclusive and left out of the pooled task "all"."""
-    task: str = option("all", "addition, subtraction, multiplication, division, all (the four), fig8, fig10, "
-                       "exponentiation, or a template-pair file (.json / .jsonl)")
+
+    task: str = option(
+        "all",
+        "addition, subtraction, multiplication, division, all (the four), fig8, fig10, "
+        "exponentiation, or a template-pair file (.json / .jsonl)",
+    )
     n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1, high=MAX_PAIRS)
-    threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% bootstrap interval below this "
-                              "(paper: mean below -0.05)", high=-1e-9)
-    share_threshold: float = option(-0.05, "key heads by share (beside the paper's rule): the whole 95% interval of the "
-                                    "head's share of the counterfactual's logit-difference effect lies below -5%: it "
-                                    "carries at least 5% of the counterfactual's effect", high=-1e-9)
+    threshold: float = option(
+        KEY_THRESHOLD,
+        "key heads: the effect's whole 95% bootstrap interval below this (paper: mean below -0.05)",
+        high=-1e-9,
+    )
+    share_threshold: float = option(
+        -0.05,
+        "key heads by share (beside the paper's rule): the whole 95% interval of the "
+        "head's share of the counterfactual's logit-difference effect lies below -5%: it "
+        "carries at least 5% of the counterfactual's effect",
+        high=-1e-9,
+    )
     n_boot: int = option(N_BOOT, "bootstrap resamples per interval", low=1, high=MAX_BOOT)
-    bootstrap: str = option("cluster", "what the effect intervals resample: cluster (the problems: operation and "
-                            "operand pair; prompts of one problem are not independent) or prompt (the rows)",
-                            choices=("cluster", "prompt"))
-    knockout_split: str = option("held-out", "held-out: rank components on one side of the problems and knock "
-                                 "them out on fresh X_r of the other (arithmech.data.splits); in-sample: the "
-                                 "knockout reuses the ranking X_r", choices=("held-out", "in-sample"))
-    method: str = option("fast", "path patching: fast (exact, from the END caches) or reference (literal)",
-                         choices=("fast", "reference"))      # arithmech.methods.patching.METHODS
+    bootstrap: str = option(
+        "cluster",
+        "what the effect intervals resample: cluster (the problems: operation and "
+        "operand pair; prompts of one problem are not independent) or prompt (the rows)",
+        choices=("cluster", "prompt"),
+    )
+    knockout_split: str = option(
+        "held-out",
+        "held-out: rank components on one side of the problems and knock "
+        "them out on fresh X_r of the other (arithmech.data.splits); in-sample: the "
+        "knockout reuses the ranking X_r",
+        choices=("held-out", "in-sample"),
+    )
+    method: str = option(
+        "fast", "path patching: fast (exact, from the END caches) or reference (literal)", choices=("fast", "reference")
+    )  # arithmech.methods.patching.METHODS
     prob: bool = option(True, "also record P({C}) (a full-vocabulary softmax per patched run)")
     knockout: bool = option(True, "run the knockout curves")
-    knockout_samples: int = option(256, "prompts per task in the knockout curves (X_r topped up with fresh X_r)",
-                                   low=1, high=MAX_PAIRS)
-    n_random: int = option(20, "random orders of components outside the key heads and the top k", low=1, high=MAX_ORDERS)
-    ks: tuple[int, ...] | None = option(None, "numbers of heads to knock out (default: 1, 2, 4, ... up to all)",
-                                        low=1, high=MAX_ORDERS)
-    curves_for: str = option("primary", "full knockout curves for the primary task only, or for each task",
-                             choices=("primary", "each"))
-    knockout_positions: str = option("end", "mean-ablate at END (where heads were patched), at every position, "
-                                     "or both", choices=KNOCKOUT_POSITIONS)
+    knockout_samples: int = option(
+        256, "prompts per task in the knockout curves (X_r topped up with fresh X_r)", low=1, high=MAX_PAIRS
+    )
+    n_random: int = option(
+        20, "random orders of components outside the key heads and the top k", low=1, high=MAX_ORDERS
+    )
+    ks: tuple[int, ...] | None = option(
+        None, "numbers of heads to knock out (default: 1, 2, 4, ... up to all)", low=1, high=MAX_ORDERS
+    )
+    curves_for: str = option(
+        "primary", "full knockout curves for the primary task only, or for each task", choices=("primary", "each")
+    )
+    knockout_positions: str = option(
+        "end", "mean-ablate at END (where heads were patched), at every position, or both", choices=KNOCKOUT_POSITIONS
+    )
     pool_size: int = option(512, "X_c per template family in the reference pool of the means", low=1, high=MAX_PAIRS)
     transfer: bool = option(True, "knock the heads out on a held-out template family (Fig. 4, Fig. 10)")
     heldout: str = option("fig10", "the template family of the transfer test", choices=("fig8", "fig10"))
-    answer_token: str = option("last-digit", "last-digit: the prompt carries the answer's leading digits; "
-                               "single-token: one-token answers only; first: the paper's first answer token",
-                               choices=ANSWER_TOKENS)
-    shots: int = option(0, "solved examples of mixed operations before every X_r and X_c (0: the paper's "
-                        "zero-shot prompts; arithmech.data.shots)", low=0, high=MAX_SHOTS)
-    example_sets: int = option(EXAMPLE_SETS, "sets of solved examples per template, which its prompts take in turn "
-                               "(1: one set for all of a template's prompts, the first scheme)", low=1, high=MAX_SHOT_SETS)
+    answer_token: str = option(
+        "last-digit",
+        "last-digit: the prompt carries the answer's leading digits; "
+        "single-token: one-token answers only; first: the paper's first answer token",
+        choices=ANSWER_TOKENS,
+    )
+    shots: int = option(
+        0,
+        "solved examples of mixed operations before every X_r and X_c (0: the paper's "
+        "zero-shot prompts; arithmech.data.shots)",
+        low=0,
+        high=MAX_SHOTS,
+    )
+    example_sets: int = option(
+        EXAMPLE_SETS,
+        "sets of solved examples per template, which its prompts take in turn "
+        "(1: one set for all of a template's prompts, the first scheme)",
+        low=1,
+        high=MAX_SHOT_SETS,
+    )
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
     out: str | None = option(None, "the model's results folder itself (default: RESULTS/<model-name>/)", reuse=False)
 
@@ -100,9 +139,17 @@ class Identify(ModelStep):
 
     def knockout_settings(self) -> KnockoutSettings:
         """The knockout's settings (:class:`arithmech.methods.knockout_settings.KnockoutSettings`)."""
-        return KnockoutSettings(samples=self.knockout_samples, n_random=self.n_random, seed=self.seed, ks=self.ks,
-                                curves_for=self.curves_for, positions=self.knockout_positions,
-                                split=self.knockout_split, pool_size=self.pool_size, batch_size=self.batch_size)
+        return KnockoutSettings(
+            samples=self.knockout_samples,
+            n_random=self.n_random,
+            seed=self.seed,
+            ks=self.ks,
+            curves_for=self.curves_for,
+            positions=self.knockout_positions,
+            split=self.knockout_split,
+            pool_size=self.pool_size,
+            batch_size=self.batch_size,
+        )
 
     def memory(self, shape: Shape, **known) -> Estimate:
         """What this run holds at its peak (:func:`arithmech.steps.memory.identify`)."""
@@ -132,14 +179,19 @@ they make identify's files): 128 knockout prompts, a pool of 128 X_c per family,
 position, no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching time). The
 command's defaults are :class:`Identify`'s."""
 
+
 @dataclass(frozen=True)
 class Analyze(ModelStep):
     """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""
+
     n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1, high=MAX_PAIRS)
     prompt: str = option("4 + 3 =", "prompt of the layer-by-layer top-token table (Fig. 6c)")
-    operations: str = option("pooled", "whose prompts: the operations that pass identify's control (pooled: the tasks "
-                             "its pooled task holds, where the key heads were ranked) or every operation (all)",
-                             choices=("pooled", "all"))
+    operations: str = option(
+        "pooled",
+        "whose prompts: the operations that pass identify's control (pooled: the tasks "
+        "its pooled task holds, where the key heads were ranked) or every operation (all)",
+        choices=("pooled", "all"),
+    )
     final_norm: bool = option(True, "project through the final norm's gain")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
@@ -148,8 +200,10 @@ class Analyze(ModelStep):
         if not self.prompt.strip():
             raise ValueError("--prompt '': give a prompt such as '4 + 3 ='")
         if len(self.prompt) > MAX_PROMPT_CHARS:
-            raise ValueError(f"--prompt has {len(self.prompt):,} characters; at most {MAX_PROMPT_CHARS:,} (a prompt such "
-                             "as '4 + 3 =')")
+            raise ValueError(
+                f"--prompt has {len(self.prompt):,} characters; at most {MAX_PROMPT_CHARS:,} (a prompt such "
+                "as '4 + 3 =')"
+            )
 
     def memory(self, shape: Shape, **known) -> Estimate:
         """What this run holds at its peak (:func:`arithmech.steps.memory.analyze`)."""
@@ -159,9 +213,14 @@ class Analyze(ModelStep):
 @dataclass(frozen=True)
 class Beyond(ModelStep):
     """EAP / EAP-IG against exact path patching, head→head upstream patching; reads identify's files."""
-    receivers: int = option(5, "receivers of upstream patching: key heads, else the top k by effect", low=1, high=MAX_RECEIVERS)
+
+    receivers: int = option(
+        5, "receivers of upstream patching: key heads, else the top k by effect", low=1, high=MAX_RECEIVERS
+    )
     ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1, high=MAX_IG_STEPS)
-    n_samples: int = option(128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS)
+    n_samples: int = option(
+        128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS
+    )
     n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0, high=MAX_ORDERS)
     operations: str = same_as(Analyze, "operations")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
@@ -175,13 +234,23 @@ class Beyond(ModelStep):
 class Faithfulness(ModelStep):
     """The share of the counterfactual's effect the top-n components recover together, against random circuits
     (noising with mean and resample ablation, its converse, denoising); reads identify's files."""
-    n_max: int = option(20, "circuits of the top 1..N components by effect rank (heads and MLPs in one ranking); "
-                        "at most half the components (random circuits of N are drawn outside the top N)", low=1,
-                        high=MAX_ORDERS)
-    n_random: int = option(20, "random circuits of each size n, drawn outside the top n (at least 20 for a 5-95% band)",
-                           low=20, high=MAX_ORDERS)
-    n_samples: int = option(128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh",
-                            low=1, high=MAX_PAIRS)
+
+    n_max: int = option(
+        20,
+        "circuits of the top 1..N components by effect rank (heads and MLPs in one ranking); "
+        "at most half the components (random circuits of N are drawn outside the top N)",
+        low=1,
+        high=MAX_ORDERS,
+    )
+    n_random: int = option(
+        20,
+        "random circuits of each size n, drawn outside the top n (at least 20 for a 5-95% band)",
+        low=20,
+        high=MAX_ORDERS,
+    )
+    n_samples: int = option(
+        128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh", low=1, high=MAX_PAIRS
+    )
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def memory(self, shape: Shape, **known) -> Estimate:
@@ -192,12 +261,15 @@ class Faithfulness(ModelStep):
 @dataclass(frozen=True)
 class Stability(ModelStep):
     """Key-head sets over seeds, sample sizes, template families and counterfactuals, with Jaccard overlaps."""
+
     task: str = option("addition", "addition, ..., all, fig8, fig10, or a template-pair file")
     seeds: int = option(3, "independent draws: seeds SEED .. SEED+N-1", low=2, high=MAX_SEEDS)
-    sizes: tuple[int, ...] = option((64, 128, 256, 512), "pairs drawn per run (nested prefixes of one draw per seed)",
-                                    low=1, high=MAX_PAIRS)
-    kinds: tuple[str, ...] = option(("operator", "operand"), "counterfactuals compared",
-                                    choices=("operator", "operand"))
+    sizes: tuple[int, ...] = option(
+        (64, 128, 256, 512), "pairs drawn per run (nested prefixes of one draw per seed)", low=1, high=MAX_PAIRS
+    )
+    kinds: tuple[str, ...] = option(
+        ("operator", "operand"), "counterfactuals compared", choices=("operator", "operand")
+    )
     threshold: float = option(KEY_THRESHOLD, "key heads: the effect's whole 95% interval below this", high=-1e-9)
     top: int = option(10, "size of the top-k set compared beside the key set", low=1, high=MAX_ORDERS)
     n_boot: int = option(N_BOOT, "bootstrap resamples of the prompts per interval", low=1, high=MAX_BOOT)
@@ -224,6 +296,7 @@ class Stability(ModelStep):
 class Generalize(Config):
     """App. D and E: identify on other pairs (exponentiation templates, GSM8K or word problems) and the overlap
     of two runs' key heads (Table 3, Table 4); the appendices call it with a loaded model."""
+
     n_samples: int = option(256, "pairs drawn per dataset or template", low=1, high=MAX_PAIRS)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this", high=-1e-9)
@@ -234,8 +307,9 @@ class Generalize(Config):
 @dataclass(frozen=True)
 class Accuracy(ModelStep):
     """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
+
     n_per_template: int = option(16, "prompts drawn per template", low=1, high=MAX_PER_TEMPLATE)
-    answer_token: str = same_as(Identify, "answer_token")   # the token identify measures is the one scored here
+    answer_token: str = same_as(Identify, "answer_token")  # the token identify measures is the one scored here
 
     def to_draw(self) -> Draw:
         """Zero-shot pairs of this config's answer token (:class:`arithmech.data.draw.Draw`)."""
@@ -250,9 +324,11 @@ class Accuracy(ModelStep):
 class Shots(ModelStep):
     """The yield of identify's prompts for each number of solved examples before them, and the K a rule picks
     from the yield alone (arithmech.steps.shots; shots.csv)."""
+
     grid: tuple[int, ...] = option((0, 2, 4, 8), "numbers of solved examples compared", low=0, high=MAX_SHOTS)
-    n_per_template: int = option(12, "validation prompts drawn per template and K (a seed of their own)", low=1,
-                                 high=MAX_PER_TEMPLATE)
+    n_per_template: int = option(
+        12, "validation prompts drawn per template and K (a seed of their own)", low=1, high=MAX_PER_TEMPLATE
+    )
     answer_token: str = same_as(Identify, "answer_token")
     example_sets: int = same_as(Identify, "example_sets")
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
@@ -270,6 +346,7 @@ class Shots(ModelStep):
 @dataclass(frozen=True)
 class Counterfactuals(ModelStep):
     """Identify with the paper's operator counterfactual and with the operand counterfactual, and their overlap."""
+
     task: str = option("addition", "the task both counterfactuals run on")
     n_samples: int = option(128, "pairs drawn per counterfactual", low=1, high=MAX_PAIRS)
 
@@ -281,12 +358,15 @@ class Counterfactuals(ModelStep):
 @dataclass(frozen=True)
 class Book(Config):
     """Execute every chapter with papermill (atomically) and build the HTML book."""
+
     only: str | None = option(None, "execute only this chapter (file stem, e.g. identify)")
-    set: tuple[str, ...] | None = option(None, "KEY=VALUE: a parameter for every chapter that has it (model=...) or "
-                                         "for one (identify.n_samples=32); repeat the flag for several",
-                                         repeat=True)
+    set: tuple[str, ...] | None = option(
+        None,
+        "KEY=VALUE: a parameter for every chapter that has it (model=...) or "
+        "for one (identify.n_samples=32); repeat the flag for several",
+        repeat=True,
+    )
     skip_execute: bool = option(False, "render the executed copies that exist; execute nothing")
     html: bool = option(True, "run jupyter-book after executing")
     root: str = option(".", "the book's root (holds _config.yml, _toc.yml)")
     config: str | None = option(None, "parameter file relative to the root (default: book/book.yml)")
-

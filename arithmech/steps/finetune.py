@@ -14,6 +14,7 @@ a ``task`` and a list of ``heads`` (``{"layer": int, "head": int, ...}``) inside
 exactly once for that task (a truncated file would otherwise let other heads be tuned silently). Those checks,
 the ``--heads`` syntax and the ranking's readers are in :mod:`arithmech.steps.finetune_heads`.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,12 +44,17 @@ from arithmech.steps.finetune_heads import ensure_ranking as ensure_ranking  # r
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
 
 
-
 def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+    ok = (
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and (v >= 0 if allow_zero else v > 0)
+    )
     if not ok or (integer and int(v) != v):
-        raise ValueError(f"{name} {v!r}: must be a {'whole ' if integer else ''}number "
-                         f"{'>= 0' if allow_zero else '> 0'}")
+        raise ValueError(
+            f"{name} {v!r}: must be a {'whole ' if integer else ''}number {'>= 0' if allow_zero else '> 0'}"
+        )
 
 
 def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
@@ -63,7 +69,9 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     limit, n_train, device, fsdp, threads, tag = c.limit, c.n_train, c.device, c.fsdp, c.threads, c.tag
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
-        raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
+        raise ValueError(
+            f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)"
+        )
     if mode not in ("precise", "full"):
         raise ValueError(f"--mode {mode!r}: use precise or full")
     if kv_policy not in adapter.KV_POLICIES:
@@ -72,8 +80,10 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     _positive("--micro-batch-size", micro_batch_size, integer=True)
     world = world_size or int(os.environ.get("WORLD_SIZE", 1))
     if batch_size % (micro_batch_size * world):
-        raise ValueError(f"--batch-size {batch_size} must be a multiple of --micro-batch-size {micro_batch_size}"
-                         + (f" x {world} processes" if world > 1 else ""))
+        raise ValueError(
+            f"--batch-size {batch_size} must be a multiple of --micro-batch-size {micro_batch_size}"
+            + (f" x {world} processes" if world > 1 else "")
+        )
     _positive("--lr", lr)
     _positive("--warmup", warmup, allow_zero=True)
     _positive("--weight-decay", weight_decay, allow_zero=True)
@@ -91,15 +101,19 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     names = [b for x in benchmarks for b in ({"toy": TOY, "paper": BENCHMARKS}.get(x, (x,)))]
     unknown = sorted(set(names) - set(BENCHMARKS) - set(TOY))
     if unknown or not names:
-        raise ValueError(f"--benchmarks: unknown {unknown or 'empty list'}; choose from toy, paper, "
-                         f"{', '.join(BENCHMARKS + tuple(TOY))}")
+        raise ValueError(
+            f"--benchmarks: unknown {unknown or 'empty list'}; choose from toy, paper, "
+            f"{', '.join(BENCHMARKS + tuple(TOY))}"
+        )
     if train_data not in TRAIN_SOURCES and not Path(train_data).is_file():
-        raise FileNotFoundError(f"--train-data {train_data!r}: use {', '.join(TRAIN_SOURCES)} or an existing "
-                                "JSONL file of {prompt, completion}")
+        raise FileNotFoundError(
+            f"--train-data {train_data!r}: use {', '.join(TRAIN_SOURCES)} or an existing "
+            "JSONL file of {prompt, completion}"
+        )
     check_device(device)
     want = parse_heads_arg(heads) if mode == "precise" else None
     geo = model_geometry(model)
-    if mode == "full" or want is None:                 # want is None only outside precise mode
+    if mode == "full" or want is None:  # want is None only outside precise mode
         return None
     ranked_h: list = []
     ranked_m: list = []
@@ -114,7 +128,6 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
         want = ranked_h[:want]
     check_heads_in_model(want, geo)
     return adapter.HeadSpec(heads=tuple(want), mlps=tuple(ranked_m[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
-
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -140,7 +153,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
             return run_finetune(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
-    est = admission.check(config)          # refused here when it cannot fit, before the model loads
+    est = admission.check(config)  # refused here when it cannot fit, before the model loads
     with annotate(est.line() if est else ""), Progress("finetune", 3) as bar:
         return _run_finetune(config, spec, command, before, est, bar)
 
@@ -148,7 +161,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
 def _run_finetune(c: Config, spec, command, before, est, bar) -> dict:
     """:func:`run_finetune` once its arguments are checked and its estimate made (``bar``: the progress line)."""
     folder = results_io.model_folder(c.results, c.model_name)
-    with records.holding(folder):          # one writer of the folder from the check to the record (FolderBusy)
+    with records.holding(folder):  # one writer of the folder from the check to the record (FolderBusy)
         records.check_finetune_writable(records.finetune_path(folder, c.mode, c.tag), c.overwrite)
         return _train_and_record(c, spec, command, before, est, bar, folder)
 
@@ -158,24 +171,41 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     model, mode, tag, seed, device, dtype = c.model_name, c.mode, c.tag, c.seed, c.device, c.dtype
     benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
     lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
-    warmup, weight_decay, bf16, fsdp, rescale, kv_policy = c.warmup, c.weight_decay, c.bf16, c.fsdp, c.rescale, c.kv_policy
+    warmup, weight_decay, bf16, fsdp, rescale, kv_policy = (
+        c.warmup,
+        c.weight_decay,
+        c.bf16,
+        c.fsdp,
+        c.rescale,
+        c.kv_policy,
+    )
     t0 = time.time()
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     total = sum(p.numel() for p in net.parameters())
     bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
-    before = ({k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None
-              else ev(net))
+    before = {k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None else ev(net)
     bar.advance(note="base evaluated")
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
-    with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:    # removed on any exit, failures too
-        args = runner.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
-                             epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
-                             device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
-                             fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
+    with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:  # removed on any exit, failures too
+        args = runner.training_args(
+            tmp,
+            lr=lr,
+            batch_size=batch_size,
+            micro_batch_size=micro_batch_size,
+            epochs=epochs,
+            max_steps=max_steps,
+            warmup=warmup,
+            weight_decay=weight_decay,
+            seed=seed,
+            device=device,
+            bf16=bf16,
+            logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
+            fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None,
+        )
         net.train()
         trainer = runner.make_trainer(net, mode, args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
@@ -187,26 +217,54 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     after = ev(net)
     bar.advance(note="evaluated")
     record = records.finetune_record(
-        model=results_io.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
-        heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
-        tuned_parameters=tuned, total_parameters=total,
-        parameters=dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
-                        max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, bf16=bf16, rescale=rescale,
-                        limit=limit, benchmarks=bench, kv_policy=kv_policy if spec else None, geometry=asdict(geo)),
+        model=results_io.folder_name(model),
+        mode=mode,
+        tag=tag,
+        command=command,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        heads=[list(h) for h in spec.heads] if spec else "all",
+        mlps=list(spec.mlps) if spec else "all",
+        tuned_parameters=tuned,
+        total_parameters=total,
+        parameters=dict(
+            lr=lr,
+            batch_size=batch_size,
+            micro_batch_size=micro_batch_size,
+            epochs=epochs,
+            max_steps=max_steps,
+            warmup=warmup,
+            weight_decay=weight_decay,
+            bf16=bf16,
+            rescale=rescale,
+            limit=limit,
+            benchmarks=bench,
+            kv_policy=kv_policy if spec else None,
+            geometry=asdict(geo),
+        ),
         train={**train, "train_data": train_data, "n_train": len(rows), "estimate": est.record() if est else None},
         results={k: records.measure(v) for k, v in after.items()},
         base={k: records.measure(v) for k, v in before.items()},
         delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
         versions=results_io.versions(),
-        wall_s=round(time.time() - t0, 2))
+        wall_s=round(time.time() - t0, 2),
+    )
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record
 
 
 def summary(r: dict) -> str:
     """The command line's summary of :func:`run_finetune`'s record: each measure before and after, what was tuned."""
-    lines = [f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
-             for k, v in r["results"].items()]
-    return "\n".join(lines + [f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: "
-                              f"{r['train']['samples_per_second']}, peak memory: "
-                              f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB"])
+    lines = [
+        f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
+        for k, v in r["results"].items()
+    ]
+    return "\n".join(
+        lines
+        + [
+            f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: "
+            f"{r['train']['samples_per_second']}, peak memory: "
+            f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB"
+        ]
+    )

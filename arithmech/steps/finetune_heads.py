@@ -6,6 +6,7 @@
 their shape (:func:`check_key_heads`, :func:`check_effects`); :func:`ensure_ranking` runs identify first where the
 folder has no ranking. The fine-tune step itself is :mod:`arithmech.steps.finetune`.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,15 +53,17 @@ def check_heads_in_model(heads: Sequence[tuple[int, int]], geo: Geometry | None,
         return
     for l, h in heads:
         if not (0 <= l < geo.n_layers and 0 <= h < geo.n_heads):
-            raise ValueError(f"{what}: head {l}.{h} is not in the model ({geo.n_layers} layers 0..{geo.n_layers - 1}, "
-                             f"{geo.n_heads} heads 0..{geo.n_heads - 1} per layer)")
+            raise ValueError(
+                f"{what}: head {l}.{h} is not in the model ({geo.n_layers} layers 0..{geo.n_layers - 1}, "
+                f"{geo.n_heads} heads 0..{geo.n_heads - 1} per layer)"
+            )
 
 
 def model_geometry(model_name: str) -> Geometry | None:
     """Layers and heads from the model's ``config.json`` (``transformers.AutoConfig``; no weights are read).
     ``None`` when the config cannot be read here (a hub id without network): the ranges are then
     checked when the model loads."""
-    source = resolve(model_name)             # FileNotFoundError for a missing embedded model / .gguf file
+    source = resolve(model_name)  # FileNotFoundError for a missing embedded model / .gguf file
     if not (Path(source) / "config.json").is_file():
         return None
     try:
@@ -98,8 +101,9 @@ def check_key_heads(kh, path: str | Path, geo: Geometry | None = None) -> tuple[
 def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) -> None:
     """Shape of ``effects.csv`` for ``task``: the columns, whole-number layers and heads (or ``mlp``), finite
     effects, no duplicate rows, and — with the geometry — every head (and MLP, if any) of the model."""
-    bad = lambda msg: ValueError(f"{path}: {msg}; the file looks truncated or edited — rerun "
-                                 "`python -m arithmech identify` to rewrite it")
+    bad = lambda msg: ValueError(
+        f"{path}: {msg}; the file looks truncated or edited — rerun `python -m arithmech identify` to rewrite it"
+    )
     missing = {"task", "layer", "head", "effect"} - set(df.columns)
     if missing:
         raise bad(f"missing column(s) {sorted(missing)}")
@@ -124,8 +128,10 @@ def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) 
     if geo is not None:
         want = {(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)}
         if heads != want:
-            raise bad(f"task {task!r} has {len(heads & want)} of the model's {len(want)} heads"
-                      + (f" and {len(heads - want)} outside it" if heads - want else ""))
+            raise bad(
+                f"task {task!r} has {len(heads & want)} of the model's {len(want)} heads"
+                + (f" and {len(heads - want)} outside it" if heads - want else "")
+            )
         if mlps and mlps != set(range(geo.n_layers)):
             raise bad(f"task {task!r} has {len(mlps)} of the model's {geo.n_layers} MLP rows")
 
@@ -137,14 +143,16 @@ def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list,
     folder = Path(folder)
     path = folder / "key_heads.json"
     if not os.path.lexists(path):
-        raise FileNotFoundError(f"{quoted(path)} does not exist: run `python -m arithmech identify` first (it writes the "
-                                "ranked key heads), or pass --heads L.H,L.H")
+        raise FileNotFoundError(
+            f"{quoted(path)} does not exist: run `python -m arithmech identify` first (it writes the "
+            "ranked key heads), or pass --heads L.H,L.H"
+        )
     try:
-        kh = json.loads(safe_read.read_text(path, folder))           # a regular file of the folder, bounded
+        kh = json.loads(safe_read.read_text(path, folder))  # a regular file of the folder, bounded
     except (json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"{quoted(path)} is not valid JSON ({e}); rerun `python -m arithmech identify`") from None
-    task, heads, mlps = check_key_heads(kh, path, geo)          # shape first: the most specific message
-    results_io.read(folder, "key_heads.json")                            # then the manifest (edited? incomplete?)
+    task, heads, mlps = check_key_heads(kh, path, geo)  # shape first: the most specific message
+    results_io.read(folder, "key_heads.json")  # then the manifest (edited? incomplete?)
     df = results_io.read(folder, "effects.csv")
     check_effects(df, task, folder / "effects.csv", geo)
     all_h, all_m = ranking(df, task)
@@ -164,14 +172,30 @@ def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int
     return read_ranking(folder, geometry)
 
 
-def ensure_ranking(model_name: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
-                   device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
+def ensure_ranking(
+    model_name: str,
+    results: str | Path = "results",
+    n_samples: int = 64,
+    seed: int = 0,
+    device: str = "cpu",
+    dtype: str = "float32",
+) -> tuple[list[tuple[int, int]], list[int]]:
     """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
     first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
     folder = results_io.model_folder(results, model_name)
     if not results_io.exists(folder, "key_heads.json"):
-        identify_step.run(IdentifyConfig(model_name=model_name, n_samples=n_samples, seed=seed, results=str(folder),
-                                         device=device, dtype=dtype, knockout=False, transfer=False))
+        identify_step.run(
+            IdentifyConfig(
+                model_name=model_name,
+                n_samples=n_samples,
+                seed=seed,
+                results=str(folder),
+                device=device,
+                dtype=dtype,
+                knockout=False,
+                transfer=False,
+            )
+        )
     return ranked_components(folder)
 
 

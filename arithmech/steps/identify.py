@@ -22,6 +22,7 @@ The library function :func:`identify` and its :class:`IdentifyResult` live in :m
 The answer token is ``answer_token="last-digit"`` by default (the prompt carries the answer's leading
 digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 """
+
 from __future__ import annotations
 
 import random
@@ -59,24 +60,34 @@ from arithmech.steps.identify_pipeline import (  # noqa: F401 (the library funct
 
 
 # ---------------------------------------------------------------------------------------- files
-def write_results(res: IdentifyResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None) -> Path:
+def write_results(
+    res: IdentifyResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None
+) -> Path:
     """Write the run's files into ``folder`` as one set (:func:`arithmech.core.results.write_step`)."""
-    files = {"effects.csv": res.effects, "key_heads.json": res.key_heads,
-             "prompts.jsonl": [s for ss in res.tasks.values() for s in ss]}
+    files = {
+        "effects.csv": res.effects,
+        "key_heads.json": res.key_heads,
+        "prompts.jsonl": [s for ss in res.tasks.values() for s in ss],
+    }
     table = answer_token_table(res.info)
-    if not table.empty:                                  # none for ready-made samples without template counts
+    if not table.empty:  # none for ready-made samples without template counts
         files["answer_tokens.csv"] = table
-    if not res.knockout.empty:                           # none with knockout=False (no empty file)
+    if not res.knockout.empty:  # none with knockout=False (no empty file)
         files["knockout.csv"] = res.knockout
     if res.transfer is not None:
         files["transfer.csv"] = res.transfer
     if res.heldout is not None:
         files["heldout.json"] = res.heldout
-    record = {"parameters": {**res.params, **(extra or {})}, "samples": res.info, "versions": results.versions(),
-              "wall_seconds": round(res.timings.get("total", 0.0), 2),
-              "timings": {k: round(v, 2) for k, v in res.timings.items()},
-              "peak_memory": res.memory or results.peak_memory(), "estimate": res.estimate,
-              "control": res.key_heads.get("control")}
+    record = {
+        "parameters": {**res.params, **(extra or {})},
+        "samples": res.info,
+        "versions": results.versions(),
+        "wall_seconds": round(res.timings.get("total", 0.0), 2),
+        "timings": {k: round(v, 2) for k, v in res.timings.items()},
+        "peak_memory": res.memory or results.peak_memory(),
+        "estimate": res.estimate,
+        "control": res.key_heads.get("control"),
+    }
     return results.write_step(folder, "identify", files, record, model_name=model_name)
 
 
@@ -97,18 +108,31 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
     folder = folder_of(c)
     results.check_writable(folder, "identify", c.overwrite)
     if c.task != "all":
-        task_templates(c.task)                 # a wrong task name or a missing file fails before loading
-    est = admission.check(c)                    # a run that cannot fit this machine's memory fails before loading
+        task_templates(c.task)  # a wrong task name or a missing file fails before loading
+    est = admission.check(c)  # a run that cannot fit this machine's memory fails before loading
     torch.manual_seed(c.seed)
     random.seed(c.seed)
-    ck = results.checkpoints(folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()})
+    ck = results.checkpoints(
+        folder, "identify", {k: list(v) if isinstance(v, tuple) else v for k, v in c.reuse_key().items()}
+    )
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with annotate(est.line() if est else ""):
         res = identify(model, tok, c.task, c, checkpoint=ck)
     res.estimate = est.record() if est else None
-    write_results(res, folder, extra={"model": c.model_name, "task": c.task, "device": c.device, "dtype": c.dtype,
-                                      "knockout": c.knockout, "transfer": c.transfer}, model_name=c.model_name)
+    write_results(
+        res,
+        folder,
+        extra={
+            "model": c.model_name,
+            "task": c.task,
+            "device": c.device,
+            "dtype": c.dtype,
+            "knockout": c.knockout,
+            "transfer": c.transfer,
+        },
+        model_name=c.model_name,
+    )
     ck.clear()
     res.params["out"] = str(folder)
     return res
@@ -118,15 +142,25 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
 def recorded(config: Config) -> dict:
     """What ``run.json`` records of a run made with ``config``, under the names it records them by
     (``model`` for ``model_name``; lists for tuples): the parameters a reused result set must match."""
-    want = {("model" if k == "model_name" else k): (list(v) if isinstance(v, tuple) else v)
-            for k, v in config.reuse_key().items() if k != "example_sets"}
-    return {**want, **shots_module.recorded(config.shots, config.example_sets)}    # run.json's name for the sets
+    want = {
+        ("model" if k == "model_name" else k): (list(v) if isinstance(v, tuple) else v)
+        for k, v in config.reuse_key().items()
+        if k != "example_sets"
+    }
+    return {**want, **shots_module.recorded(config.shots, config.example_sets)}  # run.json's name for the sets
 
 
 # Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
 # (share_threshold: such a run has no share columns, so its share claim is inconclusive, not recomputed).
-ABSENT_MEANS = {"knockout": True, "transfer": True, "share_threshold": DEFAULTS.share_threshold,
-                "shots": 0, "knockout_split": "in-sample", "bootstrap": "prompt", **shots_module.ABSENT}
+ABSENT_MEANS = {
+    "knockout": True,
+    "transfer": True,
+    "share_threshold": DEFAULTS.share_threshold,
+    "shots": 0,
+    "knockout_split": "in-sample",
+    "bootstrap": "prompt",
+    **shots_module.ABSENT,
+}
 
 
 def read(folder: str | Path) -> dict:
@@ -139,10 +173,13 @@ def summary(res: IdentifyResult) -> str:
     """The command line's summary of :func:`run`'s result: prompts kept, key heads, where the files went."""
     kh = res.key_heads
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
-    return "\n".join([
-        "samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()),
-        f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}",
-        f"wrote identify's files and run.json to {res.params['out']}"])
+    return "\n".join(
+        [
+            "samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()),
+            f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}",
+            f"wrote identify's files and run.json to {res.params['out']}",
+        ]
+    )
 
 
 def operand(config: Config, operand_task: str = "addition", recompute: bool = False, model=None, tok=None) -> dict:
@@ -154,23 +191,53 @@ def operand(config: Config, operand_task: str = "addition", recompute: bool = Fa
     Returns ``{"effects": the operand run's effects, "overlap": the overlap file}``."""
     c = config
     folder = folder_of(c)
-    same = (results.made_with(folder / "operand", "identify", {"n_samples": c.n_samples, "seed": c.seed,
-                                                               "shots": c.shots, **shots_module.recorded(c.shots, c.example_sets),
-                                                               "bootstrap": c.bootstrap},
-                                                               absent_means=ABSENT_MEANS)
-            and results.exists(folder, "counterfactual_overlap.json")
-            and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task)
+    same = (
+        results.made_with(
+            folder / "operand",
+            "identify",
+            {
+                "n_samples": c.n_samples,
+                "seed": c.seed,
+                "shots": c.shots,
+                **shots_module.recorded(c.shots, c.example_sets),
+                "bootstrap": c.bootstrap,
+            },
+            absent_means=ABSENT_MEANS,
+        )
+        and results.exists(folder, "counterfactual_overlap.json")
+        and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task
+    )
     if recompute or not same:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         # as before issue #42: identify's defaults but these (the operand run measures DEFAULTS.answer_token)
-        res = operand_identify(model, tok, operand_task, n_samples=c.n_samples, seed=c.seed, knockout=False,
-                               prob=False, shots=c.shots, example_sets=c.example_sets, bootstrap=c.bootstrap)
+        res = operand_identify(
+            model,
+            tok,
+            operand_task,
+            n_samples=c.n_samples,
+            seed=c.seed,
+            knockout=False,
+            prob=False,
+            shots=c.shots,
+            example_sets=c.example_sets,
+            bootstrap=c.bootstrap,
+        )
         write_results(res, folder / "operand", extra={"counterfactual": "operand"}, model_name=c.model_name)
-        results.write_step(folder, "counterfactuals", {"counterfactual_overlap.json": counterfactual_overlap(
-            results.read(folder, "effects.csv"), res.effects, operand_task)}, {"operand_task": operand_task})
-    return {"effects": results.read(folder / "operand", "effects.csv"),
-            "overlap": results.read(folder, "counterfactual_overlap.json")}
+        results.write_step(
+            folder,
+            "counterfactuals",
+            {
+                "counterfactual_overlap.json": counterfactual_overlap(
+                    results.read(folder, "effects.csv"), res.effects, operand_task
+                )
+            },
+            {"operand_task": operand_task},
+        )
+    return {
+        "effects": results.read(folder / "operand", "effects.csv"),
+        "overlap": results.read(folder, "counterfactual_overlap.json"),
+    }
 
 
 # ---------------------------------------------------------------- the operand counterfactual
@@ -191,9 +258,12 @@ def operand_identify(model, tok, task: str = "addition", config: Config | None =
     res.key_heads["task"] = label
     res.knockout["task"] = label
     c = res.key_heads["control"]
-    c.update(floors={label: c["floors"].pop("custom")}, pooled=[label],
-             failed={label: why for why in c["failed"].values()},
-             insufficient=[label] if c.get("insufficient") else [])
+    c.update(
+        floors={label: c["floors"].pop("custom")},
+        pooled=[label],
+        failed={label: why for why in c["failed"].values()},
+        insufficient=[label] if c.get("insufficient") else [],
+    )
     res.info = {label: res.info.pop("custom")}
     res.tasks = {label: res.tasks.pop("custom")}
     res.params.update(tasks=[label], counterfactual="operand")
