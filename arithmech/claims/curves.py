@@ -276,9 +276,9 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
                     (arm, ctl),
                     v,
                     lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),  # type: ignore[misc]
-                    lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl),
+                    lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl),  # type: ignore[misc]
                 )
-            )  # type: ignore[misc]
+            )
     return out
 
 
