@@ -9,15 +9,12 @@ themselves are drawn in :mod:`arithmech.data.pairs`, which re-exports :func:`gro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import torch
 
 from arithmech.data import shots as shots_module
 from arithmech.data import templates as templates_module
-
-if TYPE_CHECKING:
-    from arithmech.data.pairs import Sample
 
 
 def token_ids(tok, text: str, special: bool) -> list[int]:
@@ -43,8 +40,9 @@ def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterab
             yield chunk, torch.tensor([enc[i] for i in chunk])
 
 
-def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
-    """``(n,)`` token ids of each sample's answer token {C}: the token that follows the
+def answer_ids(tok, samples: Sequence[Any]) -> torch.Tensor:
+    """``(n,)`` token ids of each sample's answer token {C} (each a :class:`arithmech.data.pairs.Sample`: not
+    imported here, as pairs imports this module): the token that follows the
     prompt's own tokens when the rest of the answer (after ``carried``) is appended."""
     out = []
     for s in samples:
