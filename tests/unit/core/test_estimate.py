@@ -53,9 +53,10 @@ def test_core_knows_no_step():
     import dataclasses
     import re
 
-    steps = [n for n, v in vars(C).items() if isinstance(v, type) and dataclasses.is_dataclass(v)
-             and v.__module__ == C.__name__]
-    with_memory = [n for n in steps if hasattr(getattr(C, n), "memory")]
+    classes = {n: v for m in (C, T) for n, v in vars(m).items() if isinstance(v, type)
+               and dataclasses.is_dataclass(v) and v.__module__ == m.__name__}     # config and config_training
+    steps = list(classes)
+    with_memory = [n for n in steps if hasattr(classes[n], "memory")]
     assert {"Identify", "Analyze", "Beyond", "Faithfulness", "Stability", "Accuracy", "Shots", "Finetune",
             "Table1"} <= set(with_memory)
     core = Path(E.__file__).parent
