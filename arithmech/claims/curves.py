@@ -62,91 +62,28 @@ turn; a verdict that becomes the opposite verdict with one point left out is rep
 model's own scope rules a test out (full SFT learns nothing: :func:`arithmech.claims.frontier.scope`) or every
 rate of an arm collapsed, the rule says **not testable**, and why; an arm without runs: **not yet run**.
 """
+
 from __future__ import annotations
 
 from itertools import product
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 import pandas as pd
 
-from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval, variant_items
+from arithmech.claims.curve_parts import both, decide, diff, every, gain, grid, level, live, shots_ref, some
+from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
 from arithmech.core.stats import crossed_interval
 
 MARGIN = 0.05
 RANDOM = ("precise-random", "precise-random-any")
 HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
-SHOTS = "precise SFT learns more than the answer format"        # rule 1 against base-shots
-
-
-# ------------------------------------------------------------------------- three-valued logic
-def some(xs: Iterable[bool | None]) -> bool | None:
-    xs = list(xs)
-    return True if any(x is True for x in xs) else (False if xs and all(x is False for x in xs) else None)
-
-
-def every(xs: Iterable[bool | None]) -> bool | None:
-    xs = list(xs)
-    return False if any(x is False for x in xs) else (True if xs and all(x is True for x in xs) else None)
-
-
-def both(a: bool | None, b: bool | None) -> bool | None:
-    return False if a is False or b is False else (True if a is True and b is True else None)
-
-
-def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) -> bool | None:
-    """One comparison: true when ``true(lo, hi)``, else false when ``false(lo, hi)``, else undecided."""
-    if lo is None:
-        return None
-    return True if true(lo, hi) else (False if false(lo, hi) else None)
-
-
-# ------------------------------------------------------------------------- intervals of points
-def level(m: int) -> float:
-    """The confidence level of each of the ``m`` intervals a rule reads (Bonferroni: 1 − 0.05 / m; fourth version,
-    module docstring): with all ``m`` covering at once (probability ≥ 95 %), no verdict is wrong."""
-    return 1 - 0.05 / max(1, m)
-
-
-def gain(p: Point, what: str, ref: list[float] | None = None, m: int = 1) -> tuple[float | None, float | None]:
-    """The crossed interval (runs × test items, at :func:`level` of ``m``) of a point's change from base on
-    ``what`` — or, with ``ref`` (a reference's per-item change from base, e.g. base-shots'), from that reference on
-    the same items; undecided points give None."""
-    if not p.decides:
-        return None, None
-    table = p.table(what) if ref is None else [[x - r for x, r in zip(run, ref)] for run in p.table(what)]
-    _, lo, hi = crossed_interval(table, level=level(m))
-    return lo, hi
-
-
-def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float | None]:
-    """The crossed interval (at :func:`level` of ``m``) of ``a − b`` on ``what``: both points' run spreads and
-    the spread over the shared test items of their per-item difference; None unless both points decide."""
-    if not (a.decides and b.decides):
-        return None, None
-    _, lo, hi = crossed_interval(a.table(what), b.table(what), level(m))
-    return lo, hi
-
-
-def grid(c: Curves, arm: str) -> list[Point]:
-    """The points of ``arm`` the rules read: every rate but those the plan cut (sixth version)."""
-    return [p for p in c.points.get(arm, []) if not p.cut]
-
-
-def live(c: Curves, arm: str) -> list[Point]:
-    return [p for p in grid(c, arm) if not p.gone]
+SHOTS = "precise SFT learns more than the answer format"  # rule 1 against base-shots
 
 
 # ------------------------------------------------------------------------- the rules (module docstring)
 def _learn(p: Point, v: str, ref: list[float] | None = None, m: int = 1) -> bool | None:
     return decide(*gain(p, v, ref, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
-
-
-def shots_ref(c: Curves, v: str) -> list[float]:
-    """Base-shots' per-item change from base on math variant ``v`` (base with K solved examples: the answer format
-    without the arithmetic), the reference "learns more than the answer format" subtracts item by item."""
-    assert c.shots is not None, "base-shots needs the base-shots run"
-    return [s - b for s, b in zip(variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v))]
 
 
 def learns(c: Curves, v: str, ref: str = "base", n: int | None = None) -> bool | None:
@@ -158,30 +95,39 @@ def learns(c: Curves, v: str, ref: str = "base", n: int | None = None) -> bool |
 
 def matches(c: Curves, v: str, n: int | None = None) -> bool | None:
     keys, n = live(c, "precise-key"), n or family(c, "matches")
-    return some(every(decide(*diff(k, f, v, n), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
-                      for f in live(c, "full")) for k in keys)
+    return some(
+        every(
+            decide(*diff(k, f, v, n), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN) for f in live(c, "full")
+        )
+        for k in keys
+    )
 
 
 def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
     (ml, mh), (gl, gh) = diff(f, k, v, m), diff(f, k, "general", m)
-    if ml is None or mh is None or gl is None or gh is None:     # diff gives both ends or neither
+    if ml is None or mh is None or gl is None or gh is None:  # diff gives both ends or neither
         return None
     return True if ml > 0 and gl > 0 else (False if mh < 0 or gh < 0 else None)
 
 
 def full_costs(c: Curves, n: int | None = None) -> bool | None:
     full, n = grid(c, "full"), n or family(c, "keeps")
-    parts = [(True if p.n >= MIN_RUNS else None) if p.gone or any(p.collapsed) else
-             decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
-             for p in full]                 # a collapsed run is a cost, at a point of >= MIN_RUNS runs
+    parts = [
+        (True if p.n >= MIN_RUNS else None)
+        if p.gone or any(p.collapsed)
+        else decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
+        for p in full
+    ]  # a collapsed run is a cost, at a point of >= MIN_RUNS runs
     return some(parts)
 
 
 def not_dominated(c: Curves, v: str, n: int | None = None) -> bool | None:
     full, keys = live(c, "full"), live(c, "precise-key")
     m = n or family(c, "keeps")
-    return some(both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
-                for k in keys)
+    return some(
+        both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
+        for k in keys
+    )
 
 
 def keeps(c: Curves, v: str, n: int | None = None) -> bool | None:
@@ -189,11 +135,14 @@ def keeps(c: Curves, v: str, n: int | None = None) -> bool | None:
     return both(full_costs(c, n), not_dominated(c, v, n))
 
 
-def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random",
-              n: int | None = None) -> bool | None:
+def selection(
+    c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random", n: int | None = None
+) -> bool | None:
     keys, n = live(c, arm), n or family(c, "selection", arm, control)
-    return some(every(decide(*diff(k, r, v, n), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
-                      for r in live(c, control)) for k in keys)
+    return some(
+        every(decide(*diff(k, r, v, n), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN) for r in live(c, control))
+        for k in keys
+    )
 
 
 def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "precise-random") -> int:
@@ -201,8 +150,15 @@ def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "preci
     ``learns`` |K|; ``matches`` |K|·|F|; ``keeps`` |F| (full's cost, every point) + |K| (learns) + 2·|K|·|F| (math
     and general of each domination); ``selection`` |K|·|R| for ``arm`` and ``control``."""
     k, f = len(live(c, "precise-key")), len(live(c, "full"))
-    return max(1, {"learns": k, "matches": k * f, "keeps": len(grid(c, "full")) + k + 2 * k * f,
-                   "selection": len(live(c, arm)) * len(live(c, control))}[rule])
+    return max(
+        1,
+        {
+            "learns": k,
+            "matches": k * f,
+            "keeps": len(grid(c, "full")) + k + 2 * k * f,
+            "selection": len(live(c, arm)) * len(live(c, control)),
+        }[rule],
+    )
 
 
 # ------------------------------------------------------------------------- the table of verdicts
@@ -216,24 +172,62 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
     # mypy cannot infer a lambda with default arguments (v=v, which binds the loop's value) against a Callable
     # context ("Cannot infer type of lambda", a mypy limitation): those lambdas carry a narrow ignore[misc]
     out: list[tuple[str, str, tuple[str, ...], str, Decider, Callable[[Curves], int]]]
-    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v,
+    out = [
+        (
+            "precise SFT learns the skill",
+            "precise-key − base",
+            ("precise-key",),
+            v,
             lambda c, n, v=v: learns(c, v, n=n),  # type: ignore[misc]
-            lambda c: family(c, "learns")) for v in c.variants]
+            lambda c: family(c, "learns"),
+        )
+        for v in c.variants
+    ]
     if c.shots is not None and c.math in c.shots["results"]:
-        out += [(SHOTS, "precise-key − base-shots", ("precise-key",), v,
-                 lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
-                 lambda c: family(c, "learns")) for v in c.variants]
-    out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v,
-             lambda c, n, v=v: matches(c, v, n),  # type: ignore[misc]
-             lambda c: family(c, "matches")) for v in c.variants]
-    out.append(("precise keeps general skills better than full", "full − base (a); full vs precise-key (b)",
-                ("precise-key", "full"), c.variants[0], lambda c, n: keeps(c, c.variants[0], n),
-                lambda c: family(c, "keeps")))
+        out += [
+            (
+                SHOTS,
+                "precise-key − base-shots",
+                ("precise-key",),
+                v,
+                lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
+                lambda c: family(c, "learns"),
+            )
+            for v in c.variants
+        ]
+    out += [
+        (
+            "precise matches full",
+            "precise-key − full",
+            ("precise-key", "full"),
+            v,
+            lambda c, n, v=v: matches(c, v, n),  # type: ignore[misc]
+            lambda c: family(c, "matches"),
+        )
+        for v in c.variants
+    ]
+    out.append(
+        (
+            "precise keeps general skills better than full",
+            "full − base (a); full vs precise-key (b)",
+            ("precise-key", "full"),
+            c.variants[0],
+            lambda c, n: keeps(c, c.variants[0], n),
+            lambda c: family(c, "keeps"),
+        )
+    )
     for arm, ctl in product(("precise-key", "precise-share"), RANDOM):
         for v in c.variants:
-            out.append(("the selection matters", f"{arm} − {ctl}", (arm, ctl), v,
-                        lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),  # type: ignore[misc]
-                        lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl)))  # type: ignore[misc]
+            out.append(
+                (
+                    "the selection matters",
+                    f"{arm} − {ctl}",
+                    (arm, ctl),
+                    v,
+                    lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),  # type: ignore[misc]
+                    lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl),  # type: ignore[misc]
+                )
+            )
     return out
 
 
@@ -283,13 +277,35 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
         flips = [(a, lr, w) for a, lr, w in left if w == OPPOSITE.get(whole)]
         final = OPEN if flips else whole
         moved = [(a, lr, w) for a, lr, w in left if w != whole]
-        note = why or ("; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in flips) if flips else
-                       (f"{whole}, never the opposite, with any one of {len(left)} grid points left out"
-                        + ("; but " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved) if moved else
-                           " (the same verdict without each)")) if whole in OPPOSITE else thin(c, arms))
-        rows.append({"claim": claim, "comparison": comp, "measure": v, "whole grid": whole, "verdict": final,
-                     "leave-one-rate-out": note, "why": why or "", "loro": left, "intervals": n,
-                     "level": level(n), **headline(c, arms, v, claim, n)})
+        note = why or (
+            "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in flips)
+            if flips
+            else (
+                f"{whole}, never the opposite, with any one of {len(left)} grid points left out"
+                + (
+                    "; but " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved)
+                    if moved
+                    else " (the same verdict without each)"
+                )
+            )
+            if whole in OPPOSITE
+            else thin(c, arms)
+        )
+        rows.append(
+            {
+                "claim": claim,
+                "comparison": comp,
+                "measure": v,
+                "whole grid": whole,
+                "verdict": final,
+                "leave-one-rate-out": note,
+                "why": why or "",
+                "loro": left,
+                "intervals": n,
+                "level": level(n),
+                **headline(c, arms, v, claim, n),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -309,16 +325,19 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
         est = k.mean("general") - f.mean("general")
         lo, hi = diff(k, f, "general", n)
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
-    if len(tops) == 1 and claim == SHOTS:           # against base-shots, item by item
+    if len(tops) == 1 and claim == SHOTS:  # against base-shots, item by item
         ref, top = shots_ref(c, v), tops[0]
         est = top.mean(v) - sum(ref) / len(ref)
-        lo, hi = (crossed_interval([[x - r for x, r in zip(run, ref)] for run in top.table(v)], level=level(n))[1:]
-                  if top.n >= 2 else (None, None))
+        lo, hi = (
+            crossed_interval([[x - r for x, r in zip(run, ref)] for run in top.table(v)], level=level(n))[1:]
+            if top.n >= 2
+            else (None, None)
+        )
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + ", against base-shots"}
     if len(tops) == 1:
         est, lo, hi = run_interval(tops[0], v, level(n))
         return {"estimate": est, "ci_low": lo if tops[0].n >= 2 else None, "ci_high": hi, "at": at}
-    lo, hi = diff(tops[0], tops[1], v, n)               # two arms here: one returned above
+    lo, hi = diff(tops[0], tops[1], v, n)  # two arms here: one returned above
     return {"estimate": tops[0].mean(v) - tops[1].mean(v), "ci_low": lo, "ci_high": hi, "at": at}
 
 
@@ -330,8 +349,16 @@ def by_rate(c: Curves, v: str, arm: str = "precise-key", control: str = "precise
         for r in live(c, control):
             if r.lr == k.lr:
                 lo, hi = diff(k, r, v, n)
-                rows.append({"lr": k.lr, "runs": f"{k.n} / {r.n}", "difference": k.mean(v) - r.mean(v), "lo": lo,
-                             "hi": hi, "part": WORD[decide(lo, hi, lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)]})
+                rows.append(
+                    {
+                        "lr": k.lr,
+                        "runs": f"{k.n} / {r.n}",
+                        "difference": k.mean(v) - r.mean(v),
+                        "lo": lo,
+                        "hi": hi,
+                        "part": WORD[decide(lo, hi, lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)],
+                    }
+                )
     return pd.DataFrame(rows)
 
 

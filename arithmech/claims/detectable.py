@@ -23,6 +23,7 @@ It is a property of the design (runs, items, grid size), computed from the sprea
 and is shown beside the verdicts. A difference the paper reports that is smaller than it cannot come out *holds*
 or *does not hold* here, only *inconclusive*.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,16 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
     found = [_top(c, a) for a in arms]
     tops = [t for t in found if t is not None]
     n = C.family(c, family, "precise-key", other or "precise-random")
-    row: dict = {"measure": c.math if measure == "math" else c.general, "N": n, "runs a point": runs,
-                 "items": None, "run sd": None, "item sd": None, "half_width": None, "at": ""}
+    row: dict = {
+        "measure": c.math if measure == "math" else c.general,
+        "N": n,
+        "runs a point": runs,
+        "items": None,
+        "run sd": None,
+        "item sd": None,
+        "half_width": None,
+        "at": "",
+    }
     if len(tops) < len(arms):
         return {**row, "why": f"no run of {', '.join(a for a, t in zip(arms, found) if t is None)}"}
     item = _item_means(tops[0], what)
@@ -81,15 +90,20 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
     mean = sum(item) / n_items
     s2_item = sum((x - mean) ** 2 for x in item) / (n_items - 1)
     spreads = [run_variance(t, what) for t in tops]
-    row.update({"items": n_items, "item sd": math.sqrt(s2_item),
-                "at": " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops)})
+    row.update(
+        {
+            "items": n_items,
+            "item sd": math.sqrt(s2_item),
+            "at": " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops),
+        }
+    )
     if any(s is None for s in spreads):
         unknown = [f"{t.arm} {t.lr:.0e}" for t, s in zip(tops, spreads) if s is None]
         return {**row, "why": f"run spread unknown: {', '.join(unknown)} has one run"}
     known = [s for s in spreads if s is not None]
     terms = [(s2 / runs, runs - 1) for s2 in known] + [(s2_item / n_items, n_items - 1)]
     se2 = sum(v for v, _ in terms)
-    df = se2 ** 2 / sum(v ** 2 / d for v, d in terms if v) if se2 else float(n_items - 1)
+    df = se2**2 / sum(v**2 / d for v, d in terms if v) if se2 else float(n_items - 1)
     hw = t_quantile(1 - 0.025 / n, df) * math.sqrt(se2)
     return {**row, "run sd": [math.sqrt(s2) for s2 in known], "half_width": hw, "why": ""}
 
