@@ -374,5 +374,5 @@ _BONF9 = (
     "no change of what is decided: the floor's simultaneous quantile z_{1 − 0.025/m} is core.stats.bonferroni_z "
     "(the control step and this rule each wrote it out)"
 )
-RECENT += (Change("ablation-removes-information", 9, "2026-11-28", "this commit", _BONF9, "no: the same numbers"),)
+RECENT += (Change("ablation-removes-information", 9, "2026-11-28", "8fd0614", _BONF9, "no: the same numbers"),)
 RECENT_DIGEST.update({"ablation-removes-information": "52ba56ad15ac"})
