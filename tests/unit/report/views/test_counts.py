@@ -109,7 +109,8 @@ def test_the_introduction_quotes_the_explorer_s_count_as_the_build_gives_it():
 def test_chapters_count_key_heads_only_through_this_module():
     """Protects "one function" in the chapters' code: no code cell counts key heads itself (a ``len`` of a key-head
     list, beyond's stored count, the mean-alone count), the way Identify, Analyze, Beyond and the appendices each
-    did; they call :mod:`arithmech.report.views.counts`."""
+    did; they call :mod:`arithmech.report.views.counts` (themselves, or through their page module,
+    ``arithmech.report.views.<chapter>_page``)."""
     from arithmech.report.build.plan import is_notebook, read_notebook
     own = re.compile(r"len\([^()]*key_heads[^()]*\)|n_key_heads_identify|n_heads_mean_below")
     hits, callers = [], set()
@@ -119,7 +120,9 @@ def test_chapters_count_key_heads_only_through_this_module():
         for c in read_notebook(p).cells:
             if c.cell_type == "code":
                 hits += [f"{p.name}: {m.group(0)}" for m in own.finditer(c.source)]
-                if re.search(r"counts\.key_heads(_of)?\(", c.source):
+                pages = re.findall(r"from arithmech\.report\.views import (\w+_page)", c.source)
+                sources = [c.source] + [(REPO / "arithmech" / "report" / "views" / f"{m}.py").read_text() for m in pages]
+                if any(re.search(r"counts\.key_heads(_of)?\(", s) for s in sources):   # itself or its page module
                     callers.add(p.stem)
     assert not hits, "chapters counting key heads themselves:\n" + "\n".join(hits)
     assert {"identify", "analyze", "beyond", "explorer", "appendix_smollm2", "appendix_gsm8k"} <= callers, callers
