@@ -107,19 +107,20 @@ def test_the_introduction_quotes_the_explorer_s_count_as_the_build_gives_it():
 
 
 def test_chapters_count_key_heads_only_through_this_module():
-    """Protects "one function" in the chapters' code: no code cell, nor the chapter's page module
-    (``arithmech/report/views/<chapter>_page.py``, where a thin chapter's cells call), counts key heads itself (a
-    ``len`` of a key-head list, beyond's stored count, the mean-alone count), the way Identify, Analyze, Beyond and
-    the appendices each did; they call :mod:`arithmech.report.views.counts`."""
+    """Protects "one function" in the chapters' code: no code cell, nor a page module the chapter calls
+    (``arithmech/report/views/<chapter>_page.py``, or any ``*_page`` module its cells import), counts key heads
+    itself (a ``len`` of a key-head list, beyond's stored count, the mean-alone count), the way Identify, Analyze,
+    Beyond and the appendices each did; they call :mod:`arithmech.report.views.counts`."""
     from arithmech.report.build.plan import is_notebook, read_notebook
     own = re.compile(r"len\([^()]*key_heads[^()]*\)|n_key_heads_identify|n_heads_mean_below")
     hits, callers = [], set()
     for p in sorted((REPO / "book").glob("*.md")):
         if not is_notebook(p):
             continue
-        page = REPO / "arithmech" / "report" / "views" / f"{p.stem}_page.py"
-        sources = [(p.name, c.source) for c in read_notebook(p).cells if c.cell_type == "code"]
-        sources += [(page.name, page.read_text())] if page.exists() else []
+        cells = [c.source for c in read_notebook(p).cells if c.cell_type == "code"]
+        pages = {f"{p.stem}_page"} | {m for c in cells for m in re.findall(r"from arithmech\.report\.views import (\w+_page)", c)}
+        files = [REPO / "arithmech" / "report" / "views" / f"{m}.py" for m in sorted(pages)]
+        sources = [(p.name, c) for c in cells] + [(f.name, f.read_text()) for f in files if f.exists()]
         for name, source in sources:
             hits += [f"{name}: {m.group(0)}" for m in own.finditer(source)]
             if re.search(r"counts\.key_heads(_of)?\(", source):
