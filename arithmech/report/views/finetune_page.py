@@ -138,6 +138,15 @@ class Page:
                 out += [markdown(f"**{name}**")] + [p.style.hide(axis="index") for p in RC.points_tables(f).values()]
         return out
 
+    def detectable(self) -> list:
+        """Per run: the smallest difference each rule could decide at 3 and 5 runs a point
+        (:func:`arithmech.report.views.curves.detectable_table`)."""
+        out: list = []
+        for name, f in self._both():
+            if T1.has_run(f):
+                out += [markdown(f"**{name}**"), RC.detectable_table(CV.load(f)).style.hide(axis="index")]
+        return out
+
     def smol_run(self) -> list:
         """SmolLM2's learning curve, its base model against chance, the run's setup, progress, grid and arms."""
         smol, out = self.smol, []

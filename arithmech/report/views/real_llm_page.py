@@ -304,11 +304,16 @@ class Page:
                              "runs left out; an opposite verdict makes it inconclusive):"), RC.loro_table(rows),
                     markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
                     RC.common_rates(CV.load(folder)).style.hide(axis="index"),
-                    markdown("Every grid point: change from base in points with its run-level 95 % interval in "
-                             "brackets (Student t over run means: what the rules read, at points with at least 3 "
-                             "runs) and the item-level one (hierarchical bootstrap); math first, then the general "
+                    markdown("Every grid point: change from base in points with its 95 % interval over runs and "
+                             "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
+                             "and the item-level one (hierarchical bootstrap); math first, then the general "
                              "measures:")]
             out += [part.style.hide(axis="index") for part in RC.points_tables(folder).values()]
+            out += [markdown("The smallest difference each rule could decide with 3 and with 5 runs a point (the "
+                             "half-width of its interval at the rule's level, from the spreads seen so far at the "
+                             "compared frontier tops: `arithmech.claims.detectable`); a smaller true difference can "
+                             "only come out inconclusive:"),
+                    RC.detectable_table(CV.load(folder)).style.hide(axis="index")]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []
         if not T1.has_run(folder):
