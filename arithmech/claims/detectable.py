@@ -99,7 +99,8 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
     )
     if any(s is None for s in spreads):
         unknown = [f"{t.arm} {t.lr:.0e}" for t, s in zip(tops, spreads) if s is None]
-        return {**row, "why": f"run spread unknown: {', '.join(unknown)} has one run"}
+        verb = "has one run" if len(unknown) == 1 else "have one run each"
+        return {**row, "why": f"run spread unknown: {', '.join(unknown)} {verb}"}
     known = [s for s in spreads if s is not None]
     terms = [(s2 / runs, runs - 1) for s2 in known] + [(s2_item / n_items, n_items - 1)]
     se2 = sum(v for v, _ in terms)

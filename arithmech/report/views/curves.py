@@ -232,13 +232,13 @@ def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd
     """The smallest difference each rule could decide with ``runs`` runs a point (:mod:`arithmech.claims.detectable`;
     3, the rules' minimum, and 5, the issue's for frontier points), for reading: comparison, measure, the compared
     points, the rule's level, the run and item spreads seen so far and the projected half-width in points (or why it
-    is not known yet)."""
+    is not known yet: a last column says why)."""
     tables = {r: D.table(c, r) for r in runs}
     t = tables[runs[0]]
     if t.empty:
         return t
     sd = lambda xs: "—" if not isinstance(xs, list) else ", ".join(f"{100 * x:.1f}" for x in xs)
-    hw = lambda t: [f"{100 * h:.1f}" if h is not None and h == h else w for h, w in zip(t.half_width, t.why)]
+    hw = lambda t: [f"{100 * h:.1f}" if h is not None and h == h else "—" for h in t.half_width]
     return pd.DataFrame(
         {
             "comparison": t.comparison,
@@ -248,5 +248,6 @@ def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd
             "run sd (points)": [sd(x) for x in t["run sd"]],
             "item sd (points)": [f"{100 * x:.0f}" if x == x and x is not None else "—" for x in t["item sd"]],
             **{f"decidable beyond ± (points, {r} runs)": hw(tables[r]) for r in runs},
+            "not known because": t.why,
         }
     )

@@ -55,7 +55,8 @@ def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
     t, claims = R.detectable_table(c).set_index("comparison"), D.table(c).set_index("comparison")
     col = "decidable beyond ± (points, 3 runs)"
     assert t.loc["precise-key − full", col].iloc[0] == f"{100 * claims.loc['precise-key − full', 'half_width'].iloc[0]:.1f}"
-    assert "one run" in t.loc["precise-key − precise-random", col]
+    assert t.loc["precise-key − precise-random", col] == "—"
+    assert "one run" in t.loc["precise-key − precise-random", "not known because"]
     five = D.table(c, 5).set_index("comparison").loc["precise-key − full", "half_width"].iloc[0]
     assert t.loc["precise-key − full", "decidable beyond ± (points, 5 runs)"].iloc[0] == f"{100 * five:.1f}"
     assert five < claims.loc["precise-key − full", "half_width"].iloc[0]      # more runs: a narrower interval
