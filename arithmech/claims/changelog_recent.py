@@ -376,3 +376,29 @@ _BONF9 = (
 )
 RECENT += (Change("ablation-removes-information", 9, "2026-11-28", "8fd0614", _BONF9, "no: the same numbers"),)
 RECENT_DIGEST.update({"ablation-removes-information": "52ba56ad15ac"})
+
+
+# -- issue #40 item 3, a hostile reading of the seventh version (2026-11-28, sixth session): written while SmolLM2's
+# only points with 3 runs were full SFT's four interior rates (58 runs) and every verdict was inconclusive.
+_CROSSED8 = (
+    "issue #40 item 3 (hostile reading of version 7): each term of the crossed interval (each side's run means, the "
+    "items) studentized by its own degrees of freedom and added in quadrature (core.stats.studentized_half_width); "
+    "version 7 put one Welch–Satterthwaite t on the summed variance, which at 3 runs and 1 − 0.05/40 missed 3 to 14 "
+    "times as often as the level says where the run spread is most of the error; a side needs two runs"
+)
+_ONLY_FULL3 = (
+    "no: SmolLM2's only points with 3 runs were full SFT's (58 runs; none of precise-key's), so every verdict was and "
+    "is inconclusive; the toy's verdicts read 'not testable' (its scope) under versions 6, 7 and 8"
+)
+RECENT += (
+    Change("precise-matches-full", 13, "2026-11-28", "this commit", _CROSSED8, _ONLY_FULL3),
+    Change("selection-matters", 11, "2026-11-28", "this commit", _CROSSED8, _ONLY_FULL3),
+    Change("precise-keeps-generic", 13, "2026-11-28", "this commit", _CROSSED8, _ONLY_FULL3),
+)
+RECENT_DIGEST.update(
+    {
+        "precise-matches-full": "1ef9fad4c071",
+        "selection-matters": "8a789c77f177",
+        "precise-keeps-generic": "a57c4311be1f",
+    }
+)

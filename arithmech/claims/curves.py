@@ -38,6 +38,11 @@ run means and the spread over the shared test items (for two points, of their pe
 Student t (a point) or Welch t (two points) over run means, which saw the training spread only: three runs scoring
 alike gave an interval of width zero, and a 400-item test set was taken as the whole population of problems.
 Against ``base-shots`` the reference is subtracted item by item (it was one number).
+**Eighth version** (2026-11-28, a hostile reading of the seventh, before any precise point had 3 runs): the
+crossed interval's half-width studentizes each term by its own degrees of freedom and adds them in quadrature
+(:func:`arithmech.core.stats.studentized_half_width`); the seventh used one Welch–Satterthwaite t on the summed
+variance, which at 3 runs and a Bonferroni level misses several times as often as the level says where the run
+spread is most of the error. Each side needs at least two runs.
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model

@@ -1,27 +1,29 @@
-"""The smallest difference Table 1's rules can decide with the runs they plan (issue #40: what the design can detect).
+"""How far from a Table 1 rule's bound an observed difference must lie to decide, with the runs the plan gives a
+point (issue #40: what the design can detect).
 
 A rule of :mod:`arithmech.claims.curves` decides a comparison only when its crossed interval (runs × the shared test
 items, :func:`arithmech.core.stats.crossed_interval`) at the rule's Bonferroni level ``1 − 0.05/N`` lies on one
-side of its bound. Whatever the runs show, a difference smaller than that interval's **half-width** cannot be told
-from 0, so the half-width, projected to the runs a point will have, is the smallest difference the table can decide:
+side of its bound (0, or the 5-point margin). The interval's **half-width**, projected to the runs a point will
+have, is the distance from that bound an *observed* difference needs:
 
-    half-width = t_{1 − 0.025/N}(df) · √( s²_run,a / R + s²_run,b / R + s²_item / I )
+    half-width = √( t²_{R−1} · s²_run,a / R  +  t²_{R−1} · s²_run,b / R  +  t²_{I−1} · s²_item / I ),
+    each t at 1 − 0.025/N (:func:`arithmech.core.stats.studentized_half_width`)
 
 with, per comparison (each measured on the records, never assumed):
 
 * the compared points: the two arms' frontier tops, the points :func:`arithmech.claims.curves.headline` compares
   (picked on validation scores; one arm against base: its top);
 * ``s²_run`` — a compared point's spread of run means (unknown, and the row says so, below two runs; at two runs
-  an estimate of one degree of freedom: the row is a first reading, re-made as runs arrive);
+  an estimate of one degree of freedom, uncertain by a factor of several: a first reading, re-made as runs arrive);
 * ``s²_item`` — the spread over the I shared test items of the per-item difference between the compared points
-  (one arm: its top's per-item change from base);
-* ``R`` — :data:`arithmech.claims.frontier.MIN_RUNS` (3), the runs every replicated point gets; ``df`` —
-  Welch–Satterthwaite with R − 1 a run term and I − 1 the item term; ``N`` — the rule's :func:`~curves.family`
-  on the grid as it stands.
+  (one arm: its top's per-item change from base), read from the runs so far (it still holds their residual
+  noise, so at more runs it overstates the item term a little);
+* ``R`` — 3 (:data:`arithmech.claims.frontier.MIN_RUNS`, the runs every replicated point gets) and 5; ``N`` —
+  the rule's :func:`~curves.family` on the grid as it stands.
 
-It is a property of the design (runs, items, grid size), computed from the spreads seen so far; it decides nothing
-and is shown beside the verdicts. A difference the paper reports that is smaller than it cannot come out *holds*
-or *does not hold* here, only *inconclusive*.
+It is a half-width, not a power calculation: a true difference lying exactly that far from the bound is decided
+about half the time, and noise can decide a smaller one. It describes the design (runs, items, grid size) from the
+spreads seen so far; it decides nothing and is shown beside the verdicts.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pandas as pd
 
 from arithmech.claims import curves as C
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point
-from arithmech.core.stats import t_quantile
+from arithmech.core.stats import studentized_half_width
 
 COMPARISONS: tuple[tuple[str, str, str | None, str], ...] = (
     ("precise SFT learns the skill", "learns", None, "math"),
@@ -103,9 +105,7 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
         return {**row, "why": f"run spread unknown: {', '.join(unknown)} {verb}"}
     known = [s for s in spreads if s is not None]
     terms = [(s2 / runs, runs - 1) for s2 in known] + [(s2_item / n_items, n_items - 1)]
-    se2 = sum(v for v, _ in terms)
-    df = se2**2 / sum(v**2 / d for v, d in terms if v) if se2 else float(n_items - 1)
-    hw = t_quantile(1 - 0.025 / n, df) * math.sqrt(se2)
+    hw = studentized_half_width(terms, 1 - 0.05 / n)
     return {**row, "run sd": [math.sqrt(s2) for s2 in known], "half_width": hw, "why": ""}
 
 

@@ -36,7 +36,7 @@ _CUT = (
 _CROSSED = (
     "; every interval is crossed (claims/curves.py, seventh version): the spread of the run means plus the spread "
     "over the shared test items of the per-item change (of the per-item difference, for two points), "
-    "Welch–Satterthwaite degrees of freedom"
+    "each term studentized by its own degrees of freedom and added in quadrature (eighth version)"
 )
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -160,7 +160,7 @@ RULES: tuple[Rule, ...] = (
         "out any one grid point's runs gives the opposite verdict; collapsed points decide nothing; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)"
         + _CUT
         + _CROSSED,
-        version=12,
+        version=13,
     ),
     Rule(
         "selection-matters",
@@ -173,7 +173,7 @@ RULES: tuple[Rule, ...] = (
         "leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)"
         + _CUT
         + _CROSSED,
-        version=10,
+        version=11,
     ),
     Rule(
         "precise-keeps-generic",
@@ -187,7 +187,7 @@ RULES: tuple[Rule, ...] = (
         "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)"
         + _CUT
         + _CROSSED,
-        version=12,
+        version=13,
     ),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)

@@ -139,7 +139,7 @@ class Page:
         return out
 
     def detectable(self) -> list:
-        """Per run: the smallest difference each rule could decide at 3 and 5 runs a point
+        """Per run: how far from its bound an observed difference must lie for each rule to decide, at 3 and 5 runs a point
         (:func:`arithmech.report.views.curves.detectable_table`)."""
         out: list = []
         for name, f in self._both():

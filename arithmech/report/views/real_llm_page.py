@@ -309,10 +309,10 @@ class Page:
                              "and the item-level one (hierarchical bootstrap); math first, then the general "
                              "measures:")]
             out += [part.style.hide(axis="index") for part in RC.points_tables(folder).values()]
-            out += [markdown("The smallest difference each rule could decide with 3 and with 5 runs a point (the "
-                             "half-width of its interval at the rule's level, from the spreads seen so far at the "
-                             "compared frontier tops: `arithmech.claims.detectable`); a smaller true difference can "
-                             "only come out inconclusive:"),
+            out += [markdown("How far from its bound an observed difference must lie for each rule to decide, with 3 "
+                             "and with 5 runs a point (the half-width of its interval at the rule's level, from the "
+                             "spreads seen so far at the compared frontier tops: `arithmech.claims.detectable`; not "
+                             "a power calculation):"),
                     RC.detectable_table(CV.load(folder)).style.hide(axis="index")]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []
