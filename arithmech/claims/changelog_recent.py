@@ -391,9 +391,9 @@ _ONLY_FULL3 = (
     "is inconclusive; the toy's verdicts read 'not testable' (its scope) under versions 6, 7 and 8"
 )
 RECENT += (
-    Change("precise-matches-full", 13, "2026-11-28", "this commit", _CROSSED8, _ONLY_FULL3),
-    Change("selection-matters", 11, "2026-11-28", "this commit", _CROSSED8, _ONLY_FULL3),
-    Change("precise-keeps-generic", 13, "2026-11-28", "this commit", _CROSSED8, _ONLY_FULL3),
+    Change("precise-matches-full", 13, "2026-11-28", "650a9ca", _CROSSED8, _ONLY_FULL3),
+    Change("selection-matters", 11, "2026-11-28", "650a9ca", _CROSSED8, _ONLY_FULL3),
+    Change("precise-keeps-generic", 13, "2026-11-28", "650a9ca", _CROSSED8, _ONLY_FULL3),
 )
 RECENT_DIGEST.update(
     {
