@@ -1,7 +1,8 @@
 """The parts Table 1's curve rules (:mod:`arithmech.claims.curves`) are made of: three-valued logic (true, false,
 undecided) and Kleene's *some*, *every* and *both*; one comparison decided on an interval; and the intervals of grid
 points — a point's change from base (or from base-shots, item by item) and two points' difference, each crossed over
-runs and the shared test items (:func:`arithmech.core.stats.crossed_interval`) at a rule's Bonferroni level."""
+runs and the shared test items (:func:`arithmech.core.stats.crossed_interval`) at a rule's Bonferroni level;
+and each arm's frontier top, the point the verdict table's headline and :mod:`arithmech.claims.detectable` compare."""
 
 from __future__ import annotations
 
@@ -67,6 +68,14 @@ def grid(c: Curves, arm: str) -> list[Point]:
 
 def live(c: Curves, arm: str) -> list[Point]:
     return [p for p in grid(c, arm) if not p.gone]
+
+
+def top(c: Curves, arm: str, v: str) -> Point | None:
+    """``arm``'s frontier top: its point that did not collapse with the highest mean *validation* math accuracy (so
+    the test items that are shown did not pick it), or the highest test mean on ``v`` where no validation score was
+    recorded; None without such a point."""
+    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
+    return max(live(c, arm), key=pick, default=None)
 
 
 def shots_ref(c: Curves, v: str) -> list[float]:

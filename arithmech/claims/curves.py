@@ -76,7 +76,7 @@ from typing import Callable
 
 import pandas as pd
 
-from arithmech.claims.curve_parts import both, decide, diff, every, gain, grid, level, live, shots_ref, some
+from arithmech.claims.curve_parts import both, decide, diff, every, gain, grid, level, live, shots_ref, some, top
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
 from arithmech.core.stats import crossed_interval
 
@@ -319,8 +319,7 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
     highest mean *validation* math accuracy, so the test items that are shown did not pick it; the test mean where
     no validation score was recorded) and the crossed interval of their difference — or, against base, the top's
     crossed interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
-    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
-    found = [max(live(c, a), key=pick, default=None) for a in arms]
+    found = [top(c, a, v) for a in arms]
     tops = [t for t in found if t is not None]
     if len(tops) < len(found):
         return {"estimate": None, "ci_low": None, "ci_high": None, "at": ""}
@@ -331,11 +330,11 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
         lo, hi = diff(k, f, "general", n)
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
     if len(tops) == 1 and claim == SHOTS:  # against base-shots, item by item
-        ref, top = shots_ref(c, v), tops[0]
-        est = top.mean(v) - sum(ref) / len(ref)
+        ref, first = shots_ref(c, v), tops[0]
+        est = first.mean(v) - sum(ref) / len(ref)
         lo, hi = (
-            crossed_interval([[x - r for x, r in zip(run, ref)] for run in top.table(v)], level=level(n))[1:]
-            if top.n >= 2
+            crossed_interval([[x - r for x, r in zip(run, ref)] for run in first.table(v)], level=level(n))[1:]
+            if first.n >= 2
             else (None, None)
         )
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + ", against base-shots"}

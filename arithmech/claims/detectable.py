@@ -33,6 +33,7 @@ import math
 import pandas as pd
 
 from arithmech.claims import curves as C
+from arithmech.claims.curve_parts import top
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point
 from arithmech.core.stats import studentized_half_width
 
@@ -55,11 +56,6 @@ def run_variance(p: Point, what: str) -> float | None:
     return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
-def _top(c: Curves, arm: str) -> Point | None:
-    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(c.math)
-    return max(C.live(c, arm), key=pick, default=None)
-
-
 def _item_means(p: Point, what: str) -> list[float]:
     runs = p.table(what)
     return [sum(col) / len(runs) for col in zip(*runs)]
@@ -70,7 +66,7 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
     a spread is not known yet (an arm without a point of two runs, an arm without runs)."""
     what = c.math if measure == "math" else "general"
     arms = ["precise-key"] + ([other] if other else [])
-    found = [_top(c, a) for a in arms]
+    found = [top(c, a, c.math) for a in arms]
     tops = [t for t in found if t is not None]
     n = C.family(c, family, "precise-key", other or "precise-random")
     row: dict = {
