@@ -7,12 +7,17 @@ embedded arithmetic model shipped with the package.
 The names below are imported on first use (PEP 562), so ``python -m arithmech`` can check its
 arguments without importing torch first (a bad argument is refused in well under 2 s).
 """
+
 import importlib
 
 __all__ = ["load_model", "Geometry", "Trace", "TraceDict"]
 __version__ = "0.1.0"
-_WHERE = {"load_model": "arithmech.core.models", "Geometry": "arithmech.core.models",
-          "Trace": "arithmech.core.trace", "TraceDict": "arithmech.core.trace"}
+_WHERE = {
+    "load_model": "arithmech.core.models",
+    "Geometry": "arithmech.core.models",
+    "Trace": "arithmech.core.trace",
+    "TraceDict": "arithmech.core.trace",
+}
 
 
 def __getattr__(name: str):

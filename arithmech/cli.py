@@ -15,6 +15,7 @@ passes :func:`arithmech.core.inputs.one_line` last: a path holding a newline can
 >>> python -m arithmech identify --model embedded --task addition --n-samples 128
 >>> python -m arithmech identify --help            # exactly the fields of arithmech.steps.config.Identify
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,7 @@ from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
 from arithmech.steps import config as configs
+from arithmech.steps import config_training
 from arithmech.steps.registry import STEPS, Step
 
 
@@ -50,9 +52,11 @@ def _print_trained(out) -> None:
 def _print_embedded_accuracy(r: dict) -> None:
     print(json.dumps(r, indent=2))
     held = r["heldout"]["splits"]
-    print(f"in-distribution answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
-          f"on {r['n_samples']} prompts; held-out exact match: " + ", ".join(
-              f"{k} {v['exact_match']['acc']:.2%} (n={v['exact_match']['n']})" for k, v in held.items()))
+    print(
+        f"in-distribution answer-token accuracy: {r['arithmetic_answer_token_accuracy']:.2%} "
+        f"on {r['n_samples']} prompts; held-out exact match: "
+        + ", ".join(f"{k} {v['exact_match']['acc']:.2%} (n={v['exact_match']['n']})" for k, v in held.items())
+    )
 
 
 # ------------------------------------------------------------------------------ the command table
@@ -61,24 +65,29 @@ class Command:
     """A subcommand: its config class, the module and function it calls with the config (imported only
     when the command runs: torch loads after every argument was checked), and what it prints. The pipeline's
     steps are :data:`arithmech.steps.registry.STEPS`, each printing its module's ``summary``."""
+
     config: type
     module: str
     function: str
     show: Callable
-    takes_command: bool = False        # also pass the command line, recorded in the results
+    takes_command: bool = False  # also pass the command line, recorded in the results
 
 
 def _step_command(step: Step) -> Command:
-    return Command(step.config, step.module, step.function, lambda result: print(step.summary(result)),
-                   step.takes_command)
+    return Command(
+        step.config, step.module, step.function, lambda result: print(step.summary(result)), step.takes_command
+    )
 
 
-COMMANDS = {**{name: _step_command(step) for name, step in STEPS.items()},       # the pipeline's steps
-            "train-embedded": Command(configs.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
-            "accuracy": Command(configs.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy",
-                                _print_embedded_accuracy),
-            "book": Command(configs.Book, "arithmech.report.build.book", "run", lambda times: None)}
-ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}     # beside each field's own flag
+COMMANDS = {
+    **{name: _step_command(step) for name, step in STEPS.items()},  # the pipeline's steps
+    "train-embedded": Command(config_training.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
+    "accuracy": Command(
+        config_training.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy", _print_embedded_accuracy
+    ),
+    "book": Command(configs.Book, "arithmech.report.build.book", "run", lambda times: None),
+}
+ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}  # beside each field's own flag
 
 
 def _one(kind: type):
@@ -87,12 +96,14 @@ def _one(kind: type):
             return kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
     return parse
 
 
 def _list_of(kind: type):
     def parse(text: str) -> tuple:
         return tuple(_one(kind)(x.strip()) for x in text.split(",") if x.strip())
+
     return parse
 
 
@@ -102,27 +113,36 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     for name, default, meta, kind, many in fields(cls):
         names = [flag(name)] + ALIASES.get(name, [])
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        help_ = (meta["help"] if "(default" in meta["help"] else f"{meta['help']} (default: {shown})").replace("%", "%%")
+        help_ = (meta["help"] if "(default" in meta["help"] else f"{meta['help']} (default: {shown})").replace(
+            "%", "%%"
+        )
         if kind is bool:
             parser.add_argument(*names, dest=name, action=argparse.BooleanOptionalAction, default=default, help=help_)
         elif meta.get("repeat"):
             parser.add_argument(*names, dest=name, action="append", default=default, metavar="VALUE", help=help_)
         else:
-            parser.add_argument(*names, dest=name, type=_list_of(kind) if many else _one(kind), default=default,
-                                metavar=name.upper(), help=help_)
+            parser.add_argument(
+                *names,
+                dest=name,
+                type=_list_of(kind) if many else _one(kind),
+                default=default,
+                metavar=name.upper(),
+                help=help_,
+            )
 
 
 def _run(a: argparse.Namespace) -> None:
     command = COMMANDS[a.command]
-    config = command.config(**{name: getattr(a, name) for name, *_ in fields(command.config)})   # checked here
-    admission.check(config)                              # memory: refused here when the run cannot fit, before torch
-    module = importlib.import_module(command.module)    # torch loads here, after every argument was checked
+    config = command.config(**{name: getattr(a, name) for name, *_ in fields(command.config)})  # checked here
+    admission.check(config)  # memory: refused here when the run cannot fit, before torch
+    module = importlib.import_module(command.module)  # torch loads here, after every argument was checked
     run = getattr(module, command.function)
     line = "python -m arithmech " + " ".join(shlex.quote(x) for x in a.argv)
     try:
         command.show(run(config, command=line) if command.takes_command else run(config))
-    finally:                                            # a failed step lets go of its results folder's lock
+    finally:  # a failed step lets go of its results folder's lock
         from arithmech.core import results  # loaded with the step
+
         results.end_writes()
 
 
@@ -138,8 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Checks that run on the raw arguments before argparse, so that a wrong task file is named even when other
 # flags are wrong too: command → {flag: check}.
-EARLY = {"identify": {"--task": check_task}, "counterfactuals": {"--task": check_task},
-         "stability": {"--task": check_task}}
+EARLY = {
+    "identify": {"--task": check_task},
+    "counterfactuals": {"--task": check_task},
+    "stability": {"--task": check_task},
+}
 
 
 def early_checks(argv: list[str]) -> None:
@@ -154,7 +177,7 @@ def early_checks(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if "OMP_NUM_THREADS" in os.environ:                 # before torch loads: no libgomp warning for "" or "x"
+    if "OMP_NUM_THREADS" in os.environ:  # before torch loads: no libgomp warning for "" or "x"
         os.environ["OMP_NUM_THREADS"] = inputs.thread_env(os.environ)["OMP_NUM_THREADS"]
     try:
         early_checks(argv)
@@ -162,10 +185,13 @@ def main(argv: list[str] | None = None) -> None:
         args.argv = list(argv)
         args.func(args)
     except KeyboardInterrupt:
-        print("interrupted: re-run the same command to finish (identify and arms resume where they stopped; "
-              "a set interrupted while it was moved in is finished or dropped by the next command)", file=sys.stderr)
+        print(
+            "interrupted: re-run the same command to finish (identify and arms resume where they stopped; "
+            "a set interrupted while it was moved in is finished or dropped by the next command)",
+            file=sys.stderr,
+        )
         sys.exit(130)
-    except (FileNotFoundError, ValueError, OSError, ImportError) as e:     # ResultsError is a ValueError
+    except (FileNotFoundError, ValueError, OSError, ImportError) as e:  # ResultsError is a ValueError
         print(inputs.one_line(f"error: {e}"), file=sys.stderr)
         sys.exit(2)
 

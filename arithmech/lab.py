@@ -15,6 +15,7 @@
 Run a chapter with its widgets: open ``book/analyze.md``, set ``interactive = True`` in its first code cell
 (``model = "smollm2-135m"`` for SmolLM2), then Run > Run All Cells; the prompt explorer appears near the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,17 +60,35 @@ def free_port(wanted: int) -> int:
 def command(port: int, token: str, root: Path, extra: list[str] = ()) -> list[str]:
     """The ``jupyter lab`` command line: 127.0.0.1 only, this token, no browser opened, ``root`` as its folder, the
     extension manager read-only (it lists what is installed and asks no index); as root (a container), allowed."""
-    return [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0", "--ServerApp.open_browser=False", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}", "--ServerApp.answer_yes=True",
-            "--LabApp.extension_manager=readonly",        # no queries to PyPI for extensions
-            *(["--ServerApp.allow_root=True"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.open_browser=False",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.answer_yes=True",
+        "--LabApp.extension_manager=readonly",  # no queries to PyPI for extensions
+        *(["--ServerApp.allow_root=True"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+        *extra,
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m arithmech.lab", description=__doc__.split("\n")[0],
-                                 epilog="Arguments after -- go to jupyter lab as they are.")
-    ap.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888, or a free one if taken; 0: any free one)")
+    ap = argparse.ArgumentParser(
+        prog="python -m arithmech.lab",
+        description=__doc__.split("\n")[0],
+        epilog="Arguments after -- go to jupyter lab as they are.",
+    )
+    ap.add_argument(
+        "--port",
+        type=int,
+        default=8888,
+        help="port on 127.0.0.1 (default 8888, or a free one if taken; 0: any free one)",
+    )
     ap.add_argument("--root", default=".", help="the folder JupyterLab shows (default: the current one)")
     args, extra = ap.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
@@ -88,10 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     port, token, root = free_port(args.port), secrets.token_hex(24), Path(args.root).resolve()
     env = {**os.environ, "ARITHMECH_LAB": "1"}
     proc = subprocess.Popen(command(port, token, root, extra), env=env)
-    print(f"\nJupyterLab (pid {proc.pid}) on http://127.0.0.1:{port}/lab?token={token}\n"
-          f"  only this machine can reach it (127.0.0.1), and only with the token above.\n"
-          f"  Open book/<chapter>.md: it opens as a notebook. Widgets: book/analyze.md with interactive = True.\n"
-          f"  Stop it: Ctrl+C here, or `kill {proc.pid}` from another terminal.\n", flush=True)
+    print(
+        f"\nJupyterLab (pid {proc.pid}) on http://127.0.0.1:{port}/lab?token={token}\n"
+        f"  only this machine can reach it (127.0.0.1), and only with the token above.\n"
+        f"  Open book/<chapter>.md: it opens as a notebook. Widgets: book/analyze.md with interactive = True.\n"
+        f"  Stop it: Ctrl+C here, or `kill {proc.pid}` from another terminal.\n",
+        flush=True,
+    )
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -58,7 +58,7 @@ def build(model: str, device: str, seed: int, heads: list[tuple[int, int]] | Non
     from arithmech.core.models import load_model
     from arithmech.core.results import model_folder
     from arithmech.finetune.data import tokenize_pairs, train_pairs
-    from arithmech.steps.finetune import ranked_components
+    from arithmech.steps.finetune_heads import ranked_components
     torch.manual_seed(seed)
     if model.startswith("random-"):
         from transformers import LlamaConfig, LlamaForCausalLM

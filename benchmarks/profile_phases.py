@@ -52,7 +52,7 @@ def run_identify(python: str = sys.executable, cwd: Path = ROOT, env: dict | Non
 
 
 SUB = {"draw held-out knockout prompts (eval_samples)": "knockout_run.py:.*\\(eval_samples\\)",
-       "knockout curves (knockout_curve)": "knockout.py:.*\\(knockout_curve\\)",
+       "knockout curves (knockout_curve)": "knockout_curves.py:.*\\(knockout_curve\\)",
        "sanity rows (sanity_rows)": "knockout_run.py:.*\\(sanity_rows\\)",
        "reference pool (build_pool)": "knockout_means.py:.*\\(build_pool\\)",
        "transfer (run_transfer)": "transfer.py:.*\\(run_transfer\\)",
@@ -134,7 +134,7 @@ def profile_table1(steps: int) -> dict:
     from arithmech.finetune import adapter, runner
     from arithmech.finetune.data import tokenize_pairs
     from arithmech.paper import SFT
-    from arithmech.steps.finetune import ranked_components
+    from arithmech.steps.finetune_heads import ranked_components
 
     suite, sizes = get_suite("cpu"), cpu_sizes()
     heads = ranked_components(model_folder(ROOT / "results", "smollm2-135m"))[0][:8]

@@ -5,6 +5,7 @@ whether the top components recover the counterfactual's effect on their own (``f
 Each decider takes a :class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; a missing file
 raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ from arithmech.methods.attention import MIN_NONKEY
 from arithmech.methods.faithfulness_rule import CANDIDATES, RULE_LEVEL, faithful_verdict
 
 ROLES = ("operand", "operator")
-N_BOOT_HEADS = 2000      # resamples of the other heads for the interval of their 95th percentile
+N_BOOT_HEADS = 2000  # resamples of the other heads for the interval of their 95th percentile
 
 
 def studied_heads(ctx: Context) -> tuple[list[tuple[int, int]], str]:
@@ -31,8 +32,10 @@ def studied_heads(ctx: Context) -> tuple[list[tuple[int, int]], str]:
         return [(int(h["layer"]), int(h["head"])) for h in paper], "key heads"
     share = pick(kh.get("by_share") or {})
     if share:
-        return ([(int(h["layer"]), int(h["head"])) for h in share],
-                "the LD-ratio rule's key heads (key_heads.json's by_share; the paper's rule finds none)")
+        return (
+            [(int(h["layer"]), int(h["head"])) for h in share],
+            "the LD-ratio rule's key heads (key_heads.json's by_share; the paper's rule finds none)",
+        )
     return [], "no key head under either rule"
 
 
@@ -61,8 +64,19 @@ def role_verdicts(roles: pd.DataFrame, heads: list[tuple[int, int]]) -> pd.DataF
         for l, h in heads:
             v, se = float(at.loc[(l, h), "mass_nofirst"]), float(at.loc[(l, h), "se_nofirst"])
             reads = None if len(base) < MIN_NONKEY else True if v - 2 * se > hi else False if v + 2 * se < lo else None
-            out.append({"name": f"{l}.{h}", "role": role, "value": v, "se": se, "p95": p95, "p95_lo": lo,
-                        "p95_hi": hi, "n_other": len(base), "reads": reads})
+            out.append(
+                {
+                    "name": f"{l}.{h}",
+                    "role": role,
+                    "value": v,
+                    "se": se,
+                    "p95": p95,
+                    "p95_lo": lo,
+                    "p95_hi": hi,
+                    "n_other": len(base),
+                    "reads": reads,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -79,18 +93,21 @@ def attention_roles(ctx: Context):
         raise Missing(f"attention_roles.csv has no row for head(s) {', '.join(missing)}")
     v = role_verdicts(roles, heads)
     by = v.groupby("name", sort=False).reads.agg(
-        lambda r: True if (r == True).any() else None if r.isna().any() else False)  # noqa: E712
+        lambda r: True if (r == True).any() else None if r.isna().any() else False
+    )  # noqa: E712
     yes, maybe, n = int((by == True).sum()), int(by.isna().sum()), len(by)  # noqa: E712
     p95 = v.groupby("role").first()
     names = components(by[by == True].index)  # noqa: E712
     n_prompts = int(roles.n.max()) if "n" in roles else 0
-    ops = ctx.read("analyze.json").get("operations", "all")          # a file before issue #41 item 5: all
+    ops = ctx.read("analyze.json").get("operations", "all")  # a file before issue #41 item 5: all
     of = "every operation" if ops == "all" else f"the operations that passed identify's control ({', '.join(ops)})"
-    here = (f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
-            f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
-            f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
-            f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
-            f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of {of}")
+    here = (
+        f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
+        f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
+        f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
+        f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
+        f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of {of}"
+    )
     stale = other_operations(ctx)
     return (here + stale, None) if stale else (here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None))
 
@@ -104,8 +121,10 @@ def other_operations(ctx: Context) -> str:
     pooled = list(ctx.control().get("pooled") or [])
     if ops == "all" or not pooled or set(ops) == set(pooled):
         return ""
-    return (f"; analyze ran on {', '.join(ops)}, and the control now pools {', '.join(pooled)} (re-run analyze "
-            "--operations pooled)")
+    return (
+        f"; analyze ran on {', '.join(ops)}, and the control now pools {', '.join(pooled)} (re-run analyze "
+        "--operations pooled)"
+    )
 
 
 def stages(ctx: Context):
@@ -119,10 +138,14 @@ def stages(ctx: Context):
 
 def _direction(c: dict, m: str) -> str:
     d = c.get(m)
-    return (f"{m} {d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (unclipped {d['raw']:.0%} [{d['raw_lo']:.0%}, "
-            f"{d['raw_hi']:.0%}], {d['over_one']:.0%} of prompts above 1; {d['n_used']} of {d['n_prompts']} prompts "
-            f"used, {d['n_used_clusters']} problem clusters) vs random max {d['band_max']:.0%}, 95th percentile "
-            f"{d['band_hi']:.0%}" if d else f"no {m}")
+    return (
+        f"{m} {d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}] (unclipped {d['raw']:.0%} [{d['raw_lo']:.0%}, "
+        f"{d['raw_hi']:.0%}], {d['over_one']:.0%} of prompts above 1; {d['n_used']} of {d['n_prompts']} prompts "
+        f"used, {d['n_used_clusters']} problem clusters) vs random max {d['band_max']:.0%}, 95th percentile "
+        f"{d['band_hi']:.0%}"
+        if d
+        else f"no {m}"
+    )
 
 
 RERUN = "python -m arithmech faithfulness --overwrite (with the file's parameters, run.json's steps.faithfulness)"
@@ -133,30 +156,38 @@ def circuit_faithful(ctx: Context):
     cross-position circuit, intervals Bonferroni-adjusted over the candidates
     (:func:`arithmech.methods.faithfulness_rule.faithful_verdict`)."""
     f = ctx.read("faithfulness.csv")
-    task = ctx.primary()[0]                     # the task the identify claims are decided on (issue #41)
+    task = ctx.primary()[0]  # the task the identify claims are decided on (issue #41)
     if not (f.task == task).any():
         raise Missing(f"faithfulness.csv has no rows of task {task}")
     r = faithful_verdict(f, task)
     if r["stale"]:
-        raise Missing(f"faithfulness.csv was written before rule version 7 (missing: {', '.join(r['stale'])}; the "
-                      f"unclipped recovery and intervals at {RULE_LEVEL:.2%} cannot be recomputed from it): re-run "
-                      + RERUN)
+        raise Missing(
+            f"faithfulness.csv was written before rule version 7 (missing: {', '.join(r['stale'])}; the "
+            f"unclipped recovery and intervals at {RULE_LEVEL:.2%} cannot be recomputed from it): re-run " + RERUN
+        )
     if r["best"] is None:
         raise Missing("faithfulness.csv has no noising (mean) or denoising rows")
-    where = lambda c: (f"cross-position circuit ({c['components']})" if c["order"] == "operands"
-                       else f"top {c['n']} at END ({c['components']})")
+    where = lambda c: (
+        f"cross-position circuit ({c['components']})"
+        if c["order"] == "operands"
+        else f"top {c['n']} at END ({c['components']})"
+    )
     cands = r["candidates"]
     n_ok, n_fail = sum(c["status"] is True for c in cands), sum(c["status"] is False for c in cands)
     gated = [c for c in cands if c["why"].startswith("cannot decide")]
     cross = [c for c in cands if c["order"] == "operands"]
     b = r["best"]
-    here = (f"{where(b)}: {b['why']}; {_direction(b, 'noising')}; {_direction(b, 'denoising')}. {n_ok} of "
-            f"{len(cands)} candidates faithful, {n_fail} fail, {len(gated)} cannot decide"
-            + (f" ({gated[0]['why'][len('cannot decide: '):]})" if gated else ""))
+    here = (
+        f"{where(b)}: {b['why']}; {_direction(b, 'noising')}; {_direction(b, 'denoising')}. {n_ok} of "
+        f"{len(cands)} candidates faithful, {n_fail} fail, {len(gated)} cannot decide"
+        + (f" ({gated[0]['why'][len('cannot decide: ') :]})" if gated else "")
+    )
     if cross and cross[0] is not b:
         c = cross[0]
         here += f"; {where(c)}: {c['why']}; {_direction(c, 'noising')}; {_direction(c, 'denoising')}"
     elif not cross:
         here += "; no cross-position circuit in the file"
-    return (here + f"; intervals at {RULE_LEVEL:.2%} (Bonferroni over {CANDIDATES} candidates); {int(f.n_prompts.iloc[0])} "
-            f"evaluation prompts, {int(f.n_clusters.min())} problem clusters"), r["holds"]
+    return (
+        here + f"; intervals at {RULE_LEVEL:.2%} (Bonferroni over {CANDIDATES} candidates); {int(f.n_prompts.iloc[0])} "
+        f"evaluation prompts, {int(f.n_clusters.min())} problem clusters"
+    ), r["holds"]

@@ -1,4 +1,5 @@
 """One entry of a rule's history (:mod:`arithmech.claims.changelog`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

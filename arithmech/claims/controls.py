@@ -3,16 +3,16 @@ the task (two-sided, issue #41), and the wrapper that makes the identify claims 
 its control or holds too few problems (the control recomputed from ``prompts.jsonl``:
 :meth:`arithmech.claims.evidence.Context.control`).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from statistics import NormalDist
 from typing import Callable
 
 import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
-from arithmech.core.stats import wilson_interval
+from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.pairs import interleave
 from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED
 from arithmech.steps.config import MIN_PROBLEMS
@@ -27,8 +27,10 @@ def answer_token_floor(ctx: Context):
     worst = t.loc[t.top_share.idxmax()]
     k, n = int(round(worst.top_share * worst.n)), int(worst.n)
     lo, hi = wilson_interval(k, n)
-    here = (f"largest share: {worst.top_token!r} on {k}/{n} = {k / n:.0%} [{lo:.0%}, {hi:.0%}] of task "
-            f"{worst.task}'s kept prompts ({worst.answer_token} token)")
+    here = (
+        f"largest share: {worst.top_token!r} on {k}/{n} = {k / n:.0%} [{lo:.0%}, {hi:.0%}] of task "
+        f"{worst.task}'s kept prompts ({worst.answer_token} token)"
+    )
     return here, True if hi < 1 / 3 else (False if lo > 1 / 3 else None)
 
 
@@ -50,15 +52,18 @@ def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, tu
     tasks = (list(c["pooled"]) if task == "all" else [task]) if rec else []
     rows = ["majority-floor"] if rec else [o for o in FLOORS if o in s.index]
     m = len(rows) + sum(sampled_estimates(c["floors"][t]) for t in tasks)
-    z = NormalDist().inv_cdf(1 - 0.025 / max(1, m))
+    z = bonferroni_z(m)
     ests: list[tuple[float, ...]] = [(float(s.loc[o, "accuracy"]), *cluster_interval(s.loc[o], z)[:2]) for o in rows]
     if tasks:
         w = shares(ctx, tasks) if task == "all" else {task: 1.0}
         per = {t: floor_at(c["floors"][t], m) for t in tasks}
         ests.append(tuple(sum(w[t] * per[t][i] for t in tasks) for i in range(3)))
-    which = ("the higher of the majority and the conditioned floor" if not rec else
-             "the higher of the majority floor and the floor over distinct problems"
-             + (" (the pooled tasks' mixture)" if task == "all" else ""))
+    which = (
+        "the higher of the majority and the conditioned floor"
+        if not rec
+        else "the higher of the majority floor and the floor over distinct problems"
+        + (" (the pooled tasks' mixture)" if task == "all" else "")
+    )
     return max(e[0] for e in ests), (max(e[1] for e in ests), max(e[2] for e in ests)), which
 
 
@@ -71,7 +76,7 @@ def shares(ctx: Context, tasks: list[str]) -> dict[str, float]:
         ko = ko[ko.positions == ko.positions.iloc[0]]
     n = {t: int(ko[ko.task == t].n.iloc[0]) if (ko.task == t).any() else 0 for t in tasks}
     total = int(ko[ko.task == "all"].n.iloc[0]) if (ko.task == "all").any() else sum(n.values())
-    took = Counter(interleave([[t] * n[t] for t in tasks])[:total])       # identify's own round-robin
+    took = Counter(interleave([[t] * n[t] for t in tasks])[:total])  # identify's own round-robin
     got = sum(took.values())
     return {t: took[t] / got if got else 1 / len(tasks) for t in tasks}
 
@@ -89,14 +94,16 @@ def ablation_removes(ctx: Context):
     s = ko[ko.kind == "sanity"] if "kind" in ko else ko.iloc[:0]
     if s.empty:
         raise Missing("knockout.csv has no sanity rows (re-run identify)")
-    task, s = s.task.iloc[0], s.set_index("order")             # the primary task's rows (_end_rows)
+    task, s = s.task.iloc[0], s.set_index("order")  # the primary task's rows (_end_rows)
     heads, (floor, (flo, fhi), which) = s.loc["all-heads-out"], _ablation_floor(ctx, task, s)
     lo, hi, what = cluster_interval(heads)
     tokens = {p.answer for p in ctx.samples()}
     chance = 1 / len(tokens) if tokens else 0.0
-    here = (f"every head out: {heads.accuracy:.0%} [{lo:.0%}, {hi:.0%}] ({what}) vs floor {floor:.0%} [{flo:.0%}, "
-            f"{fhi:.0%}] ({which}) and a uniform guess among {len(tokens)} answer tokens {chance:.0%}; n = "
-            f"{int(heads.n)} prompts")
+    here = (
+        f"every head out: {heads.accuracy:.0%} [{lo:.0%}, {hi:.0%}] ({what}) vs floor {floor:.0%} [{flo:.0%}, "
+        f"{fhi:.0%}] ({which}) and a uniform guess among {len(tokens)} answer tokens {chance:.0%}; n = "
+        f"{int(heads.n)} prompts"
+    )
     why = _uncontrolled(ctx, task)
     m = getattr(heads, "n_clusters", None)
     if not why and m is not None and m == m and int(m) < MIN_PROBLEMS:
@@ -126,18 +133,22 @@ def layer_matched(ctx: Context, k: int, key, here: str, holds: bool | None) -> t
     acc, p5 = float(key.accuracy), float(lm.accuracy.quantile(0.05))
     lo, hi = cluster_interval(key)[:2] if "ci_high" in key else (acc, acc)
     own = (False if lo >= p5 else None) if acc >= lm.accuracy.min() else (True if hi < p5 else None)
-    here += (f"; layer-matched random heads: mean {lm.accuracy.mean():.0%} (lowest {lm.accuracy.min():.0%}, 5th "
-             f"percentile {p5:.0%}, {len(lm)} draws)")
+    here += (
+        f"; layer-matched random heads: mean {lm.accuracy.mean():.0%} (lowest {lm.accuracy.min():.0%}, 5th "
+        f"percentile {p5:.0%}, {len(lm)} draws)"
+    )
     return here, False if False in (holds, own) else (True if holds is True and own is True else None)
 
 
 def controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable[[Context], tuple[str, bool | None]]:
     """``decide``, made inconclusive where identify's primary task (``key_heads.json``'s ``task``) fails its
     control (:data:`~arithmech.steps.config.CONTROL_FLOOR`: its answer is guessable from what the prompt carries)."""
+
     def decider(ctx: Context):
         here, holds = decide(ctx)
         why = _uncontrolled(ctx, ctx.primary()[0])
         return (here + why, None) if why else (here, holds)
+
     return decider
 
 

@@ -2,8 +2,9 @@
 
 Each rule reads every grid point of :mod:`arithmech.claims.frontier` (an arm at one rate, its runs' mean changes
 from base) and is a statement over **every rate of each arm's grid**, never over one chosen rate. Its parts are
-comparisons of grid points, each decided on a run-level interval (Student t over run means for a point against
-base, Welch t for two points; at the rule's level, below) and each three-valued: true, false, or undecided (an interval that decides
+comparisons of grid points, each decided on a crossed interval over runs and test items (a point against base, or
+two points' difference: :func:`arithmech.core.stats.crossed_interval`; at the rule's level, below; seventh version)
+and each three-valued: true, false, or undecided (an interval that decides
 neither, a point with fewer than :data:`~arithmech.claims.frontier.MIN_RUNS` runs). "Some rate" and "every rate"
 combine them as Kleene's logic does: *some* is true when one part is true and false when all are false; *every*
 is false when one is false and true when all are true; anything else leaves the rule **inconclusive**.
@@ -32,6 +33,16 @@ still decides nothing; every rule's default N is its :func:`family`.
 **Sixth version** (2026-11-28, no grid point yet at 3 runs): a rate the plan cuts (``--no-replicate-ends``:
 ``table1.json``'s ``replicated`` lacks it; :func:`arithmech.steps.arms_grid.replicated`) is outside the grid the
 rules read — it would stay below 3 runs for good and leave every *every* over its arm undecided — and outside N.
+**Seventh version** (2026-11-28, no grid point yet at 3 runs): every interval is **crossed** — the spread of the
+run means and the spread over the shared test items (for two points, of their per-item difference) — instead of
+Student t (a point) or Welch t (two points) over run means, which saw the training spread only: three runs scoring
+alike gave an interval of width zero, and a 400-item test set was taken as the whole population of problems.
+Against ``base-shots`` the reference is subtracted item by item (it was one number).
+**Eighth version** (2026-11-28, a hostile reading of the seventh, before any precise point had 3 runs): the
+crossed interval's half-width studentizes each term by its own degrees of freedom and adds them in quadrature
+(:func:`arithmech.core.stats.studentized_half_width`); the seventh used one Welch–Satterthwaite t on the summed
+variance, which at 3 runs and a Bonferroni level misses several times as often as the level says where the run
+spread is most of the error. Each side needs at least two runs.
 
 1. **precise SFT learns the skill** — some rate of precise-key has a math gain whose interval lies above 0
    (holds); every rate's lies at or below 0 (does not hold). Shown also against ``base-shots`` (the base model
@@ -43,7 +54,7 @@ rules read — it would stay below 3 runs for good and leave every *every* over 
    at some rate of its grid (its general change's interval lies below 0: true; its lower end above −m at every
    rate: false; a full point of at least 3 runs with a collapsed run costs); and (b) some rate of precise-key that learns the skill (rule 1's
    part true) is *dominated by no full point* (a full point dominates it when both its math gain and its general
-   change lie decidedly above the key point's, Welch intervals above 0; it does not when either lies decidedly
+   change lie decidedly above the key point's, intervals of the difference above 0; it does not when either lies decidedly
    below). It does not hold when either half does not hold.
 4. **the selection matters** — some rate of precise-key beats every rate of a random arm on math gain (key −
    random interval above 0: true; upper end below +m: false, no advantage of m or more): key's frontier top against
@@ -56,88 +67,32 @@ turn; a verdict that becomes the opposite verdict with one point left out is rep
 model's own scope rules a test out (full SFT learns nothing: :func:`arithmech.claims.frontier.scope`) or every
 rate of an arm collapsed, the rule says **not testable**, and why; an arm without runs: **not yet run**.
 """
+
 from __future__ import annotations
 
 from itertools import product
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 import pandas as pd
 
-from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval, variant_items
-from arithmech.core.stats import t_interval, welch_interval
+from arithmech.claims.curve_parts import both, decide, diff, every, gain, grid, level, live, shots_ref, some, top
+from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
+from arithmech.core.stats import crossed_interval
 
 MARGIN = 0.05
 RANDOM = ("precise-random", "precise-random-any")
 HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
-
-
-# ------------------------------------------------------------------------- three-valued logic
-def some(xs: Iterable[bool | None]) -> bool | None:
-    xs = list(xs)
-    return True if any(x is True for x in xs) else (False if xs and all(x is False for x in xs) else None)
-
-
-def every(xs: Iterable[bool | None]) -> bool | None:
-    xs = list(xs)
-    return False if any(x is False for x in xs) else (True if xs and all(x is True for x in xs) else None)
-
-
-def both(a: bool | None, b: bool | None) -> bool | None:
-    return False if a is False or b is False else (True if a is True and b is True else None)
-
-
-def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) -> bool | None:
-    """One comparison: true when ``true(lo, hi)``, else false when ``false(lo, hi)``, else undecided."""
-    if lo is None:
-        return None
-    return True if true(lo, hi) else (False if false(lo, hi) else None)
-
-
-# ------------------------------------------------------------------------- intervals of points
-def level(m: int) -> float:
-    """The confidence level of each of the ``m`` intervals a rule reads (Bonferroni: 1 − 0.05 / m; fourth version,
-    module docstring): with all ``m`` covering at once (probability ≥ 95 %), no verdict is wrong."""
-    return 1 - 0.05 / max(1, m)
-
-
-def gain(p: Point, what: str, shift: float = 0.0, m: int = 1) -> tuple[float | None, float | None]:
-    """The run-level interval (at :func:`level` of ``m``) of a point's change from base (minus ``shift``);
-    undecided points give None."""
-    if not p.decides:
-        return None, None
-    _, lo, hi = t_interval(p.values(what), level(m))
-    return lo - shift, hi - shift
-
-
-def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float | None]:
-    """Welch's interval (at :func:`level` of ``m``) of ``a − b`` on ``what``; None unless both points decide."""
-    if not (a.decides and b.decides):
-        return None, None
-    _, lo, hi = welch_interval(b.values(what), a.values(what), level(m))
-    return lo, hi
-
-
-def grid(c: Curves, arm: str) -> list[Point]:
-    """The points of ``arm`` the rules read: every rate but those the plan cut (sixth version)."""
-    return [p for p in c.points.get(arm, []) if not p.cut]
-
-
-def live(c: Curves, arm: str) -> list[Point]:
-    return [p for p in grid(c, arm) if not p.gone]
+SHOTS = "precise SFT learns more than the answer format"  # rule 1 against base-shots
 
 
 # ------------------------------------------------------------------------- the rules (module docstring)
-def _learn(p: Point, v: str, shift: float = 0.0, m: int = 1) -> bool | None:
-    return decide(*gain(p, v, shift, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
+def _learn(p: Point, v: str, ref: list[float] | None = None, m: int = 1) -> bool | None:
+    return decide(*gain(p, v, ref, m), lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0)
 
 
 def learns(c: Curves, v: str, ref: str = "base", n: int | None = None) -> bool | None:
-    shift = 0.0
-    if ref == "base-shots":
-        assert c.shots is not None, "base-shots needs the base-shots run"
-        s, b = (sum(x) / len(x) for x in (variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v)))
-        shift = s - b
+    shift = shots_ref(c, v) if ref == "base-shots" else None
     keys = live(c, "precise-key")
     n = n or family(c, "learns")
     return some(_learn(p, v, shift, n) for p in keys)
@@ -145,30 +100,39 @@ def learns(c: Curves, v: str, ref: str = "base", n: int | None = None) -> bool |
 
 def matches(c: Curves, v: str, n: int | None = None) -> bool | None:
     keys, n = live(c, "precise-key"), n or family(c, "matches")
-    return some(every(decide(*diff(k, f, v, n), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN)
-                      for f in live(c, "full")) for k in keys)
+    return some(
+        every(
+            decide(*diff(k, f, v, n), lambda lo, hi: lo > -MARGIN, lambda lo, hi: hi < -MARGIN) for f in live(c, "full")
+        )
+        for k in keys
+    )
 
 
 def _dominates(f: Point, k: Point, v: str, m: int = 1) -> bool | None:
     (ml, mh), (gl, gh) = diff(f, k, v, m), diff(f, k, "general", m)
-    if ml is None or mh is None or gl is None or gh is None:     # diff gives both ends or neither
+    if ml is None or mh is None or gl is None or gh is None:  # diff gives both ends or neither
         return None
     return True if ml > 0 and gl > 0 else (False if mh < 0 or gh < 0 else None)
 
 
 def full_costs(c: Curves, n: int | None = None) -> bool | None:
     full, n = grid(c, "full"), n or family(c, "keeps")
-    parts = [(True if p.n >= MIN_RUNS else None) if p.gone or any(p.collapsed) else
-             decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
-             for p in full]                 # a collapsed run is a cost, at a point of >= MIN_RUNS runs
+    parts = [
+        (True if p.n >= MIN_RUNS else None)
+        if p.gone or any(p.collapsed)
+        else decide(*gain(p, "general", m=n), lambda lo, hi: hi < 0, lambda lo, hi: lo > -MARGIN)
+        for p in full
+    ]  # a collapsed run is a cost, at a point of >= MIN_RUNS runs
     return some(parts)
 
 
 def not_dominated(c: Curves, v: str, n: int | None = None) -> bool | None:
     full, keys = live(c, "full"), live(c, "precise-key")
     m = n or family(c, "keeps")
-    return some(both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
-                for k in keys)
+    return some(
+        both(_learn(k, v, m=m), every(None if d is None else not d for d in (_dominates(f, k, v, m) for f in full)))
+        for k in keys
+    )
 
 
 def keeps(c: Curves, v: str, n: int | None = None) -> bool | None:
@@ -176,11 +140,14 @@ def keeps(c: Curves, v: str, n: int | None = None) -> bool | None:
     return both(full_costs(c, n), not_dominated(c, v, n))
 
 
-def selection(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random",
-              n: int | None = None) -> bool | None:
+def selection(
+    c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random", n: int | None = None
+) -> bool | None:
     keys, n = live(c, arm), n or family(c, "selection", arm, control)
-    return some(every(decide(*diff(k, r, v, n), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)
-                      for r in live(c, control)) for k in keys)
+    return some(
+        every(decide(*diff(k, r, v, n), lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN) for r in live(c, control))
+        for k in keys
+    )
 
 
 def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "precise-random") -> int:
@@ -188,8 +155,15 @@ def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "preci
     ``learns`` |K|; ``matches`` |K|·|F|; ``keeps`` |F| (full's cost, every point) + |K| (learns) + 2·|K|·|F| (math
     and general of each domination); ``selection`` |K|·|R| for ``arm`` and ``control``."""
     k, f = len(live(c, "precise-key")), len(live(c, "full"))
-    return max(1, {"learns": k, "matches": k * f, "keeps": len(grid(c, "full")) + k + 2 * k * f,
-                   "selection": len(live(c, arm)) * len(live(c, control))}[rule])
+    return max(
+        1,
+        {
+            "learns": k,
+            "matches": k * f,
+            "keeps": len(grid(c, "full")) + k + 2 * k * f,
+            "selection": len(live(c, arm)) * len(live(c, control)),
+        }[rule],
+    )
 
 
 # ------------------------------------------------------------------------- the table of verdicts
@@ -203,24 +177,62 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
     # mypy cannot infer a lambda with default arguments (v=v, which binds the loop's value) against a Callable
     # context ("Cannot infer type of lambda", a mypy limitation): those lambdas carry a narrow ignore[misc]
     out: list[tuple[str, str, tuple[str, ...], str, Decider, Callable[[Curves], int]]]
-    out = [("precise SFT learns the skill", "precise-key − base", ("precise-key",), v,
+    out = [
+        (
+            "precise SFT learns the skill",
+            "precise-key − base",
+            ("precise-key",),
+            v,
             lambda c, n, v=v: learns(c, v, n=n),  # type: ignore[misc]
-            lambda c: family(c, "learns")) for v in c.variants]
+            lambda c: family(c, "learns"),
+        )
+        for v in c.variants
+    ]
     if c.shots is not None and c.math in c.shots["results"]:
-        out += [("precise SFT learns more than the answer format", "precise-key − base-shots", ("precise-key",), v,
-                 lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
-                 lambda c: family(c, "learns")) for v in c.variants]
-    out += [("precise matches full", "precise-key − full", ("precise-key", "full"), v,
-             lambda c, n, v=v: matches(c, v, n),  # type: ignore[misc]
-             lambda c: family(c, "matches")) for v in c.variants]
-    out.append(("precise keeps general skills better than full", "full − base (a); full vs precise-key (b)",
-                ("precise-key", "full"), c.variants[0], lambda c, n: keeps(c, c.variants[0], n),
-                lambda c: family(c, "keeps")))
+        out += [
+            (
+                SHOTS,
+                "precise-key − base-shots",
+                ("precise-key",),
+                v,
+                lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
+                lambda c: family(c, "learns"),
+            )
+            for v in c.variants
+        ]
+    out += [
+        (
+            "precise matches full",
+            "precise-key − full",
+            ("precise-key", "full"),
+            v,
+            lambda c, n, v=v: matches(c, v, n),  # type: ignore[misc]
+            lambda c: family(c, "matches"),
+        )
+        for v in c.variants
+    ]
+    out.append(
+        (
+            "precise keeps general skills better than full",
+            "full − base (a); full vs precise-key (b)",
+            ("precise-key", "full"),
+            c.variants[0],
+            lambda c, n: keeps(c, c.variants[0], n),
+            lambda c: family(c, "keeps"),
+        )
+    )
     for arm, ctl in product(("precise-key", "precise-share"), RANDOM):
         for v in c.variants:
-            out.append(("the selection matters", f"{arm} − {ctl}", (arm, ctl), v,
-                        lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),  # type: ignore[misc]
-                        lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl)))  # type: ignore[misc]
+            out.append(
+                (
+                    "the selection matters",
+                    f"{arm} − {ctl}",
+                    (arm, ctl),
+                    v,
+                    lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),  # type: ignore[misc]
+                    lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl),  # type: ignore[misc]
+                )
+            )
     return out
 
 
@@ -270,23 +282,44 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
         flips = [(a, lr, w) for a, lr, w in left if w == OPPOSITE.get(whole)]
         final = OPEN if flips else whole
         moved = [(a, lr, w) for a, lr, w in left if w != whole]
-        note = why or ("; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in flips) if flips else
-                       (f"{whole}, never the opposite, with any one of {len(left)} grid points left out"
-                        + ("; but " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved) if moved else
-                           " (the same verdict without each)")) if whole in OPPOSITE else thin(c, arms))
-        rows.append({"claim": claim, "comparison": comp, "measure": v, "whole grid": whole, "verdict": final,
-                     "leave-one-rate-out": note, "why": why or "", "loro": left, "intervals": n,
-                     "level": level(n), **headline(c, arms, v, claim, n)})
+        note = why or (
+            "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in flips)
+            if flips
+            else (
+                f"{whole}, never the opposite, with any one of {len(left)} grid points left out"
+                + (
+                    "; but " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved)
+                    if moved
+                    else " (the same verdict without each)"
+                )
+            )
+            if whole in OPPOSITE
+            else thin(c, arms)
+        )
+        rows.append(
+            {
+                "claim": claim,
+                "comparison": comp,
+                "measure": v,
+                "whole grid": whole,
+                "verdict": final,
+                "leave-one-rate-out": note,
+                "why": why or "",
+                "loro": left,
+                "intervals": n,
+                "level": level(n),
+                **headline(c, arms, v, claim, n),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -> dict:
     """The comparison a reader checks first: the two arms' frontier tops (the point that did not collapse with the
     highest mean *validation* math accuracy, so the test items that are shown did not pick it; the test mean where
-    no validation score was recorded) and the Welch interval of their difference — or, against base, the top's t
-    interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
-    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
-    found = [max(live(c, a), key=pick, default=None) for a in arms]
+    no validation score was recorded) and the crossed interval of their difference — or, against base, the top's
+    crossed interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
+    found = [top(c, a, v) for a in arms]
     tops = [t for t in found if t is not None]
     if len(tops) < len(found):
         return {"estimate": None, "ci_low": None, "ci_high": None, "at": ""}
@@ -296,23 +329,40 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
         est = k.mean("general") - f.mean("general")
         lo, hi = diff(k, f, "general", n)
         return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
+    if len(tops) == 1 and claim == SHOTS:  # against base-shots, item by item
+        ref, first = shots_ref(c, v), tops[0]
+        est = first.mean(v) - sum(ref) / len(ref)
+        lo, hi = (
+            crossed_interval([[x - r for x, r in zip(run, ref)] for run in first.table(v)], level=level(n))[1:]
+            if first.n >= 2
+            else (None, None)
+        )
+        return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + ", against base-shots"}
     if len(tops) == 1:
         est, lo, hi = run_interval(tops[0], v, level(n))
         return {"estimate": est, "ci_low": lo if tops[0].n >= 2 else None, "ci_high": hi, "at": at}
-    lo, hi = diff(tops[0], tops[1], v, n)               # two arms here: one returned above
+    lo, hi = diff(tops[0], tops[1], v, n)  # two arms here: one returned above
     return {"estimate": tops[0].mean(v) - tops[1].mean(v), "ci_low": lo, "ci_high": hi, "at": at}
 
 
 def by_rate(c: Curves, v: str, arm: str = "precise-key", control: str = "precise-random") -> pd.DataFrame:
-    """At every rate both arms ran: ``arm − control`` on ``v`` (Welch, run level, at the selection rule's level)
+    """At every rate both arms ran: ``arm − control`` on ``v`` (crossed interval, runs and items, at the selection rule's level)
     and the part's value."""
     rows, n = [], family(c, "selection", arm, control)
     for k in live(c, arm):
         for r in live(c, control):
             if r.lr == k.lr:
                 lo, hi = diff(k, r, v, n)
-                rows.append({"lr": k.lr, "runs": f"{k.n} / {r.n}", "difference": k.mean(v) - r.mean(v), "lo": lo,
-                             "hi": hi, "part": WORD[decide(lo, hi, lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)]})
+                rows.append(
+                    {
+                        "lr": k.lr,
+                        "runs": f"{k.n} / {r.n}",
+                        "difference": k.mean(v) - r.mean(v),
+                        "lo": lo,
+                        "hi": hi,
+                        "part": WORD[decide(lo, hi, lambda lo, hi: lo > 0, lambda lo, hi: hi < MARGIN)],
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -3,6 +3,7 @@
 :class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.claims.rules`;
 :class:`Missing` is what a decider raises when a file it needs is absent (the claim is then inconclusive).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +17,7 @@ from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
 from arithmech.steps.control import recomputed
 
-Z95 = 1.959964                       # the 95% two-sided normal quantile (wilson_interval's default)
+Z95 = 1.959964  # the 95% two-sided normal quantile (wilson_interval's default)
 
 
 class Missing(Exception):
@@ -32,10 +33,12 @@ class Context:
 
     def read(self, name: str):
         """A file of the folder through :func:`arithmech.core.results.read`; :class:`Missing` if absent."""
+
         def load():
             if not results.exists(self.folder, name):
                 raise Missing(f"{name} is missing")
             return results.read(self.folder, name)
+
         return self.memo(name, load)
 
     def memo(self, key: Hashable, compute):
@@ -47,11 +50,13 @@ class Context:
     def samples(self) -> list:
         """``prompts.jsonl`` as samples; [] where it is absent or its rows are not prompts (an old or a
         hand-made file: the deciders then keep what the run wrote)."""
+
         def load():
             try:
                 return pairs.samples(self.folder) if results.exists(self.folder, "prompts.jsonl") else []
             except ResultsError:
                 return []
+
         return self.memo("samples", load)
 
     def control(self) -> dict:
@@ -67,6 +72,7 @@ class Context:
         (``all`` where several tasks were patched) where the control pools the same tasks the run pooled; the
         one task the control passes where the run pooled others and its files hold that task's own rows; else
         the run's task with a reason (its pooled rows mix tasks that fail the control: re-run identify)."""
+
         def compute():
             eff = self.read("effects.csv")
             task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
@@ -76,8 +82,10 @@ class Context:
                 return task, None
             if len(pooled) == 1 and (eff.task == pooled[0]).any():
                 return pooled[0], None
-            return task, (f"the run's task all pools {', '.join(ran)}, the control passes {', '.join(pooled)}: "
-                          "re-run identify")
+            return task, (
+                f"the run's task all pools {', '.join(ran)}, the control passes {', '.join(pooled)}: re-run identify"
+            )
+
         return self.memo("primary", compute)
 
     def effects(self) -> pd.DataFrame:

@@ -9,9 +9,11 @@ sets pooled, :func:`arithmech.claims.verdicts.pool`); the text loss's change is 
 
 Per point, two intervals of the mean over its runs (:func:`point_table`):
 
-* the **run-level** interval — Student t over the run means (:func:`arithmech.core.stats.t_interval`; its coverage
-  at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points with at
-  least :data:`MIN_RUNS` runs;
+* the **crossed** interval — over runs and test items at once (:func:`arithmech.core.stats.crossed_interval`: the
+  spread of the run means and the spread of the items, every run being scored on the same items; its coverage with
+  a fixed test set at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points
+  with at least :data:`MIN_RUNS` runs. (Until the seventh rule version, 2026-11-28: Student t over the run means,
+  which sees no item noise: three runs that score alike gave an interval of width zero);
 * the **item-level** interval — the hierarchical bootstrap of :mod:`arithmech.claims.verdicts` (runs and test
   items resampled), shown beside it.
 
@@ -20,6 +22,7 @@ gate (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version
 nothing. A point's mean and intervals read **every** run, collapsed or not (fifth version, 2026-11-28). An arm's
 **frontier** is the Pareto set of its other points on (mean math gain, mean general change).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,7 +32,7 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
-from arithmech.core.stats import hierarchical_bootstrap, t_interval
+from arithmech.core.stats import crossed_interval, hierarchical_bootstrap
 from arithmech.evals.suites import get_suite
 from arithmech.steps.arms_grid import grid_of
 
@@ -45,15 +48,17 @@ OPS = ("addition", "subtraction")
 class Point:
     """One arm at one learning rate: per run, its math gain by measure variant, its general change and text-loss
     change; whether a run collapsed; its runs' tags."""
+
     arm: str
     lr: float
     tags: list[str] = field(default_factory=list)
-    math: dict[str, list[float]] = field(default_factory=dict)     # variant → one gain per run
+    math: dict[str, list[float]] = field(default_factory=dict)  # variant → one gain per run
     general: list[float] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
     collapsed: list[bool] = field(default_factory=list)
     val_math: list[float] = field(default_factory=list)
-    cut: bool = False      # a rate the plan replicates no further (--no-replicate-ends): outside the rules' grid
+    items: dict[str, list[list[float]]] = field(default_factory=dict)  # what → per run, per test item, change
+    cut: bool = False  # a rate the plan replicates no further (--no-replicate-ends): outside the rules' grid
 
     @property
     def n(self) -> int:
@@ -76,6 +81,11 @@ class Point:
         xs = self.values(what)
         return sum(xs) / len(xs) if xs else float("nan")
 
+    def table(self, what: str) -> list[list[float]]:
+        """Runs × test items: each run's change from base on each item of ``what`` (every run, collapsed or not);
+        a run's mean over its items is its entry of :meth:`values`."""
+        return self.items[what]
+
     def values(self, what: str) -> list[float]:
         """Every run's value of ``what`` (a math variant, ``general`` or ``loss``), collapsed runs included (fifth
         version: a collapse is an outcome of the arm at that rate, not a run to drop)."""
@@ -85,21 +95,23 @@ class Point:
 @dataclass
 class Curves:
     """Every grid point of one results folder's Table 1, with what the rules need beside them."""
+
     suite: str
-    math: str                               # the primary math measure
-    general: str                            # the primary general measure's name as shown
-    variants: tuple[str, ...]               # math variants: the primary measure, and by operation where it splits
-    points: dict[str, list[Point]]          # arm → its points, by rate
+    math: str  # the primary math measure
+    general: str  # the primary general measure's name as shown
+    variants: tuple[str, ...]  # math variants: the primary measure, and by operation where it splits
+    points: dict[str, list[Point]]  # arm → its points, by rate
     base: dict
-    shots: dict | None = None               # base with K solved examples (math only), where recorded
+    shots: dict | None = None  # base with K solved examples (math only), where recorded
     pooled: list[str] | None = None
     scope: tuple[bool, str] = (True, "")
 
     def without(self, arm: str, lr: float) -> "Curves":
         """The same curves with one grid point's runs left out (the leave-one-rate-out check)."""
         pts = {a: [p for p in ps if not (a == arm and p.lr == lr)] for a, ps in self.points.items()}
-        return Curves(self.suite, self.math, self.general, self.variants, pts, self.base, self.shots, self.pooled,
-                      self.scope)
+        return Curves(
+            self.suite, self.math, self.general, self.variants, pts, self.base, self.shots, self.pooled, self.scope
+        )
 
 
 def variant_items(run: dict, measure: str, variant: str) -> list[float]:
@@ -107,11 +119,11 @@ def variant_items(run: dict, measure: str, variant: str) -> list[float]:
     items, ``carry:subtraction`` → the odd ones (:func:`arithmech.data.splits.carry_items` alternates them)."""
     its = run["results"][measure]["items"]
     op = variant.partition(":")[2]
-    return its if not op else its[OPS.index(op)::2]
+    return its if not op else its[OPS.index(op) :: 2]
 
 
 def _mean(xs) -> float:
-    return sum(xs) / len(xs) if len(xs) else float("nan")        # a point whose every run collapsed
+    return sum(xs) / len(xs) if len(xs) else float("nan")  # a point whose every run collapsed
 
 
 def _tags(arm: dict) -> list[str]:
@@ -131,10 +143,11 @@ def scope(folder: str | Path, plan: dict, math: str) -> tuple[bool, str]:
     best = max(vals)
     if best >= SCOPE:
         return True, f"full SFT learns the skill (best validation math accuracy {best:.0%})"
-    return False, (f"not testable: full SFT does not learn the skill either (best validation math accuracy "
-                   f"{best:.0%} over its grid and learning curve; a test needs ≥ {SCOPE:.0%}), so the arms all sit "
-                   "near zero")
-
+    return False, (
+        f"not testable: full SFT does not learn the skill either (best validation math accuracy "
+        f"{best:.0%} over its grid and learning curve; a test needs ≥ {SCOPE:.0%}), so the arms all sit "
+        "near zero"
+    )
 
 
 def load(folder: str | Path) -> Curves:
@@ -147,12 +160,16 @@ def load(folder: str | Path) -> Curves:
     pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
     m, g = S.primary_math, S.primary_general
     variants = (m, *(f"{m}:{op}" for op in OPS)) if m == "carry" else (m,)
-    b_math = {v: _mean(variant_items(base, m, v)) for v in variants}
-    b_gen = V.value(base, g, pooled)
-    sign = -1.0 if g in S.lower_is_better else 1.0     # a loss: its fall is the gain
+    sign = -1.0 if g in S.lower_is_better else 1.0  # a loss: its fall is the gain
     loss = "lm_loss" if "lm_loss" in base["results"] else None
+    b_items = {v: variant_items(base, m, v) for v in variants}
+    b_items["general"] = V.items([base], g, sign, pooled)
+    if loss:
+        b_items["loss"] = V.items([base], loss)
+    b_math = {v: _mean(b_items[v]) for v in variants}
+    b_gen = V.value(base, g, pooled)
     pts: dict[str, list[Point]] = {}
-    kept = p.get("replicated")                         # the grid-point cut's rates (arithmech.steps.arms_grid)
+    kept = p.get("replicated")  # the grid-point cut's rates (arithmech.steps.arms_grid)
     for arm, a in p["arms"].items():
         if arm in ("base", "base-shots"):
             continue
@@ -162,11 +179,16 @@ def load(folder: str | Path) -> Curves:
             lr = r["parameters"]["lr"]
             pt = by_lr.setdefault(lr, Point(arm, lr, cut=kept is not None and lr not in kept[grid_of(arm)]))
             pt.tags.append(t)
+            run_items = {v: variant_items(r, m, v) for v in variants}
+            run_items["general"] = V.items([r], g, sign, pooled)
             for v in variants:
-                pt.math.setdefault(v, []).append(_mean(variant_items(r, m, v)) - b_math[v])
+                pt.math.setdefault(v, []).append(_mean(run_items[v]) - b_math[v])
             pt.general.append(sign * (V.value(r, g, pooled) - b_gen))
             if loss:
                 pt.loss.append(r["results"][loss]["value"] - base["results"][loss]["value"])
+                run_items["loss"] = V.items([r], loss)
+            for what, its in run_items.items():
+                pt.items.setdefault(what, []).append([x - y for x, y in zip(its, b_items[what])])
             pt.collapsed.append(V.collapsed(r, base, g, pooled))
             val = (r["parameters"].get("validation") or {}).get(m)
             if val is not None:
@@ -181,23 +203,32 @@ def frontier(points: list[Point]) -> list[Point]:
     on it unless another is at least as high on both and higher on one. Highest math gain first."""
     live = [p for p in points if not p.gone]
     m = lambda p: p.mean(next(iter(p.math)))
-    out = [p for p in live if not any(m(q) >= m(p) and q.mean("general") >= p.mean("general")
-                                      and (m(q) > m(p) or q.mean("general") > p.mean("general")) for q in live)]
+    out = [
+        p
+        for p in live
+        if not any(
+            m(q) >= m(p)
+            and q.mean("general") >= p.mean("general")
+            and (m(q) > m(p) or q.mean("general") > p.mean("general"))
+            for q in live
+        )
+    ]
     return sorted(out, key=m, reverse=True)
 
 
 def run_interval(p: Point, what: str, level: float = 0.95) -> tuple[float, float | None, float | None]:
-    """``(mean, lo, hi)`` of a point's run values of ``what`` (a math variant, ``general`` or ``loss``): Student t over
-    its runs at ``level``; ``lo``, ``hi`` None with fewer than two runs."""
+    """``(mean, lo, hi)`` of a point's change from base on ``what`` (a math variant, ``general`` or ``loss``): the
+    crossed interval over its runs and the test items (:func:`arithmech.core.stats.crossed_interval`) at ``level``;
+    ``lo``, ``hi`` None with fewer than two runs (one run says nothing of the training spread)."""
     xs = p.values(what)
     if len(xs) < 2:
         return _mean(xs), None, None
-    return t_interval(xs, level)
+    return crossed_interval(p.table(what), level=level)
 
 
 def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:
     """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant,
-    the general measure, the text loss) the mean change from base with its run-level t interval and, for the
+    the general measure, the text loss) the mean change from base with its crossed interval (runs and items) and, for the
     primary math and general measures, the item-level interval (hierarchical bootstrap of runs and items)."""
     c = c or load(folder)
     p = V.plan(folder)
@@ -206,15 +237,22 @@ def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000)
     for arm, pts in c.points.items():
         front = {id(q) for q in frontier(pts)}
         for q in pts:
-            row = {"arm": arm, "lr": q.lr, "runs": q.n, "collapsed runs": sum(q.collapsed),
-                   "frontier": id(q) in front, "decides": q.decides,
-                   "val_math": _mean(q.val_math) if q.val_math else None}
+            row = {
+                "arm": arm,
+                "lr": q.lr,
+                "runs": q.n,
+                "collapsed runs": sum(q.collapsed),
+                "frontier": id(q) in front,
+                "decides": q.decides,
+                "val_math": _mean(q.val_math) if q.val_math else None,
+            }
             for what in (*c.variants, "general", *(["loss"] if q.loss else [])):
                 row[what], row[f"{what} lo"], row[f"{what} hi"] = run_interval(q, what)
             runs = [records.read_tag(folder, t) for t in q.tags]
             for what, meas, sign in ((c.math, S.primary_math, 1.0), ("general", S.primary_general, 1.0)):
-                _, lo, hi = hierarchical_bootstrap(V.per_run([c.base], meas, sign, c.pooled),
-                                                   V.per_run(runs, meas, sign, c.pooled), n_boot=n_boot)
+                _, lo, hi = hierarchical_bootstrap(
+                    V.per_run([c.base], meas, sign, c.pooled), V.per_run(runs, meas, sign, c.pooled), n_boot=n_boot
+                )
                 row[f"{what} item lo"], row[f"{what} item hi"] = lo, hi
             rows.append(row)
     return pd.DataFrame(rows)

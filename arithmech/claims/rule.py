@@ -1,5 +1,6 @@
 """One rule of :mod:`arithmech.claims.rules`: a claim of the paper (or of this book) and how a results folder decides
 it; its history is :mod:`arithmech.claims.changelog` (entries: :class:`arithmech.claims.change.Change`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -38,6 +38,7 @@ model's margin over chance (``hi < chance + 0.5 · (base − chance)``; for a lo
 to chance). The gate before (:func:`collapsed_point`) read the point estimate and fired on sampling noise.
 Tables and charts report such a run as collapsed, not as a point estimate.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -131,8 +132,9 @@ def collapsed_point(run: dict, base: dict, measure: str, pooled: list[str] | Non
 def _chance(base: dict, measure: str, pooled: list[str] | None):
     if measure == "cloze":
         assert pooled is not None, "the cloze measure needs its pooled sets"
-        return sum(base["results"][m]["chance"] * base["results"][m]["n"] for m in pooled) / \
-            sum(base["results"][m]["n"] for m in pooled)
+        return sum(base["results"][m]["chance"] * base["results"][m]["n"] for m in pooled) / sum(
+            base["results"][m]["n"] for m in pooled
+        )
     return base["results"][measure].get("chance")
 
 
@@ -176,7 +178,7 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
             vals = [r["results"][m]["value"] for r in rs]
             mean = sum(vals) / len(vals)
             sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
-            acc = str(base[m].get("metric", "")).startswith("accuracy")       # exact match, or cloze acc_norm
+            acc = str(base[m].get("metric", "")).startswith("accuracy")  # exact match, or cloze acc_norm
             k = sum(sum(r["results"][m]["items"]) for r in rs)
             n = len(base[m]["items"])
             lo, hi = wilson_interval(round(k), n * len(rs)) if acc else (None, None)
@@ -186,11 +188,25 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
             # the collapse gate reads a run against base's margin over chance: not base itself, not a measure whose
             # base interval touches chance (it has no margin to lose and decides nothing)
             gate = arm != "base" and m in S.general and base[m].get("chance") is not None and m in deciding(base, [m])
-            rows.append({"arm": arm, "measure": m, "value": mean, "seed_sd": sd, "n_items": n, "runs": len(rs),
-                         "chance": base[m].get("chance"), "decides": m in deciding(base, [m]),
-                         "collapsed_runs": sum(collapsed(r, runs["base"][0], m) for r in rs) if gate else 0,
-                         "ci_low": lo, "ci_high": hi, "delta": d, "delta_ci_low": lo_d, "delta_ci_high": hi_d,
-                         "lr": None if arm == "base" else p["arms"][arm].get("chosen_lr")})
+            rows.append(
+                {
+                    "arm": arm,
+                    "measure": m,
+                    "value": mean,
+                    "seed_sd": sd,
+                    "n_items": n,
+                    "runs": len(rs),
+                    "chance": base[m].get("chance"),
+                    "decides": m in deciding(base, [m]),
+                    "collapsed_runs": sum(collapsed(r, runs["base"][0], m) for r in rs) if gate else 0,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "delta": d,
+                    "delta_ci_low": lo_d,
+                    "delta_ci_high": hi_d,
+                    "lr": None if arm == "base" else p["arms"][arm].get("chosen_lr"),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -219,16 +235,41 @@ def verdicts(folder: str | Path) -> pd.DataFrame:
         m = S.primary_math if which == "math" else S.primary_general
         sign = -1.0 if m in S.lower_is_better else 1.0
         if a not in runs or b not in runs:
-            rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": m, "estimate": None,
-                         "ci_low": None, "ci_high": None, "verdict": "not run"})
+            rows.append(
+                {
+                    "claim": claim,
+                    "comparison": f"{a} − {b}",
+                    "measure": m,
+                    "estimate": None,
+                    "ci_low": None,
+                    "ci_high": None,
+                    "verdict": "not run",
+                }
+            )
             continue
         d, lo, hi = hierarchical_bootstrap(per_run(runs[b], m, sign, pooled), per_run(runs[a], m, sign, pooled))
-        name = m + (" (negated)" if sign < 0 else "") + (f" ({', '.join(pooled)})" if m == "cloze" and pooled is not None else "")
-        gone = [x for x in (a, b) if x != "base" and which == "general"
-                and any(collapsed(r, runs["base"][0], m, pooled) for r in runs[x])]
-        rows.append({"claim": claim, "comparison": f"{a} − {b}", "measure": name, "estimate": d, "ci_low": lo,
-                     "ci_high": hi, "verdict": rule_verdict(kind, lo, hi, MARGIN),
-                     "collapsed": ", ".join(gone)})
+        name = (
+            m
+            + (" (negated)" if sign < 0 else "")
+            + (f" ({', '.join(pooled)})" if m == "cloze" and pooled is not None else "")
+        )
+        gone = [
+            x
+            for x in (a, b)
+            if x != "base" and which == "general" and any(collapsed(r, runs["base"][0], m, pooled) for r in runs[x])
+        ]
+        rows.append(
+            {
+                "claim": claim,
+                "comparison": f"{a} − {b}",
+                "measure": name,
+                "estimate": d,
+                "ci_low": lo,
+                "ci_high": hi,
+                "verdict": rule_verdict(kind, lo, hi, MARGIN),
+                "collapsed": ", ".join(gone),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -247,9 +288,18 @@ def tradeoff_frame(folder: str | Path) -> pd.DataFrame:
         for t in tags:
             r = records.read_tag(folder, t)
             pr = r["parameters"]
-            rows.append({"arm": arm, "seed": r["seed"], "lr": pr["lr"], "chosen": t in chosen, "run": t,
-                         "math_gain": value(r, S.primary_math) - value(base, S.primary_math),
-                         "general_change": value(r, g, pooled) - value(base, g, pooled),
-                         "collapsed": collapsed(r, base, g, pooled),
-                         "math": S.primary_math, "general": g})
+            rows.append(
+                {
+                    "arm": arm,
+                    "seed": r["seed"],
+                    "lr": pr["lr"],
+                    "chosen": t in chosen,
+                    "run": t,
+                    "math_gain": value(r, S.primary_math) - value(base, S.primary_math),
+                    "general_change": value(r, g, pooled) - value(base, g, pooled),
+                    "collapsed": collapsed(r, base, g, pooled),
+                    "math": S.primary_math,
+                    "general": g,
+                }
+            )
     return pd.DataFrame(rows)

@@ -3,6 +3,7 @@ estimate (:func:`arithmech.core.estimate.estimate`), checked before any model lo
 
 :mod:`arithmech.core.estimate` says what a run needs from its config alone; this module reads the machine.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,11 +20,13 @@ def available_bytes(device: str = "cpu") -> int | None:
     if device == "cpu":
         try:
             import psutil  # lazy: only for the check
+
             return int(psutil.virtual_memory().available + psutil.Process().memory_info().rss)
         except Exception:  # noqa: BLE001 (no psutil, no /proc: no check)
             return None
     try:
         import torch  # lazy: check_device imported it already for a GPU
+
         return int(torch.cuda.mem_get_info(torch.device(device))[0]) + BASELINE
     except Exception:  # noqa: BLE001
         return None
@@ -36,8 +39,10 @@ def check(config, **known) -> Estimate | None:
     have = available_bytes(getattr(config, "device", "cpu")) if e else None
     if e is not None and have is not None and e.peak_bytes > have:
         biggest = max(e.phases[e.peak_phase].items(), key=lambda kv: kv[1])[0]
-        raise ValueError(f"{e.step} needs about {e.peak_bytes / GiB:.1f} GiB at its peak ({e.peak_phase}: {biggest} "
-                         f"{e.phases[e.peak_phase][biggest] / GiB:.1f} GiB; weights {e.fixed['weights'] / GiB:.2f} GiB) "
-                         f"but this machine has {have / GiB:.1f} GiB free; lower {e.flag} "
-                         "(arithmech.core.estimate; the README's memory model)")
+        raise ValueError(
+            f"{e.step} needs about {e.peak_bytes / GiB:.1f} GiB at its peak ({e.peak_phase}: {biggest} "
+            f"{e.phases[e.peak_phase][biggest] / GiB:.1f} GiB; weights {e.fixed['weights'] / GiB:.2f} GiB) "
+            f"but this machine has {have / GiB:.1f} GiB free; lower {e.flag} "
+            "(arithmech.core.estimate; the README's memory model)"
+        )
     return e

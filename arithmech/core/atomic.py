@@ -1,4 +1,5 @@
 """Atomic file writes: a reader sees the old file or the new one, never half of one."""
+
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +19,7 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     try:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                # mkstemp makes 0600: give the file the usual mode
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600: give the file the usual mode
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)

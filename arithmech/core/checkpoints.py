@@ -17,6 +17,7 @@ Create them through :func:`arithmech.core.results.checkpoints` (the results fold
 >>> got = ck.load("task-0")                 # None when not done yet
 >>> ck.save("task-0", {"logit_p": tensor, "rows": [...]}); ...; ck.clear()
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,9 +72,9 @@ class Checkpoints:
         p = self._path(unit)
         if not os.path.lexists(p):
             return None
-        try:                                    # a regular file of the results folder only (a link out is not read)
+        try:  # a regular file of the results folder only (a link out is not read)
             return torch.load(io.BytesIO(safe_read.read_bytes(p, self.root.parent)), weights_only=True)
-        except Exception:                       # truncated, foreign, a FIFO or a link: recompute it
+        except Exception:  # truncated, foreign, a FIFO or a link: recompute it
             p.unlink(missing_ok=True)
             return None
 

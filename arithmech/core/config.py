@@ -16,6 +16,7 @@ Building a config checks every field (type from the annotation, choices, bounds)
 :class:`ValueError` line naming the flag, the value, what is allowed and what to do. Nothing here imports
 torch: a wrong argument is refused before any model loads.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,16 +25,26 @@ import shlex
 from typing import Any, Mapping, TypeVar
 
 
-def option(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
-           high: float | None = None, reuse: bool = True, repeat: bool = False) -> Any:
+def option(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    reuse: bool = True,
+    repeat: bool = False,
+) -> Any:
     """A config field: ``default`` (written here once), ``help`` (the flag's help and the field's doc),
     allowed ``choices`` or bounds ``low <= value <= high``. ``reuse=False``: the field does not change the
     step's files (a batch size, ``overwrite``), so :meth:`Config.reuse_key` leaves it out. ``repeat``: a list
     given one value per flag (``--set a=1 --set b=2``) instead of comma-separated."""
     if isinstance(default, list):
         default = tuple(default)
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "low": low, "high": high,
-                                                        "reuse": reuse, "repeat": repeat})
+    return dataclasses.field(
+        default=default,
+        metadata={"help": help, "choices": choices, "low": low, "high": high, "reuse": reuse, "repeat": repeat},
+    )
 
 
 def flag(name: str) -> str:
@@ -41,7 +52,7 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-SHORT_FLAGS = {"model_name": "--model"}     # a short flag kept beside the field's own (the README's commands)
+SHORT_FLAGS = {"model_name": "--model"}  # a short flag kept beside the field's own (the README's commands)
 
 
 def command_line(step: str, config: "Config") -> str:
@@ -104,16 +115,24 @@ def _check_one(where: str, kind: type, value: Any, meta: Mapping) -> Any:
     if kind is int and isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ValueError(f"{where}{value!r}: expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}")
+        raise ValueError(
+            f"{where}{value!r}: expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}"
+        )
     if kind is float and not math.isfinite(value):  # type: ignore[arg-type]
         raise ValueError(f"{where}{value!r}: expected a finite number")
     if meta["choices"] is not None and value not in meta["choices"]:
         raise ValueError(f"{where}{value!r}: use one of {', '.join(map(str, meta['choices']))}")
     low, high = meta["low"], meta["high"]
     if (low is not None and value < low) or (high is not None and value > high):
-        rng = f"in [{low}, {high}]" if low is not None and high is not None else (f">= {low}" if low is not None else f"<= {high}")
-        raise ValueError(f"{where}{value!r} is {'below ' + str(low) if low is not None and value < low else 'above ' + str(high)}: "
-                         f"expected a value {rng}")
+        rng = (
+            f"in [{low}, {high}]"
+            if low is not None and high is not None
+            else (f">= {low}" if low is not None else f"<= {high}")
+        )
+        raise ValueError(
+            f"{where}{value!r} is {'below ' + str(low) if low is not None and value < low else 'above ' + str(high)}: "
+            f"expected a value {rng}"
+        )
     return value
 
 
@@ -156,8 +175,10 @@ class Config:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
-            raise ValueError(f"{where or cls.__name__}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
-                             f"known: {', '.join(sorted(names))}")
+            raise ValueError(
+                f"{where or cls.__name__}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(names))}"
+            )
         return cls(**values)
 
     def replace(self: _C, **changes: Any) -> _C:

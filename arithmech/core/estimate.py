@@ -28,6 +28,7 @@ counted from the same config with the same assumption; backward passes count as 
 (512000000, 9000, 'est. peak 488 MiB, ~9,000 forwards')
 >>> check(Identify(n_samples=50_000))      # ValueError: identify needs about … lower --n-samples
 """
+
 from __future__ import annotations
 
 import json
@@ -36,33 +37,34 @@ from pathlib import Path
 
 from arithmech.core.names import ALIASES, CACHE_DIR, EMBEDDED_DIR
 
-MiB, GiB = 2 ** 20, 2 ** 30
-BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}     # per element of each --dtype
-BASELINE = 384 * MiB            # analysis steps: torch + transformers + pandas, a model class, one forward
-TRAIN_BASELINE = 470 * MiB      # finetune, arms: the same with the Trainer (accelerate, datasets) imported
-CUDA_CONTEXT = 1 * GiB          # a GPU run: the CUDA context and the allocator's cache (README: 1-2 GB)
-PROMPT_TOKENS = 24              # the longest Fig. 8 / Fig. 10 prompt with its answer's leading digits, in tokens
-SHOT_TOKENS = 10                # each solved example before a prompt (``--shots``)
-DECODE_TOKENS = 3               # greedy tokens of identify's exact-match check per prompt kept
-FAMILIES = 5                    # template families (equation, statement, qa, time-span, accumulation)
-TEMPLATES = 48                  # Fig. 8 + Fig. 10 templates (accuracy-by-template, shots)
-POOL_FOLDS = 4                  # knockout_means: folds of the reference pool's operand pairs
-MEMORY_ENV = "ARITHMECH_MEMORY_BYTES"    # pretend this machine has this many bytes free (tests, a shared machine)
+MiB, GiB = 2**20, 2**30
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}  # per element of each --dtype
+BASELINE = 384 * MiB  # analysis steps: torch + transformers + pandas, a model class, one forward
+TRAIN_BASELINE = 470 * MiB  # finetune, arms: the same with the Trainer (accelerate, datasets) imported
+CUDA_CONTEXT = 1 * GiB  # a GPU run: the CUDA context and the allocator's cache (README: 1-2 GB)
+PROMPT_TOKENS = 24  # the longest Fig. 8 / Fig. 10 prompt with its answer's leading digits, in tokens
+SHOT_TOKENS = 10  # each solved example before a prompt (``--shots``)
+DECODE_TOKENS = 3  # greedy tokens of identify's exact-match check per prompt kept
+FAMILIES = 5  # template families (equation, statement, qa, time-span, accumulation)
+TEMPLATES = 48  # Fig. 8 + Fig. 10 templates (accuracy-by-template, shots)
+POOL_FOLDS = 4  # knockout_means: folds of the reference pool's operand pairs
+MEMORY_ENV = "ARITHMECH_MEMORY_BYTES"  # pretend this machine has this many bytes free (tests, a shared machine)
 
 # The fast paths' chunk sizes (arithmech.methods.*.MAX_ROWS ...), repeated here so that no torch is imported
 # before the check; tests/unit/test_estimate.py checks they equal the methods' own.
-PATCH_ROWS = 1 << 13            # patching.MAX_ROWS: rows of the running END state per chunk
-PATCH_LOGITS = 1 << 24          # patching.MAX_LOGITS: full-vocabulary logits at once (prob=True)
-KNOCKOUT_ROWS = 512             # knockout.MAX_ROWS: prompts x ablations per forward
-KNOCKOUT_TOKENS = 4096          # knockout.MAX_TOKENS: rows x sequence length per forward
-ATTRIBUTION_ROWS = 4096         # attribution.MAX_ROWS: samples x alphas per forward and backward
-UPSTREAM_ROWS = 1 << 14         # upstream.MAX_ROWS: samples x senders x paths per chunk
-ROLE_TOKENS = 3                 # upstream's role positions per prompt: {A}, the operator, {B} (one token each)
+PATCH_ROWS = 1 << 13  # patching.MAX_ROWS: rows of the running END state per chunk
+PATCH_LOGITS = 1 << 24  # patching.MAX_LOGITS: full-vocabulary logits at once (prob=True)
+KNOCKOUT_ROWS = 512  # knockout.MAX_ROWS: prompts x ablations per forward
+KNOCKOUT_TOKENS = 4096  # knockout.MAX_TOKENS: rows x sequence length per forward
+ATTRIBUTION_ROWS = 4096  # attribution.MAX_ROWS: samples x alphas per forward and backward
+UPSTREAM_ROWS = 1 << 14  # upstream.MAX_ROWS: samples x senders x paths per chunk
+ROLE_TOKENS = 3  # upstream's role positions per prompt: {A}, the operator, {B} (one token each)
 
 
 @dataclass(frozen=True)
 class Shape:
     """A Llama-family model's sizes as its ``config.json`` states them, and the size of its weights file."""
+
     n_layers: int
     n_heads: int
     n_kv_heads: int
@@ -78,10 +80,19 @@ class Shape:
     @classmethod
     def from_config(cls, cfg: dict, file_bytes: int = 0) -> "Shape":
         H = cfg["num_attention_heads"]
-        return cls(n_layers=cfg["num_hidden_layers"], n_heads=H, n_kv_heads=cfg.get("num_key_value_heads") or H,
-                   head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, d_model=cfg["hidden_size"],
-                   d_mlp=cfg["intermediate_size"], vocab=cfg["vocab_size"], tied=bool(cfg.get("tie_word_embeddings")),
-                   attn_bias=bool(cfg.get("attention_bias")), mlp_bias=bool(cfg.get("mlp_bias")), file_bytes=file_bytes)
+        return cls(
+            n_layers=cfg["num_hidden_layers"],
+            n_heads=H,
+            n_kv_heads=cfg.get("num_key_value_heads") or H,
+            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H,
+            d_model=cfg["hidden_size"],
+            d_mlp=cfg["intermediate_size"],
+            vocab=cfg["vocab_size"],
+            tied=bool(cfg.get("tie_word_embeddings")),
+            attn_bias=bool(cfg.get("attention_bias")),
+            mlp_bias=bool(cfg.get("mlp_bias")),
+            file_bytes=file_bytes,
+        )
 
     @property
     def params(self) -> int:
@@ -94,12 +105,24 @@ class Shape:
 
 
 # SmolLM2-135M before its first load (the dequantized folder in the cache is read once it exists).
-KNOWN = {"smollm2-135m": dict(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, head_dim=64,
-                              hidden_size=576, intermediate_size=1536, vocab_size=49152, tie_word_embeddings=True)}
+KNOWN = {
+    "smollm2-135m": dict(
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        head_dim=64,
+        hidden_size=576,
+        intermediate_size=1536,
+        vocab_size=49152,
+        tie_word_embeddings=True,
+    )
+}
 
 
 def _folder_shape(folder: Path) -> Shape:
-    files = sum(f.stat().st_size for f in folder.glob("*.safetensors")) + sum(f.stat().st_size for f in folder.glob("*.bin"))
+    files = sum(f.stat().st_size for f in folder.glob("*.safetensors")) + sum(
+        f.stat().st_size for f in folder.glob("*.bin")
+    )
     return Shape.from_config(json.loads((folder / "config.json").read_text()), files)
 
 
@@ -113,7 +136,7 @@ def shape_of(model_name: str) -> Shape | None:
         cached = sorted(CACHE_DIR.glob(Path(ALIASES[model_name]["gguf"]).stem + "-*/config.json"))
         if cached:
             return _folder_shape(cached[-1].parent)
-        return Shape.from_config(KNOWN[model_name], Shape.from_config(KNOWN[model_name]).params * 4)   # float32 folder
+        return Shape.from_config(KNOWN[model_name], Shape.from_config(KNOWN[model_name]).params * 4)  # float32 folder
     p = Path(model_name)
     if p.is_dir() and (p / "config.json").is_file():
         return _folder_shape(p)
@@ -146,6 +169,7 @@ def bootstrap_bytes(n: int, n_boot: int, columns: int) -> int:
 class Estimate:
     """One step's estimate: the bytes of each phase's terms, the fixed terms, forward passes, and the flag
     that lowers it most (named by a refusal)."""
+
     step: str
     fixed: dict[str, int]
     phases: dict[str, dict[str, int]]
@@ -170,14 +194,28 @@ class Estimate:
     @classmethod
     def from_record(cls, step: str, rec: dict) -> "Estimate":
         """The inverse of :meth:`record`: the estimate a step recorded in ``run.json`` (a record names no flag)."""
-        return cls(step, dict(rec["fixed"]), {k: dict(v) for k, v in rec["phases"].items()}, rec["forwards"], "",
-                   rec.get("device", "cpu"), rec.get("assumes", "every draw assumed kept"))
+        return cls(
+            step,
+            dict(rec["fixed"]),
+            {k: dict(v) for k, v in rec["phases"].items()},
+            rec["forwards"],
+            "",
+            rec.get("device", "cpu"),
+            rec.get("assumes", "every draw assumed kept"),
+        )
 
     def record(self) -> dict:
         """What ``run.json`` records beside the measured ``peak_memory``."""
-        return {"peak_bytes": self.peak_bytes, "peak_phase": self.peak_phase, "forwards": self.forwards,
-                "fixed": dict(self.fixed), "phases": {k: dict(v) for k, v in self.phases.items()},
-                "device": self.device, "assumes": self.notes, "model": "arithmech.core.estimate"}
+        return {
+            "peak_bytes": self.peak_bytes,
+            "peak_phase": self.peak_phase,
+            "forwards": self.forwards,
+            "fixed": dict(self.fixed),
+            "phases": {k: dict(v) for k, v in self.phases.items()},
+            "device": self.device,
+            "assumes": self.notes,
+            "model": "arithmech.core.estimate",
+        }
 
 
 def seq_tokens(shots: int = 0) -> int:
@@ -189,8 +227,11 @@ def fixed_terms(s: Shape, c, train: bool = False) -> tuple[dict, int]:
     """``(terms resident for the whole run, bytes per element)``: the baseline, the weights in ``c.dtype``, and
     the CUDA context off the CPU."""
     b = BYTES[c.dtype]
-    fixed = {"baseline": TRAIN_BASELINE if train else BASELINE, "weights": s.params * b,
-             **({"cuda context": CUDA_CONTEXT} if c.device != "cpu" else {})}
+    fixed = {
+        "baseline": TRAIN_BASELINE if train else BASELINE,
+        "weights": s.params * b,
+        **({"cuda context": CUDA_CONTEXT} if c.device != "cpu" else {}),
+    }
     return fixed, b
 
 

@@ -18,6 +18,7 @@ Where the platform has no ``fcntl`` (Windows) there is no lock and writers are n
 >>> ...                      # write
 >>> release(folder)
 """
+
 from __future__ import annotations
 
 import atexit
@@ -28,7 +29,7 @@ from arithmech.core.inputs import quoted
 
 try:
     import fcntl
-except ImportError:                      # Windows: no flock
+except ImportError:  # Windows: no flock
     fcntl = None  # type: ignore[assignment]
 
 # resolved folder -> [directory descriptor, how many holds this process has, whether acquire created it]
@@ -63,12 +64,16 @@ def acquire(folder: str | Path) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise FolderBusy(f"results folder {quoted(folder)} is being written by another run right now: wait until "
-                             "it ends, or give this run another --results (identify: --out)") from None
+            raise FolderBusy(
+                f"results folder {quoted(folder)} is being written by another run right now: wait until "
+                "it ends, or give this run another --results (identify: --out)"
+            ) from None
         except OSError as e:
             os.close(fd)
-            raise FolderBusy(f"results folder {quoted(folder)} cannot be locked ({e.strerror}): its file system has no "
-                             "file locks; give --results a folder on a local disk") from None
+            raise FolderBusy(
+                f"results folder {quoted(folder)} cannot be locked ({e.strerror}): its file system has no "
+                "file locks; give --results a folder on a local disk"
+            ) from None
     _HELD[_key(folder)] = [fd, 1, created, str(folder)]
 
 
@@ -88,10 +93,10 @@ def _drop(key: str) -> None:
     fd, _, created, path = _HELD.pop(key)
     if created:
         try:
-            os.rmdir(path)                   # only when empty: under the lock still, so no writer is inside
+            os.rmdir(path)  # only when empty: under the lock still, so no writer is inside
         except OSError:
             pass
-    os.close(fd)                             # closing the descriptor drops the lock
+    os.close(fd)  # closing the descriptor drops the lock
 
 
 @atexit.register

@@ -1,5 +1,6 @@
 """A model's sizes (:class:`Geometry`), a plain dataclass without torch: the paper's LLaMA2-7B row
 (:mod:`arithmech.paper`) and every loaded model (:func:`arithmech.core.models.load_model`) use it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ class Geometry:
     def from_config(cls, cfg) -> "Geometry":
         n_heads = cfg.num_attention_heads
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads
-        return cls(n_layers=cfg.num_hidden_layers, n_heads=n_heads,
-                   n_kv_heads=getattr(cfg, "num_key_value_heads", None) or n_heads,
-                   head_dim=head_dim, d_model=cfg.hidden_size, vocab_size=cfg.vocab_size)
+        return cls(
+            n_layers=cfg.num_hidden_layers,
+            n_heads=n_heads,
+            n_kv_heads=getattr(cfg, "num_key_value_heads", None) or n_heads,
+            head_dim=head_dim,
+            d_model=cfg.hidden_size,
+            vocab_size=cfg.vocab_size,
+        )

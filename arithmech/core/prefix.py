@@ -25,6 +25,7 @@ runs whole), for the tests and the benchmark that compare the two.
 ...     for idx, ids in batches:
 ...         logits = sp.forward(ids.to(dev), logits_to_keep=1).logits[:, -1]
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,7 +34,7 @@ from typing import Iterable
 import torch
 from transformers import DynamicCache
 
-MIN_PREFIX = 16          # shared tokens below this run whole: a zero-shot batch shares only a few
+MIN_PREFIX = 16  # shared tokens below this run whole: a zero-shot batch shares only a few
 _STATE = {"on": True}
 
 
@@ -89,8 +90,9 @@ class SharedPrefix:
         if key is None or key not in self.kv:
             return self.model(ids, **kw)
         kw = {k: v for k, v in kw.items() if k != "use_cache"}
-        return self.model(ids[:, len(key):], cache=expanded(self.model, self.kv[key], ids.shape[0]),
-                          use_cache=True, **kw)
+        return self.model(
+            ids[:, len(key) :], cache=expanded(self.model, self.kv[key], ids.shape[0]), use_cache=True, **kw
+        )
 
 
 def captured(model, ids: torch.Tensor, take):

@@ -18,6 +18,7 @@ finished unit times the units left. A step announces its estimate of memory and 
 ...         run(mode); p.advance(note=mode)
 >>> for step in progress(range(steps), "train-embedded"): ...
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +29,7 @@ import time
 from typing import Iterable, Iterator, TextIO, TypeVar
 
 T = TypeVar("T")
-OFF = "ARITHMECH_PROGRESS"           # "0": never show progress (set by the book runner for its kernels)
+OFF = "ARITHMECH_PROGRESS"  # "0": never show progress (set by the book runner for its kernels)
 _SUFFIX: contextvars.ContextVar[str] = contextvars.ContextVar("progress_suffix", default="")
 
 

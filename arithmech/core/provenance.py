@@ -1,4 +1,5 @@
 """What every step records beside its files: the library versions and the process's peak memory."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -18,8 +19,13 @@ def versions() -> dict:
         own = importlib.metadata.version("arithmech")
     except importlib.metadata.PackageNotFoundError:
         own = "not installed"
-    return {"python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "pandas": pd.__version__, "arithmech": own}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "pandas": pd.__version__,
+        "arithmech": own,
+    }
 
 
 def peak_memory() -> dict:

@@ -6,6 +6,7 @@
 a regular file of the folder, of bounded size), and the inputs it records by name are hashed only when the
 name is a file inside the folder: an edited record naming ``/etc/shadow`` is refused before anything is opened.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,28 @@ from arithmech.core.inputs import quoted
 from arithmech.core.results import SCHEMA_VERSION, ResultsError
 
 # ------------------------------------------------------------------------------ fine-tune records
-FINETUNE_KEYS = ("schema_version", "model", "mode", "tag", "command", "seed", "device", "dtype", "heads", "mlps",
-                 "tuned_parameters", "total_parameters", "parameters", "train", "results", "base", "delta",
-                 "data", "versions", "wall_s")
+FINETUNE_KEYS = (
+    "schema_version",
+    "model",
+    "mode",
+    "tag",
+    "command",
+    "seed",
+    "device",
+    "dtype",
+    "heads",
+    "mlps",
+    "tuned_parameters",
+    "total_parameters",
+    "parameters",
+    "train",
+    "results",
+    "base",
+    "delta",
+    "data",
+    "versions",
+    "wall_s",
+)
 
 
 MODES = ("base", "full", "precise")
@@ -31,7 +51,11 @@ MODES = ("base", "full", "precise")
 def measure(value: float, n: int | None = None, ci: Iterable[float] | None = None, items: list | None = None) -> dict:
     """One measurement of a fine-tune record: ``value`` with its sample size, 95% interval and, where
     kept, the per-item scores (for paired intervals)."""
-    out = {"value": float(value), "n": None if n is None else int(n), "ci": None if ci is None else [float(c) for c in ci]}
+    out = {
+        "value": float(value),
+        "n": None if n is None else int(n),
+        "ci": None if ci is None else [float(c) for c in ci],
+    }
     if items is not None:
         out["items"] = items
     return out
@@ -57,8 +81,10 @@ def _check_finetune(path: Path, rec: Any) -> dict:
     missing = [k for k in FINETUNE_KEYS if k not in rec]
     bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
     if missing or bad or not rec.get("results"):
-        raise ResultsError(f"{quoted(path)} is a malformed fine-tune record (missing {missing or 'results'}"
-                           f"{', bad measures ' + str(bad) if bad else ''}): re-run it")
+        raise ResultsError(
+            f"{quoted(path)} is a malformed fine-tune record (missing {missing or 'results'}"
+            f"{', bad measures ' + str(bad) if bad else ''}): re-run it"
+        )
     return rec
 
 
@@ -91,13 +117,17 @@ def check_finetune_writable(path: str | Path, overwrite: bool = False) -> None:
     if not os.path.lexists(path):
         return
     if not overwrite:
-        raise ValueError(f"{quoted(path)} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
-                         "NAME to write finetune/<mode>-NAME.json beside it)")
+        raise ValueError(
+            f"{quoted(path)} exists (a previous run): pass --overwrite to replace it (finetune: or --tag "
+            "NAME to write finetune/<mode>-NAME.json beside it)"
+        )
     try:
         _check_finetune(path, json.loads(safe_read.read_text(path, path.parent.parent)))
     except (ValueError, RecursionError, ResultsError):
-        raise ValueError(f"{quoted(path)} exists and is not a fine-tune record of this format: it is not ours to "
-                         "replace; move it away or choose another --results") from None
+        raise ValueError(
+            f"{quoted(path)} exists and is not a fine-tune record of this format: it is not ours to "
+            "replace; move it away or choose another --results"
+        ) from None
 
 
 def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = ()) -> Path:
@@ -108,11 +138,13 @@ def write_finetune(folder: str | Path, record: dict, inputs: tuple[str, ...] = (
     folder = Path(folder)
     path = finetune_path(folder, record["mode"], record.get("tag"))
     _check_finetune(path, record)
-    folderlock.acquire(folder)          # one writer per folder (FolderBusy); re-entrant for a runner that holds it
+    folderlock.acquire(folder)  # one writer per folder (FolderBusy); re-entrant for a runner that holds it
     try:
         if inputs:
-            record = {**record, "inputs": {n: safe_read.sha256(folder / n, folder) for n in inputs
-                                           if os.path.lexists(folder / n)}}
+            record = {
+                **record,
+                "inputs": {n: safe_read.sha256(folder / n, folder) for n in inputs if os.path.lexists(folder / n)},
+            }
         return atomic_json(path, record)
     finally:
         folderlock.release(folder)
@@ -133,17 +165,20 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
     """A fine-tune record, checked: its format, and that the files it was computed from are unchanged."""
     path = finetune_path(folder, mode, tag)
     if not os.path.lexists(path):
-        raise FileNotFoundError(f"{quoted(path)} does not exist: run `python -m arithmech finetune` or "
-                                "`python -m arithmech arms` first")
+        raise FileNotFoundError(
+            f"{quoted(path)} does not exist: run `python -m arithmech finetune` or `python -m arithmech arms` first"
+        )
     rec = _parse(path, folder, "re-run it", "re-run it")
     inputs = rec.get("inputs") if isinstance(rec, dict) else None
     if inputs is not None and not isinstance(inputs, dict):
         raise ResultsError(f"{quoted(path)}: 'inputs' is not a table of file names and hashes: re-run it")
-    recorded = [(safe_read.inside(folder, n, path), h) for n, h in (inputs or {}).items()]   # all checked first
+    recorded = [(safe_read.inside(folder, n, path), h) for n, h in (inputs or {}).items()]  # all checked first
     for f, h in recorded:
         if os.path.lexists(f) and safe_read.sha256(f, folder) != h:
-            raise ResultsError(f"{quoted(path)} was computed from another {f.name} than the one now in {quoted(folder)} "
-                               "(identify re-run since?): re-run it with --overwrite")
+            raise ResultsError(
+                f"{quoted(path)} was computed from another {f.name} than the one now in {quoted(folder)} "
+                "(identify re-run since?): re-run it with --overwrite"
+            )
     return _check_finetune(path, rec)
 
 
@@ -156,5 +191,7 @@ def read_tag(folder: str | Path, tag: str) -> dict:
 def finetune_records(folder: str | Path) -> dict[str, dict]:
     """Every fine-tune record of ``folder`` (stem → record), base first, then the arms by name."""
     d = Path(folder) / "finetune"
-    stems = sorted((p.stem for p in d.glob("*.json") if p.stem not in ("table1", "curve")), key=lambda s: (s != "base", s))
+    stems = sorted(
+        (p.stem for p in d.glob("*.json") if p.stem not in ("table1", "curve")), key=lambda s: (s != "base", s)
+    )
     return {s: read_finetune(folder, *s.split("-", 1)) if "-" in s else read_finetune(folder, s) for s in stems}

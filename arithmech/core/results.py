@@ -1,6 +1,6 @@
 """The results folder ``results/<model>/``: the one contract between commands and chapters.
 
-Every file a step writes is declared once in :data:`FILES` (its step, format, required columns or keys,
+Every file a step writes is declared once in :data:`FILES` (:mod:`arithmech.core.result_files`: its step, format, required columns or keys,
 and the files it is computed from). This module alone writes and reads them:
 
 * **one model, one folder** — :func:`folder_name` turns a model spec into the folder's name and
@@ -37,13 +37,13 @@ Example::
     >>> write_step(folder, "identify", {"effects.csv": df, ...}, record={"parameters": {...}})
     >>> effects = read(folder, "effects.csv")
 """
+
 from __future__ import annotations
 
 import hashlib
 import io
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,90 +54,12 @@ from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sh
 from arithmech.core.checkpoints import Checkpoints
 from arithmech.core.inputs import quoted
 from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
+from arithmech.core.result_files import FILES, STEPS, STR_COLUMNS, WRITTEN_BY
+from arithmech.core.result_files import FileSpec as FileSpec  # re-exported: the folder's one contract
 from arithmech.core.safe_read import ResultsError  # noqa: F401 (R.ResultsError: the folder's one error)
 
 SCHEMA_VERSION = 1
 RUN = "run.json"
-
-
-@dataclass(frozen=True)
-class FileSpec:
-    """One file of the results folder: the ``step`` that writes it, its ``kind`` (csv, json, jsonl),
-    the columns (csv) or keys (json object / each jsonl row) it must have, and the files it is
-    computed from (their hashes are recorded when it is written). ``version``: the file's format, raised
-    when it changes; recorded in run.json (``steps.<step>.formats``; absent = 1) and checked by :func:`read`."""
-    step: str
-    kind: str
-    required: tuple[str, ...] = ()
-    inputs: tuple[str, ...] = ()
-    version: int = 1
-
-
-# What each step writes. A chapter or command that needs a file reads it with ``read``.
-FILES: dict[str, FileSpec] = {
-    "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
-    # v2: effect_lo / effect_hi, the 95% bootstrap interval of the effect over prompts (key heads: effect_hi < threshold)
-    "effects.csv": FileSpec("identify", "csv", ("task", "layer", "head", "effect", "effect_lo", "effect_hi"), version=2),
-    "key_heads.json": FileSpec("identify", "json", ("task", "heads")),
-    # per task × template: answer-token and exact-match accuracy, the X_c check's pass rate, the most frequent
-    # answer token among the kept prompts and its share (the majority-answer floor; data/answer_tokens.py)
-    "answer_tokens.csv": FileSpec("identify", "csv", ("task", "template", "answer_token", "n_drawn", "accuracy",
-                                                      "exact_match", "xc_checked", "xc_passed", "xc_pass_rate",
-                                                      "n", "top_token", "top_share")),
-    # v2: reference-pool means, sanity rows (kind "sanity"), Wilson intervals, END and every-position rows
-    "knockout.csv": FileSpec("identify", "csv", ("task", "positions", "kind", "order", "seed", "k", "accuracy", "correct",
-                                                 "n", "ci_low", "ci_high", "mean_source"), version=2),
-    "transfer.csv": FileSpec("identify", "csv"),
-    "heldout.json": FileSpec("identify", "json"),
-    "attention_roles.csv": FileSpec("analyze", "csv", ("layer", "head", "role", "mean_score", "task", "n", "se",
-                                                       "tokens", "density", "mass_nofirst", "se_nofirst",
-                                                       "tokens_nofirst", "density_nofirst"),
-                                    ("key_heads.json", "prompts.jsonl")),
-    "attention_baseline.csv": FileSpec("analyze", "csv", ("name", "role", "measure", "view", "value", "se", "n",
-                                                          "nonkey_median", "nonkey_p05", "nonkey_p95",
-                                                          "percentile", "n_nonkey", "verdict"),
-                                       ("key_heads.json", "prompts.jsonl")),
-    "mlp_projection.csv": FileSpec("analyze", "csv", ("layer", "quantity", "value"), ("prompts.jsonl",)),
-    "top_numbers.csv": FileSpec("analyze", "csv", ("layer",)),
-    "analyze.json": FileSpec("analyze", "json", ("key_heads", "stages"), ("key_heads.json", "prompts.jsonl")),
-    "accuracy_by_template.csv": FileSpec("accuracy", "csv", ("op", "template", "n", "accuracy", "ci_low", "ci_high")),
-    # the yield of identify's prompts per number of solved examples and operation (arithmech.steps.shots)
-    "shots.csv": FileSpec("shots", "csv", ("shots", "op", "drawn", "token_correct", "correct", "xc_valid", "kept",
-                                           "kept_rate", "kept_lo", "kept_hi")),
-    "counterfactual_overlap.json": FileSpec("counterfactuals", "json", ("a", "b", "shared")),
-    "eap.csv": FileSpec("beyond", "csv", ("layer", "head", "exact", "eap", "eap_ig", "n"),
-                        ("prompts.jsonl", "effects.csv", "key_heads.json")),
-    # v2: position (END, A, operator, B): key/value paths at the operand and operator positions besides END's
-    "upstream.csv": FileSpec("beyond", "csv", ("receiver", "position", "path", "sender", "effect"),
-                             ("prompts.jsonl", "effects.csv", "key_heads.json"), version=2),
-    # the Table 1 runner's plan and choices (arithmech.steps.arms): suite, tuned/random heads, each
-    # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
-    "finetune/table1.json": FileSpec("table1", "json", ("suite", "heads", "arms", "runs"),
-                                     ("key_heads.json", "effects.csv")),
-    # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.steps.arms)
-    "finetune/curve.json": FileSpec("curve", "json", ("points", "knee", "rule")),
-    # the share of the counterfactual's LD effect a circuit recovers: top-n by effect rank and random circuits,
-    # noising (mean / resample ablation of the rest), converse, denoising; cluster-bootstrap intervals
-    # (arithmech.methods.faithfulness)
-    "faithfulness.csv": FileSpec("faithfulness", "csv", ("task", "method", "ablation", "order", "draw", "n", "share", "lo",
-                                                         "hi", "n_prompts", "n_clusters", "split", "components"),
-                                 ("effects.csv", "key_heads.json")),
-    "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "jaccard")),
-    "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "key", "top")),
-    "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "key_share", "effect_hi")),
-}
-# Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
-STR_COLUMNS = {"effects.csv": {"head": str}, "eap.csv": {"head": str}, "attention_baseline.csv": {"name": str},
-               "upstream.csv": {"receiver": str, "sender": str, "sender_head": str, "position": str},
-               "answer_tokens.csv": {"task": str, "template": str, "top_token": str},   # "0" is a token
-               "stability_heads.csv": {"head": str, "name": str}, "faithfulness.csv": {"components": str}, "stability_runs.csv": {"key": str, "top": str},
-               "top_numbers.csv": {"token": str}}
-STEPS = tuple(dict.fromkeys(s.step for s in FILES.values()))
-WRITTEN_BY = {"identify": "python -m arithmech identify", "analyze": "python -m arithmech analyze",
-              "accuracy": "python -m arithmech accuracy-by-template",
-              "counterfactuals": "python -m arithmech counterfactuals", "beyond": "python -m arithmech beyond",
-              "table1": "python -m arithmech arms", "curve": "python -m arithmech arms --curve-only", "stability": "python -m arithmech stability",
-              "faithfulness": "python -m arithmech faithfulness", "shots": "python -m arithmech shots"}
 
 
 # ----------------------------------------------------------------------------------- locations
@@ -147,7 +69,7 @@ def folder_name(model_name: str) -> str:
     A spec with no name of its own (``.``, ``/``) is resolved to the folder it points at."""
     p = Path(str(model_name).rstrip("/") or "/")
     name = p.name or p.resolve().name
-    name = name[:-len(".gguf")] if name.endswith(".gguf") else name
+    name = name[: -len(".gguf")] if name.endswith(".gguf") else name
     if not name or name in (".", ".."):
         raise ValueError(f"--model {model_name!r} gives no results-folder name: name the model's folder or alias")
     return name
@@ -161,8 +83,10 @@ def model_folder(results: str | Path, model_name: str) -> Path:
     folder = p if p.name == folder_name(model_name) or (p / RUN).is_file() else p / folder_name(model_name)
     owner = read_run(folder).get("model") if (folder / RUN).is_file() else None
     if owner is not None and folder_name(owner) != folder_name(model_name):
-        raise ValueError(f"{quoted(folder)} holds the results of model {owner!r}, not {model_name!r}: give --results the "
-                         "results root or this model's own folder")
+        raise ValueError(
+            f"{quoted(folder)} holds the results of model {owner!r}, not {model_name!r}: give --results the "
+            "results root or this model's own folder"
+        )
     return folder
 
 
@@ -187,12 +111,22 @@ def read_run(folder: str | Path) -> dict:
     try:
         obj = json.loads(safe_read.read_text(p, folder))
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{quoted(p)} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps") from None
+        raise ResultsError(
+            f"{quoted(p)} is not valid JSON ({e.msg}, line {e.lineno}): delete it and re-run the steps"
+        ) from None
     except RecursionError:
-        raise ResultsError(f"{quoted(p)} nests JSON too deeply to be a run.json: delete it and re-run the steps") from None
-    if not isinstance(obj, dict) or obj.get("schema_version") != SCHEMA_VERSION or not isinstance(obj.get("steps"), dict):
-        raise ResultsError(f"{quoted(p)} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
-                           "arithmech?): re-run the steps into a new results folder")
+        raise ResultsError(
+            f"{quoted(p)} nests JSON too deeply to be a run.json: delete it and re-run the steps"
+        ) from None
+    if (
+        not isinstance(obj, dict)
+        or obj.get("schema_version") != SCHEMA_VERSION
+        or not isinstance(obj.get("steps"), dict)
+    ):
+        raise ResultsError(
+            f"{quoted(p)} is not a run.json of schema version {SCHEMA_VERSION} (written by an older "
+            "arithmech?): re-run the steps into a new results folder"
+        )
     return obj
 
 
@@ -216,13 +150,15 @@ def _hold(folder: Path, step: str) -> None:
     s = _WRITING.setdefault(_writing_key(folder, step), {"overwrite": True, "held": False})
     try:
         if not s["held"]:
-            folderlock.acquire(folder)                    # FolderBusy: another process writes here now
+            folderlock.acquire(folder)  # FolderBusy: another process writes here now
             s["held"] = True
-        finish_interrupted(folder)                        # a set a killed writer left half moved in
+        finish_interrupted(folder)  # a set a killed writer left half moved in
         present = [n for n in step_files(step) if os.path.lexists(folder / n)]
         if present and not s["overwrite"]:
-            raise ValueError(f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
-                             "--overwrite to replace them (only that step's files are replaced) or choose another --results")
+            raise ValueError(
+                f"{quoted(folder)} already holds {step} results ({', '.join(present[:3])}…): pass "
+                "--overwrite to replace them (only that step's files are replaced) or choose another --results"
+            )
     except BaseException:
         _let_go(folder, step)
         raise
@@ -253,13 +189,17 @@ def check_writable(folder: str | Path, step: str, overwrite: bool = False) -> No
     folder = Path(folder)
     for p in (folder, *folder.parents):
         if p.exists() and not p.is_dir():
-            raise ValueError(f"results folder {quoted(folder)}: {quoted(p)} is an existing file; choose another --results")
+            raise ValueError(
+                f"results folder {quoted(folder)}: {quoted(p)} is an existing file; choose another --results"
+            )
     _WRITING.setdefault(_writing_key(folder, step), {"held": False})["overwrite"] = overwrite
     if folder.is_dir() or folder.parent.is_dir():
         _hold(folder, step)
 
 
-def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None) -> Path:
+def write_step(
+    folder: str | Path, step: str, files: dict[str, Any], record: dict, model_name: str | None = None
+) -> Path:
     """Write one step's ``files`` (name → DataFrame / dict / list of rows) into ``folder`` as one set.
 
     The files and the new ``run.json`` (the step's ``record``, the sha256 of each new file and of each declared
@@ -277,7 +217,7 @@ def write_step(folder: str | Path, step: str, files: dict[str, Any], record: dic
         texts = {n: _serialise(n, obj) for n, obj in files.items()}
         for n, t in texts.items():
             _validate(n, t, folder / n)
-        _hold(folder, step)                 # the lock (made here when the folder is new) and the final check
+        _hold(folder, step)  # the lock (made here when the folder is new) and the final check
         _move_in(folder, step, texts, record, model_name)
     finally:
         _let_go(folder, step)
@@ -294,7 +234,7 @@ def _move_in(folder: Path, step: str, texts: dict[str, str], record: dict, model
     in_hashes = {i: safe_read.sha256(folder / i, folder) for i in inputs if os.path.lexists(folder / i)}
     stage = staging.fresh(folder, step)
     for n, t in texts.items():
-        (stage / n).parent.mkdir(parents=True, exist_ok=True)          # finetune/table1.json
+        (stage / n).parent.mkdir(parents=True, exist_ok=True)  # finetune/table1.json
         (stage / n).write_text(t)
     hashes = {n: sha256(stage / n) for n in texts}
     run = read_run(folder)
@@ -345,13 +285,17 @@ def _validate(name: str, text: str, path: Path) -> Any:
             have, n_rows = (set(obj) if isinstance(obj, dict) else set()), 1
     except (ValueError, RecursionError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         why = (str(e).splitlines() or [type(e).__name__])[0]
-        raise ResultsError(f"{quoted(path)} cannot be parsed as {kind} ({why}): it is truncated or "
-                           "not a results file; re-run the step that writes it") from None
+        raise ResultsError(
+            f"{quoted(path)} cannot be parsed as {kind} ({why}): it is truncated or "
+            "not a results file; re-run the step that writes it"
+        ) from None
     missing = [c for c in (spec.required if spec else ()) if c not in have]
     if missing or (kind != "json" and n_rows == 0):
         what = f"lacks {missing}" if missing else "has no rows"
-        raise ResultsError(f"{quoted(path)} {what}: it is truncated or from another tool; re-run "
-                           f"{WRITTEN_BY.get(spec.step if spec else '', 'the step that writes it')}")
+        raise ResultsError(
+            f"{quoted(path)} {what}: it is truncated or from another tool; re-run "
+            f"{WRITTEN_BY.get(spec.step if spec else '', 'the step that writes it')}"
+        )
     return obj
 
 
@@ -363,13 +307,13 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     from inputs that have changed since.
     """
     folder = Path(folder)
-    finish_interrupted(folder)                               # a set a killed writer left half moved in
+    finish_interrupted(folder)  # a set a killed writer left half moved in
     path = folder / name
     spec = FILES.get(name)
     if not os.path.lexists(path):
         cmd = WRITTEN_BY.get(spec.step, "") if spec else ""
         raise FileNotFoundError(f"{quoted(path)} does not exist" + (f": run `{cmd}` first" if cmd else ""))
-    data = safe_read.read_bytes(path, folder)                # a regular file of the folder, of bounded size
+    data = safe_read.read_bytes(path, folder)  # a regular file of the folder, of bounded size
     obj = _validate(name, safe_read.decode(data, path), path)
     if spec is None:
         return obj
@@ -377,16 +321,22 @@ def read(folder: str | Path, name: str, check_inputs: bool = True) -> Any:
     if rec is not None:
         want = rec.get("files", {}).get(name)
         if want is not None and want != hashlib.sha256(data).hexdigest():
-            raise ResultsError(f"{quoted(path)} differs from what {spec.step} wrote (run.json): the folder holds an "
-                               f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}")
+            raise ResultsError(
+                f"{quoted(path)} differs from what {spec.step} wrote (run.json): the folder holds an "
+                f"incomplete or edited run; re-run {WRITTEN_BY[spec.step]}"
+            )
         if (got := rec.get("formats", {}).get(name, 1)) != spec.version:
-            raise ResultsError(f"{quoted(path)} is format version {got} and this arithmech reads version {spec.version} "
-                               f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite")
+            raise ResultsError(
+                f"{quoted(path)} is format version {got} and this arithmech reads version {spec.version} "
+                f"of it: re-run {WRITTEN_BY[spec.step]} --overwrite"
+            )
         if check_inputs:
             for inp, h in rec.get("inputs", {}).items():
                 if inp in spec.inputs and os.path.lexists(folder / inp) and safe_read.sha256(folder / inp, folder) != h:
-                    raise ResultsError(f"{quoted(path)} was computed from another {inp} than the one now in {quoted(folder)} "
-                                       f"(re-run since?): re-run {WRITTEN_BY[spec.step]} --overwrite")
+                    raise ResultsError(
+                        f"{quoted(path)} was computed from another {inp} than the one now in {quoted(folder)} "
+                        f"(re-run since?): re-run {WRITTEN_BY[spec.step]} --overwrite"
+                    )
     return obj
 
 

@@ -21,6 +21,7 @@ and what to do. :mod:`arithmech.core.results`, :mod:`~arithmech.core.records` an
 >>> text = read_text(folder / "run.json", folder)       # ResultsError when it is a FIFO, a link out, …
 >>> path = inside(folder, recorded_name, "run.json")     # ResultsError when the name leads out
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,8 +41,13 @@ class ResultsError(ValueError):
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -57,8 +63,10 @@ def inside(folder: str | Path, name: str, recorded_in: str | Path) -> Path:
     folder = Path(folder)
     root, path = folder.resolve(), (folder / str(name)).resolve()
     if Path(str(name)).is_absolute() or not _within(path, root) or path == root:
-        raise ResultsError(f"{quoted(recorded_in)} records the input {quoted(name)}, a path outside its results folder: "
-                           "it was edited; delete it and re-run the step that wrote it")
+        raise ResultsError(
+            f"{quoted(recorded_in)} records the input {quoted(name)}, a path outside its results folder: "
+            "it was edited; delete it and re-run the step that wrote it"
+        )
     return folder / str(name)
 
 
@@ -72,18 +80,26 @@ def check_file(path: str | Path, folder: str | Path | None = None, cap: int = MA
     except FileNotFoundError:
         raise FileNotFoundError(f"{quoted(path)} does not exist") from None
     if folder is not None and not _within(path.resolve(), Path(folder).resolve()):
-        raise ResultsError(f"{quoted(path)} is a link leading out of its results folder {quoted(folder)}: a results "
-                           "folder holds only its own files; remove the link and re-run the step that writes it")
+        raise ResultsError(
+            f"{quoted(path)} is a link leading out of its results folder {quoted(folder)}: a results "
+            "folder holds only its own files; remove the link and re-run the step that writes it"
+        )
     try:
         st = os.stat(path)
-    except OSError as e:                              # a dangling or looping link
-        raise ResultsError(f"{quoted(path)} cannot be read ({e.strerror}): remove it and re-run the step that writes it") from None
+    except OSError as e:  # a dangling or looping link
+        raise ResultsError(
+            f"{quoted(path)} cannot be read ({e.strerror}): remove it and re-run the step that writes it"
+        ) from None
     if not stat.S_ISREG(st.st_mode):
-        raise ResultsError(f"{quoted(path)} is {_kind(st.st_mode)}, not a file: a results folder holds only regular "
-                           "files; remove it and re-run the step that writes it")
+        raise ResultsError(
+            f"{quoted(path)} is {_kind(st.st_mode)}, not a file: a results folder holds only regular "
+            "files; remove it and re-run the step that writes it"
+        )
     if st.st_size > cap:
-        raise ResultsError(f"{quoted(path)} has {st.st_size:,} bytes; a results file has at most {cap:,}: it is not "
-                           "a results file; remove it and re-run the step that writes it")
+        raise ResultsError(
+            f"{quoted(path)} has {st.st_size:,} bytes; a results file has at most {cap:,}: it is not "
+            "a results file; remove it and re-run the step that writes it"
+        )
     return st
 
 
@@ -95,15 +111,17 @@ def read_bytes(path: str | Path, folder: str | Path | None = None, cap: int = MA
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ResultsError(f"{quoted(path)} is {_kind(st.st_mode)}, not a file: remove it and re-run the step "
-                               "that writes it")
+            raise ResultsError(
+                f"{quoted(path)} is {_kind(st.st_mode)}, not a file: remove it and re-run the step that writes it"
+            )
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(cap + 1)
     finally:
         os.close(fd)
     if len(data) > cap:
-        raise ResultsError(f"{quoted(path)} grew past {cap:,} bytes while it was read: remove it and re-run the step "
-                           "that writes it")
+        raise ResultsError(
+            f"{quoted(path)} grew past {cap:,} bytes while it was read: remove it and re-run the step that writes it"
+        )
     return data
 
 
@@ -112,8 +130,10 @@ def decode(data: bytes, path: str | Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ResultsError(f"{quoted(path)} is not UTF-8 text ({e.reason} at byte {e.start:,}): it is damaged or not "
-                           "a results file; re-run the step that writes it") from None
+        raise ResultsError(
+            f"{quoted(path)} is not UTF-8 text ({e.reason} at byte {e.start:,}): it is damaged or not "
+            "a results file; re-run the step that writes it"
+        ) from None
 
 
 def read_text(path: str | Path, folder: str | Path | None = None, cap: int = MAX_FILE_BYTES) -> str:

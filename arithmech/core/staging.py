@@ -10,6 +10,7 @@ finishes the second. :mod:`arithmech.core.results` calls it before every read an
 one complete set. A stage is part of the folder and trusted for nothing: its commit is read bounded, and it may
 name only the files of its own step (``names_of``).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,8 @@ from arithmech.core.safe_read import ResultsError
 
 PENDING = ".pending-"
 COMMIT = "COMMIT.json"
-RUN = "run.json"                  # the folder's manifest: staged beside the files, moved in first
-NamesOf = Callable[[str], "list[str] | None"]     # step -> the files its stage may move in or remove (None: unknown)
+RUN = "run.json"  # the folder's manifest: staged beside the files, moved in first
+NamesOf = Callable[[str], "list[str] | None"]  # step -> the files its stage may move in or remove (None: unknown)
 
 
 def fresh(folder: Path, step: str) -> Path:
@@ -58,12 +59,18 @@ def finish(folder: Path, stage: Path, names_of: NamesOf) -> None:
         plan = json.loads(safe_read.read_text(where, folder, cap=1 << 20))
     except (ValueError, RecursionError):
         plan = None
-    step = stage.name[len(PENDING):]
+    step = stage.name[len(PENDING) :]
     allowed = names_of(step)
-    if not (isinstance(plan, dict) and plan.get("step") == step and allowed is not None
-            and all(isinstance(plan.get(k), list) and set(plan[k]) <= set(allowed) for k in ("files", "remove"))):
-        raise ResultsError(f"{quoted(where)} is not the commit of an interrupted {step!r} write of arithmech: delete "
-                           f"{quoted(stage)} and re-run the step")
+    if not (
+        isinstance(plan, dict)
+        and plan.get("step") == step
+        and allowed is not None
+        and all(isinstance(plan.get(k), list) and set(plan[k]) <= set(allowed) for k in ("files", "remove"))
+    ):
+        raise ResultsError(
+            f"{quoted(where)} is not the commit of an interrupted {step!r} write of arithmech: delete "
+            f"{quoted(stage)} and re-run the step"
+        )
     for n in [RUN, *plan["files"]]:
         if os.path.lexists(stage / n):
             (folder / n).parent.mkdir(parents=True, exist_ok=True)
@@ -96,8 +103,10 @@ def settle(folder: str | Path, names_of: NamesOf) -> None:
             else:
                 drop(stage)
     except OSError as e:
-        raise ResultsError(f"{quoted(folder)} holds a set that a killed run left half moved in and it cannot be "
-                           f"finished here ({e.strerror}): re-run the step that writes it, where the folder is "
-                           "writable") from None
+        raise ResultsError(
+            f"{quoted(folder)} holds a set that a killed run left half moved in and it cannot be "
+            f"finished here ({e.strerror}): re-run the step that writes it, where the folder is "
+            "writable"
+        ) from None
     finally:
         folderlock.release(folder)

@@ -23,6 +23,7 @@ Per-head helpers: the input of ``o_proj`` is the concatenation of the heads' out
 per-head views; :func:`head_contributions` multiplies each head by its own W_O block,
 so that ``head_contributions(z, W_O).sum(-2) == o_proj(z)`` (no bias in Llama).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,10 +65,18 @@ class Trace(contextlib.AbstractContextManager):
     ``output`` (exactly what the module returned, e.g. a tuple for ``self_attn``).
     """
 
-    def __init__(self, model: nn.Module, name: str, retain_output: bool = True,
-                 retain_input: bool = False, clone: bool = False, detach: bool = False,
-                 edit_input: Callable | None = None, edit_output: Callable | None = None,
-                 stop: bool = False):
+    def __init__(
+        self,
+        model: nn.Module,
+        name: str,
+        retain_output: bool = True,
+        retain_input: bool = False,
+        clone: bool = False,
+        detach: bool = False,
+        edit_input: Callable | None = None,
+        edit_output: Callable | None = None,
+        stop: bool = False,
+    ):
         self.name = name
         self.input = None
         self.output = None
@@ -123,17 +132,33 @@ class TraceDict(OrderedDict, contextlib.AbstractContextManager):
     callback can act on many layers. ``stop=True`` stops after the last name given.
     """
 
-    def __init__(self, model: nn.Module, names: Iterable[str], retain_output: bool = True,
-                 retain_input: bool = False, clone: bool = False, detach: bool = False,
-                 edit_input: Callable | None = None, edit_output: Callable | None = None,
-                 stop: bool = False):
+    def __init__(
+        self,
+        model: nn.Module,
+        names: Iterable[str],
+        retain_output: bool = True,
+        retain_input: bool = False,
+        clone: bool = False,
+        detach: bool = False,
+        edit_input: Callable | None = None,
+        edit_output: Callable | None = None,
+        stop: bool = False,
+    ):
         super().__init__()
         names = list(dict.fromkeys(names))
         try:
             for i, n in enumerate(names):
-                self[n] = Trace(model, n, retain_output=retain_output, retain_input=retain_input,
-                                clone=clone, detach=detach, edit_input=edit_input,
-                                edit_output=edit_output, stop=stop and i == len(names) - 1)
+                self[n] = Trace(
+                    model,
+                    n,
+                    retain_output=retain_output,
+                    retain_input=retain_input,
+                    clone=clone,
+                    detach=detach,
+                    edit_input=edit_input,
+                    edit_output=edit_output,
+                    stop=stop and i == len(names) - 1,
+                )
         except Exception:
             self.close()
             raise
@@ -152,6 +177,7 @@ class TraceDict(OrderedDict, contextlib.AbstractContextManager):
 # query heads share one K/V head (query head h reads kv head Geometry.kv_head(h), core/models.py), but
 # each query head still writes its own head_dim slice into o_proj.
 # ---------------------------------------------------------------------------------------------
+
 
 def split_heads(z: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(..., n_heads * head_dim) -> (..., n_heads, head_dim)``."""
@@ -172,6 +198,6 @@ def head_contributions(z: torch.Tensor, w_o: torch.Tensor, n_heads: int) -> torc
     Returns:
         ``(..., n_heads, d_model)``; summed over heads it equals ``z @ w_o.T``.
     """
-    zh = split_heads(z, n_heads)                                  # (..., H, dh)
-    wo = w_o.unflatten(1, (n_heads, -1))                         # (d, H, dh)
+    zh = split_heads(z, n_heads)  # (..., H, dh)
+    wo = w_o.unflatten(1, (n_heads, -1))  # (d, H, dh)
     return torch.einsum("...hk,dhk->...hd", zh, wo)

@@ -26,6 +26,7 @@ decoding (:func:`arithmech.evals.scoring.greedy_exact` after :attr:`Sample.bare`
 >>> answer_token_table({"addition": {"answer_token": "last-digit", "templates": summary}})
 >>> conditioned_floor(kept)          # {"correct", "n", "accuracy", "by": "op, carried, a", "by_group": {...}}
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -35,12 +36,32 @@ import pandas as pd
 
 from arithmech.data.pairs import Sample
 
-TABLE_COLUMNS = ("task", "template", "answer_token", "n_drawn", "correct", "accuracy", "exact", "exact_match",
-                 "exact_correct", "xc_checked", "xc_passed", "xc_pass_rate", "n", "top_token", "top_share")
+TABLE_COLUMNS = (
+    "task",
+    "template",
+    "answer_token",
+    "n_drawn",
+    "correct",
+    "accuracy",
+    "exact",
+    "exact_match",
+    "exact_correct",
+    "xc_checked",
+    "xc_passed",
+    "xc_pass_rate",
+    "n",
+    "top_token",
+    "top_share",
+)
 
 
-def template_summary(samples: Sequence[Sample], correct: Sequence[bool], exact: Sequence[bool],
-                     passed: Sequence[bool | None], checked: bool = True) -> dict:
+def template_summary(
+    samples: Sequence[Sample],
+    correct: Sequence[bool],
+    exact: Sequence[bool],
+    passed: Sequence[bool | None],
+    checked: bool = True,
+) -> dict:
     """Per template, the counts behind ``answer_tokens.csv`` (JSON-ready, kept in ``run.json``).
 
     ``correct[i]``: the answer token is the top-1 next token; ``exact[i]``: greedy decoding writes the
@@ -50,8 +71,18 @@ def template_summary(samples: Sequence[Sample], correct: Sequence[bool], exact: 
     exact_correct, xc_checked, xc_passed, answers: {token: count over kept}}}``."""
     out: dict[str, dict] = {}
     for s, c, e, p in zip(samples, correct, exact, passed):
-        row = out.setdefault(s.template, {"n_drawn": 0, "correct": 0, "exact": 0, "exact_correct": 0,
-                                          "xc_checked": 0, "xc_passed": 0, "answers": {}})
+        row = out.setdefault(
+            s.template,
+            {
+                "n_drawn": 0,
+                "correct": 0,
+                "exact": 0,
+                "exact_correct": 0,
+                "xc_checked": 0,
+                "xc_passed": 0,
+                "answers": {},
+            },
+        )
         row["n_drawn"] += 1
         row["correct"] += bool(c)
         row["exact"] += bool(e)
@@ -74,13 +105,23 @@ def _row(task: str, template: str, variant: str, rows: Sequence[dict]) -> dict:
     # most frequent answer token; ties broken by the token's text, so the file is deterministic
     top, k = min(answers.items(), key=lambda kv: (-kv[1], kv[0])) if answers else ("", 0)
     ratio = lambda a, b: a / b if b else float("nan")
-    return {"task": task, "template": template, "answer_token": variant, "n_drawn": total("n_drawn"),
-            "correct": total("correct"), "accuracy": ratio(total("correct"), total("n_drawn")),
-            "exact": total("exact"), "exact_match": ratio(total("exact"), total("n_drawn")),
-            "exact_correct": sum(r.get("exact_correct", r["correct"]) for r in rows),
-            "xc_checked": total("xc_checked"), "xc_passed": total("xc_passed"),
-            "xc_pass_rate": ratio(total("xc_passed"), total("xc_checked")), "n": n, "top_token": top,
-            "top_share": ratio(k, n)}
+    return {
+        "task": task,
+        "template": template,
+        "answer_token": variant,
+        "n_drawn": total("n_drawn"),
+        "correct": total("correct"),
+        "accuracy": ratio(total("correct"), total("n_drawn")),
+        "exact": total("exact"),
+        "exact_match": ratio(total("exact"), total("n_drawn")),
+        "exact_correct": sum(r.get("exact_correct", r["correct"]) for r in rows),
+        "xc_checked": total("xc_checked"),
+        "xc_passed": total("xc_passed"),
+        "xc_pass_rate": ratio(total("xc_passed"), total("xc_checked")),
+        "n": n,
+        "top_token": top,
+        "top_share": ratio(k, n),
+    }
 
 
 def answer_token_table(info: dict) -> pd.DataFrame:
@@ -150,7 +191,6 @@ def conditioned_floor(samples: Sequence[Sample]) -> dict:
     best grouping's count. Returns ``{"correct", "n", "accuracy", "by": the best grouping, "by_group":
     {grouping: correct}}`` (accuracy NaN for no prompt)."""
     by = {", ".join(f): _loo_correct(samples, f) for f in FLOOR_GROUPS}
-    best = min(by, key=lambda g: (-by[g], list(by).index(g)))         # the first grouping among equals
+    best = min(by, key=lambda g: (-by[g], list(by).index(g)))  # the first grouping among equals
     n = len(samples)
-    return {"correct": by[best], "n": n, "accuracy": by[best] / n if n else float("nan"), "by": best,
-            "by_group": by}
+    return {"correct": by[best], "n": n, "accuracy": by[best] / n if n else float("nan"), "by": best, "by_group": by}

@@ -30,6 +30,7 @@ quotient — the pairs identify patches (:data:`PAIRS_DIVISION`). ``"uniform-ope
 kept for the embedded model's training text and the evaluation items drawn with it
 (:data:`CORPUS_DIVISION`), so that text stays byte-identical to what the shipped weights were trained on.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,23 +41,40 @@ import random
 from typing import Callable
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division", "exponentiation")
-OPERANDS = range(1, 10)            # A and B are drawn from 1..9 (App. A)
+OPERANDS = range(1, 10)  # A and B are drawn from 1..9 (App. A)
 MAX_EXPR_CHARS = 200
-MAX_MAGNITUDE = 10 ** 12
+MAX_MAGNITUDE = 10**12
 MAX_EXPONENT = 64
 MAX_DRAWS = 10_000
 DIVISION_DRAWS = ("uniform-quotient", "uniform-operands")
-PAIRS_DIVISION = "uniform-quotient"     # the (X_r, X_c) pairs of identify, accuracy, knockout (data.pairs)
-CORPUS_DIVISION = "uniform-operands"    # the training corpus and evaluation items (data.sentences, heldout, splits)
+PAIRS_DIVISION = "uniform-quotient"  # the (X_r, X_c) pairs of identify, accuracy, knockout (data.pairs)
+CORPUS_DIVISION = "uniform-operands"  # the training corpus and evaluation items (data.sentences, heldout, splits)
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _NAMES = ("A", "B")
-_WHAT = {ast.Call: "function calls", ast.Attribute: "attribute access", ast.Subscript: "subscripts",
-         ast.Lambda: "lambdas", ast.ListComp: "comprehensions", ast.SetComp: "comprehensions",
-         ast.DictComp: "comprehensions", ast.GeneratorExp: "comprehensions", ast.Compare: "comparisons",
-         ast.BoolOp: "and/or", ast.IfExp: "if/else", ast.NamedExpr: "assignments (:=)"}
+_WHAT = {
+    ast.Call: "function calls",
+    ast.Attribute: "attribute access",
+    ast.Subscript: "subscripts",
+    ast.Lambda: "lambdas",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.Compare: "comparisons",
+    ast.BoolOp: "and/or",
+    ast.IfExp: "if/else",
+    ast.NamedExpr: "assignments (:=)",
+}
 
 
 class _NoAnswer(Exception):
@@ -70,9 +88,9 @@ def parse_answer(text: str) -> ast.Expression:
     what is not allowed (``"function calls are not allowed"``, ``"unknown name 'os'"``, ...).
     """
     if not isinstance(text, str):
-        raise ValueError(f"must be a string such as \"A + B\", not {type(text).__name__}")
+        raise ValueError(f'must be a string such as "A + B", not {type(text).__name__}')
     if not text.strip():
-        raise ValueError("is empty; write an expression in A and B such as \"A + B\", or leave it out")
+        raise ValueError('is empty; write an expression in A and B such as "A + B", or leave it out')
     if len(text) > MAX_EXPR_CHARS:
         raise ValueError(f"has {len(text)} characters; at most {MAX_EXPR_CHARS} are allowed")
     try:
@@ -90,8 +108,9 @@ def _check_node(node: ast.AST, text: str) -> None:
         return
     if isinstance(node, ast.BinOp):
         if type(node.op) not in _BINOPS:
-            raise ValueError(f"{text!r}: the operator {type(node.op).__name__} is not allowed; "
-                             "use + - * / // % ** and parentheses")
+            raise ValueError(
+                f"{text!r}: the operator {type(node.op).__name__} is not allowed; use + - * / // % ** and parentheses"
+            )
         return
     if isinstance(node, ast.UnaryOp):
         if type(node.op) not in _UNARY:
@@ -103,7 +122,7 @@ def _check_node(node: ast.AST, text: str) -> None:
         return
     if isinstance(node, ast.Constant):
         v = node.value
-        if isinstance(v, bool) or not isinstance(v, (int, float)):   # exactly int or float (as a literal is)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):  # exactly int or float (as a literal is)
             raise ValueError(f"{text!r}: the constant {v!r} is not allowed; only numbers may be used")
         if not math.isfinite(v) or abs(v) > MAX_MAGNITUDE:
             raise ValueError(f"{text!r}: the number {v!r} is too large (at most {MAX_MAGNITUDE:.0e})")
@@ -126,8 +145,8 @@ def _power(x, y):
     if abs(x) > 1 and y > 0 and y * math.log10(abs(x)) > math.log10(MAX_MAGNITUDE) + 1:
         raise _NoAnswer
     if x < 0 and float(y) != int(y):
-        raise _NoAnswer                 # complex result
-    return x ** y
+        raise _NoAnswer  # complex result
+    return x**y
 
 
 def _walk(node: ast.AST, env: dict):
@@ -146,7 +165,7 @@ def _walk(node: ast.AST, env: dict):
             return _bounded(_power(x, y) if op is ast.Pow else _BINOPS[op](x, y))
         except (ZeroDivisionError, OverflowError):
             raise _NoAnswer from None
-    raise ValueError(f"{type(node).__name__} is not allowed")    # unreachable after parse_answer
+    raise ValueError(f"{type(node).__name__} is not allowed")  # unreachable after parse_answer
 
 
 def evaluate_answer(tree: ast.Expression, a: int, b: int) -> int | None:
@@ -172,7 +191,7 @@ def operation_answer(op: str, clean: str, a: int, b: int) -> int | None:
     """The answer of a known operation at ``A=a, B=b`` under the paper's operand rules, else ``None``."""
     if op == "addition":
         c = a + b
-        if "{YYY}{B}" in clean and c > 9:           # the year's last digit must not carry
+        if "{YYY}{B}" in clean and c > 9:  # the year's last digit must not carry
             return None
         if (" pm " in clean or " am " in clean) and c > 12:
             return None
@@ -184,9 +203,11 @@ def operation_answer(op: str, clean: str, a: int, b: int) -> int | None:
     if op == "division":
         return a // b if a % b == 0 else None
     if op == "exponentiation":
-        return a ** b if b <= 3 else None
-    raise ValueError(f"unknown operation {op!r}; use one of {', '.join(OPERATIONS)} or give an answer "
-                     "expression in A and B (e.g. \"A ** B\")")
+        return a**b if b <= 3 else None
+    raise ValueError(
+        f"unknown operation {op!r}; use one of {', '.join(OPERATIONS)} or give an answer "
+        'expression in A and B (e.g. "A ** B")'
+    )
 
 
 def answer_rule(template) -> Callable[[int, int], int | None]:
@@ -195,7 +216,7 @@ def answer_rule(template) -> Callable[[int, int], int | None]:
     if template.answer_expr:
         tree = _parsed(template.answer_expr)
         return lambda a, b: evaluate_answer(tree, a, b)
-    operation_answer(template.op, template.clean, 1, 1)           # unknown operation -> ValueError now
+    operation_answer(template.op, template.clean, 1, 1)  # unknown operation -> ValueError now
     return lambda a, b: operation_answer(template.op, template.clean, a, b)
 
 
@@ -229,10 +250,15 @@ def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS, *, d
         answer = rule(a, b)
         if answer is not None:
             return a, b, answer
-    what = (f"the answer {template.answer_expr!r}" if template.answer_expr
-            else f"the {template.op} rule for {template.clean!r}")
-    raise ValueError(f"template {template.id!r}: after {max_draws} draws of A, B in 1..9, {what} never gave a "
-                     f"non-negative whole number (at most {MAX_MAGNITUDE:.0e}); change the answer or the operation")
+    what = (
+        f"the answer {template.answer_expr!r}"
+        if template.answer_expr
+        else f"the {template.op} rule for {template.clean!r}"
+    )
+    raise ValueError(
+        f"template {template.id!r}: after {max_draws} draws of A, B in 1..9, {what} never gave a "
+        f"non-negative whole number (at most {MAX_MAGNITUDE:.0e}); change the answer or the operation"
+    )
 
 
 @functools.lru_cache(maxsize=64)

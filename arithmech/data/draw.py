@@ -9,6 +9,7 @@ has a default of its own for these settings.
 >>> Draw("last-digit", shots=2, example_sets=16) # two solved examples; 16 sets of them per template
 >>> Draw("last", 0)                              # ValueError: answer_token='last': use one of ...
 """
+
 from __future__ import annotations
 
 import re
@@ -42,12 +43,15 @@ class Draw:
             raise ValueError(f"answer_token={self.answer_token!r}: use one of {', '.join(ANSWER_TOKENS)}")
         if isinstance(self.shots, bool) or not isinstance(self.shots, int) or self.shots < 0:
             raise ValueError(f"shots={self.shots!r}: the number of solved examples is a whole number, 0 or more")
-        if self.example_sets is not None and (isinstance(self.example_sets, bool)
-                                              or not isinstance(self.example_sets, int) or self.example_sets < 1):
+        if self.example_sets is not None and (
+            isinstance(self.example_sets, bool) or not isinstance(self.example_sets, int) or self.example_sets < 1
+        ):
             raise ValueError(f"example_sets={self.example_sets!r}: at least one set of examples per template")
         if self.shots and self.example_sets is None:
-            raise ValueError(f"shots={self.shots} without example_sets: say how many sets of examples per template "
-                             f"(identify's is {shots_module.EXAMPLE_SETS})")
+            raise ValueError(
+                f"shots={self.shots} without example_sets: say how many sets of examples per template "
+                f"(identify's is {shots_module.EXAMPLE_SETS})"
+            )
 
     @classmethod
     def from_record(cls, params: dict) -> "Draw":

@@ -31,6 +31,7 @@ lower bound, printed beside the floor and never deciding.
 
 >>> problem_floor(kept)    # {"accuracy", "by", "on", "n", "problems", "table": {on: {grouping: accuracy}}, "loo"}
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -44,7 +45,7 @@ from arithmech.data.templates import TEMPLATES
 EVALUATIONS = ("population", "problems", "prompts")
 """Where :func:`problem_floor` counts the guesser's accuracy (module docstring); the floor is the highest."""
 
-Problem = tuple[str, int, int]                        # (operation, A, B)
+Problem = tuple[str, int, int]  # (operation, A, B)
 
 
 def _template_weights(template_id: str, op: str) -> dict[tuple[int, int], float]:
@@ -52,7 +53,7 @@ def _template_weights(template_id: str, op: str) -> dict[tuple[int, int], float]
     does not know (a custom file, a test's "t") draws by its operation's rule."""
     t = TEMPLATES.get(template_id)
     clean, expr = (t.clean, t.answer_expr) if t is not None and t.op == op else ("", "")
-    if op == "division" and not expr:                                   # uniform-quotient (PAIRS_DIVISION)
+    if op == "division" and not expr:  # uniform-quotient (PAIRS_DIVISION)
         by = defaultdict(list)
         for a in OPERANDS:
             for b in OPERANDS:
@@ -89,7 +90,7 @@ def population(samples: Sequence[Sample]) -> tuple[dict[Problem, float], dict[Pr
             for (a, b), w in _template_weights(tid, op).items():
                 weight[(op, a, b)] += w / len(tpls) * len(ss) / len(samples)
                 targets.setdefault((op, a, b), _target(op, tid, a, b))
-    for s in samples:                                          # the kept problems are in their population
+    for s in samples:  # the kept problems are in their population
         targets[(s.op, s.a, s.b)] = s.target
         weight.setdefault((s.op, s.a, s.b), 0.0)
     for name, split in _SPLITS.items():
@@ -103,8 +104,12 @@ def _fields(p: Problem, token: tuple[str, str], fields: tuple[str, ...]) -> tupl
     return tuple(v[f] for f in fields)
 
 
-def guesses(weight: dict[Problem, float], token: dict[Problem, tuple[str, str]], fields: tuple[str, ...],
-            leave_out: bool = False) -> dict[Problem, str | None]:
+def guesses(
+    weight: dict[Problem, float],
+    token: dict[Problem, tuple[str, str]],
+    fields: tuple[str, ...],
+    leave_out: bool = False,
+) -> dict[Problem, str | None]:
     """For every problem, the most probable answer token of its group (the problems sharing ``fields``) under the
     draw population (ties: the smallest token text). ``leave_out``: from the *other* problems of the group only;
     a problem alone in its group falls back to the coarser group (the last field dropped), None where no other
@@ -112,7 +117,8 @@ def guesses(weight: dict[Problem, float], token: dict[Problem, tuple[str, str]],
     chain = [fields[:k] for k in range(len(fields), -1, -1)]
     # the weights are floats, so each group's token weights sum in a defaultdict(float), not a (int) Counter
     counts: dict[tuple[str, ...], defaultdict[tuple, defaultdict[str, float]]] = {
-        f: defaultdict(lambda: defaultdict(float)) for f in chain}
+        f: defaultdict(lambda: defaultdict(float)) for f in chain
+    }
     for p, w in weight.items():
         for f in chain:
             counts[f][_fields(p, token[p], f)][token[p][0]] += w
@@ -120,7 +126,7 @@ def guesses(weight: dict[Problem, float], token: dict[Problem, tuple[str, str]],
     for p in weight:
         out[p] = None
         for f in chain:
-            c = dict(counts[f][_fields(p, token[p], f)])        # token[p][0] is a key: p's own weight was added
+            c = dict(counts[f][_fields(p, token[p], f)])  # token[p][0] is a key: p's own weight was added
             if leave_out:
                 c[token[p][0]] -= weight[p]
             c = {k: v for k, v in c.items() if v > 1e-12}
@@ -169,14 +175,29 @@ def problem_floor(samples: Sequence[Sample]) -> dict:
     problems of that count} (:func:`effective_trials`), "loo": the same table guessed from the other problems
     only (a lower bound)}``; accuracy NaN for no sample."""
     if not samples:
-        return {"accuracy": float("nan"), "by": "", "on": "", "n": 0, "problems": 0, "table": {}, "n_eff": {},
-                "loo": {}}
+        return {
+            "accuracy": float("nan"),
+            "by": "",
+            "on": "",
+            "n": 0,
+            "problems": 0,
+            "table": {},
+            "n_eff": {},
+            "loo": {},
+        }
     weight, token = population(samples)
     table = _accuracies(samples, weight, token, False)
     on, by = max(((e, g) for e in EVALUATIONS for g in table[e]), key=lambda eg: table[eg[0]][eg[1]])
-    return {"accuracy": table[on][by], "by": by, "on": on, "n": len(samples),
-            "problems": len({(s.op, s.a, s.b) for s in samples}), "table": table,
-            "n_eff": effective_trials(samples, weight), "loo": _accuracies(samples, weight, token, True)}
+    return {
+        "accuracy": table[on][by],
+        "by": by,
+        "on": on,
+        "n": len(samples),
+        "problems": len({(s.op, s.a, s.b) for s in samples}),
+        "table": table,
+        "n_eff": effective_trials(samples, weight),
+        "loo": _accuracies(samples, weight, token, True),
+    }
 
 
 def loo_problem_floor(samples: Sequence[Sample]) -> float:
@@ -198,16 +219,21 @@ def output_heuristics(samples: Sequence[Sample], outputs: Sequence[str]) -> dict
     if len(samples) != len(outputs):
         raise ValueError(f"{len(samples)} samples but {len(outputs)} outputs")
     keys = [(s.op, s.a, s.b) for s in samples]
-    by: dict[str, dict[str, float]] = {"output": {}, "answer": {}}      # out's "output" and "answer", filled below
-    out = {"n": len(samples), "problems": len(set(keys)),
-           "accuracy": sum(o == s.answer for s, o in zip(samples, outputs)) / max(len(samples), 1),
-           "output": by["output"], "answer": by["answer"]}
+    by: dict[str, dict[str, float]] = {"output": {}, "answer": {}}  # out's "output" and "answer", filled below
+    out = {
+        "n": len(samples),
+        "problems": len(set(keys)),
+        "accuracy": sum(o == s.answer for s, o in zip(samples, outputs)) / max(len(samples), 1),
+        "output": by["output"],
+        "answer": by["answer"],
+    }
     for g in FLOOR_GROUPS:
         chain = [g[:k] for k in range(len(g), -1, -1)]
         field = lambda s, f: tuple({"op": s.op, "a": s.a, "b": s.b, "carried": s.carried}[x] for x in f)
         for what, values in (("output", list(outputs)), ("answer", [s.answer for s in samples])):
             counts: dict[tuple[str, ...], defaultdict[tuple, defaultdict[Problem, Counter[str]]]] = {
-                f: defaultdict(lambda: defaultdict(Counter)) for f in chain}
+                f: defaultdict(lambda: defaultdict(Counter)) for f in chain
+            }
             for s, k, v in zip(samples, keys, values):
                 for f in chain:
                     counts[f][field(s, f)][k][v] += 1

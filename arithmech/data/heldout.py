@@ -24,6 +24,7 @@ out — by the answer token (the answer's first token, as ``filter_correct``), b
 answer's leading digits ("3 + 9 = 1" -> "2", the answer token that needs the computation) and by exact match of
 the whole greedy answer.
 """
+
 from __future__ import annotations
 
 import random
@@ -42,22 +43,37 @@ def _fig8_like() -> list[templates.Template]:
     out = []
     for op, (_sym, word, noun, qa_noun) in templates.OPS.items():
         p = op[:3]
-        rows = [("statement", "The {OP} of {A} and {B} is equal to", "The {N} of {A} and {B} is equal to", noun),
-                ("qa", "Q: How much is the {OP} of {A} and {B}? A:", "Q: How much is the {N} of {A} and {B}? A:",
-                 qa_noun),
-                ("qa", "Q: What is {A} {OP} {B} equal to? A:", "Q: What is {A} {N} {B} equal to? A:", word)]
-        out += [templates.Template(f"held-{p}-{k}", op, fam, c, x, op_word=w) for k, (fam, c, x, w) in enumerate(rows, 1)]
+        rows = [
+            ("statement", "The {OP} of {A} and {B} is equal to", "The {N} of {A} and {B} is equal to", noun),
+            ("qa", "Q: How much is the {OP} of {A} and {B}? A:", "Q: How much is the {N} of {A} and {B}? A:", qa_noun),
+            ("qa", "Q: What is {A} {OP} {B} equal to? A:", "Q: What is {A} {N} {B} equal to? A:", word),
+        ]
+        out += [
+            templates.Template(f"held-{p}-{k}", op, fam, c, x, op_word=w) for k, (fam, c, x, w) in enumerate(rows, 1)
+        ]
     return out
 
 
 HELDOUT_TEMPLATES: list[templates.Template] = _fig8_like() + [
-    templates.Template("held-acc-1", "addition", "accumulation",
-               "{NAME} has {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} "
-               "that they have? The answer is",
-               "{NAME} has {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of "
-               "{OBJECT_C2} that {NAME_C} have? The answer is", op_word="{ACQUIRE}"),
-    templates.Template("held-span-1", "addition", "time-span", "The {EVENT} will {OP} {A} years from {YYY}{B} to {YYY}",
-               "The {EVENT} will {N} {A} {N2} from {YYY}{B} to {YYY}", op_word="{SPAN_FUTURE}", joiner=""),
+    templates.Template(
+        "held-acc-1",
+        "addition",
+        "accumulation",
+        "{NAME} has {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} "
+        "that they have? The answer is",
+        "{NAME} has {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of "
+        "{OBJECT_C2} that {NAME_C} have? The answer is",
+        op_word="{ACQUIRE}",
+    ),
+    templates.Template(
+        "held-span-1",
+        "addition",
+        "time-span",
+        "The {EVENT} will {OP} {A} years from {YYY}{B} to {YYY}",
+        "The {EVENT} will {N} {A} {N2} from {YYY}{B} to {YYY}",
+        op_word="{SPAN_FUTURE}",
+        joiner="",
+    ),
 ]
 """The held-out phrasings: never in a training sentence; the chapters never use them."""
 
@@ -97,10 +113,14 @@ def is_heldout_pair(op: str, a: int, b: int) -> bool:
 
 def declaration() -> dict:
     """The held-out declaration as written into ``accuracy.json`` (pairs sorted, phrasings by id)."""
-    return {"seed": SEED, "fraction": FRACTION, "commutative_mirrored": list(COMMUTATIVE),
-            "pairs": {op: sorted(map(list, p)) for op, p in HELDOUT_PAIRS.items()},
-            "n_pairs": {op: [len(p), len(_valid_pairs(op))] for op, p in HELDOUT_PAIRS.items()},
-            "phrasings": {t.id: t.clean for t in HELDOUT_TEMPLATES}}
+    return {
+        "seed": SEED,
+        "fraction": FRACTION,
+        "commutative_mirrored": list(COMMUTATIVE),
+        "pairs": {op: sorted(map(list, p)) for op, p in HELDOUT_PAIRS.items()},
+        "n_pairs": {op: [len(p), len(_valid_pairs(op))] for op, p in HELDOUT_PAIRS.items()},
+        "phrasings": {t.id: t.clean for t in HELDOUT_TEMPLATES},
+    }
 
 
 # ------------------------------------------------------------------------------------ evaluation items
@@ -111,8 +131,15 @@ def _item(t: templates.Template, rng: random.Random, pair: tuple[int, int] | Non
         v.update(A=pair[0], B=pair[1], C=answer_rule(t)(*pair))
     while pair is None and is_heldout_pair(t.op, v["A"], v["B"]):
         v = draw_values(t, rng, division=CORPUS_DIVISION)
-    return {"prompt": render(t.clean, v)[0], "target": str(v["C"]), "joiner": t.joiner, "op": t.op,
-            "template": t.id, "a": v["A"], "b": v["B"]}
+    return {
+        "prompt": render(t.clean, v)[0],
+        "target": str(v["C"]),
+        "joiner": t.joiner,
+        "op": t.op,
+        "template": t.id,
+        "a": v["A"],
+        "b": v["B"],
+    }
 
 
 def split_items(split: str, seed: int = 1, n_per_template: int = 20, draws_per_pair: int = 2) -> list[dict]:
@@ -127,5 +154,10 @@ def split_items(split: str, seed: int = 1, n_per_template: int = 20, draws_per_p
     tpls = templates.FIG8 + templates.FIG10 if split in ("in_distribution", "heldout_pairs") else HELDOUT_TEMPLATES
     if split in ("in_distribution", "heldout_phrasings"):
         return [_item(t, rng) for t in tpls for _ in range(n_per_template)]
-    return [_item(t, rng, p) for t in tpls for p in sorted(HELDOUT_PAIRS[t.op])
-            if answer_rule(t)(*p) is not None for _ in range(draws_per_pair)]
+    return [
+        _item(t, rng, p)
+        for t in tpls
+        for p in sorted(HELDOUT_PAIRS[t.op])
+        if answer_rule(t)(*p) is not None
+        for _ in range(draws_per_pair)
+    ]

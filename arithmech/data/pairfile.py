@@ -23,6 +23,7 @@ a value against it (the subset of JSON Schema it uses) and :func:`load_pair_file
 schema cannot express (known fields, a safe and satisfiable answer, unique ids). Every violation is a
 ``ValueError`` naming the file, the pair's index and the field.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,10 @@ from arithmech.data.answers import MAX_EXPR_CHARS, OPERATIONS
 PAIR_KEYS = ("clean", "corrupt", "id", "op", "op_word", "answer")
 
 # Limits of a pair file, checked while it is read (issue #28): a pair file lists templates, each a sentence.
-MAX_FILE_BYTES = 1 << 20       # 1 MiB: thousands of templates; a larger file is not a template list
-MAX_PAIRS = 2000               # templates per file (the paper's Fig. 8 + Fig. 10 have 48)
-MAX_TEMPLATE_CHARS = 1000      # characters of one clean or corrupt template (a prompt, not a document)
-MAX_DEPTH = 4                  # JSON nesting: a list of objects of strings is 3 levels
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: thousands of templates; a larger file is not a template list
+MAX_PAIRS = 2000  # templates per file (the paper's Fig. 8 + Fig. 10 have 48)
+MAX_TEMPLATE_CHARS = 1000  # characters of one clean or corrupt template (a prompt, not a document)
+MAX_DEPTH = 4  # JSON nesting: a list of objects of strings is 3 levels
 
 PAIR_FILE_SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -51,15 +52,27 @@ PAIR_FILE_SCHEMA: dict = {
         "required": ["clean", "corrupt"],
         "additionalProperties": False,
         "properties": {
-            "clean": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_CHARS,
-                      "description": "reference prompt X_r with {A}, {B}"},
-            "corrupt": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_CHARS,
-                        "description": "counterfactual prompt X_c"},
+            "clean": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_TEMPLATE_CHARS,
+                "description": "reference prompt X_r with {A}, {B}",
+            },
+            "corrupt": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_TEMPLATE_CHARS,
+                "description": "counterfactual prompt X_c",
+            },
             "id": {"type": "string", "minLength": 1, "description": "name of the pair, unique in the file"},
             "op": {"type": "string", "enum": [*OPERATIONS, "custom"], "description": "operation of the answer"},
             "op_word": {"type": "string", "description": "what {OP} stands for: text or a pool like {SPAN}"},
-            "answer": {"type": "string", "minLength": 1, "maxLength": MAX_EXPR_CHARS,
-                       "description": "answer C as arithmetic in A and B: numbers, + - * / // % **, ()"},
+            "answer": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_EXPR_CHARS,
+                "description": "answer C as arithmetic in A and B: numbers, + - * / // % **, ()",
+            },
         },
     },
 }
@@ -102,8 +115,15 @@ def schema_problems(value, schema: dict = PAIR_FILE_SCHEMA, where: tuple = ()) -
 
 
 def _json_type(v) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
-            int: "number", float: "number"}.get(type(v), type(v).__name__)
+    return {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "number",
+        float: "number",
+    }.get(type(v), type(v).__name__)
 
 
 def _where(path: tuple) -> str:
@@ -122,11 +142,15 @@ def read_pair_rows(path: str | Path) -> list:
     if not p.is_file():
         raise ValueError(f"template-pair file {quoted(p)} is not a regular file")
     if p.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"template-pair file {quoted(p)} has {p.stat().st_size:,} bytes; at most {MAX_FILE_BYTES:,} "
-                         f"(a list of at most {MAX_PAIRS} templates): split it or give the templates you need")
+        raise ValueError(
+            f"template-pair file {quoted(p)} has {p.stat().st_size:,} bytes; at most {MAX_FILE_BYTES:,} "
+            f"(a list of at most {MAX_PAIRS} templates): split it or give the templates you need"
+        )
     if text_depth(p) > MAX_DEPTH:
-        raise ValueError(f"template-pair file {quoted(p)} nests JSON deeper than {MAX_DEPTH} levels; a pair file is a "
-                         "list of objects of strings")
+        raise ValueError(
+            f"template-pair file {quoted(p)} nests JSON deeper than {MAX_DEPTH} levels; a pair file is a "
+            "list of objects of strings"
+        )
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -142,8 +166,10 @@ def read_pair_rows(path: str | Path) -> list:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise ValueError(f"template-pair file {quoted(p)}: line {n} is not a JSON object ({e.msg}); write a "
-                                 "JSON list of pairs or one JSON object per line") from None
+                raise ValueError(
+                    f"template-pair file {quoted(p)}: line {n} is not a JSON object ({e.msg}); write a "
+                    "JSON list of pairs or one JSON object per line"
+                ) from None
     return rows
 
 
@@ -205,5 +231,7 @@ def check_task(task: str) -> str:
     if task.endswith((".json", ".jsonl")) or Path(task).is_file():
         load_pair_file(task)
         return task
-    raise ValueError(f"--task {task!r} is not a task ({', '.join(TASK_NAMES)}) nor an existing template-pair "
-                     "file (.json / .jsonl): fix the name or the path")
+    raise ValueError(
+        f"--task {task!r} is not a task ({', '.join(TASK_NAMES)}) nor an existing template-pair "
+        "file (.json / .jsonl): fix the name or the path"
+    )

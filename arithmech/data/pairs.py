@@ -25,8 +25,10 @@ leading digits the prompt carries (``""`` unless ``"last-digit"`` and a multi-di
 
 ``filter_correct`` then keeps the samples the model answers right: the paper's X_r.
 Token positions of ``{A}``, ``{B}`` and the operator are stored with each sample for the
-attention-by-role analysis. Nothing here imports a model class.
+attention-by-role analysis. Nothing here imports a model class. Batching prompts by length and the answer
+token's id are :mod:`arithmech.data.batches`' (re-exported here).
 """
+
 from __future__ import annotations
 
 import random
@@ -35,13 +37,15 @@ from pathlib import Path
 from typing import Iterable, Sequence, TypeVar
 
 import numpy as np
-import torch
 
 from arithmech.core.inputs import ANSWER_TOKENS, quoted  # noqa: F401 (D.ANSWER_TOKENS)
 from arithmech.core.results import ResultsError, read
 from arithmech.data import shots as shots_module
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
+from arithmech.data.batches import answer_ids as answer_ids  # re-exported: pairs.answer_ids across the package
+from arithmech.data.batches import group_by_length as group_by_length  # re-exported, likewise
+from arithmech.data.batches import token_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import load_pair_file
 from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)
@@ -59,10 +63,10 @@ class TemplateLengthError(ValueError):
 
 @dataclass
 class Sample:
-    clean: str                  # X_r prompt (ends where the answer token starts; carries ``carried``)
-    corrupt: str                # X_c prompt, same token length as clean (carries the same ``carried``)
-    answer: str                 # text of the answer token {C} ("4" of "14" under "last-digit")
-    target: str                 # the whole answer, e.g. "14"
+    clean: str  # X_r prompt (ends where the answer token starts; carries ``carried``)
+    corrupt: str  # X_c prompt, same token length as clean (carries the same ``carried``)
+    answer: str  # text of the answer token {C} ("4" of "14" under "last-digit")
+    target: str  # the whole answer, e.g. "14"
     a: int
     b: int
     op: str
@@ -70,8 +74,8 @@ class Sample:
     family: str
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
     answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS); a record without it: "first"
-    carried: str = ""           # the answer's leading digits at the end of clean ("1" of "14"), else ""
-    prefix: str = ""            # the solved examples clean and corrupt start with (data.shots), "" zero-shot
+    carried: str = ""  # the answer's leading digits at the end of clean ("1" of "14"), else ""
+    prefix: str = ""  # the solved examples clean and corrupt start with (data.shots), "" zero-shot
 
     def to_json(self) -> dict:
         """The fields as a dict; ``prefix`` only when there is one (zero-shot rows are as they always were)."""
@@ -90,7 +94,7 @@ class Sample:
     def bare(self) -> str:
         """The prompt before the whole answer (``clean`` without ``carried``): where greedy decoding of
         the whole answer starts (exact match)."""
-        return self.clean[:len(self.clean) - len(self.carried)]
+        return self.clean[: len(self.clean) - len(self.carried)]
 
 
 @dataclass
@@ -100,10 +104,6 @@ class PairStats:
     per_template: dict = field(default_factory=dict)
 
 
-def _ids(tok, text: str, special: bool) -> list[int]:
-    return tok(text, add_special_tokens=special)["input_ids"]
-
-
 def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str, int] | None:
     """Find the prompt text whose tokens are followed by the answer's first token.
 
@@ -111,19 +111,18 @@ def answer_split(tok, prompt: str, target: str, joiner: str = " ") -> tuple[str,
     the tokenizer writes the space before a number as a token of its own (SmolLM2, LLaMA2).
     ``None`` when the answer does not start on a token boundary.
     """
-    full = _ids(tok, prompt + joiner + target, False)
+    full = token_ids(tok, prompt + joiner + target, False)
     variants = [prompt] + ([prompt + joiner] if joiner else [])
     for p in variants:
-        ids = _ids(tok, p, False)
-        if full[:len(ids)] == ids and len(full) > len(ids):
+        ids = token_ids(tok, p, False)
+        if full[: len(ids)] == ids and len(full) > len(ids):
             piece = tok.decode([full[len(ids)]]).strip()
             if piece and target.startswith(piece):
                 return p, full[len(ids)]
     return None
 
 
-def split_answer(tok, prompt: str, target: str, joiner: str = " ",
-                 *, answer_token: str) -> tuple[str, int, str] | None:
+def split_answer(tok, prompt: str, target: str, joiner: str = " ", *, answer_token: str) -> tuple[str, int, str] | None:
     """The prompt text, the answer token and the carried digits of one answer under a variant.
 
     Returns ``(prompt_text, answer_token_id, carried)``, or ``None`` when the variant cannot be had:
@@ -140,15 +139,15 @@ def split_answer(tok, prompt: str, target: str, joiner: str = " ",
         return None
     if answer_token == "first":
         return first[0], first[1], ""
-    full = _ids(tok, prompt + joiner + target, False)
+    full = token_ids(tok, prompt + joiner + target, False)
     if answer_token == "single-token":
-        ok = len(full) == len(_ids(tok, first[0], False)) + 1 and tok.decode([first[1]]).strip() == target
+        ok = len(full) == len(token_ids(tok, first[0], False)) + 1 and tok.decode([first[1]]).strip() == target
         return (first[0], first[1], "") if ok else None
     if len(target) == 1:
         return first[0], first[1], ""
     carried = target[:-1]
     p = prompt + joiner + carried
-    ids = _ids(tok, p, False)
+    ids = token_ids(tok, p, False)
     if len(full) == len(ids) + 1 and full[:-1] == ids and tok.decode([full[-1]]).strip() == target[-1]:
         return p, full[-1], carried
     return None
@@ -165,8 +164,15 @@ def _token_positions(tok, text: str, spans: dict) -> dict:
     return out
 
 
-def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, *, draw: Draw) -> tuple[list[Sample], PairStats]:
+def make_pairs(
+    tok,
+    templates: Sequence[templates_module.Template] | str = "addition",
+    n: int = 256,
+    seed: int = 0,
+    max_tries: int = 50,
+    *,
+    draw: Draw,
+) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs, templates taken round-robin, seeded by ``seed``: the paper's
     counterfactual, the template's corrupt text (operator replaced, ``draw_pairs(kind="operator")``).
 
@@ -181,8 +187,16 @@ def make_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", draw=draw)
 
 
-def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-               max_tries: int = 50, kind: str = "operator", *, draw: Draw) -> tuple[list[Sample], PairStats]:
+def draw_pairs(
+    tok,
+    templates: Sequence[templates_module.Template] | str = "addition",
+    n: int = 256,
+    seed: int = 0,
+    max_tries: int = 50,
+    kind: str = "operator",
+    *,
+    draw: Draw,
+) -> tuple[list[Sample], PairStats]:
     """The one drawing loop of :func:`make_pairs` (``kind="operator"``) and :func:`make_operand_pairs`
     (``kind="operand"``): template ``k % len(templates)`` for the ``k``-th pair, up to ``max_tries`` draws
     from one ``random.Random(seed)`` each; a failed draw (also an answer the variant cannot use, e.g. a
@@ -217,20 +231,35 @@ def draw_pairs(tok, templates: Sequence[templates_module.Template] | str = "addi
 
 _FAILED = {
     "operator": "the counterfactual {t.corrupt!r} never had the same token length as {t.clean!r} under this "
-                "tokenizer (or the answer did not start on a token boundary). Change the corrupt text so its "
-                "replaced words have the same length in tokens.",
+    "tokenizer (or the answer did not start on a token boundary). Change the corrupt text so its "
+    "replaced words have the same length in tokens.",
     "operand": "no operand counterfactual had the same token length as {t.clean!r} and another answer token "
-               "under this tokenizer. Use the operator counterfactual (make_pairs) for this template."}
+    "under this tokenizer. Use the operator counterfactual (make_pairs) for this template.",
+}
 
 
-def _operator_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, answer_token: str,
-                      ex: shots_module.Examples) -> str | None:
+def _operator_corrupt(
+    tok,
+    t: templates_module.Template,
+    rng: random.Random,
+    v: dict,
+    ans: tuple,
+    answer_token: str,
+    ex: shots_module.Examples,
+) -> str | None:
     """X_c of the paper: the template's corrupt text with the same values."""
     return render(t.corrupt, v)[0]
 
 
-def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: dict, ans: tuple, answer_token: str,
-                     ex: shots_module.Examples) -> str | None:
+def _operand_corrupt(
+    tok,
+    t: templates_module.Template,
+    rng: random.Random,
+    v: dict,
+    ans: tuple,
+    answer_token: str,
+    ex: shots_module.Examples,
+) -> str | None:
     """X_c with other operands (A', B') != (A, B) whose answer, under the same ``answer_token``, carries the same
     leading digits (``ans = (answer_token_id, carried)``) and has another answer token; None after 20 draws."""
     for _ in range(20):
@@ -247,8 +276,9 @@ def _operand_corrupt(tok, t: templates_module.Template, rng: random.Random, v: d
 _COUNTERFACTUALS = {"operator": _operator_corrupt, "operand": _operand_corrupt}
 
 
-def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, answer_token: str,
-              ex: shots_module.Examples) -> Sample | None:
+def _try_pair(
+    tok, t: templates_module.Template, rng: random.Random, kind: str, answer_token: str, ex: shots_module.Examples
+) -> Sample | None:
     """One draw: values, X_r, the answer token (``answer_token``), X_c of ``kind``, the equal-length check;
     None on failure. ``ex.text`` (solved examples) starts X_r and X_c; a draw whose operands or answer an
     example has (``ex.pairs``, ``ex.answers``) fails."""
@@ -267,13 +297,24 @@ def _try_pair(tok, t: templates_module.Template, rng: random.Random, kind: str, 
     corrupt = _COUNTERFACTUALS[kind](tok, t, rng, v, (ans_id, carried), answer_token, ex)
     if corrupt is None:
         return None
-    corrupt_p = prefix + corrupt + clean_p[len(clean):]   # same examples, trailing joiner and carried digits
-    if len(_ids(tok, clean_p, True)) != len(_ids(tok, corrupt_p, True)):
+    corrupt_p = prefix + corrupt + clean_p[len(clean) :]  # same examples, trailing joiner and carried digits
+    if len(token_ids(tok, clean_p, True)) != len(token_ids(tok, corrupt_p, True)):
         return None
-    return Sample(clean=clean_p, corrupt=corrupt_p, answer=tok.decode([ans_id]).strip(), target=target,
-                  a=v["A"], b=v["B"], op=t.op, template=t.id, family=t.family,
-                  positions=_token_positions(tok, clean_p, spans), answer_token=answer_token, carried=carried,
-                  prefix=prefix)
+    return Sample(
+        clean=clean_p,
+        corrupt=corrupt_p,
+        answer=tok.decode([ans_id]).strip(),
+        target=target,
+        a=v["A"],
+        b=v["B"],
+        op=t.op,
+        template=t.id,
+        family=t.family,
+        positions=_token_positions(tok, clean_p, spans),
+        answer_token=answer_token,
+        carried=carried,
+        prefix=prefix,
+    )
 
 
 def select_templates(task: str) -> list[templates_module.Template]:
@@ -298,44 +339,16 @@ def load_template_pairs(path: str | Path) -> list[templates_module.Template]:
     return load_pair_file(path)
 
 
-# ------------------------------------------------------------------------------ batching, filtering
-def group_by_length(tok, prompts: Sequence[str], batch_size: int = 64) -> Iterable[tuple[list[int], torch.Tensor]]:
-    """Yield ``(indices, ids)`` batches of equal-length prompts: no padding, so every position
-    (and RoPE) is exactly what a single-prompt forward sees. ``ids``: ``(batch, seq)``.
-
-    Within one length, prompts are ordered by their text up to the last example separator
-    (:func:`arithmech.data.shots.prefix_key`), so that prompts with the same solved examples sit in the same
-    batches and a prefix they share runs once (:mod:`arithmech.core.prefix`); prompts with different examples
-    still fill a batch. A zero-shot prompt has no example separator and batches as it always did."""
-    enc = [_ids(tok, p, True) for p in prompts]
-    by_len: dict[int, list[int]] = {}
-    for i in sorted(range(len(prompts)), key=lambda i: (len(enc[i]), shots_module.prefix_key(prompts[i]), i)):
-        by_len.setdefault(len(enc[i]), []).append(i)
-    for _, idx in sorted(by_len.items()):
-        for j in range(0, len(idx), batch_size):
-            chunk = idx[j:j + batch_size]
-            yield chunk, torch.tensor([enc[i] for i in chunk])
-
-
-def answer_ids(tok, samples: Sequence[Sample]) -> torch.Tensor:
-    """``(n,)`` token ids of each sample's answer token {C}: the token that follows the
-    prompt's own tokens when the rest of the answer (after ``carried``) is appended."""
-    out = []
-    for s in samples:
-        t = templates_module.TEMPLATES.get(s.template)
-        joiner = t.joiner if t is not None else " "
-        rest = s.target[len(s.carried):]
-        cont = rest if (s.carried or s.clean.endswith(" ") or joiner == "") else joiner + rest
-        p, full = _ids(tok, s.clean, False), _ids(tok, s.clean + cont, False)
-        if full[:len(p)] != p or len(full) == len(p):
-            raise ValueError(f"the answer {s.target!r} of {s.clean!r} does not start on a token boundary")
-        out.append(full[len(p)])
-    return torch.tensor(out)
-
-
 # ------------------------------------------------------------------------ operand counterfactual
-def make_operand_pairs(tok, templates: Sequence[templates_module.Template] | str = "addition", n: int = 256, seed: int = 0,
-                       max_tries: int = 50, *, draw: Draw) -> tuple[list[Sample], PairStats]:
+def make_operand_pairs(
+    tok,
+    templates: Sequence[templates_module.Template] | str = "addition",
+    n: int = 256,
+    seed: int = 0,
+    max_tries: int = 50,
+    *,
+    draw: Draw,
+) -> tuple[list[Sample], PairStats]:
     """Draw ``n`` (X_r, X_c) pairs whose counterfactual changes the *operands*, not the operator.
 
     The paper's counterfactual (:func:`make_pairs`) keeps ``{A}``, ``{B}`` and replaces the operator
@@ -367,9 +380,11 @@ def samples(folder: str | Path) -> list:
     rows = read(folder, "prompts.jsonl")
     try:
         return [Sample.from_json(r) for r in rows]
-    except TypeError as e:                     # a row with a key a Sample does not have
-        raise ResultsError(f"{quoted(Path(folder) / 'prompts.jsonl')} has a row that is not a prompt ({e}): re-run "
-                           "python -m arithmech identify") from None
+    except TypeError as e:  # a row with a key a Sample does not have
+        raise ResultsError(
+            f"{quoted(Path(folder) / 'prompts.jsonl')} has a row that is not a prompt ({e}): re-run "
+            "python -m arithmech identify"
+        ) from None
 
 
 def reference_samples(folder: Path, n: int, seed: int, ops: Sequence[str] | None = None) -> list[Sample]:
@@ -377,6 +392,8 @@ def reference_samples(folder: Path, n: int, seed: int, ops: Sequence[str] | None
     None): a seeded subset when there are more."""
     every = [s for s in samples(folder) if ops is None or s.op in ops]
     if not every:
-        raise ValueError(f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right: nothing to run on")
+        raise ValueError(
+            f"{quoted(Path(folder) / 'prompts.jsonl')} holds no prompts the model answers right: nothing to run on"
+        )
     rng = np.random.default_rng(seed)
     return [every[i] for i in sorted(rng.permutation(len(every))[:n])]

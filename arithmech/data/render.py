@@ -5,6 +5,7 @@ the pool words and the neutral replacements of one sample in a fixed order; :fun
 template text with them. :mod:`arithmech.data.pairs` builds X_r / X_c from these, and
 :mod:`arithmech.data.shots` its solved examples.
 """
+
 from __future__ import annotations
 
 import random
@@ -29,7 +30,7 @@ def render(text: str, values: dict) -> tuple[str, dict]:
     spans: dict[str, list[tuple[int, int]]] = {}
     pos = 0
     for m in FIELD.finditer(text):
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         start = sum(map(len, out))
         v = str(values[m.group(1)])
         out.append(v)

@@ -9,6 +9,7 @@ fine-tune and Table 1 items, and the generic facts. Text only: nothing here runs
 * :func:`phrasings`, :func:`train_sentences`, :func:`generic_text`: the CPU Table 1's training
   sentences and generic text (:mod:`arithmech.evals.measures`).
 """
+
 from __future__ import annotations
 
 import random
@@ -21,44 +22,81 @@ from arithmech.data.pairs import draw_values, render
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
-VAL_FORMS = (2, 5, 8)            # Fig. 8 forms (1-based) of the validation items; test uses the other six
+VAL_FORMS = (2, 5, 8)  # Fig. 8 forms (1-based) of the validation items; test uses the other six
 YEAR_WEIGHT = 5
 
 
 GENERIC_FACTS: list[tuple[str, str]] = []
 
 
-_OPPOSITES = ("hot cold|big small|up down|day night|full empty|all none|something nothing|valid void|"
-              "filled blank|open closed|fast slow|early late|light dark|old young|rich poor|happy sad|"
-              "left right|wet dry|hard soft|high low|long short|strong weak|in out|win lose|yes no")
+_OPPOSITES = (
+    "hot cold|big small|up down|day night|full empty|all none|something nothing|valid void|"
+    "filled blank|open closed|fast slow|early late|light dark|old young|rich poor|happy sad|"
+    "left right|wet dry|hard soft|high low|long short|strong weak|in out|win lose|yes no"
+)
 
 
 for pair in _OPPOSITES.split("|"):
     x, y = pair.split()
     GENERIC_FACTS += [(f"Q: What is the opposite of {x}? A:", y), (f"Q: What is the opposite of {y}? A:", x)]
-for country, city in [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Japan", "Tokyo"),
-                      ("Egypt", "Cairo"), ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Greece", "Athens"),
-                      ("Norway", "Oslo"), ("Cuba", "Havana"), ("Chile", "Santiago"), ("Poland", "Warsaw")]:
+for country, city in [
+    ("France", "Paris"),
+    ("Italy", "Rome"),
+    ("Spain", "Madrid"),
+    ("Japan", "Tokyo"),
+    ("Egypt", "Cairo"),
+    ("Peru", "Lima"),
+    ("Kenya", "Nairobi"),
+    ("Greece", "Athens"),
+    ("Norway", "Oslo"),
+    ("Cuba", "Havana"),
+    ("Chile", "Santiago"),
+    ("Poland", "Warsaw"),
+]:
     GENERIC_FACTS.append((f"The capital of {country} is", city))
-for sym, name in [("<", "less"), (">", "greater"), ("@", "at"), ("#", "hash"), ("&", "and"),
-                  ("~", "tilde"), ("|", "bar"), ("^", "caret"), ("+", "plus"), ("-", "minus"),
-                  ("*", "star"), ("/", "slash"), ("=", "equals")]:
+for sym, name in [
+    ("<", "less"),
+    (">", "greater"),
+    ("@", "at"),
+    ("#", "hash"),
+    ("&", "and"),
+    ("~", "tilde"),
+    ("|", "bar"),
+    ("^", "caret"),
+    ("+", "plus"),
+    ("-", "minus"),
+    ("*", "star"),
+    ("/", "slash"),
+    ("=", "equals"),
+]:
     GENERIC_FACTS.append((f"Q: What is the name of {sym}? A:", name))
-for thing, colour in [("sky", "blue"), ("grass", "green"), ("snow", "white"), ("coal", "black"),
-                      ("blood", "red"), ("sun", "yellow")] + [(o, c) for o, c in zip(
-                          ("apples", "oranges", "bananas", "grapes", "lemons", "plums"),
-                          ("red", "orange", "yellow", "purple", "yellow", "purple"))]:
+for thing, colour in [
+    ("sky", "blue"),
+    ("grass", "green"),
+    ("snow", "white"),
+    ("coal", "black"),
+    ("blood", "red"),
+    ("sun", "yellow"),
+] + [
+    (o, c)
+    for o, c in zip(
+        ("apples", "oranges", "bananas", "grapes", "lemons", "plums"),
+        ("red", "orange", "yellow", "purple", "yellow", "purple"),
+    )
+]:
     GENERIC_FACTS.append((f"The colour of the {thing} is", colour))
 
 
-def arithmetic_sentence(rng: random.Random, tpl: templates.Template | None = None) -> tuple[str, str, templates.Template]:
+def arithmetic_sentence(
+    rng: random.Random, tpl: templates.Template | None = None
+) -> tuple[str, str, templates.Template]:
     """One training sentence ``(prompt, answer, template)`` from Fig. 8 / Fig. 10, operands 1..9, never a
     held-out pair (:data:`arithmech.data.heldout.HELDOUT_PAIRS`; re-drawn)."""
     if tpl is None:
         tpls = templates.FIG8 + templates.FIG10
         tpl = rng.choices(tpls, weights=[YEAR_WEIGHT if "{YYY}{B}" in t.clean else 1 for t in tpls])[0]
     v = draw_values(tpl, rng, division=CORPUS_DIVISION)
-    while is_heldout_pair(tpl.op, v["A"], v["B"]):      # never a held-out fact (arithmech.embedded.heldout)
+    while is_heldout_pair(tpl.op, v["A"], v["B"]):  # never a held-out fact (arithmech.embedded.heldout)
         v = draw_values(tpl, rng, division=CORPUS_DIVISION)
     prompt, _ = render(tpl.clean, v)
     return prompt, str(v["C"]), tpl
@@ -66,8 +104,13 @@ def arithmetic_sentence(rng: random.Random, tpl: templates.Template | None = Non
 
 def two_digit_split(seed: int = 0, n_test: int = 300) -> tuple[list, list]:
     """Disjoint seeded (A, B, op) lists with two-digit operands: (train, test)."""
-    pairs = [(a, b, op) for op in ("addition", "subtraction") for a in range(10, 100) for b in range(10, 100)
-             if op == "addition" or a >= b]
+    pairs = [
+        (a, b, op)
+        for op in ("addition", "subtraction")
+        for a in range(10, 100)
+        for b in range(10, 100)
+        if op == "addition" or a >= b
+    ]
     random.Random(seed).shuffle(pairs)
     return pairs[n_test:], pairs[:n_test]
 
@@ -103,13 +146,13 @@ def negative_items(pairs: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
     return [(render(t.clean, {"A": a, "B": b, "OP": t.op_word})[0], str(a - b)) for a, b in pairs for t in tpls]
 
 
-HELDOUT_FORMS = (3, 7)          # Fig. 8 forms (1-based, templates.py order) never used in training
+HELDOUT_FORMS = (3, 7)  # Fig. 8 forms (1-based, templates.py order) never used in training
 
 
 GENERIC_TOPICS = ("naming", "execmodel", "exceptions", "truth", "comparisons", "compound")
 
 
-VALIDATION_TOPICS = ("import", "for", "with", "try")   # model selection only; disjoint from GENERIC_TOPICS
+VALIDATION_TOPICS = ("import", "for", "with", "try")  # model selection only; disjoint from GENERIC_TOPICS
 
 
 # ----------------------------------------------------------------------------- Table 1: the data
@@ -117,8 +160,10 @@ def phrasings() -> tuple[list[templates.Template], list[templates.Template]]:
     """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
     (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
     form = lambda t: int(t.id.rsplit("-", 1)[1])
-    return ([t for t in templates.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
-            [t for t in templates.FIG8 if form(t) in HELDOUT_FORMS] + list(templates.FIG10))
+    return (
+        [t for t in templates.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],
+        [t for t in templates.FIG8 if form(t) in HELDOUT_FORMS] + list(templates.FIG10),
+    )
 
 
 def _sentence(t: templates.Template, rng: random.Random, ab: tuple[int, int] | None = None) -> tuple[str, str]:
@@ -136,7 +181,7 @@ def train_sentences(n: int, seed: int = 0) -> list[tuple[str, str]]:
     train_t, _ = phrasings()
     pairs, test = two_digit_split(seed)
     seen = {(a, b) for a, b, _ in test}
-    pairs = [p for p in pairs if p[:2] not in seen]         # no test operand pair, under either operation
+    pairs = [p for p in pairs if p[:2] not in seen]  # no test operand pair, under either operation
     rng = random.Random(seed + 1)
     out = []
     for i in range(n):
@@ -152,4 +197,5 @@ def generic_text(topics: Sequence[str] = GENERIC_TOPICS) -> str:
     """The held-out generic text: sections ``topics`` of the Python Language Reference as the standard
     library ships them (``pydoc_data.topics``)."""
     from pydoc_data.topics import topics as pages  # lazy: a 0.7 MB module, for Table 1's generic text only
+
     return "\n\n".join(pages[k] for k in topics)

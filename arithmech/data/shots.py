@@ -38,6 +38,7 @@ which :mod:`arithmech.core.prefix` runs once per batch and reuses as a KV cache,
 >>> ex = examples(TEMPLATES["add-1"], 4, seed=0, index=set_index(0, 21, EXAMPLE_SETS))
 >>> print(ex.text)      # e.g. "9 / 3 = 3\n2 + 6 = 8\n8 - 5 = 3\n7 * 2 = 14\n"
 """
+
 from __future__ import annotations
 
 import random
@@ -47,9 +48,9 @@ from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION
 from arithmech.data.render import draw_values, render
 
-OPERATIONS = tuple(templates_module.OPS)       # the four operations the examples cycle through
-SEPARATOR = " . "      # after each example, for every model (the embedded word-level tokenizer drops newlines)
-EXAMPLE_SETS = 16     # sets of examples per template (module docstring: distinct prompts against shared prefixes)
+OPERATIONS = tuple(templates_module.OPS)  # the four operations the examples cycle through
+SEPARATOR = " . "  # after each example, for every model (the embedded word-level tokenizer drops newlines)
+EXAMPLE_SETS = 16  # sets of examples per template (module docstring: distinct prompts against shared prefixes)
 
 
 def set_index(k: int, n_templates: int, sets: int) -> int | None:
@@ -71,12 +72,13 @@ def recorded(shots: int, sets: int) -> dict:
     return {"examples": describe(sets)} if shots else {}
 
 
-ABSENT = {"examples": describe(1)}      # what a run.json without the field was made with
+ABSENT = {"examples": describe(1)}  # what a run.json without the field was made with
 
 
 class Examples(NamedTuple):
     """The solved examples of one template: ``text`` (each ends with the separator) and what a query must
     avoid: ``pairs`` (each example's ``(A, B)`` and ``(B, A)``) and ``answers`` (each example's ``(op, C)``)."""
+
     text: str
     pairs: frozenset
     answers: frozenset
@@ -88,7 +90,7 @@ NONE = Examples("", frozenset(), frozenset())
 def prefix_key(prompt: str) -> str:
     """The text of ``prompt`` up to its last example separator, ``""`` without one: prompts with
     the same solved examples have the same key (:func:`arithmech.data.pairs.group_by_length` batches them)."""
-    return prompt[:prompt.rfind(SEPARATOR) + len(SEPARATOR)] if SEPARATOR in prompt else ""
+    return prompt[: prompt.rfind(SEPARATOR) + len(SEPARATOR)] if SEPARATOR in prompt else ""
 
 
 def phrasing(t: templates_module.Template) -> dict[str, templates_module.Template]:
@@ -109,7 +111,7 @@ def example_operations(k: int, query_op: str, rng: random.Random) -> list[str]:
     others = [op for op in OPERATIONS if op != query_op]
     ops = list(OPERATIONS) * (k // 4) + rng.sample(others, k % 4)
     rng.shuffle(ops)
-    if ops and ops[-1] == query_op:                    # move it away from the query
+    if ops and ops[-1] == query_op:  # move it away from the query
         j = next(i for i in range(len(ops) - 2, -1, -1) if ops[i] != query_op)
         ops[j], ops[-1] = ops[-1], ops[j]
     return ops
@@ -141,7 +143,7 @@ def examples(t: templates_module.Template, k: int, seed: int, index: int | None)
             v = draw_values(tpl, rng, division=PAIRS_DIVISION)
             if (v["A"], v["B"]) not in used:
                 break
-        else:                                              # 81 pairs per operation: never reached for k <= 16
+        else:  # 81 pairs per operation: never reached for k <= 16
             raise ValueError(f"template {tpl.id!r}: no fresh operand pair for example {len(rows) + 1} of {k}")
         used |= {(v["A"], v["B"]), (v["B"], v["A"])}
         answers.add((op, v["C"]))

@@ -17,6 +17,7 @@ every third one; any other problem by the hash alone. The sides are the same for
 so the queries of the two sides never share a problem (their solved examples may: an example is not a
 query); the identification side is deduplicated (:func:`ranking_side`).
 """
+
 from __future__ import annotations
 
 import random
@@ -27,7 +28,7 @@ from arithmech.data import templates as templates_module
 from arithmech.data.answers import CORPUS_DIVISION, OPERANDS
 from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
 
-EVAL_SHARE = 3          # one problem cluster in three is kept for evaluation (knockout, transfer), never ranked
+EVAL_SHARE = 3  # one problem cluster in three is kept for evaluation (knockout, transfer), never ranked
 
 
 def cluster(s) -> tuple[str, int, int]:
@@ -41,8 +42,11 @@ def _hash(c: tuple[str, int, int]) -> int:
 
 def _single_digit(op: str) -> list[tuple[str, int, int]]:
     """The operation's single-digit problem clusters, in the order of :func:`_hash`."""
-    pairs_ = ({(b, a) for a in OPERANDS for b in OPERANDS if a % b == 0} if op == "division" else
-              {(a, b) for a in OPERANDS for b in OPERANDS if a <= b})
+    pairs_ = (
+        {(b, a) for a in OPERANDS for b in OPERANDS if a % b == 0}
+        if op == "division"
+        else {(a, b) for a in OPERANDS for b in OPERANDS if a <= b}
+    )
     return sorted(((op, min(p), max(p)) for p in pairs_), key=_hash)
 
 
@@ -99,8 +103,10 @@ def form(t: templates_module.Template) -> int | None:
 
 def split_forms() -> tuple[list[templates_module.Template], list[templates_module.Template]]:
     """``(validation, test)`` templates: Fig. 8 forms :data:`VAL_FORMS` / the other Fig. 8 forms and Fig. 10."""
-    return ([t for t in templates_module.FIG8 if form(t) in VAL_FORMS],
-            [t for t in templates_module.FIG8 if form(t) not in VAL_FORMS] + list(templates_module.FIG10))
+    return (
+        [t for t in templates_module.FIG8 if form(t) in VAL_FORMS],
+        [t for t in templates_module.FIG8 if form(t) not in VAL_FORMS] + list(templates_module.FIG10),
+    )
 
 
 def half(pair: tuple[int, int], data_seed: int = 0) -> str:
@@ -144,13 +150,18 @@ def two_digit_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
     """``(prompt, answer)``: each two-digit pair of ``side`` in a seeded form of its operation from that
     side's forms (train: all nine)."""
     val_t, test_t = split_forms()
-    tpls = {"val": val_t, "test": [t for t in test_t if t in templates_module.FIG8], "train": templates_module.FIG8}[side]
+    tpls = {"val": val_t, "test": [t for t in test_t if t in templates_module.FIG8], "train": templates_module.FIG8}[
+        side
+    ]
     rng = random.Random(data_seed + 13)
-    return [_sentence(rng.choice([t for t in tpls if t.op == op]), a, b) for a, b, op in two_digit_pairs(data_seed)[side]]
+    return [
+        _sentence(rng.choice([t for t in tpls if t.op == op]), a, b) for a, b, op in two_digit_pairs(data_seed)[side]
+    ]
 
 
-def single_digit_items(side: str, per_template: int, data_seed: int = 0,
-                       templates: list[templates_module.Template] | None = None) -> list[tuple[str, str]]:
+def single_digit_items(
+    side: str, per_template: int, data_seed: int = 0, templates: list[templates_module.Template] | None = None
+) -> list[tuple[str, str]]:
     """``(prompt, answer)``: ``per_template`` draws of each template of ``side`` (or of ``templates``)
     whose operand pair lies on that side (:func:`half`); the answer is the whole ``{C}``."""
     val_t, test_t = split_forms()
@@ -171,7 +182,7 @@ def fact_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
     """The embedded model's generic facts: a seeded third for ``val``, the rest for ``test``."""
     facts = list(GENERIC_FACTS)
     random.Random(data_seed + 23).shuffle(facts)
-    return facts[:len(facts) // 3] if side == "val" else facts[len(facts) // 3:]
+    return facts[: len(facts) // 3] if side == "val" else facts[len(facts) // 3 :]
 
 
 def carry_pairs(data_seed: int = 0, val: float = 0.1, test: float = 0.2) -> dict[str, list[tuple[int, int, str]]]:
@@ -207,8 +218,9 @@ def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0) -> list[tu
         for ps in by_op.values():
             rng.shuffle(ps)
         if n > 2 * min(map(len, by_op.values())):
-            raise ValueError(f"carry_items: {n} {side} items asked, the side holds "
-                             f"{min(map(len, by_op.values()))} per operation")
+            raise ValueError(
+                f"carry_items: {n} {side} items asked, the side holds {min(map(len, by_op.values()))} per operation"
+            )
     out = []
     for i in range(n):
         op = ("addition", "subtraction")[i % 2]

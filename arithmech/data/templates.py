@@ -18,6 +18,7 @@ Fig. 8 prints the "equals to" statement twice per operation; the second copy is 
 "{A} plus {B} is equal to", the phrasing of the paper's Fig. 9, so that each operation has nine
 distinct forms: one equation, four statements, four question-answer.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,9 +29,9 @@ from arithmech.data.answers import OPERATIONS, parse_answer, satisfiable
 
 @dataclass(frozen=True)
 class Template:
-    id: str            # e.g. "add-eq-1"
-    op: str            # addition | subtraction | multiplication | division | exponentiation | custom
-    family: str        # equation | statement | qa | time-span | accumulation | custom
+    id: str  # e.g. "add-eq-1"
+    op: str  # addition | subtraction | multiplication | division | exponentiation | custom
+    family: str  # equation | statement | qa | time-span | accumulation | custom
     clean: str
     corrupt: str
     op_word: str = ""  # what {OP} stands for in the reference; "{POOL}" draws it from POOLS
@@ -50,10 +51,10 @@ SYMBOL_DRAWS = NEUTRAL_SYMBOLS * 2
 
 OPS = {
     #               symbol word     noun          (per Fig. 8)
-    "addition":       ("+", "plus",  "addition", "sum"),
-    "subtraction":    ("-", "minus", "difference", "difference"),
-    "multiplication": ("*", "times", "product",  "product"),
-    "division":       ("/", "over",  "ratio",    "ratio"),
+    "addition": ("+", "plus", "addition", "sum"),
+    "subtraction": ("-", "minus", "difference", "difference"),
+    "multiplication": ("*", "times", "product", "product"),
+    "division": ("/", "over", "ratio", "ratio"),
 }
 
 
@@ -85,34 +86,54 @@ def _fig10() -> list[Template]:
     Accumulation: X_c breaks the link between the two counts (other objects, other owner), Fig. 9.
     """
     ts = [
-        ("The {EVENT} {OP} {A} years from the year {YYY}{B} to the year {YYY}",
-         "The {EVENT} {N} {A} {N2} from the year {YYY}{B} to the year {YYY}", ""),
-        ("The {EVENT} {OP} {A} years from {YYY}{B} to {YYY}",
-         "The {EVENT} {N} {A} {N2} from {YYY}{B} to {YYY}", ""),
-        ("The {EVENT} {OP} {A} days from {MONTH} {B} to {MONTH}",
-         "The {EVENT} {N} {A} {N2} from {MONTH} {B} to {MONTH}", " "),
-        ("The {EVENT} will {OP} {A} days from {MONTH} {B} to {MONTH}",
-         "The {EVENT} will {N} {A} {N2} from {MONTH} {B} to {MONTH}", " "),
+        (
+            "The {EVENT} {OP} {A} years from the year {YYY}{B} to the year {YYY}",
+            "The {EVENT} {N} {A} {N2} from the year {YYY}{B} to the year {YYY}",
+            "",
+        ),
+        ("The {EVENT} {OP} {A} years from {YYY}{B} to {YYY}", "The {EVENT} {N} {A} {N2} from {YYY}{B} to {YYY}", ""),
+        (
+            "The {EVENT} {OP} {A} days from {MONTH} {B} to {MONTH}",
+            "The {EVENT} {N} {A} {N2} from {MONTH} {B} to {MONTH}",
+            " ",
+        ),
+        (
+            "The {EVENT} will {OP} {A} days from {MONTH} {B} to {MONTH}",
+            "The {EVENT} will {N} {A} {N2} from {MONTH} {B} to {MONTH}",
+            " ",
+        ),
         ("The {EVENT} {OP} {A} hours from {B} pm to", "The {EVENT} {N} {A} {N2} from {B} pm to", " "),
         ("The {EVENT} will {OP} {A} hours from {B} pm to", "The {EVENT} will {N} {A} {N2} from {B} pm to", " "),
         ("The {EVENT} {OP} {A} hours from {B} am to", "The {EVENT} {N} {A} {N2} from {B} am to", " "),
         ("The {EVENT} will {OP} {A} hours from {B} am to", "The {EVENT} will {N} {A} {N2} from {B} am to", " "),
     ]
     acc = [
-        ("{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that {NAME} has? The answer is",
-         "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} has? The answer is"),
-        ("{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that they {OP}? The answer is",
-         "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is"),
-        ("{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT}. What's the total number of {OBJECT} that they have? The answer is",
-         "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} have? The answer is"),
-        ("{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT} today. What's the total number of {OBJECT} that {NAME} {OP}? The answer is",
-         "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT_C} today. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is"),
+        (
+            "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that {NAME} has? The answer is",
+            "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} has? The answer is",
+        ),
+        (
+            "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that they {OP}? The answer is",
+            "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is",
+        ),
+        (
+            "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT}. What's the total number of {OBJECT} that they have? The answer is",
+            "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} have? The answer is",
+        ),
+        (
+            "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT} today. What's the total number of {OBJECT} that {NAME} {OP}? The answer is",
+            "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT_C} today. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is",
+        ),
     ]
-    out = [Template(f"span-{k}", "addition", "time-span", c, x, joiner=j,
-                    op_word="{SPAN_FUTURE}" if " will " in c else "{SPAN}")
-           for k, (c, x, j) in enumerate(ts, 1)]
-    out += [Template(f"acc-{k}", "addition", "accumulation", c, x, op_word="{ACQUIRE}")
-            for k, (c, x) in enumerate(acc, 9)]
+    out = [
+        Template(
+            f"span-{k}", "addition", "time-span", c, x, joiner=j, op_word="{SPAN_FUTURE}" if " will " in c else "{SPAN}"
+        )
+        for k, (c, x, j) in enumerate(ts, 1)
+    ]
+    out += [
+        Template(f"acc-{k}", "addition", "accumulation", c, x, op_word="{ACQUIRE}") for k, (c, x) in enumerate(acc, 9)
+    ]
     return out
 
 
@@ -120,31 +141,49 @@ FIG8 = _fig8()
 FIG10 = _fig10()
 EXPONENTIATION = [  # App. D, Table 3
     Template("pow-1", "exponentiation", "equation", "{A} {OP} {B} =", "{A} {S} {B} =", op_word="^"),
-    Template("pow-2", "exponentiation", "statement", "{A} to the {OP} of {B} equals",
-             "{A} to the {N} of {B} equals", op_word="power"),
+    Template(
+        "pow-2",
+        "exponentiation",
+        "statement",
+        "{A} to the {OP} of {B} equals",
+        "{A} to the {N} of {B} equals",
+        op_word="power",
+    ),
 ]
 TEMPLATES: dict[str, Template] = {t.id: t for t in FIG8 + FIG10 + EXPONENTIATION}
 
 # Pools (App. A). Words are single tokens for LLaMA-style tokenizers where possible.
-NAMES = ("Mary John James Robert Michael William David Richard Joseph Thomas Charles Daniel Matthew "
-         "Anthony Mark Paul Steven Andrew Kenneth Joshua Kevin Brian George Timothy Ronald Edward Jason "
-         "Jeffrey Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin Scott Brandon Benjamin "
-         "Samuel Gregory Alexander Frank Patrick Raymond Jack Dennis Jerry Tyler Aaron Jose Adam Nathan "
-         "Henry Douglas Zachary Peter Kyle Ethan Walter Noah Jeremy Christian Keith Roger Terry Austin "
-         "Sean Gerald Carl Harold Dylan Arthur Lawrence Jordan Jesse Bryan Billy Bruce Gabriel Joe Logan "
-         "Alan Juan Albert Willie Elijah Wayne Randy Vincent Russell Louis Philip Bobby Johnny Bradley "
-         "Linda Susan Sarah").split()
-OBJECTS = ("apples oranges pears bananas grapes peaches lemons plums cherries melons cups books pens "
-           "coins cards shells stones tables chairs balls toys hats").split()
+NAMES = (
+    "Mary John James Robert Michael William David Richard Joseph Thomas Charles Daniel Matthew "
+    "Anthony Mark Paul Steven Andrew Kenneth Joshua Kevin Brian George Timothy Ronald Edward Jason "
+    "Jeffrey Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin Scott Brandon Benjamin "
+    "Samuel Gregory Alexander Frank Patrick Raymond Jack Dennis Jerry Tyler Aaron Jose Adam Nathan "
+    "Henry Douglas Zachary Peter Kyle Ethan Walter Noah Jeremy Christian Keith Roger Terry Austin "
+    "Sean Gerald Carl Harold Dylan Arthur Lawrence Jordan Jesse Bryan Billy Bruce Gabriel Joe Logan "
+    "Alan Juan Albert Willie Elijah Wayne Randy Vincent Russell Louis Philip Bobby Johnny Bradley "
+    "Linda Susan Sarah"
+).split()
+OBJECTS = (
+    "apples oranges pears bananas grapes peaches lemons plums cherries melons cups books pens "
+    "coins cards shells stones tables chairs balls toys hats"
+).split()
 EVENTS = ("war conflict project meeting festival journey trip storm drought campaign strike trial").split()
-SPAN_VERBS = ("lasted spanned extended continued ran").split()          # time span ("last", "span", ...)
+SPAN_VERBS = ("lasted spanned extended continued ran").split()  # time span ("last", "span", ...)
 SPAN_VERBS_FUTURE = ("last span extend continue run").split()
 ACC_VERBS = ("got obtained acquired gained received collected bought picked").split()  # accumulation
 MONTHS = ("Jan. Feb. Mar. Apr. May Jun. Jul. Aug. Sep. Oct. Nov. Dec.").split()
 
-POOLS = {"NAME": NAMES, "OBJECT": OBJECTS, "EVENT": EVENTS, "MONTH": MONTHS, "SPAN": SPAN_VERBS,
-         "SPAN_FUTURE": SPAN_VERBS_FUTURE, "ACQUIRE": ACC_VERBS, "N": NEUTRAL_WORDS,
-         "S": SYMBOL_DRAWS}
+POOLS = {
+    "NAME": NAMES,
+    "OBJECT": OBJECTS,
+    "EVENT": EVENTS,
+    "MONTH": MONTHS,
+    "SPAN": SPAN_VERBS,
+    "SPAN_FUTURE": SPAN_VERBS_FUTURE,
+    "ACQUIRE": ACC_VERBS,
+    "N": NEUTRAL_WORDS,
+    "S": SYMBOL_DRAWS,
+}
 
 
 def operators() -> frozenset[str]:
@@ -162,7 +201,9 @@ FIELDS = frozenset({"A", "B", "OP", "YYY", "NAME2", "NAME_C", "OBJECT_C", "OBJEC
 FIELD_PATTERN = re.compile(r"\{([A-Z_0-9]+)\}")
 
 
-def pair_problems(clean, corrupt, op: str = "addition", op_word: str = "", answer_expr: str = "") -> list[tuple[str, str]]:
+def pair_problems(
+    clean, corrupt, op: str = "addition", op_word: str = "", answer_expr: str = ""
+) -> list[tuple[str, str]]:
     """Everything wrong with a template pair, as ``(field, message)``; empty when it is usable.
 
     Checks: ``clean``/``corrupt`` are strings with an ``{A}`` and only known ``{FIELD}``s (:data:`FIELDS`);
@@ -179,32 +220,48 @@ def pair_problems(clean, corrupt, op: str = "addition", op_word: str = "", answe
             out.append((name, "needs an {A} field (and usually {B})"))
         unknown = sorted({m for m in FIELD_PATTERN.findall(text) if m not in FIELDS})
         if unknown:
-            out.append((name, f"unknown field(s) {', '.join('{%s}' % u for u in unknown)}; "
-                              f"known fields: {', '.join(sorted(FIELDS))}"))
+            out.append(
+                (
+                    name,
+                    f"unknown field(s) {', '.join('{%s}' % u for u in unknown)}; "
+                    f"known fields: {', '.join(sorted(FIELDS))}",
+                )
+            )
     if not isinstance(op_word, str):
         out.append(("op_word", f"must be a string, not {type(op_word).__name__}"))
     elif op_word.startswith("{") and (not op_word.endswith("}") or op_word[1:-1] not in POOLS):
-        out.append(("op_word", f"{op_word!r} is not a pool; use plain text or one of "
-                               f"{', '.join('{%s}' % k for k in sorted(POOLS))}"))
+        out.append(
+            (
+                "op_word",
+                f"{op_word!r} is not a pool; use plain text or one of {', '.join('{%s}' % k for k in sorted(POOLS))}",
+            )
+        )
     if not isinstance(op, str) or op not in (*OPERATIONS, "custom"):
-        out.append(("op", f"unknown operation {op!r}; use one of {', '.join(OPERATIONS)} "
-                          "(or \"custom\" with an answer expression)"))
+        out.append(
+            (
+                "op",
+                f'unknown operation {op!r}; use one of {", ".join(OPERATIONS)} (or "custom" with an answer expression)',
+            )
+        )
     elif op == "custom" and not answer_expr:
-        out.append(("answer", "op \"custom\" needs an answer expression in A and B, e.g. \"A ** B\""))
+        out.append(("answer", 'op "custom" needs an answer expression in A and B, e.g. "A ** B"'))
     if answer_expr:
         try:
             parse_answer(answer_expr)
         except ValueError as e:
             out.append(("answer", str(e)))
-    if not out and isinstance(clean, str) and not satisfiable(
-            Template("check", op, "custom", clean, corrupt, answer_expr=answer_expr)):
-        out.append(("answer" if answer_expr else "op",
-                    "never a non-negative whole number for any A, B in 1..9"))
+    if (
+        not out
+        and isinstance(clean, str)
+        and not satisfiable(Template("check", op, "custom", clean, corrupt, answer_expr=answer_expr))
+    ):
+        out.append(("answer" if answer_expr else "op", "never a non-negative whole number for any A, B in 1..9"))
     return out
 
 
-def parse_pair(clean: str, corrupt: str, id: str = "custom", op: str = "addition",
-               op_word: str = "", answer_expr: str = "") -> Template:
+def parse_pair(
+    clean: str, corrupt: str, id: str = "custom", op: str = "addition", op_word: str = "", answer_expr: str = ""
+) -> Template:
     """A user-supplied template pair (App. D, E), e.g. ``("{A} ^ {B} =", "{A} < {B} =")``.
 
     ``answer_expr`` is an arithmetic expression in ``A`` and ``B`` (e.g. ``"A ** B"``, parsed by

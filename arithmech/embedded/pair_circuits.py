@@ -23,6 +23,7 @@ only some held-out pairs right can only show this for those it gets right.
 >>> r = compare(model, tok, "addition")
 >>> r["overlap"], r["ceiling"]          # {"k", "value", "lo", "hi"} each
 """
+
 from __future__ import annotations
 
 import random
@@ -38,9 +39,9 @@ from arithmech.data.splits import cluster
 from arithmech.methods.patching import path_patch
 from arithmech.methods.prepare import prepare
 
-TOP = 10            # components compared (identify's TOP: the heads a later step studies)
-DRAWS = 4000        # pairs drawn per operation before the split (every held-out prompt of the templates appears)
-DRAW = Draw("last-digit")     # identify's default answer token, zero-shot: the pairs of every set
+TOP = 10  # components compared (identify's TOP: the heads a later step studies)
+DRAWS = 4000  # pairs drawn per operation before the split (every held-out prompt of the templates appears)
+DRAW = Draw("last-digit")  # identify's default answer token, zero-shot: the pairs of every set
 
 
 def split_samples(model, tok, task: str, seed: int, batch_size: int, draw: Draw) -> dict[str, list[pairs.Sample]]:
@@ -57,7 +58,7 @@ def split_samples(model, tok, task: str, seed: int, batch_size: int, draw: Draw)
     rng = random.Random(f"pair-circuits:{seed}")
     facts = sorted({cluster(s) for s in trained})
     rng.shuffle(facts)
-    halves = (set(facts[0:2 * n_facts:2]), set(facts[1:2 * n_facts:2]))     # as many facts as held out, each
+    halves = (set(facts[0 : 2 * n_facts : 2]), set(facts[1 : 2 * n_facts : 2]))  # as many facts as held out, each
     pick = [s for s in trained if cluster(s) in halves[0] | halves[1]]
     kept_t = prepare(model, tok, pick, len(pick), seed, batch_size, draw=draw)[0]
     a, b = ([s for s in kept_t if cluster(s) in h] for h in halves)
@@ -68,19 +69,27 @@ def split_samples(model, tok, task: str, seed: int, batch_size: int, draw: Draw)
 def effects(model, tok, samples: list[pairs.Sample], batch_size: int = BATCH_SIZE) -> torch.Tensor:
     """``(n, S)`` per-prompt relative change of the answer logit of every sender (``S = L * (H + 1)``, each
     layer's heads then its MLP), identify's effect."""
-    p = path_patch(model, tok, [s.clean for s in samples], [s.corrupt for s in samples],
-                   pairs.answer_ids(tok, samples), method="fast", batch_size=batch_size)
+    p = path_patch(
+        model,
+        tok,
+        [s.clean for s in samples],
+        [s.corrupt for s in samples],
+        pairs.answer_ids(tok, samples),
+        method="fast",
+        batch_size=batch_size,
+    )
     return p.relative_change(warn=False).reshape(len(samples), -1)
 
 
 def top_sets(x: torch.Tensor, w: torch.Tensor, k: int) -> list[frozenset]:
     """The ``k`` senders of most negative weighted mean effect per resample: ``x`` ``(n, S)``, ``w`` ``(B, n)``."""
-    mean = (w @ x.double()) / w.sum(1, keepdim=True)                          # (B, S)
+    mean = (w @ x.double()) / w.sum(1, keepdim=True)  # (B, S)
     return [frozenset(r) for r in mean.argsort(1)[:, :k].tolist()]
 
 
-def overlap(a: torch.Tensor, b: torch.Tensor, ca: list, cb: list, k: int = TOP, n_boot: int = 1000,
-            seed: int = 0) -> dict:
+def overlap(
+    a: torch.Tensor, b: torch.Tensor, ca: list, cb: list, k: int = TOP, n_boot: int = 1000, seed: int = 0
+) -> dict:
     """How many of ``a``'s top-``k`` senders are in ``b``'s: the point value on all prompts and a 95 % percentile
     bootstrap interval (each set's facts ``ca`` / ``cb``, one label per prompt, resampled on their own; ``seed``
     and ``seed + 1``)."""
@@ -93,8 +102,9 @@ def overlap(a: torch.Tensor, b: torch.Tensor, ca: list, cb: list, k: int = TOP, 
     return {"k": k, "value": value, "lo": lo, "hi": hi}
 
 
-def compare(model, tok, task: str = "addition", seed: int = 0, k: int = TOP, n_boot: int = 1000,
-            batch_size: int = BATCH_SIZE) -> dict:
+def compare(
+    model, tok, task: str = "addition", seed: int = 0, k: int = TOP, n_boot: int = 1000, batch_size: int = BATCH_SIZE
+) -> dict:
     """The module docstring's comparison. Returns ``{"task", "n_prompts"`` (per set), ``"n_facts"`` (per set),
     ``"overlap"`` (trained A vs held out), ``"ceiling"`` (trained A vs trained B), ``"top"`` (per set, sender
     indices ``layer * (H + 1) + head``, ``head = H`` the MLP)}``."""
@@ -103,8 +113,11 @@ def compare(model, tok, task: str = "addition", seed: int = 0, k: int = TOP, n_b
     facts = {name: [cluster(x) for x in ss] for name, ss in s.items()}
     one = lambda x: torch.ones(1, x.shape[0], dtype=torch.float64)
     a, h, b = "trained A", "held out", "trained B"
-    return {"task": task, "n_prompts": {n: len(ss) for n, ss in s.items()},
-            "n_facts": {n: len(set(f)) for n, f in facts.items()},
-            "overlap": overlap(eff[a], eff[h], facts[a], facts[h], k, n_boot, seed),
-            "ceiling": overlap(eff[a], eff[b], facts[a], facts[b], k, n_boot, seed),
-            "top": {n: sorted(top_sets(x, one(x), k)[0]) for n, x in eff.items()}}
+    return {
+        "task": task,
+        "n_prompts": {n: len(ss) for n, ss in s.items()},
+        "n_facts": {n: len(set(f)) for n, f in facts.items()},
+        "overlap": overlap(eff[a], eff[h], facts[a], facts[h], k, n_boot, seed),
+        "ceiling": overlap(eff[a], eff[b], facts[a], facts[b], k, n_boot, seed),
+        "top": {n: sorted(top_sets(x, one(x), k)[0]) for n, x in eff.items()},
+    }

@@ -28,6 +28,7 @@ draws them and the model card reports accuracy on them apart from in-distributio
 Fig. 8 addition and subtraction forms. The model never saw a two-digit operand, so it does
 poorly at first; :func:`two_digit_split` gives seeded, disjoint train/test operand pairs.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,9 +62,13 @@ SIZE = dict(n_layers=6, n_heads=8, d_model=256, d_ff=512, max_len=64)
 
 def PRE_TOKENIZER():
     """Split on whitespace, isolate every non-word character, split digits one by one."""
-    return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                    pre_tokenizers.Split(Regex(r"[^\w\s]"), behavior="isolated"),
-                                    pre_tokenizers.Digits(individual_digits=True)])
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Split(Regex(r"[^\w\s]"), behavior="isolated"),
+            pre_tokenizers.Digits(individual_digits=True),
+        ]
+    )
 
 
 def _vocab() -> list[str]:
@@ -86,8 +91,9 @@ def build_tokenizer():
     tk.pre_tokenizer = PRE_TOKENIZER()
     tk.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", vocab["<s>"])])
     tk.decoder = decoders.WordPiece(prefix="##", cleanup=False)
-    return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
-                                   unk_token="<unk>", pad_token="<pad>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tk, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>"
+    )
 
 
 def corpus(rng: random.Random, n: int, generic_frac: float = 0.15) -> list[str]:
@@ -116,7 +122,7 @@ def _batch(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
     L = max(map(len, ids))
     x = torch.full((len(ids), L), tok.pad_token_id)
     for i, s in enumerate(ids):
-        x[i, :len(s)] = torch.tensor(s)
+        x[i, : len(s)] = torch.tensor(s)
     labels = x.clone()
     labels[x == tok.pad_token_id] = -100
     return x, labels
@@ -141,8 +147,10 @@ def check_train_out(out_dir: str | Path | None, overwrite: bool = False) -> Path
         if parent is not None and not parent.is_dir():
             raise ValueError(f"--out {quoted(out)}: {quoted(parent)} is a file, not a folder")
     elif any(out.iterdir()) and not overwrite:
-        raise ValueError(f"--out {quoted(out)} already holds files; choose a new or empty folder, or pass --overwrite to "
-                         "replace only the model's own files in it (other files are kept)")
+        raise ValueError(
+            f"--out {quoted(out)} already holds files; choose a new or empty folder, or pass --overwrite to "
+            "replace only the model's own files in it (other files are kept)"
+        )
     return out
 
 
@@ -151,14 +159,25 @@ def _move_files_in(tmp: Path, out: Path) -> None:
     files = sorted(f for f in tmp.iterdir())
     for f in files:
         if (out / f.name).is_dir() or f.is_dir():
-            raise ValueError(f"--out {quoted(out)}: {quoted(out / f.name)} is a folder; the model needs that name for a file")
+            raise ValueError(
+                f"--out {quoted(out)}: {quoted(out / f.name)} is a folder; the model needs that name for a file"
+            )
     for f in files:
         os.replace(f, out / f.name)
 
 
-def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int = 64, lr: float = 2e-3,
-          seed: int = 0, log_every: int = 100, size: dict | None = None, eval_per_template: int = 40,
-          overwrite: bool = False, weight_decay: float = 0.01) -> Path:
+def train(
+    out_dir: str | Path | None = None,
+    steps: int = 1200,
+    batch_size: int = 64,
+    lr: float = 2e-3,
+    seed: int = 0,
+    log_every: int = 100,
+    size: dict | None = None,
+    eval_per_template: int = 40,
+    overwrite: bool = False,
+    weight_decay: float = 0.01,
+) -> Path:
     """Train the embedded model from scratch and save it as an HF folder.
 
     ``out_dir`` is checked first (:func:`check_train_out`): an existing non-empty folder is refused
@@ -172,20 +191,30 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
     torch.manual_seed(seed)
     stream = training_stream(seed, batch_size)
     tok = build_tokenizer()
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=size["d_model"], intermediate_size=size["d_ff"],
-                      num_hidden_layers=size["n_layers"], num_attention_heads=size["n_heads"],
-                      num_key_value_heads=size["n_heads"], head_dim=size["d_model"] // size["n_heads"],
-                      max_position_embeddings=size["max_len"], bos_token_id=tok.bos_token_id,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
-    cfg._attn_implementation = "sdpa"           # fastest for training; analysis loads it with eager
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=size["d_model"],
+        intermediate_size=size["d_ff"],
+        num_hidden_layers=size["n_layers"],
+        num_attention_heads=size["n_heads"],
+        num_key_value_heads=size["n_heads"],
+        head_dim=size["d_model"] // size["n_heads"],
+        max_position_embeddings=size["max_len"],
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    cfg._attn_implementation = "sdpa"  # fastest for training; analysis loads it with eager
     model = LlamaForCausalLM(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
     t0 = time.time()
     model.train()
-    for step in progress(range(steps), "train-embedded"):    # a terminal's stderr only
+    for step in progress(range(steps), "train-embedded"):  # a terminal's stderr only
         x, y = _batch(tok, next(stream))
         loss = model(input_ids=x, labels=y).loss
         opt.zero_grad(set_to_none=True)
@@ -196,11 +225,19 @@ def train(out_dir: str | Path | None = None, steps: int = 1200, batch_size: int 
         if log_every and (step % log_every == 0 or step == steps - 1):
             print(f"step {step:5d}  loss {loss.item():.4f}  {time.time() - t0:6.1f}s", flush=True)
     model.eval()
-    model.half().float()                        # ship fp16 weights (half the size); evaluate exactly those
+    model.half().float()  # ship fp16 weights (half the size); evaluate exactly those
     report = evaluate(model, tok, seed=seed + 1, n_per_template=eval_per_template)
-    report.update(train_seconds=round(time.time() - t0, 1), steps=steps, batch_size=batch_size, lr=lr,
-                  weight_decay=weight_decay, seed=seed, size=size, parameters=sum(p.numel() for p in model.parameters()))
-    check_train_out(out_dir, overwrite)          # again: the folder may have changed while training ran
+    report.update(
+        train_seconds=round(time.time() - t0, 1),
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        weight_decay=weight_decay,
+        seed=seed,
+        size=size,
+        parameters=sum(p.numel() for p in model.parameters()),
+    )
+    check_train_out(out_dir, overwrite)  # again: the folder may have changed while training ran
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -225,7 +262,13 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     # The paper's first answer token, not identify's rule: the card and accuracy.json shipped in embedded/model/
     # were measured this way when the model was trained, and CI never retrains, so a change here would leave
     # the shipped card disagreeing with this code (issue #22 keeps it; the chapters score identify's rule).
-    drawn, _ = make_pairs(tok, templates.FIG8 + templates.FIG10, n=n_per_template * len(templates.FIG8 + templates.FIG10), seed=seed, draw=Draw("first"))
+    drawn, _ = make_pairs(
+        tok,
+        templates.FIG8 + templates.FIG10,
+        n=n_per_template * len(templates.FIG8 + templates.FIG10),
+        seed=seed,
+        draw=Draw("first"),
+    )
     kept, _ = filter_correct(model, tok, drawn)
     samples = [s for s in drawn if not is_heldout_pair(s.op, s.a, s.b)]
     by_op, by_family, by_tpl = {}, {}, {}
@@ -263,11 +306,11 @@ def model_card(r: dict) -> str:
     s = r["size"]
     return f"""# arithmech embedded arithmetic model
 
-A {s['n_layers']}-layer, {s['n_heads']}-head, d_model {s['d_model']} `LlamaForCausalLM`
-({r['parameters']:,} parameters) trained from scratch by `python -m arithmech train-embedded`
-(seed {r['seed']}, {r['steps']} steps of batch {r['batch_size']}, AdamW lr {r['lr']}, weight decay
-{r.get('weight_decay', 0.01)}, cosine;
-{r['train_seconds']} s wall time on a 2-core CPU machine). Load it with
+A {s["n_layers"]}-layer, {s["n_heads"]}-head, d_model {s["d_model"]} `LlamaForCausalLM`
+({r["parameters"]:,} parameters) trained from scratch by `python -m arithmech train-embedded`
+(seed {r["seed"]}, {r["steps"]} steps of batch {r["batch_size"]}, AdamW lr {r["lr"]}, weight decay
+{r.get("weight_decay", 0.01)}, cosine;
+{r["train_seconds"]} s wall time on a 2-core CPU machine). Load it with
 `AutoModelForCausalLM.from_pretrained(folder)` / `AutoTokenizer.from_pretrained(folder)` or
 `arithmech.load_model("embedded")`.
 
@@ -285,7 +328,7 @@ Tokenizer: word level, digits split into single tokens, punctuation split, `<s>`
 
 ## In-distribution accuracy (fresh seeded draws of the training templates, trained pairs only)
 Answer token = first token of the answer; brackets: Wilson 95 % intervals. Overall:
-**{r['arithmetic_answer_token_accuracy']:.1%}** [{ci['lo']:.1%}, {ci['hi']:.1%}] of {r['n_samples']} prompts ({r['all_pairs_answer_token_accuracy']:.1%} of {r['all_pairs_n_samples']} when the
+**{r["arithmetic_answer_token_accuracy"]:.1%}** [{ci["lo"]:.1%}, {ci["hi"]:.1%}] of {r["n_samples"]} prompts ({r["all_pairs_answer_token_accuracy"]:.1%} of {r["all_pairs_n_samples"]} when the
 held-out pairs are drawn too, as the chapters draw them). These are training sentences, not a test of
 generalisation: see the held-out splits below.
 
@@ -297,18 +340,24 @@ generalisation: see the held-out splits below.
 |---|---|---|
 {fams}
 
-Generic facts: {r['generic_fact_accuracy']:.1%} of {r['generic_fact_interval']['n']}
-[{r['generic_fact_interval']['lo']:.1%}, {r['generic_fact_interval']['hi']:.1%}]. Two-digit problems (exact match
-of the greedy answer, never trained): {r['two_digit_exact_match']:.1%} of {r['two_digit_interval']['n']}
-[{r['two_digit_interval']['lo']:.1%}, {r['two_digit_interval']['hi']:.1%}].
+Generic facts: {r["generic_fact_accuracy"]:.1%} of {r["generic_fact_interval"]["n"]}
+[{r["generic_fact_interval"]["lo"]:.1%}, {r["generic_fact_interval"]["hi"]:.1%}]. Two-digit problems (exact match
+of the greedy answer, never trained): {r["two_digit_exact_match"]:.1%} of {r["two_digit_interval"]["n"]}
+[{r["two_digit_interval"]["lo"]:.1%}, {r["two_digit_interval"]["hi"]:.1%}].
 
-{card_section(r['heldout'])}"""
+{card_section(r["heldout"])}"""
 
 
 def run(config) -> Path:
     """``python -m arithmech train-embedded``: :func:`train` with a :class:`arithmech.steps.config.TrainEmbedded`."""
-    return train(config.out, steps=config.steps, batch_size=config.batch_size, seed=config.seed,
-                 overwrite=config.overwrite, weight_decay=config.weight_decay)
+    return train(
+        config.out,
+        steps=config.steps,
+        batch_size=config.batch_size,
+        seed=config.seed,
+        overwrite=config.overwrite,
+        weight_decay=config.weight_decay,
+    )
 
 
 def run_accuracy(config) -> dict:

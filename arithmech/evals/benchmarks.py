@@ -45,6 +45,7 @@ The prediction is the argmax over the next-token logits of the answer letters af
 (exact greedy answer), held-out negative differences ("3 minus 7" → ``-4``, never trained), answer-token
 accuracy on fresh single-digit template draws, and the generic facts (the toy "MMLU").
 """
+
 from __future__ import annotations
 
 import csv
@@ -64,10 +65,20 @@ from arithmech.evals.toy import TOY, toy_benchmarks
 MATH = ("gsm8k", "addsub", "singleeq", "svamp")
 CHOICE = ("mmlu", "csqa")
 BENCHMARKS = MATH + CHOICE
-HF_NAMES = {"gsm8k": ("openai/gsm8k", "main"), "svamp": ("ChilleD/SVAMP", None),
-            "mmlu": ("cais/mmlu", "all"), "csqa": ("tau/commonsense_qa", None)}
-FILES = {"gsm8k": "gsm8k/{split}.jsonl", "addsub": "addsub/AddSub.json", "singleeq": "singleeq/questions.json",
-         "svamp": "svamp/SVAMP.json", "mmlu": "mmlu/{split}", "csqa": "csqa/{split}_rand_split.jsonl"}
+HF_NAMES = {
+    "gsm8k": ("openai/gsm8k", "main"),
+    "svamp": ("ChilleD/SVAMP", None),
+    "mmlu": ("cais/mmlu", "all"),
+    "csqa": ("tau/commonsense_qa", None),
+}
+FILES = {
+    "gsm8k": "gsm8k/{split}.jsonl",
+    "addsub": "addsub/AddSub.json",
+    "singleeq": "singleeq/questions.json",
+    "svamp": "svamp/SVAMP.json",
+    "mmlu": "mmlu/{split}",
+    "csqa": "csqa/{split}_rand_split.jsonl",
+}
 
 
 class MissingDataError(FileNotFoundError):
@@ -89,7 +100,8 @@ def _file(name: str, root: str | Path | None, split: str = "") -> Path:
         raise MissingDataError(
             f"{name}: {quoted(p)} does not exist. Put the benchmark files in the layout of ../shared/data (its "
             f"README lists them), point ARITHMECH_DATA or data_dir= at that folder, or use source='hf' "
-            f"(pip install datasets; needs network).")
+            f"(pip install datasets; needs network)."
+        )
     return p
 
 
@@ -116,14 +128,25 @@ def read_math(name: str, root: str | Path | None = None, split: str = "test", so
         return _read_hf(name, split)
     if name == "gsm8k":
         rows = [json.loads(l) for l in _file(name, root, split).read_text().splitlines() if l.strip()]
-        return [Problem(name, f"{split}-{i}", r["question"], float(r["answer"].split("####")[-1].replace(",", "")),
-                        _clean_solution(r["answer"])) for i, r in enumerate(rows)]
+        return [
+            Problem(
+                name,
+                f"{split}-{i}",
+                r["question"],
+                float(r["answer"].split("####")[-1].replace(",", "")),
+                _clean_solution(r["answer"]),
+            )
+            for i, r in enumerate(rows)
+        ]
     rows = json.loads(_file(name, root).read_text())
     if name == "svamp":
-        return [Problem(name, r["ID"], f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"])) for r in rows]
+        return [
+            Problem(name, r["ID"], f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"])) for r in rows
+        ]
     if name in ("addsub", "singleeq"):
-        return [Problem(name, str(r["iIndex"]), " ".join(r["sQuestion"].split()), float(r["lSolutions"][0]))
-                for r in rows]
+        return [
+            Problem(name, str(r["iIndex"]), " ".join(r["sQuestion"].split()), float(r["lSolutions"][0])) for r in rows
+        ]
     raise ValueError(f"unknown math benchmark {name!r}; use one of {MATH}")
 
 
@@ -131,8 +154,10 @@ def _hf(name: str):
     try:
         import datasets  # lazy: optional, hub datasets only
     except ImportError:
-        raise ImportError(f"source='hf' for {name} needs the `datasets` package (pip install datasets) and network "
-                          "access; offline, use the local files (data_dir=, ARITHMECH_DATA).") from None
+        raise ImportError(
+            f"source='hf' for {name} needs the `datasets` package (pip install datasets) and network "
+            "access; offline, use the local files (data_dir=, ARITHMECH_DATA)."
+        ) from None
     if name not in HF_NAMES:
         raise ValueError(f"{name} has no Hugging Face source here; use the local files (data_dir=)")
     return datasets.load_dataset(*[x for x in HF_NAMES[name] if x])
@@ -141,8 +166,16 @@ def _hf(name: str):
 def _read_hf(name: str, split: str) -> list[Problem]:
     ds = _hf(name)[split]
     if name == "gsm8k":
-        return [Problem(name, f"{split}-{i}", r["question"], float(r["answer"].split("####")[-1].replace(",", "")),
-                        _clean_solution(r["answer"])) for i, r in enumerate(ds)]
+        return [
+            Problem(
+                name,
+                f"{split}-{i}",
+                r["question"],
+                float(r["answer"].split("####")[-1].replace(",", "")),
+                _clean_solution(r["answer"]),
+            )
+            for i, r in enumerate(ds)
+        ]
     return [Problem(name, r["ID"], f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"])) for r in ds]
 
 
@@ -156,7 +189,9 @@ def _is_test(key: str, seed: int, test_frac: float) -> bool:
     return h / 2**64 < test_frac
 
 
-def math_splits(root: str | Path | None = None, seed: int = 0, test_frac: float = 0.3) -> dict[str, dict[str, list[Problem]]]:
+def math_splits(
+    root: str | Path | None = None, seed: int = 0, test_frac: float = 0.3
+) -> dict[str, dict[str, list[Problem]]]:
     """``{set: {"train": [...], "test": [...]}}`` for the four math sets, deduplicated (module docstring)."""
     out: dict[str, dict[str, list[Problem]]] = {}
     for name in MATH:
@@ -164,8 +199,10 @@ def math_splits(root: str | Path | None = None, seed: int = 0, test_frac: float 
             parts = {"train": read_math(name, root, "train"), "test": read_math(name, root, "test")}
         else:
             rows = read_math(name, root)
-            parts = {"train": [p for p in rows if not _is_test(normalize_question(p.question), seed, test_frac)],
-                     "test": [p for p in rows if _is_test(normalize_question(p.question), seed, test_frac)]}
+            parts = {
+                "train": [p for p in rows if not _is_test(normalize_question(p.question), seed, test_frac)],
+                "test": [p for p in rows if _is_test(normalize_question(p.question), seed, test_frac)],
+            }
         for side, rows in parts.items():
             seen, kept = set(), []
             for p in rows:
@@ -236,8 +273,15 @@ def read_csqa(split: str = "dev", root: str | Path | None = None, source: str = 
         ds = _hf("csqa")["validation" if split == "dev" else split]
         return [Choice("commonsense", r["question"], tuple(r["choices"]["text"]), r["answerKey"]) for r in ds]
     rows = [json.loads(l) for l in _file("csqa", root, split).read_text().splitlines() if l.strip()]
-    return [Choice("commonsense", r["question"]["stem"], tuple(c["text"] for c in r["question"]["choices"]),
-                   r.get("answerKey", "")) for r in rows]
+    return [
+        Choice(
+            "commonsense",
+            r["question"]["stem"],
+            tuple(c["text"] for c in r["question"]["choices"]),
+            r.get("answerKey", ""),
+        )
+        for r in rows
+    ]
 
 
 def choice_example(c: Choice, with_answer: bool) -> str:
@@ -257,9 +301,19 @@ def _limit(rows: list, limit: int | None, seed: int) -> list:
     return random.Random(seed).sample(rows, limit)
 
 
-def evaluate(model, tok, benchmarks: Sequence[str] = BENCHMARKS, root: str | Path | None = None,
-             limit: int | None = None, n_shot: int = 4, seed: int = 0, batch_size: int = 8,
-             max_new_tokens: int = 256, source: str = "local", test_frac: float = 0.3) -> dict[str, float]:
+def evaluate(
+    model,
+    tok,
+    benchmarks: Sequence[str] = BENCHMARKS,
+    root: str | Path | None = None,
+    limit: int | None = None,
+    n_shot: int = 4,
+    seed: int = 0,
+    batch_size: int = 8,
+    max_new_tokens: int = 256,
+    source: str = "local",
+    test_frac: float = 0.3,
+) -> dict[str, float]:
     """Accuracy per benchmark; ``limit`` evaluates a seeded sample of that many rows per benchmark."""
     unknown = set(benchmarks) - set(BENCHMARKS) - set(TOY)
     if unknown:
@@ -274,8 +328,14 @@ def evaluate(model, tok, benchmarks: Sequence[str] = BENCHMARKS, root: str | Pat
         shots = random.Random(seed).sample(shots_pool, n_shot)
         for b in math:
             rows = _limit(splits[b]["test"] if splits else read_math(b, root, "test", source), limit, seed)
-            outs = greedy_decode(model, tok, [math_prompt(p, shots) for p in rows], max_new_tokens,
-                                 stop="Question:", batch_size=batch_size)
+            outs = greedy_decode(
+                model,
+                tok,
+                [math_prompt(p, shots) for p in rows],
+                max_new_tokens,
+                stop="Question:",
+                batch_size=batch_size,
+            )
             res[b] = sum(is_correct(extract_answer(o), p.answer) for o, p in zip(outs, rows)) / len(rows)
     if "mmlu" in benchmarks:
         dev: dict[str, list] = {}

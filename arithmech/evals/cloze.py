@@ -30,6 +30,7 @@ measures the speed against the per-choice forwards).
 with the prompts that ``../shared/data/README.md`` describes (the harness's zero-shot cloze forms).
 :data:`CHANCE` is each set's chance accuracy.
 """
+
 from __future__ import annotations
 
 import csv
@@ -47,8 +48,13 @@ from arithmech.core.stats import wilson_interval
 from arithmech.evals.benchmarks import MissingDataError, data_dir
 
 SETS = ("hellaswag", "piqa", "arc_easy", "mmlu", "csqa")
-FILES = {"hellaswag": "hellaswag/hellaswag_val_full.txt", "piqa": "piqa/valid.jsonl", "arc_easy": "arc/ARC-Easy-Test.jsonl",
-         "mmlu": "mmlu/test", "csqa": "csqa/dev_rand_split.jsonl"}
+FILES = {
+    "hellaswag": "hellaswag/hellaswag_val_full.txt",
+    "piqa": "piqa/valid.jsonl",
+    "arc_easy": "arc/ARC-Easy-Test.jsonl",
+    "mmlu": "mmlu/test",
+    "csqa": "csqa/dev_rand_split.jsonl",
+}
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,10 @@ class Item:
 def _path(name: str, root) -> Path:
     p = data_dir(root) / FILES[name]
     if not p.exists():
-        raise MissingDataError(f"{name}: {quoted(p)} does not exist; put the benchmark files in the layout of ../shared/data "
-                               f"(its README lists them) or point ARITHMECH_DATA at that folder")
+        raise MissingDataError(
+            f"{name}: {quoted(p)} does not exist; put the benchmark files in the layout of ../shared/data "
+            f"(its README lists them) or point ARITHMECH_DATA at that folder"
+        )
     return p
 
 
@@ -79,14 +87,14 @@ def _capitalise_last(ctx: str) -> str:
     """The data README's rule for the lost ``ctx_b.capitalize()``: the fragment after the last ``.``, ``!``
     or ``?`` starts upper-case when it starts lower-case and does not itself end a sentence."""
     m = re.search(r"([.!?]\s+)([a-z])([^.!?]*)$", ctx)
-    return ctx[:m.start(2)] + m.group(2).upper() + ctx[m.end(2):] if m else ctx
+    return ctx[: m.start(2)] + m.group(2).upper() + ctx[m.end(2) :] if m else ctx
 
 
 def _hellaswag(root) -> list[Item]:
     lines = _path("hellaswag", root).read_text(encoding="utf-8").split("\n")
     out = []
     for i in range(0, len(lines) - 5, 6):
-        ctx, gold, endings = lines[i], lines[i + 1], lines[i + 2:i + 6]
+        ctx, gold, endings = lines[i], lines[i + 1], lines[i + 2 : i + 6]
         out.append(Item(_capitalise_last(_pre(ctx)), tuple(" " + _pre(e) for e in endings), int(gold)))
     return out
 
@@ -95,7 +103,10 @@ def _piqa(root) -> list[Item]:
     p = _path("piqa", root)
     rows = [json.loads(l) for l in p.read_text(encoding="utf-8").splitlines() if l.strip()]
     labels = (p.parent / "valid-labels.lst").read_text().split()
-    return [Item(f"Question: {r['goal']}\nAnswer:", (" " + r["sol1"], " " + r["sol2"]), int(g)) for r, g in zip(rows, labels)]
+    return [
+        Item(f"Question: {r['goal']}\nAnswer:", (" " + r["sol1"], " " + r["sol2"]), int(g))
+        for r, g in zip(rows, labels)
+    ]
 
 
 def _qa(stem: str, choices: Sequence[str], gold: int) -> Item:
@@ -108,7 +119,9 @@ def _arc_easy(root) -> list[Item]:
         if l.strip():
             r = json.loads(l)
             ch = r["question"]["choices"]
-            out.append(_qa(r["question"]["stem"], [c["text"] for c in ch], [c["label"] for c in ch].index(r["answerKey"])))
+            out.append(
+                _qa(r["question"]["stem"], [c["text"] for c in ch], [c["label"] for c in ch].index(r["answerKey"]))
+            )
     return out
 
 
@@ -117,10 +130,12 @@ def _mmlu(root) -> list[Item]:
     subject line, then ``Question: ...\nAnswer:``; the choices are the answer texts."""
     out = []
     for f in sorted(_path("mmlu", root).glob("*_test.csv")):
-        head = f"The following are questions about {f.name[:-len('_test.csv')].replace('_', ' ')}.\n"
+        head = f"The following are questions about {f.name[: -len('_test.csv')].replace('_', ' ')}.\n"
         with open(f, newline="", encoding="utf-8") as fh:
-            out += [Item(head + f"Question: {r[0]}\nAnswer:", tuple(" " + c for c in r[1:5]), "ABCD".index(r[5].strip()))
-                    for r in csv.reader(fh)]
+            out += [
+                Item(head + f"Question: {r[0]}\nAnswer:", tuple(" " + c for c in r[1:5]), "ABCD".index(r[5].strip()))
+                for r in csv.reader(fh)
+            ]
     return out
 
 
@@ -132,8 +147,13 @@ def _csqa(root) -> list[Item]:
         if l.strip():
             r = json.loads(l)
             ch = r["question"]["choices"]
-            out.append(Item(r["question"]["stem"], tuple(" " + c["text"] for c in ch),
-                            [c["label"] for c in ch].index(r["answerKey"])))
+            out.append(
+                Item(
+                    r["question"]["stem"],
+                    tuple(" " + c["text"] for c in ch),
+                    [c["label"] for c in ch].index(r["answerKey"]),
+                )
+            )
     return out
 
 
@@ -163,7 +183,7 @@ def _tokens(tok, it: Item) -> tuple[list[int], list[list[int]], list[int]]:
     """``(shared context ids, per-choice tail ids, per-choice tokens of the tail that are not scored)``."""
     p = tok(it.context)["input_ids"]
     fulls = [tok(it.context + c)["input_ids"] for c in it.choices]
-    starts = [len(p) if f[:len(p)] == p else len(p) - 1 for f in fulls]      # split_continuation's rule
+    starts = [len(p) if f[: len(p)] == p else len(p) - 1 for f in fulls]  # split_continuation's rule
     m = min(starts)
     while m > 0 and any(f[:m] != p[:m] for f in fulls):
         m -= 1
@@ -206,7 +226,9 @@ def _packed(toks) -> tuple[list[int], list[int], list[int], list[tuple[int, int,
 
 
 @torch.no_grad()
-def choice_logprobs(model, tok, items: Sequence[Item], batch_size: int = 16, max_tokens: int = 4096) -> list[list[float]]:
+def choice_logprobs(
+    model, tok, items: Sequence[Item], batch_size: int = 16, max_tokens: int = 4096
+) -> list[list[float]]:
     """Per item, per choice: ``log P(choice | context)`` summed over the choice's scored tokens (module
     docstring), the context run once per item.
 
@@ -225,18 +247,22 @@ def choice_logprobs(model, tok, items: Sequence[Item], batch_size: int = 16, max
         ids = torch.full((len(idx), L), pad, dtype=torch.long)
         pos = torch.zeros((len(idx), L), dtype=torch.long)
         mask = torch.zeros((len(idx), 1, L, L), dtype=torch.bool)
-        mask[:, 0, :, 0] = True                                   # padding rows see one key (no empty softmax)
+        mask[:, 0, :, 0] = True  # padding rows see one key (no empty softmax)
         for b, i in enumerate(idx):
             r_ids, r_pos, r_seg, _ = rows[i]
             n = len(r_ids)
             ids[b, :n], pos[b, :n] = torch.tensor(r_ids), torch.tensor(r_pos)
             seg, q = torch.tensor(r_seg), torch.arange(n)
             mask[b, 0, :n, :n] = (q[:, None] >= q[None, :]) & ((seg[None, :] == -1) | (seg[:, None] == seg[None, :]))
-        first = min(rows[i][3][0][0] for i in idx) - 1            # the earliest position whose logits are read
-        dtype = model.get_input_embeddings().weight.dtype       # additive: eager attention adds the mask as is
+        first = min(rows[i][3][0][0] for i in idx) - 1  # the earliest position whose logits are read
+        dtype = model.get_input_embeddings().weight.dtype  # additive: eager attention adds the mask as is
         bias = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
-        logits = model(input_ids=ids.to(dev), attention_mask=bias.to(dev), position_ids=pos.to(dev),
-                       logits_to_keep=torch.arange(first, L, device=dev)).logits       # (b, L - first, V)
+        logits = model(
+            input_ids=ids.to(dev),
+            attention_mask=bias.to(dev),
+            position_ids=pos.to(dev),
+            logits_to_keep=torch.arange(first, L, device=dev),
+        ).logits  # (b, L - first, V)
         logp = (logits.float() - logits.float().logsumexp(-1, keepdim=True)).cpu()
         for b, i in enumerate(idx):
             r_ids, _, _, spans = rows[i]
@@ -265,5 +291,11 @@ def measure(model, tok, name: str, n: int, seed: int = 0, root=None, batch_size:
     items = sample(name, n, seed, root)
     acc = accuracy(items, choice_logprobs(model, tok, items, batch_size))
     lo, hi = wilson_interval(sum(acc), len(acc))
-    return {"metric": "accuracy (acc_norm, cloze)", "value": sum(acc) / len(acc), "n": len(acc), "ci": [lo, hi],
-            "items": acc, "chance": chance(items)}
+    return {
+        "metric": "accuracy (acc_norm, cloze)",
+        "value": sum(acc) / len(acc),
+        "n": len(acc),
+        "ci": [lo, hi],
+        "items": acc,
+        "chance": chance(items),
+    }

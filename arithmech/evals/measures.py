@@ -14,6 +14,7 @@
 * **uncertainty**: every accuracy with a Wilson 95% interval, every loss with mean ± 1.96 standard
   errors over 256-token chunks (the runners add paired bootstrap intervals of each change).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,9 @@ from arithmech.evals.scoring import (
 
 # ------------------------------------------------------------------------------- answer tokens
 @torch.no_grad()
-def answer_scores(model, tok, samples: Sequence[pairs.Sample], batch_size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+def answer_scores(
+    model, tok, samples: Sequence[pairs.Sample], batch_size: int = 64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(correct (n,) bool, p (n,))``: top-1 = answer token {C}, and the softmax probability of {C} at END."""
     gold = pairs.answer_ids(tok, samples)
     correct, prob = torch.zeros(len(samples), dtype=torch.bool), torch.zeros(len(samples))
@@ -58,8 +61,14 @@ def math_direct(model, tok, rows, shots, batch_size: int = 8) -> list[int]:
     """Few-shot word problems answered directly ("Answer: The answer is N."): 1 where the number greedy
     decoding writes after "The answer is" equals the answer exactly (the whole number, commas removed)."""
     head = "".join(f"Question: {s.question}\nAnswer: The answer is {format_number(s.answer)}.\n\n" for s in shots)
-    outs = greedy_decode(model, tok, [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
-                         max_new_tokens=12, batch_size=batch_size, stop="\n")
+    outs = greedy_decode(
+        model,
+        tok,
+        [f"{head}Question: {p.question}\nAnswer: The answer is" for p in rows],
+        max_new_tokens=12,
+        batch_size=batch_size,
+        stop="\n",
+    )
     return [int(is_correct(extract_answer("The answer is" + o), p.answer)) for o, p in zip(outs, rows)]
 
 
@@ -77,17 +86,21 @@ def _choice_rows(name: str, n: int, n_shot: int, seed: int, data_dir) -> tuple[l
     return rows, [shots] * len(rows)
 
 
-def choice_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
-                 batch_size: int = 8) -> list[int]:
+def choice_items(
+    model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None, batch_size: int = 8
+) -> list[int]:
     """MMLU or CSQA in letter form: 1 where the most likely answer letter after ``Answer:`` is right."""
     rows, shots = _choice_rows(name, n, n_shot, seed, data_dir)
     letters = "ABCD" if name == "mmlu" else "ABCDE"
-    pred = choice_logits(model, tok, [benchmarks.choice_prompt(c, s) for c, s in zip(rows, shots)], letters, batch_size).argmax(1)
+    pred = choice_logits(
+        model, tok, [benchmarks.choice_prompt(c, s) for c, s in zip(rows, shots)], letters, batch_size
+    ).argmax(1)
     return [int(letters[i] == c.answer) for i, c in zip(pred.tolist(), rows)]
 
 
-def cloze_items(model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None,
-                batch_size: int = 16) -> list[int]:
+def cloze_items(
+    model, tok, name: str, n: int, n_shot: int, seed: int = 0, data_dir=None, batch_size: int = 16
+) -> list[int]:
     """MMLU or CSQA in cloze form: "Question: ...\nAnswer:" then each option's own text; 1 where the
     option with the highest log-likelihood per character (:func:`arithmech.evals.scoring.cloze_choice`)
     is right. Shots are written as question + answer text."""
@@ -104,7 +117,7 @@ def lm_losses(model, tok, text: str, window: int = 256, max_tokens: int = 4096) 
     """Mean next-token loss (nats) of each ``window``-token chunk of ``text`` (first ``max_tokens`` tokens)."""
     ids = tok(text, add_special_tokens=False)["input_ids"][:max_tokens]
     dev = model.get_input_embeddings().weight.device
-    chunks = [ids[i:i + window] for i in range(0, len(ids) - 1, window) if len(ids[i:i + window]) > 1]
+    chunks = [ids[i : i + window] for i in range(0, len(ids) - 1, window) if len(ids[i : i + window]) > 1]
     return [float(model(torch.tensor([c], device=dev), labels=torch.tensor([c], device=dev)).loss) for c in chunks]
 
 
@@ -119,10 +132,23 @@ def table1_sizes(scale: float = 1.0) -> dict:
     """
     s = lambda x: max(1, int(round(x * scale)))
     big = scale >= 2
-    return {"heldout_per_template": s(8), "two_digit": min(300, s(300)), "math_per_set": s(400), "math_shots": 2,
-            "gsm8k": s(400), "mmlu": s(150), "mmlu_shots": 5 if big else 0, "csqa": s(150), "csqa_shots": 5 if big else 1,
-            "mmlu_cloze": s(400), "csqa_cloze": s(400), "cloze_shots": 1, "lm_tokens": s(4096), "steps": s(40),
-            "batch_size": 16}
+    return {
+        "heldout_per_template": s(8),
+        "two_digit": min(300, s(300)),
+        "math_per_set": s(400),
+        "math_shots": 2,
+        "gsm8k": s(400),
+        "mmlu": s(150),
+        "mmlu_shots": 5 if big else 0,
+        "csqa": s(150),
+        "csqa_shots": 5 if big else 1,
+        "mmlu_cloze": s(400),
+        "csqa_cloze": s(400),
+        "cloze_shots": 1,
+        "lm_tokens": s(4096),
+        "steps": s(40),
+        "batch_size": 16,
+    }
 
 
 def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> dict:
@@ -136,8 +162,10 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
     """
     _, held = phrasings()
     held_items = single_digit_items("test", sizes["heldout_per_template"], seed, templates=held)
-    items = {"heldout_phrasings": [int(ok) for ok in greedy_exact(model, tok, held_items)],
-             "two_digit": [int(ok) for ok in greedy_exact(model, tok, two_digit_items(sizes["two_digit"], seed))]}
+    items = {
+        "heldout_phrasings": [int(ok) for ok in greedy_exact(model, tok, held_items)],
+        "two_digit": [int(ok) for ok in greedy_exact(model, tok, two_digit_items(sizes["two_digit"], seed))],
+    }
     splits = benchmarks.math_splits(data_dir, seed)
     for name in ("addsub", "singleeq", "svamp", "gsm8k"):
         rng = random.Random(seed)
@@ -146,7 +174,9 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
         items[name] = math_direct(model, tok, test, rng.sample(splits[name]["train"], sizes["math_shots"]))
     for name in ("mmlu", "csqa"):
         items[name] = choice_items(model, tok, name, sizes[name], sizes[f"{name}_shots"], seed, data_dir)
-        items[f"{name}_cloze"] = cloze_items(model, tok, name, sizes[f"{name}_cloze"], sizes["cloze_shots"], seed, data_dir)
+        items[f"{name}_cloze"] = cloze_items(
+            model, tok, name, sizes[f"{name}_cloze"], sizes["cloze_shots"], seed, data_dir
+        )
     out = {}
     for name, it in items.items():
         lo, hi = wilson_interval(sum(it), len(it))
@@ -161,8 +191,14 @@ def lm_loss_measure(model, tok, max_tokens: int = 4096) -> dict:
     (ln of the vocabulary size), the level at which the skill is gone."""
     losses = lm_losses(model, tok, generic_text(), max_tokens=max_tokens)
     mean, lo, hi = mean_interval(losses)
-    return {"metric": "nats/token (mean over chunks)", "value": mean, "n": len(losses), "ci": [lo, hi],
-            "items": losses, "chance": math.log(model.get_output_embeddings().weight.shape[0])}
+    return {
+        "metric": "nats/token (mean over chunks)",
+        "value": mean,
+        "n": len(losses),
+        "ci": [lo, hi],
+        "items": losses,
+        "chance": math.log(model.get_output_embeddings().weight.shape[0]),
+    }
 
 
 def completion_nll(model, tok, items: list[tuple[str, str]]) -> dict:
@@ -179,10 +215,17 @@ def validation_measures(model, tok, data_seed: int = 0) -> dict:
     :data:`VALIDATION_TOPICS`."""
     two, single = splits.two_digit_items("val", data_seed), single_digit_items("val", 4, data_seed)
     acc = lambda its: {"metric": "accuracy", "value": sum(its) / len(its), "n": len(its), "ci": None, "items": its}
-    out = {"two_digit": acc([int(x) for x in greedy_exact(model, tok, two)]),
-           "heldout_phrasings": acc([int(x) for x in greedy_exact(model, tok, single)]),
-           "math_nll": completion_nll(model, tok, two + single)}
+    out = {
+        "two_digit": acc([int(x) for x in greedy_exact(model, tok, two)]),
+        "heldout_phrasings": acc([int(x) for x in greedy_exact(model, tok, single)]),
+        "math_nll": completion_nll(model, tok, two + single),
+    }
     losses = lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
-    out["lm_loss"] = {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None,
-                      "items": losses}
+    out["lm_loss"] = {
+        "metric": "nats/token",
+        "value": sum(losses) / len(losses),
+        "n": len(losses),
+        "ci": None,
+        "items": losses,
+    }
     return out

@@ -29,6 +29,7 @@ prompt (``" A"`` after ``Answer:``, :func:`letter_ids`); the prediction is their
 (numeric equality), and :func:`completes` / :func:`greedy_exact` (short exact answers: "greedy decoding
 writes the answer, then no digit").
 """
+
 from __future__ import annotations
 
 import re
@@ -49,11 +50,12 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> Iterable[list[int
         raise ValueError(f"batch_size={batch_size}: need at least 1")
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     for j in range(0, len(order), batch_size):
-        yield order[j:j + batch_size]
+        yield order[j : j + batch_size]
 
 
-def left_padded(rows: Sequence[Sequence[int]], pad_id: int = 0,
-                device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def left_padded(
+    rows: Sequence[Sequence[int]], pad_id: int = 0, device=None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(ids, mask, positions)``, each ``(batch, max_len)``: token rows padded on the left with
     ``pad_id`` (any id: the mask hides it), mask 1 on real tokens, positions ``0..len-1`` of each row's
     real tokens (0 under the pads)."""
@@ -62,8 +64,8 @@ def left_padded(rows: Sequence[Sequence[int]], pad_id: int = 0,
     mask = torch.zeros((len(rows), L), dtype=torch.long)
     for r, row in enumerate(rows):
         if row:
-            ids[r, L - len(row):] = torch.tensor(list(row))
-            mask[r, L - len(row):] = 1
+            ids[r, L - len(row) :] = torch.tensor(list(row))
+            mask[r, L - len(row) :] = 1
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     return ids.to(device), mask.to(device), pos.to(device)
 
@@ -87,8 +89,15 @@ def eos_ids(model, tok) -> set[int]:
 
 # ------------------------------------------------------------------------------ greedy decoding
 @torch.no_grad()
-def greedy_tokens(model, tok, prompts: Sequence[str], max_new_tokens: int, stop: str | None = None,
-                  batch_size: int = 8, eos: Iterable[int] | None = None) -> list[list[int]]:
+def greedy_tokens(
+    model,
+    tok,
+    prompts: Sequence[str],
+    max_new_tokens: int,
+    stop: str | None = None,
+    batch_size: int = 8,
+    eos: Iterable[int] | None = None,
+) -> list[list[int]]:
     """New token ids of greedy decoding after each prompt (module docstring: batching, stop rules).
 
     ``prompts`` are tokenized as a lone prompt is (``tok(p)["input_ids"]``, special tokens included).
@@ -107,7 +116,7 @@ def greedy_tokens(model, tok, prompts: Sequence[str], max_new_tokens: int, stop:
         pos = pos[:, -1:]
         done = [False] * len(idx)
         for step in range(max_new_tokens):
-            nxt = res.logits[:, -1].argmax(-1)                                   # (batch,)
+            nxt = res.logits[:, -1].argmax(-1)  # (batch,)
             for r, t in enumerate(nxt.tolist()):
                 if done[r]:
                     continue
@@ -121,8 +130,7 @@ def greedy_tokens(model, tok, prompts: Sequence[str], max_new_tokens: int, stop:
                 break
             mask = torch.cat([mask, mask.new_ones(len(idx), 1)], 1)
             pos = pos + 1
-            res = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
-                        cache=res.cache, use_cache=True)
+            res = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, cache=res.cache, use_cache=True)
     return out
 
 
@@ -132,8 +140,15 @@ def decode_new(tok, tokens: Sequence[int], stop: str | None = None) -> str:
     return text.split(stop)[0] if stop else text
 
 
-def greedy_decode(model, tok, prompts: Sequence[str], max_new_tokens: int = 256, stop: str | None = None,
-                  batch_size: int = 8, eos: Iterable[int] | None = None) -> list[str]:
+def greedy_decode(
+    model,
+    tok,
+    prompts: Sequence[str],
+    max_new_tokens: int = 256,
+    stop: str | None = None,
+    batch_size: int = 8,
+    eos: Iterable[int] | None = None,
+) -> list[str]:
     """Greedy continuation text of each prompt (:func:`greedy_tokens`, then :func:`decode_new`)."""
     toks = greedy_tokens(model, tok, prompts, max_new_tokens, stop, batch_size, eos)
     return [decode_new(tok, t, stop) for t in toks]
@@ -146,7 +161,7 @@ def letter_ids(tok, letters: str, cue: str = "Answer:") -> list[int]:
     ids = []
     for L in letters:
         full = tok(f"{cue} {L}", add_special_tokens=False)["input_ids"]
-        if full[:len(base)] != base or len(full) != len(base) + 1:
+        if full[: len(base)] != base or len(full) != len(base) + 1:
             raise ValueError(f"the tokenizer does not write {cue!r} + ' {L}' as the cue plus one letter token")
         ids.append(full[len(base)])
     if len(set(ids)) != len(ids) or tok.unk_token_id in ids:
@@ -155,8 +170,9 @@ def letter_ids(tok, letters: str, cue: str = "Answer:") -> list[int]:
 
 
 @torch.no_grad()
-def next_token_logits(model, tok, prompts: Sequence[str], token_ids: Sequence[int],
-                      batch_size: int = 8) -> torch.Tensor:
+def next_token_logits(
+    model, tok, prompts: Sequence[str], token_ids: Sequence[int], batch_size: int = 8
+) -> torch.Tensor:
     """``(n, len(token_ids))`` float32 logits (CPU) of ``token_ids`` as the next token after each prompt.
     Left padding: only the last position goes through ``W_U`` (``logits_to_keep=1``)."""
     enc = [tok(p)["input_ids"] for p in prompts]
@@ -170,8 +186,9 @@ def next_token_logits(model, tok, prompts: Sequence[str], token_ids: Sequence[in
     return out
 
 
-def choice_logits(model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8,
-                  cue: str = "Answer:") -> torch.Tensor:
+def choice_logits(
+    model, tok, prompts: Sequence[str], letters: str, batch_size: int = 8, cue: str = "Answer:"
+) -> torch.Tensor:
     """``(n, len(letters))`` next-token logits of the answer letters after each prompt (prompts end with ``cue``)."""
     return next_token_logits(model, tok, prompts, letter_ids(tok, letters, cue), batch_size)
 
@@ -182,13 +199,14 @@ def split_continuation(tok, prompt: str, continuation: str) -> tuple[list[int], 
     prompt's, the prompt's last token is re-read as part of the continuation."""
     p = tok(prompt)["input_ids"]
     full = tok(prompt + continuation)["input_ids"]
-    n = len(p) if full[:len(p)] == p else len(p) - 1
+    n = len(p) if full[: len(p)] == p else len(p) - 1
     return full[:n], full[n:]
 
 
 @torch.no_grad()
-def continuation_logprobs(model, tok, prompts: Sequence[str], continuations: Sequence[str],
-                          batch_size: int = 16) -> tuple[list[float], list[int]]:
+def continuation_logprobs(
+    model, tok, prompts: Sequence[str], continuations: Sequence[str], batch_size: int = 16
+) -> tuple[list[float], list[int]]:
     """``(log P(continuation | prompt) summed over its tokens, its number of tokens)`` per pair; batched
     with left padding as :func:`greedy_tokens` (positions from the mask)."""
     rows = [split_continuation(tok, p, c) for p, c in zip(prompts, continuations)]
@@ -201,12 +219,13 @@ def continuation_logprobs(model, tok, prompts: Sequence[str], continuations: Seq
         for r, i in enumerate(idx):
             n = len(rows[i][1])
             tgt = ids[r, -n:]
-            lp[i] = float(logp[r, -n - 1:-1].gather(1, tgt[:, None]).sum())
+            lp[i] = float(logp[r, -n - 1 : -1].gather(1, tgt[:, None]).sum())
     return lp, [len(c) for _, c in rows]
 
 
-def cloze_choice(model, tok, prompts: Sequence[str], options: Sequence[Sequence[str]],
-                 batch_size: int = 16) -> list[int]:
+def cloze_choice(
+    model, tok, prompts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 16
+) -> list[int]:
     """Index of the most likely answer text per prompt, **normalised by its length in characters**
     (lm-eval's ``acc_norm`` divides by the byte length; the same for ASCII): ``argmax_j log P(" " +
     option_j | prompt) / len(" " + option_j)``. Unlike letter scoring, a small model that cannot map
@@ -258,7 +277,7 @@ def completes(text: str, answer: str) -> bool:
     digit follows (``"4 7"`` from a word-level tokenizer and ``" 47."`` both complete ``"47"``;
     ``" 475"`` does not)."""
     t, a = "".join(text.split()), "".join(answer.split())
-    return t.startswith(a) and not t[len(a):][:1].isdigit()
+    return t.startswith(a) and not t[len(a) :][:1].isdigit()
 
 
 @torch.no_grad()
@@ -270,7 +289,7 @@ def predict(model, tok, prompts: Sequence[str], batch_size: int = 64, top_k: int
     batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, prompts, batch_size)]
     shared = SharedPrefix(model, [ids for _, ids in batches])
     for idx, ids in batches:
-        logits = shared.forward(ids, logits_to_keep=1, use_cache=False).logits[:, -1]     # END row only
+        logits = shared.forward(ids, logits_to_keep=1, use_cache=False).logits[:, -1]  # END row only
         out[idx] = logits.topk(top_k, dim=-1).indices.cpu()
     return out
 
@@ -289,7 +308,9 @@ def filter_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) 
     return [s for s, o in zip(samples, ok) if o], {k: sum(v) / len(v) for k, v in acc.items()}
 
 
-def check_counterfactuals(model, tok, samples: Sequence[Sample], batch_size: int = 64) -> tuple[list[Sample], list[bool]]:
+def check_counterfactuals(
+    model, tok, samples: Sequence[Sample], batch_size: int = 64
+) -> tuple[list[Sample], list[bool]]:
     """Keep the pairs whose X_c changes the model's answer: top-1 next token after ``s.corrupt`` differs
     from the X_r answer token (:func:`~arithmech.data.pairs.answer_ids`).
 
@@ -297,6 +318,6 @@ def check_counterfactuals(model, tok, samples: Sequence[Sample], batch_size: int
     model answers right (X_r), so "differs" means X_c moved the answer away."""
     if not samples:
         return [], []
-    pred = predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0]     # (n,)
+    pred = predict(model, tok, [s.corrupt for s in samples], batch_size)[:, 0]  # (n,)
     passed = (pred != answer_ids(tok, samples)).tolist()
     return [s for s, p in zip(samples, passed) if p], passed

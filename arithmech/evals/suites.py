@@ -22,6 +22,7 @@ Suites (choose with ``suite=``; the model is never consulted):
 A suite's ``math`` measures are the skill SFT should teach (``primary_math`` the one the rules use),
 ``general`` the skills it should keep (``primary_general`` for the rules; ``lower_is_better`` marks losses).
 """
+
 from __future__ import annotations
 
 import random
@@ -95,11 +96,14 @@ def toy_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]
 def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
     """(``data_dir``: unused, the toy reads no benchmark file.) Exact match of the whole answer (:func:`arithmech.evals.scoring.greedy_exact`) on the four toy
     measures of ``side``, plus (validation) ``math_nll``: the mean completion loss of the math items."""
-    sets = {"negative": negative_items(side, data_seed), "two_digit": two_digit_items(side, data_seed),
-            "single_digit": single_digit_items(side, sizes.get("single_digit_per_template", 4), data_seed),
-            "generic": fact_items(side, data_seed)}
+    sets = {
+        "negative": negative_items(side, data_seed),
+        "two_digit": two_digit_items(side, data_seed),
+        "single_digit": single_digit_items(side, sizes.get("single_digit_per_template", 4), data_seed),
+        "generic": fact_items(side, data_seed),
+    }
     out = {k: accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
-    for k in ("generic", "single_digit"):       # kept skills, answered by generation: a guess scores 0
+    for k in ("generic", "single_digit"):  # kept skills, answered by generation: a guess scores 0
         out[k]["chance"] = 0.0
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, sets["negative"] + sets["two_digit"])
@@ -139,8 +143,15 @@ def cpu_sizes() -> dict:
       card (29.3 % for SmolLM2-135M); ``generation`` 100 per word-problem set, base model only.
     * ``lm_tokens`` 4,096 tokens of generic text (16 chunks of 256).
     """
-    return {"carry_val": 200, "carry_test": 400, **{k: 200 for k in CLOZE_SETS}, "mmlu_base": 1000,
-            "generation": 100, "generation_shots": 2, "lm_tokens": 4096}
+    return {
+        "carry_val": 200,
+        "carry_test": 400,
+        **{k: 200 for k in CLOZE_SETS},
+        "mmlu_base": 1000,
+        "generation": 100,
+        "generation_shots": 2,
+        "lm_tokens": 4096,
+    }
 
 
 def cpu_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
@@ -158,8 +169,13 @@ def cpu_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_di
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, carry)
         losses = measures.lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
-        out["lm_loss"] = {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None,
-                          "items": losses}
+        out["lm_loss"] = {
+            "metric": "nats/token",
+            "value": sum(losses) / len(losses),
+            "n": len(losses),
+            "ci": None,
+            "items": losses,
+        }
         return out
     for name in CLOZE_SETS:
         out[name] = cloze.measure(model, tok, name, sizes[name], data_seed, data_dir)
@@ -176,8 +192,9 @@ def cpu_base_only(model, tok, sizes: dict, data_seed: int = 0, data_dir=None) ->
     for name in GENERATION:
         rng = random.Random(data_seed)
         test = rng.sample(splits_[name]["test"], min(sizes["generation"], len(splits_[name]["test"])))
-        out[name] = accuracy_measure(measures.math_direct(model, tok, test,
-                                                          rng.sample(splits_[name]["train"], sizes["generation_shots"])))
+        out[name] = accuracy_measure(
+            measures.math_direct(model, tok, test, rng.sample(splits_[name]["train"], sizes["generation_shots"]))
+        )
     return out
 
 
@@ -191,14 +208,38 @@ def cpu_shots(model, tok, side: str, sizes: dict, data_seed: int = 0, shots: int
 
 
 SUITES = {
-    "toy": Suite("toy", toy_train, toy_evaluate, math=("negative", "two_digit"), general=("generic", "single_digit"),
-                 primary_math="negative", primary_general="generic"),
-    "paper": Suite("paper", paper_train, paper_evaluate, math=("two_digit", "heldout_phrasings", "addsub", "singleeq",
-                   "svamp", "gsm8k"), general=("mmlu_cloze", "csqa_cloze", "lm_loss"), primary_math="two_digit",
-                   primary_general="lm_loss", lower_is_better=("lm_loss",)),
-    "cpu": Suite("cpu", cpu_train, cpu_evaluate, math=("carry",), general=CLOZE_SETS + ("lm_loss",),
-                 primary_math="carry", primary_general="cloze", lower_is_better=("lm_loss",), sizes=cpu_sizes,
-                 base_only=cpu_base_only, shots=cpu_shots),
+    "toy": Suite(
+        "toy",
+        toy_train,
+        toy_evaluate,
+        math=("negative", "two_digit"),
+        general=("generic", "single_digit"),
+        primary_math="negative",
+        primary_general="generic",
+    ),
+    "paper": Suite(
+        "paper",
+        paper_train,
+        paper_evaluate,
+        math=("two_digit", "heldout_phrasings", "addsub", "singleeq", "svamp", "gsm8k"),
+        general=("mmlu_cloze", "csqa_cloze", "lm_loss"),
+        primary_math="two_digit",
+        primary_general="lm_loss",
+        lower_is_better=("lm_loss",),
+    ),
+    "cpu": Suite(
+        "cpu",
+        cpu_train,
+        cpu_evaluate,
+        math=("carry",),
+        general=CLOZE_SETS + ("lm_loss",),
+        primary_math="carry",
+        primary_general="cloze",
+        lower_is_better=("lm_loss",),
+        sizes=cpu_sizes,
+        base_only=cpu_base_only,
+        shots=cpu_shots,
+    ),
 }
 
 

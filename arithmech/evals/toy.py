@@ -10,6 +10,7 @@
   (``answer_token="first"``, as the model card measures the trained model), not identify's rule;
 * ``generic``: :data:`arithmech.data.sentences.GENERIC_FACTS` (the toy MMLU).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -26,8 +27,9 @@ from arithmech.evals.scoring import filter_correct, greedy_exact, predict
 TOY = ("two_digit", "negative", "single_digit", "generic")
 
 
-def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6,
-                   which: Sequence[str] = TOY) -> dict[str, float]:
+def toy_benchmarks(
+    model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6, which: Sequence[str] = TOY
+) -> dict[str, float]:
     """Embedded model: ``two_digit`` (held-out two-digit problems, exact greedy answer),
     ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit`` (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and
     ``generic`` (the facts table: the toy MMLU)."""
@@ -40,7 +42,7 @@ def toy_benchmarks(model, tok, seed: int = 0, n_two_digit: int = 300, n_per_temp
     if "single_digit" in which:
         tpls = templates.FIG8 + templates.FIG10
         samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, draw=Draw("first"))
-        samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]     # the trained skill only
+        samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]  # the trained skill only
         kept, _ = filter_correct(model, tok, samples)
         res["single_digit"] = round(len(kept) / len(samples), 4)
     if "generic" in which:

@@ -37,6 +37,7 @@ of ``g`` only when *every* query head of the group is selected (no unselected he
 but a lone selected head keeps its K/V frozen); ``"none"`` trains only W_Q and W_O. For MHA
 (group 1) ``any`` and ``all`` coincide.
 """
+
 from __future__ import annotations
 
 import copy
@@ -104,13 +105,21 @@ class HeadSpec:
                 raise ValueError(f"MLP layer {m} is outside the model ({geo.n_layers} layers)")
 
     def to_json(self) -> dict:
-        return {"heads": [list(x) for x in self.heads], "mlps": list(self.mlps),
-                "kv_policy": self.kv_policy, "rescale": self.rescale}
+        return {
+            "heads": [list(x) for x in self.heads],
+            "mlps": list(self.mlps),
+            "kv_policy": self.kv_policy,
+            "rescale": self.rescale,
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> "HeadSpec":
-        return cls(heads=tuple(map(tuple, d["heads"])), mlps=tuple(d.get("mlps", ())),
-                   kv_policy=d.get("kv_policy", "any"), rescale=d.get("rescale", True))
+        return cls(
+            heads=tuple(map(tuple, d["heads"])),
+            mlps=tuple(d.get("mlps", ())),
+            kv_policy=d.get("kv_policy", "any"),
+            rescale=d.get("rescale", True),
+        )
 
 
 def head_index(heads: list[int], head_dim: int) -> torch.Tensor:
@@ -144,8 +153,7 @@ class RowSlice(nn.Module):
         self.base, self.scale = base, scale
         self.register_buffer("index", index.to(base.weight.device), persistent=False)
         self.weight = nn.Parameter(base.weight.detach()[self.index].float().clone())
-        self.bias = (nn.Parameter(base.bias.detach()[self.index].float().clone())
-                     if base.bias is not None else None)
+        self.bias = nn.Parameter(base.bias.detach()[self.index].float().clone()) if base.bias is not None else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.base(x)
@@ -226,8 +234,12 @@ def attach(model: nn.Module, spec: HeadSpec, geo: Geometry | None = None) -> dic
         scale = spec.scale(geo, layer)
         q_idx = head_index(heads, geo.head_dim)
         kv = spec.kv_heads(geo, layer)
-        for name, idx, cls in (("q_proj", q_idx, RowSlice), ("k_proj", kv, RowSlice),
-                               ("v_proj", kv, RowSlice), ("o_proj", q_idx, ColSlice)):
+        for name, idx, cls in (
+            ("q_proj", q_idx, RowSlice),
+            ("k_proj", kv, RowSlice),
+            ("v_proj", kv, RowSlice),
+            ("o_proj", q_idx, ColSlice),
+        ):
             if isinstance(idx, list):
                 if not idx:
                     continue
@@ -261,10 +273,14 @@ def save_adapter(model: nn.Module, spec: HeadSpec, out_dir: str | Path, base: st
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().cpu() for k, v in trainable_state(model).items()}
     geo = Geometry.from_config(model.config)
-    meta = {"format": "arithmech-head-slices/1", "spec": spec.to_json(), "geometry": asdict(geo),
-            "base_model": base or getattr(model.config, "_name_or_path", None),
-            "tensors": {k: list(v.shape) for k, v in tensors.items()},
-            "parameters": int(sum(v.numel() for v in tensors.values()))}
+    meta = {
+        "format": "arithmech-head-slices/1",
+        "spec": spec.to_json(),
+        "geometry": asdict(geo),
+        "base_model": base or getattr(model.config, "_name_or_path", None),
+        "tensors": {k: list(v.shape) for k, v in tensors.items()},
+        "parameters": int(sum(v.numel() for v in tensors.values())),
+    }
     tmp = out / (ADAPTER_WEIGHTS + ".tmp")
     save_file(tensors, str(tmp))
     os.replace(tmp, out / ADAPTER_WEIGHTS)
@@ -275,8 +291,10 @@ def save_adapter(model: nn.Module, spec: HeadSpec, out_dir: str | Path, base: st
 def read_spec(adapter_dir: str | Path) -> HeadSpec:
     p = Path(adapter_dir) / ADAPTER_CONFIG
     if not p.exists():
-        raise FileNotFoundError(f"no adapter at {quoted(p.parent)}: expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS} "
-                                "(written by save_adapter / HeadMaskedTrainer)")
+        raise FileNotFoundError(
+            f"no adapter at {quoted(p.parent)}: expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS} "
+            "(written by save_adapter / HeadMaskedTrainer)"
+        )
     return HeadSpec.from_json(json.loads(p.read_text())["spec"])
 
 
@@ -287,13 +305,17 @@ def load_adapter(model: nn.Module, adapter_dir: str | Path) -> HeadSpec:
     geo = Geometry.from_config(model.config)
     meta = json.loads((Path(adapter_dir) / ADAPTER_CONFIG).read_text())
     if meta["geometry"] != asdict(geo):
-        raise ValueError(f"adapter {quoted(adapter_dir)} was made for geometry {meta['geometry']}, this model has {asdict(geo)}")
+        raise ValueError(
+            f"adapter {quoted(adapter_dir)} was made for geometry {meta['geometry']}, this model has {asdict(geo)}"
+        )
     if not slice_modules(model):
         attach(model, spec, geo)
     state = trainable_state(model)
     saved = load_file(str(Path(adapter_dir) / ADAPTER_WEIGHTS))
     if set(saved) != set(state):
-        raise ValueError(f"adapter {quoted(adapter_dir)} holds {sorted(saved)[:4]}..., the model expects {sorted(state)[:4]}...")
+        raise ValueError(
+            f"adapter {quoted(adapter_dir)} holds {sorted(saved)[:4]}..., the model expects {sorted(state)[:4]}..."
+        )
     with torch.no_grad():
         for k, p in state.items():
             p.copy_(saved[k])
@@ -325,15 +347,15 @@ class MemoryEstimate:
     total: float = field(init=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "total", self.weights + self.trainable + self.grads_and_optimizer
-                           + self.activations + self.logits)
+        object.__setattr__(
+            self, "total", self.weights + self.trainable + self.grads_and_optimizer + self.activations + self.logits
+        )
 
     def gib(self) -> dict[str, float]:
         return {k: round(v / 2**30, 2) for k, v in asdict(self).items()}
 
 
-def tuned_parameters(geo: Geometry, n_heads: int, n_mlps: int = 0, d_ff: int = 0,
-                     kv_fraction: float = 1.0) -> int:
+def tuned_parameters(geo: Geometry, n_heads: int, n_mlps: int = 0, d_ff: int = 0, kv_fraction: float = 1.0) -> int:
     """Parameters precise SFT trains: per head ``W_Q, W_O`` slices (``d x dh`` each) plus
     ``kv_fraction`` of the ``W_K, W_V`` slices (1 for MHA; under GQA the K/V slices are shared),
     plus ``3 * d * d_ff`` per gated MLP. LLaMA2-7B, 32 heads: 0.067B (Table 2)."""
@@ -341,9 +363,17 @@ def tuned_parameters(geo: Geometry, n_heads: int, n_mlps: int = 0, d_ff: int = 0
     return int(n_heads * per_head + n_mlps * 3 * geo.d_model * d_ff)
 
 
-def precise_sft_memory(geo: Geometry, n_heads: int, n_mlps: int = 0, d_ff: int = 0, batch: int = 1,
-                       seq: int = 512, lowest_layer: int = 0, weight_bytes: int = 2,
-                       flash_attention: bool = True) -> MemoryEstimate:
+def precise_sft_memory(
+    geo: Geometry,
+    n_heads: int,
+    n_mlps: int = 0,
+    d_ff: int = 0,
+    batch: int = 1,
+    seq: int = 512,
+    lowest_layer: int = 0,
+    weight_bytes: int = 2,
+    flash_attention: bool = True,
+) -> MemoryEstimate:
     """Peak memory of precise SFT on one device, from the geometry alone.
 
     * weights: every parameter in ``weight_bytes`` (bf16: 2), frozen;
@@ -358,13 +388,20 @@ def precise_sft_memory(geo: Geometry, n_heads: int, n_mlps: int = 0, d_ff: int =
     n_params = approx_parameters(geo, d_ff)
     trainable = tuned_parameters(geo, n_heads, n_mlps, d_ff, kv_fraction=1 / geo.group)
     per_layer = 34 * seq * batch * geo.d_model + (0 if flash_attention else 5 * geo.n_heads * seq * seq * batch)
-    return MemoryEstimate(weights=n_params * weight_bytes, trainable=trainable * 4.0,
-                          grads_and_optimizer=trainable * 12.0,
-                          activations=float(per_layer * (geo.n_layers - lowest_layer)),
-                          logits=2 * 4.0 * batch * seq * geo.vocab_size)
+    return MemoryEstimate(
+        weights=n_params * weight_bytes,
+        trainable=trainable * 4.0,
+        grads_and_optimizer=trainable * 12.0,
+        activations=float(per_layer * (geo.n_layers - lowest_layer)),
+        logits=2 * 4.0 * batch * seq * geo.vocab_size,
+    )
 
 
 def approx_parameters(geo: Geometry, d_ff: int) -> int:
     """Parameters of a Llama-layout model: attention, gated MLP, norms, untied embeddings."""
     attn = geo.d_model * geo.head_dim * (2 * geo.n_heads + 2 * geo.n_kv_heads)
-    return geo.n_layers * (attn + 3 * geo.d_model * d_ff + 2 * geo.d_model) + 2 * geo.vocab_size * geo.d_model + geo.d_model
+    return (
+        geo.n_layers * (attn + 3 * geo.d_model * d_ff + 2 * geo.d_model)
+        + 2 * geo.vocab_size * geo.d_model
+        + geo.d_model
+    )

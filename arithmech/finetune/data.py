@@ -4,6 +4,7 @@ The loss covers the completion and EOS only. Sources: the embedded model's toy m
 negative-difference training splits, single-digit replay) or the four math benchmarks' deduplicated
 training splits (:func:`arithmech.evals.benchmarks.math_splits`), or a JSONL file.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ def tokenize_pairs(tok, pairs: Sequence[tuple[str, str]], max_len: int = 512) ->
     for prompt, completion in pairs:
         p = tok(prompt)["input_ids"]
         full = tok(prompt + completion)["input_ids"] + [tok.eos_token_id]
-        n = len(p) if full[:len(p)] == p else len(p) - 1
+        n = len(p) if full[: len(p)] == p else len(p) - 1
         full = full[:max_len]
         rows.append({"input_ids": full, "labels": [-100] * min(n, len(full)) + full[n:]})
     return rows
@@ -63,7 +64,7 @@ def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None)
         neg = [(p, " " + a) for p, a in negative_items(negative_split(seed)[0])]
         if source != "embedded":
             pairs = two if source == "two-digit" else neg
-        else:                                   # a third each; the 216 negative items repeat
+        else:  # a third each; the 216 negative items repeat
             third = (n or 3 * len(two)) // 3
             one = [(p, tpl.joiner + a) for p, a, tpl in (arithmetic_sentence(rng) for _ in range(third))]
             pairs = rng.sample(two, min(third, len(two))) + [neg[i % len(neg)] for i in range(third)] + one
@@ -75,8 +76,10 @@ def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None)
     else:
         path = Path(source)
         if not path.exists():
-            raise FileNotFoundError(f"--train-data {source!r}: use 'embedded', 'math' or a JSONL file of "
-                                    "{\"prompt\", \"completion\"} rows")
+            raise FileNotFoundError(
+                f"--train-data {source!r}: use 'embedded', 'math' or a JSONL file of "
+                '{"prompt", "completion"} rows'
+            )
         pairs = [(r["prompt"], r["completion"]) for r in map(json.loads, path.read_text().splitlines()) if r]
     if n is not None and n < len(pairs):
         pairs = rng.sample(pairs, n)

@@ -22,6 +22,7 @@ losses and every gradient within 1e-6 of the model's own loss, on full and preci
 The decoder and the unembedding are found with ``transformers``' own accessors (``get_decoder``,
 ``get_output_embeddings``), so no model family is named here.
 """
+
 from __future__ import annotations
 
 import torch
@@ -42,10 +43,10 @@ def completion_loss(model: nn.Module, inputs: dict, num_items_in_batch=None) -> 
     Trainer's count of labelled tokens (the loss is then their sum divided by it), else the mean."""
     labels = inputs["labels"]
     feed = {k: v for k, v in inputs.items() if k in ("input_ids", "inputs_embeds", "attention_mask", "position_ids")}
-    h = model.get_decoder()(**feed, use_cache=False).last_hidden_state           # (b, seq, d)
+    h = model.get_decoder()(**feed, use_cache=False).last_hidden_state  # (b, seq, d)
     target = shifted_targets(labels).to(h.device)
     keep = target != IGNORE
-    logits = model.get_output_embeddings()(h[keep]).float()                       # (n_kept, vocab)
+    logits = model.get_output_embeddings()(h[keep]).float()  # (n_kept, vocab)
     if num_items_in_batch is None:
         return F.cross_entropy(logits, target[keep], reduction="mean")
     loss = F.cross_entropy(logits, target[keep], reduction="sum")

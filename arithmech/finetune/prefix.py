@@ -29,6 +29,7 @@ hidden states' dtype (SmolLM2-135M, 512 rows x 30 tokens x 576 x 4 B = 35 MB). W
 tensors are never computed in either run (they have ``requires_grad=False``; autograd computes only the
 input gradients it needs down to layer ``k``).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -96,7 +97,7 @@ class PrefixCache:
             raise ValueError(f"PrefixCache needs a lowest trained layer >= 1, got {k}")
         self.k, self.dtype = k, dtype
         self.rows: dict[int, torch.Tensor] = {}
-        self.computed = 0                      # rows whose prefix was run (each once)
+        self.computed = 0  # rows whose prefix was run (each once)
         self._layer = model.get_submodule(arch_for(model).path("layers"))[k - 1]
 
     def __len__(self) -> int:
@@ -123,8 +124,9 @@ class PrefixCache:
             handle.remove()
         return got["h"]
 
-    def inputs_embeds(self, model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                      row_ids: torch.Tensor) -> torch.Tensor:
+    def inputs_embeds(
+        self, model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, row_ids: torch.Tensor
+    ) -> torch.Tensor:
         """The padded batch of cached states ``(b, seq, d)`` (zeros at pad positions), computing missing rows."""
         ids = [int(r) for r in row_ids]
         lengths = attention_mask.sum(1).tolist()
@@ -134,12 +136,12 @@ class PrefixCache:
             h = self._compute(model, input_ids, attention_mask)
             for i, r in enumerate(ids):
                 if r not in self.rows:
-                    self.rows[r] = h[i, :lengths[i]].detach().to("cpu", self.dtype or h.dtype).clone()
+                    self.rows[r] = h[i, : lengths[i]].detach().to("cpu", self.dtype or h.dtype).clone()
                     self.computed += 1
         first = self.rows[ids[0]]
         out = torch.zeros(len(ids), input_ids.shape[1], first.shape[-1], dtype=first.dtype)
         for i, r in enumerate(ids):
-            out[i, :lengths[i]] = self.rows[r]
+            out[i, : lengths[i]] = self.rows[r]
         return out.to(input_ids.device)
 
 

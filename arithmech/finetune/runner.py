@@ -34,6 +34,7 @@ processes (gloo) against one process; on CPU accelerate runs DDP for full SFT to
 :func:`arithmech.finetune.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
 batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
+
 from __future__ import annotations
 
 import os
@@ -50,25 +51,58 @@ from arithmech.paper import SFT
 
 
 # ------------------------------------------------------------------------------------- training
-def training_args(out_dir: str | Path, lr: float = SFT["lr"], batch_size: int = SFT["batch_size"],
-                  micro_batch_size: int = 8, epochs: float = SFT["epochs"], max_steps: int = -1,
-                  warmup: float = SFT["warmup"], weight_decay: float = SFT["weight_decay"], seed: int = 0,
-                  device: str = "cpu", bf16: bool = False, save_steps: int | None = None,
-                  logging_steps: int = 10, scheduler: str = "cosine", fsdp_layer: str | None = None,
-                  **extra) -> TrainingArguments:
+def training_args(
+    out_dir: str | Path,
+    lr: float = SFT["lr"],
+    batch_size: int = SFT["batch_size"],
+    micro_batch_size: int = 8,
+    epochs: float = SFT["epochs"],
+    max_steps: int = -1,
+    warmup: float = SFT["warmup"],
+    weight_decay: float = SFT["weight_decay"],
+    seed: int = 0,
+    device: str = "cpu",
+    bf16: bool = False,
+    save_steps: int | None = None,
+    logging_steps: int = 10,
+    scheduler: str = "cosine",
+    fsdp_layer: str | None = None,
+    **extra,
+) -> TrainingArguments:
     """The one set of Trainer settings shared by precise and full SFT (effective batch via accumulation)."""
     world = int(os.environ.get("WORLD_SIZE", 1))
     if batch_size % (micro_batch_size * world):
-        raise ValueError(f"batch_size {batch_size} must be a multiple of micro_batch_size {micro_batch_size} "
-                         f"x {world} processes")
-    fsdp = dict(fsdp=True, fsdp_config={"version": 2, "transformer_layer_cls_to_wrap": [fsdp_layer]}) if fsdp_layer else {}
+        raise ValueError(
+            f"batch_size {batch_size} must be a multiple of micro_batch_size {micro_batch_size} x {world} processes"
+        )
+    fsdp = (
+        dict(fsdp=True, fsdp_config={"version": 2, "transformer_layer_cls_to_wrap": [fsdp_layer]}) if fsdp_layer else {}
+    )
     return TrainingArguments(
-        output_dir=str(out_dir), learning_rate=lr, per_device_train_batch_size=micro_batch_size,
-        gradient_accumulation_steps=batch_size // (micro_batch_size * world), num_train_epochs=epochs,
-        max_steps=max_steps, warmup_steps=warmup, weight_decay=weight_decay, lr_scheduler_type=scheduler,
-        optim="adamw_torch_fused", seed=seed, data_seed=seed, bf16=bf16, use_cpu=device == "cpu",
-        save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500, logging_steps=logging_steps,
-        report_to="none", disable_tqdm=True, remove_unused_columns=False, dataloader_num_workers=0, **fsdp, **extra)
+        output_dir=str(out_dir),
+        learning_rate=lr,
+        per_device_train_batch_size=micro_batch_size,
+        gradient_accumulation_steps=batch_size // (micro_batch_size * world),
+        num_train_epochs=epochs,
+        max_steps=max_steps,
+        warmup_steps=warmup,
+        weight_decay=weight_decay,
+        lr_scheduler_type=scheduler,
+        optim="adamw_torch_fused",
+        seed=seed,
+        data_seed=seed,
+        bf16=bf16,
+        use_cpu=device == "cpu",
+        save_strategy="steps" if save_steps else "no",
+        save_steps=save_steps or 500,
+        logging_steps=logging_steps,
+        report_to="none",
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        **fsdp,
+        **extra,
+    )
 
 
 class CompletionLossTrainer(Trainer):
@@ -92,8 +126,14 @@ class HeadMaskedTrainer(CompletionLossTrainer):
     >>> trainer.train(); trainer.save_model("adapter_dir"); merged = trainer.merged_model()
     """
 
-    def __init__(self, model=None, args: TrainingArguments | None = None, spec: adapter.HeadSpec | None = None,
-                 cache_prefix: bool | None = None, **kw):
+    def __init__(
+        self,
+        model=None,
+        args: TrainingArguments | None = None,
+        spec: adapter.HeadSpec | None = None,
+        cache_prefix: bool | None = None,
+        **kw,
+    ):
         """``cache_prefix``: train from the cached output of the frozen layers below the lowest trained
         layer (:mod:`arithmech.finetune.prefix`; same losses and gradients). ``None``: on when exact
         (no dropout in the model, lowest trained layer >= 1, a list of training rows)."""
@@ -107,8 +147,9 @@ class HeadMaskedTrainer(CompletionLossTrainer):
         k = prefix.lowest_trained_layer(spec)
         possible = k >= 1 and isinstance(kw.get("train_dataset"), (list, tuple)) and prefix.exact_for(model)
         if cache_prefix and not possible:
-            raise ValueError("cache_prefix needs a list of training rows, a lowest trained layer >= 1 and "
-                             "no dropout in the model")
+            raise ValueError(
+                "cache_prefix needs a list of training rows, a lowest trained layer >= 1 and no dropout in the model"
+            )
         self.prefix = prefix.PrefixCache(model, k) if (possible if cache_prefix is None else cache_prefix) else None
         if self.prefix is not None:
             kw["train_dataset"] = prefix.with_row_ids(kw["train_dataset"])
@@ -153,8 +194,15 @@ class _Clock(TrainerCallback):
         self.times.append(time.perf_counter())
 
 
-def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], tok,
-                 spec: adapter.HeadSpec | None = None, cache_prefix: bool | None = None) -> Trainer:
+def make_trainer(
+    model,
+    mode: str,
+    args: TrainingArguments,
+    rows: list[dict],
+    tok,
+    spec: adapter.HeadSpec | None = None,
+    cache_prefix: bool | None = None,
+) -> Trainer:
     """A :class:`HeadMaskedTrainer` (``precise``; ``cache_prefix`` as there) or a plain ``Trainer`` on all
     parameters (``full``)."""
     kw = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))
@@ -165,7 +213,7 @@ def make_trainer(model, mode: str, args: TrainingArguments, rows: list[dict], to
         trainer = CompletionLossTrainer(model=model, **kw)
     else:
         raise ValueError(f"mode {mode!r}: use 'precise' or 'full'")
-    trainer.remove_callback(PrinterCallback)      # losses stay in trainer.state.log_history
+    trainer.remove_callback(PrinterCallback)  # losses stay in trainer.state.log_history
     return trainer
 
 
@@ -178,8 +226,13 @@ def train_measured(trainer: Trainer, device: str = "cpu") -> dict:
     a = trainer.args
     eff = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
     steady = (eff * (len(clock.times) - 1) / (clock.times[-1] - clock.times[0])) if len(clock.times) > 1 else None
-    return {"steps": out.global_step, "effective_batch": eff, "runtime_s": round(out.metrics["train_runtime"], 3),
-            "samples_per_second": round(steady or out.metrics["train_samples_per_second"], 3),
-            "trainer_samples_per_second": out.metrics["train_samples_per_second"],
-            "train_loss": round(out.training_loss, 5), "peak_memory": mem.result,
-            "loss_history": [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]}
+    return {
+        "steps": out.global_step,
+        "effective_batch": eff,
+        "runtime_s": round(out.metrics["train_runtime"], 3),
+        "samples_per_second": round(steady or out.metrics["train_samples_per_second"], 3),
+        "trainer_samples_per_second": out.metrics["train_samples_per_second"],
+        "train_loss": round(out.training_loss, 5),
+        "peak_memory": mem.result,
+        "loss_history": [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h],
+    }

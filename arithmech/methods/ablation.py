@@ -30,6 +30,7 @@ heads' outputs before ``W_O``); an MLP's is the MLP's output. Two pieces:
 >>> ablate = MeanAblation(mask=torch.tensor([[False, True]]), mean=mean_z[layer][None], positions="end")
 >>> z = ablate(z)                # head 1's slice at END is now its X_c mean, every other value as it was
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,9 +41,9 @@ import torch
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data.pairs import Sample
 
-POSITIONS = ("end", "all")          # where a component is ablated: END only, or every position
-MAX_ROWS = 512               # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
-MAX_TOKENS = 4096            # knockout_topk: rows x sequence length per forward (the repeated prefix cache)
+POSITIONS = ("end", "all")  # where a component is ablated: END only, or every position
+MAX_ROWS = 512  # knockout_topk: prompts x ablations per forward (each a full-vocabulary logit row)
+MAX_TOKENS = 4096  # knockout_topk: rows x sequence length per forward (the repeated prefix cache)
 
 
 def check_positions(positions: str) -> str:
@@ -137,9 +138,9 @@ class MeanAblation:
         if not self.mask.any():
             return x
         C = self.mask.shape[-1]
-        xc = x.unflatten(-1, (C, -1))                                               # (rows, seq', C, w)
+        xc = x.unflatten(-1, (C, -1))  # (rows, seq', C, w)
         mean = self.mean.to(x.device, x.dtype).unflatten(-1, (C, -1)).repeat_interleave(self.repeat, 0)
-        where = self.mask.to(x.device)[:, None, :, None]                            # (rows, 1, C, 1)
+        where = self.mask.to(x.device)[:, None, :, None]  # (rows, 1, C, 1)
         if self.positions == "end":
             last = torch.arange(x.shape[1], device=x.device) == x.shape[1] - 1
             where = where & last[None, :, None, None]

@@ -34,6 +34,7 @@ as operand attention. So every mass is also given
 One prompt at a time (the attention strips of Fig. 7 / 16) lives in :mod:`arithmech.methods.explorer`;
 the analyze step end to end in :mod:`arithmech.steps.analyze`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -49,7 +50,7 @@ from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 
 ROLES = ("A", "B", "operator", "bos", "other")
-DERIVED = ("operand", "first")          # operand = A ∪ B; first = position 0 (whatever its role)
+DERIVED = ("operand", "first")  # operand = A ∪ B; first = position 0 (whatever its role)
 ALL_ROLES = ROLES + DERIVED
 VIEWS = {"with first": ("mean_score", "density"), "without first": ("mass_nofirst", "density_nofirst")}
 Head = tuple[int, int]
@@ -71,8 +72,10 @@ def role_onehot(roles: Sequence[Sequence[str]], first: bool = True) -> torch.Ten
     ``roles[i]``: the seq labels of sample i (:func:`role_labels`). ``first=False`` drops position 0
     from every role (its row is all zeros), the "without first position" view.
     """
-    oh = torch.tensor([[[r == role for role in ROLES] + [r in ("A", "B"), p == 0] for p, r in enumerate(rs)]
-                       for rs in roles], dtype=torch.float32)
+    oh = torch.tensor(
+        [[[r == role for role in ROLES] + [r in ("A", "B"), p == 0] for p, r in enumerate(rs)] for rs in roles],
+        dtype=torch.float32,
+    )
     if not first:
         oh[:, 0] = 0
     return oh
@@ -83,7 +86,7 @@ def role_mass(rows: torch.Tensor, roles: Sequence[Sequence[str]]) -> torch.Tenso
 
     Returns ``(n, H, len(ROLES))``; it sums to the row sums (1 for a softmax row).
     """
-    return role_stats(rows, roles)["mass"][..., :len(ROLES)]
+    return role_stats(rows, roles)["mass"][..., : len(ROLES)]
 
 
 def role_stats(rows: torch.Tensor, roles: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
@@ -96,10 +99,13 @@ def role_stats(rows: torch.Tensor, roles: Sequence[Sequence[str]]) -> dict[str, 
     proportion); the ``ROLES`` part of either mass sums to 1 per head.
     """
     oh, oh_nf = role_onehot(roles).to(rows), role_onehot(roles, first=False).to(rows)
-    rest = rows[..., 1:].sum(-1, keepdim=True).clamp_min(torch.finfo(rows.dtype).tiny)   # (n, H, 1)
-    return {"mass": torch.einsum("nhs,nsr->nhr", rows, oh),
-            "mass_nofirst": torch.einsum("nhs,nsr->nhr", rows, oh_nf) / rest,
-            "tokens": oh.sum(1), "tokens_nofirst": oh_nf.sum(1)}
+    rest = rows[..., 1:].sum(-1, keepdim=True).clamp_min(torch.finfo(rows.dtype).tiny)  # (n, H, 1)
+    return {
+        "mass": torch.einsum("nhs,nsr->nhr", rows, oh),
+        "mass_nofirst": torch.einsum("nhs,nsr->nhr", rows, oh_nf) / rest,
+        "tokens": oh.sum(1),
+        "tokens_nofirst": oh_nf.sum(1),
+    }
 
 
 @torch.no_grad()
@@ -115,8 +121,10 @@ def end_rows(model, ids: torch.Tensor, layers: Iterable[int], arch: Arch | None 
 
     def keep(out, name):
         if out[1] is None:
-            raise ValueError("the attention module returned no weights: load the model with "
-                             "attn_implementation='eager' (sdpa and flash attention do not return them)")
+            raise ValueError(
+                "the attention module returned no weights: load the model with "
+                "attn_implementation='eager' (sdpa and flash attention do not return them)"
+            )
         rows[names[name]] = out[1][:, :, -1].float().cpu()
         return out
 
@@ -125,25 +133,47 @@ def end_rows(model, ids: torch.Tensor, layers: Iterable[int], arch: Arch | None 
     return rows
 
 
-COLUMNS = ["layer", "head", "role", "mean_score", "kv_head", "task", "n", "se", "tokens", "density",
-           "mass_nofirst", "se_nofirst", "tokens_nofirst", "density_nofirst"]
+COLUMNS = [
+    "layer",
+    "head",
+    "role",
+    "mean_score",
+    "kv_head",
+    "task",
+    "n",
+    "se",
+    "tokens",
+    "density",
+    "mass_nofirst",
+    "se_nofirst",
+    "tokens_nofirst",
+    "density_nofirst",
+]
 
 
 def _summary(mass: torch.Tensor, mass_nf: torch.Tensor, tokens: torch.Tensor, tokens_nf: torch.Tensor) -> dict:
     """Means over samples (dim 0) of ``(n, L, H, R)`` masses and ``(n, R)`` counts; see :func:`attention_by_role`."""
     n = mass.shape[0]
-    se = lambda x: x.std(0) / n ** 0.5 if n > 1 else torch.full(x.shape[1:], float("nan"))
+    se = lambda x: x.std(0) / n**0.5 if n > 1 else torch.full(x.shape[1:], float("nan"))
     m, m_nf, t, t_nf = mass.mean(0), mass_nf.mean(0), tokens.mean(0), tokens_nf.mean(0)
     dens = lambda x, c: torch.where(c > 0, x / c.clamp_min(1e-12), torch.full_like(x, float("nan")))
     nan_first = torch.ones(len(ALL_ROLES))
-    nan_first[ALL_ROLES.index("first")] = float("nan")          # no first position in the "without" view
-    return {"mean_score": m, "se": se(mass), "tokens": t.expand_as(m), "density": dens(m, t),
-            "mass_nofirst": m_nf * nan_first, "se_nofirst": se(mass_nf) * nan_first,
-            "tokens_nofirst": t_nf.expand_as(m), "density_nofirst": dens(m_nf, t_nf) * nan_first}
+    nan_first[ALL_ROLES.index("first")] = float("nan")  # no first position in the "without" view
+    return {
+        "mean_score": m,
+        "se": se(mass),
+        "tokens": t.expand_as(m),
+        "density": dens(m, t),
+        "mass_nofirst": m_nf * nan_first,
+        "se_nofirst": se(mass_nf) * nan_first,
+        "tokens_nofirst": t_nf.expand_as(m),
+        "density_nofirst": dens(m_nf, t_nf) * nan_first,
+    }
 
 
-def attention_by_role(model, tok, samples: Sequence[pairs.Sample], layers: Iterable[int] | None = None,
-                      batch_size: int = 64) -> pd.DataFrame:
+def attention_by_role(
+    model, tok, samples: Sequence[pairs.Sample], layers: Iterable[int] | None = None, batch_size: int = 64
+) -> pd.DataFrame:
     """END-row attention per role of every head of ``layers`` (default: all), per task, two views.
 
     Returns a long DataFrame, one row per ``layer, head, role, task`` (``role`` in :data:`ALL_ROLES`;
@@ -178,15 +208,26 @@ def attention_by_role(model, tok, samples: Sequence[pairs.Sample], layers: Itera
     ops = np.array([s.op for s in samples])
     for task in ["all"] + sorted(set(ops)):
         sel = torch.from_numpy(np.ones(n, bool) if task == "all" else ops == task)
-        cols = _summary(mass[sel], mass_nf[sel], tokens[sel], tokens_nf[sel])       # each (L, H, R)
+        cols = _summary(mass[sel], mass_nf[sel], tokens[sel], tokens_nf[sel])  # each (L, H, R)
         for (j, l), h, (r, role) in itertools.product(enumerate(layers), range(geo.n_heads), enumerate(ALL_ROLES)):
-            out.append((l, h, role, float(cols["mean_score"][j, h, r]), geo.kv_head(h), task, int(sel.sum()),
-                        *(float(cols[c][j, h, r]) for c in COLUMNS[7:])))
+            out.append(
+                (
+                    l,
+                    h,
+                    role,
+                    float(cols["mean_score"][j, h, r]),
+                    geo.kv_head(h),
+                    task,
+                    int(sel.sum()),
+                    *(float(cols[c][j, h, r]) for c in COLUMNS[7:]),
+                )
+            )
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def label_heads(roles: pd.DataFrame, heads: Sequence[Head] | None = None, task: str = "all",
-                view: str = "with first") -> pd.DataFrame:
+def label_heads(
+    roles: pd.DataFrame, heads: Sequence[Head] | None = None, task: str = "all", view: str = "with first"
+) -> pd.DataFrame:
     """One row per head: ``operand`` (A+B), ``operator``, ``rest`` (bos+other) masses and the ``label``.
 
     ``view``: ``"with first"`` (``mean_score``) or ``"without first"`` (``mass_nofirst``, where bos is 0
@@ -221,9 +262,24 @@ def heads_of_kind(roles: pd.DataFrame, key_heads: Sequence[Head], kind: str, k: 
 
 # ------------------------------------------------------------------------------ the non-key control
 BASELINE_ROLES = ("A", "B", "operand", "operator", "other", "first")
-BASELINE_COLUMNS = ["name", "layer", "head", "role", "measure", "view", "value", "se", "n", "nonkey_median",
-                    "nonkey_p05", "nonkey_p95", "percentile", "n_nonkey", "verdict"]
-MIN_NONKEY = 20          # fewer non-key heads than this: a 5–95 % range means little → inconclusive
+BASELINE_COLUMNS = [
+    "name",
+    "layer",
+    "head",
+    "role",
+    "measure",
+    "view",
+    "value",
+    "se",
+    "n",
+    "nonkey_median",
+    "nonkey_p05",
+    "nonkey_p95",
+    "percentile",
+    "n_nonkey",
+    "verdict",
+]
+MIN_NONKEY = 20  # fewer non-key heads than this: a 5–95 % range means little → inconclusive
 
 
 def rule_verdict(value: float, se: float, p95: float, n_nonkey: int) -> str:
@@ -254,7 +310,7 @@ def nonkey_baseline(roles: pd.DataFrame, key_heads: Sequence[Head], task: str = 
     out = []
     for (view, (mcol, dcol)), role in itertools.product(VIEWS.items(), BASELINE_ROLES):
         sel = (df.role == role).to_numpy()
-        if not sel.any() or (role == "first" and view == "without first"):   # absent, or undefined
+        if not sel.any() or (role == "first" and view == "without first"):  # absent, or undefined
             continue
         for measure, col in (("mass", mcol), ("density", dcol)):
             base = df.loc[sel & ~is_key, col].to_numpy(float)
@@ -269,14 +325,34 @@ def nonkey_baseline(roles: pd.DataFrame, key_heads: Sequence[Head], task: str = 
                 row = at.loc[(l, h)]
                 v, se = float(row[col]), float(row[err_col])
                 se = se / float(row[tok_col]) if measure == "density" and float(row[tok_col]) > 0 else se
-                pct = 100 * (np.sum(base < v) + 0.5 * np.sum(base == v)) / len(base) if len(base) and np.isfinite(v) else np.nan
-                out.append((f"{l}.{h}", l, h, role, measure, view, v, se, int(row["n"]), *q, pct, len(base),
-                            rule_verdict(v, se, q[2], len(base))))
+                pct = (
+                    100 * (np.sum(base < v) + 0.5 * np.sum(base == v)) / len(base)
+                    if len(base) and np.isfinite(v)
+                    else np.nan
+                )
+                out.append(
+                    (
+                        f"{l}.{h}",
+                        l,
+                        h,
+                        role,
+                        measure,
+                        view,
+                        v,
+                        se,
+                        int(row["n"]),
+                        *q,
+                        pct,
+                        len(base),
+                        rule_verdict(v, se, q[2], len(base)),
+                    )
+                )
     return pd.DataFrame(out, columns=BASELINE_COLUMNS)
 
 
-def verdict_lines(baseline: pd.DataFrame, role: str = "operand", measure: str = "mass",
-                  heads_from: str | None = None) -> list[str]:
+def verdict_lines(
+    baseline: pd.DataFrame, role: str = "operand", measure: str = "mass", heads_from: str | None = None
+) -> list[str]:
     """Sentences for a chapter, from :func:`nonkey_baseline` rows (attention_baseline.csv): the rule,
     then per head the verdict without the first position, with the first-position verdict beside.
 
@@ -290,17 +366,23 @@ def verdict_lines(baseline: pd.DataFrame, role: str = "operand", measure: str = 
     wo, w = b[b.view == "without first"], b[b.view == "with first"].set_index("name")
     first = wo.iloc[0]
     others = "non-key heads" if what == "key heads" else "other heads"
-    lines = [f"Rule (`attention-roles`): a head reads the {role} tokens more than the other heads when "
-             f"its END attention {measure} on them, first position excluded and the rest renormalised, lies "
-             f"above the 95th percentile of the {int(first.n_nonkey)} {others} by more than two standard "
-             f"errors (n = {int(first.n)} prompts)."]
+    lines = [
+        f"Rule (`attention-roles`): a head reads the {role} tokens more than the other heads when "
+        f"its END attention {measure} on them, first position excluded and the rest renormalised, lies "
+        f"above the 95th percentile of the {int(first.n_nonkey)} {others} by more than two standard "
+        f"errors (n = {int(first.n)} prompts)."
+    ]
     for r in wo.itertuples():
         o = w.loc[r.name]
-        lines.append(f"{component_label(r.name)}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, 95th "
-                     f"percentile {r.nonkey_p95:.3f} (percentile {r.percentile:.0f}): **{r.verdict}**; with the "
-                     f"first position: {o.value:.3f} vs {o.nonkey_p95:.3f}, {o.verdict}.")
+        lines.append(
+            f"{component_label(r.name)}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, 95th "
+            f"percentile {r.nonkey_p95:.3f} (percentile {r.percentile:.0f}): **{r.verdict}**; with the "
+            f"first position: {o.value:.3f} vs {o.nonkey_p95:.3f}, {o.verdict}."
+        )
     tally = wo.verdict.value_counts()
     source = f" ({heads_from})" if heads_from and what != "key heads" else ""
-    lines.append(f"{tally.get('holds', 0)} of {len(wo)} {what}{source} hold, {tally.get('does not hold', 0)} do not, "
-                 f"{tally.get('inconclusive', 0)} inconclusive.")
+    lines.append(
+        f"{tally.get('holds', 0)} of {len(wo)} {what}{source} hold, {tally.get('does not hold', 0)} do not, "
+        f"{tally.get('inconclusive', 0)} inconclusive."
+    )
     return lines

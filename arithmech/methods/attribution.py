@@ -39,6 +39,7 @@ equals the exact effect (tested); with one frozen, the miss that remains is the 
 Shapes: ``n`` samples, ``L`` layers, ``H`` heads; results ``(n, L, H + 1)`` (index ``H`` = the MLP),
 in logit units (``logit_p - logit_o``); :func:`relative` turns them into identify's relative effect.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,9 +57,9 @@ from arithmech.methods.patching import EndCache, path_patch_fast
 from arithmech.paper import KEY_THRESHOLD
 
 FREEZABLE = ("norm", "gate")
-MAX_ROWS = 4096             # attribute: samples x alphas per forward and backward of the END chain
-COMPARE_TOP = 10            # compare: senders in the top sets the summary compares
-COMPARE_BOOT = 1000         # compare: bootstrap resamples of each Spearman interval
+MAX_ROWS = 4096  # attribute: samples x alphas per forward and backward of the END chain
+COMPARE_TOP = 10  # compare: senders in the top sets the summary compares
+COMPARE_BOOT = 1000  # compare: bootstrap resamples of each Spearman interval
 
 
 # ------------------------------------------------------------------------------------ the chain
@@ -100,8 +101,14 @@ def _gate_frozen(model, arch, on: bool):
             h.remove()
 
 
-def run_chain(model, start: torch.Tensor, z: Sequence[torch.Tensor], mlp_add: Sequence[torch.Tensor | None],
-              answer: torch.Tensor, freeze: Sequence[str] = ()) -> torch.Tensor:
+def run_chain(
+    model,
+    start: torch.Tensor,
+    z: Sequence[torch.Tensor],
+    mlp_add: Sequence[torch.Tensor | None],
+    answer: torch.Tensor,
+    freeze: Sequence[str] = (),
+) -> torch.Tensor:
     """The END chain (:func:`arithmech.methods.chain.carry`) for ``R`` rows per sample from before layer 0,
     with the heads' frozen outputs given as o_proj inputs ``z`` (so they can be differentiated); returns the
     answer logits ``(b, R)``.
@@ -115,7 +122,7 @@ def run_chain(model, start: torch.Tensor, z: Sequence[torch.Tensor], mlp_add: Se
     """
     freeze = _check_freeze(freeze)
     arch, L = arch_for(model), model.config.num_hidden_layers
-    attn = {k: module(model, arch, "o_proj", k)(z[k]) for k in range(L)}          # (b, R, d) per layer
+    attn = {k: module(model, arch, "o_proj", k)(z[k]) for k in range(L)}  # (b, R, d) per layer
     add = {k: m for k, m in enumerate(mlp_add) if m is not None}
     norm = _frozen_norm if "norm" in freeze else chain.own_norm
     with _gate_frozen(model, arch, "gate" in freeze):
@@ -123,8 +130,15 @@ def run_chain(model, start: torch.Tensor, z: Sequence[torch.Tensor], mlp_add: Se
 
 
 # ---------------------------------------------------------------------------------- attribution
-def attribute(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, alphas: Sequence[float] = (0.0,),
-              freeze: Sequence[str] = (), max_rows: int = MAX_ROWS) -> torch.Tensor:
+def attribute(
+    model,
+    clean: EndCache,
+    corrupt: EndCache,
+    answer: torch.Tensor,
+    alphas: Sequence[float] = (0.0,),
+    freeze: Sequence[str] = (),
+    max_rows: int = MAX_ROWS,
+) -> torch.Tensor:
     """Gradient × difference for every head and MLP: ``(n, L, H+1)`` estimated ``logit_p - logit_o``.
 
     ``alphas = (0,)`` is EAP (the gradient at the clean point); ``alphas = [(s + 0.5) / m for s in
@@ -143,15 +157,18 @@ def attribute(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, a
     for s in range(0, n, chunk):
         sl = slice(s, min(n, s + chunk))
         al = a.to(dev)[None, :, None]
-        dz = (corrupt.z[sl] - clean.z[sl]).to(dev)                                   # (b, L, H*dh)
+        dz = (corrupt.z[sl] - clean.z[sl]).to(dev)  # (b, L, H*dh)
         z = [(clean.z[sl, k].to(dev)[:, None] + al * dz[:, k, None]).requires_grad_(True) for k in range(L)]
-        e0 = clean.resid_pre[sl, 0].to(dev)[:, None] + al * (corrupt.resid_pre[sl, 0] - clean.resid_pre[sl, 0]).to(dev)[:, None]
+        e0 = (
+            clean.resid_pre[sl, 0].to(dev)[:, None]
+            + al * (corrupt.resid_pre[sl, 0] - clean.resid_pre[sl, 0]).to(dev)[:, None]
+        )
         m = [torch.zeros_like(e0, requires_grad=True) for _ in range(L)]
         with torch.enable_grad():
             lg = run_chain(model, e0, z, m, answer[sl].to(dev), freeze)
             grads = torch.autograd.grad(lg.sum(), z + m)
-        gz = torch.stack(grads[:L], 1).mean(2)                                        # (b, L, H*dh), mean over α
-        gm = torch.stack(grads[L:], 1).mean(2)                                        # (b, L, d)
+        gz = torch.stack(grads[:L], 1).mean(2)  # (b, L, H*dh), mean over α
+        gm = torch.stack(grads[L:], 1).mean(2)  # (b, L, d)
         out[sl, :, :H] = (gz * dz).unflatten(-1, (H, -1)).sum(-1).float().cpu()
         dm = (corrupt.mlp_out[sl] - clean.mlp_out[sl]).to(dev)
         out[sl, :, H] = (gm * dm).sum(-1).float().cpu()
@@ -166,8 +183,14 @@ def ig_alphas(steps: int) -> list[float]:
 
 
 @torch.no_grad()
-def exact(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, senders: Sequence[tuple[int, int]],
-          freeze: Sequence[str] = ()) -> tuple[torch.Tensor, torch.Tensor]:
+def exact(
+    model,
+    clean: EndCache,
+    corrupt: EndCache,
+    answer: torch.Tensor,
+    senders: Sequence[tuple[int, int]],
+    freeze: Sequence[str] = (),
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact path patching of some ``senders`` ``(layer, head)`` (head ``H`` = the MLP) through the END
     chain, optionally with nonlinearities frozen. Returns ``(logit_p - logit_o (n, S), logit_o (n,))``;
     with ``freeze=()`` it equals :func:`~arithmech.methods.patching.path_patch_fast` (tested)."""
@@ -179,10 +202,10 @@ def exact(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, sende
     add: list[torch.Tensor | None] = [None] * L
     for c, (i, j) in enumerate(senders, start=1):
         if j < H:
-            z[i][:, c, j * dh:(j + 1) * dh] = corrupt.z[:, i, j * dh:(j + 1) * dh].to(dev)
+            z[i][:, c, j * dh : (j + 1) * dh] = corrupt.z[:, i, j * dh : (j + 1) * dh].to(dev)
         else:
             grown = add[i]
-            if grown is None:                                                  # (n, 1 + S, d): MLP i's patched rows
+            if grown is None:  # (n, 1 + S, d): MLP i's patched rows
                 grown = add[i] = torch.zeros(clean.z.shape[0], S + 1, clean.resid_pre.shape[-1], device=dev)
             grown[:, c] = (corrupt.mlp_out[:, i] - clean.mlp_out[:, i]).to(dev)
     start = clean.resid_pre[:, 0].to(dev)[:, None].expand(-1, S + 1, -1)
@@ -196,8 +219,16 @@ def relative(diff: torch.Tensor, logit_o: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------- comparison
-def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_steps: int = 8,
-            threshold: float = KEY_THRESHOLD, seed: int = 0, clusters=None) -> dict:
+def compare(
+    model,
+    clean: EndCache,
+    corrupt: EndCache,
+    answer: torch.Tensor,
+    ig_steps: int = 8,
+    threshold: float = KEY_THRESHOLD,
+    seed: int = 0,
+    clusters=None,
+) -> dict:
     """Exact, EAP and EAP-IG effects of every head and MLP, timed side by side on the same caches.
 
     Returns ``{"frame": DataFrame, "times": {...}, "summary": {...}}``; the frame has one row per
@@ -233,12 +264,14 @@ def compare(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, ig_
             rows.append(r | {"n": n})
     frame = pd.DataFrame(rows)
     summary = summarize(frame, threshold, top)
-    rels = {k: v / lo[:, :1, None] for k, v in per.items()}                 # (n, L, H+1) per-prompt effects
+    rels = {k: v / lo[:, :1, None] for k, v in per.items()}  # (n, L, H+1) per-prompt effects
     for m in ("eap", "eap_ig"):
         summary[m].update(spearman_intervals(rels["exact"], rels[m], H1 - 1, n_boot, seed, clusters))
-    summary["spearman_interval"] = (f"95% percentile bootstrap over {'problem clusters' if clusters else 'prompts'} "
-                                    f"({n_boot} resamples, seed {seed}): each resample re-averages both methods' "
-                                    "per-prompt effects and re-ranks the senders")
+    summary["spearman_interval"] = (
+        f"95% percentile bootstrap over {'problem clusters' if clusters else 'prompts'} "
+        f"({n_boot} resamples, seed {seed}): each resample re-averages both methods' "
+        "per-prompt effects and re-ranks the senders"
+    )
     return {"frame": frame, "times": times, "summary": summary}
 
 
@@ -250,8 +283,15 @@ def _spearman_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (ra * rb).sum(1) / (ra.norm(dim=1) * rb.norm(dim=1))
 
 
-def spearman_intervals(exact: torch.Tensor, est: torch.Tensor, H: int, n_boot: int = 1000, seed: int = 0,
-                       clusters=None, level: float = 0.95) -> dict:
+def spearman_intervals(
+    exact: torch.Tensor,
+    est: torch.Tensor,
+    H: int,
+    n_boot: int = 1000,
+    seed: int = 0,
+    clusters=None,
+    level: float = 0.95,
+) -> dict:
     """Bootstrap intervals of the Spearman ρ between two methods' mean effects, prompt noise included.
 
     ``exact``, ``est``: ``(n, L, H+1)`` per-prompt effects (last column: MLPs). Resample ``b`` weights the
@@ -260,8 +300,8 @@ def spearman_intervals(exact: torch.Tensor, est: torch.Tensor, H: int, n_boot: i
     ``{"spearman_all_lo", "spearman_all_hi", "spearman_heads_lo", "spearman_heads_hi"}`` (every sender;
     heads only)."""
     n = exact.shape[0]
-    w = bootstrap_counts(n, n_boot, seed, clusters)                        # (B, n)
-    mean = lambda x: (w @ x.reshape(n, -1).double()) / w.sum(1, keepdim=True)   # (B, L*(H+1))
+    w = bootstrap_counts(n, n_boot, seed, clusters)  # (B, n)
+    mean = lambda x: (w @ x.reshape(n, -1).double()) / w.sum(1, keepdim=True)  # (B, L*(H+1))
     me, mm = mean(exact), mean(est)
     heads = torch.tensor([j % (H + 1) != H for j in range(me.shape[1])])
     q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
@@ -280,19 +320,30 @@ def summarize(frame: pd.DataFrame, threshold: float = KEY_THRESHOLD, top: int = 
     name = lambda d: [f"{l}.{h}" for l, h in zip(d["layer"], d["head"])]
     top_of = lambda col: set(name(heads.sort_values([col, "layer", "head"], kind="stable").head(top)))
     key_of = lambda col: set(name(heads[heads[col] < threshold]))
-    out = {"n_senders": len(frame), "n_heads": len(heads), "top": top, "threshold": threshold,
-           "exact_key_heads": sorted(key_of("exact")), "exact_top": sorted(top_of("exact"))}
+    out = {
+        "n_senders": len(frame),
+        "n_heads": len(heads),
+        "top": top,
+        "threshold": threshold,
+        "exact_key_heads": sorted(key_of("exact")),
+        "exact_top": sorted(top_of("exact")),
+    }
     for m in ("eap", "eap_ig"):
         ke, km = key_of("exact"), key_of(m)
-        out[m] = {"spearman_all": float(frame["exact"].rank().corr(frame[m].rank())),
-                  "spearman_heads": float(heads["exact"].rank().corr(heads[m].rank())),
-                  "top_overlap": len(top_of("exact") & top_of(m)),
-                  "key_heads": sorted(km), "key_overlap": len(ke & km), "key_union": len(ke | km)}
+        out[m] = {
+            "spearman_all": float(frame["exact"].rank().corr(frame[m].rank())),
+            "spearman_heads": float(heads["exact"].rank().corr(heads[m].rank())),
+            "top_overlap": len(top_of("exact") & top_of(m)),
+            "key_heads": sorted(km),
+            "key_overlap": len(ke & km),
+            "key_union": len(ke | km),
+        }
     return out
 
 
-def diagnose(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, frame: pd.DataFrame,
-             n_misses: int = 5) -> pd.DataFrame:
+def diagnose(
+    model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, frame: pd.DataFrame, n_misses: int = 5
+) -> pd.DataFrame:
     """The ``n_misses`` senders where EAP is furthest from the exact effect, each re-computed (exact and
     EAP) with the norms frozen, the MLP gates frozen, and both. ``cause``: the nonlinearity whose
     freezing removes most of the miss (``norm``, ``gate``, or ``both`` when neither alone removes half).
@@ -316,6 +367,17 @@ def diagnose(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, fr
         cause = "norm" if abs(mn) < abs(mg) else "gate"
         if min(abs(mn), abs(mg)) > 0.5 * abs(r.miss):
             cause = "both"
-        rows.append({"layer": r.layer, "head": r.head, "exact": r.exact, "eap": r.eap, "miss": r.miss,
-                     "miss_norm_frozen": mn, "miss_gate_frozen": mg, "miss_both_frozen": mb, "cause": cause})
+        rows.append(
+            {
+                "layer": r.layer,
+                "head": r.head,
+                "exact": r.exact,
+                "eap": r.eap,
+                "miss": r.miss,
+                "miss_norm_frozen": mn,
+                "miss_gate_frozen": mg,
+                "miss_both_frozen": mb,
+                "cause": cause,
+            }
+        )
     return pd.DataFrame(rows)

@@ -30,6 +30,7 @@ diagnostics use to freeze each RMSNorm's scale (:mod:`~arithmech.methods.attribu
 
 Shapes: ``b`` samples, ``R`` rows per sample, ``d`` model width; ``answer`` ``(b,)`` token ids {C}.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Mapping
@@ -39,7 +40,7 @@ from torch import nn
 
 from arithmech.core.models import arch_for, module, weight
 
-Norm = Callable[[nn.Module, torch.Tensor], torch.Tensor]     # (norm module, x) -> normed x
+Norm = Callable[[nn.Module, torch.Tensor], torch.Tensor]  # (norm module, x) -> normed x
 
 
 def own_norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -71,7 +72,7 @@ def answer_logits(model, x: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
     → ``(b, R)`` logits of each sample's own answer token, with the unembedding's bias where it has one;
     on the unembedding's device, in the model's dtype."""
     unembed = module(model, arch_for(model), "unembed")
-    w = weight(unembed)                                                  # (vocab, d)
+    w = weight(unembed)  # (vocab, d)
     a = answer.to(w.device)
     lg = torch.einsum("brd,bd->br", x.to(w.device), w[a])
     if getattr(unembed, "bias", None) is not None:
@@ -89,9 +90,15 @@ def final_logits(model, r: torch.Tensor, ids: torch.Tensor | None = None) -> tor
     return unembed(x.to(weight(unembed).device))[:, 0].float().cpu()
 
 
-def carry(model, r: torch.Tensor, answer: torch.Tensor, first: int = 0,
-          attn: Mapping[int, torch.Tensor] | None = None, mlp_add: Mapping[int, torch.Tensor] | None = None,
-          norm: Norm = own_norm) -> torch.Tensor:
+def carry(
+    model,
+    r: torch.Tensor,
+    answer: torch.Tensor,
+    first: int = 0,
+    attn: Mapping[int, torch.Tensor] | None = None,
+    mlp_add: Mapping[int, torch.Tensor] | None = None,
+    norm: Norm = own_norm,
+) -> torch.Tensor:
     """The END chain from layer ``first`` to the answer logits (the module docstring's loop).
 
     Args:

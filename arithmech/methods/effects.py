@@ -32,6 +32,7 @@ prompts for numerator and denominator, with the same ``n_boot`` and seed as ``ef
 >>> key_heads(eff, "addition")["heads"][:3]
 >>> key_heads_by_share(eff, "addition", -0.05)["heads"][:3]
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -40,19 +41,22 @@ import pandas as pd
 import torch
 
 from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
-from arithmech.methods.patching import FIELDS as PATCHED_FIELDS
+from arithmech.methods.patched import FIELDS as PATCHED_FIELDS
 from arithmech.methods.patching import Patched
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
 
 LEVEL = 0.95
 KEY_RULE = "effect_hi < threshold"
 SHARE_RULE = "share_hi < share_threshold"
-SHARE_METRIC = ("share = mean(LD(patched) - LD(X_r)) / mean(LD(X_r) - LD(X_c)) over prompts, "
-                "LD = logit(answer_r) - logit(answer_c), answer_c = the model's top-1 token at END of X_c")
+SHARE_METRIC = (
+    "share = mean(LD(patched) - LD(X_r)) / mean(LD(X_r) - LD(X_c)) over prompts, "
+    "LD = logit(answer_r) - logit(answer_c), answer_c = the model's top-1 token at END of X_c"
+)
 
 
-def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT, seed: int = 0,
-                  level: float = LEVEL, clusters=None) -> pd.DataFrame:
+def effects_frame(
+    p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL, clusters=None
+) -> pd.DataFrame:
     """Mean effects over samples as rows ``task, layer, head, effect, effect_lo, effect_hi, logit_diff, prob,
     prob_change, n, share, share_lo, share_hi`` (``head = "mlp"`` for MLP rows; ``prob`` = mean patched
     P({C}), NaN unless computed; ``share``: the module docstring's, NaN where ``p`` has no counterfactual
@@ -69,20 +73,29 @@ def effects_frame(p: Patched, task: str, prob: bool = True, n_boot: int = N_BOOT
     if prob and p.lse_p is not None:
         cols["prob"] = p.prob().mean(0)
         cols["prob_change"] = (p.prob() - p.prob_o()[..., None]).mean(0)
-    else:                                      # same columns either way; NaN = not computed
+    else:  # same columns either way; NaN = not computed
         cols["prob"] = cols["prob_change"] = torch.full((L, H1), float("nan"))
     after = {k: torch.full((L, H1), float("nan")) for k in ("share", "share_lo", "share_hi")}
     if p.counter_p is not None and p.ld_r is not None:
         after["share"] = p.share()
-        after["share_lo"], after["share_hi"] = bootstrap_ratio_intervals(p.ld_effect(), p.ld_total(), n_boot, level, seed,
-                                                                        clusters)
-    n_clusters = n if clusters is None else len(set(clusters))    # the units the intervals resample
+        after["share_lo"], after["share_hi"] = bootstrap_ratio_intervals(
+            p.ld_effect(), p.ld_total(), n_boot, level, seed, clusters
+        )
+    n_clusters = n if clusters is None else len(set(clusters))  # the units the intervals resample
     rows = []
     for l in range(L):
         for h in range(H1):
-            rows.append({"task": task, "layer": l, "head": "mlp" if h == H1 - 1 else str(h),
-                         **{k: float(v[l, h]) for k, v in cols.items()}, "n": n,
-                         **{k: float(v[l, h]) for k, v in after.items()}, "n_clusters": n_clusters})
+            rows.append(
+                {
+                    "task": task,
+                    "layer": l,
+                    "head": "mlp" if h == H1 - 1 else str(h),
+                    **{k: float(v[l, h]) for k, v in cols.items()},
+                    "n": n,
+                    **{k: float(v[l, h]) for k, v in after.items()},
+                    "n_clusters": n_clusters,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -105,21 +118,36 @@ def key_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD
     ``threshold`` (the paper: mean below −5%), ranked by effect. ``effects`` needs ``effect_hi``
     (:func:`effects_frame`); the rule and the interval are recorded in the result."""
     if "effect_hi" not in effects.columns:
-        raise ValueError("key_heads needs the effect's interval (column effect_hi, written by effects_frame "
-                         "since effects.csv version 2): re-run identify")
+        raise ValueError(
+            "key_heads needs the effect's interval (column effect_hi, written by effects_frame "
+            "since effects.csv version 2): re-run identify"
+        )
     df = effects[(effects["task"] == task) & (effects["effect_hi"] < threshold)]
     df = df.sort_values(["effect", "layer", "head"], kind="stable")
-    row = lambda r, i: {"rank": i + 1, "layer": int(r.layer), "effect": float(r.effect),
-                        "effect_lo": float(r.effect_lo), "effect_hi": float(r.effect_hi),
-                        "logit_diff": float(r.logit_diff)}
-    heads = [{**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
-             for i, r in enumerate(df[df["head"] != "mlp"].itertuples())]
+    row = lambda r, i: {
+        "rank": i + 1,
+        "layer": int(r.layer),
+        "effect": float(r.effect),
+        "effect_lo": float(r.effect_lo),
+        "effect_hi": float(r.effect_hi),
+        "logit_diff": float(r.logit_diff),
+    }
+    heads = [
+        {**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
+        for i, r in enumerate(df[df["head"] != "mlp"].itertuples())
+    ]
     mlps = [row(r, i) for i, r in enumerate(df[df["head"] == "mlp"].itertuples())]
     n_below = int(((effects["task"] == task) & (effects["effect"] < threshold) & (effects["head"] != "mlp")).sum())
-    return {"task": task, "threshold": threshold, "metric": "effect = (logit_p - logit_o) / logit_o",
-            "rule": f"{KEY_RULE}: the whole 95% percentile bootstrap interval of the mean effect (resampling "
-                    "prompts) lies below the threshold",
-            "n_heads_mean_below": n_below, "heads": heads, "mlps": mlps}
+    return {
+        "task": task,
+        "threshold": threshold,
+        "metric": "effect = (logit_p - logit_o) / logit_o",
+        "rule": f"{KEY_RULE}: the whole 95% percentile bootstrap interval of the mean effect (resampling "
+        "prompts) lies below the threshold",
+        "n_heads_mean_below": n_below,
+        "heads": heads,
+        "mlps": mlps,
+    }
 
 
 def key_heads_by_share(effects: pd.DataFrame, task: str, share_threshold: float) -> dict:
@@ -128,27 +156,43 @@ def key_heads_by_share(effects: pd.DataFrame, task: str, share_threshold: float)
     share (NaN: results made before it was measured) pass no rule. Returns ``{"rule", "threshold", "metric",
     "n_heads_mean_below", "heads", "mlps"}``."""
     if "share_hi" not in effects.columns:
-        raise ValueError("key_heads_by_share needs the share's interval (column share_hi, written by effects_frame): "
-                         "re-run identify")
+        raise ValueError(
+            "key_heads_by_share needs the share's interval (column share_hi, written by effects_frame): re-run identify"
+        )
     mine = effects["task"] == task
     df = effects[mine & (effects["share_hi"] < share_threshold)].sort_values(["share", "layer", "head"], kind="stable")
-    row = lambda r, i: {"rank": i + 1, "layer": int(r.layer), "share": float(r.share), "share_lo": float(r.share_lo),
-                        "share_hi": float(r.share_hi), "effect": float(r.effect)}
-    heads = [{**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
-             for i, r in enumerate(df[df["head"] != "mlp"].itertuples())]
+    row = lambda r, i: {
+        "rank": i + 1,
+        "layer": int(r.layer),
+        "share": float(r.share),
+        "share_lo": float(r.share_lo),
+        "share_hi": float(r.share_hi),
+        "effect": float(r.effect),
+    }
+    heads = [
+        {**row(r, i), "head": int(r.head), "name": f"{int(r.layer)}.{int(r.head)}"}
+        for i, r in enumerate(df[df["head"] != "mlp"].itertuples())
+    ]
     mlps = [row(r, i) for i, r in enumerate(df[df["head"] == "mlp"].itertuples())]
     n_below = int((mine & (effects["share"] < share_threshold) & (effects["head"] != "mlp")).sum())
-    return {"threshold": share_threshold, "metric": SHARE_METRIC,
-            "rule": f"{SHARE_RULE}: the whole 95% percentile bootstrap interval of the head's share of the "
-                    "counterfactual's logit-difference effect (resampling prompts) lies below the threshold: it "
-                    "carries at least that share of the counterfactual's effect",
-            "n_heads_mean_below": n_below, "heads": heads, "mlps": mlps}
+    return {
+        "threshold": share_threshold,
+        "metric": SHARE_METRIC,
+        "rule": f"{SHARE_RULE}: the whole 95% percentile bootstrap interval of the head's share of the "
+        "counterfactual's logit-difference effect (resampling prompts) lies below the threshold: it "
+        "carries at least that share of the counterfactual's effect",
+        "n_heads_mean_below": n_below,
+        "heads": heads,
+        "mlps": mlps,
+    }
 
 
-TOP = 10                      # heads studied where none is key (SmolLM2: no interval passes -5%)
+TOP = 10  # heads studied where none is key (SmolLM2: no interval passes -5%)
 
 
-def studied_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD, top: int = TOP) -> tuple[list, str]:
+def studied_heads(
+    effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD, top: int = TOP
+) -> tuple[list, str]:
     """The heads a later step studies, and where they come from: the key heads of ``task``
     (:func:`key_heads`), or, where none passes ``threshold``, the ``top`` heads of most negative effect
     (:func:`ranking`). One rule for every model: the transfer test, the held-out family and analyze use it,
@@ -166,6 +210,5 @@ def studied_heads(effects: pd.DataFrame, task: str, threshold: float = KEY_THRES
 def concat_patched(ps: Sequence[Patched]) -> Patched:
     """The samples of several :class:`Patched` results, in order, as one."""
     cat = lambda f: None if any(getattr(p, f) is None for p in ps) else torch.cat([getattr(p, f) for p in ps])
-    joined: dict[str, Any] = {f: cat(f) for f in PATCHED_FIELDS}          # the optional fields stay None
+    joined: dict[str, Any] = {f: cat(f) for f in PATCHED_FIELDS}  # the optional fields stay None
     return Patched(**joined)
-

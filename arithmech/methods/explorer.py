@@ -9,6 +9,7 @@ factory (``knockout() -> context``) active during a forward pass: :func:`mean_ab
 position-pooled means of identify samples' counterfactual prompts (:func:`knockout_means`; not identify's
 reference pool, which the book's live explorer uses: :mod:`arithmech.report.views.live_explorer`).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -34,7 +35,7 @@ from arithmech.methods.knockout import Means, group_key, mean_activations
 from arithmech.methods.mlp import layer_top_numbers, mlp_vectors, number_tokens, unembedding
 
 # ------------------------------------------------------------------------------ one prompt's views
-TOP_K = 5          # next tokens the page lists per prompt and slider step
+TOP_K = 5  # next tokens the page lists per prompt and slider step
 OPERATOR_WORDS = frozenset(w for ws in templates_module.OPS.values() for w in ws)
 
 
@@ -68,26 +69,36 @@ def attention_strip(model, tok, prompt: str, heads: Sequence[Head], positions: d
     positions = positions or guess_positions(toks)
     roles = role_labels(positions, len(toks), int(ids[0, 0]) == tok.bos_token_id)
     rows = end_rows(model, ids, [l for l, _ in heads])
-    return pd.DataFrame([(f"{l}.{h}", l, p, toks[p], roles[p], float(rows[l][0, h, p]))
-                         for l, h in heads for p in range(len(toks))],
-                        columns=["head", "layer", "position", "token", "role", "score"])
+    return pd.DataFrame(
+        [(f"{l}.{h}", l, p, toks[p], roles[p], float(rows[l][0, h, p])) for l, h in heads for p in range(len(toks))],
+        columns=["head", "layer", "position", "token", "role", "score"],
+    )
 
 
-def strips(model, tok, heads: Sequence[Head], samples: Sequence[pairs.Sample] = (), templates: Sequence[str] | None = None,
-           prompts: Sequence[str] = ()) -> pd.DataFrame:
+def strips(
+    model,
+    tok,
+    heads: Sequence[Head],
+    samples: Sequence[pairs.Sample] = (),
+    templates: Sequence[str] | None = None,
+    prompts: Sequence[str] = (),
+) -> pd.DataFrame:
     """Attention strips of ``heads`` on the first sample of each template (or of each of ``templates``;
     roles from the dataset) and on free ``prompts`` (roles guessed), with a ``sample`` label column."""
     first: dict[str, pairs.Sample] = {}
     for s in samples:
         if templates is None or s.template in templates:
             first.setdefault(s.template, s)
-    items: list[tuple[str, str, dict | None]] = [(f"{s.template}: {s.clean}", s.clean, s.positions)
-                                                 for s in first.values()]
+    items: list[tuple[str, str, dict | None]] = [
+        (f"{s.template}: {s.clean}", s.clean, s.positions) for s in first.values()
+    ]
     items += [(f"unseen: {p}", p, None) for p in prompts]
     if not items:
         raise ValueError("no strips to draw: pass samples (of the given templates) or prompts")
-    return pd.concat([attention_strip(model, tok, p, heads, pos).assign(sample=label)
-                      for label, p, pos in items], ignore_index=True)
+    return pd.concat(
+        [attention_strip(model, tok, p, heads, pos).assign(sample=label) for label, p, pos in items], ignore_index=True
+    )
+
 
 # ---------------------------------------------------------------------------------------- knockout
 
@@ -97,8 +108,9 @@ def knockout_means(model, tok, samples: Sequence[pairs.Sample], batch_size: int 
     :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free
     prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
     over all later positions."""
-    return mean_activations(model, tok, [s.corrupt for s in samples], [group_key(s) for s in samples],
-                            batch_size).pooled()
+    return mean_activations(
+        model, tok, [s.corrupt for s in samples], [group_key(s) for s in samples], batch_size
+    ).pooled()
 
 
 def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: str = "end") -> Callable[[], TraceDict]:
@@ -110,12 +122,12 @@ def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: st
     check_positions(positions)
     arch = arch_for(model)
     n_heads = model.config.num_attention_heads
-    masks: dict[int, torch.Tensor] = {}                                 # layer -> (1, H): the heads knocked out
+    masks: dict[int, torch.Tensor] = {}  # layer -> (1, H): the heads knocked out
     for l, h in heads:
         masks.setdefault(l, torch.zeros(1, n_heads, dtype=torch.bool))[0, h] = True
     layer_of = {arch.path("o_proj", l): l for l in masks}
 
-    def edit(z, name):                                                  # z: (batch, seq, H*dh)
+    def edit(z, name):  # z: (batch, seq, H*dh)
         l = layer_of[name]
         return MeanAblation(masks[l], means.lookup(None, z.shape[1])[0][l][None], positions)(z)
 
@@ -126,15 +138,23 @@ def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: st
 def top_next(model, tok, prompt: str, k: int = 5, edit: Callable | None = None) -> pd.DataFrame:
     """The ``k`` most likely next tokens: ``rank, token, prob``."""
     ids = torch.tensor([tok(prompt)["input_ids"]]).to(input_device(model))
-    with (edit() if edit else nullcontext()):
+    with edit() if edit else nullcontext():
         p = model(ids).logits[0, -1].float().softmax(-1).cpu()
     top = p.topk(k)
-    return pd.DataFrame({"rank": range(1, k + 1), "token": tok.convert_ids_to_tokens(top.indices.tolist()),
-                         "prob": top.values.tolist()})
+    return pd.DataFrame(
+        {"rank": range(1, k + 1), "token": tok.convert_ids_to_tokens(top.indices.tolist()), "prob": top.values.tolist()}
+    )
 
 
-def explore(model, tok, prompt: str, counterfactual: str | None = None, head: Head | None = None,
-            knockout: Callable | None = None, k: int = 5) -> dict[str, pd.DataFrame]:
+def explore(
+    model,
+    tok,
+    prompt: str,
+    counterfactual: str | None = None,
+    head: Head | None = None,
+    knockout: Callable | None = None,
+    k: int = 5,
+) -> dict[str, pd.DataFrame]:
     """Everything the prompt explorer shows, as DataFrames (no widgets, no plotting).
 
     ``knockout``: a context-manager factory (e.g. :func:`mean_ablation`); when given, every
@@ -150,7 +170,7 @@ def explore(model, tok, prompt: str, counterfactual: str | None = None, head: He
         out["top"].append(top_next(model, tok, text, k, edit).assign(**tag))
         out["numbers"].append(layer_top_numbers(model, tok, text, k=3, edit=edit).assign(**tag))
         if head is not None:
-            with (edit() if edit else nullcontext()):
+            with edit() if edit else nullcontext():
                 out["attention"].append(attention_strip(model, tok, text, [head]).assign(**tag))
     return {key: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for key, v in out.items()}
 
@@ -158,8 +178,9 @@ def explore(model, tok, prompt: str, counterfactual: str | None = None, head: He
 def top_table(top: pd.DataFrame) -> pd.DataFrame:
     """:func:`explore`'s ``top`` as one column per (input, condition), cells like ``7 93.1%``."""
     cell = top.token + " " + (100 * top.prob).round(1).astype(str) + "%"
-    return top.assign(cell=cell).pivot_table(index="rank", columns=["input", "condition"], values="cell",
-                                             aggfunc="first")
+    return top.assign(cell=cell).pivot_table(
+        index="rank", columns=["input", "condition"], values="cell", aggfunc="first"
+    )
 
 
 # ------------------------------------------------------------------------ the static page's explorer
@@ -174,23 +195,35 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
     """
     t = [float(x) for x in thresholds]
     if not t or any(x >= 0 for x in t) or any(a >= b for a, b in zip(t, t[1:])):
-        raise ValueError(f"thresholds {list(thresholds)}: give negative relative changes from strict to loose, "
-                         "strictly increasing, e.g. [-0.1, -0.05, -0.02]")
+        raise ValueError(
+            f"thresholds {list(thresholds)}: give negative relative changes from strict to loose, "
+            "strictly increasing, e.g. [-0.1, -0.05, -0.02]"
+        )
     df = effects[(effects["task"] == task) & (effects["head"].astype(str) != "mlp")]
     if df.empty:
         raise ValueError(f"effects hold no head rows of task {task!r}; tasks: {sorted(effects['task'].unique())}")
     df = df.assign(layer=df["layer"].astype(int), head=df["head"].astype(int)).sort_values(
-        ["effect", "layer", "head"], kind="stable")
-    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in df["effect_hi"]]   # identify's rule
-    return pd.DataFrame({"rank": range(1, len(df) + 1), "layer": df["layer"].to_numpy(), "head": df["head"].to_numpy(),
-                         "name": [f"{l}.{h}" for l, h in zip(df["layer"], df["head"])],
-                         "effect": df["effect"].to_numpy(), "key_at": key_at})
+        ["effect", "layer", "head"], kind="stable"
+    )
+    key_at = [next((s for s, x in enumerate(t) if e < x), len(t)) for e in df["effect_hi"]]  # identify's rule
+    return pd.DataFrame(
+        {
+            "rank": range(1, len(df) + 1),
+            "layer": df["layer"].to_numpy(),
+            "head": df["head"].to_numpy(),
+            "name": [f"{l}.{h}" for l, h in zip(df["layer"], df["head"])],
+            "effect": df["effect"].to_numpy(),
+            "key_at": key_at,
+        }
+    )
 
 
 def step_heads(heads: pd.DataFrame, n_steps: int) -> list[list[Head]]:
     """The key heads ``(layer, head)`` at each slider step, ranked (``heads``: :func:`head_steps`)."""
-    return [[(int(l), int(h)) for l, h, k in zip(heads["layer"], heads["head"], heads["key_at"]) if k <= s]
-            for s in range(n_steps)]
+    return [
+        [(int(l), int(h)) for l, h, k in zip(heads["layer"], heads["head"], heads["key_at"]) if k <= s]
+        for s in range(n_steps)
+    ]
 
 
 def attention_heads(heads: pd.DataFrame, n_steps: int, max_heads: int) -> list[Head]:
@@ -204,8 +237,16 @@ def attention_heads(heads: pd.DataFrame, n_steps: int, max_heads: int) -> list[H
 
 
 @torch.no_grad()
-def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame, thresholds: Sequence[float],
-               means: MeanSource, max_heads: int = 12, batch_size: int = BATCH_SIZE) -> dict[str, pd.DataFrame]:
+def precompute(
+    model,
+    tok,
+    samples: Sequence[pairs.Sample],
+    heads: pd.DataFrame,
+    thresholds: Sequence[float],
+    means: MeanSource,
+    max_heads: int = 12,
+    batch_size: int = BATCH_SIZE,
+) -> dict[str, pd.DataFrame]:
     """Everything the static page's explorer draws, for every prompt of ``samples`` (no kernel needed later).
 
     Per prompt, in batches of equal-length prompts: the top-``k`` (:data:`TOP_K`) next tokens intact and with the key
@@ -245,7 +286,7 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
     for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
         rows = end_rows(model, ids, [l for l, _ in shown])
         for c in [()] + distinct:
-            with (ablate[c]() if c else nullcontext()):
+            with ablate[c]() if c else nullcontext():
                 p = model(ids.to(dev), use_cache=False, logits_to_keep=1).logits[:, -1].float().softmax(-1).cpu()
             top = p.topk(k)
             top_ids[c][idx], top_p[c][idx] = top.indices, top.values
@@ -256,35 +297,58 @@ def precompute(model, tok, samples: Sequence[pairs.Sample], heads: pd.DataFrame,
             toks = tok.convert_ids_to_tokens(ids[j].tolist())
             tok_rows += [(f"{i}:{q}", i, q, toks[q], roles[q]) for q in range(ids.shape[1])]
     num_ids, labels = number_tokens(tok)
-    _, vdiff = mlp_vectors(model, tok, prompts, final_norm=True, batch_size=batch_size)     # (n, L, d)
+    _, vdiff = mlp_vectors(model, tok, prompts, final_norm=True, batch_size=batch_size)  # (n, L, d)
     unit = torch.nn.functional.normalize
-    best = (unit(vdiff, dim=-1) @ unit(unembedding(model, num_ids), dim=-1).T).max(-1)        # (n, L) cosines
+    best = (unit(vdiff, dim=-1) @ unit(unembedding(model, num_ids), dim=-1).T).max(-1)  # (n, L) cosines
     ok = {c: (top_ids[c][:, 0] == answers) for c in top_ids}
     top_rows, step_rows = [], []
     for s, c in [(-1, ())] + [(s, tuple(x)) for s, x in enumerate(sets)]:
         names = tok.convert_ids_to_tokens(top_ids[c].flatten().tolist())
         hit = (top_ids[c] == answers[:, None]).int()
-        rank = torch.where(hit.any(1), hit.argmax(1) + 1, 0)                      # 0: answer not in the top k
-        top_rows += [(i, s, names[i * k:(i + 1) * k], [round(float(v), 4) for v in top_p[c][i]], bool(ok[c][i]),
-                      int(rank[i])) for i in range(n)]
+        rank = torch.where(hit.any(1), hit.argmax(1) + 1, 0)  # 0: answer not in the top k
+        top_rows += [
+            (i, s, names[i * k : (i + 1) * k], [round(float(v), 4) for v in top_p[c][i]], bool(ok[c][i]), int(rank[i]))
+            for i in range(n)
+        ]
         kk = int(ok[c].sum())
         lo, hi = wilson_interval(kk, n)
-        step_rows.append((s, None if s < 0 else float(thresholds[s]), [f"{l}.{h}" for l, h in c], len(c), kk, n, lo, hi))
+        step_rows.append(
+            (s, None if s < 0 else float(thresholds[s]), [f"{l}.{h}" for l, h in c], len(c), kk, n, lo, hi)
+        )
     name = lambda h: f"{h[0]}.{h[1]}"
     return {
-        "prompts": pd.DataFrame({"id": range(n), "prompt": prompts, "op": [s.op for s in samples],
-                                 "template": [s.template for s in samples], "answer": [s.answer for s in samples],
-                                 "answer_token": [s.answer_token for s in samples]}),
+        "prompts": pd.DataFrame(
+            {
+                "id": range(n),
+                "prompt": prompts,
+                "op": [s.op for s in samples],
+                "template": [s.template for s in samples],
+                "answer": [s.answer for s in samples],
+                "answer_token": [s.answer_token for s in samples],
+            }
+        ),
         "tokens": pd.DataFrame(tok_rows, columns=["key", "id", "pos", "token", "role"]).sort_values(
-            ["id", "pos"], ignore_index=True),
+            ["id", "pos"], ignore_index=True
+        ),
         "top": pd.DataFrame(top_rows, columns=["id", "step", "tokens", "probs", "correct", "answer_rank"]),
-        "attention": pd.DataFrame([(i, name(h), int(key_at[name(h)]), [round(v, 3) for v in att[i][h]])
-                                   for i in range(n) for h in shown], columns=["id", "name", "key_at", "scores"]),
-        "mlp": pd.DataFrame([(i, [labels[j].strip() for j in best.indices[i].tolist()],
-                              [round(v, 3) for v in best.values[i].tolist()]) for i in range(n)],
-                            columns=["id", "tokens", "cosines"]),
-        "steps": pd.DataFrame(step_rows, columns=["step", "threshold", "heads", "n_heads", "correct", "n",
-                                                  "ci_low", "ci_high"]),
+        "attention": pd.DataFrame(
+            [(i, name(h), int(key_at[name(h)]), [round(v, 3) for v in att[i][h]]) for i in range(n) for h in shown],
+            columns=["id", "name", "key_at", "scores"],
+        ),
+        "mlp": pd.DataFrame(
+            [
+                (
+                    i,
+                    [labels[j].strip() for j in best.indices[i].tolist()],
+                    [round(v, 3) for v in best.values[i].tolist()],
+                )
+                for i in range(n)
+            ],
+            columns=["id", "tokens", "cosines"],
+        ),
+        "steps": pd.DataFrame(
+            step_rows, columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"]
+        ),
     }
 
 
@@ -312,12 +376,15 @@ class PageSettings:
 
     def __post_init__(self) -> None:
         if self.n_prompts < 1 or self.n_reference < 1 or self.max_heads < 1:
-            raise ValueError(f"n_prompts={self.n_prompts}, n_reference={self.n_reference}, "
-                             f"max_heads={self.max_heads}: each must be >= 1")
+            raise ValueError(
+                f"n_prompts={self.n_prompts}, n_reference={self.n_reference}, "
+                f"max_heads={self.max_heads}: each must be >= 1"
+            )
 
 
-def page_data(model, tok, folder, settings: PageSettings,
-              task: str = "all") -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+def page_data(
+    model, tok, folder, settings: PageSettings, task: str = "all"
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The explorer page's data for one model: identify's ``effects.csv`` (of ``task``) and ``prompts.jsonl`` read
     from the results ``folder`` (:mod:`arithmech.core.results`), ``settings.n_prompts`` fresh pairs drawn
     round-robin over every template (Fig. 8 and Fig. 10, all four operations; unfiltered, so wrong answers show too)

@@ -59,6 +59,9 @@ rule's level 1 − 0.05/11 (:data:`~arithmech.methods.faithfulness_rule.RULE_LEV
 candidates; column ``level``) with at least :data:`N_BOOT_RULE` resamples. The random band is the 5–95% quantile
 of the random draws' values at each size, with their maximum (:func:`band`).
 
+The per-prompt LDs themselves (END values, resample sources, LDs under ablations) are computed in
+:mod:`arithmech.methods.faithfulness_lds`; this module builds the circuits, their recoveries and rows.
+
 Shapes (``n`` prompts, ``L`` layers, ``H`` heads of ``dh``, ``d`` width, ``V`` vocabulary, ``A`` circuits):
 END values ``z (n, L, H*dh)`` (o_proj input) and ``m (n, L, d)`` (MLP output); LDs ``(A, n)`` float64;
 rows of :data:`COLUMNS`, one per (method, ablation, order, draw, n).
@@ -67,21 +70,21 @@ rows of :data:`COLUMNS`, one per (method, ablation, order, draw, n).
 ...                          batch_size=64, converse_random=False)
 >>> frame, info = faithfulness(model, tok, samples, effects, "all", pool_means, pool, s)
 """
+
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Sequence
 
 import pandas as pd
 import torch
 
-from arithmech.core.models import BATCH_SIZE, arch_for
 from arithmech.core.stats import bootstrap_ratio_intervals
-from arithmech.core.trace import TraceDict
 from arithmech.data import pairs, splits
 from arithmech.methods.ablation import MeanSource
 from arithmech.methods.effects import ranked
+from arithmech.methods.faithfulness_lds import PerPrompt, end_values, lds, resample_sources, sourced
 from arithmech.methods.faithfulness_rule import (
     BAND,
     DIRECTIONS,
@@ -94,18 +97,44 @@ from arithmech.methods.faithfulness_rule import (
     summary,
 )
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
-from arithmech.methods.knockout import Ablation, Forwards, ablated_logits
-from arithmech.methods.knockout_means import fold
+from arithmech.methods.knockout import Ablation
 
 METHODS = ("noising", "converse", "denoising")
-ABLATIONS = ("mean", "resample", "x_r")       # x_r: denoising's patched values
-COLUMNS = ["task", "method", "ablation", "order", "draw", "n", "share", "lo", "hi", "recovery", "recovery_lo",
-           "recovery_hi", "recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used", "n_prompts",
-           "n_clusters", "n_used_clusters", "level", "baseline", "split", "components", "positions"]
-LEVEL = 0.95                                  # the share's interval (shown, not read by the rule)
-N_BOOT_RULE = 10_000          # at least this many resamples for the rule's intervals (their tails hold 0.23% each)
-BASELINE = {"noising": "every head and MLP at END ablated", "converse": "every head and MLP at END ablated",
-            "denoising": "X_c"}   # what each direction's "full effect" is measured from (LD(X_r) minus this)
+ABLATIONS = ("mean", "resample", "x_r")  # x_r: denoising's patched values
+COLUMNS = [
+    "task",
+    "method",
+    "ablation",
+    "order",
+    "draw",
+    "n",
+    "share",
+    "lo",
+    "hi",
+    "recovery",
+    "recovery_lo",
+    "recovery_hi",
+    "recovery_raw",
+    "recovery_raw_lo",
+    "recovery_raw_hi",
+    "over_one",
+    "n_used",
+    "n_prompts",
+    "n_clusters",
+    "n_used_clusters",
+    "level",
+    "baseline",
+    "split",
+    "components",
+    "positions",
+]
+LEVEL = 0.95  # the share's interval (shown, not read by the rule)
+N_BOOT_RULE = 10_000  # at least this many resamples for the rule's intervals (their tails hold 0.23% each)
+BASELINE = {
+    "noising": "every head and MLP at END ablated",
+    "converse": "every head and MLP at END ablated",
+    "denoising": "X_c",
+}  # what each direction's "full effect" is measured from (LD(X_r) minus this)
 
 Component = tuple  # (layer, head) or (layer, "mlp")
 
@@ -130,154 +159,16 @@ def circuits(top: Sequence[Component], universe: Sequence[Component], n_max: int
     outside the top ``n_max``, a model whose MLPs all rank high would get heads-only random circuits with every
     MLP ablated, a band near 0 by construction."""
     if n_max > len(universe) - n_max:
-        raise ValueError(f"n_max={n_max}: random circuits of up to {n_max} components outside the top {n_max} need "
-                         f"n_max <= {len(universe) // 2}")
+        raise ValueError(
+            f"n_max={n_max}: random circuits of up to {n_max} components outside the top {n_max} need "
+            f"n_max <= {len(universe) // 2}"
+        )
     rng = random.Random(seed)
     out = [("top", -1, n, tuple(top[:n])) for n in range(1, n_max + 1)]
     for n in range(1, n_max + 1):
         rest = [c for c in universe if c not in set(top[:n])]
         out += [("random", r, n, tuple(rng.sample(rest, n))) for r in range(n_random)]
     return out
-
-
-@dataclass
-class PerPrompt:
-    """A :class:`~arithmech.methods.ablation.MeanSource` that gives prompt ``i`` (its key) its own END values
-    ``z[i] (L, H*dh)``, ``m[i] (L, d)`` — resample sources or X_r's outputs. END only: every position reads
-    the END value, so use it with ``positions="end"``."""
-
-    z: torch.Tensor
-    mlp: torch.Tensor
-    what: str = "per-prompt END values"
-    is_pooled = False
-
-    def key(self, s) -> Hashable:
-        raise TypeError("PerPrompt is keyed by the prompt's index")
-
-    def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(L, seq, H*dh)``, ``(L, seq, d)``: prompt ``key``'s END values at every position."""
-        if not isinstance(key, int):
-            raise TypeError(f"PerPrompt is keyed by the prompt's index, not {key!r}")
-        return self.z[key][:, None].expand(-1, seq, -1), self.mlp[key][:, None].expand(-1, seq, -1)
-
-    def source(self, key, seq) -> str:
-        return self.what
-
-    def for_unseen(self) -> "PerPrompt":
-        return self
-
-    def describe(self) -> str:
-        return self.what
-
-
-@torch.no_grad()
-def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE):
-    """``(z (n, L, H*dh), m (n, L, d), logits (n, V))``: every head's and MLP's END output and the END logits,
-    float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.knockout.ablated_logits`
-    with nothing ablated), so a value written back in place of itself changes no bit."""
-    arch, L = arch_for(model), model.config.num_hidden_layers
-    zs = {arch.path("o_proj", i): i for i in range(L)}
-    ms = {arch.path("mlp", i): i for i in range(L)}
-    got: dict = {}
-
-    def grab(x, name):
-        got[name] = (x[0] if isinstance(x, tuple) else x)[:, -1].float().cpu()
-        return x
-
-    n = len(prompts)
-    z = m = logits = None
-    with TraceDict(model, zs, retain_output=False, edit_input=grab), \
-            TraceDict(model, ms, retain_output=False, edit_output=grab):
-        for _, idx, lg in ablated_logits(model, tok, prompts, None, _Unused(L), [Ablation()], Forwards(batch_size)):
-            zb = torch.stack([got[k] for k in zs], 1)          # (b, L, H*dh): the END forward just seen
-            mb = torch.stack([got[k] for k in ms], 1)
-            if z is None or m is None or logits is None:          # the first batch: set together
-                z, m = zb.new_empty(n, *zb.shape[1:]), mb.new_empty(n, *mb.shape[1:])
-                logits = lg.new_empty(n, lg.shape[-1]).cpu()
-            z[idx], m[idx], logits[idx] = zb, mb, lg.cpu()
-    return z, m, logits
-
-
-@dataclass
-class _Unused:
-    """The means of a run that ablates nothing (never read: an empty mask leaves every value as it is)."""
-    layers: int
-    is_pooled = True
-
-    def lookup(self, key: Hashable | None, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.zeros(self.layers, seq, 1), torch.zeros(self.layers, seq, 1)
-
-    def key(self, s) -> Hashable:
-        return None
-
-    def source(self, key: Hashable | None, seq: int) -> str:
-        return self.describe()
-
-    def for_unseen(self) -> "_Unused":
-        return self
-
-    def describe(self) -> str:
-        return "none (nothing ablated)"
-
-
-@torch.no_grad()
-def lds(model, tok, prompts: Sequence[str], keys, source: MeanSource, ablations: Sequence[Ablation],
-        answers: tuple[torch.Tensor, torch.Tensor], batch_size: int = BATCH_SIZE) -> torch.Tensor:
-    """``(A, n)`` float64: ``LD = logit(answer_r) - logit(answer_c)`` at END of each prompt under each ablation
-    (each component of an ablation replaced at END by ``source``'s value for that prompt, found by its
-    ``keys``); ``answers = (answer_r, answer_c)``, each ``(n,)`` token ids."""
-    answer_r, answer_c = answers
-    out = torch.empty(len(ablations), len(prompts), dtype=torch.float64)
-    for where, idx, logits in ablated_logits(model, tok, prompts, keys, source, ablations, Forwards(batch_size)):
-        G, rows = len(where), torch.tensor(idx).repeat_interleave(len(where))
-        at = torch.arange(len(rows), device=logits.device)
-        ld = (logits[at, answer_r[rows].to(logits.device)].double()
-              - logits[at, answer_c[rows].to(logits.device)].double()).cpu().view(len(idx), G)
-        for g, js in where.items():
-            for j in js:
-                out[j, idx] = ld[:, g]
-    return out
-
-
-def resample_sources(tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4,
-                     batch_size: int = BATCH_SIZE) -> tuple[list[str | None], dict[str, int]]:
-    """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.knockout_means.pool_prompts`) of the
-    same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.knockout_means.fold`,
-    as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length
-    (a seeded draw each); else ``None`` (tier ``none``: no pool X_c has its length, so no END output lines up
-    with it). Returns ``(prompts, {tier: count})``."""
-    every = [s for ss in pool.values() for s in ss]
-    length = {}
-    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
-        for i in idx:
-            length[i] = ids.shape[1]
-    by: dict[tuple, list[int]] = {}
-    for i, s in enumerate(every):
-        for tier, k in (("template", (s.template, length[i])), ("family", (s.family, length[i])), ("length", length[i])):
-            by.setdefault((tier, k), []).append(i)
-    rng = random.Random(seed)
-    out: list[str | None] = []
-    tiers = {"template": 0, "family": 0, "length": 0, "none": 0}
-    for j, s in enumerate(samples):
-        seq, own = length[len(every) + j], fold(s.a, s.b, folds)
-        for tier, k in (("template", (s.template, seq)), ("family", (s.family, seq)), ("length", seq)):
-            cand = [i for i in by.get((tier, k), []) if fold(every[i].a, every[i].b, folds) != own]
-            if cand:
-                out.append(every[rng.choice(cand)].corrupt)
-                tiers[tier] += 1
-                break
-        else:
-            out.append(None)
-            tiers["none"] += 1
-    return out, tiers
-
-
-def sourced(tok, samples: Sequence[pairs.Sample], pool: dict, means: MeanSource,
-            settings: FaithfulnessSettings) -> tuple[list[pairs.Sample], int]:
-    """``(the samples a pool X_c matches in length, how many were left out)``: the prompts every curve reads, the
-    END circuits' (:func:`faithfulness`) and the cross-position one's alike (:func:`resample_sources`)."""
-    drawn, tiers = resample_sources(tok, samples, pool, settings.seed, getattr(means, "folds", 4), settings.batch_size)
-    return [s for s, x in zip(samples, drawn) if x is not None], tiers["none"]
 
 
 def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -344,18 +235,48 @@ def circuit_rows(rows: Rows, plan, num, den, settings: FaithfulnessSettings, uni
         w_lo, w_hi = bootstrap_ratio_intervals(unclipped, ones, nb, RULE_LEVEL, seed, cl)
         r_mid, raw, over = rec.mean(0), unclipped.mean(0), (unclipped > 1).double().mean(0)
     n_uc = len({u for u, k in zip(owner, used.tolist()) if k})
-    return [{"task": rows.task, "method": rows.method, "ablation": rows.ablation, "order": o, "draw": d, "n": k,
-             "share": float(share[a]), "lo": float(lo[a]), "hi": float(hi[a]), "recovery": float(r_mid[a]),
-             "recovery_lo": float(r_lo[a]), "recovery_hi": float(r_hi[a]), "recovery_raw": float(raw[a]),
-             "recovery_raw_lo": float(w_lo[a]), "recovery_raw_hi": float(w_hi[a]), "over_one": float(over[a]),
-             "n_used": m, "n_prompts": num.shape[0], "n_clusters": units.n_clusters, "n_used_clusters": n_uc,
-             "level": RULE_LEVEL, "baseline": rows.baseline, "split": settings.split,
-             "components": " ".join(map(label, c)), "positions": rows.positions}
-            for a, (o, d, k, c) in enumerate(plan)]
+    return [
+        {
+            "task": rows.task,
+            "method": rows.method,
+            "ablation": rows.ablation,
+            "order": o,
+            "draw": d,
+            "n": k,
+            "share": float(share[a]),
+            "lo": float(lo[a]),
+            "hi": float(hi[a]),
+            "recovery": float(r_mid[a]),
+            "recovery_lo": float(r_lo[a]),
+            "recovery_hi": float(r_hi[a]),
+            "recovery_raw": float(raw[a]),
+            "recovery_raw_lo": float(w_lo[a]),
+            "recovery_raw_hi": float(w_hi[a]),
+            "over_one": float(over[a]),
+            "n_used": m,
+            "n_prompts": num.shape[0],
+            "n_clusters": units.n_clusters,
+            "n_used_clusters": n_uc,
+            "level": RULE_LEVEL,
+            "baseline": rows.baseline,
+            "split": settings.split,
+            "components": " ".join(map(label, c)),
+            "positions": rows.positions,
+        }
+        for a, (o, d, k, c) in enumerate(plan)
+    ]
 
 
-def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFrame, task: str, means: MeanSource,
-                 pool: dict, settings: FaithfulnessSettings) -> tuple[pd.DataFrame, dict]:
+def faithfulness(
+    model,
+    tok,
+    samples: Sequence[pairs.Sample],
+    effects: pd.DataFrame,
+    task: str,
+    means: MeanSource,
+    pool: dict,
+    settings: FaithfulnessSettings,
+) -> tuple[pd.DataFrame, dict]:
     """The curves of the module docstring on ``samples`` (evaluation-side X_r whose X_c moves the answer),
     components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
     prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`); ``settings``: the circuits, the intervals
@@ -365,7 +286,7 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     same prompts) and counted (``info["left_out_no_source"]``)."""
     n_max, seed, batch_size = settings.n_max, settings.seed, settings.batch_size
     drawn, tiers_all = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
-    if tiers_all["none"]:            # no pool X_c of its length: left out of every curve (all read the same prompts)
+    if tiers_all["none"]:  # no pool X_c of its length: left out of every curve (all read the same prompts)
         samples = [s for s, x in zip(samples, drawn) if x is not None]
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
@@ -387,27 +308,70 @@ def faithfulness(model, tok, samples: Sequence[pairs.Sample], effects: pd.DataFr
     conv_plan = [p for p in plan if settings.converse_random or p[0] == "top"]
     conv = [ablation_of(c) for *_, c in conv_plan]
     at_end = lambda method, ablation: Rows(task, method, ablation, "end", BASELINE[method])
-    rows, info = [], {"n_prompts": len(samples), "n_clusters": units.n_clusters, "resample_tiers": tiers_all,
-                      "left_out_no_source": tiers_all["none"],
-                      "circuits": len(plan), "ranking": [label(c) for c in top[:n_max]], "ld_x_r": float(ld_r.mean()),
-                      "ld_x_c": float(ld_c.mean())}
-    for name, src, keys in (("mean", means, [means.key(s) for s in samples]),
-                            ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples))))):
-        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, (ans_r, ans_c),
-                 batch_size)                                                       # (A, n)
+    rows, info = (
+        [],
+        {
+            "n_prompts": len(samples),
+            "n_clusters": units.n_clusters,
+            "resample_tiers": tiers_all,
+            "left_out_no_source": tiers_all["none"],
+            "circuits": len(plan),
+            "ranking": [label(c) for c in top[:n_max]],
+            "ld_x_r": float(ld_r.mean()),
+            "ld_x_c": float(ld_c.mean()),
+        },
+    )
+    for name, src, keys in (
+        ("mean", means, [means.key(s) for s in samples]),
+        ("resample", PerPrompt(z_s, m_s, "one reference-pool X_c (resample)"), list(range(len(samples)))),
+    ):
+        ld = lds(model, tok, clean, keys, src, [Ablation(), every] + keep + conv, (ans_r, ans_c), batch_size)  # (A, n)
         none, off = ld[0], ld[1]
         den = none - off
-        rows += circuit_rows(at_end("noising", name), plan, (ld[2:2 + len(plan)] - off).T, den, settings, units)
-        rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan):] - off).T, den, settings, units)
+        rows += circuit_rows(at_end("noising", name), plan, (ld[2 : 2 + len(plan)] - off).T, den, settings, units)
+        rows += circuit_rows(at_end("converse", name), conv_plan, (ld[2 + len(plan) :] - off).T, den, settings, units)
         info[f"ld_all_ablated_{name}"] = float(off.mean())
-    ld = lds(model, tok, corrupt, list(range(len(samples))), PerPrompt(z_r, m_r, "X_r's END outputs"),
-             [Ablation(), every] + [ablation_of(c) for *_, c in plan], (ans_r, ans_c), batch_size)
+    ld = lds(
+        model,
+        tok,
+        corrupt,
+        list(range(len(samples))),
+        PerPrompt(z_r, m_r, "X_r's END outputs"),
+        [Ablation(), every] + [ablation_of(c) for *_, c in plan],
+        (ans_r, ans_c),
+        batch_size,
+    )
     rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
 
 
-__all__ = ["faithfulness", "sourced", "circuits", "circuit_rows", "end_values", "lds", "resample_sources", "band", "summary",
-           "faithful_verdict", "recovery", "PerPrompt", "Units", "Rows", "FaithfulnessSettings", "ablation_of",
-           "COLUMNS", "METHODS", "ABLATIONS", "MIN_CLUSTERS", "DIRECTIONS", "RANDOM", "INTERVAL", "BAND", "RULE_LEVEL",
-           "BASELINE", "N_BOOT_RULE"]
+__all__ = [
+    "faithfulness",
+    "sourced",
+    "circuits",
+    "circuit_rows",
+    "end_values",
+    "lds",
+    "resample_sources",
+    "band",
+    "summary",
+    "faithful_verdict",
+    "recovery",
+    "PerPrompt",
+    "Units",
+    "Rows",
+    "FaithfulnessSettings",
+    "ablation_of",
+    "COLUMNS",
+    "METHODS",
+    "ABLATIONS",
+    "MIN_CLUSTERS",
+    "DIRECTIONS",
+    "RANDOM",
+    "INTERVAL",
+    "BAND",
+    "RULE_LEVEL",
+    "BASELINE",
+    "N_BOOT_RULE",
+]

@@ -37,23 +37,27 @@ recovers more than the whole effect: not the model's mechanism). Else undecided.
 
 >>> r = faithful_verdict(frame, "all"); r["holds"], [c["status"] for c in r["candidates"]]
 """
+
 from __future__ import annotations
 
 import pandas as pd
 
-RANDOM = {"top": "random", "operands": "random-layer"}   # a candidate circuit's order -> its random circuits'
-INTERVAL = {"share": ("lo", "hi"), "recovery": ("recovery_lo", "recovery_hi"),
-            "recovery_raw": ("recovery_raw_lo", "recovery_raw_hi")}
-MIN_DRAWS = 20                # random circuits a candidate needs before it can decide (the largest of 20: p = 1/21)
-BAND = (0.05, 0.95)           # the random band shown: these quantiles of the random draws' values
-TARGET = 0.8                  # a faithful candidate's clipped recovery lies at or above this
-OVER = 1.2                    # ... and its unclipped mean is not shown to lie above this (1 + (1 − TARGET))
-K_MAX = 10                    # END candidates: the top n for n <= K_MAX; plus the cross-position circuit
+RANDOM = {"top": "random", "operands": "random-layer"}  # a candidate circuit's order -> its random circuits'
+INTERVAL = {
+    "share": ("lo", "hi"),
+    "recovery": ("recovery_lo", "recovery_hi"),
+    "recovery_raw": ("recovery_raw_lo", "recovery_raw_hi"),
+}
+MIN_DRAWS = 20  # random circuits a candidate needs before it can decide (the largest of 20: p = 1/21)
+BAND = (0.05, 0.95)  # the random band shown: these quantiles of the random draws' values
+TARGET = 0.8  # a faithful candidate's clipped recovery lies at or above this
+OVER = 1.2  # ... and its unclipped mean is not shown to lie above this (1 + (1 − TARGET))
+K_MAX = 10  # END candidates: the top n for n <= K_MAX; plus the cross-position circuit
 CANDIDATES = K_MAX + 1
-RULE_LEVEL = 1 - 0.05 / CANDIDATES        # every interval the rule reads (Bonferroni over the candidates)
-MIN_CLUSTERS = 20     # fewer problem clusters among the used prompts: an interval over them cannot decide
-MIN_USED = 0.5        # fewer than this share of the prompts used (a positive effect to recover): cannot decide
-DIRECTIONS = (("noising", "mean"), ("denoising", "x_r"))   # the two runs the rule reads
+RULE_LEVEL = 1 - 0.05 / CANDIDATES  # every interval the rule reads (Bonferroni over the candidates)
+MIN_CLUSTERS = 20  # fewer problem clusters among the used prompts: an interval over them cannot decide
+MIN_USED = 0.5  # fewer than this share of the prompts used (a positive effect to recover): cannot decide
+DIRECTIONS = (("noising", "mean"), ("denoising", "x_r"))  # the two runs the rule reads
 NEEDS = ("recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used_clusters", "level")
 
 
@@ -69,8 +73,15 @@ def band(frame: pd.DataFrame, q: tuple[float, float] = BAND, value: str = "share
     cross-position draws (``random-layer``)."""
     f = positioned(frame)
     r = f[f["order"].isin(RANDOM.values())].groupby(["task", "method", "ablation", "positions", "n"])[value]
-    return pd.DataFrame({"band_lo": r.quantile(q[0]), "band_mid": r.median(), "band_hi": r.quantile(q[1]),
-                         "band_max": r.max(), "draws": r.size()}).reset_index()
+    return pd.DataFrame(
+        {
+            "band_lo": r.quantile(q[0]),
+            "band_mid": r.median(),
+            "band_hi": r.quantile(q[1]),
+            "band_max": r.max(),
+            "draws": r.size(),
+        }
+    ).reset_index()
 
 
 def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
@@ -80,8 +91,20 @@ def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
     f = positioned(frame)
     keys = ["task", "method", "ablation", "positions", "n"]
     lo, hi = INTERVAL[value]
-    extra = [c for c in ("recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used", "n_prompts",
-                         "n_used_clusters", "level") if c in f and c not in (value, lo, hi)]
+    extra = [
+        c
+        for c in (
+            "recovery_raw",
+            "recovery_raw_lo",
+            "recovery_raw_hi",
+            "over_one",
+            "n_used",
+            "n_prompts",
+            "n_used_clusters",
+            "level",
+        )
+        if c in f and c not in (value, lo, hi)
+    ]
     top = f[f["order"].isin(RANDOM)][keys + ["order", value, lo, hi, "components"] + extra]
     top = top.rename(columns={value: "value", lo: "lo", hi: "hi"})
     return top.merge(band(f, value=value), on=keys, how="left")
@@ -89,11 +112,21 @@ def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
 
 def _direction(r) -> dict:
     """One direction of a candidate, from its :func:`summary` row."""
-    return {"value": float(r.value), "lo": float(r.lo), "hi": float(r.hi), "band_hi": float(r.band_hi),
-            "band_max": float(r.band_max), "draws": 0 if pd.isna(r.draws) else int(r.draws),
-            "raw": float(r.recovery_raw), "raw_lo": float(r.recovery_raw_lo), "raw_hi": float(r.recovery_raw_hi),
-            "over_one": float(r.over_one), "n_used": int(r.n_used), "n_prompts": int(r.n_prompts),
-            "n_used_clusters": int(r.n_used_clusters)}
+    return {
+        "value": float(r.value),
+        "lo": float(r.lo),
+        "hi": float(r.hi),
+        "band_hi": float(r.band_hi),
+        "band_max": float(r.band_max),
+        "draws": 0 if pd.isna(r.draws) else int(r.draws),
+        "raw": float(r.recovery_raw),
+        "raw_lo": float(r.recovery_raw_lo),
+        "raw_hi": float(r.recovery_raw_hi),
+        "over_one": float(r.over_one),
+        "n_used": int(r.n_used),
+        "n_prompts": int(r.n_prompts),
+        "n_used_clusters": int(r.n_used_clusters),
+    }
 
 
 def gate(d: dict) -> str | None:
@@ -116,9 +149,16 @@ def status(d: list[dict], target: float = TARGET) -> tuple[bool | None, str]:
         return None, "cannot decide: " + "; ".join(dict.fromkeys(why))
     if all(x["lo"] >= target and x["lo"] > x["band_max"] and x["raw_hi"] <= OVER for x in d):
         return True, "faithful"
-    fails = [w for x in d for w, bad in (("below the target", x["hi"] < target),
-                                         ("no better than random", x["hi"] <= x["band_hi"]),
-                                         ("over-recovers", x["raw_lo"] > OVER)) if bad]
+    fails = [
+        w
+        for x in d
+        for w, bad in (
+            ("below the target", x["hi"] < target),
+            ("no better than random", x["hi"] <= x["band_hi"]),
+            ("over-recovers", x["raw_lo"] > OVER),
+        )
+        if bad
+    ]
     return (False, "fails: " + ", ".join(dict.fromkeys(fails))) if fails else (None, "undecided")
 
 
@@ -134,7 +174,7 @@ def faithful_verdict(frame: pd.DataFrame, task: str, target: float = TARGET, k_m
     {...}}], "best", "stale"}``; ``best`` is the smallest faithful candidate, else the one whose lower end (the
     smaller of the two directions') is largest."""
     stale = [c for c in ("recovery", *NEEDS) if c not in frame]
-    if not stale and not ((frame.level - RULE_LEVEL).abs() < 1e-6).all():     # the CSV keeps ~8 digits
+    if not stale and not ((frame.level - RULE_LEVEL).abs() < 1e-6).all():  # the CSV keeps ~8 digits
         stale = [f"intervals at level {sorted(set(frame.level.round(4)))}, the rule reads {RULE_LEVEL:.4f}"]
     if stale:
         return {"holds": None, "candidates": [], "best": None, "stale": stale}
@@ -154,10 +194,28 @@ def faithful_verdict(frame: pd.DataFrame, task: str, target: float = TARGET, k_m
     good = [c for c in out if c["status"] is True]
     best = min(good, key=lambda c: c["n"]) if good else max(out, key=lambda c: (c["worst_lo"], -c["n"]))
     tops = {c["n"] for c in out if c["order"] == "top"}
-    every = tops >= set(range(1, k_max + 1)) and any(c["order"] == "operands" for c in out)   # no candidate unmeasured
+    every = tops >= set(range(1, k_max + 1)) and any(c["order"] == "operands" for c in out)  # no candidate unmeasured
     holds = True if good else (False if every and all(c["status"] is False for c in out) else None)
     return {"holds": holds, "candidates": out, "best": best, "target": target, "k_max": k_max, "stale": []}
 
 
-__all__ = ["faithful_verdict", "band", "summary", "status", "gate", "positioned", "RANDOM", "INTERVAL", "BAND",
-           "TARGET", "OVER", "K_MAX", "CANDIDATES", "RULE_LEVEL", "MIN_CLUSTERS", "MIN_USED", "DIRECTIONS", "NEEDS"]
+__all__ = [
+    "faithful_verdict",
+    "band",
+    "summary",
+    "status",
+    "gate",
+    "positioned",
+    "RANDOM",
+    "INTERVAL",
+    "BAND",
+    "TARGET",
+    "OVER",
+    "K_MAX",
+    "CANDIDATES",
+    "RULE_LEVEL",
+    "MIN_CLUSTERS",
+    "MIN_USED",
+    "DIRECTIONS",
+    "NEEDS",
+]

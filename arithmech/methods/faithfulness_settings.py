@@ -6,12 +6,13 @@ take them whole.
 >>> FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=1000, bootstrap="cluster", split="held-out",
 ...                      batch_size=64, converse_random=False)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-BOOTSTRAPS = ("cluster", "prompt")      # what the intervals resample (arithmech.data.splits.BOOTSTRAP_UNITS)
-SPLITS = ("held-out", "in-sample")      # the rows' split: problems never ranked on, or the ranking ones
+BOOTSTRAPS = ("cluster", "prompt")  # what the intervals resample (arithmech.data.splits.BOOTSTRAP_UNITS)
+SPLITS = ("held-out", "in-sample")  # the rows' split: problems never ranked on, or the ranking ones
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,16 @@ class FaithfulnessSettings:
         method sits below the steps; its circuits, draws, seed, batches) with identify's ``n_boot`` and
         ``bootstrap`` as its record has them: the rows are held-out (the prompts share no problem with identify's),
         the converse runs for the top ``n`` only."""
-        return cls(n_max=config.n_max, n_random=config.n_random, seed=config.seed, n_boot=n_boot, bootstrap=bootstrap,
-                   split="held-out", batch_size=config.batch_size, converse_random=False)
+        return cls(
+            n_max=config.n_max,
+            n_random=config.n_random,
+            seed=config.seed,
+            n_boot=n_boot,
+            bootstrap=bootstrap,
+            split="held-out",
+            batch_size=config.batch_size,
+            converse_random=False,
+        )
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ a row's mask ``(L, seq, H)`` bool; LDs ``(A, n)`` float64.
 ...                                                           bootstrap="cluster", split="held-out", batch_size=64,
 ...                                                           converse_random=False))
 """
+
 from __future__ import annotations
 
 import random
@@ -60,9 +61,9 @@ from arithmech.methods.faithfulness import Units, circuit_rows
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 
 WHERE = {"operands": ("A", "B", "operator", "end"), "end": ("end",)}
-BASELINE = "every head at A, B, operator and END ablated, MLPs recomputed"   # the noising full effect's baseline
-K_READ, K_KEY = 5, 5          # the circuit: at most this many operand-reading heads and key heads (≤ 10 heads)
-READ_QUANTILE = 0.95          # a reading head's operand mass lies above this quantile of every head's
+BASELINE = "every head at A, B, operator and END ablated, MLPs recomputed"  # the noising full effect's baseline
+K_READ, K_KEY = 5, 5  # the circuit: at most this many operand-reading heads and key heads (≤ 10 heads)
+READ_QUANTILE = 0.95  # a reading head's operand mass lies above this quantile of every head's
 
 
 def reading_heads(roles: pd.DataFrame, k: int = K_READ, task: str = "all") -> list[tuple[int, int]]:
@@ -112,8 +113,10 @@ def random_layer_circuits(sites: Sequence, n_heads: int, n_random: int, seed: in
 def site_mask(sites: Sequence, positions: dict, seq: int, L: int, H: int) -> torch.Tensor:
     """``(L, seq, H)`` bool: True at each site's layer, head and token positions (``positions``: a sample's
     ``{"A": [...], "B": [...], "operator": [...], "end": int}``)."""
-    at = {w: sorted({p for r in roles for p in ([positions[r]] if r == "end" else positions[r])})
-          for w, roles in WHERE.items()}
+    at = {
+        w: sorted({p for r in roles for p in ([positions[r]] if r == "end" else positions[r])})
+        for w, roles in WHERE.items()
+    }
     if any(p >= seq or p < 0 for ps in at.values() for p in ps):
         raise ValueError(f"token positions {positions} do not fit a prompt of {seq} tokens")
     m = torch.zeros(L, seq, H, dtype=torch.bool)
@@ -128,20 +131,28 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     END logits, float32, from the very forward :func:`site_lds` runs (nothing replaced)."""
     L = model.config.num_hidden_layers
     names = [arch_for(model).path("o_proj", i) for i in range(L)]
-    zs: list = [None] * len(prompts)                                  # filled: (L, seq_i, H*dh) each
-    lg: list = [None] * len(prompts)                                  # filled: (vocab,) each
+    zs: list = [None] * len(prompts)  # filled: (L, seq_i, H*dh) each
+    lg: list = [None] * len(prompts)  # filled: (vocab,) each
     with TraceDict(model, names, retain_input=True, retain_output=False) as tr:
         for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
             out = model(ids.to(input_device(model)), use_cache=False, logits_to_keep=1).logits[:, -1].float().cpu()
-            got = torch.stack([tr[n].input.float().cpu() for n in names], 1)      # (b, L, seq, H*dh)
+            got = torch.stack([tr[n].input.float().cpu() for n in names], 1)  # (b, L, seq, H*dh)
             for j, i in enumerate(idx):
                 zs[i], lg[i] = got[j], out[j]
     return zs, torch.stack(lg)
 
 
 @torch.no_grad()
-def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor], masks: Sequence[Sequence[torch.Tensor]],
-             answer_r: torch.Tensor, answer_c: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
+def site_lds(
+    model,
+    tok,
+    prompts: Sequence[str],
+    values: Sequence[torch.Tensor],
+    masks: Sequence[Sequence[torch.Tensor]],
+    answer_r: torch.Tensor,
+    answer_c: torch.Tensor,
+    batch_size: int = BATCH_SIZE,
+) -> torch.Tensor:
     """``(A, n)`` float64 LDs at END: prompt ``i`` under mask ``a`` (``masks[a][i] (L, seq_i, H)`` bool) has every
     masked head output replaced by ``values[i] (L, seq_i, H*dh)``, everything else recomputed. The positions
     before the prompt's first masked site (in any row) cannot change (causal attention): they run once, one row,
@@ -151,9 +162,9 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
     names = {arch_for(model).path("o_proj", l): l for l in range(L)}
     st: dict = {}
 
-    def edit(x, name):                                       # x (rows, seq, H*dh); rows = prompt-major × masks
+    def edit(x, name):  # x (rows, seq, H*dh); rows = prompt-major × masks
         l = names[name]
-        m = st["mask"][:, l]                                 # (rows, seq, H)
+        m = st["mask"][:, l]  # (rows, seq, H)
         if not m.any():
             return x
         xc, src = x.unflatten(-1, (H, -1)), st["src"][:, l].to(x).unflatten(-1, (H, -1))
@@ -163,12 +174,12 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
     dev = input_device(model)
     with TraceDict(model, list(names), retain_output=False, edit_input=edit):
         for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
-            for pos, i in enumerate(idx):                    # one prompt, its masks in chunks of batch_size rows
-                one, seq = ids[pos:pos + 1].to(dev), ids.shape[1]
-                touched = torch.stack([masks[a][i].any(0).any(-1) for a in range(A)]).any(0)     # (seq,)
+            for pos, i in enumerate(idx):  # one prompt, its masks in chunks of batch_size rows
+                one, seq = ids[pos : pos + 1].to(dev), ids.shape[1]
+                touched = torch.stack([masks[a][i].any(0).any(-1) for a in range(A)]).any(0)  # (seq,)
                 p0 = min(int(touched.nonzero()[0]) if touched.any() else seq - 1, seq - 1) if prefix.active() else 0
                 kv = None
-                if p0 > 0:                                   # positions before every site: run once, as a cache
+                if p0 > 0:  # positions before every site: run once, as a cache
                     st["mask"] = torch.zeros(1, L, p0, H, dtype=torch.bool)
                     kv = prefix.layers_of(model(one[:, :p0], use_cache=True, logits_to_keep=1).cache)
                 for a0 in range(0, A, batch_size):
@@ -176,14 +187,25 @@ def site_lds(model, tok, prompts: Sequence[str], values: Sequence[torch.Tensor],
                     st["mask"] = torch.stack([masks[a][i][:, p0:] for a in range(a0, a1)])
                     st["src"] = values[i][None, :, p0:].expand(a1 - a0, -1, -1, -1)
                     rest = one[:, p0:].repeat(a1 - a0, 1)
-                    lg = (model(rest, cache=prefix.expanded(model, kv, a1 - a0), use_cache=True, logits_to_keep=1)
-                          if kv is not None else model(rest, use_cache=False, logits_to_keep=1)).logits[:, -1]
+                    lg = (
+                        model(rest, cache=prefix.expanded(model, kv, a1 - a0), use_cache=True, logits_to_keep=1)
+                        if kv is not None
+                        else model(rest, use_cache=False, logits_to_keep=1)
+                    ).logits[:, -1]
                     out[a0:a1, i] = (lg[:, answer_r[i]].double() - lg[:, answer_c[i]].double()).cpu()
     return out
 
 
-def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: Sequence, key: Sequence, task: str,
-                   settings: FaithfulnessSettings) -> tuple[list[dict], dict]:
+def cross_position(
+    model,
+    tok,
+    samples: Sequence[pairs.Sample],
+    means,
+    reading: Sequence,
+    key: Sequence,
+    task: str,
+    settings: FaithfulnessSettings,
+) -> tuple[list[dict], dict]:
     """The noising (mean) and denoising rows of the module docstring for :func:`circuit` ``(reading, key)`` (order
     ``operands``, ``n`` = its heads) and its layer-matched random circuits (order ``random-layer``,
     ``settings.n_random`` of them), positions ``"operands"``, and the sanity rows ``all`` (every head at those
@@ -199,7 +221,7 @@ def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: 
     universe = tuple((l, h, "operands") for l in range(L) for h in range(H))
     plan = [("operands", -1, len(sites), sites)]
     plan += [("random-layer", r, len(sites), c) for r, c in enumerate(random_layer_circuits(sites, H, n_random, seed))]
-    plan += [("all", -1, H * L, universe), ("none", -1, 0, ())]   # sanity rows, run as circuits: 1 and 0
+    plan += [("all", -1, H * L, universe), ("none", -1, 0, ())]  # sanity rows, run as circuits: 1 and 0
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
     z_r, logit_r = head_values(model, tok, clean, batch_size)
     z_c, logit_c = head_values(model, tok, corrupt, batch_size)
@@ -211,23 +233,54 @@ def cross_position(model, tok, samples: Sequence[pairs.Sample], means, reading: 
     empty = [torch.zeros_like(m) for m in full]
     mean_z = [means.lookup(means.key(s), z.shape[1])[0] for s, z in zip(samples, z_r)]
     kw = dict(answer_r=ans_r, answer_c=ans_c, batch_size=batch_size)
-    noise = site_lds(model, tok, clean, mean_z, [empty, full] + [[f & ~c for f, c in zip(full, cc)] for cc in circ], **kw)
+    noise = site_lds(
+        model, tok, clean, mean_z, [empty, full] + [[f & ~c for f, c in zip(full, cc)] for cc in circ], **kw
+    )
     deno = site_lds(model, tok, corrupt, z_r, [empty, full] + circ, **kw)
     units = Units.of(samples, settings.bootstrap)
-    rows = circuit_rows(Rows(task, "noising", "mean", "operands", BASELINE), plan, (noise[2:] - noise[1]).T,
-                        noise[0] - noise[1], settings, units)
-    rows += circuit_rows(Rows(task, "denoising", "x_r", "operands", F_BASELINE["denoising"]), plan,
-                         (deno[2:] - deno[0]).T, deno[1] - deno[0], settings, units)
+    rows = circuit_rows(
+        Rows(task, "noising", "mean", "operands", BASELINE),
+        plan,
+        (noise[2:] - noise[1]).T,
+        noise[0] - noise[1],
+        settings,
+        units,
+    )
+    rows += circuit_rows(
+        Rows(task, "denoising", "x_r", "operands", F_BASELINE["denoising"]),
+        plan,
+        (deno[2:] - deno[0]).T,
+        deno[1] - deno[0],
+        settings,
+        units,
+    )
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
-    info = {"reading_heads": [f"{l}.{h}" for l, h in reading], "key_heads": [f"{l}.{h}" for l, h in key],
-            "sites": len(sites), "draws": n_random,
-            "denoising_all_patched_minus_x_r": float((deno[1] - ld_r).abs().max()),
-            "noising_nothing_ablated_minus_x_r": float((noise[0] - ld_r).abs().max()),
-            "tokens_per_prompt": float(np.mean([z.shape[1] for z in z_r])),
-            "ld_x_r": float(ld_r.mean()), "ld_all_ablated_mean": float(noise[1].mean())}
+    info = {
+        "reading_heads": [f"{l}.{h}" for l, h in reading],
+        "key_heads": [f"{l}.{h}" for l, h in key],
+        "sites": len(sites),
+        "draws": n_random,
+        "denoising_all_patched_minus_x_r": float((deno[1] - ld_r).abs().max()),
+        "noising_nothing_ablated_minus_x_r": float((noise[0] - ld_r).abs().max()),
+        "tokens_per_prompt": float(np.mean([z.shape[1] for z in z_r])),
+        "ld_x_r": float(ld_r.mean()),
+        "ld_all_ablated_mean": float(noise[1].mean()),
+    }
     return rows, info
 
 
-__all__ = ["cross_position", "reading_heads", "key_heads", "circuit", "random_layer_circuits", "site_mask",
-           "head_values", "site_lds", "WHERE", "K_READ", "K_KEY", "BASELINE"]
+__all__ = [
+    "cross_position",
+    "reading_heads",
+    "key_heads",
+    "circuit",
+    "random_layer_circuits",
+    "site_mask",
+    "head_values",
+    "site_lds",
+    "WHERE",
+    "K_READ",
+    "K_KEY",
+    "BASELINE",
+]

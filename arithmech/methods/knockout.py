@@ -36,29 +36,27 @@ own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a f
 identical ablations (``k = 0`` of every order, say) run once. Accuracy is top-1 at END against the
 answer token {C} (:func:`~arithmech.data.pairs.answer_ids`, whichever token that is).
 
-Random baselines (:func:`knockout_curve`) draw from the components *outside* ``exclude`` (the key
+Random baselines (:func:`~arithmech.methods.knockout_curves.knockout_curve`, in
+:mod:`arithmech.methods.knockout_curves`) draw from the components *outside* ``exclude`` (the key
 heads / MLPs) and, with ``exclude_top``, outside the top ``k`` by effect rank at each ``k``, ``n_random`` seeded
 orders; every accuracy comes with its count and Wilson interval.
 """
+
 from __future__ import annotations
 
-import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
-import pandas as pd
 import torch
 from transformers import DynamicCache
 
 from arithmech.core import prefix as shared_prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.prefix import SharedPrefix
-from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data.pairs import Sample, answer_ids, group_by_length
 from arithmech.methods.ablation import MAX_ROWS, MAX_TOKENS, Forwards, MeanAblation, MeanSource  # noqa: F401
-from arithmech.methods.knockout_settings import Curve
 
 Head = tuple[int, int]
 
@@ -107,21 +105,22 @@ class Means:
             return z[:, pick], m[:, pick]
         k = (key, seq)
         if k not in self.z:
-            raise KeyError(f"no X_c mean for group {key!r} at length {seq}; compute the means on the same "
-                           "samples, or use Means.pooled() for prompts without counterfactuals")
+            raise KeyError(
+                f"no X_c mean for group {key!r} at length {seq}; compute the means on the same "
+                "samples, or use Means.pooled() for prompts without counterfactuals"
+            )
         return self.z[k], self.mlp[k]
 
     def pooled(self) -> "Means":
         """Position-pooled means: position 0 and positions >= 1 averaged over every group."""
-        z0 = zr = m0 = mr = torch.zeros(())                             # sums over the groups (0 + x is x exactly)
+        z0 = zr = m0 = mr = torch.zeros(())  # sums over the groups (0 + x is x exactly)
         n0 = nr = 0
         for k, z in self.z.items():
             c, seq = self.count[k], z.shape[1]
             z0, m0 = z0 + c * z[:, 0], m0 + c * self.mlp[k][:, 0]
             zr, mr = zr + c * z[:, 1:].sum(1), mr + c * self.mlp[k][:, 1:].sum(1)
             n0, nr = n0 + c, nr + c * (seq - 1)
-        return Means({"*": torch.stack([z0 / n0, zr / nr], 1)}, {"*": torch.stack([m0 / n0, mr / nr], 1)},
-                     {"*": n0})
+        return Means({"*": torch.stack([z0 / n0, zr / nr], 1)}, {"*": torch.stack([m0 / n0, mr / nr], 1)}, {"*": n0})
 
     def for_unseen(self) -> "Means":
         """Prompts outside the groups (free text, a held-out family) get the position-pooled means."""
@@ -153,18 +152,23 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
         return x
 
     dev = input_device(model)
-    with TraceDict(model, zs, retain_output=False, edit_input=grab), \
-            TraceDict(model, ms, retain_output=False, edit_output=grab):
-        for idx, ids in group_by_length(tok, prompts, batch_size):       # a shared few-shot prefix runs once
-            z, m = shared_prefix.captured(model, ids.to(dev), lambda: ([got.pop(n) for n in zs], [got.pop(n) for n in ms]))
-            z, m = [x.float().cpu() for x in z], [x.float().cpu() for x in m]   # L x (b, seq, H*dh), L x (b, seq, d)
+    with (
+        TraceDict(model, zs, retain_output=False, edit_input=grab),
+        TraceDict(model, ms, retain_output=False, edit_output=grab),
+    ):
+        for idx, ids in group_by_length(tok, prompts, batch_size):  # a shared few-shot prefix runs once
+            z, m = shared_prefix.captured(
+                model, ids.to(dev), lambda: ([got.pop(n) for n in zs], [got.pop(n) for n in ms])
+            )
+            z, m = [x.float().cpu() for x in z], [x.float().cpu() for x in m]  # L x (b, seq, H*dh), L x (b, seq, d)
             for r, i in enumerate(idx):
                 yield i, torch.stack([x[r] for x in z]), torch.stack([x[r] for x in m])
             z = m = None
 
 
-def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable],
-                     batch_size: int = BATCH_SIZE) -> Means:
+def mean_activations(
+    model, tok, prompts: Sequence[str], keys: Sequence[Hashable], batch_size: int = BATCH_SIZE
+) -> Means:
     """Per-group, per-position means of every head's output (o_proj input) and every MLP output.
 
     ``keys[i]`` names the group of ``prompts[i]`` (e.g. its template); prompts of one key and one
@@ -174,7 +178,7 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
     sums_z: dict = {}
     sums_m: dict = {}
     count: dict = {}
-    for i, z, m in activations(model, tok, prompts, batch_size):     # z: (L, seq, H*dh), m: (L, seq, d)
+    for i, z, m in activations(model, tok, prompts, batch_size):  # z: (L, seq, H*dh), m: (L, seq, d)
         k = (keys[i], z.shape[1])
         sums_z[k] = sums_z.get(k, 0) + z
         sums_m[k] = sums_m.get(k, 0) + m
@@ -183,9 +187,16 @@ def mean_activations(model, tok, prompts: Sequence[str], keys: Sequence[Hashable
 
 
 @torch.no_grad()
-def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: MeanSource,
-                  ablations: Sequence[Ablation], k: int = 1,
-                  forwards: Forwards = Forwards()) -> tuple[torch.Tensor, torch.Tensor]:
+def knockout_topk(
+    model,
+    tok,
+    prompts: Sequence[str],
+    keys: Sequence[Hashable] | None,
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    k: int = 1,
+    forwards: Forwards = Forwards(),
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-``k`` next tokens at END under each ablation (each a :class:`~arithmech.methods.ablation.MeanAblation`
     of every layer's o_proj input and MLP output, one mask row per prompt × ablation row).
 
@@ -205,7 +216,7 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
     out_ids = torch.empty(A, n, k, dtype=torch.long)
     out_p = torch.empty(A, n, k)
     for where, idx, logits in ablated_logits(model, tok, prompts, keys, means, ablations, forwards):
-        p, i = logits.softmax(-1).topk(k, -1)                        # (G * b, k), row i*G + a
+        p, i = logits.softmax(-1).topk(k, -1)  # (G * b, k), row i*G + a
         b, G = len(idx), len(where)
         i, p = i.cpu().view(b, G, k), p.cpu().view(b, G, k)
         for g, rows in where.items():
@@ -215,24 +226,31 @@ def knockout_topk(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] |
 
 
 @torch.no_grad()
-def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] | None, means: MeanSource,
-                   ablations: Sequence[Ablation], forwards: Forwards = Forwards()):
+def ablated_logits(
+    model,
+    tok,
+    prompts: Sequence[str],
+    keys: Sequence[Hashable] | None,
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    forwards: Forwards = Forwards(),
+):
     """The forwards of :func:`knockout_topk` (same arguments), as a generator of ``(where, idx, logits)``:
     ``logits (b * G, vocab)`` float32 END logits of the prompts ``idx`` (a batch of ``b`` equal-length
     prompts) under ``G`` distinct ablations, row ``i * G + g`` prompt ``idx[i]`` under the ``g``-th of them;
     ``where[g]`` lists the positions in ``ablations`` that ablation stands for (identical ablations run once).
     While a chunk is yielded, every hook on the model has just seen that chunk's END forward (a caller's own
     :class:`~arithmech.core.trace.TraceDict` around the loop reads it there)."""
-    batch_size, positions = forwards.batch_size, forwards.positions   # checked when the Forwards was made
+    batch_size, positions = forwards.batch_size, forwards.positions  # checked when the Forwards was made
     max_rows, max_tokens = forwards.max_rows, forwards.max_tokens
     arch, L = arch_for(model), model.config.num_hidden_layers
     H = model.config.num_attention_heads
-    unique = list(dict.fromkeys(ablations))                          # identical ablations run once
+    unique = list(dict.fromkeys(ablations))  # identical ablations run once
     A = len(unique)
     hmask = torch.zeros(A, L, H, dtype=torch.bool)
     mmask = torch.zeros(A, L, dtype=torch.bool)
     for a, ab in enumerate(unique):
-        for (l, h) in ab.heads:
+        for l, h in ab.heads:
             hmask[a, l, h] = True
         for l in ab.mlps:
             mmask[a, l] = True
@@ -241,13 +259,13 @@ def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] 
         slots.setdefault(unique.index(ab), []).append(j)
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
-    st: dict = {"G": 1}                                              # G: ablations per prompt in this forward
+    st: dict = {"G": 1}  # G: ablations per prompt in this forward
 
-    def edit_z(x, name):                                             # x: (rows, seq', H*dh); mask (rows, H)
+    def edit_z(x, name):  # x: (rows, seq', H*dh); mask (rows, H)
         l = zs[name]
         return MeanAblation(st["h"][:, l], st["z"][:, l], positions, repeat=st["G"])(x)
 
-    def edit_m(y, name):                                             # y: (rows, seq', d); mask (rows, 1)
+    def edit_m(y, name):  # y: (rows, seq', d); mask (rows, 1)
         l = ms[name]
         return MeanAblation(st["m"][:, l, None], st["mlp"][:, l], positions, repeat=st["G"])(y)
 
@@ -255,18 +273,20 @@ def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] 
     batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, prompts, batch_size)]
     # the clean prefix before END (few-shot examples shared by a batch run once), before any hook is set
     shared = SharedPrefix(model, [ids[:, :-1] for _, ids in batches if ids.shape[1] > 1] if positions == "end" else [])
-    with TraceDict(model, zs, retain_output=False, edit_input=edit_z), \
-            TraceDict(model, ms, retain_output=False, edit_output=edit_m):
+    with (
+        TraceDict(model, zs, retain_output=False, edit_input=edit_z),
+        TraceDict(model, ms, retain_output=False, edit_output=edit_m),
+    ):
         for idx, ids in batches:
             b, seq = ids.shape
             end = positions == "end" and seq > 1
             look = []
-            for i in idx:                                              # END only: keep one position per prompt
+            for i in idx:  # END only: keep one position per prompt
                 z, m = means.lookup(None if keys is None else keys[i], seq)
                 look.append((z[:, -1:].clone(), m[:, -1:].clone()) if end else (z, m))
-            st["z"] = torch.stack([z for z, _ in look])                # (b, L, seq or 1, H*dh)
-            st["mlp"] = torch.stack([m for _, m in look])              # (b, L, seq or 1, d)
-            look, prefix = [], None                                    # the lookups freed before the forwards
+            st["z"] = torch.stack([z for z, _ in look])  # (b, L, seq or 1, H*dh)
+            st["mlp"] = torch.stack([m for _, m in look])  # (b, L, seq or 1, d)
+            look, prefix = [], None  # the lookups freed before the forwards
             if end:
                 st["h"], st["m"] = torch.zeros(b, L, H, dtype=torch.bool), torch.zeros(b, L, dtype=torch.bool)
                 prefix = shared.forward(ids[:, :-1], logits_to_keep=1, use_cache=True).cache  # clean
@@ -275,23 +295,40 @@ def ablated_logits(model, tok, prompts: Sequence[str], keys: Sequence[Hashable] 
             for a0 in range(0, A, G):
                 a1 = min(A, a0 + G)
                 st["G"] = a1 - a0
-                st["h"] = hmask[a0:a1].repeat(b, 1, 1)                  # row i*G + a: ablation a0 + a
+                st["h"] = hmask[a0:a1].repeat(b, 1, 1)  # row i*G + a: ablation a0 + a
                 st["m"] = mmask[a0:a1].repeat(b, 1)
                 if prefix is None:
-                    logits = model(ids.repeat_interleave(a1 - a0, 0).to(dev), logits_to_keep=1,
-                                   use_cache=False).logits[:, -1].float()
+                    logits = (
+                        model(ids.repeat_interleave(a1 - a0, 0).to(dev), logits_to_keep=1, use_cache=False)
+                        .logits[:, -1]
+                        .float()
+                    )
                 else:
                     # a generator: each layer's repeat is copied into the cache and freed at once
-                    cache = DynamicCache(((c.keys.repeat_interleave(a1 - a0, 0), c.values.repeat_interleave(a1 - a0, 0))
-                                          for c in prefix.layers), config=model.config)
-                    logits = model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), cache=cache,
-                                   use_cache=True).logits[:, -1].float()
+                    cache = DynamicCache(
+                        (
+                            (c.keys.repeat_interleave(a1 - a0, 0), c.values.repeat_interleave(a1 - a0, 0))
+                            for c in prefix.layers
+                        ),
+                        config=model.config,
+                    )
+                    logits = (
+                        model(ids[:, -1:].repeat_interleave(a1 - a0, 0).to(dev), cache=cache, use_cache=True)
+                        .logits[:, -1]
+                        .float()
+                    )
                 yield {a - a0: slots[a] for a in range(a0, a1)}, idx, logits
-                logits = cache = None                 # freed before the next chunk builds its own
+                logits = cache = None  # freed before the next chunk builds its own
 
 
-def correct(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation],
-            forwards: Forwards = Forwards()) -> torch.Tensor:
+def correct(
+    model,
+    tok,
+    samples: Sequence[Sample],
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    forwards: Forwards = Forwards(),
+) -> torch.Tensor:
     """``(A, n)`` whether the top-1 token at END is the answer token under each ablation.
 
     ``means``: a :class:`Means` or a :class:`~arithmech.methods.knockout_means.PoolMeans`; ``forwards``:
@@ -301,8 +338,14 @@ def correct(model, tok, samples: Sequence[Sample], means: MeanSource, ablations:
     return ids[..., 0] == answer_ids(tok, samples)
 
 
-def accuracy(model, tok, samples: Sequence[Sample], means: MeanSource, ablations: Sequence[Ablation],
-             forwards: Forwards = Forwards()) -> torch.Tensor:
+def accuracy(
+    model,
+    tok,
+    samples: Sequence[Sample],
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    forwards: Forwards = Forwards(),
+) -> torch.Tensor:
     """``(A,)`` top-1 accuracy on ``samples`` (answer token {C}) under each ablation."""
     return correct(model, tok, samples, means, ablations, forwards).float().mean(-1)
 
@@ -312,79 +355,3 @@ def mean_sources(tok, samples: Sequence[Sample], means: MeanSource) -> str:
     keys = [None if means.is_pooled else means.key(s) for s in samples]
     got = Counter(means.source(k, len(tok(s.clean)["input_ids"])) for k, s in zip(keys, samples))
     return "; ".join(f"{k} {v}" for k, v in sorted(got.items()))
-
-
-def with_interval(row: dict, k: int, n: int) -> dict:
-    """``row`` with ``accuracy = k / n``, ``correct``, ``n`` and the Wilson 95% ``ci_low``, ``ci_high``."""
-    lo, hi = wilson_interval(k, n)
-    return {**row, "accuracy": k / n, "correct": k, "n": n, "ci_low": lo, "ci_high": hi}
-
-
-def random_orders(universe: Sequence, exclude: Sequence, n_random: int, seed: int) -> list[list]:
-    """``n_random`` seeded orders of the components of ``universe`` that are not in ``exclude``."""
-    norm = lambda x: tuple(x) if isinstance(x, (list, tuple)) else x
-    ex = {norm(x) for x in exclude}
-    pool = [u for u in universe if norm(u) not in ex]
-    out = []
-    for s in range(n_random):
-        perm = list(pool)
-        random.Random(seed * 1000 + s).shuffle(perm)
-        out.append(perm)
-    return out
-
-
-def random_draw(order: Sequence, k: int, avoid: Sequence = ()) -> list:
-    """The first ``k`` components of a random ``order`` that are not in ``avoid`` (``[]`` when fewer remain than
-    ``k``). A uniform random order filtered by ``avoid`` is a uniform order of what remains, so this is a uniform
-    draw of ``k`` components outside ``avoid``; one order per seed makes the draws at successive ``k`` share
-    their components (less noise between neighbouring points of the band)."""
-    norm = lambda x: tuple(x) if isinstance(x, (list, tuple)) else x
-    out = {norm(x) for x in avoid}
-    kept = [c for c in order if norm(c) not in out]
-    return kept[:k] if len(kept) >= k else []
-
-
-def knockout_curve(model, tok, samples: Sequence[Sample], means: MeanSource, curve: Curve, n_random: int,
-                   seed: int, forwards: Forwards = Forwards()) -> pd.DataFrame:
-    """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``curve.ks``),
-    and ``k`` random ones (each ``k`` in ``curve.random_ks``, default ``curve.ks``) drawn from ``curve.universe``
-    minus ``curve.exclude`` (the key components: a random draw never holds one), ``n_random`` orders seeded by
-    ``seed`` (:class:`~arithmech.methods.knockout_settings.Curve`); ``forwards``: :func:`knockout_topk`'s batching
-    and positions.
-
-    ``curve.exclude_top``: the draw at ``k`` also leaves out the top ``k`` by effect rank — the components the
-    effect-rank point it is compared with knocks out — so it is "``k`` components outside the top ``k`` and the
-    key ones" at every ``k``. A ``k`` for which fewer than ``k`` components remain outside them (about
-    ``k`` > half the universe) gets no random row.
-
-    Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high`` (``seed = -1`` for effect rank;
-    Wilson 95% intervals over the ``n`` prompts).
-    """
-    kind, ranking, ks, random_ks = curve.kind, curve.ranking, curve.ks, curve.random_ks
-    make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
-    abls, rows = [], []
-    def add(order: str, s: int, k: int, comps: Sequence) -> None:
-        abls.append(make(list(comps)))
-        rows.append({"kind": kind, "order": order, "seed": s, "k": k})
-    for k in ks:
-        if k <= len(ranking):
-            add("effect-rank", -1, k, ranking[:k])
-    rand = random_orders(curve.universe, curve.exclude, n_random, seed)
-    draws = {k: [random_draw(perm, k, ranking[:k] if curve.exclude_top else ()) for perm in rand]
-             for k in (ks if random_ks is None else random_ks)}
-    drawable = [k for k, ds in draws.items() if rand and all(len(d) == k for d in ds)]
-    for s in range(len(rand)):                          # seed-major, as knockout.csv has always been written
-        for k in drawable:
-            add("random-rank", s, k, draws[k][s])
-    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1)
-    return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
-
-
-def default_ks(total: int) -> list[int]:
-    """0, 1, …, 8, then roughly doubling steps up to ``total``."""
-    ks = list(range(0, min(total, 8) + 1))
-    k = 12
-    while k < total:
-        ks.append(k)
-        k = int(k * 1.5)
-    return sorted(set(ks + [total]))

@@ -24,6 +24,7 @@ Shapes: a group's sums are ``(folds, L, seq, H*dh)`` (head outputs, the o_proj i
 ``(folds, L, seq, d)`` (MLP outputs); a family's are right-aligned ``(folds, L, max_len, ·)`` with
 counts ``(folds, max_len)``.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -37,7 +38,7 @@ from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods.knockout import activations
 
-ALL = "*"                              # the family key of "every family"
+ALL = "*"  # the family key of "every family"
 
 
 def fold(a: int, b: int, folds: int) -> int:
@@ -70,38 +71,43 @@ class PoolMeans:
 
     folds: int
     min_group: int
-    group: dict = field(default_factory=dict)     # (template, seq) -> [z (F, L, seq, ·), m, n (F,)]
-    usable: set | None = None                     # the groups prune() would keep, when known before adding
-    family: dict = field(default_factory=dict)    # family -> [z (F, L, T, ·), m, n (F, T)] right-aligned
-    sizes: dict = field(default_factory=dict)     # family -> pool prompts drawn
-    digest: str | None = None                     # the cache key (arithmech.methods.pool_cache), once known
-    is_pooled = False                             # a prompt's means depend on its key (MeanSource)
+    group: dict = field(default_factory=dict)  # (template, seq) -> [z (F, L, seq, ·), m, n (F,)]
+    usable: set | None = None  # the groups prune() would keep, when known before adding
+    family: dict = field(default_factory=dict)  # family -> [z (F, L, T, ·), m, n (F, T)] right-aligned
+    sizes: dict = field(default_factory=dict)  # family -> pool prompts drawn
+    digest: str | None = None  # the cache key (arithmech.methods.pool_cache), once known
+    is_pooled = False  # a prompt's means depend on its key (MeanSource)
 
     # -------------------------------------------------------------------------------- building
     def add(self, key: tuple, z: torch.Tensor, m: torch.Tensor) -> None:
         """Add one pool prompt (``key`` = :func:`pool_key`; ``z (L, seq, H*dh)``, ``m (L, seq, d)``)."""
         template, fam, a, b = key
         f, seq = fold(a, b, self.folds), z.shape[1]
-        if self.usable is None or (template, seq) in self.usable:       # else no prompt can use the group
-            g = self.group.setdefault((template, seq), [torch.zeros(self.folds, *z.shape),
-                                                        torch.zeros(self.folds, *m.shape), torch.zeros(self.folds)])
+        if self.usable is None or (template, seq) in self.usable:  # else no prompt can use the group
+            g = self.group.setdefault(
+                (template, seq),
+                [torch.zeros(self.folds, *z.shape), torch.zeros(self.folds, *m.shape), torch.zeros(self.folds)],
+            )
             g[0][f] += z
             g[1][f] += m
             g[2][f] += 1
         for name in (fam, ALL):
             e = self.family.get(name)
-            if e is None or e[0].shape[2] < seq:                   # grow the right-aligned window
+            if e is None or e[0].shape[2] < seq:  # grow the right-aligned window
                 T = max(seq, 0 if e is None else e[0].shape[2])
-                new = [torch.zeros(self.folds, z.shape[0], T, z.shape[2]), torch.zeros(self.folds, m.shape[0], T, m.shape[2]),
-                       torch.zeros(self.folds, T)]
+                new = [
+                    torch.zeros(self.folds, z.shape[0], T, z.shape[2]),
+                    torch.zeros(self.folds, m.shape[0], T, m.shape[2]),
+                    torch.zeros(self.folds, T),
+                ]
                 if e is not None:
                     t0 = e[0].shape[2]
-                    new[0][:, :, T - t0:], new[1][:, :, T - t0:], new[2][:, T - t0:] = e
+                    new[0][:, :, T - t0 :], new[1][:, :, T - t0 :], new[2][:, T - t0 :] = e
                 self.family[name] = e = new
             T = e[0].shape[2]
-            e[0][f, :, T - seq:] += z
-            e[1][f, :, T - seq:] += m
-            e[2][f, T - seq:] += 1
+            e[0][f, :, T - seq :] += z
+            e[1][f, :, T - seq :] += m
+            e[2][f, T - seq :] += 1
 
     def plan(self, keys: Sequence[tuple], lengths: Sequence[int]) -> None:
         """Know the groups before adding (``keys`` = :func:`pool_key` and token ``lengths`` of every pool
@@ -150,7 +156,7 @@ class PoolMeans:
         """``(L, seq, H*dh)``, ``(L, seq, d)`` float32 means for a prompt of length ``seq`` with
         ``key`` = :func:`pool_key` (``None``: a prompt with no family and no operands)."""
         got = self._group(key, seq)
-        if got is not None:                       # the other folds summed (no subtraction: exact)
+        if got is not None:  # the other folds summed (no subtraction: exact)
             (z, m, _), f, n = got
             keep = torch.arange(self.folds) != f
             return z[keep].sum(0) / n, m[keep].sum(0) / n
@@ -162,14 +168,14 @@ class PoolMeans:
         keep = torch.ones(self.folds, dtype=torch.bool)
         if f is not None:
             keep[f] = False
-        cnt = n[keep].sum(0)                                          # (min(seq, T),)
+        cnt = n[keep].sum(0)  # (min(seq, T),)
         if seq <= z.shape[2] and bool((cnt > 0).all()):
             return z[keep].sum(0) / cnt[None, :, None], m[keep].sum(0) / cnt[None, :, None]
         if fam != ALL:
             return self.lookup(None if k is None else (k[0], ALL, k[2], k[3]), seq)
         # longer than every pool prompt: positions the pool never reaches get the mean over all its positions
         zs, ms, c = z[keep].sum(0), m[keep].sum(0), cnt.clamp(min=1)[None, :, None]
-        fill_z, fill_m = zs.sum(1) / cnt.sum(), ms.sum(1) / cnt.sum()               # (L, ·)
+        fill_z, fill_m = zs.sum(1) / cnt.sum(), ms.sum(1) / cnt.sum()  # (L, ·)
         out_z, out_m = fill_z[:, None].repeat(1, seq, 1), fill_m[:, None].repeat(1, seq, 1)
         have = torch.cat([torch.zeros(seq - len(cnt), dtype=torch.bool), cnt > 0])
         out_z[:, have], out_m[:, have] = (zs / c)[:, cnt > 0], (ms / c)[:, cnt > 0]
@@ -178,8 +184,10 @@ class PoolMeans:
     def describe(self) -> str:
         """One line for the results: pool sizes, folds and the fallback rule."""
         sizes = ", ".join(f"{k} {v}" for k, v in sorted(self.sizes.items()))
-        return (f"reference pool ({sizes} X_c), leave-one-fold-out over operand pairs ({self.folds} folds), "
-                f"template x length x position, family mean at the same position from END below {self.min_group}")
+        return (
+            f"reference pool ({sizes} X_c), leave-one-fold-out over operand pairs ({self.folds} folds), "
+            f"template x length x position, family mean at the same position from END below {self.min_group}"
+        )
 
 
 def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, *, draw: Draw) -> dict:
@@ -193,19 +201,22 @@ def pool_prompts(tok, templates: Sequence, pool_size: int = 512, seed: int = 0, 
     for t in templates:
         if t.id not in [u.id for u in by_family.get(t.family, [])]:
             by_family.setdefault(t.family, []).append(t)
-    return {fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), draw=draw)[0]
-            for fam in sorted(by_family)}
+    return {
+        fam: pairs.make_pairs(tok, by_family[fam], n=pool_size, seed=pool_seed(seed, fam), draw=draw)[0]
+        for fam in sorted(by_family)
+    }
 
 
-def build_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32,
-               batch_size: int = BATCH_SIZE) -> PoolMeans:
+def build_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32, batch_size: int = BATCH_SIZE) -> PoolMeans:
     """The reference pool's means over ``pools`` (family → its pairs, :func:`pool_prompts`: ``pool_size`` X_c per
     family from :func:`pool_seed`'s stream, drawn with the evaluated prompts' draw, so their positions line up),
     summed per ``folds`` operand-pair folds; a (template, length) group of fewer than ``min_group`` X_c falls back to
     its family's mean."""
     if folds < 2 or min_group < 1:
-        raise ValueError(f"folds={folds}, min_group={min_group}: need folds >= 2 (a prompt's own fold is left out) "
-                         "and min_group >= 1")
+        raise ValueError(
+            f"folds={folds}, min_group={min_group}: need folds >= 2 (a prompt's own fold is left out) "
+            "and min_group >= 1"
+        )
     pm = PoolMeans(folds, min_group)
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)

@@ -16,6 +16,7 @@ prompts ask, which bound how independent the ``n`` prompts are); ``kind`` is ``h
 :data:`SANITY`). :func:`arithmech.methods.knockout_tables.sanity_table` turns the sanity rows into the
 claim "the ablation removes the information" (holds / does not hold).
 """
+
 from __future__ import annotations
 
 import math
@@ -37,16 +38,8 @@ from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation import Forwards, MeanSource
 from arithmech.methods.effects import key_heads, ranking
-from arithmech.methods.knockout import (
-    Ablation,
-    correct,
-    default_ks,
-    group_key,
-    knockout_curve,
-    mean_activations,
-    mean_sources,
-    with_interval,
-)
+from arithmech.methods.knockout import Ablation, correct, group_key, mean_activations, mean_sources
+from arithmech.methods.knockout_curves import default_ks, knockout_curve, with_interval
 from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.knockout_settings import (  # noqa: F401
     CURVES_FOR,
@@ -59,12 +52,26 @@ from arithmech.methods.knockout_settings import (  # noqa: F401
 from arithmech.methods.pool_cache import cached_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
-FLOORS = ("majority-floor", "conditioned-floor")     # a knockout "to the floor" means to the higher of the two
-RANDOM_HEAD_KS = (8,)                   # where a task has no key head, the other position settings study the top 8
-COLUMNS = ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
-           "mean_source", "split", "n_clusters"]
-MAX_DRAW = 40                           # eval_samples draws at most MAX_DRAW * n pairs for n prompts
-LAYER_MATCHED = "layer-matched"         # the order of random head sets with the studied heads' per-layer counts
+FLOORS = ("majority-floor", "conditioned-floor")  # a knockout "to the floor" means to the higher of the two
+RANDOM_HEAD_KS = (8,)  # where a task has no key head, the other position settings study the top 8
+COLUMNS = [
+    "task",
+    "positions",
+    "kind",
+    "order",
+    "seed",
+    "k",
+    "accuracy",
+    "correct",
+    "n",
+    "ci_low",
+    "ci_high",
+    "mean_source",
+    "split",
+    "n_clusters",
+]
+MAX_DRAW = 40  # eval_samples draws at most MAX_DRAW * n pairs for n prompts
+LAYER_MATCHED = "layer-matched"  # the order of random head sets with the studied heads' per-layer counts
 
 
 class Studied(NamedTuple):
@@ -95,8 +102,9 @@ class Ranked:
         return Studied(*ranking(self.effects, task), key_heads(self.effects, task, self.threshold))
 
 
-def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sample],
-                 prompts: Prompts) -> list[pairs.Sample]:
+def eval_samples(
+    model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], prompts: Prompts
+) -> list[pairs.Sample]:
     """The knockout's prompts (``prompts``: :class:`~arithmech.methods.knockout_settings.Prompts`, how many, the
     seed, the draw, the split, the batches). ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
     problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
@@ -113,22 +121,23 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     ...                                                  batch_size=64))     # up to 256 distinct Samples
     """
     n, seed, draw, heldout, batch_size = prompts.n, prompts.seed, prompts.draw, prompts.heldout, prompts.batch_size
-    out = [] if heldout else list({s.clean: s for s in base}.values())[:n]   # distinct: a repeat is not more evidence
-    tried = {s.clean for s in base}                               # every prompt filtered or kept so far
+    out = [] if heldout else list({s.clean: s for s in base}.values())[:n]  # distinct: a repeat is not more evidence
+    tried = {s.clean for s in base}  # every prompt filtered or kept so far
     ranked = {splits.cluster(s) for s in base} if heldout else set()
     drawn = kept = r = 0
     while templates and len(out) < n and drawn < MAX_DRAW * n:
         missing = n - len(out)
         want = 2 * missing if drawn == 0 else math.ceil(1.25 * missing * drawn / max(kept, 1))
         want = min(want, MAX_DRAW * n - drawn)
-        more, _ = pairs.make_pairs(tok, templates, n=want,
-                               seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), draw=draw)
+        more, _ = pairs.make_pairs(
+            tok, templates, n=want, seed=zlib.crc32(f"knockout-prompts:{seed}:{r}".encode()), draw=draw
+        )
         if not more:
             break
         drawn, r = drawn + len(more), r + 1
         fresh = list({s.clean: s for s in more if s.clean not in tried}.values())
         tried |= {s.clean for s in fresh}
-        if heldout:                 # the evaluation side, and never a problem of ``base`` (however it was split)
+        if heldout:  # the evaluation side, and never a problem of ``base`` (however it was split)
             fresh = [s for s in fresh if splits.side(splits.cluster(s)) == "eval" and splits.cluster(s) not in ranked]
         ok = filter_correct(model, tok, fresh, batch_size)[0] if fresh else []
         ok = [s for s, e in zip(ok, greedy_exact(model, tok, [(s.bare, s.target) for s in ok], batch_size)) if e]
@@ -139,12 +148,14 @@ def eval_samples(model, tok, templates: Sequence | None, base: Sequence[pairs.Sa
     return out
 
 
-def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = BATCH_SIZE,
-              *, draw: Draw):
+def task_pool(model, tok, templates: Sequence, pool_size: int, seed: int, batch_size: int = BATCH_SIZE, *, draw: Draw):
     """The reference pool of ``templates``' families, or (no template known) ``None``."""
     tpls = [t for t in templates if getattr(t, "family", None)]
-    return cached_pool(model, tok, pool_prompts(tok, tpls, pool_size, seed, draw=draw), batch_size=batch_size) \
-        if tpls else None
+    return (
+        cached_pool(model, tok, pool_prompts(tok, tpls, pool_size, seed, draw=draw), batch_size=batch_size)
+        if tpls
+        else None
+    )
 
 
 def sample_templates(samples: Sequence[pairs.Sample]) -> list:
@@ -168,15 +179,22 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     floor = Counter(gold.tolist()).most_common(1)[0][1]
     src = mean_sources(tok, samples, means)
     n = len(samples)
-    rows = [("nothing-out", 0, ok[0], src), ("all-heads-out", L * H, ok[1], src), ("all-mlps-out", L, ok[2], src),
-            ("x_c", 0, xc, "none"), ("majority-floor", 0, floor, "none"),
-            ("conditioned-floor", 0, round(max(problem_floor(samples)["table"]["prompts"].values()) * n), "none")]
-    return [with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n)
-            for o, k, c, s in rows]
+    rows = [
+        ("nothing-out", 0, ok[0], src),
+        ("all-heads-out", L * H, ok[1], src),
+        ("all-mlps-out", L, ok[2], src),
+        ("x_c", 0, xc, "none"),
+        ("majority-floor", 0, floor, "none"),
+        ("conditioned-floor", 0, round(max(problem_floor(samples)["table"]["prompts"].values()) * n), "none"),
+    ]
+    return [
+        with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n) for o, k, c, s in rows
+    ]
 
 
-def layer_matched_draws(chosen: Sequence, universe: Sequence, exclude: Sequence, n_random: int,
-                        seed: int) -> list[list]:
+def layer_matched_draws(
+    chosen: Sequence, universe: Sequence, exclude: Sequence, n_random: int, seed: int
+) -> list[list]:
     """``n_random`` random head sets with as many heads in each layer as ``chosen`` has, drawn from ``universe``
     minus ``chosen`` and ``exclude`` (the key heads), each sorted; ``[]`` where some layer has too few heads left.
     Seeded by ``seed`` and ``chosen``."""
@@ -189,8 +207,9 @@ def layer_matched_draws(chosen: Sequence, universe: Sequence, exclude: Sequence,
     return [sorted(c for l, n in sorted(need.items()) for c in rng.sample(pool[l], n)) for _ in range(n_random)]
 
 
-def layer_matched_rows(model, tok, samples, means: MeanSource, curve: Curve, n_random: int, seed: int,
-                       forwards: Forwards) -> pd.DataFrame:
+def layer_matched_rows(
+    model, tok, samples, means: MeanSource, curve: Curve, n_random: int, seed: int, forwards: Forwards
+) -> pd.DataFrame:
     """Knockout rows (order :data:`LAYER_MATCHED`, ``seed`` = the draw) of :func:`layer_matched_draws` matched to
     the top ``k`` of ``curve.ranking`` for each ``k`` in ``curve.ks``, drawn from ``curve.universe`` outside them and
     ``curve.exclude`` — the random control whose heads sit in the same layers as the ones compared with it (the
@@ -208,8 +227,16 @@ def layer_matched_rows(model, tok, samples, means: MeanSource, curve: Curve, n_r
     return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
 
 
-def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, task: str, studied: Studied,
-                  full: bool, settings: KnockoutSettings) -> pd.DataFrame:
+def task_knockout(
+    model,
+    tok,
+    samples: Sequence[pairs.Sample],
+    means: MeanSource,
+    task: str,
+    studied: Studied,
+    full: bool,
+    settings: KnockoutSettings,
+) -> pd.DataFrame:
     """One task's knockout rows (:data:`COLUMNS` but ``split`` and ``n_clusters``, which :func:`knockout_tasks` adds)
     at each of ``settings.position_settings``, knocking out on ``samples`` (the task's knockout prompts).
 
@@ -236,7 +263,7 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
     key_m = [m["layer"] for m in key.get("mlps", [])]
     universe = [(l, h) for l in range(L) for h in range(H)]
-    chosen = key_h or heads[:RANDOM_HEAD_KS[0]]                   # the studied heads at the other settings
+    chosen = key_h or heads[: RANDOM_HEAD_KS[0]]  # the studied heads at the other settings
     src = mean_sources(tok, samples, means)
     frames = []
     for i, pos in enumerate(settings.position_settings):
@@ -244,26 +271,41 @@ def task_knockout(model, tok, samples: Sequence[pairs.Sample], means: MeanSource
         if full and i == 0:
             hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
             mk = default_ks(L)
-            plan = [Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
-                    Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True)]
+            plan = [
+                Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
+                Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True),
+            ]
         elif full:
             plan = [Curve("head", chosen, universe, chosen, [len(chosen)], [len(chosen)], False)]
         else:
             plan = [Curve("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
         for curve in plan:
-            frames.append(knockout_curve(model, tok, samples, means, curve, n_random=settings.n_random,
-                                         seed=settings.seed, forwards=forwards).assign(positions=pos, mean_source=src))
-        if full and i == 0:         # layer-matched random heads at the key heads' k and the claims' k (issue #41)
+            frames.append(
+                knockout_curve(
+                    model, tok, samples, means, curve, n_random=settings.n_random, seed=settings.seed, forwards=forwards
+                ).assign(positions=pos, mean_source=src)
+            )
+        if full and i == 0:  # layer-matched random heads at the key heads' k and the claims' k (issue #41)
             lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks or ()))
-            frames.append(layer_matched_rows(model, tok, samples, means, replace(plan[0], ks=lk),
-                                             n_random=settings.n_random, seed=settings.seed, forwards=forwards).assign(
-                positions=pos, mean_source=src))
+            frames.append(
+                layer_matched_rows(
+                    model,
+                    tok,
+                    samples,
+                    means,
+                    replace(plan[0], ks=lk),
+                    n_random=settings.n_random,
+                    seed=settings.seed,
+                    forwards=forwards,
+                ).assign(positions=pos, mean_source=src)
+            )
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, forwards)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 
 
-def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: KnockoutSettings, draw: Draw,
-                   ck=None, bar=None):
+def knockout_tasks(
+    model, tok, ranked: Ranked, means: MeanSource, settings: KnockoutSettings, draw: Draw, ck=None, bar=None
+):
     """Identify's knockout step: ``(knockout frame, prompts per task)``.
 
     ``ranked`` (:class:`Ranked`): each task's X_r, its templates, the effects that rank its components and its
@@ -285,13 +327,14 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
     knockout_samples, batch_size = settings.samples, settings.batch_size
     held = {t: settings.split == "held-out" and templates.get(t) is not None for t in samples}
     evals = {}
-    for t, ss in samples.items():       # each task's prompts checkpointed too: drawing held-out X_r is slow
+    for t, ss in samples.items():  # each task's prompts checkpointed too: drawing held-out X_r is slow
         got = ck.load(f"knockout-prompts-{t}") if ck is not None else None
         if got is not None:
             evals[t] = [pairs.Sample.from_json(x) for x in got]
             continue
-        evals[t] = eval_samples(model, tok, templates.get(t), ss,
-                                Prompts(knockout_samples, settings.seed, draw, held[t], batch_size))
+        evals[t] = eval_samples(
+            model, tok, templates.get(t), ss, Prompts(knockout_samples, settings.seed, draw, held[t], batch_size)
+        )
         if ck is not None:
             ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
     held["all"] = all(held[t] for t in (samples if pooled is None else pooled))
@@ -299,9 +342,13 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
         evals["all"] = pairs.interleave([evals[t] for t in (samples if pooled is None else pooled)])[:knockout_samples]
     frames = []
     for j, task in enumerate(evals):
-        if not evals[task]:         # no prompt to knock out on (a weak model, a small split): no rows, said once
-            print(f"identify: {task}: no knockout prompt ({'held-out' if held[task] else 'in-sample'}, up to "
-                  f"{knockout_samples} wanted), so its knockout has no rows", file=sys.stderr, flush=True)
+        if not evals[task]:  # no prompt to knock out on (a weak model, a small split): no rows, said once
+            print(
+                f"identify: {task}: no knockout prompt ({'held-out' if held[task] else 'in-sample'}, up to "
+                f"{knockout_samples} wanted), so its knockout has no rows",
+                file=sys.stderr,
+                flush=True,
+            )
             if bar is not None:
                 bar.advance(note=f"knockout {task}: no prompt")
             continue
@@ -310,8 +357,11 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
             frames.append(obj_to_frame(got["frame"]))
         else:
             full = task == ranked.primary or settings.curves_for == "each"
-            frames.append(task_knockout(model, tok, evals[task], means, task, ranked.studied(task), full, settings).assign(
-                split="held-out" if held[task] else "in-sample", n_clusters=splits.n_problems(evals[task])))
+            frames.append(
+                task_knockout(model, tok, evals[task], means, task, ranked.studied(task), full, settings).assign(
+                    split="held-out" if held[task] else "in-sample", n_clusters=splits.n_problems(evals[task])
+                )
+            )
             if ck is not None:
                 ck.save(f"knockout-{j}", {"task": task, "frame": frame_to_obj(frames[-1])})
         if bar is not None:
@@ -319,8 +369,17 @@ def knockout_tasks(model, tok, ranked: Ranked, means: MeanSource, settings: Knoc
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)), evals
 
 
-def prepare_means(model, tok, samples: dict, templates: Sequence, pool_size: int, seed: int,
-                  batch_size: int = BATCH_SIZE, *, draw: Draw) -> MeanSource:
+def prepare_means(
+    model,
+    tok,
+    samples: dict,
+    templates: Sequence,
+    pool_size: int,
+    seed: int,
+    batch_size: int = BATCH_SIZE,
+    *,
+    draw: Draw,
+) -> MeanSource:
     """The reference pool over every family of ``templates`` (the tasks' and the held-out family's);
     without any registered template (user samples), the samples' own X_c means (recorded as such)."""
     pool = task_pool(model, tok, templates, pool_size, seed, batch_size, draw=draw)

@@ -3,6 +3,7 @@ config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and ch
 what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.knockout.knockout_curve`
 takes it; and which prompts a knockout draws (:class:`Prompts`), as
 :func:`arithmech.methods.knockout_run.eval_samples` takes them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +12,8 @@ from typing import Sequence
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
 from arithmech.data.draw import Draw
 
-SPLITS = ("held-out", "in-sample")      # identify's knockout_split: test on problems never ranked on, or on the X_r
-CURVES_FOR = ("primary", "each")        # full curves for the primary task only, or for every task
+SPLITS = ("held-out", "in-sample")  # identify's knockout_split: test on problems never ranked on, or on the X_r
+CURVES_FOR = ("primary", "each")  # full curves for the primary task only, or for every task
 
 
 def split_positions(knockout_positions: str) -> list[str]:

@@ -5,6 +5,7 @@ and the sanity rows that say whether the ablation removes anything.
 <arithmech.methods.knockout_run.COLUMNS>`), or an :class:`arithmech.steps.identify.IdentifyResult`'s
 ``knockout``; :func:`positions_table` re-runs only the position setting the run does not have.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -13,9 +14,14 @@ from arithmech.core.stats import wilson_interval
 from arithmech.methods.ablation import POSITIONS
 from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED, KnockoutSettings, Studied, task_knockout
 
-SANITY_COLUMNS = {"nothing-out": "nothing out", "all-heads-out": "all heads out", "all-mlps-out": "all MLPs out",
-                  "x_c": "X_c prompt (X_r answer)", "majority-floor": "majority floor",
-                  "conditioned-floor": "conditioned floor"}
+SANITY_COLUMNS = {
+    "nothing-out": "nothing out",
+    "all-heads-out": "all heads out",
+    "all-mlps-out": "all MLPs out",
+    "x_c": "X_c prompt (X_r answer)",
+    "majority-floor": "majority floor",
+    "conditioned-floor": "conditioned floor",
+}
 
 
 def _frame(res_or_frame) -> pd.DataFrame:
@@ -31,13 +37,21 @@ def key_vs_random(d: pd.DataFrame) -> dict:
     rnd = d[d.order == "random-rank"].accuracy
     q = rnd.quantile([0.05, 0.95]).tolist() if len(rnd) else [float("nan")] * 2
     lm = d[d.order == LAYER_MATCHED].accuracy
-    return {"key_heads": int(key.k), "accuracy_key_heads_out": float(key.accuracy),
-            "ci_low": float(key.ci_low), "ci_high": float(key.ci_high),
-            "accuracy_random_out_mean": float(rnd.mean()), "accuracy_random_out_std": float(rnd.std(ddof=0)),
-            "accuracy_random_out_q05": q[0], "accuracy_random_out_q95": q[1], "random_orders": int(len(rnd)),
-            "accuracy_layer_matched_mean": float(lm.mean()) if len(lm) else float("nan"),
-            "accuracy_layer_matched_q05": float(lm.quantile(0.05)) if len(lm) else float("nan"),
-            "layer_matched_orders": int(len(lm)), "n": int(key.n)}
+    return {
+        "key_heads": int(key.k),
+        "accuracy_key_heads_out": float(key.accuracy),
+        "ci_low": float(key.ci_low),
+        "ci_high": float(key.ci_high),
+        "accuracy_random_out_mean": float(rnd.mean()),
+        "accuracy_random_out_std": float(rnd.std(ddof=0)),
+        "accuracy_random_out_q05": q[0],
+        "accuracy_random_out_q95": q[1],
+        "random_orders": int(len(rnd)),
+        "accuracy_layer_matched_mean": float(lm.mean()) if len(lm) else float("nan"),
+        "accuracy_layer_matched_q05": float(lm.quantile(0.05)) if len(lm) else float("nan"),
+        "layer_matched_orders": int(len(lm)),
+        "n": int(key.n),
+    }
 
 
 def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
@@ -58,7 +72,7 @@ def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
 
 
 def floor_of(by: pd.DataFrame) -> float:
-    """"The floor" of one task's sanity rows (indexed by ``order``): the higher of the majority floor and the
+    """ "The floor" of one task's sanity rows (indexed by ``order``): the higher of the majority floor and the
     conditioned floor (:data:`~arithmech.methods.knockout_run.FLOORS`; a file without the latter: the former)."""
     return max(float(by.loc[o, "accuracy"]) for o in FLOORS if o in by.index)
 
@@ -109,19 +123,26 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
     if control is None and not isinstance(res, pd.DataFrame):
         control = res.key_heads.get("control")
     if chance is None:
-        chance = float("nan") if isinstance(res, pd.DataFrame) else \
-            uniform_guess([s for ss in res.tasks.values() for s in ss])
+        chance = (
+            float("nan")
+            if isinstance(res, pd.DataFrame)
+            else uniform_guess([s for ss in res.tasks.values() for s in ss])
+        )
     failed = (control or {}).get("failed", {})
     s = ko[ko.kind == "sanity"]
     rows = []
     for (task, pos), d in s.groupby(["task", "positions"], sort=False):
         by = d.drop_duplicates("order").set_index("order")
         m = by["n_clusters"].iloc[0] if "n_clusters" in by else float("nan")
-        row = {"task": task, "positions": pos, "n": int(by.n.iloc[0]),
-               "mean_source": str(by.loc["nothing-out", "mean_source"]),
-               "intervals": f"Wilson over {int(m)} problem clusters" if m == m else "Wilson over prompts"}
+        row = {
+            "task": task,
+            "positions": pos,
+            "n": int(by.n.iloc[0]),
+            "mean_source": str(by.loc["nothing-out", "mean_source"]),
+            "intervals": f"Wilson over {int(m)} problem clusters" if m == m else "Wilson over prompts",
+        }
         for o, name in SANITY_COLUMNS.items():
-            got = o in by.index                      # conditioned-floor: absent from files made before it
+            got = o in by.index  # conditioned-floor: absent from files made before it
             row[name] = float(by.loc[o, "accuracy"]) if got else float("nan")
             row[f"{name} ci"] = row_interval(by.loc[o]) if got else (float("nan"),) * 2
         row["floor"], row["floor ci"], row["uniform guess"] = floor_of(by), floor_interval(by), chance
@@ -145,8 +166,11 @@ def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
     pct = lambda v, ci: f"{v:.0%} [{ci[0]:.0%}, {ci[1]:.0%}]" if v == v else "not measured"
     out = []
     for _, r in table.iterrows():
-        row = {"task": r["task"], "positions": "END" if r["positions"] == "end" else "every position",
-               "prompts": int(r["n"])}
+        row = {
+            "task": r["task"],
+            "positions": "END" if r["positions"] == "end" else "every position",
+            "prompts": int(r["n"]),
+        }
         for name in ("nothing out", "all heads out", "all MLPs out", "X_c prompt (X_r answer)"):
             row[f"{name} (95% CI)"] = pct(r[name], r[f"{name} ci"])
         row["floor (95% CI)"] = pct(r["floor"], r["floor ci"]) if "floor ci" in r else f"{r['floor']:.1%}"
@@ -154,9 +178,14 @@ def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
         row["uniform guess"] = f"{g:.1%}" if g == g else "not given"
         ri = r["removes_information"]
         row["all heads out removes what they carry"] = (
-            "inconclusive (" + r["control"] + ")" if ri is None else "yes: reaches the floor" if ri else
-            "no: below a uniform guess (over-ablation)" if r.get("heads_out_below_guess") else
-            "no: above the floor's interval (too little)")
+            "inconclusive (" + r["control"] + ")"
+            if ri is None
+            else "yes: reaches the floor"
+            if ri
+            else "no: below a uniform guess (over-ablation)"
+            if r.get("heads_out_below_guess")
+            else "no: above the floor's interval (too little)"
+        )
         out.append(row)
     return pd.DataFrame(out).set_index(["task", "positions"])
 
@@ -179,16 +208,25 @@ def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
     own = own[own.task == task] if not own.empty else own
     missing = [p for p in POSITIONS if own.empty or p not in set(own.positions)]
     if missing and not res.evals.get(task):
-        raise ValueError(f"{task} has no knockout prompt to run the position settings {missing} on "
-                         "(the held-out draw found none): raise --n-samples or use --knockout-split in-sample")
+        raise ValueError(
+            f"{task} has no knockout prompt to run the position settings {missing} on "
+            "(the held-out draw found none): raise --n-samples or use --knockout-split in-sample"
+        )
     if missing:
-        kh = res.key_heads                                   # the primary task's; its heads ranked by effect
+        kh = res.key_heads  # the primary task's; its heads ranked by effect
         ranked = [(h["layer"], h["head"]) for h in kh["heads"]]
         p = res.params
-        settings = KnockoutSettings(samples=p["knockout_samples"], n_random=p["n_random"], seed=p["seed"],
-                                    ks=tuple(p["ks"]) if p["ks"] else None, curves_for=p["curves_for"],
-                                    positions="both" if len(missing) == 2 else missing[0],
-                                    split=p["knockout_split"], pool_size=p["pool_size"], batch_size=batch_size)
+        settings = KnockoutSettings(
+            samples=p["knockout_samples"],
+            n_random=p["n_random"],
+            seed=p["seed"],
+            ks=tuple(p["ks"]) if p["ks"] else None,
+            curves_for=p["curves_for"],
+            positions="both" if len(missing) == 2 else missing[0],
+            split=p["knockout_split"],
+            pool_size=p["pool_size"],
+            batch_size=batch_size,
+        )
         d = task_knockout(model, tok, res.evals[task], res.means, task, Studied(ranked, [], kh), False, settings)
         more = knockout_summary(d, res.key_heads)
         own = pd.concat([own, more[more.task == task]], ignore_index=True)

@@ -18,6 +18,7 @@ continuous piecewise-linear curve with three knots to a per-layer curve and retu
 
 The analyze step end to end is :func:`arithmech.steps.analyze.run`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,8 +42,11 @@ MLP_QUANTITIES = ("in_A", "in_B", "in_C", "diff_A", "diff_B", "diff_C", "diff_ot
 def number_tokens(tok, max_digits: int = 3) -> tuple[torch.Tensor, tuple[str, ...]]:
     """Ids and texts of every vocabulary token that is a number (``"7"``, ``"▁7"``, ``" 12"``); cached."""
     texts = tok.batch_decode([[i] for i in range(len(tok))])
-    keep = [(i, t) for i, t in enumerate(texts) if t.strip().isdigit() and t.strip().isascii()
-            and len(t.strip()) <= max_digits and i not in tok.all_special_ids]
+    keep = [
+        (i, t)
+        for i, t in enumerate(texts)
+        if t.strip().isdigit() and t.strip().isascii() and len(t.strip()) <= max_digits and i not in tok.all_special_ids
+    ]
     return torch.tensor([i for i, _ in keep]), tuple(t for _, t in keep)
 
 
@@ -52,8 +56,9 @@ def _cos(v: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def mlp_vectors(model, tok, prompts: Sequence[str], final_norm: bool = True,
-                batch_size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+def mlp_vectors(
+    model, tok, prompts: Sequence[str], final_norm: bool = True, batch_size: int = 64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(MLP_in, MLP_out − MLP_in)`` at END, each ``(n, n_layers, d_model)``, float32, on CPU.
 
     ``MLP_in`` is the input of ``post_attention_layernorm`` (raw residual, ``resid_mid`` of the
@@ -78,8 +83,9 @@ def _space(label: str) -> bool:
     return label[:1].isspace() or label[:1] in "▁Ġ"
 
 
-def mlp_projection(model, tok, samples: Sequence[pairs.Sample], final_norm: bool = True,
-                   batch_size: int = 64) -> pd.DataFrame:
+def mlp_projection(
+    model, tok, samples: Sequence[pairs.Sample], final_norm: bool = True, batch_size: int = 64
+) -> pd.DataFrame:
     """Per-layer cosines at END: mean, std and standard error over samples (Fig. 6a/b, 13, 14).
 
     Quantities: ``in_X = cos(MLP_in, W_U[X])`` and ``diff_X = cos(MLP_out − MLP_in, W_U[X])`` for
@@ -96,36 +102,49 @@ def mlp_projection(model, tok, samples: Sequence[pairs.Sample], final_norm: bool
     for s, c in zip(samples, c_ids):
         ids = tok(s.clean)["input_ids"]
         abc.append([ids[s.positions["A"][0]], ids[s.positions["B"][0]], c])
-    rows = torch.tensor(sorted(set(num_ids.tolist()) | {t for r in abc for t in r}))     # the W_U rows needed
-    Wn = torch.nn.functional.normalize(unembedding(model, rows), dim=-1)                  # (R, d) unit rows
+    rows = torch.tensor(sorted(set(num_ids.tolist()) | {t for r in abc for t in r}))  # the W_U rows needed
+    Wn = torch.nn.functional.normalize(unembedding(model, rows), dim=-1)  # (R, d) unit rows
     at = {int(t): j for j, t in enumerate(rows)}
     per = []
     for i, c in enumerate(c_ids):
         c_text = tok.decode([c])
-        others = [at[int(t)] for t, lb in zip(num_ids, num_labels)
-                  if lb.strip() != c_text.strip() and _space(lb) == _space(c_text)]
+        others = [
+            at[int(t)]
+            for t, lb in zip(num_ids, num_labels)
+            if lb.strip() != c_text.strip() and _space(lb) == _space(c_text)
+        ]
         mine = [at[t] for t in abc[i]]
-        per.append(torch.cat([vin[i] @ Wn[mine].T, vdiff[i] @ Wn[mine].T,
-                              (vdiff[i] @ Wn[others].T).mean(-1, keepdim=True)], -1))     # (L, 7)
-    x = torch.stack(per)                                                                 # (n, L, 7)
+        per.append(
+            torch.cat(
+                [vin[i] @ Wn[mine].T, vdiff[i] @ Wn[mine].T, (vdiff[i] @ Wn[others].T).mean(-1, keepdim=True)], -1
+            )
+        )  # (L, 7)
+    x = torch.stack(per)  # (n, L, 7)
     mean, std = x.mean(0), x.std(0) if len(samples) > 1 else torch.zeros_like(x[0])
     sem = std / len(samples) ** 0.5
-    return pd.DataFrame([(l, q, float(mean[l, k]), float(std[l, k]), float(sem[l, k])) for l in range(x.shape[1])
-                         for k, q in enumerate(MLP_QUANTITIES)], columns=["layer", "quantity", "value", "std", "sem"])
+    return pd.DataFrame(
+        [
+            (l, q, float(mean[l, k]), float(std[l, k]), float(sem[l, k]))
+            for l in range(x.shape[1])
+            for k, q in enumerate(MLP_QUANTITIES)
+        ],
+        columns=["layer", "quantity", "value", "std", "sem"],
+    )
 
 
-def layer_top_numbers(model, tok, prompt: str, k: int = 5, final_norm: bool = True, which: str = "diff",
-                      edit: Callable | None = None) -> pd.DataFrame:
+def layer_top_numbers(
+    model, tok, prompt: str, k: int = 5, final_norm: bool = True, which: str = "diff", edit: Callable | None = None
+) -> pd.DataFrame:
     """Fig. 6c / App. H: the ``k`` number tokens closest (cosine) to ``MLP_out − MLP_in`` (``which="diff"``)
     or to ``MLP_in`` (``"in"``) at END, per layer. Same-text tokens ("7", "▁7") count once.
 
     ``edit``: an optional context-manager factory (e.g. a knockout) active during the forward.
     Returns ``layer, rank, token, cosine``.
     """
-    with (edit() if edit else nullcontext()):
+    with edit() if edit else nullcontext():
         vin, vdiff = mlp_vectors(model, tok, [prompt], final_norm)
     num_ids, labels = number_tokens(tok)
-    cos = _cos((vdiff if which == "diff" else vin)[0], unembedding(model, num_ids))   # (L, V#)
+    cos = _cos((vdiff if which == "diff" else vin)[0], unembedding(model, num_ids))  # (L, V#)
     rows = []
     for l in range(cos.shape[0]):
         best: dict[str, float] = {}
@@ -146,18 +165,23 @@ def breakpoints(y: Sequence[float]) -> tuple[int, int, int]:
     flat-then-rising curve (Fig. 14) where it leaves the plateau, where the slope changes, and
     where it stops changing. Needs at least 5 layers.
     """
-    v = np.asarray(y, dtype=float)                                   # (L,)
+    v = np.asarray(y, dtype=float)  # (L,)
     L = len(v)
     if L < 5:
         raise ValueError(f"breakpoints needs a curve over at least 5 layers, got {L}")
     x = np.arange(L) / (L - 1)
-    knots = np.array(list(itertools.combinations(range(1, L - 1), 3))) / (L - 1)          # (T, 3)
-    X = np.concatenate([np.broadcast_to(np.stack([np.ones(L), x], -1), (len(knots), L, 2)),
-                        np.maximum(x[None, :, None] - knots[:, None, :], 0)], -1)       # (T, L, 5)
+    knots = np.array(list(itertools.combinations(range(1, L - 1), 3))) / (L - 1)  # (T, 3)
+    X = np.concatenate(
+        [
+            np.broadcast_to(np.stack([np.ones(L), x], -1), (len(knots), L, 2)),
+            np.maximum(x[None, :, None] - knots[:, None, :], 0),
+        ],
+        -1,
+    )  # (T, L, 5)
     Xt = X.transpose(0, 2, 1)
-    beta = np.linalg.solve(Xt @ X, (Xt @ v)[..., None])                                  # (T, 5, 1)
-    sse = (((X @ beta)[..., 0] - v) ** 2).sum(-1)                                        # (T,)
-    best = int(np.flatnonzero(sse <= sse.min() + 1e-9 * max(1.0, float((v ** 2).sum())))[0])
+    beta = np.linalg.solve(Xt @ X, (Xt @ v)[..., None])  # (T, 5, 1)
+    sse = (((X @ beta)[..., 0] - v) ** 2).sum(-1)  # (T,)
+    best = int(np.flatnonzero(sse <= sse.min() + 1e-9 * max(1.0, float((v**2).sum())))[0])
     start, inflection, end = (int(round(k * (L - 1))) for k in knots[best])
     return start, inflection, end
 

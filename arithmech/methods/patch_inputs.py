@@ -8,6 +8,7 @@ both sides import it.
 >>> c, x = split_cache(end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans])), len(ans))
 >>> inputs = Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples])
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,7 +76,11 @@ class Inputs:
     def __post_init__(self) -> None:
         if (self.roles is None) != (self.corrupt_prompts is None):
             raise ValueError("roles and corrupt_prompts go together (both for the role positions' paths, or neither)")
-        if self.roles is not None and self.corrupt_prompts is not None and not (
-                len(self.roles) == len(self.corrupt_prompts) == len(self.prompts)):
-            raise ValueError(f"{len(self.prompts)} prompts, {len(self.corrupt_prompts)} corrupt prompts, "
-                             f"{len(self.roles)} roles")
+        if (
+            self.roles is not None
+            and self.corrupt_prompts is not None
+            and not (len(self.roles) == len(self.corrupt_prompts) == len(self.prompts))
+        ):
+            raise ValueError(
+                f"{len(self.prompts)} prompts, {len(self.corrupt_prompts)} corrupt prompts, {len(self.roles)} roles"
+            )

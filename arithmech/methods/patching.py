@@ -30,12 +30,12 @@ With ``LD = logit({C}) - logit(answer_c)``, a sender's *share* of the counterfac
 :mod:`arithmech.methods.effects`): −1 carries the whole effect, 0 none, on any model's logit scale.
 
 Shapes: ``n`` samples, ``L`` layers, ``H`` query heads, ``dh`` head size, ``d`` model width.
-Results are ``(n, L, H + 1)`` with index ``H`` = the MLP of that layer.
+Results are ``(n, L, H + 1)`` with index ``H`` = the MLP of that layer, held in a
+:class:`~arithmech.methods.patched.Patched` (:mod:`arithmech.methods.patched`, with its relative change and share).
 """
+
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
@@ -46,21 +46,27 @@ from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
 from arithmech.methods.patch_inputs import EndCache, Inputs
+from arithmech.methods.patched import Patched
 
-MAX_ROWS = 1 << 13           # fast path: rows of the running END state per chunk of samples
-MAX_LOGITS = 1 << 24         # fast path with prob=True: full-vocabulary logits held at once
-METHODS = ("fast", "reference")   # path_patch's implementations (one answer, see the module docstring)
-REL_TOL = 1e-2               # |logit_o| below this x the sample's logit scale: the relative change is unstable
+MAX_ROWS = 1 << 13  # fast path: rows of the running END state per chunk of samples
+MAX_LOGITS = 1 << 24  # fast path with prob=True: full-vocabulary logits held at once
+METHODS = ("fast", "reference")  # path_patch's implementations (one answer, see the module docstring)
 
 
 # ----------------------------------------------------------------------------------- END caches
-_SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("attn_norm", "in"),
-          "resid_mid": ("mlp_norm", "in"), "mlp_out": ("mlp", "out")}
+_SITES = {
+    "z": ("o_proj", "in"),
+    "attn_out": ("o_proj", "out"),
+    "resid_pre": ("attn_norm", "in"),
+    "resid_mid": ("mlp_norm", "in"),
+    "mlp_out": ("mlp", "out"),
+}
 
 
 @torch.no_grad()
-def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = None,
-              batch_size: int = BATCH_SIZE) -> EndCache:
+def end_cache(
+    model, tok, prompts: Sequence[str], answer: torch.Tensor | None = None, batch_size: int = BATCH_SIZE
+) -> EndCache:
     """Run ``prompts`` in equal-length batches (no padding) and keep the END activations.
 
     Each distinct prompt runs once, so equal prompts get bit-identical rows (whatever the batch
@@ -68,8 +74,10 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
     solved examples runs them once (:class:`arithmech.core.prefix.SharedPrefix`): END is read after them.
     """
     arch, L = arch_for(model), model.config.num_hidden_layers
-    site = {d: {arch.path(m, i): (key, i) for key, (m, dd) in _SITES.items() if dd == d for i in range(L)}
-            for d in ("in", "out")}
+    site = {
+        d: {arch.path(m, i): (key, i) for key, (m, dd) in _SITES.items() if dd == d for i in range(L)}
+        for d in ("in", "out")
+    }
     got: dict[str, dict[int, torch.Tensor]] = {k: {} for k in _SITES}
 
     def grab(direction: str):
@@ -77,22 +85,25 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
             key, i = site[direction][name]
             got[key][i] = (x[0] if isinstance(x, tuple) else x)[:, -1].detach().clone()
             return x
+
         return fn
 
     uniq = list(dict.fromkeys(prompts))
     where = {p: i for i, p in enumerate(uniq)}
-    inv = torch.tensor([where[p] for p in prompts])                      # row -> distinct prompt
+    inv = torch.tensor([where[p] for p in prompts])  # row -> distinct prompt
     rows_of: list[list[int]] = [[] for _ in uniq]
     for r, u in enumerate(inv.tolist()):
         rows_of[u].append(r)
     store: dict[str, list] = {}
     order = []
-    answer_logit = torch.empty(len(prompts))                              # kept only with answer ids
+    answer_logit = torch.empty(len(prompts))  # kept only with answer ids
     dev = input_device(model)
     batches = [(idx, ids.to(dev)) for idx, ids in group_by_length(tok, uniq, batch_size)]
-    shared = SharedPrefix(model, [ids for _, ids in batches])        # few-shot prefixes, run before any hook
-    with TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")), \
-            TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")):
+    shared = SharedPrefix(model, [ids for _, ids in batches])  # few-shot prefixes, run before any hook
+    with (
+        TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")),
+        TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")),
+    ):
         for idx, ids in batches:
             logits = shared.forward(ids, logits_to_keep=1, use_cache=False).logits[:, -1].float()
             order.append(torch.tensor(idx))
@@ -109,108 +120,10 @@ def end_cache(model, tok, prompts: Sequence[str], answer: torch.Tensor | None = 
         raise ValueError("no prompts to run")
     perm = torch.cat(order).argsort()
     out = {}
-    for key in list(store):                  # pop: each field's batches are freed once it is assembled
+    for key in list(store):  # pop: each field's batches are freed once it is assembled
         parts = store.pop(key)
         out[key] = torch.cat([p.to(parts[0].device) for p in parts])[perm.to(parts[0].device)][inv.to(parts[0].device)]
     return EndCache(**out, answer_logit=answer_logit if answer is not None else None)
-
-
-# ------------------------------------------------------------------------------------- results
-@dataclass
-class Patched:
-    """Answer logits of every patched run.
-
-    logit_p: ``(n, L, H+1)`` patched logit of {C} (index ``H`` = MLP of the layer);
-    logit_o: ``(n, L)`` the unpatched logit, computed the same way as ``logit_p`` (fast: the same
-    chain with a zero change; reference: the hooked model with no change), so that clean → clean
-    gives exactly 0; model_logit: ``(n,)`` the model's own clean END logit; logit_std: ``(n,)``
-    spread of the clean END logits over the vocabulary (the logit scale); lse_p / lse_o: the
-    full-vocabulary logsumexp of the same runs when the probability was asked for.
-    X_c's own answer (``None`` where not computed): counter ``(n,)`` its ids ``answer_c``; counter_p ``(n, L,
-    H+1)`` / counter_o ``(n, L)`` its logit in the runs of logit_p / logit_o; ld_r / ld_c ``(n,)``: ``LD =
-    logit({C}) - logit(answer_c)`` on X_r and X_c (:func:`counter_fields`).
-    """
-
-    logit_p: torch.Tensor
-    logit_o: torch.Tensor
-    model_logit: torch.Tensor
-    logit_std: torch.Tensor
-    lse_p: torch.Tensor | None = None
-    lse_o: torch.Tensor | None = None
-    counter: torch.Tensor | None = None
-    counter_p: torch.Tensor | None = None
-    counter_o: torch.Tensor | None = None
-    ld_r: torch.Tensor | None = None
-    ld_c: torch.Tensor | None = None
-
-    def _o(self) -> torch.Tensor:
-        return self.logit_o[..., None]
-
-    def relative_change(self, warn: bool = True, rel_tol: float = REL_TOL) -> torch.Tensor:
-        """``(n, L, H+1)``: ``(logit_p - logit_o) / logit_o`` (Algorithm 1), per sample."""
-        if warn:
-            check_logit_o(self.model_logit, self.logit_std, rel_tol)
-        return (self.logit_p - self._o()) / self._o()
-
-    def logit_diff(self) -> torch.Tensor:
-        """``(n, L, H+1)``: ``logit_p - logit_o`` (stable where logit_o is near 0)."""
-        return self.logit_p - self._o()
-
-    def prob(self) -> torch.Tensor:
-        """``(n, L, H+1)``: patched probability of {C} (needs ``prob=True`` when patching)."""
-        if self.lse_p is None:
-            raise ValueError("the probability of {C} was not computed: patch with prob=True")
-        return (self.logit_p - self.lse_p).exp()
-
-    def prob_o(self) -> torch.Tensor:
-        """``(n, L)``: unpatched probability of {C}."""
-        if self.lse_o is None:
-            raise ValueError("the probability of {C} was not computed: patch with prob=True")
-        return (self.logit_o - self.lse_o).exp()
-
-    def ld_effect(self) -> torch.Tensor:
-        """``(n, L, H+1)`` float64: ``LD(patched) - LD(X_r)``, each sender's change of the logit difference
-        (``LD(X_r)`` computed as ``logit_o``, so clean → clean gives exactly 0)."""
-        d = lambda a, c: self._need(a).double() - self._need(c).double()
-        return d(self.logit_p, self.counter_p) - d(self.logit_o, self.counter_o)[..., None]
-
-    def ld_total(self) -> torch.Tensor:
-        """``(n,)`` float64: ``LD(X_r) - LD(X_c)``, the whole counterfactual's effect on the logit difference."""
-        return self._need(self.ld_r).double() - self._need(self.ld_c).double()
-
-    def share(self) -> torch.Tensor:
-        """``(L, H+1)`` float64: ``mean(ld_effect) / mean(ld_total)`` over samples, each sender's share of the
-        counterfactual's effect (a ratio of means; negative: the sender carries that share)."""
-        return self.ld_effect().mean(0) / self.ld_total().mean()
-
-    @staticmethod
-    def _need(t: torch.Tensor | None) -> torch.Tensor:
-        if t is None:
-            raise ValueError("X_c's answer logits were not computed (made before the share was measured): re-run")
-        return t
-
-    def select(self, rows) -> "Patched":
-        """The same result restricted to some samples (``rows``: indices or a bool mask)."""
-        pick = lambda t: None if t is None else t[rows]
-        kept: dict[str, Any] = {f: pick(getattr(self, f)) for f in FIELDS}     # the optional fields stay None
-        return Patched(**kept)
-
-
-FIELDS = tuple(Patched.__dataclass_fields__)      # every tensor of a Patched, in order (checkpoints, concat)
-
-
-def check_logit_o(logit_o: torch.Tensor, scale: torch.Tensor, rel_tol: float = REL_TOL) -> int:
-    """Warn when the relative change is unstable: ``|logit_o|`` below ``rel_tol`` × the sample's
-    logit scale, or ``logit_o <= 0`` (the ratio's sign flips). Returns the number of such samples."""
-    near = logit_o.abs() < rel_tol * scale
-    neg = (logit_o <= 0) & ~near
-    bad = int((near | neg).sum())
-    if bad:
-        warnings.warn(f"relative logit change is unstable for {bad} of {logit_o.numel()} samples: "
-                      f"{int(near.sum())} have |logit_o| < {rel_tol:g} x their logit scale and {int(neg.sum())} "
-                      "have logit_o <= 0 (sign flip); prefer the logit_diff or prob metric for them",
-                      stacklevel=3)
-    return bad
 
 
 def counter_fields(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor) -> dict:
@@ -218,18 +131,28 @@ def counter_fields(model, clean: EndCache, corrupt: EndCache, answer: torch.Tens
     the model's top-1 at END of ``X_c`` (``corrupt.top1``, kept by :func:`end_cache` when given answer ids;
     else the argmax of the cached final residual's logits, ``MAX_LOGITS`` at a time); ``LD = logit(answer_r) -
     logit(answer_c)`` on ``X_r`` and ``X_c`` from each cache's final END residual (:func:`chain.final_logits`)."""
-    final = lambda c: c.resid_mid[:, -1] + c.mlp_out[:, -1]               # (n, d) END residual after the last MLP
+    final = lambda c: c.resid_mid[:, -1] + c.mlp_out[:, -1]  # (n, d) END residual after the last MLP
     rows = max(1, MAX_LOGITS // model.config.vocab_size)
-    counter = corrupt.top1.cpu() if corrupt.top1 is not None else torch.cat(
-        [chain.final_logits(model, r).argmax(-1) for r in final(corrupt).split(rows)])
+    counter = (
+        corrupt.top1.cpu()
+        if corrupt.top1 is not None
+        else torch.cat([chain.final_logits(model, r).argmax(-1) for r in final(corrupt).split(rows)])
+    )
     ld = lambda c: chain.final_logits(model, final(c), answer) - chain.final_logits(model, final(c), counter)
     return {"counter": counter, "ld_r": ld(clean), "ld_c": ld(corrupt)}
 
 
 # ----------------------------------------------------------------------------------- fast path
 @torch.no_grad()
-def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Tensor, prob: bool = False,
-                    max_rows: int = MAX_ROWS, max_logits: int = MAX_LOGITS) -> Patched:
+def path_patch_fast(
+    model,
+    clean: EndCache,
+    corrupt: EndCache,
+    answer: torch.Tensor,
+    prob: bool = False,
+    max_rows: int = MAX_ROWS,
+    max_logits: int = MAX_LOGITS,
+) -> Patched:
     """Exact path patching of every head and MLP from the clean END residual stream.
 
     Rows of the running state, per sample: for each layer ``i`` a *baseline* (zero change, entering
@@ -259,17 +182,17 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
         state, base_cols = None, []
         for k in range(L):
             dev = chain.device_of(module(model, arch, "mlp", k))
-            w_o = weight(module(model, arch, "o_proj", k))                      # (d, H*dh)
+            w_o = weight(module(model, arch, "o_proj", k))  # (d, H*dh)
             dz = (corrupt.z[sl, k] - clean.z[sl, k]).to(w_o.device)
-            delta = head_contributions(dz, w_o, H).to(dev)                        # (b, H, d)
+            delta = head_contributions(dz, w_o, H).to(dev)  # (b, H, d)
             new = clean.resid_mid[sl, k].to(dev)[:, None] + torch.cat([torch.zeros_like(delta[:, :1]), delta], 1)
             if state is not None:
-                state = state.to(dev) + clean.attn_out[sl, k].to(dev)[:, None]   # frozen heads
+                state = state.to(dev) + clean.attn_out[sl, k].to(dev)[:, None]  # frozen heads
                 state = torch.cat([state, new], 1)
             else:
                 state = new
             base_cols.append(state.shape[1] - (H + 1))
-            state = chain.mlp_block(model, k, state)                               # live MLPs
+            state = chain.mlp_block(model, k, state)  # live MLPs
             d_mlp = (corrupt.mlp_out[sl, k] - clean.mlp_out[sl, k]).to(dev)
             mlp_row = state[:, base_cols[-1]] + d_mlp
             state = torch.cat([state, mlp_row[:, None]], 1)
@@ -277,32 +200,51 @@ def path_patch_fast(model, clean: EndCache, corrupt: EndCache, answer: torch.Ten
             unchanged[sl, k, H] = (d_mlp == 0).all(-1).cpu()
         if state is None:
             raise ValueError("path patching needs a model with at least one layer")
-        x = chain.final_norm(model, state)                                         # (b, L*(H+2), d)
+        x = chain.final_norm(model, state)  # (b, L*(H+2), d)
         lg = chain.answer_logits(model, x, answer[sl]).float().cpu().view(-1, L, H + 2)
         # layout per layer: [baseline, head 0..H-1, mlp]
-        logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1:H + 1], lg[..., H + 1]
+        logit_o[sl], logit_p[sl, :, :H], logit_p[sl, :, H] = lg[..., 0], lg[..., 1 : H + 1], lg[..., H + 1]
         lc = chain.answer_logits(model, x, cf["counter"][sl]).float().cpu().view(-1, L, H + 2)
-        counter_o[sl], counter_p[sl, :, :H], counter_p[sl, :, H] = lc[..., 0], lc[..., 1:H + 1], lc[..., H + 1]
-        if lse_p is not None and lse_o is not None:     # prob: full-vocabulary logits, a few samples at a time
+        counter_o[sl], counter_p[sl, :, :H], counter_p[sl, :, H] = lc[..., 0], lc[..., 1 : H + 1], lc[..., H + 1]
+        if lse_p is not None and lse_o is not None:  # prob: full-vocabulary logits, a few samples at a time
             per_sample = x.shape[1] * weight(unembed).shape[0]
-            lse = torch.cat([unembed(xc).float().logsumexp(-1) for xc in
-                             x.to(weight(unembed).device).split(max(1, max_logits // per_sample))])
+            lse = torch.cat(
+                [
+                    unembed(xc).float().logsumexp(-1)
+                    for xc in x.to(weight(unembed).device).split(max(1, max_logits // per_sample))
+                ]
+            )
             lse = lse.cpu().view(-1, L, H + 2)
-            lse_o[sl], lse_p[sl, :, :H], lse_p[sl, :, H] = lse[..., 0], lse[..., 1:H + 1], lse[..., H + 1]
+            lse_o[sl], lse_p[sl, :, :H], lse_p[sl, :, H] = lse[..., 0], lse[..., 1 : H + 1], lse[..., H + 1]
     # A sender whose change to the residual is exactly 0 leaves the run as it was: copy the baseline,
     # so that e.g. clean -> clean is exactly 0 however the BLAS splits rows among threads.
     logit_p = torch.where(unchanged, logit_o[..., None], logit_p)
     counter_p = torch.where(unchanged, counter_o[..., None], counter_p)
-    if lse_p is not None and lse_o is not None:      # prob
+    if lse_p is not None and lse_o is not None:  # prob
         lse_p = torch.where(unchanged, lse_o[..., None], lse_p)
-    return Patched(logit_p, logit_o, clean.need("answer_logit").cpu(), clean.need("logit_std").cpu(), lse_p, lse_o,
-                   counter_p=counter_p, counter_o=counter_o, **cf)
+    return Patched(
+        logit_p,
+        logit_o,
+        clean.need("answer_logit").cpu(),
+        clean.need("logit_std").cpu(),
+        lse_p,
+        lse_o,
+        counter_p=counter_p,
+        counter_o=counter_o,
+        **cf,
+    )
 
 
 # ----------------------------------------------------------------------------- reference path
 @torch.no_grad()
-def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_size: int = BATCH_SIZE,
-                         components: Sequence[tuple[int, int]] | None = None) -> Patched:
+def path_patch_reference(
+    model,
+    tok,
+    inputs: Inputs,
+    prob: bool = False,
+    batch_size: int = BATCH_SIZE,
+    components: Sequence[tuple[int, int]] | None = None,
+) -> Patched:
     """Algorithm 1 literally: one hooked forward of ``inputs.prompts`` (X_r) per sender, batched over samples, the
     frozen and patched values from the END caches ``inputs.clean`` / ``inputs.corrupt`` (``z (n, L, H*dh)``,
     ``mlp_out (n, L, d)``), the logit of ``inputs.answer (n,)`` (:class:`~arithmech.methods.patch_inputs.Inputs`).
@@ -334,7 +276,7 @@ def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_s
         x = x.clone()
         x[:, -1] = clean.z[st["idx"], k].to(x.device)
         if k == i:
-            x[:, -1, j * dh:(j + 1) * dh] = corrupt.z[st["idx"], k, j * dh:(j + 1) * dh].to(x.device)
+            x[:, -1, j * dh : (j + 1) * dh] = corrupt.z[st["idx"], k, j * dh : (j + 1) * dh].to(x.device)
         return x
 
     def edit_mlp(y, name):
@@ -348,10 +290,12 @@ def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_s
     dev = input_device(model)
     batches = list(group_by_length(tok, prompts, batch_size))
     pick = lambda lg, ids, idx: lg.gather(1, ids[idx].to(lg.device)[:, None])[:, 0].cpu()
-    for idx, ids in batches:                                     # the unpatched run: counter_o
+    for idx, ids in batches:  # the unpatched run: counter_o
         counter_o[idx] = pick(model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1], cf["counter"], idx)
-    with TraceDict(model, [arch.path("o_proj", i) for i in range(L)], retain_output=False, edit_input=edit_z), \
-            TraceDict(model, [arch.path("mlp", i) for i in range(L)], retain_output=False, edit_output=edit_mlp):
+    with (
+        TraceDict(model, [arch.path("o_proj", i) for i in range(L)], retain_output=False, edit_input=edit_z),
+        TraceDict(model, [arch.path("mlp", i) for i in range(L)], retain_output=False, edit_output=edit_mlp),
+    ):
         for comp in comps:
             st["comp"] = comp
             for idx, ids in batches:
@@ -359,17 +303,34 @@ def path_patch_reference(model, tok, inputs: Inputs, prob: bool = False, batch_s
                 lg = model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1].float()
                 logit_p[idx, comp[0], comp[1]] = lg.gather(1, answer[idx].to(lg.device)[:, None])[:, 0].cpu()
                 counter_p[idx, comp[0], comp[1]] = pick(lg, cf["counter"], idx)
-                if lse_p is not None:                                   # prob
+                if lse_p is not None:  # prob
                     lse_p[idx, comp[0], comp[1]] = lg.logsumexp(-1).cpu()
     o = clean.need("answer_logit").cpu()
     lse_o = clean.need("logsumexp").cpu()[:, None].expand(n, L).clone() if prob else None
-    return Patched(logit_p, o[:, None].expand(n, L).clone(), o, clean.need("logit_std").cpu(), lse_p, lse_o,
-                   counter_p=counter_p, counter_o=counter_o[:, None].expand(n, L).clone(), **cf)
+    return Patched(
+        logit_p,
+        o[:, None].expand(n, L).clone(),
+        o,
+        clean.need("logit_std").cpu(),
+        lse_p,
+        lse_o,
+        counter_p=counter_p,
+        counter_o=counter_o[:, None].expand(n, L).clone(),
+        **cf,
+    )
 
 
 # ---------------------------------------------------------------------------------- front door
-def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequence[str],
-               answer: torch.Tensor, method: str = "fast", prob: bool = False, batch_size: int = BATCH_SIZE) -> Patched:
+def path_patch(
+    model,
+    tok,
+    clean_prompts: Sequence[str],
+    corrupt_prompts: Sequence[str],
+    answer: torch.Tensor,
+    method: str = "fast",
+    prob: bool = False,
+    batch_size: int = BATCH_SIZE,
+) -> Patched:
     """Path-patch every head and MLP for the pairs ``(clean_prompts[k], corrupt_prompts[k])`` (the fast path in
     chunks of :data:`MAX_ROWS` rows; :func:`path_patch_fast` takes another).
 
@@ -385,9 +346,11 @@ def path_patch(model, tok, clean_prompts: Sequence[str], corrupt_prompts: Sequen
     for c, x in zip(clean_prompts, corrupt_prompts):
         if len(tok(c)["input_ids"]) != len(tok(x)["input_ids"]):
             raise ValueError(f"X_r {c!r} and X_c {x!r} differ in token length; END must be the same position")
-    if method == "fast":                     # X_r[k] and X_c[k] have one length: one forward caches both
-        clean, corrupt = split_cache(end_cache(model, tok, list(clean_prompts) + list(corrupt_prompts),
-                                               torch.cat([answer, answer]), batch_size), len(answer))
+    if method == "fast":  # X_r[k] and X_c[k] have one length: one forward caches both
+        clean, corrupt = split_cache(
+            end_cache(model, tok, list(clean_prompts) + list(corrupt_prompts), torch.cat([answer, answer]), batch_size),
+            len(answer),
+        )
         return path_patch_fast(model, clean, corrupt, answer, prob, MAX_ROWS)
     # the reference caches X_r with the very batches its hooked forwards use (bit-identical clean values);
     # X_c with the answer ids too, for the model's own top-1 there (the counterfactual's answer)

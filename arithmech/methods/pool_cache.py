@@ -19,6 +19,7 @@ files do not depend on what an earlier run left in the cache.
 Size: a group's sums are ``(folds, L, seq, H*dh + d)`` float32 (``benchmarks/bench_identify.py`` records the
 SmolLM2 pool's bytes as ``pool_cache_bytes``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,7 @@ from arithmech.core.provenance import versions
 from arithmech.methods import knockout_means
 from arithmech.methods.knockout_means import PoolMeans, pool_key
 
-VERSION = 1          # bump when the pool's arithmetic changes (activations, sums, pruning): old files go unused
+VERSION = 1  # bump when the pool's arithmetic changes (activations, sums, pruning): old files go unused
 
 
 def weights_digest(model) -> str:
@@ -58,16 +59,31 @@ def pool_digest(model, tok, pools: dict, folds: int, min_group: int, batch_size:
     """The cache key of the pool of ``pools`` (family → pairs,
     :func:`~arithmech.methods.knockout_means.pool_prompts`)."""
     prompts = [[fam, [[s.corrupt, list(pool_key(s))] for s in pool]] for fam, pool in sorted(pools.items())]
-    blob = json.dumps({"weights": weights_digest(model), "tokenizer": tokenizer_digest(tok), "prompts": prompts,
-                       "folds": folds, "min_group": min_group, "batch_size": batch_size,
-                       "dtype": str(next(model.parameters()).dtype), "versions": versions(), "version": VERSION},
-                      default=str)
+    blob = json.dumps(
+        {
+            "weights": weights_digest(model),
+            "tokenizer": tokenizer_digest(tok),
+            "prompts": prompts,
+            "folds": folds,
+            "min_group": min_group,
+            "batch_size": batch_size,
+            "dtype": str(next(model.parameters()).dtype),
+            "versions": versions(),
+            "version": VERSION,
+        },
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _state(pm: PoolMeans) -> dict:
-    return {"folds": pm.folds, "min_group": pm.min_group, "sizes": dict(pm.sizes),
-            "group": [[list(k), v] for k, v in pm.group.items()], "family": [[k, v] for k, v in pm.family.items()]}
+    return {
+        "folds": pm.folds,
+        "min_group": pm.min_group,
+        "sizes": dict(pm.sizes),
+        "group": [[list(k), v] for k, v in pm.group.items()],
+        "family": [[k, v] for k, v in pm.family.items()],
+    }
 
 
 def _from_state(st: dict) -> PoolMeans:
@@ -83,8 +99,9 @@ def enabled() -> bool:
     return os.environ.get("ARITHMECH_POOL_CACHE", "1") != "0"
 
 
-def cached_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32,
-                batch_size: int = knockout_means.BATCH_SIZE) -> PoolMeans:
+def cached_pool(
+    model, tok, pools: dict, folds: int = 4, min_group: int = 32, batch_size: int = knockout_means.BATCH_SIZE
+) -> PoolMeans:
     """:func:`~arithmech.methods.knockout_means.build_pool` (same arguments and result: ``pools`` from
     :func:`~arithmech.methods.knockout_means.pool_prompts`), read from the cache when the same pool was built
     before, else built and stored. The result's ``digest`` is the key."""
@@ -95,7 +112,7 @@ def cached_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32,
             pm = _from_state(torch.load(path, weights_only=True))
             pm.digest = key
             return pm
-        except Exception:               # a damaged file: rebuilt and replaced below
+        except Exception:  # a damaged file: rebuilt and replaced below
             pass
     pm = knockout_means.build_pool(model, tok, pools, folds, min_group, batch_size)
     pm.digest = key

@@ -14,6 +14,7 @@ have written itself (SmolLM2: 584 prompts right by the token, 337 by the whole a
 of the whole answer (greedy), the counterfactual check's counts and, per template, the counts behind
 ``answer_tokens.csv`` (:mod:`arithmech.data.answer_tokens`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -57,8 +58,9 @@ def task_label(task) -> str:
     return task_templates(task)[0]
 
 
-def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64, *, draw: Draw,
-            check_xc: bool = True) -> tuple[list[pairs.Sample], dict]:
+def prepare(
+    model, tok, task, n_samples: int, seed: int, batch_size: int = 64, *, draw: Draw, check_xc: bool = True
+) -> tuple[list[pairs.Sample], dict]:
     """Draw ``n_samples`` pairs of ``task``, keep those the model answers right (the paper's X_r: the answer
     token is top-1 and greedy decoding writes the whole answer) and, with ``check_xc``, whose X_c moves the
     model's top-1 token away from the answer token.
@@ -91,28 +93,48 @@ def prepare(model, tok, task, n_samples: int, seed: int, batch_size: int = 64, *
     got = iter(greedy_exact(model, tok, [(s.bare, s.target) for s in correct_s], batch_size=batch_size))
     exact = [next(got) if c else False for c in correct]
     both = [c and e for c, e in zip(correct, exact)]
-    right = [s for s, b in zip(samples, both) if b]             # X_r: the token and the whole answer right
+    right = [s for s, b in zip(samples, both) if b]  # X_r: the token and the whole answer right
     if check_xc:
         kept, flags = check_counterfactuals(model, tok, right, batch_size)
     else:
         kept, flags = list(right), [True] * len(right)
     passed = iter(flags)
     per_sample = [next(passed) if b else None for b in both]
-    info = {"n_drawn": len(samples), "n_correct": len(correct_s), "n_exact_correct": len(right), "n_kept": len(kept),
-            "accuracy": len(correct_s) / len(samples), "exact_match": sum(exact) / len(samples),
-            "redrawn": stats.redrawn, "accuracy_by_template": acc, "answer_token": variant,
-            "counterfactual_check": {"checked": len(right) if check_xc else 0, "passed": len(kept) if check_xc else 0,
-                                     "dropped": len(right) - len(kept)},
-            "templates": template_summary(samples, correct, exact, per_sample, checked=check_xc)}
+    info = {
+        "n_drawn": len(samples),
+        "n_correct": len(correct_s),
+        "n_exact_correct": len(right),
+        "n_kept": len(kept),
+        "accuracy": len(correct_s) / len(samples),
+        "exact_match": sum(exact) / len(samples),
+        "redrawn": stats.redrawn,
+        "accuracy_by_template": acc,
+        "answer_token": variant,
+        "counterfactual_check": {
+            "checked": len(right) if check_xc else 0,
+            "passed": len(kept) if check_xc else 0,
+            "dropped": len(right) - len(kept),
+        },
+        "templates": template_summary(samples, correct, exact, per_sample, checked=check_xc),
+    }
     if not kept:
-        what = task if isinstance(task, str) else "of templates " + ", ".join(
-            getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
+        what = (
+            task
+            if isinstance(task, str)
+            else "of templates " + ", ".join(getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
+        )
         if not right:
-            raise NoReferenceData(f"the model answers none of the {len(samples)} prompts {what} right ({len(correct_s)} "
-                             "by the answer token, none also writing the whole answer), so there is no reference "
-                             "data X_r to patch; use a task the model can do (see `python -m arithmech accuracy`) "
-                             "or more samples", info)
-        raise NoReferenceData(f"the model answers {len(right)} of the {len(samples)} prompts {what} right, but on "
-                         "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
-                         "is left to patch; use another counterfactual or more samples", info)
+            raise NoReferenceData(
+                f"the model answers none of the {len(samples)} prompts {what} right ({len(correct_s)} "
+                "by the answer token, none also writing the whole answer), so there is no reference "
+                "data X_r to patch; use a task the model can do (see `python -m arithmech accuracy`) "
+                "or more samples",
+                info,
+            )
+        raise NoReferenceData(
+            f"the model answers {len(right)} of the {len(samples)} prompts {what} right, but on "
+            "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
+            "is left to patch; use another counterfactual or more samples",
+            info,
+        )
     return kept, info

@@ -6,6 +6,7 @@
   against as many random heads;
 * :func:`run_transfer`: identify's transfer phase, both of the above on an identify result.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -30,9 +31,8 @@ from arithmech.methods.knockout import (
     knockout_topk,
     mean_activations,
     mean_sources,
-    random_orders,
-    with_interval,
 )
+from arithmech.methods.knockout_curves import random_orders, with_interval
 from arithmech.methods.knockout_run import split_positions
 from arithmech.paper import FIG4_CASES
 
@@ -46,8 +46,15 @@ def unknown_words(tok, prompt: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
-                   cases: Sequence[tuple[str, str]] = FIG4_CASES, k: int = 5, positions: str = "end") -> pd.DataFrame:
+def transfer_table(
+    model,
+    tok,
+    heads: Sequence[Head],
+    means: MeanSource,
+    cases: Sequence[tuple[str, str]] = FIG4_CASES,
+    k: int = 5,
+    positions: str = "end",
+) -> pd.DataFrame:
     """Fig. 4: top-``k`` next tokens before and after knocking out ``heads``.
 
     The cases are free text with no template family: a :class:`Means` is position-pooled, a
@@ -58,30 +65,73 @@ def transfer_table(model, tok, heads: Sequence[Head], means: MeanSource,
     """
     pooled = means.for_unseen()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
-    rows: list[dict] = [{"case": c, "prompt": p, "expected": e, "when": None, "rank": None, "token": None, "prob": None,
-             "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p)))}
-            for c, (p, e) in enumerate(cases) if unknown_words(tok, p)]
+    rows: list[dict] = [
+        {
+            "case": c,
+            "prompt": p,
+            "expected": e,
+            "when": None,
+            "rank": None,
+            "token": None,
+            "prob": None,
+            "status": "skipped: unknown to the tokenizer: " + ", ".join(map(repr, unknown_words(tok, p))),
+        }
+        for c, (p, e) in enumerate(cases)
+        if unknown_words(tok, p)
+    ]
     if ok:
-        ids, probs = knockout_topk(model, tok, [p for _, p, _ in ok], None, pooled,
-                                   [Ablation(), Ablation.of(heads=heads)], k=k, forwards=Forwards(positions=positions))
+        ids, probs = knockout_topk(
+            model,
+            tok,
+            [p for _, p, _ in ok],
+            None,
+            pooled,
+            [Ablation(), Ablation.of(heads=heads)],
+            k=k,
+            forwards=Forwards(positions=positions),
+        )
         for a, when in enumerate(("before", "after")):
             for r, (c, p, e) in enumerate(ok):
                 for j in range(k):
-                    rows.append({"case": c, "prompt": p, "expected": e, "status": "ok", "when": when, "rank": j + 1,
-                                 "token": tok.decode([int(ids[a, r, j])]).strip(), "prob": float(probs[a, r, j])})
-    return pd.DataFrame(rows).assign(mean_source=pooled.source(None, 0)).sort_values(
-        ["case", "when", "rank"], na_position="first",
-        key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s, ignore_index=True)
+                    rows.append(
+                        {
+                            "case": c,
+                            "prompt": p,
+                            "expected": e,
+                            "status": "ok",
+                            "when": when,
+                            "rank": j + 1,
+                            "token": tok.decode([int(ids[a, r, j])]).strip(),
+                            "prob": float(probs[a, r, j]),
+                        }
+                    )
+    return (
+        pd.DataFrame(rows)
+        .assign(mean_source=pooled.source(None, 0))
+        .sort_values(
+            ["case", "when", "rank"],
+            na_position="first",
+            key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
+            ignore_index=True,
+        )
+    )
 
 
 def random_heads(heads: Sequence[Head], universe: Sequence[Head], n_random: int, seed: int) -> list[list[Head]]:
     """``n_random`` seeded sets of as many heads as ``heads``, drawn from ``universe`` minus ``heads`` (the first
     ``len(heads)`` of each of :func:`~arithmech.methods.knockout.random_orders`), for :func:`heldout_drop`."""
-    return [p[:len(heads)] for p in random_orders(universe, heads, n_random, seed)]
+    return [p[: len(heads)] for p in random_orders(universe, heads, n_random, seed)]
 
 
-def heldout_drop(model, tok, heads: Sequence[Head], means: MeanSource, samples: Sequence[Sample],
-                 random_sets: Sequence[Sequence[Head]], forwards: Forwards) -> dict:
+def heldout_drop(
+    model,
+    tok,
+    heads: Sequence[Head],
+    means: MeanSource,
+    samples: Sequence[Sample],
+    random_sets: Sequence[Sequence[Head]],
+    forwards: Forwards,
+) -> dict:
     """Accuracy on ``samples`` (a family not used to find ``heads``) before and after knocking out
     ``heads``, and after knocking out each of ``random_sets`` (as many random heads *other than* ``heads``,
     :func:`random_heads`; ``random_orders`` in the record counts them).
@@ -103,32 +153,53 @@ def heldout_drop(model, tok, heads: Sequence[Head], means: MeanSource, samples: 
     base, ko = with_interval({}, int(ok[0]), n), with_interval({}, int(ok[1]), n)
     r = ok[2:].double() / n
     q = torch.quantile(r, torch.tensor([0.05, 0.95], dtype=torch.float64)).tolist() if n_random else [float("nan")] * 2
-    return {"n": n, "n_heads": len(heads), "base_accuracy": base["accuracy"],
-            "base_ci": [base["ci_low"], base["ci_high"]], "knockout_accuracy": ko["accuracy"],
-            "knockout_ci": [ko["ci_low"], ko["ci_high"]],
-            "relative_drop": (ko["accuracy"] - base["accuracy"]) / base["accuracy"] if base["accuracy"] else float("nan"),
-            "random_orders": n_random, "random_accuracy_mean": float(r.mean()) if n_random else float("nan"),
-            "random_accuracy_std": float(r.std(unbiased=False)) if n_random else float("nan"),
-            "random_accuracy_q05": q[0], "random_accuracy_q95": q[1], "mean_source": mean_sources(tok, samples, means)}
+    return {
+        "n": n,
+        "n_heads": len(heads),
+        "base_accuracy": base["accuracy"],
+        "base_ci": [base["ci_low"], base["ci_high"]],
+        "knockout_accuracy": ko["accuracy"],
+        "knockout_ci": [ko["ci_low"], ko["ci_high"]],
+        "relative_drop": (ko["accuracy"] - base["accuracy"]) / base["accuracy"] if base["accuracy"] else float("nan"),
+        "random_orders": n_random,
+        "random_accuracy_mean": float(r.mean()) if n_random else float("nan"),
+        "random_accuracy_std": float(r.std(unbiased=False)) if n_random else float("nan"),
+        "random_accuracy_q05": q[0],
+        "random_accuracy_q95": q[1],
+        "mean_source": mean_sources(tok, samples, means),
+    }
 
 
 def heldout_heads(res, heldout: str = "fig10") -> tuple[list[tuple[int, int]], str]:
     """The studied heads (:func:`~arithmech.methods.effects.studied_heads`: key heads, else the top ones)
     recomputed from the samples outside the ``heldout`` family (for the transfer test), and their source."""
     held_ids = {t.id for t in pairs.select_templates(heldout)}
-    tasks = res.key_heads.get("control", {}).get("pooled") or list(res.tasks)       # the tasks "all" pools
+    tasks = res.key_heads.get("control", {}).get("pooled") or list(res.tasks)  # the tasks "all" pools
     use = torch.tensor([s.template not in held_ids for t in tasks for s in res.tasks[t]])
     if not use.any():
         return [], "no sample outside the held-out family"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eff = effects_frame(concat_patched([res.patched[t] for t in tasks]).select(use), "id", False,
-                            res.params["n_boot"], res.params["seed"])
+        eff = effects_frame(
+            concat_patched([res.patched[t] for t in tasks]).select(use),
+            "id",
+            False,
+            res.params["n_boot"],
+            res.params["seed"],
+        )
     return studied_heads(eff, "id", res.params["threshold"])
 
 
-def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, draw: Draw,
-                 batch_size: int = BATCH_SIZE, cases: Sequence[tuple[str, str]] = FIG4_CASES) -> None:
+def run_transfer(
+    res,
+    model,
+    tok,
+    id_heads: tuple[Sequence, str],
+    heldout: str,
+    draw: Draw,
+    batch_size: int = BATCH_SIZE,
+    cases: Sequence[tuple[str, str]] = FIG4_CASES,
+) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
     :class:`~arithmech.steps.identify.IdentifyResult`; ``id_heads``: key heads found without the
     ``heldout`` templates and where they come from, :func:`arithmech.steps.identify.heldout_heads`).
@@ -138,15 +209,16 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, 
     so its prompts get their own family's per-position means. The held-out family's pairs are drawn with
     ``draw`` (identify's :class:`~arithmech.data.draw.Draw`), ``res.params["n_samples"]`` of them (X_r's),
     seeded by ``res.params["seed"] + 1``."""
-    heads_found, id_source = id_heads                # found without the held-out family: the ones knocked out
+    heads_found, id_source = id_heads  # found without the held-out family: the ones knocked out
     held_ids = {t.id for t in pairs.select_templates(heldout)}
     every = [s for ss in res.tasks.values() for s in ss]
     keep = [s for s in every if s.template not in held_ids]
     primary = res.key_heads["task"]
     heads, _ = studied_heads(res.effects, primary, res.params["threshold"])
     positions = split_positions(res.params["knockout_positions"])[0]
-    res.transfer = transfer_table(model, tok, heads, res.means, tokenizer_cases(tok, cases),
-                                  positions=positions).assign(split="the paper's prompts")   # drawn from neither side
+    res.transfer = transfer_table(
+        model, tok, heads, res.means, tokenizer_cases(tok, cases), positions=positions
+    ).assign(split="the paper's prompts")  # drawn from neither side
     cfg = model.config
     universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
     if not keep:
@@ -165,20 +237,37 @@ def run_transfer(res, model, tok, id_heads: tuple[Sequence, str], heldout: str, 
         checked = len(test)
         test = check_counterfactuals(model, tok, test, batch_size)[0][:n_samples]
     means = res.means
-    if isinstance(means, Means):                 # no pool (user samples): the other templates' X_c, pooled
+    if isinstance(means, Means):  # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
-    r = heldout_drop(model, tok, heads_found, means, test, random_heads(heads_found, universe, res.params["n_random"], seed),
-                     Forwards(batch_size=batch_size, positions=positions))
-    res.heldout = {"family": heldout, "identified_on": len(keep), "heads": [f"{l}.{h}" for l, h in heads_found],
-                   "heads_from": id_source,
-                   "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
-                                   f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"
-                                   + (f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
-                                      "moves the answer (scoring.check_counterfactuals)" if held_out else ", unfiltered"),
-                   "n_test": len(test), "n_clusters": splits.n_problems(test),
-                   **({"n_eval_side": checked} if checked is not None else {}),
-                   "split": "held-out" if held_out else "in-sample",
-                   "positions": positions, **r}
+    r = heldout_drop(
+        model,
+        tok,
+        heads_found,
+        means,
+        test,
+        random_heads(heads_found, universe, res.params["n_random"], seed),
+        Forwards(batch_size=batch_size, positions=positions),
+    )
+    res.heldout = {
+        "family": heldout,
+        "identified_on": len(keep),
+        "heads": [f"{l}.{h}" for l, h in heads_found],
+        "heads_from": id_source,
+        "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
+        f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"
+        + (
+            f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
+            "moves the answer (scoring.check_counterfactuals)"
+            if held_out
+            else ", unfiltered"
+        ),
+        "n_test": len(test),
+        "n_clusters": splits.n_problems(test),
+        **({"n_eval_side": checked} if checked is not None else {}),
+        "split": "held-out" if held_out else "in-sample",
+        "positions": positions,
+        **r,
+    }
 
 
 def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

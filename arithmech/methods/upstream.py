@@ -48,6 +48,7 @@ Shapes: ``n`` samples; per receiver ``S`` senders (heads ``(i, j)`` and MLPs ``(
 results ``(n, S, C)`` logit changes ``logit_p - logit_o``, the ``C`` columns of :data:`COLUMNS` (or
 the first 3, the END paths, when no role positions are given).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -62,12 +63,16 @@ from arithmech.data.pairs import group_by_length
 from arithmech.methods import chain
 from arithmech.methods.patch_inputs import Inputs  # noqa: F401 (upstream.Inputs: what upstream_fast patches)
 
-SOURCE_ROLES = ("A", "operator", "B")          # role positions of the key/value paths, in this column order
+SOURCE_ROLES = ("A", "operator", "B")  # role positions of the key/value paths, in this column order
 COLUMNS = (("END", "q"), ("END", "k"), ("END", "v")) + tuple((r, p) for r in SOURCE_ROLES for p in ("k", "v"))
-MAX_ROWS = 1 << 14          # upstream_fast: residual rows (samples x positions x senders, or x paths) per chunk
+MAX_ROWS = 1 << 14  # upstream_fast: residual rows (samples x positions x senders, or x paths) per chunk
 Head = tuple[int, int]
-_SITES = {"z": ("o_proj", "in"), "attn_out": ("o_proj", "out"), "resid_pre": ("attn_norm", "in"),
-          "mlp_out": ("mlp", "out")}
+_SITES = {
+    "z": ("o_proj", "in"),
+    "attn_out": ("o_proj", "out"),
+    "resid_pre": ("attn_norm", "in"),
+    "mlp_out": ("mlp", "out"),
+}
 
 
 def senders_of(model, receiver: Head) -> list[Head]:
@@ -120,8 +125,10 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
     if where is None or not keys:
         return model(ids, **kw), {}
     arch, L = arch_for(model), model.config.num_hidden_layers
-    site = {d: {arch.path(_SITES[k][0], i): (k, i) for k in keys if _SITES[k][1] == d for i in range(L)}
-            for d in ("in", "out")}                                      # o_proj is read on both sides
+    site = {
+        d: {arch.path(_SITES[k][0], i): (k, i) for k in keys if _SITES[k][1] == d for i in range(L)}
+        for d in ("in", "out")
+    }  # o_proj is read on both sides
     got: dict[str, list] = {k: [None] * L for k in keys}
     rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
 
@@ -131,10 +138,13 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
             t = x[0] if isinstance(x, tuple) else x
             got[k][i] = t[rows.to(t.device), where.to(t.device)].detach().clone()
             return x
+
         return fn
 
-    with TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")), \
-            TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")):
+    with (
+        TraceDict(model, site["in"], retain_output=False, edit_input=grab("in")),
+        TraceDict(model, site["out"], retain_output=False, edit_output=grab("out")),
+    ):
         out = model(ids, **kw)
     return out, {k: torch.stack(v, 2) for k, v in got.items()}
 
@@ -142,6 +152,7 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
 class _Group(NamedTuple):
     """The clean forward of one length group at the receivers' layers ``l``: ``pre[l]`` the keys and values before
     END ``(b, kv_heads, T-1, dh)`` each, ``rope[l]`` the rotary ``(cos, sin)`` at END ``(b, dh)`` each."""
+
     pre: dict
     rope: dict
 
@@ -149,6 +160,7 @@ class _Group(NamedTuple):
 class _End(NamedTuple):
     """A receiver's clean attention at END: ``scores`` ``(b, T)`` (last: END itself), their softmax ``probs``,
     the values before END ``V`` ``(b, T-1, dh)``, END's query ``q`` and value ``v`` ``(b, dh)``."""
+
     scores: torch.Tensor
     probs: torch.Tensor
     V: torch.Tensor
@@ -157,8 +169,9 @@ class _End(NamedTuple):
 
 
 @torch.no_grad()
-def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
-                  max_rows: int = MAX_ROWS) -> dict[Head, torch.Tensor]:
+def upstream_fast(
+    model, tok, inputs: Inputs, receivers: Sequence[Head], batch_size: int = BATCH_SIZE, max_rows: int = MAX_ROWS
+) -> dict[Head, torch.Tensor]:
     """Exact upstream path patching of every sender into each receiver (module docstring).
 
     ``inputs`` (:class:`Inputs`): the X_r prompts, the END caches of them and their X_c, the answers; with the
@@ -183,8 +196,12 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
     dev = input_device(model)
     inputs = replace(inputs, answer=inputs.answer.to(dev))
     pos: dict[int, tuple] = {}
-    handles = [module(model, arch, "attn", l).register_forward_pre_hook(
-        (lambda l: lambda m, a, kw: pos.__setitem__(l, kw["position_embeddings"]))(l), with_kwargs=True) for l in layers]
+    handles = [
+        module(model, arch, "attn", l).register_forward_pre_hook(
+            (lambda l: lambda m, a, kw: pos.__setitem__(l, kw["position_embeddings"]))(l), with_kwargs=True
+        )
+        for l in layers
+    ]
     try:
         for idx, ids in group_by_length(tok, prompts, batch_size):
             T, b = ids.shape[1], len(idx)
@@ -193,20 +210,21 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
                 raise ValueError(f"prompts of {T} tokens exceed the sliding window {window}")
             slots = role_slots([roles[i] for i in idx], T) if roles is not None else None
             where = slots[0].to(dev) if slots else None
-            res, c_at = _forward_at(model, ids.to(dev), where, ("z", "attn_out", "resid_pre", "mlp_out"),
-                                    logits_to_keep=1, use_cache=True)
+            res, c_at = _forward_at(
+                model, ids.to(dev), where, ("z", "attn_out", "resid_pre", "mlp_out"), logits_to_keep=1, use_cache=True
+            )
             kv = res.cache
             pre = {l: (kv.layers[l].keys[:, :, :-1], kv.layers[l].values[:, :, :-1]) for l in layers}
-            full = {l: tuple(t.expand(b, -1, -1) for t in pos[l]) for l in layers}          # (b, T, dh)
-            rope = {l: tuple(t[:, -1] for t in full[l]) for l in layers}                     # (b, dh) at END
+            full = {l: tuple(t.expand(b, -1, -1) for t in pos[l]) for l in layers}  # (b, T, dh)
+            rope = {l: tuple(t[:, -1] for t in full[l]) for l in layers}  # (b, dh) at END
             x_at = {}
-            if slots and where is not None and corrupt_prompts is not None:   # (slots go with roles and X_c)
+            if slots and where is not None and corrupt_prompts is not None:  # (slots go with roles and X_c)
                 x_ids = torch.tensor([tok(corrupt_prompts[i], add_special_tokens=True)["input_ids"] for i in idx])
                 if x_ids.shape != ids.shape:
                     raise ValueError("X_c prompts must have the same token length as their X_r prompts")
                 _, x_at = _forward_at(model, x_ids.to(dev), where, ("z", "mlp_out"), logits_to_keep=1, use_cache=False)
                 ar = torch.arange(b, device=dev)[:, None]
-                rope_at = {l: tuple(t[ar, where] for t in full[l]) for l in layers}          # (b, P, dh)
+                rope_at = {l: tuple(t[ar, where] for t in full[l]) for l in layers}  # (b, P, dh)
             idx_t = torch.tensor(idx)
             P = where.shape[1] if slots and where is not None else 0
             per = max((1 + P) * (1 + l_max * (H + 1)), 1 + len(COLUMNS) * l_max * (H + 1))
@@ -215,10 +233,14 @@ def upstream_fast(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_s
                 loc = torch.arange(c0, min(b, c0 + chunk), device=dev)
                 at = None
                 if slots and where is not None:
-                    at = dict(clean={k: v[loc].flatten(0, 1) for k, v in c_at.items()},
-                              corrupt={k: v[loc].flatten(0, 1) for k, v in x_at.items()},
-                              where=where[loc], valid=slots[1].to(dev)[loc], cols=slots[2],
-                              rope={l: tuple(t[loc].flatten(0, 1) for t in rope_at[l]) for l in layers})
+                    at = dict(
+                        clean={k: v[loc].flatten(0, 1) for k, v in c_at.items()},
+                        corrupt={k: v[loc].flatten(0, 1) for k, v in x_at.items()},
+                        where=where[loc],
+                        valid=slots[1].to(dev)[loc],
+                        cols=slots[2],
+                        rope={l: tuple(t[loc].flatten(0, 1) for t in rope_at[l]) for l in layers},
+                    )
                 _chunk(model, inputs, receivers, idx_t[loc.cpu()].to(dev), loc, _Group(pre, rope), at, out)
     finally:
         for h in handles:
@@ -233,13 +255,13 @@ def _senders(model, c: dict, x: dict, l_max: int) -> tuple[dict[int, torch.Tenso
     ``mlp_out``. Returns ``{k: (m, 1 + k (H + 1), d)}`` the residual entering layer ``k`` (row 0 clean, then
     one row per sender before ``k``) and ``same`` ``(m, 1 + l_max (H + 1))``: rows equal to the clean one."""
     arch, H = arch_for(model), model.config.num_attention_heads
-    state = c["resid_pre"][:, 0][:, None]                                          # (m, 1, d)
+    state = c["resid_pre"][:, 0][:, None]  # (m, 1, d)
     same = [torch.zeros(len(state), 1, dtype=torch.bool, device=state.device)]
     snaps = {}
     for k in range(l_max):
         state = state + c["attn_out"][:, k][:, None]
-        w_o = weight(module(model, arch, "o_proj", k))                              # (d, H*dh)
-        delta = head_contributions(x["z"][:, k] - c["z"][:, k], w_o, H)             # (m, H, d)
+        w_o = weight(module(model, arch, "o_proj", k))  # (d, H*dh)
+        delta = head_contributions(x["z"][:, k] - c["z"][:, k], w_o, H)  # (m, H, d)
         state = torch.cat([state, state[:, :1] + delta], 1)
         state = chain.mlp_block(model, k, state)
         d_mlp = x["mlp_out"][:, k] - c["mlp_out"][:, k]
@@ -262,38 +284,39 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
     snaps, same = _senders(model, end(clean), {k: getattr(corrupt, k)[rows] for k in ("z", "mlp_out")}, l_max)
     if at:
         snaps_at, same_at = _senders(model, at["clean"], at["corrupt"], l_max)
-        same_at = same_at.view(b, -1, same_at.shape[-1])                            # (b, P, 1 + l_max (H + 1))
+        same_at = same_at.view(b, -1, same_at.shape[-1])  # (b, P, 1 + l_max (H + 1))
     for rec in receivers:
         l, h = rec
         g, S = geo.kv_head(h), l * (H + 1)
-        scaling: float = getattr(module(model, arch, "attn", l), "scaling")         # the attention's 1/sqrt(dh)
-        proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh:(j + 1) * dh]
-        x = module(model, arch, "attn_norm", l)(snaps[l])                            # (b, 1 + S, d)
+        scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # the attention's 1/sqrt(dh)
+        proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh : (j + 1) * dh]
+        x = module(model, arch, "attn_norm", l)(snaps[l])  # (b, 1 + S, d)
         cos, sin = rope[l][0][loc], rope[l][1][loc]
         q, k, v = _rope(proj("q_proj", h, x), cos, sin), _rope(proj("k_proj", g, x), cos, sin), proj("v_proj", g, x)
-        K, V = pre[l][0][loc, g], pre[l][1][loc, g]                                   # (b, T-1, dh)
+        K, V = pre[l][0][loc, g], pre[l][1][loc, g]  # (b, T-1, dh)
         base = lambda t: t[:, :1].expand(-1, S, -1)
-        qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)                   # rows: baseline, then q, k, v paths
+        qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)  # rows: baseline, then q, k, v paths
         kk = torch.cat([k[:, :1], base(k), k[:, 1:], base(k)], 1)
         vv = torch.cat([v[:, :1], base(v), base(v), v[:, 1:]], 1)
         scores = torch.cat([torch.einsum("brd,btd->brt", qq, K), (qq * kk).sum(-1, keepdim=True)], -1) * scaling
         p = scores.float().softmax(-1).to(qq.dtype)
-        zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv       # (b, 1 + 3S, dh)
-        parts, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1:S + 1].expand(-1, 3, -1)]
+        zr = torch.einsum("brt,btd->brd", p[..., :-1], V) + p[..., -1:] * vv  # (b, 1 + 3S, dh)
+        parts, masks = [zr[:, 1:] - zr[:, :1]], [same[:, None, 1 : S + 1].expand(-1, 3, -1)]
         if at:
-            d, m = _at_roles(model, rec, snaps_at[l], same_at[..., 1:S + 1], at, _End(scores[:, 0], p[:, 0], V, q[:, 0],
-                                                                                     v[:, 0]))
+            d, m = _at_roles(
+                model, rec, snaps_at[l], same_at[..., 1 : S + 1], at, _End(scores[:, 0], p[:, 0], V, q[:, 0], v[:, 0])
+            )
             parts, masks = parts + [d], masks + [m]
-        dz = torch.cat(parts, 1)                                                       # (b, C S, dh)
-        w_o = weight(module(model, arch, "o_proj", l))[:, h * dh:(h + 1) * dh]
+        dz = torch.cat(parts, 1)  # (b, C S, dh)
+        w_o = weight(module(model, arch, "o_proj", l))[:, h * dh : (h + 1) * dh]
         r = clean.resid_mid[rows, l][:, None] + torch.cat([torch.zeros_like(dz[:, :1]), dz], 1) @ w_o.T
-        frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}       # heads after l at END
-        lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)                 # (b, 1 + C S)
+        frozen = {m: clean.attn_out[rows, m][:, None] for m in range(l + 1, L)}  # heads after l at END
+        lg = chain.carry(model, r, answer[rows], first=l, attn=frozen)  # (b, 1 + C S)
         C = dz.shape[1] // S
         diff = (lg[:, 1:] - lg[:, :1]).view(b, C, S)
-        mask = torch.cat(masks, 1)                                                     # (b, C, S): True = exactly 0
+        mask = torch.cat(masks, 1)  # (b, C, S): True = exactly 0
         diff = torch.where(mask, torch.zeros_like(diff), diff)
-        if at:                                                                          # a role without a token: NaN
+        if at:  # a role without a token: NaN
             has = torch.stack([at["valid"][:, at["cols"][r]].any(1) for r in SOURCE_ROLES], 1).repeat_interleave(2, 1)
             diff[:, 3:] = torch.where(has[..., None], diff[:, 3:], torch.full_like(diff[:, 3:], float("nan")))
         out[rec][rows.cpu()] = diff.transpose(1, 2).float().cpu()
@@ -311,28 +334,28 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
     arch, l, (_, h) = arch_for(model), rec[0], rec
     geo = Geometry.from_config(model.config)
     g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1
-    scaling: float = getattr(module(model, arch, "attn", l), "scaling")             # the attention's 1/sqrt(dh)
+    scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # the attention's 1/sqrt(dh)
     x = module(model, arch, "attn_norm", l)(snap)
     cos, sin = at["rope"][l]
-    ks = _rope(module(model, arch, "k_proj", l)(x)[..., g * dh:(g + 1) * dh], cos, sin).view(b, -1, S + 1, dh)
-    vs = module(model, arch, "v_proj", l)(x)[..., g * dh:(g + 1) * dh].view(b, -1, S + 1, dh)    # (b, P, 1 + S, dh)
+    ks = _rope(module(model, arch, "k_proj", l)(x)[..., g * dh : (g + 1) * dh], cos, sin).view(b, -1, S + 1, dh)
+    vs = module(model, arch, "v_proj", l)(x)[..., g * dh : (g + 1) * dh].view(b, -1, S + 1, dh)  # (b, P, 1 + S, dh)
     where, valid = at["where"], at["valid"]
     ar = torch.arange(b, device=where.device)
     dz, masks = [], []
     for r in SOURCE_ROLES:
         c = at["cols"][r]
-        pos, val = where[:, c], valid[:, c]                                            # (b, m)
-        sc = s0[:, None].repeat(1, S + 1, 1)                                            # (b, 1 + S, T): k path
-        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * scaling                # (b, m, 1 + S)
+        pos, val = where[:, c], valid[:, c]  # (b, m)
+        sc = s0[:, None].repeat(1, S + 1, 1)  # (b, 1 + S, T): k path
+        new = torch.einsum("bd,bmsd->bms", q0, ks[:, c]) * scaling  # (b, m, 1 + S)
         for j in range(pos.shape[1]):
             bi = ar[val[:, j]]
             sc[bi, :, pos[bi, j]] = new[bi, j]
         p = sc.float().softmax(-1).to(sc.dtype)
-        zk = torch.einsum("bst,btd->bsd", p[..., :-1], V) + p[..., -1:] * v0[:, None]          # (b, 1 + S, dh)
-        w = p0.gather(1, pos) * val                                                     # (b, m): v path, linear
-        zv = torch.einsum("bm,bmsd->bsd", w.to(vs.dtype), vs[:, c, 1:] - vs[:, c, :1])   # (b, S, dh)
+        zk = torch.einsum("bst,btd->bsd", p[..., :-1], V) + p[..., -1:] * v0[:, None]  # (b, 1 + S, dh)
+        w = p0.gather(1, pos) * val  # (b, m): v path, linear
+        zv = torch.einsum("bm,bmsd->bsd", w.to(vs.dtype), vs[:, c, 1:] - vs[:, c, :1])  # (b, S, dh)
         dz += [zk[:, 1:] - zk[:, :1], zv]
-        m = (same[:, c] | ~val[..., None]).all(1)                                       # (b, S)
+        m = (same[:, c] | ~val[..., None]).all(1)  # (b, S)
         masks += [m, m]
     return torch.cat(dz, 1), torch.stack(masks, 1)
 
@@ -346,7 +369,7 @@ def frame(res: dict[Head, torch.Tensor], logit_o: torch.Tensor, H: int) -> pd.Da
     rows = []
     for (l, h), d in res.items():
         rel = (d / logit_o[:, None, None]).double()
-        have = ~rel.isnan()                                                       # (n, S, C)
+        have = ~rel.isnan()  # (n, S, C)
         n = have.sum(0)
         mean, ld = rel.nansum(0) / n, d.double().nansum(0) / n
         var = ((rel - mean).nan_to_num(0.0) ** 2).sum(0) / (n - 1).clamp(min=1)
@@ -355,10 +378,22 @@ def frame(res: dict[Head, torch.Tensor], logit_o: torch.Tensor, H: int) -> pd.Da
             i, j = divmod(c, H + 1)
             for ci in range(d.shape[2]):
                 position, path = COLUMNS[ci]
-                rows.append({"receiver": f"{l}.{h}", "receiver_layer": l, "receiver_head": h, "position": position,
-                             "path": path, "sender": f"MLP {i}" if j == H else f"{i}.{j}", "sender_layer": i,
-                             "sender_head": "mlp" if j == H else str(j), "effect": float(mean[c, ci]),
-                             "effect_se": float(se[c, ci]), "logit_diff": float(ld[c, ci]), "n": int(n[c, ci])})
+                rows.append(
+                    {
+                        "receiver": f"{l}.{h}",
+                        "receiver_layer": l,
+                        "receiver_head": h,
+                        "position": position,
+                        "path": path,
+                        "sender": f"MLP {i}" if j == H else f"{i}.{j}",
+                        "sender_layer": i,
+                        "sender_head": "mlp" if j == H else str(j),
+                        "effect": float(mean[c, ci]),
+                        "effect_se": float(se[c, ci]),
+                        "logit_diff": float(ld[c, ci]),
+                        "n": int(n[c, ci]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ That is ``1 + 3`` forwards per sender for step 1 and ``3 + 6`` per sender × lat
 batch — far slower than :func:`arithmech.methods.upstream.upstream_fast`; it exists to check it
 (``tests/parity/methods/test_upstream.py``, ``benchmarks/bench_upstream.py``).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -35,15 +36,25 @@ def _where(roles: Sequence[dict] | None, idx: list[int], T: int) -> dict[str, tu
     role's tokens before END (a role token at END belongs to the END paths)."""
     out = {"END": (torch.arange(len(idx)), torch.full((len(idx),), T - 1))}
     for r in SOURCE_ROLES if roles is not None else ():
-        pairs = [(b, p) for b, i in enumerate(idx) for p in roles[i].get(r, [])
-                 if p < T - 1] if roles is not None else []
-        out[r] = (torch.tensor([b for b, _ in pairs], dtype=torch.long), torch.tensor([p for _, p in pairs], dtype=torch.long))
+        pairs = (
+            [(b, p) for b, i in enumerate(idx) for p in roles[i].get(r, []) if p < T - 1] if roles is not None else []
+        )
+        out[r] = (
+            torch.tensor([b for b, _ in pairs], dtype=torch.long),
+            torch.tensor([p for _, p in pairs], dtype=torch.long),
+        )
     return out
 
 
 @torch.no_grad()
-def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], batch_size: int = BATCH_SIZE,
-                       senders: Sequence[Head] | None = None) -> dict[Head, torch.Tensor]:
+def upstream_reference(
+    model,
+    tok,
+    inputs: Inputs,
+    receivers: Sequence[Head],
+    batch_size: int = BATCH_SIZE,
+    senders: Sequence[Head] | None = None,
+) -> dict[Head, torch.Tensor]:
     """The module docstring's steps, literally, on ``inputs`` (:class:`~arithmech.methods.patch_inputs.Inputs`,
     as :func:`~arithmech.methods.upstream.upstream_fast` takes it): its X_r prompts, X_c prompts (needed: the
     reference records X_c itself), answers ``(n,)`` and roles; its END caches are not read. ``senders`` limits the
@@ -81,14 +92,14 @@ def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], ba
             return x
         bi, ti = st["at"]
         live = st.get("live")
-        keep = x[:, -1, live[1] * dh:(live[1] + 1) * dh].clone() if live and k == live[0] else None
+        keep = x[:, -1, live[1] * dh : (live[1] + 1) * dh].clone() if live and k == live[0] else None
         x = x.clone()
-        x[bi, ti] = st["clean_z"][k][bi, ti]                        # every head at the position: X_r
+        x[bi, ti] = st["clean_z"][k][bi, ti]  # every head at the position: X_r
         s = st.get("sender")
         if s and k == s[0] and s[1] < H:
-            x[bi, ti, s[1] * dh:(s[1] + 1) * dh] = st["corrupt_z"][k][bi, ti, s[1] * dh:(s[1] + 1) * dh]
-        if keep is not None:                                          # the receiver recomputes at END
-            x[:, -1, live[1] * dh:(live[1] + 1) * dh] = keep
+            x[bi, ti, s[1] * dh : (s[1] + 1) * dh] = st["corrupt_z"][k][bi, ti, s[1] * dh : (s[1] + 1) * dh]
+        if keep is not None:  # the receiver recomputes at END
+            x[:, -1, live[1] * dh : (live[1] + 1) * dh] = keep
         return x
 
     def edit_mlp(y, name):
@@ -112,7 +123,7 @@ def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], ba
             j = st["live"][1] if p == "q" else geo.kv_head(st["live"][1])
             bi, ti = st["replace_at"]
             y = y.clone()
-            y[bi, ti, j * dh:(j + 1) * dh] = st["got"][(l, p)][bi, ti, j * dh:(j + 1) * dh]
+            y[bi, ti, j * dh : (j + 1) * dh] = st["got"][(l, p)][bi, ti, j * dh : (j + 1) * dh]
         return y
 
     def record(ids):
@@ -120,9 +131,11 @@ def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], ba
         lg = model(ids, logits_to_keep=1, use_cache=False).logits[:, -1].float()
         return lg, st["z"], st["mlp"]
 
-    with TraceDict(model, list(o_name), retain_output=False, edit_input=edit_z), \
-            TraceDict(model, list(mlp_name), retain_output=False, edit_output=edit_mlp), \
-            TraceDict(model, list(proj_name), retain_output=False, edit_output=edit_proj):
+    with (
+        TraceDict(model, list(o_name), retain_output=False, edit_input=edit_z),
+        TraceDict(model, list(mlp_name), retain_output=False, edit_output=edit_mlp),
+        TraceDict(model, list(proj_name), retain_output=False, edit_output=edit_proj),
+    ):
         for idx, ids in group_by_length(tok, prompts, batch_size):
             ids = ids.to(dev)
             x_ids = torch.tensor([tok(corrupt_prompts[i], add_special_tokens=True)["input_ids"] for i in idx]).to(dev)
@@ -150,8 +163,16 @@ def upstream_reference(model, tok, inputs: Inputs, receivers: Sequence[Head], ba
                             if position != where:
                                 continue
                             end = tuple(t.to(dev) for t in at["END"])
-                            st.update(mode="step2", sender=None, live=rec, path=path, got=got, replace_at=(bi, ti),
-                                      at=end, **{"from": rec[0]})
+                            st.update(
+                                mode="step2",
+                                sender=None,
+                                live=rec,
+                                path=path,
+                                got=got,
+                                replace_at=(bi, ti),
+                                at=end,
+                                **{"from": rec[0]},
+                            )
                             lg = model(ids, logits_to_keep=1, use_cache=False).logits[:, -1].float()
                             d = (lg.gather(1, a[:, None])[:, 0] - logit_o).cpu()
                             has = torch.zeros(len(idx), dtype=torch.bool)

@@ -9,6 +9,7 @@ token identify patches and knocks out; ``"first"`` scores the paper's first answ
 the rule, and :func:`arithmech.steps.ensure.ensure` reuses a table only when it was scored with the rule asked
 for.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -27,8 +28,9 @@ def _figure(template_id: str) -> str:
     return "Fig. 10" if any(t.id == template_id for t in templates.FIG10) else "Fig. 8"
 
 
-def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16, seed: int = 0,
-                         batch_size: int = 64, *, answer_token: str) -> pd.DataFrame:
+def accuracy_by_template(
+    model, tok, task: str = "all", n_per_template: int = 16, seed: int = 0, batch_size: int = 64, *, answer_token: str
+) -> pd.DataFrame:
     """One row per template and one ``(all)`` row per operation: ``op, template, figure, family, example, n,
     correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END), on pairs drawn
     under ``answer_token`` (:data:`arithmech.data.pairs.ANSWER_TOKENS`; ``example`` carries the leading digits
@@ -36,9 +38,16 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
     tpls = pairs.select_templates(task)
     samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, draw=pairs.Draw(answer_token))
     ok, p = answer_scores(model, tok, samples, batch_size)
-    df = pd.DataFrame({"op": [s.op for s in samples], "template": [s.template for s in samples],
-                       "family": [s.family for s in samples], "example": [s.clean for s in samples],
-                       "ok": ok.int().numpy(), "p": p.numpy()})
+    df = pd.DataFrame(
+        {
+            "op": [s.op for s in samples],
+            "template": [s.template for s in samples],
+            "family": [s.family for s in samples],
+            "example": [s.clean for s in samples],
+            "ok": ok.int().numpy(),
+            "p": p.numpy(),
+        }
+    )
     groups = [((op, tid), g) for (op, tid), g in df.groupby(["op", "template"], sort=False)]
     groups += [((op, "(all)"), g) for op, g in df.groupby("op", sort=False)]
     rows = []
@@ -46,10 +55,21 @@ def accuracy_by_template(model, tok, task: str = "all", n_per_template: int = 16
         k, n = int(g.ok.sum()), len(g)
         lo, hi = wilson_interval(k, n)
         whole = tid == "(all)"
-        rows.append({"op": op, "template": tid, "figure": "(all)" if whole else _figure(tid),
-                     "family": "(all)" if whole else g.family.iloc[0],
-                     "example": "" if whole else g.example.iloc[0], "n": n, "correct": k, "accuracy": k / n,
-                     "ci_low": lo, "ci_high": hi, "mean_p_answer": float(g.p.mean())})
+        rows.append(
+            {
+                "op": op,
+                "template": tid,
+                "figure": "(all)" if whole else _figure(tid),
+                "family": "(all)" if whole else g.family.iloc[0],
+                "example": "" if whole else g.example.iloc[0],
+                "n": n,
+                "correct": k,
+                "accuracy": k / n,
+                "ci_low": lo,
+                "ci_high": hi,
+                "mean_p_answer": float(g.p.mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -74,7 +94,7 @@ def run(config: Config, model=None, tok=None) -> pd.DataFrame:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
-    est = admission.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     with annotate(est.line() if est else ""), Progress("accuracy-by-template", 1) as bar:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)

@@ -9,6 +9,7 @@ start-inflection-end layers of App. C, the number tokens each layer writes). One
 :mod:`arithmech.methods.explorer`; :func:`run` is the step end to end (``python -m arithmech analyze``):
 it reads the key heads of the identify step and writes the analyze files of the results folder.
 """
+
 from __future__ import annotations
 
 import time
@@ -57,8 +58,10 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     try:
         heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
     except (TypeError, KeyError, ValueError):
-        raise results.ResultsError(f"{quoted(Path(folder) / 'key_heads.json')}: each head needs integer 'layer' and 'head'; "
-                             "re-run python -m arithmech identify") from None
+        raise results.ResultsError(
+            f"{quoted(Path(folder) / 'key_heads.json')}: each head needs integer 'layer' and 'head'; "
+            "re-run python -m arithmech identify"
+        ) from None
     if heads:
         return heads, "key heads"
     return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
@@ -99,7 +102,7 @@ def run(config: Config) -> dict:
     heads, heads_from = load_key_heads(folder)
     ops = operations(c, folder)
     samples = reference_samples(folder, c.n_samples, c.seed, ops)
-    est = admission.check(c)                   # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     with annotate(est.line() if est else ""), Progress("analyze", 3) as bar:
         model, tok, geo = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="eager")
@@ -111,20 +114,57 @@ def run(config: Config) -> dict:
         bar.advance(note="mlp")
         top = layer_top_numbers(model, tok, c.prompt, k=5, final_norm=c.final_norm)
         bar.advance(note="top numbers")
-    summary = {"key_heads": key_head_summary(roles, heads), "heads_from": heads_from,
-               "stages": {k: list(v) for k, v in stages.items()}, "final_norm": c.final_norm, "prompt": c.prompt,
-               "n_samples": len(samples), "operations": ops or "all"}
-    results.write_step(folder, "analyze", {**attention_files(roles, heads), "mlp_projection.csv": mlp,
-                                     "top_numbers.csv": top.assign(prompt=c.prompt), "analyze.json": summary}, {
-        "parameters": dict(model=c.model_name, n_samples=c.n_samples, seed=c.seed, device=c.device, dtype=c.dtype,
-                           prompt=c.prompt, final_norm=c.final_norm, batch_size=c.batch_size,
-                           operations=c.operations),
-        "versions": results.versions(),
-        "wall_s": round(time.time() - t0, 2), "peak_memory": results.peak_memory(),
-        "estimate": est.record() if est else None})
-    return dict(model=model, tok=tok, geometry=geo, samples=samples, key_heads=heads, roles=roles,
-                labels=labels, baseline=results.read(folder, "attention_baseline.csv"), mlp=mlp, top=top, stages=stages,
-                folder=folder, summary=summary)
+    summary = {
+        "key_heads": key_head_summary(roles, heads),
+        "heads_from": heads_from,
+        "stages": {k: list(v) for k, v in stages.items()},
+        "final_norm": c.final_norm,
+        "prompt": c.prompt,
+        "n_samples": len(samples),
+        "operations": ops or "all",
+    }
+    results.write_step(
+        folder,
+        "analyze",
+        {
+            **attention_files(roles, heads),
+            "mlp_projection.csv": mlp,
+            "top_numbers.csv": top.assign(prompt=c.prompt),
+            "analyze.json": summary,
+        },
+        {
+            "parameters": dict(
+                model=c.model_name,
+                n_samples=c.n_samples,
+                seed=c.seed,
+                device=c.device,
+                dtype=c.dtype,
+                prompt=c.prompt,
+                final_norm=c.final_norm,
+                batch_size=c.batch_size,
+                operations=c.operations,
+            ),
+            "versions": results.versions(),
+            "wall_s": round(time.time() - t0, 2),
+            "peak_memory": results.peak_memory(),
+            "estimate": est.record() if est else None,
+        },
+    )
+    return dict(
+        model=model,
+        tok=tok,
+        geometry=geo,
+        samples=samples,
+        key_heads=heads,
+        roles=roles,
+        labels=labels,
+        baseline=results.read(folder, "attention_baseline.csv"),
+        mlp=mlp,
+        top=top,
+        stages=stages,
+        folder=folder,
+        summary=summary,
+    )
 
 
 def read(folder: str | Path) -> dict:
@@ -133,15 +173,24 @@ def read(folder: str | Path) -> dict:
 
     Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
     roles = results.read(folder, "attention_roles.csv")
-    return {"roles": roles, "labels": label_heads(roles, load_key_heads(folder)[0]),
-            "baseline": results.read(folder, "attention_baseline.csv"), "mlp": results.read(folder, "mlp_projection.csv"),
-            "top": results.read(folder, "top_numbers.csv"), "summary": results.read(folder, "analyze.json")}
+    return {
+        "roles": roles,
+        "labels": label_heads(roles, load_key_heads(folder)[0]),
+        "baseline": results.read(folder, "attention_baseline.csv"),
+        "mlp": results.read(folder, "mlp_projection.csv"),
+        "top": results.read(folder, "top_numbers.csv"),
+        "summary": results.read(folder, "analyze.json"),
+    }
 
 
 def summary(r: dict) -> str:
     """The command line's summary of :func:`run`'s result: the studied heads' labels, the stages, the verdicts."""
-    return "\n".join([r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False),
-                      f"start-inflection-end: {r['stages']}",
-                      *verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"]),
-                      f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
-                      "top_numbers.csv, analyze.json"])
+    return "\n".join(
+        [
+            r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False),
+            f"start-inflection-end: {r['stages']}",
+            *verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"]),
+            f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
+            "top_numbers.csv, analyze.json",
+        ]
+    )

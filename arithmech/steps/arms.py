@@ -25,30 +25,25 @@ verdicts of :mod:`arithmech.claims.verdicts` read, decided over whole curves rat
   arguments (resume).
 
 Same arguments → byte-identical records (timings aside).
+
+This module plans and runs the table; the pieces live beside it: the heads of each arm
+(:mod:`arithmech.steps.arms_heads`), the grids and the chosen rate (:mod:`arithmech.steps.arms_grid`), one run's
+training and record (:mod:`arithmech.steps.arms_train`), the learning curve (:mod:`arithmech.steps.arms_curve`).
 """
+
 from __future__ import annotations
 
 import json
-import re
-import tempfile
 import time
-from pathlib import Path
-from typing import NamedTuple, Sequence
-
-import torch
+from typing import Sequence
 
 from arithmech.core import admission, records
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
-from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
-from arithmech.core.stats import paired_bootstrap
 from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import CLOZE_SETS, get_suite
-from arithmech.finetune import adapter, runner
-from arithmech.finetune.data import tokenize_pairs
-from arithmech.paper import SFT
 from arithmech.steps import arms_heads as heads_mod
 from arithmech.steps.arms_curve import args_hash as _hash
 from arithmech.steps.arms_curve import learning_curve
@@ -68,112 +63,18 @@ from arithmech.steps.arms_grid import (
     replicated,
     val_math,
 )
-from arithmech.steps.config import Table1 as Config
-from arithmech.steps.finetune import model_geometry, ranked_components
+from arithmech.steps.arms_heads import key_and_ranked
+from arithmech.steps.arms_train import Run, check_records, deltas, same_record, train_arm
+from arithmech.steps.config_training import Table1 as Config
 
 __all__ = ["ARMS", "GRIDS", "Config", "run_arms", "learning_curve", "key_and_ranked", "train_arm", "choose"]
-TAGS = {"full": "", "precise-key": "key", "precise-share": "share", "precise-random": "random",
-        "precise-random-any": "random-any"}
-
-
-# ------------------------------------------------------------------------------------ the heads
-def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
-    """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
-    ranked, _ = ranked_components(folder)
-    kh = results_io.read(folder, "key_heads.json")
-    passing = [(h["layer"], h["head"]) for h in kh["heads"]]
-    by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
-    return passing, ranked, by_share
-
-
-RUN_TAG = re.compile(r"^(base|base-shots|full-s\d+-lr.+|precise-(key|share|random\d+|random-any\d+)-s\d+-lr.+)$")
-"""The records an arms run reads back (resuming) or replaces: ``finetune/<stem>.json`` with these stems."""
-
-
-def check_records(folder: str | Path) -> None:
-    """Refuse, before any work, a record of this runner in ``folder`` that is not a readable fine-tune record."""
-    d = Path(folder) / "finetune"
-    if not d.is_dir():
-        return
-    for p in sorted(d.glob("*.json")):
-        if RUN_TAG.match(p.stem):
-            records.check_record_file(p, folder)
-
-
-def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
-    """Every precise arm's heads (:mod:`arithmech.steps.arms_heads`) and how they were chosen."""
-    passing, ranked, share_pass = key_and_ranked(folder)
-    if len(ranked) < top_k:
-        raise ValueError(f"--top-k {top_k}: {quoted(folder)} ranks only {len(ranked)} heads")
-    geo = model_geometry(model_name)
-    if geo is None:
-        raise ValueError(f"--model {model_name}: its config.json cannot be read here, so the heads' key/value "
-                         "groups are unknown; use a local model folder")
-    task = results_io.read(folder, "key_heads.json")["task"]
-    key = ranked[:top_k]
-    share = heads_mod.share_heads(share_pass, heads_mod.share_ranking(folder, task), top_k)
-    free = heads_mod.free_heads(geo, key + share + passing + share_pass)
-    n = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
-    return {"tuned": [list(h) for h in key], "passing_threshold": [list(h) for h in passing],
-            "selection": (f"{n} identify's threshold; the top {top_k} by rank are tuned" if len(passing) != top_k
-                          else "the heads passing identify's threshold"),
-            "share": [list(h) for h in share], "share_passing": [list(h) for h in share_pass],
-            "share_selection": (f"{len(share_pass)} heads pass the share rule"
-                                + (f"; {top_k - len(share_pass)} more by share rank" if len(share_pass) < top_k else "")),
-            "gqa": (f"{geo.n_heads} query heads on {geo.n_kv_heads} key/value heads per layer: a random head "
-                    "is drawn only from the key/value groups no key or share head reads (precise SFT trains a group's "
-                    f"K/V slices when any of its heads is tuned), so the random arms share no tuned parameter with "
-                    f"them; {len(free)} of {geo.n_layers * geo.n_heads} heads are free"),
-            **{("random_draws" if a == "precise-random" else "random_any_draws"):
-               [[list(h) for h in heads_mod.random_draw(a, d, key, free)] for d in range(draws)] for a in RANDOM}}
-
-
-# ------------------------------------------------------------------------------------ one run
-class _Run(NamedTuple):
-    """One run of the table: its ``arm`` (``"base"``, ``"base-shots"`` or one of :data:`ARMS`), learning rate ``lr``
-    (``None`` for the base model), training ``seed`` and random-head ``draw`` (``None`` for the base model)."""
-    arm: str
-    lr: float | None
-    seed: int
-    draw: int | None
-
-
-def train_arm(config: Config, suite, heads, lr: float, seed: int, steps: int,
-              data_seed: int) -> tuple[object, object, dict]:
-    """Fine-tune a fresh copy of ``config.model_name`` (on ``config.device``, in ``config.dtype``, ``config.batch_size``
-    rows a step) on ``suite.train`` for ``steps`` steps at rate ``lr``: every parameter (``heads`` None) or the
-    ``heads``' slices with H/h rescaling; ``seed`` the training's, ``data_seed`` the splits'. Returns
-    ``(model, tokenizer, training record)``."""
-    batch_size, device = config.batch_size, config.device
-    torch.manual_seed(seed)
-    net, tok, _ = load_model(config.model_name, device=device, dtype=config.dtype, attn_implementation="sdpa")
-    rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
-    spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
-    with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
-        args = runner.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=batch_size, max_steps=steps,
-                               warmup=SFT["warmup"], weight_decay=SFT["weight_decay"], seed=seed, device=device,
-                               logging_steps=max(1, steps // 10))
-        net.train()
-        trainer = runner.make_trainer(net, "precise" if spec else "full", args, rows, tok, spec)
-        tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
-        rec = runner.train_measured(trainer, device)
-    if spec is not None:
-        net = trainer.merged_model()  # type: ignore[attr-defined]  # make_trainer gives a HeadMaskedTrainer here
-    net.eval().requires_grad_(False)
-    rec.update(tuned_parameters=tuned, total_parameters=sum(p.numel() for p in net.parameters()),
-               n_train=len(rows), lr=lr, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
-               scheduler="cosine", optimizer="adamw_torch_fused")
-    return net, tok, rec
-
-
-def _deltas(base: dict, res: dict, seed: int) -> dict:
-    out = {}
-    for k, v in res.items():
-        if k in base and base[k].get("items") is not None and len(base[k]["items"]) == len(v["items"]):
-            d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
-            out[k] = {"delta": d, "ci": [lo, hi]}
-    return out
-
+TAGS = {
+    "full": "",
+    "precise-key": "key",
+    "precise-share": "share",
+    "precise-random": "random",
+    "precise-random-any": "random-any",
+}
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -189,8 +90,14 @@ def check_args(suite: str, grid: dict | None) -> dict:
     return grid
 
 
-def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = None, data_seed: int | None = None,
-             sizes: dict | None = None, command: str | None = None) -> dict:
+def run_arms(
+    config: Config,
+    arms: Sequence[str] = ARMS,
+    grid: dict | None = None,
+    data_seed: int | None = None,
+    sizes: dict | None = None,
+    command: str | None = None,
+) -> dict:
     """Run Table 1 (module docstring) and write its records and ``finetune/table1.json``; returns the plan.
 
     ``sizes``: the suite's evaluation sizes (``paper``: :func:`arithmech.evals.measures.table1_sizes` of
@@ -201,12 +108,12 @@ def run_arms(config: Config, arms: Sequence[str] = ARMS, grid: dict | None = Non
     S = get_suite(c.suite)
     if sizes is None:
         sizes = table1_sizes(c.scale) if c.suite == "paper" else S.sizes() if S.sizes else None
-        if sizes is not None and c.suite == "cpu":          # each run's test sets, cut to fit the design's budget
+        if sizes is not None and c.suite == "cpu":  # each run's test sets, cut to fit the design's budget
             sizes = {**sizes, **{k: c.cloze_items for k in CLOZE_SETS}, "lm_tokens": c.lm_tokens}
     grid = check_args(c.suite, grid)
-    est = admission.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     out = results_io.model_folder(c.results, c.model_name)
-    with records.holding(out), annotate(est.line() if est else ""):   # one writer of the folder for the whole run
+    with records.holding(out), annotate(est.line() if est else ""):  # one writer of the folder for the whole run
         return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)
 
 
@@ -215,9 +122,9 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     out = results_io.model_folder(c.results, c.model_name)
     seeds = list(c.seeds)
     curve = None
-    if not c.curve_only:                  # every input checked before anything is written (the curve included)
+    if not c.curve_only:  # every input checked before anything is written (the curve included)
         check_records(out)
-        heads = plan_heads(out, c.model_name, c.top_k, c.draws)
+        heads = heads_mod.plan_heads(out, c.model_name, c.top_k, c.draws)
     if c.curve_only or c.steps is None:
         curve = learning_curve(c, data_seed)
         if c.curve_only:
@@ -225,42 +132,84 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
     if c.steps is not None:
         steps = c.steps
     else:
-        assert curve is not None                          # made above whenever --steps is absent
+        assert curve is not None  # made above whenever --steps is absent
         steps = curve["knee"]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}
-    command = command or command_line("arms", c)          # a chapter's run: the command that makes the same files
-    common = dict(model=c.model_name, suite=c.suite, steps=steps, batch_size=c.batch_size, data_seed=data_seed,
-                  device=c.device, dtype=c.dtype, data_dir=str(c.data_dir), sizes=sizes)
+    command = command or command_line("arms", c)  # a chapter's run: the command that makes the same files
+    common = dict(
+        model=c.model_name,
+        suite=c.suite,
+        steps=steps,
+        batch_size=c.batch_size,
+        data_seed=data_seed,
+        device=c.device,
+        dtype=c.dtype,
+        data_dir=str(c.data_dir),
+        sizes=sizes,
+    )
     ev = lambda net, tok, side: S.evaluate(net, tok, side, sizes, data_seed, data_dir=c.data_dir)
     t_start = time.time()
     tuned = [tuple(h) for h in heads["tuned"]]
     share = [tuple(h) for h in heads["share"]]
     draws = {"precise-random": heads["random_draws"], "precise-random-any": heads["random_any_draws"]}
 
-    def record(mode, tag, h, net_tok_train, hs, run: _Run, started, shots=0):
+    def record(mode, tag, h, net_tok_train, hs, run: Run, started, shots=0):
         """Evaluate the trained (or base) model and write ``finetune/<mode>[-tag].json`` (args hash ``h``)."""
         net, tok, tr = net_tok_train
         arm, lr, seed, draw = run
         t0 = time.time()
         if shots:
-            val, test = S.shots(net, tok, "val", sizes, data_seed, shots), S.shots(net, tok, "test", sizes, data_seed, shots)
+            val, test = (
+                S.shots(net, tok, "val", sizes, data_seed, shots),
+                S.shots(net, tok, "test", sizes, data_seed, shots),
+            )
         else:
             val, test = ev(net, tok, "val"), ev(net, tok, "test")
-        extra = S.base_only(net, tok, sizes, data_seed, data_dir=c.data_dir) if mode == "base" and not shots and S.base_only else {}
+        extra = (
+            S.base_only(net, tok, sizes, data_seed, data_dir=c.data_dir)
+            if mode == "base" and not shots and S.base_only
+            else {}
+        )
         eval_s = round(time.time() - t0, 1)
         base = None if mode == "base" else records.read_finetune(out, "base")
         rec = records.finetune_record(
-            model=results_io.folder_name(c.model_name), mode=mode, tag=tag, command=command, seed=seed, device=c.device,
-            dtype=c.dtype, heads=hs, mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
-            tuned_parameters=(tr or {}).get("tuned_parameters", 0), total_parameters=(tr or {}).get("total_parameters"),
-            parameters={"arm": arm, "lr": lr, "draw": draw, "suite": c.suite, "steps": steps, "batch_size": c.batch_size,
-                        "data_seed": data_seed, "sizes": sizes, "args_sha256": h, "validation": val,
-                        "base_only": extra, "eval_s": eval_s, **({"shots": shots} if shots else {})},
-            train=tr, results=test, delta=None if base is None else _deltas(base["results"], test, seed),
-            data={"suite": c.suite, "splits": "validation and test disjoint by operand pair and phrasing "
-                  "(arithmech.evals.suites)"}, versions=results_io.versions(),
-            wall_s=round(time.time() - started, 1))
+            model=results_io.folder_name(c.model_name),
+            mode=mode,
+            tag=tag,
+            command=command,
+            seed=seed,
+            device=c.device,
+            dtype=c.dtype,
+            heads=hs,
+            mlps=[] if mode == "precise" else ("all" if mode == "full" else None),
+            tuned_parameters=(tr or {}).get("tuned_parameters", 0),
+            total_parameters=(tr or {}).get("total_parameters"),
+            parameters={
+                "arm": arm,
+                "lr": lr,
+                "draw": draw,
+                "suite": c.suite,
+                "steps": steps,
+                "batch_size": c.batch_size,
+                "data_seed": data_seed,
+                "sizes": sizes,
+                "args_sha256": h,
+                "validation": val,
+                "base_only": extra,
+                "eval_s": eval_s,
+                **({"shots": shots} if shots else {}),
+            },
+            train=tr,
+            results=test,
+            delta=None if base is None else deltas(base["results"], test, seed),
+            data={
+                "suite": c.suite,
+                "splits": "validation and test disjoint by operand pair and phrasing (arithmech.evals.suites)",
+            },
+            versions=results_io.versions(),
+            wall_s=round(time.time() - started, 1),
+        )
         records.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
 
     def heads_of(arm, draw):
@@ -275,24 +224,33 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         """Whether this run's record exists with the same arguments (a cut rate keeps the runs made before it)."""
         hs = heads_of(arm, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
-        return _same(out, grid_of(arm), tag_of(arm, lr, seed, draw), h)
+        return same_record(out, grid_of(arm), tag_of(arm, lr, seed, draw), h)
 
     def run_one(arm, lr, seed, draw, bar):
         hs = heads_of(arm, draw)
         mode = "full" if arm == "full" else "precise"
         tag = tag_of(arm, lr, seed, draw)
         h = _hash({**common, "arm": arm, "lr": lr, "seed": seed, "heads": hs, "base": base_hash})
-        fresh = not _same(out, mode, tag, h)
+        fresh = not same_record(out, mode, tag, h)
         if fresh:
             records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
             bar.note = f"{arm} seed {seed} lr {lr_tag(lr)}"
             started = time.time()
             trained = train_arm(c, S, hs, lr, seed, steps, data_seed)
-            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", _Run(arm, lr, seed, draw), started)
+            record(mode, tag, h, trained, [list(x) for x in hs] if hs else "all", Run(arm, lr, seed, draw), started)
         bar.advance()
         val = records.read_finetune(out, mode, tag)["parameters"]["validation"]
-        rows[arm].append({"lr": lr, "seed": seed, "draw": draw, "tag": f"{mode}-{tag}", "val_math": val_math(val, S),
-                          "val_nll": val["math_nll"]["value"], "val_loss": (val.get("lm_loss") or {}).get("value", 0.0)})
+        rows[arm].append(
+            {
+                "lr": lr,
+                "seed": seed,
+                "draw": draw,
+                "tag": f"{mode}-{tag}",
+                "val_math": val_math(val, S),
+                "val_nll": val["math_nll"]["value"],
+                "val_loss": (val.get("lm_loss") or {}).get("value", 0.0),
+            }
+        )
         if fresh:
             write_plan(False)
 
@@ -303,32 +261,71 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         for a in [a for a in arms if rows[a]]:
             first = [r for r in rows[a] if r["seed"] == seeds[0] and r["draw"] == 0]
             lr = choose(first)
-            plan_arms[a] = {"grid": g[group(a)], "grid_rows": sorted(rows[a], key=lambda r: (r["lr"], r["draw"], r["seed"])),
-                            "extensions": ext[group(a)], "frontier_rates": frontier_rates(rows[a]),
-                            "chosen_lr": lr, "interior": g[group(a)][0] < lr < g[group(a)][-1],
-                            "runs": [r["tag"] for r in rows[a] if r["lr"] == lr]}
-        plan = {"suite": c.suite, "model": results_io.folder_name(c.model_name), "command": command, "complete": complete,
-                "rules": {"bracket": BRACKET_RULE, "single_rate": RULE,
-                          "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
-                                   f"{max(c.frontier_seeds, len(seeds))}",
-                          "cut": "none: every rate of a grid is replicated" if c.replicate_ends else
-                                 "--no-replicate-ends: a bracketed grid's two end rates keep their first run and get "
-                                 "no further seeds, draws or frontier seeds (made before the cut: kept); the rules "
-                                 "read a point from 3 runs, so they decide on the interior rates"},
-                "replicated": {grp: keep[grp] for grp in ("full", "precise")},
-                "rule": RULE, "seeds": seeds, "draws": c.draws, "frontier_seeds": c.frontier_seeds, "data_seed": data_seed,
-                "steps": steps, "steps_from": "the learning curve's knee" if curve else "--steps",
-                "batch_size": c.batch_size, "sizes": sizes, "shots": c.shots, "heads": heads, "arms": plan_arms,
-                "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]]}
-        every = ["base"] + (["base-shots"] if S.shots else []) + [r["tag"] for a in plan_arms.values() for r in a["grid_rows"]]
+            plan_arms[a] = {
+                "grid": g[group(a)],
+                "grid_rows": sorted(rows[a], key=lambda r: (r["lr"], r["draw"], r["seed"])),
+                "extensions": ext[group(a)],
+                "frontier_rates": frontier_rates(rows[a]),
+                "chosen_lr": lr,
+                "interior": g[group(a)][0] < lr < g[group(a)][-1],
+                "runs": [r["tag"] for r in rows[a] if r["lr"] == lr],
+            }
+        plan = {
+            "suite": c.suite,
+            "model": results_io.folder_name(c.model_name),
+            "command": command,
+            "complete": complete,
+            "rules": {
+                "bracket": BRACKET_RULE,
+                "single_rate": RULE,
+                "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
+                f"{max(c.frontier_seeds, len(seeds))}",
+                "cut": "none: every rate of a grid is replicated"
+                if c.replicate_ends
+                else "--no-replicate-ends: a bracketed grid's two end rates keep their first run and get "
+                "no further seeds, draws or frontier seeds (made before the cut: kept); the rules "
+                "read a point from 3 runs, so they decide on the interior rates",
+            },
+            "replicated": {grp: keep[grp] for grp in ("full", "precise")},
+            "rule": RULE,
+            "seeds": seeds,
+            "draws": c.draws,
+            "frontier_seeds": c.frontier_seeds,
+            "data_seed": data_seed,
+            "steps": steps,
+            "steps_from": "the learning curve's knee" if curve else "--steps",
+            "batch_size": c.batch_size,
+            "sizes": sizes,
+            "shots": c.shots,
+            "heads": heads,
+            "arms": plan_arms,
+            "runs": ["base"] + [t for a in plan_arms.values() for t in a["runs"]],
+        }
+        every = (
+            ["base"]
+            + (["base-shots"] if S.shots else [])
+            + [r["tag"] for a in plan_arms.values() for r in a["grid_rows"]]
+        )
         run_s = {t: records.read_tag(out, t).get("wall_s") for t in every}
-        plan["cost"] = {"runs": len(every), "run_s": run_s, "curve_s": (curve or {}).get("wall_s"),
-                        "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
-                        "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)"}
-        results_io.write_step(out, "table1", {"finetune/table1.json": plan},
-                              record={"parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
-                                      "wall_s": round(time.time() - t_start, 1), "versions": results_io.versions(),
-                                      "peak_memory": results_io.peak_memory(), "estimate": est.record() if est else None})
+        plan["cost"] = {
+            "runs": len(every),
+            "run_s": run_s,
+            "curve_s": (curve or {}).get("wall_s"),
+            "total_s": round(sum(v or 0 for v in run_s.values()) + ((curve or {}).get("wall_s") or 0), 1),
+            "machine": "what each run cost where it ran (run_s: training + evaluation; curve_s: the learning curve)",
+        }
+        results_io.write_step(
+            out,
+            "table1",
+            {"finetune/table1.json": plan},
+            record={
+                "parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
+                "wall_s": round(time.time() - t_start, 1),
+                "versions": results_io.versions(),
+                "peak_memory": results_io.peak_memory(),
+                "estimate": est.record() if est else None,
+            },
+        )
         return plan
 
     base_hash = _hash({**common, "arm": "base"})
@@ -345,18 +342,26 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         for mode, tag, h, shots in (("base", None, base_hash, 0), ("base", "shots", shots_hash, c.shots)):
             if shots and S.shots is None:
                 continue
-            if not _same(out, mode, tag, h):
+            if not same_record(out, mode, tag, h):
                 records.check_finetune_writable(records.finetune_path(out, mode, tag), c.overwrite)
                 started = time.time()
                 net, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-                record(mode, tag, h, (net, tok, None), None, _Run("base" if not shots else "base-shots", None, seeds[0],
-                                                                  None), started, shots)
+                record(
+                    mode,
+                    tag,
+                    h,
+                    (net, tok, None),
+                    None,
+                    Run("base" if not shots else "base-shots", None, seeds[0], None),
+                    started,
+                    shots,
+                )
             bar.advance()
         base_val = val_math(records.read_finetune(out, "base")["parameters"]["validation"], S)
-        for a in arms:                                       # 1. every rate at the first seed (first draw)
+        for a in arms:  # 1. every rate at the first seed (first draw)
             for lr in g[group(a)]:
                 run_one(a, lr, seeds[0], 0, bar)
-        for grp in ("full", "precise"):                      # ... until each grid is bracketed
+        for grp in ("full", "precise"):  # ... until each grid is bracketed
             members = [a for a in arms if group(a) == grp]
             while members and ext[grp] < c.max_extend:
                 side = next((s for a in members if (s := bracket_side(rows[a], base_val))), None)
@@ -367,11 +372,11 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 bar.total += len(members) * max(replicas(a) for a in members)
                 for a in members:
                     run_one(a, lr, seeds[0], 0, bar)
-        for grp in ("full", "precise"):                      # the ends replicated only when asked (arms_grid)
+        for grp in ("full", "precise"):  # the ends replicated only when asked (arms_grid)
             members = [a for a in arms if group(a) == grp]
             closed = bool(members) and not any(bracket_side(rows[a], base_val) for a in members)
             keep[grp] = replicated(g[grp], closed, c.replicate_ends)
-        for i in range(1, max(replicas(a) for a in arms)):   # 2. the other seeds and draws, in balanced rounds
+        for i in range(1, max(replicas(a) for a in arms)):  # 2. the other seeds and draws, in balanced rounds
             for a in arms:
                 if i < replicas(a):
                     seed, draw = (seeds[i % len(seeds)], i) if a in RANDOM else (seeds[i], 0)
@@ -381,23 +386,13 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                         else:
                             bar.advance()
         extra = [max(seeds) + 1 + j for j in range(max(0, c.frontier_seeds - len(seeds)))]
-        for a in [a for a in arms if a not in RANDOM]:       # 3. the frontier rates up to frontier_seeds
+        for a in [a for a in arms if a not in RANDOM]:  # 3. the frontier rates up to frontier_seeds
             front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]
             bar.total += len(front) * len(extra)
             for fs in extra:
                 for lr in front:
                     run_one(a, lr, fs, 0, bar)
     return write_plan(True)
-
-
-def _same(out: Path, mode: str, tag: str | None, h: str) -> bool:
-    """True when ``finetune/<mode>[-tag].json`` is a valid record made with the arguments hashing to ``h``."""
-    if not records.finetune_path(out, mode, tag).exists():
-        return False
-    try:
-        return (records.read_finetune(out, mode, tag).get("parameters") or {}).get("args_sha256") == h
-    except (ValueError, OSError):
-        return False
 
 
 def summary(plan: dict) -> str:

@@ -4,6 +4,7 @@ One full-SFT run at the middle rate of full's grid, constant after warm-up, scor
 every ``every`` steps (``finetune/curve.json``); the knee (:data:`KNEE_RULE`) is the fewest steps that reach
 most of the curve's gain. Made before any arm runs, kept when a re-run has the same arguments.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,7 @@ from arithmech.finetune import runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
 from arithmech.steps.arms_grid import GRIDS, val_math
-from arithmech.steps.config import Table1 as Config
+from arithmech.steps.config_training import Table1 as Config
 
 KNEE = 0.9
 
@@ -32,8 +33,10 @@ def args_hash(obj: dict) -> str:
 
 
 _hash = args_hash
-KNEE_RULE = (f"the fewest steps whose validation math accuracy reaches base + {KNEE} x (the curve's best - base), "
-             "on one full-SFT run at the middle rate of full's grid, constant after warm-up")
+KNEE_RULE = (
+    f"the fewest steps whose validation math accuracy reaches base + {KNEE} x (the curve's best - base), "
+    "on one full-SFT run at the middle rate of full's grid, constant after warm-up"
+)
 
 
 def knee(points: list[dict]) -> int:
@@ -56,9 +59,18 @@ class _Curve(runner.TrainerCallback):
         with torch.no_grad():
             val = self.suite.evaluate(model, self.tok, "val", self.sizes, self.data_seed)
         model.train(was)
-        self.points.append({"step": step, "val_math": val_math(val, self.suite), "val_nll": val["math_nll"]["value"],
-                            **{f"val_{m}": r["value"] for m, r in val.items()       # what it keeps (or forgets)
-                               if m not in self.suite.math and m != "math_nll"}})
+        self.points.append(
+            {
+                "step": step,
+                "val_math": val_math(val, self.suite),
+                "val_nll": val["math_nll"]["value"],
+                **{
+                    f"val_{m}": r["value"]
+                    for m, r in val.items()  # what it keeps (or forgets)
+                    if m not in self.suite.math and m != "math_nll"
+                },
+            }
+        )
 
     def on_step_end(self, args, state, control, model=None, **kw):
         if state.global_step % self.every == 0:
@@ -76,8 +88,17 @@ def learning_curve(config: Config, data_seed: int | None = None, every: int = 20
     sizes = S.sizes() if S.sizes else {}
     lr = sorted(GRIDS[c.suite]["full"])[1]
     out = results_io.model_folder(c.results, c.model_name)
-    args = {"model": results_io.folder_name(c.model_name), "suite": c.suite, "lr": lr, "steps": c.curve_steps,
-            "batch_size": c.batch_size, "seed": c.seeds[0], "data_seed": data_seed, "every": every, "sizes": sizes}
+    args = {
+        "model": results_io.folder_name(c.model_name),
+        "suite": c.suite,
+        "lr": lr,
+        "steps": c.curve_steps,
+        "batch_size": c.batch_size,
+        "seed": c.seeds[0],
+        "data_seed": data_seed,
+        "every": every,
+        "sizes": sizes,
+    }
     h = _hash(args)
     if results_io.exists(out, "finetune/curve.json"):
         old = results_io.read(out, "finetune/curve.json")
@@ -91,19 +112,36 @@ def learning_curve(config: Config, data_seed: int | None = None, every: int = 20
     cb.score(net, 0)
     rows = tokenize_pairs(tok, S.train(c.curve_steps * c.batch_size, c.seeds[0], data_seed))
     with tempfile.TemporaryDirectory(prefix="arithmech-curve-") as tmp:
-        targs = runner.training_args(tmp, lr=lr, batch_size=c.batch_size, micro_batch_size=c.batch_size,
-                                     max_steps=c.curve_steps, warmup=SFT["warmup"], weight_decay=SFT["weight_decay"],
-                                     seed=c.seeds[0], device=c.device, logging_steps=every,
-                                     scheduler="constant_with_warmup")
+        targs = runner.training_args(
+            tmp,
+            lr=lr,
+            batch_size=c.batch_size,
+            micro_batch_size=c.batch_size,
+            max_steps=c.curve_steps,
+            warmup=SFT["warmup"],
+            weight_decay=SFT["weight_decay"],
+            seed=c.seeds[0],
+            device=c.device,
+            logging_steps=every,
+            scheduler="constant_with_warmup",
+        )
         net.train()
         trainer = runner.make_trainer(net, "full", targs, rows, tok)
         trainer.add_callback(cb)
         trainer.train()
-    curve = {**args, "args_sha256": h, "rule": KNEE_RULE, "points": cb.points, "knee": knee(cb.points),
-             "command": command_line("arms", c.replace(curve_only=True, steps=None)),
-             "wall_s": round(time.time() - t0, 1)}
-    results_io.write_step(out, "curve", {"finetune/curve.json": curve},
-                          record={"parameters": args, "wall_s": curve["wall_s"], "versions": results_io.versions()})
+    curve = {
+        **args,
+        "args_sha256": h,
+        "rule": KNEE_RULE,
+        "points": cb.points,
+        "knee": knee(cb.points),
+        "command": command_line("arms", c.replace(curve_only=True, steps=None)),
+        "wall_s": round(time.time() - t0, 1),
+    }
+    results_io.write_step(
+        out,
+        "curve",
+        {"finetune/curve.json": curve},
+        record={"parameters": args, "wall_s": curve["wall_s"], "versions": results_io.versions()},
+    )
     return curve
-
-

@@ -19,6 +19,7 @@ rates get extra seeds. Every rule here reads **validation** scores only; the tes
 * the **single-rate choice** of the first runs (:data:`RULE`, :func:`choose`) is still computed and shown beside
   the frontier, as the choice the earlier verdicts hung on.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -31,9 +32,11 @@ _F = {"toy": (3e-4, 1e-3, 3e-3), "cpu": (3e-5, 1e-4, 3e-4), "paper": (3e-5, 1e-4
 GRIDS = {s: {"full": _F[s], **{a: _P[s] for a in PRECISE}} for s in _P}
 RULE = "highest validation math accuracy; among rates within 0.01 of it, the lowest validation math loss"
 BRACKET = 0.5
-BRACKET_RULE = (f"an end of an arm's grid is bracketed when its mean validation math gain over base is at most "
-                f"{BRACKET} x the arm's best (seed 0, or a random arm's first draw); an unbracketed end is extended "
-                "by the grid's ratio")
+BRACKET_RULE = (
+    f"an end of an arm's grid is bracketed when its mean validation math gain over base is at most "
+    f"{BRACKET} x the arm's best (seed 0, or a random arm's first draw); an unbracketed end is extended "
+    "by the grid's ratio"
+)
 
 
 def grid_of(arm: str) -> str:
@@ -80,7 +83,7 @@ def bracket_side(rows: Sequence[dict], base: float) -> str | None:
     model's validation math accuracy."""
     m = means_by_rate(rows)
     best = max(m.values()) - base
-    if best <= 0:                                       # nothing learned anywhere: the grid is too low
+    if best <= 0:  # nothing learned anywhere: the grid is too low
         return "high"
     lrs = sorted(m)
     if m[lrs[0]] - base > BRACKET * best:

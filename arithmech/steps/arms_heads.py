@@ -19,7 +19,11 @@ group the layer-matched draw moves to the nearest layer that has one (the plan r
 
 Each draw is seeded by its own index (``random-heads:<arm>:<draw>``), never by a training seed: draws and
 training seeds vary independently.
+
+:func:`plan_heads` writes every arm's heads into the runner's plan (:mod:`arithmech.steps.arms`);
+:func:`key_and_ranked` reads identify's key heads and ranking from the results folder.
 """
+
 from __future__ import annotations
 
 import random
@@ -29,6 +33,8 @@ from typing import Sequence
 from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import quoted
+from arithmech.steps.arms_grid import RANDOM
+from arithmech.steps.finetune_heads import model_geometry, ranked_components
 
 Head = tuple[int, int]
 
@@ -37,8 +43,10 @@ def share_ranking(folder: str | Path, task: str) -> list[Head]:
     """Every head of ``task`` in ``effects.csv``, most negative ``share`` first (ties: layer, head)."""
     df = results_io.read(folder, "effects.csv")
     if "share" not in df.columns:
-        raise ValueError(f"{quoted(Path(folder) / 'effects.csv')}: no share column (made before shares were measured), so "
-                         "the precise-share arm has no ranking: re-run `python -m arithmech identify`")
+        raise ValueError(
+            f"{quoted(Path(folder) / 'effects.csv')}: no share column (made before shares were measured), so "
+            "the precise-share arm has no ranking: re-run `python -m arithmech identify`"
+        )
     df = df[(df["task"] == task) & (df["head"] != "mlp")]
     rows = sorted(((float(s), int(l), int(h)) for s, l, h in zip(df["share"], df["layer"], df["head"])))
     return [(l, h) for _, l, h in rows]
@@ -47,7 +55,7 @@ def share_ranking(folder: str | Path, task: str) -> list[Head]:
 def share_heads(passing: Sequence[Head], ranking: Sequence[Head], k: int) -> list[Head]:
     """The share rule's heads, filled up to ``k`` by share rank (``passing`` first, in its order)."""
     out = list(dict.fromkeys((int(h[0]), int(h[1])) for h in passing))[:k]
-    out += [h for h in ranking if h not in out][:k - len(out)]
+    out += [h for h in ranking if h not in out][: k - len(out)]
     return out
 
 
@@ -59,8 +67,7 @@ def groups(heads: Sequence[Head], geo: Geometry) -> set[tuple[int, int]]:
 def free_heads(geo: Geometry, avoid: Sequence[Head]) -> list[Head]:
     """Heads that share no tuned parameter with ``avoid``: not in it, and reading no group it reads."""
     taken = groups(avoid, geo)
-    return [(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)
-            if (l, geo.kv_head(h)) not in taken]
+    return [(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, geo.kv_head(h)) not in taken]
 
 
 def layer_matched(layers: Sequence[int], free: Sequence[Head], rng: random.Random) -> list[Head]:
@@ -89,3 +96,58 @@ def random_draw(arm: str, draw: int, tuned: Sequence[Head], free: Sequence[Head]
             raise ValueError(f"only {len(free)} free heads: cannot draw {len(tuned)} random heads")
         return sorted(rng.sample(sorted(free), len(tuned)))
     raise ValueError(f"{arm!r} is not a random arm")
+
+
+# ------------------------------------------------------------------------------------ the plan
+def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
+    ranked, _ = ranked_components(folder)
+    kh = results_io.read(folder, "key_heads.json")
+    passing = [(h["layer"], h["head"]) for h in kh["heads"]]
+    by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
+    return passing, ranked, by_share
+
+
+def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
+    """Every precise arm's heads (:mod:`arithmech.steps.arms_heads`) and how they were chosen."""
+    passing, ranked, share_pass = key_and_ranked(folder)
+    if len(ranked) < top_k:
+        raise ValueError(f"--top-k {top_k}: {quoted(folder)} ranks only {len(ranked)} heads")
+    geo = model_geometry(model_name)
+    if geo is None:
+        raise ValueError(
+            f"--model {model_name}: its config.json cannot be read here, so the heads' key/value "
+            "groups are unknown; use a local model folder"
+        )
+    task = results_io.read(folder, "key_heads.json")["task"]
+    key = ranked[:top_k]
+    share = share_heads(share_pass, share_ranking(folder, task), top_k)
+    free = free_heads(geo, key + share + passing + share_pass)
+    n = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
+    return {
+        "tuned": [list(h) for h in key],
+        "passing_threshold": [list(h) for h in passing],
+        "selection": (
+            f"{n} identify's threshold; the top {top_k} by rank are tuned"
+            if len(passing) != top_k
+            else "the heads passing identify's threshold"
+        ),
+        "share": [list(h) for h in share],
+        "share_passing": [list(h) for h in share_pass],
+        "share_selection": (
+            f"{len(share_pass)} heads pass the share rule"
+            + (f"; {top_k - len(share_pass)} more by share rank" if len(share_pass) < top_k else "")
+        ),
+        "gqa": (
+            f"{geo.n_heads} query heads on {geo.n_kv_heads} key/value heads per layer: a random head "
+            "is drawn only from the key/value groups no key or share head reads (precise SFT trains a group's "
+            f"K/V slices when any of its heads is tuned), so the random arms share no tuned parameter with "
+            f"them; {len(free)} of {geo.n_layers * geo.n_heads} heads are free"
+        ),
+        **{
+            ("random_draws" if a == "precise-random" else "random_any_draws"): [
+                [list(h) for h in random_draw(a, d, key, free)] for d in range(draws)
+            ]
+            for a in RANDOM
+        },
+    }

@@ -14,6 +14,7 @@ On a seeded subset of identify's reference samples (``prompts.jsonl``), with the
 >>> r = run(model="embedded", results="results", receivers=5, ig_steps=8, n_samples=64)
 >>> r["eap"].head(); r["upstream"].head(); r["summary"]["eap"]["spearman_all"]
 """
+
 from __future__ import annotations
 
 import time
@@ -52,8 +53,9 @@ ABSENT_MEANS = {"operations": "all"}
 """A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
 
 
-def inputs(folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
-           ) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
+def inputs(
+    folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
+) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
     """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts of the
     operations ``ops`` (every one when None), read and checked through the results contract."""
     effects = results.read(folder, "effects.csv")
@@ -61,8 +63,15 @@ def inputs(folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
     return effects, kh, pairs.reference_samples(folder, n_samples, seed, ops)
 
 
-def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame, key_heads: dict, config: Config,
-           bootstrap: str) -> dict:
+def beyond(
+    model,
+    tok,
+    samples: list[pairs_module.Sample],
+    effects: pd.DataFrame,
+    key_heads: dict,
+    config: Config,
+    bootstrap: str,
+) -> dict:
     """The step's computations on loaded ``model`` (see the module docstring), with ``config``'s receivers, EAP-IG
     points, misses, batch size and seed. Returns ``eap``, ``upstream`` (DataFrames), ``misses``, ``summary`` (with
     ``times``) and ``receivers``. ``bootstrap``: what the Spearman intervals resample (identify's recorded unit,
@@ -71,36 +80,59 @@ def beyond(model, tok, samples: list[pairs_module.Sample], effects: pd.DataFrame
     t0 = time.perf_counter()
     ans = pairs_module.answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
-    clean, corrupt = split_cache(end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size),
-                                 len(samples))
+    clean, corrupt = split_cache(
+        end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size), len(samples)
+    )
     times = {"caches_s": time.perf_counter() - t0}
-    cmp = attribution.compare(model, clean, corrupt, ans, ig_steps, key_heads.get("threshold", KEY_THRESHOLD),
-                              seed=config.seed, clusters=resampling_units(samples, bootstrap))
+    cmp = attribution.compare(
+        model,
+        clean,
+        corrupt,
+        ans,
+        ig_steps,
+        key_heads.get("threshold", KEY_THRESHOLD),
+        seed=config.seed,
+        clusters=resampling_units(samples, bootstrap),
+    )
     times.update(cmp["times"])
     misses = attribution.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
     eap = cmp["frame"]
     if not misses.empty:
-        eap = eap.merge(misses[["layer", "head", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen",
-                                "cause"]], on=["layer", "head"], how="left")
+        eap = eap.merge(
+            misses[["layer", "head", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen", "cause"]],
+            on=["layer", "head"],
+            how="left",
+        )
     recs, source = upstream.receivers_from(effects, key_heads, config.receivers)
     t1 = time.perf_counter()
-    pairs_in = upstream.Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p,
-                               roles=[s.positions for s in samples])
+    pairs_in = upstream.Inputs(
+        clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples]
+    )
     up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = model.config.num_attention_heads
     logit_o = clean.need("answer_logit")
-    upf = upstream.frame(up, logit_o, H) if up else pd.DataFrame(columns=["receiver", "position", "path", "sender",
-                                                                                   "effect"])
+    upf = (
+        upstream.frame(up, logit_o, H)
+        if up
+        else pd.DataFrame(columns=["receiver", "position", "path", "sender", "effect"])
+    )
     total = (corrupt.need("answer_logit") - logit_o) / logit_o
     n = len(samples)
-    summary = {**cmp["summary"], "n_samples": n, "ig_steps": ig_steps,
-               "receivers": [f"{l}.{h}" for l, h in recs],
-               "receivers_from": source,
-               "n_key_heads_identify": len(key_heads.get("heads", [])),
-               "total_effect": {"mean": float(total.mean()), "se": float(total.std() / np.sqrt(n)) if n > 1 else None,
-                                "definition": "(logit of {C} on X_c - on X_r) / on X_r, mean over samples"},
-               "times": {k: round(v, 3) for k, v in times.items()}}
+    summary = {
+        **cmp["summary"],
+        "n_samples": n,
+        "ig_steps": ig_steps,
+        "receivers": [f"{l}.{h}" for l, h in recs],
+        "receivers_from": source,
+        "n_key_heads_identify": len(key_heads.get("heads", [])),
+        "total_effect": {
+            "mean": float(total.mean()),
+            "se": float(total.std() / np.sqrt(n)) if n > 1 else None,
+            "definition": "(logit of {C} on X_c - on X_r) / on X_r, mean over samples",
+        },
+        "times": {k: round(v, 3) for k, v in times.items()},
+    }
     return {"eap": eap, "upstream": upf, "misses": misses, "summary": summary, "receivers": recs}
 
 
@@ -118,7 +150,7 @@ def run(config: Config) -> dict:
     results.check_writable(folder, "beyond", c.overwrite)
     ops = operations(c, folder)
     effects, kh, samples = inputs(folder, c.n_samples, c.seed, ops)
-    est = admission.check(c)                   # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
     with annotate(est.line() if est else ""), Progress("beyond", 1) as bar:
@@ -127,15 +159,29 @@ def run(config: Config) -> dict:
             warnings.simplefilter("ignore")
             out = beyond(model, tok, samples, effects, kh, c, identify_bootstrap(folder))
         bar.advance()
-    record = {"parameters": dict(model=c.model_name, receivers=c.receivers, ig_steps=c.ig_steps, n_samples=c.n_samples,
-                                 seed=c.seed, device=c.device, dtype=c.dtype, n_misses=c.n_misses,
-                                 batch_size=c.batch_size, operations=c.operations),
-              "summary": {**out["summary"], "operations": ops or "all"},
-              "versions": results.versions(),
-              "wall_s": round(time.time() - t0, 2), "torch_threads": torch.get_num_threads(),
-              "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}
-    results.write_step(folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record,
-                 model_name=c.model_name)
+    record = {
+        "parameters": dict(
+            model=c.model_name,
+            receivers=c.receivers,
+            ig_steps=c.ig_steps,
+            n_samples=c.n_samples,
+            seed=c.seed,
+            device=c.device,
+            dtype=c.dtype,
+            n_misses=c.n_misses,
+            batch_size=c.batch_size,
+            operations=c.operations,
+        ),
+        "summary": {**out["summary"], "operations": ops or "all"},
+        "versions": results.versions(),
+        "wall_s": round(time.time() - t0, 2),
+        "torch_threads": torch.get_num_threads(),
+        "peak_memory": results.peak_memory(),
+        "estimate": est.record() if est else None,
+    }
+    results.write_step(
+        folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record, model_name=c.model_name
+    )
     return {**out, "folder": folder, "model": model, "tok": tok}
 
 
@@ -143,8 +189,9 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
     where it is absent (:func:`arithmech.steps.ensure.ensure`): the Identify chapter's, or the SmolLM2 appendix's,
     which ship with the repository, are there first."""
-    return "key_heads.json", IdentifyConfig(model_name=config.model_name, results=config.results, seed=config.seed,
-                                            device=config.device, dtype=config.dtype)
+    return "key_heads.json", IdentifyConfig(
+        model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
+    )
 
 
 def read(folder: str | Path) -> dict:
@@ -154,19 +201,32 @@ def read(folder: str | Path) -> dict:
     eap = results.read(folder, "eap.csv")
     rec = results.read_run(folder)["steps"].get("beyond")
     if rec is None:
-        raise FileNotFoundError(f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first")
-    return {"model": rec["parameters"]["model"], "summary": rec["summary"], "eap": eap,
-            "upstream": results.read(folder, "upstream.csv"), "n_layers": int(eap["layer"].max()) + 1}
+        raise FileNotFoundError(
+            f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
+        )
+    return {
+        "model": rec["parameters"]["model"],
+        "summary": rec["summary"],
+        "eap": eap,
+        "upstream": results.read(folder, "upstream.csv"),
+        "n_layers": int(eap["layer"].max()) + 1,
+    }
 
 
 def summary(out: dict) -> str:
     """The command line's summary of :func:`run`'s result: timings, agreement with exact patching, receivers."""
     s = out["summary"]
     t = s["times"]
-    lines = [f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
-             f"EAP-IG ({s['ig_steps']} steps) {t['eap_ig_s']:.2f} s (caches {t['caches_s']:.2f} s)"]
-    lines += [f"{m}: Spearman {s[m]['spearman_all']:+.3f} (heads {s[m]['spearman_heads']:+.3f}), top-{s['top']} "
-              f"overlap {s[m]['top_overlap']}, key heads {s[m]['key_overlap']}/{s[m]['key_union']}" for m in ("eap", "eap_ig")]
-    lines.append(f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): "
-                 f"{t['upstream_s']:.2f} s")
+    lines = [
+        f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
+        f"EAP-IG ({s['ig_steps']} steps) {t['eap_ig_s']:.2f} s (caches {t['caches_s']:.2f} s)"
+    ]
+    lines += [
+        f"{m}: Spearman {s[m]['spearman_all']:+.3f} (heads {s[m]['spearman_heads']:+.3f}), top-{s['top']} "
+        f"overlap {s[m]['top_overlap']}, key heads {s[m]['key_overlap']}/{s[m]['key_union']}"
+        for m in ("eap", "eap_ig")
+    ]
+    lines.append(
+        f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): {t['upstream_s']:.2f} s"
+    )
     return "\n".join(lines + [f"wrote eap.csv, upstream.csv to {out['folder']}"])

@@ -35,13 +35,13 @@ enters as a point, and every grouping of the two sampled readings (6 estimates) 
 1 − 0.05/6, so the floor's interval covers the floor whenever all cover at once (probability ≥ 95 %)
 (:func:`reading_intervals`).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from statistics import NormalDist
 from typing import Sequence
 
-from arithmech.core.stats import wilson_interval
+from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.floors import problem_floor
 from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 
@@ -62,7 +62,7 @@ def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
     level 1 − 0.05 / m, m the number of those estimates (Bonferroni: with all covering at once, each reading's
     highest grouping lies between the highest lower and the highest upper end, and so does the floor). ``m``: the
     size of a larger family these estimates belong to (the ablation rule's, :mod:`arithmech.claims.controls`)."""
-    z = NormalDist().inv_cdf(1 - 0.025 / max(1, m or sampled_estimates(f)))
+    z = bonferroni_z(m or sampled_estimates(f))
     out = {}
     for on, t in f["table"].items():
         n_eff = f["n_eff"].get(on, float("nan"))
@@ -88,11 +88,21 @@ def floor_entry(samples: Sequence) -> dict:
     ci = reading_intervals(f) if f["problems"] else {}
     up = max(ci, key=lambda on: ci[on][1]) if ci else ""
     lo, hi = (max(c[0] for c in ci.values()), ci[up][1]) if ci else (float("nan"),) * 2
-    return {"majority": top / len(samples) if samples else float("nan"), "conditioned": f["accuracy"],
-            "interval": [lo, hi], "upper_on": up, "n_eff": f["n_eff"].get(f["on"], float("nan")),
-            "readings": {on: [max(f["table"][on].values()), f["n_eff"][on], *ci[on]] for on in ci},
-            "by": f["by"], "on": f["on"], "n": f["n"], "problems": f["problems"], "loo": loo,
-            "table": f["table"], "n_eff_by": f["n_eff"]}
+    return {
+        "majority": top / len(samples) if samples else float("nan"),
+        "conditioned": f["accuracy"],
+        "interval": [lo, hi],
+        "upper_on": up,
+        "n_eff": f["n_eff"].get(f["on"], float("nan")),
+        "readings": {on: [max(f["table"][on].values()), f["n_eff"][on], *ci[on]] for on in ci},
+        "by": f["by"],
+        "on": f["on"],
+        "n": f["n"],
+        "problems": f["problems"],
+        "loo": loo,
+        "table": f["table"],
+        "n_eff_by": f["n_eff"],
+    }
 
 
 def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
@@ -123,27 +133,42 @@ def task_control(samples: dict[str, list]) -> dict:
             failed[t] = f"insufficient: {f['n']} prompts from {f['problems']} problems < {MIN_PROBLEMS}"
         elif f["interval"][1] >= CONTROL_FLOOR:
             lo, hi = f["interval"]
-            why = f">= {CONTROL_FLOOR:.0%}" if f["conditioned"] >= CONTROL_FLOOR else \
-                f"< {CONTROL_FLOOR:.0%}, but its interval reaches it (uncertain)"
+            why = (
+                f">= {CONTROL_FLOOR:.0%}"
+                if f["conditioned"] >= CONTROL_FLOOR
+                else f"< {CONTROL_FLOOR:.0%}, but its interval reaches it (uncertain)"
+            )
             r = f["readings"][f["upper_on"]]
-            upper = "" if f["upper_on"] == f["on"] else \
-                f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective problems"
-            failed[t] = (f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {f['problems']} "
-                         f"problems {why} (answer guessed from {f['by']}, counted over the {f['on']}: "
-                         f"{f['n_eff']:.1f} effective problems{upper})")
+            upper = (
+                ""
+                if f["upper_on"] == f["on"]
+                else f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective problems"
+            )
+            failed[t] = (
+                f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {f['problems']} "
+                f"problems {why} (answer guessed from {f['by']}, counted over the {f['on']}: "
+                f"{f['n_eff']:.1f} effective problems{upper})"
+            )
     pooled = [t for t in samples if t not in failed]
     if not pooled:
         pooled = list(samples)
         if len(samples) > 1:
             failed["all"] = "every task fails its control; all pools them all"
-    return {"version": VERSION,
-            "rule": (f"a task fails when its floor over distinct problems on X_r (data.floors.problem_floor: the draw "
-                     f"population's guess from the operation, the carried digits and one operand) could be >= "
-                     f"{CONTROL_FLOOR} (the upper end of some reading's simultaneous interval reaches it: the population "
-                     f"reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 with Kish's effective "
-                     f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
-                     "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"),
-            "floors": floors, "failed": failed, "insufficient": insufficient, "pooled": pooled}
+    return {
+        "version": VERSION,
+        "rule": (
+            f"a task fails when its floor over distinct problems on X_r (data.floors.problem_floor: the draw "
+            f"population's guess from the operation, the carried digits and one operand) could be >= "
+            f"{CONTROL_FLOOR} (the upper end of some reading's simultaneous interval reaches it: the population "
+            f"reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 with Kish's effective "
+            f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
+            "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"
+        ),
+        "floors": floors,
+        "failed": failed,
+        "insufficient": insufficient,
+        "pooled": pooled,
+    }
 
 
 def recomputed(key_heads: dict, samples: Sequence) -> dict:
@@ -156,5 +181,10 @@ def recomputed(key_heads: dict, samples: Sequence) -> dict:
     tasks = list(stored.get("floors") or [key_heads.get("task")])
     by = {t: [s for s in samples if s.op == t] for t in tasks}
     if not samples or not all(by.values()):
-        return {**stored, "recomputed": False, "pooled": stored.get("pooled", tasks), "failed": stored.get("failed", {})}
+        return {
+            **stored,
+            "recomputed": False,
+            "pooled": stored.get("pooled", tasks),
+            "failed": stored.get("failed", {}),
+        }
     return {**task_control(by), "recomputed": True, "stored_pooled": stored.get("pooled", tasks)}

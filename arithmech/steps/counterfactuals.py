@@ -5,6 +5,7 @@ changing an operand (:func:`arithmech.steps.identify.operand_identify`); ``count
 names the heads both find, with each one's effect under both. Everything goes to ``<model folder>/counterfactuals/``,
 apart from the book's own overlap (beside identify's files, :func:`arithmech.steps.identify.operand`).
 """
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ A step's files are reused when ``run.json`` records a run made with the same par
 (:func:`arithmech.core.results.made_with`); otherwise the step runs (``run(config, **loaded)``) and its files are
 read back (``read(folder)``). The module protocol is :mod:`arithmech.steps.registry`'s.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,8 +38,9 @@ def is_made(config: Any) -> bool:
     """Whether the step's files in :func:`folder_of` ``config`` were made with ``config`` (its recorded parameters,
     unchanged inputs, current formats: :func:`arithmech.core.results.made_with`)."""
     s = step_of(config)
-    return results.made_with(folder_of(config), s.record, recorded(config),
-                             absent_means=getattr(s.load(), "ABSENT_MEANS", None))
+    return results.made_with(
+        folder_of(config), s.record, recorded(config), absent_means=getattr(s.load(), "ABSENT_MEANS", None)
+    )
 
 
 def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded) -> Any:

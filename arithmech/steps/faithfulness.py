@@ -18,6 +18,7 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
 >>> out = run(Config(model_name="embedded"))
 >>> out["rule"]["holds"], out["frame"].head()
 """
+
 from __future__ import annotations
 
 import time
@@ -43,7 +44,7 @@ from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
-TARGET, K_MAX = R.TARGET, R.K_MAX   # the claim's rule (arithmech.claims.rules, circuit-faithful)
+TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.rules, circuit-faithful)
 
 
 def identify_setting(folder) -> dict:
@@ -53,12 +54,15 @@ def identify_setting(folder) -> dict:
     p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
     need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
     if missing := [k for k in need if k not in p]:
-        raise results.ResultsError(f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
-                                   "(edited, or written by an older arithmech): re-run python -m arithmech identify")
+        raise results.ResultsError(
+            f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
+            "(edited, or written by an older arithmech): re-run python -m arithmech identify"
+        )
     if not isinstance(kh.get("task"), str):
-        raise results.ResultsError(f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run "
-                                   "python -m arithmech identify")
-    p["draw"] = Draw.from_record(p)                 # identify's draw: answer token, shots, example sets
+        raise results.ResultsError(
+            f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run python -m arithmech identify"
+        )
+    p["draw"] = Draw.from_record(p)  # identify's draw: answer token, shots, example sets
     p["example_sets"] = p["draw"].example_sets
     p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
     p["ranked_task"] = kh["task"]
@@ -70,12 +74,13 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     prompts share no problem cluster with ``ranked`` (identify's X_r, ``prompts.jsonl``)."""
     tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
     kw = dict(draw=p["draw"])
-    samples = knockout_run.eval_samples(model, tok, tpls, ranked,
-                                        knockout_run.Prompts(n_samples, p["seed"], p["draw"], True, batch_size))
+    samples = knockout_run.eval_samples(
+        model, tok, tpls, ranked, knockout_run.Prompts(n_samples, p["seed"], p["draw"], True, batch_size)
+    )
     if not samples:
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
     every = [t for task in p["tasks"] for t in task_templates(task)[1]]
-    every += pairs.select_templates(p["heldout"]) if p.get("transfer", True) else []   # identify's pool, as built
+    every += pairs.select_templates(p["heldout"]) if p.get("transfer", True) else []  # identify's pool, as built
     pool = pool_prompts(tok, every, p["pool_size"], p["seed"], **kw)
     return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
@@ -86,19 +91,22 @@ def run(config: Config) -> dict:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "faithfulness", c.overwrite)
     effects = results.read(folder, "effects.csv")
-    ranked = pairs.samples(folder)                 # identify's X_r: their problems never evaluate
+    ranked = pairs.samples(folder)  # identify's X_r: their problems never evaluate
     p = identify_setting(folder)
     n_comp = int((effects.task == p["ranked_task"]).sum())
-    if c.n_max > n_comp // 2:                      # before the model loads
-        raise ValueError(f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
-                         f"outside the top n, so --n-max is at most {n_comp // 2}")
+    if c.n_max > n_comp // 2:  # before the model loads
+        raise ValueError(
+            f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
+            f"outside the top n, so --n-max is at most {n_comp // 2}"
+        )
     roles = results.read(folder, "attention_roles.csv") if results.exists(folder, "attention_roles.csv") else None
     kh = results.read(folder, "key_heads.json")
-    reading = sites.reading_heads(roles) if roles is not None else []        # before the model loads
+    reading = sites.reading_heads(roles) if roles is not None else []  # before the model loads
     key = sites.key_heads(kh, p["ranked_task"])
-    settings = F.FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")   # identify's
-    est = admission.check(c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"],
-                         shots=p.get("shots", 0))     # refused here when it cannot fit, before the model loads
+    settings = F.FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
+    est = admission.check(
+        c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"], shots=p.get("shots", 0)
+    )  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
     with annotate(est.line() if est else ""), Progress("faithfulness", 1) as bar:
@@ -106,7 +114,7 @@ def run(config: Config) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
-            samples, left = F.sourced(tok, samples, pool, means, settings)   # the prompts every curve reads
+            samples, left = F.sourced(tok, samples, pool, means, settings)  # the prompts every curve reads
             t1 = time.time()
             frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, settings)
             info["left_out_no_source"] = left
@@ -114,28 +122,59 @@ def run(config: Config) -> dict:
             if roles is None:
                 info["cross_position"] = "not run: no attention_roles.csv (python -m arithmech analyze first)"
             elif reading or key:
-                rows, info["cross_position"] = sites.cross_position(model, tok, samples, means, reading, key,
-                                                                    p["ranked_task"], settings)
+                rows, info["cross_position"] = sites.cross_position(
+                    model, tok, samples, means, reading, key, p["ranked_task"], settings
+                )
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
-                cp = info["cross_position"]       # the two noising denominators on the same prompts (issue #41, A6)
-                cp["full_effect_vs_end"] = ((cp["ld_x_r"] - cp["ld_all_ablated_mean"])
-                                            / (info["ld_x_r"] - info["ld_all_ablated_mean"]))
+                cp = info["cross_position"]  # the two noising denominators on the same prompts (issue #41, A6)
+                cp["full_effect_vs_end"] = (cp["ld_x_r"] - cp["ld_all_ablated_mean"]) / (
+                    info["ld_x_r"] - info["ld_all_ablated_mean"]
+                )
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
     rule = F.faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
     wall = time.time() - t0
-    record = {"parameters": dict(model=c.model_name, n_max=c.n_max, n_random=c.n_random, n_samples=c.n_samples,
-                                 seed=c.seed, device=c.device, dtype=c.dtype, batch_size=c.batch_size),
-              "identify": {k: p.get(k) for k in ("ranked_task", "pooled", "answer_token", "shots", "example_sets",
-                                                 "pool_size", "n_boot", "bootstrap")},
-              "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's; "
-                         "no problem cluster of identify's prompts.jsonl",
-              "means": means.describe(), "info": info, "rule": rule, "wall_s": round(wall, 2),
-              "timings": {"prompts_and_pool_s": round(t1 - t0, 2), "circuits_s": round(t2 - t1, 2),
-                          "cross_position_s": round(time.time() - t2, 2)},
-              "torch_threads": torch.get_num_threads(), "versions": results.versions(),
-              "peak_memory": results.peak_memory(), "estimate": est.record() if est else None}
+    record = {
+        "parameters": dict(
+            model=c.model_name,
+            n_max=c.n_max,
+            n_random=c.n_random,
+            n_samples=c.n_samples,
+            seed=c.seed,
+            device=c.device,
+            dtype=c.dtype,
+            batch_size=c.batch_size,
+        ),
+        "identify": {
+            k: p.get(k)
+            for k in (
+                "ranked_task",
+                "pooled",
+                "answer_token",
+                "shots",
+                "example_sets",
+                "pool_size",
+                "n_boot",
+                "bootstrap",
+            )
+        },
+        "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's; "
+        "no problem cluster of identify's prompts.jsonl",
+        "means": means.describe(),
+        "info": info,
+        "rule": rule,
+        "wall_s": round(wall, 2),
+        "timings": {
+            "prompts_and_pool_s": round(t1 - t0, 2),
+            "circuits_s": round(t2 - t1, 2),
+            "cross_position_s": round(time.time() - t2, 2),
+        },
+        "torch_threads": torch.get_num_threads(),
+        "versions": results.versions(),
+        "peak_memory": results.peak_memory(),
+        "estimate": est.record() if est else None,
+    }
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
     return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
 
@@ -143,8 +182,9 @@ def run(config: Config) -> dict:
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
     """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
     where it is absent (:func:`arithmech.steps.ensure.ensure`)."""
-    return "effects.csv", IdentifyConfig(model_name=config.model_name, results=config.results, seed=config.seed,
-                                         device=config.device, dtype=config.dtype)
+    return "effects.csv", IdentifyConfig(
+        model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
+    )
 
 
 def read(folder) -> dict:
@@ -159,12 +199,19 @@ def summary(out: dict) -> str:
     """The command line's summary of :func:`run`'s result: the prompts, the verdict and its best candidate."""
     r, info = out["rule"], out["info"]
     b = r.get("best") or {}
-    pct = lambda d: (f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
-                     f"{d['band_max']:.0%}, 95th {d['band_hi']:.0%})")
-    where = ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
-    return "\n".join([
-        f"{info['n_prompts']} evaluation prompts ({info['n_clusters']} problems), {info['circuits']} circuits; top-n of "
-        f"{', '.join(info['ranking'][:5])}, ...",
-        f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
-        + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
-        f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s"])
+    pct = lambda d: (
+        f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
+        f"{d['band_max']:.0%}, 95th {d['band_hi']:.0%})"
+    )
+    where = (
+        ("across positions" if b.get("order") == "operands" else f"top {b.get('n')} at END") if b else "no candidate"
+    )
+    return "\n".join(
+        [
+            f"{info['n_prompts']} evaluation prompts ({info['n_clusters']} problems), {info['circuits']} circuits; top-n of "
+            f"{', '.join(info['ranking'][:5])}, ...",
+            f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
+            + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
+            f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s",
+        ]
+    )

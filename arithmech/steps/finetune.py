@@ -1,7 +1,7 @@
 """Fine-tune one arm (``python -m arithmech finetune``): precise SFT of the key heads or full SFT, accuracy
 before and after, one record in ``finetune/<mode>[-tag].json``.
 
-:func:`run_finetune` takes a :class:`arithmech.steps.config.Finetune`; :func:`validate_finetune_args` checks
+:func:`run_finetune` takes a :class:`arithmech.steps.config_training.Finetune`; :func:`validate_finetune_args` checks
 it against the files first and raises a ``ValueError`` (or ``FileNotFoundError``) naming the value, what is
 allowed and what to do, *before* the base model's benchmark evaluation (which takes hours on a 7B model). It
 returns the :class:`~arithmech.finetune.adapter.HeadSpec` to train (``None`` for full SFT). The model's
@@ -11,11 +11,12 @@ milliseconds.
 The files identify wrote are checked for shape, not trusted: ``key_heads.json`` must be an object with
 a ``task`` and a list of ``heads`` (``{"layer": int, "head": int, ...}``) inside the model, and
 ``effects.csv``, when the ranking extends beyond the key heads, must hold every head of the model
-exactly once for that task (a truncated file would otherwise let other heads be tuned silently).
+exactly once for that task (a truncated file would otherwise let other heads be tuned silently). Those checks,
+the ``--heads`` syntax and the ranking's readers are in :mod:`arithmech.steps.finetune_heads`.
 """
+
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -23,160 +24,37 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 import torch
-from transformers import AutoConfig
 
-from arithmech.core import admission, records, safe_read
+from arithmech.core import admission, records
 from arithmech.core import results as results_io
 from arithmech.core.inputs import check_device, quoted
-from arithmech.core.models import Geometry, load_model, resolve
+from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.core.results import model_folder
 from arithmech.evals import benchmarks as evals
 from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
-from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Finetune as Config
-from arithmech.steps.config import Identify as IdentifyConfig
-from arithmech.steps.identify import ranking
+from arithmech.steps.config_training import Finetune as Config
+from arithmech.steps.finetune_heads import check_heads_in_model, model_geometry, parse_heads_arg, read_ranking
+from arithmech.steps.finetune_heads import ensure_ranking as ensure_ranking  # re-exported: chapters import it here
 
-_PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
 
 
-def parse_heads_arg(arg: str) -> int | list[tuple[int, int]]:
-    """Syntax of ``--heads``: ``top-K`` gives ``K`` (an int >= 1); ``12.22,13.11`` gives ``[(12, 22), (13, 11)]``."""
-    if not isinstance(arg, str) or not arg.strip():
-        raise ValueError(f"--heads {arg!r}: use top-K (K >= 1) or a list of layer.head like 12.22,13.11")
-    if arg.startswith("top-"):
-        k = arg[4:]
-        if not k.isdigit() or int(k) < 1:
-            raise ValueError(f"--heads {arg}: K in top-K must be a whole number >= 1, e.g. top-8")
-        return int(k)
-    out = []
-    for part in arg.split(","):
-        m = _PAIR.match(part)
-        if not m:
-            raise ValueError(f"--heads {arg!r}: {part!r} is not layer.head; use top-K or a list like 12.22,13.11")
-        out.append((int(m.group(1)), int(m.group(2))))
-    return out
-
-
-def check_heads_in_model(heads: Sequence[tuple[int, int]], geo: Geometry | None, what: str = "--heads") -> None:
-    """Every ``(layer, head)`` is inside the model: ``0 <= layer < n_layers``, ``0 <= head < n_heads``."""
-    if geo is None:
-        return
-    for l, h in heads:
-        if not (0 <= l < geo.n_layers and 0 <= h < geo.n_heads):
-            raise ValueError(f"{what}: head {l}.{h} is not in the model ({geo.n_layers} layers 0..{geo.n_layers - 1}, "
-                             f"{geo.n_heads} heads 0..{geo.n_heads - 1} per layer)")
-
-
-def model_geometry(model_name: str) -> Geometry | None:
-    """Layers and heads from the model's ``config.json`` (``transformers.AutoConfig``; no weights are read).
-    ``None`` when the config cannot be read here (a hub id without network): the ranges are then
-    checked when the model loads."""
-    source = resolve(model_name)             # FileNotFoundError for a missing embedded model / .gguf file
-    if not (Path(source) / "config.json").is_file():
-        return None
-    try:
-        return Geometry.from_config(AutoConfig.from_pretrained(source))
-    except (OSError, ValueError, AttributeError) as e:
-        raise ValueError(f"--model {model_name}: its config.json cannot be read ({e})") from None
-
-
-def check_key_heads(kh, path: str | Path, geo: Geometry | None = None) -> tuple[str, list, list]:
-    """Shape of a parsed ``key_heads.json``; returns ``(task, heads, mlps)``, best first."""
-    bad = lambda msg: ValueError(f"{quoted(path)}: {msg}; rerun `python -m arithmech identify` to rewrite it")
-    if not isinstance(kh, dict):
-        raise bad(f"must be a JSON object with 'task' and 'heads', not {type(kh).__name__}")
-    if not isinstance(kh.get("task"), str):
-        raise bad("needs a 'task' (a string)")
-    rows = {"heads": kh.get("heads"), "mlps": kh.get("mlps", [])}
-    for key, val in rows.items():
-        if not isinstance(val, list):
-            raise bad(f"'{key}' must be a list, not {type(val).__name__}")
-        for i, r in enumerate(val):
-            need = ("layer", "head") if key == "heads" else ("layer",)
-            if not isinstance(r, dict) or any(type(r.get(k)) is not int or r[k] < 0 for k in need):
-                raise bad(f"{key}[{i}] must be an object with whole numbers >= 0 for {' and '.join(need)}")
-    heads = [(r["layer"], r["head"]) for r in rows["heads"]]
-    mlps = [r["layer"] for r in rows["mlps"]]
-    try:
-        check_heads_in_model(heads, geo, what=str(path))
-    except ValueError as e:
-        raise bad(str(e).split(": ", 1)[1]) from None
-    if geo is not None and any(m >= geo.n_layers for m in mlps):
-        raise bad(f"an MLP layer is beyond the model's {geo.n_layers} layers")
-    return kh["task"], heads, mlps
-
-
-def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) -> None:
-    """Shape of ``effects.csv`` for ``task``: the columns, whole-number layers and heads (or ``mlp``), finite
-    effects, no duplicate rows, and — with the geometry — every head (and MLP, if any) of the model."""
-    bad = lambda msg: ValueError(f"{path}: {msg}; the file looks truncated or edited — rerun "
-                                 "`python -m arithmech identify` to rewrite it")
-    missing = {"task", "layer", "head", "effect"} - set(df.columns)
-    if missing:
-        raise bad(f"missing column(s) {sorted(missing)}")
-    rows = df[df["task"] == task]
-    if rows.empty:
-        raise bad(f"has no rows for task {task!r} (the task of key_heads.json)")
-    heads: set[tuple[int, int]] = set()
-    mlps: set[int] = set()
-    for l, h, e in zip(rows["layer"], rows["head"].astype(str), rows["effect"]):
-        try:
-            l, e = int(l), float(e)
-        except (TypeError, ValueError):
-            raise bad(f"a row has layer {l!r} / effect {e!r}") from None
-        if not math.isfinite(e) or l < 0 or not (h == "mlp" or h.isdigit()):
-            raise bad(f"row ({l}, {h!r}) has effect {e!r}")
-        if (l in mlps) if h == "mlp" else ((l, int(h)) in heads):
-            raise bad(f"row ({l}, {h}) appears twice for task {task!r}")
-        if h == "mlp":
-            mlps.add(l)
-        else:
-            heads.add((l, int(h)))
-    if geo is not None:
-        want = {(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)}
-        if heads != want:
-            raise bad(f"task {task!r} has {len(heads & want)} of the model's {len(want)} heads"
-                      + (f" and {len(heads - want)} outside it" if heads - want else ""))
-        if mlps and mlps != set(range(geo.n_layers)):
-            raise bad(f"task {task!r} has {len(mlps)} of the model's {geo.n_layers} MLP rows")
-
-
-def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list, list]:
-    """Heads and MLP layers, best first, of a model's results ``folder``: ``key_heads.json`` (checked),
-    extended by the rest of that task's ``effects.csv`` ranking (checked), both read through the results
-    contract. See :func:`arithmech.steps.finetune.ranked_components`."""
-    folder = Path(folder)
-    path = folder / "key_heads.json"
-    if not os.path.lexists(path):
-        raise FileNotFoundError(f"{quoted(path)} does not exist: run `python -m arithmech identify` first (it writes the "
-                                "ranked key heads), or pass --heads L.H,L.H")
-    try:
-        kh = json.loads(safe_read.read_text(path, folder))           # a regular file of the folder, bounded
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise ValueError(f"{quoted(path)} is not valid JSON ({e}); rerun `python -m arithmech identify`") from None
-    task, heads, mlps = check_key_heads(kh, path, geo)          # shape first: the most specific message
-    results_io.read(folder, "key_heads.json")                            # then the manifest (edited? incomplete?)
-    df = results_io.read(folder, "effects.csv")
-    check_effects(df, task, folder / "effects.csv", geo)
-    all_h, all_m = ranking(df, task)
-    heads += [h for h in all_h if h not in heads]
-    mlps += [m for m in all_m if m not in mlps]
-    return heads, mlps
-
-
 def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+    ok = (
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and (v >= 0 if allow_zero else v > 0)
+    )
     if not ok or (integer and int(v) != v):
-        raise ValueError(f"{name} {v!r}: must be a {'whole ' if integer else ''}number "
-                         f"{'>= 0' if allow_zero else '> 0'}")
+        raise ValueError(
+            f"{name} {v!r}: must be a {'whole ' if integer else ''}number {'>= 0' if allow_zero else '> 0'}"
+        )
 
 
 def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
@@ -191,7 +69,9 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     limit, n_train, device, fsdp, threads, tag = c.limit, c.n_train, c.device, c.fsdp, c.threads, c.tag
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
-        raise ValueError(f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)")
+        raise ValueError(
+            f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)"
+        )
     if mode not in ("precise", "full"):
         raise ValueError(f"--mode {mode!r}: use precise or full")
     if kv_policy not in adapter.KV_POLICIES:
@@ -200,8 +80,10 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     _positive("--micro-batch-size", micro_batch_size, integer=True)
     world = world_size or int(os.environ.get("WORLD_SIZE", 1))
     if batch_size % (micro_batch_size * world):
-        raise ValueError(f"--batch-size {batch_size} must be a multiple of --micro-batch-size {micro_batch_size}"
-                         + (f" x {world} processes" if world > 1 else ""))
+        raise ValueError(
+            f"--batch-size {batch_size} must be a multiple of --micro-batch-size {micro_batch_size}"
+            + (f" x {world} processes" if world > 1 else "")
+        )
     _positive("--lr", lr)
     _positive("--warmup", warmup, allow_zero=True)
     _positive("--weight-decay", weight_decay, allow_zero=True)
@@ -219,15 +101,19 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     names = [b for x in benchmarks for b in ({"toy": TOY, "paper": BENCHMARKS}.get(x, (x,)))]
     unknown = sorted(set(names) - set(BENCHMARKS) - set(TOY))
     if unknown or not names:
-        raise ValueError(f"--benchmarks: unknown {unknown or 'empty list'}; choose from toy, paper, "
-                         f"{', '.join(BENCHMARKS + tuple(TOY))}")
+        raise ValueError(
+            f"--benchmarks: unknown {unknown or 'empty list'}; choose from toy, paper, "
+            f"{', '.join(BENCHMARKS + tuple(TOY))}"
+        )
     if train_data not in TRAIN_SOURCES and not Path(train_data).is_file():
-        raise FileNotFoundError(f"--train-data {train_data!r}: use {', '.join(TRAIN_SOURCES)} or an existing "
-                                "JSONL file of {prompt, completion}")
+        raise FileNotFoundError(
+            f"--train-data {train_data!r}: use {', '.join(TRAIN_SOURCES)} or an existing "
+            "JSONL file of {prompt, completion}"
+        )
     check_device(device)
     want = parse_heads_arg(heads) if mode == "precise" else None
     geo = model_geometry(model)
-    if mode == "full" or want is None:                 # want is None only outside precise mode
+    if mode == "full" or want is None:  # want is None only outside precise mode
         return None
     ranked_h: list = []
     ranked_m: list = []
@@ -242,39 +128,6 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
         want = ranked_h[:want]
     check_heads_in_model(want, geo)
     return adapter.HeadSpec(heads=tuple(want), mlps=tuple(ranked_m[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
-
-
-# ------------------------------------------------------------------------------ key components
-def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int, int]], list[int]]:
-    """Heads ``(layer, head)`` and MLP layers of a model's results ``folder``, best first: the ranked key
-    heads of ``key_heads.json`` (written by ``arithmech identify``), extended by the rest of that task's
-    ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the number of key
-    heads. Both files are read through the results contract and checked for shape
-    (:func:`arithmech.steps.finetune.read_ranking`; with ``geometry``, ``effects.csv`` must hold every
-    head of the model)."""
-    return read_ranking(folder, geometry)
-
-
-def ensure_ranking(model_name: str, results: str | Path = "results", n_samples: int = 64, seed: int = 0,
-                   device: str = "cpu", dtype: str = "float32") -> tuple[list[tuple[int, int]], list[int]]:
-    """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
-    first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
-    folder = results_io.model_folder(results, model_name)
-    if not results_io.exists(folder, "key_heads.json"):
-        identify_step.run(IdentifyConfig(model_name=model_name, n_samples=n_samples, seed=seed, results=str(folder),
-                                         device=device, dtype=dtype, knockout=False, transfer=False))
-    return ranked_components(folder)
-
-
-def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
-    """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads (syntax:
-    :func:`arithmech.steps.finetune.parse_heads_arg`)."""
-    want = parse_heads_arg(arg)
-    if isinstance(want, int):
-        if ranking is None or len(ranking) < want:
-            raise ValueError(f"--heads {arg}: only {0 if ranking is None else len(ranking)} ranked heads available")
-        return ranking[:want]
-    return want
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -300,7 +153,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
             return run_finetune(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
-    est = admission.check(config)          # refused here when it cannot fit, before the model loads
+    est = admission.check(config)  # refused here when it cannot fit, before the model loads
     with annotate(est.line() if est else ""), Progress("finetune", 3) as bar:
         return _run_finetune(config, spec, command, before, est, bar)
 
@@ -308,7 +161,7 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
 def _run_finetune(c: Config, spec, command, before, est, bar) -> dict:
     """:func:`run_finetune` once its arguments are checked and its estimate made (``bar``: the progress line)."""
     folder = results_io.model_folder(c.results, c.model_name)
-    with records.holding(folder):          # one writer of the folder from the check to the record (FolderBusy)
+    with records.holding(folder):  # one writer of the folder from the check to the record (FolderBusy)
         records.check_finetune_writable(records.finetune_path(folder, c.mode, c.tag), c.overwrite)
         return _train_and_record(c, spec, command, before, est, bar, folder)
 
@@ -318,24 +171,41 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     model, mode, tag, seed, device, dtype = c.model_name, c.mode, c.tag, c.seed, c.device, c.dtype
     benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
     lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
-    warmup, weight_decay, bf16, fsdp, rescale, kv_policy = c.warmup, c.weight_decay, c.bf16, c.fsdp, c.rescale, c.kv_policy
+    warmup, weight_decay, bf16, fsdp, rescale, kv_policy = (
+        c.warmup,
+        c.weight_decay,
+        c.bf16,
+        c.fsdp,
+        c.rescale,
+        c.kv_policy,
+    )
     t0 = time.time()
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     total = sum(p.numel() for p in net.parameters())
     bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
     ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
-    before = ({k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None
-              else ev(net))
+    before = {k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None else ev(net)
     bar.advance(note="base evaluated")
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
-    with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:    # removed on any exit, failures too
-        args = runner.training_args(tmp, lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
-                             epochs=epochs, max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, seed=seed,
-                             device=device, bf16=bf16, logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
-                             fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None)
+    with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:  # removed on any exit, failures too
+        args = runner.training_args(
+            tmp,
+            lr=lr,
+            batch_size=batch_size,
+            micro_batch_size=micro_batch_size,
+            epochs=epochs,
+            max_steps=max_steps,
+            warmup=warmup,
+            weight_decay=weight_decay,
+            seed=seed,
+            device=device,
+            bf16=bf16,
+            logging_steps=max(1, (max_steps if max_steps > 0 else 100) // 20),
+            fsdp_layer=next(iter(net._no_split_modules or [None])) if fsdp else None,
+        )
         net.train()
         trainer = runner.make_trainer(net, mode, args, rows, tok, spec)
         tuned = sum(p.numel() for p in net.parameters() if p.requires_grad)
@@ -347,26 +217,54 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     after = ev(net)
     bar.advance(note="evaluated")
     record = records.finetune_record(
-        model=results_io.folder_name(model), mode=mode, tag=tag, command=command, seed=seed, device=device, dtype=dtype,
-        heads=[list(h) for h in spec.heads] if spec else "all", mlps=list(spec.mlps) if spec else "all",
-        tuned_parameters=tuned, total_parameters=total,
-        parameters=dict(lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size, epochs=epochs,
-                        max_steps=max_steps, warmup=warmup, weight_decay=weight_decay, bf16=bf16, rescale=rescale,
-                        limit=limit, benchmarks=bench, kv_policy=kv_policy if spec else None, geometry=asdict(geo)),
+        model=results_io.folder_name(model),
+        mode=mode,
+        tag=tag,
+        command=command,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        heads=[list(h) for h in spec.heads] if spec else "all",
+        mlps=list(spec.mlps) if spec else "all",
+        tuned_parameters=tuned,
+        total_parameters=total,
+        parameters=dict(
+            lr=lr,
+            batch_size=batch_size,
+            micro_batch_size=micro_batch_size,
+            epochs=epochs,
+            max_steps=max_steps,
+            warmup=warmup,
+            weight_decay=weight_decay,
+            bf16=bf16,
+            rescale=rescale,
+            limit=limit,
+            benchmarks=bench,
+            kv_policy=kv_policy if spec else None,
+            geometry=asdict(geo),
+        ),
         train={**train, "train_data": train_data, "n_train": len(rows), "estimate": est.record() if est else None},
         results={k: records.measure(v) for k, v in after.items()},
         base={k: records.measure(v) for k, v in before.items()},
         delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
         versions=results_io.versions(),
-        wall_s=round(time.time() - t0, 2))
+        wall_s=round(time.time() - t0, 2),
+    )
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record
 
 
 def summary(r: dict) -> str:
     """The command line's summary of :func:`run_finetune`'s record: each measure before and after, what was tuned."""
-    lines = [f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
-             for k, v in r["results"].items()]
-    return "\n".join(lines + [f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: "
-                              f"{r['train']['samples_per_second']}, peak memory: "
-                              f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB"])
+    lines = [
+        f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
+        for k, v in r["results"].items()
+    ]
+    return "\n".join(
+        lines
+        + [
+            f"{r['mode']}: {r['tuned_parameters']:,} tuned parameters; train samples/s: "
+            f"{r['train']['samples_per_second']}, peak memory: "
+            f"{r['train']['peak_memory'].get('peak_bytes', 0) / 2**20:.1f} MiB"
+        ]
+    )

@@ -11,6 +11,7 @@ A model whose tokenizer lacks GSM8K's words (the embedded model's word-level voc
 GSM8K pairs; :func:`gsm8k_samples` says how many questions were skipped and why, and user template
 pairs (``data.load_template_pairs``, ``templates.parse_pair``) take their place.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,19 +29,30 @@ from arithmech.steps.config import Generalize as Config
 from arithmech.steps.control import evidence_status
 from arithmech.steps.identify import identify, ranking
 
-DEFAULTS = Config()     # the step's defaults (arithmech.steps.config), written once
+DEFAULTS = Config()  # the step's defaults (arithmech.steps.config), written once
 
 # ------------------------------------------------------------------------- custom pairs (App. D, E)
 # App. E: "Calculate the number of gigabytes still available" → "Describe the location of ...".
 # The paper shows one edit; these are more in the same spirit (the question's calculation phrase
 # becomes a non-numerical one). The first phrase found in a question is replaced.
-GSM8K_EDITS = (("Calculate the number", "Describe the location"), ("How many", "How come"),
-               ("How much", "How come"), ("What is the total", "What is the colour"),
-               ("Find the total", "Find the colour"))
+GSM8K_EDITS = (
+    ("Calculate the number", "Describe the location"),
+    ("How many", "How come"),
+    ("How much", "How come"),
+    ("What is the total", "What is the colour"),
+    ("Find the total", "Find the colour"),
+)
 
 
-def gsm8k_samples(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, split: str = "test", root: str | None = None,
-                  edits: Sequence[tuple[str, str]] = GSM8K_EDITS, cue: str = "The answer is") -> tuple[list, dict]:
+def gsm8k_samples(
+    tok,
+    n: int = DEFAULTS.n_samples,
+    seed: int = DEFAULTS.seed,
+    split: str = "test",
+    root: str | None = None,
+    edits: Sequence[tuple[str, str]] = GSM8K_EDITS,
+    cue: str = "The answer is",
+) -> tuple[list, dict]:
     """App. E: (X_r, X_c) pairs from GSM8K questions (``<question> The answer is`` → first answer token).
 
     Questions are taken in a seeded order; a question is skipped (and counted in the returned stats)
@@ -50,8 +62,14 @@ def gsm8k_samples(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, s
     """
     problems = read_math("gsm8k", root, split)
     random.Random(seed).shuffle(problems)
-    stats = {"questions": len(problems), "non_integer": 0, "no_phrase": 0, "unknown_words": 0,
-             "no_answer_token": 0, "length_mismatch": 0}
+    stats = {
+        "questions": len(problems),
+        "non_integer": 0,
+        "no_phrase": 0,
+        "unknown_words": 0,
+        "no_answer_token": 0,
+        "length_mismatch": 0,
+    }
     out: list[pairs.Sample] = []
     for p in problems:
         if len(out) == n:
@@ -74,13 +92,25 @@ def gsm8k_samples(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, s
             stats["no_answer_token"] += 1
             continue
         clean_p, ans = split_
-        corrupt_p = corrupt + clean_p[len(clean):]
+        corrupt_p = corrupt + clean_p[len(clean) :]
         n_tok = len(tok(clean_p)["input_ids"])
         if n_tok != len(tok(corrupt_p)["input_ids"]):
             stats["length_mismatch"] += 1
             continue
-        out.append(pairs.Sample(clean_p, corrupt_p, tok.decode([ans]).strip(), target, 0, 0, "gsm8k", "gsm8k",
-                            "gsm8k", {"A": [], "B": [], "operator": [], "end": n_tok - 1}))
+        out.append(
+            pairs.Sample(
+                clean_p,
+                corrupt_p,
+                tok.decode([ans]).strip(),
+                target,
+                0,
+                0,
+                "gsm8k",
+                "gsm8k",
+                "gsm8k",
+                {"A": [], "B": [], "operator": [], "end": n_tok - 1},
+            )
+        )
     stats["made"] = len(out)
     return out, stats
 
@@ -94,31 +124,71 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
     Returns ``{"runs": {name: IdentifyResult}, "overlap": dict, "knockout": DataFrame, "top": DataFrame}``;
     ``top`` lists each run's top heads with their effects and whether they pass ``config.threshold``.
     """
-    n_samples, seed, threshold, top, batch_size = (config.n_samples, config.seed, config.threshold, config.top,
-                                                   config.batch_size)
+    n_samples, seed, threshold, top, batch_size = (
+        config.n_samples,
+        config.seed,
+        config.threshold,
+        config.top,
+        config.batch_size,
+    )
     runs = {}
     for name, spec in zip(names, (a, b)):
-        runs[name] = identify(model, tok, [spec], n_samples=n_samples, seed=seed, threshold=threshold,
-                              knockout=False, transfer=False, batch_size=batch_size)
+        runs[name] = identify(
+            model,
+            tok,
+            [spec],
+            n_samples=n_samples,
+            seed=seed,
+            threshold=threshold,
+            knockout=False,
+            transfer=False,
+            batch_size=batch_size,
+        )
     heads, rows = {}, []
     for k, r in runs.items():
         task = next(iter(r.tasks))
         heads[k] = ranking(r.effects, task)[0][:top]
         eff = r.effects[r.effects.task == task].set_index(["layer", "head"])["effect"]
-        rows += [{"dataset": k, "rank": i + 1, "head": f"{l}.{h}", "effect": float(eff[(l, str(h))]),
-                  "key head": bool(eff[(l, str(h))] < threshold)} for i, (l, h) in enumerate(heads[k])]
+        rows += [
+            {
+                "dataset": k,
+                "rank": i + 1,
+                "head": f"{l}.{h}",
+                "effect": float(eff[(l, str(h))]),
+                "key head": bool(eff[(l, str(h))] < threshold),
+            }
+            for i, (l, h) in enumerate(heads[k])
+        ]
     ov = overlap(heads[names[0]], heads[names[1]], top)
-    ko = overlap_knockout(model, tok, ov, {k: (next(iter(r.tasks.values())), r.means) for k, r in runs.items()},
-                          Forwards(batch_size=batch_size))
-    ko["knocked_out"] = ko["knocked_out"].map({"shared": "shared", "only_a": f"only {names[0]}",
-                                               "only_b": f"only {names[1]}", "top_a": f"top {names[0]}",
-                                               "top_b": f"top {names[1]}"})
+    ko = overlap_knockout(
+        model,
+        tok,
+        ov,
+        {k: (next(iter(r.tasks.values())), r.means) for k, r in runs.items()},
+        Forwards(batch_size=batch_size),
+    )
+    ko["knocked_out"] = ko["knocked_out"].map(
+        {
+            "shared": "shared",
+            "only_a": f"only {names[0]}",
+            "only_b": f"only {names[1]}",
+            "top_a": f"top {names[0]}",
+            "top_b": f"top {names[1]}",
+        }
+    )
     return {"runs": runs, "overlap": ov, "knockout": ko, "top": pd.DataFrame(rows)}
 
 
 # ------------------------------------------------------------------------------------- Table 3
-def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed,
-           threshold: float = DEFAULTS.threshold, batch_size: int = DEFAULTS.batch_size) -> tuple[list[dict], dict]:
+def table3(
+    model,
+    tok,
+    templates: Sequence | None = None,
+    n_samples: int = DEFAULTS.n_samples,
+    seed: int = DEFAULTS.seed,
+    threshold: float = DEFAULTS.threshold,
+    batch_size: int = DEFAULTS.batch_size,
+) -> tuple[list[dict], dict]:
     """App. D, Table 3: for each exponentiation template (default ``templates.EXPONENTIATION``), the key
     heads and the relative accuracy change on its X_r after knocking them out (per-template X_c means).
 
@@ -129,8 +199,17 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAU
     for t in templates if templates is not None else templates_module.EXPONENTIATION:
         row = {"template": t.id, "X_r": t.clean, "X_c": t.corrupt}
         try:
-            r = identify(model, tok, [[t]], n_samples=n_samples, seed=seed, threshold=threshold,
-                         knockout=False, transfer=False, batch_size=batch_size)
+            r = identify(
+                model,
+                tok,
+                [[t]],
+                n_samples=n_samples,
+                seed=seed,
+                threshold=threshold,
+                knockout=False,
+                transfer=False,
+                batch_size=batch_size,
+            )
         except ValueError as e:
             rows.append({**row, "status": str(e)})
             continue
@@ -138,12 +217,20 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAU
         info = next(iter(r.info.values()))
         heads = [(h["layer"], h["head"]) for h in r.key_heads["heads"]]
         samples = next(iter(r.tasks.values()))
-        acc = accuracy(model, tok, samples, r.means, [Ablation(), Ablation.of(heads=heads)],
-                       Forwards(batch_size=batch_size))
-        rows.append({**row, "status": evidence_status(samples), "example": f"{samples[0].clean} {samples[0].target}  |  {samples[0].corrupt}",
-                     "accuracy": info["accuracy"], "n_kept": info["n_kept"],
-                     "key_heads": [f"{l}.{h}" for l, h in heads],
-                     "knockout_change": float((acc[1] - acc[0]) / acc[0])})
+        acc = accuracy(
+            model, tok, samples, r.means, [Ablation(), Ablation.of(heads=heads)], Forwards(batch_size=batch_size)
+        )
+        rows.append(
+            {
+                **row,
+                "status": evidence_status(samples),
+                "example": f"{samples[0].clean} {samples[0].target}  |  {samples[0].corrupt}",
+                "accuracy": info["accuracy"],
+                "n_kept": info["n_kept"],
+                "key_heads": [f"{l}.{h}" for l, h in heads],
+                "knockout_change": float((acc[1] - acc[0]) / acc[0]),
+            }
+        )
     return rows, runs
 
 
@@ -152,13 +239,21 @@ def table3(model, tok, templates: Sequence | None = None, n_samples: int = DEFAU
 # in words a small vocabulary has: the accumulation sentences of Fig. 10 keep their story and lose the
 # question's calculation phrase ("total number of" → "colour of the"), same token count.
 WORD_PROBLEM_PAIRS = [
-    templates_module.parse_pair(t.clean, t.clean.replace("What's the total number of {OBJECT}", "What's the colour of the {OBJECT}"),
-                 id=f"word-{t.id}", op="addition", op_word=t.op_word)
-    for t in templates_module.FIG10 if t.family == "accumulation"
+    templates_module.parse_pair(
+        t.clean,
+        t.clean.replace("What's the total number of {OBJECT}", "What's the colour of the {OBJECT}"),
+        id=f"word-{t.id}",
+        op="addition",
+        op_word=t.op_word,
+    )
+    for t in templates_module.FIG10
+    if t.family == "accumulation"
 ]
 
 
-def app_e_dataset(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, min_samples: int = 16, root: str | None = None) -> dict:
+def app_e_dataset(
+    tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, min_samples: int = 16, root: str | None = None
+) -> dict:
     """The second dataset of Table 4: GSM8K pairs when the tokenizer covers enough GSM8K questions
     (at least ``min_samples``), else the word problems of Fig. 10 (time spans and accumulating
     objects, with their Fig. 9 counterfactuals) — sentences that need reading, not only an equation.
@@ -169,6 +264,10 @@ def app_e_dataset(tok, n: int = DEFAULTS.n_samples, seed: int = DEFAULTS.seed, m
         samples, stats = [], {"error": str(e)}
     if len(samples) >= min_samples:
         return {"name": "GSM8K", "spec": samples, "gsm8k_stats": stats, "reason": f"{len(samples)} GSM8K pairs"}
-    return {"name": "Fig. 10 word problems", "spec": "fig10", "gsm8k_stats": stats,
-            "reason": f"only {len(samples)} GSM8K questions fit this tokenizer (need {min_samples}); using the "
-                      "word problems of Fig. 10 instead"}
+    return {
+        "name": "Fig. 10 word problems",
+        "spec": "fig10",
+        "gsm8k_stats": stats,
+        "reason": f"only {len(samples)} GSM8K questions fit this tokenizer (need {min_samples}); using the "
+        "word problems of Fig. 10 instead",
+    }

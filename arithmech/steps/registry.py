@@ -24,6 +24,7 @@ A step's module answers these names, all with the config whole (nothing unpacked
 
 Modules are imported only when a step runs, so torch loads after every argument was checked.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -32,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from arithmech.steps import config as configs
+from arithmech.steps import config_training
 
 
 @dataclass(frozen=True)
@@ -55,18 +57,21 @@ class Step:
         return self.load().summary(result)
 
 
-STEPS: dict[str, Step] = {s.name: s for s in (
-    Step("identify", configs.Identify, "arithmech.steps.identify", record="identify"),
-    Step("analyze", configs.Analyze, "arithmech.steps.analyze", record="analyze"),
-    Step("beyond", configs.Beyond, "arithmech.steps.beyond", record="beyond"),
-    Step("stability", configs.Stability, "arithmech.steps.stability", record="stability"),
-    Step("faithfulness", configs.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
-    Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
-    Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
-    Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
-    Step("finetune", configs.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
-    Step("arms", configs.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
-)}
+STEPS: dict[str, Step] = {
+    s.name: s
+    for s in (
+        Step("identify", configs.Identify, "arithmech.steps.identify", record="identify"),
+        Step("analyze", configs.Analyze, "arithmech.steps.analyze", record="analyze"),
+        Step("beyond", configs.Beyond, "arithmech.steps.beyond", record="beyond"),
+        Step("stability", configs.Stability, "arithmech.steps.stability", record="stability"),
+        Step("faithfulness", configs.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
+        Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
+        Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
+        Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
+        Step("finetune", config_training.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
+        Step("arms", config_training.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
+    )
+}
 """Every step of the pipeline by its command's name."""
 
 

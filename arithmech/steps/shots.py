@@ -20,6 +20,7 @@ reaches 256 X_r with at most ~5,000 draws. ``shots.csv`` holds the counts; ``run
 
 >>> python -m arithmech shots --model smollm2-135m            # results/smollm2-135m/shots.csv
 """
+
 from __future__ import annotations
 
 import zlib
@@ -36,10 +37,12 @@ from arithmech.data.draw import Draw
 from arithmech.methods.prepare import NoReferenceData, prepare
 from arithmech.steps.config import Shots as Config
 
-CAN_DO = 0.05          # an operation the model can do at K: the kept rate's Wilson lower bound reaches this
-RULE = ("K = the smallest value of the grid whose weakest operation's kept rate (Wilson 95% upper bound) reaches "
-        "the highest weakest-operation kept rate of the grid (point estimate); kept = answer token and whole "
-        "answer right, X_c moves the answer; measured on a validation draw, never on identify's")
+CAN_DO = 0.05  # an operation the model can do at K: the kept rate's Wilson lower bound reaches this
+RULE = (
+    "K = the smallest value of the grid whose weakest operation's kept rate (Wilson 95% upper bound) reaches "
+    "the highest weakest-operation kept rate of the grid (point estimate); kept = answer token and whole "
+    "answer right, X_c moves the answer; measured on a validation draw, never on identify's"
+)
 
 
 def validation_seed(seed: int) -> int:
@@ -47,8 +50,17 @@ def validation_seed(seed: int) -> int:
     return zlib.crc32(f"shots-validation:{seed}".encode())
 
 
-def yield_table(model, tok, grid=(0, 2, 4, 8), n_per_template: int = 12, seed: int = 0, batch_size: int = 64,
-                *, answer_token: str, example_sets: int) -> pd.DataFrame:
+def yield_table(
+    model,
+    tok,
+    grid=(0, 2, 4, 8),
+    n_per_template: int = 12,
+    seed: int = 0,
+    batch_size: int = 64,
+    *,
+    answer_token: str,
+    example_sets: int,
+) -> pd.DataFrame:
     """One row per (shots, operation), each K's pairs drawn with ``Draw(answer_token, K, example_sets)``
     (:class:`arithmech.data.draw.Draw`): ``drawn, token_correct, exact_correct, correct`` (both), ``xc_valid``
     (of the correct, X_c moves the top-1 token away), ``kept`` and each rate of the drawn with its Wilson
@@ -59,15 +71,22 @@ def yield_table(model, tok, grid=(0, 2, 4, 8), n_per_template: int = 12, seed: i
             for op in pairs.TASKS:
                 n = n_per_template * len(pairs.select_templates(op))
                 try:
-                    kept, info = prepare(model, tok, op, n, validation_seed(seed), batch_size,
-                                         draw=Draw(answer_token, k, example_sets))
-                except NoReferenceData as e:               # nothing kept: a yield of zero, with its counts
+                    kept, info = prepare(
+                        model, tok, op, n, validation_seed(seed), batch_size, draw=Draw(answer_token, k, example_sets)
+                    )
+                except NoReferenceData as e:  # nothing kept: a yield of zero, with its counts
                     kept, info = [], e.info
                 answers = pd.Series([s.answer for s in kept])
-                row = {"shots": k, "op": op, "drawn": n, "token_correct": info["n_correct"],
-                       "correct": info["n_exact_correct"], "xc_valid": info["counterfactual_check"]["passed"],
-                       "kept": info["n_kept"],
-                       "top_share": float(answers.value_counts().iloc[0] / len(answers)) if len(answers) else float("nan")}
+                row = {
+                    "shots": k,
+                    "op": op,
+                    "drawn": n,
+                    "token_correct": info["n_correct"],
+                    "correct": info["n_exact_correct"],
+                    "xc_valid": info["counterfactual_check"]["passed"],
+                    "kept": info["n_kept"],
+                    "top_share": float(answers.value_counts().iloc[0] / len(answers)) if len(answers) else float("nan"),
+                }
                 for what in ("token_correct", "correct", "kept"):
                     lo, hi = wilson_interval(row[what], n)
                     row[f"{what}_rate"], row[f"{what}_lo"], row[f"{what}_hi"] = row[what] / n, lo, hi
@@ -83,8 +102,12 @@ def choose(table: pd.DataFrame) -> dict:
     floors, can_do = {}, {}
     for k, g in table.groupby("shots", sort=True):
         w = g.loc[g.kept_rate.idxmin()]
-        floors[int(k)] = {"op": w.op, "kept_rate": float(w.kept_rate), "kept_lo": float(w.kept_lo),
-                          "kept_hi": float(w.kept_hi)}
+        floors[int(k)] = {
+            "op": w.op,
+            "kept_rate": float(w.kept_rate),
+            "kept_lo": float(w.kept_lo),
+            "kept_hi": float(w.kept_hi),
+        }
         can_do[int(k)] = [op for op, lo in zip(g.op, g.kept_lo) if lo >= CAN_DO]
     best = max(f["kept_rate"] for f in floors.values())
     tied = [k for k, f in sorted(floors.items()) if f["kept_hi"] >= best]
@@ -94,9 +117,14 @@ def choose(table: pd.DataFrame) -> dict:
 def recorded(config: Config) -> dict:
     """What ``run.json`` records of a run made with ``config`` (the parameters a reused table must match)."""
     c = config
-    return {"grid": list(c.grid), "n_per_template": c.n_per_template, "seed": c.seed,
-            "validation_seed": validation_seed(c.seed), "answer_token": c.answer_token,
-            **shots_module.recorded(max(c.grid), c.example_sets)}
+    return {
+        "grid": list(c.grid),
+        "n_per_template": c.n_per_template,
+        "seed": c.seed,
+        "validation_seed": validation_seed(c.seed),
+        "answer_token": c.answer_token,
+        **shots_module.recorded(max(c.grid), c.example_sets),
+    }
 
 
 ABSENT_MEANS = shots_module.ABSENT
@@ -111,8 +139,11 @@ def read(folder) -> dict:
 
 def summary(choice: dict) -> str:
     """The command line's summary: each K's weakest operation and what the model can do, and the K chosen."""
-    lines = [f"shots {k}: weakest operation {f['op']} keeps {f['kept_rate']:.1%} [{f['kept_lo']:.1%}, {f['kept_hi']:.1%}]; "
-             f"can do: {', '.join(choice['can_do'][k]) or 'none'}" for k, f in choice["floors"].items()]
+    lines = [
+        f"shots {k}: weakest operation {f['op']} keeps {f['kept_rate']:.1%} [{f['kept_lo']:.1%}, {f['kept_hi']:.1%}]; "
+        f"can do: {', '.join(choice['can_do'][k]) or 'none'}"
+        for k, f in choice["floors"].items()
+    ]
     return "\n".join(lines + [f"chosen: shots = {choice['shots']} ({choice['rule']})"])
 
 
@@ -122,12 +153,20 @@ def run(config: Config, model=None, tok=None) -> dict:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "shots", c.overwrite)
-    est = admission.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with annotate(est.line() if est else ""):
-        table = yield_table(model, tok, c.grid, c.n_per_template, c.seed, c.batch_size, answer_token=c.answer_token,
-                            example_sets=c.example_sets)
+        table = yield_table(
+            model,
+            tok,
+            c.grid,
+            c.n_per_template,
+            c.seed,
+            c.batch_size,
+            answer_token=c.answer_token,
+            example_sets=c.example_sets,
+        )
     choice = choose(table)
     results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})
     return choice

@@ -30,6 +30,7 @@ Files (through :mod:`arithmech.core.results`, step ``stability``): ``stability.c
 kind: how often it is key / in the top, and its effect with its interval in the reference run: first seed,
 largest size). The same arguments give byte-identical files. ``python -m arithmech stability`` runs it.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -52,18 +53,19 @@ from arithmech.methods.patching import Patched, path_patch
 from arithmech.steps.config import Stability as Config
 from arithmech.steps.identify import task_templates
 
-ALL = "all"                                        # the family label of a run over every template
+ALL = "all"  # the family label of a run over every template
 
 
 @dataclass
 class StabilityResult:
     """``table`` → stability.csv, ``runs`` → stability_runs.csv, ``heads`` → stability_heads.csv."""
+
     table: pd.DataFrame
     runs: pd.DataFrame
     heads: pd.DataFrame
     params: dict
     timings: dict = field(default_factory=dict)
-    estimate: dict | None = None          # the estimate made before the run (arithmech.core.estimate)
+    estimate: dict | None = None  # the estimate made before the run (arithmech.core.estimate)
 
 
 def jaccard(a: set, b: set) -> float:
@@ -83,15 +85,27 @@ def _draw(model, tok, config: Config, kind: str, seed: int, keep_correct: bool):
     n, batch_size = max(config.sizes), config.batch_size
     _, tpls = task_templates(config.task)
     drawn, _ = pairs.draw_pairs(tok, tpls, n=n, seed=seed, kind=kind, draw=config.to_draw())
-    kept = check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0] \
-        if keep_correct else list(drawn)
+    kept = (
+        check_counterfactuals(model, tok, filter_correct(model, tok, drawn, batch_size)[0], batch_size)[0]
+        if keep_correct
+        else list(drawn)
+    )
     ids = {id(s) for s in kept}
     index = [i for i, s in enumerate(drawn) if id(s) in ids]
     if not kept:
-        raise ValueError(f"the model answers none of the {n} {kind}-counterfactual pairs of seed {seed} right: "
-                         "no X_r to patch; use a task the model can do or larger sizes")
-    p = path_patch(model, tok, [s.clean for s in kept], [s.corrupt for s in kept], pairs.answer_ids(tok, kept),
-                   prob=False, batch_size=batch_size)
+        raise ValueError(
+            f"the model answers none of the {n} {kind}-counterfactual pairs of seed {seed} right: "
+            "no X_r to patch; use a task the model can do or larger sizes"
+        )
+    p = path_patch(
+        model,
+        tok,
+        [s.clean for s in kept],
+        [s.corrupt for s in kept],
+        pairs.answer_ids(tok, kept),
+        prob=False,
+        batch_size=batch_size,
+    )
     return kept, index, p
 
 
@@ -101,13 +115,26 @@ def _run_row(config: Config, where: tuple, p: Patched, samples: list) -> tuple[d
     ``config.threshold``'s and ``config.top``'s)."""
     kind, seed, size, family = where
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")             # unstable-ratio warnings: identify's run reports them
-        eff = effects_frame(p, "run", prob=False, n_boot=config.n_boot, seed=seed,
-                            clusters=resampling_units(samples, config.bootstrap))
+        warnings.simplefilter("ignore")  # unstable-ratio warnings: identify's run reports them
+        eff = effects_frame(
+            p, "run", prob=False, n_boot=config.n_boot, seed=seed, clusters=resampling_units(samples, config.bootstrap)
+        )
     key = [h["name"] for h in key_heads(eff, "run", config.threshold)["heads"]]
-    tops = _names(ranking(eff, "run")[0][:config.top])
-    return ({"kind": kind, "seed": seed, "size": size, "family": family, "n_drawn": size, "n": p.logit_p.shape[0],
-             "n_key": len(key), "key": " ".join(key), "top": " ".join(tops)}, eff)
+    tops = _names(ranking(eff, "run")[0][: config.top])
+    return (
+        {
+            "kind": kind,
+            "seed": seed,
+            "size": size,
+            "family": family,
+            "n_drawn": size,
+            "n": p.logit_p.shape[0],
+            "n_key": len(key),
+            "key": " ".join(key),
+            "top": " ".join(tops),
+        },
+        eff,
+    )
 
 
 def stability(model, tok, config: Config, *, families: bool = True, keep_correct: bool = True) -> StabilityResult:
@@ -137,19 +164,33 @@ def stability(model, tok, config: Config, *, families: bool = True, keep_correct
                     runs.append(row)
                     if seed == seeds[0] and size == big:
                         ref_eff[kind] = eff
-            for fam in (dict.fromkeys(s.family for s in kept) if families else ()):
+            for fam in dict.fromkeys(s.family for s in kept) if families else ():
                 rows = [j for j, s in enumerate(kept) if s.family == fam]
                 runs.append(_run_row(c, (kind, seed, big, fam), p.select(rows), [kept[j] for j in rows])[0])
             bar.advance(note=f"{kind} seed {seed}: {len(kept)} X_r of {big}")
     runs = pd.DataFrame(runs)
-    params = dict(task=c.task, seeds=seeds, sizes=sizes, kinds=kinds, answer_token=draw.answer_token,
-                  shots=draw.shots, **draw.recorded(), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
-                  families=families, keep_correct=keep_correct, batch_size=c.batch_size,
-                  subsets="size n = the X_r among the first n pairs drawn with the seed "
-                  "(nested prefixes of one draw of the largest size per seed and kind)", bootstrap=c.bootstrap,
-                  key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[c.bootstrap]})")
-    return StabilityResult(compare(runs, seeds, sizes, kinds, c.top), runs, head_table(runs, ref_eff, c.top), params,
-                           timings)
+    params = dict(
+        task=c.task,
+        seeds=seeds,
+        sizes=sizes,
+        kinds=kinds,
+        answer_token=draw.answer_token,
+        shots=draw.shots,
+        **draw.recorded(),
+        threshold=c.threshold,
+        top=c.top,
+        n_boot=c.n_boot,
+        families=families,
+        keep_correct=keep_correct,
+        batch_size=c.batch_size,
+        subsets="size n = the X_r among the first n pairs drawn with the seed "
+        "(nested prefixes of one draw of the largest size per seed and kind)",
+        bootstrap=c.bootstrap,
+        key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[c.bootstrap]})",
+    )
+    return StabilityResult(
+        compare(runs, seeds, sizes, kinds, c.top), runs, head_table(runs, ref_eff, c.top), params, timings
+    )
 
 
 def compare(runs: pd.DataFrame, seeds: list[int], sizes: list[int], kinds: list[str], top: int) -> pd.DataFrame:
@@ -159,14 +200,31 @@ def compare(runs: pd.DataFrame, seeds: list[int], sizes: list[int], kinds: list[
 
     def add(comparison, a, b):
         if a not in at or b not in at:
-            return                                          # a size with no X_r: nothing to compare
+            return  # a size with no X_r: nothing to compare
         ra, rb = at[a], at[b]
         for name, col in (("key", "key"), (f"top{top}", "top")):
             sa, sb = set(getattr(ra, col).split()), set(getattr(rb, col).split())
-            out.append({"comparison": comparison, "set": name, "kind": a[0], "seed": a[1], "size": a[2],
-                        "family": a[3], "ref_kind": b[0], "ref_seed": b[1], "ref_size": b[2], "ref_family": b[3],
-                        "jaccard": jaccard(sa, sb), "n_a": len(sa), "n_b": len(sb), "n_shared": len(sa & sb),
-                        "prompts_a": int(ra.n), "prompts_b": int(rb.n)})
+            out.append(
+                {
+                    "comparison": comparison,
+                    "set": name,
+                    "kind": a[0],
+                    "seed": a[1],
+                    "size": a[2],
+                    "family": a[3],
+                    "ref_kind": b[0],
+                    "ref_seed": b[1],
+                    "ref_size": b[2],
+                    "ref_family": b[3],
+                    "jaccard": jaccard(sa, sb),
+                    "n_a": len(sa),
+                    "n_b": len(sb),
+                    "n_shared": len(sa & sb),
+                    "prompts_a": int(ra.n),
+                    "prompts_b": int(rb.n),
+                }
+            )
+
     for kind in kinds:
         for seed in seeds:
             for size in sizes[:-1]:
@@ -198,9 +256,23 @@ def head_table(runs: pd.DataFrame, ref_eff: dict[str, pd.DataFrame], top: int) -
         for r in eff[eff["head"] != "mlp"].itertuples():
             name = f"{r.layer}.{r.head}"
             k, t = int(key.get(name, 0)), int(tops.get(name, 0))
-            rows.append({"kind": kind, "layer": int(r.layer), "head": str(r.head), "name": name, "runs": len(rr),
-                         "key_runs": k, "key_share": k / len(rr), "top_runs": t, "top_share": t / len(rr),
-                         "effect": r.effect, "effect_lo": r.effect_lo, "effect_hi": r.effect_hi, "n": int(r.n)})
+            rows.append(
+                {
+                    "kind": kind,
+                    "layer": int(r.layer),
+                    "head": str(r.head),
+                    "name": name,
+                    "runs": len(rr),
+                    "key_runs": k,
+                    "key_share": k / len(rr),
+                    "top_runs": t,
+                    "top_share": t / len(rr),
+                    "effect": r.effect,
+                    "effect_lo": r.effect_lo,
+                    "effect_hi": r.effect_hi,
+                    "n": int(r.n),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -213,10 +285,12 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     pairs compared, and the X_r prompts per run)."""
     big = int(runs["size"].max())
     out = []
-    spec = [("between_seeds", "The {set} is the same for independent draws of prompts (seeds)"),
-            ("size_vs_largest", "The {set} of the smallest size matches the largest size's"),
-            ("between_kinds", "Operator and operand counterfactuals give the same {set}"),
-            ("between_families", "Every template family gives the same {set}")]
+    spec = [
+        ("between_seeds", "The {set} is the same for independent draws of prompts (seeds)"),
+        ("size_vs_largest", "The {set} of the smallest size matches the largest size's"),
+        ("between_kinds", "Operator and operand counterfactuals give the same {set}"),
+        ("between_families", "Every template family gives the same {set}"),
+    ]
     for comp, text in spec:
         for (kind, name), d in table[table.comparison == comp].groupby(["kind", "set"], sort=False):
             d = d[d["size"] == (int(runs["size"].min()) if comp == "size_vs_largest" else big)]
@@ -224,17 +298,33 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                 continue
             j = d.jaccard.dropna()
             what = "key set" if name == "key" else f"top-{name[3:]} set"
-            holds = None if j.empty else (True if j.mean() >= 0.8 and j.min() >= 0.5 else
-                                          False if j.mean() < 0.5 else None)
-            here = (f"all {len(d)} pairs: no head in either set" if j.empty else
-                    f"Jaccard {j.mean():.2f} [{j.min():.2f}, {j.max():.2f}] over {len(j)} pairs"
-                    + (f" (and {len(d) - len(j)} with no head in either set)" if len(j) < len(d) else "")
-                    + f"; {int(d.prompts_a.min())}–{int(d.prompts_a.max())} X_r prompts per run")
-            claim = text.format(set=what) if comp == "between_kinds" else f"{kind.capitalize()} counterfactual: " + \
-                text.format(set=what)[0].lower() + text.format(set=what)[1:]
-            out.append({"claim": claim, "kind": kind if comp != "between_kinds" else "both",
-                        "set": name, "rule": "holds: mean Jaccard ≥ 0.8 and min ≥ 0.5; does not hold: mean < 0.5",
-                        "here": here, "holds": holds})
+            holds = (
+                None if j.empty else (True if j.mean() >= 0.8 and j.min() >= 0.5 else False if j.mean() < 0.5 else None)
+            )
+            here = (
+                f"all {len(d)} pairs: no head in either set"
+                if j.empty
+                else f"Jaccard {j.mean():.2f} [{j.min():.2f}, {j.max():.2f}] over {len(j)} pairs"
+                + (f" (and {len(d) - len(j)} with no head in either set)" if len(j) < len(d) else "")
+                + f"; {int(d.prompts_a.min())}–{int(d.prompts_a.max())} X_r prompts per run"
+            )
+            claim = (
+                text.format(set=what)
+                if comp == "between_kinds"
+                else f"{kind.capitalize()} counterfactual: "
+                + text.format(set=what)[0].lower()
+                + text.format(set=what)[1:]
+            )
+            out.append(
+                {
+                    "claim": claim,
+                    "kind": kind if comp != "between_kinds" else "both",
+                    "set": name,
+                    "rule": "holds: mean Jaccard ≥ 0.8 and min ≥ 0.5; does not hold: mean < 0.5",
+                    "here": here,
+                    "holds": holds,
+                }
+            )
     return pd.DataFrame(out, columns=["claim", "kind", "set", "rule", "here", "holds"])
 
 
@@ -244,9 +334,13 @@ FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 
 def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None):
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
-    record = {"parameters": {**res.params, **(extra or {})}, "versions": results.versions(),
-              "timings": {k: round(v, 2) for k, v in res.timings.items()}, "peak_memory": results.peak_memory(),
-              "estimate": res.estimate}
+    record = {
+        "parameters": {**res.params, **(extra or {})},
+        "versions": results.versions(),
+        "timings": {k: round(v, 2) for k, v in res.timings.items()},
+        "peak_memory": results.peak_memory(),
+        "estimate": res.estimate,
+    }
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
     return results.write_step(folder, "stability", files, record, model_name=model_name)
 
@@ -262,10 +356,21 @@ def recorded(config: Config) -> dict:
     """What ``run.json`` records of a run made with ``config``: the seeds as the list they expand to, the
     sizes sorted, and :func:`stability`'s fixed choices (template families, only X_r, the answer token)."""
     c = config
-    return dict(task=c.task, seeds=list(range(c.seed, c.seed + c.seeds)), sizes=sorted(set(c.sizes)),
-                kinds=list(dict.fromkeys(c.kinds)), threshold=c.threshold, top=c.top, n_boot=c.n_boot,
-                families=True, keep_correct=True, answer_token=c.to_draw().answer_token, shots=c.shots,
-                bootstrap=c.bootstrap, **c.to_draw().recorded())
+    return dict(
+        task=c.task,
+        seeds=list(range(c.seed, c.seed + c.seeds)),
+        sizes=sorted(set(c.sizes)),
+        kinds=list(dict.fromkeys(c.kinds)),
+        threshold=c.threshold,
+        top=c.top,
+        n_boot=c.n_boot,
+        families=True,
+        keep_correct=True,
+        answer_token=c.to_draw().answer_token,
+        shots=c.shots,
+        bootstrap=c.bootstrap,
+        **c.to_draw().recorded(),
+    )
 
 
 ABSENT_MEANS = {"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}
@@ -275,8 +380,10 @@ ABSENT_MEANS = {"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}
 def summary(out: tuple) -> str:
     """The command line's summary of :func:`run`'s ``(result, folder)``: the table and where it went."""
     res, folder = out
-    return (res.table.to_string(index=False, max_rows=40) + f"\nwrote stability.csv, stability_runs.csv, "
-            f"stability_heads.csv to {folder} in {res.timings['total']:.0f} s")
+    return (
+        res.table.to_string(index=False, max_rows=40) + f"\nwrote stability.csv, stability_runs.csv, "
+        f"stability_heads.csv to {folder} in {res.timings['total']:.0f} s"
+    )
 
 
 def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
@@ -285,7 +392,7 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "stability", c.overwrite)
-    est = admission.check(c)               # refused here when it cannot fit, before the model loads
+    est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
@@ -293,5 +400,7 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
         res = stability(model, tok, c)
     res.estimate = est.record() if est else None
     res.timings["total"] = time.time() - t0
-    write_results(res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name)
+    write_results(
+        res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name
+    )
     return res, folder

@@ -12,7 +12,7 @@ from arithmech.cli import main
 from arithmech.core import results as R
 from arithmech.data import pairs
 from arithmech.steps import analyze as A
-from arithmech.steps.config import Finetune
+from arithmech.steps.config_training import Finetune
 from arithmech.steps.finetune import run_finetune
 
 

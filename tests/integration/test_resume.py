@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from arithmech.cli import main
-from arithmech.steps.config import Finetune
+from arithmech.steps.config_training import Finetune
 from arithmech.steps.finetune import run_finetune
 
 REPO = Path(__file__).resolve().parents[2]

@@ -84,8 +84,9 @@ def test_a_recorded_command_builds_the_same_config(step, cls, values):
     from arithmech.cli import build_parser
     from arithmech.core.config import command_line, fields
     from arithmech.steps import config as C
+    from arithmech.steps import config_training as T
 
-    klass = getattr(C, cls)
+    klass = getattr(C, cls, None) or getattr(T, cls)
     config = klass(**values)
     line = command_line(step, config)
     argv = shlex.split(line)

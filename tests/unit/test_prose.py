@@ -89,11 +89,16 @@ def test_key_heads_in_the_files_are_the_rules_key_heads(folder):
 
 
 def _chapters() -> list[tuple[str, str]]:
+    """Every chapter's code cells, and the page modules its cells call (``arithmech/report/views/*_page.py`` it
+    imports, or the one named after it): a thin chapter's claim lists live there."""
     from arithmech.report.build.plan import is_notebook, read_notebook
     out = []
     for p in sorted((REPO / "book").glob("*.md")):
         if is_notebook(p):
-            out += [(p.name, c.source) for c in read_notebook(p).cells if c.cell_type == "code"]
+            cells = [c.source for c in read_notebook(p).cells if c.cell_type == "code"]
+            pages = {f"{p.stem}_page"} | {m for c in cells for m in re.findall(r"import (\w+_page)\b", c)}
+            files = [REPO / "arithmech" / "report" / "views" / f"{m}.py" for m in sorted(pages)]
+            out += [(p.name, c) for c in cells] + [(f.name, f.read_text()) for f in files if f.exists()]
     return out
 
 

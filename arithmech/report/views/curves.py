@@ -1,7 +1,8 @@
 """Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix (issue #40): the
-trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its run-level
+trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed
 and item-level intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
 :mod:`arithmech.claims.curves`; computes no verdict of its own."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.claims import curves as C
+from arithmech.claims import detectable as D
 from arithmech.claims import frontier as F
 from arithmech.paper import table1_by_mode
 from arithmech.report.views.tradeoff import frontier_chart
@@ -18,9 +20,23 @@ PCT = lambda x: "—" if x is None or x != x else f"{100 * x:+.1f}"
 
 def run_frame(c: F.Curves) -> pd.DataFrame:
     """One row per run: arm, rate, run tag, math gain (primary measure), general change, whether it collapsed."""
-    return pd.DataFrame([{"arm": p.arm, "lr": p.lr, "run": t, "math": p.math[c.math][i], "general": p.general[i],
-                          "collapsed": p.collapsed[i], "math_name": c.math, "general_name": c.general}
-                         for ps in c.points.values() for p in ps for i, t in enumerate(p.tags)])
+    return pd.DataFrame(
+        [
+            {
+                "arm": p.arm,
+                "lr": p.lr,
+                "run": t,
+                "math": p.math[c.math][i],
+                "general": p.general[i],
+                "collapsed": p.collapsed[i],
+                "math_name": c.math,
+                "general_name": c.general,
+            }
+            for ps in c.points.values()
+            for p in ps
+            for i, t in enumerate(p.tags)
+        ]
+    )
 
 
 def point_frame(c: F.Curves) -> pd.DataFrame:
@@ -28,8 +44,18 @@ def point_frame(c: F.Curves) -> pd.DataFrame:
     rows = []
     for arm, ps in c.points.items():
         front = {id(q) for q in F.frontier(ps)}
-        rows += [{"arm": arm, "lr": p.lr, "runs": p.n, "math": p.mean(c.math), "general": p.mean("general"),
-                  "frontier": id(p) in front, "collapsed": p.gone} for p in ps]
+        rows += [
+            {
+                "arm": arm,
+                "lr": p.lr,
+                "runs": p.n,
+                "math": p.mean(c.math),
+                "general": p.mean("general"),
+                "frontier": id(p) in front,
+                "collapsed": p.gone,
+            }
+            for p in ps
+        ]
     return pd.DataFrame(rows)
 
 
@@ -44,21 +70,27 @@ def _interval(r) -> str:
     if r["estimate"] is None or r["estimate"] != r["estimate"]:
         return "—"
     ci = "" if r["ci_low"] is None or r["ci_low"] != r["ci_low"] else f" [{PCT(r['ci_low'])}, {PCT(r['ci_high'])}]"
-    ci = f"{ci} at {100 * r['level']:.4g}%" if ci else " (no run-level interval)"
+    ci = f"{ci} at {100 * r['level']:.4g}%" if ci else " (no interval over runs)"
     return f"{PCT(r['estimate'])}{ci} — {r['at']}"
 
 
 def verdict_table(rows: pd.DataFrame, measures: str = "all") -> pd.DataFrame:
     """The curve rules' verdicts for reading: claim, comparison, measure (pooled, or by operation), the verdict
     over the whole grid, the leave-one-rate-out check, the final verdict, and the frontier tops' difference in
-    points with its run-level interval. ``measures="pooled"``: the primary measure only."""
+    points with its crossed interval (runs and items). ``measures="pooled"``: the primary measure only."""
     if measures == "pooled":
         rows = rows[~rows.measure.str.contains(":")]
-    return pd.DataFrame({"claim": rows.claim, "comparison": rows.comparison,
-                         "measure": rows.measure.str.replace(":", ", ", regex=False),
-                         "whole grid": rows["whole grid"], "leave-one-rate-out": rows["leave-one-rate-out"],
-                         "verdict": rows.verdict, "frontier tops, points [run-level, the rule's level]": [
-                             _interval(r) for _, r in rows.iterrows()]}).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "claim": rows.claim,
+            "comparison": rows.comparison,
+            "measure": rows.measure.str.replace(":", ", ", regex=False),
+            "whole grid": rows["whole grid"],
+            "leave-one-rate-out": rows["leave-one-rate-out"],
+            "verdict": rows.verdict,
+            "frontier tops, points [runs × items, the rule's level]": [_interval(r) for _, r in rows.iterrows()],
+        }
+    ).reset_index(drop=True)
 
 
 def loro_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -70,33 +102,46 @@ def loro_table(rows: pd.DataFrame) -> pd.DataFrame:
         if not r["loro"]:
             continue
         moved = [f"{w} without {a} {lr:.0e}" for a, lr, w in r["loro"] if w != r["whole grid"]]
-        out.append({"claim": f"{r['claim']} ({r['comparison']})", "whole grid": r["whole grid"],
-                    "points left out": len(r["loro"]), "another verdict": "; ".join(moved) or "none"})
+        out.append(
+            {
+                "claim": f"{r['claim']} ({r['comparison']})",
+                "whole grid": r["whole grid"],
+                "points left out": len(r["loro"]),
+                "another verdict": "; ".join(moved) or "none",
+            }
+        )
     return pd.DataFrame(out).set_index("claim") if out else pd.DataFrame()
 
 
 def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd.DataFrame]:
     """Every grid point, as two tables that fit a page's width: ``"math"`` and ``"general"``. Both start with the
     point (arm, rate, runs, collapsed runs, frontier ★); then per measure one cell "mean change from base in points
-    [run-level 95 % interval]" (Student t over run means; the interval shown from
-    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it — a 2-run t interval spans hundreds of
-    points) and the item-level 95 % interval (hierarchical bootstrap): the math variants in the first table, the
+    [95 % interval over runs and items]" (:func:`arithmech.core.stats.crossed_interval`; shown from
+    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it) and the item-level 95 % interval (hierarchical bootstrap): the math variants in the first table, the
     general measure and the text loss in the second. Empty frames where no point has run."""
     c = c or F.load(folder)
     t = F.point_table(folder, c)
     if t.empty:
         return {"math": t, "general": t}
     span = lambda lo, hi: "—" if lo is None or lo != lo else f"[{PCT(lo)}, {PCT(hi)}]"
-    ready = [n >= F.MIN_RUNS for n in t.runs]          # the rules read a run-level interval only from MIN_RUNS runs
-    cell = lambda x, lo, hi: [PCT(m) + (" " + span(a, b) if r and a == a and a is not None else "")
-                              for m, a, b, r in zip(x, lo, hi, ready)]
-    point = lambda: pd.DataFrame({"arm": t.arm, "rate": [f"{x:.0e}" for x in t.lr], "runs": t.runs,
-                                  "collapsed": t["collapsed runs"], "frontier": t.frontier.map({True: "★", False: ""})})
+    ready = [n >= F.MIN_RUNS for n in t.runs]  # the rules read an interval only from MIN_RUNS runs
+    cell = lambda x, lo, hi: [
+        PCT(m) + (" " + span(a, b) if r and a == a and a is not None else "") for m, a, b, r in zip(x, lo, hi, ready)
+    ]
+    point = lambda: pd.DataFrame(
+        {
+            "arm": t.arm,
+            "rate": [f"{x:.0e}" for x in t.lr],
+            "runs": t.runs,
+            "collapsed": t["collapsed runs"],
+            "frontier": t.frontier.map({True: "★", False: ""}),
+        }
+    )
     math, general = point(), point()
     for v in c.variants:
-        math[f"{v} [run-level]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
+        math[f"{v} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
     math[f"{c.math} item-level"] = [span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])]
-    general["general [run-level]"] = cell(t["general"], t["general lo"], t["general hi"])
+    general["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
     general["general item-level"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
     if "loss" in t:
         general["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
@@ -110,18 +155,36 @@ def paper_beside(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:
     p = table1_by_mode("LLaMA2-7B")
     math = lambda r: sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4
     gen = lambda r: (r["mmlu"] + r["csqa"]) / 2
-    rows = [{"model": "LLaMA2-7B (paper)", "arm": {"full": "full", "precise": "precise-key"}[m], "rate": "2e-05",
-             "runs": 1, "math gain": f"{math(p[m]) - math(p['base']):+.1f}",
-             "general change": f"{gen(p[m]) - gen(p['base']):+.1f}"} for m in ("full", "precise")]
+    rows = [
+        {
+            "model": "LLaMA2-7B (paper)",
+            "arm": {"full": "full", "precise": "precise-key"}[m],
+            "rate": "2e-05",
+            "runs": 1,
+            "math gain": f"{math(p[m]) - math(p['base']):+.1f}",
+            "general change": f"{gen(p[m]) - gen(p['base']):+.1f}",
+        }
+        for m in ("full", "precise")
+    ]
     for arm, ps in c.points.items():
         live = [q for q in ps if not q.gone]
         if live:
             top = max(live, key=lambda q: q.mean(c.math))
-            rows.append({"model": "this model", "arm": arm, "rate": f"{top.lr:.0e}", "runs": top.n,
-                         "math gain": PCT(top.mean(c.math)), "general change": PCT(top.mean("general"))})
+            rows.append(
+                {
+                    "model": "this model",
+                    "arm": arm,
+                    "rate": f"{top.lr:.0e}",
+                    "runs": top.n,
+                    "math gain": PCT(top.mean(c.math)),
+                    "general change": PCT(top.mean("general")),
+                }
+            )
     out = pd.DataFrame(rows)
-    out.attrs["measures"] = (f"paper: four math sets (mean) and MMLU, CSQA (mean); here: {c.math} and {c.general}, "
-                             "change from base in points")
+    out.attrs["measures"] = (
+        f"paper: four math sets (mean) and MMLU, CSQA (mean); here: {c.math} and {c.general}, "
+        "change from base in points"
+    )
     return out
 
 
@@ -129,16 +192,19 @@ def finding_lines(rows: pd.DataFrame) -> list[str]:
     """One line per pooled rule for a chapter's findings box (claim, comparison: verdict — frontier tops, or why it
     cannot be decided), and one line naming the comparisons whose arms have not run yet."""
     pooled = rows[~rows.measure.str.contains(":")]
-    out = [f"{r['claim']} ({r['comparison']}, over every rate): **{r['verdict']}** — "
-           + (r["why"] or f"{_interval(r)}; leave-one-rate-out: {r['leave-one-rate-out'] or 'nothing to flip'}")
-           for _, r in pooled.iterrows() if r["whole grid"] != C.NOT_RUN]
+    out = [
+        f"{r['claim']} ({r['comparison']}, over every rate): **{r['verdict']}** — "
+        + (r["why"] or f"{_interval(r)}; leave-one-rate-out: {r['leave-one-rate-out'] or 'nothing to flip'}")
+        for _, r in pooled.iterrows()
+        if r["whole grid"] != C.NOT_RUN
+    ]
     waiting = pooled[pooled["whole grid"] == C.NOT_RUN].comparison.tolist()
     return out + ([f"Not yet run: {'; '.join(waiting)}."] if waiting else [])
 
 
 def common_rates(c: F.Curves) -> pd.DataFrame:
     """The selection comparisons at every rate both arms ran (:func:`arithmech.claims.curves.by_rate`): key and share
-    against each random arm, per math measure, the difference in points with its Welch interval (at the selection
+    against each random arm, per math measure, the difference in points with its crossed interval (at the selection
     rule's level) and the part's verdict (an interval above 0: true; upper end below +m: false)."""
     out = []
     for arm in ("precise-key", "precise-share"):
@@ -148,7 +214,40 @@ def common_rates(c: F.Curves) -> pd.DataFrame:
             for v in c.variants:
                 for _, r in C.by_rate(c, v, arm, ctl).iterrows():
                     ci = "—" if r["lo"] is None or r["lo"] != r["lo"] else f"[{PCT(r['lo'])}, {PCT(r['hi'])}]"
-                    out.append({"comparison": f"{arm} − {ctl}", "measure": v.replace(":", ", "),
-                                "rate": f"{r['lr']:.0e}", "runs": r["runs"], "difference": PCT(r["difference"]),
-                                "run-level (rule's level)": ci, "this rate alone": r["part"]})
+                    out.append(
+                        {
+                            "comparison": f"{arm} − {ctl}",
+                            "measure": v.replace(":", ", "),
+                            "rate": f"{r['lr']:.0e}",
+                            "runs": r["runs"],
+                            "difference": PCT(r["difference"]),
+                            "runs × items (rule's level)": ci,
+                            "this rate alone": r["part"],
+                        }
+                    )
     return pd.DataFrame(out)
+
+
+def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd.DataFrame:
+    """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point (:mod:`arithmech.claims.detectable`;
+    3, the rules' minimum, and 5, the issue's for frontier points), for reading: comparison, measure, the compared
+    points, the rule's level, the run and item spreads seen so far and the projected half-width in points (or why it
+    is not known yet: a last column says why)."""
+    tables = {r: D.table(c, r) for r in runs}
+    t = tables[runs[0]]
+    if t.empty:
+        return t
+    sd = lambda xs: "—" if not isinstance(xs, list) else " / ".join(f"{100 * x:.1f}" for x in xs)  # not "2.0, 3.4": head ids
+    hw = lambda t: [f"{100 * h:.1f}" if h is not None and h == h else "—" for h in t.half_width]
+    return pd.DataFrame(
+        {
+            "comparison": t.comparison,
+            "measure": t.measure,
+            "compared points": t["at"],
+            "level": [f"{100 * (1 - 0.05 / n):.4g}%" for n in t.N],
+            "run sd (points)": [sd(x) for x in t["run sd"]],
+            "item sd (points)": [f"{100 * x:.0f}" if x == x and x is not None else "—" for x in t["item sd"]],
+            **{f"decidable beyond ± (points, {r} runs)": hw(tables[r]) for r in runs},
+            "not known because": t.why,
+        }
+    )

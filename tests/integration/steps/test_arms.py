@@ -54,7 +54,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     are computed from the files alone."""
     torch.set_num_threads(1)
     from arithmech.steps.arms_heads import groups
-    from arithmech.steps.finetune import ensure_ranking, model_geometry
+    from arithmech.steps.finetune_heads import ensure_ranking, model_geometry
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
     config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,

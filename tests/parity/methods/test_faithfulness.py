@@ -10,7 +10,7 @@ from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.methods import faithfulness as F
 from arithmech.methods.knockout import Ablation
-from arithmech.methods.knockout_means import build_pool, pool_prompts
+from arithmech.methods.knockout_means import build_pool, fold, pool_prompts
 from arithmech.methods.prepare import task_templates
 
 
@@ -150,7 +150,7 @@ def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
         if tiers["template"] == len(src):
             assert q.template == x.template
         assert len(tok(p)["input_ids"]) == len(tok(x.clean)["input_ids"])
-        assert F.fold(q.a, q.b, 4) != F.fold(x.a, x.b, 4)
+        assert fold(q.a, q.b, 4) != fold(x.a, x.b, 4)
     assert F.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
 
 

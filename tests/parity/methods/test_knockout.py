@@ -9,7 +9,8 @@ import torch
 from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.evals.scoring import predict
-from arithmech.methods.knockout import Ablation, Forwards, accuracy, knockout_curve, knockout_topk, mean_activations
+from arithmech.methods.knockout import Ablation, Forwards, accuracy, knockout_topk, mean_activations
+from arithmech.methods.knockout_curves import knockout_curve
 from arithmech.methods.knockout_settings import Curve
 
 

@@ -12,7 +12,8 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
-from arithmech.methods.knockout import activations, knockout_curve, random_orders
+from arithmech.methods.knockout import activations
+from arithmech.methods.knockout_curves import knockout_curve, random_orders
 from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_prompts, pool_seed
 from arithmech.methods.knockout_settings import Curve
 

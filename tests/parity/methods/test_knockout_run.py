@@ -135,22 +135,22 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     row (the chart says so) instead of a smaller draw; a draw is uniform over what remains (filtered order)."""
     import torch
 
-    from arithmech.methods import knockout as K
+    from arithmech.methods import knockout_curves as KC
     universe = [(l, h) for l in range(2) for h in range(4)]                   # 8 heads
     ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]
     key = [(0, 0)]
     seen = []
-    monkeypatch.setattr(K, "correct", lambda model, tok, samples, means, abls, **kw:
+    monkeypatch.setattr(KC, "correct", lambda model, tok, samples, means, abls, **kw:
                         (seen.extend(abls), torch.zeros(len(abls), 2))[1])
     curve = Curve("head", ranking, universe, key, [0, 1, 2, 3, 4, 5, 8], [1, 2, 3, 4, 5, 8], True)
-    d = K.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
+    d = KC.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
     rnd = [(r.k, a) for r, a in zip(d.itertuples(), seen) if r.order == "random-rank"]
     assert sorted({k for k, _ in rnd}) == [1, 2, 3, 4]          # k = 5 needs 5 heads outside the top 5: 8 − 5 < 5
     assert len(rnd) == 4 * 5                                    # every order at every drawable k
     for k, a in rnd:
         assert len(a.heads) == k and not a.heads & ({*ranking[:k]} | set(key)), (k, a.heads)
-    assert K.random_draw([3, 1, 2], 2) == [3, 1] and K.random_draw([3, 1, 2], 2, avoid=[3]) == [1, 2]
-    assert K.random_draw([3, 1, 2], 3, avoid=[3]) == []
+    assert KC.random_draw([3, 1, 2], 2) == [3, 1] and KC.random_draw([3, 1, 2], 2, avoid=[3]) == [1, 2]
+    assert KC.random_draw([3, 1, 2], 3, avoid=[3]) == []
 
 
 def test_knockout_prompts_are_distinct(embedded_model):

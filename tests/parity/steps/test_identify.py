@@ -29,12 +29,13 @@ def test_a_task_that_fails_its_control_leaves_the_pooled_rows(embedded_model, mo
     import pandas as pd
 
     from arithmech.steps import identify as I
+    from arithmech.steps import identify_pipeline
     model, tok, _ = embedded_model
     real = I.task_control
     def forced(samples):
         c = real(samples)
         return {**c, "failed": {"multiplication": "forced by the test"}, "pooled": ["addition"]}
-    monkeypatch.setattr(I, "task_control", forced)
+    monkeypatch.setattr(identify_pipeline, "task_control", forced)   # where identify() reads it
     res = I.identify(model, tok, ["addition", "multiplication"], n_samples=24, seed=0, knockout_samples=8,
                      n_random=1, transfer=False, prob=False, n_boot=20, ks=[1])
     e = res.effects.set_index(["task", "layer", "head"]).effect

@@ -14,6 +14,7 @@ from factories import make_biased_gqa_llama, make_tiny_llama
 from arithmech.core import admission as A
 from arithmech.core import estimate as E
 from arithmech.steps import config as C
+from arithmech.steps import config_training as T
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -52,9 +53,10 @@ def test_core_knows_no_step():
     import dataclasses
     import re
 
-    steps = [n for n, v in vars(C).items() if isinstance(v, type) and dataclasses.is_dataclass(v)
-             and v.__module__ == C.__name__]
-    with_memory = [n for n in steps if hasattr(getattr(C, n), "memory")]
+    classes = {n: v for m in (C, T) for n, v in vars(m).items() if isinstance(v, type)
+               and dataclasses.is_dataclass(v) and v.__module__ == m.__name__}     # config and config_training
+    steps = list(classes)
+    with_memory = [n for n in steps if hasattr(classes[n], "memory")]
     assert {"Identify", "Analyze", "Beyond", "Faithfulness", "Stability", "Accuracy", "Shots", "Finetune",
             "Table1"} <= set(with_memory)
     core = Path(E.__file__).parent
@@ -80,8 +82,8 @@ def test_every_step_has_an_estimate_and_a_line():
     """Protects: each step named by issue #28 (identify, analyze, beyond, faithfulness, stability, shots,
     accuracy-by-template, finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
     a record for run.json and the progress line's text; a hub id (no geometry without loading) gets none."""
-    configs = [C.Identify(), C.Analyze(), C.Beyond(), C.Faithfulness(), C.Stability(), C.Shots(), C.Accuracy(), C.Finetune(mode="full"),
-               C.Table1(model_name="embedded")]
+    configs = [C.Identify(), C.Analyze(), C.Beyond(), C.Faithfulness(), C.Stability(), C.Shots(), C.Accuracy(), T.Finetune(mode="full"),
+               T.Table1(model_name="embedded")]
     for c in configs:
         e = E.estimate(c)
         assert e is not None and e.forwards > 0 and e.peak_bytes > E.BASELINE, type(c).__name__

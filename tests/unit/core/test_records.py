@@ -18,7 +18,7 @@ def test_shipped_smollm2_arms_records():
     from arithmech.steps.arms_curve import knee
     from arithmech.steps.arms_grid import ARMS
     from arithmech.steps.arms_heads import groups
-    from arithmech.steps.finetune import model_geometry
+    from arithmech.steps.finetune_heads import model_geometry
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
     curve = results.read(folder, "finetune/curve.json")
     assert curve["knee"] == knee(curve["points"]) and curve["suite"] == "cpu"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.methods.patching import Patched, check_logit_o
+from arithmech.methods.patched import Patched, check_logit_o
 
 
 def test_unstable_relative_change_warns_with_count():

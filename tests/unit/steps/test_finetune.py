@@ -9,8 +9,8 @@ import time
 import pytest
 from factories import time_limit
 
-from arithmech.steps.config import Finetune
-from arithmech.steps.finetune import parse_heads, ranked_components
+from arithmech.steps.config_training import Finetune
+from arithmech.steps.finetune_heads import parse_heads, ranked_components
 
 
 def test_parse_heads_and_ranking(tmp_path):

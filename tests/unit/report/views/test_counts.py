@@ -107,20 +107,24 @@ def test_the_introduction_quotes_the_explorer_s_count_as_the_build_gives_it():
 
 
 def test_chapters_count_key_heads_only_through_this_module():
-    """Protects "one function" in the chapters' code: no code cell counts key heads itself (a ``len`` of a key-head
-    list, beyond's stored count, the mean-alone count), the way Identify, Analyze, Beyond and the appendices each
-    did; they call :mod:`arithmech.report.views.counts`."""
+    """Protects "one function" in the chapters' code: no code cell, nor a page module the chapter calls
+    (``arithmech/report/views/<chapter>_page.py``, or any ``*_page`` module its cells import), counts key heads
+    itself (a ``len`` of a key-head list, beyond's stored count, the mean-alone count), the way Identify, Analyze,
+    Beyond and the appendices each did; they call :mod:`arithmech.report.views.counts`."""
     from arithmech.report.build.plan import is_notebook, read_notebook
     own = re.compile(r"len\([^()]*key_heads[^()]*\)|n_key_heads_identify|n_heads_mean_below")
     hits, callers = [], set()
     for p in sorted((REPO / "book").glob("*.md")):
         if not is_notebook(p):
             continue
-        for c in read_notebook(p).cells:
-            if c.cell_type == "code":
-                hits += [f"{p.name}: {m.group(0)}" for m in own.finditer(c.source)]
-                if re.search(r"counts\.key_heads(_of)?\(", c.source):
-                    callers.add(p.stem)
+        cells = [c.source for c in read_notebook(p).cells if c.cell_type == "code"]
+        pages = {f"{p.stem}_page"} | {m for c in cells for m in re.findall(r"from arithmech\.report\.views import (\w+_page)", c)}
+        files = [REPO / "arithmech" / "report" / "views" / f"{m}.py" for m in sorted(pages)]
+        sources = [(p.name, c) for c in cells] + [(f.name, f.read_text()) for f in files if f.exists()]
+        for name, source in sources:
+            hits += [f"{name}: {m.group(0)}" for m in own.finditer(source)]
+            if re.search(r"counts\.key_heads(_of)?\(", source):
+                callers.add(p.stem)
     assert not hits, "chapters counting key heads themselves:\n" + "\n".join(hits)
     assert {"identify", "analyze", "beyond", "explorer", "appendix_smollm2", "appendix_gsm8k"} <= callers, callers
     assert own.search("len(res.key_heads['heads'])")

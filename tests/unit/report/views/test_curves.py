@@ -38,9 +38,25 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     assert list(loro.columns) == ["whole grid", "points left out", "another verdict"] and (loro["points left out"] > 0).all()
     tables = R.points_tables(f)
     points, general = tables["math"], tables["general"]
-    assert len(points) == 6 and not points.loc[points.runs < 3, "carry [run-level]"].str.contains("[", regex=False).any()
-    assert points.loc[points.runs >= 3, "carry [run-level]"].str.contains(r"^[+−-]?[\d.]+ \[", regex=True).all()
-    assert list(general.arm) == list(points.arm) and "general [run-level]" in general and "general" not in points
+    assert len(points) == 6 and not points.loc[points.runs < 3, "carry [runs × items]"].str.contains("[", regex=False).any()
+    assert points.loc[points.runs >= 3, "carry [runs × items]"].str.contains(r"^[+−-]?[\d.]+ \[", regex=True).all()
+    assert list(general.arm) == list(points.arm) and "general [runs × items]" in general and "general" not in points
     assert len(points.columns) <= 10 and len(general.columns) <= 10     # each fits a page's width
     lines = R.finding_lines(rows)
     assert lines[-1].startswith("Not yet run:") and all("**" in x for x in lines[:-1])
+
+
+def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
+    """Protects the design table beside the verdicts: each comparison's "decidable beyond ±" cell is the claims'
+    projected half-width in points (key − full on carry: a number; key − random, whose top has one run: why not)."""
+    from arithmech.claims import detectable as D
+    from arithmech.claims.frontier import load
+    c = load(write(tmp_path, ARMS))
+    t, claims = R.detectable_table(c).set_index("comparison"), D.table(c).set_index("comparison")
+    col = "decidable beyond ± (points, 3 runs)"
+    assert t.loc["precise-key − full", col].iloc[0] == f"{100 * claims.loc['precise-key − full', 'half_width'].iloc[0]:.1f}"
+    assert t.loc["precise-key − precise-random", col] == "—"
+    assert "one run" in t.loc["precise-key − precise-random", "not known because"]
+    five = D.table(c, 5).set_index("comparison").loc["precise-key − full", "half_width"].iloc[0]
+    assert t.loc["precise-key − full", "decidable beyond ± (points, 5 runs)"].iloc[0] == f"{100 * five:.1f}"
+    assert five < claims.loc["precise-key − full", "half_width"].iloc[0]      # more runs: a narrower interval

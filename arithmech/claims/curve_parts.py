@@ -1,0 +1,85 @@
+"""The parts Table 1's curve rules (:mod:`arithmech.claims.curves`) are made of: three-valued logic (true, false,
+undecided) and Kleene's *some*, *every* and *both*; one comparison decided on an interval; and the intervals of grid
+points — a point's change from base (or from base-shots, item by item) and two points' difference, each crossed over
+runs and the shared test items (:func:`arithmech.core.stats.crossed_interval`) at a rule's Bonferroni level;
+and each arm's frontier top, the point the verdict table's headline and :mod:`arithmech.claims.detectable` compare."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from arithmech.claims.frontier import Curves, Point, variant_items
+from arithmech.core.stats import crossed_interval
+
+
+# ------------------------------------------------------------------------- three-valued logic
+def some(xs: Iterable[bool | None]) -> bool | None:
+    xs = list(xs)
+    return True if any(x is True for x in xs) else (False if xs and all(x is False for x in xs) else None)
+
+
+def every(xs: Iterable[bool | None]) -> bool | None:
+    xs = list(xs)
+    return False if any(x is False for x in xs) else (True if xs and all(x is True for x in xs) else None)
+
+
+def both(a: bool | None, b: bool | None) -> bool | None:
+    return False if a is False or b is False else (True if a is True and b is True else None)
+
+
+def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) -> bool | None:
+    """One comparison: true when ``true(lo, hi)``, else false when ``false(lo, hi)``, else undecided."""
+    if lo is None:
+        return None
+    return True if true(lo, hi) else (False if false(lo, hi) else None)
+
+
+# ------------------------------------------------------------------------- intervals of points
+def level(m: int) -> float:
+    """The confidence level of each of the ``m`` intervals a rule reads (Bonferroni: 1 − 0.05 / m; fourth version,
+    module docstring): with all ``m`` covering at once (probability ≥ 95 %), no verdict is wrong."""
+    return 1 - 0.05 / max(1, m)
+
+
+def gain(p: Point, what: str, ref: list[float] | None = None, m: int = 1) -> tuple[float | None, float | None]:
+    """The crossed interval (runs × test items, at :func:`level` of ``m``) of a point's change from base on
+    ``what`` — or, with ``ref`` (a reference's per-item change from base, e.g. base-shots'), from that reference on
+    the same items; undecided points give None."""
+    if not p.decides:
+        return None, None
+    table = p.table(what) if ref is None else [[x - r for x, r in zip(run, ref)] for run in p.table(what)]
+    _, lo, hi = crossed_interval(table, level=level(m))
+    return lo, hi
+
+
+def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float | None]:
+    """The crossed interval (at :func:`level` of ``m``) of ``a − b`` on ``what``: both points' run spreads and
+    the spread over the shared test items of their per-item difference; None unless both points decide."""
+    if not (a.decides and b.decides):
+        return None, None
+    _, lo, hi = crossed_interval(a.table(what), b.table(what), level(m))
+    return lo, hi
+
+
+def grid(c: Curves, arm: str) -> list[Point]:
+    """The points of ``arm`` the rules read: every rate but those the plan cut (sixth version)."""
+    return [p for p in c.points.get(arm, []) if not p.cut]
+
+
+def live(c: Curves, arm: str) -> list[Point]:
+    return [p for p in grid(c, arm) if not p.gone]
+
+
+def top(c: Curves, arm: str, v: str) -> Point | None:
+    """``arm``'s frontier top: its point that did not collapse with the highest mean *validation* math accuracy (so
+    the test items that are shown did not pick it), or the highest test mean on ``v`` where no validation score was
+    recorded; None without such a point."""
+    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
+    return max(live(c, arm), key=pick, default=None)
+
+
+def shots_ref(c: Curves, v: str) -> list[float]:
+    """Base-shots' per-item change from base on math variant ``v`` (base with K solved examples: the answer format
+    without the arithmetic), the reference "learns more than the answer format" subtracts item by item."""
+    assert c.shots is not None, "base-shots needs the base-shots run"
+    return [s - b for s, b in zip(variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v))]

@@ -1,0 +1,107 @@
+"""The Explorer chapter's page: its precomputed explorers, the live explorer and the knockout table, one call per
+cell of ``book/explorer.md``.
+
+:func:`precompute` loads each model of the chapter's config and precomputes its explorer
+(:func:`arithmech.methods.explorer.page_data`: prompts, top-5 tokens before and after each threshold step's
+knockout, attention of the heads it knocks out); the other functions return what a cell displays, a list of
+display objects where a cell shows several (the cell calls ``display(*…)``)::
+
+    >>> pages = precompute(P)
+    >>> display(*model_views(pages, P)); display(*live(P)); knockout(pages)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from arithmech.core import results as R
+from arithmech.core.models import load_model
+from arithmech.data.draw import Draw
+from arithmech.methods import explorer as X
+from arithmech.report.build.chapters import Explorer as ExplorerChapter
+from arithmech.report.views import counts
+from arithmech.report.views import live_explorer as LX
+from arithmech.report.views.cells import html, markdown
+from arithmech.report.views.explorer_views import explorer_chart, finding, knockout_table
+from arithmech.report.views.pages import answer_token_sentence, chapter_end
+from arithmech.steps import identify as identify_step
+from arithmech.steps.config import BOOK_SCALE
+from arithmech.steps.ensure import ensure
+
+LIVE = "embedded"   # the model the live explorer runs in the browser
+SCALE: dict[str, Any] = dict(BOOK_SCALE)   # identify at the book's scale where its files are missing
+
+
+@dataclass
+class Page:
+    """One model's precomputed explorer: ``heads`` and ``data`` (:func:`arithmech.methods.explorer.page_data`),
+    the answer-token rule identify's files were measured with and the seconds it took."""
+    heads: pd.DataFrame
+    data: dict
+    identify_rule: str | None
+    seconds: float
+
+
+def precompute(P: ExplorerChapter) -> dict[str, Page]:
+    """Each model's explorer (model name → :class:`Page`). A model without identify's ``effects.csv`` gets
+    identify's files first, at ``P.identify_samples`` pairs and the book's scale (the SmolLM2 appendix's way)."""
+    pages = {}
+    for m in P.models:
+        t0 = time.perf_counter()
+        net, tok, _ = load_model(m, device=P.device, dtype=P.dtype, attn_implementation="eager")
+        folder = R.model_folder(P.results_dir, m)
+        if not R.exists(folder, "effects.csv"):   # an earlier chapter writes it; alone, make it
+            ensure(identify_step.Config(model_name=m, results=P.results_dir, device=P.device, dtype=P.dtype,
+                                        seed=P.seed, n_samples=P.identify_samples, answer_token=P.answer_token,
+                                        **SCALE))
+        recorded = R.read_run(folder)["steps"]["identify"]["parameters"]
+        page = X.PageSettings(tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed,
+                              Draw(P.answer_token))         # zero-shot prompts: short enough to read on the page
+        heads, data = X.page_data(net, tok, folder, page)
+        pages[m] = Page(heads, data, recorded.get("answer_token"), time.perf_counter() - t0)
+        del net
+    return pages
+
+
+def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
+    """Per model: a sentence (prompts, key heads, threshold steps, seconds, the answer-token rule) and its
+    explorer chart."""
+    out: list[Any] = []
+    for m, p in pages.items():
+        s = p.data["steps"]
+        rule, = set(p.data["prompts"].answer_token)              # what the prompts were drawn with, one rule
+        out.append(markdown(f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
+                            f"{counts.key_heads(R.model_folder(P.results_dir, m)).summary()}; {int((s.step >= 0).sum())} "
+                            f"threshold steps; precomputed in {p.seconds:.0f} s. "
+                            + answer_token_sentence(rule, p.identify_rule)))
+        out.append(explorer_chart(p.data, p.heads, m))
+    return out
+
+
+def live(P: ExplorerChapter) -> list:
+    """The live explorer of the embedded model (its key heads mean-ablated at END with identify's reference-pool
+    means): a sentence and the page's HTML; a note instead when ``P.models`` leaves the embedded model out."""
+    if LIVE not in P.models:
+        return [markdown("*The live explorer runs the embedded model, which this run's `models` leave out.*")]
+    net, tok, _ = load_model(LIVE, device="cpu", dtype="float32", attn_implementation="eager")
+    folder = R.model_folder(P.results_dir, LIVE)
+    means, source = LX.identify_end_means(net, tok, folder)
+    kh = counts.key_heads(folder)
+    heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in kh.studied]
+    return [markdown(f"**Knocked out**: {kh.studied_phrase()}, mean-ablated at END with {source}. "
+                     "That is the mean identify's knockout gives a prompt outside its templates; a typed prompt "
+                     "has no template, no operands and no fold of its own."),
+            html(LX.page_html(LX.page_data(means, heads, kh.studied_label())))]
+
+
+def knockout(pages: dict[str, Page]) -> pd.DataFrame:
+    """Every model's knockout at each threshold step, one table."""
+    return pd.concat([knockout_table(p.data["steps"], m) for m, p in pages.items()], ignore_index=True)
+
+
+def end(pages: dict[str, Page], P: ExplorerChapter) -> None:
+    """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): one line per model."""
+    chapter_end([finding(p.data["steps"], m, P.thresholds) for m, p in pages.items()], ", ".join(P.models), P)

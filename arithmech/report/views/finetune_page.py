@@ -1,0 +1,227 @@
+"""The Fine-tune chapter (``book/finetune.md``): its runs and every table and chart of the page, one call each.
+
+:func:`run` ensures identify's ranking, runs the toy arms (:func:`arithmech.steps.arms.run_arms`) and full SFT's
+learning curve, and returns a :class:`Page`; each of its methods returns what one cell shows — pandas frames and
+Stylers (tables), altair charts, IPython ``Markdown`` — as one object or a list the cell passes to ``display(*…)``.
+The page shows two arms runs: SmolLM2-135M's (``cpu`` suite, read from its shipped files) and the embedded model's
+(``toy`` suite, made by the chapter). Verdicts come from :mod:`arithmech.claims.curves` and the claims table.
+
+>>> page = run(chapters.check("finetune", globals()))
+>>> display(*page.frontiers()); display(*page.loro_tables())
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from arithmech.claims import curves as CV
+from arithmech.claims import verdicts as V
+from arithmech.claims.rules import claims
+from arithmech.core import results
+from arithmech.core.names import components
+from arithmech.core.results import model_folder
+from arithmech.evals.suites import get_suite
+from arithmech.report.views import curves as RC
+from arithmech.report.views import table1 as T1
+from arithmech.report.views import tables, tradeoff
+from arithmech.report.views.pages import chapter_end, claim_lines
+from arithmech.steps import arms as A
+from arithmech.steps.finetune import ensure_ranking
+
+SMOL = "SmolLM2-135M (cpu suite)"
+TOY = "embedded model (toy suite)"
+MEASURES = ("negative", "two_digit", "single_digit", "generic")
+"""The toy suite's measures, math first: Table 2's columns and the trade-off chart's panels."""
+
+
+def markdown(text: str) -> Any:
+    """``IPython.display.Markdown(text)`` (IPython is the book extra's: imported when a page shows it)."""
+    from IPython.display import Markdown  # lazy: the book extra (a kernel)
+    return Markdown(text)
+
+
+def frontier(folder: str | Path, name: str, rows: pd.DataFrame) -> list:
+    """One arms run's verdicts: the trade-off chart of every run with each arm's frontier (where the run has
+    curves), the curve rules' verdict table (``rows``: :func:`arithmech.claims.curves.verdicts`), and the paper's
+    Table 1 beside ours (a sentence naming the measures, then the table)."""
+    chart = RC.chart(folder, f"{name}: every run, each arm's frontier")
+    beside = RC.paper_beside(folder)
+    return ([chart] if chart is not None else []) + [
+        RC.verdict_table(rows).style.hide(axis="index"),
+        markdown(f"The paper's Table 1 beside ours ({beside.attrs['measures']}; ours at each arm's frontier top):"),
+        beside.style.hide(axis="index")]
+
+
+def steps_of(P: Any) -> int:
+    """Optimizer steps per run: ``steps × scale``, at least 1."""
+    return max(1, round(P.steps * P.scale))
+
+
+def run(P: Any) -> "Page":
+    """Runs the chapter's toy arms (``P``: the chapter's config, :class:`~arithmech.report.build.chapters.Finetune`):
+    identify's ranking first (made if missing), then every arm over its learning-rate grid, then full SFT's learning
+    curve (scored every 20 steps). A chapter re-computes its own runs (``overwrite``)."""
+    if P.threads:
+        torch.set_num_threads(P.threads)
+    ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
+    config = A.Config(model_name=P.model, results=P.results_dir, seed=P.seed, suite=P.suite, top_k=P.top_k,
+                      seeds=P.seeds, draws=P.draws, frontier_seeds=P.frontier_seeds, steps=steps_of(P),
+                      curve_steps=P.curve_steps, batch_size=P.batch_size, max_extend=P.max_extend, device=P.device,
+                      dtype=P.dtype, overwrite=True)
+    plan = A.run_arms(config)
+    A.learning_curve(config)
+    return Page(P, config, plan)
+
+
+class Page:
+    """The toy run's config and plan (``plan``: :func:`arithmech.steps.arms.run_arms`'s), its folder and SmolLM2's."""
+
+    def __init__(self, P: Any, config: A.Config, plan: dict):
+        self.P, self.config, self.plan = P, config, plan
+        self.folder = model_folder(P.results_dir, P.model)
+        self.smol = model_folder(P.results_dir, "smollm2-135m")
+        self.curve_rows: dict[str, pd.DataFrame] = {}
+
+    def heads_line(self) -> str:
+        """The heads precise-key tunes (and how they were selected), and each random draw's."""
+        h = self.plan["heads"]
+        return (f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: "
+                + " | ".join(components(d) for d in h["random_draws"]))
+
+    def scope(self) -> Any:
+        """What the toy's Table 1 can test (Markdown, glued as ``scope``: :func:`~arithmech.report.views.table1.
+        toy_scope`)."""
+        return markdown(T1.toy_scope(self.folder, self.plan))
+
+    def _both(self) -> tuple[tuple[str, Path], ...]:
+        return ((SMOL, self.smol), (TOY, self.folder))
+
+    def frontiers(self) -> list:
+        """Per arms run (SmolLM2's, the toy's): a heading and its :func:`frontier`, or a note where it has no run."""
+        out: list = []
+        for name, f in self._both():
+            if not T1.has_run(f):
+                out.append(markdown(f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech arms "
+                                    f"--model {f.name}` makes it and resumes where it stopped)."))
+                continue
+            self.curve_rows[name] = CV.verdicts(f)
+            out += [markdown(f"### {name}")] + frontier(f, name, self.curve_rows[name])
+        return out
+
+    def loro_tables(self) -> list:
+        """Per run with rows: the leave-one-rate-out table (each rule re-decided with one grid point left out)."""
+        out: list = []
+        for name, rows in self.curve_rows.items():
+            table = RC.loro_table(rows)
+            if not table.empty:
+                out += [markdown(f"**{name}**"), table]
+        return out
+
+    def common_rates(self) -> list:
+        """Per run: the selection at every rate both arms ran."""
+        out: list = []
+        for name, f in self._both():
+            if T1.has_run(f):
+                rates = RC.common_rates(CV.load(f))
+                if not rates.empty:
+                    out += [markdown(f"**{name}**"), rates.style.hide(axis="index")]
+        return out
+
+    def points_tables(self) -> list:
+        """Per run: every grid point's change from base with its run- and item-level intervals (math, general)."""
+        out: list = []
+        for name, f in self._both():
+            if T1.has_run(f):
+                out += [markdown(f"**{name}**")] + [p.style.hide(axis="index") for p in RC.points_tables(f).values()]
+        return out
+
+    def detectable(self) -> list:
+        """Per run: how far from its bound an observed difference must lie for each rule to decide, at 3 and 5 runs a point
+        (:func:`arithmech.report.views.curves.detectable_table`)."""
+        out: list = []
+        for name, f in self._both():
+            if T1.has_run(f):
+                out += [markdown(f"**{name}**"), RC.detectable_table(CV.load(f)).style.hide(axis="index")]
+        return out
+
+    def smol_run(self) -> list:
+        """SmolLM2's learning curve, its base model against chance, the run's setup, progress, grid and arms."""
+        smol, out = self.smol, []
+        if T1.has_run(smol) or results.exists(smol, "finetune/curve.json"):
+            chart = T1.curve_chart(smol)
+            out += [chart] if chart is not None else []
+        if T1.has_base(smol):
+            out += [markdown("The base model against chance (a measure decides a rule only where its interval "
+                             "clears chance):"), T1.base_vs_chance(smol)]
+        if T1.has_run(smol):
+            out += [markdown(T1.setup_line(smol)), markdown(T1.progress_line(smol)), T1.grid_frame(smol),
+                    T1.arm_frame(smol)]
+        return out
+
+    def smol_phrasings(self) -> list:
+        """SmolLM2's chosen runs on validation and test items (other phrasings and operand pairs)."""
+        return [T1.phrasings_frame(self.smol)] if T1.has_run(self.smol) else []
+
+    def toy_curve(self) -> list:
+        """The toy's full-SFT learning curve (where made)."""
+        chart = T1.curve_chart(self.folder)
+        return [chart] if chart is not None else []
+
+    def grid(self) -> pd.DataFrame:
+        """The toy's grid: per arm and rate, validation math accuracy and loss, the chosen rate (★), interior."""
+        return pd.DataFrame([{"arm": arm, "lr": r["lr"], "validation math accuracy": r["val_math"],
+                              "validation math loss": r["val_nll"], "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
+                              "interior": a["interior"]} for arm, a in self.plan["arms"].items() for r in a["grid_rows"]])
+
+    def arm_numbers(self) -> Any:
+        """The toy's Table 1: each arm's numbers at its chosen rate (reads the arm table the trade-off chart draws)."""
+        self.table = V.arm_table(self.folder)
+        return T1.arm_numbers(self.folder).style.hide(axis="index")
+
+    def tradeoff_chart(self) -> Any:
+        """Each arm's change per measure (math first, then the generic facts)."""
+        return tradeoff.arms_chart(self.table, list(MEASURES))
+
+    def heads_ablation(self) -> pd.DataFrame:
+        """Table 2 on the toy: precise SFT of the top-k heads for k in ``k_heads`` and ``top_k`` at precise-key's
+        chosen rate, each scored on the test items (%); ``top_k``'s row is the arms run's own, the others are
+        trained here (first seed, the data splits' seed)."""
+        P, folder = self.P, self.folder
+        S, lr_key = get_suite(P.suite), self.plan["arms"]["precise-key"]["chosen_lr"]
+        _, ranked, _ = A.key_and_ranked(folder)
+        rows = []
+        for k in sorted(set(P.k_heads) | {P.top_k}):
+            if k == P.top_k:
+                res = V.arm_runs(folder, self.plan)["precise-key"][0]["results"]
+            else:
+                net, tok, _ = A.train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
+                res = S.evaluate(net, tok, "test", {"single_digit_per_template": 4}, P.seed)
+            rows.append({"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1)
+                                        for m in MEASURES}})
+        return pd.DataFrame(rows)
+
+    def end(self) -> None:
+        """The chapter's last cell: the claims it decides and the runs' learning rates and sizes (the findings box,
+        :func:`~arithmech.report.views.pages.chapter_end`)."""
+        P = self.P
+        lines = claim_lines(claims(self.folder), ["precise-matches-full", "precise-keeps-generic", "selection-matters"])
+        lines.append("Learning rates chosen on validation items: " + ", ".join(
+            f"{arm} {a['chosen_lr']:.0e}{'' if a.get('interior') else ' (at the grid edge)'}"
+            for arm, a in self.plan["arms"].items() if a.get("chosen_lr"))
+            + f"; every rate of each grid decides (issue #40); {len(P.seeds)} seeds, {P.draws} random draws, "
+            f"{steps_of(P)} steps of batch {P.batch_size} per run.")
+        chapter_end(lines, P.model, P)
+
+
+def memory_table() -> pd.DataFrame:
+    """Table 2's memory for LLaMA2-7B (:func:`~arithmech.report.views.tables.memory_table_7b`); its
+    ``attrs["tuned_parameters"]``: the parameters precise SFT tunes."""
+    return tables.memory_table_7b()
+
+
+def tuned_line(memory: pd.DataFrame) -> str:
+    """The tuned parameters of ``memory`` in billions, beside Table 2's 0.067B."""
+    return f"tuned parameters: {memory.attrs['tuned_parameters'] / 1e9:.3f}B (Table 2: 0.067B)"

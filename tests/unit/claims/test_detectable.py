@@ -1,0 +1,35 @@
+"""The smallest difference Table 1's rules can decide (``arithmech/claims/detectable.py``), on synthetic records."""
+from __future__ import annotations
+
+import pytest
+
+from arithmech.claims import curves as C
+from arithmech.claims import detectable as D
+from arithmech.claims.frontier import load
+from tests.unit.claims.synthetic import jitter as J
+from tests.unit.claims.synthetic import write
+
+
+def test_the_projected_half_width_is_the_rules_interval_at_three_runs(tmp_path):
+    """Protects the projection against the interval the rules read: where the compared points already have 3 runs,
+    the half-width projected to 3 runs equals half the width of the crossed interval the rule computes for them at
+    its level (precise − full on carry; precise − base), so the table says exactly what a rule could decide."""
+    c = load(write(tmp_path, {"full": {1e-4: J(0.9, 0.85, -0.05)}, "precise-key": {1e-3: J(0.7, 0.6, 0.0, sd=0.03)}}))
+    key, full = c.points["precise-key"][0], c.points["full"][0]
+    row = D.half_width(c, "matches", "full", "math")
+    lo, hi = C.diff(key, full, "carry", C.family(c, "matches"))
+    assert lo is not None and hi is not None and row["half_width"] == pytest.approx((hi - lo) / 2, rel=1e-9)
+    row = D.half_width(c, "learns", None, "math")
+    lo, hi = C.gain(key, "carry", m=C.family(c, "learns"))
+    assert lo is not None and hi is not None and row["half_width"] == pytest.approx((hi - lo) / 2, rel=1e-9)
+    assert row["items"] == 400 and row["why"] == ""
+
+
+def test_a_point_of_one_run_leaves_the_half_width_unknown(tmp_path):
+    """Protects the honesty of the table: with one run at a compared point its training spread is unknown, and the
+    row says so instead of reading the item spread alone as the whole error."""
+    c = load(write(tmp_path, {"precise-key": {1e-3: J(0.7, 0.6, 0.0, n=1)}, "precise-random": {1e-3: J(0.5, 0.5, 0.0)}}))
+    rows = D.table(c).set_index("comparison")
+    assert rows.loc["precise-key − precise-random", "half_width"] is None
+    assert "one run" in rows.loc["precise-key − precise-random", "why"]
+    assert "precise-key − full" not in rows.index          # no full arm in the plan: no row
