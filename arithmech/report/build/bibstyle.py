@@ -11,6 +11,7 @@ extension and sets ``bibtex_default_style: plain_author_year``.
 Labels follow the in-text rule: one author "Nanda, 2023", two "Heimersheim and Nanda, 2024", three or more
 "Zhang et al., 2024"; a label two entries would share gets a letter ("2023a", "2023b").
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -27,7 +28,7 @@ def surname(person) -> str:
 
 
 def authors_label(persons) -> str:
-    """"Nanda", "Heimersheim and Nanda" or "Zhang et al." for an entry's author (or editor) list."""
+    """ "Nanda", "Heimersheim and Nanda" or "Zhang et al." for an entry's author (or editor) list."""
     names = [surname(p) for p in persons]
     if len(names) >= 3:
         return f"{names[0]} et al."
@@ -57,6 +58,7 @@ class AuthorYearLabelStyle(BaseLabelStyle):
 
 class PlainAuthorYearStyle(PlainStyle):
     """pybtex's ``plain`` style labelled author–year (see the module docstring)."""
+
     default_label_style = "author_year"
 
 

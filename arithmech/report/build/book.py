@@ -30,6 +30,7 @@ rewritten, so ``git status`` stays clean after a build.
 
 Every chapter calls :func:`setup` in its check cell (one altair theme, the offline renderer).
 """
+
 from __future__ import annotations
 
 import ast
@@ -81,14 +82,14 @@ def setup() -> None:
     """
     use_theme()
     offline.enable_renderer()
-    os.environ["TQDM_DISABLE"] = "1"                  # read by tqdm when it is first imported
+    os.environ["TQDM_DISABLE"] = "1"  # read by tqdm when it is first imported
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "transformers" in sys.modules:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
     here = Path.cwd()
     if here.name == "book" and (here.parent / "_toc.yml").exists() and (here / "book.yml").exists():
         os.chdir(here.parent)
-    if os.environ.get("ARITHMECH_LAB") == "1":        # a kernel of `make lab`: charts need the vega bundle there
+    if os.environ.get("ARITHMECH_LAB") == "1":  # a kernel of `make lab`: charts need the vega bundle there
         offline.jupyter_vega()
 
 
@@ -100,27 +101,26 @@ def chapter_env(environ=None) -> dict:
     source checkout, that checkout leads ``PYTHONPATH``: the chapters import the code the runner runs, even
     from a book root elsewhere (a test's temporary book) with another checkout installed in the venv."""
     env = thread_env(os.environ if environ is None else environ)
-    env.pop("ARITHMECH_LAB", None)                    # a book built from a `make lab` terminal: no lab-only outputs
+    env.pop("ARITHMECH_LAB", None)  # a book built from a `make lab` terminal: no lab-only outputs
     env.setdefault("TQDM_DISABLE", "1")
     env[OFF] = "0"
-    src = Path(__file__).resolve().parents[3]          # the arithmech checkout this runner runs from
+    src = Path(__file__).resolve().parents[3]  # the arithmech checkout this runner runs from
     if (src / "pyproject.toml").exists():
         env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
 
 BUILD = Path("_build")
-EXECUTED = BUILD / "executed"          # the executed chapters, <name>.ipynb
-RENDER = BUILD / "render"              # the tree jupyter-book renders (see render_tree)
+EXECUTED = BUILD / "executed"  # the executed chapters, <name>.ipynb
+RENDER = BUILD / "render"  # the tree jupyter-book renders (see render_tree)
 GENERATED = Path("book") / "_generated"
-FINDINGS = GENERATED / "findings.md"   # {include}d by book/intro.md
-PARAMETERS = GENERATED / "parameters.md"   # {include}d by book/appendix_parameters.md
-RULES = GENERATED / "rules.md"             # {include}d by book/claims_rules.md
-PROVENANCE = GENERATED / "provenance.md"   # {include}d by book/intro.md: were the rules fixed before the results?
-EXPLORER = GENERATED / "explorer.md"       # {include}d by book/intro.md: the Explorer page and its prompt count
+FINDINGS = GENERATED / "findings.md"  # {include}d by book/intro.md
+PARAMETERS = GENERATED / "parameters.md"  # {include}d by book/appendix_parameters.md
+RULES = GENERATED / "rules.md"  # {include}d by book/claims_rules.md
+PROVENANCE = GENERATED / "provenance.md"  # {include}d by book/intro.md: were the rules fixed before the results?
+EXPLORER = GENERATED / "explorer.md"  # {include}d by book/intro.md: the Explorer page and its prompt count
 MODELS = [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]
-NO_RESULTS = ("*No results yet: `python -m arithmech book` (or `make book`) computes them and writes this "
-              "box.*")
+NO_RESULTS = "*No results yet: `python -m arithmech book` (or `make book`) computes them and writes this box.*"
 
 
 def executed(root: Path, chapter: str | Path) -> Path:
@@ -138,7 +138,12 @@ def parameters_table(root: Path) -> str:
     text = lambda x: cell(x).replace("<", "&lt;").replace(">", "&gt;")
     out = []
     for p in chapters(root):
-        out += [f"**[{p.stem}]({p.stem}.ipynb)**", "", "| parameter | default | type | help |", "| --- | --- | --- | --- |"]
+        out += [
+            f"**[{p.stem}]({p.stem}.ipynb)**",
+            "",
+            "| parameter | default | type | help |",
+            "| --- | --- | --- | --- |",
+        ]
         for name, info in declared_parameters(root / p).items():
             typ = info["inferred_type_name"]
             if typ in (None, "None"):
@@ -159,7 +164,7 @@ def explorer_intro(root: Path, sets: list[str] = ()) -> str:
         return ""
     values = chapter_values(root, "explorer", sets)
     labels = dict(MODELS)
-    lower = lambda x: x[0].lower() + x[1:] if x.startswith("The ") else x          # "the embedded model", "SmolLM2-135M"
+    lower = lambda x: x[0].lower() + x[1:] if x.startswith("The ") else x  # "the embedded model", "SmolLM2-135M"
     named = [lower(labels.get(m, m)) for m in values["models"]]
     return counts.explorer_sentence(int(values["n_prompts"]), named)
 
@@ -176,21 +181,29 @@ def write_generated(root: Path, sets: list[str] = ()) -> list[Path]:
         try:
             sentences += [s for s in [pages.results_box(root, [(name, label)], part="sentence")] if s]
             box = pages.results_box(root, [(name, label)], part="box")
-        except ValueError as e:         # a results folder half re-made (e.g. identify re-run, analyze not yet)
-            e = str(e).replace(f"{root}{os.sep}", "")             # paths relative to the root, as on the page
+        except ValueError as e:  # a results folder half re-made (e.g. identify re-run, analyze not yet)
+            e = str(e).replace(f"{root}{os.sep}", "")  # paths relative to the root, as on the page
             print(f"  warning: no findings box for {name}: {e}", flush=True)
-            box = (f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "
-                   f"read as one run: {e}\n:::")
+            box = (
+                f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "
+                f"read as one run: {e}\n:::"
+            )
         boxes += [box] if box else []
     try:
         rules = pages.rules_page(root, MODELS)
     except ValueError as e:
-        rules = f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
-    fig1 = pipeline.pipeline_markdown(root / "book")                       # "" in a book without the chapters
-    scope = [s for s in [scope_box(root)] if s]                          # the first screen (issue #41)
-    texts = {PARAMETERS: parameters_table(root), FINDINGS: "\n\n".join(x for x in ([*scope, *sentences, fig1, *boxes] if boxes else
-                                                                    [fig1, NO_RESULTS]) if x), RULES: rules,
-             PROVENANCE: pages.provenance_sentence(), EXPLORER: explorer_intro(root, sets)}
+        rules = (
+            f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
+        )
+    fig1 = pipeline.pipeline_markdown(root / "book")  # "" in a book without the chapters
+    scope = [s for s in [scope_box(root)] if s]  # the first screen (issue #41)
+    texts = {
+        PARAMETERS: parameters_table(root),
+        FINDINGS: "\n\n".join(x for x in ([*scope, *sentences, fig1, *boxes] if boxes else [fig1, NO_RESULTS]) if x),
+        RULES: rules,
+        PROVENANCE: pages.provenance_sentence(),
+        EXPLORER: explorer_intro(root, sets),
+    }
     changed = []
     for rel, body in texts.items():
         path = root / rel
@@ -222,18 +235,28 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     t0 = time.perf_counter()
     try:
         nb = read_notebook(src)
-    except Exception as e:          # unreadable source
-        raise BookError(f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be read: {type(e).__name__}: {e}") from None
+    except Exception as e:  # unreadable source
+        raise BookError(
+            f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be read: {type(e).__name__}: {e}"
+        ) from None
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(chapter_env(saved))             # the kernel inherits it (see chapter_env)
+    os.environ.update(chapter_env(saved))  # the kernel inherits it (see chapter_env)
     try:
-        pm.execute_notebook(nb, str(tmp), parameters=chapter.parameters, cwd=str(root),
-                            kernel_name=kernel, execution_timeout=timeout, progress_bar=False,
-                            log_output=False, request_save_on_cell_execute=False,
-                            # the kernel's own log is noise here (transport warnings, the interrupt
-                            # at shutdown); cell errors are in the notebook and in our message
-                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+        pm.execute_notebook(
+            nb,
+            str(tmp),
+            parameters=chapter.parameters,
+            cwd=str(root),
+            kernel_name=kernel,
+            execution_timeout=timeout,
+            progress_bar=False,
+            log_output=False,
+            request_save_on_cell_execute=False,
+            # the kernel's own log is noise here (transport warnings, the interrupt
+            # at shutdown); cell errors are in the notebook and in our message
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
+        )
     except PapermillExecutionError as e:
         failed = root / BUILD / "failed" / f"{chapter.name}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
@@ -244,12 +267,14 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
             f"chapter {chapter.name!r} ({quoted(chapter.path)}) failed in cell {e.cell_index + 1} "
             f"(counting the injected-parameters cell), whose code starts with:\n    {first}\n"
             f"  {e.ename}: {e.evalue}\n"
-            f"{kept}; the failed run is in {quoted(failed.relative_to(root))}") from None
-    except Exception as e:          # kernel died, timeout, ...
+            f"{kept}; the failed run is in {quoted(failed.relative_to(root))}"
+        ) from None
+    except Exception as e:  # kernel died, timeout, ...
         if tmp.exists():
             tmp.unlink()
-        raise BookError(f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be executed: "
-                        f"{type(e).__name__}: {e}\n{kept}") from None
+        raise BookError(
+            f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be executed: {type(e).__name__}: {e}\n{kept}"
+        ) from None
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -287,13 +312,19 @@ def render_tree(root: Path) -> list[str]:
     are removed. A chapter without an executed copy is rendered from its source, without outputs.
     Returns the names of those chapters."""
     import nbformat  # lazy: the book extra
+
     tree, keep, unexecuted = root / RENDER, set(), []
     for f in ("_config.yml", "_toc.yml"):
         _sync(root / f, tree / f, keep)
     book = root / "book"
     for f in sorted(book.rglob("*")):
         rel = f.relative_to(root)
-        if f.is_file() and not _skip(f.relative_to(book)) and f.suffix not in (".md", ".ipynb") and f.name != "book.yml":
+        if (
+            f.is_file()
+            and not _skip(f.relative_to(book))
+            and f.suffix not in (".md", ".ipynb")
+            and f.name != "book.yml"
+        ):
             _sync(f, tree / rel, keep)
     for f in sorted((root / GENERATED).glob("*.md")):
         _sync(f, tree / f.relative_to(root), keep)
@@ -326,8 +357,15 @@ def jupyter_book(root: Path) -> None:
     """``jupyter-book build _build/render`` into ``_build/html`` with the venv's own executable; raise with its
     output's tail on failure."""
     exe = Path(sys.executable).parent / "jupyter-book"
-    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root / RENDER), "--path-output", str(root),
-           "--builder", "html"]
+    cmd = [
+        str(exe) if exe.exists() else "jupyter-book",
+        "build",
+        str(root / RENDER),
+        "--path-output",
+        str(root),
+        "--builder",
+        "html",
+    ]
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=_renderer_env())
     log = root / BUILD / "jupyter-book.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -335,13 +373,21 @@ def jupyter_book(root: Path) -> None:
     warnings = [l for l in (r.stdout + r.stderr).splitlines() if "WARNING" in l]
     if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-30:])
-        raise BookError(f"jupyter-book build failed (exit {r.returncode}); full log in {quoted(log.relative_to(root))}:\n{tail}")
+        raise BookError(
+            f"jupyter-book build failed (exit {r.returncode}); full log in {quoted(log.relative_to(root))}:\n{tail}"
+        )
     if warnings:
         print(f"  jupyter-book: {len(warnings)} warnings (see {log.relative_to(root)}), e.g. {warnings[0][:200]}")
 
 
-def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (), skip_execute: bool = False,
-          config: str | Path | None = None, html: bool = True) -> dict[str, float]:
+def build(
+    root: str | Path = ".",
+    only: str | None = None,
+    sets: list[str] = (),
+    skip_execute: bool = False,
+    config: str | Path | None = None,
+    html: bool = True,
+) -> dict[str, float]:
     """Execute the chapters (all, or ``only`` one) into ``_build/executed/``, build ``_build/html``, check it
     is self-contained.
 
@@ -352,7 +398,7 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     cfg = load_config(root, Path(config) if config else None)
     times: dict[str, float] = {}
     t_all = time.perf_counter()
-    chapters = plan(root, cfg, sets, only)      # every --set checked, whether or not the chapters execute
+    chapters = plan(root, cfg, sets, only)  # every --set checked, whether or not the chapters execute
     if not skip_execute:
         ex = cfg["execution"]
         with Progress("book", len(chapters)) as bar:
@@ -371,8 +417,11 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
         offline.vendor_assets(root)
         unexecuted = render_tree(root)
         if unexecuted:
-            print(f"  not executed yet, rendered without outputs: {', '.join(unexecuted)} "
-                  f"(no {EXECUTED}/<name>.ipynb; run `python -m arithmech book`)", flush=True)
+            print(
+                f"  not executed yet, rendered without outputs: {', '.join(unexecuted)} "
+                f"(no {EXECUTED}/<name>.ipynb; run `python -m arithmech book`)",
+                flush=True,
+            )
         jupyter_book(root)
         bad = offline.external_references(root / "_build" / "html")
         if bad:
@@ -383,9 +432,18 @@ def build(root: str | Path = ".", only: str | None = None, sets: list[str] = (),
     where = root / "_build" / "html" / "index.html" if html else root / EXECUTED
     print(f"book built in {times['total']:.1f} s: {where}")
     (root / "_build").mkdir(exist_ok=True)
-    (root / "_build" / "book-times.json").write_text(json.dumps(
-        {"seconds": {k: round(v, 1) for k, v in times.items()}, "cpus": os.cpu_count(),
-         "only": only, "skip_execute": skip_execute, "sets": list(sets)}, indent=2))
+    (root / "_build" / "book-times.json").write_text(
+        json.dumps(
+            {
+                "seconds": {k: round(v, 1) for k, v in times.items()},
+                "cpus": os.cpu_count(),
+                "only": only,
+                "skip_execute": skip_execute,
+                "sets": list(sets),
+            },
+            indent=2,
+        )
+    )
     return times
 
 
@@ -393,10 +451,16 @@ def run(config) -> dict[str, float]:
     """``python -m arithmech book``: :func:`build` with a :class:`arithmech.steps.config.Book`. A bad ``--set``
     is a :class:`BookArgumentError` (one line, exit 2); a chapter that fails is one message and exit 1."""
     try:
-        return build(config.root, only=config.only, sets=list(config.set or ()), skip_execute=config.skip_execute,
-                     config=config.config, html=config.html)
+        return build(
+            config.root,
+            only=config.only,
+            sets=list(config.set or ()),
+            skip_execute=config.skip_execute,
+            config=config.config,
+            html=config.html,
+        )
     except BookArgumentError:
-        raise                                   # one line, exit 2 (arithmech.cli.main)
+        raise  # one line, exit 2 (arithmech.cli.main)
     except BookError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -8,6 +8,7 @@ on the prompt ``"a + b ="`` (:func:`arithmech.methods.mlp.layer_top_numbers`, ro
 >>> page = Page(chapters.check("appendix_computer_vs_llm", globals()))
 >>> page.adder_table(); print(page.next_token_line()); page.chart()
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -34,9 +35,16 @@ class Page:
 
     def adder_table(self) -> Any:
         """The full-adder steps: bits in, carry in, sum bit, carry out, partial result (Styler)."""
-        return self.adder.rename(columns={"a_bit": "bit of a", "b_bit": "bit of b", "carry_in": "carry in",
-                                          "sum_bit": "sum bit", "carry_out": "carry out",
-                                          "partial": "partial result"}).style.hide(axis="index")
+        return self.adder.rename(
+            columns={
+                "a_bit": "bit of a",
+                "b_bit": "bit of b",
+                "carry_in": "carry in",
+                "sum_bit": "sum bit",
+                "carry_out": "carry out",
+                "partial": "partial result",
+            }
+        ).style.hide(axis="index")
 
     @cached_property
     def model(self) -> tuple[Any, Any]:
@@ -74,9 +82,11 @@ class Page:
 
     def steps_lines(self) -> str:
         """The computer's steps and the model's layers, each beside the paper's."""
-        return (f"computer, partial result per full-adder step:      {self.steps()}   (paper: 1 → 3 → 7)\n"
-                f"{self.P.model}, top-1 number of each MLP write per layer: {self.layers()}   "
-                f"(paper, LLaMA2-7B: {' → '.join(dict.fromkeys(paper.FIG6C_TOP.values()))})")
+        return (
+            f"computer, partial result per full-adder step:      {self.steps()}   (paper: 1 → 3 → 7)\n"
+            f"{self.P.model}, top-1 number of each MLP write per layer: {self.layers()}   "
+            f"(paper, LLaMA2-7B: {' → '.join(dict.fromkeys(paper.FIG6C_TOP.values()))})"
+        )
 
     def fig17(self) -> Any:
         """Fig. 17: the top numbers of each MLP layer on the prompt."""
@@ -84,6 +94,12 @@ class Page:
 
     def end(self) -> None:
         """The page's last cell: the adder's steps, the model's layers and its next token in the findings box."""
-        chapter_end([f"Computer: partial results per full-adder step {self.steps()}.",
-                     f"{self.P.model}: top-1 number of each MLP's write, layer by layer: {self.layers()}.",
-                     f"{self.P.model}'s next token on {self.prompt!r}: {self.next_token()!r}."], self.P.model, self.P)
+        chapter_end(
+            [
+                f"Computer: partial results per full-adder step {self.steps()}.",
+                f"{self.P.model}: top-1 number of each MLP's write, layer by layer: {self.layers()}.",
+                f"{self.P.model}'s next token on {self.prompt!r}: {self.next_token()!r}.",
+            ],
+            self.P.model,
+            self.P,
+        )

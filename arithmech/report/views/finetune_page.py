@@ -9,6 +9,7 @@ The page shows two arms runs: SmolLM2-135M's (``cpu`` suite, read from its shipp
 >>> page = run(chapters.check("finetune", globals()))
 >>> display(*page.frontiers()); display(*page.loro_tables())
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,6 +41,7 @@ MEASURES = ("negative", "two_digit", "single_digit", "generic")
 def markdown(text: str) -> Any:
     """``IPython.display.Markdown(text)`` (IPython is the book extra's: imported when a page shows it)."""
     from IPython.display import Markdown  # lazy: the book extra (a kernel)
+
     return Markdown(text)
 
 
@@ -52,7 +54,8 @@ def frontier(folder: str | Path, name: str, rows: pd.DataFrame) -> list:
     return ([chart] if chart is not None else []) + [
         RC.verdict_table(rows).style.hide(axis="index"),
         markdown(f"The paper's Table 1 beside ours ({beside.attrs['measures']}; ours at each arm's frontier top):"),
-        beside.style.hide(axis="index")]
+        beside.style.hide(axis="index"),
+    ]
 
 
 def steps_of(P: Any) -> int:
@@ -67,10 +70,23 @@ def run(P: Any) -> "Page":
     if P.threads:
         torch.set_num_threads(P.threads)
     ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
-    config = A.Config(model_name=P.model, results=P.results_dir, seed=P.seed, suite=P.suite, top_k=P.top_k,
-                      seeds=P.seeds, draws=P.draws, frontier_seeds=P.frontier_seeds, steps=steps_of(P),
-                      curve_steps=P.curve_steps, batch_size=P.batch_size, max_extend=P.max_extend, device=P.device,
-                      dtype=P.dtype, overwrite=True)
+    config = A.Config(
+        model_name=P.model,
+        results=P.results_dir,
+        seed=P.seed,
+        suite=P.suite,
+        top_k=P.top_k,
+        seeds=P.seeds,
+        draws=P.draws,
+        frontier_seeds=P.frontier_seeds,
+        steps=steps_of(P),
+        curve_steps=P.curve_steps,
+        batch_size=P.batch_size,
+        max_extend=P.max_extend,
+        device=P.device,
+        dtype=P.dtype,
+        overwrite=True,
+    )
     plan = A.run_arms(config)
     A.learning_curve(config)
     return Page(P, config, plan)
@@ -88,8 +104,9 @@ class Page:
     def heads_line(self) -> str:
         """The heads precise-key tunes (and how they were selected), and each random draw's."""
         h = self.plan["heads"]
-        return (f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: "
-                + " | ".join(components(d) for d in h["random_draws"]))
+        return f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: " + " | ".join(
+            components(d) for d in h["random_draws"]
+        )
 
     def scope(self) -> Any:
         """What the toy's Table 1 can test (Markdown, glued as ``scope``: :func:`~arithmech.report.views.table1.
@@ -104,8 +121,12 @@ class Page:
         out: list = []
         for name, f in self._both():
             if not T1.has_run(f):
-                out.append(markdown(f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech arms "
-                                    f"--model {f.name}` makes it and resumes where it stopped)."))
+                out.append(
+                    markdown(
+                        f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech arms "
+                        f"--model {f.name}` makes it and resumes where it stopped)."
+                    )
+                )
                 continue
             self.curve_rows[name] = CV.verdicts(f)
             out += [markdown(f"### {name}")] + frontier(f, name, self.curve_rows[name])
@@ -154,11 +175,19 @@ class Page:
             chart = T1.curve_chart(smol)
             out += [chart] if chart is not None else []
         if T1.has_base(smol):
-            out += [markdown("The base model against chance (a measure decides a rule only where its interval "
-                             "clears chance):"), T1.base_vs_chance(smol)]
+            out += [
+                markdown(
+                    "The base model against chance (a measure decides a rule only where its interval clears chance):"
+                ),
+                T1.base_vs_chance(smol),
+            ]
         if T1.has_run(smol):
-            out += [markdown(T1.setup_line(smol)), markdown(T1.progress_line(smol)), T1.grid_frame(smol),
-                    T1.arm_frame(smol)]
+            out += [
+                markdown(T1.setup_line(smol)),
+                markdown(T1.progress_line(smol)),
+                T1.grid_frame(smol),
+                T1.arm_frame(smol),
+            ]
         return out
 
     def smol_phrasings(self) -> list:
@@ -172,9 +201,20 @@ class Page:
 
     def grid(self) -> pd.DataFrame:
         """The toy's grid: per arm and rate, validation math accuracy and loss, the chosen rate (★), interior."""
-        return pd.DataFrame([{"arm": arm, "lr": r["lr"], "validation math accuracy": r["val_math"],
-                              "validation math loss": r["val_nll"], "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
-                              "interior": a["interior"]} for arm, a in self.plan["arms"].items() for r in a["grid_rows"]])
+        return pd.DataFrame(
+            [
+                {
+                    "arm": arm,
+                    "lr": r["lr"],
+                    "validation math accuracy": r["val_math"],
+                    "validation math loss": r["val_nll"],
+                    "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
+                    "interior": a["interior"],
+                }
+                for arm, a in self.plan["arms"].items()
+                for r in a["grid_rows"]
+            ]
+        )
 
     def arm_numbers(self) -> Any:
         """The toy's Table 1: each arm's numbers at its chosen rate (reads the arm table the trade-off chart draws)."""
@@ -199,8 +239,9 @@ class Page:
             else:
                 net, tok, _ = A.train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
                 res = S.evaluate(net, tok, "test", {"single_digit_per_template": 4}, P.seed)
-            rows.append({"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1)
-                                        for m in MEASURES}})
+            rows.append(
+                {"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1) for m in MEASURES}}
+            )
         return pd.DataFrame(rows)
 
     def end(self) -> None:
@@ -208,11 +249,16 @@ class Page:
         :func:`~arithmech.report.views.pages.chapter_end`)."""
         P = self.P
         lines = claim_lines(claims(self.folder), ["precise-matches-full", "precise-keeps-generic", "selection-matters"])
-        lines.append("Learning rates chosen on validation items: " + ", ".join(
-            f"{arm} {a['chosen_lr']:.0e}{'' if a.get('interior') else ' (at the grid edge)'}"
-            for arm, a in self.plan["arms"].items() if a.get("chosen_lr"))
+        lines.append(
+            "Learning rates chosen on validation items: "
+            + ", ".join(
+                f"{arm} {a['chosen_lr']:.0e}{'' if a.get('interior') else ' (at the grid edge)'}"
+                for arm, a in self.plan["arms"].items()
+                if a.get("chosen_lr")
+            )
             + f"; every rate of each grid decides (issue #40); {len(P.seeds)} seeds, {P.draws} random draws, "
-            f"{steps_of(P)} steps of batch {P.batch_size} per run.")
+            f"{steps_of(P)} steps of batch {P.batch_size} per run."
+        )
         chapter_end(lines, P.model, P)
 
 

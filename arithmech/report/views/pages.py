@@ -15,6 +15,7 @@
 * :func:`answer_token_sentence` — the one sentence a page prints under a table or a view of answer tokens,
   naming the answer-token rule its files record (:data:`arithmech.data.pairs.ANSWER_TOKENS`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,15 +35,15 @@ from arithmech.steps.config import Identify
 # What each answer-token rule scores (arithmech.data.pairs' docstring), as a clause of a sentence.
 ANSWER_TOKEN_RULES = {
     "last-digit": "the prompt carries the answer's leading digits and the scored token is its last digit "
-                  "(\"3 + 9 = 1\" → \"2\"), which depends on both operands",
-    "single-token": "only pairs whose whole answer is one token are drawn (\"3 + 4 =\" → \"7\")",
-    "first": "the scored token is the answer's first token, the paper's rule (\"3 + 9 =\" → \"1\", as for "
-             "every sum from 10 to 18)",
+    '("3 + 9 = 1" → "2"), which depends on both operands',
+    "single-token": 'only pairs whose whole answer is one token are drawn ("3 + 4 =" → "7")',
+    "first": 'the scored token is the answer\'s first token, the paper\'s rule ("3 + 9 =" → "1", as for '
+    "every sum from 10 to 18)",
 }
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 MISSING = "—"
-FOLD_ROWS = 12                      # tables longer than this are folded
+FOLD_ROWS = 12  # tables longer than this are folded
 # Columns whose True/False/None is a rule's verdict (holds / does not hold / inconclusive); any other column of
 # True/False/None is a yes/no question (yes / no / —).
 VERDICT_COLUMNS = ("holds", "verdict")
@@ -95,11 +96,15 @@ def claims_table(claims: pd.DataFrame) -> str:
     """Markdown table ``claim | paper | rule (version) | this run | verdict`` of a claims frame (see
     :func:`arithmech.claims.rules.claims`); the version's history is in :func:`changelog_table`."""
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
-    rows = ["| claim | paper (LLaMA2-7B) | rule (its version) | this run | verdict |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| claim | paper (LLaMA2-7B) | rule (its version) | this run | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for _, r in claims.iterrows():
-        rows.append(f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} ({_version(r['id'])}) | "
-                    f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
+        rows.append(
+            f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} ({_version(r['id'])}) | "
+            f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |"
+        )
     return fixed_table("\n".join(rows), "arithmech-rules")
 
 
@@ -109,7 +114,7 @@ def fixed_table(md: str, css_class: str) -> str:
     return f":::{{div}} {css_class}\n{md}\n:::"
 
 
-RULES_PAGE = "claims_rules.md"      # the page that lists every rule beside its verdict (book/claims_rules.md)
+RULES_PAGE = "claims_rules.md"  # the page that lists every rule beside its verdict (book/claims_rules.md)
 
 
 def is_control(claims: pd.DataFrame) -> pd.Series:
@@ -134,14 +139,23 @@ def answer_sentence(label: str, claims: pd.DataFrame) -> str:
     paper's claims (controls apart): how many hold, which do not, how many are undecided (the table under it
     names every claim)."""
     paper = the_papers(claims)
-    by = {v: [c.rstrip(".") for c, h in zip(paper["claim"], paper["holds"]) if verdict(h) == v] for v in VERDICT.values()}
+    by = {
+        v: [c.rstrip(".") for c, h in zip(paper["claim"], paper["holds"]) if verdict(h) == v] for v in VERDICT.values()
+    }
     n = len(paper)
-    lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)   # "MLPs" stays
-    parts = [f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold",
-             f"{len(by['does not hold'])} do not" + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
-             f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)"]
-    picture = ("the paper's picture holds" if not by["does not hold"] and not by["inconclusive"] else
-               "the paper's picture does not appear" if not by["holds"] else "the paper's picture holds only in part")
+    lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)  # "MLPs" stays
+    parts = [
+        f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold",
+        f"{len(by['does not hold'])} do not" + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
+        f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)",
+    ]
+    picture = (
+        "the paper's picture holds"
+        if not by["does not hold"] and not by["inconclusive"]
+        else "the paper's picture does not appear"
+        if not by["holds"]
+        else "the paper's picture holds only in part"
+    )
     added = claims[is_added(claims) & ~is_control(claims)]
     extra = f" Of the {len(added)} claims this book adds, {tally(added, added=True)}." if len(added) else ""
     return f"{parts[0]}; {parts[1]}; {parts[2]}: {picture}.{extra}"
@@ -152,8 +166,10 @@ def findings_table(claims: pd.DataFrame) -> str:
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
     rows = ["| claim | paper (LLaMA2-7B) | this run | verdict |", "| --- | --- | --- | --- |"]
     for _, r in claims.iterrows():
-        rows.append(f"| [{_md_cell(r['claim'])}]({RULES_PAGE}) | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
-                    f"**{verdict(r['holds'])}** |")
+        rows.append(
+            f"| [{_md_cell(r['claim'])}]({RULES_PAGE}) | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
+            f"**{verdict(r['holds'])}** |"
+        )
     return "\n".join(rows)
 
 
@@ -164,8 +180,10 @@ def tally(claims: pd.DataFrame, added: bool = False) -> str:
     keep = ~is_control(claims) & (is_added(claims) if added else ~is_added(claims))
     v = [verdict(h) for h in claims.loc[keep, "holds"]]
     n = len(v)
-    return (f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
-            f"{v.count('inconclusive')} inconclusive")
+    return (
+        f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
+        f"{v.count('inconclusive')} inconclusive"
+    )
 
 
 def controls_table(claims: pd.DataFrame) -> str:
@@ -185,24 +203,29 @@ def provenance_sentence(rules=RULES) -> str:
     pre = [r.id for r in rules if changelog.pre_registered(r.id)]
     post = [r.id for r in rules if not changelog.pre_registered(r.id)]
     ids = lambda xs: ", ".join(f"`{x}`" for x in xs) or "none"
-    return (f"{len(pre)} of the {len(rules)} rules are unchanged since before the results they decide existed "
-            f"({ids(pre)}); {len(post)} were written or changed after such results existed ({ids(post)}): see "
-            f"the changelog on [the rules page]({RULES_PAGE}) for what changed, when, and on which results.")
+    return (
+        f"{len(pre)} of the {len(rules)} rules are unchanged since before the results they decide existed "
+        f"({ids(pre)}); {len(post)} were written or changed after such results existed ({ids(post)}): see "
+        f"the changelog on [the rules page]({RULES_PAGE}) for what changed, when, and on which results."
+    )
 
 
 def changelog_table() -> str:
     """Markdown table of :data:`arithmech.claims.changelog.CHANGELOG` (and the dropped rules): rule, version, date,
     commit, what changed, whether the results it decides existed then."""
-    rows = ["| rule, version | date, commit | what changed | results it decides existed then |",
-            "| --- | --- | --- | --- |"]
+    rows = [
+        "| rule, version | date, commit | what changed | results it decides existed then |",
+        "| --- | --- | --- | --- |",
+    ]
     for c in (*changelog.CHANGELOG, *changelog.DROPPED):
         name = f"`{c.rule}` v{c.version}" + ("" if c.rule in BY_ID else " (dropped)")
         rows.append(f"| {name} | {c.date} `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
     return fixed_table("\n".join(rows), "arithmech-changelog")
 
 
-def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results",
-                part: str = "all") -> str | None:
+def results_box(
+    root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results", part: str = "all"
+) -> str | None:
     """Markdown: per ``(folder name, label)`` whose identify results exist in ``root/results_dir/<name>``, the
     answer sentence (:func:`answer_sentence`) and an admonition with the findings; ``None`` when none has results
     (the book then shows a note). ``part``: ``"sentence"`` or ``"box"`` for one of the two only (the introduction
@@ -219,13 +242,26 @@ def results_box(root: Path, models: Iterable[tuple[str, str]], results_dir: str 
         out += [answer_sentence(label, c), ""] if part != "box" else []
         if part == "sentence":
             continue
-        out += [f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}",
-                ":class: tip", "",
-                f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
-                f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
-                "missing or their intervals do not decide it.", "", findings_table(paper), "",
-                "Claims this book adds (not the paper's, counted apart):", "", findings_table(added), "",
-                "Controls of the method, apart from the claims and their count:", "", controls_table(controls), ":::", ""]
+        out += [
+            f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}",
+            ":class: tip",
+            "",
+            f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
+            f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
+            "missing or their intervals do not decide it.",
+            "",
+            findings_table(paper),
+            "",
+            "Claims this book adds (not the paper's, counted apart):",
+            "",
+            findings_table(added),
+            "",
+            "Controls of the method, apart from the claims and their count:",
+            "",
+            controls_table(controls),
+            ":::",
+            "",
+        ]
     return "\n".join(out).rstrip("\n") if out else None
 
 
@@ -238,14 +274,30 @@ def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str =
         folder = Path(root) / results_dir / name
         if results.exists(folder, "effects.csv"):
             c = claims(folder)
-            out += [f"## {label}", "", f"From `{results_dir}/{name}/` (the paper's claims: {tally(c)}; the claims "
-                    f"this book adds: {tally(c, True)}).", "", claims_table(c[~is_control(c)]), "", "Controls of the method (not claims of the paper, not counted "
-                    "above):", "", claims_table(c[is_control(c)]), ""]
+            out += [
+                f"## {label}",
+                "",
+                f"From `{results_dir}/{name}/` (the paper's claims: {tally(c)}; the claims "
+                f"this book adds: {tally(c, True)}).",
+                "",
+                claims_table(c[~is_control(c)]),
+                "",
+                "Controls of the method (not claims of the paper, not counted above):",
+                "",
+                claims_table(c[is_control(c)]),
+                "",
+            ]
     if len(out) == 2:
         out += ["*No results yet.*", ""]
-    out += ["## Changelog", "", "Every version of every rule, reconstructed from git (`arithmech.claims.changelog`): "
-            "*results it decides existed then* says whether git already held the results the rule decides when "
-            "that version was written.", "", changelog_table()]
+    out += [
+        "## Changelog",
+        "",
+        "Every version of every rule, reconstructed from git (`arithmech.claims.changelog`): "
+        "*results it decides existed then* says whether git already held the results the rule decides when "
+        "that version was written.",
+        "",
+        changelog_table(),
+    ]
     return "\n".join(out).rstrip("\n")
 
 
@@ -267,9 +319,12 @@ def _footer(model_name: str, params) -> str:
     """The page's last line: the model and the parameters (a dict or a chapter config) it ran with."""
     values = params.as_dict() if hasattr(params, "as_dict") else dict(params)
     shown = ", ".join(f"`{k}={list(v) if isinstance(v, tuple) else v!r}`" for k, v in values.items() if k != "model")
-    return (f"*This page was executed on the model **{model_name}** by `python -m arithmech book`"
-            + (f" with {shown}" if shown else "") + ". Every chapter's parameters and how to re-run it on "
-            "another model: [Parameters](appendix_parameters.md).*")
+    return (
+        f"*This page was executed on the model **{model_name}** by `python -m arithmech book`"
+        + (f" with {shown}" if shown else "")
+        + ". Every chapter's parameters and how to re-run it on "
+        "another model: [Parameters](appendix_parameters.md).*"
+    )
 
 
 def chapter_end(findings: list[str], model_name: str, params=None) -> None:
@@ -277,6 +332,7 @@ def chapter_end(findings: list[str], model_name: str, params=None) -> None:
     "What this run found" box shows (``{glue:md} findings``), and display the footer naming ``model``."""
     from IPython.display import Markdown, display  # lazy: the book extra (a kernel)
     from myst_nb import glue  # lazy: the book extra
+
     glue("findings", Markdown("\n".join(f"* {line}" for line in findings)), display=False)
     display(Markdown(_footer(model_name, params or {})))
 
@@ -288,12 +344,15 @@ def answer_token_sentence(rule: str, identify_rule: str | None = None) -> str:
     if rule not in ANSWER_TOKEN_RULES:
         raise ValueError(f"answer token {rule!r}: use one of {', '.join(ANSWER_TOKEN_RULES)}")
     if identify_rule:
-        tail = ("the rule identify's files here were measured with" if rule == identify_rule
-                else f"identify's files here were measured with `{identify_rule}`")
+        tail = (
+            "the rule identify's files here were measured with"
+            if rule == identify_rule
+            else f"identify's files here were measured with `{identify_rule}`"
+        )
     else:
         default = Identify.__dataclass_fields__["answer_token"].default
         tail = "identify's default rule" if rule == default else f"identify's default is `{default}`"
-    return f"Scored under `answer_token = \"{rule}\"`: {ANSWER_TOKEN_RULES[rule]}; {tail}."
+    return f'Scored under `answer_token = "{rule}"`: {ANSWER_TOKEN_RULES[rule]}; {tail}.'
 
 
 # ----------------------------------------------------------------------------------------- tables
@@ -316,11 +375,11 @@ def table_html(df: pd.DataFrame) -> str:
     if d.index.name is not None or isinstance(d.index, pd.MultiIndex):
         d = d.reset_index()
     d = readable(d.astype(object).where(d.notna(), None))
-    body = (d.style.hide(axis="index").format(_fmt)
-            .set_table_attributes('class="dataframe arithmech-table"').to_html())
+    body = d.style.hide(axis="index").format(_fmt).set_table_attributes('class="dataframe arithmech-table"').to_html()
     if len(d) > FOLD_ROWS:
-        return (f"<details><summary>table: {len(d)} rows × {d.shape[1]} columns (click to show)</summary>"
-                f"{body}</details>")
+        return (
+            f"<details><summary>table: {len(d)} rows × {d.shape[1]} columns (click to show)</summary>{body}</details>"
+        )
     return body
 
 
@@ -328,7 +387,7 @@ def styler_html(styler) -> str:
     """HTML of a pandas ``Styler`` (a table a chapter formats itself) with its True/False/None columns as words
     (:func:`flag_columns`); the chapter's own formats of the other columns are kept, its object untouched."""
     words = flag_columns(styler.data)
-    s = copy.deepcopy(styler)                       # format() edits in place; the chapter's object stays as it was
+    s = copy.deepcopy(styler)  # format() edits in place; the chapter's object stays as it was
     for c, f in words.items():
         s = s.format(f, subset=[c])
     return s.to_html()
@@ -342,6 +401,7 @@ def use_table_display() -> None:
     except NameError:
         return
     from pandas.io.formats.style import Styler  # lazy: imports jinja2 (the book extra)
+
     html = ip.display_formatter.formatters["text/html"]
     html.for_type(pd.DataFrame, table_html)
     html.for_type(Styler, styler_html)

@@ -10,6 +10,7 @@ cell passes to ``display(*…)``. Nothing is decided here: verdicts come from th
 >>> page = Page(chapters.check("appendix_smollm2", globals()))
 >>> display(*page.accuracy()); page.shots_rule(); display(*page.fig2())
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -56,8 +57,16 @@ from arithmech.steps.config import BOOK_SCALE
 from arithmech.steps.config import Shots as ShotsConfig
 from arithmech.steps.ensure import ensure
 
-END_CLAIMS = ["key-heads-exist", "key-heads-exist-share", "knockout-key-vs-random", "precise-matches-full",
-              "precise-keeps-generic", "ablation-removes-information", "answer-token-floor", "key-heads-stable"]
+END_CLAIMS = [
+    "key-heads-exist",
+    "key-heads-exist-share",
+    "knockout-key-vs-random",
+    "precise-matches-full",
+    "precise-keeps-generic",
+    "ablation-removes-information",
+    "answer-token-floor",
+    "key-heads-stable",
+]
 """The claims the page's "What this run found" box lists after the tally."""
 
 
@@ -83,20 +92,37 @@ class Page:
         """Accuracy per operation (table, Wilson 95% intervals), the answer-token rule it was scored under, and the
         per-template chart (Fig. 8 and Fig. 10's templates)."""
         P = self.P
-        acc = ensure(accuracy_step.Config(**self._common(), n_per_template=P.n_per_template), P.recompute,
-                     model=self.net, tok=self.tok)
+        acc = ensure(
+            accuracy_step.Config(**self._common(), n_per_template=P.n_per_template),
+            P.recompute,
+            model=self.net,
+            tok=self.tok,
+        )
         s = acc[acc.template == "(all)"]
-        table = pd.DataFrame({"operation": s.op, "prompts": s.n, "accuracy": s.accuracy.map("{:.1%}".format),
-                              "95% interval": [f"{lo:.1%}–{hi:.1%}" for lo, hi in zip(s.ci_low, s.ci_high)],
-                              "mean P(answer)": s.mean_p_answer.map("{:.3f}".format)}).style.hide(axis="index")
-        return [table, markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
-                plots.template_accuracy_chart(acc[acc.template != "(all)"], P.model)]
+        table = pd.DataFrame(
+            {
+                "operation": s.op,
+                "prompts": s.n,
+                "accuracy": s.accuracy.map("{:.1%}".format),
+                "95% interval": [f"{lo:.1%}–{hi:.1%}" for lo, hi in zip(s.ci_low, s.ci_high)],
+                "mean P(answer)": s.mean_p_answer.map("{:.3f}".format),
+            }
+        ).style.hide(axis="index")
+        return [
+            table,
+            markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
+            plots.template_accuracy_chart(acc[acc.template != "(all)"], P.model),
+        ]
 
     @cached_property
     def choice(self) -> dict:
         """The shots step's result: the yield table, the K its rule picks, the floors and the operations per K."""
-        return ensure(ShotsConfig(**self._common(), example_sets=self.P.example_sets), self.P.recompute,
-                      model=self.net, tok=self.tok)
+        return ensure(
+            ShotsConfig(**self._common(), example_sets=self.P.example_sets),
+            self.P.recompute,
+            model=self.net,
+            tok=self.tok,
+        )
 
     @property
     def K(self) -> int:
@@ -106,30 +132,54 @@ class Page:
     def shots_rule(self):
         """The rule that picks K (Markdown quote), from :mod:`arithmech.steps.shots`."""
         _ = self.choice
-        return markdown(f"> {shots_step.RULE[0].upper() + shots_step.RULE[1:]}. An operation the model *can do* at "
-                        f"K keeps at least {shots_step.CAN_DO:.0%} of its draws (Wilson lower bound).")
+        return markdown(
+            f"> {shots_step.RULE[0].upper() + shots_step.RULE[1:]}. An operation the model *can do* at "
+            f"K keeps at least {shots_step.CAN_DO:.0%} of its draws (Wilson lower bound)."
+        )
 
     def shots_table(self) -> list:
         """The yield per K and operation (table) and the sentence naming the K picked and the K the page runs."""
         y, choice, K = self.choice["table"], self.choice, self.K
-        kept = [f"{k} ({r:.0%}, 95% {lo:.0%}–{hi:.0%})" for k, r, lo, hi in zip(y.kept, y.kept_rate, y.kept_lo, y.kept_hi)]
-        table = (y.assign(kept=kept)[["shots", "op", "drawn", "token_correct", "correct", "xc_valid", "kept", "top_share"]]
-                 .rename(columns={"shots": "K", "op": "operation", "token_correct": "answer token right",
-                                  "correct": "whole answer right", "xc_valid": "X_c moves the answer",
-                                  "top_share": "most frequent answer (share of kept)"})
-                 .style.format({"most frequent answer (share of kept)": "{:.0%}"}).hide(axis="index"))
+        kept = [
+            f"{k} ({r:.0%}, 95% {lo:.0%}–{hi:.0%})" for k, r, lo, hi in zip(y.kept, y.kept_rate, y.kept_lo, y.kept_hi)
+        ]
+        table = (
+            y.assign(kept=kept)[["shots", "op", "drawn", "token_correct", "correct", "xc_valid", "kept", "top_share"]]
+            .rename(
+                columns={
+                    "shots": "K",
+                    "op": "operation",
+                    "token_correct": "answer token right",
+                    "correct": "whole answer right",
+                    "xc_valid": "X_c moves the answer",
+                    "top_share": "most frequent answer (share of kept)",
+                }
+            )
+            .style.format({"most frequent answer (share of kept)": "{:.0%}"})
+            .hide(axis="index")
+        )
         floors = "; ".join(f"K = {k}: {f['op']} {f['kept_rate']:.0%}" for k, f in choice["floors"].items())
-        return [table, markdown(
-            f"The rule picks **K = {choice['shots']}** (weakest operation per K: {floors}). This page runs with "
-            f"K = {K}" + (" (set by the `shots` parameter)" if self.P.shots >= 0 else "") + "; the operations the "
-            f"model can do at that K: {', '.join(choice['can_do'].get(K, [])) or 'none'}.")]
+        return [
+            table,
+            markdown(
+                f"The rule picks **K = {choice['shots']}** (weakest operation per K: {floors}). This page runs with "
+                f"K = {K}" + (" (set by the `shots` parameter)" if self.P.shots >= 0 else "") + "; the operations the "
+                f"model can do at that K: {', '.join(choice['can_do'].get(K, [])) or 'none'}."
+            ),
+        ]
 
     def _identify_config(self, **fields) -> Any:
         """identify's config at this page's sizes (``fields``: K and its examples, or the zero-shot run's folder)."""
         P = self.P
-        return identify_step.Config(**self._common(), n_samples=P.n_samples, **fields, knockout_split=P.knockout_split,
-                                    bootstrap=P.bootstrap, **{**BOOK_SCALE, "knockout_samples": P.knockout_samples},
-                                    n_random=P.random_orders)
+        return identify_step.Config(
+            **self._common(),
+            n_samples=P.n_samples,
+            **fields,
+            knockout_split=P.knockout_split,
+            bootstrap=P.bootstrap,
+            **{**BOOK_SCALE, "knockout_samples": P.knockout_samples},
+            n_random=P.random_orders,
+        )
 
     def _k_shot(self) -> Any:
         return self._identify_config(shots=self.K, example_sets=self.P.example_sets)
@@ -149,10 +199,22 @@ class Page:
     def fig2(self) -> list:
         """Fig. 2 twice: the relative change of the answer logit, then the logit difference (pooled task)."""
         e = self.identify["effects"]
-        return [plots.effect_heatmap(e, "all", "effect", fig="Fig. 2", subtitle="relative change of the answer "
-                                     "logit (the paper's metric); last column: MLP"),
-                plots.effect_heatmap(e, "all", "logit_diff", fig="Fig. 2", subtitle="the same patching as a logit "
-                                     "difference (stable where the answer logit is small)")]
+        return [
+            plots.effect_heatmap(
+                e,
+                "all",
+                "effect",
+                fig="Fig. 2",
+                subtitle="relative change of the answer logit (the paper's metric); last column: MLP",
+            ),
+            plots.effect_heatmap(
+                e,
+                "all",
+                "logit_diff",
+                fig="Fig. 2",
+                subtitle="the same patching as a logit difference (stable where the answer logit is small)",
+            ),
+        ]
 
     def fig15(self):
         """Fig. 15: the logit difference per operation."""
@@ -167,20 +229,31 @@ class Page:
         """The ten heads with the most negative effect on the pooled task, with the KV head each reads."""
         e = self.identify["effects"]
         top = e[(e.task == "all") & (e["head"] != "mlp")].nsmallest(10, "effect")
-        top = top.assign(kv_head=[self.geo.kv_head(int(h)) for h in top["head"]],
-                         head=[component(la, h) for la, h in zip(top.layer, top["head"])])
-        return (top[["head", "kv_head", "effect", "logit_diff"]]
-                .rename(columns={"kv_head": "key/value head", "effect": "effect (relative)",
-                                 "logit_diff": "logit difference"})
-                .style.format({"effect (relative)": "{:+.2%}", "logit difference": "{:+.3f}"}).hide(axis="index"))
+        top = top.assign(
+            kv_head=[self.geo.kv_head(int(h)) for h in top["head"]],
+            head=[component(la, h) for la, h in zip(top.layer, top["head"])],
+        )
+        return (
+            top[["head", "kv_head", "effect", "logit_diff"]]
+            .rename(
+                columns={"kv_head": "key/value head", "effect": "effect (relative)", "logit_diff": "logit difference"}
+            )
+            .style.format({"effect (relative)": "{:+.2%}", "logit difference": "{:+.3f}"})
+            .hide(axis="index")
+        )
 
     def knockout(self) -> list:
         """Fig. 3: the knockout curves of heads and of MLPs, the sanity rows and their 95% intervals."""
         ko = self.identify["knockout"]
         st = sanity_table(ko, chance=uniform_guess(pairs.samples(self.folder)))
-        return [knockout_control_chart(ko, "head"), knockout_control_chart(ko, "mlp"), sanity_readable(st),
-                markdown("95% intervals: " + sanity_intervals(st) + ". Means: " + "; ".join(sorted(set(st.mean_source)))
-                         + ".")]
+        return [
+            knockout_control_chart(ko, "head"),
+            knockout_control_chart(ko, "mlp"),
+            sanity_readable(st),
+            markdown(
+                "95% intervals: " + sanity_intervals(st) + ". Means: " + "; ".join(sorted(set(st.mean_source))) + "."
+            ),
+        ]
 
     def transfer(self) -> list:
         """Fig. 4's transfer prompts before/after the knockout, and the held-out template family (each where the
@@ -189,17 +262,29 @@ class Page:
         tr = r.get("transfer")
         if tr is not None:
             ok = tr[tr.status == "ok"]
-            out.append(ok[ok["rank"] == 1].pivot_table(index=["case", "prompt", "expected"], columns="when",
-                                                       values="token", aggfunc="first")[["before", "after"]])
+            out.append(
+                ok[ok["rank"] == 1].pivot_table(
+                    index=["case", "prompt", "expected"], columns="when", values="token", aggfunc="first"
+                )[["before", "after"]]
+            )
         held = r.get("heldout", {})
         if "base_accuracy" in held:
-            out.append(pd.DataFrame([{
-                "held-out family": held["family"], "heads knocked out": held["heads_from"], "prompts": held["n"],
-                "accuracy before": f"{held['base_accuracy']:.1%}",
-                "after (these heads out)": f"{held['knockout_accuracy']:.1%}",
-                "relative change": f"{held['relative_drop']:+.1%}",
-                "after (as many random heads out)": f"{held['random_accuracy_mean']:.1%} ± "
-                                                    f"{held['random_accuracy_std']:.1%}"}]))
+            out.append(
+                pd.DataFrame(
+                    [
+                        {
+                            "held-out family": held["family"],
+                            "heads knocked out": held["heads_from"],
+                            "prompts": held["n"],
+                            "accuracy before": f"{held['base_accuracy']:.1%}",
+                            "after (these heads out)": f"{held['knockout_accuracy']:.1%}",
+                            "relative change": f"{held['relative_drop']:+.1%}",
+                            "after (as many random heads out)": f"{held['random_accuracy_mean']:.1%} ± "
+                            f"{held['random_accuracy_std']:.1%}",
+                        }
+                    ]
+                )
+            )
         return out
 
     def operand_shared(self) -> str:
@@ -212,15 +297,28 @@ class Page:
         addition's heatmap under the operator and the operand counterfactual side by side."""
         operand, e = self.identify["operand"], self.identify["effects"]
         ov = operand["overlap"]
-        both = pd.DataFrame([{"head": component_label(b["head"]), "in operator top 10": b["head"] in ov["a"],
-                              "in operand top 10": b["head"] in ov["b"],
-                              "operator: logit change": b["operator"]["logit_diff"],
-                              "operand: logit change": b["operand"]["logit_diff"]} for b in ov["by_head"]])
-        return [both.sort_values("operand: logit change").style.format(precision=3).hide(axis="index"),
-                plots.effect_heatmap(pd.concat([e[e.task == "addition"], operand["effects"]]),
-                                     ["addition", "addition (operand)"], "logit_diff", fig="Fig. 2",
-                                     subtitle="addition: operator counterfactual (left) vs operand counterfactual "
-                                              "(right)")]
+        both = pd.DataFrame(
+            [
+                {
+                    "head": component_label(b["head"]),
+                    "in operator top 10": b["head"] in ov["a"],
+                    "in operand top 10": b["head"] in ov["b"],
+                    "operator: logit change": b["operator"]["logit_diff"],
+                    "operand: logit change": b["operand"]["logit_diff"],
+                }
+                for b in ov["by_head"]
+            ]
+        )
+        return [
+            both.sort_values("operand: logit change").style.format(precision=3).hide(axis="index"),
+            plots.effect_heatmap(
+                pd.concat([e[e.task == "addition"], operand["effects"]]),
+                ["addition", "addition (operand)"],
+                "logit_diff",
+                fig="Fig. 2",
+                subtitle="addition: operator counterfactual (left) vs operand counterfactual (right)",
+            ),
+        ]
 
     @property
     def runs(self) -> dict:
@@ -236,33 +334,60 @@ class Page:
     def stability_charts(self) -> list:
         """The key-head stability run on addition: Jaccard overlaps and the top-20 heads' effect intervals."""
         P = self.P
-        self.stability = ensure(stability_step.Config(**self._common(), task="addition", seeds=P.stability_seeds,
-                                                      sizes=P.stability_sizes, shots=self.K,
-                                                      example_sets=P.example_sets, bootstrap=P.bootstrap),
-                                P.recompute, model=self.net, tok=self.tok)
-        return [stability_charts.jaccard_chart(self.stability["table"]),
-                stability_charts.head_intervals_chart(self.stability["heads"], -0.05, top=20)]
+        self.stability = ensure(
+            stability_step.Config(
+                **self._common(),
+                task="addition",
+                seeds=P.stability_seeds,
+                sizes=P.stability_sizes,
+                shots=self.K,
+                example_sets=P.example_sets,
+                bootstrap=P.bootstrap,
+            ),
+            P.recompute,
+            model=self.net,
+            tok=self.tok,
+        )
+        return [
+            stability_charts.jaccard_chart(self.stability["table"]),
+            stability_charts.head_intervals_chart(self.stability["heads"], -0.05, top=20),
+        ]
 
     def stability_claims(self):
         """The stability run's claims, with their verdicts (table)."""
         stab = stability_step.claims(self.stability["table"], self.stability["runs"])
-        return stab.assign(holds=stab.holds.map(verdict_word))[["claim", "here", "holds"]].rename(
-            columns={"here": "this run", "holds": "verdict"}).style.hide(axis="index")
+        return (
+            stab.assign(holds=stab.holds.map(verdict_word))[["claim", "here", "holds"]]
+            .rename(columns={"here": "this run", "holds": "verdict"})
+            .style.hide(axis="index")
+        )
 
     @cached_property
     def analyze(self) -> dict:
         """analyze.run's result on the studied heads (key heads, or the top 10 where none passes)."""
         P = self.P
-        return ensure(analyze_step.Config(model_name=P.model, results=P.results_dir, device=P.device, dtype=P.dtype,
-                                          n_samples=P.n_samples, seed=P.seed, prompt="4 + 3 = "), P.recompute)
+        return ensure(
+            analyze_step.Config(
+                model_name=P.model,
+                results=P.results_dir,
+                device=P.device,
+                dtype=P.dtype,
+                n_samples=P.n_samples,
+                seed=P.seed,
+                prompt="4 + 3 = ",
+            ),
+            P.recompute,
+        )
 
     def attention(self) -> list:
         """The studied heads' labels (without the first position) and their attention from END by token role."""
         an = self.analyze
         labels = an["labels"]
         heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in labels.name]
-        return [labels_table(labels, attention.label_heads(an["roles"], heads, view="without first")),
-                plots.attention_roles_chart(an["roles"], labels)]
+        return [
+            labels_table(labels, attention.label_heads(an["roles"], heads, view="without first")),
+            plots.attention_roles_chart(an["roles"], labels),
+        ]
 
     def attention_lines(self):
         """The attention-roles rule's sentences and where ``{A}`` sits (Markdown list)."""
@@ -270,8 +395,10 @@ class Page:
         lines = attention.verdict_lines(self.analyze["baseline"], "operand", heads_from=heads_from)
         prompts = pairs.samples(self.folder)
         at0 = sum(0 in s.positions["A"] for s in prompts)
-        return markdown("\n".join(f"* {line}" for line in lines)
-                        + f"\n* `{{A}}` sits at position 0 in {at0} of the {len(prompts)} kept prompts.")
+        return markdown(
+            "\n".join(f"* {line}" for line in lines)
+            + f"\n* `{{A}}` sits at position 0 in {at0} of the {len(prompts)} kept prompts."
+        )
 
     def nonkey_band(self):
         """Fig. 5's control: the studied heads against the band of the other heads."""
@@ -280,16 +407,20 @@ class Page:
     def stages_line(self) -> str:
         """The start–inflection–end layers found here, beside LLaMA2-7B's."""
         s7b, n7b = paper.STAGES["LLaMA2-7B"]
-        return ("start–inflection–end layers: "
-                + "; ".join(f"{k} {stage_layers(v)}" for k, v in self.analyze["summary"]["stages"].items())
-                + f" (LLaMA2-7B: {stage_layers(s7b)} of {n7b} layers)")
+        return (
+            "start–inflection–end layers: "
+            + "; ".join(f"{k} {stage_layers(v)}" for k, v in self.analyze["summary"]["stages"].items())
+            + f" (LLaMA2-7B: {stage_layers(s7b)} of {n7b} layers)"
+        )
 
     def mlp_charts(self) -> list:
         """Fig. 6, 13, 14: the MLPs' projections on W_U (operands read, answer written) and their top numbers."""
         an, stages = self.analyze, self.analyze["summary"]["stages"]
-        return [plots.mlp_in_chart(an["mlp"], tuple(stages.get("operands", ())) or None),
-                plots.mlp_diff_chart(an["mlp"], tuple(stages.get("answer", ())) or None),
-                plots.top_numbers_chart(an["top"], prompt="4 + 3 = ")]
+        return [
+            plots.mlp_in_chart(an["mlp"], tuple(stages.get("operands", ())) or None),
+            plots.mlp_diff_chart(an["mlp"], tuple(stages.get("answer", ())) or None),
+            plots.top_numbers_chart(an["top"], prompt="4 + 3 = "),
+        ]
 
     def table1(self) -> list:
         """Table 1 on a CPU: the arms run's frontier and verdicts (:func:`~arithmech.report.views.finetune_page.
@@ -300,33 +431,55 @@ class Page:
         if T1.has_run(folder):
             rows = CV.verdicts(folder)
             out += frontier(folder, "SmolLM2-135M", rows)
-            out += [markdown("Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "
-                             "runs left out; an opposite verdict makes it inconclusive):"), RC.loro_table(rows),
-                    markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
-                    RC.common_rates(CV.load(folder)).style.hide(axis="index"),
-                    markdown("Every grid point: change from base in points with its 95 % interval over runs and "
-                             "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
-                             "and the item-level one (hierarchical bootstrap); math first, then the general "
-                             "measures:")]
+            out += [
+                markdown(
+                    "Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "
+                    "runs left out; an opposite verdict makes it inconclusive):"
+                ),
+                RC.loro_table(rows),
+                markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
+                RC.common_rates(CV.load(folder)).style.hide(axis="index"),
+                markdown(
+                    "Every grid point: change from base in points with its 95 % interval over runs and "
+                    "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
+                    "and the item-level one (hierarchical bootstrap); math first, then the general "
+                    "measures:"
+                ),
+            ]
             out += [part.style.hide(axis="index") for part in RC.points_tables(folder).values()]
-            out += [markdown("How far from its bound an observed difference must lie for each rule to decide, with 3 "
-                             "and with 5 runs a point (the half-width of its interval at the rule's level, from the "
-                             "spreads seen so far at the compared frontier tops: `arithmech.claims.detectable`; not "
-                             "a power calculation):"),
-                    RC.detectable_table(CV.load(folder)).style.hide(axis="index")]
+            out += [
+                markdown(
+                    "How far from its bound an observed difference must lie for each rule to decide, with 3 "
+                    "and with 5 runs a point (the half-width of its interval at the rule's level, from the "
+                    "spreads seen so far at the compared frontier tops: `arithmech.claims.detectable`; not "
+                    "a power calculation):"
+                ),
+                RC.detectable_table(CV.load(folder)).style.hide(axis="index"),
+            ]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []
         if not T1.has_run(folder):
-            out.append(markdown(f"**No finished arms run in `{folder_name(self.P.model)}/finetune/` yet.** "
-                                f"`python -m arithmech arms --model {self.P.model}` makes it and resumes where it "
-                                "stopped."))
+            out.append(
+                markdown(
+                    f"**No finished arms run in `{folder_name(self.P.model)}/finetune/` yet.** "
+                    f"`python -m arithmech arms --model {self.P.model}` makes it and resumes where it "
+                    "stopped."
+                )
+            )
         if T1.has_base(folder):
             out.append(T1.base_vs_chance(folder))
         if T1.has_run(folder):
-            out += [markdown(T1.setup_line(folder)), markdown(T1.progress_line(folder)), T1.arm_frame(folder),
-                    markdown("The rate is chosen on the validation items (seed 0's score is the one it was chosen "
-                             "on), the rules score the test items (other phrasings and operand pairs); both sides "
-                             "of each arm's chosen runs:"), T1.phrasings_frame(folder)]
+            out += [
+                markdown(T1.setup_line(folder)),
+                markdown(T1.progress_line(folder)),
+                T1.arm_frame(folder),
+                markdown(
+                    "The rate is chosen on the validation items (seed 0's score is the one it was chosen "
+                    "on), the rules score the test items (other phrasings and operand pairs); both sides "
+                    "of each arm's chosen runs:"
+                ),
+                T1.phrasings_frame(folder),
+            ]
         return out
 
     @cached_property
@@ -342,19 +495,31 @@ class Page:
         """The box at the top: the answer sentence, the claims decided again on addition alone (where that run
         exists), and the findings table (Markdown, to glue)."""
         verdict, alone = self.verdict, self.alone
-        changed = fewshot.changed_lines({"pooled": self.folder, "addition alone": alone}) \
-            if (alone / "key_heads.json").exists() else []
+        changed = (
+            fewshot.changed_lines({"pooled": self.folder, "addition alone": alone})
+            if (alone / "key_heads.json").exists()
+            else []
+        )
         own = claims(alone, ["ablation-removes-information"]).iloc[0] if changed else None
-        again = ("\n\nDecided again on addition alone, the task its control passes (the section *Addition alone*; "
-                 "the pooled run's reasons are in its table): " + "; ".join(changed) + ". On addition alone the "
-                 f"method's own ablation control reads *{verdict_word(own.holds)}*: {own.here}.") if changed else ""
-        return markdown(answer_sentence("SmolLM2-135M", verdict) + again + "\n\n"
-                        + findings_table(verdict[~is_control(verdict)]))
+        again = (
+            (
+                "\n\nDecided again on addition alone, the task its control passes (the section *Addition alone*; "
+                "the pooled run's reasons are in its table): " + "; ".join(changed) + ". On addition alone the "
+                f"method's own ablation control reads *{verdict_word(own.holds)}*: {own.here}."
+            )
+            if changed
+            else ""
+        )
+        return markdown(
+            answer_sentence("SmolLM2-135M", verdict) + again + "\n\n" + findings_table(verdict[~is_control(verdict)])
+        )
 
     def controls(self):
         """The method's controls (not claims of the paper), as a Markdown table."""
-        return markdown("The paper's claims and their verdicts are in the box at the top of this page. Controls of "
-                        "the method (not claims of the paper):\n\n" + controls_table(self.verdict))
+        return markdown(
+            "The paper's claims and their verdicts are in the box at the top of this page. Controls of "
+            "the method (not claims of the paper):\n\n" + controls_table(self.verdict)
+        )
 
     def addition_alone(self) -> list:
         """The pooled run and the addition-alone run side by side (circuit rows, verdicts), or a note if not run."""
@@ -362,24 +527,45 @@ class Page:
         if not (alone / "key_heads.json").exists():
             return [markdown(f"**Not run yet**: `{alone}` has no `key_heads.json` (the commands above make it).")]
         pair = {"addition and subtraction pooled (this page)": self.folder, "addition alone": alone}
-        return [fewshot.circuit_rows(pair).set_index("prompts").T,
-                fewshot.verdict_rows(pair, fewshot.CLAIMS + fewshot.ANALYZE_CLAIMS).style.hide(axis="index")]
+        return [
+            fewshot.circuit_rows(pair).set_index("prompts").T,
+            fewshot.verdict_rows(pair, fewshot.CLAIMS + fewshot.ANALYZE_CLAIMS).style.hide(axis="index"),
+        ]
 
     def holds_summary(self):
         """The claims that hold, do not hold and are undecided at 135M (Markdown)."""
         v = self.verdict
-        held, failed, open_ = (v[v.holds == True].claim.tolist(), v[v.holds == False].claim.tolist(),  # noqa: E712
-                               v[v.holds.isna()].claim.tolist())
-        return markdown("**Holds at 135M:** " + ("; ".join(held) or "none") + ".\n\n"
-                        "**Does not hold at 135M:** " + ("; ".join(failed) or "none") + "."
-                        + ("\n\n**Undecided** (results missing, or intervals that do not decide): " + "; ".join(open_)
-                           + "." if open_ else ""))
+        held, failed, open_ = (
+            v[v.holds == True].claim.tolist(),
+            v[v.holds == False].claim.tolist(),  # noqa: E712
+            v[v.holds.isna()].claim.tolist(),
+        )
+        return markdown(
+            "**Holds at 135M:** " + ("; ".join(held) or "none") + ".\n\n"
+            "**Does not hold at 135M:** "
+            + ("; ".join(failed) or "none")
+            + "."
+            + (
+                "\n\n**Undecided** (results missing, or intervals that do not decide): " + "; ".join(open_) + "."
+                if open_
+                else ""
+            )
+        )
 
     def end(self) -> None:
         """The page's last cell: the tally and :data:`END_CLAIMS`' sentences in the findings box, and the footer
         naming the model and the parameters it ran with (K as the page ran it)."""
         P = self.P
-        chapter_end([tally(self.verdict).capitalize() + " (the table at the end of this page)."]
-                    + claim_lines(self.verdict, END_CLAIMS), P.model,
-                    {"n_samples": P.n_samples, "seed": P.seed, "device": P.device, "dtype": P.dtype,
-                     "knockout_samples": P.knockout_samples, "shots": self.K})
+        chapter_end(
+            [tally(self.verdict).capitalize() + " (the table at the end of this page)."]
+            + claim_lines(self.verdict, END_CLAIMS),
+            P.model,
+            {
+                "n_samples": P.n_samples,
+                "seed": P.seed,
+                "device": P.device,
+                "dtype": P.dtype,
+                "knockout_samples": P.knockout_samples,
+                "shots": self.K,
+            },
+        )
