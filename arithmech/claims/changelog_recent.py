@@ -402,3 +402,29 @@ RECENT_DIGEST.update(
         "precise-keeps-generic": "a57c4311be1f",
     }
 )
+
+
+# -- issue #40, reviewer 6's item (2026-11-28, seventh session): rule 1 of claims/curves.py and its base-shots twin
+# were rows of the curve verdict table without a claim id, so the changelog could not log them. Their text is the
+# curves module's rule 1 (written before any precise record, changed with the module's versions 2–8, logged under
+# the other three Table 1 rules); the ids are new, written after 60 SmolLM2 runs were read, so they are not
+# pre-registered, and the page says so.
+_ID1 = (
+    "issue #40 (reviewer 6): rule 1 of claims/curves.py (precise SFT learns the skill), decided as the curve verdict "
+    "table has decided it since the module's eighth version, given a claim id so that its changes are logged; "
+    "what it decides is unchanged"
+)
+_ID1_SHOTS = (
+    "issue #40 (reviewer 6): rule 1 against base-shots (precise SFT learns more than the answer format), decided as "
+    "the curve verdict table has decided it since the module's eighth version, given a claim id so that its "
+    "changes are logged; what it decides is unchanged"
+)
+_HELD60 = (
+    "yes: SmolLM2's 60 Table 1 runs (committed 21587f0), on which the curve table already read 'holds' (carry, and "
+    "addition and subtraction apart); the toy's row reads 'not testable' (its scope)"
+)
+RECENT += (
+    Change("precise-learns-math", 1, "2026-11-28", "this commit", _ID1, _HELD60),
+    Change("precise-learns-beyond-format", 1, "2026-11-28", "this commit", _ID1_SHOTS, _HELD60),
+)
+RECENT_DIGEST.update({"precise-learns-math": "4f6773bd5963", "precise-learns-beyond-format": "07b8893fc60f"})

@@ -41,7 +41,13 @@ from arithmech.claims.controls import controlled as _controlled
 from arithmech.claims.controls import layer_matched as _layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
-from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.claims.finetune import (
+    precise_keeps_generic,
+    precise_learns_beyond_format,
+    precise_learns_math,
+    precise_matches_full,
+    selection_matters,
+)
 from arithmech.claims.rule import Rule
 from arithmech.claims.rule_texts import ADDED as ADDED  # re-exported: the book and the report read it here
 from arithmech.claims.rule_texts import (
@@ -268,6 +274,8 @@ DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
         )
     },
     "circuit-faithful": _controlled(circuit_faithful),
+    "precise-learns-math": precise_learns_math,
+    "precise-learns-beyond-format": precise_learns_beyond_format,
     "precise-matches-full": precise_matches_full,
     "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,

@@ -92,6 +92,16 @@ def run(P: Any) -> "Page":
     return Page(P, config, plan)
 
 
+TABLE1_CLAIMS = [
+    "precise-learns-math",
+    "precise-learns-beyond-format",
+    "precise-matches-full",
+    "precise-keeps-generic",
+    "selection-matters",
+]
+"""The Table 1 claims the chapter's findings box lists, in the order its rules are stated."""
+
+
 class Page:
     """The toy run's config and plan (``plan``: :func:`arithmech.steps.arms.run_arms`'s), its folder and SmolLM2's."""
 
@@ -248,7 +258,7 @@ class Page:
         """The chapter's last cell: the claims it decides and the runs' learning rates and sizes (the findings box,
         :func:`~arithmech.report.views.pages.chapter_end`)."""
         P = self.P
-        lines = claim_lines(claims(self.folder), ["precise-matches-full", "precise-keeps-generic", "selection-matters"])
+        lines = claim_lines(claims(self.folder), TABLE1_CLAIMS)
         lines.append(
             "Learning rates chosen on validation items: "
             + ", ".join(

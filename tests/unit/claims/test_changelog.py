@@ -162,12 +162,12 @@ def test_the_count_keeps_the_papers_claims_apart_from_the_books():
     c = C.claims(REPO / "results" / "none-such")            # every rule, each inconclusive: not measured
     paper, added = pages.the_papers(c), c[pages.is_added(c) & ~pages.is_control(c)]
     assert set(added.id) == set(C.ADDED) and "selection-matters" in set(added.id)
-    assert len(paper) == 11 and len(added) == 6 and int(pages.is_control(c).sum()) == 2
-    assert pages.tally(c) == "0 of 11 claims hold, 0 do not, 11 inconclusive"
-    assert pages.tally(c, True) == "0 of 6 claims hold, 0 do not, 6 inconclusive"
+    assert len(paper) == 12 and len(added) == 7 and int(pages.is_control(c).sum()) == 2
+    assert pages.tally(c) == "0 of 12 claims hold, 0 do not, 12 inconclusive"
+    assert pages.tally(c, True) == "0 of 7 claims hold, 0 do not, 7 inconclusive"
     s = pages.answer_sentence("M", c)
-    assert "0 of the paper's 11 claims hold" in s and s.endswith("Of the 6 claims this book adds, 0 of 6 claims hold, "
-                                                                 "0 do not, 6 inconclusive.")
+    assert "0 of the paper's 12 claims hold" in s and s.endswith("Of the 7 claims this book adds, 0 of 7 claims hold, "
+                                                                 "0 do not, 7 inconclusive.")
 
 
 def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
