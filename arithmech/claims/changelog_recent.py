@@ -424,7 +424,7 @@ _HELD60 = (
     "addition and subtraction apart); the toy's row reads 'not testable' (its scope)"
 )
 RECENT += (
-    Change("precise-learns-math", 1, "2026-11-28", "this commit", _ID1, _HELD60),
-    Change("precise-learns-beyond-format", 1, "2026-11-28", "this commit", _ID1_SHOTS, _HELD60),
+    Change("precise-learns-math", 1, "2026-11-28", "cd05faf", _ID1, _HELD60),
+    Change("precise-learns-beyond-format", 1, "2026-11-28", "cd05faf", _ID1_SHOTS, _HELD60),
 )
 RECENT_DIGEST.update({"precise-learns-math": "4f6773bd5963", "precise-learns-beyond-format": "07b8893fc60f"})
