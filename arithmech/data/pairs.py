@@ -73,7 +73,7 @@ class Sample:
     template: str
     family: str
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
-    answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS); a record without it: "first"
+    answer_token: str = field(kw_only=True)  # the variant it was drawn with (ANSWER_TOKENS), always named
     carried: str = ""  # the answer's leading digits at the end of clean ("1" of "14"), else ""
     prefix: str = ""  # the solved examples clean and corrupt start with (data.shots), "" zero-shot
 

@@ -109,6 +109,7 @@ def gsm8k_samples(
                 "gsm8k",
                 "gsm8k",
                 {"A": [], "B": [], "operator": [], "end": n_tok - 1},
+                answer_token="first",  # pairs.answer_split: the answer's first token, the paper's {C}
             )
         )
     stats["made"] = len(out)

@@ -171,7 +171,7 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
     never-ranked problem passes the X_r rules): the task gets no rows and one line on stderr, the other tasks
     and the pooled task keep theirs, and with no prompt anywhere the frame is empty (no Wilson interval of n = 0)."""
     import arithmech.methods.knockout_run as KR
-    got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation")], "subtraction": []}
+    got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation", answer_token="first")], "subtraction": []}
     monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
     ran = []
     monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, means, task, *a: (ran.append((task, len(samples))),

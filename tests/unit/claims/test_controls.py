@@ -14,7 +14,7 @@ from arithmech.data.pairs import Sample
 
 def _mk(op, a, b, template="t"):
     c = {"addition": a + b, "subtraction": a - b, "multiplication": a * b}[op]
-    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
+    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", answer_token="last-digit", carried=str(c)[:-1])
 
 
 NARROW = [_mk("addition", a, b, f"t{i}") for a, b in [(a, b) for a in range(1, 10) for b in range(1, 10)

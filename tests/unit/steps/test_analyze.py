@@ -10,7 +10,7 @@ from arithmech.steps.config import Analyze, Beyond
 
 def _sample(op: str, a: int) -> pairs.Sample:
     return pairs.Sample(clean=f"{a} ? 2 =", corrupt=f"{a} ? 3 =", answer="1", target="1", a=a, b=2, op=op,
-                        template="t", family="f")
+                        template="t", family="f", answer_token="first")
 
 
 def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):

@@ -12,7 +12,7 @@ Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estim
 
 def _mk(op, a, b, template="t"):
     c = {"addition": a + b, "multiplication": a * b}[op]
-    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
+    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", answer_token="last-digit", carried=str(c)[:-1])
 
 
 SUMS = [(a, b) for a in range(1, 10) for b in range(1, 10)]                                # 81 distinct sums
