@@ -8,7 +8,7 @@
 --seed 0`` in a fresh process (a temporary results folder) and copies ``run.json``'s phase times and peak
 memory, with the wall time of the whole process.
 
-``table1`` times the pieces of one run of ``arms`` (the ``cpu`` suite, the shipped ranking's top-8 heads):
+``table1`` times the pieces of one run of ``table1`` (the ``cpu`` suite, the shipped ranking's top-8 heads):
 training (``--steps`` optimizer steps of full SFT and of precise SFT at batch 16; the per-step time is
 extrapolated to the run's 220 steps and said so), then each evaluation of the run on the trained
 precise model: validation carry (exact match), its completion loss and text loss, test carry, each

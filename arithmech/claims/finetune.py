@@ -37,7 +37,7 @@ def _pct(x) -> str:
 def _curves(ctx: Context, cid: str):
     """The curve rule's row for claim ``cid`` (:mod:`arithmech.claims.curves`), on the pooled math measure."""
     if not results.exists(ctx.folder, "finetune/table1.json"):
-        raise Missing("no arms run (python -m arithmech arms)")
+        raise Missing("no arms run (python -m arithmech table1)")
     rows = ctx.memo(("curves", NUMBERS), lambda: curves.verdicts(ctx.folder))
     claim, comp = ARMS[cid]
     r = rows[

@@ -69,7 +69,7 @@ STEPS: dict[str, Step] = {
         Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
         Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
-        Step("arms", config_training.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
+        Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
     )
 }
 """Every step of the pipeline by its command's name."""

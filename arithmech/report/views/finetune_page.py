@@ -1,6 +1,6 @@
 """The Fine-tune chapter (``book/finetune.md``): its runs and every table and chart of the page, one call each.
 
-:func:`run` ensures identify's ranking, runs the toy arms (:func:`arithmech.steps.arms.run_arms`) and full SFT's
+:func:`run` ensures identify's ranking, runs the toy arms (:func:`arithmech.steps.table1.run`) and full SFT's
 learning curve, and returns a :class:`Page`; each of its methods returns what one cell shows — pandas frames and
 Stylers (tables), altair charts, IPython ``Markdown`` — as one object or a list the cell passes to ``display(*…)``.
 The page shows two arms runs: SmolLM2-135M's (``cpu`` suite, read from its shipped files) and the embedded model's
@@ -29,7 +29,7 @@ from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
 from arithmech.report.views import tables, tradeoff
 from arithmech.report.views.pages import chapter_end, claim_lines
-from arithmech.steps import arms as A
+from arithmech.steps import table1 as A
 from arithmech.steps.finetune import ensure_ranking
 
 SMOL = "SmolLM2-135M (cpu suite)"
@@ -87,7 +87,7 @@ def run(P: Any) -> "Page":
         dtype=P.dtype,
         overwrite=True,
     )
-    plan = A.run_arms(config)
+    plan = A.run(config)
     A.learning_curve(config)
     return Page(P, config, plan)
 
@@ -103,7 +103,7 @@ TABLE1_CLAIMS = [
 
 
 class Page:
-    """The toy run's config and plan (``plan``: :func:`arithmech.steps.arms.run_arms`'s), its folder and SmolLM2's."""
+    """The toy run's config and plan (``plan``: :func:`arithmech.steps.table1.run`'s), its folder and SmolLM2's."""
 
     def __init__(self, P: Any, config: A.Config, plan: dict):
         self.P, self.config, self.plan = P, config, plan
@@ -133,7 +133,7 @@ class Page:
             if not T1.has_run(f):
                 out.append(
                     markdown(
-                        f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech arms "
+                        f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech table1 "
                         f"--model {f.name}` makes it and resumes where it stopped)."
                     )
                 )

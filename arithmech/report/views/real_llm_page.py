@@ -462,7 +462,7 @@ class Page:
             out.append(
                 markdown(
                     f"**No finished arms run in `{folder_name(self.P.model)}/finetune/` yet.** "
-                    f"`python -m arithmech arms --model {self.P.model}` makes it and resumes where it "
+                    f"`python -m arithmech table1 --model {self.P.model}` makes it and resumes where it "
                     "stopped."
                 )
             )

@@ -18,8 +18,8 @@ from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
 from arithmech.report.charts.plots import COLUMN, integer_axis
-from arithmech.steps.arms_curve import KNEE as KNEE_SHARE
-from arithmech.steps.arms_grid import RANDOM, grid_of
+from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
+from arithmech.steps.table1_grid import RANDOM, grid_of
 
 
 def has_run(folder: str | Path) -> bool:
@@ -54,7 +54,7 @@ def setup_line(folder: str | Path) -> str:
 
 def progress_line(folder: str | Path) -> str:
     """How far the design is: runs made of those planned, points the rules can read, CPU time so far and the
-    rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.arms`): every rate of
+    rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.table1`): every rate of
     ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its
     draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the
     plan records a cut (``replicated``: the rates that get more than their first run), the cut rates count once,

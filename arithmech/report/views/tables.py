@@ -134,7 +134,7 @@ def table1_side_by_side(
 ) -> pd.DataFrame:
     """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
     four math sets and its two general sets (MMLU, CSQA); each of ``models`` with an arms run
-    (``finetune/table1.json``, :mod:`arithmech.steps.arms`) gives its suite's primary math measure and
+    (``finetune/table1.json``, :mod:`arithmech.steps.table1`) gives its suite's primary math measure and
     primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the
     arm's runs at its chosen rate, with the runs' count and the training samples/s. Models without an
     arms run are left out."""

@@ -5,7 +5,7 @@ whether its record already exists.
 suite's training split, every parameter or the given heads' slices; :func:`deltas` pairs a run's test items with
 base's; :data:`RUN_TAG` and :func:`check_records` recognise and check the records the runner reads back, and
 :func:`same_record` says whether one was made with the same arguments (so a resumed run skips it). The runner
-that plans and runs the whole table is :mod:`arithmech.steps.arms`.
+that plans and runs the whole table is :mod:`arithmech.steps.table1`.
 """
 
 from __future__ import annotations

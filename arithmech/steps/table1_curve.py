@@ -21,8 +21,8 @@ from arithmech.evals.suites import get_suite
 from arithmech.finetune import runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
-from arithmech.steps.arms_grid import GRIDS, val_math
 from arithmech.steps.config_training import Table1 as Config
+from arithmech.steps.table1_grid import GRIDS, val_math
 
 KNEE = 0.9
 
@@ -135,7 +135,7 @@ def learning_curve(config: Config, data_seed: int | None = None, every: int = 20
         "rule": KNEE_RULE,
         "points": cb.points,
         "knee": knee(cb.points),
-        "command": command_line("arms", c.replace(curve_only=True, steps=None)),
+        "command": command_line("table1", c.replace(curve_only=True, steps=None)),
         "wall_s": round(time.time() - t0, 1),
     }
     results_io.write_step(

@@ -1,4 +1,4 @@
-"""The Table 1 arms runner (arithmech.steps.arms) end to end on the embedded model, at a tiny size:
+"""The Table 1 arms runner (arithmech.steps.table1) end to end on the embedded model, at a tiny size:
 one training step per run and a few items per measure (a test suite registered for the test). About 20
 fine-tune runs (~30 s of CPU): marked ``slow``, so ``make test`` runs it and ``make test-fast`` does not."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 from arithmech.claims import verdicts as V
 from arithmech.core import results as R
 from arithmech.evals import suites as S
-from arithmech.steps import arms as A
+from arithmech.steps import table1 as A
 
 
 def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
@@ -53,13 +53,13 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     byte-identical, and so does a re-run with the grid-point cut (--no-replicate-ends: runs made before it kept); a fresh folder gives the same records (timings aside); verdicts and the trade-off frame
     are computed from the files alone."""
     torch.set_num_threads(1)
-    from arithmech.steps.arms_heads import groups
     from arithmech.steps.finetune_heads import ensure_ranking, model_geometry
+    from arithmech.steps.table1_heads import groups
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
     config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,
                       frontier_seeds=2, steps=1, batch_size=8, max_extend=0)
-    plan = A.run_arms(config)
+    plan = A.run(config)
     assert plan == R.read(folder, "finetune/table1.json")
     geo = model_geometry("embedded")
     h = plan["heads"]
@@ -77,9 +77,9 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
         assert A.choose(first) == a["chosen_lr"]
     files = {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
     assert len(files) == 1 + sum(len(a["grid_rows"]) for a in plan["arms"].values()) + 1     # + table1.json
-    A.run_arms(config)                                                                # resume: nothing to do
+    A.run(config)                                                                # resume: nothing to do
     assert files == {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
-    cut = A.run_arms(config.replace(replicate_ends=False))             # the cut keeps every run made before it
+    cut = A.run(config.replace(replicate_ends=False))             # the cut keeps every run made before it
     assert {n: a["grid_rows"] for n, a in cut["arms"].items()} == {n: a["grid_rows"] for n, a in plan["arms"].items()}
     assert cut["rules"]["cut"].startswith("--no-replicate-ends") and plan["rules"]["cut"].startswith("none")
     assert {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json") if p.name != "table1.json"} == \
@@ -88,7 +88,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
     other.mkdir(parents=True)
     for n in ("key_heads.json", "effects.csv", "prompts.jsonl", "run.json"):
         shutil.copy(folder / n, other / n)
-    A.run_arms(config.replace(results=str(other)), arms=("precise-random",))
+    A.run(config.replace(results=str(other)), arms=("precise-random",))
     for name in (p.name for p in (other / "finetune").glob("*.json")):
         if name != "table1.json":
             a, b = (json.loads((f / "finetune" / name).read_text()) for f in (folder, other))

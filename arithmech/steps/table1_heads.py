@@ -20,7 +20,7 @@ group the layer-matched draw moves to the nearest layer that has one (the plan r
 Each draw is seeded by its own index (``random-heads:<arm>:<draw>``), never by a training seed: draws and
 training seeds vary independently.
 
-:func:`plan_heads` writes every arm's heads into the runner's plan (:mod:`arithmech.steps.arms`);
+:func:`plan_heads` writes every arm's heads into the runner's plan (:mod:`arithmech.steps.table1`);
 :func:`key_and_ranked` reads identify's key heads and ranking from the results folder.
 """
 
@@ -33,8 +33,8 @@ from typing import Sequence
 from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import quoted
-from arithmech.steps.arms_grid import RANDOM
 from arithmech.steps.finetune_heads import model_geometry, ranked_components
+from arithmech.steps.table1_grid import RANDOM
 
 Head = tuple[int, int]
 
@@ -109,7 +109,7 @@ def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tupl
 
 
 def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
-    """Every precise arm's heads (:mod:`arithmech.steps.arms_heads`) and how they were chosen."""
+    """Every precise arm's heads (:mod:`arithmech.steps.table1_heads`) and how they were chosen."""
     passing, ranked, share_pass = key_and_ranked(folder)
     if len(ranked) < top_k:
         raise ValueError(f"--top-k {top_k}: {quoted(folder)} ranks only {len(ranked)} heads")

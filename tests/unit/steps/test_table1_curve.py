@@ -1,7 +1,7 @@
-"""The step budget of a Table 1 run (arithmech.steps.arms_curve): the knee of full SFT's learning curve."""
+"""The step budget of a Table 1 run (arithmech.steps.table1_curve): the knee of full SFT's learning curve."""
 from __future__ import annotations
 
-from arithmech.steps.arms_curve import knee
+from arithmech.steps.table1_curve import knee
 
 
 def test_knee_rule_on_a_known_curve():

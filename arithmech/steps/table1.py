@@ -9,9 +9,9 @@ verdicts of :mod:`arithmech.claims.verdicts` read, decided over whole curves rat
   parameter); ``precise-key`` (the top ``k`` of the paper's ranking); ``precise-share`` (the heads the share
   rule names, filled up by share rank); ``precise-random`` (layer-matched random heads) and
   ``precise-random-any`` (random heads of any layer), both sharing **no tuned parameter** with the key or share
-  arm, grouped-query attention included (:mod:`arithmech.steps.arms_heads`);
+  arm, grouped-query attention included (:mod:`arithmech.steps.table1_heads`);
 * **grids** — full SFT has its own grid, the precise arms share one (matched rates); each is extended until it
-  is bracketed (:mod:`arithmech.steps.arms_grid`, validation scores only);
+  is bracketed (:mod:`arithmech.steps.table1_grid`, validation scores only);
 * **seeds and draws** — every rate of ``full``, ``precise-key`` and ``precise-share`` runs each of ``seeds``,
   and the rates on an arm's validation frontier run up to ``frontier_seeds``; each rate of a random arm runs
   ``draws`` draws, draw ``d`` training with ``seeds[d % len(seeds)]`` (a draw's heads are seeded by its index,
@@ -27,8 +27,8 @@ verdicts of :mod:`arithmech.claims.verdicts` read, decided over whole curves rat
 Same arguments → byte-identical records (timings aside).
 
 This module plans and runs the table; the pieces live beside it: the heads of each arm
-(:mod:`arithmech.steps.arms_heads`), the grids and the chosen rate (:mod:`arithmech.steps.arms_grid`), one run's
-training and record (:mod:`arithmech.steps.arms_train`), the learning curve (:mod:`arithmech.steps.arms_curve`).
+(:mod:`arithmech.steps.table1_heads`), the grids and the chosen rate (:mod:`arithmech.steps.table1_grid`), one run's
+training and record (:mod:`arithmech.steps.table1_train`), the learning curve (:mod:`arithmech.steps.table1_curve`).
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import CLOZE_SETS, get_suite
-from arithmech.steps import arms_heads as heads_mod
-from arithmech.steps.arms_curve import args_hash as _hash
-from arithmech.steps.arms_curve import learning_curve
-from arithmech.steps.arms_grid import (
+from arithmech.steps import table1_heads as heads_mod
+from arithmech.steps.config_training import Table1 as Config
+from arithmech.steps.table1_curve import args_hash as _hash
+from arithmech.steps.table1_curve import learning_curve
+from arithmech.steps.table1_grid import (
     ARMS,
     BRACKET_RULE,
     GRIDS,
@@ -63,11 +64,10 @@ from arithmech.steps.arms_grid import (
     replicated,
     val_math,
 )
-from arithmech.steps.arms_heads import key_and_ranked
-from arithmech.steps.arms_train import Run, check_records, deltas, same_record, train_arm
-from arithmech.steps.config_training import Table1 as Config
+from arithmech.steps.table1_heads import key_and_ranked
+from arithmech.steps.table1_train import Run, check_records, deltas, same_record, train_arm
 
-__all__ = ["ARMS", "GRIDS", "Config", "run_arms", "learning_curve", "key_and_ranked", "train_arm", "choose"]
+__all__ = ["ARMS", "GRIDS", "Config", "run", "learning_curve", "key_and_ranked", "train_arm", "choose"]
 TAGS = {
     "full": "",
     "precise-key": "key",
@@ -90,7 +90,7 @@ def check_args(suite: str, grid: dict | None) -> dict:
     return grid
 
 
-def run_arms(
+def run(
     config: Config,
     arms: Sequence[str] = ARMS,
     grid: dict | None = None,
@@ -114,11 +114,11 @@ def run_arms(
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     out = results_io.model_folder(c.results, c.model_name)
     with records.holding(out), annotate(est.line() if est else ""):  # one writer of the folder for the whole run
-        return _run_arms(c, S, sizes, grid, arms, data_seed, command, est)
+        return _run(c, S, sizes, grid, arms, data_seed, command, est)
 
 
-def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
-    """:func:`run_arms` once its arguments are checked and its estimate made."""
+def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
+    """:func:`run` once its arguments are checked and its estimate made."""
     out = results_io.model_folder(c.results, c.model_name)
     seeds = list(c.seeds)
     curve = None
@@ -136,7 +136,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
         steps = curve["knee"]
     if sizes is None:
         sizes = {"single_digit_per_template": 4}
-    command = command or command_line("arms", c)  # a chapter's run: the command that makes the same files
+    command = command or command_line("table1", c)  # a chapter's run: the command that makes the same files
     common = dict(
         model=c.model_name,
         suite=c.suite,
@@ -372,7 +372,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 bar.total += len(members) * max(replicas(a) for a in members)
                 for a in members:
                     run_one(a, lr, seeds[0], 0, bar)
-        for grp in ("full", "precise"):  # the ends replicated only when asked (arms_grid)
+        for grp in ("full", "precise"):  # the ends replicated only when asked (table1_grid)
             members = [a for a in arms if group(a) == grp]
             closed = bool(members) and not any(bracket_side(rows[a], base_val) for a in members)
             keep[grp] = replicated(g[grp], closed, c.replicate_ends)
@@ -396,7 +396,7 @@ def _run_arms(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
 
 
 def summary(plan: dict) -> str:
-    """The command line's summary of :func:`run_arms`' plan: the learning curve's knee, or each arm's chosen rate."""
+    """The command line's summary of :func:`run`' plan: the learning curve's knee, or each arm's chosen rate."""
     if "curve" in plan:
         return json.dumps({"knee": plan["curve"]["knee"], "points": len(plan["curve"]["points"])})
     return json.dumps({arm: {"lr": v["chosen_lr"], "interior": v["interior"]} for arm, v in plan["arms"].items()})

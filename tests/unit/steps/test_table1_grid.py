@@ -1,8 +1,8 @@
-"""Table 1's grids (arithmech.steps.arms_grid): bracketing, extension, the validation frontier, and the
+"""Table 1's grids (arithmech.steps.table1_grid): bracketing, extension, the validation frontier, and the
 single-rate rule the earlier verdicts used."""
 from __future__ import annotations
 
-from arithmech.steps.arms_grid import bracket_side, choose, extension, frontier_rates, replicated
+from arithmech.steps.table1_grid import bracket_side, choose, extension, frontier_rates, replicated
 
 
 def _rows(pairs, loss=None):

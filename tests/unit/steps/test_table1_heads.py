@@ -1,9 +1,9 @@
-"""Table 1's precise arms' heads (arithmech.steps.arms_heads): the share arm and random controls that share
+"""Table 1's precise arms' heads (arithmech.steps.table1_heads): the share arm and random controls that share
 no tuned parameter with the key or share arm, grouped-query attention included."""
 from __future__ import annotations
 
 from arithmech.core.geometry import Geometry
-from arithmech.steps import arms_heads as H
+from arithmech.steps import table1_heads as H
 
 GEO = Geometry(n_layers=6, n_heads=8, n_kv_heads=2, head_dim=32, d_model=256, vocab_size=100)
 
