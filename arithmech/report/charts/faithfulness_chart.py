@@ -30,7 +30,7 @@ import pandas as pd
 from arithmech.core.names import components
 from arithmech.methods.faithfulness import summary
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, fig_title, integer_axis
+from arithmech.report.charts.theme import COLUMN, fig_title, integer_axis
 
 PANELS = {
     ("noising", "mean"): "noising, mean ablation",

@@ -28,7 +28,7 @@ import pandas as pd
 
 from arithmech.core.stats import wilson_interval
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, SUBTITLE_CHARS, fig_title
+from arithmech.report.charts.theme import COLUMN, SUBTITLE_CHARS, fig_title
 
 WHEN = {"before": "before the knockout", "after": "after the knockout"}
 ANSWER = colours.scale("answer", {"correct next token": "answer", "other token": "other"})

@@ -22,7 +22,8 @@ import pandas as pd
 
 from arithmech.core.names import component_label
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import EFFECT_SCHEME, fig_title, integer_axis
+from arithmech.report.charts.effect_chart import EFFECT_SCHEME
+from arithmech.report.charts.theme import fig_title, integer_axis
 
 Z95 = 1.959964
 

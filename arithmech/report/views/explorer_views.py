@@ -33,7 +33,8 @@ import pandas as pd
 from arithmech.core.names import component_label, components, token_label
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, EFFECT_SCHEME, fig_title
+from arithmech.report.charts.effect_chart import EFFECT_SCHEME
+from arithmech.report.charts.theme import COLUMN, fig_title
 from arithmech.report.views.pages import ANSWER_TOKEN_RULES
 
 ANSWERS = colours.scale("answer", {"answer token": "answer", "other": "other"})  # green: the answer token

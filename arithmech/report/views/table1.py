@@ -17,7 +17,7 @@ from arithmech.claims.frontier import MIN_RUNS
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, integer_axis
+from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.arms_curve import KNEE as KNEE_SHARE
 from arithmech.steps.arms_grid import RANDOM, grid_of
 

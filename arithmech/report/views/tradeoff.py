@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN
+from arithmech.report.charts.theme import COLUMN
 from arithmech.report.views.tables import TOY_NAMES
 
 ARM_SCALE = colours.scale("arm")  # base, full, precise-key (red: key), precise-random (grey: random)
