@@ -38,6 +38,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from arithmech.core.progress import Progress
@@ -78,7 +79,7 @@ def setup() -> None:
 def build(
     root: str | Path = ".",
     only: str | None = None,
-    sets: list[str] = (),
+    sets: Sequence[str] = (),
     skip_execute: bool = False,
     config: str | Path | None = None,
     html: bool = True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from arithmech.core.atomic import atomic_write
@@ -71,7 +72,7 @@ def parameters_table(root: Path) -> str:
     return "\n".join(out).rstrip("\n")
 
 
-def explorer_intro(root: Path, sets: list[str] = ()) -> str:
+def explorer_intro(root: Path, sets: Sequence[str] = ()) -> str:
     """The introduction's sentence on the Explorer (:func:`arithmech.report.views.counts.explorer_sentence`) with the
     models and ``n_prompts`` the build gives that chapter (``sets``: the build's ``--set`` values); "" in a book
     without the chapter."""
@@ -84,7 +85,7 @@ def explorer_intro(root: Path, sets: list[str] = ()) -> str:
     return counts.explorer_sentence(int(values["n_prompts"]), named)
 
 
-def write_generated(root: Path, sets: list[str] = ()) -> list[Path]:
+def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``), the rules page's tables and
     changelog (``rules.md``), the rules' provenance sentence (``provenance.md``), the Explorer's sentence with its
     prompt count (``explorer.md``, :func:`explorer_intro`; ``sets``: the build's ``--set`` values) and the results box per
@@ -96,8 +97,8 @@ def write_generated(root: Path, sets: list[str] = ()) -> list[Path]:
         try:
             sentences += [s for s in [findings.results_box(root, [(name, label)], part="sentence")] if s]
             box = findings.results_box(root, [(name, label)], part="box")
-        except ValueError as e:  # a results folder half re-made (e.g. identify re-run, analyze not yet)
-            e = str(e).replace(f"{root}{os.sep}", "")  # paths relative to the root, as on the page
+        except ValueError as err:  # a results folder half re-made (e.g. identify re-run, analyze not yet)
+            e = str(err).replace(f"{root}{os.sep}", "")  # paths relative to the root, as on the page
             print(f"  warning: no findings box for {name}: {e}", flush=True)
             box = (
                 f":::{{admonition}} {label}: results out of step\n:class: warning\n\n`results/{name}/` does not "

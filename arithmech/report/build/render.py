@@ -51,9 +51,9 @@ def render_tree(root: Path) -> list[str]:
     Returns the names of those chapters."""
     import nbformat  # lazy: the book extra
 
-    tree, keep, unexecuted = root / RENDER, set(), []
-    for f in ("_config.yml", "_toc.yml"):
-        _sync(root / f, tree / f, keep)
+    tree, keep, unexecuted = root / RENDER, set[Path](), []
+    for name in ("_config.yml", "_toc.yml"):
+        _sync(root / name, tree / name, keep)
     book = root / "book"
     for f in sorted(book.rglob("*")):
         rel = f.relative_to(root)

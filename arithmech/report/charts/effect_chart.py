@@ -100,11 +100,11 @@ def effect_heatmap(
     # column-wide: one panel fills the column, two share it; rows stay at most 420 px tall in all
     width = COLUMN if len(tasks) == 1 else COLUMN // 2 - 20
     cw = cell or max(4, min(60, width // (n_heads + 1)))
-    cell = (
+    size = (
         cw,
         min(cw, max(10, 420 // max(1, n_layers))) if len(tasks) == 1 else min(cw, max(6, 240 // max(1, n_layers))),
     )
-    panels = [_effect_panel(df[df["task"] == t], metric, [-m, m], cell, t if len(tasks) > 1 else None) for t in tasks]
+    panels = [_effect_panel(df[df["task"] == t], metric, [-m, m], size, t if len(tasks) > 1 else None) for t in tasks]
     rows = [alt.hconcat(*panels[i : i + 2], spacing=24) for i in range(0, len(panels), 2)]
     chart = rows[0] if len(rows) == 1 else alt.vconcat(*rows, spacing=16)
     what = "every head and MLP" + (

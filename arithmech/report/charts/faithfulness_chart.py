@@ -94,7 +94,7 @@ def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
     return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)])
 
 
-def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfulness", panels=SHOWN) -> alt.Chart:
+def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfulness", panels=SHOWN) -> alt.FacetChart:
     """The curves and points of :func:`curve_frame`, one panel per (method, ablation), 80% dashed."""
     data = curve_frame(frame, panels)
     color = alt.Color(

@@ -30,7 +30,9 @@ def _stage_rules(stages: tuple[int, int, int] | None) -> list:
     return [rule, text]
 
 
-def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, tuple[str, str, str]], title, stages=None) -> alt.Chart:
+def _mlp_lines(
+    mlp: pd.DataFrame, quantities: dict[str, tuple[str, str, str]], title, stages=None
+) -> alt.LayerChart | alt.FacetChart:
     """``quantities``: ``{quantity: (label, colour role, value)}``: each curve is coloured by what it measures
     (operand A or B, the answer or the other numbers)."""
     label = {q: l for q, (l, _, _) in quantities.items()}
@@ -50,7 +52,7 @@ def _mlp_lines(mlp: pd.DataFrame, quantities: dict[str, tuple[str, str, str]], t
     return alt.layer(band, line, *_stage_rules(stages)).properties(title=title, width=COLUMN, height=240)
 
 
-def mlp_in_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
+def mlp_in_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.LayerChart | alt.FacetChart:
     """Fig. 6a / 13: cos(MLP_in, W_U[A]) and cos(MLP_in, W_U[B]) per layer at END (band: ± 1 standard error)."""
     return _mlp_lines(
         mlp,
@@ -64,7 +66,7 @@ def mlp_in_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) 
     )
 
 
-def mlp_diff_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.Chart:
+def mlp_diff_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None) -> alt.LayerChart | alt.FacetChart:
     """Fig. 6b / 14: cos(MLP_out − MLP_in, W_U[C]) vs the mean over the other number tokens."""
     return _mlp_lines(
         mlp,
@@ -81,7 +83,7 @@ def mlp_diff_chart(mlp: pd.DataFrame, stages: tuple[int, int, int] | None = None
     )
 
 
-def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.Chart:
+def mlp_projection_explorer(mlp: pd.DataFrame) -> alt.LayerChart | alt.FacetChart:
     """Every MLP quantity of mlp_projection.csv, one at a time from a dropdown (band: ± 1 std over samples)."""
     qs = list(dict.fromkeys(mlp.quantity))
     pick = alt.param(name="quantity_pick", value=qs[0], bind=alt.binding_select(options=qs, name="quantity "))

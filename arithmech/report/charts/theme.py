@@ -51,7 +51,9 @@ def use_theme() -> None:
     (:func:`arithmech.report.views.table_display.use_table_display`: no index, rounded numbers, "—" for missing)."""
     use_table_display()
     try:
-        alt.theme.register("arithmech", enable=True)(theme)
+        # altair >= 5.5 types a theme as returning its ThemeConfig TypedDict; ours returns the same shape as a plain
+        # dict, which altair < 5.5 (the branch below, without ThemeConfig) needs
+        alt.theme.register("arithmech", enable=True)(theme)  # type: ignore[arg-type]
     except AttributeError:  # altair < 5.5
         alt.themes.register("arithmech", theme)
         alt.themes.enable("arithmech")

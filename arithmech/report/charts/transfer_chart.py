@@ -101,7 +101,7 @@ def _answer_prob(g: pd.DataFrame, when: str) -> str:
     return _pct(float(hit.prob.iloc[0])) if len(hit) else "not in the top 5"
 
 
-def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart:
+def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart | alt.FacetChart:
     base = alt.Chart(rows)
     y = alt.Y("rank:O", title=None, axis=None)
     bars = base.mark_bar().encode(

@@ -132,7 +132,9 @@ def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
     }
 
 
-def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond") -> alt.LayerChart:
+def circuit_chart(
+    nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond"
+) -> alt.LayerChart | alt.FacetChart:
     """Senders → receivers → logits: x = layer (logits after the last), edge width and colour = effect
     (red: lowers the answer logit), dashed = direct edges to the logits; hover for the numbers."""
     pos = nodes.set_index("node")[["layer", "y"]]

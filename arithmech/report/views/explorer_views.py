@@ -26,6 +26,7 @@ vega selections (no kernel, no network).
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -173,7 +174,7 @@ def explorer_chart(
         ]
     )
     step_lines = step_labels(steps).assign(line=lambda d: d.line + n_top)
-    txt = dict(align="left", baseline="top", fontSize=12)
+    txt: dict[str, Any] = dict(align="left", baseline="top", fontSize=12)
     y = alt.Y("line:O", axis=None, scale=alt.Scale(domain=list(range(int(step_lines.line.max()) + 1))))
     header = alt.layer(
         alt.Chart(lines)
@@ -187,7 +188,7 @@ def explorer_chart(
     ).properties(width=COLUMN, height=alt.Step(HEADER_STEP))
 
     # --- top-5 next tokens, intact and knocked out
-    def top_panel(cond, title: str) -> alt.LayerChart:
+    def top_panel(cond, title: str) -> alt.LayerChart | alt.FacetChart:
         base = (
             alt.Chart(data["top"])
             .transform_filter(this)

@@ -105,7 +105,7 @@ def use_table_display() -> None:
     """Show every pandas DataFrame with :func:`table_html`, and every Styler with :func:`styler_html`, in this
     IPython session (no-op outside one)."""
     try:
-        ip = get_ipython()  # noqa: F821 (defined in IPython)
+        ip = get_ipython()  # type: ignore[name-defined]  # noqa: F821 (IPython's builtin: defined in a kernel only)
     except NameError:
         return
     from pandas.io.formats.style import Styler  # lazy: imports jinja2 (the book extra)
