@@ -276,7 +276,7 @@ ADDED = (
     "selection-matters",
 )
 """Claims this book adds, not the paper's (issue #41): counted apart from the paper's own claims
-(:func:`arithmech.report.views.pages.tally`)."""
+(:func:`arithmech.report.views.findings.tally`)."""
 
 
 # ------------------------------------------------------------------ faithfulness (issue #26, item 4)

@@ -163,9 +163,9 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
     from arithmech.core.stats import wilson_interval
     from arithmech.methods import explorer as X
     from arithmech.report.build import offline
-    from arithmech.report.charts import plots
+    from arithmech.report.charts import theme
     from arithmech.report.views import explorer_views as V
-    plots.use_theme()
+    theme.use_theme()
     eff = pd.DataFrame([("all", l, str(h), -0.12 if (l, h) == (0, 0) else -0.04 + 0.002 * (4 * l + h))
                         for l in range(4) for h in range(4)], columns=["task", "layer", "head", "effect"])
     thresholds = [-0.1, -0.05, -0.02, -0.01]

@@ -15,6 +15,8 @@ Labels follow the in-text rule: one author "Nanda, 2023", two "Heimersheim and N
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
@@ -44,7 +46,7 @@ def entry_label(entry) -> str:
 class AuthorYearLabelStyle(BaseLabelStyle):
     """pybtex label style: :func:`entry_label`, with a, b, ... after the year where labels repeat."""
 
-    def format_labels(self, sorted_entries):
+    def format_labels(self, sorted_entries: Iterable[Any]) -> Iterator[str]:
         entries = list(sorted_entries)
         labels = [entry_label(e) for e in entries]
         repeated = {l for l, n in Counter(labels).items() if n > 1}

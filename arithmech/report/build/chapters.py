@@ -19,7 +19,7 @@ from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_mod
 from arithmech.steps import config as steps
 
 
-def step_default(config: type, name: str):
+def step_default(config: type[Config], name: str):
     """The default of field ``name`` of step config ``config``: a chapter parameter that means the same takes
     it from there, so the chapter and the command cannot disagree."""
     return config.__dataclass_fields__[name].default

@@ -118,7 +118,9 @@ def vega_bundle() -> str:
     import vl_convert as vlc  # lazy: the book extra
 
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    return "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n"
+    # vl-convert's stub makes `snippet` required; the function takes none and returns the bare bundle
+    bundle = vlc.javascript_bundle(vl_version=vl)  # type: ignore[call-arg]
+    return "(function () {\n" + bundle + "\n})();\n"
 
 
 def jupyter_vega() -> None:
@@ -160,8 +162,9 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
     static = Path(root) / STATIC_DIR
     vega = static / VEGA_JS
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    version = vlc.__version__  # type: ignore[attr-defined]  # vl-convert's stub omits the module's __version__
     stamp = (
-        f"/* wrapped; vl-convert {vlc.__version__}, vega-lite {vl}, vega {vlc.get_vega_version()}, "
+        f"/* wrapped; vl-convert {version}, vega-lite {vl}, vega {vlc.get_vega_version()}, "
         f"vega-embed {vlc.get_vega_embed_version()} */\n"
     )
     if not vega.exists() or not vega.read_text().startswith(stamp):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,7 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
     return glob, per
 
 
-def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -> list[Chapter]:
+def plan(root: Path, cfg: dict, sets: Sequence[str] = (), only: str | None = None) -> list[Chapter]:
     """The chapters to execute (all, or ``only`` one), in toc order, each with its parameters, checked.
 
     A global value reaches a chapter only if its parameters cell declares the name; a global ``--set``
@@ -231,7 +232,7 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
     return out
 
 
-def chapter_values(root: Path, name: str, sets: list[str] = (), cfg: dict | None = None) -> dict:
+def chapter_values(root: Path, name: str, sets: Sequence[str] = (), cfg: dict | None = None) -> dict:
     """The values chapter ``name`` (a file stem) runs with, defaults included: its parameters cell's literal
     defaults, then the ``global`` values of ``book/book.yml`` it declares and its own ``chapters.<name>`` values,
     then ``--set`` (``sets``) — what :func:`plan` gives papermill, read by pages that quote a chapter's parameter

@@ -14,7 +14,7 @@ import pandas as pd
 
 from arithmech.core.names import component_label
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN
+from arithmech.report.charts.theme import COLUMN
 
 LEGEND = alt.Legend(orient="bottom", columns=5, labelLimit=200)
 VERDICT_SHAPES = alt.Scale(

@@ -22,6 +22,8 @@ Vega-Lite spec, that each colour it uses is one of the roles that chart may use.
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 
 KEY = "#c0392b"  # red: a key component / the top k by effect rank (the shared meaning, SHARED)
@@ -127,6 +129,7 @@ def series(n: int | None = None) -> list[str]:
     return out if n is None else [out[i % len(out)] for i in range(n)]
 
 
-def scheme(quantity: str) -> str:
-    """The vega scheme of a continuous ``quantity`` (:data:`SCHEMES`)."""
+def scheme(quantity: str) -> Any:
+    """The vega scheme of a continuous ``quantity`` (:data:`SCHEMES`): a name, typed ``Any`` because altair types
+    ``Scale(scheme=...)`` as a Literal of vega's scheme names, which a name read from a table cannot be."""
     return SCHEMES[quantity]

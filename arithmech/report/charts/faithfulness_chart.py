@@ -30,7 +30,7 @@ import pandas as pd
 from arithmech.core.names import components
 from arithmech.methods.faithfulness import summary
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, fig_title, integer_axis
+from arithmech.report.charts.theme import COLUMN, fig_title, integer_axis
 
 PANELS = {
     ("noising", "mean"): "noising, mean ablation",
@@ -94,7 +94,7 @@ def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
     return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)])
 
 
-def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfulness", panels=SHOWN) -> alt.Chart:
+def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfulness", panels=SHOWN) -> alt.FacetChart:
     """The curves and points of :func:`curve_frame`, one panel per (method, ablation), 80% dashed."""
     data = curve_frame(frame, panels)
     color = alt.Color(

@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, fig_title, integer_axis
+from arithmech.report.charts.theme import COLUMN, fig_title, integer_axis
 
 _BOTTOM = alt.Legend(orient="bottom", direction="vertical", labelLimit=220)  # two legends side by side fit the column
 

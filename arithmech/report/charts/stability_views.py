@@ -18,7 +18,7 @@ import pandas as pd
 from arithmech.core.names import component_label
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, fig_title, integer_axis
+from arithmech.report.charts.theme import COLUMN, fig_title, integer_axis
 
 _BOTTOM = alt.Legend(orient="bottom")
 _PANELS = {"size_vs_largest": "against the largest size (same seed)", "between_seeds": "between seeds (same size)"}

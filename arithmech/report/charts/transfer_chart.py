@@ -28,7 +28,7 @@ import pandas as pd
 
 from arithmech.core.stats import wilson_interval
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, SUBTITLE_CHARS, fig_title
+from arithmech.report.charts.theme import COLUMN, SUBTITLE_CHARS, fig_title
 
 WHEN = {"before": "before the knockout", "after": "after the knockout"}
 ANSWER = colours.scale("answer", {"correct next token": "answer", "other token": "other"})
@@ -101,7 +101,7 @@ def _answer_prob(g: pd.DataFrame, when: str) -> str:
     return _pct(float(hit.prob.iloc[0])) if len(hit) else "not in the top 5"
 
 
-def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart:
+def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart | alt.FacetChart:
     base = alt.Chart(rows)
     y = alt.Y("rank:O", title=None, axis=None)
     bars = base.mark_bar().encode(

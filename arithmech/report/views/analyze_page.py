@@ -25,7 +25,7 @@ from arithmech.methods import attention
 from arithmech.methods import explorer as X
 from arithmech.methods.transfer import unknown_words
 from arithmech.report.build.chapters import Analyze as AnalyzeChapter
-from arithmech.report.charts import plots
+from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import baseline_table, labels_table, nonkey_band_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets
@@ -73,7 +73,7 @@ def labels(r: dict) -> Styler:
 
 def roles_chart(r: dict) -> alt.TopLevelMixin:
     """Fig. 5: the studied heads' END-row attention mass by role."""
-    return plots.attention_roles_chart(r["roles"], r["labels"])
+    return attention_chart.attention_roles_chart(r["roles"], r["labels"])
 
 
 def roles7b() -> dict[str, str]:
@@ -104,7 +104,7 @@ def roles_explorer(r: dict) -> alt.TopLevelMixin:
     """Every head's attention mass by role (the studied heads first), one head at a time."""
     geo = r["geometry"]
     others = [f"{l}.{h}" for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, h) not in r["key_heads"]]
-    return plots.attention_roles_explorer(r["roles"], heads=list(r["labels"].name) + others)
+    return attention_chart.attention_roles_explorer(r["roles"], heads=list(r["labels"].name) + others)
 
 
 def baseline(r: dict) -> pd.DataFrame:
@@ -146,7 +146,7 @@ def operand_strips(r: dict) -> alt.TopLevelMixin:
     prompts the tokenizer can spell."""
     heads = attention.heads_of_kind(r["roles"], r["key_heads"], "operand")
     unseen = [p for p, _ in paper.FIG4_CASES if not unknown_words(r["tok"], p)]
-    return plots.attention_strip_chart(
+    return attention_chart.attention_strip_chart(
         X.strips(r["model"], r["tok"], heads, r["samples"], prompts=unseen),
         fig="Fig. 7",
         title="Attention of the operand heads from END, sentence by sentence",
@@ -156,7 +156,7 @@ def operand_strips(r: dict) -> alt.TopLevelMixin:
 def operator_strips(r: dict) -> alt.TopLevelMixin:
     """Fig. 16: the operator heads on one sentence per operation word."""
     heads = attention.heads_of_kind(r["roles"], r["key_heads"], "operator")
-    return plots.attention_strip_chart(
+    return attention_chart.attention_strip_chart(
         X.strips(r["model"], r["tok"], heads, prompts=OPERATION_WORDS),
         fig="Fig. 16",
         title="Attention of the operator heads on operation words",
@@ -165,12 +165,12 @@ def operator_strips(r: dict) -> alt.TopLevelMixin:
 
 def mlp_in_chart(r: dict) -> alt.TopLevelMixin:
     """Fig. 6a / 13: cos(MLP_in, W_U[A], W_U[B]) by layer, with the stage layers."""
-    return plots.mlp_in_chart(r["mlp"], r["stages"].get("operands"))
+    return mlp_chart.mlp_in_chart(r["mlp"], r["stages"].get("operands"))
 
 
 def mlp_diff_chart(r: dict) -> alt.TopLevelMixin:
     """Fig. 6b / 14: cos(MLP_out - MLP_in, W_U[C], W_U[other]) by layer, with the stage layers."""
-    return plots.mlp_diff_chart(r["mlp"], r["stages"].get("answer"))
+    return mlp_chart.mlp_diff_chart(r["mlp"], r["stages"].get("answer"))
 
 
 def stage(t: Any) -> str:
@@ -213,7 +213,7 @@ def peaks(r: dict) -> str:
 
 def projection_explorer(r: dict) -> alt.TopLevelMixin:
     """Every quantity of ``mlp_projection.csv``, one at a time."""
-    return plots.mlp_projection_explorer(r["mlp"])
+    return mlp_chart.mlp_projection_explorer(r["mlp"])
 
 
 def next_tokens(r: dict, prompt: str) -> str:
@@ -225,7 +225,7 @@ def next_tokens(r: dict, prompt: str) -> str:
 
 def top_numbers_chart(r: dict, prompt: str) -> alt.TopLevelMixin:
     """Fig. 6c: the five number tokens closest to each layer's MLP write on ``prompt``."""
-    return plots.top_numbers_chart(r["top"], prompt=prompt)
+    return mlp_chart.top_numbers_chart(r["top"], prompt=prompt)
 
 
 def top1(r: dict) -> pd.Series:

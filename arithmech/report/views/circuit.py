@@ -22,7 +22,8 @@ import pandas as pd
 
 from arithmech.core.names import component_label
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import EFFECT_SCHEME, fig_title, integer_axis
+from arithmech.report.charts.effect_chart import EFFECT_SCHEME
+from arithmech.report.charts.theme import fig_title, integer_axis
 
 Z95 = 1.959964
 
@@ -131,7 +132,9 @@ def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
     }
 
 
-def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond") -> alt.LayerChart:
+def circuit_chart(
+    nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond"
+) -> alt.LayerChart | alt.FacetChart:
     """Senders → receivers → logits: x = layer (logits after the last), edge width and colour = effect
     (red: lowers the answer logit), dashed = direct edges to the logits; hover for the numbers."""
     pos = nodes.set_index("node")[["layer", "y"]]

@@ -20,7 +20,7 @@ from arithmech import paper
 from arithmech.core.models import load_model
 from arithmech.methods import mlp
 from arithmech.methods.explorer import top_next
-from arithmech.report.charts import plots
+from arithmech.report.charts import mlp_chart
 from arithmech.report.views.pages import chapter_end
 
 
@@ -70,7 +70,7 @@ class Page:
 
     def chart(self) -> Any:
         """The adder's partial results beside the model's MLP writes, layer by layer."""
-        return plots.adder_vs_llm_chart(self.adder, self.top, self.P.a, self.P.b)
+        return mlp_chart.adder_vs_llm_chart(self.adder, self.top, self.P.a, self.P.b)
 
     def steps(self) -> str:
         """The computer's partial results, step by step."""
@@ -90,7 +90,7 @@ class Page:
 
     def fig17(self) -> Any:
         """Fig. 17: the top numbers of each MLP layer on the prompt."""
-        return plots.top_numbers_chart(self.top.assign(prompt=self.prompt), fig="Fig. 17", prompt=self.prompt)
+        return mlp_chart.top_numbers_chart(self.top.assign(prompt=self.prompt), fig="Fig. 17", prompt=self.prompt)
 
     def end(self) -> None:
         """The page's last cell: the adder's steps, the model's layers and its next token in the findings box."""

@@ -27,7 +27,7 @@ from arithmech.data.pairs import make_pairs, select_templates
 from arithmech.embedded import heldout as H
 from arithmech.evals.scoring import filter_correct
 from arithmech.report.build.chapters import Data as DataChapter
-from arithmech.report.charts.plots import template_accuracy_chart
+from arithmech.report.charts.accuracy_chart import template_accuracy_chart
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps import shots as shots_step

@@ -26,6 +26,7 @@ vega selections (no kernel, no network).
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -33,7 +34,8 @@ import pandas as pd
 from arithmech.core.names import component_label, components, token_label
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, EFFECT_SCHEME, fig_title
+from arithmech.report.charts.effect_chart import EFFECT_SCHEME
+from arithmech.report.charts.theme import COLUMN, fig_title
 from arithmech.report.views.pages import ANSWER_TOKEN_RULES
 
 ANSWERS = colours.scale("answer", {"answer token": "answer", "other": "other"})  # green: the answer token
@@ -172,7 +174,7 @@ def explorer_chart(
         ]
     )
     step_lines = step_labels(steps).assign(line=lambda d: d.line + n_top)
-    txt = dict(align="left", baseline="top", fontSize=12)
+    txt: dict[str, Any] = dict(align="left", baseline="top", fontSize=12)
     y = alt.Y("line:O", axis=None, scale=alt.Scale(domain=list(range(int(step_lines.line.max()) + 1))))
     header = alt.layer(
         alt.Chart(lines)
@@ -186,7 +188,7 @@ def explorer_chart(
     ).properties(width=COLUMN, height=alt.Step(HEADER_STEP))
 
     # --- top-5 next tokens, intact and knocked out
-    def top_panel(cond, title: str) -> alt.LayerChart:
+    def top_panel(cond, title: str) -> alt.LayerChart | alt.FacetChart:
         base = (
             alt.Chart(data["top"])
             .transform_filter(this)

@@ -20,7 +20,7 @@ from arithmech import paper
 from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.core.names import components
-from arithmech.report.charts import plots
+from arithmech.report.charts import effect_chart
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.generalize import table3
 
@@ -77,7 +77,7 @@ class Page:
     def heatmaps(self) -> Any:
         """Each template's path-patching heatmap (two side by side), or a sentence where no template had X_r."""
         charts = [
-            plots.effect_heatmap(
+            effect_chart.effect_heatmap(
                 r.effects, next(iter(r.tasks)), fig="Table 3", subtitle=f"template {k}: {self._kept(r)} X_r prompts"
             )
             for k, r in self.runs.items()

@@ -21,7 +21,7 @@ from arithmech.claims.rules import K, claims
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
-from arithmech.report.views.pages import verdict
+from arithmech.report.views.table_display import verdict
 
 CLAIMS = (
     "key-heads-exist",

@@ -24,7 +24,7 @@ from arithmech.core.names import component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs as D
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
-from arithmech.report.charts import plots
+from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.config import Generalize
@@ -138,7 +138,7 @@ class Page:
     def heatmap(self) -> Any:
         """App. E: the path-patching effects on the second dataset (last column: MLP)."""
         r = self.cmp["runs"][self.name]
-        return plots.effect_heatmap(
+        return effect_chart.effect_heatmap(
             r.effects, next(iter(r.tasks)), fig="App. E", subtitle=f"path patching on {self.name}; last column: MLP"
         )
 

@@ -3,7 +3,7 @@
 :func:`run` loads the chapter's model and runs the identify step on it (path patching, key heads, knockouts,
 transfer), rewriting its files; it returns a dict ``r`` (``P`` the config, ``net``, ``tok``, ``geo``, ``res``
 the :class:`~arithmech.steps.identify.IdentifyResult`, ``out`` the results folder) that the other functions
-read. :func:`stability` runs (or reads) the key-head stability step. Each function returns what its cell shows:
+read (the knockout's sections: :mod:`arithmech.report.views.identify_knockout_page`). :func:`stability` runs (or reads) the key-head stability step. Each function returns what its cell shows:
 a sentence (the cell prints it), a Markdown block, a DataFrame or Styler, an altair chart, or a list of display
 objects (the cell calls ``display(*…)``)::
 
@@ -26,17 +26,14 @@ from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.pairs import answer_ids
-from arithmech.embedded import pair_circuits
-from arithmech.methods.knockout_tables import sanity_intervals, sanity_readable, sanity_table
 from arithmech.methods.patching import path_patch
 from arithmech.report.build.chapters import Identify as IdentifyChapter
-from arithmech.report.charts import plots
+from arithmech.report.charts import effect_chart
 from arithmech.report.charts import stability_views as stability_charts
-from arithmech.report.charts.knockout_chart import knockout_control_chart
-from arithmech.report.charts.transfer_chart import transfer_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets, markdown
-from arithmech.report.views.pages import chapter_end, claim_lines, verdict
+from arithmech.report.views.pages import chapter_end, claim_lines
+from arithmech.report.views.table_display import verdict
 from arithmech.steps import identify as I
 from arithmech.steps import stability as St
 from arithmech.steps.ensure import ensure
@@ -55,6 +52,8 @@ CLAIMS = [
     "key-heads-stable",
     "counterfactuals-agree",
 ]
+
+
 END_CLAIMS = [
     "key-heads-exist",
     "knockout-key-vs-random",
@@ -63,6 +62,8 @@ END_CLAIMS = [
     "key-heads-stable",
     "counterfactuals-agree",
 ]
+
+
 INFO = {
     "n_drawn": "pairs drawn",
     "n_correct": "answer token right",
@@ -71,31 +72,6 @@ INFO = {
     "accuracy": "answer-token accuracy",
     "exact_match": "exact match (greedy, whole answer)",
 }
-KNOCKOUT = {
-    "positions": "ablated at",
-    "key_heads": "key heads (k)",
-    "accuracy_key_heads_out": "accuracy, key heads out",
-    "ci_low": "95% CI low",
-    "ci_high": "95% CI high",
-    "accuracy_random_out_mean": "k random non-key heads (mean)",
-    "accuracy_random_out_q05": "random 5%",
-    "accuracy_random_out_q95": "random 95%",
-    "random_orders": "orders",
-    "accuracy_layer_matched_mean": "k random heads, same layers (mean)",
-    "accuracy_layer_matched_q05": "same layers 5%",
-    "layer_matched_orders": "same-layer draws",
-    "n": "prompts",
-}
-KNOCKOUT_RATES = [
-    "accuracy, key heads out",
-    "95% CI low",
-    "95% CI high",
-    "k random non-key heads (mean)",
-    "random 5%",
-    "random 95%",
-    "k random heads, same layers (mean)",
-    "same layers 5%",
-]
 
 
 def rules() -> Any:
@@ -194,7 +170,7 @@ def tokens_table(r: dict, templates: bool = False) -> Styler:
 def heatmap(r: dict) -> alt.TopLevelMixin:
     """Fig. 3: every head's and MLP's effect, all tasks together (or the one task)."""
     res = r["res"]
-    return plots.effect_heatmap(res.effects, "all" if len(res.tasks) > 1 else next(iter(res.tasks)))
+    return effect_chart.effect_heatmap(res.effects, "all" if len(res.tasks) > 1 else next(iter(res.tasks)))
 
 
 def key_heads_lines(r: dict) -> str:
@@ -303,7 +279,11 @@ def stability_claims(st: dict) -> Styler:
 def task_heatmaps(r: dict) -> alt.TopLevelMixin | str:
     """Fig. 15: the effects task by task (one task: says so)."""
     res = r["res"]
-    return plots.effect_heatmap(res.effects, list(res.tasks), fig="Fig. 15") if len(res.tasks) > 1 else "one task only"
+    return (
+        effect_chart.effect_heatmap(res.effects, list(res.tasks), fig="Fig. 15")
+        if len(res.tasks) > 1
+        else "one task only"
+    )
 
 
 def per_task(r: dict) -> Styler | None:
@@ -331,116 +311,6 @@ def fast_vs_reference(r: dict) -> str:
         f"max |effect fast - effect reference| over {len(few)} samples x {geo.n_layers * (geo.n_heads + 1)} senders: "
         f"{(fast.relative_change() - ref.relative_change()).abs().max():.1e}"
     )
-
-
-def knockout_chart(r: dict, kind: str) -> alt.TopLevelMixin:
-    """The knockout of the key heads (``kind`` "head") or MLPs ("mlp") against random ones, at END."""
-    res = r["res"]
-    p = res.params["knockout_positions"]
-    return knockout_control_chart(res.knockout, kind, positions="end" if p == "both" else p)
-
-
-def _knockout_style(table: pd.DataFrame) -> Styler:
-    return (
-        table.rename(columns=KNOCKOUT)
-        .drop(columns=["accuracy_random_out_std"])
-        .style.format({c: "{:.1%}" for c in KNOCKOUT_RATES}, na_rep="not run")
-        .hide(axis="index")
-    )
-
-
-def knockout_summary(r: dict) -> Styler:
-    """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
-    return _knockout_style(I.knockout_summary(r["res"]))
-
-
-def sanity(r: dict) -> list:
-    """The knockout's sanity checks in words, then their 95 % intervals and where the means came from."""
-    st = sanity_table(r["res"])
-    return [
-        sanity_readable(st),
-        markdown("95% intervals: " + sanity_intervals(st) + ". Means: " + "; ".join(sorted(set(st.mean_source))) + "."),
-    ]
-
-
-def positions(r: dict) -> Styler:
-    """The knockout at each choice of ablated positions."""
-    return _knockout_style(I.positions_table(r["res"], r["net"], r["tok"]))
-
-
-def transfer(r: dict) -> alt.TopLevelMixin:
-    """The knockout of the studied heads on prompts of other forms."""
-    return transfer_chart(r["res"].transfer, r["P"].model, counts.key_heads(r["out"]).studied_phrase())
-
-
-def _svamp() -> str:
-    s = paper.SVAMP_KNOCKOUT
-    return "{before:.1f}% → {after:.1f}%, {rel:+.0%}".format(
-        before=s["before"], after=sum(s.values()), rel=s["change"] / s["before"]
-    ).replace("-", "−")
-
-
-def heldout(r: dict) -> Styler:
-    """The knockout on a held-out prompt family beside the paper's SVAMP knockout (one row)."""
-    h = r["res"].heldout
-    return (
-        pd.DataFrame(
-            [
-                {
-                    "held-out family": h["family"],
-                    "heads knocked out": components(h.get("heads", [])) if h.get("heads") else "—",
-                    "prompts": h.get("n"),
-                    "accuracy before": h.get("base_accuracy"),
-                    "after (key heads)": h.get("knockout_accuracy"),
-                    "relative change": h.get("relative_drop"),
-                    "95% CI after": "{:.1%}–{:.1%}".format(*h["knockout_ci"]) if h.get("knockout_ci") else None,
-                    "after (as many random non-key heads)": h.get("random_accuracy_mean"),
-                    "random 5–95%": f"{h['random_accuracy_q05']:.1%}–{h['random_accuracy_q95']:.1%} "
-                    f"({h['random_orders']} orders)"
-                    if "random_accuracy_q05" in h
-                    else None,
-                    "mean": h.get("mean_source"),
-                    "paper (SVAMP)": _svamp(),
-                }
-            ]
-        )
-        .style.format(
-            {
-                "accuracy before": "{:.1%}",
-                "after (key heads)": "{:.1%}",
-                "relative change": "{:+.0%}",
-                "after (as many random non-key heads)": "{:.1%}",
-            },
-            na_rep="—",
-        )
-        .hide(axis="index")
-    )
-
-
-def pair_overlap(r: dict) -> list:
-    """With ``P.trained_without_heldout``: the top-10 components on trained facts against held-out ones, beside
-    two trained sets (the noise ceiling), as a one-table list; else an empty list."""
-    if not r["P"].trained_without_heldout:
-        return []
-    pc = pair_circuits.compare(r["net"], r["tok"], "addition", seed=r["P"].seed)
-
-    def fmt(o: dict) -> str:
-        return f"{o['value']} of {o['k']} [{o['lo']:.0f}, {o['hi']:.0f}]"
-
-    def sets(*ns: str) -> str:
-        return " vs ".join(f"{n} ({pc['n_prompts'][n]} prompts, {pc['n_facts'][n]} facts)" for n in ns)
-
-    return [
-        pd.DataFrame(
-            [
-                {"compared": sets("trained A", "held out"), "top-10 overlap (95% over facts)": fmt(pc["overlap"])},
-                {
-                    "compared": sets("trained A", "trained B") + " — the noise ceiling",
-                    "top-10 overlap (95% over facts)": fmt(pc["ceiling"]),
-                },
-            ]
-        ).style.hide(axis="index")
-    ]
 
 
 def verdicts(r: dict) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from arithmech import paper
 from arithmech.core.names import component, components
-from arithmech.report.charts import plots
+from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
 from arithmech.steps.config import Finetune
@@ -81,7 +81,7 @@ def paper_table5() -> pd.DataFrame:
 
 def chart(runs: list[dict]) -> Any:
     """Each benchmark against the MLP layers tuned, ours beside the paper's (up to 6 MLPs)."""
-    return plots.ablation_chart(
+    return accuracy_chart.ablation_chart(
         table5(runs),
         x="mlps",
         metrics=("negative differences (math)", "two-digit (math)", "generic facts"),

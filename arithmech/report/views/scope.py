@@ -4,7 +4,7 @@
 ``results/smollm2-135m/``) and states how many of the paper's one-digit prompts the model answers right — the
 whole answer under greedy decoding (``answer_tokens.csv``'s ``exact_correct`` of ``n_drawn``, every operation) —
 without and with solved examples; the rest of the box is what follows from that for the book's verdicts.
-It is written first in ``book/_generated/findings.md`` (:func:`arithmech.report.build.book.write_generated`), so it is
+It is written first in ``book/_generated/findings.md`` (:func:`arithmech.report.build.generate.write_generated`), so it is
 on the introduction's first screen.
 """
 

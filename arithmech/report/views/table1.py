@@ -17,7 +17,7 @@ from arithmech.claims.frontier import MIN_RUNS
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, integer_axis
+from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
 from arithmech.steps.table1_grid import RANDOM, grid_of
 
@@ -195,7 +195,7 @@ def phrasings_frame(folder: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("arm")
 
 
-def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
+def curve_chart(folder: str | Path) -> alt.LayerChart | alt.FacetChart | alt.VConcatChart | None:
     """Full SFT's validation learning curve with its knee (the arms' step budget) and, where the curve
     recorded them, the general skills' validation values along the same run (the curve of forgetting);
     None without a curve."""

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN
+from arithmech.report.charts.theme import COLUMN
 from arithmech.report.views.tables import TOY_NAMES
 
 ARM_SCALE = colours.scale("arm")  # base, full, precise-key (red: key), precise-random (grey: random)
@@ -18,7 +18,7 @@ _BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
 
 def tradeoff_chart(
     frame: pd.DataFrame, title: str = "what each run learnt and what it lost", subtitle: str | None = None
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """One point per fine-tuned run (arm × seed × learning rate): x = change of the primary general
     measure from base, y = change of the primary math measure; filled = the arm's chosen rate, hollow =
     the other rates of its grid; a run that collapsed on the general measure (the gate of
@@ -74,7 +74,10 @@ def arms_chart(
     df = table[(table.arm != "base") & table.measure.isin(measures)][
         ["arm", "measure", "delta", "delta_ci_low", "delta_ci_high", "runs"]
     ]
-    shown = lambda m: TOY_NAMES.get(m, m)  # "two_digit" → "two-digit (math)"
+
+    def shown(m: str) -> str:  # "two_digit" → "two-digit (math)"
+        return TOY_NAMES.get(m, m)
+
     df = df.assign(measure=df.measure.map(shown))
     arms = [a for a in ARM_SCALE.domain if a in set(df.arm)]
     enc = alt.Chart().encode(
@@ -108,7 +111,7 @@ def frontier_chart(
     points: pd.DataFrame,
     title: str = "every run, and each arm's frontier",
     subtitle: list[str] | str | None = None,
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """The trade-off plane over whole curves (issue #40): every run as a small hollow mark (a cross where it
     collapsed), each grid point's run mean as a filled dot, and each arm's frontier (the Pareto set of its points
     that did not collapse) as a line through its points; x = change of the primary general measure from base,
@@ -120,7 +123,7 @@ def frontier_chart(
     y = alt.Y(
         "math:Q", title=f"change of {runs['math_name'].iloc[0]} from base (math gain)", axis=alt.Axis(format="+.0%")
     )
-    tip = [
+    tip: list[str | alt.Tooltip] = [
         "arm",
         alt.Tooltip("lr:Q", format=".0e", title="rate"),
         alt.Tooltip("math:Q", format="+.1%"),

@@ -22,7 +22,7 @@ import pandas as pd
 
 from arithmech.core.names import component
 from arithmech.methods.explorer import explore, knockout_means, mean_ablation, top_table
-from arithmech.report.charts import plots
+from arithmech.report.charts import attention_chart, mlp_chart
 
 
 def _bundle(obj) -> dict:
@@ -114,8 +114,8 @@ class Explorer:
         nums = tables["numbers"].assign(prompt=lambda d: d.input + " / " + d.condition)
         outs = [
             _bundle(top),
-            _bundle(plots.attention_strip_chart(att, title="Attention of the chosen head", dropdown=False)),
-            _bundle(plots.top_numbers_chart(nums, fig="Fig. 6c", column="prompt")),
+            _bundle(attention_chart.attention_strip_chart(att, title="Attention of the chosen head", dropdown=False)),
+            _bundle(mlp_chart.top_numbers_chart(nums, fig="Fig. 6c", column="prompt")),
         ]
         self.output.outputs = tuple(outs)
         self.tables = tables

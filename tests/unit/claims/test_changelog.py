@@ -11,7 +11,7 @@ import pytest
 
 from arithmech.claims import changelog as CL
 from arithmech.claims import rules as C
-from arithmech.report.views import pages
+from arithmech.report.views import findings, table_display
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -60,7 +60,7 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
     monkeypatch.setattr(CL, "CHANGELOG", fake)
     assert CL.pre_registered("a") and not CL.pre_registered("b") and not CL.pre_registered("unknown")
     rules = (C.Rule("a", "A", "p", "r", 1), C.Rule("b", "B", "p", "r", 2))
-    s = pages.provenance_sentence(rules)
+    s = findings.provenance_sentence(rules)
     assert s.startswith("1 of the 2 rules are unchanged since before the results they decide existed (`a`); "
                         "1 were written or changed after such results existed (`b`)")
 
@@ -69,7 +69,7 @@ def test_provenance_sentence_counts_the_real_changelog():
     """Protects the introduction's sentence (it replaced a typed "written before the run"): its numbers are the
     changelog's, for the rules there are."""
     pre = [r.id for r in C.RULES if CL.pre_registered(r.id)]
-    s = pages.provenance_sentence()
+    s = findings.provenance_sentence()
     assert s.startswith(f"{len(pre)} of the {len(C.RULES)} rules are unchanged")
     assert all(f"`{r.id}`" in s for r in C.RULES)
 
@@ -77,8 +77,8 @@ def test_provenance_sentence_counts_the_real_changelog():
 def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
     """Protects the rules page: it opens with the computed provenance sentence and ends with every changelog
     entry (dropped rules marked), even before any result exists."""
-    page = pages.rules_page(tmp_path, [("none", "No model")])
-    assert page.startswith(pages.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
+    page = findings.rules_page(tmp_path, [("none", "No model")])
+    assert page.startswith(findings.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
     for c in CL.CHANGELOG:
         assert f"| `{c.rule}` v{c.version} | {c.date} `{c.commit}` |" in page, (c.rule, c.version)
     assert all(f"`{c.rule}` v{c.version} (dropped)" in page for c in CL.DROPPED)
@@ -96,9 +96,9 @@ def test_tally_never_counts_controls_and_controls_have_their_own_table():
     claims table, as the SmolLM2 appendix and the rules page do — the tally counts the paper's claims only; the
     controls are shown in a table of their own, each with its verdict."""
     c = _frame([True, False, None, False, True], controls=2)
-    assert pages.tally(c) == "1 of 3 claims hold, 1 do not, 1 inconclusive"
-    assert pages.tally(c) == pages.tally(c[~pages.is_control(c)])
-    t = pages.controls_table(c)
+    assert findings.tally(c) == "1 of 3 claims hold, 1 do not, 1 inconclusive"
+    assert findings.tally(c) == findings.tally(c[~findings.is_control(c)])
+    t = findings.controls_table(c)
     assert t.count("\n") == 3 and "Check 0" in t and "(control)" not in t and "Claim" not in t
     assert "| h3 | **does not hold** |" in t and "| h4 | **holds** |" in t
 
@@ -145,13 +145,13 @@ def test_findings_box_counts_claims_and_tables_controls_apart(name):
     """Protects the introduction's box on every results folder present: its title's tally is the paper's claims
     only (the controls' number is not in it), and each control appears, with its verdict, in its own table."""
     c = C.claims(REPO / "results" / name)
-    box = pages.results_box(REPO, [(name, name)])
-    n_paper = len(pages.the_papers(c))
-    assert f"the paper's claims: {pages.tally(c)};" in box and f" of {n_paper} claims hold" in box
-    assert f"this book's: {pages.tally(c, True)}" in box
+    box = findings.results_box(REPO, [(name, name)])
+    n_paper = len(findings.the_papers(c))
+    assert f"the paper's claims: {findings.tally(c)};" in box and f" of {n_paper} claims hold" in box
+    assert f"this book's: {findings.tally(c, True)}" in box
     table = box[box.index("| control (not a claim of the paper)"):]
-    for _, r in c[pages.is_control(c)].iterrows():
-        assert f"| {r['here']} | **{pages.verdict(r['holds'])}** |" in table, r["id"]
+    for _, r in c[findings.is_control(c)].iterrows():
+        assert f"| {r['here']} | **{table_display.verdict(r['holds'])}** |" in table, r["id"]
 
 
 def test_the_count_keeps_the_papers_claims_apart_from_the_books():
@@ -160,12 +160,12 @@ def test_the_count_keeps_the_papers_claims_apart_from_the_books():
     claims, the book's added claims (rules.ADDED, selection-matters among them) have their own tally and
     sentence, and the controls are in neither."""
     c = C.claims(REPO / "results" / "none-such")            # every rule, each inconclusive: not measured
-    paper, added = pages.the_papers(c), c[pages.is_added(c) & ~pages.is_control(c)]
+    paper, added = findings.the_papers(c), c[findings.is_added(c) & ~findings.is_control(c)]
     assert set(added.id) == set(C.ADDED) and "selection-matters" in set(added.id)
-    assert len(paper) == 12 and len(added) == 7 and int(pages.is_control(c).sum()) == 2
-    assert pages.tally(c) == "0 of 12 claims hold, 0 do not, 12 inconclusive"
-    assert pages.tally(c, True) == "0 of 7 claims hold, 0 do not, 7 inconclusive"
-    s = pages.answer_sentence("M", c)
+    assert len(paper) == 12 and len(added) == 7 and int(findings.is_control(c).sum()) == 2
+    assert findings.tally(c) == "0 of 12 claims hold, 0 do not, 12 inconclusive"
+    assert findings.tally(c, True) == "0 of 7 claims hold, 0 do not, 7 inconclusive"
+    s = findings.answer_sentence("M", c)
     assert "0 of the paper's 12 claims hold" in s and s.endswith("Of the 7 claims this book adds, 0 of 7 claims hold, "
                                                                  "0 do not, 7 inconclusive.")
 

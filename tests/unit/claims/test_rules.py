@@ -11,7 +11,9 @@ import pytest
 
 from arithmech.claims import rules as C
 from arithmech.core import results as R
-from arithmech.report.views.pages import claim_lines, claims_table, verdict
+from arithmech.report.views.findings import claims_table
+from arithmech.report.views.pages import claim_lines
+from arithmech.report.views.table_display import verdict
 
 
 def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> pd.DataFrame:
