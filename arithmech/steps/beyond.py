@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -194,23 +195,44 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     )
 
 
-def read(folder: str | Path) -> dict:
-    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary.
+@dataclass(frozen=True)
+class Result:
+    """Beyond's files as a run made with ``config`` wrote them (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
 
-    Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
+    * ``model`` — the model the run recorded (the ``beyond`` record of ``run.json``, ``parameters.model``);
+    * ``summary`` — that record's ``summary``: agreement of EAP and EAP-IG with exact patching, the receivers, the
+      methods' seconds, the samples;
+    * ``eap`` — ``eap.csv``: exact, EAP and EAP-IG of every head and MLP;
+    * ``upstream`` — ``upstream.csv``: every earlier sender's effect through the receivers;
+    * ``n_layers`` — the model's layers (``eap.csv``'s largest layer + 1);
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    model: str
+    summary: dict
+    eap: pd.DataFrame
+    upstream: pd.DataFrame
+    n_layers: int
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary, as the :class:`Result` of a
+    run made with ``config``."""
     eap = results.read(folder, "eap.csv")
     rec = results.read_run(folder)["steps"].get("beyond")
     if rec is None:
         raise FileNotFoundError(
             f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
         )
-    return {
-        "model": rec["parameters"]["model"],
-        "summary": rec["summary"],
-        "eap": eap,
-        "upstream": results.read(folder, "upstream.csv"),
-        "n_layers": int(eap["layer"].max()) + 1,
-    }
+    return Result(
+        config=config,
+        model=rec["parameters"]["model"],
+        summary=rec["summary"],
+        eap=eap,
+        upstream=results.read(folder, "upstream.csv"),
+        n_layers=int(eap["layer"].max()) + 1,
+    )
 
 
 def summary(out: dict) -> str:

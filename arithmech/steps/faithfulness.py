@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -187,12 +188,31 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     )
 
 
-def read(folder) -> dict:
-    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record. A file written before rule version 5
-    (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run" (never an
-    unasked SmolLM2 recompute inside a book build). Returns ``{"model", "frame", "record"}``."""
+@dataclass(frozen=True)
+class Result:
+    """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file written before rule
+    version 5 (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run"
+    (never an unasked SmolLM2 recompute inside a book build).
+
+    * ``model`` — the model the run recorded (the ``faithfulness`` record of ``run.json``, ``parameters.model``);
+    * ``frame`` — ``faithfulness.csv`` (checked): each circuit's recovery, top-n and random;
+    * ``record`` — the step's ``run.json`` record (parameters, the rule's outcome, the resample tiers, seconds);
+    * ``config`` — the config the file was made with (or reused for)."""
+
+    config: Config
+    model: str
+    frame: pd.DataFrame
+    record: dict
+
+
+def read(folder, config: Config) -> Result:
+    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record, as the :class:`Result` of a run made
+    with ``config``."""
     rec = results.read_run(folder)["steps"]["faithfulness"]
-    return {"model": rec["parameters"]["model"], "frame": results.read(folder, "faithfulness.csv"), "record": rec}
+    return Result(
+        config=config, model=rec["parameters"]["model"], frame=results.read(folder, "faithfulness.csv"), record=rec
+    )
 
 
 def summary(out: dict) -> str:

@@ -98,7 +98,7 @@ class Page:
             model=self.net,
             tok=self.tok,
         )
-        s = acc[acc.template == "(all)"]
+        s = acc.table[acc.table.template == "(all)"]
         table = pd.DataFrame(
             {
                 "operation": s.op,
@@ -111,11 +111,11 @@ class Page:
         return [
             table,
             markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
-            plots.template_accuracy_chart(acc[acc.template != "(all)"], P.model),
+            plots.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model),
         ]
 
     @cached_property
-    def choice(self) -> dict:
+    def choice(self) -> shots_step.Result:
         """The shots step's result: the yield table, the K its rule picks, the floors and the operations per K."""
         return ensure(
             ShotsConfig(**self._common(), example_sets=self.P.example_sets),
@@ -127,7 +127,7 @@ class Page:
     @property
     def K(self) -> int:
         """The solved examples before every prompt: the rule's K, or the ``shots`` parameter where it is ≥ 0."""
-        return self.choice["shots"] if self.P.shots < 0 else self.P.shots
+        return self.choice.shots if self.P.shots < 0 else self.P.shots
 
     def shots_rule(self):
         """The rule that picks K (Markdown quote), from :mod:`arithmech.steps.shots`."""
@@ -139,7 +139,7 @@ class Page:
 
     def shots_table(self) -> list:
         """The yield per K and operation (table) and the sentence naming the K picked and the K the page runs."""
-        y, choice, K = self.choice["table"], self.choice, self.K
+        y, choice, K = self.choice.table, self.choice, self.K
         kept = [
             f"{k} ({r:.0%}, 95% {lo:.0%}–{hi:.0%})" for k, r, lo, hi in zip(y.kept, y.kept_rate, y.kept_lo, y.kept_hi)
         ]
@@ -158,13 +158,13 @@ class Page:
             .style.format({"most frequent answer (share of kept)": "{:.0%}"})
             .hide(axis="index")
         )
-        floors = "; ".join(f"K = {k}: {f['op']} {f['kept_rate']:.0%}" for k, f in choice["floors"].items())
+        floors = "; ".join(f"K = {k}: {f['op']} {f['kept_rate']:.0%}" for k, f in choice.floors.items())
         return [
             table,
             markdown(
-                f"The rule picks **K = {choice['shots']}** (weakest operation per K: {floors}). This page runs with "
+                f"The rule picks **K = {choice.shots}** (weakest operation per K: {floors}). This page runs with "
                 f"K = {K}" + (" (set by the `shots` parameter)" if self.P.shots >= 0 else "") + "; the operations the "
-                f"model can do at that K: {', '.join(choice['can_do'].get(K, [])) or 'none'}."
+                f"model can do at that K: {', '.join(choice.can_do.get(K, [])) or 'none'}."
             ),
         ]
 
@@ -185,20 +185,26 @@ class Page:
         return self._identify_config(shots=self.K, example_sets=self.P.example_sets)
 
     @cached_property
-    def identify(self) -> dict:
+    def identify(self) -> identify_step.Result:
         """identify.run's result (as ``python -m arithmech identify`` and the Identify chapter run it), with the
-        operand counterfactual beside it under ``"operand"``."""
+        operand counterfactual made beside it (:attr:`operand`)."""
         r = ensure(self._k_shot(), self.P.recompute)
-        return {**r, "operand": identify_step.operand(self._k_shot(), recompute=self.P.recompute)}
+        _ = self.operand
+        return r
+
+    @cached_property
+    def operand(self) -> dict:
+        """The operand counterfactual beside identify's files (:func:`arithmech.steps.identify.operand`)."""
+        return identify_step.operand(self._k_shot(), recompute=self.P.recompute)
 
     def kept(self) -> pd.DataFrame:
         """Pairs drawn and X_r kept per task (rows: tasks)."""
-        samples = self.identify["run"]["samples"].items()
+        samples = self.identify.run["samples"].items()
         return pd.DataFrame({t: {"drawn": i["n_drawn"], "kept (X_r)": i["n_kept"]} for t, i in samples}).T
 
     def fig2(self) -> list:
         """Fig. 2 twice: the relative change of the answer logit, then the logit difference (pooled task)."""
-        e = self.identify["effects"]
+        e = self.identify.effects
         return [
             plots.effect_heatmap(
                 e,
@@ -219,7 +225,7 @@ class Page:
     def fig15(self):
         """Fig. 15: the logit difference per operation."""
         ops = ["addition", "subtraction", "multiplication", "division"]
-        return plots.effect_heatmap(self.identify["effects"], ops, "logit_diff", fig="Fig. 15")
+        return plots.effect_heatmap(self.identify.effects, ops, "logit_diff", fig="Fig. 15")
 
     def claims_markdown(self, ids: list[str]):
         """The claims ``ids`` as a Markdown list of their verdict sentences."""
@@ -227,7 +233,7 @@ class Page:
 
     def top_heads(self):
         """The ten heads with the most negative effect on the pooled task, with the KV head each reads."""
-        e = self.identify["effects"]
+        e = self.identify.effects
         top = e[(e.task == "all") & (e["head"] != "mlp")].nsmallest(10, "effect")
         top = top.assign(
             kv_head=[self.geo.kv_head(int(h)) for h in top["head"]],
@@ -244,7 +250,7 @@ class Page:
 
     def knockout(self) -> list:
         """Fig. 3: the knockout curves of heads and of MLPs, the sanity rows and their 95% intervals."""
-        ko = self.identify["knockout"]
+        ko = self.identify.knockout
         st = sanity_table(ko, chance=uniform_guess(pairs.samples(self.folder)))
         return [
             knockout_control_chart(ko, "head"),
@@ -259,7 +265,7 @@ class Page:
         """Fig. 4's transfer prompts before/after the knockout, and the held-out template family (each where the
         run made it)."""
         r, out = self.identify, []
-        tr = r.get("transfer")
+        tr = r.transfer
         if tr is not None:
             ok = tr[tr.status == "ok"]
             out.append(
@@ -267,7 +273,7 @@ class Page:
                     index=["case", "prompt", "expected"], columns="when", values="token", aggfunc="first"
                 )[["before", "after"]]
             )
-        held = r.get("heldout", {})
+        held = r.heldout or {}
         if "base_accuracy" in held:
             out.append(
                 pd.DataFrame(
@@ -289,13 +295,13 @@ class Page:
 
     def operand_shared(self) -> str:
         """The heads both counterfactuals rank in their top 10."""
-        ov = self.identify["operand"]["overlap"]
+        ov = self.operand["overlap"]
         return f"shared: {components(ov['shared'])}  ({len(ov['shared'])} of {ov['top']})"
 
     def operand_tables(self) -> list:
         """Per head of either top 10: its rank membership and logit change under both counterfactuals (table), and
         addition's heatmap under the operator and the operand counterfactual side by side."""
-        operand, e = self.identify["operand"], self.identify["effects"]
+        operand, e = self.operand, self.identify.effects
         ov = operand["overlap"]
         both = pd.DataFrame(
             [
@@ -349,13 +355,13 @@ class Page:
             tok=self.tok,
         )
         return [
-            stability_charts.jaccard_chart(self.stability["table"]),
-            stability_charts.head_intervals_chart(self.stability["heads"], -0.05, top=20),
+            stability_charts.jaccard_chart(self.stability.table),
+            stability_charts.head_intervals_chart(self.stability.heads, -0.05, top=20),
         ]
 
     def stability_claims(self):
         """The stability run's claims, with their verdicts (table)."""
-        stab = stability_step.claims(self.stability["table"], self.stability["runs"])
+        stab = stability_step.claims(self.stability.table, self.stability.runs)
         return (
             stab.assign(holds=stab.holds.map(verdict_word))[["claim", "here", "holds"]]
             .rename(columns={"here": "this run", "holds": "verdict"})
@@ -363,7 +369,7 @@ class Page:
         )
 
     @cached_property
-    def analyze(self) -> dict:
+    def analyze(self) -> analyze_step.Result:
         """analyze.run's result on the studied heads (key heads, or the top 10 where none passes)."""
         P = self.P
         return ensure(
@@ -382,17 +388,17 @@ class Page:
     def attention(self) -> list:
         """The studied heads' labels (without the first position) and their attention from END by token role."""
         an = self.analyze
-        labels = an["labels"]
+        labels = an.labels
         heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in labels.name]
         return [
-            labels_table(labels, attention.label_heads(an["roles"], heads, view="without first")),
-            plots.attention_roles_chart(an["roles"], labels),
+            labels_table(labels, attention.label_heads(an.roles, heads, view="without first")),
+            plots.attention_roles_chart(an.roles, labels),
         ]
 
     def attention_lines(self):
         """The attention-roles rule's sentences and where ``{A}`` sits (Markdown list)."""
         heads_from = read_result(self.folder, "analyze.json")["heads_from"]
-        lines = attention.verdict_lines(self.analyze["baseline"], "operand", heads_from=heads_from)
+        lines = attention.verdict_lines(self.analyze.baseline, "operand", heads_from=heads_from)
         prompts = pairs.samples(self.folder)
         at0 = sum(0 in s.positions["A"] for s in prompts)
         return markdown(
@@ -402,24 +408,24 @@ class Page:
 
     def nonkey_band(self):
         """Fig. 5's control: the studied heads against the band of the other heads."""
-        return nonkey_band_chart(self.analyze["baseline"], fig="Fig. 5 control (SmolLM2)")
+        return nonkey_band_chart(self.analyze.baseline, fig="Fig. 5 control (SmolLM2)")
 
     def stages_line(self) -> str:
         """The start–inflection–end layers found here, beside LLaMA2-7B's."""
         s7b, n7b = paper.STAGES["LLaMA2-7B"]
         return (
             "start–inflection–end layers: "
-            + "; ".join(f"{k} {stage_layers(v)}" for k, v in self.analyze["summary"]["stages"].items())
+            + "; ".join(f"{k} {stage_layers(v)}" for k, v in self.analyze.summary["stages"].items())
             + f" (LLaMA2-7B: {stage_layers(s7b)} of {n7b} layers)"
         )
 
     def mlp_charts(self) -> list:
         """Fig. 6, 13, 14: the MLPs' projections on W_U (operands read, answer written) and their top numbers."""
-        an, stages = self.analyze, self.analyze["summary"]["stages"]
+        an, stages = self.analyze, self.analyze.summary["stages"]
         return [
-            plots.mlp_in_chart(an["mlp"], tuple(stages.get("operands", ())) or None),
-            plots.mlp_diff_chart(an["mlp"], tuple(stages.get("answer", ())) or None),
-            plots.top_numbers_chart(an["top"], prompt="4 + 3 = "),
+            plots.mlp_in_chart(an.mlp, tuple(stages.get("operands", ())) or None),
+            plots.mlp_diff_chart(an.mlp, tuple(stages.get("answer", ())) or None),
+            plots.top_numbers_chart(an.top, prompt="4 + 3 = "),
         ]
 
     def table1(self) -> list:
