@@ -11,8 +11,8 @@ On a seeded subset of identify's reference samples (``prompts.jsonl``), with the
 * the total effect of the counterfactual (``X_c`` instead of ``X_r``) on the answer logit, the
   methods' wall times and the agreement summary → the ``beyond`` record of ``run.json``.
 
->>> r = run(model="embedded", results="results", receivers=5, ig_steps=8, n_samples=64)
->>> r["eap"].head(); r["upstream"].head(); r["summary"]["eap"]["spearman_all"]
+>>> r = run(Config(model_name="embedded", results="results", receivers=5, ig_steps=8, n_samples=64))
+>>> r.eap.head(); r.upstream.head(); r.summary["eap"]["spearman_all"]
 """
 
 from __future__ import annotations
@@ -142,10 +142,10 @@ def identify_bootstrap(folder: Path) -> str:
     return results.read_run(folder)["steps"]["identify"]["parameters"].get("bootstrap", "prompt")
 
 
-def run(config: Config) -> dict:
+def run(config: Config) -> Result:
     """The step end to end: reads identify's files, loads the model, computes, writes ``eap.csv`` and
-    ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict plus
-    ``folder``."""
+    ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns the :class:`Result` read back from
+    them (:func:`read`)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
@@ -183,7 +183,7 @@ def run(config: Config) -> dict:
     results.write_step(
         folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record, model_name=c.model_name
     )
-    return {**out, "folder": folder, "model": model, "tok": tok}
+    return read(folder, c)
 
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
@@ -235,9 +235,10 @@ def read(folder: str | Path, config: Config) -> Result:
     )
 
 
-def summary(out: dict) -> str:
+def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: timings, agreement with exact patching, receivers."""
-    s = out["summary"]
+    s = result.summary
+    folder = results.model_folder(result.config.results, result.config.model_name)
     t = s["times"]
     lines = [
         f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
@@ -251,4 +252,4 @@ def summary(out: dict) -> str:
     lines.append(
         f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): {t['upstream_s']:.2f} s"
     )
-    return "\n".join(lines + [f"wrote eap.csv, upstream.csv to {out['folder']}"])
+    return "\n".join(lines + [f"wrote eap.csv, upstream.csv to {folder}"])

@@ -16,7 +16,7 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
   the cross-position heads, wall time).
 
 >>> out = run(Config(model_name="embedded"))
->>> out["rule"]["holds"], out["frame"].head()
+>>> out.record["rule"]["holds"], out.frame.head()
 """
 
 from __future__ import annotations
@@ -86,8 +86,9 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
 
-def run(config: Config) -> dict:
-    """The step end to end (see the module docstring). Returns ``{"frame", "info", "rule", "folder", "wall_s"}``."""
+def run(config: Config) -> Result:
+    """The step end to end (see the module docstring). Returns the :class:`Result` read back from what it wrote
+    (:func:`read`; the rule's outcome and the prompts' info are in its ``record``)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "faithfulness", c.overwrite)
@@ -177,7 +178,7 @@ def run(config: Config) -> dict:
         "estimate": est.record() if est else None,
     }
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
-    return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
+    return read(folder, c)
 
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
@@ -215,9 +216,10 @@ def read(folder, config: Config) -> Result:
     )
 
 
-def summary(out: dict) -> str:
+def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: the prompts, the verdict and its best candidate."""
-    r, info = out["rule"], out["info"]
+    r, info = result.record["rule"], result.record["info"]
+    folder = results.model_folder(result.config.results, result.config.model_name)
     b = r.get("best") or {}
     pct = lambda d: (
         f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
@@ -232,6 +234,6 @@ def summary(out: dict) -> str:
             f"{', '.join(info['ranking'][:5])}, ...",
             f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
             + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
-            f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s",
+            f"wrote faithfulness.csv to {folder} in {result.record['wall_s']:.0f} s",
         ]
     )
