@@ -16,13 +16,14 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
   the cross-position heads, wall time).
 
 >>> out = run(Config(model_name="embedded"))
->>> out["rule"]["holds"], out["frame"].head()
+>>> out.record["rule"]["holds"], out.frame.head()
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -85,8 +86,9 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
 
-def run(config: Config) -> dict:
-    """The step end to end (see the module docstring). Returns ``{"frame", "info", "rule", "folder", "wall_s"}``."""
+def run(config: Config) -> Result:
+    """The step end to end (see the module docstring). Returns the :class:`Result` read back from what it wrote
+    (:func:`read`; the rule's outcome and the prompts' info are in its ``record``)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "faithfulness", c.overwrite)
@@ -176,7 +178,7 @@ def run(config: Config) -> dict:
         "estimate": est.record() if est else None,
     }
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
-    return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
+    return read(folder, c)
 
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
@@ -187,17 +189,37 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     )
 
 
-def read(folder) -> dict:
-    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record. A file written before rule version 5
-    (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run" (never an
-    unasked SmolLM2 recompute inside a book build). Returns ``{"model", "frame", "record"}``."""
+@dataclass(frozen=True)
+class Result:
+    """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file written before rule
+    version 5 (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run"
+    (never an unasked SmolLM2 recompute inside a book build).
+
+    * ``model`` — the model the run recorded (the ``faithfulness`` record of ``run.json``, ``parameters.model``);
+    * ``frame`` — ``faithfulness.csv`` (checked): each circuit's recovery, top-n and random;
+    * ``record`` — the step's ``run.json`` record (parameters, the rule's outcome, the resample tiers, seconds);
+    * ``config`` — the config the file was made with (or reused for)."""
+
+    config: Config
+    model: str
+    frame: pd.DataFrame
+    record: dict
+
+
+def read(folder, config: Config) -> Result:
+    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record, as the :class:`Result` of a run made
+    with ``config``."""
     rec = results.read_run(folder)["steps"]["faithfulness"]
-    return {"model": rec["parameters"]["model"], "frame": results.read(folder, "faithfulness.csv"), "record": rec}
+    return Result(
+        config=config, model=rec["parameters"]["model"], frame=results.read(folder, "faithfulness.csv"), record=rec
+    )
 
 
-def summary(out: dict) -> str:
+def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: the prompts, the verdict and its best candidate."""
-    r, info = out["rule"], out["info"]
+    r, info = result.record["rule"], result.record["info"]
+    folder = results.model_folder(result.config.results, result.config.model_name)
     b = r.get("best") or {}
     pct = lambda d: (
         f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
@@ -212,6 +234,6 @@ def summary(out: dict) -> str:
             f"{', '.join(info['ranking'][:5])}, ...",
             f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
             + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
-            f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s",
+            f"wrote faithfulness.csv to {folder} in {result.record['wall_s']:.0f} s",
         ]
     )

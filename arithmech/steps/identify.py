@@ -26,8 +26,10 @@ digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from arithmech.core import admission, results
@@ -163,10 +165,50 @@ ABSENT_MEANS = {
 }
 
 
-def read(folder: str | Path) -> dict:
-    """Identify's files in ``folder`` (checked), keyed by name without extension, and ``"run"``: its ``run.json``
-    record (what :func:`arithmech.steps.ensure.ensure` returns for an :class:`Identify` config)."""
-    return {**results.read_step(folder, "identify"), "run": results.read_run(folder)["steps"]["identify"]}
+@dataclass(frozen=True)
+class Result:
+    """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.steps.ensure.ensure` returns
+    for an :class:`Identify` config; :func:`read`). Each field is read, checked, from the file it is named after:
+
+    * ``prompts`` — ``prompts.jsonl``: the kept X_r / X_c pairs, one dict each;
+    * ``effects`` — ``effects.csv``: each head's and MLP's effect per task, with its 95% interval;
+    * ``key_heads`` — ``key_heads.json``: the key heads of the pooled task and the rule that chose them;
+    * ``answer_tokens`` — ``answer_tokens.csv`` (``None`` for ready-made samples: no template counts);
+    * ``knockout`` — ``knockout.csv`` (``None`` where the run made no knockout);
+    * ``transfer`` — ``transfer.csv`` (``None`` where the run made no transfer);
+    * ``heldout`` — ``heldout.json`` (``None`` where absent);
+    * ``run`` — the ``identify`` record of ``run.json`` (parameters, samples kept per task, versions, timings);
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    prompts: list[dict]
+    effects: pd.DataFrame
+    key_heads: dict
+    run: dict
+    answer_tokens: pd.DataFrame | None = None
+    knockout: pd.DataFrame | None = None
+    transfer: pd.DataFrame | None = None
+    heldout: dict | None = None
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """Identify's files in ``folder`` (checked, :func:`arithmech.core.results.read`) and its ``run.json`` record,
+    as the :class:`Result` of a run made with ``config``."""
+
+    def file(name: str, always: bool = False):  # the files a run writes only where it makes them: None when absent
+        return results.read(folder, name) if always or results.exists(folder, name) else None
+
+    return Result(
+        config=config,
+        prompts=file("prompts.jsonl", True),
+        effects=file("effects.csv", True),
+        key_heads=file("key_heads.json", True),
+        run=results.read_run(folder)["steps"]["identify"],
+        answer_tokens=file("answer_tokens.csv"),
+        knockout=file("knockout.csv"),
+        transfer=file("transfer.csv"),
+        heldout=file("heldout.json"),
+    )
 
 
 def summary(res: IdentifyResult) -> str:

@@ -143,9 +143,9 @@ def shots_rule() -> Any:
     )
 
 
-def yield_view(choice: dict) -> pd.DataFrame:
+def yield_view(choice: shots_step.Result) -> pd.DataFrame:
     """One shots run's yield: K by operation, "k of n (Wilson 95 %)" kept."""
-    y = choice["table"]
+    y = choice.table
     return (
         y.assign(
             kept=[f"{k} of {n} ({lo:.0%}–{hi:.0%})" for k, n, lo, hi in zip(y.kept, y.drawn, y.kept_lo, y.kept_hi)]
@@ -171,7 +171,7 @@ def yields(d: dict) -> list:
     if P.model != SHIPPED and exists(model_folder("results", SHIPPED), "shots.csv"):
         chosen[SHIPPED] = ensure(ShotsConfig(model_name=SHIPPED, seed=P.seed))  # the shipped table
     return [
-        x for m, c in chosen.items() for x in (markdown(f"**{m}**: the rule picks **K = {c['shots']}**"), yield_view(c))
+        x for m, c in chosen.items() for x in (markdown(f"**{m}**: the rule picks **K = {c.shots}**"), yield_view(c))
     ]
 
 

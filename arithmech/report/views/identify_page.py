@@ -226,7 +226,7 @@ def mlps(r: dict) -> Styler | str:
     ).style.hide(axis="index")
 
 
-def stability(r: dict) -> dict:
+def stability(r: dict) -> St.Result:
     """The key-head stability step on addition (``P.stability_seeds`` draws at each of ``P.stability_sizes``),
     from its files when made with these parameters."""
     P = r["P"]
@@ -247,28 +247,28 @@ def stability(r: dict) -> dict:
     )
 
 
-def stability_line(st: dict) -> str:
+def stability_line(st: St.Result) -> str:
     """How many runs, their seconds, and the X_r prompts each size kept."""
-    runs = st["runs"]
+    runs = st.runs
     return (
-        f"{len(runs)} runs, {st['record']['timings'].get('total', float('nan')):.0f} s; X_r prompts per run: "
+        f"{len(runs)} runs, {st.record['timings'].get('total', float('nan')):.0f} s; X_r prompts per run: "
         + ", ".join(f"{n} pairs → {g.n.min()}–{g.n.max()}" for n, g in runs[runs.family == "all"].groupby("size"))
     )
 
 
-def jaccard(st: dict) -> alt.TopLevelMixin:
+def jaccard(st: St.Result) -> alt.TopLevelMixin:
     """The key-head sets' Jaccard overlap between draws, by size."""
-    return stability_charts.jaccard_chart(st["table"])
+    return stability_charts.jaccard_chart(st.table)
 
 
-def head_intervals(st: dict, r: dict) -> alt.TopLevelMixin:
+def head_intervals(st: St.Result, r: dict) -> alt.TopLevelMixin:
     """The top 20 heads' effect intervals in every stability run, against the threshold."""
-    return stability_charts.head_intervals_chart(st["heads"], r["P"].threshold, top=20)
+    return stability_charts.head_intervals_chart(st.heads, r["P"].threshold, top=20)
 
 
-def stability_claims(st: dict) -> Styler:
+def stability_claims(st: St.Result) -> Styler:
     """The stability step's claims: what this run found and the verdict."""
-    s = St.claims(st["table"], st["runs"])
+    s = St.claims(st.table, st.runs)
     return (
         s.assign(holds=s.holds.map(verdict))[["claim", "here", "holds"]]
         .rename(columns={"here": "this run", "holds": "verdict"})

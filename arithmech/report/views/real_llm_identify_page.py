@@ -37,7 +37,7 @@ class IdentifySection(PageBase):
     """The shots and identify steps of the page, each result read (or made) on first use."""
 
     @cached_property
-    def choice(self) -> dict:
+    def choice(self) -> shots_step.Result:
         """The shots step's result: the yield table, the K its rule picks, the floors and the operations per K."""
         return ensure(
             ShotsConfig(**self._common(), example_sets=self.P.example_sets),
@@ -49,7 +49,7 @@ class IdentifySection(PageBase):
     @property
     def K(self) -> int:
         """The solved examples before every prompt: the rule's K, or the ``shots`` parameter where it is ≥ 0."""
-        return self.choice["shots"] if self.P.shots < 0 else self.P.shots
+        return self.choice.shots if self.P.shots < 0 else self.P.shots
 
     def shots_rule(self):
         """The rule that picks K (Markdown quote), from :mod:`arithmech.steps.shots`."""
@@ -61,7 +61,7 @@ class IdentifySection(PageBase):
 
     def shots_table(self) -> list:
         """The yield per K and operation (table) and the sentence naming the K picked and the K the page runs."""
-        y, choice, K = self.choice["table"], self.choice, self.K
+        y, choice, K = self.choice.table, self.choice, self.K
         kept = [
             f"{k} ({r:.0%}, 95% {lo:.0%}–{hi:.0%})" for k, r, lo, hi in zip(y.kept, y.kept_rate, y.kept_lo, y.kept_hi)
         ]
@@ -80,13 +80,13 @@ class IdentifySection(PageBase):
             .style.format({"most frequent answer (share of kept)": "{:.0%}"})
             .hide(axis="index")
         )
-        floors = "; ".join(f"K = {k}: {f['op']} {f['kept_rate']:.0%}" for k, f in choice["floors"].items())
+        floors = "; ".join(f"K = {k}: {f['op']} {f['kept_rate']:.0%}" for k, f in choice.floors.items())
         return [
             table,
             markdown(
-                f"The rule picks **K = {choice['shots']}** (weakest operation per K: {floors}). This page runs with "
+                f"The rule picks **K = {choice.shots}** (weakest operation per K: {floors}). This page runs with "
                 f"K = {K}" + (" (set by the `shots` parameter)" if self.P.shots >= 0 else "") + "; the operations the "
-                f"model can do at that K: {', '.join(choice['can_do'].get(K, [])) or 'none'}."
+                f"model can do at that K: {', '.join(choice.can_do.get(K, [])) or 'none'}."
             ),
         ]
 
@@ -107,20 +107,26 @@ class IdentifySection(PageBase):
         return self._identify_config(shots=self.K, example_sets=self.P.example_sets)
 
     @cached_property
-    def identify(self) -> dict:
+    def identify(self) -> identify_step.Result:
         """identify.run's result (as ``python -m arithmech identify`` and the Identify chapter run it), with the
-        operand counterfactual beside it under ``"operand"``."""
+        operand counterfactual made beside it (:attr:`operand`)."""
         r = ensure(self._k_shot(), self.P.recompute)
-        return {**r, "operand": identify_step.operand(self._k_shot(), recompute=self.P.recompute)}
+        _ = self.operand
+        return r
+
+    @cached_property
+    def operand(self) -> dict:
+        """The operand counterfactual beside identify's files (:func:`arithmech.steps.identify.operand`)."""
+        return identify_step.operand(self._k_shot(), recompute=self.P.recompute)
 
     def kept(self) -> pd.DataFrame:
         """Pairs drawn and X_r kept per task (rows: tasks)."""
-        samples = self.identify["run"]["samples"].items()
+        samples = self.identify.run["samples"].items()
         return pd.DataFrame({t: {"drawn": i["n_drawn"], "kept (X_r)": i["n_kept"]} for t, i in samples}).T
 
     def fig2(self) -> list:
         """Fig. 2 twice: the relative change of the answer logit, then the logit difference (pooled task)."""
-        e = self.identify["effects"]
+        e = self.identify.effects
         return [
             effect_chart.effect_heatmap(
                 e,
@@ -141,7 +147,7 @@ class IdentifySection(PageBase):
     def fig15(self):
         """Fig. 15: the logit difference per operation."""
         ops = ["addition", "subtraction", "multiplication", "division"]
-        return effect_chart.effect_heatmap(self.identify["effects"], ops, "logit_diff", fig="Fig. 15")
+        return effect_chart.effect_heatmap(self.identify.effects, ops, "logit_diff", fig="Fig. 15")
 
     def claims_markdown(self, ids: list[str]):
         """The claims ``ids`` as a Markdown list of their verdict sentences."""
@@ -149,7 +155,7 @@ class IdentifySection(PageBase):
 
     def top_heads(self):
         """The ten heads with the most negative effect on the pooled task, with the KV head each reads."""
-        e = self.identify["effects"]
+        e = self.identify.effects
         top = e[(e.task == "all") & (e["head"] != "mlp")].nsmallest(10, "effect")
         top = top.assign(
             kv_head=[self.geo.kv_head(int(h)) for h in top["head"]],
@@ -166,7 +172,7 @@ class IdentifySection(PageBase):
 
     def knockout(self) -> list:
         """Fig. 3: the knockout curves of heads and of MLPs, the sanity rows and their 95% intervals."""
-        ko = self.identify["knockout"]
+        ko = self.identify.knockout
         st = sanity_table(ko, chance=uniform_guess(pairs.samples(self.folder)))
         return [
             knockout_control_chart(ko, "head"),
@@ -181,7 +187,7 @@ class IdentifySection(PageBase):
         """Fig. 4's transfer prompts before/after the knockout, and the held-out template family (each where the
         run made it)."""
         r, out = self.identify, []
-        tr = r.get("transfer")
+        tr = r.transfer
         if tr is not None:
             ok = tr[tr.status == "ok"]
             out.append(
@@ -189,7 +195,7 @@ class IdentifySection(PageBase):
                     index=["case", "prompt", "expected"], columns="when", values="token", aggfunc="first"
                 )[["before", "after"]]
             )
-        held = r.get("heldout", {})
+        held = r.heldout or {}
         if "base_accuracy" in held:
             out.append(
                 pd.DataFrame(
@@ -211,13 +217,13 @@ class IdentifySection(PageBase):
 
     def operand_shared(self) -> str:
         """The heads both counterfactuals rank in their top 10."""
-        ov = self.identify["operand"]["overlap"]
+        ov = self.operand["overlap"]
         return f"shared: {components(ov['shared'])}  ({len(ov['shared'])} of {ov['top']})"
 
     def operand_tables(self) -> list:
         """Per head of either top 10: its rank membership and logit change under both counterfactuals (table), and
         addition's heatmap under the operator and the operand counterfactual side by side."""
-        operand, e = self.identify["operand"], self.identify["effects"]
+        operand, e = self.operand, self.identify.effects
         ov = operand["overlap"]
         both = pd.DataFrame(
             [
@@ -271,13 +277,13 @@ class IdentifySection(PageBase):
             tok=self.tok,
         )
         return [
-            stability_charts.jaccard_chart(self.stability["table"]),
-            stability_charts.head_intervals_chart(self.stability["heads"], -0.05, top=20),
+            stability_charts.jaccard_chart(self.stability.table),
+            stability_charts.head_intervals_chart(self.stability.heads, -0.05, top=20),
         ]
 
     def stability_claims(self):
         """The stability run's claims, with their verdicts (table)."""
-        stab = stability_step.claims(self.stability["table"], self.stability["runs"])
+        stab = stability_step.claims(self.stability.table, self.stability.runs)
         return (
             stab.assign(holds=stab.holds.map(verdict_word))[["claim", "here", "holds"]]
             .rename(columns={"here": "this run", "holds": "verdict"})

@@ -64,7 +64,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
             model=self.net,
             tok=self.tok,
         )
-        s = acc[acc.template == "(all)"]
+        s = acc.table[acc.table.template == "(all)"]
         table = pd.DataFrame(
             {
                 "operation": s.op,
@@ -77,7 +77,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         return [
             table,
             markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
-            accuracy_chart.template_accuracy_chart(acc[acc.template != "(all)"], P.model),
+            accuracy_chart.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model),
         ]
 
     @cached_property

@@ -172,7 +172,9 @@ def _circuit():
 def _beyond_run():
     eap = pd.DataFrame({"layer": [0, 1], "head": ["0", "mlp"], "exact": [-0.1, 0.0], "exact_se": [0.01, 0.01],
                         "eap": [-0.09, 0.01], "eap_ig": [-0.1, 0.0]})
-    return {"model": "m", "eap": eap, "summary": {"n_samples": 8}}
+    from arithmech.steps import beyond
+    return beyond.Result(config=beyond.Config(), model="m", summary={"n_samples": 8}, eap=eap, upstream=pd.DataFrame(),
+                         n_layers=2)
 
 
 def _explorer():
