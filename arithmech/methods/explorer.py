@@ -29,9 +29,9 @@ from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import reference_samples
-from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
+from arithmech.methods.ablation.intervention import MeanAblation, MeanSource, check_positions
+from arithmech.methods.ablation.knockout import Means, group_key, mean_activations
 from arithmech.methods.attention import Head, end_rows, role_labels
-from arithmech.methods.knockout import Means, group_key, mean_activations
 from arithmech.methods.mlp import layer_top_numbers, mlp_vectors, number_tokens, unembedding
 
 # ------------------------------------------------------------------------------ one prompt's views
@@ -105,7 +105,7 @@ def strips(
 
 def knockout_means(model, tok, samples: Sequence[pairs.Sample], batch_size: int = BATCH_SIZE) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
-    :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free
+    :func:`~arithmech.methods.ablation.knockout.mean_activations`, then :meth:`~arithmech.methods.ablation.knockout.Means.pooled`): a free
     prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
     over all later positions."""
     return mean_activations(
@@ -117,8 +117,8 @@ def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: st
     """A context-manager factory that knocks ``heads`` out (§4.1): inside it, each head's slice of the
     o_proj input ``(batch, seq, H*dh)`` is replaced by its mean for a free prompt (``means.lookup(None,
     seq)``: pooled ``X_c``) at the last position (``positions="end"``) or at every position (``"all"``):
-    the :class:`~arithmech.methods.ablation.MeanAblation` that
-    :func:`~arithmech.methods.knockout.knockout_topk` uses, for any forward pass (strips, projections)."""
+    the :class:`~arithmech.methods.ablation.intervention.MeanAblation` that
+    :func:`~arithmech.methods.ablation.knockout.knockout_topk` uses, for any forward pass (strips, projections)."""
     check_positions(positions)
     arch = arch_for(model)
     n_heads = model.config.num_attention_heads

@@ -24,7 +24,7 @@ Three runs per circuit, each a share of a whole (ratio of means over prompts ``k
 
 Two ablations (noising and converse):
 
-* **mean**: identify's reference-pool mean (:mod:`arithmech.methods.knockout_means`: per template ×
+* **mean**: identify's reference-pool mean (:mod:`arithmech.methods.ablation.pool`: per template ×
   length × position, the prompt's own operand fold left out), the value its knockout uses;
 * **resample**: the component's END output on *one* X_c prompt of the reference pool (:func:`resample_sources`:
   the same template and token length, another operand pair, a seeded draw; fallbacks: the same family and
@@ -82,7 +82,8 @@ import torch
 
 from arithmech.core.stats import bootstrap_ratio_intervals
 from arithmech.data import pairs, splits
-from arithmech.methods.ablation import MeanSource
+from arithmech.methods.ablation.intervention import MeanSource
+from arithmech.methods.ablation.knockout import Ablation
 from arithmech.methods.effects import ranked
 from arithmech.methods.faithfulness_lds import PerPrompt, end_values, lds, resample_sources, sourced
 from arithmech.methods.faithfulness_rule import (
@@ -97,7 +98,6 @@ from arithmech.methods.faithfulness_rule import (
     summary,
 )
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
-from arithmech.methods.knockout import Ablation
 
 METHODS = ("noising", "converse", "denoising")
 ABLATIONS = ("mean", "resample", "x_r")  # x_r: denoising's patched values
@@ -148,7 +148,7 @@ def label(c: Component) -> str:
 
 
 def ablation_of(components: Sequence[Component]) -> Ablation:
-    """The :class:`~arithmech.methods.knockout.Ablation` that intervenes on ``components``."""
+    """The :class:`~arithmech.methods.ablation.knockout.Ablation` that intervenes on ``components``."""
     return Ablation.of(heads=[c for c in components if c[1] != "mlp"], mlps=[c[0] for c in components if c[1] == "mlp"])
 
 
@@ -279,7 +279,7 @@ def faithfulness(
 ) -> tuple[pd.DataFrame, dict]:
     """The curves of the module docstring on ``samples`` (evaluation-side X_r whose X_c moves the answer),
     components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
-    prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`); ``settings``: the circuits, the intervals
+    prompts (:func:`~arithmech.methods.ablation.pool.pool_prompts`); ``settings``: the circuits, the intervals
     and the batches (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`). Returns
     ``(frame of COLUMNS, info)``; ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size. A
     prompt that no pool X_c matches in length cannot be resampled; it is left out of every curve (so all read the

@@ -5,7 +5,7 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
 (the answer-token variant, solved examples, reference-pool size, seed, bootstrap unit), then on the same model:
 
 * draws ``n_samples`` fresh **evaluation-side** X_r of the pooled tasks' templates — problems identify never
-  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.knockout_run.eval_samples` with
+  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.ablation.run.eval_samples` with
   ``heldout=True``);
 * rebuilds identify's reference pool (the same templates, size and seed: the same means as its knockout);
 * adds the cross-position circuit (:mod:`arithmech.methods.faithfulness_sites`): the operand-reading heads of
@@ -37,9 +37,9 @@ from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
-from arithmech.methods import knockout_run
-from arithmech.methods.knockout_means import pool_prompts
-from arithmech.methods.pool_cache import cached_pool
+from arithmech.methods.ablation import run as knockout_run
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
 from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig

@@ -27,7 +27,7 @@ from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.pairs import answer_ids
 from arithmech.embedded import pair_circuits
-from arithmech.methods.knockout_tables import sanity_intervals, sanity_readable, sanity_table
+from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table
 from arithmech.methods.patching import path_patch
 from arithmech.report.build.chapters import Identify as IdentifyChapter
 from arithmech.report.charts import plots

@@ -28,7 +28,7 @@ from arithmech.core.results import folder_name, model_folder
 from arithmech.core.results import read as read_result
 from arithmech.data import pairs
 from arithmech.methods import attention
-from arithmech.methods.knockout_tables import sanity_intervals, sanity_readable, sanity_table, uniform_guess
+from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table, uniform_guess
 from arithmech.report.charts import plots
 from arithmech.report.charts import stability_views as stability_charts
 from arithmech.report.charts.attention_control import labels_table, nonkey_band_chart

@@ -9,8 +9,9 @@ from factories import one_preamble
 from arithmech.core import prefix
 from arithmech.data import pairs
 from arithmech.evals.scoring import filter_correct, predict
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation, activations, group_key, knockout_topk, mean_activations
 from arithmech.methods.effects import effects_frame
-from arithmech.methods.knockout import Ablation, Forwards, activations, group_key, knockout_topk, mean_activations
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch, path_patch_reference
 

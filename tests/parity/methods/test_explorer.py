@@ -13,7 +13,8 @@ from arithmech.data import pairs as D
 from arithmech.methods import attention as At
 from arithmech.methods import explorer as E
 from arithmech.methods import explorer as X
-from arithmech.methods.knockout import Ablation, Forwards, knockout_topk
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation, knockout_topk
 from arithmech.steps import identify as I
 
 THRESHOLDS = [-0.2, -0.05, -0.01, -0.002]

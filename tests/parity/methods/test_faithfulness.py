@@ -9,8 +9,8 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.methods import faithfulness as F
-from arithmech.methods.knockout import Ablation
-from arithmech.methods.knockout_means import build_pool, fold, pool_prompts
+from arithmech.methods.ablation.knockout import Ablation
+from arithmech.methods.ablation.pool import build_pool, fold, pool_prompts
 from arithmech.methods.prepare import task_templates
 
 

@@ -14,7 +14,7 @@ from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_sites as S
-from arithmech.methods.knockout_means import build_pool, pool_prompts
+from arithmech.methods.ablation.pool import build_pool, pool_prompts
 from arithmech.methods.prepare import task_templates
 
 

@@ -1,4 +1,4 @@
-"""Mean ablation is one intervention (arithmech.methods.ablation.MeanAblation): the knockout's batched
+"""Mean ablation is one intervention (arithmech.methods.ablation.intervention.MeanAblation): the knockout's batched
 replacement and the explorer's hooks give, bit for bit, what the two implementations they replaced gave
 (frozen copies below), and both mean stores answer the one MeanSource protocol."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from arithmech.core.models import arch_for
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.methods import explorer as X
-from arithmech.methods.ablation import MeanAblation, MeanSource
-from arithmech.methods.knockout import Means
-from arithmech.methods.knockout_means import PoolMeans
+from arithmech.methods.ablation.intervention import MeanAblation, MeanSource
+from arithmech.methods.ablation.knockout import Means
+from arithmech.methods.ablation.pool import PoolMeans
 
 
 # ---------------------------------------------------------------- frozen copies of the replaced code
