@@ -27,6 +27,7 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
+from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import reference_samples
 from arithmech.methods.ablation.intervention import MeanAblation, MeanSource, check_positions
@@ -189,7 +190,7 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
 
     ``thresholds``: the slider's key-head thresholds, strict to loose (increasing, all negative, e.g.
     ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect's 95% interval lies below
-    ``thresholds[s]`` (identify's rule, :func:`arithmech.steps.identify.key_heads`). Returns one row per head, ranked by
+    ``thresholds[s]`` (identify's rule, :func:`arithmech.methods.effects.key_heads`). Returns one row per head, ranked by
     effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
     ``key_at`` is the first such step (``len(thresholds)``: never a key head).
     """
@@ -275,7 +276,7 @@ def precompute(
     shown = attention_heads(heads, len(thresholds), max_heads)
     key_at = dict(zip(heads["name"], heads["key_at"]))
     prompts = [s.clean for s in samples]
-    answers = pairs.answer_ids(tok, samples)
+    answers = answer_ids(tok, samples)
     n = len(samples)
     top_ids = {c: torch.zeros(n, k, dtype=torch.long) for c in [()] + distinct}
     top_p = {c: torch.zeros(n, k) for c in [()] + distinct}
@@ -283,7 +284,7 @@ def precompute(
     tok_rows = []
     dev = input_device(model)
     ablate = {c: mean_ablation(model, list(c), means) for c in distinct}
-    for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
+    for idx, ids in group_by_length(tok, prompts, batch_size):
         rows = end_rows(model, ids, [l for l, _ in shown])
         for c in [()] + distinct:
             with ablate[c]() if c else nullcontext():

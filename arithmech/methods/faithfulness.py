@@ -82,20 +82,13 @@ import torch
 
 from arithmech.core.stats import bootstrap_ratio_intervals
 from arithmech.data import pairs, splits
+from arithmech.data.batches import answer_ids
 from arithmech.methods.ablation.intervention import MeanSource
 from arithmech.methods.ablation.knockout import Ablation
 from arithmech.methods.effects import ranked
-from arithmech.methods.faithfulness_lds import PerPrompt, end_values, lds, resample_sources, sourced
+from arithmech.methods.faithfulness_lds import PerPrompt, end_values, lds, resample_sources
 from arithmech.methods.faithfulness_rule import (
-    BAND,
-    DIRECTIONS,
-    INTERVAL,
-    MIN_CLUSTERS,
-    RANDOM,
     RULE_LEVEL,
-    band,
-    faithful_verdict,
-    summary,
 )
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 
@@ -293,7 +286,7 @@ def faithfulness(
     top = ranked(effects, task)
     plan = circuits(top, universe, n_max, settings.n_random, seed)
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
-    ans_r = pairs.answer_ids(tok, samples)
+    ans_r = answer_ids(tok, samples)
     z_r, m_r, logit_r = end_values(model, tok, clean, batch_size)
     _, _, logit_c = end_values(model, tok, corrupt, batch_size)
     ans_c = logit_c.argmax(-1)
@@ -344,34 +337,3 @@ def faithfulness(
     rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
-
-
-__all__ = [
-    "faithfulness",
-    "sourced",
-    "circuits",
-    "circuit_rows",
-    "end_values",
-    "lds",
-    "resample_sources",
-    "band",
-    "summary",
-    "faithful_verdict",
-    "recovery",
-    "PerPrompt",
-    "Units",
-    "Rows",
-    "FaithfulnessSettings",
-    "ablation_of",
-    "COLUMNS",
-    "METHODS",
-    "ABLATIONS",
-    "MIN_CLUSTERS",
-    "DIRECTIONS",
-    "RANDOM",
-    "INTERVAL",
-    "BAND",
-    "RULE_LEVEL",
-    "BASELINE",
-    "N_BOOT_RULE",
-]

@@ -19,6 +19,7 @@ import torch
 from arithmech.core.models import BATCH_SIZE, arch_for
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
+from arithmech.data.batches import group_by_length
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
 from arithmech.methods.ablation.knockout import Ablation, ablated_logits
 from arithmech.methods.ablation.pool import fold
@@ -151,7 +152,7 @@ def resample_sources(
     with it). Returns ``(prompts, {tier: count})``."""
     every = [s for ss in pool.values() for s in ss]
     length = {}
-    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
+    for idx, ids in group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
         for i in idx:
             length[i] = ids.shape[1]
     by: dict[tuple, list[int]] = {}

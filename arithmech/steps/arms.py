@@ -63,11 +63,9 @@ from arithmech.steps.arms_grid import (
     replicated,
     val_math,
 )
-from arithmech.steps.arms_heads import key_and_ranked
 from arithmech.steps.arms_train import Run, check_records, deltas, same_record, train_arm
 from arithmech.steps.config_training import Table1 as Config
 
-__all__ = ["ARMS", "GRIDS", "Config", "run_arms", "learning_curve", "key_and_ranked", "train_arm", "choose"]
 TAGS = {
     "full": "",
     "precise-key": "key",

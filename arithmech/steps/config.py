@@ -40,7 +40,6 @@ from arithmech.steps.config_base import (
     ModelStep,
     same_as,
 )
-from arithmech.steps.config_training import Finetune as Finetune  # re-exported: a chapter imports it here
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ every head and MLP, ranks them with bootstrap intervals, names the key heads, kn
 and returns it all as one :class:`IdentifyResult` — in memory, no file written.
 
 The step around it (run it for a config, checkpoint finished tasks, write and read the files, the operand
-counterfactual) is :mod:`arithmech.steps.identify`, which re-exports both names; its docstring draws the whole
+counterfactual) is :mod:`arithmech.steps.identify`; its docstring draws the whole
 pipeline.
 """
 
@@ -20,6 +20,7 @@ import pandas as pd
 from arithmech.core.memory import PeakMemory
 from arithmech.core.progress import Progress
 from arithmech.data import pairs as pairs_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
 from arithmech.methods.ablation import run as knockout_run
 from arithmech.methods.ablation.intervention import MeanSource
@@ -145,7 +146,7 @@ def identify(
                     tok,
                     [s.clean for s in ss],
                     [s.corrupt for s in ss],
-                    pairs_module.answer_ids(tok, ss),
+                    answer_ids(tok, ss),
                     method=method,
                     prob=prob,
                     batch_size=batch_size,

@@ -34,7 +34,7 @@ Many ablations are run in one forward: each prompt is repeated once per ablation
 ``prompt-major``: row ``i * G + a`` is prompt ``i`` under ablation ``a``) and each row carries its
 own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a few batched forwards;
 identical ablations (``k = 0`` of every order, say) run once. Accuracy is top-1 at END against the
-answer token {C} (:func:`~arithmech.data.pairs.answer_ids`, whichever token that is).
+answer token {C} (:func:`~arithmech.data.batches.answer_ids`, whichever token that is).
 
 Random baselines (:func:`~arithmech.methods.ablation.curves.knockout_curve`, in
 :mod:`arithmech.methods.ablation.curves`) draw from the components *outside* ``exclude`` (the key
@@ -55,7 +55,8 @@ from arithmech.core import prefix as shared_prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict
-from arithmech.data.pairs import Sample, answer_ids, group_by_length
+from arithmech.data.batches import answer_ids, group_by_length
+from arithmech.data.pairs import Sample
 from arithmech.methods.ablation.intervention import Forwards, MeanAblation, MeanSource
 
 Head = tuple[int, int]

@@ -35,6 +35,7 @@ import torch
 
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs
+from arithmech.data.batches import group_by_length
 from arithmech.data.draw import Draw
 from arithmech.methods.ablation.knockout import activations
 
@@ -220,7 +221,7 @@ def build_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32, bat
     pm = PoolMeans(folds, min_group)
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)
-    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every], batch_size):
+    for idx, ids in group_by_length(tok, [s.corrupt for s in every], batch_size):
         for i in idx:
             lengths[i] = ids.shape[1]
     pm.plan([pool_key(s) for s in every], lengths)

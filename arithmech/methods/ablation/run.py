@@ -33,6 +33,7 @@ from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
@@ -167,7 +168,7 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1).tolist()
-    gold = pairs.answer_ids(tok, samples)
+    gold = answer_ids(tok, samples)
     xc = int((predict(model, tok, [s.corrupt for s in samples], forwards.batch_size)[:, 0] == gold).sum())
     floor = Counter(gold.tolist()).most_common(1)[0][1]
     src = mean_sources(tok, samples, means)

@@ -25,8 +25,9 @@ from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
-from arithmech.data.pairs import answer_ids
+from arithmech.data.batches import answer_ids
 from arithmech.embedded import pair_circuits
+from arithmech.methods.ablation import tables as KT
 from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table
 from arithmech.methods.patching import path_patch
 from arithmech.report.build.chapters import Identify as IdentifyChapter
@@ -351,7 +352,7 @@ def _knockout_style(table: pd.DataFrame) -> Styler:
 
 def knockout_summary(r: dict) -> Styler:
     """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
-    return _knockout_style(I.knockout_summary(r["res"]))
+    return _knockout_style(KT.knockout_summary(r["res"]))
 
 
 def sanity(r: dict) -> list:
@@ -365,7 +366,7 @@ def sanity(r: dict) -> list:
 
 def positions(r: dict) -> Styler:
     """The knockout at each choice of ablated positions."""
-    return _knockout_style(I.positions_table(r["res"], r["net"], r["tok"]))
+    return _knockout_style(KT.positions_table(r["res"], r["net"], r["tok"]))
 
 
 def transfer(r: dict) -> alt.TopLevelMixin:

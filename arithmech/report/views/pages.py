@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from arithmech.claims import changelog
-from arithmech.claims.rules import ADDED, BY_ID, RULES, claims
+from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
+from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.report.views.tables import setting_name
 from arithmech.steps.config import Identify

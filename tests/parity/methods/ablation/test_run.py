@@ -11,6 +11,7 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
+from arithmech.data.batches import answer_ids
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
 from arithmech.methods.ablation.intervention import Forwards
@@ -30,7 +31,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first"))
     pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first")),
                       min_group=4)
-    gold = D.answer_ids(tok, samples)
+    gold = answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, Forwards(positions=positions))}
         clean = int((predict(model, tok, [s.clean for s in samples])[:, 0] == gold).sum())
@@ -165,7 +166,7 @@ def test_knockout_prompts_are_distinct(embedded_model):
     got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=D.Draw("last-digit"), heldout=False,
                                                           batch_size=64))
     assert len({s.clean for s in got}) == len(got) > 20
-    assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
+    assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == answer_ids(tok, got)).all())
 
 
 def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypatch, capsys):
