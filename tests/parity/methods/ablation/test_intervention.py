@@ -98,7 +98,7 @@ def test_explorer_mean_ablation_equals_its_former_hooks_bit_for_bit(embedded_mod
 
 
 def test_both_mean_stores_answer_the_mean_source_protocol():
-    """Protects the one protocol of the knockout's mean stores: knockout.Means and knockout_means.PoolMeans
+    """Protects the one protocol of the knockout's mean stores: knockout.Means and pool.PoolMeans
     have every MeanSource member, Means hands prompts outside its groups its position-pooled means,
     PoolMeans itself (its lookup falls back to family means), and each describes itself in one line."""
     members = {n for n in vars(MeanSource) if not n.startswith("_")}
