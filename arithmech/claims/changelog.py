@@ -5,7 +5,7 @@ alone — before the results it decides existed. This module records, for every 
 it decides, reconstructed from git (``git log --follow -p -- arithmech/claims/rules.py`` and the files the
 rules lived in before: ``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``,
 ``arithmech/experiments/casestudy.py``, ``arithmech/smollm.py``). A rule's ``version`` in
-:data:`~arithmech.claims.rules.RULES` is the number of its entries here, and :data:`DIGEST` holds a
+:data:`~arithmech.claims.rule_texts.RULES` is the number of its entries here, and :data:`DIGEST` holds a
 fingerprint of its current text and of the numbers its decider reads, so a rule edited without an entry fails ``tests/unit/claims/test_changelog.py``.
 
 What counts as a change: anything that can move a verdict (a threshold, what is compared, a new

@@ -2,9 +2,8 @@
 
 :data:`RULES` holds one :class:`~arithmech.claims.rule.Rule` per claim — the sentence a chapter states before its
 results (:func:`arithmech.claims.rules.rules_markdown`) and the rules page lists with its history. How each rule
-is *decided* on a results folder (its decider) lives in :mod:`arithmech.claims.rules`, which re-exports
-:data:`RULES`, :data:`BY_ID` and :data:`ADDED`; the numbers below are the ones both the texts print and the deciders
-read (their values are logged: :mod:`arithmech.claims.changelog` fingerprints them).
+is *decided* on a results folder (its decider) lives in :mod:`arithmech.claims.rules`; the numbers below are the
+ones both the texts print and the deciders read (their values are logged: :mod:`arithmech.claims.changelog` fingerprints them).
 
 Editing a rule's text here is a change of the rule: log it in :mod:`arithmech.claims.changelog_recent` and bump
 its ``version``.

@@ -18,7 +18,7 @@ them (:func:`arithmech.report.views.pages.claim_lines`); the tests check that th
 table agree.
 
 The rules' texts (:data:`RULES`, and the numbers they print) live in :mod:`arithmech.claims.rule_texts`; this
-module holds how each is decided (:data:`DECIDERS`) and re-exports :data:`RULES`, :data:`BY_ID` and :data:`ADDED`.
+module holds how each is decided (:data:`DECIDERS`).
 
 Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (:mod:`arithmech.claims.rule_texts`; a
 decider ``ctx -> (here, holds)`` in :data:`DECIDERS` under the same id), then log it in :data:`arithmech.claims.changelog.CHANGELOG` and bump the
@@ -49,7 +49,6 @@ from arithmech.claims.finetune import (
     selection_matters,
 )
 from arithmech.claims.rule import Rule
-from arithmech.claims.rule_texts import ADDED as ADDED  # re-exported: the book and the report read it here
 from arithmech.claims.rule_texts import (
     AGREE_FAILS,
     AGREE_HOLDS,

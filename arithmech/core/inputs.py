@@ -32,7 +32,7 @@ DTYPE_NAMES = {
 DTYPES = tuple(dict.fromkeys(DTYPE_NAMES.values()))  # the canonical names: the --dtype choices
 _CUDA_N = re.compile(r"^cuda:(\d+)$")
 ANSWER_TOKENS = ("last-digit", "single-token", "first")  # see arithmech.data.pairs
-KNOCKOUT_POSITIONS = ("end", "all", "both")  # see arithmech.methods.knockout_run
+KNOCKOUT_POSITIONS = ("end", "all", "both")  # see arithmech.methods.ablation.run
 KV_POLICIES = ("any", "all", "none")  # see arithmech.finetune.adapter
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

@@ -4,8 +4,8 @@ must have, the files it is computed from, and its format version.
 :data:`FILES` maps a file's name (relative to ``results/<model>/``) to its :class:`FileSpec`; :data:`STEPS` lists
 the steps in the order their files are declared, :data:`WRITTEN_BY` the command that writes each step's files
 (named in every "re-run ..." message), and :data:`STR_COLUMNS` the columns read as text. Adding a file: declare
-it here; :mod:`arithmech.core.results`, which writes and reads the folder (and re-exports these names), checks
-every write and read against it.
+it here; :mod:`arithmech.core.results`, which writes and reads the folder, checks every write and read against
+it.
 """
 
 from __future__ import annotations

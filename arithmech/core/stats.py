@@ -22,7 +22,7 @@ import torch
 
 def wilson_interval(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     """Wilson score interval of a proportion ``k / n`` (95% for the default ``z``); ``k`` successes of ``n`` trials
-    (a float where it is a share times the trials: :func:`arithmech.methods.knockout_tables.row_interval`).
+    (a float where it is a share times the trials: :func:`arithmech.methods.ablation.tables.row_interval`).
 
     Unlike the normal approximation it stays inside [0, 1] and is sensible at ``k = 0`` or ``k = n``,
     which matters for a small model near chance or near zero on a benchmark.

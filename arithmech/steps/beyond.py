@@ -32,6 +32,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
@@ -79,7 +80,7 @@ def beyond(
     :func:`arithmech.data.splits.resampling_units`)."""
     ig_steps, n_misses, batch_size = config.ig_steps, config.n_misses, config.batch_size
     t0 = time.perf_counter()
-    ans = pairs_module.answer_ids(tok, samples)
+    ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = split_cache(
         end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size), len(samples)

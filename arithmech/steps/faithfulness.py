@@ -5,7 +5,7 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
 (the answer-token variant, solved examples, reference-pool size, seed, bootstrap unit), then on the same model:
 
 * draws ``n_samples`` fresh **evaluation-side** X_r of the pooled tasks' templates — problems identify never
-  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.knockout_run.eval_samples` with
+  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.ablation.run.eval_samples` with
   ``heldout=True``);
 * rebuilds identify's reference pool (the same templates, size and seed: the same means as its knockout);
 * adds the cross-position circuit (:mod:`arithmech.methods.faithfulness_sites`): the operand-reading heads of
@@ -38,9 +38,13 @@ from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
-from arithmech.methods import knockout_run
-from arithmech.methods.knockout_means import pool_prompts
-from arithmech.methods.pool_cache import cached_pool
+from arithmech.methods.ablation import run as knockout_run
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
+from arithmech.methods.ablation.settings import Prompts
+from arithmech.methods.faithfulness_lds import sourced
+from arithmech.methods.faithfulness_rule import faithful_verdict
+from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
@@ -76,7 +80,7 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
     kw = dict(draw=p["draw"])
     samples = knockout_run.eval_samples(
-        model, tok, tpls, ranked, knockout_run.Prompts(n_samples, p["seed"], p["draw"], True, batch_size)
+        model, tok, tpls, ranked, Prompts(n_samples, p["seed"], p["draw"], True, batch_size)
     )
     if not samples:
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
@@ -105,7 +109,7 @@ def run(config: Config) -> Result:
     kh = results.read(folder, "key_heads.json")
     reading = sites.reading_heads(roles) if roles is not None else []  # before the model loads
     key = sites.key_heads(kh, p["ranked_task"])
-    settings = F.FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
+    settings = FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
     est = admission.check(
         c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"], shots=p.get("shots", 0)
     )  # refused here when it cannot fit, before the model loads
@@ -116,7 +120,7 @@ def run(config: Config) -> Result:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
-            samples, left = F.sourced(tok, samples, pool, means, settings)  # the prompts every curve reads
+            samples, left = sourced(tok, samples, pool, means, settings)  # the prompts every curve reads
             t1 = time.time()
             frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, settings)
             info["left_out_no_source"] = left
@@ -135,7 +139,7 @@ def run(config: Config) -> Result:
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
-    rule = F.faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
+    rule = faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
     wall = time.time() - t0
     record = {
         "parameters": dict(

@@ -7,7 +7,7 @@ The step end to end, for one or several tasks::
         ──► key heads (the effect's whole 95% interval below the threshold; beside it, the share rule:
             the whole interval of the head's share of the counterfactual's effect below share_threshold)
         ──► knockout: reference-pool means, key vs random non-key components, sanity rows
-            (knockout_run.py, knockout_means.py, knockout.py; Fig. 3)
+            (methods/ablation/: run.py, pool.py, knockout.py; Fig. 3)
         ──► transfer: Fig. 4's prompts and a template family not used to find the heads
 
 >>> res = identify(model, tok, ["addition", "subtraction"], n_samples=64)
@@ -17,8 +17,8 @@ The step end to end, for one or several tasks::
 ``python -m arithmech identify --model embedded --task all --out results/embedded`` does the same
 from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``answer_tokens.csv``,
 ``knockout.csv``, ``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
-The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.steps.identify_pipeline`
-(re-exported here); this module runs it as a step and reads and writes its files.
+The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.steps.identify_pipeline`;
+this module runs it as a step and reads and writes its files.
 The answer token is ``answer_token="last-digit"`` by default (the prompt carries the answer's leading
 digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 """
@@ -38,27 +38,10 @@ from arithmech.core.progress import annotate
 from arithmech.data import pairs as pairs_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
-from arithmech.methods.effects import (  # noqa: F401
-    concat_patched,
-    effects_frame,
-    key_heads,
-    key_heads_by_share,
-    ranking,
-    studied_heads,  # (public names here too)
-)
-from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
-from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.methods.transfer import heldout_heads, run_transfer  # noqa: F401 (the step's transfer)
-from arithmech.steps.config import CONTROL_FLOOR  # noqa: F401
+from arithmech.methods.ablation.overlap import counterfactual_overlap
+from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Identify as Config
-from arithmech.steps.control import task_control  # noqa: F401 (the control, version 2: issue #41)
-from arithmech.steps.identify_pipeline import (  # noqa: F401 (the library function and its result, here too)
-    DEFAULTS,
-    OPERATIONS,
-    IdentifyResult,
-    identify,
-)
+from arithmech.steps.identify_pipeline import DEFAULTS, IdentifyResult, identify
 
 
 # ---------------------------------------------------------------------------------------- files

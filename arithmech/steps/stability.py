@@ -46,12 +46,13 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import shots as shots_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
+from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Stability as Config
-from arithmech.steps.identify import task_templates
 from arithmech.steps.stability_result import FILENAMES, Result, read  # noqa: F401 (the step's files, read back)
 
 ALL = "all"  # the family label of a run over every template
@@ -103,7 +104,7 @@ def _draw(model, tok, config: Config, kind: str, seed: int, keep_correct: bool):
         tok,
         [s.clean for s in kept],
         [s.corrupt for s in kept],
-        pairs.answer_ids(tok, kept),
+        answer_ids(tok, kept),
         prob=False,
         batch_size=batch_size,
     )

@@ -64,10 +64,8 @@ from arithmech.steps.table1_grid import (
     replicated,
     val_math,
 )
-from arithmech.steps.table1_heads import key_and_ranked
 from arithmech.steps.table1_train import Run, check_records, deltas, same_record, train_arm
 
-__all__ = ["ARMS", "GRIDS", "Config", "run", "learning_curve", "key_and_ranked", "train_arm", "choose"]
 TAGS = {
     "full": "",
     "precise-key": "key",

@@ -64,8 +64,9 @@ def explorer_html(tmp_path_factory) -> Path:
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/explorer\n")
     from arithmech.core.models import load_model
     from arithmech.steps import identify as I
+    from arithmech.steps import identify_pipeline as IP
     net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
-    res = I.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
+    res = IP.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, root / "results" / "embedded", model_name="embedded")
     shutil.copytree(REPO / SHIPPED, root / SHIPPED)     # SmolLM2's identify files: shipped with the repository
     book.build(root, only="explorer", sets=["explorer.models=[embedded, smollm2-135m]", "explorer.n_prompts=48",

@@ -28,7 +28,7 @@ import altair as alt
 import pandas as pd
 
 from arithmech.core.names import components
-from arithmech.methods.faithfulness import summary
+from arithmech.methods.faithfulness_rule import summary
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, fig_title, integer_axis
 

@@ -1,6 +1,6 @@
 """Fig. 3 with its controls: knockout by effect rank vs random components outside the treated ones, and the floor lines.
 
-One chart per kind (heads or MLPs), from ``knockout.csv`` (:data:`arithmech.methods.knockout_run.COLUMNS`):
+One chart per kind (heads or MLPs), from ``knockout.csv`` (:data:`arithmech.methods.ablation.run.COLUMNS`):
 
 * effect rank (red): accuracy after knocking out the top-``k`` components, with its Wilson 95% band;
 * random rank (grey): the mean over the random orders (drawn outside the key components and the top k by effect rank) and

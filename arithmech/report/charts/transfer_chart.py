@@ -3,7 +3,7 @@
 The paper's Fig. 4 shows, for four prompts that are not templates (an SVAMP word problem, multi-digit numbers,
 a time span, decimals), LLaMA2-7B's five most likely next tokens before and after the key heads are knocked
 out. :func:`transfer_chart` draws the same from identify's ``transfer.csv``
-(:func:`arithmech.methods.transfer.transfer_table`: ``case, prompt, expected, status, when, rank, token, prob``):
+(:func:`arithmech.methods.ablation.transfer.transfer_table`: ``case, prompt, expected, status, when, rank, token, prob``):
 
 * one row of two panels per prompt, "before" and "after", each with five bars (probability of each token; the
   correct next token's bar in the ``answer`` role's green, the others its grey: :mod:`arithmech.report.charts.colours`);

@@ -23,7 +23,7 @@ from arithmech.core import results as R
 from arithmech.core.names import component, components, stages
 from arithmech.methods import attention
 from arithmech.methods import explorer as X
-from arithmech.methods.transfer import unknown_words
+from arithmech.methods.ablation.transfer import unknown_words
 from arithmech.report.build.chapters import Analyze as AnalyzeChapter
 from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import baseline_table, labels_table, nonkey_band_chart

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.claims.evidence import Context, cluster_interval
-from arithmech.claims.rules import K, claims
+from arithmech.claims.rule_texts import K
+from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval

@@ -19,7 +19,8 @@ from typing import Any, Iterable
 import pandas as pd
 
 from arithmech.claims import changelog
-from arithmech.claims.rules import ADDED, BY_ID, RULES, claims
+from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
+from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.report.views.table_display import MISSING, VERDICT, verdict
 

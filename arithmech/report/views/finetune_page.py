@@ -30,7 +30,10 @@ from arithmech.report.views import table1 as T1
 from arithmech.report.views import tables, tradeoff
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps import table1 as A
-from arithmech.steps.finetune import ensure_ranking
+from arithmech.steps.finetune_heads import ensure_ranking
+from arithmech.steps.table1_curve import learning_curve
+from arithmech.steps.table1_heads import key_and_ranked
+from arithmech.steps.table1_train import train_arm
 
 SMOL = "SmolLM2-135M (cpu suite)"
 TOY = "embedded model (toy suite)"
@@ -88,7 +91,7 @@ def run(P: Any) -> "Page":
         overwrite=True,
     )
     plan = A.run(config)
-    A.learning_curve(config)
+    learning_curve(config)
     return Page(P, config, plan)
 
 
@@ -241,13 +244,13 @@ class Page:
         trained here (first seed, the data splits' seed)."""
         P, folder = self.P, self.folder
         S, lr_key = get_suite(P.suite), self.plan["arms"]["precise-key"]["chosen_lr"]
-        _, ranked, _ = A.key_and_ranked(folder)
+        _, ranked, _ = key_and_ranked(folder)
         rows = []
         for k in sorted(set(P.k_heads) | {P.top_k}):
             if k == P.top_k:
                 res = V.arm_runs(folder, self.plan)["precise-key"][0]["results"]
             else:
-                net, tok, _ = A.train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
+                net, tok, _ = train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
                 res = S.evaluate(net, tok, "test", {"single_digit_per_template": 4}, P.seed)
             rows.append(
                 {"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1) for m in MEASURES}}

@@ -29,7 +29,7 @@ from arithmech.report.views import counts
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.config import Generalize
 from arithmech.steps.generalize import WORD_PROBLEM_PAIRS, app_e_dataset, compare_runs
-from arithmech.steps.identify import identify
+from arithmech.steps.identify_pipeline import identify
 
 PAPER_OURS = "ours (Fig. 8)"
 """Our dataset's name in the tables: the templates of Fig. 8."""

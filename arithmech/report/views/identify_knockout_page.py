@@ -17,12 +17,12 @@ from pandas.io.formats.style import Styler
 from arithmech import paper
 from arithmech.core.names import components
 from arithmech.embedded import pair_circuits
-from arithmech.methods.knockout_tables import sanity_intervals, sanity_readable, sanity_table
+from arithmech.methods.ablation import tables as KT
+from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table
 from arithmech.report.charts.knockout_chart import knockout_control_chart
 from arithmech.report.charts.transfer_chart import transfer_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
-from arithmech.steps import identify as I
 
 KNOCKOUT = {
     "positions": "ablated at",
@@ -71,7 +71,7 @@ def _knockout_style(table: pd.DataFrame) -> Styler:
 
 def knockout_summary(r: dict) -> Styler:
     """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
-    return _knockout_style(I.knockout_summary(r["res"]))
+    return _knockout_style(KT.knockout_summary(r["res"]))
 
 
 def sanity(r: dict) -> list:
@@ -85,7 +85,7 @@ def sanity(r: dict) -> list:
 
 def positions(r: dict) -> Styler:
     """The knockout at each choice of ablated positions."""
-    return _knockout_style(I.positions_table(r["res"], r["net"], r["tok"]))
+    return _knockout_style(KT.positions_table(r["res"], r["net"], r["tok"]))
 
 
 def transfer(r: dict) -> alt.TopLevelMixin:

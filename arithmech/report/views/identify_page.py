@@ -25,7 +25,7 @@ from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
-from arithmech.data.pairs import answer_ids
+from arithmech.data.batches import answer_ids
 from arithmech.methods.patching import path_patch
 from arithmech.report.build.chapters import Identify as IdentifyChapter
 from arithmech.report.charts import effect_chart

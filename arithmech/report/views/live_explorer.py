@@ -14,7 +14,7 @@ Three files, all in the build (``book/_static/vendor/live/``, written by :func:`
 
 The page itself carries what depends on a run (:func:`page_html`): the heads to knock out (identify's key
 heads, or the top heads standing in where none is key) and **identify's means** (:func:`identify_end_means`):
-the reference pool identify's knockout builds (:func:`arithmech.methods.knockout_means.build_pool`, with the
+the reference pool identify's knockout builds (:func:`arithmech.methods.ablation.pool.build_pool`, with the
 pool size, seed, answer-token rule, shots and templates identify recorded in ``run.json``), read where identify
 reads it for a prompt with no family of its own (Fig. 4's free text): the mean over every family's X_c at the
 same position counted from END, here END itself (the knockout writes there only).
@@ -35,10 +35,10 @@ from arithmech.core.models import resolve
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.data.draw import Draw
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
 from arithmech.methods.explorer import OPERATOR_WORDS
-from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.mlp import number_tokens
-from arithmech.methods.pool_cache import cached_pool
 
 LIVE_DIR = "vendor/live"  # under book/_static (offline.STATIC_DIR), copied to _build/html/_static
 MODEL_JS = "embedded-model.js"

@@ -19,8 +19,9 @@ from arithmech.core.names import component, components
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
-from arithmech.steps.config import Finetune
-from arithmech.steps.finetune import ensure_ranking, run_finetune
+from arithmech.steps.config_training import Finetune
+from arithmech.steps.finetune import run_finetune
+from arithmech.steps.finetune_heads import ensure_ranking
 
 
 def ranking_line(P: Any) -> str:

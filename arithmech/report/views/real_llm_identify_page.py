@@ -16,7 +16,7 @@ import pandas as pd
 from arithmech.claims.rules import claims
 from arithmech.core.names import component, component_label, components
 from arithmech.data import pairs
-from arithmech.methods.knockout_tables import sanity_intervals, sanity_readable, sanity_table, uniform_guess
+from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table, uniform_guess
 from arithmech.report.charts import effect_chart
 from arithmech.report.charts import stability_views as stability_charts
 from arithmech.report.charts.knockout_chart import knockout_control_chart

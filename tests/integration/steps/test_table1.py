@@ -13,6 +13,7 @@ from arithmech.claims import verdicts as V
 from arithmech.core import results as R
 from arithmech.evals import suites as S
 from arithmech.steps import table1 as A
+from arithmech.steps.table1_grid import ARMS, GRIDS, choose
 
 
 def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
@@ -31,7 +32,7 @@ def tiny_suite(monkeypatch):
     suite = S.Suite("tiny", S.toy_train, _tiny_evaluate, math=("negative", "two_digit"),
                     general=("generic", "single_digit"), primary_math="negative", primary_general="generic")
     monkeypatch.setitem(S.SUITES, "tiny", suite)
-    monkeypatch.setitem(A.GRIDS, "tiny", {a: (1e-3, 3e-3, 1e-2) for a in A.ARMS})
+    monkeypatch.setitem(GRIDS, "tiny", {a: (1e-3, 3e-3, 1e-2) for a in ARMS})
     return suite
 
 
@@ -74,7 +75,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
         want = {(0, 0), (1, 1)} if arm in ("precise-random", "precise-random-any") else {(0, 0), (1, 0)}
         assert reps == want and len(a["grid_rows"]) == 3 * 2, arm
         first = [r for r in a["grid_rows"] if r["seed"] == 0 and r["draw"] == 0]
-        assert A.choose(first) == a["chosen_lr"]
+        assert choose(first) == a["chosen_lr"]
     files = {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
     assert len(files) == 1 + sum(len(a["grid_rows"]) for a in plan["arms"].values()) + 1     # + table1.json
     A.run(config)                                                                # resume: nothing to do

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import changelog as CL
+from arithmech.claims import rule_texts as RT
 from arithmech.claims import rules as C
+from arithmech.claims.rule import Rule
 from arithmech.report.views import findings, table_display
 
 REPO = Path(__file__).resolve().parents[3]
@@ -20,7 +22,7 @@ def test_every_rule_version_is_its_number_of_changelog_entries():
     """Protects: a rule's ``version`` is how many times the changelog says it was written or changed, its
     entries are numbered 1..n without a gap, and each has a date, a commit and a results verdict — so a rule
     bumped without an entry, or logged without a bump, fails here."""
-    for r in C.RULES:
+    for r in RT.RULES:
         h = CL.history(r.id)
         assert h, f"{r.id} has no changelog entry"
         assert r.version == len(h) == CL.version(r.id), f"{r.id}: version {r.version}, {len(h)} entries"
@@ -35,7 +37,7 @@ def test_every_rule_version_is_its_number_of_changelog_entries():
 def test_every_entry_names_a_known_rule():
     """Protects the changelog from drifting away from the rules: every entry names a rule of RULES, and the
     dropped rules' entries name none (their ids were retired)."""
-    known = set(C.BY_ID)
+    known = set(RT.BY_ID)
     assert not {c.rule for c in CL.CHANGELOG} - known, "changelog entries for unknown rules"
     assert not {c.rule for c in CL.DROPPED} & known, "a dropped rule is still in RULES"
 
@@ -44,11 +46,11 @@ def test_a_rule_whose_text_changes_needs_a_new_entry():
     """Protects the history from silent edits: each rule's claim, rule text and the numbers its decider reads
     hash to the digest recorded with its latest entry; editing any (a constant it prints, such as TOP or K, or
     one it only decides with) without logging it fails."""
-    now = {r.id: CL.digest(r.claim, r.rule, CL.decider_constants(C.DECIDERS[r.id])) for r in C.RULES}
+    now = {r.id: CL.digest(r.claim, r.rule, CL.decider_constants(C.DECIDERS[r.id])) for r in RT.RULES}
     stale = {k: v for k, v in now.items() if CL.DIGEST.get(k) != v}
     assert not stale, ("rule text changed without a changelog entry: add one, bump the version and set DIGEST to "
                        f"{stale}")
-    assert set(CL.DIGEST) == set(C.BY_ID)
+    assert set(CL.DIGEST) == set(RT.BY_ID)
 
 
 def test_pre_registered_means_no_version_after_results(monkeypatch):
@@ -59,7 +61,7 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
             CL.Change("b", 2, "2026-01-02", "abcdef1", "changed", "yes: run 1"))
     monkeypatch.setattr(CL, "CHANGELOG", fake)
     assert CL.pre_registered("a") and not CL.pre_registered("b") and not CL.pre_registered("unknown")
-    rules = (C.Rule("a", "A", "p", "r", 1), C.Rule("b", "B", "p", "r", 2))
+    rules = (Rule("a", "A", "p", "r", 1), Rule("b", "B", "p", "r", 2))
     s = findings.provenance_sentence(rules)
     assert s.startswith("1 of the 2 rules are unchanged since before the results they decide existed (`a`); "
                         "1 were written or changed after such results existed (`b`)")
@@ -68,10 +70,10 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
 def test_provenance_sentence_counts_the_real_changelog():
     """Protects the introduction's sentence (it replaced a typed "written before the run"): its numbers are the
     changelog's, for the rules there are."""
-    pre = [r.id for r in C.RULES if CL.pre_registered(r.id)]
+    pre = [r.id for r in RT.RULES if CL.pre_registered(r.id)]
     s = findings.provenance_sentence()
-    assert s.startswith(f"{len(pre)} of the {len(C.RULES)} rules are unchanged")
-    assert all(f"`{r.id}`" in s for r in C.RULES)
+    assert s.startswith(f"{len(pre)} of the {len(RT.RULES)} rules are unchanged")
+    assert all(f"`{r.id}`" in s for r in RT.RULES)
 
 
 def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
@@ -112,7 +114,7 @@ def _violations(name: str, text: str) -> list[str]:
     out = []
     for m in BEFORE.finditer(text):
         near = text[max(0, m.start() - WINDOW): m.end() + WINDOW]
-        ids = [i for i in C.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
+        ids = [i for i in RT.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
         if not ids:
             out.append(f"{name}: '{m.group(0)}' names no rule id near it")
         out += [f"{name}: '{m.group(0)}' next to `{i}`, changed after its results existed" for i in ids
@@ -133,8 +135,8 @@ def test_before_the_run_only_beside_rules_the_changelog_shows_unchanged():
 def test_the_before_the_run_check_sees_a_violation():
     """Protects the test above from passing vacuously: the phrase beside a rule changed after results, or beside
     no rule at all, is found; beside a rule logged as unchanged since before its results, it is not."""
-    changed = next(r.id for r in C.RULES if not CL.pre_registered(r.id))
-    clean = next(r.id for r in C.RULES if CL.pre_registered(r.id))
+    changed = next(r.id for r in RT.RULES if not CL.pre_registered(r.id))
+    clean = next(r.id for r in RT.RULES if CL.pre_registered(r.id))
     assert _violations("x", f"The rule (`{changed}`), fixed before the run: …")
     assert _violations("x", "The rule, written before any run: …")
     assert not _violations("x", f"The rule (`{clean}`), fixed before the run: …")
@@ -161,7 +163,7 @@ def test_the_count_keeps_the_papers_claims_apart_from_the_books():
     sentence, and the controls are in neither."""
     c = C.claims(REPO / "results" / "none-such")            # every rule, each inconclusive: not measured
     paper, added = findings.the_papers(c), c[findings.is_added(c) & ~findings.is_control(c)]
-    assert set(added.id) == set(C.ADDED) and "selection-matters" in set(added.id)
+    assert set(added.id) == set(RT.ADDED) and "selection-matters" in set(added.id)
     assert len(paper) == 12 and len(added) == 7 and int(findings.is_control(c).sum()) == 2
     assert findings.tally(c) == "0 of 12 claims hold, 0 do not, 12 inconclusive"
     assert findings.tally(c, True) == "0 of 7 claims hold, 0 do not, 7 inconclusive"
@@ -175,7 +177,7 @@ def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
     text does not print (circuit-faithful's MIN_CLUSTERS, read through a helper module; a literal inside
     a decider) changes the rule's digest."""
     from arithmech.methods import faithfulness_rule as faithfulness
-    rule = C.BY_ID["circuit-faithful"]
+    rule = RT.BY_ID["circuit-faithful"]
     before = CL.digest(rule.claim, rule.rule, CL.decider_constants(C.DECIDERS[rule.id]))
     assert CL.decider_constants(C.DECIDERS[rule.id])["arithmech.methods.faithfulness_rule.MIN_CLUSTERS"] == \
         faithfulness.MIN_CLUSTERS

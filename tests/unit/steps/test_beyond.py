@@ -20,8 +20,9 @@ def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherw
     made with other parameters): ``beyond.ensure`` computes once, reads back when ``run.json`` records the
     same parameters (``run`` is not called again), and recomputes when one differs."""
     from arithmech.steps import identify as I
+    from arithmech.steps.identify_pipeline import identify
     model, tok, _ = embedded_model
-    res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
+    res = identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model_name="embedded")
     config = B.Config(model_name="embedded", results=str(tmp_path), receivers=2, ig_steps=2, n_samples=6, seed=0,
                       n_misses=1)

@@ -8,7 +8,7 @@ import pytest
 from arithmech.cli import COMMANDS, build_parser
 from arithmech.core.config import fields, flag
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
-from arithmech.methods.knockout_run import split_positions
+from arithmech.methods.ablation.settings import split_positions
 from arithmech.methods.patching import METHODS
 from arithmech.steps import config
 

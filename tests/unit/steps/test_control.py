@@ -50,9 +50,10 @@ def test_a_task_with_too_few_problems_is_insufficient():
 
 
 def test_identify_uses_this_control():
-    """Protects one control for the run and the claims: identify's task_control is this module's."""
-    from arithmech.steps import identify
-    assert identify.task_control is task_control
+    """Protects one control for the run and the claims: the task_control identify() reads
+    (steps/identify_pipeline.py) is this module's."""
+    from arithmech.steps import identify_pipeline
+    assert identify_pipeline.task_control is task_control
 
 
 def test_a_table_says_insufficient_below_the_minimum():

@@ -2,15 +2,6 @@
 from __future__ import annotations
 
 
-def test_public_names_stay_importable_from_identify():
-    """Protects the book's and the packages' imports: effects_frame, ranking and key_heads moved to
-    methods/effects.py and are the same objects under arithmech.steps.identify."""
-    from arithmech.methods import effects
-    from arithmech.steps import identify
-    assert identify.effects_frame is effects.effects_frame and identify.ranking is effects.ranking
-    assert identify.key_heads is effects.key_heads
-
-
 def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model():
     """Protects issue #42's narrow signature: identify(model, tok, tasks, config, checkpoint, **settings) reads
     every setting from the step config (each default written once, there), and a setting given by name is
@@ -20,7 +11,7 @@ def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model
 
     import pytest
 
-    from arithmech.steps import identify
+    from arithmech.steps import identify_pipeline as identify
     from arithmech.steps.config import Identify
     assert len(dataclasses.fields(Identify)) > 20
     with pytest.raises(ValueError, match="--n-samples 0 is below 1"):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import rules as C
+from arithmech.claims.rule_texts import THRESHOLD
 from arithmech.methods.effects import key_heads as identify_key_heads
 from arithmech.report.build import generate
 from arithmech.report.views import counts
@@ -63,8 +64,8 @@ def test_the_count_pages_quote_is_the_rules_and_analyzes(folder):
     studied are the ones analyze studies."""
     from arithmech.steps.analyze import load_key_heads
     k = counts.key_heads(folder)
-    if k.threshold != C.THRESHOLD:
-        pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {C.THRESHOLD}")
+    if k.threshold != THRESHOLD:
+        pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {THRESHOLD}")
     here = C.claims(folder, ["key-heads-exist"]).iloc[0].here
     n, total = map(int, re.match(r"(\d+) of (\d+) heads", here).groups())
     assert (k.n, k.n_heads) == (n, total), (k.summary(), here)

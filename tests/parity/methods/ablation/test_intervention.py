@@ -1,4 +1,4 @@
-"""Mean ablation is one intervention (arithmech.methods.ablation.MeanAblation): the knockout's batched
+"""Mean ablation is one intervention (arithmech.methods.ablation.intervention.MeanAblation): the knockout's batched
 replacement and the explorer's hooks give, bit for bit, what the two implementations they replaced gave
 (frozen copies below), and both mean stores answer the one MeanSource protocol."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from arithmech.core.models import arch_for
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.methods import explorer as X
-from arithmech.methods.ablation import MeanAblation, MeanSource
-from arithmech.methods.knockout import Means
-from arithmech.methods.knockout_means import PoolMeans
+from arithmech.methods.ablation.intervention import MeanAblation, MeanSource
+from arithmech.methods.ablation.knockout import Means
+from arithmech.methods.ablation.pool import PoolMeans
 
 
 # ---------------------------------------------------------------- frozen copies of the replaced code
@@ -98,7 +98,7 @@ def test_explorer_mean_ablation_equals_its_former_hooks_bit_for_bit(embedded_mod
 
 
 def test_both_mean_stores_answer_the_mean_source_protocol():
-    """Protects the one protocol of the knockout's mean stores: knockout.Means and knockout_means.PoolMeans
+    """Protects the one protocol of the knockout's mean stores: knockout.Means and pool.PoolMeans
     have every MeanSource member, Means hands prompts outside its groups its position-pooled means,
     PoolMeans itself (its lookup falls back to family means), and each describes itself in one line."""
     members = {n for n in vars(MeanSource) if not n.startswith("_")}

@@ -1,7 +1,7 @@
 """Shared heads of two identify runs and their knockout (paper Table 4, App. E: GSM8K-style data).
 
 ``overlap`` compares the top key heads of two runs; ``overlap_knockout`` knocks out the shared heads,
-either run's own heads and either run's top heads on each run's data (:func:`arithmech.methods.knockout.accuracy`).
+either run's own heads and either run's top heads on each run's data (:func:`arithmech.methods.ablation.knockout.accuracy`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.data.pairs import Sample
+from arithmech.methods.ablation.intervention import Forwards, MeanSource
+from arithmech.methods.ablation.knockout import Ablation, Head, accuracy
 from arithmech.methods.effects import ranking
-from arithmech.methods.knockout import Ablation, Forwards, Head, MeanSource, accuracy
 
 
 def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> dict:
@@ -35,7 +36,7 @@ def overlap_knockout(
 ) -> pd.DataFrame:
     """Table 4: accuracy of each dataset after knocking out the shared heads, either run's specific
     heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means); ``forwards``:
-    :func:`~arithmech.methods.knockout.knockout_topk`'s batching and positions."""
+    :func:`~arithmech.methods.ablation.knockout.knockout_topk`'s batching and positions."""
     sets = {"shared": ov["shared"], "only_a": ov["only_a"], "only_b": ov["only_b"], "top_a": ov["a"], "top_b": ov["b"]}
     rows = []
     for name, (samples, means) in datasets.items():

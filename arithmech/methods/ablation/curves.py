@@ -3,7 +3,7 @@
 :func:`knockout_curve` knocks out the top ``k`` of a ranking for each ``k`` (:func:`default_ks` by default) and
 ``n_random`` seeded random orders of the components *outside* the key ones (:func:`random_orders`,
 :func:`random_draw`), every accuracy with its count and Wilson interval (:func:`with_interval`). The ablated
-forward passes themselves are :mod:`arithmech.methods.knockout`'s.
+forward passes themselves are :mod:`arithmech.methods.ablation.knockout`'s.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pandas as pd
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data.pairs import Sample
-from arithmech.methods.ablation import Forwards, MeanSource
-from arithmech.methods.knockout import Ablation, correct
-from arithmech.methods.knockout_settings import Curve
+from arithmech.methods.ablation.intervention import Forwards, MeanSource
+from arithmech.methods.ablation.knockout import Ablation, correct
+from arithmech.methods.ablation.settings import Curve
 
 
 def with_interval(row: dict, k: int, n: int) -> dict:
@@ -63,7 +63,7 @@ def knockout_curve(
     """Fig. 3: accuracy after knocking out the top-``k`` components by effect rank (each ``k`` in ``curve.ks``),
     and ``k`` random ones (each ``k`` in ``curve.random_ks``, default ``curve.ks``) drawn from ``curve.universe``
     minus ``curve.exclude`` (the key components: a random draw never holds one), ``n_random`` orders seeded by
-    ``seed`` (:class:`~arithmech.methods.knockout_settings.Curve`); ``forwards``: :func:`knockout_topk`'s batching
+    ``seed`` (:class:`~arithmech.methods.ablation.settings.Curve`); ``forwards``: :func:`knockout_topk`'s batching
     and positions.
 
     ``curve.exclude_top``: the draw at ``k`` also leaves out the top ``k`` by effect rank — the components the

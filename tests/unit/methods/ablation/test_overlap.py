@@ -1,9 +1,9 @@
-"""Unit tests of ``arithmech/methods/knockout_overlap.py``."""
+"""Unit tests of ``arithmech/methods/ablation/overlap.py``."""
 from __future__ import annotations
 
 import pytest
 
-from arithmech.methods.knockout_overlap import overlap
+from arithmech.methods.ablation.overlap import overlap
 
 
 def test_overlap_sets():

@@ -1,11 +1,11 @@
-"""Parity tests of ``arithmech/methods/pool_cache.py``: a cached reference pool is the built one, bit for bit."""
+"""Parity tests of ``arithmech/methods/ablation/pool_cache.py``: a cached reference pool is the built one, bit for bit."""
 from __future__ import annotations
 
 import torch
 
 from arithmech.data import pairs as D
-from arithmech.methods import pool_cache
-from arithmech.methods.knockout_means import build_pool, pool_key, pool_prompts
+from arithmech.methods.ablation import pool_cache
+from arithmech.methods.ablation.pool import build_pool, pool_key, pool_prompts
 
 
 def _pools(tok, tpls):

@@ -35,8 +35,9 @@ import torch
 
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs
+from arithmech.data.batches import group_by_length
 from arithmech.data.draw import Draw
-from arithmech.methods.knockout import activations
+from arithmech.methods.ablation.knockout import activations
 
 ALL = "*"  # the family key of "every family"
 
@@ -67,7 +68,7 @@ def _parts(key: Hashable | None) -> tuple | None:
 @dataclass
 class PoolMeans:
     """Fold sums of a reference pool (see the module docstring) and the rule that picks a prompt's mean:
-    a :class:`~arithmech.methods.ablation.MeanSource` whose :meth:`lookup` gives each prompt its own means."""
+    a :class:`~arithmech.methods.ablation.intervention.MeanSource` whose :meth:`lookup` gives each prompt its own means."""
 
     folds: int
     min_group: int
@@ -75,7 +76,7 @@ class PoolMeans:
     usable: set | None = None  # the groups prune() would keep, when known before adding
     family: dict = field(default_factory=dict)  # family -> [z (F, L, T, ·), m, n (F, T)] right-aligned
     sizes: dict = field(default_factory=dict)  # family -> pool prompts drawn
-    digest: str | None = None  # the cache key (arithmech.methods.pool_cache), once known
+    digest: str | None = None  # the cache key (arithmech.methods.ablation.pool_cache), once known
     is_pooled = False  # a prompt's means depend on its key (MeanSource)
 
     # -------------------------------------------------------------------------------- building
@@ -220,7 +221,7 @@ def build_pool(model, tok, pools: dict, folds: int = 4, min_group: int = 32, bat
     pm = PoolMeans(folds, min_group)
     every = [s for pool in pools.values() for s in pool]
     lengths = [0] * len(every)
-    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every], batch_size):
+    for idx, ids in group_by_length(tok, [s.corrupt for s in every], batch_size):
         for i in idx:
             lengths[i] = ids.shape[1]
     pm.plan([pool_key(s) for s in every], lengths)

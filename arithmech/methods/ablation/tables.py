@@ -2,7 +2,7 @@
 and the sanity rows that say whether the ablation removes anything.
 
 ``knockout_summary`` and ``sanity_table`` read ``knockout.csv`` (a frame with :data:`COLUMNS
-<arithmech.methods.knockout_run.COLUMNS>`), or an :class:`arithmech.steps.identify.IdentifyResult`'s
+<arithmech.methods.ablation.run.COLUMNS>`), or an :class:`arithmech.steps.identify.IdentifyResult`'s
 ``knockout``; :func:`positions_table` re-runs only the position setting the run does not have.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.core.stats import wilson_interval
-from arithmech.methods.ablation import POSITIONS
-from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED, KnockoutSettings, Studied, task_knockout
+from arithmech.methods.ablation.intervention import POSITIONS
+from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED, Studied, task_knockout
+from arithmech.methods.ablation.settings import KnockoutSettings
 
 SANITY_COLUMNS = {
     "nothing-out": "nothing out",
@@ -31,7 +32,7 @@ def _frame(res_or_frame) -> pd.DataFrame:
 def key_vs_random(d: pd.DataFrame) -> dict:
     """One knockout point (head rows of a single ``k`` and positions): the effect-rank accuracy with
     its Wilson interval and the random-rank mean, spread and 5–95% quantiles over the orders, and the same of the
-    layer-matched random draws (:data:`~arithmech.methods.knockout_run.LAYER_MATCHED`; NaN and 0 draws where the
+    layer-matched random draws (:data:`~arithmech.methods.ablation.run.LAYER_MATCHED`; NaN and 0 draws where the
     run made none: files made before them, or a position setting other than the first)."""
     key = d[d.order == "effect-rank"].iloc[0]
     rnd = d[d.order == "random-rank"].accuracy
@@ -73,7 +74,7 @@ def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
 
 def floor_of(by: pd.DataFrame) -> float:
     """ "The floor" of one task's sanity rows (indexed by ``order``): the higher of the majority floor and the
-    conditioned floor (:data:`~arithmech.methods.knockout_run.FLOORS`; a file without the latter: the former)."""
+    conditioned floor (:data:`~arithmech.methods.ablation.run.FLOORS`; a file without the latter: the former)."""
     return max(float(by.loc[o, "accuracy"]) for o in FLOORS if o in by.index)
 
 
@@ -202,7 +203,7 @@ def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
     path patching measured them) and at every position, on the run's own knockout prompts and means.
 
     Position settings the run already has come from its ``knockout.csv`` rows; a missing one is computed
-    (:func:`arithmech.methods.knockout_run.task_knockout`). Rows as :func:`knockout_summary`'s."""
+    (:func:`arithmech.methods.ablation.run.task_knockout`). Rows as :func:`knockout_summary`'s."""
     task = res.key_heads["task"]
     own = knockout_summary(res)
     own = own[own.task == task] if not own.empty else own

@@ -1,4 +1,4 @@
-"""Parity tests of ``arithmech/methods/knockout_run.py``."""
+"""Parity tests of ``arithmech/methods/ablation/run.py``."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,12 +11,14 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
+from arithmech.data.batches import answer_ids
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
-from arithmech.methods.knockout import Ablation, Forwards
-from arithmech.methods.knockout_means import build_pool, pool_key, pool_prompts
-from arithmech.methods.knockout_run import KnockoutSettings, Studied, sanity_rows, task_knockout
-from arithmech.methods.knockout_settings import Curve
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation
+from arithmech.methods.ablation.pool import build_pool, pool_key, pool_prompts
+from arithmech.methods.ablation.run import Studied, sanity_rows, task_knockout
+from arithmech.methods.ablation.settings import Curve, KnockoutSettings
 
 
 def test_sanity_rows_equal_literal_forwards(embedded_model):
@@ -29,7 +31,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first"))
     pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first")),
                       min_group=4)
-    gold = D.answer_ids(tok, samples)
+    gold = answer_ids(tok, samples)
     for positions in ("end", "all"):
         rows = {r["order"]: r for r in sanity_rows(model, tok, samples, pool, Forwards(positions=positions))}
         clean = int((predict(model, tok, [s.clean for s in samples])[:, 0] == gold).sum())
@@ -80,7 +82,7 @@ def test_same_seed_same_knockout_rows(embedded_model):
     assert Ablation() == Ablation.of()
     lm = a[a.order == "layer-matched"]                  # one key head in layer 0: 3 draws of one other layer-0 head
     assert len(lm) == 3 and set(lm.k) == {1} and lm.n.eq(8).all() and lm.accuracy.between(0, 1).all()
-    from arithmech.methods.knockout_tables import key_vs_random
+    from arithmech.methods.ablation.tables import key_vs_random
     point = key_vs_random(a[(a.kind == "head") & (a.k == 1)])
     assert point["layer_matched_orders"] == 3 and point["accuracy_layer_matched_mean"] == lm.accuracy.mean()
 
@@ -91,7 +93,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     k, outside the top k by effect rank (``exclude_top``: the heads the effect-rank point knocks out); at other
     positions the studied heads (key heads, else the top 8) are compared with as many random heads outside
     them; the other tasks compare only their key heads."""
-    import arithmech.methods.knockout_run as KR
+    import arithmech.methods.ablation.run as KR
     seen = []
 
     def fake_curve(model, tok, samples, means, c, **kw):
@@ -110,7 +112,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     model = type("M", (), {"config": cfg})()
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
     key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
-    both = KR.KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="both",
+    both = KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="both",
                                split="in-sample", pool_size=8, batch_size=64)
     end = dataclasses.replace(both, positions="end")
     KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], key), True, both)
@@ -135,7 +137,7 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     row (the chart says so) instead of a smaller draw; a draw is uniform over what remains (filtered order)."""
     import torch
 
-    from arithmech.methods import knockout_curves as KC
+    from arithmech.methods.ablation import curves as KC
     universe = [(l, h) for l in range(2) for h in range(4)]                   # 8 heads
     ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]
     key = [(0, 0)]
@@ -156,27 +158,28 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
 def test_knockout_prompts_are_distinct(embedded_model):
     """Protects the knockout's n: the prompts eval_samples returns are all different (a base with repeats and
     draws from one small template give no prompt twice), each answered right by the model."""
-    from arithmech.methods.knockout_run import Prompts, eval_samples
+    from arithmech.methods.ablation.run import eval_samples
+    from arithmech.methods.ablation.settings import Prompts
     model, tok, _ = embedded_model
     tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
     base, _ = D.make_pairs(tok, tpl, n=20, seed=1, draw=D.Draw("last-digit"))
     got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=D.Draw("last-digit"), heldout=False,
                                                           batch_size=64))
     assert len({s.clean for s in got}) == len(got) > 20
-    assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == D.answer_ids(tok, got)).all())
+    assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == answer_ids(tok, got)).all())
 
 
 def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypatch, capsys):
     """Protects a held-out knockout on a weak model (zero-shot SmolLM2's subtraction: no fresh X_r of a
     never-ranked problem passes the X_r rules): the task gets no rows and one line on stderr, the other tasks
     and the pooled task keep theirs, and with no prompt anywhere the frame is empty (no Wilson interval of n = 0)."""
-    import arithmech.methods.knockout_run as KR
+    import arithmech.methods.ablation.run as KR
     got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation", answer_token="first")], "subtraction": []}
     monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
     ran = []
     monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, means, task, *a: (ran.append((task, len(samples))),
                         pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=task))[1])
-    settings = KR.KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="end",
+    settings = KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="end",
                                    split="in-sample", pool_size=8, batch_size=64)
     NO_EFFECTS = pd.DataFrame(columns=["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff"])
     ranked = KR.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, NO_EFFECTS, -0.05, "all")
@@ -198,19 +201,18 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
 def test_knockout_settings_refuse_a_wrong_value_when_made(change, match):
     """Protects the one place the knockout's settings are checked: a wrong choice or count is one ValueError when
     KnockoutSettings is made (before any prompt is drawn), naming the setting and what to use."""
-    import arithmech.methods.knockout_run as KR
     good = dict(samples=4, n_random=2, seed=0, ks=None, curves_for="primary", positions="both", split="held-out",
                 pool_size=8, batch_size=4)
-    assert KR.KnockoutSettings(**good).position_settings == ["end", "all"]
+    assert KnockoutSettings(**good).position_settings == ["end", "all"]
     with pytest.raises(ValueError, match=match):
-        KR.KnockoutSettings(**{**good, **change})
+        KnockoutSettings(**{**good, **change})
 
 
 def test_layer_matched_draws_keep_each_layers_count_outside_the_compared_heads():
     """Protects the layer-matched random control (issue #41): every draw holds as many heads of each layer as the
     heads it is compared with (two in layer 2, one in layer 0 here), none of them nor of the key heads, the same
     draws for the same seed and others for another; a layer without enough heads left gives no draw."""
-    from arithmech.methods.knockout_run import layer_matched_draws
+    from arithmech.methods.ablation.run import layer_matched_draws
     universe = [(l, h) for l in range(3) for h in range(6)]
     chosen, key = [(2, 1), (0, 3), (2, 2)], [(2, 0)]
     draws = layer_matched_draws(chosen, universe, key, 20, 0)

@@ -4,7 +4,7 @@ For each task::
 
     held-out split (default): fresh X_r of problems identify never ranked on, X_c checked (eval_samples)
     in-sample (the first runs): X_r of the task ──► topped up with fresh X_r to ``knockout_samples`` prompts
-    reference pool of X_c (knockout_means.build_pool) ──► per-prompt means, own operand pair left out
+    reference pool of X_c (pool.build_pool) ──► per-prompt means, own operand pair left out
     ──► key components by effect rank vs random non-key ones (≥ 20 orders), Wilson intervals
     ──► sanity rows: nothing out, all heads out, all MLPs out, X_c's own accuracy, majority floor,
         conditioned floor (the answer guessed from what the prompt carries, leave-one-out)
@@ -13,7 +13,7 @@ For each task::
 mean_source, split, n_clusters`` (``split``: ``held-out`` — the prompts share no problem cluster with the
 ranking ones, :mod:`arithmech.data.splits` — or ``in-sample``; ``n_clusters``: the distinct problems the
 prompts ask, which bound how independent the ``n`` prompts are); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
-:data:`SANITY`). :func:`arithmech.methods.knockout_tables.sanity_table` turns the sanity rows into the
+:data:`SANITY`). :func:`arithmech.methods.ablation.tables.sanity_table` turns the sanity rows into the
 claim "the ablation removes the information" (holds / does not hold).
 """
 
@@ -33,23 +33,17 @@ from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.models import BATCH_SIZE
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
-from arithmech.methods.ablation import Forwards, MeanSource
+from arithmech.methods.ablation.curves import default_ks, knockout_curve, with_interval
+from arithmech.methods.ablation.intervention import Forwards, MeanSource
+from arithmech.methods.ablation.knockout import Ablation, correct, group_key, mean_activations, mean_sources
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
+from arithmech.methods.ablation.settings import Curve, KnockoutSettings, Prompts
 from arithmech.methods.effects import key_heads, ranking
-from arithmech.methods.knockout import Ablation, correct, group_key, mean_activations, mean_sources
-from arithmech.methods.knockout_curves import default_ks, knockout_curve, with_interval
-from arithmech.methods.knockout_means import pool_prompts
-from arithmech.methods.knockout_settings import (  # noqa: F401
-    CURVES_FOR,
-    SPLITS,
-    Curve,
-    KnockoutSettings,
-    Prompts,
-    split_positions,
-)
-from arithmech.methods.pool_cache import cached_pool
 
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")  # a knockout "to the floor" means to the higher of the two
@@ -105,7 +99,7 @@ class Ranked:
 def eval_samples(
     model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], prompts: Prompts
 ) -> list[pairs.Sample]:
-    """The knockout's prompts (``prompts``: :class:`~arithmech.methods.knockout_settings.Prompts`, how many, the
+    """The knockout's prompts (``prompts``: :class:`~arithmech.methods.ablation.settings.Prompts`, how many, the
     seed, the draw, the split, the batches). ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
     problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
     (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
@@ -174,7 +168,7 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1).tolist()
-    gold = pairs.answer_ids(tok, samples)
+    gold = answer_ids(tok, samples)
     xc = int((predict(model, tok, [s.corrupt for s in samples], forwards.batch_size)[:, 0] == gold).sum())
     floor = Counter(gold.tolist()).most_common(1)[0][1]
     src = mean_sources(tok, samples, means)
@@ -214,7 +208,7 @@ def layer_matched_rows(
     the top ``k`` of ``curve.ranking`` for each ``k`` in ``curve.ks``, drawn from ``curve.universe`` outside them and
     ``curve.exclude`` — the random control whose heads sit in the same layers as the ones compared with it (the
     unmatched random rows draw from every layer). Heads only; ``curve.random_ks`` and ``exclude_top`` are not read.
-    ``forwards``: :func:`~arithmech.methods.knockout.knockout_topk`'s batching and positions."""
+    ``forwards``: :func:`~arithmech.methods.ablation.knockout.knockout_topk`'s batching and positions."""
     ranking, universe, exclude = curve.ranking, curve.universe, curve.exclude
     abls, rows = [], []
     for k in curve.ks:
@@ -247,7 +241,7 @@ def task_knockout(
       random orders at every ``k`` of the same curve (the band of Fig. 3 runs along the whole curve); the
       random draw at ``k`` never holds a key component nor any of the top ``k`` by effect rank (the ones the
       effect-rank point it is compared with knocks out), so a ``k`` with fewer than ``k`` components outside
-      those (``k`` past about half of them) has no random row (:class:`~arithmech.methods.knockout_settings.Curve`'s
+      those (``k`` past about half of them) has no random row (:class:`~arithmech.methods.ablation.settings.Curve`'s
       ``exclude_top``). Cost: one more ablated END row per order and ``k``, batched on the cached prefix; and
       layer-matched random head sets (:func:`layer_matched_rows`) at the number of key heads and at
       ``RANDOM_HEAD_KS[0]``;

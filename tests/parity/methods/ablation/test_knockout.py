@@ -1,4 +1,4 @@
-"""Knockout (mean ablation, arithmech.methods.knockout) is exact: the batched END replay on the prefix cache
+"""Knockout (mean ablation, arithmech.methods.ablation.knockout) is exact: the batched END replay on the prefix cache
 equals a full hooked forward, nothing ablated equals the model's own accuracy, ablating with a prompt's own
 means is a no-op, and the forwards stay within the token budget."""
 
@@ -9,9 +9,10 @@ import torch
 from factories import make_biased_gqa_llama, prompt_pairs
 
 from arithmech.evals.scoring import predict
-from arithmech.methods.knockout import Ablation, Forwards, accuracy, knockout_topk, mean_activations
-from arithmech.methods.knockout_curves import knockout_curve
-from arithmech.methods.knockout_settings import Curve
+from arithmech.methods.ablation.curves import knockout_curve
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation, accuracy, knockout_topk, mean_activations
+from arithmech.methods.ablation.settings import Curve
 
 
 def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Tensor:

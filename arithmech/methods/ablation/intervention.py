@@ -5,13 +5,13 @@ its mean over counterfactual prompts ``X_c``. A head's output is its slice of th
 heads' outputs before ``W_O``); an MLP's is the MLP's output. Two pieces:
 
 * :class:`MeanSource`: what a store of means answers. Two stores implement it:
-  :class:`arithmech.methods.knockout.Means` (means over the evaluated prompts' own ``X_c``, per
+  :class:`arithmech.methods.ablation.knockout.Means` (means over the evaluated prompts' own ``X_c``, per
   template × length × position, or position-pooled) and
-  :class:`arithmech.methods.knockout_means.PoolMeans` (a reference pool the evaluated prompts never
+  :class:`arithmech.methods.ablation.pool.PoolMeans` (a reference pool the evaluated prompts never
   see, leave-one-fold-out over operand pairs). Knockout code is written against the protocol and
   never asks which store it holds.
 * :class:`Forwards`: how a knockout batches its forwards and where it ablates, one checked value that
-  :func:`arithmech.methods.knockout.knockout_topk` and the functions above it take whole.
+  :func:`arithmech.methods.ablation.knockout.knockout_topk` and the functions above it take whole.
 * :class:`MeanAblation`: the replacement at one site of one layer, for a batch of rows. As in
   pyvene, an intervention is a small named object with one method: it takes the site's value and
   returns the edited value::
@@ -23,7 +23,7 @@ heads' outputs before ``W_O``); an MLP's is the MLP's output. Two pieces:
       x'    = where(mask, mean, x)  at x's last position only (positions="end") or at every one
 
   with ``G`` consecutive rows sharing one mean row (``repeat``: prompt ``i`` under ``G`` ablations is
-  rows ``i * G .. i * G + G - 1``, each with its own mask row). :func:`arithmech.methods.knockout.knockout_topk` puts
+  rows ``i * G .. i * G + G - 1``, each with its own mask row). :func:`arithmech.methods.ablation.knockout.knockout_topk` puts
   it on every layer's o_proj input and MLP output with one mask row per (prompt, ablation) row;
   :func:`arithmech.methods.explorer.mean_ablation` puts it on a model for any forward pass.
 
@@ -55,14 +55,14 @@ def check_positions(positions: str) -> str:
 
 @dataclass(frozen=True)
 class Forwards:
-    """How a knockout runs its forwards (:func:`arithmech.methods.knockout.ablated_logits`) and where it ablates.
+    """How a knockout runs its forwards (:func:`arithmech.methods.ablation.knockout.ablated_logits`) and where it ablates.
     Checked when made: a wrong value is one ``ValueError``. The same numbers come out whatever the sizes (tested);
     ``positions`` changes them.
 
     Attributes:
         batch_size: prompts per length group run together.
         positions: ``"end"`` (ablate at END, replayed on the clean prefix's key/value cache) or ``"all"``
-            (ablate at every position); :data:`POSITIONS`, :mod:`arithmech.methods.knockout`.
+            (ablate at every position); :data:`POSITIONS`, :mod:`arithmech.methods.ablation.knockout`.
         max_rows: prompts × ablations run in one forward (the full-vocabulary logits are ``(rows, vocab)``).
         max_tokens: and at most this many rows × sequence length per forward: the repeated key/value cache of
             the prefix (``"end"``: ``rows × (seq - 1)`` tokens, each ``L × 2 × n_kv_heads × head_dim`` values) or

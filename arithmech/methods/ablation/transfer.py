@@ -1,7 +1,7 @@
 """Transfer (paper Fig. 4) and a template family the heads were not found on (§4.1's SVAMP test).
 
 * :func:`transfer_table`: Fig. 4's free-text prompts, top-``k`` next tokens before and after knocking the
-  studied heads out (mean ablation, :mod:`arithmech.methods.knockout`);
+  studied heads out (mean ablation, :mod:`arithmech.methods.ablation.knockout`);
 * :func:`heldout_drop`: accuracy on a held-out family before and after knocking out heads found without it,
   against as many random heads;
 * :func:`run_transfer`: identify's transfer phase, both of the above on an identify result.
@@ -20,9 +20,9 @@ from arithmech.data import pairs, splits
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import Sample
 from arithmech.evals.scoring import check_counterfactuals
-from arithmech.methods.ablation import Forwards, MeanSource
-from arithmech.methods.effects import concat_patched, effects_frame, studied_heads
-from arithmech.methods.knockout import (
+from arithmech.methods.ablation.curves import random_orders, with_interval
+from arithmech.methods.ablation.intervention import Forwards, MeanSource
+from arithmech.methods.ablation.knockout import (
     Ablation,
     Head,
     Means,
@@ -32,8 +32,8 @@ from arithmech.methods.knockout import (
     mean_activations,
     mean_sources,
 )
-from arithmech.methods.knockout_curves import random_orders, with_interval
-from arithmech.methods.knockout_run import split_positions
+from arithmech.methods.ablation.settings import split_positions
+from arithmech.methods.effects import concat_patched, effects_frame, studied_heads
 from arithmech.paper import FIG4_CASES
 
 
@@ -58,7 +58,7 @@ def transfer_table(
     """Fig. 4: top-``k`` next tokens before and after knocking out ``heads``.
 
     The cases are free text with no template family: a :class:`Means` is position-pooled, a
-    :class:`~arithmech.methods.knockout_means.PoolMeans` gives every family's mean right-aligned at
+    :class:`~arithmech.methods.ablation.pool.PoolMeans` gives every family's mean right-aligned at
     each position (``mean_source`` says which). Cases with words the tokenizer does not know are kept
     as rows with ``status`` saying so and no predictions.
     Rows: ``case, prompt, expected, status, when, rank, token, prob, mean_source``.
@@ -119,7 +119,7 @@ def transfer_table(
 
 def random_heads(heads: Sequence[Head], universe: Sequence[Head], n_random: int, seed: int) -> list[list[Head]]:
     """``n_random`` seeded sets of as many heads as ``heads``, drawn from ``universe`` minus ``heads`` (the first
-    ``len(heads)`` of each of :func:`~arithmech.methods.knockout.random_orders`), for :func:`heldout_drop`."""
+    ``len(heads)`` of each of :func:`~arithmech.methods.ablation.curves.random_orders`), for :func:`heldout_drop`."""
     return [p[: len(heads)] for p in random_orders(universe, heads, n_random, seed)]
 
 
@@ -136,9 +136,9 @@ def heldout_drop(
     ``heads``, and after knocking out each of ``random_sets`` (as many random heads *other than* ``heads``,
     :func:`random_heads`; ``random_orders`` in the record counts them).
 
-    ``means``: a :class:`~arithmech.methods.knockout_means.PoolMeans` (the family's own pool where it
+    ``means``: a :class:`~arithmech.methods.ablation.pool.PoolMeans` (the family's own pool where it
     has one; ``mean_source`` says which) or a :class:`Means` (position-pooled). ``forwards``:
-    :func:`~arithmech.methods.knockout.knockout_topk`'s batching and positions.
+    :func:`~arithmech.methods.ablation.knockout.knockout_topk`'s batching and positions.
     ``relative_drop = (knocked - base) / base``, the paper's −22.9% / 34.7% = −66% on SVAMP; accuracies
     with Wilson 95% intervals, the random ones as mean and 5–95% quantiles over the sets.
 

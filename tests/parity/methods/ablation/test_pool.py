@@ -1,4 +1,4 @@
-"""The knockout's reference means (arithmech.methods.knockout_means) are what they claim: pool means equal a
+"""The knockout's reference means (arithmech.methods.ablation.pool) are what they claim: pool means equal a
 plain loop and never hold the prompt's own operand pair, random orders never hold a key component, and the
 pool is planned and aligned as stated."""
 
@@ -12,10 +12,10 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs as D
 from arithmech.data import templates as T
-from arithmech.methods.knockout import activations
-from arithmech.methods.knockout_curves import knockout_curve, random_orders
-from arithmech.methods.knockout_means import ALL, PoolMeans, build_pool, fold, pool_key, pool_prompts, pool_seed
-from arithmech.methods.knockout_settings import Curve
+from arithmech.methods.ablation.curves import knockout_curve, random_orders
+from arithmech.methods.ablation.knockout import activations
+from arithmech.methods.ablation.pool import ALL, PoolMeans, build_pool, fold, pool_key, pool_prompts, pool_seed
+from arithmech.methods.ablation.settings import Curve
 
 
 def capture(model, tok, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,10 +1,10 @@
-"""Parity tests of ``arithmech/methods/knockout_tables.py``."""
+"""Parity tests of ``arithmech/methods/ablation/tables.py``."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from arithmech.methods.knockout_tables import sanity_readable, sanity_table
+from arithmech.methods.ablation.tables import sanity_readable, sanity_table
 
 
 def test_sanity_table_decides_the_rule_from_the_rows():
@@ -91,7 +91,7 @@ def test_the_readable_sanity_table_names_its_intervals_under_it():
     """Protects the identify page's width (the book's page check found the table scrolling sideways once it carried
     an ``intervals`` column): the readable table has no such column, its percentages are whole, and
     :func:`sanity_intervals` names what the intervals are over — problem clusters where the file counts them."""
-    from arithmech.methods.knockout_tables import sanity_intervals
+    from arithmech.methods.ablation.tables import sanity_intervals
     t = sanity_table(_rows((0.12, 0.08, 0.16), clusters=25), chance=0.1)
     shown = sanity_readable(t)
     assert "intervals" not in shown.columns and shown["nothing out (95% CI)"].str.fullmatch(r"\d+% \[\d+%, \d+%\]").all()

@@ -1,4 +1,4 @@
-"""Knockout by mean ablation (paper §4.1, Fig. 3) and shared-head knockout (Table 4); :mod:`arithmech.methods.transfer`
+"""Knockout by mean ablation (paper §4.1, Fig. 3) and shared-head knockout (Table 4); :mod:`arithmech.methods.ablation.transfer`
 runs it on Fig. 4's prompts and a held-out family.
 
 A knocked-out head no longer writes what it computed on the prompt: its slice of the o_proj input
@@ -16,7 +16,7 @@ the same way. **Where** (``positions``):
 
 Three kinds of mean:
 
-* **reference pool** (:mod:`arithmech.methods.knockout_means`, what identify uses): X_c prompts drawn
+* **reference pool** (:mod:`arithmech.methods.ablation.pool`, what identify uses): X_c prompts drawn
   apart from the evaluated ones, a prompt's own operand pair left out, per template × length ×
   position with a documented family fallback.
 * **per group** (:func:`mean_activations`): one mean per template and token length, per position,
@@ -34,10 +34,10 @@ Many ablations are run in one forward: each prompt is repeated once per ablation
 ``prompt-major``: row ``i * G + a`` is prompt ``i`` under ablation ``a``) and each row carries its
 own head/MLP mask (``(rows, L, H)`` / ``(rows, L)``), so a whole curve costs a few batched forwards;
 identical ablations (``k = 0`` of every order, say) run once. Accuracy is top-1 at END against the
-answer token {C} (:func:`~arithmech.data.pairs.answer_ids`, whichever token that is).
+answer token {C} (:func:`~arithmech.data.batches.answer_ids`, whichever token that is).
 
-Random baselines (:func:`~arithmech.methods.knockout_curves.knockout_curve`, in
-:mod:`arithmech.methods.knockout_curves`) draw from the components *outside* ``exclude`` (the key
+Random baselines (:func:`~arithmech.methods.ablation.curves.knockout_curve`, in
+:mod:`arithmech.methods.ablation.curves`) draw from the components *outside* ``exclude`` (the key
 heads / MLPs) and, with ``exclude_top``, outside the top ``k`` by effect rank at each ``k``, ``n_random`` seeded
 orders; every accuracy comes with its count and Wilson interval.
 """
@@ -55,8 +55,9 @@ from arithmech.core import prefix as shared_prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict
-from arithmech.data.pairs import Sample, answer_ids, group_by_length
-from arithmech.methods.ablation import MAX_ROWS, MAX_TOKENS, Forwards, MeanAblation, MeanSource  # noqa: F401
+from arithmech.data.batches import answer_ids, group_by_length
+from arithmech.data.pairs import Sample
+from arithmech.methods.ablation.intervention import Forwards, MeanAblation, MeanSource
 
 Head = tuple[int, int]
 
@@ -78,7 +79,7 @@ class Means:
     """Mean o_proj input ``z[key]``: ``(L, seq, H*dh)`` and MLP output ``mlp[key]``: ``(L, seq, d)``
     per group ``key``, with ``count[key]`` prompts. A pooled ``Means`` has ``seq == 2`` (first
     position, every later position) and the single key ``"*"``. A
-    :class:`~arithmech.methods.ablation.MeanSource`."""
+    :class:`~arithmech.methods.ablation.intervention.MeanSource`."""
 
     z: dict = field(default_factory=dict)
     mlp: dict = field(default_factory=dict)
@@ -197,14 +198,14 @@ def knockout_topk(
     k: int = 1,
     forwards: Forwards = Forwards(),
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-``k`` next tokens at END under each ablation (each a :class:`~arithmech.methods.ablation.MeanAblation`
+    """Top-``k`` next tokens at END under each ablation (each a :class:`~arithmech.methods.ablation.intervention.MeanAblation`
     of every layer's o_proj input and MLP output, one mask row per prompt × ablation row).
 
     Args:
         prompts: the ``n`` prompts.
         keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
         ablations: ``A`` ablations; the empty :class:`Ablation` is the intact model.
-        forwards: the batching and where to ablate (:class:`~arithmech.methods.ablation.Forwards`: ``"end"``,
+        forwards: the batching and where to ablate (:class:`~arithmech.methods.ablation.intervention.Forwards`: ``"end"``,
             the default, or ``"all"``; see the module docstring).
     Returns:
         ``ids (A, n, k)`` and ``probs (A, n, k)``.
@@ -331,7 +332,7 @@ def correct(
 ) -> torch.Tensor:
     """``(A, n)`` whether the top-1 token at END is the answer token under each ablation.
 
-    ``means``: a :class:`Means` or a :class:`~arithmech.methods.knockout_means.PoolMeans`; ``forwards``:
+    ``means``: a :class:`Means` or a :class:`~arithmech.methods.ablation.pool.PoolMeans`; ``forwards``:
     :func:`knockout_topk`'s."""
     keys = None if means.is_pooled else [means.key(s) for s in samples]
     ids, _ = knockout_topk(model, tok, [s.clean for s in samples], keys, means, ablations, k=1, forwards=forwards)

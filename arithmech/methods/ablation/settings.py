@@ -1,8 +1,8 @@
 """How identify's knockout runs: its settings as one checked value (issue #42), with no torch import, so the step
 config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads;
-what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.knockout.knockout_curve`
+what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.ablation.curves.knockout_curve`
 takes it; and which prompts a knockout draws (:class:`Prompts`), as
-:func:`arithmech.methods.knockout_run.eval_samples` takes them."""
+:func:`arithmech.methods.ablation.run.eval_samples` takes them."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class KnockoutSettings:
         samples: prompts per task in the curves (:func:`eval_samples`; the config's ``knockout_samples``).
         n_random: seeded random orders per curve, drawn from the components outside the key ones.
         seed: the run's seed (random orders, the prompts' draw streams, the reference pool's).
-        ks: numbers of heads to knock out, ``None`` for :func:`~arithmech.methods.knockout.default_ks`.
+        ks: numbers of heads to knock out, ``None`` for :func:`~arithmech.methods.ablation.curves.default_ks`.
         curves_for: ``"primary"`` (full curves for the primary task, key vs random for the others) or ``"each"``.
         positions: ``"end"``, ``"all"`` or ``"both"`` (the config's ``knockout_positions``; :attr:`position_settings`).
         split: ``"held-out"`` (fresh X_r of problems never ranked on) or ``"in-sample"`` (the X_r, topped up).
@@ -68,8 +68,8 @@ class KnockoutSettings:
 
 @dataclass(frozen=True)
 class Curve:
-    """What one knockout curve knocks out (:func:`arithmech.methods.knockout.knockout_curve`; the layer-matched
-    control, :func:`arithmech.methods.knockout_run.layer_matched_rows`, reads the same fields but ``random_ks`` and
+    """What one knockout curve knocks out (:func:`arithmech.methods.ablation.curves.knockout_curve`; the layer-matched
+    control, :func:`arithmech.methods.ablation.run.layer_matched_rows`, reads the same fields but ``random_ks`` and
     ``exclude_top``). Components are ``(layer, head)`` pairs for ``kind="head"``, layer indices for ``"mlp"``.
 
     Attributes:
@@ -99,7 +99,7 @@ class Curve:
 
 @dataclass(frozen=True)
 class Prompts:
-    """Which prompts a knockout measures on (:func:`arithmech.methods.knockout_run.eval_samples`). Checked when
+    """Which prompts a knockout measures on (:func:`arithmech.methods.ablation.run.eval_samples`). Checked when
     made: a wrong value is one ``ValueError``.
 
     Attributes:

@@ -1,6 +1,6 @@
 """The reference pool's means, computed once and reused: a content-addressed cache (issue #39).
 
-The knockout's means (:mod:`arithmech.methods.knockout_means`) depend on the model's weights, the pool's
+The knockout's means (:mod:`arithmech.methods.ablation.pool`) depend on the model's weights, the pool's
 prompts (templates, families, ``pool_size``, pool seed, answer-token variant, few-shot examples: all of
 them are in the prompts' text and operands), the folds, ``min_group``, the batch size (a batch's numbers
 depend on the prompts batched with it at float rounding), the dtype and the library versions — and on
@@ -30,10 +30,10 @@ import os
 import torch
 
 from arithmech.core.atomic import atomic_write
+from arithmech.core.models import BATCH_SIZE
 from arithmech.core.names import CACHE_DIR
 from arithmech.core.provenance import versions
-from arithmech.methods import knockout_means
-from arithmech.methods.knockout_means import PoolMeans, pool_key
+from arithmech.methods.ablation.pool import PoolMeans, build_pool, pool_key
 
 VERSION = 1  # bump when the pool's arithmetic changes (activations, sums, pruning): old files go unused
 
@@ -57,7 +57,7 @@ def tokenizer_digest(tok) -> str:
 
 def pool_digest(model, tok, pools: dict, folds: int, min_group: int, batch_size: int) -> str:
     """The cache key of the pool of ``pools`` (family → pairs,
-    :func:`~arithmech.methods.knockout_means.pool_prompts`)."""
+    :func:`~arithmech.methods.ablation.pool.pool_prompts`)."""
     prompts = [[fam, [[s.corrupt, list(pool_key(s))] for s in pool]] for fam, pool in sorted(pools.items())]
     blob = json.dumps(
         {
@@ -100,10 +100,10 @@ def enabled() -> bool:
 
 
 def cached_pool(
-    model, tok, pools: dict, folds: int = 4, min_group: int = 32, batch_size: int = knockout_means.BATCH_SIZE
+    model, tok, pools: dict, folds: int = 4, min_group: int = 32, batch_size: int = BATCH_SIZE
 ) -> PoolMeans:
-    """:func:`~arithmech.methods.knockout_means.build_pool` (same arguments and result: ``pools`` from
-    :func:`~arithmech.methods.knockout_means.pool_prompts`), read from the cache when the same pool was built
+    """:func:`~arithmech.methods.ablation.pool.build_pool` (same arguments and result: ``pools`` from
+    :func:`~arithmech.methods.ablation.pool.pool_prompts`), read from the cache when the same pool was built
     before, else built and stored. The result's ``digest`` is the key."""
     key = pool_digest(model, tok, pools, folds, min_group, batch_size)
     path = CACHE_DIR / "pool" / f"{key}.pt"
@@ -114,7 +114,7 @@ def cached_pool(
             return pm
         except Exception:  # a damaged file: rebuilt and replaced below
             pass
-    pm = knockout_means.build_pool(model, tok, pools, folds, min_group, batch_size)
+    pm = build_pool(model, tok, pools, folds, min_group, batch_size)
     pm.digest = key
     if enabled():
         buf = io.BytesIO()
