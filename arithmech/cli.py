@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         args.func(args)
     except KeyboardInterrupt:
         print(
-            "interrupted: re-run the same command to finish (identify and arms resume where they stopped; "
+            "interrupted: re-run the same command to finish (identify and table1 resume where they stopped; "
             "a set interrupted while it was moved in is finished or dropped by the next command)",
             file=sys.stderr,
         )

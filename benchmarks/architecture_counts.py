@@ -9,7 +9,7 @@
   ``arithmech/core/config.py``, the chapters' configs in ``arithmech/report/build/chapters.py``), a default of ``answer_token`` / ``variant`` / ``example_sets`` — a parameter or
   dataclass field with a default, or ``<dict>.get("answer_token" | "example_sets", <default>)``;
 * ``contextvar_uses``: the lines of ``arithmech/`` that name ``ContextVar`` (one per line);
-* ``steps``: the functions named ``ensure`` or ``reuse_or_run`` (hand-written reuse), the ``recorded`` translations,
+* ``steps``: the functions named ``ensure`` or ``reuse_or_run`` (hand-written reuse; ``typing.overload`` stubs are signatures, not counted), the ``recorded`` translations,
   the ``_print_*`` printers of ``arithmech/cli.py``, and the step config class names quoted in ``arithmech/core/``
   (core looking steps up by name);
 * ``chapters``: the Python lines of the book's code cells (``book/*.md``, between ```` ```{code-cell} ```` and
@@ -65,6 +65,18 @@ def _defaults(fn) -> list[tuple[str, ast.AST]]:
     return [(x.arg, d) for x, d in pairs]
 
 
+def _required_field(value: ast.AST) -> bool:
+    """``field(kw_only=True)`` and the like: a dataclass field with neither ``default`` nor ``default_factory`` (a
+    required argument, not a default)."""
+    return (isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) == "field"
+            and not {k.arg for k in value.keywords} & {"default", "default_factory"})
+
+
+def _overload(fn) -> bool:
+    """A ``typing.overload`` stub: a signature for the type checker, not a second function."""
+    return any(getattr(d, "id", getattr(d, "attr", None)) == "overload" for d in fn.decorator_list)
+
+
 def scan() -> dict:
     """The answer-token checks, the silent defaults and the ContextVar uses, each with its place."""
     checks, choices, silent, cvars = [], [], [], []
@@ -95,7 +107,7 @@ def scan() -> dict:
                     if arg in SETTINGS:
                         silent.append(f"{rel}:{node.lineno} {node.name}({arg}=...)")
             elif isinstance(node, ast.AnnAssign) and below and isinstance(node.target, ast.Name) \
-                    and node.target.id in SETTINGS and node.value is not None:
+                    and node.target.id in SETTINGS and node.value is not None and not _required_field(node.value):
                 silent.append(f"{where} field {node.target.id} = ...")
             if (isinstance(node, ast.Name) and node.id == "ContextVar") or (
                     isinstance(node, ast.Attribute) and node.attr == "ContextVar"):
@@ -119,7 +131,7 @@ def steps_and_chapters() -> dict:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 where = f"{rel}::{node.name}"
-                if node.name in ("ensure", "reuse_or_run"):
+                if node.name in ("ensure", "reuse_or_run") and not _overload(node):
                     ensure.append(where)
                 elif node.name == "recorded":
                     recorded.append(where)

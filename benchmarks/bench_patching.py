@@ -40,6 +40,7 @@ import torch
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import pairs as D
+from arithmech.data.batches import answer_ids
 from arithmech.evals.scoring import filter_correct
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch, path_patch_fast, path_patch_reference
@@ -61,7 +62,7 @@ def random_llama(vocab: int, n_layers: int = 16, n_heads: int = 16, d_model: int
 def bench(model, tok, samples, label: str) -> dict:
     """Time both methods on ``samples``: end to end (``path_patch``: caches + scan) and the scan alone."""
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
-    ans = D.answer_ids(tok, samples)
+    ans = answer_ids(tok, samples)
     t = {}
     t0 = time.perf_counter()
     fast = path_patch(model, tok, clean, corrupt, ans, method="fast")

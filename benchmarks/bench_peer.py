@@ -192,11 +192,12 @@ def main(argv=None) -> dict | None:
     from arithmech.core.atomic import atomic_json, sha256
     from arithmech.core.models import load_model, resolve
     from arithmech.data import pairs as D
+    from arithmech.data.batches import answer_ids
     from arithmech.methods.patching import path_patch
 
     model, tok, _ = load_model("smollm2-135m", attn_implementation="sdpa")
     samples = D.reference_samples(PROMPTS, a.n, a.seed)
-    clean, corrupt, answer = [s.clean for s in samples], [s.corrupt for s in samples], D.answer_ids(tok, samples)
+    clean, corrupt, answer = [s.clean for s in samples], [s.corrupt for s in samples], answer_ids(tok, samples)
     folder = resolve("smollm2-135m")                  # the same weights, as a plain HF folder
     peers = {"nnsight": (load_nnsight, warm_nnsight, nnsight_path_patch),
              "transformerlens": (load_tl, warm_tl, tl_path_patch)}

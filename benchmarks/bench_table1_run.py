@@ -9,7 +9,7 @@ rows (batch 16, the shipped ranking's top-8 heads for ``precise``) in a fresh su
 (before full, after full, before precise, after precise), so a change of machine load hits both. The
 per-step time is extrapolated to the 220 steps of a run. Evaluation is timed once per tree on the base model at
 the suite's sizes (200 items per cloze set, 4,096 text tokens) in both trees, so ``ratio_run`` is the speed-up of the
-same work; the after tree is also timed at ``arms``' new defaults (100 and 2,048), reported apart
+same work; the after tree is also timed at ``table1``'s new defaults (100 and 2,048), reported apart
 (``ratio_run_with_the_designs_test_sets``: the speed-up plus the cut of the test sets).
 Writes ``benchmarks/results/table1_run.json``.
 """

@@ -32,7 +32,7 @@ import torch
 from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
-from arithmech.data import pairs as D
+from arithmech.data.batches import answer_ids
 from arithmech.methods import upstream as U
 from arithmech.methods import upstream_reference as UR
 from arithmech.methods.patching import end_cache, split_cache
@@ -59,7 +59,7 @@ def spread(every: list, k: int | None, seed: int) -> list:
 def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: int | None, seed: int) -> dict:
     effects, kh, samples = inputs(folder, n_samples, seed)
     net, tok, _ = load_model(model_name, attn_implementation="sdpa")
-    ans = D.answer_ids(tok, samples)
+    ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     t0 = time.perf_counter()
     c, x = split_cache(end_cache(net, tok, clean_p + corrupt_p, torch.cat([ans, ans])), len(samples))

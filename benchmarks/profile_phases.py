@@ -8,7 +8,7 @@
 --seed 0`` in a fresh process (a temporary results folder) and copies ``run.json``'s phase times and peak
 memory, with the wall time of the whole process.
 
-``table1`` times the pieces of one run of ``arms`` (the ``cpu`` suite, the shipped ranking's top-8 heads):
+``table1`` times the pieces of one run of ``table1`` (the ``cpu`` suite, the shipped ranking's top-8 heads):
 training (``--steps`` optimizer steps of full SFT and of precise SFT at batch 16; the per-step time is
 extrapolated to the run's 220 steps and said so), then each evaluation of the run on the trained
 precise model: validation carry (exact match), its completion loss and text loss, test carry, each
@@ -51,11 +51,11 @@ def run_identify(python: str = sys.executable, cwd: Path = ROOT, env: dict | Non
             "files": files}
 
 
-SUB = {"draw held-out knockout prompts (eval_samples)": "knockout_run.py:.*\\(eval_samples\\)",
-       "knockout curves (knockout_curve)": "knockout_curves.py:.*\\(knockout_curve\\)",
-       "sanity rows (sanity_rows)": "knockout_run.py:.*\\(sanity_rows\\)",
-       "reference pool (build_pool)": "knockout_means.py:.*\\(build_pool\\)",
-       "transfer (run_transfer)": "transfer.py:.*\\(run_transfer\\)",
+SUB = {"draw held-out knockout prompts (eval_samples)": "ablation/run.py:.*\\(eval_samples\\)",
+       "knockout curves (knockout_curve)": "ablation/curves.py:.*\\(knockout_curve\\)",
+       "sanity rows (sanity_rows)": "ablation/run.py:.*\\(sanity_rows\\)",
+       "reference pool (build_pool)": "ablation/pool.py:.*\\(build_pool\\)",
+       "transfer (run_transfer)": "ablation/transfer.py:.*\\(run_transfer\\)",
        "model load (load_model)": "models.py:.*\\(load_model\\)",
        "every nn.Linear (torch._C._nn.linear)": "torch._C._nn.linear"}
 

@@ -5,7 +5,7 @@ alone — before the results it decides existed. This module records, for every 
 it decides, reconstructed from git (``git log --follow -p -- arithmech/claims/rules.py`` and the files the
 rules lived in before: ``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``,
 ``arithmech/experiments/casestudy.py``, ``arithmech/smollm.py``). A rule's ``version`` in
-:data:`~arithmech.claims.rules.RULES` is the number of its entries here, and :data:`DIGEST` holds a
+:data:`~arithmech.claims.rule_texts.RULES` is the number of its entries here, and :data:`DIGEST` holds a
 fingerprint of its current text and of the numbers its decider reads, so a rule edited without an entry fails ``tests/unit/claims/test_changelog.py``.
 
 What counts as a change: anything that can move a verdict (a threshold, what is compared, a new
@@ -18,11 +18,11 @@ folder, so the evidence for the embedded model is the executed chapters and the 
 measured numbers); ``no`` when git holds none yet. A run made on someone's machine and never recorded cannot
 be ruled out; ``no`` means "none recorded".
 
-The entries live in four modules, by period, joined here in time order into :data:`CHANGELOG`: the history
+The entries live in five modules, by period, joined here in time order into :data:`CHANGELOG`: the history
 reconstructed from git (:mod:`~arithmech.claims.changelog_git_identify`, identify's rules, and
 :mod:`~arithmech.claims.changelog_git_other_rules`, the others, the dropped rules and the digests as of then), the
-entries of 2026-11-27 (:mod:`~arithmech.claims.changelog_nov27`) and those from 2026-11-28 on
-(:mod:`~arithmech.claims.changelog_recent`). This module holds what reads them: :func:`history`,
+entries of 2026-11-27 (:mod:`~arithmech.claims.changelog_nov27`), those of 2026-11-28 up to its seventh session
+(:mod:`~arithmech.claims.changelog_nov28`) and those since (:mod:`~arithmech.claims.changelog_recent`). This module holds what reads them: :func:`history`,
 :func:`version`, :func:`pre_registered`, :func:`digest` and :func:`decider_constants`.
 
 Adding or editing a rule: append an entry to :mod:`arithmech.claims.changelog_recent` (the next version, today's date, the commit that makes the change
@@ -42,12 +42,13 @@ from arithmech.claims.changelog_git_identify import IDENTIFY_HISTORY
 from arithmech.claims.changelog_git_other_rules import DROPPED as DROPPED  # re-exported: the rules page reads it here
 from arithmech.claims.changelog_git_other_rules import GIT_DIGEST, OTHER_HISTORY
 from arithmech.claims.changelog_nov27 import NOV27, NOV27_DIGEST
+from arithmech.claims.changelog_nov28 import NOV28, NOV28_DIGEST
 from arithmech.claims.changelog_recent import RECENT, RECENT_DIGEST
 
-CHANGELOG: tuple[Change, ...] = IDENTIFY_HISTORY + OTHER_HISTORY + NOV27 + RECENT
+CHANGELOG: tuple[Change, ...] = IDENTIFY_HISTORY + OTHER_HISTORY + NOV27 + NOV28 + RECENT
 """Every entry, in time order within each part: the history reconstructed from git, then the entries appended
 since (2026-11-27, then 2026-11-28 on)."""
-DIGEST: dict[str, str] = {**GIT_DIGEST, **NOV27_DIGEST, **RECENT_DIGEST}
+DIGEST: dict[str, str] = {**GIT_DIGEST, **NOV27_DIGEST, **NOV28_DIGEST, **RECENT_DIGEST}
 """Each rule's fingerprint (:func:`digest`) as of its latest entry: the reconstructed history's
 (:data:`arithmech.claims.changelog_git_other_rules.GIT_DIGEST`) updated by the digests logged since."""
 

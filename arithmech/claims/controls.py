@@ -14,7 +14,7 @@ import pandas as pd
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.pairs import interleave
-from arithmech.methods.knockout_run import FLOORS, LAYER_MATCHED
+from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED
 from arithmech.steps.config import MIN_PROBLEMS
 from arithmech.steps.control import floor_at, sampled_estimates
 

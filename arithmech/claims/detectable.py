@@ -35,7 +35,7 @@ import pandas as pd
 from arithmech.claims import curves as C
 from arithmech.claims.curve_parts import top
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point
-from arithmech.core.stats import studentized_half_width
+from arithmech.core.stats import sample_variance, studentized_half_width
 
 COMPARISONS: tuple[tuple[str, str, str | None, str], ...] = (
     ("precise SFT learns the skill", "learns", None, "math"),
@@ -50,10 +50,7 @@ COMPARISONS: tuple[tuple[str, str, str | None, str], ...] = (
 def run_variance(p: Point, what: str) -> float | None:
     """The spread (sample variance) of a point's run means on ``what``; None below two runs."""
     xs = p.values(what)
-    if len(xs) < 2:
-        return None
-    m = sum(xs) / len(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    return sample_variance(xs) if len(xs) >= 2 else None
 
 
 def _item_means(p: Point, what: str) -> list[float]:
@@ -85,8 +82,7 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
     if other:
         item = [x - y for x, y in zip(item, _item_means(tops[1], what))]
     n_items = len(item)
-    mean = sum(item) / n_items
-    s2_item = sum((x - mean) ** 2 for x in item) / (n_items - 1)
+    s2_item = sample_variance(item)
     spreads = [run_variance(t, what) for t in tops]
     row.update(
         {

@@ -22,6 +22,8 @@ NUMBERS = (MARGIN, MIN_RUNS, SCOPE, COLLAPSE)
 share of base's margin over chance): read by every decider, so each is part of its rule's digest."""
 
 ARMS = {
+    "precise-learns-math": ("precise SFT learns the skill", "precise-key − base"),
+    "precise-learns-beyond-format": (curves.SHOTS, "precise-key − base-shots"),
     "precise-matches-full": ("precise matches full", "precise-key − full"),
     "selection-matters": ("the selection matters", "precise-key − precise-random"),
     "precise-keeps-generic": ("precise keeps general skills better than full", None),
@@ -35,7 +37,7 @@ def _pct(x) -> str:
 def _curves(ctx: Context, cid: str):
     """The curve rule's row for claim ``cid`` (:mod:`arithmech.claims.curves`), on the pooled math measure."""
     if not results.exists(ctx.folder, "finetune/table1.json"):
-        raise Missing("no arms run (python -m arithmech arms)")
+        raise Missing("no arms run (python -m arithmech table1)")
     rows = ctx.memo(("curves", NUMBERS), lambda: curves.verdicts(ctx.folder))
     claim, comp = ARMS[cid]
     r = rows[
@@ -51,7 +53,8 @@ def _curves(ctx: Context, cid: str):
         else (
             f"frontier tops {r['at']}: {_pct(r['estimate'])} points"
             + (
-                f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (Welch t over run means at {100 * r['level']:.4g}%, the rule's level)"
+                f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (crossed over runs and test items at {100 * r['level']:.4g}%,"
+                " the rule's level)"
                 if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
                 else " (no interval over runs)"
             )
@@ -61,6 +64,14 @@ def _curves(ctx: Context, cid: str):
     flipped = f"whole grid {r['whole grid']}, but " if r["whole grid"] != r["verdict"] else ""
     here = f"{r['comparison']} over every rate{what}: {num}; {flipped}{r['leave-one-rate-out'] or 'nothing to flip'}"
     return here, {curves.HOLDS: True, curves.NOT: False}.get(r["verdict"])
+
+
+def precise_learns_math(ctx: Context):
+    return _curves(ctx, "precise-learns-math")
+
+
+def precise_learns_beyond_format(ctx: Context):
+    return _curves(ctx, "precise-learns-beyond-format")
 
 
 def selection_matters(ctx: Context):

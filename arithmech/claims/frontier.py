@@ -34,7 +34,7 @@ from arithmech.claims import verdicts as V
 from arithmech.core import records, results
 from arithmech.core.stats import crossed_interval, hierarchical_bootstrap
 from arithmech.evals.suites import get_suite
-from arithmech.steps.arms_grid import grid_of
+from arithmech.steps.table1_grid import grid_of
 
 MIN_RUNS = 3
 """Runs a grid point needs before a rule reads its interval (fewer: the point is shown, and is inconclusive)."""
@@ -169,7 +169,7 @@ def load(folder: str | Path) -> Curves:
     b_math = {v: _mean(b_items[v]) for v in variants}
     b_gen = V.value(base, g, pooled)
     pts: dict[str, list[Point]] = {}
-    kept = p.get("replicated")  # the grid-point cut's rates (arithmech.steps.arms_grid)
+    kept = p.get("replicated")  # the grid-point cut's rates (arithmech.steps.table1_grid)
     for arm, a in p["arms"].items():
         if arm in ("base", "base-shots"):
             continue

@@ -2,9 +2,8 @@
 
 :data:`RULES` holds one :class:`~arithmech.claims.rule.Rule` per claim — the sentence a chapter states before its
 results (:func:`arithmech.claims.rules.rules_markdown`) and the rules page lists with its history. How each rule
-is *decided* on a results folder (its decider) lives in :mod:`arithmech.claims.rules`, which re-exports
-:data:`RULES`, :data:`BY_ID` and :data:`ADDED`; the numbers below are the ones both the texts print and the deciders
-read (their values are logged: :mod:`arithmech.claims.changelog` fingerprints them).
+is *decided* on a results folder (its decider) lives in :mod:`arithmech.claims.rules`; the numbers below are the
+ones both the texts print and the deciders read (their values are logged: :mod:`arithmech.claims.changelog` fingerprints them).
 
 Editing a rule's text here is a change of the rule: log it in :mod:`arithmech.claims.changelog_recent` and bump
 its ``version``.
@@ -151,6 +150,32 @@ RULES: tuple[Rule, ...] = (
         version=4,
     ),
     Rule(
+        "precise-learns-math",
+        "Precise SFT improves math",
+        "+15 points on average over four math sets (Table 1)",
+        "over whole learning-rate grids (claims/curves.py, rule 1): holds iff some rate of precise-key has a math "
+        "gain over base on the primary math measure whose interval (over runs and the shared test items, ≥ 3 runs a "
+        "point) lies above 0; does not hold iff every rate's interval lies at or below 0; inconclusive otherwise, and "
+        "when leaving out any one grid point's runs gives the opposite verdict; collapsed points decide nothing; every "
+        "interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: "
+        "a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point "
+        "collapsed when more than half of its runs did, and every run enters its point's mean and interval, "
+        "collapsed or not (at least 3 runs)" + _CUT + _CROSSED,
+        version=1,
+    ),
+    Rule(
+        "precise-learns-beyond-format",
+        "Precise SFT learns more than the answer format (beyond the paper)",
+        "not tested (no few-shot base)",
+        "rule 1 of claims/curves.py against base with K solved examples in the prompt (base-shots: the answer format "
+        "without the arithmetic) instead of base: holds iff some rate of precise-key gains over base-shots, its "
+        "per-item change minus base-shots' item by item, with an interval (over runs and the shared test items, ≥ 3 "
+        "runs a point) above 0 on the primary math measure; does not hold iff every rate's lies at or below 0; "
+        "inconclusive otherwise, and when leaving out any one grid point's runs gives the opposite verdict; not yet "
+        "run without a base-shots record; levels, collapse and runs as in precise-learns-math" + _CUT + _CROSSED,
+        version=1,
+    ),
+    Rule(
         "precise-matches-full",
         "Precise SFT improves math about as much as full SFT",
         "+15 points on average, ≥ full SFT (Table 1)",
@@ -242,6 +267,7 @@ RULES += (
 BY_ID = {r.id: r for r in RULES}
 ADDED = (
     "key-heads-exist-share",
+    "precise-learns-beyond-format",
     "logit-diff-ranking",
     "key-heads-stable",
     "counterfactuals-agree",
@@ -249,7 +275,7 @@ ADDED = (
     "selection-matters",
 )
 """Claims this book adds, not the paper's (issue #41): counted apart from the paper's own claims
-(:func:`arithmech.report.views.pages.tally`)."""
+(:func:`arithmech.report.views.findings.tally`)."""
 
 
 # ------------------------------------------------------------------ faithfulness (issue #26, item 4)

@@ -18,7 +18,7 @@ them (:func:`arithmech.report.views.pages.claim_lines`); the tests check that th
 table agree.
 
 The rules' texts (:data:`RULES`, and the numbers they print) live in :mod:`arithmech.claims.rule_texts`; this
-module holds how each is decided (:data:`DECIDERS`) and re-exports :data:`RULES`, :data:`BY_ID` and :data:`ADDED`.
+module holds how each is decided (:data:`DECIDERS`).
 
 Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (:mod:`arithmech.claims.rule_texts`; a
 decider ``ctx -> (here, holds)`` in :data:`DECIDERS` under the same id), then log it in :data:`arithmech.claims.changelog.CHANGELOG` and bump the
@@ -41,9 +41,14 @@ from arithmech.claims.controls import controlled as _controlled
 from arithmech.claims.controls import layer_matched as _layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
-from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.claims.finetune import (
+    precise_keeps_generic,
+    precise_learns_beyond_format,
+    precise_learns_math,
+    precise_matches_full,
+    selection_matters,
+)
 from arithmech.claims.rule import Rule
-from arithmech.claims.rule_texts import ADDED as ADDED  # re-exported: the book and the report read it here
 from arithmech.claims.rule_texts import (
     AGREE_FAILS,
     AGREE_HOLDS,
@@ -268,6 +273,8 @@ DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
         )
     },
     "circuit-faithful": _controlled(circuit_faithful),
+    "precise-learns-math": precise_learns_math,
+    "precise-learns-beyond-format": precise_learns_beyond_format,
     "precise-matches-full": precise_matches_full,
     "precise-keeps-generic": precise_keeps_generic,
     "selection-matters": selection_matters,

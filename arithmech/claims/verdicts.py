@@ -61,7 +61,7 @@ RULES = (
 
 
 def plan(folder: str | Path) -> dict:
-    """``finetune/table1.json`` of a model's results folder (:func:`arithmech.steps.arms.run_arms`)."""
+    """``finetune/table1.json`` of a model's results folder (:func:`arithmech.steps.table1.run`)."""
     return results.read(folder, "finetune/table1.json")
 
 

@@ -47,15 +47,15 @@ SHOT_TOKENS = 10  # each solved example before a prompt (``--shots``)
 DECODE_TOKENS = 3  # greedy tokens of identify's exact-match check per prompt kept
 FAMILIES = 5  # template families (equation, statement, qa, time-span, accumulation)
 TEMPLATES = 48  # Fig. 8 + Fig. 10 templates (accuracy-by-template, shots)
-POOL_FOLDS = 4  # knockout_means: folds of the reference pool's operand pairs
+POOL_FOLDS = 4  # ablation.pool.build_pool: folds of the reference pool's operand pairs
 MEMORY_ENV = "ARITHMECH_MEMORY_BYTES"  # pretend this machine has this many bytes free (tests, a shared machine)
 
 # The fast paths' chunk sizes (arithmech.methods.*.MAX_ROWS ...), repeated here so that no torch is imported
 # before the check; tests/unit/test_estimate.py checks they equal the methods' own.
 PATCH_ROWS = 1 << 13  # patching.MAX_ROWS: rows of the running END state per chunk
 PATCH_LOGITS = 1 << 24  # patching.MAX_LOGITS: full-vocabulary logits at once (prob=True)
-KNOCKOUT_ROWS = 512  # knockout.MAX_ROWS: prompts x ablations per forward
-KNOCKOUT_TOKENS = 4096  # knockout.MAX_TOKENS: rows x sequence length per forward
+KNOCKOUT_ROWS = 512  # ablation.intervention.MAX_ROWS: prompts x ablations per forward
+KNOCKOUT_TOKENS = 4096  # ablation.intervention.MAX_TOKENS: rows x sequence length per forward
 ATTRIBUTION_ROWS = 4096  # attribution.MAX_ROWS: samples x alphas per forward and backward
 UPSTREAM_ROWS = 1 << 14  # upstream.MAX_ROWS: samples x senders x paths per chunk
 ROLE_TOKENS = 3  # upstream's role positions per prompt: {A}, the operator, {B} (one token each)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from arithmech.core.names import ALIASES, resolve_alias_files
@@ -31,7 +32,7 @@ DTYPE_NAMES = {
 DTYPES = tuple(dict.fromkeys(DTYPE_NAMES.values()))  # the canonical names: the --dtype choices
 _CUDA_N = re.compile(r"^cuda:(\d+)$")
 ANSWER_TOKENS = ("last-digit", "single-token", "first")  # see arithmech.data.pairs
-KNOCKOUT_POSITIONS = ("end", "all", "both")  # see arithmech.methods.knockout_run
+KNOCKOUT_POSITIONS = ("end", "all", "both")  # see arithmech.methods.ablation.run
 KV_POLICIES = ("any", "all", "none")  # see arithmech.finetune.adapter
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -98,7 +99,7 @@ def check_device(device: str) -> str:
     return device
 
 
-def thread_env(environ: dict) -> dict:
+def thread_env(environ: Mapping[str, str]) -> dict:
     """``environ`` with a valid ``OMP_NUM_THREADS``: a set-but-empty or non-positive-integer value (which
     makes libgomp print ``Invalid value for environment variable OMP_NUM_THREADS`` in every process that
     loads torch) is replaced by the number of CPUs this process may use; a valid one is kept."""

@@ -1,7 +1,7 @@
 """A batch's shared prefix, run once and reused as a KV cache (issue #22, item 4).
 
 With solved examples before every prompt (:mod:`arithmech.data.shots`), the prompts of one template
-start with the same tokens, and :func:`arithmech.data.pairs.group_by_length` puts them in the same
+start with the same tokens, and :func:`arithmech.data.batches.group_by_length` puts them in the same
 batches. A causal model's activations at those positions do not depend on what follows, so they are
 the same for every row, for X_r and X_c alike. :class:`SharedPrefix` runs that prefix once (one row),
 keeps its keys and values, and runs each batch's remaining tokens on top of them::

@@ -166,7 +166,7 @@ def read_finetune(folder: str | Path, mode: str, tag: str | None = None) -> dict
     path = finetune_path(folder, mode, tag)
     if not os.path.lexists(path):
         raise FileNotFoundError(
-            f"{quoted(path)} does not exist: run `python -m arithmech finetune` or `python -m arithmech arms` first"
+            f"{quoted(path)} does not exist: run `python -m arithmech finetune` or `python -m arithmech table1` first"
         )
     rec = _parse(path, folder, "re-run it", "re-run it")
     inputs = rec.get("inputs") if isinstance(rec, dict) else None

@@ -4,8 +4,8 @@ must have, the files it is computed from, and its format version.
 :data:`FILES` maps a file's name (relative to ``results/<model>/``) to its :class:`FileSpec`; :data:`STEPS` lists
 the steps in the order their files are declared, :data:`WRITTEN_BY` the command that writes each step's files
 (named in every "re-run ..." message), and :data:`STR_COLUMNS` the columns read as text. Adding a file: declare
-it here; :mod:`arithmech.core.results`, which writes and reads the folder (and re-exports these names), checks
-every write and read against it.
+it here; :mod:`arithmech.core.results`, which writes and reads the folder, checks every write and read against
+it.
 """
 
 from __future__ import annotations
@@ -142,12 +142,12 @@ FILES: dict[str, FileSpec] = {
         ("prompts.jsonl", "effects.csv", "key_heads.json"),
         version=2,
     ),
-    # the Table 1 runner's plan and choices (arithmech.steps.arms): suite, tuned/random heads, each
+    # the Table 1 runner's plan and choices (arithmech.steps.table1): suite, tuned/random heads, each
     # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
     "finetune/table1.json": FileSpec(
         "table1", "json", ("suite", "heads", "arms", "runs"), ("key_heads.json", "effects.csv")
     ),
-    # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.steps.arms)
+    # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.steps.table1)
     "finetune/curve.json": FileSpec("curve", "json", ("points", "knee", "rule")),
     # the share of the counterfactual's LD effect a circuit recovers: top-n by effect rank and random circuits,
     # noising (mean / resample ablation of the rest), converse, denoising; cluster-bootstrap intervals
@@ -195,8 +195,8 @@ WRITTEN_BY = {
     "accuracy": "python -m arithmech accuracy-by-template",
     "counterfactuals": "python -m arithmech counterfactuals",
     "beyond": "python -m arithmech beyond",
-    "table1": "python -m arithmech arms",
-    "curve": "python -m arithmech arms --curve-only",
+    "table1": "python -m arithmech table1",
+    "curve": "python -m arithmech table1 --curve-only",
     "stability": "python -m arithmech stability",
     "faithfulness": "python -m arithmech faithfulness",
     "shots": "python -m arithmech shots",

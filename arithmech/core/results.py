@@ -55,7 +55,6 @@ from arithmech.core.checkpoints import Checkpoints
 from arithmech.core.inputs import quoted
 from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 from arithmech.core.result_files import FILES, STEPS, STR_COLUMNS, WRITTEN_BY
-from arithmech.core.result_files import FileSpec as FileSpec  # re-exported: the folder's one contract
 from arithmech.core.safe_read import ResultsError  # noqa: F401 (R.ResultsError: the folder's one error)
 
 SCHEMA_VERSION = 1

@@ -22,7 +22,7 @@ import torch
 
 def wilson_interval(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     """Wilson score interval of a proportion ``k / n`` (95% for the default ``z``); ``k`` successes of ``n`` trials
-    (a float where it is a share times the trials: :func:`arithmech.methods.knockout_tables.row_interval`).
+    (a float where it is a share times the trials: :func:`arithmech.methods.ablation.tables.row_interval`).
 
     Unlike the normal approximation it stays inside [0, 1] and is sensible at ``k = 0`` or ``k = n``,
     which matters for a small model near chance or near zero on a benchmark.
@@ -276,7 +276,9 @@ def bonferroni_z(m: int) -> float:
     return NormalDist().inv_cdf(1 - 0.025 / max(1, m))
 
 
-def _var(x: Sequence[float]) -> float:
+def sample_variance(x: Sequence[float]) -> float:
+    """The unbiased sample variance of ``x`` (divisor ``len(x) − 1``; at least two values): what every run and item
+    term of :func:`crossed_interval` and its projection (:mod:`arithmech.claims.detectable`) reads."""
     m = sum(x) / len(x)
     return sum((v - m) ** 2 for v in x) / (len(x) - 1)
 
@@ -322,7 +324,7 @@ def crossed_interval(
     item = [sum(col) / len(a) for col in zip(*a)]
     if b is not None:
         item = [x - sum(col) / len(b) for x, col in zip(item, zip(*b))]
-    terms = [(_var(item) / n_items, n_items - 1)] if n_items >= 2 else []
-    terms += [(_var(m) / len(m), len(m) - 1) for m in means]
+    terms = [(sample_variance(item) / n_items, n_items - 1)] if n_items >= 2 else []
+    terms += [(sample_variance(m) / len(m), len(m) - 1) for m in means]
     half = studentized_half_width(terms, level)
     return est, est - half, est + half

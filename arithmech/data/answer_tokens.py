@@ -136,7 +136,7 @@ def answer_token_table(info: dict) -> pd.DataFrame:
     for task, i in info.items():
         if "templates" not in i:
             continue
-        variant = i.get("answer_token", "first")
+        variant = i["answer_token"]  # prepare records the rule it drew with
         rows = list(i["templates"].items())
         out += [_row(task, t, variant, [r]) for t, r in rows]
         out.append(_row(task, "all", variant, [r for _, r in rows]))

@@ -3,8 +3,7 @@
 :func:`group_by_length` batches prompts by token length (no padding, so every position and RoPE is what a
 single-prompt forward sees; prompts sharing solved examples sit together so their prefix runs once);
 :func:`answer_ids` gives each sample's answer token {C}; :func:`token_ids` tokenises one text. The samples
-themselves are drawn in :mod:`arithmech.data.pairs`, which re-exports :func:`group_by_length` and
-:func:`answer_ids`.
+themselves are drawn in :mod:`arithmech.data.pairs`.
 """
 
 from __future__ import annotations

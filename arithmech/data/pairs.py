@@ -26,7 +26,7 @@ leading digits the prompt carries (``""`` unless ``"last-digit"`` and a multi-di
 ``filter_correct`` then keeps the samples the model answers right: the paper's X_r.
 Token positions of ``{A}``, ``{B}`` and the operator are stored with each sample for the
 attention-by-role analysis. Nothing here imports a model class. Batching prompts by length and the answer
-token's id are :mod:`arithmech.data.batches`' (re-exported here).
+token's id are :mod:`arithmech.data.batches`'.
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ from arithmech.core.results import ResultsError, read
 from arithmech.data import shots as shots_module
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
-from arithmech.data.batches import answer_ids as answer_ids  # re-exported: pairs.answer_ids across the package
-from arithmech.data.batches import group_by_length as group_by_length  # re-exported, likewise
 from arithmech.data.batches import token_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import load_pair_file
@@ -73,7 +71,7 @@ class Sample:
     template: str
     family: str
     positions: dict = field(default_factory=dict)  # role -> token positions in clean (BOS included)
-    answer_token: str = "first"  # the variant it was drawn with (ANSWER_TOKENS); a record without it: "first"
+    answer_token: str = field(kw_only=True)  # the variant it was drawn with (ANSWER_TOKENS), always named
     carried: str = ""  # the answer's leading digits at the end of clean ("1" of "14"), else ""
     prefix: str = ""  # the solved examples clean and corrupt start with (data.shots), "" zero-shot
 

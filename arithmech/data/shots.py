@@ -89,7 +89,7 @@ NONE = Examples("", frozenset(), frozenset())
 
 def prefix_key(prompt: str) -> str:
     """The text of ``prompt`` up to its last example separator, ``""`` without one: prompts with
-    the same solved examples have the same key (:func:`arithmech.data.pairs.group_by_length` batches them)."""
+    the same solved examples have the same key (:func:`arithmech.data.batches.group_by_length` batches them)."""
     return prompt[: prompt.rfind(SEPARATOR) + len(SEPARATOR)] if SEPARATOR in prompt else ""
 
 

@@ -33,6 +33,7 @@ import torch
 from arithmech.core.models import BATCH_SIZE
 from arithmech.core.stats import bootstrap_counts
 from arithmech.data import pairs
+from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.heldout import is_heldout_pair
 from arithmech.data.splits import cluster
@@ -74,7 +75,7 @@ def effects(model, tok, samples: list[pairs.Sample], batch_size: int = BATCH_SIZ
         tok,
         [s.clean for s in samples],
         [s.corrupt for s in samples],
-        pairs.answer_ids(tok, samples),
+        answer_ids(tok, samples),
         method="fast",
         batch_size=batch_size,
     )

@@ -25,6 +25,7 @@ import torch
 
 from arithmech.core.stats import mean_interval, wilson_interval
 from arithmech.data import pairs, splits
+from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.data.sentences import VALIDATION_TOPICS, generic_text, phrasings, two_digit_items
 from arithmech.data.splits import single_digit_items
 from arithmech.evals import benchmarks
@@ -46,10 +47,10 @@ def answer_scores(
     model, tok, samples: Sequence[pairs.Sample], batch_size: int = 64
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(correct (n,) bool, p (n,))``: top-1 = answer token {C}, and the softmax probability of {C} at END."""
-    gold = pairs.answer_ids(tok, samples)
+    gold = answer_ids(tok, samples)
     correct, prob = torch.zeros(len(samples), dtype=torch.bool), torch.zeros(len(samples))
     dev = model.get_input_embeddings().weight.device
-    for idx, ids in pairs.group_by_length(tok, [s.clean for s in samples], batch_size):
+    for idx, ids in group_by_length(tok, [s.clean for s in samples], batch_size):
         logits = model(ids.to(dev), logits_to_keep=1).logits[:, -1].float().cpu()
         correct[idx] = logits.argmax(-1) == gold[idx]
         prob[idx] = logits.softmax(-1).gather(1, gold[idx, None])[:, 0]

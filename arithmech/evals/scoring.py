@@ -1,7 +1,7 @@
 """Scoring a causal LM on prompts: greedy decoding, answer-letter logits, answer extraction.
 
 Every evaluation of the project goes through these functions (the toy benchmarks of the embedded
-model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.steps.arms`).
+model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.steps.table1`).
 
 **Batching: left padding, attention mask, position ids from the mask.** Prompts are sorted by token
 length (equal lengths share a batch and then need no padding at all) and cut into batches of
@@ -38,7 +38,8 @@ from typing import Iterable, Sequence
 import torch
 
 from arithmech.core.prefix import SharedPrefix
-from arithmech.data.pairs import Sample, answer_ids, group_by_length
+from arithmech.data.batches import answer_ids, group_by_length
+from arithmech.data.pairs import Sample
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -312,7 +313,7 @@ def check_counterfactuals(
     model, tok, samples: Sequence[Sample], batch_size: int = 64
 ) -> tuple[list[Sample], list[bool]]:
     """Keep the pairs whose X_c changes the model's answer: top-1 next token after ``s.corrupt`` differs
-    from the X_r answer token (:func:`~arithmech.data.pairs.answer_ids`).
+    from the X_r answer token (:func:`~arithmech.data.batches.answer_ids`).
 
     Returns ``(kept, passed)``; ``passed[i]`` is True when sample ``i`` passes. Call it on samples the
     model answers right (X_r), so "differs" means X_c moved the answer away."""

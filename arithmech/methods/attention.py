@@ -48,6 +48,7 @@ from arithmech.core.models import Arch, Geometry, arch_for, input_device
 from arithmech.core.names import component_label
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
+from arithmech.data.batches import group_by_length
 
 ROLES = ("A", "B", "operator", "bos", "other")
 DERIVED = ("operand", "first")  # operand = A ∪ B; first = position 0 (whatever its role)
@@ -196,7 +197,7 @@ def attention_by_role(
     n, R = len(samples), len(ALL_ROLES)
     mass, mass_nf = torch.zeros(n, len(layers), geo.n_heads, R), torch.zeros(n, len(layers), geo.n_heads, R)
     tokens, tokens_nf = torch.zeros(n, R), torch.zeros(n, R)
-    for idx, ids in pairs.group_by_length(tok, [s.clean for s in samples], batch_size):
+    for idx, ids in group_by_length(tok, [s.clean for s in samples], batch_size):
         rows = end_rows(model, ids, layers)
         bos = has_bos and int(ids[0, 0]) == tok.bos_token_id
         roles = [role_labels(samples[i].positions, ids.shape[1], bos) for i in idx]

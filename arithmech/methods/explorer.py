@@ -27,11 +27,12 @@ from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
+from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import reference_samples
-from arithmech.methods.ablation import MeanAblation, MeanSource, check_positions
+from arithmech.methods.ablation.intervention import MeanAblation, MeanSource, check_positions
+from arithmech.methods.ablation.knockout import Means, group_key, mean_activations
 from arithmech.methods.attention import Head, end_rows, role_labels
-from arithmech.methods.knockout import Means, group_key, mean_activations
 from arithmech.methods.mlp import layer_top_numbers, mlp_vectors, number_tokens, unembedding
 
 # ------------------------------------------------------------------------------ one prompt's views
@@ -105,7 +106,7 @@ def strips(
 
 def knockout_means(model, tok, samples: Sequence[pairs.Sample], batch_size: int = BATCH_SIZE) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
-    :func:`~arithmech.methods.knockout.mean_activations`, then :meth:`~arithmech.methods.knockout.Means.pooled`): a free
+    :func:`~arithmech.methods.ablation.knockout.mean_activations`, then :meth:`~arithmech.methods.ablation.knockout.Means.pooled`): a free
     prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
     over all later positions."""
     return mean_activations(
@@ -117,8 +118,8 @@ def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: st
     """A context-manager factory that knocks ``heads`` out (§4.1): inside it, each head's slice of the
     o_proj input ``(batch, seq, H*dh)`` is replaced by its mean for a free prompt (``means.lookup(None,
     seq)``: pooled ``X_c``) at the last position (``positions="end"``) or at every position (``"all"``):
-    the :class:`~arithmech.methods.ablation.MeanAblation` that
-    :func:`~arithmech.methods.knockout.knockout_topk` uses, for any forward pass (strips, projections)."""
+    the :class:`~arithmech.methods.ablation.intervention.MeanAblation` that
+    :func:`~arithmech.methods.ablation.knockout.knockout_topk` uses, for any forward pass (strips, projections)."""
     check_positions(positions)
     arch = arch_for(model)
     n_heads = model.config.num_attention_heads
@@ -189,7 +190,7 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
 
     ``thresholds``: the slider's key-head thresholds, strict to loose (increasing, all negative, e.g.
     ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect's 95% interval lies below
-    ``thresholds[s]`` (identify's rule, :func:`arithmech.steps.identify.key_heads`). Returns one row per head, ranked by
+    ``thresholds[s]`` (identify's rule, :func:`arithmech.methods.effects.key_heads`). Returns one row per head, ranked by
     effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
     ``key_at`` is the first such step (``len(thresholds)``: never a key head).
     """
@@ -275,7 +276,7 @@ def precompute(
     shown = attention_heads(heads, len(thresholds), max_heads)
     key_at = dict(zip(heads["name"], heads["key_at"]))
     prompts = [s.clean for s in samples]
-    answers = pairs.answer_ids(tok, samples)
+    answers = answer_ids(tok, samples)
     n = len(samples)
     top_ids = {c: torch.zeros(n, k, dtype=torch.long) for c in [()] + distinct}
     top_p = {c: torch.zeros(n, k) for c in [()] + distinct}
@@ -283,7 +284,7 @@ def precompute(
     tok_rows = []
     dev = input_device(model)
     ablate = {c: mean_ablation(model, list(c), means) for c in distinct}
-    for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
+    for idx, ids in group_by_length(tok, prompts, batch_size):
         rows = end_rows(model, ids, [l for l, _ in shown])
         for c in [()] + distinct:
             with ablate[c]() if c else nullcontext():

@@ -24,7 +24,7 @@ Three runs per circuit, each a share of a whole (ratio of means over prompts ``k
 
 Two ablations (noising and converse):
 
-* **mean**: identify's reference-pool mean (:mod:`arithmech.methods.knockout_means`: per template ×
+* **mean**: identify's reference-pool mean (:mod:`arithmech.methods.ablation.pool`: per template ×
   length × position, the prompt's own operand fold left out), the value its knockout uses;
 * **resample**: the component's END output on *one* X_c prompt of the reference pool (:func:`resample_sources`:
   the same template and token length, another operand pair, a seeded draw; fallbacks: the same family and
@@ -82,22 +82,15 @@ import torch
 
 from arithmech.core.stats import bootstrap_ratio_intervals
 from arithmech.data import pairs, splits
-from arithmech.methods.ablation import MeanSource
+from arithmech.data.batches import answer_ids
+from arithmech.methods.ablation.intervention import MeanSource
+from arithmech.methods.ablation.knockout import Ablation
 from arithmech.methods.effects import ranked
-from arithmech.methods.faithfulness_lds import PerPrompt, end_values, lds, resample_sources, sourced
+from arithmech.methods.faithfulness_lds import PerPrompt, end_values, lds, resample_sources
 from arithmech.methods.faithfulness_rule import (
-    BAND,
-    DIRECTIONS,
-    INTERVAL,
-    MIN_CLUSTERS,
-    RANDOM,
     RULE_LEVEL,
-    band,
-    faithful_verdict,
-    summary,
 )
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
-from arithmech.methods.knockout import Ablation
 
 METHODS = ("noising", "converse", "denoising")
 ABLATIONS = ("mean", "resample", "x_r")  # x_r: denoising's patched values
@@ -148,7 +141,7 @@ def label(c: Component) -> str:
 
 
 def ablation_of(components: Sequence[Component]) -> Ablation:
-    """The :class:`~arithmech.methods.knockout.Ablation` that intervenes on ``components``."""
+    """The :class:`~arithmech.methods.ablation.knockout.Ablation` that intervenes on ``components``."""
     return Ablation.of(heads=[c for c in components if c[1] != "mlp"], mlps=[c[0] for c in components if c[1] == "mlp"])
 
 
@@ -279,7 +272,7 @@ def faithfulness(
 ) -> tuple[pd.DataFrame, dict]:
     """The curves of the module docstring on ``samples`` (evaluation-side X_r whose X_c moves the answer),
     components ranked by ``effects`` of ``task``; ``means``: identify's reference-pool means, ``pool``: its
-    prompts (:func:`~arithmech.methods.knockout_means.pool_prompts`); ``settings``: the circuits, the intervals
+    prompts (:func:`~arithmech.methods.ablation.pool.pool_prompts`); ``settings``: the circuits, the intervals
     and the batches (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`). Returns
     ``(frame of COLUMNS, info)``; ``info`` holds the endpoints' mean LDs, the resample tiers and the plan's size. A
     prompt that no pool X_c matches in length cannot be resampled; it is left out of every curve (so all read the
@@ -293,7 +286,7 @@ def faithfulness(
     top = ranked(effects, task)
     plan = circuits(top, universe, n_max, settings.n_random, seed)
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
-    ans_r = pairs.answer_ids(tok, samples)
+    ans_r = answer_ids(tok, samples)
     z_r, m_r, logit_r = end_values(model, tok, clean, batch_size)
     _, _, logit_c = end_values(model, tok, corrupt, batch_size)
     ans_c = logit_c.argmax(-1)
@@ -344,34 +337,3 @@ def faithfulness(
     rows += circuit_rows(at_end("denoising", "x_r"), plan, (ld[2:] - ld[0]).T, ld_r - ld[0], settings, units)
     info["denoising_all_patched_minus_x_r"] = float((ld[1] - ld_r).abs().max())
     return pd.DataFrame(rows, columns=COLUMNS), info
-
-
-__all__ = [
-    "faithfulness",
-    "sourced",
-    "circuits",
-    "circuit_rows",
-    "end_values",
-    "lds",
-    "resample_sources",
-    "band",
-    "summary",
-    "faithful_verdict",
-    "recovery",
-    "PerPrompt",
-    "Units",
-    "Rows",
-    "FaithfulnessSettings",
-    "ablation_of",
-    "COLUMNS",
-    "METHODS",
-    "ABLATIONS",
-    "MIN_CLUSTERS",
-    "DIRECTIONS",
-    "RANDOM",
-    "INTERVAL",
-    "BAND",
-    "RULE_LEVEL",
-    "BASELINE",
-    "N_BOOT_RULE",
-]

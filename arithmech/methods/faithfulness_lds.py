@@ -19,15 +19,16 @@ import torch
 from arithmech.core.models import BATCH_SIZE, arch_for
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
-from arithmech.methods.ablation import MeanSource
+from arithmech.data.batches import group_by_length
+from arithmech.methods.ablation.intervention import Forwards, MeanSource
+from arithmech.methods.ablation.knockout import Ablation, ablated_logits
+from arithmech.methods.ablation.pool import fold
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings
-from arithmech.methods.knockout import Ablation, Forwards, ablated_logits
-from arithmech.methods.knockout_means import fold
 
 
 @dataclass
 class PerPrompt:
-    """A :class:`~arithmech.methods.ablation.MeanSource` that gives prompt ``i`` (its key) its own END values
+    """A :class:`~arithmech.methods.ablation.intervention.MeanSource` that gives prompt ``i`` (its key) its own END values
     ``z[i] (L, H*dh)``, ``m[i] (L, d)`` — resample sources or X_r's outputs. END only: every position reads
     the END value, so use it with ``positions="end"``."""
 
@@ -58,7 +59,7 @@ class PerPrompt:
 @torch.no_grad()
 def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE):
     """``(z (n, L, H*dh), m (n, L, d), logits (n, V))``: every head's and MLP's END output and the END logits,
-    float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.knockout.ablated_logits`
+    float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.ablation.knockout.ablated_logits`
     with nothing ablated), so a value written back in place of itself changes no bit."""
     arch, L = arch_for(model), model.config.num_hidden_layers
     zs = {arch.path("o_proj", i): i for i in range(L)}
@@ -144,14 +145,14 @@ def lds(
 def resample_sources(
     tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4, batch_size: int = BATCH_SIZE
 ) -> tuple[list[str | None], dict[str, int]]:
-    """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.knockout_means.pool_prompts`) of the
-    same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.knockout_means.fold`,
+    """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.ablation.pool.pool_prompts`) of the
+    same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.ablation.pool.fold`,
     as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length
     (a seeded draw each); else ``None`` (tier ``none``: no pool X_c has its length, so no END output lines up
     with it). Returns ``(prompts, {tier: count})``."""
     every = [s for ss in pool.values() for s in ss]
     length = {}
-    for idx, ids in pairs.group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
+    for idx, ids in group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):
         for i in idx:
             length[i] = ids.shape[1]
     by: dict[tuple, list[int]] = {}

@@ -56,6 +56,7 @@ from arithmech.core import prefix
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
+from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.methods.faithfulness import BASELINE as F_BASELINE
 from arithmech.methods.faithfulness import Units, circuit_rows
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
@@ -134,7 +135,7 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     zs: list = [None] * len(prompts)  # filled: (L, seq_i, H*dh) each
     lg: list = [None] * len(prompts)  # filled: (vocab,) each
     with TraceDict(model, names, retain_input=True, retain_output=False) as tr:
-        for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
+        for idx, ids in group_by_length(tok, prompts, batch_size):
             out = model(ids.to(input_device(model)), use_cache=False, logits_to_keep=1).logits[:, -1].float().cpu()
             got = torch.stack([tr[n].input.float().cpu() for n in names], 1)  # (b, L, seq, H*dh)
             for j, i in enumerate(idx):
@@ -173,7 +174,7 @@ def site_lds(
     A, out = len(masks), torch.empty(len(masks), len(prompts), dtype=torch.float64)
     dev = input_device(model)
     with TraceDict(model, list(names), retain_output=False, edit_input=edit):
-        for idx, ids in pairs.group_by_length(tok, prompts, batch_size):
+        for idx, ids in group_by_length(tok, prompts, batch_size):
             for pos, i in enumerate(idx):  # one prompt, its masks in chunks of batch_size rows
                 one, seq = ids[pos : pos + 1].to(dev), ids.shape[1]
                 touched = torch.stack([masks[a][i].any(0).any(-1) for a in range(A)]).any(0)  # (seq,)
@@ -227,7 +228,7 @@ def cross_position(
     z_c, logit_c = head_values(model, tok, corrupt, batch_size)
     if any(a.shape != b.shape for a, b in zip(z_r, z_c)):
         raise ValueError("an X_c has another token length than its X_r: positions cannot be matched")
-    ans_r, ans_c = pairs.answer_ids(tok, samples), logit_c.argmax(-1)
+    ans_r, ans_c = answer_ids(tok, samples), logit_c.argmax(-1)
     mask = lambda ss: [site_mask(ss, s.positions, z.shape[1], L, H) for s, z in zip(samples, z_r)]
     full, circ = mask(universe), [mask(c) for *_, c in plan]
     empty = [torch.zeros_like(m) for m in full]

@@ -32,6 +32,7 @@ import torch
 
 from arithmech.core.models import arch_for, module, weight
 from arithmech.data import pairs
+from arithmech.data.batches import answer_ids
 from arithmech.methods.patching import end_cache
 
 MLP_QUANTITIES = ("in_A", "in_B", "in_C", "diff_A", "diff_B", "diff_C", "diff_other")
@@ -97,7 +98,7 @@ def mlp_projection(
     num_ids, num_labels = number_tokens(tok)
     vin, vdiff = mlp_vectors(model, tok, [s.clean for s in samples], final_norm, batch_size)  # (n, L, d)
     vin, vdiff = torch.nn.functional.normalize(vin, dim=-1), torch.nn.functional.normalize(vdiff, dim=-1)
-    c_ids = pairs.answer_ids(tok, samples).tolist()
+    c_ids = answer_ids(tok, samples).tolist()
     abc = []
     for s, c in zip(samples, c_ids):
         ids = tok(s.clean)["input_ids"]

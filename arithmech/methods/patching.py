@@ -43,7 +43,7 @@ import torch
 from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module, weight
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
-from arithmech.data.pairs import group_by_length
+from arithmech.data.batches import group_by_length
 from arithmech.methods import chain
 from arithmech.methods.patch_inputs import EndCache, Inputs
 from arithmech.methods.patched import Patched
@@ -335,7 +335,7 @@ def path_patch(
     chunks of :data:`MAX_ROWS` rows; :func:`path_patch_fast` takes another).
 
     Args:
-        answer: ``(n,)`` answer-token ids {C} (:func:`arithmech.data.pairs.answer_ids`).
+        answer: ``(n,)`` answer-token ids {C} (:func:`arithmech.data.batches.answer_ids`).
         method: ``"fast"`` (exact, batched over heads × samples) or ``"reference"`` (hooks).
         prob: also compute the full-vocabulary logsumexp, for the probability of {C}.
     """

@@ -59,7 +59,7 @@ import torch
 
 from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module, weight
 from arithmech.core.trace import TraceDict, head_contributions
-from arithmech.data.pairs import group_by_length
+from arithmech.data.batches import group_by_length
 from arithmech.methods import chain
 from arithmech.methods.patch_inputs import Inputs  # noqa: F401 (upstream.Inputs: what upstream_fast patches)
 

@@ -26,7 +26,7 @@ import torch
 
 from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device
 from arithmech.core.trace import TraceDict
-from arithmech.data.pairs import group_by_length
+from arithmech.data.batches import group_by_length
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.upstream import COLUMNS, SOURCE_ROLES, Head, check, senders_of
 

@@ -11,6 +11,6 @@
   Explorer views), and the prompt explorer (ipywidgets in Jupyter, the live explorer in the browser).
 
 A build module may call a view (the introduction's findings box) or a chart (Fig. 1); a view draws with the
-charts; a chart calls no build module and one view only: :func:`arithmech.report.charts.plots.use_theme` turns on
-the book's table display too (:func:`arithmech.report.views.pages.use_table_display`).
+charts; a chart calls no build module and one view only: :func:`arithmech.report.charts.theme.use_theme` turns on
+the book's table display too (:func:`arithmech.report.views.table_display.use_table_display`).
 """

@@ -12,6 +12,8 @@ for.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from arithmech.core import admission, results
@@ -88,9 +90,10 @@ def scored_with(folder) -> str:
     return p.get("answer_token", ABSENT_MEANS["answer_token"])
 
 
-def run(config: Config, model=None, tok=None) -> pd.DataFrame:
+def run(config: Config, model=None, tok=None) -> Result:
     """Draw ``config.n_per_template`` prompts per Fig. 8 / Fig. 10 template under ``config.answer_token``, score
-    them, write ``accuracy_by_template.csv`` to the model's folder (``model``/``tok``: an already loaded model)."""
+    them, write ``accuracy_by_template.csv`` to the model's folder (``model``/``tok``: an already loaded model);
+    returns the :class:`Result` read back from it (:func:`read`)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
@@ -101,14 +104,28 @@ def run(config: Config, model=None, tok=None) -> pd.DataFrame:
         df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed, answer_token=c.answer_token)
         bar.advance()
     results.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": recorded(c)})
-    return results.read(folder, "accuracy_by_template.csv")
+    return read(folder, c)
 
 
-def read(folder) -> pd.DataFrame:
-    """``accuracy_by_template.csv`` of ``folder`` (checked): what :func:`arithmech.steps.ensure.ensure` returns."""
-    return results.read(folder, "accuracy_by_template.csv")
+@dataclass(frozen=True)
+class Result:
+    """The step's file as a run made with ``config`` wrote it (:func:`read`; what :func:`arithmech.steps.ensure.ensure`
+    returns for an :class:`Accuracy` config):
+
+    * ``table`` — ``accuracy_by_template.csv`` (checked): accuracy, its Wilson interval and the mean p(answer) per
+      operation and template, and per operation over every template (``template == "(all)"``);
+    * ``config`` — the config the file was made with (or reused for)."""
+
+    config: Config
+    table: pd.DataFrame
 
 
-def summary(df: pd.DataFrame) -> str:
+def read(folder, config: Config) -> Result:
+    """``accuracy_by_template.csv`` of ``folder`` (checked), as the :class:`Result` of a run made with ``config``."""
+    return Result(config=config, table=results.read(folder, "accuracy_by_template.csv"))
+
+
+def summary(result: Result) -> str:
     """The command line's summary: the accuracy over every template, per task."""
+    df = result.table
     return df[df.template == "(all)"].to_string(index=False)

@@ -13,7 +13,10 @@ it reads the key heads of the identify step and writes the analyze files of the 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
@@ -167,20 +170,42 @@ def run(config: Config) -> dict:
     )
 
 
-def read(folder: str | Path) -> dict:
-    """The analyze files of ``folder`` (checked), with the labels of identify's studied heads: the key heads, or
-    the top 10 by effect rank where none passes (:func:`arithmech.methods.effects.studied_heads`).
+@dataclass(frozen=True)
+class Result:
+    """Analyze's files as a run made with ``config`` wrote them (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
 
-    Returns ``roles``, ``labels`` (of the studied heads), ``baseline``, ``mlp``, ``top``, ``summary``."""
+    * ``roles`` — ``attention_roles.csv``: every head's attention by token role;
+    * ``labels`` — identify's studied heads (the key heads, or the top 10 by effect rank where none passes,
+      :func:`arithmech.methods.effects.studied_heads`, from ``key_heads.json`` and ``effects.csv``) labelled from
+      ``roles`` (:func:`arithmech.methods.attention.label_heads`);
+    * ``baseline`` — ``attention_baseline.csv``: each key head against the non-key heads;
+    * ``mlp`` — ``mlp_projection.csv``: the MLP inputs' and writes' cosines with ``W_U`` rows per layer;
+    * ``top`` — ``top_numbers.csv``: the number tokens each layer writes on the config's prompt;
+    * ``summary`` — ``analyze.json``: the key heads' summary, where they came from, the stages, the settings;
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    roles: pd.DataFrame
+    labels: pd.DataFrame
+    baseline: pd.DataFrame
+    mlp: pd.DataFrame
+    top: pd.DataFrame
+    summary: dict
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """The analyze files of ``folder`` (checked) as the :class:`Result` of a run made with ``config``."""
     roles = results.read(folder, "attention_roles.csv")
-    return {
-        "roles": roles,
-        "labels": label_heads(roles, load_key_heads(folder)[0]),
-        "baseline": results.read(folder, "attention_baseline.csv"),
-        "mlp": results.read(folder, "mlp_projection.csv"),
-        "top": results.read(folder, "top_numbers.csv"),
-        "summary": results.read(folder, "analyze.json"),
-    }
+    return Result(
+        config=config,
+        roles=roles,
+        labels=label_heads(roles, load_key_heads(folder)[0]),
+        baseline=results.read(folder, "attention_baseline.csv"),
+        mlp=results.read(folder, "mlp_projection.csv"),
+        top=results.read(folder, "top_numbers.csv"),
+        summary=results.read(folder, "analyze.json"),
+    )
 
 
 def summary(r: dict) -> str:

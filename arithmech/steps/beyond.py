@@ -11,14 +11,15 @@ On a seeded subset of identify's reference samples (``prompts.jsonl``), with the
 * the total effect of the counterfactual (``X_c`` instead of ``X_r``) on the answer logit, the
   methods' wall times and the agreement summary → the ``beyond`` record of ``run.json``.
 
->>> r = run(model="embedded", results="results", receivers=5, ig_steps=8, n_samples=64)
->>> r["eap"].head(); r["upstream"].head(); r["summary"]["eap"]["spearman_all"]
+>>> r = run(Config(model_name="embedded", results="results", receivers=5, ig_steps=8, n_samples=64))
+>>> r.eap.head(); r.upstream.head(); r.summary["eap"]["spearman_all"]
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patching import end_cache, split_cache
@@ -78,7 +80,7 @@ def beyond(
     :func:`arithmech.data.splits.resampling_units`)."""
     ig_steps, n_misses, batch_size = config.ig_steps, config.n_misses, config.batch_size
     t0 = time.perf_counter()
-    ans = pairs_module.answer_ids(tok, samples)
+    ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = split_cache(
         end_cache(model, tok, clean_p + corrupt_p, torch.cat([ans, ans]), batch_size), len(samples)
@@ -141,10 +143,10 @@ def identify_bootstrap(folder: Path) -> str:
     return results.read_run(folder)["steps"]["identify"]["parameters"].get("bootstrap", "prompt")
 
 
-def run(config: Config) -> dict:
+def run(config: Config) -> Result:
     """The step end to end: reads identify's files, loads the model, computes, writes ``eap.csv`` and
-    ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns :func:`beyond`'s dict plus
-    ``folder``."""
+    ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns the :class:`Result` read back from
+    them (:func:`read`)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
@@ -182,7 +184,7 @@ def run(config: Config) -> dict:
     results.write_step(
         folder, "beyond", {"eap.csv": out["eap"], "upstream.csv": out["upstream"]}, record, model_name=c.model_name
     )
-    return {**out, "folder": folder, "model": model, "tok": tok}
+    return read(folder, c)
 
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
@@ -194,28 +196,50 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     )
 
 
-def read(folder: str | Path) -> dict:
-    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary.
+@dataclass(frozen=True)
+class Result:
+    """Beyond's files as a run made with ``config`` wrote them (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
 
-    Returns ``{"model", "summary", "eap", "upstream", "n_layers"}``."""
+    * ``model`` — the model the run recorded (the ``beyond`` record of ``run.json``, ``parameters.model``);
+    * ``summary`` — that record's ``summary``: agreement of EAP and EAP-IG with exact patching, the receivers, the
+      methods' seconds, the samples;
+    * ``eap`` — ``eap.csv``: exact, EAP and EAP-IG of every head and MLP;
+    * ``upstream`` — ``upstream.csv``: every earlier sender's effect through the receivers;
+    * ``n_layers`` — the model's layers (``eap.csv``'s largest layer + 1);
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    model: str
+    summary: dict
+    eap: pd.DataFrame
+    upstream: pd.DataFrame
+    n_layers: int
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary, as the :class:`Result` of a
+    run made with ``config``."""
     eap = results.read(folder, "eap.csv")
     rec = results.read_run(folder)["steps"].get("beyond")
     if rec is None:
         raise FileNotFoundError(
             f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
         )
-    return {
-        "model": rec["parameters"]["model"],
-        "summary": rec["summary"],
-        "eap": eap,
-        "upstream": results.read(folder, "upstream.csv"),
-        "n_layers": int(eap["layer"].max()) + 1,
-    }
+    return Result(
+        config=config,
+        model=rec["parameters"]["model"],
+        summary=rec["summary"],
+        eap=eap,
+        upstream=results.read(folder, "upstream.csv"),
+        n_layers=int(eap["layer"].max()) + 1,
+    )
 
 
-def summary(out: dict) -> str:
+def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: timings, agreement with exact patching, receivers."""
-    s = out["summary"]
+    s = result.summary
+    folder = results.model_folder(result.config.results, result.config.model_name)
     t = s["times"]
     lines = [
         f"{s['n_samples']} samples, {s['n_senders']} senders: exact {t['exact_s']:.2f} s, EAP {t['eap_s']:.2f} s, "
@@ -229,4 +253,4 @@ def summary(out: dict) -> str:
     lines.append(
         f"upstream into {', '.join(s['receivers']) or 'no receiver'} ({s['receivers_from']}): {t['upstream_s']:.2f} s"
     )
-    return "\n".join(lines + [f"wrote eap.csv, upstream.csv to {out['folder']}"])
+    return "\n".join(lines + [f"wrote eap.csv, upstream.csv to {folder}"])

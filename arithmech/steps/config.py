@@ -22,7 +22,7 @@ from arithmech.core.inputs import ANSWER_TOKENS, KNOCKOUT_POSITIONS
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
-from arithmech.methods.knockout_settings import KnockoutSettings
+from arithmech.methods.ablation.settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
 from arithmech.steps import memory
 from arithmech.steps.config_base import (
@@ -40,7 +40,6 @@ from arithmech.steps.config_base import (
     ModelStep,
     same_as,
 )
-from arithmech.steps.config_training import Finetune as Finetune  # re-exported: a chapter imports it here
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ class Identify(ModelStep):
         return Draw(self.answer_token, self.shots, self.example_sets)
 
     def knockout_settings(self) -> KnockoutSettings:
-        """The knockout's settings (:class:`arithmech.methods.knockout_settings.KnockoutSettings`)."""
+        """The knockout's settings (:class:`arithmech.methods.ablation.settings.KnockoutSettings`)."""
         return KnockoutSettings(
             samples=self.knockout_samples,
             n_random=self.n_random,

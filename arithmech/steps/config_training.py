@@ -1,7 +1,7 @@
 """The configs of fine-tuning and of the embedded model's own commands (:mod:`arithmech.core.config`).
 
 :class:`Finetune` is one fine-tune arm (``python -m arithmech finetune``), :class:`Table1` Table 1's arms over
-whole learning-rate grids (``python -m arithmech arms``); :class:`TrainEmbedded` and :class:`EmbeddedAccuracy`
+whole learning-rate grids (``python -m arithmech table1``); :class:`TrainEmbedded` and :class:`EmbeddedAccuracy`
 train and score the embedded model (``train-embedded``, ``accuracy``). The analyses' configs are in
 :mod:`arithmech.steps.config`; what they share (the bounds, :class:`~arithmech.steps.config_base.ModelStep`) in
 :mod:`arithmech.steps.config_base`. Importing this module does not import torch.
@@ -121,7 +121,7 @@ class Table1(ModelStep):
         True,
         "replicate a bracketed grid's two end rates too (seeds, draws, frontier "
         "seeds); --no-replicate-ends keeps their first run only, a cut of grid points to "
-        "fit the machine (arithmech.steps.arms_grid.replicated)",
+        "fit the machine (arithmech.steps.table1_grid.replicated)",
     )
     lm_tokens: int = option(
         2048, "cpu suite: generic-text tokens of a run's test loss (the suite has 4,096)", low=256, high=MAX_PAIRS
@@ -145,8 +145,8 @@ class Table1(ModelStep):
     data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.arms`)."""
-        return memory.arms(shape, self, **known)
+        """What this run holds at its peak (:func:`arithmech.steps.memory.table1`)."""
+        return memory.table1(shape, self, **known)
 
 
 @dataclass(frozen=True)

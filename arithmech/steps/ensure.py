@@ -4,16 +4,30 @@
 A step's files are reused when ``run.json`` records a run made with the same parameters (the module's
 ``recorded(config)``, else the config's reuse key), from unchanged inputs, in the current formats
 (:func:`arithmech.core.results.made_with`); otherwise the step runs (``run(config, **loaded)``) and its files are
-read back (``read(folder)``). The module protocol is :mod:`arithmech.steps.registry`'s.
+read back (``read(folder, config)``): :func:`ensure` returns the step's typed ``Result``, which carries the config.
+The module protocol is :mod:`arithmech.steps.registry`'s.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from arithmech.core import results
+from arithmech.steps import config as configs
 from arithmech.steps.registry import step_of
+
+if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
+    from arithmech.steps import (
+        accuracy,
+        analyze,
+        beyond,
+        counterfactuals,
+        faithfulness,
+        identify,
+        shots,
+        stability_result,
+    )
 
 
 def folder_of(config: Any) -> Path:
@@ -43,9 +57,33 @@ def is_made(config: Any) -> bool:
     )
 
 
+@overload
+def ensure(config: configs.Identify, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> identify.Result: ...
+@overload
+def ensure(config: configs.Analyze, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> analyze.Result: ...
+@overload
+def ensure(config: configs.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> beyond.Result: ...
+@overload
+def ensure(
+    config: configs.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> stability_result.Result: ...
+@overload
+def ensure(
+    config: configs.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> faithfulness.Result: ...
+@overload
+def ensure(config: configs.Accuracy, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> accuracy.Result: ...
+@overload
+def ensure(config: configs.Shots, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> shots.Result: ...
+@overload
+def ensure(
+    config: configs.Counterfactuals, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> counterfactuals.Result: ...
+
+
 def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded) -> Any:
-    """The step's result for ``config``, read from its files when they were made with ``config`` (:func:`is_made`),
-    else made first by its ``run`` (``loaded``: ``model``/``tok`` already in memory). A file the step reads from
+    """The step's ``Result`` for ``config`` (its module's, carrying ``config``), read from its files when they were
+    made with ``config`` (:func:`is_made`), else made first by its ``run`` (``loaded``: ``model``/``tok`` already in memory). A file the step reads from
     another step (its module's ``needs``) is made first where it is absent, by ``upstream`` (a config of that
     step) or the module's default one. ``recompute``: run even when the files could be reused."""
     s = step_of(config)
@@ -56,4 +94,4 @@ def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded)
             ensure(upstream or default)
     if recompute or not is_made(config):
         getattr(mod, s.function)(config.replace(overwrite=True), **loaded)
-    return mod.read(folder)
+    return mod.read(folder, config)

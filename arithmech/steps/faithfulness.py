@@ -5,7 +5,7 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
 (the answer-token variant, solved examples, reference-pool size, seed, bootstrap unit), then on the same model:
 
 * draws ``n_samples`` fresh **evaluation-side** X_r of the pooled tasks' templates — problems identify never
-  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.knockout_run.eval_samples` with
+  ranked on, the X_r rules and the X_c check passed (:func:`arithmech.methods.ablation.run.eval_samples` with
   ``heldout=True``);
 * rebuilds identify's reference pool (the same templates, size and seed: the same means as its knockout);
 * adds the cross-position circuit (:mod:`arithmech.methods.faithfulness_sites`): the operand-reading heads of
@@ -16,13 +16,14 @@ Reads identify's ``effects.csv`` (the ranking of the pooled task, heads and MLPs
   the cross-position heads, wall time).
 
 >>> out = run(Config(model_name="embedded"))
->>> out["rule"]["holds"], out["frame"].head()
+>>> out.record["rule"]["holds"], out.frame.head()
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -37,9 +38,13 @@ from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
-from arithmech.methods import knockout_run
-from arithmech.methods.knockout_means import pool_prompts
-from arithmech.methods.pool_cache import cached_pool
+from arithmech.methods.ablation import run as knockout_run
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
+from arithmech.methods.ablation.settings import Prompts
+from arithmech.methods.faithfulness_lds import sourced
+from arithmech.methods.faithfulness_rule import faithful_verdict
+from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
@@ -75,7 +80,7 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     tpls = [t for task in p["pooled"] for t in task_templates(task)[1]]
     kw = dict(draw=p["draw"])
     samples = knockout_run.eval_samples(
-        model, tok, tpls, ranked, knockout_run.Prompts(n_samples, p["seed"], p["draw"], True, batch_size)
+        model, tok, tpls, ranked, Prompts(n_samples, p["seed"], p["draw"], True, batch_size)
     )
     if not samples:
         raise ValueError("no evaluation-side X_r passed the X_r rules and the X_c check: nothing to measure")
@@ -85,8 +90,9 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
 
-def run(config: Config) -> dict:
-    """The step end to end (see the module docstring). Returns ``{"frame", "info", "rule", "folder", "wall_s"}``."""
+def run(config: Config) -> Result:
+    """The step end to end (see the module docstring). Returns the :class:`Result` read back from what it wrote
+    (:func:`read`; the rule's outcome and the prompts' info are in its ``record``)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "faithfulness", c.overwrite)
@@ -103,7 +109,7 @@ def run(config: Config) -> dict:
     kh = results.read(folder, "key_heads.json")
     reading = sites.reading_heads(roles) if roles is not None else []  # before the model loads
     key = sites.key_heads(kh, p["ranked_task"])
-    settings = F.FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
+    settings = FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
     est = admission.check(
         c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"], shots=p.get("shots", 0)
     )  # refused here when it cannot fit, before the model loads
@@ -114,7 +120,7 @@ def run(config: Config) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
-            samples, left = F.sourced(tok, samples, pool, means, settings)  # the prompts every curve reads
+            samples, left = sourced(tok, samples, pool, means, settings)  # the prompts every curve reads
             t1 = time.time()
             frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, settings)
             info["left_out_no_source"] = left
@@ -133,7 +139,7 @@ def run(config: Config) -> dict:
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
-    rule = F.faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
+    rule = faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
     wall = time.time() - t0
     record = {
         "parameters": dict(
@@ -176,7 +182,7 @@ def run(config: Config) -> dict:
         "estimate": est.record() if est else None,
     }
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
-    return {"frame": frame, "info": info, "rule": rule, "folder": folder, "wall_s": wall}
+    return read(folder, c)
 
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
@@ -187,17 +193,37 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     )
 
 
-def read(folder) -> dict:
-    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record. A file written before rule version 5
-    (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run" (never an
-    unasked SmolLM2 recompute inside a book build). Returns ``{"model", "frame", "record"}``."""
+@dataclass(frozen=True)
+class Result:
+    """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file written before rule
+    version 5 (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run"
+    (never an unasked SmolLM2 recompute inside a book build).
+
+    * ``model`` — the model the run recorded (the ``faithfulness`` record of ``run.json``, ``parameters.model``);
+    * ``frame`` — ``faithfulness.csv`` (checked): each circuit's recovery, top-n and random;
+    * ``record`` — the step's ``run.json`` record (parameters, the rule's outcome, the resample tiers, seconds);
+    * ``config`` — the config the file was made with (or reused for)."""
+
+    config: Config
+    model: str
+    frame: pd.DataFrame
+    record: dict
+
+
+def read(folder, config: Config) -> Result:
+    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record, as the :class:`Result` of a run made
+    with ``config``."""
     rec = results.read_run(folder)["steps"]["faithfulness"]
-    return {"model": rec["parameters"]["model"], "frame": results.read(folder, "faithfulness.csv"), "record": rec}
+    return Result(
+        config=config, model=rec["parameters"]["model"], frame=results.read(folder, "faithfulness.csv"), record=rec
+    )
 
 
-def summary(out: dict) -> str:
+def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: the prompts, the verdict and its best candidate."""
-    r, info = out["rule"], out["info"]
+    r, info = result.record["rule"], result.record["info"]
+    folder = results.model_folder(result.config.results, result.config.model_name)
     b = r.get("best") or {}
     pct = lambda d: (
         f"{d['value']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}], unclipped {d['raw']:.0%} (random max "
@@ -212,6 +238,6 @@ def summary(out: dict) -> str:
             f"{', '.join(info['ranking'][:5])}, ...",
             f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
             + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
-            f"wrote faithfulness.csv to {out['folder']} in {out['wall_s']:.0f} s",
+            f"wrote faithfulness.csv to {folder} in {result.record['wall_s']:.0f} s",
         ]
     )

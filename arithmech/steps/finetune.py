@@ -39,7 +39,6 @@ from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
 from arithmech.steps.config_training import Finetune as Config
 from arithmech.steps.finetune_heads import check_heads_in_model, model_geometry, parse_heads_arg, read_ranking
-from arithmech.steps.finetune_heads import ensure_ranking as ensure_ranking  # re-exported: chapters import it here
 
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
 

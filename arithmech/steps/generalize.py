@@ -22,12 +22,14 @@ import pandas as pd
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.evals.benchmarks import read_math
-from arithmech.methods.knockout import Ablation, Forwards, accuracy
-from arithmech.methods.knockout_overlap import overlap, overlap_knockout
-from arithmech.methods.transfer import unknown_words
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation, accuracy
+from arithmech.methods.ablation.overlap import overlap, overlap_knockout
+from arithmech.methods.ablation.transfer import unknown_words
+from arithmech.methods.effects import ranking
 from arithmech.steps.config import Generalize as Config
 from arithmech.steps.control import evidence_status
-from arithmech.steps.identify import identify, ranking
+from arithmech.steps.identify_pipeline import identify
 
 DEFAULTS = Config()  # the step's defaults (arithmech.steps.config), written once
 
@@ -109,6 +111,7 @@ def gsm8k_samples(
                 "gsm8k",
                 "gsm8k",
                 {"A": [], "B": [], "operator": [], "end": n_tok - 1},
+                answer_token="first",  # pairs.answer_split: the answer's first token, the paper's {C}
             )
         )
     stats["made"] = len(out)

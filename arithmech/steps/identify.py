@@ -7,7 +7,7 @@ The step end to end, for one or several tasks::
         ──► key heads (the effect's whole 95% interval below the threshold; beside it, the share rule:
             the whole interval of the head's share of the counterfactual's effect below share_threshold)
         ──► knockout: reference-pool means, key vs random non-key components, sanity rows
-            (knockout_run.py, knockout_means.py, knockout.py; Fig. 3)
+            (methods/ablation/: run.py, pool.py, knockout.py; Fig. 3)
         ──► transfer: Fig. 4's prompts and a template family not used to find the heads
 
 >>> res = identify(model, tok, ["addition", "subtraction"], n_samples=64)
@@ -17,8 +17,8 @@ The step end to end, for one or several tasks::
 ``python -m arithmech identify --model embedded --task all --out results/embedded`` does the same
 from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``answer_tokens.csv``,
 ``knockout.csv``, ``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
-The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.steps.identify_pipeline`
-(re-exported here); this module runs it as a step and reads and writes its files.
+The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.steps.identify_pipeline`;
+this module runs it as a step and reads and writes its files.
 The answer token is ``answer_token="last-digit"`` by default (the prompt carries the answer's leading
 digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 """
@@ -26,8 +26,10 @@ digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from arithmech.core import admission, results
@@ -36,27 +38,10 @@ from arithmech.core.progress import annotate
 from arithmech.data import pairs as pairs_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
-from arithmech.methods.effects import (  # noqa: F401
-    concat_patched,
-    effects_frame,
-    key_heads,
-    key_heads_by_share,
-    ranking,
-    studied_heads,  # (public names here too)
-)
-from arithmech.methods.knockout_overlap import counterfactual_overlap  # noqa: F401 (the step's overlap file)
-from arithmech.methods.knockout_tables import knockout_summary, positions_table  # noqa: F401 (the step's tables)
-from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates  # noqa: F401 (the step's samples)
-from arithmech.methods.transfer import heldout_heads, run_transfer  # noqa: F401 (the step's transfer)
-from arithmech.steps.config import CONTROL_FLOOR  # noqa: F401
+from arithmech.methods.ablation.overlap import counterfactual_overlap
+from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Identify as Config
-from arithmech.steps.control import task_control  # noqa: F401 (the control, version 2: issue #41)
-from arithmech.steps.identify_pipeline import (  # noqa: F401 (the library function and its result, here too)
-    DEFAULTS,
-    OPERATIONS,
-    IdentifyResult,
-    identify,
-)
+from arithmech.steps.identify_pipeline import DEFAULTS, IdentifyResult, identify
 
 
 # ---------------------------------------------------------------------------------------- files
@@ -163,10 +148,50 @@ ABSENT_MEANS = {
 }
 
 
-def read(folder: str | Path) -> dict:
-    """Identify's files in ``folder`` (checked), keyed by name without extension, and ``"run"``: its ``run.json``
-    record (what :func:`arithmech.steps.ensure.ensure` returns for an :class:`Identify` config)."""
-    return {**results.read_step(folder, "identify"), "run": results.read_run(folder)["steps"]["identify"]}
+@dataclass(frozen=True)
+class Result:
+    """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.steps.ensure.ensure` returns
+    for an :class:`Identify` config; :func:`read`). Each field is read, checked, from the file it is named after:
+
+    * ``prompts`` — ``prompts.jsonl``: the kept X_r / X_c pairs, one dict each;
+    * ``effects`` — ``effects.csv``: each head's and MLP's effect per task, with its 95% interval;
+    * ``key_heads`` — ``key_heads.json``: the key heads of the pooled task and the rule that chose them;
+    * ``answer_tokens`` — ``answer_tokens.csv`` (``None`` for ready-made samples: no template counts);
+    * ``knockout`` — ``knockout.csv`` (``None`` where the run made no knockout);
+    * ``transfer`` — ``transfer.csv`` (``None`` where the run made no transfer);
+    * ``heldout`` — ``heldout.json`` (``None`` where absent);
+    * ``run`` — the ``identify`` record of ``run.json`` (parameters, samples kept per task, versions, timings);
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    prompts: list[dict]
+    effects: pd.DataFrame
+    key_heads: dict
+    run: dict
+    answer_tokens: pd.DataFrame | None = None
+    knockout: pd.DataFrame | None = None
+    transfer: pd.DataFrame | None = None
+    heldout: dict | None = None
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """Identify's files in ``folder`` (checked, :func:`arithmech.core.results.read`) and its ``run.json`` record,
+    as the :class:`Result` of a run made with ``config``."""
+
+    def file(name: str, always: bool = False):  # the files a run writes only where it makes them: None when absent
+        return results.read(folder, name) if always or results.exists(folder, name) else None
+
+    return Result(
+        config=config,
+        prompts=file("prompts.jsonl", True),
+        effects=file("effects.csv", True),
+        key_heads=file("key_heads.json", True),
+        run=results.read_run(folder)["steps"]["identify"],
+        answer_tokens=file("answer_tokens.csv"),
+        knockout=file("knockout.csv"),
+        transfer=file("transfer.csv"),
+        heldout=file("heldout.json"),
+    )
 
 
 def summary(res: IdentifyResult) -> str:

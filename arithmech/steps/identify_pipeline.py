@@ -3,7 +3,7 @@ every head and MLP, ranks them with bootstrap intervals, names the key heads, kn
 and returns it all as one :class:`IdentifyResult` — in memory, no file written.
 
 The step around it (run it for a config, checkpoint finished tasks, write and read the files, the operand
-counterfactual) is :mod:`arithmech.steps.identify`, which re-exports both names; its docstring draws the whole
+counterfactual) is :mod:`arithmech.steps.identify`; its docstring draws the whole
 pipeline.
 """
 
@@ -20,21 +20,22 @@ import pandas as pd
 from arithmech.core.memory import PeakMemory
 from arithmech.core.progress import Progress
 from arithmech.data import pairs as pairs_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
-from arithmech.methods import knockout_run
-from arithmech.methods.ablation import MeanSource
+from arithmech.methods.ablation import run as knockout_run
+from arithmech.methods.ablation.intervention import MeanSource
+from arithmech.methods.ablation.knockout import group_key, mean_activations
+from arithmech.methods.ablation.run import describe_means, prepare_means
+from arithmech.methods.ablation.transfer import heldout_heads, run_transfer
 from arithmech.methods.effects import (
     concat_patched,
     effects_frame,
     key_heads,
     key_heads_by_share,  # (public names here too)
 )
-from arithmech.methods.knockout import group_key, mean_activations
-from arithmech.methods.knockout_run import describe_means, prepare_means
 from arithmech.methods.patched import FIELDS as PATCHED_FIELDS
 from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates
-from arithmech.methods.transfer import heldout_heads, run_transfer
 from arithmech.steps.config import Identify as Config
 from arithmech.steps.control import task_control
 
@@ -53,7 +54,7 @@ class IdentifyResult:
     effects: pd.DataFrame
     key_heads: dict
     knockout: pd.DataFrame
-    means: MeanSource  # a knockout_means.PoolMeans (or a knockout.Means without a reference pool)
+    means: MeanSource  # a pool.PoolMeans (or a knockout.Means without a reference pool; methods/ablation/)
     info: dict
     params: dict
     transfer: pd.DataFrame | None = None
@@ -145,7 +146,7 @@ def identify(
                     tok,
                     [s.clean for s in ss],
                     [s.corrupt for s in ss],
-                    pairs_module.answer_ids(tok, ss),
+                    answer_ids(tok, ss),
                     method=method,
                     prob=prob,
                     batch_size=batch_size,

@@ -283,9 +283,9 @@ def finetune(s: Shape, c) -> Estimate:
     return _train(s, c, c.micro_batch_size, trained, steps, "finetune", "--micro-batch-size", 2 * (c.limit or 500) * 4)
 
 
-def arms(s: Shape, c) -> Estimate:
+def table1(s: Shape, c) -> Estimate:
     """Arms: one run at a time (each frees its model before the next), so the peak is full SFT's."""
     rates, extra = 3, max(0, c.frontier_seeds - len(c.seeds))  # a 3-rate grid; frontier rates: 2 per arm
     runs = 2 + 3 * (rates * len(c.seeds) + 2 * extra) + 2 * rates * c.draws
     steps = (c.steps or c.curve_steps) * runs
-    return _train(s, c, c.batch_size, s.params, steps, "arms", "--batch-size", runs * 2_000)
+    return _train(s, c, c.batch_size, s.params, steps, "table1", "--batch-size", runs * 2_000)

@@ -7,19 +7,28 @@ from :data:`STEPS`; the book and later steps call :func:`arithmech.steps.ensure.
 
     >>> from arithmech.steps.ensure import ensure
     >>> from arithmech.steps.config import Analyze
-    >>> ensure(Analyze(model_name="embedded"))["labels"]      # made once, then read back from the files
+    >>> ensure(Analyze(model_name="embedded")).labels      # made once, then read back from the files
 
 A step's module answers these names, all with the config whole (nothing unpacked on the way):
 
 * ``run(config, **loaded)`` — compute and write the files (``loaded``: ``model``/``tok`` already in memory, where
   the step takes them);
-* ``read(folder)`` — the result, read back (checked) from the files a run wrote;
+* ``Result`` and ``read(folder, config)`` — the step's result: a frozen dataclass with typed fields (DataFrames,
+  the JSON records as dicts) and ``config``, the config it was made with; ``read`` builds it from the files a run
+  wrote, each read and checked through :mod:`arithmech.core.results`. One way for every step: a module-level
+  ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.steps.ensure.ensure` calls each module
+  alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.steps.stability_result`);
+  ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type. The ``run`` of
+  beyond, faithfulness, stability, accuracy, shots and counterfactuals returns the same ``Result``, read back from
+  what it wrote; identify's returns the library's in-memory
+  :class:`~arithmech.steps.identify_pipeline.IdentifyResult` (per-task samples, timings, the parameters), and
+  analyze's a dict with the loaded model and samples (the Analyze chapter draws attention strips with them);
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
   :meth:`~arithmech.core.config.Config.reuse_key`, ``model_name`` recorded as ``model``), with ``ABSENT_MEANS`` for
   parameters added after older records were made;
 * ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that
   makes it when it is absent (beyond and faithfulness read identify's files);
-* ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``);
+* ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``, counterfactuals' ``counterfactuals/``);
 * ``summary(result)`` — what the command prints of ``run``'s result.
 
 Modules are imported only when a step runs, so torch loads after every argument was checked.
@@ -69,7 +78,7 @@ STEPS: dict[str, Step] = {
         Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
         Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
-        Step("arms", config_training.Table1, "arithmech.steps.arms", "run_arms", record="table1", takes_command=True),
+        Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
     )
 }
 """Every step of the pipeline by its command's name."""

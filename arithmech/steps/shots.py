@@ -24,6 +24,7 @@ reaches 256 X_r with at most ~5,000 draws. ``shots.csv`` holds the counts; ``run
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -131,25 +132,47 @@ ABSENT_MEANS = shots_module.ABSENT
 """The values of parameters recorded after the oldest shipped ``shots`` records were made."""
 
 
-def read(folder) -> dict:
-    """:func:`choose`'s dict and the table (``"table"``) of ``folder``'s ``shots.csv`` (checked)."""
+@dataclass(frozen=True)
+class Result:
+    """The shots step's file as a run made with ``config`` wrote it (:func:`read`; what
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Shots` config):
+
+    * ``table`` — ``shots.csv`` (checked): the yield per K and operation, with Wilson intervals;
+    * ``shots``, ``best_floor``, ``tied``, ``floors``, ``can_do``, ``rule`` — :func:`choose`'s keys, the rule
+      applied to ``table`` (the K it picks, the best floor, the Ks tied with it, each K's weakest operation, the
+      operations the model can do per K, the rule's words);
+    * ``config`` — the config the file was made with (or reused for)."""
+
+    config: Config
+    table: pd.DataFrame
+    shots: int
+    best_floor: float
+    tied: list[int]
+    floors: dict[int, dict]
+    can_do: dict[int, list[str]]
+    rule: str
+
+
+def read(folder, config: Config) -> Result:
+    """``folder``'s ``shots.csv`` (checked) and :func:`choose`'s choice on it, as the :class:`Result` of a run made
+    with ``config``."""
     table = results.read(folder, "shots.csv")
-    return {**choose(table), "table": table}
+    return Result(config=config, table=table, **choose(table))
 
 
-def summary(choice: dict) -> str:
+def summary(choice: Result) -> str:
     """The command line's summary: each K's weakest operation and what the model can do, and the K chosen."""
     lines = [
         f"shots {k}: weakest operation {f['op']} keeps {f['kept_rate']:.1%} [{f['kept_lo']:.1%}, {f['kept_hi']:.1%}]; "
-        f"can do: {', '.join(choice['can_do'][k]) or 'none'}"
-        for k, f in choice["floors"].items()
+        f"can do: {', '.join(choice.can_do[k]) or 'none'}"
+        for k, f in choice.floors.items()
     ]
-    return "\n".join(lines + [f"chosen: shots = {choice['shots']} ({choice['rule']})"])
+    return "\n".join(lines + [f"chosen: shots = {choice.shots} ({choice.rule})"])
 
 
-def run(config: Config, model=None, tok=None) -> dict:
+def run(config: Config, model=None, tok=None) -> Result:
     """Measure the yield for every K of ``config.grid``, write ``shots.csv`` and the choice (run.json's
-    ``shots`` step) to the model's folder; returns :func:`choose`'s dict."""
+    ``shots`` step) to the model's folder; returns the :class:`Result` read back from them (:func:`read`)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "shots", c.overwrite)
@@ -169,4 +192,4 @@ def run(config: Config, model=None, tok=None) -> dict:
         )
     choice = choose(table)
     results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})
-    return choice
+    return read(folder, c)

@@ -46,12 +46,14 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import shots as shots_module
+from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
+from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Stability as Config
-from arithmech.steps.identify import task_templates
+from arithmech.steps.stability_result import FILENAMES, Result, read  # noqa: F401 (the step's files, read back)
 
 ALL = "all"  # the family label of a run over every template
 
@@ -102,7 +104,7 @@ def _draw(model, tok, config: Config, kind: str, seed: int, keep_correct: bool):
         tok,
         [s.clean for s in kept],
         [s.corrupt for s in kept],
-        pairs.answer_ids(tok, kept),
+        answer_ids(tok, kept),
         prob=False,
         batch_size=batch_size,
     )
@@ -329,9 +331,6 @@ def claims(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------ files & CLI
-FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
-
-
 def write_results(res: StabilityResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None):
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
     record = {
@@ -343,13 +342,6 @@ def write_results(res: StabilityResult, folder: str | Path, extra: dict | None =
     }
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
     return results.write_step(folder, "stability", files, record, model_name=model_name)
-
-
-def read(folder: str | Path) -> dict:
-    """``{"table", "runs", "heads", "record"}`` of a stability run in ``folder`` (checked reads)."""
-    out = {k: results.read(folder, n) for k, n in zip(("table", "runs", "heads"), FILENAMES)}
-    out["record"] = results.read_run(folder)["steps"]["stability"]
-    return out
 
 
 def recorded(config: Config) -> dict:
@@ -377,18 +369,19 @@ ABSENT_MEANS = {"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}
 """The values of parameters recorded after the oldest shipped ``stability`` records were made."""
 
 
-def summary(out: tuple) -> str:
-    """The command line's summary of :func:`run`'s ``(result, folder)``: the table and where it went."""
-    res, folder = out
+def summary(result: Result) -> str:
+    """The command line's summary of :func:`run`'s result: the table and where it went."""
+    folder = results.model_folder(result.config.results, result.config.model_name)
     return (
-        res.table.to_string(index=False, max_rows=40) + f"\nwrote stability.csv, stability_runs.csv, "
-        f"stability_heads.csv to {folder} in {res.timings['total']:.0f} s"
+        result.table.to_string(index=False, max_rows=40) + f"\nwrote stability.csv, stability_runs.csv, "
+        f"stability_heads.csv to {folder} in {result.record['timings']['total']:.0f} s"
     )
 
 
-def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
+def run(config: Config, model=None, tok=None) -> Result:
     """Load the model (unless given), run :func:`stability` with seeds ``seed .. seed + seeds - 1`` and write
-    the files to the model's results folder (``config.results``: the root or the model's folder)."""
+    the files to the model's results folder (``config.results``: the root or the model's folder); returns the
+    :class:`Result` read back from them (:func:`read`)."""
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "stability", c.overwrite)
@@ -403,4 +396,4 @@ def run(config: Config, model=None, tok=None) -> tuple[StabilityResult, Path]:
     write_results(
         res, folder, extra={"model": c.model_name, "device": c.device, "dtype": c.dtype}, model_name=c.model_name
     )
-    return res, folder
+    return read(folder, c)

@@ -40,7 +40,9 @@ def built_book():
     given = os.environ.get("ARITHMECH_BOOK_HTML")
     if given:
         return Built((REPO, Path(given)))
-    from arithmech.report.build.book import build, chapters, executed
+    from arithmech.report.build.book import build
+    from arithmech.report.build.plan import chapters
+    from arithmech.report.build.execute import executed
     done = all(executed(REPO, p).exists() for p in chapters(REPO))
     before = git_status(REPO)
     build(REPO, skip_execute=done)

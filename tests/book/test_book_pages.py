@@ -111,7 +111,7 @@ def test_reader_check_sees_a_live_explorer_that_does_not_load(tmp_path):
 
 
 def _pages() -> list[Path]:
-    return book.toc_files(REPO)
+    return plan.toc_files(REPO)
 
 
 def test_every_toc_page_is_built(built_book):
@@ -133,8 +133,8 @@ def test_chapter_pages_draw_all_charts_offline(built_book):
     with Browser() as b:
         for p in _pages():
             expected = vega_outputs = 0
-            if book.is_notebook(REPO / p):
-                nb = nbformat.read(book.executed(root, p), as_version=4)
+            if plan.is_notebook(REPO / p):
+                nb = nbformat.read(execute.executed(root, p), as_version=4)
                 outs = [o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
                 expected = sum(offline.CHART_CLASS in "".join(d.get("text/html", "")) for d in outs)
                 vega_outputs = sum(any(k.startswith("application/vnd.vegalite") for k in d) for d in outs)
@@ -267,8 +267,8 @@ def test_no_page_shows_a_warning_or_stderr(built_book):
     root, html = built_book
     failures = []
     for p in _pages():
-        if book.is_notebook(REPO / p):
-            failures += [f"{p.stem}.ipynb {w}" for w in notebook_warnings(nbformat.read(book.executed(root, p), 4))]
+        if plan.is_notebook(REPO / p):
+            failures += [f"{p.stem}.ipynb {w}" for w in notebook_warnings(nbformat.read(execute.executed(root, p), 4))]
         failures += [f"{p.with_suffix('.html')}: {w}" for w in page_warnings((html / p.with_suffix(".html")).read_text())]
     assert failures == [], "\n".join(failures[:20])
 

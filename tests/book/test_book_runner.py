@@ -101,10 +101,10 @@ def test_toy_chapters_run_in_toc_order_with_their_parameters(toy_book):
     root, times, sources = toy_book
     assert list(times)[:2] == ["one", "two"]
     assert (root / "results" / "toy" / "n.txt").read_text() == "3,3"
-    assert "read: 3,3" in _outputs_text(book.executed(root, "two"))
+    assert "read: 3,3" in _outputs_text(execute.executed(root, "two"))
     assert {p.name: p.read_bytes() for p in (root / "book").glob("*.md")} == sources
     assert not list((root / "book").glob("*.ipynb"))
-    nb = nbformat.read(book.executed(root, "one"), as_version=4)
+    nb = nbformat.read(execute.executed(root, "one"), as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "n = 3" in injected[0].source and "seed = 3" in injected[0].source
     assert "model" not in injected[0].source          # global values go only where declared
@@ -116,7 +116,7 @@ def test_toy_appendix_lists_parameters_from_the_notebooks(toy_book):
     help) into book/_generated/parameters.md, which the hand-written page includes: the page is not
     rewritten, and its HTML shows the table with working links to the chapters."""
     root, _, sources = toy_book
-    text = (root / book.PARAMETERS).read_text()
+    text = (root / generate.PARAMETERS).read_text()
     assert "**[one](one.ipynb)**\n\n| parameter | default | type | help |" in text
     assert "| `n` | `2` | int | how many bars |" in text
     assert "**[two](two.ipynb)**" in text and "| `seed` | `0` | int |  |" in text
@@ -131,15 +131,15 @@ def test_wrong_parameter_fails_in_check_cell_and_keeps_notebook(toy_book):
     stops in its check cell with a message naming the chapter, the cell and the parameter; the notebook on
     disk (the source and its executed copy) stays byte for byte as it was."""
     root, _, _ = toy_book
-    src, nb = root / "book" / "one.md", book.executed(root, "one")
+    src, nb = root / "book" / "one.md", execute.executed(root, "one")
     before, source = nb.read_bytes(), src.read_bytes()
-    with pytest.raises(book.BookArgumentError, match=r"chapter 'one': parameter n='many'"):
+    with pytest.raises(plan.BookArgumentError, match=r"chapter 'one': parameter n='many'"):
         book.build(root, only="one", sets=["one.n=many"], html=False)
-    with pytest.raises(book.BookArgumentError, match=r"parameter n=-1 is below 1"):
+    with pytest.raises(plan.BookArgumentError, match=r"parameter n=-1 is below 1"):
         book.build(root, only="one", sets=["one.n=-1"], html=False)
     assert nb.read_bytes() == before
-    with pytest.raises(book.BookError) as e:
-        book.execute_chapter(root, book.Chapter("one", Path("book/one.md"), {"n": "many"}))
+    with pytest.raises(plan.BookError) as e:
+        execute.execute_chapter(root, plan.Chapter("one", Path("book/one.md"), {"n": "many"}))
     msg = str(e.value)
     assert "chapter 'one'" in msg and "cell 4" in msg and "ValueError" in msg and "n='many'" in msg
     assert CHECK.splitlines()[0] in msg                               # the failing cell's first line
@@ -153,7 +153,7 @@ def test_successful_run_replaces_notebook(toy_book):
     root, _, sources = toy_book
     book.build(root, only="one", sets=["one.n=4"], html=False)
     assert (root / "book" / "one.md").read_bytes() == sources["one.md"]
-    nb = nbformat.read(book.executed(root, "one"), as_version=4)
+    nb = nbformat.read(execute.executed(root, "one"), as_version=4)
     injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
     assert "n = 4" in injected.source
     assert not (root / "_build" / ".papermill" / "one.ipynb").exists()
@@ -164,12 +164,12 @@ def test_unknown_parameter_and_chapter_are_errors(toy_book):
     """Protects: a per-chapter value the chapter does not declare, or an unknown chapter, is an error that lists
     what exists (a typo must not be silently ignored)."""
     root, _, _ = toy_book
-    cfg = book.load_config(root)
-    with pytest.raises(book.BookError, match=r"no parameter nn; its parameters cell declares: n, seed"):
-        book.plan(root, cfg, ["one.nn=1"])
-    with pytest.raises(book.BookError, match="chapters: one, two"):
-        book.plan(root, cfg, ["three.n=1"])
-    with pytest.raises(book.BookError, match="chapters: one, two"):
+    cfg = plan.load_config(root)
+    with pytest.raises(plan.BookError, match=r"no parameter nn; its parameters cell declares: n, seed"):
+        plan.plan(root, cfg, ["one.nn=1"])
+    with pytest.raises(plan.BookError, match="chapters: one, two"):
+        plan.plan(root, cfg, ["three.n=1"])
+    with pytest.raises(plan.BookError, match="chapters: one, two"):
         book.build(root, only="three", html=False)
 
 
@@ -196,14 +196,14 @@ def test_skip_execute_renders_what_exists_and_names_the_unexecuted(toy_book, tmp
     shutil.copytree(root, copy, ignore=shutil.ignore_patterns("html", ".doctrees", "render"))
     (copy / "book" / ".pytest_cache").mkdir()
     (copy / "book" / ".pytest_cache" / "README.md").write_text("cache")
-    book.executed(copy, "two").unlink()
+    execute.executed(copy, "two").unlink()
     (copy / "results" / "toy" / "n.txt").unlink()
     book.build(copy, skip_execute=True)
     out = capsys.readouterr().out
     (line,) = [l for l in out.splitlines() if "not executed yet" in l]
     assert "rendered without outputs: two (" in line
-    assert not (copy / "results" / "toy" / "n.txt").exists() and not book.executed(copy, "two").exists()
+    assert not (copy / "results" / "toy" / "n.txt").exists() and not execute.executed(copy, "two").exists()
     html = copy / "_build" / "html" / "book"
     assert "read: 3" not in (html / "two.html").read_text() and (html / "one.html").exists()
-    for tree in (copy / "_build" / "html", copy / book.RENDER):
+    for tree in (copy / "_build" / "html", copy / render.RENDER):
         assert not [p for p in tree.rglob("*") if p.name in (".pytest_cache", ".ipynb_checkpoints")], tree

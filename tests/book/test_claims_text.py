@@ -76,7 +76,7 @@ def _answer_rows(nb: dict) -> list[tuple[str, str, str]]:
 def _findings(root: Path) -> str:
     """The introduction's generated boxes (``book/_generated/findings.md``), included by ``book/intro.md``."""
     assert "```{include} _generated/findings.md" in (REPO / "book" / "intro.md").read_text()
-    return (root / book.FINDINGS).read_text()
+    return (root / generate.FINDINGS).read_text()
 
 
 def _intro_tables(root: Path) -> dict[str, dict[str, tuple[str, str]]]:
@@ -84,7 +84,7 @@ def _intro_tables(root: Path) -> dict[str, dict[str, tuple[str, str]]]:
     claims: ``claim | paper | this run | verdict``, each claim a link to the rules page) and from the rules
     page (every claim, the controls too: ``claim | paper | rule | this run | verdict``)."""
     out, current = {}, None
-    rules = (root / book.RULES).read_text()
+    rules = (root / generate.RULES).read_text()
     for line in (_findings(root) + "\n" + rules).splitlines():
         box = re.match(r":::\{admonition\} (.+?): \d+ of", line) or re.match(r"## (.+)$", line)
         if box:
@@ -103,7 +103,7 @@ def test_chapter_findings_match_the_intro_claims_table(built_book):
     root, _ = built_book
     tables, checked, answered = _intro_tables(root), 0, 0
     assert tables, "the introduction has no generated claims table: build the book (make book)"
-    for p in sorted((root / book.EXECUTED).glob("*.ipynb")):
+    for p in sorted((root / execute.EXECUTED).glob("*.ipynb")):
         nb = json.loads(p.read_text())
         model = R.folder_name(_model(nb) or "embedded")
         for m in _finding_lines(nb):
@@ -129,10 +129,10 @@ def test_intro_boxes_match_the_results_when_present(built_book):
     block = _findings(root).split("-->", 1)[1].strip()
     for model in present:                # the sentences come first, then Fig. 1, then the boxes
         for part in ("sentence", "box"):
-            assert pages.results_box(root, [model], part=part).strip() in block, \
+            assert findings.results_box(root, [model], part=part).strip() in block, \
                 f"the introduction's {part} for {model[0]} is stale"
     if len(present) == len(MODELS):
-        sentences = [pages.results_box(root, [m], part="sentence").strip() for m in MODELS]
-        boxes = [pages.results_box(root, [m], part="box").strip() for m in MODELS]
+        sentences = [findings.results_box(root, [m], part="sentence").strip() for m in MODELS]
+        boxes = [findings.results_box(root, [m], part="box").strip() for m in MODELS]
         scope = [x for x in [scope_box(root)] if x]                         # the scope box leads (issue #41)
         assert block == "\n\n".join([*scope, *sentences, pipeline.pipeline_markdown(root / "book"), *boxes])

@@ -64,8 +64,9 @@ def explorer_html(tmp_path_factory) -> Path:
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/explorer\n")
     from arithmech.core.models import load_model
     from arithmech.steps import identify as I
+    from arithmech.steps import identify_pipeline as IP
     net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
-    res = I.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
+    res = IP.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, root / "results" / "embedded", model_name="embedded")
     shutil.copytree(REPO / SHIPPED, root / SHIPPED)     # SmolLM2's identify files: shipped with the repository
     book.build(root, only="explorer", sets=["explorer.models=[embedded, smollm2-135m]", "explorer.n_prompts=48",
@@ -163,9 +164,9 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
     from arithmech.core.stats import wilson_interval
     from arithmech.methods import explorer as X
     from arithmech.report.build import offline
-    from arithmech.report.charts import plots
+    from arithmech.report.charts import theme
     from arithmech.report.views import explorer_views as V
-    plots.use_theme()
+    theme.use_theme()
     eff = pd.DataFrame([("all", l, str(h), -0.12 if (l, h) == (0, 0) else -0.04 + 0.002 * (4 * l + h))
                         for l in range(4) for h in range(4)], columns=["task", "layer", "head", "effect"])
     thresholds = [-0.1, -0.05, -0.02, -0.01]

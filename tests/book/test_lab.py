@@ -21,6 +21,7 @@ from browser import Browser, require_browser
 from arithmech.core.models import load_model
 from arithmech.methods.explorer import top_next
 from arithmech.steps import identify as I
+from arithmech.steps import identify_pipeline as IP
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "Q: What is 9 minus 5? A:"       # its tokens ("minus", "?") are none of the default prompt's
@@ -75,7 +76,7 @@ def lab(tmp_path_factory):
         (root / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, root / f)
     net, tok, _ = load_model("embedded")
-    res = I.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
+    res = IP.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, root / "results" / "embedded", model_name="embedded")
     log = open(root / "lab.log", "w")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),

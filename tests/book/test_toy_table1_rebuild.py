@@ -7,7 +7,7 @@ folder.
 
 To fit CI, the fresh folder starts from the build's records *minus* every run Table 1 reads (``table1.json``'s
 ``runs``: base and the chosen rate of each arm for every seed). Those are trained again from the base model, by
-``python -m arithmech arms`` in a process of its own with two torch threads (the chapter's ``threads``), and the
+``python -m arithmech table1`` in a process of its own with two torch threads (the chapter's ``threads``), and the
 rate is chosen again; of each arm's grid only the chosen row is retrained, the other rows, the learning curve and
 identify's files are the build's. So the test covers training and scoring from the base weights, and the choice
 among the grid rows; not identify's ranking or the grid's other runs. About 2 minutes on 2 cores; ``slow``.
@@ -47,7 +47,7 @@ def test_toy_table1_runs_retrained_by_the_recorded_command_keep_every_verdict(bu
         (fresh / "finetune" / f"{name}.json").unlink()
 
     argv = shlex.split(plan["command"])
-    assert argv[:4] == ["python", "-m", "arithmech", "arms"] and "--results" not in argv, plan["command"]
+    assert argv[:4] == ["python", "-m", "arithmech", "table1"] and "--results" not in argv, plan["command"]
     env = {**os.environ, "ARITHMECH_PROGRESS": "0", "OMP_NUM_THREADS": "2"}     # as the chapter trains (threads = 2)
     r = subprocess.run([sys.executable, *argv[1:], "--results", str(fresh)], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=900)

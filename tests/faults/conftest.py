@@ -33,7 +33,7 @@ def identify_set(tmp_path) -> Path:
                             "effect_lo": [-0.21, 0.05], "effect_hi": [-0.19, 0.15]})
     prompt = {"clean": "3 plus 4 is equal to ", "corrupt": "3 nothing 4 is equal to ", "answer": "7", "target": "7",
               "a": 3, "b": 4, "op": "addition", "template": "add-1", "family": "statement",
-              "positions": {"A": [0], "B": [2], "operator": [1], "end": 5}}
+              "positions": {"A": [0], "B": [2], "operator": [1], "end": 5}, "answer_token": "first"}
     R.write_step(folder, "identify", {"effects.csv": effects, "prompts.jsonl": [prompt],
                                       "key_heads.json": {"task": "all", "threshold": -0.05,
                                                          "heads": [{"layer": 0, "head": 1}]}},

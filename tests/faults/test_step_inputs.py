@@ -11,7 +11,7 @@ template,
 counterfactuals
 faithfulness      ``effects.csv``, ``key_heads.json`` and identify's record in ``run.json`` (its parameters)
 finetune          ``key_heads.json`` and ``effects.csv`` (``--mode precise`` with ``--heads top-K``)
-arms              ``key_heads.json``, ``effects.csv``, every record of its runs (``finetune/<run>.json``,
+table1            ``key_heads.json``, ``effects.csv``, every record of its runs (``finetune/<run>.json``,
                   read back when it resumes), ``finetune/curve.json`` (only without ``--steps``)
 generalize,       nothing from a results folder
 accuracy
@@ -69,19 +69,19 @@ def test_finetune_precise_refuses_a_truncated_key_heads_json(identify_set, tmp_p
 
 
 def test_arms_refuses_a_truncated_key_heads_json_before_it_trains_the_curve(identify_set, tmp_path):
-    """Protects the order of arms (without --steps it first trains a learning curve and writes
+    """Protects the order of table1 (without --steps it first trains a learning curve and writes
     finetune/curve.json): key_heads.json cut in half is refused naming it before the curve is made or anything
     is written."""
     _truncate(identify_set / "key_heads.json")
     before = snapshot(tmp_path)
-    refused(cli("arms", "--model", "embedded", "--suite", "toy", "--results", str(identify_set), timeout=60),
+    refused(cli("table1", "--model", "embedded", "--suite", "toy", "--results", str(identify_set), timeout=60),
             "key_heads.json'")
     assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("stem", ["base", "precise-key-s0-lr1e-03"])
 def test_arms_refuses_a_truncated_record_of_its_runs_before_any_work(identify_set, tmp_path, stem):
-    """Protects the records arms reads back when it resumes: a truncated finetune/<run>.json is refused naming it
+    """Protects the records table1 reads back when it resumes: a truncated finetune/<run>.json is refused naming it
     before the curve, the base run or any other record is made (it used to be found only when that run came)."""
     from arithmech.core import records
     rec = records.finetune_record(model="embedded", mode=stem.split("-")[0], results={"x": records.measure(0.5)})
@@ -89,6 +89,6 @@ def test_arms_refuses_a_truncated_record_of_its_runs_before_any_work(identify_se
     path.parent.mkdir()
     path.write_text(json.dumps(rec)[:40])
     before = snapshot(tmp_path)
-    refused(cli("arms", "--model", "embedded", "--suite", "toy", "--top-k", "1", "--results", str(identify_set),
+    refused(cli("table1", "--model", "embedded", "--suite", "toy", "--top-k", "1", "--results", str(identify_set),
                 timeout=60), f"{stem}.json' is not valid JSON")
     assert snapshot(tmp_path) == before

@@ -57,7 +57,7 @@ def test_analyze_is_refused_while_another_analyze_writes(identify_set):
         first.wait()
 
 
-# A first arms / finetune run, stopped after it took the folder (its records are written under this hold).
+# A first table1 / finetune run, stopped after it took the folder (its records are written under this hold).
 FIRST_RECORDS = ("import sys, time; from arithmech.core import records; h = records.holding(sys.argv[1]); h.__enter__();"
                  "print('holding', flush=True); time.sleep(120)")
 
@@ -70,12 +70,12 @@ def _first_records_writer(folder):
 
 
 @pytest.mark.parametrize("argv", [
-    ("arms", "--suite", "toy", "--steps", "1", "--seeds", "0,1", "--draws", "1"),
+    ("table1", "--suite", "toy", "--steps", "1", "--seeds", "0,1", "--draws", "1"),
     ("finetune", "--mode", "full", "--max-steps", "1", "--benchmarks", "toy")])
 def test_a_second_arms_or_finetune_run_is_refused_while_the_first_writes_records(identify_set, argv):
     """Protects the per-run records of the arms runner and of finetune (issue #28: they were written without the
     folder's lock, so two runs on one folder replaced each other's records): while a first run holds the folder,
-    a second `arms` / `finetune` on it is refused in one line, exit 2, before any model loads, and the folder is
+    a second `table1` / `finetune` on it is refused in one line, exit 2, before any model loads, and the folder is
     left as it was."""
     first = _first_records_writer(identify_set)
     try:

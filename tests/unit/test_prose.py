@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from arithmech.claims import rules as C
+from arithmech.claims.rule_texts import BY_ID, THRESHOLD
 from arithmech.core import results as R
 from arithmech.core.names import components
 
@@ -76,8 +77,8 @@ def test_key_heads_in_the_files_are_the_rules_key_heads(folder):
     ones the `key-heads-exist` rule names, none where the rule finds none; analyze studies "key heads" only
     where there are some (otherwise the top heads by effect rank, and the pages must not call them key)."""
     kh = R.read(folder, "key_heads.json")
-    if kh.get("threshold") != C.THRESHOLD:
-        pytest.skip(f"{folder.name} was run with threshold {kh.get('threshold')}, not the rule's {C.THRESHOLD}")
+    if kh.get("threshold") != THRESHOLD:
+        pytest.skip(f"{folder.name} was run with threshold {kh.get('threshold')}, not the rule's {THRESHOLD}")
     row = C.claims(folder, ["key-heads-exist"]).iloc[0]
     names = components((h["layer"], h["head"]) for h in kh["heads"])
     assert f"({names})" in row.here, (names, row.here)                  # the same heads, in the same order
@@ -115,7 +116,7 @@ def test_every_claim_a_chapter_shows_is_a_rule_of_the_claims_table():
             text = args + "".join(v for k, v in lists.items() if re.search(rf"\b{k}\b", args))
             for i in ids.findall(text):
                 seen += 1
-                if i not in C.BY_ID:
+                if i not in BY_ID:
                     unknown.append(f"{name}: {i}")
     assert seen, "no claim id found in any chapter: the patterns above are wrong"
     assert not unknown, "chapters show claims the rules do not have:\n" + "\n".join(unknown)

@@ -11,9 +11,12 @@ extension and sets ``bibtex_default_style: plain_author_year``.
 Labels follow the in-text rule: one author "Nanda, 2023", two "Heimersheim and Nanda, 2024", three or more
 "Zhang et al., 2024"; a label two entries would share gets a letter ("2023a", "2023b").
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
@@ -27,7 +30,7 @@ def surname(person) -> str:
 
 
 def authors_label(persons) -> str:
-    """"Nanda", "Heimersheim and Nanda" or "Zhang et al." for an entry's author (or editor) list."""
+    """ "Nanda", "Heimersheim and Nanda" or "Zhang et al." for an entry's author (or editor) list."""
     names = [surname(p) for p in persons]
     if len(names) >= 3:
         return f"{names[0]} et al."
@@ -43,7 +46,7 @@ def entry_label(entry) -> str:
 class AuthorYearLabelStyle(BaseLabelStyle):
     """pybtex label style: :func:`entry_label`, with a, b, ... after the year where labels repeat."""
 
-    def format_labels(self, sorted_entries):
+    def format_labels(self, sorted_entries: Iterable[Any]) -> Iterator[str]:
         entries = list(sorted_entries)
         labels = [entry_label(e) for e in entries]
         repeated = {l for l, n in Counter(labels).items() if n > 1}
@@ -57,6 +60,7 @@ class AuthorYearLabelStyle(BaseLabelStyle):
 
 class PlainAuthorYearStyle(PlainStyle):
     """pybtex's ``plain`` style labelled author–year (see the module docstring)."""
+
     default_label_style = "author_year"
 
 

@@ -9,6 +9,7 @@ before any chapter runs. A test keeps each parameters cell's defaults equal to i
 The step configs (:mod:`arithmech.steps.config`) hold the steps' defaults; a chapter's own defaults are its
 choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in its parameters cell.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_mod
 from arithmech.steps import config as steps
 
 
-def step_default(config: type, name: str):
+def step_default(config: type[Config], name: str):
     """The default of field ``name`` of step config ``config``: a chapter parameter that means the same takes
     it from there, so the chapter and the command cannot disagree."""
     return config.__dataclass_fields__[name].default
@@ -44,6 +45,7 @@ MODEL = "embedded, smollm2-135m, a model folder, a .gguf file or a hub id"
 @dataclass(frozen=True)
 class ModelChapter(Chapter):
     """A chapter about one model."""
+
     model: str = option("embedded", MODEL)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
@@ -57,35 +59,56 @@ class ModelChapter(Chapter):
 @dataclass(frozen=True)
 class Data(ModelChapter):
     n_per_template: int = option(10, "pairs drawn per template for the accuracy chart", low=1)
-    answer_token: str = option(step_default(steps.Identify, "answer_token"), "the answer token scored (identify's "
-                               "rule)", choices=ANSWER_TOKENS)
-    yield_per_template: int = option(4, "the yield of solved examples on the chapter's model: prompts per template "
-                                     "and K (the book's scale; the shots command's default is larger)", low=1)
+    answer_token: str = option(
+        step_default(steps.Identify, "answer_token"), "the answer token scored (identify's rule)", choices=ANSWER_TOKENS
+    )
+    yield_per_template: int = option(
+        4,
+        "the yield of solved examples on the chapter's model: prompts per template "
+        "and K (the book's scale; the shots command's default is larger)",
+        low=1,
+    )
 
 
 @dataclass(frozen=True)
 class Identify(ModelChapter):
-    task: str = option(step_default(steps.Identify, "task"), "all (the four operations), one of them, fig8, fig10 "
-                       "or a template-pair file")
-    n_samples: int = option(step_default(steps.Identify, "n_samples"), "pairs drawn per task; X_r keeps those the "
-                            "model answers right", low=1)
-    threshold: float = option(step_default(steps.Identify, "threshold"), "key heads: relative logit change below this, "
-                              "whole 95% interval", high=-1e-9)
-    answer_token: str = option(step_default(steps.Identify, "answer_token"), "the measured answer token",
-                               choices=ANSWER_TOKENS)
-    stability_seeds: int = option(step_default(steps.Stability, "seeds"), "key-head stability: independent draws", low=2)
-    stability_sizes: tuple[int, ...] = option(step_default(steps.Stability, "sizes"), "pairs drawn per stability run",
-                                              low=1)
+    task: str = option(
+        step_default(steps.Identify, "task"),
+        "all (the four operations), one of them, fig8, fig10 or a template-pair file",
+    )
+    n_samples: int = option(
+        step_default(steps.Identify, "n_samples"),
+        "pairs drawn per task; X_r keeps those the model answers right",
+        low=1,
+    )
+    threshold: float = option(
+        step_default(steps.Identify, "threshold"),
+        "key heads: relative logit change below this, whole 95% interval",
+        high=-1e-9,
+    )
+    answer_token: str = option(
+        step_default(steps.Identify, "answer_token"), "the measured answer token", choices=ANSWER_TOKENS
+    )
+    stability_seeds: int = option(
+        step_default(steps.Stability, "seeds"), "key-head stability: independent draws", low=2
+    )
+    stability_sizes: tuple[int, ...] = option(
+        step_default(steps.Stability, "sizes"), "pairs drawn per stability run", low=1
+    )
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
-    trained_without_heldout: bool = option(True, "the model was trained without arithmech.data.heldout's pairs "
-                                           "(the embedded model): compare its top components on trained and held-out facts")
+    trained_without_heldout: bool = option(
+        True,
+        "the model was trained without arithmech.data.heldout's pairs "
+        "(the embedded model): compare its top components on trained and held-out facts",
+    )
 
 
 @dataclass(frozen=True)
 class Analyze(ModelChapter):
     results_dir: str = option("results", "reads identify's files from and writes to results_dir/<model-name>/")
-    n_samples: int = option(step_default(steps.Analyze, "n_samples"), "reference samples (X_r) the averages run "
-                            "over (paper: 1000)", low=1)
+    n_samples: int = option(
+        step_default(steps.Analyze, "n_samples"), "reference samples (X_r) the averages run over (paper: 1000)", low=1
+    )
     prompt: str = option(step_default(steps.Analyze, "prompt"), "the prompt of Fig. 6c and of the explorer")
     counterfactual: str = option("4 @ 3 =", "its counterfactual in the explorer ('' for none)")
     interactive: bool = option(False, "True in a live Jupyter session: show the ipywidgets prompt explorer")
@@ -94,6 +117,7 @@ class Analyze(ModelChapter):
 @dataclass(frozen=True)
 class Models(Chapter):
     """A chapter that shows several models with one code path."""
+
     models: tuple[str, ...] = option(("embedded", "smollm2-135m"), "every model the page shows")
     results_dir: str = option("results", "reads identify's files from results_dir/<model-name>/")
     identify_samples: int = option(512, "pairs per operation when a model's identify files are missing", low=8)
@@ -110,36 +134,49 @@ class Models(Chapter):
 @dataclass(frozen=True)
 class Explorer(Models):
     n_prompts: int = option(144, "prompts drawn round-robin over the templates of Fig. 8 and Fig. 10", low=1)
-    thresholds: tuple[float, ...] = option((-0.1, -0.05, -0.02, -0.01, -0.005, -0.002),
-                                           "the slider's key-head thresholds, strict to loose", high=-1e-9)
-    max_heads: int = option(12, "attention is precomputed for every head a step knocks out and for these "
-                            "(most negative effect first)", low=1)
+    thresholds: tuple[float, ...] = option(
+        (-0.1, -0.05, -0.02, -0.01, -0.005, -0.002), "the slider's key-head thresholds, strict to loose", high=-1e-9
+    )
+    max_heads: int = option(
+        12,
+        "attention is precomputed for every head a step knocks out and for these (most negative effect first)",
+        low=1,
+    )
     n_reference: int = option(128, "identify samples whose counterfactuals give the knockout means", low=1)
-    answer_token: str = option(step_default(steps.Identify, "answer_token"), "the answer token the prompts are "
-                               "drawn and scored with (identify's rule)", choices=ANSWER_TOKENS)
+    answer_token: str = option(
+        step_default(steps.Identify, "answer_token"),
+        "the answer token the prompts are drawn and scored with (identify's rule)",
+        choices=ANSWER_TOKENS,
+    )
 
     def check(self) -> None:
         super().check()
         if list(self.thresholds) != sorted(set(self.thresholds)):
-            raise ValueError(f"parameter thresholds={list(self.thresholds)}: expected strictly increasing values "
-                             "(strict to loose)")
+            raise ValueError(
+                f"parameter thresholds={list(self.thresholds)}: expected strictly increasing values (strict to loose)"
+            )
 
 
 @dataclass(frozen=True)
 class Beyond(Models):
-    receivers: int = option(step_default(steps.Beyond, "receivers"), "receivers: key heads, or the top k by effect "
-                            "if none passes", low=1)
-    ig_steps: int = option(step_default(steps.Beyond, "ig_steps"), "EAP-IG: points on the straight path from X_r "
-                           "to X_c", low=1)
-    n_samples: int = option(step_default(steps.Beyond, "n_samples"), "reference samples (X_r) from identify's "
-                            "prompts.jsonl", low=1)
+    receivers: int = option(
+        step_default(steps.Beyond, "receivers"), "receivers: key heads, or the top k by effect if none passes", low=1
+    )
+    ig_steps: int = option(
+        step_default(steps.Beyond, "ig_steps"), "EAP-IG: points on the straight path from X_r to X_c", low=1
+    )
+    n_samples: int = option(
+        step_default(steps.Beyond, "n_samples"), "reference samples (X_r) from identify's prompts.jsonl", low=1
+    )
     recompute: bool = option(False, "recompute eap.csv / upstream.csv even when made with these parameters")
 
 
 @dataclass(frozen=True)
 class Finetune(ModelChapter):
     results_dir: str = option("results", "reads identify's ranking, writes results_dir/<model-name>/finetune/")
-    suite: str = option("toy", "toy: the embedded model's skills; cpu or paper: a real model", choices=("toy", "cpu", "paper"))
+    suite: str = option(
+        "toy", "toy: the embedded model's skills; cpu or paper: a real model", choices=("toy", "cpu", "paper")
+    )
     top_k: int = option(8, "heads tuned by precise SFT", low=1)
     seeds: tuple[int, ...] = option((0,), "training seeds of every arm at every rate", low=0)
     draws: int = option(1, "random-head draws at each rate of each random arm", low=1)
@@ -176,8 +213,9 @@ class MlpAblation(ModelChapter):
 @dataclass(frozen=True)
 class Exponentiation(ModelChapter):
     n_samples: int = option(step_default(steps.Generalize, "n_samples"), "pairs drawn per template", low=1)
-    threshold: float = option(step_default(steps.Generalize, "threshold"), "key heads: relative logit change below "
-                              "this", high=-1e-9)
+    threshold: float = option(
+        step_default(steps.Generalize, "threshold"), "key heads: relative logit change below this", high=-1e-9
+    )
     results_dir: str = option("results", "results_dir/<model-name>/")
 
 
@@ -206,19 +244,30 @@ class SmolLM2(ModelChapter):
     model: str = option("smollm2-135m", MODEL)
     results_dir: str = option("results", "files go to results_dir/<model-name>/")
     n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
-    example_sets: int = option(step_default(steps.Identify, "example_sets"), "sets of solved examples per template",
-                               low=1)
-    knockout_split: str = option(step_default(steps.Identify, "knockout_split"), "knockout prompts: fresh X_r of "
-                                 "problems never ranked on (held-out), or the X_r topped up",
-                                 choices=("held-out", "in-sample"))
-    bootstrap: str = option(step_default(steps.Identify, "bootstrap"), "what the effect intervals resample",
-                            choices=("cluster", "prompt"))
-    shots: int = option(-1, "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)", low=-1,
-                        high=steps.MAX_SHOTS)
+    example_sets: int = option(
+        step_default(steps.Identify, "example_sets"), "sets of solved examples per template", low=1
+    )
+    knockout_split: str = option(
+        step_default(steps.Identify, "knockout_split"),
+        "knockout prompts: fresh X_r of problems never ranked on (held-out), or the X_r topped up",
+        choices=("held-out", "in-sample"),
+    )
+    bootstrap: str = option(
+        step_default(steps.Identify, "bootstrap"), "what the effect intervals resample", choices=("cluster", "prompt")
+    )
+    shots: int = option(
+        -1,
+        "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)",
+        low=-1,
+        high=steps.MAX_SHOTS,
+    )
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)
     knockout_samples: int = option(steps.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
-    random_orders: int = option(step_default(steps.Identify, "n_random"), "random orders of components outside the "
-                                "key heads and the top k (identify's n_random)", low=1)
+    random_orders: int = option(
+        step_default(steps.Identify, "n_random"),
+        "random orders of components outside the key heads and the top k (identify's n_random)",
+        low=1,
+    )
     recompute: bool = option(False, "recompute the steps even when their files exist")
     stability_seeds: int = option(3, "key-head stability on addition: independent draws", low=2)
     stability_sizes: tuple[int, ...] = option((64, 128, 256), "pairs drawn (nested per seed)", low=1)
@@ -226,9 +275,17 @@ class SmolLM2(ModelChapter):
 
 # chapter (file stem) → its config
 CHAPTERS: dict[str, type[Chapter]] = {
-    "data": Data, "identify": Identify, "analyze": Analyze, "explorer": Explorer, "beyond": Beyond,
-    "finetune": Finetune, "appendix_exponentiation": Exponentiation, "appendix_gsm8k": Gsm8k,
-    "appendix_mlp_ablation": MlpAblation, "appendix_computer_vs_llm": ComputerVsLlm, "appendix_smollm2": SmolLM2,
+    "data": Data,
+    "identify": Identify,
+    "analyze": Analyze,
+    "explorer": Explorer,
+    "beyond": Beyond,
+    "finetune": Finetune,
+    "appendix_exponentiation": Exponentiation,
+    "appendix_gsm8k": Gsm8k,
+    "appendix_mlp_ablation": MlpAblation,
+    "appendix_computer_vs_llm": ComputerVsLlm,
+    "appendix_smollm2": SmolLM2,
 }
 
 

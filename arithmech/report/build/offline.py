@@ -19,6 +19,7 @@ Three pieces, one per way a static Jupyter Book page could reach outside itself:
    or stylesheet would load (scripts, stylesheets, images, frames, CSS ``url()``/``@import``);
    plain links (``<a href>``) are fine. The book build fails when the list is not empty.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,8 @@ from arithmech.report.views import live_explorer  # the Explorer page's live exp
 # Where vendor_assets writes, relative to the book's root; _config.yml adds book/_static to
 # html_static_path, so Sphinx copies this to _build/html/_static/vendor/.
 STATIC_DIR = Path("book") / "_static"
-VEGA_JS = "vendor/vega/vega-bundle.js"           # relative to _static (html_js_files)
-MATHJAX_JS = "vendor/mathjax/tex-chtml.js"       # relative to _static (mathjax_path)
+VEGA_JS = "vendor/vega/vega-bundle.js"  # relative to _static (html_js_files)
+MATHJAX_JS = "vendor/mathjax/tex-chtml.js"  # relative to _static (mathjax_path)
 MATHJAX_VERSION = "3.2.2"
 MATHJAX_PARTS = ("tex-chtml.js", "input", "output", "ui", "a11y", "adaptors")  # not sre/, not other combos
 CHART_CLASS = "arithmech-chart"
@@ -95,8 +96,11 @@ def chart_bundle(spec: dict, **metadata: Any) -> tuple[dict, dict]:
     title = spec.get("title")
     title = title.get("text") if isinstance(title, dict) else title
     major = _vl_version(spec).split(".")[0] or "6"
-    bundle = {f"application/vnd.vegalite.v{major}+json": spec, "text/html": chart_html(spec, metadata.get("embed_options")),
-              "text/plain": f"<altair chart{': ' + str(title) if title else ''}>"}
+    bundle = {
+        f"application/vnd.vegalite.v{major}+json": spec,
+        "text/html": chart_html(spec, metadata.get("embed_options")),
+        "text/plain": f"<altair chart{': ' + str(title) if title else ''}>",
+    }
     return bundle, {}
 
 
@@ -112,8 +116,11 @@ def vega_bundle() -> str:
     ``const _`` would otherwise collide with Sphinx's global ``_`` (a SyntaxError, and no vegaEmbed). It sets
     ``window.vegaEmbed`` itself."""
     import vl_convert as vlc  # lazy: the book extra
+
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    return "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n"
+    # vl-convert's stub makes `snippet` required; the function takes none and returns the bare bundle
+    bundle = vlc.javascript_bundle(vl_version=vl)  # type: ignore[call-arg]
+    return "(function () {\n" + bundle + "\n})();\n"
 
 
 def jupyter_vega() -> None:
@@ -122,6 +129,7 @@ def jupyter_vega() -> None:
     vega-lite 6 of altair 6, and then shows the ``text/html`` of :func:`chart_bundle`. The script is a JSON
     string evaluated in the page's global scope, so no ``</script>`` in the bundle can end the tag."""
     from IPython.display import HTML, display  # lazy: a kernel
+
     code = json.dumps(vega_bundle()).replace("</", "<\\/")
     display(HTML(f"<script>if (typeof window.vegaEmbed !== 'function') {{ (0, eval)({code}); }}</script>"))
 
@@ -129,15 +137,18 @@ def jupyter_vega() -> None:
 def mathjax_source() -> Path:
     """The ``es5/`` folder of an npm MathJax 3: ``$ARITHMECH_MATHJAX``, else the venv's copy."""
     cands = [Path(os.environ["ARITHMECH_MATHJAX"])] if os.environ.get("ARITHMECH_MATHJAX") else []
-    cands += [Path(sys.prefix) / "share" / "arithmech" / "node_modules" / "mathjax" / "es5",
-              Path("node_modules") / "mathjax" / "es5"]
+    cands += [
+        Path(sys.prefix) / "share" / "arithmech" / "node_modules" / "mathjax" / "es5",
+        Path("node_modules") / "mathjax" / "es5",
+    ]
     for c in cands:
         if (c / "tex-chtml.js").exists():
             return c
     raise FileNotFoundError(
         "offline MathJax not found (looked in " + ", ".join(quoted(c) for c in cands) + "). Install it with "
         f"`npm install --prefix {Path(sys.prefix) / 'share' / 'arithmech'} mathjax@{MATHJAX_VERSION}` "
-        "(or `make setup`), or set ARITHMECH_MATHJAX to a MathJax 3 es5/ folder.")
+        "(or `make setup`), or set ARITHMECH_MATHJAX to a MathJax 3 es5/ folder."
+    )
 
 
 def vendor_assets(root: str | Path = ".") -> list[Path]:
@@ -151,8 +162,11 @@ def vendor_assets(root: str | Path = ".") -> list[Path]:
     static = Path(root) / STATIC_DIR
     vega = static / VEGA_JS
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    stamp = f"/* wrapped; vl-convert {vlc.__version__}, vega-lite {vl}, vega {vlc.get_vega_version()}, " \
-            f"vega-embed {vlc.get_vega_embed_version()} */\n"
+    version = vlc.__version__  # type: ignore[attr-defined]  # vl-convert's stub omits the module's __version__
+    stamp = (
+        f"/* wrapped; vl-convert {version}, vega-lite {vl}, vega {vlc.get_vega_version()}, "
+        f"vega-embed {vlc.get_vega_embed_version()} */\n"
+    )
     if not vega.exists() or not vega.read_text().startswith(stamp):
         vega.parent.mkdir(parents=True, exist_ok=True)
         tmp = vega.with_suffix(".tmp")
@@ -196,7 +210,9 @@ def external_references(html_dir: str | Path) -> list[str]:
         text = p.read_text(errors="replace")
         for m in _TAG.finditer(text):
             tag, attrs = m.group(1).lower(), m.group(2)
-            if tag == "link" and re.search(r"""rel\s*=\s*["']?(canonical|alternate|author|license|me)\b""", attrs, re.I):
+            if tag == "link" and re.search(
+                r"""rel\s*=\s*["']?(canonical|alternate|author|license|me)\b""", attrs, re.I
+            ):
                 continue
             if _ATTR.search(attrs):
                 bad.append(f"{p.relative_to(root)}: {m.group(0)[:160]}")

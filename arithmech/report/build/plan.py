@@ -9,11 +9,13 @@ rules in its config (:mod:`arithmech.report.build.chapters`, which its check cel
 names against the first and the values by building the second, so a misspelt key or a wrong value is
 refused up front and no notebook source is evaluated.
 """
+
 from __future__ import annotations
 
 import ast
 import functools
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,8 @@ class BookArgumentError(BookError, ValueError):
 
 @dataclass
 class Chapter:
-    name: str                   # file stem, e.g. "identify"
-    path: Path                  # book/identify.md (the text source), relative to the root
+    name: str  # file stem, e.g. "identify"
+    path: Path  # book/identify.md (the text source), relative to the root
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -45,6 +47,7 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
 
     A listed file that does not exist is an error, or skipped with ``missing_ok``."""
     import yaml  # lazy: the book extra
+
     toc_path = root / "_toc.yml"
     if not toc_path.exists():
         raise BookArgumentError(f"no _toc.yml in {quoted(root)}: run from the repository root or pass --root")
@@ -71,8 +74,10 @@ def toc_files(root: Path, missing_ok: bool = False) -> list[Path]:
         if not found and missing_ok:
             continue
         if not found:
-            raise BookError(f"_toc.yml lists {e!r} but neither {quoted(str(e) + '.md')} nor {quoted(str(e) + '.ipynb')} "
-                             f"exists in {quoted(root)}")
+            raise BookError(
+                f"_toc.yml lists {e!r} but neither {quoted(str(e) + '.md')} nor {quoted(str(e) + '.ipynb')} "
+                f"exists in {quoted(root)}"
+            )
         out.append(found[0].relative_to(root))
     return out
 
@@ -103,8 +108,10 @@ def read_notebook(path: Path):
     path = Path(path)
     if path.suffix == ".ipynb":
         import nbformat  # lazy: the book extra
+
         return nbformat.read(path, as_version=4)
     import jupytext  # lazy: the book extra
+
     return jupytext.read(path, fmt="md:myst")
 
 
@@ -119,6 +126,7 @@ def declared_parameters(path: Path) -> dict:
 def _declared(path: str, mtime_ns: int) -> tuple:
     import nbformat  # lazy: the book extra
     import papermill as pm  # lazy: the book extra
+
     if path.endswith(".ipynb"):
         return tuple(pm.inspect_notebook(path).items())
     with tempfile.TemporaryDirectory(prefix="arithmech-params-") as d:
@@ -130,15 +138,23 @@ def _declared(path: str, mtime_ns: int) -> tuple:
 def load_config(root: Path, config: Path | None = None) -> dict:
     """``book/book.yml`` as a dict with ``global``, ``chapters`` and ``execution`` keys."""
     import yaml  # lazy: the book extra
+
     path = root / (config or CONFIG)
     if not path.exists():
-        raise BookArgumentError(f"book configuration {quoted(path)} does not exist: run from the repository root or pass --root")
+        raise BookArgumentError(
+            f"book configuration {quoted(path)} does not exist: run from the repository root or pass --root"
+        )
     cfg = yaml.safe_load(path.read_text()) or {}
     unknown = set(cfg) - {"global", "chapters", "execution"}
     if unknown:
-        raise BookArgumentError(f"{quoted(path)}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution")
-    return {"global": cfg.get("global") or {}, "chapters": cfg.get("chapters") or {},
-            "execution": cfg.get("execution") or {}}
+        raise BookArgumentError(
+            f"{quoted(path)}: unknown top-level keys {sorted(unknown)}; expected global, chapters, execution"
+        )
+    return {
+        "global": cfg.get("global") or {},
+        "chapters": cfg.get("chapters") or {},
+        "execution": cfg.get("execution") or {},
+    }
 
 
 def parse_sets(sets: list[str]) -> tuple[dict, dict]:
@@ -148,6 +164,7 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
     ``'off'``-like words to keep them strings).
     """
     import yaml  # lazy: the book extra
+
     glob: dict = {}
     per: dict = {}
     for s in sets:
@@ -157,8 +174,9 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
         try:
             value = yaml.safe_load(raw) if raw != "" else ""
         except yaml.YAMLError:
-            raise BookArgumentError(f"--set {s!r}: the value is not YAML (a list is [64, 128], a string may be "
-                                    "quoted)") from None
+            raise BookArgumentError(
+                f"--set {s!r}: the value is not YAML (a list is [64, 128], a string may be quoted)"
+            ) from None
         if "." in key:
             chap, key = key.split(".", 1)
             per.setdefault(chap, {})[key] = value
@@ -167,7 +185,7 @@ def parse_sets(sets: list[str]) -> tuple[dict, dict]:
     return glob, per
 
 
-def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -> list[Chapter]:
+def plan(root: Path, cfg: dict, sets: Sequence[str] = (), only: str | None = None) -> list[Chapter]:
     """The chapters to execute (all, or ``only`` one), in toc order, each with its parameters, checked.
 
     A global value reaches a chapter only if its parameters cell declares the name; a global ``--set``
@@ -184,13 +202,17 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
         raise BookArgumentError(f"--only {only!r}: not a chapter of _toc.yml; chapters: {', '.join(names)}")
     for chap in ([only] if only else list(cfg["chapters"])) + list(set_per):
         if chap not in names:
-            raise BookArgumentError(f"parameters given for chapter {chap!r}, which is not an executed chapter of "
-                                    f"_toc.yml; chapters: {', '.join(names)}")
+            raise BookArgumentError(
+                f"parameters given for chapter {chap!r}, which is not an executed chapter of "
+                f"_toc.yml; chapters: {', '.join(names)}"
+            )
     declared = {p.stem: declared_parameters(root / p) for p in nbs}
     for p in nbs:
         if not declared[p.stem]:
-            raise BookError(f"chapter {p.stem!r} ({quoted(p)}) has no cell tagged 'parameters' (papermill needs one, "
-                            "first in the notebook)")
+            raise BookError(
+                f"chapter {p.stem!r} ({quoted(p)}) has no cell tagged 'parameters' (papermill needs one, "
+                "first in the notebook)"
+            )
     run = [p for p in nbs if only is None or p.stem == only]
     _check_global_keys(set_glob, {k for p in run for k in declared[p.stem]}, "--set", "to run")
     out = []
@@ -199,16 +221,18 @@ def plan(root: Path, cfg: dict, sets: list[str] = (), only: str | None = None) -
         own = {**(cfg["chapters"].get(p.stem) or {}), **set_per.get(p.stem, {})}
         undeclared = sorted(set(own) - set(declared[p.stem]))
         if undeclared:
-            raise BookArgumentError(f"chapter {p.stem!r} has no parameter {', '.join(undeclared)}; its parameters "
-                                    f"cell declares: {', '.join(declared[p.stem])}; fix the name "
-                                    f"(--set {p.stem}.NAME=VALUE or book.yml chapters.{p.stem})")
+            raise BookArgumentError(
+                f"chapter {p.stem!r} has no parameter {', '.join(undeclared)}; its parameters "
+                f"cell declares: {', '.join(declared[p.stem])}; fix the name "
+                f"(--set {p.stem}.NAME=VALUE or book.yml chapters.{p.stem})"
+            )
         params.update(own)
         check_chapter_values(root, p, declared[p.stem], params)
         out.append(Chapter(p.stem, p, params))
     return out
 
 
-def chapter_values(root: Path, name: str, sets: list[str] = (), cfg: dict | None = None) -> dict:
+def chapter_values(root: Path, name: str, sets: Sequence[str] = (), cfg: dict | None = None) -> dict:
     """The values chapter ``name`` (a file stem) runs with, defaults included: its parameters cell's literal
     defaults, then the ``global`` values of ``book/book.yml`` it declares and its own ``chapters.<name>`` values,
     then ``--set`` (``sets``) — what :func:`plan` gives papermill, read by pages that quote a chapter's parameter
@@ -221,7 +245,7 @@ def chapter_values(root: Path, name: str, sets: list[str] = (), cfg: dict | None
         try:
             values[k] = ast.literal_eval(info["default"])
         except (ValueError, SyntaxError):
-            pass                                         # a computed default: not known before the chapter runs
+            pass  # a computed default: not known before the chapter runs
     values.update({k: v for k, v in {**cfg["global"], **set_glob}.items() if k in declared})
     values.update({**(cfg["chapters"].get(name) or {}), **set_per.get(name, {})})
     return values
@@ -230,8 +254,10 @@ def chapter_values(root: Path, name: str, sets: list[str] = (), cfg: dict | None
 def _check_global_keys(values: dict, allowed: set, where: str, which: str) -> None:
     unknown = sorted(set(values) - allowed)
     if unknown:
-        raise BookArgumentError(f"{where} {unknown[0]!r}: no chapter {which} has this parameter; names: "
-                                f"{', '.join(sorted(allowed))}; fix the name, or give CHAPTER.NAME=VALUE")
+        raise BookArgumentError(
+            f"{where} {unknown[0]!r}: no chapter {which} has this parameter; names: "
+            f"{', '.join(sorted(allowed))}; fix the name, or give CHAPTER.NAME=VALUE"
+        )
 
 
 def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) -> None:
@@ -242,12 +268,14 @@ def check_chapter_values(root: Path, path: Path, declared: dict, given: dict) ->
         try:
             values[name] = ast.literal_eval(info["default"])
         except (ValueError, SyntaxError):
-            pass                                         # a computed default: the check cell judges it
+            pass  # a computed default: the check cell judges it
     values.update(given)
     config = CHAPTERS.get(path.stem)
     try:
         if config is not None:
-            config.pick(values)                          # the device too: this machine must have it
+            config.pick(values)  # the device too: this machine must have it
     except (ValueError, FileNotFoundError) as e:
-        raise BookArgumentError(f"chapter {path.stem!r}: {e}; fix the value (--set {path.stem}.NAME=VALUE, "
-                                "--set NAME=VALUE or book/book.yml)") from None
+        raise BookArgumentError(
+            f"chapter {path.stem!r}: {e}; fix the value (--set {path.stem}.NAME=VALUE, "
+            "--set NAME=VALUE or book/book.yml)"
+        ) from None

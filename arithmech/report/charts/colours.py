@@ -19,12 +19,15 @@ Analyze page and as "full SFT" on the Fine-tune page (issue #27). So colours are
 ``tests/unit/report/test_colours.py`` builds every chart of :mod:`arithmech.report` and checks, from its
 Vega-Lite spec, that each colour it uses is one of the roles that chart may use.
 """
+
 from __future__ import annotations
+
+from typing import Any
 
 import altair as alt
 
-KEY = "#c0392b"          # red: a key component / the top k by effect rank (the shared meaning, SHARED)
-CONTROL = "#95a5a6"      # grey: the random control / the non-key components (the shared meaning, SHARED)
+KEY = "#c0392b"  # red: a key component / the top k by effect rank (the shared meaning, SHARED)
+CONTROL = "#95a5a6"  # grey: the random control / the non-key components (the shared meaning, SHARED)
 
 ROLES: dict[str, dict[str, str]] = {
     # key vs control: Fig. 3's effect-rank curve vs its random band, top-n circuits vs random circuits,
@@ -33,8 +36,15 @@ ROLES: dict[str, dict[str, str]] = {
     # the fine-tuning arms of Table 1: precise-key tunes the key heads, precise-random random heads
     # (issue #40: precise-share tunes the share rule's heads; precise-random-any draws random heads from any layer;
     # base-shots is the base model with K solved examples)
-    "arm": {"base": "#2c3e50", "full": "#2471a3", "precise-key": KEY, "precise-share": "#af601a",
-            "precise-random": CONTROL, "precise-random-any": "#4d5656", "base-shots": "#7fb3d5"},
+    "arm": {
+        "base": "#2c3e50",
+        "full": "#2471a3",
+        "precise-key": KEY,
+        "precise-share": "#af601a",
+        "precise-random": CONTROL,
+        "precise-random-any": "#4d5656",
+        "base-shots": "#7fb3d5",
+    },
     # the ways of measuring a component's effect (the Beyond chapter)
     "method": {"exact": "#1c2833", "EAP": "#b7950b", "EAP-IG": "#a04000"},
     # a token's role in the prompt (Fig. 5, Fig. 6a: what the heads read, what the MLPs receive)
@@ -42,31 +52,51 @@ ROLES: dict[str, dict[str, str]] = {
     # the answer and everything else (the explorer's top-5 bars, Fig. 6b's curves): the book's only green
     "answer": {"answer": "#27ae60", "other": "#aab7b8"},
     # a benchmark; a toy benchmark shares the colour of the paper benchmark it stands for
-    "benchmark": {"two-digit (math)": "#1a5276", "GSM8K": "#1a5276",
-                  "negative differences (math)": "#48c9b0", "AddSub": "#48c9b0",
-                  "single-digit (math)": "#6c3483", "SingleEq": "#6c3483", "SVAMP": "#935116",
-                  "generic facts": "#d68910", "MMLU": "#d68910", "CSQA": "#626567"},
+    "benchmark": {
+        "two-digit (math)": "#1a5276",
+        "GSM8K": "#1a5276",
+        "negative differences (math)": "#48c9b0",
+        "AddSub": "#48c9b0",
+        "single-digit (math)": "#6c3483",
+        "SingleEq": "#6c3483",
+        "SVAMP": "#935116",
+        "generic facts": "#d68910",
+        "MMLU": "#d68910",
+        "CSQA": "#626567",
+    },
     # the nodes of the circuit graph (Beyond)
     "node": {"sender": "#5d6d7e", "receiver": "#17202a", "logits": "#ca6f1e"},
     # reference lines drawn over data: a run with everything of a kind knocked out, floors, thresholds, knees,
     # targets (marker), zero lines, the diagonal of a scatter
     "reference": {"all out": "#784212", "marker": "#555555", "zero": "#bbbbbb", "diagonal": "#888888"},
     # marks that carry no category: text, outlines, a single-colour mark, the theme's chrome
-    "ink": {"black": "#000000", "white": "#ffffff", "outline": "#111111", "mark": "#34495e",
-            "muted": "#5f6a6a", "axis": "#999999"},
+    "ink": {
+        "black": "#000000",
+        "white": "#ffffff",
+        "outline": "#111111",
+        "mark": "#34495e",
+        "muted": "#5f6a6a",
+        "axis": "#999999",
+    },
     # categories without a fixed meaning (head names, counterfactual kinds, template forms): no red, no green
-    "series": {str(i): c for i, c in enumerate(["#4e79a7", "#f28e2b", "#b07aa1", "#9c755f", "#76b7b2", "#edc948",
-                                                "#59636e", "#d4a6c8"])},
+    "series": {
+        str(i): c
+        for i, c in enumerate(["#4e79a7", "#f28e2b", "#b07aa1", "#9c755f", "#76b7b2", "#edc948", "#59636e", "#d4a6c8"])
+    },
 }
 
 # Colours that mean the same thing in every role they appear in (every other colour belongs to one role).
-SHARED = {KEY: "a key component: key heads, the top k by effect rank, the precise-key arm",
-          CONTROL: "the random control: random heads or circuits, non-key heads, the precise-random arm"}
+SHARED = {
+    KEY: "a key component: key heads, the top k by effect rank, the precise-key arm",
+    CONTROL: "the random control: random heads or circuits, non-key heads, the precise-random arm",
+}
 
 # Continuous quantities: one vega scheme each.
-SCHEMES = {"effect": "redblue",          # red: patching lowers the answer logit (the component helps), as Fig. 2
-           "attention": "teals",         # attention weight from END (not red: red is "key")
-           "cosine": "blues"}            # cosine similarity with an unembedding
+SCHEMES = {
+    "effect": "redblue",  # red: patching lowers the answer logit (the component helps), as Fig. 2
+    "attention": "teals",  # attention weight from END (not red: red is "key")
+    "cosine": "blues",
+}  # cosine similarity with an unembedding
 
 
 def colour(role: str, value: str) -> str:
@@ -74,8 +104,10 @@ def colour(role: str, value: str) -> str:
     try:
         return ROLES[role][value]
     except KeyError:
-        raise KeyError(f"no colour for {value!r} in role {role!r}; roles: {sorted(ROLES)}, "
-                       f"values of {role!r}: {sorted(ROLES.get(role, {}))}") from None
+        raise KeyError(
+            f"no colour for {value!r} in role {role!r}; roles: {sorted(ROLES)}, "
+            f"values of {role!r}: {sorted(ROLES.get(role, {}))}"
+        ) from None
 
 
 def scale(role: str, labels: dict[str, str] | list[str] | None = None) -> alt.Scale:
@@ -97,6 +129,7 @@ def series(n: int | None = None) -> list[str]:
     return out if n is None else [out[i % len(out)] for i in range(n)]
 
 
-def scheme(quantity: str) -> str:
-    """The vega scheme of a continuous ``quantity`` (:data:`SCHEMES`)."""
+def scheme(quantity: str) -> Any:
+    """The vega scheme of a continuous ``quantity`` (:data:`SCHEMES`): a name, typed ``Any`` because altair types
+    ``Scale(scheme=...)`` as a Literal of vega's scheme names, which a name read from a table cannot be."""
     return SCHEMES[quantity]

@@ -3,7 +3,7 @@
 The paper's Fig. 4 shows, for four prompts that are not templates (an SVAMP word problem, multi-digit numbers,
 a time span, decimals), LLaMA2-7B's five most likely next tokens before and after the key heads are knocked
 out. :func:`transfer_chart` draws the same from identify's ``transfer.csv``
-(:func:`arithmech.methods.transfer.transfer_table`: ``case, prompt, expected, status, when, rank, token, prob``):
+(:func:`arithmech.methods.ablation.transfer.transfer_table`: ``case, prompt, expected, status, when, rank, token, prob``):
 
 * one row of two panels per prompt, "before" and "after", each with five bars (probability of each token; the
   correct next token's bar in the ``answer`` role's green, the others its grey: :mod:`arithmech.report.charts.colours`);
@@ -17,6 +17,7 @@ prompts — how many have the correct token on top, before and after — is give
 interval (:func:`top1_counts`), which with three or four prompts is wide: Fig. 4 is an illustration, the
 held-out family below it in the Identify chapter is the test.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ import pandas as pd
 
 from arithmech.core.stats import wilson_interval
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, SUBTITLE_CHARS, fig_title
+from arithmech.report.charts.theme import COLUMN, SUBTITLE_CHARS, fig_title
 
 WHEN = {"before": "before the knockout", "after": "after the knockout"}
 ANSWER = colours.scale("answer", {"correct next token": "answer", "other token": "other"})
@@ -66,13 +67,19 @@ def case_frames(transfer: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     its probability) and ``is_answer`` (the correct next token or another), and one row per skipped prompt with
     the words its tokenizer does not know (``words``)."""
     ok = _ok(transfer)
-    bars = ok.assign(is_answer=["correct next token" if t == e else "other token"
-                                for t, e in zip(ok.token, ok.expected)],
-                     shown=[f"{_token(t)}  {_pct(p)}" for t, p in zip(ok.token, ok.prob)],
-                     when_label=ok["when"].map(WHEN))
+    bars = ok.assign(
+        is_answer=["correct next token" if t == e else "other token" for t, e in zip(ok.token, ok.expected)],
+        shown=[f"{_token(t)}  {_pct(p)}" for t, p in zip(ok.token, ok.prob)],
+        when_label=ok["when"].map(WHEN),
+    )
     skip = transfer[transfer.status != "ok"].drop_duplicates("case")
-    skipped = pd.DataFrame({"case": skip.case, "prompt": skip.prompt,
-                            "words": [", ".join(f"“{w}”" for w in re.findall(r"'([^']*)'", s)) for s in skip.status]})
+    skipped = pd.DataFrame(
+        {
+            "case": skip.case,
+            "prompt": skip.prompt,
+            "words": [", ".join(f"“{w}”" for w in re.findall(r"'([^']*)'", s)) for s in skip.status],
+        }
+    )
     return bars, skipped
 
 
@@ -94,16 +101,18 @@ def _answer_prob(g: pd.DataFrame, when: str) -> str:
     return _pct(float(hit.prob.iloc[0])) if len(hit) else "not in the top 5"
 
 
-def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart:
+def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart | alt.FacetChart:
     base = alt.Chart(rows)
     y = alt.Y("rank:O", title=None, axis=None)
     bars = base.mark_bar().encode(
-        y=y, x=alt.X("prob:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%", tickCount=5),
-                     title="probability"),
+        y=y,
+        x=alt.X("prob:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%", tickCount=5), title="probability"),
         color=alt.Color("is_answer:N", scale=ANSWER, title=None, legend=alt.Legend(orient="bottom")),
-        tooltip=[alt.Tooltip("rank:O", title="rank"), alt.Tooltip("shown:N", title="token, probability")])
+        tooltip=[alt.Tooltip("rank:O", title="rank"), alt.Tooltip("shown:N", title="token, probability")],
+    )
     text = base.mark_text(align="left", dx=3, fontSize=11, color=colours.colour("ink", "black")).encode(
-        y=y, x="prob:Q", text="shown:N")
+        y=y, x="prob:Q", text="shown:N"
+    )
     return alt.layer(bars, text).properties(width=width, height=alt.Step(17), title=title)
 
 
@@ -118,14 +127,30 @@ def transfer_chart(transfer: pd.DataFrame, model_name: str, knocked_out: str) ->
     for case, g in bars.groupby("case", sort=True):
         prompt, expected = g.prompt.iloc[0], g.expected.iloc[0]
         head = textwrap.wrap(f"prompt {int(case) + 1}: “{prompt.strip()}”", SUBTITLE_CHARS) + [
-            f"correct next token {_token(expected)}: {_answer_prob(g, 'before')} before → {_answer_prob(g, 'after')} after"]
-        rows.append(alt.hconcat(*(_panel(g[g["when"] == w], WHEN[w], width) for w in WHEN), spacing=40,
-                                title=alt.TitleParams(head, fontSize=12, fontWeight="normal", anchor="start")))
+            f"correct next token {_token(expected)}: {_answer_prob(g, 'before')} before → {_answer_prob(g, 'after')} after"
+        ]
+        rows.append(
+            alt.hconcat(
+                *(_panel(g[g["when"] == w], WHEN[w], width) for w in WHEN),
+                spacing=40,
+                title=alt.TitleParams(head, fontSize=12, fontWeight="normal", anchor="start"),
+            )
+        )
     c = top1_counts(transfer)
     (kb, n, lb, hb), (ka, _, la, ha) = c["before"], c["after"]
-    sub = [f"knocked out at END (mean ablation): {knocked_out}",
-           f"correct token top-1 on {kb}/{n} prompts before ({_ci(lb, hb)}), {ka}/{n} after ({_ci(la, ha)}); each panel is one prompt (n = 1) and one deterministic forward pass, "
-           "so its probabilities have no sampling interval"]
-    sub += [f"not run: prompt {int(r.case) + 1}, words the tokenizer does not know ({r.words})" for r in skipped.itertuples()]
-    return alt.vconcat(*rows, spacing=24).resolve_scale(color="shared").properties(
-        title=fig_title("Fig. 4", f"the heads knocked out on prompts that are not templates, {model_name}", sub))
+    sub = [
+        f"knocked out at END (mean ablation): {knocked_out}",
+        f"correct token top-1 on {kb}/{n} prompts before ({_ci(lb, hb)}), {ka}/{n} after ({_ci(la, ha)}); each panel is one prompt (n = 1) and one deterministic forward pass, "
+        "so its probabilities have no sampling interval",
+    ]
+    sub += [
+        f"not run: prompt {int(r.case) + 1}, words the tokenizer does not know ({r.words})"
+        for r in skipped.itertuples()
+    ]
+    return (
+        alt.vconcat(*rows, spacing=24)
+        .resolve_scale(color="shared")
+        .properties(
+            title=fig_title("Fig. 4", f"the heads knocked out on prompts that are not templates, {model_name}", sub)
+        )
+    )

@@ -8,6 +8,7 @@ shows: a sentence (the cell prints it), a Markdown block, a Styler or an altair 
     >>> r = run(P)
     >>> print(header(r)); labels(r); role_summary(r)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,9 +23,9 @@ from arithmech.core import results as R
 from arithmech.core.names import component, components, stages
 from arithmech.methods import attention
 from arithmech.methods import explorer as X
-from arithmech.methods.transfer import unknown_words
+from arithmech.methods.ablation.transfer import unknown_words
 from arithmech.report.build.chapters import Analyze as AnalyzeChapter
-from arithmech.report.charts import plots
+from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import baseline_table, labels_table, nonkey_band_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets
@@ -33,23 +34,35 @@ from arithmech.report.views.widgets import explorer
 from arithmech.steps import analyze
 
 CURVES = [("MLP_in vs operands (Fig. 13)", "operands"), ("MLP_out - MLP_in vs {C} (Fig. 14)", "answer")]
-OPERATION_WORDS = [f"8 {w} 2 equals to" for w in ("plus", "minus", "times", "over")]   # Fig. 16's sentences
+OPERATION_WORDS = [f"8 {w} 2 equals to" for w in ("plus", "minus", "times", "over")]  # Fig. 16's sentences
 
 
 def run(P: AnalyzeChapter) -> dict:
     """The analyze step on the chapter's parameters (identify's files: the Identify chapter's), rewriting
     its files; the step's dict plus ``model_name`` (the parameter) and ``kh`` (identify's key heads,
     :func:`arithmech.report.views.counts.key_heads`)."""
-    r = analyze.run(analyze.Config(model_name=P.model, results=P.results_dir, n_samples=P.n_samples, seed=P.seed,
-                                   device=P.device, dtype=P.dtype, prompt=P.prompt, overwrite=True))
+    r = analyze.run(
+        analyze.Config(
+            model_name=P.model,
+            results=P.results_dir,
+            n_samples=P.n_samples,
+            seed=P.seed,
+            device=P.device,
+            dtype=P.dtype,
+            prompt=P.prompt,
+            overwrite=True,
+        )
+    )
     return {**r, "model_name": P.model, "kh": counts.key_heads(r["folder"])}
 
 
 def header(r: dict) -> str:
     """The model's shape, the reference samples and the heads studied, as every page quotes them."""
     geo, kh = r["geometry"], r["kh"]
-    return (f"{r['model_name']}: {geo.n_layers} layers x {geo.n_heads} query heads ({geo.n_kv_heads} K/V heads), "
-            f"{len(r['samples'])} reference samples; identify found {kh.summary()}; studied here: {kh.studied_phrase()}")
+    return (
+        f"{r['model_name']}: {geo.n_layers} layers x {geo.n_heads} query heads ({geo.n_kv_heads} K/V heads), "
+        f"{len(r['samples'])} reference samples; identify found {kh.summary()}; studied here: {kh.studied_phrase()}"
+    )
 
 
 def labels(r: dict) -> Styler:
@@ -60,7 +73,7 @@ def labels(r: dict) -> Styler:
 
 def roles_chart(r: dict) -> alt.TopLevelMixin:
     """Fig. 5: the studied heads' END-row attention mass by role."""
-    return plots.attention_roles_chart(r["roles"], r["labels"])
+    return attention_chart.attention_roles_chart(r["roles"], r["labels"])
 
 
 def roles7b() -> dict[str, str]:
@@ -71,13 +84,19 @@ def roles7b() -> dict[str, str]:
 def role_summary(r: dict) -> str:
     """Five lines: the studied heads of each label, their mean mass by role, and the paper's roles."""
     lab, r7 = r["labels"], roles7b()
-    lines = [f"{kind + ' heads:':16s} {components(lab[lab.label == kind].name)}" for kind in ("operand", "operator", "other")]
-    lines.append(f"mass on the operands + operator, mean over the {len(lab)} heads studied here: "
-                 f"{(lab.operand + lab.operator).mean():.2f} "
-                 f"(BOS {lab.bos.mean():.2f}, first position {lab['first'].mean():.2f}, other tokens {lab.other.mean():.2f}; "
-                 f"{len(r['samples'])} prompts)")
-    lines.append(f"paper, LLaMA2-7B: operand heads {r7['operand']}; operator heads {r7['operator']}; "
-                 "'minimal attention to tokens outside of the operands/operators'")
+    lines = [
+        f"{kind + ' heads:':16s} {components(lab[lab.label == kind].name)}" for kind in ("operand", "operator", "other")
+    ]
+    lines.append(
+        f"mass on the operands + operator, mean over the {len(lab)} heads studied here: "
+        f"{(lab.operand + lab.operator).mean():.2f} "
+        f"(BOS {lab.bos.mean():.2f}, first position {lab['first'].mean():.2f}, other tokens {lab.other.mean():.2f}; "
+        f"{len(r['samples'])} prompts)"
+    )
+    lines.append(
+        f"paper, LLaMA2-7B: operand heads {r7['operand']}; operator heads {r7['operator']}; "
+        "'minimal attention to tokens outside of the operands/operators'"
+    )
     return "\n".join(lines)
 
 
@@ -85,7 +104,7 @@ def roles_explorer(r: dict) -> alt.TopLevelMixin:
     """Every head's attention mass by role (the studied heads first), one head at a time."""
     geo = r["geometry"]
     others = [f"{l}.{h}" for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, h) not in r["key_heads"]]
-    return plots.attention_roles_explorer(r["roles"], heads=list(r["labels"].name) + others)
+    return attention_chart.attention_roles_explorer(r["roles"], heads=list(r["labels"].name) + others)
 
 
 def baseline(r: dict) -> pd.DataFrame:
@@ -95,7 +114,7 @@ def baseline(r: dict) -> pd.DataFrame:
 
 def verdict_lines(r: dict, role: str) -> list[str]:
     """The ``attention-roles`` rule's sentences for ``role`` (operand or operator, first position excluded)."""
-    heads_from = R.read(r["folder"], "analyze.json")["heads_from"]   # key heads, or the top 10 where none passes
+    heads_from = R.read(r["folder"], "analyze.json")["heads_from"]  # key heads, or the top 10 where none passes
     return attention.verdict_lines(baseline(r), role, heads_from=heads_from)
 
 
@@ -117,8 +136,9 @@ def baseline_view(r: dict) -> Styler:
 def heads_note(r: dict, kind: str) -> str:
     """The heads of ``kind`` (operand or operator) the strips show, key heads marked."""
     hs = attention.heads_of_kind(r["roles"], r["key_heads"], kind)
-    return f"{kind} heads shown: " + ", ".join(component(l, h) + (" (key head)" if (l, h) in r["key_heads"] else "")
-                                                for l, h in hs)
+    return f"{kind} heads shown: " + ", ".join(
+        component(l, h) + (" (key head)" if (l, h) in r["key_heads"] else "") for l, h in hs
+    )
 
 
 def operand_strips(r: dict) -> alt.TopLevelMixin:
@@ -126,25 +146,31 @@ def operand_strips(r: dict) -> alt.TopLevelMixin:
     prompts the tokenizer can spell."""
     heads = attention.heads_of_kind(r["roles"], r["key_heads"], "operand")
     unseen = [p for p, _ in paper.FIG4_CASES if not unknown_words(r["tok"], p)]
-    return plots.attention_strip_chart(X.strips(r["model"], r["tok"], heads, r["samples"], prompts=unseen),
-                                       fig="Fig. 7", title="Attention of the operand heads from END, sentence by sentence")
+    return attention_chart.attention_strip_chart(
+        X.strips(r["model"], r["tok"], heads, r["samples"], prompts=unseen),
+        fig="Fig. 7",
+        title="Attention of the operand heads from END, sentence by sentence",
+    )
 
 
 def operator_strips(r: dict) -> alt.TopLevelMixin:
     """Fig. 16: the operator heads on one sentence per operation word."""
     heads = attention.heads_of_kind(r["roles"], r["key_heads"], "operator")
-    return plots.attention_strip_chart(X.strips(r["model"], r["tok"], heads, prompts=OPERATION_WORDS),
-                                       fig="Fig. 16", title="Attention of the operator heads on operation words")
+    return attention_chart.attention_strip_chart(
+        X.strips(r["model"], r["tok"], heads, prompts=OPERATION_WORDS),
+        fig="Fig. 16",
+        title="Attention of the operator heads on operation words",
+    )
 
 
 def mlp_in_chart(r: dict) -> alt.TopLevelMixin:
     """Fig. 6a / 13: cos(MLP_in, W_U[A], W_U[B]) by layer, with the stage layers."""
-    return plots.mlp_in_chart(r["mlp"], r["stages"].get("operands"))
+    return mlp_chart.mlp_in_chart(r["mlp"], r["stages"].get("operands"))
 
 
 def mlp_diff_chart(r: dict) -> alt.TopLevelMixin:
     """Fig. 6b / 14: cos(MLP_out - MLP_in, W_U[C], W_U[other]) by layer, with the stage layers."""
-    return plots.mlp_diff_chart(r["mlp"], r["stages"].get("answer"))
+    return mlp_chart.mlp_diff_chart(r["mlp"], r["stages"].get("answer"))
 
 
 def stage(t: Any) -> str:
@@ -160,36 +186,46 @@ def stages_table(r: dict) -> Styler:
     """Both curves' stage layers beside App. C's, in layers and as shares of the depth (one row per curve)."""
     model, n = r["model_name"], r["geometry"].n_layers
     s7b, n7b = paper.STAGES["LLaMA2-7B"]
-    return pd.DataFrame([
-        {"curve": curve, **{f"{m} ({k} layers)": stage(t) for m, (t, k) in paper.STAGES.items()},
-         f"{model} ({n})": stage(r["stages"].get(key)),
-         "paper 7B, share of depth": _rel(s7b, n7b), f"{model}, share of depth": _rel(r["stages"].get(key), n)}
-        for curve, key in CURVES]).style.hide(axis="index")
+    return pd.DataFrame(
+        [
+            {
+                "curve": curve,
+                **{f"{m} ({k} layers)": stage(t) for m, (t, k) in paper.STAGES.items()},
+                f"{model} ({n})": stage(r["stages"].get(key)),
+                "paper 7B, share of depth": _rel(s7b, n7b),
+                f"{model}, share of depth": _rel(r["stages"].get(key), n),
+            }
+            for curve, key in CURVES
+        ]
+    ).style.hide(axis="index")
 
 
 def peaks(r: dict) -> str:
     """Two lines: the peaks of cos(MLP_in, A / B) and the first and last layers' cos of the MLP write with C."""
     w = r["mlp"].pivot(index="layer", columns="quantity", values="value")
-    return (f"peak cos(MLP_in, A): {w.in_A.max():.3f} at layer {w.in_A.idxmax()}; "
-            f"peak cos(MLP_in, B): {w.in_B.max():.3f} at layer {w.in_B.idxmax()}\n"
-            f"cos(MLP_out - MLP_in, C): {w.diff_C.iloc[0]:.3f} at layer 0 -> {w.diff_C.iloc[-1]:.3f} at the last layer; "
-            f"other numbers: {w.diff_other.iloc[0]:.3f} -> {w.diff_other.iloc[-1]:.3f}")
+    return (
+        f"peak cos(MLP_in, A): {w.in_A.max():.3f} at layer {w.in_A.idxmax()}; "
+        f"peak cos(MLP_in, B): {w.in_B.max():.3f} at layer {w.in_B.idxmax()}\n"
+        f"cos(MLP_out - MLP_in, C): {w.diff_C.iloc[0]:.3f} at layer 0 -> {w.diff_C.iloc[-1]:.3f} at the last layer; "
+        f"other numbers: {w.diff_other.iloc[0]:.3f} -> {w.diff_other.iloc[-1]:.3f}"
+    )
 
 
 def projection_explorer(r: dict) -> alt.TopLevelMixin:
     """Every quantity of ``mlp_projection.csv``, one at a time."""
-    return plots.mlp_projection_explorer(r["mlp"])
+    return mlp_chart.mlp_projection_explorer(r["mlp"])
 
 
 def next_tokens(r: dict, prompt: str) -> str:
     """The model's three most likely next tokens on ``prompt``, with their probabilities."""
-    return "next-token prediction: " + ", ".join(f"{t.token!r} {t.prob:.1%}"
-                                                 for t in X.top_next(r["model"], r["tok"], prompt, k=3).itertuples())
+    return "next-token prediction: " + ", ".join(
+        f"{t.token!r} {t.prob:.1%}" for t in X.top_next(r["model"], r["tok"], prompt, k=3).itertuples()
+    )
 
 
 def top_numbers_chart(r: dict, prompt: str) -> alt.TopLevelMixin:
     """Fig. 6c: the five number tokens closest to each layer's MLP write on ``prompt``."""
-    return plots.top_numbers_chart(r["top"], prompt=prompt)
+    return mlp_chart.top_numbers_chart(r["top"], prompt=prompt)
 
 
 def top1(r: dict) -> pd.Series:
@@ -199,16 +235,32 @@ def top1(r: dict) -> pd.Series:
 
 def top1_lines(r: dict, prompt: str) -> str:
     """Two lines: this run's top-1 number token layer by layer, and the paper's on '4 + 3 ='."""
-    return (f"top-1 number token of each MLP's write on {prompt!r}, layer 0 → {r['geometry'].n_layers - 1}: "
-            + " → ".join(top1(r)) + "\n"
-            + "paper, LLaMA2-7B on '4 + 3 =', layers " + "/".join(map(str, paper.FIG6C_TOP)) + ": "
-            + " / ".join(paper.FIG6C_TOP.values()))
+    return (
+        f"top-1 number token of each MLP's write on {prompt!r}, layer 0 → {r['geometry'].n_layers - 1}: "
+        + " → ".join(top1(r))
+        + "\n"
+        + "paper, LLaMA2-7B on '4 + 3 =', layers "
+        + "/".join(map(str, paper.FIG6C_TOP))
+        + ": "
+        + " / ".join(paper.FIG6C_TOP.values())
+    )
 
 
 def live(r: dict, P: AnalyzeChapter) -> Any:
     """The ipywidgets prompt explorer when ``P.interactive`` (a live Jupyter session), else None."""
-    return explorer(r["model"], r["tok"], r["key_heads"], reference=r["samples"], prompt=P.prompt,
-                    counterfactual=P.counterfactual, heads_label=r["kh"].studied_label()) if P.interactive else None
+    return (
+        explorer(
+            r["model"],
+            r["tok"],
+            r["key_heads"],
+            reference=r["samples"],
+            prompt=P.prompt,
+            counterfactual=P.counterfactual,
+            heads_label=r["kh"].studied_label(),
+        )
+        if P.interactive
+        else None
+    )
 
 
 def _by_label(r: dict, kind: str) -> str:
@@ -220,21 +272,37 @@ def paper_table(r: dict, prompt: str) -> Styler:
     """The paper beside this run: head roles, attention outside the roles, both stages and Fig. 6c's tokens."""
     lab, r7, n = r["labels"], roles7b(), r["geometry"].n_layers
     s7b, n7b = paper.STAGES["LLaMA2-7B"]
-    return pd.DataFrame([
-        {"observation": "key heads split into operand heads and operator heads (Fig. 5)",
-         "paper (LLaMA2-7B)": f"operand: {r7['operand']}; operator: {r7['operator']}",
-         "this run": f"operand: {_by_label(r, 'operand')}; operator: {_by_label(r, 'operator')}"},
-        {"observation": "attention of key heads outside operands/operator",
-         "paper (LLaMA2-7B)": "minimal", "this run": f"{lab.rest.mean():.2f} of the mass (BOS {lab.bos.mean():.2f})"},
-        {"observation": "MLP_in meets the operands: start–inflection–end (Fig. 13)",
-         "paper (LLaMA2-7B)": f"{stage(s7b)} of {n7b}", "this run": f"{stage(r['stages'].get('operands'))} of {n}"},
-        {"observation": "MLP write meets the answer: start–inflection–end (Fig. 14)",
-         "paper (LLaMA2-7B)": f"{stage(s7b)} of {n7b}", "this run": f"{stage(r['stages'].get('answer'))} of {n}"},
-        {"observation": f"top-1 number of each MLP write on {prompt!r} (Fig. 6c)",
-         "paper (LLaMA2-7B)": "… " + ", ".join(paper.FIG6C_TOP.values())
-         + f" (layers {min(paper.FIG6C_TOP)}–{max(paper.FIG6C_TOP)})",
-         "this run": " ".join(top1(r))},
-    ]).style.hide(axis="index")
+    return pd.DataFrame(
+        [
+            {
+                "observation": "key heads split into operand heads and operator heads (Fig. 5)",
+                "paper (LLaMA2-7B)": f"operand: {r7['operand']}; operator: {r7['operator']}",
+                "this run": f"operand: {_by_label(r, 'operand')}; operator: {_by_label(r, 'operator')}",
+            },
+            {
+                "observation": "attention of key heads outside operands/operator",
+                "paper (LLaMA2-7B)": "minimal",
+                "this run": f"{lab.rest.mean():.2f} of the mass (BOS {lab.bos.mean():.2f})",
+            },
+            {
+                "observation": "MLP_in meets the operands: start–inflection–end (Fig. 13)",
+                "paper (LLaMA2-7B)": f"{stage(s7b)} of {n7b}",
+                "this run": f"{stage(r['stages'].get('operands'))} of {n}",
+            },
+            {
+                "observation": "MLP write meets the answer: start–inflection–end (Fig. 14)",
+                "paper (LLaMA2-7B)": f"{stage(s7b)} of {n7b}",
+                "this run": f"{stage(r['stages'].get('answer'))} of {n}",
+            },
+            {
+                "observation": f"top-1 number of each MLP write on {prompt!r} (Fig. 6c)",
+                "paper (LLaMA2-7B)": "… "
+                + ", ".join(paper.FIG6C_TOP.values())
+                + f" (layers {min(paper.FIG6C_TOP)}–{max(paper.FIG6C_TOP)})",
+                "this run": " ".join(top1(r)),
+            },
+        ]
+    ).style.hide(axis="index")
 
 
 END_CLAIMS = ["attention-roles", "stages", "mlps-late"]
@@ -244,7 +312,13 @@ def end(r: dict, P: AnalyzeChapter) -> Any:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the heads by role, the operand
     rule's verdict against the non-key heads, and the chapter's claims."""
     c = claims(r["folder"], END_CLAIMS)
-    return chapter_end([f"Key heads by role: operand {_by_label(r, 'operand')}; operator {_by_label(r, 'operator')}.",
-                        f"Operand attention against the {int(baseline(r).n_nonkey.max())} non-key heads (first position "
-                        f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r, 'operand')[-1]}"]
-                       + claim_lines(c, END_CLAIMS), P.model, P)
+    return chapter_end(
+        [
+            f"Key heads by role: operand {_by_label(r, 'operand')}; operator {_by_label(r, 'operator')}.",
+            f"Operand attention against the {int(baseline(r).n_nonkey.max())} non-key heads (first position "
+            f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r, 'operand')[-1]}",
+        ]
+        + claim_lines(c, END_CLAIMS),
+        P.model,
+        P,
+    )

@@ -9,6 +9,7 @@ displays each, model by model)::
     >>> runs = runs(P)
     >>> print(header(runs, P)); methods(runs); display(*scatters(runs))
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,70 +27,94 @@ from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps import beyond as B
+from arithmech.steps import faithfulness as faithfulness_step
 from arithmech.steps.config import BOOK_SCALE
 from arithmech.steps.config import Faithfulness as FaithfulnessConfig
 from arithmech.steps.config import Identify as IdentifyConfig
 from arithmech.steps.ensure import ensure
 
-MISSES = {"eap": "EAP", "miss_norm_frozen": "miss, norms frozen", "miss_gate_frozen": "miss, gates frozen",
-          "miss_both_frozen": "miss, both frozen"}
+MISSES = {
+    "eap": "EAP",
+    "miss_norm_frozen": "miss, norms frozen",
+    "miss_gate_frozen": "miss, gates frozen",
+    "miss_both_frozen": "miss, both frozen",
+}
 FAITHFUL = ["circuit-faithful"]
-SCALE: dict[str, Any] = dict(BOOK_SCALE)   # identify at the book's scale where its files are missing
+SCALE: dict[str, Any] = dict(BOOK_SCALE)  # identify at the book's scale where its files are missing
 
 
 def _common(P: BeyondChapter) -> dict[str, Any]:
     return dict(results=P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
 
 
-def runs(P: BeyondChapter) -> list[dict]:
-    """The Beyond step's result per model of ``P.models`` (``model``, ``summary``, ``eap``, ``upstream``,
-    ``n_layers``); a model without identify's files gets them first at ``P.identify_samples`` pairs and the
+def runs(P: BeyondChapter) -> list[B.Result]:
+    """The Beyond step's :class:`~arithmech.steps.beyond.Result` per model of ``P.models`` (``model``, ``summary``,
+    ``eap``, ``upstream``, ``n_layers``); a model without identify's files gets them first at ``P.identify_samples`` pairs and the
     book's scale."""
     common = _common(P)
-    return [ensure(B.Config(model_name=m, receivers=P.receivers, ig_steps=P.ig_steps, n_samples=P.n_samples, **common),
-                   P.recompute, upstream=IdentifyConfig(model_name=m, n_samples=P.identify_samples, **SCALE, **common))
-            for m in P.models]
+    return [
+        ensure(
+            B.Config(model_name=m, receivers=P.receivers, ig_steps=P.ig_steps, n_samples=P.n_samples, **common),
+            P.recompute,
+            upstream=IdentifyConfig(model_name=m, n_samples=P.identify_samples, **SCALE, **common),
+        )
+        for m in P.models
+    ]
 
 
-def header(runs: list[dict], P: BeyondChapter) -> str:
+def header(runs: list[B.Result], P: BeyondChapter) -> str:
     """One line per model: layers, samples and identify's key-head count."""
-    return "\n".join(f"{r['model']}: {r['n_layers']} layers; {r['summary']['n_samples']} samples; identify found "
-                     f"{counts.key_heads(model_folder(P.results_dir, r['model'])).summary()}" for r in runs)
+    return "\n".join(
+        f"{r.model}: {r.n_layers} layers; {r.summary['n_samples']} samples; identify found "
+        f"{counts.key_heads(model_folder(P.results_dir, r.model)).summary()}"
+        for r in runs
+    )
 
 
-def methods(runs: list[dict]) -> Styler:
+def methods(runs: list[B.Result]) -> Styler:
     """Exact vs EAP vs EAP-IG per model (:func:`arithmech.report.views.beyond_views.methods_table`), formatted."""
-    return V.methods_table(runs).style.format({"seconds": "{:.2f}", "Spearman ρ (all)": "{:+.3f}",
-                                               "ρ (heads)": "{:+.3f}"}).hide(axis="index")
+    return (
+        V.methods_table(runs)
+        .style.format({"seconds": "{:.2f}", "Spearman ρ (all)": "{:+.3f}", "ρ (heads)": "{:+.3f}"})
+        .hide(axis="index")
+    )
 
 
-def scatters(runs: list[dict]) -> list:
+def scatters(runs: list[B.Result]) -> list:
     """Each model's exact effect against EAP's estimate, one chart per model."""
     return [V.scatter_chart(r) for r in runs]
 
 
-def misses(runs: list[dict]) -> Styler:
+def misses(runs: list[B.Result]) -> Styler:
     """What EAP misses per model, with the norms, the gates or both frozen, as signed percentages."""
     mt = V.misses_table(runs).rename(columns=MISSES)
-    return mt.style.format({c: "{:+.2%}" for c in ["exact", "EAP", "miss", *list(MISSES.values())[1:]]}
-                           ).hide(axis="index")
+    return mt.style.format({c: "{:+.2%}" for c in ["exact", "EAP", "miss", *list(MISSES.values())[1:]]}).hide(
+        axis="index"
+    )
 
 
-def receivers(runs: list[dict]) -> str:
+def receivers(runs: list[B.Result]) -> str:
     """One line per model: the receivers (and how they were chosen) and the upstream patching time."""
-    return "\n".join(f"{r['model']}: receivers ({r['summary']['receivers_from']}): {components(r['summary']['receivers'])}; "
-                     f"upstream patching {r['summary']['times']['upstream_s']:.1f} s" for r in runs)
+    return "\n".join(
+        f"{r.model}: receivers ({r.summary['receivers_from']}): {components(r.summary['receivers'])}; "
+        f"upstream patching {r.summary['times']['upstream_s']:.1f} s"
+        for r in runs
+    )
 
 
-def upstream(runs: list[dict]) -> Styler:
+def upstream(runs: list[B.Result]) -> Styler:
     """The strongest sender → receiver paths per model, effect ± its standard error."""
-    return V.upstream_table(runs).rename(columns={"effect_se": "± (s.e.)"}).style.format(
-        {"effect": "{:+.3%}", "± (s.e.)": "{:.3%}"}).hide(axis="index")
+    return (
+        V.upstream_table(runs)
+        .rename(columns={"effect_se": "± (s.e.)"})
+        .style.format({"effect": "{:+.3%}", "± (s.e.)": "{:.3%}"})
+        .hide(axis="index")
+    )
 
 
-def circuits(runs: list[dict]) -> list:
+def circuits(runs: list[B.Result]) -> list:
     """Each model's sender → receiver → logits graph."""
-    return [C.circuit_chart(*C.graph(r["eap"], r["upstream"], r["n_layers"]), r["model"]) for r in runs]
+    return [C.circuit_chart(*C.graph(r.eap, r.upstream, r.n_layers), r.model) for r in runs]
 
 
 def faithful_rule() -> Any:
@@ -97,33 +122,43 @@ def faithful_rule() -> Any:
     return markdown(rules_markdown(FAITHFUL))
 
 
-def faithfulness(P: BeyondChapter) -> list[dict]:
-    """The faithfulness step's result per model (``model``, ``frame``)."""
+def faithfulness(P: BeyondChapter) -> list[faithfulness_step.Result]:
+    """The faithfulness step's :class:`~arithmech.steps.faithfulness.Result` per model (``model``, ``frame``)."""
     return [ensure(FaithfulnessConfig(model_name=m, **_common(P)), P.recompute) for m in P.models]
 
 
-def faith_charts(faith: list[dict]) -> list:
+def faith_charts(faith: list[faithfulness_step.Result]) -> list:
     """Each model's faithfulness chart."""
-    return [FC.faithfulness_chart(f["frame"], f["model"]) for f in faith]
+    return [FC.faithfulness_chart(f.frame, f.model) for f in faith]
 
 
-def faith_tables(faith: list[dict]) -> list:
+def faith_tables(faith: list[faithfulness_step.Result]) -> list:
     """Per model: its name in bold, then its faithfulness table."""
-    return [x for f in faith for x in (markdown(f"**{f['model']}**"), FC.faithfulness_table(f["frame"]).style.hide(axis="index"))]
+    return [
+        x for f in faith for x in (markdown(f"**{f.model}**"), FC.faithfulness_table(f.frame).style.hide(axis="index"))
+    ]
 
 
-def faith_claims(faith: list[dict], P: BeyondChapter) -> Any:
+def faith_claims(faith: list[faithfulness_step.Result], P: BeyondChapter) -> Any:
     """The ``circuit-faithful`` verdict of each model, one bullet each."""
-    return markdown("\n".join(f"* {f['model']}: {line}" for f in faith for line in claim_lines(
-        claims(model_folder(P.results_dir, f["model"]), FAITHFUL), FAITHFUL)))
+    return markdown(
+        "\n".join(
+            f"* {f.model}: {line}"
+            for f in faith
+            for line in claim_lines(claims(model_folder(P.results_dir, f.model), FAITHFUL), FAITHFUL)
+        )
+    )
 
 
-def verdicts(runs: list[dict]) -> Styler:
+def verdicts(runs: list[B.Result]) -> Styler:
     """The chapter's rule per model (:func:`arithmech.report.views.beyond_views.verdict_table`), formatted."""
-    return V.verdict_table(runs).style.format({"D (weakest receiver, direct)": "{:.3%}",
-                                               "E (strongest upstream path)": "{:.3%}"}, na_rep="—").hide(axis="index")
+    return (
+        V.verdict_table(runs)
+        .style.format({"D (weakest receiver, direct)": "{:.3%}", "E (strongest upstream path)": "{:.3%}"}, na_rep="—")
+        .hide(axis="index")
+    )
 
 
-def end(runs: list[dict], P: BeyondChapter) -> None:
+def end(runs: list[B.Result], P: BeyondChapter) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`)."""
     chapter_end(V.finding_lines(runs), ", ".join(P.models), P)

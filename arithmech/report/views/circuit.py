@@ -14,6 +14,7 @@ and at the operand and operator positions):
 * :func:`verdict` — the chapter's rule for the paper's "few key heads" picture;
 * :func:`circuit_chart` — the altair chart (hover an edge or a node for its numbers).
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -21,7 +22,8 @@ import pandas as pd
 
 from arithmech.core.names import component_label
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import EFFECT_SCHEME, fig_title, integer_axis
+from arithmech.report.charts.effect_chart import EFFECT_SCHEME
+from arithmech.report.charts.theme import fig_title, integer_axis
 
 Z95 = 1.959964
 
@@ -31,28 +33,66 @@ def _direct(eap: pd.DataFrame) -> pd.Series:
     return pd.Series(eap["exact"].to_numpy(), index=name)
 
 
-def graph(eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int = 12) -> tuple[pd.DataFrame, pd.DataFrame]:
+def graph(
+    eap: pd.DataFrame, upstream: pd.DataFrame, n_layers: int, n_edges: int = 12
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(nodes, edges)``. nodes: ``node, layer, y, kind (receiver / sender / logits), direct``; edges:
     ``source, target, kind (upstream / direct), weight, q, k, v`` with the ``n_edges`` strongest
     sender → receiver edges (by |weight|) and the direct edges of every node drawn; an edge's ``k`` (``v``) is
     the sum of its k (v) paths over the positions (END, A, operator, B), ``weight`` = q + k + v."""
     direct = _direct(eap)
     receivers = list(dict.fromkeys(upstream["receiver"])) if len(upstream) else []
-    up = upstream.pivot_table(index=["sender", "sender_layer", "receiver"], columns="path", values="effect",
-                              aggfunc="sum").reindex(columns=["q", "k", "v"], fill_value=0.0).reset_index() if len(upstream) else pd.DataFrame()
+    up = (
+        upstream.pivot_table(
+            index=["sender", "sender_layer", "receiver"], columns="path", values="effect", aggfunc="sum"
+        )
+        .reindex(columns=["q", "k", "v"], fill_value=0.0)
+        .reset_index()
+        if len(upstream)
+        else pd.DataFrame()
+    )
     if len(up):
         up["weight"] = up[["q", "k", "v"]].sum(axis=1)
         up = up.reindex(up["weight"].abs().sort_values(ascending=False, kind="stable").index).head(n_edges)
     senders = [s for s in dict.fromkeys(up["sender"]) if s not in receivers] if len(up) else []
     layer_of = lambda s: int(s.split()[-1]) if s.startswith("MLP") else int(s.split(".")[0])
-    nodes = pd.DataFrame([{"node": s, "layer": layer_of(s), "kind": kind, "direct": float(direct.get(s, float("nan")))}
-                          for kind, group in (("receiver", receivers), ("sender", senders)) for s in group]
-                         + [{"node": "logits", "layer": n_layers, "kind": "logits", "direct": float("nan")}])
+    nodes = pd.DataFrame(
+        [
+            {"node": s, "layer": layer_of(s), "kind": kind, "direct": float(direct.get(s, float("nan")))}
+            for kind, group in (("receiver", receivers), ("sender", senders))
+            for s in group
+        ]
+        + [{"node": "logits", "layer": n_layers, "kind": "logits", "direct": float("nan")}]
+    )
     nodes["y"] = nodes.groupby("layer").cumcount()
-    edges = [{"source": r.sender, "target": r.receiver, "kind": "upstream", "weight": r.weight,
-              "q": r.q, "k": r.k, "v": r.v} for r in up.itertuples()] if len(up) else []
-    edges += [{"source": s, "target": "logits", "kind": "direct", "weight": float(direct.get(s, 0.0)),
-               "q": None, "k": None, "v": None} for s in receivers + senders]
+    edges = (
+        [
+            {
+                "source": r.sender,
+                "target": r.receiver,
+                "kind": "upstream",
+                "weight": r.weight,
+                "q": r.q,
+                "k": r.k,
+                "v": r.v,
+            }
+            for r in up.itertuples()
+        ]
+        if len(up)
+        else []
+    )
+    edges += [
+        {
+            "source": s,
+            "target": "logits",
+            "kind": "direct",
+            "weight": float(direct.get(s, 0.0)),
+            "q": None,
+            "k": None,
+            "v": None,
+        }
+        for s in receivers + senders
+    ]
     return nodes, pd.DataFrame(edges, columns=["source", "target", "kind", "weight", "q", "k", "v"])
 
 
@@ -79,39 +119,91 @@ def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
     lo, hi = E - Z95 * E_se, E + Z95 * E_se
     d_lo, d_hi = D - Z95 * D_se, D + Z95 * D_se
     v = "holds" if hi < d_lo else "does not hold" if lo > d_hi else "inconclusive"
-    return {"verdict": v, "D": D, "D_ci": [d_lo, d_hi], "D_receiver": weakest, "E": E, "E_ci": [lo, hi],
-            "E_path": f"{component_label(top.sender)} → {component_label(top.receiver)} ({top.path} at "
-                      f"{getattr(top, 'position', 'END')})",
-            "n": int(top.n)}
+    return {
+        "verdict": v,
+        "D": D,
+        "D_ci": [d_lo, d_hi],
+        "D_receiver": weakest,
+        "E": E,
+        "E_ci": [lo, hi],
+        "E_path": f"{component_label(top.sender)} → {component_label(top.receiver)} ({top.path} at "
+        f"{getattr(top, 'position', 'END')})",
+        "n": int(top.n),
+    }
 
 
-def circuit_chart(nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond") -> alt.LayerChart:
+def circuit_chart(
+    nodes: pd.DataFrame, edges: pd.DataFrame, model_name: str, fig: str = "Beyond"
+) -> alt.LayerChart | alt.FacetChart:
     """Senders → receivers → logits: x = layer (logits after the last), edge width and colour = effect
     (red: lowers the answer logit), dashed = direct edges to the logits; hover for the numbers."""
     pos = nodes.set_index("node")[["layer", "y"]]
-    e = edges.assign(x=edges.source.map(pos.layer), y=edges.source.map(pos.y),
-                     source_label=edges.source.map(component_label), target_label=edges.target.map(component_label),
-                     x2=edges.target.map(pos.layer), y2=edges.target.map(pos.y), size=edges.weight.abs())
+    e = edges.assign(
+        x=edges.source.map(pos.layer),
+        y=edges.source.map(pos.y),
+        source_label=edges.source.map(component_label),
+        target_label=edges.target.map(component_label),
+        x2=edges.target.map(pos.layer),
+        y2=edges.target.map(pos.y),
+        size=edges.weight.abs(),
+    )
     m = max(1e-9, float(e.weight.abs().max())) if len(e) else 1.0
-    color = alt.Color("weight:Q", title="effect", scale=alt.Scale(scheme=EFFECT_SCHEME, domain=[-m, m], domainMid=0),
-                      legend=alt.Legend(format=".1%"))
-    tip = [alt.Tooltip("source_label:N", title="from"), alt.Tooltip("target_label:N", title="to"), "kind:N",
-           alt.Tooltip("weight:Q", format=".2%"), alt.Tooltip("q:Q", format=".2%"),
-           alt.Tooltip("k:Q", format=".2%"), alt.Tooltip("v:Q", format=".2%")]
+    color = alt.Color(
+        "weight:Q",
+        title="effect",
+        scale=alt.Scale(scheme=EFFECT_SCHEME, domain=[-m, m], domainMid=0),
+        legend=alt.Legend(format=".1%"),
+    )
+    tip = [
+        alt.Tooltip("source_label:N", title="from"),
+        alt.Tooltip("target_label:N", title="to"),
+        "kind:N",
+        alt.Tooltip("weight:Q", format=".2%"),
+        alt.Tooltip("q:Q", format=".2%"),
+        alt.Tooltip("k:Q", format=".2%"),
+        alt.Tooltip("v:Q", format=".2%"),
+    ]
     x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]), axis=integer_axis())
     y = alt.Y("y:Q", title=None, axis=None)
-    lines = alt.Chart(e).mark_rule(opacity=0.8).encode(
-        x=x, y=y, x2="x2:Q", y2="y2:Q", color=color,
-        strokeWidth=alt.StrokeWidth("size:Q", scale=alt.Scale(range=[0.5, 7]), legend=None),
-        strokeDash=alt.StrokeDash("kind:N", scale=alt.Scale(domain=["upstream", "direct"], range=[[1, 0], [4, 3]]),
-                                  title="edge"),
-        tooltip=tip)
+    lines = (
+        alt.Chart(e)
+        .mark_rule(opacity=0.8)
+        .encode(
+            x=x,
+            y=y,
+            x2="x2:Q",
+            y2="y2:Q",
+            color=color,
+            strokeWidth=alt.StrokeWidth("size:Q", scale=alt.Scale(range=[0.5, 7]), legend=None),
+            strokeDash=alt.StrokeDash(
+                "kind:N", scale=alt.Scale(domain=["upstream", "direct"], range=[[1, 0], [4, 3]]), title="edge"
+            ),
+            tooltip=tip,
+        )
+    )
     n = nodes.rename(columns={"layer": "x"}).assign(label=lambda d: d.node.map(component_label))
-    dots = alt.Chart(n).mark_circle(size=260, opacity=1).encode(
-        x=x, y=y, fill=alt.Fill("kind:N", title="node", scale=colours.scale("node")),
-        tooltip=[alt.Tooltip("label:N", title="node"), alt.Tooltip("x:Q", title="layer"), "kind:N",
-                 alt.Tooltip("direct:Q", format=".2%", title="direct effect")])
+    dots = (
+        alt.Chart(n)
+        .mark_circle(size=260, opacity=1)
+        .encode(
+            x=x,
+            y=y,
+            fill=alt.Fill("kind:N", title="node", scale=colours.scale("node")),
+            tooltip=[
+                alt.Tooltip("label:N", title="node"),
+                alt.Tooltip("x:Q", title="layer"),
+                "kind:N",
+                alt.Tooltip("direct:Q", format=".2%", title="direct effect"),
+            ],
+        )
+    )
     labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="label:N")
     return alt.layer(lines, dots, labels).properties(
-        width=560, height=300, title=fig_title(fig, f"the paths into the key heads, {model_name}",
-                                               "edge = mean relative change of the answer logit along that path"))
+        width=560,
+        height=300,
+        title=fig_title(
+            fig,
+            f"the paths into the key heads, {model_name}",
+            "edge = mean relative change of the answer logit along that path",
+        ),
+    )

@@ -8,6 +8,7 @@ on the prompt ``"a + b ="`` (:func:`arithmech.methods.mlp.layer_top_numbers`, ro
 >>> page = Page(chapters.check("appendix_computer_vs_llm", globals()))
 >>> page.adder_table(); print(page.next_token_line()); page.chart()
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -19,7 +20,7 @@ from arithmech import paper
 from arithmech.core.models import load_model
 from arithmech.methods import mlp
 from arithmech.methods.explorer import top_next
-from arithmech.report.charts import plots
+from arithmech.report.charts import mlp_chart
 from arithmech.report.views.pages import chapter_end
 
 
@@ -34,9 +35,16 @@ class Page:
 
     def adder_table(self) -> Any:
         """The full-adder steps: bits in, carry in, sum bit, carry out, partial result (Styler)."""
-        return self.adder.rename(columns={"a_bit": "bit of a", "b_bit": "bit of b", "carry_in": "carry in",
-                                          "sum_bit": "sum bit", "carry_out": "carry out",
-                                          "partial": "partial result"}).style.hide(axis="index")
+        return self.adder.rename(
+            columns={
+                "a_bit": "bit of a",
+                "b_bit": "bit of b",
+                "carry_in": "carry in",
+                "sum_bit": "sum bit",
+                "carry_out": "carry out",
+                "partial": "partial result",
+            }
+        ).style.hide(axis="index")
 
     @cached_property
     def model(self) -> tuple[Any, Any]:
@@ -62,7 +70,7 @@ class Page:
 
     def chart(self) -> Any:
         """The adder's partial results beside the model's MLP writes, layer by layer."""
-        return plots.adder_vs_llm_chart(self.adder, self.top, self.P.a, self.P.b)
+        return mlp_chart.adder_vs_llm_chart(self.adder, self.top, self.P.a, self.P.b)
 
     def steps(self) -> str:
         """The computer's partial results, step by step."""
@@ -74,16 +82,24 @@ class Page:
 
     def steps_lines(self) -> str:
         """The computer's steps and the model's layers, each beside the paper's."""
-        return (f"computer, partial result per full-adder step:      {self.steps()}   (paper: 1 → 3 → 7)\n"
-                f"{self.P.model}, top-1 number of each MLP write per layer: {self.layers()}   "
-                f"(paper, LLaMA2-7B: {' → '.join(dict.fromkeys(paper.FIG6C_TOP.values()))})")
+        return (
+            f"computer, partial result per full-adder step:      {self.steps()}   (paper: 1 → 3 → 7)\n"
+            f"{self.P.model}, top-1 number of each MLP write per layer: {self.layers()}   "
+            f"(paper, LLaMA2-7B: {' → '.join(dict.fromkeys(paper.FIG6C_TOP.values()))})"
+        )
 
     def fig17(self) -> Any:
         """Fig. 17: the top numbers of each MLP layer on the prompt."""
-        return plots.top_numbers_chart(self.top.assign(prompt=self.prompt), fig="Fig. 17", prompt=self.prompt)
+        return mlp_chart.top_numbers_chart(self.top.assign(prompt=self.prompt), fig="Fig. 17", prompt=self.prompt)
 
     def end(self) -> None:
         """The page's last cell: the adder's steps, the model's layers and its next token in the findings box."""
-        chapter_end([f"Computer: partial results per full-adder step {self.steps()}.",
-                     f"{self.P.model}: top-1 number of each MLP's write, layer by layer: {self.layers()}.",
-                     f"{self.P.model}'s next token on {self.prompt!r}: {self.next_token()!r}."], self.P.model, self.P)
+        chapter_end(
+            [
+                f"Computer: partial results per full-adder step {self.steps()}.",
+                f"{self.P.model}: top-1 number of each MLP's write, layer by layer: {self.layers()}.",
+                f"{self.P.model}'s next token on {self.prompt!r}: {self.next_token()!r}.",
+            ],
+            self.P.model,
+            self.P,
+        )

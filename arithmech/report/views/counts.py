@@ -16,6 +16,7 @@ how many key heads or how many Explorer prompts there are asks this module:
   templates a draw of ``n`` takes before it happens: what the introduction quotes for the Explorer), and
   :meth:`PromptCount.phrase` words it: "144 prompts, 3 of each of the 48 templates of Fig. 8 and Fig. 10".
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -44,6 +45,7 @@ class KeyHeads:
     ("13.11"), ranked; ``n_heads``: every head of the task; ``n_mean_below``: heads whose mean effect alone is
     below ``threshold`` (the paper's rule); ``studied``/``studied_from``: the heads later steps study and where
     they come from (:func:`~arithmech.methods.effects.studied_heads`)."""
+
     task: str
     threshold: float
     names: tuple[str, ...]
@@ -58,7 +60,7 @@ class KeyHeads:
         return len(self.names)
 
     def summary(self) -> str:
-        """"1 key head of 48 (head 0.0)", "3 key heads of 48 (head 0.0, ...)", "no key head of 270"."""
+        """ "1 key head of 48 (head 0.0)", "3 key heads of 48 (head 0.0, ...)", "no key head of 270"."""
         if not self.n:
             return f"no key head of {self.n_heads}"
         return f"{_plural(self.n, 'key head')} of {self.n_heads} ({components(self.names)})"
@@ -98,13 +100,19 @@ def key_heads_of(kh: dict, eff) -> KeyHeads:
     task, threshold = kh["task"], float(kh["threshold"])
     heads = eff[(eff["task"] == task) & (eff["head"].astype(str) != "mlp")]
     studied, source = studied_heads(eff, task, threshold)
-    return KeyHeads(task=task, threshold=threshold, names=tuple(h["name"] for h in kh["heads"]),
-                    n_heads=len(heads), n_mean_below=int(kh["n_heads_mean_below"]),
-                    studied=tuple(f"{l}.{h}" for l, h in studied), studied_from=source.replace(" (no key head)", ""))
+    return KeyHeads(
+        task=task,
+        threshold=threshold,
+        names=tuple(h["name"] for h in kh["heads"]),
+        n_heads=len(heads),
+        n_mean_below=int(kh["n_heads_mean_below"]),
+        studied=tuple(f"{l}.{h}" for l, h in studied),
+        studied_from=source.replace(" (no key head)", ""),
+    )
 
 
 # ------------------------------------------------------------------------------------------------ prompts
-FIGURES = "Fig. 8 and Fig. 10"          # the figures of the paper that print the templates of task "all"
+FIGURES = "Fig. 8 and Fig. 10"  # the figures of the paper that print the templates of task "all"
 
 
 def round_robin(n: int) -> list[str]:
@@ -118,6 +126,7 @@ def round_robin(n: int) -> list[str]:
 class PromptCount:
     """Prompts by template: ``n`` in all, ``per_template`` (template id → prompts), over ``n_templates``
     templates of which ``n_used`` have at least one prompt."""
+
     n: int
     per_template: dict[str, int]
     n_templates: int
@@ -127,7 +136,7 @@ class PromptCount:
         return sum(1 for v in self.per_template.values() if v)
 
     def spread(self) -> str:
-        """"3 of each of the 48 templates of Fig. 8 and Fig. 10"; an uneven draw says "1 or 2 of each", a
+        """ "3 of each of the 48 templates of Fig. 8 and Fig. 10"; an uneven draw says "1 or 2 of each", a
         partial one "one of each of 20 of the 48 templates"."""
         per = sorted({v for v in self.per_template.values() if v})
         each = "one" if per == [1] else " or ".join(map(str, per))
@@ -135,7 +144,7 @@ class PromptCount:
         return f"{each} of each of {used}the {self.n_templates} templates of {FIGURES}"
 
     def phrase(self) -> str:
-        """"144 prompts, 3 of each of the 48 templates of Fig. 8 and Fig. 10"."""
+        """ "144 prompts, 3 of each of the 48 templates of Fig. 8 and Fig. 10"."""
         return f"{_plural(self.n, 'prompt')}, {self.spread()}"
 
 
@@ -145,10 +154,12 @@ def explorer_sentence(n_prompts: int, models: list[str]) -> str:
     the draw the page makes with its ``n_prompts`` parameter)."""
     on = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
     c = prompt_count(round_robin(n_prompts))
-    return (f"The [Explorer](explorer.ipynb) page lets you pick any of its {_plural(c.n, 'prompt')} ({c.spread()}) "
-            f"on {on}: its top-5 next tokens, intact and with the heads past a threshold knocked out, their attention "
-            "from END and the number token each MLP writes, with a threshold slider and clickable heads in the effects "
-            "map — all embedded in the page, no kernel needed.")
+    return (
+        f"The [Explorer](explorer.ipynb) page lets you pick any of its {_plural(c.n, 'prompt')} ({c.spread()}) "
+        f"on {on}: its top-5 next tokens, intact and with the heads past a threshold knocked out, their attention "
+        "from END and the number token each MLP writes, with a threshold slider and clickable heads in the effects "
+        "map — all embedded in the page, no kernel needed."
+    )
 
 
 def prompt_count(template_ids: Iterable[str]) -> PromptCount:

@@ -237,7 +237,9 @@ def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd
     t = tables[runs[0]]
     if t.empty:
         return t
-    sd = lambda xs: "—" if not isinstance(xs, list) else " / ".join(f"{100 * x:.1f}" for x in xs)  # not "2.0, 3.4": head ids
+    sd = lambda xs: (
+        "—" if not isinstance(xs, list) else " / ".join(f"{100 * x:.1f}" for x in xs)
+    )  # not "2.0, 3.4": head ids
     hw = lambda t: [f"{100 * h:.1f}" if h is not None and h == h else "—" for h in t.half_width]
     return pd.DataFrame(
         {

@@ -8,6 +8,7 @@ altair chart::
     >>> d = draw(P)
     >>> print(draw_line(d)); forms(d); print(accuracy_line(d)); accuracy_chart(d)
 """
+
 from __future__ import annotations
 
 import json
@@ -26,21 +27,31 @@ from arithmech.data.pairs import make_pairs, select_templates
 from arithmech.embedded import heldout as H
 from arithmech.evals.scoring import filter_correct
 from arithmech.report.build.chapters import Data as DataChapter
-from arithmech.report.charts.plots import template_accuracy_chart
+from arithmech.report.charts.accuracy_chart import template_accuracy_chart
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps import shots as shots_step
 from arithmech.steps.config import Shots as ShotsConfig
 from arithmech.steps.ensure import ensure
 
-SHIPPED = "smollm2-135m"   # the other model whose shipped shots.csv the yield section shows beside the chapter's
+SHIPPED = "smollm2-135m"  # the other model whose shipped shots.csv the yield section shows beside the chapter's
 
 
 def templates() -> pd.DataFrame:
     """The 48 template pairs of Fig. 8 and Fig. 10, one row each: figure, id, operation, form, X_r and X_c."""
     return pd.DataFrame(
-        [{"figure": "Fig. 8" if t in T.FIG8 else "Fig. 10", "id": t.id, "operation": t.op, "form": t.family,
-          "X_r (reference)": t.clean, "X_c (counterfactual)": t.corrupt} for t in T.FIG8 + T.FIG10])
+        [
+            {
+                "figure": "Fig. 8" if t in T.FIG8 else "Fig. 10",
+                "id": t.id,
+                "operation": t.op,
+                "form": t.family,
+                "X_r (reference)": t.clean,
+                "X_c (counterfactual)": t.corrupt,
+            }
+            for t in T.FIG8 + T.FIG10
+        ]
+    )
 
 
 def draw(P: DataChapter) -> dict:
@@ -55,8 +66,10 @@ def draw(P: DataChapter) -> dict:
 def draw_line(d: dict) -> str:
     """How many pairs were drawn and how many draws were redone for a counterfactual of another token length."""
     stats = d["stats"]
-    return (f"{stats.made} pairs from {len(d['tpls'])} templates; {stats.redrawn} draws were redone because the "
-            f"counterfactual had another token length ({len(stats.per_template)} templates needed a redraw)")
+    return (
+        f"{stats.made} pairs from {len(d['tpls'])} templates; {stats.redrawn} draws were redone because the "
+        f"counterfactual had another token length ({len(stats.per_template)} templates needed a redraw)"
+    )
 
 
 def forms(d: dict) -> Styler:
@@ -65,19 +78,33 @@ def forms(d: dict) -> Styler:
     for s in d["samples"]:
         first_of_form.setdefault(s.family, s)
     tok = d["tok"]
-    return pd.DataFrame([{"form": s.family, "template": s.template, "X_r": s.clean, "X_c": s.corrupt,
-                          "answer {C}": s.answer, "tokens X_r": len(tok(s.clean)["input_ids"]),
-                          "tokens X_c": len(tok(s.corrupt)["input_ids"]),
-                          "positions": ", ".join(f"{k} {'/'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
-                                                 for k, v in s.positions.items())}
-                         for s in first_of_form.values()]).style.hide(axis="index")
+    return pd.DataFrame(
+        [
+            {
+                "form": s.family,
+                "template": s.template,
+                "X_r": s.clean,
+                "X_c": s.corrupt,
+                "answer {C}": s.answer,
+                "tokens X_r": len(tok(s.clean)["input_ids"]),
+                "tokens X_c": len(tok(s.corrupt)["input_ids"]),
+                "positions": ", ".join(
+                    f"{k} {'/'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+                    for k, v in s.positions.items()
+                ),
+            }
+            for s in first_of_form.values()
+        ]
+    ).style.hide(axis="index")
 
 
 def tokens(d: dict) -> pd.DataFrame:
     """The first pair's X_r and X_c token by token: one column per position, "␣" a space."""
     s, tok = d["samples"][0], d["tok"]
-    pieces = {row: [token_label(t) for t in tok.convert_ids_to_tokens(tok(text)["input_ids"])]
-              for row, text in (("X_r", s.clean), ("X_c", s.corrupt))}
+    pieces = {
+        row: [token_label(t) for t in tok.convert_ids_to_tokens(tok(text)["input_ids"])]
+        for row, text in (("X_r", s.clean), ("X_c", s.corrupt))
+    }
     return pd.DataFrame(pieces).T.rename_axis(columns="position")
 
 
@@ -86,7 +113,8 @@ def _scored(d: dict) -> dict:
     if "kept" not in d:
         kept, acc = filter_correct(d["net"], d["tok"], d["samples"])
         by_template = templates()[["figure", "id", "operation", "form"]].rename(
-            columns={"id": "template", "operation": "op", "form": "family"})
+            columns={"id": "template", "operation": "op", "form": "family"}
+        )
         by_template["accuracy"] = by_template["template"].map(acc)
         d.update(kept=kept, by_template=by_template)
     return d
@@ -96,8 +124,10 @@ def accuracy_line(d: dict) -> str:
     """How many pairs the model answers right, beside the paper's 82 %."""
     _scored(d)
     kept, samples = d["kept"], d["samples"]
-    return (f"{d['P'].model}: {len(kept)}/{len(samples)} pairs answered correctly ({len(kept) / len(samples):.1%}); "
-            f"paper: LLaMA2 puts 82% probability on the right answer on average")
+    return (
+        f"{d['P'].model}: {len(kept)}/{len(samples)} pairs answered correctly ({len(kept) / len(samples):.1%}); "
+        f"paper: LLaMA2 puts 82% probability on the right answer on average"
+    )
 
 
 def accuracy_chart(d: dict) -> alt.TopLevelMixin:
@@ -107,27 +137,42 @@ def accuracy_chart(d: dict) -> alt.TopLevelMixin:
 
 def shots_rule() -> Any:
     """The yield rule of the shots step and what "can do" means, as a quote."""
-    return markdown(f"> {shots_step.RULE[0].upper() + shots_step.RULE[1:]}. An operation the model *can do* at K "
-                    f"keeps at least {shots_step.CAN_DO:.0%} of its draws (Wilson lower bound).")
+    return markdown(
+        f"> {shots_step.RULE[0].upper() + shots_step.RULE[1:]}. An operation the model *can do* at K "
+        f"keeps at least {shots_step.CAN_DO:.0%} of its draws (Wilson lower bound)."
+    )
 
 
-def yield_view(choice: dict) -> pd.DataFrame:
+def yield_view(choice: shots_step.Result) -> pd.DataFrame:
     """One shots run's yield: K by operation, "k of n (Wilson 95 %)" kept."""
-    y = choice["table"]
-    return y.assign(kept=[f"{k} of {n} ({lo:.0%}–{hi:.0%})" for k, n, lo, hi in zip(y.kept, y.drawn, y.kept_lo, y.kept_hi)]
-                    ).pivot(index="shots", columns="op", values="kept").rename_axis(index="K", columns=None)
+    y = choice.table
+    return (
+        y.assign(
+            kept=[f"{k} of {n} ({lo:.0%}–{hi:.0%})" for k, n, lo, hi in zip(y.kept, y.drawn, y.kept_lo, y.kept_hi)]
+        )
+        .pivot(index="shots", columns="op", values="kept")
+        .rename_axis(index="K", columns=None)
+    )
 
 
 def yields(d: dict) -> list:
     """The yield of solved examples on the chapter's model (the shots step at ``P.yield_per_template``) and on
     SmolLM2 from its shipped ``shots.csv`` when it is there: per model, the K the rule picks and the table."""
     P = d["P"]
-    chosen = {P.model: ensure(ShotsConfig(model_name=P.model, seed=P.seed, device=P.device, dtype=P.dtype,
-                                          n_per_template=P.yield_per_template), model=d["net"], tok=d["tok"])}
+    chosen = {
+        P.model: ensure(
+            ShotsConfig(
+                model_name=P.model, seed=P.seed, device=P.device, dtype=P.dtype, n_per_template=P.yield_per_template
+            ),
+            model=d["net"],
+            tok=d["tok"],
+        )
+    }
     if P.model != SHIPPED and exists(model_folder("results", SHIPPED), "shots.csv"):
         chosen[SHIPPED] = ensure(ShotsConfig(model_name=SHIPPED, seed=P.seed))  # the shipped table
-    return [x for m, c in chosen.items() for x in (markdown(f"**{m}**: the rule picks **K = {c['shots']}**"),
-                                                     yield_view(c))]
+    return [
+        x for m, c in chosen.items() for x in (markdown(f"**{m}**: the rule picks **K = {c.shots}**"), yield_view(c))
+    ]
 
 
 def readme() -> Any:
@@ -141,8 +186,13 @@ def accuracy_file() -> dict:
 
 
 def _row(what: str, measure: str, p: dict) -> dict:
-    return {"what": what, "measure": measure, "n": p["n"], "accuracy": p["acc"],
-            "95% interval": f"[{p['lo']:.1%}, {p['hi']:.1%}]"}
+    return {
+        "what": what,
+        "measure": measure,
+        "n": p["n"],
+        "accuracy": p["acc"],
+        "95% interval": f"[{p['lo']:.1%}, {p['hi']:.1%}]",
+    }
 
 
 def heldout_table() -> Styler:
@@ -150,13 +200,27 @@ def heldout_table() -> Styler:
     answer token and exact match, generic facts and two-digit problems."""
     a = accuracy_file()
     held = a["heldout"]["splits"]
-    return pd.DataFrame([
-        _row("in-distribution draws (trained pairs and templates)", "answer token", a["arithmetic_answer_token_interval"]),
-        *[_row(f"  {op}", "answer token", p) for op, p in a["by_operation_interval"].items()],
-        *[_row(H.LABELS[s], m.replace("_", " "), held[s][m]) for s in H.SPLITS for m in ("answer_token", "exact_match")],
-        _row("generic facts (the model's MMLU)", "answer token", a["generic_fact_interval"]),
-        _row("two-digit problems, never trained (the model's GSM8K)", "exact match", a["two_digit_interval"])]
-    ).style.format({"accuracy": "{:.1%}"}).hide(axis="index")
+    return (
+        pd.DataFrame(
+            [
+                _row(
+                    "in-distribution draws (trained pairs and templates)",
+                    "answer token",
+                    a["arithmetic_answer_token_interval"],
+                ),
+                *[_row(f"  {op}", "answer token", p) for op, p in a["by_operation_interval"].items()],
+                *[
+                    _row(H.LABELS[s], m.replace("_", " "), held[s][m])
+                    for s in H.SPLITS
+                    for m in ("answer_token", "exact_match")
+                ],
+                _row("generic facts (the model's MMLU)", "answer token", a["generic_fact_interval"]),
+                _row("two-digit problems, never trained (the model's GSM8K)", "exact match", a["two_digit_interval"]),
+            ]
+        )
+        .style.format({"accuracy": "{:.1%}"})
+        .hide(axis="index")
+    )
 
 
 def cite(p: dict) -> str:
@@ -185,7 +249,8 @@ def heldout_paragraph() -> Any:
         f"**{H.verdict(pairs)}** for held-out pairs, **{H.verdict(phr)}** for held-out phrasings and "
         f"**{H.verdict(both)}** for both. Drawn as the chapters draw them (held-out pairs included) it answers "
         f"{a['all_pairs_answer_token_accuracy']:.1%} of {a['all_pairs_n_samples']} prompts by the answer token; "
-        f"the filter to X_r drops the rest.")
+        f"the filter to X_r drops the rest."
+    )
 
 
 def end(d: dict) -> None:
@@ -194,11 +259,15 @@ def end(d: dict) -> None:
     P, stats, t = d["P"], d["stats"], templates()
     kept, samples, by_template = _scored(d)["kept"], d["samples"], d["by_template"]
     pairs, phr, _ = _splits()
-    chapter_end([
-        f"{len(t)} templates ({(t.figure == 'Fig. 8').sum()} of Fig. 8, {(t.figure == 'Fig. 10').sum()} of Fig. 10), each with a counterfactual of the same token length.",
-        f"{stats.made} pairs drawn ({P.n_per_template} per template, seed {P.seed}); {stats.redrawn} draws redone for a token-length mismatch.",
-        f"{P.model} answers {len(kept)} of {len(samples)} pairs right ({len(kept) / len(samples):.1%}): these form $X_r$.",
-        f"Lowest template accuracy: {by_template.accuracy.min():.0%} ({by_template.loc[by_template.accuracy.idxmin(), 'template']}, n = {P.n_per_template} draws per template).",
-        f"Held-out test of the embedded model (rule: exact match ≥ {H.TARGET:.0%}): held-out operand pairs "
-        f"{cite(pairs)}, **{H.verdict(pairs)}**; held-out phrasings {cite(phr)}, **{H.verdict(phr)}**.",
-    ], P.model, P)
+    chapter_end(
+        [
+            f"{len(t)} templates ({(t.figure == 'Fig. 8').sum()} of Fig. 8, {(t.figure == 'Fig. 10').sum()} of Fig. 10), each with a counterfactual of the same token length.",
+            f"{stats.made} pairs drawn ({P.n_per_template} per template, seed {P.seed}); {stats.redrawn} draws redone for a token-length mismatch.",
+            f"{P.model} answers {len(kept)} of {len(samples)} pairs right ({len(kept) / len(samples):.1%}): these form $X_r$.",
+            f"Lowest template accuracy: {by_template.accuracy.min():.0%} ({by_template.loc[by_template.accuracy.idxmin(), 'template']}, n = {P.n_per_template} draws per template).",
+            f"Held-out test of the embedded model (rule: exact match ≥ {H.TARGET:.0%}): held-out operand pairs "
+            f"{cite(pairs)}, **{H.verdict(pairs)}**; held-out phrasings {cite(phr)}, **{H.verdict(phr)}**.",
+        ],
+        P.model,
+        P,
+    )

@@ -9,6 +9,7 @@ display objects where a cell shows several (the cell calls ``display(*…)``)::
     >>> pages = precompute(P)
     >>> display(*model_views(pages, P)); display(*live(P)); knockout(pages)
 """
+
 from __future__ import annotations
 
 import time
@@ -31,14 +32,15 @@ from arithmech.steps import identify as identify_step
 from arithmech.steps.config import BOOK_SCALE
 from arithmech.steps.ensure import ensure
 
-LIVE = "embedded"   # the model the live explorer runs in the browser
-SCALE: dict[str, Any] = dict(BOOK_SCALE)   # identify at the book's scale where its files are missing
+LIVE = "embedded"  # the model the live explorer runs in the browser
+SCALE: dict[str, Any] = dict(BOOK_SCALE)  # identify at the book's scale where its files are missing
 
 
 @dataclass
 class Page:
     """One model's precomputed explorer: ``heads`` and ``data`` (:func:`arithmech.methods.explorer.page_data`),
     the answer-token rule identify's files were measured with and the seconds it took."""
+
     heads: pd.DataFrame
     data: dict
     identify_rule: str | None
@@ -53,13 +55,23 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
         t0 = time.perf_counter()
         net, tok, _ = load_model(m, device=P.device, dtype=P.dtype, attn_implementation="eager")
         folder = R.model_folder(P.results_dir, m)
-        if not R.exists(folder, "effects.csv"):   # an earlier chapter writes it; alone, make it
-            ensure(identify_step.Config(model_name=m, results=P.results_dir, device=P.device, dtype=P.dtype,
-                                        seed=P.seed, n_samples=P.identify_samples, answer_token=P.answer_token,
-                                        **SCALE))
+        if not R.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
+            ensure(
+                identify_step.Config(
+                    model_name=m,
+                    results=P.results_dir,
+                    device=P.device,
+                    dtype=P.dtype,
+                    seed=P.seed,
+                    n_samples=P.identify_samples,
+                    answer_token=P.answer_token,
+                    **SCALE,
+                )
+            )
         recorded = R.read_run(folder)["steps"]["identify"]["parameters"]
-        page = X.PageSettings(tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed,
-                              Draw(P.answer_token))         # zero-shot prompts: short enough to read on the page
+        page = X.PageSettings(
+            tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token)
+        )  # zero-shot prompts: short enough to read on the page
         heads, data = X.page_data(net, tok, folder, page)
         pages[m] = Page(heads, data, recorded.get("answer_token"), time.perf_counter() - t0)
         del net
@@ -72,11 +84,14 @@ def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
     out: list[Any] = []
     for m, p in pages.items():
         s = p.data["steps"]
-        rule, = set(p.data["prompts"].answer_token)              # what the prompts were drawn with, one rule
-        out.append(markdown(f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
-                            f"{counts.key_heads(R.model_folder(P.results_dir, m)).summary()}; {int((s.step >= 0).sum())} "
-                            f"threshold steps; precomputed in {p.seconds:.0f} s. "
-                            + answer_token_sentence(rule, p.identify_rule)))
+        (rule,) = set(p.data["prompts"].answer_token)  # what the prompts were drawn with, one rule
+        out.append(
+            markdown(
+                f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
+                f"{counts.key_heads(R.model_folder(P.results_dir, m)).summary()}; {int((s.step >= 0).sum())} "
+                f"threshold steps; precomputed in {p.seconds:.0f} s. " + answer_token_sentence(rule, p.identify_rule)
+            )
+        )
         out.append(explorer_chart(p.data, p.heads, m))
     return out
 
@@ -91,10 +106,14 @@ def live(P: ExplorerChapter) -> list:
     means, source = LX.identify_end_means(net, tok, folder)
     kh = counts.key_heads(folder)
     heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in kh.studied]
-    return [markdown(f"**Knocked out**: {kh.studied_phrase()}, mean-ablated at END with {source}. "
-                     "That is the mean identify's knockout gives a prompt outside its templates; a typed prompt "
-                     "has no template, no operands and no fold of its own."),
-            html(LX.page_html(LX.page_data(means, heads, kh.studied_label())))]
+    return [
+        markdown(
+            f"**Knocked out**: {kh.studied_phrase()}, mean-ablated at END with {source}. "
+            "That is the mean identify's knockout gives a prompt outside its templates; a typed prompt "
+            "has no template, no operands and no fold of its own."
+        ),
+        html(LX.page_html(LX.page_data(means, heads, kh.studied_label()))),
+    ]
 
 
 def knockout(pages: dict[str, Page]) -> pd.DataFrame:

@@ -9,6 +9,7 @@ knocked out); its methods return what each cell shows: the table beside the pape
 >>> page = Page(chapters.check("appendix_exponentiation", globals()))
 >>> page.table(); page.heatmaps(); print(page.shared_lines())
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,7 +20,7 @@ from arithmech import paper
 from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.core.names import components
-from arithmech.report.charts import plots
+from arithmech.report.charts import effect_chart
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.generalize import table3
 
@@ -38,24 +39,49 @@ class Page:
         the paper's (Styler; missing values: —)."""
         table = pd.DataFrame(self.rows)
         table["key heads (ours)"] = table.get("key_heads", pd.Series([None] * len(table))).map(
-            lambda h: components(h) if isinstance(h, list) and h else "—")
+            lambda h: components(h) if isinstance(h, list) and h else "—"
+        )
         table["paper key heads"] = components(paper.KEY_HEADS["table3_exponentiation"])
-        table["paper knockout"] = [f"{x:+.0%}".replace("-", "−") for x in paper.TABLE3_KNOCKOUT][:len(table)]
-        cols = [c for c in ["template", "X_r", "X_c", "example", "accuracy", "n_kept", "key heads (ours)",
-                            "knockout_change", "paper key heads", "paper knockout", "status"] if c in table]
-        return (table[cols].rename(columns={"accuracy": "model accuracy", "n_kept": "X_r prompts",
-                                            "knockout_change": "knockout (ours)"})
-                .style.format({"model accuracy": "{:.1%}", "X_r prompts": "{:.0f}", "knockout (ours)": "{:+.0%}"},
-                              na_rep="—").hide(axis="index"))
+        table["paper knockout"] = [f"{x:+.0%}".replace("-", "−") for x in paper.TABLE3_KNOCKOUT][: len(table)]
+        cols = [
+            c
+            for c in [
+                "template",
+                "X_r",
+                "X_c",
+                "example",
+                "accuracy",
+                "n_kept",
+                "key heads (ours)",
+                "knockout_change",
+                "paper key heads",
+                "paper knockout",
+                "status",
+            ]
+            if c in table
+        ]
+        return (
+            table[cols]
+            .rename(
+                columns={"accuracy": "model accuracy", "n_kept": "X_r prompts", "knockout_change": "knockout (ours)"}
+            )
+            .style.format(
+                {"model accuracy": "{:.1%}", "X_r prompts": "{:.0f}", "knockout (ours)": "{:+.0%}"}, na_rep="—"
+            )
+            .hide(axis="index")
+        )
 
     def _kept(self, r) -> int:
         return r.info[next(iter(r.tasks))]["n_kept"]
 
     def heatmaps(self) -> Any:
         """Each template's path-patching heatmap (two side by side), or a sentence where no template had X_r."""
-        charts = [plots.effect_heatmap(r.effects, next(iter(r.tasks)), fig="Table 3",
-                                       subtitle=f"template {k}: {self._kept(r)} X_r prompts")
-                  for k, r in self.runs.items()]
+        charts = [
+            effect_chart.effect_heatmap(
+                r.effects, next(iter(r.tasks)), fig="Table 3", subtitle=f"template {k}: {self._kept(r)} X_r prompts"
+            )
+            for k, r in self.runs.items()
+        ]
         return charts[0] & charts[1] if len(charts) == 2 else (charts[0] if charts else "no template had X_r prompts")
 
     def shared_lines(self) -> str:
@@ -68,13 +94,21 @@ class Page:
         lines = []
         for k, r in self.runs.items():
             mine = {h["name"] for h in r.key_heads["heads"]}
-            lines.append(f"{k}: {len(mine & four)} of {len(mine)} key heads are also key heads of the basic operations "
-                         f"({', '.join(sorted(mine & four)) or 'none'}); paper: 4 of 5")
+            lines.append(
+                f"{k}: {len(mine & four)} of {len(mine)} key heads are also key heads of the basic operations "
+                f"({', '.join(sorted(mine & four)) or 'none'}); paper: 4 of 5"
+            )
         return "\n".join(lines)
 
     def end(self) -> None:
         """The page's last cell: each template's X_r count and key heads in the findings box."""
-        chapter_end([f"template {k}: {self._kept(r)} $X_r$ prompts; key heads: "
-                     f"{components(h['name'] for h in r.key_heads['heads'])}" for k, r in self.runs.items()]
-                    or ["No template had $X_r$ prompts: this model does not answer exponentiation."],
-                    self.P.model, self.P)
+        chapter_end(
+            [
+                f"template {k}: {self._kept(r)} $X_r$ prompts; key heads: "
+                f"{components(h['name'] for h in r.key_heads['heads'])}"
+                for k, r in self.runs.items()
+            ]
+            or ["No template had $X_r$ prompts: this model does not answer exponentiation."],
+            self.P.model,
+            self.P,
+        )

@@ -9,6 +9,7 @@ claims.
 >>> runs = {"zero-shot": folder / "zero-shot", "4-shot": folder}
 >>> yield_rows(runs); circuit_rows(runs); verdict_rows(runs)
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,14 +17,25 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.claims.evidence import Context, cluster_interval
-from arithmech.claims.rules import K, claims
+from arithmech.claims.rule_texts import K
+from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
-from arithmech.report.views.pages import verdict
+from arithmech.report.views.table_display import verdict
 
-CLAIMS = ("key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "knockout-key-vs-random",
-          "knockout-random-flat", "mlps-late", "transfer", "answer-token-floor", "ablation-removes-information")
+CLAIMS = (
+    "key-heads-exist",
+    "key-heads-exist-share",
+    "few-heads",
+    "middle-layers",
+    "knockout-key-vs-random",
+    "knockout-random-flat",
+    "mlps-late",
+    "transfer",
+    "answer-token-floor",
+    "ablation-removes-information",
+)
 """The claims an identify run alone decides (the others need analyze, stability or fine-tuning)."""
 ANALYZE_CLAIMS = ("logit-diff-ranking", "attention-roles", "stages", "circuit-faithful")
 """The claims that need analyze's or faithfulness' files beside identify's (or decide on a ranking of both rules)."""
@@ -44,29 +56,38 @@ def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
     for label, folder in runs.items():
         rec = results.read_run(folder)["steps"]["identify"]
         stored = results.read(folder, "key_heads.json").get("control", {})
-        control = Context(folder).control()                  # recomputed under the current rule (issue #41)
+        control = Context(folder).control()  # recomputed under the current rule (issue #41)
         distinct: dict[str, set] = {}
         for p in results.read(folder, "prompts.jsonl"):
             distinct.setdefault(p["op"], set()).add(p["clean"])
         for task, s in rec["samples"].items():
             f, v1 = control.get("floors", {}).get(task, {}), stored.get("floors", {}).get(task, {})
             lo, hi = wilson_interval(s["n_kept"], s["n_drawn"])
-            rows.append({"operation": task, "prompts": label, "drawn": s["n_drawn"],
-                         "kept X_r": f"{s['n_kept']} ({_pct(s['n_kept'] / s['n_drawn'])}, 95% {_pct(lo)}–{_pct(hi)})",
-                         "distinct X_r ranked on": len(distinct.get(task, ())) if task in distinct else "–",
-                         "majority floor": _pct(f.get("majority", float("nan"))),
-                         "conditioned floor as run (each prompt from the others)": _pct(v1.get("conditioned", float("nan"))),
-                         "floor over distinct problems": _pct(f.get("conditioned", float("nan")))
-                         + (f" ({f['by']}, over the {f['on']})" if f.get("on") else ""),
-                         "control": "fails: " + control["failed"][task] if task in control.get("failed", {}) else
-                                    ("passes" if f else "not recorded")})
+            rows.append(
+                {
+                    "operation": task,
+                    "prompts": label,
+                    "drawn": s["n_drawn"],
+                    "kept X_r": f"{s['n_kept']} ({_pct(s['n_kept'] / s['n_drawn'])}, 95% {_pct(lo)}–{_pct(hi)})",
+                    "distinct X_r ranked on": len(distinct.get(task, ())) if task in distinct else "–",
+                    "majority floor": _pct(f.get("majority", float("nan"))),
+                    "conditioned floor as run (each prompt from the others)": _pct(v1.get("conditioned", float("nan"))),
+                    "floor over distinct problems": _pct(f.get("conditioned", float("nan")))
+                    + (f" ({f['by']}, over the {f['on']})" if f.get("on") else ""),
+                    "control": "fails: " + control["failed"][task]
+                    if task in control.get("failed", {})
+                    else ("passes" if f else "not recorded"),
+                }
+            )
     return pd.DataFrame(rows).sort_values(["operation", "prompts"], kind="stable").reset_index(drop=True)
 
 
 def _heads(kh: dict) -> str:
     """The key heads of a key_heads.json block, with the rule's threshold (the whole 95% interval below it)."""
-    return components(h["name"] for h in kh.get("heads", [])) + \
-        f" (whole 95% interval below {kh.get('threshold', float('nan')):+.0%})"
+    return (
+        components(h["name"] for h in kh.get("heads", []))
+        + f" (whole 95% interval below {kh.get('threshold', float('nan')):+.0%})"
+    )
 
 
 def _knocked(row) -> str:
@@ -89,29 +110,51 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
         task = kh.get("task", "all")
         top = eff[(eff.task == task) & (eff["head"] != "mlp")].nsmallest(k, "effect")
         every = results.read(folder, "knockout.csv")
-        ko = every[(every.task == task) & (every.positions == "end")] if "positions" in every else every[every.task == task]
+        ko = (
+            every[(every.task == task) & (every.positions == "end")]
+            if "positions" in every
+            else every[every.task == task]
+        )
         d = ko[(ko.kind == "head") & (ko.k == k)]
         key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
         intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
         pooled = kh.get("control", {}).get("pooled", [task])
-        each = {t: int(every[(every.task == t) & (every.kind == "sanity")].n.max()) if (every.task == t).any() else 0
-                for t in pooled}                               # a task the held-out draw found nothing for: 0
-        rows.append({"prompts": label, "pooled tasks": ", ".join(pooled),
-                     "claims decided on": Context(folder).primary()[0],
-                     "key heads: relative change of the answer logit": _heads(kh),
-                     "key heads: LD ratio to the counterfactual's effect": _heads(kh["by_share"]) if "by_share" in kh
-                     else "not measured",
-                     f"top {k} by effect": components(zip(top.layer, top["head"])),
-                     "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",
-                     f"top {k} out": _knocked(key.iloc[0]) if len(key) else "—",
-                     f"{k} random out (5–95%)": (f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))}"
-                                                 f" ({len(rnd)} draws)") if len(rnd) else "—",
-                     "n prompts": (f"{int(key.n.iloc[0])} (pooled from the tasks' own: "
-                                   + ", ".join(f"{t} {n}" for t, n in each.items()) + ")"
-                                   if len(each) > 1 else str(int(key.n.iloc[0]))) if len(key) else "0",
-                     "knockout prompts": ("none" if ko.empty else f"no k = {k} point") if not len(key) else
-                     (key.split.iloc[0] if "split" in key else "in-sample")
-                     + " (problems never ranked on)" * bool("split" in key and key.split.iloc[0] == "held-out")})
+        each = {
+            t: int(every[(every.task == t) & (every.kind == "sanity")].n.max()) if (every.task == t).any() else 0
+            for t in pooled
+        }  # a task the held-out draw found nothing for: 0
+        rows.append(
+            {
+                "prompts": label,
+                "pooled tasks": ", ".join(pooled),
+                "claims decided on": Context(folder).primary()[0],
+                "key heads: relative change of the answer logit": _heads(kh),
+                "key heads: LD ratio to the counterfactual's effect": _heads(kh["by_share"])
+                if "by_share" in kh
+                else "not measured",
+                f"top {k} by effect": components(zip(top.layer, top["head"])),
+                "intact": _pct(float(intact.accuracy.iloc[0])) if len(intact) else "—",
+                f"top {k} out": _knocked(key.iloc[0]) if len(key) else "—",
+                f"{k} random out (5–95%)": (
+                    f"{_pct(rnd.accuracy.quantile(0.05))}–{_pct(rnd.accuracy.quantile(0.95))} ({len(rnd)} draws)"
+                )
+                if len(rnd)
+                else "—",
+                "n prompts": (
+                    f"{int(key.n.iloc[0])} (pooled from the tasks' own: "
+                    + ", ".join(f"{t} {n}" for t, n in each.items())
+                    + ")"
+                    if len(each) > 1
+                    else str(int(key.n.iloc[0]))
+                )
+                if len(key)
+                else "0",
+                "knockout prompts": ("none" if ko.empty else f"no k = {k} point")
+                if not len(key)
+                else (key.split.iloc[0] if "split" in key else "in-sample")
+                + " (problems never ranked on)" * bool("split" in key and key.split.iloc[0] == "held-out"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -120,7 +163,9 @@ def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
     out = None
     for label, folder in runs.items():
         c = claims(folder, ids)[["id", "claim", "holds", "here"]]
-        c = c.assign(**{label: [verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(columns=["holds", "here"])
+        c = c.assign(**{label: [verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(
+            columns=["holds", "here"]
+        )
         out = c if out is None else out.merge(c, on=["id", "claim"])
     return out
 

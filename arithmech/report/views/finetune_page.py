@@ -1,6 +1,6 @@
 """The Fine-tune chapter (``book/finetune.md``): its runs and every table and chart of the page, one call each.
 
-:func:`run` ensures identify's ranking, runs the toy arms (:func:`arithmech.steps.arms.run_arms`) and full SFT's
+:func:`run` ensures identify's ranking, runs the toy arms (:func:`arithmech.steps.table1.run`) and full SFT's
 learning curve, and returns a :class:`Page`; each of its methods returns what one cell shows — pandas frames and
 Stylers (tables), altair charts, IPython ``Markdown`` — as one object or a list the cell passes to ``display(*…)``.
 The page shows two arms runs: SmolLM2-135M's (``cpu`` suite, read from its shipped files) and the embedded model's
@@ -9,6 +9,7 @@ The page shows two arms runs: SmolLM2-135M's (``cpu`` suite, read from its shipp
 >>> page = run(chapters.check("finetune", globals()))
 >>> display(*page.frontiers()); display(*page.loro_tables())
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +29,11 @@ from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
 from arithmech.report.views import tables, tradeoff
 from arithmech.report.views.pages import chapter_end, claim_lines
-from arithmech.steps import arms as A
-from arithmech.steps.finetune import ensure_ranking
+from arithmech.steps import table1 as A
+from arithmech.steps.finetune_heads import ensure_ranking
+from arithmech.steps.table1_curve import learning_curve
+from arithmech.steps.table1_heads import key_and_ranked
+from arithmech.steps.table1_train import train_arm
 
 SMOL = "SmolLM2-135M (cpu suite)"
 TOY = "embedded model (toy suite)"
@@ -40,6 +44,7 @@ MEASURES = ("negative", "two_digit", "single_digit", "generic")
 def markdown(text: str) -> Any:
     """``IPython.display.Markdown(text)`` (IPython is the book extra's: imported when a page shows it)."""
     from IPython.display import Markdown  # lazy: the book extra (a kernel)
+
     return Markdown(text)
 
 
@@ -52,7 +57,8 @@ def frontier(folder: str | Path, name: str, rows: pd.DataFrame) -> list:
     return ([chart] if chart is not None else []) + [
         RC.verdict_table(rows).style.hide(axis="index"),
         markdown(f"The paper's Table 1 beside ours ({beside.attrs['measures']}; ours at each arm's frontier top):"),
-        beside.style.hide(axis="index")]
+        beside.style.hide(axis="index"),
+    ]
 
 
 def steps_of(P: Any) -> int:
@@ -67,17 +73,40 @@ def run(P: Any) -> "Page":
     if P.threads:
         torch.set_num_threads(P.threads)
     ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
-    config = A.Config(model_name=P.model, results=P.results_dir, seed=P.seed, suite=P.suite, top_k=P.top_k,
-                      seeds=P.seeds, draws=P.draws, frontier_seeds=P.frontier_seeds, steps=steps_of(P),
-                      curve_steps=P.curve_steps, batch_size=P.batch_size, max_extend=P.max_extend, device=P.device,
-                      dtype=P.dtype, overwrite=True)
-    plan = A.run_arms(config)
-    A.learning_curve(config)
+    config = A.Config(
+        model_name=P.model,
+        results=P.results_dir,
+        seed=P.seed,
+        suite=P.suite,
+        top_k=P.top_k,
+        seeds=P.seeds,
+        draws=P.draws,
+        frontier_seeds=P.frontier_seeds,
+        steps=steps_of(P),
+        curve_steps=P.curve_steps,
+        batch_size=P.batch_size,
+        max_extend=P.max_extend,
+        device=P.device,
+        dtype=P.dtype,
+        overwrite=True,
+    )
+    plan = A.run(config)
+    learning_curve(config)
     return Page(P, config, plan)
 
 
+TABLE1_CLAIMS = [
+    "precise-learns-math",
+    "precise-learns-beyond-format",
+    "precise-matches-full",
+    "precise-keeps-generic",
+    "selection-matters",
+]
+"""The Table 1 claims the chapter's findings box lists, in the order its rules are stated."""
+
+
 class Page:
-    """The toy run's config and plan (``plan``: :func:`arithmech.steps.arms.run_arms`'s), its folder and SmolLM2's."""
+    """The toy run's config and plan (``plan``: :func:`arithmech.steps.table1.run`'s), its folder and SmolLM2's."""
 
     def __init__(self, P: Any, config: A.Config, plan: dict):
         self.P, self.config, self.plan = P, config, plan
@@ -88,8 +117,9 @@ class Page:
     def heads_line(self) -> str:
         """The heads precise-key tunes (and how they were selected), and each random draw's."""
         h = self.plan["heads"]
-        return (f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: "
-                + " | ".join(components(d) for d in h["random_draws"]))
+        return f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: " + " | ".join(
+            components(d) for d in h["random_draws"]
+        )
 
     def scope(self) -> Any:
         """What the toy's Table 1 can test (Markdown, glued as ``scope``: :func:`~arithmech.report.views.table1.
@@ -104,8 +134,12 @@ class Page:
         out: list = []
         for name, f in self._both():
             if not T1.has_run(f):
-                out.append(markdown(f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech arms "
-                                    f"--model {f.name}` makes it and resumes where it stopped)."))
+                out.append(
+                    markdown(
+                        f"**{name}: no arms run yet** in `{f}/finetune/` (`python -m arithmech table1 "
+                        f"--model {f.name}` makes it and resumes where it stopped)."
+                    )
+                )
                 continue
             self.curve_rows[name] = CV.verdicts(f)
             out += [markdown(f"### {name}")] + frontier(f, name, self.curve_rows[name])
@@ -154,11 +188,19 @@ class Page:
             chart = T1.curve_chart(smol)
             out += [chart] if chart is not None else []
         if T1.has_base(smol):
-            out += [markdown("The base model against chance (a measure decides a rule only where its interval "
-                             "clears chance):"), T1.base_vs_chance(smol)]
+            out += [
+                markdown(
+                    "The base model against chance (a measure decides a rule only where its interval clears chance):"
+                ),
+                T1.base_vs_chance(smol),
+            ]
         if T1.has_run(smol):
-            out += [markdown(T1.setup_line(smol)), markdown(T1.progress_line(smol)), T1.grid_frame(smol),
-                    T1.arm_frame(smol)]
+            out += [
+                markdown(T1.setup_line(smol)),
+                markdown(T1.progress_line(smol)),
+                T1.grid_frame(smol),
+                T1.arm_frame(smol),
+            ]
         return out
 
     def smol_phrasings(self) -> list:
@@ -172,9 +214,20 @@ class Page:
 
     def grid(self) -> pd.DataFrame:
         """The toy's grid: per arm and rate, validation math accuracy and loss, the chosen rate (★), interior."""
-        return pd.DataFrame([{"arm": arm, "lr": r["lr"], "validation math accuracy": r["val_math"],
-                              "validation math loss": r["val_nll"], "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
-                              "interior": a["interior"]} for arm, a in self.plan["arms"].items() for r in a["grid_rows"]])
+        return pd.DataFrame(
+            [
+                {
+                    "arm": arm,
+                    "lr": r["lr"],
+                    "validation math accuracy": r["val_math"],
+                    "validation math loss": r["val_nll"],
+                    "chosen": "★" if r["lr"] == a["chosen_lr"] else "",
+                    "interior": a["interior"],
+                }
+                for arm, a in self.plan["arms"].items()
+                for r in a["grid_rows"]
+            ]
+        )
 
     def arm_numbers(self) -> Any:
         """The toy's Table 1: each arm's numbers at its chosen rate (reads the arm table the trade-off chart draws)."""
@@ -191,28 +244,34 @@ class Page:
         trained here (first seed, the data splits' seed)."""
         P, folder = self.P, self.folder
         S, lr_key = get_suite(P.suite), self.plan["arms"]["precise-key"]["chosen_lr"]
-        _, ranked, _ = A.key_and_ranked(folder)
+        _, ranked, _ = key_and_ranked(folder)
         rows = []
         for k in sorted(set(P.k_heads) | {P.top_k}):
             if k == P.top_k:
                 res = V.arm_runs(folder, self.plan)["precise-key"][0]["results"]
             else:
-                net, tok, _ = A.train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
+                net, tok, _ = train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
                 res = S.evaluate(net, tok, "test", {"single_digit_per_template": 4}, P.seed)
-            rows.append({"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1)
-                                        for m in MEASURES}})
+            rows.append(
+                {"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1) for m in MEASURES}}
+            )
         return pd.DataFrame(rows)
 
     def end(self) -> None:
         """The chapter's last cell: the claims it decides and the runs' learning rates and sizes (the findings box,
         :func:`~arithmech.report.views.pages.chapter_end`)."""
         P = self.P
-        lines = claim_lines(claims(self.folder), ["precise-matches-full", "precise-keeps-generic", "selection-matters"])
-        lines.append("Learning rates chosen on validation items: " + ", ".join(
-            f"{arm} {a['chosen_lr']:.0e}{'' if a.get('interior') else ' (at the grid edge)'}"
-            for arm, a in self.plan["arms"].items() if a.get("chosen_lr"))
+        lines = claim_lines(claims(self.folder), TABLE1_CLAIMS)
+        lines.append(
+            "Learning rates chosen on validation items: "
+            + ", ".join(
+                f"{arm} {a['chosen_lr']:.0e}{'' if a.get('interior') else ' (at the grid edge)'}"
+                for arm, a in self.plan["arms"].items()
+                if a.get("chosen_lr")
+            )
             + f"; every rate of each grid decides (issue #40); {len(P.seeds)} seeds, {P.draws} random draws, "
-            f"{steps_of(P)} steps of batch {P.batch_size} per run.")
+            f"{steps_of(P)} steps of batch {P.batch_size} per run."
+        )
         chapter_end(lines, P.model, P)
 
 

@@ -10,6 +10,7 @@ charts, or the lines a cell prints.
 >>> page = Page(chapters.check("appendix_gsm8k", globals()))
 >>> page.top_table(); print(page.overlap_lines()); page.knockout_table()
 """
+
 from __future__ import annotations
 
 import warnings
@@ -23,12 +24,12 @@ from arithmech.core.names import component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs as D
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
-from arithmech.report.charts import plots
+from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.config import Generalize
 from arithmech.steps.generalize import WORD_PROBLEM_PAIRS, app_e_dataset, compare_runs
-from arithmech.steps.identify import identify
+from arithmech.steps.identify_pipeline import identify
 
 PAPER_OURS = "ours (Fig. 8)"
 """Our dataset's name in the tables: the templates of Fig. 8."""
@@ -58,9 +59,14 @@ class Page:
     def cmp(self) -> dict:
         """identify on Fig. 8's templates and on the second dataset (:func:`compare_runs`)."""
         P = self.P
-        return compare_runs(self.net, self.tok, "fig8", self.second["spec"],
-                            Generalize(n_samples=P.n_samples, seed=P.seed, threshold=P.threshold, top=P.top),
-                            names=(PAPER_OURS, self.name))
+        return compare_runs(
+            self.net,
+            self.tok,
+            "fig8",
+            self.second["spec"],
+            Generalize(n_samples=P.n_samples, seed=P.seed, threshold=P.threshold, top=P.top),
+            names=(PAPER_OURS, self.name),
+        )
 
     def top_table(self) -> Any:
         """The top heads by effect of each run (Styler)."""
@@ -70,17 +76,26 @@ class Page:
     def overlap_lines(self) -> str:
         """The heads both runs' top lists share, and those only in one (beside the paper's 6 of 10)."""
         ov = self.cmp["overlap"]
-        fmt = lambda hs: components(hs) if hs else "—"   # noqa: E731
-        return (f"shared: {fmt(ov['shared'])}  ({len(ov['shared'])} of {len(ov['b'])}; paper: 6 of 10)\n"
-                f"only in ours: {fmt(ov['only_a'])};  only in {self.name}: {fmt(ov['only_b'])}")
+        fmt = lambda hs: components(hs) if hs else "—"  # noqa: E731
+        return (
+            f"shared: {fmt(ov['shared'])}  ({len(ov['shared'])} of {len(ov['b'])}; paper: 6 of 10)\n"
+            f"only in ours: {fmt(ov['only_a'])};  only in {self.name}: {fmt(ov['only_b'])}"
+        )
 
     def knockout_table(self) -> Any:
         """Relative change on each dataset when the shared, run-specific or top heads are knocked out, beside the
         paper's (Styler; rows: the heads knocked out, columns: the dataset)."""
-        ko = self.cmp["knockout"].pivot(index="knocked_out", columns="dataset", values="relative_drop").rename_axis(
-            index="heads knocked out", columns="relative change on")
-        paper = {"shared": ("−56%", "−52%"), f"only {self.name}": ("−2%", "−26%"),
-                 f"top {PAPER_OURS}": ("−69%", ""), f"top {self.name}": ("", "−65%")}
+        ko = (
+            self.cmp["knockout"]
+            .pivot(index="knocked_out", columns="dataset", values="relative_drop")
+            .rename_axis(index="heads knocked out", columns="relative change on")
+        )
+        paper = {
+            "shared": ("−56%", "−52%"),
+            f"only {self.name}": ("−2%", "−26%"),
+            f"top {PAPER_OURS}": ("−69%", ""),
+            f"top {self.name}": ("", "−65%"),
+        }
         ko["paper: ours / GSM8K"] = [" / ".join(x for x in paper.get(i, ("", "")) if x) or "—" for i in ko.index]
         return ko.style.format({c: "{:+.0%}" for c in ko.columns if c != "paper: ours / GSM8K"}, na_rep="—")
 
@@ -98,14 +113,24 @@ class Page:
         right = filter_correct(self.net, self.tok, drawn)[0]
         passed = check_counterfactuals(self.net, self.tok, right)[0]
         lo, hi = wilson_interval(len(passed), len(right)) if right else (float("nan"), float("nan"))
-        self.xc_line = (f"X_c changes the model's answer on {len(passed)} of the {len(right)} word-problem pairs it "
-                        f"answers right ({len(passed) / max(len(right), 1):.0%}, 95% CI {lo:.0%}–{hi:.0%})")
+        self.xc_line = (
+            f"X_c changes the model's answer on {len(passed)} of the {len(right)} word-problem pairs it "
+            f"answers right ({len(passed) / max(len(right), 1):.0%}, 95% CI {lo:.0%}–{hi:.0%})"
+        )
         lines = [f"X_r: {WORD_PROBLEM_PAIRS[0].clean}", f"X_c: {WORD_PROBLEM_PAIRS[0].corrupt}", self.xc_line]
         if passed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self.q = identify(self.net, self.tok, [WORD_PROBLEM_PAIRS], n_samples=n, seed=P.seed,
-                                  threshold=P.threshold, knockout=False, transfer=False)
+                self.q = identify(
+                    self.net,
+                    self.tok,
+                    [WORD_PROBLEM_PAIRS],
+                    n_samples=n,
+                    seed=P.seed,
+                    threshold=P.threshold,
+                    knockout=False,
+                    transfer=False,
+                )
             largest, summary = self._largest()
             lines.append(f"largest |effect| of any head: {largest:.2%}; {summary}")
         return "\n".join(lines)
@@ -113,15 +138,26 @@ class Page:
     def heatmap(self) -> Any:
         """App. E: the path-patching effects on the second dataset (last column: MLP)."""
         r = self.cmp["runs"][self.name]
-        return plots.effect_heatmap(r.effects, next(iter(r.tasks)), fig="App. E",
-                                    subtitle=f"path patching on {self.name}; last column: MLP")
+        return effect_chart.effect_heatmap(
+            r.effects, next(iter(r.tasks)), fig="App. E", subtitle=f"path patching on {self.name}; last column: MLP"
+        )
 
     def end(self) -> None:
         """The page's last cell: the dataset, the top-k overlap and the word-problem result in the findings box."""
         P, ov = self.P, self.cmp["overlap"]
         largest, summary = self._largest() if self.q is not None else (float("nan"), "")
-        chapter_end([f"Second dataset: {self.name} ({self.second['reason']}).",
-                     f"Top-{P.top} heads shared between the two datasets: {len(ov['shared'])} of {len(ov['b'])} "
-                     "(paper: 6 of 10).",
-                     f"Word-problem pairs: {self.xc_line}" + (f"; largest |effect| of any head {largest:.1%}, {summary}." if self.q is not None else
-                     ": the edit removes nothing this model uses, so there is nothing to patch.")], P.model, P)
+        chapter_end(
+            [
+                f"Second dataset: {self.name} ({self.second['reason']}).",
+                f"Top-{P.top} heads shared between the two datasets: {len(ov['shared'])} of {len(ov['b'])} "
+                "(paper: 6 of 10).",
+                f"Word-problem pairs: {self.xc_line}"
+                + (
+                    f"; largest |effect| of any head {largest:.1%}, {summary}."
+                    if self.q is not None
+                    else ": the edit removes nothing this model uses, so there is nothing to patch."
+                ),
+            ],
+            P.model,
+            P,
+        )

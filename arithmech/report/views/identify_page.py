@@ -3,13 +3,14 @@
 :func:`run` loads the chapter's model and runs the identify step on it (path patching, key heads, knockouts,
 transfer), rewriting its files; it returns a dict ``r`` (``P`` the config, ``net``, ``tok``, ``geo``, ``res``
 the :class:`~arithmech.steps.identify.IdentifyResult`, ``out`` the results folder) that the other functions
-read. :func:`stability` runs (or reads) the key-head stability step. Each function returns what its cell shows:
+read (the knockout's sections: :mod:`arithmech.report.views.identify_knockout_page`). :func:`stability` runs (or reads) the key-head stability step. Each function returns what its cell shows:
 a sentence (the cell prints it), a Markdown block, a DataFrame or Styler, an altair chart, or a list of display
 objects (the cell calls ``display(*…)``)::
 
     >>> r = run(P)
     >>> print(header(r)); info(r); print(tokens_line(r)); tokens_table(r)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,37 +25,53 @@ from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
-from arithmech.data.pairs import answer_ids
-from arithmech.embedded import pair_circuits
-from arithmech.methods.knockout_tables import sanity_intervals, sanity_readable, sanity_table
+from arithmech.data.batches import answer_ids
 from arithmech.methods.patching import path_patch
 from arithmech.report.build.chapters import Identify as IdentifyChapter
-from arithmech.report.charts import plots
+from arithmech.report.charts import effect_chart
 from arithmech.report.charts import stability_views as stability_charts
-from arithmech.report.charts.knockout_chart import knockout_control_chart
-from arithmech.report.charts.transfer_chart import transfer_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets, markdown
-from arithmech.report.views.pages import chapter_end, claim_lines, verdict
+from arithmech.report.views.pages import chapter_end, claim_lines
+from arithmech.report.views.table_display import verdict
 from arithmech.steps import identify as I
 from arithmech.steps import stability as St
 from arithmech.steps.ensure import ensure
 
-CLAIMS = ["key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
-          "knockout-key-vs-random", "knockout-random-flat", "transfer", "answer-token-floor", "ablation-removes-information",
-          "key-heads-stable", "counterfactuals-agree"]
-END_CLAIMS = ["key-heads-exist", "knockout-key-vs-random", "ablation-removes-information", "answer-token-floor",
-              "key-heads-stable", "counterfactuals-agree"]
-INFO = {"n_drawn": "pairs drawn", "n_correct": "answer token right", "n_exact_correct": "token and whole answer right",
-        "n_kept": "X_r (right, X_c checked)", "accuracy": "answer-token accuracy",
-        "exact_match": "exact match (greedy, whole answer)"}
-KNOCKOUT = {"positions": "ablated at", "key_heads": "key heads (k)", "accuracy_key_heads_out": "accuracy, key heads out",
-            "ci_low": "95% CI low", "ci_high": "95% CI high", "accuracy_random_out_mean": "k random non-key heads (mean)",
-            "accuracy_random_out_q05": "random 5%", "accuracy_random_out_q95": "random 95%", "random_orders": "orders",
-            "accuracy_layer_matched_mean": "k random heads, same layers (mean)",
-            "accuracy_layer_matched_q05": "same layers 5%", "layer_matched_orders": "same-layer draws", "n": "prompts"}
-KNOCKOUT_RATES = ["accuracy, key heads out", "95% CI low", "95% CI high", "k random non-key heads (mean)", "random 5%",
-                  "random 95%", "k random heads, same layers (mean)", "same layers 5%"]
+CLAIMS = [
+    "key-heads-exist",
+    "key-heads-exist-share",
+    "few-heads",
+    "middle-layers",
+    "logit-diff-ranking",
+    "knockout-key-vs-random",
+    "knockout-random-flat",
+    "transfer",
+    "answer-token-floor",
+    "ablation-removes-information",
+    "key-heads-stable",
+    "counterfactuals-agree",
+]
+
+
+END_CLAIMS = [
+    "key-heads-exist",
+    "knockout-key-vs-random",
+    "ablation-removes-information",
+    "answer-token-floor",
+    "key-heads-stable",
+    "counterfactuals-agree",
+]
+
+
+INFO = {
+    "n_drawn": "pairs drawn",
+    "n_correct": "answer token right",
+    "n_exact_correct": "token and whole answer right",
+    "n_kept": "X_r (right, X_c checked)",
+    "accuracy": "answer-token accuracy",
+    "exact_match": "exact match (greedy, whole answer)",
+}
 
 
 def rules() -> Any:
@@ -66,17 +83,32 @@ def run(P: IdentifyChapter) -> dict:
     """Load ``P.model`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
     files in ``P.results_dir/<model-name>/``."""
     net, tok, geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
-    res = I.run(I.Config(model_name=P.model, task=P.task, n_samples=P.n_samples, seed=P.seed, threshold=P.threshold,
-                         answer_token=P.answer_token, device=P.device, dtype=P.dtype, results=P.results_dir,
-                         overwrite=True), net, tok)
+    res = I.run(
+        I.Config(
+            model_name=P.model,
+            task=P.task,
+            n_samples=P.n_samples,
+            seed=P.seed,
+            threshold=P.threshold,
+            answer_token=P.answer_token,
+            device=P.device,
+            dtype=P.dtype,
+            results=P.results_dir,
+            overwrite=True,
+        ),
+        net,
+        tok,
+    )
     return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results_dir, P.model)}
 
 
 def header(r: dict) -> str:
     """The model's shape, where the files went and the seconds spent."""
     t = r["res"].timings
-    return (f"{r['geo'].n_layers} layers x {r['geo'].n_heads} heads; results in {r['out']}; "
-            f"{t['patching']:.1f} s path patching, {t['total']:.1f} s in all")
+    return (
+        f"{r['geo'].n_layers} layers x {r['geo'].n_heads} heads; results in {r['out']}; "
+        f"{t['patching']:.1f} s path patching, {t['total']:.1f} s in all"
+    )
 
 
 def info(r: dict) -> pd.DataFrame:
@@ -85,7 +117,7 @@ def info(r: dict) -> pd.DataFrame:
 
 
 def rate(k: float, n: float) -> str:
-    """"k/n = share [Wilson 95%]", or "—" with no prompt."""
+    """ "k/n = share [Wilson 95%]", or "—" with no prompt."""
     if not n:
         return "—"
     lo, hi = wilson_interval(int(k), int(n))
@@ -101,14 +133,17 @@ def tokens_view(r: dict) -> pd.DataFrame:
     accuracy, exact match, how often X_c changes the answer and the most frequent answer token's share, each
     as "k/n = share [Wilson 95%]"."""
     t = _tokens(r)
-    return pd.DataFrame({
-        "task": t.task, "template": t.template,
-        "answer-token accuracy": [rate(k, n) for k, n in zip(t.correct, t.n_drawn)],
-        "exact match (greedy)": [rate(k, n) for k, n in zip(t.exact, t.n_drawn)],
-        "X_c changes the answer": [rate(p, c) for p, c in zip(t.xc_passed, t.xc_checked)],
-        "most frequent answer token": t.top_token.fillna("—"),
-        "its share of the kept X_r (floor)": [rate(round(s * n), n) for s, n in zip(t.top_share.fillna(0), t.n)],
-    })
+    return pd.DataFrame(
+        {
+            "task": t.task,
+            "template": t.template,
+            "answer-token accuracy": [rate(k, n) for k, n in zip(t.correct, t.n_drawn)],
+            "exact match (greedy)": [rate(k, n) for k, n in zip(t.exact, t.n_drawn)],
+            "X_c changes the answer": [rate(p, c) for p, c in zip(t.xc_passed, t.xc_checked)],
+            "most frequent answer token": t.top_token.fillna("—"),
+            "its share of the kept X_r (floor)": [rate(round(s * n), n) for s, n in zip(t.top_share.fillna(0), t.n)],
+        }
+    )
 
 
 def tokens_line(r: dict) -> str:
@@ -117,32 +152,41 @@ def tokens_line(r: dict) -> str:
     t = _tokens(r)
     whole = t[t.template == "all"]
     worst = whole.loc[whole.top_share.idxmax()]
-    return (f"answer token: {r['P'].answer_token}; the largest share of one answer token among a task's kept prompts "
-            f"is {rate(round(worst.top_share * worst.n), worst.n)} ({worst.top_token!r}, task {worst.task}); "
-            f"X_c changes the answer on {rate(whole.xc_passed.sum(), whole.xc_checked.sum())} of the pairs answered right")
+    return (
+        f"answer token: {r['P'].answer_token}; the largest share of one answer token among a task's kept prompts "
+        f"is {rate(round(worst.top_share * worst.n), worst.n)} ({worst.top_token!r}, task {worst.task}); "
+        f"X_c changes the answer on {rate(whole.xc_passed.sum(), whole.xc_checked.sum())} of the pairs answered right"
+    )
 
 
 def tokens_table(r: dict, templates: bool = False) -> Styler:
     """:func:`tokens_view`: one row per task, or (``templates``) one per template."""
     v = tokens_view(r)
-    return (v[v.template != "all"] if templates else v[v.template == "all"].drop(columns="template")).style.hide(axis="index")
+    return (v[v.template != "all"] if templates else v[v.template == "all"].drop(columns="template")).style.hide(
+        axis="index"
+    )
 
 
 def heatmap(r: dict) -> alt.TopLevelMixin:
     """Fig. 3: every head's and MLP's effect, all tasks together (or the one task)."""
     res = r["res"]
-    return plots.effect_heatmap(res.effects, "all" if len(res.tasks) > 1 else next(iter(res.tasks)))
+    return effect_chart.effect_heatmap(res.effects, "all" if len(res.tasks) > 1 else next(iter(res.tasks)))
 
 
 def key_heads_lines(r: dict) -> str:
     """The key-head count in words beside the paper's, and (with key heads) their depth beside the paper's."""
     paper_heads, ours = paper.KEY_HEADS["table4_ours"], pd.DataFrame(r["res"].key_heads["heads"])
-    lines = [counts.key_heads(r["out"]).sentence() + f" Paper: ~{len(paper_heads)} of {paper.N_LAYERS * paper.N_HEADS:,} "
-             f"for LLaMA2-7B, layers {paper.KEY_HEAD_LAYERS[0]}-{paper.KEY_HEAD_LAYERS[1]} of {paper.N_LAYERS}."]
+    lines = [
+        counts.key_heads(r["out"]).sentence() + f" Paper: ~{len(paper_heads)} of {paper.N_LAYERS * paper.N_HEADS:,} "
+        f"for LLaMA2-7B, layers {paper.KEY_HEAD_LAYERS[0]}-{paper.KEY_HEAD_LAYERS[1]} of {paper.N_LAYERS}."
+    ]
     if len(ours):
         depth = (ours["layer"] + 0.5) / r["geo"].n_layers
-        lines.append(f"their depth: {depth.min():.0%} to {depth.max():.0%} of the layers (paper: "
-                     + " to ".join(f"{l}/{paper.N_LAYERS} = {l / paper.N_LAYERS:.0%}" for l in paper.KEY_HEAD_LAYERS) + ")")
+        lines.append(
+            f"their depth: {depth.min():.0%} to {depth.max():.0%} of the layers (paper: "
+            + " to ".join(f"{l}/{paper.N_LAYERS} = {l / paper.N_LAYERS:.0%}" for l in paper.KEY_HEAD_LAYERS)
+            + ")"
+        )
     return "\n".join(lines)
 
 
@@ -150,12 +194,18 @@ def key_heads_table(r: dict) -> Styler:
     """The key heads by rank with effect and 95 % interval, beside the paper's (Table 4)."""
     heads, paper_heads = r["res"].key_heads["heads"], paper.KEY_HEADS["table4_ours"]
     n = max(len(heads), len(paper_heads))
-    return pd.DataFrame({
-        "rank": range(1, n + 1),
-        "ours": [f"{component_label(h['name'])} ({h['effect']:+.1%} [{h['effect_lo']:+.1%}, {h['effect_hi']:+.1%}])"
-                 for h in heads] + [""] * (n - len(heads)),
-        "paper, LLaMA2-7B (Table 4, ours)": [component(l, h) for l, h in paper_heads] + [""] * (n - len(paper_heads)),
-    }).style.hide(axis="index")
+    return pd.DataFrame(
+        {
+            "rank": range(1, n + 1),
+            "ours": [
+                f"{component_label(h['name'])} ({h['effect']:+.1%} [{h['effect_lo']:+.1%}, {h['effect_hi']:+.1%}])"
+                for h in heads
+            ]
+            + [""] * (n - len(heads)),
+            "paper, LLaMA2-7B (Table 4, ours)": [component(l, h) for l, h in paper_heads]
+            + [""] * (n - len(paper_heads)),
+        }
+    ).style.hide(axis="index")
 
 
 def mlps(r: dict) -> Styler | str:
@@ -164,56 +214,92 @@ def mlps(r: dict) -> Styler | str:
     if not kh["mlps"]:
         return "no MLP passes the threshold"
     m = pd.DataFrame(kh["mlps"])
-    return pd.DataFrame({"rank": m["rank"], "MLP": [component(l) for l in m.layer],
-                         "effect [95% interval]": [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in
-                                                   zip(m.effect, m.effect_lo, m.effect_hi)],
-                         "logit difference": m.logit_diff.map("{:+.3f}".format)}).style.hide(axis="index")
+    return pd.DataFrame(
+        {
+            "rank": m["rank"],
+            "MLP": [component(l) for l in m.layer],
+            "effect [95% interval]": [
+                f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in zip(m.effect, m.effect_lo, m.effect_hi)
+            ],
+            "logit difference": m.logit_diff.map("{:+.3f}".format),
+        }
+    ).style.hide(axis="index")
 
 
-def stability(r: dict) -> dict:
+def stability(r: dict) -> St.Result:
     """The key-head stability step on addition (``P.stability_seeds`` draws at each of ``P.stability_sizes``),
     from its files when made with these parameters."""
     P = r["P"]
-    return ensure(St.Config(model_name=P.model, results=P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype,
-                            task="addition", seeds=P.stability_seeds, sizes=P.stability_sizes, threshold=P.threshold),
-                  model=r["net"], tok=r["tok"])
+    return ensure(
+        St.Config(
+            model_name=P.model,
+            results=P.results_dir,
+            seed=P.seed,
+            device=P.device,
+            dtype=P.dtype,
+            task="addition",
+            seeds=P.stability_seeds,
+            sizes=P.stability_sizes,
+            threshold=P.threshold,
+        ),
+        model=r["net"],
+        tok=r["tok"],
+    )
 
 
-def stability_line(st: dict) -> str:
+def stability_line(st: St.Result) -> str:
     """How many runs, their seconds, and the X_r prompts each size kept."""
-    runs = st["runs"]
-    return (f"{len(runs)} runs, {st['record']['timings'].get('total', float('nan')):.0f} s; X_r prompts per run: "
-            + ", ".join(f"{n} pairs → {g.n.min()}–{g.n.max()}" for n, g in runs[runs.family == "all"].groupby("size")))
+    runs = st.runs
+    return (
+        f"{len(runs)} runs, {st.record['timings'].get('total', float('nan')):.0f} s; X_r prompts per run: "
+        + ", ".join(f"{n} pairs → {g.n.min()}–{g.n.max()}" for n, g in runs[runs.family == "all"].groupby("size"))
+    )
 
 
-def jaccard(st: dict) -> alt.TopLevelMixin:
+def jaccard(st: St.Result) -> alt.TopLevelMixin:
     """The key-head sets' Jaccard overlap between draws, by size."""
-    return stability_charts.jaccard_chart(st["table"])
+    return stability_charts.jaccard_chart(st.table)
 
 
-def head_intervals(st: dict, r: dict) -> alt.TopLevelMixin:
+def head_intervals(st: St.Result, r: dict) -> alt.TopLevelMixin:
     """The top 20 heads' effect intervals in every stability run, against the threshold."""
-    return stability_charts.head_intervals_chart(st["heads"], r["P"].threshold, top=20)
+    return stability_charts.head_intervals_chart(st.heads, r["P"].threshold, top=20)
 
 
-def stability_claims(st: dict) -> Styler:
+def stability_claims(st: St.Result) -> Styler:
     """The stability step's claims: what this run found and the verdict."""
-    s = St.claims(st["table"], st["runs"])
-    return s.assign(holds=s.holds.map(verdict))[["claim", "here", "holds"]].rename(
-        columns={"here": "this run", "holds": "verdict"}).style.hide(axis="index")
+    s = St.claims(st.table, st.runs)
+    return (
+        s.assign(holds=s.holds.map(verdict))[["claim", "here", "holds"]]
+        .rename(columns={"here": "this run", "holds": "verdict"})
+        .style.hide(axis="index")
+    )
 
 
 def task_heatmaps(r: dict) -> alt.TopLevelMixin | str:
     """Fig. 15: the effects task by task (one task: says so)."""
     res = r["res"]
-    return plots.effect_heatmap(res.effects, list(res.tasks), fig="Fig. 15") if len(res.tasks) > 1 else "one task only"
+    return (
+        effect_chart.effect_heatmap(res.effects, list(res.tasks), fig="Fig. 15")
+        if len(res.tasks) > 1
+        else "one task only"
+    )
 
 
 def per_task(r: dict) -> Styler | None:
     """Each task's own key heads and their count (None without per-task heads)."""
     per = {t: [h["name"] for h in hs] for t, hs in r["res"].key_heads.get("per_task", {}).items()}
-    return pd.DataFrame({"task": list(per), "key heads": [components(v) if v else "—" for v in per.values()],
-                         "count": [len(v) for v in per.values()]}).style.hide(axis="index") if per else None
+    return (
+        pd.DataFrame(
+            {
+                "task": list(per),
+                "key heads": [components(v) if v else "—" for v in per.values()],
+                "count": [len(v) for v in per.values()],
+            }
+        ).style.hide(axis="index")
+        if per
+        else None
+    )
 
 
 def fast_vs_reference(r: dict) -> str:
@@ -221,81 +307,10 @@ def fast_vs_reference(r: dict) -> str:
     few, net, tok, geo = next(iter(r["res"].tasks.values()))[:8], r["net"], r["tok"], r["geo"]
     args = (net, tok, [s.clean for s in few], [s.corrupt for s in few], answer_ids(tok, few))
     fast, ref = path_patch(*args, method="fast"), path_patch(*args, method="reference")
-    return (f"max |effect fast - effect reference| over {len(few)} samples x {geo.n_layers * (geo.n_heads + 1)} senders: "
-            f"{(fast.relative_change() - ref.relative_change()).abs().max():.1e}")
-
-
-def knockout_chart(r: dict, kind: str) -> alt.TopLevelMixin:
-    """The knockout of the key heads (``kind`` "head") or MLPs ("mlp") against random ones, at END."""
-    res = r["res"]
-    p = res.params["knockout_positions"]
-    return knockout_control_chart(res.knockout, kind, positions="end" if p == "both" else p)
-
-
-def _knockout_style(table: pd.DataFrame) -> Styler:
-    return table.rename(columns=KNOCKOUT).drop(columns=["accuracy_random_out_std"]).style.format(
-        {c: "{:.1%}" for c in KNOCKOUT_RATES}, na_rep="not run").hide(axis="index")
-
-
-def knockout_summary(r: dict) -> Styler:
-    """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
-    return _knockout_style(I.knockout_summary(r["res"]))
-
-
-def sanity(r: dict) -> list:
-    """The knockout's sanity checks in words, then their 95 % intervals and where the means came from."""
-    st = sanity_table(r["res"])
-    return [sanity_readable(st),
-            markdown("95% intervals: " + sanity_intervals(st) + ". Means: " + "; ".join(sorted(set(st.mean_source))) + ".")]
-
-
-def positions(r: dict) -> Styler:
-    """The knockout at each choice of ablated positions."""
-    return _knockout_style(I.positions_table(r["res"], r["net"], r["tok"]))
-
-
-def transfer(r: dict) -> alt.TopLevelMixin:
-    """The knockout of the studied heads on prompts of other forms."""
-    return transfer_chart(r["res"].transfer, r["P"].model, counts.key_heads(r["out"]).studied_phrase())
-
-
-def _svamp() -> str:
-    s = paper.SVAMP_KNOCKOUT
-    return "{before:.1f}% → {after:.1f}%, {rel:+.0%}".format(before=s["before"], after=sum(s.values()),
-                                                             rel=s["change"] / s["before"]).replace("-", "−")
-
-
-def heldout(r: dict) -> Styler:
-    """The knockout on a held-out prompt family beside the paper's SVAMP knockout (one row)."""
-    h = r["res"].heldout
-    return pd.DataFrame([{
-        "held-out family": h["family"], "heads knocked out": components(h.get("heads", [])) if h.get("heads") else "—",
-        "prompts": h.get("n"), "accuracy before": h.get("base_accuracy"),
-        "after (key heads)": h.get("knockout_accuracy"), "relative change": h.get("relative_drop"),
-        "95% CI after": "{:.1%}–{:.1%}".format(*h["knockout_ci"]) if h.get("knockout_ci") else None,
-        "after (as many random non-key heads)": h.get("random_accuracy_mean"),
-        "random 5–95%": f"{h['random_accuracy_q05']:.1%}–{h['random_accuracy_q95']:.1%} "
-                        f"({h['random_orders']} orders)" if "random_accuracy_q05" in h else None,
-        "mean": h.get("mean_source"), "paper (SVAMP)": _svamp()}]).style.format(
-        {"accuracy before": "{:.1%}", "after (key heads)": "{:.1%}", "relative change": "{:+.0%}",
-         "after (as many random non-key heads)": "{:.1%}"}, na_rep="—").hide(axis="index")
-
-
-def pair_overlap(r: dict) -> list:
-    """With ``P.trained_without_heldout``: the top-10 components on trained facts against held-out ones, beside
-    two trained sets (the noise ceiling), as a one-table list; else an empty list."""
-    if not r["P"].trained_without_heldout:
-        return []
-    pc = pair_circuits.compare(r["net"], r["tok"], "addition", seed=r["P"].seed)
-
-    def fmt(o: dict) -> str:
-        return f"{o['value']} of {o['k']} [{o['lo']:.0f}, {o['hi']:.0f}]"
-
-    def sets(*ns: str) -> str:
-        return " vs ".join(f"{n} ({pc['n_prompts'][n]} prompts, {pc['n_facts'][n]} facts)" for n in ns)
-    return [pd.DataFrame([{"compared": sets("trained A", "held out"), "top-10 overlap (95% over facts)": fmt(pc["overlap"])},
-                          {"compared": sets("trained A", "trained B") + " — the noise ceiling",
-                           "top-10 overlap (95% over facts)": fmt(pc["ceiling"])}]).style.hide(axis="index")]
+    return (
+        f"max |effect fast - effect reference| over {len(few)} samples x {geo.n_layers * (geo.n_heads + 1)} senders: "
+        f"{(fast.relative_change() - ref.relative_change()).abs().max():.1e}"
+    )
 
 
 def verdicts(r: dict) -> pd.DataFrame:

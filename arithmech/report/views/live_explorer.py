@@ -14,11 +14,12 @@ Three files, all in the build (``book/_static/vendor/live/``, written by :func:`
 
 The page itself carries what depends on a run (:func:`page_html`): the heads to knock out (identify's key
 heads, or the top heads standing in where none is key) and **identify's means** (:func:`identify_end_means`):
-the reference pool identify's knockout builds (:func:`arithmech.methods.knockout_means.build_pool`, with the
+the reference pool identify's knockout builds (:func:`arithmech.methods.ablation.pool.build_pool`, with the
 pool size, seed, answer-token rule, shots and templates identify recorded in ``run.json``), read where identify
 reads it for a prompt with no family of its own (Fig. 4's free text): the mean over every family's X_c at the
 same position counted from END, here END itself (the knockout writes there only).
 """
+
 from __future__ import annotations
 
 import base64
@@ -34,16 +35,16 @@ from arithmech.core.models import resolve
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.data.draw import Draw
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
 from arithmech.methods.explorer import OPERATOR_WORDS
-from arithmech.methods.knockout_means import pool_prompts
 from arithmech.methods.mlp import number_tokens
-from arithmech.methods.pool_cache import cached_pool
 
-LIVE_DIR = "vendor/live"                       # under book/_static (offline.STATIC_DIR), copied to _build/html/_static
+LIVE_DIR = "vendor/live"  # under book/_static (offline.STATIC_DIR), copied to _build/html/_static
 MODEL_JS = "embedded-model.js"
-SOURCES = ("model.js", "explorer.js")          # arithmech/report/views/live/, copied as they are
+SOURCES = ("model.js", "explorer.js")  # arithmech/report/views/live/, copied as they are
 HERE = Path(__file__).resolve().parent / "live"
-NEUTRAL = {"symbol": "@", "word": "nothing"}   # X_c's operator: one of identify's neutral symbols / words (fixed here)
+NEUTRAL = {"symbol": "@", "word": "nothing"}  # X_c's operator: one of identify's neutral symbols / words (fixed here)
 assert NEUTRAL["symbol"] in templates_module.NEUTRAL_SYMBOLS and NEUTRAL["word"] in templates_module.NEUTRAL_WORDS
 
 
@@ -58,6 +59,7 @@ def model_payload(folder: str | Path | None = None) -> dict:
     ``numbers`` ([id, text] of the number tokens), ``operators`` and ``neutral`` (the counterfactual's words)."""
     from safetensors import safe_open
     from transformers import AutoTokenizer
+
     folder = Path(folder or model_dir())
     cfg = json.loads((folder / "config.json").read_text())
     tok = AutoTokenizer.from_pretrained(folder)
@@ -71,17 +73,37 @@ def model_payload(folder: str | Path | None = None) -> dict:
             tensors[name] = [offset, list(t.shape)]
             offset += t.numel()
     rope = cfg.get("rope_parameters") or {}
-    config = {k: cfg[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads", "head_dim",
-                                  "num_hidden_layers", "vocab_size", "rms_norm_eps", "max_position_embeddings")}
+    config = {
+        k: cfg[k]
+        for k in (
+            "hidden_size",
+            "intermediate_size",
+            "num_attention_heads",
+            "head_dim",
+            "num_hidden_layers",
+            "vocab_size",
+            "rms_norm_eps",
+            "max_position_embeddings",
+        )
+    }
     if cfg["num_key_value_heads"] != cfg["num_attention_heads"] or rope.get("rope_type", "default") != "default":
         raise ValueError("the page's forward pass knows plain multi-head attention with default RoPE only")
-    config.update(rope_theta=rope.get("rope_theta", cfg.get("rope_theta", 10000.0)), unk=tok.unk_token_id,
-                  bos=tok.bos_token_id, special=sorted(tok.all_special_ids))
+    config.update(
+        rope_theta=rope.get("rope_theta", cfg.get("rope_theta", 10000.0)),
+        unk=tok.unk_token_id,
+        bos=tok.bos_token_id,
+        special=sorted(tok.all_special_ids),
+    )
     ids, labels = number_tokens(tok)
-    return {"config": config, "tokens": tok.convert_ids_to_tokens(list(range(len(tok)))), "tensors": tensors,
-            "data": base64.b64encode(b"".join(chunks)).decode("ascii"),
-            "numbers": [[int(i), s.strip()] for i, s in zip(ids.tolist(), labels)],
-            "operators": sorted(OPERATOR_WORDS), "neutral": NEUTRAL}
+    return {
+        "config": config,
+        "tokens": tok.convert_ids_to_tokens(list(range(len(tok)))),
+        "tensors": tensors,
+        "data": base64.b64encode(b"".join(chunks)).decode("ascii"),
+        "numbers": [[int(i), s.strip()] for i, s in zip(ids.tolist(), labels)],
+        "operators": sorted(OPERATOR_WORDS),
+        "neutral": NEUTRAL,
+    }
 
 
 def write_assets(static: str | Path) -> list[Path]:
@@ -125,22 +147,38 @@ def identify_end_means(model, tok, folder: str | Path, batch_size: int = 64) -> 
     draw, :meth:`~arithmech.data.draw.Draw.from_record`: a seeded draw, so the same X_c), then read with ``lookup(None, ·)``, the mean
     identify gives a prompt without a family: every family's X_c, right-aligned, at END."""
     params = results.read_run(folder)["steps"]["identify"]["parameters"]
-    pool = cached_pool(model, tok, pool_prompts(tok, identify_templates(params), int(params.get("pool_size", 512)),
-                                                int(params.get("seed", 0)), draw=Draw.from_record(params)),
-                       batch_size=batch_size)
-    z, _ = pool.lookup(None, 1)                                      # (L, 1, H*dh): END of every pool prompt
+    pool = cached_pool(
+        model,
+        tok,
+        pool_prompts(
+            tok,
+            identify_templates(params),
+            int(params.get("pool_size", 512)),
+            int(params.get("seed", 0)),
+            draw=Draw.from_record(params),
+        ),
+        batch_size=batch_size,
+    )
+    z, _ = pool.lookup(None, 1)  # (L, 1, H*dh): END of every pool prompt
     sizes = ", ".join(f"{k} {v}" for k, v in sorted(pool.sizes.items()))
-    return z[:, -1].float(), (f"identify's reference pool ({sizes} X_c prompts; pool size "
-                              f"{params.get('pool_size', 512)}, seed {params.get('seed', 0)}), read as identify "
-                              "reads it for a prompt with no family of its own: the mean over every family's X_c at END")
+    return z[:, -1].float(), (
+        f"identify's reference pool ({sizes} X_c prompts; pool size "
+        f"{params.get('pool_size', 512)}, seed {params.get('seed', 0)}), read as identify "
+        "reads it for a prompt with no family of its own: the mean over every family's X_c at END"
+    )
 
 
 # ------------------------------------------------------------------------------------ the page
-def page_data(means: torch.Tensor, key_heads: Sequence[tuple[int, int]], key_label: str = "key",
-              prompt: str = "4 + 3 =") -> dict:
+def page_data(
+    means: torch.Tensor, key_heads: Sequence[tuple[int, int]], key_label: str = "key", prompt: str = "4 + 3 ="
+) -> dict:
     """The page's JSON: the heads to knock out, what they are, the END means ``(L, H*dh)``, the first prompt."""
-    return {"keyHeads": [[int(l), int(h)] for l, h in key_heads], "keyLabel": key_label,
-            "means": [[float(v) for v in r] for r in means.tolist()], "prompt": prompt}
+    return {
+        "keyHeads": [[int(l), int(h)] for l, h in key_heads],
+        "keyLabel": key_label,
+        "means": [[float(v) for v in r] for r in means.tolist()],
+        "prompt": prompt,
+    }
 
 
 def page_html(data: dict) -> str:
@@ -176,6 +214,8 @@ def write_page(folder: str | Path, data: dict) -> Path:
     write_assets(folder / "_static")
     page = folder / "book" / "live.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text('<!DOCTYPE html>\n<html data-content_root="../"><head><meta charset="utf-8">'
-                    "<title>live explorer</title></head><body>\n" + page_html(data) + "\n</body></html>\n")
+    page.write_text(
+        '<!DOCTYPE html>\n<html data-content_root="../"><head><meta charset="utf-8">'
+        "<title>live explorer</title></head><body>\n" + page_html(data) + "\n</body></html>\n"
+    )
     return page

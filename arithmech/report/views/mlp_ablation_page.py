@@ -7,6 +7,7 @@ and :func:`chart` show them beside the paper's Table 5.
 
 >>> runs = run(P); table5(runs); chart(runs)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,31 +16,52 @@ import pandas as pd
 
 from arithmech import paper
 from arithmech.core.names import component, components
-from arithmech.report.charts import plots
+from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
-from arithmech.steps.config import Finetune
-from arithmech.steps.finetune import ensure_ranking, run_finetune
+from arithmech.steps.config_training import Finetune
+from arithmech.steps.finetune import run_finetune
+from arithmech.steps.finetune_heads import ensure_ranking
 
 
 def ranking_line(P: Any) -> str:
     """The best-ranked heads (the top_k precise SFT tunes) and the MLPs by effect (identify's ranking, made if
     missing; ``P``: the chapter's config, :class:`~arithmech.report.build.chapters.MlpAblation`)."""
     heads, mlps = ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
-    return f"best-ranked heads: {components(heads[:P.top_k])} | MLPs by effect: " + ", ".join(component(la) for la in mlps)
+    return f"best-ranked heads: {components(heads[: P.top_k])} | MLPs by effect: " + ", ".join(
+        component(la) for la in mlps
+    )
 
 
 def run(P: Any) -> list[dict]:
     """One precise-SFT run per m of ``P.m_mlps`` (tag ``top{k}-mlp{m}``), each compared with the first's base
     scores; a chapter re-computes its own runs (``overwrite``). Returns the runs' records."""
-    common = dict(model_name=P.model, results=P.results_dir, train_data=P.train_data, n_train=P.n_train,
-                  benchmarks=P.benchmarks, max_steps=P.steps, lr=P.lr, batch_size=P.batch_size,
-                  micro_batch_size=P.batch_size, warmup=0.02, weight_decay=P.weight_decay, seed=P.seed,
-                  device=P.device, dtype=P.dtype, threads=P.threads or None, overwrite=True)
+    common = dict(
+        model_name=P.model,
+        results=P.results_dir,
+        train_data=P.train_data,
+        n_train=P.n_train,
+        benchmarks=P.benchmarks,
+        max_steps=P.steps,
+        lr=P.lr,
+        batch_size=P.batch_size,
+        micro_batch_size=P.batch_size,
+        warmup=0.02,
+        weight_decay=P.weight_decay,
+        seed=P.seed,
+        device=P.device,
+        dtype=P.dtype,
+        threads=P.threads or None,
+        overwrite=True,
+    )
     runs: list[dict] = []
     for m in P.m_mlps:
-        runs.append(run_finetune(Finetune(mode="precise", heads=f"top-{P.top_k}", mlps=m, tag=f"top{P.top_k}-mlp{m}",
-                                          **common), before=runs[0]["base"] if runs else None))
+        runs.append(
+            run_finetune(
+                Finetune(mode="precise", heads=f"top-{P.top_k}", mlps=m, tag=f"top{P.top_k}-mlp{m}", **common),
+                before=runs[0]["base"] if runs else None,
+            )
+        )
     return runs
 
 
@@ -60,13 +82,24 @@ def paper_table5() -> pd.DataFrame:
 
 def chart(runs: list[dict]) -> Any:
     """Each benchmark against the MLP layers tuned, ours beside the paper's (up to 6 MLPs)."""
-    return plots.ablation_chart(table5(runs), x="mlps", metrics=("negative differences (math)", "two-digit (math)",
-                                                                  "generic facts"), fig="Table 5",
-                                title="adding MLP layers to the tuned heads", paper=paper.TABLE5[paper.TABLE5["mlps"] <= 6])
+    return accuracy_chart.ablation_chart(
+        table5(runs),
+        x="mlps",
+        metrics=("negative differences (math)", "two-digit (math)", "generic facts"),
+        fig="Table 5",
+        title="adding MLP layers to the tuned heads",
+        paper=paper.TABLE5[paper.TABLE5["mlps"] <= 6],
+    )
 
 
 def end(runs: list[dict], P: Any) -> None:
     """The page's last cell: the first three fine-tune lines and the runs' sizes in the findings box."""
-    chapter_end(finetune_lines(runs, tables.TOY_NAMES)[:3]
-                + [f"Runs: top-{P.top_k} heads plus {', '.join(map(str, P.m_mlps))} MLP layers ({P.steps} steps, "
-                   f"seed {P.seed})."], P.model, P)
+    chapter_end(
+        finetune_lines(runs, tables.TOY_NAMES)[:3]
+        + [
+            f"Runs: top-{P.top_k} heads plus {', '.join(map(str, P.m_mlps))} MLP layers ({P.steps} steps, "
+            f"seed {P.seed})."
+        ],
+        P.model,
+        P,
+    )

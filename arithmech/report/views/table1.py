@@ -4,6 +4,7 @@ Each function reads one model's results folder (``finetune/table1.json``, the pe
 ``finetune/curve.json``) through :mod:`arithmech.claims.verdicts` and returns a frame, a chart or a line of
 text; nothing here trains or scores a model.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,9 +17,9 @@ from arithmech.claims.frontier import MIN_RUNS
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
-from arithmech.report.charts.plots import COLUMN, integer_axis
-from arithmech.steps.arms_curve import KNEE as KNEE_SHARE
-from arithmech.steps.arms_grid import RANDOM, grid_of
+from arithmech.report.charts.theme import COLUMN, integer_axis
+from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
+from arithmech.steps.table1_grid import RANDOM, grid_of
 
 
 def has_run(folder: str | Path) -> bool:
@@ -40,16 +41,20 @@ def setup_line(folder: str | Path) -> str:
     matched = h.get("random_layers_matched", [])
     cost = p.get("cost") or {}
     minutes = f"{cost['total_s'] / 60:.0f} minutes of compute over {cost['runs']} runs" if cost.get("total_s") else ""
-    return (f"precise-key tunes **{fmt(h['tuned'])}** ({h['selection']}); precise-random draws "
-            + " | ".join(fmt(d) for d in h["random_draws"])
-            + f" — layers matched in {sum(matched)} of {len(matched)} draws. "
-            + f"{p['steps']} steps of batch {p['batch_size']} per run ({p.get('steps_from', '--steps')}), "
-            + f"seeds {', '.join(map(str, p['seeds']))}" + (f"; {minutes} on this machine" if minutes else "") + ".")
+    return (
+        f"precise-key tunes **{fmt(h['tuned'])}** ({h['selection']}); precise-random draws "
+        + " | ".join(fmt(d) for d in h["random_draws"])
+        + f" — layers matched in {sum(matched)} of {len(matched)} draws. "
+        + f"{p['steps']} steps of batch {p['batch_size']} per run ({p.get('steps_from', '--steps')}), "
+        + f"seeds {', '.join(map(str, p['seeds']))}"
+        + (f"; {minutes} on this machine" if minutes else "")
+        + "."
+    )
 
 
 def progress_line(folder: str | Path) -> str:
     """How far the design is: runs made of those planned, points the rules can read, CPU time so far and the
-    rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.arms`): every rate of
+    rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.table1`): every rate of
     ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its
     draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the
     plan records a cut (``replicated``: the rates that get more than their first run), the cut rates count once,
@@ -64,20 +69,26 @@ def progress_line(folder: str | Path) -> str:
         reps = draws if arm in RANDOM else seeds
         rep = (p.get("replicated") or {}).get(grid_of(arm), a["grid"])
         cut = [r for r in a["grid_rows"] if r["lr"] not in rep and (r["seed"], r.get("draw", 0)) != (p["seeds"][0], 0)]
-        want = (len(a["grid"]) + (reps - 1) * len(rep) + len(cut)   # a cut rate's runs made before the cut count
-                + (0 if arm in RANDOM else len([x for x in a["frontier_rates"] if x in rep]) * front))
+        want = (
+            len(a["grid"])
+            + (reps - 1) * len(rep)
+            + len(cut)  # a cut rate's runs made before the cut count
+            + (0 if arm in RANDOM else len([x for x in a["frontier_rates"] if x in rep]) * front)
+        )
         have = len(a["grid_rows"])
         spent = [run_s[r["tag"]] for r in a["grid_rows"] if run_s.get(r["tag"])]
         planned, made = planned + want, made + have
         left_s += max(0, want - have) * (sum(spent) / len(spent) if spent else 0.0)
         per = pd.Series([r["lr"] for r in a["grid_rows"] if r["lr"] in rep]).value_counts()
-        points, ready = points + len(rep), ready + int((per >= MIN_RUNS).sum())     # the points the rules read
+        points, ready = points + len(rep), ready + int((per >= MIN_RUNS).sum())  # the points the rules read
     hours = lambda x: f"{x / 3600:.1f} hours"
     cut = (p.get("rules") or {}).get("cut", "")
-    return (f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
-            f"{ready} of the {points} grid points the rules read have the {MIN_RUNS} runs they need; "
-            f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), about {hours(left_s)} more at each arm's "
-            "mean cost per run." + (f" Cut: {cut}." if cut and not cut.startswith("none") else ""))
+    return (
+        f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
+        f"{ready} of the {points} grid points the rules read have the {MIN_RUNS} runs they need; "
+        f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), about {hours(left_s)} more at each arm's "
+        "mean cost per run." + (f" Cut: {cut}." if cut and not cut.startswith("none") else "")
+    )
 
 
 def grid_frame(folder: str | Path) -> pd.DataFrame:
@@ -85,11 +96,20 @@ def grid_frame(folder: str | Path) -> pd.DataFrame:
     and whether the chosen rate is interior."""
     p = V.plan(folder)
     first = lambda rows: [r for r in rows if r.get("seed") == min(x.get("seed", 0) for x in rows) and not r.get("draw")]
-    return pd.DataFrame([{"arm": arm, "lr": f"{r['lr']:.0e}", "validation math accuracy": f"{r['val_math']:.1%}",
-                          "validation math loss": f"{r['val_nll']:.3f}" if r.get("val_nll") is not None else "—",
-                          "chosen": "★" if r["lr"] == a.get("chosen_lr") else "",
-                          "chosen rate interior": "yes" if a.get("interior") else "no"}
-                         for arm, a in p["arms"].items() for r in first(a.get("grid_rows") or [])])
+    return pd.DataFrame(
+        [
+            {
+                "arm": arm,
+                "lr": f"{r['lr']:.0e}",
+                "validation math accuracy": f"{r['val_math']:.1%}",
+                "validation math loss": f"{r['val_nll']:.3f}" if r.get("val_nll") is not None else "—",
+                "chosen": "★" if r["lr"] == a.get("chosen_lr") else "",
+                "chosen rate interior": "yes" if a.get("interior") else "no",
+            }
+            for arm, a in p["arms"].items()
+            for r in first(a.get("grid_rows") or [])
+        ]
+    )
 
 
 def base_vs_chance(folder: str | Path) -> pd.DataFrame:
@@ -99,10 +119,16 @@ def base_vs_chance(folder: str | Path) -> pd.DataFrame:
     rows = []
     for m, r in {**base["results"], **(base["parameters"].get("base_only") or {})}.items():
         ci = r.get("ci")
-        rows.append({"measure": m.replace("_", " "), "base": r["value"],
-                     "95% interval": f"{ci[0]:.3f} – {ci[1]:.3f}" if ci else "—", "items": r["n"],
-                     "chance": r.get("chance"), "decides a rule": m in V.deciding(base["results"], [m])
-                     if m in base["results"] else "base only"})
+        rows.append(
+            {
+                "measure": m.replace("_", " "),
+                "base": r["value"],
+                "95% interval": f"{ci[0]:.3f} – {ci[1]:.3f}" if ci else "—",
+                "items": r["n"],
+                "chance": r.get("chance"),
+                "decides a rule": m in V.deciding(base["results"], [m]) if m in base["results"] else "base only",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -110,14 +136,17 @@ def arm_frame(folder: str | Path) -> pd.DataFrame:
     """:func:`arithmech.claims.verdicts.arm_table` for reading: value and change as text with their
     intervals, a measure with a collapsed run reported as collapsed instead of a point estimate."""
     t = V.arm_table(folder)
+
     def show(r):
         if r.collapsed_runs:
             return f"collapsed ({int(r.collapsed_runs)} of {r.runs} runs)"
         v = f"{r.value:.3f}" + (f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if pd.notna(r.ci_low) else "")
         return v + (f"; Δ {r.delta:+.3f} [{r.delta_ci_low:+.3f}, {r.delta_ci_high:+.3f}]" if pd.notna(r.delta) else "")
+
     out = t.assign(result=[show(r) for r in t.itertuples()])
-    return out.pivot(index="measure", columns="arm", values="result")[[a for a in ("base", "full", "precise-key", "precise-random")
-                                                                     if a in set(t.arm)]]
+    return out.pivot(index="measure", columns="arm", values="result")[
+        [a for a in ("base", "full", "precise-key", "precise-random") if a in set(t.arm)]
+    ]
 
 
 def arm_numbers(folder: str | Path) -> pd.DataFrame:
@@ -127,12 +156,20 @@ def arm_numbers(folder: str | Path) -> pd.DataFrame:
     t = V.arm_table(folder)
     num = lambda v, f="{:.3f}": "—" if v is None or pd.isna(v) else f.format(v)
     span = lambda lo, hi, f="{:.3f}": "—" if lo is None or pd.isna(lo) else f"{f.format(lo)} – {f.format(hi)}"
-    return pd.DataFrame({"arm": t.arm, "measure": t.measure.str.replace("_", "-"), "runs": t.runs,
-                         "mean": [num(v) for v in t.value], "seed sd": [num(v) for v in t.seed_sd],
-                         "95% interval": [span(a, b) for a, b in zip(t.ci_low, t.ci_high)],
-                         "change from base": [num(v, "{:+.3f}") for v in t.delta],
-                         "its 95% interval": [span(a, b, "{:+.3f}") for a, b in zip(t.delta_ci_low, t.delta_ci_high)],
-                         "items per run": t.n_items, "collapsed runs": t.collapsed_runs})
+    return pd.DataFrame(
+        {
+            "arm": t.arm,
+            "measure": t.measure.str.replace("_", "-"),
+            "runs": t.runs,
+            "mean": [num(v) for v in t.value],
+            "seed sd": [num(v) for v in t.seed_sd],
+            "95% interval": [span(a, b) for a, b in zip(t.ci_low, t.ci_high)],
+            "change from base": [num(v, "{:+.3f}") for v in t.delta],
+            "its 95% interval": [span(a, b, "{:+.3f}") for a, b in zip(t.delta_ci_low, t.delta_ci_high)],
+            "items per run": t.n_items,
+            "collapsed runs": t.collapsed_runs,
+        }
+    )
 
 
 def phrasings_frame(folder: str | Path) -> pd.DataFrame:
@@ -145,13 +182,20 @@ def phrasings_frame(folder: str | Path) -> pd.DataFrame:
     rows = []
     for arm, runs in V.arm_runs(folder, p).items():
         val = [r["parameters"]["validation"][m]["items"] for r in runs]
-        rows.append({"arm": arm, "runs": len(runs), "validation": span([sum(v) / len(v) for v in val]),
-                     "validation items": len(val[0]), "test": span([V.value(r, m) for r in runs]),
-                     "test items": len(V.items(runs[:1], m))})
+        rows.append(
+            {
+                "arm": arm,
+                "runs": len(runs),
+                "validation": span([sum(v) / len(v) for v in val]),
+                "validation items": len(val[0]),
+                "test": span([V.value(r, m) for r in runs]),
+                "test items": len(V.items(runs[:1], m)),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
-def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
+def curve_chart(folder: str | Path) -> alt.LayerChart | alt.FacetChart | alt.VConcatChart | None:
     """Full SFT's validation learning curve with its knee (the arms' step budget) and, where the curve
     recorded them, the general skills' validation values along the same run (the curve of forgetting);
     None without a curve."""
@@ -159,26 +203,51 @@ def curve_chart(folder: str | Path) -> alt.LayerChart | alt.VConcatChart | None:
         return None
     c = results.read(folder, "finetune/curve.json")
     df = pd.DataFrame(c["points"])
-    line = alt.Chart(df).mark_line(point=True, color=colours.colour("arm", "full")).encode(
-        x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
-        y=alt.Y("val_math:Q", title="validation math accuracy", axis=alt.Axis(format=".0%")),
-        tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")])
-    knee = alt.Chart(pd.DataFrame({"step": [c["knee"]]})).mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(x="step:Q")
-    learnt = alt.layer(line, knee).properties(width=COLUMN, height=220, title=alt.TitleParams(
-        "full SFT's learning curve: the step budget is its knee",
-        subtitle=[f"knee: {c['knee']} steps, the fewest reaching base + {KNEE_SHARE} x (best - base)",
-                  f"lr {c['lr']:.0e} constant after warm-up, batch {c['batch_size']}"]))
+    line = (
+        alt.Chart(df)
+        .mark_line(point=True, color=colours.colour("arm", "full"))
+        .encode(
+            x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
+            y=alt.Y("val_math:Q", title="validation math accuracy", axis=alt.Axis(format=".0%")),
+            tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")],
+        )
+    )
+    knee = (
+        alt.Chart(pd.DataFrame({"step": [c["knee"]]}))
+        .mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker"))
+        .encode(x="step:Q")
+    )
+    learnt = alt.layer(line, knee).properties(
+        width=COLUMN,
+        height=220,
+        title=alt.TitleParams(
+            "full SFT's learning curve: the step budget is its knee",
+            subtitle=[
+                f"knee: {c['knee']} steps, the fewest reaching base + {KNEE_SHARE} x (best - base)",
+                f"lr {c['lr']:.0e} constant after warm-up, batch {c['batch_size']}",
+            ],
+        ),
+    )
     kept = [k for k in df.columns if k.startswith("val_") and k not in ("val_math", "val_nll")]
     if not kept:
         return learnt
     long = df.melt(id_vars="step", value_vars=kept, var_name="measure", value_name="value")
-    forgot = alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
-        y=alt.Y("value:Q", title="validation value"),
-        color=alt.Color("measure:N", title=None, scale=alt.Scale(domain=kept, range=colours.series(len(kept))),
-                        legend=alt.Legend(orient="bottom")),
-        tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")]).properties(
-        width=COLUMN, height=180, title="what the same run keeps (validation items of the general skills)")
+    forgot = (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
+            y=alt.Y("value:Q", title="validation value"),
+            color=alt.Color(
+                "measure:N",
+                title=None,
+                scale=alt.Scale(domain=kept, range=colours.series(len(kept))),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=COLUMN, height=180, title="what the same run keeps (validation items of the general skills)")
+    )
     return alt.vconcat(learnt, alt.layer(forgot, knee))
 
 
@@ -186,10 +255,15 @@ def verdict_lines(folder: str | Path) -> list[str]:
     """Each rule's verdict as a line: claim, comparison, measure, estimate with interval (points), verdict."""
     out = []
     for _, r in V.verdicts(folder).iterrows():
-        est = ("not run" if r["estimate"] is None or pd.isna(r["estimate"]) else
-               f"{100 * r['estimate']:+.1f} points [{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]")
-        out.append(f"{r['claim']} ({r['comparison']}, {r['measure']}): **{r['verdict']}** — {est}"
-                   + (f"; collapsed: {r['collapsed']}" if r.get("collapsed") else ""))
+        est = (
+            "not run"
+            if r["estimate"] is None or pd.isna(r["estimate"])
+            else f"{100 * r['estimate']:+.1f} points [{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]"
+        )
+        out.append(
+            f"{r['claim']} ({r['comparison']}, {r['measure']}): **{r['verdict']}** — {est}"
+            + (f"; collapsed: {r['collapsed']}" if r.get("collapsed") else "")
+        )
     return out
 
 
@@ -205,10 +279,14 @@ def toy_scope(folder: str | Path, plan: dict) -> str:
         seen += f", {top:.0%} along a {curve['steps']}-step learning curve at rate {curve['lr']:.0e}"
         best = max(best, top)
     if best >= 0.5:
-        return (f"Full SFT learns the toy's new skills (best validation math accuracy: {seen}), so the toy tests "
-                "whether precise SFT of the key heads learns them as well, and what each arm costs the generic facts.")
-    return (f"**The toy cannot test whether precise SFT learns as much as full SFT**: full SFT does not learn the toy's "
-            f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
-            "compare arms that all sit near zero. What it can test: the machinery (the records, rules and charts "
-            "SmolLM2 uses) and forgetting — how much of its generic facts each arm loses at every rate of its grid. "
-            "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: not the paper's Table 1 itself.")
+        return (
+            f"Full SFT learns the toy's new skills (best validation math accuracy: {seen}), so the toy tests "
+            "whether precise SFT of the key heads learns them as well, and what each arm costs the generic facts."
+        )
+    return (
+        f"**The toy cannot test whether precise SFT learns as much as full SFT**: full SFT does not learn the toy's "
+        f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
+        "compare arms that all sit near zero. What it can test: the machinery (the records, rules and charts "
+        "SmolLM2 uses) and forgetting — how much of its generic facts each arm loses at every rate of its grid. "
+        "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: not the paper's Table 1 itself."
+    )

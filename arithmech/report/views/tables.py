@@ -5,6 +5,7 @@ The published LLaMA2 tables are :data:`arithmech.paper.TABLE1` / ``TABLE2`` / ``
 :func:`arithmech.steps.finetune.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
 benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -19,8 +20,12 @@ from arithmech.evals.suites import get_suite
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
 from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, table1_by_mode
 
-TOY_NAMES = {"two_digit": "two-digit (math)", "negative": "negative differences (math)",
-             "single_digit": "single-digit (math)", "generic": "generic facts"}
+TOY_NAMES = {
+    "two_digit": "two-digit (math)",
+    "negative": "negative differences (math)",
+    "single_digit": "single-digit (math)",
+    "generic": "generic facts",
+}
 
 
 def _values(measures: dict) -> dict[str, float]:
@@ -41,11 +46,20 @@ def results_table(records: Sequence[dict], percent: bool = True) -> pd.DataFrame
     tuned parameters, and per benchmark the accuracy and its change from base."""
     scale = 100 if percent else 1
     base = _values(records[0]["base"])
-    rows = [{"setting": "base", "samples/s": None, "tuned params": None,
-             **{b: round(scale * v, 1) for b, v in base.items()}}]
+    rows = [
+        {
+            "setting": "base",
+            "samples/s": None,
+            "tuned params": None,
+            **{b: round(scale * v, 1) for b, v in base.items()},
+        }
+    ]
     for r in records:
-        row = {"setting": setting_name(r), "samples/s": round(r["train"]["samples_per_second"], 1),
-               "tuned params": r["tuned_parameters"]}
+        row = {
+            "setting": setting_name(r),
+            "samples/s": round(r["train"]["samples_per_second"], 1),
+            "tuned params": r["tuned_parameters"],
+        }
         for b, v in _values(r["results"]).items():
             row[b] = round(scale * v, 1)
             row[f"Δ {b}"] = round(scale * (v - base[b]), 1)
@@ -59,16 +73,31 @@ def long_form(records: Sequence[dict]) -> pd.DataFrame:
     """``setting, benchmark, accuracy`` rows (base included) for the bar charts."""
     base = _values(records[0]["base"])
     rows = [{"setting": "base", "benchmark": TOY_NAMES.get(b, b), "accuracy": v} for b, v in base.items()]
-    rows += [{"setting": setting_name(r), "benchmark": TOY_NAMES.get(b, b), "accuracy": v}
-             for r in records for b, v in _values(r["results"]).items()]
+    rows += [
+        {"setting": setting_name(r), "benchmark": TOY_NAMES.get(b, b), "accuracy": v}
+        for r in records
+        for b, v in _values(r["results"]).items()
+    ]
     return pd.DataFrame(rows)
 
 
-def ablation_frame(records: Sequence[dict], benchmarks: Sequence[str] = ("negative", "two_digit", "generic")) -> pd.DataFrame:
+def ablation_frame(
+    records: Sequence[dict], benchmarks: Sequence[str] = ("negative", "two_digit", "generic")
+) -> pd.DataFrame:
     """Table 2's shape for our runs: ``heads, mlps, samples/s, tuned params`` and accuracy (%) per benchmark."""
-    return pd.DataFrame([{"setting": setting_name(r), "heads": len(r["heads"]), "mlps": len(r["mlps"]),
-                          "samples/s": round(r["train"]["samples_per_second"], 1), "tuned params": r["tuned_parameters"],
-                          **{TOY_NAMES.get(b, b): round(100 * r["results"][b]["value"], 1) for b in benchmarks}} for r in records])
+    return pd.DataFrame(
+        [
+            {
+                "setting": setting_name(r),
+                "heads": len(r["heads"]),
+                "mlps": len(r["mlps"]),
+                "samples/s": round(r["train"]["samples_per_second"], 1),
+                "tuned params": r["tuned_parameters"],
+                **{TOY_NAMES.get(b, b): round(100 * r["results"][b]["value"], 1) for b in benchmarks},
+            }
+            for r in records
+        ]
+    )
 
 
 def summary(records: Sequence[dict]) -> str:
@@ -86,8 +115,13 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
     est = precise_sft_memory(LLAMA2_7B, n_heads, d_ff=LLAMA2_7B_FF, batch=batch, seq=seq, lowest_layer=lowest_layer)
     rows = [{"part": k, "precise SFT (GiB)": v} for k, v in est.gib().items()]
     n = approx_parameters(LLAMA2_7B, LLAMA2_7B_FF)
-    rows.append({"part": "full SFT: weights + grads + AdamW only", "precise SFT (GiB)": None,
-                 "full SFT (GiB)": round(16 * n / 2**30, 1)})
+    rows.append(
+        {
+            "part": "full SFT: weights + grads + AdamW only",
+            "precise SFT (GiB)": None,
+            "full SFT (GiB)": round(16 * n / 2**30, 1),
+        }
+    )
     df = pd.DataFrame(rows)
     df.attrs["tuned_parameters"] = tuned_parameters(LLAMA2_7B, n_heads)
     df.attrs["geometry"] = asdict(LLAMA2_7B)
@@ -95,17 +129,29 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
 
 
 # -------------------------------------------------------------------------------- Table 1 side by side
-def table1_side_by_side(results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")) -> pd.DataFrame:
+def table1_side_by_side(
+    results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
+) -> pd.DataFrame:
     """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
     four math sets and its two general sets (MMLU, CSQA); each of ``models`` with an arms run
-    (``finetune/table1.json``, :mod:`arithmech.steps.arms`) gives its suite's primary math measure and
+    (``finetune/table1.json``, :mod:`arithmech.steps.table1`) gives its suite's primary math measure and
     primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the
     arm's runs at its chosen rate, with the runs' count and the training samples/s. Models without an
     arms run are left out."""
     rows = []
     for mode, r in table1_by_mode("LLaMA2-7B").items():
-        rows.append(("LLaMA2-7B (paper)", mode, "4 math sets (mean)", sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
-                     "MMLU, CSQA (mean)", (r["mmlu"] + r["csqa"]) / 2, 1, r.get("samples_per_second")))
+        rows.append(
+            (
+                "LLaMA2-7B (paper)",
+                mode,
+                "4 math sets (mean)",
+                sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
+                "MMLU, CSQA (mean)",
+                (r["mmlu"] + r["csqa"]) / 2,
+                1,
+                r.get("samples_per_second"),
+            )
+        )
     for m in models:
         folder = Path(results_dir) / m
         if not results.exists(folder, "finetune/table1.json"):
@@ -117,8 +163,28 @@ def table1_side_by_side(results_dir: str | Path, models: tuple[str, ...] = ("emb
         for arm, rs in V.arm_runs(folder, p).items():
             mean = lambda f: sum(map(f, rs)) / len(rs)
             sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
-            rows.append((m, arm, S.primary_math, 100 * mean(lambda r: V.value(r, S.primary_math)), g,
-                         100 * mean(lambda r: V.value(r, S.primary_general, pooled)), len(rs),
-                         sum(sps) / len(sps) if sps else None))
-    return pd.DataFrame(rows, columns=["model", "arm", "math measure", "math (%)", "general measure", "general (%)",
-                                       "runs", "train samples/s"])
+            rows.append(
+                (
+                    m,
+                    arm,
+                    S.primary_math,
+                    100 * mean(lambda r: V.value(r, S.primary_math)),
+                    g,
+                    100 * mean(lambda r: V.value(r, S.primary_general, pooled)),
+                    len(rs),
+                    sum(sps) / len(sps) if sps else None,
+                )
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "arm",
+            "math measure",
+            "math (%)",
+            "general measure",
+            "general (%)",
+            "runs",
+            "train samples/s",
+        ],
+    )

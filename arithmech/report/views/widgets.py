@@ -13,6 +13,7 @@ directly (tests do, without a browser).
 A kernel-bound widget is dead in a static page, so a chapter builds it only when asked
 (``interactive=True`` parameter) and the book shows precomputed altair views instead.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -21,12 +22,13 @@ import pandas as pd
 
 from arithmech.core.names import component
 from arithmech.methods.explorer import explore, knockout_means, mean_ablation, top_table
-from arithmech.report.charts import plots
+from arithmech.report.charts import attention_chart, mlp_chart
 
 
 def _bundle(obj) -> dict:
     """A notebook ``display_data`` output for ``obj`` (DataFrame or altair chart), no kernel needed."""
     from IPython.core.formatters import format_display_data  # lazy: the book extra (a kernel)
+
     data, meta = format_display_data(obj)
     return {"output_type": "display_data", "data": data, "metadata": meta}
 
@@ -37,20 +39,40 @@ class Explorer:
     ``heads_label``: what the studied heads are, in the dropdown and on the toggle ("key", or "top 10" where
     none is key)."""
 
-    def __init__(self, model, tok, key_heads: Sequence[tuple[int, int]], reference: Sequence | None = None,
-                 prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 =", heads_label: str = "key"):
+    def __init__(
+        self,
+        model,
+        tok,
+        key_heads: Sequence[tuple[int, int]],
+        reference: Sequence | None = None,
+        prompt: str = "4 + 3 =",
+        counterfactual: str = "4 @ 3 =",
+        heads_label: str = "key",
+    ):
         import ipywidgets  # lazy: the book extra (a live kernel)
+
         self.model, self.tok, self.key_heads = model, tok, [tuple(h) for h in key_heads]
         cfg = model.config
-        heads = self.key_heads + [(l, h) for l in range(cfg.num_hidden_layers)
-                                  for h in range(cfg.num_attention_heads) if (l, h) not in self.key_heads]
+        heads = self.key_heads + [
+            (l, h)
+            for l in range(cfg.num_hidden_layers)
+            for h in range(cfg.num_attention_heads)
+            if (l, h) not in self.key_heads
+        ]
         self.prompt = ipywidgets.Text(value=prompt, description="prompt")
-        self.counterfactual = ipywidgets.Text(value=counterfactual, description="counterfactual",
-                                     placeholder="optional, e.g. 4 @ 3 =")
-        self.head = ipywidgets.Dropdown(options=[(component(l, h) + (f" ({heads_label})" if (l, h) in self.key_heads else ""),
-                                                  (l, h)) for l, h in heads], value=heads[0], description="head")
-        self.knockout = ipywidgets.Checkbox(value=False, description=f"knock out the {heads_label} heads (pooled X_c mean)",
-                                   disabled=not reference)
+        self.counterfactual = ipywidgets.Text(
+            value=counterfactual, description="counterfactual", placeholder="optional, e.g. 4 @ 3 ="
+        )
+        self.head = ipywidgets.Dropdown(
+            options=[
+                (component(l, h) + (f" ({heads_label})" if (l, h) in self.key_heads else ""), (l, h)) for l, h in heads
+            ],
+            value=heads[0],
+            description="head",
+        )
+        self.knockout = ipywidgets.Checkbox(
+            value=False, description=f"knock out the {heads_label} heads (pooled X_c mean)", disabled=not reference
+        )
         self.button = ipywidgets.Button(description="run", button_style="primary")
         self.output = ipywidgets.Output()
         self._reference = list(reference or [])
@@ -59,8 +81,13 @@ class Explorer:
         self.button.on_click(lambda _: self.refresh())
         self.head.observe(lambda _: self.refresh(), names="value")
         self.knockout.observe(lambda _: self.refresh(), names="value")
-        self.widget = ipywidgets.VBox([ipywidgets.HBox([self.prompt, self.counterfactual]),
-                              ipywidgets.HBox([self.head, self.knockout, self.button]), self.output])
+        self.widget = ipywidgets.VBox(
+            [
+                ipywidgets.HBox([self.prompt, self.counterfactual]),
+                ipywidgets.HBox([self.head, self.knockout, self.button]),
+                self.output,
+            ]
+        )
 
     def _knockout(self):
         if not self.knockout.value:
@@ -71,27 +98,45 @@ class Explorer:
 
     def refresh(self) -> dict[str, pd.DataFrame]:
         """Recompute for the current controls and redraw the output area; returns the tables."""
-        tables = explore(self.model, self.tok, self.prompt.value, self.counterfactual.value.strip() or None,
-                         head=self.head.value, knockout=self._knockout())
+        tables = explore(
+            self.model,
+            self.tok,
+            self.prompt.value,
+            self.counterfactual.value.strip() or None,
+            head=self.head.value,
+            knockout=self._knockout(),
+        )
         top = top_table(tables["top"])
-        att = tables["attention"].assign(sample=lambda d: d.input + " / " + d.condition,
-                                         head=lambda d: d["head"] + " " + d.input + " / " + d.condition)
+        att = tables["attention"].assign(
+            sample=lambda d: d.input + " / " + d.condition,
+            head=lambda d: d["head"] + " " + d.input + " / " + d.condition,
+        )
         nums = tables["numbers"].assign(prompt=lambda d: d.input + " / " + d.condition)
-        outs = [_bundle(top),
-                _bundle(plots.attention_strip_chart(att, title="Attention of the chosen head", dropdown=False)),
-                _bundle(plots.top_numbers_chart(nums, fig="Fig. 6c", column="prompt"))]
+        outs = [
+            _bundle(top),
+            _bundle(attention_chart.attention_strip_chart(att, title="Attention of the chosen head", dropdown=False)),
+            _bundle(mlp_chart.top_numbers_chart(nums, fig="Fig. 6c", column="prompt")),
+        ]
         self.output.outputs = tuple(outs)
         self.tables = tables
         return tables
 
     def _ipython_display_(self):
         from IPython.display import display  # lazy: the book extra (a kernel)
+
         display(self.widget)
 
 
-def explorer(model, tok, key_heads: Sequence[tuple[int, int]], reference: Sequence | None = None,
-             prompt: str = "4 + 3 =", counterfactual: str = "4 @ 3 =", run: bool = True,
-             heads_label: str = "key") -> Explorer:
+def explorer(
+    model,
+    tok,
+    key_heads: Sequence[tuple[int, int]],
+    reference: Sequence | None = None,
+    prompt: str = "4 + 3 =",
+    counterfactual: str = "4 @ 3 =",
+    run: bool = True,
+    heads_label: str = "key",
+) -> Explorer:
     """Build the explorer (and fill it once when ``run``). Display it by leaving it last in a cell."""
     e = Explorer(model, tok, key_heads, reference, prompt, counterfactual, heads_label)
     if run:

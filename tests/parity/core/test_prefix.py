@@ -8,9 +8,11 @@ from factories import one_preamble
 
 from arithmech.core import prefix
 from arithmech.data import pairs
+from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.evals.scoring import filter_correct, predict
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation, activations, group_key, knockout_topk, mean_activations
 from arithmech.methods.effects import effects_frame
-from arithmech.methods.knockout import Ablation, Forwards, activations, group_key, knockout_topk, mean_activations
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch, path_patch_reference
 
@@ -35,8 +37,8 @@ def test_patching_effects_equal_with_and_without_the_cached_prefix(embedded_mode
     model, tok, _ = embedded_model
     ss, _ = filter_correct(model, tok, _few_shot(model, tok, 96))    # X_r, as identify patches
     assert len(ss) >= 8
-    assert prefix.SharedPrefix(model, [ids for _, ids in pairs.group_by_length(tok, [s.clean for s in ss])]).kv
-    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], pairs.answer_ids(tok, ss)
+    assert prefix.SharedPrefix(model, [ids for _, ids in group_by_length(tok, [s.clean for s in ss])]).kv
+    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], answer_ids(tok, ss)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cached = effects_frame(path_patch(model, tok, clean, corrupt, ans), "t", False, 200, 0)
@@ -94,8 +96,8 @@ def test_cached_prefix_is_exact_under_gqa(word_llama_fig8):
     assert model.config.num_key_value_heads < model.config.num_attention_heads
     ss, _ = pairs.make_pairs(tok, "all", n=24, seed=1, draw=pairs.Draw("last-digit", 4, 16))
     ss = one_preamble(ss)
-    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], pairs.answer_ids(tok, ss)
-    assert prefix.SharedPrefix(model, [ids for _, ids in pairs.group_by_length(tok, clean)]).kv   # it is used
+    clean, corrupt, ans = [s.clean for s in ss], [s.corrupt for s in ss], answer_ids(tok, ss)
+    assert prefix.SharedPrefix(model, [ids for _, ids in group_by_length(tok, clean)]).kv   # it is used
     a = path_patch(model, tok, clean, corrupt, ans)
     with prefix.enabled(False):
         b = path_patch(model, tok, clean, corrupt, ans)

@@ -10,11 +10,14 @@ import pytest
 import torch
 
 from arithmech.data import pairs as D
+from arithmech.data.batches import answer_ids
 from arithmech.methods import attention as At
+from arithmech.methods import effects as EF
 from arithmech.methods import explorer as E
 from arithmech.methods import explorer as X
-from arithmech.methods.knockout import Ablation, Forwards, knockout_topk
-from arithmech.steps import identify as I
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.knockout import Ablation, knockout_topk
+from arithmech.steps import identify_pipeline as IP
 
 THRESHOLDS = [-0.2, -0.05, -0.01, -0.002]
 
@@ -31,7 +34,7 @@ def page(eager_embedded):
     """Effects of a small identify run, 10 prompts over every template family (several token lengths), the
     precomputed tables."""
     net, tok = eager_embedded
-    res = I.identify(net, tok, ["addition", "subtraction"], n_samples=24, seed=0, knockout=False, transfer=False,
+    res = IP.identify(net, tok, ["addition", "subtraction"], n_samples=24, seed=0, knockout=False, transfer=False,
                      prob=False)
     heads = X.head_steps(res.effects, THRESHOLDS)
     means = X.knockout_means(net, tok, [s for ss in res.tasks.values() for s in ss])
@@ -46,7 +49,7 @@ def test_key_head_steps_follow_identifys_rule(page):
     res, heads, *_ = page
     sets = X.step_heads(heads, len(THRESHOLDS))
     for t, got in zip(THRESHOLDS, sets):
-        want = [(h["layer"], h["head"]) for h in I.key_heads(res.effects, "all", t)["heads"]]
+        want = [(h["layer"], h["head"]) for h in EF.key_heads(res.effects, "all", t)["heads"]]
         assert got == want
     assert all(set(a) <= set(b) for a, b in zip(sets, sets[1:]))
     assert len(sets[0]) < len(sets[-1])                    # the slider changes something on this run
@@ -66,7 +69,7 @@ def test_precomputed_top5_equals_top_next_intact_and_knocked_out(page, eager_emb
             row = top.loc[(i, step)]
             assert list(row.tokens) == list(ref.token), (s.clean, step)
             torch.testing.assert_close(torch.tensor(row.probs), torch.tensor(ref.prob.to_list()), atol=1e-4, rtol=0)
-            assert row.correct == (ref.token[0] == tok.convert_ids_to_tokens(D.answer_ids(tok, [s]).tolist())[0])
+            assert row.correct == (ref.token[0] == tok.convert_ids_to_tokens(answer_ids(tok, [s]).tolist())[0])
 
 
 def test_precomputed_attention_and_mlp_equal_the_one_prompt_views(page, eager_embedded):

@@ -8,9 +8,12 @@ import torch
 
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
+from arithmech.data.batches import answer_ids
 from arithmech.methods import faithfulness as F
-from arithmech.methods.knockout import Ablation
-from arithmech.methods.knockout_means import build_pool, fold, pool_prompts
+from arithmech.methods import faithfulness_lds as LD
+from arithmech.methods import faithfulness_settings as FS
+from arithmech.methods.ablation.knockout import Ablation
+from arithmech.methods.ablation.pool import build_pool, fold, pool_prompts
 from arithmech.methods.prepare import task_templates
 
 
@@ -24,9 +27,9 @@ def setup(embedded_model):
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
-    ans_r = pairs.answer_ids(tok, samples)
-    z_r, m_r, logit_r = F.end_values(model, tok, clean)
-    ans_c = F.end_values(model, tok, corrupt)[2].argmax(-1)
+    ans_r = answer_ids(tok, samples)
+    z_r, m_r, logit_r = LD.end_values(model, tok, clean)
+    ans_c = LD.end_values(model, tok, corrupt)[2].argmax(-1)
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
     return dict(model=model, tok=tok, samples=samples, means=means, pool=pool, universe=universe, clean=clean,
@@ -35,18 +38,18 @@ def setup(embedded_model):
 
 def _settings(n_boot=50):
     """The settings the rows below are written with (seed 0, held-out)."""
-    return F.FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=n_boot, bootstrap="cluster", split="held-out",
+    return FS.FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=n_boot, bootstrap="cluster", split="held-out",
                                   batch_size=64, converse_random=False)
 
 
 def _rows(method, ablation, plan, num, den):
     """:func:`F.circuit_rows` of task ``"t"`` at END, each prompt its own unit, 6 problems."""
-    return F.circuit_rows(F.Rows("t", method, ablation, "end", F.BASELINE[method]), plan, num, den, _settings(),
+    return F.circuit_rows(FS.Rows("t", method, ablation, "end", F.BASELINE[method]), plan, num, den, _settings(),
                           F.Units(None, None, 6))
 
 
 def _lds(s, prompts, source, keys, ablations):
-    return F.lds(s["model"], s["tok"], prompts, keys, source, ablations, (s["ans_r"], s["ans_c"]))
+    return LD.lds(s["model"], s["tok"], prompts, keys, source, ablations, (s["ans_r"], s["ans_c"]))
 
 
 def test_noising_endpoints_are_exact(setup):
@@ -69,12 +72,12 @@ def test_resample_from_itself_is_no_ablation(setup):
     """Protects resample ablation's plumbing: every component replaced by its own END value on the same prompt
     changes no bit of the logit difference (a wrong row, prompt or position would)."""
     s = setup
-    own = F.PerPrompt(s["z_r"], s["m_r"])
+    own = LD.PerPrompt(s["z_r"], s["m_r"])
     idx = list(range(len(s["clean"])))
     ablated = _lds(s, s["clean"], own, idx, [F.ablation_of(s["universe"])])
     clean = _lds(s, s["clean"], own, idx, [Ablation()])
     assert torch.equal(ablated, clean)
-    shifted = F.PerPrompt(s["z_r"].roll(1, 0), s["m_r"].roll(1, 0))     # another prompt's values: must differ
+    shifted = LD.PerPrompt(s["z_r"].roll(1, 0), s["m_r"].roll(1, 0))     # another prompt's values: must differ
     assert not torch.equal(_lds(s, s["clean"], shifted, idx, [F.ablation_of(s["universe"])]), clean)
 
 
@@ -82,7 +85,7 @@ def test_denoising_every_component_gives_x_r(setup):
     """Protects denoising's direction: X_c with every head and MLP patched from X_r at END is X_r at END (the
     END token is the same), so its LD is LD(X_r) up to float rounding."""
     s = setup
-    ld = _lds(s, s["corrupt"], F.PerPrompt(s["z_r"], s["m_r"]), list(range(len(s["corrupt"]))),
+    ld = _lds(s, s["corrupt"], LD.PerPrompt(s["z_r"], s["m_r"]), list(range(len(s["corrupt"]))),
               [F.ablation_of(s["universe"]), Ablation()])
     assert torch.allclose(ld[0], s["ld_r"], atol=1e-4)
     plan = [("top", -1, 2, ((0, 0), (1, 1))), ("top", -1, 0, ())]
@@ -128,7 +131,7 @@ def test_one_circuit_equals_literal_hooks(setup):
     rest = [c for c in s["universe"] if c not in circuit]
     keys = [s["means"].key(x) for x in s["samples"]]
     got = _lds(s, s["clean"], s["means"], keys, [F.ablation_of(rest)])[0]
-    den = _lds(s, s["corrupt"], F.PerPrompt(s["z_r"], s["m_r"]), list(range(6)), [F.ablation_of(circuit)])[0]
+    den = _lds(s, s["corrupt"], LD.PerPrompt(s["z_r"], s["m_r"]), list(range(6)), [F.ablation_of(circuit)])[0]
     for i, x in enumerate(s["samples"]):
         seq = len(tok(x.clean)["input_ids"])
         z, m = s["means"].lookup(keys[i], seq)
@@ -143,7 +146,7 @@ def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
     of another fold (as the mean leaves the prompt's own fold out), and the draw is seeded."""
     s = setup
     tok = s["tok"]
-    src, tiers = F.resample_sources(tok, s["samples"], s["pool"], seed=0)
+    src, tiers = LD.resample_sources(tok, s["samples"], s["pool"], seed=0)
     by_prompt = {p.corrupt: p for ps in s["pool"].values() for p in ps}
     for x, p in zip(s["samples"], src):
         q = by_prompt[p]
@@ -151,7 +154,7 @@ def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
             assert q.template == x.template
         assert len(tok(p)["input_ids"]) == len(tok(x.clean)["input_ids"])
         assert fold(q.a, q.b, 4) != fold(x.a, x.b, 4)
-    assert F.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
+    assert LD.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
 
 
 def test_a_prompt_no_pool_prompt_matches_in_length_has_no_source(setup):
@@ -162,13 +165,13 @@ def test_a_prompt_no_pool_prompt_matches_in_length_has_no_source(setup):
     s = setup
     tok = s["tok"]
     odd = dataclasses.replace(s["samples"][0], clean=s["samples"][0].clean + " 1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9")
-    src, tiers = F.resample_sources(tok, [odd] + list(s["samples"]), s["pool"], seed=0)
+    src, tiers = LD.resample_sources(tok, [odd] + list(s["samples"]), s["pool"], seed=0)
     assert src[0] is None and tiers["none"] == 1
-    alone, _ = F.resample_sources(tok, s["samples"], s["pool"], seed=0)
+    alone, _ = LD.resample_sources(tok, s["samples"], s["pool"], seed=0)
     assert all(x is not None for x in alone) and len(src) == len(alone) + 1
     class _Settings:                      # what sourced reads of FaithfulnessSettings
         seed, batch_size = 0, 64
-    kept, left = F.sourced(tok, [odd] + list(s["samples"]), s["pool"], object(), _Settings())  # type: ignore[arg-type]
+    kept, left = LD.sourced(tok, [odd] + list(s["samples"]), s["pool"], object(), _Settings())  # type: ignore[arg-type]
     assert left == 1 and kept == list(s["samples"])   # the step hands these to the END and cross-position curves
 
 

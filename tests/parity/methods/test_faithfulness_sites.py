@@ -11,10 +11,12 @@ import torch
 from arithmech.core import prefix
 from arithmech.core.trace import Trace, TraceDict
 from arithmech.data import pairs
+from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_sites as S
-from arithmech.methods.knockout_means import build_pool, pool_prompts
+from arithmech.methods.ablation.pool import build_pool, pool_prompts
+from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 
 
@@ -40,7 +42,7 @@ def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_
     seq, p, l, h = z_r.shape[1], x.positions["B"][0], 1, 2
     mask = torch.zeros(L, seq, H, dtype=torch.bool)
     mask[l, p, h] = True
-    ans_r, ans_c = torch.tensor([pairs.answer_ids(tok, [x])[0]]), torch.tensor([0])
+    ans_r, ans_c = torch.tensor([answer_ids(tok, [x])[0]]), torch.tensor([0])
     norm = "model.norm"
     with prefix.enabled(False):                                  # every row whole: the norm sees every position
         with Trace(model, norm) as t:
@@ -67,7 +69,7 @@ def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_
 
 def _settings(n_random, n_boot):
     """Cross-position settings: ``n_random`` layer-matched draws, ``n_boot`` resamples, seed 0, held-out."""
-    return F.FaithfulnessSettings(n_max=20, n_random=n_random, seed=0, n_boot=n_boot, bootstrap="cluster",
+    return FaithfulnessSettings(n_max=20, n_random=n_random, seed=0, n_boot=n_boot, bootstrap="cluster",
                                   split="held-out", batch_size=64, converse_random=False)
 
 
@@ -103,7 +105,7 @@ def test_the_noising_denominator_is_the_effect_through_ends_heads(setup):
     z = [S.head_values(model, tok, [x.clean])[0][0] for x in samples]
     masks = [[S.site_mask(c, x.positions, zz.shape[1], L, H) for x, zz in zip(samples, z)] for c in (universe, at_end)]
     mean_z = [s["means"].lookup(s["means"].key(x), zz.shape[1])[0] for x, zz in zip(samples, z)]
-    ans_r = pairs.answer_ids(tok, samples)
+    ans_r = answer_ids(tok, samples)
     ans_c = (ans_r + 1) % model.config.vocab_size
     ld = S.site_lds(model, tok, [x.clean for x in samples], mean_z, masks + [[torch.zeros_like(m) for m in masks[0]]],
                     ans_r, ans_c)

@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import changelog as CL
+from arithmech.claims import rule_texts as RT
 from arithmech.claims import rules as C
-from arithmech.report.views import pages
+from arithmech.claims.rule import Rule
+from arithmech.report.views import findings, table_display
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -20,7 +22,7 @@ def test_every_rule_version_is_its_number_of_changelog_entries():
     """Protects: a rule's ``version`` is how many times the changelog says it was written or changed, its
     entries are numbered 1..n without a gap, and each has a date, a commit and a results verdict — so a rule
     bumped without an entry, or logged without a bump, fails here."""
-    for r in C.RULES:
+    for r in RT.RULES:
         h = CL.history(r.id)
         assert h, f"{r.id} has no changelog entry"
         assert r.version == len(h) == CL.version(r.id), f"{r.id}: version {r.version}, {len(h)} entries"
@@ -35,7 +37,7 @@ def test_every_rule_version_is_its_number_of_changelog_entries():
 def test_every_entry_names_a_known_rule():
     """Protects the changelog from drifting away from the rules: every entry names a rule of RULES, and the
     dropped rules' entries name none (their ids were retired)."""
-    known = set(C.BY_ID)
+    known = set(RT.BY_ID)
     assert not {c.rule for c in CL.CHANGELOG} - known, "changelog entries for unknown rules"
     assert not {c.rule for c in CL.DROPPED} & known, "a dropped rule is still in RULES"
 
@@ -44,11 +46,11 @@ def test_a_rule_whose_text_changes_needs_a_new_entry():
     """Protects the history from silent edits: each rule's claim, rule text and the numbers its decider reads
     hash to the digest recorded with its latest entry; editing any (a constant it prints, such as TOP or K, or
     one it only decides with) without logging it fails."""
-    now = {r.id: CL.digest(r.claim, r.rule, CL.decider_constants(C.DECIDERS[r.id])) for r in C.RULES}
+    now = {r.id: CL.digest(r.claim, r.rule, CL.decider_constants(C.DECIDERS[r.id])) for r in RT.RULES}
     stale = {k: v for k, v in now.items() if CL.DIGEST.get(k) != v}
     assert not stale, ("rule text changed without a changelog entry: add one, bump the version and set DIGEST to "
                        f"{stale}")
-    assert set(CL.DIGEST) == set(C.BY_ID)
+    assert set(CL.DIGEST) == set(RT.BY_ID)
 
 
 def test_pre_registered_means_no_version_after_results(monkeypatch):
@@ -59,8 +61,8 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
             CL.Change("b", 2, "2026-01-02", "abcdef1", "changed", "yes: run 1"))
     monkeypatch.setattr(CL, "CHANGELOG", fake)
     assert CL.pre_registered("a") and not CL.pre_registered("b") and not CL.pre_registered("unknown")
-    rules = (C.Rule("a", "A", "p", "r", 1), C.Rule("b", "B", "p", "r", 2))
-    s = pages.provenance_sentence(rules)
+    rules = (Rule("a", "A", "p", "r", 1), Rule("b", "B", "p", "r", 2))
+    s = findings.provenance_sentence(rules)
     assert s.startswith("1 of the 2 rules are unchanged since before the results they decide existed (`a`); "
                         "1 were written or changed after such results existed (`b`)")
 
@@ -68,17 +70,17 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
 def test_provenance_sentence_counts_the_real_changelog():
     """Protects the introduction's sentence (it replaced a typed "written before the run"): its numbers are the
     changelog's, for the rules there are."""
-    pre = [r.id for r in C.RULES if CL.pre_registered(r.id)]
-    s = pages.provenance_sentence()
-    assert s.startswith(f"{len(pre)} of the {len(C.RULES)} rules are unchanged")
-    assert all(f"`{r.id}`" in s for r in C.RULES)
+    pre = [r.id for r in RT.RULES if CL.pre_registered(r.id)]
+    s = findings.provenance_sentence()
+    assert s.startswith(f"{len(pre)} of the {len(RT.RULES)} rules are unchanged")
+    assert all(f"`{r.id}`" in s for r in RT.RULES)
 
 
 def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
     """Protects the rules page: it opens with the computed provenance sentence and ends with every changelog
     entry (dropped rules marked), even before any result exists."""
-    page = pages.rules_page(tmp_path, [("none", "No model")])
-    assert page.startswith(pages.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
+    page = findings.rules_page(tmp_path, [("none", "No model")])
+    assert page.startswith(findings.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
     for c in CL.CHANGELOG:
         assert f"| `{c.rule}` v{c.version} | {c.date} `{c.commit}` |" in page, (c.rule, c.version)
     assert all(f"`{c.rule}` v{c.version} (dropped)" in page for c in CL.DROPPED)
@@ -96,9 +98,9 @@ def test_tally_never_counts_controls_and_controls_have_their_own_table():
     claims table, as the SmolLM2 appendix and the rules page do — the tally counts the paper's claims only; the
     controls are shown in a table of their own, each with its verdict."""
     c = _frame([True, False, None, False, True], controls=2)
-    assert pages.tally(c) == "1 of 3 claims hold, 1 do not, 1 inconclusive"
-    assert pages.tally(c) == pages.tally(c[~pages.is_control(c)])
-    t = pages.controls_table(c)
+    assert findings.tally(c) == "1 of 3 claims hold, 1 do not, 1 inconclusive"
+    assert findings.tally(c) == findings.tally(c[~findings.is_control(c)])
+    t = findings.controls_table(c)
     assert t.count("\n") == 3 and "Check 0" in t and "(control)" not in t and "Claim" not in t
     assert "| h3 | **does not hold** |" in t and "| h4 | **holds** |" in t
 
@@ -112,7 +114,7 @@ def _violations(name: str, text: str) -> list[str]:
     out = []
     for m in BEFORE.finditer(text):
         near = text[max(0, m.start() - WINDOW): m.end() + WINDOW]
-        ids = [i for i in C.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
+        ids = [i for i in RT.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
         if not ids:
             out.append(f"{name}: '{m.group(0)}' names no rule id near it")
         out += [f"{name}: '{m.group(0)}' next to `{i}`, changed after its results existed" for i in ids
@@ -133,8 +135,8 @@ def test_before_the_run_only_beside_rules_the_changelog_shows_unchanged():
 def test_the_before_the_run_check_sees_a_violation():
     """Protects the test above from passing vacuously: the phrase beside a rule changed after results, or beside
     no rule at all, is found; beside a rule logged as unchanged since before its results, it is not."""
-    changed = next(r.id for r in C.RULES if not CL.pre_registered(r.id))
-    clean = next(r.id for r in C.RULES if CL.pre_registered(r.id))
+    changed = next(r.id for r in RT.RULES if not CL.pre_registered(r.id))
+    clean = next(r.id for r in RT.RULES if CL.pre_registered(r.id))
     assert _violations("x", f"The rule (`{changed}`), fixed before the run: …")
     assert _violations("x", "The rule, written before any run: …")
     assert not _violations("x", f"The rule (`{clean}`), fixed before the run: …")
@@ -145,13 +147,13 @@ def test_findings_box_counts_claims_and_tables_controls_apart(name):
     """Protects the introduction's box on every results folder present: its title's tally is the paper's claims
     only (the controls' number is not in it), and each control appears, with its verdict, in its own table."""
     c = C.claims(REPO / "results" / name)
-    box = pages.results_box(REPO, [(name, name)])
-    n_paper = len(pages.the_papers(c))
-    assert f"the paper's claims: {pages.tally(c)};" in box and f" of {n_paper} claims hold" in box
-    assert f"this book's: {pages.tally(c, True)}" in box
+    box = findings.results_box(REPO, [(name, name)])
+    n_paper = len(findings.the_papers(c))
+    assert f"the paper's claims: {findings.tally(c)};" in box and f" of {n_paper} claims hold" in box
+    assert f"this book's: {findings.tally(c, True)}" in box
     table = box[box.index("| control (not a claim of the paper)"):]
-    for _, r in c[pages.is_control(c)].iterrows():
-        assert f"| {r['here']} | **{pages.verdict(r['holds'])}** |" in table, r["id"]
+    for _, r in c[findings.is_control(c)].iterrows():
+        assert f"| {r['here']} | **{table_display.verdict(r['holds'])}** |" in table, r["id"]
 
 
 def test_the_count_keeps_the_papers_claims_apart_from_the_books():
@@ -160,14 +162,14 @@ def test_the_count_keeps_the_papers_claims_apart_from_the_books():
     claims, the book's added claims (rules.ADDED, selection-matters among them) have their own tally and
     sentence, and the controls are in neither."""
     c = C.claims(REPO / "results" / "none-such")            # every rule, each inconclusive: not measured
-    paper, added = pages.the_papers(c), c[pages.is_added(c) & ~pages.is_control(c)]
-    assert set(added.id) == set(C.ADDED) and "selection-matters" in set(added.id)
-    assert len(paper) == 11 and len(added) == 6 and int(pages.is_control(c).sum()) == 2
-    assert pages.tally(c) == "0 of 11 claims hold, 0 do not, 11 inconclusive"
-    assert pages.tally(c, True) == "0 of 6 claims hold, 0 do not, 6 inconclusive"
-    s = pages.answer_sentence("M", c)
-    assert "0 of the paper's 11 claims hold" in s and s.endswith("Of the 6 claims this book adds, 0 of 6 claims hold, "
-                                                                 "0 do not, 6 inconclusive.")
+    paper, added = findings.the_papers(c), c[findings.is_added(c) & ~findings.is_control(c)]
+    assert set(added.id) == set(RT.ADDED) and "selection-matters" in set(added.id)
+    assert len(paper) == 12 and len(added) == 7 and int(findings.is_control(c).sum()) == 2
+    assert findings.tally(c) == "0 of 12 claims hold, 0 do not, 12 inconclusive"
+    assert findings.tally(c, True) == "0 of 7 claims hold, 0 do not, 7 inconclusive"
+    s = findings.answer_sentence("M", c)
+    assert "0 of the paper's 12 claims hold" in s and s.endswith("Of the 7 claims this book adds, 0 of 7 claims hold, "
+                                                                 "0 do not, 7 inconclusive.")
 
 
 def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
@@ -175,7 +177,7 @@ def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
     text does not print (circuit-faithful's MIN_CLUSTERS, read through a helper module; a literal inside
     a decider) changes the rule's digest."""
     from arithmech.methods import faithfulness_rule as faithfulness
-    rule = C.BY_ID["circuit-faithful"]
+    rule = RT.BY_ID["circuit-faithful"]
     before = CL.digest(rule.claim, rule.rule, CL.decider_constants(C.DECIDERS[rule.id]))
     assert CL.decider_constants(C.DECIDERS[rule.id])["arithmech.methods.faithfulness_rule.MIN_CLUSTERS"] == \
         faithfulness.MIN_CLUSTERS

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from arithmech.claims import rule_texts as RT
 from arithmech.claims import rules as C
 from arithmech.core import results as R
 from arithmech.data.pairs import Sample
@@ -14,7 +15,7 @@ from arithmech.data.pairs import Sample
 
 def _mk(op, a, b, template="t"):
     c = {"addition": a + b, "subtraction": a - b, "multiplication": a * b}[op]
-    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
+    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", answer_token="last-digit", carried=str(c)[:-1])
 
 
 NARROW = [_mk("addition", a, b, f"t{i}") for a, b in [(a, b) for a in range(1, 10) for b in range(1, 10)
@@ -165,7 +166,7 @@ def test_key_vs_random_is_decided_against_layer_matched_heads_where_the_file_has
     ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
     def verdict(name, matched):
         ko = _knockout(0.2, [0.9, 0.95]).assign(task="addition")
-        lm = pd.DataFrame([dict(task="addition", kind="head", order="layer-matched", seed=s, k=C.K, accuracy=a, n=256,
+        lm = pd.DataFrame([dict(task="addition", kind="head", order="layer-matched", seed=s, k=RT.K, accuracy=a, n=256,
                                 positions="end", mean_source="pool", correct=round(a * 256), ci_low=a - 0.05,
                                 ci_high=a + 0.05) for s, a in enumerate(matched)])
         return C.claims(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",

@@ -12,6 +12,7 @@ from arithmech.claims import verdicts as V
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.frontier import Curves, Point, frontier, load
+from arithmech.claims.rules import claims
 from tests.unit.claims.synthetic import jitter, write
 
 J = jitter
@@ -136,6 +137,10 @@ def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
     rows = C.verdicts(f)
     assert _row(rows, "precise SFT learns the skill")["verdict"] == C.HOLDS
     assert _row(rows, "precise SFT learns more than the answer format")["verdict"] == C.NOT
+    # the claims table's rows for rule 1 and its base-shots twin carry the curve table's verdicts (their claim ids)
+    ids = ["precise-learns-math", "precise-learns-beyond-format"]
+    got = claims(f, ids).set_index("id")["holds"]
+    assert got["precise-learns-math"] is True and got["precise-learns-beyond-format"] is False
 
 
 def test_addition_and_subtraction_are_decided_apart(tmp_path):

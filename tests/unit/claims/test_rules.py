@@ -10,8 +10,11 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import rules as C
+from arithmech.claims.rule_texts import BY_ID, K
 from arithmech.core import results as R
-from arithmech.report.views.pages import claim_lines, claims_table, verdict
+from arithmech.report.views.findings import claims_table
+from arithmech.report.views.pages import claim_lines
+from arithmech.report.views.table_display import verdict
 
 
 def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> pd.DataFrame:
@@ -30,7 +33,7 @@ def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> p
     return pd.DataFrame(rows)
 
 
-def _knockout(key_acc: float, random_accs: list[float], k: int = C.K, ci_high: float | None = None) -> pd.DataFrame:
+def _knockout(key_acc: float, random_accs: list[float], k: int = K, ci_high: float | None = None) -> pd.DataFrame:
     rows = [dict(task="all", kind="head", order="effect-rank", seed=-1, k=0, accuracy=1.0, n=256),
             dict(task="all", kind="head", order="effect-rank", seed=-1, k=k, accuracy=key_acc, n=256)]
     rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=k, accuracy=a, n=256)
@@ -81,7 +84,7 @@ def test_key_heads_by_share_read_the_share_interval_and_are_inconclusive_without
     old = C.claims(_write(tmp_path / "c", eff), ["key-heads-exist-share", "key-heads-exist"]).set_index("id")
     assert pd.isna(old.loc["key-heads-exist-share", "holds"]) and old.loc["key-heads-exist", "holds"] is False
     assert old.loc["key-heads-exist-share", "here"].startswith("not measured: effects.csv has no share")
-    assert C.BY_ID["key-heads-exist-share"].paper == "not measured in the paper (the LD ratio, beside the paper's measure)"
+    assert BY_ID["key-heads-exist-share"].paper == "not measured in the paper (the LD ratio, beside the paper's measure)"
 
 
 def test_few_heads_is_scaled_to_the_model_and_needs_both_measures(tmp_path):
@@ -167,7 +170,7 @@ def test_ablation_rule_uses_the_higher_floor_and_the_control(tmp_path):
     assert _holds(_write(tmp_path / "c", eff, ko(0.5)), "ablation-removes-information") is True
     failed = _write(tmp_path / "d", eff, ko(0.5), {"failed": {"all": "every task fails its control"}})
     row = C.claims(failed, ["ablation-removes-information"]).iloc[0]
-    assert row.holds is None and "fails its control" in row.here and "higher of" in C.BY_ID[row.id].rule
+    assert row.holds is None and "fails its control" in row.here and "higher of" in BY_ID[row.id].rule
 
 
 def test_missing_files_make_a_claim_inconclusive_and_say_which(tmp_path):

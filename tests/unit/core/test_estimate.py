@@ -68,14 +68,15 @@ def test_core_knows_no_step():
 def test_chunk_sizes_are_the_methods_own():
     """Protects: the chunk sizes the estimate repeats (so that it runs before torch loads) are the ones the
     methods use; a change there must change the model here."""
-    from arithmech.methods import attribution, knockout, patching, upstream
+    from arithmech.methods import attribution, patching, upstream
+    from arithmech.methods.ablation import intervention
     assert (E.PATCH_ROWS, E.PATCH_LOGITS) == (patching.MAX_ROWS, patching.MAX_LOGITS)
-    assert (E.KNOCKOUT_ROWS, E.KNOCKOUT_TOKENS) == (knockout.MAX_ROWS, knockout.MAX_TOKENS)
+    assert (E.KNOCKOUT_ROWS, E.KNOCKOUT_TOKENS) == (intervention.MAX_ROWS, intervention.MAX_TOKENS)
     assert (E.ATTRIBUTION_ROWS, E.UPSTREAM_ROWS) == (attribution.MAX_ROWS, upstream.MAX_ROWS)
     import inspect
 
-    from arithmech.methods import knockout_means
-    assert E.POOL_FOLDS == inspect.signature(knockout_means.build_pool).parameters["folds"].default
+    from arithmech.methods.ablation import pool
+    assert E.POOL_FOLDS == inspect.signature(pool.build_pool).parameters["folds"].default
 
 
 def test_every_step_has_an_estimate_and_a_line():

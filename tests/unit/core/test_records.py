@@ -15,17 +15,17 @@ def test_shipped_smollm2_arms_records():
     from pathlib import Path
 
     from arithmech.core import results
-    from arithmech.steps.arms_curve import knee
-    from arithmech.steps.arms_grid import ARMS
-    from arithmech.steps.arms_heads import groups
     from arithmech.steps.finetune_heads import model_geometry
+    from arithmech.steps.table1_curve import knee
+    from arithmech.steps.table1_grid import ARMS
+    from arithmech.steps.table1_heads import groups
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
     curve = results.read(folder, "finetune/curve.json")
     assert curve["knee"] == knee(curve["points"]) and curve["suite"] == "cpu"
     recs = records.finetune_records(folder)
     assert "base" in recs
     for r in recs.values():
-        assert r["command"].startswith("python -m arithmech arms --model smollm2-135m")
+        assert r["command"].startswith("python -m arithmech table1 --model smollm2-135m")
         assert r["parameters"]["steps"] == curve["knee"] and r["wall_s"] > 0
     if results.exists(folder, "finetune/table1.json"):
         plan = results.read(folder, "finetune/table1.json")

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from arithmech.core import records
+from arithmech.core import result_files as RF
 from arithmech.core import results as R
 
 
@@ -80,7 +81,7 @@ def test_derived_files_are_refused_when_their_inputs_changed(tmp_path):
     key heads it read, and a reader refuses its files once identify wrote other key heads."""
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(), {})
-    roles = pd.DataFrame({c: [0.5] for c in R.FILES["attention_roles.csv"].required}).assign(role="A", task="all")
+    roles = pd.DataFrame({c: [0.5] for c in RF.FILES["attention_roles.csv"].required}).assign(role="A", task="all")
     R.write_step(f, "analyze", {"attention_roles.csv": roles, "analyze.json": {"key_heads": [], "stages": {}}}, {})
     assert len(R.read(f, "attention_roles.csv")) == 1
     files = _identify_files()
@@ -171,7 +172,7 @@ def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(), {"parameters": {}})
     run = json.loads((f / "run.json").read_text())
-    assert run["steps"]["identify"]["formats"]["effects.csv"] == R.FILES["effects.csv"].version == 2
+    assert run["steps"]["identify"]["formats"]["effects.csv"] == RF.FILES["effects.csv"].version == 2
     assert len(R.read(f, "effects.csv")) == 2
     del run["steps"]["identify"]["formats"]
     (f / "run.json").write_text(json.dumps(run))
@@ -260,7 +261,7 @@ def test_a_step_of_an_older_file_format_is_not_reused(tmp_path):
     R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
     assert R.made_with(f, "identify", {"seed": 0})
     run = json.loads((f / "run.json").read_text())
-    run["steps"]["identify"]["formats"]["effects.csv"] = R.FILES["effects.csv"].version - 1
+    run["steps"]["identify"]["formats"]["effects.csv"] = RF.FILES["effects.csv"].version - 1
     (f / "run.json").write_text(json.dumps(run))
     assert not R.made_with(f, "identify", {"seed": 0})
 
@@ -268,4 +269,4 @@ def test_a_step_of_an_older_file_format_is_not_reused(tmp_path):
 def test_every_step_with_files_names_its_command():
     """Protects the error messages that tell a reader what to re-run: every step that owns a file of the results
     folder has its command in WRITTEN_BY (a missing one turned "re-run …" into a KeyError for shots.csv)."""
-    assert {spec.step for spec in R.FILES.values()} <= set(R.WRITTEN_BY)
+    assert {spec.step for spec in RF.FILES.values()} <= set(RF.WRITTEN_BY)

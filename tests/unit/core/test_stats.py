@@ -355,3 +355,15 @@ def test_crossed_interval_keeps_its_level_where_the_run_spread_dominates_at_a_bo
         theirs += abs(est) > _satterthwaite_half(terms, level)
     assert ours <= 60, ours
     assert theirs > 150, theirs
+
+
+def test_sample_variance_is_the_unbiased_variance():
+    """Protects the one variance every crossed-interval term and the design table read: it equals the standard
+    library's unbiased ``statistics.variance`` (divisor n − 1), not the population variance."""
+    import statistics
+
+    from arithmech.core.stats import sample_variance
+
+    for xs in ([1.0, 2.0], [0.1, 0.4, 0.35, 0.9], [3.0] * 5 + [4.0]):
+        assert sample_variance(xs) == pytest.approx(statistics.variance(xs), rel=1e-12)
+    assert sample_variance([1.0, 3.0]) == 2.0 and statistics.pvariance([1.0, 3.0]) == 1.0

@@ -17,7 +17,7 @@ def test_answer_token_table_counts():
     *and* whole answer right (a token-right prompt with a wrong whole answer is neither checked nor kept), the
     most frequent answer token among kept prompts (ties broken by text), its share (the floor), pass rates and
     accuracies."""
-    mk = lambda tid, ans: D.Sample("p", "q", ans, ans, 1, 1, "addition", tid, "equation")
+    mk = lambda tid, ans: D.Sample("p", "q", ans, ans, 1, 1, "addition", tid, "equation", answer_token="first")
     samples = [mk("t1", "1"), mk("t1", "1"), mk("t1", "2"), mk("t1", "3"), mk("t2", "5"), mk("t2", "4"), mk("t2", "4")]
     correct = [True, True, True, False, True, True, True]
     exact = [True, False, True, False, True, True, False]
@@ -35,7 +35,7 @@ def test_answer_token_table_counts():
     assert (r.n, r.top_token, r.top_share, r.accuracy, r.exact_match) == (3, "1", 1 / 3, 6 / 7, 4 / 7)
     r = t.loc[("all", "all")]
     assert (r.n, r.top_token, r.top_share, r.answer_token) == (4, "1", 2 / 4, "first/last-digit")
-    tie = answer_token_table({"x": {"templates": template_summary(samples[4:6], [True] * 2, [True] * 2, [True] * 2)}})
+    tie = answer_token_table({"x": {"answer_token": "first", "templates": template_summary(samples[4:6], [True] * 2, [True] * 2, [True] * 2)}})
     assert tie.iloc[0].top_token == "4" and tie.iloc[0].top_share == 0.5            # "4" < "5"
     assert list(answer_token_table({"gsm8k": {"n_kept": 3}}).columns)[:3] == ["task", "template", "answer_token"]
     assert isinstance(answer_token_table({}), pd.DataFrame)
@@ -45,7 +45,7 @@ def test_answer_tokens_file_roundtrip(tmp_path):
     """Protects the results contract of answer_tokens.csv: written and read through core/results, the answer
     tokens stay text ("0" is not the number 0) and every declared column is there."""
     from arithmech.core import results as R
-    mk = lambda ans: D.Sample("p", "q", ans, "1" + ans, 1, 9, "addition", "add-1", "equation")
+    mk = lambda ans: D.Sample("p", "q", ans, "1" + ans, 1, 9, "addition", "add-1", "equation", answer_token="first")
     samples = [mk("0"), mk("0"), mk("7")]
     info = {"addition": {"answer_token": "last-digit", "templates": template_summary(samples, [True] * 3, [True] * 3,
                                                                                    [True] * 3)}}
@@ -76,7 +76,7 @@ def test_conditioned_floor_is_leave_one_out():
     majority of the other prompts of the group (coarser group for a group of one); the floor is the best
     grouping; a prompt alone in its group does not predict itself; multiplication's tens digit and operand A
     pin the last digit (8 × 7 = 5|6: the prompt carries "5" and A = 8, so "6")."""
-    mk = lambda op, a, b, c: D.Sample("p", "q", str(c)[-1], str(c), a, b, op, "t", "equation", carried=str(c)[:-1])
+    mk = lambda op, a, b, c: D.Sample("p", "q", str(c)[-1], str(c), a, b, op, "t", "equation", answer_token="last-digit", carried=str(c)[:-1])
     hand = [mk("multiplication", 8, 7, 56), mk("multiplication", 8, 7, 56), mk("multiplication", 8, 3, 24),
             mk("multiplication", 7, 8, 56), mk("addition", 3, 4, 7), mk("addition", 5, 2, 7), mk("addition", 1, 1, 2),
             mk("division", 8, 4, 2)]

@@ -13,7 +13,7 @@ from arithmech.data.pairs import Sample
 def _sample(op, a, b, template="t"):
     c = {"addition": a + b, "multiplication": a * b}[op]
     t = str(c)
-    return Sample("p", "q", t[-1], t, a, b, op, template, "equation", carried=t[:-1])
+    return Sample("p", "q", t[-1], t, a, b, op, template, "equation", answer_token="last-digit", carried=t[:-1])
 
 
 def _brute(samples):
@@ -66,7 +66,7 @@ def test_population_weights_each_problem_once_by_its_draw():
     w, tok = population([_sample("addition", 1, 2)] * 7)
     assert len(w) == 81 and sum(w.values()) == pytest.approx(1) and len(set(round(v, 12) for v in w.values())) == 1
     assert tok[("addition", 9, 9)] == ("8", "1")
-    d = Sample("p", "q", "1", "1", 3, 3, "division", "t", "equation")
+    d = Sample("p", "q", "1", "1", 3, 3, "division", "t", "equation", answer_token="first")
     w, _ = population([d])
     q1 = [p for p in w if p[1] == p[2]]
     assert sum(w[p] for p in q1) == pytest.approx(1 / 9) and len(q1) == 9

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from arithmech.data import pairs, shots, templates
+from arithmech.data.batches import group_by_length
 
 OPS = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
 
@@ -120,16 +121,16 @@ def test_group_by_length_batches_one_prefix_together():
             return {"input_ids": [ord(c) for c in text]}
     prompts = ["a . b + c", "x . b + c", "a . d + e", "x . d + e", "a . f + g"]
     assert shots.prefix_key("1 + 2 = 3 . 4 - 1 = 3 . 5 + 5 =") == "1 + 2 = 3 . 4 - 1 = 3 . " and shots.prefix_key("3 + 4 =") == ""
-    got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts, batch_size=3)]
+    got = [idx for idx, _ in group_by_length(Chars(), prompts, batch_size=3)]
     assert got == [[0, 2, 4], [1, 3]]
-    got = [idx for idx, _ in pairs.group_by_length(Chars(), prompts + ["ab"], batch_size=64)]
+    got = [idx for idx, _ in group_by_length(Chars(), prompts + ["ab"], batch_size=64)]
     assert got == [[5], [0, 2, 4, 1, 3]]
 
 
 def test_zero_shot_batching_is_by_length_only(tok):
     """Protects: zero-shot prompts (no separator) batch exactly as before the few-shot grouping existed."""
     zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, draw=pairs.Draw("last-digit"))
-    got = [idx for idx, _ in pairs.group_by_length(tok, [s.clean for s in zs], batch_size=8)]
+    got = [idx for idx, _ in group_by_length(tok, [s.clean for s in zs], batch_size=8)]
     lens = [len(tok(s.clean)["input_ids"]) for s in zs]
     want = []
     for L in sorted(set(lens)):

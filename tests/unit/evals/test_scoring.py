@@ -10,6 +10,7 @@ from factories import make_tiny_llama
 
 from arithmech.data import pairs as D
 from arithmech.data.answer_tokens import answer_token_table
+from arithmech.data.batches import answer_ids
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, predict
 from arithmech.methods.prepare import prepare
 
@@ -55,7 +56,7 @@ def test_counterfactual_check_on_the_embedded_model(embedded_model):
     correct, _ = filter_correct(model, tok, same)
     kept, passed = check_counterfactuals(model, tok, correct)
     top_c = predict(model, tok, [s.corrupt for s in correct])[:, 0]
-    assert passed == (top_c != D.answer_ids(tok, correct)).tolist()
+    assert passed == (top_c != answer_ids(tok, correct)).tolist()
     assert all(s.corrupt != s.clean for s in kept) and any(s.corrupt == s.clean for s in correct)
     kept2, info = prepare(model, tok, same, 48, 0, draw=D.Draw("last-digit"))   # ready-made: not drawn
     assert kept2 == kept and info["n_kept"] == len(kept) and info["n_correct"] == len(correct)

@@ -62,8 +62,9 @@ def explorer_folder(tmp_path_factory):
     """The eager embedded model and a results folder with a small identify run (effects, prompts)."""
     from arithmech.core.models import load_model
     from arithmech.steps import identify as I
+    from arithmech.steps import identify_pipeline as IP
     net, tok, _ = load_model("embedded", attn_implementation="eager")
-    res = I.identify(net, tok, ["addition", "subtraction"], n_samples=16, seed=0, knockout=False, transfer=False,
+    res = IP.identify(net, tok, ["addition", "subtraction"], n_samples=16, seed=0, knockout=False, transfer=False,
                      prob=False, answer_token="first")
     folder = tmp_path_factory.mktemp("explorer")
     I.write_results(res, folder)

@@ -9,18 +9,19 @@ import pytest
 from arithmech.claims.analyze import circuit_faithful
 from arithmech.claims.evidence import Missing
 from arithmech.methods import faithfulness as F
+from arithmech.methods.faithfulness_rule import MIN_CLUSTERS, RANDOM, RULE_LEVEL, faithful_verdict
 
 DRAWS = 20
 
 
-def _frame(cands: dict, band_hi: float = 0.3, clusters: int = F.MIN_CLUSTERS) -> pd.DataFrame:
+def _frame(cands: dict, band_hi: float = 0.3, clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
     """``cands[(order, n)] = {method: (value, lo, hi)}`` plus ``DRAWS`` random circuits per (method, n) whose
     recovery runs evenly from 0 to ``band_hi / 0.95`` (so their 95th percentile is ``band_hi``); the unclipped
     recovery equals the clipped one, every prompt used, as many used problem clusters as ``clusters``."""
     rows = []
     abl = {"noising": "mean", "denoising": "x_r"}
     base = dict(task="all", share=0.0, lo=-3.0, hi=3.0, n_used=40, n_prompts=40, n_clusters=clusters,
-                n_used_clusters=clusters, level=F.RULE_LEVEL, over_one=0.0, baseline="b", split="held-out")
+                n_used_clusters=clusters, level=RULE_LEVEL, over_one=0.0, baseline="b", split="held-out")
     for (order, n), by in cands.items():
         pos = "operands" if order == "operands" else "end"
         for m, (v, lo, hi) in by.items():
@@ -29,7 +30,7 @@ def _frame(cands: dict, band_hi: float = 0.3, clusters: int = F.MIN_CLUSTERS) ->
                              positions=pos))
             for d in range(DRAWS):
                 r = band_hi / 0.95 * d / (DRAWS - 1)
-                rows.append(dict(base, method=m, ablation=abl[m], order=F.RANDOM[order], draw=d, n=n, recovery=r,
+                rows.append(dict(base, method=m, ablation=abl[m], order=RANDOM[order], draw=d, n=n, recovery=r,
                                  recovery_lo=r, recovery_hi=r, recovery_raw=r, recovery_raw_lo=r, recovery_raw_hi=r,
                                  components="", positions=pos))
     return pd.DataFrame(rows, columns=F.COLUMNS)
@@ -49,11 +50,11 @@ def test_the_three_outcomes():
     """Protects the rule's three outcomes: a candidate faithful in both directions holds; every candidate failing
     in some direction does not hold; a candidate straddling 80% leaves it inconclusive; too few problem clusters
     decide nothing."""
-    v = lambda c, **kw: F.faithful_verdict(_frame(c, **kw), "all")["holds"]
+    v = lambda c, **kw: faithful_verdict(_frame(c, **kw), "all")["holds"]
     assert v(_all({2: (GOOD, GOOD)})) is True
     assert v(_all({1: (BAD, GOOD), 2: (GOOD, BAD)})) is False
     assert v(_all({2: (MID, GOOD)})) is None
-    assert v(_all({2: (GOOD, GOOD)}), clusters=F.MIN_CLUSTERS - 1) is None
+    assert v(_all({2: (GOOD, GOOD)}), clusters=MIN_CLUSTERS - 1) is None
     partial = {k: c for k, c in _all({}).items() if k[1] <= 6 or k[0] == "operands"}      # --n-max 6
     assert v(partial) is None and v(_all({})) is False          # an unmeasured candidate has not failed
 
@@ -61,8 +62,8 @@ def test_the_three_outcomes():
 def test_denoising_is_read_not_only_noising():
     """Protects against the old behaviour (versions 1–4 read noising alone): a circuit faithful under noising but
     insufficient under denoising does not hold; the same circuit sufficient under denoising holds."""
-    assert F.faithful_verdict(_frame(_all({3: (GOOD, BAD)})), "all")["holds"] is False
-    assert F.faithful_verdict(_frame(_all({3: (GOOD, GOOD)})), "all")["holds"] is True
+    assert faithful_verdict(_frame(_all({3: (GOOD, BAD)})), "all")["holds"] is False
+    assert faithful_verdict(_frame(_all({3: (GOOD, GOOD)})), "all")["holds"] is True
 
 
 def test_the_random_band_and_the_cross_position_candidate():
@@ -70,14 +71,14 @@ def test_the_random_band_and_the_cross_position_candidate():
     cross-position circuit (order ``operands``) is a candidate read against its own layer-matched draws; a
     missing direction leaves a candidate undecided; sizes above k_max are not candidates."""
     inside = _frame(_all({1: (GOOD, GOOD)}), band_hi=0.97)
-    assert F.faithful_verdict(inside, "all")["holds"] is False
-    cross = F.faithful_verdict(_frame(_all({}, cross=(GOOD, GOOD))), "all")
+    assert faithful_verdict(inside, "all")["holds"] is False
+    cross = faithful_verdict(_frame(_all({}, cross=(GOOD, GOOD))), "all")
     assert cross["holds"] is True and cross["best"]["order"] == "operands"
     assert cross["best"]["noising"]["band_hi"] == pytest.approx(0.3)
     one = _frame({("top", 1): {"noising": GOOD}})
-    assert F.faithful_verdict(one, "all")["holds"] is None
+    assert faithful_verdict(one, "all")["holds"] is None
     big = _frame({**_all({}), ("top", 11): {"noising": GOOD, "denoising": GOOD}})
-    assert F.faithful_verdict(big, "all")["holds"] is False
+    assert faithful_verdict(big, "all")["holds"] is False
 
 
 class _Ctx:
@@ -103,12 +104,12 @@ def test_old_files_are_missing_not_decided(drop):
     old = _frame(_all({2: (GOOD, GOOD)})).drop(columns=drop)
     with pytest.raises(Missing, match="before rule version 7.*re-run"):
         circuit_faithful(_Ctx(old))
-    assert F.faithful_verdict(old, "all")["holds"] is None
-    assert F.faithful_verdict(_frame(_all({2: (GOOD, GOOD)})), "all")["holds"] is True      # the same, whole
+    assert faithful_verdict(old, "all")["holds"] is None
+    assert faithful_verdict(_frame(_all({2: (GOOD, GOOD)})), "all")["holds"] is True      # the same, whole
 
 
 def test_intervals_at_another_level_decide_nothing():
     """Protects the rule's level: a file whose intervals are at 95% (not 1 − 0.05/11) is stale, not decided."""
     f = _frame(_all({2: (GOOD, GOOD)})).assign(level=0.95)
-    r = F.faithful_verdict(f, "all")
+    r = faithful_verdict(f, "all")
     assert r["holds"] is None and "0.95" in r["stale"][0]

@@ -12,6 +12,7 @@ import torch
 from arithmech.core.stats import bootstrap_ratio_intervals
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
+from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 
 DRAWS = 20
 
@@ -24,9 +25,9 @@ def _rows(method, order, n, ratios, den, problems, draws):
     plan = [(order, -1, n, ((0, 0),))] + [(R.RANDOM[order], r, n, ((1, r),)) for r in range(len(draws))]
     abl = {"noising": "mean", "denoising": "x_r"}[method]
     pos = "operands" if order == "operands" else "end"
-    settings = F.FaithfulnessSettings(n_max=10, n_random=DRAWS, seed=0, n_boot=200, bootstrap="cluster",
+    settings = FaithfulnessSettings(n_max=10, n_random=DRAWS, seed=0, n_boot=200, bootstrap="cluster",
                                       split="held-out", batch_size=64, converse_random=False)
-    return F.circuit_rows(F.Rows("all", method, abl, pos, F.BASELINE[method]), plan, num, den, settings,
+    return F.circuit_rows(Rows("all", method, abl, pos, F.BASELINE[method]), plan, num, den, settings,
                           F.Units(problems, problems, len(set(problems))))
 
 

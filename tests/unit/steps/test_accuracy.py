@@ -2,6 +2,7 @@
 recorded in run.json, a reused table must have been scored with it, and the paper's rule still gives the old table."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from arithmech.core import results as R
@@ -52,7 +53,7 @@ def test_table_draws_and_records_the_configured_rule(tmp_path, embedded_model, d
     table only for that rule."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1)
-    df = A.run(c, net, tok)
+    df = A.run(c, net, tok).table
     assert drawn and {s.answer_token for s in drawn} == {"last-digit"}
     assert all(s.clean.endswith(s.target[:-1]) and s.answer == s.target[-1] for s in drawn)
     assert list(df.example[df.template != "(all)"]) == [s.clean for s in drawn]
@@ -71,7 +72,7 @@ def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
     """Protects the old numbers: switched to the paper's first token, the table equals the one the step wrote
     before the rule was configurable (FIRST_TOKEN_TABLE, the embedded model, one prompt per template)."""
     net, tok, _ = embedded_model
-    df = A.run(Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first"), net, tok)
+    df = A.run(Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first"), net, tok).table
     whole = df[df.template == "(all)"].set_index("op")
     assert set(whole.index) == set(FIRST_TOKEN_TABLE)
     for op, (n, k, p) in FIRST_TOKEN_TABLE.items():
@@ -92,3 +93,16 @@ def test_a_record_without_the_rule_was_scored_with_the_first_token(tmp_path, emb
     assert R.made_with(folder, "accuracy", A.recorded(c), absent_means=A.ABSENT_MEANS)
     assert not R.made_with(folder, "accuracy", A.recorded(c.replace(answer_token="last-digit")),
                            absent_means=A.ABSENT_MEANS)
+
+
+def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
+    """Protects the typed Result (issue #42): :func:`run` returns the table it computed (the same draw scored again
+    gives it), read back from its file, with the config; ``ensure`` reads the same Result back when it reuses it."""
+    net, tok, _ = embedded_model
+    c = Accuracy(results=str(tmp_path), n_per_template=1)
+    got = A.run(c, net, tok)
+    assert isinstance(got, A.Result) and got.config == c
+    want = A.accuracy_by_template(net, tok, "all", 1, c.seed, answer_token=c.answer_token)
+    pd.testing.assert_frame_equal(got.table.fillna({"example": ""}), want)  # "(all)" rows: no example, empty in csv
+    again = ensure(c, model=net, tok=tok)
+    assert again.table.equals(got.table) and again.config == c

@@ -10,7 +10,7 @@ from arithmech.steps.config import Analyze, Beyond
 
 def _sample(op: str, a: int) -> pairs.Sample:
     return pairs.Sample(clean=f"{a} ? 2 =", corrupt=f"{a} ? 3 =", answer="1", target="1", a=a, b=2, op=op,
-                        template="t", family="f")
+                        template="t", family="f", answer_token="first")
 
 
 def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
@@ -35,3 +35,22 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     assert A.operations(Analyze(), tmp_path) is None          # every pooled task fails: every operation, inconclusive
     control.clear()
     assert A.operations(Analyze(), tmp_path) is None
+
+
+def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
+    """Protects analyze's typed Result (issue #42): :func:`read` gives back the frames and the summary :func:`run`
+    computed and wrote (the roles, the studied heads' labels, the baseline, the MLP projections, the top numbers
+    with the prompt they were read on), and the config it is read for."""
+    import pandas as pd
+
+    from arithmech.steps import identify as I
+    model, tok, _ = embedded_model
+    res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
+    I.write_results(res, tmp_path / "embedded", model_name="embedded")
+    config = Analyze(results=str(tmp_path), n_samples=6)
+    out = A.run(config)
+    back = A.read(out["folder"], config)
+    assert isinstance(back, A.Result) and back.config == config and back.summary == out["summary"]
+    for name in ("roles", "labels", "baseline", "mlp"):
+        pd.testing.assert_frame_equal(getattr(back, name), out[name], obj=name)
+    pd.testing.assert_frame_equal(back.top, out["top"].assign(prompt=config.prompt))

@@ -8,7 +8,7 @@ import pytest
 from arithmech.cli import COMMANDS, build_parser
 from arithmech.core.config import fields, flag
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
-from arithmech.methods.knockout_run import split_positions
+from arithmech.methods.ablation.settings import split_positions
 from arithmech.methods.patching import METHODS
 from arithmech.steps import config
 
@@ -56,7 +56,7 @@ def test_a_config_refuses_bad_values_in_one_line_and_converts_lists():
     (["beyond", "--ig-steps", "1000000000"], "--ig-steps 1000000000 is above 256"),
     (["identify", "--seed", "100000000000000000000000"], "--seed 100000000000000000000000 is above 4294967295"),
     (["analyze", "--prompt", "4 + 3 = " * 15_000], "--prompt has 120,000 characters; at most 2,000"),
-    (["arms", "--seeds", ",".join(map(str, range(30)))], "--seeds: 30 seeds; at most 20")])
+    (["table1", "--seeds", ",".join(map(str, range(30)))], "--seeds: 30 seeds; at most 20")])
 def test_sizes_beyond_their_bound_are_refused_in_one_line(argv, flag_text, capsys):
     """Protects the bounds stated beside each default (arithmech.steps.config, issue #28): a size that no run on
     this machine could finish is one line naming the flag and the bound, exit 2, before any model loads."""

@@ -12,7 +12,7 @@ Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estim
 
 def _mk(op, a, b, template="t"):
     c = {"addition": a + b, "multiplication": a * b}[op]
-    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", carried=str(c)[:-1])
+    return Sample("p", "q", str(c)[-1], str(c), a, b, op, template, "equation", answer_token="last-digit", carried=str(c)[:-1])
 
 
 SUMS = [(a, b) for a in range(1, 10) for b in range(1, 10)]                                # 81 distinct sums
@@ -50,9 +50,10 @@ def test_a_task_with_too_few_problems_is_insufficient():
 
 
 def test_identify_uses_this_control():
-    """Protects one control for the run and the claims: identify's task_control is this module's."""
-    from arithmech.steps import identify
-    assert identify.task_control is task_control
+    """Protects one control for the run and the claims: the task_control identify() reads
+    (steps/identify_pipeline.py) is this module's."""
+    from arithmech.steps import identify_pipeline
+    assert identify_pipeline.task_control is task_control
 
 
 def test_a_table_says_insufficient_below_the_minimum():

@@ -2,15 +2,6 @@
 from __future__ import annotations
 
 
-def test_public_names_stay_importable_from_identify():
-    """Protects the book's and the packages' imports: effects_frame, ranking and key_heads moved to
-    methods/effects.py and are the same objects under arithmech.steps.identify."""
-    from arithmech.methods import effects
-    from arithmech.steps import identify
-    assert identify.effects_frame is effects.effects_frame and identify.ranking is effects.ranking
-    assert identify.key_heads is effects.key_heads
-
-
 def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model():
     """Protects issue #42's narrow signature: identify(model, tok, tasks, config, checkpoint, **settings) reads
     every setting from the step config (each default written once, there), and a setting given by name is
@@ -20,7 +11,7 @@ def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model
 
     import pytest
 
-    from arithmech.steps import identify
+    from arithmech.steps import identify_pipeline as identify
     from arithmech.steps.config import Identify
     assert len(dataclasses.fields(Identify)) > 20
     with pytest.raises(ValueError, match="--n-samples 0 is below 1"):
@@ -31,3 +22,22 @@ def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model
         identify.identify(None, None, "addition", knockout_positions="both", curves_for="every")
     with pytest.raises(TypeError):
         identify.identify(None, None, "addition", answer_tokens="first")       # no such setting
+
+
+def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
+    """Protects identify's typed Result (issue #42): :func:`read` gives back what :func:`run` computed and wrote —
+    the effects and key heads, one prompt per kept pair, the samples record — with the files a run without knockout
+    or transfer does not make as ``None``, and the config it is read for."""
+    import pandas as pd
+
+    from arithmech.steps import identify as I
+    from arithmech.steps.config import Identify
+    model, tok, _ = embedded_model
+    config = Identify(results=str(tmp_path), task="addition", n_samples=12, knockout=False, transfer=False)
+    res = I.run(config, model, tok)
+    back = I.read(I.folder_of(config), config)
+    assert isinstance(back, I.Result) and back.config == config
+    pd.testing.assert_frame_equal(back.effects, res.effects)
+    assert back.key_heads == res.key_heads and back.run["samples"] == res.info
+    assert len(back.prompts) == sum(map(len, res.tasks.values())) == res.info["addition"]["n_kept"]
+    assert back.answer_tokens is not None and (back.knockout, back.transfer, back.heldout) == (None, None, None)

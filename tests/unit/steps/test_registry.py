@@ -24,14 +24,19 @@ def test_every_step_is_a_command_with_its_configs_fields():
 
 def test_every_module_answers_the_protocol():
     """Protects the registry's promise: each step's module has the function its command calls and a ``summary``;
-    every step the book reuses (:func:`arithmech.steps.ensure.ensure`) has ``read``; a step's config finds its
-    step, and a config of no step is refused by name."""
+    every step the book reuses (:func:`arithmech.steps.ensure.ensure`) has ``read`` and a frozen ``Result`` that
+    carries its ``config``; a step's config finds its step, and a config of no step is refused by name."""
     for step in STEPS.values():
         mod = step.load()
         assert callable(getattr(mod, step.function)) and callable(mod.summary), step.name
         assert step_of(step.config.__new__(step.config)) is step
-    for name in ("identify", "analyze", "beyond", "stability", "faithfulness", "accuracy-by-template", "shots"):
-        assert callable(STEPS[name].load().read), name
+    ensured = ("identify", "analyze", "beyond", "stability", "faithfulness", "accuracy-by-template", "shots",
+               "counterfactuals")
+    for name in ensured:
+        mod = STEPS[name].load()
+        assert callable(mod.read), name
+        fields = {f.name: f for f in dataclasses.fields(mod.Result)}
+        assert mod.Result.__dataclass_params__.frozen and fields["config"].type in ("Config", STEPS[name].config), name
     with pytest.raises(TypeError, match="Book configures no step"):
         step_of(C.Book())
 

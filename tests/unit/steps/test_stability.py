@@ -30,14 +30,21 @@ def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):
     read back through the results contract."""
     model, tok = word_llama
     for name in ("a", "b"):
-        S.write_results(_small(model, tok), tmp_path / name)
+        res = _small(model, tok)
+        S.write_results(res, tmp_path / name)
     for f in S.FILENAMES:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
-    back = S.read(tmp_path / "a")
-    assert set(back["table"].comparison) == {"size_vs_largest", "between_seeds", "between_kinds", "between_families"}
-    assert len(back["heads"]) == 2 * 3 * 4                       # both kinds × every head
-    assert back["heads"]["name"].str.fullmatch(r"\d+\.\d+").all()   # "2.0" stays head 0 of layer 2, not 2.0
-    assert back["record"]["parameters"]["sizes"] == [4, 8]
+    config = S.Config(task="addition", seeds=2, sizes=(4, 8), top=3, n_boot=200)
+    back = S.read(tmp_path / "a", config)
+    assert isinstance(back, S.Result) and back.config == config
+    assert set(back.table.comparison) == {"size_vs_largest", "between_seeds", "between_kinds", "between_families"}
+    assert len(back.heads) == 2 * 3 * 4                       # both kinds × every head
+    assert back.heads["name"].str.fullmatch(r"\d+\.\d+").all()   # "2.0" stays head 0 of layer 2, not 2.0
+    assert back.record["parameters"]["sizes"] == [4, 8]
+    for name in ("table", "runs", "heads"):                  # the Result holds what the run wrote (issue #42)
+        wrote = getattr(res, name)
+        empty = {c: "" for c in wrote if not pd.api.types.is_numeric_dtype(wrote[c])}  # empty set: empty csv cell
+        pd.testing.assert_frame_equal(getattr(back, name).fillna(empty), wrote, obj=name)
 
 
 def test_a_smaller_size_is_the_prefix_of_the_largest_draw(word_llama):

@@ -172,7 +172,9 @@ def _circuit():
 def _beyond_run():
     eap = pd.DataFrame({"layer": [0, 1], "head": ["0", "mlp"], "exact": [-0.1, 0.0], "exact_se": [0.01, 0.01],
                         "eap": [-0.09, 0.01], "eap_ig": [-0.1, 0.0]})
-    return {"model": "m", "eap": eap, "summary": {"n_samples": 8}}
+    from arithmech.steps import beyond
+    return beyond.Result(config=beyond.Config(), model="m", summary={"n_samples": 8}, eap=eap, upstream=pd.DataFrame(),
+                         n_layers=2)
 
 
 def _explorer():
@@ -217,10 +219,13 @@ def _curve_chart(monkeypatch):
 def _charts(monkeypatch):
     """``(name, chart, roles it may use, schemes it may use)`` for every chart builder of arithmech.report."""
     from arithmech.report.charts import (
+        accuracy_chart,
+        attention_chart,
         attention_control,
+        effect_chart,
         faithfulness_chart,
         knockout_chart,
-        plots,
+        mlp_chart,
         stability_views,
         transfer_chart,
     )
@@ -236,17 +241,17 @@ def _charts(monkeypatch):
                          "precise SFT (top-8 heads)", "precise SFT (top-16 heads)") for b in ("GSM8K", "MMLU")])
     abl = pd.DataFrame({"heads": [1, 2], "two-digit (math)": [10, 20], "generic facts": [50, 40], "samples/s": [3, 4]})
     return [
-        ("template_accuracy_chart", plots.template_accuracy_chart(acc, "m"), ["series"], []),
-        ("effect_heatmap", plots.effect_heatmap(_effects()), [], ["effect"]),
-        ("attention_roles_explorer", plots.attention_roles_explorer(_roles()), ["operand"], []),
-        ("attention_strip_chart", plots.attention_strip_chart(strips), [], ["attention"]),
-        ("mlp_in_chart", plots.mlp_in_chart(_mlp(), (0, 1, 2)), ["operand", "reference"], []),
-        ("mlp_diff_chart", plots.mlp_diff_chart(_mlp()), ["answer", "reference"], []),
-        ("mlp_projection_explorer", plots.mlp_projection_explorer(_mlp()), [], []),
-        ("top_numbers_chart", plots.top_numbers_chart(top), [], ["cosine"]),
-        ("adder_vs_llm_chart", plots.adder_vs_llm_chart(adder, top.assign(rank=1), 1, 1), [], ["cosine"]),
-        ("finetune_bars", plots.finetune_bars(long), ["arm", "series"], []),
-        ("ablation_chart", plots.ablation_chart(abl, paper=abl.rename(columns={"two-digit (math)": "GSM8K",
+        ("template_accuracy_chart", accuracy_chart.template_accuracy_chart(acc, "m"), ["series"], []),
+        ("effect_heatmap", effect_chart.effect_heatmap(_effects()), [], ["effect"]),
+        ("attention_roles_explorer", attention_chart.attention_roles_explorer(_roles()), ["operand"], []),
+        ("attention_strip_chart", attention_chart.attention_strip_chart(strips), [], ["attention"]),
+        ("mlp_in_chart", mlp_chart.mlp_in_chart(_mlp(), (0, 1, 2)), ["operand", "reference"], []),
+        ("mlp_diff_chart", mlp_chart.mlp_diff_chart(_mlp()), ["answer", "reference"], []),
+        ("mlp_projection_explorer", mlp_chart.mlp_projection_explorer(_mlp()), [], []),
+        ("top_numbers_chart", mlp_chart.top_numbers_chart(top), [], ["cosine"]),
+        ("adder_vs_llm_chart", mlp_chart.adder_vs_llm_chart(adder, top.assign(rank=1), 1, 1), [], ["cosine"]),
+        ("finetune_bars", accuracy_chart.finetune_bars(long), ["arm", "series"], []),
+        ("ablation_chart", accuracy_chart.ablation_chart(abl, paper=abl.rename(columns={"two-digit (math)": "GSM8K",
                                                                                "generic facts": "MMLU"})),
          ["benchmark"], []),
         ("knockout_control_chart", knockout_chart.knockout_control_chart(_knockout()), ["selection", "reference"], []),
@@ -308,8 +313,8 @@ def test_the_theme_and_fig1_use_the_table():
     never draws red or green) and the pipeline figure's SVG (ink and the key red only)."""
     from pathlib import Path
 
-    from arithmech.report.charts import pipeline, plots
-    cfg = plots.theme()["config"]
+    from arithmech.report.charts import pipeline, theme
+    cfg = theme.theme()["config"]
     assert cfg["range"]["category"] == C.series() and not any(is_red(c) or is_green(c) for c in C.series())
     chrome = {cfg["mark"]["color"], cfg["title"]["subtitleColor"], cfg["axis"]["domainColor"]}
     assert chrome <= allowed()

@@ -4,9 +4,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from arithmech.report.build import book
+from arithmech.report.build import generate
 from arithmech.report.charts import pipeline
-from arithmech.report.views import pages
+from arithmech.report.views import findings
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -46,18 +46,18 @@ def test_findings_put_every_sentence_then_fig1_then_the_boxes(tmp_path, monkeypa
     """Protects the introduction's first screen: ``findings.md`` holds each model's answer sentence, then Fig. 1,
     then the findings boxes (the table under the figure), and Fig. 1 even when no model has results."""
     _book(tmp_path)
-    monkeypatch.setattr(book, "parameters_table", lambda root: "")
-    monkeypatch.setattr(pages, "rules_page", lambda root, models: "")
-    monkeypatch.setattr(pages, "results_box", lambda root, models, part="all": f"{part} of {models[0][0]}")
-    book.write_generated(tmp_path)
-    text = (tmp_path / book.FINDINGS).read_text()
+    monkeypatch.setattr(generate, "parameters_table", lambda root: "")
+    monkeypatch.setattr(findings, "rules_page", lambda root, models: "")
+    monkeypatch.setattr(findings, "results_box", lambda root, models, part="all": f"{part} of {models[0][0]}")
+    generate.write_generated(tmp_path)
+    text = (tmp_path / generate.FINDINGS).read_text()
     at = [text.index(s) for s in ("sentence of embedded", "sentence of smollm2-135m", "<figure", "box of embedded",
                                   "box of smollm2-135m")]
     assert at == sorted(at), text[:300]
-    monkeypatch.setattr(pages, "results_box", lambda root, models, part="all": None)
-    book.write_generated(tmp_path)
-    text = (tmp_path / book.FINDINGS).read_text()
-    assert "<figure" in text and book.NO_RESULTS in text
+    monkeypatch.setattr(findings, "results_box", lambda root, models, part="all": None)
+    generate.write_generated(tmp_path)
+    text = (tmp_path / generate.FINDINGS).read_text()
+    assert "<figure" in text and generate.NO_RESULTS in text
 
 
 def test_results_box_parts_split_the_sentence_from_the_box():
@@ -68,8 +68,8 @@ def test_results_box_parts_split_the_sentence_from_the_box():
     if name is None:
         import pytest
         pytest.skip("no results folder with identify's files in this checkout")
-    whole = pages.results_box(REPO, [(name, name)])
-    sentence = pages.results_box(REPO, [(name, name)], part="sentence")
-    box = pages.results_box(REPO, [(name, name)], part="box")
+    whole = findings.results_box(REPO, [(name, name)])
+    sentence = findings.results_box(REPO, [(name, name)], part="sentence")
+    box = findings.results_box(REPO, [(name, name)], part="box")
     assert sentence.startswith(f"**{name}**") and ":::" not in sentence and box.startswith(":::{admonition}")
     assert whole == f"{sentence}\n\n{box}"

@@ -17,6 +17,7 @@ def test_chapter_tables_take_every_model_through_one_path():
     """Protects the Beyond page's two-model tables: three method rows per model, one verdict row per model equal
     to the rule's own verdict, and the finding line quoting that verdict."""
     from arithmech.report.views import beyond_views as V
+    from arithmech.steps import beyond as B
     runs = []
     for name, edge in (("a", -0.01), ("b", -0.09)):
         eap, up = _frames(edge, 0.001)
@@ -25,10 +26,10 @@ def test_chapter_tables_take_every_model_through_one_path():
              "receivers_from": "key heads", "times": {"exact_s": 1.0, "eap_s": 0.1, "eap_ig_s": 0.4},
              "total_effect": {"mean": -0.5, "se": 0.01},
              **{m: {"spearman_all": 1.0, "spearman_heads": 1.0, "top_overlap": 2, "key_heads": []} for m in ("eap", "eap_ig")}}
-        runs.append({"model": name, "summary": S, "eap": eap, "upstream": up, "n_layers": 2})
+        runs.append(B.Result(config=B.Config(), model=name, summary=S, eap=eap, upstream=up, n_layers=2))
     assert list(V.methods_table(runs).model) == ["a"] * 3 + ["b"] * 3
     v = V.verdict_table(runs)
-    assert list(v.verdict) == [C.verdict(r["eap"], r["upstream"])["verdict"] for r in runs] == ["holds", "does not hold"]
+    assert list(v.verdict) == [C.verdict(r.eap, r.upstream)["verdict"] for r in runs] == ["holds", "does not hold"]
     assert all(f"**{x}**" in line for x, line in zip(v.verdict, V.finding_lines(runs)))
     assert len(V.upstream_table(runs, top=2)) == 4
 

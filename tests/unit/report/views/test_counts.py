@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import rules as C
+from arithmech.claims.rule_texts import THRESHOLD
 from arithmech.methods.effects import key_heads as identify_key_heads
-from arithmech.report.build import book
+from arithmech.report.build import generate
 from arithmech.report.views import counts
 
 REPO = Path(__file__).resolve().parents[4]
@@ -63,8 +64,8 @@ def test_the_count_pages_quote_is_the_rules_and_analyzes(folder):
     studied are the ones analyze studies."""
     from arithmech.steps.analyze import load_key_heads
     k = counts.key_heads(folder)
-    if k.threshold != C.THRESHOLD:
-        pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {C.THRESHOLD}")
+    if k.threshold != THRESHOLD:
+        pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {THRESHOLD}")
     here = C.claims(folder, ["key-heads-exist"]).iloc[0].here
     n, total = map(int, re.match(r"(\d+) of (\d+) heads", here).groups())
     assert (k.n, k.n_heads) == (n, total), (k.summary(), here)
@@ -96,10 +97,10 @@ def test_the_introduction_quotes_the_explorer_s_count_as_the_build_gives_it():
     """Protects the introduction's Explorer sentence (``_generated/explorer.md``): its prompt count is the page's own
     parameter as the build gives it (the parameters cell, ``book.yml``, ``--set``), counted by :func:`prompt_count`,
     and the introduction types no count of its own."""
-    default = book.explorer_intro(REPO)
+    default = generate.explorer_intro(REPO)
     assert "any of its 144 prompts (3 of each of the 48 templates of Fig. 8 and Fig. 10) on the embedded model and " \
            "SmolLM2-135M" in default
-    small = book.explorer_intro(REPO, ["explorer.n_prompts=48", "explorer.models=[embedded]"])
+    small = generate.explorer_intro(REPO, ["explorer.n_prompts=48", "explorer.models=[embedded]"])
     assert "any of its 48 prompts (one of each of the 48 templates" in small and "SmolLM2" not in small
     intro = (REPO / "book" / "intro.md").read_text()
     assert "```{include} _generated/explorer.md" in intro

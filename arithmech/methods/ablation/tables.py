@@ -1,0 +1,234 @@
+"""Knockout results as the book's tables: key heads out vs as many random heads, END vs every position,
+and the sanity rows that say whether the ablation removes anything.
+
+``knockout_summary`` and ``sanity_table`` read ``knockout.csv`` (a frame with :data:`COLUMNS
+<arithmech.methods.ablation.run.COLUMNS>`), or an :class:`arithmech.steps.identify.IdentifyResult`'s
+``knockout``; :func:`positions_table` re-runs only the position setting the run does not have.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from arithmech.core.stats import wilson_interval
+from arithmech.methods.ablation.intervention import POSITIONS
+from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED, Studied, task_knockout
+from arithmech.methods.ablation.settings import KnockoutSettings
+
+SANITY_COLUMNS = {
+    "nothing-out": "nothing out",
+    "all-heads-out": "all heads out",
+    "all-mlps-out": "all MLPs out",
+    "x_c": "X_c prompt (X_r answer)",
+    "majority-floor": "majority floor",
+    "conditioned-floor": "conditioned floor",
+}
+
+
+def _frame(res_or_frame) -> pd.DataFrame:
+    return res_or_frame if isinstance(res_or_frame, pd.DataFrame) else res_or_frame.knockout
+
+
+def key_vs_random(d: pd.DataFrame) -> dict:
+    """One knockout point (head rows of a single ``k`` and positions): the effect-rank accuracy with
+    its Wilson interval and the random-rank mean, spread and 5–95% quantiles over the orders, and the same of the
+    layer-matched random draws (:data:`~arithmech.methods.ablation.run.LAYER_MATCHED`; NaN and 0 draws where the
+    run made none: files made before them, or a position setting other than the first)."""
+    key = d[d.order == "effect-rank"].iloc[0]
+    rnd = d[d.order == "random-rank"].accuracy
+    q = rnd.quantile([0.05, 0.95]).tolist() if len(rnd) else [float("nan")] * 2
+    lm = d[d.order == LAYER_MATCHED].accuracy
+    return {
+        "key_heads": int(key.k),
+        "accuracy_key_heads_out": float(key.accuracy),
+        "ci_low": float(key.ci_low),
+        "ci_high": float(key.ci_high),
+        "accuracy_random_out_mean": float(rnd.mean()),
+        "accuracy_random_out_std": float(rnd.std(ddof=0)),
+        "accuracy_random_out_q05": q[0],
+        "accuracy_random_out_q95": q[1],
+        "random_orders": int(len(rnd)),
+        "accuracy_layer_matched_mean": float(lm.mean()) if len(lm) else float("nan"),
+        "accuracy_layer_matched_q05": float(lm.quantile(0.05)) if len(lm) else float("nan"),
+        "layer_matched_orders": int(len(lm)),
+        "n": int(key.n),
+    }
+
+
+def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
+    """Per task and position setting: accuracy after knocking out its key heads (effect rank, ``k`` =
+    number of key heads) and after knocking out ``k`` random non-key heads.
+
+    ``res``: an ``IdentifyResult`` (its ``key_heads``) or the ``knockout.csv`` frame with ``key_heads``
+    (``key_heads.json``)."""
+    ko, kh = _frame(res), key_heads if key_heads is not None else res.key_heads
+    per = {**(kh.get("per_task") or {}), kh["task"]: kh["heads"]}
+    rows = []
+    for task, heads in per.items():
+        for pos in dict.fromkeys(ko.positions):
+            d = ko[(ko.task == task) & (ko.kind == "head") & (ko.k == len(heads)) & (ko.positions == pos)]
+            if not d.empty and (d.order == "effect-rank").any():
+                rows.append({"task": task, "positions": pos, **key_vs_random(d)})
+    return pd.DataFrame(rows)
+
+
+def floor_of(by: pd.DataFrame) -> float:
+    """ "The floor" of one task's sanity rows (indexed by ``order``): the higher of the majority floor and the
+    conditioned floor (:data:`~arithmech.methods.ablation.run.FLOORS`; a file without the latter: the former)."""
+    return max(float(by.loc[o, "accuracy"]) for o in FLOORS if o in by.index)
+
+
+def row_interval(row) -> tuple[float, float]:
+    """A knockout row's 95% interval: the Wilson interval with its problem clusters as the trials where the row
+    counts them (``n_clusters``; as :func:`arithmech.claims.evidence.cluster_interval`), else the file's own over
+    prompts."""
+    m = row.get("n_clusters", float("nan")) if hasattr(row, "get") else float("nan")
+    if m == m and m is not None and int(m) > 0:
+        return wilson_interval(float(row["accuracy"]) * int(m), int(m))
+    return float(row["ci_low"]), float(row["ci_high"])
+
+
+def floor_interval(by: pd.DataFrame) -> tuple[float, float]:
+    """The 95% interval of :func:`floor_of` (the higher of two estimates): the higher lower end and the higher upper
+    end of the floor rows' :func:`row_interval`."""
+    cis = [row_interval(by.loc[o]) for o in FLOORS if o in by.index]
+    return max(c[0] for c in cis), max(c[1] for c in cis)
+
+
+def uniform_guess(samples) -> float:
+    """The accuracy of a uniform guess among the answer tokens of ``samples`` (``1 / distinct answer tokens``):
+    what a model that still writes an answer but knows nothing scores; NaN for no sample."""
+    tokens = {s.answer for s in samples}
+    return 1 / len(tokens) if tokens else float("nan")
+
+
+def sanity_table(res, control: dict | None = None, chance: float | None = None) -> pd.DataFrame:
+    """One row per task and position setting: the sanity accuracies with their 95% intervals (Wilson over the
+    problem clusters where the file counts them, :func:`row_interval`) and the rule decided on them, two-sided as
+    the claim ``ablation-removes-information`` (issue #41):
+
+    * the floor is the higher of the majority floor and the conditioned floor (:func:`floor_of`), an estimate with
+      the interval :func:`floor_interval`;
+    * ``heads_out_above_floor``: the interval of "all heads out" lies wholly above the floor's upper end — the
+      ablation **does not remove the information** the heads carry (too little);
+    * ``heads_out_below_guess``: it lies wholly below ``chance``, a uniform guess among the answer tokens — it
+      removes **more than the task** (over-ablation: the ablated model is pushed off its answers);
+    * ``removes_information``: neither (True), either (False); None (inconclusive) for a task that fails its
+      control (``control["failed"]``; :data:`arithmech.steps.config.CONTROL_FLOOR`), and ``control`` says why.
+
+    ``control``: key_heads.json's ``control`` (taken from ``res.key_heads`` when ``res`` is a run). ``chance``: the
+    uniform guess (:func:`uniform_guess` of the run's samples when ``res`` is a run; NaN, over-ablation unchecked,
+    for a bare frame without it).
+    """
+    ko = _frame(res)
+    if control is None and not isinstance(res, pd.DataFrame):
+        control = res.key_heads.get("control")
+    if chance is None:
+        chance = (
+            float("nan")
+            if isinstance(res, pd.DataFrame)
+            else uniform_guess([s for ss in res.tasks.values() for s in ss])
+        )
+    failed = (control or {}).get("failed", {})
+    s = ko[ko.kind == "sanity"]
+    rows = []
+    for (task, pos), d in s.groupby(["task", "positions"], sort=False):
+        by = d.drop_duplicates("order").set_index("order")
+        m = by["n_clusters"].iloc[0] if "n_clusters" in by else float("nan")
+        row = {
+            "task": task,
+            "positions": pos,
+            "n": int(by.n.iloc[0]),
+            "mean_source": str(by.loc["nothing-out", "mean_source"]),
+            "intervals": f"Wilson over {int(m)} problem clusters" if m == m else "Wilson over prompts",
+        }
+        for o, name in SANITY_COLUMNS.items():
+            got = o in by.index  # conditioned-floor: absent from files made before it
+            row[name] = float(by.loc[o, "accuracy"]) if got else float("nan")
+            row[f"{name} ci"] = row_interval(by.loc[o]) if got else (float("nan"),) * 2
+        row["floor"], row["floor ci"], row["uniform guess"] = floor_of(by), floor_interval(by), chance
+        lo, hi = row["all heads out ci"]
+        above, below = bool(lo > row["floor ci"][1]), bool(hi < chance)
+        row["heads_out_above_floor"], row["heads_out_below_guess"] = above, below
+        row["removes_information"] = None if task in failed else not (above or below)
+        row["control"] = f"fails: {failed[task]}" if task in failed else "passes"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`sanity_table` as one reader's table (what the chapters show instead of a sentence per row): per task
+    and position setting, the prompts, each sanity accuracy with its 95% interval (over the problem clusters where
+    the file counts them: :func:`sanity_intervals` says which, under the table, so it stays one column wide), the floor
+    with its interval, the uniform guess, and the rule's
+    outcome in words — "yes: reaches the floor" (the interval of all heads out overlaps the floor's and does not lie
+    below the guess), "no: above the floor" (too little), "no: below a uniform guess" (over-ablation),
+    "inconclusive" (the task fails its control)."""
+    pct = lambda v, ci: f"{v:.0%} [{ci[0]:.0%}, {ci[1]:.0%}]" if v == v else "not measured"
+    out = []
+    for _, r in table.iterrows():
+        row = {
+            "task": r["task"],
+            "positions": "END" if r["positions"] == "end" else "every position",
+            "prompts": int(r["n"]),
+        }
+        for name in ("nothing out", "all heads out", "all MLPs out", "X_c prompt (X_r answer)"):
+            row[f"{name} (95% CI)"] = pct(r[name], r[f"{name} ci"])
+        row["floor (95% CI)"] = pct(r["floor"], r["floor ci"]) if "floor ci" in r else f"{r['floor']:.1%}"
+        g = r.get("uniform guess", float("nan"))
+        row["uniform guess"] = f"{g:.1%}" if g == g else "not given"
+        ri = r["removes_information"]
+        row["all heads out removes what they carry"] = (
+            "inconclusive (" + r["control"] + ")"
+            if ri is None
+            else "yes: reaches the floor"
+            if ri
+            else "no: below a uniform guess (over-ablation)"
+            if r.get("heads_out_below_guess")
+            else "no: above the floor's interval (too little)"
+        )
+        out.append(row)
+    return pd.DataFrame(out).set_index(["task", "positions"])
+
+
+def sanity_intervals(table: pd.DataFrame) -> str:
+    """What the intervals of :func:`sanity_readable` are over, for the line under it: e.g. "Wilson over 25 problem
+    clusters" (each problem's prompts one trial) or "Wilson over prompts"."""
+    col = table["intervals"] if "intervals" in table else pd.Series(["Wilson over prompts"])
+    return "; ".join(dict.fromkeys(col.astype(str)))
+
+
+def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
+    """The key heads of the primary task vs as many random non-key heads, knocked out at END (where
+    path patching measured them) and at every position, on the run's own knockout prompts and means.
+
+    Position settings the run already has come from its ``knockout.csv`` rows; a missing one is computed
+    (:func:`arithmech.methods.ablation.run.task_knockout`). Rows as :func:`knockout_summary`'s."""
+    task = res.key_heads["task"]
+    own = knockout_summary(res)
+    own = own[own.task == task] if not own.empty else own
+    missing = [p for p in POSITIONS if own.empty or p not in set(own.positions)]
+    if missing and not res.evals.get(task):
+        raise ValueError(
+            f"{task} has no knockout prompt to run the position settings {missing} on "
+            "(the held-out draw found none): raise --n-samples or use --knockout-split in-sample"
+        )
+    if missing:
+        kh = res.key_heads  # the primary task's; its heads ranked by effect
+        ranked = [(h["layer"], h["head"]) for h in kh["heads"]]
+        p = res.params
+        settings = KnockoutSettings(
+            samples=p["knockout_samples"],
+            n_random=p["n_random"],
+            seed=p["seed"],
+            ks=tuple(p["ks"]) if p["ks"] else None,
+            curves_for=p["curves_for"],
+            positions="both" if len(missing) == 2 else missing[0],
+            split=p["knockout_split"],
+            pool_size=p["pool_size"],
+            batch_size=batch_size,
+        )
+        d = task_knockout(model, tok, res.evals[task], res.means, task, Studied(ranked, [], kh), False, settings)
+        more = knockout_summary(d, res.key_heads)
+        own = pd.concat([own, more[more.task == task]], ignore_index=True)
+    return own.drop(columns="task").set_index("positions").loc[list(POSITIONS)].reset_index()

@@ -1,0 +1,242 @@
+"""The claims as the introduction and the rules page show them: verdicts read, never typed.
+
+* :func:`results_box` — the introduction's box per model: the paper's claims, this run's numbers and
+  a verdict (*holds* / *does not hold* / *inconclusive*), all read from
+  :func:`arithmech.claims.rules.claims` on ``results/<model>/``, with the answer sentence
+  (:func:`answer_sentence`) and the tally (:func:`tally`); the controls of the method apart (:func:`is_control`),
+  the claims this book adds counted apart (:func:`is_added`).
+  :func:`arithmech.report.build.generate.write_generated` writes it to ``book/_generated/findings.md``, which the
+  introduction includes.
+* :func:`rules_page` — the rules page: every claim's rule and version beside its verdict per model, the rules'
+  provenance (:func:`provenance_sentence`) and their changelog (:func:`changelog_table`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from arithmech.claims import changelog
+from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
+from arithmech.claims.rules import claims
+from arithmech.core import results
+from arithmech.report.views.table_display import MISSING, VERDICT, verdict
+
+
+def _md_cell(x: Any) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _version(rule_id: str) -> str:
+    return f"v{BY_ID[rule_id].version}" if rule_id in BY_ID else MISSING
+
+
+def claims_table(claims: pd.DataFrame) -> str:
+    """Markdown table ``claim | paper | rule (version) | this run | verdict`` of a claims frame (see
+    :func:`arithmech.claims.rules.claims`); the version's history is in :func:`changelog_table`."""
+    paper_col = next(c for c in claims.columns if c.startswith("paper"))
+    rows = [
+        "| claim | paper (LLaMA2-7B) | rule (its version) | this run | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for _, r in claims.iterrows():
+        rows.append(
+            f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} ({_version(r['id'])}) | "
+            f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |"
+        )
+    return fixed_table("\n".join(rows), "arithmech-rules")
+
+
+def fixed_table(md: str, css_class: str) -> str:
+    """A markdown table inside a ``{div}`` of ``css_class``, whose column widths ``book/_static/arithmech.css``
+    fixes so that long prose cells wrap inside the text column instead of running past it."""
+    return f":::{{div}} {css_class}\n{md}\n:::"
+
+
+RULES_PAGE = "claims_rules.md"  # the page that lists every rule beside its verdict (book/claims_rules.md)
+
+
+def is_control(claims: pd.DataFrame) -> pd.Series:
+    """The rows that are controls of the method, not claims of the paper: their claim ends "(control)" or
+    "(beyond the paper: a control)"."""
+    return claims["claim"].str.contains(r"\bcontrol\)", regex=True)
+
+
+def is_added(claims: pd.DataFrame) -> pd.Series:
+    """The rows that are claims this book adds, not the paper's (:data:`arithmech.claims.rules.ADDED`): counted
+    apart from the paper's claims (issue #41: five of "the paper's 16" were not the paper's)."""
+    return claims["id"].isin(ADDED) if "id" in claims else pd.Series(False, index=claims.index)
+
+
+def the_papers(claims: pd.DataFrame) -> pd.DataFrame:
+    """The paper's own claims of a claims frame: neither controls nor the book's added claims."""
+    return claims[~is_control(claims) & ~is_added(claims)]
+
+
+def answer_sentence(label: str, claims: pd.DataFrame) -> str:
+    """One sentence answering "does the paper's picture hold on this model?", computed from the verdicts of the
+    paper's claims (controls apart): how many hold, which do not, how many are undecided (the table under it
+    names every claim)."""
+    paper = the_papers(claims)
+    by = {
+        v: [c.rstrip(".") for c, h in zip(paper["claim"], paper["holds"]) if verdict(h) == v] for v in VERDICT.values()
+    }
+    n = len(paper)
+    lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)  # "MLPs" stays
+    parts = [
+        f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold",
+        f"{len(by['does not hold'])} do not" + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
+        f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)",
+    ]
+    picture = (
+        "the paper's picture holds"
+        if not by["does not hold"] and not by["inconclusive"]
+        else "the paper's picture does not appear"
+        if not by["holds"]
+        else "the paper's picture holds only in part"
+    )
+    added = claims[is_added(claims) & ~is_control(claims)]
+    extra = f" Of the {len(added)} claims this book adds, {tally(added, added=True)}." if len(added) else ""
+    return f"{parts[0]}; {parts[1]}; {parts[2]}: {picture}.{extra}"
+
+
+def findings_table(claims: pd.DataFrame) -> str:
+    """Markdown table ``claim | paper | this run | verdict`` (each claim links to its rule on the rules page)."""
+    paper_col = next(c for c in claims.columns if c.startswith("paper"))
+    rows = ["| claim | paper (LLaMA2-7B) | this run | verdict |", "| --- | --- | --- | --- |"]
+    for _, r in claims.iterrows():
+        rows.append(
+            f"| [{_md_cell(r['claim'])}]({RULES_PAGE}) | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
+            f"**{verdict(r['holds'])}** |"
+        )
+    return "\n".join(rows)
+
+
+def tally(claims: pd.DataFrame, added: bool = False) -> str:
+    """``"4 of 9 claims hold, 3 do not, 2 inconclusive"`` for the paper's claims of a claims frame (``added``: for
+    the claims this book adds, :func:`is_added`): controls (:func:`is_control`) are never counted, whoever calls
+    it (they have :func:`controls_table`)."""
+    keep = ~is_control(claims) & (is_added(claims) if added else ~is_added(claims))
+    v = [verdict(h) for h in claims.loc[keep, "holds"]]
+    n = len(v)
+    return (
+        f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
+        f"{v.count('inconclusive')} inconclusive"
+    )
+
+
+def controls_table(claims: pd.DataFrame) -> str:
+    """Markdown table ``control | this run | verdict`` of the control rows of a claims frame (:func:`is_control`):
+    the checks of the method, shown apart from the paper's claims and never in their :func:`tally`."""
+    rows = ["| control (not a claim of the paper) | this run | verdict |", "| --- | --- | --- |"]
+    for _, r in claims[is_control(claims)].iterrows():
+        name = r["claim"].replace(" (beyond the paper: a control)", "").replace(" (control)", "")
+        rows.append(f"| [{_md_cell(name)}]({RULES_PAGE}) | {_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
+    return "\n".join(rows)
+
+
+def provenance_sentence(rules=RULES) -> str:
+    """One sentence, computed from :mod:`arithmech.claims.changelog`, on whether the rules were fixed before the
+    results they decide: how many are unchanged since before those results existed (named), how many were
+    written or changed after (named)."""
+    pre = [r.id for r in rules if changelog.pre_registered(r.id)]
+    post = [r.id for r in rules if not changelog.pre_registered(r.id)]
+    ids = lambda xs: ", ".join(f"`{x}`" for x in xs) or "none"
+    return (
+        f"{len(pre)} of the {len(rules)} rules are unchanged since before the results they decide existed "
+        f"({ids(pre)}); {len(post)} were written or changed after such results existed ({ids(post)}): see "
+        f"the changelog on [the rules page]({RULES_PAGE}) for what changed, when, and on which results."
+    )
+
+
+def changelog_table() -> str:
+    """Markdown table of :data:`arithmech.claims.changelog.CHANGELOG` (and the dropped rules): rule, version, date,
+    commit, what changed, whether the results it decides existed then."""
+    rows = [
+        "| rule, version | date, commit | what changed | results it decides existed then |",
+        "| --- | --- | --- | --- |",
+    ]
+    for c in (*changelog.CHANGELOG, *changelog.DROPPED):
+        name = f"`{c.rule}` v{c.version}" + ("" if c.rule in BY_ID else " (dropped)")
+        rows.append(f"| {name} | {c.date} `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
+    return fixed_table("\n".join(rows), "arithmech-changelog")
+
+
+def results_box(
+    root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results", part: str = "all"
+) -> str | None:
+    """Markdown: per ``(folder name, label)`` whose identify results exist in ``root/results_dir/<name>``, the
+    answer sentence (:func:`answer_sentence`) and an admonition with the findings; ``None`` when none has results
+    (the book then shows a note). ``part``: ``"sentence"`` or ``"box"`` for one of the two only (the introduction
+    puts every model's sentence first, then Fig. 1, then the boxes)."""
+    if part not in ("all", "sentence", "box"):
+        raise ValueError(f"part {part!r}: use all, sentence or box")
+    out = []
+    for name, label in models:
+        folder = Path(root) / results_dir / name
+        if not results.exists(folder, "effects.csv"):
+            continue
+        c = claims(folder)
+        paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
+        out += [answer_sentence(label, c), ""] if part != "box" else []
+        if part == "sentence":
+            continue
+        out += [
+            f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}",
+            ":class: tip",
+            "",
+            f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
+            f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
+            "missing or their intervals do not decide it.",
+            "",
+            findings_table(paper),
+            "",
+            "Claims this book adds (not the paper's, counted apart):",
+            "",
+            findings_table(added),
+            "",
+            "Controls of the method, apart from the claims and their count:",
+            "",
+            controls_table(controls),
+            ":::",
+            "",
+        ]
+    return "\n".join(out).rstrip("\n") if out else None
+
+
+def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str:
+    """Markdown: the rules' provenance sentence (:func:`provenance_sentence`); per model with results, every
+    claim's rule and version, this run's numbers and the verdict, the controls in a table of their own; then the
+    changelog (:func:`changelog_table`) — the page the introduction's findings link to."""
+    out = [provenance_sentence(), ""]
+    for name, label in models:
+        folder = Path(root) / results_dir / name
+        if results.exists(folder, "effects.csv"):
+            c = claims(folder)
+            out += [
+                f"## {label}",
+                "",
+                f"From `{results_dir}/{name}/` (the paper's claims: {tally(c)}; the claims "
+                f"this book adds: {tally(c, True)}).",
+                "",
+                claims_table(c[~is_control(c)]),
+                "",
+                "Controls of the method (not claims of the paper, not counted above):",
+                "",
+                claims_table(c[is_control(c)]),
+                "",
+            ]
+    if len(out) == 2:
+        out += ["*No results yet.*", ""]
+    out += [
+        "## Changelog",
+        "",
+        "Every version of every rule, reconstructed from git (`arithmech.claims.changelog`): "
+        "*results it decides existed then* says whether git already held the results the rule decides when "
+        "that version was written.",
+        "",
+        changelog_table(),
+    ]
+    return "\n".join(out).rstrip("\n")

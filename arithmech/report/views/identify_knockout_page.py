@@ -1,0 +1,163 @@
+"""The Identify chapter's knockout sections (``book/identify.md`` from Fig. 3 on): the studied heads knocked out.
+
+Fig. 3's knockout of the key heads (or MLPs) against random ones (:func:`knockout_chart`,
+:func:`knockout_summary`), its sanity rows (:func:`sanity`) and the choice of ablated positions
+(:func:`positions`); the knockout on prompts of other forms (Fig. 4, :func:`transfer`) and on a held-out
+template family beside the paper's SVAMP knockout (:func:`heldout`); and the top components on trained facts
+against held-out ones (:func:`pair_overlap`). Each function reads the ``r`` of
+:func:`arithmech.report.views.identify_page.run` and returns what its cell shows.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from arithmech import paper
+from arithmech.core.names import components
+from arithmech.embedded import pair_circuits
+from arithmech.methods.ablation import tables as KT
+from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table
+from arithmech.report.charts.knockout_chart import knockout_control_chart
+from arithmech.report.charts.transfer_chart import transfer_chart
+from arithmech.report.views import counts
+from arithmech.report.views.cells import markdown
+
+KNOCKOUT = {
+    "positions": "ablated at",
+    "key_heads": "key heads (k)",
+    "accuracy_key_heads_out": "accuracy, key heads out",
+    "ci_low": "95% CI low",
+    "ci_high": "95% CI high",
+    "accuracy_random_out_mean": "k random non-key heads (mean)",
+    "accuracy_random_out_q05": "random 5%",
+    "accuracy_random_out_q95": "random 95%",
+    "random_orders": "orders",
+    "accuracy_layer_matched_mean": "k random heads, same layers (mean)",
+    "accuracy_layer_matched_q05": "same layers 5%",
+    "layer_matched_orders": "same-layer draws",
+    "n": "prompts",
+}
+
+
+KNOCKOUT_RATES = [
+    "accuracy, key heads out",
+    "95% CI low",
+    "95% CI high",
+    "k random non-key heads (mean)",
+    "random 5%",
+    "random 95%",
+    "k random heads, same layers (mean)",
+    "same layers 5%",
+]
+
+
+def knockout_chart(r: dict, kind: str) -> alt.TopLevelMixin:
+    """The knockout of the key heads (``kind`` "head") or MLPs ("mlp") against random ones, at END."""
+    res = r["res"]
+    p = res.params["knockout_positions"]
+    return knockout_control_chart(res.knockout, kind, positions="end" if p == "both" else p)
+
+
+def _knockout_style(table: pd.DataFrame) -> Styler:
+    return (
+        table.rename(columns=KNOCKOUT)
+        .drop(columns=["accuracy_random_out_std"])
+        .style.format({c: "{:.1%}" for c in KNOCKOUT_RATES}, na_rep="not run")
+        .hide(axis="index")
+    )
+
+
+def knockout_summary(r: dict) -> Styler:
+    """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
+    return _knockout_style(KT.knockout_summary(r["res"]))
+
+
+def sanity(r: dict) -> list:
+    """The knockout's sanity checks in words, then their 95 % intervals and where the means came from."""
+    st = sanity_table(r["res"])
+    return [
+        sanity_readable(st),
+        markdown("95% intervals: " + sanity_intervals(st) + ". Means: " + "; ".join(sorted(set(st.mean_source))) + "."),
+    ]
+
+
+def positions(r: dict) -> Styler:
+    """The knockout at each choice of ablated positions."""
+    return _knockout_style(KT.positions_table(r["res"], r["net"], r["tok"]))
+
+
+def transfer(r: dict) -> alt.TopLevelMixin:
+    """The knockout of the studied heads on prompts of other forms."""
+    return transfer_chart(r["res"].transfer, r["P"].model, counts.key_heads(r["out"]).studied_phrase())
+
+
+def _svamp() -> str:
+    s = paper.SVAMP_KNOCKOUT
+    return "{before:.1f}% → {after:.1f}%, {rel:+.0%}".format(
+        before=s["before"], after=sum(s.values()), rel=s["change"] / s["before"]
+    ).replace("-", "−")
+
+
+def heldout(r: dict) -> Styler:
+    """The knockout on a held-out prompt family beside the paper's SVAMP knockout (one row)."""
+    h = r["res"].heldout
+    return (
+        pd.DataFrame(
+            [
+                {
+                    "held-out family": h["family"],
+                    "heads knocked out": components(h.get("heads", [])) if h.get("heads") else "—",
+                    "prompts": h.get("n"),
+                    "accuracy before": h.get("base_accuracy"),
+                    "after (key heads)": h.get("knockout_accuracy"),
+                    "relative change": h.get("relative_drop"),
+                    "95% CI after": "{:.1%}–{:.1%}".format(*h["knockout_ci"]) if h.get("knockout_ci") else None,
+                    "after (as many random non-key heads)": h.get("random_accuracy_mean"),
+                    "random 5–95%": f"{h['random_accuracy_q05']:.1%}–{h['random_accuracy_q95']:.1%} "
+                    f"({h['random_orders']} orders)"
+                    if "random_accuracy_q05" in h
+                    else None,
+                    "mean": h.get("mean_source"),
+                    "paper (SVAMP)": _svamp(),
+                }
+            ]
+        )
+        .style.format(
+            {
+                "accuracy before": "{:.1%}",
+                "after (key heads)": "{:.1%}",
+                "relative change": "{:+.0%}",
+                "after (as many random non-key heads)": "{:.1%}",
+            },
+            na_rep="—",
+        )
+        .hide(axis="index")
+    )
+
+
+def pair_overlap(r: dict) -> list:
+    """With ``P.trained_without_heldout``: the top-10 components on trained facts against held-out ones, beside
+    two trained sets (the noise ceiling), as a one-table list; else an empty list."""
+    if not r["P"].trained_without_heldout:
+        return []
+    pc = pair_circuits.compare(r["net"], r["tok"], "addition", seed=r["P"].seed)
+
+    def fmt(o: dict) -> str:
+        return f"{o['value']} of {o['k']} [{o['lo']:.0f}, {o['hi']:.0f}]"
+
+    def sets(*ns: str) -> str:
+        return " vs ".join(f"{n} ({pc['n_prompts'][n]} prompts, {pc['n_facts'][n]} facts)" for n in ns)
+
+    return [
+        pd.DataFrame(
+            [
+                {"compared": sets("trained A", "held out"), "top-10 overlap (95% over facts)": fmt(pc["overlap"])},
+                {
+                    "compared": sets("trained A", "trained B") + " — the noise ceiling",
+                    "top-10 overlap (95% over facts)": fmt(pc["ceiling"]),
+                },
+            ]
+        ).style.hide(axis="index")
+    ]

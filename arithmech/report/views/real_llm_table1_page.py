@@ -1,0 +1,79 @@
+"""The SmolLM2 appendix's Table 1 section: base, full SFT and precise SFT of key and random heads, on a CPU.
+
+:class:`Table1Section`: the arms run's frontier and verdicts, the leave-one-rate-out, common-rate and grid-point
+tables, full SFT's learning curve, the base model against chance, the run's setup and progress and each arm's
+chosen runs — or a note where no arms run has finished.
+"""
+
+from __future__ import annotations
+
+from arithmech.claims import curves as CV
+from arithmech.core.results import folder_name
+from arithmech.report.views import curves as RC
+from arithmech.report.views import table1 as T1
+from arithmech.report.views.finetune_page import frontier, markdown
+from arithmech.report.views.real_llm_base import PageBase
+
+
+class Table1Section(PageBase):
+    """Table 1 of the page, read from the arms run's files."""
+
+    def table1(self) -> list:
+        """Table 1 on a CPU: the arms run's frontier and verdicts (:func:`~arithmech.report.views.finetune_page.
+        frontier`), the leave-one-rate-out, common-rate and grid-point tables, full SFT's learning curve, the base
+        model against chance, the run's setup and progress, and each arm's chosen runs — or a note where no arms
+        run has finished."""
+        folder, out = self.folder, []
+        if T1.has_run(folder):
+            rows = CV.verdicts(folder)
+            out += frontier(folder, "SmolLM2-135M", rows)
+            out += [
+                markdown(
+                    "Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "
+                    "runs left out; an opposite verdict makes it inconclusive):"
+                ),
+                RC.loro_table(rows),
+                markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
+                RC.common_rates(CV.load(folder)).style.hide(axis="index"),
+                markdown(
+                    "Every grid point: change from base in points with its 95 % interval over runs and "
+                    "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
+                    "and the item-level one (hierarchical bootstrap); math first, then the general "
+                    "measures:"
+                ),
+            ]
+            out += [part.style.hide(axis="index") for part in RC.points_tables(folder).values()]
+            out += [
+                markdown(
+                    "How far from its bound an observed difference must lie for each rule to decide, with 3 "
+                    "and with 5 runs a point (the half-width of its interval at the rule's level, from the "
+                    "spreads seen so far at the compared frontier tops: `arithmech.claims.detectable`; not "
+                    "a power calculation):"
+                ),
+                RC.detectable_table(CV.load(folder)).style.hide(axis="index"),
+            ]
+        chart = T1.curve_chart(folder)
+        out += [chart] if chart is not None else []
+        if not T1.has_run(folder):
+            out.append(
+                markdown(
+                    f"**No finished arms run in `{folder_name(self.P.model)}/finetune/` yet.** "
+                    f"`python -m arithmech table1 --model {self.P.model}` makes it and resumes where it "
+                    "stopped."
+                )
+            )
+        if T1.has_base(folder):
+            out.append(T1.base_vs_chance(folder))
+        if T1.has_run(folder):
+            out += [
+                markdown(T1.setup_line(folder)),
+                markdown(T1.progress_line(folder)),
+                T1.arm_frame(folder),
+                markdown(
+                    "The rate is chosen on the validation items (seed 0's score is the one it was chosen "
+                    "on), the rules score the test items (other phrasings and operand pairs); both sides "
+                    "of each arm's chosen runs:"
+                ),
+                T1.phrasings_frame(folder),
+            ]
+        return out

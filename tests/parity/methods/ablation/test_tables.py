@@ -1,0 +1,99 @@
+"""Parity tests of ``arithmech/methods/ablation/tables.py``."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from arithmech.methods.ablation.tables import sanity_readable, sanity_table
+
+
+def test_sanity_table_decides_the_rule_from_the_rows():
+    """Protects the claim "the ablation removes the information": it holds exactly when the Wilson
+    interval of all-heads-out reaches the majority floor (numbers typed here, rule computed)."""
+    def rows(heads_lo):
+        base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
+                "mean_source": "template 256"}
+        vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, heads_lo, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
+                "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66)}
+        return pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi}
+                             for o, (a, lo, hi) in vals.items()])
+    above = sanity_table(rows(0.75)).iloc[0]
+    assert above["heads_out_above_floor"] and not above["removes_information"]
+    at = sanity_table(rows(0.55)).iloc[0]
+    assert not at["heads_out_above_floor"] and at["removes_information"]
+    assert at["floor"] == 0.6 and at["control"] == "passes"            # a file without the conditioned floor
+
+
+def test_the_floor_is_the_higher_of_the_two_and_a_failed_control_is_inconclusive():
+    """Protects the floor rule: "all heads out" is compared with the higher of the majority floor (0.6) and the
+    conditioned floor (0.8 here, so an interval from 0.75 that clears the majority floor still reaches the
+    floor), and a task that fails its control (key_heads.json's control["failed"]) is inconclusive, saying why."""
+    base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
+            "mean_source": "template 256"}
+    vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, 0.75, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
+            "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66), "conditioned-floor": (0.8, 0.75, 0.85)}
+    ko = pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi} for o, (a, lo, hi) in vals.items()])
+    row = sanity_table(ko).iloc[0]
+    assert row["floor"] == 0.8 and row["conditioned floor"] == 0.8 and row["majority floor"] == 0.6
+    assert not row["heads_out_above_floor"] and row["removes_information"]
+    failed = sanity_table(ko, {"failed": {"t": "conditioned floor 80% >= 50%"}}).iloc[0]
+    assert failed["removes_information"] is None and failed["control"] == "fails: conditioned floor 80% >= 50%"
+    shown = sanity_readable(pd.DataFrame([row, failed]))
+    verdicts = shown["all heads out removes what they carry"].tolist()
+    assert verdicts[0] == "yes: reaches the floor" and verdicts[1].startswith("inconclusive (fails: conditioned")
+    assert not shown.map(lambda v: isinstance(v, bool) or v is None).any().any()   # words, never True/False/None
+
+
+def _rows(heads, floor=(0.2, 0.15, 0.25), clusters=None):
+    base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
+            "mean_source": "pool"}
+    vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": heads, "all-mlps-out": (0.5, 0.4, 0.6),
+            "x_c": (0.0, 0.0, 0.02), "majority-floor": floor}
+    d = pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi} for o, (a, lo, hi) in vals.items()])
+    return d if clusters is None else d.assign(n_clusters=clusters)
+
+
+def test_the_sanity_table_flags_over_ablation_below_a_uniform_guess():
+    """Protects the two-sided sanity check (issue #41): every head out at 1 % [0 %, 3 %] lies wholly below a uniform
+    guess among ten answer tokens (10 %): the ablation removes more than the task, so the table says no (the
+    one-sided table said yes: its interval reached the floor); at 12 % [8 %, 16 %] it reaches the floor: yes."""
+    low = sanity_table(_rows((0.01, 0.0, 0.03)), chance=0.1).iloc[0]
+    assert low["heads_out_below_guess"] and not low["heads_out_above_floor"] and not low["removes_information"]
+    mid = sanity_table(_rows((0.12, 0.08, 0.16)), chance=0.1).iloc[0]
+    assert mid["removes_information"] and mid["uniform guess"] == 0.1
+    shown = sanity_readable(pd.DataFrame([low, mid]))
+    assert shown["all heads out removes what they carry"].tolist() == [
+        "no: below a uniform guess (over-ablation)", "yes: reaches the floor"]
+    assert shown["uniform guess"].tolist() == ["10.0%", "10.0%"]
+    bare = sanity_table(_rows((0.01, 0.0, 0.03))).iloc[0]                # a frame alone: the guess is not given
+    assert bare["removes_information"] and sanity_readable(pd.DataFrame([bare]))["uniform guess"].iloc[0] == \
+        "not given"
+
+
+def test_the_sanity_table_reads_the_floor_and_the_ablation_over_problem_clusters():
+    """Protects the floor read as an interval over the problem clusters: 128 prompts from 25 problems, the majority
+    floor 26 % (33 of 128) has the Wilson interval of 6.4 of 25, [12 %, 46 %] (an independent computation:
+    scipy-free, Wilson's formula here); every head out at 30 % [23 %, 39 %] over prompts lies above the floor's point
+    (the one-sided table: no), but over 25 clusters its interval overlaps the floor's: it reaches the floor."""
+    import math
+    def wilson(p, n, z=1.959964):
+        c, h = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return c - h, c + h
+    row = sanity_table(_rows((0.3, 0.23, 0.39), floor=(33 / 128, 0.19, 0.34), clusters=25), chance=0.1).iloc[0]
+    assert row["floor ci"] == pytest.approx(wilson(33 / 128, 25)) and row["intervals"] == "Wilson over 25 problem clusters"
+    assert row["all heads out ci"] == pytest.approx(wilson(0.3, 25))
+    assert not row["heads_out_above_floor"] and row["removes_information"]
+    far = sanity_table(_rows((0.8, 0.72, 0.86), floor=(33 / 128, 0.19, 0.34), clusters=25), chance=0.1).iloc[0]
+    assert far["heads_out_above_floor"] and not far["removes_information"]
+
+
+def test_the_readable_sanity_table_names_its_intervals_under_it():
+    """Protects the identify page's width (the book's page check found the table scrolling sideways once it carried
+    an ``intervals`` column): the readable table has no such column, its percentages are whole, and
+    :func:`sanity_intervals` names what the intervals are over — problem clusters where the file counts them."""
+    from arithmech.methods.ablation.tables import sanity_intervals
+    t = sanity_table(_rows((0.12, 0.08, 0.16), clusters=25), chance=0.1)
+    shown = sanity_readable(t)
+    assert "intervals" not in shown.columns and shown["nothing out (95% CI)"].str.fullmatch(r"\d+% \[\d+%, \d+%\]").all()
+    assert "problem clusters" in sanity_intervals(t) and sanity_intervals(sanity_table(_rows((0.12, 0.08, 0.16)))) \
+        == "Wilson over prompts"

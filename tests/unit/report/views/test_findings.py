@@ -1,0 +1,23 @@
+"""The introduction's answer sentence and findings table (arithmech.report.views.findings), read from the verdicts."""
+from __future__ import annotations
+
+
+def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
+    """Protects issue #27 item 1: the introduction's sentence per model is computed from the verdicts of the
+    paper's claims (controls apart), names the claims under each verdict, and its summary word follows them;
+    the compact table has one row per claim with its verdict and a link to the rules page."""
+    import pandas as pd
+
+    from arithmech.report.views import findings
+    c = pd.DataFrame({"id": ["a", "b", "c", "d"], "claim": ["Heads exist", "MLPs act late", "Few heads", "Floor (control)"],
+                      "paper (LLaMA2-7B)": ["x"] * 4, "rule": ["r"] * 4, "here": ["h"] * 4,
+                      "holds": [True, None, False, True]})
+    s = findings.answer_sentence("Model", c)
+    assert s.startswith("**Model**: 1 of the paper's 3 claims hold; 1 do not (few heads); 1 are undecided")
+    assert "MLPs act late" not in s and "holds only in part" in s and "Floor" not in s
+    assert findings.is_control(pd.DataFrame({"claim": ["X (beyond the paper: a control)", "Y (control)", "Z"]})).tolist() \
+        == [True, True, False]
+    assert "the paper's picture holds." in findings.answer_sentence("M", c.assign(holds=True))
+    assert "does not appear" in findings.answer_sentence("M", c.assign(holds=False))
+    t = findings.findings_table(c[~findings.is_control(c)])
+    assert t.count("\n") == 4 and t.count(f"]({findings.RULES_PAGE})") == 3 and "**inconclusive**" in t

@@ -1,0 +1,26 @@
+"""How a table reads in the book (arithmech.report.views.table_display): flags as words, numbers rounded."""
+from __future__ import annotations
+
+
+def test_flags_read_as_words_in_every_table():
+    """Protects the tables a reader sees (issue #27: True/False/None in verdict columns): a column of
+    True/False/None reads holds / does not hold / inconclusive when it is a verdict ("holds", "verdict"), yes / no
+    / — otherwise, numpy's booleans too, in plain frames (table_html) and in tables a chapter styles itself
+    (styler_html, its own formats kept and its object unchanged); other columns are left alone."""
+    import re
+
+    import numpy as np
+    import pandas as pd
+
+    from arithmech.report.views import table_display
+    df = pd.DataFrame({"claim": ["a", "b", "c"], "holds": [True, False, None], "interior": [np.True_, False, True],
+                       "share": [0.5, 1.0, None], "note": ["True story", "x", "y"]})
+    assert list(table_display.readable(df).holds) == ["holds", "does not hold", "inconclusive"]
+    assert list(table_display.readable(df).interior) == ["yes", "no", "yes"] and list(table_display.readable(df).note) == list(df.note)
+    styled = df.style.format({"share": "{:.1%}"}, na_rep="—").hide(axis="index")
+    before = styled.to_html()
+    for html in (table_display.table_html(df), table_display.styler_html(styled)):
+        cells = [c.strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", html, flags=re.S)]
+        assert not {"True", "False", "None", "nan"} & set(cells), cells
+        assert {"does not hold", "inconclusive", "yes", "no", "True story"} <= set(cells), cells
+    assert "50.0%" in table_display.styler_html(styled) and styled.to_html() == before

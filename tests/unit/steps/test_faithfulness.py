@@ -1,0 +1,33 @@
+"""Unit tests of ``arithmech/steps/faithfulness.py``: its typed Result, read back from the files a run writes."""
+from __future__ import annotations
+
+import pandas as pd
+
+from arithmech.core import results as R
+from arithmech.steps import faithfulness as F
+from arithmech.steps.config import Faithfulness
+
+
+def test_the_result_read_back_is_what_the_run_wrote(tmp_path):
+    """Protects the step's typed Result (issue #42): ``faithfulness.csv`` and the step's ``run.json`` record, written
+    through the results contract as :func:`run` writes them, are read back unchanged, with the model the record
+    names and the config the Result is read for; the command line's summary is made from it."""
+    frame = pd.DataFrame(
+        [{"task": "all", "method": "mean", "ablation": "noising", "order": o, "draw": d, "n": n, "share": s,
+          "lo": s - 0.1, "hi": s + 0.1, "n_prompts": 32, "n_clusters": 16, "split": "heldout", "components": c}
+         for o, d, n, s, c in (("top", 0, 1, 0.25, "0.1"), ("top", 0, 2, 0.5, "0.1 1.0"), ("random", 3, 2, 0.125, "0.0 1.1"))]
+    )
+    info = {"n_prompts": 32, "n_clusters": 16, "circuits": 3, "ranking": ["0.1", "1.0", "MLP 0"]}
+    record = {"parameters": {"model": "embedded", "n_samples": 32}, "info": info, "rule": {"holds": False},
+              "wall_s": 2.25}
+    folder = R.model_folder(tmp_path, "embedded")
+    R.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name="embedded")
+    config = Faithfulness(results=str(tmp_path), n_samples=32)
+    back = F.read(folder, config)
+    assert isinstance(back, F.Result) and back.config == config and back.model == "embedded"
+    pd.testing.assert_frame_equal(back.frame, frame)
+    assert {k: back.record[k] for k in record} == record and back.record == R.read_run(folder)["steps"]["faithfulness"]
+    lines = F.summary(back).splitlines()
+    assert lines[0].startswith("32 evaluation prompts (16 problems), 3 circuits; top-n of 0.1, 1.0, MLP 0")
+    assert lines[1].startswith("circuit-faithful: False; best candidate no candidate")
+    assert lines[2] == f"wrote faithfulness.csv to {folder} in 2 s"
