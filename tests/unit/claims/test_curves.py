@@ -168,6 +168,10 @@ def test_missing_arms_and_thin_points_say_so_and_never_crash(tmp_path):
     assert r["verdict"] == C.OPEN and "fewer than 3 runs" in r["leave-one-rate-out"]
     with pytest.raises(Missing):
         selection_matters(Context(f))
+    # no base-shots record (the toy's suite has none): its claim is "not measured", never a crash
+    c = claims(f, ["precise-learns-math", "precise-learns-beyond-format"]).set_index("id")
+    assert c.loc["precise-learns-beyond-format", "here"].startswith("not measured: no base-shots record")
+    assert c.loc["precise-learns-beyond-format", "holds"] is None
 
 
 def test_a_model_that_cannot_learn_the_skill_is_not_testable(tmp_path):
