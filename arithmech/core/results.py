@@ -345,17 +345,18 @@ def exists(folder: str | Path, name: str) -> bool:
     return os.path.lexists(Path(folder) / name)
 
 
-def made_with(folder: str | Path, step: str, want: dict, absent_means: dict | None = None) -> bool:
+def made_with(folder: str | Path, step: str, want: dict) -> bool:
     """True when ``folder`` holds ``step``'s files, its ``run.json`` record has every parameter of ``want`` as
     given, the inputs it recorded are unchanged (their sha256) and every file it wrote is of the format version
     this arithmech reads (an older format is recomputed, not refused later by :func:`read`): a chapter's check
-    before it reuses a step. ``absent_means``: the value a parameter had in records made before it was recorded."""
+    before it reuses a step. A record without a parameter of ``want`` was not made with it (the shipped records were
+    migrated once, issue #42: no value is assumed for an absent parameter)."""
     finish_interrupted(folder)
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
-    p, folder, absent = rec.get("parameters", {}), Path(folder), absent_means or {}
+    p, folder = rec.get("parameters", {}), Path(folder)
     recorded = [(safe_read.inside(folder, f, folder / RUN), h) for f, h in rec.get("inputs", {}).items()]
     fresh = all(not os.path.lexists(f) or safe_read.sha256(f, folder) == h for f, h in recorded)
-    same = all(p.get(k, absent.get(k)) == v for k, v in want.items())
+    same = all(k in p and p[k] == v for k, v in want.items())
     current = all(rec.get("formats", {}).get(n, 1) == FILES[n].version for n in rec.get("files", {}) if n in FILES)
     return exists(folder, step_files(step)[0]) and bool(p) and same and fresh and current
 

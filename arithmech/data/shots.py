@@ -67,12 +67,8 @@ def describe(sets: int) -> str:
 
 def recorded(shots: int, sets: int) -> dict:
     """What ``run.json`` records of the examples besides ``shots``: ``{"examples": describe(sets)}`` for a
-    few-shot run, ``{}`` at zero shots. A record without it was made before sets existed, with one set
-    (:data:`ABSENT`, the ``absent_means`` of every reuse check)."""
+    few-shot run, ``{}`` at zero shots."""
     return {"examples": describe(sets)} if shots else {}
-
-
-ABSENT = {"examples": describe(1)}  # what a run.json without the field was made with
 
 
 class Examples(NamedTuple):

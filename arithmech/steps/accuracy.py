@@ -81,13 +81,12 @@ def recorded(config: Config) -> dict:
 
 
 # A record made before the rule was recorded (issue #22) was scored with the paper's first answer token.
-ABSENT_MEANS = {"answer_token": "first"}
 
 
 def scored_with(folder) -> str:
     """The answer-token rule the table in ``folder`` was scored with, as its ``run.json`` records it."""
     p = results.read_run(folder)["steps"]["accuracy"]["parameters"]
-    return p.get("answer_token", ABSENT_MEANS["answer_token"])
+    return p["answer_token"]
 
 
 def run(config: Config, model=None, tok=None) -> Result:

@@ -36,8 +36,6 @@ from arithmech.steps.control import recomputed
 READS = ("key_heads.json", "effects.csv", "prompts.jsonl")
 
 # ------------------------------------------------------------------------------ results and CLI
-ABSENT_MEANS = {"operations": "all"}
-"""A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
 
 
 def operations(config: Config | Beyond, folder: str | Path) -> list[str] | None:

@@ -51,10 +51,6 @@ def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5)
         raise ValueError(f"n_misses={n_misses!r}: need a non-negative integer")
 
 
-ABSENT_MEANS = {"operations": "all"}
-"""A record made before ``operations`` was recorded (issue #41 item 5) read the prompts of every operation."""
-
-
 def inputs(
     folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
 ) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:

@@ -52,9 +52,7 @@ def is_made(config: Any) -> bool:
     """Whether the step's files in :func:`folder_of` ``config`` were made with ``config`` (its recorded parameters,
     unchanged inputs, current formats: :func:`arithmech.core.results.made_with`)."""
     s = step_of(config)
-    return results.made_with(
-        folder_of(config), s.record, recorded(config), absent_means=getattr(s.load(), "ABSENT_MEANS", None)
-    )
+    return results.made_with(folder_of(config), s.record, recorded(config))
 
 
 @overload

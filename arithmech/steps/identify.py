@@ -135,19 +135,6 @@ def recorded(config: Config) -> dict:
     return {**want, **shots_module.recorded(config.shots, config.example_sets)}  # run.json's name for the sets
 
 
-# Fields added to the record after the shipped SmolLM2 run: a record without them was made with these values
-# (share_threshold: such a run has no share columns, so its share claim is inconclusive, not recomputed).
-ABSENT_MEANS = {
-    "knockout": True,
-    "transfer": True,
-    "share_threshold": DEFAULTS.share_threshold,
-    "shots": 0,
-    "knockout_split": "in-sample",
-    "bootstrap": "prompt",
-    **shots_module.ABSENT,
-}
-
-
 @dataclass(frozen=True)
 class Result:
     """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.steps.ensure.ensure` returns
@@ -227,7 +214,6 @@ def operand(config: Config, operand_task: str = "addition", recompute: bool = Fa
                 **shots_module.recorded(c.shots, c.example_sets),
                 "bootstrap": c.bootstrap,
             },
-            absent_means=ABSENT_MEANS,
         )
         and results.exists(folder, "counterfactual_overlap.json")
         and results.read_run(folder)["steps"].get("counterfactuals", {}).get("operand_task") == operand_task

@@ -24,8 +24,8 @@ A step's module answers these names, all with the config whole (nothing unpacked
   :class:`~arithmech.steps.identify_pipeline.IdentifyResult` (per-task samples, timings, the parameters), and
   analyze's a dict with the loaded model and samples (the Analyze chapter draws attention strips with them);
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
-  :meth:`~arithmech.core.config.Config.reuse_key`, ``model_name`` recorded as ``model``), with ``ABSENT_MEANS`` for
-  parameters added after older records were made;
+  :meth:`~arithmech.core.config.Config.reuse_key`, ``model_name`` recorded as ``model``); a record without one of
+  these parameters is not reused (no value is assumed for it: the shipped records carry every one);
 * ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that
   makes it when it is absent (beyond and faithfulness read identify's files);
 * ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``, counterfactuals' ``counterfactuals/``);

@@ -128,10 +128,6 @@ def recorded(config: Config) -> dict:
     }
 
 
-ABSENT_MEANS = shots_module.ABSENT
-"""The values of parameters recorded after the oldest shipped ``shots`` records were made."""
-
-
 @dataclass(frozen=True)
 class Result:
     """The shots step's file as a run made with ``config`` wrote it (:func:`read`; what

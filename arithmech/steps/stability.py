@@ -45,7 +45,6 @@ from arithmech.core import admission, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
-from arithmech.data import shots as shots_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
@@ -363,10 +362,6 @@ def recorded(config: Config) -> dict:
         bootstrap=c.bootstrap,
         **c.to_draw().recorded(),
     )
-
-
-ABSENT_MEANS = {"shots": 0, "bootstrap": "prompt", **shots_module.ABSENT}
-"""The values of parameters recorded after the oldest shipped ``stability`` records were made."""
 
 
 def summary(result: Result) -> str:

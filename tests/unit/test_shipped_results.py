@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.data import shots as shots_module
 from arithmech.steps import accuracy as accuracy_step
 from arithmech.steps import identify as identify_step
 from arithmech.steps import shots as shots_step
@@ -57,27 +56,26 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     p = appendix_parameters()
     sc = Shots(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                example_sets=p["example_sets"])
-    assert R.made_with(FOLDER, "shots", shots_step.recorded(sc), absent_means=shots_module.ABSENT)
+    assert R.made_with(FOLDER, "shots", shots_step.recorded(sc))
     k = shots_step.choose(R.read(FOLDER, "shots.csv"))["shots"] if p["shots"] < 0 else p["shots"]
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                                   n_samples=p["n_samples"], shots=k, example_sets=p["example_sets"],
                                   knockout_split=p["knockout_split"], bootstrap=p["bootstrap"],
                                   **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["random_orders"])
-    assert R.made_with(FOLDER, "identify", identify_step.recorded(config), absent_means=identify_step.ABSENT_MEANS)
+    assert R.made_with(FOLDER, "identify", identify_step.recorded(config))
     zero = config.replace(shots=0, out=str(FOLDER / "zero-shot"))   # the side-by-side's zero-shot run: like with like
-    assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero), absent_means=identify_step.ABSENT_MEANS)
+    assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero))
     alone = config.replace(task="addition", knockout_samples=256, knockout_positions="end", transfer=False,
                            out=str(FOLDER / "addition"))          # "Addition alone": the README's command
-    assert R.made_with(FOLDER / "addition", "identify", identify_step.recorded(alone), absent_means=identify_step.ABSENT_MEANS)
+    assert R.made_with(FOLDER / "addition", "identify", identify_step.recorded(alone))
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
                    seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
                    example_sets=p["example_sets"], bootstrap=p["bootstrap"])
-    assert R.made_with(FOLDER, "stability", stability_step.recorded(st), absent_means={"shots": 0, "bootstrap": "prompt",
-                                                                                **shots_module.ABSENT})
+    assert R.made_with(FOLDER, "stability", stability_step.recorded(st))
     assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})
     acc = accuracy_step.Config(model_name="smollm2-135m", seed=p["seed"], n_per_template=p["n_per_template"])
-    assert R.made_with(FOLDER, "accuracy", accuracy_step.recorded(acc), absent_means=accuracy_step.ABSENT_MEANS), \
+    assert R.made_with(FOLDER, "accuracy", accuracy_step.recorded(acc)), \
         "the shipped accuracy table was not scored with identify's answer token: re-run it (accuracy-by-template)"
     b = appendix_parameters("beyond")
     assert R.made_with(FOLDER, "beyond", {"model": "smollm2-135m", **{k: b[k] for k in (

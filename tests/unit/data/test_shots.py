@@ -172,14 +172,14 @@ def test_a_run_made_with_other_example_sets_is_never_reused(tmp_path):
     assert shots.recorded(2, 1) == {"examples": "1 set per template"}
     table = pd.DataFrame({c: [0] for c in ("shots", "drawn", "token_correct", "correct", "xc_valid", "kept",
                                           "kept_rate", "kept_lo", "kept_hi")}).assign(op="addition")
-    for made, want, same in ((16, 16, True), (16, 1, False), (1, 16, False), (None, 1, True), (None, 16, False)):
+    # a record from before sets existed (no "examples") is not reused: no value is assumed for an absent parameter
+    for made, want, same in ((16, 16, True), (16, 1, False), (1, 16, False), (None, 1, False), (None, 16, False)):
         folder = tmp_path / f"{made}-{want}"
         rec = shots_step.recorded(Shots(model_name="embedded", example_sets=made or 1))
         if made is None:
             rec.pop("examples")                                    # a record from before sets existed
         results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": rec})
-        got = results.made_with(folder, "shots", shots_step.recorded(Shots(model_name="embedded", example_sets=want)),
-                                absent_means=shots.ABSENT)
+        got = results.made_with(folder, "shots", shots_step.recorded(Shots(model_name="embedded", example_sets=want)))
         assert got is same, (made, want)
     with pytest.raises(ValueError, match="example_sets=0"):
         pairs.Draw("last-digit", 2, 0)

@@ -80,19 +80,20 @@ def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
         assert whole.loc[op, "mean_p_answer"] == pytest.approx(p, abs=1e-4)
 
 
-def test_a_record_without_the_rule_was_scored_with_the_first_token(tmp_path, embedded_model):
-    """Protects the tables made before the rule was recorded (the shipped SmolLM2 one): their run.json lacks
-    answer_token, so they count as scored with "first" and are not reused for identify's rule."""
+def test_a_record_without_the_rule_is_not_reused(tmp_path, embedded_model):
+    """Protects the reuse check after the shipped records' migration (issue #42): a table whose run.json lacks
+    answer_token (made before the rule was recorded) is reused for no rule — not even "first", the value such
+    records were once assumed to have — and asking it which rule it was scored with is an error, not a guess."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first")
     folder = R.model_folder(tmp_path, "embedded")
     df = A.accuracy_by_template(net, tok, "all", 1, 0, answer_token="first")
     R.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": {"n_per_template": 1, "seed": 0}},
                  model_name="embedded")
-    assert A.scored_with(folder) == "first"
-    assert R.made_with(folder, "accuracy", A.recorded(c), absent_means=A.ABSENT_MEANS)
-    assert not R.made_with(folder, "accuracy", A.recorded(c.replace(answer_token="last-digit")),
-                           absent_means=A.ABSENT_MEANS)
+    assert not R.made_with(folder, "accuracy", A.recorded(c))
+    assert not R.made_with(folder, "accuracy", A.recorded(c.replace(answer_token="last-digit")))
+    with pytest.raises(KeyError):
+        A.scored_with(folder)
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
