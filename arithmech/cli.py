@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="python -m arithmech", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, command in COMMANDS.items():
+        # cannot fire: a dataclass always has a docstring (@dataclass writes its signature when none is given)
+        assert command.config.__doc__ is not None
         s = sub.add_parser(name, help=command.config.__doc__.splitlines()[0], description=command.config.__doc__)
         add_config_arguments(s, command.config)
         s.set_defaults(func=_run)

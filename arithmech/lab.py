@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 VIEWERS = {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
 DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
@@ -57,7 +58,7 @@ def free_port(wanted: int) -> int:
     raise OSError("no free port on 127.0.0.1")
 
 
-def command(port: int, token: str, root: Path, extra: list[str] = ()) -> list[str]:
+def command(port: int, token: str, root: Path, extra: Sequence[str] = ()) -> list[str]:
     """The ``jupyter lab`` command line: 127.0.0.1 only, this token, no browser opened, ``root`` as its folder, the
     extension manager read-only (it lists what is installed and asks no index); as root (a container), allowed."""
     return [

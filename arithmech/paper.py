@@ -8,6 +8,8 @@ some rows of Table 1 again (top-32 heads); they are kept as the paper prints the
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pandas as pd
 
 from arithmech.core.geometry import Geometry
@@ -46,7 +48,19 @@ FIG6C_TOP = {17: "3", 19: "4", 20: "6", 21: "1", 22: "7", 23: "7", 25: "7", 27: 
 PAPER_CORRECT_PROB = 0.82  # §3: LLaMA2-7B's mean probability of the correct answer token, 10,000 addition samples
 KEY_THRESHOLD = -0.05  # §4.1: a key head lowers the answer logit by more than 5% (relative change)
 N_BOOT = 1000  # (this reproduction) bootstrap resamples of the prompts per 95% interval
-SFT = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)  # §5.3 settings
+
+
+class SFTSettings(TypedDict):
+    """The keys of :data:`SFT` with their types (the batch size an int, the rest floats)."""
+
+    lr: float
+    batch_size: int
+    epochs: float
+    warmup: float
+    weight_decay: float
+
+
+SFT: SFTSettings = dict(lr=2e-5, batch_size=128, epochs=2.0, warmup=0.02, weight_decay=0.1)  # §5.3 settings
 LLAMA2_7B = Geometry(n_layers=32, n_heads=32, n_kv_heads=32, head_dim=128, d_model=4096, vocab_size=32000)
 LLAMA2_7B_FF = 11008
 

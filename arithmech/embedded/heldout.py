@@ -5,7 +5,7 @@ and the model card's section.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, cast
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data import templates
@@ -29,11 +29,16 @@ def score(model, tok, items: list[dict], batch_size: int = 64) -> dict[str, list
     for it, f, la in zip(items, first, last):
         if f is None or la is None:
             raise ValueError(f"{it['template']}: the answer {it['target']!r} does not start on a token boundary")
+    # past the check above every split is a (prompt, answer token) pair: the casts only tell mypy so
+    first_ok = cast("list[tuple[str, int]]", first)
+    last_ok = cast("list[tuple[str, int]]", last)
     out = {}
-    for name, splits in (("answer_token", first), ("last_digit", last)):
+    for name, splits in (("answer_token", first_ok), ("last_digit", last_ok)):
         pred = predict(model, tok, [p for p, _ in splits], batch_size)[:, 0].tolist()
         out[name] = [p == a for p, (_, a) in zip(pred, splits)]
-    out["exact_match"] = greedy_exact(model, tok, [(p, it["target"]) for (p, _), it in zip(first, items)], batch_size)
+    out["exact_match"] = greedy_exact(
+        model, tok, [(p, it["target"]) for (p, _), it in zip(first_ok, items)], batch_size
+    )
     return out
 
 

@@ -78,8 +78,8 @@ def _vocab() -> list[str]:
     texts += [p + " " + a for p, a in GENERIC_FACTS]
     texts += [w for pool in templates.POOLS.values() for w in pool] + [w for ws in templates.OPS.values() for w in ws]
     texts += [t.op_word for t in tpls if not t.op_word.startswith("{")]
-    words = {w for text in texts for w, _ in PRE_TOKENIZER().pre_tokenize_str(text)}
-    words = sorted(w for w in words if not w.isdigit())
+    seen = {w for text in texts for w, _ in PRE_TOKENIZER().pre_tokenize_str(text)}
+    words = sorted(w for w in seen if not w.isdigit())
     return ["<unk>", "<s>", "</s>", "<pad>"] + words + [str(d) for d in range(10)]
 
 
@@ -241,7 +241,8 @@ def train(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        model.to(torch.float16).save_pretrained(tmp)
+        # transformers wraps PreTrainedModel.to in a decorator whose stub types its first argument as the model
+        model.to(torch.float16).save_pretrained(tmp)  # type: ignore[arg-type]
         model.float()
         tok.save_pretrained(tmp)
         (tmp / "accuracy.json").write_text(json.dumps(report, indent=2))
@@ -271,7 +272,9 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     )
     kept, _ = filter_correct(model, tok, drawn)
     samples = [s for s in drawn if not is_heldout_pair(s.op, s.a, s.b)]
-    by_op, by_family, by_tpl = {}, {}, {}
+    by_op: dict[str, list[bool]] = {}
+    by_family: dict[str, list[bool]] = {}
+    by_tpl: dict[str, list[bool]] = {}
     for s in samples:
         ok = s in kept
         by_op.setdefault(s.op, []).append(ok)

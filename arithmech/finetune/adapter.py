@@ -45,6 +45,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -148,6 +149,8 @@ class RowSlice(nn.Module):
     """q/k/v projection whose output rows ``index`` come from the trainable fp32 ``weight``
     ``(len(index), d_in)`` (and ``bias`` rows when the base has a bias, e.g. Qwen2)."""
 
+    index: torch.Tensor  # the registered buffer (annotation only: nn.Module types attributes as Tensor | Module)
+
     def __init__(self, base: nn.Linear, index: torch.Tensor, scale: float = 1.0):
         super().__init__()
         self.base, self.scale = base, scale
@@ -172,6 +175,8 @@ class RowSlice(nn.Module):
 class ColSlice(nn.Module):
     """o_proj whose input columns ``index`` are read through the trainable fp32 ``weight``
     ``(d_out, len(index))``; the base sees those columns zeroed."""
+
+    index: torch.Tensor  # the registered buffer, as in RowSlice
 
     def __init__(self, base: nn.Linear, index: torch.Tensor, scale: float = 1.0):
         super().__init__()
@@ -212,7 +217,7 @@ class FP32Module(nn.Module):
 _SLICES = (RowSlice, ColSlice, FP32Module)
 
 
-def slice_modules(model: nn.Module) -> dict[str, nn.Module]:
+def slice_modules(model: nn.Module) -> dict[str, RowSlice | ColSlice | FP32Module]:
     """Module path -> wrapper, for every wrapper :func:`attach` installed."""
     return {n: m for n, m in model.named_modules() if isinstance(m, _SLICES)}
 
@@ -245,7 +250,7 @@ def attach(model: nn.Module, spec: HeadSpec, geo: Geometry | None = None) -> dic
                     continue
                 idx = head_index(idx, geo.head_dim)
             path = arch.path(name, layer)
-            wrapper = cls(model.get_submodule(path), idx, scale)
+            wrapper = cls(cast(nn.Linear, model.get_submodule(path)), idx, scale)  # a q/k/v/o projection
             model.set_submodule(path, wrapper)
             params.update({f"{path}.{k}": p for k, p in wrapper.named_parameters(recurse=False)})
     for layer in spec.mlps:
@@ -258,7 +263,7 @@ def attach(model: nn.Module, spec: HeadSpec, geo: Geometry | None = None) -> dic
 
 def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """The adapter's tensors (fp32 slices and MLP weights) keyed like :func:`attach` names them."""
-    out = {}
+    out: dict[str, torch.Tensor] = {}
     for path, m in slice_modules(model).items():
         if isinstance(m, FP32Module):
             out.update({f"{path}.{k}": p for k, p in m.inner.named_parameters()})

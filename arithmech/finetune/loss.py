@@ -43,10 +43,11 @@ def completion_loss(model: nn.Module, inputs: dict, num_items_in_batch=None) -> 
     Trainer's count of labelled tokens (the loss is then their sum divided by it), else the mean."""
     labels = inputs["labels"]
     feed = {k: v for k, v in inputs.items() if k in ("input_ids", "inputs_embeds", "attention_mask", "position_ids")}
-    h = model.get_decoder()(**feed, use_cache=False).last_hidden_state  # (b, seq, d)
+    # transformers' accessors reached through nn.Module.__getattr__, which torch types as Tensor | Module
+    h = model.get_decoder()(**feed, use_cache=False).last_hidden_state  # type: ignore[operator]  # (b, seq, d)
     target = shifted_targets(labels).to(h.device)
     keep = target != IGNORE
-    logits = model.get_output_embeddings()(h[keep]).float()  # (n_kept, vocab)
+    logits = model.get_output_embeddings()(h[keep]).float()  # type: ignore[operator]  # (n_kept, vocab), as above
     if num_items_in_batch is None:
         return F.cross_entropy(logits, target[keep], reduction="mean")
     loss = F.cross_entropy(logits, target[keep], reduction="sum")

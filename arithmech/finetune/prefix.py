@@ -33,6 +33,7 @@ input gradients it needs down to layer ``k``).
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import cast
 
 import torch
 from torch import nn
@@ -72,7 +73,7 @@ def exact_for(model: nn.Module) -> bool:
 @contextmanager
 def skipped_layers(model: nn.Module, k: int):
     """Within the block, decoder layers ``0..k-1`` of ``model`` are :class:`Skip` identities."""
-    layers = model.get_submodule(arch_for(model).path("layers"))
+    layers = cast(nn.ModuleList, model.get_submodule(arch_for(model).path("layers")))  # the decoder's layer list
     saved = [layers[i] for i in range(k)]
     try:
         for i in range(k):
@@ -98,7 +99,7 @@ class PrefixCache:
         self.k, self.dtype = k, dtype
         self.rows: dict[int, torch.Tensor] = {}
         self.computed = 0  # rows whose prefix was run (each once)
-        self._layer = model.get_submodule(arch_for(model).path("layers"))[k - 1]
+        self._layer = cast(nn.ModuleList, model.get_submodule(arch_for(model).path("layers")))[k - 1]
 
     def __len__(self) -> int:
         return len(self.rows)

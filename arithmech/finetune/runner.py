@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
@@ -75,7 +76,7 @@ def training_args(
         raise ValueError(
             f"batch_size {batch_size} must be a multiple of micro_batch_size {micro_batch_size} x {world} processes"
         )
-    fsdp = (
+    fsdp: dict[str, Any] = (
         dict(fsdp=True, fsdp_config={"version": 2, "transformer_layer_cls_to_wrap": [fsdp_layer]}) if fsdp_layer else {}
     )
     return TrainingArguments(
@@ -169,15 +170,17 @@ class HeadMaskedTrainer(CompletionLossTrainer):
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         out = output_dir or self.args.output_dir
         if self.args.should_save:
-            adapter.save_adapter(self.model, self.spec, out)
+            # transformers types Trainer.model and args.output_dir Optional; both are set once __init__ has run
+            adapter.save_adapter(self.model, self.spec, out)  # type: ignore[arg-type]
             if self.processing_class is not None:
-                self.processing_class.save_pretrained(out)
+                self.processing_class.save_pretrained(out)  # type: ignore[arg-type]  # output_dir, as above
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
-        adapter.load_adapter(model or self.model, resume_from_checkpoint)
+        adapter.load_adapter(model or self.model, resume_from_checkpoint)  # type: ignore[arg-type]  # as in _save
 
     def _load_best_model(self) -> None:
-        adapter.load_adapter(self.model, self.state.best_model_checkpoint)
+        # transformers calls this only once best_model_checkpoint is set (its type is Optional, like Trainer.model)
+        adapter.load_adapter(self.model, self.state.best_model_checkpoint)  # type: ignore[arg-type]
 
     def merged_model(self):
         """Merge the slices into the base weights (in place; training is over) and return the model."""
@@ -187,7 +190,7 @@ class HeadMaskedTrainer(CompletionLossTrainer):
 class _Clock(TrainerCallback):
     """Wall time of each optimizer step end, for the steady-state samples/s (first step excluded)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.times: list[float] = []
 
     def on_step_end(self, args, state, control, **kw):
@@ -205,7 +208,8 @@ def make_trainer(
 ) -> Trainer:
     """A :class:`HeadMaskedTrainer` (``precise``; ``cache_prefix`` as there) or a plain ``Trainer`` on all
     parameters (``full``)."""
-    kw = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))
+    kw: dict[str, Any] = dict(args=args, train_dataset=rows, data_collator=Collator(tok.pad_token_id))
+    trainer: Trainer
     if mode == "precise":
         trainer = HeadMaskedTrainer(model, spec=spec, cache_prefix=cache_prefix, **kw)
     elif mode == "full":

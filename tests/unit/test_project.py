@@ -332,7 +332,8 @@ def test_ruff_format_is_clean():
 
 def test_type_check_is_clean():
     """Protects the typing habit (issue #42): mypy finds nothing in the packages `[tool.mypy] files` lists in
-    pyproject.toml (core, evals, data, methods, steps, claims and report), so a wrong argument type,
+    pyproject.toml (the whole package: core, evals, data, methods, steps, claims, report, embedded, finetune and the
+    top-level modules __init__, __main__, cli, lab and paper), so a wrong argument type,
     a missing attribute or a None called as a function in them fails here, in the fast tier."""
     import subprocess
     import sys
