@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from arithmech.core.geometry import Geometry  # noqa: F401 (models.Geometry: the loaded model's sizes)
+from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import DTYPE_NAMES, DTYPES, quoted
 from arithmech.core.names import ALIASES, CACHE_DIR, resolve_alias_files
 
@@ -69,6 +69,11 @@ def supported() -> str:
     return ", ".join(types)
 
 
+def geometry(model) -> Geometry:
+    """A loaded ``model``'s sizes (layers, heads, ...): the one reader of its config's sizes."""
+    return Geometry.from_config(model.config)
+
+
 def arch_for(model) -> Arch:
     """Find the table row for ``model`` (by ``config.model_type``) and check every path resolves."""
     mtype = getattr(getattr(model, "config", None), "model_type", None)
@@ -80,7 +85,7 @@ def arch_for(model) -> Arch:
             f"model_type {mtype!r} is not supported; supported model types: {supported()}. "
             "Add a row to arithmech.core.models.ARCHITECTURES if its modules follow a known layout."
         )
-    n_layers = model.config.num_hidden_layers
+    n_layers = geometry(model).n_layers
     for name in ("attn", "q_proj", "k_proj", "v_proj", "o_proj", "mlp", "attn_norm", "mlp_norm"):
         for i in (0, n_layers - 1):
             _resolve(model, arch.path(name, i), mtype)
@@ -212,7 +217,7 @@ def load_model(
     model.eval().requires_grad_(False)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    return model, tok, Geometry.from_config(model.config)
+    return model, tok, geometry(model)
 
 
 def input_device(model) -> torch.device:

@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from arithmech.core.atomic import atomic_json
-from arithmech.core.models import Geometry, arch_for
+from arithmech.core.models import Geometry, arch_for, geometry
 
 ADAPTER_WEIGHTS = "adapter.safetensors"
 ADAPTER_CONFIG = "adapter.json"
@@ -230,7 +230,7 @@ def attach(model: nn.Module, spec: HeadSpec, geo: Geometry | None = None) -> dic
     """
     if slice_modules(model):
         raise ValueError("this model already has slices attached; merge() or reload it first")
-    geo = geo or Geometry.from_config(model.config)
+    geo = geo or geometry(model)
     spec.validate(geo)
     arch = arch_for(model)
     model.requires_grad_(False)
@@ -277,7 +277,7 @@ def save_adapter(model: nn.Module, spec: HeadSpec, out_dir: str | Path, base: st
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().cpu() for k, v in trainable_state(model).items()}
-    geo = Geometry.from_config(model.config)
+    geo = geometry(model)
     meta = {
         "format": "arithmech-head-slices/1",
         "spec": spec.to_json(),
@@ -307,7 +307,7 @@ def load_adapter(model: nn.Module, adapter_dir: str | Path) -> HeadSpec:
     """Attach the slices saved in ``adapter_dir`` to a freshly loaded base ``model`` (or copy them
     into already attached slices, as when resuming) and return the spec."""
     spec = read_spec(adapter_dir)
-    geo = Geometry.from_config(model.config)
+    geo = geometry(model)
     meta = json.loads((Path(adapter_dir) / ADAPTER_CONFIG).read_text())
     if meta["geometry"] != asdict(geo):
         raise ValueError(

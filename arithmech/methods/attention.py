@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import Arch, Geometry, arch_for, input_device
+from arithmech.core.models import Arch, arch_for, geometry, input_device
 from arithmech.core.names import component_label
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
@@ -191,7 +191,7 @@ def attention_by_role(
     ``bos`` is position 0 when it holds the tokenizer's BOS id (read from the ids, not the model's name);
     ``first`` is position 0 whatever it holds (the attention sink of models without BOS).
     """
-    geo = Geometry.from_config(model.config)
+    geo = geometry(model)
     layers = list(range(geo.n_layers)) if layers is None else sorted(set(layers))
     has_bos = tok.bos_token_id is not None
     n, R = len(samples), len(ALL_ROLES)

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.models import arch_for, module, weight
+from arithmech.core.models import arch_for, geometry, module, weight
 from arithmech.core.stats import bootstrap_counts
 from arithmech.methods import chain
 from arithmech.methods.patching import EndCache, path_patch_fast
@@ -87,7 +87,7 @@ def _gate_frozen(model, arch, on: bool):
         yield
         return
     handles: list = []
-    for k in range(model.config.num_hidden_layers):
+    for k in range(geometry(model).n_layers):
         act = getattr(module(model, arch, "mlp", k), "act_fn", None)
         if not isinstance(act, torch.nn.Module):
             for h in handles:
@@ -121,7 +121,7 @@ def run_chain(
         freeze: nonlinearities frozen at row 0 of each sample (see the module docstring).
     """
     freeze = _check_freeze(freeze)
-    arch, L = arch_for(model), model.config.num_hidden_layers
+    arch, L = arch_for(model), geometry(model).n_layers
     attn = {k: module(model, arch, "o_proj", k)(z[k]) for k in range(L)}  # (b, R, d) per layer
     add = {k: m for k, m in enumerate(mlp_add) if m is not None}
     norm = _frozen_norm if "norm" in freeze else chain.own_norm
@@ -145,7 +145,8 @@ def attribute(
     range(m)]`` is EAP-IG with ``m`` steps. The ``len(alphas)`` points run as rows of one forward and
     one backward per chunk of samples (``chunk * len(alphas) <= max_rows``).
     """
-    arch, L, H = arch_for(model), model.config.num_hidden_layers, model.config.num_attention_heads
+    arch, geo = arch_for(model), geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     if _check_freeze(freeze) and list(alphas) != [0.0]:
         raise ValueError("freezing a nonlinearity is defined at the clean point only: use alphas=(0.0,)")
     n = clean.z.shape[0]
@@ -194,7 +195,8 @@ def exact(
     """Exact path patching of some ``senders`` ``(layer, head)`` (head ``H`` = the MLP) through the END
     chain, optionally with nonlinearities frozen. Returns ``(logit_p - logit_o (n, S), logit_o (n,))``;
     with ``freeze=()`` it equals :func:`~arithmech.methods.patching.path_patch_fast` (tested)."""
-    arch, L, H = arch_for(model), model.config.num_hidden_layers, model.config.num_attention_heads
+    arch, geo = arch_for(model), geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     dh = clean.z.shape[-1] // H
     dev = weight(module(model, arch, "o_proj", 0)).device
     S = len(senders)
@@ -351,7 +353,7 @@ def diagnose(
     Rows ``layer, head, exact, eap, miss`` (exact − EAP, relative effect), ``miss_norm_frozen``,
     ``miss_gate_frozen``, ``miss_both_frozen``, ``cause``.
     """
-    H = model.config.num_attention_heads
+    H = geometry(model).n_heads
     d = frame.assign(miss=frame["exact"] - frame["eap"])
     d = d.reindex(d["miss"].abs().sort_values(ascending=False, kind="stable").index).head(n_misses)
     senders = [(int(l), H if h == "mlp" else int(h)) for l, h in zip(d["layer"], d["head"])]

@@ -38,7 +38,7 @@ from typing import Callable, Mapping
 import torch
 from torch import nn
 
-from arithmech.core.models import arch_for, module, weight
+from arithmech.core.models import arch_for, geometry, module, weight
 
 Norm = Callable[[nn.Module, torch.Tensor], torch.Tensor]  # (norm module, x) -> normed x
 
@@ -113,7 +113,7 @@ def carry(
         ``(b, R)`` answer logits, in the model's dtype.
     """
     attn, mlp_add = attn or {}, mlp_add or {}
-    for k in range(first, model.config.num_hidden_layers):
+    for k in range(first, geometry(model).n_layers):
         if k in attn:
             dev = device_of(module(model, arch_for(model), "mlp", k))
             r = r.to(dev) + attn[k].to(dev)

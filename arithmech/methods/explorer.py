@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from arithmech.core import results
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device
 from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
@@ -122,7 +122,7 @@ def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: st
     :func:`~arithmech.methods.ablation.knockout.knockout_topk` uses, for any forward pass (strips, projections)."""
     check_positions(positions)
     arch = arch_for(model)
-    n_heads = model.config.num_attention_heads
+    n_heads = geometry(model).n_heads
     masks: dict[int, torch.Tensor] = {}  # layer -> (1, H): the heads knocked out
     for l, h in heads:
         masks.setdefault(l, torch.zeros(1, n_heads, dtype=torch.bool))[0, h] = True

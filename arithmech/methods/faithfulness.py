@@ -80,6 +80,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from arithmech.core.models import geometry
 from arithmech.core.stats import bootstrap_ratio_intervals
 from arithmech.data import pairs, splits
 from arithmech.data.batches import answer_ids
@@ -281,7 +282,8 @@ def faithfulness(
     drawn, tiers_all = resample_sources(tok, samples, pool, seed, getattr(means, "folds", 4), batch_size)
     if tiers_all["none"]:  # no pool X_c of its length: left out of every curve (all read the same prompts)
         samples = [s for s, x in zip(samples, drawn) if x is not None]
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    geo = geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     top = ranked(effects, task)
     plan = circuits(top, universe, n_max, settings.n_random, seed)

@@ -16,7 +16,7 @@ from typing import Hashable, Sequence
 
 import torch
 
-from arithmech.core.models import BATCH_SIZE, arch_for
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data.batches import group_by_length
@@ -61,7 +61,7 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
     """``(z (n, L, H*dh), m (n, L, d), logits (n, V))``: every head's and MLP's END output and the END logits,
     float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.ablation.knockout.ablated_logits`
     with nothing ablated), so a value written back in place of itself changes no bit."""
-    arch, L = arch_for(model), model.config.num_hidden_layers
+    arch, L = arch_for(model), geometry(model).n_layers
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
     got: dict = {}

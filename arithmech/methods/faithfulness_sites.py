@@ -53,7 +53,7 @@ import pandas as pd
 import torch
 
 from arithmech.core import prefix
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data.batches import answer_ids, group_by_length
@@ -130,7 +130,7 @@ def site_mask(sites: Sequence, positions: dict, seq: int, L: int, H: int) -> tor
 def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE):
     """``([z_i (L, seq_i, H*dh)], logits (n, V))``: every head's output at every position (the o_proj input) and the
     END logits, float32, from the very forward :func:`site_lds` runs (nothing replaced)."""
-    L = model.config.num_hidden_layers
+    L = geometry(model).n_layers
     names = [arch_for(model).path("o_proj", i) for i in range(L)]
     zs: list = [None] * len(prompts)  # filled: (L, seq_i, H*dh) each
     lg: list = [None] * len(prompts)  # filled: (vocab,) each
@@ -159,7 +159,8 @@ def site_lds(
     before the prompt's first masked site (in any row) cannot change (causal attention): they run once, one row,
     and their keys and values are reused for every row (:mod:`arithmech.core.prefix`; ``prefix.enabled(False)``
     runs every row whole)."""
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    geo = geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     names = {arch_for(model).path("o_proj", l): l for l in range(L)}
     st: dict = {}
 
@@ -215,7 +216,8 @@ def cross_position(
     (:class:`~arithmech.methods.faithfulness_settings.FaithfulnessSettings`; ``n_max`` and ``converse_random`` are
     the END circuits' and not read here)."""
     n_random, seed, batch_size = settings.n_random, settings.seed, settings.batch_size
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    geo = geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     sites = circuit(reading, key)
     if not sites:
         raise ValueError("no operand-reading or key head: no cross-position circuit to test")

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 import torch
 
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device, module, weight
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device, module, weight
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.batches import group_by_length
@@ -73,7 +73,7 @@ def end_cache(
     composition and the BLAS threading would otherwise do to the last bits). A batch whose prompts share
     solved examples runs them once (:class:`arithmech.core.prefix.SharedPrefix`): END is read after them.
     """
-    arch, L = arch_for(model), model.config.num_hidden_layers
+    arch, L = arch_for(model), geometry(model).n_layers
     site = {
         d: {arch.path(m, i): (key, i) for key, (m, dd) in _SITES.items() if dd == d for i in range(L)}
         for d in ("in", "out")
@@ -164,9 +164,9 @@ def path_patch_fast(
     zero gets its baseline's logit (it *is* the unpatched run). The same rows give the logit of the
     counterfactual's answer (:func:`counter_fields`): ``counter_p`` / ``counter_o``.
     """
-    arch, L = arch_for(model), model.config.num_hidden_layers
+    arch, L = arch_for(model), geometry(model).n_layers
     n = clean.z.shape[0]
-    H = model.config.num_attention_heads
+    H = geometry(model).n_heads
     per = L * (H + 2)
     chunk = max(1, max_rows // per)
     unembed = module(model, arch, "unembed")
@@ -257,8 +257,8 @@ def path_patch_reference(
     Returns a :class:`Patched`, ``logit_p (n, L, H + 1)`` (a component left out of ``components``: NaN).
     """
     prompts, clean, corrupt, answer = inputs.prompts, inputs.clean, inputs.corrupt, inputs.answer
-    arch, L = arch_for(model), model.config.num_hidden_layers
-    H = model.config.num_attention_heads
+    arch, L = arch_for(model), geometry(model).n_layers
+    H = geometry(model).n_heads
     dh = clean.z.shape[-1] // H
     n = len(prompts)
     comps = list(components) if components is not None else [(i, j) for i in range(L) for j in range(H + 1)]

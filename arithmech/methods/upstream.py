@@ -57,7 +57,7 @@ from typing import NamedTuple, Sequence
 import pandas as pd
 import torch
 
-from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device, module, weight
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device, module, weight
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.batches import group_by_length
 from arithmech.methods import chain
@@ -77,13 +77,14 @@ _SITES = {
 
 def senders_of(model, receiver: Head) -> list[Head]:
     """Every sender before the receiver's layer: heads ``(i, j)`` and MLPs ``(i, H)``, layer-major."""
-    H = model.config.num_attention_heads
+    H = geometry(model).n_heads
     return [(i, j) for i in range(receiver[0]) for j in range(H + 1)]
 
 
 def check(model, receivers: Sequence[Head]) -> None:
     """Receivers must be heads after layer 0 of a Llama-style attention (RoPE, no q/k norm)."""
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    geo = geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     for l, h in receivers:
         if not (0 < l < L and 0 <= h < H):
             raise ValueError(f"receiver {l}.{h}: need a head of layers 1..{L - 1} (layer 0 has no earlier sender)")
@@ -124,7 +125,7 @@ def _forward_at(model, ids: torch.Tensor, where: torch.Tensor | None, keys: Sequ
     at those positions, every layer: ``{key: (b, P, L, width)}``. Returns ``(model output, that dict)``."""
     if where is None or not keys:
         return model(ids, **kw), {}
-    arch, L = arch_for(model), model.config.num_hidden_layers
+    arch, L = arch_for(model), geometry(model).n_layers
     site = {
         d: {arch.path(_SITES[k][0], i): (k, i) for k in keys if _SITES[k][1] == d for i in range(L)}
         for d in ("in", "out")
@@ -187,7 +188,7 @@ def upstream_fast(
     receivers = [(r[0], r[1]) for r in receivers]
     check(model, receivers)
     arch, cfg = arch_for(model), model.config
-    H = cfg.num_attention_heads
+    H = geometry(model).n_heads
     C = len(COLUMNS) if roles is not None else 3
     n = len(prompts)
     out = {r: torch.empty(n, len(senders_of(model, r)), C) for r in receivers}
@@ -254,7 +255,7 @@ def _senders(model, c: dict, x: dict, l_max: int) -> tuple[dict[int, torch.Tenso
     ``c``: clean ``resid_pre``, ``attn_out``, ``z``, ``mlp_out`` ``(m, L, width)``; ``x``: X_c ``z``,
     ``mlp_out``. Returns ``{k: (m, 1 + k (H + 1), d)}`` the residual entering layer ``k`` (row 0 clean, then
     one row per sender before ``k``) and ``same`` ``(m, 1 + l_max (H + 1))``: rows equal to the clean one."""
-    arch, H = arch_for(model), model.config.num_attention_heads
+    arch, H = arch_for(model), geometry(model).n_heads
     state = c["resid_pre"][:, 0][:, None]  # (m, 1, d)
     same = [torch.zeros(len(state), 1, dtype=torch.bool, device=state.device)]
     snaps = {}
@@ -276,8 +277,8 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
     device): ``rows`` their indices among the samples, ``loc`` within the group; ``at``: the role positions'
     activations, slots and rotary embeddings of the chunk (None: END paths only). Writes ``out[rec][rows]``."""
     clean, corrupt, answer, pre, rope = inputs.clean, inputs.corrupt, inputs.answer, group.pre, group.rope
-    arch, cfg = arch_for(model), model.config
-    L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)
+    arch, geo = arch_for(model), geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     dh = clean.z.shape[-1] // H
     l_max, b = max(l for l, _ in receivers), len(rows)
     end = lambda cache: {k: getattr(cache, k)[rows] for k in _SITES}
@@ -332,7 +333,7 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
     s0, p0, V, q0, v0 = end
     dh = q0.shape[-1]
     arch, l, (_, h) = arch_for(model), rec[0], rec
-    geo = Geometry.from_config(model.config)
+    geo = geometry(model)
     g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1
     scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # the attention's 1/sqrt(dh)
     x = module(model, arch, "attn_norm", l)(snap)

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import torch
 
-from arithmech.core.models import BATCH_SIZE, Geometry, arch_for, input_device
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device
 from arithmech.core.trace import TraceDict
 from arithmech.data.batches import group_by_length
 from arithmech.methods.patch_inputs import Inputs
@@ -69,9 +69,8 @@ def upstream_reference(
     prompts, corrupt_prompts, answer, roles = inputs.prompts, inputs.corrupt_prompts, inputs.answer, inputs.roles
     receivers = [(r[0], r[1]) for r in receivers]
     check(model, receivers)
-    arch, cfg = arch_for(model), model.config
-    L, H, geo = cfg.num_hidden_layers, cfg.num_attention_heads, Geometry.from_config(cfg)
-    dh = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
+    arch, geo = arch_for(model), geometry(model)
+    L, H, dh = geo.n_layers, geo.n_heads, geo.head_dim
     C = len(COLUMNS) if roles is not None else 3
     n = len(prompts)
     layers = sorted({l for l, _ in receivers})

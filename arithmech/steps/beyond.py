@@ -28,7 +28,7 @@ import torch
 
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
-from arithmech.core.models import load_model
+from arithmech.core.models import geometry, load_model
 from arithmech.core.progress import Progress, annotate
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
@@ -108,7 +108,7 @@ def beyond(
     )
     up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
-    H = model.config.num_attention_heads
+    H = geometry(model).n_heads
     logit_o = clean.need("answer_logit")
     upf = (
         upstream.frame(up, logit_o, H)

@@ -52,7 +52,7 @@ import torch
 from transformers import DynamicCache
 
 from arithmech.core import prefix as shared_prefix
-from arithmech.core.models import BATCH_SIZE, arch_for, input_device
+from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device
 from arithmech.core.prefix import SharedPrefix
 from arithmech.core.trace import TraceDict
 from arithmech.data.batches import answer_ids, group_by_length
@@ -143,7 +143,7 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     every layer's head outputs ``z (L, seq, H*dh)`` (o_proj input) and MLP outputs ``m (L, seq, d)``,
     float32 on the CPU. One prompt at a time, and a batch's captures are dropped before the next batch
     runs: the peak is one batch's captures, not a stacked ``(b, L, seq, ·)`` copy beside them."""
-    arch, L = arch_for(model), model.config.num_hidden_layers
+    arch, L = arch_for(model), geometry(model).n_layers
     zs = {arch.path("o_proj", i): i for i in range(L)}
     ms = {arch.path("mlp", i): i for i in range(L)}
     got: dict = {}
@@ -244,8 +244,8 @@ def ablated_logits(
     :class:`~arithmech.core.trace.TraceDict` around the loop reads it there)."""
     batch_size, positions = forwards.batch_size, forwards.positions  # checked when the Forwards was made
     max_rows, max_tokens = forwards.max_rows, forwards.max_tokens
-    arch, L = arch_for(model), model.config.num_hidden_layers
-    H = model.config.num_attention_heads
+    arch, geo = arch_for(model), geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     unique = list(dict.fromkeys(ablations))  # identical ablations run once
     A = len(unique)
     hmask = torch.zeros(A, L, H, dtype=torch.bool)

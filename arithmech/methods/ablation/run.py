@@ -30,7 +30,7 @@ from typing import NamedTuple, Sequence
 import pandas as pd
 
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
-from arithmech.core.models import BATCH_SIZE
+from arithmech.core.models import BATCH_SIZE, geometry
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
 from arithmech.data.batches import answer_ids
@@ -165,7 +165,8 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     conditioned floor (the draw population's guess from the operation, the carried digits and one operand, on
     these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`; issue #41).
     ``forwards``: the knockouts' batching and positions; X_c runs in its batches."""
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    geo = geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
     ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1).tolist()
     gold = answer_ids(tok, samples)
@@ -250,8 +251,8 @@ def task_knockout(
 
     Not ``full`` (the other tasks): their key heads vs as many random non-key heads, at every setting
     (nothing where a task has no key head). Every setting gets the sanity rows."""
-    cfg = model.config
-    L, H = cfg.num_hidden_layers, cfg.num_attention_heads
+    geo = geometry(model)
+    L, H = geo.n_layers, geo.n_heads
     heads, mlps, key = studied
     ks, batch_size = settings.ks, settings.batch_size
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]

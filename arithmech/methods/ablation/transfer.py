@@ -15,7 +15,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from arithmech.core.models import BATCH_SIZE
+from arithmech.core.models import BATCH_SIZE, geometry
 from arithmech.data import pairs, splits
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import Sample
@@ -219,8 +219,8 @@ def run_transfer(
     res.transfer = transfer_table(
         model, tok, heads, res.means, tokenizer_cases(tok, cases), positions=positions
     ).assign(split="the paper's prompts")  # drawn from neither side
-    cfg = model.config
-    universe = [(l, h) for l in range(cfg.num_hidden_layers) for h in range(cfg.num_attention_heads)]
+    geo = geometry(model)
+    universe = [(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)]
     if not keep:
         res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
         return

@@ -20,6 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from arithmech.core.models import geometry
 from arithmech.core.names import component
 from arithmech.methods.explorer import explore, knockout_means, mean_ablation, top_table
 from arithmech.report.charts import attention_chart, mlp_chart
@@ -52,12 +53,9 @@ class Explorer:
         import ipywidgets  # lazy: the book extra (a live kernel)
 
         self.model, self.tok, self.key_heads = model, tok, [tuple(h) for h in key_heads]
-        cfg = model.config
+        geo = geometry(model)
         heads = self.key_heads + [
-            (l, h)
-            for l in range(cfg.num_hidden_layers)
-            for h in range(cfg.num_attention_heads)
-            if (l, h) not in self.key_heads
+            (l, h) for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, h) not in self.key_heads
         ]
         self.prompt = ipywidgets.Text(value=prompt, description="prompt")
         self.counterfactual = ipywidgets.Text(

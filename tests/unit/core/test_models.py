@@ -5,13 +5,24 @@ import pytest
 import torch
 from factories import make_tiny_llama
 
-from arithmech.core.models import ARCHITECTURES, Geometry, UnsupportedModelError, arch_for, load_model, module, resolve
+from arithmech.core.models import (
+    ARCHITECTURES,
+    Geometry,
+    UnsupportedModelError,
+    arch_for,
+    geometry,
+    load_model,
+    module,
+    resolve,
+)
 
 
 def test_geometry_read_from_config():
-    """Protects: head geometry comes from the config (GQA kv heads, explicit head_dim != d_model/heads)."""
+    """Protects: head geometry comes from the config (GQA kv heads, explicit head_dim != d_model/heads), and
+    ``geometry(model)`` (every method's reader of a loaded model's sizes) is exactly that reading."""
     m = make_tiny_llama()
-    g = Geometry.from_config(m.config)
+    g = geometry(m)
+    assert g == Geometry.from_config(m.config)
     assert (g.n_layers, g.n_heads, g.n_kv_heads, g.head_dim, g.d_model) == (3, 4, 2, 12, 40)
     assert [g.kv_head(h) for h in range(4)] == [0, 0, 1, 1]
     assert module(m, arch_for(m), "q_proj", 2).out_features == g.n_heads * g.head_dim

@@ -108,7 +108,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"]})
     monkeypatch.setattr(KR, "layer_matched_rows", lambda model, tok, samples, means, c, **kw:
                         (matched.append((list(c.ranking), list(c.ks), list(c.exclude))), empty)[1])
-    cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4})
+    cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4, "hidden_size": 8, "vocab_size": 16})
     model = type("M", (), {"config": cfg})()
     heads = [(2, 1), (0, 3), (1, 1), (2, 2), (0, 0), (1, 3), (2, 0), (1, 2), (0, 1), (2, 3), (0, 2), (1, 0)]
     key = {"heads": [{"layer": 0, "head": 3}], "mlps": []}
