@@ -44,7 +44,7 @@ def _curves(ctx: Context, cid: str):
         (rows.claim == claim) & (rows.measure == rows.measure.iloc[0]) & ((rows.comparison == comp) if comp else True)
     ]
     if found.empty:  # the curve table has a row for base-shots only where base-shots was recorded on the math items
-        raise Missing(f"no {comp.split(' − ')[-1] if comp else claim} record on the primary math measure")
+        raise Missing(f"no base-shots record on the primary math measure (no {claim!r} row in the curve table)")
     r = found.iloc[0]
     if r["whole grid"] == curves.NOT_RUN:
         raise Missing(r["why"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,17 @@ class Arch:
     def path(self, name: str, layer: int | None = None) -> str:
         p = getattr(self, name)
         return p.format(i=layer) if layer is not None else p
+
+    def head_sites(self, layers: Iterable[int]) -> dict[str, int]:
+        """The heads' hook site of each of ``layers``, path → layer: ``o_proj``, whose *input* ``(b, s, H*dh)`` holds
+        every head's output side by side before ``W_O`` (a head is its ``dh``-wide slice). Every intervention on heads
+        (patching, knockout, faithfulness, the explorer) traces these paths."""
+        return {self.path("o_proj", i): i for i in layers}
+
+    def mlp_sites(self, layers: Iterable[int]) -> dict[str, int]:
+        """The MLPs' hook site of each of ``layers``, path → layer: the ``mlp`` module, whose *output* ``(b, s, d)`` is
+        what the MLP adds to the residual stream."""
+        return {self.path("mlp", i): i for i in layers}
 
 
 # Llama 2/3, Mistral, Qwen2/3 and SmolLM2 share the Llama module layout:

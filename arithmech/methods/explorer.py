@@ -126,7 +126,7 @@ def mean_ablation(model, heads: Sequence[Head], means: MeanSource, positions: st
     masks: dict[int, torch.Tensor] = {}  # layer -> (1, H): the heads knocked out
     for l, h in heads:
         masks.setdefault(l, torch.zeros(1, n_heads, dtype=torch.bool))[0, h] = True
-    layer_of = {arch.path("o_proj", l): l for l in masks}
+    layer_of = arch.head_sites(masks)
 
     def edit(z, name):  # z: (batch, seq, H*dh)
         l = layer_of[name]

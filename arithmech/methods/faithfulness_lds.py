@@ -62,8 +62,8 @@ def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE)
     float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.ablation.knockout.ablated_logits`
     with nothing ablated), so a value written back in place of itself changes no bit."""
     arch, L = arch_for(model), geometry(model).n_layers
-    zs = {arch.path("o_proj", i): i for i in range(L)}
-    ms = {arch.path("mlp", i): i for i in range(L)}
+    zs = arch.head_sites(range(L))
+    ms = arch.mlp_sites(range(L))
     got: dict = {}
 
     def grab(x, name):

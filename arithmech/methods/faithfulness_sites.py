@@ -131,7 +131,7 @@ def head_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     """``([z_i (L, seq_i, H*dh)], logits (n, V))``: every head's output at every position (the o_proj input) and the
     END logits, float32, from the very forward :func:`site_lds` runs (nothing replaced)."""
     L = geometry(model).n_layers
-    names = [arch_for(model).path("o_proj", i) for i in range(L)]
+    names = list(arch_for(model).head_sites(range(L)))
     zs: list = [None] * len(prompts)  # filled: (L, seq_i, H*dh) each
     lg: list = [None] * len(prompts)  # filled: (vocab,) each
     with TraceDict(model, names, retain_input=True, retain_output=False) as tr:
@@ -161,7 +161,7 @@ def site_lds(
     runs every row whole)."""
     geo = geometry(model)
     L, H = geo.n_layers, geo.n_heads
-    names = {arch_for(model).path("o_proj", l): l for l in range(L)}
+    names = arch_for(model).head_sites(range(L))
     st: dict = {}
 
     def edit(x, name):  # x (rows, seq, H*dh); rows = prompt-major × masks

@@ -262,7 +262,7 @@ def path_patch_reference(
     dh = clean.z.shape[-1] // H
     n = len(prompts)
     comps = list(components) if components is not None else [(i, j) for i in range(L) for j in range(H + 1)]
-    layer_of = {arch.path("o_proj", i): i for i in range(L)} | {arch.path("mlp", i): i for i in range(L)}
+    layer_of = arch.head_sites(range(L)) | arch.mlp_sites(range(L))
     logit_p = torch.full((n, L, H + 1), float("nan"))
     lse_p = torch.full((n, L, H + 1), float("nan")) if prob else None
     cf = counter_fields(model, clean, corrupt, answer)
@@ -293,8 +293,8 @@ def path_patch_reference(
     for idx, ids in batches:  # the unpatched run: counter_o
         counter_o[idx] = pick(model(ids.to(dev), logits_to_keep=1, use_cache=False).logits[:, -1], cf["counter"], idx)
     with (
-        TraceDict(model, [arch.path("o_proj", i) for i in range(L)], retain_output=False, edit_input=edit_z),
-        TraceDict(model, [arch.path("mlp", i) for i in range(L)], retain_output=False, edit_output=edit_mlp),
+        TraceDict(model, list(arch.head_sites(range(L))), retain_output=False, edit_input=edit_z),
+        TraceDict(model, list(arch.mlp_sites(range(L))), retain_output=False, edit_output=edit_mlp),
     ):
         for comp in comps:
             st["comp"] = comp

@@ -77,8 +77,8 @@ def upstream_reference(
     todo = sorted(set(senders) if senders is not None else {s for r in receivers for s in senders_of(model, r)})
     out = {r: torch.full((n, len(senders_of(model, r)), C), float("nan")) for r in receivers}
     dev = input_device(model)
-    o_name = {arch.path("o_proj", i): i for i in range(L)}
-    mlp_name = {arch.path("mlp", i): i for i in range(L)}
+    o_name = arch.head_sites(range(L))
+    mlp_name = arch.mlp_sites(range(L))
     proj_name = {arch.path(f"{p}_proj", l): (l, p) for l in layers for p in "qkv"}
     st: dict = {}
 

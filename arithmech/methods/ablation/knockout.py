@@ -144,8 +144,8 @@ def activations(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE
     float32 on the CPU. One prompt at a time, and a batch's captures are dropped before the next batch
     runs: the peak is one batch's captures, not a stacked ``(b, L, seq, ·)`` copy beside them."""
     arch, L = arch_for(model), geometry(model).n_layers
-    zs = {arch.path("o_proj", i): i for i in range(L)}
-    ms = {arch.path("mlp", i): i for i in range(L)}
+    zs = arch.head_sites(range(L))
+    ms = arch.mlp_sites(range(L))
     got: dict = {}
 
     def grab(x, name):
@@ -258,8 +258,8 @@ def ablated_logits(
     slots: dict = {}
     for j, ab in enumerate(ablations):
         slots.setdefault(unique.index(ab), []).append(j)
-    zs = {arch.path("o_proj", i): i for i in range(L)}
-    ms = {arch.path("mlp", i): i for i in range(L)}
+    zs = arch.head_sites(range(L))
+    ms = arch.mlp_sites(range(L))
     st: dict = {"G": 1}  # G: ablations per prompt in this forward
 
     def edit_z(x, name):  # x: (rows, seq', H*dh); mask (rows, H)

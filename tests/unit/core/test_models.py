@@ -81,3 +81,17 @@ def test_all_table_rows_have_distinct_model_types():
     """Protects: one model_type maps to exactly one row of the table."""
     types = [t for a in ARCHITECTURES.values() for t in a.model_types]
     assert len(types) == len(set(types))
+
+
+def test_the_two_hook_sites_are_named_once():
+    """Protects the one naming of the hook sites every intervention traces (issue #42): the heads' site of layer
+    ``i`` is the o_proj module (its input holds the heads' outputs) and the MLPs' is the mlp module, path → layer
+    in the order the layers are given, and both resolve on a real model."""
+    from arithmech.core.models import ARCHITECTURES
+
+    arch = ARCHITECTURES["llama-like"]
+    assert arch.head_sites([2, 0]) == {"model.layers.2.self_attn.o_proj": 2, "model.layers.0.self_attn.o_proj": 0}
+    assert arch.mlp_sites(range(2)) == {"model.layers.0.mlp": 0, "model.layers.1.mlp": 1}
+    m = make_tiny_llama()
+    for path in [*arch.head_sites(range(m.config.num_hidden_layers)), *arch.mlp_sites([0])]:
+        m.get_submodule(path)
