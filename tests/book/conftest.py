@@ -41,8 +41,8 @@ def built_book():
     if given:
         return Built((REPO, Path(given)))
     from arithmech.report.build.book import build
-    from arithmech.report.build.plan import chapters
     from arithmech.report.build.execute import executed
+    from arithmech.report.build.plan import chapters
     done = all(executed(REPO, p).exists() for p in chapters(REPO))
     before = git_status(REPO)
     build(REPO, skip_execute=done)

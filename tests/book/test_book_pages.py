@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from browser import READER_JS, Browser, require_browser
 
-from arithmech.report.build import book, offline
+from arithmech.report.build import execute, offline, plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from browser import Browser, require_browser
 
-from arithmech.report.build import book
+from arithmech.report.build import book, execute, generate, plan, render
 
 REPO = Path(__file__).resolve().parents[2]
 

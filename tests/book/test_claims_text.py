@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
-from arithmech.report.build import book
+from arithmech.report.build import execute, generate
 from arithmech.report.charts import pipeline
-from arithmech.report.views import pages
+from arithmech.report.views import findings
 from arithmech.report.views.scope import scope_box
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
+import urllib.request  # noqa: F401 (used as urllib.request below, through the local import of urllib.error)
 from pathlib import Path
 
 import pytest

@@ -18,10 +18,10 @@ from browser import Browser, require_browser
 from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.data import pairs
-from arithmech.methods.attention import end_rows
-from arithmech.methods.explorer import mean_ablation
 from arithmech.methods.ablation.knockout import activations
 from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.attention import end_rows
+from arithmech.methods.explorer import mean_ablation
 from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch_reference

@@ -44,7 +44,7 @@ def test_answer_token_after_space(smollm2):
     model, tok, _ = smollm2
     assert tok.convert_ids_to_tokens(tok("3 + 5 = 8")["input_ids"]) == ["3", "Ġ+", "Ġ", "5", "Ġ=", "Ġ", "8"]
     s = D.Sample("3 + 5 = ", "3 @ 5 = ", "8", "8", 3, 5, "addition", "add-1", "equation", answer_token="first")
-    assert tok.convert_ids_to_tokens(D.answer_ids(tok, [s]).tolist()) == ["8"]
+    assert tok.convert_ids_to_tokens(answer_ids(tok, [s]).tolist()) == ["8"]
     assert D.answer_split(tok, "3 + 5 =", "8") == ("3 + 5 = ", tok.convert_tokens_to_ids("8"))
     with torch.no_grad():
         no_space = model(torch.tensor([tok("3 + 5 =")["input_ids"]])).logits[0, -1]
