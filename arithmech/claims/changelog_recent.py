@@ -15,8 +15,9 @@ RECENT_DIGEST: dict[str, str] = {}
 # -- issue #40, reviewer 6's item (2026-11-28, seventh session): rule 1 of claims/curves.py and its base-shots twin
 # were rows of the curve verdict table without a claim id, so the changelog could not log them. Their text is the
 # curves module's rule 1 (written before any precise record, changed with the module's versions 2–8, logged under
-# the other three Table 1 rules); the ids are new, written after 60 SmolLM2 runs were read, so they are not
-# pre-registered, and the page says so.
+# the other three Table 1 rules); the ids are new, written after 61 SmolLM2 runs were read, so they are not
+# pre-registered, and the page says so. (The entry said 60, the README's count of then, off by one: precise-random's
+# draw 1 had 4 runs; corrected in the commit after d6b42b8.)
 _ID1 = (
     "issue #40 (reviewer 6): rule 1 of claims/curves.py (precise SFT learns the skill), decided as the curve verdict "
     "table has decided it since the module's eighth version, given a claim id so that its changes are logged; "
@@ -28,7 +29,7 @@ _ID1_SHOTS = (
     "changes are logged; what it decides is unchanged"
 )
 _HELD60 = (
-    "yes: SmolLM2's 60 Table 1 runs (committed 21587f0), on which the curve table already read 'holds' (carry, and "
+    "yes: SmolLM2's 61 Table 1 runs (committed 21587f0), on which the curve table already read 'holds' (carry, and "
     "addition and subtraction apart); the toy's row reads 'not testable' (its scope)"
 )
 RECENT += (

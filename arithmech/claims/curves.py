@@ -188,18 +188,17 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
         )
         for v in c.variants
     ]
-    if c.shots is not None and c.math in c.shots["results"]:
-        out += [
-            (
-                SHOTS,
-                "precise-key − base-shots",
-                ("precise-key",),
-                v,
-                lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
-                lambda c: family(c, "learns"),
-            )
-            for v in c.variants
-        ]
+    out += [  # gated by _gate where base-shots was not recorded on the math items
+        (
+            SHOTS,
+            "precise-key − base-shots",
+            ("precise-key",),
+            v,
+            lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
+            lambda c: family(c, "learns"),
+        )
+        for v in c.variants
+    ]
     out += [
         (
             "precise matches full",
@@ -240,10 +239,18 @@ WORD = {True: HOLDS, False: NOT, None: OPEN}
 OPPOSITE = {HOLDS: NOT, NOT: HOLDS}
 
 
-def _gate(c: Curves, arms: tuple[str, ...]) -> str | None:
-    """Why a rule reading ``arms`` cannot be decided here (not testable / not yet run), or None."""
+def has_shots(c: Curves) -> bool:
+    """Whether base-shots (base with K solved examples) was recorded on the math items: its rule reads it."""
+    return c.shots is not None and c.math in c.shots["results"]
+
+
+def _gate(c: Curves, arms: tuple[str, ...], claim: str = "") -> str | None:
+    """Why rule ``claim`` reading ``arms`` cannot be decided here (not testable / not yet run), or None: the
+    base-shots twin of rule 1 also reads the base-shots record on the math items."""
     if not c.scope[0]:
         return c.scope[1]
+    if claim == SHOTS and not has_shots(c):
+        return f"{NOT_RUN}: no base-shots record on {c.math} (python -m arithmech table1 runs it)"
     missing = [a for a in arms if not c.points.get(a)]
     if missing:
         return f"{NOT_RUN}: no run of {', '.join(missing)}"
@@ -276,7 +283,7 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
     cannot be decided, why."""
     rows = []
     for claim, comp, arms, v, fn, size in rules(c):
-        why, n = _gate(c, arms), size(c)
+        why, n = _gate(c, arms, claim), size(c)
         whole = why.split(":")[0] if why else WORD[fn(c, n)]
         left = [] if why else loro(c, arms, fn, n)
         flips = [(a, lr, w) for a, lr, w in left if w == OPPOSITE.get(whole)]
@@ -321,7 +328,7 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
     crossed interval, both at :func:`level` of ``n`` (the rule's). It decides nothing: the rules read every point."""
     found = [top(c, a, v) for a in arms]
     tops = [t for t in found if t is not None]
-    if len(tops) < len(found):
+    if len(tops) < len(found) or (claim == SHOTS and not has_shots(c)):
         return {"estimate": None, "ci_low": None, "ci_high": None, "at": ""}
     at = " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops)
     if "keeps" in claim:

@@ -168,9 +168,13 @@ def test_missing_arms_and_thin_points_say_so_and_never_crash(tmp_path):
     assert r["verdict"] == C.OPEN and "fewer than 3 runs" in r["leave-one-rate-out"]
     with pytest.raises(Missing):
         selection_matters(Context(f))
-    # no base-shots record (the toy's suite has none): its claim is "not measured", never a crash
+    # no base-shots record (the toy's suite has none): the curve table's base-shots rows say "not yet run" like
+    # any arm not yet run, and the claim is "not measured", never a crash
+    shots = rows[rows.claim == C.SHOTS]
+    assert len(shots) == len(rows[rows.claim == "precise SFT learns the skill"]) and set(shots.verdict) == {C.NOT_RUN}
+    assert shots.estimate.isna().all() and shots.why.str.contains("no base-shots record").all()
     c = claims(f, ["precise-learns-math", "precise-learns-beyond-format"]).set_index("id")
-    assert c.loc["precise-learns-beyond-format", "here"].startswith("not measured: no base-shots record")
+    assert c.loc["precise-learns-beyond-format", "here"].startswith("not measured: not yet run: no base-shots record")
     assert c.loc["precise-learns-beyond-format", "holds"] is None
 
 
