@@ -47,13 +47,12 @@ from arithmech.steps import config_training
 
 @dataclass(frozen=True)
 class Step:
-    """One step: the command ``name``, its ``config`` class, the ``module`` and ``function`` its command runs (with
+    """One step: the command ``name``, its ``config`` class, the ``module`` whose ``run`` its command calls (with
     the command line too where ``takes_command``), and the ``record`` it writes in ``run.json``."""
 
     name: str
     config: type
     module: str
-    function: str = "run"
     record: str = ""
     takes_command: bool = False
 
@@ -77,7 +76,7 @@ STEPS: dict[str, Step] = {
         Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
         Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
         Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
-        Step("finetune", config_training.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
+        Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
     )
 }
