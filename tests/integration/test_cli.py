@@ -109,8 +109,8 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
     assert list(roles.columns[:4]) == ["layer", "head", "role", "mean_score"]
     assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
-    assert r["labels"].name.tolist() == ["2.1", "3.0"] and len(r["samples"]) == 6
-    assert set(r["baseline"].name) == {"2.1", "3.0"} and set(r["baseline"].n_nonkey) == {len(roles[
+    assert isinstance(r, A.Result) and r.labels.name.tolist() == ["2.1", "3.0"] and r.summary["n_samples"] == 6
+    assert set(r.baseline.name) == {"2.1", "3.0"} and set(r.baseline.n_nonkey) == {len(roles[
         (roles.task == "all") & (roles.role == "A")]) - 2}
     run = json.loads((res / "m" / "run.json").read_text())
     assert run["steps"]["identify"] == {"seed": 0} and run["steps"]["analyze"]["parameters"]["n_samples"] == 6
