@@ -74,9 +74,7 @@ class Command:
 
 
 def _step_command(step: Step) -> Command:
-    return Command(
-        step.config, step.module, step.function, lambda result: print(step.summary(result)), step.takes_command
-    )
+    return Command(step.config, step.module, "run", lambda result: print(step.summary(result)), step.takes_command)
 
 
 COMMANDS = {

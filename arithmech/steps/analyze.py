@@ -7,7 +7,8 @@ the head labels operand / operator / other; each key head against the non-key he
 start-inflection-end layers of App. C, the number tokens each layer writes). One prompt at a time
 (attention strips of Fig. 7 / 16, the prompt explorer, knockout) lives in
 :mod:`arithmech.methods.explorer`; :func:`run` is the step end to end (``python -m arithmech analyze``):
-it reads the key heads of the identify step and writes the analyze files of the results folder.
+it reads the key heads of the identify step and writes the analyze files of the results folder, and returns them
+read back (:class:`Result`); :func:`compute` returns what the run holds in memory (the model, the samples).
 """
 
 from __future__ import annotations
@@ -85,14 +86,22 @@ def key_head_summary(roles, heads: list[Head]) -> list[dict]:
     return out
 
 
-def run(config: Config) -> dict:
+def run(config: Config) -> Result:
+    """The step (``python -m arithmech analyze``): :func:`compute`, then the files it wrote read back (:func:`read`),
+    as every step's ``run`` returns its ``Result``."""
+    return read(compute(config)["folder"], config)
+
+
+def compute(config: Config) -> dict:
     """The analyze step end to end on identify's files in ``config.results`` (the root or the model's folder):
     writes ``attention_roles.csv``, ``attention_baseline.csv``, ``mlp_projection.csv``, ``top_numbers.csv``,
     ``analyze.json`` and the ``analyze`` record of ``run.json``. Identify must have run (its files are checked
     before the model loads).
 
-    Returns a dict with the loaded ``model``, ``tok``, ``geometry``, ``samples``, ``key_heads``,
-    the DataFrames ``roles``, ``labels``, ``baseline``, ``mlp``, ``top`` and the ``stages`` found.
+    Returns what the run holds in memory (the Analyze chapter draws attention strips and the prompt explorer with
+    it; :func:`run` returns the files read back instead): a dict with the loaded ``model``, ``tok``, ``geometry``,
+    ``samples``, ``key_heads``, the DataFrames ``roles``, ``labels``, ``baseline``, ``mlp``, ``top``, the
+    ``stages`` found, the ``folder`` and ``analyze.json``'s ``summary``.
     """
     c = config
     folder = results.model_folder(c.results, c.model_name)
@@ -206,14 +215,17 @@ def read(folder: str | Path, config: Config) -> Result:
     )
 
 
-def summary(r: dict) -> str:
-    """The command line's summary of :func:`run`'s result: the studied heads' labels, the stages, the verdicts."""
+def summary(result: Result) -> str:
+    """The command line's summary of :func:`run`'s result: the studied heads' labels, the stages (``analyze.json``'s,
+    as the run found them), the verdicts."""
+    stages = {k: tuple(v) for k, v in result.summary["stages"].items()}
+    folder = results.model_folder(result.config.results, result.config.model_name)
     return "\n".join(
         [
-            r["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False),
-            f"start-inflection-end: {r['stages']}",
-            *verdict_lines(r["baseline"], heads_from=r["summary"]["heads_from"]),
-            f"wrote {r['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
+            result.labels[["name", "label", "operand", "operator", "rest"]].to_string(index=False),
+            f"start-inflection-end: {stages}",
+            *verdict_lines(result.baseline, heads_from=result.summary["heads_from"]),
+            f"wrote {folder}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
             "top_numbers.csv, analyze.json",
         ]
     )

@@ -47,6 +47,13 @@ def read(folder: str | Path, config: Config) -> Result:
     return Result(config=config, overlap=results.read(folder, "counterfactual_overlap.json"))
 
 
+def recorded(config: Config) -> dict:
+    """What ``run.json`` records of a run made with ``config`` (its ``parameters``): the config's reuse key,
+    ``model_name`` recorded as ``model`` — the parameters a reused overlap must match
+    (:func:`arithmech.steps.ensure.is_made`)."""
+    return {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+
+
 def run(config: Config) -> Result:
     """Both identify runs into ``<folder>/counterfactuals/{operator,operand}/`` and the overlap file; returns the
     :class:`Result` read back from it."""
@@ -59,7 +66,12 @@ def run(config: Config) -> Result:
     write_results(op, out / "operator", model_name=c.model_name)
     write_results(nd, out / "operand", model_name=c.model_name)
     overlap = counterfactual_overlap(op.effects, nd.effects, c.task)
-    results.write_step(out, "counterfactuals", {"counterfactual_overlap.json": overlap}, {"operand_task": c.task})
+    results.write_step(
+        out,
+        "counterfactuals",
+        {"counterfactual_overlap.json": overlap},
+        {"parameters": recorded(c), "operand_task": c.task},
+    )
     return read(out, c)
 
 

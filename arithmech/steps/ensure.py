@@ -91,5 +91,5 @@ def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded)
         if not results.exists(folder, needed):
             ensure(upstream or default)
     if recompute or not is_made(config):
-        getattr(mod, s.function)(config.replace(overwrite=True), **loaded)
+        mod.run(config.replace(overwrite=True), **loaded)
     return mod.read(folder, config)

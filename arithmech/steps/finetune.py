@@ -1,7 +1,7 @@
 """Fine-tune one arm (``python -m arithmech finetune``): precise SFT of the key heads or full SFT, accuracy
 before and after, one record in ``finetune/<mode>[-tag].json``.
 
-:func:`run_finetune` takes a :class:`arithmech.steps.config_training.Finetune`; :func:`validate_finetune_args` checks
+:func:`run` takes a :class:`arithmech.steps.config_training.Finetune`; :func:`validate_finetune_args` checks
 it against the files first and raises a ``ValueError`` (or ``FileNotFoundError``) naming the value, what is
 allowed and what to do, *before* the base model's benchmark evaluation (which takes hours on a 7B model). It
 returns the :class:`~arithmech.finetune.adapter.HeadSpec` to train (``None`` for full SFT). The model's
@@ -57,7 +57,7 @@ def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> 
 
 
 def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
-    """Check every argument of ``run_finetune`` and the files it reads; return the ``HeadSpec`` to train
+    """Check every argument of ``run`` and the files it reads; return the ``HeadSpec`` to train
     (``None`` for full SFT). Raises ``ValueError``/``FileNotFoundError`` with one clear line; loads no model.
     The fields' own types and bounds were checked when ``config`` was built (:class:`Config`); these are the
     rules between fields and against the files."""
@@ -130,7 +130,7 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
 
 
 # ------------------------------------------------------------------------------------- runner
-def run_finetune(config: Config, command: str | None = None, before: dict | None = None) -> dict:
+def run(config: Config, command: str | None = None, before: dict | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
     Every argument and input file is checked first (:func:`arithmech.steps.finetune.validate_finetune_args`),
@@ -149,16 +149,16 @@ def run_finetune(config: Config, command: str | None = None, before: dict | None
         n = torch.get_num_threads()
         torch.set_num_threads(config.threads)
         try:
-            return run_finetune(config.replace(threads=None), command, before)
+            return run(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
     est = admission.check(config)  # refused here when it cannot fit, before the model loads
     with annotate(est.line() if est else ""), Progress("finetune", 3) as bar:
-        return _run_finetune(config, spec, command, before, est, bar)
+        return _run(config, spec, command, before, est, bar)
 
 
-def _run_finetune(c: Config, spec, command, before, est, bar) -> dict:
-    """:func:`run_finetune` once its arguments are checked and its estimate made (``bar``: the progress line)."""
+def _run(c: Config, spec, command, before, est, bar) -> dict:
+    """:func:`run` once its arguments are checked and its estimate made (``bar``: the progress line)."""
     folder = results_io.model_folder(c.results, c.model_name)
     with records.holding(folder):  # one writer of the folder from the check to the record (FolderBusy)
         records.check_finetune_writable(records.finetune_path(folder, c.mode, c.tag), c.overwrite)
@@ -166,7 +166,7 @@ def _run_finetune(c: Config, spec, command, before, est, bar) -> dict:
 
 
 def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dict:
-    """:func:`_run_finetune` under the folder's writer lock: train, evaluate, write the record."""
+    """:func:`_run` under the folder's writer lock: train, evaluate, write the record."""
     model, mode, tag, seed, device, dtype = c.model_name, c.mode, c.tag, c.seed, c.device, c.dtype
     benchmarks, data_dir, limit, train_data, n_train = c.benchmarks, c.data_dir, c.limit, c.train_data, c.n_train
     lr, batch_size, micro_batch_size, epochs, max_steps = c.lr, c.batch_size, c.micro_batch_size, c.epochs, c.max_steps
@@ -254,7 +254,7 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
 
 
 def summary(r: dict) -> str:
-    """The command line's summary of :func:`run_finetune`'s record: each measure before and after, what was tuned."""
+    """The command line's summary of :func:`run`'s record: each measure before and after, what was tuned."""
     lines = [
         f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
         for k, v in r["results"].items()

@@ -18,7 +18,8 @@ The step end to end, for one or several tasks::
 from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``answer_tokens.csv``,
 ``knockout.csv``, ``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
 The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.steps.identify_pipeline`;
-this module runs it as a step and reads and writes its files.
+this module runs it as a step and reads and writes its files: :func:`run` returns the files read back
+(:class:`Result`), :func:`compute` the in-memory :class:`IdentifyResult` (per-task samples, timings).
 The answer token is ``answer_token="last-digit"`` by default (the prompt carries the answer's leading
 digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 """
@@ -82,9 +83,18 @@ def folder_of(config: Config) -> Path:
     return Path(config.out) if config.out else results.model_folder(config.results, config.model_name)
 
 
-def run(config: Config, model=None, tok=None) -> IdentifyResult:
+def run(config: Config, model=None, tok=None) -> Result:
+    """The step (``python -m arithmech identify``): :func:`compute`, then the files it wrote read back
+    (:func:`read`), as every step's ``run`` returns its ``Result``."""
+    compute(config, model, tok)
+    return read(folder_of(config), config)
+
+
+def compute(config: Config, model=None, tok=None) -> IdentifyResult:
     """Load the model (unless the caller passes it, ``model`` and ``tok``), run :func:`identify` with every
-    setting of ``config`` (:class:`Config`), write the files to :func:`folder_of` ``config``.
+    setting of ``config`` (:class:`Config`), write the files to :func:`folder_of` ``config``; return the library's
+    in-memory :class:`IdentifyResult` (beyond the files: each task's kept samples as ``Sample`` objects and the
+    timings unrounded, which the Identify chapter draws from; :func:`run` returns the files read back instead).
 
     Finished tasks are checkpointed in ``<folder>/.checkpoints/identify-<hash of the config>/``; a re-run
     with the same config after an interruption continues from there and writes the same files; the
@@ -119,7 +129,6 @@ def run(config: Config, model=None, tok=None) -> IdentifyResult:
         model_name=c.model_name,
     )
     ck.clear()
-    res.params["out"] = str(folder)
     return res
 
 
@@ -181,15 +190,16 @@ def read(folder: str | Path, config: Config) -> Result:
     )
 
 
-def summary(res: IdentifyResult) -> str:
-    """The command line's summary of :func:`run`'s result: prompts kept, key heads, where the files went."""
-    kh = res.key_heads
+def summary(result: Result) -> str:
+    """The command line's summary of :func:`run`'s result: prompts kept (``run.json``'s samples record), key heads,
+    where the files went."""
+    kh, kept = result.key_heads, result.run["samples"]
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
     return "\n".join(
         [
-            "samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in res.info.items()),
+            "samples kept (X_r): " + ", ".join(f"{t} {i['n_kept']}/{i['n_drawn']}" for t, i in kept.items()),
             f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}",
-            f"wrote identify's files and run.json to {res.params['out']}",
+            f"wrote identify's files and run.json to {folder_of(result.config)}",
         ]
     )
 

@@ -12,24 +12,26 @@ from :data:`STEPS`; the book and later steps call :func:`arithmech.steps.ensure.
 A step's module answers these names, all with the config whole (nothing unpacked on the way):
 
 * ``run(config, **loaded)`` — compute and write the files (``loaded``: ``model``/``tok`` already in memory, where
-  the step takes them);
+  the step takes them) and return the step's ``Result`` read back from them (``read``), one return type for every
+  step that ``ensure`` serves (finetune's and table1's return the record they wrote: they have no ``Result``);
+* ``compute(config, **loaded)`` (identify and analyze only) — the same run, returning what it holds in memory beyond
+  the files, for the chapters that draw from it: identify's library
+  :class:`~arithmech.steps.identify_pipeline.IdentifyResult` (each task's kept ``Sample`` objects, the timings
+  unrounded) and analyze's dict with the loaded model and samples (attention strips, the prompt explorer). ``run``
+  is ``compute`` then ``read``; a consumer that needs only the files calls ``ensure``;
 * ``Result`` and ``read(folder, config)`` — the step's result: a frozen dataclass with typed fields (DataFrames,
   the JSON records as dicts) and ``config``, the config it was made with; ``read`` builds it from the files a run
   wrote, each read and checked through :mod:`arithmech.core.results`. One way for every step: a module-level
   ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.steps.ensure.ensure` calls each module
   alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.steps.stability_result`);
-  ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type. The ``run`` of
-  beyond, faithfulness, stability, accuracy, shots and counterfactuals returns the same ``Result``, read back from
-  what it wrote; identify's returns the library's in-memory
-  :class:`~arithmech.steps.identify_pipeline.IdentifyResult` (per-task samples, timings, the parameters), and
-  analyze's a dict with the loaded model and samples (the Analyze chapter draws attention strips with them);
+  ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
   :meth:`~arithmech.core.config.Config.reuse_key`, ``model_name`` recorded as ``model``); a record without one of
   these parameters is not reused (no value is assumed for it: the shipped records carry every one);
 * ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that
   makes it when it is absent (beyond and faithfulness read identify's files);
 * ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``, counterfactuals' ``counterfactuals/``);
-* ``summary(result)`` — what the command prints of ``run``'s result.
+* ``summary(result)`` — what the command prints of ``run``'s result (its ``Result``: what the files hold).
 
 Modules are imported only when a step runs, so torch loads after every argument was checked.
 """
@@ -47,13 +49,12 @@ from arithmech.steps import config_training
 
 @dataclass(frozen=True)
 class Step:
-    """One step: the command ``name``, its ``config`` class, the ``module`` and ``function`` its command runs (with
+    """One step: the command ``name``, its ``config`` class, the ``module`` whose ``run`` its command calls (with
     the command line too where ``takes_command``), and the ``record`` it writes in ``run.json``."""
 
     name: str
     config: type
     module: str
-    function: str = "run"
     record: str = ""
     takes_command: bool = False
 
@@ -77,7 +78,7 @@ STEPS: dict[str, Step] = {
         Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
         Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
         Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
-        Step("finetune", config_training.Finetune, "arithmech.steps.finetune", "run_finetune", takes_command=True),
+        Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
     )
 }

@@ -12,8 +12,8 @@ from arithmech.cli import main
 from arithmech.core import results as R
 from arithmech.data import pairs
 from arithmech.steps import analyze as A
+from arithmech.steps import finetune
 from arithmech.steps.config_training import Finetune
-from arithmech.steps.finetune import run_finetune
 
 
 def test_cli_writes_results_files(tmp_path, capsys):
@@ -109,8 +109,8 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
     assert list(roles.columns[:4]) == ["layer", "head", "role", "mean_score"]
     assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
-    assert r["labels"].name.tolist() == ["2.1", "3.0"] and len(r["samples"]) == 6
-    assert set(r["baseline"].name) == {"2.1", "3.0"} and set(r["baseline"].n_nonkey) == {len(roles[
+    assert isinstance(r, A.Result) and r.labels.name.tolist() == ["2.1", "3.0"] and r.summary["n_samples"] == 6
+    assert set(r.baseline.name) == {"2.1", "3.0"} and set(r.baseline.n_nonkey) == {len(roles[
         (roles.task == "all") & (roles.role == "A")]) - 2}
     run = json.loads((res / "m" / "run.json").read_text())
     assert run["steps"]["identify"] == {"seed": 0} and run["steps"]["analyze"]["parameters"]["n_samples"] == 6
@@ -133,8 +133,8 @@ def test_runner_writes_results(tmp_path):
     (tmp_path / "res" / "toy" / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n" + "\n".join(rows) + "\n")
     common = dict(model_name=str(tmp_path / "toy"), results=str(tmp_path / "res"), benchmarks=["generic"], max_steps=2,
                   batch_size=4, micro_batch_size=4, lr=1e-3, n_train=16)
-    precise = run_finetune(Finetune(mode="precise", heads="top-2", **common))
-    full = run_finetune(Finetune(mode="full", **common))
+    precise = finetune.run(Finetune(mode="precise", heads="top-2", **common))
+    full = finetune.run(Finetune(mode="full", **common))
     saved = json.loads((tmp_path / "res" / "toy" / "finetune" / "precise.json").read_text())
     assert saved["heads"] == [[0, 1], [1, 2]] and saved["train"]["steps"] == 2
     assert precise["tuned_parameters"] == 2 * 4 * 32 * 8
@@ -145,4 +145,4 @@ def test_runner_writes_results(tmp_path):
         assert r["train"]["samples_per_second"] > 0 and r["train"]["peak_memory"]["peak_bytes"] >= 0
     assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
     with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
-        run_finetune(Finetune(mode="full", **common))
+        finetune.run(Finetune(mode="full", **common))

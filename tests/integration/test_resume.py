@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from arithmech.cli import main
+from arithmech.steps import finetune
 from arithmech.steps.config_training import Finetune
-from arithmech.steps.finetune import run_finetune
 
 REPO = Path(__file__).resolve().parents[2]
 # Identify on the embedded model, four tasks (the four operations), small sizes: ~3 s of work on one thread.
@@ -152,7 +152,7 @@ def test_failed_training_leaves_no_trainer_temp_folder(tmp_path, toy_model, monk
         raise RuntimeError("injected training failure")
     monkeypatch.setattr(runner, "train_measured", boom)
     with pytest.raises(RuntimeError, match="injected"):
-        run_finetune(Finetune(model_name=toy_model, mode="full", results=str(tmp_path / "res"), benchmarks=["generic"],
+        finetune.run(Finetune(model_name=toy_model, mode="full", results=str(tmp_path / "res"), benchmarks=["generic"],
                               max_steps=1, batch_size=4, micro_batch_size=4, lr=1e-3, n_train=8),
                      before={"generic": 0.5})
     assert seen and not list(tmpdir.glob("arithmech-trainer-*"))

@@ -1,8 +1,8 @@
 """The Analyze chapter's page: every table, chart and sentence of ``book/analyze.md``, one call per cell.
 
-:func:`run` runs the analyze step on the chapter's config and returns its dict (``model``, ``tok``,
+:func:`run` runs the analyze step on the chapter's config and returns its in-memory dict (``model``, ``tok``,
 ``geometry``, ``samples``, ``key_heads``, ``roles``, ``labels``, ``mlp``, ``top``, ``stages``, ``folder``:
-:func:`arithmech.steps.analyze.run`); every other function takes that dict ``r`` and returns what its cell
+:func:`arithmech.steps.analyze.compute`); every other function takes that dict ``r`` and returns what its cell
 shows: a sentence (the cell prints it), a Markdown block, a Styler or an altair chart::
 
     >>> r = run(P)
@@ -41,7 +41,7 @@ def run(P: AnalyzeChapter) -> dict:
     """The analyze step on the chapter's parameters (identify's files: the Identify chapter's), rewriting
     its files; the step's dict plus ``model_name`` (the parameter) and ``kh`` (identify's key heads,
     :func:`arithmech.report.views.counts.key_heads`)."""
-    r = analyze.run(
+    r = analyze.compute(
         analyze.Config(
             model_name=P.model,
             results=P.results_dir,

@@ -2,7 +2,8 @@
 
 :func:`run` loads the chapter's model and runs the identify step on it (path patching, key heads, knockouts,
 transfer), rewriting its files; it returns a dict ``r`` (``P`` the config, ``net``, ``tok``, ``geo``, ``res``
-the :class:`~arithmech.steps.identify.IdentifyResult`, ``out`` the results folder) that the other functions
+the in-memory :class:`~arithmech.steps.identify_pipeline.IdentifyResult` of :func:`arithmech.steps.identify.compute`,
+``out`` the results folder) that the other functions
 read (the knockout's sections: :mod:`arithmech.report.views.identify_knockout_page`). :func:`stability` runs (or reads) the key-head stability step. Each function returns what its cell shows:
 a sentence (the cell prints it), a Markdown block, a DataFrame or Styler, an altair chart, or a list of display
 objects (the cell calls ``display(*…)``)::
@@ -83,7 +84,7 @@ def run(P: IdentifyChapter) -> dict:
     """Load ``P.model`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
     files in ``P.results_dir/<model-name>/``."""
     net, tok, geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
-    res = I.run(
+    res = I.compute(
         I.Config(
             model_name=P.model,
             task=P.task,

@@ -2,7 +2,7 @@
 every table and chart of the page, one call each.
 
 :func:`run` fine-tunes the top-k heads plus the top-m MLP layers for each m of ``m_mlps`` (precise SFT,
-:func:`arithmech.steps.finetune.run_finetune`, every run against the first run's base scores); :func:`table5`
+:func:`arithmech.steps.finetune.run`, every run against the first run's base scores); :func:`table5`
 and :func:`chart` show them beside the paper's Table 5.
 
 >>> runs = run(P); table5(runs); chart(runs)
@@ -19,8 +19,8 @@ from arithmech.core.names import component, components
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
+from arithmech.steps import finetune
 from arithmech.steps.config_training import Finetune
-from arithmech.steps.finetune import run_finetune
 from arithmech.steps.finetune_heads import ensure_ranking
 
 
@@ -57,7 +57,7 @@ def run(P: Any) -> list[dict]:
     runs: list[dict] = []
     for m in P.m_mlps:
         runs.append(
-            run_finetune(
+            finetune.run(
                 Finetune(mode="precise", heads=f"top-{P.top_k}", mlps=m, tag=f"top{P.top_k}-mlp{m}", **common),
                 before=runs[0]["base"] if runs else None,
             )

@@ -2,7 +2,7 @@
 
 The published LLaMA2 tables are :data:`arithmech.paper.TABLE1` / ``TABLE2`` / ``TABLE5``
 (accuracy in %, train speed in samples/s, tuned parameters in billions). :func:`results_table` turns ``finetune/<mode>.json`` records (from
-:func:`arithmech.steps.finetune.run_finetune`) into the same layout: one row per setting, accuracy and Δ per
+:func:`arithmech.steps.finetune.run`) into the same layout: one row per setting, accuracy and Δ per
 benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
 """
 

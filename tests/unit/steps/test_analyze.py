@@ -37,20 +37,34 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     assert A.operations(Analyze(), tmp_path) is None
 
 
-def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
-    """Protects analyze's typed Result (issue #42): :func:`read` gives back the frames and the summary :func:`run`
-    computed and wrote (the roles, the studied heads' labels, the baseline, the MLP projections, the top numbers
-    with the prompt they were read on), and the config it is read for."""
+def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, monkeypatch):
+    """Protects analyze's typed Result (issue #42): :func:`read` gives back the frames and the summary
+    :func:`compute` computed and wrote (the roles, the studied heads' labels, the baseline, the MLP projections, the
+    top numbers with the prompt they were read on), and the config it is read for; :func:`run` (the command's and
+    ``ensure``'s) is ``compute`` then that Result (one return type for every step), and its summary prints what the
+    command printed of the in-memory dict before (the labels, the stages as tuples, the verdicts, the folder)."""
     import pandas as pd
 
+    from arithmech.methods.attention import verdict_lines
     from arithmech.steps import identify as I
     model, tok, _ = embedded_model
     res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model_name="embedded")
     config = Analyze(results=str(tmp_path), n_samples=6)
-    out = A.run(config)
+    out = A.compute(config)
     back = A.read(out["folder"], config)
     assert isinstance(back, A.Result) and back.config == config and back.summary == out["summary"]
     for name in ("roles", "labels", "baseline", "mlp"):
         pd.testing.assert_frame_equal(getattr(back, name), out[name], obj=name)
     pd.testing.assert_frame_equal(back.top, out["top"].assign(prompt=config.prompt))
+    calls = []
+    monkeypatch.setattr(A, "compute", lambda c: calls.append(c) or out)  # the files are there
+    ran = A.run(config)
+    assert calls == [config] and isinstance(ran, A.Result) and ran.config == config
+    assert A.summary(ran).splitlines() == [  # the text of the in-memory dict's summary before issue #42
+        *out["labels"][["name", "label", "operand", "operator", "rest"]].to_string(index=False).splitlines(),
+        f"start-inflection-end: {out['stages']}",
+        *verdict_lines(out["baseline"], heads_from=out["summary"]["heads_from"]),
+        f"wrote {out['folder']}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
+        "top_numbers.csv, analyze.json",
+    ]

@@ -17,3 +17,32 @@ def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
     back = CF.read(folder, config)
     assert isinstance(back, CF.Result) and back.overlap == overlap and back.config == config
     assert CF.summary(back) == '{"a": ["0.1", "1.0"], "b": ["1.0"], "shared": ["1.0"]}'
+
+
+def test_ensure_reuses_a_run_made_with_the_same_config(tmp_path, monkeypatch):
+    """Protects the step's reuse (issue #42): ``run.json`` records the run's parameters (:func:`recorded`, the config's
+    reuse key), so :func:`arithmech.steps.ensure.ensure` of the same config twice computes once and reads the files
+    back the second time (before, the record had no parameters and every call recomputed); a config that changes a
+    parameter computes again. The model and both identify runs are stand-ins: this is the record, not the method."""
+    from types import SimpleNamespace
+
+    from arithmech.steps.ensure import ensure, is_made
+
+    runs = []
+    monkeypatch.setattr(CF, "load_model", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(CF, "identify", lambda *a, **k: runs.append(k["n_samples"]) or SimpleNamespace(effects=None))
+    monkeypatch.setattr(CF, "operand_identify", lambda *a, **k: SimpleNamespace(effects=None))
+    monkeypatch.setattr(CF, "write_results", lambda *a, **k: None)
+    overlap = {"a": ["0.1"], "b": ["0.1"], "shared": ["0.1"], "top": 10, "by_head": []}
+    monkeypatch.setattr(CF, "counterfactual_overlap", lambda *a: overlap)
+    config = Counterfactuals(results=str(tmp_path), n_samples=8)
+    assert not is_made(config)
+    first = ensure(config)
+    assert runs == [8] and is_made(config) and first.overlap == overlap and first.config == config
+    written = R.read_run(CF.folder_of(config))["steps"]["counterfactuals"]["parameters"]
+    assert written == CF.recorded(config) == {"model": "embedded", "seed": 0, "device": "cpu", "dtype": "float32",
+                                             "task": "addition", "n_samples": 8}
+    second = ensure(config)
+    assert runs == [8] and second.overlap == overlap and second.config == config      # read back, not recomputed
+    ensure(config.replace(n_samples=9))
+    assert runs == [8, 9]

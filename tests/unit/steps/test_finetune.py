@@ -61,7 +61,7 @@ def _toy_results(tmp_path, n_layers=2, n_heads=4, effects_rows=None, key_heads=N
 
 @pytest.fixture
 def no_model_load(monkeypatch):
-    """run_finetune must fail before any model is loaded: loading (or evaluating) one fails the test."""
+    """finetune.run must fail before any model is loaded: loading (or evaluating) one fails the test."""
     from arithmech.steps import finetune
     def boom(*_a, **_k):
         raise AssertionError("a model was loaded before the arguments were checked")
@@ -103,25 +103,25 @@ BAD_FINETUNE = [
 def test_finetune_bad_argument_refused_before_model_load(tmp_path, no_model_load, bad, match):
     """Protects: each bad fine-tune argument is one ValueError naming the value and what is allowed, raised
     before the base model is loaded or evaluated (load_model is booby-trapped)."""
-    from arithmech.steps.finetune import run_finetune
+    from arithmech.steps import finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2", **bad}
     with time_limit(20), pytest.raises(ValueError, match=match):
-        run_finetune(Finetune(**kw))
+        finetune.run(Finetune(**kw))
 
 
 def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_load):
     """Protects: a missing --train-data file, a missing model folder, CUDA on a machine without it."""
     import torch
 
-    from arithmech.steps.finetune import run_finetune
+    from arithmech.steps import finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2"}
     with pytest.raises(FileNotFoundError, match="--train-data 'nope.jsonl'"):
-        run_finetune(Finetune(**{**kw, "train_data": "nope.jsonl"}))
+        finetune.run(Finetune(**{**kw, "train_data": "nope.jsonl"}))
     with pytest.raises((FileNotFoundError, OSError, ValueError)):
-        run_finetune(Finetune(**{**kw, "model_name": str(tmp_path / "nothing.gguf")}))
+        finetune.run(Finetune(**{**kw, "model_name": str(tmp_path / "nothing.gguf")}))
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA device"):
-            run_finetune(Finetune(**{**kw, "device": "cuda"}))
+            finetune.run(Finetune(**{**kw, "device": "cuda"}))
 
 
 KEY_HEADS_BAD = [
@@ -140,10 +140,10 @@ KEY_HEADS_BAD = [
 def test_key_heads_of_the_wrong_shape_refused_before_model_load(tmp_path, no_model_load, text, match):
     """Protects: a key_heads.json of the wrong shape is a ValueError naming the file, not a KeyError deep
     inside the run (and not after the base evaluation)."""
-    from arithmech.steps.finetune import run_finetune
+    from arithmech.steps import finetune
     kw = {**_toy_results(tmp_path, key_heads=text), "heads": "top-2"}
     with time_limit(20), pytest.raises(ValueError, match=r"key_heads\.json.*" + match):
-        run_finetune(Finetune(**kw))
+        finetune.run(Finetune(**kw))
 
 
 def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_load):

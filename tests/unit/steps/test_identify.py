@@ -24,20 +24,34 @@ def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model
         identify.identify(None, None, "addition", answer_tokens="first")       # no such setting
 
 
-def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
-    """Protects identify's typed Result (issue #42): :func:`read` gives back what :func:`run` computed and wrote —
+def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, monkeypatch):
+    """Protects identify's typed Result (issue #42): :func:`read` gives back what :func:`compute` computed and wrote —
     the effects and key heads, one prompt per kept pair, the samples record — with the files a run without knockout
-    or transfer does not make as ``None``, and the config it is read for."""
+    or transfer does not make as ``None``, and the config it is read for; :func:`run` (the command's and
+    ``ensure``'s) is ``compute`` then that Result (one return type for every step), and its summary prints what the
+    command printed of the in-memory result before (kept pairs per task, key heads, the folder)."""
     import pandas as pd
 
     from arithmech.steps import identify as I
     from arithmech.steps.config import Identify
     model, tok, _ = embedded_model
     config = Identify(results=str(tmp_path), task="addition", n_samples=12, knockout=False, transfer=False)
-    res = I.run(config, model, tok)
+    res = I.compute(config, model, tok)
     back = I.read(I.folder_of(config), config)
     assert isinstance(back, I.Result) and back.config == config
     pd.testing.assert_frame_equal(back.effects, res.effects)
     assert back.key_heads == res.key_heads and back.run["samples"] == res.info
     assert len(back.prompts) == sum(map(len, res.tasks.values())) == res.info["addition"]["n_kept"]
     assert back.answer_tokens is not None and (back.knockout, back.transfer, back.heldout) == (None, None, None)
+    calls = []
+    monkeypatch.setattr(I, "compute", lambda c, m=None, t=None: calls.append((c, m, t)))  # the files are there
+    ran = I.run(config, model, tok)
+    assert calls == [(config, model, tok)] and isinstance(ran, I.Result) and ran.config == config
+    pd.testing.assert_frame_equal(ran.effects, res.effects)
+    kh, info = res.key_heads, res.info["addition"]
+    names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
+    assert I.summary(ran).splitlines() == [
+        f"samples kept (X_r): addition {info['n_kept']}/{info['n_drawn']}",
+        f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}",
+        f"wrote identify's files and run.json to {tmp_path / 'embedded'}",
+    ]

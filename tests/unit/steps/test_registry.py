@@ -23,12 +23,12 @@ def test_every_step_is_a_command_with_its_configs_fields():
 
 
 def test_every_module_answers_the_protocol():
-    """Protects the registry's promise: each step's module has the function its command calls and a ``summary``;
+    """Protects the registry's promise: each step's module has ``run`` (the one name its command and ``ensure`` call) and a ``summary``;
     every step the book reuses (:func:`arithmech.steps.ensure.ensure`) has ``read`` and a frozen ``Result`` that
     carries its ``config``; a step's config finds its step, and a config of no step is refused by name."""
     for step in STEPS.values():
         mod = step.load()
-        assert callable(getattr(mod, step.function)) and callable(mod.summary), step.name
+        assert callable(mod.run) and callable(mod.summary), step.name
         assert step_of(step.config.__new__(step.config)) is step
     ensured = ("identify", "analyze", "beyond", "stability", "faithfulness", "accuracy-by-template", "shots",
                "counterfactuals")
