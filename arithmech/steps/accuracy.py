@@ -18,7 +18,7 @@ import pandas as pd
 
 from arithmech.core import admission, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs, templates
 from arithmech.evals.measures import answer_scores
@@ -97,7 +97,8 @@ def run(config: Config, model=None, tok=None) -> Result:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
-    with annotate(est.line() if est else ""), Progress("accuracy-by-template", 1) as bar:
+    announce("accuracy-by-template", est.line() if est else "")
+    with Progress("accuracy-by-template", 1) as bar:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
         df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed, answer_token=c.answer_token)

@@ -29,7 +29,7 @@ import torch
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
@@ -151,7 +151,8 @@ def run(config: Config) -> Result:
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    with annotate(est.line() if est else ""), Progress("beyond", 1) as bar:
+    announce("beyond", est.line() if est else "")
+    with Progress("beyond", 1) as bar:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -32,7 +32,7 @@ import torch
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
@@ -115,7 +115,8 @@ def run(config: Config) -> Result:
     )  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    with annotate(est.line() if est else ""), Progress("faithfulness", 1) as bar:
+    announce("faithfulness", est.line() if est else "")
+    with Progress("faithfulness", 1) as bar:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
