@@ -38,7 +38,9 @@ def accuracy_by_template(
     under ``answer_token`` (:data:`arithmech.data.pairs.ANSWER_TOKENS`; ``example`` carries the leading digits
     under ``"last-digit"``)."""
     tpls = pairs.select_templates(task)
-    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, draw=pairs.Draw(answer_token))
+    samples, _ = pairs.make_pairs(
+        tok, tpls, n=n_per_template * len(tpls), seed=seed, draw=pairs.Draw(answer_token, 0, 1)
+    )
     ok, p = answer_scores(model, tok, samples, batch_size)
     df = pd.DataFrame(
         {

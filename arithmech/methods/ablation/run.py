@@ -111,7 +111,7 @@ def eval_samples(
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
     templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most.
 
-    >>> got = eval_samples(model, tok, tpls, xr, Prompts(n=256, seed=0, draw=Draw("last-digit"), heldout=True,
+    >>> got = eval_samples(model, tok, tpls, xr, Prompts(n=256, seed=0, draw=Draw("last-digit", 0, 1), heldout=True,
     ...                                                  batch_size=64))     # up to 256 distinct Samples
     """
     n, seed, draw, heldout, batch_size = prompts.n, prompts.seed, prompts.draw, prompts.heldout, prompts.batch_size
@@ -316,7 +316,7 @@ def knockout_tasks(
     >>> s = KnockoutSettings(samples=64, n_random=4, seed=0, ks=None, curves_for="primary", positions="end",
     ...                      split="held-out", pool_size=512, batch_size=64)
     >>> frame, prompts = knockout_tasks(model, tok, Ranked(xr, tpls, effects, -0.05, "addition"), means, s,
-    ...                                 Draw("last-digit"))
+    ...                                 Draw("last-digit", 0, 1))
     """
     samples, templates, pooled = ranked.samples, ranked.templates, ranked.pooled
     knockout_samples, batch_size = settings.samples, settings.batch_size

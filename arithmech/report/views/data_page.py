@@ -59,7 +59,7 @@ def draw(P: DataChapter) -> dict:
     answer token ``P.answer_token``)."""
     net, tok, _ = load_model(P.model, device=P.device, dtype=P.dtype)
     tpls = select_templates("all")
-    samples, stats = make_pairs(tok, tpls, n=P.n_per_template * len(tpls), seed=P.seed, draw=Draw(P.answer_token))
+    samples, stats = make_pairs(tok, tpls, n=P.n_per_template * len(tpls), seed=P.seed, draw=Draw(P.answer_token, 0, 1))
     return {"P": P, "net": net, "tok": tok, "tpls": tpls, "samples": samples, "stats": stats}
 
 
