@@ -31,6 +31,7 @@ import pandas as pd
 
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.models import BATCH_SIZE, geometry
+from arithmech.core.result_files import FILES
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
 from arithmech.data.batches import answer_ids
@@ -48,22 +49,9 @@ from arithmech.methods.effects import key_heads, ranking
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")  # a knockout "to the floor" means to the higher of the two
 RANDOM_HEAD_KS = (8,)  # where a task has no key head, the other position settings study the top 8
-COLUMNS = [
-    "task",
-    "positions",
-    "kind",
-    "order",
-    "seed",
-    "k",
-    "accuracy",
-    "correct",
-    "n",
-    "ci_low",
-    "ci_high",
-    "mean_source",
-    "split",
-    "n_clusters",
-]
+# knockout.csv's columns: those every file has, declared once (arithmech.core.result_files), then the two that
+# knockout_tasks adds (a frame of one task's rows, task_knockout's, has all but these)
+COLUMNS = [*FILES["knockout.csv"].required, "split", "n_clusters"]
 MAX_DRAW = 40  # eval_samples draws at most MAX_DRAW * n pairs for n prompts
 LAYER_MATCHED = "layer-matched"  # the order of random head sets with the studied heads' per-layer counts
 
