@@ -223,6 +223,11 @@ def read(folder: str | Path, config: Config) -> Result:
         raise FileNotFoundError(
             f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
         )
+    if old := [m for m in ("eap", "eap_ig") if "spearman_all_lo" not in rec["summary"].get(m, {})]:
+        raise results.ResultsError(
+            f"{quoted(Path(folder) / results.RUN)}'s beyond record has no Spearman interval of {', '.join(old)} "
+            "(made before it was measured): re-run python -m arithmech beyond --overwrite"
+        )
     return Result(
         config=config,
         model=rec["parameters"]["model"],
