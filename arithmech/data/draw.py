@@ -53,15 +53,16 @@ class Draw:
     @classmethod
     def from_record(cls, params: dict) -> "Draw":
         """The draw a run's recorded identify ``parameters`` (``run.json``) were made with, for a later step that
-        redraws what identify drew (its reference pool, its held-out side). A record without ``shots`` is
-        zero-shot; a few-shot one without ``examples``, or one without ``answer_token``, is refused (every identify
-        record has them since the shipped records were migrated, issue #42)."""
-        if "answer_token" not in params:
-            raise ValueError("the identify record names no answer_token: re-run python -m arithmech identify")
-        if int(params.get("shots", 0)) and "examples" not in params:
+        redraws what identify drew (its reference pool, its held-out side). A record without ``answer_token`` or
+        ``shots``, or a few-shot one without ``examples``, is refused (every identify record has them since the
+        shipped records were migrated, issue #42); a zero-shot record has no ``examples`` (one set, unused)."""
+        for key in ("answer_token", "shots"):
+            if key not in params:
+                raise ValueError(f"the identify record names no {key}: re-run python -m arithmech identify")
+        if int(params["shots"]) and "examples" not in params:
             raise ValueError("the few-shot identify record names no examples: re-run python -m arithmech identify")
         sets = re.match(r"(\d+) set", params.get("examples", ""))
-        return cls(params["answer_token"], int(params.get("shots", 0)), int(sets.group(1)) if sets else 1)
+        return cls(params["answer_token"], int(params["shots"]), int(sets.group(1)) if sets else 1)
 
     def example_set(self, k: int, n_templates: int) -> int | None:
         """The example set of the ``k``-th prompt drawn over ``n_templates`` templates taken round-robin

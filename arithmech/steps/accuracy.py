@@ -82,9 +82,6 @@ def recorded(config: Config) -> dict:
     return {"n_per_template": config.n_per_template, "seed": config.seed, "answer_token": config.answer_token}
 
 
-# A record made before the rule was recorded (issue #22) was scored with the paper's first answer token.
-
-
 def scored_with(folder) -> str:
     """The answer-token rule the table in ``folder`` was scored with, as its ``run.json`` records it."""
     p = results.read_run(folder)["steps"]["accuracy"]["parameters"]

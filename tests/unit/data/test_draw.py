@@ -69,13 +69,15 @@ def test_the_step_configs_build_the_draw():
 
 def test_a_record_gives_back_the_draw_it_was_made_with():
     """Protects the later steps that redraw identify's prompts (faithfulness, the live explorer's pool): the draw
-    comes from the record — its answer token, shots and example sets, a record without shots read as zero-shot —
-    and a record without an answer token, or a few-shot one without its example sets, is refused rather than given
+    comes from the record — its answer token, shots and example sets — and a record without an answer token or
+    shots (once read as zero-shot), or a few-shot one without its example sets, is refused rather than given
     one (the live explorer used to assume "first", faithfulness "last-digit"; one set was once assumed)."""
     c = Identify(answer_token="first", shots=2, example_sets=3)
     rec = {"answer_token": "first", "shots": 2, **c.to_draw().recorded()}
     assert Draw.from_record(rec) == c.to_draw()
-    assert Draw.from_record({"answer_token": "last-digit"}) == Draw("last-digit", 0, 1)
+    assert Draw.from_record({"answer_token": "last-digit", "shots": 0}) == Draw("last-digit", 0, 1)
+    with pytest.raises(ValueError, match="names no shots: re-run"):
+        Draw.from_record({"answer_token": "last-digit"})
     with pytest.raises(ValueError, match="names no examples: re-run"):
         Draw.from_record({"answer_token": "last-digit", "shots": 4})
     with pytest.raises(ValueError, match="names no answer_token: re-run"):
