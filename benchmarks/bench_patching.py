@@ -109,12 +109,12 @@ def main(argv=None) -> dict:
     runs = []
     tpls = D.select_templates(a.task)
     tpls = random.Random(a.seed).sample(tpls, len(tpls))              # a seeded mix of templates and lengths
-    samples, _ = D.make_pairs(tok, tpls, n=a.n_embedded, seed=a.seed, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, tpls, n=a.n_embedded, seed=a.seed, draw=D.Draw("first", 0, 1))
     samples, _ = filter_correct(model, tok, samples)
     runs.append(bench(model, tok, samples, "embedded"))
     print(json.dumps(runs[-1]), flush=True)
     big = random_llama(len(tok))
-    samples, _ = D.make_pairs(tok, tpls, n=a.n_big, seed=a.seed, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, tpls, n=a.n_big, seed=a.seed, draw=D.Draw("first", 0, 1))
     runs.append(bench(big, tok, samples, "random-llama-16x16x1024"))
     print(json.dumps(runs[-1]), flush=True)
     import transformers

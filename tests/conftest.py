@@ -72,7 +72,7 @@ def word_llama_fig8(embedded_tokenizer):
     from arithmech.data import pairs as D
     tok = embedded_tokenizer
     model = make_tiny_llama(n_layers=5, vocab=len(tok), seed=3)
-    samples, _ = D.make_pairs(tok, "fig8", n=8, seed=0, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, "fig8", n=8, seed=0, draw=D.Draw("first", 0, 1))
     return model, tok, samples
 
 

@@ -3,8 +3,9 @@
 The README's memory model, in code. Before a step loads its model, :func:`check` reads the model's geometry
 from its ``config.json`` (no weights, no torch), adds up what will be resident at the step's peak, and refuses
 in one line (a :class:`ValueError`: ``error: …``, exit 2 on the command line) a run that cannot fit the
-memory this machine has free, naming the flag to lower. The estimate is shown with the progress line
-(:func:`arithmech.core.progress.annotate`) and recorded in ``run.json`` beside the measured ``peak_memory``.
+memory this machine has free, naming the flag to lower. The estimate is shown on its own line before the
+progress lines (:func:`arithmech.core.progress.announce`) and recorded in ``run.json`` beside the measured
+``peak_memory``.
 
 What is resident at the peak, from first principles::
 

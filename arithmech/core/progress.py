@@ -9,9 +9,9 @@ The line is written only when the stream is a terminal (``isatty()``): nothing g
 pipe, a test's captured output, or a chapter's page (a papermill kernel's stderr is not a terminal, and
 the book runner also sets ``ARITHMECH_PROGRESS=0`` for its kernels). The estimate is the mean time per
 finished unit times the units left. A step announces its estimate of memory and forward passes
-(:mod:`arithmech.core.estimate`) with :func:`annotate`; every line written inside the block ends with it::
+(:mod:`arithmech.core.estimate`) once, on its own line, before it starts (:func:`announce`; the same rule)::
 
-    identify 3/9 (patching: addition), ~41s left; est. peak 582 MiB, ~27,616 forwards
+    identify: est. peak 582 MiB, ~27,616 forwards
 
 >>> with Progress("table1", total=3) as p:
 ...     for mode in ("base", "full", "precise"):
@@ -21,8 +21,6 @@ finished unit times the units left. A step announces its estimate of memory and 
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import sys
 import time
@@ -30,17 +28,20 @@ from typing import Iterable, Iterator, TextIO, TypeVar
 
 T = TypeVar("T")
 OFF = "ARITHMECH_PROGRESS"  # "0": never show progress (set by the book runner for its kernels)
-_SUFFIX: contextvars.ContextVar[str] = contextvars.ContextVar("progress_suffix", default="")
 
 
-@contextlib.contextmanager
-def annotate(text: str):
-    """Within the block, every progress line ends with ``; text`` (a step's estimate)."""
-    token = _SUFFIX.set(text)
-    try:
-        yield
-    finally:
-        _SUFFIX.reset(token)
+def _shown(stream: TextIO) -> bool:
+    """Whether progress goes to ``stream``: a terminal, and ``ARITHMECH_PROGRESS`` is not ``"0"``."""
+    return os.environ.get(OFF, "1") != "0" and bool(getattr(stream, "isatty", lambda: False)())
+
+
+def announce(label: str, text: str, stream: TextIO | None = None) -> None:
+    """``label: text`` on its own line of ``stream`` (default ``sys.stderr``) when progress is shown there
+    (a step's estimate, before its progress lines); nothing when ``text`` is empty."""
+    stream = stream if stream is not None else sys.stderr
+    if text and _shown(stream):
+        stream.write(f"{label}: {text}\n")
+        stream.flush()
 
 
 def _duration(s: float) -> str:
@@ -59,7 +60,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.note = 0, ""
         self.t0 = self._shown = time.perf_counter()
-        self.active = os.environ.get(OFF, "1") != "0" and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.active = _shown(self.stream)
         self._width = 0
 
     def line(self) -> str:
@@ -69,8 +70,7 @@ class Progress:
             per = (time.perf_counter() - self.t0) / self.done
             left = f", ~{_duration(per * (self.total - self.done))} left"
         note = f" ({self.note})" if self.note else ""
-        suffix = f"; {_SUFFIX.get()}" if _SUFFIX.get() else ""
-        return f"{self.label} {self.done}/{self.total}{note}{left}{suffix}"
+        return f"{self.label} {self.done}/{self.total}{note}{left}"
 
     def advance(self, k: int = 1, note: str | None = None) -> None:
         self.done = min(self.total, self.done + k)

@@ -114,7 +114,7 @@ def _row(task: str, template: str, variant: str, rows: Sequence[dict]) -> dict:
         "accuracy": ratio(total("correct"), total("n_drawn")),
         "exact": total("exact"),
         "exact_match": ratio(total("exact"), total("n_drawn")),
-        "exact_correct": sum(r.get("exact_correct", r["correct"]) for r in rows),
+        "exact_correct": total("exact_correct"),
         "xc_checked": total("xc_checked"),
         "xc_passed": total("xc_passed"),
         "xc_pass_rate": ratio(total("xc_passed"), total("xc_checked")),
@@ -128,14 +128,13 @@ def answer_token_table(info: dict) -> pd.DataFrame:
     """``answer_tokens.csv`` from an identify run's ``info`` (``{task: prepare's info}``): one row per
     task × template, one ``template = "all"`` row per task, and a ``task = "all"`` row over every task when
     there are several. Columns :data:`TABLE_COLUMNS`: counts (``n_drawn``, ``correct``, ``exact``,
-    ``exact_correct`` = both, the X_r before the X_c check; ``correct`` where an older run did not count it),
+    ``exact_correct`` = both, the X_r before the X_c check),
     ``xc_checked``, ``xc_passed``, ``n`` = kept X_r), their rates, and the most frequent answer token
     among the kept prompts with its share ``top_share`` — the accuracy of always answering it (the floor).
-    Tasks whose info has no ``templates`` (ready-made sample lists drawn before this table existed) are left out."""
+    Every task's info has its ``templates`` (:func:`arithmech.methods.prepare.prepare` counts them, ready-made
+    samples included); no info, no rows."""
     out, every = [], []
     for task, i in info.items():
-        if "templates" not in i:
-            continue
         variant = i["answer_token"]  # prepare records the rule it drew with
         rows = list(i["templates"].items())
         out += [_row(task, t, variant, [r]) for t, r in rows]

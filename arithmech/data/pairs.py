@@ -180,7 +180,7 @@ def make_pairs(
             ``exponentiation``) or a list of :class:`~arithmech.data.templates.Template`.
         draw: the answer token (``"first"``, the paper's, ``"last-digit"`` or ``"single-token"``; module
             docstring), the solved examples before every X_r and X_c and their sets per template
-            (:class:`arithmech.data.draw.Draw`; ``Draw(answer_token)`` is zero-shot, the paper's prompts).
+            (:class:`arithmech.data.draw.Draw`; ``Draw(answer_token, 0, 1)`` is zero-shot, the paper's prompts).
     """
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operator", draw=draw)
 
@@ -205,7 +205,7 @@ def draw_pairs(
     if kind not in _COUNTERFACTUALS:
         raise ValueError(f"unknown counterfactual kind {kind!r}; choose one of {sorted(_COUNTERFACTUALS)}")
     if not isinstance(draw, Draw):
-        raise TypeError(f"draw={draw!r}: pass an arithmech.data.draw.Draw, e.g. Draw('last-digit')")
+        raise TypeError(f"draw={draw!r}: pass an arithmech.data.draw.Draw, e.g. Draw('last-digit', 0, 1)")
     shots, answer_token = draw.shots, draw.answer_token
     tpls = select_templates(templates) if isinstance(templates, str) else list(templates)
     rng = random.Random(seed)
@@ -361,7 +361,7 @@ def make_operand_pairs(
     follow the same rules (one loop, :func:`draw_pairs`); a pair that fails is re-drawn and counted in
     ``PairStats.redrawn``.
     ``Sample.corrupt`` holds ``X_c``; its operands are not stored apart (they are in the text). Under
-    ``Draw("last-digit")`` X_c's own answer has the same leading digits as X_r's (both prompts
+    ``Draw("last-digit", 0, 1)`` X_c's own answer has the same leading digits as X_r's (both prompts
     carry them) and another last digit ("3 + 9 = 1" → "5 + 8 = 1").
     """
     return draw_pairs(tok, templates, n, seed, max_tries, kind="operand", draw=draw)

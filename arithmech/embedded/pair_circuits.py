@@ -42,7 +42,7 @@ from arithmech.methods.prepare import prepare
 
 TOP = 10  # components compared (identify's TOP: the heads a later step studies)
 DRAWS = 4000  # pairs drawn per operation before the split (every held-out prompt of the templates appears)
-DRAW = Draw("last-digit")  # identify's default answer token, zero-shot: the pairs of every set
+DRAW = Draw("last-digit", 0, 1)  # identify's default answer token, zero-shot: the pairs of every set
 
 
 def split_samples(model, tok, task: str, seed: int, batch_size: int, draw: Draw) -> dict[str, list[pairs.Sample]]:

@@ -268,7 +268,7 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
         templates.FIG8 + templates.FIG10,
         n=n_per_template * len(templates.FIG8 + templates.FIG10),
         seed=seed,
-        draw=Draw("first"),
+        draw=Draw("first", 0, 1),
     )
     kept, _ = filter_correct(model, tok, drawn)
     samples = [s for s in drawn if not is_heldout_pair(s.op, s.a, s.b)]

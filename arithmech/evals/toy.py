@@ -41,7 +41,7 @@ def toy_benchmarks(
         res["negative"] = round(sum(ok) / len(ok), 4)
     if "single_digit" in which:
         tpls = templates.FIG8 + templates.FIG10
-        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, draw=Draw("first"))
+        samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, draw=Draw("first", 0, 1))
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]  # the trained skill only
         kept, _ = filter_correct(model, tok, samples)
         res["single_digit"] = round(len(kept) / len(samples), 4)

@@ -12,7 +12,7 @@ What a candidate's row carries (written by :func:`arithmech.methods.faithfulness
   whole effect; a circuit that over-recovers would look perfectly faithful on the clipped mean alone);
 * ``n_used`` of ``n_prompts`` prompts with a positive effect to recover, asking ``n_used_clusters`` problem clusters
   (the measure rests on those prompts only);
-* ``level``: the intervals' level (the rule's :data:`RULE_LEVEL`; files before version 7: absent, 95%).
+* ``level``: the intervals' level (the rule's :data:`RULE_LEVEL`).
 
 The rule (:func:`faithful_verdict`), version 9. Candidates: the top n at END for n = 1 … :data:`K_MAX` and the
 cross-position circuit, :data:`CANDIDATES` in all; every interval the rule reads is at level 1 − 0.05 /
@@ -58,12 +58,7 @@ RULE_LEVEL = 1 - 0.05 / CANDIDATES  # every interval the rule reads (Bonferroni 
 MIN_CLUSTERS = 20  # fewer problem clusters among the used prompts: an interval over them cannot decide
 MIN_USED = 0.5  # fewer than this share of the prompts used (a positive effect to recover): cannot decide
 DIRECTIONS = (("noising", "mean"), ("denoising", "x_r"))  # the two runs the rule reads
-NEEDS = ("recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used_clusters", "level")
-
-
-def positioned(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with a ``positions`` column (``"end"`` for files written before the cross-position circuit)."""
-    return frame if "positions" in frame else frame.assign(positions="end")
+NEEDS = ("recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used_clusters", "level", "positions")
 
 
 def band(frame: pd.DataFrame, q: tuple[float, float] = BAND, value: str = "share") -> pd.DataFrame:
@@ -71,8 +66,7 @@ def band(frame: pd.DataFrame, q: tuple[float, float] = BAND, value: str = "share
     ``band_hi``), the median (``band_mid``) and the largest (``band_max``) of the random draws' ``value``
     (``share`` or ``recovery``), with the number of draws; END draws (order ``random``) and layer-matched
     cross-position draws (``random-layer``)."""
-    f = positioned(frame)
-    r = f[f["order"].isin(RANDOM.values())].groupby(["task", "method", "ablation", "positions", "n"])[value]
+    r = frame[frame["order"].isin(RANDOM.values())].groupby(["task", "method", "ablation", "positions", "n"])[value]
     return pd.DataFrame(
         {
             "band_lo": r.quantile(q[0]),
@@ -88,7 +82,6 @@ def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
     """Per candidate circuit (order ``top`` at END, ``operands`` across positions) and ``(task, method, ablation,
     positions, n)``: its ``value`` (``share`` or ``recovery``) as ``value``, ``lo``, ``hi``, beside its random band;
     the row's other columns (``recovery_raw``, ``n_used`` …) kept where the file has them."""
-    f = positioned(frame)
     keys = ["task", "method", "ablation", "positions", "n"]
     lo, hi = INTERVAL[value]
     extra = [
@@ -103,11 +96,11 @@ def summary(frame: pd.DataFrame, value: str = "share") -> pd.DataFrame:
             "n_used_clusters",
             "level",
         )
-        if c in f and c not in (value, lo, hi)
+        if c in frame and c not in (value, lo, hi)
     ]
-    top = f[f["order"].isin(RANDOM)][keys + ["order", value, lo, hi, "components"] + extra]
+    top = frame[frame["order"].isin(RANDOM)][keys + ["order", value, lo, hi, "components"] + extra]
     top = top.rename(columns={value: "value", lo: "lo", hi: "hi"})
-    return top.merge(band(f, value=value), on=keys, how="left")
+    return top.merge(band(frame, value=value), on=keys, how="left")
 
 
 def _direction(r) -> dict:
@@ -205,7 +198,6 @@ __all__ = [
     "summary",
     "status",
     "gate",
-    "positioned",
     "RANDOM",
     "INTERVAL",
     "BAND",

@@ -7,7 +7,7 @@ greedy decoding from the prompt before the whole answer (:attr:`Sample.bare`) wr
 ``answer_token="last-digit"``: the prompt hands the model the answer's leading digits, which it may not
 have written itself (SmolLM2: 584 prompts right by the token, 337 by the whole answer).
 
->>> kept, info = prepare(model, tok, "addition", n_samples=128, seed=0, draw=Draw("last-digit"))
+>>> kept, info = prepare(model, tok, "addition", n_samples=128, seed=0, draw=Draw("last-digit", 0, 1))
 >>> info["n_drawn"], info["n_correct"], info["n_exact_correct"], info["n_kept"], info["exact_match"]
 
 ``info`` (recorded per task in ``run.json``'s ``samples``) holds the answer-token accuracy, the exact match

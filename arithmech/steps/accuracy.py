@@ -18,7 +18,7 @@ import pandas as pd
 
 from arithmech.core import admission, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs, templates
 from arithmech.evals.measures import answer_scores
@@ -38,7 +38,9 @@ def accuracy_by_template(
     under ``answer_token`` (:data:`arithmech.data.pairs.ANSWER_TOKENS`; ``example`` carries the leading digits
     under ``"last-digit"``)."""
     tpls = pairs.select_templates(task)
-    samples, _ = pairs.make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed, draw=pairs.Draw(answer_token))
+    samples, _ = pairs.make_pairs(
+        tok, tpls, n=n_per_template * len(tpls), seed=seed, draw=pairs.Draw(answer_token, 0, 1)
+    )
     ok, p = answer_scores(model, tok, samples, batch_size)
     df = pd.DataFrame(
         {
@@ -80,9 +82,6 @@ def recorded(config: Config) -> dict:
     return {"n_per_template": config.n_per_template, "seed": config.seed, "answer_token": config.answer_token}
 
 
-# A record made before the rule was recorded (issue #22) was scored with the paper's first answer token.
-
-
 def scored_with(folder) -> str:
     """The answer-token rule the table in ``folder`` was scored with, as its ``run.json`` records it."""
     p = results.read_run(folder)["steps"]["accuracy"]["parameters"]
@@ -97,7 +96,8 @@ def run(config: Config, model=None, tok=None) -> Result:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "accuracy", c.overwrite)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
-    with annotate(est.line() if est else ""), Progress("accuracy-by-template", 1) as bar:
+    announce("accuracy-by-template", est.line() if est else "")
+    with Progress("accuracy-by-template", 1) as bar:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
         df = accuracy_by_template(model, tok, "all", c.n_per_template, c.seed, answer_token=c.answer_token)

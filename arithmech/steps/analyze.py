@@ -22,7 +22,7 @@ import pandas as pd
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.data.pairs import reference_samples
 from arithmech.data.pairs import samples as kept_prompts
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
@@ -114,7 +114,8 @@ def compute(config: Config) -> dict:
     samples = reference_samples(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
-    with annotate(est.line() if est else ""), Progress("analyze", 3) as bar:
+    announce("analyze", est.line() if est else "")
+    with Progress("analyze", 3) as bar:
         model, tok, geo = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="eager")
         roles = attention_by_role(model, tok, samples, batch_size=c.batch_size)
         labels = label_heads(roles, heads)

@@ -29,7 +29,7 @@ import torch
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
@@ -151,7 +151,8 @@ def run(config: Config) -> Result:
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    with annotate(est.line() if est else ""), Progress("beyond", 1) as bar:
+    announce("beyond", est.line() if est else "")
+    with Progress("beyond", 1) as bar:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -221,6 +222,11 @@ def read(folder: str | Path, config: Config) -> Result:
     if rec is None:
         raise FileNotFoundError(
             f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
+        )
+    if old := [m for m in ("eap", "eap_ig") if "spearman_all_lo" not in rec["summary"].get(m, {})]:
+        raise results.ResultsError(
+            f"{quoted(Path(folder) / results.RUN)}'s beyond record has no Spearman interval of {', '.join(old)} "
+            "(made before it was measured): re-run python -m arithmech beyond --overwrite"
         )
     return Result(
         config=config,

@@ -312,7 +312,7 @@ class Accuracy(ModelStep):
 
     def to_draw(self) -> Draw:
         """Zero-shot pairs of this config's answer token (:class:`arithmech.data.draw.Draw`)."""
-        return Draw(self.answer_token)
+        return Draw(self.answer_token, 0, 1)
 
     def memory(self, shape: Shape, **known) -> Estimate:
         """What this run holds at its peak (:func:`arithmech.steps.memory.accuracy`)."""

@@ -32,7 +32,7 @@ import torch
 from arithmech.core import admission, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
@@ -115,7 +115,8 @@ def run(config: Config) -> Result:
     )  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    with annotate(est.line() if est else ""), Progress("faithfulness", 1) as bar:
+    announce("faithfulness", est.line() if est else "")
+    with Progress("faithfulness", 1) as bar:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -196,9 +197,9 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
 @dataclass(frozen=True)
 class Result:
     """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file written before rule
-    version 5 (no ``recovery``) is read as it is: the chart falls back to its share and the claim says "re-run"
-    (never an unasked SmolLM2 recompute inside a book build).
+    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
+    of :data:`arithmech.methods.faithfulness.COLUMNS` (written by an earlier rule version) is refused, naming the
+    re-run (never an unasked SmolLM2 recompute inside a book build).
 
     * ``model`` — the model the run recorded (the ``faithfulness`` record of ``run.json``, ``parameters.model``);
     * ``frame`` — ``faithfulness.csv`` (checked): each circuit's recovery, top-n and random;
@@ -215,9 +216,13 @@ def read(folder, config: Config) -> Result:
     """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record, as the :class:`Result` of a run made
     with ``config``."""
     rec = results.read_run(folder)["steps"]["faithfulness"]
-    return Result(
-        config=config, model=rec["parameters"]["model"], frame=results.read(folder, "faithfulness.csv"), record=rec
-    )
+    frame = results.read(folder, "faithfulness.csv")
+    if old := [c for c in F.COLUMNS if c not in frame]:
+        raise results.ResultsError(
+            f"{quoted(Path(folder) / 'faithfulness.csv')} lacks {', '.join(old)} (written by an earlier rule "
+            "version): re-run python -m arithmech faithfulness --overwrite"
+        )
+    return Result(config=config, model=rec["parameters"]["model"], frame=frame, record=rec)
 
 
 def summary(result: Result) -> str:

@@ -31,7 +31,7 @@ from arithmech.core import admission, records
 from arithmech.core import results as results_io
 from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.core.results import model_folder
 from arithmech.evals import benchmarks as evals
 from arithmech.evals.benchmarks import BENCHMARKS, TOY
@@ -153,7 +153,8 @@ def run(config: Config, command: str | None = None, before: dict | None = None) 
         finally:
             torch.set_num_threads(n)
     est = admission.check(config)  # refused here when it cannot fit, before the model loads
-    with annotate(est.line() if est else ""), Progress("finetune", 3) as bar:
+    announce("finetune", est.line() if est else "")
+    with Progress("finetune", 3) as bar:
         return _run(config, spec, command, before, est, bar)
 
 

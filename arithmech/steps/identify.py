@@ -35,7 +35,7 @@ import torch
 
 from arithmech.core import admission, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import annotate
+from arithmech.core.progress import announce
 from arithmech.data import pairs as pairs_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
@@ -112,8 +112,8 @@ def compute(config: Config, model=None, tok=None) -> IdentifyResult:
     )
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""):
-        res = identify(model, tok, c.task, c, checkpoint=ck)
+    announce("identify", est.line() if est else "")
+    res = identify(model, tok, c.task, c, checkpoint=ck)
     res.estimate = est.record() if est else None
     write_results(
         res,

@@ -30,7 +30,7 @@ import pandas as pd
 
 from arithmech.core import admission, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
 from arithmech.data import shots as shots_module
@@ -175,17 +175,17 @@ def run(config: Config, model=None, tok=None) -> Result:
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""):
-        table = yield_table(
-            model,
-            tok,
-            c.grid,
-            c.n_per_template,
-            c.seed,
-            c.batch_size,
-            answer_token=c.answer_token,
-            example_sets=c.example_sets,
-        )
+    announce("shots", est.line() if est else "")
+    table = yield_table(
+        model,
+        tok,
+        c.grid,
+        c.n_per_template,
+        c.seed,
+        c.batch_size,
+        answer_token=c.answer_token,
+        example_sets=c.example_sets,
+    )
     choice = choose(table)
     results.write_step(folder, "shots", {"shots.csv": table}, {"parameters": recorded(c), "choice": choice})
     return read(folder, c)

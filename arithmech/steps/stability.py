@@ -43,7 +43,7 @@ import pandas as pd
 
 from arithmech.core import admission, results
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
@@ -384,8 +384,8 @@ def run(config: Config, model=None, tok=None) -> Result:
     t0 = time.time()
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    with annotate(est.line() if est else ""):
-        res = stability(model, tok, c)
+    announce("stability", est.line() if est else "")
+    res = stability(model, tok, c)
     res.estimate = est.record() if est else None
     res.timings["total"] = time.time() - t0
     write_results(

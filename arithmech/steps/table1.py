@@ -41,7 +41,7 @@ from arithmech.core import admission, records
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
 from arithmech.core.models import load_model
-from arithmech.core.progress import Progress, annotate
+from arithmech.core.progress import Progress, announce
 from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import CLOZE_SETS, get_suite
 from arithmech.steps import table1_heads as heads_mod
@@ -111,7 +111,8 @@ def run(
     grid = check_args(c.suite, grid)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     out = results_io.model_folder(c.results, c.model_name)
-    with records.holding(out), annotate(est.line() if est else ""):  # one writer of the folder for the whole run
+    announce("table1", est.line() if est else "")
+    with records.holding(out):  # one writer of the folder for the whole run
         return _run(c, S, sizes, grid, arms, data_seed, command, est)
 
 

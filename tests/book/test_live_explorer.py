@@ -80,7 +80,7 @@ def prompts(tok) -> list[tuple[str, str]]:
     drawn = []
     for fam in ("equation", "statement", "qa", "time-span", "accumulation"):
         tpls = [t for t in pairs.select_templates("all") if t.family == fam]
-        drawn += [(s.clean, s.corrupt) for s in pairs.make_pairs(tok, tpls, n=2, seed=7, draw=pairs.Draw("last-digit"))[0]]
+        drawn += [(s.clean, s.corrupt) for s in pairs.make_pairs(tok, tpls, n=2, seed=7, draw=pairs.Draw("last-digit", 0, 1))[0]]
     return drawn + FREE
 
 
@@ -89,7 +89,7 @@ def test_identify_means_are_every_family_mean_at_end(model, means):
     identify's reference-pool X_c (every family), computed here from the pool's prompts directly."""
     net, tok = model
     pool = pool_prompts(tok, LE.identify_templates(PARAMS), PARAMS["pool_size"], PARAMS["seed"],
-                        draw=pairs.Draw(PARAMS["answer_token"]))
+                        draw=pairs.Draw(PARAMS["answer_token"], 0, 1))
     xc = [s.corrupt for ss in pool.values() for s in ss]
     ref = torch.stack([z[:, -1] for _, z, _ in activations(net, tok, xc)]).mean(0)
     assert len(xc) == 5 * PARAMS["pool_size"]

@@ -113,7 +113,7 @@ def _small_eval(model, tok, sizes, seed=0, data_dir=None):
     from arithmech.data import pairs as D
     from arithmech.evals import measures as M
     _, held = M.phrasings()
-    samples, _ = D.make_pairs(tok, held[:4], n=8, seed=seed + 3, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, held[:4], n=8, seed=seed + 3, draw=D.Draw("first", 0, 1))
     it = M.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
     losses = M.lm_losses(model, tok, M.generic_text(), max_tokens=96, window=32)
     out = {"heldout_p": {"metric": "p", "value": sum(it) / len(it), "n": len(it),

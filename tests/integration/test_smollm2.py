@@ -61,7 +61,7 @@ def test_pairs_equal_length_on_bpe(smollm2, maker):
     every Fig. 8 and Fig. 10 template, with the answer token = first digit of the true answer."""
     _, tok, _ = smollm2
     make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("first"))
+    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("first", 0, 1))
     assert stats.made == 96 and {s.template for s in samples} == {t.id for t in D.select_templates("all")}
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
@@ -76,7 +76,7 @@ def test_last_digit_pairs_on_bpe(smollm2, maker):
     exactly the tokens of the whole text (prompt, space, answer), X_c carries the same digits at equal length."""
     _, tok, _ = smollm2
     make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("last-digit"))
+    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("last-digit", 0, 1))
     assert stats.made == 96 and any(s.carried for s in samples)
     ids = answer_ids(tok, samples).tolist()
     for s, a in zip(samples, ids):
@@ -93,7 +93,7 @@ def test_fast_equals_reference_patching(smollm2):
     from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smollm2
     tpls = [templates.TEMPLATES["add-1"], templates.TEMPLATES["add-3"]]      # two lengths: two batches per sender
-    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, draw=D.Draw("first", 0, 1))
     ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = end_cache(model, tok, clean_p, ans), end_cache(model, tok, corrupt_p)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.models import BATCH_SIZE, geometry
+from arithmech.core.result_files import FILES
 from arithmech.data import pairs, splits
 from arithmech.data import templates as templates_module
 from arithmech.data.batches import answer_ids
@@ -48,22 +49,9 @@ from arithmech.methods.effects import key_heads, ranking
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")  # a knockout "to the floor" means to the higher of the two
 RANDOM_HEAD_KS = (8,)  # where a task has no key head, the other position settings study the top 8
-COLUMNS = [
-    "task",
-    "positions",
-    "kind",
-    "order",
-    "seed",
-    "k",
-    "accuracy",
-    "correct",
-    "n",
-    "ci_low",
-    "ci_high",
-    "mean_source",
-    "split",
-    "n_clusters",
-]
+# knockout.csv's columns: those every file has, declared once (arithmech.core.result_files), then the two that
+# knockout_tasks adds (a frame of one task's rows, task_knockout's, has all but these)
+COLUMNS = [*FILES["knockout.csv"].required, "split", "n_clusters"]
 MAX_DRAW = 40  # eval_samples draws at most MAX_DRAW * n pairs for n prompts
 LAYER_MATCHED = "layer-matched"  # the order of random head sets with the studied heads' per-layer counts
 
@@ -111,7 +99,7 @@ def eval_samples(
     before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
     templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most.
 
-    >>> got = eval_samples(model, tok, tpls, xr, Prompts(n=256, seed=0, draw=Draw("last-digit"), heldout=True,
+    >>> got = eval_samples(model, tok, tpls, xr, Prompts(n=256, seed=0, draw=Draw("last-digit", 0, 1), heldout=True,
     ...                                                  batch_size=64))     # up to 256 distinct Samples
     """
     n, seed, draw, heldout, batch_size = prompts.n, prompts.seed, prompts.draw, prompts.heldout, prompts.batch_size
@@ -316,7 +304,7 @@ def knockout_tasks(
     >>> s = KnockoutSettings(samples=64, n_random=4, seed=0, ks=None, curves_for="primary", positions="end",
     ...                      split="held-out", pool_size=512, batch_size=64)
     >>> frame, prompts = knockout_tasks(model, tok, Ranked(xr, tpls, effects, -0.05, "addition"), means, s,
-    ...                                 Draw("last-digit"))
+    ...                                 Draw("last-digit", 0, 1))
     """
     samples, templates, pooled = ranked.samples, ranked.templates, ranked.pooled
     knockout_samples, batch_size = settings.samples, settings.batch_size

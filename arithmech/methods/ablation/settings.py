@@ -110,7 +110,7 @@ class Prompts:
             ranking X_r topped up with fresh ones (``False``).
         batch_size: prompts per forward pass of the checks.
 
-    >>> Prompts(n=256, seed=0, draw=Draw("last-digit"), heldout=True, batch_size=64)
+    >>> Prompts(n=256, seed=0, draw=Draw("last-digit", 0, 1), heldout=True, batch_size=64)
     """
 
     n: int

@@ -74,8 +74,8 @@ def knockout_summary(res, key_heads: dict | None = None) -> pd.DataFrame:
 
 def floor_of(by: pd.DataFrame) -> float:
     """ "The floor" of one task's sanity rows (indexed by ``order``): the higher of the majority floor and the
-    conditioned floor (:data:`~arithmech.methods.ablation.run.FLOORS`; a file without the latter: the former)."""
-    return max(float(by.loc[o, "accuracy"]) for o in FLOORS if o in by.index)
+    conditioned floor (:data:`~arithmech.methods.ablation.run.FLOORS`)."""
+    return max(float(by.loc[o, "accuracy"]) for o in FLOORS)
 
 
 def row_interval(row) -> tuple[float, float]:
@@ -91,7 +91,7 @@ def row_interval(row) -> tuple[float, float]:
 def floor_interval(by: pd.DataFrame) -> tuple[float, float]:
     """The 95% interval of :func:`floor_of` (the higher of two estimates): the higher lower end and the higher upper
     end of the floor rows' :func:`row_interval`."""
-    cis = [row_interval(by.loc[o]) for o in FLOORS if o in by.index]
+    cis = [row_interval(by.loc[o]) for o in FLOORS]
     return max(c[0] for c in cis), max(c[1] for c in cis)
 
 
@@ -134,6 +134,11 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
     rows = []
     for (task, pos), d in s.groupby(["task", "positions"], sort=False):
         by = d.drop_duplicates("order").set_index("order")
+        if missing := [o for o in SANITY_COLUMNS if o not in by.index]:
+            raise ValueError(
+                f"knockout.csv has no {', '.join(missing)} row of task {task} at {pos} (made before it was measured): "
+                "re-run python -m arithmech identify --overwrite"
+            )
         m = by["n_clusters"].iloc[0] if "n_clusters" in by else float("nan")
         row = {
             "task": task,
@@ -143,9 +148,8 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
             "intervals": f"Wilson over {int(m)} problem clusters" if m == m else "Wilson over prompts",
         }
         for o, name in SANITY_COLUMNS.items():
-            got = o in by.index  # conditioned-floor: absent from files made before it
-            row[name] = float(by.loc[o, "accuracy"]) if got else float("nan")
-            row[f"{name} ci"] = row_interval(by.loc[o]) if got else (float("nan"),) * 2
+            row[name] = float(by.loc[o, "accuracy"])
+            row[f"{name} ci"] = row_interval(by.loc[o])
         row["floor"], row["floor ci"], row["uniform guess"] = floor_of(by), floor_interval(by), chance
         lo, hi = row["all heads out ci"]
         above, below = bool(lo > row["floor ci"][1]), bool(hi < chance)
@@ -174,7 +178,7 @@ def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
         }
         for name in ("nothing out", "all heads out", "all MLPs out", "X_c prompt (X_r answer)"):
             row[f"{name} (95% CI)"] = pct(r[name], r[f"{name} ci"])
-        row["floor (95% CI)"] = pct(r["floor"], r["floor ci"]) if "floor ci" in r else f"{r['floor']:.1%}"
+        row["floor (95% CI)"] = pct(r["floor"], r["floor ci"])
         g = r.get("uniform guess", float("nan"))
         row["uniform guess"] = f"{g:.1%}" if g == g else "not given"
         ri = r["removes_information"]

@@ -2,11 +2,9 @@
 
 One panel per (method, ablation) — noising with mean ablation, noising with resample ablation, denoising —, the
 y axis the measure the claim reads: the bounded **recovery** (each prompt's share of its own effect clipped to
-[0, 1], mean over prompts; :func:`arithmech.methods.faithfulness.recovery`), or the ratio-of-means ``share`` for a
-file written before it:
+[0, 1], mean over prompts; :func:`arithmech.methods.faithfulness.recovery`):
 
-* top-n by effect rank at END (red line): with its interval at the rule's level (1 − 0.05/11, ``level``; 95% in a
-  file written before rule version 7);
+* top-n by effect rank at END (red line): with its interval at the rule's level (1 − 0.05/11, ``level``);
 * the same circuits' **unclipped** mean recovery (red hollow squares, drawn at the nearer end of :data:`RAW_SPAN`
   when outside it; the tooltip has the value and the share of prompts above 1): clipping hides over-recovery,
   this shows it;
@@ -51,11 +49,6 @@ SERIES = {
 ROLE = {label: ("control" if rnd else "key") for (_, rnd), label in SERIES.items()}
 
 
-def measure(frame: pd.DataFrame) -> str:
-    """The column the chart and the claim read: ``recovery`` where the file has it, else ``share``."""
-    return "recovery" if "recovery" in frame else "share"
-
-
 def readable(ids: str) -> str:
     """faithfulness.csv's ``components`` ("MLP 0 0.0 MLP 2") as a reader sees them ("MLP 0, head 0.0, MLP 2"); a
     cross-position site "3.1@operands" as "head 3.1 (A, B, operator, END)"."""
@@ -67,11 +60,11 @@ def readable(ids: str) -> str:
 
 
 def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
-    """Rows ``panel, series, kind, n, share, lo, hi, components, draws`` (``share``: the :func:`measure`'s value;
+    """Rows ``panel, series, kind, n, share, lo, hi, components, draws`` (``share``: the recovery's value;
     ``kind``: ``curve`` for END, ``point`` for the cross-position circuit): each candidate and its random band."""
     key = list(zip(frame.method, frame.ablation))
     f = frame[[k in panels for k in key]]
-    s = summary(f, measure(f))
+    s = summary(f, "recovery")
     cand = s.assign(
         series=[SERIES[(o, False)] for o in s.order], draws=1, share=s.value, components=s.components.map(readable)
     )
@@ -81,16 +74,15 @@ def curve_frame(frame: pd.DataFrame, panels=SHOWN) -> pd.DataFrame:
     cols = ["method", "ablation", "order", "n", "share", "lo", "hi", "components", "draws", "series"]
     out = pd.concat([cand[cols], rnd[cols]], ignore_index=True)
     out = out.assign(kind=["point" if o == "operands" else "curve" for o in out.order])
-    if "recovery_raw" in s and measure(f) == "recovery":  # version 7 on: the unclipped mean beside it
-        raw = cand[cols].assign(
-            share=cand.recovery_raw.clip(*RAW_SPAN),
-            lo=cand.recovery_raw_lo,
-            hi=cand.recovery_raw_hi,
-            raw=cand.recovery_raw,
-            over_one=cand.over_one,
-            kind="raw",
-        )
-        out = pd.concat([out, raw], ignore_index=True)
+    raw = cand[cols].assign(  # the unclipped mean beside it
+        share=cand.recovery_raw.clip(*RAW_SPAN),
+        lo=cand.recovery_raw_lo,
+        hi=cand.recovery_raw_hi,
+        raw=cand.recovery_raw,
+        over_one=cand.over_one,
+        kind="raw",
+    )
+    out = pd.concat([out, raw], ignore_index=True)
     return out.assign(panel=[PANELS[(m, a)] for m, a in zip(out.method, out.ablation)])
 
 
@@ -101,7 +93,7 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
         "series:N", title=None, scale=colours.scale("selection", ROLE), legend=alt.Legend(orient="bottom", columns=2)
     )
     x = alt.X("n:Q", title="components in the circuit (n)", axis=integer_axis())
-    title = "recovery (bounded, per prompt)" if measure(frame) == "recovery" else "share of the effect recovered"
+    title = "recovery (bounded, per prompt)"
     y = alt.Y("share:Q", title=title, axis=alt.Axis(format="%"))
     tip = [
         "series:N",
@@ -152,12 +144,8 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
         .facet(facet=alt.Facet("panel:N", title=None, sort=[PANELS[p] for p in panels]), columns=3)
     )
     n_p = int(frame.n_prompts.iloc[0]) if len(frame) else 0
-    what = (
-        "per prompt (LD − LD(baseline)) / (LD(X_r) − LD(baseline)) clipped to [0, 1], mean over"
-        if measure(frame) == "recovery"
-        else "share of LD(X_r) − LD(baseline),"
-    )
-    level = f"{frame.level.iloc[0]:.1%}" if "level" in frame and len(frame) else "95%"
+    what = "per prompt (LD − LD(baseline)) / (LD(X_r) − LD(baseline)) clipped to [0, 1], mean over"
+    level = f"{frame.level.iloc[0]:.1%}" if len(frame) else "95%"
     hollow = (
         f"; hollow squares: unclipped mean (drawn at {RAW_SPAN[0]:.0%} / {RAW_SPAN[1]:.0%} when outside)"
         if (data.kind == "raw").any()
@@ -178,13 +166,13 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
 
 def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataFrame:
     """Each candidate at a few ``n`` (the cross-position circuit at its own): the bounded recovery [interval] beside
-    its unclipped mean [interval] and share of used prompts above 1 (rule version 7 on), the prompts and problem
+    its unclipped mean [interval] and share of used prompts above 1, the prompts and problem
     clusters it rests on, its random band [5%, 95%] and maximum, and the ratio-of-means share [interval], one row per
     (method, ablation, circuit)."""
     pct = lambda v: "—" if pd.isna(v) else f"{v:.0%}"
     cell = lambda v, a, b: f"{pct(v)} [{pct(a)}, {pct(b)}]"
     sh = summary(frame, "share")
-    rec = summary(frame, measure(frame))
+    rec = summary(frame, "recovery")
     keys = ["task", "method", "ablation", "positions", "n", "order"]
     s = rec.merge(sh[keys + ["value", "lo", "hi"]], on=keys, suffixes=("", "_share"))
     s = s[s.n.isin(ns) | (s.order == "operands")]
@@ -195,16 +183,13 @@ def faithfulness_table(frame: pd.DataFrame, ns=(1, 2, 3, 5, 10, 20)) -> pd.DataF
             ("across positions: " if o == "operands" else "top n, END: ") + readable(c)
             for o, c in zip(s.order, s.components)
         ],
-        measure(frame): [cell(v, a, b) for v, a, b in zip(s.value, s.lo, s.hi)],
-    }
-    if "recovery_raw" in s:
-        out["unclipped (share > 1)"] = [
+        "recovery": [cell(v, a, b) for v, a, b in zip(s.value, s.lo, s.hi)],
+        "unclipped (share > 1)": [
             f"{cell(v, a, b)} ({pct(o)})"
             for v, a, b, o in zip(s.recovery_raw, s.recovery_raw_lo, s.recovery_raw_hi, s.over_one)
-        ]
-        out["prompts used (clusters)"] = [
-            f"{u} of {p} ({c})" for u, p, c in zip(s.n_used, s.n_prompts, s.n_used_clusters)
-        ]
+        ],
+        "prompts used (clusters)": [f"{u} of {p} ({c})" for u, p, c in zip(s.n_used, s.n_prompts, s.n_used_clusters)],
+    }
     out["random band"] = [
         cell(m, a, b) + f", max {pct(x)}" for m, a, b, x in zip(s.band_mid, s.band_lo, s.band_hi, s.band_max)
     ]

@@ -50,14 +50,13 @@ def methods_table(runs: list[Result]) -> pd.DataFrame:
         )
         for m, name in METHODS:
             rho = S[m]["spearman_all"]
-            ci = (S[m].get("spearman_all_lo"), S[m].get("spearman_all_hi"))  # absent: made before it was measured
             rows.append(
                 {
                     "model": r.model,
                     "method": name + (f" ({S['ig_steps']} steps)" if m == "eap_ig" else ""),
                     "seconds": t[f"{m}_s"],
                     "Spearman ρ (all)": rho,
-                    CI: "[{:+.3f}, {:+.3f}]".format(*ci) if ci[0] is not None else "not measured",
+                    CI: f"[{S[m]['spearman_all_lo']:+.3f}, {S[m]['spearman_all_hi']:+.3f}]",
                     "ρ (heads)": S[m]["spearman_heads"],
                     f"top-{S['top']} overlap": S[m]["top_overlap"],
                     KEY: ", ".join(map(component_label, S[m]["key_heads"])) or "—",

@@ -59,7 +59,7 @@ def draw(P: DataChapter) -> dict:
     answer token ``P.answer_token``)."""
     net, tok, _ = load_model(P.model, device=P.device, dtype=P.dtype)
     tpls = select_templates("all")
-    samples, stats = make_pairs(tok, tpls, n=P.n_per_template * len(tpls), seed=P.seed, draw=Draw(P.answer_token))
+    samples, stats = make_pairs(tok, tpls, n=P.n_per_template * len(tpls), seed=P.seed, draw=Draw(P.answer_token, 0, 1))
     return {"P": P, "net": net, "tok": tok, "tpls": tpls, "samples": samples, "stats": stats}
 
 
@@ -230,7 +230,7 @@ def cite(p: dict) -> str:
 
 def _splits() -> tuple[dict, dict, dict]:
     held = accuracy_file()["heldout"]["splits"]
-    return tuple(held[s]["exact_match"] for s in ("heldout_pairs", "heldout_phrasings", "heldout_both"))  # type: ignore[return-value]
+    return tuple(held[s]["exact_match"] for s in ("heldout_pairs", "heldout_phrasings", "heldout_both"))
 
 
 def heldout_paragraph() -> Any:

@@ -70,7 +70,7 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
             )
         recorded = R.read_run(folder)["steps"]["identify"]["parameters"]
         page = X.PageSettings(
-            tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token)
+            tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token, 0, 1)
         )  # zero-shot prompts: short enough to read on the page
         heads, data = X.page_data(net, tok, folder, page)
         pages[m] = Page(heads, data, recorded.get("answer_token"), time.perf_counter() - t0)

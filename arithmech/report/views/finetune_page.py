@@ -20,6 +20,7 @@ import torch
 
 from arithmech.claims import curves as CV
 from arithmech.claims import verdicts as V
+from arithmech.claims.frontier import load
 from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
@@ -159,7 +160,7 @@ class Page:
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):
-                rates = RC.common_rates(CV.load(f))
+                rates = RC.common_rates(load(f))
                 if not rates.empty:
                     out += [markdown(f"**{name}**"), rates.style.hide(axis="index")]
         return out
@@ -178,7 +179,7 @@ class Page:
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):
-                out += [markdown(f"**{name}**"), RC.detectable_table(CV.load(f)).style.hide(axis="index")]
+                out += [markdown(f"**{name}**"), RC.detectable_table(load(f)).style.hide(axis="index")]
         return out
 
     def smol_run(self) -> list:

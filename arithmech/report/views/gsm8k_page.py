@@ -109,7 +109,7 @@ class Page:
         (Wilson 95% interval), and, where it does, identify's largest head effect and key-head count on them."""
         P = self.P
         n = min(P.n_samples, 64)
-        drawn, _ = D.make_pairs(self.tok, WORD_PROBLEM_PAIRS, n=n, seed=P.seed, draw=D.Draw("last-digit"))
+        drawn, _ = D.make_pairs(self.tok, WORD_PROBLEM_PAIRS, n=n, seed=P.seed, draw=D.Draw("last-digit", 0, 1))
         right = filter_correct(self.net, self.tok, drawn)[0]
         passed = check_counterfactuals(self.net, self.tok, right)[0]
         lo, hi = wilson_interval(len(passed), len(right)) if right else (float("nan"), float("nan"))

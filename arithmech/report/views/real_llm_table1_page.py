@@ -8,6 +8,7 @@ chosen runs — or a note where no arms run has finished.
 from __future__ import annotations
 
 from arithmech.claims import curves as CV
+from arithmech.claims.frontier import load
 from arithmech.core.results import folder_name
 from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
@@ -34,7 +35,7 @@ class Table1Section(PageBase):
                 ),
                 RC.loro_table(rows),
                 markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
-                RC.common_rates(CV.load(folder)).style.hide(axis="index"),
+                RC.common_rates(load(folder)).style.hide(axis="index"),
                 markdown(
                     "Every grid point: change from base in points with its 95 % interval over runs and "
                     "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
@@ -50,7 +51,7 @@ class Table1Section(PageBase):
                     "spreads seen so far at the compared frontier tops: `arithmech.claims.detectable`; not "
                     "a power calculation):"
                 ),
-                RC.detectable_table(CV.load(folder)).style.hide(axis="index"),
+                RC.detectable_table(load(folder)).style.hide(axis="index"),
             ]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []

@@ -38,7 +38,7 @@ def page(eager_embedded):
                      prob=False)
     heads = X.head_steps(res.effects, THRESHOLDS)
     means = X.knockout_means(net, tok, [s for ss in res.tasks.values() for s in ss])
-    samples, _ = D.make_pairs(tok, "all", n=10, seed=3, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, "all", n=10, seed=3, draw=D.Draw("first", 0, 1))
     return res, heads, means, samples, X.precompute(net, tok, samples, heads, THRESHOLDS, means, max_heads=4,
                                                     batch_size=3)
 

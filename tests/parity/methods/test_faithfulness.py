@@ -21,8 +21,8 @@ from arithmech.methods.prepare import task_templates
 def setup(embedded_model):
     model, tok, _ = embedded_model
     tpls = task_templates("addition")[1]
-    samples = pairs.make_pairs(tok, tpls, n=6, seed=11, draw=pairs.Draw("last-digit"))[0]
-    pool = pool_prompts(tok, tpls, 32, 0, draw=pairs.Draw("last-digit"))
+    samples = pairs.make_pairs(tok, tpls, n=6, seed=11, draw=pairs.Draw("last-digit", 0, 1))[0]
+    pool = pool_prompts(tok, tpls, 32, 0, draw=pairs.Draw("last-digit", 0, 1))
     means = build_pool(model, tok, pool)
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]

@@ -24,8 +24,8 @@ from arithmech.methods.prepare import task_templates
 def setup(embedded_model):
     model, tok, _ = embedded_model
     tpls = task_templates("addition")[1]
-    samples = pairs.make_pairs(tok, tpls, n=4, seed=5, draw=Draw("last-digit"))[0]
-    means = build_pool(model, tok, pool_prompts(tok, tpls, 32, 0, draw=Draw("last-digit")))
+    samples = pairs.make_pairs(tok, tpls, n=4, seed=5, draw=Draw("last-digit", 0, 1))[0]
+    means = build_pool(model, tok, pool_prompts(tok, tpls, 32, 0, draw=Draw("last-digit", 0, 1)))
     return dict(model=model, tok=tok, samples=samples, means=means, L=model.config.num_hidden_layers,
                 H=model.config.num_attention_heads)
 

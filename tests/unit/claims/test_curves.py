@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from arithmech.claims import curve_parts as CP
 from arithmech.claims import curves as C
 from arithmech.claims import verdicts as V
 from arithmech.claims.evidence import Context, Missing
@@ -291,7 +292,7 @@ def test_does_not_hold_is_adjusted_for_the_parts_inside_every():
     c = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key], "precise-random": sorted(far + [near],
                key=lambda p: p.lr)}, base=None)
     assert C.family(c, "selection") == 5
-    assert C.diff(key, near, "carry", m=1)[1] < C.MARGIN < C.diff(key, near, "carry", m=5)[1]
+    assert CP.diff(key, near, "carry", m=1)[1] < C.MARGIN < CP.diff(key, near, "carry", m=5)[1]
     assert C.selection(c, "carry", n=1) is False                 # the third version's reading
     assert C.selection(c, "carry") is None                       # the fourth's
     r = _row(C.verdict_rows(c), "the selection matters", "precise-key − precise-random")
@@ -349,7 +350,7 @@ def test_three_runs_scoring_alike_on_few_items_decide_nothing():
     assert flat(key(20)).items["carry"] == [[0.1]] * 3 and C.learns(Curves(
         "cpu", "carry", "cloze", ("carry",), {"precise-key": [flat(key(20))]}, base=None), "carry") is True  # version 6
     assert C.learns(few, "carry") is None
-    lo, hi = C.gain(key(20), "carry")
+    lo, hi = CP.gain(key(20), "carry")
     assert lo is not None and hi is not None and lo < 0 < hi
     many = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key(2000)]}, base=None)
     assert C.learns(many, "carry") is True

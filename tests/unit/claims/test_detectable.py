@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from arithmech.claims import curve_parts as CP
 from arithmech.claims import curves as C
 from arithmech.claims import detectable as D
 from arithmech.claims.frontier import load
@@ -17,10 +18,10 @@ def test_the_projected_half_width_is_the_rules_interval_at_three_runs(tmp_path):
     c = load(write(tmp_path, {"full": {1e-4: J(0.9, 0.85, -0.05)}, "precise-key": {1e-3: J(0.7, 0.6, 0.0, sd=0.03)}}))
     key, full = c.points["precise-key"][0], c.points["full"][0]
     row = D.half_width(c, "matches", "full", "math")
-    lo, hi = C.diff(key, full, "carry", C.family(c, "matches"))
+    lo, hi = CP.diff(key, full, "carry", C.family(c, "matches"))
     assert lo is not None and hi is not None and row["half_width"] == pytest.approx((hi - lo) / 2, rel=1e-9)
     row = D.half_width(c, "learns", None, "math")
-    lo, hi = C.gain(key, "carry", m=C.family(c, "learns"))
+    lo, hi = CP.gain(key, "carry", m=C.family(c, "learns"))
     assert lo is not None and hi is not None and row["half_width"] == pytest.approx((hi - lo) / 2, rel=1e-9)
     assert row["items"] == 400 and row["why"] == ""
 

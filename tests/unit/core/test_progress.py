@@ -44,15 +44,20 @@ def test_progress_estimate_is_time_per_unit_times_units_left(monkeypatch):
     assert bar.line() == "x 3/5, ~4s left"
 
 
-def test_annotate_appends_the_estimate_to_every_line_inside_its_block(monkeypatch):
-    """Protects: a step's estimate (:func:`arithmech.core.progress.annotate`) ends each progress line written inside
-    the block, on a terminal only, and is gone after it."""
+def test_announce_writes_the_estimate_once_on_its_own_line_on_a_terminal_only(monkeypatch):
+    """Protects: a step's estimate (:func:`arithmech.core.progress.announce`) is one line ``label: text`` on a
+    terminal, before and apart from the progress lines (which no longer carry it); nothing on a non-terminal
+    stream, with ARITHMECH_PROGRESS=0, or for an empty estimate (a step that made none)."""
     monkeypatch.delenv(P.OFF, raising=False)
     tty, plain = FakeTTY(), io.StringIO()
-    with P.annotate("est. peak 500 MiB, ~1,000 forwards"):
-        with P.Progress("identify", 2, stream=tty, every=0) as bar, P.Progress("x", 1, stream=plain) as quiet:
-            bar.advance(note="a")
-            quiet.advance()
-            assert bar.line().endswith("; est. peak 500 MiB, ~1,000 forwards")
-    assert "identify 1/2 (a)" in tty.getvalue() and "; est. peak 500 MiB" in tty.getvalue() and plain.getvalue() == ""
-    assert P.Progress("y", 1, stream=plain).line() == "y 0/1"
+    P.announce("identify", "est. peak 500 MiB, ~1,000 forwards", stream=tty)
+    P.announce("identify", "est. peak 500 MiB, ~1,000 forwards", stream=plain)
+    P.announce("identify", "", stream=tty)
+    assert tty.getvalue() == "identify: est. peak 500 MiB, ~1,000 forwards\n" and plain.getvalue() == ""
+    with P.Progress("identify", 2, stream=tty, every=0) as bar:
+        bar.advance(note="a")
+        assert bar.line().startswith("identify 1/2 (a)") and "est." not in bar.line()
+    monkeypatch.setenv(P.OFF, "0")
+    quiet = FakeTTY()
+    P.announce("identify", "est. peak 500 MiB", stream=quiet)
+    assert quiet.getvalue() == ""

@@ -37,8 +37,19 @@ def test_answer_token_table_counts():
     assert (r.n, r.top_token, r.top_share, r.answer_token) == (4, "1", 2 / 4, "first/last-digit")
     tie = answer_token_table({"x": {"answer_token": "first", "templates": template_summary(samples[4:6], [True] * 2, [True] * 2, [True] * 2)}})
     assert tie.iloc[0].top_token == "4" and tie.iloc[0].top_share == 0.5            # "4" < "5"
-    assert list(answer_token_table({"gsm8k": {"n_kept": 3}}).columns)[:3] == ["task", "template", "answer_token"]
-    assert isinstance(answer_token_table({}), pd.DataFrame)
+    assert list(answer_token_table({}).columns)[:3] == ["task", "template", "answer_token"]
+
+
+def test_an_info_without_template_counts_is_an_error_not_a_silent_gap():
+    """Protects the end of the backward-compatibility branches (issue #42): every prepare() info has its per-template
+    counts with exact_correct (ready-made samples included), so an info without them (the sample lists of runs made
+    before the table) is a KeyError, not a task silently left out of answer_tokens.csv, nor ``correct`` counted as
+    ``exact_correct``."""
+    with pytest.raises(KeyError, match="templates"):
+        answer_token_table({"gsm8k": {"answer_token": "first", "n_kept": 3}})
+    old = {"t1": {"n_drawn": 1, "correct": 1, "exact": 1, "xc_checked": 0, "xc_passed": 0, "answers": {"1": 1}}}
+    with pytest.raises(KeyError, match="exact_correct"):
+        answer_token_table({"addition": {"answer_token": "first", "templates": old}})
 
 
 def test_answer_tokens_file_roundtrip(tmp_path):

@@ -97,7 +97,7 @@ def test_unsatisfiable_answer_gives_up_after_bounded_draws(tok, tmp_path):
     with time_limit(10), pytest.raises(ValueError, match=r"'neg'.*10000 draws.*'A - B - 100'"):
         ANS.draw_operands(t, random.Random(0), division=ANS.PAIRS_DIVISION)
     with time_limit(10), pytest.raises(ValueError, match="'neg'"):
-        make_pairs(tok, [t], n=2, seed=0, draw=Draw("first"))
+        make_pairs(tok, [t], n=2, seed=0, draw=Draw("first", 0, 1))
     assert time.perf_counter() - t0 < 5
     f = _write(tmp_path, json.dumps([{**GOOD, "answer": "A - B - 100"}]))
     with pytest.raises(ValueError, match="field 'answer'.*never a non-negative whole number"):

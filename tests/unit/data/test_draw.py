@@ -9,17 +9,26 @@ from arithmech.steps.config import Accuracy, Identify, Stability
 
 
 @pytest.mark.parametrize("args,match", [
-    (("last",), "answer_token='last': use one of last-digit, single-token, first"),
-    (("first", -1), "shots=-1: the number of solved examples is a whole number, 0 or more"),
-    (("first", 2), "shots=2 without example_sets: say how many sets of examples per template"),
+    (("last", 0, 1), "answer_token='last': use one of last-digit, single-token, first"),
+    (("first", -1, 1), "shots=-1: the number of solved examples is a whole number, 0 or more"),
     (("first", 2, 0), "example_sets=0: at least one set of examples per template"),
-    (("first", True), "shots=True"),
+    (("first", 0, None), "example_sets=None: at least one set of examples per template"),
+    (("first", True, 1), "shots=True"),
 ])
 def test_a_wrong_draw_is_refused_when_made(args, match):
     """Protects the one check of the draw settings: a wrong answer token, a negative or non-integer number of
-    shots, few-shot without its example sets, or no set at all is one ValueError when the Draw is made, naming
-    the value and what to do (the four scattered checks and the silent defaults it replaces)."""
+    shots, or no set of examples (none, or 0, at any number of shots) is one ValueError when the Draw is made,
+    naming the value and what to do (the four scattered checks and the silent defaults it replaces)."""
     with pytest.raises(ValueError, match=match):
+        Draw(*args)
+
+
+@pytest.mark.parametrize("args", [("first",), ("first", 2), ("first", 0)])
+def test_a_draw_has_no_default_of_its_own(args):
+    """Protects issue #42's one default per setting: the shots and the example sets are always given (the step
+    configs' defaults are the only ones), so a draw that leaves one out is a TypeError, not a zero-shot draw or
+    one set of examples picked below the config (``example_sets or 1`` was)."""
+    with pytest.raises(TypeError, match="missing"):
         Draw(*args)
 
 
@@ -50,22 +59,25 @@ def test_the_step_configs_build_the_draw():
     assert Identify().to_draw() == Draw("last-digit", 0, shots.EXAMPLE_SETS)
     c = Identify(answer_token="first", shots=2, example_sets=3)
     assert c.to_draw() == Draw("first", 2, 3) and c.to_draw().recorded() == {"examples": "3 sets per template"}
-    assert Draw("first", 0, 3).recorded() == {} == Draw("first").recorded()
+    assert Draw("first", 0, 3).recorded() == {} == Draw("first", 0, 1).recorded()
+    assert Draw("first", 2, 1).recorded() == {"examples": "1 set per template"}
     assert Stability(shots=4, example_sets=1).to_draw() == Draw("last-digit", 4, 1)
-    assert Accuracy(answer_token="single-token").to_draw() == Draw("single-token")
+    assert Accuracy(answer_token="single-token").to_draw() == Draw("single-token", 0, 1)
     k = Identify(knockout_samples=8, knockout_positions="both", ks=(1, 2)).knockout_settings()
     assert (k.samples, k.positions, k.ks, k.position_settings) == (8, "both", (1, 2), ["end", "all"])
 
 
 def test_a_record_gives_back_the_draw_it_was_made_with():
     """Protects the later steps that redraw identify's prompts (faithfulness, the live explorer's pool): the draw
-    comes from the record — its answer token, shots and example sets, a record without shots read as zero-shot —
-    and a record without an answer token, or a few-shot one without its example sets, is refused rather than given
+    comes from the record — its answer token, shots and example sets — and a record without an answer token or
+    shots (once read as zero-shot), or a few-shot one without its example sets, is refused rather than given
     one (the live explorer used to assume "first", faithfulness "last-digit"; one set was once assumed)."""
     c = Identify(answer_token="first", shots=2, example_sets=3)
     rec = {"answer_token": "first", "shots": 2, **c.to_draw().recorded()}
     assert Draw.from_record(rec) == c.to_draw()
-    assert Draw.from_record({"answer_token": "last-digit"}) == Draw("last-digit", 0, 1)
+    assert Draw.from_record({"answer_token": "last-digit", "shots": 0}) == Draw("last-digit", 0, 1)
+    with pytest.raises(ValueError, match="names no shots: re-run"):
+        Draw.from_record({"answer_token": "last-digit"})
     with pytest.raises(ValueError, match="names no examples: re-run"):
         Draw.from_record({"answer_token": "last-digit", "shots": 4})
     with pytest.raises(ValueError, match="names no answer_token: re-run"):

@@ -25,7 +25,7 @@ from arithmech.data.pairs import TemplateLengthError, load_template_pairs, make_
 def test_pairs_equal_length_and_answer_token(embedded_tokenizer, task):
     """Protects: X_r and X_c have equal token length, and {C} is the first token of the true answer."""
     tok = embedded_tokenizer
-    samples, stats = make_pairs(tok, task, n=120, seed=3, draw=Draw("first"))
+    samples, stats = make_pairs(tok, task, n=120, seed=3, draw=Draw("first", 0, 1))
     assert stats.made == 120
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
@@ -41,7 +41,7 @@ def test_pairs_equal_length_and_answer_token(embedded_tokenizer, task):
 def test_counterfactual_removes_operator(embedded_tokenizer):
     """Protects: the operator word/symbol of X_r is replaced by a neutral word/symbol in X_c."""
     tok = embedded_tokenizer
-    samples, _ = make_pairs(tok, "fig8", n=72, seed=0, draw=Draw("first"))
+    samples, _ = make_pairs(tok, "fig8", n=72, seed=0, draw=Draw("first", 0, 1))
     for s in samples:
         op_tokens = [tok(s.clean)["input_ids"][p] for p in s.positions["operator"]]
         cor_tokens = [tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]
@@ -52,7 +52,7 @@ def test_counterfactual_removes_operator(embedded_tokenizer):
 def test_positions_point_at_operands(embedded_tokenizer):
     """Protects: stored token positions of A, B and the operator are where those tokens are."""
     tok = embedded_tokenizer
-    samples, _ = make_pairs(tok, "all", n=96, seed=1, draw=Draw("first"))
+    samples, _ = make_pairs(tok, "all", n=96, seed=1, draw=Draw("first", 0, 1))
     for s in samples:
         toks = tok.convert_ids_to_tokens(tok(s.clean)["input_ids"])
         assert [toks[p] for p in s.positions["A"]] == list(str(s.a))
@@ -65,9 +65,9 @@ def test_positions_point_at_operands(embedded_tokenizer):
 def test_seeded_and_deterministic(embedded_tokenizer):
     """Protects: the same seed gives the same pairs; another seed gives others."""
     tok = embedded_tokenizer
-    a, _ = make_pairs(tok, "all", n=50, seed=7, draw=Draw("first"))
-    b, _ = make_pairs(tok, "all", n=50, seed=7, draw=Draw("first"))
-    c, _ = make_pairs(tok, "all", n=50, seed=8, draw=Draw("first"))
+    a, _ = make_pairs(tok, "all", n=50, seed=7, draw=Draw("first", 0, 1))
+    b, _ = make_pairs(tok, "all", n=50, seed=7, draw=Draw("first", 0, 1))
+    c, _ = make_pairs(tok, "all", n=50, seed=8, draw=Draw("first", 0, 1))
     assert a == b and a != c
 
 
@@ -76,7 +76,7 @@ def test_length_changing_pair_is_redrawn_then_fails(embedded_tokenizer):
     tok = embedded_tokenizer
     bad = T.parse_pair("{A} plus {B} is", "{A} is not the same as {B} is", id="bad")
     with pytest.raises(TemplateLengthError, match="'bad'.*same token length"):
-        make_pairs(tok, [bad], n=2, seed=0, draw=Draw("first"))
+        make_pairs(tok, [bad], n=2, seed=0, draw=Draw("first", 0, 1))
 
 
 def test_user_pair_exponentiation(embedded_tokenizer, tmp_path):
@@ -85,7 +85,7 @@ def test_user_pair_exponentiation(embedded_tokenizer, tmp_path):
     f = tmp_path / "pairs.json"
     f.write_text('[{"clean": "{A} to the power of {B} equals", "corrupt": "{A} to the none of {B} equals", '
                  '"answer": "A ** B", "op_word": "power", "id": "pow"}]')
-    samples, _ = make_pairs(tok, load_template_pairs(f), n=20, seed=0, draw=Draw("first"))
+    samples, _ = make_pairs(tok, load_template_pairs(f), n=20, seed=0, draw=Draw("first", 0, 1))
     assert all(int(s.target) == s.a ** s.b for s in samples)
 
 
@@ -96,7 +96,7 @@ def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
     from arithmech.core import results as R
     from arithmech.data import pairs
     tok = embedded_tokenizer
-    samples, _ = make_pairs(tok, "addition", n=30, seed=0, draw=Draw("first"))
+    samples, _ = make_pairs(tok, "addition", n=30, seed=0, draw=Draw("first", 0, 1))
     R.write_step(tmp_path, "identify", {"prompts.jsonl": samples, "effects.csv": pd.DataFrame(
         {"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0], "effect_lo": [0.0], "effect_hi": [0.0]})}, {})
     assert pairs.samples(tmp_path) == samples
@@ -116,7 +116,7 @@ def test_operand_pairs_change_only_the_operands(embedded_tokenizer, task):
     (same template, operator and pool words), keeps the token length, and moves the answer token."""
     tok = embedded_tokenizer
     from arithmech.data.pairs import make_operand_pairs
-    samples, stats = make_operand_pairs(tok, task, n=96, seed=2, draw=Draw("first"))
+    samples, stats = make_operand_pairs(tok, task, n=96, seed=2, draw=Draw("first", 0, 1))
     assert stats.made == 96
     for s in samples:
         c, x = tok(s.clean)["input_ids"], tok(s.corrupt)["input_ids"]
@@ -139,10 +139,10 @@ def test_operand_pairs_leave_operator_stream_alone(embedded_tokenizer):
     pairs are seeded (same seed → same pairs)."""
     tok = embedded_tokenizer
     from arithmech.data.pairs import make_operand_pairs
-    before, _ = make_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
-    a, _ = make_operand_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
-    after, _ = make_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
-    b, _ = make_operand_pairs(tok, "all", n=40, seed=5, draw=Draw("first"))
+    before, _ = make_pairs(tok, "all", n=40, seed=5, draw=Draw("first", 0, 1))
+    a, _ = make_operand_pairs(tok, "all", n=40, seed=5, draw=Draw("first", 0, 1))
+    after, _ = make_pairs(tok, "all", n=40, seed=5, draw=Draw("first", 0, 1))
+    b, _ = make_operand_pairs(tok, "all", n=40, seed=5, draw=Draw("first", 0, 1))
     assert before == after and a == b
     # the reference sentences of the two counterfactuals come from different draws but the same templates
     assert [s.template for s in a] == [s.template for s in before]
@@ -175,13 +175,13 @@ def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer, monkeypatch
     monkeypatch.setitem(T.POOLS, "S", former)
     for key, digest in DRAWN_BEFORE.items():
         maker, task, seed = key.split("/")
-        s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed), draw=D.Draw("first"))
+        s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed), draw=D.Draw("first", 0, 1))
         assert all(x.answer_token == "first" and x.carried == "" for x in s)
         rows = [{k: v for k, v in x.to_json().items() if k not in ("answer_token", "carried")} for x in s]
         blob = json.dumps(rows + [st.redrawn, st.per_template], sort_keys=True)
         assert hashlib.sha256(blob.encode()).hexdigest()[:16] == digest, key
     with pytest.raises(ValueError, match="unknown counterfactual kind"):
-        D.draw_pairs(tok, "addition", n=1, kind="operands", draw=D.Draw("first"))
+        D.draw_pairs(tok, "addition", n=1, kind="operands", draw=D.Draw("first", 0, 1))
 
 
 SMALL = ("add-1", "add-2", "add-5", "mul-1", "sub-1")        # equations and statements both tokenizers write
@@ -209,7 +209,7 @@ def test_each_variant_on_a_small_template_set(any_tok, variant, kind):
     the answer token tokenizes exactly as the whole text (prompt + joiner + answer) does, X_c carries the
     same digits and keeps the token length, and the operand X_c's own answer shares the leading digits."""
     tok = any_tok
-    samples, _ = D.draw_pairs(tok, [T.TEMPLATES[i] for i in SMALL], n=60, seed=4, kind=kind, draw=D.Draw(variant))
+    samples, _ = D.draw_pairs(tok, [T.TEMPLATES[i] for i in SMALL], n=60, seed=4, kind=kind, draw=D.Draw(variant, 0, 1))
     ids = answer_ids(tok, samples).tolist()
     rule = {"addition": int.__add__, "subtraction": int.__sub__, "multiplication": int.__mul__}
     for s, a in zip(samples, ids):
@@ -262,23 +262,23 @@ def test_last_digit_token_depends_on_both_operands(embedded_tokenizer, variant):
 def test_variants_are_seeded(embedded_tokenizer, variant):
     """Protects determinism: the same seed gives the same samples under every variant, another seed others."""
     tok = embedded_tokenizer
-    a, sa = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant))
-    b, sb = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant))
-    c, _ = D.make_pairs(tok, "all", n=40, seed=8, draw=D.Draw(variant))
+    a, sa = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant, 0, 1))
+    b, sb = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant, 0, 1))
+    c, _ = D.make_pairs(tok, "all", n=40, seed=8, draw=D.Draw(variant, 0, 1))
     assert a == b and sa == sb and a != c
 
 
 def test_unknown_variant_is_refused(embedded_tokenizer):
     """Protects the input contract: an unknown answer-token variant is one clear ValueError naming the three."""
     with pytest.raises(ValueError, match="answer_token='last'.*last-digit, single-token, first"):
-        D.make_pairs(embedded_tokenizer, "addition", n=2, draw=D.Draw("last"))
+        D.make_pairs(embedded_tokenizer, "addition", n=2, draw=D.Draw("last", 0, 1))
 
 
 def test_drawn_counterfactuals_carry_no_operator(embedded_tokenizer):
     """Protects: no drawn X_c of any template (App. D's exponentiation included) holds an operator token
     where X_r has its operator."""
     tok = embedded_tokenizer
-    samples, _ = D.make_pairs(tok, T.FIG8 + T.EXPONENTIATION, n=4 * 38, seed=0, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, T.FIG8 + T.EXPONENTIATION, n=4 * 38, seed=0, draw=D.Draw("first", 0, 1))
     ops = T.operators()
     for s in samples:
         got = tok.decode([tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]).strip()
@@ -321,7 +321,7 @@ def test_documented_pair_file_example_loads(tok, tmp_path):
     example = doc.split("```json\n", 1)[1].split("```", 1)[0]
     tpls = load_template_pairs(_write(tmp_path, example))
     assert len(tpls) >= 2 and {t.op for t in tpls} >= {"custom"}
-    samples, _ = make_pairs(tok, tpls, n=20, seed=0, draw=Draw("first"))
+    samples, _ = make_pairs(tok, tpls, n=20, seed=0, draw=Draw("first", 0, 1))
     rule = {"power": lambda a, b: a ** b if b <= 3 else None, "last-digit": lambda a, b: a * b % 10}
     assert all(int(s.target) == rule[s.template](s.a, s.b) for s in samples)
 
@@ -406,7 +406,7 @@ def test_fuzz_random_pair_files_are_accepted_or_refused_quickly(tok, tmp_path):
         try:
             with time_limit(10):
                 tpls = load_template_pairs(f)
-                make_pairs(tok, tpls, n=2, seed=case, draw=Draw("first"))
+                make_pairs(tok, tpls, n=2, seed=case, draw=Draw("first", 0, 1))
             outcomes["accepted"] += 1
             assert ref.is_valid(json.loads(text) if text.lstrip().startswith("[") else rows), text
         except ValueError:

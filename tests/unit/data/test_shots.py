@@ -13,7 +13,7 @@ from arithmech.data.batches import group_by_length
 OPS = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
 
 
-# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, draw=Draw("last-digit"))
+# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, draw=Draw("last-digit", 0, 1))
 # at commit 30387f0, the last one before solved examples existed (division's draw changed since, by design).
 BEFORE_SHOTS = {"addition": "c06aa098a7c52ec6", "fig10": "c76b79dcc9f89c97", "subtraction": "d0815ef8a75fb22f",
                 "multiplication": "fd2b51f0c3d1b89c"}
@@ -23,7 +23,7 @@ BEFORE_SHOTS = {"addition": "c06aa098a7c52ec6", "fig10": "c76b79dcc9f89c97", "su
 def test_zero_shots_draws_exactly_the_pairs_of_before(tok, task):
     """Protects: shots=0 reproduces the pairs drawn before few-shot prompts existed, byte for byte (text,
     answer, positions and JSON row), and writes no prefix field."""
-    ss, st = pairs.make_pairs(tok, task, n=96, seed=3, draw=pairs.Draw("last-digit"))
+    ss, st = pairs.make_pairs(tok, task, n=96, seed=3, draw=pairs.Draw("last-digit", 0, 1))
     digest = hashlib.sha256(json.dumps([s.to_json() for s in ss], sort_keys=True).encode()).hexdigest()[:16]
     assert digest == BEFORE_SHOTS[task] and st.redrawn == 0
     assert "prefix" not in ss[0].to_json()
@@ -129,7 +129,7 @@ def test_group_by_length_batches_one_prefix_together():
 
 def test_zero_shot_batching_is_by_length_only(tok):
     """Protects: zero-shot prompts (no separator) batch exactly as before the few-shot grouping existed."""
-    zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, draw=pairs.Draw("last-digit"))
+    zs, _ = pairs.make_pairs(tok, "addition", n=63, seed=0, draw=pairs.Draw("last-digit", 0, 1))
     got = [idx for idx, _ in group_by_length(tok, [s.clean for s in zs], batch_size=8)]
     lens = [len(tok(s.clean)["input_ids"]) for s in zs]
     want = []
@@ -145,7 +145,7 @@ def test_negative_shots_is_refused():
         shots.examples(templates.TEMPLATES["add-1"], -1, 0, 0)
 
 
-# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, draw=Draw("last-digit"),
+# sha256 (first 16 hex digits) of the JSON rows of make_pairs(tok, task, n=96, seed=3, draw=Draw("last-digit", 0, 1),
 # shots=K) at commit 509cde0, the last one with one set of examples per template (the shipped SmolLM2 K = 2 run's).
 ONE_SET = {("subtraction", 2): "6d091eaec3750ac1", ("addition", 4): "ce88391c863762a2", ("fig10", 8): "c04ff91ca163bc57"}
 

@@ -73,7 +73,7 @@ def explorer_folder(tmp_path_factory):
 
 def _page(explorer_folder, rule):
     net, tok, folder = explorer_folder
-    settings = X.PageSettings((-0.05, -0.01), n_prompts=6, n_reference=8, max_heads=2, seed=0, draw=Draw(rule))
+    settings = X.PageSettings((-0.05, -0.01), n_prompts=6, n_reference=8, max_heads=2, seed=0, draw=Draw(rule, 0, 1))
     return X.page_data(net, tok, folder, settings)
 
 
@@ -87,7 +87,7 @@ def test_page_draws_and_records_the_configured_rule(explorer_folder):
     assert Explorer().answer_token == Identify().answer_token == "last-digit"
     _, tok, _ = explorer_folder
     _, d = _page(explorer_folder, "last-digit")
-    want, _ = D.make_pairs(tok, "all", n=6, seed=0, draw=D.Draw("last-digit"))
+    want, _ = D.make_pairs(tok, "all", n=6, seed=0, draw=D.Draw("last-digit", 0, 1))
     p = d["prompts"]
     assert set(p.answer_token) == {"last-digit"}
     assert list(p.prompt) == [s.clean for s in want] and list(p.answer) == [s.target[-1] for s in want]

@@ -96,11 +96,12 @@ V6 = ["recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used_
 
 
 @pytest.mark.parametrize("drop", [["recovery", "recovery_lo", "recovery_hi", "n_used", "positions"] + V6, V6,
-                                  ["recovery_raw"]])
+                                  ["recovery_raw"], ["positions"]])
 def test_old_files_are_missing_not_decided(drop):
-    """Protects the version boundaries: a faithfulness.csv written before version 5 (no ``recovery``) or before
-    version 7 (no unclipped recovery, its intervals at 95%: SmolLM2's shipped file) makes the decider raise Missing
-    (inconclusive, with a re-run hint), never a verdict on what it lacks."""
+    """Protects the version boundaries: a faithfulness.csv written before version 5 (no ``recovery``), before
+    version 7 (no unclipped recovery, its intervals at 95%) or before the cross-position circuit (no ``positions``,
+    once read as all at END) makes the decider raise Missing (inconclusive, with a re-run hint), never a verdict on
+    what it lacks."""
     old = _frame(_all({2: (GOOD, GOOD)})).drop(columns=drop)
     with pytest.raises(Missing, match="before rule version 7.*re-run"):
         circuit_faithful(_Ctx(old))

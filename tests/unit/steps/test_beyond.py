@@ -58,3 +58,23 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
     assert back.summary == {**out["summary"], "operations": "all"}
     assert back.n_layers == model.config.num_hidden_layers
     assert B.summary(back).endswith(f"wrote eap.csv, upstream.csv to {tmp_path / 'embedded'}")
+
+
+def test_a_record_made_before_the_spearman_intervals_is_refused_naming_the_re_run(tmp_path):
+    """Protects the end of the backward-compatibility branch (issue #42): a beyond record without the Spearman
+    intervals (made before they were measured; the shipped SmolLM2 record and a fresh embedded one have them) is one
+    error naming the re-run when read, not a table that says "not measured"."""
+    import pandas as pd
+
+    from arithmech.core import results as R
+    eap = pd.DataFrame({"layer": [0], "head": ["0"], "exact": [-0.1], "eap": [-0.1], "eap_ig": [-0.1], "n": [4]})
+    up = pd.DataFrame({"receiver": ["1.0"], "position": ["END"], "path": ["q"], "sender": ["0.0"], "effect": [-0.1]})
+    old = {m: {"spearman_all": 0.9, "spearman_heads": 0.9} for m in ("eap", "eap_ig")}
+    R.write_step(tmp_path, "beyond", {"eap.csv": eap, "upstream.csv": up},
+                 {"parameters": {"model": "embedded"}, "summary": old})
+    with pytest.raises(R.ResultsError, match="no Spearman interval of eap, eap_ig .*re-run python -m arithmech beyond"):
+        B.read(tmp_path, B.Config())
+    new = {m: {**v, "spearman_all_lo": 0.8, "spearman_all_hi": 0.95} for m, v in old.items()}
+    R.write_step(tmp_path, "beyond", {"eap.csv": eap, "upstream.csv": up},
+                 {"parameters": {"model": "embedded"}, "summary": new})
+    assert B.read(tmp_path, B.Config()).summary == new

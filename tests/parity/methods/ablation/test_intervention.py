@@ -80,7 +80,7 @@ def test_explorer_mean_ablation_equals_its_former_hooks_bit_for_bit(embedded_mod
     logits of the former slice-assigning hooks, at END and at every position, for heads spread over layers
     (two of one layer), on a batch of embedded-model prompts with pooled X_c means."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "fig8", n=12, seed=0, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, "fig8", n=12, seed=0, draw=D.Draw("first", 0, 1))
     means = X.knockout_means(model, tok, samples)
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     heads = [(0, 1), (L - 1, 0), (L - 1, H - 1)]

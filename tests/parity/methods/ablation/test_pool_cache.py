@@ -10,7 +10,7 @@ from arithmech.methods.ablation.pool import build_pool, pool_key, pool_prompts
 
 def _pools(tok, tpls):
     """The pool of the tests: 24 X_c per family, seed 0, first answer token."""
-    return pool_prompts(tok, tpls, 24, 0, draw=D.Draw("first"))
+    return pool_prompts(tok, tpls, 24, 0, draw=D.Draw("first", 0, 1))
 
 
 KW = dict(min_group=4)
@@ -36,7 +36,7 @@ def test_cached_pool_equals_built_pool_and_its_lookups(embedded_model, tmp_path,
     assert len(files) == 1 and files[0].stem == miss.digest
     hit = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     assert _same(built, miss) and _same(built, hit) and hit.digest == miss.digest
-    samples, _ = D.make_pairs(tok, "addition", n=12, seed=3, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, "addition", n=12, seed=3, draw=D.Draw("first", 0, 1))
     for s in samples:
         seq = len(tok(s.clean)["input_ids"])
         for x, y in zip(built.lookup(pool_key(s), seq), hit.lookup(pool_key(s), seq)):
@@ -51,7 +51,7 @@ def test_cache_key_follows_every_input(embedded_model, tmp_path, monkeypatch):
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
     tpls = D.select_templates("addition")
     pools = lambda **kw: pool_prompts(tok, tpls, kw.get("pool_size", 24), kw.get("seed", 0),
-                                      draw=D.Draw("first"))
+                                      draw=D.Draw("first", 0, 1))
     key = lambda bs=64, **kw: pool_cache.pool_digest(model, tok, pools(**kw), 4, 4, bs)
     base = key()
     assert key() == base

@@ -28,8 +28,8 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     conditioned floor = data.floors.problem_floor's count over the prompts (issue #41)."""
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
-    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first"))
-    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first")),
+    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first", 0, 1))
+    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first", 0, 1)),
                       min_group=4)
     gold = answer_ids(tok, samples)
     for positions in ("end", "all"):
@@ -64,13 +64,13 @@ def test_same_seed_same_knockout_rows(embedded_model):
     """Protects determinism: the same seed gives identical knockout rows (pool, prompts, random orders),
     and another seed gives other random orders."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2, draw=D.Draw("first"))
+    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2, draw=D.Draw("first", 0, 1))
     heads = [(l, h) for l in range(6) for h in range(8)]
     key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
 
     def run(seed):
         pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition")[:3], 12, seed,
-                                                   draw=D.Draw("first")), min_group=2)
+                                                   draw=D.Draw("first", 0, 1)), min_group=2)
         settings = KnockoutSettings(samples=8, n_random=3, seed=seed, ks=(0, 1, 2), curves_for="primary",
                                     positions="end", split="in-sample", pool_size=12, batch_size=64)
         return task_knockout(model, tok, samples, pool, "addition", Studied(heads, list(range(6)), key), True,
@@ -162,8 +162,8 @@ def test_knockout_prompts_are_distinct(embedded_model):
     from arithmech.methods.ablation.settings import Prompts
     model, tok, _ = embedded_model
     tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
-    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, draw=D.Draw("last-digit"))
-    got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=D.Draw("last-digit"), heldout=False,
+    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, draw=D.Draw("last-digit", 0, 1))
+    got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=D.Draw("last-digit", 0, 1), heldout=False,
                                                           batch_size=64))
     assert len({s.clean for s in got}) == len(got) > 20
     assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == answer_ids(tok, got)).all())
@@ -183,11 +183,11 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
                                    split="in-sample", pool_size=8, batch_size=64)
     NO_EFFECTS = pd.DataFrame(columns=["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff"])
     ranked = KR.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, NO_EFFECTS, -0.05, "all")
-    ko, evals = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first"))
+    ko, evals = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first", 0, 1))
     assert ran == [("addition", 1), ("all", 1)] and evals["subtraction"] == []
     assert set(ko.task) == {"addition", "all"} and "subtraction: no knockout prompt" in capsys.readouterr().err
     ranked = KR.Ranked({"subtraction": []}, {"subtraction": ["t"]}, NO_EFFECTS, -0.05, "subtraction")
-    ko, _ = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first"))
+    ko, _ = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first", 0, 1))
     assert ko.empty and list(ko.columns) == KR.COLUMNS
 
 

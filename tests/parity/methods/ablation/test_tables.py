@@ -14,14 +14,29 @@ def test_sanity_table_decides_the_rule_from_the_rows():
         base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
                 "mean_source": "template 256"}
         vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, heads_lo, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
-                "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66)}
+                "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66), "conditioned-floor": (0.4, 0.34, 0.46)}
         return pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi}
                              for o, (a, lo, hi) in vals.items()])
     above = sanity_table(rows(0.75)).iloc[0]
     assert above["heads_out_above_floor"] and not above["removes_information"]
     at = sanity_table(rows(0.55)).iloc[0]
     assert not at["heads_out_above_floor"] and at["removes_information"]
-    assert at["floor"] == 0.6 and at["control"] == "passes"            # a file without the conditioned floor
+    assert at["floor"] == 0.6 and at["control"] == "passes"            # the majority floor, the higher here
+    assert at["floor ci"] == (0.54, 0.66)
+
+
+def test_a_knockout_file_without_a_sanity_row_is_refused_naming_the_re_run():
+    """Protects the end of the backward-compatibility branch (issue #42): a knockout.csv made before the conditioned
+    floor was measured (no ``conditioned-floor`` row; every shipped and fresh file has one) is one error naming the
+    re-run, not a table whose floor silently falls back to the majority floor and shows the conditioned one as NaN."""
+    base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
+            "mean_source": "template 256"}
+    vals = {"nothing-out": 1.0, "all-heads-out": 0.8, "all-mlps-out": 0.5, "x_c": 0.3, "majority-floor": 0.6}
+    ko = pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": a - 0.05, "ci_high": a + 0.05}
+                       for o, a in vals.items()])
+    with pytest.raises(ValueError, match="no conditioned-floor row of task t at end .*re-run python -m arithmech "
+                                         "identify --overwrite"):
+        sanity_table(ko)
 
 
 def test_the_floor_is_the_higher_of_the_two_and_a_failed_control_is_inconclusive():
@@ -48,7 +63,7 @@ def _rows(heads, floor=(0.2, 0.15, 0.25), clusters=None):
     base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
             "mean_source": "pool"}
     vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": heads, "all-mlps-out": (0.5, 0.4, 0.6),
-            "x_c": (0.0, 0.0, 0.02), "majority-floor": floor}
+            "x_c": (0.0, 0.0, 0.02), "majority-floor": floor, "conditioned-floor": (0.0, 0.0, 0.01)}
     d = pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi} for o, (a, lo, hi) in vals.items()])
     return d if clusters is None else d.assign(n_clusters=clusters)
 

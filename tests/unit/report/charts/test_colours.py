@@ -140,7 +140,9 @@ def _faith():
                  components="0.0", n_prompts=16) for n in (1, 2)]
     rows += [dict(task="all", method="noising", ablation="mean", order="random", draw=d, n=n, share=0.1, lo=0.0,
                   hi=0.2, components="1.1", n_prompts=16) for n in (1, 2) for d in range(3)]
-    return pd.DataFrame(rows)
+    f = pd.DataFrame(rows).assign(positions="end", level=0.995, over_one=0.0, n_used=16, n_used_clusters=8)
+    return f.assign(**{f"{m}{e}": f[c] for m in ("recovery", "recovery_raw") for e, c in (("", "share"), ("_lo", "lo"),
+                                                                                       ("_hi", "hi"))})
 
 
 def _baseline():

@@ -25,9 +25,11 @@ def test_chapter_tables_take_every_model_through_one_path():
         S = {"n_samples": 64, "top": 10, "ig_steps": 4, "exact_key_heads": [], "receivers": ["1.0"],
              "receivers_from": "key heads", "times": {"exact_s": 1.0, "eap_s": 0.1, "eap_ig_s": 0.4},
              "total_effect": {"mean": -0.5, "se": 0.01},
-             **{m: {"spearman_all": 1.0, "spearman_heads": 1.0, "top_overlap": 2, "key_heads": []} for m in ("eap", "eap_ig")}}
+             **{m: {"spearman_all": 1.0, "spearman_all_lo": 0.9, "spearman_all_hi": 1.0, "spearman_heads": 1.0,
+                     "top_overlap": 2, "key_heads": []} for m in ("eap", "eap_ig")}}
         runs.append(B.Result(config=B.Config(), model=name, summary=S, eap=eap, upstream=up, n_layers=2))
     assert list(V.methods_table(runs).model) == ["a"] * 3 + ["b"] * 3
+    assert list(V.methods_table(runs)[V.CI])[:3] == ["—", "[+0.900, +1.000]", "[+0.900, +1.000]"]
     v = V.verdict_table(runs)
     assert list(v.verdict) == [C.verdict(r.eap, r.upstream)["verdict"] for r in runs] == ["holds", "does not hold"]
     assert all(f"**{x}**" in line for x, line in zip(v.verdict, V.finding_lines(runs)))

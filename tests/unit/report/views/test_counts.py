@@ -76,7 +76,7 @@ def test_round_robin_is_the_draw_the_explorer_makes(embedded_tokenizer):
     """Protects the introduction's prompt count: the templates :func:`round_robin` counts before the page runs are
     the ones ``make_pairs`` draws (the Explorer's draw), prompt for prompt."""
     from arithmech.data import pairs
-    drawn, _ = pairs.make_pairs(embedded_tokenizer, "all", n=60, seed=0, draw=pairs.Draw("last-digit"))
+    drawn, _ = pairs.make_pairs(embedded_tokenizer, "all", n=60, seed=0, draw=pairs.Draw("last-digit", 0, 1))
     assert [s.template for s in drawn] == counts.round_robin(60)
 
 
