@@ -46,13 +46,13 @@ MODEL = "embedded, smollm2-135m, a model folder, a .gguf file or a hub id"
 class ModelChapter(Chapter):
     """A chapter about one model."""
 
-    model: str = option("embedded", MODEL)
+    model_name: str = option("embedded", MODEL)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
 
     def check(self) -> None:
-        check_model(self.model)
+        check_model(self.model_name)
         check_device(self.device)
 
 
@@ -95,7 +95,7 @@ class Identify(ModelChapter):
     stability_sizes: tuple[int, ...] = option(
         step_default(steps.Stability, "sizes"), "pairs drawn per stability run", low=1
     )
-    results_dir: str = option("results", "files go to results_dir/<model-name>/")
+    results: str = option("results", "files go to <results>/<model-name>/")
     trained_without_heldout: bool = option(
         True,
         "the model was trained without arithmech.data.heldout's pairs "
@@ -105,7 +105,7 @@ class Identify(ModelChapter):
 
 @dataclass(frozen=True)
 class Analyze(ModelChapter):
-    results_dir: str = option("results", "reads identify's files from and writes to results_dir/<model-name>/")
+    results: str = option("results", "reads identify's files from and writes to <results>/<model-name>/")
     n_samples: int = option(
         step_default(steps.Analyze, "n_samples"), "reference samples (X_r) the averages run over (paper: 1000)", low=1
     )
@@ -119,7 +119,7 @@ class Models(Chapter):
     """A chapter that shows several models with one code path."""
 
     models: tuple[str, ...] = option(("embedded", "smollm2-135m"), "every model the page shows")
-    results_dir: str = option("results", "reads identify's files from results_dir/<model-name>/")
+    results: str = option("results", "reads identify's files from <results>/<model-name>/")
     identify_samples: int = option(512, "pairs per operation when a model's identify files are missing", low=8)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     device: str = option("cpu", "where the models run: cpu, cuda, cuda:N or mps (checked against this machine)")
@@ -173,7 +173,7 @@ class Beyond(Models):
 
 @dataclass(frozen=True)
 class Finetune(ModelChapter):
-    results_dir: str = option("results", "reads identify's ranking, writes results_dir/<model-name>/finetune/")
+    results: str = option("results", "reads identify's ranking, writes <results>/<model-name>/finetune/")
     suite: str = option(
         "toy", "toy: the embedded model's skills; cpu or paper: a real model", choices=("toy", "cpu", "paper")
     )
@@ -197,12 +197,12 @@ class Finetune(ModelChapter):
 
 @dataclass(frozen=True)
 class MlpAblation(ModelChapter):
-    results_dir: str = option("results", "reads identify's ranking, writes results_dir/<model-name>/finetune/")
+    results: str = option("results", "reads identify's ranking, writes <results>/<model-name>/finetune/")
     top_k: int = option(8, "heads tuned by precise SFT", low=1)
     m_mlps: tuple[int, ...] = option((0, 2, 6), "Table 5: top-m MLP layers tuned with the top-k heads", low=0)
     train_data: str = option("embedded", "training data (embedded, math, or a .jsonl file)")
     n_train: int = option(4096, "training problems (seeded sample)", low=1)
-    steps: int = option(60, "optimizer steps per run", low=1)
+    max_steps: int = option(60, "optimizer steps per run", low=1)
     lr: float = option(5e-4, "learning rate", low=1e-12, high=1 - 1e-12)
     batch_size: int = option(32, "rows per optimizer step", low=1)
     weight_decay: float = option(0.1, "AdamW weight decay", low=0)
@@ -216,7 +216,7 @@ class Exponentiation(ModelChapter):
     threshold: float = option(
         step_default(steps.Generalize, "threshold"), "key heads: relative logit change below this", high=-1e-9
     )
-    results_dir: str = option("results", "results_dir/<model-name>/")
+    results: str = option("results", "<results>/<model-name>/")
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ class Gsm8k(Exponentiation):
 
 @dataclass(frozen=True)
 class ComputerVsLlm(Chapter):
-    model: str = option("embedded", MODEL)
+    model_name: str = option("embedded", MODEL)
     device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
     a: int = option(3, "the first addend", low=0, high=9)
@@ -235,14 +235,14 @@ class ComputerVsLlm(Chapter):
     bits: int = option(3, "width of the binary adder", low=1, high=8)
 
     def check(self) -> None:
-        check_model(self.model)
+        check_model(self.model_name)
         check_device(self.device)
 
 
 @dataclass(frozen=True)
 class SmolLM2(ModelChapter):
-    model: str = option("smollm2-135m", MODEL)
-    results_dir: str = option("results", "files go to results_dir/<model-name>/")
+    model_name: str = option("smollm2-135m", MODEL)
+    results: str = option("results", "files go to <results>/<model-name>/")
     n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     example_sets: int = option(
         step_default(steps.Identify, "example_sets"), "sets of solved examples per template", low=1
@@ -263,9 +263,9 @@ class SmolLM2(ModelChapter):
     )
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)
     knockout_samples: int = option(steps.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
-    random_orders: int = option(
+    n_random: int = option(
         step_default(steps.Identify, "n_random"),
-        "random orders of components outside the key heads and the top k (identify's n_random)",
+        "random orders of components outside the key heads and the top k",
         low=1,
     )
     recompute: bool = option(False, "recompute the steps even when their files exist")

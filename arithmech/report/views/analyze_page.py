@@ -43,8 +43,8 @@ def run(P: AnalyzeChapter) -> dict:
     :func:`arithmech.report.views.counts.key_heads`)."""
     r = analyze.run(
         analyze.Config(
-            model_name=P.model,
-            results=P.results_dir,
+            model_name=P.model_name,
+            results=P.results,
             n_samples=P.n_samples,
             seed=P.seed,
             device=P.device,
@@ -53,7 +53,7 @@ def run(P: AnalyzeChapter) -> dict:
             overwrite=True,
         )
     )
-    return {**r, "model_name": P.model, "kh": counts.key_heads(r["folder"])}
+    return {**r, "model_name": P.model_name, "kh": counts.key_heads(r["folder"])}
 
 
 def header(r: dict) -> str:
@@ -319,6 +319,6 @@ def end(r: dict, P: AnalyzeChapter) -> Any:
             f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r, 'operand')[-1]}",
         ]
         + claim_lines(c, END_CLAIMS),
-        P.model,
+        P.model_name,
         P,
     )

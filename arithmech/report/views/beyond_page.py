@@ -44,7 +44,7 @@ SCALE: dict[str, Any] = dict(BOOK_SCALE)  # identify at the book's scale where i
 
 
 def _common(P: BeyondChapter) -> dict[str, Any]:
-    return dict(results=P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
+    return dict(results=P.results, seed=P.seed, device=P.device, dtype=P.dtype)
 
 
 def runs(P: BeyondChapter) -> list[B.Result]:
@@ -66,7 +66,7 @@ def header(runs: list[B.Result], P: BeyondChapter) -> str:
     """One line per model: layers, samples and identify's key-head count."""
     return "\n".join(
         f"{r.model}: {r.n_layers} layers; {r.summary['n_samples']} samples; identify found "
-        f"{counts.key_heads(model_folder(P.results_dir, r.model)).summary()}"
+        f"{counts.key_heads(model_folder(P.results, r.model)).summary()}"
         for r in runs
     )
 
@@ -145,7 +145,7 @@ def faith_claims(faith: list[faithfulness_step.Result], P: BeyondChapter) -> Any
         "\n".join(
             f"* {f.model}: {line}"
             for f in faith
-            for line in claim_lines(claims(model_folder(P.results_dir, f.model), FAITHFUL), FAITHFUL)
+            for line in claim_lines(claims(model_folder(P.results, f.model), FAITHFUL), FAITHFUL)
         )
     )
 

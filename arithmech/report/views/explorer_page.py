@@ -54,12 +54,12 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
     for m in P.models:
         t0 = time.perf_counter()
         net, tok, _ = load_model(m, device=P.device, dtype=P.dtype, attn_implementation="eager")
-        folder = R.model_folder(P.results_dir, m)
+        folder = R.model_folder(P.results, m)
         if not R.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
             ensure(
                 identify_step.Config(
                     model_name=m,
-                    results=P.results_dir,
+                    results=P.results,
                     device=P.device,
                     dtype=P.dtype,
                     seed=P.seed,
@@ -88,7 +88,7 @@ def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
         out.append(
             markdown(
                 f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
-                f"{counts.key_heads(R.model_folder(P.results_dir, m)).summary()}; {int((s.step >= 0).sum())} "
+                f"{counts.key_heads(R.model_folder(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
                 f"threshold steps; precomputed in {p.seconds:.0f} s. " + answer_token_sentence(rule, p.identify_rule)
             )
         )
@@ -102,7 +102,7 @@ def live(P: ExplorerChapter) -> list:
     if LIVE not in P.models:
         return [markdown("*The live explorer runs the embedded model, which this run's `models` leave out.*")]
     net, tok, _ = load_model(LIVE, device="cpu", dtype="float32", attn_implementation="eager")
-    folder = R.model_folder(P.results_dir, LIVE)
+    folder = R.model_folder(P.results, LIVE)
     means, source = LX.identify_end_means(net, tok, folder)
     kh = counts.key_heads(folder)
     heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in kh.studied]

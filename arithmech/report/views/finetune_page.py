@@ -72,10 +72,10 @@ def run(P: Any) -> "Page":
     curve (scored every 20 steps). A chapter re-computes its own runs (``overwrite``)."""
     if P.threads:
         torch.set_num_threads(P.threads)
-    ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
+    ensure_ranking(P.model_name, P.results, seed=P.seed, device=P.device, dtype=P.dtype)
     config = A.Config(
-        model_name=P.model,
-        results=P.results_dir,
+        model_name=P.model_name,
+        results=P.results,
         seed=P.seed,
         suite=P.suite,
         top_k=P.top_k,
@@ -110,8 +110,8 @@ class Page:
 
     def __init__(self, P: Any, config: A.Config, plan: dict):
         self.P, self.config, self.plan = P, config, plan
-        self.folder = model_folder(P.results_dir, P.model)
-        self.smol = model_folder(P.results_dir, "smollm2-135m")
+        self.folder = model_folder(P.results, P.model_name)
+        self.smol = model_folder(P.results, "smollm2-135m")
         self.curve_rows: dict[str, pd.DataFrame] = {}
 
     def heads_line(self) -> str:
@@ -272,7 +272,7 @@ class Page:
             + f"; every rate of each grid decides (issue #40); {len(P.seeds)} seeds, {P.draws} random draws, "
             f"{steps_of(P)} steps of batch {P.batch_size} per run."
         )
-        chapter_end(lines, P.model, P)
+        chapter_end(lines, P.model_name, P)
 
 
 def memory_table() -> pd.DataFrame:

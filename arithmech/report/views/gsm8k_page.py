@@ -41,7 +41,9 @@ class Page:
 
     def __init__(self, P: Any):
         self.P = P
-        self.net, self.tok, self.geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
+        self.net, self.tok, self.geo = load_model(
+            P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa"
+        )
         self.second = app_e_dataset(self.tok, n=P.n_samples, seed=P.seed)
         self.name = self.second["name"]
         self.q: Any = None
@@ -158,6 +160,6 @@ class Page:
                     else ": the edit removes nothing this model uses, so there is nothing to patch."
                 ),
             ],
-            P.model,
+            P.model_name,
             P,
         )

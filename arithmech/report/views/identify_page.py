@@ -80,12 +80,12 @@ def rules() -> Any:
 
 
 def run(P: IdentifyChapter) -> dict:
-    """Load ``P.model`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
-    files in ``P.results_dir/<model-name>/``."""
-    net, tok, geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
+    """Load ``P.model_name`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
+    files in ``P.results/<model-name>/``."""
+    net, tok, geo = load_model(P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
     res = I.run(
         I.Config(
-            model_name=P.model,
+            model_name=P.model_name,
             task=P.task,
             n_samples=P.n_samples,
             seed=P.seed,
@@ -93,13 +93,13 @@ def run(P: IdentifyChapter) -> dict:
             answer_token=P.answer_token,
             device=P.device,
             dtype=P.dtype,
-            results=P.results_dir,
+            results=P.results,
             overwrite=True,
         ),
         net,
         tok,
     )
-    return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results_dir, P.model)}
+    return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results, P.model_name)}
 
 
 def header(r: dict) -> str:
@@ -232,8 +232,8 @@ def stability(r: dict) -> St.Result:
     P = r["P"]
     return ensure(
         St.Config(
-            model_name=P.model,
-            results=P.results_dir,
+            model_name=P.model_name,
+            results=P.results,
             seed=P.seed,
             device=P.device,
             dtype=P.dtype,
@@ -325,4 +325,6 @@ def claims_md(r: dict) -> Any:
 
 def end(r: dict) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the key-head count and six claims."""
-    chapter_end([counts.key_heads(r["out"]).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r["P"].model, r["P"])
+    chapter_end(
+        [counts.key_heads(r["out"]).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r["P"].model_name, r["P"]
+    )

@@ -31,8 +31,8 @@ class AnalyzeSection(PageBase):
         P = self.P
         return ensure(
             analyze_step.Config(
-                model_name=P.model,
-                results=P.results_dir,
+                model_name=P.model_name,
+                results=P.results,
                 device=P.device,
                 dtype=P.dtype,
                 n_samples=P.n_samples,

@@ -22,12 +22,14 @@ class PageBase:
 
     def __init__(self, P: Any):
         self.P = P
-        self.net, self.tok, self.geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="eager")
-        self.folder = model_folder(P.results_dir, P.model)
+        self.net, self.tok, self.geo = load_model(
+            P.model_name, device=P.device, dtype=P.dtype, attn_implementation="eager"
+        )
+        self.folder = model_folder(P.results, P.model_name)
 
     def _common(self) -> dict:
         P = self.P
-        return dict(model_name=P.model, results=P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
+        return dict(model_name=P.model_name, results=P.results, seed=P.seed, device=P.device, dtype=P.dtype)
 
     def tokenizer_lines(self) -> str:
         """The model's geometry and how its tokenizer splits ``3 + 5 = 8`` (``␣``: a space token)."""

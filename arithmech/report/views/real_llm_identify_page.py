@@ -100,7 +100,7 @@ class IdentifySection(PageBase):
             knockout_split=P.knockout_split,
             bootstrap=P.bootstrap,
             **{**BOOK_SCALE, "knockout_samples": P.knockout_samples},
-            n_random=P.random_orders,
+            n_random=P.n_random,
         )
 
     def _k_shot(self) -> Any:

@@ -77,7 +77,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         return [
             table,
             markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
-            accuracy_chart.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model),
+            accuracy_chart.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model_name),
         ]
 
     @cached_property
@@ -157,7 +157,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         chapter_end(
             [tally(self.verdict).capitalize() + " (the table at the end of this page)."]
             + claim_lines(self.verdict, END_CLAIMS),
-            P.model,
+            P.model_name,
             {
                 "n_samples": P.n_samples,
                 "seed": P.seed,
