@@ -2,9 +2,14 @@
 
 A chapter's ``parameters`` cell holds its defaults (papermill reads and overrides them there); the cell after
 it builds the chapter's config from them, ``P = chapters.check("identify", globals())``, which refuses a
-wrong value in one line naming the parameter, and the chapter builds its step's config from ``P``. The book
-runner checks ``--set`` values the same way, by building the config (:func:`arithmech.report.build.plan.plan`),
-before any chapter runs. A test keeps each parameters cell's defaults equal to its config's.
+wrong value in one line naming the parameter. The book runner checks ``--set`` values the same way, by building
+the config (:func:`arithmech.report.build.plan.plan`), before any chapter runs. A test keeps each parameters
+cell's defaults equal to its config's.
+
+A chapter parameter that sets a step's field has the field's name (``model_name``, ``results``, ``n_samples``);
+each config's ``to_<step>()`` methods build the step configs its page runs with, in one place per step:
+:func:`narrow` copies the fields the two share by name and the method names the rest (a chapter-only parameter
+such as ``stability_seeds``, a fixed setting such as ``overwrite``).
 
 The step configs (:mod:`arithmech.steps.config`) hold the steps' defaults; a chapter's own defaults are its
 choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in its parameters cell.
@@ -12,17 +17,47 @@ choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TypeVar
 
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_model
 from arithmech.steps import config as steps
+from arithmech.steps import config_training as training
+
+S = TypeVar("S", bound=Config)
 
 
 def step_default(config: type[Config], name: str):
     """The default of field ``name`` of step config ``config``: a chapter parameter that means the same takes
     it from there, so the chapter and the command cannot disagree."""
     return config.__dataclass_fields__[name].default
+
+
+def narrow(step: type[S], chapter: Config, skip: tuple[str, ...] = (), **changes) -> S:
+    """Step config ``step`` from ``chapter``: every field the two share by name (a chapter parameter is named as the
+    step field it sets), less ``skip`` (a chapter name that means another thing there), with ``changes`` over them."""
+    given = {f.name: getattr(chapter, f.name) for f in fields(chapter) if f.name not in skip}
+    return step(**{f.name: given[f.name] for f in fields(step) if f.name in given} | changes)
+
+
+def book_scale(chapter: Config) -> dict:
+    """:data:`arithmech.steps.config.BOOK_SCALE` less the fields ``chapter`` sets itself (the SmolLM2 appendix's
+    ``knockout_samples``): identify at the book's scale."""
+    return {k: v for k, v in steps.BOOK_SCALE.items() if k not in chapter.__dataclass_fields__}
+
+
+def stability(chapter: "Identify | SmolLM2", **changes) -> steps.Stability:
+    """Key-head stability on addition: the chapter's ``stability_seeds`` and ``stability_sizes`` are the step's
+    ``seeds`` and ``sizes``."""
+    return narrow(
+        steps.Stability,
+        chapter,
+        task="addition",
+        seeds=chapter.stability_seeds,
+        sizes=chapter.stability_sizes,
+        **changes,
+    )
 
 
 @dataclass(frozen=True)
@@ -69,6 +104,10 @@ class Data(ModelChapter):
         low=1,
     )
 
+    def to_shots(self) -> steps.Shots:
+        """The yield on the chapter's model (the shots step scores identify's default answer token)."""
+        return narrow(steps.Shots, self, skip=("answer_token",), n_per_template=self.yield_per_template)
+
 
 @dataclass(frozen=True)
 class Identify(ModelChapter):
@@ -102,6 +141,13 @@ class Identify(ModelChapter):
         "(the embedded model): compare its top components on trained and held-out facts",
     )
 
+    def to_identify(self) -> steps.Identify:
+        """Identify on the chapter's parameters, rewriting its files (a chapter re-computes its own run)."""
+        return narrow(steps.Identify, self, overwrite=True)
+
+    def to_stability(self) -> steps.Stability:
+        return stability(self)
+
 
 @dataclass(frozen=True)
 class Analyze(ModelChapter):
@@ -112,6 +158,10 @@ class Analyze(ModelChapter):
     prompt: str = option(step_default(steps.Analyze, "prompt"), "the prompt of Fig. 6c and of the explorer")
     counterfactual: str = option("4 @ 3 =", "its counterfactual in the explorer ('' for none)")
     interactive: bool = option(False, "True in a live Jupyter session: show the ipywidgets prompt explorer")
+
+    def to_analyze(self) -> steps.Analyze:
+        """Analyze on the chapter's parameters, rewriting its files."""
+        return narrow(steps.Analyze, self, overwrite=True)
 
 
 @dataclass(frozen=True)
@@ -129,6 +179,10 @@ class Models(Chapter):
         for m in self.models:
             check_model(m)
         check_device(self.device)
+
+    def to_identify(self, model_name: str) -> steps.Identify:
+        """Identify of ``model_name`` at ``identify_samples`` pairs and the book's scale (where its files are missing)."""
+        return narrow(steps.Identify, self, model_name=model_name, n_samples=self.identify_samples, **book_scale(self))
 
 
 @dataclass(frozen=True)
@@ -170,6 +224,13 @@ class Beyond(Models):
     )
     recompute: bool = option(False, "recompute eap.csv / upstream.csv even when made with these parameters")
 
+    def to_beyond(self, model_name: str) -> steps.Beyond:
+        return narrow(steps.Beyond, self, model_name=model_name)
+
+    def to_faithfulness(self, model_name: str) -> steps.Faithfulness:
+        """Faithfulness at its own defaults (its ``n_samples`` counts fresh evaluation pairs, not Beyond's X_r)."""
+        return narrow(steps.Faithfulness, self, skip=("n_samples",), model_name=model_name)
+
 
 @dataclass(frozen=True)
 class Finetune(ModelChapter):
@@ -194,6 +255,15 @@ class Finetune(ModelChapter):
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"parameter seeds={list(self.seeds)}: expected distinct seeds")
 
+    def optimizer_steps(self) -> int:
+        """Optimizer steps per run: ``steps × scale``, at least 1."""
+        return max(1, round(self.steps * self.scale))
+
+    def to_table1(self) -> training.Table1:
+        """The toy arms at :meth:`optimizer_steps` (Table 1's own ``scale`` multiplies its evaluation sizes: left at
+        its default); a chapter re-computes its own runs."""
+        return narrow(training.Table1, self, skip=("scale",), steps=self.optimizer_steps(), overwrite=True)
+
 
 @dataclass(frozen=True)
 class MlpAblation(ModelChapter):
@@ -209,6 +279,22 @@ class MlpAblation(ModelChapter):
     benchmarks: tuple[str, ...] = option(("two_digit", "negative", "single_digit", "generic"), "measured benchmarks")
     threads: int = option(1, "torch threads (0: torch's default)", low=0)
 
+    def to_finetune(self, m: int) -> training.Finetune:
+        """Precise SFT of the top-k heads and the top-``m`` MLP layers (tag ``top{k}-mlp{m}``), re-computed."""
+        k = self.top_k
+        return narrow(
+            training.Finetune,
+            self,
+            mode="precise",
+            heads=f"top-{k}",
+            mlps=m,
+            tag=f"top{k}-mlp{m}",
+            micro_batch_size=self.batch_size,
+            warmup=0.02,
+            threads=self.threads or None,
+            overwrite=True,
+        )
+
 
 @dataclass(frozen=True)
 class Exponentiation(ModelChapter):
@@ -223,6 +309,9 @@ class Exponentiation(ModelChapter):
 class Gsm8k(Exponentiation):
     n_samples: int = option(256, "pairs per dataset", low=1)
     top: int = option(5, "heads compared per run", low=1)
+
+    def to_generalize(self) -> steps.Generalize:
+        return narrow(steps.Generalize, self)
 
 
 @dataclass(frozen=True)
@@ -271,6 +360,23 @@ class SmolLM2(ModelChapter):
     recompute: bool = option(False, "recompute the steps even when their files exist")
     stability_seeds: int = option(3, "key-head stability on addition: independent draws", low=2)
     stability_sizes: tuple[int, ...] = option((64, 128, 256), "pairs drawn (nested per seed)", low=1)
+
+    def to_shots(self) -> steps.Shots:
+        """The yield per K (its ``n_per_template`` is its own, not the accuracy table's)."""
+        return narrow(steps.Shots, self, skip=("n_per_template",))
+
+    def to_identify(self, shots: int, **changes) -> steps.Identify:
+        """Identify at ``shots`` solved examples and the book's scale (``changes``: the zero-shot run's folder)."""
+        return narrow(steps.Identify, self, shots=shots, **book_scale(self), **changes)
+
+    def to_stability(self, shots: int) -> steps.Stability:
+        return stability(self, shots=shots)
+
+    def to_analyze(self) -> steps.Analyze:
+        return narrow(steps.Analyze, self, prompt="4 + 3 = ")
+
+    def to_accuracy(self) -> steps.Accuracy:
+        return narrow(steps.Accuracy, self)
 
 
 # chapter (file stem) → its config

@@ -41,18 +41,7 @@ def run(P: AnalyzeChapter) -> dict:
     """The analyze step on the chapter's parameters (identify's files: the Identify chapter's), rewriting
     its files; the step's dict plus ``model_name`` (the parameter) and ``kh`` (identify's key heads,
     :func:`arithmech.report.views.counts.key_heads`)."""
-    r = analyze.run(
-        analyze.Config(
-            model_name=P.model_name,
-            results=P.results,
-            n_samples=P.n_samples,
-            seed=P.seed,
-            device=P.device,
-            dtype=P.dtype,
-            prompt=P.prompt,
-            overwrite=True,
-        )
-    )
+    r = analyze.run(P.to_analyze())
     return {**r, "model_name": P.model_name, "kh": counts.key_heads(r["folder"])}
 
 

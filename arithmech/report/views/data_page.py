@@ -159,19 +159,7 @@ def yields(d: dict) -> list:
     """The yield of solved examples on the chapter's model (the shots step at ``P.yield_per_template``) and on
     SmolLM2 from its shipped ``shots.csv`` when it is there: per model, the K the rule picks and the table."""
     P = d["P"]
-    chosen = {
-        P.model_name: ensure(
-            ShotsConfig(
-                model_name=P.model_name,
-                seed=P.seed,
-                device=P.device,
-                dtype=P.dtype,
-                n_per_template=P.yield_per_template,
-            ),
-            model=d["net"],
-            tok=d["tok"],
-        )
-    }
+    chosen = {P.model_name: ensure(P.to_shots(), model=d["net"], tok=d["tok"])}
     if P.model_name != SHIPPED and exists(model_folder("results", SHIPPED), "shots.csv"):
         chosen[SHIPPED] = ensure(ShotsConfig(model_name=SHIPPED, seed=P.seed))  # the shipped table
     return [

@@ -28,12 +28,9 @@ from arithmech.report.views import live_explorer as LX
 from arithmech.report.views.cells import html, markdown
 from arithmech.report.views.explorer_views import explorer_chart, finding, knockout_table
 from arithmech.report.views.pages import answer_token_sentence, chapter_end
-from arithmech.steps import identify as identify_step
-from arithmech.steps.config import BOOK_SCALE
 from arithmech.steps.ensure import ensure
 
 LIVE = "embedded"  # the model the live explorer runs in the browser
-SCALE: dict[str, Any] = dict(BOOK_SCALE)  # identify at the book's scale where its files are missing
 
 
 @dataclass
@@ -56,18 +53,7 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
         net, tok, _ = load_model(m, device=P.device, dtype=P.dtype, attn_implementation="eager")
         folder = R.model_folder(P.results, m)
         if not R.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
-            ensure(
-                identify_step.Config(
-                    model_name=m,
-                    results=P.results,
-                    device=P.device,
-                    dtype=P.dtype,
-                    seed=P.seed,
-                    n_samples=P.identify_samples,
-                    answer_token=P.answer_token,
-                    **SCALE,
-                )
-            )
+            ensure(P.to_identify(m))
         recorded = R.read_run(folder)["steps"]["identify"]["parameters"]
         page = X.PageSettings(
             tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token)

@@ -27,7 +27,6 @@ from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.pages import chapter_end
-from arithmech.steps.config import Generalize
 from arithmech.steps.generalize import WORD_PROBLEM_PAIRS, app_e_dataset, compare_runs
 from arithmech.steps.identify_pipeline import identify
 
@@ -66,7 +65,7 @@ class Page:
             self.tok,
             "fig8",
             self.second["spec"],
-            Generalize(n_samples=P.n_samples, seed=P.seed, threshold=P.threshold, top=P.top),
+            P.to_generalize(),
             names=(PAPER_OURS, self.name),
         )
 

@@ -83,22 +83,7 @@ def run(P: IdentifyChapter) -> dict:
     """Load ``P.model_name`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
     files in ``P.results/<model-name>/``."""
     net, tok, geo = load_model(P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
-    res = I.run(
-        I.Config(
-            model_name=P.model_name,
-            task=P.task,
-            n_samples=P.n_samples,
-            seed=P.seed,
-            threshold=P.threshold,
-            answer_token=P.answer_token,
-            device=P.device,
-            dtype=P.dtype,
-            results=P.results,
-            overwrite=True,
-        ),
-        net,
-        tok,
-    )
+    res = I.run(P.to_identify(), net, tok)
     return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results, P.model_name)}
 
 
@@ -230,21 +215,7 @@ def stability(r: dict) -> St.Result:
     """The key-head stability step on addition (``P.stability_seeds`` draws at each of ``P.stability_sizes``),
     from its files when made with these parameters."""
     P = r["P"]
-    return ensure(
-        St.Config(
-            model_name=P.model_name,
-            results=P.results,
-            seed=P.seed,
-            device=P.device,
-            dtype=P.dtype,
-            task="addition",
-            seeds=P.stability_seeds,
-            sizes=P.stability_sizes,
-            threshold=P.threshold,
-        ),
-        model=r["net"],
-        tok=r["tok"],
-    )
+    return ensure(P.to_stability(), model=r["net"], tok=r["tok"])
 
 
 def stability_line(st: St.Result) -> str:

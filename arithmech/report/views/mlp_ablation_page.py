@@ -19,7 +19,6 @@ from arithmech.core.names import component, components
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
-from arithmech.steps.config_training import Finetune
 from arithmech.steps.finetune import run_finetune
 from arithmech.steps.finetune_heads import ensure_ranking
 
@@ -36,32 +35,9 @@ def ranking_line(P: Any) -> str:
 def run(P: Any) -> list[dict]:
     """One precise-SFT run per m of ``P.m_mlps`` (tag ``top{k}-mlp{m}``), each compared with the first's base
     scores; a chapter re-computes its own runs (``overwrite``). Returns the runs' records."""
-    common = dict(
-        model_name=P.model_name,
-        results=P.results,
-        train_data=P.train_data,
-        n_train=P.n_train,
-        benchmarks=P.benchmarks,
-        max_steps=P.max_steps,
-        lr=P.lr,
-        batch_size=P.batch_size,
-        micro_batch_size=P.batch_size,
-        warmup=0.02,
-        weight_decay=P.weight_decay,
-        seed=P.seed,
-        device=P.device,
-        dtype=P.dtype,
-        threads=P.threads or None,
-        overwrite=True,
-    )
     runs: list[dict] = []
     for m in P.m_mlps:
-        runs.append(
-            run_finetune(
-                Finetune(mode="precise", heads=f"top-{P.top_k}", mlps=m, tag=f"top{P.top_k}-mlp{m}", **common),
-                before=runs[0]["base"] if runs else None,
-            )
-        )
+        runs.append(run_finetune(P.to_finetune(m), before=runs[0]["base"] if runs else None))
     return runs
 
 

@@ -58,12 +58,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         """Accuracy per operation (table, Wilson 95% intervals), the answer-token rule it was scored under, and the
         per-template chart (Fig. 8 and Fig. 10's templates)."""
         P = self.P
-        acc = ensure(
-            accuracy_step.Config(**self._common(), n_per_template=P.n_per_template),
-            P.recompute,
-            model=self.net,
-            tok=self.tok,
-        )
+        acc = ensure(P.to_accuracy(), P.recompute, model=self.net, tok=self.tok)
         s = acc.table[acc.table.template == "(all)"]
         table = pd.DataFrame(
             {
