@@ -361,7 +361,7 @@ class Book(Config):
     only: str | None = option(None, "execute only this chapter (file stem, e.g. identify)")
     set: tuple[str, ...] | None = option(
         None,
-        "KEY=VALUE: a parameter for every chapter that has it (model=...) or "
+        "KEY=VALUE: a parameter for every chapter that has it (model_name=...) or "
         "for one (identify.n_samples=32); repeat the flag for several",
         repeat=True,
     )

@@ -75,7 +75,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     root = README.parent
     (ch,) = plan(root, load_config(root), [book[i + 1] for i, a in enumerate(book) if a == "--set"],
                  only=book[book.index("--only") + 1])
-    assert ch.name == "identify" and ch.parameters["model"] == "smollm2-135m"
+    assert ch.name == "identify" and ch.parameters["model_name"] == "smollm2-135m"
     for c in cmds:
         argv = [sys.executable, *c[1:]] + (["--help"] if c[3] == "train-embedded" else [])
         r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)

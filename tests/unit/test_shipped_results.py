@@ -61,7 +61,7 @@ def test_shipped_steps_were_made_with_the_appendix_parameters():
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                                   n_samples=p["n_samples"], shots=k, example_sets=p["example_sets"],
                                   knockout_split=p["knockout_split"], bootstrap=p["bootstrap"],
-                                  **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["random_orders"])
+                                  **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["n_random"])
     assert R.made_with(FOLDER, "identify", identify_step.recorded(config))
     zero = config.replace(shots=0, out=str(FOLDER / "zero-shot"))   # the side-by-side's zero-shot run: like with like
     assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero))

@@ -2,9 +2,14 @@
 
 A chapter's ``parameters`` cell holds its defaults (papermill reads and overrides them there); the cell after
 it builds the chapter's config from them, ``P = chapters.check("identify", globals())``, which refuses a
-wrong value in one line naming the parameter, and the chapter builds its step's config from ``P``. The book
-runner checks ``--set`` values the same way, by building the config (:func:`arithmech.report.build.plan.plan`),
-before any chapter runs. A test keeps each parameters cell's defaults equal to its config's.
+wrong value in one line naming the parameter. The book runner checks ``--set`` values the same way, by building
+the config (:func:`arithmech.report.build.plan.plan`), before any chapter runs. A test keeps each parameters
+cell's defaults equal to its config's.
+
+A chapter parameter that sets a step's field has the field's name (``model_name``, ``results``, ``n_samples``);
+each config's ``to_<step>()`` methods build the step configs its page runs with, in one place per step:
+:func:`narrow` copies the fields the two share by name and the method names the rest (a chapter-only parameter
+such as ``stability_seeds``, a fixed setting such as ``overwrite``).
 
 The step configs (:mod:`arithmech.steps.config`) hold the steps' defaults; a chapter's own defaults are its
 choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in its parameters cell.
@@ -12,17 +17,47 @@ choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TypeVar
 
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_model
 from arithmech.steps import config as steps
+from arithmech.steps import config_training as training
+
+S = TypeVar("S", bound=Config)
 
 
 def step_default(config: type[Config], name: str):
     """The default of field ``name`` of step config ``config``: a chapter parameter that means the same takes
     it from there, so the chapter and the command cannot disagree."""
     return config.__dataclass_fields__[name].default
+
+
+def narrow(step: type[S], chapter: Config, skip: tuple[str, ...] = (), **changes) -> S:
+    """Step config ``step`` from ``chapter``: every field the two share by name (a chapter parameter is named as the
+    step field it sets), less ``skip`` (a chapter name that means another thing there), with ``changes`` over them."""
+    given = {f.name: getattr(chapter, f.name) for f in fields(chapter) if f.name not in skip}
+    return step(**{f.name: given[f.name] for f in fields(step) if f.name in given} | changes)
+
+
+def book_scale(chapter: Config) -> dict:
+    """:data:`arithmech.steps.config.BOOK_SCALE` less the fields ``chapter`` sets itself (the SmolLM2 appendix's
+    ``knockout_samples``): identify at the book's scale."""
+    return {k: v for k, v in steps.BOOK_SCALE.items() if k not in chapter.__dataclass_fields__}
+
+
+def stability(chapter: "Identify | SmolLM2", **changes) -> steps.Stability:
+    """Key-head stability on addition: the chapter's ``stability_seeds`` and ``stability_sizes`` are the step's
+    ``seeds`` and ``sizes``."""
+    return narrow(
+        steps.Stability,
+        chapter,
+        task="addition",
+        seeds=chapter.stability_seeds,
+        sizes=chapter.stability_sizes,
+        **changes,
+    )
 
 
 @dataclass(frozen=True)
@@ -46,13 +81,13 @@ MODEL = "embedded, smollm2-135m, a model folder, a .gguf file or a hub id"
 class ModelChapter(Chapter):
     """A chapter about one model."""
 
-    model: str = option("embedded", MODEL)
+    model_name: str = option("embedded", MODEL)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
 
     def check(self) -> None:
-        check_model(self.model)
+        check_model(self.model_name)
         check_device(self.device)
 
 
@@ -68,6 +103,10 @@ class Data(ModelChapter):
         "and K (the book's scale; the shots command's default is larger)",
         low=1,
     )
+
+    def to_shots(self) -> steps.Shots:
+        """The yield on the chapter's model (the shots step scores identify's default answer token)."""
+        return narrow(steps.Shots, self, skip=("answer_token",), n_per_template=self.yield_per_template)
 
 
 @dataclass(frozen=True)
@@ -95,17 +134,24 @@ class Identify(ModelChapter):
     stability_sizes: tuple[int, ...] = option(
         step_default(steps.Stability, "sizes"), "pairs drawn per stability run", low=1
     )
-    results_dir: str = option("results", "files go to results_dir/<model-name>/")
+    results: str = option("results", "files go to <results>/<model-name>/")
     trained_without_heldout: bool = option(
         True,
         "the model was trained without arithmech.data.heldout's pairs "
         "(the embedded model): compare its top components on trained and held-out facts",
     )
 
+    def to_identify(self) -> steps.Identify:
+        """Identify on the chapter's parameters, rewriting its files (a chapter re-computes its own run)."""
+        return narrow(steps.Identify, self, overwrite=True)
+
+    def to_stability(self) -> steps.Stability:
+        return stability(self)
+
 
 @dataclass(frozen=True)
 class Analyze(ModelChapter):
-    results_dir: str = option("results", "reads identify's files from and writes to results_dir/<model-name>/")
+    results: str = option("results", "reads identify's files from and writes to <results>/<model-name>/")
     n_samples: int = option(
         step_default(steps.Analyze, "n_samples"), "reference samples (X_r) the averages run over (paper: 1000)", low=1
     )
@@ -113,13 +159,17 @@ class Analyze(ModelChapter):
     counterfactual: str = option("4 @ 3 =", "its counterfactual in the explorer ('' for none)")
     interactive: bool = option(False, "True in a live Jupyter session: show the ipywidgets prompt explorer")
 
+    def to_analyze(self) -> steps.Analyze:
+        """Analyze on the chapter's parameters, rewriting its files."""
+        return narrow(steps.Analyze, self, overwrite=True)
+
 
 @dataclass(frozen=True)
 class Models(Chapter):
     """A chapter that shows several models with one code path."""
 
     models: tuple[str, ...] = option(("embedded", "smollm2-135m"), "every model the page shows")
-    results_dir: str = option("results", "reads identify's files from results_dir/<model-name>/")
+    results: str = option("results", "reads identify's files from <results>/<model-name>/")
     identify_samples: int = option(512, "pairs per operation when a model's identify files are missing", low=8)
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     device: str = option("cpu", "where the models run: cpu, cuda, cuda:N or mps (checked against this machine)")
@@ -129,6 +179,10 @@ class Models(Chapter):
         for m in self.models:
             check_model(m)
         check_device(self.device)
+
+    def to_identify(self, model_name: str) -> steps.Identify:
+        """Identify of ``model_name`` at ``identify_samples`` pairs and the book's scale (where its files are missing)."""
+        return narrow(steps.Identify, self, model_name=model_name, n_samples=self.identify_samples, **book_scale(self))
 
 
 @dataclass(frozen=True)
@@ -170,10 +224,17 @@ class Beyond(Models):
     )
     recompute: bool = option(False, "recompute eap.csv / upstream.csv even when made with these parameters")
 
+    def to_beyond(self, model_name: str) -> steps.Beyond:
+        return narrow(steps.Beyond, self, model_name=model_name)
+
+    def to_faithfulness(self, model_name: str) -> steps.Faithfulness:
+        """Faithfulness at its own defaults (its ``n_samples`` counts fresh evaluation pairs, not Beyond's X_r)."""
+        return narrow(steps.Faithfulness, self, skip=("n_samples",), model_name=model_name)
+
 
 @dataclass(frozen=True)
 class Finetune(ModelChapter):
-    results_dir: str = option("results", "reads identify's ranking, writes results_dir/<model-name>/finetune/")
+    results: str = option("results", "reads identify's ranking, writes <results>/<model-name>/finetune/")
     suite: str = option(
         "toy", "toy: the embedded model's skills; cpu or paper: a real model", choices=("toy", "cpu", "paper")
     )
@@ -194,20 +255,45 @@ class Finetune(ModelChapter):
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"parameter seeds={list(self.seeds)}: expected distinct seeds")
 
+    def optimizer_steps(self) -> int:
+        """Optimizer steps per run: ``steps × scale``, at least 1."""
+        return max(1, round(self.steps * self.scale))
+
+    def to_table1(self) -> training.Table1:
+        """The toy arms at :meth:`optimizer_steps` (Table 1's own ``scale`` multiplies its evaluation sizes: left at
+        its default); a chapter re-computes its own runs."""
+        return narrow(training.Table1, self, skip=("scale",), steps=self.optimizer_steps(), overwrite=True)
+
 
 @dataclass(frozen=True)
 class MlpAblation(ModelChapter):
-    results_dir: str = option("results", "reads identify's ranking, writes results_dir/<model-name>/finetune/")
+    results: str = option("results", "reads identify's ranking, writes <results>/<model-name>/finetune/")
     top_k: int = option(8, "heads tuned by precise SFT", low=1)
     m_mlps: tuple[int, ...] = option((0, 2, 6), "Table 5: top-m MLP layers tuned with the top-k heads", low=0)
     train_data: str = option("embedded", "training data (embedded, math, or a .jsonl file)")
     n_train: int = option(4096, "training problems (seeded sample)", low=1)
-    steps: int = option(60, "optimizer steps per run", low=1)
+    max_steps: int = option(60, "optimizer steps per run", low=1)
     lr: float = option(5e-4, "learning rate", low=1e-12, high=1 - 1e-12)
     batch_size: int = option(32, "rows per optimizer step", low=1)
     weight_decay: float = option(0.1, "AdamW weight decay", low=0)
     benchmarks: tuple[str, ...] = option(("two_digit", "negative", "single_digit", "generic"), "measured benchmarks")
     threads: int = option(1, "torch threads (0: torch's default)", low=0)
+
+    def to_finetune(self, m: int) -> training.Finetune:
+        """Precise SFT of the top-k heads and the top-``m`` MLP layers (tag ``top{k}-mlp{m}``), re-computed."""
+        k = self.top_k
+        return narrow(
+            training.Finetune,
+            self,
+            mode="precise",
+            heads=f"top-{k}",
+            mlps=m,
+            tag=f"top{k}-mlp{m}",
+            micro_batch_size=self.batch_size,
+            warmup=0.02,
+            threads=self.threads or None,
+            overwrite=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -216,7 +302,7 @@ class Exponentiation(ModelChapter):
     threshold: float = option(
         step_default(steps.Generalize, "threshold"), "key heads: relative logit change below this", high=-1e-9
     )
-    results_dir: str = option("results", "results_dir/<model-name>/")
+    results: str = option("results", "<results>/<model-name>/")
 
 
 @dataclass(frozen=True)
@@ -224,10 +310,13 @@ class Gsm8k(Exponentiation):
     n_samples: int = option(256, "pairs per dataset", low=1)
     top: int = option(5, "heads compared per run", low=1)
 
+    def to_generalize(self) -> steps.Generalize:
+        return narrow(steps.Generalize, self)
+
 
 @dataclass(frozen=True)
 class ComputerVsLlm(Chapter):
-    model: str = option("embedded", MODEL)
+    model_name: str = option("embedded", MODEL)
     device: str = option("cpu", "where the model runs: cpu, cuda, cuda:N or mps (checked against this machine)")
     dtype: str = option("float32", "the model's weights", choices=DTYPES)
     a: int = option(3, "the first addend", low=0, high=9)
@@ -235,14 +324,14 @@ class ComputerVsLlm(Chapter):
     bits: int = option(3, "width of the binary adder", low=1, high=8)
 
     def check(self) -> None:
-        check_model(self.model)
+        check_model(self.model_name)
         check_device(self.device)
 
 
 @dataclass(frozen=True)
 class SmolLM2(ModelChapter):
-    model: str = option("smollm2-135m", MODEL)
-    results_dir: str = option("results", "files go to results_dir/<model-name>/")
+    model_name: str = option("smollm2-135m", MODEL)
+    results: str = option("results", "files go to <results>/<model-name>/")
     n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     example_sets: int = option(
         step_default(steps.Identify, "example_sets"), "sets of solved examples per template", low=1
@@ -263,14 +352,31 @@ class SmolLM2(ModelChapter):
     )
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)
     knockout_samples: int = option(steps.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
-    random_orders: int = option(
+    n_random: int = option(
         step_default(steps.Identify, "n_random"),
-        "random orders of components outside the key heads and the top k (identify's n_random)",
+        "random orders of components outside the key heads and the top k",
         low=1,
     )
     recompute: bool = option(False, "recompute the steps even when their files exist")
     stability_seeds: int = option(3, "key-head stability on addition: independent draws", low=2)
     stability_sizes: tuple[int, ...] = option((64, 128, 256), "pairs drawn (nested per seed)", low=1)
+
+    def to_shots(self) -> steps.Shots:
+        """The yield per K (its ``n_per_template`` is its own, not the accuracy table's)."""
+        return narrow(steps.Shots, self, skip=("n_per_template",))
+
+    def to_identify(self, shots: int, **changes) -> steps.Identify:
+        """Identify at ``shots`` solved examples and the book's scale (``changes``: the zero-shot run's folder)."""
+        return narrow(steps.Identify, self, shots=shots, **book_scale(self), **changes)
+
+    def to_stability(self, shots: int) -> steps.Stability:
+        return stability(self, shots=shots)
+
+    def to_analyze(self) -> steps.Analyze:
+        return narrow(steps.Analyze, self, prompt="4 + 3 = ")
+
+    def to_accuracy(self) -> steps.Accuracy:
+        return narrow(steps.Accuracy, self)
 
 
 # chapter (file stem) → its config

@@ -41,19 +41,8 @@ def run(P: AnalyzeChapter) -> dict:
     """The analyze step on the chapter's parameters (identify's files: the Identify chapter's), rewriting
     its files; the step's dict plus ``model_name`` (the parameter) and ``kh`` (identify's key heads,
     :func:`arithmech.report.views.counts.key_heads`)."""
-    r = analyze.compute(
-        analyze.Config(
-            model_name=P.model,
-            results=P.results_dir,
-            n_samples=P.n_samples,
-            seed=P.seed,
-            device=P.device,
-            dtype=P.dtype,
-            prompt=P.prompt,
-            overwrite=True,
-        )
-    )
-    return {**r, "model_name": P.model, "kh": counts.key_heads(r["folder"])}
+    r = analyze.compute(P.to_analyze())
+    return {**r, "model_name": P.model_name, "kh": counts.key_heads(r["folder"])}
 
 
 def header(r: dict) -> str:
@@ -319,6 +308,6 @@ def end(r: dict, P: AnalyzeChapter) -> Any:
             f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r, 'operand')[-1]}",
         ]
         + claim_lines(c, END_CLAIMS),
-        P.model,
+        P.model_name,
         P,
     )

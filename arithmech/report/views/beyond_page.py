@@ -28,9 +28,6 @@ from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps import beyond as B
 from arithmech.steps import faithfulness as faithfulness_step
-from arithmech.steps.config import BOOK_SCALE
-from arithmech.steps.config import Faithfulness as FaithfulnessConfig
-from arithmech.steps.config import Identify as IdentifyConfig
 from arithmech.steps.ensure import ensure
 
 MISSES = {
@@ -40,33 +37,20 @@ MISSES = {
     "miss_both_frozen": "miss, both frozen",
 }
 FAITHFUL = ["circuit-faithful"]
-SCALE: dict[str, Any] = dict(BOOK_SCALE)  # identify at the book's scale where its files are missing
-
-
-def _common(P: BeyondChapter) -> dict[str, Any]:
-    return dict(results=P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
 
 
 def runs(P: BeyondChapter) -> list[B.Result]:
     """The Beyond step's :class:`~arithmech.steps.beyond.Result` per model of ``P.models`` (``model``, ``summary``,
     ``eap``, ``upstream``, ``n_layers``); a model without identify's files gets them first at ``P.identify_samples`` pairs and the
     book's scale."""
-    common = _common(P)
-    return [
-        ensure(
-            B.Config(model_name=m, receivers=P.receivers, ig_steps=P.ig_steps, n_samples=P.n_samples, **common),
-            P.recompute,
-            upstream=IdentifyConfig(model_name=m, n_samples=P.identify_samples, **SCALE, **common),
-        )
-        for m in P.models
-    ]
+    return [ensure(P.to_beyond(m), P.recompute, upstream=P.to_identify(m)) for m in P.models]
 
 
 def header(runs: list[B.Result], P: BeyondChapter) -> str:
     """One line per model: layers, samples and identify's key-head count."""
     return "\n".join(
         f"{r.model}: {r.n_layers} layers; {r.summary['n_samples']} samples; identify found "
-        f"{counts.key_heads(model_folder(P.results_dir, r.model)).summary()}"
+        f"{counts.key_heads(model_folder(P.results, r.model)).summary()}"
         for r in runs
     )
 
@@ -124,7 +108,7 @@ def faithful_rule() -> Any:
 
 def faithfulness(P: BeyondChapter) -> list[faithfulness_step.Result]:
     """The faithfulness step's :class:`~arithmech.steps.faithfulness.Result` per model (``model``, ``frame``)."""
-    return [ensure(FaithfulnessConfig(model_name=m, **_common(P)), P.recompute) for m in P.models]
+    return [ensure(P.to_faithfulness(m), P.recompute) for m in P.models]
 
 
 def faith_charts(faith: list[faithfulness_step.Result]) -> list:
@@ -145,7 +129,7 @@ def faith_claims(faith: list[faithfulness_step.Result], P: BeyondChapter) -> Any
         "\n".join(
             f"* {f.model}: {line}"
             for f in faith
-            for line in claim_lines(claims(model_folder(P.results_dir, f.model), FAITHFUL), FAITHFUL)
+            for line in claim_lines(claims(model_folder(P.results, f.model), FAITHFUL), FAITHFUL)
         )
     )
 

@@ -49,7 +49,7 @@ class Page:
     @cached_property
     def model(self) -> tuple[Any, Any]:
         """The model and its tokenizer."""
-        net, tok, _ = load_model(self.P.model, device=self.P.device, dtype=self.P.dtype)
+        net, tok, _ = load_model(self.P.model_name, device=self.P.device, dtype=self.P.dtype)
         return net, tok
 
     @cached_property
@@ -66,7 +66,7 @@ class Page:
     def next_token_line(self) -> str:
         """The model's next token on the prompt, as a line (the top numbers are computed first)."""
         _ = self.top
-        return f"{self.P.model} on {self.prompt!r}: next token {self.next_token()}"
+        return f"{self.P.model_name} on {self.prompt!r}: next token {self.next_token()}"
 
     def chart(self) -> Any:
         """The adder's partial results beside the model's MLP writes, layer by layer."""
@@ -84,7 +84,7 @@ class Page:
         """The computer's steps and the model's layers, each beside the paper's."""
         return (
             f"computer, partial result per full-adder step:      {self.steps()}   (paper: 1 → 3 → 7)\n"
-            f"{self.P.model}, top-1 number of each MLP write per layer: {self.layers()}   "
+            f"{self.P.model_name}, top-1 number of each MLP write per layer: {self.layers()}   "
             f"(paper, LLaMA2-7B: {' → '.join(dict.fromkeys(paper.FIG6C_TOP.values()))})"
         )
 
@@ -97,9 +97,9 @@ class Page:
         chapter_end(
             [
                 f"Computer: partial results per full-adder step {self.steps()}.",
-                f"{self.P.model}: top-1 number of each MLP's write, layer by layer: {self.layers()}.",
-                f"{self.P.model}'s next token on {self.prompt!r}: {self.next_token()!r}.",
+                f"{self.P.model_name}: top-1 number of each MLP's write, layer by layer: {self.layers()}.",
+                f"{self.P.model_name}'s next token on {self.prompt!r}: {self.next_token()!r}.",
             ],
-            self.P.model,
+            self.P.model_name,
             self.P,
         )

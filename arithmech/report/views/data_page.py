@@ -55,9 +55,9 @@ def templates() -> pd.DataFrame:
 
 
 def draw(P: DataChapter) -> dict:
-    """Load ``P.model`` and draw ``P.n_per_template`` pairs per template of every operation (seed ``P.seed``,
+    """Load ``P.model_name`` and draw ``P.n_per_template`` pairs per template of every operation (seed ``P.seed``,
     answer token ``P.answer_token``)."""
-    net, tok, _ = load_model(P.model, device=P.device, dtype=P.dtype)
+    net, tok, _ = load_model(P.model_name, device=P.device, dtype=P.dtype)
     tpls = select_templates("all")
     samples, stats = make_pairs(tok, tpls, n=P.n_per_template * len(tpls), seed=P.seed, draw=Draw(P.answer_token, 0, 1))
     return {"P": P, "net": net, "tok": tok, "tpls": tpls, "samples": samples, "stats": stats}
@@ -125,14 +125,14 @@ def accuracy_line(d: dict) -> str:
     _scored(d)
     kept, samples = d["kept"], d["samples"]
     return (
-        f"{d['P'].model}: {len(kept)}/{len(samples)} pairs answered correctly ({len(kept) / len(samples):.1%}); "
+        f"{d['P'].model_name}: {len(kept)}/{len(samples)} pairs answered correctly ({len(kept) / len(samples):.1%}); "
         f"paper: LLaMA2 puts 82% probability on the right answer on average"
     )
 
 
 def accuracy_chart(d: dict) -> alt.TopLevelMixin:
     """Each template's accuracy on the drawn pairs."""
-    return template_accuracy_chart(_scored(d)["by_template"], d["P"].model)
+    return template_accuracy_chart(_scored(d)["by_template"], d["P"].model_name)
 
 
 def shots_rule() -> Any:
@@ -159,16 +159,8 @@ def yields(d: dict) -> list:
     """The yield of solved examples on the chapter's model (the shots step at ``P.yield_per_template``) and on
     SmolLM2 from its shipped ``shots.csv`` when it is there: per model, the K the rule picks and the table."""
     P = d["P"]
-    chosen = {
-        P.model: ensure(
-            ShotsConfig(
-                model_name=P.model, seed=P.seed, device=P.device, dtype=P.dtype, n_per_template=P.yield_per_template
-            ),
-            model=d["net"],
-            tok=d["tok"],
-        )
-    }
-    if P.model != SHIPPED and exists(model_folder("results", SHIPPED), "shots.csv"):
+    chosen = {P.model_name: ensure(P.to_shots(), model=d["net"], tok=d["tok"])}
+    if P.model_name != SHIPPED and exists(model_folder("results", SHIPPED), "shots.csv"):
         chosen[SHIPPED] = ensure(ShotsConfig(model_name=SHIPPED, seed=P.seed))  # the shipped table
     return [
         x for m, c in chosen.items() for x in (markdown(f"**{m}**: the rule picks **K = {c.shots}**"), yield_view(c))
@@ -263,11 +255,11 @@ def end(d: dict) -> None:
         [
             f"{len(t)} templates ({(t.figure == 'Fig. 8').sum()} of Fig. 8, {(t.figure == 'Fig. 10').sum()} of Fig. 10), each with a counterfactual of the same token length.",
             f"{stats.made} pairs drawn ({P.n_per_template} per template, seed {P.seed}); {stats.redrawn} draws redone for a token-length mismatch.",
-            f"{P.model} answers {len(kept)} of {len(samples)} pairs right ({len(kept) / len(samples):.1%}): these form $X_r$.",
+            f"{P.model_name} answers {len(kept)} of {len(samples)} pairs right ({len(kept) / len(samples):.1%}): these form $X_r$.",
             f"Lowest template accuracy: {by_template.accuracy.min():.0%} ({by_template.loc[by_template.accuracy.idxmin(), 'template']}, n = {P.n_per_template} draws per template).",
             f"Held-out test of the embedded model (rule: exact match ≥ {H.TARGET:.0%}): held-out operand pairs "
             f"{cite(pairs)}, **{H.verdict(pairs)}**; held-out phrasings {cite(phr)}, **{H.verdict(phr)}**.",
         ],
-        P.model,
+        P.model_name,
         P,
     )

@@ -28,12 +28,9 @@ from arithmech.report.views import live_explorer as LX
 from arithmech.report.views.cells import html, markdown
 from arithmech.report.views.explorer_views import explorer_chart, finding, knockout_table
 from arithmech.report.views.pages import answer_token_sentence, chapter_end
-from arithmech.steps import identify as identify_step
-from arithmech.steps.config import BOOK_SCALE
 from arithmech.steps.ensure import ensure
 
 LIVE = "embedded"  # the model the live explorer runs in the browser
-SCALE: dict[str, Any] = dict(BOOK_SCALE)  # identify at the book's scale where its files are missing
 
 
 @dataclass
@@ -54,20 +51,9 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
     for m in P.models:
         t0 = time.perf_counter()
         net, tok, _ = load_model(m, device=P.device, dtype=P.dtype, attn_implementation="eager")
-        folder = R.model_folder(P.results_dir, m)
+        folder = R.model_folder(P.results, m)
         if not R.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
-            ensure(
-                identify_step.Config(
-                    model_name=m,
-                    results=P.results_dir,
-                    device=P.device,
-                    dtype=P.dtype,
-                    seed=P.seed,
-                    n_samples=P.identify_samples,
-                    answer_token=P.answer_token,
-                    **SCALE,
-                )
-            )
+            ensure(P.to_identify(m))
         recorded = R.read_run(folder)["steps"]["identify"]["parameters"]
         page = X.PageSettings(
             tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token, 0, 1)
@@ -88,7 +74,7 @@ def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
         out.append(
             markdown(
                 f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
-                f"{counts.key_heads(R.model_folder(P.results_dir, m)).summary()}; {int((s.step >= 0).sum())} "
+                f"{counts.key_heads(R.model_folder(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
                 f"threshold steps; precomputed in {p.seconds:.0f} s. " + answer_token_sentence(rule, p.identify_rule)
             )
         )
@@ -102,7 +88,7 @@ def live(P: ExplorerChapter) -> list:
     if LIVE not in P.models:
         return [markdown("*The live explorer runs the embedded model, which this run's `models` leave out.*")]
     net, tok, _ = load_model(LIVE, device="cpu", dtype="float32", attn_implementation="eager")
-    folder = R.model_folder(P.results_dir, LIVE)
+    folder = R.model_folder(P.results, LIVE)
     means, source = LX.identify_end_means(net, tok, folder)
     kh = counts.key_heads(folder)
     heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in kh.studied]

@@ -31,7 +31,9 @@ class Page:
 
     def __init__(self, P: Any):
         self.P = P
-        self.net, self.tok, self.geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
+        self.net, self.tok, self.geo = load_model(
+            P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa"
+        )
         self.rows, self.runs = table3(self.net, self.tok, n_samples=P.n_samples, seed=P.seed, threshold=P.threshold)
 
     def table(self) -> Any:
@@ -87,7 +89,7 @@ class Page:
     def shared_lines(self) -> str:
         """Per template: how many of its key heads are key heads of the basic operations (Identify's
         ``key_heads.json``), beside the paper's 4 of 5; or how to make that file."""
-        folder = R.model_folder(self.P.results_dir, self.P.model)
+        folder = R.model_folder(self.P.results, self.P.model_name)
         if not (R.exists(folder, "key_heads.json") and self.runs):
             return "run the Identify chapter first to compare with the basic operations' key heads"
         four = {h["name"] for h in R.read(folder, "key_heads.json")["heads"]}
@@ -109,6 +111,6 @@ class Page:
                 for k, r in self.runs.items()
             ]
             or ["No template had $X_r$ prompts: this model does not answer exponentiation."],
-            self.P.model,
+            self.P.model_name,
             self.P,
         )

@@ -62,35 +62,14 @@ def frontier(folder: str | Path, name: str, rows: pd.DataFrame) -> list:
     ]
 
 
-def steps_of(P: Any) -> int:
-    """Optimizer steps per run: ``steps × scale``, at least 1."""
-    return max(1, round(P.steps * P.scale))
-
-
 def run(P: Any) -> "Page":
     """Runs the chapter's toy arms (``P``: the chapter's config, :class:`~arithmech.report.build.chapters.Finetune`):
     identify's ranking first (made if missing), then every arm over its learning-rate grid, then full SFT's learning
     curve (scored every 20 steps). A chapter re-computes its own runs (``overwrite``)."""
     if P.threads:
         torch.set_num_threads(P.threads)
-    ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
-    config = A.Config(
-        model_name=P.model,
-        results=P.results_dir,
-        seed=P.seed,
-        suite=P.suite,
-        top_k=P.top_k,
-        seeds=P.seeds,
-        draws=P.draws,
-        frontier_seeds=P.frontier_seeds,
-        steps=steps_of(P),
-        curve_steps=P.curve_steps,
-        batch_size=P.batch_size,
-        max_extend=P.max_extend,
-        device=P.device,
-        dtype=P.dtype,
-        overwrite=True,
-    )
+    ensure_ranking(P.model_name, P.results, seed=P.seed, device=P.device, dtype=P.dtype)
+    config = P.to_table1()
     plan = A.run(config)
     learning_curve(config)
     return Page(P, config, plan)
@@ -111,8 +90,8 @@ class Page:
 
     def __init__(self, P: Any, config: A.Config, plan: dict):
         self.P, self.config, self.plan = P, config, plan
-        self.folder = model_folder(P.results_dir, P.model)
-        self.smol = model_folder(P.results_dir, "smollm2-135m")
+        self.folder = model_folder(P.results, P.model_name)
+        self.smol = model_folder(P.results, "smollm2-135m")
         self.curve_rows: dict[str, pd.DataFrame] = {}
 
     def heads_line(self) -> str:
@@ -251,7 +230,7 @@ class Page:
             if k == P.top_k:
                 res = V.arm_runs(folder, self.plan)["precise-key"][0]["results"]
             else:
-                net, tok, _ = train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], steps_of(P), P.seed)
+                net, tok, _ = train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], P.optimizer_steps(), P.seed)
                 res = S.evaluate(net, tok, "test", {"single_digit_per_template": 4}, P.seed)
             rows.append(
                 {"heads": k, **{m.replace("_", "-") + " (%)": round(100 * res[m]["value"], 1) for m in MEASURES}}
@@ -271,9 +250,9 @@ class Page:
                 if a.get("chosen_lr")
             )
             + f"; every rate of each grid decides (issue #40); {len(P.seeds)} seeds, {P.draws} random draws, "
-            f"{steps_of(P)} steps of batch {P.batch_size} per run."
+            f"{P.optimizer_steps()} steps of batch {P.batch_size} per run."
         )
-        chapter_end(lines, P.model, P)
+        chapter_end(lines, P.model_name, P)
 
 
 def memory_table() -> pd.DataFrame:

@@ -27,7 +27,6 @@ from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.pages import chapter_end
-from arithmech.steps.config import Generalize
 from arithmech.steps.generalize import WORD_PROBLEM_PAIRS, app_e_dataset, compare_runs
 from arithmech.steps.identify_pipeline import identify
 
@@ -41,7 +40,9 @@ class Page:
 
     def __init__(self, P: Any):
         self.P = P
-        self.net, self.tok, self.geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
+        self.net, self.tok, self.geo = load_model(
+            P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa"
+        )
         self.second = app_e_dataset(self.tok, n=P.n_samples, seed=P.seed)
         self.name = self.second["name"]
         self.q: Any = None
@@ -64,7 +65,7 @@ class Page:
             self.tok,
             "fig8",
             self.second["spec"],
-            Generalize(n_samples=P.n_samples, seed=P.seed, threshold=P.threshold, top=P.top),
+            P.to_generalize(),
             names=(PAPER_OURS, self.name),
         )
 
@@ -158,6 +159,6 @@ class Page:
                     else ": the edit removes nothing this model uses, so there is nothing to patch."
                 ),
             ],
-            P.model,
+            P.model_name,
             P,
         )

@@ -90,7 +90,7 @@ def positions(r: dict) -> Styler:
 
 def transfer(r: dict) -> alt.TopLevelMixin:
     """The knockout of the studied heads on prompts of other forms."""
-    return transfer_chart(r["res"].transfer, r["P"].model, counts.key_heads(r["out"]).studied_phrase())
+    return transfer_chart(r["res"].transfer, r["P"].model_name, counts.key_heads(r["out"]).studied_phrase())
 
 
 def _svamp() -> str:

@@ -81,26 +81,11 @@ def rules() -> Any:
 
 
 def run(P: IdentifyChapter) -> dict:
-    """Load ``P.model`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
-    files in ``P.results_dir/<model-name>/``."""
-    net, tok, geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
-    res = I.compute(
-        I.Config(
-            model_name=P.model,
-            task=P.task,
-            n_samples=P.n_samples,
-            seed=P.seed,
-            threshold=P.threshold,
-            answer_token=P.answer_token,
-            device=P.device,
-            dtype=P.dtype,
-            results=P.results_dir,
-            overwrite=True,
-        ),
-        net,
-        tok,
-    )
-    return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results_dir, P.model)}
+    """Load ``P.model_name`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
+    files in ``P.results/<model-name>/``."""
+    net, tok, geo = load_model(P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
+    res = I.compute(P.to_identify(), net, tok)
+    return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results, P.model_name)}
 
 
 def header(r: dict) -> str:
@@ -231,21 +216,7 @@ def stability(r: dict) -> St.Result:
     """The key-head stability step on addition (``P.stability_seeds`` draws at each of ``P.stability_sizes``),
     from its files when made with these parameters."""
     P = r["P"]
-    return ensure(
-        St.Config(
-            model_name=P.model,
-            results=P.results_dir,
-            seed=P.seed,
-            device=P.device,
-            dtype=P.dtype,
-            task="addition",
-            seeds=P.stability_seeds,
-            sizes=P.stability_sizes,
-            threshold=P.threshold,
-        ),
-        model=r["net"],
-        tok=r["tok"],
-    )
+    return ensure(P.to_stability(), model=r["net"], tok=r["tok"])
 
 
 def stability_line(st: St.Result) -> str:
@@ -326,4 +297,6 @@ def claims_md(r: dict) -> Any:
 
 def end(r: dict) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the key-head count and six claims."""
-    chapter_end([counts.key_heads(r["out"]).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r["P"].model, r["P"])
+    chapter_end(
+        [counts.key_heads(r["out"]).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r["P"].model_name, r["P"]
+    )

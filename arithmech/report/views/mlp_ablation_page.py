@@ -20,14 +20,13 @@ from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
 from arithmech.steps import finetune
-from arithmech.steps.config_training import Finetune
 from arithmech.steps.finetune_heads import ensure_ranking
 
 
 def ranking_line(P: Any) -> str:
     """The best-ranked heads (the top_k precise SFT tunes) and the MLPs by effect (identify's ranking, made if
     missing; ``P``: the chapter's config, :class:`~arithmech.report.build.chapters.MlpAblation`)."""
-    heads, mlps = ensure_ranking(P.model, P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
+    heads, mlps = ensure_ranking(P.model_name, P.results, seed=P.seed, device=P.device, dtype=P.dtype)
     return f"best-ranked heads: {components(heads[: P.top_k])} | MLPs by effect: " + ", ".join(
         component(la) for la in mlps
     )
@@ -36,32 +35,9 @@ def ranking_line(P: Any) -> str:
 def run(P: Any) -> list[dict]:
     """One precise-SFT run per m of ``P.m_mlps`` (tag ``top{k}-mlp{m}``), each compared with the first's base
     scores; a chapter re-computes its own runs (``overwrite``). Returns the runs' records."""
-    common = dict(
-        model_name=P.model,
-        results=P.results_dir,
-        train_data=P.train_data,
-        n_train=P.n_train,
-        benchmarks=P.benchmarks,
-        max_steps=P.steps,
-        lr=P.lr,
-        batch_size=P.batch_size,
-        micro_batch_size=P.batch_size,
-        warmup=0.02,
-        weight_decay=P.weight_decay,
-        seed=P.seed,
-        device=P.device,
-        dtype=P.dtype,
-        threads=P.threads or None,
-        overwrite=True,
-    )
     runs: list[dict] = []
     for m in P.m_mlps:
-        runs.append(
-            finetune.run(
-                Finetune(mode="precise", heads=f"top-{P.top_k}", mlps=m, tag=f"top{P.top_k}-mlp{m}", **common),
-                before=runs[0]["base"] if runs else None,
-            )
-        )
+        runs.append(finetune.run(P.to_finetune(m), before=runs[0]["base"] if runs else None))
     return runs
 
 
@@ -97,9 +73,9 @@ def end(runs: list[dict], P: Any) -> None:
     chapter_end(
         finetune_lines(runs, tables.TOY_NAMES)[:3]
         + [
-            f"Runs: top-{P.top_k} heads plus {', '.join(map(str, P.m_mlps))} MLP layers ({P.steps} steps, "
+            f"Runs: top-{P.top_k} heads plus {', '.join(map(str, P.m_mlps))} MLP layers ({P.max_steps} steps, "
             f"seed {P.seed})."
         ],
-        P.model,
+        P.model_name,
         P,
     )

@@ -32,7 +32,9 @@ ANSWER_TOKEN_RULES = {
 def _footer(model_name: str, params) -> str:
     """The page's last line: the model and the parameters (a dict or a chapter config) it ran with."""
     values = params.as_dict() if hasattr(params, "as_dict") else dict(params)
-    shown = ", ".join(f"`{k}={list(v) if isinstance(v, tuple) else v!r}`" for k, v in values.items() if k != "model")
+    shown = ", ".join(
+        f"`{k}={list(v) if isinstance(v, tuple) else v!r}`" for k, v in values.items() if k != "model_name"
+    )
     return (
         f"*This page was executed on the model **{model_name}** by `python -m arithmech book`"
         + (f" with {shown}" if shown else "")

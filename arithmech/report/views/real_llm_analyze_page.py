@@ -29,18 +29,7 @@ class AnalyzeSection(PageBase):
     def analyze(self) -> analyze_step.Result:
         """analyze.run's result on the studied heads (key heads, or the top 10 where none passes)."""
         P = self.P
-        return ensure(
-            analyze_step.Config(
-                model_name=P.model,
-                results=P.results_dir,
-                device=P.device,
-                dtype=P.dtype,
-                n_samples=P.n_samples,
-                seed=P.seed,
-                prompt="4 + 3 = ",
-            ),
-            P.recompute,
-        )
+        return ensure(P.to_analyze(), P.recompute)
 
     def attention(self) -> list:
         """The studied heads' labels (without the first position) and their attention from END by token role."""

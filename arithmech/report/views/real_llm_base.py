@@ -1,7 +1,7 @@
 """The SmolLM2 appendix's page (``book/appendix_smollm2.md``), the part every section shares: the model loaded once.
 
 :class:`PageBase` holds the chapter's config ``P``, the model, its tokenizer and geometry, the results folder,
-and the settings every step of the page runs with (:meth:`PageBase._common`); the sections
+and the results folder (each step's config comes from ``P``'s ``to_<step>()`` methods); the sections
 (:mod:`~arithmech.report.views.real_llm_identify_page`, :mod:`~arithmech.report.views.real_llm_analyze_page`,
 :mod:`~arithmech.report.views.real_llm_table1_page`) and :class:`arithmech.report.views.real_llm_page.Page` build
 on it.
@@ -22,12 +22,10 @@ class PageBase:
 
     def __init__(self, P: Any):
         self.P = P
-        self.net, self.tok, self.geo = load_model(P.model, device=P.device, dtype=P.dtype, attn_implementation="eager")
-        self.folder = model_folder(P.results_dir, P.model)
-
-    def _common(self) -> dict:
-        P = self.P
-        return dict(model_name=P.model, results=P.results_dir, seed=P.seed, device=P.device, dtype=P.dtype)
+        self.net, self.tok, self.geo = load_model(
+            P.model_name, device=P.device, dtype=P.dtype, attn_implementation="eager"
+        )
+        self.folder = model_folder(P.results, P.model_name)
 
     def tokenizer_lines(self) -> str:
         """The model's geometry and how its tokenizer splits ``3 + 5 = 8`` (``␣``: a space token)."""

@@ -9,7 +9,6 @@ Each method returns what its cell shows (see :mod:`arithmech.report.views.real_l
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
 
 import pandas as pd
 
@@ -28,8 +27,6 @@ from arithmech.report.views.table_display import verdict as verdict_word
 from arithmech.steps import identify as identify_step
 from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
-from arithmech.steps.config import BOOK_SCALE
-from arithmech.steps.config import Shots as ShotsConfig
 from arithmech.steps.ensure import ensure
 
 
@@ -39,12 +36,7 @@ class IdentifySection(PageBase):
     @cached_property
     def choice(self) -> shots_step.Result:
         """The shots step's result: the yield table, the K its rule picks, the floors and the operations per K."""
-        return ensure(
-            ShotsConfig(**self._common(), example_sets=self.P.example_sets),
-            self.P.recompute,
-            model=self.net,
-            tok=self.tok,
-        )
+        return ensure(self.P.to_shots(), self.P.recompute, model=self.net, tok=self.tok)
 
     @property
     def K(self) -> int:
@@ -90,21 +82,8 @@ class IdentifySection(PageBase):
             ),
         ]
 
-    def _identify_config(self, **fields) -> Any:
-        """identify's config at this page's sizes (``fields``: K and its examples, or the zero-shot run's folder)."""
-        P = self.P
-        return identify_step.Config(
-            **self._common(),
-            n_samples=P.n_samples,
-            **fields,
-            knockout_split=P.knockout_split,
-            bootstrap=P.bootstrap,
-            **{**BOOK_SCALE, "knockout_samples": P.knockout_samples},
-            n_random=P.random_orders,
-        )
-
-    def _k_shot(self) -> Any:
-        return self._identify_config(shots=self.K, example_sets=self.P.example_sets)
+    def _k_shot(self) -> identify_step.Config:
+        return self.P.to_identify(self.K)
 
     @cached_property
     def identify(self) -> identify_step.Result:
@@ -255,27 +234,14 @@ class IdentifySection(PageBase):
 
     def zero_shot_yield(self):
         """Ensures the zero-shot identify run (the same command with ``shots=0``); the yield of both runs."""
-        zero = self._identify_config(shots=0, out=str(self.folder / "zero-shot"))
+        zero = self.P.to_identify(0, out=str(self.folder / "zero-shot"))
         ensure(zero, self.P.recompute, model=self.net, tok=self.tok)
         return fewshot.yield_rows(self.runs).style.hide(axis="index")
 
     def stability_charts(self) -> list:
         """The key-head stability run on addition: Jaccard overlaps and the top-20 heads' effect intervals."""
         P = self.P
-        self.stability = ensure(
-            stability_step.Config(
-                **self._common(),
-                task="addition",
-                seeds=P.stability_seeds,
-                sizes=P.stability_sizes,
-                shots=self.K,
-                example_sets=P.example_sets,
-                bootstrap=P.bootstrap,
-            ),
-            P.recompute,
-            model=self.net,
-            tok=self.tok,
-        )
+        self.stability = ensure(P.to_stability(self.K), P.recompute, model=self.net, tok=self.tok)
         return [
             stability_charts.jaccard_chart(self.stability.table),
             stability_charts.head_intervals_chart(self.stability.heads, -0.05, top=20),

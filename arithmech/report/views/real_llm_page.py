@@ -58,12 +58,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         """Accuracy per operation (table, Wilson 95% intervals), the answer-token rule it was scored under, and the
         per-template chart (Fig. 8 and Fig. 10's templates)."""
         P = self.P
-        acc = ensure(
-            accuracy_step.Config(**self._common(), n_per_template=P.n_per_template),
-            P.recompute,
-            model=self.net,
-            tok=self.tok,
-        )
+        acc = ensure(P.to_accuracy(), P.recompute, model=self.net, tok=self.tok)
         s = acc.table[acc.table.template == "(all)"]
         table = pd.DataFrame(
             {
@@ -77,7 +72,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         return [
             table,
             markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
-            accuracy_chart.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model),
+            accuracy_chart.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model_name),
         ]
 
     @cached_property
@@ -157,7 +152,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         chapter_end(
             [tally(self.verdict).capitalize() + " (the table at the end of this page)."]
             + claim_lines(self.verdict, END_CLAIMS),
-            P.model,
+            P.model_name,
             {
                 "n_samples": P.n_samples,
                 "seed": P.seed,

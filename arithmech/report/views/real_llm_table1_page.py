@@ -58,8 +58,8 @@ class Table1Section(PageBase):
         if not T1.has_run(folder):
             out.append(
                 markdown(
-                    f"**No finished arms run in `{folder_name(self.P.model)}/finetune/` yet.** "
-                    f"`python -m arithmech table1 --model {self.P.model}` makes it and resumes where it "
+                    f"**No finished arms run in `{folder_name(self.P.model_name)}/finetune/` yet.** "
+                    f"`python -m arithmech table1 --model {self.P.model_name}` makes it and resumes where it "
                     "stopped."
                 )
             )

@@ -1,0 +1,78 @@
+"""The chapter configs hand each step its config whole (issue #42, deliverable 3): ``to_<step>()`` builds what the
+pages built field by field before, and :func:`narrow` copies the fields a chapter shares with a step by name."""
+from __future__ import annotations
+
+import pytest
+
+from arithmech.report.build import chapters as C
+from arithmech.steps import config as S
+from arithmech.steps import config_training as T
+from arithmech.steps.config import BOOK_SCALE
+
+COMMON = dict(results="results", seed=0, device="cpu", dtype="float32")
+
+
+def test_narrow_copies_shared_fields_skips_and_overrides():
+    """Protects the one copying rule: every field the chapter and the step share by name reaches the step, a
+    skipped name keeps the step's default, a change wins over the chapter's value, and a chapter-only field
+    (``stability_seeds``) reaches nothing."""
+    P = C.Identify(n_samples=32, seed=5, results="elsewhere")
+    got = C.narrow(S.Identify, P, skip=("seed",), threshold=-0.2)
+    assert (got.n_samples, got.results, got.seed, got.threshold) == (32, "elsewhere", 0, -0.2)
+    assert C.narrow(S.Stability, P).seeds == S.Stability().seeds
+
+
+def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
+    """Protects the pages' content across the move of config building into the chapters: at every chapter's
+    defaults, each ``to_<step>()`` equals the step config its page built field by field before (pinned here as
+    it was written there), including the names a chapter uses for another thing (Beyond's ``n_samples`` is not
+    faithfulness's, Table 1's ``scale`` is not the chapter's, the SmolLM2 accuracy table's ``n_per_template`` is
+    not the shots step's)."""
+    i, a, b, e = C.Identify(), C.Analyze(), C.Beyond(), C.Explorer()
+    assert i.to_identify() == S.Identify(model_name="embedded", task="all", n_samples=256, threshold=-0.05,
+                                         answer_token="last-digit", overwrite=True, **COMMON)
+    assert i.to_stability() == S.Stability(model_name="embedded", task="addition", seeds=3,
+                                           sizes=(64, 128, 256, 512), threshold=-0.05, **COMMON)
+    assert a.to_analyze() == S.Analyze(model_name="embedded", n_samples=256, prompt="4 + 3 =", overwrite=True,
+                                       **COMMON)
+    for m in ("embedded", "smollm2-135m"):
+        assert b.to_beyond(m) == S.Beyond(model_name=m, receivers=5, ig_steps=8, n_samples=128, **COMMON)
+        assert b.to_faithfulness(m) == S.Faithfulness(model_name=m, **COMMON)
+        assert b.to_identify(m) == S.Identify(model_name=m, n_samples=512, **BOOK_SCALE, **COMMON)
+        assert e.to_identify(m) == S.Identify(model_name=m, n_samples=512, answer_token="last-digit", **BOOK_SCALE,
+                                              **COMMON)
+    assert C.Data().to_shots() == S.Shots(model_name="embedded", seed=0, device="cpu", dtype="float32",
+                                          n_per_template=4)
+    assert C.Finetune().to_table1() == T.Table1(model_name="embedded", suite="toy", top_k=8, seeds=(0,), draws=1,
+                                                frontier_seeds=1, steps=30, curve_steps=300, batch_size=32,
+                                                max_extend=1, overwrite=True, **COMMON)
+    assert C.MlpAblation().to_finetune(2) == T.Finetune(
+        model_name="embedded", train_data="embedded", n_train=4096,
+        benchmarks=("two_digit", "negative", "single_digit", "generic"), max_steps=60, lr=5e-4, batch_size=32,
+        micro_batch_size=32, warmup=0.02, weight_decay=0.1, threads=1, overwrite=True, mode="precise",
+        heads="top-8", mlps=2, tag="top8-mlp2", **COMMON)
+    assert C.Gsm8k().to_generalize() == S.Generalize(n_samples=256, seed=0, threshold=-0.05, top=5)
+
+
+def test_smollm2_appendix_configs_are_the_ones_its_page_built():
+    """Protects the SmolLM2 appendix's reuse of its shipped files: its shots, identify (K-shot and zero-shot),
+    stability, analyze and accuracy configs are the ones the page built from ``_common()`` before."""
+    P = C.SmolLM2()
+    common = dict(model_name="smollm2-135m", **COMMON)
+    assert P.to_shots() == S.Shots(**common, example_sets=16)
+    k_shot = S.Identify(**common, n_samples=4096, shots=4, example_sets=16, knockout_split="held-out",
+                        bootstrap="cluster", **{**BOOK_SCALE, "knockout_samples": 128}, n_random=20)
+    assert P.to_identify(4) == k_shot
+    assert P.to_identify(0, out="x/zero-shot") == k_shot.replace(shots=0, out="x/zero-shot")
+    assert P.to_stability(4) == S.Stability(**common, task="addition", seeds=3, sizes=(64, 128, 256), shots=4,
+                                            example_sets=16, bootstrap="cluster")
+    assert P.to_analyze() == S.Analyze(**common, n_samples=4096, prompt="4 + 3 = ")
+    assert P.to_accuracy() == S.Accuracy(**common, n_per_template=16)
+
+
+@pytest.mark.parametrize("chapter", sorted(C.CHAPTERS))
+def test_a_chapter_parameter_that_sets_a_step_field_has_its_name(chapter):
+    """Protects the naming rule: no chapter declares ``model`` or ``results_dir`` (the step configs' fields are
+    ``model_name`` and ``results``; ``--set model_name=…`` reaches every chapter that has it)."""
+    names = set(C.CHAPTERS[chapter].__dataclass_fields__)
+    assert not names & {"model", "results_dir", "random_orders"}, chapter
