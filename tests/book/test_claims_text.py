@@ -36,7 +36,7 @@ def _model(nb: dict) -> str | None:
     for c in nb["cells"]:
         tags = c.get("metadata", {}).get("tags", [])
         if c["cell_type"] == "code" and ("parameters" in tags or "injected-parameters" in tags):
-            m = re.search(r'^model\s*=\s*"([^"]+)"', "".join(c["source"]), flags=re.M)
+            m = re.search(r'^model_name\s*=\s*"([^"]+)"', "".join(c["source"]), flags=re.M)
             model = m.group(1) if m else model
     return model
 
