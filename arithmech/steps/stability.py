@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import admission, results
+from arithmech.core import admission, provenance, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
@@ -334,9 +334,9 @@ def write_results(res: StabilityResult, folder: str | Path, extra: dict | None =
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
     record = {
         "parameters": {**res.params, **(extra or {})},
-        "versions": results.versions(),
+        "versions": provenance.versions(),
         "timings": {k: round(v, 2) for k, v in res.timings.items()},
-        "peak_memory": results.peak_memory(),
+        "peak_memory": provenance.peak_memory(),
         "estimate": res.estimate,
     }
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))
