@@ -36,6 +36,7 @@ from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.analyze import operations
@@ -104,9 +105,7 @@ def beyond(
         )
     recs, source = upstream.receivers_from(effects, key_heads, config.receivers)
     t1 = time.perf_counter()
-    pairs_in = upstream.Inputs(
-        clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples]
-    )
+    pairs_in = Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples])
     up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = geometry(model).n_heads

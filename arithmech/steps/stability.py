@@ -52,7 +52,7 @@ from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Stability as Config
-from arithmech.steps.stability_result import FILENAMES, Result, read  # noqa: F401 (the step's files, read back)
+from arithmech.steps.stability_result import FILENAMES, Result, read  # Result, read: the step protocol
 
 ALL = "all"  # the family label of a run over every template
 
