@@ -35,6 +35,7 @@ from arithmech.core.models import load_model
 from arithmech.data.batches import answer_ids
 from arithmech.methods import upstream as U
 from arithmech.methods import upstream_reference as UR
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.steps.beyond import inputs
 
@@ -67,7 +68,7 @@ def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: in
     recs, source = U.receivers_from(effects, kh, k)
     t0 = time.perf_counter()
     roles = [s.positions for s in samples]
-    pairs_in = U.Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
+    pairs_in = Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
     fast = U.upstream_fast(net, tok, pairs_in, recs)
     fast_s = time.perf_counter() - t0
     cfg = net.config

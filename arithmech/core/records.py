@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from arithmech.core import folderlock, safe_read
-from arithmech.core.atomic import atomic_json, sha256  # noqa: F401 (records.sha256 for callers)
+from arithmech.core.atomic import atomic_json
 from arithmech.core.inputs import quoted
-from arithmech.core.results import SCHEMA_VERSION, ResultsError
+from arithmech.core.results import SCHEMA_VERSION
+from arithmech.core.safe_read import ResultsError
 
 # ------------------------------------------------------------------------------ fine-tune records
 FINETUNE_KEYS = (

@@ -50,12 +50,11 @@ from typing import Any
 import pandas as pd
 
 from arithmech.core import folderlock, safe_read, staging
-from arithmech.core.atomic import atomic_json, dumps, sha256  # noqa: F401 (R.sha256 for callers)
+from arithmech.core.atomic import dumps, sha256
 from arithmech.core.checkpoints import Checkpoints
 from arithmech.core.inputs import quoted
-from arithmech.core.provenance import peak_memory, versions  # noqa: F401 (R.versions() in every record)
 from arithmech.core.result_files import FILES, STEPS, STR_COLUMNS, WRITTEN_BY
-from arithmech.core.safe_read import ResultsError  # noqa: F401 (R.ResultsError: the folder's one error)
+from arithmech.core.safe_read import ResultsError
 
 SCHEMA_VERSION = 1
 RUN = "run.json"

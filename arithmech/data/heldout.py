@@ -31,7 +31,7 @@ import random
 
 from arithmech.data import templates
 from arithmech.data.answers import CORPUS_DIVISION, OPERANDS, answer_rule
-from arithmech.data.pairs import draw_values, render
+from arithmech.data.render import draw_values, render
 
 SEED = 13
 FRACTION = 0.15

@@ -5,7 +5,7 @@ pool words, and keeps a pair only when, under the model's tokenizer,
 
 1. the answer token ``{C}`` follows the prompt on a token boundary (a prompt ends with the space
    token where the tokenizer writes one before a digit), chosen by the *answer-token variant*
-   (:data:`ANSWER_TOKENS`, :func:`split_answer`), and
+   (:data:`arithmech.core.inputs.ANSWER_TOKENS`, :func:`split_answer`), and
 2. ``X_r`` and ``X_c`` have the same number of tokens, so that position ``END`` means the
    same thing in both. A pair that fails is re-drawn (other neutral words/symbols and pool
    words) and counted in ``PairStats.redrawn``; a template that never succeeds raises
@@ -38,15 +38,16 @@ from typing import Iterable, Sequence, TypeVar
 
 import numpy as np
 
-from arithmech.core.inputs import ANSWER_TOKENS, quoted  # noqa: F401 (D.ANSWER_TOKENS)
-from arithmech.core.results import ResultsError, read
+from arithmech.core.inputs import quoted
+from arithmech.core.results import read
+from arithmech.core.safe_read import ResultsError
 from arithmech.data import shots as shots_module
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import PAIRS_DIVISION, draw_operands
 from arithmech.data.batches import token_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import load_pair_file
-from arithmech.data.render import FIELD, draw_values, render  # noqa: F401 (pairs.render, pairs.draw_values)
+from arithmech.data.render import draw_values, render
 
 TASKS = ("addition", "subtraction", "multiplication", "division")
 """Answer-token variants (module docstring): identify's default is ``"last-digit"``, the paper's ``"first"``;

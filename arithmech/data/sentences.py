@@ -18,7 +18,7 @@ from typing import Sequence
 from arithmech.data import templates
 from arithmech.data.answers import CORPUS_DIVISION
 from arithmech.data.heldout import is_heldout_pair
-from arithmech.data.pairs import draw_values, render
+from arithmech.data.render import draw_values, render
 
 # "from 1723 to 172|8" needs the start year's last digit found inside a number: the hardest form
 # for a small model, so those two templates are drawn this many times as often as the others.
@@ -158,7 +158,7 @@ VALIDATION_TOPICS = ("import", "for", "with", "try")  # model selection only; di
 # ----------------------------------------------------------------------------- Table 1: the data
 def phrasings() -> tuple[list[templates.Template], list[templates.Template]]:
     """``(train, heldout)`` templates: Fig. 8 minus forms :data:`HELDOUT_FORMS` and the validation forms
-    (:data:`arithmech.data.splits.VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
+    (:data:`VAL_FORMS`) / forms :data:`HELDOUT_FORMS` plus Fig. 10."""
     form = lambda t: int(t.id.rsplit("-", 1)[1])
     return (
         [t for t in templates.FIG8 if form(t) not in HELDOUT_FORMS + VAL_FORMS],

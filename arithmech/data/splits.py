@@ -26,7 +26,8 @@ import zlib
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.data.answers import CORPUS_DIVISION, OPERANDS
-from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split  # noqa: F401 (VAL_FORMS: splits' API)
+from arithmech.data.render import draw_values, render
+from arithmech.data.sentences import GENERIC_FACTS, HELDOUT_FORMS, VAL_FORMS, two_digit_split
 
 EVAL_SHARE = 3  # one problem cluster in three is kept for evaluation (knockout, transfer), never ranked
 
@@ -136,7 +137,7 @@ def two_digit_pairs(data_seed: int = 0, n_val: int = 150) -> dict[str, list[tupl
 
 def _sentence(t: templates_module.Template, a: int, b: int) -> tuple[str, str]:
     v = {"A": a, "B": b, "OP": t.op_word}
-    return pairs.render(t.clean, v)[0], str(a + b if t.op == "addition" else a - b)
+    return render(t.clean, v)[0], str(a + b if t.op == "addition" else a - b)
 
 
 def negative_items(side: str, data_seed: int = 0) -> list[tuple[str, str]]:
@@ -169,9 +170,9 @@ def single_digit_items(
     for t in templates or (val_t if side == "val" else test_t):
         got = 0
         for _ in range(200 * per_template):
-            v = pairs.draw_values(t, rng, division=CORPUS_DIVISION)
+            v = draw_values(t, rng, division=CORPUS_DIVISION)
             if half((v["A"], v["B"]), data_seed) == side:
-                out.append((pairs.render(t.clean, v)[0], str(v["C"])))
+                out.append((render(t.clean, v)[0], str(v["C"])))
                 got += 1
                 if got == per_template:
                     break

@@ -51,7 +51,8 @@ from arithmech.core.progress import progress
 from arithmech.data import templates
 from arithmech.data.draw import Draw
 from arithmech.data.heldout import is_heldout_pair
-from arithmech.data.pairs import FIELD, make_pairs
+from arithmech.data.pairs import make_pairs
+from arithmech.data.render import FIELD
 from arithmech.data.sentences import GENERIC_FACTS, YEAR_WEIGHT, arithmetic_sentence
 from arithmech.embedded.heldout import card_section, heldout_report, proportion
 from arithmech.evals.scoring import filter_correct

@@ -32,16 +32,12 @@ from typing import Callable
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data.sentences import VALIDATION_TOPICS, arithmetic_sentence, generic_text, train_sentences
-from arithmech.data.splits import (  # noqa: F401
-    VAL_FORMS,
+from arithmech.data.splits import (
     carry_items,
     fact_items,
-    form,
-    half,
     negative_items,
     negative_pairs,
     single_digit_items,
-    split_forms,
     two_digit_items,
     two_digit_pairs,
 )

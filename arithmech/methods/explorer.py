@@ -259,7 +259,7 @@ def precompute(
     Returns DataFrames (lists in a cell are per-position or per-rank arrays):
 
     * ``prompts``: ``id, prompt, op, template, answer, answer_token`` (the rule each prompt was drawn with,
-      :data:`arithmech.data.pairs.ANSWER_TOKENS`: under ``"last-digit"`` ``prompt`` carries the answer's
+      :data:`arithmech.core.inputs.ANSWER_TOKENS`: under ``"last-digit"`` ``prompt`` carries the answer's
       leading digits and ``answer`` is its last digit);
     * ``tokens``: ``key ("id:pos"), id, pos, token, role``;
     * ``top``: ``id, step (-1 = intact), tokens [k], probs [k], correct`` (top-1 is the answer token),

@@ -61,7 +61,7 @@ from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device, 
 from arithmech.core.trace import TraceDict, head_contributions
 from arithmech.data.batches import group_by_length
 from arithmech.methods import chain
-from arithmech.methods.patch_inputs import Inputs  # noqa: F401 (upstream.Inputs: what upstream_fast patches)
+from arithmech.methods.patch_inputs import Inputs
 
 SOURCE_ROLES = ("A", "operator", "B")  # role positions of the key/value paths, in this column order
 COLUMNS = (("END", "q"), ("END", "k"), ("END", "v")) + tuple((r, p) for r in SOURCE_ROLES for p in ("k", "v"))

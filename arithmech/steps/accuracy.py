@@ -35,7 +35,7 @@ def accuracy_by_template(
 ) -> pd.DataFrame:
     """One row per template and one ``(all)`` row per operation: ``op, template, figure, family, example, n,
     correct, accuracy, ci_low, ci_high`` (Wilson 95%) ``, mean_p_answer`` (mean p({C}) at END), on pairs drawn
-    under ``answer_token`` (:data:`arithmech.data.pairs.ANSWER_TOKENS`; ``example`` carries the leading digits
+    under ``answer_token`` (:data:`arithmech.core.inputs.ANSWER_TOKENS`; ``example`` carries the leading digits
     under ``"last-digit"``)."""
     tpls = pairs.select_templates(task)
     samples, _ = pairs.make_pairs(

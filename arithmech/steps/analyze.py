@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import admission, results
+from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
+from arithmech.core.safe_read import ResultsError
 from arithmech.data.pairs import reference_samples
 from arithmech.data.pairs import samples as kept_prompts
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
@@ -60,7 +61,7 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     try:
         heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
     except (TypeError, KeyError, ValueError):
-        raise results.ResultsError(
+        raise ResultsError(
             f"{quoted(Path(folder) / 'key_heads.json')}: each head needs integer 'layer' and 'head'; "
             "re-run python -m arithmech identify"
         ) from None
@@ -155,9 +156,9 @@ def compute(config: Config) -> dict:
                 batch_size=c.batch_size,
                 operations=c.operations,
             ),
-            "versions": results.versions(),
+            "versions": provenance.versions(),
             "wall_s": round(time.time() - t0, 2),
-            "peak_memory": results.peak_memory(),
+            "peak_memory": provenance.peak_memory(),
             "estimate": est.record() if est else None,
         },
     )

@@ -26,15 +26,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core import admission, results
+from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
 from arithmech.core.progress import Progress, announce
+from arithmech.core.safe_read import ResultsError
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
 from arithmech.methods import attribution, upstream
+from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.analyze import operations
@@ -103,9 +105,7 @@ def beyond(
         )
     recs, source = upstream.receivers_from(effects, key_heads, config.receivers)
     t1 = time.perf_counter()
-    pairs_in = upstream.Inputs(
-        clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples]
-    )
+    pairs_in = Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples])
     up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
     H = geometry(model).n_heads
@@ -172,10 +172,10 @@ def run(config: Config) -> Result:
             operations=c.operations,
         ),
         "summary": {**out["summary"], "operations": ops or "all"},
-        "versions": results.versions(),
+        "versions": provenance.versions(),
         "wall_s": round(time.time() - t0, 2),
         "torch_threads": torch.get_num_threads(),
-        "peak_memory": results.peak_memory(),
+        "peak_memory": provenance.peak_memory(),
         "estimate": est.record() if est else None,
     }
     results.write_step(
@@ -224,7 +224,7 @@ def read(folder: str | Path, config: Config) -> Result:
             f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
         )
     if old := [m for m in ("eap", "eap_ig") if "spearman_all_lo" not in rec["summary"].get(m, {})]:
-        raise results.ResultsError(
+        raise ResultsError(
             f"{quoted(Path(folder) / results.RUN)}'s beyond record has no Spearman interval of {', '.join(old)} "
             "(made before it was measured): re-run python -m arithmech beyond --overwrite"
         )

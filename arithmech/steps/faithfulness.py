@@ -29,10 +29,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from arithmech.core import admission, results
+from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
+from arithmech.core.safe_read import ResultsError
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
 from arithmech.methods import faithfulness as F
@@ -59,12 +60,12 @@ def identify_setting(folder) -> dict:
     p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
     need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
     if missing := [k for k in need if k not in p]:
-        raise results.ResultsError(
+        raise ResultsError(
             f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
             "(edited, or written by an older arithmech): re-run python -m arithmech identify"
         )
     if not isinstance(kh.get("task"), str):
-        raise results.ResultsError(
+        raise ResultsError(
             f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run python -m arithmech identify"
         )
     p["draw"] = Draw.from_record(p)  # identify's draw: answer token, shots, example sets
@@ -178,8 +179,8 @@ def run(config: Config) -> Result:
             "cross_position_s": round(time.time() - t2, 2),
         },
         "torch_threads": torch.get_num_threads(),
-        "versions": results.versions(),
-        "peak_memory": results.peak_memory(),
+        "versions": provenance.versions(),
+        "peak_memory": provenance.peak_memory(),
         "estimate": est.record() if est else None,
     }
     results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name=c.model_name)
@@ -218,7 +219,7 @@ def read(folder, config: Config) -> Result:
     rec = results.read_run(folder)["steps"]["faithfulness"]
     frame = results.read(folder, "faithfulness.csv")
     if old := [c for c in F.COLUMNS if c not in frame]:
-        raise results.ResultsError(
+        raise ResultsError(
             f"{quoted(Path(folder) / 'faithfulness.csv')} lacks {', '.join(old)} (written by an earlier rule "
             "version): re-run python -m arithmech faithfulness --overwrite"
         )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from arithmech.core import admission, records
+from arithmech.core import admission, provenance, records
 from arithmech.core import results as results_io
 from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import load_model
@@ -247,7 +247,7 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
         results={k: records.measure(v) for k, v in after.items()},
         base={k: records.measure(v) for k, v in before.items()},
         delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
-        versions=results_io.versions(),
+        versions=provenance.versions(),
         wall_s=round(time.time() - t0, 2),
     )
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())

@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from arithmech.core import admission, results
+from arithmech.core import admission, provenance, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import announce
 from arithmech.data import pairs as pairs_module
@@ -67,10 +67,10 @@ def write_results(
     record = {
         "parameters": {**res.params, **(extra or {})},
         "samples": res.info,
-        "versions": results.versions(),
+        "versions": provenance.versions(),
         "wall_seconds": round(res.timings.get("total", 0.0), 2),
         "timings": {k: round(v, 2) for k, v in res.timings.items()},
-        "peak_memory": res.memory or results.peak_memory(),
+        "peak_memory": res.memory or provenance.peak_memory(),
         "estimate": res.estimate,
         "control": res.key_heads.get("control"),
     }

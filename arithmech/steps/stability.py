@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.core import admission, results
+from arithmech.core import admission, provenance, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
@@ -52,7 +52,7 @@ from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Stability as Config
-from arithmech.steps.stability_result import FILENAMES, Result, read  # noqa: F401 (the step's files, read back)
+from arithmech.steps.stability_result import FILENAMES, Result, read  # Result, read: the step protocol
 
 ALL = "all"  # the family label of a run over every template
 
@@ -334,9 +334,9 @@ def write_results(res: StabilityResult, folder: str | Path, extra: dict | None =
     """The step's three files as one set (:func:`arithmech.core.results.write_step`)."""
     record = {
         "parameters": {**res.params, **(extra or {})},
-        "versions": results.versions(),
+        "versions": provenance.versions(),
         "timings": {k: round(v, 2) for k, v in res.timings.items()},
-        "peak_memory": results.peak_memory(),
+        "peak_memory": provenance.peak_memory(),
         "estimate": res.estimate,
     }
     files = dict(zip(FILENAMES, (res.table, res.runs, res.heads)))

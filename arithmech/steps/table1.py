@@ -37,7 +37,7 @@ import json
 import time
 from typing import Sequence
 
-from arithmech.core import admission, records
+from arithmech.core import admission, provenance, records
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
 from arithmech.core.models import load_model
@@ -206,7 +206,7 @@ def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                 "suite": c.suite,
                 "splits": "validation and test disjoint by operand pair and phrasing (arithmech.evals.suites)",
             },
-            versions=results_io.versions(),
+            versions=provenance.versions(),
             wall_s=round(time.time() - started, 1),
         )
         records.write_finetune(out, rec, inputs=("key_heads.json", "effects.csv") if mode == "precise" else ())
@@ -320,8 +320,8 @@ def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             record={
                 "parameters": {k: v for k, v in plan.items() if k not in ("arms", "runs")},
                 "wall_s": round(time.time() - t_start, 1),
-                "versions": results_io.versions(),
-                "peak_memory": results_io.peak_memory(),
+                "versions": provenance.versions(),
+                "peak_memory": provenance.peak_memory(),
                 "estimate": est.record() if est else None,
             },
         )

@@ -14,6 +14,7 @@ import time
 
 import torch
 
+from arithmech.core import provenance
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
 from arithmech.core.models import load_model
@@ -142,6 +143,6 @@ def learning_curve(config: Config, data_seed: int | None = None, every: int = 20
         out,
         "curve",
         {"finetune/curve.json": curve},
-        record={"parameters": args, "wall_s": curve["wall_s"], "versions": results_io.versions()},
+        record={"parameters": args, "wall_s": curve["wall_s"], "versions": provenance.versions()},
     )
     return curve

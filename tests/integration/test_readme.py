@@ -12,6 +12,7 @@ import pytest
 
 from arithmech.core import records
 from arithmech.core import results as R
+from arithmech.core.atomic import sha256
 
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -89,12 +90,12 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     run = R.read_run(folder)
     assert set(run["steps"]) == {"identify", "analyze", "beyond", "faithfulness", "stability", "shots", "table1"}
     assert R.read(folder, "faithfulness.csv").query("order == 'top'").n.max() == 6 and run["steps"]["faithfulness"]["inputs"]["effects.csv"] == \
-        R.sha256(folder / "effects.csv")
+        sha256(folder / "effects.csv")
     assert run["steps"]["shots"]["choice"]["shots"] in (0, 2, 4, 8) and len(R.read(folder, "shots.csv")) == 16
     assert R.read(folder, "finetune/table1.json")["suite"] == "toy" and len(R.read(folder, "stability.csv")) > 0
-    assert run["steps"]["beyond"]["inputs"]["effects.csv"] == R.sha256(folder / "effects.csv")
+    assert run["steps"]["beyond"]["inputs"]["effects.csv"] == sha256(folder / "effects.csv")
     assert len(R.read(folder, "eap.csv")) == 6 * 9 and len(R.read(folder, "upstream.csv")) > 0
-    assert run["steps"]["analyze"]["inputs"]["key_heads.json"] == R.sha256(folder / "key_heads.json")
+    assert run["steps"]["analyze"]["inputs"]["key_heads.json"] == sha256(folder / "key_heads.json")
     rec = records.read_finetune(folder, "precise")
     ranked = [h["layer"] * 100 + h["head"] for h in json.loads((folder / "key_heads.json").read_text())["heads"]]
     tuned = [l * 100 + h for l, h in rec["heads"]]

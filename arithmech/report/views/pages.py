@@ -5,7 +5,7 @@
 * :func:`claim_lines` — the claims a chapter names, each with its verdict and this run's numbers
   (:func:`finetune_lines`: a fine-tuning run's accuracies per benchmark).
 * :func:`answer_token_sentence` — the one sentence a page prints under a table or a view of answer tokens,
-  naming the answer-token rule its files record (:data:`arithmech.data.pairs.ANSWER_TOKENS`).
+  naming the answer-token rule its files record (:data:`arithmech.core.inputs.ANSWER_TOKENS`).
 
 The introduction's findings box and the rules page: :mod:`arithmech.report.views.findings`; how a table reads:
 :mod:`arithmech.report.views.table_display`.

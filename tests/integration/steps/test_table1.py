@@ -11,6 +11,7 @@ import torch
 
 from arithmech.claims import verdicts as V
 from arithmech.core import results as R
+from arithmech.data import splits
 from arithmech.evals import suites as S
 from arithmech.steps import table1 as A
 from arithmech.steps.table1_grid import ARMS, GRIDS, choose
@@ -19,8 +20,8 @@ from arithmech.steps.table1_grid import ARMS, GRIDS, choose
 def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
     from arithmech.evals.measures import completion_nll
     from arithmech.evals.scoring import greedy_exact
-    sets = {"negative": S.negative_items(side)[:12], "two_digit": S.two_digit_items(side)[:12],
-            "single_digit": S.single_digit_items(side, 1)[:12], "generic": S.fact_items(side)[:12]}
+    sets = {"negative": splits.negative_items(side)[:12], "two_digit": splits.two_digit_items(side)[:12],
+            "single_digit": splits.single_digit_items(side, 1)[:12], "generic": splits.fact_items(side)[:12]}
     out = {k: S.accuracy_measure([int(x) for x in greedy_exact(model, tok, v)]) for k, v in sets.items()}
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, sets["negative"])

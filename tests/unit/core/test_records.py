@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 from arithmech.core import records
+from arithmech.core.atomic import sha256
+from arithmech.core.safe_read import ResultsError
 
 
 def test_shipped_smollm2_arms_records():
@@ -52,11 +54,11 @@ def test_a_record_naming_an_input_outside_the_folder_is_refused_before_it_is_ope
     (folder / "effects.csv").write_text("x\n")
     rec = records.finetune_record(model="m", mode="precise", tag="t", results={"x": records.measure(0.5)})
     records.write_finetune(folder, rec, inputs=("effects.csv",))
-    assert records.read_finetune(folder, "precise", "t")["inputs"]["effects.csv"] == records.sha256(folder / "effects.csv")
+    assert records.read_finetune(folder, "precise", "t")["inputs"]["effects.csv"] == sha256(folder / "effects.csv")
     path = records.finetune_path(folder, "precise", "t")
     path.write_text(json.dumps({**json.loads(path.read_text()), "inputs": {"/etc/passwd": "0" * 64}}))
     hashed = []
     monkeypatch.setattr(safe_read, "sha256", lambda p, *a, **k: hashed.append(p))
-    with pytest.raises(records.ResultsError, match=r"precise-t.json' records the input '/etc/passwd', a path outside"):
+    with pytest.raises(ResultsError, match=r"precise-t.json' records the input '/etc/passwd', a path outside"):
         records.read_tag(folder, "precise-t")
     assert hashed == []

@@ -11,6 +11,8 @@ import pytest
 from arithmech.core import records
 from arithmech.core import result_files as RF
 from arithmech.core import results as R
+from arithmech.core.atomic import sha256
+from arithmech.core.safe_read import ResultsError
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +54,7 @@ def test_write_step_is_a_set_with_a_manifest_and_leaves_no_temp(tmp_path):
         {"op": ["addition"], "template": ["t"], "n": [4], "accuracy": [0.5], "ci_low": [0.1], "ci_high": [0.9]})}, {})
     run = json.loads((f / "run.json").read_text())
     assert set(run["steps"]) == {"identify", "accuracy"} and run["model"] == "m"
-    assert run["steps"]["identify"]["files"]["effects.csv"] == R.sha256(f / "effects.csv")
+    assert run["steps"]["identify"]["files"]["effects.csv"] == sha256(f / "effects.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]                         # no temp folder left
     assert R.read(f, "key_heads.json")["heads"] == [{"layer": 0, "head": 1}]
     assert list(R.read(f, "effects.csv")["head"]) == ["1", "mlp"]
@@ -64,13 +66,13 @@ def test_edited_or_incomplete_files_are_named(tmp_path):
     f = tmp_path / "m"
     R.write_step(f, "identify", _identify_files(), {})
     (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,end,head,random-rank,1,1,0.5,2,4,0.15,0.85,template 4\n")
-    with pytest.raises(R.ResultsError, match="knockout.csv' differs from what identify wrote"):
+    with pytest.raises(ResultsError, match="knockout.csv' differs from what identify wrote"):
         R.read(f, "knockout.csv")
     (f / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")
-    with pytest.raises(R.ResultsError, match="effects.csv' has no rows"):
+    with pytest.raises(ResultsError, match="effects.csv' has no rows"):
         R.read(f, "effects.csv")
     (f / "key_heads.json").write_text('{"task": "all"}')
-    with pytest.raises(R.ResultsError, match=r"key_heads.json' lacks \['heads'\]"):
+    with pytest.raises(ResultsError, match=r"key_heads.json' lacks \['heads'\]"):
         R.read(f, "key_heads.json")
     with pytest.raises(FileNotFoundError, match="python -m arithmech analyze"):
         R.read(f, "analyze.json")
@@ -87,7 +89,7 @@ def test_derived_files_are_refused_when_their_inputs_changed(tmp_path):
     files = _identify_files()
     files["key_heads.json"] = {"task": "all", "threshold": -0.05, "heads": [{"layer": 1, "head": 0}]}
     R.write_step(f, "identify", files, {})
-    with pytest.raises(R.ResultsError, match="computed from another key_heads.json"):
+    with pytest.raises(ResultsError, match="computed from another key_heads.json"):
         R.read(f, "attention_roles.csv")
 
 
@@ -159,9 +161,9 @@ def test_finetune_record_refused_after_its_ranking_changed(tmp_path):
     R.write_step(f, "identify", _identify_files(-0.2), {})
     rec = records.finetune_record(model="m", mode="precise", results={"x": records.measure(0.5)})
     records.write_finetune(f, rec, inputs=("key_heads.json", "effects.csv"))
-    assert records.read_finetune(f, "precise")["inputs"]["effects.csv"] == R.sha256(f / "effects.csv")
+    assert records.read_finetune(f, "precise")["inputs"]["effects.csv"] == sha256(f / "effects.csv")
     R.write_step(f, "identify", _identify_files(-0.4), {})
-    with pytest.raises(R.ResultsError, match="computed from another effects.csv"):
+    with pytest.raises(ResultsError, match="computed from another effects.csv"):
         records.read_finetune(f, "precise")
 
 
@@ -176,7 +178,7 @@ def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):
     assert len(R.read(f, "effects.csv")) == 2
     del run["steps"]["identify"]["formats"]
     (f / "run.json").write_text(json.dumps(run))
-    with pytest.raises(R.ResultsError, match="effects.csv' is format version 1 .* reads version 2.*identify --overwrite"):
+    with pytest.raises(ResultsError, match="effects.csv' is format version 1 .* reads version 2.*identify --overwrite"):
         R.read(f, "effects.csv")
     assert R.read(f, "key_heads.json")["task"] == "all"
 
@@ -249,7 +251,7 @@ def test_run_json_naming_an_input_outside_the_folder_is_refused_before_it_is_ope
     run = json.loads((f / "run.json").read_text())
     run["steps"]["identify"]["inputs"] = {"../pipe": "0" * 64}
     (f / "run.json").write_text(json.dumps(run))
-    with pytest.raises(R.ResultsError, match=r"run.json' records the input '../pipe', a path outside"):
+    with pytest.raises(ResultsError, match=r"run.json' records the input '../pipe', a path outside"):
         R.made_with(f, "identify", {"seed": 0})
 
 

@@ -12,6 +12,7 @@ import pytest
 from factories import BAD_FILES, SAFE, make_bytelevel_tokenizer, time_limit
 from factories import write_file as _write
 
+from arithmech.core.inputs import ANSWER_TOKENS
 from arithmech.data import answers as ANS
 from arithmech.data import pairfile as PF
 from arithmech.data import pairs as D
@@ -201,7 +202,7 @@ def any_tok(request, embedded_tokenizer, bytelevel):
     return embedded_tokenizer if request.param == "embedded" else bytelevel
 
 
-@pytest.mark.parametrize("variant", D.ANSWER_TOKENS)
+@pytest.mark.parametrize("variant", ANSWER_TOKENS)
 @pytest.mark.parametrize("kind", ["operator", "operand"])
 def test_each_variant_on_a_small_template_set(any_tok, variant, kind):
     """Protects the three answer tokens: "first" is the answer's first digit, "single-token" keeps only
@@ -258,7 +259,7 @@ def test_last_digit_token_depends_on_both_operands(embedded_tokenizer, variant):
         assert fixed_a[8] == 1 and Counter(tokens.values())["1"] == 45
 
 
-@pytest.mark.parametrize("variant", D.ANSWER_TOKENS)
+@pytest.mark.parametrize("variant", ANSWER_TOKENS)
 def test_variants_are_seeded(embedded_tokenizer, variant):
     """Protects determinism: the same seed gives the same samples under every variant, another seed others."""
     tok = embedded_tokenizer

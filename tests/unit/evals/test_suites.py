@@ -22,28 +22,29 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
     """Protects: #14's split rule: for every toy measure (and the paper suite's arithmetic validation vs
     its test items), validation and test items share no operand pair and no phrasing (template); the
     training data of the new skills holds no validation or test pair; sizes are as documented."""
+    from arithmech.data import splits
     from arithmech.data import templates as T
     from arithmech.evals import suites as S
-    for name, f in (("negative", S.negative_items), ("two_digit", S.two_digit_items),
-                    ("single_digit", lambda side: S.single_digit_items(side, 4))):
+    for name, f in (("negative", splits.negative_items), ("two_digit", splits.two_digit_items),
+                    ("single_digit", lambda side: splits.single_digit_items(side, 4))):
         val = [_form_and_pair(p) for p, _ in f("val")]
         test = [_form_and_pair(p) for p, _ in f("test")]
         assert val and test, name
         assert not {t for t, _ in val} & {t for t, _ in test}, f"{name}: shared phrasing"
         assert not {ab for _, ab in val} & {ab for _, ab in test}, f"{name}: shared operand pair"
-    assert (len(S.negative_items("val")), len(S.negative_items("test")), len(S.two_digit_items("test"))) == (18, 90, 300)
-    facts_val, facts_test = S.fact_items("val"), S.fact_items("test")
+    assert (len(splits.negative_items("val")), len(splits.negative_items("test")), len(splits.two_digit_items("test"))) == (18, 90, 300)
+    facts_val, facts_test = splits.fact_items("val"), splits.fact_items("test")
     assert not set(facts_val) & set(facts_test) and len(facts_val) + len(facts_test) == 87
     rows = [_form_and_pair(p) for p, _ in S.toy_train(600, seed=0)]
     new_pairs = {ab for t, ab in rows if (t.startswith("sub-") and ab[0] < ab[1]) or min(ab) >= 10}
     assert len(new_pairs) > 150                                    # negative-difference and two-digit rows
     for side in ("val", "test"):
-        for f in (S.negative_items, S.two_digit_items):
+        for f in (splits.negative_items, splits.two_digit_items):
             assert not new_pairs & {_form_and_pair(p)[1] for p, _ in f(side)}
     # the paper suite: validation = forms VAL_FORMS on "val" pairs; test held-out phrasings = forms 3, 7 + Fig. 10
     from arithmech.evals.measures import phrasings
     _, held_t = phrasings()
-    test = [_form_and_pair(p) for p, _ in S.single_digit_items("test", 4, templates=held_t)]
-    val = [_form_and_pair(p) for p, _ in S.single_digit_items("val", 4)]
+    test = [_form_and_pair(p) for p, _ in splits.single_digit_items("test", 4, templates=held_t)]
+    val = [_form_and_pair(p) for p, _ in splits.single_digit_items("val", 4)]
     assert not {t for t, _ in val} & {t for t, _ in test} and not {ab for _, ab in val} & {ab for _, ab in test}
     assert all(t in {x.id for x in T.FIG10} or int(t.rsplit("-", 1)[1]) in (3, 7) for t, _ in test)

@@ -67,12 +67,13 @@ def test_a_record_made_before_the_spearman_intervals_is_refused_naming_the_re_ru
     import pandas as pd
 
     from arithmech.core import results as R
+    from arithmech.core.safe_read import ResultsError
     eap = pd.DataFrame({"layer": [0], "head": ["0"], "exact": [-0.1], "eap": [-0.1], "eap_ig": [-0.1], "n": [4]})
     up = pd.DataFrame({"receiver": ["1.0"], "position": ["END"], "path": ["q"], "sender": ["0.0"], "effect": [-0.1]})
     old = {m: {"spearman_all": 0.9, "spearman_heads": 0.9} for m in ("eap", "eap_ig")}
     R.write_step(tmp_path, "beyond", {"eap.csv": eap, "upstream.csv": up},
                  {"parameters": {"model": "embedded"}, "summary": old})
-    with pytest.raises(R.ResultsError, match="no Spearman interval of eap, eap_ig .*re-run python -m arithmech beyond"):
+    with pytest.raises(ResultsError, match="no Spearman interval of eap, eap_ig .*re-run python -m arithmech beyond"):
         B.read(tmp_path, B.Config())
     new = {m: {**v, "spearman_all_lo": 0.8, "spearman_all_hi": 0.95} for m, v in old.items()}
     R.write_step(tmp_path, "beyond", {"eap.csv": eap, "upstream.csv": up},

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from arithmech.core import results as R
+from arithmech.core.safe_read import ResultsError
 from arithmech.methods.faithfulness import COLUMNS
 from arithmech.steps import faithfulness as F
 from arithmech.steps.config import Faithfulness
@@ -49,6 +50,6 @@ def test_a_file_written_before_the_current_columns_is_refused_naming_the_re_run(
     folder = R.model_folder(tmp_path, "embedded")
     R.write_step(folder, "faithfulness", {"faithfulness.csv": _old_frame()}, {"parameters": {"model": "embedded"}},
                  model_name="embedded")
-    with pytest.raises(R.ResultsError, match=r"lacks recovery, .*positions \(written by an earlier rule version\): "
+    with pytest.raises(ResultsError, match=r"lacks recovery, .*positions \(written by an earlier rule version\): "
                                              "re-run python -m arithmech faithfulness --overwrite"):
         F.read(folder, Faithfulness(results=str(tmp_path)))

@@ -10,6 +10,7 @@ import pytest
 from factories import make_tiny_llama
 
 from arithmech.steps import stability as S
+from arithmech.steps.stability_result import FILENAMES
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):
     for name in ("a", "b"):
         res = _small(model, tok)
         S.write_results(res, tmp_path / name)
-    for f in S.FILENAMES:
+    for f in FILENAMES:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     config = S.Config(task="addition", seeds=2, sizes=(4, 8), top=3, n_boot=200)
     back = S.read(tmp_path / "a", config)
