@@ -59,3 +59,8 @@ class ModelStep(Config):
     def check(self) -> None:
         check_model(self.model_name)
         check_device(self.device)
+
+    def recorded(self) -> dict:
+        """What ``run.json`` records of a run made with this config unless the step's module says otherwise (its
+        ``recorded``): :meth:`~arithmech.core.config.Config.reuse_key`, ``model_name`` recorded as ``model``."""
+        return {("model" if k == "model_name" else k): v for k, v in self.reuse_key().items()}

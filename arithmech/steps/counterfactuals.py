@@ -47,13 +47,6 @@ def read(folder: str | Path, config: Config) -> Result:
     return Result(config=config, overlap=results.read(folder, "counterfactual_overlap.json"))
 
 
-def recorded(config: Config) -> dict:
-    """What ``run.json`` records of a run made with ``config`` (its ``parameters``): the config's reuse key,
-    ``model_name`` recorded as ``model`` — the parameters a reused overlap must match
-    (:func:`arithmech.steps.ensure.is_made`)."""
-    return {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
-
-
 def run(config: Config) -> Result:
     """Both identify runs into ``<folder>/counterfactuals/{operator,operand}/`` and the overlap file; returns the
     :class:`Result` read back from it."""
@@ -70,7 +63,7 @@ def run(config: Config) -> Result:
         out,
         "counterfactuals",
         {"counterfactual_overlap.json": overlap},
-        {"parameters": recorded(c), "operand_task": c.task},
+        {"parameters": c.recorded(), "operand_task": c.task},
     )
     return read(out, c)
 

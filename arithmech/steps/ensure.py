@@ -45,7 +45,7 @@ def recorded(config: Any) -> dict:
     mod = step_of(config).load()
     if hasattr(mod, "recorded"):
         return mod.recorded(config)
-    return {("model" if k == "model_name" else k): v for k, v in config.reuse_key().items()}
+    return config.recorded()
 
 
 def is_made(config: Any) -> bool:

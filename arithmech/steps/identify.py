@@ -136,11 +136,7 @@ def compute(config: Config, model=None, tok=None) -> IdentifyResult:
 def recorded(config: Config) -> dict:
     """What ``run.json`` records of a run made with ``config``, under the names it records them by
     (``model`` for ``model_name``; lists for tuples): the parameters a reused result set must match."""
-    want = {
-        ("model" if k == "model_name" else k): (list(v) if isinstance(v, tuple) else v)
-        for k, v in config.reuse_key().items()
-        if k != "example_sets"
-    }
+    want = {k: (list(v) if isinstance(v, tuple) else v) for k, v in config.recorded().items() if k != "example_sets"}
     return {**want, **shots_module.recorded(config.shots, config.example_sets)}  # run.json's name for the sets
 
 

@@ -20,8 +20,8 @@ def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
 
 
 def test_ensure_reuses_a_run_made_with_the_same_config(tmp_path, monkeypatch):
-    """Protects the step's reuse (issue #42): ``run.json`` records the run's parameters (:func:`recorded`, the config's
-    reuse key), so :func:`arithmech.steps.ensure.ensure` of the same config twice computes once and reads the files
+    """Protects the step's reuse (issue #42): ``run.json`` records the run's parameters (:meth:`~arithmech.steps.config_base.ModelStep.recorded`,
+    the config's reuse key), so :func:`arithmech.steps.ensure.ensure` of the same config twice computes once and reads the files
     back the second time (before, the record had no parameters and every call recomputed); a config that changes a
     parameter computes again. The model and both identify runs are stand-ins: this is the record, not the method."""
     from types import SimpleNamespace
@@ -40,7 +40,7 @@ def test_ensure_reuses_a_run_made_with_the_same_config(tmp_path, monkeypatch):
     first = ensure(config)
     assert runs == [8] and is_made(config) and first.overlap == overlap and first.config == config
     written = R.read_run(CF.folder_of(config))["steps"]["counterfactuals"]["parameters"]
-    assert written == CF.recorded(config) == {"model": "embedded", "seed": 0, "device": "cpu", "dtype": "float32",
+    assert written == config.recorded() == {"model": "embedded", "seed": 0, "device": "cpu", "dtype": "float32",
                                              "task": "addition", "n_samples": 8}
     second = ensure(config)
     assert runs == [8] and second.overlap == overlap and second.config == config      # read back, not recomputed
