@@ -37,3 +37,25 @@ RECENT += (
     Change("precise-learns-beyond-format", 1, "2026-11-28", "cd05faf", _ID1_SHOTS, _HELD60),
 )
 RECENT_DIGEST.update({"precise-learns-math": "4f6773bd5963", "precise-learns-beyond-format": "07b8893fc60f"})
+
+
+# -- issue #40, a hostile reading of the ninth session (2026-11-28): rule 3 of claims/curves.py (precise keeps
+# general skills better than full) had one row, on the pooled carry measure, while the module said every math rule is
+# decided on addition and subtraction apart as well (its part (b) reads the math gain) and the issue asks for it. The
+# ninth version of the module adds the two rows; the pooled row, which the claim reads, is decided as before.
+_KEEPS_OPS = (
+    "issue #40: rule 3 (claims/curves.py, ninth version) is decided on addition and subtraction apart as well as "
+    "pooled, as the module said of every math rule; the claim still reads the pooled row, decided as before"
+)
+RECENT += (
+    Change(
+        "precise-keeps-generic",
+        14,
+        "2026-11-28",
+        "this commit",
+        _KEEPS_OPS,
+        "yes: SmolLM2's 78 Table 1 runs (committed 5990a96), on which the pooled row read 'inconclusive'; the two new "
+        "rows were added after those runs were read",
+    ),
+)
+RECENT_DIGEST.update({"precise-keeps-generic": "ea9f28b84848"})

@@ -14,8 +14,8 @@ Per point, two intervals of the mean over its runs (:func:`point_table`):
   a fixed test set at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points
   with at least :data:`MIN_RUNS` runs. (Until the seventh rule version, 2026-11-28: Student t over the run means,
   which sees no item noise: three runs that score alike gave an interval of width zero);
-* the **item-level** interval — the hierarchical bootstrap of :mod:`arithmech.claims.verdicts` (runs and test
-  items resampled), shown beside it.
+* the **hierarchical bootstrap** interval of :mod:`arithmech.claims.verdicts` (runs drawn with replacement, then
+  test items within them; a second estimator of the same spread, not an interval over items alone), shown beside it.
 
 A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval
 gate (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points are drawn, never on a frontier, and decide
@@ -229,7 +229,7 @@ def run_interval(p: Point, what: str, level: float = 0.95) -> tuple[float, float
 def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:
     """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant,
     the general measure, the text loss) the mean change from base with its crossed interval (runs and items) and, for the
-    primary math and general measures, the item-level interval (hierarchical bootstrap of runs and items)."""
+    primary math and general measures, the hierarchical bootstrap interval (runs, then items within them)."""
     c = c or load(folder)
     p = V.plan(folder)
     S = get_suite(p["suite"])

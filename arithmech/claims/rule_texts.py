@@ -209,10 +209,10 @@ RULES: tuple[Rule, ...] = (
         "every rate's lower end is above −5 points) and (b) some precise-key rate that learns the skill is "
         "dominated by no full-SFT rate (dominated: full's math gain and general change both decidedly above it, "
         "intervals of the difference above 0); holds iff both hold, does not hold iff either does not; inconclusive "
-        "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)"
+        "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs); decided on the pooled math measure (the claim) and, for carry, on addition and subtraction apart (rows beside it)"
         + _CUT
         + _CROSSED,
-        version=13,
+        version=14,
     ),
 )
 # Beyond the paper: is the key-head set a stable measurement? (arithmech.steps.stability)

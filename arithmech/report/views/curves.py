@@ -1,6 +1,6 @@
 """Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix (issue #40): the
 trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed
-and item-level intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
+and hierarchical-bootstrap intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
 :mod:`arithmech.claims.curves`; computes no verdict of its own."""
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     """Every grid point, as two tables that fit a page's width: ``"math"`` and ``"general"``. Both start with the
     point (arm, rate, runs, collapsed runs, frontier ★); then per measure one cell "mean change from base in points
     [95 % interval over runs and items]" (:func:`arithmech.core.stats.crossed_interval`; shown from
-    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it) and the item-level 95 % interval (hierarchical bootstrap): the math variants in the first table, the
+    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it) and the 95 % interval of the hierarchical bootstrap (runs, then items within them, resampled): the math variants in the first table, the
     general measure and the text loss in the second. Empty frames where no point has run."""
     c = c or F.load(folder)
     t = F.point_table(folder, c)
@@ -140,9 +140,11 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     math, general = point(), point()
     for v in c.variants:
         math[f"{v} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
-    math[f"{c.math} item-level"] = [span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])]
+    math[f"{c.math} runs+items bootstrap"] = [
+        span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])
+    ]
     general["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
-    general["general item-level"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
+    general["general runs+items bootstrap"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
     if "loss" in t:
         general["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
     return {"math": math, "general": general}

@@ -145,7 +145,7 @@ class Page:
         return out
 
     def points_tables(self) -> list:
-        """Per run: every grid point's change from base with its run- and item-level intervals (math, general)."""
+        """Per run: every grid point's change from base with its crossed and hierarchical-bootstrap intervals (math, general)."""
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):

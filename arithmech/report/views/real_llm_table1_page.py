@@ -39,7 +39,7 @@ class Table1Section(PageBase):
                 markdown(
                     "Every grid point: change from base in points with its 95 % interval over runs and "
                     "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
-                    "and the item-level one (hierarchical bootstrap); math first, then the general "
+                    "and the hierarchical bootstrap's (runs, then items, resampled); math first, then the general "
                     "measures:"
                 ),
             ]

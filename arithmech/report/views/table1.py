@@ -53,7 +53,7 @@ def setup_line(folder: str | Path) -> str:
 
 
 def progress_line(folder: str | Path) -> str:
-    """How far the design is: runs made of those planned, points the rules can read, CPU time so far and the
+    """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far and the
     rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.table1`): every rate of
     ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its
     draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the
