@@ -54,7 +54,7 @@ RECENT += (
         "2026-11-28",
         "this commit",
         _KEEPS_OPS,
-        "yes: SmolLM2's 78 Table 1 runs (committed 5990a96), on which the pooled row read 'inconclusive'; the two new "
+        "yes: SmolLM2's 79 Table 1 runs (committed 5990a96), on which the pooled row read 'inconclusive'; the two new "
         "rows were added after those runs were read",
     ),
 )

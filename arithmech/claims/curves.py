@@ -48,7 +48,7 @@ variance, which at 3 runs and a Bonferroni level misses several times as often a
 spread is most of the error. Each side needs at least two runs. (No precise point had 3 runs then, but full SFT's
 four interior points had had 3 since 11:54 (be13e5a): rule 3a reads full SFT alone, so its half could already be
 read under the seventh version's intervals.)
-**Ninth version** (2026-11-28, ninth session, after 78 SmolLM2 runs were read): rule 3 is decided on addition and
+**Ninth version** (2026-11-28, ninth session, after 79 SmolLM2 runs were read): rule 3 is decided on addition and
 subtraction apart as well as pooled, as the sentence below already said of every math rule (its part (b) reads the
 math gain); it had one row, on the pooled measure. The pooled row, the one the claim reads, is unchanged.
 
