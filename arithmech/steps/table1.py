@@ -16,9 +16,10 @@ verdicts of :mod:`arithmech.claims.verdicts` read, decided over whole curves rat
   and the rates on an arm's validation frontier run up to ``frontier_seeds``; each rate of a random arm runs
   ``draws`` draws, draw ``d`` training with ``seeds[d % len(seeds)]`` (a draw's heads are seeded by its index,
   not by a training seed); the data splits stay fixed by ``data_seed``, so every run is scored on the same items;
-* **order** — base, then every arm's grid at its first seed (bracketing), then the other seeds and draws in
-  rounds (after each round every arm and rate has the same number of runs), then the frontier seeds: a run
-  stopped part-way leaves a balanced table;
+* **order** — base, then every arm's grid at its first seed (bracketing), then the other seeds (and as many
+  draws) in rounds (after each round every arm and rate has the same number of runs), then the frontier seeds of
+  the seeded arms (their frontier is final once every seed has run), then the random arms' other draws in rounds: a
+  run stopped part-way leaves a balanced table;
 * **one record per run** — ``finetune/<mode>-<tag>.json`` (tags ``<arm>[draw]-s<seed>-lr<rate>``, e.g.
   ``precise-random-any3-s0-lr1e-03``), test items kept for paired intervals; ``finetune/table1.json`` lists
   every run, the heads, the grids and what each run cost. A re-run keeps each record made with the same
@@ -375,7 +376,8 @@ def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             members = [a for a in arms if group(a) == grp]
             closed = bool(members) and not any(bracket_side(rows[a], base_val) for a in members)
             keep[grp] = replicated(g[grp], closed, c.replicate_ends)
-        for i in range(1, max(replicas(a) for a in arms)):  # 2. the other seeds and draws, in balanced rounds
+
+        def round_(i):  # every arm's i-th seed (random arms: draw i) at every rate it replicates
             for a in arms:
                 if i < replicas(a):
                     seed, draw = (seeds[i % len(seeds)], i) if a in RANDOM else (seeds[i], 0)
@@ -384,13 +386,18 @@ def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
                             run_one(a, lr, seed, draw, bar)
                         else:
                             bar.advance()
+
+        for i in range(1, len(seeds)):  # 2. the other seeds (and as many draws), in balanced rounds
+            round_(i)
         extra = [max(seeds) + 1 + j for j in range(max(0, c.frontier_seeds - len(seeds)))]
         for a in [a for a in arms if a not in RANDOM]:  # 3. the frontier rates up to frontier_seeds
-            front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]
+            front = [lr for lr in frontier_rates(rows[a]) if lr in keep[group(a)]]  # final: every seed has run
             bar.total += len(front) * len(extra)
             for fs in extra:
                 for lr in front:
                     run_one(a, lr, fs, 0, bar)
+        for i in range(len(seeds), max(replicas(a) for a in arms)):  # 4. the random arms' other draws, in rounds
+            round_(i)
     return write_plan(True)
 
 
