@@ -62,7 +62,7 @@ lab: $(INSTALLED)
 test: $(INSTALLED)
 	@$(BIN)/python tests/book/browser.py 2>/dev/null || $(MAKE) --no-print-directory -s chromium
 	@$(BIN)/python tests/book/browser.py
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 # The unit, parity and integration tiers without the `slow` tests (book build, browser, SmolLM2).
 test-fast: $(INSTALLED)

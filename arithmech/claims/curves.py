@@ -79,6 +79,7 @@ rate of an arm collapsed, the rule says **not testable**, and why; an arm withou
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import product
 from pathlib import Path
 from typing import Callable
@@ -179,70 +180,56 @@ def family(c: Curves, rule: str, arm: str = "precise-key", control: str = "preci
 Decider = Callable[[Curves, int], "bool | None"]
 
 
+# One rule: (claim, comparison, arms it reads, decider, the decider's keywords, :func:`family`'s rule, arm and control).
+Rule = tuple[str, str, tuple[str, ...], Callable[..., "bool | None"], dict[str, str], tuple[str, str, str]]
+KF = ("precise-key", "precise-random")  # family's default arm and control (the rules that read no random arm)
+
+# The rules as one table (module docstring); every row is decided on every measure variant (ninth version: rule 3 too).
+RULES: list[Rule] = [
+    ("precise SFT learns the skill", "precise-key − base", ("precise-key",), learns, {}, ("learns", *KF)),
+    # gated by _gate where base-shots was not recorded on the math items
+    (SHOTS, "precise-key − base-shots", ("precise-key",), learns, {"ref": "base-shots"}, ("learns", *KF)),
+    ("precise matches full", "precise-key − full", ("precise-key", "full"), matches, {}, ("matches", *KF)),
+    (
+        "precise keeps general skills better than full",
+        "full − base (a); full vs precise-key (b)",
+        ("precise-key", "full"),
+        keeps,
+        {},
+        ("keeps", *KF),
+    ),
+]
+RULES += [
+    (
+        "the selection matters",
+        f"{arm} − {ctl}",
+        (arm, ctl),
+        selection,
+        {"arm": arm, "control": ctl},
+        ("selection", arm, ctl),
+    )
+    for arm, ctl in product(("precise-key", "precise-share"), RANDOM)
+]
+
+
+def _bound(fn: Callable[..., "bool | None"], v: str, kw: dict[str, str]) -> Decider:
+    """``fn`` on measure variant ``v`` with its keywords: ``decide(c, n)``."""
+
+    def decide_(c: Curves, n: int) -> bool | None:
+        return fn(c, v, n=n, **kw)
+
+    return decide_
+
+
 def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Callable[[Curves], int]]]:
-    """``(claim, comparison, arms it reads, measure variant, decide, size)`` for every rule and variant (module
-    docstring): ``decide(c, n)`` decides the rule with its intervals at :func:`level` of ``n``, and ``size(c)`` is
-    its :func:`family` on ``c``."""
-    # mypy cannot infer a lambda with default arguments (v=v, which binds the loop's value) against a Callable
-    # context ("Cannot infer type of lambda", a mypy limitation): those lambdas carry a narrow ignore[misc]
-    out: list[tuple[str, str, tuple[str, ...], str, Decider, Callable[[Curves], int]]]
-    out = [
-        (
-            "precise SFT learns the skill",
-            "precise-key − base",
-            ("precise-key",),
-            v,
-            lambda c, n, v=v: learns(c, v, n=n),  # type: ignore[misc]
-            lambda c: family(c, "learns"),
-        )
+    """``(claim, comparison, arms it reads, measure variant, decide, size)`` for every row of :data:`RULES` and
+    every measure variant of ``c`` (module docstring): ``decide(c, n)`` decides the rule with its intervals at
+    :func:`level` of ``n``, and ``size(c)`` is its :func:`family` on ``c``."""
+    return [
+        (claim, comp, arms, v, _bound(fn, v, kw), partial(family, rule=size[0], arm=size[1], control=size[2]))
+        for claim, comp, arms, fn, kw, size in RULES
         for v in c.variants
     ]
-    out += [  # gated by _gate where base-shots was not recorded on the math items
-        (
-            SHOTS,
-            "precise-key − base-shots",
-            ("precise-key",),
-            v,
-            lambda c, n, v=v: learns(c, v, "base-shots", n),  # type: ignore[misc]
-            lambda c: family(c, "learns"),
-        )
-        for v in c.variants
-    ]
-    out += [
-        (
-            "precise matches full",
-            "precise-key − full",
-            ("precise-key", "full"),
-            v,
-            lambda c, n, v=v: matches(c, v, n),  # type: ignore[misc]
-            lambda c: family(c, "matches"),
-        )
-        for v in c.variants
-    ]
-    out += [  # ninth version: on addition and subtraction apart too (the claim reads the pooled row)
-        (
-            "precise keeps general skills better than full",
-            "full − base (a); full vs precise-key (b)",
-            ("precise-key", "full"),
-            v,
-            lambda c, n, v=v: keeps(c, v, n),  # type: ignore[misc]
-            lambda c: family(c, "keeps"),
-        )
-        for v in c.variants
-    ]
-    for arm, ctl in product(("precise-key", "precise-share"), RANDOM):
-        for v in c.variants:
-            out.append(
-                (
-                    "the selection matters",
-                    f"{arm} − {ctl}",
-                    (arm, ctl),
-                    v,
-                    lambda c, n, v=v, arm=arm, ctl=ctl: selection(c, v, arm, ctl, n),  # type: ignore[misc]
-                    lambda c, arm=arm, ctl=ctl: family(c, "selection", arm, ctl),  # type: ignore[misc]
-                )
-            )
-    return out
 
 
 WORD = {True: HOLDS, False: NOT, None: OPEN}

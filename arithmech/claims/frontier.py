@@ -7,7 +7,7 @@ addition and its subtraction items apart: :func:`arithmech.data.splits.carry_ite
 addition) and the **general change** (primary general measure − base; the ``cpu`` suite's: the deciding cloze
 sets pooled, :func:`arithmech.claims.verdicts.pool`); the text loss's change is shown, never decided on.
 
-Per point, two intervals of the mean over its runs (:func:`point_table`):
+Per point, three intervals of the mean over its runs (:func:`point_table`):
 
 * the **crossed** interval — over runs and test items at once (:func:`arithmech.core.stats.crossed_interval`: the
   spread of the run means and the spread of the items, every run being scored on the same items; its coverage with
@@ -15,7 +15,9 @@ Per point, two intervals of the mean over its runs (:func:`point_table`):
   with at least :data:`MIN_RUNS` runs. (Until the seventh rule version, 2026-11-28: Student t over the run means,
   which sees no item noise: three runs that score alike gave an interval of width zero);
 * the **hierarchical bootstrap** interval of :mod:`arithmech.claims.verdicts` (runs drawn with replacement, then
-  test items within them; a second estimator of the same spread, not an interval over items alone), shown beside it.
+  test items within them; a second estimator of the same spread, not an interval over items alone), shown beside it;
+* **Student t over the run means** alone (:func:`arithmech.core.stats.t_interval`: the training spread only, the
+  test items taken as fixed; its coverage at n = 3, 5, 10 runs is checked on simulated runs), shown beside both.
 
 A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval
 gate (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points are drawn, never on a frontier, and decide
@@ -32,7 +34,7 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.core import records, results
-from arithmech.core.stats import crossed_interval, hierarchical_bootstrap
+from arithmech.core.stats import crossed_interval, hierarchical_bootstrap, t_interval
 from arithmech.evals.suites import get_suite
 from arithmech.steps.table1_grid import grid_of
 
@@ -229,7 +231,9 @@ def run_interval(p: Point, what: str, level: float = 0.95) -> tuple[float, float
 def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:
     """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant,
     the general measure, the text loss) the mean change from base with its crossed interval (runs and items) and, for the
-    primary math and general measures, the hierarchical bootstrap interval (runs, then items within them)."""
+    primary math and general measures, the hierarchical bootstrap interval (``boot lo``/``boot hi``: runs, then items
+    within them) and the Student t interval over the run means alone (``t lo``/``t hi``: the training spread only, the
+    items taken as fixed; :func:`arithmech.core.stats.t_interval`, whose coverage at 3, 5 and 10 runs a test checks)."""
     c = c or load(folder)
     p = V.plan(folder)
     S = get_suite(p["suite"])
@@ -253,6 +257,8 @@ def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000)
                 _, lo, hi = hierarchical_bootstrap(
                     V.per_run([c.base], meas, sign, c.pooled), V.per_run(runs, meas, sign, c.pooled), n_boot=n_boot
                 )
-                row[f"{what} item lo"], row[f"{what} item hi"] = lo, hi
+                row[f"{what} boot lo"], row[f"{what} boot hi"] = lo, hi
+                xs = q.values(what)  # the run means alone: Student t, training spread only (issue #40 item 3)
+                row[f"{what} t lo"], row[f"{what} t hi"] = t_interval(xs)[1:] if len(xs) >= 2 else (None, None)
             rows.append(row)
     return pd.DataFrame(rows)

@@ -243,7 +243,7 @@ def t_quantile(p: float, df: float) -> float:
 def t_interval(x: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """``(mean, lo, hi)``: Student t interval of the mean of a few values (run means: one value per training
     run), ``mean ± t_{n-1} · sd / √n``; needs two values or more. Its coverage at n = 3, 5, 10 runs is checked on
-    simulated runs (``tests/unit/core/test_stats_coverage.py``)."""
+    simulated runs (``tests/unit/core/test_stats.py``)."""
     n = len(x)
     if n < 2:
         raise ValueError(f"t_interval needs at least two values, got {n}")

@@ -117,8 +117,10 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     """Every grid point, as two tables that fit a page's width: ``"math"`` and ``"general"``. Both start with the
     point (arm, rate, runs, collapsed runs, frontier ★); then per measure one cell "mean change from base in points
     [95 % interval over runs and items]" (:func:`arithmech.core.stats.crossed_interval`; shown from
-    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it) and the 95 % interval of the hierarchical bootstrap (runs, then items within them, resampled): the math variants in the first table, the
-    general measure and the text loss in the second. Empty frames where no point has run."""
+    :data:`~arithmech.claims.frontier.MIN_RUNS` runs, where the rules read it); for the primary math measure and the
+    general one, two more 95 % intervals: the hierarchical bootstrap (runs, then items within them, resampled) and
+    Student t over the run means alone (the training spread only). The math variants in the first table, the general
+    measure and the text loss in the second. Empty frames where no point has run."""
     c = c or F.load(folder)
     t = F.point_table(folder, c)
     if t.empty:
@@ -140,11 +142,11 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     math, general = point(), point()
     for v in c.variants:
         math[f"{v} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
-    math[f"{c.math} runs+items bootstrap"] = [
-        span(a, b) for a, b in zip(t[f"{c.math} item lo"], t[f"{c.math} item hi"])
-    ]
-    general["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
-    general["general runs+items bootstrap"] = [span(a, b) for a, b in zip(t["general item lo"], t["general item hi"])]
+    for table, what in ((math, c.math), (general, "general")):
+        if what == "general":
+            table["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
+        table[f"{what} runs+items bootstrap"] = [span(a, b) for a, b in zip(t[f"{what} boot lo"], t[f"{what} boot hi"])]
+        table[f"{what} run means, t"] = [span(a, b) for a, b in zip(t[f"{what} t lo"], t[f"{what} t hi"])]
     if "loss" in t:
         general["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
     return {"math": math, "general": general}

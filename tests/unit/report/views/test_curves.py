@@ -2,7 +2,13 @@
 synthetic records (``tests/unit/claims/synthetic.py``)."""
 from __future__ import annotations
 
+import math
+import statistics
+
+import pytest
+
 from arithmech.claims import curves as C
+from arithmech.claims import frontier as F
 from arithmech.report.views import curves as R
 from tests.unit.claims.synthetic import jitter as J
 from tests.unit.claims.synthetic import write
@@ -44,6 +50,28 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     assert len(points.columns) <= 10 and len(general.columns) <= 10     # each fits a page's width
     lines = R.finding_lines(rows)
     assert lines[-1].startswith("Not yet run:") and all("**" in x for x in lines[:-1])
+
+
+def test_each_point_shows_a_t_interval_over_its_run_means_beside_the_item_intervals(tmp_path):
+    """Protects issue #40 item 3's run-level interval: for the primary math and general measures every point of at
+    least two runs has the Student t interval of its run means, mean ± t_{0.975, n-1} · sd / √n, here checked against
+    the printed quantile 4.303 (2 degrees of freedom) on a 3-run point; a 1-run point has none; and it is narrower
+    than the crossed interval, which adds the items' spread to the runs'."""
+    f = write(tmp_path, ARMS)
+    t = F.point_table(f, n_boot=50)
+    c = F.load(f)
+    p = next(q for q in c.points["full"] if q.n == 3)
+    xs = p.values(c.math)
+    m, sd = statistics.fmean(xs), statistics.stdev(xs)
+    row = t[(t.arm == "full") & (t.lr == p.lr)].iloc[0]
+    assert row[f"{c.math} t lo"] == pytest.approx(m - 4.303 * sd / math.sqrt(3), abs=1e-4)
+    assert row[f"{c.math} t hi"] == pytest.approx(m + 4.303 * sd / math.sqrt(3), abs=1e-4)
+    assert row[f"{c.math} lo"] < row[f"{c.math} t lo"] and row[f"{c.math} t hi"] < row[f"{c.math} hi"]
+    one = t[t.runs == 1].iloc[0]
+    assert math.isnan(one["general t lo"]) and math.isnan(one["general t hi"])
+    tables = R.points_tables(f, c)
+    shown = tables["general"].loc[tables["general"].runs == 1, "general run means, t"]
+    assert f"{c.math} run means, t" in tables["math"] and list(shown) == ["—"]
 
 
 def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
