@@ -19,9 +19,10 @@ Per point, three intervals of the mean over its runs (:func:`point_table`):
 * **Student t over the run means** alone (:func:`arithmech.core.stats.t_interval`: the training spread only, the
   test items taken as fixed; its coverage at n = 3, 5, 10 runs is checked on simulated runs), shown beside both.
 
-A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval
-gate (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points are drawn, never on a frontier, and decide
-nothing. A point's mean and intervals read **every** run, collapsed or not (fifth version, 2026-11-28). An arm's
+A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval gate
+(:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points
+are drawn, never on a frontier, and decide nothing. A point's mean and intervals read **every** run, collapsed or not
+(fifth version, 2026-11-28). An arm's
 **frontier** is the Pareto set of its other points on (mean math gain, mean general change).
 """
 
@@ -229,8 +230,8 @@ def run_interval(p: Point, what: str, level: float = 0.95) -> tuple[float, float
 
 
 def point_table(folder: str | Path, c: Curves | None = None, n_boot: int = 1000) -> pd.DataFrame:
-    """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant,
-    the general measure, the text loss) the mean change from base with its crossed interval (runs and items) and, for the
+    """One row per grid point: arm, rate, runs, collapsed runs, on the frontier, and per measure (each math variant, the
+    general measure, the text loss) the mean change from base with its crossed interval (runs and items) and, for the
     primary math and general measures, the hierarchical bootstrap interval (``boot lo``/``boot hi``: runs, then items
     within them) and the Student t interval over the run means alone (``t lo``/``t hi``: the training spread only, the
     items taken as fixed; :func:`arithmech.core.stats.t_interval`, whose coverage at 3, 5 and 10 runs a test checks)."""

@@ -233,10 +233,10 @@ def common_rates(c: F.Curves) -> pd.DataFrame:
 
 
 def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd.DataFrame:
-    """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point (:mod:`arithmech.claims.detectable`;
-    3, the rules' minimum, and 5, the issue's for frontier points), for reading: comparison, measure, the compared
-    points, the rule's level, the run and item spreads seen so far and the projected half-width in points (or why it
-    is not known yet: a last column says why)."""
+    """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point
+    (:mod:`arithmech.claims.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points), for reading:
+    comparison, measure, the compared points, the rule's level, the run and item spreads seen so far and the projected
+    half-width in points (or why it is not known yet: a last column says why)."""
     tables = {r: D.table(c, r) for r in runs}
     t = tables[runs[0]]
     if t.empty:

@@ -145,7 +145,8 @@ class Page:
         return out
 
     def points_tables(self) -> list:
-        """Per run: every grid point's change from base with its crossed and hierarchical-bootstrap intervals (math, general)."""
+        """Per run: every grid point's change from base with its crossed and hierarchical-bootstrap intervals (math,
+        general)."""
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):
@@ -153,8 +154,8 @@ class Page:
         return out
 
     def detectable(self) -> list:
-        """Per run: how far from its bound an observed difference must lie for each rule to decide, at 3 and 5 runs a point
-        (:func:`arithmech.report.views.curves.detectable_table`)."""
+        """Per run: how far from its bound an observed difference must lie for each rule to decide, at 3 and 5 runs a
+        point (:func:`arithmech.report.views.curves.detectable_table`)."""
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):

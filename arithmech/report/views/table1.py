@@ -53,12 +53,12 @@ def setup_line(folder: str | Path) -> str:
 
 
 def progress_line(folder: str | Path) -> str:
-    """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far and the
-    rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.table1`): every rate of
-    ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its
-    draws, the frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the
-    plan records a cut (``replicated``: the rates that get more than their first run), the cut rates count once,
-    with the runs they had before the cut."""
+    """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far
+    and the rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.table1`): every rate of
+    ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its draws, the
+    frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the plan records a cut
+    (``replicated``: the rates that get more than their first run), the cut rates count once, with the runs they had
+    before the cut."""
     p = V.plan(folder)
     cost = p.get("cost") or {}
     run_s = cost.get("run_s") or {}
@@ -86,8 +86,9 @@ def progress_line(folder: str | Path) -> str:
     return (
         f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
         f"{ready} of the {points} grid points the rules read have the {MIN_RUNS} runs they need; "
-        f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), about {hours(left_s)} more at each arm's "
-        "mean cost per run." + (f" Cut: {cut}." if cut and not cut.startswith("none") else "")
+        f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), "
+        f"about {hours(left_s)} more at each arm's mean cost per run."
+        + (f" Cut: {cut}." if cut and not cut.startswith("none") else "")
     )
 
 
@@ -288,5 +289,6 @@ def toy_scope(folder: str | Path, plan: dict) -> str:
         f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
         "compare arms that all sit near zero. What it can test: the machinery (the records, rules and charts "
         "SmolLM2 uses) and forgetting — how much of its generic facts each arm loses at every rate of its grid. "
-        "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: not the paper's Table 1 itself."
+        "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: "
+        "not the paper's Table 1 itself."
     )

@@ -64,8 +64,8 @@ def tradeoff_chart(
 def arms_chart(
     table: pd.DataFrame, measures: list[str], title: str = "Table 1: change from base, 95% intervals"
 ) -> alt.FacetChart:
-    """Each fine-tuned arm's change from base on ``measures``, with its hierarchical bootstrap interval (seeds and items): one
-    panel per measure, one row per arm in it (the interval as a bar, the change as a dot).
+    """Each fine-tuned arm's change from base on ``measures``, with its hierarchical bootstrap interval (seeds and
+    items): one panel per measure, one row per arm in it (the interval as a bar, the change as a dot).
     ``table``: :func:`arithmech.claims.verdicts.arm_table`.
 
     The rows go to the facet, never to the layers inside it: a layer holding its own data is not split by
