@@ -1,6 +1,6 @@
 """Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix (issue #40): the
-trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed
-and hierarchical-bootstrap intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
+trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed,
+hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
 :mod:`arithmech.claims.curves`; computes no verdict of its own."""
 
 from __future__ import annotations
@@ -145,8 +145,10 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     for table, what in ((math, c.math), (general, "general")):
         if what == "general":
             table["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
-        table[f"{what} runs+items bootstrap"] = [span(a, b) for a, b in zip(t[f"{what} boot lo"], t[f"{what} boot hi"])]
-        table[f"{what} run means, t"] = [span(a, b) for a, b in zip(t[f"{what} t lo"], t[f"{what} t hi"])]
+        for name, key in (("runs+items bootstrap", "boot"), ("run means, t", "t")):  # from MIN_RUNS runs, as above
+            table[f"{what} {name}"] = [
+                span(a, b) if r else "—" for a, b, r in zip(t[f"{what} {key} lo"], t[f"{what} {key} hi"], ready)
+            ]
     if "loss" in t:
         general["text loss change (nats)"] = [f"{x:+.3f}" if x == x else "—" for x in t["loss"]]
     return {"math": math, "general": general}

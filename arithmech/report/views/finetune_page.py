@@ -145,8 +145,8 @@ class Page:
         return out
 
     def points_tables(self) -> list:
-        """Per run: every grid point's change from base with its crossed and hierarchical-bootstrap intervals (math,
-        general)."""
+        """Per run: every grid point's change from base with its crossed, hierarchical-bootstrap and run-mean t
+        intervals (math, general)."""
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):

@@ -174,8 +174,9 @@ def test_hierarchical_bootstrap_reduces_to_the_paired_one_and_widens_with_seed_s
     assert hi - lo > 1.5 * (phi - plo) and lo < d < hi
 
 
-# Coverage of the intervals Table 1's curve rules decide on (issue #40 item 3): Student t over a few run means,
-# and Welch's interval of a difference of two arms, checked on simulated runs at n = 3, 5 and 10.
+# Coverage of the run-level intervals of issue #40 item 3 (the single-rate rules decided on them; the curve rules
+# decide on the crossed interval since their seventh version, and every grid point shows Student t beside it):
+# Student t over a few run means, and Welch's interval of a difference of two arms, at n = 3, 5 and 10 runs.
 SIMS, TOL = 2000, 0.02          # 2,000 simulated experiments: the Monte Carlo error of a 95 % coverage is 0.5 points
 
 
@@ -198,11 +199,33 @@ def test_t_quantiles_are_the_tables():
 
 @pytest.mark.parametrize("n", [3, 5, 10])
 def test_t_interval_over_run_means_covers_95_percent(n):
-    """Protects the run-level interval the curve rules decide on: over 2,000 simulated experiments of ``n`` runs
-    (each run's accuracy drawn around 60 % with a 5-point spread, then 400 items scored), the Student t interval
-    of the mean covers the true mean (60 %) in 95 % ± 2 points of them."""
+    """Protects the run-level interval every grid point shows: over 2,000 simulated experiments of ``n`` runs
+    (each run's accuracy drawn around 60 % with a 5-point spread, then 100 fresh items scored), the Student t
+    interval of the mean covers the true mean (60 %) in 95 % ± 2 points of them."""
     rng = random.Random(n)
     hit = sum(lo <= 0.6 <= hi for _, lo, hi in (t_interval(_runs(rng, n, items=100)) for _ in range(SIMS)))
+    assert abs(hit / SIMS - 0.95) <= TOL, hit / SIMS
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_t_interval_with_one_shared_test_set_covers_that_sets_mean(n):
+    """Protects what the pages say of the t interval: "the training spread only, the test items taken as fixed".
+    One test set of 100 items of unequal difficulty (each item's accuracy drawn once, 20 % to 80 %) is shared by
+    every run and every simulated experiment; each run shifts every item's accuracy by its own training effect (a
+    5-point spread) and scores the items. Over 2,000 experiments of ``n`` runs the t interval of the run means
+    covers the set's own mean accuracy (the mean of its items' accuracies: what more training runs on these items
+    would give) in 95 % ± 2 points of them."""
+    rng = random.Random(1000 + n)
+    q = [rng.uniform(0.2, 0.8) for _ in range(100)]      # the one test set, fixed
+    truth = sum(q) / len(q)
+    hit = 0
+    for _ in range(SIMS):
+        runs = []
+        for _ in range(n):
+            s = rng.gauss(0, 0.05)                           # this run's training effect, on every item
+            runs.append(sum(rng.random() < min(1.0, max(0.0, p + s)) for p in q) / len(q))
+        _, lo, hi = t_interval(runs)
+        hit += lo <= truth <= hi
     assert abs(hit / SIMS - 0.95) <= TOL, hit / SIMS
 
 
