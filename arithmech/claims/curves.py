@@ -183,21 +183,24 @@ Decider = Callable[[Curves, int], "bool | None"]
 
 # One rule: (claim, comparison, arms it reads, decider, the decider's keywords, :func:`family`'s rule, arm and control).
 Rule = tuple[str, str, tuple[str, ...], Callable[..., "bool | None"], dict[str, str], tuple[str, str, str]]
-KF = ("precise-key", "precise-random")  # family's default arm and control (the rules that read no random arm)
+FAMILY_DEFAULT = (
+    "precise-key",
+    "precise-random",
+)  # family's default arm and control (the rules that read no random arm)
 
 # The rules as one table (module docstring); every row is decided on every measure variant (ninth version: rule 3 too).
 RULES: list[Rule] = [
-    ("precise SFT learns the skill", "precise-key − base", ("precise-key",), learns, {}, ("learns", *KF)),
+    ("precise SFT learns the skill", "precise-key − base", ("precise-key",), learns, {}, ("learns", *FAMILY_DEFAULT)),
     # gated by _gate where base-shots was not recorded on the math items
-    (SHOTS, "precise-key − base-shots", ("precise-key",), learns, {"ref": "base-shots"}, ("learns", *KF)),
-    ("precise matches full", "precise-key − full", ("precise-key", "full"), matches, {}, ("matches", *KF)),
+    (SHOTS, "precise-key − base-shots", ("precise-key",), learns, {"ref": "base-shots"}, ("learns", *FAMILY_DEFAULT)),
+    ("precise matches full", "precise-key − full", ("precise-key", "full"), matches, {}, ("matches", *FAMILY_DEFAULT)),
     (
         "precise keeps general skills better than full",
         "full − base (a); full vs precise-key (b)",
         ("precise-key", "full"),
         keeps,
         {},
-        ("keeps", *KF),
+        ("keeps", *FAMILY_DEFAULT),
     ),
 ]
 RULES += [

@@ -22,8 +22,8 @@ Per point, three intervals of the mean over its runs (:func:`point_table`):
 A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval gate
 (:func:`arithmech.claims.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points
 are drawn, never on a frontier, and decide nothing. A point's mean and intervals read **every** run, collapsed or not
-(fifth version, 2026-11-28). An arm's
-**frontier** is the Pareto set of its other points on (mean math gain, mean general change).
+(fifth version, 2026-11-28). An arm's **frontier** is the Pareto set of its other points on (mean math gain, mean
+general change).
 """
 
 from __future__ import annotations

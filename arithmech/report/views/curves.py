@@ -142,9 +142,8 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     math, general = point(), point()
     for v in c.variants:
         math[f"{v} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
+    general["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
     for table, what in ((math, c.math), (general, "general")):
-        if what == "general":
-            table["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
         for name, key in (("runs+items bootstrap", "boot"), ("run means, t", "t")):  # from MIN_RUNS runs, as above
             table[f"{what} {name}"] = [
                 span(a, b) if r else "—" for a, b, r in zip(t[f"{what} {key} lo"], t[f"{what} {key} hi"], ready)
