@@ -9,8 +9,9 @@ everything a command does is reachable (and tested) from Python.
 The input contract: every argument is checked before any model loads (and before torch is imported); a
 violation is one line (``error: …``) and exit code 2, Ctrl-C is one line and exit code 130, never a
 traceback. A run whose estimated peak memory (:mod:`arithmech.core.estimate`) exceeds what the machine has
-free is refused the same way, naming the flag to lower. Messages quote the values they show (:func:`arithmech.core.inputs.quoted`), and what is printed
-passes :func:`arithmech.core.inputs.one_line` last: a path holding a newline cannot print a second, forged line.
+free is refused the same way, naming the flag to lower. Messages quote the values they show
+(:func:`arithmech.core.inputs.quoted`), and what is printed passes :func:`arithmech.core.inputs.one_line` last: a path
+holding a newline cannot print a second, forged line.
 
 >>> python -m arithmech identify --model embedded --task addition --n-samples 128
 >>> python -m arithmech identify --help            # exactly the fields of arithmech.steps.config.Identify

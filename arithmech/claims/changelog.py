@@ -6,7 +6,8 @@ it decides, reconstructed from git (``git log --follow -p -- arithmech/claims/ru
 rules lived in before: ``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``,
 ``arithmech/experiments/casestudy.py``, ``arithmech/smollm.py``). A rule's ``version`` in
 :data:`~arithmech.claims.rule_texts.RULES` is the number of its entries here, and :data:`DIGEST` holds a
-fingerprint of its current text and of the numbers its decider reads, so a rule edited without an entry fails ``tests/unit/claims/test_changelog.py``.
+fingerprint of its current text and of the numbers its decider reads, so a rule edited without an entry fails
+``tests/unit/claims/test_changelog.py``.
 
 What counts as a change: anything that can move a verdict (a threshold, what is compared, a new
 *inconclusive* outcome, which rows are read) or that makes the rule say something else. Moves between
@@ -22,12 +23,13 @@ The entries live in five modules, by period, joined here in time order into :dat
 reconstructed from git (:mod:`~arithmech.claims.changelog_git_identify`, identify's rules, and
 :mod:`~arithmech.claims.changelog_git_other_rules`, the others, the dropped rules and the digests as of then), the
 entries of 2026-11-27 (:mod:`~arithmech.claims.changelog_nov27`), those of 2026-11-28 up to its seventh session
-(:mod:`~arithmech.claims.changelog_nov28`) and those since (:mod:`~arithmech.claims.changelog_recent`). This module holds what reads them: :func:`history`,
-:func:`version`, :func:`pre_registered`, :func:`digest` and :func:`decider_constants`.
+(:mod:`~arithmech.claims.changelog_nov28`) and those since (:mod:`~arithmech.claims.changelog_recent`). This module
+holds what reads them: :func:`history`, :func:`version`, :func:`pre_registered`, :func:`digest` and
+:func:`decider_constants`.
 
-Adding or editing a rule: append an entry to :mod:`arithmech.claims.changelog_recent` (the next version, today's date, the commit that makes the change
-— ``"this commit"`` until it has a hash — what changed, and whether results existed), bump the rule's
-``version`` and update its :data:`DIGEST` (the failing test prints the new one).
+Adding or editing a rule: append an entry to :mod:`arithmech.claims.changelog_recent` (the next version, today's date,
+the commit that makes the change — ``"this commit"`` until it has a hash — what changed, and whether results
+existed), bump the rule's ``version`` and update its :data:`DIGEST` (the failing test prints the new one).
 """
 
 from __future__ import annotations

@@ -145,7 +145,12 @@ IDENTIFY_HISTORY: tuple[Change, ...] = (
     ),
     Change("knockout-key-vs-random", 4, "2026-11-25", "d13afbe", CONTROL, KO),
     Change(
-        "knockout-random-flat", 1, "2026-11-22", "aa10f33", "written: holds iff intact − random mean ≤ 2 points", NONE
+        "knockout-random-flat",
+        1,
+        "2026-11-22",
+        "aa10f33",
+        "written: holds iff intact − random mean ≤ 2 points",
+        NONE,
     ),
     Change(
         "knockout-random-flat",

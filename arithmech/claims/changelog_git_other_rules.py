@@ -138,7 +138,9 @@ OTHER_HISTORY: tuple[Change, ...] = (
         5,
         "2026-11-26",
         "b62da52",
-        "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)",
+        "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, "
+        "core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped "
+        "a verdict)",
         ARMS,
     ),
     Change(
@@ -146,7 +148,9 @@ OTHER_HISTORY: tuple[Change, ...] = (
         2,
         "2026-11-26",
         "b62da52",
-        "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)",
+        "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, "
+        "core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped "
+        "a verdict)",
         ARMS,
     ),
     Change(
@@ -154,7 +158,9 @@ OTHER_HISTORY: tuple[Change, ...] = (
         5,
         "2026-11-26",
         "b62da52",
-        "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped a verdict)",
+        "the interval is a hierarchical bootstrap (each arm's seeds and the test items resampled together, "
+        "core.stats.hierarchical_bootstrap) instead of the item-only paired bootstrap (issue #26: a rebuild flipped "
+        "a verdict)",
         ARMS,
     ),
     # -- stability (beyond the paper)

@@ -383,8 +383,8 @@ NOV28_DIGEST.update({"ablation-removes-information": "52ba56ad15ac"})
 _CROSSED8 = (
     "issue #40 item 3 (hostile reading of version 7): each term of the crossed interval (each side's run means, the "
     "items) studentized by its own degrees of freedom and added in quadrature (core.stats.studentized_half_width); "
-    "version 7 put one Welch–Satterthwaite t on the summed variance, which at 3 runs and 1 − 0.05/40 missed 3 to 14 "
-    "times as often as the level says where the run spread is most of the error; a side needs two runs"
+    "version 7 put one Welch–Satterthwaite t on the summed variance, which at 3 runs and 1 − 0.05/40 missed "
+    "3 to 14 times as often as the level says where the run spread is most of the error; a side needs two runs"
 )
 _ONLY_FULL3 = (
     "no: SmolLM2's only points with 3 runs were full SFT's (58 runs; none of precise-key's), so every verdict was and "

@@ -21,9 +21,9 @@ reads** is at level 1 − 0.05 / N, N the number of intervals the rule reads ove
 rule 1 |K|; rule 2 |K|·|F|; rule 3 |F| + |K| + 2·|K|·|F|; rule 4 |K|·|R|, for K, F, R the points of precise-key,
 full and the random arm). When every interval covers, no part is decided wrongly, and Kleene's combination of right
 or undecided parts is never wrong: each verdict, *holds* and *does not hold* alike, is wrong with probability at
-most 5 % — per row: the table's rows (rules, measures, comparisons) are not corrected against one another, so across its
-24 rows some verdict is wrong more often than that. (The second version adjusted the parts a *some* reads and left the
-*every* inside it at each part's level, so "does not hold", a union over the inner parts, was not covered; rule 1's
+most 5 % — per row: the table's rows (rules, measures, comparisons) are not corrected against one another, so across
+its 24 rows some verdict is wrong more often than that. (The second version adjusted the parts a *some* reads and left
+the *every* inside it at each part's level, so "does not hold", a union over the inner parts, was not covered; rule 1's
 adjustment, by the second version, had no changelog line: it is named here.) Leave-one-rate-out re-decides at the
 **whole grid's** N (a point left out
 does not narrow the other intervals); it can still turn an undecided part into a decided verdict, since a point left
@@ -59,10 +59,10 @@ math gain); it had one row, on the pooled measure. The pooled row, the one the c
 2. **precise matches full** — some rate of precise-key is, against every rate of full, at most m below it
    (precise − full interval: lower end above −m: true; upper end below −m: false). It does not hold when every
    key rate is more than m below some full rate: key's frontier top against full's.
-3. **precise keeps general skills better than full** — both halves must hold: (a) *full SFT costs general skill* at some
-   rate of its grid (its general change's interval lies below 0: true; its lower end above −m at every rate: false; a
-   full point of at least 3 runs with a collapsed run costs); and (b) some rate of precise-key that learns the skill
-   (rule 1's part true) is *dominated by no full point* (a full point dominates it when both its math gain and its
+3. **precise keeps general skills better than full** — both halves must hold: (a) *full SFT costs general skill* at
+   some rate of its grid (its general change's interval lies below 0: true; its lower end above −m at every rate:
+   false; a full point of at least 3 runs with a collapsed run costs); and (b) some rate of precise-key that learns the
+   skill (rule 1's part true) is *dominated by no full point* (a full point dominates it when both its math gain and its
    general change lie decidedly above the key point's, intervals of the difference above 0; it does not when either lies
    decidedly below). It does not hold when either half does not hold.
 4. **the selection matters** — some rate of precise-key beats every rate of a random arm on math gain (key −
@@ -193,7 +193,14 @@ RULES: list[Rule] = [
     ("precise SFT learns the skill", "precise-key − base", ("precise-key",), learns, {}, ("learns", *FAMILY_DEFAULT)),
     # gated by _gate where base-shots was not recorded on the math items
     (SHOTS, "precise-key − base-shots", ("precise-key",), learns, {"ref": "base-shots"}, ("learns", *FAMILY_DEFAULT)),
-    ("precise matches full", "precise-key − full", ("precise-key", "full"), matches, {}, ("matches", *FAMILY_DEFAULT)),
+    (
+        "precise matches full",
+        "precise-key − full",
+        ("precise-key", "full"),
+        matches,
+        {},
+        ("matches", *FAMILY_DEFAULT),
+    ),
     (
         "precise keeps general skills better than full",
         "full − base (a); full vs precise-key (b)",

@@ -120,8 +120,8 @@ def cluster_interval(row, z: float = Z95) -> tuple[float, float, str]:
 
 
 def end_rows(ctx: "Context") -> pd.DataFrame:
-    """knockout.csv's rows of the primary task (:meth:`~arithmech.claims.evidence.Context.primary`) at END (or at the one position
-    setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
+    """knockout.csv's rows of the primary task (:meth:`~arithmech.claims.evidence.Context.primary`) at END (or at the
+    one position setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
     ko = ctx.read("knockout.csv")
     if "task" in ko and len(ko):
         ko = ko[ko.task == ctx.primary()[0]]

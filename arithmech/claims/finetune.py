@@ -53,8 +53,8 @@ def _curves(ctx: Context, cid: str):
         else (
             f"frontier tops {r['at']}: {_pct(r['estimate'])} points"
             + (
-                f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (crossed over runs and test items at {100 * r['level']:.4g}%,"
-                " the rule's level)"
+                f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] (crossed over runs and test items at "
+                f"{100 * r['level']:.4g}%, the rule's level)"
                 if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
                 else " (no interval over runs)"
             )

@@ -3,7 +3,8 @@
 :data:`RULES` holds one :class:`~arithmech.claims.rule.Rule` per claim — the sentence a chapter states before its
 results (:func:`arithmech.claims.rules.rules_markdown`) and the rules page lists with its history. How each rule
 is *decided* on a results folder (its decider) lives in :mod:`arithmech.claims.rules`; the numbers below are the
-ones both the texts print and the deciders read (their values are logged: :mod:`arithmech.claims.changelog` fingerprints them).
+ones both the texts print and the deciders read (their values are logged: :mod:`arithmech.claims.changelog` fingerprints
+them).
 
 Editing a rule's text here is a change of the rule: log it in :mod:`arithmech.claims.changelog_recent` and bump
 its ``version``.
@@ -54,8 +55,8 @@ RULES: tuple[Rule, ...] = (
         "alone is patched) / (mean change of LD by the whole counterfactual), −1 when patching it alone moves LD "
         "as much as the whole counterfactual; heads are patched one at a time, so the ratios of several heads need "
         "not add up (they are not shares of one effect: effects.csv's column is still named share); holds iff at "
-        f"least one head's bootstrap interval of its ratio lies entirely below {signed_percent(SHARE_THRESHOLD)}; does not "
-        "hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
+        f"least one head's bootstrap interval of its ratio lies entirely below {signed_percent(SHARE_THRESHOLD)}; "
+        "does not hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
         "measured)",
         version=7,
     ),
@@ -157,9 +158,9 @@ RULES: tuple[Rule, ...] = (
         "gain over base on the primary math measure whose interval (over runs and the shared test items, ≥ 3 runs a "
         "point) lies above 0; does not hold iff every rate's interval lies at or below 0; inconclusive otherwise, and "
         "when leaving out any one grid point's runs gives the opposite verdict; collapsed points decide nothing; every "
-        "interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: "
-        "a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point "
-        "collapsed when more than half of its runs did, and every run enters its point's mean and interval, "
+        "interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid "
+        "(Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; "
+        "a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, "
         "collapsed or not (at least 3 runs)" + _CUT + _CROSSED,
         version=1,
     ),
@@ -180,11 +181,14 @@ RULES: tuple[Rule, ...] = (
         "Precise SFT improves math about as much as full SFT",
         "+15 points on average, ≥ full SFT (Table 1)",
         "over whole learning-rate grids (claims/curves.py, rule 2): holds iff some rate of precise-key is, against "
-        "every rate of full SFT, at most 5 points below it (interval of precise − full on the primary math measure over runs and the shared test items, ≥ 3 runs a point: lower end above −5 points); does not hold iff every precise-key rate "
-        "lies more than 5 points below some full rate (upper end below −5); inconclusive otherwise, and when leaving "
-        "out any one grid point's runs gives the opposite verdict; collapsed points decide nothing; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)"
-        + _CUT
-        + _CROSSED,
+        "every rate of full SFT, at most 5 points below it (interval of precise − full on the primary math "
+        "measure over runs and the shared test items, ≥ 3 runs a point: lower end above −5 points); does not "
+        "hold iff every precise-key rate lies more than 5 points below some full rate (upper end below −5); "
+        "inconclusive otherwise, and when leaving out any one grid point's runs gives the opposite verdict; "
+        "collapsed points decide nothing; every interval the rule reads is at level 1 − 0.05/N for the N "
+        "intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most "
+        "5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every "
+        "run enters its point's mean and interval, collapsed or not (at least 3 runs)" + _CUT + _CROSSED,
         version=13,
     ),
     Rule(
@@ -193,11 +197,13 @@ RULES: tuple[Rule, ...] = (
         "not tested (no random-head arm)",
         "over whole learning-rate grids (claims/curves.py, rule 4): holds iff some rate of precise-key beats every "
         "rate of precise-random (layer-matched random heads, draws and seeds as runs) on the primary math measure "
-        "(interval of key − random over runs and the shared test items, ≥ 3 runs a point: above 0); does not hold iff at every "
-        "key rate some random rate comes within +5 points (upper end below +5); inconclusive otherwise, and when "
-        "leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs)"
-        + _CUT
-        + _CROSSED,
+        "(interval of key − random over runs and the shared test items, ≥ 3 runs a point: above 0); does not "
+        "hold iff at every key rate some random rate comes within +5 points (upper end below +5); inconclusive "
+        "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the "
+        "rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a "
+        "verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point "
+        "collapsed when more than half of its runs did, and every run enters its point's mean and interval, "
+        "collapsed or not (at least 3 runs)" + _CUT + _CROSSED,
         version=11,
     ),
     Rule(
@@ -205,13 +211,16 @@ RULES: tuple[Rule, ...] = (
         "Full SFT costs generic skill, precise SFT keeps it",
         "MMLU/CSQA: full −5.5/−5.8, precise +0.4/−0.2 (Table 1)",
         "over whole learning-rate grids (claims/curves.py, rule 3), both halves: (a) full SFT costs general skill "
-        "at some rate (interval over runs and test items of its primary general change below 0, or a collapsed run at a rate of ≥ 3 runs; does not iff "
-        "every rate's lower end is above −5 points) and (b) some precise-key rate that learns the skill is "
-        "dominated by no full-SFT rate (dominated: full's math gain and general change both decidedly above it, "
-        "intervals of the difference above 0); holds iff both hold, does not hold iff either does not; inconclusive "
-        "otherwise, and when leaving out any one grid point's runs gives the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run enters its point's mean and interval, collapsed or not (at least 3 runs); decided on the pooled math measure (the claim) and, for carry, on addition and subtraction apart (rows beside it)"
-        + _CUT
-        + _CROSSED,
+        "at some rate (interval over runs and test items of its primary general change below 0, or a collapsed run "
+        "at a rate of ≥ 3 runs; does not iff every rate's lower end is above −5 points) and (b) some "
+        "precise-key rate that learns the skill is dominated by no full-SFT rate (dominated: full's math gain and "
+        "general change both decidedly above it, intervals of the difference above 0); holds iff both hold, does "
+        "not hold iff either does not; inconclusive otherwise, and when leaving out any one grid point's runs gives "
+        "the opposite verdict; every interval the rule reads is at level 1 − 0.05/N for the N intervals it reads "
+        "over the whole grid (Bonferroni: a verdict either way is wrong with probability at most 5%), "
+        "leave-one-rate-out at the same N; a point collapsed when more than half of its runs did, and every run "
+        "enters its point's mean and interval, collapsed or not (at least 3 runs); decided on the pooled math "
+        "measure (the claim) and, for carry, on addition and subtraction apart (rows beside it)" + _CUT + _CROSSED,
         version=14,
     ),
 )
@@ -250,17 +259,19 @@ RULES += (
         "Mean ablation of every head removes the task (control)",
         "mean ablation over counterfactual data (§4.1)",
         "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated lies at or below the "
-        "upper end of the floor's simultaneous 95% interval — the floor is the higher of the majority floor (always answering the most frequent answer "
-        "token; Wilson over the knockout prompts' problem clusters) and the floor over distinct problems (the draw "
-        "population's most probable answer token given the operation, the carried digits and one operand; the "
-        "control's; task all: the pooled tasks' mixture by their share of the prompts), every sampled estimate at "
-        "1 − 0.05/m for their number m, its interval [the higher lower end, the higher upper end] — and reaches up to a uniform guess among the task's answer tokens; does not hold iff it lies "
-        "entirely above the floor's upper end (removes too little) or entirely below the uniform guess "
-        "(over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the ablated interval is over the problem clusters where "
-        "knockout.csv counts them (as if each problem's prompts were one trial); inconclusive for a task that fails "
-        f"its control (floor over distinct problems on its X_r could be >= {CONTROL_FLOOR}: the 95% interval of "
-        f"some reading over its effective problems reaches it) or has fewer than {MIN_PROBLEMS} distinct problems, "
-        f"and with fewer than {MIN_PROBLEMS} problem clusters among the knockout prompts",
+        "upper end of the floor's simultaneous 95% interval — the floor is the higher of the majority floor "
+        "(always answering the most frequent answer token; Wilson over the knockout prompts' problem clusters) and "
+        "the floor over distinct problems (the draw population's most probable answer token given the operation, "
+        "the carried digits and one operand; the control's; task all: the pooled tasks' mixture by their share of "
+        "the prompts), every sampled estimate at 1 − 0.05/m for their number m, its interval [the higher lower "
+        "end, the higher upper end] — and reaches up to a uniform guess among the task's answer tokens; does not "
+        "hold iff it lies entirely above the floor's upper end (removes too little) or entirely below the uniform "
+        "guess (over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the "
+        "ablated interval is over the problem clusters where knockout.csv counts them (as if each problem's prompts "
+        "were one trial); inconclusive for a task that fails its control (floor over distinct problems on its X_r "
+        f"could be >= {CONTROL_FLOOR}: the 95% interval of some reading over its effective problems reaches it) or "
+        f"has fewer than {MIN_PROBLEMS} distinct problems, and with fewer than {MIN_PROBLEMS} problem clusters among "
+        "the knockout prompts",
         version=9,
     ),
 )
@@ -299,13 +310,14 @@ RULES += (
         "MLPs recomputed: its full effect is, as at END, the effect of the tokens before END, all of which reaches "
         "END through END's heads), against ≥ 20 random circuits of heads of the same layers at the same positions. "
         "A candidate decides only if in both directions at least half of its prompts are used, they ask at "
-        "least 20 problem clusters and it has at least 20 random circuits. A deciding candidate is faithful iff in both directions its clipped interval "
-        "lies at or above 80% and above the largest of its random circuits, and its unclipped interval lies "
-        "at or below 120% (clipping alone cannot make it faithful); it fails iff in some direction its clipped "
-        "interval lies entirely below 80% or reaches no higher than its random circuits' 95th percentile, or its "
-        "unclipped interval lies entirely above 120% (it over-recovers). Holds iff some candidate is faithful; "
-        "does not hold iff every candidate, each of them measured, fails; inconclusive otherwise, or where "
-        "faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's level",
+        "least 20 problem clusters and it has at least 20 random circuits. A deciding candidate is faithful iff in "
+        "both directions its clipped interval lies at or above 80% and above the largest of its random circuits, "
+        "and its unclipped interval lies at or below 120% (clipping alone cannot make it faithful); it fails iff in "
+        "some direction its clipped interval lies entirely below 80% or reaches no higher than its random circuits' "
+        "95th percentile, or its unclipped interval lies entirely above 120% (it over-recovers). Holds iff some "
+        "candidate is faithful; does not hold iff every candidate, each of them measured, fails; inconclusive "
+        "otherwise, or where faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's "
+        "level",
         version=10,
     ),
 )

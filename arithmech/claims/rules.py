@@ -21,8 +21,9 @@ The rules' texts (:data:`RULES`, and the numbers they print) live in :mod:`arith
 module holds how each is decided (:data:`DECIDERS`).
 
 Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (:mod:`arithmech.claims.rule_texts`; a
-decider ``ctx -> (here, holds)`` in :data:`DECIDERS` under the same id), then log it in :data:`arithmech.claims.changelog.CHANGELOG` and bump the
-rule's ``version``. A decider raises :class:`Missing` when a file it needs is absent.
+decider ``ctx -> (here, holds)`` in :data:`DECIDERS` under the same id), then log it in
+:data:`arithmech.claims.changelog.CHANGELOG` and bump the rule's ``version``. A decider raises :class:`Missing` when a
+file it needs is absent.
 """
 
 from __future__ import annotations
@@ -216,8 +217,9 @@ def _transfer(ctx: Context):
             None,
         )
     here = (
-        f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} ({signed_percent(h['relative_drop'])}); "
-        f"{h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; n = {h.get('n', '?')} prompts"
+        f"{h['family']}: {h['base_accuracy']:.0%} → {h['knockout_accuracy']:.0%} "
+        f"({signed_percent(h['relative_drop'])}); {h['n_heads']} random heads: {h['random_accuracy_mean']:.0%}; "
+        f"n = {h.get('n', '?')} prompts"
     )
     if h.get("heads_from", "key heads") != "key heads":  # no key head to test: the claim is about them
         return (
@@ -326,5 +328,6 @@ def rules_markdown(ids: Iterable[str]) -> str:
         else ""
     )
     return "\n".join(
-        f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version})." for r in select(ids)
+        (f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version}).")
+        for r in select(ids)
     )

@@ -86,9 +86,9 @@ class PeakMemory:
 
 class BlockPeakMemory:
     """Peak memory of a ``with`` block, above what was in use at entry (a training run's own cost; unlike
-    :class:`PeakMemory`, which records the process's high-water mark per phase). CUDA: ``torch.cuda.max_memory_allocated`` minus the
-    allocation at entry. CPU: resident set size sampled every 5 ms from ``/proc/self/statm``
-    (torch's CPU allocator is invisible to tracemalloc), minus the RSS at entry; elsewhere the
+    :class:`PeakMemory`, which records the process's high-water mark per phase). CUDA:
+    ``torch.cuda.max_memory_allocated`` minus the allocation at entry. CPU: resident set size sampled every 5 ms from
+    ``/proc/self/statm`` (torch's CPU allocator is invisible to tracemalloc), minus the RSS at entry; elsewhere the
     ``ru_maxrss`` increase."""
 
     def __init__(self, device: str = "cpu"):

@@ -60,8 +60,8 @@ class Arch:
         return {self.path("o_proj", i): i for i in layers}
 
     def mlp_sites(self, layers: Iterable[int]) -> dict[str, int]:
-        """The MLPs' hook site of each of ``layers``, path → layer: the ``mlp`` module, whose *output* ``(b, s, d)`` is
-        what the MLP adds to the residual stream."""
+        """The MLPs' hook site of each of ``layers``, path → layer: the ``mlp`` module, whose *output* ``(b, s, d)``
+        is what the MLP adds to the residual stream."""
         return {self.path("mlp", i): i for i in layers}
 
 

@@ -30,7 +30,8 @@ class FileSpec:
 # What each step writes. A chapter or command that needs a file reads it with ``read``.
 FILES: dict[str, FileSpec] = {
     "prompts.jsonl": FileSpec("identify", "jsonl", ("clean", "corrupt", "answer", "template")),
-    # v2: effect_lo / effect_hi, the 95% bootstrap interval of the effect over prompts (key heads: effect_hi < threshold)
+    # v2: effect_lo / effect_hi, the 95% bootstrap interval of the effect over prompts
+    # (key heads: effect_hi < threshold)
     "effects.csv": FileSpec(
         "identify", "csv", ("task", "layer", "head", "effect", "effect_lo", "effect_hi"), version=2
     ),

@@ -1,7 +1,7 @@
 """The results folder ``results/<model>/``: the one contract between commands and chapters.
 
-Every file a step writes is declared once in :data:`FILES` (:mod:`arithmech.core.result_files`: its step, format, required columns or keys,
-and the files it is computed from). This module alone writes and reads them:
+Every file a step writes is declared once in :data:`FILES` (:mod:`arithmech.core.result_files`: its step, format,
+required columns or keys, and the files it is computed from). This module alone writes and reads them:
 
 * **one model, one folder** — :func:`folder_name` turns a model spec into the folder's name and
   :func:`model_folder` resolves ``--results``, which may name the results *root*
@@ -204,8 +204,8 @@ def write_step(
     input as read now) are staged in ``<folder>/.pending-<step>/`` and committed there before they are moved in
     (:func:`_move_in`): a run killed at any point of the move leaves the old complete set or, finished by the
     next reader or writer, the new one, never a mix. A file of this step that this run does not write (e.g.
-    ``knockout.csv`` after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new set.
-    Files of other steps are never touched.
+    ``knockout.csv`` after ``identify --no-knockout``) is removed, so no file of an earlier run stays beside the new
+    set. Files of other steps are never touched.
     """
     folder = Path(folder)
     unknown = [n for n in files if n not in FILES or FILES[n].step != step]

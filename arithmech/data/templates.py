@@ -109,20 +109,28 @@ def _fig10() -> list[Template]:
     ]
     acc = [
         (
-            "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that {NAME} has? The answer is",
-            "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} has? The answer is",
+            "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that "
+            "{NAME} has? The answer is",
+            "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that "
+            "{NAME_C} has? The answer is",
         ),
         (
-            "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that they {OP}? The answer is",
-            "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is",
+            "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that they "
+            "{OP}? The answer is",
+            "{NAME} {OP} {A} {OBJECT}, and {NAME2} {OP} {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that "
+            "{NAME_C} {OP}? The answer is",
         ),
         (
-            "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT}. What's the total number of {OBJECT} that they have? The answer is",
-            "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that {NAME_C} have? The answer is",
+            "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT}. What's the total number of {OBJECT} that they "
+            "have? The answer is",
+            "{NAME} has {A} {OBJECT}, and {NAME2} has {B} {OBJECT_C}. What's the total number of {OBJECT_C2} that "
+            "{NAME_C} have? The answer is",
         ),
         (
-            "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT} today. What's the total number of {OBJECT} that {NAME} {OP}? The answer is",
-            "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT_C} today. What's the total number of {OBJECT_C2} that {NAME_C} {OP}? The answer is",
+            "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT} today. What's the total number of "
+            "{OBJECT} that {NAME} {OP}? The answer is",
+            "{NAME} {OP} {A} {OBJECT} yesterday, and {NAME} {OP} {B} {OBJECT_C} today. What's the total number of "
+            "{OBJECT_C2} that {NAME_C} {OP}? The answer is",
         ),
     ]
     out = [

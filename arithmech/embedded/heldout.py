@@ -133,7 +133,8 @@ is untrained):
 ## Held-out accuracy
 Seeded prompts (evaluation seed {h["eval_seed"]}); answer token = the answer's first token after the prompt;
 last digit = the answer's last digit after the prompt and its leading digits ("3 + 9 = 1" -> "2"); exact match =
-greedy decoding writes the whole answer. Brackets: Wilson 95 % intervals. Rule fixed before training: exact-match accuracy >= {TARGET:.0%}
+greedy decoding writes the whole answer. Brackets: Wilson 95 % intervals. Rule fixed before training: \
+exact-match accuracy >= {TARGET:.0%}
 *holds* when the interval's lower end is >= {TARGET:.0%}, *does not hold* when its upper end is below.
 
 | split | n | answer token | last digit | exact match | >= {TARGET:.0%}? |

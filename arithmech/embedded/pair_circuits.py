@@ -13,8 +13,8 @@ Each set ranks heads and MLPs by the mean relative change of the answer logit (i
 **top-k overlap** says how many of one set's top ``k`` components are also in the other's. Two sets of prompts
 never give exactly the same ranking, so the overlap is read against its **noise ceiling**: the overlap between
 two sets of *trained* prompts that ask disjoint facts, each with as many facts and prompts as the held-out set
-(the same size, the same kind of change between the sets: other facts). The comparison is ``trained A`` vs ``held out`` beside
-``trained A`` vs ``trained B``. Both come with a 95 % bootstrap interval over the **facts** (problem clusters
+(the same size, the same kind of change between the sets: other facts). The comparison is ``trained A`` vs ``held out``
+beside ``trained A`` vs ``trained B``. Both come with a 95 % bootstrap interval over the **facts** (problem clusters
 ``(operation, A, B)``, resampled within each set): a held-out operation may hold only a few facts, each asked
 by many templates. If the held-out overlap sits at the ceiling, what the ranking shows is not tied to
 memorised facts; far below it, the circuit on trained facts is not the one that computes. A toy that answers

@@ -332,7 +332,8 @@ Tokenizer: word level, digits split into single tokens, punctuation split, `<s>`
 
 ## In-distribution accuracy (fresh seeded draws of the training templates, trained pairs only)
 Answer token = first token of the answer; brackets: Wilson 95 % intervals. Overall:
-**{r["arithmetic_answer_token_accuracy"]:.1%}** [{ci["lo"]:.1%}, {ci["hi"]:.1%}] of {r["n_samples"]} prompts ({r["all_pairs_answer_token_accuracy"]:.1%} of {r["all_pairs_n_samples"]} when the
+**{r["arithmetic_answer_token_accuracy"]:.1%}** [{ci["lo"]:.1%}, {ci["hi"]:.1%}] of {r["n_samples"]} prompts \
+({r["all_pairs_answer_token_accuracy"]:.1%} of {r["all_pairs_n_samples"]} when the
 held-out pairs are drawn too, as the chapters draw them). These are training sentences, not a test of
 generalisation: see the held-out splits below.
 

@@ -234,9 +234,9 @@ def choice_logprobs(
 
     Each item is **one row**: its context, then every choice, each choice at the positions that follow the
     context, with an attention mask that lets a choice's tokens see the context and the earlier tokens of
-    their own choice, never another choice (a ``(b, 1, L, L)`` additive mask, 0 or the dtype's minimum; the model sees exactly the attention
-    of ``context + choice`` run alone). Rows are sorted by length and batched (at most ``batch_size``
-    items, at most ``max_tokens`` padded tokens: :func:`budget_batches`); ``W_U`` runs only from the
+    their own choice, never another choice (a ``(b, 1, L, L)`` additive mask, 0 or the dtype's minimum; the model sees
+    exactly the attention of ``context + choice`` run alone). Rows are sorted by length and batched (at most
+    ``batch_size`` items, at most ``max_tokens`` padded tokens: :func:`budget_batches`); ``W_U`` runs only from the
     first context's last position on."""
     rows = [_packed(_tokens(tok, it)) for it in items]
     dev, pad = model.get_input_embeddings().weight.device, _pad_id(tok)

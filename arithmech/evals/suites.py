@@ -90,8 +90,9 @@ def toy_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]
 
 
 def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
-    """(``data_dir``: unused, the toy reads no benchmark file.) Exact match of the whole answer (:func:`arithmech.evals.scoring.greedy_exact`) on the four toy
-    measures of ``side``, plus (validation) ``math_nll``: the mean completion loss of the math items."""
+    """(``data_dir``: unused, the toy reads no benchmark file.) Exact match of the whole answer
+    (:func:`arithmech.evals.scoring.greedy_exact`) on the four toy measures of ``side``, plus (validation) ``math_nll``:
+    the mean completion loss of the math items."""
     sets = {
         "negative": negative_items(side, data_seed),
         "two_digit": two_digit_items(side, data_seed),

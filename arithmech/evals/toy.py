@@ -31,8 +31,9 @@ def toy_benchmarks(
     model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6, which: Sequence[str] = TOY
 ) -> dict[str, float]:
     """Embedded model: ``two_digit`` (held-out two-digit problems, exact greedy answer),
-    ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit`` (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and
-    ``generic`` (the facts table: the toy MMLU)."""
+    ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit``
+    (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and ``generic`` (the facts table: the toy
+    MMLU)."""
     res = {}
     if "two_digit" in which:
         res["two_digit"] = two_digit_accuracy(model, tok, seed, n_two_digit)

@@ -56,8 +56,9 @@ def train_pairs(source: str, seed: int = 0, n: int | None = None, data_dir=None)
     """SFT data: ``two-digit`` (the *train* split of :func:`arithmech.data.sentences.two_digit_split`, Fig. 8
     addition/subtraction sentences), ``negative`` (the train pairs of :func:`arithmech.data.sentences.negative_split`
     in the nine subtraction forms), ``embedded`` (a third each of those two and of fresh single-digit
-    Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train splits, :func:`arithmech.evals.benchmarks.math_splits`), or a
-    JSONL file of ``{"prompt", "completion"}`` rows. ``n`` keeps a seeded sample."""
+    Fig. 8/10 sentences, the skill the model has, ``n`` in all), ``math`` (the four math sets' deduplicated train
+    splits, :func:`arithmech.evals.benchmarks.math_splits`), or a JSONL file of ``{"prompt", "completion"}`` rows. ``n``
+    keeps a seeded sample."""
     rng = random.Random(seed)
     if source in ("embedded", "two-digit", "negative"):
         two = [(p, " " + a) for p, a in (two_digit_sentence(rng, *x) for x in two_digit_split(seed)[0])]

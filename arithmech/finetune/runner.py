@@ -30,9 +30,9 @@ SFT runs data parallel under the same launcher without the FSDP config (``accele
 caches the prefix of its own rows). tests/integration/test_distributed.py checks both modes with 2 CPU
 processes (gloo) against one process; on CPU accelerate runs DDP for full SFT too (it ignores FSDP there).
 **Cached prefix**: precise SFT runs the frozen layers below the lowest trained layer once per training row
-(:mod:`arithmech.finetune.prefix`, ``cache_prefix``; same losses). The frozen bf16 base plus the fp32 slices and their AdamW state fit one GPU;
-:func:`arithmech.finetune.adapter.precise_sft_memory` gives the estimate from the geometry (LLaMA2-7B, 32 heads,
-batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
+(:mod:`arithmech.finetune.prefix`, ``cache_prefix``; same losses). The frozen bf16 base plus the fp32 slices and their
+AdamW state fit one GPU; :func:`arithmech.finetune.adapter.precise_sft_memory` gives the estimate from the geometry
+(LLaMA2-7B, 32 heads, batch 4 x 512 tokens, flash attention, lowest tuned layer 11: about 20 GiB).
 """
 
 from __future__ import annotations

@@ -376,8 +376,8 @@ def verdict_lines(
     for r in wo.itertuples():
         o = w.loc[r.name]
         lines.append(
-            f"{component_label(r.name)}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, 95th "
-            f"percentile {r.nonkey_p95:.3f} (percentile {r.percentile:.0f}): **{r.verdict}**; with the "
+            f"{component_label(r.name)}: {r.value:.3f} ± {r.se:.3f} vs the {others}' median {r.nonkey_median:.3f}, "
+            f"95th percentile {r.nonkey_p95:.3f} (percentile {r.percentile:.0f}): **{r.verdict}**; with the "
             f"first position: {o.value:.3f} vs {o.nonkey_p95:.3f}, {o.verdict}."
         )
     tally = wo.verdict.value_counts()

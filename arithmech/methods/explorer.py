@@ -106,9 +106,9 @@ def strips(
 
 def knockout_means(model, tok, samples: Sequence[pairs.Sample], batch_size: int = BATCH_SIZE) -> Means:
     """Position-pooled mean head outputs over the samples' counterfactuals ``X_c`` (the identify step's
-    :func:`~arithmech.methods.ablation.knockout.mean_activations`, then :meth:`~arithmech.methods.ablation.knockout.Means.pooled`): a free
-    prompt has no ``X_c`` of its own, so position 0 gets the BOS mean and every later position the mean
-    over all later positions."""
+    :func:`~arithmech.methods.ablation.knockout.mean_activations`, then
+    :meth:`~arithmech.methods.ablation.knockout.Means.pooled`): a free prompt has no ``X_c`` of its own, so position 0
+    gets the BOS mean and every later position the mean over all later positions."""
     return mean_activations(
         model, tok, [s.corrupt for s in samples], [group_key(s) for s in samples], batch_size
     ).pooled()
@@ -190,8 +190,8 @@ def head_steps(effects: pd.DataFrame, thresholds: Sequence[float], task: str = "
 
     ``thresholds``: the slider's key-head thresholds, strict to loose (increasing, all negative, e.g.
     ``[-0.1, -0.05, -0.02]``); at step ``s`` a head is key when its effect's 95% interval lies below
-    ``thresholds[s]`` (identify's rule, :func:`arithmech.methods.effects.key_heads`). Returns one row per head, ranked by
-    effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
+    ``thresholds[s]`` (identify's rule, :func:`arithmech.methods.effects.key_heads`). Returns one row per head, ranked
+    by effect (most negative first; ties by layer, head): ``rank, layer, head, name, effect, key_at`` where
     ``key_at`` is the first such step (``len(thresholds)``: never a key head).
     """
     t = [float(x) for x in thresholds]
@@ -253,8 +253,9 @@ def precompute(
     Per prompt, in batches of equal-length prompts: the top-``k`` (:data:`TOP_K`) next tokens intact and with the key
     heads of each slider step mean-ablated at END (:func:`mean_ablation` with ``means``; one forward per
     distinct head set), the END-row attention of the heads :func:`attention_heads` picks (every head some
-    step knocks out, and the ``max_heads`` of most negative effect; needs eager attention), and per layer the number token closest (cosine) to the MLP's write at END
-    (:func:`~arithmech.methods.mlp.layer_top_numbers`' rank 1). ``heads``: :func:`head_steps`.
+    step knocks out, and the ``max_heads`` of most negative effect; needs eager attention), and per layer the number
+    token closest (cosine) to the MLP's write at END (:func:`~arithmech.methods.mlp.layer_top_numbers`' rank 1).
+    ``heads``: :func:`head_steps`.
 
     Returns DataFrames (lists in a cell are per-position or per-rank arrays):
 

@@ -28,8 +28,8 @@ from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 
 @dataclass
 class PerPrompt:
-    """A :class:`~arithmech.methods.ablation.intervention.MeanSource` that gives prompt ``i`` (its key) its own END values
-    ``z[i] (L, H*dh)``, ``m[i] (L, d)`` — resample sources or X_r's outputs. END only: every position reads
+    """A :class:`~arithmech.methods.ablation.intervention.MeanSource` that gives prompt ``i`` (its key) its own END
+    values ``z[i] (L, H*dh)``, ``m[i] (L, d)`` — resample sources or X_r's outputs. END only: every position reads
     the END value, so use it with ``positions="end"``."""
 
     z: torch.Tensor
@@ -59,8 +59,9 @@ class PerPrompt:
 @torch.no_grad()
 def end_values(model, tok, prompts: Sequence[str], batch_size: int = BATCH_SIZE):
     """``(z (n, L, H*dh), m (n, L, d), logits (n, V))``: every head's and MLP's END output and the END logits,
-    float32, computed by the very forward the ablated runs use (:func:`~arithmech.methods.ablation.knockout.ablated_logits`
-    with nothing ablated), so a value written back in place of itself changes no bit."""
+    float32, computed by the very forward the ablated runs use
+    (:func:`~arithmech.methods.ablation.knockout.ablated_logits` with nothing ablated), so a value written back in place
+    of itself changes no bit."""
     arch, L = arch_for(model), geometry(model).n_layers
     zs = arch.head_sites(range(L))
     ms = arch.mlp_sites(range(L))
@@ -146,10 +147,10 @@ def resample_sources(
     tok, samples: Sequence[pairs.Sample], pool: dict, seed: int, folds: int = 4, batch_size: int = BATCH_SIZE
 ) -> tuple[list[str | None], dict[str, int]]:
     """One reference-pool X_c per sample (``pool``: :func:`arithmech.methods.ablation.pool.pool_prompts`) of the
-    same template and token length whose operand pair lies in another fold (:func:`~arithmech.methods.ablation.pool.fold`,
-    as the mean leaves the prompt's own fold out); else of the same family and length; else of the same length
-    (a seeded draw each); else ``None`` (tier ``none``: no pool X_c has its length, so no END output lines up
-    with it). Returns ``(prompts, {tier: count})``."""
+    same template and token length whose operand pair lies in another fold
+    (:func:`~arithmech.methods.ablation.pool.fold`, as the mean leaves the prompt's own fold out); else of the same
+    family and length; else of the same length (a seeded draw each); else ``None`` (tier ``none``: no pool X_c has its
+    length, so no END output lines up with it). Returns ``(prompts, {tier: count})``."""
     every = [s for ss in pool.values() for s in ss]
     length = {}
     for idx, ids in group_by_length(tok, [s.corrupt for s in every] + [s.clean for s in samples], batch_size):

@@ -72,8 +72,9 @@ def prepare(
 
     Returns ``(kept, info)``; ``info``: ``n_drawn``, ``n_correct`` (answer token right), ``n_exact_correct``
     (answer token right and the whole answer written), ``n_kept`` (also passing the X_c check), ``accuracy``
-    (answer-token, of the drawn), ``exact_match`` (whole answer, greedy, of the drawn), ``redrawn``, ``accuracy_by_template``, ``answer_token``, ``counterfactual_check``
-    (``checked``, ``passed``, ``dropped``) and ``templates`` (:func:`~arithmech.data.answer_tokens.template_summary`).
+    (answer-token, of the drawn), ``exact_match`` (whole answer, greedy, of the drawn), ``redrawn``,
+    ``accuracy_by_template``, ``answer_token``, ``counterfactual_check`` (``checked``, ``passed``, ``dropped``) and
+    ``templates`` (:func:`~arithmech.data.answer_tokens.template_summary`).
     """
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")

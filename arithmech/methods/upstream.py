@@ -16,9 +16,9 @@ nothing else moves. ``P`` is the **source position** of the path:
 activations are read at the clean prompt's indices. The counterfactual replaces the operator's words, and in
 some templates a word beside them as well (the time-span sentences' "years" → "none"): paths through such
 other changed tokens, through "=" and through the solved examples are not patched here — the positions are
-END and the three roles, not every position. A role of several tokens (an operand "12" → "1", "2") is patched at all its tokens at once; a
-role token at END belongs to the END paths; a sample whose role has no token has no such path (NaN).
-Positions before the operator in ``X_c`` see the same tokens as in ``X_r``, so there the sender's
+END and the three roles, not every position. A role of several tokens (an operand "12" → "1", "2") is patched at all
+its tokens at once; a role token at END belongs to the END paths; a sample whose role has no token has no such path
+(NaN). Positions before the operator in ``X_c`` see the same tokens as in ``X_r``, so there the sender's
 ``X_c`` output equals its ``X_r`` output and the path is exactly 0 (``A`` in "3 + 5 =", not in "the sum
 of 3 and 5 is"); at the operator the sender's change includes the token's own embedding difference,
 which is the point of the path.

@@ -44,8 +44,8 @@ def operations(config: Config | Beyond, folder: str | Path) -> list[str] | None:
     """The operations whose prompts the step reads (issue #41 item 5: one sample per question): under
     ``operations="pooled"`` the tasks that pass identify's control, recomputed under its current version from the
     kept prompts (:func:`arithmech.steps.control.recomputed`, as the claims read it), where the key heads were
-    ranked; ``None`` (every operation) under ``"all"``, where no task names an operation, or where every task fails (the claims then read the step's
-    verdicts as inconclusive)."""
+    ranked; ``None`` (every operation) under ``"all"``, where no task names an operation, or where every task fails (the
+    claims then read the step's verdicts as inconclusive)."""
     if config.operations == "all":
         return None
     prompts = kept_prompts(folder)

@@ -77,11 +77,11 @@ def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
 
 
 def floor_entry(samples: Sequence) -> dict:
-    """One task's floors: ``{"majority", "conditioned" (the problem floor), "interval" (its simultaneous 95% interval, version 5: the highest
-    lower and upper ends over the readings), "upper_on" (the reading whose upper end is highest), "n_eff" (the
-    deciding reading's effective number of problems), "readings" ({on: [accuracy, n_eff, low, high]}), "by", "on",
-    "n", "problems", "loo" (the leave-one-problem-out lower bound), "table" and "n_eff_by" (every grouping's accuracy and
-    every reading's effective problems, for :func:`floor_at`)}``."""
+    """One task's floors: ``{"majority", "conditioned" (the problem floor), "interval" (its simultaneous 95% interval,
+    version 5: the highest lower and upper ends over the readings), "upper_on" (the reading whose upper end is
+    highest), "n_eff" (the deciding reading's effective number of problems), "readings" ({on: [accuracy, n_eff, low,
+    high]}), "by", "on", "n", "problems", "loo" (the leave-one-problem-out lower bound), "table" and "n_eff_by" (every
+    grouping's accuracy and every reading's effective problems, for :func:`floor_at`)}``."""
     f = problem_floor(samples)
     top = max(Counter(s.answer for s in samples).values()) if samples else 0
     loo = max((v for t in f["loo"].values() for v in t.values()), default=float("nan"))
@@ -161,8 +161,8 @@ def task_control(samples: dict[str, list]) -> dict:
             f"population's guess from the operation, the carried digits and one operand) could be >= "
             f"{CONTROL_FLOOR} (the upper end of some reading's simultaneous interval reaches it: the population "
             f"reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 with Kish's effective "
-            f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_PROBLEMS} distinct problems "
-            "(steps.config): its verdicts are inconclusive and it is left out of the pooled task all"
+            f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_PROBLEMS} "
+            "distinct problems (steps.config): its verdicts are inconclusive and it is left out of the pooled task all"
         ),
         "floors": floors,
         "failed": failed,

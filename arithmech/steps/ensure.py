@@ -81,9 +81,10 @@ def ensure(
 
 def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded) -> Any:
     """The step's ``Result`` for ``config`` (its module's, carrying ``config``), read from its files when they were
-    made with ``config`` (:func:`is_made`), else made first by its ``run`` (``loaded``: ``model``/``tok`` already in memory). A file the step reads from
-    another step (its module's ``needs``) is made first where it is absent, by ``upstream`` (a config of that
-    step) or the module's default one. ``recompute``: run even when the files could be reused."""
+    made with ``config`` (:func:`is_made`), else made first by its ``run`` (``loaded``: ``model``/``tok`` already in
+    memory). A file the step reads from another step (its module's ``needs``) is made first where it is absent, by
+    ``upstream`` (a config of that step) or the module's default one. ``recompute``: run even when the files could be
+    reused."""
     s = step_of(config)
     mod, folder = s.load(), folder_of(config)
     if hasattr(mod, "needs"):

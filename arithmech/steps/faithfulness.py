@@ -240,8 +240,8 @@ def summary(result: Result) -> str:
     )
     return "\n".join(
         [
-            f"{info['n_prompts']} evaluation prompts ({info['n_clusters']} problems), {info['circuits']} circuits; top-n of "
-            f"{', '.join(info['ranking'][:5])}, ...",
+            f"{info['n_prompts']} evaluation prompts ({info['n_clusters']} problems), {info['circuits']} circuits; "
+            f"top-n of {', '.join(info['ranking'][:5])}, ...",
             f"circuit-faithful: {r['holds']}; best candidate {where} ({b.get('why', '')}): "
             + "; ".join(f"{m} {pct(b[m])}" for m in ("noising", "denoising") if m in b),
             f"wrote faithfulness.csv to {folder} in {result.record['wall_s']:.0f} s",

@@ -265,7 +265,10 @@ def identify(
                 heldout=heldout,
                 batch_size=batch_size,
                 n_boot=n_boot,
-                key_rule=f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]}, seeded by seed)",
+                key_rule=(
+                    f"effect_hi < threshold (95% percentile bootstrap over {BOOTSTRAP_UNITS[bootstrap]}, "
+                    "seeded by seed)"
+                ),
                 bootstrap=bootstrap,
                 knockout_split=knockout_split,
                 share_threshold=share_threshold,

@@ -26,11 +26,13 @@ A step's module answers these names, all with the config whole (nothing unpacked
   alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.steps.stability_result`);
   ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
-  :meth:`~arithmech.steps.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a record without one of
-  these parameters is not reused (no value is assumed for it: the shipped records carry every one);
+  :meth:`~arithmech.steps.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
+  record without one of these parameters is not reused (no value is assumed for it: the shipped records carry every
+  one);
 * ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that
   makes it when it is absent (beyond and faithfulness read identify's files);
-* ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``, counterfactuals' ``counterfactuals/``);
+* ``folder_of(config)`` (optional) — where the run writes, when not the model's folder (identify's ``--out``,
+  counterfactuals' ``counterfactuals/``);
 * ``summary(result)`` — what the command prints of ``run``'s result (its ``Result``: what the files hold).
 
 Modules are imported only when a step runs, so torch loads after every argument was checked.

@@ -47,7 +47,8 @@ RULE = (
 
 
 def validation_seed(seed: int) -> int:
-    """The validation draw's seed: a stream of its own, so identify's draw (``seed``) is never the one K is chosen on."""
+    """The validation draw's seed: a stream of its own, so identify's draw (``seed``) is never the one K is chosen
+    on."""
     return zlib.crc32(f"shots-validation:{seed}".encode())
 
 

@@ -23,9 +23,10 @@ heads' outputs before ``W_O``); an MLP's is the MLP's output. Two pieces:
       x'    = where(mask, mean, x)  at x's last position only (positions="end") or at every one
 
   with ``G`` consecutive rows sharing one mean row (``repeat``: prompt ``i`` under ``G`` ablations is
-  rows ``i * G .. i * G + G - 1``, each with its own mask row). :func:`arithmech.methods.ablation.knockout.knockout_topk` puts
-  it on every layer's o_proj input and MLP output with one mask row per (prompt, ablation) row;
-  :func:`arithmech.methods.explorer.mean_ablation` puts it on a model for any forward pass.
+  rows ``i * G .. i * G + G - 1``, each with its own mask row).
+  :func:`arithmech.methods.ablation.knockout.knockout_topk` puts it on every layer's o_proj input and MLP output with
+  one mask row per (prompt, ablation) row; :func:`arithmech.methods.explorer.mean_ablation` puts it on a model for any
+  forward pass.
 
 >>> ablate = MeanAblation(mask=torch.tensor([[False, True]]), mean=mean_z[layer][None], positions="end")
 >>> z = ablate(z)                # head 1's slice at END is now its X_c mean, every other value as it was
@@ -55,9 +56,9 @@ def check_positions(positions: str) -> str:
 
 @dataclass(frozen=True)
 class Forwards:
-    """How a knockout runs its forwards (:func:`arithmech.methods.ablation.knockout.ablated_logits`) and where it ablates.
-    Checked when made: a wrong value is one ``ValueError``. The same numbers come out whatever the sizes (tested);
-    ``positions`` changes them.
+    """How a knockout runs its forwards (:func:`arithmech.methods.ablation.knockout.ablated_logits`) and where it
+    ablates. Checked when made: a wrong value is one ``ValueError``. The same numbers come out whatever the sizes
+    (tested); ``positions`` changes them.
 
     Attributes:
         batch_size: prompts per length group run together.

@@ -1,5 +1,5 @@
-"""Knockout by mean ablation (paper §4.1, Fig. 3) and shared-head knockout (Table 4); :mod:`arithmech.methods.ablation.transfer`
-runs it on Fig. 4's prompts and a held-out family.
+"""Knockout by mean ablation (paper §4.1, Fig. 3) and shared-head knockout (Table 4);
+:mod:`arithmech.methods.ablation.transfer` runs it on Fig. 4's prompts and a held-out family.
 
 A knocked-out head no longer writes what it computed on the prompt: its slice of the o_proj input
 (its output before ``W_O``) is replaced by its mean over the counterfactual prompts ``X_c`` — the
@@ -198,15 +198,16 @@ def knockout_topk(
     k: int = 1,
     forwards: Forwards = Forwards(),
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-``k`` next tokens at END under each ablation (each a :class:`~arithmech.methods.ablation.intervention.MeanAblation`
-    of every layer's o_proj input and MLP output, one mask row per prompt × ablation row).
+    """Top-``k`` next tokens at END under each ablation (each a
+    :class:`~arithmech.methods.ablation.intervention.MeanAblation` of every layer's o_proj input and MLP output, one
+    mask row per prompt × ablation row).
 
     Args:
         prompts: the ``n`` prompts.
         keys: group of each prompt (as given to :func:`mean_activations`); ``None`` with pooled means.
         ablations: ``A`` ablations; the empty :class:`Ablation` is the intact model.
-        forwards: the batching and where to ablate (:class:`~arithmech.methods.ablation.intervention.Forwards`: ``"end"``,
-            the default, or ``"all"``; see the module docstring).
+        forwards: the batching and where to ablate (:class:`~arithmech.methods.ablation.intervention.Forwards`:
+            ``"end"``, the default, or ``"all"``; see the module docstring).
     Returns:
         ``ids (A, n, k)`` and ``probs (A, n, k)``.
 

@@ -1,7 +1,8 @@
 """Shared heads of two identify runs and their knockout (paper Table 4, App. E: GSM8K-style data).
 
 ``overlap`` compares the top key heads of two runs; ``overlap_knockout`` knocks out the shared heads,
-either run's own heads and either run's top heads on each run's data (:func:`arithmech.methods.ablation.knockout.accuracy`).
+either run's own heads and either run's top heads on each run's data
+(:func:`arithmech.methods.ablation.knockout.accuracy`).
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def _parts(key: Hashable | None) -> tuple | None:
 @dataclass
 class PoolMeans:
     """Fold sums of a reference pool (see the module docstring) and the rule that picks a prompt's mean:
-    a :class:`~arithmech.methods.ablation.intervention.MeanSource` whose :meth:`lookup` gives each prompt its own means."""
+    a :class:`~arithmech.methods.ablation.intervention.MeanSource` whose :meth:`lookup` gives each prompt its own
+    means."""
 
     folds: int
     min_group: int

@@ -12,9 +12,9 @@ For each task::
 ``knockout.csv`` rows: ``task, positions, kind, order, seed, k, accuracy, correct, n, ci_low, ci_high,
 mean_source, split, n_clusters`` (``split``: ``held-out`` — the prompts share no problem cluster with the
 ranking ones, :mod:`arithmech.data.splits` — or ``in-sample``; ``n_clusters``: the distinct problems the
-prompts ask, which bound how independent the ``n`` prompts are); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see
-:data:`SANITY`). :func:`arithmech.methods.ablation.tables.sanity_table` turns the sanity rows into the
-claim "the ablation removes the information" (holds / does not hold).
+prompts ask, which bound how independent the ``n`` prompts are); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order``
+then names the row: see :data:`SANITY`). :func:`arithmech.methods.ablation.tables.sanity_table` turns the sanity rows
+into the claim "the ablation removes the information" (holds / does not hold).
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ LAYER_MATCHED = "layer-matched"  # the order of random head sets with the studie
 
 class Studied(NamedTuple):
     """What one task's knockout compares: its heads ``(layer, head)`` and MLP layers by effect, most negative
-    first (:func:`~arithmech.methods.effects.ranking`), and its key heads (:func:`~arithmech.methods.effects.key_heads`'s
-    dict: ``{"heads": [{"layer", "head", ...}], "mlps": [{"layer", ...}]}``)."""
+    first (:func:`~arithmech.methods.effects.ranking`), and its key heads
+    (:func:`~arithmech.methods.effects.key_heads`'s dict:
+    ``{"heads": [{"layer", "head", ...}], "mlps": [{"layer", ...}]}``)."""
 
     heads: list
     mlps: list
@@ -88,16 +89,17 @@ def eval_samples(
     model, tok, templates: Sequence | None, base: Sequence[pairs.Sample], prompts: Prompts
 ) -> list[pairs.Sample]:
     """The knockout's prompts (``prompts``: :class:`~arithmech.methods.ablation.settings.Prompts`, how many, the
-    seed, the draw, the split, the batches). ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates`` whose
-    problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
-    (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and* the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of
-    ``templates`` that the model answers right, drawn from a stream of their own: the first round draws
-    twice what is missing, each later one what is missing over the share kept so far (times 1.25), until
-    ``n`` are kept or ``MAX_DRAW * n`` pairs were drawn (right as for X_r: the answer token top-1 and the whole
-    answer written by greedy decoding, :func:`arithmech.methods.prepare.prepare`) (a model that answers few prompts right, such as
-    SmolLM2 on the last digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen
-    before is skipped, so the knockout's ``n`` counts different prompts); fewer than ``n`` come back when the
-    templates run out of them. ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most.
+    seed, the draw, the split, the batches). ``heldout`` (identify's default split): ``n`` fresh pairs of ``templates``
+    whose problem cluster is on the evaluation side (:func:`arithmech.data.splits.side`) and is no cluster of ``base``
+    (the ranking X_r: never used, nor any problem they ask, whatever split made them) and that pass the X_r rules *and*
+    the X_c check. Otherwise ``base`` (the task's X_r) topped up to ``n`` with fresh pairs of ``templates`` that the
+    model answers right, drawn from a stream of their own: the first round draws twice what is missing, each later one
+    what is missing over the share kept so far (times 1.25), until ``n`` are kept or ``MAX_DRAW * n`` pairs were drawn
+    (right as for X_r: the answer token top-1 and the whole answer written by greedy decoding,
+    :func:`arithmech.methods.prepare.prepare`) (a model that answers few prompts right, such as SmolLM2 on the last
+    digit, still gets ``n`` when it can). Every prompt is distinct (a drawn prompt seen before is skipped, so the
+    knockout's ``n`` counts different prompts); fewer than ``n`` come back when the templates run out of them.
+    ``templates=None`` (ready-made samples): ``base``'s distinct prompts, ``n`` at most.
 
     >>> got = eval_samples(model, tok, tpls, xr, Prompts(n=256, seed=0, draw=Draw("last-digit", 0, 1), heldout=True,
     ...                                                  batch_size=64))     # up to 256 distinct Samples

@@ -4,9 +4,9 @@
 (``_build/``, ``book/_generated/``, ``results/<model>/``): the chapter sources in ``book/`` are never
 rewritten, so ``git status`` stays clean after a build.
 
-1. **Execute** (:mod:`arithmech.report.build.execute`). Each chapter listed in ``_toc.yml`` is a MyST-Markdown notebook ``book/<name>.md``
-   (jupytext's ``md:myst``, no outputs; :func:`arithmech.report.build.plan.is_notebook`). In toc order it is
-   converted with jupytext and executed with papermill from the repository root (so ``results/`` and
+1. **Execute** (:mod:`arithmech.report.build.execute`). Each chapter listed in ``_toc.yml`` is a MyST-Markdown notebook
+   ``book/<name>.md`` (jupytext's ``md:myst``, no outputs; :func:`arithmech.report.build.plan.is_notebook`). In toc
+   order it is converted with jupytext and executed with papermill from the repository root (so ``results/`` and
    ``../shared/data`` mean the same thing in every chapter and on the command line). Parameters come
    from one file, ``book/book.yml``: ``global`` values go to every chapter whose ``parameters`` cell
    declares them, ``chapters.<name>`` values to one chapter; ``--set key=value`` /
@@ -15,12 +15,12 @@ rewritten, so ``git status`` stays clean after a build.
    stops the build with the chapter, the cell and the error, and leaves the previous executed copy
    untouched (the failed run is kept in ``_build/failed/`` to look at). Chapters hand artifacts to each
    other through ``results/<model>/``.
-2. **Generate** (:mod:`arithmech.report.build.generate`). The text the build computes goes to ``book/_generated/`` (git-ignored), which the
-   hand-written pages pull in with MyST ``{include}``: the introduction's findings box per model
-   (``findings.md``), its sentence on the Explorer with the prompt count the build gives that page
+2. **Generate** (:mod:`arithmech.report.build.generate`). The text the build computes goes to ``book/_generated/``
+   (git-ignored), which the hand-written pages pull in with MyST ``{include}``: the introduction's findings box per
+   model (``findings.md``), its sentence on the Explorer with the prompt count the build gives that page
    (``explorer.md``) and the parameters table of the appendix (``parameters.md``).
-3. **Render** (:mod:`arithmech.report.build.render`). A render tree ``_build/render/`` is assembled: ``_config.yml``, ``_toc.yml``, the plain
-   pages, the generated includes, the static files and, under the chapters' own names
+3. **Render** (:mod:`arithmech.report.build.render`). A render tree ``_build/render/`` is assembled: ``_config.yml``,
+   ``_toc.yml``, the plain pages, the generated includes, the static files and, under the chapters' own names
    (``book/<name>.ipynb``), the executed copies. ``jupyter-book build`` (execution off) renders it into
    ``_build/html``, after :func:`arithmech.report.build.offline.vendor_assets` has put vega and MathJax where
    the pages load them. ``--skip-execute`` renders the executed copies that exist and names the chapters

@@ -181,7 +181,8 @@ class Models(Chapter):
         check_device(self.device)
 
     def to_identify(self, model_name: str) -> steps.Identify:
-        """Identify of ``model_name`` at ``identify_samples`` pairs and the book's scale (where its files are missing)."""
+        """Identify of ``model_name`` at ``identify_samples`` pairs and the book's scale (where its files are
+        missing)."""
         return narrow(steps.Identify, self, model_name=model_name, n_samples=self.identify_samples, **book_scale(self))
 
 

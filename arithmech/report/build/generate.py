@@ -88,8 +88,8 @@ def explorer_intro(root: Path, sets: Sequence[str] = ()) -> str:
 def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``), the rules page's tables and
     changelog (``rules.md``), the rules' provenance sentence (``provenance.md``), the Explorer's sentence with its
-    prompt count (``explorer.md``, :func:`explorer_intro`; ``sets``: the build's ``--set`` values) and the results box per
-    model (``book/_generated/findings.md``: every model's answer sentence, then Fig. 1, the pipeline
+    prompt count (``explorer.md``, :func:`explorer_intro`; ``sets``: the build's ``--set`` values) and the results box
+    per model (``book/_generated/findings.md``: every model's answer sentence, then Fig. 1, the pipeline
     (:func:`arithmech.report.charts.pipeline.pipeline_markdown`), then the boxes; a note when no model has results, a
     warning box for a model whose results folder does not read as one run). Returns the files that changed."""
     boxes, sentences = [], []

@@ -70,8 +70,8 @@ def template_accuracy_chart(acc: pd.DataFrame, model_name: str) -> alt.Chart:
 
 
 def _setting_scale(settings: list[str]) -> alt.Scale:
-    """The ``arm`` role for Table 1's settings as :func:`arithmech.report.views.tables.setting_name` spells them: "base",
-    "full SFT", and the first precise setting (the top heads by effect: the key heads) as precise-key; further
+    """The ``arm`` role for Table 1's settings as :func:`arithmech.report.views.tables.setting_name` spells them:
+    "base", "full SFT", and the first precise setting (the top heads by effect: the key heads) as precise-key; further
     precise settings (several head counts) take the ``series`` palette."""
     arm = {"base": "base", "full SFT": "full"}
     first = next((s for s in settings if s.startswith("precise")), None)

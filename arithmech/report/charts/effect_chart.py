@@ -13,8 +13,8 @@ import pandas as pd
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, fig_title
 
-# Colours come from the one table of colour roles (arithmech.report.charts.colours); this module holds no colour literal.
-# Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
+# Colours come from the one table of colour roles (arithmech.report.charts.colours); this module holds no colour
+# literal. Diverging scale as in the paper's Fig. 2: red = patching lowers the answer logit (the head helps).
 EFFECT_SCHEME = colours.scheme("effect")
 
 

@@ -157,8 +157,8 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
             f"does the circuit keep the answer alone, and bring it back into X_c? {model_name}",
             [
                 f"{what} {n_p} evaluation-side prompts; bars: {level} cluster bootstrap{hollow};",
-                "grey: 5–95% of random circuits (END: outside the top n; diamonds: heads of the same layers at the same "
-                "positions); dashed: 80%",
+                "grey: 5–95% of random circuits (END: outside the top n; diamonds: heads of the same layers at "
+                "the same positions); dashed: 80%",
             ],
         )
     )

@@ -3,8 +3,8 @@
 One chart per kind (heads or MLPs), from ``knockout.csv`` (:data:`arithmech.methods.ablation.run.COLUMNS`):
 
 * effect rank (red): accuracy after knocking out the top-``k`` components, with its Wilson 95% band;
-* random rank (grey): the mean over the random orders (drawn outside the key components and the top k by effect rank) and
-  the band from their 5% to their 95% quantile, at every k where the file has random rows (identify runs them at
+* random rank (grey): the mean over the random orders (drawn outside the key components and the top k by effect rank)
+  and the band from their 5% to their 95% quantile, at every k where the file has random rows (identify runs them at
   every k of the curve that has k components outside the top k and the key ones; an older file has them at a few
   k only): the band is drawn over runs of consecutive curve k and as a vertical bar at each k, never across a k
   without random rows, and :func:`random_coverage` says in the subtitle where it stops or is missing;
@@ -125,7 +125,8 @@ def knockout_control_chart(
     fig: str = "Fig. 3",
     positions: str = "end",
 ) -> alt.Chart:
-    """Fig. 3 with the random band (5–95% over orders of components outside the key ones and the top k) and the floor lines."""
+    """Fig. 3 with the random band (5–95% over orders of components outside the key ones and the top k) and the floor
+    lines."""
     curve, rules = knockout_frames(knockout, kind, tasks, positions)
     x = alt.X("k:Q", title=f"number of {kind}s knocked out (k)", axis=integer_axis())
     y = alt.Y("accuracy:Q", title="accuracy", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]))

@@ -145,7 +145,10 @@ def adder_vs_llm_chart(adder: pd.DataFrame, top: pd.DataFrame, a: int, b: int) -
     top-1 number token of MLP_out − MLP_in, layer by layer."""
     comp = adder.assign(
         label=[
-            f"{r.a_bit}+{r.b_bit}+carry {r.carry_in} → bit {r.sum_bit}:  {r.partial} ({int(r.partial):0{len(adder)}b})"
+            (
+                f"{r.a_bit}+{r.b_bit}+carry {r.carry_in} → bit {r.sum_bit}:  {r.partial} "
+                f"({int(r.partial):0{len(adder)}b})"
+            )
             for r in adder.itertuples()
         ]
     )

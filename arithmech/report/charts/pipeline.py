@@ -10,7 +10,8 @@ read from ``book/<chapter>.md``, so a renamed chapter renames its stage) and lin
 * :func:`pipeline_svg` — a static SVG (no script, no font or file to fetch: it renders offline, in any browser),
   its colours from :mod:`arithmech.report.charts.colours` (red: the key heads, as on every chart, and only them);
 * :func:`pipeline_markdown` — the SVG inline in a ``<figure>`` with its caption, the markdown block the
-  introduction includes (``book/_generated/pipeline.md`` through :func:`arithmech.report.build.generate.write_generated`).
+  introduction includes (``book/_generated/pipeline.md`` through
+  :func:`arithmech.report.build.generate.write_generated`).
 
 No number is drawn: the figure is the same for every model; the sentence above it and the table under it
 carry each model's results.

@@ -3,7 +3,8 @@
 The paper's Fig. 4 shows, for four prompts that are not templates (an SVAMP word problem, multi-digit numbers,
 a time span, decimals), LLaMA2-7B's five most likely next tokens before and after the key heads are knocked
 out. :func:`transfer_chart` draws the same from identify's ``transfer.csv``
-(:func:`arithmech.methods.ablation.transfer.transfer_table`: ``case, prompt, expected, status, when, rank, token, prob``):
+(:func:`arithmech.methods.ablation.transfer.transfer_table`:
+``case, prompt, expected, status, when, rank, token, prob``):
 
 * one row of two panels per prompt, "before" and "after", each with five bars (probability of each token; the
   correct next token's bar in the ``answer`` role's green, the others its grey: :mod:`arithmech.report.charts.colours`);
@@ -118,7 +119,8 @@ def _panel(rows: pd.DataFrame, title: str, width: int) -> alt.LayerChart | alt.F
 
 def transfer_chart(transfer: pd.DataFrame, model_name: str, knocked_out: str) -> alt.VConcatChart:
     """Fig. 4 of ``model_name`` from ``transfer.csv``'s rows; ``knocked_out``: which heads were knocked out, in
-    words (the page says it from :mod:`arithmech.report.views.counts`: the key heads, or the top ones by effect rank)."""
+    words (the page says it from :mod:`arithmech.report.views.counts`: the key heads, or the top ones by effect
+    rank)."""
     bars, skipped = case_frames(transfer)
     if bars.empty:
         raise ValueError("no transfer prompt ran on this model (every one has words its tokenizer does not know)")
@@ -127,7 +129,8 @@ def transfer_chart(transfer: pd.DataFrame, model_name: str, knocked_out: str) ->
     for case, g in bars.groupby("case", sort=True):
         prompt, expected = g.prompt.iloc[0], g.expected.iloc[0]
         head = textwrap.wrap(f"prompt {int(case) + 1}: “{prompt.strip()}”", SUBTITLE_CHARS) + [
-            f"correct next token {_token(expected)}: {_answer_prob(g, 'before')} before → {_answer_prob(g, 'after')} after"
+            f"correct next token {_token(expected)}: {_answer_prob(g, 'before')} before → "
+            f"{_answer_prob(g, 'after')} after"
         ]
         rows.append(
             alt.hconcat(
@@ -140,8 +143,8 @@ def transfer_chart(transfer: pd.DataFrame, model_name: str, knocked_out: str) ->
     (kb, n, lb, hb), (ka, _, la, ha) = c["before"], c["after"]
     sub = [
         f"knocked out at END (mean ablation): {knocked_out}",
-        f"correct token top-1 on {kb}/{n} prompts before ({_ci(lb, hb)}), {ka}/{n} after ({_ci(la, ha)}); each panel is one prompt (n = 1) and one deterministic forward pass, "
-        "so its probabilities have no sampling interval",
+        f"correct token top-1 on {kb}/{n} prompts before ({_ci(lb, hb)}), {ka}/{n} after ({_ci(la, ha)}); each panel "
+        "is one prompt (n = 1) and one deterministic forward pass, so its probabilities have no sampling interval",
     ]
     sub += [
         f"not run: prompt {int(r.case) + 1}, words the tokenizer does not know ({r.words})"

@@ -41,8 +41,8 @@ FAITHFUL = ["circuit-faithful"]
 
 def runs(P: BeyondChapter) -> list[B.Result]:
     """The Beyond step's :class:`~arithmech.steps.beyond.Result` per model of ``P.models`` (``model``, ``summary``,
-    ``eap``, ``upstream``, ``n_layers``); a model without identify's files gets them first at ``P.identify_samples`` pairs and the
-    book's scale."""
+    ``eap``, ``upstream``, ``n_layers``); a model without identify's files gets them first at ``P.identify_samples``
+    pairs and the book's scale."""
     return [ensure(P.to_beyond(m), P.recompute, upstream=P.to_identify(m)) for m in P.models]
 
 

@@ -6,11 +6,11 @@ called key heads on Analyze, "2 heads" at the Explorer's −1 %) and the introdu
 prompt count by hand. A count a reader meets on two pages must be the same number, so every page that says
 how many key heads or how many Explorer prompts there are asks this module:
 
-* :func:`key_heads` (:func:`key_heads_of` for a result in memory) reads identify's ``key_heads.json`` (the heads whose whole 95 % interval of the effect lies
-  below the run's threshold, :func:`arithmech.methods.effects.key_heads`) and ``effects.csv`` (how many heads
-  the model has, how many pass on the mean alone, the paper's rule), and the heads the later steps study
-  (:func:`arithmech.methods.effects.studied_heads`: the key heads, or the top ones by effect rank where none
-  passes). Its :class:`KeyHeads` words them: :meth:`KeyHeads.summary` ("1 key head of 48 (head 0.0)"),
+* :func:`key_heads` (:func:`key_heads_of` for a result in memory) reads identify's ``key_heads.json`` (the heads whose
+  whole 95 % interval of the effect lies below the run's threshold, :func:`arithmech.methods.effects.key_heads`) and
+  ``effects.csv`` (how many heads the model has, how many pass on the mean alone, the paper's rule), and the heads the
+  later steps study (:func:`arithmech.methods.effects.studied_heads`: the key heads, or the top ones by effect rank
+  where none passes). Its :class:`KeyHeads` words them: :meth:`KeyHeads.summary` ("1 key head of 48 (head 0.0)"),
   :meth:`KeyHeads.sentence` (with the rule, the mean-alone count and what is studied instead).
 * :func:`prompt_count` counts prompts by template (from a drawn prompts table, or from :func:`round_robin`, the
   templates a draw of ``n`` takes before it happens: what the introduction quotes for the Explorer), and

@@ -1,7 +1,7 @@
 """Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix (issue #40): the
 trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed,
-hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside ours. Reads :mod:`arithmech.claims.frontier` and
-:mod:`arithmech.claims.curves`; computes no verdict of its own."""
+hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside ours. Reads
+:mod:`arithmech.claims.frontier` and :mod:`arithmech.claims.curves`; computes no verdict of its own."""
 
 from __future__ import annotations
 

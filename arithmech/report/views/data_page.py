@@ -237,8 +237,8 @@ def heldout_paragraph() -> Any:
         f"sentences, so this is not a test. On what training never showed it (declared in its card), greedy decoding "
         f"writes the whole answer for {cite(pairs)} prompts of held-out operand pairs in the training templates "
         f"({per_op}), {cite(phr)} prompts of trained pairs in held-out phrasings, and {cite(both)} with both held out. "
-        f"The rule fixed before training — held-out exact match at least {H.TARGET:.0%} (Wilson interval above it) — "
-        f"**{H.verdict(pairs)}** for held-out pairs, **{H.verdict(phr)}** for held-out phrasings and "
+        f"The rule fixed before training — held-out exact match at least {H.TARGET:.0%} (Wilson interval above it) "
+        f"— **{H.verdict(pairs)}** for held-out pairs, **{H.verdict(phr)}** for held-out phrasings and "
         f"**{H.verdict(both)}** for both. Drawn as the chapters draw them (held-out pairs included) it answers "
         f"{a['all_pairs_answer_token_accuracy']:.1%} of {a['all_pairs_n_samples']} prompts by the answer token; "
         f"the filter to X_r drops the rest."
@@ -253,10 +253,15 @@ def end(d: dict) -> None:
     pairs, phr, _ = _splits()
     chapter_end(
         [
-            f"{len(t)} templates ({(t.figure == 'Fig. 8').sum()} of Fig. 8, {(t.figure == 'Fig. 10').sum()} of Fig. 10), each with a counterfactual of the same token length.",
-            f"{stats.made} pairs drawn ({P.n_per_template} per template, seed {P.seed}); {stats.redrawn} draws redone for a token-length mismatch.",
-            f"{P.model_name} answers {len(kept)} of {len(samples)} pairs right ({len(kept) / len(samples):.1%}): these form $X_r$.",
-            f"Lowest template accuracy: {by_template.accuracy.min():.0%} ({by_template.loc[by_template.accuracy.idxmin(), 'template']}, n = {P.n_per_template} draws per template).",
+            f"{len(t)} templates ({(t.figure == 'Fig. 8').sum()} of Fig. 8, {(t.figure == 'Fig. 10').sum()} of "
+            "Fig. 10), each with a counterfactual of the same token length.",
+            f"{stats.made} pairs drawn ({P.n_per_template} per template, seed {P.seed}); {stats.redrawn} draws "
+            "redone for a token-length mismatch.",
+            f"{P.model_name} answers {len(kept)} of {len(samples)} pairs right ({len(kept) / len(samples):.1%}): "
+            "these form $X_r$.",
+            f"Lowest template accuracy: {by_template.accuracy.min():.0%} "
+            f"({by_template.loc[by_template.accuracy.idxmin(), 'template']}, n = {P.n_per_template} draws per "
+            "template).",
             f"Held-out test of the embedded model (rule: exact match ≥ {H.TARGET:.0%}): held-out operand pairs "
             f"{cite(pairs)}, **{H.verdict(pairs)}**; held-out phrasings {cite(phr)}, **{H.verdict(phr)}**.",
         ],

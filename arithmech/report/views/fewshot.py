@@ -2,9 +2,9 @@
 
 Every number here comes from a run's results folder (``run.json``, ``key_heads.json``, ``knockout.csv``) and
 every verdict from the claims table (:func:`arithmech.claims.rules.claims`), decided by the same rules for
-both runs; nothing is recomputed but the control, from ``prompts.jsonl`` (issue #41). :func:`yield_rows` gives the prompts each run could patch and their floors,
-:func:`circuit_rows` the key heads and the top-k knockout against its random band, :func:`verdict_rows` the
-claims.
+both runs; nothing is recomputed but the control, from ``prompts.jsonl`` (issue #41). :func:`yield_rows` gives the
+prompts each run could patch and their floors, :func:`circuit_rows` the key heads and the top-k knockout against its
+random band, :func:`verdict_rows` the claims.
 
 >>> runs = {"zero-shot": folder / "zero-shot", "4-shot": folder}
 >>> yield_rows(runs); circuit_rows(runs); verdict_rows(runs)

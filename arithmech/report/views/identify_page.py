@@ -4,9 +4,9 @@
 transfer), rewriting its files; it returns a dict ``r`` (``P`` the config, ``net``, ``tok``, ``geo``, ``res``
 the in-memory :class:`~arithmech.steps.identify_pipeline.IdentifyResult` of :func:`arithmech.steps.identify.compute`,
 ``out`` the results folder) that the other functions
-read (the knockout's sections: :mod:`arithmech.report.views.identify_knockout_page`). :func:`stability` runs (or reads) the key-head stability step. Each function returns what its cell shows:
-a sentence (the cell prints it), a Markdown block, a DataFrame or Styler, an altair chart, or a list of display
-objects (the cell calls ``display(*…)``)::
+read (the knockout's sections: :mod:`arithmech.report.views.identify_knockout_page`). :func:`stability` runs (or reads)
+the key-head stability step. Each function returns what its cell shows: a sentence (the cell prints it), a Markdown
+block, a DataFrame or Styler, an altair chart, or a list of display objects (the cell calls ``display(*…)``)::
 
     >>> r = run(P)
     >>> print(header(r)); info(r); print(tokens_line(r)); tokens_table(r)

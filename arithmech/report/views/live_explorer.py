@@ -144,8 +144,9 @@ def identify_end_means(model, tok, folder: str | Path, batch_size: int = 64) -> 
     """``(means (L, H*dh), sentence)``: identify's reference-pool means at END for a free prompt.
 
     The pool is rebuilt exactly as identify's knockout built it (same templates, ``pool_size``, ``seed`` and
-    draw, :meth:`~arithmech.data.draw.Draw.from_record`: a seeded draw, so the same X_c), then read with ``lookup(None, ·)``, the mean
-    identify gives a prompt without a family: every family's X_c, right-aligned, at END."""
+    draw, :meth:`~arithmech.data.draw.Draw.from_record`: a seeded draw, so the same X_c), then read with
+    ``lookup(None, ·)``, the mean identify gives a prompt without a family: every family's X_c, right-aligned, at
+    END."""
     params = results.read_run(folder)["steps"]["identify"]["parameters"]
     pool = cached_pool(
         model,

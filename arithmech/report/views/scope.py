@@ -4,8 +4,8 @@
 ``results/smollm2-135m/``) and states how many of the paper's one-digit prompts the model answers right — the
 whole answer under greedy decoding (``answer_tokens.csv``'s ``exact_correct`` of ``n_drawn``, every operation) —
 without and with solved examples; the rest of the box is what follows from that for the book's verdicts.
-It is written first in ``book/_generated/findings.md`` (:func:`arithmech.report.build.generate.write_generated`), so it is
-on the introduction's first screen.
+It is written first in ``book/_generated/findings.md`` (:func:`arithmech.report.build.generate.write_generated`), so it
+is on the introduction's first screen.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ def scope_box(root: Path, results_dir: str = "results") -> str | None:
             "",
             f"Without solved examples SmolLM2-135M writes the whole right answer to {_rate(zero)} of the paper's "
             f"one-digit prompts (four operations){with_shots}. LLaMA2-7B puts {PAPER_CORRECT_PROB:.0%} of its "
-            "probability on the right answer of its addition prompts (§3). Everything below is measured on the prompts the model answers "
-            "right (X_r), a selection, whose circuit may mix calculation, format and guessing.",
+            "probability on the right answer of its addition prompts (§3). Everything below is measured on the "
+            "prompts the model answers right (X_r), a selection, whose circuit may mix calculation, format and "
+            "guessing.",
             "",
             "**It can test** whether the paper's mechanism *exists* at this scale: whether a few heads at the last "
             "position carry the counterfactual's effect, read the operands or the operator, and are needed for the "

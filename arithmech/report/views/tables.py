@@ -1,9 +1,9 @@
 """The paper's fine-tuning tables (Tables 1, 2, 5) as data, and ours in the same shape.
 
 The published LLaMA2 tables are :data:`arithmech.paper.TABLE1` / ``TABLE2`` / ``TABLE5``
-(accuracy in %, train speed in samples/s, tuned parameters in billions). :func:`results_table` turns ``finetune/<mode>.json`` records (from
-:func:`arithmech.steps.finetune.run`) into the same layout: one row per setting, accuracy and Δ per
-benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
+(accuracy in %, train speed in samples/s, tuned parameters in billions). :func:`results_table` turns
+``finetune/<mode>.json`` records (from :func:`arithmech.steps.finetune.run`) into the same layout: one row per setting,
+accuracy and Δ per benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
 """
 
 from __future__ import annotations
@@ -66,7 +66,12 @@ def results_table(records: Sequence[dict], percent: bool = True) -> pd.DataFrame
         rows.append(row)
     cols = ["setting", "samples/s", "tuned params"] + [c for b in base for c in (b, f"Δ {b}")]
     df = pd.DataFrame(rows).astype({"tuned params": "Int64"})
-    return df.reindex(columns=cols).rename(columns={**TOY_NAMES, **{f"Δ {k}": f"Δ {v}" for k, v in TOY_NAMES.items()}})
+    return df.reindex(columns=cols).rename(
+        columns={
+            **TOY_NAMES,
+            **{f"Δ {k}": f"Δ {v}" for k, v in TOY_NAMES.items()},
+        }
+    )
 
 
 def long_form(records: Sequence[dict]) -> pd.DataFrame:

@@ -5,10 +5,10 @@
 
 A text box for the prompt and one for its counterfactual, a dropdown of heads (the studied heads first, marked
 with ``heads_label``: "key" where they are identify's key heads, "top 10" where none is key and the top heads
-by effect rank stand in, :meth:`arithmech.report.views.counts.KeyHeads.studied_label`), a toggle that mean-ablates them, a button, and an output area with the top-5
-next tokens, the chosen head's attention strip and the per-layer number tokens. All logic is in
-:mod:`arithmech.methods.explorer`; :meth:`Explorer.refresh` is what the controls call and can be called
-directly (tests do, without a browser).
+by effect rank stand in, :meth:`arithmech.report.views.counts.KeyHeads.studied_label`), a toggle that mean-ablates them,
+a button, and an output area with the top-5 next tokens, the chosen head's attention strip and the per-layer number
+tokens. All logic is in :mod:`arithmech.methods.explorer`; :meth:`Explorer.refresh` is what the controls call and can be
+called directly (tests do, without a browser).
 
 A kernel-bound widget is dead in a static page, so a chapter builds it only when asked
 (``interactive=True`` parameter) and the book shows precomputed altair views instead.
