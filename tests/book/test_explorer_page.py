@@ -2,10 +2,10 @@
 and drives it like a reader: picking another prompt in the dropdown changes the top-5 view, moving the
 threshold slider changes the key heads, and clicking a head in the effects map shows its attention alone.
 
-The page comes from ``ARITHMECH_BOOK_HTML`` (an already built book) or, by default, from a one-page book built
-here: the chapter executed by the book runner on both models (small sizes; the embedded model's identify files
-written first by a small identify run, SmolLM2's copied from the shipped results) in a temporary root.
-Marked ``slow``."""
+The page comes from ``ARITHMECH_BOOK_HTML`` (an already built book), from the repository's book when ``make book``
+executed its chapters (as in CI), or else from a one-page book built here: the chapter executed by the book runner
+on both models (small sizes; the embedded model's identify files written first by a small identify run, SmolLM2's
+copied from the shipped results) in a temporary root. Marked ``slow``."""
 from __future__ import annotations
 
 import os
@@ -50,11 +50,18 @@ return {rows: texts.filter(t => /^head \\d+\\.\\d+$/.test(t.textContent))
 
 
 @pytest.fixture(scope="module")
-def explorer_html(tmp_path_factory) -> Path:
-    """``explorer.html``: from ``ARITHMECH_BOOK_HTML``, else a one-page book executed and rendered here."""
+def explorer_html(request, tmp_path_factory) -> Path:
+    """``explorer.html``: from ``ARITHMECH_BOOK_HTML``; else the repository's own book when every chapter has its
+    executed copy (``make book`` ran, as ``.ci/run`` does before the tests: the page readers get, rendered once by
+    the session's ``built_book``); else a one-page book executed and rendered here."""
     given = os.environ.get("ARITHMECH_BOOK_HTML")
     if given:
         return Path(given) / "book" / "explorer.html"
+    from arithmech.report.build.execute import executed
+    from arithmech.report.build.plan import chapters
+    if all(executed(REPO, p).exists() for p in chapters(REPO)):
+        _, html = request.getfixturevalue("built_book")
+        return Path(html) / "book" / "explorer.html"
     root = tmp_path_factory.mktemp("explorer-book")
     shutil.copy2(REPO / "_config.yml", root / "_config.yml")
     shutil.copytree(REPO / "book" / "_static", root / "book" / "_static", ignore=shutil.ignore_patterns("vendor"))
