@@ -183,10 +183,8 @@ Decider = Callable[[Curves, int], "bool | None"]
 
 # One rule: (claim, comparison, arms it reads, decider, the decider's keywords, :func:`family`'s rule, arm and control).
 Rule = tuple[str, str, tuple[str, ...], Callable[..., "bool | None"], dict[str, str], tuple[str, str, str]]
-FAMILY_DEFAULT = (
-    "precise-key",
-    "precise-random",
-)  # family's default arm and control (the rules that read no random arm)
+# family's default arm and control (the rules that read no random arm)
+FAMILY_DEFAULT = ("precise-key", "precise-random")
 
 # The rules as one table (module docstring); every row is decided on every measure variant (ninth version: rule 3 too).
 RULES: list[Rule] = [

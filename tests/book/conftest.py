@@ -27,7 +27,16 @@ Built.git_status = staticmethod(git_status)       # for the tests (a second conf
 
 
 @pytest.fixture(scope="session")
-def built_book():
+def book_executed() -> bool:
+    """Whether every chapter has its executed copy in ``_build/executed/`` (``make book`` ran, as ``.ci/run`` does
+    before the tests): the real book's HTML can then be rendered without executing a chapter."""
+    from arithmech.report.build.execute import executed
+    from arithmech.report.build.plan import chapters
+    return all(executed(REPO, p).exists() for p in chapters(REPO))
+
+
+@pytest.fixture(scope="session")
+def built_book(book_executed):
     """The real book, built by the book runner (``python -m arithmech book``) in the repository itself.
 
     A build writes only ignored paths (``_build/``, ``book/_generated/``, ``results/<model>/``), so it runs
@@ -41,11 +50,8 @@ def built_book():
     if given:
         return Built((REPO, Path(given)))
     from arithmech.report.build.book import build
-    from arithmech.report.build.execute import executed
-    from arithmech.report.build.plan import chapters
-    done = all(executed(REPO, p).exists() for p in chapters(REPO))
     before = git_status(REPO)
-    build(REPO, skip_execute=done)
+    build(REPO, skip_execute=book_executed)
     out = Built((REPO, REPO / "_build" / "html"))
     out.status_before = before
     return out

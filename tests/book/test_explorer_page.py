@@ -50,16 +50,14 @@ return {rows: texts.filter(t => /^head \\d+\\.\\d+$/.test(t.textContent))
 
 
 @pytest.fixture(scope="module")
-def explorer_html(request, tmp_path_factory) -> Path:
+def explorer_html(request, book_executed, tmp_path_factory) -> Path:
     """``explorer.html``: from ``ARITHMECH_BOOK_HTML``; else the repository's own book when every chapter has its
     executed copy (``make book`` ran, as ``.ci/run`` does before the tests: the page readers get, rendered once by
     the session's ``built_book``); else a one-page book executed and rendered here."""
     given = os.environ.get("ARITHMECH_BOOK_HTML")
     if given:
         return Path(given) / "book" / "explorer.html"
-    from arithmech.report.build.execute import executed
-    from arithmech.report.build.plan import chapters
-    if all(executed(REPO, p).exists() for p in chapters(REPO)):
+    if book_executed:
         _, html = request.getfixturevalue("built_book")
         return Path(html) / "book" / "explorer.html"
     root = tmp_path_factory.mktemp("explorer-book")
