@@ -9,8 +9,9 @@
   shows the book's own vega bundle once when ``ARITHMECH_LAB=1`` (set here for the kernels;
   :func:`arithmech.report.build.offline.jupyter_vega`).
 * **Local and guarded.** The server listens on 127.0.0.1 only, with a fresh random token (printed with the
-  address), and says how to stop it: Ctrl+C in this terminal (the server then stops its kernels), or
-  ``kill <pid>``.
+  address), and says how to stop it: Ctrl+C in this terminal, or ``kill <pid>`` (this command's or the
+  server's); either way the server gets SIGTERM and stops its kernels (SIGINT would not do: a server started
+  from a background job ignores it).
 
 Run a chapter with its widgets: open ``book/analyze.md``, set ``interactive = True`` in its first code cell
 (``model = "smollm2-135m"`` for SmolLM2), then Run > Run All Cells; the prompt explorer appears near the end.
@@ -78,6 +79,11 @@ def command(port: int, token: str, root: Path, extra: Sequence[str] = ()) -> lis
     ]
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM handler: raise KeyboardInterrupt, so ``kill`` stops the server and its kernels as Ctrl+C does."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m arithmech.lab",
@@ -108,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     port, token, root = free_port(args.port), secrets.token_hex(24), Path(args.root).resolve()
     env = {**os.environ, "ARITHMECH_LAB": "1"}
     proc = subprocess.Popen(command(port, token, root, extra), env=env)
+    signal.signal(signal.SIGTERM, _interrupted)  # `kill <this pid>` stops the server as Ctrl+C does
     print(
         f"\nJupyterLab (pid {proc.pid}) on http://127.0.0.1:{port}/lab?token={token}\n"
         f"  only this machine can reach it (127.0.0.1), and only with the token above.\n"
@@ -118,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return proc.wait()
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # the server's own clean stop (its kernels too); SIGINT is ignored
+        # by a server started from a background job, SIGTERM never is
         try:
             return proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -3,7 +3,8 @@ token; headless Chromium (loopback only: every other host goes to a dead proxy) 
 (``book/analyze.md``, which opens as a notebook: jupytext is its default viewer), sets ``interactive = True``
 in its parameters cell, runs every cell on the embedded model, types a prompt into the explorer widget and
 presses run; the top-5 table and the attention chart then show that prompt's, as PyTorch computes them.
-The server and its kernel are stopped whatever happens. Marked ``slow``."""
+The server and its kernel are stopped whatever happens; SIGTERM to ``make lab`` (``kill <pid>``) must stop both
+within 30 s (the server exiting by itself), or the teardown fails. Marked ``slow``."""
 from __future__ import annotations
 
 import os
@@ -65,6 +66,15 @@ def _get(url: str) -> int:
         return 0
 
 
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    import psutil
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """``(url, port)`` of a running ``python -m arithmech.lab`` on a copy of the chapter, with the embedded model's
@@ -100,18 +110,22 @@ def lab(tmp_path_factory):
     finally:
         family = [proc.pid] + [p.pid for p in psutil.Process(proc.pid).children(recursive=True)] \
             if psutil.pid_exists(proc.pid) else [proc.pid]
-        os.killpg(proc.pid, signal.SIGINT) if proc.poll() is None else None
+        proc.terminate()                           # `kill <pid>` of make lab: it stops the server, which stops its kernel
         try:
-            proc.wait(timeout=30)
+            stopped = proc.wait(timeout=45) == 0        # 0: the server exited by itself, not killed by make lab
         except subprocess.TimeoutExpired:
+            stopped = False
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        left = [pid for pid in family[1:] if _running(pid)]
         for pid in family:                         # the kernel runs in a session of its own
             try:
                 psutil.Process(pid).kill()
             except psutil.Error:
                 pass
         log.close()
+        assert stopped and not left, (f"make lab {'stopped' if stopped else 'did not stop'} cleanly within 30 s of SIGTERM, "
+                                      f"{len(left)} of its processes left: " + (root / "lab.log").read_text()[-2000:])
 
 
 def test_analyze_widgets_in_jupyterlab(lab):
