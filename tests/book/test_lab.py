@@ -4,7 +4,7 @@ token; headless Chromium (loopback only: every other host goes to a dead proxy) 
 in its parameters cell, runs every cell on the embedded model, types a prompt into the explorer widget and
 presses run; the top-5 table and the attention chart then show that prompt's, as PyTorch computes them.
 The server and its kernel are stopped whatever happens; SIGTERM to ``make lab`` (``kill <pid>``) must stop both
-within 30 s (the server exiting by itself), or the teardown fails. Marked ``slow``."""
+within make lab's 30 s wait (the server exiting by itself), or the teardown fails. Marked ``slow``."""
 from __future__ import annotations
 
 import os
@@ -124,7 +124,7 @@ def lab(tmp_path_factory):
             except psutil.Error:
                 pass
         log.close()
-        assert stopped and not left, (f"make lab {'stopped' if stopped else 'did not stop'} cleanly within 30 s of SIGTERM, "
+        assert stopped and not left, (f"make lab {'stopped' if stopped else 'did not stop'} cleanly after SIGTERM, "
                                       f"{len(left)} of its processes left: " + (root / "lab.log").read_text()[-2000:])
 
 
