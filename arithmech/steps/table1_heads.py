@@ -85,6 +85,15 @@ def layer_matched(layers: Sequence[int], free: Sequence[Head], rng: random.Rando
     return sorted(out)
 
 
+def layer_offsets(tuned: Sequence[Head], draw: Sequence[Head]) -> list[int]:
+    """How far a layer-matched ``draw`` sits from ``tuned``'s layers: ``|layer difference|`` of each pair, both
+    sorted by layer (on a line, the pairing with the smallest total distance). All 0: the layers match exactly;
+    a ``d`` where :func:`layer_matched` found no free head in a tuned head's layer and took one ``d`` layers away."""
+    if len(tuned) != len(draw):
+        raise ValueError(f"{len(draw)} drawn heads for {len(tuned)} tuned ones")
+    return [abs(a - b) for (a, _), (b, _) in zip(sorted(tuned), sorted(draw))]
+
+
 def random_draw(arm: str, draw: int, tuned: Sequence[Head], free: Sequence[Head]) -> list[Head]:
     """Draw ``draw`` of a random arm: ``precise-random`` matches ``tuned``'s layers, ``precise-random-any``
     takes ``len(tuned)`` free heads from any layer."""

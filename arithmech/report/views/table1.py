@@ -20,6 +20,7 @@ from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
 from arithmech.steps.table1_grid import RANDOM, grid_of
+from arithmech.steps.table1_heads import layer_offsets
 
 
 def has_run(folder: str | Path) -> bool:
@@ -38,13 +39,22 @@ def setup_line(folder: str | Path) -> str:
     p = V.plan(folder)
     h = p["heads"]
     fmt = components
-    matched = h.get("random_layers_matched", [])
+    offsets = [layer_offsets(h["tuned"], d) for d in h["random_draws"]]
+    exact = sorted({o.count(0) for o in offsets})
+    far = max((max(o) for o in offsets), default=0)
+    matched = (
+        "every head in a tuned head's own layer"
+        if far == 0
+        else f"{exact[0]}{f'–{exact[-1]}' if len(exact) > 1 else ''} of {len(h['tuned'])} heads of each draw in a "
+        f"tuned head's own layer, the others up to {far} layer{'s' if far > 1 else ''} away (a layer whose key/value "
+        "groups the key or share heads all read has no free head; the nearest layer with one stands in)"
+    )
     cost = p.get("cost") or {}
     minutes = f"{cost['total_s'] / 60:.0f} minutes of compute over {cost['runs']} runs" if cost.get("total_s") else ""
     return (
         f"precise-key tunes **{fmt(h['tuned'])}** ({h['selection']}); precise-random draws "
         + " | ".join(fmt(d) for d in h["random_draws"])
-        + f" — layers matched in {sum(matched)} of {len(matched)} draws. "
+        + f" — {len(offsets)} draw{'s' if len(offsets) != 1 else ''}: {matched}. "
         + f"{p['steps']} steps of batch {p['batch_size']} per run ({p.get('steps_from', '--steps')}), "
         + f"seeds {', '.join(map(str, p['seeds']))}"
         + (f"; {minutes} on this machine" if minutes else "")

@@ -40,3 +40,13 @@ def test_share_heads_filled_by_share_rank():
     rank without repeating one."""
     assert H.share_heads([(3, 1), (1, 2)], [(1, 2), (0, 0), (3, 1), (5, 5)], 3) == [(3, 1), (1, 2), (0, 0)]
     assert H.share_heads([(3, 1), (1, 2), (4, 4)], [(0, 0)], 2) == [(3, 1), (1, 2)]
+
+
+def test_layer_offsets_pair_the_layers_sorted():
+    """Protects the page's account of the layer-matched draws: offsets are |layer difference| of the two sorted
+    lists (the pairing with the least total distance), 0 where the layers match; a draw of another size is an
+    error, not a silent truncation by zip."""
+    assert H.layer_offsets([(2, 0), (2, 1), (5, 0)], [(5, 3), (2, 7), (2, 4)]) == [0, 0, 0]
+    assert H.layer_offsets([(20, 1), (20, 2), (14, 2)], [(19, 0), (14, 5), (21, 0)]) == [0, 1, 1]
+    with __import__("pytest").raises(ValueError, match="3 drawn heads for 2"):
+        H.layer_offsets([(1, 0), (2, 0)], [(1, 1), (2, 1), (3, 1)])

@@ -44,3 +44,26 @@ def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
     line = T.progress_line(tmp_path)
     assert line.startswith("**4 of 6 planned runs made**") and "Cut: --no-replicate-ends" in line, line
     assert "0 of the 1 grid points the rules read" in line                 # the cut ends are not read
+
+
+def _heads_plan(tmp_path, tuned, draws):
+    plan = {"suite": "cpu", "runs": [], "heads": {"tuned": tuned, "selection": "the top 4 by rank", "random_draws": draws},
+            "steps": 10, "batch_size": 4, "seeds": [0], "arms": {}, "cost": {}}
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
+    return T.setup_line(tmp_path)
+
+
+def test_the_setup_line_says_how_closely_the_random_draws_match_the_layers(tmp_path):
+    """Protects the layer-matched control's description, computed from the plan's heads (it once read a key the
+    runner no longer writes and printed "layers matched in 0 of 0 draws"): a tuned layer with no free head sends
+    its draw to a neighbour, and the line says how many heads of each draw sit in a tuned head's own layer."""
+    tuned = [[2, 0], [2, 1], [3, 4], [5, 0]]
+    line = _heads_plan(tmp_path, tuned, [[[1, 3], [1, 5], [3, 1], [5, 2]], [[1, 2], [2, 6], [3, 3], [5, 1]]])
+    assert "2 draws: 2–3 of 4 heads of each draw in a tuned head's own layer, the others up to 1 layer away" in line
+
+
+def test_the_setup_line_of_exactly_matched_draws(tmp_path):
+    """Protects the plain case: every drawn head in a tuned head's own layer (one draw: singular)."""
+    line = _heads_plan(tmp_path, [[2, 0], [4, 1]], [[[2, 5], [4, 3]]])
+    assert "1 draw: every head in a tuned head's own layer." in line
