@@ -46,7 +46,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core import records, results
-from arithmech.core.stats import hierarchical_bootstrap, t_interval, wilson_interval
+from arithmech.core.stats import crossed_interval, hierarchical_bootstrap, t_interval, wilson_interval
 from arithmech.evals.suites import get_suite
 
 MARGIN = 0.05
@@ -164,9 +164,21 @@ def collapsed(run: dict, base: dict, measure: str, pooled: list[str] | None = No
     return lo > line if loss else hi < line
 
 
+def level_interval(items: list[list[float]], accuracy: bool) -> tuple[float | None, float | None]:
+    """The 95 % interval of an arm's mean score from its runs' per-item scores (runs × items, every run on the same
+    test items): several runs, the interval over runs and items (:func:`arithmech.core.stats.crossed_interval`, what
+    the rules read; the runs share their items, so pooling them as if independent would be too narrow); one run, as
+    :func:`run_interval`: Wilson over its items (accuracies), Student t over its chunks (a loss)."""
+    if len(items) > 1:
+        return crossed_interval(items)[1:]
+    if accuracy:
+        return wilson_interval(round(sum(items[0])), len(items[0]))
+    return t_interval(items[0])[1:] if len(items[0]) >= 2 else (None, None)
+
+
 def arm_table(folder: str | Path) -> pd.DataFrame:
     """One row per arm × measure: mean over the arm's runs, the seed-to-seed standard deviation, items
-    ``n``, runs, the Wilson interval of the pooled items (accuracies) and the change from base with its
+    ``n``, runs, the mean's 95 % interval (:func:`level_interval`) and the change from base with its
     hierarchical bootstrap interval (runs and items resampled)."""
     p = plan(folder)
     S = get_suite(p["suite"])
@@ -179,9 +191,8 @@ def arm_table(folder: str | Path) -> pd.DataFrame:
             mean = sum(vals) / len(vals)
             sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
             acc = str(base[m].get("metric", "")).startswith("accuracy")  # exact match, or cloze acc_norm
-            k = sum(sum(r["results"][m]["items"]) for r in rs)
             n = len(base[m]["items"])
-            lo, hi = wilson_interval(round(k), n * len(rs)) if acc else (None, None)
+            lo, hi = level_interval([r["results"][m]["items"] for r in rs], acc)
             d = lo_d = hi_d = None
             if arm != "base":
                 d, lo_d, hi_d = hierarchical_bootstrap(per_run(runs["base"], m), per_run(rs, m))

@@ -20,7 +20,7 @@ import torch
 
 from arithmech.claims import curves as CV
 from arithmech.claims import verdicts as V
-from arithmech.claims.frontier import load
+from arithmech.claims.frontier import MIN_RUNS, load
 from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
@@ -250,8 +250,8 @@ class Page:
                 for arm, a in self.plan["arms"].items()
                 if a.get("chosen_lr")
             )
-            + f"; every rate of each grid decides (issue #40); {len(P.seeds)} seeds, {P.draws} random draws, "
-            f"{P.optimizer_steps()} steps of batch {P.batch_size} per run."
+            + f"; the rules read every rate of each grid that has {MIN_RUNS} runs (issue #40); {len(P.seeds)} seeds, "
+            f"{P.draws} random draws, {P.optimizer_steps()} steps of batch {P.batch_size} per run."
         )
         chapter_end(lines, P.model_name, P)
 

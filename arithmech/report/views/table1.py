@@ -19,7 +19,7 @@ from arithmech.core.names import components
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
-from arithmech.steps.table1_grid import RANDOM, grid_of
+from arithmech.steps.table1_grid import ARMS, RANDOM, grid_of
 from arithmech.steps.table1_heads import layer_offsets
 
 
@@ -34,8 +34,8 @@ def has_base(folder: str | Path) -> bool:
 
 
 def setup_line(folder: str | Path) -> str:
-    """One paragraph: the tuned heads (and how they were chosen), the random draws and whether their layers
-    match, the step budget and where it came from, the seeds, and what the run cost."""
+    """One paragraph: the tuned heads (and how they were chosen), the random draws and how closely their layers
+    match, the step budget and where it came from, the seeds, and what the run cost (and on what)."""
     p = V.plan(folder)
     h = p["heads"]
     fmt = components
@@ -50,13 +50,20 @@ def setup_line(folder: str | Path) -> str:
         "groups the key or share heads all read has no free head; the nearest layer with one stands in)"
     )
     cost = p.get("cost") or {}
-    minutes = f"{cost['total_s'] / 60:.0f} minutes of compute over {cost['runs']} runs" if cost.get("total_s") else ""
+    trained = sum(len(a.get("grid_rows") or []) for a in p["arms"].values())
+    made = [f"{trained} fine-tuning runs", "base"]
+    made += ["base-shots"] if cost.get("runs", 0) > trained + 1 else []  # cost's runs: base, base-shots and the arms'
+    made += ["the learning curve"] if cost.get("curve_s") else []
+    minutes = f"{cost['total_s'] / 60:.0f} minutes of compute ({', '.join(made)})" if cost.get("total_s") else ""
+    front = p.get("frontier_seeds", 0)
+    cut = " but the cut ends (below)" if p.get("replicated") else ""
     return (
         f"precise-key tunes **{fmt(h['tuned'])}** ({h['selection']}); precise-random draws "
         + " | ".join(fmt(d) for d in h["random_draws"])
         + f" — {len(offsets)} draw{'s' if len(offsets) != 1 else ''}: {matched}. "
         + f"{p['steps']} steps of batch {p['batch_size']} per run ({p.get('steps_from', '--steps')}), "
-        + f"seeds {', '.join(map(str, p['seeds']))}"
+        + f"seeds {', '.join(map(str, p['seeds']))} at every rate{cut}"
+        + (f" and up to {front} at each arm's frontier rates" if front > len(p["seeds"]) else "")
         + (f"; {minutes} on this machine" if minutes else "")
         + "."
     )
@@ -155,15 +162,13 @@ def arm_frame(folder: str | Path) -> pd.DataFrame:
         return v + (f"; Δ {r.delta:+.3f} [{r.delta_ci_low:+.3f}, {r.delta_ci_high:+.3f}]" if pd.notna(r.delta) else "")
 
     out = t.assign(result=[show(r) for r in t.itertuples()])
-    return out.pivot(index="measure", columns="arm", values="result")[
-        [a for a in ("base", "full", "precise-key", "precise-random") if a in set(t.arm)]
-    ]
+    return out.pivot(index="measure", columns="arm", values="result")[[a for a in ("base", *ARMS) if a in set(t.arm)]]
 
 
 def arm_numbers(folder: str | Path) -> pd.DataFrame:
     """:func:`arithmech.claims.verdicts.arm_table` with readable columns, one row per arm × measure: the mean over
-    the arm's runs, the spread between seeds, the Wilson interval of the pooled items, the change from base with
-    its hierarchical interval, items per run and collapsed runs (a measure's name as the suite writes it)."""
+    the arm's runs, the spread between seeds, the mean's 95 % interval (``level_interval`` there), the change from
+    base with its hierarchical interval, items per run and collapsed runs (a measure's name as the suite writes it)."""
     t = V.arm_table(folder)
     num = lambda v, f="{:.3f}": "—" if v is None or pd.isna(v) else f.format(v)
     span = lambda lo, hi, f="{:.3f}": "—" if lo is None or pd.isna(lo) else f"{f.format(lo)} – {f.format(hi)}"

@@ -69,3 +69,19 @@ def test_collapse_gate_on_a_loss_reads_its_chunks():
     base = rec([2.9, 3.1] * 8)
     assert collapsed(rec([7.9, 8.1] * 8), base, "lm_loss")
     assert not collapsed(rec([5.0, 9.5] * 8), base, "lm_loss")        # mean 7.25, interval reaches below 7
+
+
+def test_an_arms_level_interval_counts_its_test_items_once():
+    """Protects the arms table's interval (the page once pooled 5 runs x 400 shared items as 2,000 independent ones,
+    about 2.2 times too narrow): three runs that agree item for item, 50 of 100 right, get the width of 100 items
+    (t over the items: +-0.099), not of 300 (Wilson over 300: +-0.056); one run gets Wilson over its items; a loss
+    run gets Student t over its chunks."""
+    from arithmech.claims.verdicts import level_interval
+    from arithmech.core.stats import crossed_interval, t_interval, wilson_interval
+    run = [1.0] * 50 + [0.0] * 50
+    lo, hi = level_interval([run, run, run], accuracy=True)
+    assert (lo, hi) == crossed_interval([run, run, run])[1:]
+    assert 0.19 < hi - lo < 0.21 and hi - lo > 1.7 * (wilson_interval(150, 300)[1] - wilson_interval(150, 300)[0])
+    assert level_interval([run], accuracy=True) == wilson_interval(50, 100)
+    assert level_interval([[2.0, 3.0, 4.0]], accuracy=False) == t_interval([2.0, 3.0, 4.0])[1:]
+    assert level_interval([[2.0]], accuracy=False) == (None, None)

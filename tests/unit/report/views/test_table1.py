@@ -46,9 +46,9 @@ def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
     assert "0 of the 1 grid points the rules read" in line                 # the cut ends are not read
 
 
-def _heads_plan(tmp_path, tuned, draws):
+def _heads_plan(tmp_path, tuned, draws, **extra):
     plan = {"suite": "cpu", "runs": [], "heads": {"tuned": tuned, "selection": "the top 4 by rank", "random_draws": draws},
-            "steps": 10, "batch_size": 4, "seeds": [0], "arms": {}, "cost": {}}
+            "steps": 10, "batch_size": 4, "seeds": [0], "arms": {}, "cost": {}, **extra}
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
     return T.setup_line(tmp_path)
@@ -67,3 +67,14 @@ def test_the_setup_line_of_exactly_matched_draws(tmp_path):
     """Protects the plain case: every drawn head in a tuned head's own layer (one draw: singular)."""
     line = _heads_plan(tmp_path, [[2, 0], [4, 1]], [[[2, 5], [4, 3]]])
     assert "1 draw: every head in a tuned head's own layer." in line
+
+
+def test_the_setup_line_names_what_its_cost_covers_and_the_frontier_seeds(tmp_path):
+    """Protects the cost and seed clauses (the page once said "1096 minutes over 115 runs" beside "113 of 149 planned
+    runs made": the cost counts base, base-shots and the learning curve too, and the frontier rates get 5 seeds)."""
+    rows = [_row("full", 1e-4, s) for s in (0, 1, 2)]
+    line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]], seeds=[0, 1, 2], frontier_seeds=5, replicated={"full": [1e-4]},
+                       arms={"full": {"grid": [1e-4], "grid_rows": rows}},
+                       cost={"total_s": 600.0, "runs": 5, "curve_s": 30.0})
+    assert "seeds 0, 1, 2 at every rate but the cut ends (below) and up to 5 at each arm's frontier rates" in line
+    assert "10 minutes of compute (3 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
