@@ -104,21 +104,16 @@ def uniform_guess(samples) -> float:
 
 def sanity_table(res, control: dict | None = None, chance: float | None = None) -> pd.DataFrame:
     """One row per task and position setting: the sanity accuracies with their 95% intervals (Wilson over the
-    problem clusters where the file counts them, :func:`row_interval`) and the rule decided on them, two-sided as
-    the claim ``ablation-removes-information`` (issue #41):
+    problem clusters where the file counts them, :func:`row_interval`), the run's floor — the higher of the majority
+    floor and the conditioned floor (:func:`floor_of`), with the interval :func:`floor_interval` — the uniform guess
+    ``chance``, and ``control``: "passes", or "fails: <why>" for a task that fails its control (``control["failed"]``).
 
-    * the floor is the higher of the majority floor and the conditioned floor (:func:`floor_of`), an estimate with
-      the interval :func:`floor_interval`;
-    * ``heads_out_above_floor``: the interval of "all heads out" lies wholly above the floor's upper end — the
-      ablation **does not remove the information** the heads carry (too little);
-    * ``heads_out_below_guess``: it lies wholly below ``chance``, a uniform guess among the answer tokens — it
-      removes **more than the task** (over-ablation: the ablated model is pushed off its answers);
-    * ``removes_information``: neither (True), either (False); None (inconclusive) for a task that fails its
-      control (``control["failed"]``; :data:`arithmech.steps.config.CONTROL_FLOOR`), and ``control`` says why.
+    The numbers only: whether every head out removes what the heads carry is the claim
+    ``ablation-removes-information`` (:func:`arithmech.claims.controls.ablation_removes`), decided against the floor
+    over distinct problems, which the run's floor here may differ from (it counts repeated problems).
 
     ``control``: key_heads.json's ``control`` (taken from ``res.key_heads`` when ``res`` is a run). ``chance``: the
-    uniform guess (:func:`uniform_guess` of the run's samples when ``res`` is a run; NaN, over-ablation unchecked,
-    for a bare frame without it).
+    uniform guess (:func:`uniform_guess` of the run's samples when ``res`` is a run; NaN for a bare frame without it).
     """
     ko = _frame(res)
     if control is None and not isinstance(res, pd.DataFrame):
@@ -151,23 +146,26 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
             row[name] = float(by.loc[o, "accuracy"])
             row[f"{name} ci"] = row_interval(by.loc[o])
         row["floor"], row["floor ci"], row["uniform guess"] = floor_of(by), floor_interval(by), chance
-        lo, hi = row["all heads out ci"]
-        above, below = bool(lo > row["floor ci"][1]), bool(hi < chance)
-        row["heads_out_above_floor"], row["heads_out_below_guess"] = above, below
-        row["removes_information"] = None if task in failed else not (above or below)
         row["control"] = f"fails: {failed[task]}" if task in failed else "passes"
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+# what the pages say under the sanity table: the claim decides, not the table
+DECIDED_BY = (
+    "Whether every head out removes what the heads carry is the claim *Mean ablation of every head removes the task* "
+    "in the claims table, decided against the higher of the majority floor and the floor over distinct problems "
+    "(each problem once), which can differ from the run's floor shown here."
+)
+
+
 def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`sanity_table` as one reader's table (what the chapters show instead of a sentence per row): per task
     and position setting, the prompts, each sanity accuracy with its 95% interval (over the problem clusters where
-    the file counts them: :func:`sanity_intervals` says which, under the table, so it stays one column wide), the floor
-    with its interval, the uniform guess, and the rule's
-    outcome in words — "yes: reaches the floor" (the interval of all heads out overlaps the floor's and does not lie
-    below the guess), "no: above the floor" (too little), "no: below a uniform guess" (over-ablation),
-    "inconclusive" (the task fails its control)."""
+    the file counts them: :func:`sanity_intervals` says which, under the table, so it stays one column wide), the
+    run's floor with its interval, the uniform guess and whether the task passes its control. No verdict: the claim
+    ``ablation-removes-information`` decides (:func:`sanity_table`), and a second column deciding by an older rule
+    against another floor would contradict it (it did: "yes" beside the claim's "inconclusive")."""
     pct = lambda v, ci: f"{v:.0%} [{ci[0]:.0%}, {ci[1]:.0%}]" if v == v else "not measured"
     out = []
     for _, r in table.iterrows():
@@ -178,19 +176,10 @@ def sanity_readable(table: pd.DataFrame) -> pd.DataFrame:
         }
         for name in ("nothing out", "all heads out", "all MLPs out", "X_c prompt (X_r answer)"):
             row[f"{name} (95% CI)"] = pct(r[name], r[f"{name} ci"])
-        row["floor (95% CI)"] = pct(r["floor"], r["floor ci"])
+        row["run's floor (95% CI)"] = pct(r["floor"], r["floor ci"])
         g = r.get("uniform guess", float("nan"))
         row["uniform guess"] = f"{g:.1%}" if g == g else "not given"
-        ri = r["removes_information"]
-        row["all heads out removes what they carry"] = (
-            "inconclusive (" + r["control"] + ")"
-            if ri is None
-            else "yes: reaches the floor"
-            if ri
-            else "no: below a uniform guess (over-ablation)"
-            if r.get("heads_out_below_guess")
-            else "no: above the floor's interval (too little)"
-        )
+        row["control"] = r["control"]
         out.append(row)
     return pd.DataFrame(out).set_index(["task", "positions"])
 

@@ -15,7 +15,13 @@ import pandas as pd
 from arithmech.claims.rules import claims
 from arithmech.core.names import component, component_label, components
 from arithmech.data import pairs
-from arithmech.methods.ablation.tables import sanity_intervals, sanity_readable, sanity_table, uniform_guess
+from arithmech.methods.ablation.tables import (
+    DECIDED_BY,
+    sanity_intervals,
+    sanity_readable,
+    sanity_table,
+    uniform_guess,
+)
 from arithmech.report.charts import effect_chart
 from arithmech.report.charts import stability_views as stability_charts
 from arithmech.report.charts.knockout_chart import knockout_control_chart
@@ -158,7 +164,12 @@ class IdentifySection(PageBase):
             knockout_control_chart(ko, "mlp"),
             sanity_readable(st),
             markdown(
-                "95% intervals: " + sanity_intervals(st) + ". Means: " + "; ".join(sorted(set(st.mean_source))) + "."
+                "95% intervals: "
+                + sanity_intervals(st)
+                + ". Means: "
+                + "; ".join(sorted(set(st.mean_source)))
+                + ". "
+                + DECIDED_BY
             ),
         ]
 

@@ -7,22 +7,17 @@ import pytest
 from arithmech.methods.ablation.tables import sanity_readable, sanity_table
 
 
-def test_sanity_table_decides_the_rule_from_the_rows():
-    """Protects the claim "the ablation removes the information": it holds exactly when the Wilson
-    interval of all-heads-out reaches the majority floor (numbers typed here, rule computed)."""
-    def rows(heads_lo):
-        base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
-                "mean_source": "template 256"}
-        vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, heads_lo, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
-                "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66), "conditioned-floor": (0.4, 0.34, 0.46)}
-        return pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi}
-                             for o, (a, lo, hi) in vals.items()])
-    above = sanity_table(rows(0.75)).iloc[0]
-    assert above["heads_out_above_floor"] and not above["removes_information"]
-    at = sanity_table(rows(0.55)).iloc[0]
-    assert not at["heads_out_above_floor"] and at["removes_information"]
+def test_sanity_table_reads_the_floor_from_the_rows():
+    """Protects the sanity table's numbers: the run's floor is the higher of the majority (0.6) and the conditioned
+    floor (0.4), with its interval; a task passing its control says so (numbers typed here, the floor computed)."""
+    base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
+            "mean_source": "template 256"}
+    vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, 0.55, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
+            "x_c": (0.3, 0.25, 0.36), "majority-floor": (0.6, 0.54, 0.66), "conditioned-floor": (0.4, 0.34, 0.46)}
+    at = sanity_table(pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi}
+                                    for o, (a, lo, hi) in vals.items()])).iloc[0]
     assert at["floor"] == 0.6 and at["control"] == "passes"            # the majority floor, the higher here
-    assert at["floor ci"] == (0.54, 0.66)
+    assert at["floor ci"] == (0.54, 0.66) and at["all heads out ci"] == (0.55, 0.85)
 
 
 def test_a_knockout_file_without_a_sanity_row_is_refused_naming_the_re_run():
@@ -39,10 +34,11 @@ def test_a_knockout_file_without_a_sanity_row_is_refused_naming_the_re_run():
         sanity_table(ko)
 
 
-def test_the_floor_is_the_higher_of_the_two_and_a_failed_control_is_inconclusive():
-    """Protects the floor rule: "all heads out" is compared with the higher of the majority floor (0.6) and the
-    conditioned floor (0.8 here, so an interval from 0.75 that clears the majority floor still reaches the
-    floor), and a task that fails its control (key_heads.json's control["failed"]) is inconclusive, saying why."""
+def test_the_floor_is_the_higher_of_the_two_and_the_readable_table_decides_nothing():
+    """Protects the floor (the higher of the majority floor, 0.6, and the conditioned floor, 0.8 here), the control
+    said in words, and the readable table's lack of a verdict column: the claim ablation-removes-information decides
+    against the floor over distinct problems, and the table's own "yes: reaches the floor" (an older rule, against
+    the run's floor) once stood beside the claim's "inconclusive" on the same prompts."""
     base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,
             "mean_source": "template 256"}
     vals = {"nothing-out": (1.0, 0.98, 1.0), "all-heads-out": (0.8, 0.75, 0.85), "all-mlps-out": (0.5, 0.4, 0.6),
@@ -50,12 +46,12 @@ def test_the_floor_is_the_higher_of_the_two_and_a_failed_control_is_inconclusive
     ko = pd.DataFrame([{**base, "order": o, "accuracy": a, "ci_low": lo, "ci_high": hi} for o, (a, lo, hi) in vals.items()])
     row = sanity_table(ko).iloc[0]
     assert row["floor"] == 0.8 and row["conditioned floor"] == 0.8 and row["majority floor"] == 0.6
-    assert not row["heads_out_above_floor"] and row["removes_information"]
     failed = sanity_table(ko, {"failed": {"t": "conditioned floor 80% >= 50%"}}).iloc[0]
-    assert failed["removes_information"] is None and failed["control"] == "fails: conditioned floor 80% >= 50%"
+    assert failed["control"] == "fails: conditioned floor 80% >= 50%"
     shown = sanity_readable(pd.DataFrame([row, failed]))
-    verdicts = shown["all heads out removes what they carry"].tolist()
-    assert verdicts[0] == "yes: reaches the floor" and verdicts[1].startswith("inconclusive (fails: conditioned")
+    assert shown["control"].tolist() == ["passes", "fails: conditioned floor 80% >= 50%"]
+    assert shown["run's floor (95% CI)"].tolist() == ["80% [75%, 85%]"] * 2
+    assert not [c for c in shown.columns if "removes" in c or "reaches" in c]
     assert not shown.map(lambda v: isinstance(v, bool) or v is None).any().any()   # words, never True/False/None
 
 
@@ -68,28 +64,19 @@ def _rows(heads, floor=(0.2, 0.15, 0.25), clusters=None):
     return d if clusters is None else d.assign(n_clusters=clusters)
 
 
-def test_the_sanity_table_flags_over_ablation_below_a_uniform_guess():
-    """Protects the two-sided sanity check (issue #41): every head out at 1 % [0 %, 3 %] lies wholly below a uniform
-    guess among ten answer tokens (10 %): the ablation removes more than the task, so the table says no (the
-    one-sided table said yes: its interval reached the floor); at 12 % [8 %, 16 %] it reaches the floor: yes."""
-    low = sanity_table(_rows((0.01, 0.0, 0.03)), chance=0.1).iloc[0]
-    assert low["heads_out_below_guess"] and not low["heads_out_above_floor"] and not low["removes_information"]
-    mid = sanity_table(_rows((0.12, 0.08, 0.16)), chance=0.1).iloc[0]
-    assert mid["removes_information"] and mid["uniform guess"] == 0.1
-    shown = sanity_readable(pd.DataFrame([low, mid]))
-    assert shown["all heads out removes what they carry"].tolist() == [
-        "no: below a uniform guess (over-ablation)", "yes: reaches the floor"]
-    assert shown["uniform guess"].tolist() == ["10.0%", "10.0%"]
-    bare = sanity_table(_rows((0.01, 0.0, 0.03))).iloc[0]                # a frame alone: the guess is not given
-    assert bare["removes_information"] and sanity_readable(pd.DataFrame([bare]))["uniform guess"].iloc[0] == \
-        "not given"
+def test_the_sanity_table_shows_the_uniform_guess():
+    """Protects the uniform guess beside the sanity rows (the lower side of the claim's two-sided rule): given, it is
+    shown as a percentage; a frame alone has none and says so."""
+    shown = sanity_readable(pd.DataFrame([sanity_table(_rows((0.01, 0.0, 0.03)), chance=0.1).iloc[0]]))
+    assert shown["uniform guess"].tolist() == ["10.0%"]
+    assert sanity_readable(pd.DataFrame([sanity_table(_rows((0.01, 0.0, 0.03))).iloc[0]]))["uniform guess"].iloc[0] \
+        == "not given"
 
 
 def test_the_sanity_table_reads_the_floor_and_the_ablation_over_problem_clusters():
     """Protects the floor read as an interval over the problem clusters: 128 prompts from 25 problems, the majority
     floor 26 % (33 of 128) has the Wilson interval of 6.4 of 25, [12 %, 46 %] (an independent computation:
-    scipy-free, Wilson's formula here); every head out at 30 % [23 %, 39 %] over prompts lies above the floor's point
-    (the one-sided table: no), but over 25 clusters its interval overlaps the floor's: it reaches the floor."""
+    scipy-free, Wilson's formula here); every head out at 30 % over prompts gets the interval of 25 clusters too."""
     import math
     def wilson(p, n, z=1.959964):
         c, h = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -97,9 +84,6 @@ def test_the_sanity_table_reads_the_floor_and_the_ablation_over_problem_clusters
     row = sanity_table(_rows((0.3, 0.23, 0.39), floor=(33 / 128, 0.19, 0.34), clusters=25), chance=0.1).iloc[0]
     assert row["floor ci"] == pytest.approx(wilson(33 / 128, 25)) and row["intervals"] == "Wilson over 25 problem clusters"
     assert row["all heads out ci"] == pytest.approx(wilson(0.3, 25))
-    assert not row["heads_out_above_floor"] and row["removes_information"]
-    far = sanity_table(_rows((0.8, 0.72, 0.86), floor=(33 / 128, 0.19, 0.34), clusters=25), chance=0.1).iloc[0]
-    assert far["heads_out_above_floor"] and not far["removes_information"]
 
 
 def test_the_readable_sanity_table_names_its_intervals_under_it():
