@@ -18,7 +18,7 @@ from arithmech.claims import verdicts as V
 from arithmech.core import results
 from arithmech.evals.suites import get_suite
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
-from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, table1_by_mode
+from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, SFT, table1_by_mode
 
 TOY_NAMES = {
     "two_digit": "two-digit (math)",
@@ -138,12 +138,13 @@ def table1_side_by_side(
     results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
 ) -> pd.DataFrame:
     """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
-    four math sets and its two general sets (MMLU, CSQA); each of ``models`` with an arms run
-    (``finetune/table1.json``, :mod:`arithmech.steps.table1`) gives its suite's primary math measure and
-    primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the
-    arm's runs at its chosen rate, with the runs' count and the training samples/s. Models without an
-    arms run are left out."""
-    rows = []
+    four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each of ``models`` with an
+    arms run (``finetune/table1.json``, :mod:`arithmech.steps.table1`) gives its suite's primary math measure and
+    primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the arm's runs at
+    its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), with
+    the runs' count, how many of them collapsed on the general measure (a collapsed run's numbers decide nothing)
+    and the training samples/s. Models without an arms run are left out."""
+    rows: list[tuple] = []
     for mode, r in table1_by_mode("LLaMA2-7B").items():
         rows.append(
             (
@@ -153,7 +154,9 @@ def table1_side_by_side(
                 sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
                 "MMLU, CSQA (mean)",
                 (r["mmlu"] + r["csqa"]) / 2,
+                None if mode == "base" else f"{SFT['lr']:.0e}",
                 1,
+                None,
                 r.get("samples_per_second"),
             )
         )
@@ -165,9 +168,12 @@ def table1_side_by_side(
         S = get_suite(p["suite"])
         pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
         g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
-        for arm, rs in V.arm_runs(folder, p).items():
+        runs = V.arm_runs(folder, p)
+        base = runs["base"][0]
+        for arm, rs in runs.items():
             mean = lambda f: sum(map(f, rs)) / len(rs)
             sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
+            lr = None if arm == "base" else p["arms"][arm].get("chosen_lr")
             rows.append(
                 (
                     m,
@@ -176,7 +182,9 @@ def table1_side_by_side(
                     100 * mean(lambda r: V.value(r, S.primary_math)),
                     g,
                     100 * mean(lambda r: V.value(r, S.primary_general, pooled)),
+                    None if lr is None else f"{lr:.0e}",
                     len(rs),
+                    None if arm == "base" else sum(V.collapsed(r, base, S.primary_general, pooled) for r in rs),
                     sum(sps) / len(sps) if sps else None,
                 )
             )
@@ -189,7 +197,9 @@ def table1_side_by_side(
             "math (%)",
             "general measure",
             "general (%)",
+            "rate",
             "runs",
+            "collapsed runs",
             "train samples/s",
         ],
     )

@@ -108,3 +108,18 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
         want = at[(at.arm == arm) & (at.measure == m)].value.iloc[0]
         assert row["test"].startswith(f"{want:.1%}"), (arm, row["test"], want)
         assert row["runs"] == (1 if arm == "base" else 2)
+    # the paper's Table 1 beside ours (report.tables): each arm at its chosen rate, named, with its runs and how many
+    # collapsed on the general measure (computed apart here from each record by the collapse gate)
+    from arithmech.report.views.tables import table1_side_by_side
+    sbs = table1_side_by_side(tmp_path, models=("embedded",)).set_index(["model", "arm"]).loc["embedded"]
+    runs = V.arm_runs(folder, plan)
+    g = V.get_suite(plan["suite"]).primary_general
+    for arm, rs in runs.items():
+        if arm == "base":
+            continue
+        assert sbs.loc[arm, "rate"] == f"{plan['arms'][arm]['chosen_lr']:.0e}" and sbs.loc[arm, "runs"] == len(rs)
+        assert sbs.loc[arm, "collapsed runs"] == sum(V.collapsed(r, runs["base"][0], g) for r in rs), arm
+    # the arms table lists every arm that ran (it once hard-coded four), each interval holding its mean
+    frame = T1.arm_frame(folder)
+    assert list(frame.columns) == ["base", *[a for a in plan["arms"] if a in runs]]
+    assert ((at.ci_low.isna()) | ((at.ci_low <= at.value + 1e-12) & (at.value <= at.ci_high + 1e-12))).all()
