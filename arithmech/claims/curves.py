@@ -341,7 +341,8 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
         k, f = tops
         est = k.mean("general") - f.mean("general")
         lo, hi = diff(k, f, "general", n)
-        return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}"}
+        # the number is part (b)'s general side at the tops, precise-key − full; part (a) is in the points table
+        return {"estimate": est, "ci_low": lo, "ci_high": hi, "at": at + f", {c.general}: precise-key − full"}
     if len(tops) == 1 and claim == SHOTS:  # against base-shots, item by item
         ref, first = shots_ref(c, v), tops[0]
         est = first.mean(v) - sum(ref) / len(ref)
