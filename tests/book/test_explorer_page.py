@@ -110,6 +110,18 @@ def test_explorer_page_draws_offline_and_its_controls_change_the_views(explorer_
         assert severe == []                                                 # nothing logged while driving it
 
 
+def test_the_page_says_where_identify_ranked_on_solved_examples(explorer_html):
+    """Protects the reader from a silent mismatch: SmolLM2's heads were ranked on prompts with K solved examples
+    (its run.json), while the explorer's prompts have none; its sentence says so once, and the embedded model's
+    (ranked zero-shot) says nothing of it."""
+    import html
+    import json
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", explorer_html.read_text())))
+    shots = json.loads((REPO / SHIPPED / "run.json").read_text())["steps"]["identify"]["parameters"]["shots"]
+    assert shots > 0 and text.count("solved examples before each; the explorer's prompts have none") == 1
+    assert f"Identify ranked these heads on prompts with {shots} solved examples" in text
+
+
 def drive(d, chart, k: int) -> None:
     """Drive one model's explorer view (chart container ``k``) as a reader would; assert what changes."""
     from selenium.webdriver.common.action_chains import ActionChains

@@ -36,12 +36,14 @@ LIVE = "embedded"  # the model the live explorer runs in the browser
 @dataclass
 class Page:
     """One model's precomputed explorer: ``heads`` and ``data`` (:func:`arithmech.methods.explorer.page_data`),
-    the answer-token rule identify's files were measured with and the seconds it took."""
+    the answer-token rule and the solved examples per prompt identify's files were measured with, and the seconds
+    it took."""
 
     heads: pd.DataFrame
     data: dict
     identify_rule: str | None
     seconds: float
+    identify_shots: int = 0
 
 
 def precompute(P: ExplorerChapter) -> dict[str, Page]:
@@ -59,7 +61,9 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
             tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token, 0, 1)
         )  # zero-shot prompts: short enough to read on the page
         heads, data = X.page_data(net, tok, folder, page)
-        pages[m] = Page(heads, data, recorded.get("answer_token"), time.perf_counter() - t0)
+        pages[m] = Page(
+            heads, data, recorded.get("answer_token"), time.perf_counter() - t0, int(recorded.get("shots") or 0)
+        )
         del net
     return pages
 
@@ -75,7 +79,15 @@ def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
             markdown(
                 f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
                 f"{counts.key_heads(R.model_folder(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
-                f"threshold steps; precomputed in {p.seconds:.0f} s. " + answer_token_sentence(rule, p.identify_rule)
+                f"threshold steps; precomputed in {p.seconds:.0f} s. "
+                + answer_token_sentence(rule, p.identify_rule)
+                + (
+                    f" Identify ranked these heads on prompts with {p.identify_shots} solved examples before each; the "
+                    "explorer's prompts have none (short enough to read), so a head's effect here need not be the one "
+                    "that ranked it."
+                    if p.identify_shots
+                    else ""
+                )
             )
         )
         out.append(explorer_chart(p.data, p.heads, m))
