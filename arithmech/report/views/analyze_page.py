@@ -77,7 +77,7 @@ def role_summary(r: dict) -> str:
         f"{kind + ' heads:':16s} {components(lab[lab.label == kind].name)}" for kind in ("operand", "operator", "other")
     ]
     lines.append(
-        f"mass on the operands + operator, mean over the {len(lab)} heads studied here: "
+        f"mass on the operands + operator, mean over the {len(lab)} head{'s' * (len(lab) != 1)} studied here: "
         f"{(lab.operand + lab.operator).mean():.2f} "
         f"(BOS {lab.bos.mean():.2f}, first position {lab['first'].mean():.2f}, other tokens {lab.other.mean():.2f}; "
         f"{len(r['samples'])} prompts)"

@@ -126,7 +126,7 @@ def accuracy_line(d: dict) -> str:
     kept, samples = d["kept"], d["samples"]
     return (
         f"{d['P'].model_name}: {len(kept)}/{len(samples)} pairs answered correctly ({len(kept) / len(samples):.1%}); "
-        f"paper: LLaMA2 puts 82% probability on the right answer on average"
+        f"paper: 82% probability on the right answer on average, across its models (§3)"
     )
 
 

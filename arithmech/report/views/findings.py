@@ -75,6 +75,11 @@ def the_papers(claims: pd.DataFrame) -> pd.DataFrame:
     return claims[~is_control(claims) & ~is_added(claims)]
 
 
+def _verb(n: int, plural: str) -> str:
+    """``plural`` ("hold", "do not", "are") agreeing with a count ``n``: "1 holds", "1 does not", "1 is"."""
+    return {"hold": "holds", "do not": "does not", "are": "is"}[plural] if n == 1 else plural
+
+
 def answer_sentence(label: str, claims: pd.DataFrame) -> str:
     """One sentence answering "does the paper's picture hold on this model?", computed from the verdicts of the
     paper's claims (controls apart): how many hold, which do not, how many are undecided (the table under it
@@ -86,9 +91,11 @@ def answer_sentence(label: str, claims: pd.DataFrame) -> str:
     n = len(paper)
     lower = lambda xs: "; ".join(x if x[1:2].isupper() else x[0].lower() + x[1:] for x in xs)  # "MLPs" stays
     parts = [
-        f"**{label}**: {len(by['holds'])} of the paper's {n} claims hold",
-        f"{len(by['does not hold'])} do not" + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
-        f"{len(by['inconclusive'])} are undecided (missing results, or intervals that do not decide)",
+        f"**{label}**: {len(by['holds'])} of the paper's {n} claims {_verb(len(by['holds']), 'hold')}",
+        f"{len(by['does not hold'])} {_verb(len(by['does not hold']), 'do not')}"
+        + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
+        f"{len(by['inconclusive'])} {_verb(len(by['inconclusive']), 'are')} undecided (missing results, or intervals "
+        "that do not decide)",
     ]
     picture = (
         "the paper's picture holds"
@@ -122,7 +129,8 @@ def tally(claims: pd.DataFrame, added: bool = False) -> str:
     v = [verdict(h) for h in claims.loc[keep, "holds"]]
     n = len(v)
     return (
-        f"{v.count('holds')} of {n} claims hold, {v.count('does not hold')} do not, "
+        f"{v.count('holds')} of {n} {'claim' if n == 1 else 'claims'} {_verb(v.count('holds'), 'hold')}, "
+        f"{v.count('does not hold')} {_verb(v.count('does not hold'), 'do not')}, "
         f"{v.count('inconclusive')} inconclusive"
     )
 

@@ -33,6 +33,18 @@ from arithmech.steps.identify_pipeline import identify
 PAPER_OURS = "ours (Fig. 8)"
 """Our dataset's name in the tables: the templates of Fig. 8."""
 
+STATS_LABELS = {
+    "questions": "questions in the test split",
+    "non_integer": "skipped: answer not a non-negative integer",
+    "no_phrase": "skipped: no calculation phrase to edit",
+    "unknown_words": "skipped: a word the tokenizer does not know",
+    "no_answer_token": "skipped: the answer does not start on a token boundary",
+    "length_mismatch": "skipped: the edit changes the token count",
+    "made": "pairs made",
+    "error": "error",
+}
+"""The rows of :meth:`Page.gsm8k_stats`: the keys of :func:`arithmech.steps.generalize.gsm8k_samples`'s stats."""
+
 
 class Page:
     """The model (sdpa attention) and the second dataset (``P``: the chapter's config,
@@ -53,8 +65,10 @@ class Page:
         return f"second dataset: {self.name} ({self.second['reason']})"
 
     def gsm8k_stats(self) -> pd.DataFrame:
-        """GSM8K's test questions, counted (one column)."""
-        return pd.Series(self.second["gsm8k_stats"], name="GSM8K test questions").to_frame()
+        """GSM8K's test questions, counted (one column; the index, named, says what each row counts)."""
+        stats = pd.Series(self.second["gsm8k_stats"], name="GSM8K test questions")
+        stats.index = [STATS_LABELS.get(k, k) for k in stats.index]
+        return stats.rename_axis("counted").to_frame()
 
     @cached_property
     def cmp(self) -> dict:

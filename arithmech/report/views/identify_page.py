@@ -160,17 +160,25 @@ def heatmap(r: dict) -> alt.TopLevelMixin:
 
 
 def key_heads_lines(r: dict) -> str:
-    """The key-head count in words beside the paper's, and (with key heads) their depth beside the paper's."""
+    """The key-head count in words beside the paper's, and (with key heads) their depth beside the paper's.
+
+    Depth is layer/(L−1), the middle-layers rule's (:func:`arithmech.claims.rules._median_depth`): 0 for the first
+    layer, 1 for the last. The paper gives no count of its key heads (§5.1: "only a small number of heads");
+    Table 4 lists its top 10 and precise SFT tunes its top 32."""
     paper_heads, ours = paper.KEY_HEADS["table4_ours"], pd.DataFrame(r["res"].key_heads["heads"])
+    last = paper.N_LAYERS - 1
     lines = [
-        counts.key_heads(r["out"]).sentence() + f" Paper: ~{len(paper_heads)} of {paper.N_LAYERS * paper.N_HEADS:,} "
-        f"for LLaMA2-7B, layers {paper.KEY_HEAD_LAYERS[0]}-{paper.KEY_HEAD_LAYERS[1]} of {paper.N_LAYERS}."
+        counts.key_heads(r["out"]).sentence()
+        + f" Paper: a small number of the {paper.N_LAYERS * paper.N_HEADS:,} heads of LLaMA2-7B (no count given; "
+        f"Table 4 lists the top {len(paper_heads)}, precise SFT tunes the top 32), mainly in layers "
+        f"{paper.KEY_HEAD_LAYERS[0]}-{paper.KEY_HEAD_LAYERS[1]} of {paper.N_LAYERS}."
     ]
     if len(ours):
-        depth = (ours["layer"] + 0.5) / r["geo"].n_layers
+        depth = ours["layer"] / max(r["geo"].n_layers - 1, 1)
+        span = f"{depth.min():.0%}" if depth.min() == depth.max() else f"{depth.min():.0%} to {depth.max():.0%}"
         lines.append(
-            f"their depth: {depth.min():.0%} to {depth.max():.0%} of the layers (paper: "
-            + " to ".join(f"{l}/{paper.N_LAYERS} = {l / paper.N_LAYERS:.0%}" for l in paper.KEY_HEAD_LAYERS)
+            f"their depth layer/(L−1): {span} (paper: "
+            + " to ".join(f"{l}/{last} = {l / last:.0%}" for l in paper.KEY_HEAD_LAYERS)
             + ")"
         )
     return "\n".join(lines)

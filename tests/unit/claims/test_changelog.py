@@ -98,7 +98,7 @@ def test_tally_never_counts_controls_and_controls_have_their_own_table():
     claims table, as the SmolLM2 appendix and the rules page do — the tally counts the paper's claims only; the
     controls are shown in a table of their own, each with its verdict."""
     c = _frame([True, False, None, False, True], controls=2)
-    assert findings.tally(c) == "1 of 3 claims hold, 1 do not, 1 inconclusive"
+    assert findings.tally(c) == "1 of 3 claims holds, 1 does not, 1 inconclusive"
     assert findings.tally(c) == findings.tally(c[~findings.is_control(c)])
     t = findings.controls_table(c)
     assert t.count("\n") == 3 and "Check 0" in t and "(control)" not in t and "Claim" not in t

@@ -13,7 +13,7 @@ def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
                       "paper (LLaMA2-7B)": ["x"] * 4, "rule": ["r"] * 4, "here": ["h"] * 4,
                       "holds": [True, None, False, True]})
     s = findings.answer_sentence("Model", c)
-    assert s.startswith("**Model**: 1 of the paper's 3 claims hold; 1 do not (few heads); 1 are undecided")
+    assert s.startswith("**Model**: 1 of the paper's 3 claims holds; 1 does not (few heads); 1 is undecided")
     assert "MLPs act late" not in s and "holds only in part" in s and "Floor" not in s
     assert findings.is_control(pd.DataFrame({"claim": ["X (beyond the paper: a control)", "Y (control)", "Z"]})).tolist() \
         == [True, True, False]
