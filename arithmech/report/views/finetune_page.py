@@ -250,8 +250,9 @@ class Page:
                 for arm, a in self.plan["arms"].items()
                 if a.get("chosen_lr")
             )
-            + f"; the rules read every rate of each grid that has {MIN_RUNS} runs (issue #40); {len(P.seeds)} seeds, "
-            f"{P.draws} random draws, {P.optimizer_steps()} steps of batch {P.batch_size} per run."
+            + f"; the rules read every rate of each grid that has {MIN_RUNS} runs (issue #40); "
+            f"{len(P.seeds)} seed{'s' * (len(P.seeds) != 1)}, {P.draws} random draw{'s' * (P.draws != 1)}, "
+            f"{P.optimizer_steps()} steps of batch {P.batch_size} per run."
         )
         chapter_end(lines, P.model_name, P)
 
