@@ -159,6 +159,21 @@ def heatmap(r: dict) -> alt.TopLevelMixin:
     return effect_chart.effect_heatmap(res.effects, "all" if len(res.tasks) > 1 else next(iter(res.tasks)))
 
 
+def pooled_line(key_heads: dict) -> str:
+    """Which operations task ``all`` pools (key_heads.json's ``control``: the tasks that pass identify's control), and
+    which fail it, with why; "" for a single task or a file without a control. Every claim decided on ``all`` rests on
+    the pooled operations only, so the page says which they are."""
+    ctl = key_heads.get("control") or {}
+    if key_heads.get("task") != "all" or not ctl.get("pooled"):
+        return ""
+    failed = {t: why for t, why in (ctl.get("failed") or {}).items() if t not in ctl["pooled"]}
+    return (
+        f"Task all pools the operations that pass identify's control: {', '.join(ctl['pooled'])}"
+        + (". Failing it: " + "; ".join(f"{t} ({why})" for t, why in failed.items()) if failed else "")
+        + "."
+    )
+
+
 def key_heads_lines(r: dict) -> str:
     """The key-head count in words beside the paper's, and (with key heads) their depth beside the paper's.
 
@@ -181,7 +196,8 @@ def key_heads_lines(r: dict) -> str:
             + " to ".join(f"{l}/{last} = {l / last:.0%}" for l in paper.KEY_HEAD_LAYERS)
             + ")"
         )
-    return "\n".join(lines)
+    pooled = pooled_line(r["res"].key_heads)
+    return "\n".join(([pooled] if pooled else []) + lines)
 
 
 def key_heads_table(r: dict) -> Styler:

@@ -44,3 +44,16 @@ def test_token_tables_hold_every_row_of_answer_tokens_csv():
     assert len(identify_page.tokens_table(r, templates=True).data) == (csv.template != "all").sum()
     row = csv.iloc[0]
     assert view["answer-token accuracy"].iloc[0].startswith(f"{row.correct}/{row.n_drawn} = ")
+
+
+def test_the_pooled_line_names_what_task_all_pools_and_what_fails():
+    """Protects the reader of task all's verdicts (a review found the embedded model's "all" rows equal to its
+    addition rows with nothing on the page saying so): the line names the operations key_heads.json's control pools
+    and each failing one with its reason; a single task, or a file without a control, gets no line."""
+    kh = {"task": "all", "control": {"pooled": ["addition"], "failed": {"division": "insufficient: 11 problems"}}}
+    assert identify_page.pooled_line(kh) == ("Task all pools the operations that pass identify's control: addition. "
+                                             "Failing it: division (insufficient: 11 problems).")
+    assert identify_page.pooled_line({**kh, "task": "addition"}) == "" == identify_page.pooled_line({"task": "all"})
+    import json
+    smol = identify_page.pooled_line(json.loads((SMOL / "key_heads.json").read_text()))
+    assert smol.startswith("Task all pools the operations that pass identify's control: addition, subtraction.")
