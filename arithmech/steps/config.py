@@ -51,8 +51,8 @@ class Identify(ModelStep):
 
     task: str = option(
         "all",
-        "addition, subtraction, multiplication, division, all (the four), fig8, fig10, "
-        "exponentiation, or a template-pair file (.json / .jsonl)",
+        "addition, subtraction, multiplication, division, all (those of the four that pass the control, pooled), "
+        "fig8, fig10, exponentiation, or a template-pair file (.json / .jsonl)",
     )
     n_samples: int = option(256, "pairs drawn per task; X_r keeps those the model answers right", low=1, high=MAX_PAIRS)
     threshold: float = option(

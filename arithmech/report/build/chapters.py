@@ -113,7 +113,8 @@ class Data(ModelChapter):
 class Identify(ModelChapter):
     task: str = option(
         step_default(steps.Identify, "task"),
-        "all (the four operations), one of them, fig8, fig10 or a template-pair file",
+        "all (those of the four operations that pass the control, pooled), one of them, fig8, fig10 or a "
+        "template-pair file",
     )
     n_samples: int = option(
         step_default(steps.Identify, "n_samples"),
