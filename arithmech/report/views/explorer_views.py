@@ -368,5 +368,6 @@ def finding(steps: pd.DataFrame, model_name: str, thresholds) -> str:
         f"**{model_name}**: knocking out {heads} past {_thr(d.threshold)} (the whole 95% interval of the effect "
         f"below it; {components(d.heads[:5])}{', …' if d.n_heads > 5 else ''}) leaves the answer top-1 on "
         f"{_rate(d.correct, d.n, d.ci_low, d.ci_high)}; intact {intact.correct}/{intact.n}: "
-        f"lower than intact — {knockout_verdict(d, intact)}."
+        f"lower than intact — {knockout_verdict(d, intact)} (against the intact model only: whether these heads "
+        "matter more than as many random ones is the knockout claim, decided with its random band in Identify)."
     )
