@@ -300,6 +300,12 @@ class Generalize(Config):
     seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
     threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this", high=-1e-9)
     top: int = option(10, "heads compared per run (Table 4)", low=1, high=MAX_ORDERS)
+    n_random: int = option(
+        20,
+        "random head sets beside each knocked-out set of Table 4 (outside both runs' top heads)",
+        low=1,
+        high=MAX_ORDERS,
+    )
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
 

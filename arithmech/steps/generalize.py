@@ -19,6 +19,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from arithmech.core.models import geometry
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.evals.benchmarks import read_math
@@ -147,7 +148,7 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
             transfer=False,
             batch_size=batch_size,
         )
-    heads, rows = {}, []
+    heads, rows, geo = {}, [], geometry(model)
     for k, r in runs.items():
         task = next(iter(r.tasks))
         heads[k] = ranking(r.effects, task)[0][:top]
@@ -169,6 +170,9 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
         ov,
         {k: (next(iter(r.tasks.values())), r.means) for k, r in runs.items()},
         Forwards(batch_size=batch_size),
+        universe=[(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads)],
+        n_random=config.n_random,
+        seed=seed,
     )
     ko["knocked_out"] = ko["knocked_out"].map(
         {

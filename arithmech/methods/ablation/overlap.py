@@ -11,7 +11,9 @@ from typing import Sequence
 
 import pandas as pd
 
+from arithmech.core.stats import wilson_interval
 from arithmech.data.pairs import Sample
+from arithmech.methods.ablation.curves import random_orders
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
 from arithmech.methods.ablation.knockout import Ablation, Head, accuracy
 from arithmech.methods.effects import ranking
@@ -33,30 +35,61 @@ def overlap(heads_a: Sequence[Head], heads_b: Sequence[Head], top: int = 10) -> 
 
 
 def overlap_knockout(
-    model, tok, ov: dict, datasets: dict[str, tuple[Sequence[Sample], MeanSource]], forwards: Forwards = Forwards()
+    model,
+    tok,
+    ov: dict,
+    datasets: dict[str, tuple[Sequence[Sample], MeanSource]],
+    forwards: Forwards = Forwards(),
+    universe: Sequence[Head] = (),
+    n_random: int = 0,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Table 4: accuracy of each dataset after knocking out the shared heads, either run's specific
-    heads and either run's top heads. ``datasets``: name → (X_r samples, their X_c means); ``forwards``:
+    heads and either run's top heads, each with its Wilson 95 % interval over the dataset's ``n`` prompts, and —
+    the control — the accuracy after knocking out as many **random** heads: ``n_random`` seeded sets drawn from
+    ``universe`` outside both runs' top heads (the treated components), the same sets on every dataset; the rows
+    carry their mean and 5th/95th percentiles. ``datasets``: name → (X_r samples, their X_c means); ``forwards``:
     :func:`~arithmech.methods.ablation.knockout.knockout_topk`'s batching and positions."""
     sets = {"shared": ov["shared"], "only_a": ov["only_a"], "only_b": ov["only_b"], "top_a": ov["a"], "top_b": ov["b"]}
+    orders = random_orders(universe, list(ov["a"]) + list(ov["b"]), n_random, seed) if universe else []
+    randoms = {w: [o[: len(h)] for o in orders] if h else [] for w, h in sets.items()}
+    ablations = [Ablation()] + [Ablation.of(heads=h) for h in sets.values()]
+    ablations += [Ablation.of(heads=r) for w in sets for r in randoms[w]]
     rows = []
     for name, (samples, means) in datasets.items():
-        acc = accuracy(
-            model, tok, samples, means, [Ablation()] + [Ablation.of(heads=h) for h in sets.values()], forwards
-        )
-        base = float(acc[0])
-        for (which, h), a in zip(sets.items(), acc[1:].tolist()):
+        acc = accuracy(model, tok, samples, means, ablations, forwards).tolist()
+        n, base = len(samples), float(acc[0])
+        rand = iter(acc[1 + len(sets) :])
+        for (which, h), a in zip(sets.items(), acc[1 : 1 + len(sets)]):
+            lo, hi = wilson_interval(round(a * n), n)
+            band = sorted(next(rand) for _ in randoms[which])
             rows.append(
                 {
                     "dataset": name,
                     "knocked_out": which,
                     "n_heads": len(h),
+                    "n": n,
                     "base_accuracy": base,
                     "accuracy": a,
+                    "ci_low": lo,
+                    "ci_high": hi,
                     "relative_drop": (a - base) / base if base else float("nan"),
+                    "random_sets": len(band),
+                    "random_mean": sum(band) / len(band) if band else float("nan"),
+                    "random_p05": _quantile(band, 0.05),
+                    "random_p95": _quantile(band, 0.95),
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted ``xs`` (linear between order statistics, numpy's default); NaN for none."""
+    if not xs:
+        return float("nan")
+    pos = q * (len(xs) - 1)
+    lo = int(pos)
+    return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (pos - lo)
 
 
 def counterfactual_overlap(

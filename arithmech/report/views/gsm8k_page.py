@@ -98,21 +98,38 @@ class Page:
         )
 
     def knockout_table(self) -> Any:
-        """Relative change on each dataset when the shared, run-specific or top heads are knocked out, beside the
-        paper's (Styler; rows: the heads knocked out, columns: the dataset)."""
-        ko = (
-            self.cmp["knockout"]
-            .pivot(index="knocked_out", columns="dataset", values="relative_drop")
-            .rename_axis(index="heads knocked out", columns="relative change on")
+        """Relative change on each dataset when the shared, run-specific or top heads are knocked out, with the
+        accuracy and its Wilson 95 % interval (over the dataset's prompts), beside the control — as many random
+        heads outside both runs' top heads, the 5th to 95th percentile of their relative change — and the paper's
+        (Styler; rows: the heads knocked out, two columns per dataset)."""
+        ko = self.cmp["knockout"]
+        rel = lambda a, base: f"{(a - base) / base:+.0%}" if base else "—"  # noqa: E731
+        ko = ko.assign(
+            heads=[
+                f"{rel(r.accuracy, r.base_accuracy)} ({r.accuracy:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}], n = {r.n})"
+                for r in ko.itertuples()
+            ],
+            random=[
+                f"{rel(r.random_p05, r.base_accuracy)} to {rel(r.random_p95, r.base_accuracy)} ({r.random_sets} sets)"
+                if r.random_sets
+                else "—"
+                for r in ko.itertuples()
+            ],
         )
+        t = ko.pivot(index="knocked_out", columns="dataset", values=["heads", "random"]).rename_axis(
+            index="heads knocked out"
+        )
+        order = list(dict.fromkeys(ko.dataset))  # the datasets as the runs name them: ours first
+        t = t[[(w, d) for d in order for w in ("heads", "random")]]
+        t.columns = [f"{d}: {'these heads' if w == 'heads' else 'as many random heads'}" for w, d in t.columns]
         paper = {
             "shared": ("−56%", "−52%"),
             f"only {self.name}": ("−2%", "−26%"),
             f"top {PAPER_OURS}": ("−69%", ""),
             f"top {self.name}": ("", "−65%"),
         }
-        ko["paper: ours / GSM8K"] = [" / ".join(x for x in paper.get(i, ("", "")) if x) or "—" for i in ko.index]
-        return ko.style.format({c: "{:+.0%}" for c in ko.columns if c != "paper: ours / GSM8K"}, na_rep="—")
+        t["paper: ours / GSM8K"] = [" / ".join(x for x in paper.get(i, ("", "")) if x) or "—" for i in t.index]
+        return t.style
 
     def _largest(self) -> tuple[float, str]:
         """The word-problem run's largest |effect| of a head, and its key-head count's summary."""
