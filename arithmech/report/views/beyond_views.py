@@ -174,7 +174,8 @@ def finding_lines(runs: list[Result]) -> list[str]:
         out.append(
             f"{r.model} ({S['n_samples']} prompts): EAP's Spearman ρ with the exact effects "
             f"{S['eap']['spearman_all']:+.2f} (EAP-IG {S['eap_ig']['spearman_all']:+.2f}), top-{S['top']} overlap "
-            f"{S['eap']['top_overlap']} / {S['eap_ig']['top_overlap']}; 'no single upstream path (q at END; k or v at "
+            f"with the exact ranking {S['eap']['top_overlap']} of {S['top']} (EAP-IG {S['eap_ig']['top_overlap']}); "
+            "'no single upstream path (q at END; k or v at "
             f"END, A, operator or B) into the "
             f"{len(S['receivers'])} receivers ({S['receivers_from']}) is as large as the weakest receiver's "
             f"direct effect': **{v.verdict}** (rule stated on the page)."

@@ -49,7 +49,7 @@ class AnalyzeSection(PageBase):
         at0 = sum(0 in s.positions["A"] for s in prompts)
         return markdown(
             "\n".join(f"* {line}" for line in lines)
-            + f"\n* `{{A}}` sits at position 0 in {at0} of the {len(prompts)} kept prompts."
+            + f"\n* `{{A}}` sits at position 0 in {at0} of the {len(prompts)} prompts identify kept (every operation)."
         )
 
     def nonkey_band(self):
