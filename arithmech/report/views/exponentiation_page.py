@@ -102,15 +102,21 @@ class Page:
             )
         return "\n".join(lines)
 
+    def findings_lines(self) -> list[str]:
+        """Each template's X_r count and key heads, or, where its prompts hold too few problems (the table's
+        status), the heads past the threshold named as no more than that."""
+        status = {row["template"]: row.get("status", "ok") for row in self.rows}
+        heads = lambda r: components(h["name"] for h in r.key_heads["heads"]) or "none"  # noqa: E731
+        return [
+            f"template {k}: {self._kept(r)} $X_r$ prompts; "
+            + (
+                f"key heads: {heads(r)}"
+                if status.get(k, "ok") == "ok"
+                else f"{status[k]}: too few to name key heads (past the threshold on them: {heads(r)})"
+            )
+            for k, r in self.runs.items()
+        ] or ["No template had $X_r$ prompts: this model does not answer exponentiation."]
+
     def end(self) -> None:
-        """The page's last cell: each template's X_r count and key heads in the findings box."""
-        chapter_end(
-            [
-                f"template {k}: {self._kept(r)} $X_r$ prompts; key heads: "
-                f"{components(h['name'] for h in r.key_heads['heads'])}"
-                for k, r in self.runs.items()
-            ]
-            or ["No template had $X_r$ prompts: this model does not answer exponentiation."],
-            self.P.model_name,
-            self.P,
-        )
+        """The page's last cell: :meth:`findings_lines` in the findings box."""
+        chapter_end(self.findings_lines(), self.P.model_name, self.P)
