@@ -166,11 +166,21 @@ def collapsed(run: dict, base: dict, measure: str, pooled: list[str] | None = No
 
 def level_interval(items: list[list[float]], accuracy: bool) -> tuple[float | None, float | None]:
     """The 95 % interval of an arm's mean score from its runs' per-item scores (runs × items, every run on the same
-    test items): several runs, the interval over runs and items (:func:`arithmech.core.stats.crossed_interval`, what
-    the rules read; the runs share their items, so pooling them as if independent would be too narrow); one run, as
-    :func:`run_interval`: Wilson over its items (accuracies), Student t over its chunks (a loss)."""
+    test items). Several runs: the interval over runs and items (:func:`arithmech.core.stats.crossed_interval`, the
+    rules' estimator, here at 95 % where the rules read it at 1 − 0.05/N; the runs share their items, so pooling
+    them as if independent would be too narrow); for an accuracy it is never narrower than the Wilson interval of
+    the mean over one run's items, nor outside [0, 1] (the crossed interval is built from variances, which vanish
+    where every run scores 0 or 1). Runs scored on different numbers of items: none (nothing to cross). One run,
+    as :func:`run_interval`: Wilson over its items (accuracies), Student t over its chunks (a loss)."""
     if len(items) > 1:
-        return crossed_interval(items)[1:]
+        n = len(items[0])
+        if any(len(r) != n for r in items):
+            return None, None
+        lo, hi = crossed_interval(items)[1:]
+        if not accuracy:
+            return lo, hi
+        wlo, whi = wilson_interval(sum(map(sum, items)) / len(items), n)
+        return max(0.0, min(lo, wlo)), min(1.0, max(hi, whi))
     if accuracy:
         return wilson_interval(round(sum(items[0])), len(items[0]))
     return t_interval(items[0])[1:] if len(items[0]) >= 2 else (None, None)

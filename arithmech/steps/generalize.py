@@ -122,8 +122,9 @@ def gsm8k_samples(
 def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a", "b")) -> dict:
     """Table 4: identify on two datasets ``a`` and ``b`` (tasks, template lists or sample lists), named ``names``,
     then the overlap of their ``config.top`` heads by effect rank ("top-10 key heads") and the knockout of shared
-    vs run-specific heads on each dataset (each with its own X_c means). ``config``: the pairs drawn, the seed,
-    the key threshold, ``top`` and the batch size (:class:`arithmech.steps.config.Generalize`).
+    vs run-specific heads on each dataset (each with its own X_c means), beside ``config.n_random`` sets of as many
+    random heads outside both top lists. ``config``: the pairs drawn, the seed, the key threshold, ``top``,
+    ``n_random`` and the batch size (:class:`arithmech.steps.config.Generalize`).
 
     Returns ``{"runs": {name: IdentifyResult}, "overlap": dict, "knockout": DataFrame, "top": DataFrame}``;
     ``top`` lists each run's top heads with their effects and whether they pass ``config.threshold``.

@@ -48,10 +48,17 @@ def overlap_knockout(
     heads and either run's top heads, each with its Wilson 95 % interval over the dataset's ``n`` prompts, and —
     the control — the accuracy after knocking out as many **random** heads: ``n_random`` seeded sets drawn from
     ``universe`` outside both runs' top heads (the treated components), the same sets on every dataset; the rows
-    carry their mean and 5th/95th percentiles. ``datasets``: name → (X_r samples, their X_c means); ``forwards``:
+    carry their mean and 5th/95th percentiles. A set of ``k`` heads is the first ``k`` of each seeded order, so the
+    rows' bands share their draws (prefixes of the same orders) and are not independent of one another.
+    ``datasets``: name → (X_r samples, their X_c means); ``forwards``:
     :func:`~arithmech.methods.ablation.knockout.knockout_topk`'s batching and positions."""
     sets = {"shared": ov["shared"], "only_a": ov["only_a"], "only_b": ov["only_b"], "top_a": ov["a"], "top_b": ov["b"]}
     orders = random_orders(universe, list(ov["a"]) + list(ov["b"]), n_random, seed) if universe else []
+    if orders and len(orders[0]) < max(map(len, sets.values())):
+        raise ValueError(
+            f"{len(orders[0])} heads lie outside both top lists, fewer than the largest set knocked out "
+            f"({max(map(len, sets.values()))}): no random control of its size (lower --top)"
+        )
     randoms = {w: [o[: len(h)] for o in orders] if h else [] for w, h in sets.items()}
     ablations = [Ablation()] + [Ablation.of(heads=h) for h in sets.values()]
     ablations += [Ablation.of(heads=r) for w in sets for r in randoms[w]]

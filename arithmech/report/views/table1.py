@@ -43,12 +43,15 @@ def setup_line(folder: str | Path) -> str:
     exact = sorted({o.count(0) for o in offsets})
     far = max((max(o) for o in offsets), default=0)
     matched = (
-        "every head in a tuned head's own layer"
+        "each head paired with a tuned head of its own layer"
         if far == 0
-        else f"{exact[0]}{f'–{exact[-1]}' if len(exact) > 1 else ''} of {len(h['tuned'])} heads of each draw in a "
-        f"tuned head's own layer, the others up to {far} layer{'s' if far > 1 else ''} away (a layer whose key/value "
-        "groups the key or share heads all read has no free head; the nearest layer with one stands in)"
+        else f"{exact[0]}{f'–{exact[-1]}' if len(exact) > 1 else ''} of {len(h['tuned'])} heads of each draw paired "
+        f"with a tuned head of their own layer, the others up to {far} layer{'s' if far > 1 else ''} away (a layer "
+        "whose key/value groups the key or share heads all read has no free head; the nearest layer with one stands "
+        "in)"
     )
+    run = sorted({r.get("draw", 0) for a in RANDOM for r in (p["arms"].get(a) or {}).get("grid_rows") or []})
+    ran = f", draws {run[0]}–{run[-1]} run so far" if run and len(run) < len(offsets) else ""
     cost = p.get("cost") or {}
     trained = sum(len(a.get("grid_rows") or []) for a in p["arms"].values())
     made = [f"{trained} fine-tuning runs", "base"]
@@ -60,7 +63,7 @@ def setup_line(folder: str | Path) -> str:
     return (
         f"precise-key tunes **{fmt(h['tuned'])}** ({h['selection']}); precise-random draws "
         + " | ".join(fmt(d) for d in h["random_draws"])
-        + f" — {len(offsets)} draw{'s' if len(offsets) != 1 else ''}: {matched}. "
+        + f" — {len(offsets)} draw{'s' if len(offsets) != 1 else ''} planned{ran}: {matched}. "
         + f"{p['steps']} steps of batch {p['batch_size']} per run ({p.get('steps_from', '--steps')}), "
         + f"seeds {', '.join(map(str, p['seeds']))} at every rate{cut}"
         + (f" and up to {front} at each arm's frontier rates" if front > len(p["seeds"]) else "")

@@ -74,14 +74,21 @@ def test_collapse_gate_on_a_loss_reads_its_chunks():
 def test_an_arms_level_interval_counts_its_test_items_once():
     """Protects the arms table's interval (the page once pooled 5 runs x 400 shared items as 2,000 independent ones,
     about 2.2 times too narrow): three runs that agree item for item, 50 of 100 right, get the width of 100 items
-    (t over the items: +-0.099), not of 300 (Wilson over 300: +-0.056); one run gets Wilson over its items; a loss
-    run gets Student t over its chunks."""
+    (t over the items: +-0.099), not of 300 (Wilson over 300: +-0.056); at 0 or 1 the interval is never narrower than
+    one run's Wilson nor outside [0, 1]; one run gets Wilson over its items; a loss run gets Student t over its
+    chunks."""
     from arithmech.claims.verdicts import level_interval
     from arithmech.core.stats import crossed_interval, t_interval, wilson_interval
     run = [1.0] * 50 + [0.0] * 50
     lo, hi = level_interval([run, run, run], accuracy=True)
-    assert (lo, hi) == crossed_interval([run, run, run])[1:]
+    assert (lo, hi) == crossed_interval([run, run, run])[1:]                 # wider than one run's Wilson here
     assert 0.19 < hi - lo < 0.21 and hi - lo > 1.7 * (wilson_interval(150, 300)[1] - wilson_interval(150, 300)[0])
+    zero, one, rare = [0.0] * 100, [1.0] * 100, [0.0] * 99 + [1.0]
+    assert level_interval([zero] * 3, accuracy=True) == wilson_interval(0, 100) and wilson_interval(0, 100)[1] > 0.03
+    assert level_interval([one] * 3, accuracy=True) == wilson_interval(100, 100)      # never width 0 at the ends
+    lo, hi = level_interval([rare, zero, zero], accuracy=True)
+    assert lo == 0.0 and hi >= wilson_interval(1 / 3, 100)[1]                       # never below 0
+    assert level_interval([run, run[:-1]], accuracy=True) == (None, None)          # different items: nothing to cross
     assert level_interval([run], accuracy=True) == wilson_interval(50, 100)
     assert level_interval([[2.0, 3.0, 4.0]], accuracy=False) == t_interval([2.0, 3.0, 4.0])[1:]
     assert level_interval([[2.0]], accuracy=False) == (None, None)

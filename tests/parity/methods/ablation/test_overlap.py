@@ -39,3 +39,15 @@ def test_table4_knockout_rows_and_their_random_band(embedded_model):
         assert (r.random_p05, r.random_p95) == pytest.approx((np.quantile(band, 0.05), np.quantile(band, 0.95)))
     bare = overlap_knockout(model, tok, ov, {"d": (samples, means)})
     assert (bare.random_sets == 0).all() and bare.accuracy.tolist() == pytest.approx(ko.accuracy.tolist())
+
+
+def test_a_random_control_smaller_than_its_set_is_refused(embedded_model):
+    """Protects the band's size: where fewer heads lie outside both top lists than the largest set knocked out, no
+    random set of that size exists, and the knockout says so instead of comparing with smaller random sets."""
+    model, tok, _ = embedded_model
+    samples = prompt_pairs(tok, 8, seed=4)[0]
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    ov = overlap([(0, 0), (0, 1), (0, 2)], [(0, 3), (1, 0), (1, 1)], top=3)
+    with pytest.raises(ValueError, match="2 heads lie outside both top lists, fewer than the largest set"):
+        overlap_knockout(model, tok, ov, {"d": (samples, means)}, universe=ov["a"] + ov["b"] + [(2, 0), (2, 1)],
+                         n_random=3)

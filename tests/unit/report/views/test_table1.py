@@ -60,21 +60,24 @@ def test_the_setup_line_says_how_closely_the_random_draws_match_the_layers(tmp_p
     its draw to a neighbour, and the line says how many heads of each draw sit in a tuned head's own layer."""
     tuned = [[2, 0], [2, 1], [3, 4], [5, 0]]
     line = _heads_plan(tmp_path, tuned, [[[1, 3], [1, 5], [3, 1], [5, 2]], [[1, 2], [2, 6], [3, 3], [5, 1]]])
-    assert "2 draws: 2–3 of 4 heads of each draw in a tuned head's own layer, the others up to 1 layer away" in line
+    assert ("2 draws planned: 2–3 of 4 heads of each draw paired with a tuned head of their own layer, the others up to "
+            "1 layer away") in line
 
 
 def test_the_setup_line_of_exactly_matched_draws(tmp_path):
     """Protects the plain case: every drawn head in a tuned head's own layer (one draw: singular)."""
     line = _heads_plan(tmp_path, [[2, 0], [4, 1]], [[[2, 5], [4, 3]]])
-    assert "1 draw: every head in a tuned head's own layer." in line
+    assert "1 draw planned: each head paired with a tuned head of its own layer." in line
 
 
 def test_the_setup_line_names_what_its_cost_covers_and_the_frontier_seeds(tmp_path):
     """Protects the cost and seed clauses (the page once said "1096 minutes over 115 runs" beside "113 of 149 planned
     runs made": the cost counts base, base-shots and the learning curve too, and the frontier rates get 5 seeds)."""
     rows = [_row("full", 1e-4, s) for s in (0, 1, 2)]
-    line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]], seeds=[0, 1, 2], frontier_seeds=5, replicated={"full": [1e-4]},
-                       arms={"full": {"grid": [1e-4], "grid_rows": rows}},
-                       cost={"total_s": 600.0, "runs": 5, "curve_s": 30.0})
+    rnd = [_row("precise-random", 1e-3, 0, d) for d in (0, 1)]
+    line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]] * 4, seeds=[0, 1, 2], frontier_seeds=5, replicated={"full": [1e-4]},
+                       arms={"full": {"grid": [1e-4], "grid_rows": rows}, "precise-random": {"grid": [1e-3], "grid_rows": rnd}},
+                       cost={"total_s": 600.0, "runs": 7, "curve_s": 30.0})
+    assert "4 draws planned, draws 0–1 run so far:" in line
     assert "seeds 0, 1, 2 at every rate but the cut ends (below) and up to 5 at each arm's frontier rates" in line
-    assert "10 minutes of compute (3 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
+    assert "10 minutes of compute (5 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
