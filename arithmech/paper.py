@@ -45,7 +45,7 @@ STAGES = {"LLaMA2-7B": ((13, 18, 28), 32), "LLaMA2-13B": ((13, 18, 35), 40), "Mi
 FIG6C_TOP = {17: "3", 19: "4", 20: "6", 21: "1", 22: "7", 23: "7", 25: "7", 27: "7"}
 
 # ---------------------------------------------------------------------------- fine-tuning (§5.3)
-PAPER_CORRECT_PROB = 0.82  # §3: LLaMA2-7B's mean probability of the correct answer token, 10,000 addition samples
+PAPER_CORRECT_PROB = 0.82  # §3: the mean probability of the correct answer token across the paper's models (addition)
 KEY_THRESHOLD = -0.05  # §4.1: a key head lowers the answer logit by more than 5% (relative change)
 N_BOOT = 1000  # (this reproduction) bootstrap resamples of the prompts per 95% interval
 

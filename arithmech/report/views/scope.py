@@ -48,10 +48,10 @@ def scope_box(root: Path, results_dir: str = "results") -> str | None:
             ":class: important",
             "",
             f"Without solved examples SmolLM2-135M writes the whole right answer to {_rate(zero)} of the paper's "
-            f"one-digit prompts (four operations){with_shots}. LLaMA2-7B puts {PAPER_CORRECT_PROB:.0%} of its "
-            "probability on the right answer of its addition prompts (§3). Everything below is measured on the "
-            "prompts the model answers right (X_r), a selection, whose circuit may mix calculation, format and "
-            "guessing.",
+            f"one-digit prompts (four operations){with_shots}. The paper's models put {PAPER_CORRECT_PROB:.0%} of "
+            "their probability on the right answer of its addition prompts, on average (§3). Everything below is "
+            "measured on the prompts the model answers right (X_r), a selection, whose circuit may mix calculation, "
+            "format and guessing.",
             "",
             "**It can test** whether the paper's mechanism *exists* at this scale: whether a few heads at the last "
             "position carry the counterfactual's effect, read the operands or the operator, and are needed for the "
