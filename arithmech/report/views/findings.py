@@ -22,6 +22,7 @@ from arithmech.claims import changelog
 from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
 from arithmech.claims.rules import claims
 from arithmech.core import results
+from arithmech.report.views.fewshot import changed_lines
 from arithmech.report.views.table_display import MISSING, VERDICT, verdict
 
 
@@ -172,6 +173,21 @@ def changelog_table() -> str:
     return fixed_table("\n".join(rows), "arithmech-changelog")
 
 
+def again_alone(folder: Path) -> str:
+    """Where ``folder`` holds a run re-made on addition alone (``addition/``: the SmolLM2 appendix's *Addition
+    alone*), the claims whose verdict it changes, so the introduction's sentence and the appendix's box do not give
+    one claim two verdicts unexplained; else ""."""
+    alone = Path(folder) / "addition"
+    if not results.exists(alone, "key_heads.json"):
+        return ""
+    changed = changed_lines({"pooled": Path(folder), "addition alone": alone})
+    return (
+        " Decided again on a run of addition alone (its appendix's *Addition alone*): " + "; ".join(changed) + "."
+        if changed
+        else ""
+    )
+
+
 def results_box(
     root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results", part: str = "all"
 ) -> str | None:
@@ -188,7 +204,7 @@ def results_box(
             continue
         c = claims(folder)
         paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
-        out += [answer_sentence(label, c), ""] if part != "box" else []
+        out += [answer_sentence(label, c) + again_alone(folder), ""] if part != "box" else []
         if part == "sentence":
             continue
         out += [

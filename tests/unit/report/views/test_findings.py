@@ -21,3 +21,18 @@ def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
     assert "does not appear" in findings.answer_sentence("M", c.assign(holds=False))
     t = findings.findings_table(c[~findings.is_control(c)])
     assert t.count("\n") == 4 and t.count(f"]({findings.RULES_PAGE})") == 3 and "**inconclusive**" in t
+
+
+def test_the_intro_sentence_names_the_claims_an_addition_only_run_decides_again(tmp_path):
+    """Protects one claim from two unexplained verdicts (a review found the introduction's SmolLM2 sentence calling
+    claims undecided that its appendix decides on addition alone): where a folder holds ``addition/``, the sentence
+    adds each claim whose verdict that run changes, as fewshot.changed_lines computes it; elsewhere nothing."""
+    from pathlib import Path
+
+    from arithmech.report.views import fewshot, findings
+    smol = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
+    changed = fewshot.changed_lines({"pooled": smol, "addition alone": smol / "addition"})
+    line = findings.again_alone(smol)
+    assert changed and line == (" Decided again on a run of addition alone (its appendix's *Addition alone*): "
+                                + "; ".join(changed) + ".")
+    assert findings.again_alone(tmp_path) == ""
