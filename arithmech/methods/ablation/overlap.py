@@ -59,17 +59,17 @@ def overlap_knockout(
             f"{len(orders[0])} heads lie outside both top lists, fewer than the largest set knocked out "
             f"({max(map(len, sets.values()))}): no random control of its size (lower --top)"
         )
-    randoms = {w: [o[: len(h)] for o in orders] if h else [] for w, h in sets.items()}
+    sizes = sorted({len(h) for h in sets.values() if h})  # rows of one size share their random sets: run them once
     ablations = [Ablation()] + [Ablation.of(heads=h) for h in sets.values()]
-    ablations += [Ablation.of(heads=r) for w in sets for r in randoms[w]]
+    ablations += [Ablation.of(heads=o[:k]) for k in sizes for o in orders]
     rows = []
     for name, (samples, means) in datasets.items():
         acc = accuracy(model, tok, samples, means, ablations, forwards).tolist()
-        n, base = len(samples), float(acc[0])
-        rand = iter(acc[1 + len(sets) :])
-        for (which, h), a in zip(sets.items(), acc[1 : 1 + len(sets)]):
+        n, base, first = len(samples), float(acc[0]), 1 + len(sets)
+        band_of = {k: sorted(acc[first + i * len(orders) : first + (i + 1) * len(orders)]) for i, k in enumerate(sizes)}
+        for (which, h), a in zip(sets.items(), acc[1:first]):
             lo, hi = wilson_interval(round(a * n), n)
-            band = sorted(next(rand) for _ in randoms[which])
+            band = band_of.get(len(h), []) if h else []
             rows.append(
                 {
                     "dataset": name,
