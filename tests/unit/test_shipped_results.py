@@ -104,3 +104,17 @@ def test_peer_benchmark_shows_parity_and_the_ratio():
         assert x["parity"] and x["max_abs_effect_diff"] <= r["tolerance"] and x["effect_samples_compared"] > 0
         assert x["ours_s"] == r["ours_end_to_end_s"] and x["ratio_peer_over_ours"] == pytest.approx(
             x["peer_s"] / x["ours_s"], abs=0.1)
+
+
+def test_the_readme_counts_the_table1_runs_shipped():
+    """Protects README's account of Table 1's state from going stale as batches of records land (it is a sentence
+    a reader trusts to know how far the design is): its "**N runs**" equals the fine-tuning runs listed in the
+    shipped ``table1.json``, and its draws clause names the highest draw the random arms have run."""
+    plan = json.loads((FOLDER / "finetune" / "table1.json").read_text())
+    runs = sum(len(a.get("grid_rows") or []) for a in plan["arms"].values())
+    text = " ".join((REPO / "README.md").read_text().split())
+    listed = re.search(r"Listed on \d{4}-\d\d-\d\d: \*\*(\d+) runs\*\*", text)
+    assert listed and int(listed.group(1)) == runs, (listed and listed.group(0), runs)
+    top = max(r.get("draw", 0) for arm in ("precise-random", "precise-random-any")
+              for r in plan["arms"][arm]["grid_rows"])
+    assert f"draws 0 to {top}" in text

@@ -191,6 +191,13 @@ def sanity_intervals(table: pd.DataFrame) -> str:
     return "; ".join(dict.fromkeys(col.astype(str)))
 
 
+def sanity_note(table: pd.DataFrame) -> str:
+    """The line every page prints under :func:`sanity_readable`: what its 95% intervals are over, where the means
+    came from, and that the claim decides (:data:`DECIDED_BY`)."""
+    means = "; ".join(sorted(set(table.mean_source)))
+    return f"95% intervals: {sanity_intervals(table)}. Means: {means}. {DECIDED_BY}"
+
+
 def positions_table(res, model, tok, batch_size: int = 64) -> pd.DataFrame:
     """The key heads of the primary task vs as many random non-key heads, knocked out at END (where
     path patching measured them) and at every position, on the run's own knockout prompts and means.

@@ -18,7 +18,7 @@ from arithmech import paper
 from arithmech.core.names import components
 from arithmech.embedded import pair_circuits
 from arithmech.methods.ablation import tables as KT
-from arithmech.methods.ablation.tables import DECIDED_BY, sanity_intervals, sanity_readable, sanity_table
+from arithmech.methods.ablation.tables import sanity_note, sanity_readable, sanity_table
 from arithmech.report.charts.knockout_chart import knockout_control_chart
 from arithmech.report.charts.transfer_chart import transfer_chart
 from arithmech.report.views import counts
@@ -79,14 +79,7 @@ def sanity(r: dict) -> list:
     st = sanity_table(r["res"])
     return [
         sanity_readable(st),
-        markdown(
-            "95% intervals: "
-            + sanity_intervals(st)
-            + ". Means: "
-            + "; ".join(sorted(set(st.mean_source)))
-            + ". "
-            + DECIDED_BY
-        ),
+        markdown(sanity_note(st)),
     ]
 
 

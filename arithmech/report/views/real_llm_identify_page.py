@@ -16,8 +16,7 @@ from arithmech.claims.rules import claims
 from arithmech.core.names import component, component_label, components
 from arithmech.data import pairs
 from arithmech.methods.ablation.tables import (
-    DECIDED_BY,
-    sanity_intervals,
+    sanity_note,
     sanity_readable,
     sanity_table,
     uniform_guess,
@@ -163,14 +162,7 @@ class IdentifySection(PageBase):
             knockout_control_chart(ko, "head"),
             knockout_control_chart(ko, "mlp"),
             sanity_readable(st),
-            markdown(
-                "95% intervals: "
-                + sanity_intervals(st)
-                + ". Means: "
-                + "; ".join(sorted(set(st.mean_source)))
-                + ". "
-                + DECIDED_BY
-            ),
+            markdown(sanity_note(st)),
         ]
 
     def transfer(self) -> list:

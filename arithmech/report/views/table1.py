@@ -50,7 +50,8 @@ def setup_line(folder: str | Path) -> str:
         "whose key/value groups the key or share heads all read has no free head; the nearest layer with one stands "
         "in)"
     )
-    run = sorted({r.get("draw", 0) for a in RANDOM for r in (p["arms"].get(a) or {}).get("grid_rows") or []})
+    # the draws listed are precise-random's (``random_draws``): its own runs say how far they are, not random-any's
+    run = sorted({r.get("draw", 0) for r in (p["arms"].get("precise-random") or {}).get("grid_rows") or []})
     ran = f", draws {run[0]}–{run[-1]} run so far" if run and len(run) < len(offsets) else ""
     cost = p.get("cost") or {}
     trained = sum(len(a.get("grid_rows") or []) for a in p["arms"].values())

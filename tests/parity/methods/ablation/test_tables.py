@@ -96,3 +96,11 @@ def test_the_readable_sanity_table_names_its_intervals_under_it():
     assert "intervals" not in shown.columns and shown["nothing out (95% CI)"].str.fullmatch(r"\d+% \[\d+%, \d+%\]").all()
     assert "problem clusters" in sanity_intervals(t) and sanity_intervals(sanity_table(_rows((0.12, 0.08, 0.16)))) \
         == "Wilson over prompts"
+
+
+def test_the_line_under_the_sanity_table_is_one_sentence_for_every_page():
+    """Protects the two pages that print the sanity table (the embedded model's Identify and SmolLM2's) from
+    drifting apart again: :func:`sanity_note` names the intervals, the means' source and that the claim decides."""
+    from arithmech.methods.ablation.tables import DECIDED_BY, sanity_note
+    t = sanity_table(_rows((0.12, 0.08, 0.16), clusters=25), chance=0.1)
+    assert sanity_note(t) == f"95% intervals: Wilson over 25 problem clusters. Means: {t.mean_source[0]}. {DECIDED_BY}"

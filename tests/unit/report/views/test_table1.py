@@ -75,9 +75,11 @@ def test_the_setup_line_names_what_its_cost_covers_and_the_frontier_seeds(tmp_pa
     runs made": the cost counts base, base-shots and the learning curve too, and the frontier rates get 5 seeds)."""
     rows = [_row("full", 1e-4, s) for s in (0, 1, 2)]
     rnd = [_row("precise-random", 1e-3, 0, d) for d in (0, 1)]
+    anyl = [_row("precise-random-any", 1e-3, 0, d) for d in (0, 1, 2)]   # ahead: the line lists precise-random's draws
     line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]] * 4, seeds=[0, 1, 2], frontier_seeds=5, replicated={"full": [1e-4]},
-                       arms={"full": {"grid": [1e-4], "grid_rows": rows}, "precise-random": {"grid": [1e-3], "grid_rows": rnd}},
-                       cost={"total_s": 600.0, "runs": 7, "curve_s": 30.0})
+                       arms={"full": {"grid": [1e-4], "grid_rows": rows}, "precise-random": {"grid": [1e-3], "grid_rows": rnd},
+                             "precise-random-any": {"grid": [1e-3], "grid_rows": anyl}},
+                       cost={"total_s": 600.0, "runs": 10, "curve_s": 30.0})
     assert "4 draws planned, draws 0–1 run so far:" in line
     assert "seeds 0, 1, 2 at every rate but the cut ends (below) and up to 5 at each arm's frontier rates" in line
-    assert "10 minutes of compute (5 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
+    assert "10 minutes of compute (8 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
