@@ -41,7 +41,7 @@ is", else the last number in the output; compared numerically (``|pred - gold| <
 The prediction is the argmax over the next-token logits of the answer letters after ``Answer:``
 (:func:`arithmech.evals.scoring.choice_logits`).
 
-**Toy benchmarks** of the embedded model (:func:`toy_benchmarks`): held-out two-digit problems
+**Toy benchmarks** of the embedded model (:func:`arithmech.evals.toy.toy_items`): held-out two-digit problems
 (exact greedy answer), held-out negative differences ("3 minus 7" → ``-4``, never trained), answer-token
 accuracy on fresh single-digit template draws, and the generic facts (the toy "MMLU").
 """
@@ -60,7 +60,7 @@ from typing import Sequence
 
 from arithmech.core.inputs import quoted
 from arithmech.evals.scoring import choice_logits, extract_answer, greedy_decode, is_correct
-from arithmech.evals.toy import TOY, toy_benchmarks
+from arithmech.evals.toy import TOY, toy_items
 
 MATH = ("gsm8k", "addsub", "singleeq", "svamp")
 CHOICE = ("mmlu", "csqa")
@@ -301,7 +301,7 @@ def _limit(rows: list, limit: int | None, seed: int) -> list:
     return random.Random(seed).sample(rows, limit)
 
 
-def evaluate(
+def score_items(
     model,
     tok,
     benchmarks: Sequence[str] = BENCHMARKS,
@@ -313,14 +313,15 @@ def evaluate(
     max_new_tokens: int = 256,
     source: str = "local",
     test_frac: float = 0.3,
-) -> dict[str, float]:
-    """Accuracy per benchmark; ``limit`` evaluates a seeded sample of that many rows per benchmark."""
+) -> dict[str, list[int]]:
+    """Per benchmark, each item's score (1 right, 0 wrong), in an order fixed by ``seed``: two models scored with
+    the same arguments are paired item by item. ``limit`` scores a seeded sample of that many rows per benchmark."""
     unknown = set(benchmarks) - set(BENCHMARKS) - set(TOY)
     if unknown:
         raise ValueError(f"unknown benchmarks {sorted(unknown)}; choose from {BENCHMARKS + TOY}")
-    res: dict[str, float] = {}
+    res: dict[str, list[int]] = {}
     if set(benchmarks) & set(TOY):
-        res.update(toy_benchmarks(model, tok, seed=seed, which=[b for b in benchmarks if b in TOY]))
+        res.update(toy_items(model, tok, seed=seed, which=[b for b in benchmarks if b in TOY]))
     math = [b for b in benchmarks if b in MATH]
     if math:
         splits = math_splits(root, seed, test_frac) if source == "local" else None
@@ -336,17 +337,22 @@ def evaluate(
                 stop="Question:",
                 batch_size=batch_size,
             )
-            res[b] = sum(is_correct(extract_answer(o), p.answer) for o, p in zip(outs, rows)) / len(rows)
+            res[b] = [int(is_correct(extract_answer(o), p.answer)) for o, p in zip(outs, rows)]
     if "mmlu" in benchmarks:
         dev: dict[str, list] = {}
         for c in read_mmlu("dev", root, source):
             dev.setdefault(c.subject, []).append(c)
         rows = _limit(read_mmlu("test", root, source), limit, seed)
         pred = choice_logits(model, tok, [choice_prompt(c, dev[c.subject][:5]) for c in rows], "ABCD", batch_size)
-        res["mmlu"] = sum("ABCD"[i] == c.answer for i, c in zip(pred.argmax(1).tolist(), rows)) / len(rows)
+        res["mmlu"] = [int("ABCD"[i] == c.answer) for i, c in zip(pred.argmax(1).tolist(), rows)]
     if "csqa" in benchmarks:
         examples = random.Random(seed).sample(read_csqa("train", root, source), 5)
         rows = _limit(read_csqa("dev", root, source), limit, seed)
         pred = choice_logits(model, tok, [choice_prompt(c, examples) for c in rows], "ABCDE", batch_size)
-        res["csqa"] = sum("ABCDE"[i] == c.answer for i, c in zip(pred.argmax(1).tolist(), rows)) / len(rows)
-    return {k: round(v, 4) for k, v in res.items()}
+        res["csqa"] = [int("ABCDE"[i] == c.answer) for i, c in zip(pred.argmax(1).tolist(), rows)]
+    return res
+
+
+def evaluate(model, tok, benchmarks: Sequence[str] = BENCHMARKS, **kw) -> dict[str, float]:
+    """Accuracy per benchmark (4 decimals) of :func:`score_items` (same keywords)."""
+    return {k: round(sum(v) / len(v), 4) for k, v in score_items(model, tok, benchmarks, **kw).items()}

@@ -27,28 +27,39 @@ from arithmech.evals.scoring import filter_correct, greedy_exact, predict
 TOY = ("two_digit", "negative", "single_digit", "generic")
 
 
-def toy_benchmarks(
+def toy_items(
     model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6, which: Sequence[str] = TOY
-) -> dict[str, float]:
-    """Embedded model: ``two_digit`` (held-out two-digit problems, exact greedy answer),
-    ``negative`` (held-out differences ``A - B < 0`` of single digits, exact greedy answer), ``single_digit``
-    (answer-token accuracy on fresh draws of the Fig. 8/10 templates) and ``generic`` (the facts table: the toy
-    MMLU)."""
-    res = {}
+) -> dict[str, list[int]]:
+    """Per benchmark of ``which``, each item's score (1 right, 0 wrong) in a fixed order, so two models scored
+    with the same ``seed`` are paired item by item (:func:`arithmech.core.stats.paired_bootstrap`).
+
+    ``two_digit``: held-out two-digit problems, exact greedy answer; ``negative``: held-out differences
+    ``A - B < 0``, exact greedy answer; ``single_digit``: answer-token accuracy on fresh draws of the Fig. 8/10
+    templates (trained operand pairs only); ``generic``: the facts table (the toy MMLU)."""
+    res: dict[str, list[int]] = {}
     if "two_digit" in which:
-        res["two_digit"] = two_digit_accuracy(model, tok, seed, n_two_digit)
+        res["two_digit"] = [int(o) for o in two_digit_correct(model, tok, seed, n_two_digit)]
     if "negative" in which:
-        ok = greedy_exact(model, tok, negative_items(negative_split(seed)[1]), batch_size=64)
-        res["negative"] = round(sum(ok) / len(ok), 4)
+        res["negative"] = [
+            int(o) for o in greedy_exact(model, tok, negative_items(negative_split(seed)[1]), batch_size=64)
+        ]
     if "single_digit" in which:
         tpls = templates.FIG8 + templates.FIG10
         samples, _ = make_pairs(tok, tpls, n=n_per_template * len(tpls), seed=seed + 101, draw=Draw("first", 0, 1))
         samples = [s for s in samples if not is_heldout_pair(s.op, s.a, s.b)]  # the trained skill only
-        kept, _ = filter_correct(model, tok, samples)
-        res["single_digit"] = round(len(kept) / len(samples), 4)
+        kept = {id(s) for s in filter_correct(model, tok, samples)[0]}
+        res["single_digit"] = [int(id(s) in kept) for s in samples]
     if "generic" in which:
-        res["generic"] = generic_accuracy(model, tok)
+        res["generic"] = [int(o) for o in generic_correct(model, tok)]
     return res
+
+
+def toy_benchmarks(
+    model, tok, seed: int = 0, n_two_digit: int = 300, n_per_template: int = 6, which: Sequence[str] = TOY
+) -> dict[str, float]:
+    """Accuracy per benchmark of :func:`toy_items` (4 decimals)."""
+    items = toy_items(model, tok, seed, n_two_digit, n_per_template, which)
+    return {k: round(sum(v) / len(v), 4) for k, v in items.items()}
 
 
 @torch.no_grad()

@@ -33,6 +33,7 @@ from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
 from arithmech.core.results import model_folder
+from arithmech.core.stats import paired_bootstrap, wilson_interval
 from arithmech.evals import benchmarks as evals
 from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.finetune import adapter, runner
@@ -184,8 +185,10 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     total = sum(p.numel() for p in net.parameters())
     bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
-    ev = lambda m: evals.evaluate(m, tok, bench, root=data_dir, limit=limit, seed=seed)
-    before = {k: v["value"] if isinstance(v, dict) else v for k, v in before.items()} if before is not None else ev(net)
+    ev = lambda m: scored(evals.score_items(m, tok, bench, root=data_dir, limit=limit, seed=seed))
+    before = (
+        ev(net) if before is None else {k: v if isinstance(v, dict) else records.measure(v) for k, v in before.items()}
+    )
     bar.advance(note="base evaluated")
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
@@ -244,14 +247,33 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
             geometry=asdict(geo),
         ),
         train={**train, "train_data": train_data, "n_train": len(rows), "estimate": est.record() if est else None},
-        results={k: records.measure(v) for k, v in after.items()},
-        base={k: records.measure(v) for k, v in before.items()},
-        delta={k: {"delta": round(after[k] - before[k], 4), "ci": None} for k in after if k in before},
+        results=after,
+        base=before,
+        delta={k: change(before[k], after[k]) for k in after if k in before},
         versions=provenance.versions(),
         wall_s=round(time.time() - t0, 2),
     )
     records.write_finetune(folder, record, inputs=("key_heads.json", "effects.csv") if spec else ())
     return record
+
+
+def scored(items: dict[str, list[int]]) -> dict[str, dict]:
+    """Per benchmark, a record's measure of its item scores: accuracy, n, Wilson 95% interval and the items."""
+    return {
+        k: records.measure(round(sum(v) / len(v), 4), len(v), [round(c, 4) for c in wilson_interval(sum(v), len(v))], v)
+        for k, v in items.items()
+    }
+
+
+def change(before: dict, after: dict) -> dict:
+    """A benchmark's change from base: ``after - before`` and, where both measures keep the same items' scores
+    (the same seed scores the same items in the same order), the paired bootstrap's 95% interval over items
+    (:func:`arithmech.core.stats.paired_bootstrap`); ``ci`` is None for a base given without items."""
+    a, b = before.get("items"), after.get("items")
+    if a is None or b is None or len(a) != len(b):
+        return {"delta": round(after["value"] - before["value"], 4), "ci": None}
+    d, lo, hi = paired_bootstrap(a, b)
+    return {"delta": round(d, 4), "ci": [round(lo, 4), round(hi, 4)]}
 
 
 def summary(r: dict) -> str:

@@ -121,8 +121,11 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
 
 def test_runner_writes_results(tmp_path):
     """Protects: the runner writes finetune/<mode>.json with samples/s, tuned parameters, peak memory and
-    accuracy before/after, for precise (top-k from key_heads.json) and full SFT with the same settings."""
+    accuracy before/after (each with n, Wilson interval and the item scores; the change with its paired interval), for precise (top-k from key_heads.json) and full SFT with the same settings."""
     from factories import save_word_llama
+
+    from arithmech.core.stats import paired_bootstrap, wilson_interval
+    from arithmech.data.sentences import GENERIC_FACTS
     save_word_llama(tmp_path / "toy")
     (tmp_path / "res" / "toy").mkdir(parents=True)
     kh = {"task": "all", "threshold": -0.05,
@@ -143,6 +146,11 @@ def test_runner_writes_results(tmp_path):
         assert set(r["base"]) == set(r["results"]) == set(r["delta"]) == {"generic"}
         assert r["delta"]["generic"]["delta"] == pytest.approx(r["results"]["generic"]["value"] - r["base"]["generic"]["value"], abs=1e-4)
         assert r["train"]["samples_per_second"] > 0 and r["train"]["peak_memory"]["peak_bytes"] >= 0
+        for m in (r["base"]["generic"], r["results"]["generic"]):  # every accuracy with its n, interval and items
+            assert m["n"] == len(m["items"]) == len(GENERIC_FACTS) and m["value"] == round(sum(m["items"]) / m["n"], 4)
+            assert m["ci"] == pytest.approx(wilson_interval(sum(m["items"]), m["n"]), abs=1e-4)
+        d, lo, hi = paired_bootstrap(r["base"]["generic"]["items"], r["results"]["generic"]["items"])
+        assert r["delta"]["generic"]["ci"] == pytest.approx([lo, hi], abs=1e-4)   # paired over the same facts
     assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
     with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
         finetune.run(Finetune(mode="full", **common))

@@ -122,16 +122,23 @@ def ablation_chart(
 
     def panel(df: pd.DataFrame, cols: tuple[str, ...], name: str) -> alt.Chart:
         m = df.melt(id_vars=[x], value_vars=list(cols), var_name="benchmark", value_name="accuracy (%)")
+        bounded = all(f"{c} lo" in df for c in cols)  # ours: each point's 95% interval as a bar
+        if bounded:
+            m["lo"] = [df.loc[df[x] == v, f"{b} lo"].iloc[0] for v, b in zip(m[x], m["benchmark"])]
+            m["hi"] = [df.loc[df[x] == v, f"{b} hi"].iloc[0] for v, b in zip(m[x], m["benchmark"])]
+        color = benchmark_color(list(m["benchmark"].unique()))
         acc = (
             alt.Chart(m)
             .mark_line(point=True)
             .encode(
                 x=alt.X(f"{x}:Q", title=f"tuned {x}", axis=integer_axis()),
                 y=alt.Y("accuracy (%):Q", scale=alt.Scale(zero=False)),
-                color=benchmark_color(list(m["benchmark"].unique())),
-                tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"],
+                color=color,
+                tooltip=[f"{x}:Q", "benchmark:N", "accuracy (%):Q"] + (["lo:Q", "hi:Q"] if bounded else []),
             )
         )
+        if bounded:
+            acc = acc + alt.Chart(m).mark_rule().encode(x=f"{x}:Q", y="lo:Q", y2="hi:Q", color=color)
         speed = (
             alt.Chart(df)
             .mark_bar(opacity=0.5, color=colours.colour("ink", "mark"))

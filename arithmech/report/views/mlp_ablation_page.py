@@ -47,8 +47,9 @@ def summary(runs: list[dict]) -> str:
 
 
 def table5(runs: list[dict]) -> pd.DataFrame:
-    """Table 5 here: per run, the MLP layers tuned and each benchmark's accuracy (%)."""
-    return tables.ablation_frame(runs)
+    """Table 5 here, as the page shows it: base, then per run the MLP layers tuned and each benchmark's accuracy (%)
+    with its 95% interval over items and their number (:func:`arithmech.report.views.tables.ablation_readable`)."""
+    return tables.ablation_readable(runs)
 
 
 def paper_table5() -> pd.DataFrame:
@@ -57,9 +58,10 @@ def paper_table5() -> pd.DataFrame:
 
 
 def chart(runs: list[dict]) -> Any:
-    """Each benchmark against the MLP layers tuned, ours beside the paper's (up to 6 MLPs)."""
+    """Each benchmark against the MLP layers tuned (ours with each point's 95% interval over items), beside the
+    paper's (up to 6 MLPs)."""
     return accuracy_chart.ablation_chart(
-        table5(runs),
+        tables.ablation_frame(runs),
         x="mlps",
         metrics=("negative differences (math)", "two-digit (math)", "generic facts"),
         fig="Table 5",
@@ -74,7 +76,9 @@ def end(runs: list[dict], P: Any) -> None:
         finetune_lines(runs, tables.TOY_NAMES)[:3]
         + [
             f"Runs: top-{P.top_k} heads plus {', '.join(map(str, P.m_mlps))} MLP layers ({P.max_steps} steps, "
-            f"seed {P.seed})."
+            f"one training seed, {P.seed}): the intervals are over test items, not over training runs, so they say "
+            "how well each run is measured, not how much another seed would move it (SmolLM2's Table 1, in its "
+            "appendix, runs 3 to 5 seeds per rate for that)."
         ],
         P.model_name,
         P,

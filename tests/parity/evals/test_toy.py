@@ -6,8 +6,6 @@ import pytest
 import torch
 from factories import make_tiny_llama
 
-from arithmech.evals import benchmarks as E
-
 
 @pytest.fixture(scope="module")
 def small_word_llama(embedded_tokenizer):
@@ -18,9 +16,10 @@ def small_word_llama(embedded_tokenizer):
 
 def test_toy_benchmarks_score_the_literal_greedy_loop(small_word_llama):
     """Protects: the toy two-digit and negative benchmarks count an item right exactly when the literal
-    one-prompt, no-cache argmax loop writes its answer and then no digit."""
+    one-prompt, no-cache argmax loop writes its answer and then no digit, item by item in the items' order (the
+    fine-tune record's paired intervals pair items by position), and the accuracy is their mean."""
     from arithmech.data.sentences import two_digit_items
-    from arithmech.evals.toy import negative_items, negative_split
+    from arithmech.evals.toy import negative_items, negative_split, toy_benchmarks, toy_items
     model, tok = small_word_llama
 
     def literal(prompt, n):
@@ -33,8 +32,9 @@ def test_toy_benchmarks_score_the_literal_greedy_loop(small_word_llama):
                 new.append(t)
         return "".join(tok.decode(new, skip_special_tokens=True).split())
 
-    got = E.toy_benchmarks(model, tok, n_two_digit=24, which=("two_digit", "negative"))
+    got = toy_items(model, tok, n_two_digit=24, which=("two_digit", "negative"))
+    rates = toy_benchmarks(model, tok, n_two_digit=24, which=("two_digit", "negative"))
     for key, items in [("two_digit", two_digit_items(24)), ("negative", negative_items(negative_split(0)[1]))]:
         outs = [literal(p, len(a) + 1) for p, a in items]
         ok = [o.startswith(a) and not o[len(a):][:1].isdigit() for o, (_, a) in zip(outs, items)]
-        assert got[key] == round(sum(ok) / len(ok), 4), key
+        assert got[key] == [int(o) for o in ok] and rates[key] == round(sum(ok) / len(ok), 4), key
