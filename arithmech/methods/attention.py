@@ -382,8 +382,9 @@ def verdict_lines(
         )
     tally = wo.verdict.value_counts()
     source = f" ({heads_from})" if heads_from and what != "key heads" else ""
+    nope = tally.get("does not hold", 0)
     lines.append(
-        f"{tally.get('holds', 0)} of {len(wo)} {what}{source} hold, {tally.get('does not hold', 0)} do not, "
+        f"{tally.get('holds', 0)} of {len(wo)} {what}{source} hold, {nope} {'does' if nope == 1 else 'do'} not, "
         f"{tally.get('inconclusive', 0)} inconclusive."
     )
     return lines

@@ -117,7 +117,11 @@ def evidence_status(samples: Sequence) -> str:
     else ``"insufficient: n X_r from p problems < MIN_PROBLEMS"`` — what a table prints in its status column
     instead of "ok" for heads found on a handful of prompts (App. D's exponentiation: 4)."""
     p = len({(s.op, s.a, s.b) for s in samples})
-    return "ok" if p >= MIN_PROBLEMS else f"insufficient: {len(samples)} X_r from {p} problems < {MIN_PROBLEMS}"
+    return (
+        "ok"
+        if p >= MIN_PROBLEMS
+        else f"insufficient: {len(samples)} X_r from {p} problem{'s' * (p != 1)} < {MIN_PROBLEMS}"
+    )
 
 
 def task_control(samples: dict[str, list]) -> dict:
@@ -130,7 +134,10 @@ def task_control(samples: dict[str, list]) -> dict:
         f = floors[t] = floor_entry(ss)
         if f["problems"] < MIN_PROBLEMS:
             insufficient.append(t)
-            failed[t] = f"insufficient: {f['n']} prompts from {f['problems']} problems < {MIN_PROBLEMS}"
+            failed[t] = (
+                f"insufficient: {f['n']} prompt{'s' * (f['n'] != 1)} from {f['problems']} "
+                f"problem{'s' * (f['problems'] != 1)} < {MIN_PROBLEMS}"
+            )
         elif f["interval"][1] >= CONTROL_FLOOR:
             lo, hi = f["interval"]
             why = (

@@ -126,6 +126,9 @@ def test_nonkey_baseline_excludes_key_heads_and_ranks_them():
     np.testing.assert_allclose(d.se, 0.005)                                       # se / mean tokens
     lines = At.verdict_lines(b, heads_from="key heads")
     assert "27 non-key heads" in lines[0] and lines[-1].startswith("1 of 3 key heads hold, 2 do not")
+    one = b.copy()
+    one.loc[(one.view == "without first") & (one.name == "4.0"), "verdict"] = "holds"
+    assert At.verdict_lines(one, heads_from="key heads")[-1].startswith("2 of 3 key heads hold, 1 does not,")
     # heads that did not pass the key-head rule are never called key heads (issue #26: "3 of 10 key heads")
     top = At.verdict_lines(b, heads_from="top 10 by effect rank (no key head)")
     assert not any("key head" in x.replace("(no key head)", "") for x in top), top

@@ -62,6 +62,7 @@ def test_a_table_says_insufficient_below_the_minimum():
     from arithmech.steps.control import evidence_status
     four = [_mk("addition", a, 1) for a in range(1, 5)]
     assert evidence_status(four) == "insufficient: 4 X_r from 4 problems < 20"
+    assert evidence_status(four[:1] * 3) == "insufficient: 3 X_r from 1 problem < 20"      # one problem: singular
     assert evidence_status([_mk("addition", a, b) for a, b in PRODUCTS[:20]]) == "ok"
     import inspect
 

@@ -16,11 +16,11 @@ def test_the_box_names_no_key_heads_from_too_few_problems():
     4 X_r prompts of 1 problem, the table's status "insufficient"): a template whose status is not "ok" gets its
     status and the heads past the threshold named as no more than that; an ok one names its key heads."""
     page = Page.__new__(Page)
-    page.rows = [{"template": "pow-1", "status": "insufficient: 4 X_r from 1 problems < 20"},
+    page.rows = [{"template": "pow-1", "status": "insufficient: 4 X_r from 1 problem < 20"},
                  {"template": "pow-2", "status": "ok"}]
     page.runs = {"pow-1": _run(4, ["2.0", "3.3"]), "pow-2": _run(40, ["1.1"])}
     one, two = page.findings_lines()
-    assert one == ("template pow-1: 4 $X_r$ prompts; insufficient: 4 X_r from 1 problems < 20: too few to name key "
+    assert one == ("template pow-1: 4 $X_r$ prompts; insufficient: 4 X_r from 1 problem < 20: too few to name key "
                    "heads (past the threshold on them: head 2.0, head 3.3)")
     assert two == "template pow-2: 40 $X_r$ prompts; key heads: head 1.1"
     page.runs = {}
