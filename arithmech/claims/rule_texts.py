@@ -42,10 +42,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "key-heads-exist",
         "Some heads pass the key-head threshold",
-        "≈ 32 of 1024 heads below −5% (head 12.22: −14.0%)",
+        "heads below −5% exist (head 12.22: −14.0%); no count given beyond fewer than 5% of heads mattering",
         "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
         "effects.csv has intervals); does not hold iff none is",
-        version=7,
+        version=8,
     ),
     Rule(
         "key-heads-exist-share",
@@ -75,9 +75,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "middle-layers",
         "The top heads sit in the middle layers",
-        "layers 12–17 of 32 (depth 0.38–0.53)",
+        "layers 12–17 of 32 (depth layer/(L−1): 0.39–0.55)",
         f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third [1/3, 2/3]",
-        version=8,
+        version=9,
     ),
     Rule(
         "logit-diff-ranking",
