@@ -18,7 +18,8 @@ with, per comparison (each measured on the records, never assumed):
 * ``s²_item`` — the spread over the I shared test items of the per-item difference between the compared points
   (one arm: its top's per-item change from base), read from the runs so far (it still holds their residual
   noise, so at more runs it overstates the item term a little);
-* ``R`` — 3 (:data:`arithmech.claims.frontier.MIN_RUNS`, the runs every replicated point gets) and 5; ``N`` —
+* ``R`` — 3 (:data:`arithmech.claims.frontier.MIN_RUNS`, the runs every replicated point gets), 5, and the design's
+  own per point (:func:`design_runs`: a frontier top's seeds, a random arm's draws); ``N`` —
   the rule's :func:`~curves.family` on the grid as it stands.
 
 It is a half-width, not a power calculation: a true difference lying exactly that far from the bound is decided
@@ -29,6 +30,7 @@ spreads seen so far; it decides nothing and is shown beside the verdicts.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -58,9 +60,14 @@ def _item_means(p: Point, what: str) -> list[float]:
     return [sum(col) / len(runs) for col in zip(*runs)]
 
 
-def half_width(c: Curves, family: str, other: str | None, measure: str, runs: int = MIN_RUNS) -> dict:
+def half_width(
+    c: Curves, family: str, other: str | None, measure: str, runs: int | Mapping[str, int] = MIN_RUNS
+) -> dict:
     """One comparison's projected half-width (module docstring) with what it is made of; ``half_width`` None where
-    a spread is not known yet (an arm without a point of two runs, an arm without runs)."""
+    a spread is not known yet (an arm without a point of two runs, an arm without runs). ``runs``: the runs each
+    compared point is projected to, one number for both or ``{arm: runs}`` (the design's: a random arm's point has
+    its draws, precise-key's frontier top its frontier seeds)."""
+    per = (lambda arm: runs[arm]) if isinstance(runs, Mapping) else (lambda arm: runs)
     what = c.math if measure == "math" else "general"
     arms = ["precise-key"] + ([other] if other else [])
     found = [top(c, a, c.math) for a in arms]
@@ -69,7 +76,7 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
     row: dict = {
         "measure": c.math if measure == "math" else c.general,
         "N": n,
-        "runs a point": runs,
+        "runs a point": " vs ".join(str(per(a)) for a in arms),
         "items": None,
         "run sd": None,
         "item sd": None,
@@ -96,12 +103,12 @@ def half_width(c: Curves, family: str, other: str | None, measure: str, runs: in
         verb = "has one run" if len(unknown) == 1 else "have one run each"
         return {**row, "why": f"run spread unknown: {', '.join(unknown)} {verb}"}
     known = [s for s in spreads if s is not None]
-    terms = [(s2 / runs, runs - 1) for s2 in known] + [(s2_item / n_items, n_items - 1)]
+    terms = [(s2 / per(t.arm), per(t.arm) - 1) for t, s2 in zip(tops, known)] + [(s2_item / n_items, n_items - 1)]
     hw = studentized_half_width(terms, 1 - 0.05 / n)
     return {**row, "run sd": [math.sqrt(s2) for s2 in known], "half_width": hw, "why": ""}
 
 
-def table(c: Curves, runs: int = MIN_RUNS) -> pd.DataFrame:
+def table(c: Curves, runs: int | Mapping[str, int] = MIN_RUNS) -> pd.DataFrame:
     """One row per comparison of :data:`COMPARISONS` whose arms the plan has: claim, comparison, measure, N, runs a
     point, items, the run spreads and the item spread seen so far, and the projected half-width (None with why)."""
     rows = []
@@ -111,3 +118,10 @@ def table(c: Curves, runs: int = MIN_RUNS) -> pd.DataFrame:
         comp = f"precise-key − {other or 'base'}"
         rows.append({"claim": claim, "comparison": comp, **half_width(c, family, other, measure, runs)})
     return pd.DataFrame(rows)
+
+
+def design_runs(plan: dict) -> dict[str, int]:
+    """The runs the design gives each compared point (``table1.json``'s plan): an arm's frontier top its
+    ``frontier_seeds`` (at least the seeds), a random arm's point its ``draws``."""
+    front = max(plan.get("frontier_seeds", 0), len(plan["seeds"]))
+    return {a: plan["draws"] if a.startswith("precise-random") else front for a in plan["arms"]}

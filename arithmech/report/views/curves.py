@@ -233,12 +233,26 @@ def common_rates(c: F.Curves) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd.DataFrame:
+def _designed(t: pd.DataFrame) -> list[str]:
+    """The design's projection with the runs each compared point gets: "4.1 (5 vs 10)"."""
+    return [
+        f"{100 * h:.1f} ({r})" if h is not None and h == h else f"— ({r})"
+        for h, r in zip(t.half_width, t["runs a point"])
+    ]
+
+
+def detectable_table(
+    c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5), design: dict[str, int] | None = None
+) -> pd.DataFrame:
     """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point
-    (:mod:`arithmech.claims.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points), for reading:
-    comparison, measure, the compared points, the rule's level, the run and item spreads seen so far and the projected
-    half-width in points (or why it is not known yet: a last column says why)."""
-    tables = {r: D.table(c, r) for r in runs}
+    (:mod:`arithmech.claims.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points) and, given
+    ``design`` (:func:`arithmech.claims.detectable.design_runs`), with the runs the design gives each compared point
+    (a random arm's draws), for reading: comparison, measure, the compared points, the rule's level, the run and item
+    spreads seen so far and the projected half-width in points (or why it is not known yet: a last column says
+    why)."""
+    tables: dict = {r: D.table(c, r) for r in runs}
+    if design:
+        tables["as designed"] = D.table(c, design)
     t = tables[runs[0]]
     if t.empty:
         return t
@@ -255,6 +269,11 @@ def detectable_table(c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5)) -> pd
             "run sd (points)": [sd(x) for x in t["run sd"]],
             "item sd (points)": [f"{100 * x:.0f}" if x == x and x is not None else "—" for x in t["item sd"]],
             **{f"decidable beyond ± (points, {r} runs)": hw(tables[r]) for r in runs},
+            **(
+                {"decidable beyond ± (points, as designed: runs a point)": _designed(tables["as designed"])}
+                if design
+                else {}
+            ),
             "not known because": t.why,
         }
     )

@@ -8,6 +8,8 @@ chosen runs — or a note where no arms run has finished.
 from __future__ import annotations
 
 from arithmech.claims import curves as CV
+from arithmech.claims import verdicts as V
+from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import load
 from arithmech.core.results import folder_name
 from arithmech.report.views import curves as RC
@@ -47,11 +49,12 @@ class Table1Section(PageBase):
             out += [
                 markdown(
                     "How far from its bound an observed difference must lie for each rule to decide, with 3 "
-                    "and with 5 runs a point (the half-width of its interval at the rule's level, from the "
-                    "spreads seen so far at the compared frontier tops: `arithmech.claims.detectable`; not "
-                    "a power calculation):"
+                    "and with 5 runs a point, and with the runs the design gives each compared point (a frontier "
+                    "top its frontier seeds, a random arm's point its draws; in brackets) — the half-width of its "
+                    "interval at the rule's level, from the spreads seen so far at the compared frontier tops "
+                    "(`arithmech.claims.detectable`); not a power calculation:"
                 ),
-                RC.detectable_table(load(folder)).style.hide(axis="index"),
+                RC.detectable_table(load(folder), design=design_runs(V.plan(folder))).style.hide(axis="index"),
             ]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []

@@ -34,3 +34,19 @@ def test_a_point_of_one_run_leaves_the_half_width_unknown(tmp_path):
     assert rows.loc["precise-key − precise-random", "half_width"] is None
     assert "one run" in rows.loc["precise-key − precise-random", "why"]
     assert "precise-key − full" not in rows.index          # no full arm in the plan: no row
+
+
+def test_the_design_projects_each_point_to_its_own_runs(tmp_path):
+    """Protects the design's column (it projected a random arm's point, which gets 10 draws, to 3 and 5 runs like a
+    seeded point): with ``{arm: runs}`` each compared point is projected to its own runs, and where the points
+    already have them (precise-key 3, precise-random 5 draws) it is half the rule's own interval for them."""
+    c = load(write(tmp_path, {"precise-key": {1e-3: J(0.7, 0.6, 0.0, sd=0.03)},
+                              "precise-random": {1e-3: J(0.5, 0.5, 0.0, n=5, sd=0.05)}}))
+    key, rnd = c.points["precise-key"][0], c.points["precise-random"][0]
+    row = D.half_width(c, "selection", "precise-random", "math", runs={"precise-key": 3, "precise-random": 5})
+    lo, hi = CP.diff(key, rnd, "carry", C.family(c, "selection", "precise-key", "precise-random"))
+    assert lo is not None and hi is not None and row["half_width"] == pytest.approx((hi - lo) / 2, rel=1e-9)
+    assert row["runs a point"] == "3 vs 5" and D.half_width(c, "selection", "precise-random", "math", 3)["half_width"] \
+        > row["half_width"]
+    plan = {"seeds": [0, 1, 2], "frontier_seeds": 5, "draws": 10, "arms": {"full": {}, "precise-random-any": {}}}
+    assert D.design_runs(plan) == {"full": 5, "precise-random-any": 10}
