@@ -52,7 +52,7 @@ RECENT += (
         "precise-keeps-generic",
         14,
         "2026-11-28",
-        "this commit",
+        "449afa9",
         _KEEPS_OPS,
         "yes: SmolLM2's 79 Table 1 runs (committed 5990a96), on which the pooled row read 'inconclusive'; the two new "
         "rows were added after those runs were read",
@@ -64,25 +64,27 @@ RECENT_DIGEST.update({"precise-keeps-generic": "ea9f28b84848"})
 # -- a hostile reading of the book (2026-11-29, thirteenth session): two rules' paper column said what the paper does
 # not: "≈ 32 of 1024 heads below −5%" (the paper tunes its top 32 heads; it gives no count of heads past −5%, only
 # that fewer than 5% matter) and "depth 0.38–0.53" (layer/L, beside a rule that reads layer/(L−1): 0.39–0.55). The
-# tests in words and the deciders are unchanged; only what the rules quote from the paper.
-_PAPER_COLUMN = "the paper column quotes the paper: {}; the test and what it decides are unchanged"
+# tests in words and the deciders are unchanged; only what the rules say the paper gives.
+_PAPER_COLUMN = "the paper column says what the paper gives: {}; the test and what it decides are unchanged"
 RECENT += (
     Change(
         "key-heads-exist",
         8,
         "2026-11-29",
-        "this commit",
+        "3b7cd5b",
         _PAPER_COLUMN.format("heads below −5% exist, no count given (was: ≈ 32 of 1024, the number of heads it tunes)"),
-        "yes: every shipped run (embedded, SmolLM2); no verdict reads the paper column",
+        "yes: SmolLM2's shipped runs and the embedded model's (made at every book build); no verdict reads the paper "
+        "column",
     ),
     Change(
         "middle-layers",
         9,
         "2026-11-29",
-        "this commit",
+        "3b7cd5b",
         _PAPER_COLUMN.format(
             "layers 12–17 of 32 at depth layer/(L−1) 0.39–0.55, the rule's measure (was: 0.38–0.53, layer/L)"
         ),
-        "yes: every shipped run (embedded, SmolLM2); no verdict reads the paper column",
+        "yes: SmolLM2's shipped runs and the embedded model's (made at every book build); no verdict reads the paper "
+        "column",
     ),
 )

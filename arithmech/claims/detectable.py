@@ -6,7 +6,7 @@ items, :func:`arithmech.core.stats.crossed_interval`) at the rule's Bonferroni l
 side of its bound (0, or the 5-point margin). The interval's **half-width**, projected to the runs a point will
 have, is the distance from that bound an *observed* difference needs:
 
-    half-width = √( t²_{R−1} · s²_run,a / R  +  t²_{R−1} · s²_run,b / R  +  t²_{I−1} · s²_item / I ),
+    half-width = √( t²_{Ra−1} · s²_run,a / Ra  +  t²_{Rb−1} · s²_run,b / Rb  +  t²_{I−1} · s²_item / I ),
     each t at 1 − 0.025/N (:func:`arithmech.core.stats.studentized_half_width`)
 
 with, per comparison (each measured on the records, never assumed):
@@ -18,8 +18,9 @@ with, per comparison (each measured on the records, never assumed):
 * ``s²_item`` — the spread over the I shared test items of the per-item difference between the compared points
   (one arm: its top's per-item change from base), read from the runs so far (it still holds their residual
   noise, so at more runs it overstates the item term a little);
-* ``R`` — 3 (:data:`arithmech.claims.frontier.MIN_RUNS`, the runs every replicated point gets), 5, and the design's
-  own per point (:func:`design_runs`: a frontier top's seeds, a random arm's draws); ``N`` —
+* ``Ra``, ``Rb`` — the runs of each compared point: 3 (:data:`arithmech.claims.frontier.MIN_RUNS`, the runs every
+  replicated point gets) or 5 for both, or what the design gives each (:func:`design_runs`: a random arm's draws, a
+  frontier rate's seeds); ``N`` —
   the rule's :func:`~curves.family` on the grid as it stands.
 
 It is a half-width, not a power calculation: a true difference lying exactly that far from the bound is decided
@@ -30,7 +31,7 @@ spreads seen so far; it decides nothing and is shown beside the verdicts.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -38,6 +39,7 @@ from arithmech.claims import curves as C
 from arithmech.claims.curve_parts import top
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point
 from arithmech.core.stats import sample_variance, studentized_half_width
+from arithmech.steps.table1_grid import RANDOM, grid_of
 
 COMPARISONS: tuple[tuple[str, str, str | None, str], ...] = (
     ("precise SFT learns the skill", "learns", None, "math"),
@@ -61,13 +63,13 @@ def _item_means(p: Point, what: str) -> list[float]:
 
 
 def half_width(
-    c: Curves, family: str, other: str | None, measure: str, runs: int | Mapping[str, int] = MIN_RUNS
+    c: Curves, family: str, other: str | None, measure: str, runs: int | Callable[[str, float], int] = MIN_RUNS
 ) -> dict:
     """One comparison's projected half-width (module docstring) with what it is made of; ``half_width`` None where
     a spread is not known yet (an arm without a point of two runs, an arm without runs). ``runs``: the runs each
-    compared point is projected to, one number for both or ``{arm: runs}`` (the design's: a random arm's point has
-    its draws, precise-key's frontier top its frontier seeds)."""
-    per = (lambda arm: runs[arm]) if isinstance(runs, Mapping) else (lambda arm: runs)
+    compared point is projected to, one number for both or ``runs(arm, lr)`` (:func:`design_runs`: what the design
+    gives that point)."""
+    per = (lambda p: runs(p.arm, p.lr)) if callable(runs) else (lambda p: runs)
     what = c.math if measure == "math" else "general"
     arms = ["precise-key"] + ([other] if other else [])
     found = [top(c, a, c.math) for a in arms]
@@ -76,7 +78,7 @@ def half_width(
     row: dict = {
         "measure": c.math if measure == "math" else c.general,
         "N": n,
-        "runs a point": " vs ".join(str(per(a)) for a in arms),
+        "runs a point": runs if isinstance(runs, int) else "",
         "items": None,
         "run sd": None,
         "item sd": None,
@@ -96,6 +98,7 @@ def half_width(
             "items": n_items,
             "item sd": math.sqrt(s2_item),
             "at": " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops),
+            "runs a point": " vs ".join(str(per(t)) for t in tops),
         }
     )
     if any(s is None for s in spreads):
@@ -103,12 +106,12 @@ def half_width(
         verb = "has one run" if len(unknown) == 1 else "have one run each"
         return {**row, "why": f"run spread unknown: {', '.join(unknown)} {verb}"}
     known = [s for s in spreads if s is not None]
-    terms = [(s2 / per(t.arm), per(t.arm) - 1) for t, s2 in zip(tops, known)] + [(s2_item / n_items, n_items - 1)]
+    terms = [(s2 / per(t), per(t) - 1) for t, s2 in zip(tops, known)] + [(s2_item / n_items, n_items - 1)]
     hw = studentized_half_width(terms, 1 - 0.05 / n)
     return {**row, "run sd": [math.sqrt(s2) for s2 in known], "half_width": hw, "why": ""}
 
 
-def table(c: Curves, runs: int | Mapping[str, int] = MIN_RUNS) -> pd.DataFrame:
+def table(c: Curves, runs: int | Callable[[str, float], int] = MIN_RUNS) -> pd.DataFrame:
     """One row per comparison of :data:`COMPARISONS` whose arms the plan has: claim, comparison, measure, N, runs a
     point, items, the run spreads and the item spread seen so far, and the projected half-width (None with why)."""
     rows = []
@@ -120,8 +123,19 @@ def table(c: Curves, runs: int | Mapping[str, int] = MIN_RUNS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def design_runs(plan: dict) -> dict[str, int]:
-    """The runs the design gives each compared point (``table1.json``'s plan): an arm's frontier top its
-    ``frontier_seeds`` (at least the seeds), a random arm's point its ``draws``."""
-    front = max(plan.get("frontier_seeds", 0), len(plan["seeds"]))
-    return {a: plan["draws"] if a.startswith("precise-random") else front for a in plan["arms"]}
+def design_runs(plan: dict) -> Callable[[str, float], int]:
+    """``runs(arm, lr)``: the runs the design (``table1.json``'s plan) gives an arm's point at a rate — a random
+    arm's its ``draws``, a frontier rate's ``frontier_seeds`` (at least the seeds), another rate's seeds, and a rate
+    the plan cuts (not in ``replicated``) its one first run."""
+    seeds, front = len(plan["seeds"]), max(plan.get("frontier_seeds", 0), len(plan["seeds"]))
+    has = lambda rates, lr: any(math.isclose(lr, r, rel_tol=1e-9) for r in rates)
+
+    def runs(arm: str, lr: float) -> int:
+        a = plan["arms"][arm]
+        if not has((plan.get("replicated") or {}).get(grid_of(arm), a["grid"]), lr):
+            return 1
+        if arm in RANDOM:
+            return plan["draws"]
+        return front if has(a.get("frontier_rates") or [], lr) else seeds
+
+    return runs

@@ -20,6 +20,7 @@ from arithmech.core.atomic import atomic_json
 from arithmech.core.inputs import quoted
 from arithmech.core.results import SCHEMA_VERSION
 from arithmech.core.safe_read import ResultsError
+from arithmech.core.stats import paired_bootstrap
 
 # ------------------------------------------------------------------------------ fine-tune records
 FINETUNE_KEYS = (
@@ -62,6 +63,20 @@ def measure(value: float, n: int | None = None, ci: Iterable[float] | None = Non
     return out
 
 
+def paired_deltas(base: dict, results: dict, seed: int) -> dict:
+    """Each measure's change from base, ``{name: {"delta", "ci"}}``: the mean per-item change and its 95% paired
+    bootstrap interval over the items (:func:`arithmech.core.stats.paired_bootstrap`, resampled with ``seed``), for
+    the measures whose base and result keep item scores of the same length — the same items in the same order, as
+    one scorer with one seed gives them; the others are left out."""
+    out = {}
+    for k, v in results.items():
+        b = base.get(k) or {}
+        if b.get("items") is not None and v.get("items") is not None and len(b["items"]) == len(v["items"]):
+            d, lo, hi = paired_bootstrap(b["items"], v["items"], seed=seed)
+            out[k] = {"delta": d, "ci": [lo, hi]}
+    return out
+
+
 def finetune_record(**fields: Any) -> dict:
     """A fine-tune record of schema :data:`SCHEMA_VERSION`: every key of :data:`FINETUNE_KEYS`
     (absent ones are ``None``). ``results`` / ``base``: measure → :func:`measure`; ``delta``: measure →
@@ -76,11 +91,25 @@ def finetune_record(**fields: Any) -> dict:
     return rec
 
 
+def _well_formed(m: Any) -> bool:
+    """A measure of :func:`measure`'s shape: a value; its n, where it keeps items, their number; its interval, where
+    it has one, two ordered numbers (a page shows the stored interval as it is)."""
+    if not isinstance(m, dict) or not isinstance(m.get("value"), (int, float)):
+        return False
+    items, ci = m.get("items"), m.get("ci")
+    if items is not None and (not isinstance(items, list) or (m.get("n") is not None and m["n"] != len(items))):
+        return False
+    return ci is None or (
+        isinstance(ci, list) and len(ci) == 2 and all(isinstance(c, (int, float)) for c in ci) and ci[0] <= ci[1]
+    )
+
+
 def _check_finetune(path: Path, rec: Any) -> dict:
     if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
         raise ResultsError(f"{quoted(path)} is not a fine-tune record of schema version {SCHEMA_VERSION}: re-run it")
     missing = [k for k in FINETUNE_KEYS if k not in rec]
-    bad = [k for k, v in (rec.get("results") or {}).items() if not isinstance(v, dict) or "value" not in v]
+    measures = [*((rec.get("results") or {}).items()), *((rec.get("base") or {}).items())]
+    bad = sorted({k for k, v in measures if not _well_formed(v)})
     if missing or bad or not rec.get("results"):
         raise ResultsError(
             f"{quoted(path)} is a malformed fine-tune record (missing {missing or 'results'}"

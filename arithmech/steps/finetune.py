@@ -33,7 +33,7 @@ from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
 from arithmech.core.results import model_folder
-from arithmech.core.stats import paired_bootstrap, wilson_interval
+from arithmech.core.stats import wilson_interval
 from arithmech.evals import benchmarks as evals
 from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.finetune import adapter, runner
@@ -139,7 +139,9 @@ def run(config: Config, command: str | None = None, before: dict | None = None) 
 
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
     ``before``: the base model's accuracies (benchmark → accuracy) or an earlier record's ``base``
-    (benchmark → measure) on the same benchmarks: skips the first evaluation.
+    (benchmark → measure) on the same benchmarks: skips the first evaluation. A ``base`` with item scores is paired
+    item by item with this run's, so it must come from a run scored with the same ``seed``, ``limit`` and data (the
+    MLP appendix's runs share one config); bare accuracies give changes without an interval.
     ``results``: the results root or the model's folder; an existing record is replaced only with
     ``overwrite``. The record has the one fine-tune format of :func:`arithmech.core.records.finetune_record`.
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
@@ -249,7 +251,7 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
         train={**train, "train_data": train_data, "n_train": len(rows), "estimate": est.record() if est else None},
         results=after,
         base=before,
-        delta={k: change(before[k], after[k]) for k in after if k in before},
+        delta=deltas(before, after, seed),
         versions=provenance.versions(),
         wall_s=round(time.time() - t0, 2),
     )
@@ -265,15 +267,16 @@ def scored(items: dict[str, list[int]]) -> dict[str, dict]:
     }
 
 
-def change(before: dict, after: dict) -> dict:
-    """A benchmark's change from base: ``after - before`` and, where both measures keep the same items' scores
-    (the same seed scores the same items in the same order), the paired bootstrap's 95% interval over items
-    (:func:`arithmech.core.stats.paired_bootstrap`); ``ci`` is None for a base given without items."""
-    a, b = before.get("items"), after.get("items")
-    if a is None or b is None or len(a) != len(b):
-        return {"delta": round(after["value"] - before["value"], 4), "ci": None}
-    d, lo, hi = paired_bootstrap(a, b)
-    return {"delta": round(d, 4), "ci": [round(lo, 4), round(hi, 4)]}
+def deltas(before: dict, after: dict, seed: int) -> dict:
+    """Each benchmark's change from base: with its paired 95% interval over the items where both measures keep the
+    items' scores (:func:`arithmech.core.records.paired_deltas`, as Table 1's records); ``ci`` None where the base
+    was given without them (``before=`` of bare accuracies)."""
+    paired = records.paired_deltas(before, after, seed)
+    return {
+        k: paired.get(k) or {"delta": round(after[k]["value"] - before[k]["value"], 4), "ci": None}
+        for k in after
+        if k in before
+    }
 
 
 def summary(r: dict) -> str:

@@ -65,7 +65,7 @@ from arithmech.steps.table1_grid import (
     replicated,
     val_math,
 )
-from arithmech.steps.table1_train import Run, check_records, deltas, same_record, train_arm
+from arithmech.steps.table1_train import Run, check_records, same_record, train_arm
 
 TAGS = {
     "full": "",
@@ -202,7 +202,7 @@ def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
             },
             train=tr,
             results=test,
-            delta=None if base is None else deltas(base["results"], test, seed),
+            delta=None if base is None else records.paired_deltas(base["results"], test, seed),
             data={
                 "suite": c.suite,
                 "splits": "validation and test disjoint by operand pair and phrasing (arithmech.evals.suites)",

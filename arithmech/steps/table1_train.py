@@ -19,7 +19,6 @@ import torch
 
 from arithmech.core import records
 from arithmech.core.models import load_model
-from arithmech.core.stats import paired_bootstrap
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
@@ -92,15 +91,6 @@ def train_arm(
         optimizer="adamw_torch_fused",
     )
     return net, tok, rec
-
-
-def deltas(base: dict, res: dict, seed: int) -> dict:
-    out = {}
-    for k, v in res.items():
-        if k in base and base[k].get("items") is not None and len(base[k]["items"]) == len(v["items"]):
-            d, lo, hi = paired_bootstrap(base[k]["items"], v["items"], seed=seed)
-            out[k] = {"delta": d, "ci": [lo, hi]}
-    return out
 
 
 def same_record(out: Path, mode: str, tag: str | None, h: str) -> bool:

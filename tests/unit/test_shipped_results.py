@@ -108,13 +108,17 @@ def test_peer_benchmark_shows_parity_and_the_ratio():
 
 def test_the_readme_counts_the_table1_runs_shipped():
     """Protects README's account of Table 1's state from going stale as batches of records land (it is a sentence
-    a reader trusts to know how far the design is): its "**N runs**" equals the fine-tuning runs listed in the
-    shipped ``table1.json``, and its draws clause names the highest draw the random arms have run."""
+    a reader trusts to know how far the design is): its "**N fine-tuning runs**" equals the runs listed in the
+    shipped ``table1.json`` (base and base-shots apart), each random arm's draws clause names that arm's highest
+    draw, and the runs it says are left are the planned runs not yet made (the page's progress line)."""
+    from arithmech.report.views.table1 import progress_line
     plan = json.loads((FOLDER / "finetune" / "table1.json").read_text())
     runs = sum(len(a.get("grid_rows") or []) for a in plan["arms"].values())
     text = " ".join((REPO / "README.md").read_text().split())
-    listed = re.search(r"Listed on \d{4}-\d\d-\d\d: \*\*(\d+) runs\*\*", text)
+    listed = re.search(r"Listed on \d{4}-\d\d-\d\d: \*\*(\d+) fine-tuning runs\*\* besides base and base-shots", text)
     assert listed and int(listed.group(1)) == runs, (listed and listed.group(0), runs)
-    top = max(r.get("draw", 0) for arm in ("precise-random", "precise-random-any")
-              for r in plan["arms"][arm]["grid_rows"])
-    assert f"draws 0 to {top}" in text
+    for arm in ("precise-random", "precise-random-any"):
+        top = max(r.get("draw", 0) for r in plan["arms"][arm]["grid_rows"])
+        assert re.search(rf"\b0 to {top} \({arm}\)", text), arm
+    made, planned = map(int, re.match(r"\*\*(\d+) of (\d+) planned runs made", progress_line(FOLDER)).groups())
+    assert f"({planned - made} runs left of the {planned} planned" in text

@@ -121,11 +121,11 @@ def ablation_chart(
     the paper's LLaMA2-7B numbers (``paper``) in a panel of their own beside ours."""
 
     def panel(df: pd.DataFrame, cols: tuple[str, ...], name: str) -> alt.Chart:
-        m = df.melt(id_vars=[x], value_vars=list(cols), var_name="benchmark", value_name="accuracy (%)")
         bounded = all(f"{c} lo" in df for c in cols)  # ours: each point's 95% interval as a bar
-        if bounded:
-            m["lo"] = [df.loc[df[x] == v, f"{b} lo"].iloc[0] for v, b in zip(m[x], m["benchmark"])]
-            m["hi"] = [df.loc[df[x] == v, f"{b} hi"].iloc[0] for v, b in zip(m[x], m["benchmark"])]
+        ends = lambda r, c: {"lo": r[f"{c} lo"], "hi": r[f"{c} hi"]} if bounded else {}
+        m = pd.DataFrame(
+            [{x: r[x], "benchmark": c, "accuracy (%)": r[c], **ends(r, c)} for _, r in df.iterrows() for c in cols]
+        )
         color = benchmark_color(list(m["benchmark"].unique()))
         acc = (
             alt.Chart(m)

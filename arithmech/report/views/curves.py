@@ -5,6 +5,7 @@ hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -242,7 +243,7 @@ def _designed(t: pd.DataFrame) -> list[str]:
 
 
 def detectable_table(
-    c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5), design: dict[str, int] | None = None
+    c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5), design: Callable[[str, float], int] | None = None
 ) -> pd.DataFrame:
     """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point
     (:mod:`arithmech.claims.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points) and, given

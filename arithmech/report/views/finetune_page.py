@@ -20,6 +20,7 @@ import torch
 
 from arithmech.claims import curves as CV
 from arithmech.claims import verdicts as V
+from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import MIN_RUNS, load
 from arithmech.claims.rules import claims
 from arithmech.core import results
@@ -155,11 +156,13 @@ class Page:
 
     def detectable(self) -> list:
         """Per run: how far from its bound an observed difference must lie for each rule to decide, at 3 and 5 runs a
-        point (:func:`arithmech.report.views.curves.detectable_table`)."""
+        point and at the runs the design gives each compared point
+        (:func:`arithmech.report.views.curves.detectable_table`, :func:`arithmech.claims.detectable.design_runs`)."""
         out: list = []
         for name, f in self._both():
             if T1.has_run(f):
-                out += [markdown(f"**{name}**"), RC.detectable_table(load(f)).style.hide(axis="index")]
+                table = RC.detectable_table(load(f), design=design_runs(V.plan(f)))
+                out += [markdown(f"**{name}**"), table.style.hide(axis="index")]
         return out
 
     def smol_run(self) -> list:

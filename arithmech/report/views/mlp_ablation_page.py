@@ -42,8 +42,11 @@ def run(P: Any) -> list[dict]:
 
 
 def summary(runs: list[dict]) -> str:
-    """The runs' one-line summaries (:func:`arithmech.report.views.tables.summary`)."""
-    return tables.summary(runs)
+    """The runs' one-line summaries, each benchmark's change from base (:func:`arithmech.report.views.tables.summary`),
+    then what the MLPs add: each later run against the heads alone, paired over the same items
+    (:func:`arithmech.report.views.tables.versus_first`, resampled with the runs' seed)."""
+    more = tables.versus_first(runs, runs[0]["seed"])
+    return tables.summary(runs) + (f"\n\nagainst the first run:\n{more}" if more else "")
 
 
 def table5(runs: list[dict]) -> pd.DataFrame:

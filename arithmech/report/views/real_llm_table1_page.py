@@ -50,9 +50,9 @@ class Table1Section(PageBase):
                 markdown(
                     "How far from its bound an observed difference must lie for each rule to decide, with 3 "
                     "and with 5 runs a point, and with the runs the design gives each compared point (a frontier "
-                    "top its frontier seeds, a random arm's point its draws; in brackets) — the half-width of its "
-                    "interval at the rule's level, from the spreads seen so far at the compared frontier tops "
-                    "(`arithmech.claims.detectable`); not a power calculation:"
+                    "rate its frontier seeds, a random arm's point its draws, a cut end its one run; in "
+                    "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
+                    "at the compared frontier tops (`arithmech.claims.detectable`); not a power calculation:"
                 ),
                 RC.detectable_table(load(folder), design=design_runs(V.plan(folder))).style.hide(axis="index"),
             ]

@@ -15,6 +15,7 @@ from typing import Sequence
 import pandas as pd
 
 from arithmech.claims import verdicts as V
+from arithmech.core import records as records_io
 from arithmech.core import results
 from arithmech.evals.suites import get_suite
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
@@ -129,6 +130,14 @@ def ablation_readable(
     return pd.DataFrame(out).set_index("setting")
 
 
+def _change(d: dict, same: bool) -> str:
+    """One change in points with its paired interval; "(no item changed)" where every item scored as before (the
+    bootstrap's interval is then [0, 0], not a measurement of precision)."""
+    if same:
+        return f"{100 * d['delta']:+.1f} (no item changed)"
+    return f"{100 * d['delta']:+.1f}" + (f" [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]" if d.get("ci") else "")
+
+
 def summary(records: Sequence[dict]) -> str:
     """One line per run: the change of every benchmark from base, in points, with its paired 95% interval over the
     same items where the record has one."""
@@ -136,11 +145,24 @@ def summary(records: Sequence[dict]) -> str:
     for r in records:
         parts = []
         for b in r["results"]:
-            d = r["delta"][b]
-            ci = f" [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]" if d.get("ci") else ""
-            ci = " (no item changed)" if d.get("ci") and d["ci"][0] == d["ci"][1] else ci  # the bootstrap's [0, 0]
-            parts.append(f"{TOY_NAMES.get(b, b)} {100 * d['delta']:+.1f}{ci}")
+            same = r["base"][b].get("items") is not None and r["base"][b].get("items") == r["results"][b].get("items")
+            parts.append(f"{TOY_NAMES.get(b, b)} {_change(r['delta'][b], same)}")
         lines.append(f"{setting_name(r)}: " + ", ".join(parts))
+    return "\n".join(lines)
+
+
+def versus_first(records: Sequence[dict], seed: int = 0) -> str:
+    """One line per later run: its change from the first run (what the MLPs add to the heads alone), per benchmark
+    in points with the paired 95% interval over the same items (:func:`arithmech.core.records.paired_deltas`)."""
+    first, lines = records[0], []
+    for r in records[1:]:
+        d = records_io.paired_deltas(first["results"], r["results"], seed)
+        parts = [
+            f"{TOY_NAMES.get(b, b)} {_change(d[b], first['results'][b]['items'] == r['results'][b]['items'])}"
+            for b in r["results"]
+            if b in d
+        ]
+        lines.append(f"{setting_name(r)} − {setting_name(first)}: " + ", ".join(parts))
     return "\n".join(lines)
 
 

@@ -43,10 +43,14 @@ def test_the_design_projects_each_point_to_its_own_runs(tmp_path):
     c = load(write(tmp_path, {"precise-key": {1e-3: J(0.7, 0.6, 0.0, sd=0.03)},
                               "precise-random": {1e-3: J(0.5, 0.5, 0.0, n=5, sd=0.05)}}))
     key, rnd = c.points["precise-key"][0], c.points["precise-random"][0]
-    row = D.half_width(c, "selection", "precise-random", "math", runs={"precise-key": 3, "precise-random": 5})
+    row = D.half_width(c, "selection", "precise-random", "math", runs=lambda arm, lr: {"precise-key": 3}.get(arm, 5))
     lo, hi = CP.diff(key, rnd, "carry", C.family(c, "selection", "precise-key", "precise-random"))
     assert lo is not None and hi is not None and row["half_width"] == pytest.approx((hi - lo) / 2, rel=1e-9)
     assert row["runs a point"] == "3 vs 5" and D.half_width(c, "selection", "precise-random", "math", 3)["half_width"] \
         > row["half_width"]
-    plan = {"seeds": [0, 1, 2], "frontier_seeds": 5, "draws": 10, "arms": {"full": {}, "precise-random-any": {}}}
-    assert D.design_runs(plan) == {"full": 5, "precise-random-any": 10}
+    grid = [1e-4, 1e-3, 1e-2]
+    plan = {"seeds": [0, 1, 2], "frontier_seeds": 5, "draws": 10, "replicated": {"precise": [1e-3, 1e-2]},
+            "arms": {"precise-key": {"grid": grid, "frontier_rates": [1e-4, 1e-3]}, "precise-random-any": {"grid": grid}}}
+    runs = D.design_runs(plan)
+    assert [runs("precise-key", lr) for lr in grid] == [1, 5, 3]            # a cut end, a frontier rate, another
+    assert [runs("precise-random-any", lr) for lr in grid] == [1, 10, 10]    # its draws, but at the cut end

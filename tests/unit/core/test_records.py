@@ -62,3 +62,28 @@ def test_a_record_naming_an_input_outside_the_folder_is_refused_before_it_is_ope
     with pytest.raises(ResultsError, match=r"precise-t.json' records the input '/etc/passwd', a path outside"):
         records.read_tag(folder, "precise-t")
     assert hashed == []
+
+
+@pytest.mark.parametrize("bad", [
+    {"value": 0.5, "n": 3, "items": [1, 0]},                  # n is not the items' number
+    {"value": 0.5, "n": 2, "ci": [0.7, 0.2]},                 # an interval upside down
+    {"value": 0.5, "ci": [0.1]},                              # half an interval
+    {"value": "0.5"},                                         # not a number
+])
+def test_a_measure_a_page_would_show_wrong_is_refused(tmp_path, bad):
+    """Protects the pages that print a record's stored interval and n as they are (a hostile review: only
+    ``value`` was checked): a measure, in ``results`` or ``base``, whose n disagrees with its items or whose
+    interval is not two ordered numbers makes the record malformed; a measure of :func:`records.measure` reads."""
+    import json
+    folder = tmp_path / "m"
+    (folder / "finetune").mkdir(parents=True)
+    good = records.measure(0.5, 2, [0.1, 0.9], [1, 0])
+    rec = records.finetune_record(model="m", mode="full", tag="t", results={"x": good}, base={"x": good})
+    records.write_finetune(folder, rec)
+    path = records.finetune_path(folder, "full", "t")
+    saved = json.loads(path.read_text())
+    assert records.check_record_file(path, folder / "finetune")["results"]["x"] == good
+    for side in ("results", "base"):
+        path.write_text(json.dumps({**saved, side: {"x": bad}}))
+        with pytest.raises(ResultsError, match="malformed fine-tune record"):
+            records.check_record_file(path, folder / "finetune")

@@ -39,3 +39,25 @@ def test_the_summary_gives_each_change_its_paired_interval_and_says_when_no_item
     after = {"two_digit": _measure([1] * 10 + [0] * 90), "generic": _measure([1] * 40)}
     line = T.summary([_record(0, after, {"two_digit": [0.02, 0.12], "generic": [0.0, 0.0]})])
     assert line == "precise SFT (top-8 heads): two-digit (math) +7.0 [+2.0, +12.0], generic facts +0.0 (no item changed)"
+
+
+def test_every_item_flipping_is_not_called_no_change():
+    """Protects the label from a zero-width interval that is not "no change" (a hostile review: every item moving
+    the same way also gives the bootstrap [d, d]): only equal item lists read "no item changed"."""
+    after = {"two_digit": _measure([1] * 3 + [0] * 97), "generic": _measure([0] * 40)}
+    line = T.summary([_record(0, after, {"two_digit": [0.0, 0.0], "generic": [-1.0, -1.0]})])
+    assert line.endswith("two-digit (math) +0.0 (no item changed), generic facts -100.0 [-100.0, -100.0]")
+
+
+def test_each_mlp_run_against_the_heads_alone_is_paired_over_the_same_items():
+    """Protects the MLP appendix's question (what the MLPs add to the heads alone): each later run's change from
+    the first, with the paired bootstrap of the two runs' item scores (the same resamples as
+    :func:`arithmech.core.records.paired_deltas`)."""
+    from arithmech.core.stats import paired_bootstrap
+    heads = _record(0, {"two_digit": _measure([1] * 10 + [0] * 90)}, {"two_digit": None})
+    mlps = _record(2, {"two_digit": _measure([0] * 5 + [1] * 15 + [0] * 80)}, {"two_digit": None})
+    d, lo, hi = paired_bootstrap(heads["results"]["two_digit"]["items"], mlps["results"]["two_digit"]["items"], seed=0)
+    assert T.versus_first([heads, mlps]) == (
+        f"precise SFT (top-8 heads + 2 MLPs) − precise SFT (top-8 heads): two-digit (math) {100 * d:+.1f} "
+        f"[{100 * lo:+.1f}, {100 * hi:+.1f}]")
+    assert T.versus_first([heads]) == ""
