@@ -88,3 +88,18 @@ def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
     five = D.table(c, 5).set_index("comparison").loc["precise-key − full", "half_width"].iloc[0]
     assert t.loc["precise-key − full", "decidable beyond ± (points, 5 runs)"].iloc[0] == f"{100 * five:.1f}"
     assert five < claims.loc["precise-key − full", "half_width"].iloc[0]      # more runs: a narrower interval
+
+
+def test_the_detectable_table_shows_the_designs_runs_in_brackets(tmp_path):
+    """Protects the design's column: its cell is the claims' half-width with the runs the design gives each compared
+    point, and the brackets name those runs (a reader sees a random arm's 10 draws, not 3 or 5)."""
+    from arithmech.claims import detectable as D
+    from arithmech.claims.frontier import load
+    c = load(write(tmp_path, ARMS))
+    design = lambda arm, lr: 10 if arm.startswith("precise-random") else 5
+    t = R.detectable_table(c, design=design).set_index("comparison")
+    hw = D.table(c, design).set_index("comparison").loc["precise-key − full", "half_width"].iloc[0]
+    col = "decidable beyond ± (points, as designed: runs a point)"
+    assert t.loc["precise-key − full", col].iloc[0] == f"{100 * hw:.1f} (5 vs 5)"
+    assert t.loc["precise-key − precise-random", col] == "— (5 vs 10)"      # one run so far: spread unknown
+    assert col not in R.detectable_table(c).columns
