@@ -30,6 +30,7 @@ from arithmech.data import templates as templates_module
 from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import reference_samples
+from arithmech.data.splits import n_problems
 from arithmech.methods.ablation.intervention import MeanAblation, MeanSource, check_positions
 from arithmech.methods.ablation.knockout import Means, group_key, mean_activations
 from arithmech.methods.attention import Head, end_rows, role_labels
@@ -267,7 +268,10 @@ def precompute(
       ``answer_rank`` (1..k, 0 when the answer token is not among them);
     * ``attention``: ``id, name, key_at, scores [seq]``;
     * ``mlp``: ``id, tokens [L], cosines [L]``;
-    * ``steps``: ``step, threshold, heads, n_heads, correct, n, ci_low, ci_high`` (step -1: intact).
+    * ``steps``: ``step, threshold, heads, n_heads, correct, n, problems, ci_low, ci_high`` (step -1: intact): the
+      prompts whose top-1 is the answer of ``n``, and the 95% Wilson interval of that rate with the ``problems``
+      (distinct operation and operands, :func:`arithmech.data.splits.n_problems`) as its trials — the prompts share
+      problems across templates, so an interval over prompts would count a problem's copies as independent.
     """
     if not samples:
         raise ValueError("precompute needs at least one prompt")
@@ -278,7 +282,7 @@ def precompute(
     key_at = dict(zip(heads["name"], heads["key_at"]))
     prompts = [s.clean for s in samples]
     answers = answer_ids(tok, samples)
-    n = len(samples)
+    n, m = len(samples), n_problems(list(samples))
     top_ids = {c: torch.zeros(n, k, dtype=torch.long) for c in [()] + distinct}
     top_p = {c: torch.zeros(n, k) for c in [()] + distinct}
     att: dict[int, dict[Head, list[float]]] = {}
@@ -313,9 +317,9 @@ def precompute(
             for i in range(n)
         ]
         kk = int(ok[c].sum())
-        lo, hi = wilson_interval(kk, n)
+        lo, hi = wilson_interval(kk * m / n, m)  # each problem's prompts one trial (prompts share problems)
         step_rows.append(
-            (s, None if s < 0 else float(thresholds[s]), [f"{l}.{h}" for l, h in c], len(c), kk, n, lo, hi)
+            (s, None if s < 0 else float(thresholds[s]), [f"{l}.{h}" for l, h in c], len(c), kk, n, m, lo, hi)
         )
     name = lambda h: f"{h[0]}.{h[1]}"
     return {
@@ -349,7 +353,8 @@ def precompute(
             columns=["id", "tokens", "cosines"],
         ),
         "steps": pd.DataFrame(
-            step_rows, columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"]
+            step_rows,
+            columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"],
         ),
     }
 

@@ -190,8 +190,8 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
     heads = X.head_steps(eff.assign(effect_hi=eff.effect + 0.001), thresholds)
     sets = [list(heads.name[heads.key_at <= s]) for s in range(len(thresholds))]
     steps = pd.DataFrame([(s, None if s < 0 else thresholds[s], [] if s < 0 else sets[s], 0 if s < 0 else len(sets[s]),
-                           2, 3, *wilson_interval(2, 3)) for s in range(-1, len(thresholds))],
-                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"])
+                           2, 3, 3, *wilson_interval(2, 3)) for s in range(-1, len(thresholds))],
+                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"])
     stored = X.attention_heads(heads, len(thresholds), 4)
     data = {"prompts": pd.DataFrame({"id": [0, 1], "prompt": ["1 + 2 =", "3 - 1 ="], "op": ["addition"] * 2,
                                      "template": ["t"] * 2, "answer": ["3", "2"], "answer_token": ["last-digit"] * 2}),

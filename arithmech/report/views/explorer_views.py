@@ -57,8 +57,9 @@ def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, HEADER_CHARS, break_on_hyphens=False) or [""]
 
 
-def _rate(k: int, n: int, lo: float, hi: float) -> str:
-    return f"{k}/{n} prompts ({_pct(k / n)}, 95% CI {_pct(lo)}–{_pct(hi)})"
+def _rate(k: int, n: int, lo: float, hi: float, m: int) -> str:
+    """``k`` of ``n`` prompts with the rate's 95% interval over the ``m`` problems they ask."""
+    return f"{k}/{n} prompts ({_pct(k / n)}, 95% CI {_pct(lo)}–{_pct(hi)} over {m} problems)"
 
 
 def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +69,9 @@ def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
     are wrapped at :data:`HEADER_CHARS`; every step has as many lines as the longest (blank ones at the end),
     so the header keeps one height while the slider moves."""
     intact = steps[steps.step < 0].iloc[0]
-    base = "intact: the answer is top-1 on " + _rate(intact.correct, intact.n, intact.ci_low, intact.ci_high)
+    base = "intact: the answer is top-1 on " + _rate(
+        intact.correct, intact.n, intact.ci_low, intact.ci_high, intact.problems
+    )
     last = int(steps.step.max())
     per = {}
     for r in steps[steps.step >= 0].itertuples():
@@ -77,7 +80,7 @@ def step_labels(steps: pd.DataFrame) -> pd.DataFrame:
             text = [
                 f"{where}: {r.n_heads} {'head is' if r.n_heads == 1 else 'heads are'} past it: "
                 + ", ".join(component_label(h).replace(" ", NBSP) for h in r.heads),
-                "knocked out: the answer is top-1 on " + _rate(r.correct, r.n, r.ci_low, r.ci_high),
+                "knocked out: the answer is top-1 on " + _rate(r.correct, r.n, r.ci_low, r.ci_high, r.problems),
             ]
         else:
             text = [f"{where}: no head is past it, nothing is knocked out"]
@@ -345,7 +348,7 @@ def knockout_table(steps: pd.DataFrame, model_name: str) -> pd.DataFrame:
                 "heads past it": r.n_heads,
                 "top-1 = answer": f"{r.correct}/{r.n}",
                 "rate": _pct(r.correct / r.n),
-                "95% CI": f"{_pct(r.ci_low)}–{_pct(r.ci_high)}",
+                "95% CI (over problems)": f"{_pct(r.ci_low)}–{_pct(r.ci_high)} ({r.problems})",
                 "intact": f"{intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)})",
                 "lower than intact": knockout_verdict(r, intact),
             }
@@ -367,7 +370,7 @@ def finding(steps: pd.DataFrame, model_name: str, thresholds) -> str:
     return (
         f"**{model_name}**: knocking out {heads} past {_thr(d.threshold)} (the whole 95% interval of the effect "
         f"below it; {components(d.heads[:5])}{', …' if d.n_heads > 5 else ''}) leaves the answer top-1 on "
-        f"{_rate(d.correct, d.n, d.ci_low, d.ci_high)}; intact {intact.correct}/{intact.n}: "
+        f"{_rate(d.correct, d.n, d.ci_low, d.ci_high, d.problems)}; intact {intact.correct}/{intact.n}: "
         f"lower than intact — {knockout_verdict(d, intact)} (against the intact model only: whether these heads "
         "matter more than as many random ones is the knockout claim, decided with its random band in Identify)."
     )

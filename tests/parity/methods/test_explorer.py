@@ -95,11 +95,15 @@ def test_precomputed_attention_and_mlp_equal_the_one_prompt_views(page, eager_em
 
 def test_step_counts_are_the_top_rows(page):
     """Protects the header's numbers: each step's count of prompts whose top-1 is the answer is the sum of the
-    stored per-prompt flags, with n = the number of prompts and an interval around the rate."""
+    stored per-prompt flags, with n = the number of prompts and the rate's Wilson interval over the distinct problems
+    (a problem's copies across templates are not independent trials)."""
+    from arithmech.core.stats import wilson_interval
     *_, samples, d = page
+    problems = len({(s.op, s.a, s.b) for s in samples})
     for r in d["steps"].itertuples():
         flags = d["top"][d["top"].step == r.step].correct
-        assert r.correct == int(flags.sum()) and r.n == len(samples) == len(flags)
+        assert r.correct == int(flags.sum()) and r.n == len(samples) == len(flags) and r.problems == problems
+        assert (r.ci_low, r.ci_high) == pytest.approx(wilson_interval(r.correct / r.n * problems, problems))
         assert r.ci_low <= r.correct / r.n <= r.ci_high
     assert pd.api.types.is_integer_dtype(d["top"].answer_rank)
 

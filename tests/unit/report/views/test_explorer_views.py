@@ -25,8 +25,9 @@ def _steps(counts: list[tuple[int, int]], n: int = 100) -> pd.DataFrame:
     for s, (k, n_heads) in enumerate(counts, start=-1):
         lo, hi = wilson_interval(k, n)
         rows.append((s, None if s < 0 else [-0.1, -0.05, -0.02, -0.01][s], [f"0.{i}" for i in range(n_heads)],
-                     n_heads, k, n, lo, hi))
-    return pd.DataFrame(rows, columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"])
+                     n_heads, k, n, n, lo, hi))
+    return pd.DataFrame(rows, columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low",
+                                       "ci_high"])
 
 
 def test_knockout_verdict_rule():
@@ -108,8 +109,8 @@ def test_header_lines_are_whole_and_fit_the_chart():
     rows = [(-1, None, [], 0, 90, 100)] + [(s, t, names[:k], k, c, 100) for s, (t, k, c) in
                                            enumerate([(-0.1, 0, 90), (-0.05, 1, 80), (-0.01, 12, 31)])]
     from arithmech.core.stats import wilson_interval
-    steps = pd.DataFrame([(*r, *wilson_interval(r[4], r[5])) for r in rows],
-                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"])
+    steps = pd.DataFrame([(*r, r[5], *wilson_interval(r[4], r[5])) for r in rows],
+                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"])
     lines = V.step_labels(steps)
     assert lines.groupby("step").size().nunique() == 1 and lines.groupby("step").size().iloc[0] >= 4
     assert lines.label.str.len().max() <= V.HEADER_CHARS and not lines.label.str.contains("…").any()
