@@ -280,9 +280,13 @@ def deltas(before: dict, after: dict, seed: int) -> dict:
 
 
 def summary(r: dict) -> str:
-    """The command line's summary of :func:`run`'s record: each measure before and after, what was tuned."""
+    """The command line's summary of :func:`run`'s record: each measure before and after (n items), its change with
+    the paired 95% interval where the record has one, what was tuned."""
+    ci = lambda d: f" [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]" if d.get("ci") else ""
+    n = lambda m: f", n = {m['n']}" if m.get("n") else ""
     lines = [
-        f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f})"
+        f"{k:>14}: base {r['base'][k]['value']:.3f} → {v['value']:.3f} ({r['delta'][k]['delta']:+.3f}"
+        f"{ci(r['delta'][k])}{n(v)})"
         for k, v in r["results"].items()
     ]
     return "\n".join(

@@ -151,6 +151,7 @@ def test_runner_writes_results(tmp_path):
             assert m["ci"] == pytest.approx(wilson_interval(sum(m["items"]), m["n"]), abs=1e-4)
         d, lo, hi = paired_bootstrap(r["base"]["generic"]["items"], r["results"]["generic"]["items"])
         assert r["delta"]["generic"]["ci"] == pytest.approx([lo, hi], abs=1e-4)   # paired over the same facts
+        assert f"[{lo:+.3f}, {hi:+.3f}], n = {len(GENERIC_FACTS)})" in finetune.summary(r).splitlines()[0]
     assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
     with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
         finetune.run(Finetune(mode="full", **common))
