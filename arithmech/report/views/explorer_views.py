@@ -348,7 +348,7 @@ def knockout_table(steps: pd.DataFrame, model_name: str) -> pd.DataFrame:
                 "heads past it": r.n_heads,
                 "top-1 = answer": f"{r.correct}/{r.n}",
                 "rate": _pct(r.correct / r.n),
-                "95% CI (over problems)": f"{_pct(r.ci_low)}–{_pct(r.ci_high)} ({r.problems})",
+                "95% CI": f"{_pct(r.ci_low)}–{_pct(r.ci_high)} (over {r.problems} problems)",
                 "intact": f"{intact.correct}/{intact.n} ({_pct(intact.correct / intact.n)})",
                 "lower than intact": knockout_verdict(r, intact),
             }
