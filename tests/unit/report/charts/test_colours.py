@@ -186,9 +186,9 @@ def _explorer():
     eff = pd.DataFrame([("all", 0, "0", -0.30), ("all", 0, "1", -0.03), ("all", 1, "0", -0.012), ("all", 1, "1", 0.02)],
                        columns=["task", "layer", "head", "effect"]).assign(effect_hi=lambda d: d.effect + 0.001)
     heads = X.head_steps(eff, [-0.1, -0.02])
-    steps = pd.DataFrame([(s, None if s < 0 else [-0.1, -0.02][s], [f"0.{i}" for i in range(n)], n, k, 3,
+    steps = pd.DataFrame([(s, None if s < 0 else [-0.1, -0.02][s], [f"0.{i}" for i in range(n)], n, k, 3, 3,
                            *wilson_interval(k, 3)) for s, (k, n) in enumerate([(3, 0), (1, 1), (0, 2)], start=-1)],
-                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "ci_low", "ci_high"])
+                         columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"])
     data = {"prompts": pd.DataFrame({"id": [0, 1], "prompt": ["1 + 2 =", "3 - 1 ="], "op": ["addition"] * 2,
                                      "template": ["t"] * 2, "answer": ["3", "2"], "answer_token": ["last-digit"] * 2}),
             "tokens": pd.DataFrame([(f"{i}:{p}", i, p, "t", "other") for i in range(2) for p in range(4)],
