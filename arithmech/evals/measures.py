@@ -178,12 +178,15 @@ def evaluate_table1(model, tok, sizes: dict, seed: int = 0, data_dir=None) -> di
         items[f"{name}_cloze"] = cloze_items(
             model, tok, name, sizes[f"{name}_cloze"], sizes["cloze_shots"], seed, data_dir
         )
-    out = {}
-    for name, it in items.items():
-        lo, hi = wilson_interval(sum(it), len(it))
-        out[name] = {"metric": "accuracy", "value": sum(it) / len(it), "n": len(it), "ci": [lo, hi], "items": it}
+    out = {name: accuracy_measure(it) for name, it in items.items()}
     out["lm_loss"] = lm_loss_measure(model, tok, sizes["lm_tokens"])
     return out
+
+
+def accuracy_measure(items: list) -> dict:
+    """An accuracy measure: value, n, Wilson 95% interval and the 0/1 items."""
+    lo, hi = wilson_interval(sum(items), len(items))
+    return {"metric": "accuracy", "value": sum(items) / len(items), "n": len(items), "ci": [lo, hi], "items": items}
 
 
 def lm_loss_measure(model, tok, max_tokens: int = 4096) -> dict:

@@ -30,7 +30,6 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from arithmech.core.stats import wilson_interval
 from arithmech.data.sentences import VALIDATION_TOPICS, arithmetic_sentence, generic_text, train_sentences
 from arithmech.data.splits import (
     carry_items,
@@ -42,7 +41,7 @@ from arithmech.data.splits import (
     two_digit_pairs,
 )
 from arithmech.evals import benchmarks, cloze, measures
-from arithmech.evals.measures import completion_nll
+from arithmech.evals.measures import accuracy_measure, completion_nll
 from arithmech.evals.scoring import greedy_exact
 
 
@@ -62,12 +61,6 @@ class Suite:
     sizes: Callable | None = None
     base_only: Callable | None = None
     shots: Callable | None = None
-
-
-def accuracy_measure(items: list) -> dict:
-    """An accuracy measure: value, n, Wilson 95% interval and the 0/1 items."""
-    lo, hi = wilson_interval(sum(items), len(items))
-    return {"metric": "accuracy", "value": sum(items) / len(items), "n": len(items), "ci": [lo, hi], "items": items}
 
 
 def toy_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:

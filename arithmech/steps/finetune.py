@@ -33,9 +33,9 @@ from arithmech.core.inputs import check_device, quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
 from arithmech.core.results import model_folder
-from arithmech.core.stats import wilson_interval
 from arithmech.evals import benchmarks as evals
 from arithmech.evals.benchmarks import BENCHMARKS, TOY
+from arithmech.evals.measures import accuracy_measure
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
 from arithmech.steps.config_training import Finetune as Config
@@ -260,10 +260,12 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
 
 
 def scored(items: dict[str, list[int]]) -> dict[str, dict]:
-    """Per benchmark, a record's measure of its item scores: accuracy, n, Wilson 95% interval and the items."""
+    """Per benchmark, a record's measure of its item scores (:func:`arithmech.evals.measures.accuracy_measure`):
+    accuracy, n, Wilson 95% interval (both rounded to 4 decimals) and the items."""
+    m = {k: accuracy_measure(v) for k, v in items.items()}
     return {
-        k: records.measure(round(sum(v) / len(v), 4), len(v), [round(c, 4) for c in wilson_interval(sum(v), len(v))], v)
-        for k, v in items.items()
+        k: records.measure(round(a["value"], 4), a["n"], [round(c, 4) for c in a["ci"]], a["items"])
+        for k, a in m.items()
     }
 
 

@@ -13,13 +13,14 @@ import altair as alt
 import pandas as pd
 
 from arithmech.claims import verdicts as V
+from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import MIN_RUNS
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
-from arithmech.steps.table1_grid import ARMS, RANDOM, grid_of
+from arithmech.steps.table1_grid import ARMS, grid_of
 from arithmech.steps.table1_heads import layer_offsets
 
 
@@ -75,33 +76,25 @@ def setup_line(folder: str | Path) -> str:
 
 def progress_line(folder: str | Path) -> str:
     """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far
-    and the rest estimated at each arm's mean cost per run. The design (:mod:`arithmech.steps.table1`): every rate of
-    ``full``, ``precise-key`` and ``precise-share`` at each seed, every rate of a random arm at each of its draws, the
-    frontier rates up to ``frontier_seeds`` seeds (counted from the frontier as it stands); where the plan records a cut
-    (``replicated``: the rates that get more than their first run), the cut rates count once, with the runs they had
-    before the cut."""
+    and the rest estimated at each arm's mean cost per run. A point's planned runs are what the design gives its rate
+    (:func:`arithmech.claims.detectable.design_runs`: a random arm's draws, a frontier rate's ``frontier_seeds``,
+    another rate's seeds, a rate the plan cuts its first run), or the runs it has where it has more (a cut rate's runs
+    made before the cut, a rate that was on the frontier when the runner planned it)."""
     p = V.plan(folder)
     cost = p.get("cost") or {}
     run_s = cost.get("run_s") or {}
-    seeds, draws, front = len(p["seeds"]), p["draws"], max(0, p["frontier_seeds"] - len(p["seeds"]))
+    design = design_runs(p)
     planned = made = ready = points = 0
     left_s = 0.0
     for arm, a in p["arms"].items():
-        reps = draws if arm in RANDOM else seeds
-        rep = (p.get("replicated") or {}).get(grid_of(arm), a["grid"])
-        cut = [r for r in a["grid_rows"] if r["lr"] not in rep and (r["seed"], r.get("draw", 0)) != (p["seeds"][0], 0)]
-        want = (
-            len(a["grid"])
-            + (reps - 1) * len(rep)
-            + len(cut)  # a cut rate's runs made before the cut count
-            + (0 if arm in RANDOM else len([x for x in a["frontier_rates"] if x in rep]) * front)
-        )
+        per = pd.Series([r["lr"] for r in a["grid_rows"]], dtype=float).value_counts()
+        want = sum(max(design(arm, lr), int(per.get(lr, 0))) for lr in a["grid"])
         have = len(a["grid_rows"])
         spent = [run_s[r["tag"]] for r in a["grid_rows"] if run_s.get(r["tag"])]
         planned, made = planned + want, made + have
         left_s += max(0, want - have) * (sum(spent) / len(spent) if spent else 0.0)
-        per = pd.Series([r["lr"] for r in a["grid_rows"] if r["lr"] in rep]).value_counts()
-        points, ready = points + len(rep), ready + int((per >= MIN_RUNS).sum())  # the points the rules read
+        read = (p.get("replicated") or {}).get(grid_of(arm), a["grid"])  # the points the rules read: rates not cut
+        points, ready = points + len(read), ready + sum(int(per.get(lr, 0)) >= MIN_RUNS for lr in read)
     hours = lambda x: f"{x / 3600:.1f} hours"
     cut = (p.get("rules") or {}).get("cut", "")
     return (

@@ -130,10 +130,11 @@ def ablation_readable(
     return pd.DataFrame(out).set_index("setting")
 
 
-def _change(d: dict, same: bool) -> str:
-    """One change in points with its paired interval; "(no item changed)" where every item scored as before (the
-    bootstrap's interval is then [0, 0], not a measurement of precision)."""
-    if same:
+def _change(d: dict, before: dict, after: dict) -> str:
+    """One change ``d`` from measure ``before`` to ``after`` in points with its paired interval; "(no item changed)"
+    where both keep their items and every item scored as before (the bootstrap's interval is then [0, 0], not a
+    measurement of precision)."""
+    if before.get("items") is not None and before.get("items") == after.get("items"):
         return f"{100 * d['delta']:+.1f} (no item changed)"
     return f"{100 * d['delta']:+.1f}" + (f" [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]" if d.get("ci") else "")
 
@@ -145,8 +146,7 @@ def summary(records: Sequence[dict]) -> str:
     for r in records:
         parts = []
         for b in r["results"]:
-            same = r["base"][b].get("items") is not None and r["base"][b].get("items") == r["results"][b].get("items")
-            parts.append(f"{TOY_NAMES.get(b, b)} {_change(r['delta'][b], same)}")
+            parts.append(f"{TOY_NAMES.get(b, b)} {_change(r['delta'][b], r['base'][b], r['results'][b])}")
         lines.append(f"{setting_name(r)}: " + ", ".join(parts))
     return "\n".join(lines)
 
@@ -158,7 +158,7 @@ def versus_first(records: Sequence[dict], seed: int = 0) -> str:
     for r in records[1:]:
         d = records_io.paired_deltas(first["results"], r["results"], seed)
         parts = [
-            f"{TOY_NAMES.get(b, b)} {_change(d[b], first['results'][b]['items'] == r['results'][b]['items'])}"
+            f"{TOY_NAMES.get(b, b)} {_change(d[b], first['results'][b], r['results'][b])}"
             for b in r["results"]
             if b in d
         ]

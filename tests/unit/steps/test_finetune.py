@@ -191,3 +191,19 @@ def test_fuzz_finetune_arguments_accepted_or_refused(tmp_path, no_model_load):
             refused += 1
         assert time.perf_counter() - t0 < 5
     assert ok >= 20 and refused >= 50, (ok, refused)
+
+
+def test_a_records_measure_is_the_literal_accuracy_and_wilson_interval_rounded():
+    """Protects the fine-tune record's measure, now built on ``evals.measures.accuracy_measure`` (one Wilson
+    accuracy for Table 1's records and this step's): the value is the mean of the 0/1 items, the interval the
+    Wilson score interval written out here (z = 1.96), both rounded to 4 decimals; n and the items are kept."""
+    from arithmech.steps.finetune import scored
+
+    items = {"a": [1, 0, 1, 1, 0, 1, 1], "b": [0] * 5}
+    z = 1.96
+    for k, v in items.items():
+        n, p = len(v), sum(v) / len(v)
+        centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        m = scored(items)[k]
+        assert m["value"] == round(p, 4) and m["n"] == n and m["items"] == v
+        assert m["ci"] == pytest.approx([round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)], abs=1e-4)

@@ -46,6 +46,22 @@ def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
     assert "0 of the 1 grid points the rules read" in line                 # the cut ends are not read
 
 
+def test_the_progress_line_plans_what_the_design_gives_each_point_and_keeps_extra_runs(tmp_path):
+    """Protects the one account of the design (``claims.detectable.design_runs``, which the detectable table reads
+    too): a point plans the runs the design gives its rate, or the runs it has where it has more — here 1e-4 had 5
+    seeds while it was on the frontier, which has since moved to 3e-4 (5 + 5 planned; made 5 + 2: 3 left), so made
+    never exceeds planned and no run is counted as missing twice."""
+    full = [_row("full", 1e-4, s) for s in range(5)] + [_row("full", 3e-4, s) for s in (0, 1)]
+    plan = {"suite": "cpu", "heads": {}, "runs": [], "seeds": [0, 1, 2], "draws": 10, "frontier_seeds": 5,
+            "complete": False, "arms": {"full": {"grid": [1e-4, 3e-4], "grid_rows": full, "frontier_rates": [3e-4]}},
+            "cost": {"total_s": 70.0, "run_s": {r["tag"]: 10.0 for r in full}}}
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
+    line = T.progress_line(tmp_path)
+    assert line.startswith("**7 of 10 planned runs made**"), line
+    assert "1 of the 2 grid points the rules read have the 3 runs" in line
+
+
 def _heads_plan(tmp_path, tuned, draws, **extra):
     plan = {"suite": "cpu", "runs": [], "heads": {"tuned": tuned, "selection": "the top 4 by rank", "random_draws": draws},
             "steps": 10, "batch_size": 4, "seeds": [0], "arms": {}, "cost": {}, **extra}
