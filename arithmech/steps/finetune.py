@@ -130,6 +130,42 @@ def validate_finetune_args(config: Config, world_size: int | None = None) -> ada
     return adapter.HeadSpec(heads=tuple(want), mlps=tuple(ranked_m[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
 
 
+def benchmark_names(benchmarks) -> list[str]:
+    """``--benchmarks`` expanded: ``toy`` and ``paper`` to their benchmarks, any other name as it is."""
+    return [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
+
+
+def base_from(before: dict | None, config: Config) -> dict | None:
+    """``before=`` of :func:`run` as the record's ``base`` (benchmark → measure), checked before any model loads.
+
+    An earlier record of this step (it has ``base`` and ``parameters``) gives its ``base``, whose item scores are
+    paired with this run's by position — so it must have been scored the same way: the same model, ``seed`` and
+    ``limit``, and its base must hold every benchmark of this run (the data folder is not recorded: the caller keeps
+    it). Bare accuracies (benchmark → number) give measures without items: changes without an interval. A bare
+    ``base`` (benchmark → measure) is refused: nothing says how its items were drawn."""
+    if before is None:
+        return None
+    if "base" in before and "parameters" in before:
+        p, want = before["parameters"] or {}, benchmark_names(config.benchmarks)
+        seen = {"model": before.get("model"), "seed": before.get("seed"), "limit": p.get("limit")}
+        asked = {"model": results_io.folder_name(config.model_name), "seed": config.seed, "limit": config.limit}
+        differ = [f"{k} {seen[k]!r} (this run: {asked[k]!r})" for k in seen if seen[k] != asked[k]]
+        missing = [b for b in want if b not in (before["base"] or {})]
+        if differ or missing:
+            raise ValueError(
+                "before=: the earlier record was scored otherwise — "
+                + "; ".join(differ + ([f"no base for {', '.join(missing)}"] if missing else []))
+                + ": pass a record made with this run's model, seed, limit and benchmarks, or None"
+            )
+        return before["base"]
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in before.values()):
+        raise ValueError(
+            "before=: pass an earlier record of this step (its base is paired item by item only when scored the same "
+            "way) or bare accuracies (benchmark → number)"
+        )
+    return {k: records.measure(v) for k, v in before.items()}
+
+
 # ------------------------------------------------------------------------------------- runner
 def run(config: Config, command: str | None = None, before: dict | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
@@ -138,16 +174,16 @@ def run(config: Config, command: str | None = None, before: dict | None = None) 
     before any model is loaded or evaluated.
 
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.
-    ``before``: the base model's accuracies (benchmark → accuracy) or an earlier record's ``base``
-    (benchmark → measure) on the same benchmarks: skips the first evaluation. A ``base`` with item scores is paired
-    item by item with this run's, so it must come from a run scored with the same ``seed``, ``limit`` and data (the
-    MLP appendix's runs share one config); bare accuracies give changes without an interval.
+    ``before``: skips the first evaluation (:func:`base_from`) — an earlier record of this step, whose ``base`` is
+    paired item by item with this run's scores (refused unless it was scored the same way: model, ``seed``,
+    ``limit``, benchmarks), or the base model's bare accuracies (benchmark → accuracy; changes without an interval).
     ``results``: the results root or the model's folder; an existing record is replaced only with
     ``overwrite``. The record has the one fine-tune format of :func:`arithmech.core.records.finetune_record`.
     ``threads``: torch intra-op threads during the run (restored after); tiny models on a shared CPU
     run faster with 1 than with threads that spin against other processes.
     """
     spec = validate_finetune_args(config)
+    before = base_from(before, config)
     if config.threads:
         n = torch.get_num_threads()
         torch.set_num_threads(config.threads)
@@ -186,11 +222,9 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     torch.manual_seed(seed)
     net, tok, geo = load_model(model, device=device, dtype=dtype, attn_implementation="sdpa")
     total = sum(p.numel() for p in net.parameters())
-    bench = [b for x in benchmarks for b in ({"toy": evals.TOY, "paper": evals.BENCHMARKS}.get(x, (x,)))]
+    bench = benchmark_names(benchmarks)
     ev = lambda m: scored(evals.score_items(m, tok, bench, root=data_dir, limit=limit, seed=seed))
-    before = (
-        ev(net) if before is None else {k: v if isinstance(v, dict) else records.measure(v) for k, v in before.items()}
-    )
+    before = ev(net) if before is None else before
     bar.advance(note="base evaluated")
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"

@@ -37,7 +37,7 @@ def run(P: Any) -> list[dict]:
     scores; a chapter re-computes its own runs (``overwrite``). Returns the runs' records."""
     runs: list[dict] = []
     for m in P.m_mlps:
-        runs.append(finetune.run(P.to_finetune(m), before=runs[0]["base"] if runs else None))
+        runs.append(finetune.run(P.to_finetune(m), before=runs[0] if runs else None))
     return runs
 
 

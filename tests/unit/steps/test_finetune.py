@@ -207,3 +207,43 @@ def test_a_records_measure_is_the_literal_accuracy_and_wilson_interval_rounded()
         m = scored(items)[k]
         assert m["value"] == round(p, 4) and m["n"] == n and m["items"] == v
         assert m["ci"] == pytest.approx([round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)], abs=1e-4)
+
+
+def _earlier(**over):
+    base = {"generic": {"value": 0.5, "n": 2, "ci": [0.1, 0.9], "items": [1, 0]}}
+    rec = {"model": "embedded", "seed": 0, "base": base, "parameters": {"limit": None, "benchmarks": ["generic"]}}
+    for k, v in over.items():
+        (rec["parameters"] if k == "limit" else rec)[k] = v
+    return rec
+
+
+def test_before_pairs_only_a_record_scored_the_same_way():
+    """Protects the paired changes of a run given ``before=``: its base's item scores are paired with this run's by
+    position, so an earlier record is taken only when scored with this run's model, seed, limit and benchmarks
+    (each difference named, one line); a bare ``base`` (nothing says how its items were drawn) is refused; bare
+    accuracies become measures without items (changes without an interval)."""
+    from arithmech.steps.finetune import base_from
+
+    c = Finetune(model_name="embedded", benchmarks=("generic",), seed=0)
+    assert base_from(_earlier(), c) == _earlier()["base"]
+    with pytest.raises(ValueError, match=r"seed 1 \(this run: 0\)"):
+        base_from(_earlier(seed=1), c)
+    with pytest.raises(ValueError, match=r"limit 50 \(this run: None\)"):
+        base_from(_earlier(limit=50), c)
+    with pytest.raises(ValueError, match="no base for negative"):
+        base_from(_earlier(), c.replace(benchmarks=("generic", "negative")))
+    with pytest.raises(ValueError, match="an earlier record of this step"):
+        base_from(_earlier()["base"], c)
+    assert base_from({"generic": 0.25}, c) == {"generic": {"value": 0.25, "n": None, "ci": None}}
+
+
+def test_a_refused_before_loads_no_model(monkeypatch, tmp_path):
+    """Protects the input contract on ``before=``: a record scored otherwise is refused before any model loads and
+    nothing is written."""
+    from arithmech.steps import finetune
+
+    monkeypatch.setattr(finetune, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    c = Finetune(model_name="embedded", mode="full", benchmarks=("generic",), seed=0, results=str(tmp_path / "r"))
+    with pytest.raises(ValueError, match="scored otherwise"):
+        finetune.run(c, before=_earlier(seed=2))
+    assert not (tmp_path / "r").exists()
