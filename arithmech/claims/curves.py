@@ -269,7 +269,9 @@ def _gate(c: Curves, arms: tuple[str, ...], claim: str = "") -> str | None:
 def thin(c: Curves, arms: tuple[str, ...]) -> str:
     """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict."""
     few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
-    return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}" if few else "undecided parts"
+    if few:
+        return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}"
+    return f"undecided parts (every point read has {MIN_RUNS} runs or more; intervals across the margin)"
 
 
 def loro(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int) -> list[tuple[str, float, str]]:
@@ -308,6 +310,11 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
             )
             if whole in OPPOSITE
             else thin(c, arms)
+            + (
+                "; decided without one point: " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved)
+                if moved
+                else ""
+            )
         )
         rows.append(
             {

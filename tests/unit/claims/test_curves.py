@@ -128,6 +128,20 @@ def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
     assert "does not hold without precise-key 1e-03" in r["leave-one-rate-out"]
 
 
+def test_an_undecided_verdict_names_the_point_that_holds_it_open(tmp_path):
+    """Protects the note of an undecided verdict whose points all have 3 runs (a reader saw "undecided parts" and
+    no reason): it says every point read has its runs, and names the point without which the verdict would be
+    decided — here precise-random's 3e-3, three runs at 90, 10 and 50 %, whose interval spans the key arm's 80 %."""
+    arms = {"precise-key": {1e-3: J(0.8, 0.8, 0.0), 3e-3: J(0.78, 0.78, 0.0)},
+            "precise-random": {1e-3: J(0.5, 0.5, 0.0), 3e-3: [(0.9, 0.9, 0.0), (0.1, 0.1, 0.0), (0.5, 0.5, 0.0)]},
+            "full": {1e-4: J(0.9, 0.9, -0.05)}}
+    f = write(tmp_path, arms, chosen={"precise-key": 1e-3, "precise-random": 1e-3, "full": 1e-4})
+    r = _row(C.verdicts(f), "the selection matters", "precise-key − precise-random")
+    assert r["whole grid"] == r["verdict"] == C.OPEN
+    assert r["leave-one-rate-out"] == ("undecided parts (every point read has 3 runs or more; intervals across the "
+                                       "margin); decided without one point: holds without precise-random 3e-03")
+
+
 def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
     """Protects the base-shots control (issue #40 item 2): the base model with K solved examples already answers
     62 % of the carry items; precise-key, at 55 % at every rate, learns the skill against the zero-shot base
