@@ -51,9 +51,13 @@ def setup_line(folder: str | Path) -> str:
         "whose key/value groups the key or share heads all read has no free head; the nearest layer with one stands "
         "in)"
     )
-    # the draws listed are precise-random's (``random_draws``): its own runs say how far they are, not random-any's
-    run = sorted({r.get("draw", 0) for r in (p["arms"].get("precise-random") or {}).get("grid_rows") or []})
-    ran = f", draws {run[0]}–{run[-1]} run so far" if run and len(run) < len(offsets) else ""
+    # the draws listed are precise-random's (``random_draws``): its own runs say how far they are, not random-any's;
+    # a draw counts as run where it is run at every rate the plan gives draws (not only at some)
+    arm = p["arms"].get("precise-random") or {}
+    rates = (p.get("replicated") or {}).get("precise", arm.get("grid") or [])
+    at = [{r.get("draw", 0) for r in arm.get("grid_rows") or [] if r["lr"] == lr} for lr in rates]
+    run = sorted(set.intersection(*at)) if at else []
+    ran = f", draws {run[0]}–{run[-1]} run at every rate so far" if run and len(run) < len(offsets) else ""
     cost = p.get("cost") or {}
     trained = sum(len(a.get("grid_rows") or []) for a in p["arms"].values())
     made = [f"{trained} fine-tuning runs", "base"]
@@ -100,8 +104,12 @@ def progress_line(folder: str | Path) -> str:
     return (
         f"**{made} of {planned} planned runs made** ({'complete' if p.get('complete') else 'in progress'}): "
         f"{ready} of the {points} grid points the rules read have the {MIN_RUNS} runs they need; "
-        f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), "
-        f"about {hours(left_s)} more at each arm's mean cost per run."
+        + (
+            f"{hours(cost.get('total_s') or 0)} of this machine (wall clock of each run)."
+            if p.get("complete") and made >= planned
+            else f"{hours(cost.get('total_s') or 0)} of this machine so far (wall clock of each run), "
+            f"about {hours(left_s)} more at each arm's mean cost per run."
+        )
         + (f" Cut: {cut}." if cut and not cut.startswith("none") else "")
     )
 

@@ -96,6 +96,30 @@ def test_the_setup_line_names_what_its_cost_covers_and_the_frontier_seeds(tmp_pa
                        arms={"full": {"grid": [1e-4], "grid_rows": rows}, "precise-random": {"grid": [1e-3], "grid_rows": rnd},
                              "precise-random-any": {"grid": [1e-3], "grid_rows": anyl}},
                        cost={"total_s": 600.0, "runs": 10, "curve_s": 30.0})
-    assert "4 draws planned, draws 0–1 run so far:" in line
+    assert "4 draws planned, draws 0–1 run at every rate so far:" in line
     assert "seeds 0, 1, 2 at every rate but the cut ends (below) and up to 5 at each arm's frontier rates" in line
     assert "10 minutes of compute (8 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
+
+
+def test_the_setup_line_counts_a_draw_only_where_every_rate_has_it(tmp_path):
+    """Protects the draws clause between batches (a hostile reading: with draw 8 made at 3 of 4 rates the line said
+    "draws 0–8"): a draw is run when every rate the plan gives draws has it, here draws 0–1 at both rates, draw 2 at
+    the first only."""
+    rnd = [_row("precise-random", lr, 0, d) for lr in (1e-3, 3e-3) for d in (0, 1)] + [_row("precise-random", 1e-3, 0, 2)]
+    line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]] * 4, seeds=[0], replicated={"full": [], "precise": [1e-3, 3e-3]},
+                       arms={"precise-random": {"grid": [1e-4, 1e-3, 3e-3], "grid_rows": rnd}})
+    assert "4 draws planned, draws 0–1 run at every rate so far:" in line
+
+
+def test_the_progress_line_of_a_complete_design_estimates_nothing_more(tmp_path):
+    """Protects the finished table's wording: every planned run made and the plan marked complete, the line gives
+    the machine time spent, with no "so far" and no hours left."""
+    full = [_row("full", 1e-4, s) for s in (0, 1, 2)]
+    plan = {"suite": "cpu", "heads": {}, "runs": [], "seeds": [0, 1, 2], "draws": 10, "frontier_seeds": 3, "complete": True,
+            "arms": {"full": {"grid": [1e-4], "grid_rows": full, "frontier_rates": [1e-4]}},
+            "cost": {"total_s": 7200.0, "run_s": {r["tag"]: 2400.0 for r in full}}}
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
+    line = T.progress_line(tmp_path)
+    assert line == ("**3 of 3 planned runs made** (complete): 1 of the 1 grid points the rules read have the 3 runs "
+                    "they need; 2.0 hours of this machine (wall clock of each run).")
