@@ -58,6 +58,7 @@ class Table1Section(PageBase):
             ]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []
+        out += [markdown(T1.scope_line(folder))] if T1.has_run(folder) else []
         if not T1.has_run(folder):
             out.append(
                 markdown(

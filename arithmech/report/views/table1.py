@@ -7,6 +7,7 @@ text; nothing here trains or scores a model.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import altair as alt
@@ -14,9 +15,10 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
-from arithmech.claims.frontier import MIN_RUNS
+from arithmech.claims.frontier import MIN_RUNS, SCOPE, load
 from arithmech.core import records, results
 from arithmech.core.names import components
+from arithmech.core.stats import wilson_interval
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
@@ -132,6 +134,49 @@ def grid_frame(folder: str | Path) -> pd.DataFrame:
             for arm, a in p["arms"].items()
             for r in first(a.get("grid_rows") or [])
         ]
+    )
+
+
+def scope_line(folder: str | Path) -> str:
+    """The gate every math rule passes through (:func:`arithmech.claims.frontier.scope`: full SFT's best validation
+    math accuracy over its grid and learning curve at least :data:`~arithmech.claims.frontier.SCOPE`), as counted
+    items with their Wilson 95 % interval, where it was reached, how many items fewer would fail it, and beside it
+    full SFT's best grid point on the test items (other phrasings and operand pairs) — a gate a point estimate
+    decides can be passed narrowly, and the page says by how much."""
+    p = V.plan(folder)
+    n = p["sizes"]["carry_val"]
+    grid = [(r["val_math"], f"full SFT at {r['lr']:.0e}, seed {r['seed']}") for r in p["arms"]["full"]["grid_rows"]]
+    seen = list(grid)
+    if results.exists(folder, "finetune/curve.json"):
+        cv = results.read(folder, "finetune/curve.json")
+        if cv["sizes"]["carry_val"] == n:
+            seen += [
+                (q["val_math"], f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})") for q in cv["points"]
+            ]
+    best, where = max(seen, key=lambda x: x[0])
+    k, need = round(best * n), math.ceil(SCOPE * n)
+    lo, hi = wilson_interval(k, n)
+    c = load(folder)
+    base = c.base["results"][c.math]["value"]
+    test = max((q for q in c.points["full"] if q.decides), key=lambda q: q.mean(c.math), default=None)
+    verdict = "passes" if k >= need else "fails"
+    margin = (
+        f"{k - need + 1} item{'s' if k - need + 1 != 1 else ''} fewer would fail it"
+        if k >= need
+        else f"{need - k} more would pass it"
+    )
+    return (
+        f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*): best validation "
+        f"math accuracy {k}/{n} = {best:.1%} [{lo:.1%}, {hi:.1%}], reached by {where} (over full SFT's grid runs: "
+        f"{max(v for v, _ in grid):.1%}); the gate, ≥ {SCOPE:.0%} on the point estimate, fixed before the runs, "
+        f"{verdict}: {margin}."
+        + (
+            f" On the test items full SFT's best point ({test.lr:.0e}, {test.n} runs) scores "
+            f"{base + test.mean(c.math):.1%} (base {base:.1%}; n = {len(c.base['results'][c.math]['items'])} items): "
+            "the validation phrasings are harder than the test's."
+            if test
+            else ""
+        )
     )
 
 

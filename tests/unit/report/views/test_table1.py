@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from arithmech.core.stats import wilson_interval
 from arithmech.report.views import table1 as T
 
 
@@ -123,3 +124,33 @@ def test_the_progress_line_of_a_complete_design_estimates_nothing_more(tmp_path)
     line = T.progress_line(tmp_path)
     assert line == ("**3 of 3 planned runs made** (complete): 1 of the 1 grid points the rules read have the 3 runs "
                     "they need; 2.0 hours of this machine (wall clock of each run).")
+
+
+def _scoped(tmp_path, curve_best=None):
+    from tests.unit.claims.synthetic import write
+    f = write(tmp_path, {"full": {1e-4: [(0.45, 0.45, 0.0), (0.40, 0.40, 0.0), (0.43, 0.43, 0.0)]}})
+    plan = json.loads((f / "finetune" / "table1.json").read_text())
+    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "sizes": {"carry_val": 200}}))
+    if curve_best is not None:
+        curve = {"lr": 1e-4, "knee": 240, "rule": "the knee", "sizes": {"carry_val": 200}, "points": [{"step": 0, "val_math": 0.0},
+                                                                      {"step": 240, "val_math": curve_best}]}
+        (f / "finetune" / "curve.json").write_text(json.dumps(curve))
+    return T.scope_line(f)
+
+
+def test_the_scope_line_says_by_how_many_items_the_gate_passes(tmp_path):
+    """Protects the account of the gate every math rule passes through (a hostile reading: SmolLM2 passes it by a
+    whisker, 101 of 200 validation items on its learning curve, and the page did not say): the count, its Wilson
+    interval, where it was reached, the grid's own best, how many items fewer would fail it (100 of 200 still
+    passes: 2), and full SFT's best point on the test items."""
+    line = _scoped(tmp_path, curve_best=0.505)
+    lo, hi = wilson_interval(101, 200)
+    assert f"best validation math accuracy 101/200 = 50.5% [{lo:.1%}, {hi:.1%}], reached by the learning curve at " \
+           "step 240 (rate 1e-04) (over full SFT's grid runs: 45.0%)" in line
+    assert "passes: 2 items fewer would fail it." in line
+    assert "full SFT's best point (1e-04, 3 runs) scores 42.7% (base 0.0%; n = 400 items)" in line
+
+
+def test_the_scope_line_of_a_gate_that_fails(tmp_path):
+    """Protects the other side: without the curve the grid's best, 90 of 200, fails the gate by 10 items."""
+    assert "best validation math accuracy 90/200 = 45.0%" in _scoped(tmp_path) and "fails: 10 more would pass it." in _scoped(tmp_path)
