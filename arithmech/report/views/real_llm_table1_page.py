@@ -59,6 +59,8 @@ class Table1Section(PageBase):
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []
         out += [markdown(T1.scope_line(folder))] if T1.has_run(folder) else []
+        shots = T1.shots_line(folder) if T1.has_run(folder) else None
+        out += [markdown(shots)] if shots else []
         if not T1.has_run(folder):
             out.append(
                 markdown(

@@ -15,10 +15,11 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
-from arithmech.claims.frontier import MIN_RUNS, SCOPE, load
+from arithmech.claims.frontier import MIN_RUNS, SCOPE, load, variant_items
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
+from arithmech.data.splits import carry_items
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
@@ -177,6 +178,32 @@ def scope_line(folder: str | Path) -> str:
             if test
             else ""
         )
+    )
+
+
+def shots_line(folder: str | Path) -> str | None:
+    """The format control's own score (``base-shots``: the base model with K solved problems of the training side
+    before every test item; :func:`arithmech.evals.suites.cpu_shots`) beside the zero-shot base, each as counted
+    items with its Wilson 95 % interval, by operation, and the K examples shown — so a reader sees what the rule
+    "learns more than the answer format" subtracts; None where no base-shots record was made."""
+    if not records.finetune_path(folder, "base", "shots").exists():
+        return None
+    p, c = V.plan(folder), load(folder)
+    shots, base = records.read_tag(folder, "base-shots"), records.read_tag(folder, "base")
+
+    def score(run: dict) -> str:
+        its = run["results"][c.math]["items"]
+        lo, hi = wilson_interval(sum(its), len(its))
+        ops = [v for v in c.variants if ":" in v]
+        by = ", ".join(f"{v.partition(':')[2]} {sum(x)}/{len(x)}" for v in ops for x in [variant_items(run, c.math, v)])
+        return f"{sum(its)}/{len(its)} = {sum(its) / len(its):.1%} [{lo:.1%}, {hi:.1%}]" + (f" ({by})" if by else "")
+
+    shown = " | ".join(f"`{q} {a}`" for q, a in carry_items("train", p["shots"], p.get("data_seed", 0), seed=10_000))
+    return (
+        f"**Format control** (base-shots): the base model with the same {p['shots']} solved problems before every "
+        f"test item ({shown}; one fixed set from the training side) answers {score(shots)} of the {c.math} test "
+        f"items; the zero-shot base {score(base)}. The rule against base-shots subtracts this control item by item; it "
+        "measures what these examples show the model, not every way of showing the answer format."
     )
 
 

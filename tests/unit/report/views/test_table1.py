@@ -154,3 +154,26 @@ def test_the_scope_line_says_by_how_many_items_the_gate_passes(tmp_path):
 def test_the_scope_line_of_a_gate_that_fails(tmp_path):
     """Protects the other side: without the curve the grid's best, 90 of 200, fails the gate by 10 items."""
     assert "best validation math accuracy 90/200 = 45.0%" in _scoped(tmp_path) and "fails: 10 more would pass it." in _scoped(tmp_path)
+
+
+def test_the_shots_line_shows_the_format_controls_own_score_and_its_examples(tmp_path):
+    """Protects the format control's account (a hostile reading: base-shots' own score, 3 of 400, was on no page,
+    so a reader could not see that the rule against it subtracts almost nothing): base-shots and the zero-shot base
+    as counted items with their Wilson intervals, by operation, and the K examples shown before every item."""
+    from arithmech.data.splits import carry_items
+    from tests.unit.claims.synthetic import write
+    f = write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}}, shots=(0.1, 0.05))
+    plan = json.loads((f / "finetune" / "table1.json").read_text())
+    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "shots": 2, "data_seed": 0}))
+    line = T.shots_line(f)
+    lo, hi = wilson_interval(30, 400)
+    assert f"answers 30/400 = 7.5% [{lo:.1%}, {hi:.1%}] (addition 20/200, subtraction 10/200) of the carry" in line
+    assert "the zero-shot base 0/400 = 0.0%" in line
+    q, a = carry_items("train", 2, 0, seed=10_000)[0]
+    assert f"the same 2 solved problems before every test item (`{q} {a}` | " in line
+
+
+def test_no_shots_line_without_a_base_shots_record(tmp_path):
+    """Protects a run made without the format control: no line (not a line about nothing)."""
+    from tests.unit.claims.synthetic import write
+    assert T.shots_line(write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}})) is None
