@@ -74,8 +74,22 @@ def top(c: Curves, arm: str, v: str) -> Point | None:
     """``arm``'s frontier top: its point that did not collapse with the highest mean *validation* math accuracy (so
     the test items that are shown did not pick it), or the highest test mean on ``v`` where no validation score was
     recorded; None without such a point."""
-    pick = lambda p: sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
-    return max(live(c, arm), key=pick, default=None)
+    return max(live(c, arm), key=lambda p: picked_on(p, v), default=None)
+
+
+def picked_on(p: Point, v: str) -> float:
+    """What :func:`top` ranks a point by: its mean validation math accuracy, or its test mean on ``v`` without one."""
+    return sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
+
+
+def top_label(c: Curves, t: Point, v: str) -> str:
+    """A frontier top as the pages name it — arm, rate, runs — and what picked it over the arm's next point (its
+    validation accuracy against the runner-up's), so a reader sees how close the pick was: the top decides
+    nothing (the rules read every point), but a near tie says the shown difference could have been another."""
+    rest = sorted((p for p in live(c, t.arm) if p is not t), key=lambda p: picked_on(p, v), reverse=True)
+    what = "validation" if t.val_math else "test"
+    vs = f" over {rest[0].lr:.0e}'s {picked_on(rest[0], v):.1%}" if rest else ""
+    return f"{t.arm} {t.lr:.0e} ({t.n} runs; top on {what} {picked_on(t, v):.1%}{vs})"
 
 
 def shots_ref(c: Curves, v: str) -> list[float]:

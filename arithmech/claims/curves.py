@@ -87,7 +87,20 @@ from typing import Callable
 
 import pandas as pd
 
-from arithmech.claims.curve_parts import both, decide, diff, every, gain, grid, level, live, shots_ref, some, top
+from arithmech.claims.curve_parts import (
+    both,
+    decide,
+    diff,
+    every,
+    gain,
+    grid,
+    level,
+    live,
+    shots_ref,
+    some,
+    top,
+    top_label,
+)
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
 from arithmech.core.stats import crossed_interval
 
@@ -343,7 +356,7 @@ def headline(c: Curves, arms: tuple[str, ...], v: str, claim: str, n: int = 1) -
     tops = [t for t in found if t is not None]
     if len(tops) < len(found) or (claim == SHOTS and not has_shots(c)):
         return {"estimate": None, "ci_low": None, "ci_high": None, "at": ""}
-    at = " vs ".join(f"{t.arm} {t.lr:.0e} ({t.n} runs)" for t in tops)
+    at = " vs ".join(top_label(c, t, v) for t in tops)
     if "keeps" in claim:
         k, f = tops
         est = k.mean("general") - f.mean("general")
