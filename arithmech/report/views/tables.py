@@ -17,6 +17,7 @@ import pandas as pd
 from arithmech.claims import verdicts as V
 from arithmech.core import records as records_io
 from arithmech.core import results
+from arithmech.core.stats import crossed_interval, wilson_interval
 from arithmech.evals.suites import get_suite
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
 from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, SFT, table1_by_mode
@@ -186,6 +187,17 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
 
 
 # -------------------------------------------------------------------------------- Table 1 side by side
+def _ci(runs: list[list[float]]) -> str:
+    """A 95 % interval in points of a mean over runs scored on the same items (``runs``: runs × items): crossed over
+    runs and items (:func:`arithmech.core.stats.crossed_interval`, what the rules read) from two runs, Wilson over
+    the items of a single run."""
+    if len(runs) >= 2:
+        _, lo, hi = crossed_interval(runs)
+    else:
+        lo, hi = wilson_interval(sum(runs[0]), len(runs[0]))
+    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
 def table1_side_by_side(
     results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
 ) -> pd.DataFrame:
@@ -193,9 +205,10 @@ def table1_side_by_side(
     four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each of ``models`` with an
     arms run (``finetune/table1.json``, :mod:`arithmech.steps.table1`) gives its suite's primary math measure and
     primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the arm's runs at
-    its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), with
-    the runs' count, how many of them collapsed on the general measure (a collapsed run's numbers decide nothing)
-    and the training samples/s. Models without an arms run are left out."""
+    its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), each
+    with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general measure (a
+    collapsed run's numbers decide nothing) and the training samples/s. The arms sit at different rates: no rule
+    reads this table. Models without an arms run are left out."""
     rows: list[tuple] = []
     for mode, r in table1_by_mode("LLaMA2-7B").items():
         rows.append(
@@ -204,8 +217,10 @@ def table1_side_by_side(
                 mode,
                 "4 math sets (mean)",
                 sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
+                "— (not given)",
                 "MMLU, CSQA (mean)",
                 (r["mmlu"] + r["csqa"]) / 2,
+                "— (not given)",
                 None if mode == "base" else f"{SFT['lr']:.0e}",
                 1,
                 None,
@@ -232,8 +247,10 @@ def table1_side_by_side(
                     arm,
                     S.primary_math,
                     100 * mean(lambda r: V.value(r, S.primary_math)),
+                    _ci(V.per_run(rs, S.primary_math)),
                     g,
                     100 * mean(lambda r: V.value(r, S.primary_general, pooled)),
+                    _ci(V.per_run(rs, S.primary_general, pooled=pooled)),
                     None if lr is None else f"{lr:.0e}",
                     len(rs),
                     None if arm == "base" else sum(V.collapsed(r, base, S.primary_general, pooled) for r in rs),
@@ -247,8 +264,10 @@ def table1_side_by_side(
             "arm",
             "math measure",
             "math (%)",
+            "math 95% CI",
             "general measure",
             "general (%)",
+            "general 95% CI",
             "rate",
             "runs",
             "collapsed runs",

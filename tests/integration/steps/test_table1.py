@@ -119,6 +119,9 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):
             continue
         assert sbs.loc[arm, "rate"] == f"{plan['arms'][arm]['chosen_lr']:.0e}" and sbs.loc[arm, "runs"] == len(rs)
         assert sbs.loc[arm, "collapsed runs"] == sum(V.collapsed(r, runs["base"][0], g) for r in rs), arm
+        for what in ("math", "general"):  # each mean with its 95 % interval (crossed over runs and items)
+            lo, hi = map(float, sbs.loc[arm, f"{what} 95% CI"].strip("[]").split(", "))
+            assert lo - 0.05 <= sbs.loc[arm, f"{what} (%)"] <= hi + 0.05, (arm, what)
     # the arms table lists every arm that ran (it once hard-coded four), each interval holding its mean
     frame = T1.arm_frame(folder)
     assert list(frame.columns) == ["base", *[a for a in plan["arms"] if a in runs]]
