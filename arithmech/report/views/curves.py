@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from arithmech.claims import curve_parts as CP
 from arithmech.claims import curves as C
 from arithmech.claims import detectable as D
 from arithmech.claims import frontier as F
@@ -154,9 +155,17 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     return {"math": math, "general": general}
 
 
+def _with_ci(q: F.Point, what: str) -> str:
+    """A point's mean change in points with its 95 % crossed interval in brackets (none from one run)."""
+    m, lo, hi = F.run_interval(q, what)
+    return PCT(m) + (f" [{PCT(lo)}, {PCT(hi)}]" if lo is not None and hi is not None else "")
+
+
 def paper_beside(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:
-    """The paper's Table 1 (LLaMA2-7B: change from base, the four math sets and MMLU/CSQA averaged) beside ours:
-    each arm at its frontier top (highest mean math gain among its points that did not collapse), in points."""
+    """The paper's Table 1 (LLaMA2-7B: change from base, the four math sets and MMLU/CSQA averaged; no interval
+    given) beside ours: each arm at its frontier top (:func:`arithmech.claims.curve_parts.top`: the point that did
+    not collapse with the best mean *validation* accuracy, as the verdict table's), in points, each change with its
+    95 % interval over runs and test items (:func:`arithmech.claims.frontier.run_interval`; none from one run)."""
     c = c or F.load(folder)
     p = table1_by_mode("LLaMA2-7B")
     math = lambda r: sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4
@@ -172,18 +181,17 @@ def paper_beside(folder: str | Path, c: F.Curves | None = None) -> pd.DataFrame:
         }
         for m in ("full", "precise")
     ]
-    for arm, ps in c.points.items():
-        live = [q for q in ps if not q.gone]
-        if live:
-            top = max(live, key=lambda q: q.mean(c.math))
+    for arm in c.points:
+        top = CP.top(c, arm, c.math)
+        if top is not None:
             rows.append(
                 {
                     "model": "this model",
                     "arm": arm,
                     "rate": f"{top.lr:.0e}",
                     "runs": top.n,
-                    "math gain": PCT(top.mean(c.math)),
-                    "general change": PCT(top.mean("general")),
+                    "math gain": _with_ci(top, c.math),
+                    "general change": _with_ci(top, "general"),
                 }
             )
     out = pd.DataFrame(rows)

@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from arithmech.claims import curve_parts as CP
 from arithmech.claims import curves as C
 from arithmech.claims import frontier as F
 from arithmech.report.views import curves as R
@@ -40,6 +41,13 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     beside = R.paper_beside(f)
     assert list(beside.model[:2]) == ["LLaMA2-7B (paper)"] * 2 and beside.loc[0, "general change"] == "-5.6"
     assert set(beside.arm[2:]) == {"full", "precise-key", "precise-random"}
+    c = F.load(f)
+    for _, r in beside.iloc[2:].iterrows():   # each arm at the verdict table's top (validation), with its interval
+        top = CP.top(c, r.arm, c.math)
+        m, lo, hi = F.run_interval(top, c.math)
+        ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None else ""   # none from one run
+        assert r.rate == f"{top.lr:.0e}" and r["math gain"] == f"{100 * m:+.1f}{ci}"
+    assert beside["math gain"].str.contains("[", regex=False).any()
     loro = R.loro_table(rows)
     assert list(loro.columns) == ["whole grid", "points left out", "another verdict"] and (loro["points left out"] > 0).all()
     tables = R.points_tables(f)
