@@ -169,11 +169,16 @@ class Page:
         return out
 
     def smol_run(self) -> list:
-        """SmolLM2's learning curve, its base model against chance, the run's setup, progress, grid and arms."""
+        """SmolLM2's learning curve, the scope gate and the format control (:func:`arithmech.report.views.table1.
+        scope_line`, :func:`~arithmech.report.views.table1.shots_line`), its base model against chance, the run's
+        setup with each arm's tuned parameters, progress, grid and arms."""
         smol, out = self.smol, []
         if T1.has_run(smol) or results.exists(smol, "finetune/curve.json"):
             chart = T1.curve_chart(smol)
             out += [chart] if chart is not None else []
+        if T1.has_run(smol):
+            shots = T1.shots_line(smol)
+            out += [markdown(T1.scope_line(smol))] + ([markdown(shots)] if shots else [])
         if T1.has_base(smol):
             out += [
                 markdown(
@@ -183,7 +188,7 @@ class Page:
             ]
         if T1.has_run(smol):
             out += [
-                markdown(T1.setup_line(smol)),
+                markdown(T1.setup_line(smol) + " " + T1.tuned_line(smol)),
                 markdown(T1.progress_line(smol)),
                 T1.grid_frame(smol),
                 T1.arm_frame(smol),

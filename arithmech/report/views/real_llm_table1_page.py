@@ -73,7 +73,7 @@ class Table1Section(PageBase):
             out.append(T1.base_vs_chance(folder))
         if T1.has_run(folder):
             out += [
-                markdown(T1.setup_line(folder)),
+                markdown(T1.setup_line(folder) + " " + T1.tuned_line(folder)),
                 markdown(T1.progress_line(folder)),
                 T1.arm_frame(folder),
                 markdown(

@@ -81,6 +81,26 @@ def setup_line(folder: str | Path) -> str:
     )
 
 
+def tuned_line(folder: str | Path) -> str:
+    """The parameters each precise arm's runs tune (the records' ``tuned_parameters``: the tuned heads' Q/K/V/O
+    slices, and the key/value groups they read), each random arm's range over its draws against precise-key's — a
+    random control that tunes fewer or more parameters is not matched in size, and the page says by how much."""
+    p = V.plan(folder)
+    per = {
+        arm: sorted({records.read_tag(folder, r["tag"])["tuned_parameters"] for r in a["grid_rows"]})
+        for arm, a in p["arms"].items()
+        if arm != "full" and a.get("grid_rows")
+    }
+    key = per.get("precise-key")
+    span = lambda v: f"{v[0]:,}" if len(v) == 1 else f"{v[0]:,}–{v[-1]:,}"
+    rel = lambda v: (
+        f" ({100 * (v[0] / key[0] - 1):+.1f} % to {100 * (v[-1] / key[0] - 1):+.1f} % of precise-key's)"
+        if key and len(key) == 1 and v != key
+        else ""
+    )
+    return "Tuned parameters per run: " + "; ".join(f"{a} {span(v)}{rel(v)}" for a, v in per.items()) + "."
+
+
 def progress_line(folder: str | Path) -> str:
     """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far
     and the rest estimated at each arm's mean cost per run. A point's planned runs are what the design gives its rate

@@ -177,3 +177,18 @@ def test_no_shots_line_without_a_base_shots_record(tmp_path):
     """Protects a run made without the format control: no line (not a line about nothing)."""
     from tests.unit.claims.synthetic import write
     assert T.shots_line(write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}})) is None
+
+
+def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp_path):
+    """Protects the size match of the random controls (a hostile reading: the layer-matched draws tune up to 6.7 %
+    fewer parameters than the key arm, random-any up to 6.7 % more, and no page said so): each precise arm's tuned
+    parameters from its records, a random arm's range over its runs, relative to precise-key's."""
+    from tests.unit.claims.synthetic import write
+    f = write(tmp_path, {"precise-key": {1e-3: [(0.5, 0.5, 0.0)] * 2}, "precise-random": {1e-3: [(0.4, 0.4, 0.0)] * 2}})
+    for path, n in zip(sorted((f / "finetune").glob("precise-*.json")), (1000, 1000, 900, 1100)):
+        rec = json.loads(path.read_text())
+        path.write_text(json.dumps({**rec, "tuned_parameters": n}))
+    names = sorted(p.stem for p in (f / "finetune").glob("precise-*.json"))
+    assert names[:2] == ["precise-key-s0-lr1e-03", "precise-key-s1-lr1e-03"]
+    assert T.tuned_line(f) == ("Tuned parameters per run: precise-key 1,000; precise-random 900–1,100 (-10.0 % to "
+                               "+10.0 % of precise-key's).")
