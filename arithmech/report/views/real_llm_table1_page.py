@@ -8,6 +8,7 @@ chosen runs — or a note where no arms run has finished.
 from __future__ import annotations
 
 from arithmech.claims import curves as CV
+from arithmech.claims import draws as DR
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import load
@@ -23,7 +24,8 @@ class Table1Section(PageBase):
 
     def table1(self) -> list:
         """Table 1 on a CPU: the arms run's frontier and verdicts (:func:`~arithmech.report.views.finetune_page.
-        frontier`), the leave-one-rate-out, common-rate and grid-point tables, full SFT's learning curve, the base
+        frontier`), the leave-one-rate-out and leave-one-seed's-draws-out checks, the common-rate and grid-point
+        tables, full SFT's learning curve, the base
         model against chance, the run's setup and progress, and each arm's chosen runs — or a note where no arms
         run has finished."""
         folder, out = self.folder, []
@@ -36,6 +38,8 @@ class Table1Section(PageBase):
                     "runs left out; an opposite verdict makes it inconclusive):"
                 ),
                 RC.loro_table(rows),
+                markdown(DR.seed_line(load(folder)) + " Each such verdict without each seed's draws:"),
+                DR.seed_table(load(folder)).drop(columns=["claim"]).style.hide(axis="index"),
                 markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
                 RC.common_rates(load(folder)).style.hide(axis="index"),
                 markdown(
