@@ -286,3 +286,24 @@ def detectable_table(
             "not known because": t.why,
         }
     )
+
+
+def uncorrected_line(c: F.Curves) -> str:
+    """What the Bonferroni level holds open: the undecided verdicts that each interval's own 95 % (N = 1, no
+    correction for the N intervals a rule reads) would decide, named with that verdict — so a reader sees how close
+    a row is, not a finding (the rules' level was fixed before the runs; :func:`arithmech.claims.curves.level`)."""
+    opened = []
+    for claim, comp, arms, v, fn, size in C.rules(c):
+        if C._gate(c, arms, claim) or C.WORD[fn(c, size(c))] != C.OPEN:
+            continue
+        loose = C.WORD[fn(c, 1)]
+        if loose != C.OPEN:
+            opened.append(f"{comp} ({v}): {loose}")
+    if not opened:
+        return "No undecided verdict would be decided at an uncorrected 95 % either."
+    return (
+        f"At each interval's own 95 % — no correction for the intervals a rule reads, a level the rules do not use — "
+        f"{len(opened)} undecided verdict{'s' if len(opened) != 1 else ''} would read: "
+        + "; ".join(opened)
+        + ". The rules' level keeps them open: not findings, a measure of how close they are."
+    )

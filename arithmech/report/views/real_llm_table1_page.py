@@ -38,6 +38,7 @@ class Table1Section(PageBase):
                     "runs left out; an opposite verdict makes it inconclusive):"
                 ),
                 RC.loro_table(rows),
+                markdown(RC.uncorrected_line(load(folder))),
                 markdown(DR.seed_line(load(folder)) + " Each such verdict without each seed's draws:"),
                 DR.seed_table(load(folder)).drop(columns=["claim"]).style.hide(axis="index"),
                 markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),

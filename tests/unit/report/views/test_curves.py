@@ -111,3 +111,28 @@ def test_the_detectable_table_shows_the_designs_runs_in_brackets(tmp_path):
     assert t.loc["precise-key − full", col].iloc[0] == f"{100 * hw:.1f} (5 vs 5)"
     assert t.loc["precise-key − precise-random", col] == "— (5 vs 10)"      # one run so far: spread unknown
     assert col not in R.detectable_table(c).columns
+
+
+def test_the_uncorrected_line_names_what_the_bonferroni_level_holds_open(tmp_path):
+    """Protects the account of what the rules' level keeps undecided (a hostile reading: the Bonferroni level is
+    what keeps several selection rows open, and the page did not say): the undecided rows that N = 1 would decide
+    are named with that verdict, each undecided at the rules' level; here full SFT's cost (rule 3, 3 runs a point,
+    5 points of general loss) holds at 95 % but not at the rule's 1 − 0.05/N; decided rows are never listed."""
+    arms = {"precise-key": {1e-3: J(0.56, 0.56, 0.0, sd=0.03)}, "precise-random": {1e-3: J(0.5, 0.5, 0.0, sd=0.03)},
+            "full": {1e-4: J(0.9, 0.9, -0.05)}}
+    c = F.load(write(tmp_path, arms))
+    line = R.uncorrected_line(c)
+    rows = C.verdict_rows(c)
+    keeps = rows[rows.claim.str.contains("keeps")]
+    assert (keeps["whole grid"] == C.OPEN).all() and line.count(": holds") == len(keeps) == 3
+    assert "3 undecided verdicts would read: full − base (a); full vs precise-key (b) (carry): holds;" in line
+    decided = rows[rows["whole grid"] != C.OPEN]
+    assert all(f"{r.comparison} ({r.measure})" not in line for r in decided.itertuples())
+
+
+def test_the_uncorrected_line_when_nothing_is_held_open(tmp_path):
+    """Protects the plain case: every rule that can be read is decided (the others not yet run, never listed): one
+    sentence saying so."""
+    arms = {"precise-key": {1e-3: J(0.8, 0.8, 0.0, n=5, sd=0.005)}, "precise-random": {1e-3: J(0.3, 0.3, 0.0, n=5, sd=0.005)}}
+    line = R.uncorrected_line(F.load(write(tmp_path, arms)))
+    assert line == "No undecided verdict would be decided at an uncorrected 95 % either."
