@@ -287,6 +287,27 @@ def thin(c: Curves, arms: tuple[str, ...]) -> str:
     return f"undecided parts (every point read has {MIN_RUNS} runs or more; intervals across the margin)"
 
 
+def whole_verdict(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int, claim: str = "") -> str:
+    """A rule's verdict over ``c``'s whole grid, its intervals at the level of ``n``: why it cannot be decided here
+    (:func:`_gate`: not testable, not yet run), else holds / does not hold / inconclusive — before the
+    leave-one-rate-out check (:func:`verdict_rows`' final verdict)."""
+    return _gate(c, arms, claim) or WORD[decide_(c, n)]
+
+
+def _would_decide(moved: list[tuple[str, float, str]]) -> str:
+    """For an undecided verdict: the points without which the whole grid would read *holds* or *does not hold* —
+    where it is close, not a finding (leaving a point out only removes evidence; a control's best point left out
+    favours the arm it is compared with)."""
+    decided = [(a, lr, w) for a, lr, w in moved if w in OPPOSITE]
+    if not decided:
+        return ""
+    return (
+        "; would read "
+        + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in decided)
+        + " (a point left out only removes evidence: not a finding)"
+    )
+
+
 def loro(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int) -> list[tuple[str, float, str]]:
     """``(arm, rate, verdict)`` with each grid point of ``arms`` left out in turn, decided at the whole grid's
     ``n`` (fourth version: leaving a point out takes information away and never narrows the other intervals)."""
@@ -294,7 +315,7 @@ def loro(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int) -> list[tup
     for a in arms:
         for p in grid(c, a):
             d = c.without(a, p.lr)
-            out.append((a, p.lr, _gate(d, arms) or WORD[decide_(d, n)]))
+            out.append((a, p.lr, whole_verdict(d, arms, decide_, n)))
     return out
 
 
@@ -322,12 +343,7 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
                 )
             )
             if whole in OPPOSITE
-            else thin(c, arms)
-            + (
-                "; decided without one point: " + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in moved)
-                if moved
-                else ""
-            )
+            else thin(c, arms) + _would_decide(moved)
         )
         rows.append(
             {

@@ -226,6 +226,32 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+def f_sf(f: float, d1: float, d2: float) -> float:
+    """P(F > ``f``) for Fisher's F with ``d1``, ``d2`` degrees of freedom: I_{d2/(d2 + d1 f)}(d2/2, d1/2)."""
+    if f <= 0:
+        return 1.0
+    return _betai(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+
+
+def one_way_f(groups: Sequence[Sequence[float]]) -> tuple[float, int, int, float]:
+    """``(F, d1, d2, p)``: one-way analysis of variance of ``groups`` (k groups, N values in all): the spread between
+    group means over the spread within groups, F = [SS_between/(k − 1)] / [SS_within/(N − k)], and its p-value
+    (:func:`f_sf`). Needs two groups or more and more values than groups; within-group spread of zero gives F = inf
+    (p = 0) where the means differ, else F = 0."""
+    gs = [list(g) for g in groups if len(g)]
+    k, n = len(gs), sum(len(g) for g in gs)
+    if k < 2 or n <= k:
+        raise ValueError(f"one_way_f needs two groups or more and more values than groups, got {k} and {n}")
+    grand = sum(sum(g) for g in gs) / n
+    between = sum(len(g) * (sum(g) / len(g) - grand) ** 2 for g in gs)
+    within = sum((x - sum(g) / len(g)) ** 2 for g in gs for x in g)
+    d1, d2 = k - 1, n - k
+    if within == 0:
+        return (math.inf, d1, d2, 0.0) if between > 0 else (0.0, d1, d2, 1.0)
+    f = (between / d1) / (within / d2)
+    return f, d1, d2, f_sf(f, d1, d2)
+
+
 @functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on :func:`t_cdf`; to 1e-10)."""

@@ -130,8 +130,9 @@ def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
 
 def test_an_undecided_verdict_names_the_point_that_holds_it_open(tmp_path):
     """Protects the note of an undecided verdict whose points all have 3 runs (a reader saw "undecided parts" and
-    no reason): it says every point read has its runs, and names the point without which the verdict would be
-    decided — here precise-random's 3e-3, three runs at 90, 10 and 50 %, whose interval spans the key arm's 80 %."""
+    no reason): it says every point read has its runs, and names the point without which the whole grid would be
+    decided, as no finding — here precise-random's 3e-3, three runs at 90, 10 and 50 %, whose interval spans the key
+    arm's 80 %."""
     arms = {"precise-key": {1e-3: J(0.8, 0.8, 0.0), 3e-3: J(0.78, 0.78, 0.0)},
             "precise-random": {1e-3: J(0.5, 0.5, 0.0), 3e-3: [(0.9, 0.9, 0.0), (0.1, 0.1, 0.0), (0.5, 0.5, 0.0)]},
             "full": {1e-4: J(0.9, 0.9, -0.05)}}
@@ -139,7 +140,19 @@ def test_an_undecided_verdict_names_the_point_that_holds_it_open(tmp_path):
     r = _row(C.verdicts(f), "the selection matters", "precise-key − precise-random")
     assert r["whole grid"] == r["verdict"] == C.OPEN
     assert r["leave-one-rate-out"] == ("undecided parts (every point read has 3 runs or more; intervals across the "
-                                       "margin); decided without one point: holds without precise-random 3e-03")
+                                       "margin); would read holds without precise-random 3e-03 (a point left out "
+                                       "only removes evidence: not a finding)")
+
+
+def test_an_undecided_verdicts_note_never_lists_a_gate(tmp_path):
+    """Protects the same note where leaving a point out leaves an arm without points: "not yet run" is not a
+    verdict the grid would read, so it is not named (the reviewer's case: a one-point arm)."""
+    rnd = [(0.9, 0.9, 0.0), (0.1, 0.1, 0.0), (0.5, 0.5, 0.0)]
+    arms = {"precise-key": {1e-3: J(0.6, 0.6, 0.0)}, "precise-random": {1e-3: rnd, 3e-3: rnd},
+            "full": {1e-4: J(0.9, 0.9, -0.05)}}
+    r = _row(C.verdicts(write(tmp_path, arms)), "the selection matters", "precise-key − precise-random")
+    assert any(w.startswith(C.NOT_RUN) for _, _, w in r["loro"]) and r["whole grid"] == C.OPEN
+    assert r["leave-one-rate-out"] == "undecided parts (every point read has 3 runs or more; intervals across the margin)"
 
 
 def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):

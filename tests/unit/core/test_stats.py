@@ -390,3 +390,18 @@ def test_sample_variance_is_the_unbiased_variance():
     for xs in ([1.0, 2.0], [0.1, 0.4, 0.35, 0.9], [3.0] * 5 + [4.0]):
         assert sample_variance(xs) == pytest.approx(statistics.variance(xs), rel=1e-12)
     assert sample_variance([1.0, 3.0]) == 2.0 and statistics.pvariance([1.0, 3.0]) == 1.0
+
+
+def test_the_f_tail_and_one_way_anova_against_closed_forms():
+    """Protects the seed check's statistics (``claims.draws``): with d1 = 2 the F tail has the closed form
+    (1 + 2f/d2)^(−d2/2), and for d1 = 1 F is t²; the one-way F of three groups (1, 2, 3), (2, 3, 4), (5, 6, 7) worked
+    by hand: group means 2, 3, 6, SS_between 26 on 2 df, SS_within 6 on 6 df, F = 13."""
+    from arithmech.core.stats import f_sf, one_way_f, t_cdf
+    for f, d2 in ((0.5, 3), (3.25, 6), (10.0, 27)):
+        assert f_sf(f, 2, d2) == pytest.approx((1 + 2 * f / d2) ** (-d2 / 2), rel=1e-9)
+    assert f_sf(4.0, 1, 8) == pytest.approx(2 * (1 - t_cdf(2.0, 8)), rel=1e-9)
+    f, d1, d2, p = one_way_f([[1, 2, 3], [2, 3, 4], [5, 6, 7]])
+    assert (f, d1, d2) == (pytest.approx(13.0), 2, 6) and p == pytest.approx((1 + 26 / 6) ** -3, rel=1e-9)
+    assert one_way_f([[1, 1], [1, 1]])[0] == 0.0 and one_way_f([[1, 1], [2, 2]])[3] == 0.0
+    with pytest.raises(ValueError, match="two groups"):
+        one_way_f([[1, 2, 3]])
