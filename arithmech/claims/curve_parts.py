@@ -87,9 +87,12 @@ def top_label(c: Curves, t: Point, v: str) -> str:
     validation accuracy against the runner-up's), so a reader sees how close the pick was: the top decides
     nothing (the rules read every point), but a near tie says the shown difference could have been another."""
     rest = sorted((p for p in live(c, t.arm) if p is not t), key=lambda p: picked_on(p, v), reverse=True)
-    what = "validation" if t.val_math else "test"
-    vs = f" over {rest[0].lr:.0e}'s {picked_on(rest[0], v):.1%}" if rest else ""
-    return f"{t.arm} {t.lr:.0e} ({t.n} runs; top on {what} {picked_on(t, v):.1%}{vs})"
+    # validation accuracy, or (no validation score) the test gain over base: the runner-up only where it is the same
+    val = bool(t.val_math)
+    fmt = (lambda x: f"{x:.1%}") if val else (lambda x: f"{100 * x:+.1f} points")
+    vs = f" over {rest[0].lr:.0e}'s {fmt(picked_on(rest[0], v))}" if rest and bool(rest[0].val_math) == val else ""
+    what = "validation" if val else "test gain"
+    return f"{t.arm} {t.lr:.0e} ({t.n} runs; top on {what} {fmt(picked_on(t, v))}{vs})"
 
 
 def shots_ref(c: Curves, v: str) -> list[float]:

@@ -289,21 +289,22 @@ def detectable_table(
 
 
 def uncorrected_line(c: F.Curves) -> str:
-    """What the Bonferroni level holds open: the undecided verdicts that each interval's own 95 % (N = 1, no
-    correction for the N intervals a rule reads) would decide, named with that verdict — so a reader sees how close
-    a row is, not a finding (the rules' level was fixed before the runs; :func:`arithmech.claims.curves.level`)."""
+    """What the Bonferroni level holds open: the verdicts undecided over the whole grid that each interval's own 95 %
+    (N = 1, no correction for the N intervals a rule reads) would decide there, named with what the whole grid would
+    read (before any leave-one-rate-out check) — how close a row is, not a finding: the rules read their intervals
+    at :func:`arithmech.claims.curves.level` of N."""
     opened = []
     for claim, comp, arms, v, fn, size in C.rules(c):
-        if C._gate(c, arms, claim) or C.WORD[fn(c, size(c))] != C.OPEN:
+        if C.whole_verdict(c, arms, fn, size(c), claim) != C.OPEN:
             continue
-        loose = C.WORD[fn(c, 1)]
-        if loose != C.OPEN:
+        loose = C.whole_verdict(c, arms, fn, 1, claim)
+        if loose in C.OPPOSITE:
             opened.append(f"{comp} ({v}): {loose}")
     if not opened:
         return "No undecided verdict would be decided at an uncorrected 95 % either."
     return (
         f"At each interval's own 95 % — no correction for the intervals a rule reads, a level the rules do not use — "
-        f"{len(opened)} undecided verdict{'s' if len(opened) != 1 else ''} would read: "
+        f"the whole grid would read {len(opened)} undecided verdict{'s' if len(opened) != 1 else ''} as: "
         + "; ".join(opened)
         + ". The rules' level keeps them open: not findings, a measure of how close they are."
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from arithmech.claims import curve_parts as CP
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import MIN_RUNS, SCOPE, load, variant_items
@@ -37,6 +38,21 @@ def has_base(folder: str | Path) -> bool:
     return records.finetune_path(folder, "base").exists()
 
 
+def _draws_run(p: dict, arm: str) -> list[int]:
+    """The draws of a random ``arm`` run at every rate the plan gives draws (not only at some), in order."""
+    a = p["arms"].get(arm) or {}
+    rates = (p.get("replicated") or {}).get("precise", a.get("grid") or [])
+    at = [{r.get("draw", 0) for r in a.get("grid_rows") or [] if r["lr"] == lr} for lr in rates]
+    return sorted(set.intersection(*at)) if at else []
+
+
+def _span(xs: list[int]) -> str:
+    """``0–8`` for consecutive numbers, else the list (``0, 1, 3``)."""
+    if len(xs) > 1 and xs == list(range(xs[0], xs[-1] + 1)):
+        return f"{xs[0]}–{xs[-1]}"
+    return ", ".join(map(str, xs))
+
+
 def setup_line(folder: str | Path) -> str:
     """One paragraph: the tuned heads (and how they were chosen), the random draws and how closely their layers
     match, the step budget and where it came from, the seeds, and what the run cost (and on what)."""
@@ -56,11 +72,13 @@ def setup_line(folder: str | Path) -> str:
     )
     # the draws listed are precise-random's (``random_draws``): its own runs say how far they are, not random-any's;
     # a draw counts as run where it is run at every rate the plan gives draws (not only at some)
-    arm = p["arms"].get("precise-random") or {}
-    rates = (p.get("replicated") or {}).get("precise", arm.get("grid") or [])
-    at = [{r.get("draw", 0) for r in arm.get("grid_rows") or [] if r["lr"] == lr} for lr in rates]
-    run = sorted(set.intersection(*at)) if at else []
-    ran = f", draws {run[0]}–{run[-1]} run at every rate so far" if run and len(run) < len(offsets) else ""
+    pr, pa = (_draws_run(p, a) for a in ("precise-random", "precise-random-any"))
+    short = [
+        f"{name}{_span(d)}"
+        for name, d in (("draws ", pr), ("precise-random-any's ", pa))
+        if d and len(d) < len(offsets) and (name == "draws " or d != pr)
+    ]
+    ran = f", {' and '.join(short)} run at every rate so far" if short else ""
     cost = p.get("cost") or {}
     trained = sum(len(a.get("grid_rows") or []) for a in p["arms"].values())
     made = [f"{trained} fine-tuning runs", "base"]
@@ -161,40 +179,52 @@ def grid_frame(folder: str | Path) -> pd.DataFrame:
 def scope_line(folder: str | Path) -> str:
     """The gate every math rule passes through (:func:`arithmech.claims.frontier.scope`: full SFT's best validation
     math accuracy over its grid and learning curve at least :data:`~arithmech.claims.frontier.SCOPE`), as counted
-    items with their Wilson 95 % interval, where it was reached, how many items fewer would fail it, and beside it
-    full SFT's best grid point on the test items (other phrasings and operand pairs) — a gate a point estimate
-    decides can be passed narrowly, and the page says by how much."""
+    items with their Wilson 95 % interval, where it was reached, how many of the scores it reads pass, how many items
+    fewer would fail the best, and beside it full SFT's frontier top (picked on validation) on the test items — a
+    gate a point estimate decides can be passed narrowly, and the page says by how much."""
     p = V.plan(folder)
     n = p["sizes"]["carry_val"]
-    grid = [(r["val_math"], f"full SFT at {r['lr']:.0e}, seed {r['seed']}") for r in p["arms"]["full"]["grid_rows"]]
+    grid = [
+        (r["val_math"], n, f"full SFT at {r['lr']:.0e}, seed {r['seed']}")
+        for r in p["arms"]["full"]["grid_rows"]
+        if r.get("val_math") is not None
+    ]
     seen = list(grid)
     if results.exists(folder, "finetune/curve.json"):
         cv = results.read(folder, "finetune/curve.json")
-        if cv["sizes"]["carry_val"] == n:
-            seen += [
-                (q["val_math"], f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})") for q in cv["points"]
-            ]
-    best, where = max(seen, key=lambda x: x[0])
-    k, need = round(best * n), math.ceil(SCOPE * n)
-    lo, hi = wilson_interval(k, n)
+        m = cv["sizes"]["carry_val"]
+        seen += [
+            (q["val_math"], m, f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})")
+            for q in cv["points"]
+            if q.get("val_math") is not None
+        ]
+    if not seen:
+        return "**Scope gate**: no validation math score recorded: the rules are read as testable (nothing gates them)."
+    best, m, where = max(seen, key=lambda x: x[0])
+    k, need = round(best * m), math.ceil(SCOPE * m)
+    lo, hi = wilson_interval(k, m)
+    passing = sum(v >= SCOPE for v, _, _ in seen)
+    if k < need:
+        margin = f"fails: {need - k} more item{'s' if need - k != 1 else ''} would pass it"
+    elif passing == 1:
+        margin = (
+            f"passes on this one score alone: {k - need + 1} item{'s' if k - need + 1 != 1 else ''} fewer would fail it"
+        )
+    else:
+        margin = f"passes: {passing} of the {len(seen)} scores it reads reach it"
     c = load(folder)
-    base = c.base["results"][c.math]["value"]
-    test = max((q for q in c.points["full"] if q.decides), key=lambda q: q.mean(c.math), default=None)
-    verdict = "passes" if k >= need else "fails"
-    margin = (
-        f"{k - need + 1} item{'s' if k - need + 1 != 1 else ''} fewer would fail it"
-        if k >= need
-        else f"{need - k} more would pass it"
-    )
+    test = CP.top(c, "full", c.math)
+    base = c.base["results"][c.math]
     return (
-        f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*): best validation "
-        f"math accuracy {k}/{n} = {best:.1%} [{lo:.1%}, {hi:.1%}], reached by {where} (over full SFT's grid runs: "
-        f"{max(v for v, _ in grid):.1%}); the gate, ≥ {SCOPE:.0%} on the point estimate, fixed before the runs, "
-        f"{verdict}: {margin}."
+        f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*; ≥ {SCOPE:.0%} on the "
+        f"point estimate): best validation math accuracy {k}/{m} = {best:.1%} [{lo:.1%}, {hi:.1%}], reached by "
+        f"{where}; over full SFT's grid runs the best is "
+        + (f"{max(v for v, _, _ in grid):.1%}" if grid else "—")
+        + f". The gate {margin}."
         + (
-            f" On the test items full SFT's best point ({test.lr:.0e}, {test.n} runs) scores "
-            f"{base + test.mean(c.math):.1%} (base {base:.1%}; n = {len(c.base['results'][c.math]['items'])} items): "
-            "the validation phrasings are harder than the test's."
+            f" Full SFT's frontier top ({test.lr:.0e}, {test.n} runs, picked on validation) scores "
+            f"{base['value'] + test.mean(c.math):.1%} on the test items (base {base['value']:.1%}; "
+            f"n = {len(base['items'])} items, other phrasings and operand pairs)."
             if test
             else ""
         )

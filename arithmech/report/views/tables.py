@@ -190,11 +190,13 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
 def _ci(runs: list[list[float]]) -> str:
     """A 95 % interval in points of a mean over runs scored on the same items (``runs``: runs × items): crossed over
     runs and items (:func:`arithmech.core.stats.crossed_interval`, what the rules read) from two runs, Wilson over
-    the items of a single run."""
+    the 0/1 items of a single run, none ("—") for a single run of another measure."""
     if len(runs) >= 2:
         _, lo, hi = crossed_interval(runs)
-    else:
+    elif runs and all(x in (0, 1) for x in runs[0]):
         lo, hi = wilson_interval(sum(runs[0]), len(runs[0]))
+    else:
+        return "—"  # one run of a measure that is not 0/1 per item (a loss): no interval from one run
     return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
 
 

@@ -16,3 +16,16 @@ def test_the_top_label_says_how_close_the_pick_was(tmp_path):
     t = CP.top(c, "precise-key", "carry")
     assert t.lr == 3e-3 and CP.picked_on(t, "carry") == 0.6
     assert CP.top_label(c, t, "carry") == "precise-key 3e-03 (3 runs; top on validation 60.0% over 1e-03's 55.0%)"
+
+
+def test_the_top_label_without_validation_scores_names_the_test_gain(tmp_path):
+    """Protects the label's units: where no validation score was recorded the top is picked on the test gain over
+    base, and the label says so in points (not as an accuracy)."""
+    arms = {"precise-key": {1e-3: [(0.55, 0.55, 0.0)] * 3, 3e-3: [(0.6, 0.6, 0.0)] * 3}}
+    c = load(write(tmp_path, arms))
+    for p in c.points["precise-key"]:
+        p.val_math = []
+    t = CP.top(c, "precise-key", "carry")
+    gain, other = t.mean("carry"), c.points["precise-key"][0].mean("carry")
+    assert CP.top_label(c, t, "carry") == (f"precise-key 3e-03 (3 runs; top on test gain {100 * gain:+.1f} points over "
+                                           f"1e-03's {100 * other:+.1f} points)")

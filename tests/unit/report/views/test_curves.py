@@ -48,6 +48,9 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
         ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None else ""   # none from one run
         assert r.rate == f"{top.lr:.0e}" and r["math gain"] == f"{100 * m:+.1f}{ci}"
     assert beside["math gain"].str.contains("[", regex=False).any()
+    # by hand: validation = mean of addition and subtraction, so full's 3e-4 (92.5 %) over 1e-4 (90 %), key's 3e-3
+    # (65 %) over 1e-3 (55 %), random's one-run 3e-3 (52.5 %) over 1e-3 (50 %)
+    assert dict(zip(beside.arm[2:], beside.rate[2:])) == {"full": "3e-04", "precise-key": "3e-03", "precise-random": "3e-03"}
     loro = R.loro_table(rows)
     assert list(loro.columns) == ["whole grid", "points left out", "another verdict"] and (loro["points left out"] > 0).all()
     tables = R.points_tables(f)
@@ -125,7 +128,7 @@ def test_the_uncorrected_line_names_what_the_bonferroni_level_holds_open(tmp_pat
     rows = C.verdict_rows(c)
     keeps = rows[rows.claim.str.contains("keeps")]
     assert (keeps["whole grid"] == C.OPEN).all() and line.count(": holds") == len(keeps) == 3
-    assert "3 undecided verdicts would read: full − base (a); full vs precise-key (b) (carry): holds;" in line
+    assert "the whole grid would read 3 undecided verdicts as: full − base (a); full vs precise-key (b) (carry): holds;" in line
     decided = rows[rows["whole grid"] != C.OPEN]
     assert all(f"{r.comparison} ({r.measure})" not in line for r in decided.itertuples())
 

@@ -97,7 +97,7 @@ def test_the_setup_line_names_what_its_cost_covers_and_the_frontier_seeds(tmp_pa
                        arms={"full": {"grid": [1e-4], "grid_rows": rows}, "precise-random": {"grid": [1e-3], "grid_rows": rnd},
                              "precise-random-any": {"grid": [1e-3], "grid_rows": anyl}},
                        cost={"total_s": 600.0, "runs": 10, "curve_s": 30.0})
-    assert "4 draws planned, draws 0–1 run at every rate so far:" in line
+    assert "4 draws planned, draws 0–1 and precise-random-any's 0–2 run at every rate so far:" in line  # each arm's own
     assert "seeds 0, 1, 2 at every rate but the cut ends (below) and up to 5 at each arm's frontier rates" in line
     assert "10 minutes of compute (8 fine-tuning runs, base, base-shots, the learning curve) on this machine." in line
 
@@ -126,34 +126,49 @@ def test_the_progress_line_of_a_complete_design_estimates_nothing_more(tmp_path)
                     "they need; 2.0 hours of this machine (wall clock of each run).")
 
 
-def _scoped(tmp_path, curve_best=None):
+def _scoped(tmp_path, *curve):
+    """A full-SFT grid at 90, 80 and 86 of 200 validation items (45, 40, 43 %), and a learning curve whose points
+    after step 0 score ``curve``."""
     from tests.unit.claims.synthetic import write
+    tmp_path.mkdir(parents=True, exist_ok=True)
     f = write(tmp_path, {"full": {1e-4: [(0.45, 0.45, 0.0), (0.40, 0.40, 0.0), (0.43, 0.43, 0.0)]}})
     plan = json.loads((f / "finetune" / "table1.json").read_text())
     (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "sizes": {"carry_val": 200}}))
-    if curve_best is not None:
-        curve = {"lr": 1e-4, "knee": 240, "rule": "the knee", "sizes": {"carry_val": 200}, "points": [{"step": 0, "val_math": 0.0},
-                                                                      {"step": 240, "val_math": curve_best}]}
-        (f / "finetune" / "curve.json").write_text(json.dumps(curve))
+    if curve:
+        points = [{"step": 0, "val_math": 0.0}] + [{"step": 240 * (i + 1), "val_math": v} for i, v in enumerate(curve)]
+        cv = {"lr": 1e-4, "knee": 240, "rule": "the knee", "sizes": {"carry_val": 200}, "points": points}
+        (f / "finetune" / "curve.json").write_text(json.dumps(cv))
     return T.scope_line(f)
 
 
 def test_the_scope_line_says_by_how_many_items_the_gate_passes(tmp_path):
     """Protects the account of the gate every math rule passes through (a hostile reading: SmolLM2 passes it by a
     whisker, 101 of 200 validation items on its learning curve, and the page did not say): the count, its Wilson
-    interval, where it was reached, the grid's own best, how many items fewer would fail it (100 of 200 still
-    passes: 2), and full SFT's best point on the test items."""
-    line = _scoped(tmp_path, curve_best=0.505)
+    interval, where it was reached, the grid's own best, how many items fewer would fail it when it is the one score
+    that passes (100 of 200 still passes: 2), and full SFT's frontier top on the test items."""
+    line = _scoped(tmp_path, 0.505)
     lo, hi = wilson_interval(101, 200)
     assert f"best validation math accuracy 101/200 = 50.5% [{lo:.1%}, {hi:.1%}], reached by the learning curve at " \
-           "step 240 (rate 1e-04) (over full SFT's grid runs: 45.0%)" in line
-    assert "passes: 2 items fewer would fail it." in line
-    assert "full SFT's best point (1e-04, 3 runs) scores 42.7% (base 0.0%; n = 400 items)" in line
+           "step 240 (rate 1e-04); over full SFT's grid runs the best is 45.0%." in line
+    assert "The gate passes on this one score alone: 2 items fewer would fail it." in line
+    assert "Full SFT's frontier top (1e-04, 3 runs, picked on validation) scores 42.7% on the test items (base 0.0%; " \
+           "n = 400 items" in line
+
+
+def test_the_scope_line_at_the_boundary_and_with_several_scores_passing(tmp_path):
+    """Protects the margin's edges: exactly 100 of 200 passes (≥ 50 %) and one item fewer fails it; where several
+    scores pass (two curve points of the 3 grid runs and 3 curve points), the line counts them instead of a margin
+    one score's items cannot give."""
+    assert "The gate passes on this one score alone: 1 item fewer would fail it." in _scoped(tmp_path / "a", 0.5)
+    several = _scoped(tmp_path / "b", 0.55, 0.6)
+    assert "The gate passes: 2 of the 6 scores it reads reach it." in several
+    assert "best validation math accuracy 120/200 = 60.0%" in several
 
 
 def test_the_scope_line_of_a_gate_that_fails(tmp_path):
     """Protects the other side: without the curve the grid's best, 90 of 200, fails the gate by 10 items."""
-    assert "best validation math accuracy 90/200 = 45.0%" in _scoped(tmp_path) and "fails: 10 more would pass it." in _scoped(tmp_path)
+    line = _scoped(tmp_path)
+    assert "best validation math accuracy 90/200 = 45.0%" in line and "The gate fails: 10 more items would pass it." in line
 
 
 def test_the_shots_line_shows_the_format_controls_own_score_and_its_examples(tmp_path):
@@ -192,3 +207,15 @@ def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp
     assert names[:2] == ["precise-key-s0-lr1e-03", "precise-key-s1-lr1e-03"]
     assert T.tuned_line(f) == ("Tuned parameters per run: precise-key 1,000; precise-random 900–1,100 (-10.0 % to "
                                "+10.0 % of precise-key's).")
+
+
+def test_the_setup_line_lists_draws_with_a_gap_and_a_random_any_arm_behind(tmp_path):
+    """Protects the draws clause's two remaining cases (a review's find): draws run with a gap are listed, not
+    spanned; random-any behind a complete precise-random still says how far it is."""
+    assert (T._span([0, 1, 3]), T._span([0, 1, 2]), T._span([4])) == ("0, 1, 3", "0–2", "4")
+    rnd = [_row("precise-random", 1e-3, 0, d) for d in (0, 1, 2, 3)]
+    anyl = [_row("precise-random-any", 1e-3, 0, d) for d in (0, 2)]
+    line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]] * 4, seeds=[0], replicated={"full": [], "precise": [1e-3]},
+                       arms={"precise-random": {"grid": [1e-3], "grid_rows": rnd},
+                             "precise-random-any": {"grid": [1e-3], "grid_rows": anyl}})
+    assert "4 draws planned, precise-random-any's 0, 2 run at every rate so far:" in line
