@@ -1,18 +1,25 @@
 """The parts Table 1's curve rules (:mod:`arithmech.claims.curves`) are made of: three-valued logic (true, false,
-undecided) and Kleene's *some*, *every* and *both*; one comparison decided on an interval; and the intervals of grid
-points — a point's change from base (or from base-shots, item by item) and two points' difference, each crossed over
-runs and the shared test items (:func:`arithmech.core.stats.crossed_interval`) at a rule's Bonferroni level;
-and each arm's frontier top, the point the verdict table's headline and :mod:`arithmech.claims.detectable` compare."""
+undecided), the words the tables say it in, and Kleene's *some*, *every* and *both*; one comparison decided on an
+interval; the intervals of grid points — a point's change from base (or from base-shots, item by item) and two
+points' difference, each crossed over runs and the shared test items (:func:`arithmech.core.stats.crossed_interval`)
+at a rule's Bonferroni level; each arm's frontier top, the point the verdict table's headline and
+:mod:`arithmech.claims.detectable` compare; and the notes an undecided verdict carries (:func:`thin`,
+:func:`would_decide`)."""
 
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from arithmech.claims.frontier import Curves, Point, variant_items
+from arithmech.claims.frontier import MIN_RUNS, Curves, Point, variant_items
 from arithmech.core.stats import crossed_interval
 
-
 # ------------------------------------------------------------------------- three-valued logic
+HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
+WORD = {True: HOLDS, False: NOT, None: OPEN}
+"""A three-valued part or rule as the tables say it."""
+OPPOSITE = {HOLDS: NOT, NOT: HOLDS}
+
+
 def some(xs: Iterable[bool | None]) -> bool | None:
     xs = list(xs)
     return True if any(x is True for x in xs) else (False if xs and all(x is False for x in xs) else None)
@@ -100,3 +107,26 @@ def shots_ref(c: Curves, v: str) -> list[float]:
     without the arithmetic), the reference "learns more than the answer format" subtracts item by item."""
     assert c.shots is not None, "base-shots needs the base-shots run"
     return [s - b for s, b in zip(variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v))]
+
+
+# ------------------------------------------------------------------------- notes of an undecided verdict
+def thin(c: Curves, arms: tuple[str, ...]) -> str:
+    """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict."""
+    few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
+    if few:
+        return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}"
+    return f"undecided parts (every point read has {MIN_RUNS} runs or more; intervals across the margin)"
+
+
+def would_decide(moved: list[tuple[str, float, str]]) -> str:
+    """For an undecided verdict: the points without which the whole grid would read *holds* or *does not hold* —
+    where it is close, not a finding (leaving a point out only removes evidence; a control's best point left out
+    favours the arm it is compared with)."""
+    decided = [(a, lr, w) for a, lr, w in moved if w in OPPOSITE]
+    if not decided:
+        return ""
+    return (
+        "; would read "
+        + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in decided)
+        + " (a point left out only removes evidence: not a finding)"
+    )

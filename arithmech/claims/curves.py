@@ -87,7 +87,14 @@ from typing import Callable
 
 import pandas as pd
 
+from arithmech.claims.curve_parts import HOLDS as HOLDS  # the verdict words, re-exported: pages read C.HOLDS
+from arithmech.claims.curve_parts import NOT as NOT
 from arithmech.claims.curve_parts import (
+    NOT_RUN,
+    OPEN,
+    OPPOSITE,
+    UNTESTABLE,
+    WORD,
     both,
     decide,
     diff,
@@ -98,15 +105,16 @@ from arithmech.claims.curve_parts import (
     live,
     shots_ref,
     some,
+    thin,
     top,
     top_label,
+    would_decide,
 )
 from arithmech.claims.frontier import MIN_RUNS, Curves, Point, load, run_interval
 from arithmech.core.stats import crossed_interval
 
 MARGIN = 0.05
 RANDOM = ("precise-random", "precise-random-any")
-HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
 SHOTS = "precise SFT learns more than the answer format"  # rule 1 against base-shots
 
 
@@ -254,10 +262,6 @@ def rules(c: Curves) -> list[tuple[str, str, tuple[str, ...], str, Decider, Call
     ]
 
 
-WORD = {True: HOLDS, False: NOT, None: OPEN}
-OPPOSITE = {HOLDS: NOT, NOT: HOLDS}
-
-
 def has_shots(c: Curves) -> bool:
     """Whether base-shots (base with K solved examples) was recorded on the math items: its rule reads it."""
     return c.shots is not None and c.math in c.shots["results"]
@@ -279,33 +283,11 @@ def _gate(c: Curves, arms: tuple[str, ...], claim: str = "") -> str | None:
     return None
 
 
-def thin(c: Curves, arms: tuple[str, ...]) -> str:
-    """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict."""
-    few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
-    if few:
-        return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}"
-    return f"undecided parts (every point read has {MIN_RUNS} runs or more; intervals across the margin)"
-
-
 def whole_verdict(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int, claim: str = "") -> str:
     """A rule's verdict over ``c``'s whole grid, its intervals at the level of ``n``: why it cannot be decided here
     (:func:`_gate`: not testable, not yet run), else holds / does not hold / inconclusive — before the
     leave-one-rate-out check (:func:`verdict_rows`' final verdict)."""
     return _gate(c, arms, claim) or WORD[decide_(c, n)]
-
-
-def _would_decide(moved: list[tuple[str, float, str]]) -> str:
-    """For an undecided verdict: the points without which the whole grid would read *holds* or *does not hold* —
-    where it is close, not a finding (leaving a point out only removes evidence; a control's best point left out
-    favours the arm it is compared with)."""
-    decided = [(a, lr, w) for a, lr, w in moved if w in OPPOSITE]
-    if not decided:
-        return ""
-    return (
-        "; would read "
-        + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in decided)
-        + " (a point left out only removes evidence: not a finding)"
-    )
 
 
 def loro(c: Curves, arms: tuple[str, ...], decide_: Decider, n: int) -> list[tuple[str, float, str]]:
@@ -343,7 +325,7 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
                 )
             )
             if whole in OPPOSITE
-            else thin(c, arms) + _would_decide(moved)
+            else thin(c, arms) + would_decide(moved)
         )
         rows.append(
             {

@@ -29,6 +29,7 @@ from arithmech.core.results import model_folder
 from arithmech.evals.suites import get_suite
 from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
+from arithmech.report.views import table1_controls as T1C
 from arithmech.report.views import tables, tradeoff
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps import table1 as A
@@ -169,16 +170,17 @@ class Page:
         return out
 
     def smol_run(self) -> list:
-        """SmolLM2's learning curve, the scope gate and the format control (:func:`arithmech.report.views.table1.
-        scope_line`, :func:`~arithmech.report.views.table1.shots_line`), its base model against chance, the run's
-        setup with each arm's tuned parameters, progress, grid and arms."""
+        """SmolLM2's learning curve, the scope gate and the format control
+        (:func:`~arithmech.report.views.table1_controls.scope_line`,
+        :func:`~arithmech.report.views.table1_controls.shots_line`), its base model against chance, the run's setup
+        with each arm's tuned parameters, progress, grid and arms."""
         smol, out = self.smol, []
         if T1.has_run(smol) or results.exists(smol, "finetune/curve.json"):
             chart = T1.curve_chart(smol)
             out += [chart] if chart is not None else []
         if T1.has_run(smol):
-            shots = T1.shots_line(smol)
-            out += [markdown(T1.scope_line(smol))] + ([markdown(shots)] if shots else [])
+            shots = T1C.shots_line(smol)
+            out += [markdown(T1C.scope_line(smol))] + ([markdown(shots)] if shots else [])
         if T1.has_base(smol):
             out += [
                 markdown(
@@ -188,7 +190,7 @@ class Page:
             ]
         if T1.has_run(smol):
             out += [
-                markdown(T1.setup_line(smol) + " " + T1.tuned_line(smol)),
+                markdown(T1.setup_line(smol) + " " + T1C.tuned_line(smol)),
                 markdown(T1.progress_line(smol)),
                 T1.grid_frame(smol),
                 T1.arm_frame(smol),

@@ -15,6 +15,7 @@ from arithmech.claims.frontier import load
 from arithmech.core.results import folder_name
 from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
+from arithmech.report.views import table1_controls as T1C
 from arithmech.report.views.finetune_page import frontier, markdown
 from arithmech.report.views.real_llm_base import PageBase
 
@@ -65,8 +66,8 @@ class Table1Section(PageBase):
             ]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []
-        out += [markdown(T1.scope_line(folder))] if T1.has_run(folder) else []
-        shots = T1.shots_line(folder) if T1.has_run(folder) else None
+        out += [markdown(T1C.scope_line(folder))] if T1.has_run(folder) else []
+        shots = T1C.shots_line(folder) if T1.has_run(folder) else None
         out += [markdown(shots)] if shots else []
         if not T1.has_run(folder):
             out.append(
@@ -80,7 +81,7 @@ class Table1Section(PageBase):
             out.append(T1.base_vs_chance(folder))
         if T1.has_run(folder):
             out += [
-                markdown(T1.setup_line(folder) + " " + T1.tuned_line(folder)),
+                markdown(T1.setup_line(folder) + " " + T1C.tuned_line(folder)),
                 markdown(T1.progress_line(folder)),
                 T1.arm_frame(folder),
                 markdown(

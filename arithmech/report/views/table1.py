@@ -7,20 +7,16 @@ text; nothing here trains or scores a model.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 
-from arithmech.claims import curve_parts as CP
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
-from arithmech.claims.frontier import MIN_RUNS, SCOPE, load, variant_items
+from arithmech.claims.frontier import MIN_RUNS
 from arithmech.core import records, results
 from arithmech.core.names import components
-from arithmech.core.stats import wilson_interval
-from arithmech.data.splits import carry_items
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.steps.table1_curve import KNEE as KNEE_SHARE
@@ -99,26 +95,6 @@ def setup_line(folder: str | Path) -> str:
     )
 
 
-def tuned_line(folder: str | Path) -> str:
-    """The parameters each precise arm's runs tune (the records' ``tuned_parameters``: the tuned heads' Q/K/V/O
-    slices, and the key/value groups they read), each random arm's range over its draws against precise-key's — a
-    random control that tunes fewer or more parameters is not matched in size, and the page says by how much."""
-    p = V.plan(folder)
-    per = {
-        arm: sorted({records.read_tag(folder, r["tag"])["tuned_parameters"] for r in a["grid_rows"]})
-        for arm, a in p["arms"].items()
-        if arm != "full" and a.get("grid_rows")
-    }
-    key = per.get("precise-key")
-    span = lambda v: f"{v[0]:,}" if len(v) == 1 else f"{v[0]:,}–{v[-1]:,}"
-    rel = lambda v: (
-        f" ({100 * (v[0] / key[0] - 1):+.1f} % to {100 * (v[-1] / key[0] - 1):+.1f} % of precise-key's)"
-        if key and len(key) == 1 and v != key
-        else ""
-    )
-    return "Tuned parameters per run: " + "; ".join(f"{a} {span(v)}{rel(v)}" for a, v in per.items()) + "."
-
-
 def progress_line(folder: str | Path) -> str:
     """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far
     and the rest estimated at each arm's mean cost per run. A point's planned runs are what the design gives its rate
@@ -173,87 +149,6 @@ def grid_frame(folder: str | Path) -> pd.DataFrame:
             for arm, a in p["arms"].items()
             for r in first(a.get("grid_rows") or [])
         ]
-    )
-
-
-def scope_line(folder: str | Path) -> str:
-    """The gate every math rule passes through (:func:`arithmech.claims.frontier.scope`: full SFT's best validation
-    math accuracy over its grid and learning curve at least :data:`~arithmech.claims.frontier.SCOPE`), as counted
-    items with their Wilson 95 % interval, where it was reached, how many of the scores it reads pass, how many items
-    fewer would fail the best, and beside it full SFT's frontier top (picked on validation) on the test items — a
-    gate a point estimate decides can be passed narrowly, and the page says by how much."""
-    p = V.plan(folder)
-    n = p["sizes"]["carry_val"]
-    grid = [
-        (r["val_math"], n, f"full SFT at {r['lr']:.0e}, seed {r['seed']}")
-        for r in p["arms"]["full"]["grid_rows"]
-        if r.get("val_math") is not None
-    ]
-    seen = list(grid)
-    if results.exists(folder, "finetune/curve.json"):
-        cv = results.read(folder, "finetune/curve.json")
-        m = cv["sizes"]["carry_val"]
-        seen += [
-            (q["val_math"], m, f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})")
-            for q in cv["points"]
-            if q.get("val_math") is not None
-        ]
-    if not seen:
-        return "**Scope gate**: no validation math score recorded: the rules are read as testable (nothing gates them)."
-    best, m, where = max(seen, key=lambda x: x[0])
-    k, need = round(best * m), math.ceil(SCOPE * m)
-    lo, hi = wilson_interval(k, m)
-    passing = sum(v >= SCOPE for v, _, _ in seen)
-    if k < need:
-        margin = f"fails: {need - k} more item{'s' if need - k != 1 else ''} would pass it"
-    elif passing == 1:
-        margin = (
-            f"passes on this one score alone: {k - need + 1} item{'s' if k - need + 1 != 1 else ''} fewer would fail it"
-        )
-    else:
-        margin = f"passes: {passing} of the {len(seen)} scores it reads reach it"
-    c = load(folder)
-    test = CP.top(c, "full", c.math)
-    base = c.base["results"][c.math]
-    return (
-        f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*; ≥ {SCOPE:.0%} on the "
-        f"point estimate): best validation math accuracy {k}/{m} = {best:.1%} [{lo:.1%}, {hi:.1%}], reached by "
-        f"{where}; over full SFT's grid runs the best is "
-        + (f"{max(v for v, _, _ in grid):.1%}" if grid else "—")
-        + f". The gate {margin}."
-        + (
-            f" Full SFT's frontier top ({test.lr:.0e}, {test.n} runs, picked on validation) scores "
-            f"{base['value'] + test.mean(c.math):.1%} on the test items (base {base['value']:.1%}; "
-            f"n = {len(base['items'])} items, other phrasings and operand pairs)."
-            if test
-            else ""
-        )
-    )
-
-
-def shots_line(folder: str | Path) -> str | None:
-    """The format control's own score (``base-shots``: the base model with K solved problems of the training side
-    before every test item; :func:`arithmech.evals.suites.cpu_shots`) beside the zero-shot base, each as counted
-    items with its Wilson 95 % interval, by operation, and the K examples shown — so a reader sees what the rule
-    "learns more than the answer format" subtracts; None where no base-shots record was made."""
-    if not records.finetune_path(folder, "base", "shots").exists():
-        return None
-    p, c = V.plan(folder), load(folder)
-    shots, base = records.read_tag(folder, "base-shots"), records.read_tag(folder, "base")
-
-    def score(run: dict) -> str:
-        its = run["results"][c.math]["items"]
-        lo, hi = wilson_interval(sum(its), len(its))
-        ops = [v for v in c.variants if ":" in v]
-        by = ", ".join(f"{v.partition(':')[2]} {sum(x)}/{len(x)}" for v in ops for x in [variant_items(run, c.math, v)])
-        return f"{sum(its)}/{len(its)} = {sum(its) / len(its):.1%} [{lo:.1%}, {hi:.1%}]" + (f" ({by})" if by else "")
-
-    shown = " | ".join(f"`{q} {a}`" for q, a in carry_items("train", p["shots"], p.get("data_seed", 0), seed=10_000))
-    return (
-        f"**Format control** (base-shots): the base model with the same {p['shots']} solved problems before every "
-        f"test item ({shown}; one fixed set from the training side) answers {score(shots)} of the {c.math} test "
-        f"items; the zero-shot base {score(base)}. The rule against base-shots subtracts this control item by item; it "
-        "measures what these examples show the model, not every way of showing the answer format."
     )
 
 

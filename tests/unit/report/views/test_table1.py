@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-from arithmech.core.stats import wilson_interval
 from arithmech.report.views import table1 as T
 
 
@@ -124,89 +123,6 @@ def test_the_progress_line_of_a_complete_design_estimates_nothing_more(tmp_path)
     line = T.progress_line(tmp_path)
     assert line == ("**3 of 3 planned runs made** (complete): 1 of the 1 grid points the rules read have the 3 runs "
                     "they need; 2.0 hours of this machine (wall clock of each run).")
-
-
-def _scoped(tmp_path, *curve):
-    """A full-SFT grid at 90, 80 and 86 of 200 validation items (45, 40, 43 %), and a learning curve whose points
-    after step 0 score ``curve``."""
-    from tests.unit.claims.synthetic import write
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    f = write(tmp_path, {"full": {1e-4: [(0.45, 0.45, 0.0), (0.40, 0.40, 0.0), (0.43, 0.43, 0.0)]}})
-    plan = json.loads((f / "finetune" / "table1.json").read_text())
-    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "sizes": {"carry_val": 200}}))
-    if curve:
-        points = [{"step": 0, "val_math": 0.0}] + [{"step": 240 * (i + 1), "val_math": v} for i, v in enumerate(curve)]
-        cv = {"lr": 1e-4, "knee": 240, "rule": "the knee", "sizes": {"carry_val": 200}, "points": points}
-        (f / "finetune" / "curve.json").write_text(json.dumps(cv))
-    return T.scope_line(f)
-
-
-def test_the_scope_line_says_by_how_many_items_the_gate_passes(tmp_path):
-    """Protects the account of the gate every math rule passes through (a hostile reading: SmolLM2 passes it by a
-    whisker, 101 of 200 validation items on its learning curve, and the page did not say): the count, its Wilson
-    interval, where it was reached, the grid's own best, how many items fewer would fail it when it is the one score
-    that passes (100 of 200 still passes: 2), and full SFT's frontier top on the test items."""
-    line = _scoped(tmp_path, 0.505)
-    lo, hi = wilson_interval(101, 200)
-    assert f"best validation math accuracy 101/200 = 50.5% [{lo:.1%}, {hi:.1%}], reached by the learning curve at " \
-           "step 240 (rate 1e-04); over full SFT's grid runs the best is 45.0%." in line
-    assert "The gate passes on this one score alone: 2 items fewer would fail it." in line
-    assert "Full SFT's frontier top (1e-04, 3 runs, picked on validation) scores 42.7% on the test items (base 0.0%; " \
-           "n = 400 items" in line
-
-
-def test_the_scope_line_at_the_boundary_and_with_several_scores_passing(tmp_path):
-    """Protects the margin's edges: exactly 100 of 200 passes (≥ 50 %) and one item fewer fails it; where several
-    scores pass (two curve points of the 3 grid runs and 3 curve points), the line counts them instead of a margin
-    one score's items cannot give."""
-    assert "The gate passes on this one score alone: 1 item fewer would fail it." in _scoped(tmp_path / "a", 0.5)
-    several = _scoped(tmp_path / "b", 0.55, 0.6)
-    assert "The gate passes: 2 of the 6 scores it reads reach it." in several
-    assert "best validation math accuracy 120/200 = 60.0%" in several
-
-
-def test_the_scope_line_of_a_gate_that_fails(tmp_path):
-    """Protects the other side: without the curve the grid's best, 90 of 200, fails the gate by 10 items."""
-    line = _scoped(tmp_path)
-    assert "best validation math accuracy 90/200 = 45.0%" in line and "The gate fails: 10 more items would pass it." in line
-
-
-def test_the_shots_line_shows_the_format_controls_own_score_and_its_examples(tmp_path):
-    """Protects the format control's account (a hostile reading: base-shots' own score, 3 of 400, was on no page,
-    so a reader could not see that the rule against it subtracts almost nothing): base-shots and the zero-shot base
-    as counted items with their Wilson intervals, by operation, and the K examples shown before every item."""
-    from arithmech.data.splits import carry_items
-    from tests.unit.claims.synthetic import write
-    f = write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}}, shots=(0.1, 0.05))
-    plan = json.loads((f / "finetune" / "table1.json").read_text())
-    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "shots": 2, "data_seed": 0}))
-    line = T.shots_line(f)
-    lo, hi = wilson_interval(30, 400)
-    assert f"answers 30/400 = 7.5% [{lo:.1%}, {hi:.1%}] (addition 20/200, subtraction 10/200) of the carry" in line
-    assert "the zero-shot base 0/400 = 0.0%" in line
-    q, a = carry_items("train", 2, 0, seed=10_000)[0]
-    assert f"the same 2 solved problems before every test item (`{q} {a}` | " in line
-
-
-def test_no_shots_line_without_a_base_shots_record(tmp_path):
-    """Protects a run made without the format control: no line (not a line about nothing)."""
-    from tests.unit.claims.synthetic import write
-    assert T.shots_line(write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}})) is None
-
-
-def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp_path):
-    """Protects the size match of the random controls (a hostile reading: the layer-matched draws tune up to 6.7 %
-    fewer parameters than the key arm, random-any up to 6.7 % more, and no page said so): each precise arm's tuned
-    parameters from its records, a random arm's range over its runs, relative to precise-key's."""
-    from tests.unit.claims.synthetic import write
-    f = write(tmp_path, {"precise-key": {1e-3: [(0.5, 0.5, 0.0)] * 2}, "precise-random": {1e-3: [(0.4, 0.4, 0.0)] * 2}})
-    for path, n in zip(sorted((f / "finetune").glob("precise-*.json")), (1000, 1000, 900, 1100)):
-        rec = json.loads(path.read_text())
-        path.write_text(json.dumps({**rec, "tuned_parameters": n}))
-    names = sorted(p.stem for p in (f / "finetune").glob("precise-*.json"))
-    assert names[:2] == ["precise-key-s0-lr1e-03", "precise-key-s1-lr1e-03"]
-    assert T.tuned_line(f) == ("Tuned parameters per run: precise-key 1,000; precise-random 900–1,100 (-10.0 % to "
-                               "+10.0 % of precise-key's).")
 
 
 def test_the_setup_line_lists_draws_with_a_gap_and_a_random_any_arm_behind(tmp_path):
