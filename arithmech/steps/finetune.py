@@ -183,14 +183,15 @@ def run(config: Config, command: str | None = None, before: dict | None = None) 
     run faster with 1 than with threads that spin against other processes.
     """
     spec = validate_finetune_args(config)
-    before = base_from(before, config)
-    if config.threads:
+    if config.threads:  # the same run under these threads: it checks ``before`` itself
+        base_from(before, config)
         n = torch.get_num_threads()
         torch.set_num_threads(config.threads)
         try:
             return run(config.replace(threads=None), command, before)
         finally:
             torch.set_num_threads(n)
+    before = base_from(before, config)
     est = admission.check(config)  # refused here when it cannot fit, before the model loads
     announce("finetune", est.line() if est else "")
     with Progress("finetune", 3) as bar:

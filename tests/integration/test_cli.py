@@ -122,7 +122,7 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
 def test_runner_writes_results(tmp_path):
     """Protects: the runner writes finetune/<mode>.json with samples/s, tuned parameters, peak memory and
     accuracy before/after (each with n, Wilson interval and the item scores; the change with its paired interval), for precise (top-k from key_heads.json) and full SFT with the same settings; a run given an earlier record as
-    ``before=`` reuses its base and pairs its items."""
+    ``before=`` reuses its base and pairs its items (with ``threads``, as the MLP appendix runs it)."""
     from factories import save_word_llama
 
     from arithmech.core.stats import paired_bootstrap, wilson_interval
@@ -154,7 +154,7 @@ def test_runner_writes_results(tmp_path):
         assert r["delta"]["generic"]["ci"] == pytest.approx([lo, hi], abs=1e-4)   # paired over the same facts
         assert f"[{lo:+.3f}, {hi:+.3f}], n = {len(GENERIC_FACTS)})" in finetune.summary(r).splitlines()[0]
     assert (tmp_path / "res" / "toy" / "finetune" / "full.json").exists()
-    again = finetune.run(Finetune(mode="full", tag="again", **common), before=precise)  # the MLP appendix's chain
+    again = finetune.run(Finetune(mode="full", tag="again", threads=1, **common), before=precise)  # the MLP appendix's
     assert again["base"] == precise["base"] and again["delta"]["generic"]["ci"] == pytest.approx(
         list(paired_bootstrap(precise["base"]["generic"]["items"], again["results"]["generic"]["items"])[1:]), abs=1e-4)
     with pytest.raises(ValueError, match="--overwrite"):                    # a finished run is never replaced silently
