@@ -124,10 +124,10 @@ def seed_effects(c: Curves) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def seed_line(c: Curves) -> str:
-    """Two sentences: the largest seed effect over the random points, and how many verdicts that read a random arm
-    were decided (the only ones one seed's draws could carry) and whether one turns into its opposite without them."""
-    e, t = seed_effects(c), seed_table(c)
+def seed_line(e: pd.DataFrame, t: pd.DataFrame) -> str:
+    """Two sentences on :func:`seed_effects`' ``e`` and :func:`seed_table`'s ``t`` (a page computes them once and shows
+    them too): the largest seed effect over the random points, and how many verdicts that read a random arm were
+    decided (the only ones one seed's draws could carry) and whether one turns into its opposite without them."""
     if t.empty:
         return "No rule reads a random arm here."
     head = "Random draws share training seeds (draw d trains with seed d mod 3). "

@@ -31,7 +31,8 @@ class Table1Section(PageBase):
         run has finished."""
         folder, out = self.folder, []
         if T1.has_run(folder):
-            rows = CV.verdicts(folder)
+            rows, c = CV.verdicts(folder), load(folder)  # the grid points, read once for every table below
+            effects, seeds = DR.seed_effects(c), DR.seed_table(c)
             out += frontier(folder, "SmolLM2-135M", rows)
             out += [
                 markdown(
@@ -39,13 +40,13 @@ class Table1Section(PageBase):
                     "runs left out; an opposite verdict makes it inconclusive):"
                 ),
                 RC.loro_table(rows),
-                markdown(RC.uncorrected_line(load(folder))),
-                markdown(DR.seed_line(load(folder)) + " The runs of each random point grouped by seed:"),
-                DR.seed_effects(load(folder)).style.hide(axis="index"),
+                markdown(RC.uncorrected_line(c)),
+                markdown(DR.seed_line(effects, seeds) + " The runs of each random point grouped by seed:"),
+                effects.style.hide(axis="index"),
                 markdown("Each verdict that reads a random arm, without each seed's draws:"),
-                DR.seed_table(load(folder)).drop(columns=["claim"]).style.hide(axis="index"),
+                seeds.drop(columns=["claim"]).style.hide(axis="index"),
                 markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
-                RC.common_rates(load(folder)).style.hide(axis="index"),
+                RC.common_rates(c).style.hide(axis="index"),
                 markdown(
                     "Every grid point: change from base in points with its 95 % interval over runs and "
                     "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
@@ -62,7 +63,7 @@ class Table1Section(PageBase):
                     "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
                     "at the compared frontier tops (`arithmech.claims.detectable`); not a power calculation:"
                 ),
-                RC.detectable_table(load(folder), design=design_runs(V.plan(folder))).style.hide(axis="index"),
+                RC.detectable_table(c, design=design_runs(V.plan(folder))).style.hide(axis="index"),
             ]
         chart = T1.curve_chart(folder)
         out += [chart] if chart is not None else []

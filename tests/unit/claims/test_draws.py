@@ -44,7 +44,7 @@ def test_the_seed_table_shows_a_verdict_that_rests_on_one_seeds_draws(tmp_path):
     assert r["whole grid"] == v["whole grid"] == C.OPEN
     assert r["without seed 0's draws"] == C.HOLDS and r["opposite"] == ""
     assert set(t.columns) >= {"without seed 1's draws", "without seed 2's draws"}
-    assert D.seed_line(c).endswith("0 of the 12 verdicts that read a random arm are decided over the whole grid "
+    assert D.seed_line(D.seed_effects(c), D.seed_table(c)).endswith("0 of the 12 verdicts that read a random arm are decided over the whole grid "
                                    "(undecided ones cannot turn into an opposite: this check has nothing to overturn).")
 
 
@@ -59,7 +59,7 @@ def test_seed_effects_find_draws_that_lean_with_their_seed(tmp_path):
     p = c.points["precise-random"][0]
     groups = [[x for t, x in zip(p.tags, p.values("carry")) if D.seed_of(t) == s] for s in (0, 1, 2)]
     assert e["F (seed)"].iloc[0] == round(one_way_f(groups)[0], 2) > 100 and (e.p < 0.001).all()
-    assert "largest F = " in D.seed_line(c) and "2 of 2 points with p < 0.05" in D.seed_line(c)
+    assert "largest F = " in D.seed_line(D.seed_effects(c), D.seed_table(c)) and "2 of 2 points with p < 0.05" in D.seed_line(D.seed_effects(c), D.seed_table(c))
 
 
 def test_a_per_run_list_out_of_step_with_the_runs_is_refused(tmp_path):
@@ -81,5 +81,5 @@ def test_a_decided_verdict_that_no_seed_carries(tmp_path):
     t = D.seed_table(c)
     r = t[(t.comparison == "precise-key − precise-random") & (t.measure == "carry")].iloc[0]
     assert r["whole grid"] == C.HOLDS and {r[f"without seed {s}'s draws"] for s in (0, 1, 2)} == {C.HOLDS}
-    assert D.seed_line(c).endswith("3 of the 12 verdicts that read a random arm are decided over the whole grid; none "
+    assert D.seed_line(D.seed_effects(c), D.seed_table(c)).endswith("3 of the 12 verdicts that read a random arm are decided over the whole grid; none "
                                    "turns into its opposite without one seed's draws.")
