@@ -110,12 +110,25 @@ def shots_ref(c: Curves, v: str) -> list[float]:
 
 
 # ------------------------------------------------------------------------- notes of an undecided verdict
-def thin(c: Curves, arms: tuple[str, ...]) -> str:
-    """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict."""
+def thin(c: Curves, arms: tuple[str, ...], v: str | None = None, m: int = 1) -> str:
+    """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict; where
+    every point has its runs, the point whose own interval (its change from base on math variant ``v``, at the
+    rule's :func:`level` of ``m``) is widest, in points — at 3 runs and a Bonferroni level Student's t has 2 degrees
+    of freedom, so a point whose runs disagree holds a part open whatever its mean (a hostile reading: "intervals
+    across the margin" read as a close call where one interval was ±220 points)."""
     few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
     if few:
         return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}"
-    return f"undecided parts (every point read has {MIN_RUNS} runs or more; intervals across the margin)"
+    note = f"every point read has {MIN_RUNS} runs or more; intervals across the margin"
+    ends = [(p, gain(p, v, m=m)) for a in arms for p in live(c, a)] if v else []
+    spans = [(hi - lo, p) for p, (lo, hi) in ends if lo is not None and hi is not None]
+    if spans:
+        width, p = max(spans, key=lambda x: x[0])
+        note += (
+            f"; the widest, {p.arm} {p.lr:.0e}'s change from base on {v} ({p.n} runs), is ±{50 * width:.0f} points at "
+            f"the rule's level"
+        )
+    return f"undecided parts ({note})"
 
 
 def would_decide(moved: list[tuple[str, float, str]]) -> str:

@@ -325,7 +325,7 @@ def verdict_rows(c: Curves) -> pd.DataFrame:
                 )
             )
             if whole in OPPOSITE
-            else thin(c, arms) + would_decide(moved)
+            else thin(c, arms, v, n) + would_decide(moved)
         )
         rows.append(
             {

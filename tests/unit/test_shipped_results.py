@@ -126,3 +126,51 @@ def test_the_readme_counts_the_table1_runs_shipped():
         assert f"({planned - made} runs left of the {planned} planned" in text
     else:  # the design done: README says so, and table1.json was written by the runner's last step
         assert plan["complete"] and f"The design is complete: all {planned} planned runs made" in text
+
+
+def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into_its_opposite(tmp_path):
+    """Protects issue #40's "must show" on the shipped records themselves, not on the rules' own loop (a hostile
+    reading: the synthetic leave-one-rate-out test re-runs ``verdict_rows``' check, which cannot fail): for every
+    point a decided SmolLM2 verdict reads, a copy of the results folder with that point's record files deleted and its
+    runs struck from ``table1.json`` (its grid rows and the chosen runs) is read back from disk and the rule re-decided at the whole grid's level — the
+    same verdict or an undecided one, never the opposite; and what the page's check says without that point
+    (``Curves.without``) is what the records without it say. Decided verdicts must exist, or the test is vacuous."""
+    import shutil
+
+    from arithmech.claims import curve_parts as CP
+    from arithmech.claims import curves as CV
+    from arithmech.claims.frontier import load
+    c = load(FOLDER)
+    rows, rules = CV.verdict_rows(c), CV.rules(c)
+    decided = [(i, r) for i, r in rows.iterrows() if r["verdict"] in CP.OPPOSITE]
+    assert decided, "no decided verdict: nothing to check"
+    arms = sorted({a for i, _ in decided for a in rules[i][2]})
+    checked = 0
+    for arm in arms:
+        for p in CP.grid(c, arm):
+            copy = tmp_path / f"{arm}-{p.lr:.0e}"
+            shutil.copytree(FOLDER, copy)
+            plan = json.loads((copy / "finetune" / "table1.json").read_text())
+            rows_of = plan["arms"][arm]["grid_rows"]
+            gone = [r for r in rows_of if r["lr"] == p.lr]
+            assert {r["tag"] for r in gone} == set(p.tags), (arm, p.lr)
+            plan["arms"][arm]["grid_rows"] = [r for r in rows_of if r["lr"] != p.lr]
+            plan["arms"][arm]["runs"] = [t for t in plan["arms"][arm].get("runs") or [] if t not in p.tags]
+            data = json.dumps(plan).encode()
+            (copy / "finetune" / "table1.json").write_bytes(data)
+            run = json.loads((copy / "run.json").read_text())  # the edit is this test's: its checksum follows it
+            run["steps"]["table1"]["files"]["finetune/table1.json"] = hashlib.sha256(data).hexdigest()
+            (copy / "run.json").write_text(json.dumps(run))
+            for t in p.tags:
+                (copy / "finetune" / f"{t}.json").unlink()
+            d = load(copy)
+            for i, r in decided:
+                claim, _, read, _, decide, size = rules[i]
+                if arm not in read:
+                    continue
+                again = CV.whole_verdict(d, read, decide, size(c), claim)
+                assert again != CP.OPPOSITE[r["verdict"]], (r["claim"], r["measure"], arm, p.lr, again)
+                assert again == dict(((a, lr), w) for a, lr, w in r["loro"])[(arm, p.lr)], (r["claim"], arm, p.lr)
+                checked += 1
+            shutil.rmtree(copy)
+    assert checked >= len(decided) * 4, checked

@@ -53,12 +53,15 @@ def markdown(text: str) -> Any:
 
 def frontier(folder: str | Path, name: str, rows: pd.DataFrame) -> list:
     """One arms run's verdicts: the trade-off chart of every run with each arm's frontier (where the run has
-    curves), the curve rules' verdict table (``rows``: :func:`arithmech.claims.curves.verdicts`), and the paper's
-    Table 1 beside ours (a sentence naming the measures, then the table)."""
+    curves), the curve rules' verdict table (``rows``: :func:`arithmech.claims.curves.verdicts`), what the means
+    alone lean to on the trade-off plane (:func:`~arithmech.report.views.table1_controls.dominated_line`), and the
+    paper's Table 1 beside ours (a sentence naming the measures, then the table)."""
     chart = RC.chart(folder, f"{name}: every run, each arm's frontier")
     beside = RC.paper_beside(folder)
+    means = T1C.dominated_line(load(folder))
     return ([chart] if chart is not None else []) + [
         RC.verdict_table(rows).style.hide(axis="index"),
+        *([markdown(means)] if means else []),
         markdown(
             f"The paper's Table 1 beside ours ({beside.attrs['measures']}; ours at each arm's frontier top, picked "
             "on validation, with its 95 % interval over runs and test items in brackets; the paper gives none):"

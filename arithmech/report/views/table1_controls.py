@@ -9,7 +9,7 @@ from pathlib import Path
 
 from arithmech.claims import curve_parts as CP
 from arithmech.claims import verdicts as V
-from arithmech.claims.frontier import SCOPE, load, variant_items
+from arithmech.claims.frontier import SCOPE, Curves, load, variant_items
 from arithmech.core import records, results
 from arithmech.core.stats import wilson_interval
 from arithmech.data.splits import carry_items
@@ -24,7 +24,7 @@ def scope_line(folder: str | Path) -> str:
     p = V.plan(folder)
     n = p["sizes"]["carry_val"]
     grid = [
-        (r["val_math"], n, f"full SFT at {r['lr']:.0e}, seed {r['seed']}")
+        (r["val_math"], n, f"full SFT at {r['lr']:.0e}, seed {r['seed']}", None)
         for r in p["arms"]["full"]["grid_rows"]
         if r.get("val_math") is not None
     ]
@@ -33,16 +33,22 @@ def scope_line(folder: str | Path) -> str:
         cv = results.read(folder, "finetune/curve.json")
         m = cv["sizes"]["carry_val"]
         seen += [
-            (q["val_math"], m, f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})")
+            (q["val_math"], m, f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})", q["step"])
             for q in cv["points"]
             if q.get("val_math") is not None
         ]
     if not seen:
         return "**Scope gate**: no validation math score recorded: the rules are read as testable (nothing gates them)."
-    best, m, where = max(seen, key=lambda x: x[0])
+    best, m, where, step = max(seen, key=lambda x: x[0])
+    budget = p.get("steps")
+    if step is not None and budget and step > budget:  # a curve point the grid runs never train to
+        at = [v for v, _, _, s in seen if s == budget]
+        where += f" — past the {budget} steps each grid run trains" + (
+            f" (the curve at step {budget}: {at[0]:.1%}); no grid run is trained as long" if at else ""
+        )
     k, need = round(best * m), math.ceil(SCOPE * m)
     lo, hi = wilson_interval(k, m)
-    passing = sum(v >= SCOPE for v, _, _ in seen)
+    passing = sum(v >= SCOPE for v, _, _, _ in seen)
     if k < need:
         margin = f"fails: {need - k} more item{'s' if need - k != 1 else ''} would pass it"
     elif passing == 1:
@@ -58,7 +64,7 @@ def scope_line(folder: str | Path) -> str:
         f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*; ≥ {SCOPE:.0%} on the "
         f"point estimate): best validation math accuracy {k}/{m} = {best:.1%} [{lo:.1%}, {hi:.1%}], reached by "
         f"{where}; over full SFT's grid runs the best is "
-        + (f"{max(v for v, _, _ in grid):.1%}" if grid else "—")
+        + (f"{max(v for v, _, _, _ in grid):.1%}" if grid else "—")
         + f". The gate {margin}."
         + (
             f" Full SFT's frontier top ({test.lr:.0e}, {test.n} runs, picked on validation) scores "
@@ -114,3 +120,42 @@ def tuned_line(folder: str | Path) -> str:
         else ""
     )
     return "Tuned parameters per run: " + "; ".join(f"{a} {span(v)}{rel(v)}" for a, v in per.items()) + "."
+
+
+def dominated_line(c: Curves, arms: tuple[str, ...] = ("precise-key", "precise-share")) -> str | None:
+    """Which points of each precise arm a full-SFT point dominates **in means alone** on the trade-off plane (math
+    gain on the primary measure, change of the general measure: at least as high on both, higher on one), and
+    whether on the text loss too — the picture a reader of the chart sees, beside the rule "keeps general skills",
+    which reads intervals and may leave it undecided. Points read are the rules' (not cut, not collapsed). It
+    decides nothing; None where full SFT or the arms have no point read."""
+    full = CP.live(c, "full")
+    if not full:
+        return None
+    pct = lambda x: f"{100 * x:+.1f}"
+    parts = []
+    for arm in arms:
+        pts = CP.live(c, arm)
+        if not pts:
+            continue
+        beaten = []
+        for k in pts:
+            km, kg, kl = k.mean(c.math), k.mean("general"), k.mean("loss")
+            over = [
+                f
+                for f in full
+                if f.mean(c.math) >= km and f.mean("general") >= kg and (f.mean(c.math), f.mean("general")) != (km, kg)
+            ]
+            if over:
+                f = max(over, key=lambda f: f.mean(c.math))  # the one with the most math gain
+                loss = " and on text loss" if f.mean("loss") <= kl else ", not on text loss"
+                beaten.append(
+                    f"{k.lr:.0e} ({pct(km)}, {pct(kg)}) by full {f.lr:.0e} ({pct(f.mean(c.math))}, "
+                    f"{pct(f.mean('general'))}){loss}"
+                )
+        parts.append(f"{len(beaten)} of {arm}'s {len(pts)} points read" + (": " + "; ".join(beaten) if beaten else ""))
+    return (
+        f"**In means alone** (no interval: this decides nothing; the rules above read intervals): on the plane of "
+        f"math gain ({c.math}) and change of {c.general}, in points, a full-SFT point dominates "
+        + " — ".join(parts)
+        + ". It shows what the means lean to beside the rule *keeps general skills*; not a finding."
+    )

@@ -14,6 +14,7 @@ from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.frontier import Curves, Point, frontier, load
 from arithmech.claims.rules import claims
+from arithmech.core.stats import t_quantile
 from tests.unit.claims.synthetic import jitter, write
 
 J = jitter
@@ -132,16 +133,24 @@ def test_an_undecided_verdict_names_the_point_that_holds_it_open(tmp_path):
     """Protects the note of an undecided verdict whose points all have 3 runs (a reader saw "undecided parts" and
     no reason): it says every point read has its runs, and names the point without which the whole grid would be
     decided, as no finding — here precise-random's 3e-3, three runs at 90, 10 and 50 %, whose interval spans the key
-    arm's 80 %."""
+    arm's 80 % — and names the widest point's interval in points (a hostile reading: "across the margin" read as a
+    close call where SmolLM2's widest was ±222 points)."""
     arms = {"precise-key": {1e-3: J(0.8, 0.8, 0.0), 3e-3: J(0.78, 0.78, 0.0)},
             "precise-random": {1e-3: J(0.5, 0.5, 0.0), 3e-3: [(0.9, 0.9, 0.0), (0.1, 0.1, 0.0), (0.5, 0.5, 0.0)]},
             "full": {1e-4: J(0.9, 0.9, -0.05)}}
     f = write(tmp_path, arms, chosen={"precise-key": 1e-3, "precise-random": 1e-3, "full": 1e-4})
     r = _row(C.verdicts(f), "the selection matters", "precise-key − precise-random")
     assert r["whole grid"] == r["verdict"] == C.OPEN
-    assert r["leave-one-rate-out"] == ("undecided parts (every point read has 3 runs or more; intervals across the "
-                                       "margin); would read holds without precise-random 3e-03 (a point left out "
-                                       "only removes evidence: not a finding)")
+    note = r["leave-one-rate-out"]
+    head = ("undecided parts (every point read has 3 runs or more; intervals across the margin; the widest, "
+            "precise-random 3e-03's change from base on carry (3 runs), is ±")
+    tail = (" points at the rule's level); would read holds without precise-random 3e-03 (a point left out only "
+            "removes evidence: not a finding)")
+    assert note.startswith(head) and note.endswith(tail), note
+    # the run spread alone (means 90, 10, 50 %: s = 40 points over 3 runs) at the rule's level, N = 2 x 2 intervals:
+    # Student t with 2 df; the crossed interval adds the item term in quadrature, a few points at 400 items
+    run_term = 100 * t_quantile(1 - 0.05 / 4 / 2, 2) * 0.4 / 3 ** 0.5
+    assert run_term - 0.5 <= int(note[len(head):-len(tail)]) <= run_term + 5, (note, run_term)
 
 
 def test_an_undecided_verdicts_note_never_lists_a_gate(tmp_path):
@@ -152,7 +161,9 @@ def test_an_undecided_verdicts_note_never_lists_a_gate(tmp_path):
             "full": {1e-4: J(0.9, 0.9, -0.05)}}
     r = _row(C.verdicts(write(tmp_path, arms)), "the selection matters", "precise-key − precise-random")
     assert any(w.startswith(C.NOT_RUN) for _, _, w in r["loro"]) and r["whole grid"] == C.OPEN
-    assert r["leave-one-rate-out"] == "undecided parts (every point read has 3 runs or more; intervals across the margin)"
+    assert r["leave-one-rate-out"].startswith("undecided parts (every point read has 3 runs or more; intervals across "
+                                              "the margin; the widest, precise-random ")  # its two points alike
+    assert "would read" not in r["leave-one-rate-out"]
 
 
 def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):

@@ -8,14 +8,15 @@ from arithmech.core.stats import wilson_interval
 from arithmech.report.views import table1_controls as T
 
 
-def _scoped(tmp_path, *curve):
+def _scoped(tmp_path, *curve, steps=None):
     """A full-SFT grid at 90, 80 and 86 of 200 validation items (45, 40, 43 %), and a learning curve whose points
-    after step 0 score ``curve``."""
+    after step 0 (at steps 240, 480, ...) score ``curve``; ``steps``: the grid runs' budget, where the plan says."""
     from tests.unit.claims.synthetic import write
     tmp_path.mkdir(parents=True, exist_ok=True)
     f = write(tmp_path, {"full": {1e-4: [(0.45, 0.45, 0.0), (0.40, 0.40, 0.0), (0.43, 0.43, 0.0)]}})
     plan = json.loads((f / "finetune" / "table1.json").read_text())
-    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "sizes": {"carry_val": 200}}))
+    budget = {} if steps is None else {"steps": steps}
+    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "sizes": {"carry_val": 200}, **budget}))
     if curve:
         points = [{"step": 0, "val_math": 0.0}] + [{"step": 240 * (i + 1), "val_math": v} for i, v in enumerate(curve)]
         cv = {"lr": 1e-4, "knee": 240, "rule": "the knee", "sizes": {"carry_val": 200}, "points": points}
@@ -45,6 +46,18 @@ def test_the_scope_line_at_the_boundary_and_with_several_scores_passing(tmp_path
     several = _scoped(tmp_path / "b", 0.55, 0.6)
     assert "The gate passes: 2 of the 6 scores it reads reach it." in several
     assert "best validation math accuracy 120/200 = 60.0%" in several
+
+
+def test_the_scope_line_says_when_the_gate_is_met_past_the_grid_runs_budget(tmp_path):
+    """Protects the account of where the gate is met (a hostile reading: SmolLM2 meets it only at its learning
+    curve's last point, step 240, while every grid run trains 220 steps, the knee; the page did not say): a best
+    score reached past the grid's steps says so, with the curve's score at the grid's budget; one within it says
+    nothing more."""
+    past = _scoped(tmp_path / "a", 0.46, 0.505, steps=240)
+    assert "reached by the learning curve at step 480 (rate 1e-04) — past the 240 steps each grid run trains (the " \
+           "curve at step 240: 46.0%); no grid run is trained as long; over full SFT's grid runs" in past
+    within = _scoped(tmp_path / "b", 0.505, 0.46, steps=240)
+    assert "reached by the learning curve at step 240 (rate 1e-04); over" in within and "past the" not in within
 
 
 def test_the_scope_line_of_a_gate_that_fails(tmp_path):
@@ -89,3 +102,21 @@ def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp
     assert names[:2] == ["precise-key-s0-lr1e-03", "precise-key-s1-lr1e-03"]
     assert T.tuned_line(f) == ("Tuned parameters per run: precise-key 1,000; precise-random 900–1,100 (-10.0 % to "
                                "+10.0 % of precise-key's).")
+
+
+def test_the_dominated_line_names_the_precise_points_a_full_sft_point_beats_in_means(tmp_path):
+    """Protects the picture beside the undecided "keeps" rule (a hostile reading: in means every precise-key point
+    of SmolLM2 is dominated by a full-SFT point, and no page said so): a precise point with less math gain and no
+    better general change than a full-SFT point is named with that point; one with more math gain is not; it says
+    it decides nothing; without a full-SFT point read there is no line."""
+    from arithmech.claims.frontier import load
+    from tests.unit.claims.synthetic import write
+    runs = lambda add, sub, gen: [(add, sub, gen)] * 3
+    f = write(tmp_path / "a", {"full": {1e-4: runs(0.9, 0.9, 0.0)},
+                               "precise-key": {1e-3: runs(0.5, 0.5, 0.0), 3e-3: runs(0.95, 0.95, -0.1)}})
+    line = T.dominated_line(load(f))
+    assert "a full-SFT point dominates 1 of precise-key's 2 points read: 1e-03 (+50.0, +0.0) by full 1e-04 (+90.0, " \
+           "+0.0) and on text loss." in line
+    assert "3e-03" not in line and "decides nothing" in line and "precise-share" not in line
+    g = write(tmp_path / "b", {"precise-key": {1e-3: runs(0.5, 0.5, 0.0)}})
+    assert T.dominated_line(load(g)) is None
