@@ -23,7 +23,7 @@ from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
 from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.report.views.fewshot import changed_lines
-from arithmech.report.views.table_display import MISSING, VERDICT, verdict
+from arithmech.report.views.table_display import MISSING, VERDICT, claim_verdict, verdict
 
 
 def _md_cell(x: Any) -> str:
@@ -45,7 +45,7 @@ def claims_table(claims: pd.DataFrame) -> str:
     for _, r in claims.iterrows():
         rows.append(
             f"| {_md_cell(r['claim'])} | {_md_cell(r[paper_col])} | {_md_cell(r['rule'])} ({_version(r['id'])}) | "
-            f"{_md_cell(r['here'])} | **{verdict(r['holds'])}** |"
+            f"{_md_cell(r['here'])} | **{claim_verdict(r['holds'], r['here'])}** |"
         )
     return fixed_table("\n".join(rows), "arithmech-rules")
 
@@ -95,8 +95,8 @@ def answer_sentence(label: str, claims: pd.DataFrame) -> str:
         f"**{label}**: {len(by['holds'])} of the paper's {n} claims {_verb(len(by['holds']), 'hold')}",
         f"{len(by['does not hold'])} {_verb(len(by['does not hold']), 'do not')}"
         + (f" ({lower(by['does not hold'])})" if by["does not hold"] else ""),
-        f"{len(by['inconclusive'])} {_verb(len(by['inconclusive']), 'are')} undecided (missing results, or intervals "
-        "that do not decide)",
+        f"{len(by['inconclusive'])} {_verb(len(by['inconclusive']), 'are')} undecided (missing results, tests this "
+        "model rules out, or intervals that do not decide)",
     ]
     picture = (
         "the paper's picture holds"
@@ -117,7 +117,7 @@ def findings_table(claims: pd.DataFrame) -> str:
     for _, r in claims.iterrows():
         rows.append(
             f"| [{_md_cell(r['claim'])}]({RULES_PAGE}) | {_md_cell(r[paper_col])} | {_md_cell(r['here'])} | "
-            f"**{verdict(r['holds'])}** |"
+            f"**{claim_verdict(r['holds'], r['here'])}** |"
         )
     return "\n".join(rows)
 
@@ -142,7 +142,9 @@ def controls_table(claims: pd.DataFrame) -> str:
     rows = ["| control (not a claim of the paper) | this run | verdict |", "| --- | --- | --- |"]
     for _, r in claims[is_control(claims)].iterrows():
         name = r["claim"].replace(" (beyond the paper: a control)", "").replace(" (control)", "")
-        rows.append(f"| [{_md_cell(name)}]({RULES_PAGE}) | {_md_cell(r['here'])} | **{verdict(r['holds'])}** |")
+        rows.append(
+            f"| [{_md_cell(name)}]({RULES_PAGE}) | {_md_cell(r['here'])} | **{claim_verdict(r['holds'], r['here'])}** |"
+        )
     return "\n".join(rows)
 
 

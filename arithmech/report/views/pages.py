@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.report.views.table_display import verdict
+from arithmech.report.views.table_display import claim_verdict
 from arithmech.report.views.tables import setting_name
 from arithmech.steps.config import Identify
 
@@ -75,7 +75,7 @@ def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
     """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.claims.rules`,
     in that order; an id the frame lacks is a ``KeyError``)."""
     rows = claims.set_index("id").loc[list(ids)].reset_index()
-    return [f"{r['claim']}: **{verdict(r['holds'])}** ({r['here']})" for _, r in rows.iterrows()]
+    return [f"{r['claim']}: **{claim_verdict(r['holds'], r['here'])}** ({r['here']})" for _, r in rows.iterrows()]
 
 
 def finetune_lines(records: list[dict], names: dict[str, str] | None = None) -> list[str]:

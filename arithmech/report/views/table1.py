@@ -324,7 +324,8 @@ def toy_scope(folder: str | Path, plan: dict) -> str:
     return (
         f"**The toy cannot test whether precise SFT learns as much as full SFT**: full SFT does not learn the toy's "
         f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
-        "compare arms that all sit near zero. What it can test: the machinery (the records, rules and charts "
+        "would compare arms that all sit near zero: every Table 1 rule reads *not testable* here, with this reason, "
+        "in the verdict table and the findings box. What it can test: the machinery (the records, rules and charts "
         "SmolLM2 uses); it shows forgetting — how much of its generic facts each arm loses at every rate of its "
         "grid — without deciding it (the rule on it needs an arm that learns, and 3 runs a point). "
         "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: "

@@ -1,7 +1,8 @@
 """How a table reads in the book: no Python value on a page.
 
-* :func:`verdict` and :func:`yes_no` — a rule's True/False/None as *holds* / *does not hold* / *inconclusive*,
-  any other flag as yes / no / —; :func:`readable` words every such column of a frame (:func:`flag_columns`).
+* :func:`verdict` and :func:`yes_no` — a rule's True/False/None as *holds* / *does not hold* / *inconclusive*
+  (:func:`claim_verdict`: *not testable* where a claim's account says so), any other flag as yes / no / —;
+  :func:`readable` words every such column of a frame (:func:`flag_columns`).
 * :func:`use_table_display` — pandas frames shown as books show tables (:func:`table_html`): no index column,
   numbers rounded, "—" for a missing value, long tables folded into a ``<details>``; a Styler a chapter formats
   itself keeps its formats, its flag columns worded (:func:`styler_html`).
@@ -38,6 +39,16 @@ def verdict(holds: Any) -> str:
     if _missing(holds):
         return VERDICT[None]
     return VERDICT[bool(holds)]
+
+
+UNTESTABLE = "not testable"
+
+
+def claim_verdict(holds: Any, here: Any) -> str:
+    """A claim's verdict word: :func:`verdict` of ``holds``, or *not testable* where it is undecided because the
+    test is ruled out here — its ``here`` (this run's account) begins "not testable" (issue #40 item 5: a model
+    that cannot learn the skill makes a fine-tuning claim untestable, which is not the same as an open verdict)."""
+    return UNTESTABLE if _missing(holds) and str(here).startswith(UNTESTABLE) else verdict(holds)
 
 
 def yes_no(x: Any) -> str:

@@ -14,7 +14,7 @@ from arithmech.claims.rule_texts import BY_ID, K
 from arithmech.core import results as R
 from arithmech.report.views.findings import claims_table
 from arithmech.report.views.pages import claim_lines
-from arithmech.report.views.table_display import verdict
+from arithmech.report.views.table_display import claim_verdict
 
 
 def _effects(head_effects: dict, mlp_effects: list, hi: dict | None = None) -> pd.DataFrame:
@@ -189,7 +189,7 @@ def test_text_lines_and_table_agree(tmp_path):
     c = C.claims(folder)
     lines = claim_lines(c, list(c.id))
     for line, (_, row) in zip(lines, c.iterrows()):
-        assert line.startswith(f"{row.claim}: **{verdict(row.holds)}**")
+        assert line.startswith(f"{row.claim}: **{claim_verdict(row.holds, row.here)}**")
     md = claims_table(c)
     for _, row in c.iterrows():
         assert f"| {row.rule.replace('|', chr(92) + '|')} (v" in md

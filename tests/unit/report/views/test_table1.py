@@ -135,3 +135,25 @@ def test_the_setup_line_lists_draws_with_a_gap_and_a_random_any_arm_behind(tmp_p
                        arms={"precise-random": {"grid": [1e-3], "grid_rows": rnd},
                              "precise-random-any": {"grid": [1e-3], "grid_rows": anyl}})
     assert "4 draws planned, precise-random-any's 0, 2 run at every rate so far:" in line
+
+
+def test_the_toy_scope_box_and_the_verdict_table_agree_on_what_cannot_be_tested(tmp_path):
+    """Protects issue #40 item 5 (the toy's rows gated, "in the intro box too"): where full SFT learns nothing
+    (10 % of the validation items at its best, the gate needs 50 %), the intro box says every rule reads *not
+    testable*, and so does every row of the verdict table and every Table 1 line of the findings box; where full
+    SFT learns (60 %), the box says the toy tests the claim."""
+    from arithmech.claims import curves as CV
+    from arithmech.claims.rules import claims
+    from arithmech.report.views.pages import claim_lines
+    from tests.unit.claims.synthetic import jitter, write
+    arms = lambda full: {"full": {1e-4: jitter(full, full, 0.0)}, "precise-key": {1e-3: jitter(0.1, 0.1, 0.0)},
+                         "precise-random": {1e-3: jitter(0.1, 0.1, 0.0)}}
+    f = write(tmp_path / "a", arms(0.1))
+    plan = {**json.loads((f / "finetune" / "table1.json").read_text()), "steps": 30}
+    assert "every Table 1 rule reads *not testable* here" in T.toy_scope(f, plan)
+    assert set(CV.verdicts(f).verdict) == {"not testable"}
+    ids = ["precise-learns-math", "precise-matches-full", "selection-matters", "precise-keeps-generic"]
+    assert all("**not testable** (not testable: full SFT does not learn" in x for x in claim_lines(claims(f), ids))
+    g = write(tmp_path / "b", arms(0.6))
+    plan = {**json.loads((g / "finetune" / "table1.json").read_text()), "steps": 30}
+    assert T.toy_scope(g, plan).startswith("Full SFT learns the toy's new skills")

@@ -24,3 +24,28 @@ def test_flags_read_as_words_in_every_table():
         assert not {"True", "False", "None", "nan"} & set(cells), cells
         assert {"does not hold", "inconclusive", "yes", "no", "True story"} <= set(cells), cells
     assert "50.0%" in table_display.styler_html(styled) and styled.to_html() == before
+
+
+def test_a_claim_ruled_out_here_reads_not_testable_in_every_row_that_shows_it():
+    """Protects issue #40 item 5 (a hostile reading: the toy's findings box printed "**inconclusive** (not
+    testable: ...)"): an undecided claim whose account says the test is ruled out reads *not testable* in the
+    chapter's lines, the rules table, the findings table and the controls table; an undecided claim without that
+    account stays *inconclusive*, and a decided one keeps its verdict whatever its account says."""
+    import pandas as pd
+
+    from arithmech.report.views import findings
+    from arithmech.report.views.pages import claim_lines
+    from arithmech.report.views.table_display import claim_verdict
+    why = "not testable: full SFT does not learn the skill either (best validation math accuracy 3.0%)"
+    assert claim_verdict(None, why) == "not testable" and claim_verdict(float("nan"), why) == "not testable"
+    assert claim_verdict(None, "intervals that do not decide") == "inconclusive"
+    assert claim_verdict(True, why) == "holds"
+    c = pd.DataFrame({"id": ["precise-matches-full", "selection-matters"],
+                      "claim": ["precise matches full", "the selection matters (control)"],
+                      "paper (LLaMA2-7B)": ["-", "-"], "rule": ["r", "r"], "here": [why, "open"], "holds": [None, None]})
+    assert claim_lines(c, ["precise-matches-full", "selection-matters"]) == [
+        f"precise matches full: **not testable** ({why})", "the selection matters (control): **inconclusive** (open)"]
+    assert f"| {why} | **not testable** |" in findings.claims_table(c)
+    assert f"| {why} | **not testable** |" in findings.findings_table(c)
+    assert "| open | **inconclusive** |" in findings.controls_table(c)
+    assert "| not testable: x | **not testable** |" in findings.controls_table(c.assign(here=[why, "not testable: x"]))
