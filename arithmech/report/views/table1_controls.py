@@ -147,7 +147,13 @@ def dominated_line(c: Curves, arms: tuple[str, ...] = ("precise-key", "precise-s
             ]
             if over:
                 f = max(over, key=lambda f: f.mean(c.math))  # the one with the most math gain
-                loss = " and on text loss" if f.mean("loss") <= kl else ", not on text loss"
+                loss = (
+                    ""
+                    if not (k.loss and f.loss)  # a suite without a text loss
+                    else " and on text loss"
+                    if f.mean("loss") <= kl
+                    else ", not on text loss"
+                )
                 beaten.append(
                     f"{k.lr:.0e} ({pct(km)}, {pct(kg)}) by full {f.lr:.0e} ({pct(f.mean(c.math))}, "
                     f"{pct(f.mean('general'))}){loss}"
