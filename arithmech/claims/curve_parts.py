@@ -112,10 +112,12 @@ def shots_ref(c: Curves, v: str) -> list[float]:
 # ------------------------------------------------------------------------- notes of an undecided verdict
 def thin(c: Curves, arms: tuple[str, ...], v: str | None = None, m: int = 1) -> str:
     """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict; where
-    every point has its runs, the point whose own interval (its change from base on math variant ``v``, at the
-    rule's :func:`level` of ``m``) is widest, in points — at 3 runs and a Bonferroni level Student's t has 2 degrees
-    of freedom, so a point whose runs disagree holds a part open whatever its mean (a hostile reading: "intervals
-    across the margin" read as a close call where one interval was ±220 points)."""
+    every point has its runs, how wide the points' own intervals are: among the points read, the widest interval of a
+    point's change from base on math variant ``v`` at the rule's :func:`level` of ``m``, in points — a measure of how
+    far the runs of one point disagree (at 3 runs and a Bonferroni level Student's t has 2 degrees of freedom), not
+    necessarily the part that holds the rule open (most rules read differences of points; :func:`would_decide` names
+    the points that do). A hostile reading: "intervals across the margin" read as a close call where one point's
+    interval was ±222 points."""
     few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
     if few:
         return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}"
@@ -124,9 +126,11 @@ def thin(c: Curves, arms: tuple[str, ...], v: str | None = None, m: int = 1) -> 
     spans = [(hi - lo, p) for p, (lo, hi) in ends if lo is not None and hi is not None]
     if spans:
         width, p = max(spans, key=lambda x: x[0])
+        wide = ", wider than the whole scale" if 50 * width > 100 else ""
         note += (
-            f"; the widest, {p.arm} {p.lr:.0e}'s change from base on {v} ({p.n} runs), is ±{50 * width:.0f} points at "
-            f"the rule's level"
+            f"; the widest interval of a point's own change from base on {v}: {p.arm} {p.lr:.0e} ({p.n} runs), "
+            f"±{50 * width:.0f} points at the rule's level{wide} — its runs' spread, not necessarily what holds the "
+            "rule open"
         )
     return f"undecided parts ({note})"
 

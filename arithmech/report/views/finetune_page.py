@@ -21,7 +21,7 @@ import torch
 from arithmech.claims import curves as CV
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
-from arithmech.claims.frontier import MIN_RUNS, load
+from arithmech.claims.frontier import MIN_RUNS, Curves, load
 from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
@@ -51,14 +51,14 @@ def markdown(text: str) -> Any:
     return Markdown(text)
 
 
-def frontier(folder: str | Path, name: str, rows: pd.DataFrame) -> list:
+def frontier(folder: str | Path, name: str, rows: pd.DataFrame, c: Curves | None = None) -> list:
     """One arms run's verdicts: the trade-off chart of every run with each arm's frontier (where the run has
     curves), the curve rules' verdict table (``rows``: :func:`arithmech.claims.curves.verdicts`), what the means
     alone lean to on the trade-off plane (:func:`~arithmech.report.views.table1_controls.dominated_line`), and the
     paper's Table 1 beside ours (a sentence naming the measures, then the table)."""
     chart = RC.chart(folder, f"{name}: every run, each arm's frontier")
     beside = RC.paper_beside(folder)
-    means = T1C.dominated_line(load(folder))
+    means = T1C.dominated_line(c if c is not None else load(folder))
     return ([chart] if chart is not None else []) + [
         RC.verdict_table(rows).style.hide(axis="index"),
         *([markdown(means)] if means else []),
@@ -129,8 +129,9 @@ class Page:
                     )
                 )
                 continue
-            self.curve_rows[name] = CV.verdicts(f)
-            out += [markdown(f"### {name}")] + frontier(f, name, self.curve_rows[name])
+            c = load(f)
+            self.curve_rows[name] = CV.verdict_rows(c)
+            out += [markdown(f"### {name}")] + frontier(f, name, self.curve_rows[name], c)
         return out
 
     def loro_tables(self) -> list:

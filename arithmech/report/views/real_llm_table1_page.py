@@ -31,9 +31,10 @@ class Table1Section(PageBase):
         run has finished."""
         folder, out = self.folder, []
         if T1.has_run(folder):
-            rows, c = CV.verdicts(folder), load(folder)  # the grid points, read once for every table below
+            c = load(folder)  # the grid points, read once for every table below
+            rows = CV.verdict_rows(c)
             effects, seeds = DR.seed_effects(c), DR.seed_table(c)
-            out += frontier(folder, "SmolLM2-135M", rows)
+            out += frontier(folder, "SmolLM2-135M", rows, c)
             out += [
                 markdown(
                     "Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "

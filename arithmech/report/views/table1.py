@@ -327,7 +327,7 @@ def toy_scope(folder: str | Path, plan: dict) -> str:
         "would compare arms that all sit near zero: every Table 1 rule reads *not testable* here, with this reason, "
         "in the verdict table and the findings box. What it can test: the machinery (the records, rules and charts "
         "SmolLM2 uses); it shows forgetting — how much of its generic facts each arm loses at every rate of its "
-        "grid — without deciding it (the rule on it needs an arm that learns, and 3 runs a point). "
+        "grid — without deciding it (the gate above holds that rule too). "
         "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: "
         "not the paper's Table 1 itself."
     )

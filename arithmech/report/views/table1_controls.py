@@ -9,10 +9,11 @@ from pathlib import Path
 
 from arithmech.claims import curve_parts as CP
 from arithmech.claims import verdicts as V
-from arithmech.claims.frontier import SCOPE, Curves, load, variant_items
+from arithmech.claims.frontier import MIN_RUNS, SCOPE, Curves, load, variant_items
 from arithmech.core import records, results
 from arithmech.core.stats import wilson_interval
 from arithmech.data.splits import carry_items
+from arithmech.evals.suites import get_suite
 
 
 def scope_line(folder: str | Path) -> str:
@@ -42,9 +43,11 @@ def scope_line(folder: str | Path) -> str:
     best, m, where, step = max(seen, key=lambda x: x[0])
     budget = p.get("steps")
     if step is not None and budget and step > budget:  # a curve point the grid runs never train to
-        at = [v for v, _, _, s in seen if s == budget]
-        where += f" — past the {budget} steps each grid run trains" + (
-            f" (the curve at step {budget}: {at[0]:.1%}); no grid run is trained as long" if at else ""
+        at = [v for v, _, _, s in seen if s is not None and s <= budget]
+        where += f" — past the {budget} steps each grid run trains; no grid run is trained as long" + (
+            f" (the curve's best within them: {max(at):.1%}{', below the gate' if max(at) < SCOPE else ''})"
+            if at
+            else ""
         )
     k, need = round(best * m), math.ceil(SCOPE * m)
     lo, hi = wilson_interval(k, m)
@@ -125,43 +128,51 @@ def tuned_line(folder: str | Path) -> str:
 def dominated_line(c: Curves, arms: tuple[str, ...] = ("precise-key", "precise-share")) -> str | None:
     """Which points of each precise arm a full-SFT point dominates **in means alone** on the trade-off plane (math
     gain on the primary measure, change of the general measure: at least as high on both, higher on one), and
-    whether on the text loss too — the picture a reader of the chart sees, beside the rule "keeps general skills",
-    which reads intervals and may leave it undecided. Points read are the rules' (not cut, not collapsed). It
-    decides nothing; None where full SFT or the arms have no point read."""
-    full = CP.live(c, "full")
-    if not full:
+    whether one of those also loses less text loss — the picture a reader of the chart sees, beside the rule "keeps
+    general skills", which reads intervals and may leave it undecided. Points are those that decide a rule (not cut,
+    at least 3 runs, not collapsed); an arm whose points all collapsed says so. It decides nothing; None where the
+    model's scope rules the math out (the toy), or full SFT or every precise arm has no such point."""
+    pts = lambda arm: [p for p in CP.live(c, arm) if p.decides]
+    full = pts("full")
+    if not c.scope[0] or not full:
         return None
-    pct = lambda x: f"{100 * x:+.1f}"
+    S = get_suite(c.suite)
+    loss_general = S.primary_general in S.lower_is_better  # then the general change is a fall in nats
+    unit = "nats" if loss_general else "points"
+    num = (lambda x: f"{x:+.3f}") if loss_general else (lambda x: f"{100 * x:+.1f}")
+    pos = lambda p: (p.mean(c.math), p.mean("general"))
     parts = []
     for arm in arms:
-        pts = CP.live(c, arm)
-        if not pts:
+        if c.points.get(arm) and not pts(arm):
+            parts.append(f"none of {arm}'s points (every point read collapsed or has fewer than {MIN_RUNS} runs)")
+        if not pts(arm):
             continue
         beaten = []
-        for k in pts:
-            km, kg, kl = k.mean(c.math), k.mean("general"), k.mean("loss")
-            over = [
-                f
-                for f in full
-                if f.mean(c.math) >= km and f.mean("general") >= kg and (f.mean(c.math), f.mean("general")) != (km, kg)
-            ]
-            if over:
-                f = max(over, key=lambda f: f.mean(c.math))  # the one with the most math gain
-                loss = (
-                    ""
-                    if not (k.loss and f.loss)  # a suite without a text loss
-                    else " and on text loss"
-                    if f.mean("loss") <= kl
-                    else ", not on text loss"
-                )
-                beaten.append(
-                    f"{k.lr:.0e} ({pct(km)}, {pct(kg)}) by full {f.lr:.0e} ({pct(f.mean(c.math))}, "
-                    f"{pct(f.mean('general'))}){loss}"
-                )
-        parts.append(f"{len(beaten)} of {arm}'s {len(pts)} points read" + (": " + "; ".join(beaten) if beaten else ""))
+        for k in pts(arm):
+            over = [f for f in full if pos(f)[0] >= pos(k)[0] and pos(f)[1] >= pos(k)[1] and pos(f) != pos(k)]
+            if not over:
+                continue
+            both = [f for f in over if k.loss and f.loss and f.mean("loss") <= k.mean("loss")]
+            f = max(both or over, key=lambda f: pos(f)[0])  # one that also wins on text loss, else the most math gain
+            loss = (
+                ""
+                if loss_general or not (k.loss and f.loss)
+                else " and on text loss"
+                if both
+                else ", though no dominating full point has less text loss"
+            )
+            beaten.append(
+                f"{k.lr:.0e} ({num(pos(k)[0])}, {num(pos(k)[1])}) by full {f.lr:.0e} ({num(pos(f)[0])}, "
+                f"{num(pos(f)[1])}){loss}"
+            )
+        parts.append(
+            f"{len(beaten)} of {arm}'s {len(pts(arm))} points read" + (": " + "; ".join(beaten) if beaten else "")
+        )
+    if not parts:
+        return None
     return (
         f"**In means alone** (no interval: this decides nothing; the rules above read intervals): on the plane of "
-        f"math gain ({c.math}) and change of {c.general}, in points, a full-SFT point dominates "
+        f"math gain ({c.math}, points) and change of {c.general} ({unit}), a full-SFT point dominates "
         + " — ".join(parts)
         + ". It shows what the means lean to beside the rule *keeps general skills*; not a finding."
     )

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arithmech.claims.curve_parts import UNTESTABLE
+
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 
 
@@ -39,9 +41,6 @@ def verdict(holds: Any) -> str:
     if _missing(holds):
         return VERDICT[None]
     return VERDICT[bool(holds)]
-
-
-UNTESTABLE = "not testable"
 
 
 def claim_verdict(holds: Any, here: Any) -> str:

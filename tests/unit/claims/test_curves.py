@@ -142,10 +142,11 @@ def test_an_undecided_verdict_names_the_point_that_holds_it_open(tmp_path):
     r = _row(C.verdicts(f), "the selection matters", "precise-key − precise-random")
     assert r["whole grid"] == r["verdict"] == C.OPEN
     note = r["leave-one-rate-out"]
-    head = ("undecided parts (every point read has 3 runs or more; intervals across the margin; the widest, "
-            "precise-random 3e-03's change from base on carry (3 runs), is ±")
-    tail = (" points at the rule's level); would read holds without precise-random 3e-03 (a point left out only "
-            "removes evidence: not a finding)")
+    head = ("undecided parts (every point read has 3 runs or more; intervals across the margin; the widest interval "
+            "of a point's own change from base on carry: precise-random 3e-03 (3 runs), ±")
+    tail = (" points at the rule's level, wider than the whole scale — its runs' spread, not necessarily what holds "
+            "the rule open); would read holds without precise-random 3e-03 (a point left out only removes evidence: "
+            "not a finding)")
     assert note.startswith(head) and note.endswith(tail), note
     # the run spread alone (means 90, 10, 50 %: s = 40 points over 3 runs) at the rule's level, N = 2 x 2 intervals:
     # Student t with 2 df; the crossed interval adds the item term in quadrature, a few points at 400 items
@@ -162,7 +163,8 @@ def test_an_undecided_verdicts_note_never_lists_a_gate(tmp_path):
     r = _row(C.verdicts(write(tmp_path, arms)), "the selection matters", "precise-key − precise-random")
     assert any(w.startswith(C.NOT_RUN) for _, _, w in r["loro"]) and r["whole grid"] == C.OPEN
     assert r["leave-one-rate-out"].startswith("undecided parts (every point read has 3 runs or more; intervals across "
-                                              "the margin; the widest, precise-random ")  # its two points alike
+                                              "the margin; the widest interval of a point's own change from base on "
+                                              "carry: precise-random ")  # its two points alike
     assert "would read" not in r["leave-one-rate-out"]
 
 

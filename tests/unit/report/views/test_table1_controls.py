@@ -54,8 +54,9 @@ def test_the_scope_line_says_when_the_gate_is_met_past_the_grid_runs_budget(tmp_
     score reached past the grid's steps says so, with the curve's score at the grid's budget; one within it says
     nothing more."""
     past = _scoped(tmp_path / "a", 0.46, 0.505, steps=240)
-    assert "reached by the learning curve at step 480 (rate 1e-04) — past the 240 steps each grid run trains (the " \
-           "curve at step 240: 46.0%); no grid run is trained as long; over full SFT's grid runs" in past
+    assert "reached by the learning curve at step 480 (rate 1e-04) — past the 240 steps each grid run trains; no " \
+           "grid run is trained as long (the curve's best within them: 46.0%, below the gate); over full SFT's grid " \
+           "runs" in past
     within = _scoped(tmp_path / "b", 0.505, 0.46, steps=240)
     assert "reached by the learning curve at step 240 (rate 1e-04); over" in within and "past the" not in within
 
@@ -104,19 +105,44 @@ def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp
                                "+10.0 % of precise-key's).")
 
 
-def test_the_dominated_line_names_the_precise_points_a_full_sft_point_beats_in_means(tmp_path):
+def _pt(arm, lr, math, general, loss=None, collapsed=False):
+    """A grid point of 3 runs, each at ``math`` gain, ``general`` change and ``loss`` change from base."""
+    from arithmech.claims.frontier import Point
+    return Point(arm, lr, tags=[f"{arm}-s{s}-lr{lr:.0e}" for s in range(3)], math={"carry": [math] * 3},
+                 general=[general] * 3, loss=[] if loss is None else [loss] * 3, collapsed=[collapsed] * 3)
+
+
+def _curves(*points, suite="cpu", scope=(True, "")):
+    from arithmech.claims.frontier import Curves
+    by = {}
+    for p in points:
+        by.setdefault(p.arm, []).append(p)
+    return Curves(suite, "carry", "cloze", ("carry",), by, base={}, scope=scope)
+
+
+def test_the_dominated_line_names_the_precise_points_a_full_sft_point_beats_in_means():
     """Protects the picture beside the undecided "keeps" rule (a hostile reading: in means every precise-key point
     of SmolLM2 is dominated by a full-SFT point, and no page said so): a precise point with less math gain and no
-    better general change than a full-SFT point is named with that point; one with more math gain is not; it says
-    it decides nothing; without a full-SFT point read there is no line."""
-    from arithmech.claims.frontier import load
-    from tests.unit.claims.synthetic import write
-    runs = lambda add, sub, gen: [(add, sub, gen)] * 3
-    f = write(tmp_path / "a", {"full": {1e-4: runs(0.9, 0.9, 0.0)},
-                               "precise-key": {1e-3: runs(0.5, 0.5, 0.0), 3e-3: runs(0.95, 0.95, -0.1)}})
-    line = T.dominated_line(load(f))
-    assert "a full-SFT point dominates 1 of precise-key's 2 points read: 1e-03 (+50.0, +0.0) by full 1e-04 (+90.0, " \
-           "+0.0) and on text loss." in line
-    assert "3e-03" not in line and "decides nothing" in line and "precise-share" not in line
-    g = write(tmp_path / "b", {"precise-key": {1e-3: runs(0.5, 0.5, 0.0)}})
-    assert T.dominated_line(load(g)) is None
+    better general change than a full-SFT point is named with it — with the dominating point that also has less
+    text loss where one has (not merely the one with most math gain), and said so where none has; a point with
+    more math gain is not named; an arm whose every point collapsed says so; it says it decides nothing."""
+    full = [_pt("full", 1e-4, 0.9, 0.0, loss=0.5), _pt("full", 3e-5, 0.6, 0.01, loss=0.01)]
+    key = [_pt("precise-key", 1e-3, 0.5, 0.0, loss=0.05), _pt("precise-key", 3e-3, 0.95, -0.1, loss=0.1),
+           _pt("precise-key", 9e-3, 0.7, -0.02, loss=0.005)]
+    line = T.dominated_line(_curves(*full, *key, _pt("precise-share", 1e-3, 0.1, -0.5, collapsed=True)))
+    assert "a full-SFT point dominates 2 of precise-key's 3 points read: 1e-03 (+50.0, +0.0) by full 3e-05 (+60.0, " \
+           "+1.0) and on text loss; 9e-03 (+70.0, -2.0) by full 1e-04 (+90.0, +0.0), though no dominating full point " \
+           "has less text loss — none of precise-share's points (every point read collapsed" in line
+    assert "3e-03" not in line and "decides nothing" in line and "(points)" in line
+
+
+def test_the_dominated_line_is_absent_where_it_has_nothing_to_compare_or_the_math_is_ruled_out():
+    """Protects the line's edges: no full-SFT point, no precise point, or a model whose scope rules the math rules
+    out (the toy: every rule reads not testable) give no line, never a sentence with an empty list; a suite without
+    a text loss gets no text-loss clause."""
+    key, full = _pt("precise-key", 1e-3, 0.5, 0.0), _pt("full", 1e-4, 0.9, 0.0)
+    assert T.dominated_line(_curves(key)) is None and T.dominated_line(_curves(full)) is None
+    assert T.dominated_line(_curves(full, key, scope=(False, "not testable: full SFT does not learn"))) is None
+    line = T.dominated_line(_curves(full, key, suite="toy"))
+    assert "1e-03 (+50.0, +0.0) by full 1e-04 (+90.0, +0.0) —" not in line and "text loss" not in line
+    assert "1e-03 (+50.0, +0.0) by full 1e-04 (+90.0, +0.0)." in line
