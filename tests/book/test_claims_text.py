@@ -24,7 +24,7 @@ from arithmech.report.views import findings
 from arithmech.report.views.scope import scope_box
 
 REPO = Path(__file__).resolve().parents[2]
-LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive)\*\* \((?P<here>.*)\)$")
+LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive|not testable)\*\* \((?P<here>.*)\)$")
 MODELS = [("embedded", "The embedded model"), ("smollm2-135m", "SmolLM2-135M")]
 
 pytestmark = pytest.mark.slow

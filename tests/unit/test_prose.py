@@ -32,7 +32,7 @@ TYPED_FINDING = [
     r"\bhardly any head\b",
     r"\bsame ranking\b",
     r"\bhelps more than tuning everything\b",
-    r"\*\*(holds|does not hold|inconclusive)\*\*",      # a verdict in bold is the claims table's format
+    r"\*\*(holds|does not hold|inconclusive|not testable)\*\*",  # a verdict in bold is the claims table's format
     r"held-out\s*(accuracy)?\s*(≥|>=)\s*99",
 ]
 GENERATED = re.compile(r"<!-- findings:start -->.*?<!-- findings:end -->", re.S)

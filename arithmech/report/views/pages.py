@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.report.views.table_display import UNTESTABLE, claim_verdict
+from arithmech.report.views.table_display import claim_verdict
 from arithmech.report.views.tables import setting_name
 from arithmech.steps.config import Identify
 
@@ -73,14 +73,10 @@ def answer_token_sentence(rule: str, identify_rule: str | None = None) -> str:
 
 def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
     """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.claims.rules`,
-    in that order; an id the frame lacks is a ``KeyError``); a claim ruled out here reads ``"**not testable**
-    (<why>)"``, its account's "not testable: " said once."""
+    in that order; an id the frame lacks is a ``KeyError``); a claim ruled out here reads ``**not testable**``
+    (:func:`~arithmech.report.views.table_display.claim_verdict`), its account as the claims tables give it."""
     rows = claims.set_index("id").loc[list(ids)].reset_index()
-    out = []
-    for _, r in rows.iterrows():
-        word, here = claim_verdict(r["holds"], r["here"]), str(r["here"])
-        out.append(f"{r['claim']}: **{word}** ({here.removeprefix(word + ': ') if word == UNTESTABLE else here})")
-    return out
+    return [f"{r['claim']}: **{claim_verdict(r['holds'], r['here'])}** ({r['here']})" for _, r in rows.iterrows()]
 
 
 def finetune_lines(records: list[dict], names: dict[str, str] | None = None) -> list[str]:

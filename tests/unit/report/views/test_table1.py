@@ -154,7 +154,7 @@ def test_the_toy_scope_box_and_the_verdict_table_agree_on_what_cannot_be_tested(
     assert set(CV.verdicts(f).verdict) == {"not testable"}
     from arithmech.report.views.finetune_page import TABLE1_CLAIMS
     ids = list(TABLE1_CLAIMS)
-    assert len(ids) == 5 and all("**not testable** (full SFT does not learn" in x for x in claim_lines(claims(f), ids))
+    assert len(ids) == 5 and all("**not testable** (not testable: full SFT does not learn" in x for x in claim_lines(claims(f), ids))
     g = write(tmp_path / "b", arms(0.6))
     plan = {**json.loads((g / "finetune" / "table1.json").read_text()), "steps": 30}
     assert T.toy_scope(g, plan).startswith("Full SFT learns the toy's new skills")

@@ -44,7 +44,7 @@ def test_a_claim_ruled_out_here_reads_not_testable_in_every_row_that_shows_it():
                       "claim": ["precise matches full", "the selection matters (control)"],
                       "paper (LLaMA2-7B)": ["-", "-"], "rule": ["r", "r"], "here": [why, "open"], "holds": [None, None]})
     assert claim_lines(c, ["precise-matches-full", "selection-matters"]) == [
-        f"precise matches full: **not testable** ({why.removeprefix('not testable: ')})",
+        f"precise matches full: **not testable** ({why})",
         "the selection matters (control): **inconclusive** (open)"]
     assert f"| {why} | **not testable** |" in findings.claims_table(c)
     assert f"| {why} | **not testable** |" in findings.findings_table(c)
