@@ -319,7 +319,10 @@ def studentized_half_width(terms: Sequence[tuple[float, float]], level: float = 
 
 
 def crossed_interval(
-    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]] | None = None, level: float = 0.95
+    a: Sequence[Sequence[float]],
+    b: Sequence[Sequence[float]] | None = None,
+    level: float = 0.95,
+    strata: Sequence[str] | None = None,
 ) -> tuple[float, float, float]:
     """``(estimate, lo, hi)`` of the mean of ``a`` (or of ``mean(a) − mean(b)``) where every run is scored on **the
     same test items**: ``a`` is runs × items (``a[r][i]``: run ``r``'s score, or change from base, on item ``i``),
@@ -340,7 +343,11 @@ def crossed_interval(
     estimated degrees of freedom jump toward I − 1 and, at a Bonferroni level of 1 − 0.05/40, it missed 3 to 14
     times as often as the level says; the test checks both.) Each side needs at least two runs (one run says
     nothing of the training spread); where every term is zero the interval is the point. Coverage with a fixed test
-    set is checked on simulated runs at n = 3, 5, 10 and at a Bonferroni level (``tests/unit/core/test_stats.py``)."""
+    set is checked on simulated runs at n = 3, 5, 10 and at a Bonferroni level (``tests/unit/core/test_stats.py``).
+
+    ``strata`` (one label per item: e.g. the test phrasing) makes the item term that of a stratified sample,
+    ``Σ_s I_s · var_s(ā_i − b̄_i) / I²`` on ``I − S`` degrees of freedom: a difference between phrasings is then a
+    fixed part of the estimand (the test's phrasings, each at its share of the items), not item noise."""
     sides = [a] if b is None else [a, b]
     n_items = len(a[0]) if a else 0
     if any(len(s) < 2 for s in sides) or any(len(r) != n_items for s in sides for r in s):
@@ -350,7 +357,18 @@ def crossed_interval(
     item = [sum(col) / len(a) for col in zip(*a)]
     if b is not None:
         item = [x - sum(col) / len(b) for x, col in zip(item, zip(*b))]
-    terms = [(sample_variance(item) / n_items, n_items - 1)] if n_items >= 2 else []
+    if strata is None:
+        terms = [(sample_variance(item) / n_items, n_items - 1)] if n_items >= 2 else []
+    else:
+        if len(strata) != n_items:
+            raise ValueError(f"crossed_interval: {len(strata)} strata labels for {n_items} items")
+        groups: dict[str, list[float]] = {}
+        for s_, y in zip(strata, item):
+            groups.setdefault(s_, []).append(y)
+        if any(len(g) < 2 for g in groups.values()):
+            raise ValueError("crossed_interval: every stratum needs at least two items")
+        v = sum(len(g) * sample_variance(g) for g in groups.values()) / n_items**2
+        terms = [(v, n_items - len(groups))]
     terms += [(sample_variance(m) / len(m), len(m) - 1) for m in means]
     half = studentized_half_width(terms, level)
     return est, est - half, est + half

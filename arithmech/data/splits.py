@@ -207,11 +207,8 @@ def carry_forms(side: str) -> list[templates_module.Template]:
     return [t for t in templates_module.FIG8 if (form(t) in keep if keep else form(t) not in VAL_FORMS + HELDOUT_FORMS)]
 
 
-def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` ``(prompt, answer)`` carry problems of ``side`` (:func:`carry_pairs`), alternating addition and
-    subtraction, each in a seeded form of its operation from :func:`carry_forms`. Validation and test
-    items are distinct problems fixed by ``data_seed`` (at most the side's problems of each operation);
-    training items are drawn with replacement by ``seed``."""
+def _carry_draw(side: str, n: int, data_seed: int, seed: int) -> list[tuple[templates_module.Template, int, int]]:
+    """The ``(form, A, B)`` of :func:`carry_items`' items, in order (one random stream for both callers)."""
     rng = random.Random(f"carry-items:{data_seed}:{side}:{seed if side == 'train' else 0}")
     tpls = carry_forms(side)
     by_op = {op: [p for p in carry_pairs(data_seed)[side] if p[2] == op] for op in ("addition", "subtraction")}
@@ -226,5 +223,44 @@ def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0) -> list[tu
     for i in range(n):
         op = ("addition", "subtraction")[i % 2]
         a, b, _ = rng.choice(by_op[op]) if side == "train" else by_op[op][i // 2]
+        out.append((rng.choice([t for t in tpls if t.op == op]), a, b))
+    return out
+
+
+def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` ``(prompt, answer)`` carry problems of ``side`` (:func:`carry_pairs`), alternating addition and
+    subtraction, each in a seeded form of its operation from :func:`carry_forms`. Validation and test
+    items are distinct problems fixed by ``data_seed`` (at most the side's problems of each operation);
+    training items are drawn with replacement by ``seed``."""
+    return [_sentence(t, a, b) for t, a, b in _carry_draw(side, n, data_seed, seed)]
+
+
+def carry_phrasings(side: str, n: int, data_seed: int = 0) -> list[str]:
+    """The phrasing of each of :func:`carry_items`' ``n`` items of ``side``: ``"<operation>-<form>"`` (e.g.
+    ``"subtraction-7"``), the strata of a paired interval over the items."""
+    return [f"{t.op}-{form(t)}" for t, _, _ in _carry_draw(side, n, data_seed, 0)]
+
+
+def plain_pairs(data_seed: int = 0) -> list[tuple[int, int, str]]:
+    """Two-digit problems **without** a carry or borrow (``A % 10 + B % 10 < 10``; ``A > B`` with
+    ``A % 10 >= B % 10``), ``10 <= A, B <= 99``, whose unordered pair lies on the training side of
+    :func:`carry_pairs`' hash: the answer format of the carry items without their skill, never a pair that a
+    validation or test item asks in either operation."""
+    probs = [(a, b, "addition") for a in range(10, 100) for b in range(10, 100) if a % 10 + b % 10 < 10]
+    probs += [(a, b, "subtraction") for a in range(10, 100) for b in range(10, 100) if a > b and a % 10 >= b % 10]
+    held = {(min(a, b), max(a, b)) for s in ("val", "test") for a, b, _ in carry_pairs(data_seed)[s]}
+    return [(a, b, op) for a, b, op in probs if (min(a, b), max(a, b)) not in held]
+
+
+def plain_items(n: int, data_seed: int = 0, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` training ``(prompt, answer)`` problems of :func:`plain_pairs` in the training forms, alternating
+    addition and subtraction, drawn with replacement by ``seed``: a format-only training set."""
+    rng = random.Random(f"plain-items:{data_seed}:{seed}")
+    tpls = carry_forms("train")
+    by_op = {op: [p for p in plain_pairs(data_seed) if p[2] == op] for op in ("addition", "subtraction")}
+    out = []
+    for i in range(n):
+        op = ("addition", "subtraction")[i % 2]
+        a, b, _ = rng.choice(by_op[op])
         out.append(_sentence(rng.choice([t for t in tpls if t.op == op]), a, b))
     return out

@@ -150,6 +150,24 @@ class Table1(ModelStep):
 
 
 @dataclass(frozen=True)
+class Confirm(ModelStep):
+    """Table 1's confirmation: the protocol's arms on fresh seeds (arithmech.table1); --write-protocol writes it."""
+
+    model_name: str = option("smollm2-135m", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
+    write_protocol: bool = option(
+        False, "write <model>/confirmation/protocol.json from the exploration's records, then stop (never replaced)"
+    )
+    max_runs: int | None = option(
+        None, "stop after this many new runs (a session's share; the next call resumes)", low=1, high=MAX_TRAIN_ROWS
+    )
+    data_dir: str | None = option(None, "benchmark folder (default: $ARITHMECH_DATA or ../shared/data)", reuse=False)
+
+    def memory(self, shape: Shape, **known) -> Estimate:
+        """One run at a time: the peak is a full SFT run's (:func:`arithmech.steps.memory.confirm`)."""
+        return memory.confirm(shape, self, **known)
+
+
+@dataclass(frozen=True)
 class TrainEmbedded(Config):
     """Train the embedded arithmetic model (deterministic, about 12 minutes on 2 cores)."""
 

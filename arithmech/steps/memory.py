@@ -10,6 +10,7 @@ Every function takes the model's :class:`~arithmech.core.estimate.Shape` ``s`` a
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 from arithmech.core.estimate import (
     ATTRIBUTION_ROWS,
@@ -281,6 +282,21 @@ def finetune(s: Shape, c) -> Estimate:
         trained = k * 4 * s.d_model * s.head_dim + c.mlps * 3 * s.d_model * s.d_mlp
     steps = c.max_steps if c.max_steps > 0 else math.ceil((c.n_train or 1024) * c.epochs / c.batch_size)
     return _train(s, c, c.micro_batch_size, trained, steps, "finetune", "--micro-batch-size", 2 * (c.limit or 500) * 4)
+
+
+def confirm(s: Shape, c) -> Estimate:
+    """The confirmation: one run at a time (each frees its model before the next), so the peak is full SFT's at the
+    exploration's batch of 16 rows."""
+    return _train(
+        s,
+        SimpleNamespace(device=c.device, dtype=c.dtype, batch_size=16),
+        16,
+        s.params,
+        220,
+        "confirm",
+        "--model",
+        2_000,
+    )
 
 
 def table1(s: Shape, c) -> Estimate:

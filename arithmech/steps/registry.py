@@ -82,6 +82,7 @@ STEPS: dict[str, Step] = {
         Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
+        Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
     )
 }
 """Every step of the pipeline by its command's name."""

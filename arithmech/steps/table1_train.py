@@ -49,17 +49,22 @@ class Run(NamedTuple):
 
 
 def train_arm(
-    config: Config, suite, heads, lr: float, seed: int, steps: int, data_seed: int
+    config: Config, suite, heads, lr: float, seed: int, steps: int, data_seed: int, kv_policy: str = "any"
 ) -> tuple[object, object, dict]:
     """Fine-tune a fresh copy of ``config.model_name`` (on ``config.device``, in ``config.dtype``, ``config.batch_size``
     rows a step) on ``suite.train`` for ``steps`` steps at rate ``lr``: every parameter (``heads`` None) or the
-    ``heads``' slices with H/h rescaling; ``seed`` the training's, ``data_seed`` the splits'. Returns
+    ``heads``' slices with H/h rescaling (``kv_policy``: :class:`arithmech.finetune.adapter.HeadSpec`'s); ``seed``
+    the training's, ``data_seed`` the splits'. Returns
     ``(model, tokenizer, training record)``."""
     batch_size, device = config.batch_size, config.device
     torch.manual_seed(seed)
     net, tok, _ = load_model(config.model_name, device=device, dtype=config.dtype, attn_implementation="sdpa")
     rows = tokenize_pairs(tok, suite.train(steps * batch_size, seed, data_seed))
-    spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if heads is not None else None
+    spec = (
+        adapter.HeadSpec(heads=tuple(map(tuple, heads)), kv_policy=kv_policy, rescale=True)
+        if heads is not None
+        else None
+    )
     with tempfile.TemporaryDirectory(prefix="arithmech-arms-") as tmp:
         args = runner.training_args(
             tmp,
