@@ -10,9 +10,13 @@ MATHJAX_PREFIX := $(VENV)/share/arithmech
 # Set-up runs once per change of the requirements: `make book` / `make test` on a fresh clone set up first.
 INSTALLED := $(VENV)/.arithmech-installed
 
-.PHONY: setup mathjax chromium book book-html lab test test-fast clean-book
+.PHONY: help setup mathjax chromium book book-html lab test test-fast clean-book
 
-setup: $(INSTALLED)
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 14
+
+
+setup: $(INSTALLED)  ## the venv and pinned installs (book and test run it first)
 
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || \
@@ -45,28 +49,28 @@ chromium:
 	echo "installing chromium and chromium-driver (apt-get) for the browser checks"; \
 	$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver
 
-book: $(INSTALLED)
+book: $(INSTALLED)  ## execute every chapter and build _build/html (progress on a terminal)
 	$(BIN)/python -m arithmech book
 
-book-html: $(INSTALLED)
+book-html: $(INSTALLED)  ## rebuild the HTML from the executed chapters, executing nothing
 	$(BIN)/python -m arithmech book --skip-execute
 
 # JupyterLab on the repository (arithmech/lab.py): book/<chapter>.md opens as a notebook (jupytext), ipywidgets
 # work; 127.0.0.1 only, a fresh token printed with the address; Ctrl+C stops it. `make lab LAB_PORT=9999`.
 LAB_PORT ?= 8888
-lab: $(INSTALLED)
+lab: $(INSTALLED)  ## JupyterLab with the widgets, to tweak prompts
 	$(BIN)/python -m arithmech.lab --port $(LAB_PORT)
 
 # Everything, the browser checks included: installs Chromium and chromedriver first when missing (see chromium),
 # or stops in one line saying what to run.
-test: $(INSTALLED)
+test: $(INSTALLED)  ## every test (what CI runs), browser checks included
 	@$(BIN)/python tests/book/browser.py 2>/dev/null || $(MAKE) --no-print-directory -s chromium
 	@$(BIN)/python tests/book/browser.py
 	$(BIN)/python -m pytest -q --durations=20
 
 # The unit, parity and integration tiers without the `slow` tests (book build, browser, SmolLM2).
-test-fast: $(INSTALLED)
+test-fast: $(INSTALLED)  ## the loop while editing: no book build, no browser, no SmolLM2
 	$(BIN)/python -m pytest -q -m "not slow"
 
-clean-book:
+clean-book:  ## remove the built book and generated pages
 	rm -rf _build book/_generated book/_static/vendor
