@@ -207,38 +207,43 @@ def carry_forms(side: str) -> list[templates_module.Template]:
     return [t for t in templates_module.FIG8 if (form(t) in keep if keep else form(t) not in VAL_FORMS + HELDOUT_FORMS)]
 
 
-def _carry_draw(side: str, n: int, data_seed: int, seed: int) -> list[tuple[templates_module.Template, int, int]]:
-    """The ``(form, A, B)`` of :func:`carry_items`' items, in order (one random stream for both callers)."""
+def _carry_draw(
+    side: str, n: int, data_seed: int, seed: int, start: int = 0
+) -> list[tuple[templates_module.Template, int, int]]:
+    """The ``(form, A, B)`` of :func:`carry_items`' items, in order (one random stream for both callers); ``start``:
+    skip the side's first ``start`` problems of each operation (validation and test)."""
     rng = random.Random(f"carry-items:{data_seed}:{side}:{seed if side == 'train' else 0}")
     tpls = carry_forms(side)
     by_op = {op: [p for p in carry_pairs(data_seed)[side] if p[2] == op] for op in ("addition", "subtraction")}
     if side != "train":
         for ps in by_op.values():
             rng.shuffle(ps)
-        if n > 2 * min(map(len, by_op.values())):
+        if start + (n + 1) // 2 > min(map(len, by_op.values())):
             raise ValueError(
-                f"carry_items: {n} {side} items asked, the side holds {min(map(len, by_op.values()))} per operation"
+                f"carry_items: {n} {side} items from problem {start} asked, the side holds "
+                f"{min(map(len, by_op.values()))} per operation"
             )
     out = []
     for i in range(n):
         op = ("addition", "subtraction")[i % 2]
-        a, b, _ = rng.choice(by_op[op]) if side == "train" else by_op[op][i // 2]
+        a, b, _ = rng.choice(by_op[op]) if side == "train" else by_op[op][start + i // 2]
         out.append((rng.choice([t for t in tpls if t.op == op]), a, b))
     return out
 
 
-def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0) -> list[tuple[str, str]]:
+def carry_items(side: str, n: int, data_seed: int = 0, seed: int = 0, start: int = 0) -> list[tuple[str, str]]:
     """``n`` ``(prompt, answer)`` carry problems of ``side`` (:func:`carry_pairs`), alternating addition and
     subtraction, each in a seeded form of its operation from :func:`carry_forms`. Validation and test
-    items are distinct problems fixed by ``data_seed`` (at most the side's problems of each operation);
+    items are distinct problems fixed by ``data_seed`` (at most the side's problems of each operation; ``start``:
+    from the side's ``start``-th problem of each operation on, so items past an earlier run's are fresh);
     training items are drawn with replacement by ``seed``."""
-    return [_sentence(t, a, b) for t, a, b in _carry_draw(side, n, data_seed, seed)]
+    return [_sentence(t, a, b) for t, a, b in _carry_draw(side, n, data_seed, seed, start)]
 
 
-def carry_phrasings(side: str, n: int, data_seed: int = 0) -> list[str]:
+def carry_phrasings(side: str, n: int, data_seed: int = 0, start: int = 0) -> list[str]:
     """The phrasing of each of :func:`carry_items`' ``n`` items of ``side``: ``"<operation>-<form>"`` (e.g.
     ``"subtraction-7"``), the strata of a paired interval over the items."""
-    return [f"{t.op}-{form(t)}" for t, _, _ in _carry_draw(side, n, data_seed, 0)]
+    return [f"{t.op}-{form(t)}" for t, _, _ in _carry_draw(side, n, data_seed, 0, start)]
 
 
 def plain_pairs(data_seed: int = 0) -> list[tuple[int, int, str]]:

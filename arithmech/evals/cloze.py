@@ -285,10 +285,25 @@ def accuracy(items: Sequence[Item], logprobs: Sequence[Sequence[float]], norm: b
     return out
 
 
+def fresh(name: str, n: int, seed: int = 0, used: int = 100, root=None) -> list[Item]:
+    """``n`` items of set ``name`` that :func:`sample` with ``used`` items and ``seed`` does not hold (drawn without
+    replacement by their own seed): items no earlier run at that size was scored on."""
+    rows = read(name, root)
+    taken = {id(r) for r in sample(name, used, seed, root)} if used < len(rows) else {id(r) for r in rows}
+    rest = [r for r in rows if id(r) not in taken]
+    if n > len(rest):
+        raise ValueError(f"cloze set {name}: {n} fresh items asked, {len(rest)} left after {used}")
+    return random.Random(f"cloze-fresh:{name}:{seed}:{used}").sample(rest, n)
+
+
 def measure(model, tok, name: str, n: int, seed: int = 0, root=None, batch_size: int = 16) -> dict:
     """Set ``name``'s ``acc_norm`` on ``n`` sampled items: a measure dict (value, n, Wilson 95% interval,
     the 0/1 items for paired intervals) with its ``chance`` accuracy."""
-    items = sample(name, n, seed, root)
+    return score(model, tok, sample(name, n, seed, root), batch_size)
+
+
+def score(model, tok, items: list[Item], batch_size: int = 16) -> dict:
+    """:func:`measure` on given ``items``."""
     acc = accuracy(items, choice_logprobs(model, tok, items, batch_size))
     lo, hi = wilson_interval(sum(acc), len(acc))
     return {

@@ -1,12 +1,14 @@
-"""``python -m arithmech confirm``: the protocol's runs, on fresh seeds, resumable.
+"""``python -m arithmech confirm``: the protocol's runs, on fresh seeds and fresh items, resumable.
 
-``--write-protocol`` writes ``<model>/confirmation/protocol.json`` (:mod:`arithmech.table1.protocol`) and stops; it
-is committed before the first run (a test reads git's history). Without it, the runner reads the protocol and
-makes every run it plans, in rounds — round ``i`` trains each arm at seed ``seeds[i]`` — so a run stopped part-way
-leaves every arm with the same number of seeds. Each run is one record, ``confirmation/<arm>-s<seed>.json``, written
-whole (a crash leaves the record or nothing); its ``parameters`` say ``phase: confirmation`` and the protocol's
-sha256, and a record made with the same arguments is kept (resume). ``--max-runs`` stops after that many new
-runs, so a session commits what it made and the next one resumes.
+``--write-protocol`` writes the protocol (:mod:`arithmech.table1.protocol`) and stops; it is committed before the first
+run (a test reads git's history). Without it, the runner reads the protocol and makes, in order: base scored on the
+fresh items; the pilots (one run per rate, validation only), whose rule then fixes the rates the protocol left to
+them; then every confirmatory run, in rounds — round ``i`` trains each arm at seed ``seeds[i]`` — so a run stopped
+part-way leaves every arm with the same seeds. Each run is one record in ``<model>/confirmation/v2/``, written whole
+(a crash leaves the record or nothing), its ``parameters`` saying ``phase: confirmation`` and the protocol's sha256;
+a record made with the same arguments is kept (resume). ``--max-runs`` stops after that many new runs, so a session
+commits what it made and the next one resumes. ``confirmation.json`` beside the records lists what is made, the
+pilots' rates and the machine time.
 """
 
 from __future__ import annotations
@@ -23,14 +25,19 @@ from arithmech.core import results as results_io
 from arithmech.core.atomic import atomic_json
 from arithmech.core.config import command_line
 from arithmech.core.inputs import quoted
+from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
-from arithmech.data.splits import plain_items
+from arithmech.data.sentences import generic_text
+from arithmech.data.splits import carry_items, plain_items
+from arithmech.evals import cloze, measures
+from arithmech.evals.measures import accuracy_measure
+from arithmech.evals.scoring import greedy_exact
 from arithmech.evals.suites import get_suite
 from arithmech.steps.config_training import Confirm as Config
 from arithmech.steps.finetune_heads import model_geometry
 from arithmech.steps.table1_train import train_arm
 from arithmech.table1 import protocol as protocols
-from arithmech.table1.protocol import record_path
+from arithmech.table1.protocol import ITEMS, PILOT, PILOT_SEED, record_path
 
 
 def heads_of(protocol: dict, arm: dict, i: int) -> list[list[int]] | None:
@@ -40,40 +47,221 @@ def heads_of(protocol: dict, arm: dict, i: int) -> list[list[int]] | None:
     return protocol["heads"]["key"] if arm["heads"] == "key" else protocol["heads"][arm["name"]][i]
 
 
-def args_hash(protocol_sha: str, arm: dict, seed: int, heads) -> str:
-    """What a record was made with: the protocol, the arm, the seed, the heads."""
-    text = json.dumps({"protocol": protocol_sha, "arm": arm, "seed": seed, "heads": heads}, sort_keys=True)
+def args_hash(protocol_sha: str, arm: str, seed: int | None, lr: float | None, heads) -> str:
+    """What a record was made with: the protocol, the arm, the seed, the rate, the heads."""
+    text = json.dumps({"protocol": protocol_sha, "arm": arm, "seed": seed, "lr": lr, "heads": heads}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def made(folder: Path, arm: str, seed: int, h: str, overwrite: bool) -> bool:
-    """Whether the run's record exists with the same arguments; a record made otherwise is refused unless
+def _read(folder: Path, path: Path) -> dict:
+    return json.loads(safe_read.read_text(path, folder))
+
+
+def made(folder: Path, path: Path, h: str, overwrite: bool) -> bool:
+    """Whether the record at ``path`` exists with the same arguments; one made otherwise is refused unless
     ``overwrite`` (it would be replaced)."""
-    path = record_path(folder, arm, seed)
     if not path.exists():
         return False
-    rec = json.loads(safe_read.read_text(path, folder))
-    if rec.get("parameters", {}).get("args_sha256") == h:
+    if _read(folder, path).get("parameters", {}).get("args_sha256") == h:
         return True
     if not overwrite:
         raise ValueError(f"{quoted(path)} was made with other arguments: --overwrite replaces it")
     return False
 
 
-def _train_and_score(c: Config, protocol: dict, arm: dict, seed: int, heads) -> tuple[dict, dict]:
-    """Train one run as the exploration did (:func:`arithmech.steps.table1_train.train_arm`) and score its test."""
-    t = protocol["training"]
-    suite = get_suite("cpu")
-    if arm["train"] == "plain":
-        suite = dataclasses.replace(
-            suite, train=lambda n, seed=0, data_seed=0: [(p, " " + a) for p, a in plain_items(n, data_seed, seed)]
+def evaluate_fresh(net, tok, data_seed: int, data_dir) -> dict:
+    """The confirmation's measures: the fresh carry items, the fresh cloze items and the generic text's second half
+    (:data:`arithmech.table1.protocol.ITEMS`), and the exploration's 400 carry items beside them."""
+    fresh = carry_items("test", ITEMS["carry_fresh"], data_seed, start=ITEMS["carry_start"])
+    old = carry_items("test", 400, data_seed)
+    out = {
+        "carry_fresh": accuracy_measure([int(x) for x in greedy_exact(net, tok, fresh, batch_size=64)]),
+        "carry": accuracy_measure([int(x) for x in greedy_exact(net, tok, old, batch_size=64)]),
+    }
+    for name in protocols.CLOZE:
+        items = cloze.fresh(name, ITEMS["cloze_fresh"], data_seed, ITEMS["cloze_used"], data_dir)
+        out[f"{name}_fresh"] = cloze.score(net, tok, items)
+    lo, hi = ITEMS["lm_chunks"]
+    losses = measures.lm_losses(net, tok, generic_text(), max_tokens=256 * hi)[lo:hi]
+    out["lm_loss_fresh"] = {
+        "metric": "nats/token",
+        "value": sum(losses) / len(losses),
+        "n": len(losses),
+        "ci": None,
+        "items": losses,
+    }
+    return out
+
+
+class Runner:
+    """One confirmation: its protocol, folder and config; :meth:`run_all` makes every planned record."""
+
+    def __init__(self, config: Config, out: Path, command: str):
+        self.c, self.out, self.command = config, out, command
+        self.protocol = protocols.read(out)
+        self.sha = safe_read.sha256(out / protocols.FILE, out)
+        self.t = self.protocol["training"]
+        self.made = 0
+
+    def _train(self, arm: dict, seed: int, lr: float, heads) -> tuple:
+        suite = get_suite("cpu")
+        if arm["train"] == "plain":
+            suite = dataclasses.replace(
+                suite, train=lambda n, seed=0, data_seed=0: [(p, " " + a) for p, a in plain_items(n, data_seed, seed)]
+            )
+        c = SimpleNamespace(
+            model_name=self.c.model_name, device=self.c.device, dtype=self.c.dtype, batch_size=self.t["batch_size"]
         )
-    tc = SimpleNamespace(model_name=c.model_name, device=c.device, dtype=c.dtype, batch_size=t["batch_size"])
-    kv = arm["kv_policy"] or "any"
-    net, tok, tr = train_arm(tc, suite, heads, arm["lr"], seed, t["steps"], t["data_seed"], kv)  # type: ignore[arg-type]
-    t0 = time.time()
-    test = suite.evaluate(net, tok, "test", t["sizes"], t["data_seed"], data_dir=c.data_dir)
-    return test, {**tr, "eval_s": round(time.time() - t0, 1)}
+        net, tok, tr = train_arm(
+            c,
+            suite,
+            heads,
+            lr,
+            seed,
+            self.t["steps"],
+            self.t["data_seed"],  # type: ignore[arg-type]
+            arm["kv_policy"] or "any",
+        )
+        return suite, net, tok, tr
+
+    def _write(
+        self,
+        path: Path,
+        arm: str,
+        seed,
+        lr,
+        heads,
+        h: str,
+        results: dict,
+        tr: dict | None,
+        started: float,
+        phase: str,
+        eval_s: float,
+    ) -> None:
+        mode = "base" if tr is None else ("full" if heads is None else "precise")
+        rec = records.finetune_record(
+            model=self.protocol["model"],
+            mode=mode,
+            tag=path.stem,
+            command=self.command,
+            seed=seed,
+            device=self.c.device,
+            dtype=self.c.dtype,
+            heads=heads if heads is not None else "all",
+            tuned_parameters=(tr or {}).get("tuned_parameters", 0),
+            total_parameters=(tr or {}).get("total_parameters"),
+            parameters={
+                "phase": phase,
+                "protocol_sha256": self.sha,
+                "arm": arm,
+                "lr": lr,
+                "args_sha256": h,
+                "eval_s": eval_s,
+            },
+            train=tr,
+            results=results,
+            versions=provenance.versions(),
+            wall_s=round(time.time() - started, 1),
+        )
+        atomic_json(path, rec)
+        self.made += 1
+
+    def base(self) -> None:
+        path, h = record_path(self.out, "base"), args_hash(self.sha, "base", None, None, None)
+        if made(self.out, path, h, self.c.overwrite):
+            return
+        started = time.time()
+        net, tok, _ = load_model(
+            self.c.model_name, device=self.c.device, dtype=self.c.dtype, attn_implementation="sdpa"
+        )
+        results = evaluate_fresh(net, tok, self.t["data_seed"], self.c.data_dir)
+        self._write(
+            path, "base", None, None, None, h, results, None, started, "confirmation", round(time.time() - started, 1)
+        )
+
+    def pilot(self, name: str, lr: float) -> None:
+        arm = next(a for a in self.protocol["arms"] if a["name"] == name)
+        heads = self.protocol["heads"]["key"] if arm["mode"] == "precise" else None
+        path, h = record_path(self.out, name, lr=lr), args_hash(self.sha, f"pilot:{name}", PILOT_SEED, lr, heads)
+        if made(self.out, path, h, self.c.overwrite):
+            return
+        started = time.time()
+        suite, net, tok, tr = self._train(arm, PILOT_SEED, lr, heads)
+        t0 = time.time()
+        val = suite.evaluate(net, tok, "val", get_suite("cpu").sizes(), self.t["data_seed"], data_dir=self.c.data_dir)
+        self._write(path, name, PILOT_SEED, lr, heads, h, val, tr, started, "pilot", round(time.time() - t0, 1))
+
+    def pilot_rates(self) -> dict[str, float]:
+        """Each pilot's rate by its rule (:func:`arithmech.table1.protocol.pilot_rate`), from its records."""
+        out = {}
+        for key, (name, rates) in PILOT.items():
+            val = {lr: _read(self.out, record_path(self.out, name, lr=lr))["results"]["carry"]["value"] for lr in rates}
+            out[f"pilot:{key}"] = protocols.pilot_rate(val)
+        return out
+
+    def rate(self, arm: dict, pilots: dict[str, float]) -> float:
+        return pilots[arm["rate"]] if arm["rate"].startswith("pilot:") else arm["lr"]
+
+    def round_run(self, i: int, seed: int, arm: dict, pilots: dict[str, float]) -> None:
+        heads, lr = heads_of(self.protocol, arm, i), self.rate(arm, pilots)
+        path, h = record_path(self.out, arm["name"], seed), args_hash(self.sha, arm["name"], seed, lr, heads)
+        if made(self.out, path, h, self.c.overwrite):
+            return
+        started = time.time()
+        _, net, tok, tr = self._train(arm, seed, lr, heads)
+        t0 = time.time()
+        results = evaluate_fresh(net, tok, self.t["data_seed"], self.c.data_dir)
+        self._write(
+            path, arm["name"], seed, lr, heads, h, results, tr, started, "confirmation", round(time.time() - t0, 1)
+        )
+
+    def plan(self) -> list[tuple]:
+        """Every record in order: base, the pilots, then the rounds."""
+        steps: list[tuple] = [("base",)]
+        steps += [("pilot", name, lr) for name, rates in PILOT.values() for lr in rates]
+        steps += [
+            ("round", i, seed, arm) for i, seed in enumerate(self.protocol["seeds"]) for arm in self.protocol["arms"]
+        ]
+        return steps
+
+    def run_all(self) -> dict:
+        todo = self.plan()
+        with Progress("confirm", len(todo)) as bar:
+            pilots: dict[str, float] = {}
+            for step in todo:
+                if self.c.max_runs and self.made >= self.c.max_runs:
+                    break
+                if step[0] == "base":
+                    self.base()
+                elif step[0] == "pilot":
+                    self.pilot(step[1], step[2])
+                else:
+                    pilots = pilots or self.pilot_rates()
+                    self.round_run(step[1], step[2], step[3], pilots)
+                bar.advance()
+        return self.summary(todo)
+
+    def summary(self, todo: list[tuple]) -> dict:
+        """``confirmation.json``, table1.json's confirmatory twin: what is made of the plan, the pilots' rates, and
+        what the runs cost on this machine (each record's wall clock: training and evaluation)."""
+        folder = self.out / protocols.RECORDS
+        made_tags = sorted(p.stem for p in folder.glob("*.json") if p.name != "confirmation.json")
+        cost = sum(_read(self.out, folder / f"{t}.json").get("wall_s") or 0.0 for t in made_tags)
+        pilots_done = all(record_path(self.out, n, lr=lr).exists() for n, rates in PILOT.values() for lr in rates)
+        s = {
+            "protocol_sha256": self.sha,
+            "command": self.command,
+            "planned": len(todo),
+            "made": made_tags,
+            "complete": len(made_tags) == len(todo),
+            "pilot_rates": self.pilot_rates() if pilots_done else None,
+            "cost": {
+                "total_s": round(cost, 1),
+                "machine": "wall clock of each run (training and evaluation), 2 CPU cores",
+            },
+        }
+        atomic_json(folder / "confirmation.json", s)
+        return {"made": len(made_tags), "planned": len(todo), "cost_s": s["cost"]["total_s"]}
 
 
 def run(config: Config, command: str | None = None) -> dict:
@@ -85,72 +273,8 @@ def run(config: Config, command: str | None = None) -> dict:
         if c.write_protocol:
             protocols.write(out, protocols.build(out, model_geometry(c.model_name), time.strftime("%Y-%m-%d")))
             return {"protocol": str(out / protocols.FILE)}
-        protocol = protocols.read(out)
-        sha = safe_read.sha256(out / protocols.FILE, out)
-        plan = [(i, seed, arm) for i, seed in enumerate(protocol["seeds"]) for arm in protocol["arms"]]
-        todo = [
-            (i, seed, arm)
-            for i, seed, arm in plan
-            if not made(out, arm["name"], seed, args_hash(sha, arm, seed, heads_of(protocol, arm, i)), c.overwrite)
-        ]
-        todo = todo[: c.max_runs] if c.max_runs else todo
-        with Progress("confirm", len(todo)) as bar:
-            for i, seed, arm in todo:
-                heads = heads_of(protocol, arm, i)
-                bar.note = f"{arm['name']} seed {seed}"
-                started = time.time()
-                test, tr = _train_and_score(c, protocol, arm, seed, heads)
-                rec = records.finetune_record(
-                    model=protocol["model"],
-                    mode=arm["mode"],
-                    tag=f"{arm['name']}-s{seed}",
-                    command=command,
-                    seed=seed,
-                    device=c.device,
-                    dtype=c.dtype,
-                    heads=heads if heads is not None else "all",
-                    mlps=[] if arm["mode"] == "precise" else "all",
-                    tuned_parameters=tr.get("tuned_parameters", 0),
-                    total_parameters=tr.get("total_parameters"),
-                    parameters={
-                        "phase": "confirmation",
-                        "protocol_sha256": sha,
-                        "arm": arm["name"],
-                        "lr": arm["lr"],
-                        "kv_policy": arm["kv_policy"],
-                        "train_data": arm["train"],
-                        "args_sha256": args_hash(sha, arm, seed, heads),
-                        "eval_s": tr.pop("eval_s"),
-                    },
-                    train=tr,
-                    results=test,
-                    versions=provenance.versions(),
-                    wall_s=round(time.time() - started, 1),
-                )
-                atomic_json(record_path(out, arm["name"], seed), rec)
-                bar.advance()
-        return write_summary(out, protocol, sha, plan, command)
-
-
-def write_summary(out: Path, protocol: dict, sha: str, plan: list, command: str) -> dict:
-    """``confirmation/confirmation.json``, table1.json's confirmatory twin: the runs made and planned, and what they
-    cost on this machine (each record's wall clock: training and test)."""
-    made_tags, cost = [], 0.0
-    for _, seed, arm in plan:
-        path = record_path(out, arm["name"], seed)
-        if path.exists():
-            made_tags.append(path.stem)
-            cost += json.loads(safe_read.read_text(path, out)).get("wall_s") or 0.0
-    summary = {
-        "protocol_sha256": sha,
-        "command": command,
-        "planned": len(plan),
-        "made": made_tags,
-        "complete": len(made_tags) == len(plan),
-        "cost": {"total_s": round(cost, 1), "machine": "wall clock of each run (training and test), 2 CPU cores"},
-    }
-    atomic_json(out / "confirmation" / "confirmation.json", summary)
-    return {"made": len(made_tags), "planned": len(plan), "cost_s": summary["cost"]["total_s"]}
+        (out / protocols.RECORDS).mkdir(parents=True, exist_ok=True)
+        return Runner(c, out, command).run_all()
 
 
 def summary(result: dict) -> str:

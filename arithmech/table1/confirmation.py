@@ -1,10 +1,11 @@
 """The confirmation's result: the protocol and its records, read once, and every primary contrast decided.
 
-:meth:`Confirmation.load` reads ``<model>/confirmation/`` (the protocol and each record that follows it: phase
-``confirmation`` and the protocol's sha256; a record of another protocol is refused); :meth:`Confirmation.rows`
-decides each (contrast, measure) of the primary family by :mod:`arithmech.table1.contrasts`, or says ``pending``
-while a planned seed of either arm is missing (no interim verdict: the protocol reads once, at the end);
-:meth:`Confirmation.sentence` is a contrast's answer in one sentence, for the pages.
+:meth:`Confirmation.load` reads ``<model>/confirmation/`` (the protocol, base on the fresh items, the pilots and each
+run it plans that exists, each checked to follow it: phase and the protocol's sha256; a record of another protocol is
+refused); :meth:`Confirmation.rows` decides each (contrast, measure) of the primary family by
+:mod:`arithmech.table1.contrasts`, or says ``pending`` while a planned seed of either arm is missing (no interim
+verdict: the protocol reads once, at the end), or ``not testable`` where a gate fails; :meth:`Confirmation.sentence`
+is a contrast's answer in one sentence, for the pages.
 
     >>> c = Confirmation.load("results/smollm2-135m")
     >>> [(r.contrast, r.measure, r.claim) for r in c.rows()]
@@ -18,8 +19,9 @@ from pathlib import Path
 
 from arithmech.core import safe_read
 from arithmech.core.inputs import quoted
+from arithmech.core.stats import crossed_interval
 from arithmech.table1 import contrasts, protocol
-from arithmech.table1.protocol import record_path
+from arithmech.table1.protocol import PILOT, record_path
 
 UNITS = {"carry": "points", "subtraction": "points", "cloze": "points", "text loss": "nats"}
 
@@ -43,6 +45,7 @@ class Row:
     claim: str = "pending"
     detectable: float | None = None
     by_phrasing: dict = field(default_factory=dict)
+    why: str = ""
 
     @property
     def complete(self) -> bool:
@@ -51,9 +54,11 @@ class Row:
 
 @dataclass(frozen=True)
 class Confirmation:
-    """The protocol (as written) and its records by arm, in seed order."""
+    """The protocol (as written), base on the fresh items, the pilots, and the records by arm in seed order."""
 
     protocol: dict
+    base: dict | None
+    pilots: dict[str, dict]
     records: dict[str, list[dict]]
     cost_s: float
 
@@ -63,21 +68,37 @@ class Confirmation:
         folder = Path(folder)
         written = protocol.read(folder)
         sha = safe_read.sha256(folder / protocol.FILE, folder)
-        recs: dict[str, list[dict]] = {a["name"]: [] for a in written["arms"]}
+
+        def read(path: Path, arm: str) -> dict | None:
+            if not path.exists():
+                return None
+            rec = json.loads(safe_read.read_text(path, folder))
+            p = rec.get("parameters") or {}
+            if (
+                p.get("phase") not in ("confirmation", "pilot")
+                or p.get("protocol_sha256") != sha
+                or p.get("arm") != arm
+            ):
+                raise ValueError(
+                    f"{quoted(path)} does not follow {quoted(folder / protocol.FILE)} (phase, sha256, arm)"
+                )
+            return rec
+
+        recs = {a["name"]: [] for a in written["arms"]}
         for seed in written["seeds"]:
             for arm in recs:
-                path = record_path(folder, arm, seed)
-                if not path.exists():
-                    continue
-                rec = json.loads(safe_read.read_text(path, folder))
-                p = rec.get("parameters") or {}
-                if p.get("phase") != "confirmation" or p.get("protocol_sha256") != sha or p.get("arm") != arm:
-                    raise ValueError(
-                        f"{quoted(path)} does not follow {quoted(folder / protocol.FILE)} (phase, sha256, arm)"
-                    )
-                recs[arm].append(rec)
-        cost = sum(r.get("wall_s") or 0 for v in recs.values() for r in v)
-        return cls(written, recs, round(cost, 1))
+                rec = read(record_path(folder, arm, seed), arm)
+                if rec is not None:
+                    recs[arm].append(rec)
+        pilots = {
+            f"{name}@{lr:.0e}": rec
+            for name, rates in PILOT.values()
+            for lr in rates
+            if (rec := read(record_path(folder, name, lr=lr), name)) is not None
+        }
+        base = read(record_path(folder, "base"), "base")
+        every = [r for v in recs.values() for r in v] + list(pilots.values()) + ([base] if base else [])
+        return cls(written, base, pilots, recs, round(sum(r.get("wall_s") or 0 for r in every), 1))
 
     @property
     def family(self) -> int:
@@ -86,30 +107,49 @@ class Confirmation:
     def scores(self, arm: str, measure: str) -> list[list[float]]:
         return [protocol.scores(r, measure) for r in self.records[arm]]
 
+    def gate(self, arm: str) -> tuple[bool | None, str]:
+        """Whether ``arm`` learns (its carry gain over base on the fresh items, 95 % crossed interval above the
+        margin): True, False, or None while its runs or base are missing; with the gain as text."""
+        runs = self.scores(arm, "carry")
+        if self.base is None or len(runs) < 2:
+            return None, ""
+        b = protocol.scores(self.base, "carry")
+        d, lo, hi = crossed_interval([[x - y for x, y in zip(r, b)] for r in runs])
+        text = f"{arm}'s carry gain over base {d:+.1f} points [{lo:+.1f}, {hi:+.1f}], {len(runs)} runs"
+        return lo > protocol.MARGIN["carry"], text
+
     def rows(self) -> list[Row]:
         """Every primary test, decided where both arms have every planned seed (module docstring)."""
-        t, planned = self.protocol["training"], len(self.protocol["seeds"])
+        seed, planned = self.protocol["training"]["data_seed"], len(self.protocol["seeds"])
         out = []
         for c in self.protocol["contrasts"]:
             contrast = next(x for x in protocol.CONTRASTS if x.name == c["name"])
             for m in c["measures"]:
                 a, b = self.scores(c["a"], m), self.scores(c["b"], m)
                 row = Row(c["name"], m, c["a"], c["b"], len(a), len(b), planned)
-                if row.complete:
-                    strata = protocol.strata(m, t["sizes"], t["data_seed"])
-                    d, lo, hi = contrasts.interval(a, b, strata, self.family)
-                    margin = c["margins"][m]
-                    row = replace(
+                if not row.complete:
+                    out.append(row)
+                    continue
+                learns, gain = self.gate(c["gate"]) if c.get("gate") else (True, "")
+                if learns is False:
+                    out.append(replace(row, direction="not testable", claim="not testable", why=gain))
+                    continue
+                strata = protocol.strata(m, seed)
+                d, lo, hi = contrasts.interval(a, b, strata, self.family)
+                margin = c["margins"][m]
+                out.append(
+                    replace(
                         row,
                         estimate=d,
                         lo=lo,
                         hi=hi,
-                        direction=contrasts.direction(lo, hi, margin),
+                        direction=contrasts.direction(lo, hi, margin, lower_is_better=m == "text loss"),
                         claim=contrasts.claim(protocol.kind_of(contrast, m), lo, hi, margin),
                         detectable=contrasts.detectable(contrasts.Spread.of(a, b, strata), len(a), len(b), self.family),
                         by_phrasing=contrasts.by_stratum(a, b, strata) if strata else {},
+                        why=gain,
                     )
-                out.append(row)
+                )
         return out
 
     def sentence(self, contrast: str) -> str:
@@ -119,7 +159,9 @@ class Confirmation:
         if not all(r.complete for r in rows):
             have = min(min(r.n_a, r.n_b) for r in rows)
             return f"{c['question']} **Pending**: {have} of {rows[0].planned} fresh seeds per arm are in."
-        name = {"a ahead": f"{c['a']} ahead", "b ahead": f"{c['b']} ahead"}
+        if all(r.claim == "not testable" for r in rows):
+            return f"{c['question']} **Not testable**: {rows[0].why} (the gate needs the interval above +5 points)."
+        name = {"a better": f"{c['a']} better", "b better": f"{c['b']} better"}
         parts = []
         for r in rows:
             f = ".3f" if r.measure == "text loss" else ".1f"

@@ -2,20 +2,24 @@
 
 A contrast compares arm ``a`` (the paper's heads, in every contrast here) with arm ``b`` on one measure, as
 ``d = mean(a) − mean(b)`` in points of accuracy (nats for the text loss). Every run of both arms is scored on the
-same test items, so the interval is :func:`arithmech.core.stats.crossed_interval`'s, paired over items (an item's
-difficulty cancels) and crossed with the seeds (each arm's spread of run means, on its own t), with the items
-stratified by test phrasing (or cloze set): the phrasings' gap is a fixed part of what is estimated, each phrasing at
-its share of the items, and the per-phrasing estimates are shown beside. The level is Bonferroni's over the primary
-family alone: ``1 − 0.05 / family``.
+same fresh test items and both arms train at the same seeds (the same data order), so the interval is paired twice:
+over seeds (the run term is the spread of the per-seed difference, on ``n − 1`` degrees of freedom) and over items (an
+item's difficulty cancels; the item term is the spread of the per-item difference within strata — test phrasing, or
+cloze set — each weighted by its share, on ``I − S`` degrees of freedom), each term studentized by its own t and
+added in quadrature (:func:`arithmech.core.stats.studentized_half_width`; conservative, the binomial residual
+enters both terms). The phrasings' gap is a fixed part of what is estimated (two held-out phrasings at their realised
+shares: a random phrasing term would rest on one degree of freedom), and the per-phrasing estimates are shown beside.
+The level is Bonferroni's over the primary family alone: ``1 − 0.05 / family``.
 
 Each contrast is read twice, both rules fixed in the protocol before its runs:
 
-* **direction** (two-sided): ``a ahead`` when the interval lies above 0, ``b ahead`` when below, ``within ±m``
-  when it lies inside the margin, else ``inconclusive`` — "the control beats the paper's heads" is a result;
+* **direction** (two-sided): ``a better`` when the interval lies above 0 (a loss: below), ``b better`` on the other
+  side, ``within the margin`` when it lies inside ``±m``, else ``inconclusive`` — "the control beats the paper's
+  heads" is a result;
 * **the paper's claim**, by its kind: ``better`` (the paper's heads beat the control: holds when the interval lies
-  above 0, does not hold when below the margin ``m``), ``not-worse`` (within ``m`` of the other arm or above:
-  holds when it lies above ``−m``, does not hold when below ``−m``), ``not-worse-lower`` (the same for a loss,
-  lower is better: holds below ``+m``, does not hold above ``+m``).
+  above 0, read first; does not hold when below the margin ``m``), ``not-worse`` (within ``m`` of the other arm or
+  above: holds when it lies above ``−m``, does not hold when below ``−m``), ``not-worse-lower`` (the same for a
+  loss, lower is better: holds below ``+m``, does not hold above ``+m``).
 
 :func:`detectable` is the power side: the smallest true difference the design finds with probability ``power``.
 """
@@ -26,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arithmech.core.stats import crossed_interval, sample_variance, t_quantile
+from arithmech.core.stats import sample_variance, studentized_half_width, t_quantile
 
 FAMILY_ALPHA = 0.05
 """The primary family's error rate, split evenly over its tests (Bonferroni)."""
@@ -40,17 +44,40 @@ def level(family: int) -> float:
 
 
 def interval(a, b, strata: Sequence[str] | None, family: int) -> tuple[float, float, float]:
-    """``(d, lo, hi)`` of ``mean(a) − mean(b)``: ``a``, ``b`` runs × items on the same items, ``strata`` their
-    phrasings (module docstring)."""
-    return crossed_interval(a, b, level(family), strata=strata)
+    """``(d, lo, hi)`` of ``mean(a) − mean(b)``: ``a``, ``b`` runs × items on the same items, run ``s`` of each arm
+    trained with the same seed (paired over seeds and items), ``strata`` the items' phrasings (module docstring)."""
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"a paired interval needs the same seeds on both arms, two or more: {len(a)} and {len(b)}")
+    n_items = len(a[0])
+    per_seed = [sum(x) / n_items - sum(y) / n_items for x, y in zip(a, b)]
+    d = sum(per_seed) / len(per_seed)
+    y = [sum(ca) / len(a) - sum(cb) / len(b) for ca, cb in zip(zip(*a), zip(*b))]
+    item_var, item_df = _item_term(y, strata)
+    terms = [(sample_variance(per_seed) / len(per_seed), len(per_seed) - 1), (item_var / n_items, item_df)]
+    half = studentized_half_width(terms, level(family))
+    return d, d - half, d + half
 
 
-def direction(lo: float, hi: float, margin: float) -> str:
-    """The two-sided reading of an interval of ``a − b``."""
+def _item_term(y: Sequence[float], strata: Sequence[str] | None) -> tuple[float, int]:
+    """The per-item variance of ``y`` (within strata, each weighted by its share) and its degrees of freedom."""
+    if strata is None:
+        return sample_variance(y), len(y) - 1
+    if len(strata) != len(y):
+        raise ValueError(f"{len(strata)} strata labels for {len(y)} items")
+    groups: dict[str, list[float]] = {}
+    for s, v in zip(strata, y):
+        groups.setdefault(s, []).append(v)
+    return sum(len(g) * sample_variance(g) for g in groups.values()) / len(y), len(y) - len(groups)
+
+
+def direction(lo: float, hi: float, margin: float, lower_is_better: bool = False) -> str:
+    """The two-sided reading of an interval of ``a − b`` (for a loss, lower is better)."""
+    if lower_is_better:
+        lo, hi = -hi, -lo
     if lo > 0:
-        return "a ahead"
+        return "a better"
     if hi < 0:
-        return "b ahead"
+        return "b better"
     if -margin < lo and hi < margin:
         return "within the margin"
     return "inconclusive"
@@ -82,14 +109,7 @@ class Spread:
         """The spreads measured on runs × items matrices ``a`` and ``b`` (each at least two runs)."""
         ma, mb = ([sum(r) / len(r) for r in x] for x in (a, b))
         y = [sum(ca) / len(a) - sum(cb) / len(b) for ca, cb in zip(zip(*a), zip(*b))]
-        if strata is None:
-            iv = sample_variance(y)
-        else:
-            groups: dict[str, list[float]] = {}
-            for s, v in zip(strata, y):
-                groups.setdefault(s, []).append(v)
-            iv = sum(len(g) * sample_variance(g) for g in groups.values()) / len(y)
-        return cls(sample_variance(ma), sample_variance(mb), iv, len(y))
+        return cls(sample_variance(ma), sample_variance(mb), _item_term(y, strata)[0], len(y))
 
 
 def detectable(s: Spread, n_a: int, n_b: int, family: int, power: float = 0.8) -> float:

@@ -19,7 +19,6 @@ from arithmech.table1.confirmation import Confirmation
 LIKE = {
     "key": "precise-key",
     "key-qo": "precise-key",
-    "full": "full",
     "full-equal-gain": "full",
     "format": "base-shots",
     "random-any": "precise-random-any",
@@ -29,15 +28,26 @@ LIKE = {
 
 
 def status(c: Confirmation) -> str:
-    """How far the confirmation is: runs made of planned, seeds per arm, the machine time so far."""
+    """How far the confirmation is: runs made of planned, seeds per arm, the pilots' rates, the machine time so far."""
+    p = c.protocol
     made = sum(map(len, c.records.values()))
-    planned = len(c.protocol["seeds"]) * len(c.protocol["arms"])
+    planned = len(p["seeds"]) * len(p["arms"])
     low = min(map(len, c.records.values()))
+    pilots = len(c.pilots), sum(len(r) for _, r in protocol.PILOT.values())
     return (
-        f"{made} of {planned} confirmatory runs made ({low} of {len(c.protocol['seeds'])} fresh seeds in every arm; "
+        f"{made} of {planned} confirmatory runs made ({low} of {len(p['seeds'])} fresh seeds in every arm; pilots "
+        f"{pilots[0]} of {pilots[1]}; base on the fresh items {'made' if c.base else 'not yet'}; "
         f"{c.cost_s / 3600:.1f} hours of this 2-core machine so far, the protocol's estimate "
-        f"{c.protocol['budget']['estimated_s'] / 3600:.1f} hours); the protocol was written on "
-        f"{c.protocol['written']} from the exploration's {c.protocol['exploration']['runs']} runs, before any of them."
+        f"{p['budget']['estimated_s'] / 3600:.1f} hours). Protocol version {p['version']}, written on {p['written']} "
+        f"from the exploration's {p['exploration']['runs']} runs, before any of its runs; scored on items no "
+        f"exploratory run was scored on. {p['power']['target'].capitalize()}: the power target (every carry contrast "
+        "detectable within 5 points) "
+        + (
+            "is met."
+            if p["power"]["target"].startswith("reached")
+            else "is not met, so the table says what each "
+            "contrast can detect at this n; an inconclusive reading where it cannot is expected, not evidence."
+        )
     )
 
 
@@ -57,7 +67,8 @@ def protocol_table(c: Confirmation) -> pd.DataFrame:
             "every parameter" if a["mode"] == "full" else f"8 heads' {'Q/O' if a['kv_policy'] == 'none' else 'Q/K/V/O'}"
         )
         data = ", no-carry data" if a["train"] == "plain" else ""
-        return f"{name} ({what}{data}, {a['lr']:.0e})"
+        rate = f"{a['lr']:.0e}" if a.get("lr") else f"rate from the {a['rate'].split(':')[1]} pilot"
+        return f"{name} ({what}{data}, {rate})"
 
     rows = []
     for x in c.protocol["contrasts"]:
@@ -106,24 +117,22 @@ def chart(c: Confirmation, curves: Curves) -> alt.LayerChart:
         for p in pts:
             for m, g in zip(p.values(curves.math), p.values("general")):
                 rows.append({"arm": arm, "run": f"{arm} {p.lr:.0e}", "math": m, "general": g, "phase": "exploration"})
-    base = curves.base["results"]
-    b_math = sum(base[curves.math]["items"]) / len(base[curves.math]["items"])
-    b_gen = sum(x for k in protocol.CLOZE for x in base[k]["items"]) / sum(
-        len(base[k]["items"]) for k in protocol.CLOZE
-    )
-    for arm, recs in c.records.items():
-        for r in recs:
-            math = sum(r["results"]["carry"]["items"]) / len(r["results"]["carry"]["items"]) - b_math
-            gen = protocol.scores(r, "cloze")
-            rows.append(
-                {
-                    "arm": LIKE[arm],
-                    "run": f"{arm} seed {r['seed']}",
-                    "math": math,
-                    "general": sum(gen) / len(gen) / 100 - b_gen,
-                    "phase": f"confirmation: {arm}",
-                }
-            )
+    if c.base is not None:  # the confirmatory runs' changes from base on the fresh items
+        b_math = sum(protocol.scores(c.base, "carry")) / 100 / protocol.ITEMS["carry_fresh"]
+        b_gen = sum(protocol.scores(c.base, "cloze")) / 100 / len(protocol.scores(c.base, "cloze"))
+        for arm, recs in c.records.items():
+            for r in recs:
+                math = sum(protocol.scores(r, "carry")) / 100 / protocol.ITEMS["carry_fresh"] - b_math
+                gen = protocol.scores(r, "cloze")
+                rows.append(
+                    {
+                        "arm": LIKE[arm],
+                        "run": f"{arm} seed {r['seed']}",
+                        "math": math,
+                        "general": sum(gen) / 100 / len(gen) - b_gen,
+                        "phase": f"confirmation: {arm}",
+                    }
+                )
     frame = pd.DataFrame(rows)
     enc = dict(
         x=alt.X("general:Q", title="change of pooled cloze from base", axis=alt.Axis(format="+.0%")),
@@ -141,6 +150,9 @@ def chart(c: Confirmation, curves: Curves) -> alt.LayerChart:
         height=320,
         title=alt.TitleParams(
             "the exploration's 149 runs (hollow) and the confirmation's fresh seeds (filled)",
-            subtitle=["each point one run: carry gain (up) against the pooled cloze change (right), both from base"],
+            subtitle=[
+                "each point one run: carry gain (up) against the pooled cloze change (right), both from base",
+                "the exploration on its items, the confirmation on fresh items (each against base on the same items)",
+            ],
         ),
     )

@@ -13,11 +13,14 @@ from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import load
 from arithmech.core.results import folder_name
+from arithmech.report.views import confirmation as CF
 from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
 from arithmech.report.views import table1_controls as T1C
 from arithmech.report.views.finetune_page import frontier, markdown
 from arithmech.report.views.real_llm_base import PageBase
+from arithmech.table1 import protocol
+from arithmech.table1.confirmation import Confirmation
 
 
 class Table1Section(PageBase):
@@ -30,6 +33,18 @@ class Table1Section(PageBase):
         model against chance, the run's setup and progress, and each arm's chosen runs — or a note where no arms
         run has finished."""
         folder, out = self.folder, []
+        if (folder / protocol.FILE).exists():  # the answer first: the contrasts confirmed on fresh seeds
+            conf = Confirmation.load(folder)
+            out += [
+                markdown(
+                    "**Table 1, confirmed on fresh seeds** (contrasts written before their runs; the Fine-tune chapter "
+                    "gives the protocol and the table): "
+                    + CF.status(conf)
+                    + "\n\n"
+                    + "\n".join(f"* {x}" for x in CF.answers(conf))
+                ),
+                markdown("**The exploration** (149 runs over whole grids, its rules in their tenth version):"),
+            ]
         if T1.has_run(folder):
             c = load(folder)  # the grid points, read once for every table below
             rows = CV.verdict_rows(c)

@@ -15,19 +15,19 @@ from arithmech.table1 import protocol
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.protocol import record_path
 
-SIZES = {"carry_test": 40, "hellaswag": 10, "piqa": 10, "arc_easy": 10, "csqa": 10}
+N_CARRY, N_CLOZE = 280, 200  # the protocol's fresh items (arithmech.table1.protocol.ITEMS)
 
 
 def _protocol(seeds) -> dict:
     return {
-        "schema": "arithmech.table1.protocol/1",
+        "schema": f"arithmech.table1.protocol/{protocol.VERSION}",
         "model": "constructed",
         "seeds": list(seeds),
         "arms": [
             {"name": a.name, "mode": a.mode, "kv_policy": a.kv_policy, "lr": 1e-3, "train": a.train}
             for a in protocol.ARMS
         ],
-        "training": {"steps": 1, "batch_size": 1, "data_seed": 0, "sizes": SIZES},
+        "training": {"steps": 1, "batch_size": 1, "data_seed": 0},
         "contrasts": [
             {
                 "name": c.name,
@@ -37,6 +37,7 @@ def _protocol(seeds) -> dict:
                 "measures": list(c.measures),
                 "claim": c.kind,
                 "margins": {m: protocol.MARGIN[m] for m in c.measures},
+                "gate": protocol.GATES.get(c.name),
             }
             for c in protocol.CONTRASTS
         ],
@@ -49,17 +50,18 @@ def _record(arm: str, seed: int, sha: str, p_carry: float, p_cloze: float, loss:
     return {
         "parameters": {"phase": "confirmation", "protocol_sha256": sha, "arm": arm},
         "wall_s": 10.0,
+        "seed": seed,
         "results": {
-            "carry": {"items": item(p_carry, SIZES["carry_test"])},
-            **{k: {"items": item(p_cloze, 10)} for k in protocol.CLOZE},
-            "lm_loss": {"items": [loss + 0.001 * rng.random() for _ in range(8)]},
+            "carry_fresh": {"items": item(p_carry, N_CARRY)},
+            **{f"{k}_fresh": {"items": item(p_cloze, N_CLOZE)} for k in protocol.CLOZE},
+            "lm_loss_fresh": {"items": [loss + 0.001 * rng.random() for _ in range(8)]},
         },
     }
 
 
-def _folder(tmp_path: Path, rates: dict, n_made: int | None = None, seeds=(5, 6, 7, 8)) -> Path:
+def _folder(tmp_path: Path, rates: dict, n_made: int | None = None, seeds=(5, 6, 7, 8), base=0.0) -> Path:
     folder = tmp_path / "m"
-    (folder / "confirmation").mkdir(parents=True)
+    (folder / protocol.RECORDS).mkdir(parents=True)
     (folder / protocol.FILE).write_text(json.dumps(_protocol(seeds)))
     sha = safe_read.sha256(folder / protocol.FILE, folder)
     rng = random.Random(0)
@@ -68,6 +70,7 @@ def _folder(tmp_path: Path, rates: dict, n_made: int | None = None, seeds=(5, 6,
             if n_made is not None and i >= n_made and arm == "key":
                 continue
             record_path(folder, arm, seed).write_text(json.dumps(_record(arm, seed, sha, pc, pz, loss, rng)))
+    record_path(folder, "base").write_text(json.dumps(_record("base", None, sha, base, 0.5, 3.0, rng)))
     return folder
 
 
@@ -80,8 +83,8 @@ def test_pending_until_every_planned_seed_is_in(tmp_path):
     rows = c.rows()
     waiting = [r for r in rows if "key" in (r.a, r.b)]  # key has 2 of 4 seeds; key-qo vs random-layer-qo all 4
     assert waiting and {r.claim for r in waiting} == {"pending"} and all(r.estimate is None for r in waiting)
-    assert all(r.claim != "pending" for r in rows if r not in waiting)
-    assert "Pending" in c.sentence("matches-full") and "2 of 4" in c.sentence("matches-full")
+    assert all(r.claim != "pending" for r in rows if r not in waiting)  # here: not testable, key-qo learns nothing
+    assert "Pending" in c.sentence("beyond-format") and "2 of 4" in c.sentence("beyond-format")
 
 
 def test_each_reading_from_constructed_records(tmp_path):
@@ -89,7 +92,6 @@ def test_each_reading_from_constructed_records(tmp_path):
     rates = {
         **BASE,
         "key": (0.6, 0.45, 3.2),
-        "full": (1.0, 0.5, 3.0),  # far above key: matches-full does not hold, full ahead
         "random-any": (1.0, 0.5, 3.0),  # reversed: the control beats the paper's heads
         "key-qo": (1.0, 0.5, 3.0),
         "random-layer-qo": (0.0, 0.5, 3.0),  # key-qo far ahead: holds
@@ -97,13 +99,12 @@ def test_each_reading_from_constructed_records(tmp_path):
         "format": (0.55, 0.5, 3.0),  # close to key on 4 x 40 items: inconclusive
     }
     rows = {(r.contrast, r.measure): r for r in Confirmation.load(_folder(tmp_path, rates)).rows()}
-    assert rows[("matches-full", "carry")].claim == "does not hold"
-    assert rows[("matches-full", "carry")].direction == "b ahead"
     assert rows[("beats-random-any", "carry")].claim == "does not hold"
-    assert rows[("beats-random-any", "carry")].direction == "b ahead"  # reversed
+    assert rows[("beats-random-any", "carry")].direction == "b better"  # reversed
     assert rows[("beats-layer-matched", "carry")].claim == "holds"
-    assert rows[("beats-layer-matched", "carry")].direction == "a ahead"
+    assert rows[("beats-layer-matched", "carry")].direction == "a better"
     assert rows[("keeps-at-equal-gain", "text loss")].claim == "does not hold"
+    assert rows[("keeps-at-equal-gain", "text loss")].direction == "b better"  # key's loss higher: full is better
     assert rows[("beyond-format", "carry")].claim == "inconclusive"
     r = rows[("beats-layer-matched", "carry")]
     assert (
@@ -122,3 +123,15 @@ def test_a_record_of_another_protocol_is_refused(tmp_path):
     path.write_text(json.dumps(rec))
     with pytest.raises(ValueError, match="does not follow"):
         Confirmation.load(folder)
+
+
+def test_the_layer_matched_contrast_waits_for_its_arm_to_learn(tmp_path):
+    """Protects the gate: where the Q/O key arm's carry gain over base does not clear +5 points, the layer-matched
+    contrast reads not testable (with the gain), whatever its interval; the other contrasts are read."""
+    rates = {**BASE, "key-qo": (0.52, 0.5, 3.0), "random-layer-qo": (0.1, 0.5, 3.0)}
+    c = Confirmation.load(_folder(tmp_path, rates, base=0.5))
+    rows = {(r.contrast, r.measure): r for r in c.rows()}
+    r = rows[("beats-layer-matched", "carry")]
+    assert (r.claim, r.direction) == ("not testable", "not testable") and "key-qo's carry gain over base" in r.why
+    assert rows[("beats-random-any", "carry")].claim != "not testable"
+    assert c.sentence("beats-layer-matched").startswith(protocol.CONTRASTS[1].question + " **Not testable**")
