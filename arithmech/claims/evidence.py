@@ -1,6 +1,6 @@
 """What a claim's decider reads: one results folder, each file read once, a missing file an exception.
 
-:class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.claims.rules`;
+:class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.claims.decide`;
 :class:`Missing` is what a decider raises when a file it needs is absent (the claim is then inconclusive).
 """
 

@@ -20,9 +20,9 @@ import torch
 
 from arithmech.claims import curves as CV
 from arithmech.claims import verdicts as V
+from arithmech.claims.decide import claims
 from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import MIN_RUNS, Curves, load
-from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
