@@ -51,7 +51,7 @@ book: $(INSTALLED)
 book-html: $(INSTALLED)
 	$(BIN)/python -m arithmech book --skip-execute
 
-# JupyterLab on the repository (arithmech/lab.py): book/<chapter>.md opens as a notebook (jupytext), ipywidgets
+# JupyterLab on the repository (arithmech/lab): book/<chapter>.md opens as a notebook (jupytext), ipywidgets
 # work; 127.0.0.1 only, a fresh token printed with the address; Ctrl+C stops it. `make lab LAB_PORT=9999`.
 LAB_PORT ?= 8888
 lab: $(INSTALLED)
