@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TypeGuard
-
-import tomllib
 
 PATH = Path(__file__).with_name("changelog.toml")
 FIELDS = {"version", "date", "commit", "what", "results"}

@@ -7,7 +7,7 @@ its control or holds too few problems (the control recomputed from ``prompts.jso
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 

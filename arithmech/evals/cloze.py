@@ -37,9 +37,9 @@ import csv
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 

@@ -70,7 +70,7 @@ def frontier(folder: str | Path, name: str, rows: pd.DataFrame, c: Curves | None
     ]
 
 
-def run(P: Any) -> "Page":
+def run(P: Any) -> Page:
     """Runs the chapter's toy arms (``P``: the chapter's config, :class:`~arithmech.report.build.chapters.Finetune`):
     identify's ranking first (made if missing), then every arm over its learning-rate grid, then full SFT's learning
     curve (scored every 20 steps). A chapter re-computes its own runs (``overwrite``)."""
