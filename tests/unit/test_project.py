@@ -8,16 +8,12 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-
-try:
-    import tomllib
-except ModuleNotFoundError:                       # Python 3.10
-    tomllib = pytest.importorskip("tomli")
 
 REPO = Path(__file__).resolve().parents[2]
 
