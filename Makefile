@@ -55,7 +55,7 @@ book: $(INSTALLED)  ## execute every chapter and build _build/html (progress on 
 book-html: $(INSTALLED)  ## rebuild the HTML from the executed chapters, executing nothing
 	$(BIN)/python -m arithmech book --skip-execute
 
-# JupyterLab on the repository (arithmech/lab.py): book/<chapter>.md opens as a notebook (jupytext), ipywidgets
+# JupyterLab on the repository (arithmech/lab): book/<chapter>.md opens as a notebook (jupytext), ipywidgets
 # work; 127.0.0.1 only, a fresh token printed with the address; Ctrl+C stops it. `make lab LAB_PORT=9999`.
 LAB_PORT ?= 8888
 lab: $(INSTALLED)  ## JupyterLab with the widgets, to tweak prompts

@@ -15,6 +15,9 @@ holding a newline cannot print a second, forged line.
 
 >>> python -m arithmech identify --model embedded --task addition --n-samples 128
 >>> python -m arithmech identify --help            # exactly the fields of arithmech.steps.config.Identify
+
+One command is not a step: ``lab`` (``make lab``) starts JupyterLab on the chapters (:mod:`arithmech.lab`), and
+passes the arguments it does not know on to ``jupyter lab``.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
 
+from arithmech import lab
 from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
@@ -145,6 +150,36 @@ def _run(a: argparse.Namespace) -> None:
         results.end_writes()
 
 
+def _port(text: str) -> int:
+    port = _one(int)(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port}: a port is 1 to 65535 (0: any free one)")
+    return port
+
+
+def _lab(a: argparse.Namespace) -> int:
+    return lab.run(a.port, Path(a.root), [x for x in a.extra if x != "--"])
+
+
+def add_lab(sub) -> None:
+    """The ``lab`` command: its two flags; what it does not know goes on to ``jupyter lab`` (:func:`main`)."""
+    s = sub.add_parser(
+        "lab",
+        help=lab.__doc__.splitlines()[0],
+        description=lab.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Arguments after -- go to jupyter lab as they are.",
+    )
+    s.add_argument(
+        "--port",
+        type=_port,
+        default=8888,
+        help="port on 127.0.0.1 (default 8888, or a free one if taken; 0: any free one)",
+    )
+    s.add_argument("--root", default=".", help="the folder JupyterLab shows (default: the current one)")
+    s.set_defaults(func=_lab)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="python -m arithmech", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -154,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=command.config.__doc__.splitlines()[0], description=command.config.__doc__)
         add_config_arguments(s, command.config)
         s.set_defaults(func=_run)
+    add_lab(sub)
     return p
 
 
@@ -176,15 +212,19 @@ def early_checks(argv: list[str]) -> None:
                 check(a.split("=", 1)[1])
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int | None:
+    """Run the command ``argv`` (the process's arguments by default); returns ``lab``'s exit code."""
     argv = sys.argv[1:] if argv is None else argv
     if "OMP_NUM_THREADS" in os.environ:  # before torch loads: no libgomp warning for "" or "x"
         os.environ["OMP_NUM_THREADS"] = inputs.thread_env(os.environ)["OMP_NUM_THREADS"]
     try:
         early_checks(argv)
-        args = build_parser().parse_args(argv)
-        args.argv = list(argv)
-        args.func(args)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command != "lab":  # only lab passes arguments on (to jupyter lab)
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.argv, args.extra = list(argv), extra
+        return args.func(args)
     except KeyboardInterrupt:
         print(
             "interrupted: re-run the same command to finish (identify and table1 resume where they stopped; "

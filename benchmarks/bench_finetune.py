@@ -117,7 +117,8 @@ def worker(model: str, mode: str, n_train: int, epochs: float, batch: int, devic
             "heads": [list(h) for h in heads], "lowest_trained_layer": lowest}
 
 
-def compute_ratio(n_layers: int, d_model: int, n_heads: int, n_kv: int, head_dim: int, d_ff: int, vocab: int,
+def compute_ratio(n_layers: int,  # noqa: PLR0913 (a model's sizes, one by one)
+                  d_model: int, n_heads: int, n_kv: int, head_dim: int, d_ff: int, vocab: int,
                   lowest_layer: int, cached: bool = False) -> float:
     """Full-over-precise FLOPs per training token, the ceiling of the samples/s ratio from compute alone.
 

@@ -1,9 +1,10 @@
-"""The deciders of the claims about what the components do, for :mod:`arithmech.claims.rules`: which roles the
+"""The deciders of the claims about what the components do, for :mod:`arithmech.claims.decide`: which roles the
 studied heads read and in which order heads and MLPs act (``analyze.json``, ``attention_baseline.csv``), and
 whether the top components recover the counterfactual's effect on their own (``faithfulness.csv``).
 
 Each decider takes a :class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; a missing file
-raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive).
+raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive). The rules they decide are
+:data:`ANALYZE` and :data:`CIRCUIT_FAITHFUL`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from arithmech.claims.controls import controlled
 from arithmech.claims.evidence import Context, Missing
+from arithmech.claims.rule import Rule
 from arithmech.core.names import components
 from arithmech.core.names import stages as stage_layers
 from arithmech.methods.attention import MIN_NONKEY
@@ -191,3 +194,66 @@ def circuit_faithful(ctx: Context):
         here + f"; intervals at {RULE_LEVEL:.2%} (Bonferroni over {CANDIDATES} candidates); {int(f.n_prompts.iloc[0])} "
         f"evaluation prompts, {int(f.n_clusters.min())} problem clusters"
     ), r["holds"]
+
+
+ANALYZE: tuple[Rule, ...] = (
+    Rule(
+        "attention-roles",
+        "Key heads read operands or operators more than the other heads",
+        "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
+        "decided on the heads that carry the effect: the paper's key heads, or where its rule finds none the share "
+        "rule's key heads (said so); a head reads a role when its END attention mass on it (first position "
+        "excluded, rows renormalised) minus two standard errors lies above the upper end of the 95% interval of "
+        "the other heads' 95th percentile (the other heads resampled), and does not when its mass plus two "
+        "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
+        "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
+        "inconclusive otherwise, and without key heads under either rule; measured on the prompts of the operations "
+        "that pass identify's control, where the heads were ranked",
+        version=7,
+        decider=attention_roles,
+        gate=controlled,
+    ),
+    Rule(
+        "stages",
+        "Heads collect operands, then MLPs write the answer",
+        "start–inflection–end 13-18-28 for both",
+        "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C), "
+        "measured on the prompts of the operations that pass identify's control",
+        version=4,
+        decider=stages,
+        gate=controlled,
+    ),
+)
+"""What the key heads read and in which order heads and MLPs act."""
+
+CIRCUIT_FAITHFUL = Rule(
+    "circuit-faithful",
+    "A small circuit keeps the answer when every other component is ablated and brings "
+    "it back when patched into the counterfactual (beyond the paper)",
+    "not measured in the paper (it knocks out heads; it does not run the circuit alone)",
+    "a per-prompt recovery on evaluation-side prompts, (LD(run) − LD(baseline)) / (LD(X_r) − LD(baseline)), "
+    "LD = logit(answer) − logit(X_c's answer), prompts whose own effect is not positive left out and counted; "
+    "its mean over the used prompts clipped to [0, 1] and unclipped, each with a cluster-bootstrap interval at "
+    "1 − 0.05/11 (Bonferroni over the 11 candidates), in both directions: noising (X_r, every other component "
+    "ablated with reference-pool means; baseline: all ablated) and denoising (X_c with the circuit patched in "
+    "from X_r; baseline: X_c). Candidates: the top-n components by effect rank at END for n ≤ 10, against ≥ 20 "
+    "random circuits of n components outside the top n at END; and the cross-position circuit (the ≤ 5 heads "
+    "attending most to the operands, above every head's 95th percentile, at the A, B, operator and END "
+    "positions, plus the ≤ 5 first key heads at END; its noising ablates every other head at those positions, "
+    "MLPs recomputed: its full effect is, as at END, the effect of the tokens before END, all of which reaches "
+    "END through END's heads), against ≥ 20 random circuits of heads of the same layers at the same positions. "
+    "A candidate decides only if in both directions at least half of its prompts are used, they ask at "
+    "least 20 problem clusters and it has at least 20 random circuits. A deciding candidate is faithful iff in "
+    "both directions its clipped interval lies at or above 80% and above the largest of its random circuits, "
+    "and its unclipped interval lies at or below 120% (clipping alone cannot make it faithful); it fails iff in "
+    "some direction its clipped interval lies entirely below 80% or reaches no higher than its random circuits' "
+    "95th percentile, or its unclipped interval lies entirely above 120% (it over-recovers). Holds iff some "
+    "candidate is faithful; does not hold iff every candidate, each of them measured, fails; inconclusive "
+    "otherwise, or where faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's "
+    "level",
+    version=10,
+    decider=circuit_faithful,
+    gate=controlled,
+)
+"""Beyond the paper, decided by :func:`arithmech.methods.faithfulness_rule.faithful_verdict` (bounded and unclipped,
+both directions, across positions, adjusted over the candidates)."""

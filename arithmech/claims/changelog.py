@@ -1,58 +1,97 @@
 """Every rule's history: what changed, when, and whether the results it decides existed then.
 
-A rule of :mod:`arithmech.claims.rules` can only be called *pre-registered* if it was written — and left
-alone — before the results it decides existed. This module records, for every rule, each change to what
-it decides, reconstructed from git (``git log --follow -p -- arithmech/claims/rules.py`` and the files the
-rules lived in before: ``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``,
-``arithmech/experiments/casestudy.py``, ``arithmech/smollm.py``). A rule's ``version`` in
-:data:`~arithmech.claims.rule_texts.RULES` is the number of its entries here, and :data:`DIGEST` holds a
-fingerprint of its current text and of the numbers its decider reads, so a rule edited without an entry fails
-``tests/unit/claims/test_changelog.py``.
+A rule (:class:`arithmech.claims.rule.Rule`) can only be called *pre-registered* if it was written — and left alone —
+before the results it decides existed. ``changelog.toml`` beside this module records, for every rule, each change to
+what it decides, reconstructed from git (``git log --follow -p`` of the rules and of the files they lived in before:
+``arithmech/experiments/claims.py``, ``arithmech/experiments/stability.py``, ``arithmech/experiments/casestudy.py``,
+``arithmech/smollm.py``) and appended to since. :func:`read` parses it once into frozen values::
 
-What counts as a change: anything that can move a verdict (a threshold, what is compared, a new
-*inconclusive* outcome, which rows are read) or that makes the rule say something else. Moves between
-modules, renames of a variable and the way numbers are printed are not changes.
+    >>> log = read()
+    >>> log.changes[0]
+    Change(rule='key-heads-exist', version=1, date='2026-11-23', commit='4cef7ec', what='written: …', results='yes: …')
+    >>> [c.version for c in history("stages")], version("stages"), pre_registered("stages")
+    ([1, 2, 3, 4], 4, False)
 
-``results`` says whether **the results this rule decides** existed at that commit, and which run: ``yes``
-when a file or an executed chapter in git already held them (``results/`` is git-ignored but for SmolLM2's
-folder, so the evidence for the embedded model is the executed chapters and the hand-off notes that quote
-measured numbers); ``no`` when git holds none yet. A run made on someone's machine and never recorded cannot
-be ruled out; ``no`` means "none recorded".
+A rule's ``version`` is the number of its entries, and ``log.digests`` holds a fingerprint (:func:`digest`) of its
+current text and of the numbers its decider reads (:func:`decider_constants`), so a rule edited without an entry
+fails ``tests/unit/claims/test_changelog.py``.
 
-The entries live in five modules, by period, joined here in time order into :data:`CHANGELOG`: the history
-reconstructed from git (:mod:`~arithmech.claims.changelog_git_identify`, identify's rules, and
-:mod:`~arithmech.claims.changelog_git_other_rules`, the others, the dropped rules and the digests as of then), the
-entries of 2026-11-27 (:mod:`~arithmech.claims.changelog_nov27`), those of 2026-11-28 up to its seventh session
-(:mod:`~arithmech.claims.changelog_nov28`) and those since (:mod:`~arithmech.claims.changelog_recent`). This module
-holds what reads them: :func:`history`, :func:`version`, :func:`pre_registered`, :func:`digest` and
-:func:`decider_constants`.
+What counts as a change: anything that can move a verdict (a threshold, what is compared, a new *inconclusive*
+outcome, which rows are read) or that makes the rule say something else. Moves between modules, renames of a variable
+and the way numbers are printed are not changes.
 
-Adding or editing a rule: append an entry to :mod:`arithmech.claims.changelog_recent` (the next version, today's date,
-the commit that makes the change — ``"this commit"`` until it has a hash — what changed, and whether results
-existed), bump the rule's ``version`` and update its :data:`DIGEST` (the failing test prints the new one).
+``results`` says whether **the results this rule decides** existed at that commit, and which run: ``yes`` when a
+file or an executed chapter in git already held them (``results/`` is git-ignored but for SmolLM2's folder, so the
+evidence for the embedded model is the executed chapters and the hand-off notes that quote measured numbers); ``no``
+when git holds none yet. A run made on someone's machine and never recorded cannot be ruled out; ``no`` means "none
+recorded".
+
+Adding or editing a rule: append a ``[[change]]`` to ``changelog.toml`` (the rule's next version, today's date, the
+commit that makes the change — ``"this commit"`` until it has a hash — what changed, and whether results existed),
+bump the rule's ``version`` and set its digest in the file's ``[digest]`` (the failing test prints the new one).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
 import types
-from typing import Callable, TypeGuard
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TypeGuard
 
-from arithmech.claims.change import Change
-from arithmech.claims.changelog_git_identify import IDENTIFY_HISTORY
-from arithmech.claims.changelog_git_other_rules import DROPPED as DROPPED  # re-exported: the rules page reads it here
-from arithmech.claims.changelog_git_other_rules import GIT_DIGEST, OTHER_HISTORY
-from arithmech.claims.changelog_nov27 import NOV27, NOV27_DIGEST
-from arithmech.claims.changelog_nov28 import NOV28, NOV28_DIGEST
-from arithmech.claims.changelog_recent import RECENT, RECENT_DIGEST
+PATH = Path(__file__).with_name("changelog.toml")
+FIELDS = {"version", "date", "commit", "what", "results"}
 
-CHANGELOG: tuple[Change, ...] = IDENTIFY_HISTORY + OTHER_HISTORY + NOV27 + NOV28 + RECENT
-"""Every entry, in time order within each part: the history reconstructed from git, then the entries appended
-since (2026-11-27, then 2026-11-28 on)."""
-DIGEST: dict[str, str] = {**GIT_DIGEST, **NOV27_DIGEST, **NOV28_DIGEST, **RECENT_DIGEST}
-"""Each rule's fingerprint (:func:`digest`) as of its latest entry: the reconstructed history's
-(:data:`arithmech.claims.changelog_git_other_rules.GIT_DIGEST`) updated by the digests logged since."""
+
+@dataclass(frozen=True)
+class Change:
+    """One version of one rule: ``rule`` id, its ``version`` (1, 2, …), the ``date`` and ``commit`` that made
+    it, ``what`` changed, and ``results``: "yes: <which run>" or "no: <why none>"."""
+
+    rule: str
+    version: int
+    date: str
+    commit: str
+    what: str
+    results: str
+
+    @property
+    def after_results(self) -> bool:
+        """Whether the results this rule decides already existed when this version was written."""
+        return self.results.startswith("yes")
+
+
+@dataclass(frozen=True)
+class Changelog:
+    """``changelog.toml`` read: ``changes`` (every entry of a living rule, in the file's order), ``dropped`` (the
+    entries of rules that no longer exist) and ``digests`` (rule id → its fingerprint as of its latest entry)."""
+
+    changes: tuple[Change, ...]
+    dropped: tuple[Change, ...]
+    digests: Mapping[str, str]
+
+
+def _entries(tables: list[dict]) -> tuple[Change, ...]:
+    """One :class:`Change` per rule a ``[[change]]`` table names (``version.<rule> = n``), in the file's order."""
+    for t in tables:
+        if set(t) != FIELDS:
+            raise ValueError(f"changelog.toml: an entry has the keys {sorted(t)}, not {sorted(FIELDS)}: {t}")
+    return tuple(
+        Change(rule, v, t["date"], t["commit"], t["what"], t["results"])
+        for t in tables
+        for rule, v in t["version"].items()
+    )
+
+
+@cache
+def read(path: Path = PATH) -> Changelog:
+    """The changelog at ``path`` (``changelog.toml``), parsed once per path."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return Changelog(_entries(data["change"]), _entries(data["dropped"]), types.MappingProxyType(data["digest"]))
 
 
 def digest(claim: str, rule: str, constants: dict | None = None) -> str:
@@ -81,7 +120,7 @@ def _codes(code: types.CodeType):
 
 def decider_constants(fn: Callable) -> dict[str, float | int | list]:
     """The module-level numbers that decider ``fn`` reads, directly or through the arithmech functions it calls
-    (closures included, as :func:`arithmech.claims.rules._controlled` wraps a decider), keyed
+    (closures included, as :func:`arithmech.claims.controls.controlled` wraps a decider), keyed
     ``module.NAME``: the thresholds a verdict moves with even where the rule's text does not print them
     (e.g. ``arithmech.methods.faithfulness_rule.MIN_CLUSTERS``), and the number literals in their code
     (``share >= 0.5``), keyed ``module.function:literals``. Strings are left out: a message's wording decides
@@ -112,7 +151,7 @@ def decider_constants(fn: Callable) -> dict[str, float | int | list]:
 
 def history(rule_id: str) -> list[Change]:
     """The entries of ``rule_id``, oldest first."""
-    return sorted((c for c in CHANGELOG if c.rule == rule_id), key=lambda c: c.version)
+    return sorted((c for c in read().changes if c.rule == rule_id), key=lambda c: c.version)
 
 
 def version(rule_id: str) -> int:

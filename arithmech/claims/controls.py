@@ -1,21 +1,22 @@
-"""The controls' deciders for :mod:`arithmech.claims.rules`: the answer-token floor, whether mean ablation removes
+"""The controls' deciders for :mod:`arithmech.claims.decide`: the answer-token floor, whether mean ablation removes
 the task (two-sided, issue #41), and the wrapper that makes the identify claims inconclusive where their task fails
 its control or holds too few problems (the control recomputed from ``prompts.jsonl``:
-:meth:`arithmech.claims.evidence.Context.control`).
+:meth:`arithmech.claims.evidence.Context.control`). The two controls' rules are :data:`CONTROLS`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
+from arithmech.claims.rule import Rule
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.pairs import interleave
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED
-from arithmech.steps.config import MIN_PROBLEMS
+from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.steps.control import floor_at, sampled_estimates
 
 
@@ -165,3 +166,38 @@ def _uncontrolled(ctx: Context, task: str) -> str:
     if task != task_ and task_ in failed:
         return f"; task {task_} fails its control: {failed[task_]}"
     return ""
+
+
+CONTROLS: tuple[Rule, ...] = (
+    Rule(
+        "answer-token-floor",
+        "No single answer token covers the task (control)",
+        "not reported (the paper's {C} is the answer's first token)",
+        "on the kept prompts of each task, the share of the most frequent answer token — the accuracy of always "
+        "answering it — has its Wilson interval below 1/3 (holds), above 1/3 (does not hold), else inconclusive",
+        version=1,
+        decider=answer_token_floor,
+    ),
+    Rule(
+        "ablation-removes-information",
+        "Mean ablation of every head removes the task (control)",
+        "mean ablation over counterfactual data (§4.1)",
+        "holds iff, at END, the Wilson interval of the accuracy with every head mean-ablated lies at or below the "
+        "upper end of the floor's simultaneous 95% interval — the floor is the higher of the majority floor "
+        "(always answering the most frequent answer token; Wilson over the knockout prompts' problem clusters) and "
+        "the floor over distinct problems (the draw population's most probable answer token given the operation, "
+        "the carried digits and one operand; the control's; task all: the pooled tasks' mixture by their share of "
+        "the prompts), every sampled estimate at 1 − 0.05/m for their number m, its interval [the higher lower "
+        "end, the higher upper end] — and reaches up to a uniform guess among the task's answer tokens; does not "
+        "hold iff it lies entirely above the floor's upper end (removes too little) or entirely below the uniform "
+        "guess (over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the "
+        "ablated interval is over the problem clusters where knockout.csv counts them (as if each problem's prompts "
+        "were one trial); inconclusive for a task that fails its control (floor over distinct problems on its X_r "
+        f"could be >= {CONTROL_FLOOR}: the 95% interval of some reading over its effective problems reaches it) or "
+        f"has fewer than {MIN_PROBLEMS} distinct problems, and with fewer than {MIN_PROBLEMS} problem clusters among "
+        "the knockout prompts",
+        version=9,
+        decider=ablation_removes,
+    ),
+)
+"""Not claims of the paper, but conditions without which its claims cannot be read."""

@@ -1,13 +1,13 @@
 """What a claim's decider reads: one results folder, each file read once, a missing file an exception.
 
-:class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.claims.rules`;
+:class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.claims.decide`;
 :class:`Missing` is what a decider raises when a file it needs is absent (the claim is then inconclusive).
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Hashable
 
 import pandas as pd
 
@@ -119,7 +119,7 @@ def cluster_interval(row, z: float = Z95) -> tuple[float, float, str]:
     return float(row.ci_low), float(row.ci_high), "Wilson over prompts"
 
 
-def end_rows(ctx: "Context") -> pd.DataFrame:
+def end_rows(ctx: Context) -> pd.DataFrame:
     """knockout.csv's rows of the primary task (:meth:`~arithmech.claims.evidence.Context.primary`) at END (or at the
     one position setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
     ko = ctx.read("knockout.csv")

@@ -1,70 +1,42 @@
-"""The paper's claims as rules, decided on a results folder.
+"""Identify's claims as rules: which heads matter, where they sit, what knocking them out does, and whether the
+key-head set is a stable measurement.
 
-Every sentence of the book that states a finding comes from here. A claim is a :class:`Rule`: what the
-paper says, and the test that decides it on *this* run — the same for every model. Each rule carries its
-``version``; :mod:`arithmech.claims.changelog` says what each version changed, when, and whether the results
-it decides existed then (most rules were written or changed after some results existed: the book says so,
-computed from the changelog). :func:`claims` reads ``results/<model>/`` through
-:mod:`arithmech.core.results` and returns one row per rule::
-
-    id | claim | paper (LLaMA2-7B) | rule | here | holds
-
-``holds`` is ``True`` (holds), ``False`` (does not hold) or ``None`` (inconclusive: the results the rule
-needs are missing, or their intervals cannot separate the two outcomes). ``here`` gives the numbers the
-rule was applied to, each with its sample size or interval.
-
-A chapter shows :func:`rules_markdown` of its claims *before* its results and the decided rows after
-them (:func:`arithmech.report.views.pages.claim_lines`); the tests check that the rendered text and this
-table agree.
-
-The rules' texts (:data:`RULES`, and the numbers they print) live in :mod:`arithmech.claims.rule_texts`; this
-module holds how each is decided (:data:`DECIDERS`).
-
-Adding or changing a claim: edit its :class:`Rule` in :data:`RULES` (:mod:`arithmech.claims.rule_texts`; a
-decider ``ctx -> (here, holds)`` in :data:`DECIDERS` under the same id), then log it in
-:data:`arithmech.claims.changelog.CHANGELOG` and bump the rule's ``version``. A decider raises :class:`Missing` when a
-file it needs is absent.
+:data:`IDENTIFY` and :data:`STABILITY` hold one :class:`~arithmech.claims.rule.Rule` per claim, each with the
+decider below that applies it to ``results/<model>/`` (``effects.csv``, ``knockout.csv``, ``heldout.json``,
+``stability.csv``). The identify claims are gated by the control (:func:`arithmech.claims.controls.controlled`):
+inconclusive where identify's task fails it. :mod:`arithmech.claims.decide` decides them with every other rule.
+The numbers below are the ones both the texts print and the deciders read (their values are fingerprinted:
+:mod:`arithmech.claims.changelog`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from pathlib import Path
-from typing import Callable, Iterable
 
 import pandas as pd
 
-from arithmech.claims.analyze import attention_roles, circuit_faithful, stages
-from arithmech.claims.controls import ablation_removes as _ablation_removes
-from arithmech.claims.controls import answer_token_floor as _answer_token_floor
 from arithmech.claims.controls import controlled as _controlled
 from arithmech.claims.controls import layer_matched as _layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
-from arithmech.claims.finetune import (
-    precise_keeps_generic,
-    precise_learns_beyond_format,
-    precise_learns_math,
-    precise_matches_full,
-    selection_matters,
-)
 from arithmech.claims.rule import Rule
-from arithmech.claims.rule_texts import (
-    AGREE_FAILS,
-    AGREE_HOLDS,
-    BY_ID,
-    FEW_FRACTION,
-    RULES,
-    SHARE_THRESHOLD,
-    THRESHOLD,
-    K,
-    signed_percent,
-)
 from arithmech.core.names import components
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.paper import KEY_THRESHOLD
+from arithmech.steps.config import Identify
 from arithmech.steps.stability import claims as stability_claims
+
+THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
+SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to the counterfactual's LD effect
+FEW_FRACTION = 0.05  # few-heads: the paper's "below 5% of heads" (Fig. 2), scaled to each model
+K = 8  # heads knocked out in the knockout claims
+AGREE_HOLDS, AGREE_FAILS = 8, 5  # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
+
+
+def signed_percent(x: float) -> str:
+    """``x`` as a signed whole percent with a true minus sign: ``-0.14`` → ``"−14%"``."""
+    return f"{x:+.0%}".replace("-", "−")
 
 
 # ------------------------------------------------------------------------------------ deciders
@@ -238,96 +210,136 @@ def _stability(ctx: Context, pattern: str, kind: str | None):
     return r.here, (None if pd.isna(r.holds) else bool(r.holds))
 
 
-CONTROLLED = (
-    "key-heads-exist",
-    "key-heads-exist-share",
-    "few-heads",
-    "middle-layers",
-    "logit-diff-ranking",
-    "knockout-key-vs-random",
-    "knockout-random-flat",
-    "mlps-late",
-    "transfer",
-    "attention-roles",
-    "stages",
+IDENTIFY: tuple[Rule, ...] = (
+    Rule(
+        "key-heads-exist",
+        "Some heads pass the key-head threshold",
+        "heads below −5% exist (head 12.22: −14.0%); no count given beyond fewer than 5% of heads mattering",
+        "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
+        "effects.csv has intervals); does not hold iff none is",
+        version=8,
+        decider=_key_heads,
+        gate=_controlled,
+    ),
+    Rule(
+        "key-heads-exist-share",
+        "Some heads pass the key-head threshold, measured as a ratio to the counterfactual's effect",
+        "not measured in the paper (the LD ratio, beside the paper's measure)",
+        "a head's LD ratio = (mean over prompts of its change of LD = logit(answer) − logit(X_c's answer) when it "
+        "alone is patched) / (mean change of LD by the whole counterfactual), −1 when patching it alone moves LD "
+        "as much as the whole counterfactual; heads are patched one at a time, so the ratios of several heads need "
+        "not add up (they are not shares of one effect: effects.csv's column is still named share); holds iff at "
+        f"least one head's bootstrap interval of its ratio lies entirely below {signed_percent(SHARE_THRESHOLD)}; "
+        "does not hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
+        "measured)",
+        version=7,
+        decider=_key_heads_share,
+        gate=_controlled,
+    ),
+    Rule(
+        "few-heads",
+        "A few heads carry the effect",
+        "few key heads among 1024 (Fig. 2: below 5% of heads)",
+        f"scaled to the model: the top {FEW_FRACTION:.0%} of its heads (rounded up), the paper's fraction; their "
+        "concentration = their sum of negative one-at-a-time changes over every head's (a concentration of the "
+        "ranking, not a fraction of the effect: one-at-a-time changes need not add up), by the paper's relative "
+        "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
+        "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
+        "LD ratio); no interval (effects.csv keeps no per-prompt effects)",
+        version=7,
+        decider=_few_heads,
+        gate=_controlled,
+    ),
+    Rule(
+        "middle-layers",
+        "The top heads sit in the middle layers",
+        "layers 12–17 of 32 (depth layer/(L−1): 0.39–0.55)",
+        f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third [1/3, 2/3]",
+        version=9,
+        decider=_middle_layers,
+        gate=_controlled,
+    ),
+    Rule(
+        "logit-diff-ranking",
+        "The paper's relative change and the LD ratio pick the same top heads",
+        "ranks by the relative change (§4.1)",
+        f"the top {TOP} heads by the paper's relative change of the answer logit against the top {TOP} by their ratio "
+        "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
+        f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
+        "between (ranks near the cut are within noise) and where effects.csv has no share",
+        version=8,
+        decider=_logit_diff_ranking,
+        gate=_controlled,
+    ),
+    Rule(
+        "knockout-key-vs-random",
+        f"Knocking out the top {K} heads hurts more than {K} random ones",
+        "sharp drop by effect rank (Fig. 3)",
+        f"holds iff the accuracy with the top {K} heads out lies below every random draw of {K} heads outside the "
+        f"top {K} and the key heads (and, where "
+        "the file has intervals, its Wilson interval lies below the random draws' 5th percentile — over the problem "
+        "clusters where the file counts them, as if each problem's prompts were one trial); does not hold iff it "
+        "lies at or above the lowest draw and its interval's lower end at or above the draws' 5th percentile (it "
+        "cannot lie below the band); inconclusive in between; the same test against layer-matched random "
+        f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
+        "them (both must hold; either failing: does not hold), else those are 'not run'",
+        version=11,
+        decider=_knockout_key_vs_random,
+        gate=_controlled,
+    ),
+    Rule(
+        "knockout-random-flat",
+        f"Random knockout of {K} heads keeps accuracy within 2 points",
+        "within 2% (Fig. 3)",
+        f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
+        "the key heads) is within 2 points of "
+        "the intact accuracy",
+        version=9,
+        decider=_knockout_random_flat,
+        gate=_controlled,
+    ),
+    Rule(
+        "mlps-late",
+        "MLPs after the top heads matter more than those before",
+        "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
+        f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
+        "twice that of the MLPs up to it",
+        version=7,
+        decider=_mlps_late,
+        gate=_controlled,
+    ),
+    Rule(
+        "transfer",
+        "Key heads transfer to an unseen template family",
+        "SVAMP: −66% relative after knockout",
+        "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
+        "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads",
+        version=8,
+        decider=_transfer,
+        gate=_controlled,
+    ),
 )
-"""The identify claims made inconclusive where the primary task fails its control (:func:`_controlled`)."""
+"""The paper's claims about its key heads, in the order the book states them."""
 
-
-DECIDERS: dict[str, Callable[[Context], tuple[str, bool | None]]] = {
-    **{
-        k: _controlled(f)
-        for k, f in zip(
-            CONTROLLED,
-            (
-                _key_heads,
-                _key_heads_share,
-                _few_heads,
-                _middle_layers,
-                _logit_diff_ranking,
-                _knockout_key_vs_random,
-                _knockout_random_flat,
-                _mlps_late,
-                _transfer,
-                attention_roles,
-                stages,
-            ),
-        )
-    },
-    "circuit-faithful": _controlled(circuit_faithful),
-    "precise-learns-math": precise_learns_math,
-    "precise-learns-beyond-format": precise_learns_beyond_format,
-    "precise-matches-full": precise_matches_full,
-    "precise-keeps-generic": precise_keeps_generic,
-    "selection-matters": selection_matters,
-    "key-heads-stable": lambda ctx: _stability(ctx, "independent draws", "operator"),
-    "counterfactuals-agree": lambda ctx: _stability(ctx, "Operator and operand", None),
-    "answer-token-floor": _answer_token_floor,
-    "ablation-removes-information": _ablation_removes,
-}
-
-
-# --------------------------------------------------------------------------------------- public
-def claims(folder: str | Path, ids: Iterable[str] | None = None) -> pd.DataFrame:
-    """Decide the rules ``ids`` (all of :data:`RULES` by default) on the results in ``folder``.
-
-    Returns rows ``id, claim, paper (LLaMA2-7B), rule, here, holds``; a rule whose files are missing is
-    inconclusive with ``here`` saying which file.
-    """
-    ctx, rows = Context(folder), []
-    for rule in select(ids):
-        try:
-            here, holds = DECIDERS[rule.id](ctx)
-        except Missing as e:
-            here, holds = f"not measured: {e}", None
-        rows.append((rule.id, rule.claim, rule.paper, rule.rule, here, None if holds is None else bool(holds)))
-    df = pd.DataFrame(rows, columns=["id", "claim", "paper (LLaMA2-7B)", "rule", "here", "holds"])
-    df["holds"] = pd.Series([r[-1] for r in rows], dtype=object)  # True / False / None, never numpy bools
-    return df
-
-
-def select(ids: Iterable[str] | None) -> list[Rule]:
-    """The rules named ``ids`` (all when ``None``); an unknown id is a ``ValueError`` naming the known ones."""
-    if ids is None:
-        return list(RULES)
-    ids = list(ids)
-    unknown = [i for i in ids if i not in BY_ID]
-    if unknown:
-        raise ValueError(f"unknown claim id(s) {unknown}; known: {', '.join(BY_ID)}")
-    return [BY_ID[i] for i in ids]
-
-
-def rules_markdown(ids: Iterable[str]) -> str:
-    """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
-    (before them on the page: whether before the results existed is the changelog's to say)."""
-    note = lambda r: (
-        f"; inconclusive where the task fails its control (floor over distinct problems on its X_r "
-        f"could be >= {CONTROL_FLOOR:.0%}: the 95% interval of some reading over its effective problems "
-        f"reaches it) or has fewer than {MIN_PROBLEMS} distinct problems"
-        if r.id in CONTROLLED + ("circuit-faithful",)
-        else ""
-    )
-    return "\n".join(
-        (f"* **{r.claim}** (paper: {r.paper}) — {r.rule}{note(r)} (`{r.id}`, version {r.version}).")
-        for r in select(ids)
-    )
+STABILITY: tuple[Rule, ...] = (
+    Rule(
+        "key-heads-stable",
+        "The key heads are the same for independent draws of prompts",
+        "one draw, no interval (Fig. 2)",
+        "operator counterfactual, largest sample size, key sets (whole bootstrap interval below −5%) of ≥ 3 seeds: "
+        "holds iff their mean pairwise Jaccard overlap is ≥ 0.8 and none is below 0.5; does not hold iff the mean "
+        "is below 0.5; inconclusive otherwise or when no run finds a key head",
+        version=2,
+        decider=lambda ctx: _stability(ctx, "independent draws", "operator"),
+    ),
+    Rule(
+        "counterfactuals-agree",
+        "Operator and operand counterfactuals find the same key heads",
+        "operator counterfactual only (§4.1)",
+        "same seed and size, key sets of the two counterfactuals: holds iff the mean Jaccard over seeds is ≥ 0.8 "
+        "and none is below 0.5; does not hold iff the mean is below 0.5; inconclusive otherwise",
+        version=1,
+        decider=lambda ctx: _stability(ctx, "Operator and operand", None),
+    ),
+)
+"""Beyond the paper: is the key-head set a stable measurement? (:mod:`arithmech.steps.stability`)"""

@@ -22,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import shlex
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 
 def option(
@@ -55,13 +56,14 @@ def flag(name: str) -> str:
 SHORT_FLAGS = {"model_name": "--model"}  # a short flag kept beside the field's own (the README's commands)
 
 
-def command_line(step: str, config: "Config") -> str:
+def command_line(step: str, config: Config) -> str:
     """The command that builds ``config``: ``python -m arithmech STEP --model M`` and the flag of every field that
     changes the step's files (:meth:`Config.reuse_key`) and differs from its default, e.g. ``python -m arithmech
     arms --model embedded --suite toy --steps 30 --batch-size 32``. Run from the repository root, it makes the
     same files. The results folder is named only when it is a relative path (the record lives in it; an absolute
     one would put this machine's paths in the record)."""
-    parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(getattr(config, "model_name"))]
+    name = getattr(config, "model_name")  # noqa: B009 (every step's config has it, the base class does not)
+    parts = ["python", "-m", "arithmech", step, SHORT_FLAGS["model_name"], str(name)]
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         if f.name == "model_name" or value == f.default or value is None:
@@ -170,7 +172,7 @@ class Config:
         """Rules between fields (a subclass overrides it); the fields themselves are checked already."""
 
     @classmethod
-    def from_dict(cls, values: dict, where: str = "") -> "Config":
+    def from_dict(cls, values: dict, where: str = "") -> Config:
         """The config from ``values``, refusing names it has no field for (one line naming them)."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)

@@ -79,7 +79,7 @@ class Shape:
     file_bytes: int = 0
 
     @classmethod
-    def from_config(cls, cfg: dict, file_bytes: int = 0) -> "Shape":
+    def from_config(cls, cfg: dict, file_bytes: int = 0) -> Shape:
         H = cfg["num_attention_heads"]
         return cls(
             n_layers=cfg["num_hidden_layers"],
@@ -193,7 +193,7 @@ class Estimate:
         return f"est. peak {self.peak_bytes / MiB:,.0f} MiB, ~{self.forwards:,} forwards"
 
     @classmethod
-    def from_record(cls, step: str, rec: dict) -> "Estimate":
+    def from_record(cls, step: str, rec: dict) -> Estimate:
         """The inverse of :meth:`record`: the estimate a step recorded in ``run.json`` (a record names no flag)."""
         return cls(
             step,

@@ -30,7 +30,7 @@ class Geometry:
         return head // self.group
 
     @classmethod
-    def from_config(cls, cfg) -> "Geometry":
+    def from_config(cls, cfg) -> Geometry:
         n_heads = cfg.num_attention_heads
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads
         return cls(

@@ -29,7 +29,7 @@ runs whole), for the tests and the benchmark that compare the two.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 from transformers import DynamicCache

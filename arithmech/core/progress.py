@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Iterable, Iterator, TextIO, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TextIO, TypeVar
 
 T = TypeVar("T")
 OFF = "ARITHMECH_PROGRESS"  # "0": never show progress (set by the book runner for its kernels)
@@ -87,7 +88,7 @@ class Progress:
         self.stream.flush()
         self._width = len(text)
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.active:
             self._write(self.line())
         return self

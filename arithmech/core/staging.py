@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from arithmech.core import folderlock, safe_read
 from arithmech.core.atomic import atomic_json

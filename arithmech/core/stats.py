@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Sequence
 
 import torch
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections import OrderedDict
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn
@@ -65,7 +65,7 @@ class Trace(contextlib.AbstractContextManager):
     ``output`` (exactly what the module returned, e.g. a tuple for ``self_attn``).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (baukit's signature, kept)
         self,
         model: nn.Module,
         name: str,
@@ -132,7 +132,7 @@ class TraceDict(OrderedDict, contextlib.AbstractContextManager):
     callback can act on many layers. ``stop=True`` stops after the last name given.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (baukit's signature, kept)
         self,
         model: nn.Module,
         names: Iterable[str],

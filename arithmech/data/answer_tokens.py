@@ -30,7 +30,7 @@ decoding (:func:`arithmech.evals.scoring.greedy_exact` after :attr:`Sample.bare`
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

@@ -38,7 +38,7 @@ import functools
 import math
 import operator
 import random
-from typing import Callable
+from collections.abc import Callable
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division", "exponentiation")
 OPERANDS = range(1, 10)  # A and B are drawn from 1..9 (App. A)

@@ -8,7 +8,8 @@ themselves are drawn in :mod:`arithmech.data.pairs`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
 

@@ -51,7 +51,7 @@ class Draw:
             )
 
     @classmethod
-    def from_record(cls, params: dict) -> "Draw":
+    def from_record(cls, params: dict) -> Draw:
         """The draw a run's recorded identify ``parameters`` (``run.json``) were made with, for a later step that
         redraws what identify drew (its reference pool, its held-out side). A record without ``answer_token`` or
         ``shots``, or a few-shot one without ``examples``, is refused (every identify record has them since the

@@ -35,7 +35,7 @@ lower bound, printed beside the floor and never deciding.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 from arithmech.data.answer_tokens import FLOOR_GROUPS
 from arithmech.data.answers import OPERANDS, answer_rule, operation_answer
@@ -93,7 +93,7 @@ def population(samples: Sequence[Sample]) -> tuple[dict[Problem, float], dict[Pr
     for s in samples:  # the kept problems are in their population
         targets[(s.op, s.a, s.b)] = s.target
         weight.setdefault((s.op, s.a, s.b), 0.0)
-    for name, split in _SPLITS.items():
+    for split in _SPLITS.values():
         if all(split(s.target) == (s.answer, s.carried) for s in samples):
             return dict(weight), {p: split(t) for p, t in targets.items() if t}
     raise ValueError("the samples' answer tokens are not the last digit, the first digit or the whole answer")
@@ -142,7 +142,7 @@ def _accuracies(samples, weight, token, leave_out: bool) -> dict[str, dict[str, 
     table: dict[str, dict[str, float]] = {e: {} for e in EVALUATIONS}
     for g in FLOOR_GROUPS:
         guess = guesses(weight, token, g, leave_out)
-        right = lambda p: guess[p] == token[p][0]
+        right = lambda p: guess[p] == token[p][0]  # noqa: B023 (used at once)
         name = ", ".join(g)
         table["population"][name] = sum(w for p, w in weight.items() if right(p)) / total
         table["problems"][name] = sum(map(right, problems)) / len(problems)

@@ -80,7 +80,9 @@ PAIR_FILE_SCHEMA: dict = {
 _TYPES = {"array": list, "object": dict, "string": str}
 
 
-def schema_problems(value, schema: dict = PAIR_FILE_SCHEMA, where: tuple = ()) -> list[tuple[tuple, str]]:
+def schema_problems(  # noqa: C901 (one branch per JSON-schema keyword it reads)
+    value, schema: dict = PAIR_FILE_SCHEMA, where: tuple = ()
+) -> list[tuple[tuple, str]]:
     """Violations of ``schema`` by ``value`` as ``(path, message)``; ``path`` is a tuple of list
     indices and keys. Understands the keywords :data:`PAIR_FILE_SCHEMA` uses: ``type`` (array,
     object, string), ``minItems``, ``items``, ``required``, ``additionalProperties: false``,

@@ -32,9 +32,10 @@ token's id are :mod:`arithmech.data.batches`'.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -84,7 +85,7 @@ class Sample:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "Sample":
+    def from_json(cls, d: dict) -> Sample:
         """The inverse of :meth:`to_json` (a ``prompts.jsonl`` row or a checkpoint's); a key a Sample does not have
         raises ``TypeError``."""
         return cls(**d)

@@ -13,7 +13,7 @@ fine-tune and Table 1 items, and the generic facts. Text only: nothing here runs
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 from arithmech.data import templates
 from arithmech.data.answers import CORPUS_DIVISION

@@ -231,7 +231,7 @@ def pair_problems(
             out.append(
                 (
                     name,
-                    f"unknown field(s) {', '.join('{%s}' % u for u in unknown)}; "
+                    f"unknown field(s) {', '.join(f'{{{u}}}' for u in unknown)}; "
                     f"known fields: {', '.join(sorted(FIELDS))}",
                 )
             )
@@ -241,7 +241,7 @@ def pair_problems(
         out.append(
             (
                 "op_word",
-                f"{op_word!r} is not a pool; use plain text or one of {', '.join('{%s}' % k for k in sorted(POOLS))}",
+                f"{op_word!r} is not a pool; use plain text or one of {', '.join(f'{{{k}}}' for k in sorted(POOLS))}",
             )
         )
     if not isinstance(op, str) or op not in (*OPERATIONS, "custom"):

@@ -5,7 +5,8 @@ and the model card's section.
 
 from __future__ import annotations
 
-from typing import Iterable, cast
+from collections.abc import Iterable
+from typing import cast
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data import templates

@@ -167,7 +167,7 @@ def _move_files_in(tmp: Path, out: Path) -> None:
         os.replace(f, out / f.name)
 
 
-def train(
+def train(  # noqa: PLR0913 (the training settings, each a flag of train-embedded)
     out_dir: str | Path | None = None,
     steps: int = 1200,
     batch_size: int = 64,

@@ -54,9 +54,9 @@ import json
 import os
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from arithmech.core.inputs import quoted
 from arithmech.evals.scoring import choice_logits, extract_answer, greedy_decode, is_correct
@@ -301,7 +301,7 @@ def _limit(rows: list, limit: int | None, seed: int) -> list:
     return random.Random(seed).sample(rows, limit)
 
 
-def score_items(
+def score_items(  # noqa: PLR0913 (one scorer for every benchmark format)
     model,
     tok,
     benchmarks: Sequence[str] = BENCHMARKS,

@@ -37,9 +37,9 @@ import csv
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -289,8 +289,9 @@ def fresh(name: str, n: int, seed: int = 0, used: int = 100, root=None) -> list[
     """``n`` items of set ``name`` that :func:`sample` with ``used`` items and ``seed`` does not hold (drawn without
     replacement by their own seed): items no earlier run at that size was scored on."""
     rows = read(name, root)
-    taken = {id(r) for r in sample(name, used, seed, root)} if used < len(rows) else {id(r) for r in rows}
-    rest = [r for r in rows if id(r) not in taken]
+    key = lambda it: (it.context, tuple(it.choices), it.gold)
+    taken = {key(r) for r in sample(name, used, seed, root)}
+    rest = [r for r in rows if key(r) not in taken]
     if n > len(rest):
         raise ValueError(f"cloze set {name}: {n} fresh items asked, {len(rest)} left after {used}")
     return random.Random(f"cloze-fresh:{name}:{seed}:{used}").sample(rest, n)

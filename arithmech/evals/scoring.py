@@ -33,7 +33,7 @@ writes the answer, then no digit").
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 

@@ -114,7 +114,7 @@ class HeadSpec:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "HeadSpec":
+    def from_json(cls, d: dict) -> HeadSpec:
         return cls(
             heads=tuple(map(tuple, d["heads"])),
             mlps=tuple(d.get("mlps", ())),
@@ -368,7 +368,7 @@ def tuned_parameters(geo: Geometry, n_heads: int, n_mlps: int = 0, d_ff: int = 0
     return int(n_heads * per_head + n_mlps * 3 * geo.d_model * d_ff)
 
 
-def precise_sft_memory(
+def precise_sft_memory(  # noqa: PLR0913 (the geometry and the run's sizes)
     geo: Geometry,
     n_heads: int,
     n_mlps: int = 0,

@@ -52,7 +52,7 @@ from arithmech.paper import SFT
 
 
 # ------------------------------------------------------------------------------------- training
-def training_args(
+def training_args(  # noqa: PLR0913 (transformers' TrainingArguments, field by field)
     out_dir: str | Path,
     lr: float = SFT["lr"],
     batch_size: int = SFT["batch_size"],

@@ -38,7 +38,7 @@ the analyze step end to end in :mod:`arithmech.steps.analyze`.
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd

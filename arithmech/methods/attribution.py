@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

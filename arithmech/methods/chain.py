@@ -33,7 +33,7 @@ Shapes: ``b`` samples, ``R`` rows per sample, ``d`` model width; ``answer`` ``(b
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn

@@ -35,7 +35,8 @@ prompts for numerator and denominator, with the same ``n_boot`` and seed as ``ef
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import torch

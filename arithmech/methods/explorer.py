@@ -13,10 +13,10 @@ reference pool, which the book's live explorer uses: :mod:`arithmech.report.view
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import pandas as pd
 import torch

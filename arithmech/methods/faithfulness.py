@@ -74,8 +74,8 @@ rows of :data:`COLUMNS`, one per (method, ablation, order, draw, n).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pandas as pd
 import torch
@@ -199,7 +199,7 @@ class Units:
     n_clusters: int
 
     @classmethod
-    def of(cls, samples: Sequence[pairs.Sample], bootstrap: str) -> "Units":
+    def of(cls, samples: Sequence[pairs.Sample], bootstrap: str) -> Units:
         """The units of ``samples`` resampled by ``bootstrap`` (``"cluster"`` or ``"prompt"``)."""
         s = list(samples)
         return cls(splits.resampling_units(s, bootstrap), splits.resampling_units(s, "cluster"), splits.n_problems(s))

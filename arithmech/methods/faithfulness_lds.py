@@ -11,8 +11,8 @@ circuits and rows is :mod:`arithmech.methods.faithfulness`'s.
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import torch
 
@@ -49,7 +49,7 @@ class PerPrompt:
     def source(self, key, seq) -> str:
         return self.what
 
-    def for_unseen(self) -> "PerPrompt":
+    def for_unseen(self) -> PerPrompt:
         return self
 
     def describe(self) -> str:
@@ -103,7 +103,7 @@ class _Unused:
     def source(self, key: Hashable | None, seq: int) -> str:
         return self.describe()
 
-    def for_unseen(self) -> "_Unused":
+    def for_unseen(self) -> _Unused:
         return self
 
     def describe(self) -> str:

@@ -53,7 +53,7 @@ class FaithfulnessSettings:
                 raise ValueError(f"faithfulness {name}={getattr(self, name)}: at least 1")
 
     @classmethod
-    def of(cls, config, n_boot: int, bootstrap: str) -> "FaithfulnessSettings":
+    def of(cls, config, n_boot: int, bootstrap: str) -> FaithfulnessSettings:
         """The settings of the step's ``config`` (:class:`arithmech.steps.config.Faithfulness`, not imported here: a
         method sits below the steps; its circuits, draws, seed, batches) with identify's ``n_boot`` and
         ``bootstrap`` as its record has them: the rows are held-out (the prompts share no problem with identify's),

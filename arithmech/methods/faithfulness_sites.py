@@ -46,7 +46,7 @@ a row's mask ``(L, seq, H)`` bool; LDs ``(A, n)`` float64.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

@@ -91,7 +91,7 @@ class Patched:
             raise ValueError("X_c's answer logits were not computed (made before the share was measured): re-run")
         return t
 
-    def select(self, rows) -> "Patched":
+    def select(self, rows) -> Patched:
         """The same result restricted to some samples (``rows``: indices or a bool mask)."""
         pick = lambda t: None if t is None else t[rows]
         kept: dict[str, Any] = {f: pick(getattr(self, f)) for f in FIELDS}  # the optional fields stay None

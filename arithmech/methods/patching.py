@@ -36,7 +36,8 @@ Results are ``(n, L, H + 1)`` with index ``H`` = the MLP of that layer, held in 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 

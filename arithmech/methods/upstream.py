@@ -51,8 +51,9 @@ the first 3, the END paths, when no role positions are given).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import pandas as pd
 import torch
@@ -199,7 +200,8 @@ def upstream_fast(
     pos: dict[int, tuple] = {}
     handles = [
         module(model, arch, "attn", l).register_forward_pre_hook(
-            (lambda l: lambda m, a, kw: pos.__setitem__(l, kw["position_embeddings"]))(l), with_kwargs=True
+            (lambda l: lambda m, a, kw: pos.__setitem__(l, kw["position_embeddings"]))(l),  # noqa: B023 (bound)
+            with_kwargs=True,
         )
         for l in layers
     ]
@@ -289,13 +291,13 @@ def _chunk(model, inputs: Inputs, receivers, rows, loc, group: _Group, at, out) 
     for rec in receivers:
         l, h = rec
         g, S = geo.kv_head(h), l * (H + 1)
-        scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # the attention's 1/sqrt(dh)
-        proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh : (j + 1) * dh]
+        scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # noqa: B009 (typed) 1/sqrt(dh)
+        proj = lambda name, j, x: module(model, arch, name, l)(x)[..., j * dh : (j + 1) * dh]  # noqa: B023 (used at once)
         x = module(model, arch, "attn_norm", l)(snaps[l])  # (b, 1 + S, d)
         cos, sin = rope[l][0][loc], rope[l][1][loc]
         q, k, v = _rope(proj("q_proj", h, x), cos, sin), _rope(proj("k_proj", g, x), cos, sin), proj("v_proj", g, x)
         K, V = pre[l][0][loc, g], pre[l][1][loc, g]  # (b, T-1, dh)
-        base = lambda t: t[:, :1].expand(-1, S, -1)
+        base = lambda t: t[:, :1].expand(-1, S, -1)  # noqa: B023 (used at once)
         qq = torch.cat([q[:, :1], q[:, 1:], base(q), base(q)], 1)  # rows: baseline, then q, k, v paths
         kk = torch.cat([k[:, :1], base(k), k[:, 1:], base(k)], 1)
         vv = torch.cat([v[:, :1], base(v), base(v), v[:, 1:]], 1)
@@ -335,7 +337,7 @@ def _at_roles(model, rec, snap, same, at, end: _End) -> tuple[torch.Tensor, torc
     arch, l, (_, h) = arch_for(model), rec[0], rec
     geo = geometry(model)
     g, b, S = geo.kv_head(h), len(q0), snap.shape[1] - 1
-    scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # the attention's 1/sqrt(dh)
+    scaling: float = getattr(module(model, arch, "attn", l), "scaling")  # noqa: B009 (typed) 1/sqrt(dh)
     x = module(model, arch, "attn_norm", l)(snap)
     cos, sin = at["rope"][l]
     ks = _rope(module(model, arch, "k_proj", l)(x)[..., g * dh : (g + 1) * dh], cos, sin).view(b, -1, S + 1, dh)

@@ -20,7 +20,7 @@ batch — far slower than :func:`arithmech.methods.upstream.upstream_fast`; it e
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -47,7 +47,7 @@ def _where(roles: Sequence[dict] | None, idx: list[int], T: int) -> dict[str, tu
 
 
 @torch.no_grad()
-def upstream_reference(
+def upstream_reference(  # noqa: C901, PLR0915 (the literal reference, written out in one piece)
     model,
     tok,
     inputs: Inputs,

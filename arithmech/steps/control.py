@@ -39,7 +39,7 @@ enters as a point, and every grouping of the two sampled readings (6 estimates) 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.floors import problem_floor

@@ -50,7 +50,7 @@ from arithmech.methods.prepare import task_templates
 from arithmech.steps.config import Faithfulness as Config
 from arithmech.steps.config import Identify as IdentifyConfig
 
-TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.rules, circuit-faithful)
+TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.analyze, circuit-faithful)
 
 
 def identify_setting(folder) -> dict:

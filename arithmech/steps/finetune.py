@@ -57,7 +57,9 @@ def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> 
         )
 
 
-def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
+def validate_finetune_args(  # noqa: C901, PLR0915 (one check per argument, each with its own message)
+    config: Config, world_size: int | None = None
+) -> adapter.HeadSpec | None:
     """Check every argument of ``run`` and the files it reads; return the ``HeadSpec`` to train
     (``None`` for full SFT). Raises ``ValueError``/``FileNotFoundError`` with one clear line; loads no model.
     The fields' own types and bounds were checked when ``config`` was built (:class:`Config`); these are the

@@ -13,8 +13,8 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from transformers import AutoConfig
 

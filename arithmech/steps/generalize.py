@@ -15,7 +15,7 @@ pairs (``data.load_template_pairs``, ``templates.parse_pair``) take their place.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

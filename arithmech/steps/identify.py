@@ -278,7 +278,7 @@ def operand_identify(model, tok, task: str = "addition", config: Config | None =
     c.update(
         floors={label: c["floors"].pop("custom")},
         pooled=[label],
-        failed={label: why for why in c["failed"].values()},
+        failed={label: why for why in c["failed"].values()},  # noqa: B035 (one task: its reason, relabelled)
         insufficient=[label] if c.get("insufficient") else [],
     )
     res.info = {label: res.info.pop("custom")}

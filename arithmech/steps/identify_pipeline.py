@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import pandas as pd
 
@@ -65,7 +65,7 @@ class IdentifyResult:
     estimate: dict | None = None  # the estimate made before the run (arithmech.core.estimate)
 
 
-def identify(
+def identify(  # noqa: C901, PLR0915 (the pipeline, stage by stage)
     model, tok, tasks: Sequence | str = DEFAULTS.task, config: Config | None = None, checkpoint=None, **settings
 ) -> IdentifyResult:
     """Path-patch every head and MLP on each task, rank, knock out, transfer.

@@ -194,7 +194,9 @@ def stability(model, tok, config: Config, *, families: bool = True, keep_correct
     )
 
 
-def compare(runs: pd.DataFrame, seeds: list[int], sizes: list[int], kinds: list[str], top: int) -> pd.DataFrame:
+def compare(  # noqa: C901 (one branch per kind of comparison)
+    runs: pd.DataFrame, seeds: list[int], sizes: list[int], kinds: list[str], top: int
+) -> pd.DataFrame:
     """The Jaccard table (``stability.csv``): one row per comparison of two runs and set (key, top-k)."""
     at = {(r.kind, r.seed, r.size, r.family): r for r in runs.itertuples()}
     big, out = sizes[-1], []

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from arithmech.core import admission, provenance, records
 from arithmech.core import results as results_io
@@ -117,7 +117,7 @@ def run(
         return _run(c, S, sizes, grid, arms, data_seed, command, est)
 
 
-def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:
+def _run(c: Config, S, sizes, grid, arms, data_seed, command, est) -> dict:  # noqa: C901, PLR0915 (the runner and its closures)
     """:func:`run` once its arguments are checked and its estimate made."""
     out = results_io.model_folder(c.results, c.model_name)
     seeds = list(c.seeds)

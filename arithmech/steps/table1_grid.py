@@ -22,7 +22,7 @@ rates get extra seeds. Every rule here reads **validation** scores only; the tes
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 PRECISE = ("precise-key", "precise-share", "precise-random", "precise-random-any")
 RANDOM = ("precise-random", "precise-random-any")

@@ -27,8 +27,8 @@ training seeds vary independently.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry

@@ -19,6 +19,7 @@ import json
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import NamedTuple
 
 from arithmech.core import provenance, records, safe_read
 from arithmech.core import results as results_io
@@ -93,6 +94,17 @@ def evaluate_fresh(net, tok, data_seed: int, data_dir) -> dict:
     return out
 
 
+class RunKey(NamedTuple):
+    """What names a record: its path, arm, seed, rate, heads and the hash of the arguments it was made with."""
+
+    path: Path
+    arm: str
+    seed: int | None
+    lr: float | None
+    heads: list | None
+    h: str
+
+
 class Runner:
     """One confirmation: its protocol, folder and config; :meth:`run_all` makes every planned record."""
 
@@ -124,38 +136,25 @@ class Runner:
         )
         return suite, net, tok, tr
 
-    def _write(
-        self,
-        path: Path,
-        arm: str,
-        seed,
-        lr,
-        heads,
-        h: str,
-        results: dict,
-        tr: dict | None,
-        started: float,
-        phase: str,
-        eval_s: float,
-    ) -> None:
-        mode = "base" if tr is None else ("full" if heads is None else "precise")
+    def _write(self, key: RunKey, results: dict, tr: dict | None, started: float, phase: str, eval_s: float) -> None:
+        mode = "base" if tr is None else ("full" if key.heads is None else "precise")
         rec = records.finetune_record(
             model=self.protocol["model"],
             mode=mode,
-            tag=path.stem,
+            tag=key.path.stem,
             command=self.command,
-            seed=seed,
+            seed=key.seed,
             device=self.c.device,
             dtype=self.c.dtype,
-            heads=heads if heads is not None else "all",
+            heads=key.heads if key.heads is not None else "all",
             tuned_parameters=(tr or {}).get("tuned_parameters", 0),
             total_parameters=(tr or {}).get("total_parameters"),
             parameters={
                 "phase": phase,
                 "protocol_sha256": self.sha,
-                "arm": arm,
-                "lr": lr,
-                "args_sha256": h,
+                "arm": key.arm,
+                "lr": key.lr,
+                "args_sha256": key.h,
                 "eval_s": eval_s,
             },
             train=tr,
@@ -163,7 +162,7 @@ class Runner:
             versions=provenance.versions(),
             wall_s=round(time.time() - started, 1),
         )
-        atomic_json(path, rec)
+        atomic_json(key.path, rec)
         self.made += 1
 
     def base(self) -> None:
@@ -175,9 +174,8 @@ class Runner:
             self.c.model_name, device=self.c.device, dtype=self.c.dtype, attn_implementation="sdpa"
         )
         results = evaluate_fresh(net, tok, self.t["data_seed"], self.c.data_dir)
-        self._write(
-            path, "base", None, None, None, h, results, None, started, "confirmation", round(time.time() - started, 1)
-        )
+        key = RunKey(path, "base", None, None, None, h)
+        self._write(key, results, None, started, "confirmation", round(time.time() - started, 1))
 
     def pilot(self, name: str, lr: float) -> None:
         arm = next(a for a in self.protocol["arms"] if a["name"] == name)
@@ -189,7 +187,7 @@ class Runner:
         suite, net, tok, tr = self._train(arm, PILOT_SEED, lr, heads)
         t0 = time.time()
         val = suite.evaluate(net, tok, "val", get_suite("cpu").sizes(), self.t["data_seed"], data_dir=self.c.data_dir)
-        self._write(path, name, PILOT_SEED, lr, heads, h, val, tr, started, "pilot", round(time.time() - t0, 1))
+        self._write(RunKey(path, name, PILOT_SEED, lr, heads, h), val, tr, started, "pilot", round(time.time() - t0, 1))
 
     def pilot_rates(self) -> dict[str, float]:
         """Each pilot's rate by its rule (:func:`arithmech.table1.protocol.pilot_rate`), from its records."""
@@ -211,9 +209,8 @@ class Runner:
         _, net, tok, tr = self._train(arm, seed, lr, heads)
         t0 = time.time()
         results = evaluate_fresh(net, tok, self.t["data_seed"], self.c.data_dir)
-        self._write(
-            path, arm["name"], seed, lr, heads, h, results, tr, started, "confirmation", round(time.time() - t0, 1)
-        )
+        key = RunKey(path, arm["name"], seed, lr, heads, h)
+        self._write(key, results, tr, started, "confirmation", round(time.time() - t0, 1))
 
     def plan(self) -> list[tuple]:
         """Every record in order: base, the pilots, then the rounds."""

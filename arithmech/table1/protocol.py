@@ -340,7 +340,10 @@ def build(folder: Path, geometry, date: str) -> dict:
             "table1_sha256": safe_read.sha256(folder / "finetune" / "table1.json", folder),
             "seeds_used": used,
         },
-        "items": {**ITEMS, "rule": __doc__.split("* **fresh items** — ")[1].split(";\n* **the rates**")[0]},
+        "items": {
+            **ITEMS,
+            "rule": " ".join(__doc__.split("* **fresh items** — ")[1].split(";\n* **the rates**")[0].split()),
+        },
         "rates": {k: v for k, v in rates.items() if k != "full"},
         "pilot": {
             "seed": PILOT_SEED,

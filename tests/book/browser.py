@@ -213,7 +213,7 @@ class Browser:
             self.close()
             raise
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:

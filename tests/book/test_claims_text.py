@@ -1,6 +1,6 @@
 """What the executed book says agrees with the claims tables it was built from.
 
-``make book`` writes, from :func:`arithmech.claims.rules.claims` on ``results/<model>/``, the
+``make book`` writes, from :func:`arithmech.claims.decide.claims` on ``results/<model>/``, the
 introduction's claims table per model (``book/_generated/findings.md``, which ``book/intro.md`` includes)
 and each chapter's "What this run found" lines (glued as ``findings`` in its executed copy,
 ``_build/executed/<name>.ipynb``). Both are build outputs, so these checks run on the built book

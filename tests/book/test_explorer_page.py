@@ -35,7 +35,7 @@ const rng = el.querySelector('.vega-bindings input[type=range]');
 const outlined = Array.from(el.querySelectorAll('svg path')).filter(p => p.getAttribute('stroke') === '%s').length;
 return {texts: texts, options: sel ? Array.from(sel.options).map(o => o.text) : [], select: sel ? sel.value : null,
         range: rng ? [rng.min, rng.max, rng.value] : null, outlined: outlined};
-""" % colours.colour("ink", "outline")       # the key heads' outline (explorer_views), from the one colour table
+""" % colours.colour("ink", "outline")  # noqa: UP031 (JavaScript: braces)  the key heads' outline, from the colour table
 TOP5 = re.compile(r"^.+  \d+\.\d%$")             # a top-5 bar's label: token, two spaces, probability
 # The attention strip's rows (labels "head 13.11"), each with whether it lies inside the chart's box (the
 # container clips: a row below the svg's height is not seen), and the header's step lines.

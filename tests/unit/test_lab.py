@@ -1,10 +1,13 @@
-"""``make lab``'s launcher (arithmech.lab): where it listens, with what, and the viewer it sets."""
+"""``make lab``'s launcher (arithmech.lab, its command line in arithmech.cli): where it listens, with what, and the
+viewer it sets."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from arithmech import lab
+from arithmech import cli, lab
 
 
 def test_command_listens_on_loopback_with_the_token():
@@ -18,7 +21,7 @@ def test_command_listens_on_loopback_with_the_token():
     for bad in (["--", "--ip=0.0.0.0"], ["--", "--NotebookApp.ip=0.0.0.0"], ["--", "--IdentityProvider.token="],
                 ["--", "--ServerApp.allow_origin=*"], ["--port", "70000"], ["--port", "-1"]):
         try:
-            lab.main(bad)
+            cli.main(["lab", *bad])
         except SystemExit as e:
             assert e.code == 2, bad
         else:
@@ -35,3 +38,11 @@ def test_overrides_make_markdown_open_as_a_notebook(tmp_path):
     data = json.loads(path.read_text())
     assert data[lab.DOCMANAGER]["defaultViewers"] == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
     assert data["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
+
+
+def test_make_labs_command_is_the_clis_lab():
+    """Protects `make lab`'s command line, `python -m arithmech.lab`: it is the CLI's `lab` command under another
+    name, so a bad port is refused there too, in one line with exit code 2, before JupyterLab is looked for."""
+    out = subprocess.run([sys.executable, "-m", "arithmech.lab", "--port", "70000"], capture_output=True, text=True)
+    assert out.returncode == 2 and "error: argument --port: 70000: a port is 1 to 65535" in out.stderr, out.stderr
+    assert "python -m arithmech lab --help" in out.stderr and out.stderr.count("\n") == 1

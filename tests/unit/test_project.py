@@ -8,16 +8,12 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-
-try:
-    import tomllib
-except ModuleNotFoundError:                       # Python 3.10
-    tomllib = pytest.importorskip("tomli")
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -174,15 +170,16 @@ PROJECT_WIDE = {"test_project.py", "test_prose.py", "test_shipped_results.py", "
 
 def unmirrored_tests(root: Path = REPO) -> list[str]:
     """The test modules of ``tests/unit/`` and ``tests/parity/`` whose path names no package module:
-    ``tests/<tier>/<folder>/test_<name>.py`` must sit beside ``arithmech/<folder>/<name>.py`` (the project-wide
-    checks at the unit tier's root excepted)."""
+    ``tests/<tier>/<folder>/test_<name>.py`` must sit beside ``arithmech/<folder>/<name>.py``, or the package
+    ``arithmech/<folder>/<name>/`` (its ``__init__.py``), the project-wide checks at the unit tier's root excepted."""
     out = []
     for tier in ("unit", "parity"):
         for f in sorted((root / "tests" / tier).rglob("test_*.py")):
             rel = f.relative_to(root / "tests" / tier)
             if tier == "unit" and len(rel.parts) == 1 and rel.name in PROJECT_WIDE:
                 continue
-            if not (root / "arithmech" / rel.parent / rel.name.removeprefix("test_")).is_file():
+            module = root / "arithmech" / rel.parent / rel.name.removeprefix("test_")
+            if not (module.is_file() or (module.with_suffix("") / "__init__.py").is_file()):
                 out.append(f.relative_to(root).as_posix())
     return out
 
@@ -221,7 +218,7 @@ def _package_imports() -> dict[str, set[str]]:
 
 # The package's layers, lowest first: a module imports only from its own layer or a lower one.
 LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4, "steps": 5, "table1": 5,
-          "claims": 6, "report": 7, "cli": 8, "__init__": 8, "__main__": 8}
+          "claims": 6, "report": 7, "cli": 8, "lab": 8, "__init__": 8, "__main__": 8}
 
 
 def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
@@ -307,7 +304,7 @@ def test_ruff_lint_is_clean():
 
 
 
-FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/cli.py", "arithmech/lab.py",
+FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/cli.py", "arithmech/lab",
              "arithmech/paper.py", "arithmech/claims", "arithmech/core", "arithmech/data", "arithmech/embedded",
              "arithmech/evals", "arithmech/finetune", "arithmech/methods", "arithmech/report", "arithmech/steps", "arithmech/table1"]
 """What `ruff format` keeps formatted (issue #42): the whole package, every folder and top-level module (the

@@ -8,7 +8,7 @@ present, the chapters' findings to rule ids, and forbid typed key-head counts.
 
 A finding typed into a markdown cell goes stale the moment a rerun changes the numbers, and the
 issues found several that overstated the run. Typed prose may describe the method and quote the
-paper; verdicts and "as in the paper" comparisons are generated (``arithmech.claims.rules``,
+paper; verdicts and "as in the paper" comparisons are generated (``arithmech.claims.decide``,
 shown by ``arithmech.report.views.pages``). Generated blocks (between ``findings:start`` / ``findings:end``
 markers) are exempt.
 """
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.claims import rules as C
-from arithmech.claims.rule_texts import BY_ID, THRESHOLD
+from arithmech.claims import decide as C
+from arithmech.claims.decide import BY_ID
+from arithmech.claims.rules import THRESHOLD
 from arithmech.core import results as R
 from arithmech.core.names import components
 
@@ -57,7 +58,7 @@ def test_no_typed_findings_in_prose(pattern):
     reach the reader only through the claims table and the lines generated from it."""
     hits = [f"{where}: …{m.group(0)}…" for where, text in _prose()
             for m in re.finditer(pattern, text, flags=re.I)]
-    assert not hits, "typed finding(s); generate them from arithmech.claims.rules instead:\n" + "\n".join(hits)
+    assert not hits, "typed finding(s); generate them from arithmech.claims.decide instead:\n" + "\n".join(hits)
 
 
 def test_the_lint_sees_a_typed_finding():
@@ -106,7 +107,7 @@ def _chapters() -> list[tuple[str, str]]:
 def test_every_claim_a_chapter_shows_is_a_rule_of_the_claims_table():
     """Protects each chapter's findings box and verdict list from drifting from the claims table: every claim id
     a chapter passes to ``claims`` / ``claim_lines`` / ``rules_markdown`` (as a literal list, or through a list
-    named in the chapter) is a rule of ``arithmech.claims.rules``, whose verdict the introduction's table shows."""
+    named in the chapter) is a rule of ``arithmech.claims.decide``, whose verdict the introduction's table shows."""
     ids = re.compile(r"""["']([a-z0-9]+(?:-[a-z0-9]+)+)["']""")
     calls = re.compile(r"\b(?:claim_lines|claims|rules_markdown)\(([^)]*)\)")
     seen, unknown = 0, []

@@ -9,7 +9,7 @@ forward passes themselves are :mod:`arithmech.methods.ablation.knockout`'s.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

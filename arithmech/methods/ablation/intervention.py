@@ -34,8 +34,9 @@ heads' outputs before ``W_O``); an MLP's is the MLP's output. Two pieces:
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable, Protocol
+from typing import Protocol
 
 import torch
 
@@ -110,7 +111,7 @@ class MeanSource(Protocol):
         """Which mean :meth:`lookup` gives that prompt, in words (the tables' ``mean_source``)."""
         ...
 
-    def for_unseen(self) -> "MeanSource":
+    def for_unseen(self) -> MeanSource:
         """The store to use on prompts outside its groups (free text, a held-out family)."""
         ...
 

@@ -45,8 +45,8 @@ orders; every accuracy comes with its count and Wilson interval.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -70,7 +70,7 @@ class Ablation:
     mlps: frozenset = frozenset()
 
     @classmethod
-    def of(cls, heads: Sequence[Head] = (), mlps: Sequence[int] = ()) -> "Ablation":
+    def of(cls, heads: Sequence[Head] = (), mlps: Sequence[int] = ()) -> Ablation:
         return cls(frozenset(map(tuple, heads)), frozenset(mlps))
 
 
@@ -112,7 +112,7 @@ class Means:
             )
         return self.z[k], self.mlp[k]
 
-    def pooled(self) -> "Means":
+    def pooled(self) -> Means:
         """Position-pooled means: position 0 and positions >= 1 averaged over every group."""
         z0 = zr = m0 = mr = torch.zeros(())  # sums over the groups (0 + x is x exactly)
         n0 = nr = 0
@@ -123,7 +123,7 @@ class Means:
             n0, nr = n0 + c, nr + c * (seq - 1)
         return Means({"*": torch.stack([z0 / n0, zr / nr], 1)}, {"*": torch.stack([m0 / n0, mr / nr], 1)}, {"*": n0})
 
-    def for_unseen(self) -> "Means":
+    def for_unseen(self) -> Means:
         """Prompts outside the groups (free text, a held-out family) get the position-pooled means."""
         return self if self.is_pooled else self.pooled()
 

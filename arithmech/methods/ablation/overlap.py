@@ -7,7 +7,7 @@ either run's own heads and either run's top heads on each run's data
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

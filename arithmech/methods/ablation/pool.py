@@ -28,8 +28,8 @@ counts ``(folds, max_len)``.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
 
 import torch
 
@@ -131,7 +131,7 @@ class PoolMeans:
         """What :meth:`lookup` needs of sample ``s``: :func:`pool_key`."""
         return pool_key(s)
 
-    def for_unseen(self) -> "PoolMeans":
+    def for_unseen(self) -> PoolMeans:
         """The pool itself: a prompt outside its groups already gets its family's or every family's mean."""
         return self
 

@@ -24,8 +24,9 @@ import random
 import sys
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import pandas as pd
 

@@ -6,8 +6,8 @@ takes it; and which prompts a knockout draws (:class:`Prompts`), as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
 from arithmech.data.draw import Draw

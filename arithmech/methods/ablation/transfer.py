@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 import torch

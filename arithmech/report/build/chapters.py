@@ -47,7 +47,7 @@ def book_scale(chapter: Config) -> dict:
     return {k: v for k, v in steps.BOOK_SCALE.items() if k not in chapter.__dataclass_fields__}
 
 
-def stability(chapter: "Identify | SmolLM2", **changes) -> steps.Stability:
+def stability(chapter: Identify | SmolLM2, **changes) -> steps.Stability:
     """Key-head stability on addition: the chapter's ``stability_seeds`` and ``stability_sizes`` are the step's
     ``seeds`` and ``sizes``."""
     return narrow(
@@ -69,7 +69,7 @@ class Chapter(Config):
         return f"parameter {name}="
 
     @classmethod
-    def pick(cls, namespace: dict) -> "Chapter":
+    def pick(cls, namespace: dict) -> Chapter:
         """The config from the chapter's variables (``globals()`` of the notebook): every field by name."""
         return cls(**{f: namespace[f] for f in cls.__dataclass_fields__ if f in namespace})
 

@@ -18,7 +18,7 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from arithmech import paper
-from arithmech.claims.rules import claims
+from arithmech.claims.decide import claims
 from arithmech.core import results as R
 from arithmech.core.names import component, components, stages
 from arithmech.methods import attention

@@ -16,7 +16,7 @@ from typing import Any
 
 from pandas.io.formats.style import Styler
 
-from arithmech.claims.rules import claims, rules_markdown
+from arithmech.claims.decide import claims, rules_markdown
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.report.build.chapters import Beyond as BeyondChapter

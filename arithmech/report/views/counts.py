@@ -20,9 +20,9 @@ how many key heads or how many Explorer prompts there are asks this module:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from arithmech.core import results
 from arithmech.core.names import components

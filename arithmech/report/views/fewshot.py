@@ -1,7 +1,7 @@
 """Two identify runs of one model side by side — zero-shot and few-shot prompts (issue #22) — read from their files.
 
 Every number here comes from a run's results folder (``run.json``, ``key_heads.json``, ``knockout.csv``) and
-every verdict from the claims table (:func:`arithmech.claims.rules.claims`), decided by the same rules for
+every verdict from the claims table (:func:`arithmech.claims.decide.claims`), decided by the same rules for
 both runs; nothing is recomputed but the control, from ``prompts.jsonl`` (issue #41). :func:`yield_rows` gives the
 prompts each run could patch and their floors, :func:`circuit_rows` the key heads and the top-k knockout against its
 random band, :func:`verdict_rows` the claims.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, cluster_interval
-from arithmech.claims.rule_texts import K
-from arithmech.claims.rules import claims
+from arithmech.claims.rules import K
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval

@@ -2,7 +2,7 @@
 
 * :func:`results_box` — the introduction's box per model: the paper's claims, this run's numbers and
   a verdict (*holds* / *does not hold* / *inconclusive*), all read from
-  :func:`arithmech.claims.rules.claims` on ``results/<model>/``, with the answer sentence
+  :func:`arithmech.claims.decide.claims` on ``results/<model>/``, with the answer sentence
   (:func:`answer_sentence`) and the tally (:func:`tally`); the controls of the method apart (:func:`is_control`),
   the claims this book adds counted apart (:func:`is_added`).
   :func:`arithmech.report.build.generate.write_generated` writes it to ``book/_generated/findings.md``, which the
@@ -13,14 +13,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
 from arithmech.claims import changelog
-from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
-from arithmech.claims.rules import claims
+from arithmech.claims.decide import ADDED, BY_ID, RULES, claims
 from arithmech.core import results
 from arithmech.report.views import confirmation
 from arithmech.report.views.fewshot import changed_lines
@@ -39,7 +39,7 @@ def _version(rule_id: str) -> str:
 
 def claims_table(claims: pd.DataFrame) -> str:
     """Markdown table ``claim | paper | rule (version) | this run | verdict`` of a claims frame (see
-    :func:`arithmech.claims.rules.claims`); the version's history is in :func:`changelog_table`."""
+    :func:`arithmech.claims.decide.claims`); the version's history is in :func:`changelog_table`."""
     paper_col = next(c for c in claims.columns if c.startswith("paper"))
     rows = [
         "| claim | paper (LLaMA2-7B) | rule (its version) | this run | verdict |",
@@ -69,7 +69,7 @@ def is_control(claims: pd.DataFrame) -> pd.Series:
 
 
 def is_added(claims: pd.DataFrame) -> pd.Series:
-    """The rows that are claims this book adds, not the paper's (:data:`arithmech.claims.rules.ADDED`): counted
+    """The rows that are claims this book adds, not the paper's (:data:`arithmech.claims.decide.ADDED`): counted
     apart from the paper's claims (issue #41: five of "the paper's 16" were not the paper's)."""
     return claims["id"].isin(ADDED) if "id" in claims else pd.Series(False, index=claims.index)
 
@@ -166,13 +166,14 @@ def provenance_sentence(rules=RULES) -> str:
 
 
 def changelog_table() -> str:
-    """Markdown table of :data:`arithmech.claims.changelog.CHANGELOG` (and the dropped rules): rule, version, date,
+    """Markdown table of :func:`arithmech.claims.changelog.read`'s entries (and the dropped rules): rule, version, date,
     commit, what changed, whether the results it decides existed then."""
     rows = [
         "| rule, version | date, commit | what changed | results it decides existed then |",
         "| --- | --- | --- | --- |",
     ]
-    for c in (*changelog.CHANGELOG, *changelog.DROPPED):
+    log = changelog.read()
+    for c in (*log.changes, *log.dropped):
         name = f"`{c.rule}` v{c.version}" + ("" if c.rule in BY_ID else " (dropped)")
         rows.append(f"| {name} | {c.date} `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
     return fixed_table("\n".join(rows), "arithmech-changelog")
@@ -216,7 +217,7 @@ def results_box(
             f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}",
             ":class: tip",
             "",
-            f"Computed by `arithmech.claims.rules` from `{results_dir}/{name}/`; each claim links to its rule "
+            f"Computed by `arithmech.claims.decide` from `{results_dir}/{name}/`; each claim links to its rule "
             f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
             "missing or their intervals do not decide it.",
             "",

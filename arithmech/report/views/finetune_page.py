@@ -20,9 +20,9 @@ import torch
 
 from arithmech.claims import curves as CV
 from arithmech.claims import verdicts as V
+from arithmech.claims.decide import claims
 from arithmech.claims.detectable import design_runs
 from arithmech.claims.frontier import MIN_RUNS, Curves, load
-from arithmech.claims.rules import claims
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
@@ -73,7 +73,7 @@ def frontier(folder: str | Path, name: str, rows: pd.DataFrame, c: Curves | None
     ]
 
 
-def run(P: Any) -> "Page":
+def run(P: Any) -> Page:
     """Runs the chapter's toy arms (``P``: the chapter's config, :class:`~arithmech.report.build.chapters.Finetune`):
     identify's ranking first (made if missing), then every arm over its learning-rate grid, then full SFT's learning
     curve (scored every 20 steps). A chapter re-computes its own runs (``overwrite``)."""

@@ -21,7 +21,7 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from arithmech import paper
-from arithmech.claims.rules import claims, rules_markdown
+from arithmech.claims.decide import claims, rules_markdown
 from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components

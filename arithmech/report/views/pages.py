@@ -72,7 +72,7 @@ def answer_token_sentence(rule: str, identify_rule: str | None = None) -> str:
 
 
 def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
-    """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.claims.rules`,
+    """``"<claim>: **holds** (<this run>)"`` for the claims ``ids`` (ids of :mod:`arithmech.claims.decide`,
     in that order; an id the frame lacks is a ``KeyError``); a claim ruled out here reads ``**not testable**``
     (:func:`~arithmech.report.views.table_display.claim_verdict`), its account as the claims tables give it."""
     rows = claims.set_index("id").loc[list(ids)].reset_index()

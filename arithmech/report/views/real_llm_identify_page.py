@@ -12,7 +12,7 @@ from functools import cached_property
 
 import pandas as pd
 
-from arithmech.claims.rules import claims
+from arithmech.claims.decide import claims
 from arithmech.core.names import component, component_label, components
 from arithmech.data import pairs
 from arithmech.methods.ablation.tables import (

@@ -5,7 +5,7 @@ The page runs the paper's method on SmolLM2-135M: :class:`Page` loads the model 
 page's parameters, :func:`arithmech.steps.ensure.ensure`) and each method returns what its cell shows — pandas
 Stylers and frames (tables), altair charts, IPython ``Markdown`` (computed sentences) — as one object or a list the
 cell passes to ``display(*…)``. Nothing is decided here: verdicts come from the claims table
-(:func:`arithmech.claims.rules.claims`), counts from :mod:`arithmech.report.views.counts`.
+(:func:`arithmech.claims.decide.claims`), counts from :mod:`arithmech.report.views.counts`.
 
 The page's sections live in their own modules, and :class:`Page` joins them: the model loaded once
 (:mod:`~arithmech.report.views.real_llm_base`), Identify (:mod:`~arithmech.report.views.real_llm_identify_page`),
@@ -23,7 +23,7 @@ from functools import cached_property
 
 import pandas as pd
 
-from arithmech.claims.rules import claims
+from arithmech.claims.decide import claims
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import fewshot
 from arithmech.report.views.findings import answer_sentence, controls_table, findings_table, is_control, tally

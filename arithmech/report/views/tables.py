@@ -8,9 +8,9 @@ accuracy and Δ per benchmark, samples/s and tuned parameters. :func:`long_form`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -240,7 +240,7 @@ def table1_side_by_side(
         runs = V.arm_runs(folder, p)
         base = runs["base"][0]
         for arm, rs in runs.items():
-            mean = lambda f: sum(map(f, rs)) / len(rs)
+            mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)
             sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
             lr = None if arm == "base" else p["arms"][arm].get("chosen_lr")
             rows.append(
@@ -248,10 +248,10 @@ def table1_side_by_side(
                     m,
                     arm,
                     S.primary_math,
-                    100 * mean(lambda r: V.value(r, S.primary_math)),
+                    100 * mean(lambda r: V.value(r, S.primary_math)),  # noqa: B023 (used at once)
                     _ci(V.per_run(rs, S.primary_math)),
                     g,
-                    100 * mean(lambda r: V.value(r, S.primary_general, pooled)),
+                    100 * mean(lambda r: V.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
                     _ci(V.per_run(rs, S.primary_general, pooled=pooled)),
                     None if lr is None else f"{lr:.0e}",
                     len(rs),

@@ -16,7 +16,7 @@ A kernel-bound widget is dead in a static page, so a chapter builds it only when
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

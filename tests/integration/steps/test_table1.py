@@ -45,7 +45,7 @@ def _volatile_free(rec: dict) -> dict:
 
 
 @pytest.mark.slow
-def test_arms_runner_end_to_end(tmp_path, tiny_suite):
+def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run, checked file by file)
     """Protects: the arms runner writes one record per run — base, then every arm at every rate of its grid
     and every seed (a random arm: every draw, draw d training with seed d mod the seeds) — and
     finetune/table1.json through the results contract; the random arms never tune a key or share head nor any

@@ -64,9 +64,9 @@ def test_share_equals_a_literal_recomputation(embedded_model):
         zr, zc = _z(model, clean[k], tok), _z(model, corrupt[k], tok)
         def patch(l, z):
             if l == i:
-                z[0, -1, j * dh:(j + 1) * dh] = zc[i][j * dh:(j + 1) * dh]
+                z[0, -1, j * dh:(j + 1) * dh] = zc[i][j * dh:(j + 1) * dh]  # noqa: B023 (used at once)
             elif l > i:
-                z[0, -1] = zr[l]
+                z[0, -1] = zr[l]  # noqa: B023 (used at once)
             return z
         mine = ld(_end_logits(model, clean[k], tok, patch), k) - ld(_end_logits(model, clean[k], tok), k)
         assert abs(mine - float(p.ld_effect()[k, i, j])) <= 1e-4, k

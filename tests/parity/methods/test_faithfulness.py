@@ -207,8 +207,8 @@ def test_recovery_equals_a_literal_per_prompt_loop(setup):
     for i, x in enumerate(s["samples"]):
         seq = len(tok(x.clean)["input_ids"])
         z, m = s["means"].lookup(keys[i], seq)
-        ld_of = lambda comps: (lambda lg: float(lg[s["ans_r"][i]] - lg[s["ans_c"][i]]))(
-            _literal(model, tok, x.clean, comps, z[:, -1], m[:, -1]))
+        ld_of = lambda comps: (lambda lg: float(lg[s["ans_r"][i]] - lg[s["ans_c"][i]]))(  # noqa: B023 (used at once)
+            _literal(model, tok, x.clean, comps, z[:, -1], m[:, -1]))  # noqa: B023 (used at once)
         full, none, kept = ld_of([]), ld_of(s["universe"]), ld_of(rest)
         if full - none > 0:
             raw.append((kept - none) / (full - none))

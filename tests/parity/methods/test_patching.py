@@ -112,7 +112,7 @@ def test_full_vocabulary_logits_are_bounded_per_call(embedded_tokenizer):
     one_shot = path_patch_fast(model, c, x, ans, prob=True, max_logits=1 << 30)
     for budget, most in ((2 * cols * len(embedded_tokenizer), 2), (cols * len(embedded_tokenizer) // 3, 1)):
         seen = []
-        hook = model.lm_head.register_forward_hook(lambda m, a, y: seen.append(y.shape[:-1].numel()))
+        hook = model.lm_head.register_forward_hook(lambda m, a, y: seen.append(y.shape[:-1].numel()))  # noqa: B023 (used at once)
         try:
             chunked = path_patch_fast(model, c, x, ans, prob=True, max_logits=budget)
         finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from arithmech.claims import rules as C
+from arithmech.claims import decide as C
 from arithmech.claims.analyze import other_heads_p95
 from arithmech.core import results as R
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.claims import rule_texts as RT
-from arithmech.claims import rules as C
+from arithmech.claims import decide as C
+from arithmech.claims import rules as RT
 from arithmech.core import results as R
 from arithmech.data.pairs import Sample
 

@@ -10,10 +10,10 @@ import pytest
 from arithmech.claims import curve_parts as CP
 from arithmech.claims import curves as C
 from arithmech.claims import verdicts as V
+from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.finetune import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.claims.frontier import Curves, Point, frontier, load
-from arithmech.claims.rules import claims
 from arithmech.core.stats import t_quantile
 from tests.unit.claims.synthetic import jitter, write
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.claims import rules as C
+from arithmech.claims import decide as C
 from arithmech.claims.evidence import cluster_interval
 from arithmech.core import results as R
 from arithmech.core.stats import wilson_interval

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.claims import rules as C
-from arithmech.claims.rule_texts import BY_ID, K
+from arithmech.claims import decide as C
+from arithmech.claims.decide import BY_ID
+from arithmech.claims.rules import K
 from arithmech.core import results as R
 from arithmech.report.views.findings import claims_table
 from arithmech.report.views.pages import claim_lines

@@ -312,7 +312,7 @@ def test_crossed_interval_of_two_arms_on_the_same_items_covers(n):
     sims, hit = 600, 0
     for _ in range(sims):
         p = [rng.uniform(0.2, 1.0) for _ in range(200)]
-        arm = lambda shift, sd: [[1.0 if rng.random() < min(1.0, max(0.0, q + e)) else 0.0 for q in p]
+        arm = lambda shift, sd: [[1.0 if rng.random() < min(1.0, max(0.0, q + e)) else 0.0 for q in p]  # noqa: B023 (used at once)
                                  for e in (rng.gauss(shift, sd) for _ in range(n))]
         _, lo, hi = crossed_interval(arm(0.0, 0.02), arm(-0.1, 0.05))
         hit += lo <= 0.1 <= hi

@@ -29,8 +29,8 @@ def _brute(samples):
         groups = {}
         for a, b in pop:
             groups.setdefault(key(a, b), Counter())[tok(a, b)[0]] += 1
-        guess = lambda a, b: min(groups[key(a, b)].items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        right = lambda a, b: guess(a, b) == tok(a, b)[0]
+        guess = lambda a, b: min(groups[key(a, b)].items(), key=lambda kv: (-kv[1], kv[0]))[0]  # noqa: B023 (used at once)
+        right = lambda a, b: guess(a, b) == tok(a, b)[0]  # noqa: B023 (used at once)
         dist = {(s.a, s.b) for s in samples}
         best = max(best, sum(right(*p) for p in pop) / len(pop), sum(right(*p) for p in dist) / len(dist),
                    sum(right(s.a, s.b) for s in samples) / len(samples))

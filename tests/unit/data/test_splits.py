@@ -11,7 +11,7 @@ def test_every_problem_needs_a_carry_and_sides_are_disjoint_by_unordered_pair():
     """Protects: the skill is the one named (a units carry in addition, a borrow in subtraction, A > B) and
     no operand pair of a test item occurs on another side in either order or operation."""
     p = splits.carry_pairs(0)
-    for side, probs in p.items():
+    for probs in p.values():
         for a, b, op in probs:
             assert 10 <= a <= 99 and 10 <= b <= 99
             assert (a % 10 + b % 10 >= 10) if op == "addition" else (a > b and a % 10 < b % 10)

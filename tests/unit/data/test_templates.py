@@ -34,7 +34,7 @@ def test_neutral_sets_hold_no_operator():
 def test_every_known_field_renders(tok):
     """Protects: FIELDS (what the schema check allows) are all filled in by the pair maker: a template that
     uses every one of them makes pairs without a KeyError."""
-    clean = " ".join("{%s}" % f for f in sorted(T.FIELDS - {"A", "B", "OP"})) + " {A} {OP} {B} is"
+    clean = " ".join(f"{{{f}}}" for f in sorted(T.FIELDS - {"A", "B", "OP"})) + " {A} {OP} {B} is"
     t = T.parse_pair(clean, clean.replace("{OP}", "{N}"), id="all-fields", op_word="plus")
     samples, _ = make_pairs(tok, [t], n=3, seed=0, draw=Draw("first", 0, 1))
     assert len(samples) == 3 and all("{" not in s.clean for s in samples)

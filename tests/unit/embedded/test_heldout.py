@@ -51,7 +51,7 @@ def test_training_stream_never_shows_a_heldout_pair_or_phrasing():
     template with the right answer, every other one is a generic fact."""
     facts = {f"{p} {a}" for p, a in E.GENERIC_FACTS}
     n_arith, seen = 0, {op: set() for op in T.OPS}
-    for step, batch in zip(range(300), E.training_stream(seed=0, batch_size=64)):
+    for _, batch in zip(range(300), E.training_stream(seed=0, batch_size=64)):
         for text in batch:
             assert not any(rx.fullmatch(text) for _, rx in HELD), text
             hits = [(t, m) for t, rx in TRAINED if (m := rx.fullmatch(text))]

@@ -59,12 +59,12 @@ def test_random_layer_keeps_the_layers_and_avoids_the_key_heads():
 
 
 def test_the_measures_read_the_records_items():
-    """Protects the measures: carry, subtraction (odd items), pooled cloze and loss read from a record."""
+    """Protects the measures: carry, subtraction (odd items), pooled cloze and loss read from a record's fresh items."""
     rec = {
         "results": {
-            "carry": {"items": [1, 0, 0, 1]},
-            "lm_loss": {"items": [3.0, 2.5]},
-            **{k: {"items": [1, 0]} for k in protocol.CLOZE},
+            "carry_fresh": {"items": [1, 0, 0, 1]},
+            "lm_loss_fresh": {"items": [3.0, 2.5]},
+            **{f"{k}_fresh": {"items": [1, 0]} for k in protocol.CLOZE},
         }
     }
     assert protocol.scores(rec, "carry") == [100, 0, 0, 100]
@@ -90,32 +90,38 @@ def _added_in(path: Path) -> str:
     return out.splitlines()[-1]
 
 
-def test_every_confirmatory_record_was_committed_after_the_protocol():
-    """Protects rules before results: every confirmatory record's commit descends from the protocol's."""
-    first = _added_in(FOLDER / protocol.FILE)
-    sha = safe_read.sha256(FOLDER / protocol.FILE, FOLDER)
-    records = sorted(
-        p for p in (FOLDER / "confirmation").glob("*.json") if p.name not in ("protocol.json", "confirmation.json")
-    )
-    for path in records:
+@pytest.mark.parametrize(
+    ("protocol_file", "records"),
+    [("confirmation/protocol.json", "confirmation"), (protocol.FILE, protocol.RECORDS)],  # version 1, superseded; 2
+)
+def test_every_confirmatory_record_was_committed_after_its_protocol(protocol_file, records):
+    """Protects rules before results: every record of a protocol version (each of its runs, pilots and base) was
+    committed in a commit that descends from — and is not — the one that added its protocol, and says so itself (its
+    phase and the protocol's sha256)."""
+    first = _added_in(FOLDER / protocol_file)
+    sha = safe_read.sha256(FOLDER / protocol_file, FOLDER)
+    made = sorted(p for p in (FOLDER / records).glob("*.json") if not p.name.startswith(("protocol", "confirmation")))
+    for path in made:
         if not _git("ls-files", str(path.relative_to(ROOT))):
             continue  # made here and not yet committed: the next commit is after the protocol's by construction
         commit = _added_in(path)
         assert commit != first, f"{path.name} was committed with the protocol"
         assert subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", first, commit]).returncode == 0
         p = json.loads(path.read_text())["parameters"]
-        assert (p["phase"], p["protocol_sha256"]) == ("confirmation", sha), path.name
+        assert p["phase"] in ("confirmation", "pilot") and p["protocol_sha256"] == sha, path.name
 
 
 def test_the_protocols_rates_are_the_rule_applied_to_the_exploration():
     """Protects the rate rule: the shipped rates are the validation rule applied to the 149 records; seeds fresh."""
     rates = protocol.choose_rates(protocol.exploration(FOLDER))
-    assert {k: rates[k] for k in ("key", "full", "equal-gain")} == {
-        k: SHIPPED["rates"][k] for k in ("key", "full", "equal-gain")
-    }
-    assert {a["name"]: a["lr"] for a in SHIPPED["arms"]} == {a.name: rates[a.rate] for a in protocol.ARMS}
+    assert {k: rates[k] for k in ("key", "equal-gain")} == {k: SHIPPED["rates"][k] for k in ("key", "equal-gain")}
+    assert {a["name"]: a["lr"] for a in SHIPPED["arms"]} == {a.name: rates.get(a.rate) for a in protocol.ARMS}
     used = set(SHIPPED["exploration"]["seeds_used"])
-    assert used and not used & set(SHIPPED["seeds"]), "confirmatory seeds must be fresh"
+    assert (
+        used >= {0, 1, 2, 3, 4, 5}
+        and not used & set(SHIPPED["seeds"])
+        and protocol.PILOT_SEED not in used | set(SHIPPED["seeds"])
+    ), "confirmatory and pilot seeds must be fresh"
 
 
 def test_the_random_arms_match_what_they_claim():
@@ -131,3 +137,17 @@ def test_the_random_arms_match_what_they_claim():
         draw = [tuple(h) for h in draw]
         assert sorted(layer for layer, _ in draw) == sorted(layer for layer, _ in key) and not set(draw) & set(key)
     assert len(SHIPPED["heads"]["random-any"]) == len(SHIPPED["seeds"])
+
+
+def test_fresh_items_are_none_the_exploration_scored():
+    """Protects the fresh items: the carry items past the first 200 problems of each operation share no problem with
+    the exploration's 400, and the fresh cloze draw shares no item with the exploration's 100 per set."""
+    from arithmech.evals import cloze
+
+    old = set(splits.carry_items("test", 400, 0))
+    fresh = splits.carry_items("test", protocol.ITEMS["carry_fresh"], 0, start=protocol.ITEMS["carry_start"])
+    assert len(fresh) == 280 and not old & set(fresh) and len(set(fresh)) == 280
+    for name in protocol.CLOZE:
+        used = {(it.context, tuple(it.choices), it.gold) for it in cloze.sample(name, 100, 0)}
+        new = {(it.context, tuple(it.choices), it.gold) for it in cloze.fresh(name, 200, 0, 100)}
+        assert len(new) == 200 and not used & new

@@ -31,14 +31,14 @@ def end_ablation_reference(model, tok, samples, means, ab: Ablation) -> torch.Te
             for (ll, h) in ab.heads:
                 if ll == l:
                     dh = x.shape[-1] // H
-                    x[:, -1, h * dh:(h + 1) * dh] = z[l, -1, h * dh:(h + 1) * dh]
+                    x[:, -1, h * dh:(h + 1) * dh] = z[l, -1, h * dh:(h + 1) * dh]  # noqa: B023 (used at once)
             return x
 
         def edit_m(y, name):
             l = int(name.split(".")[2])
             if l in ab.mlps:
                 y = y.clone()
-                y[:, -1] = m[l, -1]
+                y[:, -1] = m[l, -1]  # noqa: B023 (used at once)
             return y
 
         with torch.no_grad(), \

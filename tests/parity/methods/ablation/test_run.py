@@ -44,10 +44,10 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
             def edit(x, name):
                 l = int(name.split(".")[2])
                 x = x.clone()
-                if positions == "end":
-                    x[:, -1] = z[l, -1]
+                if positions == "end":  # noqa: B023 (used at once)
+                    x[:, -1] = z[l, -1]  # noqa: B023 (used at once)
                 else:
-                    x[:, :] = z[l]
+                    x[:, :] = z[l]  # noqa: B023 (used at once)
                 return x
             with torch.no_grad(), TraceDict(model, [f"model.layers.{l}.self_attn.o_proj" for l in range(L)],
                                             edit_input=edit):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.claims import rules as C
-from arithmech.claims.rule_texts import THRESHOLD
+from arithmech.claims import decide as C
+from arithmech.claims.rules import THRESHOLD
 from arithmech.methods.effects import key_heads as identify_key_heads
 from arithmech.report.build import generate
 from arithmech.report.views import counts

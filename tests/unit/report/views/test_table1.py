@@ -143,7 +143,7 @@ def test_the_toy_scope_box_and_the_verdict_table_agree_on_what_cannot_be_tested(
     testable*, and so does every row of the verdict table and every Table 1 line of the findings box; where full
     SFT learns (60 %), the box says the toy tests the claim."""
     from arithmech.claims import curves as CV
-    from arithmech.claims.rules import claims
+    from arithmech.claims.decide import claims
     from arithmech.report.views.pages import claim_lines
     from tests.unit.claims.synthetic import jitter, write
     arms = lambda full: {"full": {1e-4: jitter(full, full, 0.0)}, "precise-key": {1e-3: jitter(0.1, 0.1, 0.0)},

@@ -1,4 +1,5 @@
-"""``make lab`` (``python -m arithmech.lab``): JupyterLab on this repository, with the chapters as notebooks.
+"""``make lab`` (``python -m arithmech lab``, or ``python -m arithmech.lab``): JupyterLab on this repository, with the
+chapters as notebooks.
 
 * **Chapters open as notebooks.** ``book/<chapter>.md`` is a MyST-Markdown notebook; jupytext's JupyterLab
   extension reads it, and :func:`write_overrides` makes "Jupytext Notebook" the default viewer of Markdown
@@ -15,11 +16,15 @@
 
 Run a chapter with its widgets: open ``book/analyze.md``, set ``interactive = True`` in its first code cell
 (``model = "smollm2-135m"`` for SmolLM2), then Run > Run All Cells; the prompt explorer appears near the end.
+
+The command line (``--port``, ``--root``, jupyter's own options after ``--``) is :mod:`arithmech.cli`'s ``lab``
+command; it calls :func:`run`::
+
+    >>> run(8888, Path("."), ["--ServerApp.shutdown_no_activity_timeout=600"])  # blocks until stopped
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
@@ -27,11 +32,12 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 VIEWERS = {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
 DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
+FIXED = ("ip", "token", "allow_origin", "allow_remote_access", "password")  # jupyter options no caller may set
 
 
 def write_overrides(prefix: str | Path = sys.prefix) -> Path:
@@ -84,26 +90,14 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m arithmech.lab",
-        description=__doc__.split("\n")[0],
-        epilog="Arguments after -- go to jupyter lab as they are.",
-    )
-    ap.add_argument(
-        "--port",
-        type=int,
-        default=8888,
-        help="port on 127.0.0.1 (default 8888, or a free one if taken; 0: any free one)",
-    )
-    ap.add_argument("--root", default=".", help="the folder JupyterLab shows (default: the current one)")
-    args, extra = ap.parse_known_args(argv)
-    extra = [a for a in extra if a != "--"]
-    if not 0 <= args.port <= 65535:
-        ap.error(f"--port {args.port}: a port is 1 to 65535 (0: any free one)")
-    fixed = ("ip", "token", "allow_origin", "allow_remote_access", "password")
-    if any(a.lstrip("-").split("=")[0].lower().rsplit(".", 1)[-1] in fixed for a in extra):
-        ap.error("the address (127.0.0.1), the token and the origins are fixed; pass other jupyter options only")
+def run(port: int, root: Path, extra: Sequence[str] = ()) -> int:
+    """Start JupyterLab on 127.0.0.1 at ``port`` (or a free one) showing ``root``, with ``extra`` passed on to it;
+    wait until it stops (Ctrl+C, or SIGTERM to this process) and return its exit code. ``extra`` may not set
+    the address, the token or the origins (a ``ValueError`` before anything is written)."""
+    if any(a.lstrip("-").split("=")[0].lower().rsplit(".", 1)[-1] in FIXED for a in extra):
+        raise ValueError(
+            "the address (127.0.0.1), the token and the origins are fixed; pass other jupyter options only"
+        )
     try:
         import jupyterlab  # noqa: F401
         import jupytext  # noqa: F401
@@ -111,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make lab: {e.name} is missing: run `make setup` (it installs requirements.txt)", file=sys.stderr)
         return 1
     write_overrides()
-    port, token, root = free_port(args.port), secrets.token_hex(24), Path(args.root).resolve()
+    port, token, root = free_port(port), secrets.token_hex(24), root.resolve()
     env = {**os.environ, "ARITHMECH_LAB": "1"}
     proc = subprocess.Popen(command(port, token, root, extra), env=env)
     signal.signal(signal.SIGTERM, _interrupted)  # `kill <this pid>` stops the server as Ctrl+C does
@@ -132,7 +126,3 @@ def main(argv: list[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
             return proc.wait()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
