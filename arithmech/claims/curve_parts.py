@@ -77,6 +77,24 @@ def live(c: Curves, arm: str) -> list[Point]:
     return [p for p in grid(c, arm) if not p.gone]
 
 
+def read(c: Curves, arm: str) -> list[Point]:
+    """The points of ``arm`` a rule's *some* and *every* range over (tenth version): its live points on the arm's
+    validation frontier — none of the arm's other live points has a mean validation math accuracy at least as high
+    and a validation text loss at least as low, better in one. A point whose math diverged at a high rate is
+    dominated on validation by a lower rate of its own arm and decides nothing; without validation scores, every
+    live point."""
+    pts = live(c, arm)
+    if not all(p.val_math and p.val_loss for p in pts):
+        return pts
+    m = lambda p: sum(p.val_math) / len(p.val_math)
+    loss = lambda p: sum(p.val_loss) / len(p.val_loss)
+    return [
+        p
+        for p in pts
+        if not any(m(q) >= m(p) and loss(q) <= loss(p) and (m(q) > m(p) or loss(q) < loss(p)) for q in pts)
+    ]
+
+
 def top(c: Curves, arm: str, v: str) -> Point | None:
     """``arm``'s frontier top: its point that did not collapse with the highest mean *validation* math accuracy (so
     the test items that are shown did not pick it), or the highest test mean on ``v`` where no validation score was

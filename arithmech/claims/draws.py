@@ -63,6 +63,8 @@ def runs_where(p: Point, keep: Callable[[str], bool]) -> Point:
         pick(p.val_math),
         {k: pick(v) for k, v in p.items.items()},
         p.cut,
+        val_loss=pick(p.val_loss),
+        val_items=pick(p.val_items),
     )
 
 

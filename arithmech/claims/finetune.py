@@ -13,12 +13,12 @@ from __future__ import annotations
 from arithmech.claims import curves
 from arithmech.claims.curves import MARGIN
 from arithmech.claims.evidence import Context, Missing
-from arithmech.claims.frontier import MIN_RUNS, SCOPE
+from arithmech.claims.frontier import MIN_RUNS, SCOPE_GAIN
 from arithmech.claims.verdicts import COLLAPSE
 from arithmech.core import results
 
-NUMBERS = (MARGIN, MIN_RUNS, SCOPE, COLLAPSE)
-"""The numbers the curve rules decide with (margin, runs a point needs, the toy's scope, the collapse gate's
+NUMBERS = (MARGIN, MIN_RUNS, SCOPE_GAIN, COLLAPSE)
+"""The numbers the curve rules decide with (margin, runs a point needs, the scope gate's gain, the collapse gate's
 share of base's margin over chance): read by every decider, so each is part of its rule's digest."""
 
 ARMS = {

@@ -27,9 +27,10 @@ from arithmech.core.progress import Progress
 from arithmech.data.splits import plain_items
 from arithmech.evals.suites import get_suite
 from arithmech.steps.config_training import Confirm as Config
-from arithmech.table1 import protocol as P
-
-FOLDER = "confirmation"
+from arithmech.steps.finetune_heads import model_geometry
+from arithmech.steps.table1_train import train_arm
+from arithmech.table1 import protocol as protocols
+from arithmech.table1.protocol import record_path
 
 
 def heads_of(protocol: dict, arm: dict, i: int) -> list[list[int]] | None:
@@ -43,10 +44,6 @@ def args_hash(protocol_sha: str, arm: dict, seed: int, heads) -> str:
     """What a record was made with: the protocol, the arm, the seed, the heads."""
     text = json.dumps({"protocol": protocol_sha, "arm": arm, "seed": seed, "heads": heads}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def record_path(folder: Path, arm: str, seed: int) -> Path:
-    return folder / FOLDER / f"{arm}-s{seed}.json"
 
 
 def made(folder: Path, arm: str, seed: int, h: str, overwrite: bool) -> bool:
@@ -65,8 +62,6 @@ def made(folder: Path, arm: str, seed: int, h: str, overwrite: bool) -> bool:
 
 def _train_and_score(c: Config, protocol: dict, arm: dict, seed: int, heads) -> tuple[dict, dict]:
     """Train one run as the exploration did (:func:`arithmech.steps.table1_train.train_arm`) and score its test."""
-    from arithmech.steps.table1_train import train_arm  # torch loads here
-
     t = protocol["training"]
     suite = get_suite("cpu")
     if arm["train"] == "plain":
@@ -88,12 +83,10 @@ def run(config: Config, command: str | None = None) -> dict:
     command = command or command_line("confirm", c)
     with records.holding(out):
         if c.write_protocol:
-            from arithmech.steps.finetune_heads import model_geometry
-
-            P.write(out, P.build(out, model_geometry(c.model_name), time.strftime("%Y-%m-%d")))
-            return {"protocol": str(out / P.FILE)}
-        protocol = P.read(out)
-        sha = safe_read.sha256(out / P.FILE, out)
+            protocols.write(out, protocols.build(out, model_geometry(c.model_name), time.strftime("%Y-%m-%d")))
+            return {"protocol": str(out / protocols.FILE)}
+        protocol = protocols.read(out)
+        sha = safe_read.sha256(out / protocols.FILE, out)
         plan = [(i, seed, arm) for i, seed in enumerate(protocol["seeds"]) for arm in protocol["arms"]]
         todo = [
             (i, seed, arm)
@@ -136,7 +129,28 @@ def run(config: Config, command: str | None = None) -> dict:
                 )
                 atomic_json(record_path(out, arm["name"], seed), rec)
                 bar.advance()
-        return {"made": len(todo), "planned": len(plan)}
+        return write_summary(out, protocol, sha, plan, command)
+
+
+def write_summary(out: Path, protocol: dict, sha: str, plan: list, command: str) -> dict:
+    """``confirmation/confirmation.json``, table1.json's confirmatory twin: the runs made and planned, and what they
+    cost on this machine (each record's wall clock: training and test)."""
+    made_tags, cost = [], 0.0
+    for _, seed, arm in plan:
+        path = record_path(out, arm["name"], seed)
+        if path.exists():
+            made_tags.append(path.stem)
+            cost += json.loads(safe_read.read_text(path, out)).get("wall_s") or 0.0
+    summary = {
+        "protocol_sha256": sha,
+        "command": command,
+        "planned": len(plan),
+        "made": made_tags,
+        "complete": len(made_tags) == len(plan),
+        "cost": {"total_s": round(cost, 1), "machine": "wall clock of each run (training and test), 2 CPU cores"},
+    }
+    atomic_json(out / "confirmation" / "confirmation.json", summary)
+    return {"made": len(made_tags), "planned": len(plan), "cost_s": summary["cost"]["total_s"]}
 
 
 def summary(result: dict) -> str:

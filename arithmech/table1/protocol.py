@@ -138,6 +138,11 @@ FAMILY = sum(len(c.measures) for c in CONTRASTS)
 assert all(c.kind in KINDS for c in CONTRASTS)
 
 
+def record_path(folder: Path, arm: str, seed: int) -> Path:
+    """Where the confirmation keeps ``arm``'s run at ``seed``: ``<folder>/confirmation/<arm>-s<seed>.json``."""
+    return folder / "confirmation" / f"{arm}-s{seed}.json"
+
+
 # ------------------------------------------------------------------------------------ measures
 def scores(record: dict, measure: str) -> list[float]:
     """One run's per-item scores on ``measure`` (points of accuracy; nats per token for the text loss)."""

@@ -22,8 +22,11 @@ from arithmech.claims import changelog
 from arithmech.claims.rule_texts import ADDED, BY_ID, RULES
 from arithmech.claims.rules import claims
 from arithmech.core import results
+from arithmech.report.views import confirmation
 from arithmech.report.views.fewshot import changed_lines
 from arithmech.report.views.table_display import MISSING, VERDICT, claim_verdict, verdict
+from arithmech.table1 import protocol
+from arithmech.table1.confirmation import Confirmation
 
 
 def _md_cell(x: Any) -> str:
@@ -229,7 +232,26 @@ def results_box(
             ":::",
             "",
         ]
+        out += confirmation_box(folder, label)
     return "\n".join(out).rstrip("\n") if out else None
+
+
+def confirmation_box(folder: Path, label: str) -> list[str]:
+    """Table 1's confirmation, where a protocol was written: its status and one sentence per contrast
+    (:mod:`arithmech.table1.confirmation`), apart from the exploration's rules above."""
+    if not (folder / protocol.FILE).exists():
+        return []
+    c = Confirmation.load(folder)
+    return [
+        f":::{{admonition}} {label}: Table 1 confirmed on fresh seeds (contrasts written before their runs)",
+        ":class: tip",
+        "",
+        confirmation.status(c),
+        "",
+        *[f"* {line}" for line in confirmation.answers(c)],
+        ":::",
+        "",
+    ]
 
 
 def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str:

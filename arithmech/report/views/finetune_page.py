@@ -27,6 +27,7 @@ from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.evals.suites import get_suite
+from arithmech.report.views import confirmation as CF
 from arithmech.report.views import curves as RC
 from arithmech.report.views import table1 as T1
 from arithmech.report.views import table1_controls as T1C
@@ -37,6 +38,8 @@ from arithmech.steps.finetune_heads import ensure_ranking
 from arithmech.steps.table1_curve import learning_curve
 from arithmech.steps.table1_heads import key_and_ranked
 from arithmech.steps.table1_train import train_arm
+from arithmech.table1 import protocol
+from arithmech.table1.confirmation import Confirmation
 
 SMOL = "SmolLM2-135M (cpu suite)"
 TOY = "embedded model (toy suite)"
@@ -113,6 +116,40 @@ class Page:
         """What the toy's Table 1 can test (Markdown, glued as ``scope``: :func:`~arithmech.report.views.table1.
         toy_scope`)."""
         return markdown(T1.toy_scope(self.folder, self.plan))
+
+    def confirmation(self) -> Confirmation | None:
+        """SmolLM2's Table 1 confirmation (:mod:`arithmech.table1.confirmation`), where its protocol was written."""
+        return Confirmation.load(self.smol) if (self.smol / protocol.FILE).exists() else None
+
+    def answer(self) -> Any:
+        """The chapter's first box (glued as ``answer``): SmolLM2's Table 1 confirmed on fresh seeds, one sentence per
+        contrast with its interval, runs and what the design detects, and how far the runs are."""
+        c = self.confirmation()
+        if c is None:
+            return markdown(f"No confirmation protocol in `{self.smol}/confirmation/`: only the exploration below.")
+        lines = [CF.status(c), "", *[f"* {x}" for x in CF.answers(c)]]
+        return markdown("\n".join(lines))
+
+    def confirmed(self) -> list:
+        """The confirmation's protocol, its decided table and the trade-off plane with its runs marked."""
+        c = self.confirmation()
+        if c is None:
+            return []
+        table = CF.protocol_table(c)
+        return [
+            markdown(
+                f"**The protocol** (`{self.smol.name}/confirmation/protocol.json`, {table.attrs['n']} fresh seeds "
+                "an arm; detectable differences at 80 % power and the family's level, from the exploration's "
+                "spreads):"
+            ),
+            table.style.hide(axis="index"),
+            markdown(
+                "**The contrasts**, each decided once every planned seed is in (Bonferroni over these "
+                f"{c.family} tests only):"
+            ),
+            CF.verdict_table(c).style.hide(axis="index"),
+            CF.chart(c, load(self.smol)),
+        ]
 
     def _both(self) -> tuple[tuple[str, Path], ...]:
         return ((SMOL, self.smol), (TOY, self.folder))

@@ -14,7 +14,7 @@ import pandas as pd
 
 from arithmech.claims import verdicts as V
 from arithmech.claims.detectable import design_runs
-from arithmech.claims.frontier import MIN_RUNS
+from arithmech.claims.frontier import MIN_RUNS, load
 from arithmech.core import records, results
 from arithmech.core.names import components
 from arithmech.report.charts import colours
@@ -306,28 +306,20 @@ def verdict_lines(folder: str | Path) -> list[str]:
 
 
 def toy_scope(folder: str | Path, plan: dict) -> str:
-    """What the embedded model's Table 1 can and cannot test, from its own records: full SFT's best
-    validation math accuracy over its grid (and over the learning curve, where one was made) against the
-    50 % at which "precise SFT learns the skill as full SFT does" becomes a test."""
-    best = max(r["val_math"] for r in plan["arms"]["full"]["grid_rows"])
-    curve = results.read(folder, "finetune/curve.json") if results.exists(folder, "finetune/curve.json") else None
-    seen = f"{best:.0%} over full's grid at {plan['steps']} steps"
-    if curve:
-        top = max(p["val_math"] for p in curve["points"])
-        seen += f", {top:.0%} along a {curve['steps']}-step learning curve at rate {curve['lr']:.0e}"
-        best = max(best, top)
-    if best >= 0.5:
+    """What the embedded model's Table 1 can and cannot test, from its own records: the scope gate of the curve rules
+    (:func:`arithmech.claims.frontier.scope`: full SFT's validation gain over base, its interval above +5 points)."""
+    ok, why = load(folder).scope
+    if ok:
         return (
-            f"Full SFT learns the toy's new skills (best validation math accuracy: {seen}), so the toy tests "
-            "whether precise SFT of the key heads learns them as well, and what each arm costs the generic facts."
+            f"Full SFT learns the toy's new skills ({why.removeprefix('full SFT learns the skill (').rstrip(')')}), so "
+            "the toy tests whether precise SFT of the key heads learns them as well, and what each arm costs the "
+            "generic facts."
         )
     return (
-        f"**The toy cannot test whether precise SFT learns as much as full SFT**: full SFT does not learn the toy's "
-        f"new skills either (best validation math accuracy: {seen}; a test needs ≥ 50 %), so the math rules "
-        "would compare arms that all sit near zero: every Table 1 rule reads *not testable* here, with this reason, "
-        "in the verdict table and the findings box. What it can test: the machinery (the records, rules and charts "
-        "SmolLM2 uses); it shows forgetting — how much of its generic facts each arm loses at every rate of its "
-        "grid — without deciding it (the gate above holds that rule too). "
-        "SmolLM2-135M below tests precise SFT at small scale, on a skill its base lacks: "
-        "not the paper's Table 1 itself."
+        f"**The toy cannot test whether precise SFT learns as much as full SFT**: {why.removeprefix('not testable: ')}"
+        f" at {plan['steps']} steps, so every Table 1 rule reads *not testable* here, with this reason, in the verdict "
+        "table and the findings box. What it can test: the machinery (the records, rules and charts SmolLM2 uses); it "
+        "shows forgetting — how much of its generic facts each arm loses at every rate of its grid — without deciding "
+        "it (the gate holds that rule too). SmolLM2-135M below tests precise SFT at small scale, on a skill its base "
+        "lacks: not the paper's Table 1 itself."
     )

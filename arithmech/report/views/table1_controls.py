@@ -4,71 +4,29 @@ folder (``finetune/table1.json``, the per-run records, ``finetune/curve.json``);
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from arithmech.claims import curve_parts as CP
 from arithmech.claims import verdicts as V
-from arithmech.claims.frontier import MIN_RUNS, SCOPE, Curves, load, variant_items
-from arithmech.core import records, results
+from arithmech.claims.frontier import MIN_RUNS, SCOPE_GAIN, Curves, load, variant_items
+from arithmech.core import records
 from arithmech.core.stats import wilson_interval
 from arithmech.data.splits import carry_items
 from arithmech.evals.suites import get_suite
 
 
 def scope_line(folder: str | Path) -> str:
-    """The gate every math rule passes through (:func:`arithmech.claims.frontier.scope`: full SFT's best validation
-    math accuracy over its grid and learning curve at least :data:`~arithmech.claims.frontier.SCOPE`), as counted
-    items with their Wilson 95 % interval, where it was reached, how many of the scores it reads pass, how many items
-    fewer would fail the best, and beside it full SFT's frontier top (picked on validation) on the test items — a
-    gate a point estimate decides can be passed narrowly, and the page says by how much."""
-    p = V.plan(folder)
-    n = p["sizes"]["carry_val"]
-    grid = [
-        (r["val_math"], n, f"full SFT at {r['lr']:.0e}, seed {r['seed']}", None)
-        for r in p["arms"]["full"]["grid_rows"]
-        if r.get("val_math") is not None
-    ]
-    seen = list(grid)
-    if results.exists(folder, "finetune/curve.json"):
-        cv = results.read(folder, "finetune/curve.json")
-        m = cv["sizes"]["carry_val"]
-        seen += [
-            (q["val_math"], m, f"the learning curve at step {q['step']} (rate {cv['lr']:.0e})", q["step"])
-            for q in cv["points"]
-            if q.get("val_math") is not None
-        ]
-    if not seen:
-        return "**Scope gate**: no validation math score recorded: the rules are read as testable (nothing gates them)."
-    best, m, where, step = max(seen, key=lambda x: x[0])
-    budget = p.get("steps")
-    if step is not None and budget and step > budget:  # a curve point the grid runs never train to
-        at = [v for v, _, _, s in seen if s is not None and s <= budget]
-        where += f" — past the {budget} steps each grid run trains; no grid run is trained as long" + (
-            f" (the curve's best within them: {max(at):.1%}{', below the gate' if max(at) < SCOPE else ''})"
-            if at
-            else ""
-        )
-    k, need = round(best * m), math.ceil(SCOPE * m)
-    lo, hi = wilson_interval(k, m)
-    passing = sum(v >= SCOPE for v, _, _, _ in seen)
-    if k < need:
-        margin = f"fails: {need - k} more item{'s' if need - k != 1 else ''} would pass it"
-    elif passing == 1:
-        margin = (
-            f"passes on this one score alone: {k - need + 1} item{'s' if k - need + 1 != 1 else ''} fewer would fail it"
-        )
-    else:
-        margin = f"passes: {passing} of the {len(seen)} scores it reads reach it"
+    """The gate every math rule passes through (:func:`arithmech.claims.frontier.scope`, tenth version: full SFT must
+    learn the skill — at some replicated rate its validation gain over base has a crossed 95 % interval above the
+    margin), as the curves decide it, and beside it full SFT's frontier top (picked on validation) on the test items."""
     c = load(folder)
     test = CP.top(c, "full", c.math)
     base = c.base["results"][c.math]
     return (
-        f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*; ≥ {SCOPE:.0%} on the "
-        f"point estimate): best validation math accuracy {k}/{m} = {best:.1%} [{lo:.1%}, {hi:.1%}], reached by "
-        f"{where}; over full SFT's grid runs the best is "
-        + (f"{max(v for v, _, _, _ in grid):.1%}" if grid else "—")
-        + f". The gate {margin}."
+        f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*: at some rate of its "
+        f"grid, its validation gain over base with the interval above +{100 * SCOPE_GAIN:.0f} points): "
+        + (c.scope[1] or "no validation items recorded, so nothing gates the rules")
+        + "."
         + (
             f" Full SFT's frontier top ({test.lr:.0e}, {test.n} runs, picked on validation) scores "
             f"{base['value'] + test.mean(c.math):.1%} on the test items (base {base['value']:.1%}; "

@@ -59,11 +59,18 @@ def results(add: float, sub: float, general: float | dict, rng: random.Random) -
     return out
 
 
+def _val_items(val: float, seed: int) -> list[int]:
+    """200 validation items at accuracy ``val`` (the first ones right; a run's seed moves one item), so a run's
+    validation gain over base (0 %) and its interval are what its ``val`` says."""
+    k = max(0, min(200, round(200 * val) + (seed % 2)))
+    return [1] * k + [0] * (200 - k)
+
+
 def record(mode: str, tag: str | None, arm: str, lr, seed: int, draw, res: dict, val: float = 0.6) -> dict:
     return records.finetune_record(
         model="synthetic", mode=mode, tag=tag, command="synthetic", seed=seed, device="cpu", dtype="float32",
         parameters={"arm": arm, "lr": lr, "draw": draw, "suite": "cpu",
-                    "validation": {"carry": {"value": val, "n": 200, "items": [1] * 10}}},
+                    "validation": {"carry": {"value": val, "n": 200, "items": _val_items(val, seed)}}},
         results=res)
 
 
@@ -75,7 +82,7 @@ def write(folder: Path, arms: dict, chosen: dict | None = None, seed: int = 0, s
     rng = random.Random(seed)
     (folder / "finetune").mkdir(parents=True, exist_ok=True)
     dump = lambda name, obj: (folder / "finetune" / name).write_text(json.dumps(obj))
-    dump("base.json", record("base", None, "base", None, 0, None, results(0.0, 0.0, 0.0, rng)))
+    dump("base.json", record("base", None, "base", None, 0, None, results(0.0, 0.0, 0.0, rng), val=0.0))
     if shots:
         carry = results(*shots, 0.0, rng)["carry"]
         dump("base-shots.json", record("base", "shots", "base-shots", None, 0, None, {"carry": carry}))

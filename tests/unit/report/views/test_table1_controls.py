@@ -8,63 +8,35 @@ from arithmech.core.stats import wilson_interval
 from arithmech.report.views import table1_controls as T
 
 
-def _scoped(tmp_path, *curve, steps=None):
-    """A full-SFT grid at 90, 80 and 86 of 200 validation items (45, 40, 43 %), and a learning curve whose points
-    after step 0 (at steps 240, 480, ...) score ``curve``; ``steps``: the grid runs' budget, where the plan says."""
+def _scoped(tmp_path, *vals):
+    """A full-SFT grid at one rate, its 3 runs at validation (and test) math accuracies ``vals``; base at 0 %."""
     from tests.unit.claims.synthetic import write
     tmp_path.mkdir(parents=True, exist_ok=True)
-    f = write(tmp_path, {"full": {1e-4: [(0.45, 0.45, 0.0), (0.40, 0.40, 0.0), (0.43, 0.43, 0.0)]}})
-    plan = json.loads((f / "finetune" / "table1.json").read_text())
-    budget = {} if steps is None else {"steps": steps}
-    (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "sizes": {"carry_val": 200}, **budget}))
-    if curve:
-        points = [{"step": 0, "val_math": 0.0}] + [{"step": 240 * (i + 1), "val_math": v} for i, v in enumerate(curve)]
-        cv = {"lr": 1e-4, "knee": 240, "rule": "the knee", "sizes": {"carry_val": 200}, "points": points}
-        (f / "finetune" / "curve.json").write_text(json.dumps(cv))
+    f = write(tmp_path, {"full": {1e-4: [(v, v, 0.0) for v in vals]}})
     return T.scope_line(f)
 
 
-def test_the_scope_line_says_by_how_many_items_the_gate_passes(tmp_path):
-    """Protects the account of the gate every math rule passes through (a hostile reading: SmolLM2 passes it by a
-    whisker, 101 of 200 validation items on its learning curve, and the page did not say): the count, its Wilson
-    interval, where it was reached, the grid's own best, how many items fewer would fail it when it is the one score
-    that passes (100 of 200 still passes: 2), and full SFT's frontier top on the test items."""
-    line = _scoped(tmp_path, 0.505)
-    lo, hi = wilson_interval(101, 200)
-    assert f"best validation math accuracy 101/200 = 50.5% [{lo:.1%}, {hi:.1%}], reached by the learning curve at " \
-           "step 240 (rate 1e-04); over full SFT's grid runs the best is 45.0%." in line
-    assert "The gate passes on this one score alone: 2 items fewer would fail it." in line
+def test_the_scope_line_gives_the_gain_that_passes_the_gate(tmp_path):
+    """Protects the account of the gate every math rule passes through (tenth version: full SFT's validation gain
+    over base, interval above +5 points): the rate, its runs, the gain with its interval, and full SFT's frontier top
+    on the test items."""
+    from arithmech.claims.frontier import load
+    from arithmech.core.stats import crossed_interval
+    line = _scoped(tmp_path, 0.45, 0.40, 0.43)
+    p = load(tmp_path).points["full"][0]
+    est, lo, hi = crossed_interval(p.val_items)
+    assert f"full SFT learns the skill (1e-04, 3 runs: validation gain {100 * est:+.1f} points [{100 * lo:+.1f}, " \
+           f"{100 * hi:+.1f}])" in line and lo > 0.05
     assert "Full SFT's frontier top (1e-04, 3 runs, picked on validation) scores 42.7% on the test items (base 0.0%; " \
            "n = 400 items" in line
 
 
-def test_the_scope_line_at_the_boundary_and_with_several_scores_passing(tmp_path):
-    """Protects the margin's edges: exactly 100 of 200 passes (≥ 50 %) and one item fewer fails it; where several
-    scores pass (two curve points of the 3 grid runs and 3 curve points), the line counts them instead of a margin
-    one score's items cannot give."""
-    assert "The gate passes on this one score alone: 1 item fewer would fail it." in _scoped(tmp_path / "a", 0.5)
-    several = _scoped(tmp_path / "b", 0.55, 0.6)
-    assert "The gate passes: 2 of the 6 scores it reads reach it." in several
-    assert "best validation math accuracy 120/200 = 60.0%" in several
-
-
-def test_the_scope_line_says_when_the_gate_is_met_past_the_grid_runs_budget(tmp_path):
-    """Protects the account of where the gate is met (a hostile reading: SmolLM2 meets it only at its learning
-    curve's last point, step 240, while every grid run trains 220 steps, the knee; the page did not say): a best
-    score reached past the grid's steps says so, with the curve's score at the grid's budget; one within it says
-    nothing more."""
-    past = _scoped(tmp_path / "a", 0.46, 0.505, steps=240)
-    assert "reached by the learning curve at step 480 (rate 1e-04) — past the 240 steps each grid run trains; no " \
-           "grid run is trained as long (the curve's best within them: 46.0%, below the gate); over full SFT's grid " \
-           "runs" in past
-    within = _scoped(tmp_path / "b", 0.505, 0.46, steps=240)
-    assert "reached by the learning curve at step 240 (rate 1e-04); over" in within and "past the" not in within
-
-
 def test_the_scope_line_of_a_gate_that_fails(tmp_path):
-    """Protects the other side: without the curve the grid's best, 90 of 200, fails the gate by 10 items."""
-    line = _scoped(tmp_path)
-    assert "best validation math accuracy 90/200 = 45.0%" in line and "The gate fails: 10 more items would pass it." in line
+    """Protects the other side: a validation gain of 2 to 4 points, its interval reaching below +5 points, is no
+    skill learned: the line says not testable, with the gain that failed."""
+    line = _scoped(tmp_path, 0.02, 0.04, 0.03)
+    assert "not testable: full SFT does not learn the skill either (its best 1e-04, 3 runs: validation gain" in line
+    assert "a test needs the interval above +5 points" in line
 
 
 def test_the_shots_line_shows_the_format_controls_own_score_and_its_examples(tmp_path):

@@ -1,0 +1,146 @@
+"""Table 1's confirmation on the page: the answer in one sentence per contrast, the protocol as written, the
+decided table and the exploration's trade-off plane with the confirmatory runs marked.
+
+Every function takes a :class:`~arithmech.table1.confirmation.Confirmation` (the protocol and its records, read
+once) and computes nothing the Confirmation does not: the sentences and verdicts are its own.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from arithmech.claims.frontier import Curves
+from arithmech.report.charts import colours
+from arithmech.report.charts.theme import COLUMN
+from arithmech.table1 import protocol
+from arithmech.table1.confirmation import Confirmation
+
+LIKE = {
+    "key": "precise-key",
+    "key-qo": "precise-key",
+    "full": "full",
+    "full-equal-gain": "full",
+    "format": "base-shots",
+    "random-any": "precise-random-any",
+    "random-layer-qo": "precise-random",
+}
+"""Each confirmatory arm's colour: the exploratory arm it is a version of (the format arm: base-shots' colour)."""
+
+
+def status(c: Confirmation) -> str:
+    """How far the confirmation is: runs made of planned, seeds per arm, the machine time so far."""
+    made = sum(map(len, c.records.values()))
+    planned = len(c.protocol["seeds"]) * len(c.protocol["arms"])
+    low = min(map(len, c.records.values()))
+    return (
+        f"{made} of {planned} confirmatory runs made ({low} of {len(c.protocol['seeds'])} fresh seeds in every arm; "
+        f"{c.cost_s / 3600:.1f} hours of this 2-core machine so far, the protocol's estimate "
+        f"{c.protocol['budget']['estimated_s'] / 3600:.1f} hours); the protocol was written on "
+        f"{c.protocol['written']} from the exploration's {c.protocol['exploration']['runs']} runs, before any of them."
+    )
+
+
+def answers(c: Confirmation) -> list[str]:
+    """One sentence per contrast (:meth:`Confirmation.sentence`), in the protocol's order."""
+    return [c.sentence(x["name"]) for x in c.protocol["contrasts"]]
+
+
+def protocol_table(c: Confirmation) -> pd.DataFrame:
+    """The protocol as written: per contrast, its arms with rate and what each tunes, its measures with margins, the
+    paper's claim it reads, and the smallest true difference the design detects (80 % power, the family's level)."""
+    arms = {a["name"]: a for a in c.protocol["arms"]}
+
+    def arm(name: str) -> str:
+        a = arms[name]
+        what = (
+            "every parameter" if a["mode"] == "full" else f"8 heads' {'Q/O' if a['kv_policy'] == 'none' else 'Q/K/V/O'}"
+        )
+        data = ", no-carry data" if a["train"] == "plain" else ""
+        return f"{name} ({what}{data}, {a['lr']:.0e})"
+
+    rows = []
+    for x in c.protocol["contrasts"]:
+        det = c.protocol["power"]["detectable"][x["name"]]
+        rows.append(
+            {
+                "contrast": x["name"],
+                "a − b": f"{arm(x['a'])} − {arm(x['b'])}",
+                "measures (margin)": ", ".join(f"{m} (±{x['margins'][m]:g})" for m in x["measures"]),
+                "paper's claim": x["claim"],
+                "detects at n": ", ".join(f"{m} {det[m]:g}" for m in x["measures"]),
+            }
+        )
+    out = pd.DataFrame(rows)
+    out.attrs["n"] = len(c.protocol["seeds"])
+    return out
+
+
+def verdict_table(c: Confirmation) -> pd.DataFrame:
+    """Every primary test: runs a side, ``a − b`` with its interval at the family's level, per phrasing, the two
+    readings and what the realised design detects; pending rows say how many seeds are in."""
+    rows = []
+    for r in c.rows():
+        unit = "nats" if r.measure == "text loss" else "points"
+        f = ".3f" if r.measure == "text loss" else ".1f"
+        rows.append(
+            {
+                "contrast": r.contrast,
+                "measure": f"{r.measure} ({unit})",
+                "runs": f"{r.n_a} + {r.n_b} of {r.planned} + {r.planned}",
+                "a − b [interval]": "—" if r.estimate is None else f"{r.estimate:+{f}} [{r.lo:+{f}}, {r.hi:+{f}}]",
+                "by phrasing": ", ".join(f"{k} {v:+{f}}" for k, v in r.by_phrasing.items()),
+                "direction": r.direction,
+                "paper's claim": r.claim,
+                "detects": "—" if r.detectable is None else f"{r.detectable:{f}}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def chart(c: Confirmation, curves: Curves) -> alt.LayerChart:
+    """The exploration's runs (small, hollow: every run of every grid point) on the trade-off plane — carry gain over
+    base against the pooled cloze change — with the confirmatory runs marked (large, filled, shaped by arm)."""
+    rows = []
+    for arm, pts in curves.points.items():
+        for p in pts:
+            for m, g in zip(p.values(curves.math), p.values("general")):
+                rows.append({"arm": arm, "run": f"{arm} {p.lr:.0e}", "math": m, "general": g, "phase": "exploration"})
+    base = curves.base["results"]
+    b_math = sum(base[curves.math]["items"]) / len(base[curves.math]["items"])
+    b_gen = sum(x for k in protocol.CLOZE for x in base[k]["items"]) / sum(
+        len(base[k]["items"]) for k in protocol.CLOZE
+    )
+    for arm, recs in c.records.items():
+        for r in recs:
+            math = sum(r["results"]["carry"]["items"]) / len(r["results"]["carry"]["items"]) - b_math
+            gen = protocol.scores(r, "cloze")
+            rows.append(
+                {
+                    "arm": LIKE[arm],
+                    "run": f"{arm} seed {r['seed']}",
+                    "math": math,
+                    "general": sum(gen) / len(gen) / 100 - b_gen,
+                    "phase": f"confirmation: {arm}",
+                }
+            )
+    frame = pd.DataFrame(rows)
+    enc = dict(
+        x=alt.X("general:Q", title="change of pooled cloze from base", axis=alt.Axis(format="+.0%")),
+        y=alt.Y("math:Q", title="change of carry accuracy from base", axis=alt.Axis(format="+.0%")),
+        color=alt.Color("arm:N", scale=colours.scale("arm"), title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["run", "phase", alt.Tooltip("math:Q", format="+.1%"), alt.Tooltip("general:Q", format="+.1%")],
+    )
+    explored = alt.Chart(frame[frame.phase == "exploration"]).mark_point(filled=False, size=25, opacity=0.35)
+    confirmed = alt.Chart(frame[frame.phase != "exploration"]).mark_point(filled=True, size=110, opacity=0.9)
+    return alt.layer(
+        explored.encode(**enc),
+        confirmed.encode(**enc, shape=alt.Shape("phase:N", title=None, legend=alt.Legend(orient="bottom", columns=2))),
+    ).properties(
+        width=COLUMN,
+        height=320,
+        title=alt.TitleParams(
+            "the exploration's 149 runs (hollow) and the confirmation's fresh seeds (filled)",
+            subtitle=["each point one run: carry gain (up) against the pooled cloze change (right), both from base"],
+        ),
+    )
