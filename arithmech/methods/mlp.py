@@ -84,17 +84,12 @@ def _space(label: str) -> bool:
     return label[:1].isspace() or label[:1] in "▁Ġ"
 
 
-def mlp_projection(
+def projection_samples(
     model, tok, samples: Sequence[pairs.Sample], final_norm: bool = True, batch_size: int = 64
-) -> pd.DataFrame:
-    """Per-layer cosines at END: mean, std and standard error over samples (Fig. 6a/b, 13, 14).
-
-    Quantities: ``in_X = cos(MLP_in, W_U[X])`` and ``diff_X = cos(MLP_out − MLP_in, W_U[X])`` for
-    X in A, B, C, and ``diff_other``: the mean cosine over the other number tokens (number tokens
-    whose text differs from C's, written like C's token, i.e. with or without a leading space).
-    W_U[A], W_U[B]: the prompt's token at A's / B's first position; W_U[C]: the answer token.
-    Returns ``layer, quantity, value, std, sem``.
-    """
+) -> np.ndarray:
+    """Per-sample cosines at END, ``(n, n_layers, 8)``: :data:`MLP_QUANTITIES` then ``in_other``, the MLP input's
+    mean cosine with the other number tokens (those whose text differs from C's, written like C's token) — the
+    operand curve's matched baseline, as ``diff_other`` is the answer curve's (:mod:`arithmech.methods.stages`)."""
     num_ids, num_labels = number_tokens(tok)
     vin, vdiff = mlp_vectors(model, tok, [s.clean for s in samples], final_norm, batch_size)  # (n, L, d)
     vin, vdiff = torch.nn.functional.normalize(vin, dim=-1), torch.nn.functional.normalize(vdiff, dim=-1)
@@ -117,12 +112,37 @@ def mlp_projection(
         mine = [at[t] for t in abc[i]]
         per.append(
             torch.cat(
-                [vin[i] @ Wn[mine].T, vdiff[i] @ Wn[mine].T, (vdiff[i] @ Wn[others].T).mean(-1, keepdim=True)], -1
+                [
+                    vin[i] @ Wn[mine].T,
+                    vdiff[i] @ Wn[mine].T,
+                    (vdiff[i] @ Wn[others].T).mean(-1, keepdim=True),
+                    (vin[i] @ Wn[others].T).mean(-1, keepdim=True),
+                ],
+                -1,
             )
-        )  # (L, 7)
-    x = torch.stack(per)  # (n, L, 7)
-    mean, std = x.mean(0), x.std(0) if len(samples) > 1 else torch.zeros_like(x[0])
-    sem = std / len(samples) ** 0.5
+        )  # (L, 8)
+    return torch.stack(per).numpy()
+
+
+def mlp_projection(
+    model, tok, samples: Sequence[pairs.Sample], final_norm: bool = True, batch_size: int = 64
+) -> pd.DataFrame:
+    """Per-layer cosines at END: mean, std and standard error over samples (Fig. 6a/b, 13, 14).
+
+    Quantities: ``in_X = cos(MLP_in, W_U[X])`` and ``diff_X = cos(MLP_out − MLP_in, W_U[X])`` for
+    X in A, B, C, and ``diff_other``: the mean cosine over the other number tokens (number tokens
+    whose text differs from C's, written like C's token, i.e. with or without a leading space).
+    W_U[A], W_U[B]: the prompt's token at A's / B's first position; W_U[C]: the answer token.
+    Returns ``layer, quantity, value, std, sem``.
+    """
+    return projection_table(projection_samples(model, tok, samples, final_norm, batch_size))
+
+
+def projection_table(per: np.ndarray) -> pd.DataFrame:
+    """:func:`mlp_projection`'s table from :func:`projection_samples`' array (its :data:`MLP_QUANTITIES`)."""
+    x = torch.from_numpy(per[..., : len(MLP_QUANTITIES)])
+    mean, std = x.mean(0), x.std(0) if len(x) > 1 else torch.zeros_like(x[0])
+    sem = std / len(x) ** 0.5
     return pd.DataFrame(
         [
             (l, q, float(mean[l, k]), float(std[l, k]), float(sem[l, k]))
