@@ -340,6 +340,42 @@ def correct(
     return ids[..., 0] == answer_ids(tok, samples)
 
 
+def logit_gaps(
+    model,
+    tok,
+    samples: Sequence[Sample],
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    other: torch.Tensor,
+    forwards: Forwards = Forwards(),
+) -> torch.Tensor:
+    """``(A, n)`` float64: the logit difference ``logit({C}) − logit(other[i])`` at END of each X_r under each
+    ablation — with ``other`` the counterfactual answers (:func:`counter_answers`), the knockout's measure on the logit
+    difference, the quantity identify ranks by, beside :func:`accuracy`'s top-1 (which a prompt chosen to be right
+    keeps until its answer loses the top rank)."""
+    keys = None if means.is_pooled else [means.key(s) for s in samples]
+    answer = answer_ids(tok, samples)
+    out = torch.empty(len(ablations), len(samples), dtype=torch.float64)
+    for where, idx, logits in ablated_logits(model, tok, [s.clean for s in samples], keys, means, ablations, forwards):
+        G = len(where)
+        lg = logits.double().cpu().view(len(idx), G, -1)
+        gap = lg.gather(-1, answer[idx].view(-1, 1, 1).expand(-1, G, 1)) - lg.gather(
+            -1, other[idx].view(-1, 1, 1).expand(-1, G, 1)
+        )
+        for g, rows in where.items():
+            for a in rows:
+                out[a, idx] = gap[:, g, 0]
+    return out
+
+
+def counter_answers(model, tok, samples: Sequence[Sample], means: MeanSource, forwards: Forwards = Forwards()):
+    """``(n,)``: the intact model's top-1 token at END of each X_c, the counterfactual answer identify's logit
+    difference reads (:func:`arithmech.methods.patching.counter_fields`)."""
+    keys = None if means.is_pooled else [means.key(s) for s in samples]
+    ids, _ = knockout_topk(model, tok, [s.corrupt for s in samples], keys, means, [Ablation()], k=1, forwards=forwards)
+    return ids[0, :, 0]
+
+
 def accuracy(
     model,
     tok,

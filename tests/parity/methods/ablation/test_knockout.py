@@ -133,3 +133,23 @@ def test_knockout_forwards_stay_within_the_token_budget(embedded_model):
     assert any(rows > b[prefix + 1] for rows, prefix in seen)        # and still batched ablations
     assert torch.equal(ids, big_ids)
     torch.testing.assert_close(p, big_p, rtol=1e-5, atol=1e-6)
+
+
+def test_the_logit_gap_under_knockout_equals_a_hooked_forward(embedded_model):
+    """Protects the knockout on the logit difference: logit({C}) − logit(X_c's top-1) at END under each ablation
+    equals the same difference read from the independent hooked forward (log-probabilities differ from logits by a
+    per-prompt constant, so their difference is the logit difference); nothing ablated gives the intact model's."""
+    from arithmech.methods.ablation.knockout import counter_answers, logit_gaps
+
+    model, tok, _ = embedded_model
+    samples, _, _, ans = prompt_pairs(tok, 12, seed=5)
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    other = counter_answers(model, tok, samples, means)
+    abls = [Ablation(), Ablation.of(heads=[(5, 0), (4, 1)]), Ablation.of(mlps=[3])]
+    gaps = logit_gaps(model, tok, samples, means, abls, other)
+    for a, ab in enumerate(abls):
+        lp = end_ablation_reference(model, tok, samples, means, ab).double().log()
+        ref = lp.gather(1, ans.view(-1, 1))[:, 0] - lp.gather(1, other.view(-1, 1))[:, 0]
+        assert torch.allclose(gaps[a], ref, atol=1e-3), a
+    intact = torch.stack([model(torch.tensor([tok(s.corrupt)["input_ids"]])).logits[0, -1].argmax() for s in samples])
+    assert torch.equal(other, intact)
