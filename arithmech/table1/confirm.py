@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from arithmech.core import provenance, records, safe_read
 from arithmech.core import results as results_io
@@ -33,11 +33,12 @@ from arithmech.data.splits import carry_items, plain_items
 from arithmech.evals import cloze, measures
 from arithmech.evals.measures import accuracy_measure
 from arithmech.evals.scoring import greedy_exact
-from arithmech.evals.suites import get_suite
+from arithmech.evals.suites import cpu_sizes, get_suite
 from arithmech.steps.config_training import Confirm as Config
 from arithmech.steps.finetune_heads import model_geometry
 from arithmech.steps.table1_train import train_arm
 from arithmech.table1 import protocol as protocols
+from arithmech.table1.exploration import pilot_rate
 from arithmech.table1.protocol import ITEMS, PILOT, PILOT_SEED, record_path
 
 
@@ -73,16 +74,16 @@ def made(folder: Path, path: Path, h: str, overwrite: bool) -> bool:
 def evaluate_fresh(net, tok, data_seed: int, data_dir) -> dict:
     """The confirmation's measures: the fresh carry items, the fresh cloze items and the generic text's second half
     (:data:`arithmech.table1.protocol.ITEMS`), and the exploration's 400 carry items beside them."""
-    fresh = carry_items("test", ITEMS["carry_fresh"], data_seed, start=ITEMS["carry_start"])
+    fresh = carry_items("test", ITEMS.carry_fresh, data_seed, start=ITEMS.carry_start)
     old = carry_items("test", 400, data_seed)
     out = {
         "carry_fresh": accuracy_measure([int(x) for x in greedy_exact(net, tok, fresh, batch_size=64)]),
         "carry": accuracy_measure([int(x) for x in greedy_exact(net, tok, old, batch_size=64)]),
     }
     for name in protocols.CLOZE:
-        items = cloze.fresh(name, ITEMS["cloze_fresh"], data_seed, ITEMS["cloze_used"], data_dir)
+        items = cloze.fresh(name, ITEMS.cloze_fresh, data_seed, ITEMS.cloze_used, data_dir)
         out[f"{name}_fresh"] = cloze.score(net, tok, items)
-    lo, hi = ITEMS["lm_chunks"]
+    lo, hi = ITEMS.lm_chunks
     losses = measures.lm_losses(net, tok, generic_text(), max_tokens=256 * hi)[lo:hi]
     out["lm_loss_fresh"] = {
         "metric": "nats/token",
@@ -124,16 +125,8 @@ class Runner:
         c = SimpleNamespace(
             model_name=self.c.model_name, device=self.c.device, dtype=self.c.dtype, batch_size=self.t["batch_size"]
         )
-        net, tok, tr = train_arm(
-            c,
-            suite,
-            heads,
-            lr,
-            seed,
-            self.t["steps"],
-            self.t["data_seed"],  # type: ignore[arg-type]
-            arm["kv_policy"] or "any",
-        )
+        kv = arm["kv_policy"] or "any"
+        net, tok, tr = train_arm(c, suite, heads, lr, seed, self.t["steps"], self.t["data_seed"], kv)  # type: ignore[arg-type]
         return suite, net, tok, tr
 
     def _write(self, key: RunKey, results: dict, tr: dict | None, started: float, phase: str, eval_s: float) -> None:
@@ -186,15 +179,15 @@ class Runner:
         started = time.time()
         suite, net, tok, tr = self._train(arm, PILOT_SEED, lr, heads)
         t0 = time.time()
-        val = suite.evaluate(net, tok, "val", get_suite("cpu").sizes(), self.t["data_seed"], data_dir=self.c.data_dir)
+        val = suite.evaluate(net, tok, "val", cpu_sizes(), self.t["data_seed"], data_dir=self.c.data_dir)
         self._write(RunKey(path, name, PILOT_SEED, lr, heads, h), val, tr, started, "pilot", round(time.time() - t0, 1))
 
     def pilot_rates(self) -> dict[str, float]:
-        """Each pilot's rate by its rule (:func:`arithmech.table1.protocol.pilot_rate`), from its records."""
+        """Each pilot's rate by its rule (:func:`arithmech.table1.exploration.pilot_rate`), from its records."""
         out = {}
         for key, (name, rates) in PILOT.items():
             val = {lr: _read(self.out, record_path(self.out, name, lr=lr))["results"]["carry"]["value"] for lr in rates}
-            out[f"pilot:{key}"] = protocols.pilot_rate(val)
+            out[f"pilot:{key}"] = pilot_rate(val)
         return out
 
     def rate(self, arm: dict, pilots: dict[str, float]) -> float:
@@ -245,7 +238,7 @@ class Runner:
         made_tags = sorted(p.stem for p in folder.glob("*.json") if p.name != "confirmation.json")
         cost = sum(_read(self.out, folder / f"{t}.json").get("wall_s") or 0.0 for t in made_tags)
         pilots_done = all(record_path(self.out, n, lr=lr).exists() for n, rates in PILOT.values() for lr in rates)
-        s = {
+        s: dict[str, Any] = {
             "protocol_sha256": self.sha,
             "command": self.command,
             "planned": len(todo),

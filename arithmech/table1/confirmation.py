@@ -84,7 +84,7 @@ class Confirmation:
                 )
             return rec
 
-        recs = {a["name"]: [] for a in written["arms"]}
+        recs: dict[str, list[dict]] = {a["name"]: [] for a in written["arms"]}
         for seed in written["seeds"]:
             for arm in recs:
                 rec = read(record_path(folder, arm, seed), arm)

@@ -30,15 +30,16 @@ stated here and copied into the file:
 from __future__ import annotations
 
 import json
-import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from arithmech.core import records, safe_read
+from arithmech.core import safe_read
 from arithmech.core.atomic import atomic_json
 from arithmech.core.inputs import quoted
 from arithmech.data.splits import carry_phrasings
 from arithmech.table1.contrasts import KINDS, Spread, detectable
+from arithmech.table1.exploration import choose_rates, exploration, table1_plan
+from arithmech.table1.heads import random_any_matched, random_layer
 
 VERSION = 2
 FILE = f"confirmation/protocol-v{VERSION}.json"
@@ -51,9 +52,21 @@ MARGIN = {"carry": 5.0, "subtraction": 5.0, "cloze": 5.0, "text loss": 0.05}
 """The margin of each measure (points; nats), the exploration's (:data:`arithmech.claims.curves.MARGIN`)."""
 CLOZE = ("hellaswag", "piqa", "arc_easy", "csqa")
 """The pooled cloze sets (MMLU's cloze sits at chance for every arm and is left out, as in the exploration)."""
-ITEMS = {"carry_start": 200, "carry_fresh": 280, "cloze_used": 100, "cloze_fresh": 200, "lm_chunks": (8, 16)}
-"""The fresh items: carry problems 200–339 of each operation of the test side (280 items, alternating), 200 cloze
-items per set outside the exploration's 100, the generic text's chunks 8–15 (the exploration read 0–7)."""
+
+
+@dataclass(frozen=True)
+class Items:
+    """The fresh items: carry problems 200–339 of each operation of the test side (280 items, alternating), 200 cloze
+    items per set outside the exploration's 100, the generic text's chunks 8–15 (the exploration read 0–7)."""
+
+    carry_start: int = 200
+    carry_fresh: int = 280
+    cloze_used: int = 100
+    cloze_fresh: int = 200
+    lm_chunks: tuple[int, int] = (8, 16)
+
+
+ITEMS = Items()
 PILOT = {"qo": ("key-qo", (1e-3, 3e-3, 9e-3)), "format": ("format", (3e-5, 1e-4, 3e-4))}
 """Each pilot: the arm it runs and its rates (the exploration's interior rates of that kind of arm)."""
 PILOT_SEED = 99
@@ -172,85 +185,16 @@ def scores(record: dict, measure: str) -> list[float]:
 def strata(measure: str, data_seed: int) -> list[str] | None:
     """Each fresh item's stratum: the test phrasing (carry, subtraction), the cloze set, none for the loss."""
     if measure in ("carry", "subtraction"):
-        p = carry_phrasings("test", ITEMS["carry_fresh"], data_seed, ITEMS["carry_start"])
+        p = carry_phrasings("test", ITEMS.carry_fresh, data_seed, ITEMS.carry_start)
         return p if measure == "carry" else p[1::2]
     if measure == "cloze":
-        return [k for k in CLOZE for _ in range(ITEMS["cloze_fresh"])]
+        return [k for k in CLOZE for _ in range(ITEMS.cloze_fresh)]
     return None
 
 
 def kind_of(contrast: Contrast, measure: str) -> str:
     """A loss is read lower-is-better."""
     return "not-worse-lower" if measure == "text loss" else contrast.kind
-
-
-# ------------------------------------------------------------------------------------ the exploration
-def _plan(folder: Path) -> dict:
-    return json.loads(safe_read.read_text(folder / "finetune" / "table1.json", folder))
-
-
-def exploration(folder: Path) -> dict[tuple[str, float], list[dict]]:
-    """Every exploratory run listed by ``finetune/table1.json``, by ``(arm, rate)``, each record checked."""
-    out: dict[tuple[str, float], list[dict]] = {}
-    for arm, a in _plan(folder)["arms"].items():
-        for row in a["grid_rows"]:
-            mode, tag = row["tag"].split("-", 1)
-            out.setdefault((arm, row["lr"]), []).append(records.read_finetune(folder, mode, tag))
-    return out
-
-
-def _val(runs: list[dict]) -> float:
-    return sum(r["parameters"]["validation"]["carry"]["value"] for r in runs) / len(runs)
-
-
-def choose_rates(runs: dict[tuple[str, float], list[dict]], min_runs: int = 3) -> dict:
-    """The exploration's rates by the module's rules, from validation carry alone (replicated rates: at least
-    ``min_runs`` runs)."""
-    val = {k: _val(v) for k, v in runs.items() if len(v) >= min_runs}
-    key = max((v, lr) for (a, lr), v in val.items() if a == "precise-key")[1]
-    target = val[("precise-key", key)]
-    equal = min((abs(v - target), lr) for (a, lr), v in val.items() if a == "full")[1]
-    return {
-        "key": key,
-        "equal-gain": equal,
-        "validation_carry": {f"{a}@{lr:g}": round(v, 4) for (a, lr), v in sorted(val.items())},
-        "full": max((v, lr) for (a, lr), v in val.items() if a == "full")[1],  # only for the power calculation
-    }
-
-
-def pilot_rate(val_by_rate: dict[float, float]) -> float:
-    """A pilot's rate: the highest validation carry; a tie goes to the lower rate."""
-    return max(val_by_rate.items(), key=lambda kv: (kv[1], -kv[0]))[0]
-
-
-# ------------------------------------------------------------------------------------ the heads
-def _groups(heads, group: int) -> set[tuple[int, int]]:
-    return {(l, h // group) for l, h in heads}
-
-
-def random_any_matched(key, n_layers: int, n_heads: int, group: int, draw: int) -> list[list[int]]:
-    """``len(key)`` heads of any layer reading exactly as many key/value groups as ``key`` (so precise SFT tunes
-    exactly as many parameters) and none of ``key``'s groups (so no tuned parameter is shared); seeded by ``draw``."""
-    taken, want = _groups(key, group), len(_groups(key, group))
-    free = [(l, h) for l in range(n_layers) for h in range(n_heads) if (l, h // group) not in taken]
-    rng = random.Random(f"confirm:random-any-matched:{draw}")
-    for _ in range(100_000):
-        pick = sorted(rng.sample(free, len(key)))
-        if len(_groups(pick, group)) == want:
-            return [list(h) for h in pick]
-    raise ValueError(f"no draw of {len(key)} free heads reads exactly {want} key/value groups")
-
-
-def random_layer(key, n_heads: int, draw: int) -> list[list[int]]:
-    """For each key head, a non-key head of the same layer (Q/O only: no parameter is shared); seeded by ``draw``."""
-    rng = random.Random(f"confirm:random-layer:{draw}")
-    out: list[tuple[int, int]] = []
-    for layer in sorted(l for l, _ in key):
-        pool = [(layer, h) for h in range(n_heads) if (layer, h) not in key and (layer, h) not in out]
-        if not pool:
-            raise ValueError(f"layer {layer} has no free head left")
-        out.append(rng.choice(pool))
-    return [list(h) for h in sorted(out)]
 
 
 # ------------------------------------------------------------------------------------ power and the protocol
@@ -299,17 +243,17 @@ def power(sp: dict[str, dict[str, Spread]], round_s: float, fixed_s: float) -> d
 def _fresh_spreads(sp: dict[str, dict[str, Spread]]) -> dict[str, dict[str, Spread]]:
     """The spreads with the item term moved to the fresh sets' sizes (the per-item variance kept)."""
     n = {
-        "carry": ITEMS["carry_fresh"],
-        "subtraction": ITEMS["carry_fresh"] // 2,
-        "cloze": ITEMS["cloze_fresh"] * len(CLOZE),
-        "text loss": ITEMS["lm_chunks"][1] - ITEMS["lm_chunks"][0],
+        "carry": ITEMS.carry_fresh,
+        "subtraction": ITEMS.carry_fresh // 2,
+        "cloze": ITEMS.cloze_fresh * len(CLOZE),
+        "text loss": ITEMS.lm_chunks[1] - ITEMS.lm_chunks[0],
     }
     return {c: {m: Spread(s.run_var_a, s.run_var_b, s.item_var, n[m]) for m, s in v.items()} for c, v in sp.items()}
 
 
 def build(folder: Path, geometry, date: str) -> dict:
     """The protocol of the model whose results are in ``folder`` (module docstring), written on ``date``."""
-    plan = _plan(folder)
+    plan = table1_plan(folder)
     runs = exploration(folder)
     rates = choose_rates(runs)
     key = [tuple(h) for h in plan["heads"]["tuned"]]
@@ -341,7 +285,7 @@ def build(folder: Path, geometry, date: str) -> dict:
             "seeds_used": used,
         },
         "items": {
-            **ITEMS,
+            **asdict(ITEMS),
             "rule": " ".join(__doc__.split("* **fresh items** — ")[1].split(";\n* **the rates**")[0].split()),
         },
         "rates": {k: v for k, v in rates.items() if k != "full"},

@@ -109,7 +109,7 @@ def verdict_table(c: Confirmation) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chart(c: Confirmation, curves: Curves) -> alt.LayerChart:
+def chart(c: Confirmation, curves: Curves) -> alt.LayerChart | alt.FacetChart:
     """The exploration's runs (small, hollow: every run of every grid point) on the trade-off plane — carry gain over
     base against the pooled cloze change — with the confirmatory runs marked (large, filled, shaped by arm)."""
     rows = []
@@ -118,11 +118,11 @@ def chart(c: Confirmation, curves: Curves) -> alt.LayerChart:
             for m, g in zip(p.values(curves.math), p.values("general")):
                 rows.append({"arm": arm, "run": f"{arm} {p.lr:.0e}", "math": m, "general": g, "phase": "exploration"})
     if c.base is not None:  # the confirmatory runs' changes from base on the fresh items
-        b_math = sum(protocol.scores(c.base, "carry")) / 100 / protocol.ITEMS["carry_fresh"]
+        b_math = sum(protocol.scores(c.base, "carry")) / 100 / protocol.ITEMS.carry_fresh
         b_gen = sum(protocol.scores(c.base, "cloze")) / 100 / len(protocol.scores(c.base, "cloze"))
         for arm, recs in c.records.items():
             for r in recs:
-                math = sum(protocol.scores(r, "carry")) / 100 / protocol.ITEMS["carry_fresh"] - b_math
+                math = sum(protocol.scores(r, "carry")) / 100 / protocol.ITEMS.carry_fresh - b_math
                 gen = protocol.scores(r, "cloze")
                 rows.append(
                     {

@@ -13,7 +13,7 @@ import pytest
 
 from arithmech.core import safe_read
 from arithmech.data import splits
-from arithmech.table1 import protocol
+from arithmech.table1 import exploration, heads, protocol
 
 
 def test_plain_items_need_no_carry_and_ask_no_held_out_pair():
@@ -44,7 +44,7 @@ def test_the_phrasing_labels_are_the_items_own():
 def test_random_any_matched_reads_as_many_groups_and_none_of_the_keys(draw):
     """Protects parameter matching under grouped-query attention on a constructed geometry."""
     key = [(2, 0), (2, 1), (3, 4), (5, 8)]  # 3 groups of 3 query heads per layer: key reads 3 groups
-    pick = [tuple(h) for h in protocol.random_any_matched(key, 8, 9, 3, draw)]
+    pick = [tuple(h) for h in heads.random_any_matched(key, 8, 9, 3, draw)]
     groups = lambda hs: {(layer, h // 3) for layer, h in hs}
     assert len(pick) == 4 and len(groups(pick)) == len(groups(key)) and not groups(pick) & groups(key)
 
@@ -52,10 +52,10 @@ def test_random_any_matched_reads_as_many_groups_and_none_of_the_keys(draw):
 def test_random_layer_keeps_the_layers_and_avoids_the_key_heads():
     """Protects layer matching: the key heads' layers, never a key head; a full layer refused."""
     key = [(2, 0), (2, 1), (2, 2), (5, 8)]
-    pick = [tuple(h) for h in protocol.random_layer(key, 9, 0)]
+    pick = [tuple(h) for h in heads.random_layer(key, 9, 0)]
     assert sorted(layer for layer, _ in pick) == [2, 2, 2, 5] and not set(pick) & set(key)
     with pytest.raises(ValueError, match="no free head"):
-        protocol.random_layer([(0, 0), (0, 1)], 2, 0)
+        heads.random_layer([(0, 0), (0, 1)], 2, 0)
 
 
 def test_the_measures_read_the_records_items():
@@ -85,7 +85,7 @@ def _git(*args: str) -> str:
 
 def _added_in(path: Path) -> str:
     """The commit that first added ``path`` (the last line of git's log of additions, following no renames)."""
-    out = _git("log", "--diff-filter=A", "--format=%H", "--", str(path.relative_to(ROOT)))
+    out = _git("log", "-m", "--diff-filter=A", "--format=%H", "--", str(path.relative_to(ROOT)))  # -m: merges too
     assert out, f"{path} is not committed"
     return out.splitlines()[-1]
 
@@ -113,7 +113,7 @@ def test_every_confirmatory_record_was_committed_after_its_protocol(protocol_fil
 
 def test_the_protocols_rates_are_the_rule_applied_to_the_exploration():
     """Protects the rate rule: the shipped rates are the validation rule applied to the 149 records; seeds fresh."""
-    rates = protocol.choose_rates(protocol.exploration(FOLDER))
+    rates = exploration.choose_rates(exploration.exploration(FOLDER))
     assert {k: rates[k] for k in ("key", "equal-gain")} == {k: SHIPPED["rates"][k] for k in ("key", "equal-gain")}
     assert {a["name"]: a["lr"] for a in SHIPPED["arms"]} == {a.name: rates.get(a.rate) for a in protocol.ARMS}
     used = set(SHIPPED["exploration"]["seeds_used"])
@@ -145,7 +145,7 @@ def test_fresh_items_are_none_the_exploration_scored():
     from arithmech.evals import cloze
 
     old = set(splits.carry_items("test", 400, 0))
-    fresh = splits.carry_items("test", protocol.ITEMS["carry_fresh"], 0, start=protocol.ITEMS["carry_start"])
+    fresh = splits.carry_items("test", protocol.ITEMS.carry_fresh, 0, start=protocol.ITEMS.carry_start)
     assert len(fresh) == 280 and not old & set(fresh) and len(set(fresh)) == 280
     for name in protocol.CLOZE:
         used = {(it.context, tuple(it.choices), it.gold) for it in cloze.sample(name, 100, 0)}
