@@ -84,7 +84,13 @@ def _verb(n: int, plural: str) -> str:
     return {"hold": "holds", "do not": "does not", "are": "is"}[plural] if n == 1 else plural
 
 
-def answer_sentence(label: str, claims: pd.DataFrame) -> str:
+NO_GROUND_TRUTH = ("embedded",)
+"""Models whose verdicts check the machinery, not the paper: the embedded toy is trained on identify's own templates
+and one-digit operands, and nobody knows which of its heads should matter, so what patching finds, removed, only
+checks consistency. Their boxes say so and are not counted as evidence for or against the paper."""
+
+
+def answer_sentence(label: str, claims: pd.DataFrame, evidence: bool = True) -> str:
     """One sentence answering "does the paper's picture hold on this model?", computed from the verdicts of the
     paper's claims (controls apart): how many hold, which do not, how many are undecided (the table under it
     names every claim)."""
@@ -110,6 +116,12 @@ def answer_sentence(label: str, claims: pd.DataFrame) -> str:
     )
     added = claims[is_added(claims) & ~is_control(claims)]
     extra = f" Of the {len(added)} claims this book adds, {tally(added, added=True)}." if len(added) else ""
+    if not evidence:
+        return (
+            f"{parts[0]}; {parts[1]}; {parts[2]} — **checks of the machinery, not evidence**: a toy trained on "
+            "identify's own templates, whose circuit nobody knows, tests that the pipeline runs and agrees with "
+            f"itself, not the paper.{extra}"
+        )
     return f"{parts[0]}; {parts[1]}; {parts[2]}: {picture}.{extra}"
 
 
@@ -210,11 +222,13 @@ def results_box(
             continue
         c = claims(folder)
         paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
-        out += [answer_sentence(label, c) + again_alone(folder), ""] if part != "box" else []
+        evidence = name not in NO_GROUND_TRUTH
+        out += [answer_sentence(label, c, evidence) + again_alone(folder), ""] if part != "box" else []
         if part == "sentence":
             continue
         out += [
-            f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}",
+            f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}"
+            + ("" if evidence else " (checks of the machinery, not evidence for or against the paper)"),
             ":class: tip",
             "",
             f"Computed by `arithmech.claims.decide` from `{results_dir}/{name}/`; each claim links to its rule "

@@ -23,6 +23,19 @@ def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
     assert t.count("\n") == 4 and t.count(f"]({findings.RULES_PAGE})") == 3 and "**inconclusive**" in t
 
 
+def test_a_model_without_ground_truth_checks_the_machinery():
+    """Protects the toy's place in the tally: the embedded model's sentence counts its verdicts as checks of the
+    machinery, never as the paper's picture holding or not; a real model's sentence reads the picture."""
+    import pandas as pd
+
+    from arithmech.report.views import findings
+    c = pd.DataFrame({"id": ["a"], "claim": ["Heads exist"], "paper (LLaMA2-7B)": ["x"], "rule": ["r"], "here": ["h"],
+                      "holds": [True]})
+    toy = findings.answer_sentence("The embedded model", c, evidence=False)
+    assert "checks of the machinery, not evidence" in toy and "picture" not in toy
+    assert "embedded" in findings.NO_GROUND_TRUTH and "the paper's picture holds." in findings.answer_sentence("M", c)
+
+
 def test_the_intro_sentence_names_the_claims_an_addition_only_run_decides_again(tmp_path):
     """Protects one claim from two unexplained verdicts (a review found the introduction's SmolLM2 sentence calling
     claims undecided that its appendix decides on addition alone): where a folder holds ``addition/``, the sentence
