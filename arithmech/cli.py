@@ -31,9 +31,9 @@ from typing import Callable
 from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
+from arithmech.pipeline.registry import STEPS, Step
 from arithmech.steps import config as configs
 from arithmech.steps import config_training
-from arithmech.steps.registry import STEPS, Step
 
 
 class Parser(argparse.ArgumentParser):
@@ -65,7 +65,7 @@ def _print_embedded_accuracy(r: dict) -> None:
 class Command:
     """A subcommand: its config class, the module and function it calls with the config (imported only
     when the command runs: torch loads after every argument was checked), and what it prints. The pipeline's
-    steps are :data:`arithmech.steps.registry.STEPS`, each printing its module's ``summary``."""
+    steps are :data:`arithmech.pipeline.registry.STEPS`, each printing its module's ``summary``."""
 
     config: type
     module: str

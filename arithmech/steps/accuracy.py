@@ -6,7 +6,7 @@ runs on the prompts it answers right (X_r).
 The scored token is ``config.answer_token``, identify's rule by default (:class:`~arithmech.steps.config.Accuracy`):
 under ``"last-digit"`` a prompt carries the answer's leading digits and the table scores its last digit, the
 token identify patches and knocks out; ``"first"`` scores the paper's first answer token. ``run.json`` records
-the rule, and :func:`arithmech.steps.ensure.ensure` reuses a table only when it was scored with the rule asked
+the rule, and :func:`arithmech.pipeline.ensure.ensure` reuses a table only when it was scored with the rule asked
 for.
 """
 
@@ -108,8 +108,8 @@ def run(config: Config, model=None, tok=None) -> Result:
 
 @dataclass(frozen=True)
 class Result:
-    """The step's file as a run made with ``config`` wrote it (:func:`read`; what :func:`arithmech.steps.ensure.ensure`
-    returns for an :class:`Accuracy` config):
+    """The step's file as a run made with ``config`` wrote it (:func:`read`; what
+    :func:`arithmech.pipeline.ensure.ensure` returns for an :class:`Accuracy` config):
 
     * ``table`` — ``accuracy_by_template.csv`` (checked): accuracy, its Wilson interval and the mean p(answer) per
       operation and template, and per operation over every template (``template == "(all)"``);

@@ -182,7 +182,7 @@ def compute(config: Config) -> dict:
 @dataclass(frozen=True)
 class Result:
     """Analyze's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
+    :func:`arithmech.pipeline.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
 
     * ``roles`` — ``attention_roles.csv``: every head's attention by token role;
     * ``labels`` — identify's studied heads (the key heads, or the top 10 by effect rank where none passes,

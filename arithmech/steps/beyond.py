@@ -186,7 +186,7 @@ def run(config: Config) -> Result:
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
     """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
-    where it is absent (:func:`arithmech.steps.ensure.ensure`): the Identify chapter's, or the SmolLM2 appendix's,
+    where it is absent (:func:`arithmech.pipeline.ensure.ensure`): the Identify chapter's, or the SmolLM2 appendix's,
     which ship with the repository, are there first."""
     return "key_heads.json", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
@@ -196,7 +196,7 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
 @dataclass(frozen=True)
 class Result:
     """Beyond's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
+    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
 
     * ``model`` — the model the run recorded (the ``beyond`` record of ``run.json``, ``parameters.model``);
     * ``summary`` — that record's ``summary``: agreement of EAP and EAP-IG with exact patching, the receivers, the

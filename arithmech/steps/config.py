@@ -8,8 +8,8 @@ import torch, so a wrong value is refused before any model loads.
 This module holds identify's config (with its control, :data:`CONTROL_FLOOR` and :data:`MIN_PROBLEMS`), the
 configs of the steps that read identify's files, and the book's. Fine-tuning, Table 1's arms and the embedded
 model's commands are configured in :mod:`arithmech.steps.config_training`; the bounds every value is checked
-against, :class:`~arithmech.steps.config_base.ModelStep` and :func:`~arithmech.steps.config_base.same_as` are in
-:mod:`arithmech.steps.config_base`.
+against, :class:`~arithmech.pipeline.config_base.ModelStep` and :func:`~arithmech.pipeline.config_base.same_as` are in
+:mod:`arithmech.pipeline.config_base`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
 from arithmech.methods.ablation.settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
-from arithmech.steps import memory
-from arithmech.steps.config_base import (
+from arithmech.pipeline import memory
+from arithmech.pipeline.config_base import (
     MAX_BATCH,
     MAX_BOOT,
     MAX_IG_STEPS,
@@ -151,7 +151,7 @@ class Identify(ModelStep):
         )
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.identify`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.identify`)."""
         return memory.identify(shape, self, **known)
 
 
@@ -205,7 +205,7 @@ class Analyze(ModelStep):
             )
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.analyze`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.analyze`)."""
         return memory.analyze(shape, self, **known)
 
 
@@ -225,7 +225,7 @@ class Beyond(ModelStep):
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.beyond`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.beyond`)."""
         return memory.beyond(shape, self, **known)
 
 
@@ -253,7 +253,7 @@ class Faithfulness(ModelStep):
     batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.faithfulness`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.faithfulness`)."""
         return memory.faithfulness(shape, self, **known)
 
 
@@ -287,7 +287,7 @@ class Stability(ModelStep):
         return Draw(str(Identify.__dataclass_fields__["answer_token"].default), self.shots, self.example_sets)
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.stability`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.stability`)."""
         return memory.stability(shape, self, **known)
 
 
@@ -321,7 +321,7 @@ class Accuracy(ModelStep):
         return Draw(self.answer_token, 0, 1)
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.accuracy`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.accuracy`)."""
         return memory.accuracy(shape, self, **known)
 
 
@@ -344,7 +344,7 @@ class Shots(ModelStep):
             raise ValueError(f"--grid {','.join(map(str, self.grid))}: expected distinct values in increasing order")
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.shots`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.shots`)."""
         return memory.shots(shape, self, **known)
 
 

@@ -23,7 +23,7 @@ from arithmech.steps.identify_pipeline import identify
 @dataclass(frozen=True)
 class Result:
     """The step's overlap file as a run made with ``config`` wrote it (:func:`read`; what :func:`run` and
-    :func:`arithmech.steps.ensure.ensure` return for a :class:`Counterfactuals` config):
+    :func:`arithmech.pipeline.ensure.ensure` return for a :class:`Counterfactuals` config):
 
     * ``overlap`` — ``counterfactuals/counterfactual_overlap.json`` (checked): the top heads of each counterfactual
       (``a``: operator, ``b``: operand), those both find (``shared``) and each one's effect under both;

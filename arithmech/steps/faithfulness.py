@@ -189,7 +189,7 @@ def run(config: Config) -> Result:
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
     """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
-    where it is absent (:func:`arithmech.steps.ensure.ensure`)."""
+    where it is absent (:func:`arithmech.pipeline.ensure.ensure`)."""
     return "effects.csv", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
     )
@@ -198,7 +198,7 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
 @dataclass(frozen=True)
 class Result:
     """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
+    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
     of :data:`arithmech.methods.faithfulness.COLUMNS` (written by an earlier rule version) is refused, naming the
     re-run (never an unasked SmolLM2 recompute inside a book build).
 

@@ -142,7 +142,7 @@ def recorded(config: Config) -> dict:
 
 @dataclass(frozen=True)
 class Result:
-    """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.steps.ensure.ensure` returns
+    """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.pipeline.ensure.ensure` returns
     for an :class:`Identify` config; :func:`read`). Each field is read, checked, from the file it is named after:
 
     * ``prompts`` — ``prompts.jsonl``: the kept X_r / X_c pairs, one dict each;
@@ -202,7 +202,7 @@ def summary(result: Result) -> str:
 
 def operand(config: Config, operand_task: str = "addition", recompute: bool = False, model=None, tok=None) -> dict:
     """The operand counterfactual beside identify's files of ``config`` (which must be there: make them with
-    :func:`arithmech.steps.ensure.ensure` first): identify on ``operand_task`` with X_c changing an operand, in
+    :func:`arithmech.pipeline.ensure.ensure` first): identify on ``operand_task`` with X_c changing an operand, in
     ``folder/operand/``, and ``counterfactual_overlap.json``; each reused only when made with the same operand task,
     pairs and seed, else made again.
 

@@ -19,7 +19,7 @@ FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 @dataclass(frozen=True)
 class Result:
     """A stability run's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.steps.stability.run` and :func:`arithmech.steps.ensure.ensure` return for a :class:`Stability`
+    :func:`arithmech.steps.stability.run` and :func:`arithmech.pipeline.ensure.ensure` return for a :class:`Stability`
     config), each read and checked:
 
     * ``table`` — ``stability.csv``: the Jaccard comparisons (size vs largest, between seeds, kinds, families);

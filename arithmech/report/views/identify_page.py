@@ -28,6 +28,7 @@ from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.batches import answer_ids
 from arithmech.methods.patching import path_patch
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Identify as IdentifyChapter
 from arithmech.report.charts import effect_chart
 from arithmech.report.charts import stability_views as stability_charts
@@ -37,7 +38,6 @@ from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.report.views.table_display import verdict
 from arithmech.steps import identify as I
 from arithmech.steps import stability as St
-from arithmech.steps.ensure import ensure
 
 CLAIMS = [
     "key-heads-exist",

@@ -21,6 +21,7 @@ from arithmech.methods.ablation.tables import (
     sanity_table,
     uniform_guess,
 )
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import effect_chart
 from arithmech.report.charts import stability_views as stability_charts
 from arithmech.report.charts.knockout_chart import knockout_control_chart
@@ -32,7 +33,6 @@ from arithmech.report.views.table_display import verdict as verdict_word
 from arithmech.steps import identify as identify_step
 from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
-from arithmech.steps.ensure import ensure
 
 
 class IdentifySection(PageBase):

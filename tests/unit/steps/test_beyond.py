@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from arithmech.pipeline.ensure import ensure
 from arithmech.steps import beyond as B
-from arithmech.steps.ensure import ensure
 
 
 def test_check_args_refuses_non_positive():

@@ -1,11 +1,11 @@
 """The one way to make or reuse a step's files: :func:`ensure` a config (any step of
-:data:`arithmech.steps.registry.STEPS`), read back from the files a run made with it, or run first.
+:data:`arithmech.pipeline.registry.STEPS`), read back from the files a run made with it, or run first.
 
 A step's files are reused when ``run.json`` records a run made with the same parameters (the module's
 ``recorded(config)``, else the config's reuse key), from unchanged inputs, in the current formats
 (:func:`arithmech.core.results.made_with`); otherwise the step runs (``run(config, **loaded)``) and its files are
 read back (``read(folder, config)``): :func:`ensure` returns the step's typed ``Result``, which carries the config.
-The module protocol is :mod:`arithmech.steps.registry`'s.
+The module protocol is :mod:`arithmech.pipeline.registry`'s.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from arithmech.core import results
+from arithmech.pipeline.registry import step_of
 from arithmech.steps import config as configs
-from arithmech.steps.registry import step_of
 
 if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
     from arithmech.steps import (

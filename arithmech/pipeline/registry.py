@@ -26,7 +26,7 @@ A step's module answers these names, all with the config whole (nothing unpacked
   alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.steps.stability_result`);
   ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
-  :meth:`~arithmech.steps.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
+  :meth:`~arithmech.pipeline.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
   record without one of these parameters is not reused (no value is assumed for it: the shipped records carry every
   one);
 * ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from arithmech import cli
+from arithmech.pipeline.registry import STEPS, step_of
 from arithmech.steps import config as C
-from arithmech.steps.registry import STEPS, step_of
 
 
 def test_every_step_is_a_command_with_its_configs_fields():
@@ -24,7 +24,7 @@ def test_every_step_is_a_command_with_its_configs_fields():
 
 def test_every_module_answers_the_protocol():
     """Protects the registry's promise: each step's module has ``run`` (the one name its command and ``ensure`` call) and a ``summary``;
-    every step the book reuses (:func:`arithmech.steps.ensure.ensure`) has ``read`` and a frozen ``Result`` that
+    every step the book reuses (:func:`arithmech.pipeline.ensure.ensure`) has ``read`` and a frozen ``Result`` that
     carries its ``config``; a step's config finds its step, and a config of no step is refused by name."""
     for step in STEPS.values():
         mod = step.load()
@@ -44,8 +44,8 @@ def test_every_module_answers_the_protocol():
 def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
     """Protects ``needs``: ensuring beyond in a folder without identify's files runs identify first (with the config
     given as ``upstream``), before beyond's own run."""
+    from arithmech.pipeline.ensure import ensure
     from arithmech.steps import beyond, identify
-    from arithmech.steps.ensure import ensure
 
     calls = []
 
