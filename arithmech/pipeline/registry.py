@@ -3,9 +3,9 @@
 A step is its **config** (:mod:`arithmech.steps.config`: the command's flags, each checked once, and the run's
 memory estimate, ``config.memory``), its **module** (what it computes: ``run``), the **record** it writes into
 ``run.json``, and a **summary** of a result for the command line. The command line (:mod:`arithmech.cli`) is generated
-from :data:`STEPS`; the book and later steps call :func:`arithmech.steps.ensure.ensure` with a config::
+from :data:`STEPS`; the book and later steps call :func:`arithmech.pipeline.ensure.ensure` with a config::
 
-    >>> from arithmech.steps.ensure import ensure
+    >>> from arithmech.pipeline.ensure import ensure
     >>> from arithmech.steps.config import Analyze
     >>> ensure(Analyze(model_name="embedded")).labels      # made once, then read back from the files
 
@@ -22,7 +22,7 @@ A step's module answers these names, all with the config whole (nothing unpacked
 * ``Result`` and ``read(folder, config)`` — the step's result: a frozen dataclass with typed fields (DataFrames,
   the JSON records as dicts) and ``config``, the config it was made with; ``read`` builds it from the files a run
   wrote, each read and checked through :mod:`arithmech.core.results`. One way for every step: a module-level
-  ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.steps.ensure.ensure` calls each module
+  ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.pipeline.ensure.ensure` calls each module
   alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.steps.stability_result`);
   ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
@@ -93,4 +93,4 @@ def step_of(config: Any) -> Step:
     for s in STEPS.values():
         if type(config) is s.config:
             return s
-    raise TypeError(f"{type(config).__name__} configures no step of arithmech.steps.registry.STEPS")
+    raise TypeError(f"{type(config).__name__} configures no step of arithmech.pipeline.registry.STEPS")

@@ -1,4 +1,4 @@
-"""The step registry (``arithmech/steps/registry.py``, issue #42 item 1): one :class:`Step` per step, the command line
+"""The step registry (``arithmech/pipeline/registry.py``, issue #42 item 1): one :class:`Step` per step, the command line
 generated from it, every module answering the registry's protocol."""
 from __future__ import annotations
 
