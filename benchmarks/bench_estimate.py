@@ -28,6 +28,7 @@ from arithmech.core import estimate as E
 from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.config import fields
+from arithmech.pipeline.registry import STEPS
 
 OUT = Path(__file__).parent / "results" / "estimate.json"
 REPO = Path(__file__).resolve().parents[1]
@@ -69,11 +70,7 @@ def cases(work: Path) -> list[list[str]]:
 def config_of(argv: list[str]):
     """The step's config as the command line builds it (same defaults, same checks)."""
     a = build_parser().parse_args(argv)
-    cls = {"identify": "Identify", "analyze": "Analyze", "beyond": "Beyond", "faithfulness": "Faithfulness",
-           "accuracy-by-template": "Accuracy",
-           "stability": "Stability"}[argv[0]]
-    from arithmech.steps import config as C
-    klass = getattr(C, cls)
+    klass = STEPS[argv[0]].config
     return klass(**{name: getattr(a, name) for name, *_ in fields(klass)})
 
 

@@ -13,9 +13,9 @@ its ``version``.
 from __future__ import annotations
 
 from arithmech.claims.rule import Rule
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS, Identify
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS, Identify
 
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
 SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to the counterfactual's LD effect

@@ -62,8 +62,8 @@ from arithmech.claims.rule_texts import (
     signed_percent,
 )
 from arithmech.core.names import components
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.steps.stability import claims as stability_claims
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
 from arithmech.core import results
+from arithmech.identify import config as identify_config
 from arithmech.pipeline.registry import step_of
-from arithmech.steps import config as configs
+from arithmech.prompts import config as prompts_config
 
 if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
     from arithmech.steps import (
@@ -56,26 +59,34 @@ def is_made(config: Any) -> bool:
 
 
 @overload
-def ensure(config: configs.Identify, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> identify.Result: ...
-@overload
-def ensure(config: configs.Analyze, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> analyze.Result: ...
-@overload
-def ensure(config: configs.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> beyond.Result: ...
+def ensure(
+    config: identify_config.Identify, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> identify.Result: ...
 @overload
 def ensure(
-    config: configs.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+    config: analyze_config.Analyze, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> analyze.Result: ...
+@overload
+def ensure(
+    config: circuits_config.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> beyond.Result: ...
+@overload
+def ensure(
+    config: identify_config.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
 ) -> stability_result.Result: ...
 @overload
 def ensure(
-    config: configs.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+    config: circuits_config.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any
 ) -> faithfulness.Result: ...
 @overload
-def ensure(config: configs.Accuracy, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> accuracy.Result: ...
+def ensure(
+    config: prompts_config.Accuracy, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> accuracy.Result: ...
 @overload
-def ensure(config: configs.Shots, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> shots.Result: ...
+def ensure(config: prompts_config.Shots, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> shots.Result: ...
 @overload
 def ensure(
-    config: configs.Counterfactuals, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+    config: identify_config.Counterfactuals, recompute: bool = ..., upstream: Any = ..., **loaded: Any
 ) -> counterfactuals.Result: ...
 
 

@@ -1,12 +1,13 @@
 """The pipeline's steps, one :class:`Step` each (torch-free: the command line reads it before any model loads).
 
-A step is its **config** (:mod:`arithmech.steps.config`: the command's flags, each checked once, and the run's
-memory estimate, ``config.memory``), its **module** (what it computes: ``run``), the **record** it writes into
-``run.json``, and a **summary** of a result for the command line. The command line (:mod:`arithmech.cli`) is generated
-from :data:`STEPS`; the book and later steps call :func:`arithmech.pipeline.ensure.ensure` with a config::
+A step is its **config** (its wing's ``config``, e.g. :mod:`arithmech.identify.config`: the command's flags, each
+checked once, and the run's memory estimate, ``config.memory``), its **module** (what it computes: ``run``), the
+**record** it writes into ``run.json``, and a **summary** of a result for the command line. The command line
+(:mod:`arithmech.cli`) is generated from :data:`STEPS`; the book and later steps call
+:func:`arithmech.pipeline.ensure.ensure` with a config::
 
     >>> from arithmech.pipeline.ensure import ensure
-    >>> from arithmech.steps.config import Analyze
+    >>> from arithmech.analyze.config import Analyze
     >>> ensure(Analyze(model_name="embedded")).labels      # made once, then read back from the files
 
 A step's module answers these names, all with the config whole (nothing unpacked on the way):
@@ -45,7 +46,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from arithmech.steps import config as configs
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
+from arithmech.identify import config as identify_config
+from arithmech.prompts import config as prompts_config
 from arithmech.steps import config_training
 
 
@@ -72,14 +76,19 @@ class Step:
 STEPS: dict[str, Step] = {
     s.name: s
     for s in (
-        Step("identify", configs.Identify, "arithmech.steps.identify", record="identify"),
-        Step("analyze", configs.Analyze, "arithmech.steps.analyze", record="analyze"),
-        Step("beyond", configs.Beyond, "arithmech.steps.beyond", record="beyond"),
-        Step("stability", configs.Stability, "arithmech.steps.stability", record="stability"),
-        Step("faithfulness", configs.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
-        Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
-        Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
-        Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
+        Step("identify", identify_config.Identify, "arithmech.steps.identify", record="identify"),
+        Step("analyze", analyze_config.Analyze, "arithmech.steps.analyze", record="analyze"),
+        Step("beyond", circuits_config.Beyond, "arithmech.steps.beyond", record="beyond"),
+        Step("stability", identify_config.Stability, "arithmech.steps.stability", record="stability"),
+        Step("faithfulness", circuits_config.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
+        Step("accuracy-by-template", prompts_config.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
+        Step("shots", prompts_config.Shots, "arithmech.steps.shots", record="shots"),
+        Step(
+            "counterfactuals",
+            identify_config.Counterfactuals,
+            "arithmech.steps.counterfactuals",
+            record="counterfactuals",
+        ),
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),

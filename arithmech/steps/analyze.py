@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from arithmech.analyze.config import Analyze as Config
+from arithmech.circuits.config import Beyond
 from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
@@ -29,8 +31,6 @@ from arithmech.data.pairs import samples as kept_prompts
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
 from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
-from arithmech.steps.config import Analyze as Config
-from arithmech.steps.config import Beyond
 from arithmech.steps.control import recomputed
 
 # Every identify file run() may read, each checked where present before the model loads and anything is written

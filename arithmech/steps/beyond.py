@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from arithmech.circuits.config import Beyond as Config
 from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
@@ -35,13 +36,12 @@ from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
+from arithmech.identify.config import Identify as IdentifyConfig
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.analyze import operations
-from arithmech.steps.config import Beyond as Config
-from arithmech.steps.config import Identify as IdentifyConfig
 
 
 def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5) -> None:

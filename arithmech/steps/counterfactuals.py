@@ -14,8 +14,8 @@ from pathlib import Path
 
 from arithmech.core import results
 from arithmech.core.models import load_model
+from arithmech.identify.config import Counterfactuals as Config
 from arithmech.methods.ablation.overlap import counterfactual_overlap
-from arithmech.steps.config import Counterfactuals as Config
 from arithmech.steps.identify import operand_identify, write_results
 from arithmech.steps.identify_pipeline import identify
 

@@ -39,9 +39,9 @@ from arithmech.core.progress import announce
 from arithmech.data import pairs as pairs_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
+from arithmech.identify.config import Identify as Config
 from arithmech.methods.ablation.overlap import counterfactual_overlap
 from arithmech.methods.prepare import task_templates
-from arithmech.steps.config import Identify as Config
 from arithmech.steps.identify_pipeline import DEFAULTS, IdentifyResult, identify
 
 
@@ -263,7 +263,7 @@ def operand_identify(model, tok, task: str = "addition", config: Config | None =
     other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
 
     ``config`` and ``settings`` as for :func:`identify` (e.g. ``knockout=False``); no transfer test (it is the
-    operator run's). The pairs are drawn with the config's :meth:`~arithmech.steps.config.Identify.to_draw`
+    operator run's). The pairs are drawn with the config's :meth:`~arithmech.identify.config.Identify.to_draw`
     (``n_samples`` of them, seeded by ``seed``); pairs whose X_c leaves the model's answer in place are dropped
     there, as for the operator counterfactual.
     """

@@ -36,7 +36,7 @@ from arithmech.data import pairs
 from arithmech.data import shots as shots_module
 from arithmech.data.draw import Draw
 from arithmech.methods.prepare import NoReferenceData, prepare
-from arithmech.steps.config import Shots as Config
+from arithmech.prompts.config import Shots as Config
 
 CAN_DO = 0.05  # an operation the model can do at K: the kept rate's Wilson lower bound reaches this
 RULE = (

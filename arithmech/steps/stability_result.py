@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core import results
-from arithmech.steps.config import Stability as Config
+from arithmech.identify.config import Stability as Config
 
 FILENAMES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 """The step's files, in the order of :class:`Result`'s ``table``, ``runs``, ``heads``."""

@@ -7,8 +7,10 @@ import dataclasses
 import pytest
 
 from arithmech import cli
+from arithmech.circuits import config as circuits_config
+from arithmech.identify import config as identify_config
 from arithmech.pipeline.registry import STEPS, step_of
-from arithmech.steps import config as C
+from arithmech.report.build import config as book_config
 
 
 def test_every_step_is_a_command_with_its_configs_fields():
@@ -38,7 +40,7 @@ def test_every_module_answers_the_protocol():
         fields = {f.name: f for f in dataclasses.fields(mod.Result)}
         assert mod.Result.__dataclass_params__.frozen and fields["config"].type in ("Config", STEPS[name].config), name
     with pytest.raises(TypeError, match="Book configures no step"):
-        step_of(C.Book())
+        step_of(book_config.Book())
 
 
 def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
@@ -59,5 +61,5 @@ def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
     monkeypatch.setattr(identify, "run", fake_identify)
     monkeypatch.setattr(beyond, "run", lambda c, **k: calls.append(("beyond", None)))
     with pytest.raises(Stop):
-        ensure(C.Beyond(results=str(tmp_path)), upstream=C.Identify(results=str(tmp_path), n_samples=7))
+        ensure(circuits_config.Beyond(results=str(tmp_path)), upstream=identify_config.Identify(results=str(tmp_path), n_samples=7))
     assert calls == [("identify", 7)]

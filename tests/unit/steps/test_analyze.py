@@ -2,10 +2,11 @@
 of the operations identify pooled (those that pass its control), where the heads they study were ranked."""
 from __future__ import annotations
 
+from arithmech.analyze.config import Analyze
+from arithmech.circuits.config import Beyond
 from arithmech.data import pairs
 from arithmech.steps import analyze as A
 from arithmech.steps import beyond as B
-from arithmech.steps.config import Analyze, Beyond
 
 
 def _sample(op: str, a: int) -> pairs.Sample:

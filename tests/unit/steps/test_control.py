@@ -4,7 +4,7 @@ from __future__ import annotations
 from statistics import NormalDist
 
 from arithmech.data.pairs import Sample
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.steps.control import task_control
 
 Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estimates, 95% together
@@ -38,7 +38,7 @@ def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems()
 
 
 def test_a_task_with_too_few_problems_is_insufficient():
-    """Protects the minimum evidence (steps.config.MIN_PROBLEMS = 20): 19 distinct sums, however many copies,
+    """Protects the minimum evidence (identify.config.MIN_PROBLEMS = 20): 19 distinct sums, however many copies,
     are insufficient — failed with the count, left out of the pool; where every task fails, all pools them all
     and is failed itself."""
     few = [_mk("addition", a, b, f"t{i}") for a, b in SUMS[:MIN_PROBLEMS - 1] for i in range(10)]

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from arithmech.core import results as R
+from arithmech.identify.config import Counterfactuals
 from arithmech.steps import counterfactuals as CF
-from arithmech.steps.config import Counterfactuals
 
 
 def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
