@@ -39,7 +39,7 @@ from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import shots as shots_module
 from arithmech.identify.config import BOOK_SCALE
-from arithmech.steps.identify_pipeline import identify
+from arithmech.identify.pipeline import identify
 
 OUT = Path(__file__).parent / "results" / "fewshot.json"
 ROWS = {"on a cached prefix": 0, "whole": 0}

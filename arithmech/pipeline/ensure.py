@@ -21,16 +21,9 @@ from arithmech.pipeline.registry import step_of
 from arithmech.prompts import config as prompts_config
 
 if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
-    from arithmech.steps import (
-        accuracy,
-        analyze,
-        beyond,
-        counterfactuals,
-        faithfulness,
-        identify,
-        shots,
-        stability_result,
-    )
+    from arithmech.identify import counterfactuals
+    from arithmech.identify import result as identify
+    from arithmech.steps import accuracy, analyze, beyond, faithfulness, shots
 
 
 def folder_of(config: Any) -> Path:
@@ -73,7 +66,7 @@ def ensure(
 @overload
 def ensure(
     config: identify_config.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
-) -> stability_result.Result: ...
+) -> identify.StabilityResult: ...
 @overload
 def ensure(
     config: circuits_config.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any

@@ -37,11 +37,11 @@ from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
 from arithmech.identify.config import Identify as IdentifyConfig
+from arithmech.identify.result import operations
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps.analyze import operations
 
 
 def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5) -> None:
@@ -146,7 +146,7 @@ def run(config: Config) -> Result:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
-    ops = operations(c, folder)
+    ops = operations(c.operations, folder)
     effects, kh, samples = inputs(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()

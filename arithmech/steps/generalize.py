@@ -24,13 +24,13 @@ from arithmech.core.models import geometry
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.evals.benchmarks import read_math
+from arithmech.identify.pipeline import identify
 from arithmech.methods.ablation.intervention import Forwards
 from arithmech.methods.ablation.knockout import Ablation, accuracy
 from arithmech.methods.ablation.overlap import overlap, overlap_knockout
 from arithmech.methods.ablation.transfer import unknown_words
 from arithmech.methods.effects import ranking
 from arithmech.steps.control import evidence_status
-from arithmech.steps.identify_pipeline import identify
 
 DEFAULTS = Config()  # the step's defaults (arithmech.identify.config), written once
 

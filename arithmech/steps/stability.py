@@ -49,10 +49,12 @@ from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.identify.config import Stability as Config
+from arithmech.identify.result import STABILITY_FILES as FILENAMES
+from arithmech.identify.result import StabilityResult as Result  # Result, read: the step protocol
+from arithmech.identify.result import read_stability as read
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import task_templates
-from arithmech.steps.stability_result import FILENAMES, Result, read  # Result, read: the step protocol
 
 ALL = "all"  # the family label of a run over every template
 

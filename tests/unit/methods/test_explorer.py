@@ -61,8 +61,8 @@ FIRST_TOKEN_PAGE = {
 def explorer_folder(tmp_path_factory):
     """The eager embedded model and a results folder with a small identify run (effects, prompts)."""
     from arithmech.core.models import load_model
-    from arithmech.steps import identify as I
-    from arithmech.steps import identify_pipeline as IP
+    from arithmech.identify import pipeline as IP
+    from arithmech.identify import run as I
     net, tok, _ = load_model("embedded", attn_implementation="eager")
     res = IP.identify(net, tok, ["addition", "subtraction"], n_samples=16, seed=0, knockout=False, transfer=False,
                      prob=False, answer_token="first")

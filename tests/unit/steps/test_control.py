@@ -51,8 +51,9 @@ def test_a_task_with_too_few_problems_is_insufficient():
 
 def test_identify_uses_this_control():
     """Protects one control for the run and the claims: the task_control identify() reads
-    (steps/identify_pipeline.py) is this module's."""
-    from arithmech.steps import identify_pipeline
+    (identify/pipeline.py) is this module's."""
+    from arithmech.identify import pipeline as identify_pipeline
+
     assert identify_pipeline.task_control is task_control
 
 

@@ -3,7 +3,7 @@ every head and MLP, ranks them with bootstrap intervals, names the key heads, kn
 and returns it all as one :class:`IdentifyResult` — in memory, no file written.
 
 The step around it (run it for a config, checkpoint finished tasks, write and read the files, the operand
-counterfactual) is :mod:`arithmech.steps.identify`; its docstring draws the whole
+counterfactual) is :mod:`arithmech.identify.run`; its docstring draws the whole
 pipeline.
 """
 

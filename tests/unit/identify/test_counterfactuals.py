@@ -1,9 +1,9 @@
-"""Unit tests of ``arithmech/steps/counterfactuals.py``: its typed Result, read back from the files a run writes."""
+"""Unit tests of ``arithmech/identify/counterfactuals.py``: its typed Result, read back from the files a run writes."""
 from __future__ import annotations
 
 from arithmech.core import results as R
+from arithmech.identify import counterfactuals as CF
 from arithmech.identify.config import Counterfactuals
-from arithmech.steps import counterfactuals as CF
 
 
 def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
