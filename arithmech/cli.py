@@ -1,10 +1,10 @@
 """``python -m arithmech <command>``: one subcommand per step of the paper's pipeline, and all of argparse.
 
-Every command is generated from its step's config (:mod:`arithmech.steps.config`): one flag per field,
-named after the field (``n_random`` → ``--n-random``; booleans also as ``--no-…``), with the field's
-default and help. ``--model`` is kept as a short name for ``--model-name``. The command builds the config
-(which checks every value), then imports its step's module and calls one function with it, so
-everything a command does is reachable (and tested) from Python.
+Every command is generated from its step's config (its wing's ``config``, e.g. :mod:`arithmech.identify.config`): one
+flag per field, named after the field (``n_random`` → ``--n-random``; booleans also as ``--no-…``), with the field's
+default and help. ``--model`` is kept as a short name for ``--model-name``. The command builds the config (which checks
+every value), then imports its step's module and calls one function with it, so everything a command does is reachable
+(and tested) from Python.
 
 The input contract: every argument is checked before any model loads (and before torch is imported); a
 violation is one line (``error: …``) and exit code 2, Ctrl-C is one line and exit code 130, never a
@@ -14,7 +14,7 @@ free is refused the same way, naming the flag to lower. Messages quote the value
 holding a newline cannot print a second, forged line.
 
 >>> python -m arithmech identify --model embedded --task addition --n-samples 128
->>> python -m arithmech identify --help            # exactly the fields of arithmech.steps.config.Identify
+>>> python -m arithmech identify --help            # exactly the fields of arithmech.identify.config.Identify
 
 One command is not a step: ``lab`` (``make lab``) starts JupyterLab on the chapters (:mod:`arithmech.lab`), and
 passes the arguments it does not know on to ``jupyter lab``.
@@ -36,9 +36,9 @@ from arithmech import lab
 from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
-from arithmech.steps import config as configs
+from arithmech.pipeline.registry import STEPS, Step
+from arithmech.report.build import config as book_config
 from arithmech.steps import config_training
-from arithmech.steps.registry import STEPS, Step
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,7 +70,7 @@ def _print_embedded_accuracy(r: dict) -> None:
 class Command:
     """A subcommand: its config class, the module and function it calls with the config (imported only
     when the command runs: torch loads after every argument was checked), and what it prints. The pipeline's
-    steps are :data:`arithmech.steps.registry.STEPS`, each printing its module's ``summary``."""
+    steps are :data:`arithmech.pipeline.registry.STEPS`, each printing its module's ``summary``."""
 
     config: type
     module: str
@@ -89,7 +89,7 @@ COMMANDS = {
     "accuracy": Command(
         config_training.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy", _print_embedded_accuracy
     ),
-    "book": Command(configs.Book, "arithmech.report.build.book", "run", lambda times: None),
+    "book": Command(book_config.Book, "arithmech.report.build.book", "run", lambda times: None),
 }
 ALIASES = {name: [short] for name, short in SHORT_FLAGS.items()}  # beside each field's own flag
 

@@ -5,7 +5,7 @@
 * ``answer_token_checks``: the places that check an answer-token value against the choices — a call of
   ``check_answer_token(...)`` or a comparison ``... in / not in ANSWER_TOKENS`` (the config's ``choices=`` is
   the option's declaration, counted apart as ``config_choices``);
-* ``silent_defaults``: below the step configs (every module but ``arithmech/steps/config.py`` and
+* ``silent_defaults``: below the step configs (every module but the wings' ``config.py`` and
   ``arithmech/core/config.py``, the chapters' configs in ``arithmech/report/build/chapters.py``), a default of ``answer_token`` / ``variant`` / ``example_sets`` — a parameter or
   dataclass field with a default, or ``<dict>.get("answer_token" | "example_sets", <default>)``;
 * ``contextvar_uses``: the lines of ``arithmech/`` that name ``ContextVar`` (one per line);
@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "arithmech"
 WIDTH_DIRS = ("steps", "methods")
 SETTINGS = ("answer_token", "variant", "example_sets")
-CONFIG_MODULES = ("arithmech/steps/config.py", "arithmech/core/config.py", "arithmech/report/build/chapters.py")  # the configs
+CONFIG_MODULES = ("arithmech/identify/config.py", "arithmech/analyze/config.py", "arithmech/circuits/config.py",
+                  "arithmech/prompts/config.py", "arithmech/core/config.py", "arithmech/report/build/chapters.py")  # the configs
 
 
 def n_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -28,6 +28,7 @@ from arithmech.core import estimate as E
 from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.config import fields
+from arithmech.pipeline.registry import STEPS
 
 OUT = Path(__file__).parent / "results" / "estimate.json"
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 WRAP = ("import atexit, json, sys; from arithmech.core.memory import peak_rss_bytes; "
         "atexit.register(lambda: print(json.dumps({'peak_rss_bytes': peak_rss_bytes()}), file=sys.stderr)); "
         "from arithmech.cli import main; main(sys.argv[1:])")
-BASELINE = ("import json, sys, torch; import arithmech.steps.identify; from transformers import LlamaConfig, "
+BASELINE = ("import json, sys, torch; import arithmech.identify.run; from transformers import LlamaConfig, "
             "LlamaForCausalLM; from arithmech.core.memory import peak_rss_bytes; "
             "m = LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=40, intermediate_size=80, num_hidden_layers=2, "
             "num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64)).eval(); "
@@ -69,11 +70,7 @@ def cases(work: Path) -> list[list[str]]:
 def config_of(argv: list[str]):
     """The step's config as the command line builds it (same defaults, same checks)."""
     a = build_parser().parse_args(argv)
-    cls = {"identify": "Identify", "analyze": "Analyze", "beyond": "Beyond", "faithfulness": "Faithfulness",
-           "accuracy-by-template": "Accuracy",
-           "stability": "Stability"}[argv[0]]
-    from arithmech.steps import config as C
-    klass = getattr(C, cls)
+    klass = STEPS[argv[0]].config
     return klass(**{name: getattr(a, name) for name, *_ in fields(klass)})
 
 
@@ -119,7 +116,7 @@ def main() -> None:
     atomic_json(OUT, {"benchmark": "estimated vs measured peak resident memory per step (one fresh process per case)",
                       "model": "embedded", "device": "cpu", "threads": 1,
                       "baseline": {"constant_mib": round(E.BASELINE / E.MiB, 1), "measured_mib": round(base / E.MiB, 1),
-                                   "how": "python with arithmech.steps.identify imported, a 2-layer random Llama built, "
+                                   "how": "python with arithmech.identify.run imported, a 2-layer random Llama built, "
                                           "one forward (the constant is this measurement, made once; not fitted)"},
                       "estimate": "the one the step recorded in run.json (what it showed and checked, with what it read "
                                   "before loading); estimate_from_config_mib: the command line's check, from the "

@@ -2,7 +2,7 @@
 
 Few-shot prompts are longer (K examples before each query), but a weak calculator answers more of them
 right. What a reader pays is the time **per kept X_r**, the prompts identify can use. Runs of ``identify`` on
-the same task, seed and settings (the book's scale, ``arithmech.steps.config.BOOK_SCALE``), one after the
+the same task, seed and settings (the book's scale, ``arithmech.identify.config.BOOK_SCALE``), one after the
 other in this process, **without the knockout and the transfer**: those run a fixed number of prompts per
 task (``knockout_samples``), whatever the yield, so they are a cost per task, not per kept prompt (a
 zero-shot top-up at a ~6 % yield made the first version of this benchmark run past 40 minutes). What is
@@ -38,8 +38,8 @@ from arithmech.core import prefix
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data import shots as shots_module
-from arithmech.steps.config import BOOK_SCALE
-from arithmech.steps.identify_pipeline import identify
+from arithmech.identify.config import BOOK_SCALE
+from arithmech.identify.pipeline import identify
 
 OUT = Path(__file__).parent / "results" / "fewshot.json"
 ROWS = {"on a cached prefix": 0, "whole": 0}

@@ -29,8 +29,8 @@ import pandas as pd
 import torch
 
 from arithmech.core import results as R
-from arithmech.steps import identify
-from arithmech.steps.config import Identify
+from arithmech.identify import run as identify
+from arithmech.identify.config import Identify
 
 
 def run_identify(root: Path, device: str, dtype: str) -> tuple[pd.DataFrame, list[str], float]:

@@ -15,8 +15,8 @@ from arithmech.claims.evidence import Context, Missing, cluster_interval, end_ro
 from arithmech.claims.rule import Rule
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.pairs import interleave
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.steps.control import floor_at, sampled_estimates
 
 
@@ -143,7 +143,7 @@ def layer_matched(ctx: Context, k: int, key, here: str, holds: bool | None) -> t
 
 def controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable[[Context], tuple[str, bool | None]]:
     """``decide``, made inconclusive where identify's primary task (``key_heads.json``'s ``task``) fails its
-    control (:data:`~arithmech.steps.config.CONTROL_FLOOR`: its answer is guessable from what the prompt carries)."""
+    control (:data:`~arithmech.identify.config.CONTROL_FLOOR`: its answer is guessable from what the prompt carries)."""
 
     def decider(ctx: Context):
         here, holds = decide(ctx)

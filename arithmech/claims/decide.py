@@ -38,7 +38,7 @@ from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.finetune_rules import FINETUNE
 from arithmech.claims.rule import Rule
 from arithmech.claims.rules import IDENTIFY, STABILITY
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 
 RULES: tuple[Rule, ...] = (*IDENTIFY, *ANALYZE, *FINETUNE, *STABILITY, *CONTROLS, CIRCUIT_FAITHFUL)
 BY_ID = {r.id: r for r in RULES}

@@ -1,9 +1,9 @@
 """Step configs: one frozen, documented dataclass per step, every default written once.
 
-A step's config (:mod:`arithmech.steps.config`) is the single place its settings live. The command line
-is generated from it (:mod:`arithmech.cli`: one flag per field, ``--n-samples`` for ``n_samples``), a
-chapter builds it from its papermill parameters, and the book plan validates ``--set`` values by building
-it. Lower functions take their settings from the config, so no default can disagree with another.
+A step's config (:mod:`arithmech.identify.config` and the other wings' `config`) is the single place its settings live.
+The command line is generated from it (:mod:`arithmech.cli`: one flag per field, ``--n-samples`` for ``n_samples``), a
+chapter builds it from its papermill parameters, and the book plan validates ``--set`` values by building it. Lower
+functions take their settings from the config, so no default can disagree with another.
 
 A field is declared with :func:`option`, which records its help text and its bounds::
 

@@ -243,7 +243,7 @@ def load_terms(s: Shape) -> dict:
 
 def estimate(config, **known) -> Estimate | None:
     """The estimate of the run ``config`` configures: its ``memory(shape, **known)`` (each step's config says what
-    its run holds, :mod:`arithmech.steps.memory`) on the model's :func:`shape_of`; ``None`` for a config without
+    its run holds, :mod:`arithmech.pipeline.memory`) on the model's :func:`shape_of`; ``None`` for a config without
     one or a model whose geometry cannot be read without loading it (a hub id). ``known``: what the step reads
     from earlier files before loading (faithfulness: identify's ``tasks``, ``shots``, ...)."""
     fn = getattr(config, "memory", None)

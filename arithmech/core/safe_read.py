@@ -31,7 +31,7 @@ from pathlib import Path
 
 from arithmech.core.inputs import quoted
 
-# The largest file a run within the bounds writes (arithmech/steps/config.py): prompts.jsonl at 4 tasks x 50,000
+# The largest file a run within the bounds writes (arithmech/pipeline/config_base.py): prompts.jsonl at 4 tasks x 50,000
 # prompts x 16 solved examples is ~3.5 KB a row, ~700 MB; no results file or checkpoint unit is larger.
 MAX_FILE_BYTES = 1 << 30
 

@@ -1,6 +1,6 @@
 """How pairs are drawn: one small frozen value that travels from a step's config to every draw (issue #42).
 
-A step's ``Config`` builds it once (:meth:`arithmech.steps.config.Identify.to_draw`) and passes it down: X_r
+A step's ``Config`` builds it once (:meth:`arithmech.identify.config.Identify.to_draw`) and passes it down: X_r
 and X_c (:func:`arithmech.data.pairs.make_pairs`), the knockout's prompts, the reference pool of the means,
 the held-out family of the transfer test. It is checked here, once, when it is made; it has no default of
 its own for these settings (the step configs' are the only ones), and nothing below it has one.

@@ -21,7 +21,7 @@ that yield. They are built so that they give away as little as possible:
   path; X_r and X_c differ only in the query's operator (or operands, for the operand counterfactual).
 
 **Sets of examples per template** (``example_sets`` of :class:`arithmech.data.draw.Draw`; identify's
-default :data:`EXAMPLE_SETS` = 16, written once in :class:`arithmech.steps.config.Identify`). The ``k``-th prompt
+default :data:`EXAMPLE_SETS` = 16, written once in :class:`arithmech.identify.config.Identify`). The ``k``-th prompt
 drawn (template ``k % T`` of the task's ``T``) takes its template's set number ``(k // T) % example_sets``
 (:func:`set_index`; each set drawn from a seed of its own: the run's seed, the template, K and the set).
 ``example_sets=1`` is the first scheme, one set for all of a template's prompts, drawn exactly as the

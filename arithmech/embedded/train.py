@@ -354,7 +354,7 @@ of the greedy answer, never trained): {r["two_digit_exact_match"]:.1%} of {r["tw
 
 
 def run(config) -> Path:
-    """``python -m arithmech train-embedded``: :func:`train` with a :class:`arithmech.steps.config.TrainEmbedded`."""
+    """``python -m arithmech train-embedded``: :func:`train` with a :class:`arithmech.identify.config.TrainEmbedded`."""
     return train(
         config.out,
         steps=config.steps,
@@ -367,6 +367,6 @@ def run(config) -> Path:
 
 def run_accuracy(config) -> dict:
     """``python -m arithmech accuracy``: :func:`evaluate` on the model of a
-    :class:`arithmech.steps.config.EmbeddedAccuracy` (fresh draws of trained pairs and the held-out splits)."""
+    :class:`arithmech.identify.config.EmbeddedAccuracy` (fresh draws of trained pairs and the held-out splits)."""
     model, tok, _ = load_model(config.model_name, device=config.device, dtype=config.dtype)
     return evaluate(model, tok, seed=config.seed)

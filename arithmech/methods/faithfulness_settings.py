@@ -54,7 +54,7 @@ class FaithfulnessSettings:
 
     @classmethod
     def of(cls, config, n_boot: int, bootstrap: str) -> FaithfulnessSettings:
-        """The settings of the step's ``config`` (:class:`arithmech.steps.config.Faithfulness`, not imported here: a
+        """The settings of the step's ``config`` (:class:`arithmech.circuits.config.Faithfulness`, not imported here: a
         method sits below the steps; its circuits, draws, seed, batches) with identify's ``n_boot`` and
         ``bootstrap`` as its record has them: the rows are held-out (the prompts share no problem with identify's),
         the converse runs for the top ``n`` only."""

@@ -3,10 +3,10 @@ Wilson 95% interval and the mean p({C}) per operation and template (``accuracy_b
 SmolLM2 appendix reads it beside identify's yield: a pretrained model is a weak calculator, so the method
 runs on the prompts it answers right (X_r).
 
-The scored token is ``config.answer_token``, identify's rule by default (:class:`~arithmech.steps.config.Accuracy`):
+The scored token is ``config.answer_token``, identify's rule by default (:class:`~arithmech.prompts.config.Accuracy`):
 under ``"last-digit"`` a prompt carries the answer's leading digits and the table scores its last digit, the
 token identify patches and knocks out; ``"first"`` scores the paper's first answer token. ``run.json`` records
-the rule, and :func:`arithmech.steps.ensure.ensure` reuses a table only when it was scored with the rule asked
+the rule, and :func:`arithmech.pipeline.ensure.ensure` reuses a table only when it was scored with the rule asked
 for.
 """
 
@@ -22,7 +22,7 @@ from arithmech.core.progress import Progress, announce
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs, templates
 from arithmech.evals.measures import answer_scores
-from arithmech.steps.config import Accuracy as Config
+from arithmech.prompts.config import Accuracy as Config
 
 
 # --------------------------------------------------------------------------- accuracy per template
@@ -108,8 +108,8 @@ def run(config: Config, model=None, tok=None) -> Result:
 
 @dataclass(frozen=True)
 class Result:
-    """The step's file as a run made with ``config`` wrote it (:func:`read`; what :func:`arithmech.steps.ensure.ensure`
-    returns for an :class:`Accuracy` config):
+    """The step's file as a run made with ``config`` wrote it (:func:`read`; what
+    :func:`arithmech.pipeline.ensure.ensure` returns for an :class:`Accuracy` config):
 
     * ``table`` — ``accuracy_by_template.csv`` (checked): accuracy, its Wilson interval and the mean p(answer) per
       operation and template, and per operation over every template (``template == "(all)"``);

@@ -19,55 +19,20 @@ from pathlib import Path
 
 import pandas as pd
 
+from arithmech.analyze.config import Analyze as Config
 from arithmech.core import admission, provenance, results
-from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
-from arithmech.core.safe_read import ResultsError
 from arithmech.data.pairs import reference_samples
-from arithmech.data.pairs import samples as kept_prompts
+from arithmech.identify.result import load_key_heads, operations
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
-from arithmech.methods.effects import studied_heads
 from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
-from arithmech.steps.config import Analyze as Config
-from arithmech.steps.config import Beyond
-from arithmech.steps.control import recomputed
 
 # Every identify file run() may read, each checked where present before the model loads and anything is written
 # (effects.csv is read only where no key head passes: a damaged one is refused even when this run would not need it).
 READS = ("key_heads.json", "effects.csv", "prompts.jsonl")
 
 # ------------------------------------------------------------------------------ results and CLI
-
-
-def operations(config: Config | Beyond, folder: str | Path) -> list[str] | None:
-    """The operations whose prompts the step reads (issue #41 item 5: one sample per question): under
-    ``operations="pooled"`` the tasks that pass identify's control, recomputed under its current version from the
-    kept prompts (:func:`arithmech.steps.control.recomputed`, as the claims read it), where the key heads were
-    ranked; ``None`` (every operation) under ``"all"``, where no task names an operation, or where every task fails (the
-    claims then read the step's verdicts as inconclusive)."""
-    if config.operations == "all":
-        return None
-    prompts = kept_prompts(folder)
-    c, ops = recomputed(results.read(folder, "key_heads.json"), prompts), {s.op for s in prompts}
-    return [t for t in c.get("pooled") or [] if t in ops and t not in c.get("failed", {})] or None
-
-
-def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
-    """The heads to analyze from identify's files (checked by the results contract) and where they come
-    from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
-    (:func:`arithmech.methods.effects.studied_heads`, the rule every later step uses)."""
-    kh = results.read(folder, "key_heads.json")
-    try:
-        heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
-    except (TypeError, KeyError, ValueError):
-        raise ResultsError(
-            f"{quoted(Path(folder) / 'key_heads.json')}: each head needs integer 'layer' and 'head'; "
-            "re-run python -m arithmech identify"
-        ) from None
-    if heads:
-        return heads, "key heads"
-    return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
 
 
 def attention_files(roles, heads: list[Head]) -> dict:
@@ -111,7 +76,7 @@ def compute(config: Config) -> dict:
         if results.exists(folder, name):
             results.read(folder, name)
     heads, heads_from = load_key_heads(folder)
-    ops = operations(c, folder)
+    ops = operations(c.operations, folder)
     samples = reference_samples(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
@@ -182,7 +147,7 @@ def compute(config: Config) -> dict:
 @dataclass(frozen=True)
 class Result:
     """Analyze's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
+    :func:`arithmech.pipeline.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
 
     * ``roles`` — ``attention_roles.csv``: every head's attention by token role;
     * ``labels`` — identify's studied heads (the key heads, or the top 10 by effect rank where none passes,

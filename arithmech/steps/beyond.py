@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from arithmech.circuits.config import Beyond as Config
 from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
@@ -35,13 +36,12 @@ from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
+from arithmech.identify.config import Identify as IdentifyConfig
+from arithmech.identify.result import operations
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
 from arithmech.paper import KEY_THRESHOLD
-from arithmech.steps.analyze import operations
-from arithmech.steps.config import Beyond as Config
-from arithmech.steps.config import Identify as IdentifyConfig
 
 
 def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5) -> None:
@@ -146,7 +146,7 @@ def run(config: Config) -> Result:
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
-    ops = operations(c, folder)
+    ops = operations(c.operations, folder)
     effects, kh, samples = inputs(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
@@ -186,7 +186,7 @@ def run(config: Config) -> Result:
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
     """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
-    where it is absent (:func:`arithmech.steps.ensure.ensure`): the Identify chapter's, or the SmolLM2 appendix's,
+    where it is absent (:func:`arithmech.pipeline.ensure.ensure`): the Identify chapter's, or the SmolLM2 appendix's,
     which ship with the repository, are there first."""
     return "key_heads.json", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
@@ -196,7 +196,7 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
 @dataclass(frozen=True)
 class Result:
     """Beyond's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
+    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
 
     * ``model`` — the model the run recorded (the ``beyond`` record of ``run.json``, ``parameters.model``);
     * ``summary`` — that record's ``summary``: agreement of EAP and EAP-IG with exact patching, the receivers, the

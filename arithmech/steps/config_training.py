@@ -15,8 +15,8 @@ from arithmech.core.config import Config, option
 from arithmech.core.estimate import Estimate, Shape
 from arithmech.core.inputs import DTYPES, KV_POLICIES, check_device, check_model
 from arithmech.paper import SFT
-from arithmech.steps import memory
-from arithmech.steps.config_base import (
+from arithmech.pipeline import memory
+from arithmech.pipeline.config_base import (
     MAX_BATCH,
     MAX_EPOCHS,
     MAX_EXTEND,

@@ -8,11 +8,11 @@ results made under an older control are decided under this one without re-runnin
 Version 2 (issue #41): the floor is :func:`arithmech.data.floors.problem_floor` — the answer guessed from the
 operation, the carried digits and one operand by the draw population's most probable answer, over distinct
 problems — instead of the leave-one-*prompt*-out conditioned floor (version 1, which let a problem's copies in
-other templates vote for its own answer). A task with fewer than :data:`~arithmech.steps.config.MIN_PROBLEMS`
+other templates vote for its own answer). A task with fewer than :data:`~arithmech.identify.config.MIN_PROBLEMS`
 distinct problems is *insufficient* and treated as one that fails.
 
 Version 3 (issue #41, 2026-11-27, second session): the floor is an estimate from a few dozen problems, so a task
-**passes** only when the upper end of its 95% interval lies below :data:`~arithmech.steps.config.CONTROL_FLOOR`:
+**passes** only when the upper end of its 95% interval lies below :data:`~arithmech.identify.config.CONTROL_FLOOR`:
 the Wilson interval of the deciding reading with the task's distinct problems as the trials (as if every prompt of
 a problem were guessed right or wrong together, the clusters of :func:`arithmech.claims.evidence.cluster_interval`).
 An interval that reaches the bound is *uncertain* and treated as failing (version 2 let zero-shot addition pass at
@@ -43,7 +43,7 @@ from collections.abc import Sequence
 
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.floors import problem_floor
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 
 VERSION = 5
 

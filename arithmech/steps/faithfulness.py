@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from arithmech.circuits.config import Faithfulness as Config
 from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
@@ -36,6 +37,7 @@ from arithmech.core.progress import Progress, announce
 from arithmech.core.safe_read import ResultsError
 from arithmech.data import pairs
 from arithmech.data.draw import Draw
+from arithmech.identify.config import Identify as IdentifyConfig
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
@@ -47,8 +49,6 @@ from arithmech.methods.faithfulness_lds import sourced
 from arithmech.methods.faithfulness_rule import faithful_verdict
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
-from arithmech.steps.config import Faithfulness as Config
-from arithmech.steps.config import Identify as IdentifyConfig
 
 TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.analyze, circuit-faithful)
 
@@ -189,7 +189,7 @@ def run(config: Config) -> Result:
 
 def needs(config: Config) -> tuple[str, IdentifyConfig]:
     """The file this step reads from identify, and the identify config (same model, seed, device) that makes it
-    where it is absent (:func:`arithmech.steps.ensure.ensure`)."""
+    where it is absent (:func:`arithmech.pipeline.ensure.ensure`)."""
     return "effects.csv", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
     )
@@ -198,7 +198,7 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
 @dataclass(frozen=True)
 class Result:
     """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
+    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
     of :data:`arithmech.methods.faithfulness.COLUMNS` (written by an earlier rule version) is refused, naming the
     re-run (never an unasked SmolLM2 recompute inside a book build).
 

@@ -22,9 +22,9 @@ from arithmech.core import results as results_io
 from arithmech.core import safe_read
 from arithmech.core.inputs import quoted
 from arithmech.core.models import Geometry, resolve
+from arithmech.identify import run as identify_step
+from arithmech.identify.config import Identify as IdentifyConfig
 from arithmech.methods.effects import ranking
-from arithmech.steps import identify as identify_step
-from arithmech.steps.config import Identify as IdentifyConfig
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 

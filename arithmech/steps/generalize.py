@@ -19,20 +19,20 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from arithmech.circuits.config import Generalize as Config
 from arithmech.core.models import geometry
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.evals.benchmarks import read_math
+from arithmech.identify.pipeline import identify
 from arithmech.methods.ablation.intervention import Forwards
 from arithmech.methods.ablation.knockout import Ablation, accuracy
 from arithmech.methods.ablation.overlap import overlap, overlap_knockout
 from arithmech.methods.ablation.transfer import unknown_words
 from arithmech.methods.effects import ranking
-from arithmech.steps.config import Generalize as Config
 from arithmech.steps.control import evidence_status
-from arithmech.steps.identify_pipeline import identify
 
-DEFAULTS = Config()  # the step's defaults (arithmech.steps.config), written once
+DEFAULTS = Config()  # the step's defaults (arithmech.identify.config), written once
 
 # ------------------------------------------------------------------------- custom pairs (App. D, E)
 # App. E: "Calculate the number of gigabytes still available" → "Describe the location of ...".
@@ -124,7 +124,7 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
     then the overlap of their ``config.top`` heads by effect rank ("top-10 key heads") and the knockout of shared
     vs run-specific heads on each dataset (each with its own X_c means), beside ``config.n_random`` sets of as many
     random heads outside both top lists. ``config``: the pairs drawn, the seed, the key threshold, ``top``,
-    ``n_random`` and the batch size (:class:`arithmech.steps.config.Generalize`).
+    ``n_random`` and the batch size (:class:`arithmech.circuits.config.Generalize`).
 
     Returns ``{"runs": {name: IdentifyResult}, "overlap": dict, "knockout": DataFrame, "top": DataFrame}``;
     ``top`` lists each run's top heads with their effects and whether they pass ``config.threshold``.

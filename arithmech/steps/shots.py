@@ -36,7 +36,7 @@ from arithmech.data import pairs
 from arithmech.data import shots as shots_module
 from arithmech.data.draw import Draw
 from arithmech.methods.prepare import NoReferenceData, prepare
-from arithmech.steps.config import Shots as Config
+from arithmech.prompts.config import Shots as Config
 
 CAN_DO = 0.05  # an operation the model can do at K: the kept rate's Wilson lower bound reaches this
 RULE = (
@@ -132,7 +132,7 @@ def recorded(config: Config) -> dict:
 @dataclass(frozen=True)
 class Result:
     """The shots step's file as a run made with ``config`` wrote it (:func:`read`; what
-    :func:`arithmech.steps.ensure.ensure` returns for a :class:`Shots` config):
+    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Shots` config):
 
     * ``table`` — ``shots.csv`` (checked): the yield per K and operation, with Wilson intervals;
     * ``shots``, ``best_floor``, ``tied``, ``floors``, ``can_do``, ``rule`` — :func:`choose`'s keys, the rule

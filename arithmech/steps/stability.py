@@ -48,11 +48,13 @@ from arithmech.data import pairs
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, resampling_units
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
+from arithmech.identify.config import Stability as Config
+from arithmech.identify.result import STABILITY_FILES as FILENAMES
+from arithmech.identify.result import StabilityResult as Result  # Result, read: the step protocol
+from arithmech.identify.result import read_stability as read
 from arithmech.methods.effects import effects_frame, key_heads, ranking
 from arithmech.methods.patching import Patched, path_patch
 from arithmech.methods.prepare import task_templates
-from arithmech.steps.config import Stability as Config
-from arithmech.steps.stability_result import FILENAMES, Result, read  # Result, read: the step protocol
 
 ALL = "all"  # the family label of a run over every template
 
@@ -144,7 +146,7 @@ def stability(model, tok, config: Config, *, families: bool = True, keep_correct
     ``config`` (the step's, checked when made): seeds ``seed .. seed + seeds - 1``, the ``sizes`` (numbers of pairs
     *drawn*, as identify's ``n_samples``), the ``kinds``, the key rule (``threshold``, ``n_boot``, ``bootstrap``:
     what the intervals resample, as identify's), ``top``, and the draw of every pair
-    (:meth:`arithmech.steps.config.Stability.to_draw`). Each run patches the X_r among the pairs drawn
+    (:meth:`arithmech.identify.config.Stability.to_draw`). Each run patches the X_r among the pairs drawn
     (``keep_correct=False`` keeps every drawn pair: for random test models that answer nothing right);
     ``families=False`` leaves out the runs per template family.
     """

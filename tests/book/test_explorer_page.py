@@ -68,8 +68,8 @@ def explorer_html(request, book_executed, tmp_path_factory) -> Path:
     (root / "book" / "intro.md").write_text("# Explorer only\n\nOne page of the book, built by its test.\n")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/explorer\n")
     from arithmech.core.models import load_model
-    from arithmech.steps import identify as I
-    from arithmech.steps import identify_pipeline as IP
+    from arithmech.identify import pipeline as IP
+    from arithmech.identify import run as I
     net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
     res = IP.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, root / "results" / "embedded", model_name="embedded")

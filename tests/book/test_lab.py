@@ -20,9 +20,9 @@ import pytest
 from browser import Browser, require_browser
 
 from arithmech.core.models import load_model
+from arithmech.identify import pipeline as IP
+from arithmech.identify import run as I
 from arithmech.methods.explorer import top_next
-from arithmech.steps import identify as I
-from arithmech.steps import identify_pipeline as IP
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "Q: What is 9 minus 5? A:"       # its tokens ("minus", "?") are none of the default prompt's

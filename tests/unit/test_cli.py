@@ -83,10 +83,9 @@ def test_a_recorded_command_builds_the_same_config(step, cls, values):
 
     from arithmech.cli import build_parser
     from arithmech.core.config import command_line, fields
-    from arithmech.steps import config as C
-    from arithmech.steps import config_training as T
+    from arithmech.pipeline.registry import STEPS
 
-    klass = getattr(C, cls, None) or getattr(T, cls)
+    klass = STEPS[step].config
     config = klass(**values)
     line = command_line(step, config)
     argv = shlex.split(line)

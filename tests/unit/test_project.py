@@ -216,9 +216,16 @@ def _package_imports() -> dict[str, set[str]]:
     return graph
 
 
-# The package's layers, lowest first: a module imports only from its own layer or a lower one.
-LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4, "steps": 5, "table1": 5,
-          "claims": 6, "report": 7, "cli": 8, "lab": 8, "__init__": 8, "__main__": 8}
+# The package's layers, lowest first: a module imports only from its own layer or a lower one. A key is a top-level
+# package or module, or one module of a package (``pipeline.registry``) where that module sits higher than its package:
+# the step registry and ``ensure`` name every step's config above the wings' computing modules; a wing's page sits
+# above the claims its sentences come from.
+LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4,
+          "pipeline": 5, "identify": 6, "analyze": 6, "circuits": 6, "prompts": 6, "steps": 6, "table1": 6,
+          "pipeline.registry": 7, "pipeline.ensure": 7,
+          "claims": 8, "report": 10,
+          "identify.page": 10, "identify.knockout_page": 10, "identify.charts": 10, "identify.transfer_chart": 10,
+          "identify.stability_charts": 10, "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
 
 
 def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
@@ -241,8 +248,10 @@ def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
 
 
 def _layer(module: str) -> int:
-    parts = module.split(".")
-    return LAYERS[parts[1] if len(parts) > 1 else "__init__"]
+    """``module``'s layer: its own entry in :data:`LAYERS` (``pipeline.registry``) where it has one, else its
+    package's."""
+    parts = module.split(".")[1:] or ["__init__"]
+    return LAYERS.get(".".join(parts[:2]), LAYERS[parts[0]])
 
 
 def test_layers_only_go_down():
@@ -258,12 +267,60 @@ def test_layers_only_go_down():
     assert all(m == "arithmech.cli" and "#" in text for m, _, text in inner), inner
 
 
+WINGS = ("identify", "analyze", "circuits", "prompts")
+"""The paper steps' wings, lowest first: each holds one step's config, run, Result, page and charts."""
+
+WING_FACES = ("result", "config")
+"""What a wing shows another wing: its Result (the one reader of its files) and its config (a field written once and
+reused, :func:`arithmech.pipeline.config_base.same_as`); its computing modules, pages and charts stay its own."""
+
+
+def wing_crossings(root: Path = REPO) -> tuple[list[str], int]:
+    """The imports from one wing into another wing's module other than its :data:`WING_FACES`, as ``module:line →
+    target``, and how many imports cross between wings in all."""
+    bad, crossing = [], 0
+    for f in sorted((root / "arithmech").rglob("*.py")):
+        mod = ".".join(f.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        wing = mod.split(".")[1] if mod.count(".") else ""
+        if wing not in WINGS:
+            continue
+        for n in ast.walk(ast.parse(f.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("arithmech."):
+                targets = [f"{n.module}.{a.name}" if n.module.count(".") == 1 else n.module for a in n.names]
+            elif isinstance(n, ast.Import):
+                targets = [a.name for a in n.names if a.name.startswith("arithmech.")]
+            else:
+                continue
+            for t in targets:
+                parts = t.split(".")
+                if parts[1] in WINGS and parts[1] != wing:
+                    crossing += 1
+                    if len(parts) < 3 or parts[2] not in WING_FACES:
+                        bad.append(f"{mod}:{n.lineno} → {t}")
+    return bad, crossing
+
+
+def test_a_wing_imports_of_another_wing_only_its_result_and_config(tmp_path):
+    """Protects the wings' one meeting place: a paper step's wing (:data:`WINGS`) imports of another wing only its
+    ``result`` module (its typed Result, the one reader of its files) and its ``config``, never a computing module, a
+    page or a chart; ``from arithmech.identify import run`` into another wing is caught."""
+    bad, crossing = wing_crossings()
+    assert bad == [], bad
+    assert crossing > 0                                                   # the walk sees the wings meet
+    for rel, text in (("arithmech/identify/run.py", ""), ("arithmech/identify/result.py", ""),
+                      ("arithmech/analyze/run.py", "from arithmech.identify import run\nfrom arithmech.identify import result\n"
+                                                   "from arithmech.identify.result import Result\n")):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert wing_crossings(tmp_path) == (["arithmech.analyze.run:1 → arithmech.identify.run"], 3)
+
+
 def test_the_package_has_no_import_cycles():
     """Protects the layering: no module reaches itself through imports (top-level, lazy, or the CLI's
     plugin table), so every step imports on its own and the pipeline reads top to bottom."""
     graph = _package_imports()
-    assert graph["arithmech.cli"] >= {"arithmech.steps.registry", "arithmech.report.build.book"}   # the check sees lazy ones
-    assert graph["arithmech.steps.registry"] >= {"arithmech.steps.identify", "arithmech.steps.table1"}
+    assert graph["arithmech.cli"] >= {"arithmech.pipeline.registry", "arithmech.report.build.book"}   # the check sees lazy ones
+    assert graph["arithmech.pipeline.registry"] >= {"arithmech.identify.run", "arithmech.steps.table1"}
     seen: dict[str, int] = {}
 
     def visit(m: str, path: list[str]) -> None:
@@ -305,8 +362,9 @@ def test_ruff_lint_is_clean():
 
 
 FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/cli.py", "arithmech/lab",
-             "arithmech/paper.py", "arithmech/claims", "arithmech/core", "arithmech/data", "arithmech/embedded",
-             "arithmech/evals", "arithmech/finetune", "arithmech/methods", "arithmech/report", "arithmech/steps", "arithmech/table1"]
+             "arithmech/paper.py", "arithmech/analyze", "arithmech/circuits", "arithmech/claims", "arithmech/identify",
+             "arithmech/prompts", "arithmech/core", "arithmech/data", "arithmech/embedded",
+             "arithmech/evals", "arithmech/finetune", "arithmech/methods", "arithmech/pipeline", "arithmech/report", "arithmech/steps", "arithmech/table1"]
 """What `ruff format` keeps formatted (issue #42): the whole package, every folder and top-level module (the
 tests and benchmarks are linted, not formatted)."""
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from arithmech.core import results as R
+from arithmech.identify import run as identify_step
+from arithmech.identify.config import BOOK_SCALE, Stability
+from arithmech.prompts.config import Shots
 from arithmech.steps import accuracy as accuracy_step
-from arithmech.steps import identify as identify_step
 from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
-from arithmech.steps.config import BOOK_SCALE, Shots, Stability
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "results" / "smollm2-135m"

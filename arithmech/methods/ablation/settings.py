@@ -1,5 +1,5 @@
 """How identify's knockout runs: its settings as one checked value (issue #42), with no torch import, so the step
-config (:meth:`arithmech.steps.config.Identify.knockout_settings`) builds and checks them before any model loads;
+config (:meth:`arithmech.identify.config.Identify.knockout_settings`) builds and checks them before any model loads;
 what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.ablation.curves.knockout_curve`
 takes it; and which prompts a knockout draws (:class:`Prompts`), as
 :func:`arithmech.methods.ablation.run.eval_samples` takes them."""
@@ -25,8 +25,9 @@ def split_positions(knockout_positions: str) -> list[str]:
 
 @dataclass(frozen=True)
 class KnockoutSettings:
-    """How identify's knockout runs, as its config sets it (:meth:`arithmech.steps.config.Identify.knockout_settings`;
-    every default is written there, once). Checked when made: a wrong value is one ``ValueError``.
+    """How identify's knockout runs, as its config sets it
+    (:meth:`arithmech.identify.config.Identify.knockout_settings`; every default is written there, once).
+    Checked when made: a wrong value is one ``ValueError``.
 
     Attributes:
         samples: prompts per task in the curves (:func:`eval_samples`; the config's ``knockout_samples``).

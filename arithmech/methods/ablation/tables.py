@@ -2,7 +2,7 @@
 and the sanity rows that say whether the ablation removes anything.
 
 ``knockout_summary`` and ``sanity_table`` read ``knockout.csv`` (a frame with :data:`COLUMNS
-<arithmech.methods.ablation.run.COLUMNS>`), or an :class:`arithmech.steps.identify.IdentifyResult`'s
+<arithmech.methods.ablation.run.COLUMNS>`), or an :class:`arithmech.identify.run.IdentifyResult`'s
 ``knockout``; :func:`positions_table` re-runs only the position setting the run does not have.
 """
 

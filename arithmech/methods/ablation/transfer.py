@@ -201,8 +201,8 @@ def run_transfer(
     cases: Sequence[tuple[str, str]] = FIG4_CASES,
 ) -> None:
     """Fig. 4 and the held-out family: fills ``res.transfer`` and ``res.heldout`` (``res`` an
-    :class:`~arithmech.steps.identify.IdentifyResult`; ``id_heads``: key heads found without the
-    ``heldout`` templates and where they come from, :func:`arithmech.steps.identify.heldout_heads`).
+    :class:`~arithmech.identify.run.IdentifyResult`; ``id_heads``: key heads found without the
+    ``heldout`` templates and where they come from, :func:`arithmech.identify.run.heldout_heads`).
     Fig. 4 knocks out the studied heads of the primary task (:func:`arithmech.methods.effects.studied_heads`:
     the key heads, or the top ones where none is key), its prompts cut where this tokenizer's answer token
     starts (:func:`tokenizer_cases`). ``res.means`` is a reference pool that covers the held-out family,

@@ -144,7 +144,7 @@ def build(
 
 
 def run(config) -> dict[str, float]:
-    """``python -m arithmech book``: :func:`build` with a :class:`arithmech.steps.config.Book`. A bad ``--set``
+    """``python -m arithmech book``: :func:`build` with a :class:`arithmech.report.build.config.Book`. A bad ``--set``
     is a :class:`BookArgumentError` (one line, exit 2); a chapter that fails is one message and exit 1."""
     try:
         return build(

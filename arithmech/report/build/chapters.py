@@ -11,8 +11,8 @@ each config's ``to_<step>()`` methods build the step configs its page runs with,
 :func:`narrow` copies the fields the two share by name and the method names the rest (a chapter-only parameter
 such as ``stability_seeds``, a fixed setting such as ``overwrite``).
 
-The step configs (:mod:`arithmech.steps.config`) hold the steps' defaults; a chapter's own defaults are its
-choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in its parameters cell.
+The step configs (each wing's ``config``, :mod:`arithmech.identify.config`) hold the steps' defaults; a chapter's
+own defaults are its choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in its parameters cell.
 """
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_model
-from arithmech.steps import config as steps
+from arithmech.identify import config as identify_config
+from arithmech.pipeline.config_base import MAX_SHOTS
+from arithmech.prompts import config as prompts_config
 from arithmech.steps import config_training as training
 
 S = TypeVar("S", bound=Config)
@@ -42,16 +46,16 @@ def narrow(step: type[S], chapter: Config, skip: tuple[str, ...] = (), **changes
 
 
 def book_scale(chapter: Config) -> dict:
-    """:data:`arithmech.steps.config.BOOK_SCALE` less the fields ``chapter`` sets itself (the SmolLM2 appendix's
+    """:data:`arithmech.identify.config.BOOK_SCALE` less the fields ``chapter`` sets itself (the SmolLM2 appendix's
     ``knockout_samples``): identify at the book's scale."""
-    return {k: v for k, v in steps.BOOK_SCALE.items() if k not in chapter.__dataclass_fields__}
+    return {k: v for k, v in identify_config.BOOK_SCALE.items() if k not in chapter.__dataclass_fields__}
 
 
-def stability(chapter: Identify | SmolLM2, **changes) -> steps.Stability:
+def stability(chapter: Identify | SmolLM2, **changes) -> identify_config.Stability:
     """Key-head stability on addition: the chapter's ``stability_seeds`` and ``stability_sizes`` are the step's
     ``seeds`` and ``sizes``."""
     return narrow(
-        steps.Stability,
+        identify_config.Stability,
         chapter,
         task="addition",
         seeds=chapter.stability_seeds,
@@ -95,7 +99,9 @@ class ModelChapter(Chapter):
 class Data(ModelChapter):
     n_per_template: int = option(10, "pairs drawn per template for the accuracy chart", low=1)
     answer_token: str = option(
-        step_default(steps.Identify, "answer_token"), "the answer token scored (identify's rule)", choices=ANSWER_TOKENS
+        step_default(identify_config.Identify, "answer_token"),
+        "the answer token scored (identify's rule)",
+        choices=ANSWER_TOKENS,
     )
     yield_per_template: int = option(
         4,
@@ -104,36 +110,36 @@ class Data(ModelChapter):
         low=1,
     )
 
-    def to_shots(self) -> steps.Shots:
+    def to_shots(self) -> prompts_config.Shots:
         """The yield on the chapter's model (the shots step scores identify's default answer token)."""
-        return narrow(steps.Shots, self, skip=("answer_token",), n_per_template=self.yield_per_template)
+        return narrow(prompts_config.Shots, self, skip=("answer_token",), n_per_template=self.yield_per_template)
 
 
 @dataclass(frozen=True)
 class Identify(ModelChapter):
     task: str = option(
-        step_default(steps.Identify, "task"),
+        step_default(identify_config.Identify, "task"),
         "all (those of the four operations that pass the control, pooled), one of them, fig8, fig10 or a "
         "template-pair file",
     )
     n_samples: int = option(
-        step_default(steps.Identify, "n_samples"),
+        step_default(identify_config.Identify, "n_samples"),
         "pairs drawn per task; X_r keeps those the model answers right",
         low=1,
     )
     threshold: float = option(
-        step_default(steps.Identify, "threshold"),
+        step_default(identify_config.Identify, "threshold"),
         "key heads: relative logit change below this, whole 95% interval",
         high=-1e-9,
     )
     answer_token: str = option(
-        step_default(steps.Identify, "answer_token"), "the measured answer token", choices=ANSWER_TOKENS
+        step_default(identify_config.Identify, "answer_token"), "the measured answer token", choices=ANSWER_TOKENS
     )
     stability_seeds: int = option(
-        step_default(steps.Stability, "seeds"), "key-head stability: independent draws", low=2
+        step_default(identify_config.Stability, "seeds"), "key-head stability: independent draws", low=2
     )
     stability_sizes: tuple[int, ...] = option(
-        step_default(steps.Stability, "sizes"), "pairs drawn per stability run", low=1
+        step_default(identify_config.Stability, "sizes"), "pairs drawn per stability run", low=1
     )
     results: str = option("results", "files go to <results>/<model-name>/")
     trained_without_heldout: bool = option(
@@ -142,11 +148,11 @@ class Identify(ModelChapter):
         "(the embedded model): compare its top components on trained and held-out facts",
     )
 
-    def to_identify(self) -> steps.Identify:
+    def to_identify(self) -> identify_config.Identify:
         """Identify on the chapter's parameters, rewriting its files (a chapter re-computes its own run)."""
-        return narrow(steps.Identify, self, overwrite=True)
+        return narrow(identify_config.Identify, self, overwrite=True)
 
-    def to_stability(self) -> steps.Stability:
+    def to_stability(self) -> identify_config.Stability:
         return stability(self)
 
 
@@ -154,15 +160,17 @@ class Identify(ModelChapter):
 class Analyze(ModelChapter):
     results: str = option("results", "reads identify's files from and writes to <results>/<model-name>/")
     n_samples: int = option(
-        step_default(steps.Analyze, "n_samples"), "reference samples (X_r) the averages run over (paper: 1000)", low=1
+        step_default(analyze_config.Analyze, "n_samples"),
+        "reference samples (X_r) the averages run over (paper: 1000)",
+        low=1,
     )
-    prompt: str = option(step_default(steps.Analyze, "prompt"), "the prompt of Fig. 6c and of the explorer")
+    prompt: str = option(step_default(analyze_config.Analyze, "prompt"), "the prompt of Fig. 6c and of the explorer")
     counterfactual: str = option("4 @ 3 =", "its counterfactual in the explorer ('' for none)")
     interactive: bool = option(False, "True in a live Jupyter session: show the ipywidgets prompt explorer")
 
-    def to_analyze(self) -> steps.Analyze:
+    def to_analyze(self) -> analyze_config.Analyze:
         """Analyze on the chapter's parameters, rewriting its files."""
-        return narrow(steps.Analyze, self, overwrite=True)
+        return narrow(analyze_config.Analyze, self, overwrite=True)
 
 
 @dataclass(frozen=True)
@@ -181,10 +189,12 @@ class Models(Chapter):
             check_model(m)
         check_device(self.device)
 
-    def to_identify(self, model_name: str) -> steps.Identify:
+    def to_identify(self, model_name: str) -> identify_config.Identify:
         """Identify of ``model_name`` at ``identify_samples`` pairs and the book's scale (where its files are
         missing)."""
-        return narrow(steps.Identify, self, model_name=model_name, n_samples=self.identify_samples, **book_scale(self))
+        return narrow(
+            identify_config.Identify, self, model_name=model_name, n_samples=self.identify_samples, **book_scale(self)
+        )
 
 
 @dataclass(frozen=True)
@@ -200,7 +210,7 @@ class Explorer(Models):
     )
     n_reference: int = option(128, "identify samples whose counterfactuals give the knockout means", low=1)
     answer_token: str = option(
-        step_default(steps.Identify, "answer_token"),
+        step_default(identify_config.Identify, "answer_token"),
         "the answer token the prompts are drawn and scored with (identify's rule)",
         choices=ANSWER_TOKENS,
     )
@@ -216,22 +226,26 @@ class Explorer(Models):
 @dataclass(frozen=True)
 class Beyond(Models):
     receivers: int = option(
-        step_default(steps.Beyond, "receivers"), "receivers: key heads, or the top k by effect if none passes", low=1
+        step_default(circuits_config.Beyond, "receivers"),
+        "receivers: key heads, or the top k by effect if none passes",
+        low=1,
     )
     ig_steps: int = option(
-        step_default(steps.Beyond, "ig_steps"), "EAP-IG: points on the straight path from X_r to X_c", low=1
+        step_default(circuits_config.Beyond, "ig_steps"), "EAP-IG: points on the straight path from X_r to X_c", low=1
     )
     n_samples: int = option(
-        step_default(steps.Beyond, "n_samples"), "reference samples (X_r) from identify's prompts.jsonl", low=1
+        step_default(circuits_config.Beyond, "n_samples"),
+        "reference samples (X_r) from identify's prompts.jsonl",
+        low=1,
     )
     recompute: bool = option(False, "recompute eap.csv / upstream.csv even when made with these parameters")
 
-    def to_beyond(self, model_name: str) -> steps.Beyond:
-        return narrow(steps.Beyond, self, model_name=model_name)
+    def to_beyond(self, model_name: str) -> circuits_config.Beyond:
+        return narrow(circuits_config.Beyond, self, model_name=model_name)
 
-    def to_faithfulness(self, model_name: str) -> steps.Faithfulness:
+    def to_faithfulness(self, model_name: str) -> circuits_config.Faithfulness:
         """Faithfulness at its own defaults (its ``n_samples`` counts fresh evaluation pairs, not Beyond's X_r)."""
-        return narrow(steps.Faithfulness, self, skip=("n_samples",), model_name=model_name)
+        return narrow(circuits_config.Faithfulness, self, skip=("n_samples",), model_name=model_name)
 
 
 @dataclass(frozen=True)
@@ -300,9 +314,9 @@ class MlpAblation(ModelChapter):
 
 @dataclass(frozen=True)
 class Exponentiation(ModelChapter):
-    n_samples: int = option(step_default(steps.Generalize, "n_samples"), "pairs drawn per template", low=1)
+    n_samples: int = option(step_default(circuits_config.Generalize, "n_samples"), "pairs drawn per template", low=1)
     threshold: float = option(
-        step_default(steps.Generalize, "threshold"), "key heads: relative logit change below this", high=-1e-9
+        step_default(circuits_config.Generalize, "threshold"), "key heads: relative logit change below this", high=-1e-9
     )
     results: str = option("results", "<results>/<model-name>/")
 
@@ -312,8 +326,8 @@ class Gsm8k(Exponentiation):
     n_samples: int = option(256, "pairs per dataset", low=1)
     top: int = option(5, "heads compared per run", low=1)
 
-    def to_generalize(self) -> steps.Generalize:
-        return narrow(steps.Generalize, self)
+    def to_generalize(self) -> circuits_config.Generalize:
+        return narrow(circuits_config.Generalize, self)
 
 
 @dataclass(frozen=True)
@@ -336,26 +350,28 @@ class SmolLM2(ModelChapter):
     results: str = option("results", "files go to <results>/<model-name>/")
     n_samples: int = option(4096, "pairs drawn per operation; X_r keeps the ones the model answers right", low=8)
     example_sets: int = option(
-        step_default(steps.Identify, "example_sets"), "sets of solved examples per template", low=1
+        step_default(identify_config.Identify, "example_sets"), "sets of solved examples per template", low=1
     )
     knockout_split: str = option(
-        step_default(steps.Identify, "knockout_split"),
+        step_default(identify_config.Identify, "knockout_split"),
         "knockout prompts: fresh X_r of problems never ranked on (held-out), or the X_r topped up",
         choices=("held-out", "in-sample"),
     )
     bootstrap: str = option(
-        step_default(steps.Identify, "bootstrap"), "what the effect intervals resample", choices=("cluster", "prompt")
+        step_default(identify_config.Identify, "bootstrap"),
+        "what the effect intervals resample",
+        choices=("cluster", "prompt"),
     )
     shots: int = option(
         -1,
         "solved examples before every prompt; -1: the K the yield rule picks (shots.csv)",
         low=-1,
-        high=steps.MAX_SHOTS,
+        high=MAX_SHOTS,
     )
     n_per_template: int = option(16, "accuracy table: prompts per template", low=1)
-    knockout_samples: int = option(steps.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
+    knockout_samples: int = option(identify_config.BOOK_SCALE["knockout_samples"], "knockout prompts per task", low=4)
     n_random: int = option(
-        step_default(steps.Identify, "n_random"),
+        step_default(identify_config.Identify, "n_random"),
         "random orders of components outside the key heads and the top k",
         low=1,
     )
@@ -363,22 +379,22 @@ class SmolLM2(ModelChapter):
     stability_seeds: int = option(3, "key-head stability on addition: independent draws", low=2)
     stability_sizes: tuple[int, ...] = option((64, 128, 256), "pairs drawn (nested per seed)", low=1)
 
-    def to_shots(self) -> steps.Shots:
+    def to_shots(self) -> prompts_config.Shots:
         """The yield per K (its ``n_per_template`` is its own, not the accuracy table's)."""
-        return narrow(steps.Shots, self, skip=("n_per_template",))
+        return narrow(prompts_config.Shots, self, skip=("n_per_template",))
 
-    def to_identify(self, shots: int, **changes) -> steps.Identify:
+    def to_identify(self, shots: int, **changes) -> identify_config.Identify:
         """Identify at ``shots`` solved examples and the book's scale (``changes``: the zero-shot run's folder)."""
-        return narrow(steps.Identify, self, shots=shots, **book_scale(self), **changes)
+        return narrow(identify_config.Identify, self, shots=shots, **book_scale(self), **changes)
 
-    def to_stability(self, shots: int) -> steps.Stability:
+    def to_stability(self, shots: int) -> identify_config.Stability:
         return stability(self, shots=shots)
 
-    def to_analyze(self) -> steps.Analyze:
-        return narrow(steps.Analyze, self, prompt="4 + 3 = ")
+    def to_analyze(self) -> analyze_config.Analyze:
+        return narrow(analyze_config.Analyze, self, prompt="4 + 3 = ")
 
-    def to_accuracy(self) -> steps.Accuracy:
-        return narrow(steps.Accuracy, self)
+    def to_accuracy(self) -> prompts_config.Accuracy:
+        return narrow(prompts_config.Accuracy, self)
 
 
 # chapter (file stem) → its config

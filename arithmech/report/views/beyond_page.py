@@ -19,6 +19,7 @@ from pandas.io.formats.style import Styler
 from arithmech.claims.decide import claims, rules_markdown
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Beyond as BeyondChapter
 from arithmech.report.charts import faithfulness_chart as FC
 from arithmech.report.views import beyond_views as V
@@ -28,7 +29,6 @@ from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps import beyond as B
 from arithmech.steps import faithfulness as faithfulness_step
-from arithmech.steps.ensure import ensure
 
 MISSES = {
     "eap": "EAP",

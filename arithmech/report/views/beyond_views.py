@@ -1,4 +1,5 @@
-"""The Beyond chapter's tables and charts, one row (or one chart) per model, from :func:`arithmech.steps.ensure.ensure`.
+"""The Beyond chapter's tables and charts, one row (or one chart) per model, from
+:func:`arithmech.pipeline.ensure.ensure`.
 
 Each function takes ``runs``: a list of ``ensure`` results (:class:`arithmech.steps.beyond.Result`: ``model``,
 ``summary``, ``eap``, ``upstream``, ``n_layers``), so the page shows every model with one code path::

@@ -26,13 +26,13 @@ from arithmech.data.draw import Draw
 from arithmech.data.pairs import make_pairs, select_templates
 from arithmech.embedded import heldout as H
 from arithmech.evals.scoring import filter_correct
+from arithmech.pipeline.ensure import ensure
+from arithmech.prompts.config import Shots as ShotsConfig
 from arithmech.report.build.chapters import Data as DataChapter
 from arithmech.report.charts.accuracy_chart import template_accuracy_chart
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps import shots as shots_step
-from arithmech.steps.config import Shots as ShotsConfig
-from arithmech.steps.ensure import ensure
 
 SHIPPED = "smollm2-135m"  # the other model whose shipped shots.csv the yield section shows beside the chapter's
 

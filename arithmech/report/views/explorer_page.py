@@ -22,13 +22,13 @@ from arithmech.core import results as R
 from arithmech.core.models import load_model
 from arithmech.data.draw import Draw
 from arithmech.methods import explorer as X
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Explorer as ExplorerChapter
 from arithmech.report.views import counts
 from arithmech.report.views import live_explorer as LX
 from arithmech.report.views.cells import html, markdown
 from arithmech.report.views.explorer_views import explorer_chart, finding, knockout_table
 from arithmech.report.views.pages import answer_token_sentence, chapter_end
-from arithmech.steps.ensure import ensure
 
 LIVE = "embedded"  # the model the live explorer runs in the browser
 

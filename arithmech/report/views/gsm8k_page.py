@@ -24,11 +24,11 @@ from arithmech.core.names import component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs as D
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
+from arithmech.identify.pipeline import identify
 from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.generalize import WORD_PROBLEM_PAIRS, app_e_dataset, compare_runs
-from arithmech.steps.identify_pipeline import identify
 
 PAPER_OURS = "ours (Fig. 8)"
 """Our dataset's name in the tables: the templates of Fig. 8."""

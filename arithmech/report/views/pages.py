@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from arithmech.identify.config import Identify
 from arithmech.report.views.table_display import claim_verdict
 from arithmech.report.views.tables import setting_name
-from arithmech.steps.config import Identify
 
 # What each answer-token rule scores (arithmech.data.pairs' docstring), as a clause of a sentence.
 ANSWER_TOKEN_RULES = {

@@ -14,12 +14,12 @@ from arithmech.core.names import stages as stage_layers
 from arithmech.core.results import read as read_result
 from arithmech.data import pairs
 from arithmech.methods import attention
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import labels_table, nonkey_band_chart
 from arithmech.report.views.finetune_page import markdown
 from arithmech.report.views.real_llm_base import PageBase
 from arithmech.steps import analyze as analyze_step
-from arithmech.steps.ensure import ensure
 
 
 class AnalyzeSection(PageBase):

@@ -15,24 +15,24 @@ import pandas as pd
 from arithmech.claims.decide import claims
 from arithmech.core.names import component, component_label, components
 from arithmech.data import pairs
+from arithmech.identify import run as identify_step
+from arithmech.identify import stability_charts as stability_charts
+from arithmech.identify.charts import knockout_control_chart
 from arithmech.methods.ablation.tables import (
     sanity_note,
     sanity_readable,
     sanity_table,
     uniform_guess,
 )
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import effect_chart
-from arithmech.report.charts import stability_views as stability_charts
-from arithmech.report.charts.knockout_chart import knockout_control_chart
 from arithmech.report.views import fewshot
 from arithmech.report.views.finetune_page import markdown
 from arithmech.report.views.pages import claim_lines
 from arithmech.report.views.real_llm_base import PageBase
 from arithmech.report.views.table_display import verdict as verdict_word
-from arithmech.steps import identify as identify_step
 from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
-from arithmech.steps.ensure import ensure
 
 
 class IdentifySection(PageBase):
@@ -100,7 +100,7 @@ class IdentifySection(PageBase):
 
     @cached_property
     def operand(self) -> dict:
-        """The operand counterfactual beside identify's files (:func:`arithmech.steps.identify.operand`)."""
+        """The operand counterfactual beside identify's files (:func:`arithmech.identify.run.operand`)."""
         return identify_step.operand(self._k_shot(), recompute=self.P.recompute)
 
     def kept(self) -> pd.DataFrame:

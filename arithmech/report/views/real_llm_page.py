@@ -2,7 +2,7 @@
 
 The page runs the paper's method on SmolLM2-135M: :class:`Page` loads the model once, ensures each step's files
 (``accuracy``, ``shots``, ``identify``, its zero-shot twin, ``stability``, ``analyze``: reused when made with the
-page's parameters, :func:`arithmech.steps.ensure.ensure`) and each method returns what its cell shows — pandas
+page's parameters, :func:`arithmech.pipeline.ensure.ensure`) and each method returns what its cell shows — pandas
 Stylers and frames (tables), altair charts, IPython ``Markdown`` (computed sentences) — as one object or a list the
 cell passes to ``display(*…)``. Nothing is decided here: verdicts come from the claims table
 (:func:`arithmech.claims.decide.claims`), counts from :mod:`arithmech.report.views.counts`.
@@ -24,6 +24,7 @@ from functools import cached_property
 import pandas as pd
 
 from arithmech.claims.decide import claims
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import fewshot
 from arithmech.report.views.findings import answer_sentence, controls_table, findings_table, is_control, tally
@@ -34,7 +35,6 @@ from arithmech.report.views.real_llm_identify_page import IdentifySection
 from arithmech.report.views.real_llm_table1_page import Table1Section
 from arithmech.report.views.table_display import verdict as verdict_word
 from arithmech.steps import accuracy as accuracy_step
-from arithmech.steps.ensure import ensure
 
 END_CLAIMS = [
     "key-heads-exist",

@@ -11,13 +11,13 @@ import torch
 
 from arithmech.data import pairs as D
 from arithmech.data.batches import answer_ids
+from arithmech.identify import pipeline as IP
 from arithmech.methods import attention as At
 from arithmech.methods import effects as EF
 from arithmech.methods import explorer as E
 from arithmech.methods import explorer as X
 from arithmech.methods.ablation.intervention import Forwards
 from arithmech.methods.ablation.knockout import Ablation, knockout_topk
-from arithmech.steps import identify_pipeline as IP
 
 THRESHOLDS = [-0.2, -0.05, -0.01, -0.002]
 

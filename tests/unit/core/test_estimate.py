@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 from factories import make_biased_gqa_llama, make_tiny_llama
 
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
 from arithmech.core import admission as A
 from arithmech.core import estimate as E
-from arithmech.steps import config as C
+from arithmech.identify import config as identify_config
+from arithmech.prompts import config as prompts_config
 from arithmech.steps import config_training as T
 
 REPO = Path(__file__).resolve().parents[3]
@@ -37,13 +40,13 @@ def test_terms_match_an_independent_count():
     s = E.shape_of("embedded")
     assert E.end_cache_bytes(s, 200, 4) == 200 * 6 * (8 * 32 + 4 * 256) * 4
     assert E.bootstrap_bytes(100, 1000, 54) == 1000 * 100 * 16 + 1000 * 54 * 16
-    e = E.estimate(C.Identify(task="addition", n_samples=100))
+    e = E.estimate(identify_config.Identify(task="addition", n_samples=100))
     assert e.phases["patching"]["END caches of X_r and X_c"] == E.end_cache_bytes(s, 200, 4)
     assert e.peak_bytes == E.BASELINE + s.params * 4 + sum(e.phases[e.peak_phase].values())
     assert e.fixed == {"baseline": E.BASELINE, "weights": s.params * 4}
-    sizes = [E.estimate(C.Identify(n_samples=n)).peak_bytes for n in (100, 1000, 10_000, 50_000)]
+    sizes = [E.estimate(identify_config.Identify(n_samples=n)).peak_bytes for n in (100, 1000, 10_000, 50_000)]
     assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
-    assert E.estimate(C.Identify(dtype="bfloat16")).fixed["weights"] == s.params * 2
+    assert E.estimate(identify_config.Identify(dtype="bfloat16")).fixed["weights"] == s.params * 2
 
 
 def test_core_knows_no_step():
@@ -53,8 +56,8 @@ def test_core_knows_no_step():
     import dataclasses
     import re
 
-    classes = {n: v for m in (C, T) for n, v in vars(m).items() if isinstance(v, type)
-               and dataclasses.is_dataclass(v) and v.__module__ == m.__name__}     # config and config_training
+    classes = {n: v for m in (identify_config, analyze_config, circuits_config, prompts_config, T) for n, v in vars(m).items() if isinstance(v, type)
+               and dataclasses.is_dataclass(v) and v.__module__ == m.__name__}     # the wings' configs, config_training
     steps = list(classes)
     with_memory = [n for n in steps if hasattr(classes[n], "memory")]
     assert {"Identify", "Analyze", "Beyond", "Faithfulness", "Stability", "Accuracy", "Shots", "Finetune",
@@ -83,7 +86,7 @@ def test_every_step_has_an_estimate_and_a_line():
     """Protects: each step named by issue #28 (identify, analyze, beyond, faithfulness, stability, shots,
     accuracy-by-template, finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
     a record for run.json and the progress line's text; a hub id (no geometry without loading) gets none."""
-    configs = [C.Identify(), C.Analyze(), C.Beyond(), C.Faithfulness(), C.Stability(), C.Shots(), C.Accuracy(), T.Finetune(mode="full"),
+    configs = [identify_config.Identify(), analyze_config.Analyze(), circuits_config.Beyond(), circuits_config.Faithfulness(), identify_config.Stability(), prompts_config.Shots(), prompts_config.Accuracy(), T.Finetune(mode="full"),
                T.Table1(model_name="embedded")]
     for c in configs:
         e = E.estimate(c)
@@ -99,14 +102,14 @@ def test_check_refuses_naming_the_flag_and_passes_a_normal_config(monkeypatch):
     one ValueError line naming the step, the sizes and the flag to lower; with the machine's own memory a
     default config passes and returns its estimate."""
     monkeypatch.delenv(E.MEMORY_ENV, raising=False)
-    assert A.check(C.Identify()) is not None
+    assert A.check(identify_config.Identify()) is not None
     monkeypatch.setenv(E.MEMORY_ENV, str(100 * E.MiB))
     with pytest.raises(ValueError) as err:
-        A.check(C.Identify(n_samples=50_000))
+        A.check(identify_config.Identify(n_samples=50_000))
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("identify needs about ") and "lower --n-samples" in msg
     with pytest.raises(ValueError, match="lower --sizes"):
-        A.check(C.Stability(sizes=(64, 50_000)))
+        A.check(identify_config.Stability(sizes=(64, 50_000)))
 
 
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
@@ -140,9 +143,9 @@ def test_cli_passes_a_normal_config_to_the_step(tmp_path, monkeypatch):
                         lambda name: type("M", (), {"run": staticmethod(lambda c: seen.append(c) or {})}))
     monkeypatch.delenv(E.MEMORY_ENV, raising=False)
     monkeypatch.setitem(cli.COMMANDS, "accuracy-by-template",
-                        cli.Command(C.Accuracy, "fake", "run", lambda r: None))
+                        cli.Command(prompts_config.Accuracy, "fake", "run", lambda r: None))
     cli.main(["accuracy-by-template", "--model", "embedded", "--results", str(tmp_path)])
-    assert len(seen) == 1 and seen[0].n_per_template == C.Accuracy().n_per_template
+    assert len(seen) == 1 and seen[0].n_per_template == prompts_config.Accuracy().n_per_template
 
 
 def test_the_chain_backward_term_is_what_autograd_saves():

@@ -5,7 +5,8 @@ import pytest
 
 from arithmech.data import pairs, shots
 from arithmech.data.draw import Draw
-from arithmech.steps.config import Accuracy, Identify, Stability
+from arithmech.identify.config import Identify, Stability
+from arithmech.prompts.config import Accuracy
 
 
 @pytest.mark.parametrize("args,match", [

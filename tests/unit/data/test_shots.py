@@ -166,8 +166,8 @@ def test_a_run_made_with_other_example_sets_is_never_reused(tmp_path):
     import pandas as pd
 
     from arithmech.core import results
+    from arithmech.prompts.config import Shots
     from arithmech.steps import shots as shots_step
-    from arithmech.steps.config import Shots
     assert shots.recorded(4, 16) == {"examples": "16 sets per template"} and shots.recorded(0, 16) == {}
     assert shots.recorded(2, 1) == {"examples": "1 set per template"}
     table = pd.DataFrame({c: [0] for c in ("shots", "drawn", "token_correct", "correct", "xc_valid", "kept",

@@ -61,8 +61,8 @@ FIRST_TOKEN_PAGE = {
 def explorer_folder(tmp_path_factory):
     """The eager embedded model and a results folder with a small identify run (effects, prompts)."""
     from arithmech.core.models import load_model
-    from arithmech.steps import identify as I
-    from arithmech.steps import identify_pipeline as IP
+    from arithmech.identify import pipeline as IP
+    from arithmech.identify import run as I
     net, tok, _ = load_model("embedded", attn_implementation="eager")
     res = IP.identify(net, tok, ["addition", "subtraction"], n_samples=16, seed=0, knockout=False, transfer=False,
                      prob=False, answer_token="first")
@@ -82,8 +82,8 @@ def test_page_draws_and_records_the_configured_rule(explorer_folder):
     rule, whose default is identify's, and its prompts table records it; under last-digit a prompt carries the
     answer's leading digits and its answer is the last digit, as make_pairs draws them."""
     from arithmech.data import pairs as D
+    from arithmech.identify.config import Identify
     from arithmech.report.build.chapters import Explorer
-    from arithmech.steps.config import Identify
     assert Explorer().answer_token == Identify().answer_token == "last-digit"
     _, tok, _ = explorer_folder
     _, d = _page(explorer_folder, "last-digit")

@@ -7,9 +7,10 @@ import pytest
 
 from arithmech.core import results as R
 from arithmech.data import pairs as D
+from arithmech.identify.config import Identify
+from arithmech.pipeline.ensure import ensure
+from arithmech.prompts.config import Accuracy
 from arithmech.steps import accuracy as A
-from arithmech.steps.config import Accuracy, Identify
-from arithmech.steps.ensure import ensure
 
 # The table of the embedded model before issue #22 (scored with "first"), one prompt per template, seed 0:
 # per operation n, correct and mean p({C}).

@@ -2,39 +2,8 @@
 of the operations identify pooled (those that pass its control), where the heads they study were ranked."""
 from __future__ import annotations
 
-from arithmech.data import pairs
+from arithmech.analyze.config import Analyze
 from arithmech.steps import analyze as A
-from arithmech.steps import beyond as B
-from arithmech.steps.config import Analyze, Beyond
-
-
-def _sample(op: str, a: int) -> pairs.Sample:
-    return pairs.Sample(clean=f"{a} ? 2 =", corrupt=f"{a} ? 3 =", answer="1", target="1", a=a, b=2, op=op,
-                        template="t", family="f", answer_token="first")
-
-
-def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
-    """Protects item 5: with identify's control pooling addition and subtraction, analyze and beyond draw their
-    prompts from those two only (before: every operation, multiplication and division included, whose control had
-    failed); ``operations="all"`` keeps every operation; a key_heads.json without a control reads every one."""
-    mixed = [_sample(op, a) for op in ("addition", "subtraction", "multiplication", "division") for a in range(1, 9)]
-    monkeypatch.setattr(pairs, "samples", lambda folder: list(mixed))
-    monkeypatch.setattr(A, "kept_prompts", lambda folder: list(mixed))
-    control = {"control": {"pooled": ["addition", "subtraction"]}}
-    monkeypatch.setattr(A.results, "read", lambda folder, name: control if name == "key_heads.json" else {})
-    pooled = A.operations(Analyze(), tmp_path)
-    assert pooled == ["addition", "subtraction"] and A.operations(Analyze(operations="all"), tmp_path) is None
-    got = pairs.reference_samples(tmp_path, 100, 0, pooled)
-    assert len(got) == 16 and {s.op for s in got} == {"addition", "subtraction"}
-    assert len(pairs.reference_samples(tmp_path, 100, 0)) == 32                 # every operation, as before
-    assert {s.op for s in pairs.reference_samples(tmp_path, 5, 0, pooled)} <= set(pooled)
-    assert Beyond().operations == "pooled"
-    _, _, drawn = B.inputs(tmp_path, 100, 0, pooled)
-    assert len(drawn) == 16 and {s.op for s in drawn} == set(pooled)
-    control["control"]["failed"] = {"addition": "floor", "subtraction": "floor"}
-    assert A.operations(Analyze(), tmp_path) is None          # every pooled task fails: every operation, inconclusive
-    control.clear()
-    assert A.operations(Analyze(), tmp_path) is None
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, monkeypatch):
@@ -45,8 +14,8 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
     command printed of the in-memory dict before (the labels, the stages as tuples, the verdicts, the folder)."""
     import pandas as pd
 
+    from arithmech.identify import run as I
     from arithmech.methods.attention import verdict_lines
-    from arithmech.steps import identify as I
     model, tok, _ = embedded_model
     res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model_name="embedded")

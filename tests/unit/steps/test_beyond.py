@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from arithmech.pipeline.ensure import ensure
 from arithmech.steps import beyond as B
-from arithmech.steps.ensure import ensure
 
 
 def test_check_args_refuses_non_positive():
@@ -19,8 +19,8 @@ def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherw
     """Protects the chapter's reuse rule (the book's build budget rests on it, and it must never show a run
     made with other parameters): ``beyond.ensure`` computes once, reads back when ``run.json`` records the
     same parameters (``run`` is not called again), and recomputes when one differs."""
-    from arithmech.steps import identify as I
-    from arithmech.steps.identify_pipeline import identify
+    from arithmech.identify import run as I
+    from arithmech.identify.pipeline import identify
     model, tok, _ = embedded_model
     res = identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model_name="embedded")
@@ -43,7 +43,7 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
     prints it."""
     import pandas as pd
 
-    from arithmech.steps import identify as I
+    from arithmech.identify import run as I
     model, tok, _ = embedded_model
     res = I.identify(model, tok, "addition", n_samples=12, seed=0, knockout=False, transfer=False, prob=False)
     I.write_results(res, tmp_path / "embedded", model_name="embedded")

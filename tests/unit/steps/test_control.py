@@ -4,7 +4,7 @@ from __future__ import annotations
 from statistics import NormalDist
 
 from arithmech.data.pairs import Sample
-from arithmech.steps.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.steps.control import task_control
 
 Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estimates, 95% together
@@ -38,7 +38,7 @@ def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems()
 
 
 def test_a_task_with_too_few_problems_is_insufficient():
-    """Protects the minimum evidence (steps.config.MIN_PROBLEMS = 20): 19 distinct sums, however many copies,
+    """Protects the minimum evidence (identify.config.MIN_PROBLEMS = 20): 19 distinct sums, however many copies,
     are insufficient — failed with the count, left out of the pool; where every task fails, all pools them all
     and is failed itself."""
     few = [_mk("addition", a, b, f"t{i}") for a, b in SUMS[:MIN_PROBLEMS - 1] for i in range(10)]
@@ -51,8 +51,9 @@ def test_a_task_with_too_few_problems_is_insufficient():
 
 def test_identify_uses_this_control():
     """Protects one control for the run and the claims: the task_control identify() reads
-    (steps/identify_pipeline.py) is this module's."""
-    from arithmech.steps import identify_pipeline
+    (identify/pipeline.py) is this module's."""
+    from arithmech.identify import pipeline as identify_pipeline
+
     assert identify_pipeline.task_control is task_control
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from arithmech.circuits.config import Faithfulness
 from arithmech.core import results as R
 from arithmech.core.safe_read import ResultsError
 from arithmech.methods.faithfulness import COLUMNS
 from arithmech.steps import faithfulness as F
-from arithmech.steps.config import Faithfulness
 
 
 def _old_frame() -> pd.DataFrame:

@@ -48,7 +48,7 @@ def test_the_result_read_back_is_the_table_the_run_wrote_and_its_choice(tmp_path
     """Protects the step's typed Result (issue #42): ``shots.csv`` written as :func:`run` writes it is read back
     unchanged, with :func:`choose`'s choice on it as fields and the config it is read for."""
     from arithmech.core import results as R
-    from arithmech.steps.config import Shots
+    from arithmech.prompts.config import Shots
     t = table({0: {"addition": 30, "division": 2}, 2: {"addition": 40, "division": 31}}).assign(
         token_correct=50, correct=45, xc_valid=40)
     config = Shots(results=str(tmp_path), grid=(0, 2))

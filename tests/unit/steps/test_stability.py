@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from factories import make_tiny_llama
 
+from arithmech.identify.result import STABILITY_FILES as FILENAMES
 from arithmech.steps import stability as S
-from arithmech.steps.stability_result import FILENAMES
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
+from arithmech.identify import config as identify_config
+from arithmech.identify.config import BOOK_SCALE
+from arithmech.prompts import config as prompts_config
 from arithmech.report.build import chapters as C
-from arithmech.steps import config as S
 from arithmech.steps import config_training as T
-from arithmech.steps.config import BOOK_SCALE
 
 COMMON = dict(results="results", seed=0, device="cpu", dtype="float32")
 
@@ -17,9 +20,9 @@ def test_narrow_copies_shared_fields_skips_and_overrides():
     skipped name keeps the step's default, a change wins over the chapter's value, and a chapter-only field
     (``stability_seeds``) reaches nothing."""
     P = C.Identify(n_samples=32, seed=5, results="elsewhere")
-    got = C.narrow(S.Identify, P, skip=("seed",), threshold=-0.2)
+    got = C.narrow(identify_config.Identify, P, skip=("seed",), threshold=-0.2)
     assert (got.n_samples, got.results, got.seed, got.threshold) == (32, "elsewhere", 0, -0.2)
-    assert C.narrow(S.Stability, P).seeds == S.Stability().seeds
+    assert C.narrow(identify_config.Stability, P).seeds == identify_config.Stability().seeds
 
 
 def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
@@ -29,19 +32,19 @@ def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
     faithfulness's, Table 1's ``scale`` is not the chapter's, the SmolLM2 accuracy table's ``n_per_template`` is
     not the shots step's)."""
     i, a, b, e = C.Identify(), C.Analyze(), C.Beyond(), C.Explorer()
-    assert i.to_identify() == S.Identify(model_name="embedded", task="all", n_samples=256, threshold=-0.05,
+    assert i.to_identify() == identify_config.Identify(model_name="embedded", task="all", n_samples=256, threshold=-0.05,
                                          answer_token="last-digit", overwrite=True, **COMMON)
-    assert i.to_stability() == S.Stability(model_name="embedded", task="addition", seeds=3,
+    assert i.to_stability() == identify_config.Stability(model_name="embedded", task="addition", seeds=3,
                                            sizes=(64, 128, 256, 512), threshold=-0.05, **COMMON)
-    assert a.to_analyze() == S.Analyze(model_name="embedded", n_samples=256, prompt="4 + 3 =", overwrite=True,
+    assert a.to_analyze() == analyze_config.Analyze(model_name="embedded", n_samples=256, prompt="4 + 3 =", overwrite=True,
                                        **COMMON)
     for m in ("embedded", "smollm2-135m"):
-        assert b.to_beyond(m) == S.Beyond(model_name=m, receivers=5, ig_steps=8, n_samples=128, **COMMON)
-        assert b.to_faithfulness(m) == S.Faithfulness(model_name=m, **COMMON)
-        assert b.to_identify(m) == S.Identify(model_name=m, n_samples=512, **BOOK_SCALE, **COMMON)
-        assert e.to_identify(m) == S.Identify(model_name=m, n_samples=512, answer_token="last-digit", **BOOK_SCALE,
+        assert b.to_beyond(m) == circuits_config.Beyond(model_name=m, receivers=5, ig_steps=8, n_samples=128, **COMMON)
+        assert b.to_faithfulness(m) == circuits_config.Faithfulness(model_name=m, **COMMON)
+        assert b.to_identify(m) == identify_config.Identify(model_name=m, n_samples=512, **BOOK_SCALE, **COMMON)
+        assert e.to_identify(m) == identify_config.Identify(model_name=m, n_samples=512, answer_token="last-digit", **BOOK_SCALE,
                                               **COMMON)
-    assert C.Data().to_shots() == S.Shots(model_name="embedded", seed=0, device="cpu", dtype="float32",
+    assert C.Data().to_shots() == prompts_config.Shots(model_name="embedded", seed=0, device="cpu", dtype="float32",
                                           n_per_template=4)
     assert C.Finetune().to_table1() == T.Table1(model_name="embedded", suite="toy", top_k=8, seeds=(0,), draws=1,
                                                 frontier_seeds=1, steps=30, curve_steps=300, batch_size=32,
@@ -51,7 +54,7 @@ def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
         benchmarks=("two_digit", "negative", "single_digit", "generic"), max_steps=60, lr=5e-4, batch_size=32,
         micro_batch_size=32, warmup=0.02, weight_decay=0.1, threads=1, overwrite=True, mode="precise",
         heads="top-8", mlps=2, tag="top8-mlp2", **COMMON)
-    assert C.Gsm8k().to_generalize() == S.Generalize(n_samples=256, seed=0, threshold=-0.05, top=5)
+    assert C.Gsm8k().to_generalize() == circuits_config.Generalize(n_samples=256, seed=0, threshold=-0.05, top=5)
 
 
 def test_smollm2_appendix_configs_are_the_ones_its_page_built():
@@ -59,15 +62,15 @@ def test_smollm2_appendix_configs_are_the_ones_its_page_built():
     stability, analyze and accuracy configs are the ones the page built from ``_common()`` before."""
     P = C.SmolLM2()
     common = dict(model_name="smollm2-135m", **COMMON)
-    assert P.to_shots() == S.Shots(**common, example_sets=16)
-    k_shot = S.Identify(**common, n_samples=4096, shots=4, example_sets=16, knockout_split="held-out",
+    assert P.to_shots() == prompts_config.Shots(**common, example_sets=16)
+    k_shot = identify_config.Identify(**common, n_samples=4096, shots=4, example_sets=16, knockout_split="held-out",
                         bootstrap="cluster", **{**BOOK_SCALE, "knockout_samples": 128}, n_random=20)
     assert P.to_identify(4) == k_shot
     assert P.to_identify(0, out="x/zero-shot") == k_shot.replace(shots=0, out="x/zero-shot")
-    assert P.to_stability(4) == S.Stability(**common, task="addition", seeds=3, sizes=(64, 128, 256), shots=4,
+    assert P.to_stability(4) == identify_config.Stability(**common, task="addition", seeds=3, sizes=(64, 128, 256), shots=4,
                                             example_sets=16, bootstrap="cluster")
-    assert P.to_analyze() == S.Analyze(**common, n_samples=4096, prompt="4 + 3 = ")
-    assert P.to_accuracy() == S.Accuracy(**common, n_per_template=16)
+    assert P.to_analyze() == analyze_config.Analyze(**common, n_samples=4096, prompt="4 + 3 = ")
+    assert P.to_accuracy() == prompts_config.Accuracy(**common, n_per_template=16)
 
 
 @pytest.mark.parametrize("chapter", sorted(C.CHAPTERS))

@@ -220,16 +220,16 @@ def _curve_chart(monkeypatch):
 
 def _charts(monkeypatch):
     """``(name, chart, roles it may use, schemes it may use)`` for every chart builder of arithmech.report."""
+    from arithmech.identify import charts as knockout_chart
+    from arithmech.identify import stability_charts as stability_views
+    from arithmech.identify import transfer_chart
     from arithmech.report.charts import (
         accuracy_chart,
         attention_chart,
         attention_control,
         effect_chart,
         faithfulness_chart,
-        knockout_chart,
         mlp_chart,
-        stability_views,
-        transfer_chart,
     )
     from arithmech.report.views import beyond_views, circuit, tradeoff
     nodes, edges = _circuit()
@@ -301,7 +301,7 @@ def test_the_arms_and_the_selection_agree_on_key_and_random(monkeypatch):
     """Protects the two shared meanings where a reader meets them side by side: Fig. 3's effect-rank curve and the
     precise-key arm are the same red, its random band and the precise-random arm the same grey, and full SFT is
     neither (it was the key red before issue #27)."""
-    from arithmech.report.charts import knockout_chart
+    from arithmech.identify import charts as knockout_chart
     from arithmech.report.views import tradeoff
     ko = json.dumps(knockout_chart.knockout_control_chart(_knockout()).to_dict())
     arms = tradeoff.ARM_SCALE.to_dict()

@@ -62,7 +62,7 @@ def test_the_count_pages_quote_is_the_rules_and_analyzes(folder):
     """Protects one number across pages on every results folder present: the count the pages quote (and its
     total) is the one the `key-heads-exist` rule states in the claims table, and the heads the pages say are
     studied are the ones analyze studies."""
-    from arithmech.steps.analyze import load_key_heads
+    from arithmech.identify.result import load_key_heads
     k = counts.key_heads(folder)
     if k.threshold != THRESHOLD:
         pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {THRESHOLD}")
@@ -109,7 +109,8 @@ def test_the_introduction_quotes_the_explorer_s_count_as_the_build_gives_it():
 
 def test_chapters_count_key_heads_only_through_this_module():
     """Protects "one function" in the chapters' code: no code cell, nor a page module the chapter calls
-    (``arithmech/report/views/<chapter>_page.py``, or any ``*_page`` module its cells import), counts key heads
+    (``arithmech/report/views/<chapter>_page.py``, or any ``page`` or ``*_page`` module its cells import, a wing's
+    ``page`` included), counts key heads
     itself (a ``len`` of a key-head list, beyond's stored count, the mean-alone count), the way Identify, Analyze,
     Beyond and the appendices each did; they call :mod:`arithmech.report.views.counts`."""
     from arithmech.report.build.plan import is_notebook, read_notebook
@@ -119,8 +120,9 @@ def test_chapters_count_key_heads_only_through_this_module():
         if not is_notebook(p):
             continue
         cells = [c.source for c in read_notebook(p).cells if c.cell_type == "code"]
-        pages = {f"{p.stem}_page"} | {m for c in cells for m in re.findall(r"from arithmech\.report\.views import (\w+_page)", c)}
-        files = [REPO / "arithmech" / "report" / "views" / f"{m}.py" for m in sorted(pages)]
+        pages = {("report.views", f"{p.stem}_page")} | {
+            m for c in cells for m in re.findall(r"from arithmech\.([\w.]+) import (\w*page)\b", c)}
+        files = [REPO / "arithmech" / Path(*pkg.split(".")) / f"{m}.py" for pkg, m in sorted(pages)]
         sources = [(p.name, c) for c in cells] + [(f.name, f.read_text()) for f in files if f.exists()]
         for name, source in sources:
             hits += [f"{name}: {m.group(0)}" for m in own.finditer(source)]

@@ -17,7 +17,7 @@ The step end to end, for one or several tasks::
 ``python -m arithmech identify --model embedded --task all --out results/embedded`` does the same
 from the shell and writes ``effects.csv``, ``key_heads.json``, ``prompts.jsonl``, ``answer_tokens.csv``,
 ``knockout.csv``, ``transfer.csv``, ``heldout.json`` and ``run.json`` (atomically; same seed, same files).
-The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.steps.identify_pipeline`;
+The library function :func:`identify` and its :class:`IdentifyResult` live in :mod:`arithmech.identify.pipeline`;
 this module runs it as a step and reads and writes its files: :func:`run` returns the files read back
 (:class:`Result`), :func:`compute` the in-memory :class:`IdentifyResult` (per-task samples, timings).
 The answer token is ``answer_token="last-digit"`` by default (the prompt carries the answer's leading
@@ -27,10 +27,8 @@ digits; :mod:`arithmech.data.pairs`), ``"first"`` is the paper's.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from arithmech.core import admission, provenance, results
@@ -39,10 +37,11 @@ from arithmech.core.progress import announce
 from arithmech.data import pairs as pairs_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
+from arithmech.identify.config import Identify as Config
+from arithmech.identify.pipeline import DEFAULTS, IdentifyResult, identify
+from arithmech.identify.result import Result, read  # Result, read: the step protocol
 from arithmech.methods.ablation.overlap import counterfactual_overlap
 from arithmech.methods.prepare import task_templates
-from arithmech.steps.config import Identify as Config
-from arithmech.steps.identify_pipeline import DEFAULTS, IdentifyResult, identify
 
 
 # ---------------------------------------------------------------------------------------- files
@@ -140,52 +139,6 @@ def recorded(config: Config) -> dict:
     return {**want, **shots_module.recorded(config.shots, config.example_sets)}  # run.json's name for the sets
 
 
-@dataclass(frozen=True)
-class Result:
-    """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.steps.ensure.ensure` returns
-    for an :class:`Identify` config; :func:`read`). Each field is read, checked, from the file it is named after:
-
-    * ``prompts`` — ``prompts.jsonl``: the kept X_r / X_c pairs, one dict each;
-    * ``effects`` — ``effects.csv``: each head's and MLP's effect per task, with its 95% interval;
-    * ``key_heads`` — ``key_heads.json``: the key heads of the pooled task and the rule that chose them;
-    * ``answer_tokens`` — ``answer_tokens.csv`` (``None`` for ready-made samples: no template counts);
-    * ``knockout`` — ``knockout.csv`` (``None`` where the run made no knockout);
-    * ``transfer`` — ``transfer.csv`` (``None`` where the run made no transfer);
-    * ``heldout`` — ``heldout.json`` (``None`` where absent);
-    * ``run`` — the ``identify`` record of ``run.json`` (parameters, samples kept per task, versions, timings);
-    * ``config`` — the config the files were made with (or reused for)."""
-
-    config: Config
-    prompts: list[dict]
-    effects: pd.DataFrame
-    key_heads: dict
-    run: dict
-    answer_tokens: pd.DataFrame | None = None
-    knockout: pd.DataFrame | None = None
-    transfer: pd.DataFrame | None = None
-    heldout: dict | None = None
-
-
-def read(folder: str | Path, config: Config) -> Result:
-    """Identify's files in ``folder`` (checked, :func:`arithmech.core.results.read`) and its ``run.json`` record,
-    as the :class:`Result` of a run made with ``config``."""
-
-    def file(name: str, always: bool = False):  # the files a run writes only where it makes them: None when absent
-        return results.read(folder, name) if always or results.exists(folder, name) else None
-
-    return Result(
-        config=config,
-        prompts=file("prompts.jsonl", True),
-        effects=file("effects.csv", True),
-        key_heads=file("key_heads.json", True),
-        run=results.read_run(folder)["steps"]["identify"],
-        answer_tokens=file("answer_tokens.csv"),
-        knockout=file("knockout.csv"),
-        transfer=file("transfer.csv"),
-        heldout=file("heldout.json"),
-    )
-
-
 def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: prompts kept (``run.json``'s samples record), key heads,
     where the files went."""
@@ -202,7 +155,7 @@ def summary(result: Result) -> str:
 
 def operand(config: Config, operand_task: str = "addition", recompute: bool = False, model=None, tok=None) -> dict:
     """The operand counterfactual beside identify's files of ``config`` (which must be there: make them with
-    :func:`arithmech.steps.ensure.ensure` first): identify on ``operand_task`` with X_c changing an operand, in
+    :func:`arithmech.pipeline.ensure.ensure` first): identify on ``operand_task`` with X_c changing an operand, in
     ``folder/operand/``, and ``counterfactual_overlap.json``; each reused only when made with the same operand task,
     pairs and seed, else made again.
 
@@ -259,11 +212,11 @@ def operand(config: Config, operand_task: str = "addition", recompute: bool = Fa
 
 # ---------------------------------------------------------------- the operand counterfactual
 def operand_identify(model, tok, task: str = "addition", config: Config | None = None, **settings):
-    """:func:`arithmech.steps.identify.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
+    """:func:`arithmech.identify.run.identify` on ``task`` with the *operand* counterfactual: X_c is X_r with
     other operands (:func:`arithmech.data.pairs.make_operand_pairs`). Rows are labelled ``"<task> (operand)"``.
 
     ``config`` and ``settings`` as for :func:`identify` (e.g. ``knockout=False``); no transfer test (it is the
-    operator run's). The pairs are drawn with the config's :meth:`~arithmech.steps.config.Identify.to_draw`
+    operator run's). The pairs are drawn with the config's :meth:`~arithmech.identify.config.Identify.to_draw`
     (``n_samples`` of them, seeded by ``seed``); pairs whose X_c leaves the model's answer in place are dropped
     there, as for the operator counterfactual.
     """

@@ -1,22 +1,24 @@
-"""Every step's config, with every default written once (:mod:`arithmech.core.config`).
+"""Identify's configs, with every default written once (:mod:`arithmech.core.config`): :class:`Identify` (with its
+control, :data:`CONTROL_FLOOR` and :data:`MIN_PROBLEMS`, and the book's scale, :data:`BOOK_SCALE`), and the two steps
+that rerun it, :class:`Stability` and :class:`Counterfactuals`.
 
 ``python -m arithmech <step> --help`` lists exactly these fields, as flags of the same names; a chapter
 builds its step's config from its papermill parameters; :func:`ensure`-style readers reuse a result set
 made with the same :meth:`~arithmech.core.config.Config.reuse_key`. Importing this module does not
 import torch, so a wrong value is refused before any model loads.
 
-This module holds identify's config (with its control, :data:`CONTROL_FLOOR` and :data:`MIN_PROBLEMS`), the
-configs of the steps that read identify's files, and the book's. Fine-tuning, Table 1's arms and the embedded
-model's commands are configured in :mod:`arithmech.steps.config_training`; the bounds every value is checked
-against, :class:`~arithmech.steps.config_base.ModelStep` and :func:`~arithmech.steps.config_base.same_as` are in
-:mod:`arithmech.steps.config_base`.
+The other steps' configs sit in their wings (:mod:`arithmech.analyze.config`, :mod:`arithmech.circuits.config`,
+:mod:`arithmech.prompts.config`); fine-tuning's, Table 1's and the embedded model's in
+:mod:`arithmech.steps.config_training`; the bounds every value is checked against,
+:class:`~arithmech.pipeline.config_base.ModelStep` and :func:`~arithmech.pipeline.config_base.same_as` in
+:mod:`arithmech.pipeline.config_base`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arithmech.core.config import Config, option
+from arithmech.core.config import option
 from arithmech.core.estimate import Estimate, Shape
 from arithmech.core.inputs import ANSWER_TOKENS, KNOCKOUT_POSITIONS
 from arithmech.data.draw import Draw
@@ -24,16 +26,12 @@ from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
 from arithmech.methods.ablation.settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
-from arithmech.steps import memory
-from arithmech.steps.config_base import (
+from arithmech.pipeline import memory
+from arithmech.pipeline.config_base import (
     MAX_BATCH,
     MAX_BOOT,
-    MAX_IG_STEPS,
     MAX_ORDERS,
     MAX_PAIRS,
-    MAX_PER_TEMPLATE,
-    MAX_PROMPT_CHARS,
-    MAX_RECEIVERS,
     MAX_SEEDS,
     MAX_SHOT_SETS,
     MAX_SHOTS,
@@ -151,7 +149,7 @@ class Identify(ModelStep):
         )
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.identify`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.identify`)."""
         return memory.identify(shape, self, **known)
 
 
@@ -177,84 +175,6 @@ BOOK_SCALE = dict(knockout_samples=128, pool_size=128, knockout_positions="both"
 they make identify's files): 128 knockout prompts, a pool of 128 X_c per family, knockout at END and at every
 position, no P({C}) columns (its full-vocabulary softmax per patched row is ~40% of the patching time). The
 command's defaults are :class:`Identify`'s."""
-
-
-@dataclass(frozen=True)
-class Analyze(ModelStep):
-    """Attention of the key heads by token role, MLP projections on W_U (§4.2, §5.2); reads identify's files."""
-
-    n_samples: int = option(256, "reference samples (X_r) the averages run over (paper: 1000)", low=1, high=MAX_PAIRS)
-    prompt: str = option("4 + 3 =", "prompt of the layer-by-layer top-token table (Fig. 6c)")
-    operations: str = option(
-        "pooled",
-        "whose prompts: the operations that pass identify's control (pooled: the tasks "
-        "its pooled task holds, where the key heads were ranked) or every operation (all)",
-        choices=("pooled", "all"),
-    )
-    final_norm: bool = option(True, "project through the final norm's gain")
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
-
-    def check(self) -> None:
-        super().check()
-        if not self.prompt.strip():
-            raise ValueError("--prompt '': give a prompt such as '4 + 3 ='")
-        if len(self.prompt) > MAX_PROMPT_CHARS:
-            raise ValueError(
-                f"--prompt has {len(self.prompt):,} characters; at most {MAX_PROMPT_CHARS:,} (a prompt such "
-                "as '4 + 3 =')"
-            )
-
-    def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.analyze`)."""
-        return memory.analyze(shape, self, **known)
-
-
-@dataclass(frozen=True)
-class Beyond(ModelStep):
-    """EAP / EAP-IG against exact path patching, head→head upstream patching; reads identify's files."""
-
-    receivers: int = option(
-        5, "receivers of upstream patching: key heads, else the top k by effect", low=1, high=MAX_RECEIVERS
-    )
-    ig_steps: int = option(8, "EAP-IG: points on the straight path from X_r to X_c", low=1, high=MAX_IG_STEPS)
-    n_samples: int = option(
-        128, "reference samples (X_r) from identify's prompts.jsonl, a seeded subset", low=1, high=MAX_PAIRS
-    )
-    n_misses: int = option(5, "EAP's largest misses kept with their norms and MLP gates", low=0, high=MAX_ORDERS)
-    operations: str = same_as(Analyze, "operations")
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
-
-    def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.beyond`)."""
-        return memory.beyond(shape, self, **known)
-
-
-@dataclass(frozen=True)
-class Faithfulness(ModelStep):
-    """The share of the counterfactual's effect the top-n components recover together, against random circuits
-    (noising with mean and resample ablation, its converse, denoising); reads identify's files."""
-
-    n_max: int = option(
-        20,
-        "circuits of the top 1..N components by effect rank (heads and MLPs in one ranking); "
-        "at most half the components (random circuits of N are drawn outside the top N)",
-        low=1,
-        high=MAX_ORDERS,
-    )
-    n_random: int = option(
-        20,
-        "random circuits of each size n, drawn outside the top n (at least 20 for a 5-95% band)",
-        low=20,
-        high=MAX_ORDERS,
-    )
-    n_samples: int = option(
-        128, "evaluation-side X_r (problems never ranked on, X_c checked), drawn fresh", low=1, high=MAX_PAIRS
-    )
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
-
-    def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.faithfulness`)."""
-        return memory.faithfulness(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -287,65 +207,8 @@ class Stability(ModelStep):
         return Draw(str(Identify.__dataclass_fields__["answer_token"].default), self.shots, self.example_sets)
 
     def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.stability`)."""
+        """What this run holds at its peak (:func:`arithmech.pipeline.memory.stability`)."""
         return memory.stability(shape, self, **known)
-
-
-@dataclass(frozen=True)
-class Generalize(Config):
-    """App. D and E: identify on other pairs (exponentiation templates, GSM8K or word problems) and the overlap
-    of two runs' key heads (Table 3, Table 4); the appendices call it with a loaded model."""
-
-    n_samples: int = option(256, "pairs drawn per dataset or template", low=1, high=MAX_PAIRS)
-    seed: int = option(0, "seed of every draw", low=0, high=2**32 - 1)
-    threshold: float = option(KEY_THRESHOLD, "key heads: relative logit change below this", high=-1e-9)
-    top: int = option(10, "heads compared per run (Table 4)", low=1, high=MAX_ORDERS)
-    n_random: int = option(
-        20,
-        "random head sets beside each knocked-out set of Table 4 (outside both runs' top heads)",
-        low=1,
-        high=MAX_ORDERS,
-    )
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
-
-
-@dataclass(frozen=True)
-class Accuracy(ModelStep):
-    """Answer-token accuracy and p({C}) per template, with Wilson intervals (accuracy_by_template.csv)."""
-
-    n_per_template: int = option(16, "prompts drawn per template", low=1, high=MAX_PER_TEMPLATE)
-    answer_token: str = same_as(Identify, "answer_token")  # the token identify measures is the one scored here
-
-    def to_draw(self) -> Draw:
-        """Zero-shot pairs of this config's answer token (:class:`arithmech.data.draw.Draw`)."""
-        return Draw(self.answer_token, 0, 1)
-
-    def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.accuracy`)."""
-        return memory.accuracy(shape, self, **known)
-
-
-@dataclass(frozen=True)
-class Shots(ModelStep):
-    """The yield of identify's prompts for each number of solved examples before them, and the K a rule picks
-    from the yield alone (arithmech.steps.shots; shots.csv)."""
-
-    grid: tuple[int, ...] = option((0, 2, 4, 8), "numbers of solved examples compared", low=0, high=MAX_SHOTS)
-    n_per_template: int = option(
-        12, "validation prompts drawn per template and K (a seed of their own)", low=1, high=MAX_PER_TEMPLATE
-    )
-    answer_token: str = same_as(Identify, "answer_token")
-    example_sets: int = same_as(Identify, "example_sets")
-    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)
-
-    def check(self) -> None:
-        super().check()
-        if list(self.grid) != sorted(set(self.grid)):
-            raise ValueError(f"--grid {','.join(map(str, self.grid))}: expected distinct values in increasing order")
-
-    def memory(self, shape: Shape, **known) -> Estimate:
-        """What this run holds at its peak (:func:`arithmech.steps.memory.shots`)."""
-        return memory.shots(shape, self, **known)
 
 
 @dataclass(frozen=True)
@@ -358,20 +221,3 @@ class Counterfactuals(ModelStep):
     def check(self) -> None:
         super().check()
         check_task(self.task)
-
-
-@dataclass(frozen=True)
-class Book(Config):
-    """Execute every chapter with papermill (atomically) and build the HTML book."""
-
-    only: str | None = option(None, "execute only this chapter (file stem, e.g. identify)")
-    set: tuple[str, ...] | None = option(
-        None,
-        "KEY=VALUE: a parameter for every chapter that has it (model_name=...) or "
-        "for one (identify.n_samples=32); repeat the flag for several",
-        repeat=True,
-    )
-    skip_execute: bool = option(False, "render the executed copies that exist; execute nothing")
-    html: bool = option(True, "run jupyter-book after executing")
-    root: str = option(".", "the book's root (holds _config.yml, _toc.yml)")
-    config: str | None = option(None, "parameter file relative to the root (default: book/book.yml)")

@@ -2,9 +2,9 @@
 
 :func:`run` loads the chapter's model and runs the identify step on it (path patching, key heads, knockouts,
 transfer), rewriting its files; it returns a dict ``r`` (``P`` the config, ``net``, ``tok``, ``geo``, ``res``
-the in-memory :class:`~arithmech.steps.identify_pipeline.IdentifyResult` of :func:`arithmech.steps.identify.compute`,
+the in-memory :class:`~arithmech.identify.pipeline.IdentifyResult` of :func:`arithmech.identify.run.compute`,
 ``out`` the results folder) that the other functions
-read (the knockout's sections: :mod:`arithmech.report.views.identify_knockout_page`). :func:`stability` runs (or reads)
+read (the knockout's sections: :mod:`arithmech.identify.knockout_page`). :func:`stability` runs (or reads)
 the key-head stability step. Each function returns what its cell shows: a sentence (the cell prints it), a Markdown
 block, a DataFrame or Styler, an altair chart, or a list of display objects (the cell calls ``display(*…)``)::
 
@@ -14,6 +14,8 @@ block, a DataFrame or Styler, an altair chart, or a list of display objects (the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -27,17 +29,19 @@ from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.batches import answer_ids
+from arithmech.identify import run as I
+from arithmech.identify import stability_charts as stability_charts
+from arithmech.identify.pipeline import IdentifyResult
+from arithmech.identify.result import Result, read
 from arithmech.methods.patching import path_patch
+from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Identify as IdentifyChapter
 from arithmech.report.charts import effect_chart
-from arithmech.report.charts import stability_views as stability_charts
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets, markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.report.views.table_display import verdict
-from arithmech.steps import identify as I
 from arithmech.steps import stability as St
-from arithmech.steps.ensure import ensure
 
 CLAIMS = [
     "key-heads-exist",
@@ -80,26 +84,44 @@ def rules() -> Any:
     return markdown(rules_markdown(CLAIMS))
 
 
-def run(P: IdentifyChapter) -> dict:
+@dataclass(frozen=True)
+class Run:
+    """The chapter's run of identify (:func:`run`), what every cell of the page reads: the chapter's parameters ``P``,
+    the loaded model ``net``, its tokenizer ``tok`` and geometry ``geo``, identify's in-memory result ``res`` (each
+    task's kept samples, the timings unrounded), the files it wrote read back (``files``, identify's :class:`Result`)
+    and the folder they sit in (``out``: the claims and the counts still read it there)."""
+
+    P: IdentifyChapter
+    net: Any
+    tok: Any
+    geo: Any
+    res: IdentifyResult
+    files: Result
+    out: Path
+
+
+def run(P: IdentifyChapter) -> Run:
     """Load ``P.model_name`` (sdpa attention) and run the identify step with the chapter's parameters, overwriting its
-    files in ``P.results/<model-name>/``."""
+    files in ``P.results/<model-name>/``, then read them back."""
     net, tok, geo = load_model(P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
-    res = I.compute(P.to_identify(), net, tok)
-    return {"P": P, "net": net, "tok": tok, "geo": geo, "res": res, "out": R.model_folder(P.results, P.model_name)}
+    config = P.to_identify()
+    res = I.compute(config, net, tok)
+    out = R.model_folder(P.results, P.model_name)
+    return Run(P=P, net=net, tok=tok, geo=geo, res=res, files=read(out, config), out=out)
 
 
-def header(r: dict) -> str:
+def header(r: Run) -> str:
     """The model's shape, where the files went and the seconds spent."""
-    t = r["res"].timings
+    t = r.res.timings
     return (
-        f"{r['geo'].n_layers} layers x {r['geo'].n_heads} heads; results in {r['out']}; "
+        f"{r.geo.n_layers} layers x {r.geo.n_heads} heads; results in {r.out}; "
         f"{t['patching']:.1f} s path patching, {t['total']:.1f} s in all"
     )
 
 
-def info(r: dict) -> pd.DataFrame:
+def info(r: Run) -> pd.DataFrame:
     """Per task: pairs drawn, answered right (token, and whole answer), kept as X_r, and both accuracies."""
-    return pd.DataFrame(r["res"].info).T[list(INFO)].rename(columns=INFO)
+    return pd.DataFrame(r.res.info).T[list(INFO)].rename(columns=INFO)
 
 
 def rate(k: float, n: float) -> str:
@@ -110,15 +132,17 @@ def rate(k: float, n: float) -> str:
     return f"{int(k)}/{int(n)} = {k / n:.0%} [{lo:.0%}, {hi:.0%}]"
 
 
-def _tokens(r: dict) -> pd.DataFrame:
-    return R.read(r["out"], "answer_tokens.csv")
+def _tokens(files: Result) -> pd.DataFrame:
+    if files.answer_tokens is None:
+        raise ValueError("identify's files hold no answer_tokens.csv (ready-made samples): no answer-token table")
+    return files.answer_tokens
 
 
-def tokens_view(r: dict) -> pd.DataFrame:
+def tokens_view(files: Result) -> pd.DataFrame:
     """``answer_tokens.csv`` in words, one row per task and template (``template`` "all" for the whole task):
     accuracy, exact match, how often X_c changes the answer and the most frequent answer token's share, each
     as "k/n = share [Wilson 95%]"."""
-    t = _tokens(r)
+    t = _tokens(files)
     return pd.DataFrame(
         {
             "task": t.task,
@@ -132,30 +156,30 @@ def tokens_view(r: dict) -> pd.DataFrame:
     )
 
 
-def tokens_line(r: dict) -> str:
+def tokens_line(r: Run) -> str:
     """The answer-token rule, the largest share of one answer token among a task's kept prompts, and how often
     X_c changes the answer."""
-    t = _tokens(r)
+    t = _tokens(r.files)
     whole = t[t.template == "all"]
     worst = whole.loc[whole.top_share.idxmax()]
     return (
-        f"answer token: {r['P'].answer_token}; the largest share of one answer token among a task's kept prompts "
+        f"answer token: {r.P.answer_token}; the largest share of one answer token among a task's kept prompts "
         f"is {rate(round(worst.top_share * worst.n), worst.n)} ({worst.top_token!r}, task {worst.task}); "
         f"X_c changes the answer on {rate(whole.xc_passed.sum(), whole.xc_checked.sum())} of the pairs answered right"
     )
 
 
-def tokens_table(r: dict, templates: bool = False) -> Styler:
+def tokens_table(files: Result, templates: bool = False) -> Styler:
     """:func:`tokens_view`: one row per task, or (``templates``) one per template."""
-    v = tokens_view(r)
+    v = tokens_view(files)
     return (v[v.template != "all"] if templates else v[v.template == "all"].drop(columns="template")).style.hide(
         axis="index"
     )
 
 
-def heatmap(r: dict) -> alt.TopLevelMixin:
+def heatmap(r: Run) -> alt.TopLevelMixin:
     """Fig. 3: every head's and MLP's effect, all tasks together (or the one task)."""
-    res = r["res"]
+    res = r.res
     return effect_chart.effect_heatmap(res.effects, "all" if len(res.tasks) > 1 else next(iter(res.tasks)))
 
 
@@ -174,35 +198,35 @@ def pooled_line(key_heads: dict) -> str:
     )
 
 
-def key_heads_lines(r: dict) -> str:
+def key_heads_lines(r: Run) -> str:
     """The key-head count in words beside the paper's, and (with key heads) their depth beside the paper's.
 
     Depth is layer/(L−1), the middle-layers rule's (:func:`arithmech.claims.rules._median_depth`): 0 for the first
     layer, 1 for the last. The paper gives no count of its key heads (§5.1: "only a small number of heads");
     Table 4 lists its top 10 and precise SFT tunes its top 32."""
-    paper_heads, ours = paper.KEY_HEADS["table4_ours"], pd.DataFrame(r["res"].key_heads["heads"])
+    paper_heads, ours = paper.KEY_HEADS["table4_ours"], pd.DataFrame(r.res.key_heads["heads"])
     last = paper.N_LAYERS - 1
     lines = [
-        counts.key_heads(r["out"]).sentence()
+        counts.key_heads(r.out).sentence()
         + f" Paper: a small number of the {paper.N_LAYERS * paper.N_HEADS:,} heads of LLaMA2-7B (no count given; "
         f"Table 4 lists the top {len(paper_heads)}, precise SFT tunes the top 32), mainly in layers "
         f"{paper.KEY_HEAD_LAYERS[0]}-{paper.KEY_HEAD_LAYERS[1]} of {paper.N_LAYERS}."
     ]
     if len(ours):
-        depth = ours["layer"] / max(r["geo"].n_layers - 1, 1)
+        depth = ours["layer"] / max(r.geo.n_layers - 1, 1)
         span = f"{depth.min():.0%}" if depth.min() == depth.max() else f"{depth.min():.0%} to {depth.max():.0%}"
         lines.append(
             f"their depth layer/(L−1): {span} (paper: "
             + " to ".join(f"{l}/{last} = {l / last:.0%}" for l in paper.KEY_HEAD_LAYERS)
             + ")"
         )
-    pooled = pooled_line(r["res"].key_heads)
+    pooled = pooled_line(r.res.key_heads)
     return "\n".join(([pooled] if pooled else []) + lines)
 
 
-def key_heads_table(r: dict) -> Styler:
+def key_heads_table(r: Run) -> Styler:
     """The key heads by rank with effect and 95 % interval, beside the paper's (Table 4)."""
-    heads, paper_heads = r["res"].key_heads["heads"], paper.KEY_HEADS["table4_ours"]
+    heads, paper_heads = r.res.key_heads["heads"], paper.KEY_HEADS["table4_ours"]
     n = max(len(heads), len(paper_heads))
     return pd.DataFrame(
         {
@@ -218,9 +242,9 @@ def key_heads_table(r: dict) -> Styler:
     ).style.hide(axis="index")
 
 
-def mlps(r: dict) -> Styler | str:
+def mlps(r: Run) -> Styler | str:
     """The MLPs past the threshold: rank, effect with its interval and logit difference."""
-    kh = r["res"].key_heads
+    kh = r.res.key_heads
     if not kh["mlps"]:
         return "no MLP passes the threshold"
     m = pd.DataFrame(kh["mlps"])
@@ -236,11 +260,11 @@ def mlps(r: dict) -> Styler | str:
     ).style.hide(axis="index")
 
 
-def stability(r: dict) -> St.Result:
+def stability(r: Run) -> St.Result:
     """The key-head stability step on addition (``P.stability_seeds`` draws at each of ``P.stability_sizes``),
     from its files when made with these parameters."""
-    P = r["P"]
-    return ensure(P.to_stability(), model=r["net"], tok=r["tok"])
+    P = r.P
+    return ensure(P.to_stability(), model=r.net, tok=r.tok)
 
 
 def stability_line(st: St.Result) -> str:
@@ -257,9 +281,9 @@ def jaccard(st: St.Result) -> alt.TopLevelMixin:
     return stability_charts.jaccard_chart(st.table)
 
 
-def head_intervals(st: St.Result, r: dict) -> alt.TopLevelMixin:
+def head_intervals(st: St.Result, r: Run) -> alt.TopLevelMixin:
     """The top 20 heads' effect intervals in every stability run, against the threshold."""
-    return stability_charts.head_intervals_chart(st.heads, r["P"].threshold, top=20)
+    return stability_charts.head_intervals_chart(st.heads, r.P.threshold, top=20)
 
 
 def stability_claims(st: St.Result) -> Styler:
@@ -272,9 +296,9 @@ def stability_claims(st: St.Result) -> Styler:
     )
 
 
-def task_heatmaps(r: dict) -> alt.TopLevelMixin | str:
+def task_heatmaps(r: Run) -> alt.TopLevelMixin | str:
     """Fig. 15: the effects task by task (one task: says so)."""
-    res = r["res"]
+    res = r.res
     return (
         effect_chart.effect_heatmap(res.effects, list(res.tasks), fig="Fig. 15")
         if len(res.tasks) > 1
@@ -282,9 +306,9 @@ def task_heatmaps(r: dict) -> alt.TopLevelMixin | str:
     )
 
 
-def per_task(r: dict) -> Styler | None:
+def per_task(r: Run) -> Styler | None:
     """Each task's own key heads and their count (None without per-task heads)."""
-    per = {t: [h["name"] for h in hs] for t, hs in r["res"].key_heads.get("per_task", {}).items()}
+    per = {t: [h["name"] for h in hs] for t, hs in r.res.key_heads.get("per_task", {}).items()}
     return (
         pd.DataFrame(
             {
@@ -298,9 +322,9 @@ def per_task(r: dict) -> Styler | None:
     )
 
 
-def fast_vs_reference(r: dict) -> str:
+def fast_vs_reference(r: Run) -> str:
     """The fast path patching against the reference implementation on 8 samples: the largest difference."""
-    few, net, tok, geo = next(iter(r["res"].tasks.values()))[:8], r["net"], r["tok"], r["geo"]
+    few, net, tok, geo = next(iter(r.res.tasks.values()))[:8], r.net, r.tok, r.geo
     args = (net, tok, [s.clean for s in few], [s.corrupt for s in few], answer_ids(tok, few))
     fast, ref = path_patch(*args, method="fast"), path_patch(*args, method="reference")
     return (
@@ -309,18 +333,16 @@ def fast_vs_reference(r: dict) -> str:
     )
 
 
-def verdicts(r: dict) -> pd.DataFrame:
+def verdicts(r: Run) -> pd.DataFrame:
     """The chapter's claims decided on this run's files."""
-    return claims(r["out"], CLAIMS)
+    return claims(r.out, CLAIMS)
 
 
-def claims_md(r: dict) -> Any:
+def claims_md(r: Run) -> Any:
     """Every claim of the chapter with its verdict, one bullet each."""
     return bullets(claim_lines(verdicts(r), CLAIMS))
 
 
-def end(r: dict) -> None:
+def end(r: Run) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the key-head count and six claims."""
-    chapter_end(
-        [counts.key_heads(r["out"]).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r["P"].model_name, r["P"]
-    )
+    chapter_end([counts.key_heads(r.out).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r.P.model_name, r.P)

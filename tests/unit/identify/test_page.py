@@ -1,4 +1,4 @@
-"""The Identify chapter's page (arithmech.report.views.identify_page): its answer-token tables hold every row of
+"""The Identify chapter's page (arithmech.identify.page): its answer-token tables hold every row of
 the file they read, and the rates they quote are Wilson intervals, checked against a closed form written out here."""
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.report.views import identify_page
+from arithmech.identify import page as identify_page
+from arithmech.identify.config import Identify
+from arithmech.identify.result import read
 
-SMOL = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
+SMOL = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
 
 
 def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -37,7 +39,7 @@ def test_token_tables_hold_every_row_of_answer_tokens_csv():
     """Protects the answer-token tables: one row per task in the chapter's table, one per template in the folded
     one, from the committed SmolLM2 run, and the accuracy column starts with the file's correct / n_drawn."""
     csv = pd.read_csv(SMOL / "answer_tokens.csv")
-    r = {"out": SMOL}
+    r = read(SMOL, Identify())
     view = identify_page.tokens_view(r)
     assert len(view) == len(csv)
     assert len(identify_page.tokens_table(r).data) == (csv.template == "all").sum()

@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/report/charts/knockout_chart.py``."""
+"""Unit tests of ``arithmech/identify/charts.py``."""
 from __future__ import annotations
 
 import re
@@ -6,7 +6,7 @@ import re
 import pandas as pd
 import pytest
 
-from arithmech.report.charts.knockout_chart import knockout_control_chart
+from arithmech.identify.charts import knockout_control_chart
 
 TASKS = ["addition", "subtraction"]
 

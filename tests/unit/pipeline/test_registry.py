@@ -1,4 +1,4 @@
-"""The step registry (``arithmech/steps/registry.py``, issue #42 item 1): one :class:`Step` per step, the command line
+"""The step registry (``arithmech/pipeline/registry.py``, issue #42 item 1): one :class:`Step` per step, the command line
 generated from it, every module answering the registry's protocol."""
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import dataclasses
 import pytest
 
 from arithmech import cli
-from arithmech.steps import config as C
-from arithmech.steps.registry import STEPS, step_of
+from arithmech.circuits import config as circuits_config
+from arithmech.identify import config as identify_config
+from arithmech.pipeline.registry import STEPS, step_of
+from arithmech.report.build import config as book_config
 
 
 def test_every_step_is_a_command_with_its_configs_fields():
@@ -24,7 +26,7 @@ def test_every_step_is_a_command_with_its_configs_fields():
 
 def test_every_module_answers_the_protocol():
     """Protects the registry's promise: each step's module has ``run`` (the one name its command and ``ensure`` call) and a ``summary``;
-    every step the book reuses (:func:`arithmech.steps.ensure.ensure`) has ``read`` and a frozen ``Result`` that
+    every step the book reuses (:func:`arithmech.pipeline.ensure.ensure`) has ``read`` and a frozen ``Result`` that
     carries its ``config``; a step's config finds its step, and a config of no step is refused by name."""
     for step in STEPS.values():
         mod = step.load()
@@ -36,16 +38,17 @@ def test_every_module_answers_the_protocol():
         mod = STEPS[name].load()
         assert callable(mod.read), name
         fields = {f.name: f for f in dataclasses.fields(mod.Result)}
-        assert mod.Result.__dataclass_params__.frozen and fields["config"].type in ("Config", STEPS[name].config), name
+        assert mod.Result.__dataclass_params__.frozen and fields["config"].type in ("Config", STEPS[name].config, STEPS[name].config.__name__), name
     with pytest.raises(TypeError, match="Book configures no step"):
-        step_of(C.Book())
+        step_of(book_config.Book())
 
 
 def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
     """Protects ``needs``: ensuring beyond in a folder without identify's files runs identify first (with the config
     given as ``upstream``), before beyond's own run."""
-    from arithmech.steps import beyond, identify
-    from arithmech.steps.ensure import ensure
+    from arithmech.identify import run as identify
+    from arithmech.pipeline.ensure import ensure
+    from arithmech.steps import beyond
 
     calls = []
 
@@ -59,5 +62,5 @@ def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
     monkeypatch.setattr(identify, "run", fake_identify)
     monkeypatch.setattr(beyond, "run", lambda c, **k: calls.append(("beyond", None)))
     with pytest.raises(Stop):
-        ensure(C.Beyond(results=str(tmp_path)), upstream=C.Identify(results=str(tmp_path), n_samples=7))
+        ensure(circuits_config.Beyond(results=str(tmp_path)), upstream=identify_config.Identify(results=str(tmp_path), n_samples=7))
     assert calls == [("identify", 7)]

@@ -3,7 +3,7 @@ every head and MLP, ranks them with bootstrap intervals, names the key heads, kn
 and returns it all as one :class:`IdentifyResult` — in memory, no file written.
 
 The step around it (run it for a config, checkpoint finished tasks, write and read the files, the operand
-counterfactual) is :mod:`arithmech.steps.identify`; its docstring draws the whole
+counterfactual) is :mod:`arithmech.identify.run`; its docstring draws the whole
 pipeline.
 """
 
@@ -22,6 +22,7 @@ from arithmech.core.progress import Progress
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import BOOTSTRAP_UNITS, ranking_rows, resampling_units
+from arithmech.identify.config import Identify as Config
 from arithmech.methods.ablation import run as knockout_run
 from arithmech.methods.ablation.intervention import MeanSource
 from arithmech.methods.ablation.knockout import group_key, mean_activations
@@ -36,13 +37,12 @@ from arithmech.methods.effects import (
 from arithmech.methods.patched import FIELDS as PATCHED_FIELDS
 from arithmech.methods.patching import METHODS, Patched, path_patch
 from arithmech.methods.prepare import NoReferenceData, prepare, ready_made, task_label, task_templates
-from arithmech.steps.config import Identify as Config
 from arithmech.steps.control import task_control
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 
 
-DEFAULTS = Config()  # the library function's defaults are the step's (arithmech.steps.config), written once
+DEFAULTS = Config()  # the library function's defaults are the step's (arithmech.identify.config), written once
 
 
 @dataclass
@@ -74,17 +74,17 @@ def identify(  # noqa: C901, PLR0915 (the pipeline, stage by stage)
         tasks: ``"all"`` (the four operations), one task, or a list of tasks (names, template-pair
             files, template lists); each gets ``config.n_samples`` draws. With several tasks the rows of task
             ``"all"`` average over every sample of the tasks that pass their control (Fig. 2;
-            :data:`arithmech.steps.config.CONTROL_FLOOR`, :func:`task_control`) and key heads are taken from them.
-        config: the step's :class:`~arithmech.steps.config.Identify` (every setting, each default written once
+            :data:`arithmech.identify.config.CONTROL_FLOOR`, :func:`task_control`) and key heads are taken from them.
+        config: the step's :class:`~arithmech.identify.config.Identify` (every setting, each default written once
             there; its ``task`` is not read: ``tasks`` is); ``None`` for the defaults. What it sets, in brief:
             ``n_samples``; ``threshold`` and ``share_threshold`` (the key-head rules: the effect's, and the
             head's share of the counterfactual's logit-difference effect, :func:`key_heads_by_share`);
             ``n_boot`` and ``bootstrap`` (the intervals); ``method`` and ``prob`` (path patching); the
-            knockout (:meth:`~arithmech.steps.config.Identify.knockout_settings`: ``knockout_samples``,
+            knockout (:meth:`~arithmech.identify.config.Identify.knockout_settings`: ``knockout_samples``,
             ``n_random``, ``ks``, ``curves_for``, ``knockout_positions``, ``knockout_split``, ``pool_size``);
             the transfer test (``transfer``, ``heldout``: key heads recomputed without that template family
             and knocked out on fresh pairs of it); the draw of every pair here — X_r, X_c, the knockout's
-            top-up, the reference pool, the held-out family — (:meth:`~arithmech.steps.config.Identify.to_draw`:
+            top-up, the reference pool, the held-out family — (:meth:`~arithmech.identify.config.Identify.to_draw`:
             ``answer_token``, ``shots``, ``example_sets``); pairs whose X_c leaves the model's answer in place
             are dropped (:func:`arithmech.methods.prepare.prepare`).
         checkpoint: a :class:`arithmech.core.checkpoints.Checkpoints` (:func:`run` passes one): each task's

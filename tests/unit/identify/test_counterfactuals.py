@@ -1,9 +1,9 @@
-"""Unit tests of ``arithmech/steps/counterfactuals.py``: its typed Result, read back from the files a run writes."""
+"""Unit tests of ``arithmech/identify/counterfactuals.py``: its typed Result, read back from the files a run writes."""
 from __future__ import annotations
 
 from arithmech.core import results as R
-from arithmech.steps import counterfactuals as CF
-from arithmech.steps.config import Counterfactuals
+from arithmech.identify import counterfactuals as CF
+from arithmech.identify.config import Counterfactuals
 
 
 def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
@@ -20,13 +20,13 @@ def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
 
 
 def test_ensure_reuses_a_run_made_with_the_same_config(tmp_path, monkeypatch):
-    """Protects the step's reuse (issue #42): ``run.json`` records the run's parameters (:meth:`~arithmech.steps.config_base.ModelStep.recorded`,
-    the config's reuse key), so :func:`arithmech.steps.ensure.ensure` of the same config twice computes once and reads the files
+    """Protects the step's reuse (issue #42): ``run.json`` records the run's parameters (:meth:`~arithmech.pipeline.config_base.ModelStep.recorded`,
+    the config's reuse key), so :func:`arithmech.pipeline.ensure.ensure` of the same config twice computes once and reads the files
     back the second time (before, the record had no parameters and every call recomputed); a config that changes a
     parameter computes again. The model and both identify runs are stand-ins: this is the record, not the method."""
     from types import SimpleNamespace
 
-    from arithmech.steps.ensure import ensure, is_made
+    from arithmech.pipeline.ensure import ensure, is_made
 
     runs = []
     monkeypatch.setattr(CF, "load_model", lambda *a, **k: (None, None, None))

@@ -1,4 +1,4 @@
-"""Parity tests of ``arithmech/steps/identify.py``."""
+"""Parity tests of ``arithmech/identify/run.py``."""
 from __future__ import annotations
 
 import pytest
@@ -8,8 +8,8 @@ def test_positions_table_end_row_reproduces_the_knockout_curve(embedded_model):
     """Protects the book's END-vs-every-position table: its END row is the knockout curve's own point at
     k = number of key heads (same samples, same random orders); its every-position row is computed on
     the same samples."""
+    from arithmech.identify.pipeline import identify
     from arithmech.methods.ablation.tables import knockout_summary, positions_table
-    from arithmech.steps.identify_pipeline import identify
     model, tok, _ = embedded_model
     res = identify(model, tok, "addition", n_samples=64, seed=0, knockout_samples=16, n_random=2, transfer=False)
     assert res.key_heads["heads"], "the embedded model has key heads for addition"
@@ -29,7 +29,8 @@ def test_a_task_that_fails_its_control_leaves_the_pooled_rows(embedded_model, mo
     addition's rows), the knockout's "all" prompts hold no product, and key_heads.json records the control."""
     import pandas as pd
 
-    from arithmech.steps import identify_pipeline
+    from arithmech.identify import pipeline as identify_pipeline
+
     model, tok, _ = embedded_model
     real = identify_pipeline.task_control
     def forced(samples):
@@ -53,7 +54,7 @@ def test_knockout_and_transfer_prompts_ask_problems_the_ranking_never_saw(embedd
     (the transfer test draws from the evaluation side's clusters: its record says so and counts them)."""
     from arithmech.data import splits
     from arithmech.evals.scoring import check_counterfactuals
-    from arithmech.steps.identify_pipeline import identify
+    from arithmech.identify.pipeline import identify
     model, tok, _ = embedded_model
     res = identify(model, tok, ["addition", "multiplication"], n_samples=96, seed=0, knockout_samples=24, n_random=2,
                    ks=(1, 2), transfer=True)
@@ -73,7 +74,7 @@ def test_knockout_and_transfer_prompts_ask_problems_the_ranking_never_saw(embedd
 def test_in_sample_split_keeps_the_first_behaviour(embedded_model):
     """Protects the shipped runs' reading: knockout_split="in-sample" and bootstrap="prompt" rank on every X_r,
     knock out on them (topped up), and resample prompts — the knockout.csv rows say in-sample."""
-    from arithmech.steps.identify_pipeline import identify
+    from arithmech.identify.pipeline import identify
     model, tok, _ = embedded_model
     res = identify(model, tok, "addition", n_samples=64, seed=0, knockout_samples=16, n_random=2, ks=(1,),
                    transfer=False, knockout_split="in-sample", bootstrap="prompt")

@@ -1,9 +1,10 @@
 """What every step's config shares: the bounds each value is checked against, and :class:`ModelStep`'s fields.
 
-The step configs themselves are in :mod:`arithmech.steps.config` (identify and the steps that read its files, the
-book) and :mod:`arithmech.steps.config_training` (fine-tuning, Table 1's arms, the embedded model's commands); both
-build on :class:`ModelStep` (the fields of every step that loads a model) and :func:`same_as` (a field written once,
-reused where it means the same). Importing this module does not import torch.
+The step configs themselves sit in their wings (:mod:`arithmech.identify.config`, :mod:`arithmech.analyze.config`,
+:mod:`arithmech.circuits.config`, :mod:`arithmech.prompts.config`) and in :mod:`arithmech.steps.config_training`
+(fine-tuning, Table 1's arms, the embedded model's commands); all build on :class:`ModelStep` (the fields of every step
+that loads a model) and :func:`same_as` (a field written once, reused where it means the same). Importing this module
+does not import torch.
 """
 
 from __future__ import annotations

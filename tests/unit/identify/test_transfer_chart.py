@@ -1,4 +1,4 @@
-"""Fig. 4 as a chart (arithmech.report.charts.transfer_chart), on hand-built transfer rows and on SmolLM2's shipped
+"""Fig. 4 as a chart (arithmech.identify.transfer_chart), on hand-built transfer rows and on SmolLM2's shipped
 ``transfer.csv``: which bar is the correct token, the counts over prompts with their n and Wilson intervals, the
 skipped prompts worded for a reader, and one row of two panels per prompt that ran."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from arithmech.core import results as R
 from arithmech.core.stats import wilson_interval
-from arithmech.report.charts import transfer_chart as F
+from arithmech.identify import transfer_chart as F
 
-SHIPPED = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
+SHIPPED = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
 
 
 def _rows() -> pd.DataFrame:

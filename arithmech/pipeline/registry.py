@@ -1,12 +1,13 @@
 """The pipeline's steps, one :class:`Step` each (torch-free: the command line reads it before any model loads).
 
-A step is its **config** (:mod:`arithmech.steps.config`: the command's flags, each checked once, and the run's
-memory estimate, ``config.memory``), its **module** (what it computes: ``run``), the **record** it writes into
-``run.json``, and a **summary** of a result for the command line. The command line (:mod:`arithmech.cli`) is generated
-from :data:`STEPS`; the book and later steps call :func:`arithmech.steps.ensure.ensure` with a config::
+A step is its **config** (its wing's ``config``, e.g. :mod:`arithmech.identify.config`: the command's flags, each
+checked once, and the run's memory estimate, ``config.memory``), its **module** (what it computes: ``run``), the
+**record** it writes into ``run.json``, and a **summary** of a result for the command line. The command line
+(:mod:`arithmech.cli`) is generated from :data:`STEPS`; the book and later steps call
+:func:`arithmech.pipeline.ensure.ensure` with a config::
 
-    >>> from arithmech.steps.ensure import ensure
-    >>> from arithmech.steps.config import Analyze
+    >>> from arithmech.pipeline.ensure import ensure
+    >>> from arithmech.analyze.config import Analyze
     >>> ensure(Analyze(model_name="embedded")).labels      # made once, then read back from the files
 
 A step's module answers these names, all with the config whole (nothing unpacked on the way):
@@ -16,17 +17,17 @@ A step's module answers these names, all with the config whole (nothing unpacked
   step that ``ensure`` serves (finetune's and table1's return the record they wrote: they have no ``Result``);
 * ``compute(config, **loaded)`` (identify and analyze only) — the same run, returning what it holds in memory beyond
   the files, for the chapters that draw from it: identify's library
-  :class:`~arithmech.steps.identify_pipeline.IdentifyResult` (each task's kept ``Sample`` objects, the timings
+  :class:`~arithmech.identify.pipeline.IdentifyResult` (each task's kept ``Sample`` objects, the timings
   unrounded) and analyze's dict with the loaded model and samples (attention strips, the prompt explorer). ``run``
   is ``compute`` then ``read``; a consumer that needs only the files calls ``ensure``;
 * ``Result`` and ``read(folder, config)`` — the step's result: a frozen dataclass with typed fields (DataFrames,
   the JSON records as dicts) and ``config``, the config it was made with; ``read`` builds it from the files a run
   wrote, each read and checked through :mod:`arithmech.core.results`. One way for every step: a module-level
-  ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.steps.ensure.ensure` calls each module
-  alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.steps.stability_result`);
+  ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.pipeline.ensure.ensure` calls each module
+  alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.identify.result`);
   ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
-  :meth:`~arithmech.steps.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
+  :meth:`~arithmech.pipeline.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
   record without one of these parameters is not reused (no value is assumed for it: the shipped records carry every
   one);
 * ``needs(config)`` (optional) — ``(file, config)``: a file this step reads, and the config of the step that
@@ -45,7 +46,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from arithmech.steps import config as configs
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
+from arithmech.identify import config as identify_config
+from arithmech.prompts import config as prompts_config
 from arithmech.steps import config_training
 
 
@@ -72,14 +76,19 @@ class Step:
 STEPS: dict[str, Step] = {
     s.name: s
     for s in (
-        Step("identify", configs.Identify, "arithmech.steps.identify", record="identify"),
-        Step("analyze", configs.Analyze, "arithmech.steps.analyze", record="analyze"),
-        Step("beyond", configs.Beyond, "arithmech.steps.beyond", record="beyond"),
-        Step("stability", configs.Stability, "arithmech.steps.stability", record="stability"),
-        Step("faithfulness", configs.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
-        Step("accuracy-by-template", configs.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
-        Step("shots", configs.Shots, "arithmech.steps.shots", record="shots"),
-        Step("counterfactuals", configs.Counterfactuals, "arithmech.steps.counterfactuals", record="counterfactuals"),
+        Step("identify", identify_config.Identify, "arithmech.identify.run", record="identify"),
+        Step("analyze", analyze_config.Analyze, "arithmech.steps.analyze", record="analyze"),
+        Step("beyond", circuits_config.Beyond, "arithmech.steps.beyond", record="beyond"),
+        Step("stability", identify_config.Stability, "arithmech.steps.stability", record="stability"),
+        Step("faithfulness", circuits_config.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
+        Step("accuracy-by-template", prompts_config.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
+        Step("shots", prompts_config.Shots, "arithmech.steps.shots", record="shots"),
+        Step(
+            "counterfactuals",
+            identify_config.Counterfactuals,
+            "arithmech.identify.counterfactuals",
+            record="counterfactuals",
+        ),
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
@@ -93,4 +102,4 @@ def step_of(config: Any) -> Step:
     for s in STEPS.values():
         if type(config) is s.config:
             return s
-    raise TypeError(f"{type(config).__name__} configures no step of arithmech.steps.registry.STEPS")
+    raise TypeError(f"{type(config).__name__} configures no step of arithmech.pipeline.registry.STEPS")

@@ -1,8 +1,8 @@
 """What each step's run holds at its peak, phase by phase, and how many prompt forwards it makes: the README's
 memory model step by step, on the terms of :mod:`arithmech.core.estimate` (:class:`~arithmech.core.estimate.Shape`,
-:func:`~arithmech.core.estimate.forward_bytes`, ...). Each step's config (:mod:`arithmech.steps.config`) hands
-itself to its function here through its ``memory`` method, so :func:`arithmech.core.estimate.estimate` reads any
-step's estimate without knowing the steps.
+:func:`~arithmech.core.estimate.forward_bytes`, ...). Each step's config (:mod:`arithmech.identify.config` and the other
+wings' `config`) hands itself to its function here through its ``memory`` method, so
+:func:`arithmech.core.estimate.estimate` reads any step's estimate without knowing the steps.
 
 Every function takes the model's :class:`~arithmech.core.estimate.Shape` ``s`` and the step's config ``c``.
 """

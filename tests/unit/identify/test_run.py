@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/steps/identify.py``."""
+"""Unit tests of ``arithmech/identify/run.py``."""
 from __future__ import annotations
 
 
@@ -11,8 +11,8 @@ def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model
 
     import pytest
 
-    from arithmech.steps import identify_pipeline as identify
-    from arithmech.steps.config import Identify
+    from arithmech.identify import pipeline as identify
+    from arithmech.identify.config import Identify
     assert len(dataclasses.fields(Identify)) > 20
     with pytest.raises(ValueError, match="--n-samples 0 is below 1"):
         identify.identify(None, None, "addition", n_samples=0)
@@ -32,8 +32,8 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
     command printed of the in-memory result before (kept pairs per task, key heads, the folder)."""
     import pandas as pd
 
-    from arithmech.steps import identify as I
-    from arithmech.steps.config import Identify
+    from arithmech.identify import run as I
+    from arithmech.identify.config import Identify
     model, tok, _ = embedded_model
     config = Identify(results=str(tmp_path), task="addition", n_samples=12, knockout=False, transfer=False)
     res = I.compute(config, model, tok)

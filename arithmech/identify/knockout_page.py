@@ -5,7 +5,7 @@ Fig. 3's knockout of the key heads (or MLPs) against random ones (:func:`knockou
 (:func:`positions`); the knockout on prompts of other forms (Fig. 4, :func:`transfer`) and on a held-out
 template family beside the paper's SVAMP knockout (:func:`heldout`); and the top components on trained facts
 against held-out ones (:func:`pair_overlap`). Each function reads the ``r`` of
-:func:`arithmech.report.views.identify_page.run` and returns what its cell shows.
+:func:`arithmech.identify.page.run` and returns what its cell shows.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from pandas.io.formats.style import Styler
 from arithmech import paper
 from arithmech.core.names import components
 from arithmech.embedded import pair_circuits
+from arithmech.identify.charts import knockout_control_chart
+from arithmech.identify.page import Run
+from arithmech.identify.transfer_chart import transfer_chart
 from arithmech.methods.ablation import tables as KT
 from arithmech.methods.ablation.tables import sanity_note, sanity_readable, sanity_table
-from arithmech.report.charts.knockout_chart import knockout_control_chart
-from arithmech.report.charts.transfer_chart import transfer_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
 
@@ -53,9 +54,9 @@ KNOCKOUT_RATES = [
 ]
 
 
-def knockout_chart(r: dict, kind: str) -> alt.TopLevelMixin:
+def knockout_chart(r: Run, kind: str) -> alt.TopLevelMixin:
     """The knockout of the key heads (``kind`` "head") or MLPs ("mlp") against random ones, at END."""
-    res = r["res"]
+    res = r.res
     p = res.params["knockout_positions"]
     return knockout_control_chart(res.knockout, kind, positions="end" if p == "both" else p)
 
@@ -69,28 +70,28 @@ def _knockout_style(table: pd.DataFrame) -> Styler:
     )
 
 
-def knockout_summary(r: dict) -> Styler:
+def knockout_summary(r: Run) -> Styler:
     """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
-    return _knockout_style(KT.knockout_summary(r["res"]))
+    return _knockout_style(KT.knockout_summary(r.res))
 
 
-def sanity(r: dict) -> list:
+def sanity(r: Run) -> list:
     """The knockout's sanity checks in words, then their 95 % intervals and where the means came from."""
-    st = sanity_table(r["res"])
+    st = sanity_table(r.res)
     return [
         sanity_readable(st),
         markdown(sanity_note(st)),
     ]
 
 
-def positions(r: dict) -> Styler:
+def positions(r: Run) -> Styler:
     """The knockout at each choice of ablated positions."""
-    return _knockout_style(KT.positions_table(r["res"], r["net"], r["tok"]))
+    return _knockout_style(KT.positions_table(r.res, r.net, r.tok))
 
 
-def transfer(r: dict) -> alt.TopLevelMixin:
+def transfer(r: Run) -> alt.TopLevelMixin:
     """The knockout of the studied heads on prompts of other forms."""
-    return transfer_chart(r["res"].transfer, r["P"].model_name, counts.key_heads(r["out"]).studied_phrase())
+    return transfer_chart(r.res.transfer, r.P.model_name, counts.key_heads(r.out).studied_phrase())
 
 
 def _svamp() -> str:
@@ -100,9 +101,11 @@ def _svamp() -> str:
     ).replace("-", "−")
 
 
-def heldout(r: dict) -> Styler:
+def heldout(r: Run) -> Styler:
     """The knockout on a held-out prompt family beside the paper's SVAMP knockout (one row)."""
-    h = r["res"].heldout
+    h = r.res.heldout
+    if h is None:
+        raise ValueError("identify ran without a held-out family (transfer=False): no held-out knockout to show")
     return (
         pd.DataFrame(
             [
@@ -137,12 +140,12 @@ def heldout(r: dict) -> Styler:
     )
 
 
-def pair_overlap(r: dict) -> list:
+def pair_overlap(r: Run) -> list:
     """With ``P.trained_without_heldout``: the top-10 components on trained facts against held-out ones, beside
     two trained sets (the noise ceiling), as a one-table list; else an empty list."""
-    if not r["P"].trained_without_heldout:
+    if not r.P.trained_without_heldout:
         return []
-    pc = pair_circuits.compare(r["net"], r["tok"], "addition", seed=r["P"].seed)
+    pc = pair_circuits.compare(r.net, r.tok, "addition", seed=r.P.seed)
 
     def fmt(o: dict) -> str:
         return f"{o['value']} of {o['k']} [{o['lo']:.0f}, {o['hi']:.0f}]"

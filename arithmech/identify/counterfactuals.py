@@ -1,9 +1,9 @@
 """The operand counterfactual beside the paper's operator counterfactual (``python -m arithmech counterfactuals``).
 
 Identify runs twice on ``config.task`` (path patching only): once with X_c changing the operator, once
-changing an operand (:func:`arithmech.steps.identify.operand_identify`); ``counterfactual_overlap.json``
+changing an operand (:func:`arithmech.identify.run.operand_identify`); ``counterfactual_overlap.json``
 names the heads both find, with each one's effect under both. Everything goes to ``<model folder>/counterfactuals/``,
-apart from the book's own overlap (beside identify's files, :func:`arithmech.steps.identify.operand`).
+apart from the book's own overlap (beside identify's files, :func:`arithmech.identify.run.operand`).
 """
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ from pathlib import Path
 
 from arithmech.core import results
 from arithmech.core.models import load_model
+from arithmech.identify.config import Counterfactuals as Config
+from arithmech.identify.pipeline import identify
+from arithmech.identify.run import operand_identify, write_results
 from arithmech.methods.ablation.overlap import counterfactual_overlap
-from arithmech.steps.config import Counterfactuals as Config
-from arithmech.steps.identify import operand_identify, write_results
-from arithmech.steps.identify_pipeline import identify
 
 
 @dataclass(frozen=True)
 class Result:
     """The step's overlap file as a run made with ``config`` wrote it (:func:`read`; what :func:`run` and
-    :func:`arithmech.steps.ensure.ensure` return for a :class:`Counterfactuals` config):
+    :func:`arithmech.pipeline.ensure.ensure` return for a :class:`Counterfactuals` config):
 
     * ``overlap`` — ``counterfactuals/counterfactual_overlap.json`` (checked): the top heads of each counterfactual
       (``a``: operator, ``b``: operand), those both find (``shared``) and each one's effect under both;
     * ``config`` — the config the files were made with.
 
     Each identify run's own files are under ``counterfactuals/operator/`` and ``counterfactuals/operand/``
-    (:func:`arithmech.steps.identify.read` reads them)."""
+    (:func:`arithmech.identify.run.read` reads them)."""
 
     config: Config
     overlap: dict

@@ -1,11 +1,11 @@
 """The one way to make or reuse a step's files: :func:`ensure` a config (any step of
-:data:`arithmech.steps.registry.STEPS`), read back from the files a run made with it, or run first.
+:data:`arithmech.pipeline.registry.STEPS`), read back from the files a run made with it, or run first.
 
 A step's files are reused when ``run.json`` records a run made with the same parameters (the module's
 ``recorded(config)``, else the config's reuse key), from unchanged inputs, in the current formats
 (:func:`arithmech.core.results.made_with`); otherwise the step runs (``run(config, **loaded)``) and its files are
 read back (``read(folder, config)``): :func:`ensure` returns the step's typed ``Result``, which carries the config.
-The module protocol is :mod:`arithmech.steps.registry`'s.
+The module protocol is :mod:`arithmech.pipeline.registry`'s.
 """
 
 from __future__ import annotations
@@ -13,21 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from arithmech.analyze import config as analyze_config
+from arithmech.circuits import config as circuits_config
 from arithmech.core import results
-from arithmech.steps import config as configs
-from arithmech.steps.registry import step_of
+from arithmech.identify import config as identify_config
+from arithmech.pipeline.registry import step_of
+from arithmech.prompts import config as prompts_config
 
 if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
-    from arithmech.steps import (
-        accuracy,
-        analyze,
-        beyond,
-        counterfactuals,
-        faithfulness,
-        identify,
-        shots,
-        stability_result,
-    )
+    from arithmech.identify import counterfactuals
+    from arithmech.identify import result as identify
+    from arithmech.steps import accuracy, analyze, beyond, faithfulness, shots
 
 
 def folder_of(config: Any) -> Path:
@@ -56,26 +52,34 @@ def is_made(config: Any) -> bool:
 
 
 @overload
-def ensure(config: configs.Identify, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> identify.Result: ...
-@overload
-def ensure(config: configs.Analyze, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> analyze.Result: ...
-@overload
-def ensure(config: configs.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> beyond.Result: ...
+def ensure(
+    config: identify_config.Identify, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> identify.Result: ...
 @overload
 def ensure(
-    config: configs.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
-) -> stability_result.Result: ...
+    config: analyze_config.Analyze, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> analyze.Result: ...
 @overload
 def ensure(
-    config: configs.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+    config: circuits_config.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> beyond.Result: ...
+@overload
+def ensure(
+    config: identify_config.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> identify.StabilityResult: ...
+@overload
+def ensure(
+    config: circuits_config.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any
 ) -> faithfulness.Result: ...
 @overload
-def ensure(config: configs.Accuracy, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> accuracy.Result: ...
+def ensure(
+    config: prompts_config.Accuracy, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+) -> accuracy.Result: ...
 @overload
-def ensure(config: configs.Shots, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> shots.Result: ...
+def ensure(config: prompts_config.Shots, recompute: bool = ..., upstream: Any = ..., **loaded: Any) -> shots.Result: ...
 @overload
 def ensure(
-    config: configs.Counterfactuals, recompute: bool = ..., upstream: Any = ..., **loaded: Any
+    config: identify_config.Counterfactuals, recompute: bool = ..., upstream: Any = ..., **loaded: Any
 ) -> counterfactuals.Result: ...
 
 

@@ -1,4 +1,4 @@
-"""The step configs (arithmech.steps.config): every default once, every value checked, the CLI generated."""
+"""The step configs (each wing's config: arithmech.identify.config, ...): every default once, every value checked, the CLI generated."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,15 +8,15 @@ import pytest
 from arithmech.cli import COMMANDS, build_parser
 from arithmech.core.config import fields, flag
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
+from arithmech.identify import config as identify_config
 from arithmech.methods.ablation.settings import split_positions
 from arithmech.methods.patching import METHODS
-from arithmech.steps import config
 
 
 def test_choices_restated_without_torch_equal_their_sources():
     """Protects one set of choices: the configs import no torch, so a few choices are restated beside them;
     they must equal the implementations' own (patching's methods, the knockout's positions)."""
-    assert config.Identify.__dataclass_fields__["method"].metadata["choices"] == METHODS
+    assert identify_config.Identify.__dataclass_fields__["method"].metadata["choices"] == METHODS
     for p in KNOCKOUT_POSITIONS:
         split_positions(p)                                     # every offered choice is one the knockout takes
     with pytest.raises(ValueError):
@@ -43,10 +43,10 @@ def test_a_config_refuses_bad_values_in_one_line_and_converts_lists():
                        (dict(threshold=0.1), "--threshold 0.1 is above"), (dict(answer_token="x"), "--answer-token 'x'"),
                        (dict(knockout=1), "--knockout 1: expected true or false"), (dict(ks=[0]), "--ks 0 is below 1")]:
         with pytest.raises(ValueError, match=match):
-            config.Identify(**bad)
-    c = config.Stability(sizes=[64, 128])
+            identify_config.Identify(**bad)
+    c = identify_config.Stability(sizes=[64, 128])
     assert c.sizes == (64, 128) and hash(c)
-    assert config.Identify(n_samples=7).reuse_key()["n_samples"] == 7 and "batch_size" not in config.Identify().reuse_key()
+    assert identify_config.Identify(n_samples=7).reuse_key()["n_samples"] == 7 and "batch_size" not in identify_config.Identify().reuse_key()
 
 
 @pytest.mark.parametrize("argv,flag_text", [
@@ -58,7 +58,7 @@ def test_a_config_refuses_bad_values_in_one_line_and_converts_lists():
     (["analyze", "--prompt", "4 + 3 = " * 15_000], "--prompt has 120,000 characters; at most 2,000"),
     (["table1", "--seeds", ",".join(map(str, range(30)))], "--seeds: 30 seeds; at most 20")])
 def test_sizes_beyond_their_bound_are_refused_in_one_line(argv, flag_text, capsys):
-    """Protects the bounds stated beside each default (arithmech.steps.config, issue #28): a size that no run on
+    """Protects the bounds stated beside each default (the wings' configs, issue #28): a size that no run on
     this machine could finish is one line naming the flag and the bound, exit 2, before any model loads."""
     from arithmech.cli import main
     with pytest.raises(SystemExit) as e:

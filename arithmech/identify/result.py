@@ -1,0 +1,136 @@
+"""Identify's files read back: the one reader of the identify wing's files (identify's and stability's), each file
+read and checked through :mod:`arithmech.core.results`.
+
+* :class:`Result` and :func:`read` — identify's files (:mod:`arithmech.identify.run` computes and writes them);
+* :class:`StabilityResult` and :func:`read_stability` — the stability step's three files
+  (:mod:`arithmech.steps.stability`);
+* :func:`operations` and :func:`load_key_heads` — what the later steps (analyze, beyond) read of identify's files:
+  the operations whose prompts they read, and the heads they study.
+
+Later wings import this module, never identify's computing modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from arithmech.core import results
+from arithmech.core.inputs import quoted
+from arithmech.core.safe_read import ResultsError
+from arithmech.data.pairs import samples as kept_prompts
+from arithmech.identify.config import Identify as Config
+from arithmech.identify.config import Stability
+from arithmech.methods.attention import Head
+from arithmech.methods.effects import studied_heads
+from arithmech.steps.control import recomputed
+
+
+@dataclass(frozen=True)
+class Result:
+    """Identify's files as a run made with ``config`` wrote them (what :func:`arithmech.pipeline.ensure.ensure` returns
+    for an :class:`Identify` config; :func:`read`). Each field is read, checked, from the file it is named after:
+
+    * ``prompts`` — ``prompts.jsonl``: the kept X_r / X_c pairs, one dict each;
+    * ``effects`` — ``effects.csv``: each head's and MLP's effect per task, with its 95% interval;
+    * ``key_heads`` — ``key_heads.json``: the key heads of the pooled task and the rule that chose them;
+    * ``answer_tokens`` — ``answer_tokens.csv`` (``None`` for ready-made samples: no template counts);
+    * ``knockout`` — ``knockout.csv`` (``None`` where the run made no knockout);
+    * ``transfer`` — ``transfer.csv`` (``None`` where the run made no transfer);
+    * ``heldout`` — ``heldout.json`` (``None`` where absent);
+    * ``run`` — the ``identify`` record of ``run.json`` (parameters, samples kept per task, versions, timings);
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    prompts: list[dict]
+    effects: pd.DataFrame
+    key_heads: dict
+    run: dict
+    answer_tokens: pd.DataFrame | None = None
+    knockout: pd.DataFrame | None = None
+    transfer: pd.DataFrame | None = None
+    heldout: dict | None = None
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """Identify's files in ``folder`` (checked, :func:`arithmech.core.results.read`) and its ``run.json`` record,
+    as the :class:`Result` of a run made with ``config``."""
+
+    def file(name: str, always: bool = False):  # the files a run writes only where it makes them: None when absent
+        return results.read(folder, name) if always or results.exists(folder, name) else None
+
+    return Result(
+        config=config,
+        prompts=file("prompts.jsonl", True),
+        effects=file("effects.csv", True),
+        key_heads=file("key_heads.json", True),
+        run=results.read_run(folder)["steps"]["identify"],
+        answer_tokens=file("answer_tokens.csv"),
+        knockout=file("knockout.csv"),
+        transfer=file("transfer.csv"),
+        heldout=file("heldout.json"),
+    )
+
+
+STABILITY_FILES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
+"""The step's files, in the order of :class:`StabilityResult`'s ``table``, ``runs``, ``heads``."""
+
+
+@dataclass(frozen=True)
+class StabilityResult:
+    """A stability run's files as a run made with ``config`` wrote them (:func:`read_stability`; what
+    :func:`arithmech.steps.stability.run` and :func:`arithmech.pipeline.ensure.ensure` return for a
+    :class:`Stability` config), each read and checked:
+
+    * ``table`` — ``stability.csv``: the Jaccard comparisons (size vs largest, between seeds, kinds, families);
+    * ``runs`` — ``stability_runs.csv``: each run (kind, seed, size, family): its prompts, key and top sets;
+    * ``heads`` — ``stability_heads.csv``: per head and kind, how often it is key / in the top, and its effect with
+      its interval in the reference run;
+    * ``record`` — the ``stability`` record of ``run.json`` (parameters, timings, versions, the estimate);
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Stability
+    table: pd.DataFrame
+    runs: pd.DataFrame
+    heads: pd.DataFrame
+    record: dict
+
+
+def read_stability(folder: str | Path, config: Stability) -> StabilityResult:
+    """The stability files of ``folder`` (checked reads) and the step's ``run.json`` record, as the
+    :class:`StabilityResult` of a run made with ``config``."""
+    table, runs, heads = (results.read(folder, n) for n in STABILITY_FILES)
+    record = results.read_run(folder)["steps"]["stability"]
+    return StabilityResult(config=config, table=table, runs=runs, heads=heads, record=record)
+
+
+def operations(choice: str, folder: str | Path) -> list[str] | None:
+    """The operations whose prompts a step reading identify's files reads (analyze's and beyond's ``operations``,
+    ``choice``; issue #41 item 5: one sample per question): under ``"pooled"`` the tasks that pass identify's control,
+    recomputed under its current version from the kept prompts (:func:`arithmech.steps.control.recomputed`, as the
+    claims read it), where the key heads were ranked; ``None`` (every operation) under ``"all"``, where no task names an
+    operation, or where every task fails (the claims then read the step's verdicts as inconclusive)."""
+    if choice == "all":
+        return None
+    prompts = kept_prompts(folder)
+    c, ops = recomputed(results.read(folder, "key_heads.json"), prompts), {s.op for s in prompts}
+    return [t for t in c.get("pooled") or [] if t in ops and t not in c.get("failed", {})] or None
+
+
+def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
+    """The heads to analyze from identify's files (checked by the results contract) and where they come
+    from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
+    (:func:`arithmech.methods.effects.studied_heads`, the rule every later step uses)."""
+    kh = results.read(folder, "key_heads.json")
+    try:
+        heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
+    except (TypeError, KeyError, ValueError):
+        raise ResultsError(
+            f"{quoted(Path(folder) / 'key_heads.json')}: each head needs integer 'layer' and 'head'; "
+            "re-run python -m arithmech identify"
+        ) from None
+    if heads:
+        return heads, "key heads"
+    return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
