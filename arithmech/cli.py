@@ -31,6 +31,7 @@ from typing import Callable
 from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
+from arithmech.embedded.planted_config import TrainPlanted
 from arithmech.steps import config as configs
 from arithmech.steps import config_training
 from arithmech.steps.registry import STEPS, Step
@@ -81,6 +82,7 @@ def _step_command(step: Step) -> Command:
 COMMANDS = {
     **{name: _step_command(step) for name, step in STEPS.items()},  # the pipeline's steps
     "train-embedded": Command(config_training.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
+    "train-planted": Command(TrainPlanted, "arithmech.embedded.planted_train", "run", print),
     "accuracy": Command(
         config_training.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy", _print_embedded_accuracy
     ),
