@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from arithmech.accounts import config as accounts_config
 from arithmech.steps import config as configs
 from arithmech.steps import config_training
 
@@ -83,6 +84,7 @@ STEPS: dict[str, Step] = {
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
+        Step("accounts", accounts_config.Accounts, "arithmech.accounts.run"),
     )
 }
 """Every step of the pipeline by its command's name."""
