@@ -3,6 +3,9 @@ that a test would need: the numbers are the files')."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -13,10 +16,13 @@ from arithmech.accounts.grid import OPERANDS
 WIDTH = 460
 
 
+PANELS = ["activation", "heuristic fit", "periodic fit"]
+
+
 def fitted_maps(neurons: pd.DataFrame, maps: pd.DataFrame) -> pd.DataFrame:
-    """Each neuron's grid three ways, long format (``neuron, a, b, panel, value``): its mean activation, the best
-    heuristic pattern's least-squares fit and the best periodic feature's (each fitted on the whole grid, for
-    display; the held-out R^2 in the labels is the step's)."""
+    """Each neuron's grid three ways, one row per cell (``neuron, a, b`` and one column per :data:`PANELS`): its mean
+    activation, the best heuristic pattern's least-squares fit and the best periodic feature's (each fitted on the
+    whole grid, for display; the held-out R^2 in the labels is the step's)."""
     ab = classify.cells(OPERANDS)
     fams = {"heuristic fit": classify.heuristic_family(ab), "periodic fit": classify.periodic_family(ab)}
     col = {"heuristic fit": "pattern", "periodic fit": "periodic_fit"}
@@ -24,15 +30,12 @@ def fitted_maps(neurons: pd.DataFrame, maps: pd.DataFrame) -> pd.DataFrame:
     for _, n in neurons.iterrows():
         m = maps[maps.neuron == n.neuron].set_index(["a", "b"]).activation
         y = np.array([m.get((int(a), int(b)), np.nan) for a, b in ab])
-        out.append(pd.DataFrame({"neuron": n.neuron, "a": ab[:, 0], "b": ab[:, 1], "panel": "activation", "value": y}))
+        row = pd.DataFrame({"neuron": n.neuron, "a": ab[:, 0], "b": ab[:, 1], "activation": y})
         for panel, fam in fams.items():
             f = fam.features[:, fam.names.index(n[col[panel]])]
             slope, icpt = np.polyfit(f, y, 1)
-            out.append(
-                pd.DataFrame(
-                    {"neuron": n.neuron, "a": ab[:, 0], "b": ab[:, 1], "panel": panel, "value": icpt + slope * f}
-                )
-            )
+            row[panel] = icpt + slope * f
+        out.append(row)
     return pd.concat(out, ignore_index=True)
 
 
@@ -43,33 +46,47 @@ def label(n) -> str:
     )
 
 
-def neuron_explorer(neurons: pd.DataFrame, maps: pd.DataFrame, title: str) -> alt.TopLevelMixin:
-    """Pick a top neuron: its operand grid (mean END activation over the templates), the best heuristic pattern's
-    fit and the best periodic feature's, with its class and both held-out R^2 in the dropdown."""
-    neurons = neurons.sort_values("score", ascending=False)
+def layer_explorer(neurons: pd.DataFrame, maps: pd.DataFrame, layer: int, key: str = "") -> alt.FacetChart:
+    """One flagged layer's top neurons: a dropdown, then the neuron's grid and its two fits side by side."""
+    neurons = neurons[neurons.layer == layer].sort_values("score", ascending=False)
     data = fitted_maps(neurons, maps)
     names = {n.neuron: label(n) for _, n in neurons.iterrows()}
     data["pick"] = data.neuron.map(names)
     options = list(names.values())
-    pick = alt.param(name="neuron_pick", value=options[0], bind=alt.binding_select(options=options, name="neuron "))
-    base = (
+    pick = alt.param(
+        name=re.sub(r"\W", "_", f"neuron_pick_{key}_{layer}"),
+        value=options[0],
+        bind=alt.binding_select(options=options, name=f"MLP {layer} "),
+    )
+    return (
         alt.Chart(data)
+        .transform_filter(alt.datum.pick == pick)
+        .transform_fold(list[Any](PANELS), as_=["panel", "value"])
         .mark_rect()
         .encode(
             x=alt.X("b:O", title="b"),
             y=alt.Y("a:O", title="a", sort="descending"),
             color=alt.Color("value:Q", title="activation", scale=alt.Scale(scheme="blueorange", domainMid=0)),
-            tooltip=["neuron", "a", "b", "panel", alt.Tooltip("value:Q", format=".3f")],
+            tooltip=["neuron:N", "a:O", "b:O", "panel:N", alt.Tooltip("value:Q", format=".3f")],
         )
         .properties(width=140, height=140)
+        .add_params(pick)
+        .facet(column=alt.Column("panel:N", title=None, sort=PANELS))
+        .properties(
+            title=alt.Title(
+                f"{key} MLP {layer}: a top neuron",
+                subtitle="rows a, columns b; the fits are drawn on the whole grid, the R^2 in the menu are held-out",
+            )
+        )
     )
-    return (
-        base.add_params(pick)
-        .transform_filter(alt.datum.pick == pick)
-        .facet(column=alt.Column("panel:N", title=None, sort=["activation", "heuristic fit", "periodic fit"]))
-        .resolve_scale(color="shared")
-        .properties(title=alt.Title(title, subtitle="rows a, columns b; the fits are drawn on the whole grid"))
-    )
+
+
+def neuron_explorers(neurons: pd.DataFrame, maps: pd.DataFrame, key: str) -> list[alt.FacetChart]:
+    """One explorer per flagged MLP (highest-scoring layer first): pick a top neuron to see its operand grid (mean END
+    activation over the templates), the best heuristic pattern's fit and the best periodic feature's, with its
+    class and both held-out R^2 in the menu."""
+    layers = list(dict.fromkeys(neurons.sort_values("score", ascending=False).layer))
+    return [layer_explorer(neurons, maps, int(l), key) for l in layers]
 
 
 def faithfulness_chart(curves: pd.DataFrame) -> alt.Chart:
@@ -108,24 +125,21 @@ def removal_chart(removal: pd.DataFrame) -> alt.Chart:
     )
 
 
-def probe_chart(probe: pd.DataFrame, nulls: pd.DataFrame) -> alt.Chart:
+def probe_chart(probe: pd.DataFrame, nulls: pd.DataFrame) -> alt.FacetChart:
     """Cohen's kappa of each testable residue probe by layer, one panel per model, the corrected null quantile as
     a dashed rule per probe."""
-    p = probe.assign(probe=probe.x + " mod " + probe["T"].astype(str))
-    n = nulls.assign(probe=nulls.x + " mod " + nulls["T"].astype(str))
-    line = (
-        alt.Chart(p)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("layer:Q", title="layer"),
-            y=alt.Y("kappa:Q", title="Cohen's kappa (held-out values)"),
-            color="probe:N",
-            tooltip=["model", "probe", "layer", alt.Tooltip("kappa:Q", format=".2f")],
-        )
+    keys = ["model", "x", "T"]
+    d = probe.merge(nulls[keys + ["null_quantile"]], on=keys, how="left")
+    d["probe"] = d.x + " mod " + d["T"].astype(str)
+    base = alt.Chart(d).encode(color=alt.Color("probe:N"))
+    line = base.mark_line(point=True).encode(
+        x=alt.X("layer:Q", title="layer"),
+        y=alt.Y("kappa:Q", title="Cohen's kappa (held-out values)"),
+        tooltip=["model", "probe", "layer", alt.Tooltip("kappa:Q", format=".2f")],
     )
-    rule = alt.Chart(n).mark_rule(strokeDash=[4, 4]).encode(y="null_quantile:Q", color="probe:N")
+    rule = base.mark_rule(strokeDash=[4, 4]).encode(y="mean(null_quantile):Q")
     return (
-        (line + rule)
+        alt.layer(line, rule)
         .properties(width=200, height=180)
         .facet(column=alt.Column("model:N", title=None))
         .properties(title="Residue probes against the permutation null (dashed)")

@@ -133,8 +133,7 @@ def residue_probe(x: np.ndarray, values: np.ndarray, T: int, seed: int, n_perm: 
             xt, xe = (xt - mu) / sd, (x[te, layer] - mu) / sd
             a = np.linalg.solve(xt.T @ xt + lam * tr.sum() * np.eye(xt.shape[1]), xt.T)  # (d, n_train)
             onehot = np.eye(T)[labels[:, tr]]  # (1 + n_perm, n_train, T)
-            w = np.einsum("dn,pnt->pdt", a, onehot)
-            preds[:, te] = np.einsum("nd,pdt->pnt", xe, w).argmax(-1)
+            preds[:, te] = np.matmul(xe @ a, onehot).argmax(-1)  # the hat matrix once, every labelling through it
         held = preds[0] >= 0
         scores[:, layer] = [kappa(labels[p, held], preds[p, held], T) for p in range(1 + n_perm)]
     return {

@@ -93,10 +93,12 @@ def rules_text() -> str:
     return "\n".join(lines)
 
 
-def explorer(r: dict, model: str) -> alt.TopLevelMixin:
-    """The interactive heatmap explorer of ``model``'s top neurons."""
-    res = r[model]
-    return charts.neuron_explorer(res.neurons, res.maps, f"{model}: top neurons of the flagged MLPs")
+def explorer(r: dict, model: str) -> None:
+    """The interactive heatmap explorer of ``model``'s top neurons: one chart per flagged MLP, displayed."""
+    from IPython.display import display  # lazy: the book extra (a kernel)
+
+    for chart in charts.neuron_explorers(r[model].neurons, r[model].maps, model):
+        display(chart)
 
 
 def classes(r: dict) -> pd.DataFrame:
