@@ -26,7 +26,7 @@ def numbers(**over) -> dict:
         removal_mlp=dict(full_drop=3.0, periodic_drop=2.0, random_q95=1.0, random_median=0.8, diff=(1.0, 0.5, 1.5)),
         removal_attn=dict(full_drop=3.0, periodic_drop=0.5, random_q95=1.0, random_median=0.8, diff=(-0.3, -0.6, -0.1)),
         operand_values=9, digit_tokens=True,
-        subspace={"all": (-2.0, -2.5, -1.5), "ratio": (0.9, 0.85, 0.95)},
+        subspace={"all": (-2.0, -2.5, -1.5), "ratio": (0.9, 0.85, 0.95), "dim": 9},
     )
     n.update(over)
     return n
