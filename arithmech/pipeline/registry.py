@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from arithmech.accounts import config as accounts_config
 from arithmech.analyze import config as analyze_config
 from arithmech.circuits import config as circuits_config
 from arithmech.identify import config as identify_config
@@ -92,6 +93,7 @@ STEPS: dict[str, Step] = {
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
+        Step("accounts", accounts_config.Accounts, "arithmech.accounts.run"),
     )
 }
 """Every step of the pipeline by its command's name."""

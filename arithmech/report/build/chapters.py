@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
+from arithmech.accounts.config import Chapter as Accounts
 from arithmech.analyze import config as analyze_config
 from arithmech.circuits import config as circuits_config
 from arithmech.core.config import Config, option
@@ -398,7 +399,7 @@ class SmolLM2(ModelChapter):
 
 
 # chapter (file stem) → its config
-CHAPTERS: dict[str, type[Chapter]] = {
+CHAPTERS: dict[str, type[Chapter] | type[Accounts]] = {
     "data": Data,
     "identify": Identify,
     "analyze": Analyze,
@@ -410,9 +411,10 @@ CHAPTERS: dict[str, type[Chapter]] = {
     "appendix_mlp_ablation": MlpAblation,
     "appendix_computer_vs_llm": ComputerVsLlm,
     "appendix_smollm2": SmolLM2,
+    "accounts": Accounts,
 }
 
 
-def check(chapter: str, namespace: dict) -> Chapter:
+def check(chapter: str, namespace: dict) -> Chapter | Accounts:
     """A chapter's check cell: its config from the notebook's variables (one line on a wrong value)."""
     return CHAPTERS[chapter].pick(namespace)

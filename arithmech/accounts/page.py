@@ -1,0 +1,167 @@
+"""The "Three accounts" chapter's page: every table and chart of ``book/accounts.md``, one call per cell.
+
+:func:`run` makes (or reuses) the accounts step of the chapter's model (the toy, computed in the build) and reads the
+shipped results of the other models (SmolLM2's, made by the command in their ``signatures.json``); every other
+function takes its dict ``r`` (model name -> :class:`arithmech.accounts.run.Result`) and returns what its cell
+shows::
+
+    >>> r = run(P)
+    >>> verdicts(r); table(r); explorer(r, "embedded")
+"""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+
+from arithmech.accounts import charts, signatures
+from arithmech.accounts import run as step
+from arithmech.accounts.config import Chapter
+from arithmech.accounts.rules import RULES, rules_sha256
+from arithmech.core import results
+from arithmech.pipeline.ensure import ensure
+
+
+def reusable(config) -> bool:
+    """Whether the step's files of ``config``'s model were made with its parameters under the current rules."""
+    f = step.folder_of(config) / "signatures.json"
+    if not f.exists():
+        return False
+    sig = json.loads(f.read_text())
+    return sig.get("rules_sha256") == rules_sha256() and sig.get("parameters") == json.loads(
+        json.dumps(config.reuse_key(), default=str)
+    )
+
+
+def run(P: Chapter) -> dict:
+    """The chapter's model computed (or reused), then every shipped model read: ``{model: Result}``."""
+    own = P.to_accounts().replace(overwrite=True)
+    needed, identify = step.needs(own)
+    if not results.exists(results.model_folder(P.results, P.model_name), needed):
+        ensure(identify)  # identify's files, where the Identify chapter has not made them
+    out = {P.model_name: step.run(own) if P.recompute or not reusable(own) else step.read(step.folder_of(own), own)}
+    for m in P.shipped:
+        cfg = P.to_accounts(m)
+        if (step.folder_of(cfg) / "signatures.json").exists():
+            out[m] = step.read(step.folder_of(cfg), cfg)
+    return out
+
+
+def header(r: dict) -> str:
+    """One line per model: the grid, the flagged MLPs, the studied heads, the run's cost."""
+    lines = []
+    for m, res in r.items():
+        n = res.signatures["numbers"]
+        lines.append(
+            f"{m}: {n['n_grid']} grid prompts ({n['shots']} shots; answer digit right on {n['grid_accuracy']:.0%}), "
+            f"flagged MLPs {n['flagged_mlps']}, heads studied {', '.join(n['heads_studied']) or '-'} "
+            f"({n['heads_from']}); {res.signatures['timings_s']['total']:.0f} s"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(r: dict) -> pd.DataFrame:
+    """Accounts x models: each account's verdict."""
+    rows = []
+    for rule in RULES:
+        row = {"account": f"{rule.account}: {rule.name}"}
+        for m, res in r.items():
+            row[m] = res.signatures["verdicts"][rule.account]["verdict"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table(r: dict) -> pd.DataFrame:
+    """The signature table: one row per criterion and model, its verdict and the numbers behind it."""
+    out = []
+    for m, res in r.items():
+        out += [{"model": m, **row} for row in signatures.rows(res.signatures)]
+    return pd.DataFrame(out)[["model", "criterion", "decides", "verdict", "evidence"]]
+
+
+def rules_text() -> str:
+    """The rules as Markdown: each account's criteria and when each is not testable."""
+    lines = []
+    for rule in RULES:
+        lines.append(f"**{rule.account}: {rule.name}** ({rule.sources}): {rule.meaning}.")
+        for c in rule.criteria:
+            nt = f" *Not testable when* {c.not_testable}." if c.not_testable else ""
+            lines.append(f"- {c.id}{'' if c.decides else ' (describes)'}: {c.text}.{nt}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def explorer(r: dict, model: str) -> None:
+    """The interactive heatmap explorer of ``model``'s top neurons: one chart per flagged MLP, displayed."""
+    from IPython.display import display  # lazy: the book extra (a kernel)
+
+    for chart in charts.neuron_explorers(r[model].neurons, r[model].maps, model):
+        display(chart)
+
+
+def classes(r: dict) -> pd.DataFrame:
+    """Per model, how many top neurons fall in each heuristic class (held-out R^2 >= the rule's)."""
+    rows = [
+        {"model": m, "class": k, "neurons": int(v)}
+        for m, res in r.items()
+        for k, v in res.neurons["class"].value_counts().items()
+    ]
+    return pd.DataFrame(rows).pivot_table(index="class", columns="model", values="neurons", fill_value=0).reset_index()
+
+
+def _stack(r: dict, field: str) -> pd.DataFrame:
+    return pd.concat([getattr(res, field).assign(model=m) for m, res in r.items()], ignore_index=True)
+
+
+def faithfulness_chart(r: dict) -> alt.Chart:
+    return charts.faithfulness_chart(_stack(r, "faithfulness"))
+
+
+def parity(r: dict) -> pd.DataFrame:
+    """Attribution against exact single-neuron patching, per model."""
+    rows = []
+    for m, res in r.items():
+        p = res.signatures["numbers"]["parity"]
+        rows.append(
+            {
+                "model": m,
+                "r (neuron x prompt)": p["r_pairs"],
+                "r (neuron means)": p["r_neurons"],
+                "same sign": p["sign_agreement"],
+                "neurons": p["n_neurons"],
+                "prompts": p["n_prompts"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def removal_chart(r: dict) -> alt.Chart:
+    return charts.removal_chart(_stack(r, "removal"))
+
+
+def probe_chart(r: dict) -> alt.Chart | alt.FacetChart:
+    nulls = pd.DataFrame(
+        [{**p, "model": m} for m, res in r.items() for p in res.signatures["numbers"]["probes"] if p["testable"]]
+    )
+    return charts.probe_chart(_stack(r, "probe"), nulls)
+
+
+def probes(r: dict) -> pd.DataFrame:
+    """Every probe: testable or not, the best layer's kappa, the corrected null quantile, the held-out values."""
+    return pd.DataFrame([{"model": m, **p} for m, res in r.items() for p in res.signatures["numbers"]["probes"]])
+
+
+def counterfactual_chart(r: dict) -> alt.Chart:
+    rows = []
+    for m, res in r.items():
+        for key, g in res.signatures["numbers"]["cf_groups"].items():
+            kind, group = key.split("/")
+            rows.append({"model": m, "counterfactual": kind, "group": group, **g})
+    return charts.counterfactual_chart(pd.DataFrame(rows))
+
+
+def commands(r: dict) -> str:
+    """The command that made each model's files."""
+    return "\n".join(f"{m}: {res.signatures['command']}" for m, res in r.items())

@@ -1,0 +1,366 @@
+"""The accounts step end to end (``python -m arithmech accounts``): grid, atlas, Fourier tests, counterfactuals, the
+signature table; files in ``<results>/<model>/accounts/``, each written atomically.
+
+It reads identify's files of the model's folder (``key_heads.json``, ``effects.csv``: the flagged MLPs and the
+studied heads; ``run.json``: identify's shots) and writes ``signatures.json`` (the numbers, the verdicts under the
+rules' hash, the command, timings), ``neurons.csv``, ``maps.csv``, ``faithfulness.csv``, ``parity.csv``,
+``removal.csv``, ``probe.csv`` and ``counterfactual.csv``. **Resumable**: each phase's result is kept in
+``<model>/.checkpoints/accounts/`` under the config's key, so a run stopped part-way starts at the phase it was in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from arithmech.accounts import ablate, atlas, classify, fourier, grid, signatures
+from arithmech.accounts import counterfactual as cf
+from arithmech.accounts.config import Accounts as Config
+from arithmech.accounts.rules import PROBE_ALPHA, decide, rules_sha256
+from arithmech.accounts.runner import Runner
+from arithmech.core import provenance, results
+from arithmech.core.atomic import atomic_json, atomic_write
+from arithmech.core.config import command_line
+from arithmech.core.models import load_model
+from arithmech.core.progress import announce
+from arithmech.embedded.train import corpus
+from arithmech.identify.config import Identify
+from arithmech.identify.result import load_key_heads
+
+FILES = (
+    "signatures.json",
+    "neurons.csv",
+    "maps.csv",
+    "faithfulness.csv",
+    "parity.csv",
+    "removal.csv",
+    "probe.csv",
+    "counterfactual.csv",
+)
+
+
+def needs(config: Config) -> tuple[str, Identify]:
+    """identify's ``key_heads.json``, and the identify config that makes it where it is absent."""
+    return "key_heads.json", Identify(
+        model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
+    )
+
+
+def folder_of(config: Config) -> Path:
+    """``<results>/<model>/accounts/``."""
+    return results.model_folder(config.results, config.model_name) / "accounts"
+
+
+def flagged_layers(folder: Path, max_layers: int) -> list[int]:
+    """identify's key MLPs, then the other MLPs by effect (most negative first) on its pooled task, ``max_layers``
+    in all."""
+    kh = results.read(folder, "key_heads.json")
+    eff = results.read(folder, "effects.csv")
+    mlps = eff[(eff.task == kh["task"]) & (eff["head"].astype(str) == "mlp")].sort_values("effect")
+    order = [int(m["layer"]) for m in kh.get("mlps", [])] + [int(x) for x in mlps.layer]
+    return list(dict.fromkeys(order))[:max_layers]
+
+
+def shots_of(config: Config, folder: Path) -> int:
+    """The solved examples before each prompt: the config's, or identify's (``run.json``) at -1."""
+    if config.shots >= 0:
+        return config.shots
+    rec = json.loads((folder / "run.json").read_text()) if (folder / "run.json").exists() else {}
+    return int(rec.get("steps", {}).get("identify", {}).get("parameters", {}).get("shots", 0))
+
+
+class Phases:
+    """Each phase's result, kept under the config's key in the model's checkpoint folder (resumable)."""
+
+    def __init__(self, folder: Path, config: Config):
+        key = json.dumps({**config.reuse_key(), "rules": rules_sha256()}, sort_keys=True, default=str)
+        self.dir = folder / ".checkpoints" / "accounts" / hashlib.sha256(key.encode()).hexdigest()[:16]
+        self.timings: dict[str, float] = {}
+
+    def __call__(self, name: str, fn: Callable[[], Any]) -> Any:
+        path = self.dir / f"{name}.pt"
+        if path.exists():
+            self.timings[name] = 0.0
+            return torch.load(path, weights_only=False)
+        t0 = time.time()
+        announce("accounts", name)
+        out = fn()
+        buf = io.BytesIO()
+        torch.save(out, buf)
+        atomic_write(path, buf.getvalue())
+        self.timings[name] = round(time.time() - t0, 1)
+        return out
+
+
+def compute(config: Config, **loaded) -> Path:
+    """The step (module docstring); ``loaded``: ``model`` and ``tok`` already in memory. Returns the folder."""
+    c = config
+    folder = results.model_folder(c.results, c.model_name)
+    out_dir = folder / "accounts"
+    if (out_dir / "signatures.json").exists() and not c.overwrite:
+        raise ValueError(f"{out_dir}/signatures.json exists: pass --overwrite to replace it")
+    layers, (heads, heads_from) = flagged_layers(folder, c.max_layers), load_key_heads(folder)
+    n_key = len(results.read(folder, "key_heads.json")["heads"])
+    shots = shots_of(c, folder)
+    t_start = time.time()
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    model, tok = loaded.get("model"), loaded.get("tok")
+    if model is None:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
+    samples = [
+        s
+        for s in grid.grid_prompts(tok, "addition", shots, c.seed)
+        if c.templates == "all" or s.template.startswith("add-")
+    ]
+    digits = grid.digit_ids(tok)
+    ph = Phases(folder, c)
+    runner = Runner(model, tok, samples, digits, c.batch_size)
+    clean = ph("clean", lambda: runner.clean(layers))
+    mu, attr, scores = atlas.attribution(clean)
+    order = atlas.ranking(scores)
+    top = {l: o[: c.top_k] for l, o in order.items()}
+    rng = np.random.default_rng(c.seed)
+    rows = sorted(rng.permutation(len(samples))[: c.n_intervene].tolist())
+    sub = [samples[r] for r in rows]
+    sub_runner = Runner(model, tok, sub, digits, c.batch_size)
+    par_rows = rows[: c.n_parity]
+    par_runner = Runner(model, tok, [samples[r] for r in par_rows], digits, c.batch_size)
+    parity_df, parity = ph(
+        "parity", lambda: atlas.parity(par_runner, par_rows, attr, order, mu, c.parity_neurons, c.seed)
+    )
+    m, ids = atlas.maps(samples, clean.acts, top, grid.OPERANDS)
+    cls = ph("classify", lambda: classify.classify(m, grid.OPERANDS, c.seed, c.n_perm))
+    neurons = atlas.neuron_table(ids, scores, cls, m)
+    width = next(iter(mu.values())).shape[0]
+    faith_df, faith = ph("faithfulness", lambda: atlas.faithful(sub_runner, order, mu, width))
+    assoc = ph(
+        "association",
+        lambda: atlas.associated_vs_unassociated(sub_runner, sub, ids, cls, grid.OPERANDS, mu, c.seed, c.n_boot),
+    )
+    subspace = ph(
+        "subspace", lambda: atlas.shared_subspace(model, sub_runner, clean.acts, top, mu, sub, c.seed, c.n_boot)
+    )
+    b = fourier.digit_basis(model, runner.arch, digits)
+    base_ld = sub_runner.ld()
+    removal = {site: ph(f"removal-{site}", remover(sub_runner, b, site, c)) for site in ("mlp", "attn")}
+    probes = ph("probe", lambda: run_probes(clean, samples, c))
+    freq = ph("frequency", lambda: digit_frequency(model, tok, c.model_name, digits, c.seed))
+    cf_rows = sorted(rng.permutation(len(samples))[: c.n_cf].tolist())
+    counter = ph(
+        "counterfactual",
+        lambda: cf.compare(model, tok, [samples[r] for r in cf_rows], heads, layers, c.seed, c.n_boot, c.batch_size),
+    )
+    clusters = [(s.a, s.b) for s in sub]
+    rem_numbers = {
+        site: signatures.removal_numbers(base_ld, r, clusters, c.n_boot, c.seed) for site, r in removal.items()
+    }
+    spectrum = {
+        "spectrum_mlp": fourier.periodic_share((clean.mlp_sum @ b.T).numpy()),
+        "spectrum_attn": fourier.periodic_share((clean.attn_sum @ b.T).numpy()),
+        "spectrum_baseline": fourier.periodic_share(freq[None]),
+        "spectrum_isotropic": fourier.ISOTROPIC_SHARE,
+    }
+    numbers = {
+        "key_heads": n_key,
+        "heads_studied": [f"{l}.{h}" for l, h in heads],
+        "heads_from": heads_from,
+        "flagged_mlps": layers,
+        "shots": shots,
+        "n_grid": len(samples),
+        "grid_accuracy": float((clean.logits.argmax(1) == runner.answer).float().mean()),
+        "ld_clean": float(base_ld.mean()),
+        **{k: counter[k] for k in ("clusters_cf", "rho_mlp", "rho_heads", "den_mlp", "den_heads")},
+        "cf_groups": counter["groups"],
+        **faith,
+        "top_k": c.top_k,
+        "class_rate": atlas.class_rate(cls),
+        "null_rate": cls.null_heuristic,
+        "periodic_rate": float((cls.periodic.r2_heldout >= 0.3).mean()),
+        "periodic_null_rate": cls.null_periodic,
+        "classes": neurons["class"].value_counts().to_dict(),
+        **{k: v for k, v in assoc.items() if k != "n"},
+        "assoc_prompts": assoc["n"],
+        "periodic_wins": atlas.periodic_wins(cls, c.n_boot, c.seed),
+        "parity": parity,
+        "probes": probes["summary"],
+        **spectrum,
+        "digit_frequency": freq.tolist(),
+        "clusters_removal": len(set(clusters)),
+        "removal_mlp": rem_numbers["mlp"],
+        "removal_attn": rem_numbers["attn"],
+        "operand_values": len(grid.OPERANDS),
+        "digit_tokens": True,
+        "subspace": subspace,
+    }
+    write_files(
+        out_dir,
+        c,
+        numbers,
+        neurons,
+        m,
+        ids,
+        faith_df,
+        parity_df,
+        removal,
+        base_ld,
+        probes,
+        counter,
+        ph,
+        round(time.time() - t_start, 1),
+    )
+    return out_dir
+
+
+def remover(runner: Runner, b: torch.Tensor, site: str, c: Config) -> Callable[[], dict]:
+    """The periodic-against-random removal on ``site``, as a phase."""
+    return lambda: ablate.periodic_and_random(runner, b, site, c.n_random, c.seed)
+
+
+def probe_layers(n_layers: int, k: int) -> list[int]:
+    """``k`` layers evenly spaced over ``n_layers``, the last included."""
+    return sorted({int(round(x)) for x in np.linspace(n_layers - 1, 0, k)}) if k < n_layers else list(range(n_layers))
+
+
+def run_probes(clean, samples, c: Config) -> dict:
+    """The residue probes of ``a`` (at its token) and ``a + b`` (at END), every period, with the corrected nulls, on
+    ``c.probe_rows`` prompts and ``c.probe_layers`` layers."""
+    rows = np.sort(np.random.default_rng(c.seed + 11).permutation(len(samples))[: c.probe_rows])
+    layers = probe_layers(clean.resid_end.shape[1], c.probe_layers)
+    a = np.array([samples[r].a for r in rows])
+    s_ = a + np.array([samples[r].b for r in rows])
+    raw = []
+    for x, feats, values in (("a", clean.resid_a, a), ("a+b", clean.resid_end, s_)):
+        f = feats[rows][:, layers].numpy()
+        for T in fourier.PERIODS:
+            r = fourier.residue_probe(f, values, T, c.seed, c.n_perm)
+            raw.append({"x": x, "T": T, "layers": layers, **r})
+    m = max(1, sum(r["testable"] for r in raw))
+    summary = []
+    for r in raw:
+        k = np.array(r["kappa"]) if r["testable"] else np.array([np.nan])
+        summary.append(
+            {
+                "x": r["x"],
+                "T": r["T"],
+                "testable": r["testable"],
+                "kappa": float(np.nanmax(k)) if r["testable"] else None,
+                "layer": r["layers"][int(np.nanargmax(k))] if r["testable"] else None,
+                "null_quantile": float(np.quantile(r["null"], 1 - PROBE_ALPHA / m)) if r["testable"] else None,
+                "heldout_values": r["heldout_values"],
+            }
+        )
+    return {"raw": raw, "summary": summary}
+
+
+def digit_frequency(model, tok, model_name: str, digits: list[int], seed: int) -> np.ndarray:
+    """The digit-token frequency baseline: the toy's training stream, or for another model text it samples from
+    its first token (16 sequences of 96 tokens, seeded)."""
+    if model_name == "embedded":
+        ids = [i for text in corpus(random.Random(seed), 2000) for i in tok(text)["input_ids"]]
+    else:
+        torch.manual_seed(seed)
+        start = torch.full((16, 1), tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id)
+        gen = model.generate(start, do_sample=True, max_new_tokens=96, pad_token_id=tok.eos_token_id)
+        ids = gen.flatten().tolist()
+    return fourier.digit_frequencies(ids, digits) / max(1, len(ids))
+
+
+def write_files(  # noqa: PLR0913 (every file of the step, written together; a Result type would carry them)
+    out_dir, c, numbers, neurons, m, ids, faith_df, parity_df, removal, base_ld, probes, counter, ph, wall
+) -> None:
+    """Every file of the step, each atomically; ``signatures.json`` last (its presence means the set is whole)."""
+    ab = classify.cells(grid.OPERANDS)
+    maps_df = pd.DataFrame(
+        [
+            {"neuron": f"{l}.{i}", "a": int(a), "b": int(b_), "activation": float(m[j, k])}
+            for j, (l, i) in enumerate(ids)
+            for k, (a, b_) in enumerate(ab)
+        ]
+    )
+    rem = []
+    for site, r in removal.items():
+        rem.append({"site": site, "condition": "periodic", "drop": float((base_ld - r["periodic"]).mean())})
+        rem.append({"site": site, "condition": "full", "drop": float((base_ld - r["full"]).mean())})
+        rem += [
+            {"site": site, "condition": f"random {i}", "drop": float((base_ld - x).mean())}
+            for i, x in enumerate(r["random"])
+        ]
+    probe_df = pd.DataFrame(
+        [
+            {"x": r["x"], "T": r["T"], "layer": l, "kappa": k}
+            for r in probes["raw"]
+            if r["testable"]
+            for l, k in zip(r["layers"], r["kappa"])
+        ]
+    )
+    frames = {
+        "neurons.csv": neurons,
+        "maps.csv": maps_df,
+        "faithfulness.csv": faith_df,
+        "parity.csv": parity_df,
+        "removal.csv": pd.DataFrame(rem),
+        "probe.csv": probe_df,
+        "counterfactual.csv": pd.DataFrame(counter["rows"]),
+    }
+    for name, df in frames.items():
+        atomic_write(out_dir / name, df.to_csv(index=False, float_format="%.6g"))
+    atomic_json(
+        out_dir / "signatures.json",
+        {
+            "model": c.model_name,
+            "rules_sha256": rules_sha256(),
+            "command": command_line("accounts", c),
+            "parameters": {k: v for k, v in c.reuse_key().items()},
+            "verdicts": decide(numbers),
+            "numbers": numbers,
+            "timings_s": {**ph.timings, "total": wall},
+            "versions": provenance.versions(),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Result:
+    """The step's files (:func:`read`): ``signatures`` (``signatures.json``), and one DataFrame per CSV:
+    ``neurons``, ``maps``, ``faithfulness``, ``parity``, ``removal``, ``probe``, ``counterfactual``; ``config``."""
+
+    config: Config
+    signatures: dict
+    neurons: pd.DataFrame
+    maps: pd.DataFrame
+    faithfulness: pd.DataFrame
+    parity: pd.DataFrame
+    removal: pd.DataFrame
+    probe: pd.DataFrame
+    counterfactual: pd.DataFrame
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """The files of ``folder`` (``<model>/accounts/``) as a :class:`Result`."""
+    f = Path(folder)
+    if not (f / "signatures.json").exists():
+        raise results.ResultsError(f"{f}/signatures.json is missing: run python -m arithmech accounts")
+    csv = {n: pd.read_csv(f / n) if (f / n).stat().st_size > 1 else pd.DataFrame() for n in FILES[1:]}
+    return Result(config, json.loads((f / "signatures.json").read_text()), *(csv[n] for n in FILES[1:]))
+
+
+def run(config: Config, **loaded) -> Result:
+    """The step, then its files read back."""
+    return read(compute(config, **loaded), config)
+
+
+def summary(result: Result) -> str:
+    """The signature table and where the files are."""
+    return signatures.table_text(result.signatures) + f"\nwrote {folder_of(result.config)}/: {', '.join(FILES)}"
