@@ -23,6 +23,8 @@ __all__ = [
     "pairs",
     "keep_correct",
     "answer_ids",
+    "sft_pairs",
+    "completion_loss",
     "path_patch",
     "knockout",
     "attention_roles",
@@ -38,7 +40,17 @@ _WHERE = {
     "TraceDict": "arithmech.core.trace",
     **{
         name: "arithmech.api"
-        for name in ("pairs", "keep_correct", "answer_ids", "path_patch", "knockout", "attention_roles", "precise_sft")
+        for name in (
+            "pairs",
+            "keep_correct",
+            "answer_ids",
+            "sft_pairs",
+            "completion_loss",
+            "path_patch",
+            "knockout",
+            "attention_roles",
+            "precise_sft",
+        )
     },
 }
 

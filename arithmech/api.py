@@ -5,7 +5,7 @@ heads as ``(layer, head)`` pairs) and returns a pandas frame, a number or the mo
 own functions leave to their callers (caches, means, trainers). They are thin: each calls the function a step of the
 book calls, and ``tests/unit/test_api.py`` checks each against it on the embedded model.
 
->>> from arithmech import load_model, pairs, keep_correct, path_patch, knockout, attention_roles, precise_sft
+>>> from arithmech import load_model, pairs, keep_correct, sft_pairs, path_patch, knockout, attention_roles, precise_sft
 >>> model, tok, geo = load_model("embedded")                       # or "smollm2-135m", a folder, a .gguf
 >>> xs = keep_correct(model, tok, pairs(tok, "addition", n=64))     # X_r the model gets right, X_c moving it
 >>> fx = path_patch(model, tok, [s.clean for s in xs], [s.corrupt for s in xs], [s.answer for s in xs])
@@ -14,7 +14,7 @@ book calls, and ``tests/unit/test_api.py`` checks each against it on the embedde
 >>> knockout(model, tok, [s.clean for s in xs], heads, answers=[s.answer for s in xs],
 ...          means_from=[s.corrupt for s in xs])                    # accuracy with those heads mean-ablated
 >>> attention_roles(model, tok, xs, heads)                          # where they look from the last token
->>> precise_sft(model, tok, [("3 plus 4 is", " 7")], heads, lr=1e-3, steps=10)   # tune only their slices
+>>> precise_sft(model, tok, sft_pairs(xs), heads, lr=1e-3, steps=10)   # tune only their slices
 
 Hooks on any module: :class:`~arithmech.core.trace.Trace` and :class:`~arithmech.core.trace.TraceDict` (baukit's
 semantics), also exported by the package.
@@ -29,14 +29,15 @@ import pandas as pd
 import torch
 
 from arithmech.core.inputs import ANSWER_TOKENS
-from arithmech.core.models import BATCH_SIZE, geometry
+from arithmech.core.models import BATCH_SIZE, geometry, input_device
 from arithmech.core.names import component
 from arithmech.data.batches import token_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import Sample, make_pairs
+from arithmech.data.templates import TEMPLATES
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.finetune import adapter
-from arithmech.finetune.data import tokenize_pairs
+from arithmech.finetune.data import Collator, tokenize_pairs
 from arithmech.finetune.runner import make_trainer, training_args
 from arithmech.methods import attention, patching
 from arithmech.methods.ablation.intervention import Forwards
@@ -86,6 +87,21 @@ def keep_correct(model, tok, samples: Sequence[Sample], batch_size: int = 64) ->
     right, _ = filter_correct(model, tok, samples, batch_size)
     kept, _ = check_counterfactuals(model, tok, right, batch_size)
     return kept
+
+
+def sft_pairs(samples: Sequence[Sample]) -> list[tuple[str, str]]:
+    """``(prompt, completion)`` training pairs from samples: the prompt before the whole answer (``Sample.bare``:
+    without the leading digits a ``last-digit`` prompt carries) and the whole answer, joined as its template joins
+    them, for :func:`precise_sft`.
+
+    >>> sft_pairs(xs)[0]                     # e.g. ("7 + 7 =", " 14")
+    """
+    out = []
+    for s in samples:
+        t = TEMPLATES.get(s.template)
+        joiner = t.joiner if t is not None else " "
+        out.append((s.bare, s.target if (s.bare.endswith(" ") or not joiner) else joiner + s.target))
+    return out
 
 
 def answer_ids(tok, prompts: Sequence[str], answers: Answers) -> torch.Tensor:
@@ -228,6 +244,23 @@ def attention_roles(model, tok, samples: Sequence[Sample], heads: Sequence[Head]
     best = pd.concat([wide.operand, wide.operator, rest], axis=1).to_numpy().argmax(1)
     wide["reads"] = [("operand", "operator", "rest")[i] for i in best]
     return wide.reset_index(drop=True)
+
+
+def completion_loss(model, tok, pairs: Sequence[tuple[str, str]], batch_size: int = 16) -> float:
+    """The mean cross-entropy of the completions' tokens (and EOS) given their prompts: the loss
+    :func:`precise_sft` lowers, over every completion token of ``pairs`` at once.
+
+    >>> completion_loss(model, tok, sft_pairs(xs))      # e.g. 0.41
+    """
+    rows, total, count = tokenize_pairs(tok, pairs), 0.0, 0
+    collate = Collator(tok.pad_token_id)
+    with torch.no_grad():
+        for i in range(0, len(rows), batch_size):
+            batch = {k: v.to(input_device(model)) for k, v in collate(rows[i : i + batch_size]).items()}
+            n = int((batch["labels"][:, 1:] != -100).sum())
+            total += float(model(**batch).loss) * n
+            count += n
+    return total / count
 
 
 def precise_sft(  # noqa: PLR0913 (the data, the heads and the optimizer's settings)

@@ -16,7 +16,7 @@ from arithmech.data.batches import answer_ids as sample_answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import make_pairs, select_templates
 from arithmech.evals.scoring import predict
-from arithmech.finetune.data import Collator, tokenize_pairs
+from arithmech.finetune.data import tokenize_pairs
 from arithmech.methods import patching
 from arithmech.methods.ablation import knockout as K
 from arithmech.methods.effects import effects_frame
@@ -175,18 +175,13 @@ def test_precise_sft_trains_only_the_heads_slices_and_lowers_the_loss(embedded_m
     and in eval mode."""
     model0, tok, geo = embedded_model
     model = copy.deepcopy(model0)
-    data = [(s.bare, " " + s.target) for s in kept[:16]]
+    data = api.sft_pairs(kept[:16])
+    assert all((p + c).startswith(s.clean) and (p + c).endswith(s.target) for (p, c), s in zip(data, kept))
     heads = [(3, 1), (4, 6)]
-    rows = tokenize_pairs(tok, data)
-
-    def loss(m):
-        with torch.no_grad():
-            return float(m(**Collator(tok.pad_token_id)(rows)).loss)
-
-    before = loss(model)
+    before = api.completion_loss(model, tok, data, batch_size=5)
     out = api.precise_sft(model, tok, data, heads, lr=3e-3, steps=8, batch_size=8)
     assert out is model and not out.training
-    assert loss(out) < before
+    assert api.completion_loss(out, tok, data) < before
     dh = geo.head_dim
     b0, a0 = dict(model0.named_parameters()), dict(out.named_parameters())
     assert set(b0) == set(a0)                             # merged: the same parameter names as loaded
@@ -205,3 +200,22 @@ def test_precise_sft_trains_only_the_heads_slices_and_lowers_the_loss(embedded_m
         assert torch.equal(o0[:, keep], o1[:, keep])
     with pytest.raises(ValueError, match="outside the model"):
         api.precise_sft(copy.deepcopy(model0), tok, data, [(geo.n_layers, 0)], steps=1)
+
+
+def test_completion_loss_is_the_mean_over_completion_tokens(embedded_model, kept):
+    """Protects ``completion_loss``: it is the mean of −log p(token) over every completion token (and EOS) of every
+    pair, computed here one pair at a time with a log-softmax, whatever the batch size (rows of unequal length
+    padded together); the prompt's tokens are not scored."""
+    model, tok, _ = embedded_model
+    data = api.sft_pairs(kept[:7])
+    nll, n = 0.0, 0
+    with torch.no_grad():
+        for row in tokenize_pairs(tok, data):
+            ids, labels = torch.tensor([row["input_ids"]]), torch.tensor(row["labels"])
+            logp = model(ids).logits[0, :-1].log_softmax(-1)
+            scored = labels[1:] != -100
+            nll -= float(logp[scored].gather(-1, labels[1:][scored, None]).sum())
+            n += int(scored.sum())
+            assert 0 < int(scored.sum()) < len(row["input_ids"]) - 1
+    for b in (1, 3, 16):
+        assert api.completion_loss(model, tok, data, batch_size=b) == pytest.approx(nll / n, rel=1e-5)

@@ -75,6 +75,7 @@ class Chapter(Config):
 
 
 MODEL = "embedded, smollm2-135m, a model folder, a .gguf file or a hub id"
+OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 
 
 @dataclass(frozen=True)
@@ -381,6 +382,19 @@ class SmolLM2(ModelChapter):
         return narrow(steps.Accuracy, self)
 
 
+@dataclass(frozen=True)
+class OwnModel(ModelChapter):
+    """The API on a model of the reader's choice (``book/own_model.md``): a few calls of :mod:`arithmech.api`."""
+
+    model_name: str = option("smollm2-135m", MODEL)
+    task: str = option("addition", "the operation the prompts ask", choices=OPERATIONS)
+    n_pairs: int = option(96, "pairs drawn; the model keeps those it answers right", low=8, high=5_000)
+    shots: int = option(4, "solved examples before every prompt", low=0, high=16)
+    top_k: int = option(3, "heads knocked out, attended and tuned: the top by path-patching effect", low=1, high=64)
+    sft_steps: int = option(5, "optimizer steps of the precise-SFT demonstration", low=1, high=1_000)
+    lr: float = option(1e-3, "its learning rate", low=1e-7, high=1.0)
+
+
 # chapter (file stem) → its config
 CHAPTERS: dict[str, type[Chapter]] = {
     "data": Data,
@@ -394,6 +408,7 @@ CHAPTERS: dict[str, type[Chapter]] = {
     "appendix_mlp_ablation": MlpAblation,
     "appendix_computer_vs_llm": ComputerVsLlm,
     "appendix_smollm2": SmolLM2,
+    "own_model": OwnModel,
 }
 
 
