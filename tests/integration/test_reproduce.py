@@ -21,10 +21,15 @@ PAGE = REPO / "book" / "reproduce.md"
 README = REPO / "README.md"
 
 
+def bash_blocks(page: Path) -> list[str]:
+    """The page's bash blocks, each command on one line (a line ending in ``\\`` joined with the next)."""
+    return [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S)]
+
+
 def readme_commands(page: Path = PAGE) -> list[list[str]]:
-    """Every `.venv/bin/python -m arithmech …` line of the page's bash blocks, in order."""
+    """Every `.venv/bin/python -m arithmech …` command of the page's bash blocks, in order."""
     lines = []
-    for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S):
+    for block in bash_blocks(page):
         for line in block.splitlines():
             line = line.strip()
             if line.startswith(".venv/bin/python -m arithmech"):
@@ -34,8 +39,7 @@ def readme_commands(page: Path = PAGE) -> list[list[str]]:
 
 def readme_pipelines(page: Path = PAGE) -> list[str]:
     """Every ``.venv/bin/jupytext … | .venv/bin/papermill …`` line of the page's bash blocks (a chapter run alone)."""
-    return [line.strip() for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S)
-            for line in block.splitlines()
+    return [line.strip() for block in bash_blocks(page) for line in block.splitlines()
             if line.strip().startswith(".venv/bin/jupytext ") and "| .venv/bin/papermill" in line]
 
 
