@@ -23,7 +23,7 @@ Inside a tier the folders mirror the package: the tests of ``arithmech/methods/p
 ``unit/test_cli.py`` (``tests/unit/test_project.py`` checks it for ``unit/`` and ``parity/``). At a tier's
 root sit only the project-wide checks (``unit/test_project.py``, ``test_prose.py``, ``test_shipped_results.py``,
 ``test_book_sources.py``) and the cross-cutting end-to-end files of ``integration/`` (the CLI contract, the
-README, resuming, SmolLM2, the shipped embedded model, two-process training); ``book/`` is about the built
+Reproduce page's commands, resuming, SmolLM2, the shipped embedded model, two-process training); ``book/`` is about the built
 book, not a module. Every test folder but ``book/`` is a package (``__init__.py``), so a basename may repeat
 across tiers; ``factories`` (this folder) is importable from all of them.
 """

@@ -43,6 +43,6 @@ def check(config, **known) -> Estimate | None:
             f"{e.step} needs about {e.peak_bytes / GiB:.1f} GiB at its peak ({e.peak_phase}: {biggest} "
             f"{e.phases[e.peak_phase][biggest] / GiB:.1f} GiB; weights {e.fixed['weights'] / GiB:.2f} GiB) "
             f"but this machine has {have / GiB:.1f} GiB free; lower {e.flag} "
-            "(arithmech.core.estimate; the README's memory model)"
+            "(arithmech.core.estimate; the memory model in book/contracts.md)"
         )
     return e

@@ -53,7 +53,7 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-SHORT_FLAGS = {"model_name": "--model"}  # a short flag kept beside the field's own (the README's commands)
+SHORT_FLAGS = {"model_name": "--model"}  # a short flag kept beside the field's own (book/reproduce.md's commands)
 
 
 def command_line(step: str, config: Config) -> str:

@@ -1,6 +1,6 @@
 """How much memory and how many forward passes a step will need, from its config alone (issue #28, item 2).
 
-The README's memory model, in code. Before a step loads its model, :func:`check` reads the model's geometry
+The memory model of book/contracts.md, in code. Before a step loads its model, :func:`check` reads the model's geometry
 from its ``config.json`` (no weights, no torch), adds up what will be resident at the step's peak, and refuses
 in one line (a :class:`ValueError`: ``error: …``, exit 2 on the command line) a run that cannot fit the
 memory this machine has free, naming the flag to lower. The estimate is shown on its own line before the
@@ -42,7 +42,7 @@ MiB, GiB = 2**20, 2**30
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}  # per element of each --dtype
 BASELINE = 384 * MiB  # analysis steps: torch + transformers + pandas, a model class, one forward
 TRAIN_BASELINE = 470 * MiB  # finetune, arms: the same with the Trainer (accelerate, datasets) imported
-CUDA_CONTEXT = 1 * GiB  # a GPU run: the CUDA context and the allocator's cache (README: 1-2 GB)
+CUDA_CONTEXT = 1 * GiB  # a GPU run: the CUDA context and the allocator's cache (book/contracts.md: 1-2 GB)
 PROMPT_TOKENS = 24  # the longest Fig. 8 / Fig. 10 prompt with its answer's leading digits, in tokens
 SHOT_TOKENS = 10  # each solved example before a prompt (``--shots``)
 DECODE_TOKENS = 3  # greedy tokens of identify's exact-match check per prompt kept
@@ -148,7 +148,7 @@ def forward_bytes(s: Shape, rows: int, seq: int, b: int) -> int:
     """Activations of one no-grad forward of ``rows`` prompts of ``seq`` tokens at ``b`` bytes a value: inside
     one decoder layer the residual, its norm, q/k/v, the attention output and the MLP's gate, up and product
     (``(7d + 3I) * tokens``) and the attention scores (``H * seq^2`` per prompt), plus the END logits (every
-    method asks for ``logits_to_keep=1``) in float32 with their softmax (10 B a value, the README's)."""
+    method asks for ``logits_to_keep=1``) in float32 with their softmax (10 B a value, as book/contracts.md counts)."""
     tokens = rows * seq
     layer = tokens * (7 * s.d_model + 3 * s.d_mlp) + rows * s.n_heads * seq * seq
     return layer * b + rows * s.vocab * 10

@@ -165,7 +165,7 @@ def test_every_test_says_what_it_protects():
 
 
 # Project-wide checks: the only test modules at the unit tier's root that mirror no package module.
-PROJECT_WIDE = {"test_project.py", "test_prose.py", "test_shipped_results.py", "test_book_sources.py"}
+PROJECT_WIDE = {"test_project.py", "test_prose.py", "test_shipped_results.py", "test_book_sources.py", "test_readme.py"}
 
 
 def unmirrored_tests(root: Path = REPO) -> list[str]:
@@ -221,7 +221,7 @@ def _package_imports() -> dict[str, set[str]]:
 # the step registry and ``ensure`` name every step's config above the wings' computing modules; a wing's page sits
 # above the claims its sentences come from.
 LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4,
-          "pipeline": 5, "identify": 6, "analyze": 6, "circuits": 6, "prompts": 6, "steps": 6, "table1": 6, "accounts": 6,
+          "pipeline": 5, "api": 5, "identify": 6, "analyze": 6, "circuits": 6, "prompts": 6, "steps": 6, "table1": 6, "accounts": 6,
           "pipeline.registry": 7, "pipeline.ensure": 7,
           "claims": 8, "report": 10,
           "identify.page": 10, "identify.knockout_page": 10, "identify.charts": 10, "identify.transfer_chart": 10,
@@ -361,7 +361,7 @@ def test_ruff_lint_is_clean():
 
 
 
-FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/cli.py", "arithmech/lab",
+FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/api.py", "arithmech/cli.py", "arithmech/lab",
              "arithmech/paper.py", "arithmech/accounts", "arithmech/analyze", "arithmech/circuits", "arithmech/claims", "arithmech/identify",
              "arithmech/prompts", "arithmech/core", "arithmech/data", "arithmech/embedded",
              "arithmech/evals", "arithmech/finetune", "arithmech/methods", "arithmech/pipeline", "arithmech/report", "arithmech/steps", "arithmech/table1"]

@@ -107,8 +107,8 @@ def test_peer_benchmark_shows_parity_and_the_ratio():
             x["peer_s"] / x["ours_s"], abs=0.1)
 
 
-def test_the_readme_counts_the_table1_runs_shipped():
-    """Protects README's account of Table 1's state from going stale as batches of records land (it is a sentence
+def test_the_smollm2_page_counts_the_table1_runs_shipped():
+    """Protects the account of Table 1's state on the book's *Making SmolLM2's results* page (book/smollm2_runs.md) from going stale as batches of records land (it is a sentence
     a reader trusts to know how far the design is): its "**N fine-tuning runs**" equals the runs listed in the
     shipped ``table1.json`` (base and base-shots apart), each random arm's draws clause names that arm's highest
     draw, and the runs it says are left are the planned runs not yet made (the page's progress line), or, none left, that
@@ -116,8 +116,8 @@ def test_the_readme_counts_the_table1_runs_shipped():
     from arithmech.report.views.table1 import progress_line
     plan = json.loads((FOLDER / "finetune" / "table1.json").read_text())
     runs = sum(len(a.get("grid_rows") or []) for a in plan["arms"].values())
-    text = " ".join((REPO / "README.md").read_text().split())
-    listed = re.search(r"Listed on \d{4}-\d\d-\d\d: \*\*(\d+) fine-tuning runs\*\* besides base and base-shots", text)
+    text = " ".join((REPO / "book" / "smollm2_runs.md").read_text().split())
+    listed = re.search(r"\*\*What is shipped: (\d+) fine-tuning runs\*\* besides base and base-shots", text)
     assert listed and int(listed.group(1)) == runs, (listed and listed.group(0), runs)
     for arm in ("precise-random", "precise-random-any"):
         top = max(r.get("draw", 0) for r in plan["arms"][arm]["grid_rows"])
@@ -125,7 +125,7 @@ def test_the_readme_counts_the_table1_runs_shipped():
     made, planned = map(int, re.match(r"\*\*(\d+) of (\d+) planned runs made", progress_line(FOLDER)).groups())
     if made < planned:
         assert f"({planned - made} runs left of the {planned} planned" in text
-    else:  # the design done: README says so, and table1.json was written by the runner's last step
+    else:  # the design done: the page says so, and table1.json was written by the runner's last step
         assert plan["complete"] and f"The design is complete: all {planned} planned runs made" in text
 
 

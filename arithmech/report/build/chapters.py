@@ -6,19 +6,15 @@ wrong value in one line naming the parameter. The book runner checks ``--set`` v
 the config (:func:`arithmech.report.build.plan.plan`), before any chapter runs. A test keeps each parameters
 cell's defaults equal to its config's.
 
-A chapter parameter that sets a step's field has the field's name (``model_name``, ``results``, ``n_samples``);
-each config's ``to_<step>()`` methods build the step configs its page runs with, in one place per step:
-:func:`narrow` copies the fields the two share by name and the method names the rest (a chapter-only parameter
-such as ``stability_seeds``, a fixed setting such as ``overwrite``).
-
-The step configs (each wing's ``config``, :mod:`arithmech.identify.config`) hold the steps' defaults; a chapter's
-own defaults are its choice of scale for the book (e.g. 512 pairs for SmolLM2) and sit here and in its parameters cell.
+A chapter parameter that sets a step's field has the field's name; each config's ``to_<step>()`` builds the step
+config its page runs with (:func:`narrow` copies the shared fields by name). A chapter's own defaults are its scale
+for the book (e.g. 512 pairs for SmolLM2); the steps' defaults are in each wing's ``config``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from arithmech.accounts.config import Chapter as Accounts
 from arithmech.analyze import config as analyze_config
@@ -55,14 +51,8 @@ def book_scale(chapter: Config) -> dict:
 def stability(chapter: Identify | SmolLM2, **changes) -> identify_config.Stability:
     """Key-head stability on addition: the chapter's ``stability_seeds`` and ``stability_sizes`` are the step's
     ``seeds`` and ``sizes``."""
-    return narrow(
-        identify_config.Stability,
-        chapter,
-        task="addition",
-        seeds=chapter.stability_seeds,
-        sizes=chapter.stability_sizes,
-        **changes,
-    )
+    sizes: dict[str, Any] = {"seeds": chapter.stability_seeds, "sizes": chapter.stability_sizes}
+    return narrow(identify_config.Stability, chapter, task="addition", **sizes, **changes)
 
 
 @dataclass(frozen=True)
@@ -80,6 +70,7 @@ class Chapter(Config):
 
 
 MODEL = "embedded, smollm2-135m, a model folder, a .gguf file or a hub id"
+OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 
 
 @dataclass(frozen=True)
@@ -299,18 +290,9 @@ class MlpAblation(ModelChapter):
     def to_finetune(self, m: int) -> training.Finetune:
         """Precise SFT of the top-k heads and the top-``m`` MLP layers (tag ``top{k}-mlp{m}``), re-computed."""
         k = self.top_k
-        return narrow(
-            training.Finetune,
-            self,
-            mode="precise",
-            heads=f"top-{k}",
-            mlps=m,
-            tag=f"top{k}-mlp{m}",
-            micro_batch_size=self.batch_size,
-            warmup=0.02,
-            threads=self.threads or None,
-            overwrite=True,
-        )
+        run: dict[str, Any] = {"micro_batch_size": self.batch_size, "warmup": 0.02, "threads": self.threads or None}
+        run |= {"mode": "precise", "heads": f"top-{k}", "mlps": m, "tag": f"top{k}-mlp{m}", "overwrite": True}
+        return narrow(training.Finetune, self, **run)
 
 
 @dataclass(frozen=True)
@@ -398,6 +380,19 @@ class SmolLM2(ModelChapter):
         return narrow(prompts_config.Accuracy, self)
 
 
+@dataclass(frozen=True)
+class OwnModel(ModelChapter):
+    """The API on a model of the reader's choice (``book/own_model.md``): a few calls of :mod:`arithmech.api`."""
+
+    model_name: str = option("smollm2-135m", MODEL)
+    task: str = option("addition", "the operation the prompts ask", choices=OPERATIONS)
+    n_pairs: int = option(96, "pairs drawn; the model keeps those it answers right", low=8, high=5_000)
+    shots: int = option(4, "solved examples before every prompt", low=0, high=16)
+    top_k: int = option(3, "heads knocked out, attended and tuned: the top by path-patching effect", low=1, high=64)
+    sft_steps: int = option(5, "optimizer steps of the precise-SFT demonstration", low=1, high=1_000)
+    lr: float = option(1e-3, "its learning rate", low=1e-7, high=1.0)
+
+
 # chapter (file stem) → its config
 CHAPTERS: dict[str, type[Chapter] | type[Accounts]] = {
     "data": Data,
@@ -412,6 +407,7 @@ CHAPTERS: dict[str, type[Chapter] | type[Accounts]] = {
     "appendix_computer_vs_llm": ComputerVsLlm,
     "appendix_smollm2": SmolLM2,
     "accounts": Accounts,
+    "own_model": OwnModel,
 }
 
 

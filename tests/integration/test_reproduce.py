@@ -1,4 +1,5 @@
-"""The README's commands, run as written on a fresh folder (marked slow: about 3 minutes on 2 cores)."""
+"""The commands of the book's Reproduce page (book/reproduce.md), run as written on a fresh folder (marked slow: about
+3 minutes on 2 cores); the README's chapter command and its package example too."""
 from __future__ import annotations
 
 import json
@@ -15,35 +16,44 @@ from arithmech.core import results as R
 from arithmech.core.atomic import sha256
 
 pytestmark = pytest.mark.slow
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+PAGE = REPO / "book" / "reproduce.md"
+README = REPO / "README.md"
 
 
-def readme_commands() -> list[list[str]]:
-    """Every `.venv/bin/python -m arithmech …` line of the README's bash blocks, in order."""
+def bash_blocks(page: Path) -> list[str]:
+    """The page's bash blocks, each command on one line (a line ending in ``\\`` joined with the next)."""
+    return [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S)]
+
+
+def readme_commands(page: Path = PAGE) -> list[list[str]]:
+    """Every `.venv/bin/python -m arithmech …` command of the page's bash blocks, in order."""
     lines = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+    for block in bash_blocks(page):
         for line in block.splitlines():
+            line = line.strip()
             if line.startswith(".venv/bin/python -m arithmech"):
                 lines.append(shlex.split(line.split("  #")[0]))
     return lines
 
 
-def readme_pipelines() -> list[str]:
-    """Every ``.venv/bin/jupytext … | .venv/bin/papermill …`` line of the README's bash blocks (a chapter run alone)."""
-    return [line for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
-            for line in block.splitlines() if line.startswith(".venv/bin/jupytext ") and "| .venv/bin/papermill" in line]
+def readme_pipelines(page: Path = PAGE) -> list[str]:
+    """Every ``.venv/bin/jupytext … | .venv/bin/papermill …`` line of the page's bash blocks (a chapter run alone)."""
+    return [line.strip() for block in bash_blocks(page) for line in block.splitlines()
+            if line.strip().startswith(".venv/bin/jupytext ") and "| .venv/bin/papermill" in line]
 
 
 def test_readme_chapter_commands_convert_and_parameterise(tmp_path):
-    """Protects the README's way to run one chapter alone: each ``jupytext … | papermill - out.ipynb -p …`` line,
+    """Protects the Reproduce page's and the README's way to run one chapter alone: each ``jupytext … | papermill - out.ipynb -p …`` line,
     run as written by bash (``.venv/bin/`` being this interpreter's folder) from a folder that has the
     repository's ``book/``, gives papermill the chapter converted from its text source, with every ``-p`` value
     injected after its parameters cell. ``--prepare-only`` is appended: the runs themselves (identify on
     Llama-2-7B on a GPU, on SmolLM2 for 3 minutes) are what the book tier executes through the runner."""
     import nbformat
     lines = readme_pipelines()
-    assert len(lines) == 2
-    (tmp_path / "book").symlink_to(README.parent / "book")
+    assert len(lines) == 2 and len(readme_pipelines(README)) == 1
+    lines += readme_pipelines(README)
+    (tmp_path / "book").symlink_to(REPO / "book")
     bin_dir = shlex.quote(str(Path(sys.executable).parent)) + "/"
     for line in lines:
         r = subprocess.run(["bash", "-o", "pipefail", "-c", line.replace(".venv/bin/", bin_dir) + " --prepare-only"],
@@ -62,7 +72,7 @@ def test_readme_chapter_commands_convert_and_parameterise(tmp_path):
 
 
 def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
-    """Protects the README's promise: its identify → analyze → finetune → beyond commands, run as written in a
+    """Protects the Reproduce page's promise: its identify → analyze → finetune → beyond commands, run as written in a
     fresh folder, write one results folder for the model with every file beside the others (no
     runs/embedded/embedded), and each step reuses the one before (analyze records identify's key
     heads as its input; finetune tunes identify's ranked heads). `train-embedded` (12 minutes) is run
@@ -73,7 +83,7 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
                                     "stability", "shots", "table1", "train-embedded", "book"]
     book = cmds.pop()                       # re-executes a chapter in place: planned here, executed by tests/book
     from arithmech.report.build.plan import load_config, plan
-    root = README.parent
+    root = REPO
     (ch,) = plan(root, load_config(root), [book[i + 1] for i, a in enumerate(book) if a == "--set"],
                  only=book[book.index("--only") + 1])
     assert ch.name == "identify" and ch.parameters["model_name"] == "smollm2-135m"
@@ -101,3 +111,21 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     tuned = [l * 100 + h for l, h in rec["heads"]]
     assert set(ranked) <= set(tuned) and len(tuned) == 8          # the key heads first, then by effect rank
     assert not (tmp_path / "retrained-embedded").exists()
+
+
+def test_readme_package_example_runs_as_written(tmp_path):
+    """Protects the README's ten-line package example: its ``python`` block, run as written in a fresh interpreter
+    on the embedded model, finds heads whose patch lowers the answer logit, prints an accuracy in [0, 1] and a role
+    table naming each of those heads, and trains a copy (the loaded model is left as it was)."""
+    (block,) = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert 8 <= len(block.strip().splitlines()) <= 14
+    check = ("\nassert (top.effect < 0).all() and len(heads) == 3"
+             "\nassert not any(p.requires_grad for p in tuned.parameters()) and tuned is not model"
+             "\nimport torch; assert any(not torch.equal(a, b) for a, b in zip(model.parameters(), tuned.parameters()))\n")
+    (tmp_path / "example.py").write_text(block + check)
+    r = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                       env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert 0.0 <= float(lines[0]) <= 1.0
+    assert sum("head " in line for line in lines[1:]) == 3
