@@ -352,7 +352,10 @@ def read(folder: str | Path, config: Config) -> Result:
     f = Path(folder)
     if not (f / "signatures.json").exists():
         raise results.ResultsError(f"{f}/signatures.json is missing: run python -m arithmech accounts")
-    csv = {n: pd.read_csv(f / n) if (f / n).stat().st_size > 1 else pd.DataFrame() for n in FILES[1:]}
+    csv = {
+        n: pd.read_csv(f / n, dtype={"neuron": str}) if (f / n).stat().st_size > 1 else pd.DataFrame()
+        for n in FILES[1:]
+    }
     return Result(config, json.loads((f / "signatures.json").read_text()), *(csv[n] for n in FILES[1:]))
 
 
