@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import BROKEN_HEADER_JS, READER_JS, Browser, require_browser
+from browser import READER_JS, Browser, require_browser
 
 from arithmech.report.build import execute, offline, plan
 
@@ -157,57 +157,6 @@ TQDM = re.compile(r"\d+%\|")
 
 def _long_floats(text: str) -> list[str]:
     return [m for m in LONG_FLOAT.findall(text) if len(m.replace(".", "").lstrip("0").rstrip("0")) > 6]
-
-
-CSS = REPO / "book" / "_static" / "arithmech.css"
-WIDTHS = (1280, 800)                 # a laptop window and a narrow one (the sidebar folds away below ~960 px)
-
-
-def _header_page(path: Path, css: str) -> Path:
-    """A page like an executed chapter's output: a pandas-style table of 12 numeric columns whose headers are
-    words of 5 to 13 letters, in a 600 px article, styled by ``css``."""
-    heads = ["threshold", "heads past it", "answer rate", "knockout", "intact", "interval", "counterfactual",
-             "template", "operation", "prompts", "distinct", "accuracy"]
-    row = "".join(f"<td>{0.5 + i / 100:.2f}</td>" for i in range(len(heads)))
-    table = ("<table class='dataframe'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead>"
-             f"<tbody><tr>{row}</tr><tr>{row}</tr></tbody></table>")
-    path.write_text(f"<html><head><style>{css}</style></head><body><article class='bd-article' style='width:600px'>"
-                    f"<h1>T</h1><div class='cell_output'><div class='output text_html'>{table}</div></div>"
-                    "</article></body></html>")
-    return path
-
-
-def test_header_check_sees_a_word_broken_across_lines(tmp_path):
-    """Protects the header check from passing vacuously (negative control) and the book's stylesheet: a table whose
-    headers may break anywhere (``overflow-wrap: anywhere``, the rule the stylesheet had) shows a header broken inside
-    a word ("thresh|old") at 1280 and at 800 px, and the check reports it; the same table under
-    ``book/_static/arithmech.css`` breaks no header inside a word at either width (its box scrolls instead)."""
-    bad = _header_page(tmp_path / "bad.html", ".cell_output table th { overflow-wrap: anywhere; } th { width: 1px; }")
-    good = _header_page(tmp_path / "good.html", CSS.read_text())
-    require_browser()
-    with Browser() as b:
-        for width in WIDTHS:
-            b.driver.set_window_size(width, 2000)
-            b.open(bad, settle=2)
-            found = b.driver.execute_script(BROKEN_HEADER_JS)
-            assert any(f.startswith("threshold (at ") for f in found), (width, found)
-            b.open(good, settle=2)
-            assert b.driver.execute_script(BROKEN_HEADER_JS) == [], width
-
-
-def test_no_table_header_breaks_inside_a_word(built_book):
-    """Protects tables a person can read: on every page of the built book, at 1280 and at 800 px, no table header
-    is broken across lines inside a word ("thresh old", "rat e"); headers wrap between words only."""
-    _, html = built_book
-    failures = []
-    require_browser()
-    with Browser() as b:
-        for width in WIDTHS:
-            b.driver.set_window_size(width, 2000)
-            for p in _pages():
-                b.open(html / p.with_suffix(".html"), settle=60)
-                failures += [f"{p} at {width} px: {x}" for x in b.driver.execute_script(BROKEN_HEADER_JS)]
-    assert failures == [], "\n".join(failures[:20])
 
 
 def test_long_float_rule():
