@@ -296,14 +296,8 @@ class Page:
         """The chapter's last cell: the claims it decides and the runs' learning rates and sizes (the findings box,
         :func:`~arithmech.report.views.pages.chapter_end`)."""
         P = self.P
-        smol = claims(self.smol) if T1.has_run(self.smol) else None
-        lines = (
-            [f"SmolLM2-135M, the exploration (tenth version): {x}" for x in claim_lines(smol, TABLE1_CLAIMS)]
-            if smol is not None
-            else []
-        )
         ok, why = load(self.folder).scope if T1.has_run(self.folder) else (True, "")
-        lines += (
+        lines = (
             claim_lines(claims(self.folder), TABLE1_CLAIMS)
             if ok
             else [f"The toy: every Table 1 rule reads **not testable** ({why.removeprefix('not testable: ')})."]
