@@ -17,21 +17,6 @@ arguments without importing torch first (a bad argument is refused in well under
 
 import importlib
 
-__all__ = [
-    "load_model",
-    "Geometry",
-    "pairs",
-    "keep_correct",
-    "answer_ids",
-    "sft_pairs",
-    "completion_loss",
-    "path_patch",
-    "knockout",
-    "attention_roles",
-    "precise_sft",
-    "Trace",
-    "TraceDict",
-]
 __version__ = "0.1.0"
 _WHERE = {
     "load_model": "arithmech.core.models",
@@ -53,6 +38,9 @@ _WHERE = {
         )
     },
 }
+
+
+__all__ = list(_WHERE)
 
 
 def __getattr__(name: str):

@@ -189,6 +189,11 @@ def accuracy_measure(items: list) -> dict:
     return {"metric": "accuracy", "value": sum(items) / len(items), "n": len(items), "ci": [lo, hi], "items": items}
 
 
+def loss_measure(losses: list[float]) -> dict:
+    """A measure dict of per-chunk losses (nats/token): their mean, their count and the chunks as items."""
+    return {"metric": "nats/token", "value": sum(losses) / len(losses), "n": len(losses), "ci": None, "items": losses}
+
+
 def lm_loss_measure(model, tok, max_tokens: int = 4096) -> dict:
     """``lm_loss``: the mean next-token loss over 256-token chunks of :func:`generic_text` (its first
     ``max_tokens`` tokens), with mean ± 1.96 standard errors; ``chance`` is the loss of a uniform guess
@@ -225,11 +230,5 @@ def validation_measures(model, tok, data_seed: int = 0) -> dict:
         "math_nll": completion_nll(model, tok, two + single),
     }
     losses = lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
-    out["lm_loss"] = {
-        "metric": "nats/token",
-        "value": sum(losses) / len(losses),
-        "n": len(losses),
-        "ci": None,
-        "items": losses,
-    }
+    out["lm_loss"] = loss_measure(losses)
     return out

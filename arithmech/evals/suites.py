@@ -163,13 +163,7 @@ def cpu_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_di
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, carry)
         losses = measures.lm_losses(model, tok, generic_text(VALIDATION_TOPICS))
-        out["lm_loss"] = {
-            "metric": "nats/token",
-            "value": sum(losses) / len(losses),
-            "n": len(losses),
-            "ci": None,
-            "items": losses,
-        }
+        out["lm_loss"] = measures.loss_measure(losses)
         return out
     for name in CLOZE_SETS:
         out[name] = cloze.measure(model, tok, name, sizes[name], data_seed, data_dir)

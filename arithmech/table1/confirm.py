@@ -85,13 +85,7 @@ def evaluate_fresh(net, tok, data_seed: int, data_dir) -> dict:
         out[f"{name}_fresh"] = cloze.score(net, tok, items)
     lo, hi = ITEMS.lm_chunks
     losses = measures.lm_losses(net, tok, generic_text(), max_tokens=256 * hi)[lo:hi]
-    out["lm_loss_fresh"] = {
-        "metric": "nats/token",
-        "value": sum(losses) / len(losses),
-        "n": len(losses),
-        "ci": None,
-        "items": losses,
-    }
+    out["lm_loss_fresh"] = measures.loss_measure(losses)
     return out
 
 
