@@ -156,7 +156,8 @@ def path_patch(
         ``share`` (the component's share of the counterfactual's whole effect on ``logit(answer) −
         logit(X_c's answer)``: −1 carries all of it).
 
-    >>> fx = path_patch(model, tok, [s.clean for s in xs], [s.corrupt for s in xs], [s.answer for s in xs])
+    >>> clean, corrupt = [s.clean for s in xs], [s.corrupt for s in xs]
+    >>> fx = path_patch(model, tok, clean, corrupt, [s.answer for s in xs])
     >>> fx[fx.kind == "head"].nsmallest(5, "effect")
     """
     ids = answer_ids(tok, clean_prompts, answers)
@@ -203,8 +204,9 @@ def knockout(
         answers: the answer token of each prompt (text or ids, :func:`answer_ids`).
         positions: ``"end"`` ablates at the last position only (identify's default), ``"all"`` at every one.
 
-    >>> knockout(model, tok, [s.clean for s in xs], [(3, 1), (4, 0)], answers=[s.answer for s in xs],
-    ...          means_from=[s.corrupt for s in xs])                  # e.g. 0.31, from 1.0 intact
+    >>> knockout(model, tok, [s.clean for s in xs], [(3, 1), (4, 0)],
+    ...          answers=[s.answer for s in xs],
+    ...          means_from=[s.corrupt for s in xs])  # e.g. 0.31
     """
     gold = answer_ids(tok, prompts, answers)
     means = mean_activations(model, tok, means_from, [0] * len(means_from))
@@ -229,7 +231,8 @@ def attention_roles(model, tok, samples: Sequence[Sample], heads: Sequence[Head]
         samples: pairs from :func:`pairs` (they know where their operands and operator sit).
         heads: ``(layer, head)`` pairs; ``None``: every head.
 
-    >>> attention_roles(model, tok, xs, [(3, 1)])[["component", "operand", "operator", "reads"]]
+    >>> roles = attention_roles(model, tok, xs, [(3, 1)])
+    >>> roles[["component", "operand", "operator", "reads"]]
     """
     layers = None if heads is None else sorted({l for l, _ in heads})
     long = attention.attention_by_role(model, tok, samples, layers)
@@ -289,7 +292,8 @@ def precise_sft(  # noqa: PLR0913 (the data, the heads and the optimizer's setti
         lr, steps, batch_size, seed: the optimizer's learning rate, its steps, rows per step, the data order.
 
     >>> before = knockout(...)                        # or any score
-    >>> precise_sft(model, tok, [("3 plus 4 is", " 7"), ("9 minus 2 is", " 7")], [(3, 1), (4, 0)], steps=20)
+    >>> data = [("3 plus 4 is", " 7"), ("9 minus 2 is", " 7")]
+    >>> precise_sft(model, tok, data, [(3, 1), (4, 0)], steps=20)
     """
     spec = adapter.HeadSpec(heads=tuple((int(l), int(h)) for l, h in heads), mlps=tuple(mlps))
     spec.validate(geometry(model))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import shlex
 import sys
@@ -228,6 +229,9 @@ def main(argv: list[str] | None = None) -> int | None:
         args.argv, args.extra = list(argv), extra
         return args.func(args)
     except KeyboardInterrupt:
+        # a chapter's kernel client (nbclient, asyncio) may hold a task the interrupt killed: asyncio would log
+        # "Task exception was never retrieved" and its traceback when it is collected at exit, after this line
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         print(
             "interrupted: re-run the same command to finish (identify and table1 resume where they stopped; "
             "a set interrupted while it was moved in is finished or dropped by the next command)",

@@ -21,6 +21,7 @@ from arithmech.accounts import run as step
 from arithmech.accounts.config import Chapter
 from arithmech.accounts.rules import RULES, rules_sha256
 from arithmech.core import results
+from arithmech.core.names import components
 from arithmech.pipeline.ensure import ensure
 
 
@@ -56,7 +57,8 @@ def header(r: dict) -> str:
         n = res.signatures["numbers"]
         lines.append(
             f"{m}: {n['n_grid']} grid prompts ({n['shots']} shots; answer digit right on {n['grid_accuracy']:.0%}), "
-            f"flagged MLPs {n['flagged_mlps']}, heads studied {', '.join(n['heads_studied']) or '-'} "
+            f"flagged {components(f'MLP {i}' for i in n['flagged_mlps'])}, "
+            f"heads studied {components(n['heads_studied'])} "
             f"({n['heads_from']}); {res.signatures['timings_s']['total']:.0f} s"
         )
     return "\n".join(lines)
@@ -150,7 +152,17 @@ def probe_chart(r: dict) -> alt.Chart | alt.FacetChart:
 
 def probes(r: dict) -> pd.DataFrame:
     """Every probe: testable or not, the best layer's kappa, the corrected null quantile, the held-out values."""
-    return pd.DataFrame([{"model": m, **p} for m, res in r.items() for p in res.signatures["numbers"]["probes"]])
+    rows = [
+        {
+            "model": m,
+            **p,
+            "testable": "yes" if p["testable"] else "no",
+            "heldout_values": ", ".join(map(str, p["heldout_values"])) or "—",
+        }
+        for m, res in r.items()
+        for p in res.signatures["numbers"]["probes"]
+    ]
+    return pd.DataFrame(rows).fillna("—")
 
 
 def counterfactual_chart(r: dict) -> alt.Chart:

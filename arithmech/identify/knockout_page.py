@@ -61,13 +61,20 @@ def knockout_chart(r: Run, kind: str) -> alt.TopLevelMixin:
     return knockout_control_chart(res.knockout, kind, positions="end" if p == "both" else p)
 
 
+# interval ends shown as one "lo–hi" column each (two columns of bare percentages widen the table past the text)
+RANGES = {"95% CI": ("95% CI low", "95% CI high"), "random 5–95%": ("random 5%", "random 95%")}
+
+
+def _span(lo: float, hi: float) -> str:
+    return "not run" if pd.isna(lo) or pd.isna(hi) else f"{lo:.1%}–{hi:.1%}"
+
+
 def _knockout_style(table: pd.DataFrame) -> Styler:
-    return (
-        table.rename(columns=KNOCKOUT)
-        .drop(columns=["accuracy_random_out_std"])
-        .style.format({c: "{:.1%}" for c in KNOCKOUT_RATES}, na_rep="not run")
-        .hide(axis="index")
-    )
+    t = table.rename(columns=KNOCKOUT).drop(columns=["accuracy_random_out_std"])
+    for name, (lo, hi) in RANGES.items():
+        t.insert(t.columns.get_loc(lo), name, [_span(a, b) for a, b in zip(t.pop(lo), t.pop(hi))])
+    rates = [c for c in KNOCKOUT_RATES if c in t.columns]
+    return t.style.format({c: "{:.1%}" for c in rates}, na_rep="not run").hide(axis="index")
 
 
 def knockout_summary(r: Run) -> Styler:

@@ -132,6 +132,35 @@ return {column: col.width, first_tag: first ? first.tagName : null,
 """
 
 
+# Run in the page: every visible table header cell (th) whose text the browser broke across lines inside a word,
+# read character by character from the laid-out text (a Range per character: a character on a lower line than the
+# one before it, with no space between them, starts a new line inside a word). A break right after a hyphen, a
+# slash, a dash or a soft hyphen is a break between word parts, not inside a word. "thresh|old" is reported.
+BROKEN_HEADER_JS = """
+const broken = [];
+const visible = e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+  return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; };
+for (const th of document.querySelectorAll('th')) {
+  if (!visible(th)) continue;
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  let prev = null, space = false, node;
+  while ((node = walker.nextNode())) {
+    const t = node.textContent;
+    for (let i = 0; i < t.length; i++) {
+      if (/\\s/.test(t[i])) { space = true; continue; }
+      const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+      const r = range.getClientRects()[0];
+      if (!r) continue;
+      if (prev && !space && r.top > prev.top + prev.height / 2 && !/[-\\u00ad\\u2010-\\u2014\\/]/.test(prev.ch))
+        broken.push((th.innerText || '').replace(/\\s+/g, ' ').trim().slice(0, 60) + ' (at "' + prev.ch + '|' + t[i] + '")');
+      prev = {top: r.top, height: r.height, ch: t[i]}; space = false;
+    }
+  }
+}
+return broken;
+"""
+
+
 def executables() -> tuple[str | None, str | None]:
     """``(chromium, chromedriver)`` paths found on ``PATH``, ``None`` where absent."""
     exe = next((p for p in map(shutil.which, BROWSERS) if p), None)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import READER_JS, Browser, require_browser
+from browser import BROKEN_HEADER_JS, READER_JS, Browser, require_browser
 
 from arithmech.report.build import execute, offline, plan
 
@@ -159,6 +159,57 @@ def _long_floats(text: str) -> list[str]:
     return [m for m in LONG_FLOAT.findall(text) if len(m.replace(".", "").lstrip("0").rstrip("0")) > 6]
 
 
+CSS = REPO / "book" / "_static" / "arithmech.css"
+WIDTHS = (1280, 800)                 # a laptop window and a narrow one (the sidebar folds away below ~960 px)
+
+
+def _header_page(path: Path, css: str) -> Path:
+    """A page like an executed chapter's output: a pandas-style table of 12 numeric columns whose headers are
+    words of 5 to 13 letters, in a 600 px article, styled by ``css``."""
+    heads = ["threshold", "heads past it", "answer rate", "knockout", "intact", "interval", "counterfactual",
+             "template", "operation", "prompts", "distinct", "accuracy"]
+    row = "".join(f"<td>{0.5 + i / 100:.2f}</td>" for i in range(len(heads)))
+    table = ("<table class='dataframe'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead>"
+             f"<tbody><tr>{row}</tr><tr>{row}</tr></tbody></table>")
+    path.write_text(f"<html><head><style>{css}</style></head><body><article class='bd-article' style='width:600px'>"
+                    f"<h1>T</h1><div class='cell_output'><div class='output text_html'>{table}</div></div>"
+                    "</article></body></html>")
+    return path
+
+
+def test_header_check_sees_a_word_broken_across_lines(tmp_path):
+    """Protects the header check from passing vacuously (negative control) and the book's stylesheet: a table whose
+    headers may break anywhere (``overflow-wrap: anywhere``, the rule the stylesheet had) shows a header broken inside
+    a word ("thresh|old") at 1280 and at 800 px, and the check reports it; the same table under
+    ``book/_static/arithmech.css`` breaks no header inside a word at either width (its box scrolls instead)."""
+    bad = _header_page(tmp_path / "bad.html", ".cell_output table th { overflow-wrap: anywhere; } th { width: 1px; }")
+    good = _header_page(tmp_path / "good.html", CSS.read_text())
+    require_browser()
+    with Browser() as b:
+        for width in WIDTHS:
+            b.driver.set_window_size(width, 2000)
+            b.open(bad, settle=2)
+            found = b.driver.execute_script(BROKEN_HEADER_JS)
+            assert any(f.startswith("threshold (at ") for f in found), (width, found)
+            b.open(good, settle=2)
+            assert b.driver.execute_script(BROKEN_HEADER_JS) == [], width
+
+
+def test_no_table_header_breaks_inside_a_word(built_book):
+    """Protects tables a person can read: on every page of the built book, at 1280 and at 800 px, no table header
+    is broken across lines inside a word ("thresh old", "rat e"); headers wrap between words only."""
+    _, html = built_book
+    failures = []
+    require_browser()
+    with Browser() as b:
+        for width in WIDTHS:
+            b.driver.set_window_size(width, 2000)
+            for p in _pages():
+                b.open(html / p.with_suffix(".html"), settle=60)
+                failures += [f"{p} at {width} px: {x}" for x in b.driver.execute_script(BROKEN_HEADER_JS)]
+    assert failures == [], "\n".join(failures[:20])
+
+
 def test_long_float_rule():
     """Protects the reader check from passing vacuously: a 16-digit repr is caught, formatted numbers are not."""
     assert _long_floats("p = 0.9944823980331421, n = 256") == ["0.9944823980331421"]
@@ -284,3 +335,53 @@ def test_the_build_leaves_git_status_clean(built_book):
     before = built_book.status_before
     assert now == (before if before is not None else ""), f"the build changed what git sees:\n{now}"
     assert not list((root / "book").glob("*.ipynb"))
+
+
+# the project's own history on a page: an issue number ("issue #40", "(#41)") or a calendar date ("2026-11-28")
+HISTORY = re.compile(r"\bissues? #?\d+|\(#\d+\)|\b20\d\d-[01]\d-[0-3]\d\b", re.I)
+DATED = {"book/claims_rules.md"}   # the rules' changelog: each version's date and commit, the evidence for "rules first"
+
+
+class _Text(HTMLParser):
+    """A built page's visible text: everything but scripts and styles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skip, self.texts = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        self.skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self.skip -= tag in ("script", "style") and self.skip > 0
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.texts.append(data)
+
+
+def history_marks(html: str, dates: bool = True) -> list[str]:
+    """Issue numbers (and, unless ``dates`` is False, calendar dates) in a page's visible text, with context."""
+    p = _Text()
+    p.feed(html)
+    text = " ".join(" ".join(p.texts).split())
+    return [text[max(0, m.start() - 40): m.end() + 20] for m in HISTORY.finditer(text)
+            if dates or not m.group(0)[0].isdigit()]
+
+
+def test_history_marks_rule():
+    """Protects the history check from passing vacuously (negative control): issue numbers and dates in visible text
+    are found, in scripts they are not, and a page's numbers (heads, rates, counts) are not taken for history."""
+    seen = history_marks("<p>the rules (issue #40) changed on 2026-11-28; see (#41)</p><script>x='issue #3'</script>")
+    assert len(seen) == 3
+    assert history_marks("<p>head 13.11, lr 3e-03, 149 runs, 0.05 of 2,046 prompts, MLP 17, 95% CI</p>") == []
+    assert len(history_marks("<p>v2 2026-11-28 `b62da52`</p>", dates=False)) == 0
+
+
+def test_no_issue_numbers_or_project_dates_in_pages(built_book):
+    """Protects the reader from the project's own history: no built page names an issue number, and none but the
+    rules page (whose changelog dates each rule version against its results) shows a calendar date."""
+    _, html = built_book
+    found = {str(p): history_marks((html / p.with_suffix(".html")).read_text(), dates=str(p) not in DATED)
+             for p in _pages()}
+    assert {p: m[:3] for p, m in found.items() if m} == {}

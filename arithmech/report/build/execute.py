@@ -11,6 +11,7 @@ bars, this checkout first on ``PYTHONPATH``); papermill's injected-parameters ce
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
@@ -88,6 +89,9 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
             f"chapter {chapter.name!r} ({quoted(chapter.path)}) could not be read: {type(e).__name__}: {e}"
         ) from None
     saved = dict(os.environ)
+    quiet = logging.getLogger("papermill")  # its client logs "Kernel died …" on an interrupt; failures raise below
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
     os.environ.clear()
     os.environ.update(chapter_env(saved))  # the kernel inherits it (see chapter_env)
     try:
@@ -126,6 +130,7 @@ def execute_chapter(root: Path, chapter: Chapter, timeout: int | None = None, ke
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        quiet.setLevel(level)
     hide_injected(tmp)
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, dest)

@@ -38,8 +38,9 @@ def status(c: Confirmation) -> str:
         f"{made} of {planned} confirmatory runs made ({low} of {len(p['seeds'])} fresh seeds in every arm; pilots "
         f"{pilots[0]} of {pilots[1]}; base on the fresh items {'made' if c.base else 'not yet'}; "
         f"{c.cost_s / 3600:.1f} hours of this 2-core machine so far, the protocol's estimate "
-        f"{p['budget']['estimated_s'] / 3600:.1f} hours). Protocol version {p['version']}, written on {p['written']} "
-        f"from the exploration's {p['exploration']['runs']} runs, before any of its runs; scored on items no "
+        f"{p['budget']['estimated_s'] / 3600:.1f} hours). Protocol version {p['version']}, written "
+        f"from the exploration's {p['exploration']['runs']} runs and committed before any of its runs (a test reads "
+        "git's order); scored on items no "
         f"exploratory run was scored on. {p['power']['target'].capitalize()}: the power target (every carry contrast "
         "detectable within 5 points) "
         + (
@@ -141,11 +142,12 @@ def chart(c: Confirmation, curves: Curves) -> alt.LayerChart | alt.FacetChart:
         tooltip=["run", "phase", alt.Tooltip("math:Q", format="+.1%"), alt.Tooltip("general:Q", format="+.1%")],
     )
     explored = alt.Chart(frame[frame.phase == "exploration"]).mark_point(filled=False, size=25, opacity=0.35)
-    confirmed = alt.Chart(frame[frame.phase != "exploration"]).mark_point(filled=True, size=110, opacity=0.9)
-    return alt.layer(
-        explored.encode(**enc),
-        confirmed.encode(**enc, shape=alt.Shape("phase:N", title=None, legend=alt.Legend(orient="bottom", columns=2))),
-    ).properties(
+    layers = [explored.encode(**enc)]
+    confirmed = frame[frame.phase != "exploration"]
+    if len(confirmed):  # an empty layer's shape legend has no entries and an infinite width in vega
+        shape = alt.Shape("phase:N", title=None, legend=alt.Legend(orient="bottom", columns=2))
+        layers.append(alt.Chart(confirmed).mark_point(filled=True, size=110, opacity=0.9).encode(**enc, shape=shape))
+    return alt.layer(*layers).properties(
         width=COLUMN,
         height=320,
         title=alt.TitleParams(

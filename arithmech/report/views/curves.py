@@ -143,7 +143,7 @@ def points_tables(folder: str | Path, c: F.Curves | None = None) -> dict[str, pd
     )
     math, general = point(), point()
     for v in c.variants:
-        math[f"{v} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
+        math[f"{v.replace(':', ': ')} [runs × items]"] = cell(t[v], t[f"{v} lo"], t[f"{v} hi"])
     general["general [runs × items]"] = cell(t["general"], t["general lo"], t["general hi"])
     for table, what in ((math, c.math), (general, "general")):
         for name, key in (("runs+items bootstrap", "boot"), ("run means, t", "t")):  # from MIN_RUNS runs, as above
@@ -257,8 +257,8 @@ def detectable_table(
     (:mod:`arithmech.claims.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points) and, given
     ``design`` (:func:`arithmech.claims.detectable.design_runs`), with the runs the design gives each compared point
     (a random arm's draws), for reading: comparison, measure, the compared points, the rule's level, the run and item
-    spreads seen so far and the projected half-width in points (or why it is not known yet: a last column says
-    why)."""
+    spreads seen so far and the projected half-width (``± at 3 runs``: an observed difference decides beyond it),
+    all in points (or why it is not known yet: a last column says why)."""
     tables: dict = {r: D.table(c, r) for r in runs}
     if design:
         tables["as designed"] = D.table(c, design)
@@ -275,14 +275,10 @@ def detectable_table(
             "measure": t.measure,
             "compared points": t["at"],
             "level": [f"{100 * (1 - 0.05 / n):.4g}%" for n in t.N],
-            "run sd (points)": [sd(x) for x in t["run sd"]],
-            "item sd (points)": [f"{100 * x:.0f}" if x == x and x is not None else "—" for x in t["item sd"]],
-            **{f"decidable beyond ± (points, {r} runs)": hw(tables[r]) for r in runs},
-            **(
-                {"decidable beyond ± (points, as designed: runs a point)": _designed(tables["as designed"])}
-                if design
-                else {}
-            ),
+            "run sd": [sd(x) for x in t["run sd"]],
+            "item sd": [f"{100 * x:.0f}" if x == x and x is not None else "—" for x in t["item sd"]],
+            **{f"± at {r} runs": hw(tables[r]) for r in runs},
+            **({"± as designed (runs a point)": _designed(tables["as designed"])} if design else {}),
             "not known because": t.why,
         }
     )

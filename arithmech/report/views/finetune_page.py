@@ -207,7 +207,7 @@ class Page:
         for name, f in self._both():
             if T1.has_run(f):
                 table = RC.detectable_table(load(f), design=design_runs(V.plan(f)))
-                out += [markdown(f"**{name}**"), table.style.hide(axis="index")]
+                out += [markdown(f"**{name}** (spreads and half-widths in points)"), table.style.hide(axis="index")]
         return out
 
     def smol_run(self) -> list:
@@ -309,7 +309,7 @@ class Page:
                 for arm, a in self.plan["arms"].items()
                 if a.get("chosen_lr")
             )
-            + f"; the rules read every rate of each grid that has {MIN_RUNS} runs (issue #40); "
+            + f"; the rules read every rate of each grid that has {MIN_RUNS} runs; "
             f"{len(P.seeds)} seed{'s' * (len(P.seeds) != 1)}, {P.draws} random draw{'s' * (P.draws != 1)}, "
             f"{P.optimizer_steps()} steps of batch {P.batch_size} per run."
         )

@@ -77,7 +77,7 @@ class Table1Section(PageBase):
                     "and with 5 runs a point, and with the runs the design gives each compared point (a frontier "
                     "rate its frontier seeds, a random arm's point its draws, a cut end its one run; in "
                     "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
-                    "at the compared frontier tops (`arithmech.claims.detectable`); not a power calculation:"
+                    "at the compared frontier tops (`arithmech.claims.detectable`), in points; not a power calculation:"
                 ),
                 RC.detectable_table(c, design=design_runs(V.plan(folder))).style.hide(axis="index"),
             ]

@@ -92,12 +92,12 @@ def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
     from arithmech.claims.frontier import load
     c = load(write(tmp_path, ARMS))
     t, claims = R.detectable_table(c).set_index("comparison"), D.table(c).set_index("comparison")
-    col = "decidable beyond ± (points, 3 runs)"
+    col = "± at 3 runs"
     assert t.loc["precise-key − full", col].iloc[0] == f"{100 * claims.loc['precise-key − full', 'half_width'].iloc[0]:.1f}"
     assert t.loc["precise-key − precise-random", col] == "—"
     assert "one run" in t.loc["precise-key − precise-random", "not known because"]
     five = D.table(c, 5).set_index("comparison").loc["precise-key − full", "half_width"].iloc[0]
-    assert t.loc["precise-key − full", "decidable beyond ± (points, 5 runs)"].iloc[0] == f"{100 * five:.1f}"
+    assert t.loc["precise-key − full", "± at 5 runs"].iloc[0] == f"{100 * five:.1f}"
     assert five < claims.loc["precise-key − full", "half_width"].iloc[0]      # more runs: a narrower interval
 
 
@@ -110,7 +110,7 @@ def test_the_detectable_table_shows_the_designs_runs_in_brackets(tmp_path):
     design = lambda arm, lr: 10 if arm.startswith("precise-random") else 5
     t = R.detectable_table(c, design=design).set_index("comparison")
     hw = D.table(c, design).set_index("comparison").loc["precise-key − full", "half_width"].iloc[0]
-    col = "decidable beyond ± (points, as designed: runs a point)"
+    col = "± as designed (runs a point)"
     assert t.loc["precise-key − full", col].iloc[0] == f"{100 * hw:.1f} (5 vs 5)"
     assert t.loc["precise-key − precise-random", col] == "— (5 vs 10)"      # one run so far: spread unknown
     assert col not in R.detectable_table(c).columns
