@@ -32,7 +32,7 @@ as operand attention. So every mass is also given
   than the other heads do.
 
 One prompt at a time (the attention strips of Fig. 7 / 16) lives in :mod:`arithmech.methods.explorer`;
-the analyze step end to end in :mod:`arithmech.steps.analyze`.
+the analyze step end to end in :mod:`arithmech.analyze.run`.
 """
 
 from __future__ import annotations

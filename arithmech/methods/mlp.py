@@ -16,7 +16,7 @@ the paper's literal formula ``cos(v, W_U[t])``; the two differ only by the learn
 **Start–inflection–end** (App. C: 13-18-28 for LLaMA2-7B): :func:`breakpoints` fits a
 continuous piecewise-linear curve with three knots to a per-layer curve and returns the knots.
 
-The analyze step end to end is :func:`arithmech.steps.analyze.run`.
+The analyze step end to end is :func:`arithmech.analyze.run.run`.
 """
 
 from __future__ import annotations

@@ -21,9 +21,10 @@ from arithmech.pipeline.registry import step_of
 from arithmech.prompts import config as prompts_config
 
 if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
+    from arithmech.analyze.result import AnalyzeResult
     from arithmech.identify import counterfactuals
     from arithmech.identify import result as identify
-    from arithmech.steps import accuracy, analyze, beyond, faithfulness, shots
+    from arithmech.steps import accuracy, beyond, faithfulness, shots
 
 
 def folder_of(config: Any) -> Path:
@@ -58,7 +59,7 @@ def ensure(
 @overload
 def ensure(
     config: analyze_config.Analyze, recompute: bool = ..., upstream: Any = ..., **loaded: Any
-) -> analyze.Result: ...
+) -> AnalyzeResult: ...
 @overload
 def ensure(
     config: circuits_config.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any

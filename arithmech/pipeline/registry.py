@@ -18,13 +18,15 @@ A step's module answers these names, all with the config whole (nothing unpacked
 * ``compute(config, **loaded)`` (identify and analyze only) — the same run, returning what it holds in memory beyond
   the files, for the chapters that draw from it: identify's library
   :class:`~arithmech.identify.pipeline.IdentifyResult` (each task's kept ``Sample`` objects, the timings
-  unrounded) and analyze's dict with the loaded model and samples (attention strips, the prompt explorer). ``run``
+  unrounded) and analyze's :class:`~arithmech.analyze.run.Computed` with the loaded model and samples (attention
+  strips, the prompt explorer). ``run``
   is ``compute`` then ``read``; a consumer that needs only the files calls ``ensure``;
 * ``Result`` and ``read(folder, config)`` — the step's result: a frozen dataclass with typed fields (DataFrames,
   the JSON records as dicts) and ``config``, the config it was made with; ``read`` builds it from the files a run
   wrote, each read and checked through :mod:`arithmech.core.results`. One way for every step: a module-level
   ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.pipeline.ensure.ensure` calls each module
-  alike; its docstring names each field's file. Stability's lives beside it (:mod:`arithmech.identify.result`);
+  alike; its docstring names each field's file. A wing's Result lives in its ``result`` module (identify's and
+  stability's in :mod:`arithmech.identify.result`, analyze's ``AnalyzeResult`` in :mod:`arithmech.analyze.result`);
   ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
   :meth:`~arithmech.pipeline.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
@@ -78,7 +80,7 @@ STEPS: dict[str, Step] = {
     s.name: s
     for s in (
         Step("identify", identify_config.Identify, "arithmech.identify.run", record="identify"),
-        Step("analyze", analyze_config.Analyze, "arithmech.steps.analyze", record="analyze"),
+        Step("analyze", analyze_config.Analyze, "arithmech.analyze.run", record="analyze"),
         Step("beyond", circuits_config.Beyond, "arithmech.steps.beyond", record="beyond"),
         Step("stability", identify_config.Stability, "arithmech.steps.stability", record="stability"),
         Step("faithfulness", circuits_config.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),

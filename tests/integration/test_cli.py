@@ -8,10 +8,10 @@ import json
 import pandas as pd
 import pytest
 
+from arithmech.analyze import run as A
 from arithmech.cli import main
 from arithmech.core import results as R
 from arithmech.data import pairs
-from arithmech.steps import analyze as A
 from arithmech.steps import finetune
 from arithmech.steps.config_training import Finetune
 

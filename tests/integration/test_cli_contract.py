@@ -1,4 +1,4 @@
-"""The CLI's input contract end to end (issue 17): nothing outside a command's output is touched, a failed run
+"""The CLI's input contract end to end: nothing outside a command's output is touched, a failed run
 leaves the folder exactly as it was, random argument combinations are accepted or refused with one line and
 exit 2, and a bad ``--task`` is refused before torch is even imported."""
 from __future__ import annotations
@@ -124,8 +124,9 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
     gets as far as loading the model (arguments accepted; loading is replaced by a sentinel exception) or exits
     with code 2 and one line on stderr, no traceback; all within seconds. Both outcomes occur."""
     import arithmech.core.models as M
+    from arithmech.analyze import run as analyze
     from arithmech.identify import run as identify
-    from arithmech.steps import analyze, beyond, finetune
+    from arithmech.steps import beyond, finetune
 
     def reached(*_a, **_k):
         raise Reached

@@ -225,7 +225,7 @@ LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune"
           "pipeline.registry": 7, "pipeline.ensure": 7,
           "claims": 8, "report": 10,
           "identify.page": 10, "identify.knockout_page": 10, "identify.charts": 10, "identify.transfer_chart": 10,
-          "identify.stability_charts": 10, "accounts.page": 10, "accounts.charts": 10, "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
+          "identify.stability_charts": 10, "analyze.page": 10, "accounts.page": 10, "accounts.charts": 10, "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
 
 
 def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
@@ -348,7 +348,7 @@ def test_modules_read_in_one_sitting_and_no_private_names_cross_modules():
 
 
 def test_ruff_lint_is_clean():
-    """Protects the lint habit (issue #42): `ruff check` (pyflakes, syntax errors, import order; the rules in
+    """Protects the lint habit: `ruff check` (pyflakes, syntax errors, import order; the rules in
     pyproject.toml) finds nothing in the package, the tests and the benchmarks; an unused import or a name used
     before it is defined fails here, in the fast tier, not in review."""
     import shutil
@@ -365,12 +365,12 @@ FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/api.py
              "arithmech/paper.py", "arithmech/accounts", "arithmech/analyze", "arithmech/circuits", "arithmech/claims", "arithmech/identify",
              "arithmech/prompts", "arithmech/core", "arithmech/data", "arithmech/embedded",
              "arithmech/evals", "arithmech/finetune", "arithmech/methods", "arithmech/pipeline", "arithmech/report", "arithmech/steps", "arithmech/table1"]
-"""What `ruff format` keeps formatted (issue #42): the whole package, every folder and top-level module (the
+"""What `ruff format` keeps formatted: the whole package, every folder and top-level module (the
 tests and benchmarks are linted, not formatted)."""
 
 
 def test_ruff_format_is_clean():
-    """Protects the formatting habit (issue #42): `ruff format --check` (pyproject.toml's settings) would change
+    """Protects the formatting habit: `ruff format --check` (pyproject.toml's settings) would change
     nothing in the package's formatted folders (:data:`FORMATTED`), so a hand-formatted line fails here, in the
     fast tier, and every module's length is its formatted length (the one-sitting bound above)."""
     import shutil
@@ -386,7 +386,7 @@ def test_ruff_format_is_clean():
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
 
 def test_type_check_is_clean():
-    """Protects the typing habit (issue #42): mypy finds nothing in the packages `[tool.mypy] files` lists in
+    """Protects the typing habit: mypy finds nothing in the packages `[tool.mypy] files` lists in
     pyproject.toml (the whole package: core, evals, data, methods, steps, claims, report, embedded, finetune and the
     top-level modules __init__, __main__, cli, lab and paper), so a wrong argument type,
     a missing attribute or a None called as a function in them fails here, in the fast tier."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import cached_property
 
 from arithmech import paper
+from arithmech.analyze.result import AnalyzeResult
 from arithmech.core.names import stages as stage_layers
-from arithmech.core.results import read as read_result
 from arithmech.data import pairs
 from arithmech.methods import attention
 from arithmech.pipeline.ensure import ensure
@@ -19,14 +19,13 @@ from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import labels_table, nonkey_band_chart
 from arithmech.report.views.finetune_page import markdown
 from arithmech.report.views.real_llm_base import PageBase
-from arithmech.steps import analyze as analyze_step
 
 
 class AnalyzeSection(PageBase):
     """The analyze step of the page, read (or made) on first use."""
 
     @cached_property
-    def analyze(self) -> analyze_step.Result:
+    def analyze(self) -> AnalyzeResult:
         """analyze.run's result on the studied heads (key heads, or the top 10 where none passes)."""
         P = self.P
         return ensure(P.to_analyze(), P.recompute)
@@ -43,8 +42,7 @@ class AnalyzeSection(PageBase):
 
     def attention_lines(self):
         """The attention-roles rule's sentences and where ``{A}`` sits (Markdown list)."""
-        heads_from = read_result(self.folder, "analyze.json")["heads_from"]
-        lines = attention.verdict_lines(self.analyze.baseline, "operand", heads_from=heads_from)
+        lines = attention.verdict_lines(self.analyze.baseline, "operand", heads_from=self.analyze.heads_from)
         prompts = pairs.samples(self.folder)
         at0 = sum(0 in s.positions["A"] for s in prompts)
         return markdown(

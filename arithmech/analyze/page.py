@@ -1,16 +1,18 @@
 """The Analyze chapter's page: every table, chart and sentence of ``book/analyze.md``, one call per cell.
 
-:func:`run` runs the analyze step on the chapter's config and returns its in-memory dict (``model``, ``tok``,
-``geometry``, ``samples``, ``key_heads``, ``roles``, ``labels``, ``mlp``, ``top``, ``stages``, ``folder``:
-:func:`arithmech.steps.analyze.compute`); every other function takes that dict ``r`` and returns what its cell
-shows: a sentence (the cell prints it), a Markdown block, a Styler or an altair chart::
+:func:`run` runs the analyze step on the chapter's config and returns a :class:`Run` ``r``: what the run holds in
+memory (``r.res``, :class:`~arithmech.analyze.run.Computed`: the model, the samples, the unrounded frames), the files
+it wrote read back (``r.files``, :class:`~arithmech.analyze.result.AnalyzeResult`) and identify's key heads. Every
+other function takes ``r``, or the :class:`AnalyzeResult` alone where its cell shows only what the files hold, and
+returns what its cell shows: a sentence (the cell prints it), a Markdown block, a Styler or an altair chart::
 
     >>> r = run(P)
-    >>> print(header(r)); labels(r); role_summary(r)
+    >>> print(header(r)); labels(r); role_summary(r); band_chart(r.files)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
@@ -18,8 +20,9 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from arithmech import paper
+from arithmech.analyze.result import AnalyzeResult, read
+from arithmech.analyze.run import Computed, compute
 from arithmech.claims.decide import claims
-from arithmech.core import results as R
 from arithmech.core.names import component, components, stages
 from arithmech.methods import attention
 from arithmech.methods import explorer as X
@@ -31,38 +34,50 @@ from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.report.views.widgets import explorer
-from arithmech.steps import analyze
 
 CURVES = [("MLP_in vs operands (Fig. 13)", "operands"), ("MLP_out - MLP_in vs {C} (Fig. 14)", "answer")]
 OPERATION_WORDS = [f"8 {w} 2 equals to" for w in ("plus", "minus", "times", "over")]  # Fig. 16's sentences
 
 
-def run(P: AnalyzeChapter) -> dict:
+@dataclass(frozen=True)
+class Run:
+    """The chapter's run of analyze (:func:`run`), what every cell of the page reads: the chapter's parameters ``P``,
+    what the run holds in memory ``res`` (the model, its tokenizer and geometry, the samples, the studied heads, the
+    unrounded frames and stages), the files it wrote read back (``files``, analyze's :class:`AnalyzeResult`) and
+    identify's key heads ``kh`` (:func:`arithmech.report.views.counts.key_heads`)."""
+
+    P: AnalyzeChapter
+    res: Computed
+    files: AnalyzeResult
+    kh: counts.KeyHeads
+
+
+def run(P: AnalyzeChapter) -> Run:
     """The analyze step on the chapter's parameters (identify's files: the Identify chapter's), rewriting
-    its files; the step's dict plus ``model_name`` (the parameter) and ``kh`` (identify's key heads,
-    :func:`arithmech.report.views.counts.key_heads`)."""
-    r = analyze.compute(P.to_analyze())
-    return {**r, "model_name": P.model_name, "kh": counts.key_heads(r["folder"])}
+    its files, then read back."""
+    config = P.to_analyze()
+    res = compute(config)
+    return Run(P=P, res=res, files=read(res.folder, config), kh=counts.key_heads(res.folder))
 
 
-def header(r: dict) -> str:
+def header(r: Run) -> str:
     """The model's shape, the reference samples and the heads studied, as every page quotes them."""
-    geo, kh = r["geometry"], r["kh"]
+    geo, kh = r.res.geometry, r.kh
     return (
-        f"{r['model_name']}: {geo.n_layers} layers x {geo.n_heads} query heads ({geo.n_kv_heads} K/V heads), "
-        f"{len(r['samples'])} reference samples; identify found {kh.summary()}; studied here: {kh.studied_phrase()}"
+        f"{r.P.model_name}: {geo.n_layers} layers x {geo.n_heads} query heads ({geo.n_kv_heads} K/V heads), "
+        f"{len(r.res.samples)} reference samples; identify found {kh.summary()}; studied here: {kh.studied_phrase()}"
     )
 
 
-def labels(r: dict) -> Styler:
+def labels(r: Run) -> Styler:
     """Fig. 5's table: each studied head's attention mass by role, its label, and its label without the first
     position."""
-    return labels_table(r["labels"], attention.label_heads(r["roles"], r["key_heads"], view="without first"))
+    return labels_table(r.res.labels, attention.label_heads(r.res.roles, r.res.key_heads, view="without first"))
 
 
-def roles_chart(r: dict) -> alt.TopLevelMixin:
+def roles_chart(r: Run) -> alt.TopLevelMixin:
     """Fig. 5: the studied heads' END-row attention mass by role."""
-    return attention_chart.attention_roles_chart(r["roles"], r["labels"])
+    return attention_chart.attention_roles_chart(r.res.roles, r.res.labels)
 
 
 def roles7b() -> dict[str, str]:
@@ -70,9 +85,9 @@ def roles7b() -> dict[str, str]:
     return {k: components(v) for k, v in paper.HEAD_ROLES.items()}
 
 
-def role_summary(r: dict) -> str:
+def role_summary(r: Run) -> str:
     """Five lines: the studied heads of each label, their mean mass by role, and the paper's roles."""
-    lab, r7 = r["labels"], roles7b()
+    lab, r7 = r.res.labels, roles7b()
     lines = [
         f"{kind + ' heads:':16s} {components(lab[lab.label == kind].name)}" for kind in ("operand", "operator", "other")
     ]
@@ -80,7 +95,7 @@ def role_summary(r: dict) -> str:
         f"mass on the operands + operator, mean over the {len(lab)} head{'s' * (len(lab) != 1)} studied here: "
         f"{(lab.operand + lab.operator).mean():.2f} "
         f"(BOS {lab.bos.mean():.2f}, first position {lab['first'].mean():.2f}, other tokens {lab.other.mean():.2f}; "
-        f"{len(r['samples'])} prompts)"
+        f"{len(r.res.samples)} prompts)"
     )
     lines.append(
         f"paper, LLaMA2-7B: operand heads {r7['operand']}; operator heads {r7['operator']}; "
@@ -89,77 +104,73 @@ def role_summary(r: dict) -> str:
     return "\n".join(lines)
 
 
-def roles_explorer(r: dict) -> alt.TopLevelMixin:
+def roles_explorer(r: Run) -> alt.TopLevelMixin:
     """Every head's attention mass by role (the studied heads first), one head at a time."""
-    geo = r["geometry"]
-    others = [f"{l}.{h}" for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, h) not in r["key_heads"]]
-    return attention_chart.attention_roles_explorer(r["roles"], heads=list(r["labels"].name) + others)
+    geo = r.res.geometry
+    others = [f"{l}.{h}" for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, h) not in r.res.key_heads]
+    return attention_chart.attention_roles_explorer(r.res.roles, heads=list(r.res.labels.name) + others)
 
 
-def baseline(r: dict) -> pd.DataFrame:
-    """``attention_baseline.csv``: each studied head against the non-key heads, every role, measure and view."""
-    return R.read(r["folder"], "attention_baseline.csv")
+def verdict_lines(files: AnalyzeResult, role: str) -> list[str]:
+    """The ``attention-roles`` rule's sentences for ``role`` (operand or operator, first position excluded), on
+    ``attention_baseline.csv`` (each studied head against the non-key heads); the heads are the key heads, or the top
+    10 where none passes (``analyze.json``'s ``heads_from``)."""
+    return attention.verdict_lines(files.baseline, role, heads_from=files.heads_from)
 
 
-def verdict_lines(r: dict, role: str) -> list[str]:
-    """The ``attention-roles`` rule's sentences for ``role`` (operand or operator, first position excluded)."""
-    heads_from = R.read(r["folder"], "analyze.json")["heads_from"]  # key heads, or the top 10 where none passes
-    return attention.verdict_lines(baseline(r), role, heads_from=heads_from)
-
-
-def verdicts(r: dict, role: str, skip: int = 0) -> Any:
+def verdicts(files: AnalyzeResult, role: str, skip: int = 0) -> Any:
     """:func:`verdict_lines` as a bullet list, its first ``skip`` lines left out."""
-    return bullets(verdict_lines(r, role)[skip:])
+    return bullets(verdict_lines(files, role)[skip:])
 
 
-def band_chart(r: dict) -> alt.TopLevelMixin:
+def band_chart(files: AnalyzeResult) -> alt.TopLevelMixin:
     """Each studied head's role mass against the non-key heads' band."""
-    return nonkey_band_chart(baseline(r))
+    return nonkey_band_chart(files.baseline)
 
 
-def baseline_view(r: dict) -> Styler:
+def baseline_view(files: AnalyzeResult) -> Styler:
     """The band comparison as numbers: operands, operator and first position."""
-    return baseline_table(baseline(r))
+    return baseline_table(files.baseline)
 
 
-def heads_note(r: dict, kind: str) -> str:
+def heads_note(r: Run, kind: str) -> str:
     """The heads of ``kind`` (operand or operator) the strips show, key heads marked."""
-    hs = attention.heads_of_kind(r["roles"], r["key_heads"], kind)
+    hs = attention.heads_of_kind(r.res.roles, r.res.key_heads, kind)
     return f"{kind} heads shown: " + ", ".join(
-        component(l, h) + (" (key head)" if (l, h) in r["key_heads"] else "") for l, h in hs
+        component(l, h) + (" (key head)" if (l, h) in r.res.key_heads else "") for l, h in hs
     )
 
 
-def operand_strips(r: dict) -> alt.TopLevelMixin:
+def operand_strips(r: Run) -> alt.TopLevelMixin:
     """Fig. 7: the operand heads' END-row attention on each template's first sample and the paper's Fig. 4
     prompts the tokenizer can spell."""
-    heads = attention.heads_of_kind(r["roles"], r["key_heads"], "operand")
-    unseen = [p for p, _ in paper.FIG4_CASES if not unknown_words(r["tok"], p)]
+    heads = attention.heads_of_kind(r.res.roles, r.res.key_heads, "operand")
+    unseen = [p for p, _ in paper.FIG4_CASES if not unknown_words(r.res.tok, p)]
     return attention_chart.attention_strip_chart(
-        X.strips(r["model"], r["tok"], heads, r["samples"], prompts=unseen),
+        X.strips(r.res.model, r.res.tok, heads, r.res.samples, prompts=unseen),
         fig="Fig. 7",
         title="Attention of the operand heads from END, sentence by sentence",
     )
 
 
-def operator_strips(r: dict) -> alt.TopLevelMixin:
+def operator_strips(r: Run) -> alt.TopLevelMixin:
     """Fig. 16: the operator heads on one sentence per operation word."""
-    heads = attention.heads_of_kind(r["roles"], r["key_heads"], "operator")
+    heads = attention.heads_of_kind(r.res.roles, r.res.key_heads, "operator")
     return attention_chart.attention_strip_chart(
-        X.strips(r["model"], r["tok"], heads, prompts=OPERATION_WORDS),
+        X.strips(r.res.model, r.res.tok, heads, prompts=OPERATION_WORDS),
         fig="Fig. 16",
         title="Attention of the operator heads on operation words",
     )
 
 
-def mlp_in_chart(r: dict) -> alt.TopLevelMixin:
+def mlp_in_chart(r: Run) -> alt.TopLevelMixin:
     """Fig. 6a / 13: cos(MLP_in, W_U[A], W_U[B]) by layer, with the stage layers."""
-    return mlp_chart.mlp_in_chart(r["mlp"], r["stages"].get("operands"))
+    return mlp_chart.mlp_in_chart(r.res.mlp, r.res.stages.get("operands"))
 
 
-def mlp_diff_chart(r: dict) -> alt.TopLevelMixin:
+def mlp_diff_chart(r: Run) -> alt.TopLevelMixin:
     """Fig. 6b / 14: cos(MLP_out - MLP_in, W_U[C], W_U[other]) by layer, with the stage layers."""
-    return mlp_chart.mlp_diff_chart(r["mlp"], r["stages"].get("answer"))
+    return mlp_chart.mlp_diff_chart(r.res.mlp, r.res.stages.get("answer"))
 
 
 def stage(t: Any) -> str:
@@ -171,27 +182,27 @@ def _rel(t: Any, n: int) -> str:
     return stages(t, lambda x: f"{x / n:.2f}") if t else ""
 
 
-def stages_table(r: dict) -> Styler:
+def stages_table(r: Run) -> Styler:
     """Both curves' stage layers beside App. C's, in layers and as shares of the depth (one row per curve)."""
-    model, n = r["model_name"], r["geometry"].n_layers
+    model, n = r.P.model_name, r.res.geometry.n_layers
     s7b, n7b = paper.STAGES["LLaMA2-7B"]
     return pd.DataFrame(
         [
             {
                 "curve": curve,
                 **{f"{m} ({k} layers)": stage(t) for m, (t, k) in paper.STAGES.items()},
-                f"{model} ({n})": stage(r["stages"].get(key)),
+                f"{model} ({n})": stage(r.res.stages.get(key)),
                 "paper 7B, share of depth": _rel(s7b, n7b),
-                f"{model}, share of depth": _rel(r["stages"].get(key), n),
+                f"{model}, share of depth": _rel(r.res.stages.get(key), n),
             }
             for curve, key in CURVES
         ]
     ).style.hide(axis="index")
 
 
-def peaks(r: dict) -> str:
+def peaks(r: Run) -> str:
     """Two lines: the peaks of cos(MLP_in, A / B) and the first and last layers' cos of the MLP write with C."""
-    w = r["mlp"].pivot(index="layer", columns="quantity", values="value")
+    w = r.res.mlp.pivot(index="layer", columns="quantity", values="value")
     return (
         f"peak cos(MLP_in, A): {w.in_A.max():.3f} at layer {w.in_A.idxmax()}; "
         f"peak cos(MLP_in, B): {w.in_B.max():.3f} at layer {w.in_B.idxmax()}\n"
@@ -200,32 +211,32 @@ def peaks(r: dict) -> str:
     )
 
 
-def projection_explorer(r: dict) -> alt.TopLevelMixin:
+def projection_explorer(r: Run) -> alt.TopLevelMixin:
     """Every quantity of ``mlp_projection.csv``, one at a time."""
-    return mlp_chart.mlp_projection_explorer(r["mlp"])
+    return mlp_chart.mlp_projection_explorer(r.res.mlp)
 
 
-def next_tokens(r: dict, prompt: str) -> str:
+def next_tokens(r: Run, prompt: str) -> str:
     """The model's three most likely next tokens on ``prompt``, with their probabilities."""
     return "next-token prediction: " + ", ".join(
-        f"{t.token!r} {t.prob:.1%}" for t in X.top_next(r["model"], r["tok"], prompt, k=3).itertuples()
+        f"{t.token!r} {t.prob:.1%}" for t in X.top_next(r.res.model, r.res.tok, prompt, k=3).itertuples()
     )
 
 
-def top_numbers_chart(r: dict, prompt: str) -> alt.TopLevelMixin:
+def top_numbers_chart(r: Run, prompt: str) -> alt.TopLevelMixin:
     """Fig. 6c: the five number tokens closest to each layer's MLP write on ``prompt``."""
-    return mlp_chart.top_numbers_chart(r["top"], prompt=prompt)
+    return mlp_chart.top_numbers_chart(r.res.top, prompt=prompt)
 
 
-def top1(r: dict) -> pd.Series:
+def top1(r: Run) -> pd.Series:
     """The top-1 number token of each layer's MLP write, layer 0 first."""
-    return r["top"][r["top"]["rank"] == 1].token
+    return r.res.top[r.res.top["rank"] == 1].token
 
 
-def top1_lines(r: dict, prompt: str) -> str:
+def top1_lines(r: Run, prompt: str) -> str:
     """Two lines: this run's top-1 number token layer by layer, and the paper's on '4 + 3 ='."""
     return (
-        f"top-1 number token of each MLP's write on {prompt!r}, layer 0 → {r['geometry'].n_layers - 1}: "
+        f"top-1 number token of each MLP's write on {prompt!r}, layer 0 → {r.res.geometry.n_layers - 1}: "
         + " → ".join(top1(r))
         + "\n"
         + "paper, LLaMA2-7B on '4 + 3 =', layers "
@@ -235,31 +246,31 @@ def top1_lines(r: dict, prompt: str) -> str:
     )
 
 
-def live(r: dict, P: AnalyzeChapter) -> Any:
+def live(r: Run, P: AnalyzeChapter) -> Any:
     """The ipywidgets prompt explorer when ``P.interactive`` (a live Jupyter session), else None."""
     return (
         explorer(
-            r["model"],
-            r["tok"],
-            r["key_heads"],
-            reference=r["samples"],
+            r.res.model,
+            r.res.tok,
+            r.res.key_heads,
+            reference=r.res.samples,
             prompt=P.prompt,
             counterfactual=P.counterfactual,
-            heads_label=r["kh"].studied_label(),
+            heads_label=r.kh.studied_label(),
         )
         if P.interactive
         else None
     )
 
 
-def _by_label(r: dict, kind: str) -> str:
-    lab = r["labels"]
+def _by_label(r: Run, kind: str) -> str:
+    lab = r.res.labels
     return components(lab[lab.label == kind].name)
 
 
-def paper_table(r: dict, prompt: str) -> Styler:
+def paper_table(r: Run, prompt: str) -> Styler:
     """The paper beside this run: head roles, attention outside the roles, both stages and Fig. 6c's tokens."""
-    lab, r7, n = r["labels"], roles7b(), r["geometry"].n_layers
+    lab, r7, n = r.res.labels, roles7b(), r.res.geometry.n_layers
     s7b, n7b = paper.STAGES["LLaMA2-7B"]
     return pd.DataFrame(
         [
@@ -276,12 +287,12 @@ def paper_table(r: dict, prompt: str) -> Styler:
             {
                 "observation": "MLP_in meets the operands: start–inflection–end (Fig. 13)",
                 "paper (LLaMA2-7B)": f"{stage(s7b)} of {n7b}",
-                "this run": f"{stage(r['stages'].get('operands'))} of {n}",
+                "this run": f"{stage(r.res.stages.get('operands'))} of {n}",
             },
             {
                 "observation": "MLP write meets the answer: start–inflection–end (Fig. 14)",
                 "paper (LLaMA2-7B)": f"{stage(s7b)} of {n7b}",
-                "this run": f"{stage(r['stages'].get('answer'))} of {n}",
+                "this run": f"{stage(r.res.stages.get('answer'))} of {n}",
             },
             {
                 "observation": f"top-1 number of each MLP write on {prompt!r} (Fig. 6c)",
@@ -297,15 +308,15 @@ def paper_table(r: dict, prompt: str) -> Styler:
 END_CLAIMS = ["attention-roles", "stages", "mlps-late"]
 
 
-def end(r: dict, P: AnalyzeChapter) -> Any:
+def end(r: Run, P: AnalyzeChapter) -> Any:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the heads by role, the operand
     rule's verdict against the non-key heads, and the chapter's claims."""
-    c = claims(r["folder"], END_CLAIMS)
+    c = claims(r.res.folder, END_CLAIMS)
     return chapter_end(
         [
             f"Key heads by role: operand {_by_label(r, 'operand')}; operator {_by_label(r, 'operator')}.",
-            f"Operand attention against the {int(baseline(r).n_nonkey.max())} non-key heads (first position "
-            f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r, 'operand')[-1]}",
+            f"Operand attention against the {int(r.files.baseline.n_nonkey.max())} non-key heads (first position "
+            f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r.files, 'operand')[-1]}",
         ]
         + claim_lines(c, END_CLAIMS),
         P.model_name,

@@ -8,7 +8,9 @@ start-inflection-end layers of App. C, the number tokens each layer writes). One
 (attention strips of Fig. 7 / 16, the prompt explorer, knockout) lives in
 :mod:`arithmech.methods.explorer`; :func:`run` is the step end to end (``python -m arithmech analyze``):
 it reads the key heads of the identify step and writes the analyze files of the results folder, and returns them
-read back (:class:`Result`); :func:`compute` returns what the run holds in memory (the model, the samples).
+read back (:class:`~arithmech.analyze.result.AnalyzeResult`, :mod:`arithmech.analyze.result`: the one reader of
+these files); :func:`compute` returns what the run holds in memory beyond them (:class:`Computed`: the model, the
+samples).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from arithmech.analyze.config import Analyze as Config
+from arithmech.analyze.result import AnalyzeResult as Result  # Result, read: the step protocol
+from arithmech.analyze.result import read
 from arithmech.core import admission, provenance, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
@@ -31,8 +36,6 @@ from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layer
 # Every identify file run() may read, each checked where present before the model loads and anything is written
 # (effects.csv is read only where no key head passes: a damaged one is refused even when this run would not need it).
 READS = ("key_heads.json", "effects.csv", "prompts.jsonl")
-
-# ------------------------------------------------------------------------------ results and CLI
 
 
 def attention_files(roles, heads: list[Head]) -> dict:
@@ -52,22 +55,40 @@ def key_head_summary(roles, heads: list[Head]) -> list[dict]:
     return out
 
 
+@dataclass(frozen=True)
+class Computed:
+    """What an analyze run holds in memory beyond its files (:func:`compute`; the Analyze chapter draws attention
+    strips and the prompt explorer with it): the loaded ``model``, ``tok`` and its ``geometry``, the reference
+    ``samples``, the studied ``key_heads``, the frames ``roles``, ``labels`` (unrounded: the files round each value to
+    8 significant digits), ``mlp`` and ``top`` (without the prompt column), the ``stages`` found (tuples), and the
+    ``folder`` the files went to (read them back with :func:`~arithmech.analyze.result.read`)."""
+
+    model: Any
+    tok: Any
+    geometry: Any
+    samples: list
+    key_heads: list[Head]
+    roles: pd.DataFrame
+    labels: pd.DataFrame
+    mlp: pd.DataFrame
+    top: pd.DataFrame
+    stages: dict[str, tuple[int, int, int]]
+    folder: Path
+
+
 def run(config: Config) -> Result:
     """The step (``python -m arithmech analyze``): :func:`compute`, then the files it wrote read back (:func:`read`),
     as every step's ``run`` returns its ``Result``."""
-    return read(compute(config)["folder"], config)
+    return read(compute(config).folder, config)
 
 
-def compute(config: Config) -> dict:
+def compute(config: Config) -> Computed:
     """The analyze step end to end on identify's files in ``config.results`` (the root or the model's folder):
     writes ``attention_roles.csv``, ``attention_baseline.csv``, ``mlp_projection.csv``, ``top_numbers.csv``,
     ``analyze.json`` and the ``analyze`` record of ``run.json``. Identify must have run (its files are checked
     before the model loads).
 
-    Returns what the run holds in memory (the Analyze chapter draws attention strips and the prompt explorer with
-    it; :func:`run` returns the files read back instead): a dict with the loaded ``model``, ``tok``, ``geometry``,
-    ``samples``, ``key_heads``, the DataFrames ``roles``, ``labels``, ``baseline``, ``mlp``, ``top``, the
-    ``stages`` found, the ``folder`` and ``analyze.json``'s ``summary``.
+    Returns what the run holds in memory (:class:`Computed`; :func:`run` returns the files read back instead).
     """
     c = config
     folder = results.model_folder(c.results, c.model_name)
@@ -127,7 +148,7 @@ def compute(config: Config) -> dict:
             "estimate": est.record() if est else None,
         },
     )
-    return dict(
+    return Computed(
         model=model,
         tok=tok,
         geometry=geo,
@@ -135,63 +156,22 @@ def compute(config: Config) -> dict:
         key_heads=heads,
         roles=roles,
         labels=labels,
-        baseline=results.read(folder, "attention_baseline.csv"),
         mlp=mlp,
         top=top,
         stages=stages,
         folder=folder,
-        summary=summary,
-    )
-
-
-@dataclass(frozen=True)
-class Result:
-    """Analyze's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.pipeline.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
-
-    * ``roles`` — ``attention_roles.csv``: every head's attention by token role;
-    * ``labels`` — identify's studied heads (the key heads, or the top 10 by effect rank where none passes,
-      :func:`arithmech.methods.effects.studied_heads`, from ``key_heads.json`` and ``effects.csv``) labelled from
-      ``roles`` (:func:`arithmech.methods.attention.label_heads`);
-    * ``baseline`` — ``attention_baseline.csv``: each key head against the non-key heads;
-    * ``mlp`` — ``mlp_projection.csv``: the MLP inputs' and writes' cosines with ``W_U`` rows per layer;
-    * ``top`` — ``top_numbers.csv``: the number tokens each layer writes on the config's prompt;
-    * ``summary`` — ``analyze.json``: the key heads' summary, where they came from, the stages, the settings;
-    * ``config`` — the config the files were made with (or reused for)."""
-
-    config: Config
-    roles: pd.DataFrame
-    labels: pd.DataFrame
-    baseline: pd.DataFrame
-    mlp: pd.DataFrame
-    top: pd.DataFrame
-    summary: dict
-
-
-def read(folder: str | Path, config: Config) -> Result:
-    """The analyze files of ``folder`` (checked) as the :class:`Result` of a run made with ``config``."""
-    roles = results.read(folder, "attention_roles.csv")
-    return Result(
-        config=config,
-        roles=roles,
-        labels=label_heads(roles, load_key_heads(folder)[0]),
-        baseline=results.read(folder, "attention_baseline.csv"),
-        mlp=results.read(folder, "mlp_projection.csv"),
-        top=results.read(folder, "top_numbers.csv"),
-        summary=results.read(folder, "analyze.json"),
     )
 
 
 def summary(result: Result) -> str:
     """The command line's summary of :func:`run`'s result: the studied heads' labels, the stages (``analyze.json``'s,
     as the run found them), the verdicts."""
-    stages = {k: tuple(v) for k, v in result.summary["stages"].items()}
     folder = results.model_folder(result.config.results, result.config.model_name)
     return "\n".join(
         [
             result.labels[["name", "label", "operand", "operator", "rest"]].to_string(index=False),
-            f"start-inflection-end: {stages}",
-            *verdict_lines(result.baseline, heads_from=result.summary["heads_from"]),
+            f"start-inflection-end: {result.stages}",
+            *verdict_lines(result.baseline, heads_from=result.heads_from),
             f"wrote {folder}/attention_roles.csv, attention_baseline.csv, mlp_projection.csv, "
             "top_numbers.csv, analyze.json",
         ]

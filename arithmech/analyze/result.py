@@ -1,0 +1,70 @@
+"""Analyze's files read back: the one reader of the analyze wing's files, each read and checked through
+:mod:`arithmech.core.results`. :class:`AnalyzeResult` and :func:`read` (:mod:`arithmech.analyze.run` computes and
+writes the files); the pages take an :class:`AnalyzeResult`, never the folder.
+
+Later wings import this module, never analyze's computing modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from arithmech.analyze.config import Analyze as Config
+from arithmech.core import results
+from arithmech.identify.result import load_key_heads
+from arithmech.methods.attention import label_heads
+
+FILES = ("attention_roles.csv", "attention_baseline.csv", "mlp_projection.csv", "top_numbers.csv", "analyze.json")
+"""The step's files, in the order the command names them."""
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    """Analyze's files as a run made with ``config`` wrote them (:func:`read`; what
+    :func:`arithmech.pipeline.ensure.ensure` returns for an :class:`Analyze` config), each read and checked:
+
+    * ``roles`` — ``attention_roles.csv``: every head's attention by token role;
+    * ``labels`` — identify's studied heads (the key heads, or the top 10 by effect rank where none passes,
+      :func:`arithmech.methods.effects.studied_heads`, from ``key_heads.json`` and ``effects.csv``) labelled from
+      ``roles`` (:func:`arithmech.methods.attention.label_heads`);
+    * ``baseline`` — ``attention_baseline.csv``: each key head against the non-key heads;
+    * ``mlp`` — ``mlp_projection.csv``: the MLP inputs' and writes' cosines with ``W_U`` rows per layer;
+    * ``top`` — ``top_numbers.csv``: the number tokens each layer writes on the config's prompt;
+    * ``summary`` — ``analyze.json``: the key heads' summary, where they came from, the stages, the settings;
+    * ``config`` — the config the files were made with (or reused for)."""
+
+    config: Config
+    roles: pd.DataFrame
+    labels: pd.DataFrame
+    baseline: pd.DataFrame
+    mlp: pd.DataFrame
+    top: pd.DataFrame
+    summary: dict
+
+    @property
+    def heads_from(self) -> str:
+        """Where the studied heads come from (``analyze.json``'s ``heads_from``): the key heads, or the top ones by
+        effect rank where none passes."""
+        return self.summary["heads_from"]
+
+    @property
+    def stages(self) -> dict[str, tuple[int, ...]]:
+        """The start–inflection–end layers of each curve, as the run found them (``analyze.json``'s ``stages``)."""
+        return {k: tuple(v) for k, v in self.summary["stages"].items()}
+
+
+def read(folder: str | Path, config: Config) -> AnalyzeResult:
+    """The analyze files of ``folder`` (checked) as the :class:`AnalyzeResult` of a run made with ``config``."""
+    roles = results.read(folder, "attention_roles.csv")
+    return AnalyzeResult(
+        config=config,
+        roles=roles,
+        labels=label_heads(roles, load_key_heads(folder)[0]),
+        baseline=results.read(folder, "attention_baseline.csv"),
+        mlp=results.read(folder, "mlp_projection.csv"),
+        top=results.read(folder, "top_numbers.csv"),
+        summary=results.read(folder, "analyze.json"),
+    )
