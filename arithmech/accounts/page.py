@@ -12,6 +12,7 @@ shows::
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import altair as alt
 import pandas as pd
@@ -177,3 +178,37 @@ def counterfactual_chart(r: dict) -> alt.Chart:
 def commands(r: dict) -> str:
     """The command that made each model's files."""
     return "\n".join(f"{m}: {res.signatures['command']}" for m, res in r.items())
+
+
+def findings_box(root: Path, name: str, label: str, evidence: bool = True) -> list[str]:
+    """The introduction's box for model ``name``: each account's verdict and its criteria, read from
+    ``<root>/results/<name>/accounts/`` and scored by :mod:`arithmech.accounts.rules` — signatures, not the paper's
+    claims, so the box stands apart from theirs; ``[]`` where the model has no accounts results. ``evidence``
+    False (a model with no ground truth to test) says the verdicts check the machinery only."""
+    cfg = Chapter(results=str(Path(root) / "results")).to_accounts(name)
+    folder = step.folder_of(cfg)
+    if not (folder / "signatures.json").exists():
+        return []
+    sig = step.read(folder, cfg).signatures
+    rows = [
+        f"| {rule.account}: {rule.name} | **{sig['verdicts'][rule.account]['verdict']}** | "
+        + ", ".join(f"{k} {v}" for k, v in sig["verdicts"][rule.account]["criteria"].items())
+        + " |"
+        for rule in RULES
+    ]
+    stale = "" if sig.get("rules_sha256") == rules_sha256() else " The results predate the current rules."
+    return [
+        f":::{{admonition}} {label}: what the MLPs compute, three accounts scored (not the paper's claims)",
+        ":class: note",
+        "",
+        "Each account's signatures, decided by its rules written before the runs ([Three accounts](accounts.md)); "
+        "an account passes when every deciding signature passes; the accounts are not exclusive."
+        + ("" if evidence else " On this model they check the machinery, not the accounts.")
+        + stale,
+        "",
+        "| account | verdict | signatures |",
+        "|---|---|---|",
+        *rows,
+        ":::",
+        "",
+    ]

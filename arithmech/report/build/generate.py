@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from arithmech.accounts import page as accounts_page
 from arithmech.core.atomic import atomic_write
 from arithmech.report.build.plan import chapter_values, chapters, declared_parameters
 from arithmech.report.charts import pipeline
@@ -23,6 +24,7 @@ from arithmech.report.views.scope import scope_box
 GENERATED = Path("book") / "_generated"
 
 
+NO_EVIDENCE = findings.NO_GROUND_TRUTH
 FINDINGS = GENERATED / "findings.md"  # {include}d by book/intro.md
 
 
@@ -105,6 +107,7 @@ def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
                 f"read as one run: {e}\n:::"
             )
         boxes += [box] if box else []
+        boxes += [x for x in ["\n".join(accounts_page.findings_box(root, name, label, name not in NO_EVIDENCE))] if x]
     try:
         rules = findings.rules_page(root, MODELS)
     except ValueError as e:
