@@ -11,7 +11,7 @@ output at the last position is a constant, so no last-position method can or sho
 A method's found set depends on the problems it was run on, so precision and recall get **95% intervals over problem
 clusters** (an operation and an unordered operand pair): each resample draws clusters with replacement, reruns the
 method's rule on the drawn prompts (the rule's own interval resamples within them) and scores the set it finds
-(:mod:`arithmech.embedded.planted_score`).
+(:mod:`arithmech.planted.run`).
 
 **Three-way verdicts** (as :mod:`arithmech.accounts.rules`, whose :func:`~arithmech.accounts.rules.side` decides each
 interval): a criterion *passes* when every interval it names lies on the pass side of its threshold, *fails* when one

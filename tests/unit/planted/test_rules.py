@@ -1,4 +1,4 @@
-"""The rules that score the method against the planted model (arithmech/embedded/planted_rules.py): three-way verdicts
+"""The rules that score the method against the planted model (arithmech/planted/rules.py): three-way verdicts
 from intervals, and rules committed before the results they decide."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.embedded import planted_rules as R
+from arithmech.planted import rules as R
 
 ROOT = Path(__file__).resolve().parents[3]
 SCORES = "results/planted/planted_score/scores.json"
@@ -51,10 +51,11 @@ def _git(*args: str) -> str:
 
 def test_shipped_scores_were_committed_after_the_rules_and_decided_under_them():
     """Protects rules before results: the committed planted scores were added in a commit that descends from (and
-    differs from) the commit that added the rules, and record the rules' current hash."""
+    differs from) the commit that first added the rules (followed across renames), and record the rules' current
+    hash."""
     if not _git("rev-parse", "--is-inside-work-tree"):
         pytest.skip("not a git work tree")
-    added = _git("log", "--diff-filter=A", "--format=%H", "--", "arithmech/embedded/planted_rules.py").splitlines()
+    added = _git("log", "--follow", "--diff-filter=A", "--format=%H", "--", "arithmech/planted/rules.py").splitlines()
     if not added or not _git("ls-files", SCORES):
         pytest.skip("the rules or the scores are not committed yet")
     first = added[-1]
