@@ -166,33 +166,40 @@ def knockout(r: step.Result) -> pd.DataFrame:
 
 def heads(r: step.Result) -> pd.DataFrame:
     """Methods x heads: the share of cluster resamples in which the method found the head (planted heads marked)."""
-    h = r.heads.assign(name=lambda d: d.layer.astype(str) + "." + d.head.astype(str))
-    h["name"] = [f"{n}*" if role == "mover" else n for n, role in zip(h.name, h.role)]
+    h = r.heads.copy()
+    h["name"] = [f"{l}.{k}{'*' if role == 'mover' else ''}" for l, k, role in zip(h["layer"], h["head"], h["role"])]
     wide = h.pivot_table(index="method", columns="name", values="found_share", sort=False).reset_index()
     wide["method"] = wide["method"].map(NAMES)
     return wide
 
 
+def _movers(r: step.Result, method: str) -> str:
+    """Each mover's statistic under ``method``'s rule, ``"2.0 -0.239 [-0.334, -0.157], ..."`` (from ``heads.csv``)."""
+    st = r.heads[(r.heads["method"] == method) & (r.heads["role"] == "mover")]
+    cols = st[["layer", "head", "statistic", "lo", "hi"]].itertuples(index=False)
+    return ", ".join(f"{l}.{h} {x:+.3f} [{lo:+.3f}, {hi:+.3f}]" for l, h, x, lo, hi in cols)
+
+
 def failures(r: step.Result) -> list[str]:
-    """Plain lines for every criterion that did not pass, with the numbers that show why (from the files)."""
+    """Plain lines for every criterion that did not pass, with the numbers that show why (from the files); for an
+    attribution method, beside identify's exact path-patching effect it estimates."""
     out = []
     for crit in R.CRITERIA:
         v = r.scores["verdicts"][crit.id]
         if v == R.PASS:
             continue
-        if crit.id in r.scores["numbers"]["methods"]:
-            m = r.scores["numbers"]["methods"][crit.id]
-            st = r.heads[(r.heads.method == crit.id) & (r.heads.role == "mover")]
-            est = ", ".join(
-                f"{l}.{h} {x:+.3f} [{lo:+.3f}, {hi:+.3f}]"
-                for l, h, x, lo, hi in st[["layer", "head", "statistic", "lo", "hi"]].itertuples(index=False)
-            )
-            out.append(
-                f"**{NAMES[crit.id]}** ({v}) found {m['recall']['k']} of {m['recall']['n']} movers and named "
-                f"{len(m['found'])} head(s); the statistic its rule reads, per mover (mean [95% interval]): {est}."
-            )
-        else:
+        m = r.scores["numbers"]["methods"].get(crit.id)
+        if m is None:
             out.append(f"**{crit.id}** ({v}): {crit.text}.")
+            continue
+        line = (
+            f"**{NAMES[crit.id]}** ({v}) found {m['recall']['k']} of {m['recall']['n']} movers and named "
+            f"{len(m['found'])} head(s); the statistic its rule reads, per mover (mean [95% interval]): "
+            f"{_movers(r, crit.id)}"
+        )
+        if crit.id in ("eap", "eap-ig"):
+            line += f"; the exact path-patching effect it estimates (identify's): {_movers(r, 'identify-paper')}"
+        out.append(line + ".")
     return out or ["Every criterion passed."]
 
 

@@ -56,3 +56,18 @@ def test_the_pages_answer_matches_the_shipped_scores():
     for line, crit in zip(lines[1:], R.RECOVERY):
         rec = scores["numbers"]["methods"][crit.id]["recall"]
         assert f"found **{rec['k']} of {rec['n']}**" in line and f"*{scores['verdicts'][crit.id]}*" in line
+
+
+@pytest.mark.skipif(not (SHIPPED / "scores.json").exists(), reason="no shipped planted scores")
+def test_every_cell_of_the_page_renders_the_shipped_scores():
+    """Protects the chapter's cells: every table and sentence function runs on the shipped files, the tables have a
+    row per method, knockout condition and head role, and a method that did not pass is named where it fails."""
+    r = S.read(SHIPPED, PlantedScore())
+    assert len(G.table(r)) == len(R.RECOVERY) and len(G.heads(r)) == len(R.RECOVERY)
+    assert len(G.knockout(r)) == len(r.knockout) and len(G.truth()) == 16
+    assert G.heads(r).shape[1] == 17 and sum(c.endswith("*") for c in G.heads(r).columns) == 3
+    failing = [c.id for c in R.CRITERIA if r.scores["verdicts"][c.id] != R.PASS]
+    text = "\n".join(G.failures(r))
+    assert all(G.NAMES.get(f, f) in text for f in failing) and (failing or text == "Every criterion passed.")
+    assert all(t in G.identify_note(r) for t in r.scores["identify"]["tasks_pooled"])
+    assert r.scores["rules_sha256"][:16] in G.command(r) and R.rules_sha256()[:16] in G.rules_text()
