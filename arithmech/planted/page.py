@@ -110,6 +110,26 @@ def identify_note(r: step.Result) -> str:
     )
 
 
+def per_task(r: step.Result) -> pd.DataFrame:
+    """Identify's paper rule on each operation's own prompts, scored the same way (descriptive: an operation its control
+    leaves out is no evidence for the paper's claim, but the planted heads are still the truth there)."""
+    i = r.scores["identify"]
+    rows = []
+    for t, m in i["per_task"].items():
+        rows.append(
+            {
+                "operation": t,
+                "pooled": t in i["tasks_pooled"],
+                "heads found": ", ".join(f"{l}.{h}" for l, h in m["found"]) or "none",
+                "recall [95% CI]": _interval(m["recall"]["value"], m["recall"]["lo"], m["recall"]["hi"]),
+                "precision [95% CI]": _interval(m["precision"]["value"], m["precision"]["lo"], m["precision"]["hi"]),
+                "prompts": m["n"],
+                "problem clusters": m["clusters"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def truth() -> pd.DataFrame:
     """The ground truth: every head's role fixed in the weights, and whether a last-position method should find it."""
     cfg = P.SIZE

@@ -115,8 +115,20 @@ def finders(model, tok, c: Config) -> tuple[dict, dict, dict, list]:
         "answer_token": ic.answer_token,
         "key_heads": [h["name"] for h in res.key_heads["heads"]],
         "key_heads_by_share": [h["name"] for h in res.key_heads["by_share"]["heads"]],
+        "per_task": per_task(res, c, ic.threshold),
     }
     return find, stats, record, clusters
+
+
+def per_task(res, c: Config, threshold: float) -> dict:
+    """Descriptive, decided by no rule: the paper's rule on each operation's own prompts (those its control leaves out
+    of the pooled task too), scored against the movers as the pooled task is."""
+    out = {}
+    for t, samples in res.tasks.items():
+        rel = res.patched[t].relative_change(warn=False)[..., : res.patched[t].logit_p.shape[-1] - 1]
+        units = resampling_units(samples, "cluster") or [s.clean for s in samples]
+        out[t] = score_finder(below(rel, threshold, c.n_boot, c.seed), units, P.MOVERS, c.n_resamples, c.seed)
+    return out
 
 
 def heads_table(scores: dict, statistics: dict, model) -> pd.DataFrame:

@@ -65,6 +65,7 @@ def test_every_cell_of_the_page_renders_the_shipped_scores():
     r = S.read(SHIPPED, PlantedScore())
     assert len(G.table(r)) == len(R.RECOVERY) and len(G.heads(r)) == len(R.RECOVERY)
     assert len(G.knockout(r)) == len(r.knockout) and len(G.truth()) == 16
+    assert list(G.per_task(r)["operation"]) == list(r.scores["identify"]["kept"])
     assert G.heads(r).shape[1] == 17 and sum(c.endswith("*") for c in G.heads(r).columns) == 3
     failing = [c.id for c in R.CRITERIA if r.scores["verdicts"][c.id] != R.PASS]
     text = "\n".join(G.failures(r))
