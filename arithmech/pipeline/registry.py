@@ -52,6 +52,7 @@ from arithmech.accounts import config as accounts_config
 from arithmech.analyze import config as analyze_config
 from arithmech.circuits import config as circuits_config
 from arithmech.identify import config as identify_config
+from arithmech.planted import config as planted_config
 from arithmech.prompts import config as prompts_config
 from arithmech.steps import config_training
 
@@ -96,6 +97,7 @@ STEPS: dict[str, Step] = {
         Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
         Step("accounts", accounts_config.Accounts, "arithmech.accounts.run"),
+        Step("planted-score", planted_config.PlantedScore, "arithmech.planted.run"),
     )
 }
 """Every step of the pipeline by its command's name."""

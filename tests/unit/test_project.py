@@ -221,11 +221,12 @@ def _package_imports() -> dict[str, set[str]]:
 # the step registry and ``ensure`` name every step's config above the wings' computing modules; a wing's page sits
 # above the claims its sentences come from.
 LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4,
-          "pipeline": 5, "api": 5, "identify": 6, "analyze": 6, "circuits": 6, "prompts": 6, "steps": 6, "table1": 6, "accounts": 6,
+          "pipeline": 5, "api": 5, "identify": 6, "analyze": 6, "circuits": 6, "prompts": 6, "steps": 6, "table1": 6, "accounts": 6, "planted": 6,
           "pipeline.registry": 7, "pipeline.ensure": 7,
           "claims": 8, "report": 10,
           "identify.page": 10, "identify.knockout_page": 10, "identify.charts": 10, "identify.transfer_chart": 10,
-          "identify.stability_charts": 10, "analyze.page": 10, "accounts.page": 10, "accounts.charts": 10, "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
+          "identify.stability_charts": 10, "analyze.page": 10, "accounts.page": 10, "accounts.charts": 10,
+          "planted.page": 10, "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
 
 
 def _imports_with_place() -> list[tuple[str, str, int, bool, str]]:
@@ -363,7 +364,7 @@ def test_ruff_lint_is_clean():
 
 FORMATTED = ["arithmech/__init__.py", "arithmech/__main__.py", "arithmech/api.py", "arithmech/cli.py", "arithmech/lab",
              "arithmech/paper.py", "arithmech/accounts", "arithmech/analyze", "arithmech/circuits", "arithmech/claims", "arithmech/identify",
-             "arithmech/prompts", "arithmech/core", "arithmech/data", "arithmech/embedded",
+             "arithmech/prompts", "arithmech/planted", "arithmech/core", "arithmech/data", "arithmech/embedded",
              "arithmech/evals", "arithmech/finetune", "arithmech/methods", "arithmech/pipeline", "arithmech/report", "arithmech/steps", "arithmech/table1"]
 """What `ruff format` keeps formatted: the whole package, every folder and top-level module (the
 tests and benchmarks are linted, not formatted)."""

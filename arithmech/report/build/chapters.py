@@ -23,6 +23,7 @@ from arithmech.core.config import Config, option
 from arithmech.core.inputs import ANSWER_TOKENS, DTYPES, check_device, check_model
 from arithmech.identify import config as identify_config
 from arithmech.pipeline.config_base import MAX_SHOTS
+from arithmech.planted.config import Chapter as Planted
 from arithmech.prompts import config as prompts_config
 from arithmech.steps import config_training as training
 
@@ -394,7 +395,7 @@ class OwnModel(ModelChapter):
 
 
 # chapter (file stem) → its config
-CHAPTERS: dict[str, type[Chapter] | type[Accounts]] = {
+CHAPTERS: dict[str, type[Chapter] | type[Accounts] | type[Planted]] = {
     "data": Data,
     "identify": Identify,
     "analyze": Analyze,
@@ -407,10 +408,11 @@ CHAPTERS: dict[str, type[Chapter] | type[Accounts]] = {
     "appendix_computer_vs_llm": ComputerVsLlm,
     "appendix_smollm2": SmolLM2,
     "accounts": Accounts,
+    "planted": Planted,
     "own_model": OwnModel,
 }
 
 
-def check(chapter: str, namespace: dict) -> Chapter | Accounts:
+def check(chapter: str, namespace: dict) -> Chapter | Accounts | Planted:
     """A chapter's check cell: its config from the notebook's variables (one line on a wrong value)."""
     return CHAPTERS[chapter].pick(namespace)

@@ -1,0 +1,74 @@
+"""The Planted chapter's page (arithmech/planted/page.py): its answer sentences are read from the results."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from arithmech.planted import page as G
+from arithmech.planted import rules as R
+from arithmech.planted import run as S
+from arithmech.planted.config import PlantedScore
+
+SHIPPED = Path(__file__).resolve().parents[3] / "results" / "planted" / "planted_score"
+
+
+def fake_result(k: int = 2, lo: float = 0.33, named: int = 3) -> S.Result:
+    """A Result whose numbers are none of the shipped ones."""
+    part = lambda k_, n_: {"k": k_, "n": n_, "value": k_ / n_, "lo": lo, "hi": 1.0}
+    method = {"clusters": 31, "n": 90, "found": [[2, 0], [2, 1], [1, 3]][:named], "recall": part(k, 3),
+              "precision": part(k, named), "false_positives": [], "missed": [], "found_share": {}}
+    ids = [c.id for c in R.CRITERIA]
+    scores = {"numbers": {"methods": {c.id: method for c in R.RECOVERY}}, "verdicts": dict.fromkeys(ids, "inconclusive"),
+              "command": "python -m arithmech planted-score", "rules_sha256": "0" * 64}
+    ko = pd.DataFrame([
+        {"condition": c, "ablated": "", "accuracy": a, "lo": a - 0.05, "hi": a + 0.05, "drop": None, "drop_lo": None,
+         "drop_hi": None, "n": 432, "clusters": 77}
+        for c, a in (("none", 0.81), ("planted movers", 0.23), ("random non-planted (mean of 4 draws)", 0.8),
+                     ("all heads", 0.2), ("guessing floor", 0.3))])
+    return S.Result(PlantedScore(), scores, pd.DataFrame(), pd.DataFrame(), ko)
+
+
+def test_the_pages_answer_is_read_from_the_results():
+    """Protects the page's opening sentence from drifting from the files: each method's "k of n", its intervals, its
+    problem clusters and verdict, and the knockout's accuracies and n are the Result's, not typed values."""
+    lines = G.answer(fake_result())
+    assert len(lines) == len(R.RECOVERY) + 2
+    assert lines[0].startswith(f"**0 of the {len(R.RECOVERY)} methods recover the 3 planted movers**")
+    assert "found **2 of 3** planted movers, naming 3 heads" in lines[1]
+    assert "recall 0.67 [0.33, 1.00]" in lines[1] and "31 problem clusters" in lines[1] and "*inconclusive*" in lines[1]
+    assert "81.0% [76.0%, 86.0%] to 23.0% [18.0%, 28.0%]" in lines[-1] and "n=432 prompts" in lines[-1]
+    assert "found **1 of 3**" in G.answer(fake_result(k=1))[1]
+
+
+@pytest.mark.skipif(not (SHIPPED / "scores.json").exists(), reason="no shipped planted scores")
+def test_the_pages_answer_matches_the_shipped_scores():
+    """Protects the chapter's first lines on the shipped files: each method's line says the k of n and the verdict
+    its scores.json holds."""
+    c = PlantedScore()
+    r = S.read(SHIPPED, c)
+    scores = json.loads((SHIPPED / "scores.json").read_text())
+    lines = G.answer(r)
+    passed = sum(v == R.PASS for k, v in scores["verdicts"].items() if k in {c.id for c in R.RECOVERY})
+    assert lines[0].startswith(f"**{passed} of the {len(R.RECOVERY)} methods")
+    for line, crit in zip(lines[1:], R.RECOVERY):
+        rec = scores["numbers"]["methods"][crit.id]["recall"]
+        assert f"found **{rec['k']} of {rec['n']}**" in line and f"*{scores['verdicts'][crit.id]}*" in line
+
+
+@pytest.mark.skipif(not (SHIPPED / "scores.json").exists(), reason="no shipped planted scores")
+def test_every_cell_of_the_page_renders_the_shipped_scores():
+    """Protects the chapter's cells: every table and sentence function runs on the shipped files, the tables have a
+    row per method, knockout condition and head role, and a method that did not pass is named where it fails."""
+    r = S.read(SHIPPED, PlantedScore())
+    assert len(G.table(r)) == len(R.RECOVERY) and len(G.heads(r)) == len(R.RECOVERY)
+    assert len(G.knockout(r)) == len(r.knockout) and len(G.truth()) == 16
+    assert list(G.per_task(r)["operation"]) == list(r.scores["identify"]["kept"])
+    assert G.heads(r).shape[1] == 17 and sum(c.endswith("*") for c in G.heads(r).columns) == 3
+    failing = [c.id for c in R.CRITERIA if r.scores["verdicts"][c.id] != R.PASS]
+    text = "\n".join(G.failures(r))
+    assert all(G.NAMES.get(f, f) in text for f in failing) and (failing or text == "Every criterion passed.")
+    assert all(t in G.identify_note(r) for t in r.scores["identify"]["tasks_pooled"])
+    assert r.scores["rules_sha256"][:16] in G.command(r) and R.rules_sha256()[:16] in G.rules_text()
