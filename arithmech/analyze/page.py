@@ -32,7 +32,7 @@ from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import baseline_table, labels_table, nonkey_band_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets
-from arithmech.report.views.pages import chapter_end, claim_lines
+from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.widgets import explorer
 
 CURVES = [("MLP_in vs operands (Fig. 13)", "operands"), ("MLP_out - MLP_in vs {C} (Fig. 14)", "answer")]
@@ -321,4 +321,5 @@ def end(r: Run, P: AnalyzeChapter) -> Any:
         + claim_lines(c, END_CLAIMS),
         P.model_name,
         P,
+        real=shipped_lines(P.results, END_CLAIMS),
     )

@@ -39,7 +39,7 @@ from arithmech.report.build.chapters import Identify as IdentifyChapter
 from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets, markdown
-from arithmech.report.views.pages import chapter_end, claim_lines
+from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.table_display import verdict
 from arithmech.steps import stability as St
 
@@ -345,4 +345,5 @@ def claims_md(r: Run) -> Any:
 
 def end(r: Run) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the key-head count and six claims."""
-    chapter_end([counts.key_heads(r.out).sentence()] + claim_lines(verdicts(r), END_CLAIMS), r.P.model_name, r.P)
+    lines = [counts.key_heads(r.out).sentence()] + claim_lines(verdicts(r), END_CLAIMS)
+    chapter_end(lines, r.P.model_name, r.P, real=shipped_lines(r.P.results, END_CLAIMS))

@@ -13,8 +13,11 @@ The introduction's findings box and the rules page: :mod:`arithmech.report.views
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
+from arithmech.claims.decide import claims
 from arithmech.identify.config import Identify
 from arithmech.report.views.table_display import claim_verdict
 from arithmech.report.views.tables import setting_name
@@ -43,14 +46,41 @@ def _footer(model_name: str, params) -> str:
     )
 
 
-def chapter_end(findings: list[str], model_name: str, params=None) -> None:
+def chapter_end(findings: list[str], model_name: str, params=None, real: list[str] | None = None) -> None:
     """A chapter's last cell: glue ``findings`` (3–5 computed lines) as the markdown the chapter's
-    "What this run found" box shows (``{glue:md} findings``), and display the footer naming ``model``."""
+    "What this run found" box shows (``{glue:md} findings``), and display the footer naming ``model``.
+    ``real``: the lines of the model that can test the chapter's claims (:func:`shipped_lines`), which lead the
+    box; ``findings`` then follow as this build's model's."""
     from IPython.display import Markdown, display  # lazy: the book extra (a kernel)
     from myst_nb import glue  # lazy: the book extra
 
-    glue("findings", Markdown("\n".join(f"* {line}" for line in findings)), display=False)
+    glue("findings", Markdown(findings_markdown(findings, model_name, real)), display=False)
     display(Markdown(_footer(model_name, params or {})))
+
+
+REAL = ("smollm2-135m", "SmolLM2-135M")  # the model whose shipped results can test the paper's claims here
+
+
+def shipped_lines(results_root: str | Path, ids) -> list[str]:
+    """:func:`claim_lines` of the claims ``ids`` decided on :data:`REAL`'s shipped results under ``results_root``;
+    ``[]`` where they are not there."""
+    folder = Path(results_root) / REAL[0]
+    if not (folder / "effects.csv").exists():
+        return []
+    return claim_lines(claims(folder, ids), ids)
+
+
+def findings_markdown(findings: list[str], model_name: str, real: list[str] | None = None) -> str:
+    """The box's markdown: ``real``'s lines first under :data:`REAL`'s name, then ``findings`` under the model
+    this page ran on (bullets only, as before, where there are no ``real`` lines)."""
+    bullets = lambda lines: "\n".join(f"* {line}" for line in lines)
+    if not real or model_name == REAL[0]:
+        return bullets(findings)
+    return (
+        f"**{REAL[1]}** (its shipped results, the model that can test these claims):\n\n{bullets(real)}\n\n"
+        f"**{model_name}** (this build's model; its verdicts check the machinery, not the paper):\n\n"
+        f"{bullets(findings)}"
+    )
 
 
 def answer_token_sentence(rule: str, identify_rule: str | None = None) -> str:

@@ -2,6 +2,10 @@
 and its last line (the footer)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[4]
+
 import pytest
 
 from arithmech.core.inputs import ANSWER_TOKENS
@@ -31,3 +35,19 @@ def test_footer_names_the_model_once_and_every_other_parameter():
     line = _footer("embedded", Identify())
     assert "**embedded**" in line and "model_name=" not in line
     assert "`results='results'`" in line and "`stability_sizes=[64, 128, 256, 512]`" in line
+
+
+def test_findings_box_leads_with_the_model_that_can_test_the_claims(tmp_path):
+    """Protects a chapter's first box: SmolLM2's lines (decided on its shipped files) come first under its name, the
+    build's model's follow, labelled as checks of the machinery; with no shipped results, or on SmolLM2 itself, the
+    box is the page's own lines only."""
+    from arithmech.report.views import pages
+
+    md = pages.findings_markdown(["toy a"], "embedded", ["real b", "real c"])
+    assert md.index("**SmolLM2-135M**") < md.index("* real b") < md.index("* real c") < md.index("**embedded**")
+    assert md.index("**embedded**") < md.index("* toy a")
+    assert pages.findings_markdown(["toy a"], "embedded", []) == "* toy a"
+    assert pages.findings_markdown(["x"], "smollm2-135m", ["y"]) == "* x"
+    assert pages.shipped_lines(tmp_path, ["key-heads-exist"]) == []
+    lines = pages.shipped_lines(REPO / "results", ["key-heads-exist", "answer-token-floor"])
+    assert len(lines) == 2 and lines[0].startswith("Some heads pass the key-head threshold: **")
