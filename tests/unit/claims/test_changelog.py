@@ -135,6 +135,8 @@ WINDOW = 700                            # characters each side of the phrase tha
 OWN_ORDER_TESTS = {
     "arithmech/accounts/rules.py": ("tests/unit/accounts/test_rules.py",
                                     "test_shipped_signatures_were_committed_after_the_rules_and_decided_under_them"),
+    "arithmech/planted/rules.py": ("tests/unit/planted/test_rules.py",
+                                   "test_shipped_scores_were_committed_after_the_rules_and_decided_under_them"),
 }
 
 
