@@ -112,9 +112,9 @@ def roles_explorer(r: Run) -> alt.TopLevelMixin:
 
 
 def verdict_lines(files: AnalyzeResult, role: str) -> list[str]:
-    """The ``attention-roles`` rule's sentences for ``role`` (operand or operator, first position excluded), on
-    ``attention_baseline.csv`` (each studied head against the non-key heads); the heads are the key heads, or the top
-    10 where none passes (``analyze.json``'s ``heads_from``)."""
+    """The sentences of ``role``'s rule (``attention-roles`` for the operands, ``attention-reads-operator`` for the
+    operator; first position excluded), on ``attention_baseline.csv`` (each studied head against the non-key heads);
+    the heads are the key heads, or the top 10 where none passes (``analyze.json``'s ``heads_from``)."""
     return attention.verdict_lines(files.baseline, role, heads_from=files.heads_from)
 
 
@@ -305,18 +305,22 @@ def paper_table(r: Run, prompt: str) -> Styler:
     ).style.hide(axis="index")
 
 
-END_CLAIMS = ["attention-roles", "stages", "mlps-late"]
+END_CLAIMS = ["attention-roles", "attention-reads-operator", "stages", "mlps-late"]
 
 
 def end(r: Run, P: AnalyzeChapter) -> Any:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the heads by role, the operand
-    rule's verdict against the non-key heads, and the chapter's claims."""
+    and operator comparisons against the non-key heads (each role apart), and the chapter's claims."""
     c = claims(r.res.folder, END_CLAIMS)
+    against = lambda role: (
+        f"{role.capitalize()} attention against the {int(r.files.baseline.n_nonkey.max())} non-key heads (first "
+        f"position excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r.files, role)[-1]}"
+    )
     return chapter_end(
         [
             f"Key heads by role: operand {_by_label(r, 'operand')}; operator {_by_label(r, 'operator')}.",
-            f"Operand attention against the {int(r.files.baseline.n_nonkey.max())} non-key heads (first position "
-            f"excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r.files, 'operand')[-1]}",
+            against("operand"),
+            against("operator"),
         ]
         + claim_lines(c, END_CLAIMS),
         P.model_name,

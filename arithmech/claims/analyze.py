@@ -1,6 +1,7 @@
-"""The deciders of the claims about what the components do, for :mod:`arithmech.claims.decide`: which roles the
-studied heads read and in which order heads and MLPs act (``analyze.json``, ``attention_baseline.csv``), and
-whether the top components recover the counterfactual's effect on their own (``faithfulness.csv``).
+"""The deciders of the claims about what the components do, for :mod:`arithmech.claims.decide`: whether the
+studied heads read the operands, whether any of them reads the operator (two rules, each said on its own), in which
+order heads and MLPs act (``attention_roles.csv``, ``analyze.json``), and whether the top components recover the
+counterfactual's effect on their own (``faithfulness.csv``).
 
 Each decider takes a :class:`~arithmech.claims.evidence.Context` and returns ``(here, holds)``; a missing file
 raises :class:`~arithmech.claims.evidence.Missing` (the claim is inconclusive). The rules they decide are
@@ -50,15 +51,16 @@ def other_heads_p95(values: np.ndarray, seed: int = 0) -> tuple[float, float, fl
     return float(np.percentile(values, 95)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
 
 
-def role_verdicts(roles: pd.DataFrame, heads: list[tuple[int, int]]) -> pd.DataFrame:
-    """Per studied head and role of :data:`ROLES`: its END attention mass without the first position (± 2 SE over
-    prompts) against the other heads' 95th percentile with its interval (:func:`other_heads_p95`): ``reads`` True
-    when the head's lower end lies above the interval's upper end, False when its upper end lies below the lower
-    end, None in between or with fewer than MIN_NONKEY other heads."""
-    df = roles[(roles.task == "all") & roles.role.isin(ROLES)] if "task" in roles else roles[roles.role.isin(ROLES)]
+def role_verdicts(roles: pd.DataFrame, heads: list[tuple[int, int]], which: tuple[str, ...] = ROLES) -> pd.DataFrame:
+    """Per studied head and role of ``which`` (:data:`ROLES` by default): its END attention mass without the first
+    position (± 2 SE over prompts) against the other heads' 95th percentile with its interval
+    (:func:`other_heads_p95`, seeded per role): ``reads`` True when the head's lower end lies above the interval's
+    upper end, False when its upper end lies below the lower end, None in between or with fewer than MIN_NONKEY
+    other heads."""
+    df = roles[(roles.task == "all") & roles.role.isin(which)] if "task" in roles else roles[roles.role.isin(which)]
     key = pd.Series([(int(l), int(h)) in set(heads) for l, h in zip(df.layer, df["head"])], index=df.index)
     out = []
-    for role in ROLES:
+    for role in which:
         sel = df[(df.role == role)]
         base = sel.loc[~key[sel.index], "mass_nofirst"].to_numpy(float)
         base = base[np.isfinite(base)]
@@ -83,36 +85,54 @@ def role_verdicts(roles: pd.DataFrame, heads: list[tuple[int, int]]) -> pd.DataF
     return pd.DataFrame(out)
 
 
-def attention_roles(ctx: Context):
-    """Version 4 (issue #41): decided on the heads that carry the effect (:func:`studied_heads`), each head's
-    attention against the other heads' 95th percentile with its interval (:func:`role_verdicts`), read from
-    attention_roles.csv (every head's END attention by role)."""
+ROLE_WORDS = {"operand": "the operands", "operator": "the operator"}
+
+
+def role_reading(ctx: Context, role: str) -> tuple[str, tuple[int, int, int] | None, str]:
+    """``(here, (yes, maybe, n), stale)`` of one role on the studied heads (:func:`studied_heads`): how many of the
+    ``n`` heads read ``role`` more than the other heads (:func:`role_verdicts`), how many cannot be told, the
+    sentence that says so with the other heads' interval and the prompts, and why analyze's files no longer decide
+    (:func:`other_operations`, else ""). The counts are None where no head is studied."""
     roles = ctx.read("attention_roles.csv")
     heads, source = studied_heads(ctx)
     if not heads:
-        return f"{source}; nothing to analyze", None
+        return f"{source}; nothing to analyze", None, ""
     missing = [f"{l}.{h}" for l, h in heads if not ((roles.layer == l) & (roles["head"] == h)).any()]
     if missing:
         raise Missing(f"attention_roles.csv has no row for head(s) {', '.join(missing)}")
-    v = role_verdicts(roles, heads)
-    by = v.groupby("name", sort=False).reads.agg(
-        lambda r: True if (r == True).any() else None if r.isna().any() else False
-    )  # noqa: E712
-    yes, maybe, n = int((by == True).sum()), int(by.isna().sum()), len(by)  # noqa: E712
-    p95 = v.groupby("role").first()
-    names = components(by[by == True].index)  # noqa: E712
+    v = role_verdicts(roles, heads, (role,))
+    reads = v.set_index("name").reads
+    yes, maybe, n = int((reads == True).sum()), int(reads.isna().sum()), len(reads)  # noqa: E712
+    first = v.iloc[0]
     n_prompts = int(roles.n.max()) if "n" in roles else 0
     ops = ctx.read("analyze.json").get("operations", "all")  # a file before issue #41 item 5: all
     of = "every operation" if ops == "all" else f"the operations that passed identify's control ({', '.join(ops)})"
     here = (
-        f"on {source}: {yes} of {n} heads read operands or the operator more than the {int(v.n_other.max())} "
-        f"other heads ({names}); {maybe} inconclusive; other heads' 95th percentile: operand "
-        f"{p95.loc['operand', 'p95']:.2f} [{p95.loc['operand', 'p95_lo']:.2f}, {p95.loc['operand', 'p95_hi']:.2f}], "
-        f"operator {p95.loc['operator', 'p95']:.2f} [{p95.loc['operator', 'p95_lo']:.2f}, "
-        f"{p95.loc['operator', 'p95_hi']:.2f}]; n = {n_prompts} prompts of {of}"
+        f"on {source}: {yes} of {n} heads read {ROLE_WORDS[role]} more than the {int(first.n_other)} other heads "
+        f"({components(reads[reads == True].index)}); {maybe} inconclusive; other heads' 95th percentile "  # noqa: E712
+        f"{first.p95:.2f} [{first.p95_lo:.2f}, {first.p95_hi:.2f}]; n = {n_prompts} prompts of {of}"
     )
-    stale = other_operations(ctx)
-    return (here + stale, None) if stale else (here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None))
+    return here, (yes, maybe, n), other_operations(ctx)
+
+
+def reads_operands(ctx: Context):
+    """Version 8: the operand half of the earlier attention-roles rule, on the heads that carry the effect
+    (:func:`studied_heads`): holds iff at least half of them read the operands (:func:`role_verdicts`)."""
+    here, counts, stale = role_reading(ctx, "operand")
+    if counts is None or stale:
+        return here + stale, None
+    yes, maybe, n = counts
+    return here, True if yes >= n / 2 else (False if yes + maybe < n / 2 else None)
+
+
+def reads_operator(ctx: Context):
+    """Version 1: the operator half, on the same heads: holds iff at least one of them reads the operator
+    (:func:`role_verdicts`), does not hold iff none can."""
+    here, counts, stale = role_reading(ctx, "operator")
+    if counts is None or stale:
+        return here + stale, None
+    yes, maybe, _ = counts
+    return here, True if yes >= 1 else (False if yes + maybe == 0 else None)
 
 
 def other_operations(ctx: Context) -> str:
@@ -199,18 +219,34 @@ def circuit_faithful(ctx: Context):
 ANALYZE: tuple[Rule, ...] = (
     Rule(
         "attention-roles",
-        "Key heads read operands or operators more than the other heads",
-        "heads 13.11 and 12.22 read the operands, heads 14.2 and 11.8 the operator (Fig. 5)",
+        "The key heads read the operands more than the other heads",
+        "heads 13.11 and 12.22 read the operands {A} and {B} (Fig. 5; its operator heads: the next claim)",
         "decided on the heads that carry the effect: the paper's key heads, or where its rule finds none the share "
-        "rule's key heads (said so); a head reads a role when its END attention mass on it (first position "
+        "rule's key heads (said so); a head reads the operands when its END attention mass on them (first position "
         "excluded, rows renormalised) minus two standard errors lies above the upper end of the 95% interval of "
         "the other heads' 95th percentile (the other heads resampled), and does not when its mass plus two "
         "standard errors lies below the lower end; holds iff at least half of the analysed heads read the "
-        "operands or the operator; does not hold iff fewer than half could (counting the inconclusive ones too); "
-        "inconclusive otherwise, and without key heads under either rule; measured on the prompts of the operations "
-        "that pass identify's control, where the heads were ranked",
-        version=7,
-        decider=attention_roles,
+        "operands; does not hold iff fewer than half could (counting the inconclusive ones too); inconclusive "
+        "otherwise, and without key heads under either rule; measured on the prompts of the operations that pass "
+        "identify's control, where the heads were ranked",
+        version=8,
+        decider=reads_operands,
+        gate=controlled,
+    ),
+    Rule(
+        "attention-reads-operator",
+        "Some key heads read the operator more than the other heads",
+        "heads 14.2 and 11.8 read the operator ('+', '-', 'plus', 'div'; Fig. 5, Fig. 16)",
+        "decided on the same heads as the operand claim (the paper's key heads, or where its rule finds none the "
+        "share rule's, said so); a head reads the operator when its END attention mass on the operator tokens "
+        "(first position excluded, rows renormalised) minus two standard errors lies above the upper end of the "
+        "95% interval of the other heads' 95th percentile (the other heads resampled), and does not when its mass "
+        "plus two standard errors lies below the lower end; holds iff at least one analysed head reads the "
+        "operator (the paper names two operator heads beside its operand heads and gives no share); does not hold "
+        "iff none could (every analysed head does not); inconclusive otherwise, and without key heads under either "
+        "rule; measured on the prompts of the operations that pass identify's control, where the heads were ranked",
+        version=1,
+        decider=reads_operator,
         gate=controlled,
     ),
     Rule(

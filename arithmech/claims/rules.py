@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 
 import pandas as pd
+import torch
 
 from arithmech.claims.controls import controlled as _controlled
 from arithmech.claims.controls import layer_matched as _layer_matched
@@ -22,6 +24,7 @@ from arithmech.claims.evidence import Context, Missing, cluster_interval
 from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.rule import Rule
 from arithmech.core.names import components
+from arithmech.core.stats import bootstrap_indices
 from arithmech.identify.config import Identify
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
@@ -32,6 +35,8 @@ SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to th
 FEW_FRACTION = 0.05  # few-heads: the paper's "below 5% of heads" (Fig. 2), scaled to each model
 K = 8  # heads knocked out in the knockout claims
 AGREE_HOLDS, AGREE_FAILS = 8, 5  # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
+MIDDLE = (1 / 3, 2 / 3)  # middle-layers: the middle third of the depth layer/(L−1)
+DEPTH_LEVEL, N_BOOT_DEPTH = 0.95, 2000  # middle-layers: the median depth's bootstrap interval over the top heads
 
 
 def signed_percent(x: float) -> str:
@@ -98,9 +103,39 @@ def _median_depth(ctx: Context) -> tuple[float, list[int], int]:
     return statistics.median(l / (L - 1) for l in layers), layers, L
 
 
+def median_depth_interval(
+    depths: Sequence[float], n_boot: int = N_BOOT_DEPTH, level: float = DEPTH_LEVEL, seed: int = 0
+) -> tuple[float, float, float]:
+    """``(median, lo, hi)``: the median of ``depths`` (the mean of the middle two for an even count, as
+    :func:`statistics.median`) and its percentile bootstrap interval at ``level``, resampling the values
+    (:func:`arithmech.core.stats.bootstrap_indices`, seeded)."""
+    d = torch.tensor(list(depths), dtype=torch.float64)
+    medians = d[bootstrap_indices(len(d), n_boot, seed)].quantile(0.5, dim=1)
+    lo, hi = torch.quantile(medians, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
+    return float(d.quantile(0.5)), lo, hi
+
+
+def in_middle(lo: float, hi: float) -> bool | None:
+    """The middle-layers verdict on a depth interval ``[lo, hi]``: True inside :data:`MIDDLE` (bounds included),
+    False wholly above or below it, None where a bound lies inside the interval."""
+    a, b = MIDDLE
+    return True if a <= lo and hi <= b else False if hi < a or lo > b else None
+
+
 def _middle_layers(ctx: Context):
-    mid, layers, _ = _median_depth(ctx)
-    return f"median depth of the top {TOP}: {mid:.2f} (layers {', '.join(map(str, layers))})", 1 / 3 <= mid <= 2 / 3
+    """Version 10: the median depth layer/(L−1) of the top ``TOP`` heads with its bootstrap interval over those
+    heads (:func:`median_depth_interval`), decided by :func:`in_middle`. The paper numbers LLaMA2-7B's 32 layers
+    from 0 ("For the 0–12th layers", "In layers 17–31", §5.2) and puts its key heads "between layers 12 and 17"
+    (§5.1): the first layer is depth 0, the last depth 1."""
+    hd = ctx.heads()
+    L = int(ctx.effects().layer.max()) + 1
+    layers = sorted(int(l) for l in hd.layer.iloc[:TOP])
+    mid, lo, hi = median_depth_interval([l / (L - 1) for l in layers])
+    return (
+        f"median depth of the top {len(layers)}, layer/(L−1) with L = {L}: {mid:.3f} [{lo:.3f}, {hi:.3f}] "
+        f"({DEPTH_LEVEL:.0%} bootstrap over the {len(layers)} heads; layers {', '.join(map(str, layers))}) vs the "
+        f"middle third [{MIDDLE[0]:.3f}, {MIDDLE[1]:.3f}]"
+    ), in_middle(lo, hi)
 
 
 def _logit_diff_ranking(ctx: Context):
@@ -253,9 +288,14 @@ IDENTIFY: tuple[Rule, ...] = (
     Rule(
         "middle-layers",
         "The top heads sit in the middle layers",
-        "layers 12–17 of 32 (depth layer/(L−1): 0.39–0.55)",
-        f"holds iff the median relative depth layer/(L−1) of the top {TOP} heads lies in the middle third [1/3, 2/3]",
-        version=9,
+        "layers 12–17 of 32, numbered 0–31 (§5.2: 'the 0–12th layers', 'layers 17–31'): depth layer/(L−1) 0.39–0.55",
+        f"a head's depth is layer/(L−1), the paper's numbering (0 the first layer, 1 the last); the median depth of "
+        f"the top {TOP} heads by effect rank, with its {DEPTH_LEVEL:.0%} percentile bootstrap interval over those "
+        f"heads ({N_BOOT_DEPTH} resamples of the {TOP}; effects.csv keeps no per-prompt effects, so the ranking's "
+        "own uncertainty over prompts is not in it): holds iff the interval lies in the middle third [1/3, 2/3]; "
+        "does not hold iff it lies entirely above 2/3 or entirely below 1/3; inconclusive where 1/3 or 2/3 lies "
+        "inside it",
+        version=10,
         decider=_middle_layers,
         gate=_controlled,
     ),

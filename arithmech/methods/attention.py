@@ -281,6 +281,7 @@ BASELINE_COLUMNS = [
     "verdict",
 ]
 MIN_NONKEY = 20  # fewer non-key heads than this: a 5–95 % range means little → inconclusive
+ROLE_RULES = {"operand": "attention-roles", "operator": "attention-reads-operator"}  # the claim of each role
 
 
 def rule_verdict(value: float, se: float, p95: float, n_nonkey: int) -> str:
@@ -367,8 +368,9 @@ def verdict_lines(
     wo, w = b[b.view == "without first"], b[b.view == "with first"].set_index("name")
     first = wo.iloc[0]
     others = "non-key heads" if what == "key heads" else "other heads"
+    rule = ROLE_RULES.get(role, "attention-roles")
     lines = [
-        f"Rule (`attention-roles`): a head reads the {role} tokens more than the other heads when "
+        f"Rule (`{rule}`): a head reads the {role} tokens more than the other heads when "
         f"its END attention {measure} on them, first position excluded and the rest renormalised, lies "
         f"above the 95th percentile of the {int(first.n_nonkey)} {others} by more than two standard "
         f"errors (n = {int(first.n)} prompts)."

@@ -37,7 +37,7 @@ CLAIMS = (
     "ablation-removes-information",
 )
 """The claims an identify run alone decides (the others need analyze, stability or fine-tuning)."""
-ANALYZE_CLAIMS = ("logit-diff-ranking", "attention-roles", "stages", "circuit-faithful")
+ANALYZE_CLAIMS = ("logit-diff-ranking", "attention-roles", "attention-reads-operator", "stages", "circuit-faithful")
 """The claims that need analyze's or faithfulness' files beside identify's (or decide on a ranking of both rules)."""
 
 

@@ -40,9 +40,12 @@ class AnalyzeSection(PageBase):
             attention_chart.attention_roles_chart(an.roles, labels),
         ]
 
-    def attention_lines(self):
-        """The attention-roles rule's sentences and where ``{A}`` sits (Markdown list)."""
-        lines = attention.verdict_lines(self.analyze.baseline, "operand", heads_from=self.analyze.heads_from)
+    def attention_lines(self, role: str = "operand"):
+        """The sentences of ``role``'s rule (``attention-roles`` for the operands, ``attention-reads-operator`` for
+        the operator) on the studied heads, and for the operands where ``{A}`` sits (Markdown list)."""
+        lines = attention.verdict_lines(self.analyze.baseline, role, heads_from=self.analyze.heads_from)
+        if role != "operand":
+            return markdown("\n".join(f"* {line}" for line in lines))
         prompts = pairs.samples(self.folder)
         at0 = sum(0 in s.positions["A"] for s in prompts)
         return markdown(

@@ -21,6 +21,8 @@ def test_the_file_cells_take_the_result_and_quote_its_rule():
     lines = attention.verdict_lines(files.baseline, "operand", heads_from=files.summary["heads_from"])
     assert page.verdict_lines(files, "operand") == lines and len(lines) > 1
     assert page.verdicts(files, "operator", skip=1).data == page.verdicts(files, "operator").data.split("\n", 1)[1]
+    assert page.verdict_lines(files, "operand")[0].startswith("Rule (`attention-roles`)")     # each role its claim
+    assert page.verdict_lines(files, "operator")[0].startswith("Rule (`attention-reads-operator`)")
     assert page.band_chart(files).to_dict() and page.baseline_view(files).to_html()
     for name, fn in inspect.getmembers(page, inspect.isfunction):
         if fn.__module__ == page.__name__:

@@ -1,5 +1,5 @@
-"""The analyze claims' deciders (arithmech.claims.analyze): attention roles decided on the heads that carry the
-effect (issue #41), on a synthetic results folder whose numbers the old decider read otherwise."""
+"""The analyze claims' deciders (arithmech.claims.analyze): the operand and operator rules decided on the heads that
+carry the effect, each on its own, on synthetic results folders whose numbers the old deciders read otherwise."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,9 +53,51 @@ def test_attention_roles_are_decided_on_the_share_heads_where_the_paper_finds_no
     it does not hold."""
     yes = _write(tmp_path / "a", _roles({(3, 0): (0.9, 0.05), (3, 1): (0.05, 0.8)}), [(3, 0), (3, 1)])
     row = C.claims(yes, ["attention-roles"]).iloc[0]
-    assert row.holds is True and "LD-ratio rule's key heads" in row.here and "2 of 2 heads" in row.here
+    assert row.holds is True and "LD-ratio rule's key heads" in row.here and "1 of 2 heads read the operands" in row.here
     no = _write(tmp_path / "b", _roles({(3, 0): (0.01, 0.01), (3, 1): (0.01, 0.01)}), [(3, 0), (3, 1)])
     assert C.claims(no, ["attention-roles"]).holds.iloc[0] is False
+
+
+def test_operands_and_operator_are_two_claims_each_decided_on_its_own(tmp_path):
+    """Protects the split of the merged rule (attention-roles version 8, attention-reads-operator version 1): heads
+    that read only the operands make the operand claim hold and the operator claim not hold, said as "0 of 3
+    heads read the operator" (version 7 of the merged rule held, and the missing operator heads went unsaid); heads
+    that read only the operator, the other way round; half the heads on the operands is enough for the operand
+    claim, one head on the operator for the operator claim."""
+    ids = ["attention-roles", "attention-reads-operator"]
+    heads = [(3, 0), (3, 1), (3, 2)]
+    operands = _write(tmp_path / "a", _roles({h: (0.9, 0.01) for h in heads}), heads)
+    rows = C.claims(operands, ids).set_index("id")
+    assert rows.loc["attention-roles", "holds"] is True and rows.loc["attention-reads-operator", "holds"] is False
+    assert "3 of 3 heads read the operands" in rows.loc["attention-roles", "here"]
+    assert rows.loc["attention-reads-operator", "here"].startswith(
+        "on the LD-ratio rule's key heads (key_heads.json's by_share; the paper's rule finds none): 0 of 3 heads read "
+        "the operator more than the 37 other heads (none); 0 inconclusive; other heads' 95th percentile 0.05 "
+        "[0.05, 0.05]; n = 500 prompts of every operation")
+    operator = _write(tmp_path / "b", _roles({h: (0.01, 0.8) for h in heads}), heads)
+    rows = C.claims(operator, ids).set_index("id")
+    assert rows.loc["attention-roles", "holds"] is False and rows.loc["attention-reads-operator", "holds"] is True
+    split = _write(tmp_path / "c", _roles({(3, 0): (0.9, 0.01), (3, 1): (0.01, 0.8), (3, 2): (0.01, 0.01),
+                                           (3, 3): (0.9, 0.01)}), [(3, 0), (3, 1), (3, 2), (3, 3)])
+    rows = C.claims(split, ids).set_index("id")                  # 2 of 4 on the operands, 1 of 4 on the operator
+    assert rows.loc["attention-roles", "holds"] is True and rows.loc["attention-reads-operator", "holds"] is True
+    assert "1 of 4 heads read the operator" in rows.loc["attention-reads-operator", "here"]
+
+
+def test_an_operator_head_inside_the_others_interval_leaves_the_operator_claim_open(tmp_path):
+    """Protects the operator rule's middle outcome: no head reads the operator, but one lies inside the interval of
+    the other heads' 95th percentile (neither above its upper end nor below its lower end by two standard
+    errors): inconclusive, not "does not hold"."""
+    # the other heads' operator masses spread out (0.02 + 0.002 i), so their 95th percentile has a wide interval
+    spread = {(l, h): (0.10 + 0.005 * (10 * l + h), 0.02 + 0.002 * (10 * l + h)) for l in range(4) for h in range(10)}
+    _, lo, hi = other_heads_p95(np.array([0.02 + 0.002 * i for i in range(39)]))
+    assert hi - lo > 0.01                                          # room for a head 2 SE (0.002) inside it
+    spread[(3, 9)] = (0.01, (lo + hi) / 2)
+    row = C.claims(_write(tmp_path / "a", _roles(spread), [(3, 9)]), ["attention-reads-operator"]).iloc[0]
+    assert row.holds is None and "0 of 1 heads read the operator" in row.here and "1 inconclusive" in row.here
+    spread[(3, 9)] = (0.01, 0.001)
+    row = C.claims(_write(tmp_path / "b", _roles(spread), [(3, 9)]), ["attention-reads-operator"]).iloc[0]
+    assert row.holds is False
 
 
 def test_a_head_inside_the_interval_of_the_others_percentile_is_undecided(tmp_path):
@@ -75,7 +117,8 @@ def test_a_head_inside_the_interval_of_the_others_percentile_is_undecided(tmp_pa
 
 
 def test_analyze_on_operations_the_control_no_longer_pools_decides_nothing(tmp_path):
-    """Protects attention-roles version 7 and stages version 4 (issue #41, the control's version 5): analyze ran on
+    """Protects attention-roles version 7 (and 8, attention-reads-operator 1) and stages version 4 (the control's
+    version 5): analyze ran on
     addition and subtraction, the operations that passed the control then; where the control now pools addition
     only (subtraction's floor became uncertain), both claims are inconclusive and say to re-run analyze (version 6 /
     3: decided on the recorded operations). With the same operations as the control pools they are decided."""
@@ -83,9 +126,10 @@ def test_analyze_on_operations_the_control_no_longer_pools_decides_nothing(tmp_p
     ctl = {"floors": {}, "failed": {"subtraction": "uncertain"}, "pooled": ["addition"]}
     stale = _write(tmp_path / "a", _roles(special), [(3, 0), (3, 1)], operations=["addition", "subtraction"],
                    control=ctl)
-    rows = C.claims(stale, ["attention-roles", "stages"]).set_index("id")
-    for cid in ("attention-roles", "stages"):
+    rows = C.claims(stale, ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
+    for cid in ("attention-roles", "attention-reads-operator", "stages"):
         assert rows.loc[cid, "holds"] is None and "re-run analyze" in rows.loc[cid, "here"], rows.loc[cid, "here"]
     same = _write(tmp_path / "b", _roles(special), [(3, 0), (3, 1)], operations=["addition"], control=ctl)
-    rows = C.claims(same, ["attention-roles", "stages"]).set_index("id")
+    rows = C.claims(same, ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
     assert rows.loc["attention-roles", "holds"] is True and rows.loc["stages", "holds"] is True
+    assert rows.loc["attention-reads-operator", "holds"] is True

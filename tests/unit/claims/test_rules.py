@@ -114,7 +114,36 @@ def test_middle_layers_and_few_heads_follow_the_numbers(tmp_path):
     assert C.claims(m, ["middle-layers"]).here.iloc[0].startswith("median depth of the top 10")
     spread = {(l, h): -0.03 for l in range(30) for h in range(2)}           # 60 equal heads: top 10 hold 1/6
     assert _holds(_write(tmp_path / "s", _effects(spread, [0.0] * 30)), "few-heads") is False
-    assert _holds(e, "middle-layers") is False
+    assert _holds(e, "middle-layers") is None          # layers 0–4 of 9: the interval [0.12, 0.44] holds 1/3
+    early30 = _write(tmp_path / "e30", _effects(early, [0.0] * 30))  # the same layers of 30: wholly below 1/3
+    assert _holds(early30, "middle-layers") is False
+
+
+def _top10(tmp_path, name: str, layers: list[int]):
+    """A 30-layer folder whose top 10 heads (2 per layer) sit at ``layers``, every other head at zero effect."""
+    heads, seen = {}, {}
+    for l in layers:
+        heads[(l, seen.get(l, 0))] = -0.2
+        seen[l] = seen.get(l, 0) + 1
+    return _write(tmp_path / name, _effects(heads, [0.0] * 30))
+
+
+def test_middle_layers_reads_the_median_depths_interval_against_the_middle_third(tmp_path):
+    """Protects middle-layers version 10: depth layer/(L−1), the median of the top 10 with a 95% bootstrap interval
+    over those heads; inside [1/3, 2/3] holds, wholly above does not hold, and an interval holding 2/3 is
+    inconclusive even where the point median (20/29 = 0.690, SmolLM2's) lies above it (version 9: does not hold)."""
+    from arithmech.claims.rules import in_middle, median_depth_interval
+    mid, lo, hi = median_depth_interval([l / 29 for l in (14, 18, 19, 20, 20, 20, 20, 21, 23, 29)])  # SmolLM2's
+    assert (mid, round(lo * 29, 6), round(hi * 29, 6)) == (20 / 29, 19.0, 21.5) and in_middle(lo, hi) is None
+    assert in_middle(0.4, 0.6) is True and in_middle(0.7, 0.9) is False and in_middle(0.1, 0.3) is False
+    assert in_middle(1 / 3, 2 / 3) is True and in_middle(0.3, 0.5) is None
+    inside = C.claims(_top10(tmp_path, "in", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16]), ["middle-layers"]).iloc[0]
+    assert inside.holds is True and inside.here.startswith(
+        "median depth of the top 10, layer/(L−1) with L = 30: 0.483 [0.448, 0.534]")
+    edge = C.claims(_top10(tmp_path, "edge", [14, 18, 19, 19, 20, 20, 21, 21, 23, 29]), ["middle-layers"]).iloc[0]
+    assert edge.holds is None and "0.690 [0.655, 0.759]" in edge.here
+    late = C.claims(_top10(tmp_path, "late", [24, 24, 25, 25, 26, 26, 27, 27, 28, 28]), ["middle-layers"]).iloc[0]
+    assert late.holds is False and "0.897 [0.862, 0.948]" in late.here
 
 
 def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_path):
