@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from arithmech.circuits.beyond import inputs
 from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
@@ -37,7 +38,6 @@ from arithmech.methods import upstream as U
 from arithmech.methods import upstream_reference as UR
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
-from arithmech.steps.beyond import inputs
 
 OUT = Path(__file__).parent / "results" / "upstream.json"
 

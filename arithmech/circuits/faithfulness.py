@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import torch
 
 from arithmech.circuits.config import Faithfulness as Config
+from arithmech.circuits.result import FaithfulnessResult as Result  # Result, read: the step protocol
+from arithmech.circuits.result import read_faithfulness as read
 from arithmech.core import admission, provenance, results
 from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
@@ -134,7 +135,7 @@ def run(config: Config) -> Result:
                     model, tok, samples, means, reading, key, p["ranked_task"], settings
                 )
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
-                cp = info["cross_position"]  # the two noising denominators on the same prompts (issue #41, A6)
+                cp = info["cross_position"]  # the two noising denominators on the same prompts
                 cp["full_effect_vs_end"] = (cp["ld_x_r"] - cp["ld_all_ablated_mean"]) / (
                     info["ld_x_r"] - info["ld_all_ablated_mean"]
                 )
@@ -193,37 +194,6 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     return "effects.csv", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
     )
-
-
-@dataclass(frozen=True)
-class Result:
-    """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
-    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
-    of :data:`arithmech.methods.faithfulness.COLUMNS` (written by an earlier rule version) is refused, naming the
-    re-run (never an unasked SmolLM2 recompute inside a book build).
-
-    * ``model`` — the model the run recorded (the ``faithfulness`` record of ``run.json``, ``parameters.model``);
-    * ``frame`` — ``faithfulness.csv`` (checked): each circuit's recovery, top-n and random;
-    * ``record`` — the step's ``run.json`` record (parameters, the rule's outcome, the resample tiers, seconds);
-    * ``config`` — the config the file was made with (or reused for)."""
-
-    config: Config
-    model: str
-    frame: pd.DataFrame
-    record: dict
-
-
-def read(folder, config: Config) -> Result:
-    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record, as the :class:`Result` of a run made
-    with ``config``."""
-    rec = results.read_run(folder)["steps"]["faithfulness"]
-    frame = results.read(folder, "faithfulness.csv")
-    if old := [c for c in F.COLUMNS if c not in frame]:
-        raise ResultsError(
-            f"{quoted(Path(folder) / 'faithfulness.csv')} lacks {', '.join(old)} (written by an earlier rule "
-            "version): re-run python -m arithmech faithfulness --overwrite"
-        )
-    return Result(config=config, model=rec["parameters"]["model"], frame=frame, record=rec)
 
 
 def summary(result: Result) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +26,11 @@ import pandas as pd
 import torch
 
 from arithmech.circuits.config import Beyond as Config
+from arithmech.circuits.result import BeyondResult as Result  # Result, read: the step protocol
+from arithmech.circuits.result import read_beyond as read
 from arithmech.core import admission, provenance, results
-from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
 from arithmech.core.progress import Progress, announce
-from arithmech.core.safe_read import ResultsError
 from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
@@ -190,51 +189,6 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     which ship with the repository, are there first."""
     return "key_heads.json", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
-    )
-
-
-@dataclass(frozen=True)
-class Result:
-    """Beyond's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
-
-    * ``model`` — the model the run recorded (the ``beyond`` record of ``run.json``, ``parameters.model``);
-    * ``summary`` — that record's ``summary``: agreement of EAP and EAP-IG with exact patching, the receivers, the
-      methods' seconds, the samples;
-    * ``eap`` — ``eap.csv``: exact, EAP and EAP-IG of every head and MLP;
-    * ``upstream`` — ``upstream.csv``: every earlier sender's effect through the receivers;
-    * ``n_layers`` — the model's layers (``eap.csv``'s largest layer + 1);
-    * ``config`` — the config the files were made with (or reused for)."""
-
-    config: Config
-    model: str
-    summary: dict
-    eap: pd.DataFrame
-    upstream: pd.DataFrame
-    n_layers: int
-
-
-def read(folder: str | Path, config: Config) -> Result:
-    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary, as the :class:`Result` of a
-    run made with ``config``."""
-    eap = results.read(folder, "eap.csv")
-    rec = results.read_run(folder)["steps"].get("beyond")
-    if rec is None:
-        raise FileNotFoundError(
-            f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
-        )
-    if old := [m for m in ("eap", "eap_ig") if "spearman_all_lo" not in rec["summary"].get(m, {})]:
-        raise ResultsError(
-            f"{quoted(Path(folder) / results.RUN)}'s beyond record has no Spearman interval of {', '.join(old)} "
-            "(made before it was measured): re-run python -m arithmech beyond --overwrite"
-        )
-    return Result(
-        config=config,
-        model=rec["parameters"]["model"],
-        summary=rec["summary"],
-        eap=eap,
-        upstream=results.read(folder, "upstream.csv"),
-        n_layers=int(eap["layer"].max()) + 1,
     )
 
 
