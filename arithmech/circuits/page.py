@@ -16,6 +16,7 @@ from typing import Any
 
 from pandas.io.formats.style import Styler
 
+from arithmech.circuits import charts
 from arithmech.circuits import graph as C
 from arithmech.circuits import views as V
 from arithmech.circuits.result import BeyondResult, FaithfulnessResult
@@ -24,7 +25,6 @@ from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Beyond as BeyondChapter
-from arithmech.report.charts import faithfulness_chart as FC
 from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
@@ -113,13 +113,15 @@ def faithfulness(P: BeyondChapter) -> list[FaithfulnessResult]:
 
 def faith_charts(faith: list[FaithfulnessResult]) -> list:
     """Each model's faithfulness chart."""
-    return [FC.faithfulness_chart(f.frame, f.model) for f in faith]
+    return [charts.faithfulness_chart(f.frame, f.model) for f in faith]
 
 
 def faith_tables(faith: list[FaithfulnessResult]) -> list:
     """Per model: its name in bold, then its faithfulness table."""
     return [
-        x for f in faith for x in (markdown(f"**{f.model}**"), FC.faithfulness_table(f.frame).style.hide(axis="index"))
+        x
+        for f in faith
+        for x in (markdown(f"**{f.model}**"), charts.faithfulness_table(f.frame).style.hide(axis="index"))
     ]
 
 

@@ -226,7 +226,7 @@ LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune"
           "pipeline.registry": 7, "pipeline.ensure": 7,
           "claims": 8, "report": 10,
           "identify.page": 10, "identify.knockout_page": 10, "identify.charts": 10, "identify.transfer_chart": 10,
-          "identify.stability_charts": 10, "analyze.page": 10, "circuits.page": 10, "circuits.views": 10, "circuits.graph": 10,
+          "identify.stability_charts": 10, "analyze.page": 10, "circuits.page": 10, "circuits.views": 10, "circuits.graph": 10, "circuits.charts": 10,
           "accounts.page": 10, "accounts.charts": 10, "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
 
 

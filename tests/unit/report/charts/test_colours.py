@@ -220,6 +220,7 @@ def _curve_chart(monkeypatch):
 
 def _charts(monkeypatch):
     """``(name, chart, roles it may use, schemes it may use)`` for every chart builder of arithmech.report."""
+    from arithmech.circuits import charts as faithfulness_chart
     from arithmech.circuits import graph as circuit
     from arithmech.circuits import views as beyond_views
     from arithmech.identify import charts as knockout_chart
@@ -230,7 +231,6 @@ def _charts(monkeypatch):
         attention_chart,
         attention_control,
         effect_chart,
-        faithfulness_chart,
         mlp_chart,
     )
     from arithmech.report.views import tradeoff
