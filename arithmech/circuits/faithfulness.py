@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import torch
@@ -32,13 +31,11 @@ from arithmech.circuits.config import Faithfulness as Config
 from arithmech.circuits.result import FaithfulnessResult as Result  # Result, read: the step protocol
 from arithmech.circuits.result import read_faithfulness as read
 from arithmech.core import admission, provenance, results
-from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
-from arithmech.core.safe_read import ResultsError
 from arithmech.data import pairs
-from arithmech.data.draw import Draw
 from arithmech.identify.config import Identify as IdentifyConfig
+from arithmech.identify.result import recorded_setting
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
@@ -52,28 +49,6 @@ from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 
 TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.analyze, circuit-faithful)
-
-
-def identify_setting(folder) -> dict:
-    """What the step takes from identify's record: its parameters, the pooled tasks and the ranked task."""
-    rec = results.read_run(folder)["steps"].get("identify")
-    kh = results.read(folder, "key_heads.json")
-    p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
-    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
-    if missing := [k for k in need if k not in p]:
-        raise ResultsError(
-            f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
-            "(edited, or written by an older arithmech): re-run python -m arithmech identify"
-        )
-    if not isinstance(kh.get("task"), str):
-        raise ResultsError(
-            f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run python -m arithmech identify"
-        )
-    p["draw"] = Draw.from_record(p)  # identify's draw: answer token, shots, example sets
-    p["example_sets"] = p["draw"].example_sets
-    p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
-    p["ranked_task"] = kh["task"]
-    return p
 
 
 def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranked: list):
@@ -100,7 +75,7 @@ def run(config: Config) -> Result:
     results.check_writable(folder, "faithfulness", c.overwrite)
     effects = results.read(folder, "effects.csv")
     ranked = pairs.samples(folder)  # identify's X_r: their problems never evaluate
-    p = identify_setting(folder)
+    p = recorded_setting(folder)
     n_comp = int((effects.task == p["ranked_task"]).sum())
     if c.n_max > n_comp // 2:  # before the model loads
         raise ValueError(

@@ -3,7 +3,6 @@ the operations identify pooled (those that pass its control), where the heads th
 from __future__ import annotations
 
 from arithmech.analyze.config import Analyze
-from arithmech.circuits import beyond as B
 from arithmech.circuits.config import Beyond
 from arithmech.data import pairs
 from arithmech.identify import result as IR
@@ -31,7 +30,7 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     assert len(pairs.reference_samples(tmp_path, 100, 0)) == 32                 # every operation, as before
     assert {s.op for s in pairs.reference_samples(tmp_path, 5, 0, pooled)} <= set(pooled)
     assert Beyond().operations == "pooled"
-    _, _, drawn = B.inputs(tmp_path, 100, 0, pooled)
+    _, _, drawn = IR.ranked_inputs(tmp_path, 100, 0, pooled)   # what beyond reads
     assert len(drawn) == 16 and {s.op for s in drawn} == set(pooled)
     control["control"]["failed"] = {"addition": "floor", "subtraction": "floor"}
     assert IR.operations(Analyze().operations, tmp_path) is None          # every pooled task fails: every operation, inconclusive
