@@ -1,4 +1,6 @@
-"""Counts behind issue #42 ("the step as one thing"), from the source alone (``ast``, no import, no model).
+"""Counts of the package's architecture, from the source alone (``ast``, no import, no model).
+
+The counts of the step as one thing (the widest function, the answer-token checks, ...):
 
 * ``widest``: the functions of ``arithmech/steps/`` and ``arithmech/methods/`` with the most parameters
   (positional, keyword-only, ``*args`` and ``**kwargs`` each count one; ``self``/``cls`` do not);
@@ -14,6 +16,37 @@
   (core looking steps up by name);
 * ``chapters``: the Python lines of the book's code cells (``book/*.md``, between ```` ```{code-cell} ```` and
   ```` ``` ````, blank lines and cell options left out), and the modules of ``arithmech/report/`` by folder.
+
+The counts of one folder per paper step (a "wing": config, run, typed Result, rules and page together). *Above the
+floors* means every module of ``arithmech/`` outside the library floors ``core/``, ``data/``, ``evals/``,
+``methods/``, ``finetune/`` and ``embedded/``; *rules and pages* means ``arithmech/claims/``,
+``arithmech/report/views/`` and every module named ``page.py`` or ``*_page.py``:
+
+* ``table1_modules``: the modules above the floors holding Table 1 code: those whose path under ``arithmech/``
+  contains ``table1``, ``finetune``, ``curves``, ``frontier`` or ``tradeoff`` (``named``), and those importing a
+  named one directly (``importing``; one step, not transitive), the shared machinery that imports every step left
+  out (``pipeline/``, ``report/build/``, ``cli.py``, ``api.py``, ``__init__.py``, ``__main__.py``); with their lines;
+* ``results_read_ways``: how many of three ways of reading a results folder are in use: a step's typed Result
+  (``result``: calls of ``ensure(...)`` above the floors outside ``pipeline/ensure.py``, and of a wing's
+  ``result.read`` imported by name or through its ``result`` module), the deciders' ``claims.evidence.Context``
+  (``context``: its constructions outside ``claims/evidence.py``), and direct reads (``direct``, below);
+* ``folder_functions``: the functions above the floors with a parameter named ``folder``, ``out``, ``path`` or
+  ``results_dir``, or annotated with a type that names ``Path``;
+* ``direct_reads``: in rules and pages (``claims/evidence.py``, ``Context`` itself, left out), the calls that read a
+  result file themselves: ``read_csv`` / ``read_json`` / ``read_parquet`` / ``read_table``, ``json.load``,
+  ``results.read*`` (:mod:`arithmech.core.results`), ``.read_text()`` / ``.open()`` / ``open()`` on a path into a
+  folder (a ``/`` join not rooted at an UPPER_CASE package constant, or a folder-like name), and a reader handed a
+  folder (a function named ``read`` / ``load`` / ``plan`` / ``read_*`` / ``load_*`` whose first argument is
+  ``folder`` / ``out`` / ``path`` / ``results_dir`` / ``f`` or an attribute ``.folder`` / ``.results`` /
+  ``.results_dir``: ``frontier.load(folder)``, ``verdicts.plan(folder)``); one per call site;
+* ``r_dict_page_functions``: the functions of page modules (``report/views/``, ``page.py``, ``*_page.py``) with a
+  parameter ``r`` annotated ``dict`` (or ``dict[...]``);
+* ``claims_python_lines`` / ``claims_python_modules``: the lines and modules of ``arithmech/claims/**/*.py``, and
+  ``claims_data_lines``: the lines of its data files (``.toml`` / ``.json`` / ``.yaml``);
+* ``long_functions``: the functions (methods and nested functions each one) of ``arithmech/`` over 60 lines, from
+  ``def`` to the last line of the body, decorators left out;
+* ``package_lines`` / ``package_modules``: the lines and ``.py`` modules of ``arithmech/``. Lines are
+  ``str.splitlines()`` of the file (blank lines and comments included, as ``wc -l`` counts them).
 
 Run: ``python benchmarks/architecture_counts.py`` (writes ``benchmarks/results/architecture_counts.json``
 and prints it); ``--top N`` lists the N widest functions; ``--root DIR`` counts another checkout (e.g. a
@@ -120,14 +153,21 @@ def scan() -> dict:  # noqa: C901 (one walk, one branch per thing it counts)
             "contextvar_uses": {"count": len(cvars), "where": cvars}}
 
 
+def config_modules() -> list[Path]:
+    """The modules holding the step configs: ``arithmech/steps/config*.py`` (before the wings) and every wing's
+    ``arithmech/<wing>/config.py`` (``core/`` and ``report/`` hold base and chapter configs, not steps')."""
+    found = sorted((PACKAGE / "steps").glob("config*.py")) + sorted(PACKAGE.glob("*/config.py"))
+    return [p for p in found if p.parent.name not in ("core", "report")]
+
+
 def steps_and_chapters() -> dict:  # noqa: C901 (one walk, one branch per thing it counts)
     """The step functions, the core's step names, the chapters' Python and the report's rooms (module docstring)."""
     ensure, recorded, printers, named = [], [], [], []
-    configs = set()
-    cfg = PACKAGE / "steps" / "config.py"
-    for node in ast.walk(ast.parse(cfg.read_text())):
-        if isinstance(node, ast.ClassDef):
-            configs.add(node.name)
+    configs: set[str] = set()
+    for cfg in config_modules():
+        for node in ast.walk(ast.parse(cfg.read_text())):
+            if isinstance(node, ast.ClassDef):
+                configs.add(node.name)
     for rel, tree in _modules(PACKAGE):
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -160,6 +200,198 @@ def steps_and_chapters() -> dict:  # noqa: C901 (one walk, one branch per thing 
             "core_names_steps": {"count": len(named), "where": named},
             "chapter_python_lines": lines, "report_modules_by_room": rooms}
 
+# ---- the counts of the wing reorganisation ("Must show"): one folder per paper step, meeting at typed Results ----
+
+FLOORS = ("core", "data", "evals", "methods", "finetune", "embedded")
+TABLE1_WORDS = ("table1", "finetune", "curves", "frontier", "tradeoff")
+FOLDER_PARAMS = ("folder", "out", "path", "results_dir")
+FILE_READERS = ("read_csv", "read_json", "read_parquet", "read_table")
+LONG = 60
+
+
+def _above_floors(rel: str) -> bool:
+    """``rel`` (``arithmech/...``) is a module above the library floors: not under ``core/``, ``data/``,
+    ``evals/``, ``methods/``, ``finetune/`` or ``embedded/``."""
+    parts = rel.split("/")
+    return not (len(parts) > 2 and parts[1] in FLOORS)
+
+
+def _dotted(rel: str) -> str:
+    """``arithmech/steps/table1.py`` -> ``arithmech.steps.table1`` (a package's ``__init__`` -> the package)."""
+    return rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def _imported(rel: str, tree: ast.Module) -> set[str]:
+    """Every dotted name an import statement of the module names: ``import a.b`` -> a.b; ``from a import b`` ->
+    a and a.b (b may be a module); relative imports resolved against ``rel``."""
+    here = _dotted(rel).split(".")
+    if not rel.endswith("__init__.py"):
+        here = here[:-1]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def _page(rel: str) -> bool:
+    """A page module: under ``arithmech/report/views/``, or named ``page.py`` / ``*_page.py`` anywhere."""
+    name = rel.rsplit("/", 1)[-1]
+    return rel.startswith("arithmech/report/views/") or name == "page.py" or name.endswith("_page.py")
+
+
+def _rule_or_page(rel: str) -> bool:
+    """Where rules and pages live: ``arithmech/claims/`` and the page modules (:func:`_page`)."""
+    return rel.startswith("arithmech/claims/") or _page(rel)
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def table1_modules(trees: dict[str, ast.Module]) -> dict:
+    """The modules holding Table 1 code, above the floors (``finetune/`` is the fine-tuning library, a floor): a
+    module whose path under ``arithmech/`` contains ``table1``, ``finetune``, ``curves``, ``frontier`` or
+    ``tradeoff`` (the *named* ones), and a module that imports a named one (one step, not transitively), the
+    shared machinery that imports every step left out (``arithmech/pipeline/``, ``arithmech/report/build/``,
+    ``arithmech/cli.py``, ``arithmech/api.py``, ``arithmech/__init__.py``, ``arithmech/__main__.py``)."""
+    shared = ("arithmech/pipeline/", "arithmech/report/build/")
+    top = ("arithmech/cli.py", "arithmech/api.py", "arithmech/__init__.py", "arithmech/__main__.py")
+    above = {rel: t for rel, t in trees.items() if _above_floors(rel)}
+    named = {rel for rel in above if any(w in rel.removeprefix("arithmech/") for w in TABLE1_WORDS)}
+    dotted = {_dotted(rel) for rel in named}
+    importing = {rel for rel, t in above.items() if rel not in named and not rel.startswith(shared)
+                 and rel not in top and _imported(rel, t) & dotted}
+    where = sorted(named | importing)
+    return {"count": len(where), "lines": sum(_lines(ROOT / rel) for rel in where),
+            "named": sorted(named), "importing": sorted(importing), "where": where}
+
+
+def _folder_like(node: ast.AST) -> bool:
+    """An expression naming a results folder: a name in :data:`FOLDER_PARAMS` or ``f``, or an attribute
+    ``.folder`` / ``.results`` / ``.results_dir``."""
+    return ((isinstance(node, ast.Name) and node.id in (*FOLDER_PARAMS, "f"))
+            or (isinstance(node, ast.Attribute) and node.attr in ("folder", "results", "results_dir")))
+
+
+def _path_like(node: ast.AST) -> bool:
+    """A path into a results folder: a ``/`` join (``folder / "x.csv"``) whose leftmost operand is not a package
+    constant (an UPPER_CASE name such as ``EMBEDDED_DIR``: shipped data, not results), or a name ``folder`` / ``out``
+    / ``results_dir`` / ``f`` or an attribute ``.folder`` / ``.results`` / ``.results_dir`` (``path`` is left out
+    here: the changelog reader's ``path`` is its data file)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left = node.left
+        while isinstance(left, ast.BinOp):
+            left = left.left
+        return not (isinstance(left, ast.Name) and left.id.isupper())
+    return _folder_like(node) and not (isinstance(node, ast.Name) and node.id == "path")
+
+
+def direct_read(node: ast.Call) -> str | None:
+    """What kind of direct result-file read the call is, else None: ``read_csv`` / ``read_json`` / ``read_parquet``
+    / ``read_table`` (any receiver), ``json.load``, ``results.<read*>`` (:mod:`arithmech.core.results`' readers),
+    ``<path>.read_text()`` / ``<path>.open()`` / ``open(<path>)`` on a path (:func:`_path_like`), and a reader
+    handed a folder: a function named ``read``, ``load``, ``plan`` or ``read_*`` / ``load_*`` whose first argument
+    is folder-like (:func:`_folder_like`; ``frontier.load(folder)``, ``verdicts.plan(folder)``)."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None
+    if name in FILE_READERS:
+        return name
+    if owner == "json" and name == "load":
+        return "json.load"
+    if owner == "results" and name.startswith("read"):
+        return f"results.{name}"
+    if isinstance(f, ast.Attribute) and name in ("read_text", "open") and _path_like(f.value):
+        return f".{name}()"
+    if isinstance(f, ast.Name) and name == "open" and node.args and _path_like(node.args[0]):
+        return "open()"
+    if (name in ("read", "load", "plan") or name.startswith(("read_", "load_"))) and node.args \
+            and _folder_like(node.args[0]):
+        return f"{name}(folder)"
+    return None
+
+
+def _annotation(node: ast.AST | None) -> str:
+    return ast.unparse(node) if node is not None else ""
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    a = fn.args
+    return [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []), *([a.kwarg] if a.kwarg else [])]
+
+
+def _result_readers(rel: str, tree: ast.Module) -> set[str]:
+    """The local names under which the module imports a wing's Result reader: ``from arithmech.<wing>.result
+    import read`` (``read`` or its alias), and ``result`` modules imported whole (``<alias>.read``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith(".result"):
+            names.update(f"{a.asname or a.name}()" for a in node.names if a.name == "read")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arithmech."):
+            names.update(f"{a.asname or a.name}.read()" for a in node.names if a.name == "result")
+    return names
+
+
+def wings(trees: dict[str, ast.Module]) -> dict:  # noqa: C901 (one walk, one branch per thing it counts)
+    """The counts of the wing reorganisation, each with its places (module docstring)."""
+    folder_fns, reads, r_dict, long_fns = [], [], [], []
+    ways: dict[str, list[str]] = {"result": [], "context": [], "direct": []}
+    for rel, tree in trees.items():
+        readers = _result_readers(rel, tree)
+        for node in ast.walk(tree):
+            where = f"{rel}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                if size > LONG:
+                    long_fns.append(f"{rel}::{node.name} {size}")
+                params = [x for x in _params(node) if x.arg not in ("self", "cls")]
+                if _above_floors(rel) and any(x.arg in FOLDER_PARAMS or "Path" in _annotation(x.annotation)
+                                              for x in params):
+                    folder_fns.append(f"{rel}::{node.name}")
+                if _page(rel) and any(x.arg == "r" and _annotation(x.annotation).split("[")[0] in ("dict", "Dict")
+                                      for x in params):
+                    r_dict.append(f"{rel}::{node.name}")
+            elif isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                called = (f"{f.value.id}.{name}()" if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                          else f"{name}()")
+                kind = direct_read(node) if _rule_or_page(rel) and rel != "arithmech/claims/evidence.py" else None
+                if kind:
+                    reads.append(f"{where} {kind}")
+                if _above_floors(rel) and rel != "arithmech/pipeline/ensure.py" and (name == "ensure"
+                                                                                      or called in readers):
+                    ways["result"].append(f"{where} {called}")
+                if name == "Context" and rel != "arithmech/claims/evidence.py":
+                    ways["context"].append(where)
+    ways["direct"] = reads
+    claims = sorted((PACKAGE / "claims").rglob("*.py")) if (PACKAGE / "claims").is_dir() else []
+    data = sorted(p for p in (PACKAGE / "claims").rglob("*") if p.suffix in (".toml", ".json", ".yaml")) \
+        if (PACKAGE / "claims").is_dir() else []
+    modules = sorted(PACKAGE.rglob("*.py"))
+    return {
+        "table1_modules": table1_modules(trees),
+        "results_read_ways": {"count": sum(bool(v) for v in ways.values()),
+                              "by_way": {k: len(v) for k, v in ways.items()},
+                              "where": {k: v for k, v in ways.items() if k != "direct"}},
+        "folder_functions": {"count": len(folder_fns), "where": folder_fns},
+        "direct_reads": {"count": len(reads), "where": reads},
+        "r_dict_page_functions": {"count": len(r_dict), "where": r_dict},
+        "claims_python_lines": sum(_lines(p) for p in claims),
+        "claims_python_modules": len(claims),
+        "claims_data_lines": {p.relative_to(ROOT).as_posix(): _lines(p) for p in data},
+        "long_functions": {"count": len(long_fns), "over": LONG, "where": long_fns},
+        "package_lines": sum(_lines(p) for p in modules),
+        "package_modules": len(modules),
+    }
+
 
 def main(argv=None) -> dict:
     global ROOT, PACKAGE
@@ -172,7 +404,9 @@ def main(argv=None) -> dict:
         ROOT = Path(a.root).resolve()
         PACKAGE = ROOT / "arithmech"
     rows = widest(a.top)
-    got = {"widest": rows, "widest_parameters": rows[0]["parameters"] if rows else 0, **scan(), **steps_and_chapters()}
+    trees = dict(_modules(PACKAGE))
+    got = {"widest": rows, "widest_parameters": rows[0]["parameters"] if rows else 0, **scan(), **steps_and_chapters(),
+           **wings(trees)}
     Path(a.out).write_text(json.dumps(got, indent=1) + "\n")
     print(json.dumps({k: (v["count"] if isinstance(v, dict) and "count" in v else v) for k, v in got.items()},
                      indent=1))

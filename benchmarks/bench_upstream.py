@@ -33,11 +33,11 @@ from arithmech.core import results as R
 from arithmech.core.atomic import atomic_json
 from arithmech.core.models import load_model
 from arithmech.data.batches import answer_ids
+from arithmech.identify.result import ranked_inputs
 from arithmech.methods import upstream as U
 from arithmech.methods import upstream_reference as UR
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
-from arithmech.steps.beyond import inputs
 
 OUT = Path(__file__).parent / "results" / "upstream.json"
 
@@ -58,7 +58,7 @@ def spread(every: list, k: int | None, seed: int) -> list:
 
 
 def bench(model_name: str, folder: Path, n_samples: int, k: int, ref_senders: int | None, seed: int) -> dict:
-    effects, kh, samples = inputs(folder, n_samples, seed)
+    effects, kh, samples = ranked_inputs(folder, n_samples, seed)
     net, tok, _ = load_model(model_name, attn_implementation="sdpa")
     ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]

@@ -4,8 +4,10 @@ read and checked through :mod:`arithmech.core.results`.
 * :class:`Result` and :func:`read` — identify's files (:mod:`arithmech.identify.run` computes and writes them);
 * :class:`StabilityResult` and :func:`read_stability` — the stability step's three files
   (:mod:`arithmech.steps.stability`);
-* :func:`operations` and :func:`load_key_heads` — what the later steps (analyze, beyond) read of identify's files:
-  the operations whose prompts they read, and the heads they study.
+* :func:`operations`, :func:`load_key_heads`, :func:`ranked_inputs`, :func:`bootstrap_unit` and
+  :func:`recorded_setting` — what the later steps (analyze, beyond, faithfulness) read of identify's files: the
+  operations whose prompts they read, the heads they study, the ranking with a seeded subset of the kept prompts,
+  what the effect intervals resampled, and the run's recorded parameters.
 
 Later wings import this module, never identify's computing modules.
 """
@@ -20,6 +22,8 @@ import pandas as pd
 from arithmech.core import results
 from arithmech.core.inputs import quoted
 from arithmech.core.safe_read import ResultsError
+from arithmech.data.draw import Draw
+from arithmech.data.pairs import Sample, reference_samples
 from arithmech.data.pairs import samples as kept_prompts
 from arithmech.identify.config import Identify as Config
 from arithmech.identify.config import Stability
@@ -108,7 +112,7 @@ def read_stability(folder: str | Path, config: Stability) -> StabilityResult:
 
 def operations(choice: str, folder: str | Path) -> list[str] | None:
     """The operations whose prompts a step reading identify's files reads (analyze's and beyond's ``operations``,
-    ``choice``; issue #41 item 5: one sample per question): under ``"pooled"`` the tasks that pass identify's control,
+    ``choice``; one sample per question): under ``"pooled"`` the tasks that pass identify's control,
     recomputed under its current version from the kept prompts (:func:`arithmech.steps.control.recomputed`, as the
     claims read it), where the key heads were ranked; ``None`` (every operation) under ``"all"``, where no task names an
     operation, or where every task fails (the claims then read the step's verdicts as inconclusive)."""
@@ -134,3 +138,41 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     if heads:
         return heads, "key heads"
     return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
+
+
+def ranked_inputs(
+    folder: str | Path, n_samples: int, seed: int, ops: list[str] | None = None
+) -> tuple[pd.DataFrame, dict, list[Sample]]:
+    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts of the
+    operations ``ops`` (every one when None), read and checked through the results contract (what beyond reads)."""
+    effects = results.read(folder, "effects.csv")
+    kh = results.read(folder, "key_heads.json")
+    return effects, kh, reference_samples(Path(folder), n_samples, seed, ops)
+
+
+def bootstrap_unit(folder: str | Path) -> str:
+    """What identify's effect intervals resampled (``run.json``; a record without it resampled prompts)."""
+    return results.read_run(folder)["steps"]["identify"]["parameters"].get("bootstrap", "prompt")
+
+
+def recorded_setting(folder: str | Path) -> dict:
+    """What faithfulness takes from identify's record: its parameters, its draw (``draw``, ``example_sets``), the
+    pooled tasks (``pooled``) and the ranked task (``ranked_task``)."""
+    rec = results.read_run(folder)["steps"].get("identify")
+    kh = results.read(folder, "key_heads.json")
+    p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
+    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
+    if missing := [k for k in need if k not in p]:
+        raise ResultsError(
+            f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
+            "(edited, or written by an older arithmech): re-run python -m arithmech identify"
+        )
+    if not isinstance(kh.get("task"), str):
+        raise ResultsError(
+            f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run python -m arithmech identify"
+        )
+    p["draw"] = Draw.from_record(p)  # identify's draw: answer token, shots, example sets
+    p["example_sets"] = p["draw"].example_sets
+    p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
+    p["ranked_task"] = kh["task"]
+    return p

@@ -22,9 +22,10 @@ from arithmech.prompts import config as prompts_config
 
 if TYPE_CHECKING:  # the Result types only: a step's module (and torch) is imported when the step runs
     from arithmech.analyze.result import AnalyzeResult
+    from arithmech.circuits.result import BeyondResult, FaithfulnessResult
     from arithmech.identify import counterfactuals
     from arithmech.identify import result as identify
-    from arithmech.steps import accuracy, beyond, faithfulness, shots
+    from arithmech.steps import accuracy, shots
 
 
 def folder_of(config: Any) -> Path:
@@ -63,7 +64,7 @@ def ensure(
 @overload
 def ensure(
     config: circuits_config.Beyond, recompute: bool = ..., upstream: Any = ..., **loaded: Any
-) -> beyond.Result: ...
+) -> BeyondResult: ...
 @overload
 def ensure(
     config: identify_config.Stability, recompute: bool = ..., upstream: Any = ..., **loaded: Any
@@ -71,7 +72,7 @@ def ensure(
 @overload
 def ensure(
     config: circuits_config.Faithfulness, recompute: bool = ..., upstream: Any = ..., **loaded: Any
-) -> faithfulness.Result: ...
+) -> FaithfulnessResult: ...
 @overload
 def ensure(
     config: prompts_config.Accuracy, recompute: bool = ..., upstream: Any = ..., **loaded: Any

@@ -26,7 +26,8 @@ A step's module answers these names, all with the config whole (nothing unpacked
   wrote, each read and checked through :mod:`arithmech.core.results`. One way for every step: a module-level
   ``read(folder, config)`` (not a classmethod), so that :func:`~arithmech.pipeline.ensure.ensure` calls each module
   alike; its docstring names each field's file. A wing's Result lives in its ``result`` module (identify's and
-  stability's in :mod:`arithmech.identify.result`, analyze's ``AnalyzeResult`` in :mod:`arithmech.analyze.result`);
+  stability's in :mod:`arithmech.identify.result`, analyze's ``AnalyzeResult`` in :mod:`arithmech.analyze.result`,
+  beyond's and faithfulness's ``BeyondResult`` and ``FaithfulnessResult`` in :mod:`arithmech.circuits.result`);
   ``ensure`` is typed per config (overloads), so a consumer gets the step's ``Result`` type;
 * ``recorded(config)`` — what ``run.json`` records of a run made with ``config`` (default: the config's
   :meth:`~arithmech.pipeline.config_base.ModelStep.recorded`: its reuse key, ``model_name`` recorded as ``model``); a
@@ -82,9 +83,9 @@ STEPS: dict[str, Step] = {
     for s in (
         Step("identify", identify_config.Identify, "arithmech.identify.run", record="identify"),
         Step("analyze", analyze_config.Analyze, "arithmech.analyze.run", record="analyze"),
-        Step("beyond", circuits_config.Beyond, "arithmech.steps.beyond", record="beyond"),
+        Step("beyond", circuits_config.Beyond, "arithmech.circuits.beyond", record="beyond"),
         Step("stability", identify_config.Stability, "arithmech.steps.stability", record="stability"),
-        Step("faithfulness", circuits_config.Faithfulness, "arithmech.steps.faithfulness", record="faithfulness"),
+        Step("faithfulness", circuits_config.Faithfulness, "arithmech.circuits.faithfulness", record="faithfulness"),
         Step("accuracy-by-template", prompts_config.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
         Step("shots", prompts_config.Shots, "arithmech.steps.shots", record="shots"),
         Step(

@@ -125,8 +125,9 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
     with code 2 and one line on stderr, no traceback; all within seconds. Both outcomes occur."""
     import arithmech.core.models as M
     from arithmech.analyze import run as analyze
+    from arithmech.circuits import beyond
     from arithmech.identify import run as identify
-    from arithmech.steps import beyond, finetune
+    from arithmech.steps import finetune
 
     def reached(*_a, **_k):
         raise Reached

@@ -9,7 +9,7 @@ and their top numbers, Fig. 6 / 17) and :mod:`~arithmech.report.charts.accuracy_
 fine-tuning setting and per tuned heads, Fig. 8 / 10, Tables 1, 2 and 5); the other modules each draw one figure:
 :mod:`~arithmech.identify.charts` (Fig. 3 with its random band and floors),
 :mod:`~arithmech.identify.transfer_chart` (Fig. 4's top-5 tokens before and after the knockout),
-:mod:`~arithmech.report.charts.faithfulness_chart` (recovery curves against their random bands),
+:mod:`~arithmech.circuits.charts` (faithfulness: recovery curves against their random bands),
 :mod:`~arithmech.report.charts.attention_control` (each key head's role mass beside the non-key heads),
 :mod:`~arithmech.identify.stability_charts` (key-head stability over sample sizes and seeds) and
 :mod:`~arithmech.report.charts.pipeline` (Fig. 1, the paper's pipeline as the book's chapters). A builder takes

@@ -8,12 +8,11 @@ table display) and :mod:`~arithmech.report.views.findings` the introduction's fi
 (the paper's fine-tuning tables and ours in their shape), :mod:`~arithmech.report.views.table1` (what an arms run
 decided and cost), :mod:`~arithmech.report.views.curves` (Table 1 over whole learning-rate curves) and
 :mod:`~arithmech.report.views.tradeoff` (its trade-off and arms charts). Per chapter, ``<chapter>_page`` (one call
-per cell; the Identify chapter's knockout sections in :mod:`~arithmech.identify.knockout_page`, the
+per cell; the Identify chapter's knockout sections in :mod:`~arithmech.identify.knockout_page`; the Beyond chapter's
+page, tables and circuit graph in :mod:`arithmech.circuits`; the
 SmolLM2 appendix's ``Page`` joined from :mod:`~arithmech.report.views.real_llm_base`, ``real_llm_identify_page``,
 ``real_llm_analyze_page`` and ``real_llm_table1_page``), and for one chapter each:
-:mod:`~arithmech.report.views.fewshot` (the SmolLM2 appendix's zero- and few-shot runs side by side),
-:mod:`~arithmech.report.views.circuit` (the Beyond step's sender → receiver → logits graph and the chapter's rule on
-it), :mod:`~arithmech.report.views.beyond_views` (the Beyond chapter, one row or chart per model) and
+:mod:`~arithmech.report.views.fewshot` (the SmolLM2 appendix's zero- and few-shot runs side by side) and
 :mod:`~arithmech.report.views.explorer_views` (the static prompt explorer, all its data in one chart). The prompt
 explorer that runs a model: :mod:`~arithmech.report.views.widgets` (ipywidgets in Jupyter) and
 :mod:`~arithmech.report.views.live_explorer` with its JavaScript in ``live/`` (the embedded model in the browser).

@@ -1,4 +1,4 @@
-"""What later steps read of identify's files (``arithmech/identify/result.py``, issue #41 item 5): the prompts of
+"""What later steps read of identify's files (``arithmech/identify/result.py``): the prompts of
 the operations identify pooled (those that pass its control), where the heads they study were ranked."""
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from arithmech.analyze.config import Analyze
 from arithmech.circuits.config import Beyond
 from arithmech.data import pairs
 from arithmech.identify import result as IR
-from arithmech.steps import beyond as B
 
 
 def _sample(op: str, a: int) -> pairs.Sample:
@@ -15,9 +14,10 @@ def _sample(op: str, a: int) -> pairs.Sample:
 
 
 def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
-    """Protects item 5: with identify's control pooling addition and subtraction, analyze and beyond draw their
-    prompts from those two only (before: every operation, multiplication and division included, whose control had
-    failed); ``operations="all"`` keeps every operation; a key_heads.json without a control reads every one."""
+    """Protects the operations later steps read: with identify's control pooling addition and subtraction, analyze
+    and beyond draw their prompts from those two only (before: every operation, multiplication and division
+    included, whose control had failed); ``operations="all"`` keeps every operation; a key_heads.json without a
+    control reads every one."""
     mixed = [_sample(op, a) for op in ("addition", "subtraction", "multiplication", "division") for a in range(1, 9)]
     monkeypatch.setattr(pairs, "samples", lambda folder: list(mixed))
     monkeypatch.setattr(IR, "kept_prompts", lambda folder: list(mixed))
@@ -30,7 +30,7 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     assert len(pairs.reference_samples(tmp_path, 100, 0)) == 32                 # every operation, as before
     assert {s.op for s in pairs.reference_samples(tmp_path, 5, 0, pooled)} <= set(pooled)
     assert Beyond().operations == "pooled"
-    _, _, drawn = B.inputs(tmp_path, 100, 0, pooled)
+    _, _, drawn = IR.ranked_inputs(tmp_path, 100, 0, pooled)   # what beyond reads
     assert len(drawn) == 16 and {s.op for s in drawn} == set(pooled)
     control["control"]["failed"] = {"addition": "floor", "subtraction": "floor"}
     assert IR.operations(Analyze().operations, tmp_path) is None          # every pooled task fails: every operation, inconclusive

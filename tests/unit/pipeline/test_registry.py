@@ -1,4 +1,4 @@
-"""The step registry (``arithmech/pipeline/registry.py``, issue #42 item 1): one :class:`Step` per step, the command line
+"""The step registry (``arithmech/pipeline/registry.py``): one :class:`Step` per step, the command line
 generated from it, every module answering the registry's protocol."""
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ def test_every_module_answers_the_protocol():
 def test_ensure_makes_what_a_step_reads_first(tmp_path, monkeypatch):
     """Protects ``needs``: ensuring beyond in a folder without identify's files runs identify first (with the config
     given as ``upstream``), before beyond's own run."""
+    from arithmech.circuits import beyond
     from arithmech.identify import run as identify
     from arithmech.pipeline.ensure import ensure
-    from arithmech.steps import beyond
 
     calls = []
 

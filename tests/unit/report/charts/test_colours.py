@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/report/charts/colours.py``: one colour per meaning across the book (issue #27: red and green
+"""Unit tests of ``arithmech/report/charts/colours.py``: one colour per meaning across the book (red and green once
 meant operand A, full SFT, EAP and "key" on different pages).
 
 Every chart builder of ``arithmech/report`` is built on a small synthetic frame and its Vega-Lite spec is read:
@@ -164,7 +164,7 @@ def _jaccard():
 
 
 def _circuit():
-    from arithmech.report.views import circuit
+    from arithmech.circuits import graph as circuit
     eap = pd.DataFrame({"layer": [0, 0, 1, 1], "head": ["0", "mlp", "0", "mlp"], "exact": [-0.01, -0.2, -0.05, 0.0]})
     up = pd.DataFrame([{"receiver": "1.0", "position": "END", "path": p, "sender": s, "sender_layer": 0, "effect": -0.01,
                         "effect_se": 0.001, "n": 64} for s in ("0.0", "MLP 0") for p in ("q", "k", "v")])
@@ -174,7 +174,7 @@ def _circuit():
 def _beyond_run():
     eap = pd.DataFrame({"layer": [0, 1], "head": ["0", "mlp"], "exact": [-0.1, 0.0], "exact_se": [0.01, 0.01],
                         "eap": [-0.09, 0.01], "eap_ig": [-0.1, 0.0]})
-    from arithmech.steps import beyond
+    from arithmech.circuits import beyond
     return beyond.Result(config=beyond.Config(), model="m", summary={"n_samples": 8}, eap=eap, upstream=pd.DataFrame(),
                          n_layers=2)
 
@@ -220,6 +220,9 @@ def _curve_chart(monkeypatch):
 
 def _charts(monkeypatch):
     """``(name, chart, roles it may use, schemes it may use)`` for every chart builder of arithmech.report."""
+    from arithmech.circuits import charts as faithfulness_chart
+    from arithmech.circuits import graph as circuit
+    from arithmech.circuits import views as beyond_views
     from arithmech.identify import charts as knockout_chart
     from arithmech.identify import stability_charts as stability_views
     from arithmech.identify import transfer_chart
@@ -228,10 +231,9 @@ def _charts(monkeypatch):
         attention_chart,
         attention_control,
         effect_chart,
-        faithfulness_chart,
         mlp_chart,
     )
-    from arithmech.report.views import beyond_views, circuit, tradeoff
+    from arithmech.report.views import tradeoff
     nodes, edges = _circuit()
     acc = pd.DataFrame({"template": ["a", "b"], "figure": ["Fig. 8"] * 2, "op": ["+"] * 2, "family": ["x", "y"],
                         "accuracy": [0.5, 0.9]})
@@ -274,7 +276,7 @@ def _charts(monkeypatch):
 
 
 def _frontier():
-    """Runs and grid points of every arm the colour table names (issue #40's arms)."""
+    """Runs and grid points of every arm the colour table names (Table 1's arms)."""
     arms = ["full", "precise-key", "precise-share", "precise-random", "precise-random-any"]
     runs = pd.DataFrame([dict(arm=a, lr=1e-3, run=f"{a}-{i}", math=0.1 * i, general=-0.01 * i, collapsed=i == 2,
                               math_name="carry", general_name="cloze") for a in arms for i in range(3)])
@@ -300,7 +302,7 @@ def test_every_chart_draws_only_the_colours_of_its_roles(monkeypatch):
 def test_the_arms_and_the_selection_agree_on_key_and_random(monkeypatch):
     """Protects the two shared meanings where a reader meets them side by side: Fig. 3's effect-rank curve and the
     precise-key arm are the same red, its random band and the precise-random arm the same grey, and full SFT is
-    neither (it was the key red before issue #27)."""
+    neither (it was once the key red)."""
     from arithmech.identify import charts as knockout_chart
     from arithmech.report.views import tradeoff
     ko = json.dumps(knockout_chart.knockout_control_chart(_knockout()).to_dict())

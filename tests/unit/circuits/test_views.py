@@ -1,9 +1,9 @@
-"""Unit tests of ``arithmech/report/views/beyond_views.py``."""
+"""Unit tests of ``arithmech/circuits/views.py``."""
 from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.report.views import circuit as C
+from arithmech.circuits import graph as C
 
 
 def _frames(edge: float, se: float):
@@ -16,8 +16,8 @@ def _frames(edge: float, se: float):
 def test_chapter_tables_take_every_model_through_one_path():
     """Protects the Beyond page's two-model tables: three method rows per model, one verdict row per model equal
     to the rule's own verdict, and the finding line quoting that verdict."""
-    from arithmech.report.views import beyond_views as V
-    from arithmech.steps import beyond as B
+    from arithmech.circuits import beyond as B
+    from arithmech.circuits import views as V
     runs = []
     for name, edge in (("a", -0.01), ("b", -0.09)):
         eap, up = _frames(edge, 0.001)
@@ -37,7 +37,7 @@ def test_chapter_tables_take_every_model_through_one_path():
 
 
 def test_spearman_interval_resamples_prompts_and_matches_pandas():
-    """Protects the interval beside each rank correlation (issue #26: prompt noise must be in it): each
+    """Protects the interval beside each rank correlation (prompt noise must be in it): each
     resample's ρ is pandas' Spearman of the re-averaged effects; identical methods give [1, 1]; more prompt
     noise gives a wider interval; one cluster per prompt is the prompt bootstrap."""
     import torch

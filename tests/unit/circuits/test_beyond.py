@@ -1,11 +1,11 @@
-"""The beyond step's checks and its reuse of an earlier run (arithmech.steps.beyond)."""
+"""The beyond step's checks and its reuse of an earlier run (arithmech.circuits.beyond)."""
 
 from __future__ import annotations
 
 import pytest
 
+from arithmech.circuits import beyond as B
 from arithmech.pipeline.ensure import ensure
-from arithmech.steps import beyond as B
 
 
 def test_check_args_refuses_non_positive():
@@ -38,7 +38,7 @@ def test_ensure_reuses_a_run_made_with_the_same_parameters_and_recomputes_otherw
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, monkeypatch):
-    """Protects beyond's typed Result (issue #42): :func:`run` returns, read back from its files, the frames and the
+    """Protects beyond's typed Result: :func:`run` returns, read back from its files, the frames and the
     summary it computed (same values, same columns), the model and its layers, and the config; :func:`summary`
     prints it."""
     import pandas as pd
@@ -61,7 +61,7 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
 
 
 def test_a_record_made_before_the_spearman_intervals_is_refused_naming_the_re_run(tmp_path):
-    """Protects the end of the backward-compatibility branch (issue #42): a beyond record without the Spearman
+    """Protects the end of the backward-compatibility branch: a beyond record without the Spearman
     intervals (made before they were measured; the shipped SmolLM2 record and a fresh embedded one have them) is one
     error naming the re-run when read, not a table that says "not measured"."""
     import pandas as pd

@@ -16,19 +16,18 @@ from typing import Any
 
 from pandas.io.formats.style import Styler
 
+from arithmech.circuits import charts
+from arithmech.circuits import graph as C
+from arithmech.circuits import views as V
+from arithmech.circuits.result import BeyondResult, FaithfulnessResult
 from arithmech.claims.decide import claims, rules_markdown
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Beyond as BeyondChapter
-from arithmech.report.charts import faithfulness_chart as FC
-from arithmech.report.views import beyond_views as V
-from arithmech.report.views import circuit as C
 from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
-from arithmech.steps import beyond as B
-from arithmech.steps import faithfulness as faithfulness_step
 
 MISSES = {
     "eap": "EAP",
@@ -39,14 +38,14 @@ MISSES = {
 FAITHFUL = ["circuit-faithful"]
 
 
-def runs(P: BeyondChapter) -> list[B.Result]:
-    """The Beyond step's :class:`~arithmech.steps.beyond.Result` per model of ``P.models`` (``model``, ``summary``,
-    ``eap``, ``upstream``, ``n_layers``); a model without identify's files gets them first at ``P.identify_samples``
-    pairs and the book's scale."""
+def runs(P: BeyondChapter) -> list[BeyondResult]:
+    """The Beyond step's :class:`~arithmech.circuits.result.BeyondResult` per model of ``P.models`` (``model``,
+    ``summary``, ``eap``, ``upstream``, ``n_layers``); a model without identify's files gets them first at
+    ``P.identify_samples`` pairs and the book's scale."""
     return [ensure(P.to_beyond(m), P.recompute, upstream=P.to_identify(m)) for m in P.models]
 
 
-def header(runs: list[B.Result], P: BeyondChapter) -> str:
+def header(runs: list[BeyondResult], P: BeyondChapter) -> str:
     """One line per model: layers, samples and identify's key-head count."""
     return "\n".join(
         f"{r.model}: {r.n_layers} layers; {r.summary['n_samples']} samples; identify found "
@@ -55,8 +54,8 @@ def header(runs: list[B.Result], P: BeyondChapter) -> str:
     )
 
 
-def methods(runs: list[B.Result]) -> Styler:
-    """Exact vs EAP vs EAP-IG per model (:func:`arithmech.report.views.beyond_views.methods_table`), formatted."""
+def methods(runs: list[BeyondResult]) -> Styler:
+    """Exact vs EAP vs EAP-IG per model (:func:`arithmech.circuits.views.methods_table`), formatted."""
     return (
         V.methods_table(runs)
         .style.format({"seconds": "{:.2f}", "Spearman ρ (all)": "{:+.3f}", "ρ (heads)": "{:+.3f}"})
@@ -64,12 +63,12 @@ def methods(runs: list[B.Result]) -> Styler:
     )
 
 
-def scatters(runs: list[B.Result]) -> list:
+def scatters(runs: list[BeyondResult]) -> list:
     """Each model's exact effect against EAP's estimate, one chart per model."""
     return [V.scatter_chart(r) for r in runs]
 
 
-def misses(runs: list[B.Result]) -> Styler:
+def misses(runs: list[BeyondResult]) -> Styler:
     """What EAP misses per model, with the norms, the gates or both frozen, as signed percentages."""
     mt = V.misses_table(runs).rename(columns=MISSES)
     return mt.style.format({c: "{:+.2%}" for c in ["exact", "EAP", "miss", *list(MISSES.values())[1:]]}).hide(
@@ -77,7 +76,7 @@ def misses(runs: list[B.Result]) -> Styler:
     )
 
 
-def receivers(runs: list[B.Result]) -> str:
+def receivers(runs: list[BeyondResult]) -> str:
     """One line per model: the receivers (and how they were chosen) and the upstream patching time."""
     return "\n".join(
         f"{r.model}: receivers ({r.summary['receivers_from']}): {components(r.summary['receivers'])}; "
@@ -86,7 +85,7 @@ def receivers(runs: list[B.Result]) -> str:
     )
 
 
-def upstream(runs: list[B.Result]) -> Styler:
+def upstream(runs: list[BeyondResult]) -> Styler:
     """The strongest sender → receiver paths per model, effect ± its standard error."""
     return (
         V.upstream_table(runs)
@@ -96,7 +95,7 @@ def upstream(runs: list[B.Result]) -> Styler:
     )
 
 
-def circuits(runs: list[B.Result]) -> list:
+def circuits(runs: list[BeyondResult]) -> list:
     """Each model's sender → receiver → logits graph."""
     return [C.circuit_chart(*C.graph(r.eap, r.upstream, r.n_layers), r.model) for r in runs]
 
@@ -106,24 +105,27 @@ def faithful_rule() -> Any:
     return markdown(rules_markdown(FAITHFUL))
 
 
-def faithfulness(P: BeyondChapter) -> list[faithfulness_step.Result]:
-    """The faithfulness step's :class:`~arithmech.steps.faithfulness.Result` per model (``model``, ``frame``)."""
+def faithfulness(P: BeyondChapter) -> list[FaithfulnessResult]:
+    """The faithfulness step's :class:`~arithmech.circuits.result.FaithfulnessResult` per model (``model``,
+    ``frame``)."""
     return [ensure(P.to_faithfulness(m), P.recompute) for m in P.models]
 
 
-def faith_charts(faith: list[faithfulness_step.Result]) -> list:
+def faith_charts(faith: list[FaithfulnessResult]) -> list:
     """Each model's faithfulness chart."""
-    return [FC.faithfulness_chart(f.frame, f.model) for f in faith]
+    return [charts.faithfulness_chart(f.frame, f.model) for f in faith]
 
 
-def faith_tables(faith: list[faithfulness_step.Result]) -> list:
+def faith_tables(faith: list[FaithfulnessResult]) -> list:
     """Per model: its name in bold, then its faithfulness table."""
     return [
-        x for f in faith for x in (markdown(f"**{f.model}**"), FC.faithfulness_table(f.frame).style.hide(axis="index"))
+        x
+        for f in faith
+        for x in (markdown(f"**{f.model}**"), charts.faithfulness_table(f.frame).style.hide(axis="index"))
     ]
 
 
-def faith_claims(faith: list[faithfulness_step.Result], P: BeyondChapter) -> Any:
+def faith_claims(faith: list[FaithfulnessResult], P: BeyondChapter) -> Any:
     """The ``circuit-faithful`` verdict of each model, one bullet each."""
     return markdown(
         "\n".join(
@@ -134,8 +136,8 @@ def faith_claims(faith: list[faithfulness_step.Result], P: BeyondChapter) -> Any
     )
 
 
-def verdicts(runs: list[B.Result]) -> Styler:
-    """The chapter's rule per model (:func:`arithmech.report.views.beyond_views.verdict_table`), formatted."""
+def verdicts(runs: list[BeyondResult]) -> Styler:
+    """The chapter's rule per model (:func:`arithmech.circuits.views.verdict_table`), formatted."""
     return (
         V.verdict_table(runs)
         .style.format({"D (weakest receiver, direct)": "{:.3%}", "E (strongest upstream path)": "{:.3%}"}, na_rep="—")
@@ -143,6 +145,6 @@ def verdicts(runs: list[B.Result]) -> Styler:
     )
 
 
-def end(runs: list[B.Result], P: BeyondChapter) -> None:
+def end(runs: list[BeyondResult], P: BeyondChapter) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`)."""
     chapter_end(V.finding_lines(runs), ", ".join(P.models), P)

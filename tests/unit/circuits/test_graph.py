@@ -1,10 +1,10 @@
-"""Unit tests of ``arithmech/report/views/circuit.py``."""
+"""Unit tests of ``arithmech/circuits/graph.py``."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from arithmech.report.views import circuit as C
+from arithmech.circuits import graph as C
 
 
 def _frames(edge: float, se: float):
@@ -34,7 +34,7 @@ def test_graph_sums_the_drawn_paths():
 
 
 def test_chart_and_verdict_name_components_as_the_book_does():
-    """Protects the one notation for components (issue #27: bare "0.0" read like a number): the graph keeps the
+    """Protects the one notation for components (a bare "0.0" reads like a number): the graph keeps the
     files' ids, while the drawn node labels, the edge tooltips and the verdict's strongest path say
     "head 1.0", "MLP 0" and "logits"."""
     eap, up = _frames(-0.02, 0.001)
@@ -49,7 +49,7 @@ def test_chart_and_verdict_name_components_as_the_book_does():
 
 
 def test_verdict_and_graph_take_every_position():
-    """Protects issue #26's every-position rule: a key path at the operator position larger than every END path
+    """Protects the every-position rule: a key path at the operator position larger than every END path
     decides E (and the verdict) and is named with its position; NaN rows (a role without a token) are left out;
     the graph's k is the sum of the k paths over positions."""
     eap, up = _frames(-0.01, 0.001)

@@ -19,25 +19,22 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
 from arithmech.circuits.config import Beyond as Config
+from arithmech.circuits.result import BeyondResult as Result  # Result, read: the step protocol
+from arithmech.circuits.result import read_beyond as read
 from arithmech.core import admission, provenance, results
-from arithmech.core.inputs import quoted
 from arithmech.core.models import geometry, load_model
 from arithmech.core.progress import Progress, announce
-from arithmech.core.safe_read import ResultsError
-from arithmech.data import pairs
 from arithmech.data import pairs as pairs_module
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
 from arithmech.identify.config import Identify as IdentifyConfig
-from arithmech.identify.result import operations
+from arithmech.identify.result import bootstrap_unit, operations, ranked_inputs
 from arithmech.methods import attribution, upstream
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, split_cache
@@ -51,16 +48,6 @@ def check_args(receivers: int, ig_steps: int, n_samples: int, n_misses: int = 5)
             raise ValueError(f"{name}={v!r}: need a positive integer")
     if not isinstance(n_misses, int) or n_misses < 0:
         raise ValueError(f"n_misses={n_misses!r}: need a non-negative integer")
-
-
-def inputs(
-    folder: Path, n_samples: int, seed: int, ops: list[str] | None = None
-) -> tuple[pd.DataFrame, dict, list[pairs_module.Sample]]:
-    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts of the
-    operations ``ops`` (every one when None), read and checked through the results contract."""
-    effects = results.read(folder, "effects.csv")
-    kh = results.read(folder, "key_heads.json")
-    return effects, kh, pairs.reference_samples(folder, n_samples, seed, ops)
 
 
 def beyond(
@@ -134,11 +121,6 @@ def beyond(
     return {"eap": eap, "upstream": upf, "misses": misses, "summary": summary, "receivers": recs}
 
 
-def identify_bootstrap(folder: Path) -> str:
-    """What identify's effect intervals resampled (``run.json``; a record without it resampled prompts)."""
-    return results.read_run(folder)["steps"]["identify"]["parameters"].get("bootstrap", "prompt")
-
-
 def run(config: Config) -> Result:
     """The step end to end: reads identify's files, loads the model, computes, writes ``eap.csv`` and
     ``upstream.csv`` through :func:`arithmech.core.results.write_step`. Returns the :class:`Result` read back from
@@ -147,7 +129,7 @@ def run(config: Config) -> Result:
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "beyond", c.overwrite)
     ops = operations(c.operations, folder)
-    effects, kh, samples = inputs(folder, c.n_samples, c.seed, ops)
+    effects, kh, samples = ranked_inputs(folder, c.n_samples, c.seed, ops)
     est = admission.check(c)  # refused here when it cannot fit, before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
@@ -156,7 +138,7 @@ def run(config: Config) -> Result:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = beyond(model, tok, samples, effects, kh, c, identify_bootstrap(folder))
+            out = beyond(model, tok, samples, effects, kh, c, bootstrap_unit(folder))
         bar.advance()
     record = {
         "parameters": dict(
@@ -190,51 +172,6 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     which ship with the repository, are there first."""
     return "key_heads.json", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
-    )
-
-
-@dataclass(frozen=True)
-class Result:
-    """Beyond's files as a run made with ``config`` wrote them (:func:`read`; what
-    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Beyond` config), each read and checked:
-
-    * ``model`` — the model the run recorded (the ``beyond`` record of ``run.json``, ``parameters.model``);
-    * ``summary`` — that record's ``summary``: agreement of EAP and EAP-IG with exact patching, the receivers, the
-      methods' seconds, the samples;
-    * ``eap`` — ``eap.csv``: exact, EAP and EAP-IG of every head and MLP;
-    * ``upstream`` — ``upstream.csv``: every earlier sender's effect through the receivers;
-    * ``n_layers`` — the model's layers (``eap.csv``'s largest layer + 1);
-    * ``config`` — the config the files were made with (or reused for)."""
-
-    config: Config
-    model: str
-    summary: dict
-    eap: pd.DataFrame
-    upstream: pd.DataFrame
-    n_layers: int
-
-
-def read(folder: str | Path, config: Config) -> Result:
-    """The step's files in ``folder`` (checked) and its ``run.json`` record's summary, as the :class:`Result` of a
-    run made with ``config``."""
-    eap = results.read(folder, "eap.csv")
-    rec = results.read_run(folder)["steps"].get("beyond")
-    if rec is None:
-        raise FileNotFoundError(
-            f"{quoted(folder)} has no beyond step in run.json: run `python -m arithmech beyond` first"
-        )
-    if old := [m for m in ("eap", "eap_ig") if "spearman_all_lo" not in rec["summary"].get(m, {})]:
-        raise ResultsError(
-            f"{quoted(Path(folder) / results.RUN)}'s beyond record has no Spearman interval of {', '.join(old)} "
-            "(made before it was measured): re-run python -m arithmech beyond --overwrite"
-        )
-    return Result(
-        config=config,
-        model=rec["parameters"]["model"],
-        summary=rec["summary"],
-        eap=eap,
-        upstream=results.read(folder, "upstream.csv"),
-        n_layers=int(eap["layer"].max()) + 1,
     )
 
 

@@ -23,21 +23,19 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import torch
 
 from arithmech.circuits.config import Faithfulness as Config
+from arithmech.circuits.result import FaithfulnessResult as Result  # Result, read: the step protocol
+from arithmech.circuits.result import read_faithfulness as read
 from arithmech.core import admission, provenance, results
-from arithmech.core.inputs import quoted
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
-from arithmech.core.safe_read import ResultsError
 from arithmech.data import pairs
-from arithmech.data.draw import Draw
 from arithmech.identify.config import Identify as IdentifyConfig
+from arithmech.identify.result import recorded_setting
 from arithmech.methods import faithfulness as F
 from arithmech.methods import faithfulness_rule as R
 from arithmech.methods import faithfulness_sites as sites
@@ -51,28 +49,6 @@ from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 
 TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.analyze, circuit-faithful)
-
-
-def identify_setting(folder) -> dict:
-    """What the step takes from identify's record: its parameters, the pooled tasks and the ranked task."""
-    rec = results.read_run(folder)["steps"].get("identify")
-    kh = results.read(folder, "key_heads.json")
-    p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
-    need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
-    if missing := [k for k in need if k not in p]:
-        raise ResultsError(
-            f"{quoted(Path(folder) / results.RUN)} records no identify run with {', '.join(missing)} "
-            "(edited, or written by an older arithmech): re-run python -m arithmech identify"
-        )
-    if not isinstance(kh.get("task"), str):
-        raise ResultsError(
-            f"{quoted(Path(folder) / 'key_heads.json')} names no ranked task: re-run python -m arithmech identify"
-        )
-    p["draw"] = Draw.from_record(p)  # identify's draw: answer token, shots, example sets
-    p["example_sets"] = p["draw"].example_sets
-    p["pooled"] = (kh.get("control") or {}).get("pooled") or p["tasks"]
-    p["ranked_task"] = kh["task"]
-    return p
 
 
 def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranked: list):
@@ -99,7 +75,7 @@ def run(config: Config) -> Result:
     results.check_writable(folder, "faithfulness", c.overwrite)
     effects = results.read(folder, "effects.csv")
     ranked = pairs.samples(folder)  # identify's X_r: their problems never evaluate
-    p = identify_setting(folder)
+    p = recorded_setting(folder)
     n_comp = int((effects.task == p["ranked_task"]).sum())
     if c.n_max > n_comp // 2:  # before the model loads
         raise ValueError(
@@ -134,7 +110,7 @@ def run(config: Config) -> Result:
                     model, tok, samples, means, reading, key, p["ranked_task"], settings
                 )
                 frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
-                cp = info["cross_position"]  # the two noising denominators on the same prompts (issue #41, A6)
+                cp = info["cross_position"]  # the two noising denominators on the same prompts
                 cp["full_effect_vs_end"] = (cp["ld_x_r"] - cp["ld_all_ablated_mean"]) / (
                     info["ld_x_r"] - info["ld_all_ablated_mean"]
                 )
@@ -193,37 +169,6 @@ def needs(config: Config) -> tuple[str, IdentifyConfig]:
     return "effects.csv", IdentifyConfig(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
     )
-
-
-@dataclass(frozen=True)
-class Result:
-    """The faithfulness step's file as a run made with ``config`` wrote it (:func:`read`; what
-    :func:`arithmech.pipeline.ensure.ensure` returns for a :class:`Faithfulness` config). A file without every column
-    of :data:`arithmech.methods.faithfulness.COLUMNS` (written by an earlier rule version) is refused, naming the
-    re-run (never an unasked SmolLM2 recompute inside a book build).
-
-    * ``model`` — the model the run recorded (the ``faithfulness`` record of ``run.json``, ``parameters.model``);
-    * ``frame`` — ``faithfulness.csv`` (checked): each circuit's recovery, top-n and random;
-    * ``record`` — the step's ``run.json`` record (parameters, the rule's outcome, the resample tiers, seconds);
-    * ``config`` — the config the file was made with (or reused for)."""
-
-    config: Config
-    model: str
-    frame: pd.DataFrame
-    record: dict
-
-
-def read(folder, config: Config) -> Result:
-    """``faithfulness.csv`` of ``folder`` (checked) and its ``run.json`` record, as the :class:`Result` of a run made
-    with ``config``."""
-    rec = results.read_run(folder)["steps"]["faithfulness"]
-    frame = results.read(folder, "faithfulness.csv")
-    if old := [c for c in F.COLUMNS if c not in frame]:
-        raise ResultsError(
-            f"{quoted(Path(folder) / 'faithfulness.csv')} lacks {', '.join(old)} (written by an earlier rule "
-            "version): re-run python -m arithmech faithfulness --overwrite"
-        )
-    return Result(config=config, model=rec["parameters"]["model"], frame=frame, record=rec)
 
 
 def summary(result: Result) -> str:

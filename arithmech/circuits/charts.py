@@ -1,4 +1,4 @@
-"""The faithfulness curves against their random bands (issues #26, #41), from ``faithfulness.csv`` alone.
+"""The faithfulness curves against their random bands, from ``faithfulness.csv`` alone.
 
 One panel per (method, ablation) — noising with mean ablation, noising with resample ablation, denoising —, the
 y axis the measure the claim reads: the bounded **recovery** (each prompt's share of its own effect clipped to

@@ -1,7 +1,7 @@
 """The Beyond chapter's tables and charts, one row (or one chart) per model, from
 :func:`arithmech.pipeline.ensure.ensure`.
 
-Each function takes ``runs``: a list of ``ensure`` results (:class:`arithmech.steps.beyond.Result`: ``model``,
+Each function takes ``runs``: a list of ``ensure`` results (:class:`arithmech.circuits.result.BeyondResult`: ``model``,
 ``summary``, ``eap``, ``upstream``, ``n_layers``), so the page shows every model with one code path::
 
     >>> runs = [ensure(Beyond(model_name=m, **params)) for m in ("embedded", "smollm2-135m")]
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 import altair as alt
 import pandas as pd
 
+from arithmech.circuits import graph as circuit
 from arithmech.core.names import component, component_label
 from arithmech.report.charts import colours
-from arithmech.report.views import circuit
 
 if TYPE_CHECKING:  # the type only: these views take the runs, made elsewhere
-    from arithmech.steps.beyond import Result
+    from arithmech.circuits.result import BeyondResult as Result
 
 METHODS = (("eap", "EAP"), ("eap_ig", "EAP-IG"))
 KEY = "heads with mean effect below −5%"
@@ -146,7 +146,7 @@ def upstream_table(runs: list[Result], top: int = 8) -> pd.DataFrame:
 
 
 def verdict_table(runs: list[Result]) -> pd.DataFrame:
-    """The chapter's rule (:func:`arithmech.report.views.circuit.verdict`) per model: ``D``, ``E`` with its 95%
+    """The chapter's rule (:func:`arithmech.circuits.graph.verdict`) per model: ``D``, ``E`` with its 95%
     interval, where the receivers come from, and the verdict."""
     rows = []
     for r in runs:

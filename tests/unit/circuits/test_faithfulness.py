@@ -1,14 +1,14 @@
-"""Unit tests of ``arithmech/steps/faithfulness.py``: its typed Result, read back from the files a run writes."""
+"""Unit tests of ``arithmech/circuits/faithfulness.py``: its typed Result, read back from the files a run writes."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
+from arithmech.circuits import faithfulness as F
 from arithmech.circuits.config import Faithfulness
 from arithmech.core import results as R
 from arithmech.core.safe_read import ResultsError
 from arithmech.methods.faithfulness import COLUMNS
-from arithmech.steps import faithfulness as F
 
 
 def _old_frame() -> pd.DataFrame:
@@ -21,7 +21,7 @@ def _old_frame() -> pd.DataFrame:
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path):
-    """Protects the step's typed Result (issue #42): ``faithfulness.csv`` and the step's ``run.json`` record, written
+    """Protects the step's typed Result: ``faithfulness.csv`` and the step's ``run.json`` record, written
     through the results contract as :func:`run` writes them, are read back unchanged, with the model the record
     names and the config the Result is read for; the command line's summary is made from it."""
     old = _old_frame()
@@ -43,7 +43,7 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path):
 
 
 def test_a_file_written_before_the_current_columns_is_refused_naming_the_re_run(tmp_path):
-    """Protects the end of the backward-compatibility branches (issue #42): a faithfulness.csv without the columns the
+    """Protects the end of the backward-compatibility branches: a faithfulness.csv without the columns the
     current rule writes (recovery, its unclipped mean, the level, the positions: made by an earlier rule version; the
     shipped SmolLM2 files and a fresh embedded one have them all) is one error naming the re-run when the step reads
     it, not a chart that falls back to the share and a 95% level."""
