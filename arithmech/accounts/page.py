@@ -201,7 +201,7 @@ def findings_box(root: Path, name: str, label: str, evidence: bool = True) -> li
         f":::{{admonition}} {label}: what the MLPs compute, three accounts scored (not the paper's claims)",
         ":class: note",
         "",
-        "Each account's signatures, decided by its rules written before the runs ([Three accounts](accounts.md)); "
+        "Each account's signatures, decided by its rules written before the runs ([Three accounts](accounts.ipynb)); "
         "an account passes when every deciding signature passes; the accounts are not exclusive."
         + ("" if evidence else " On this model they check the machinery, not the accounts.")
         + stale,
