@@ -73,7 +73,11 @@ def _knockout_style(table: pd.DataFrame) -> Styler:
     t = table.rename(columns=KNOCKOUT).drop(columns=["accuracy_random_out_std"])
     for name, (lo, hi) in RANGES.items():
         t.insert(t.columns.get_loc(lo), name, [_span(a, b) for a, b in zip(t.pop(lo), t.pop(hi))])
-    rates = [c for c in KNOCKOUT_RATES if c in t.columns]
+    mean, draws = "k random non-key heads (mean)", "orders"  # the draws beside their mean: one column fewer
+    t[mean] = [
+        "not run" if pd.isna(m) else f"{m:.1%} ({int(n)} draws)" for m, n in zip(t[mean], t.pop(draws).fillna(0))
+    ]
+    rates = [c for c in KNOCKOUT_RATES if c in t.columns and c != mean]
     return t.style.format({c: "{:.1%}" for c in rates}, na_rep="not run").hide(axis="index")
 
 

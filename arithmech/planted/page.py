@@ -15,6 +15,7 @@ import json
 
 import pandas as pd
 
+from arithmech.core.names import component, components
 from arithmech.embedded import planted as P
 from arithmech.planted import rules as R
 from arithmech.planted import run as step
@@ -120,7 +121,7 @@ def per_task(r: step.Result) -> pd.DataFrame:
             {
                 "operation": t,
                 "pooled": t in i["tasks_pooled"],
-                "heads found": ", ".join(f"{l}.{h}" for l, h in m["found"]) or "none",
+                "heads found": components(m["found"]),
                 "recall [95% CI]": _interval(m["recall"]["value"], m["recall"]["lo"], m["recall"]["hi"]),
                 "precision [95% CI]": _interval(m["precision"]["value"], m["precision"]["lo"], m["precision"]["hi"]),
                 "prompts": m["n"],
@@ -144,7 +145,12 @@ def truth() -> pd.DataFrame:
         for h in range(cfg["n_heads"]):
             role = P.role(l, h)
             rows.append(
-                {"head": f"{l}.{h}", "role": role, "should be found": role == "mover", "by construction": what[role]}
+                {
+                    "head": component(l, h),
+                    "role": role,
+                    "should be found": role == "mover",
+                    "by construction": what[role],
+                }
             )
     return pd.DataFrame(rows)
 
@@ -156,7 +162,7 @@ def table(r: step.Result) -> pd.DataFrame:
         rows.append(
             {
                 "method": NAMES[m.method],
-                "heads found": m.found or "none",
+                "heads found": components(m.found.split(", ")) if m.found else "none",
                 "recall [95% CI]": _interval(m.recall, m.recall_lo, m.recall_hi),
                 "precision [95% CI]": _interval(m.precision, m.precision_lo, m.precision_hi),
                 "prompts": int(m.n),
@@ -174,7 +180,9 @@ def knockout(r: step.Result) -> pd.DataFrame:
         out.append(
             {
                 "condition": k.condition,
-                "heads ablated": k.ablated or "-",
+                "heads ablated": components(k.ablated.split(", "))
+                if k.ablated and k.ablated[0].isdigit()
+                else k.ablated or "-",
                 "accuracy [95% CI]": _pct(k.accuracy, k.lo, k.hi),
                 "drop [95% CI]": "-" if pd.isna(k.drop) else _pct(k.drop, k.drop_lo, k.drop_hi),
                 "n": int(k.n),
@@ -197,7 +205,7 @@ def _movers(r: step.Result, method: str) -> str:
     """Each mover's statistic under ``method``'s rule, ``"2.0 -0.239 [-0.334, -0.157], ..."`` (from ``heads.csv``)."""
     st = r.heads[(r.heads["method"] == method) & (r.heads["role"] == "mover")]
     cols = st[["layer", "head", "statistic", "lo", "hi"]].itertuples(index=False)
-    return ", ".join(f"{l}.{h} {x:+.3f} [{lo:+.3f}, {hi:+.3f}]" for l, h, x, lo, hi in cols)
+    return ", ".join(f"{component(l, h)} {x:+.3f} [{lo:+.3f}, {hi:+.3f}]" for l, h, x, lo, hi in cols)
 
 
 def failures(r: step.Result) -> list[str]:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from arithmech.accounts import page as accounts_page
 from arithmech.core import results as R
 from arithmech.report.build import execute, generate
 from arithmech.report.charts import pipeline
-from arithmech.report.views import findings
+from arithmech.report.views import findings, pages
 from arithmech.report.views.scope import scope_box
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,13 +42,20 @@ def _model(nb: dict) -> str | None:
     return model
 
 
-def _finding_lines(nb: dict) -> list[re.Match]:
+def _finding_lines(nb: dict) -> list[tuple[str | None, re.Match]]:
+    """``(model, line)`` of a chapter's findings box: lines under the real model's header (``**SmolLM2-135M**``,
+    :func:`arithmech.report.views.pages.findings_markdown`) are that model's, the others (``None``) the page's."""
     out = []
     for c in nb["cells"]:
         for o in c.get("outputs", []):
             md = o.get("data", {}).get("application/papermill.record/text/markdown")
             if md and o.get("metadata", {}).get("scrapbook", {}).get("name") == "findings":
-                out += [m for m in map(LINE.match, "".join(md).splitlines()) if m]
+                section = None
+                for line in "".join(md).splitlines():
+                    if line.startswith("**"):
+                        section = pages.REAL[0] if line.startswith(f"**{pages.REAL[1]}**") else None
+                    m = LINE.match(line)
+                    out += [(section, m)] if m else []
     return out
 
 
@@ -105,12 +113,14 @@ def test_chapter_findings_match_the_intro_claims_table(built_book):
     assert tables, "the introduction has no generated claims table: build the book (make book)"
     for p in sorted((root / execute.EXECUTED).glob("*.ipynb")):
         nb = json.loads(p.read_text())
-        model = R.folder_name(_model(nb) or "embedded")
-        for m in _finding_lines(nb):
+        page_model = R.folder_name(_model(nb) or "embedded")
+        for section, m in _finding_lines(nb):
+            model = section or page_model
             assert model in tables, f"{p.name} shows claims of {model}, which the introduction has no table for"
             assert m["claim"] in tables[model], f"{p.name}: {m['claim']!r} is not a row of the claims table"
             assert (m["here"], m["verdict"]) == tables[model][m["claim"]], f"{p.name}: {m['claim']}"
             checked += 1
+        model = page_model
         for claim, here, verdict in _answer_rows(nb):          # the table a first box shows (SmolLM2)
             assert model in tables and claim in tables[model], f"{p.name}'s first box: {claim!r} is not a claims row"
             assert (here, verdict) == tables[model][claim], f"{p.name}'s first box: {claim}"
@@ -133,6 +143,7 @@ def test_intro_boxes_match_the_results_when_present(built_book):
                 f"the introduction's {part} for {model[0]} is stale"
     if len(present) == len(MODELS):
         sentences = [findings.results_box(root, [m], part="sentence").strip() for m in MODELS]
-        boxes = [findings.results_box(root, [m], part="box").strip() for m in MODELS]
+        boxes = [x for m in MODELS for x in [findings.results_box(root, [m], part="box").strip(),
+                 "\n".join(accounts_page.findings_box(root, *m, m[0] not in generate.NO_EVIDENCE)).strip()] if x]
         scope = [x for x in [scope_box(root)] if x]                         # the scope box leads (issue #41)
         assert block == "\n\n".join([*scope, *sentences, pipeline.pipeline_markdown(root / "book"), *boxes])

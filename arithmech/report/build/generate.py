@@ -107,7 +107,8 @@ def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
                 f"read as one run: {e}\n:::"
             )
         boxes += [box] if box else []
-        boxes += [x for x in ["\n".join(accounts_page.findings_box(root, name, label, name not in NO_EVIDENCE))] if x]
+        accounts = "\n".join(accounts_page.findings_box(root, name, label, name not in NO_EVIDENCE)).strip()
+        boxes += [accounts] if accounts else []
     try:
         rules = findings.rules_page(root, MODELS)
     except ValueError as e:
