@@ -21,7 +21,7 @@ book says so, computed from the changelog).
 
 Adding or changing a claim: write its :class:`~arithmech.claims.rule.Rule` beside its decider (identify's in
 :mod:`~arithmech.claims.rules`, analyze's and faithfulness's in :mod:`~arithmech.claims.analyze`, Table 1's in
-:mod:`~arithmech.claims.finetune_rules`, the controls in :mod:`~arithmech.claims.controls`), list it in
+:mod:`~arithmech.table1.claims`, the controls in :mod:`~arithmech.claims.controls`), list it in
 :data:`RULES`, then log it in ``changelog.toml`` and bump its ``version``.
 """
 
@@ -35,10 +35,10 @@ import pandas as pd
 from arithmech.claims.analyze import ANALYZE, CIRCUIT_FAITHFUL
 from arithmech.claims.controls import CONTROLS
 from arithmech.claims.evidence import Context, Missing
-from arithmech.claims.finetune_rules import FINETUNE
 from arithmech.claims.rule import Rule
 from arithmech.claims.rules import IDENTIFY, STABILITY
 from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.table1.claims import FINETUNE
 
 RULES: tuple[Rule, ...] = (*IDENTIFY, *ANALYZE, *FINETUNE, *STABILITY, *CONTROLS, CIRCUIT_FAITHFUL)
 BY_ID = {r.id: r for r in RULES}

@@ -16,6 +16,7 @@ from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.data import pairs
 from arithmech.steps.control import recomputed
+from arithmech.table1.result import Table1Result
 
 Z95 = 1.959964  # the 95% two-sided normal quantile (wilson_interval's default)
 
@@ -46,6 +47,13 @@ class Context:
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
+
+    def table1(self) -> Table1Result:
+        """The folder's arms run (:class:`~arithmech.table1.result.Table1Result`, read once); :class:`Missing`
+        where none was made."""
+        if not Table1Result.ran(self.folder):
+            raise Missing("no arms run (python -m arithmech table1)")
+        return self.memo("table1", lambda: Table1Result.load(self.folder))
 
     def samples(self) -> list:
         """``prompts.jsonl`` as samples; [] where it is absent or its rows are not prompts (an old or a

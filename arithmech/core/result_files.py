@@ -143,12 +143,12 @@ FILES: dict[str, FileSpec] = {
         ("prompts.jsonl", "effects.csv", "key_heads.json"),
         version=2,
     ),
-    # the Table 1 runner's plan and choices (arithmech.steps.table1): suite, tuned/random heads, each
+    # the Table 1 runner's plan and choices (arithmech.table1.run): suite, tuned/random heads, each
     # arm's learning-rate grid (every value tried, validation scores, the choice, interior or not), runs
     "finetune/table1.json": FileSpec(
         "table1", "json", ("suite", "heads", "arms", "runs"), ("key_heads.json", "effects.csv")
     ),
-    # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.steps.table1)
+    # full SFT's validation learning curve and its knee, the arms' step budget (arithmech.table1.run)
     "finetune/curve.json": FileSpec("curve", "json", ("points", "knee", "rule")),
     # the share of the counterfactual's LD effect a circuit recovers: top-n by effect rank and random circuits,
     # noising (mean / resample ablation of the rest), converse, denoising; cluster-bootstrap intervals

@@ -1,7 +1,7 @@
 """Scoring a causal LM on prompts: greedy decoding, answer-letter logits, answer extraction.
 
 Every evaluation of the project goes through these functions (the toy benchmarks of the embedded
-model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.steps.table1`).
+model, the six benchmarks of Table 1, the CPU Table 1 of :mod:`arithmech.table1.run`).
 
 **Batching: left padding, attention mask, position ids from the mask.** Prompts are sorted by token
 length (equal lengths share a batch and then need no padding at all) and cut into batches of

@@ -95,7 +95,7 @@ STEPS: dict[str, Step] = {
             record="counterfactuals",
         ),
         Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
-        Step("table1", config_training.Table1, "arithmech.steps.table1", record="table1", takes_command=True),
+        Step("table1", config_training.Table1, "arithmech.table1.run", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
         Step("accounts", accounts_config.Accounts, "arithmech.accounts.run"),
         Step("planted-score", planted_config.PlantedScore, "arithmech.planted.run"),

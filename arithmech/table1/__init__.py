@@ -1,6 +1,6 @@
 """Table 1's confirmation: a few contrasts written into a protocol before fresh seeds decide them.
 
-The 149-run grid of :mod:`arithmech.steps.table1` is the *exploration*. What it suggested is confirmed here, in
+The 149-run grid of :mod:`arithmech.table1.run` is the *exploration*. What it suggested is confirmed here, in
 three parts that read one sitting each:
 
 * :mod:`arithmech.table1.protocol` — the protocol: which arms, at which rates (chosen by a stated rule on the

@@ -36,10 +36,10 @@ from arithmech.evals.scoring import greedy_exact
 from arithmech.evals.suites import cpu_sizes, get_suite
 from arithmech.steps.config_training import Confirm as Config
 from arithmech.steps.finetune_heads import model_geometry
-from arithmech.steps.table1_train import train_arm
 from arithmech.table1 import protocol as protocols
 from arithmech.table1.exploration import pilot_rate
 from arithmech.table1.protocol import ITEMS, PILOT, PILOT_SEED, record_path
+from arithmech.table1.train import train_arm
 
 
 def heads_of(protocol: dict, arm: dict, i: int) -> list[list[int]] | None:

@@ -1,16 +1,173 @@
-"""The random heads of the confirmation's controls, drawn when the protocol is written and kept in it.
+"""Which heads each precise arm of Table 1 tunes (issue #40): the paper's ranking, the share rule, and two
+random controls that share **no tuned parameter** with either.
+
+* ``precise-key`` — the top ``k`` of the paper's ranking (``key_heads.json``'s heads, filled up by effect
+  rank where fewer pass its threshold);
+* ``precise-share`` — the heads the share rule names (``key_heads.json``'s ``by_share``: the heads that carry
+  the answer-specific part of the effect), filled up to ``k`` by share rank (most negative share first) where
+  fewer pass; the plan says how many passed;
+* ``precise-random`` — ``k`` random heads matched to the key arm's layers (per key head, a free head of its
+  layer, else of the nearest layer with one, lower first);
+* ``precise-random-any`` — ``k`` random heads drawn from every layer.
+
+**Grouped-query attention.** Precise SFT trains a query head's W_Q rows and W_O columns, and the K/V slices
+of the key/value group it reads (:class:`arithmech.finetune.adapter.HeadSpec`'s ``kv_policy="any"``). Two
+arms whose heads read one group therefore tune the same K/V slices. A random head is *free* only when its
+group is read by no head of the key or share arm (:func:`free_heads`), so the random arms' tuned parameters
+are disjoint from both (the earlier control shared 20–29 % of them: issue #40). Where a layer has no free
+group the layer-matched draw moves to the nearest layer that has one (the plan records each draw's layers).
+
+Each draw is seeded by its own index (``random-heads:<arm>:<draw>``), never by a training seed: draws and
+training seeds vary independently.
+
+:func:`plan_heads` writes every arm's heads into the runner's plan (:mod:`arithmech.table1.run`);
+:func:`key_and_ranked` reads identify's key heads and ranking from the results folder.
+
+The confirmation's controls are drawn when its protocol is written and kept in it
+(:mod:`arithmech.table1.protocol`), each seeded by its own index, never by a training seed:
 
 * :func:`random_any_matched` — heads of any layer that tune *exactly* as many parameters as the key heads under
   grouped-query attention (as many key/value groups as theirs, none of theirs, so no tuned parameter is shared);
 * :func:`random_layer` — for each key head a non-key head of the same layer, for the Q/O-only arms (with K/V frozen
   no parameter is shared, so every layer can be matched, layer 20 of SmolLM2 included).
-
-Each draw is seeded by its own index, never by a training seed.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from pathlib import Path
+
+from arithmech.core import results as results_io
+from arithmech.core.geometry import Geometry
+from arithmech.core.inputs import quoted
+from arithmech.steps.finetune_heads import model_geometry, ranked_components
+from arithmech.table1.grid import RANDOM
+
+Head = tuple[int, int]
+
+
+def share_ranking(folder: str | Path, task: str) -> list[Head]:
+    """Every head of ``task`` in ``effects.csv``, most negative ``share`` first (ties: layer, head)."""
+    df = results_io.read(folder, "effects.csv")
+    if "share" not in df.columns:
+        raise ValueError(
+            f"{quoted(Path(folder) / 'effects.csv')}: no share column (made before shares were measured), so "
+            "the precise-share arm has no ranking: re-run `python -m arithmech identify`"
+        )
+    df = df[(df["task"] == task) & (df["head"] != "mlp")]
+    rows = sorted(((float(s), int(l), int(h)) for s, l, h in zip(df["share"], df["layer"], df["head"])))
+    return [(l, h) for _, l, h in rows]
+
+
+def share_heads(passing: Sequence[Head], ranking: Sequence[Head], k: int) -> list[Head]:
+    """The share rule's heads, filled up to ``k`` by share rank (``passing`` first, in its order)."""
+    out = list(dict.fromkeys((int(h[0]), int(h[1])) for h in passing))[:k]
+    out += [h for h in ranking if h not in out][: k - len(out)]
+    return out
+
+
+def groups(heads: Sequence[Head], geo: Geometry) -> set[tuple[int, int]]:
+    """``(layer, kv group)`` of each head: the K/V slices precise SFT trains for it."""
+    return {(l, geo.kv_head(h)) for l, h in heads}
+
+
+def free_heads(geo: Geometry, avoid: Sequence[Head]) -> list[Head]:
+    """Heads that share no tuned parameter with ``avoid``: not in it, and reading no group it reads."""
+    taken = groups(avoid, geo)
+    return [(l, h) for l in range(geo.n_layers) for h in range(geo.n_heads) if (l, geo.kv_head(h)) not in taken]
+
+
+def layer_matched(layers: Sequence[int], free: Sequence[Head], rng: random.Random) -> list[Head]:
+    """One free head per entry of ``layers``: of that layer, else of the nearest layer with one (lower first)."""
+    out: list[Head] = []
+    all_layers = sorted({l for l, _ in free})
+    for layer in layers:
+        for L in sorted(all_layers, key=lambda x: (abs(x - layer), x)):
+            pool = [h for h in free if h[0] == L and h not in out]
+            if pool:
+                out.append(rng.choice(pool))
+                break
+        else:
+            raise ValueError(f"only {len(free)} free heads: cannot draw {len(layers)} random heads")
+    return sorted(out)
+
+
+def layer_offsets(tuned: Sequence[Head], draw: Sequence[Head]) -> list[int]:
+    """How far a layer-matched ``draw`` sits from ``tuned``'s layers: ``|layer difference|`` of each pair, both
+    sorted by layer (on a line, the pairing with the smallest total distance). All 0: the layers match exactly;
+    a ``d`` where :func:`layer_matched` found no free head in a tuned head's layer and took one ``d`` layers away."""
+    if len(tuned) != len(draw):
+        raise ValueError(f"{len(draw)} drawn heads for {len(tuned)} tuned ones")
+    return [abs(a - b) for (a, _), (b, _) in zip(sorted(tuned), sorted(draw))]
+
+
+def random_draw(arm: str, draw: int, tuned: Sequence[Head], free: Sequence[Head]) -> list[Head]:
+    """Draw ``draw`` of a random arm: ``precise-random`` matches ``tuned``'s layers, ``precise-random-any``
+    takes ``len(tuned)`` free heads from any layer."""
+    rng = random.Random(f"random-heads:{arm}:{draw}")
+    if arm == "precise-random":
+        return layer_matched([l for l, _ in tuned], free, rng)
+    if arm == "precise-random-any":
+        if len(free) < len(tuned):
+            raise ValueError(f"only {len(free)} free heads: cannot draw {len(tuned)} random heads")
+        return sorted(rng.sample(sorted(free), len(tuned)))
+    raise ValueError(f"{arm!r} is not a random arm")
+
+
+# ------------------------------------------------------------------------------------ the plan
+def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
+    ranked, _ = ranked_components(folder)
+    kh = results_io.read(folder, "key_heads.json")
+    passing = [(h["layer"], h["head"]) for h in kh["heads"]]
+    by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
+    return passing, ranked, by_share
+
+
+def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
+    """Every precise arm's heads (:mod:`arithmech.table1.heads`) and how they were chosen."""
+    passing, ranked, share_pass = key_and_ranked(folder)
+    if len(ranked) < top_k:
+        raise ValueError(f"--top-k {top_k}: {quoted(folder)} ranks only {len(ranked)} heads")
+    geo = model_geometry(model_name)
+    if geo is None:
+        raise ValueError(
+            f"--model {model_name}: its config.json cannot be read here, so the heads' key/value "
+            "groups are unknown; use a local model folder"
+        )
+    task = results_io.read(folder, "key_heads.json")["task"]
+    key = ranked[:top_k]
+    share = share_heads(share_pass, share_ranking(folder, task), top_k)
+    free = free_heads(geo, key + share + passing + share_pass)
+    n = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
+    return {
+        "tuned": [list(h) for h in key],
+        "passing_threshold": [list(h) for h in passing],
+        "selection": (
+            f"{n} identify's threshold; the top {top_k} by rank are tuned"
+            if len(passing) != top_k
+            else "the heads passing identify's threshold"
+        ),
+        "share": [list(h) for h in share],
+        "share_passing": [list(h) for h in share_pass],
+        "share_selection": (
+            f"{len(share_pass)} heads pass the share rule"
+            + (f"; {top_k - len(share_pass)} more by share rank" if len(share_pass) < top_k else "")
+        ),
+        "gqa": (
+            f"{geo.n_heads} query heads on {geo.n_kv_heads} key/value heads per layer: a random head "
+            "is drawn only from the key/value groups no key or share head reads (precise SFT trains a group's "
+            f"K/V slices when any of its heads is tuned), so the random arms share no tuned parameter with "
+            f"them; {len(free)} of {geo.n_layers * geo.n_heads} heads are free"
+        ),
+        **{
+            ("random_draws" if a == "precise-random" else "random_any_draws"): [
+                [list(h) for h in random_draw(a, d, key, free)] for d in range(draws)
+            ]
+            for a in RANDOM
+        },
+    }
 
 
 def _groups(heads, group: int) -> set[tuple[int, int]]:

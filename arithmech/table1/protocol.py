@@ -49,7 +49,7 @@ RECORDS = f"confirmation/v{VERSION}"
 """Where its runs' records live."""
 
 MARGIN = {"carry": 5.0, "subtraction": 5.0, "cloze": 5.0, "text loss": 0.05}
-"""The margin of each measure (points; nats), the exploration's (:data:`arithmech.claims.curves.MARGIN`)."""
+"""The margin of each measure (points; nats), the exploration's (:data:`arithmech.table1.curves.MARGIN`)."""
 CLOZE = ("hellaswag", "piqa", "arc_easy", "csqa")
 """The pooled cloze sets (MMLU's cloze sits at chance for every arm and is left out, as in the exploration)."""
 

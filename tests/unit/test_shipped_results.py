@@ -20,6 +20,8 @@ from arithmech.prompts.config import Shots
 from arithmech.steps import accuracy as accuracy_step
 from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
+from arithmech.table1.frontier import curves_of
+from arithmech.table1.result import Table1Result
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "results" / "smollm2-135m"
@@ -113,7 +115,7 @@ def test_the_smollm2_page_counts_the_table1_runs_shipped():
     shipped ``table1.json`` (base and base-shots apart), each random arm's draws clause names that arm's highest
     draw, and the runs it says are left are the planned runs not yet made (the page's progress line), or, none left, that
     the design is complete."""
-    from arithmech.report.views.table1 import progress_line
+    from arithmech.table1.views import progress_line
     plan = json.loads((FOLDER / "finetune" / "table1.json").read_text())
     runs = sum(len(a.get("grid_rows") or []) for a in plan["arms"].values())
     text = " ".join((REPO / "book" / "smollm2_runs.md").read_text().split())
@@ -122,7 +124,7 @@ def test_the_smollm2_page_counts_the_table1_runs_shipped():
     for arm in ("precise-random", "precise-random-any"):
         top = max(r.get("draw", 0) for r in plan["arms"][arm]["grid_rows"])
         assert re.search(rf"\b0 to {top} \({arm}\)", text), arm
-    made, planned = map(int, re.match(r"\*\*(\d+) of (\d+) planned runs made", progress_line(FOLDER)).groups())
+    made, planned = map(int, re.match(r"\*\*(\d+) of (\d+) planned runs made", progress_line(Table1Result.load(FOLDER))).groups())
     if made < planned:
         assert f"({planned - made} runs left of the {planned} planned" in text
     else:  # the design done: the page says so, and table1.json was written by the runner's last step
@@ -138,10 +140,10 @@ def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into
     (``Curves.without``) is what the records without it say. Decided verdicts must exist, or the test is vacuous."""
     import shutil
 
-    from arithmech.claims import curve_parts as CP
-    from arithmech.claims import curves as CV
-    from arithmech.claims.frontier import load
-    c = load(FOLDER)
+    from arithmech.table1 import curve_parts as CP
+    from arithmech.table1 import curves as CV
+
+    c = curves_of(Table1Result.load(FOLDER))
     rows, rules = CV.verdict_rows(c), CV.rules(c)
     decided = [(i, r) for i, r in rows.iterrows() if r["verdict"] in CP.OPPOSITE]
     assert decided, "no decided verdict: nothing to check"
@@ -164,7 +166,7 @@ def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into
             (copy / "run.json").write_text(json.dumps(run))
             for t in p.tags:
                 (copy / "finetune" / f"{t}.json").unlink()
-            d = load(copy)
+            d = curves_of(Table1Result.load(copy))
             for i, r in decided:
                 claim, _, read, _, decide, size = rules[i]
                 if arm not in read:

@@ -22,9 +22,9 @@ import pandas as pd
 from arithmech.claims import changelog
 from arithmech.claims.decide import ADDED, BY_ID, RULES, claims
 from arithmech.core import results
-from arithmech.report.views import confirmation
 from arithmech.report.views.fewshot import changed_lines
 from arithmech.report.views.table_display import MISSING, VERDICT, claim_verdict, verdict
+from arithmech.table1 import confirmation_view as confirmation
 from arithmech.table1 import protocol
 from arithmech.table1.confirmation import Confirmation
 

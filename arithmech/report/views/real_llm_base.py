@@ -3,7 +3,7 @@
 :class:`PageBase` holds the chapter's config ``P``, the model, its tokenizer and geometry, the results folder,
 and the results folder (each step's config comes from ``P``'s ``to_<step>()`` methods); the sections
 (:mod:`~arithmech.report.views.real_llm_identify_page`, :mod:`~arithmech.report.views.real_llm_analyze_page`,
-:mod:`~arithmech.report.views.real_llm_table1_page`) and :class:`arithmech.report.views.real_llm_page.Page` build
+:mod:`~arithmech.table1.real_llm_page`) and :class:`arithmech.report.views.real_llm_page.Page` build
 on it.
 """
 

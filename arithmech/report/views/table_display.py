@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from arithmech.claims.curve_parts import UNTESTABLE
+from arithmech.table1.curve_parts import UNTESTABLE
 
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
 

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.claims import verdicts as V
 from arithmech.core import records as records_io
-from arithmech.core import results
 from arithmech.core.stats import crossed_interval, wilson_interval
-from arithmech.evals.suites import get_suite
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
 from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, SFT, table1_by_mode
+from arithmech.table1 import verdicts as V
+from arithmech.table1.result import Table1Result
 
 TOY_NAMES = {
     "two_digit": "two-digit (math)",
@@ -205,7 +204,7 @@ def table1_side_by_side(
 ) -> pd.DataFrame:
     """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
     four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each of ``models`` with an
-    arms run (``finetune/table1.json``, :mod:`arithmech.steps.table1`) gives its suite's primary math measure and
+    arms run (``finetune/table1.json``, :mod:`arithmech.table1.run`) gives its suite's primary math measure and
     primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the arm's runs at
     its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), each
     with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general measure (a
@@ -231,13 +230,12 @@ def table1_side_by_side(
         )
     for m in models:
         folder = Path(results_dir) / m
-        if not results.exists(folder, "finetune/table1.json"):
+        if not Table1Result.ran(folder):
             continue
-        p = V.plan(folder)
-        S = get_suite(p["suite"])
-        pooled = V.pool(folder, S) if S.primary_general == "cloze" else None
+        t = Table1Result.load(folder)
+        p, S, pooled = t.plan, t.suite, V.pool(t)
         g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
-        runs = V.arm_runs(folder, p)
+        runs = V.arm_runs(t)
         base = runs["base"][0]
         for arm, rs in runs.items():
             mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)

@@ -1,4 +1,4 @@
-"""The Table 1 arms runner (arithmech.steps.table1) end to end on the embedded model, at a tiny size:
+"""The Table 1 arms runner (arithmech.table1.run) end to end on the embedded model, at a tiny size:
 one training step per run and a few items per measure (a test suite registered for the test). About 20
 fine-tune runs (~30 s of CPU): marked ``slow``, so ``make test`` runs it and ``make test-fast`` does not."""
 from __future__ import annotations
@@ -9,12 +9,13 @@ import shutil
 import pytest
 import torch
 
-from arithmech.claims import verdicts as V
 from arithmech.core import results as R
 from arithmech.data import splits
 from arithmech.evals import suites as S
-from arithmech.steps import table1 as A
-from arithmech.steps.table1_grid import ARMS, GRIDS, choose
+from arithmech.table1 import run as A
+from arithmech.table1 import verdicts as V
+from arithmech.table1.grid import ARMS, GRIDS, choose
+from arithmech.table1.result import Table1Result
 
 
 def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
@@ -56,7 +57,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     are computed from the files alone."""
     torch.set_num_threads(1)
     from arithmech.steps.finetune_heads import ensure_ranking, model_geometry
-    from arithmech.steps.table1_heads import groups
+    from arithmech.table1.heads import groups
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
     config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,
@@ -95,15 +96,16 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
         if name != "table1.json":
             a, b = (json.loads((f / "finetune" / name).read_text()) for f in (folder, other))
             assert _volatile_free(a)["results"] == _volatile_free(b)["results"], name
-    v = V.verdicts(folder)
+    result = Table1Result.load(folder)  # every file of the run, read once
+    v = V.verdicts(result)
     assert list(v["claim"]) == [r[0] for r in V.RULES]
     assert set(v["verdict"]) <= {"holds", "does not hold", "inconclusive"}
-    t = V.tradeoff_frame(folder)
+    t = V.tradeoff_frame(result)
     assert len(t) >= sum(len(a["grid_rows"]) for a in plan["arms"].values())
     # the phrasings table (report.table1): its test column is arm_table's primary math value, computed apart
-    from arithmech.report.views import table1 as T1
-    ph, at = T1.phrasings_frame(folder), V.arm_table(folder)
-    m = V.get_suite(plan["suite"]).primary_math
+    from arithmech.table1 import views as T1
+    ph, at = T1.phrasings_frame(result), V.arm_table(result)
+    m = result.suite.primary_math
     for arm, row in ph.iterrows():
         want = at[(at.arm == arm) & (at.measure == m)].value.iloc[0]
         assert row["test"].startswith(f"{want:.1%}"), (arm, row["test"], want)
@@ -112,8 +114,8 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     # collapsed on the general measure (computed apart here from each record by the collapse gate)
     from arithmech.report.views.tables import table1_side_by_side
     sbs = table1_side_by_side(tmp_path, models=("embedded",)).set_index(["model", "arm"]).loc["embedded"]
-    runs = V.arm_runs(folder, plan)
-    g = V.get_suite(plan["suite"]).primary_general
+    runs = V.arm_runs(result)
+    g = result.suite.primary_general
     for arm, rs in runs.items():
         if arm == "base":
             continue
@@ -123,6 +125,6 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
             lo, hi = map(float, sbs.loc[arm, f"{what} 95% CI"].strip("[]").split(", "))
             assert lo - 0.05 <= sbs.loc[arm, f"{what} (%)"] <= hi + 0.05, (arm, what)
     # the arms table lists every arm that ran (it once hard-coded four), each interval holding its mean
-    frame = T1.arm_frame(folder)
+    frame = T1.arm_frame(result)
     assert list(frame.columns) == ["base", *[a for a in plan["arms"] if a in runs]]
     assert ((at.ci_low.isna()) | ((at.ci_low <= at.value + 1e-12) & (at.value <= at.ci_high + 1e-12))).all()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import colorsys
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -210,12 +211,12 @@ def _transfer():
 
 
 def _curve_chart(monkeypatch):
-    from arithmech.report.views import table1
     curve = {"points": [{"step": s, "val_math": 0.1 * s, "val_nll": 1.0, "val_generic": 0.9} for s in (0, 10, 20)],
              "knee": 10, "lr": 1e-4, "batch_size": 8}
-    monkeypatch.setattr(table1.results, "exists", lambda folder, name: True)
-    monkeypatch.setattr(table1.results, "read", lambda folder, name: curve)
-    return table1.curve_chart("unused")
+    from arithmech.table1 import views
+    from arithmech.table1.result import Table1Result
+
+    return views.curve_chart(Table1Result({}, {}, None, {}, curve, Path("unused")))
 
 
 def _charts(monkeypatch):
@@ -233,7 +234,7 @@ def _charts(monkeypatch):
         effect_chart,
         mlp_chart,
     )
-    from arithmech.report.views import tradeoff
+    from arithmech.table1 import tradeoff
     nodes, edges = _circuit()
     acc = pd.DataFrame({"template": ["a", "b"], "figure": ["Fig. 8"] * 2, "op": ["+"] * 2, "family": ["x", "y"],
                         "accuracy": [0.5, 0.9]})
@@ -304,7 +305,7 @@ def test_the_arms_and_the_selection_agree_on_key_and_random(monkeypatch):
     precise-key arm are the same red, its random band and the precise-random arm the same grey, and full SFT is
     neither (it was once the key red)."""
     from arithmech.identify import charts as knockout_chart
-    from arithmech.report.views import tradeoff
+    from arithmech.table1 import tradeoff
     ko = json.dumps(knockout_chart.knockout_control_chart(_knockout()).to_dict())
     arms = tradeoff.ARM_SCALE.to_dict()
     assert dict(zip(arms["domain"], arms["range"]))["precise-key"] == C.KEY and C.KEY in ko

@@ -1,0 +1,52 @@
+"""Table 1's precise arms' heads (arithmech.table1.heads): the share arm and random controls that share
+no tuned parameter with the key or share arm, grouped-query attention included."""
+from __future__ import annotations
+
+from arithmech.core.geometry import Geometry
+from arithmech.table1 import heads as H
+
+GEO = Geometry(n_layers=6, n_heads=8, n_kv_heads=2, head_dim=32, d_model=256, vocab_size=100)
+
+
+def test_free_heads_share_no_key_value_group():
+    """Protects the disjointness of the random arms: under kv_policy "any" a tuned head trains its group's K/V,
+    so a head is free only when no avoided head reads its group; heads of another group of the same layer
+    stay free (the earlier control drew from them and shared 20-29 % of the key arm's tuned parameters)."""
+    avoid = [(2, 0), (2, 5), (4, 7)]                       # layer 2: both groups (0-3, 4-7); layer 4: group 1
+    free = set(H.free_heads(GEO, avoid))
+    assert not {(2, h) for h in range(8)} & free
+    assert {(4, h) for h in range(4)} <= free and not {(4, h) for h in range(4, 8)} & free
+    assert len(free) == 6 * 8 - 8 - 4
+    assert H.groups(avoid, GEO) == {(2, 0), (2, 1), (4, 1)}
+
+
+def test_random_draws_layer_matched_any_and_seeded_by_draw():
+    """Protects: precise-random takes one free head per key head's layer (nearest layer where that layer has
+    none left, lower first); precise-random-any takes k free heads of any layer; a draw is seeded by its arm and
+    index (the same draw twice is the same heads; another index or arm differs), never by a training seed."""
+    tuned = [(2, 0), (2, 1), (3, 4), (5, 0)]
+    free = H.free_heads(GEO, tuned)
+    d0 = H.random_draw("precise-random", 0, tuned, free)
+    assert d0 == H.random_draw("precise-random", 0, tuned, free) != H.random_draw("precise-random", 1, tuned, free)
+    assert sorted(l for l, _ in d0) == [2, 2, 3, 5] and set(d0) <= set(free)   # layer 2 group 1 is still free
+    tight = H.free_heads(GEO, [(2, 0), (2, 4)])                                # layer 2 has no free group
+    assert sorted(l for l, _ in H.layer_matched([2, 2], tight, __import__("random").Random(0))) == [1, 1]
+    anyd = H.random_draw("precise-random-any", 0, tuned, free)
+    assert len(set(anyd)) == 4 and set(anyd) <= set(free) and anyd != H.random_draw("precise-random-any", 3, tuned, free)
+
+
+def test_share_heads_filled_by_share_rank():
+    """Protects: the share arm tunes the heads the share rule names, in order, then fills up to k by share
+    rank without repeating one."""
+    assert H.share_heads([(3, 1), (1, 2)], [(1, 2), (0, 0), (3, 1), (5, 5)], 3) == [(3, 1), (1, 2), (0, 0)]
+    assert H.share_heads([(3, 1), (1, 2), (4, 4)], [(0, 0)], 2) == [(3, 1), (1, 2)]
+
+
+def test_layer_offsets_pair_the_layers_sorted():
+    """Protects the page's account of the layer-matched draws: offsets are |layer difference| of the two sorted
+    lists (the pairing with the least total distance), 0 where the layers match; a draw of another size is an
+    error, not a silent truncation by zip."""
+    assert H.layer_offsets([(2, 0), (2, 1), (5, 0)], [(5, 3), (2, 7), (2, 4)]) == [0, 0, 0]
+    assert H.layer_offsets([(20, 1), (20, 2), (14, 2)], [(19, 0), (14, 5), (21, 0)]) == [0, 1, 1]
+    with __import__("pytest").raises(ValueError, match="3 drawn heads for 2"):
+        H.layer_offsets([(1, 0), (2, 0)], [(1, 1), (2, 1), (3, 1)])
