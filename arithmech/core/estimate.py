@@ -1,4 +1,4 @@
-"""How much memory and how many forward passes a step will need, from its config alone (issue #28, item 2).
+"""How much memory and how many forward passes a step will need, from its config alone.
 
 The memory model of book/contracts.md, in code. Before a step loads its model, :func:`check` reads the model's geometry
 from its ``config.json`` (no weights, no torch), adds up what will be resident at the step's peak, and refuses

@@ -1,4 +1,4 @@
-"""A batch's shared prefix, run once and reused as a KV cache (issue #22, item 4).
+"""A batch's shared prefix, run once and reused as a KV cache.
 
 With solved examples before every prompt (:mod:`arithmech.data.shots`), the prompts of one template
 start with the same tokens, and :func:`arithmech.data.batches.group_by_length` puts them in the same

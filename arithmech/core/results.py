@@ -349,7 +349,7 @@ def made_with(folder: str | Path, step: str, want: dict) -> bool:
     given, the inputs it recorded are unchanged (their sha256) and every file it wrote is of the format version
     this arithmech reads (an older format is recomputed, not refused later by :func:`read`): a chapter's check
     before it reuses a step. A record without a parameter of ``want`` was not made with it (the shipped records were
-    migrated once, issue #42: no value is assumed for an absent parameter)."""
+    migrated once: no value is assumed for an absent parameter)."""
     finish_interrupted(folder)
     rec = read_run(folder)["steps"].get(step, {}) if exists(folder, RUN) else {}
     p, folder = rec.get("parameters", {}), Path(folder)

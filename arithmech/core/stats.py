@@ -190,7 +190,7 @@ def paired_halfwidth(n: int, discordant: float, z: float = 1.96) -> float:
     return z * math.sqrt(discordant / n)
 
 
-# ----------------------------------------------------------------- intervals over a few run means (issue #40)
+# ----------------------------------------------------------------- intervals over a few run means
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
     tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0

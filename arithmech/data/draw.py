@@ -1,4 +1,4 @@
-"""How pairs are drawn: one small frozen value that travels from a step's config to every draw (issue #42).
+"""How pairs are drawn: one small frozen value that travels from a step's config to every draw.
 
 A step's ``Config`` builds it once (:meth:`arithmech.identify.config.Identify.to_draw`) and passes it down: X_r
 and X_c (:func:`arithmech.data.pairs.make_pairs`), the knockout's prompts, the reference pool of the means,
@@ -55,7 +55,7 @@ class Draw:
         """The draw a run's recorded identify ``parameters`` (``run.json``) were made with, for a later step that
         redraws what identify drew (its reference pool, its held-out side). A record without ``answer_token`` or
         ``shots``, or a few-shot one without ``examples``, is refused (every identify record has them since the
-        shipped records were migrated, issue #42); a zero-shot record has no ``examples`` (one set, unused)."""
+        shipped records were migrated); a zero-shot record has no ``examples`` (one set, unused)."""
         for key in ("answer_token", "shots"):
             if key not in params:
                 raise ValueError(f"the identify record names no {key}: re-run python -m arithmech identify")

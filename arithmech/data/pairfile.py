@@ -35,7 +35,7 @@ from arithmech.data.answers import MAX_EXPR_CHARS, OPERATIONS
 
 PAIR_KEYS = ("clean", "corrupt", "id", "op", "op_word", "answer")
 
-# Limits of a pair file, checked while it is read (issue #28): a pair file lists templates, each a sentence.
+# Limits of a pair file, checked while it is read: a pair file lists templates, each a sentence.
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: thousands of templates; a larger file is not a template list
 MAX_PAIRS = 2000  # templates per file (the paper's Fig. 8 + Fig. 10 have 48)
 MAX_TEMPLATE_CHARS = 1000  # characters of one clean or corrupt template (a prompt, not a document)

@@ -1,4 +1,4 @@
-"""In-context examples: K solved problems of mixed operations before every X_r and X_c (issue #22).
+"""In-context examples: K solved problems of mixed operations before every X_r and X_c.
 
 A 135M model is a weak calculator on the paper's bare prompts (SmolLM2 answers 16 % of "a + b ="
 right), so the identify step throws most pairs away. A few solved examples before the query raise

@@ -8,7 +8,7 @@ pair and no phrasing (used by :mod:`arithmech.evals.suites` and :mod:`arithmech.
 
 Every set is fixed by ``data_seed`` alone (never by a training seed), so all runs are scored on the same items.
 
-**Identify's split** (issue #26): the prompts that rank the components and the prompts that test them
+**Identify's split**: the prompts that rank the components and the prompts that test them
 (knockout, transfer) ask different problems. A problem is a *cluster* (:func:`cluster`): the operation and
 the unordered operand pair, in any template, operand order or set of solved examples. One cluster in
 :data:`EVAL_SHARE` of *each operation* goes to the evaluation side (:func:`side`): the operation's

@@ -263,7 +263,7 @@ def evaluate(model, tok, seed: int = 1, n_per_template: int = 40) -> dict:
     (:func:`arithmech.embedded.heldout.heldout_report`), generic-fact accuracy, and two-digit exact match."""
     # The paper's first answer token, not identify's rule: the card and accuracy.json shipped in embedded/model/
     # were measured this way when the model was trained, and CI never retrains, so a change here would leave
-    # the shipped card disagreeing with this code (issue #22 keeps it; the chapters score identify's rule).
+    # the shipped card disagreeing with this code (so this code keeps it; the chapters score identify's rule).
     drawn, _ = make_pairs(
         tok,
         templates.FIG8 + templates.FIG10,

@@ -121,7 +121,7 @@ GENERATION = ("addsub", "singleeq", "svamp", "gsm8k")
 
 
 def cpu_sizes() -> dict:
-    """The ``cpu`` suite's item counts (issue #23), set by what two CPU cores can score per run.
+    """The ``cpu`` suite's item counts, set by what two CPU cores can score per run.
 
     * ``carry_val`` 200 / ``carry_test`` 400: distinct problems, half addition, half subtraction.
     * cloze sets: 200 items each (HellaSwag, PIQA and MMLU cost 0.2–0.4 s an item on 2 cores, ARC-Easy

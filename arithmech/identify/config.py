@@ -163,7 +163,7 @@ why is recorded in ``key_heads.json`` and ``run.json`` (``control``). Where ever
 them all and is inconclusive too."""
 
 MIN_PROBLEMS = 20
-"""The least evidence a task's verdicts are decided on (issue #41; as many problem clusters as
+"""The least evidence a task's verdicts are decided on (as many problem clusters as
 :data:`arithmech.methods.faithfulness_rule.MIN_CLUSTERS`): a task whose X_r holds fewer distinct problems
 (operation, operand pair) is **insufficient** — its verdicts are inconclusive and it is left out of "all",
 like a task that fails its control (:func:`arithmech.steps.control.task_control`). A percentile bootstrap over

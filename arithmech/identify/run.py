@@ -180,7 +180,7 @@ def operand(config: Config, operand_task: str = "addition", recompute: bool = Fa
     if recompute or not same:
         if model is None:
             model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-        # as before issue #42: identify's defaults but these (the operand run measures DEFAULTS.answer_token)
+        # identify's defaults but these (the operand run measures DEFAULTS.answer_token)
         res = operand_identify(
             model,
             tok,

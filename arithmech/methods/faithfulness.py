@@ -1,4 +1,4 @@
-"""Faithfulness of the top-n circuit (issue #26): how much of the counterfactual's effect it recovers alone.
+"""Faithfulness of the top-n circuit: how much of the counterfactual's effect it recovers alone.
 
 Path patching ranks components one at a time; their effects do not add (a sum of one-at-a-time effects is
 not a measure of a circuit). Here a circuit ``C`` (a set of heads and MLPs) is run **together**, every
@@ -171,7 +171,7 @@ def recovery(num: torch.Tensor, den: torch.Tensor) -> tuple[torch.Tensor, torch.
 
     Why this and not the ratio of means (``share``): a ratio of means has the *mean* denominator, and when the
     baseline (all ablated) sometimes beats X_r the resampled denominator comes near 0 and the interval runs to
-    −3 (SmolLM2's noising, issue #41). Here each prompt counts once, with a value in [0, 1], so the mean is a
+    −3 (SmolLM2's noising). Here each prompt counts once, with a value in [0, 1], so the mean is a
     proportion-like quantity whose bootstrap interval stays in [0, 1]. Clipping reads "more than all of the
     effect" as all of it and "the wrong way" as none of it. Against the alternatives: top-1 accuracy is coarser
     (one bit a prompt) and not 0 when everything is ablated; the answer's probability is not normalised to the

@@ -1,4 +1,4 @@
-"""How the faithfulness circuits are measured: their settings as one checked value (issue #42), with no torch import,
+"""How the faithfulness circuits are measured: their settings as one checked value, with no torch import,
 so the step builds and checks them from its config (:meth:`FaithfulnessSettings.of`) before any model loads.
 :func:`arithmech.methods.faithfulness.faithfulness` and :func:`arithmech.methods.faithfulness_sites.cross_position`
 take them whole.

@@ -1,4 +1,4 @@
-"""Faithfulness across positions (issue #41, item 4): a circuit of heads *at several token positions*.
+"""Faithfulness across positions: a circuit of heads *at several token positions*.
 
 :mod:`arithmech.methods.faithfulness` intervenes at END only; there, keeping or patching the top components is
 close to a decomposition of END's residual stream, and heads that move operand information act at END only

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import DTYPES, check_device, check_model
 
-# Bounds (issue #28): the largest value a run can take and still finish on this project's machine (2 CPU cores,
+# Bounds: the largest value a run can take and still finish on this project's machine (2 CPU cores,
 # 24 GiB) within about a working day; each is checked when a config is built, before any model loads. The
 # anchors are measured: identify draws, patches and knocks out 4 x 256 pairs of the embedded model in 45 s
 # (0.04 s a pair), SmolLM2 about 10x that; one bootstrap resample costs 8 bytes per prompt and component.

@@ -5,20 +5,20 @@ enough of it to decide anything?
 recomputed from ``prompts.jsonl`` by the claims (:meth:`arithmech.claims.evidence.Context.control`), so that
 results made under an older control are decided under this one without re-running the model.
 
-Version 2 (issue #41): the floor is :func:`arithmech.data.floors.problem_floor` — the answer guessed from the
+Version 2: the floor is :func:`arithmech.data.floors.problem_floor` — the answer guessed from the
 operation, the carried digits and one operand by the draw population's most probable answer, over distinct
 problems — instead of the leave-one-*prompt*-out conditioned floor (version 1, which let a problem's copies in
 other templates vote for its own answer). A task with fewer than :data:`~arithmech.identify.config.MIN_PROBLEMS`
 distinct problems is *insufficient* and treated as one that fails.
 
-Version 3 (issue #41, 2026-11-27, second session): the floor is an estimate from a few dozen problems, so a task
+Version 3: the floor is an estimate from a few dozen problems, so a task
 **passes** only when the upper end of its 95% interval lies below :data:`~arithmech.identify.config.CONTROL_FLOOR`:
 the Wilson interval of the deciding reading with the task's distinct problems as the trials (as if every prompt of
 a problem were guessed right or wrong together, the clusters of :func:`arithmech.claims.evidence.cluster_interval`).
 An interval that reaches the bound is *uncertain* and treated as failing (version 2 let zero-shot addition pass at
 48 % [31 %, 65 %] over 31 problems: 2 points under the bound, with a third of the interval above it).
 
-Version 4 (issue #41, 2026-11-28): each of the floor's three readings (:data:`~arithmech.data.floors.EVALUATIONS`)
+Version 4: each of the floor's three readings (:data:`~arithmech.data.floors.EVALUATIONS`)
 is a weighted mean over problems — the draw probabilities over the population, 1 for each of X_r's distinct
 problems, each problem's number of copies over the prompts — so its interval is the Wilson interval of its highest
 grouping with **Kish's effective number of problems** ``(Σw)² / Σw²`` of those weights as the trials
@@ -28,7 +28,7 @@ three readings, and a task passes only when **no** reading's upper end reaches t
 reading X_r's number of distinct problems as its trials: a prompt count dominated by a few problems copied many
 times was read as if it were that many independent problems).
 
-Version 5 (issue #41, 2026-11-28, fourth session, from the hostile reading of version 4): ``[the highest lower end,
+Version 5 (from a hostile reading of version 4): ``[the highest lower end,
 the highest upper end]`` over readings each at 95 % is not a 95 % interval of their maximum, and each reading is
 itself the highest of three groupings. Now the ``population`` reading, exact over the enumerated draw population,
 enters as a point, and every grouping of the two sampled readings (6 estimates) gets its Wilson interval at level

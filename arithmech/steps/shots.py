@@ -1,4 +1,4 @@
-"""How many solved examples (``shots``) identify puts before its prompts, chosen on the yield alone (issue #22).
+"""How many solved examples (``shots``) identify puts before its prompts, chosen on the yield alone.
 
 Identify patches only the prompts a model answers right (X_r) and whose counterfactual moves the answer
 away; a weak calculator leaves it few. :mod:`arithmech.data.shots` writes K solved examples of mixed

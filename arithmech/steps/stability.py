@@ -1,4 +1,4 @@
-"""How stable are the key heads? Seeds, sample sizes, template families and counterfactuals (issue 13, item 3).
+"""How stable are the key heads? Seeds, sample sizes, template families and counterfactuals.
 
 A key-head set is a measurement: another draw of prompts, another sample size, another template family or
 another counterfactual may give another set. This experiment repeats identify's path patching over

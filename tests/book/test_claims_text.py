@@ -107,7 +107,7 @@ def _intro_tables(root: Path) -> dict[str, dict[str, tuple[str, str]]]:
 def test_chapter_findings_match_the_intro_claims_table(built_book):
     """Protects: each chapter's generated claim lines, and the claims table a chapter shows in its first box (the
     SmolLM2 appendix), carry the same verdict and numbers as its model's row in the introduction's claims table
-    (#13 item 5: text and table agree, checked on the built book)."""
+    (text and table agree, checked on the built book)."""
     root, _ = built_book
     tables, checked, answered = _intro_tables(root), 0, 0
     assert tables, "the introduction has no generated claims table: build the book (make book)"
@@ -145,5 +145,5 @@ def test_intro_boxes_match_the_results_when_present(built_book):
         sentences = [findings.results_box(root, [m], part="sentence").strip() for m in MODELS]
         boxes = [x for m in MODELS for x in [findings.results_box(root, [m], part="box").strip(),
                  "\n".join(accounts_page.findings_box(root, *m, m[0] not in generate.NO_EVIDENCE)).strip()] if x]
-        scope = [x for x in [scope_box(root)] if x]                         # the scope box leads (issue #41)
+        scope = [x for x in [scope_box(root)] if x]                         # the scope box leads
         assert block == "\n\n".join([*scope, *sentences, pipeline.pipeline_markdown(root / "book"), *boxes])

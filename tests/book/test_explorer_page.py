@@ -88,7 +88,7 @@ def _header(state: dict) -> str:
 
 
 def test_explorer_page_draws_offline_and_its_controls_change_the_views(explorer_html):
-    """Protects issue 16 item 4 as a reader meets it, for every model's view on the page (the embedded model
+    """Protects the explorer as a reader meets it, for every model's view on the page (the embedded model
     and SmolLM2): the explorer draws from file:// with no request and no console error; choosing another
     prompt redraws the header and the top-5 bars (a prompt with another answer token gets other bars); the
     slider changes the threshold line and the outlined key heads; clicking a head in the effects map leaves
@@ -215,7 +215,7 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
 
 
 def test_every_row_past_the_threshold_is_seen(tmp_path):
-    """Protects the attention view and the header as a reader sees them (issue #27), without building a book: at
+    """Protects the attention view and the header as a reader sees them, without building a book: at
     the slider's first step one row, and after moving it to the loosest threshold every one of the 15 heads past
     it has its row inside the chart (vega used to keep the first layout's height and the container cut every row
     after the first); no header line is cut short with "…"."""

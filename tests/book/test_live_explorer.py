@@ -28,7 +28,7 @@ from arithmech.methods.patching import end_cache, path_patch_reference
 from arithmech.report.views import live_explorer as LE
 
 pytestmark = pytest.mark.slow
-TOL = 1e-4                    # the bound on |page - PyTorch|, logits and effects
+TOL = 1e-4                    # the required bound on |page - PyTorch|, logits and effects
 KEY = [(0, 0), (0, 3), (3, 1)]                 # heads the page knocks out here (any heads test the mechanism)
 PARAMS = {"tasks": ["addition", "subtraction", "multiplication", "division"], "heldout": "fig10",
           "transfer": True, "pool_size": 4, "seed": 0, "answer_token": "last-digit", "shots": 0}

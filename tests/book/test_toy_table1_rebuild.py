@@ -1,4 +1,4 @@
-"""The toy Table 1 rebuilt with its recorded command gives the same verdicts (issue #26, item 2).
+"""The toy Table 1 rebuilt with its recorded command gives the same verdicts.
 
 A hostile reader rebuilt the book on a fresh clone of one commit and saw "the identified heads matter for precise
 SFT" flip from *does not hold* to *holds*. This test is that rebuild, on the book this run has just built: the
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_toy_table1_runs_retrained_by_the_recorded_command_keep_every_verdict(built_book, tmp_path):
-    """Protects the toy Table 1 from the flip #26 found: every run Table 1 reads is trained again with the
+    """Protects the toy Table 1 from the flip a fresh rebuild found: every run Table 1 reads is trained again with the
     command ``table1.json`` records, and each scores exactly what the build recorded (so the verdicts,
     computed from those records, come out the same); the chosen rates are chosen again and agree."""
     built = REPO / "results" / "embedded"

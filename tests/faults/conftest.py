@@ -1,4 +1,4 @@
-"""The fault-injection tier (issue #28): hostile results folders, two writers (of sets and of fine-tune records),
+"""The fault-injection tier: hostile results folders, two writers (of sets and of fine-tune records),
 a kill during the final move of a set, every bound, a corrupt input of every step, forged messages.
 
 Each case runs the real command line in a subprocess with a timeout (a reader that hangs on a FIFO fails the

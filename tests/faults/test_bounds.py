@@ -1,4 +1,4 @@
-"""Every size past its bound is refused at once (issue #28, item 1): one line naming the flag (or the file) and the
+"""Every size past its bound is refused at once: one line naming the flag (or the file) and the
 bound, exit 2, before torch (let alone a model) loads, in seconds and little memory, and nothing written.
 
 The cases are read from the bounds themselves, so a new bound is covered without a new test: every option with
@@ -112,7 +112,7 @@ def probed(tmp_path_factory):
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[" ".join(a[:2] if a[1] != "--task" else a[::2]).replace("PAIRS/", "")
                                                            for _, a, _ in CASES])
 def test_a_size_past_its_bound_is_refused_before_any_work(probed, case):
-    """Protects the bounds (issue #28: `identify --n-samples 1000000000000` ran until killed, `--n-boot` ended in
+    """Protects the bounds (`identify --n-samples 1000000000000` once ran until killed, `--n-boot` ended in
     a traceback, a pair file nested 10,000 deep a RecursionError): each is one line on stderr naming the flag or
     file and the bound, exit 2, within seconds, before torch is imported (so before any model), and neither the
     working folder nor the results folder gets a file."""

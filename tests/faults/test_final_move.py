@@ -1,4 +1,4 @@
-"""A run killed (SIGKILL) during the final move of its results set (issue #28, item 6): the folder holds the old
+"""A run killed (SIGKILL) during the final move of its results set: the folder holds the old
 complete set or the new complete set, never a mix, and the next run writes there as if nothing had happened.
 
 The writer is a subprocess that writes a set through ``arithmech.core.results.write_step`` with ``os.replace``
@@ -68,7 +68,7 @@ def old_and_new(identify_set, tmp_path):
 
 @pytest.mark.parametrize("kill_at", range(1, MOVES + 1))
 def test_a_writer_killed_during_the_final_move_leaves_one_complete_set(identify_set, old_and_new, kill_at):
-    """Protects set writes (issue #28: "kill during the final move"): a writer SIGKILLed at the commit (move 1)
+    """Protects set writes against a kill during the final move: a writer SIGKILLed at the commit (move 1)
     leaves the old set; one killed at any later move leaves a set that the next reader finishes. Either way what
     the next reader sees (every file checked against run.json) is byte for byte the old set or the new one, no
     stage is left, and a re-run of the write into the folder succeeds and gives the new set."""

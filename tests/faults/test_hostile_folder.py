@@ -1,4 +1,4 @@
-"""A results folder turned against its reader (issue #28, item 4): each hostile file is refused in one line,
+"""A results folder turned against its reader: each hostile file is refused in one line,
 exit 2, within seconds, naming the file, and the folder is left exactly as it was."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .tools import REPO, cli, refused, snapshot
 
 
 def test_a_fifo_in_place_of_prompts_jsonl_is_refused_at_once(identify_set):
-    """Protects analyze from hanging (issue #28: a FIFO hung it): prompts.jsonl replaced by a FIFO nobody writes
+    """Protects analyze from hanging (a FIFO once hung it): prompts.jsonl replaced by a FIFO nobody writes
     is refused before the model loads, naming the file and what it is; the folder keeps every entry as it was."""
     (identify_set / "prompts.jsonl").unlink()
     os.mkfifo(identify_set / "prompts.jsonl")
@@ -22,7 +22,7 @@ def test_a_fifo_in_place_of_prompts_jsonl_is_refused_at_once(identify_set):
 
 
 def test_a_link_to_dev_zero_is_refused_not_read(identify_set):
-    """Protects beyond from reading without end (issue #28: a symlink to a device): effects.csv replaced by a
+    """Protects beyond from reading without end (a symlink to a device): effects.csv replaced by a
     symlink to /dev/zero is refused as a link leading out of the folder; the folder is unchanged."""
     (identify_set / "effects.csv").unlink()
     (identify_set / "effects.csv").symlink_to("/dev/zero")
@@ -33,7 +33,7 @@ def test_a_link_to_dev_zero_is_refused_not_read(identify_set):
 
 
 def test_undecodable_prompts_are_refused_naming_the_file(identify_set):
-    """Protects the decoding message (issue #28: refused without naming the file): prompts.jsonl holding bytes
+    """Protects the decoding message (once refused without naming the file): prompts.jsonl holding bytes
     that are not UTF-8 is refused naming prompts.jsonl and the byte; nothing is written."""
     (identify_set / "prompts.jsonl").write_bytes(b'{"clean": "\xff"}\n')
     before = snapshot(identify_set)
@@ -43,7 +43,7 @@ def test_undecodable_prompts_are_refused_naming_the_file(identify_set):
 
 
 def test_a_truncated_effects_csv_stops_analyze_before_it_writes(identify_set):
-    """Protects "every input checked before anything is written" (issue #28: a truncated effects.csv passed
+    """Protects "every input checked before anything is written" (a truncated effects.csv once passed
     analyze when a key head made it unneeded, and analyze wrote beside the damaged set): analyze refuses it
     naming effects.csv, and writes no file of its own."""
     text = (identify_set / "effects.csv").read_text()
@@ -54,7 +54,7 @@ def test_a_truncated_effects_csv_stops_analyze_before_it_writes(identify_set):
 
 
 def test_a_record_naming_a_fifo_outside_the_folder_is_refused_without_opening_it(tmp_path):
-    """Protects recorded paths (issue #28: table1-arms opened and hashed a recorded input outside the folder): a
+    """Protects recorded paths (table1-arms once opened and hashed a recorded input outside the folder): a
     fine-tune record whose inputs name a FIFO outside the folder is refused naming the record, at once (opening
     the FIFO would block this reader, which the timeout would catch)."""
     folder = tmp_path / "results" / "embedded"

@@ -1,4 +1,4 @@
-"""Messages that cannot be forged (issue #28, item 5): a user-supplied path holding a newline is shown quoted,
+"""Messages that cannot be forged: a user-supplied path holding a newline is shown quoted,
 escaped, on the one error line; it never prints a second ``error:`` line. The book's modules (report/, claims/)
 are checked statically: every path their error messages interpolate goes through ``inputs.quoted``."""
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_the_rule_finds_a_raw_path():
 @pytest.mark.parametrize("module", sorted(str(p.relative_to(REPO)) for pkg in ("report", "claims")
                                           for p in (REPO / "arithmech" / pkg).rglob("*.py")))
 def test_report_and_claims_quote_every_path_they_raise_with(module):
-    """Protects the message format in the book's modules (issue #28, item 5): every path an error message of
+    """Protects the message format in the book's modules: every path an error message of
     arithmech/report/ or arithmech/claims/ interpolates is shown through inputs.quoted (or !r), so a path holding
     a newline cannot print a second, forged line."""
     bad = _unquoted_paths(ast.parse((REPO / module).read_text()))

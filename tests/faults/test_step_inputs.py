@@ -1,5 +1,5 @@
-"""Every step checks every results file it reads, the ones it reads only sometimes too, before it writes anything
-(issue #28, item 4): a truncated or edited input is refused in one line naming the file, exit 2, before the model
+"""Every step checks every results file it reads, the ones it reads only sometimes too, before it writes anything:
+a truncated or edited input is refused in one line naming the file, exit 2, before the model
 loads, and nothing under the test's folder changes (analyze's and beyond's cases: test_hostile_folder.py).
 
 What each step reads from a results folder (the audit these cases follow):

@@ -1,4 +1,4 @@
-"""Two writers on one results folder (issue #28, item 3): the second is refused in one line, exit 2, while the
+"""Two writers on one results folder: the second is refused in one line, exit 2, while the
 first holds the folder; the first's files are left as they were; once it dies the folder is free again."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _first_writer(folder, step):
 
 
 def test_a_second_identify_is_refused_while_the_first_writes(tmp_path):
-    """Protects one writer per folder (issue #28: two identify runs on one --out both reported success): while
+    """Protects one writer per folder (two identify runs on one --out once both reported success): while
     a first identify holds the folder, a second `identify --out` of another seed is refused before any model
     loads, naming the folder; after the first is killed (SIGKILL) the lock is gone with it."""
     folder = tmp_path / "out"
@@ -73,7 +73,7 @@ def _first_records_writer(folder):
     ("table1", "--suite", "toy", "--steps", "1", "--seeds", "0,1", "--draws", "1"),
     ("finetune", "--mode", "full", "--max-steps", "1", "--benchmarks", "toy")])
 def test_a_second_arms_or_finetune_run_is_refused_while_the_first_writes_records(identify_set, argv):
-    """Protects the per-run records of the arms runner and of finetune (issue #28: they were written without the
+    """Protects the per-run records of the arms runner and of finetune (they were once written without the
     folder's lock, so two runs on one folder replaced each other's records): while a first run holds the folder,
     a second `table1` / `finetune` on it is refused in one line, exit 2, before any model loads, and the folder is
     left as it was."""

@@ -1,4 +1,4 @@
-"""Resume after an interruption (issue 17): identify killed midway, a Table 1 run failing after its first arm,
+"""Resume after an interruption: identify killed midway, a Table 1 run failing after its first arm,
 and the fine-tune runner's temporary Trainer folder on failure.
 
 A re-run with the same arguments continues from the checkpoints (identify: per task; Table 1: per arm) and

@@ -139,8 +139,9 @@ def test_letter_logits_left_padding_is_exact(smollm2):
 # ------------------------------------------------------------------------------------ Table 1 data
 
 def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
-    """Protects issue #22 item 4 on the real model (GQA: 3 key/value heads for 9 query heads, BPE): path patching of few-shot pairs with the shared prefix run once equals running every
-    prompt whole, ≤ 1e-5 in the effects, and the cache is actually used."""
+    """Protects the few-shot prefix cache on the real model (GQA: 3 key/value heads for 9 query heads, BPE): path
+    patching of few-shot pairs with the shared prefix run once equals running every prompt whole, ≤ 1e-5 in the
+    effects, and the cache is actually used."""
     import warnings
 
     from arithmech.core import prefix
@@ -165,7 +166,7 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
 
 
 def test_cloze_from_shared_context_equals_full_forwards(smollm2):
-    """Protects: issue #23's equality on the real sets — SmolLM2's BPE merges across the context/choice
+    """Protects: the shared cache's equality on the real sets — SmolLM2's BPE merges across the context/choice
     boundary and contexts of 20-300 tokens; every choice's log-probability from the shared KV cache equals
     one full forward per choice within 1e-4 per scored token, and the acc_norm decisions are the same."""
     from arithmech.evals import cloze

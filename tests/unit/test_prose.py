@@ -2,12 +2,12 @@
 
 The words "key head" are held to the rule that decides them: a chapter says "key heads" through what identify
 wrote (``key_heads.json``) and what analyze studied (``analyze.json``'s ``heads_from``), the introduction through
-the ``key-heads-exist`` rule; issue #26 found them apart ("3 of 10 key heads" for SmolLM2's top 10, the
+the ``key-heads-exist`` rule; left to each page they drifted apart ("3 of 10 key heads" for SmolLM2's top 10, the
 Explorer's "1 key head at −1 %"). The tests at the end tie the files to the rule on every results folder
 present, the chapters' findings to rule ids, and forbid typed key-head counts.
 
-A finding typed into a markdown cell goes stale the moment a rerun changes the numbers, and the
-issues found several that overstated the run. Typed prose may describe the method and quote the
+A finding typed into a markdown cell goes stale the moment a rerun changes the numbers, and
+several typed findings overstated the run. Typed prose may describe the method and quote the
 paper; verdicts and "as in the paper" comparisons are generated (``arithmech.claims.decide``,
 shown by ``arithmech.report.views.pages``). Generated blocks (between ``findings:start`` / ``findings:end``
 markers) are exempt.
@@ -27,7 +27,7 @@ from arithmech.core.names import components
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Phrases that state or compare a finding; each was once typed and wrong (issue #13).
+# Phrases that state or compare a finding; each was once typed and wrong.
 TYPED_FINDING = [
     r"\bas in the paper\b",
     r"\bhardly any head\b",
@@ -54,7 +54,7 @@ def _prose() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("pattern", TYPED_FINDING)
 def test_no_typed_findings_in_prose(pattern):
-    """Protects: no markdown cell, book page or README paragraph types a finding (#13 item 5); findings
+    """Protects: no markdown cell, book page or README paragraph types a finding; findings
     reach the reader only through the claims table and the lines generated from it."""
     hits = [f"{where}: …{m.group(0)}…" for where, text in _prose()
             for m in re.finditer(pattern, text, flags=re.I)]

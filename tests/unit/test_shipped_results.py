@@ -132,12 +132,13 @@ def test_the_smollm2_page_counts_the_table1_runs_shipped():
 
 
 def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into_its_opposite(tmp_path):
-    """Protects issue #40's "must show" on the shipped records themselves, not on the rules' own loop (a hostile
-    reading: the synthetic leave-one-rate-out test re-runs ``verdict_rows``' check, which cannot fail): for every
-    point a decided SmolLM2 verdict reads, a copy of the results folder with that point's record files deleted and its
-    runs struck from ``table1.json`` (its grid rows and the chosen runs) is read back from disk and the rule re-decided at the whole grid's level — the
-    same verdict or an undecided one, never the opposite; and what the page's check says without that point
-    (``Curves.without``) is what the records without it say. Decided verdicts must exist, or the test is vacuous."""
+    """Protects Table 1's verdicts against any one grid point, on the shipped records themselves, not on the rules'
+    own loop (a hostile reading: the synthetic leave-one-rate-out test re-runs ``verdict_rows``' check, which cannot
+    fail): for every point a decided SmolLM2 verdict reads, a copy of the results folder with that point's record
+    files deleted and its runs struck from ``table1.json`` (its grid rows and the chosen runs) is read back from disk
+    and the rule re-decided at the whole grid's level — the same verdict or an undecided one, never the opposite; and
+    what the page's check says without that point (``Curves.without``) is what the records without it say. Decided
+    verdicts must exist, or the test is vacuous."""
     import shutil
 
     from arithmech.table1 import curve_parts as CP

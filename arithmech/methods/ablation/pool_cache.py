@@ -1,4 +1,4 @@
-"""The reference pool's means, computed once and reused: a content-addressed cache (issue #39).
+"""The reference pool's means, computed once and reused: a content-addressed cache.
 
 The knockout's means (:mod:`arithmech.methods.ablation.pool`) depend on the model's weights, the pool's
 prompts (templates, families, ``pool_size``, pool seed, answer-token variant, few-shot examples: all of

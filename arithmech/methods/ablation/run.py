@@ -154,7 +154,7 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
     the X_r answer token, the majority floor (always answering the most frequent answer token) and the
     conditioned floor (the draw population's guess from the operation, the carried digits and one operand, on
-    these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`; issue #41).
+    these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`).
     ``forwards``: the knockouts' batching and positions; X_c runs in its batches."""
     geo = geometry(model)
     L, H = geo.n_layers, geo.n_heads
@@ -271,7 +271,7 @@ def task_knockout(
                     model, tok, samples, means, curve, n_random=settings.n_random, seed=settings.seed, forwards=forwards
                 ).assign(positions=pos, mean_source=src)
             )
-        if full and i == 0:  # layer-matched random heads at the key heads' k and the claims' k (issue #41)
+        if full and i == 0:  # layer-matched random heads at the key heads' k and the claims' k
             lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks or ()))
             frames.append(
                 layer_matched_rows(

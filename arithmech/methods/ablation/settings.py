@@ -1,4 +1,4 @@
-"""How identify's knockout runs: its settings as one checked value (issue #42), with no torch import, so the step
+"""How identify's knockout runs: its settings as one checked value, with no torch import, so the step
 config (:meth:`arithmech.identify.config.Identify.knockout_settings`) builds and checks them before any model loads;
 what one knockout curve knocks out (:class:`Curve`), as :func:`arithmech.methods.ablation.curves.knockout_curve`
 takes it; and which prompts a knockout draws (:class:`Prompts`), as

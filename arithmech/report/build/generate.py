@@ -116,7 +116,7 @@ def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
             f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
         )
     fig1 = pipeline.pipeline_markdown(root / "book")  # "" in a book without the chapters
-    scope = [s for s in [scope_box(root)] if s]  # the first screen (issue #41)
+    scope = [s for s in [scope_box(root)] if s]  # the first screen
     texts = {
         PARAMETERS: parameters_table(root),
         FINDINGS: "\n\n".join(x for x in ([*scope, *sentences, fig1, *boxes] if boxes else [fig1, NO_RESULTS]) if x),

@@ -1,7 +1,7 @@
 """One colour per meaning across the book: the colour roles every chart takes its colours from.
 
 A reader who learns on the Identify page that red is "a key head" must not meet red as "operand A" on the
-Analyze page and as "full SFT" on the Fine-tune page (issue #27). So colours are not picked per chart:
+Analyze page and as "full SFT" on the Fine-tune page. So colours are not picked per chart:
 
 * :data:`ROLES` maps a *role* (what a colour encodes: the fine-tuning arm, the attribution method, a token's
   operand role, ...) to ``{value: colour}``. A chart asks for a role's colours (:func:`scale`,
@@ -34,7 +34,7 @@ ROLES: dict[str, dict[str, str]] = {
     # key heads vs the non-key heads' band
     "selection": {"key": KEY, "control": CONTROL},
     # the fine-tuning arms of Table 1: precise-key tunes the key heads, precise-random random heads
-    # (issue #40: precise-share tunes the share rule's heads; precise-random-any draws random heads from any layer;
+    # (precise-share tunes the share rule's heads; precise-random-any draws random heads from any layer;
     # base-shots is the base model with K solved examples)
     "arm": {
         "base": "#2c3e50",

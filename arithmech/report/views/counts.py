@@ -1,8 +1,8 @@
 """Counts that several pages quote, computed in one place: how many key heads a model has (and which heads the
 later steps study instead), and how many prompts a round-robin draw over the templates gives.
 
-Issue #27 found one model's key heads counted differently on different pages ("1" on Identify, the top 10
-called key heads on Analyze, "2 heads" at the Explorer's −1 %) and the introduction typing the Explorer's
+Counted page by page, one model's key heads came out differently on different pages ("1" on Identify, the top
+10 called key heads on Analyze, "2 heads" at the Explorer's −1 %), and the introduction typed the Explorer's
 prompt count by hand. A count a reader meets on two pages must be the same number, so every page that says
 how many key heads or how many Explorer prompts there are asks this module:
 

@@ -1,8 +1,8 @@
-"""Two identify runs of one model side by side — zero-shot and few-shot prompts (issue #22) — read from their files.
+"""Two identify runs of one model side by side — zero-shot and few-shot prompts — read from their files.
 
 Every number here comes from a run's results folder (``run.json``, ``key_heads.json``, ``knockout.csv``) and
 every verdict from the claims table (:func:`arithmech.claims.decide.claims`), decided by the same rules for
-both runs; nothing is recomputed but the control, from ``prompts.jsonl`` (issue #41). :func:`yield_rows` gives the
+both runs; nothing is recomputed but the control, from ``prompts.jsonl``. :func:`yield_rows` gives the
 prompts each run could patch and their floors, :func:`circuit_rows` the key heads and the top-k knockout against its
 random band, :func:`verdict_rows` the claims.
 
@@ -56,7 +56,7 @@ def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
     for label, folder in runs.items():
         rec = results.read_run(folder)["steps"]["identify"]
         stored = results.read(folder, "key_heads.json").get("control", {})
-        control = Context(folder).control()  # recomputed under the current rule (issue #41)
+        control = Context(folder).control()  # recomputed under the current rule
         distinct: dict[str, set] = {}
         for p in results.read(folder, "prompts.jsonl"):
             distinct.setdefault(p["op"], set()).add(p["clean"])

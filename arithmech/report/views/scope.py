@@ -1,4 +1,4 @@
-"""The introduction's scope box (issue #41): what a 135M model can and cannot test about a 7B model's mechanism.
+"""The introduction's scope box: what a 135M model can and cannot test about a 7B model's mechanism.
 
 :func:`scope_box` reads the two SmolLM2 identify runs (``results/smollm2-135m/zero-shot/`` and
 ``results/smollm2-135m/``) and states how many of the paper's one-digit prompts the model answers right — the

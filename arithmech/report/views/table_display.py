@@ -45,7 +45,7 @@ def verdict(holds: Any) -> str:
 
 def claim_verdict(holds: Any, here: Any) -> str:
     """A claim's verdict word: :func:`verdict` of ``holds``, or *not testable* where it is undecided because the
-    test is ruled out here — its ``here`` (this run's account) begins "not testable" (issue #40 item 5: a model
+    test is ruled out here — its ``here`` (this run's account) begins "not testable" (a model
     that cannot learn the skill makes a fine-tuning claim untestable, which is not the same as an open verdict)."""
     return UNTESTABLE if _missing(holds) and str(here).startswith(UNTESTABLE) else verdict(holds)
 

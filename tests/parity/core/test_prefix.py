@@ -31,7 +31,7 @@ def test_shared_length_stops_before_end():
 
 
 def test_patching_effects_equal_with_and_without_the_cached_prefix(embedded_model):
-    """Protects: item 4 of issue #22 — path-patching effects with the prefix run once equal a run without
+    """Protects: the cached prefix — path-patching effects with the prefix run once equal a run without
     the cache (≤ 1e-5), and the fast path with the cache agrees with the literal reference (Algorithm 1,
     every prompt run whole) on a few prompts."""
     model, tok, _ = embedded_model

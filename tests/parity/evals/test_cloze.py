@@ -33,7 +33,7 @@ def _items():
 
 
 def test_scores_equal_one_forward_per_choice(embedded_model):
-    """Protects: issue #23's equality — every choice's summed log-probability from the shared KV cache
+    """Protects: the shared cache's equality — every choice's summed log-probability from the shared KV cache
     (contexts batched with left padding, choices right-padded on top) equals the per-choice full forward
     within 1e-4, for every batch size (1: no padding at all; 2 and 8: mixed lengths)."""
     model, tok, _ = embedded_model

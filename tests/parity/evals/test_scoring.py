@@ -86,7 +86,7 @@ def test_choice_logits_equal_unpadded_forward(embedded_tokenizer):
 
 
 def test_cloze_scores_equal_unpadded_forward(embedded_tokenizer):
-    """Protects: cloze scoring (#14): the summed log-probability of each continuation from left-padded
+    """Protects cloze scoring: the summed log-probability of each continuation from left-padded
     batches equals a literal unpadded forward of prompt + continuation, token by token; the choice is the
     argmax of that sum divided by the option's length in characters (not in tokens)."""
     tok = embedded_tokenizer

@@ -48,7 +48,7 @@ def test_a_task_that_fails_its_control_leaves_the_pooled_rows(embedded_model, mo
 
 
 def test_knockout_and_transfer_prompts_ask_problems_the_ranking_never_saw(embedded_model):
-    """Protects issue #26 item 1: with the default held-out split, the prompts that ranked the components and
+    """Protects identify's split: with the default held-out split, the prompts that ranked the components and
     the knockout's prompts share no problem cluster (operation, operand pair); every knockout prompt passes the
     X_r rules and the X_c check; the ranking prompts are distinct; knockout.csv and heldout.json say which split
     (the transfer test draws from the evaluation side's clusters: its record says so and counts them)."""

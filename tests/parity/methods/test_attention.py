@@ -129,7 +129,7 @@ def test_nonkey_baseline_excludes_key_heads_and_ranks_them():
     one = b.copy()
     one.loc[(one.view == "without first") & (one.name == "4.0"), "verdict"] = "holds"
     assert At.verdict_lines(one, heads_from="key heads")[-1].startswith("2 of 3 key heads hold, 1 does not,")
-    # heads that did not pass the key-head rule are never called key heads (issue #26: "3 of 10 key heads")
+    # heads that did not pass the key-head rule are never called key heads (not "3 of 10 key heads")
     top = At.verdict_lines(b, heads_from="top 10 by effect rank (no key head)")
     assert not any("key head" in x.replace("(no key head)", "") for x in top), top
     assert top[-1].startswith("1 of 3 analysed heads (top 10 by effect rank (no key head)) hold")

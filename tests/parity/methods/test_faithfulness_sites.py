@@ -93,7 +93,7 @@ def test_sanity_circuits_are_one_and_zero_in_both_directions(setup):
 
 
 def test_the_noising_denominator_is_the_effect_through_ends_heads(setup):
-    """Protects what the cross-position denominator is (issue #41, A6): every head at A, B, operator and END at its
+    """Protects what the cross-position denominator is: every head at A, B, operator and END at its
     mean gives END exactly the LD of END's heads alone at their means (every path from an earlier token into END
     runs through END's heads), so the denominator is the effect of the tokens before END, as at END; and the rows
     say which baseline (MLPs recomputed) beside END's (heads and MLPs at their means)."""

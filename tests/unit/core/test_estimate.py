@@ -50,7 +50,7 @@ def test_terms_match_an_independent_count():
 
 
 def test_core_knows_no_step():
-    """Protects issue #42 item 1 ("core/ stops knowing steps"): every step config that has an estimate gives it
+    """Protects "core/ knows no step": every step config that has an estimate gives it
     through its own ``memory`` method, so no module of ``arithmech/core`` names a step config class (the
     estimate once looked steps up by class name)."""
     import dataclasses
@@ -83,7 +83,7 @@ def test_chunk_sizes_are_the_methods_own():
 
 
 def test_every_step_has_an_estimate_and_a_line():
-    """Protects: each step named by issue #28 (identify, analyze, beyond, faithfulness, stability, shots,
+    """Protects: each of these steps (identify, analyze, beyond, faithfulness, stability, shots,
     accuracy-by-template, finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
     a record for run.json and the progress line's text; a hub id (no geometry without loading) gets none."""
     configs = [identify_config.Identify(), analyze_config.Analyze(), circuits_config.Beyond(), circuits_config.Faithfulness(), identify_config.Stability(), prompts_config.Shots(), prompts_config.Accuracy(), T.Finetune(mode="full"),

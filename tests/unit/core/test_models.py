@@ -84,7 +84,7 @@ def test_all_table_rows_have_distinct_model_types():
 
 
 def test_the_two_hook_sites_are_named_once():
-    """Protects the one naming of the hook sites every intervention traces (issue #42): the heads' site of layer
+    """Protects the one naming of the hook sites every intervention traces: the heads' site of layer
     ``i`` is the o_proj module (its input holds the heads' outputs) and the MLPs' is the mlp module, path → layer
     in the order the layers are given, and both resolve on a real model."""
     from arithmech.core.models import ARCHITECTURES

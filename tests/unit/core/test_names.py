@@ -7,7 +7,7 @@ from arithmech.core.names import component, component_label, components, stages
 
 
 def test_one_notation_for_components():
-    """Protects the book's one notation (issue #27: bare "0.0" or "27.4" read like numbers): a head is
+    """Protects the book's one notation (bare "0.0" or "27.4" read like numbers): a head is
     "head 13.11", an MLP "MLP 17", whether given as (layer, head), numpy integers, a head id from a results
     file or the "mlp" head of effects.csv; a name that is not an id ("logits") is left as it is."""
     assert component(13, 11) == component(np.int64(13), "11") == component_label("13.11") == "head 13.11"

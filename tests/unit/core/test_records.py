@@ -9,7 +9,7 @@ from arithmech.core.safe_read import ResultsError
 
 
 def test_shipped_smollm2_arms_records():
-    """Protects the committed SmolLM2 Table 1 (issues #23, #40): its learning curve's knee is the pre-stated rule
+    """Protects the committed SmolLM2 Table 1: its learning curve's knee is the pre-stated rule
     applied to its points; every run record present reads through the contract and was made by the arms runner
     with that knee as its step budget; the plan (rewritten after each run, complete or not) lists only records
     that exist, its arms are the runner's, three seeds, ten draws per random arm, and no random draw reads a
@@ -43,8 +43,8 @@ def test_shipped_smollm2_arms_records():
 
 
 def test_a_record_naming_an_input_outside_the_folder_is_refused_before_it_is_opened(tmp_path, monkeypatch):
-    """Protects fine-tune records against an edited ``inputs``: a record naming an absolute path (issue #28:
-    table1-arms opened and hashed it before refusing) is refused naming the record, and nothing outside the
+    """Protects fine-tune records against an edited ``inputs``: a record naming an absolute path
+    (table1-arms once opened and hashed it before refusing) is refused naming the record, and nothing outside the
     folder is opened or hashed; a record whose inputs are the folder's own files reads as before."""
     import json
 

@@ -134,7 +134,7 @@ def test_paired_halfwidth_matches_the_paired_bootstrap():
 
 
 def test_cluster_bootstrap_equals_a_literal_cluster_resampling_loop():
-    """Protects issue #26 item 2: with clusters, each resample draws clusters with replacement and takes all
+    """Protects the cluster bootstrap: with clusters, each resample draws clusters with replacement and takes all
     their rows (a literal loop over bootstrap_indices of the clusters), and the mean is over the rows drawn;
     with one row per cluster it is the row bootstrap itself."""
     import torch
@@ -159,7 +159,7 @@ def test_cluster_bootstrap_equals_a_literal_cluster_resampling_loop():
 
 
 def test_hierarchical_bootstrap_reduces_to_the_paired_one_and_widens_with_seed_spread():
-    """Protects the fine-tune verdicts' intervals (issue #26: they left out training's run-to-run variance):
+    """Protects the fine-tune verdicts' intervals (they once left out training's run-to-run variance):
     with one run per arm the interval is paired_bootstrap's exactly; runs that disagree widen it; runs that
     agree leave it as narrow as one run."""
     from arithmech.core.stats import hierarchical_bootstrap
@@ -174,7 +174,7 @@ def test_hierarchical_bootstrap_reduces_to_the_paired_one_and_widens_with_seed_s
     assert hi - lo > 1.5 * (phi - plo) and lo < d < hi
 
 
-# Coverage of the run-level intervals of issue #40 item 3 (the single-rate rules decided on them; the curve rules
+# Coverage of the run-level intervals (the single-rate rules decided on them; the curve rules
 # decide on the crossed interval since their seventh version, and every grid point shows Student t beside it):
 # Student t over a few run means, and Welch's interval of a difference of two arms, at n = 3, 5 and 10 runs.
 SIMS, TOL = 2000, 0.02          # 2,000 simulated experiments: the Monte Carlo error of a 95 % coverage is 0.5 points

@@ -41,7 +41,7 @@ def test_answer_token_table_counts():
 
 
 def test_an_info_without_template_counts_is_an_error_not_a_silent_gap():
-    """Protects the end of the backward-compatibility branches (issue #42): every prepare() info has its per-template
+    """Protects the end of the backward-compatibility branches: every prepare() info has its per-template
     counts with exact_correct (ready-made samples included), so an info without them (the sample lists of runs made
     before the table) is a KeyError, not a task silently left out of answer_tokens.csv, nor ``correct`` counted as
     ``exact_correct``."""

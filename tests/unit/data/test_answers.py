@@ -1,4 +1,4 @@
-"""The input contract for declarative answers (arithmech.data.answers, issue 17): an answer expression runs no
+"""The input contract for declarative answers (arithmech.data.answers): an answer expression runs no
 code and hangs nothing, and drawing operands for it is bounded and keeps the seeded stream."""
 
 from __future__ import annotations

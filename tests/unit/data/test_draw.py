@@ -26,7 +26,7 @@ def test_a_wrong_draw_is_refused_when_made(args, match):
 
 @pytest.mark.parametrize("args", [("first",), ("first", 2), ("first", 0)])
 def test_a_draw_has_no_default_of_its_own(args):
-    """Protects issue #42's one default per setting: the shots and the example sets are always given (the step
+    """Protects one default per setting: the shots and the example sets are always given (the step
     configs' defaults are the only ones), so a draw that leaves one out is a TypeError, not a zero-shot draw or
     one set of examples picked below the config (``example_sets or 1`` was)."""
     with pytest.raises(TypeError, match="missing"):
@@ -43,8 +43,8 @@ def test_make_pairs_takes_only_a_draw():
 
 
 def test_the_example_sets_travel_with_the_draw_not_a_context(embedded_tokenizer):
-    """Protects issue #42's fix of the ContextVar: the sets a few-shot draw uses are the Draw's own, so the same
-    Draw gives the same pairs wherever it is called, and one set and 16 sets give different prompts."""
+    """Protects the Draw's own example sets (no ContextVar): the sets a few-shot draw uses are the Draw's own, so
+    the same Draw gives the same pairs wherever it is called, and one set and 16 sets give different prompts."""
     tok = embedded_tokenizer
     one = pairs.make_pairs(tok, "addition", n=42, seed=0, draw=Draw("last-digit", 2, 1))[0]
     many = pairs.make_pairs(tok, "addition", n=42, seed=0, draw=Draw("last-digit", 2, shots.EXAMPLE_SETS))[0]

@@ -1,4 +1,4 @@
-"""The floor over distinct problems (arithmech.data.floors, issue #41) against a brute force written here."""
+"""The floor over distinct problems (arithmech.data.floors) against a brute force written here."""
 from __future__ import annotations
 
 from collections import Counter

@@ -29,7 +29,7 @@ def test_schema_checker_agrees_with_jsonschema():
 
 
 def test_pair_file_limits_are_checked_while_reading(tmp_path):
-    """Protects the pair-file limits (issue #28): a file over MAX_FILE_BYTES, with more than MAX_PAIRS pairs, a
+    """Protects the pair-file limits: a file over MAX_FILE_BYTES, with more than MAX_PAIRS pairs, a
     template over MAX_TEMPLATE_CHARS, or JSON nested deeper than MAX_DEPTH (10,000 levels used to end in a
     RecursionError) is one ValueError naming the file and the limit; brackets inside strings do not count."""
     import json

@@ -32,7 +32,7 @@ def test_items_use_their_sides_forms_and_answers():
 
 
 def test_identify_split_sides_never_share_a_problem():
-    """Protects issue #26 item 1: a problem cluster (operation, unordered operand pair) has one fixed side, so
+    """Protects identify's split: a problem cluster (operation, unordered operand pair) has one fixed side, so
     3 + 5 and 5 + 3 fall together; each operation's single-digit problems go one in EVAL_SHARE to evaluation
     (not only on average: division has 23); ranking_side keeps only ranking clusters and each prompt once."""
     from types import SimpleNamespace as S

@@ -19,7 +19,7 @@ def _form_and_pair(prompt: str):
 
 
 def test_validation_and_test_disjoint_by_pair_and_phrasing():
-    """Protects: #14's split rule: for every toy measure (and the paper suite's arithmetic validation vs
+    """Protects the split rule: for every toy measure (and the paper suite's arithmetic validation vs
     its test items), validation and test items share no operand pair and no phrasing (template); the
     training data of the new skills holds no validation or test pair; sizes are as documented."""
     from arithmech.data import splits

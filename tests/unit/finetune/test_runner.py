@@ -31,7 +31,7 @@ def test_multi_gpu_full_sft_configuration():
 
 
 def test_sft_loss_ignores_the_prompt():
-    """Protects: completion-only SFT loss (#14): the loss the Trainer optimises, on rows from
+    """Protects the completion-only SFT loss: the loss the Trainer optimises, on rows from
     tokenize_pairs padded by the Collator, equals a hand-written cross-entropy over the completion and
     EOS targets only (from the model's own full logits), and the unembedding is run on exactly those
     positions: no prompt position's prediction can reach the loss (arithmech.finetune.loss)."""

@@ -33,7 +33,7 @@ def _x_axes(spec: dict) -> list[dict]:
 
 @pytest.mark.parametrize("tasks", [["addition"], TASKS])
 def test_knockout_axis_ticks_are_whole_numbers(tasks):
-    """Protects Fig. 3's k axis (issue #27: integer axes had half-integer ticks): k heads knocked out is a
+    """Protects Fig. 3's k axis (integer axes once had half-integer ticks): k heads knocked out is a
     count, so its axis asks for whole-number ticks printed without decimals, and the drawn chart's tick
     labels are 0, 1, 2, 3 — never 0.5 — with one panel per task or a single one."""
     spec = knockout_control_chart(_knockout(tasks), "head").to_dict()

@@ -58,7 +58,7 @@ def test_a_config_refuses_bad_values_in_one_line_and_converts_lists():
     (["analyze", "--prompt", "4 + 3 = " * 15_000], "--prompt has 120,000 characters; at most 2,000"),
     (["table1", "--seeds", ",".join(map(str, range(30)))], "--seeds: 30 seeds; at most 20")])
 def test_sizes_beyond_their_bound_are_refused_in_one_line(argv, flag_text, capsys):
-    """Protects the bounds stated beside each default (the wings' configs, issue #28): a size that no run on
+    """Protects the bounds stated beside each default (the wings' configs): a size that no run on
     this machine could finish is one line naming the flag and the bound, exit 2, before any model loads."""
     from arithmech.cli import main
     with pytest.raises(SystemExit) as e:

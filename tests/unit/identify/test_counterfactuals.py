@@ -7,7 +7,7 @@ from arithmech.identify.config import Counterfactuals
 
 
 def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
-    """Protects the step's typed Result (issue #42): the overlap written where a run writes it (``counterfactuals/``
+    """Protects the step's typed Result: the overlap written where a run writes it (``counterfactuals/``
     of the model's folder, :func:`folder_of`) is read back whole, with the config, and summarised from it."""
     config = Counterfactuals(results=str(tmp_path), task="subtraction")
     overlap = {"a": ["0.1", "1.0"], "b": ["1.0"], "shared": ["1.0"], "top": 10, "by_head": []}
@@ -20,10 +20,11 @@ def test_the_result_read_back_is_the_overlap_the_run_wrote(tmp_path):
 
 
 def test_ensure_reuses_a_run_made_with_the_same_config(tmp_path, monkeypatch):
-    """Protects the step's reuse (issue #42): ``run.json`` records the run's parameters (:meth:`~arithmech.pipeline.config_base.ModelStep.recorded`,
-    the config's reuse key), so :func:`arithmech.pipeline.ensure.ensure` of the same config twice computes once and reads the files
-    back the second time (before, the record had no parameters and every call recomputed); a config that changes a
-    parameter computes again. The model and both identify runs are stand-ins: this is the record, not the method."""
+    """Protects the step's reuse: ``run.json`` records the run's parameters
+    (:meth:`~arithmech.pipeline.config_base.ModelStep.recorded`, the config's reuse key), so
+    :func:`arithmech.pipeline.ensure.ensure` of the same config twice computes once and reads the files back the
+    second time (before, the record had no parameters and every call recomputed); a config that changes a parameter
+    computes again. The model and both identify runs are stand-ins: this is the record, not the method."""
     from types import SimpleNamespace
 
     from arithmech.pipeline.ensure import ensure, is_made

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model():
-    """Protects issue #42's narrow signature: identify(model, tok, tasks, config, checkpoint, **settings) reads
+    """Protects identify's narrow signature: identify(model, tok, tasks, config, checkpoint, **settings) reads
     every setting from the step config (each default written once, there), and a setting given by name is
     checked as the config checks it — a wrong value or an unknown name fails before the model is touched
     (``model=None`` here), not deep inside a draw."""
@@ -25,7 +25,7 @@ def test_identify_takes_the_step_config_and_checks_each_setting_before_the_model
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, monkeypatch):
-    """Protects identify's typed Result (issue #42): :func:`read` gives back what :func:`compute` computed and wrote —
+    """Protects identify's typed Result: :func:`read` gives back what :func:`compute` computed and wrote —
     the effects and key heads, one prompt per kept pair, the samples record — with the files a run without knockout
     or transfer does not make as ``None``, and the config it is read for; :func:`run` (the command's and
     ``ensure``'s) is ``compute`` then that Result (one return type for every step), and its summary prints what the

@@ -38,7 +38,7 @@ def test_head_steps_rank_heads_and_mark_their_first_step():
 
 
 def test_attention_is_stored_for_every_head_a_step_knocks_out():
-    """Protects the attention view's rows (issue #27): every head some slider step knocks out has its attention
+    """Protects the attention view's rows: every head some slider step knocks out has its attention
     stored, even past ``max_heads`` (the loosest step here knocks out three heads, with ``max_heads=1``), and at
     least the ``max_heads`` strongest heads are stored for a click; heads no step reaches beyond those are not."""
     h = X.head_steps(_effects(), [-0.1, -0.02, -0.01])
@@ -46,7 +46,7 @@ def test_attention_is_stored_for_every_head_a_step_knocks_out():
     assert X.attention_heads(h, 1, max_heads=2) == [(0, 0), (0, 1)]
     assert X.attention_heads(h, 1, max_heads=1) == [(0, 0)]
 
-# The explorer's data for the embedded model before issue #22 (drawn with "first"): identify on addition and
+# The explorer's data for the embedded model drawn with "first" (the paper's first token): identify on addition and
 # subtraction (16 pairs, seed 0, "first"), thresholds [-0.05, -0.01], 6 prompts, 8 reference samples, 2 heads.
 FIRST_TOKEN_PAGE = {
     "prompts": ["7 + 7 =", "2 plus 6 equals to", "The addition of 8 and 6 is", "The addition of 9 and 5 equals to",
@@ -78,7 +78,7 @@ def _page(explorer_folder, rule):
 
 
 def test_page_draws_and_records_the_configured_rule(explorer_folder):
-    """Protects one answer token everywhere (#22 item 7): the explorer's prompts are drawn under the chapter's
+    """Protects one answer token everywhere: the explorer's prompts are drawn under the chapter's
     rule, whose default is identify's, and its prompts table records it; under last-digit a prompt carries the
     answer's leading digits and its answer is the last digit, as make_pairs draws them."""
     from arithmech.data import pairs as D

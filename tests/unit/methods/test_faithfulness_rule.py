@@ -1,4 +1,4 @@
-"""The gaps of ``circuit-faithful`` version 6 that version 7 closes (issue #41 item 4, the hostile reading), each on
+"""The gaps of ``circuit-faithful`` version 6 that version 7 closes (found by a hostile reading), each on
 per-prompt arrays run through the writer (:func:`arithmech.methods.faithfulness.circuit_rows`) and the rule
 (:func:`arithmech.methods.faithfulness_rule.faithful_verdict`): a case version 6 decided one way and version 7,
 by construction, decides otherwise, with the row's numbers checked against a plain reference."""

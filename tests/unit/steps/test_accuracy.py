@@ -12,7 +12,7 @@ from arithmech.pipeline.ensure import ensure
 from arithmech.prompts.config import Accuracy
 from arithmech.steps import accuracy as A
 
-# The table of the embedded model before issue #22 (scored with "first"), one prompt per template, seed 0:
+# The table of the embedded model scored with "first", one prompt per template, seed 0:
 # per operation n, correct and mean p({C}).
 # The embedded model, one prompt per template, scored with the paper's first token. Re-measured once when
 # division pairs began drawing a uniform quotient (the templates share one seeded stream, so every later draw
@@ -36,7 +36,7 @@ def drawn(monkeypatch):
 
 
 def test_default_rule_is_identifys_and_the_cli_offers_it():
-    """Protects one answer token everywhere (#22 item 7): Accuracy's answer_token is Identify's field (default,
+    """Protects one answer token everywhere: Accuracy's answer_token is Identify's field (default,
     help and choices), so the table scores the token identify measures unless told otherwise."""
     from arithmech.cli import build_parser
     a, i = Accuracy.__dataclass_fields__["answer_token"], Identify.__dataclass_fields__["answer_token"]
@@ -82,7 +82,7 @@ def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
 
 
 def test_a_record_without_the_rule_is_not_reused(tmp_path, embedded_model):
-    """Protects the reuse check after the shipped records' migration (issue #42): a table whose run.json lacks
+    """Protects the reuse check after the shipped records' migration: a table whose run.json lacks
     answer_token (made before the rule was recorded) is reused for no rule — not even "first", the value such
     records were once assumed to have — and asking it which rule it was scored with is an error, not a guess."""
     net, tok, _ = embedded_model
@@ -98,7 +98,7 @@ def test_a_record_without_the_rule_is_not_reused(tmp_path, embedded_model):
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
-    """Protects the typed Result (issue #42): :func:`run` returns the table it computed (the same draw scored again
+    """Protects the typed Result: :func:`run` returns the table it computed (the same draw scored again
     gives it), read back from its file, with the config; ``ensure`` reads the same Result back when it reuses it."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1)

@@ -1,4 +1,4 @@
-"""The per-task control of identify, version 3 (arithmech.steps.control, issue #41)."""
+"""The per-task control of identify, version 3 (arithmech.steps.control)."""
 from __future__ import annotations
 
 from statistics import NormalDist

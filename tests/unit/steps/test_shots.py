@@ -45,7 +45,7 @@ def test_validation_seed_is_not_identify_seed():
 
 
 def test_the_result_read_back_is_the_table_the_run_wrote_and_its_choice(tmp_path):
-    """Protects the step's typed Result (issue #42): ``shots.csv`` written as :func:`run` writes it is read back
+    """Protects the step's typed Result: ``shots.csv`` written as :func:`run` writes it is read back
     unchanged, with :func:`choose`'s choice on it as fields and the config it is read for."""
     from arithmech.core import results as R
     from arithmech.prompts.config import Shots

@@ -42,7 +42,7 @@ def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):
     assert len(back.heads) == 2 * 3 * 4                       # both kinds × every head
     assert back.heads["name"].str.fullmatch(r"\d+\.\d+").all()   # "2.0" stays head 0 of layer 2, not 2.0
     assert back.record["parameters"]["sizes"] == [4, 8]
-    for name in ("table", "runs", "heads"):                  # the Result holds what the run wrote (issue #42)
+    for name in ("table", "runs", "heads"):                  # the Result holds what the run wrote
         wrote = getattr(res, name)
         empty = {c: "" for c in wrote if not pd.api.types.is_numeric_dtype(wrote[c])}  # empty set: empty csv cell
         pd.testing.assert_frame_equal(getattr(back, name).fillna(empty), wrote, obj=name)

@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/table1/curve_views.py``: Table 1's page over whole curves (issue #40 item 7), read from
+"""Unit tests of ``arithmech/table1/curve_views.py``: Table 1's page over whole curves, read from
 synthetic records (``tests/unit/table1/synthetic.py``)."""
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
 
 
 def test_each_point_shows_a_t_interval_over_its_run_means_beside_the_item_intervals(tmp_path):
-    """Protects issue #40 item 3's run-level interval: for the primary math and general measures every point of at
+    """Protects the run-level interval: for the primary math and general measures every point of at
     least two runs has the Student t interval of its run means, mean ± t_{0.975, n-1} · sd / √n, here checked against
     the printed quantile 4.303 (2 degrees of freedom) on a 3-run point; a 1-run point has none; and it is narrower
     than the crossed interval, which adds the items' spread to the runs'."""

@@ -45,7 +45,7 @@ def test_single_rate_rule():
 
 
 def test_the_cut_replicates_only_a_bracketed_grids_interior():
-    """Protects the grid-point cut (issue #40 item 6): with --no-replicate-ends a bracketed grid's two ends get no
+    """Protects the grid-point cut: with --no-replicate-ends a bracketed grid's two ends get no
     run beyond their first; an unbracketed grid, a grid without an interior, or the default keep every rate."""
     g = [3e-3, 1e-4, 3e-4, 1e-3]
     assert replicated(g, bracketed=True, ends=False) == [3e-4, 1e-3]

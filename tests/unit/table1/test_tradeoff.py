@@ -32,7 +32,7 @@ def _panels(svg: str, layer: int) -> list[list[str]]:
 
 
 def test_arms_chart_draws_each_arm_once_per_measure_panel():
-    """Protects Table 1's chart (issue #27: all four panels were identical, each drawing all 12 arm × measure
+    """Protects Table 1's chart (all four panels were once identical, each drawing all 12 arm × measure
     points): the rows are the facet's data, no layer holds its own, and the rendered chart has one panel per
     measure (titled by its name, "two-digit (math)", not its key) in which each fine-tuned arm is one dot and one
     interval, with that measure's change only."""

@@ -25,7 +25,7 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     """Protects the sanity rows: nothing out = the model's own top-1 accuracy; all heads out (END and
     every position) = a plain forward whose every head's o_proj-input slice is overwritten with the pool
     mean; X_c = its prompt scored against the X_r answer; the floor = the most frequent answer's share; the
-    conditioned floor = data.floors.problem_floor's count over the prompts (issue #41)."""
+    conditioned floor = data.floors.problem_floor's count over the prompts."""
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
     samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first", 0, 1))
@@ -89,7 +89,7 @@ def test_same_seed_same_knockout_rows(embedded_model):
 
 def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     """Protects the random baseline's definition: in the full curve, random orders run at every k > 0 of the
-    effect-rank curve (Fig. 3's band along the whole curve, issue #27), drawn outside the key heads and, at each
+    effect-rank curve (Fig. 3's band along the whole curve), drawn outside the key heads and, at each
     k, outside the top k by effect rank (``exclude_top``: the heads the effect-rank point knocks out); at other
     positions the studied heads (key heads, else the top 8) are compared with as many random heads outside
     them; the other tasks compare only their key heads."""
@@ -209,7 +209,7 @@ def test_knockout_settings_refuse_a_wrong_value_when_made(change, match):
 
 
 def test_layer_matched_draws_keep_each_layers_count_outside_the_compared_heads():
-    """Protects the layer-matched random control (issue #41): every draw holds as many heads of each layer as the
+    """Protects the layer-matched random control: every draw holds as many heads of each layer as the
     heads it is compared with (two in layer 2, one in layer 0 here), none of them nor of the key heads, the same
     draws for the same seed and others for another; a layer without enough heads left gives no draw."""
     from arithmech.methods.ablation.run import layer_matched_draws

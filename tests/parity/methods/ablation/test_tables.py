@@ -21,7 +21,7 @@ def test_sanity_table_reads_the_floor_from_the_rows():
 
 
 def test_a_knockout_file_without_a_sanity_row_is_refused_naming_the_re_run():
-    """Protects the end of the backward-compatibility branch (issue #42): a knockout.csv made before the conditioned
+    """Protects the end of the backward-compatibility branch: a knockout.csv made before the conditioned
     floor was measured (no ``conditioned-floor`` row; every shipped and fresh file has one) is one error naming the
     re-run, not a table whose floor silently falls back to the majority floor and shows the conditioned one as NaN."""
     base = {"task": "t", "positions": "end", "kind": "sanity", "seed": -1, "k": 0, "n": 256, "correct": 0,

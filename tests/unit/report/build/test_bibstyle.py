@@ -20,7 +20,7 @@ def _labels() -> dict[str, str]:
 
 
 def test_bibliography_labels_are_author_year_like_the_text():
-    """Protects one citation style (issue #27: the text cited "Zhang et al. [2024]" over a numbered
+    """Protects one citation style (the text once cited "Zhang et al. [2024]" over a numbered
     bibliography): every entry is labelled surname(s), year — one, two ("and") or "et al." as
     sphinxcontrib-bibtex's author_year style writes them in the text — and no two labels are equal."""
     labels = _labels()

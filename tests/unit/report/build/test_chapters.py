@@ -1,4 +1,4 @@
-"""The chapter configs hand each step its config whole (issue #42, deliverable 3): ``to_<step>()`` builds what the
+"""The chapter configs hand each step its config whole: ``to_<step>()`` builds what the
 pages built field by field before, and :func:`narrow` copies the fields a chapter shares with a step by name."""
 from __future__ import annotations
 

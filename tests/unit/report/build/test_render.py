@@ -16,7 +16,7 @@ from arithmech.report.build import render
                                          ("__pycache__/x.pyc", True), ("_static/node_modules/m/a.js", True),
                                          (".venv/lib/x.py", True), ("_generated/findings.md", True)])
 def test_render_tree_leaves_out_tool_caches(rel, skipped):
-    """Protects the HTML from tool caches (issue #27: .pytest_cache reached _build/html): a file of book/ under a
+    """Protects the HTML from tool caches (.pytest_cache once reached _build/html): a file of book/ under a
     dot-folder, __pycache__ or node_modules is not copied into the render tree; static files and the
     bibliography are."""
     assert render._skip(Path(rel)) is skipped

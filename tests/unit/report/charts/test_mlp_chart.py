@@ -7,7 +7,7 @@ from arithmech.report.charts import mlp_chart
 
 
 def test_layer_axes_have_whole_number_ticks():
-    """Protects integer axes (issue #27: half-integer ticks): the MLP charts' layer axis ticks whole numbers only,
+    """Protects integer axes (no half-integer ticks): the MLP charts' layer axis ticks whole numbers only,
     printed without decimals."""
     mlp = pd.DataFrame([{"layer": l, "quantity": q, "value": 0.1 * l, "sem": 0.01, "std": 0.02}
                         for l in range(3) for q in ("in_A", "in_B")])

@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/report/charts/pipeline.py``: Fig. 1 on the introduction's first screen (issue #27 item 1)."""
+"""Unit tests of ``arithmech/report/charts/pipeline.py``: Fig. 1 on the introduction's first screen."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET

@@ -1,6 +1,6 @@
 """The counts several pages quote (arithmech.report.views.counts): how many key heads, which heads are studied instead,
 how many prompts the Explorer draws — and that the pages take them from there, not from counts of their own
-(issue #27: one model's key heads were "1" on Identify, its top 10 were "key heads" on Analyze, and the
+(one model's key heads were once "1" on Identify, its top 10 were "key heads" on Analyze, and the
 introduction typed the Explorer's prompt count)."""
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def test_knockout_verdict_rule():
     assert V.default_step(s) == 1                   # −5% has a key head: the paper's threshold first
     assert V.default_step(_steps([(95, 0), (95, 0), (95, 0), (30, 2), (20, 3)])) == 2
     assert "holds" in V.finding(s, "m", [-0.1, -0.05, -0.02, -0.01]) and "40/100" in V.finding(s, "m", [-0.1, -0.01])
-    # a slider step's heads pass a mean threshold, not the key-head rule: never called key heads (#26: "1 key head
+    # a slider step's heads pass a mean threshold, not the key-head rule: never called key heads (not "1 key head
     # at -1%")
     shown = [V.finding(s, "m", [-0.1, -0.01]), *V.step_labels(s).label, *V.knockout_table(s, "m").columns]
     assert not any("key head" in x for x in shown), shown
@@ -101,7 +101,7 @@ def _texts(spec: dict) -> list[str]:
 
 
 def test_header_lines_are_whole_and_fit_the_chart():
-    """Protects the header a reader reads (issue #27: "intact: 1…"): no header text mark cuts its text
+    """Protects the header a reader reads (not "intact: 1…"): no header text mark cuts its text
     (no ``limit``), every line fits :data:`HEADER_CHARS`, each step has the same number of lines (the header keeps
     its height as the slider moves), the wrapped lines together still say the whole thing — all 12 heads past the
     loosest threshold, the knocked-out and the intact counts with their intervals and n."""
@@ -124,7 +124,7 @@ def test_header_lines_are_whole_and_fit_the_chart():
 
 
 def test_the_view_states_its_rules_and_relays_out_on_every_update():
-    """Protects what the chart says about itself (issue #27): its subtitle states when a head is past a threshold
+    """Protects what the chart says about itself: its subtitle states when a head is past a threshold
     (the interval rule), where the slider starts and why — −5% where a head passes it, else the strictest step with
     a head, saying that none passes −5% (SmolLM2's −1% was silent) — and the answer-token rule of its prompts; and
     the chart re-lays itself out on every update (``autosize.resize``), without which vega kept the first layout's
@@ -146,7 +146,7 @@ def test_the_view_states_its_rules_and_relays_out_on_every_update():
 
 
 def test_the_knockout_says_its_means_are_pooled_not_identifys():
-    """Protects the Explorer's honesty about its means (issue #41: its text said "as in identify" while the
+    """Protects the Explorer's honesty about its means (its text once said "as in identify" while the
     precomputed views and the widget use position-pooled X_c means, methods.explorer.knockout_means): the chart's
     knockout panel and the page's paragraph name the pooled means and say they are not identify's reference pool;
     only the live explorer, which uses identify's reference-pool means, may say it is identify's."""

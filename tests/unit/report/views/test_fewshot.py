@@ -27,7 +27,7 @@ def test_yield_rows_are_the_runs_own_counts():
         record = json.loads((folder / "run.json").read_text())["steps"]["identify"]
         samples, n = record["samples"], record["parameters"]["n_samples"]
         drawn.add(n)
-        failed = Context(folder).control()["failed"]                 # recomputed from prompts.jsonl (issue #41)
+        failed = Context(folder).control()["failed"]                 # recomputed from prompts.jsonl
         rows = [json.loads(line) for line in (folder / "prompts.jsonl").read_text().splitlines()]
         for op, s in samples.items():
             r = y[(y.prompts == label) & (y.operation == op)].iloc[0]

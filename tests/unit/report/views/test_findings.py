@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def test_the_answer_sentence_and_findings_table_follow_the_verdicts():
-    """Protects issue #27 item 1: the introduction's sentence per model is computed from the verdicts of the
+    """Protects the introduction's answer: its sentence per model is computed from the verdicts of the
     paper's claims (controls apart), names the claims under each verdict, and its summary word follows them;
     the compact table has one row per claim with its verdict and a link to the rules page."""
     import pandas as pd

@@ -14,7 +14,7 @@ from arithmech.report.views.pages import ANSWER_TOKEN_RULES, _footer, answer_tok
 
 
 def test_answer_token_sentence_names_the_recorded_rule():
-    """Protects the pages' one sentence on the answer token (#22 item 7): every rule a step can record has a
+    """Protects the pages' one sentence on the answer token: every rule a step can record has a
     description, the sentence names the rule it is given and says whether it is identify's (the files' rule
     when given, else identify's default), and an unknown rule is refused rather than described wrongly."""
     assert set(ANSWER_TOKEN_RULES) == set(ANSWER_TOKENS)

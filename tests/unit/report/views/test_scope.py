@@ -1,4 +1,4 @@
-"""The introduction's scope box (arithmech.report.views.scope, issue #41), on the shipped SmolLM2 runs."""
+"""The introduction's scope box (arithmech.report.views.scope), on the shipped SmolLM2 runs."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def test_flags_read_as_words_in_every_table():
-    """Protects the tables a reader sees (issue #27: True/False/None in verdict columns): a column of
+    """Protects the tables a reader sees (no True/False/None in verdict columns): a column of
     True/False/None reads holds / does not hold / inconclusive when it is a verdict ("holds", "verdict"), yes / no
     / — otherwise, numpy's booleans too, in plain frames (table_html) and in tables a chapter styles itself
     (styler_html, its own formats kept and its object unchanged); other columns are left alone."""
@@ -27,7 +27,7 @@ def test_flags_read_as_words_in_every_table():
 
 
 def test_a_claim_ruled_out_here_reads_not_testable_in_every_row_that_shows_it():
-    """Protects issue #40 item 5 (a hostile reading: the toy's findings box printed "**inconclusive** (not
+    """Protects the *not testable* verdict (a hostile reading: the toy's findings box printed "**inconclusive** (not
     testable: ...)"): an undecided claim whose account says the test is ruled out reads *not testable* in the
     chapter's lines, the rules table, the findings table and the controls table; an undecided claim without that
     account stays *inconclusive*, and a decided one keeps its verdict whatever its account says."""
