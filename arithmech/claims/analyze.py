@@ -28,7 +28,7 @@ N_BOOT_HEADS = 2000  # resamples of the other heads for the interval of their 95
 def studied_heads(ctx: Context) -> tuple[list[tuple[int, int]], str]:
     """The heads the analyze claims are decided on, and where they come from: the paper's key heads of the primary
     task where there are any; else the share rule's (``key_heads.json``'s ``by_share``: the heads that carry the
-    counterfactual's effect, issue #41), said so; else none."""
+    counterfactual's effect), said so; else none."""
     kh, task = ctx.read("key_heads.json"), ctx.primary()[0]
     pick = lambda block: block.get("heads", []) if task == kh.get("task") else block.get("per_task", {}).get(task, [])
     paper = pick(kh) if task == kh.get("task") else kh.get("per_task", {}).get(task, [])
@@ -105,7 +105,7 @@ def role_reading(ctx: Context, role: str) -> tuple[str, tuple[int, int, int] | N
     yes, maybe, n = int((reads == True).sum()), int(reads.isna().sum()), len(reads)  # noqa: E712
     first = v.iloc[0]
     n_prompts = int(roles.n.max()) if "n" in roles else 0
-    ops = ctx.read("analyze.json").get("operations", "all")  # a file before issue #41 item 5: all
+    ops = ctx.read("analyze.json").get("operations", "all")  # an older file without the field: all
     of = "every operation" if ops == "all" else f"the operations that passed identify's control ({', '.join(ops)})"
     here = (
         f"on {source}: {yes} of {n} heads read {ROLE_WORDS[role]} more than the {int(first.n_other)} other heads "
@@ -175,11 +175,11 @@ RERUN = "python -m arithmech faithfulness --overwrite (with the file's parameter
 
 
 def circuit_faithful(ctx: Context):
-    """Version 7 (issue #41 item 4): the clipped and unclipped recovery in both directions, END top-n and the
+    """Version 7: the clipped and unclipped recovery in both directions, END top-n and the
     cross-position circuit, intervals Bonferroni-adjusted over the candidates
     (:func:`arithmech.methods.faithfulness_rule.faithful_verdict`)."""
     f = ctx.read("faithfulness.csv")
-    task = ctx.primary()[0]  # the task the identify claims are decided on (issue #41)
+    task = ctx.primary()[0]  # the task the identify claims are decided on
     if not (f.task == task).any():
         raise Missing(f"faithfulness.csv has no rows of task {task}")
     r = faithful_verdict(f, task)

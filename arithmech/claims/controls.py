@@ -1,5 +1,5 @@
 """The controls' deciders for :mod:`arithmech.claims.decide`: the answer-token floor, whether mean ablation removes
-the task (two-sided, issue #41), and the wrapper that makes the identify claims inconclusive where their task fails
+the task (two-sided), and the wrapper that makes the identify claims inconclusive where their task fails
 its control or holds too few problems (the control recomputed from ``prompts.jsonl``:
 :meth:`arithmech.claims.evidence.Context.control`). The two controls' rules are :data:`CONTROLS`.
 """
@@ -121,7 +121,7 @@ def ablation_removes(ctx: Context):
 
 
 def layer_matched(ctx: Context, k: int, key, here: str, holds: bool | None) -> tuple[str, bool | None]:
-    """knockout-key-vs-random's second control (version 9, issue #41): the top ``k``'s accuracy (the row ``key``)
+    """knockout-key-vs-random's second control (version 9): the top ``k``'s accuracy (the row ``key``)
     against random head sets with as many heads in each layer (knockout.csv's layer-matched rows at ``k``), by the
     same test as the unmatched draws (below the lowest draw; its interval, over the problem clusters, below their
     5th percentile; does not hold: at or above the lowest draw with its interval's lower end at or above their 5th

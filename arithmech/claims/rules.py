@@ -80,7 +80,7 @@ def _concentration(values: pd.Series, k: int) -> tuple[float, int]:
 
 
 def _few_heads(ctx: Context):
-    """Version 4 (issue #41): the paper's 5% of heads, by both measures (the module's rule text)."""
+    """Version 4: the paper's 5% of heads, by both measures (the module's rule text)."""
     hd = ctx.heads()
     k = math.ceil(FEW_FRACTION * len(hd))
     by_effect, least_e = _concentration(hd.logit_diff.reset_index(drop=True), k)

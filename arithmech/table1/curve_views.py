@@ -1,4 +1,4 @@
-"""Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix (issue #40): the
+"""Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix: the
 trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed,
 hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside ours. Reads
 :mod:`arithmech.table1.frontier` and :mod:`arithmech.table1.curves`; computes no verdict of its own."""

@@ -1,4 +1,4 @@
-"""Table 1's rules decided over whole learning-rate curves (issue #40), written before the runs they decide.
+"""Table 1's rules decided over whole learning-rate curves, written before the runs they decide.
 
 Each rule reads every grid point of :mod:`arithmech.table1.frontier` (an arm at one rate, its runs' mean changes
 from base) and is a statement over **every rate of each arm's grid**, never over one chosen rate. Its parts are

@@ -1,5 +1,5 @@
 """How far from a Table 1 rule's bound an observed difference must lie to decide, with the runs the plan gives a
-point (issue #40: what the design can detect).
+point (what the design can detect).
 
 A rule of :mod:`arithmech.table1.curves` decides a comparison only when its crossed interval (runs × the shared test
 items, :func:`arithmech.core.stats.crossed_interval`) at the rule's Bonferroni level ``1 − 0.05/N`` lies on one

@@ -1,4 +1,4 @@
-"""Table 1 over whole learning-rate curves (issue #40): every run of every arm, each grid point's run means with
+"""Table 1 over whole learning-rate curves: every run of every arm, each grid point's run means with
 intervals, each arm's frontier on the trade-off plane. The rules that read them are :mod:`arithmech.table1.curves`.
 
 A **point** is one arm at one learning rate: its runs (seeds; for a random arm, its draws), each scored on the
@@ -262,7 +262,7 @@ def point_table(t: Table1Result, n_boot: int = 1000) -> pd.DataFrame:
                     V.per_run([c.base], meas, sign, c.pooled), V.per_run(runs, meas, sign, c.pooled), n_boot=n_boot
                 )
                 row[f"{what} boot lo"], row[f"{what} boot hi"] = lo, hi
-                xs = q.values(what)  # the run means alone: Student t, training spread only (issue #40 item 3)
+                xs = q.values(what)  # the run means alone: Student t, training spread only
                 row[f"{what} t lo"], row[f"{what} t hi"] = t_interval(xs)[1:] if len(xs) >= 2 else (None, None)
             rows.append(row)
     return pd.DataFrame(rows)

@@ -1,4 +1,4 @@
-"""Table 1's learning-rate grids (issue #40): which rates each arm runs, when a grid is *bracketed*, and which
+"""Table 1's learning-rate grids: which rates each arm runs, when a grid is *bracketed*, and which
 rates get extra seeds. Every rule here reads **validation** scores only; the test items decide the verdicts
 (:mod:`arithmech.table1.verdicts`), never which runs exist.
 
@@ -15,7 +15,7 @@ rates get extra seeds. Every rule here reads **validation** scores only; the tes
 * **replicated rates** (:func:`replicated`) — with ``--no-replicate-ends``, a bracketed grid's two end rates
   keep their first run (they show the bracket) and get no further seeds, draws or frontier seeds: the rules read a
   point from 3 runs, so they decide on the interior rates, where an arm learns without collapsing. A cut of grid
-  points to fit the machine (issue #40 item 6), recorded in ``table1.json``; an unbracketed grid is never cut.
+  points to fit the machine, recorded in ``table1.json``; an unbracketed grid is never cut.
 * the **single-rate choice** of the first runs (:data:`RULE`, :func:`choose`) is still computed and shown beside
   the frontier, as the choice the earlier verdicts hung on.
 """

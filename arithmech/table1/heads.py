@@ -1,4 +1,4 @@
-"""Which heads each precise arm of Table 1 tunes (issue #40): the paper's ranking, the share rule, and two
+"""Which heads each precise arm of Table 1 tunes: the paper's ranking, the share rule, and two
 random controls that share **no tuned parameter** with either.
 
 * ``precise-key`` — the top ``k`` of the paper's ranking (``key_heads.json``'s heads, filled up by effect
@@ -14,7 +14,7 @@ random controls that share **no tuned parameter** with either.
 of the key/value group it reads (:class:`arithmech.finetune.adapter.HeadSpec`'s ``kv_policy="any"``). Two
 arms whose heads read one group therefore tune the same K/V slices. A random head is *free* only when its
 group is read by no head of the key or share arm (:func:`free_heads`), so the random arms' tuned parameters
-are disjoint from both (the earlier control shared 20–29 % of them: issue #40). Where a layer has no free
+are disjoint from both (the earlier control shared 20–29 % of them). Where a layer has no free
 group the layer-matched draw moves to the nearest layer that has one (the plan records each draw's layers).
 
 Each draw is seeded by its own index (``random-heads:<arm>:<draw>``), never by a training seed: draws and

@@ -1,4 +1,4 @@
-"""The Table 1 runner, on any model (issue #40): every arm over a whole learning-rate grid, with seeds and draws.
+"""The Table 1 runner, on any model: every arm over a whole learning-rate grid, with seeds and draws.
 
 The paper's claim (§5.3, Table 1): tuning *the identified heads* improves math about as much as tuning every
 parameter and keeps general skills. To test it, and not only restate it, the runner makes every run the

@@ -69,7 +69,7 @@ def arms_chart(
     ``table``: :func:`arithmech.table1.verdicts.arm_table`.
 
     The rows go to the facet, never to the layers inside it: a layer holding its own data is not split by
-    the facet, and every panel would draw every arm × measure point (the bug of issue #27). The zero line is
+    the facet, and every panel would draw every arm × measure point (a bug once). The zero line is
     a datum, so it needs no data of its own either."""
     df = table[(table.arm != "base") & table.measure.isin(measures)][
         ["arm", "measure", "delta", "delta_ci_low", "delta_ci_high", "runs"]
@@ -112,7 +112,7 @@ def frontier_chart(
     title: str = "every run, and each arm's frontier",
     subtitle: list[str] | str | None = None,
 ) -> alt.LayerChart | alt.FacetChart:
-    """The trade-off plane over whole curves (issue #40): every run as a small hollow mark (a cross where it
+    """The trade-off plane over whole curves: every run as a small hollow mark (a cross where it
     collapsed), each grid point's run mean as a filled dot, and each arm's frontier (the Pareto set of its points
     that did not collapse) as a line through its points; x = change of the primary general measure from base,
     y = math gain. ``runs``, ``points``: :func:`arithmech.table1.curve_views.run_frame` and

@@ -1,4 +1,4 @@
-"""One run of Table 1 (issue #40): what a run is, training one arm at one rate, its gains over base, and
+"""One run of Table 1: what a run is, training one arm at one rate, its gains over base, and
 whether its record already exists.
 
 :class:`Run` names a run (arm, rate, seed, draw); :func:`train_arm` fine-tunes a fresh copy of the model on the

@@ -1,6 +1,6 @@
 """Table 1's single-rate rules and their verdicts computed from the results files, and the collapse gate.
 
-**Superseded for the claims by** :mod:`arithmech.table1.curves` (issue #40): the claims of
+**Superseded for the claims by** :mod:`arithmech.table1.curves`: the claims of
 :mod:`arithmech.claims.rules` are decided over every rate of each arm's grid. The rules below read one chosen rate
 per arm; they are kept to show what they decided (and where a chosen rate flips them), and :func:`arm_table`,
 :func:`deciding`, :func:`pool`, :func:`collapsed` serve both.
@@ -8,7 +8,7 @@ per arm; they are kept to show what they decided (and where a chosen rate flips 
 Every comparison is a **hierarchical paired bootstrap** (:func:`arithmech.core.stats.hierarchical_bootstrap`,
 95%, 2,000 resamples): each resample draws each arm's runs at its chosen learning rate with replacement (its
 seeds; for ``precise-random`` its draws) and one set of test items shared by both arms, so the interval
-carries training's run-to-run variance as well as item sampling (issue #26: item-only intervals let a
+carries training's run-to-run variance as well as item sampling (item-only intervals let a
 verdict flip between two rebuilds). With one run per arm it is the paired item bootstrap. Seed-to-seed
 spread is also shown (``seed_sd``). Losses (``lower_is_better``) are negated first, so "higher is better"
 everywhere.
@@ -32,7 +32,7 @@ the *base* model's 95% interval lies clear of it (above chance for an accuracy, 
 others are shown, never used by a rule. The ``cpu`` suite's primary general measure ``cloze`` is the
 deciding cloze sets' items **pooled** (each item once, every set its own items).
 
-**Collapse gate** (:func:`collapsed`, issue #40): a run *collapsed* on a general measure when its own 95 %
+**Collapse gate** (:func:`collapsed`): a run *collapsed* on a general measure when its own 95 %
 interval (Wilson over its items; for a loss, Student t over its chunks) lies wholly below half of the base
 model's margin over chance (``hi < chance + 0.5 · (base − chance)``; for a loss, wholly above the line half-way
 to chance). The gate before (:func:`collapsed_point`) read the point estimate and fired on sampling noise.
@@ -114,7 +114,7 @@ def value(run: dict, measure: str, pooled: list[str] | None = None) -> float:
 
 
 def collapsed_point(run: dict, base: dict, measure: str, pooled: list[str] | None = None) -> bool:
-    """The collapse gate before issue #40, on point estimates: the run keeps less than half of base's margin over
+    """The earlier collapse gate, on point estimates: the run keeps less than half of base's margin over
     chance. Kept to show what it did (it fired on sampling noise: PIQA 56.5 % against 63.5 % on 200 items)."""
     ch = _chance(base, measure, pooled)
     if ch is None:
@@ -147,7 +147,7 @@ def run_interval(run: dict, measure: str, pooled: list[str] | None = None) -> tu
 
 
 def collapsed(run: dict, base: dict, measure: str, pooled: list[str] | None = None) -> bool:
-    """The collapse gate (module docstring, issue #40) of one run on one general measure: the run's own 95 %
+    """The collapse gate (module docstring) of one run on one general measure: the run's own 95 %
     interval lies wholly below half of base's margin over chance (for a loss: wholly above it)."""
     ch = _chance(base, measure, pooled)
     if ch is None:

@@ -272,7 +272,7 @@ def test_layers_only_go_down():
     assert all(m == "arithmech.cli" and "#" in text for m, _, text in inner), inner
 
 
-WINGS = ("identify", "analyze", "circuits", "prompts")
+WINGS = ("identify", "analyze", "circuits", "prompts", "table1")
 """The paper steps' wings, lowest first: each holds one step's config, run, Result, page and charts."""
 
 WING_FACES = ("result", "config")

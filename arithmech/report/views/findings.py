@@ -70,7 +70,7 @@ def is_control(claims: pd.DataFrame) -> pd.Series:
 
 def is_added(claims: pd.DataFrame) -> pd.Series:
     """The rows that are claims this book adds, not the paper's (:data:`arithmech.claims.decide.ADDED`): counted
-    apart from the paper's claims (issue #41: five of "the paper's 16" were not the paper's)."""
+    apart from the paper's claims (five of "the paper's 16" once were not the paper's)."""
     return claims["id"].isin(ADDED) if "id" in claims else pd.Series(False, index=claims.index)
 
 

@@ -1,4 +1,4 @@
-"""Versioned rules (issue #26 item 6): every rule's version, text and history agree, and the book's wording
+"""Versioned rules: every rule's version, text and history agree, and the book's wording
 about when the rules were fixed follows from that history, never from a typed sentence.
 """
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _frame(holds: list, controls: int) -> pd.DataFrame:
 
 
 def test_tally_never_counts_controls_and_controls_have_their_own_table():
-    """Protects the claims tally (#26: controls were counted in it): whatever frame a caller passes — a whole
+    """Protects the claims tally (controls were once counted in it): whatever frame a caller passes — a whole
     claims table, as the SmolLM2 appendix and the rules page do — the tally counts the paper's claims only; the
     controls are shown in a table of their own, each with its verdict."""
     c = _frame([True, False, None, False, True], controls=2)
@@ -198,7 +198,7 @@ def test_findings_box_counts_claims_and_tables_controls_apart(name):
 
 
 def test_the_count_keeps_the_papers_claims_apart_from_the_books():
-    """Protects the introduction's count (issue #41: five of "the paper's 16 claims" were not the paper's, and
+    """Protects the introduction's count (five of "the paper's 16 claims" once were not the paper's, and
     "the selection matters" sat outside the count as a control): the paper's tally counts only the paper's
     claims, the book's added claims (rules.ADDED, selection-matters among them) have their own tally and
     sentence, and the controls are in neither."""

@@ -1,4 +1,4 @@
-"""The controls as the claims decide them (arithmech.claims.controls, arithmech.claims.evidence; issue #41): the
+"""The controls as the claims decide them (arithmech.claims.controls, arithmech.claims.evidence): the
 control recomputed from prompts.jsonl over distinct problems, the task decided on, and the two-sided ablation rule.
 Each test writes a synthetic results folder whose stored (version 1) control or one-sided rule gives another
 verdict, so it fails on the old behaviour."""
@@ -156,7 +156,7 @@ def test_the_ablation_rule_reads_the_floor_as_an_interval(tmp_path):
 
 
 def test_key_vs_random_is_decided_against_layer_matched_heads_where_the_file_has_them(tmp_path):
-    """Protects knockout-key-vs-random version 9 (issue #41): the top 8 at 20 % [15 %, 25 %] lie far below random
+    """Protects knockout-key-vs-random version 9: the top 8 at 20 % [15 %, 25 %] lie far below random
     heads from every layer (90 %, 95 %: version 8 held) but not below random heads of their own layers (10 %, 12 %),
     so the claim does not hold; against layer-matched heads at 15 % and 40 % the lowest is under 20 % but the
     interval reaches below their 5th percentile (version 11: inconclusive, was does not hold); with layer-matched

@@ -1,4 +1,4 @@
-"""What the deciders read (arithmech.claims.evidence): the cluster-aware knockout interval (issue #41)."""
+"""What the deciders read (arithmech.claims.evidence): the cluster-aware knockout interval."""
 from __future__ import annotations
 
 import pandas as pd

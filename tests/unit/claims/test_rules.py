@@ -60,7 +60,7 @@ def _holds(folder, cid):
 
 
 def test_key_heads_need_their_interval_below_the_threshold(tmp_path):
-    """Protects: a head is "key" only if its bootstrap interval lies below −5% (#13 item 3): the same mean
+    """Protects: a head is "key" only if its bootstrap interval lies below −5%: the same mean
     with a wide interval is not key, with a tight one it is."""
     eff = {(1, 0): -0.08}
     assert _holds(_write(tmp_path / "a", _effects(eff, [0.0, 0.0, 0.0])), "key-heads-exist") is True
@@ -89,7 +89,7 @@ def test_key_heads_by_share_read_the_share_interval_and_are_inconclusive_without
 
 
 def test_few_heads_is_scaled_to_the_model_and_needs_both_measures(tmp_path):
-    """Protects few-heads version 4 (issue #41): on 400 heads the paper's 5% is 20 heads. Twenty heads at −0.2
+    """Protects few-heads version 4: on 400 heads the paper's 5% is 20 heads. Twenty heads at −0.2
     among 380 at −0.01 hold 4/7.8 = 51% of the summed negative change (holds), although the top 10 hold only
     26% (version 3: does not hold). With an LD ratio that spreads the same heads evenly the two measures
     disagree: inconclusive."""
@@ -160,7 +160,7 @@ def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_p
 
 
 def test_knockout_rule_does_not_reject_on_a_point_above_the_lowest_draw(tmp_path):
-    """Protects knockout-key-vs-random version 11 (issue #41, hostile reading 19): "does not hold" needs the top 8's
+    """Protects knockout-key-vs-random version 11 (hostile reading 19): "does not hold" needs the top 8's
     interval to lie within or above the random band, not its point above the lowest draw. At 80 % [75 %, 85 %]
     against 19 draws at 90 % and one at 78 %, the point is above the lowest draw (version 10: does not hold) but
     the interval reaches below the draws' 5th percentile (89 %): inconclusive. At 95 % [90 %, 99 %] against draws
@@ -214,7 +214,7 @@ def test_missing_files_make_a_claim_inconclusive_and_say_which(tmp_path):
 
 def test_text_lines_and_table_agree(tmp_path):
     """Protects: the sentences a chapter shows carry the table's verdict for the same claim id, and the
-    intro's markdown table shows every rule with its verdict (#13 item 5: text and table agree)."""
+    intro's markdown table shows every rule with its verdict, so text and table agree."""
     folder = _write(tmp_path / "a", _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0]), _knockout(0.2, [0.9] * 20))
     c = C.claims(folder)
     lines = claim_lines(c, list(c.id))
@@ -234,7 +234,7 @@ def test_unknown_claim_id_is_a_clear_error():
 
 
 def test_identify_claims_are_inconclusive_when_the_primary_task_fails_its_control(tmp_path):
-    """Protects the per-task control (#22 item 6): where the task the key heads come from fails its control
+    """Protects the per-task control: where the task the key heads come from fails its control
     (its answer is guessable from what the prompt carries), every identify claim is inconclusive with the
     reason, although its numbers alone would decide it; a failed task that is not the primary one changes
     nothing."""
@@ -248,7 +248,7 @@ def test_identify_claims_are_inconclusive_when_the_primary_task_fails_its_contro
 
 
 def test_logit_diff_ranking_can_fail(tmp_path):
-    """Protects the rewritten ranking rule (#26: version 1, Spearman between the relative change and the logit
+    """Protects the rewritten ranking rule (version 1, Spearman between the relative change and the logit
     difference, held by construction): with the paper's two measures in perfect agreement it still does not
     hold when the calibrated share ranks other heads first; it holds when the share agrees; in between it is
     inconclusive; without share columns it is not decided."""

@@ -1,4 +1,4 @@
-"""Synthetic Table 1 records (issue #40): a results folder an arms run could have written, built from a few numbers
+"""Synthetic Table 1 records: a results folder an arms run could have written, built from a few numbers
 per run, so the curve rules and the old single-rate rules can be read on the same records.
 
 ``write(folder, arms, chosen)``: ``arms`` maps an arm to ``{rate: [run, …]}``, each run ``(addition, subtraction,

@@ -1,4 +1,4 @@
-"""Table 1's rules over whole learning-rate curves (``arithmech/table1/curves.py``, issue #40), on synthetic records
+"""Table 1's rules over whole learning-rate curves (``arithmech/table1/curves.py``), on synthetic records
 (``synthetic.py``): each rule is read beside the old single-rate rule (``arithmech.table1.verdicts.verdicts``, which
 decides at the rate the plan chose) on the same records."""
 from __future__ import annotations
@@ -51,9 +51,9 @@ DOMINATED = {
 
 
 def test_keeps_does_not_hold_when_a_full_rate_dominates_every_key_rate(tmp_path):
-    """Protects issue #40 item 1 (keeps, half b): full SFT at 1e-4 learns more than every precise-key rate and keeps
-    more general skill than each, so precise does not keep general skills better than full, whichever rates were
-    chosen. The old single-rate reading "forgets less than full" holds at full's chosen 3e-4."""
+    """Protects the curve rule on general skill (keeps, half b): full SFT at 1e-4 learns more than every precise-key
+    rate and keeps more general skill than each, so precise does not keep general skills better than full, whichever
+    rates were chosen. The old single-rate reading "forgets less than full" holds at full's chosen 3e-4."""
     f = write(tmp_path, DOMINATED, chosen={"full": 3e-4, "precise-key": 3e-3})
     assert _old(f, "precise forgets less than full") == "holds"
     r = _row(C.verdicts(Table1Result.load(f)), "precise keeps general skills better than full")
@@ -83,7 +83,7 @@ MATCHES = {"full": {3e-5: J(0.5, 0.45, 0.0, n=5, sd=0.005), 1e-4: J(0.86, 0.84, 
 
 
 def test_matches_does_not_flip_with_the_chosen_rate(tmp_path):
-    """Protects issue #40 item 1 (matches): the old verdict flips with the rate the plan chose (precise-key chosen at
+    """Protects the curve rule (matches): the old verdict flips with the rate the plan chose (precise-key chosen at
     9e-3: *does not hold*; at 1e-3 it does not); the curve rule reads every rate and gives the same verdict, *holds*
     (precise-key at 1e-3 and at 3e-3 within 5 points of every full rate), for either choice."""
     olds, news = set(), set()
@@ -101,7 +101,7 @@ SELECTION = {"precise-key": {1e-3: J(0.80, 0.80, 0.0), 3e-3: J(0.78, 0.78, -0.01
 
 
 def test_selection_is_frontier_against_frontier(tmp_path):
-    """Protects issue #40 item 1 (selection): at the chosen 9e-3 the key heads learn less than random ones (old rule:
+    """Protects the curve rule (selection): at the chosen 9e-3 the key heads learn less than random ones (old rule:
     *does not hold*), but precise-key's frontier top (1e-3 and 3e-3) beats every rate of the random arm by 18 points
     or more: the curve rule *holds*, and stays so with any one grid point left out; the per-rate table shows 9e-3's
     reversal."""
@@ -170,7 +170,7 @@ def test_an_undecided_verdicts_note_never_lists_a_gate(tmp_path):
 
 
 def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
-    """Protects the base-shots control (issue #40 item 2): the base model with K solved examples already answers
+    """Protects the base-shots control: the base model with K solved examples already answers
     62 % of the carry items; precise-key, at 55 % at every rate, learns the skill against the zero-shot base
     (old rule: *holds*, and still so) but not more than the answer format (*does not hold*)."""
     arms = {"precise-key": {1e-3: J(0.55, 0.55, 0.0), 3e-3: J(0.55, 0.55, -0.01)}, "full": {1e-4: J(0.9, 0.9, -0.05)}}
@@ -186,8 +186,8 @@ def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
 
 
 def test_addition_and_subtraction_are_decided_apart(tmp_path):
-    """Protects issue #40 item 3 (operations apart): random heads learn subtraction with borrow far better, addition
-    alike; pooled and subtraction say *does not hold*, addition is decided on its own items (the even ones)."""
+    """Protects the per-operation verdicts (operations apart): random heads learn subtraction with borrow far better,
+    addition alike; pooled and subtraction say *does not hold*, addition is decided on its own items (the even ones)."""
     arms = {"precise-key": {1e-3: J(0.9, 0.30, 0.0), 3e-3: J(0.9, 0.35, 0.0)},
             "precise-random": {1e-3: J(0.9, 0.70, 0.0), 3e-3: J(0.88, 0.75, 0.0)},
             "full": {1e-4: J(0.95, 0.9, -0.05)}}
@@ -238,7 +238,7 @@ def test_a_model_that_cannot_learn_the_skill_is_not_testable(tmp_path):
 
 
 def test_collapsed_points_never_decide_nor_sit_on_a_frontier(tmp_path):
-    """Protects issue #40 item 5 (collapse): a rate whose runs lost the general skill (both cloze sets at chance)
+    """Protects the collapse rule on curves: a rate whose runs lost the general skill (both cloze sets at chance)
     is off its arm's frontier and decides nothing; an arm whose every rate collapsed is not testable."""
     gone = {"hellaswag": 0.25, "piqa": 0.5}
     arms = {"full": {1e-4: J(0.9, 0.9, -0.03), 3e-4: [(0.99, 0.99, gone)] * 3},
@@ -264,9 +264,10 @@ def _random_curves(rng: random.Random) -> Curves:
 
 
 def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
-    """Protects issue #40's "must show": on 150 random grids (3 arms, 1–4 rates each, 1–5 runs a point), for every
-    rule whose final verdict is decided, re-deciding it with any one grid point's runs left out gives the same verdict
-    or an undecided one — never the opposite. Decided verdicts must occur, or the check is vacuous."""
+    """Protects what the curve rules must show, that no single grid point flips a verdict: on 150 random grids
+    (3 arms, 1–4 rates each, 1–5 runs a point), for every rule whose final verdict is decided, re-deciding it with any
+    one grid point's runs left out gives the same verdict or an undecided one — never the opposite. Decided verdicts
+    must occur, or the check is vacuous."""
     rng, decided = random.Random(40), 0
     for _ in range(150):
         c = _random_curves(rng)
@@ -286,7 +287,7 @@ def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
 
 
 def test_collapsed_runs_enter_their_points_mean_and_interval():
-    """Protects the fifth rule version (issue #40, hostile reading of the fourth): a full-SFT point of 4 runs, one
+    """Protects the fifth rule version (after a hostile reading of the fourth): a full-SFT point of 4 runs, one
     collapsed (general change −40 points), counts as full SFT's cost (rule 3a) *and*, under the third version's
     survivor reading, dominated the learning key point on its 3 surviving runs (math +20, general +2.5 points, both
     decidedly above), so "keeps" did not hold. Read on every run, the collapsed run widens the general change's
@@ -322,7 +323,7 @@ def _pt(arm, lr, xs):
 
 
 def test_does_not_hold_is_adjusted_for_the_parts_inside_every():
-    """Protects the fourth rule version (issue #40, hostile reading B1): one key rate against five random rates, one
+    """Protects the fourth rule version (hostile reading B1): one key rate against five random rates, one
     of them 2 points below key. At 95 % (the third version: only the outer 'some', of one key rate, was adjusted)
     key − that random rate has its upper end below +5 points, so the part is false and the rule *does not hold*; but
     that verdict is a union over the five inner parts. With all 5 intervals at 1 − 0.05/5 the part is undecided and

@@ -21,7 +21,7 @@ def _run(values: dict) -> dict:
 
 
 def test_deciding_measures_need_a_base_interval_clear_of_chance():
-    """Protects: issue #23's "a measure whose base interval touches chance does not decide" — for an accuracy
+    """Protects: "a measure whose base interval touches chance does not decide" — for an accuracy
     the interval's lower end must lie above chance, for a loss its upper end below chance; a measure without
     a chance level always decides."""
     from arithmech.table1.verdicts import deciding
@@ -33,7 +33,7 @@ def test_deciding_measures_need_a_base_interval_clear_of_chance():
 
 
 def test_old_collapse_gate_is_half_the_margin_over_chance():
-    """Protects: the gate before issue #40 (``collapsed_point``, kept to show what it did) — a run whose point
+    """Protects: the earlier gate (``collapsed_point``, kept to show what it did) — a run whose point
     estimate keeps under half of base's margin over chance is collapsed (base 0.45, chance 0.25: 0.34 collapsed,
     0.36 not), for the pooled cloze measure too."""
     from arithmech.table1.verdicts import collapsed_point as collapsed
@@ -50,7 +50,7 @@ def _acc(k: int, n: int, chance: float) -> dict:
 
 
 def test_collapse_gate_needs_the_interval_below_half_the_margin():
-    """Protects issue #40 item 4: the collapse gate reads the run's interval, not its point estimate. PIQA at
+    """Protects: the collapse gate reads the run's interval, not its point estimate. PIQA at
     56.5 % (113 of 200) against a base of 63.5 %, chance 50 %: the old gate fired (6.5 points kept of 13.5, under
     half), the new one does not (the run's Wilson interval reaches 63 %); a real collapse (45 %) still fires."""
     from arithmech.table1.verdicts import collapsed, collapsed_point
