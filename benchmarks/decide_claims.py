@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from arithmech.claims.rules import claims
+from arithmech.identify.claims import claims
 
 
 def main(folders: list[str]) -> None:

@@ -48,7 +48,7 @@ from arithmech.methods.faithfulness_rule import faithful_verdict
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 
-TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.claims.analyze, circuit-faithful)
+TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.analyze.claims, circuit-faithful)
 
 
 def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranked: list):

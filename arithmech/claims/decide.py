@@ -20,7 +20,7 @@ whether the results it decides existed then (most rules were written or changed 
 book says so, computed from the changelog).
 
 Adding or changing a claim: write its :class:`~arithmech.claims.rule.Rule` beside its decider (identify's in
-:mod:`~arithmech.claims.rules`, analyze's and faithfulness's in :mod:`~arithmech.claims.analyze`, Table 1's in
+:mod:`~arithmech.identify.claims`, analyze's and faithfulness's in :mod:`~arithmech.analyze.claims`, Table 1's in
 :mod:`~arithmech.table1.claims`, the controls in :mod:`~arithmech.claims.controls`), list it in
 :data:`RULES`, then log it in ``changelog.toml`` and bump its ``version``.
 """
@@ -32,11 +32,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from arithmech.claims.analyze import ANALYZE, CIRCUIT_FAITHFUL
+from arithmech.analyze.claims import ANALYZE
+from arithmech.circuits.claims import CIRCUIT_FAITHFUL
 from arithmech.claims.controls import CONTROLS
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.rule import Rule
-from arithmech.claims.rules import IDENTIFY, STABILITY
+from arithmech.identify.claims import IDENTIFY, STABILITY
 from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
 from arithmech.table1.claims import FINETUNE
 

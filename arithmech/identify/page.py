@@ -201,7 +201,7 @@ def pooled_line(key_heads: dict) -> str:
 def key_heads_lines(r: Run) -> str:
     """The key-head count in words beside the paper's, and (with key heads) their depth beside the paper's.
 
-    Depth is layer/(L−1), the middle-layers rule's (:func:`arithmech.claims.rules._middle_layers`): 0 for the first
+    Depth is layer/(L−1), the middle-layers rule's (:func:`arithmech.identify.claims._middle_layers`): 0 for the first
     layer, 1 for the last. The paper gives no count of its key heads (§5.1: "only a small number of heads");
     Table 4 lists its top 10 and precise SFT tunes its top 32."""
     paper_heads, ours = paper.KEY_HEADS["table4_ours"], pd.DataFrame(r.res.key_heads["heads"])

@@ -81,7 +81,7 @@ def reading_heads(roles: pd.DataFrame, k: int = K_READ, task: str = "all") -> li
 
 def key_heads(kh: dict, task: str, k: int = K_KEY) -> list[tuple[int, int]]:
     """The first ``k`` key heads of ``key_heads.json`` for ``task`` — the paper's rule's, else the LD-ratio rule's
-    (``by_share``), as :func:`arithmech.claims.analyze.studied_heads` reads them."""
+    (``by_share``), as :func:`arithmech.analyze.claims.studied_heads` reads them."""
     pick = lambda b: b.get("heads", []) if task == kh.get("task") else b.get("per_task", {}).get(task, [])
     heads = pick(kh) or pick(kh.get("by_share") or {})
     return [(int(h["layer"]), int(h["head"])) for h in heads[:k]]

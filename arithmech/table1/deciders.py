@@ -1,4 +1,4 @@
-"""The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.claims.rules`.
+"""The fine-tuning claims' deciders (Table 1), for :mod:`arithmech.table1.claims`.
 
 Each claim takes the verdict of its rule over whole learning-rate curves (:mod:`arithmech.table1.curves`, issue
 #40: every rate of every arm's grid, intervals over runs and test items, leave-one-rate-out) on the primary math measure

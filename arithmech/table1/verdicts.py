@@ -1,7 +1,7 @@
 """Table 1's single-rate rules and their verdicts computed from the results files, and the collapse gate.
 
 **Superseded for the claims by** :mod:`arithmech.table1.curves`: the claims of
-:mod:`arithmech.claims.rules` are decided over every rate of each arm's grid. The rules below read one chosen rate
+:mod:`arithmech.table1.claims` are decided over every rate of each arm's grid. The rules below read one chosen rate
 per arm; they are kept to show what they decided (and where a chosen rate flips them), and :func:`arm_table`,
 :func:`deciding`, :func:`pool`, :func:`collapsed` serve both.
 

@@ -21,9 +21,9 @@ import pytest
 
 from arithmech.claims import decide as C
 from arithmech.claims.decide import BY_ID
-from arithmech.claims.rules import THRESHOLD
 from arithmech.core import results as R
 from arithmech.core.names import components
+from arithmech.identify.claims import THRESHOLD
 
 REPO = Path(__file__).resolve().parents[2]
 

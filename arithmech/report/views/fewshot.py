@@ -18,10 +18,10 @@ import pandas as pd
 
 from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, cluster_interval
-from arithmech.claims.rules import K
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
+from arithmech.identify.claims import K
 from arithmech.report.views.table_display import verdict
 
 CLAIMS = (

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import decide as C
-from arithmech.claims import rules as RT
 from arithmech.core import results as R
 from arithmech.data.pairs import Sample
+from arithmech.identify import claims as RT
 
 
 def _mk(op, a, b, template="t"):
@@ -116,7 +116,7 @@ def test_a_floor_counted_over_copies_is_read_with_its_effective_problems(tmp_pat
     from tests.unit.steps.test_control import _skewed
     eff = _effects("addition", -0.08).assign(share=lambda d: d.effect * 3, share_lo=lambda d: d.effect * 3 - 0.01,
                                              share_hi=lambda d: d.effect * 3 + 0.01)
-    from tests.unit.claims.test_rules import _knockout
+    from tests.unit.identify.test_claims import _knockout
     held = {"family": "f", "base_accuracy": 0.5, "knockout_accuracy": 0.1, "relative_drop": -0.8, "n_heads": 1,
             "random_accuracy_mean": 0.5, "n": 100, "heads_from": "key heads"}
     folder = _write(tmp_path / "a", _skewed(), eff, {}, task="addition", knockout=_knockout(0.2, [0.9, 0.95]).assign(
@@ -162,7 +162,7 @@ def test_key_vs_random_is_decided_against_layer_matched_heads_where_the_file_has
     interval reaches below their 5th percentile (version 11: inconclusive, was does not hold); with layer-matched
     heads at 60 % and 70 % it holds; a file
     without layer-matched rows is decided on the unmatched draws, saying 'not run'."""
-    from tests.unit.claims.test_rules import _knockout
+    from tests.unit.identify.test_claims import _knockout
     ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
     def verdict(name, matched):
         ko = _knockout(0.2, [0.9, 0.95]).assign(task="addition")

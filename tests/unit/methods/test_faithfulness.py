@@ -1,12 +1,12 @@
 """The rule of ``circuit-faithful``, version 7 (arithmech.methods.faithfulness_rule.faithful_verdict, decided by
-arithmech.claims.analyze.circuit_faithful): the bounded recovery in both directions, on synthetic rows whose
+arithmech.circuits.claims.circuit_faithful): the bounded recovery in both directions, on synthetic rows whose
 verdict is known by construction."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from arithmech.claims.analyze import circuit_faithful
+from arithmech.circuits.claims import circuit_faithful
 from arithmech.claims.evidence import Missing
 from arithmech.methods import faithfulness as F
 from arithmech.methods.faithfulness_rule import MIN_CLUSTERS, RANDOM, RULE_LEVEL, faithful_verdict

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import decide as C
-from arithmech.claims.rules import THRESHOLD
+from arithmech.identify.claims import THRESHOLD
 from arithmech.methods.effects import key_heads as identify_key_heads
 from arithmech.report.build import generate
 from arithmech.report.views import counts

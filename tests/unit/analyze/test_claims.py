@@ -1,12 +1,12 @@
-"""The analyze claims' deciders (arithmech.claims.analyze): the operand and operator rules decided on the heads that
+"""The analyze claims' deciders (arithmech.analyze.claims): the operand and operator rules decided on the heads that
 carry the effect, each on its own, on synthetic results folders whose numbers the old deciders read otherwise."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from arithmech.analyze.claims import other_heads_p95
 from arithmech.claims import decide as C
-from arithmech.claims.analyze import other_heads_p95
 from arithmech.core import results as R
 
 

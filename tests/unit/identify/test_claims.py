@@ -11,8 +11,8 @@ import pytest
 
 from arithmech.claims import decide as C
 from arithmech.claims.decide import BY_ID
-from arithmech.claims.rules import K
 from arithmech.core import results as R
+from arithmech.identify.claims import K
 from arithmech.report.views.findings import claims_table
 from arithmech.report.views.pages import claim_lines
 from arithmech.report.views.table_display import claim_verdict
@@ -132,7 +132,7 @@ def test_middle_layers_reads_the_median_depths_interval_against_the_middle_third
     """Protects middle-layers version 10: depth layer/(L−1), the median of the top 10 with a 95% bootstrap interval
     over those heads; inside [1/3, 2/3] holds, wholly above does not hold, and an interval holding 2/3 is
     inconclusive even where the point median (20/29 = 0.690, SmolLM2's) lies above it (version 9: does not hold)."""
-    from arithmech.claims.rules import in_middle, median_depth_interval
+    from arithmech.identify.claims import in_middle, median_depth_interval
     mid, lo, hi = median_depth_interval([l / 29 for l in (14, 18, 19, 20, 20, 20, 20, 21, 23, 29)])  # SmolLM2's
     assert (mid, round(lo * 29, 6), round(hi * 29, 6)) == (20 / 29, 19.0, 21.5) and in_middle(lo, hi) is None
     assert in_middle(0.4, 0.6) is True and in_middle(0.7, 0.9) is False and in_middle(0.1, 0.3) is False
