@@ -25,7 +25,7 @@ from arithmech.analyze.run import Computed, compute
 from arithmech.claims.decide import claims
 from arithmech.core.names import component, components, stages
 from arithmech.methods import attention
-from arithmech.methods import explorer as X
+from arithmech.methods import explorer as explorer_method
 from arithmech.methods.ablation.transfer import unknown_words
 from arithmech.report.build.chapters import Analyze as AnalyzeChapter
 from arithmech.report.charts import attention_chart, mlp_chart
@@ -147,7 +147,7 @@ def operand_strips(r: Run) -> alt.TopLevelMixin:
     heads = attention.heads_of_kind(r.res.roles, r.res.key_heads, "operand")
     unseen = [p for p, _ in paper.FIG4_CASES if not unknown_words(r.res.tok, p)]
     return attention_chart.attention_strip_chart(
-        X.strips(r.res.model, r.res.tok, heads, r.res.samples, prompts=unseen),
+        explorer_method.strips(r.res.model, r.res.tok, heads, r.res.samples, prompts=unseen),
         fig="Fig. 7",
         title="Attention of the operand heads from END, sentence by sentence",
     )
@@ -157,7 +157,7 @@ def operator_strips(r: Run) -> alt.TopLevelMixin:
     """Fig. 16: the operator heads on one sentence per operation word."""
     heads = attention.heads_of_kind(r.res.roles, r.res.key_heads, "operator")
     return attention_chart.attention_strip_chart(
-        X.strips(r.res.model, r.res.tok, heads, prompts=OPERATION_WORDS),
+        explorer_method.strips(r.res.model, r.res.tok, heads, prompts=OPERATION_WORDS),
         fig="Fig. 16",
         title="Attention of the operator heads on operation words",
     )
@@ -219,7 +219,7 @@ def projection_explorer(r: Run) -> alt.TopLevelMixin:
 def next_tokens(r: Run, prompt: str) -> str:
     """The model's three most likely next tokens on ``prompt``, with their probabilities."""
     return "next-token prediction: " + ", ".join(
-        f"{t.token!r} {t.prob:.1%}" for t in X.top_next(r.res.model, r.res.tok, prompt, k=3).itertuples()
+        f"{t.token!r} {t.prob:.1%}" for t in explorer_method.top_next(r.res.model, r.res.tok, prompt, k=3).itertuples()
     )
 
 

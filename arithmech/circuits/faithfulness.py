@@ -36,8 +36,8 @@ from arithmech.core.progress import Progress, announce
 from arithmech.data import pairs
 from arithmech.identify.config import Identify as IdentifyConfig
 from arithmech.identify.result import recorded_setting
-from arithmech.methods import faithfulness as F
-from arithmech.methods import faithfulness_rule as R
+from arithmech.methods import faithfulness as faithfulness_method
+from arithmech.methods import faithfulness_rule
 from arithmech.methods import faithfulness_sites as sites
 from arithmech.methods.ablation import run as knockout_run
 from arithmech.methods.ablation.pool import pool_prompts
@@ -48,7 +48,10 @@ from arithmech.methods.faithfulness_rule import faithful_verdict
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
 
-TARGET, K_MAX = R.TARGET, R.K_MAX  # the claim's rule (arithmech.analyze.claims, circuit-faithful)
+TARGET, K_MAX = (
+    faithfulness_rule.TARGET,
+    faithfulness_rule.K_MAX,
+)  # the claim's rule (arithmech.analyze.claims, circuit-faithful)
 
 
 def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranked: list):
@@ -100,7 +103,9 @@ def run(config: Config) -> Result:
             samples, means, pool = prompts_and_pool(model, tok, p, c.n_samples, c.batch_size, ranked)
             samples, left = sourced(tok, samples, pool, means, settings)  # the prompts every curve reads
             t1 = time.time()
-            frame, info = F.faithfulness(model, tok, samples, effects, p["ranked_task"], means, pool, settings)
+            frame, info = faithfulness_method.faithfulness(
+                model, tok, samples, effects, p["ranked_task"], means, pool, settings
+            )
             info["left_out_no_source"] = left
             t2 = time.time()
             if roles is None:
@@ -109,7 +114,7 @@ def run(config: Config) -> Result:
                 rows, info["cross_position"] = sites.cross_position(
                     model, tok, samples, means, reading, key, p["ranked_task"], settings
                 )
-                frame = pd.concat([frame, pd.DataFrame(rows, columns=F.COLUMNS)], ignore_index=True)
+                frame = pd.concat([frame, pd.DataFrame(rows, columns=faithfulness_method.COLUMNS)], ignore_index=True)
                 cp = info["cross_position"]  # the two noising denominators on the same prompts
                 cp["full_effect_vs_end"] = (cp["ld_x_r"] - cp["ld_all_ablated_mean"]) / (
                     info["ld_x_r"] - info["ld_all_ablated_mean"]

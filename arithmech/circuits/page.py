@@ -16,9 +16,8 @@ from typing import Any
 
 from pandas.io.formats.style import Styler
 
-from arithmech.circuits import charts
-from arithmech.circuits import graph as C
-from arithmech.circuits import views as V
+from arithmech.circuits import charts, views
+from arithmech.circuits import graph as circuit_graph
 from arithmech.circuits.result import BeyondResult, FaithfulnessResult
 from arithmech.claims.decide import claims, rules_markdown
 from arithmech.core.names import components
@@ -57,7 +56,7 @@ def header(runs: list[BeyondResult], P: BeyondChapter) -> str:
 def methods(runs: list[BeyondResult]) -> Styler:
     """Exact vs EAP vs EAP-IG per model (:func:`arithmech.circuits.views.methods_table`), formatted."""
     return (
-        V.methods_table(runs)
+        views.methods_table(runs)
         .style.format({"seconds": "{:.2f}", "Spearman ρ (all)": "{:+.3f}", "ρ (heads)": "{:+.3f}"})
         .hide(axis="index")
     )
@@ -65,12 +64,12 @@ def methods(runs: list[BeyondResult]) -> Styler:
 
 def scatters(runs: list[BeyondResult]) -> list:
     """Each model's exact effect against EAP's estimate, one chart per model."""
-    return [V.scatter_chart(r) for r in runs]
+    return [views.scatter_chart(r) for r in runs]
 
 
 def misses(runs: list[BeyondResult]) -> Styler:
     """What EAP misses per model, with the norms, the gates or both frozen, as signed percentages."""
-    mt = V.misses_table(runs).rename(columns=MISSES)
+    mt = views.misses_table(runs).rename(columns=MISSES)
     return mt.style.format({c: "{:+.2%}" for c in ["exact", "EAP", "miss", *list(MISSES.values())[1:]]}).hide(
         axis="index"
     )
@@ -88,7 +87,7 @@ def receivers(runs: list[BeyondResult]) -> str:
 def upstream(runs: list[BeyondResult]) -> Styler:
     """The strongest sender → receiver paths per model, effect ± its standard error."""
     return (
-        V.upstream_table(runs)
+        views.upstream_table(runs)
         .rename(columns={"effect_se": "± (s.e.)"})
         .style.format({"effect": "{:+.3%}", "± (s.e.)": "{:.3%}"})
         .hide(axis="index")
@@ -97,7 +96,7 @@ def upstream(runs: list[BeyondResult]) -> Styler:
 
 def circuits(runs: list[BeyondResult]) -> list:
     """Each model's sender → receiver → logits graph."""
-    return [C.circuit_chart(*C.graph(r.eap, r.upstream, r.n_layers), r.model) for r in runs]
+    return [circuit_graph.circuit_chart(*circuit_graph.graph(r.eap, r.upstream, r.n_layers), r.model) for r in runs]
 
 
 def faithful_rule() -> Any:
@@ -139,7 +138,7 @@ def faith_claims(faith: list[FaithfulnessResult], P: BeyondChapter) -> Any:
 def verdicts(runs: list[BeyondResult]) -> Styler:
     """The chapter's rule per model (:func:`arithmech.circuits.views.verdict_table`), formatted."""
     return (
-        V.verdict_table(runs)
+        views.verdict_table(runs)
         .style.format({"D (weakest receiver, direct)": "{:.3%}", "E (strongest upstream path)": "{:.3%}"}, na_rep="—")
         .hide(axis="index")
     )
@@ -147,4 +146,4 @@ def verdicts(runs: list[BeyondResult]) -> Styler:
 
 def end(runs: list[BeyondResult], P: BeyondChapter) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`)."""
-    chapter_end(V.finding_lines(runs), ", ".join(P.models), P)
+    chapter_end(views.finding_lines(runs), ", ".join(P.models), P)

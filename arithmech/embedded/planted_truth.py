@@ -26,7 +26,7 @@ import torch
 
 from arithmech.core.stats import wilson_interval
 from arithmech.data import templates
-from arithmech.embedded import planted as P
+from arithmech.embedded import planted as planted_model
 
 
 def heads(model) -> list[tuple[int, int]]:
@@ -35,7 +35,7 @@ def heads(model) -> list[tuple[int, int]]:
 
 
 def nonplanted(model) -> list[tuple[int, int]]:
-    return [x for x in heads(model) if x not in P.PLANTED]
+    return [x for x in heads(model) if x not in planted_model.PLANTED]
 
 
 @torch.no_grad()
@@ -43,7 +43,7 @@ def fixed_deviation(model, tok) -> float:
     """Largest ``|weight - declared value|`` over the entries :func:`arithmech.embedded.planted.construction` fixes."""
     params = dict(model.named_parameters())
     worst = 0.0
-    for name, (m, v) in P.construction(model, tok).items():
+    for name, (m, v) in planted_model.construction(model, tok).items():
         p = params[name].detach().float().cpu()
         if m.any():
             worst = max(worst, (p[m] - v[m]).abs().max().item())
@@ -62,7 +62,7 @@ def _ids(tok, prompts: Sequence[str]) -> dict[int, list[list[int]]]:
 def forbidden_attention(model, tok, prompts: Sequence[str]) -> dict[str, float]:
     """Per role, the largest attention weight on a forbidden key over every prompt, query and head of that role
     (the model must run with ``attn_implementation="eager"``, which returns the weights)."""
-    slots = torch.tensor(P.slot_ids(tok))
+    slots = torch.tensor(planted_model.slot_ids(tok))
     worst = {"blind": 0.0, "off": 0.0, "composer": 0.0}
     for _, rows in _ids(tok, prompts).items():
         ids = torch.tensor(rows)
@@ -70,7 +70,7 @@ def forbidden_attention(model, tok, prompts: Sequence[str]) -> dict[str, float]:
         att = model(input_ids=ids, output_attentions=True).attentions
         for layer, a in enumerate(att):  # (b, H, q, k)
             for h in range(a.shape[1]):
-                kind = P.role(layer, h)
+                kind = planted_model.role(layer, h)
                 w = a[:, h]
                 if kind == "blind":
                     bad = w.masked_select(is_slot[:, None, :].expand_as(w))
@@ -93,13 +93,18 @@ def slot_pairs(seed: int = 0, n_per_template: int = 4, small: bool | None = None
     for t in templates.FIG8:
         for k in range(n_per_template):
             sm = (k % 2 == 0) if small is None else small
-            a, b = P.draw_pair(t.op, rng, small=sm, heldout=None)
+            a, b = planted_model.draw_pair(t.op, rng, small=sm, heldout=None)
             for _ in range(1000):
-                a2, b2 = P.draw_pair(t.op, rng, small=sm, heldout=None)
+                a2, b2 = planted_model.draw_pair(t.op, rng, small=sm, heldout=None)
                 if (len(str(a2)), len(str(b2))) == (len(str(a)), len(str(b))) and (a2, b2) != (a, b):
                     break
             state = rng.random()
-            out.append((P.fill(t, a, b, random.Random(state)), P.fill(t, a2, b2, random.Random(state), corrupt=True)))
+            out.append(
+                (
+                    planted_model.fill(t, a, b, random.Random(state)),
+                    planted_model.fill(t, a2, b2, random.Random(state), corrupt=True),
+                )
+            )
     return out
 
 
@@ -145,7 +150,7 @@ def slot_invariance(model, tok, pairs: Sequence[tuple[str, str]]) -> dict[tuple[
     """Per head, the largest ``|output(X_r) - output(X_c)|`` at any non-slot position over ``pairs`` (prompts of one
     token length each, differing only in slot tokens; checked). At a slot position a non-planted head's *query* is
     the slot token, so its output there may differ; only planted heads ever read those positions."""
-    slots = set(P.slot_ids(tok))
+    slots = set(planted_model.slot_ids(tok))
     H = model.config.num_attention_heads
     worst = {x: 0.0 for x in heads(model)}
     for r, c in pairs:
@@ -175,7 +180,7 @@ def mean_ablation(
     the slot tokens can do, so the bound on the movers' ablation)."""
     ablate = list(ablate)
     H = model.config.num_attention_heads
-    slots = set(P.slot_ids(tok))
+    slots = set(planted_model.slot_ids(tok))
     groups: dict[tuple, list[int]] = {}
     for k, it in enumerate(items):
         ids = tok(it["prompt"])["input_ids"]
@@ -212,7 +217,7 @@ def mean_ablation(
 
 
 def score_heads(
-    found: Iterable[tuple[int, int]], truth: Iterable[tuple[int, int]] = P.MOVERS, z: float = 1.959964
+    found: Iterable[tuple[int, int]], truth: Iterable[tuple[int, int]] = planted_model.MOVERS, z: float = 1.959964
 ) -> dict:
     """Precision (planted among ``found``) and recall (``found`` among planted) of a method's heads, each
     ``{k, n, value, lo, hi}`` with a Wilson interval (``value`` None when ``n`` is 0). ``truth`` defaults to the
@@ -236,8 +241,8 @@ def score_heads(
 
 def report(model, tok, seed: int = 3, n: int = 10) -> dict:
     """Every check above on ``model`` (eager attention), as written into the planted model's ``accuracy.json``."""
-    small = P.split_items("in_distribution_small", seed, n)
-    wide = P.split_items("in_distribution_wide", seed, n)
+    small = planted_model.split_items("in_distribution_small", seed, n)
+    wide = planted_model.split_items("in_distribution_wide", seed, n)
     pairs = slot_pairs(seed)
     inv = slot_invariance(model, tok, pairs)
     prompts = [it["prompt"] for it in small + wide] + [c for _, c in pairs]
@@ -245,10 +250,10 @@ def report(model, tok, seed: int = 3, n: int = 10) -> dict:
         "fixed_entries_max_deviation": fixed_deviation(model, tok),
         "forbidden_attention_max": forbidden_attention(model, tok, prompts),
         "slot_invariance_pairs": len(pairs),
-        "nonplanted_output_change_max": max(v for k, v in inv.items() if k not in P.PLANTED),
-        "planted_output_change": {f"{a}.{b}": round(inv[(a, b)], 4) for a, b in P.PLANTED},
-        "movers_ablated_small": mean_ablation(model, tok, small, P.MOVERS),
-        "movers_ablated_wide": mean_ablation(model, tok, wide, P.MOVERS),
+        "nonplanted_output_change_max": max(v for k, v in inv.items() if k not in planted_model.PLANTED),
+        "planted_output_change": {f"{a}.{b}": round(inv[(a, b)], 4) for a, b in planted_model.PLANTED},
+        "movers_ablated_small": mean_ablation(model, tok, small, planted_model.MOVERS),
+        "movers_ablated_wide": mean_ablation(model, tok, wide, planted_model.MOVERS),
         "nonplanted_ablated_small": mean_ablation(model, tok, small, nonplanted(model)),
         "nonplanted_ablated_small_global_means": mean_ablation(model, tok, small, nonplanted(model), True),
     }

@@ -20,7 +20,7 @@ from arithmech.embedded import pair_circuits
 from arithmech.identify.charts import knockout_control_chart
 from arithmech.identify.page import Run
 from arithmech.identify.transfer_chart import transfer_chart
-from arithmech.methods.ablation import tables as KT
+from arithmech.methods.ablation import tables
 from arithmech.methods.ablation.tables import sanity_note, sanity_readable, sanity_table
 from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
@@ -83,7 +83,7 @@ def _knockout_style(table: pd.DataFrame) -> Styler:
 
 def knockout_summary(r: Run) -> Styler:
     """Accuracy with the key heads out against k random non-key heads and k random heads of the same layers."""
-    return _knockout_style(KT.knockout_summary(r.res))
+    return _knockout_style(tables.knockout_summary(r.res))
 
 
 def sanity(r: Run) -> list:
@@ -97,7 +97,7 @@ def sanity(r: Run) -> list:
 
 def positions(r: Run) -> Styler:
     """The knockout at each choice of ablated positions."""
-    return _knockout_style(KT.positions_table(r.res, r.net, r.tok))
+    return _knockout_style(tables.positions_table(r.res, r.net, r.tok))
 
 
 def transfer(r: Run) -> alt.TopLevelMixin:

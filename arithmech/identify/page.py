@@ -24,12 +24,12 @@ from pandas.io.formats.style import Styler
 
 from arithmech import paper
 from arithmech.claims.decide import claims, rules_markdown
-from arithmech.core import results as R
+from arithmech.core import results as results_io
 from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.batches import answer_ids
-from arithmech.identify import run as I
+from arithmech.identify import run as identify_run
 from arithmech.identify import stability_charts as stability_charts
 from arithmech.identify.pipeline import IdentifyResult
 from arithmech.identify.result import Result, read
@@ -41,7 +41,7 @@ from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets, markdown
 from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.table_display import verdict
-from arithmech.steps import stability as St
+from arithmech.steps import stability as stability_step
 
 CLAIMS = [
     "key-heads-exist",
@@ -105,8 +105,8 @@ def run(P: IdentifyChapter) -> Run:
     files in ``P.results/<model-name>/``, then read them back."""
     net, tok, geo = load_model(P.model_name, device=P.device, dtype=P.dtype, attn_implementation="sdpa")
     config = P.to_identify()
-    res = I.compute(config, net, tok)
-    out = R.model_folder(P.results, P.model_name)
+    res = identify_run.compute(config, net, tok)
+    out = results_io.model_folder(P.results, P.model_name)
     return Run(P=P, net=net, tok=tok, geo=geo, res=res, files=read(out, config), out=out)
 
 
@@ -260,14 +260,14 @@ def mlps(r: Run) -> Styler | str:
     ).style.hide(axis="index")
 
 
-def stability(r: Run) -> St.Result:
+def stability(r: Run) -> stability_step.Result:
     """The key-head stability step on addition (``P.stability_seeds`` draws at each of ``P.stability_sizes``),
     from its files when made with these parameters."""
     P = r.P
     return ensure(P.to_stability(), model=r.net, tok=r.tok)
 
 
-def stability_line(st: St.Result) -> str:
+def stability_line(st: stability_step.Result) -> str:
     """How many runs, their seconds, and the X_r prompts each size kept."""
     runs = st.runs
     return (
@@ -276,19 +276,19 @@ def stability_line(st: St.Result) -> str:
     )
 
 
-def jaccard(st: St.Result) -> alt.TopLevelMixin:
+def jaccard(st: stability_step.Result) -> alt.TopLevelMixin:
     """The key-head sets' Jaccard overlap between draws, by size."""
     return stability_charts.jaccard_chart(st.table)
 
 
-def head_intervals(st: St.Result, r: Run) -> alt.TopLevelMixin:
+def head_intervals(st: stability_step.Result, r: Run) -> alt.TopLevelMixin:
     """The top 20 heads' effect intervals in every stability run, against the threshold."""
     return stability_charts.head_intervals_chart(st.heads, r.P.threshold, top=20)
 
 
-def stability_claims(st: St.Result) -> Styler:
+def stability_claims(st: stability_step.Result) -> Styler:
     """The stability step's claims: what this run found and the verdict."""
-    s = St.claims(st.table, st.runs)
+    s = stability_step.claims(st.table, st.runs)
     return (
         s.assign(holds=s.holds.map(verdict))[["claim", "here", "holds"]]
         .rename(columns={"here": "this run", "holds": "verdict"})

@@ -23,8 +23,8 @@ import torch
 
 from arithmech.core.stats import bootstrap_mean_intervals
 from arithmech.data.splits import cluster
-from arithmech.embedded import planted as P
-from arithmech.embedded import planted_truth as T
+from arithmech.embedded import planted as planted_model
+from arithmech.embedded import planted_truth
 from arithmech.planted.config import PlantedScore as Config
 from arithmech.planted.scoring import LEVEL, Head
 
@@ -67,7 +67,7 @@ def knockout_outcomes(model, tok, items: Sequence[dict], sets: Sequence[Sequence
     for s, heads in enumerate(sets):
         for l, h in heads:
             mask[s, l, h] = True
-    slots = set(P.slot_ids(tok))
+    slots = set(planted_model.slot_ids(tok))
     groups: dict[tuple, list[int]] = {}
     for k, it in enumerate(items):
         ids = tok(it["prompt"])["input_ids"]
@@ -77,7 +77,7 @@ def knockout_outcomes(model, tok, items: Sequence[dict], sets: Sequence[Sequence
     gold = torch.tensor([tok(" " + it["target"], add_special_tokens=False)["input_ids"][0] for it in items])
     for idx in groups.values():
         ids = torch.tensor([tok(items[k]["prompt"])["input_ids"] for k in idx])
-        with T._Capture(model) as cap:
+        with planted_truth._Capture(model) as cap:
             model(input_ids=ids)
         means = {i: cap.out[i][:, -1].unflatten(-1, (H, -1)).mean(0) for i in range(L)}  # (H, dh) per layer
         g = len(idx)
@@ -101,12 +101,12 @@ def knockout(model, tok, c: Config, heads: list[Head]) -> tuple[dict, pd.DataFra
     """The knockout table (none, the movers, ``n_random`` random non-planted sets of the movers' size, all heads, the
     guessing floor) and the per-head knockout's per-item drops. Returns ``(numbers, table, x, clusters)``: ``x``
     ``(n, L, H)`` per-item change of correctness with one head ablated (negative: it hurt)."""
-    items = P.split_items("in_distribution_small", c.seed, c.n_per_template)
+    items = planted_model.split_items("in_distribution_small", c.seed, c.n_per_template)
     clusters = [cluster(SimpleNamespace(**it)) for it in items]
-    others = [h for h in heads if h not in P.PLANTED]
+    others = [h for h in heads if h not in planted_model.PLANTED]
     rng = random.Random(f"planted-score-{c.seed}")
-    draws = [sorted(rng.sample(others, len(P.MOVERS))) for _ in range(c.n_random)]
-    sets = [[], list(P.MOVERS), *draws, heads, *[[h] for h in heads]]
+    draws = [sorted(rng.sample(others, len(planted_model.MOVERS))) for _ in range(c.n_random)]
+    sets = [[], list(planted_model.MOVERS), *draws, heads, *[[h] for h in heads]]
     correct, floor = knockout_outcomes(model, tok, items, sets)
     ok = correct.double()
     base, movers = ok[:, 0], ok[:, 1]
@@ -123,7 +123,13 @@ def knockout(model, tok, c: Config, heads: list[Head]) -> tuple[dict, pd.DataFra
         "all heads",
         "guessing floor",
     ]
-    ablated = ["", head_names(P.MOVERS), f"{len(P.MOVERS)} of {head_names(others)}", head_names(heads), ""]
+    ablated = [
+        "",
+        head_names(planted_model.MOVERS),
+        f"{len(planted_model.MOVERS)} of {head_names(others)}",
+        head_names(heads),
+        "",
+    ]
     rows = []
     for i, (name, what) in enumerate(zip(conditions, ablated)):
         d = drops[i - 1] if 1 <= i <= 3 else (None, None, None)

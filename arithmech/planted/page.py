@@ -16,8 +16,8 @@ import json
 import pandas as pd
 
 from arithmech.core.names import component, components
-from arithmech.embedded import planted as P
-from arithmech.planted import rules as R
+from arithmech.embedded import planted as planted_model
+from arithmech.planted import rules as planted_rules
 from arithmech.planted import run as step
 from arithmech.planted.config import Chapter
 
@@ -33,7 +33,9 @@ NAMES = {
 def reusable(result: step.Result, config) -> bool:
     """Whether ``result`` was made with ``config``'s parameters under the current rules."""
     params = json.loads(json.dumps(config.reuse_key(), default=str))
-    return result.scores.get("rules_sha256") == R.rules_sha256() and result.scores.get("parameters") == params
+    return (
+        result.scores.get("rules_sha256") == planted_rules.rules_sha256() and result.scores.get("parameters") == params
+    )
 
 
 def run(chapter: Chapter) -> step.Result:
@@ -63,7 +65,7 @@ def answer(r: step.Result) -> list[str]:
     named, recall and precision with their intervals and the rule's verdict; then the knockout against its control."""
     s = r.scores["numbers"]
     lines = [headline(r)]
-    for crit in R.RECOVERY:
+    for crit in planted_rules.RECOVERY:
         m = s["methods"][crit.id]
         rec, prec = m["recall"], m["precision"]
         named = len(m["found"])
@@ -90,11 +92,12 @@ def answer(r: step.Result) -> list[str]:
 def headline(r: step.Result) -> str:
     """One sentence: how many methods recover the movers under the rules written before the run, and which do not."""
     v = r.scores["verdicts"]
-    ok = [c for c in R.RECOVERY if v[c.id] == R.PASS]
-    rest = ", ".join(f"{NAMES[c.id]} ({v[c.id]})" for c in R.RECOVERY if v[c.id] != R.PASS)
-    n = r.scores["numbers"]["methods"][R.RECOVERY[0].id]["recall"]["n"]
+    ok = [c for c in planted_rules.RECOVERY if v[c.id] == planted_rules.PASS]
+    rest = ", ".join(f"{NAMES[c.id]} ({v[c.id]})" for c in planted_rules.RECOVERY if v[c.id] != planted_rules.PASS)
+    n = r.scores["numbers"]["methods"][planted_rules.RECOVERY[0].id]["recall"]["n"]
     return (
-        f"**{len(ok)} of the {len(R.RECOVERY)} methods recover the {n} planted movers** under the rules written before "
+        f"**{len(ok)} of the {len(planted_rules.RECOVERY)} methods recover the {n} planted movers** under the rules "
+        "written before "
         f"the run" + (f"; not recovered: {rest}." if rest else ".")
     )
 
@@ -133,7 +136,7 @@ def per_task(r: step.Result) -> pd.DataFrame:
 
 def truth() -> pd.DataFrame:
     """The ground truth: every head's role fixed in the weights, and whether a last-position method should find it."""
-    cfg = P.SIZE
+    cfg = planted_model.SIZE
     rows = []
     what = {
         "mover": "reads operand and operator tokens from the last position: the only route to the answer",
@@ -143,7 +146,7 @@ def truth() -> pd.DataFrame:
     }
     for l in range(cfg["n_layers"]):
         for h in range(cfg["n_heads"]):
-            role = P.role(l, h)
+            role = planted_model.role(l, h)
             rows.append(
                 {
                     "head": component(l, h),
@@ -212,9 +215,9 @@ def failures(r: step.Result) -> list[str]:
     """Plain lines for every criterion that did not pass, with the numbers that show why (from the files); for an
     attribution method, beside identify's exact path-patching effect it estimates."""
     out = []
-    for crit in R.CRITERIA:
+    for crit in planted_rules.CRITERIA:
         v = r.scores["verdicts"][crit.id]
-        if v == R.PASS:
+        if v == planted_rules.PASS:
             continue
         m = r.scores["numbers"]["methods"].get(crit.id)
         if m is None:
@@ -233,9 +236,14 @@ def failures(r: step.Result) -> list[str]:
 
 def rules_text() -> str:
     """The rules as Markdown, with the hash the results were decided under."""
-    lines = [f"- **{c.id}** — {c.method}: {c.text}." for c in R.CRITERIA]
+    lines = [f"- **{c.id}** — {c.method}: {c.text}." for c in planted_rules.CRITERIA]
     return "\n".join(
-        lines + ["", f"Not testable below {R.MIN_CLUSTERS} problem clusters. Rules hash `{R.rules_sha256()[:16]}`."]
+        lines
+        + [
+            "",
+            f"Not testable below {planted_rules.MIN_CLUSTERS} problem clusters. Rules hash "
+            f"`{planted_rules.rules_sha256()[:16]}`.",
+        ]
     )
 
 

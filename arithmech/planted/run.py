@@ -41,13 +41,13 @@ from arithmech.core.progress import announce
 from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
 from arithmech.data.batches import answer_ids
 from arithmech.data.splits import resampling_units
-from arithmech.embedded import planted as P
-from arithmech.embedded import planted_truth as T
+from arithmech.embedded import planted as planted_model
+from arithmech.embedded import planted_truth
 from arithmech.identify.config import Identify
 from arithmech.identify.pipeline import identify
 from arithmech.methods.attribution import attribute, ig_alphas
 from arithmech.methods.patching import end_cache, split_cache
-from arithmech.planted import rules as R
+from arithmech.planted import rules as planted_rules
 from arithmech.planted.config import PlantedScore as Config
 from arithmech.planted.knockout import head_names, knockout
 from arithmech.planted.scoring import LEVEL, below, score_finder, share_below
@@ -127,7 +127,9 @@ def per_task(res, c: Config, threshold: float) -> dict:
     for t, samples in res.tasks.items():
         rel = res.patched[t].relative_change(warn=False)[..., : res.patched[t].logit_p.shape[-1] - 1]
         units = resampling_units(samples, "cluster") or [s.clean for s in samples]
-        out[t] = score_finder(below(rel, threshold, c.n_boot, c.seed), units, P.MOVERS, c.n_resamples, c.seed)
+        out[t] = score_finder(
+            below(rel, threshold, c.n_boot, c.seed), units, planted_model.MOVERS, c.n_resamples, c.seed
+        )
     return out
 
 
@@ -143,8 +145,9 @@ def heads_table(scores: dict, statistics: dict, model) -> pd.DataFrame:
                 stat = statistics.get(method)
                 m, lo, hi = (None, None, None) if stat is None else (float(x[l, h]) for x in stat)
                 rows.append(
-                    {"method": method, "layer": l, "head": h, "role": P.role(l, h), "found": (l, h) in found,
-                     "found_share": s["found_share"].get(f"{l}.{h}", 0.0), "statistic": m, "lo": lo, "hi": hi}
+                    {"method": method, "layer": l, "head": h, "role": planted_model.role(l, h),
+                     "found": (l, h) in found, "found_share": s["found_share"].get(f"{l}.{h}", 0.0), "statistic": m,
+                     "lo": lo, "hi": hi}
                 )  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -164,17 +167,17 @@ def compute(config: Config, **loaded) -> Path:
     model, tok = loaded.get("model"), loaded.get("tok")
     if model is None:
         model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
-    heads = T.heads(model)
+    heads = planted_truth.heads(model)
     announce("planted-score", "identify, EAP, EAP-IG")
     find, statistics, ident, clusters = finders(model, tok, c)
     announce("planted-score", "knockout")
     ko, ko_table, x_ko, ko_clusters = knockout(model, tok, c, heads)
-    find["knockout-heads"] = below(x_ko, -R.HEAD_DROP_MIN, c.n_boot, c.seed)
+    find["knockout-heads"] = below(x_ko, -planted_rules.HEAD_DROP_MIN, c.n_boot, c.seed)
     announce("planted-score", f"precision and recall over {c.n_resamples} cluster resamples")
     scores = {}
-    for m in (r.id for r in R.RECOVERY):
+    for m in (r.id for r in planted_rules.RECOVERY):
         units = ko_clusters if m == "knockout-heads" else clusters
-        scores[m] = score_finder(find[m], units, P.MOVERS, c.n_resamples, c.seed)
+        scores[m] = score_finder(find[m], units, planted_model.MOVERS, c.n_resamples, c.seed)
     statistics["knockout-heads"] = _stats(-x_ko, ko_clusters, c.n_boot, c.seed)  # the drop, positive: it hurt
     numbers = {"methods": scores, "knockout": ko}
     write_files(out, c, numbers, ident, heads_table(scores, statistics, model), ko_table)
@@ -196,14 +199,14 @@ def write_files(  # noqa: PLR0913 (every file of the step, written together)
     out: Path, c: Config, numbers: dict, ident: dict, heads: pd.DataFrame, ko: pd.DataFrame
 ) -> None:
     """Every file of the step, each atomically; ``scores.json`` last (its presence means the set is whole)."""
-    verdicts = R.decide(numbers)
+    verdicts = planted_rules.decide(numbers)
     methods = pd.DataFrame(
         [
             {"method": r.id, "what": r.method, "found": head_names(s["found"]), "recall": s["recall"]["value"],
              "recall_lo": s["recall"]["lo"], "recall_hi": s["recall"]["hi"], "precision": s["precision"]["value"],
              "precision_lo": s["precision"]["lo"], "precision_hi": s["precision"]["hi"], "n": s["n"],
              "clusters": s["clusters"], "verdict": verdicts[r.id]}
-            for r in R.RECOVERY
+            for r in planted_rules.RECOVERY
             for s in [numbers["methods"][r.id]]
         ]
     )  # fmt: skip
@@ -214,12 +217,12 @@ def write_files(  # noqa: PLR0913 (every file of the step, written together)
         _round(
             {
                 "model": c.model_name,
-                "rules_sha256": R.rules_sha256(),
+                "rules_sha256": planted_rules.rules_sha256(),
                 "command": command_line("planted-score", c),
                 "parameters": json.loads(json.dumps(c.reuse_key(), default=str)),
                 "truth": {
-                    "planted": head_names(P.PLANTED),
-                    "scored_against": head_names(P.MOVERS),
+                    "planted": head_names(planted_model.PLANTED),
+                    "scored_against": head_names(planted_model.MOVERS),
                     "why": "under the first answer token only the movers reach the last position; the composer (0.0) "
                     "reads at operand positions only and writes a constant at the last one",
                 },

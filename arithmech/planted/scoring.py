@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from arithmech.core.stats import bootstrap_counts, bootstrap_mean_intervals, bootstrap_ratio_intervals
-from arithmech.embedded import planted_truth as T
+from arithmech.embedded import planted_truth
 
 LEVEL = 0.95
 Head = tuple[int, int]
@@ -79,14 +79,14 @@ def score_finder(find: Finder, clusters: Sequence, truth: Sequence[Head], n_resa
     where every one is empty)."""
     n = len(clusters)
     found = find(list(range(n)), list(clusters))
-    point = T.score_heads(found, truth)
+    point = planted_truth.score_heads(found, truth)
     counts = bootstrap_counts(n, n_resamples, seed, list(clusters)).long().tolist()
     prec: list[float] = []
     rec: list[float] = []
     times: dict[tuple[int, int], int] = {}
     for row in counts:
         s = find(*resample(row, clusters))
-        sc = T.score_heads(s, truth)
+        sc = planted_truth.score_heads(s, truth)
         rec.append(sc["recall"]["value"])
         if sc["precision"]["value"] is not None:
             prec.append(sc["precision"]["value"])

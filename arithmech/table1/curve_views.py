@@ -10,10 +10,9 @@ from collections.abc import Callable
 import pandas as pd
 
 from arithmech.paper import table1_by_mode
-from arithmech.table1 import curve_parts as CP
-from arithmech.table1 import curves as C
-from arithmech.table1 import detectable as D
-from arithmech.table1 import frontier as F
+from arithmech.table1 import curve_parts, detectable
+from arithmech.table1 import curves as curve_rules
+from arithmech.table1 import frontier as curve_points
 from arithmech.table1.frontier import curves_of
 from arithmech.table1.result import Table1Result
 from arithmech.table1.tradeoff import frontier_chart
@@ -21,7 +20,7 @@ from arithmech.table1.tradeoff import frontier_chart
 PCT = lambda x: "—" if x is None or x != x else f"{100 * x:+.1f}"
 
 
-def run_frame(c: F.Curves) -> pd.DataFrame:
+def run_frame(c: curve_points.Curves) -> pd.DataFrame:
     """One row per run: arm, rate, run tag, math gain (primary measure), general change, whether it collapsed."""
     return pd.DataFrame(
         [
@@ -42,11 +41,11 @@ def run_frame(c: F.Curves) -> pd.DataFrame:
     )
 
 
-def point_frame(c: F.Curves) -> pd.DataFrame:
+def point_frame(c: curve_points.Curves) -> pd.DataFrame:
     """One row per grid point: its run means, runs, and whether it is on its arm's frontier."""
     rows = []
     for arm, ps in c.points.items():
-        front = {id(q) for q in F.frontier(ps)}
+        front = {id(q) for q in curve_points.frontier(ps)}
         rows += [
             {
                 "arm": arm,
@@ -124,11 +123,11 @@ def points_tables(t: Table1Result) -> dict[str, pd.DataFrame]:
     general one, two more 95 % intervals: the hierarchical bootstrap (runs, then items within them, resampled) and
     Student t over the run means alone (the training spread only). The math variants in the first table, the general
     measure and the text loss in the second. Empty frames where no point has run."""
-    c, tab = curves_of(t), F.point_table(t)
+    c, tab = curves_of(t), curve_points.point_table(t)
     if tab.empty:
         return {"math": tab, "general": tab}
     span = lambda lo, hi: "—" if lo is None or lo != lo else f"[{PCT(lo)}, {PCT(hi)}]"
-    ready = [n >= F.MIN_RUNS for n in tab.runs]  # the rules read an interval only from MIN_RUNS runs
+    ready = [n >= curve_points.MIN_RUNS for n in tab.runs]  # the rules read an interval only from MIN_RUNS runs
     cell = lambda x, lo, hi: [
         PCT(m) + (" " + span(a, b) if r and a == a and a is not None else "") for m, a, b, r in zip(x, lo, hi, ready)
     ]
@@ -155,9 +154,9 @@ def points_tables(t: Table1Result) -> dict[str, pd.DataFrame]:
     return {"math": math, "general": general}
 
 
-def _with_ci(q: F.Point, what: str) -> str:
+def _with_ci(q: curve_points.Point, what: str) -> str:
     """A point's mean change in points with its 95 % crossed interval in brackets (none from one run)."""
-    m, lo, hi = F.run_interval(q, what)
+    m, lo, hi = curve_points.run_interval(q, what)
     return PCT(m) + (f" [{PCT(lo)}, {PCT(hi)}]" if lo is not None and hi is not None else "")
 
 
@@ -182,7 +181,7 @@ def paper_beside(t: Table1Result) -> pd.DataFrame:
         for m in ("full", "precise")
     ]
     for arm in c.points:
-        top = CP.top(c, arm, c.math)
+        top = curve_parts.top(c, arm, c.math)
         if top is not None:
             rows.append(
                 {
@@ -210,23 +209,23 @@ def finding_lines(rows: pd.DataFrame) -> list[str]:
         f"{r['claim']} ({r['comparison']}, over every rate): **{r['verdict']}** — "
         + (r["why"] or f"{_interval(r)}; leave-one-rate-out: {r['leave-one-rate-out'] or 'nothing to flip'}")
         for _, r in pooled.iterrows()
-        if r["whole grid"] != C.NOT_RUN
+        if r["whole grid"] != curve_rules.NOT_RUN
     ]
-    waiting = pooled[pooled["whole grid"] == C.NOT_RUN].comparison.tolist()
+    waiting = pooled[pooled["whole grid"] == curve_rules.NOT_RUN].comparison.tolist()
     return out + ([f"Not yet run: {'; '.join(waiting)}."] if waiting else [])
 
 
-def common_rates(c: F.Curves) -> pd.DataFrame:
+def common_rates(c: curve_points.Curves) -> pd.DataFrame:
     """The selection comparisons at every rate both arms ran (:func:`arithmech.table1.curves.by_rate`): key and share
     against each random arm, per math measure, the difference in points with its crossed interval (at the selection
     rule's level) and the part's verdict (an interval above 0: true; upper end below +m: false)."""
     out = []
     for arm in ("precise-key", "precise-share"):
-        for ctl in C.RANDOM:
+        for ctl in curve_rules.RANDOM:
             if not (c.points.get(arm) and c.points.get(ctl)):
                 continue
             for v in c.variants:
-                for _, r in C.by_rate(c, v, arm, ctl).iterrows():
+                for _, r in curve_rules.by_rate(c, v, arm, ctl).iterrows():
                     ci = "—" if r["lo"] is None or r["lo"] != r["lo"] else f"[{PCT(r['lo'])}, {PCT(r['hi'])}]"
                     out.append(
                         {
@@ -251,7 +250,9 @@ def _designed(t: pd.DataFrame) -> list[str]:
 
 
 def detectable_table(
-    c: F.Curves, runs: tuple[int, ...] = (F.MIN_RUNS, 5), design: Callable[[str, float], int] | None = None
+    c: curve_points.Curves,
+    runs: tuple[int, ...] = (curve_points.MIN_RUNS, 5),
+    design: Callable[[str, float], int] | None = None,
 ) -> pd.DataFrame:
     """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point
     (:mod:`arithmech.table1.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points) and, given
@@ -259,9 +260,9 @@ def detectable_table(
     (a random arm's draws), for reading: comparison, measure, the compared points, the rule's level, the run and item
     spreads seen so far and the projected half-width (``± at 3 runs``: an observed difference decides beyond it),
     all in points (or why it is not known yet: a last column says why)."""
-    tables: dict = {r: D.table(c, r) for r in runs}
+    tables: dict = {r: detectable.table(c, r) for r in runs}
     if design:
-        tables["as designed"] = D.table(c, design)
+        tables["as designed"] = detectable.table(c, design)
     t = tables[runs[0]]
     if t.empty:
         return t
@@ -284,17 +285,17 @@ def detectable_table(
     )
 
 
-def uncorrected_line(c: F.Curves) -> str:
+def uncorrected_line(c: curve_points.Curves) -> str:
     """What the Bonferroni level holds open: the verdicts undecided over the whole grid that each interval's own 95 %
     (N = 1, no correction for the N intervals a rule reads) would decide there, named with what the whole grid would
     read (before any leave-one-rate-out check) — how close a row is, not a finding: the rules read their intervals
     at :func:`arithmech.table1.curves.level` of N."""
     opened = []
-    for claim, comp, arms, v, fn, size in C.rules(c):
-        if C.whole_verdict(c, arms, fn, size(c), claim) != C.OPEN:
+    for claim, comp, arms, v, fn, size in curve_rules.rules(c):
+        if curve_rules.whole_verdict(c, arms, fn, size(c), claim) != curve_rules.OPEN:
             continue
-        loose = C.whole_verdict(c, arms, fn, 1, claim)
-        if loose in C.OPPOSITE:
+        loose = curve_rules.whole_verdict(c, arms, fn, 1, claim)
+        if loose in curve_rules.OPPOSITE:
             opened.append(f"{comp} ({v}): {loose}")
     if not opened:
         return "No undecided verdict would be decided at an uncorrected 95 % either."

@@ -36,7 +36,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from arithmech.core.stats import sample_variance, studentized_half_width
-from arithmech.table1 import curves as C
+from arithmech.table1 import curves as curve_rules
 from arithmech.table1.curve_parts import top
 from arithmech.table1.frontier import MIN_RUNS, Curves, Point
 from arithmech.table1.grid import RANDOM, grid_of
@@ -74,7 +74,7 @@ def half_width(
     arms = ["precise-key"] + ([other] if other else [])
     found = [top(c, a, c.math) for a in arms]
     tops = [t for t in found if t is not None]
-    n = C.family(c, family, "precise-key", other or "precise-random")
+    n = curve_rules.family(c, family, "precise-key", other or "precise-random")
     row: dict = {
         "measure": c.math if measure == "math" else c.general,
         "N": n,

@@ -26,8 +26,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from arithmech.core.stats import one_way_f
-from arithmech.table1 import curve_parts as CP
-from arithmech.table1 import curves as C
+from arithmech.table1 import curve_parts, curves
 from arithmech.table1.frontier import Curves, Point
 
 SEED = re.compile(r"-s(\d+)-lr")
@@ -71,7 +70,7 @@ def runs_where(p: Point, keep: Callable[[str], bool]) -> Point:
 def without_seed(c: Curves, seed: int) -> Curves:
     """``c`` with every random arm's runs of training seed ``seed`` left out (the other arms as they are)."""
     pts = {
-        a: [runs_where(p, lambda t: seed_of(t) != seed) for p in ps] if a in C.RANDOM else ps
+        a: [runs_where(p, lambda t: seed_of(t) != seed) for p in ps] if a in curves.RANDOM else ps
         for a, ps in c.points.items()
     }
     return Curves(c.suite, c.math, c.general, c.variants, pts, c.base, c.shots, c.pooled, c.scope)
@@ -81,20 +80,20 @@ def seed_table(c: Curves) -> pd.DataFrame:
     """One row per rule × measure that reads a random arm: its verdict over the whole grid, and with each training
     seed's draws left out (one column a seed), decided at the whole grid's number of intervals; ``opposite``: the
     seeds without whose draws the verdict turns into its opposite (empty: the verdict does not rest on one seed)."""
-    seeds = sorted({seed_of(t) for a in C.RANDOM for p in c.points.get(a, []) for t in p.tags})
+    seeds = sorted({seed_of(t) for a in curves.RANDOM for p in c.points.get(a, []) for t in p.tags})
     rows = []
-    for claim, comp, arms, v, fn, size in C.rules(c):
-        if not any(a in C.RANDOM for a in arms):
+    for claim, comp, arms, v, fn, size in curves.rules(c):
+        if not any(a in curves.RANDOM for a in arms):
             continue
         n = size(c)
-        whole = C.whole_verdict(c, arms, fn, n, claim)
+        whole = curves.whole_verdict(c, arms, fn, n, claim)
         row = {"claim": claim, "comparison": comp, "measure": v, "whole grid": whole.split(":")[0]}
         flips = []
         for s in seeds:
             d = without_seed(c, s)
-            w = C.whole_verdict(d, arms, fn, n, claim).split(":")[0]
+            w = curves.whole_verdict(d, arms, fn, n, claim).split(":")[0]
             row[f"without seed {s}'s draws"] = w
-            flips += [str(s)] if w == C.OPPOSITE.get(row["whole grid"]) else []
+            flips += [str(s)] if w == curves.OPPOSITE.get(row["whole grid"]) else []
         row["opposite"] = ", ".join(flips)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -104,8 +103,8 @@ def seed_effects(c: Curves) -> pd.DataFrame:
     """One row per random point whose runs span two seeds or more (and outnumber them): arm, rate, runs, seeds, and
     the one-way F of the runs' primary math gains grouped by training seed with its degrees of freedom and p-value."""
     rows = []
-    for a in C.RANDOM:
-        for p in CP.grid(c, a):
+    for a in curves.RANDOM:
+        for p in curve_parts.grid(c, a):
             by: dict[int, list[float]] = {}
             for t, x in zip(p.tags, p.values(c.math)):
                 by.setdefault(seed_of(t), []).append(x)
@@ -141,7 +140,7 @@ def seed_line(e: pd.DataFrame, t: pd.DataFrame) -> str:
             f"{len(e)} points with p < 0.05 (no correction; {big['seeds']} seeds a point: little power) — a check "
             "of the independence the intervals assume, not a verdict. "
         )
-    decided = t[t["whole grid"].isin(list(C.OPPOSITE))]
+    decided = t[t["whole grid"].isin(list(curves.OPPOSITE))]
     bad = t[t.opposite != ""]
     tail = f"{len(decided)} of the {len(t)} verdicts that read a random arm are decided over the whole grid" + (
         " (undecided ones cannot turn into an opposite: this check has nothing to overturn)" if decided.empty else ""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from arithmech.core.stats import crossed_interval, hierarchical_bootstrap, t_interval
-from arithmech.table1 import verdicts as V
+from arithmech.table1 import verdicts
 from arithmech.table1.grid import grid_of
 from arithmech.table1.result import Table1Result
 
@@ -159,17 +159,17 @@ def curves_of(t: Table1Result) -> Curves:
 
 
 def _curves(t: Table1Result) -> Curves:
-    p, S, base, shots, pooled = t.plan, t.suite, t.base, t.shots, V.pool(t)
+    p, S, base, shots, pooled = t.plan, t.suite, t.base, t.shots, verdicts.pool(t)
     m, g = S.primary_math, S.primary_general
     variants = (m, *(f"{m}:{op}" for op in OPS)) if m == "carry" else (m,)
     sign = -1.0 if g in S.lower_is_better else 1.0  # a loss: its fall is the gain
     loss = "lm_loss" if "lm_loss" in base["results"] else None
     b_items = {v: variant_items(base, m, v) for v in variants}
-    b_items["general"] = V.items([base], g, sign, pooled)
+    b_items["general"] = verdicts.items([base], g, sign, pooled)
     if loss:
-        b_items["loss"] = V.items([base], loss)
+        b_items["loss"] = verdicts.items([base], loss)
     b_math = {v: _mean(b_items[v]) for v in variants}
-    b_gen = V.value(base, g, pooled)
+    b_gen = verdicts.value(base, g, pooled)
     b_val = ((base["parameters"].get("validation") or {}).get(m) or {}).get("items")
     pts: dict[str, list[Point]] = {}
     kept = p.get("replicated")  # the grid-point cut's rates (arithmech.table1.grid)
@@ -183,16 +183,16 @@ def _curves(t: Table1Result) -> Curves:
             pt = by_lr.setdefault(lr, Point(arm, lr, cut=kept is not None and lr not in kept[grid_of(arm)]))
             pt.tags.append(tag)
             run_items = {v: variant_items(r, m, v) for v in variants}
-            run_items["general"] = V.items([r], g, sign, pooled)
+            run_items["general"] = verdicts.items([r], g, sign, pooled)
             for v in variants:
                 pt.math.setdefault(v, []).append(_mean(run_items[v]) - b_math[v])
-            pt.general.append(sign * (V.value(r, g, pooled) - b_gen))
+            pt.general.append(sign * (verdicts.value(r, g, pooled) - b_gen))
             if loss:
                 pt.loss.append(r["results"][loss]["value"] - base["results"][loss]["value"])
-                run_items["loss"] = V.items([r], loss)
+                run_items["loss"] = verdicts.items([r], loss)
             for what, its in run_items.items():
                 pt.items.setdefault(what, []).append([x - y for x, y in zip(its, b_items[what])])
-            pt.collapsed.append(V.collapsed(r, base, g, pooled))
+            pt.collapsed.append(verdicts.collapsed(r, base, g, pooled))
             validation = r["parameters"].get("validation") or {}
             val = validation.get(m)
             if val is not None:
@@ -259,7 +259,9 @@ def point_table(t: Table1Result, n_boot: int = 1000) -> pd.DataFrame:
             runs = [t.record(tag) for tag in q.tags]
             for what, meas, sign in ((c.math, S.primary_math, 1.0), ("general", S.primary_general, 1.0)):
                 _, lo, hi = hierarchical_bootstrap(
-                    V.per_run([c.base], meas, sign, c.pooled), V.per_run(runs, meas, sign, c.pooled), n_boot=n_boot
+                    verdicts.per_run([c.base], meas, sign, c.pooled),
+                    verdicts.per_run(runs, meas, sign, c.pooled),
+                    n_boot=n_boot,
                 )
                 row[f"{what} boot lo"], row[f"{what} boot hi"] = lo, hi
                 xs = q.values(what)  # the run means alone: Student t, training spread only

@@ -26,14 +26,10 @@ from arithmech.evals.suites import get_suite
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps.finetune_heads import ensure_ranking
-from arithmech.table1 import confirmation_view as CF
-from arithmech.table1 import controls as T1C
-from arithmech.table1 import curve_views as RC
-from arithmech.table1 import curves as CV
-from arithmech.table1 import protocol, tradeoff
-from arithmech.table1 import run as A
-from arithmech.table1 import verdicts as V
-from arithmech.table1 import views as T1
+from arithmech.table1 import confirmation_view, controls, curve_views, protocol, tradeoff, views
+from arithmech.table1 import curves as curve_rules
+from arithmech.table1 import run as table1_run
+from arithmech.table1 import verdicts as single_rate
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.curve import learning_curve
 from arithmech.table1.detectable import design_runs
@@ -60,11 +56,11 @@ def frontier(t: Table1Result, name: str, rows: pd.DataFrame) -> list:
     curves), the curve rules' verdict table (``rows``: :func:`arithmech.table1.curves.verdicts`), what the means
     alone lean to on the trade-off plane (:func:`~arithmech.table1.controls.dominated_line`), and the
     paper's Table 1 beside ours (a sentence naming the measures, then the table)."""
-    chart = RC.chart(t, f"{name}: every run, each arm's frontier")
-    beside = RC.paper_beside(t)
-    means = T1C.dominated_line(curves_of(t))
+    chart = curve_views.chart(t, f"{name}: every run, each arm's frontier")
+    beside = curve_views.paper_beside(t)
+    means = controls.dominated_line(curves_of(t))
     return ([chart] if chart is not None else []) + [
-        RC.verdict_table(rows).style.hide(axis="index"),
+        curve_views.verdict_table(rows).style.hide(axis="index"),
         *([markdown(means)] if means else []),
         markdown(
             f"The paper's Table 1 beside ours ({beside.attrs['measures']}; ours at each arm's frontier top, picked "
@@ -82,7 +78,7 @@ def run(P: Any) -> Page:
         torch.set_num_threads(P.threads)
     ensure_ranking(P.model_name, P.results, seed=P.seed, device=P.device, dtype=P.dtype)
     config = P.to_table1()
-    plan = A.run(config)
+    plan = table1_run.run(config)
     learning_curve(config)
     return Page(P, config, plan)
 
@@ -100,7 +96,7 @@ TABLE1_CLAIMS = [
 class Page:
     """The toy run's config and plan (``plan``: :func:`arithmech.table1.run.run`'s), its folder and SmolLM2's."""
 
-    def __init__(self, P: Any, config: A.Config, plan: dict):
+    def __init__(self, P: Any, config: table1_run.Config, plan: dict):
         self.P, self.config, self.plan = P, config, plan
         self.folder = model_folder(P.results, P.model_name)
         self.smol = model_folder(P.results, "smollm2-135m")
@@ -129,7 +125,7 @@ class Page:
     def scope(self) -> Any:
         """What the toy's Table 1 can test (Markdown, glued as ``scope``: :func:`~arithmech.table1.views.
         toy_scope`)."""
-        return markdown(T1.toy_scope(self.toy, self.plan))
+        return markdown(views.toy_scope(self.toy, self.plan))
 
     def confirmation(self) -> Confirmation | None:
         """SmolLM2's Table 1 confirmation (:mod:`arithmech.table1.confirmation`), where its protocol was written."""
@@ -141,7 +137,7 @@ class Page:
         c = self.confirmation()
         if c is None:
             return markdown(f"No confirmation protocol in `{self.smol}/confirmation/`: only the exploration below.")
-        lines = [CF.status(c), "", *[f"* {x}" for x in CF.answers(c)]]
+        lines = [confirmation_view.status(c), "", *[f"* {x}" for x in confirmation_view.answers(c)]]
         return markdown("\n".join(lines))
 
     def confirmed(self) -> list:
@@ -149,7 +145,7 @@ class Page:
         c = self.confirmation()
         if c is None:
             return []
-        table = CF.protocol_table(c)
+        table = confirmation_view.protocol_table(c)
         return [
             markdown(
                 f"**The protocol** (`{self.smol.name}/confirmation/protocol.json`, {table.attrs['n']} fresh seeds "
@@ -161,8 +157,8 @@ class Page:
                 "**The contrasts**, each decided once every planned seed is in (Bonferroni over these "
                 f"{c.family} tests only):"
             ),
-            CF.verdict_table(c).style.hide(axis="index"),
-            *([CF.chart(c, curves_of(smol))] if (smol := self.runs[SMOL]) is not None else []),
+            confirmation_view.verdict_table(c).style.hide(axis="index"),
+            *([confirmation_view.chart(c, curves_of(smol))] if (smol := self.runs[SMOL]) is not None else []),
         ]
 
     def _both(self) -> tuple[tuple[str, Path], ...]:
@@ -181,7 +177,7 @@ class Page:
                     )
                 )
                 continue
-            self.curve_rows[name] = CV.verdict_rows(curves_of(t))
+            self.curve_rows[name] = curve_rules.verdict_rows(curves_of(t))
             out += [markdown(f"### {name}")] + frontier(t, name, self.curve_rows[name])
         return out
 
@@ -189,7 +185,7 @@ class Page:
         """Per run with rows: the leave-one-rate-out table (each rule re-decided with one grid point left out)."""
         out: list = []
         for name, rows in self.curve_rows.items():
-            table = RC.loro_table(rows)
+            table = curve_views.loro_table(rows)
             if not table.empty:
                 out += [markdown(f"**{name}**"), table]
         return out
@@ -199,7 +195,7 @@ class Page:
         out: list = []
         for name, t in self.runs.items():
             if t is not None:
-                rates = RC.common_rates(curves_of(t))
+                rates = curve_views.common_rates(curves_of(t))
                 if not rates.empty:
                     out += [markdown(f"**{name}**"), rates.style.hide(axis="index")]
         return out
@@ -210,7 +206,9 @@ class Page:
         out: list = []
         for name, t in self.runs.items():
             if t is not None:
-                out += [markdown(f"**{name}**")] + [p.style.hide(axis="index") for p in RC.points_tables(t).values()]
+                out += [markdown(f"**{name}**")] + [
+                    p.style.hide(axis="index") for p in curve_views.points_tables(t).values()
+                ]
         return out
 
     def detectable(self) -> list:
@@ -220,7 +218,7 @@ class Page:
         out: list = []
         for name, t in self.runs.items():
             if t is not None:
-                table = RC.detectable_table(curves_of(t), design=design_runs(t.plan))
+                table = curve_views.detectable_table(curves_of(t), design=design_runs(t.plan))
                 out += [markdown(f"**{name}** (spreads and half-widths in points)"), table.style.hide(axis="index")]
         return out
 
@@ -232,27 +230,27 @@ class Page:
         smol = self.runs[SMOL]
         if smol is None:
             return []
-        chart, shots = T1.curve_chart(smol), T1C.shots_line(smol)
+        chart, shots = views.curve_chart(smol), controls.shots_line(smol)
         out = [chart] if chart is not None else []
-        out += [markdown(T1C.scope_line(smol))] + ([markdown(shots)] if shots else [])
+        out += [markdown(controls.scope_line(smol))] + ([markdown(shots)] if shots else [])
         out += [
             markdown("The base model against chance (a measure decides a rule only where its interval clears chance):"),
-            T1.base_vs_chance(smol),
-            markdown(T1.setup_line(smol) + " " + T1C.tuned_line(smol)),
-            markdown(T1.progress_line(smol)),
-            T1.grid_frame(smol),
-            T1.arm_frame(smol),
+            views.base_vs_chance(smol),
+            markdown(views.setup_line(smol) + " " + controls.tuned_line(smol)),
+            markdown(views.progress_line(smol)),
+            views.grid_frame(smol),
+            views.arm_frame(smol),
         ]
         return out
 
     def smol_phrasings(self) -> list:
         """SmolLM2's chosen runs on validation and test items (other phrasings and operand pairs)."""
         smol = self.runs[SMOL]
-        return [T1.phrasings_frame(smol)] if smol is not None else []
+        return [views.phrasings_frame(smol)] if smol is not None else []
 
     def toy_curve(self) -> list:
         """The toy's full-SFT learning curve (where made)."""
-        chart = T1.curve_chart(self.toy)
+        chart = views.curve_chart(self.toy)
         return [chart] if chart is not None else []
 
     def grid(self) -> pd.DataFrame:
@@ -274,8 +272,8 @@ class Page:
 
     def arm_numbers(self) -> Any:
         """The toy's Table 1: each arm's numbers at its chosen rate (reads the arm table the trade-off chart draws)."""
-        self.table = V.arm_table(self.toy)
-        return T1.arm_numbers(self.toy).style.hide(axis="index")
+        self.table = single_rate.arm_table(self.toy)
+        return views.arm_numbers(self.toy).style.hide(axis="index")
 
     def tradeoff_chart(self) -> Any:
         """Each arm's change per measure (math first, then the generic facts)."""
@@ -291,7 +289,7 @@ class Page:
         rows = []
         for k in sorted(set(P.k_heads) | {P.top_k}):
             if k == P.top_k:
-                res = V.arm_runs(self.toy)["precise-key"][0]["results"]
+                res = single_rate.arm_runs(self.toy)["precise-key"][0]["results"]
             else:
                 net, tok, _ = train_arm(self.config, S, ranked[:k], lr_key, P.seeds[0], P.optimizer_steps(), P.seed)
                 res = S.evaluate(net, tok, "test", {"single_digit_per_template": 4}, P.seed)

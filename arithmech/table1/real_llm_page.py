@@ -9,13 +9,8 @@ from __future__ import annotations
 
 from arithmech.core.results import folder_name
 from arithmech.report.views.real_llm_base import PageBase
-from arithmech.table1 import confirmation_view as CF
-from arithmech.table1 import controls as T1C
-from arithmech.table1 import curve_views as RC
-from arithmech.table1 import curves as CV
-from arithmech.table1 import draws as DR
-from arithmech.table1 import protocol
-from arithmech.table1 import views as T1
+from arithmech.table1 import confirmation_view, controls, curve_views, curves, protocol, views
+from arithmech.table1 import draws as seed_draws
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.detectable import design_runs
 from arithmech.table1.frontier import curves_of
@@ -39,9 +34,9 @@ class Table1Section(PageBase):
                 markdown(
                     "**Table 1, confirmed on fresh seeds** (contrasts written before their runs; the Fine-tune chapter "
                     "gives the protocol and the table): "
-                    + CF.status(conf)
+                    + confirmation_view.status(conf)
                     + "\n\n"
-                    + "\n".join(f"* {x}" for x in CF.answers(conf))
+                    + "\n".join(f"* {x}" for x in confirmation_view.answers(conf))
                 ),
                 markdown("**The exploration** (149 runs over whole grids, its rules in their tenth version):"),
             ]
@@ -55,22 +50,22 @@ class Table1Section(PageBase):
             ]
         t = Table1Result.load(folder)  # the plan and every record, read once for every table below
         c = curves_of(t)
-        rows = CV.verdict_rows(c)
-        effects, seeds = DR.seed_effects(c), DR.seed_table(c)
+        rows = curves.verdict_rows(c)
+        effects, seeds = seed_draws.seed_effects(c), seed_draws.seed_table(c)
         out += frontier(t, "SmolLM2-135M", rows)
         out += [
             markdown(
                 "Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "
                 "runs left out; an opposite verdict makes it inconclusive):"
             ),
-            RC.loro_table(rows),
-            markdown(RC.uncorrected_line(c)),
-            markdown(DR.seed_line(effects, seeds) + " The runs of each random point grouped by seed:"),
+            curve_views.loro_table(rows),
+            markdown(curve_views.uncorrected_line(c)),
+            markdown(seed_draws.seed_line(effects, seeds) + " The runs of each random point grouped by seed:"),
             effects.style.hide(axis="index"),
             markdown("Each verdict that reads a random arm, without each seed's draws:"),
             seeds.drop(columns=["claim"]).style.hide(axis="index"),
             markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
-            RC.common_rates(c).style.hide(axis="index"),
+            curve_views.common_rates(c).style.hide(axis="index"),
             markdown(
                 "Every grid point: change from base in points with its 95 % interval over runs and "
                 "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
@@ -78,7 +73,7 @@ class Table1Section(PageBase):
                 "measures:"
             ),
         ]
-        out += [part.style.hide(axis="index") for part in RC.points_tables(t).values()]
+        out += [part.style.hide(axis="index") for part in curve_views.points_tables(t).values()]
         out += [
             markdown(
                 "How far from its bound an observed difference must lie for each rule to decide, with 3 "
@@ -87,20 +82,20 @@ class Table1Section(PageBase):
                 "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
                 "at the compared frontier tops (`arithmech.table1.detectable`), in points; not a power calculation:"
             ),
-            RC.detectable_table(c, design=design_runs(t.plan)).style.hide(axis="index"),
+            curve_views.detectable_table(c, design=design_runs(t.plan)).style.hide(axis="index"),
         ]
-        chart, shots = T1.curve_chart(t), T1C.shots_line(t)
+        chart, shots = views.curve_chart(t), controls.shots_line(t)
         out += [chart] if chart is not None else []
-        out += [markdown(T1C.scope_line(t))] + ([markdown(shots)] if shots else [])
+        out += [markdown(controls.scope_line(t))] + ([markdown(shots)] if shots else [])
         return out + [
-            T1.base_vs_chance(t),
-            markdown(T1.setup_line(t) + " " + T1C.tuned_line(t)),
-            markdown(T1.progress_line(t)),
-            T1.arm_frame(t),
+            views.base_vs_chance(t),
+            markdown(views.setup_line(t) + " " + controls.tuned_line(t)),
+            markdown(views.progress_line(t)),
+            views.arm_frame(t),
             markdown(
                 "The rate is chosen on the validation items (seed 0's score is the one it was chosen "
                 "on), the rules score the test items (other phrasings and operand pairs); both sides "
                 "of each arm's chosen runs:"
             ),
-            T1.phrasings_frame(t),
+            views.phrasings_frame(t),
         ]

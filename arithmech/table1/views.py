@@ -12,7 +12,7 @@ import pandas as pd
 from arithmech.core.names import components
 from arithmech.report.charts import colours
 from arithmech.report.charts.theme import COLUMN, integer_axis
-from arithmech.table1 import verdicts as V
+from arithmech.table1 import verdicts
 from arithmech.table1.curve import KNEE as KNEE_SHARE
 from arithmech.table1.detectable import design_runs
 from arithmech.table1.frontier import MIN_RUNS, curves_of
@@ -153,7 +153,7 @@ def base_vs_chance(t: Table1Result) -> pd.DataFrame:
                 "95% interval": f"{ci[0]:.3f} – {ci[1]:.3f}" if ci else "—",
                 "items": r["n"],
                 "chance": r.get("chance"),
-                "decides a rule": m in V.deciding(base["results"], [m]) if m in base["results"] else "base only",
+                "decides a rule": m in verdicts.deciding(base["results"], [m]) if m in base["results"] else "base only",
             }
         )
     return pd.DataFrame(rows)
@@ -162,7 +162,7 @@ def base_vs_chance(t: Table1Result) -> pd.DataFrame:
 def arm_frame(t: Table1Result) -> pd.DataFrame:
     """:func:`arithmech.table1.verdicts.arm_table` for reading: value and change as text with their
     intervals, a measure with a collapsed run reported as collapsed instead of a point estimate."""
-    tab = V.arm_table(t)
+    tab = verdicts.arm_table(t)
 
     def show(r):
         if r.collapsed_runs:
@@ -178,7 +178,7 @@ def arm_numbers(t: Table1Result) -> pd.DataFrame:
     """:func:`arithmech.table1.verdicts.arm_table` with readable columns, one row per arm × measure: the mean over
     the arm's runs, the spread between seeds, the mean's 95 % interval (``level_interval`` there), the change from
     base with its hierarchical interval, items per run and collapsed runs (a measure's name as the suite writes it)."""
-    tab = V.arm_table(t)
+    tab = verdicts.arm_table(t)
     num = lambda v, f="{:.3f}": "—" if v is None or pd.isna(v) else f.format(v)
     span = lambda lo, hi, f="{:.3f}": "—" if lo is None or pd.isna(lo) else f"{f.format(lo)} – {f.format(hi)}"
     return pd.DataFrame(
@@ -204,7 +204,7 @@ def phrasings_frame(t: Table1Result) -> pd.DataFrame:
     m = t.suite.primary_math
     span = lambda v: f"{sum(v) / len(v):.1%}" + (f" ({min(v):.1%}–{max(v):.1%})" if len(v) > 1 else "")
     rows = []
-    for arm, runs in V.arm_runs(t).items():
+    for arm, runs in verdicts.arm_runs(t).items():
         val = [r["parameters"]["validation"][m]["items"] for r in runs]
         rows.append(
             {
@@ -212,8 +212,8 @@ def phrasings_frame(t: Table1Result) -> pd.DataFrame:
                 "runs": len(runs),
                 "validation": span([sum(v) / len(v) for v in val]),
                 "validation items": len(val[0]),
-                "test": span([V.value(r, m) for r in runs]),
-                "test items": len(V.items(runs[:1], m)),
+                "test": span([verdicts.value(r, m) for r in runs]),
+                "test items": len(verdicts.items(runs[:1], m)),
             }
         )
     return pd.DataFrame(rows).set_index("arm")
@@ -278,7 +278,7 @@ def curve_chart(t: Table1Result) -> alt.LayerChart | alt.FacetChart | alt.VConca
 def verdict_lines(t: Table1Result) -> list[str]:
     """Each rule's verdict as a line: claim, comparison, measure, estimate with interval (points), verdict."""
     out = []
-    for _, r in V.verdicts(t).iterrows():
+    for _, r in verdicts.verdicts(t).iterrows():
         est = (
             "not run"
             if r["estimate"] is None or pd.isna(r["estimate"])

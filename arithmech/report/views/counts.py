@@ -26,7 +26,7 @@ from pathlib import Path
 
 from arithmech.core import results
 from arithmech.core.names import components
-from arithmech.data import templates as T
+from arithmech.data import templates as figure_templates
 from arithmech.methods.effects import studied_heads
 
 
@@ -118,7 +118,7 @@ FIGURES = "Fig. 8 and Fig. 10"  # the figures of the paper that print the templa
 def round_robin(n: int) -> list[str]:
     """The template ids a draw of ``n`` prompts over every template takes, in order
     (:func:`arithmech.data.pairs.draw_pairs`: template ``k % len(templates)`` for the ``k``-th prompt)."""
-    tpls = T.FIG8 + T.FIG10
+    tpls = figure_templates.FIG8 + figure_templates.FIG10
     return [tpls[k % len(tpls)].id for k in range(n)]
 
 
@@ -166,7 +166,7 @@ def prompt_count(template_ids: Iterable[str]) -> PromptCount:
     """Count prompts by template from their template ids (a drawn prompts table's ``template`` column, or
     :func:`round_robin`); every template of Fig. 8 and Fig. 10 is counted, those without a prompt as 0."""
     ids = list(template_ids)
-    every = [t.id for t in T.FIG8 + T.FIG10]
+    every = [t.id for t in figure_templates.FIG8 + figure_templates.FIG10]
     c = Counter(ids)
     unknown = sorted(set(c) - set(every))
     if unknown:

@@ -21,10 +21,10 @@ from pandas.io.formats.style import Styler
 from arithmech.core.models import load_model
 from arithmech.core.names import EMBEDDED_DIR, token_label
 from arithmech.core.results import exists, model_folder
-from arithmech.data import templates as T
+from arithmech.data import templates as figure_templates
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import make_pairs, select_templates
-from arithmech.embedded import heldout as H
+from arithmech.embedded import heldout as heldout_pairs
 from arithmech.evals.scoring import filter_correct
 from arithmech.pipeline.ensure import ensure
 from arithmech.prompts.config import Shots as ShotsConfig
@@ -42,14 +42,14 @@ def templates() -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "figure": "Fig. 8" if t in T.FIG8 else "Fig. 10",
+                "figure": "Fig. 8" if t in figure_templates.FIG8 else "Fig. 10",
                 "id": t.id,
                 "operation": t.op,
                 "form": t.family,
                 "X_r (reference)": t.clean,
                 "X_c (counterfactual)": t.corrupt,
             }
-            for t in T.FIG8 + T.FIG10
+            for t in figure_templates.FIG8 + figure_templates.FIG10
         ]
     )
 
@@ -202,8 +202,8 @@ def heldout_table() -> Styler:
                 ),
                 *[_row(f"  {op}", "answer token", p) for op, p in a["by_operation_interval"].items()],
                 *[
-                    _row(H.LABELS[s], m.replace("_", " "), held[s][m])
-                    for s in H.SPLITS
+                    _row(heldout_pairs.LABELS[s], m.replace("_", " "), held[s][m])
+                    for s in heldout_pairs.SPLITS
                     for m in ("answer_token", "exact_match")
                 ],
                 _row("generic facts (the model's MMLU)", "answer token", a["generic_fact_interval"]),
@@ -237,9 +237,12 @@ def heldout_paragraph() -> Any:
         f"sentences, so this is not a test. On what training never showed it (declared in its card), greedy decoding "
         f"writes the whole answer for {cite(pairs)} prompts of held-out operand pairs in the training templates "
         f"({per_op}), {cite(phr)} prompts of trained pairs in held-out phrasings, and {cite(both)} with both held out. "
-        f"The rule fixed before training — held-out exact match at least {H.TARGET:.0%} (Wilson interval above it) "
-        f"— **{H.verdict(pairs)}** for held-out pairs, **{H.verdict(phr)}** for held-out phrasings and "
-        f"**{H.verdict(both)}** for both. Drawn as the chapters draw them (held-out pairs included) it answers "
+        f"The rule fixed before training — held-out exact match at least {heldout_pairs.TARGET:.0%} (Wilson interval "
+        "above it) "
+        f"— **{heldout_pairs.verdict(pairs)}** for held-out pairs, **{heldout_pairs.verdict(phr)}** for held-out "
+        "phrasings and "
+        f"**{heldout_pairs.verdict(both)}** for both. Drawn as the chapters draw them (held-out pairs included) it "
+        "answers "
         f"{a['all_pairs_answer_token_accuracy']:.1%} of {a['all_pairs_n_samples']} prompts by the answer token; "
         f"the filter to X_r drops the rest."
     )
@@ -262,8 +265,10 @@ def end(d: dict) -> None:
             f"Lowest template accuracy: {by_template.accuracy.min():.0%} "
             f"({by_template.loc[by_template.accuracy.idxmin(), 'template']}, n = {P.n_per_template} draws per "
             "template).",
-            f"Held-out test of the embedded model (rule: exact match ≥ {H.TARGET:.0%}): held-out operand pairs "
-            f"{cite(pairs)}, **{H.verdict(pairs)}**; held-out phrasings {cite(phr)}, **{H.verdict(phr)}**.",
+            f"Held-out test of the embedded model (rule: exact match ≥ {heldout_pairs.TARGET:.0%}): held-out operand "
+            "pairs "
+            f"{cite(pairs)}, **{heldout_pairs.verdict(pairs)}**; held-out phrasings {cite(phr)}, "
+            f"**{heldout_pairs.verdict(phr)}**.",
         ],
         P.model_name,
         P,

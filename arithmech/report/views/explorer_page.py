@@ -18,14 +18,13 @@ from typing import Any
 
 import pandas as pd
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.data.draw import Draw
-from arithmech.methods import explorer as X
+from arithmech.methods import explorer as explorer_method
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Explorer as ExplorerChapter
-from arithmech.report.views import counts
-from arithmech.report.views import live_explorer as LX
+from arithmech.report.views import counts, live_explorer
 from arithmech.report.views.cells import html, markdown
 from arithmech.report.views.explorer_views import explorer_chart, finding, knockout_table
 from arithmech.report.views.pages import answer_token_sentence, chapter_end
@@ -53,14 +52,14 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
     for m in P.models:
         t0 = time.perf_counter()
         net, tok, _ = load_model(m, device=P.device, dtype=P.dtype, attn_implementation="eager")
-        folder = R.model_folder(P.results, m)
-        if not R.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
+        folder = results.model_folder(P.results, m)
+        if not results.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
             ensure(P.to_identify(m))
-        recorded = R.read_run(folder)["steps"]["identify"]["parameters"]
-        page = X.PageSettings(
+        recorded = results.read_run(folder)["steps"]["identify"]["parameters"]
+        page = explorer_method.PageSettings(
             tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token, 0, 1)
         )  # zero-shot prompts: short enough to read on the page
-        heads, data = X.page_data(net, tok, folder, page)
+        heads, data = explorer_method.page_data(net, tok, folder, page)
         pages[m] = Page(
             heads, data, recorded.get("answer_token"), time.perf_counter() - t0, int(recorded.get("shots") or 0)
         )
@@ -78,7 +77,7 @@ def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
         out.append(
             markdown(
                 f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
-                f"{counts.key_heads(R.model_folder(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
+                f"{counts.key_heads(results.model_folder(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
                 f"threshold steps; precomputed in {p.seconds:.0f} s. "
                 + answer_token_sentence(rule, p.identify_rule)
                 + (
@@ -100,8 +99,8 @@ def live(P: ExplorerChapter) -> list:
     if LIVE not in P.models:
         return [markdown("*The live explorer runs the embedded model, which this run's `models` leave out.*")]
     net, tok, _ = load_model(LIVE, device="cpu", dtype="float32", attn_implementation="eager")
-    folder = R.model_folder(P.results, LIVE)
-    means, source = LX.identify_end_means(net, tok, folder)
+    folder = results.model_folder(P.results, LIVE)
+    means, source = live_explorer.identify_end_means(net, tok, folder)
     kh = counts.key_heads(folder)
     heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in kh.studied]
     return [
@@ -110,7 +109,7 @@ def live(P: ExplorerChapter) -> list:
             "That is the mean identify's knockout gives a prompt outside its templates; a typed prompt "
             "has no template, no operands and no fold of its own."
         ),
-        html(LX.page_html(LX.page_data(means, heads, kh.studied_label()))),
+        html(live_explorer.page_html(live_explorer.page_data(means, heads, kh.studied_label()))),
     ]
 
 

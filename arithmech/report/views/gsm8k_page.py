@@ -22,7 +22,7 @@ import pandas as pd
 from arithmech.core.models import load_model
 from arithmech.core.names import component_label, components
 from arithmech.core.stats import wilson_interval
-from arithmech.data import pairs as D
+from arithmech.data import pairs as pair_data
 from arithmech.evals.scoring import check_counterfactuals, filter_correct
 from arithmech.identify.pipeline import identify
 from arithmech.report.charts import effect_chart
@@ -141,7 +141,9 @@ class Page:
         (Wilson 95% interval), and, where it does, identify's largest head effect and key-head count on them."""
         P = self.P
         n = min(P.n_samples, 64)
-        drawn, _ = D.make_pairs(self.tok, WORD_PROBLEM_PAIRS, n=n, seed=P.seed, draw=D.Draw("last-digit", 0, 1))
+        drawn, _ = pair_data.make_pairs(
+            self.tok, WORD_PROBLEM_PAIRS, n=n, seed=P.seed, draw=pair_data.Draw("last-digit", 0, 1)
+        )
         right = filter_correct(self.net, self.tok, drawn)[0]
         passed = check_counterfactuals(self.net, self.tok, right)[0]
         lo, hi = wilson_interval(len(passed), len(right)) if right else (float("nan"), float("nan"))

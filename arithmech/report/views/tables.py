@@ -18,7 +18,7 @@ from arithmech.core import records as records_io
 from arithmech.core.stats import crossed_interval, wilson_interval
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
 from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, SFT, table1_by_mode
-from arithmech.table1 import verdicts as V
+from arithmech.table1 import verdicts as single_rate
 from arithmech.table1.result import Table1Result
 
 TOY_NAMES = {
@@ -233,9 +233,9 @@ def table1_side_by_side(
         if not Table1Result.ran(folder):
             continue
         t = Table1Result.load(folder)
-        p, S, pooled = t.plan, t.suite, V.pool(t)
+        p, S, pooled = t.plan, t.suite, single_rate.pool(t)
         g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
-        runs = V.arm_runs(t)
+        runs = single_rate.arm_runs(t)
         base = runs["base"][0]
         for arm, rs in runs.items():
             mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)
@@ -246,14 +246,16 @@ def table1_side_by_side(
                     m,
                     arm,
                     S.primary_math,
-                    100 * mean(lambda r: V.value(r, S.primary_math)),  # noqa: B023 (used at once)
-                    _ci(V.per_run(rs, S.primary_math)),
+                    100 * mean(lambda r: single_rate.value(r, S.primary_math)),  # noqa: B023 (used at once)
+                    _ci(single_rate.per_run(rs, S.primary_math)),
                     g,
-                    100 * mean(lambda r: V.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
-                    _ci(V.per_run(rs, S.primary_general, pooled=pooled)),
+                    100 * mean(lambda r: single_rate.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
+                    _ci(single_rate.per_run(rs, S.primary_general, pooled=pooled)),
                     None if lr is None else f"{lr:.0e}",
                     len(rs),
-                    None if arm == "base" else sum(V.collapsed(r, base, S.primary_general, pooled) for r in rs),
+                    None
+                    if arm == "base"
+                    else sum(single_rate.collapsed(r, base, S.primary_general, pooled) for r in rs),
                     sum(sps) / len(sps) if sps else None,
                 )
             )
