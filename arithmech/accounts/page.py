@@ -25,6 +25,10 @@ from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.pipeline.ensure import ensure
 
+Runs = dict[str, step.Result]
+"""Each model's accounts files, read: model name → its :class:`~arithmech.accounts.run.Result` (what :func:`run`
+returns and every table and chart of the page takes)."""
+
 
 def reusable(config) -> bool:
     """Whether the step's files of ``config``'s model were made with its parameters under the current rules."""
@@ -37,7 +41,7 @@ def reusable(config) -> bool:
     )
 
 
-def run(P: Chapter) -> dict:
+def run(P: Chapter) -> Runs:
     """The chapter's model computed (or reused), then every shipped model read: ``{model: Result}``."""
     own = P.to_accounts().replace(overwrite=True)
     needed, identify = step.needs(own)
@@ -51,7 +55,7 @@ def run(P: Chapter) -> dict:
     return out
 
 
-def header(r: dict) -> str:
+def header(r: Runs) -> str:
     """One line per model: the grid, the flagged MLPs, the studied heads, the run's cost."""
     lines = []
     for m, res in r.items():
@@ -65,7 +69,7 @@ def header(r: dict) -> str:
     return "\n".join(lines)
 
 
-def verdicts(r: dict) -> pd.DataFrame:
+def verdicts(r: Runs) -> pd.DataFrame:
     """Accounts x models: each account's verdict."""
     rows = []
     for rule in RULES:
@@ -76,7 +80,7 @@ def verdicts(r: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table(r: dict) -> pd.DataFrame:
+def table(r: Runs) -> pd.DataFrame:
     """The signature table: one row per criterion and model, its verdict and the numbers behind it."""
     out = []
     for m, res in r.items():
@@ -96,7 +100,7 @@ def rules_text() -> str:
     return "\n".join(lines)
 
 
-def explorer(r: dict, model: str) -> None:
+def explorer(r: Runs, model: str) -> None:
     """The interactive heatmap explorer of ``model``'s top neurons: one chart per flagged MLP, displayed."""
     from IPython.display import display  # lazy: the book extra (a kernel)
 
@@ -104,7 +108,7 @@ def explorer(r: dict, model: str) -> None:
         display(chart)
 
 
-def classes(r: dict) -> pd.DataFrame:
+def classes(r: Runs) -> pd.DataFrame:
     """Per model, how many top neurons fall in each heuristic class (held-out R^2 >= the rule's)."""
     rows = [
         {"model": m, "class": k, "neurons": int(v)}
@@ -114,15 +118,15 @@ def classes(r: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).pivot_table(index="class", columns="model", values="neurons", fill_value=0).reset_index()
 
 
-def _stack(r: dict, field: str) -> pd.DataFrame:
+def _stack(r: Runs, field: str) -> pd.DataFrame:
     return pd.concat([getattr(res, field).assign(model=m) for m, res in r.items()], ignore_index=True)
 
 
-def faithfulness_chart(r: dict) -> alt.Chart:
+def faithfulness_chart(r: Runs) -> alt.Chart:
     return charts.faithfulness_chart(_stack(r, "faithfulness"))
 
 
-def parity(r: dict) -> pd.DataFrame:
+def parity(r: Runs) -> pd.DataFrame:
     """Attribution against exact single-neuron patching, per model."""
     rows = []
     for m, res in r.items():
@@ -140,18 +144,18 @@ def parity(r: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def removal_chart(r: dict) -> alt.Chart:
+def removal_chart(r: Runs) -> alt.Chart:
     return charts.removal_chart(_stack(r, "removal"))
 
 
-def probe_chart(r: dict) -> alt.Chart | alt.FacetChart:
+def probe_chart(r: Runs) -> alt.Chart | alt.FacetChart:
     nulls = pd.DataFrame(
         [{**p, "model": m} for m, res in r.items() for p in res.signatures["numbers"]["probes"] if p["testable"]]
     )
     return charts.probe_chart(_stack(r, "probe"), nulls)
 
 
-def probes(r: dict) -> pd.DataFrame:
+def probes(r: Runs) -> pd.DataFrame:
     """Every probe: testable or not, the best layer's kappa, the corrected null quantile, the held-out values."""
     rows = [
         {
@@ -166,7 +170,7 @@ def probes(r: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).fillna("—")
 
 
-def counterfactual_chart(r: dict) -> alt.Chart:
+def counterfactual_chart(r: Runs) -> alt.Chart:
     rows = []
     for m, res in r.items():
         for key, g in res.signatures["numbers"]["cf_groups"].items():
@@ -175,7 +179,7 @@ def counterfactual_chart(r: dict) -> alt.Chart:
     return charts.counterfactual_chart(pd.DataFrame(rows))
 
 
-def commands(r: dict) -> str:
+def commands(r: Runs) -> str:
     """The command that made each model's files."""
     return "\n".join(f"{m}: {res.signatures['command']}" for m, res in r.items())
 
