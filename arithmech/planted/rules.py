@@ -135,3 +135,23 @@ def decide(numbers: dict) -> dict:
     it) and ``"knockout"`` (as :func:`knockout_verdicts` reads it)."""
     out = {c.id: recovers(numbers["methods"][c.id]) for c in RECOVERY}
     return out | knockout_verdicts(numbers["knockout"])
+
+
+SEEDS_RULE = (
+    "across training seeds of the planted model (the same command, --seed): a method recovers the planted movers "
+    "across seeds when its criterion passes on every seed scored, fails across seeds when it fails on every seed, "
+    "and is mixed otherwise (k of n seeds pass); a seed whose criterion is inconclusive or not testable counts as "
+    "not passing; at least 3 seeds, else not testable"
+)
+"""Written before any seed other than 0 was scored; it adds no threshold, so :func:`rules_sha256` is unchanged."""
+
+
+def across_seeds(verdicts: list[str]) -> str:
+    """The :data:`SEEDS_RULE` verdict of one criterion from its verdict on each seed scored."""
+    if len(verdicts) < 3:
+        return NOT_TESTABLE
+    if all(v == PASS for v in verdicts):
+        return PASS
+    if all(v == FAIL for v in verdicts):
+        return FAIL
+    return f"mixed: {sum(v == PASS for v in verdicts)} of {len(verdicts)} seeds pass"

@@ -63,3 +63,14 @@ def test_shipped_scores_were_committed_after_the_rules_and_decided_under_them():
     assert commit != first, f"{SCORES} was committed with the rules"
     assert subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", first, commit]).returncode == 0
     assert json.loads((ROOT / SCORES).read_text())["rules_sha256"] == R.rules_sha256()
+
+
+def test_the_seeds_rule_needs_every_seed_and_three_of_them():
+    """Protects the rule across training seeds: pass only when every seed passes, fail only when every seed fails,
+    a seed that is inconclusive counts as not passing, fewer than three seeds decide nothing; the rule adds no
+    threshold, so the hash the shipped results were decided under stays."""
+    assert R.across_seeds([R.PASS] * 3) == R.PASS and R.across_seeds([R.FAIL] * 4) == R.FAIL
+    assert R.across_seeds([R.PASS, R.PASS, R.INCONCLUSIVE]) == "mixed: 2 of 3 seeds pass"
+    assert R.across_seeds([R.PASS, R.FAIL, R.FAIL]) == "mixed: 1 of 3 seeds pass"
+    assert R.across_seeds([R.PASS, R.PASS]) == R.NOT_TESTABLE
+    assert "SEEDS_RULE" not in R.rules_record()["thresholds"]
