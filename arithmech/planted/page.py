@@ -15,6 +15,7 @@ import json
 
 import pandas as pd
 
+from arithmech.core import results
 from arithmech.core.names import component, components
 from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
@@ -48,6 +49,50 @@ def run(chapter: Chapter) -> step.Result:
         if reusable(got, config):
             return got
     return step.run(config)
+
+
+SEED_MODELS = {1: "planted-seed1", 2: "planted-seed2"}
+"""The planted model's other training seeds: ``python -m arithmech train-planted --seed N --out planted-seedN`` (the
+weights are byte-identical for one seed and thread count, so they are not shipped), scored by ``python -m arithmech
+planted-score --model planted-seedN`` into ``results/planted-seedN/planted_score/``."""
+
+
+def seed_results(chapter: Chapter, r: step.Result) -> dict[int, step.Result | None]:
+    """Seed → its scores (seed 0: ``r``, the shipped model's); another seed's read from its files where scored with the
+    chapter's step parameters under the current rules, else None (never trained here: it takes minutes a seed)."""
+    config = chapter.to_score()
+    out: dict[int, step.Result | None] = {0: r}
+    for seed, name in SEED_MODELS.items():
+        folder = results.model_folder(config.results, name) / "planted_score"  # step.folder_of, without the model
+        got = step.read(folder, config) if (folder / "scores.json").exists() else None
+        same = got is not None and got.scores.get("rules_sha256") == planted_rules.rules_sha256()
+        params = {k: v for k, v in (got.scores.get("parameters") or {}).items() if k != "model_name"} if got else {}
+        want = {k: v for k, v in json.loads(json.dumps(config.reuse_key(), default=str)).items() if k != "model_name"}
+        out[seed] = got if same and params == want else None
+    return out
+
+
+def seeds(by_seed: dict[int, step.Result | None]) -> pd.DataFrame:
+    """Methods x training seeds: each seed's verdict with recall and precision [95% cluster interval], and the verdict
+    across seeds (:data:`arithmech.planted.rules.SEEDS_RULE`, from the seeds scored)."""
+    rows = []
+    for crit in planted_rules.RECOVERY:
+        row = {"method": NAMES[crit.id]}
+        verdicts = []
+        for seed, res in by_seed.items():
+            if res is None:
+                row[f"seed {seed}"] = "not scored"
+                continue
+            m = res.scores["numbers"]["methods"][crit.id]
+            v = res.scores["verdicts"][crit.id]
+            verdicts.append(v)
+            row[f"seed {seed}"] = (
+                f"{v}: recall {_interval(m['recall']['value'], m['recall']['lo'], m['recall']['hi'])}, precision "
+                f"{_interval(m['precision']['value'], m['precision']['lo'], m['precision']['hi'])}"
+            )
+        row["across seeds"] = planted_rules.across_seeds(verdicts)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _interval(v, lo, hi, digits: int = 2) -> str:
