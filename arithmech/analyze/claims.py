@@ -16,7 +16,7 @@ from arithmech.claims.controls import controlled
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.rule import Rule
 from arithmech.core.names import components
-from arithmech.core.names import stages as stage_layers
+from arithmech.identify.config import MIN_PROBLEMS
 from arithmech.methods.attention import MIN_NONKEY
 
 ROLES = ("operand", "operator")
@@ -148,13 +148,29 @@ def other_operations(ctx: Context) -> str:
     )
 
 
+def _knots(k: dict) -> str:
+    """``"21 [19, 23] – 24 [22, 25] – 25 [24, 27]"``: each knot with its interval."""
+    return " – ".join(f"{x} [{lo:.0f}, {hi:.0f}]" for x, lo, hi in zip(k["knots"], k["lo"], k["hi"]))
+
+
 def stages(ctx: Context):
-    st = ctx.read("analyze.json").get("stages") or {}
-    if "answer" not in st or "operands" not in st:
-        raise Missing("analyze.json has no stages")
-    here = f"operands {stage_layers(st['operands'])}, answer {stage_layers(st['answer'])}"
+    """Version 5: the inflections of the answer- and operand-specific curves, each minus its matched baseline, and the
+    interval of their difference over problem clusters (``analyze.json``'s ``specific_stages``)."""
+    sp = ctx.read("analyze.json").get("specific_stages")
+    if not sp:
+        raise Missing("analyze.json has no answer-specific stages (a run before rule version 5): re-run analyze")
+    d = sp["difference"]
+    here = (
+        f"operand-specific {_knots(sp['operands'])}, answer-specific {_knots(sp['answer'])}; answer − operands "
+        f"inflection {d['value']:+d} layers [{d['lo']:+.0f}, {d['hi']:+.0f}] (95% over {sp['clusters']} problem "
+        f"clusters, {sp['n_boot']} resamples)"
+    )
     stale = other_operations(ctx)
-    return (here + stale, None) if stale else (here, st["answer"][1] >= st["operands"][1])
+    if stale:
+        return here + stale, None
+    if sp["clusters"] < MIN_PROBLEMS:
+        return here + f"; fewer than {MIN_PROBLEMS} problem clusters", None
+    return here, True if d["lo"] >= 0 else False if d["hi"] < 0 else None
 
 
 ANALYZE: tuple[Rule, ...] = (
@@ -194,9 +210,15 @@ ANALYZE: tuple[Rule, ...] = (
         "stages",
         "Heads collect operands, then MLPs write the answer",
         "start–inflection–end 13-18-28 for both",
-        "holds iff the inflection layer of the answer curve is at or after that of the operand curve (App. C), "
-        "measured on the prompts of the operations that pass identify's control",
-        version=4,
+        "on answer-specific curves: the MLP writes' cosine with the answer's W_U row minus their mean cosine with "
+        "the other number tokens written alike, and the MLP inputs' mean cosine with the operands' rows minus their "
+        "mean cosine with the other number tokens, each averaged over the prompts at END; start–inflection–end of "
+        "each mean curve as App. C fits them; holds iff the 95% interval over problem clusters (1000 resamples, "
+        "the knots refitted each time) of the answer curve's inflection minus the operand curve's lies at or above 0 "
+        "(the answer is written at or after the operands arrive), does not hold iff it lies wholly below 0, "
+        "inconclusive otherwise or below 20 problem clusters; measured on the prompts of the operations that pass "
+        "identify's control",
+        version=5,
         decider=stages,
         gate=controlled,
     ),

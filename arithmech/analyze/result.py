@@ -51,6 +51,13 @@ class AnalyzeResult:
         return self.summary["heads_from"]
 
     @property
+    def specific_stages(self) -> dict:
+        """The answer- and operand-specific curves' knots with 95% intervals over problem clusters and the interval of
+        their inflections' difference (``analyze.json``'s ``specific_stages``: :func:`arithmech.methods.stages.
+        stage_intervals`); {} for a run made before them or a model of fewer than 5 layers."""
+        return self.summary.get("specific_stages") or {}
+
+    @property
     def stages(self) -> dict[str, tuple[int, ...]]:
         """The start–inflection–end layers of each curve, as the run found them (``analyze.json``'s ``stages``)."""
         return {k: tuple(v) for k, v in self.summary["stages"].items()}

@@ -29,9 +29,11 @@ from arithmech.core import admission, provenance, results
 from arithmech.core.models import load_model
 from arithmech.core.progress import Progress, announce
 from arithmech.data.pairs import reference_samples
+from arithmech.data.splits import cluster
 from arithmech.identify.result import load_key_heads, operations
 from arithmech.methods.attention import Head, attention_by_role, label_heads, nonkey_baseline, verdict_lines
-from arithmech.methods.mlp import layer_top_numbers, mlp_projection, stage_layers
+from arithmech.methods.mlp import MLP_QUANTITIES, layer_top_numbers, projection_samples, projection_table, stage_layers
+from arithmech.methods.stages import specific_curves, stage_intervals
 
 # Every identify file run() may read, each checked where present before the model loads and anything is written
 # (effects.csv is read only where no key head passes: a damaged one is refused even when this run would not need it).
@@ -107,8 +109,12 @@ def compute(config: Config) -> Computed:
         roles = attention_by_role(model, tok, samples, batch_size=c.batch_size)
         labels = label_heads(roles, heads)
         bar.advance(note="attention")
-        mlp = mlp_projection(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
+        per = projection_samples(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
+        mlp = projection_table(per)  # the mean curves of Fig. 6a/b, 13, 14
         stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
+        curves = specific_curves(per, (*MLP_QUANTITIES, "in_other"))  # each minus its matched baseline
+        clusters = [cluster(x) for x in samples]  # knots' intervals resample the problem clusters
+        specific = stage_intervals(curves, clusters, seed=c.seed) if geo.n_layers >= 5 else {}
         bar.advance(note="mlp")
         top = layer_top_numbers(model, tok, c.prompt, k=5, final_norm=c.final_norm)
         bar.advance(note="top numbers")
@@ -116,6 +122,7 @@ def compute(config: Config) -> Computed:
         "key_heads": key_head_summary(roles, heads),
         "heads_from": heads_from,
         "stages": {k: list(v) for k, v in stages.items()},
+        "specific_stages": specific,
         "final_norm": c.final_norm,
         "prompt": c.prompt,
         "n_samples": len(samples),

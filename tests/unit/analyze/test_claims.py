@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from arithmech.analyze.claims import other_heads_p95
 from arithmech.claims import decide as C
@@ -25,7 +26,15 @@ def _roles(special: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _write(folder, roles, share_heads, baseline_verdict="does not hold", operations=None, control=None):
+def _specific(lo=1.0, hi=3.0, clusters=25, value=2):
+    """analyze.json's ``specific_stages`` with the inflections' difference ``value [lo, hi]`` over ``clusters``."""
+    k = {"knots": [1, 2, 3], "lo": [1.0, 1.0, 2.0], "hi": [2.0, 3.0, 3.0]}
+    return {"operands": k, "answer": k, "difference": {"value": value, "lo": lo, "hi": hi}, "clusters": clusters,
+            "n_boot": 1000, "level": 0.95}
+
+
+def _write(folder, roles, share_heads, baseline_verdict="does not hold", operations=None, control=None,
+           specific=None):
     head = lambda l, h: {"layer": l, "head": h, "name": f"{l}.{h}"}
     kh = {"task": "all", "heads": [], "threshold": -0.05, "by_share": {"heads": [head(*x) for x in share_heads]},
           **({"control": control} if control else {})}
@@ -40,6 +49,7 @@ def _write(folder, roles, share_heads, baseline_verdict="does not hold", operati
     R.write_step(folder, "identify", files, {"parameters": {}})
     R.write_step(folder, "analyze", {"attention_roles.csv": roles, "attention_baseline.csv": base,
                                      "analyze.json": {"key_heads": [], "stages": {"operands": [1, 2, 3], "answer": [1, 3, 3]},
+                                                      "specific_stages": _specific() if specific is None else specific,
                                                       "heads_from": "top 10 by effect rank (no key head)",
                                                       **({"operations": operations} if operations else {})}},
                  {"parameters": {}})
@@ -133,3 +143,19 @@ def test_analyze_on_operations_the_control_no_longer_pools_decides_nothing(tmp_p
     rows = C.claims(same, ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
     assert rows.loc["attention-roles", "holds"] is True and rows.loc["stages", "holds"] is True
     assert rows.loc["attention-reads-operator", "holds"] is True
+
+
+@pytest.mark.parametrize(("specific", "holds", "says"), [
+    (_specific(lo=0.0, hi=2.0, value=1), True, "+1 layers [+0, +2] (95% over 25 problem clusters"),
+    (_specific(lo=-3.0, hi=-1.0, value=-2), False, "-2 layers [-3, -1]"),
+    (_specific(lo=-1.0, hi=2.0, value=0), None, "+0 layers [-1, +2]"),
+    (_specific(clusters=19), None, "fewer than 20 problem clusters"),
+    ({}, None, "no answer-specific stages (a run before rule version 5): re-run analyze"),
+])
+def test_stages_are_decided_on_the_interval_of_the_answer_specific_inflections(tmp_path, specific, holds, says):
+    """Protects stages version 5: the answer-specific inflection minus the operand-specific one, decided on its 95%
+    interval over problem clusters: at or above 0 holds (0 is "at"), wholly below 0 does not hold, straddling 0 is
+    inconclusive, as are fewer than identify's 20 problem clusters and a file made before the curves existed."""
+    f = _write(tmp_path, _roles({}), [(3, 0)], specific=specific)
+    row = C.claims(f, ["stages"]).set_index("id").loc["stages"]
+    assert row["holds"] is holds and says in row["here"], row["here"]

@@ -2,6 +2,8 @@
 typed Result, and the command's summary of them."""
 from __future__ import annotations
 
+import json
+
 from arithmech.analyze import run as A
 from arithmech.analyze.config import Analyze
 
@@ -28,6 +30,16 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
         pd.testing.assert_frame_equal(getattr(back, name), getattr(out, name), obj=name)
     pd.testing.assert_frame_equal(back.top, out.top.assign(prompt=config.prompt))
     assert set(back.baseline.name) == set(out.labels.name)
+    # the answer- and operand-specific knots with their intervals (analyze.json's specific_stages): the stage fit on
+    # the same samples' curves, each minus its matched baseline (by hand here), resampled over their problem clusters
+    from arithmech.data.splits import cluster
+    from arithmech.methods import stages as ST
+    from arithmech.methods.mlp import projection_samples
+    per = projection_samples(model, tok, out.samples)  # (n, L, 8): in_A in_B in_C diff_A diff_B diff_C diff_other in_other
+    curves = {"answer": per[..., 5] - per[..., 6], "operands": (per[..., 0] + per[..., 1]) / 2 - per[..., 7]}
+    want = ST.stage_intervals(curves, [cluster(x) for x in out.samples], seed=config.seed)
+    assert back.specific_stages == json.loads(json.dumps(want)) and want["clusters"] >= 2
+    assert want["answer"]["knots"] == ST.knots(curves["answer"].mean(0)[None])[0].tolist()
     calls = []
     monkeypatch.setattr(A, "compute", lambda c: calls.append(c) or out)  # the files are there
     ran = A.run(config)

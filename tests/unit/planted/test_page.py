@@ -72,3 +72,33 @@ def test_every_cell_of_the_page_renders_the_shipped_scores():
     assert all(G.NAMES.get(f, f) in text for f in failing) and (failing or text == "Every criterion passed.")
     assert all(t in G.identify_note(r) for t in r.scores["identify"]["tasks_pooled"])
     assert r.scores["rules_sha256"][:16] in G.command(r) and R.rules_sha256()[:16] in G.rules_text()
+
+
+def test_the_seeds_table_reads_each_scored_seed_and_decides_across_them(tmp_path):
+    """Protects the seeds table: a seed's cell is its own verdict with recall and precision read from its files, a
+    seed without files (or scored under other rules) reads "not scored" and is left out of the verdict across seeds,
+    which needs three seeds scored (the rule written before the seeds were)."""
+    import shutil
+
+    from arithmech.planted import page as G
+    from arithmech.planted import run as S
+    from arithmech.planted import rules as R
+    from arithmech.planted.config import Chapter
+
+    shipped = Path(__file__).resolve().parents[3] / "results"
+    (tmp_path / "planted").mkdir()
+    shutil.copytree(shipped / "planted" / "planted_score", tmp_path / "planted" / "planted_score")
+    P = Chapter(results=str(tmp_path))
+    r = S.read(tmp_path / "planted" / "planted_score", P.to_score())
+    alone = G.seeds(G.seed_results(P, r)).set_index("method")
+    assert set(alone["seed 1"]) == {"not scored"} and set(alone["across seeds"]) == {R.NOT_TESTABLE}
+    for n in (1, 2):  # two more seeds: here copies of seed 0's files, so every verdict repeats three times
+        shutil.copytree(tmp_path / "planted", tmp_path / f"planted-seed{n}")
+    table = G.seeds(G.seed_results(P, r)).set_index("method")
+    paper = table.loc[G.NAMES["identify-paper"]]
+    v = r.scores["verdicts"]["identify-paper"]
+    assert paper["seed 2"].startswith(f"{v}: recall ") and paper["across seeds"] == R.across_seeds([v] * 3)
+    assert table.loc["EAP", "across seeds"] == R.across_seeds([r.scores["verdicts"]["eap"]] * 3)
+    scores = tmp_path / "planted-seed2" / "planted_score" / "scores.json"   # scored under other rules: not read
+    scores.write_text(scores.read_text().replace(r.scores["rules_sha256"], "0" * 64))
+    assert set(G.seeds(G.seed_results(P, r))["seed 2"]) == {"not scored"}
