@@ -148,9 +148,20 @@ def other_operations(ctx: Context) -> str:
     )
 
 
-def _knots(k: dict) -> str:
-    """``"21 [19, 23] – 24 [22, 25] – 25 [24, 27]"``: each knot with its interval."""
+def knots_text(k: dict) -> str:
+    """``"21 [19, 23] – 24 [22, 25] – 25 [24, 27]"``: each knot of a curve with its interval."""
     return " – ".join(f"{x} [{lo:.0f}, {hi:.0f}]" for x, lo, hi in zip(k["knots"], k["lo"], k["hi"]))
+
+
+def specific_text(sp: dict) -> str:
+    """The answer- and operand-specific stages of ``analyze.json``'s ``specific_stages`` in one line: each curve's
+    knots with their intervals, and the interval of the answer inflection minus the operands'."""
+    d = sp["difference"]
+    return (
+        f"operand-specific {knots_text(sp['operands'])}, answer-specific {knots_text(sp['answer'])}; answer − operands "
+        f"inflection {d['value']:+d} layers [{d['lo']:+.0f}, {d['hi']:+.0f}] (95% over {sp['clusters']} problem "
+        f"clusters, {sp['n_boot']} resamples)"
+    )
 
 
 def stages(ctx: Context):
@@ -159,12 +170,7 @@ def stages(ctx: Context):
     sp = ctx.read("analyze.json").get("specific_stages")
     if not sp:
         raise Missing("analyze.json has no answer-specific stages (a run before rule version 5): re-run analyze")
-    d = sp["difference"]
-    here = (
-        f"operand-specific {_knots(sp['operands'])}, answer-specific {_knots(sp['answer'])}; answer − operands "
-        f"inflection {d['value']:+d} layers [{d['lo']:+.0f}, {d['hi']:+.0f}] (95% over {sp['clusters']} problem "
-        f"clusters, {sp['n_boot']} resamples)"
-    )
+    d, here = sp["difference"], specific_text(sp)
     stale = other_operations(ctx)
     if stale:
         return here + stale, None

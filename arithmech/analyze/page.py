@@ -20,6 +20,7 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from arithmech import paper
+from arithmech.analyze.claims import specific_text
 from arithmech.analyze.result import AnalyzeResult, read
 from arithmech.analyze.run import Computed, compute
 from arithmech.claims.decide import claims
@@ -198,6 +199,15 @@ def stages_table(r: Run) -> Styler:
             for curve, key in CURVES
         ]
     ).style.hide(axis="index")
+
+
+def specific_line(r: Run) -> str:
+    """The stages on the answer-specific curves (each minus its matched baseline), each knot with its 95% interval over
+    problem clusters, and the interval of the answer's inflection minus the operands' (what the stages rule reads)."""
+    sp = r.files.specific_stages
+    if not sp:
+        return "No answer-specific stages: the model has fewer than 5 layers."
+    return "On the answer-specific curves (each minus its baseline over the other number tokens): " + specific_text(sp)
 
 
 def peaks(r: Run) -> str:

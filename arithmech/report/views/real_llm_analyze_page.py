@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from arithmech import paper
+from arithmech.analyze.claims import specific_text
 from arithmech.analyze.result import AnalyzeResult
 from arithmech.core.names import stages as stage_layers
 from arithmech.data import pairs
@@ -64,6 +65,11 @@ class AnalyzeSection(PageBase):
             "start–inflection–end layers: "
             + "; ".join(f"{k} {stage_layers(v)}" for k, v in self.analyze.summary["stages"].items())
             + f" (LLaMA2-7B: {stage_layers(s7b)} of {n7b} layers)"
+            + (
+                "; on the answer-specific curves, " + specific_text(self.analyze.specific_stages)
+                if self.analyze.specific_stages
+                else ""
+            )
         )
 
     def mlp_charts(self) -> list:
