@@ -95,6 +95,16 @@ def seeds(by_seed: dict[int, step.Result | None]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def seeds_line(table: pd.DataFrame) -> str:
+    """One sentence from :func:`seeds`' table: each verdict across the training seeds scored, with its methods."""
+    scored = [c for c in table.columns if c.startswith("seed ") and (table[c] != "not scored").any()]
+    groups: dict[str, list[str]] = {}
+    for method, v in zip(table["method"], table["across seeds"]):
+        groups.setdefault(v, []).append(method)
+    parts = "; ".join(f"{', '.join(ms)}: **{v}**" for v, ms in groups.items())
+    return f"**Across the {len(scored)} training seeds scored** ({', '.join(scored)}; the rule across seeds): {parts}."
+
+
 def _interval(v, lo, hi, digits: int = 2) -> str:
     if v is None or pd.isna(v):
         return "none (no head named)"

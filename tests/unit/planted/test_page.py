@@ -99,6 +99,8 @@ def test_the_seeds_table_reads_each_scored_seed_and_decides_across_them(tmp_path
     v = r.scores["verdicts"]["identify-paper"]
     assert paper["seed 2"].startswith(f"{v}: recall ") and paper["across seeds"] == R.across_seeds([v] * 3)
     assert table.loc["EAP", "across seeds"] == R.across_seeds([r.scores["verdicts"]["eap"]] * 3)
+    line = G.seeds_line(table.reset_index())
+    assert line.startswith("**Across the 3 training seeds scored** (seed 0, seed 1, seed 2;") and "EAP: **" in line
     scores = tmp_path / "planted-seed2" / "planted_score" / "scores.json"   # scored under other rules: not read
     scores.write_text(scores.read_text().replace(r.scores["rules_sha256"], "0" * 64))
     assert set(G.seeds(G.seed_results(P, r))["seed 2"]) == {"not scored"}
