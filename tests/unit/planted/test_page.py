@@ -80,9 +80,6 @@ def test_the_seeds_table_reads_each_scored_seed_and_decides_across_them(tmp_path
     which needs three seeds scored (the rule written before the seeds were)."""
     import shutil
 
-    from arithmech.planted import page as G
-    from arithmech.planted import run as S
-    from arithmech.planted import rules as R
     from arithmech.planted.config import Chapter
 
     shipped = Path(__file__).resolve().parents[3] / "results"
