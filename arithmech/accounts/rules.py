@@ -24,6 +24,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+from arithmech.data.answers import MIN_CLUSTERS
+
 PASS, FAIL, INCONCLUSIVE, NOT_TESTABLE = "pass", "fail", "inconclusive", "not testable"
 
 # Thresholds (each used by one criterion below; changing one changes the rules' hash).
@@ -34,7 +36,6 @@ FAITHFUL_WIDTH = 0.05  # B1: ... with at most this share of each flagged MLP's n
 R2_MIN = 0.3  # B2: held-out R^2 of a neuron's best pattern for it to count as classified
 CLASS_RATE_MIN = 0.5  # B2: share of the top neurons classified
 NULL_FACTOR = 2.0  # B2: ... at least this many times the rate on permuted grids
-MIN_CLUSTERS = 20  # B3, H, F3, D2: operand pairs an interval is decided on
 EFFECT_FLOOR = 0.1  # B1, F3, D2: an ablation must move the last-digit logit difference by 10% of its clean value
 PROBE_ALPHA = 0.05  # F1: family-wise level over the testable probes (Bonferroni) and the layers (max statistic)
 SUBSPACE_DIM = 9  # D2: dimensions of the shared subspace

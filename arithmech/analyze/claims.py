@@ -16,7 +16,7 @@ from arithmech.claims.controls import controlled
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.rule import Rule
 from arithmech.core.names import components
-from arithmech.identify.config import MIN_PROBLEMS
+from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.methods.attention import MIN_NONKEY
 
 ROLES = ("operand", "operator")
@@ -174,8 +174,8 @@ def stages(ctx: Context):
     stale = other_operations(ctx)
     if stale:
         return here + stale, None
-    if sp["clusters"] < MIN_PROBLEMS:
-        return here + f"; fewer than {MIN_PROBLEMS} problem clusters", None
+    if sp["clusters"] < MIN_CLUSTERS:
+        return here + f"; fewer than {MIN_CLUSTERS} problem clusters", None
     return here, True if d["lo"] >= 0 else False if d["hi"] < 0 else None
 
 

@@ -14,8 +14,9 @@ import pandas as pd
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.claims.rule import Rule
 from arithmech.core.stats import bonferroni_z, wilson_interval
+from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.data.pairs import interleave
-from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED
 from arithmech.steps.control import floor_at, sampled_estimates
 
@@ -107,8 +108,8 @@ def ablation_removes(ctx: Context):
     )
     why = _uncontrolled(ctx, task)
     m = getattr(heads, "n_clusters", None)
-    if not why and m is not None and m == m and int(m) < MIN_PROBLEMS:
-        why = f"; insufficient: {int(m)} problem clusters < {MIN_PROBLEMS}"
+    if not why and m is not None and m == m and int(m) < MIN_CLUSTERS:
+        why = f"; insufficient: {int(m)} problem clusters < {MIN_CLUSTERS}"
     if why:
         return here + why, None
     if lo > fhi:
@@ -194,7 +195,7 @@ CONTROLS: tuple[Rule, ...] = (
         "ablated interval is over the problem clusters where knockout.csv counts them (as if each problem's prompts "
         "were one trial); inconclusive for a task that fails its control (floor over distinct problems on its X_r "
         f"could be >= {CONTROL_FLOOR}: the 95% interval of some reading over its effective problems reaches it) or "
-        f"has fewer than {MIN_PROBLEMS} distinct problems, and with fewer than {MIN_PROBLEMS} problem clusters among "
+        f"has fewer than {MIN_CLUSTERS} distinct problems, and with fewer than {MIN_CLUSTERS} problem clusters among "
         "the knockout prompts",
         version=9,
         decider=ablation_removes,

@@ -37,8 +37,9 @@ from arithmech.circuits.claims import CIRCUIT_FAITHFUL
 from arithmech.claims.controls import CONTROLS
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.rule import Rule
+from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.claims import IDENTIFY, STABILITY
-from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR
 from arithmech.table1.claims import FINETUNE
 
 RULES: tuple[Rule, ...] = (*IDENTIFY, *ANALYZE, *FINETUNE, *STABILITY, *CONTROLS, CIRCUIT_FAITHFUL)
@@ -91,7 +92,7 @@ def rules_markdown(ids: Iterable[str]) -> str:
     note = lambda r: (
         f"; inconclusive where the task fails its control (floor over distinct problems on its X_r "
         f"could be >= {CONTROL_FLOOR:.0%}: the 95% interval of some reading over its effective problems "
-        f"reaches it) or has fewer than {MIN_PROBLEMS} distinct problems"
+        f"reaches it) or has fewer than {MIN_CLUSTERS} distinct problems"
         if r.gate is not None
         else ""
     )

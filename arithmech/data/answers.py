@@ -42,6 +42,13 @@ from collections.abc import Callable
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division", "exponentiation")
 OPERANDS = range(1, 10)  # A and B are drawn from 1..9 (App. A)
+MIN_CLUSTERS = 20
+"""The least evidence any rule decides on: 20 problem clusters (a problem is an operation and its operands; all
+its prompts, one per template, count once). Every rule that reads an interval over problems (identify's and
+analyze's, faithfulness's, the planted model's scores, the accounts' signatures) is inconclusive, or not testable,
+below it; a task whose X_r holds fewer distinct problems is *insufficient*: its verdicts are inconclusive and it is
+left out of "all" (:func:`arithmech.steps.control.task_control`). A bootstrap or a Wilson interval over a handful
+of clusters, or a key head found on 4 prompts, decides nothing. Written once, here, for every rule."""
 MAX_EXPR_CHARS = 200
 MAX_MAGNITUDE = 10**12
 MAX_EXPONENT = 64

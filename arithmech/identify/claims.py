@@ -25,6 +25,7 @@ from arithmech.claims.evidence import end_rows as _end_rows
 from arithmech.claims.rule import Rule
 from arithmech.core.names import components
 from arithmech.core.stats import bootstrap_indices
+from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.config import Identify
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
@@ -175,6 +176,14 @@ def _knock(ctx: Context, k: int):
     return key.iloc[0], rnd, float(intact.iloc[0]) if len(intact) else float("nan")
 
 
+def too_few_clusters(row) -> str:
+    """Why a knockout.csv ``row`` decides nothing: ``""`` where it counts at least :data:`MIN_CLUSTERS` problem
+    clusters (or counts none: a file made before the count), else what to print."""
+    m = getattr(row, "n_clusters", None)
+    few = m is not None and m == m and int(m) < MIN_CLUSTERS
+    return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive" if few else ""
+
+
 def _knockout_key_vs_random(ctx: Context):
     key, rnd, intact = _knock(ctx, K)
     acc, n = float(key.accuracy), int(key.n)
@@ -182,6 +191,8 @@ def _knockout_key_vs_random(ctx: Context):
         f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
         f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts"
     )
+    if few := too_few_clusters(key):
+        return here + few, None
     p5 = float(rnd.accuracy.quantile(0.05))
     lo, hi, what = cluster_interval(key) if "ci_high" in key else (acc, acc, "no interval in the file")
     if acc >= rnd.accuracy.min():  # not below every draw: does it lie within the band?
@@ -194,12 +205,12 @@ def _knockout_key_vs_random(ctx: Context):
 
 
 def _knockout_random_flat(ctx: Context):
-    _, rnd, intact = _knock(ctx, K)
+    key, rnd, intact = _knock(ctx, K)
     m = float(rnd.accuracy.mean())
-    return (
-        f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)",
-        abs(intact - m) <= 0.02,
-    )
+    here = f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)"
+    if few := too_few_clusters(key):
+        return here + few, None
+    return here, abs(intact - m) <= 0.02
 
 
 def _mlps_late(ctx: Context):
@@ -322,8 +333,9 @@ IDENTIFY: tuple[Rule, ...] = (
         "lies at or above the lowest draw and its interval's lower end at or above the draws' 5th percentile (it "
         "cannot lie below the band); inconclusive in between; the same test against layer-matched random "
         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
-        "them (both must hold; either failing: does not hold), else those are 'not run'",
-        version=11,
+        "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
+        f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads",
+        version=12,
         decider=_knockout_key_vs_random,
         gate=_controlled,
     ),
@@ -333,8 +345,8 @@ IDENTIFY: tuple[Rule, ...] = (
         "within 2% (Fig. 3)",
         f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
         "the key heads) is within 2 points of "
-        "the intact accuracy",
-        version=9,
+        f"the intact accuracy; inconclusive below {MIN_CLUSTERS} problem clusters among the knockout prompts",
+        version=10,
         decider=_knockout_random_flat,
         gate=_controlled,
     ),

@@ -1,5 +1,5 @@
 """Identify's configs, with every default written once (:mod:`arithmech.core.config`): :class:`Identify` (with its
-control, :data:`CONTROL_FLOOR` and :data:`MIN_PROBLEMS`, and the book's scale, :data:`BOOK_SCALE`), and the two steps
+control, :data:`CONTROL_FLOOR`, and the book's scale, :data:`BOOK_SCALE`), and the two steps
 that rerun it, :class:`Stability` and :class:`Counterfactuals`.
 
 ``python -m arithmech <step> --help`` lists exactly these fields, as flags of the same names; a chapter
@@ -161,14 +161,6 @@ level is no evidence about the calculation. A failing task's own verdicts are in
 tasks, it is left out of the pooled "all" rows (effects, key heads, the knockout's "all" prompts); which and
 why is recorded in ``key_heads.json`` and ``run.json`` (``control``). Where every task fails, "all" pools
 them all and is inconclusive too."""
-
-MIN_PROBLEMS = 20
-"""The least evidence a task's verdicts are decided on (as many problem clusters as
-:data:`arithmech.methods.faithfulness_rule.MIN_CLUSTERS`): a task whose X_r holds fewer distinct problems
-(operation, operand pair) is **insufficient** — its verdicts are inconclusive and it is left out of "all",
-like a task that fails its control (:func:`arithmech.steps.control.task_control`). A percentile bootstrap over
-a handful of problem clusters, or a key head found on 4 prompts, decides nothing."""
-
 
 BOOK_SCALE = dict(knockout_samples=128, pool_size=128, knockout_positions="both", prob=False)
 """The book's identify scale for a 135M model on 2 cores (the SmolLM2 appendix, the Explorer and Beyond when

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from arithmech.data.answers import MIN_CLUSTERS
+
 RANDOM = {"top": "random", "operands": "random-layer"}  # a candidate circuit's order -> its random circuits'
 INTERVAL = {
     "share": ("lo", "hi"),
@@ -55,7 +57,6 @@ OVER = 1.2  # ... and its unclipped mean is not shown to lie above this (1 + (1 
 K_MAX = 10  # END candidates: the top n for n <= K_MAX; plus the cross-position circuit
 CANDIDATES = K_MAX + 1
 RULE_LEVEL = 1 - 0.05 / CANDIDATES  # every interval the rule reads (Bonferroni over the candidates)
-MIN_CLUSTERS = 20  # fewer problem clusters among the used prompts: an interval over them cannot decide
 MIN_USED = 0.5  # fewer than this share of the prompts used (a positive effect to recover): cannot decide
 DIRECTIONS = (("noising", "mean"), ("denoising", "x_r"))  # the two runs the rule reads
 NEEDS = ("recovery_raw", "recovery_raw_lo", "recovery_raw_hi", "over_one", "n_used_clusters", "level", "positions")

@@ -27,11 +27,11 @@ import json
 from dataclasses import asdict, dataclass
 
 from arithmech.accounts.rules import FAIL, INCONCLUSIVE, NOT_TESTABLE, PASS, side
+from arithmech.data.answers import MIN_CLUSTERS
 
 # Thresholds (each used by the criteria below; changing one changes the rules' hash).
 RECALL_MIN = 0.6  # a method recovers the movers: recall's whole interval at least this (2 of 3 movers)...
 PRECISION_MIN = 0.6  # ... and precision's whole interval at least this (most of what it names is planted)
-MIN_CLUSTERS = 20  # problem clusters a verdict is decided on (identify's MIN_PROBLEMS)
 KNOCKOUT_DROP_MIN = 0.2  # mean-ablating the movers lowers first-answer-token accuracy by at least this (whole interval)
 KNOCKOUT_RANDOM_MAX = 0.05  # ... and as many random non-planted heads by at most this (whole interval)
 HEAD_DROP_MIN = 0.0  # the per-head knockout names a head when the whole interval of its accuracy drop lies above this

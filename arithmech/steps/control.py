@@ -8,7 +8,7 @@ results made under an older control are decided under this one without re-runnin
 Version 2: the floor is :func:`arithmech.data.floors.problem_floor` — the answer guessed from the
 operation, the carried digits and one operand by the draw population's most probable answer, over distinct
 problems — instead of the leave-one-*prompt*-out conditioned floor (version 1, which let a problem's copies in
-other templates vote for its own answer). A task with fewer than :data:`~arithmech.identify.config.MIN_PROBLEMS`
+other templates vote for its own answer). A task with fewer than :data:`~arithmech.data.answers.MIN_CLUSTERS`
 distinct problems is *insufficient* and treated as one that fails.
 
 Version 3: the floor is an estimate from a few dozen problems, so a task
@@ -42,8 +42,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from arithmech.core.stats import bonferroni_z, wilson_interval
+from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.data.floors import problem_floor
-from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR
 
 VERSION = 5
 
@@ -113,30 +114,30 @@ def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
 
 
 def evidence_status(samples: Sequence) -> str:
-    """``"ok"`` where ``samples`` hold at least :data:`MIN_PROBLEMS` distinct problems (operation, operand pair),
-    else ``"insufficient: n X_r from p problems < MIN_PROBLEMS"`` — what a table prints in its status column
+    """``"ok"`` where ``samples`` hold at least :data:`MIN_CLUSTERS` distinct problems (operation, operand pair),
+    else ``"insufficient: n X_r from p problems < MIN_CLUSTERS"`` — what a table prints in its status column
     instead of "ok" for heads found on a handful of prompts (App. D's exponentiation: 4)."""
     p = len({(s.op, s.a, s.b) for s in samples})
     return (
         "ok"
-        if p >= MIN_PROBLEMS
-        else f"insufficient: {len(samples)} X_r from {p} problem{'s' * (p != 1)} < {MIN_PROBLEMS}"
+        if p >= MIN_CLUSTERS
+        else f"insufficient: {len(samples)} X_r from {p} problem{'s' * (p != 1)} < {MIN_CLUSTERS}"
     )
 
 
 def task_control(samples: dict[str, list]) -> dict:
     """Each task's control on its X_r: ``{"version", "rule", "floors": {task: floor_entry}, "failed": {task:
     why}, "insufficient": [tasks], "pooled": the tasks "all" pools}``. A task fails when its problem floor is
-    >= :data:`CONTROL_FLOOR` or it has fewer than :data:`MIN_PROBLEMS` problems; where every task fails, "all"
+    >= :data:`CONTROL_FLOOR` or it has fewer than :data:`MIN_CLUSTERS` problems; where every task fails, "all"
     pools them all and is itself marked failed."""
     floors, failed, insufficient = {}, {}, []
     for t, ss in samples.items():
         f = floors[t] = floor_entry(ss)
-        if f["problems"] < MIN_PROBLEMS:
+        if f["problems"] < MIN_CLUSTERS:
             insufficient.append(t)
             failed[t] = (
                 f"insufficient: {f['n']} prompt{'s' * (f['n'] != 1)} from {f['problems']} "
-                f"problem{'s' * (f['problems'] != 1)} < {MIN_PROBLEMS}"
+                f"problem{'s' * (f['problems'] != 1)} < {MIN_CLUSTERS}"
             )
         elif f["interval"][1] >= CONTROL_FLOOR:
             lo, hi = f["interval"]
@@ -168,7 +169,7 @@ def task_control(samples: dict[str, list]) -> dict:
             f"population's guess from the operation, the carried digits and one operand) could be >= "
             f"{CONTROL_FLOOR} (the upper end of some reading's simultaneous interval reaches it: the population "
             f"reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 with Kish's effective "
-            f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_PROBLEMS} "
+            f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_CLUSTERS} "
             "distinct problems (steps.config): its verdicts are inconclusive and it is left out of the pooled task all"
         ),
         "floors": floors,

@@ -24,16 +24,25 @@ def test_cluster_interval_counts_problems_not_prompts():
     assert cluster_interval(row.drop("n_clusters"))[:2] == (0.15, 0.25)
 
 
-def test_knockout_verdict_reads_the_cluster_interval(tmp_path):
-    """Protects knockout-key-vs-random version 6: the top 8 out at 20% of 250 prompts is below every random draw
-    (40–60%) and its prompt interval (upper 25%) below their 5th percentile — version 5 held; from 10 problem
-    clusters the upper end is 51%, inside the band: inconclusive."""
-    rows = [dict(task="all", kind="head", order="effect-rank", seed=-1, k=8, accuracy=0.2, n=250, ci_low=0.15,
-                 ci_high=0.25, n_clusters=10),
+@pytest.mark.parametrize(
+    ("clusters", "accuracy", "holds", "says"),
+    [
+        (20, 0.2, None, "42% (Wilson over 20 problem clusters)"),  # inside the band: inconclusive
+        (40, 0.05, True, "17% (Wilson over 40 problem clusters)"),  # below every draw and the band: holds
+        (10, 0.05, None, "fewer than 20 problem clusters (10): inconclusive"),  # below the one threshold
+    ],
+)
+def test_knockout_verdict_reads_the_cluster_interval(tmp_path, clusters, accuracy, holds, says):
+    """Protects knockout-key-vs-random versions 6 and 12: the top 8 out, below every random draw (40–59%) and with
+    its prompt interval (upper 25% or less) below their 5th percentile, holds only where its Wilson interval over
+    the problem clusters lies below that percentile too (20% of 20 clusters reaches 42%: inconclusive; 5% of 40
+    reaches 17%: holds); and below 20 problem clusters (arithmech.data.answers.MIN_CLUSTERS) nothing is decided."""
+    rows = [dict(task="all", kind="head", order="effect-rank", seed=-1, k=8, accuracy=accuracy, n=250, ci_low=0.02,
+                 ci_high=0.25, n_clusters=clusters),
             dict(task="all", kind="head", order="effect-rank", seed=-1, k=0, accuracy=1.0, n=250, ci_low=0.98,
-                 ci_high=1.0, n_clusters=10)]
+                 ci_high=1.0, n_clusters=clusters)]
     rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=8, accuracy=0.4 + 0.01 * s, n=250,
-                  ci_low=0.3, ci_high=0.5, n_clusters=10) for s in range(20)]
+                  ci_low=0.3, ci_high=0.5, n_clusters=clusters) for s in range(20)]
     ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", correct=lambda d: (d.accuracy * 250).astype(int))
     eff = pd.DataFrame([{"task": "all", "layer": 0, "head": h, "effect": -0.1, "effect_lo": -0.11, "effect_hi": -0.09,
                          "logit_diff": -1.0, "n": 250} for h in ("0", "1", "mlp")])
@@ -42,4 +51,6 @@ def test_knockout_verdict_reads_the_cluster_interval(tmp_path):
                                          "key_heads.json": {"task": "all", "heads": []}, "knockout.csv": ko},
                  {"parameters": {}})
     row = C.claims(tmp_path, ["knockout-key-vs-random"]).iloc[0]
-    assert row.holds is None and "51% (Wilson over 10 problem clusters)" in row.here
+    assert row.holds is holds and says in row.here, row.here
+    flat = C.claims(tmp_path, ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
+    assert flat.holds is (None if clusters < 20 else False), flat.here

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from statistics import NormalDist
 
+from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.data.pairs import Sample
-from arithmech.identify.config import CONTROL_FLOOR, MIN_PROBLEMS
+from arithmech.identify.config import CONTROL_FLOOR
 from arithmech.steps.control import task_control
 
 Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estimates, 95% together
@@ -38,12 +39,12 @@ def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems()
 
 
 def test_a_task_with_too_few_problems_is_insufficient():
-    """Protects the minimum evidence (identify.config.MIN_PROBLEMS = 20): 19 distinct sums, however many copies,
+    """Protects the minimum evidence (data.answers.MIN_CLUSTERS = 20, which every rule reads): 19 distinct sums, however many copies,
     are insufficient — failed with the count, left out of the pool; where every task fails, all pools them all
     and is failed itself."""
-    few = [_mk("addition", a, b, f"t{i}") for a, b in SUMS[:MIN_PROBLEMS - 1] for i in range(10)]
+    few = [_mk("addition", a, b, f"t{i}") for a, b in SUMS[:MIN_CLUSTERS - 1] for i in range(10)]
     c = task_control({"addition": few})
-    assert MIN_PROBLEMS == 20 and c["insufficient"] == ["addition"]
+    assert MIN_CLUSTERS == 20 and c["insufficient"] == ["addition"]
     assert c["failed"]["addition"] == "insufficient: 190 prompts from 19 problems < 20"
     both = task_control({"a1": few, "a2": few})
     assert both["pooled"] == ["a1", "a2"] and set(both["failed"]) == {"a1", "a2", "all"}

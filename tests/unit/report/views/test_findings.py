@@ -39,13 +39,14 @@ def test_a_model_without_ground_truth_checks_the_machinery():
 def test_the_intro_sentence_names_the_claims_an_addition_only_run_decides_again(tmp_path):
     """Protects one claim from two unexplained verdicts (a review found the introduction's SmolLM2 sentence calling
     claims undecided that its appendix decides on addition alone): where a folder holds ``addition/``, the sentence
-    adds each claim whose verdict that run changes, as fewshot.changed_lines computes it; elsewhere nothing."""
+    adds each claim whose verdict that run changes, as fewshot.changed_lines computes it; where none changes, or
+    elsewhere, nothing."""
     from pathlib import Path
 
     from arithmech.report.views import fewshot, findings
     smol = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
     changed = fewshot.changed_lines({"pooled": smol, "addition alone": smol / "addition"})
     line = findings.again_alone(smol)
-    assert changed and line == (" Decided again on a run of addition alone (its appendix's *Addition alone*): "
-                                + "; ".join(changed) + ".")
+    said = " Decided again on a run of addition alone (its appendix's *Addition alone*): " + "; ".join(changed) + "."
+    assert line == (said if changed else "")  # since knockout's 20 clusters, the shipped runs agree: ""
     assert findings.again_alone(tmp_path) == ""
