@@ -180,8 +180,9 @@ def too_few_clusters(row) -> str:
     """Why a knockout.csv ``row`` decides nothing: ``""`` where it counts at least :data:`MIN_CLUSTERS` problem
     clusters (or counts none: a file made before the count), else what to print."""
     m = getattr(row, "n_clusters", None)
-    few = m is not None and m == m and int(m) < MIN_CLUSTERS
-    return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive" if few else ""
+    if m is None or m != m or int(m) >= MIN_CLUSTERS:
+        return ""
+    return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive"
 
 
 def _knockout_key_vs_random(ctx: Context):
