@@ -29,6 +29,12 @@ recorded".
 Adding or editing a rule: append a ``[[change]]`` to ``changelog.toml`` (the rule's next version, today's date, the
 commit that makes the change — ``"this commit"`` until it has a hash — what changed, and whether results existed),
 bump the rule's ``version`` and set its digest in the file's ``[digest]`` (the failing test prints the new one).
+
+Rule sets decided outside the claims table (the accounts' signatures, the planted model's scores) are logged here
+too, each under one id named in ``[rule_set]`` with where its fingerprint comes from: a function returning the
+sha256 its results record (``arithmech.accounts.rules.rules_sha256``), or a text hashed as it stands. Their digest is
+that hash's first 12 digits, checked the same way; their own tests also check, in git, that the rules were
+committed before the results.
 """
 
 from __future__ import annotations
@@ -68,11 +74,13 @@ class Change:
 @dataclass(frozen=True)
 class Changelog:
     """``changelog.toml`` read: ``changes`` (every entry of a living rule, in the file's order), ``dropped`` (the
-    entries of rules that no longer exist) and ``digests`` (rule id → its fingerprint as of its latest entry)."""
+    entries of rules that no longer exist), ``digests`` (rule id → its fingerprint as of its latest entry) and
+    ``rule_sets`` (a rule set's id → the dotted name of what its fingerprint is computed from)."""
 
     changes: tuple[Change, ...]
     dropped: tuple[Change, ...]
     digests: Mapping[str, str]
+    rule_sets: Mapping[str, str]
 
 
 def _entries(tables: list[dict]) -> tuple[Change, ...]:
@@ -91,7 +99,12 @@ def _entries(tables: list[dict]) -> tuple[Change, ...]:
 def read(path: Path = PATH) -> Changelog:
     """The changelog at ``path`` (``changelog.toml``), parsed once per path."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return Changelog(_entries(data["change"]), _entries(data["dropped"]), types.MappingProxyType(data["digest"]))
+    return Changelog(
+        _entries(data["change"]),
+        _entries(data["dropped"]),
+        types.MappingProxyType(data["digest"]),
+        types.MappingProxyType(data.get("rule_set", {})),
+    )
 
 
 def digest(claim: str, rule: str, constants: dict | None = None) -> str:

@@ -186,7 +186,8 @@ def changelog_table() -> str:
     ]
     log = changelog.read()
     for c in (*log.changes, *log.dropped):
-        name = f"`{c.rule}` v{c.version}" + ("" if c.rule in BY_ID else " (dropped)")
+        kind = "" if c.rule in BY_ID else " (rule set)" if c.rule in log.rule_sets else " (dropped)"
+        name = f"`{c.rule}` v{c.version}" + kind
         rows.append(f"| {name} | {c.date} `{c.commit}` | {_md_cell(c.what)} | {_md_cell(c.results)} |")
     return fixed_table("\n".join(rows), "arithmech-changelog")
 

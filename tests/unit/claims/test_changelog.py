@@ -58,9 +58,29 @@ def test_the_reader_gives_one_entry_per_rule_a_change_names(tmp_path):
 def test_every_entry_names_a_known_rule():
     """Protects the changelog from drifting away from the rules: every entry names a rule of RULES, and the
     dropped rules' entries name none (their ids were retired)."""
-    known = set(D.BY_ID)
+    known = set(D.BY_ID) | set(CL.read().rule_sets)
     assert not {c.rule for c in CL.read().changes} - known, "changelog entries for unknown rules"
     assert not {c.rule for c in CL.read().dropped} & known, "a dropped rule is still in RULES"
+
+
+def test_a_rule_set_outside_the_claims_is_logged_and_fingerprinted():
+    """Protects the rule sets' place in the one changelog (the accounts, the planted scores, the planted seeds): each
+    has entries numbered 1..n with a date, a commit and a results verdict, and its digest is the first 12 digits of
+    the hash its results record (or of its text), so editing a threshold of arithmech/accounts/rules.py without an
+    entry fails here; the rules page names them as rule sets, not as dropped rules."""
+    import hashlib
+    import importlib
+
+    from arithmech.report.views.findings import changelog_table
+    log = CL.read()
+    assert set(log.rule_sets) == {"accounts", "planted", "planted-seeds"}
+    for rule_set, dotted in log.rule_sets.items():
+        module, name = dotted.rsplit(".", 1)
+        source = getattr(importlib.import_module(module), name)
+        fingerprint = source() if callable(source) else hashlib.sha256(source.encode()).hexdigest()
+        assert log.digests[rule_set] == fingerprint[:12], f"{rule_set}: changed without an entry ({fingerprint[:12]})"
+        assert [c.version for c in CL.history(rule_set)] == list(range(1, CL.version(rule_set) + 1))
+    assert "`accounts` v1 (rule set)" in changelog_table() and "(dropped)" not in changelog_table().split("precise-")[0]
 
 
 def test_a_rule_whose_text_changes_needs_a_new_entry():
@@ -71,7 +91,7 @@ def test_a_rule_whose_text_changes_needs_a_new_entry():
     stale = {k: v for k, v in now.items() if CL.read().digests.get(k) != v}
     assert not stale, ("rule text changed without a changelog entry: add one, bump the version and set its digest "
                        f"in changelog.toml to {stale}")
-    assert set(CL.read().digests) == set(D.BY_ID)
+    assert set(CL.read().digests) == set(D.BY_ID) | set(CL.read().rule_sets)
 
 
 def test_pre_registered_means_no_version_after_results(monkeypatch):
@@ -80,7 +100,7 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
     fake = (CL.Change("a", 1, "2026-01-01", "abcdef0", "written", "no: none"),
             CL.Change("b", 1, "2026-01-01", "abcdef0", "written", "no: none"),
             CL.Change("b", 2, "2026-01-02", "abcdef1", "changed", "yes: run 1"))
-    monkeypatch.setattr(CL, "read", lambda: CL.Changelog(fake, (), {}))
+    monkeypatch.setattr(CL, "read", lambda: CL.Changelog(fake, (), {}, {}))
     assert CL.pre_registered("a") and not CL.pre_registered("b") and not CL.pre_registered("unknown")
     never = lambda ctx: ("", None)
     rules = (Rule("a", "A", "p", "r", 1, never), Rule("b", "B", "p", "r", 2, never))
@@ -103,8 +123,10 @@ def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
     entry (dropped rules marked), even before any result exists."""
     page = findings.rules_page(tmp_path, [("none", "No model")])
     assert page.startswith(findings.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
+    sets = CL.read().rule_sets
     for c in CL.read().changes:
-        assert f"| `{c.rule}` v{c.version} | {c.date} `{c.commit}` |" in page, (c.rule, c.version)
+        kind = " (rule set)" if c.rule in sets else ""
+        assert f"| `{c.rule}` v{c.version}{kind} | {c.date} `{c.commit}` |" in page, (c.rule, c.version)
     assert all(f"`{c.rule}` v{c.version} (dropped)" in page for c in CL.read().dropped)
 
 
