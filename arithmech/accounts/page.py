@@ -32,10 +32,9 @@ returns and every table and chart of the page takes)."""
 
 def reusable(config) -> bool:
     """Whether the step's files of ``config``'s model were made with its parameters under the current rules."""
-    f = step.folder_of(config) / "signatures.json"
-    if not f.exists():
+    sig = step.stored_signatures(config)
+    if sig is None:
         return False
-    sig = json.loads(f.read_text())
     return sig.get("rules_sha256") == rules_sha256() and sig.get("parameters") == json.loads(
         json.dumps(config.reuse_key(), default=str)
     )
@@ -47,11 +46,11 @@ def run(P: Chapter) -> Runs:
     needed, identify = step.needs(own)
     if not results.exists(results.model_folder(P.results, P.model_name), needed):
         ensure(identify)  # identify's files, where the Identify chapter has not made them
-    out = {P.model_name: step.run(own) if P.recompute or not reusable(own) else step.read(step.folder_of(own), own)}
+    kept = None if P.recompute or not reusable(own) else step.stored(own)
+    out = {P.model_name: kept if kept is not None else step.run(own)}
     for m in P.shipped:
-        cfg = P.to_accounts(m)
-        if (step.folder_of(cfg) / "signatures.json").exists():
-            out[m] = step.read(step.folder_of(cfg), cfg)
+        if (got := step.stored(P.to_accounts(m))) is not None:
+            out[m] = got
     return out
 
 
@@ -189,11 +188,10 @@ def findings_box(root: Path, name: str, label: str, evidence: bool = True) -> li
     ``<root>/results/<name>/accounts/`` and scored by :mod:`arithmech.accounts.rules` — signatures, not the paper's
     claims, so the box stands apart from theirs; ``[]`` where the model has no accounts results. ``evidence``
     False (a model with no ground truth to test) says the verdicts check the machinery only."""
-    cfg = Chapter(results=str(Path(root) / "results")).to_accounts(name)
-    folder = step.folder_of(cfg)
-    if not (folder / "signatures.json").exists():
+    got = step.stored(Chapter(results=str(Path(root) / "results")).to_accounts(name))
+    if got is None:
         return []
-    sig = step.read(folder, cfg).signatures
+    sig = got.signatures
     rows = [
         f"| {rule.account}: {rule.name} | **{sig['verdicts'][rule.account]['verdict']}** | "
         + ", ".join(f"{k} {v}" for k, v in sig["verdicts"][rule.account]["criteria"].items())

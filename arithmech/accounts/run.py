@@ -359,6 +359,20 @@ def read(folder: str | Path, config: Config) -> Result:
     return Result(config, json.loads((f / "signatures.json").read_text()), *(csv[n] for n in FILES[1:]))
 
 
+def stored(config: Config) -> Result | None:
+    """The files the step wrote for ``config``'s model (:func:`folder_of`), read by :func:`read`; ``None`` where it
+    wrote none."""
+    folder = folder_of(config)
+    return read(folder, config) if (folder / "signatures.json").exists() else None
+
+
+def stored_signatures(config: Config) -> dict | None:
+    """``signatures.json`` of ``config``'s model alone (what a chapter checks before it reuses the files), or
+    ``None`` where the step wrote none."""
+    f = folder_of(config) / "signatures.json"
+    return json.loads(f.read_text()) if f.exists() else None
+
+
 def run(config: Config, **loaded) -> Result:
     """The step, then its files read back."""
     return read(compute(config, **loaded), config)

@@ -21,10 +21,11 @@ from pandas.io.formats.style import Styler
 
 from arithmech import paper
 from arithmech.analyze.claims import specific_text
-from arithmech.analyze.result import AnalyzeResult, read
+from arithmech.analyze.result import AnalyzeResult, of
 from arithmech.analyze.run import Computed, compute
 from arithmech.claims.decide import claims
 from arithmech.core.names import component, components, stages
+from arithmech.identify.result import Ranking
 from arithmech.methods import attention
 from arithmech.methods import explorer as explorer_method
 from arithmech.methods.ablation.transfer import unknown_words
@@ -58,7 +59,7 @@ def run(P: AnalyzeChapter) -> Run:
     its files, then read back."""
     config = P.to_analyze()
     res = compute(config)
-    return Run(P=P, res=res, files=read(res.folder, config), kh=counts.key_heads(res.folder))
+    return Run(P=P, res=res, files=of(config), kh=counts.key_heads(Ranking.of(config.results, config.model_name)))
 
 
 def header(r: Run) -> str:

@@ -63,6 +63,12 @@ class AnalyzeResult:
         return {k: tuple(v) for k, v in self.summary["stages"].items()}
 
 
+def of(config: Config) -> AnalyzeResult:
+    """The analyze files of ``config``'s model folder (where :func:`arithmech.analyze.run.compute` writes them), read
+    as by :func:`read`: what a page that ran analyze reads back, never naming the folder."""
+    return read(results.model_folder(config.results, config.model_name), config)
+
+
 def read(folder: str | Path, config: Config) -> AnalyzeResult:
     """The analyze files of ``folder`` (checked) as the :class:`AnalyzeResult` of a run made with ``config``."""
     roles = results.read(folder, "attention_roles.csv")

@@ -22,6 +22,7 @@ from arithmech.circuits.result import BeyondResult, FaithfulnessResult
 from arithmech.claims.decide import claims, rules_markdown
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
+from arithmech.identify.result import Ranking
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Beyond as BeyondChapter
 from arithmech.report.views import counts
@@ -48,7 +49,7 @@ def header(runs: list[BeyondResult], P: BeyondChapter) -> str:
     """One line per model: layers, samples and identify's key-head count."""
     return "\n".join(
         f"{r.model}: {r.n_layers} layers; {r.summary['n_samples']} samples; identify found "
-        f"{counts.key_heads(model_folder(P.results, r.model)).summary()}"
+        f"{counts.key_heads(Ranking.of(P.results, r.model)).summary()}"
         for r in runs
     )
 

@@ -102,7 +102,7 @@ def positions(r: Run) -> Styler:
 
 def transfer(r: Run) -> alt.TopLevelMixin:
     """The knockout of the studied heads on prompts of other forms."""
-    return transfer_chart(r.res.transfer, r.P.model_name, counts.key_heads(r.out).studied_phrase())
+    return transfer_chart(r.res.transfer, r.P.model_name, counts.key_heads(r.files).studied_phrase())
 
 
 def _svamp() -> str:

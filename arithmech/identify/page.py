@@ -32,7 +32,7 @@ from arithmech.data.batches import answer_ids
 from arithmech.identify import run as identify_run
 from arithmech.identify import stability_charts as stability_charts
 from arithmech.identify.pipeline import IdentifyResult
-from arithmech.identify.result import Result, read
+from arithmech.identify.result import Result, of
 from arithmech.methods.patching import path_patch
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Identify as IdentifyChapter
@@ -89,7 +89,7 @@ class Run:
     """The chapter's run of identify (:func:`run`), what every cell of the page reads: the chapter's parameters ``P``,
     the loaded model ``net``, its tokenizer ``tok`` and geometry ``geo``, identify's in-memory result ``res`` (each
     task's kept samples, the timings unrounded), the files it wrote read back (``files``, identify's :class:`Result`)
-    and the folder they sit in (``out``: the claims and the counts still read it there)."""
+    and the folder they sit in (``out``: the claims still read it there)."""
 
     P: IdentifyChapter
     net: Any
@@ -107,7 +107,7 @@ def run(P: IdentifyChapter) -> Run:
     config = P.to_identify()
     res = identify_run.compute(config, net, tok)
     out = results_io.model_folder(P.results, P.model_name)
-    return Run(P=P, net=net, tok=tok, geo=geo, res=res, files=read(out, config), out=out)
+    return Run(P=P, net=net, tok=tok, geo=geo, res=res, files=of(config), out=out)
 
 
 def header(r: Run) -> str:
@@ -207,7 +207,7 @@ def key_heads_lines(r: Run) -> str:
     paper_heads, ours = paper.KEY_HEADS["table4_ours"], pd.DataFrame(r.res.key_heads["heads"])
     last = paper.N_LAYERS - 1
     lines = [
-        counts.key_heads(r.out).sentence()
+        counts.key_heads(r.files).sentence()
         + f" Paper: a small number of the {paper.N_LAYERS * paper.N_HEADS:,} heads of LLaMA2-7B (no count given; "
         f"Table 4 lists the top {len(paper_heads)}, precise SFT tunes the top 32), mainly in layers "
         f"{paper.KEY_HEAD_LAYERS[0]}-{paper.KEY_HEAD_LAYERS[1]} of {paper.N_LAYERS}."
@@ -345,5 +345,5 @@ def claims_md(r: Run) -> Any:
 
 def end(r: Run) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the key-head count and six claims."""
-    lines = [counts.key_heads(r.out).sentence()] + claim_lines(verdicts(r), END_CLAIMS)
+    lines = [counts.key_heads(r.files).sentence()] + claim_lines(verdicts(r), END_CLAIMS)
     chapter_end(lines, r.P.model_name, r.P, real=shipped_lines(r.P.results, END_CLAIMS))

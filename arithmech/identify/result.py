@@ -78,6 +78,56 @@ def read(folder: str | Path, config: Config) -> Result:
     )
 
 
+def of(config: Config) -> Result:
+    """The files of ``config``'s run, where it writes them (``config.out``, else the model's folder under
+    ``config.results``), read as by :func:`read`: what a page that ran identify reads back, never naming the folder."""
+    return read(Path(config.out) if config.out else results.model_folder(config.results, config.model_name), config)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What the pages quote of an identify run without its prompts (:meth:`read`, :meth:`of`): ``key_heads``
+    (``key_heads.json``) and ``effects`` (``effects.csv``), each read and checked, ``answer_tokens``
+    (``answer_tokens.csv``, ``None`` where absent) and ``run``, the ``identify`` record of ``run.json`` (``None``
+    where absent). Its ``key_heads`` and ``effects`` are :class:`Result`'s, so a page counting key heads takes
+    either (:func:`arithmech.report.views.counts.key_heads`)."""
+
+    key_heads: dict
+    effects: pd.DataFrame
+    answer_tokens: pd.DataFrame | None = None
+    run: dict | None = None
+
+    @property
+    def parameters(self) -> dict:
+        """The parameters identify recorded (``run.json``); a run without an identify record has none to give."""
+        if self.run is None:
+            raise ResultsError("run.json records no identify run: re-run python -m arithmech identify")
+        return self.run["parameters"]
+
+    @classmethod
+    def read(cls, folder: str | Path) -> Ranking:
+        """Identify's ranking files of ``folder`` (checked, :func:`arithmech.core.results.read`)."""
+        tokens = results.read(folder, "answer_tokens.csv") if results.exists(folder, "answer_tokens.csv") else None
+        return cls(
+            key_heads=results.read(folder, "key_heads.json"),
+            effects=results.read(folder, "effects.csv"),
+            answer_tokens=tokens,
+            run=results.read_run(folder)["steps"].get("identify"),
+        )
+
+    @classmethod
+    def of(cls, results_root: str | Path, model_name: str, under: str = "") -> Ranking:
+        """:meth:`read` of ``model_name``'s folder under ``results_root`` (``under``: a run kept in a subfolder of it,
+        e.g. ``zero-shot``)."""
+        return cls.read(results.model_folder(results_root, model_name) / under)
+
+    @classmethod
+    def made(cls, results_root: str | Path, model_name: str, under: str = "") -> Ranking | None:
+        """:meth:`of`, or ``None`` where identify wrote no ``key_heads.json`` there."""
+        folder = results.model_folder(results_root, model_name) / under
+        return cls.read(folder) if results.exists(folder, "key_heads.json") else None
+
+
 STABILITY_FILES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 """The step's files, in the order of :class:`StabilityResult`'s ``table``, ``runs``, ``heads``."""
 

@@ -15,7 +15,6 @@ import json
 
 import pandas as pd
 
-from arithmech.core import results
 from arithmech.core.names import component, components
 from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
@@ -31,24 +30,26 @@ NAMES = {
 }
 
 
-def reusable(result: step.Result, config) -> bool:
-    """Whether ``result`` was made with ``config``'s parameters under the current rules."""
-    params = json.loads(json.dumps(config.reuse_key(), default=str))
-    return (
-        result.scores.get("rules_sha256") == planted_rules.rules_sha256() and result.scores.get("parameters") == params
-    )
+def wanted(config, but: tuple[str, ...] = ()) -> dict:
+    """``config``'s parameters as the scores record them (its reuse key through JSON), without the keys in ``but``."""
+    return {k: v for k, v in json.loads(json.dumps(config.reuse_key(), default=str)).items() if k not in but}
+
+
+def reusable(result: step.Result | None, want: dict, but: tuple[str, ...] = ()) -> bool:
+    """Whether ``result`` was made under the current rules with the parameters ``want`` (:func:`wanted`; the keys
+    in ``but`` left out of both)."""
+    if result is None or result.scores.get("rules_sha256") != planted_rules.rules_sha256():
+        return False
+    params = result.scores.get("parameters")
+    return isinstance(params, dict) and {k: v for k, v in params.items() if k not in but} == want
 
 
 def run(chapter: Chapter) -> step.Result:
     """The scores: read from their files when made with the chapter's parameters under the current rules, else
     computed (the planted model is small: about a minute on 2 cores) and read back."""
     config = chapter.to_score().replace(overwrite=True)
-    folder = step.folder_of(config)
-    if not chapter.recompute and (folder / "scores.json").exists():
-        got = step.read(folder, config)
-        if reusable(got, config):
-            return got
-    return step.run(config)
+    got = None if chapter.recompute else step.Result.stored(config)
+    return got if got is not None and reusable(got, wanted(config)) else step.run(config)
 
 
 SEED_MODELS = {1: "planted-seed1", 2: "planted-seed2"}
@@ -61,14 +62,11 @@ def seed_results(chapter: Chapter, r: step.Result) -> dict[int, step.Result | No
     """Seed → its scores (seed 0: ``r``, the shipped model's); another seed's read from its files where scored with the
     chapter's step parameters under the current rules, else None (never trained here: it takes minutes a seed)."""
     config = chapter.to_score()
+    want = wanted(config, but=("model_name",))  # the other seeds' parameters: the chapter's, but for the model
     out: dict[int, step.Result | None] = {0: r}
     for seed, name in SEED_MODELS.items():
-        folder = results.model_folder(config.results, name) / "planted_score"  # step.folder_of, without the model
-        got = step.read(folder, config) if (folder / "scores.json").exists() else None
-        same = got is not None and got.scores.get("rules_sha256") == planted_rules.rules_sha256()
-        params = {k: v for k, v in (got.scores.get("parameters") or {}).items() if k != "model_name"} if got else {}
-        want = {k: v for k, v in json.loads(json.dumps(config.reuse_key(), default=str)).items() if k != "model_name"}
-        out[seed] = got if same and params == want else None
+        got = step.Result.stored(config, name)
+        out[seed] = got if reusable(got, want, but=("model_name",)) else None
     return out
 
 

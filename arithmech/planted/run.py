@@ -261,6 +261,13 @@ class Result:
         """:func:`read` ``folder`` (``config``: the step's defaults when not given)."""
         return read(folder, config or Config())
 
+    @classmethod
+    def stored(cls, config: Config, model_name: str | None = None) -> Result | None:
+        """The files the step wrote for ``config``'s model (or ``model_name``'s, scored with ``config``'s other
+        parameters: another training seed), read by :func:`read`; ``None`` where it wrote none."""
+        folder = results.model_folder(config.results, model_name or config.model_name) / "planted_score"
+        return read(folder, config) if (folder / "scores.json").exists() else None
+
 
 def read(folder: str | Path, config: Config) -> Result:
     """The files of ``folder`` (``<model>/planted_score/``) as a :class:`Result`."""

@@ -100,6 +100,11 @@ class Confirmation:
         every = [r for v in recs.values() for r in v] + list(pilots.values()) + ([base] if base else [])
         return cls(written, base, pilots, recs, round(sum(r.get("wall_s") or 0 for r in every), 1))
 
+    @classmethod
+    def written(cls, folder: str | Path) -> Confirmation | None:
+        """:meth:`load` the confirmation of ``folder``, or ``None`` where no protocol was written there."""
+        return cls.load(folder) if (Path(folder) / protocol.FILE).exists() else None
+
     @property
     def family(self) -> int:
         return self.protocol["correction"]["family"]

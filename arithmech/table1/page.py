@@ -26,7 +26,7 @@ from arithmech.evals.suites import get_suite
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps.finetune_heads import ensure_ranking
-from arithmech.table1 import confirmation_view, controls, curve_views, protocol, tradeoff, views
+from arithmech.table1 import confirmation_view, controls, curve_views, tradeoff, views
 from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import run as table1_run
 from arithmech.table1 import verdicts as single_rate
@@ -105,7 +105,7 @@ class Page:
     @cached_property
     def runs(self) -> dict[str, Table1Result | None]:
         """Each arms run the page shows (SmolLM2's, then the toy's), read once; None where none was made."""
-        return {name: Table1Result.load(f) if Table1Result.ran(f) else None for name, f in self._both()}
+        return {name: Table1Result.made(f) for name, f in self._both()}
 
     @property
     def toy(self) -> Table1Result:
@@ -127,9 +127,14 @@ class Page:
         toy_scope`)."""
         return markdown(views.toy_scope(self.toy, self.plan))
 
+    @cached_property
+    def _confirmation(self) -> Confirmation | None:
+        return Confirmation.written(self.smol)
+
     def confirmation(self) -> Confirmation | None:
-        """SmolLM2's Table 1 confirmation (:mod:`arithmech.table1.confirmation`), where its protocol was written."""
-        return Confirmation.load(self.smol) if (self.smol / protocol.FILE).exists() else None
+        """SmolLM2's Table 1 confirmation (:mod:`arithmech.table1.confirmation`), where its protocol was written; read
+        once, at the first cell that asks."""
+        return self._confirmation
 
     def answer(self) -> Any:
         """The chapter's first box (glued as ``answer``): SmolLM2's Table 1 confirmed on fresh seeds, one sentence per

@@ -7,13 +7,15 @@ chosen runs — or a note where no arms run has finished.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from arithmech.core.results import folder_name
 from arithmech.report.views.real_llm_base import PageBase
-from arithmech.table1 import confirmation_view, controls, curve_views, curves, protocol, views
+from arithmech.table1 import confirmation_view, controls, curve_views, curves, views
 from arithmech.table1 import draws as seed_draws
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.detectable import design_runs
-from arithmech.table1.frontier import curves_of
+from arithmech.table1.frontier import Curves, curves_of
 from arithmech.table1.page import frontier, markdown
 from arithmech.table1.result import Table1Result
 
@@ -27,20 +29,9 @@ class Table1Section(PageBase):
         tables, full SFT's learning curve, the base
         model against chance, the run's setup and progress, and each arm's chosen runs — or a note where no arms
         run has finished."""
-        folder, out = self.folder, []
-        if (folder / protocol.FILE).exists():  # the answer first: the contrasts confirmed on fresh seeds
-            conf = Confirmation.load(folder)
-            out += [
-                markdown(
-                    "**Table 1, confirmed on fresh seeds** (contrasts written before their runs; the Fine-tune chapter "
-                    "gives the protocol and the table): "
-                    + confirmation_view.status(conf)
-                    + "\n\n"
-                    + "\n".join(f"* {x}" for x in confirmation_view.answers(conf))
-                ),
-                markdown("**The exploration** (149 runs over whole grids, its rules in their tenth version):"),
-            ]
-        if not Table1Result.ran(folder):
+        out = confirmed(Confirmation.written(self.folder))  # the answer first: the contrasts confirmed on fresh seeds
+        t = Table1Result.made(self.folder)  # the plan and every record, read once for every table below
+        if t is None:
             return out + [
                 markdown(
                     f"**No finished arms run in `{folder_name(self.P.model_name)}/finetune/` yet.** "
@@ -48,46 +39,79 @@ class Table1Section(PageBase):
                     "stopped."
                 )
             ]
-        t = Table1Result.load(folder)  # the plan and every record, read once for every table below
         c = curves_of(t)
         rows = curves.verdict_rows(c)
-        effects, seeds = seed_draws.seed_effects(c), seed_draws.seed_table(c)
-        out += frontier(t, "SmolLM2-135M", rows)
-        out += [
-            markdown(
-                "Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "
-                "runs left out; an opposite verdict makes it inconclusive):"
-            ),
-            curve_views.loro_table(rows),
-            markdown(curve_views.uncorrected_line(c)),
-            markdown(seed_draws.seed_line(effects, seeds) + " The runs of each random point grouped by seed:"),
-            effects.style.hide(axis="index"),
-            markdown("Each verdict that reads a random arm, without each seed's draws:"),
-            seeds.drop(columns=["claim"]).style.hide(axis="index"),
-            markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
-            curve_views.common_rates(c).style.hide(axis="index"),
-            markdown(
-                "Every grid point: change from base in points with its 95 % interval over runs and "
-                "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
-                "and the hierarchical bootstrap's (runs, then items, resampled); math first, then the general "
-                "measures:"
-            ),
-        ]
-        out += [part.style.hide(axis="index") for part in curve_views.points_tables(t).values()]
-        out += [
-            markdown(
-                "How far from its bound an observed difference must lie for each rule to decide, with 3 "
-                "and with 5 runs a point, and with the runs the design gives each compared point (a frontier "
-                "rate its frontier seeds, a random arm's point its draws, a cut end its one run; in "
-                "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
-                "at the compared frontier tops (`arithmech.table1.detectable`), in points; not a power calculation:"
-            ),
-            curve_views.detectable_table(c, design=design_runs(t.plan)).style.hide(axis="index"),
-        ]
-        chart, shots = views.curve_chart(t), controls.shots_line(t)
-        out += [chart] if chart is not None else []
-        out += [markdown(controls.scope_line(t))] + ([markdown(shots)] if shots else [])
-        return out + [
+        return out + frontier(t, "SmolLM2-135M", rows) + checks(c, rows) + grid_points(t, c) + setup(t)
+
+
+def confirmed(conf: Confirmation | None) -> list:
+    """The confirmation's answer (its status and one line per contrast) and the heading of the exploration below it;
+    nothing where no protocol was written."""
+    if conf is None:
+        return []
+    return [
+        markdown(
+            "**Table 1, confirmed on fresh seeds** (contrasts written before their runs; the Fine-tune chapter "
+            "gives the protocol and the table): "
+            + confirmation_view.status(conf)
+            + "\n\n"
+            + "\n".join(f"* {x}" for x in confirmation_view.answers(conf))
+        ),
+        markdown("**The exploration** (149 runs over whole grids, its rules in their tenth version):"),
+    ]
+
+
+def checks(c: Curves, rows: pd.DataFrame) -> list:
+    """The verdicts' robustness: leave one rate out, each random point's runs by seed and the verdicts without each
+    seed's draws, and the selection at every rate both arms ran."""
+    effects, seeds = seed_draws.seed_effects(c), seed_draws.seed_table(c)
+    return [
+        markdown(
+            "Leave one rate out (each rule on the pooled measure, re-decided with one grid point's "
+            "runs left out; an opposite verdict makes it inconclusive):"
+        ),
+        curve_views.loro_table(rows),
+        markdown(curve_views.uncorrected_line(c)),
+        markdown(seed_draws.seed_line(effects, seeds) + " The runs of each random point grouped by seed:"),
+        effects.style.hide(axis="index"),
+        markdown("Each verdict that reads a random arm, without each seed's draws:"),
+        seeds.drop(columns=["claim"]).style.hide(axis="index"),
+        markdown("The selection at every rate both arms ran (what one chosen rate would have decided):"),
+        curve_views.common_rates(c).style.hide(axis="index"),
+    ]
+
+
+def grid_points(t: Table1Result, c: Curves) -> list:
+    """Every grid point's change from base with its intervals, then how far an observed difference must lie for each
+    rule to decide."""
+    return [
+        markdown(
+            "Every grid point: change from base in points with its 95 % interval over runs and "
+            "test items in brackets (crossed: what the rules read, at points with at least 3 runs) "
+            "and the hierarchical bootstrap's (runs, then items, resampled); math first, then the general "
+            "measures:"
+        ),
+        *[part.style.hide(axis="index") for part in curve_views.points_tables(t).values()],
+        markdown(
+            "How far from its bound an observed difference must lie for each rule to decide, with 3 "
+            "and with 5 runs a point, and with the runs the design gives each compared point (a frontier "
+            "rate its frontier seeds, a random arm's point its draws, a cut end its one run; in "
+            "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
+            "at the compared frontier tops (`arithmech.table1.detectable`), in points; not a power calculation:"
+        ),
+        curve_views.detectable_table(c, design=design_runs(t.plan)).style.hide(axis="index"),
+    ]
+
+
+def setup(t: Table1Result) -> list:
+    """Full SFT's learning curve, the scope and shots lines, the base model against chance, the run's setup and
+    progress, and each arm's chosen runs on both sides."""
+    chart, shots = views.curve_chart(t), controls.shots_line(t)
+    return (
+        ([chart] if chart is not None else [])
+        + [markdown(controls.scope_line(t))]
+        + ([markdown(shots)] if shots else [])
+        + [
             views.base_vs_chance(t),
             markdown(views.setup_line(t) + " " + controls.tuned_line(t)),
             markdown(views.progress_line(t)),
@@ -99,3 +123,4 @@ class Table1Section(PageBase):
             ),
             views.phrasings_frame(t),
         ]
+    )

@@ -64,6 +64,11 @@ class Table1Result:
             folder=Path(folder),
         )
 
+    @classmethod
+    def made(cls, folder: str | Path) -> Table1Result | None:
+        """:meth:`load` the arms run in ``folder``, or ``None`` where none was made (:meth:`ran`)."""
+        return cls.load(folder) if cls.ran(folder) else None
+
     @property
     def suite(self) -> Suite:
         """The suite the runs were scored on (its measures, the primary math and general ones)."""

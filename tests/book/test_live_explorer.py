@@ -8,14 +8,12 @@ Then a reader's hostile or impossible input: shown as text, one sentence, the pa
 """
 from __future__ import annotations
 
-import json
 import statistics
 
 import pytest
 import torch
 from browser import Browser, require_browser
 
-from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.data import pairs
 from arithmech.methods.ablation.knockout import activations
@@ -55,13 +53,10 @@ def model():
 
 
 @pytest.fixture(scope="module")
-def means(model, tmp_path_factory):
-    """identify's END means from a small pool (``run.json`` with identify's recorded parameters)."""
+def means(model):
+    """identify's END means from a small pool (identify's recorded parameters, as ``run.json`` holds them)."""
     net, tok = model
-    folder = tmp_path_factory.mktemp("results")
-    (folder / "run.json").write_text(json.dumps({"schema_version": results.SCHEMA_VERSION,
-                                                 "steps": {"identify": {"parameters": PARAMS}}}))
-    return LE.identify_end_means(net, tok, folder)[0]
+    return LE.identify_end_means(net, tok, PARAMS)[0]
 
 
 @pytest.fixture(scope="module")

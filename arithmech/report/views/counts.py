@@ -6,12 +6,13 @@ Counted page by page, one model's key heads came out differently on different pa
 prompt count by hand. A count a reader meets on two pages must be the same number, so every page that says
 how many key heads or how many Explorer prompts there are asks this module:
 
-* :func:`key_heads` (:func:`key_heads_of` for a result in memory) reads identify's ``key_heads.json`` (the heads whose
-  whole 95 % interval of the effect lies below the run's threshold, :func:`arithmech.methods.effects.key_heads`) and
-  ``effects.csv`` (how many heads the model has, how many pass on the mean alone, the paper's rule), and the heads the
-  later steps study (:func:`arithmech.methods.effects.studied_heads`: the key heads, or the top ones by effect rank
-  where none passes). Its :class:`KeyHeads` words them: :meth:`KeyHeads.summary` ("1 key head of 48 (head 0.0)"),
-  :meth:`KeyHeads.sentence` (with the rule, the mean-alone count and what is studied instead).
+* :func:`key_heads` (:func:`key_heads_of` for a result in memory) takes identify's files read back:
+  ``key_heads.json`` (the heads whose whole 95 % interval of the effect lies below the run's threshold,
+  :func:`arithmech.methods.effects.key_heads`) and ``effects.csv`` (how many heads the model has, how many pass on the
+  mean alone, the paper's rule), and the heads the later steps study (:func:`arithmech.methods.effects.studied_heads`:
+  the key heads, or the top ones by effect rank where none passes). Its :class:`KeyHeads` words them:
+  :meth:`KeyHeads.summary` ("1 key head of 48 (head 0.0)"), :meth:`KeyHeads.sentence` (with the rule, the mean-alone
+  count and what is studied instead).
 * :func:`prompt_count` counts prompts by template (from a drawn prompts table, or from :func:`round_robin`, the
   templates a draw of ``n`` takes before it happens: what the introduction quotes for the Explorer), and
   :meth:`PromptCount.phrase` words it: "144 prompts, 3 of each of the 48 templates of Fig. 8 and Fig. 10".
@@ -22,11 +23,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.data import templates as figure_templates
+from arithmech.identify.result import Ranking, Result
 from arithmech.methods.effects import studied_heads
 
 
@@ -89,9 +89,10 @@ class KeyHeads:
         return out + "."
 
 
-def key_heads(folder: str | Path) -> KeyHeads:
-    """The key heads of identify's files in ``folder`` (``key_heads.json``, ``effects.csv``); see the module."""
-    return key_heads_of(results.read(folder, "key_heads.json"), results.read(folder, "effects.csv"))
+def key_heads(files: Result | Ranking) -> KeyHeads:
+    """The key heads of identify's files read back (its :class:`~arithmech.identify.result.Result`, or its
+    :class:`~arithmech.identify.result.Ranking`: their ``key_heads.json`` and ``effects.csv``); see the module."""
+    return key_heads_of(files.key_heads, files.effects)
 
 
 def key_heads_of(kh: dict, eff) -> KeyHeads:

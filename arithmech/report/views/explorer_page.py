@@ -21,6 +21,7 @@ import pandas as pd
 from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.data.draw import Draw
+from arithmech.identify.result import Ranking
 from arithmech.methods import explorer as explorer_method
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Explorer as ExplorerChapter
@@ -35,14 +36,15 @@ LIVE = "embedded"  # the model the live explorer runs in the browser
 @dataclass
 class Page:
     """One model's precomputed explorer: ``heads`` and ``data`` (:func:`arithmech.methods.explorer.page_data`),
-    the answer-token rule and the solved examples per prompt identify's files were measured with, and the seconds
-    it took."""
+    the answer-token rule and the solved examples per prompt identify's files were measured with, the seconds
+    it took, and identify's files it read (``ranking``: the key heads the page quotes)."""
 
     heads: pd.DataFrame
     data: dict
     identify_rule: str | None
     seconds: float
     identify_shots: int = 0
+    ranking: Ranking | None = None
 
 
 def precompute(P: ExplorerChapter) -> dict[str, Page]:
@@ -55,14 +57,14 @@ def precompute(P: ExplorerChapter) -> dict[str, Page]:
         folder = results.model_folder(P.results, m)
         if not results.exists(folder, "effects.csv"):  # an earlier chapter writes it; alone, make it
             ensure(P.to_identify(m))
-        recorded = results.read_run(folder)["steps"]["identify"]["parameters"]
+        ranking = Ranking.of(P.results, m)
+        recorded = ranking.parameters
         page = explorer_method.PageSettings(
             tuple(P.thresholds), P.n_prompts, P.n_reference, P.max_heads, P.seed, Draw(P.answer_token, 0, 1)
         )  # zero-shot prompts: short enough to read on the page
         heads, data = explorer_method.page_data(net, tok, folder, page)
-        pages[m] = Page(
-            heads, data, recorded.get("answer_token"), time.perf_counter() - t0, int(recorded.get("shots") or 0)
-        )
+        seconds = time.perf_counter() - t0
+        pages[m] = Page(heads, data, recorded.get("answer_token"), seconds, int(recorded.get("shots") or 0), ranking)
         del net
     return pages
 
@@ -77,7 +79,7 @@ def model_views(pages: dict[str, Page], P: ExplorerChapter) -> list:
         out.append(
             markdown(
                 f"**{m}**: {counts.prompt_count(p.data['prompts'].template).phrase()}; identify found "
-                f"{counts.key_heads(results.model_folder(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
+                f"{counts.key_heads(p.ranking or Ranking.of(P.results, m)).summary()}; {int((s.step >= 0).sum())} "
                 f"threshold steps; precomputed in {p.seconds:.0f} s. "
                 + answer_token_sentence(rule, p.identify_rule)
                 + (
@@ -99,9 +101,9 @@ def live(P: ExplorerChapter) -> list:
     if LIVE not in P.models:
         return [markdown("*The live explorer runs the embedded model, which this run's `models` leave out.*")]
     net, tok, _ = load_model(LIVE, device="cpu", dtype="float32", attn_implementation="eager")
-    folder = results.model_folder(P.results, LIVE)
-    means, source = live_explorer.identify_end_means(net, tok, folder)
-    kh = counts.key_heads(folder)
+    ranking = Ranking.of(P.results, LIVE)
+    means, source = live_explorer.identify_end_means(net, tok, ranking.parameters)
+    kh = counts.key_heads(ranking)
     heads = [(int(n.split(".")[0]), int(n.split(".")[1])) for n in kh.studied]
     return [
         markdown(

@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from arithmech import paper
-from arithmech.core import results
 from arithmech.core.models import load_model
 from arithmech.core.names import components
+from arithmech.identify.result import Ranking
 from arithmech.report.charts import effect_chart
 from arithmech.report.views.pages import chapter_end
 from arithmech.steps.generalize import table3
@@ -89,10 +89,10 @@ class Page:
     def shared_lines(self) -> str:
         """Per template: how many of its key heads are key heads of the basic operations (Identify's
         ``key_heads.json``), beside the paper's 4 of 5; or how to make that file."""
-        folder = results.model_folder(self.P.results, self.P.model_name)
-        if not (results.exists(folder, "key_heads.json") and self.runs):
+        basic = Ranking.made(self.P.results, self.P.model_name)  # identify's files of the basic operations
+        if basic is None or not self.runs:
             return "run the Identify chapter first to compare with the basic operations' key heads"
-        four = {h["name"] for h in results.read(folder, "key_heads.json")["heads"]}
+        four = {h["name"] for h in basic.key_heads["heads"]}
         lines = []
         for k, r in self.runs.items():
             mine = {h["name"] for h in r.key_heads["heads"]}

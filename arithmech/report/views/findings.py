@@ -25,7 +25,6 @@ from arithmech.core import results
 from arithmech.report.views.fewshot import changed_lines
 from arithmech.report.views.table_display import MISSING, VERDICT, claim_verdict, verdict
 from arithmech.table1 import confirmation_view as confirmation
-from arithmech.table1 import protocol
 from arithmech.table1.confirmation import Confirmation
 
 
@@ -255,9 +254,9 @@ def results_box(
 def confirmation_box(folder: Path, label: str) -> list[str]:
     """Table 1's confirmation, where a protocol was written: its status and one sentence per contrast
     (:mod:`arithmech.table1.confirmation`), apart from the exploration's rules above."""
-    if not (folder / protocol.FILE).exists():
+    c = Confirmation.written(folder)
+    if c is None:
         return []
-    c = Confirmation.load(folder)
     return [
         f":::{{admonition}} {label}: Table 1 confirmed on fresh seeds (contrasts written before their runs)",
         ":class: tip",

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import torch
 
-from arithmech.core import results
 from arithmech.core.models import resolve
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
@@ -140,14 +139,14 @@ def identify_templates(params: dict) -> list:
 
 
 @torch.no_grad()
-def identify_end_means(model, tok, folder: str | Path, batch_size: int = 64) -> tuple[torch.Tensor, str]:
+def identify_end_means(model, tok, params: dict, batch_size: int = 64) -> tuple[torch.Tensor, str]:
     """``(means (L, H*dh), sentence)``: identify's reference-pool means at END for a free prompt.
 
-    The pool is rebuilt exactly as identify's knockout built it (same templates, ``pool_size``, ``seed`` and
+    The pool is rebuilt exactly as identify's knockout built it (``params``: the parameters identify recorded in
+    ``run.json``, :attr:`arithmech.identify.result.Ranking.parameters`; same templates, ``pool_size``, ``seed`` and
     draw, :meth:`~arithmech.data.draw.Draw.from_record`: a seeded draw, so the same X_c), then read with
     ``lookup(None, ·)``, the mean identify gives a prompt without a family: every family's X_c, right-aligned, at
     END."""
-    params = results.read_run(folder)["steps"]["identify"]["parameters"]
     pool = cached_pool(
         model,
         tok,

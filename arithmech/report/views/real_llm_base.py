@@ -9,11 +9,13 @@ on it.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from arithmech.core.models import load_model
 from arithmech.core.names import token_label
 from arithmech.core.results import model_folder
+from arithmech.identify.result import Ranking
 
 
 class PageBase:
@@ -26,6 +28,12 @@ class PageBase:
             P.model_name, device=P.device, dtype=P.dtype, attn_implementation="eager"
         )
         self.folder = model_folder(P.results, P.model_name)
+
+    @cached_property
+    def ranking(self) -> Ranking:
+        """Identify's files of the model (:class:`~arithmech.identify.result.Ranking`: its key heads and effects),
+        read once, at the first cell that asks (after the page's identify run)."""
+        return Ranking.of(self.P.results, self.P.model_name)
 
     def tokenizer_lines(self) -> str:
         """The model's geometry and how its tokenizer splits ``3 + 5 = 8`` (``␣``: a space token)."""

@@ -1,9 +1,10 @@
 """The introduction's scope box: what a 135M model can and cannot test about a 7B model's mechanism.
 
-:func:`scope_box` reads the two SmolLM2 identify runs (``results/smollm2-135m/zero-shot/`` and
-``results/smollm2-135m/``) and states how many of the paper's one-digit prompts the model answers right — the
-whole answer under greedy decoding (``answer_tokens.csv``'s ``exact_correct`` of ``n_drawn``, every operation) —
-without and with solved examples; the rest of the box is what follows from that for the book's verdicts.
+:func:`scope_box` reads back the two SmolLM2 identify runs (``results/smollm2-135m/zero-shot/`` and
+``results/smollm2-135m/``, each a :class:`~arithmech.identify.result.Ranking`) and states how many of the paper's
+one-digit prompts the model answers right — the whole answer under greedy decoding (``answer_tokens.csv``'s
+``exact_correct`` of ``n_drawn``, every operation) — without and with solved examples; the rest of the box is what
+follows from that for the book's verdicts.
 It is written first in ``book/_generated/findings.md`` (:func:`arithmech.report.build.generate.write_generated`), so it
 is on the introduction's first screen.
 """
@@ -12,18 +13,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arithmech.core import results
 from arithmech.core.stats import wilson_interval
+from arithmech.identify.result import Ranking
 from arithmech.paper import PAPER_CORRECT_PROB
 
 MODEL = "smollm2-135m"
 
 
-def _yield(folder: Path) -> tuple[int, int] | None:
+def _yield(run: Ranking | None) -> tuple[int, int] | None:
     """``(answered right, drawn)`` over every operation of an identify run, or None without its table."""
-    if not results.exists(folder, "answer_tokens.csv"):
+    if run is None or run.answer_tokens is None:
         return None
-    t = results.read(folder, "answer_tokens.csv")
+    t = run.answer_tokens
     t = t[(t.template == "all") & (t.task != "all")]
     return (int(t.exact_correct.sum()), int(t.n_drawn.sum())) if len(t) else None
 
@@ -36,11 +37,12 @@ def _rate(kn: tuple[int, int]) -> str:
 
 def scope_box(root: Path, results_dir: str = "results") -> str | None:
     """The scope box as markdown, or None where the zero-shot run's files are absent."""
-    base = Path(root) / results_dir / MODEL
-    zero, few = _yield(base / "zero-shot"), _yield(base)
+    runs = Path(root) / results_dir
+    pooled = Ranking.made(runs, MODEL)  # the two identify runs, read once
+    zero, few = _yield(Ranking.made(runs, MODEL, "zero-shot")), _yield(pooled)
     if zero is None:
         return None
-    shots = results.read_run(base)["steps"]["identify"]["parameters"].get("shots") if few else None
+    shots = pooled.parameters.get("shots") if few and pooled is not None else None
     with_shots = f"; with {shots} solved examples before each prompt, {_rate(few)}" if few and shots else ""
     return "\n".join(
         [

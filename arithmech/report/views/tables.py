@@ -199,6 +199,23 @@ def _ci(runs: list[list[float]]) -> str:
     return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+SIDE_BY_SIDE = [
+    "model",
+    "arm",
+    "math measure",
+    "math (%)",
+    "math 95% CI",
+    "general measure",
+    "general (%)",
+    "general 95% CI",
+    "rate",
+    "runs",
+    "collapsed runs",
+    "train samples/s",
+]
+"""The columns of :func:`table1_side_by_side`."""
+
+
 def table1_side_by_side(
     results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
 ) -> pd.DataFrame:
@@ -210,6 +227,17 @@ def table1_side_by_side(
     with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general measure (a
     collapsed run's numbers decide nothing) and the training samples/s. The arms sit at different rates: no rule
     reads this table. Models without an arms run are left out."""
+    rows = paper_table1_rows()
+    for m in models:
+        t = Table1Result.made(Path(results_dir) / m)
+        if t is not None:
+            rows += arm_rows(m, t)
+    return pd.DataFrame(rows, columns=SIDE_BY_SIDE)
+
+
+def paper_table1_rows() -> list[tuple]:
+    """The paper's LLaMA2-7B rows of :func:`table1_side_by_side`: its four math sets and its two general sets
+    averaged, at its one learning rate."""
     rows: list[tuple] = []
     for mode, r in table1_by_mode("LLaMA2-7B").items():
         rows.append(
@@ -228,51 +256,35 @@ def table1_side_by_side(
                 r.get("samples_per_second"),
             )
         )
-    for m in models:
-        folder = Path(results_dir) / m
-        if not Table1Result.ran(folder):
-            continue
-        t = Table1Result.load(folder)
-        p, S, pooled = t.plan, t.suite, single_rate.pool(t)
-        g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
-        runs = single_rate.arm_runs(t)
-        base = runs["base"][0]
-        for arm, rs in runs.items():
-            mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)
-            sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
-            lr = None if arm == "base" else p["arms"][arm].get("chosen_lr")
-            rows.append(
-                (
-                    m,
-                    arm,
-                    S.primary_math,
-                    100 * mean(lambda r: single_rate.value(r, S.primary_math)),  # noqa: B023 (used at once)
-                    _ci(single_rate.per_run(rs, S.primary_math)),
-                    g,
-                    100 * mean(lambda r: single_rate.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
-                    _ci(single_rate.per_run(rs, S.primary_general, pooled=pooled)),
-                    None if lr is None else f"{lr:.0e}",
-                    len(rs),
-                    None
-                    if arm == "base"
-                    else sum(single_rate.collapsed(r, base, S.primary_general, pooled) for r in rs),
-                    sum(sps) / len(sps) if sps else None,
-                )
+    return rows
+
+
+def arm_rows(m: str, t: Table1Result) -> list[tuple]:
+    """Model ``m``'s rows of :func:`table1_side_by_side`, one per arm of its arms run ``t``: the primary math and
+    general measures averaged over the arm's runs at its chosen rate, with their intervals."""
+    p, S, pooled = t.plan, t.suite, single_rate.pool(t)
+    g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
+    runs = single_rate.arm_runs(t)
+    base = runs["base"][0]
+    rows: list[tuple] = []
+    for arm, rs in runs.items():
+        mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)
+        sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
+        lr = None if arm == "base" else p["arms"][arm].get("chosen_lr")
+        rows.append(
+            (
+                m,
+                arm,
+                S.primary_math,
+                100 * mean(lambda r: single_rate.value(r, S.primary_math)),  # noqa: B023 (used at once)
+                _ci(single_rate.per_run(rs, S.primary_math)),
+                g,
+                100 * mean(lambda r: single_rate.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
+                _ci(single_rate.per_run(rs, S.primary_general, pooled=pooled)),
+                None if lr is None else f"{lr:.0e}",
+                len(rs),
+                None if arm == "base" else sum(single_rate.collapsed(r, base, S.primary_general, pooled) for r in rs),
+                sum(sps) / len(sps) if sps else None,
             )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "model",
-            "arm",
-            "math measure",
-            "math (%)",
-            "math 95% CI",
-            "general measure",
-            "general (%)",
-            "general 95% CI",
-            "rate",
-            "runs",
-            "collapsed runs",
-            "train samples/s",
-        ],
-    )
+        )
+    return rows

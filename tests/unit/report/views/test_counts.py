@@ -62,8 +62,8 @@ def test_the_count_pages_quote_is_the_rules_and_analyzes(folder):
     """Protects one number across pages on every results folder present: the count the pages quote (and its
     total) is the one the `key-heads-exist` rule states in the claims table, and the heads the pages say are
     studied are the ones analyze studies."""
-    from arithmech.identify.result import load_key_heads
-    k = counts.key_heads(folder)
+    from arithmech.identify.result import Ranking, load_key_heads
+    k = counts.key_heads(Ranking.read(folder))
     if k.threshold != THRESHOLD:
         pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {THRESHOLD}")
     here = C.claims(folder, ["key-heads-exist"]).iloc[0].here
