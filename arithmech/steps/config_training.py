@@ -92,7 +92,8 @@ class Table1(ModelStep):
     suite: str = option(
         "cpu",
         "the measures: cpu (a real small LLM on 2 CPU cores), paper (the paper's six "
-        "benchmarks, for a GPU) or toy (the embedded model's skills); arithmech.evals.suites",
+        "benchmarks, for a GPU), toy (the embedded model's skills) or planted (the planted model's new skill, "
+        "accumulation word problems); arithmech.evals.suites",
     )
     top_k: int = option(8, "heads tuned by precise SFT (ranked in the results folder)", low=1, high=MAX_ORDERS)
     seeds: tuple[int, ...] = option((0, 1, 2), "training seeds", low=0, high=2**32 - 1)

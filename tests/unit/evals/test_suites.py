@@ -48,3 +48,32 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
     val = [_form_and_pair(p) for p, _ in splits.single_digit_items("val", 4)]
     assert not {t for t, _ in val} & {t for t, _ in test} and not {ab for _, ab in val} & {ab for _, ab in test}
     assert all(t in {x.id for x in T.FIG10} or int(t.rsplit("-", 1)[1]) in (3, 7) for t, _ in test)
+
+
+def test_planted_suite_sides_share_no_pair_and_no_form():
+    """Protects the planted Table 1's held-out design: the accumulation problems of training, validation and test
+    use disjoint operand pairs (27 each of the 81 App. A pairs) and disjoint forms (two, one, one), every answer is
+    A + B, and the training rows hold no validation or test pair of the new skill."""
+    import re
+
+    from arithmech.data import splits
+    from arithmech.evals.suites import get_suite
+
+    pairs = splits.accumulation_pairs()
+    assert [len(pairs[s]) for s in ("train", "val", "test")] == [27, 27, 27]
+    assert len({p for s in pairs.values() for p in s}) == 81
+    items = {s: splits.accumulation_items(s) for s in ("train", "val", "test")}
+    seen = {s: {tuple(map(int, re.findall(r"\d+", p)[:2])) for p, _ in items[s]} for s in items}
+    assert seen == {s: set(pairs[s]) for s in items}
+    assert all(int(a) == sum(map(int, re.findall(r"\d+", p)[:2])) for s in items for p, a in items[s])
+    assert len(items["val"]) == len(items["test"]) == 27 * 4 and len(items["train"]) == 27 * 2 * 4
+    sides = [set(v) for v in splits.ACCUMULATION_FORMS.values()]
+    assert sum(map(len, sides)) == len(set().union(*sides)) == 4
+    assert all(" yesterday, " in p for p, _ in items["test"])  # acc-12's form only
+    assert all(re.search(r"^\S+ has \d+ \S+, and \S+ has \d+", p) for p, _ in items["val"])  # acc-11's
+    assert not any(" yesterday, " in p or re.search(r", and \S+ has \d+", p) for p, _ in items["train"])
+    suite = get_suite("planted")
+    rows = suite.train(200, seed=0)
+    acc = [p for p, _ in rows if "total number" in p]
+    assert len(acc) == 100 and all(p in {q for q, _ in items["train"]} for p in acc)
+    assert suite.primary_math == "accumulation" and suite.primary_general == "fig8"
