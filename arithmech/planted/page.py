@@ -12,10 +12,12 @@ cell shows, computed from the files (no number is typed into the page)::
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
 from arithmech.core.names import component, components
+from arithmech.core.results import model_folder
 from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
 from arithmech.planted import run as step
@@ -28,6 +30,16 @@ NAMES = {
     "eap-ig": "EAP-IG",
     "knockout-heads": "the one-head knockout",
 }
+
+
+TABLE1_COMMAND = "python -m arithmech table1 --model planted --suite planted --top-k 3"
+"""What makes the planted model's Table 1 (``results/planted/finetune/``): the Fine-tune chapter's arms and rules on the
+``planted`` suite (:mod:`arithmech.evals.suites`), precise SFT of identify's three key heads."""
+
+
+def table1_folder(chapter: Chapter) -> Path:
+    """``<results>/planted/``: where identify's ranking and the Table 1 records of :data:`TABLE1_COMMAND` live."""
+    return model_folder(chapter.results, "planted")
 
 
 def wanted(config, but: tuple[str, ...] = ()) -> dict:

@@ -70,6 +70,24 @@ def frontier(t: Table1Result, name: str, rows: pd.DataFrame) -> list:
     ]
 
 
+def heads_line(plan: dict) -> str:
+    """The heads precise-key tunes (and how they were selected), and each random draw's (``plan``: ``table1.json``)."""
+    h = plan["heads"]
+    return f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: " + " | ".join(
+        components(d) for d in h["random_draws"]
+    )
+
+
+def arms(t: Table1Result | None, name: str, command: str) -> list:
+    """One model's arms run, for a chapter other than this one (the planted model's): the heads each arm tuned, then
+    :func:`frontier` (the runs, each arm's frontier, the curve rules' verdicts); where ``t`` is None, the ``command``
+    that makes it."""
+    if t is None:
+        return [markdown(f"**{name}: no arms run yet** (`{command}` makes it, and resumes where it stopped).")]
+    rows = curve_rules.verdict_rows(curves_of(t))
+    return [markdown(heads_line(t.plan) + "."), *frontier(t, name, rows)]
+
+
 def run(P: Any) -> Page:
     """Runs the chapter's toy arms (``P``: the chapter's config, :class:`~arithmech.report.build.chapters.Finetune`):
     identify's ranking first (made if missing), then every arm over its learning-rate grid, then full SFT's learning
@@ -117,10 +135,7 @@ class Page:
 
     def heads_line(self) -> str:
         """The heads precise-key tunes (and how they were selected), and each random draw's."""
-        h = self.plan["heads"]
-        return f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: " + " | ".join(
-            components(d) for d in h["random_draws"]
-        )
+        return heads_line(self.plan)
 
     def scope(self) -> Any:
         """What the toy's Table 1 can test (Markdown, glued as ``scope``: :func:`~arithmech.table1.views.
