@@ -110,33 +110,16 @@ def compute(config: Config, **loaded) -> Path:
     out_dir = folder / "accounts"
     if (out_dir / "signatures.json").exists() and not c.overwrite:
         raise ValueError(f"{out_dir}/signatures.json exists: pass --overwrite to replace it")
-    layers, (heads, heads_from) = flagged_layers(folder, c.max_layers), load_key_heads(folder)
-    n_key = len(results.read(folder, "key_heads.json")["heads"])
-    shots = shots_of(c, folder)
+    studied, layers, heads, shots = _studied(folder, c)
     t_start = time.time()
-    if c.threads:
-        torch.set_num_threads(c.threads)
-    model, tok = loaded.get("model"), loaded.get("tok")
-    if model is None:
-        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
-    samples = [
-        s
-        for s in grid.grid_prompts(tok, "addition", shots, c.seed)
-        if c.templates == "all" or s.template.startswith("add-")
-    ]
-    digits = grid.digit_ids(tok)
-    ph = Phases(folder, c)
-    runner = Runner(model, tok, samples, digits, c.batch_size)
+    g = _grid(c, loaded, folder, shots)
+    model, tok, samples, ph, runner = g.model, g.tok, g.samples, g.ph, g.runner
     clean = ph("clean", lambda: runner.clean(layers))
     mu, attr, scores = atlas.attribution(clean)
     order = atlas.ranking(scores)
     top = {l: o[: c.top_k] for l, o in order.items()}
     rng = np.random.default_rng(c.seed)
-    rows = sorted(rng.permutation(len(samples))[: c.n_intervene].tolist())
-    sub = [samples[r] for r in rows]
-    sub_runner = Runner(model, tok, sub, digits, c.batch_size)
-    par_rows = rows[: c.n_parity]
-    par_runner = Runner(model, tok, [samples[r] for r in par_rows], digits, c.batch_size)
+    sub, sub_runner, par_rows, par_runner = _subsets(g, rng)
     parity_df, parity = ph(
         "parity", lambda: atlas.parity(par_runner, par_rows, attr, order, mu, c.parity_neurons, c.seed)
     )
@@ -152,32 +135,13 @@ def compute(config: Config, **loaded) -> Path:
     subspace = ph(
         "subspace", lambda: atlas.shared_subspace(model, sub_runner, clean.acts, top, mu, sub, c.seed, c.n_boot)
     )
-    b = fourier.digit_basis(model, runner.arch, digits)
-    base_ld = sub_runner.ld()
-    removal = {site: ph(f"removal-{site}", remover(sub_runner, b, site, c)) for site in ("mlp", "attn")}
-    probes = ph("probe", lambda: run_probes(clean, samples, c))
-    freq = ph("frequency", lambda: digit_frequency(model, tok, c.model_name, digits, c.seed))
-    cf_rows = sorted(rng.permutation(len(samples))[: c.n_cf].tolist())
+    base_ld, removal, probes, digit_numbers = _digit_tests(g, sub_runner, sub, clean)
+    cf_samples = [samples[r] for r in sorted(rng.permutation(len(samples))[: c.n_cf].tolist())]
     counter = ph(
-        "counterfactual",
-        lambda: cf.compare(model, tok, [samples[r] for r in cf_rows], heads, layers, c.seed, c.n_boot, c.batch_size),
+        "counterfactual", lambda: cf.compare(model, tok, cf_samples, heads, layers, c.seed, c.n_boot, c.batch_size)
     )
-    clusters = [(s.a, s.b) for s in sub]
-    rem_numbers = {
-        site: signatures.removal_numbers(base_ld, r, clusters, c.n_boot, c.seed) for site, r in removal.items()
-    }
-    spectrum = {
-        "spectrum_mlp": fourier.periodic_share((clean.mlp_sum @ b.T).numpy()),
-        "spectrum_attn": fourier.periodic_share((clean.attn_sum @ b.T).numpy()),
-        "spectrum_baseline": fourier.periodic_share(freq[None]),
-        "spectrum_isotropic": fourier.ISOTROPIC_SHARE,
-    }
     numbers = {
-        "key_heads": n_key,
-        "heads_studied": [f"{l}.{h}" for l, h in heads],
-        "heads_from": heads_from,
-        "flagged_mlps": layers,
-        "shots": shots,
+        **studied,
         "n_grid": len(samples),
         "grid_accuracy": float((clean.logits.argmax(1) == runner.answer).float().mean()),
         "ld_clean": float(base_ld.mean()),
@@ -185,6 +149,100 @@ def compute(config: Config, **loaded) -> Path:
         "cf_groups": counter["groups"],
         **faith,
         "top_k": c.top_k,
+        **_class_numbers(cls, neurons, assoc, c),
+        "parity": parity,
+        **digit_numbers,
+        "operand_values": len(grid.OPERANDS),
+        "digit_tokens": True,
+        "subspace": subspace,
+    }
+    seconds = round(time.time() - t_start, 1)
+    write_files(
+        out_dir, c, numbers, neurons, m, ids, faith_df, parity_df, removal, base_ld, probes, counter, ph, seconds
+    )
+    return out_dir
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The grid a run studies and what runs on it: the config, the model, the grid's prompts and digit tokens,
+    the checkpointed phases and a runner of the whole grid."""
+
+    c: Config
+    model: Any
+    tok: Any
+    samples: list
+    digits: list[int]
+    ph: Phases
+    runner: Runner
+
+
+def _grid(c: Config, loaded: dict, folder: Path, shots: int) -> _Grid:
+    """The model (``loaded``'s, else loaded as the config says, on ``c.threads`` threads when set), the addition
+    grid's prompts (``add-`` templates only unless ``c.templates == "all"``) and what runs on them."""
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    model, tok = loaded.get("model"), loaded.get("tok")
+    if model is None:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
+    grid_prompts = grid.grid_prompts(tok, "addition", shots, c.seed)
+    samples = [s for s in grid_prompts if c.templates == "all" or s.template.startswith("add-")]
+    digits = grid.digit_ids(tok)
+    ph = Phases(folder, c)
+    return _Grid(c, model, tok, samples, digits, ph, Runner(model, tok, samples, digits, c.batch_size))
+
+
+def _digit_tests(g: _Grid, sub_runner: Runner, sub: list, clean) -> tuple:
+    """The tests in the digits' Fourier basis (periodic directions removed from each site against random ones, the
+    probes, the digits' corpus frequency, the spectra): ``(base_ld, removal, probes, numbers)``, the subset's clean
+    logit difference, the removal's and the probes' results and their numbers (``probes`` to ``removal_attn``)."""
+    c = g.c
+    b = fourier.digit_basis(g.model, g.runner.arch, g.digits)
+    base_ld = sub_runner.ld()
+    removal = {site: g.ph(f"removal-{site}", remover(sub_runner, b, site, c)) for site in ("mlp", "attn")}
+    probes = g.ph("probe", lambda: run_probes(clean, g.samples, c))
+    freq = g.ph("frequency", lambda: digit_frequency(g.model, g.tok, c.model_name, g.digits, c.seed))
+    numbers = {
+        "probes": probes["summary"],
+        **_spectrum(clean, b, freq),
+        "digit_frequency": freq.tolist(),
+        **_removal_numbers(base_ld, removal, [(s.a, s.b) for s in sub], c),
+    }
+    return base_ld, removal, probes, numbers
+
+
+def _studied(folder: Path, c: Config) -> tuple[dict, list[int], list, int]:
+    """What identify's files give the run (the flagged MLP layers, the studied heads and their source, the key heads'
+    count, the shots): as the signature's first numbers, then ``layers``, ``heads`` and ``shots`` apart."""
+    layers, (heads, heads_from) = flagged_layers(folder, c.max_layers), load_key_heads(folder)
+    n_key = len(results.read(folder, "key_heads.json")["heads"])
+    shots = shots_of(c, folder)
+    studied = {
+        "key_heads": n_key,
+        "heads_studied": [f"{l}.{h}" for l, h in heads],
+        "heads_from": heads_from,
+        "flagged_mlps": layers,
+        "shots": shots,
+    }
+    return studied, layers, heads, shots
+
+
+def _subsets(g: _Grid, rng: np.random.Generator) -> tuple:
+    """``(sub, sub_runner, par_rows, par_runner)``: the ``n_intervene`` prompts the interventions run on, drawn by
+    ``rng`` (in grid order), and the first ``n_parity`` of them for the parity test; each with its runner."""
+    c, samples = g.c, g.samples
+    rows = sorted(rng.permutation(len(samples))[: c.n_intervene].tolist())
+    sub = [samples[r] for r in rows]
+    sub_runner = Runner(g.model, g.tok, sub, g.digits, c.batch_size)
+    par_rows = rows[: c.n_parity]
+    par_runner = Runner(g.model, g.tok, [samples[r] for r in par_rows], g.digits, c.batch_size)
+    return sub, sub_runner, par_rows, par_runner
+
+
+def _class_numbers(cls, neurons: pd.DataFrame, assoc: dict, c: Config) -> dict:
+    """The neurons' classes in numbers: the rate each class is found at against its null, the associated against
+    the unassociated neurons' effects, and how often the periodic fit wins."""
+    return {
         "class_rate": atlas.class_rate(cls),
         "null_rate": cls.null_heuristic,
         "periodic_rate": float((cls.periodic.r2_heldout >= 0.3).mean()),
@@ -193,34 +251,25 @@ def compute(config: Config, **loaded) -> Path:
         **{k: v for k, v in assoc.items() if k != "n"},
         "assoc_prompts": assoc["n"],
         "periodic_wins": atlas.periodic_wins(cls, c.n_boot, c.seed),
-        "parity": parity,
-        "probes": probes["summary"],
-        **spectrum,
-        "digit_frequency": freq.tolist(),
-        "clusters_removal": len(set(clusters)),
-        "removal_mlp": rem_numbers["mlp"],
-        "removal_attn": rem_numbers["attn"],
-        "operand_values": len(grid.OPERANDS),
-        "digit_tokens": True,
-        "subspace": subspace,
     }
-    write_files(
-        out_dir,
-        c,
-        numbers,
-        neurons,
-        m,
-        ids,
-        faith_df,
-        parity_df,
-        removal,
-        base_ld,
-        probes,
-        counter,
-        ph,
-        round(time.time() - t_start, 1),
-    )
-    return out_dir
+
+
+def _removal_numbers(base_ld: torch.Tensor, removal: dict, clusters: list, c: Config) -> dict:
+    """What removing the digit subspace from each site (``mlp``, ``attn``) does to the logit difference, with
+    intervals over the operand clusters."""
+    rem = {site: signatures.removal_numbers(base_ld, r, clusters, c.n_boot, c.seed) for site, r in removal.items()}
+    return {"clusters_removal": len(set(clusters)), "removal_mlp": rem["mlp"], "removal_attn": rem["attn"]}
+
+
+def _spectrum(clean, b: torch.Tensor, freq: np.ndarray) -> dict:
+    """The periodic share of the MLPs' and the heads' summed outputs in the digit basis, against the digits'
+    own frequency in the corpus and an isotropic direction."""
+    return {
+        "spectrum_mlp": fourier.periodic_share((clean.mlp_sum @ b.T).numpy()),
+        "spectrum_attn": fourier.periodic_share((clean.attn_sum @ b.T).numpy()),
+        "spectrum_baseline": fourier.periodic_share(freq[None]),
+        "spectrum_isotropic": fourier.ISOTROPIC_SHARE,
+    }
 
 
 def remover(runner: Runner, b: torch.Tensor, site: str, c: Config) -> Callable[[], dict]:
