@@ -110,10 +110,12 @@ def compute(config: Config, **loaded) -> Path:
     out_dir = folder / "accounts"
     if (out_dir / "signatures.json").exists() and not c.overwrite:
         raise ValueError(f"{out_dir}/signatures.json exists: pass --overwrite to replace it")
-    studied, layers, heads, shots = _studied(folder, c)
+    layers, (heads, heads_from) = flagged_layers(folder, c.max_layers), load_key_heads(folder)
+    n_key = len(results.read(folder, "key_heads.json")["heads"])
+    shots = shots_of(c, folder)
     t_start = time.time()
-    g = _grid(c, loaded, folder, shots)
-    model, tok, samples, ph, runner = g.model, g.tok, g.samples, g.ph, g.runner
+    g = _grid(c, loaded, Phases(folder, c), shots)
+    model, samples, ph, runner = g.model, g.samples, g.ph, g.runner
     clean = ph("clean", lambda: runner.clean(layers))
     mu, attr, scores = atlas.attribution(clean)
     order = atlas.ranking(scores)
@@ -136,12 +138,9 @@ def compute(config: Config, **loaded) -> Path:
         "subspace", lambda: atlas.shared_subspace(model, sub_runner, clean.acts, top, mu, sub, c.seed, c.n_boot)
     )
     base_ld, removal, probes, digit_numbers = _digit_tests(g, sub_runner, sub, clean)
-    cf_samples = [samples[r] for r in sorted(rng.permutation(len(samples))[: c.n_cf].tolist())]
-    counter = ph(
-        "counterfactual", lambda: cf.compare(model, tok, cf_samples, heads, layers, c.seed, c.n_boot, c.batch_size)
-    )
+    counter = _counterfactual(g, rng, heads, layers)
     numbers = {
-        **studied,
+        **_studied(n_key, heads, heads_from, layers, shots),
         "n_grid": len(samples),
         "grid_accuracy": float((clean.logits.argmax(1) == runner.answer).float().mean()),
         "ld_clean": float(base_ld.mean()),
@@ -177,7 +176,7 @@ class _Grid:
     runner: Runner
 
 
-def _grid(c: Config, loaded: dict, folder: Path, shots: int) -> _Grid:
+def _grid(c: Config, loaded: dict, ph: Phases, shots: int) -> _Grid:
     """The model (``loaded``'s, else loaded as the config says, on ``c.threads`` threads when set), the addition
     grid's prompts (``add-`` templates only unless ``c.templates == "all"``) and what runs on them."""
     if c.threads:
@@ -188,7 +187,6 @@ def _grid(c: Config, loaded: dict, folder: Path, shots: int) -> _Grid:
     grid_prompts = grid.grid_prompts(tok, "addition", shots, c.seed)
     samples = [s for s in grid_prompts if c.templates == "all" or s.template.startswith("add-")]
     digits = grid.digit_ids(tok)
-    ph = Phases(folder, c)
     return _Grid(c, model, tok, samples, digits, ph, Runner(model, tok, samples, digits, c.batch_size))
 
 
@@ -211,20 +209,24 @@ def _digit_tests(g: _Grid, sub_runner: Runner, sub: list, clean) -> tuple:
     return base_ld, removal, probes, numbers
 
 
-def _studied(folder: Path, c: Config) -> tuple[dict, list[int], list, int]:
-    """What identify's files give the run (the flagged MLP layers, the studied heads and their source, the key heads'
-    count, the shots): as the signature's first numbers, then ``layers``, ``heads`` and ``shots`` apart."""
-    layers, (heads, heads_from) = flagged_layers(folder, c.max_layers), load_key_heads(folder)
-    n_key = len(results.read(folder, "key_heads.json")["heads"])
-    shots = shots_of(c, folder)
-    studied = {
+def _counterfactual(g: _Grid, rng: np.random.Generator, heads: list, layers: list[int]) -> dict:
+    """The counterfactual phase: studied heads against flagged MLPs on ``n_cf`` grid prompts drawn by ``rng``."""
+    c, samples = g.c, g.samples
+    cf_samples = [samples[r] for r in sorted(rng.permutation(len(samples))[: c.n_cf].tolist())]
+    return g.ph(
+        "counterfactual", lambda: cf.compare(g.model, g.tok, cf_samples, heads, layers, c.seed, c.n_boot, c.batch_size)
+    )
+
+
+def _studied(n_key: int, heads: list, heads_from: str, layers: list[int], shots: int) -> dict:
+    """The signature's first numbers, what identify's files gave: key heads, studied heads, flagged MLPs, shots."""
+    return {
         "key_heads": n_key,
         "heads_studied": [f"{l}.{h}" for l, h in heads],
         "heads_from": heads_from,
         "flagged_mlps": layers,
         "shots": shots,
     }
-    return studied, layers, heads, shots
 
 
 def _subsets(g: _Grid, rng: np.random.Generator) -> tuple:
