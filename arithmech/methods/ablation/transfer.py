@@ -65,7 +65,35 @@ def transfer_table(
     """
     pooled = means.for_unseen()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
-    rows: list[dict] = [
+    rows = _skipped_rows(tok, cases)
+    if ok:
+        ids, probs = knockout_topk(
+            model,
+            tok,
+            [p for _, p, _ in ok],
+            None,
+            pooled,
+            [Ablation(), Ablation.of(heads=heads)],
+            k=k,
+            forwards=Forwards(positions=positions),
+        )
+        rows += _prediction_rows(tok, ok, ids, probs, k)
+    return (
+        pd.DataFrame(rows)
+        .assign(mean_source=pooled.source(None, 0))
+        .sort_values(
+            ["case", "when", "rank"],
+            na_position="first",
+            key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
+            ignore_index=True,
+        )
+    )
+
+
+def _skipped_rows(tok, cases: Sequence[tuple[str, str]]) -> list[dict]:
+    """The rows of the cases with words the tokenizer does not know: kept, with no predictions, ``status`` naming
+    the words."""
+    return [
         {
             "case": c,
             "prompt": p,
@@ -79,42 +107,28 @@ def transfer_table(
         for c, (p, e) in enumerate(cases)
         if unknown_words(tok, p)
     ]
-    if ok:
-        ids, probs = knockout_topk(
-            model,
-            tok,
-            [p for _, p, _ in ok],
-            None,
-            pooled,
-            [Ablation(), Ablation.of(heads=heads)],
-            k=k,
-            forwards=Forwards(positions=positions),
-        )
-        for a, when in enumerate(("before", "after")):
-            for r, (c, p, e) in enumerate(ok):
-                for j in range(k):
-                    rows.append(
-                        {
-                            "case": c,
-                            "prompt": p,
-                            "expected": e,
-                            "status": "ok",
-                            "when": when,
-                            "rank": j + 1,
-                            "token": tok.decode([int(ids[a, r, j])]).strip(),
-                            "prob": float(probs[a, r, j]),
-                        }
-                    )
-    return (
-        pd.DataFrame(rows)
-        .assign(mean_source=pooled.source(None, 0))
-        .sort_values(
-            ["case", "when", "rank"],
-            na_position="first",
-            key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
-            ignore_index=True,
-        )
-    )
+
+
+def _prediction_rows(tok, ok: list, ids, probs, k: int) -> list[dict]:
+    """The rows of the cases that ran: each case's top-``k`` tokens and probabilities (``ids``, ``probs``:
+    (2, cases, k), before then after the knockout)."""
+    rows = []
+    for a, when in enumerate(("before", "after")):
+        for r, (c, p, e) in enumerate(ok):
+            for j in range(k):
+                rows.append(
+                    {
+                        "case": c,
+                        "prompt": p,
+                        "expected": e,
+                        "status": "ok",
+                        "when": when,
+                        "rank": j + 1,
+                        "token": tok.decode([int(ids[a, r, j])]).strip(),
+                        "prob": float(probs[a, r, j]),
+                    }
+                )
+    return rows
 
 
 def random_heads(heads: Sequence[Head], universe: Sequence[Head], n_random: int, seed: int) -> list[list[Head]]:
