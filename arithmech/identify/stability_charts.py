@@ -80,7 +80,7 @@ def head_intervals_chart(
     )
 
 
-def _head_panel(kind: str, g: pd.DataFrame, threshold: float, top: int) -> alt.LayerChart:
+def _head_panel(kind: str, g: pd.DataFrame, threshold: float, top: int) -> alt.LayerChart | alt.FacetChart:
     """One counterfactual's panel: its ``top`` most negative heads, each an interval (bar) and its effect (point;
     filled = key), and the threshold's dashed rule."""
     g = g.sort_values(["effect", "layer", "head"]).head(top).assign(name=lambda d: d.name.map(component_label))
