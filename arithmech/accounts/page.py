@@ -2,7 +2,7 @@
 
 :func:`run` makes (or reuses) the accounts step of the chapter's model (the toy, computed in the build) and reads the
 shipped results of the other models (SmolLM2's, made by the command in their ``signatures.json``); every other
-function takes its dict ``r`` (model name -> :class:`arithmech.accounts.run.Result`) and returns what its cell
+function takes its dict ``r`` (model name -> :class:`arithmech.accounts.result.Result`) and returns what its cell
 shows::
 
     >>> r = run(P)
@@ -17,7 +17,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from arithmech.accounts import charts, signatures
+from arithmech.accounts import charts, result, signatures
 from arithmech.accounts import run as step
 from arithmech.accounts.config import Chapter
 from arithmech.accounts.rules import RULES, rules_sha256
@@ -25,14 +25,14 @@ from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.pipeline.ensure import ensure
 
-Runs = dict[str, step.Result]
-"""Each model's accounts files, read: model name → its :class:`~arithmech.accounts.run.Result` (what :func:`run`
+Runs = dict[str, result.Result]
+"""Each model's accounts files, read: model name → its :class:`~arithmech.accounts.result.Result` (what :func:`run`
 returns and every table and chart of the page takes)."""
 
 
 def reusable(config) -> bool:
     """Whether the step's files of ``config``'s model were made with its parameters under the current rules."""
-    sig = step.stored_signatures(config)
+    sig = result.stored_signatures(config)
     if sig is None:
         return False
     return sig.get("rules_sha256") == rules_sha256() and sig.get("parameters") == json.loads(
@@ -46,10 +46,10 @@ def run(P: Chapter) -> Runs:
     needed, identify = step.needs(own)
     if not results.exists(results.model_folder(P.results, P.model_name), needed):
         ensure(identify)  # identify's files, where the Identify chapter has not made them
-    kept = None if P.recompute or not reusable(own) else step.stored(own)
+    kept = None if P.recompute or not reusable(own) else result.stored(own)
     out = {P.model_name: kept if kept is not None else step.run(own)}
     for m in P.shipped:
-        if (got := step.stored(P.to_accounts(m))) is not None:
+        if (got := result.stored(P.to_accounts(m))) is not None:
             out[m] = got
     return out
 
@@ -188,7 +188,7 @@ def findings_box(root: Path, name: str, label: str, evidence: bool = True) -> li
     ``<root>/results/<name>/accounts/`` and scored by :mod:`arithmech.accounts.rules` — signatures, not the paper's
     claims, so the box stands apart from theirs; ``[]`` where the model has no accounts results. ``evidence``
     False (a model with no ground truth to test) says the verdicts check the machinery only."""
-    got = step.stored(Chapter(results=str(Path(root) / "results")).to_accounts(name))
+    got = result.stored(Chapter(results=str(Path(root) / "results")).to_accounts(name))
     if got is None:
         return []
     sig = got.signatures

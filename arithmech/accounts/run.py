@@ -27,6 +27,7 @@ import torch
 from arithmech.accounts import ablate, atlas, classify, fourier, grid, signatures
 from arithmech.accounts import counterfactual as cf
 from arithmech.accounts.config import Accounts as Config
+from arithmech.accounts.result import FILES, Result, folder_of, read
 from arithmech.accounts.rules import PROBE_ALPHA, decide, rules_sha256
 from arithmech.accounts.runner import Runner
 from arithmech.core import provenance, results
@@ -38,28 +39,12 @@ from arithmech.embedded.train import corpus
 from arithmech.identify.config import Identify
 from arithmech.identify.result import load_key_heads
 
-FILES = (
-    "signatures.json",
-    "neurons.csv",
-    "maps.csv",
-    "faithfulness.csv",
-    "parity.csv",
-    "removal.csv",
-    "probe.csv",
-    "counterfactual.csv",
-)
-
 
 def needs(config: Config) -> tuple[str, Identify]:
     """identify's ``key_heads.json``, and the identify config that makes it where it is absent."""
     return "key_heads.json", Identify(
         model_name=config.model_name, results=config.results, seed=config.seed, device=config.device, dtype=config.dtype
     )
-
-
-def folder_of(config: Config) -> Path:
-    """``<results>/<model>/accounts/``."""
-    return results.model_folder(config.results, config.model_name) / "accounts"
 
 
 def flagged_layers(folder: Path, max_layers: int) -> list[int]:
@@ -114,29 +99,14 @@ def compute(config: Config, **loaded) -> Path:
     n_key = len(results.read(folder, "key_heads.json")["heads"])
     shots = shots_of(c, folder)
     t_start = time.time()
-    if c.threads:
-        torch.set_num_threads(c.threads)
-    model, tok = loaded.get("model"), loaded.get("tok")
-    if model is None:
-        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
-    samples = [
-        s
-        for s in grid.grid_prompts(tok, "addition", shots, c.seed)
-        if c.templates == "all" or s.template.startswith("add-")
-    ]
-    digits = grid.digit_ids(tok)
-    ph = Phases(folder, c)
-    runner = Runner(model, tok, samples, digits, c.batch_size)
+    g = _grid(c, loaded, Phases(folder, c), shots)
+    model, samples, ph, runner = g.model, g.samples, g.ph, g.runner
     clean = ph("clean", lambda: runner.clean(layers))
     mu, attr, scores = atlas.attribution(clean)
     order = atlas.ranking(scores)
     top = {l: o[: c.top_k] for l, o in order.items()}
     rng = np.random.default_rng(c.seed)
-    rows = sorted(rng.permutation(len(samples))[: c.n_intervene].tolist())
-    sub = [samples[r] for r in rows]
-    sub_runner = Runner(model, tok, sub, digits, c.batch_size)
-    par_rows = rows[: c.n_parity]
-    par_runner = Runner(model, tok, [samples[r] for r in par_rows], digits, c.batch_size)
+    sub, sub_runner, par_rows, par_runner = _subsets(g, rng)
     parity_df, parity = ph(
         "parity", lambda: atlas.parity(par_runner, par_rows, attr, order, mu, c.parity_neurons, c.seed)
     )
@@ -152,32 +122,10 @@ def compute(config: Config, **loaded) -> Path:
     subspace = ph(
         "subspace", lambda: atlas.shared_subspace(model, sub_runner, clean.acts, top, mu, sub, c.seed, c.n_boot)
     )
-    b = fourier.digit_basis(model, runner.arch, digits)
-    base_ld = sub_runner.ld()
-    removal = {site: ph(f"removal-{site}", remover(sub_runner, b, site, c)) for site in ("mlp", "attn")}
-    probes = ph("probe", lambda: run_probes(clean, samples, c))
-    freq = ph("frequency", lambda: digit_frequency(model, tok, c.model_name, digits, c.seed))
-    cf_rows = sorted(rng.permutation(len(samples))[: c.n_cf].tolist())
-    counter = ph(
-        "counterfactual",
-        lambda: cf.compare(model, tok, [samples[r] for r in cf_rows], heads, layers, c.seed, c.n_boot, c.batch_size),
-    )
-    clusters = [(s.a, s.b) for s in sub]
-    rem_numbers = {
-        site: signatures.removal_numbers(base_ld, r, clusters, c.n_boot, c.seed) for site, r in removal.items()
-    }
-    spectrum = {
-        "spectrum_mlp": fourier.periodic_share((clean.mlp_sum @ b.T).numpy()),
-        "spectrum_attn": fourier.periodic_share((clean.attn_sum @ b.T).numpy()),
-        "spectrum_baseline": fourier.periodic_share(freq[None]),
-        "spectrum_isotropic": fourier.ISOTROPIC_SHARE,
-    }
+    base_ld, removal, probes, digit_numbers = _digit_tests(g, sub_runner, sub, clean)
+    counter = _counterfactual(g, rng, heads, layers)
     numbers = {
-        "key_heads": n_key,
-        "heads_studied": [f"{l}.{h}" for l, h in heads],
-        "heads_from": heads_from,
-        "flagged_mlps": layers,
-        "shots": shots,
+        **_studied(n_key, heads, heads_from, layers, shots),
         "n_grid": len(samples),
         "grid_accuracy": float((clean.logits.argmax(1) == runner.answer).float().mean()),
         "ld_clean": float(base_ld.mean()),
@@ -185,6 +133,103 @@ def compute(config: Config, **loaded) -> Path:
         "cf_groups": counter["groups"],
         **faith,
         "top_k": c.top_k,
+        **_class_numbers(cls, neurons, assoc, c),
+        "parity": parity,
+        **digit_numbers,
+        "operand_values": len(grid.OPERANDS),
+        "digit_tokens": True,
+        "subspace": subspace,
+    }
+    seconds = round(time.time() - t_start, 1)
+    write_files(
+        out_dir, c, numbers, neurons, m, ids, faith_df, parity_df, removal, base_ld, probes, counter, ph, seconds
+    )
+    return out_dir
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The grid a run studies and what runs on it: the config, the model, the grid's prompts and digit tokens,
+    the checkpointed phases and a runner of the whole grid."""
+
+    c: Config
+    model: Any
+    tok: Any
+    samples: list
+    digits: list[int]
+    ph: Phases
+    runner: Runner
+
+
+def _grid(c: Config, loaded: dict, ph: Phases, shots: int) -> _Grid:
+    """The model (``loaded``'s, else loaded as the config says, on ``c.threads`` threads when set), the addition
+    grid's prompts (``add-`` templates only unless ``c.templates == "all"``) and what runs on them."""
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    model, tok = loaded.get("model"), loaded.get("tok")
+    if model is None:
+        model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype)
+    grid_prompts = grid.grid_prompts(tok, "addition", shots, c.seed)
+    samples = [s for s in grid_prompts if c.templates == "all" or s.template.startswith("add-")]
+    digits = grid.digit_ids(tok)
+    return _Grid(c, model, tok, samples, digits, ph, Runner(model, tok, samples, digits, c.batch_size))
+
+
+def _digit_tests(g: _Grid, sub_runner: Runner, sub: list, clean) -> tuple:
+    """The tests in the digits' Fourier basis (periodic directions removed from each site against random ones, the
+    probes, the digits' corpus frequency, the spectra): ``(base_ld, removal, probes, numbers)``, the subset's clean
+    logit difference, the removal's and the probes' results and their numbers (``probes`` to ``removal_attn``)."""
+    c = g.c
+    b = fourier.digit_basis(g.model, g.runner.arch, g.digits)
+    base_ld = sub_runner.ld()
+    removal = {site: g.ph(f"removal-{site}", remover(sub_runner, b, site, c)) for site in ("mlp", "attn")}
+    probes = g.ph("probe", lambda: run_probes(clean, g.samples, c))
+    freq = g.ph("frequency", lambda: digit_frequency(g.model, g.tok, c.model_name, g.digits, c.seed))
+    numbers = {
+        "probes": probes["summary"],
+        **_spectrum(clean, b, freq),
+        "digit_frequency": freq.tolist(),
+        **_removal_numbers(base_ld, removal, [(s.a, s.b) for s in sub], c),
+    }
+    return base_ld, removal, probes, numbers
+
+
+def _counterfactual(g: _Grid, rng: np.random.Generator, heads: list, layers: list[int]) -> dict:
+    """The counterfactual phase: studied heads against flagged MLPs on ``n_cf`` grid prompts drawn by ``rng``."""
+    c, samples = g.c, g.samples
+    cf_samples = [samples[r] for r in sorted(rng.permutation(len(samples))[: c.n_cf].tolist())]
+    return g.ph(
+        "counterfactual", lambda: cf.compare(g.model, g.tok, cf_samples, heads, layers, c.seed, c.n_boot, c.batch_size)
+    )
+
+
+def _studied(n_key: int, heads: list, heads_from: str, layers: list[int], shots: int) -> dict:
+    """The signature's first numbers, what identify's files gave: key heads, studied heads, flagged MLPs, shots."""
+    return {
+        "key_heads": n_key,
+        "heads_studied": [f"{l}.{h}" for l, h in heads],
+        "heads_from": heads_from,
+        "flagged_mlps": layers,
+        "shots": shots,
+    }
+
+
+def _subsets(g: _Grid, rng: np.random.Generator) -> tuple:
+    """``(sub, sub_runner, par_rows, par_runner)``: the ``n_intervene`` prompts the interventions run on, drawn by
+    ``rng`` (in grid order), and the first ``n_parity`` of them for the parity test; each with its runner."""
+    c, samples = g.c, g.samples
+    rows = sorted(rng.permutation(len(samples))[: c.n_intervene].tolist())
+    sub = [samples[r] for r in rows]
+    sub_runner = Runner(g.model, g.tok, sub, g.digits, c.batch_size)
+    par_rows = rows[: c.n_parity]
+    par_runner = Runner(g.model, g.tok, [samples[r] for r in par_rows], g.digits, c.batch_size)
+    return sub, sub_runner, par_rows, par_runner
+
+
+def _class_numbers(cls, neurons: pd.DataFrame, assoc: dict, c: Config) -> dict:
+    """The neurons' classes in numbers: the rate each class is found at against its null, the associated against
+    the unassociated neurons' effects, and how often the periodic fit wins."""
+    return {
         "class_rate": atlas.class_rate(cls),
         "null_rate": cls.null_heuristic,
         "periodic_rate": float((cls.periodic.r2_heldout >= 0.3).mean()),
@@ -193,34 +238,25 @@ def compute(config: Config, **loaded) -> Path:
         **{k: v for k, v in assoc.items() if k != "n"},
         "assoc_prompts": assoc["n"],
         "periodic_wins": atlas.periodic_wins(cls, c.n_boot, c.seed),
-        "parity": parity,
-        "probes": probes["summary"],
-        **spectrum,
-        "digit_frequency": freq.tolist(),
-        "clusters_removal": len(set(clusters)),
-        "removal_mlp": rem_numbers["mlp"],
-        "removal_attn": rem_numbers["attn"],
-        "operand_values": len(grid.OPERANDS),
-        "digit_tokens": True,
-        "subspace": subspace,
     }
-    write_files(
-        out_dir,
-        c,
-        numbers,
-        neurons,
-        m,
-        ids,
-        faith_df,
-        parity_df,
-        removal,
-        base_ld,
-        probes,
-        counter,
-        ph,
-        round(time.time() - t_start, 1),
-    )
-    return out_dir
+
+
+def _removal_numbers(base_ld: torch.Tensor, removal: dict, clusters: list, c: Config) -> dict:
+    """What removing the digit subspace from each site (``mlp``, ``attn``) does to the logit difference, with
+    intervals over the operand clusters."""
+    rem = {site: signatures.removal_numbers(base_ld, r, clusters, c.n_boot, c.seed) for site, r in removal.items()}
+    return {"clusters_removal": len(set(clusters)), "removal_mlp": rem["mlp"], "removal_attn": rem["attn"]}
+
+
+def _spectrum(clean, b: torch.Tensor, freq: np.ndarray) -> dict:
+    """The periodic share of the MLPs' and the heads' summed outputs in the digit basis, against the digits'
+    own frequency in the corpus and an isotropic direction."""
+    return {
+        "spectrum_mlp": fourier.periodic_share((clean.mlp_sum @ b.T).numpy()),
+        "spectrum_attn": fourier.periodic_share((clean.attn_sum @ b.T).numpy()),
+        "spectrum_baseline": fourier.periodic_share(freq[None]),
+        "spectrum_isotropic": fourier.ISOTROPIC_SHARE,
+    }
 
 
 def remover(runner: Runner, b: torch.Tensor, site: str, c: Config) -> Callable[[], dict]:
@@ -329,48 +365,6 @@ def write_files(  # noqa: PLR0913 (every file of the step, written together; a R
             "versions": provenance.versions(),
         },
     )
-
-
-@dataclass(frozen=True)
-class Result:
-    """The step's files (:func:`read`): ``signatures`` (``signatures.json``), and one DataFrame per CSV:
-    ``neurons``, ``maps``, ``faithfulness``, ``parity``, ``removal``, ``probe``, ``counterfactual``; ``config``."""
-
-    config: Config
-    signatures: dict
-    neurons: pd.DataFrame
-    maps: pd.DataFrame
-    faithfulness: pd.DataFrame
-    parity: pd.DataFrame
-    removal: pd.DataFrame
-    probe: pd.DataFrame
-    counterfactual: pd.DataFrame
-
-
-def read(folder: str | Path, config: Config) -> Result:
-    """The files of ``folder`` (``<model>/accounts/``) as a :class:`Result`."""
-    f = Path(folder)
-    if not (f / "signatures.json").exists():
-        raise results.ResultsError(f"{f}/signatures.json is missing: run python -m arithmech accounts")
-    csv = {
-        n: pd.read_csv(f / n, dtype={"neuron": str}) if (f / n).stat().st_size > 1 else pd.DataFrame()
-        for n in FILES[1:]
-    }
-    return Result(config, json.loads((f / "signatures.json").read_text()), *(csv[n] for n in FILES[1:]))
-
-
-def stored(config: Config) -> Result | None:
-    """The files the step wrote for ``config``'s model (:func:`folder_of`), read by :func:`read`; ``None`` where it
-    wrote none."""
-    folder = folder_of(config)
-    return read(folder, config) if (folder / "signatures.json").exists() else None
-
-
-def stored_signatures(config: Config) -> dict | None:
-    """``signatures.json`` of ``config``'s model alone (what a chapter checks before it reuses the files), or
-    ``None`` where the step wrote none."""
-    f = folder_of(config) / "signatures.json"
-    return json.loads(f.read_text()) if f.exists() else None
 
 
 def run(config: Config, **loaded) -> Result:

@@ -109,25 +109,11 @@ def compute(config: Config) -> Computed:
         roles = attention_by_role(model, tok, samples, batch_size=c.batch_size)
         labels = label_heads(roles, heads)
         bar.advance(note="attention")
-        per = projection_samples(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
-        mlp = projection_table(per)  # the mean curves of Fig. 6a/b, 13, 14
-        stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
-        curves = specific_curves(per, (*MLP_QUANTITIES, "in_other"))  # each minus its matched baseline
-        clusters = [cluster(x) for x in samples]  # knots' intervals resample the problem clusters
-        specific = stage_intervals(curves, clusters, seed=c.seed) if geo.n_layers >= 5 else {}
+        mlp, stages, specific = _mlp_stages(model, tok, samples, geo, c)
         bar.advance(note="mlp")
         top = layer_top_numbers(model, tok, c.prompt, k=5, final_norm=c.final_norm)
         bar.advance(note="top numbers")
-    summary = {
-        "key_heads": key_head_summary(roles, heads),
-        "heads_from": heads_from,
-        "stages": {k: list(v) for k, v in stages.items()},
-        "specific_stages": specific,
-        "final_norm": c.final_norm,
-        "prompt": c.prompt,
-        "n_samples": len(samples),
-        "operations": ops or "all",
-    }
+    summary = _summary(roles, heads, heads_from, stages, specific, len(samples), ops, c)
     results.write_step(
         folder,
         "analyze",
@@ -137,23 +123,7 @@ def compute(config: Config) -> Computed:
             "top_numbers.csv": top.assign(prompt=c.prompt),
             "analyze.json": summary,
         },
-        {
-            "parameters": dict(
-                model=c.model_name,
-                n_samples=c.n_samples,
-                seed=c.seed,
-                device=c.device,
-                dtype=c.dtype,
-                prompt=c.prompt,
-                final_norm=c.final_norm,
-                batch_size=c.batch_size,
-                operations=c.operations,
-            ),
-            "versions": provenance.versions(),
-            "wall_s": round(time.time() - t0, 2),
-            "peak_memory": provenance.peak_memory(),
-            "estimate": est.record() if est else None,
-        },
+        _record(c, t0, est),
     )
     return Computed(
         model=model,
@@ -168,6 +138,56 @@ def compute(config: Config) -> Computed:
         stages=stages,
         folder=folder,
     )
+
+
+def _mlp_stages(model, tok, samples: list, geo, c: Config) -> tuple:
+    """The MLPs' projections (the mean curves of Fig. 6a/b, 13, 14), their stage layers and, from the curves each
+    minus its matched baseline, the stages' intervals (resampling the problem clusters); no stages under five
+    layers. Returns ``(mlp, stages, specific)``."""
+    per = projection_samples(model, tok, samples, final_norm=c.final_norm, batch_size=c.batch_size)
+    mlp = projection_table(per)  # the mean curves of Fig. 6a/b, 13, 14
+    stages = stage_layers(mlp) if geo.n_layers >= 5 else {}
+    curves = specific_curves(per, (*MLP_QUANTITIES, "in_other"))  # each minus its matched baseline
+    clusters = [cluster(x) for x in samples]  # knots' intervals resample the problem clusters
+    specific = stage_intervals(curves, clusters, seed=c.seed) if geo.n_layers >= 5 else {}
+    return mlp, stages, specific
+
+
+def _summary(roles, heads: list, heads_from: str, stages: dict, specific: dict, n: int, ops, c: Config) -> dict:
+    """``analyze.json``: the key heads' roles (and where the heads come from), the MLP stages with their intervals,
+    the projection's settings, the prompts' count and operations."""
+    return {
+        "key_heads": key_head_summary(roles, heads),
+        "heads_from": heads_from,
+        "stages": {k: list(v) for k, v in stages.items()},
+        "specific_stages": specific,
+        "final_norm": c.final_norm,
+        "prompt": c.prompt,
+        "n_samples": n,
+        "operations": ops or "all",
+    }
+
+
+def _record(c: Config, t0: float, est) -> dict:
+    """The step's record (``run.json``): its settings, the versions, the seconds since ``t0``, the peak memory and
+    the estimate made before the run."""
+    return {
+        "parameters": dict(
+            model=c.model_name,
+            n_samples=c.n_samples,
+            seed=c.seed,
+            device=c.device,
+            dtype=c.dtype,
+            prompt=c.prompt,
+            final_norm=c.final_norm,
+            batch_size=c.batch_size,
+            operations=c.operations,
+        ),
+        "versions": provenance.versions(),
+        "wall_s": round(time.time() - t0, 2),
+        "peak_memory": provenance.peak_memory(),
+        "estimate": est.record() if est else None,
+    }
 
 
 def summary(result: Result) -> str:

@@ -83,26 +83,14 @@ def beyond(
     )
     times.update(cmp["times"])
     misses = attribution.diagnose(model, clean, corrupt, ans, cmp["frame"], n_misses) if n_misses else pd.DataFrame()
-    eap = cmp["frame"]
-    if not misses.empty:
-        eap = eap.merge(
-            misses[["layer", "head", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen", "cause"]],
-            on=["layer", "head"],
-            how="left",
-        )
+    eap = _with_misses(cmp["frame"], misses)
     recs, source = upstream.receivers_from(effects, key_heads, config.receivers)
     t1 = time.perf_counter()
     pairs_in = Inputs(clean_p, clean, corrupt, ans, corrupt_prompts=corrupt_p, roles=[s.positions for s in samples])
     up = upstream.upstream_fast(model, tok, pairs_in, recs, batch_size) if recs else {}
     times["upstream_s"] = time.perf_counter() - t1
-    H = geometry(model).n_heads
     logit_o = clean.need("answer_logit")
-    upf = (
-        upstream.frame(up, logit_o, H)
-        if up
-        else pd.DataFrame(columns=["receiver", "position", "path", "sender", "effect"])
-    )
-    total = (corrupt.need("answer_logit") - logit_o) / logit_o
+    upf = _upstream_frame(up, logit_o, geometry(model).n_heads)
     n = len(samples)
     summary = {
         **cmp["summary"],
@@ -111,14 +99,42 @@ def beyond(
         "receivers": [f"{l}.{h}" for l, h in recs],
         "receivers_from": source,
         "n_key_heads_identify": len(key_heads.get("heads", [])),
-        "total_effect": {
-            "mean": float(total.mean()),
-            "se": float(total.std() / np.sqrt(n)) if n > 1 else None,
-            "definition": "(logit of {C} on X_c - on X_r) / on X_r, mean over samples",
-        },
+        "total_effect": _total_effect(logit_o, corrupt.need("answer_logit")),
         "times": {k: round(v, 3) for k, v in times.items()},
     }
     return {"eap": eap, "upstream": upf, "misses": misses, "summary": summary, "receivers": recs}
+
+
+def _with_misses(eap: pd.DataFrame, misses: pd.DataFrame) -> pd.DataFrame:
+    """EAP's rows with each head's miss diagnosis beside them (what freezing the norm, the gate or both leaves
+    of the miss, and its cause), where there is one."""
+    if misses.empty:
+        return eap
+    return eap.merge(
+        misses[["layer", "head", "miss", "miss_norm_frozen", "miss_gate_frozen", "miss_both_frozen", "cause"]],
+        on=["layer", "head"],
+        how="left",
+    )
+
+
+def _upstream_frame(up: dict, logit_o, n_heads: int) -> pd.DataFrame:
+    """The upstream paths' rows (:func:`upstream.frame`: relative to the answer logit ``logit_o``); none (the
+    columns alone) without a receiver."""
+    if up:
+        return upstream.frame(up, logit_o, n_heads)
+    return pd.DataFrame(columns=["receiver", "position", "path", "sender", "effect"])
+
+
+def _total_effect(logit_o, logit_c) -> dict:
+    """The counterfactual's total effect: the answer logit's relative change from X_r (``logit_o``) to X_c
+    (``logit_c``), its mean over samples and standard error."""
+    total = (logit_c - logit_o) / logit_o
+    n = len(total)
+    return {
+        "mean": float(total.mean()),
+        "se": float(total.std() / np.sqrt(n)) if n > 1 else None,
+        "definition": "(logit of {C} on X_c - on X_r) / on X_r, mean over samples",
+    }
 
 
 def run(config: Config) -> Result:

@@ -105,7 +105,6 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
         "draws:Q",
     ]
     curve, point = alt.datum.kind == "curve", alt.datum.kind == "point"
-    raw = alt.datum.kind == "raw"
     base = alt.Chart()
     area = (
         base.transform_filter(curve)
@@ -123,6 +122,20 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
         .mark_point(shape="diamond", filled=True, size=70)
         .encode(x=x, y=y, color=color, tooltip=tip)
     )
+    unclipped = _unclipped_points(x, y, color)
+    target = base.mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(y=alt.datum(TARGET))
+    layers = (area, line, bar, dot) + ((unclipped,) if (data.kind == "raw").any() else ()) + (target,)
+    chart = (
+        alt.layer(*layers, data=data)
+        .properties(width=COLUMN // 2 - 30, height=180)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=[PANELS[p] for p in panels]), columns=3)
+    )
+    return chart.properties(title=_faithfulness_title(frame, (data.kind == "raw").any(), model_name, fig))
+
+
+def _unclipped_points(x: alt.X, y: alt.Y, color: alt.Color) -> alt.Chart:
+    """The hollow squares' layer: each point's unclipped mean recovery (the bounded share's mean hides prompts
+    above 1), with how many prompts go above 1."""
     rtip = [
         "series:N",
         "n:Q",
@@ -131,36 +144,33 @@ def faithfulness_chart(frame: pd.DataFrame, model_name: str, fig: str = "Faithfu
         alt.Tooltip("hi:Q", format=".1%", title="high"),
         alt.Tooltip("over_one:Q", format=".0%", title="prompts above 1"),
     ]
-    unclipped = (
-        base.transform_filter(raw)
+    return (
+        alt.Chart()
+        .transform_filter(alt.datum.kind == "raw")
         .mark_point(shape="square", filled=False, size=40)
         .encode(x=x, y=y, color=color, tooltip=rtip)
     )
-    target = base.mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker")).encode(y=alt.datum(TARGET))
-    layers = (area, line, bar, dot) + ((unclipped,) if (data.kind == "raw").any() else ()) + (target,)
-    chart = (
-        alt.layer(*layers, data=data)
-        .properties(width=COLUMN // 2 - 30, height=180)
-        .facet(facet=alt.Facet("panel:N", title=None, sort=[PANELS[p] for p in panels]), columns=3)
-    )
+
+
+def _faithfulness_title(frame: pd.DataFrame, has_raw: bool, model_name: str, fig: str):
+    """The chart's title: the recovery measure, how many prompts, the interval's level, the hollow squares (when
+    drawn), the random circuits' band and the 80% target."""
     n_p = int(frame.n_prompts.iloc[0]) if len(frame) else 0
     what = "per prompt (LD − LD(baseline)) / (LD(X_r) − LD(baseline)) clipped to [0, 1], mean over"
     level = f"{frame.level.iloc[0]:.1%}" if len(frame) else "95%"
     hollow = (
         f"; hollow squares: unclipped mean (drawn at {RAW_SPAN[0]:.0%} / {RAW_SPAN[1]:.0%} when outside)"
-        if (data.kind == "raw").any()
+        if has_raw
         else ""
     )
-    return chart.properties(
-        title=fig_title(
-            fig,
-            f"does the circuit keep the answer alone, and bring it back into X_c? {model_name}",
-            [
-                f"{what} {n_p} evaluation-side prompts; bars: {level} cluster bootstrap{hollow};",
-                "grey: 5–95% of random circuits (END: outside the top n; diamonds: heads of the same layers at "
-                "the same positions); dashed: 80%",
-            ],
-        )
+    return fig_title(
+        fig,
+        f"does the circuit keep the answer alone, and bring it back into X_c? {model_name}",
+        [
+            f"{what} {n_p} evaluation-side prompts; bars: {level} cluster bootstrap{hollow};",
+            "grey: 5–95% of random circuits (END: outside the top n; diamonds: heads of the same layers at "
+            "the same positions); dashed: 80%",
+        ],
     )
 
 

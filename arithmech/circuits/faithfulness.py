@@ -70,6 +70,69 @@ def prompts_and_pool(model, tok, p: dict, n_samples: int, batch_size: int, ranke
     return samples, cached_pool(model, tok, pool, batch_size=batch_size), pool
 
 
+IDENTIFY_SETTINGS = (
+    "ranked_task",
+    "pooled",
+    "answer_token",
+    "shots",
+    "example_sets",
+    "pool_size",
+    "n_boot",
+    "bootstrap",
+)
+"""identify's recorded settings the step reads and records beside its own."""
+
+
+def _check_n_max(c: Config, effects: pd.DataFrame, task: str) -> None:
+    """Refuse an ``--n-max`` over half the components: random circuits of n are drawn outside the top n."""
+    n_comp = int((effects.task == task).sum())
+    if c.n_max > n_comp // 2:
+        raise ValueError(
+            f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
+            f"outside the top n, so --n-max is at most {n_comp // 2}"
+        )
+
+
+def _sites_and_settings(c: Config, roles: pd.DataFrame | None, kh: dict, p: dict) -> tuple:
+    """The heads the cross-position test reads (operand-reading heads from analyze's ``roles``, the key heads), the
+    settings (identify's bootstrap) and the memory estimate, refused here when the run cannot fit.
+
+    Returns ``(reading, key, settings, estimate)``.
+    """
+    reading = sites.reading_heads(roles) if roles is not None else []
+    key = sites.key_heads(kh, p["ranked_task"])
+    settings = FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
+    est = admission.check(
+        c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"], shots=p.get("shots", 0)
+    )
+    return reading, key, settings, est
+
+
+def _with_cross_position(frame: pd.DataFrame, info: dict, rows: list, cp: dict) -> pd.DataFrame:
+    """The curves' rows with the cross-position test's (``rows``); its info (``cp``) goes to
+    ``info["cross_position"]`` with the ratio of the two noising denominators on the same prompts."""
+    info["cross_position"] = cp
+    frame = pd.concat([frame, pd.DataFrame(rows, columns=faithfulness_method.COLUMNS)], ignore_index=True)
+    cp["full_effect_vs_end"] = (cp["ld_x_r"] - cp["ld_all_ablated_mean"]) / (
+        info["ld_x_r"] - info["ld_all_ablated_mean"]
+    )
+    return frame
+
+
+def _parameters(c: Config) -> dict:
+    """The step's own settings as recorded (``run.json``)."""
+    return dict(
+        model=c.model_name,
+        n_max=c.n_max,
+        n_random=c.n_random,
+        n_samples=c.n_samples,
+        seed=c.seed,
+        device=c.device,
+        dtype=c.dtype,
+        batch_size=c.batch_size,
+    )
+
+
 def run(config: Config) -> Result:
     """The step end to end (see the module docstring). Returns the :class:`Result` read back from what it wrote
     (:func:`read`; the rule's outcome and the prompts' info are in its ``record``)."""
@@ -79,20 +142,10 @@ def run(config: Config) -> Result:
     effects = results.read(folder, "effects.csv")
     ranked = pairs.samples(folder)  # identify's X_r: their problems never evaluate
     p = recorded_setting(folder)
-    n_comp = int((effects.task == p["ranked_task"]).sum())
-    if c.n_max > n_comp // 2:  # before the model loads
-        raise ValueError(
-            f"--n-max {c.n_max}: the model has {n_comp} components; random circuits of n are drawn "
-            f"outside the top n, so --n-max is at most {n_comp // 2}"
-        )
+    _check_n_max(c, effects, p["ranked_task"])  # before the model loads
     roles = results.read(folder, "attention_roles.csv") if results.exists(folder, "attention_roles.csv") else None
     kh = results.read(folder, "key_heads.json")
-    reading = sites.reading_heads(roles) if roles is not None else []  # before the model loads
-    key = sites.key_heads(kh, p["ranked_task"])
-    settings = FaithfulnessSettings.of(c, p.get("n_boot", 1000), p.get("bootstrap") or "prompt")  # identify's
-    est = admission.check(
-        c, tasks=len(p["pooled"]), n_boot=p.get("n_boot", 1000), pool_size=p["pool_size"], shots=p.get("shots", 0)
-    )  # refused here when it cannot fit, before the model loads
+    reading, key, settings, est = _sites_and_settings(c, roles, kh, p)  # before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
     announce("faithfulness", est.line() if est else "")
@@ -111,43 +164,16 @@ def run(config: Config) -> Result:
             if roles is None:
                 info["cross_position"] = "not run: no attention_roles.csv (python -m arithmech analyze first)"
             elif reading or key:
-                rows, info["cross_position"] = sites.cross_position(
-                    model, tok, samples, means, reading, key, p["ranked_task"], settings
-                )
-                frame = pd.concat([frame, pd.DataFrame(rows, columns=faithfulness_method.COLUMNS)], ignore_index=True)
-                cp = info["cross_position"]  # the two noising denominators on the same prompts
-                cp["full_effect_vs_end"] = (cp["ld_x_r"] - cp["ld_all_ablated_mean"]) / (
-                    info["ld_x_r"] - info["ld_all_ablated_mean"]
-                )
+                rows, cp = sites.cross_position(model, tok, samples, means, reading, key, p["ranked_task"], settings)
+                frame = _with_cross_position(frame, info, rows, cp)
             else:
                 info["cross_position"] = "not run: no operand-reading head and no key head"
         bar.advance()
     rule = faithful_verdict(frame, p["ranked_task"], TARGET, K_MAX)
     wall = time.time() - t0
     record = {
-        "parameters": dict(
-            model=c.model_name,
-            n_max=c.n_max,
-            n_random=c.n_random,
-            n_samples=c.n_samples,
-            seed=c.seed,
-            device=c.device,
-            dtype=c.dtype,
-            batch_size=c.batch_size,
-        ),
-        "identify": {
-            k: p.get(k)
-            for k in (
-                "ranked_task",
-                "pooled",
-                "answer_token",
-                "shots",
-                "example_sets",
-                "pool_size",
-                "n_boot",
-                "bootstrap",
-            )
-        },
+        "parameters": _parameters(c),
+        "identify": {k: p.get(k) for k in IDENTIFY_SETTINGS},
         "prompts": "knockout_run.eval_samples(heldout=True) over the pooled tasks' templates, seed = identify's; "
         "no problem cluster of identify's prompts.jsonl",
         "means": means.describe(),

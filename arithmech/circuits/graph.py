@@ -42,18 +42,7 @@ def graph(
     the sum of its k (v) paths over the positions (END, A, operator, B), ``weight`` = q + k + v."""
     direct = _direct(eap)
     receivers = list(dict.fromkeys(upstream["receiver"])) if len(upstream) else []
-    up = (
-        upstream.pivot_table(
-            index=["sender", "sender_layer", "receiver"], columns="path", values="effect", aggfunc="sum"
-        )
-        .reindex(columns=["q", "k", "v"], fill_value=0.0)
-        .reset_index()
-        if len(upstream)
-        else pd.DataFrame()
-    )
-    if len(up):
-        up["weight"] = up[["q", "k", "v"]].sum(axis=1)
-        up = up.reindex(up["weight"].abs().sort_values(ascending=False, kind="stable").index).head(n_edges)
+    up = _strongest_edges(upstream, n_edges)
     senders = [s for s in dict.fromkeys(up["sender"]) if s not in receivers] if len(up) else []
     layer_of = lambda s: int(s.split()[-1]) if s.startswith("MLP") else int(s.split(".")[0])
     nodes = pd.DataFrame(
@@ -94,6 +83,24 @@ def graph(
         for s in receivers + senders
     ]
     return nodes, pd.DataFrame(edges, columns=["source", "target", "kind", "weight", "q", "k", "v"])
+
+
+def _strongest_edges(upstream: pd.DataFrame, n_edges: int) -> pd.DataFrame:
+    """The ``n_edges`` sender → receiver edges of largest |weight|: each edge's q, k and v (a path's effects summed
+    over the positions) and ``weight`` = q + k + v; empty without upstream rows."""
+    up = (
+        upstream.pivot_table(
+            index=["sender", "sender_layer", "receiver"], columns="path", values="effect", aggfunc="sum"
+        )
+        .reindex(columns=["q", "k", "v"], fill_value=0.0)
+        .reset_index()
+        if len(upstream)
+        else pd.DataFrame()
+    )
+    if len(up):
+        up["weight"] = up[["q", "k", "v"]].sum(axis=1)
+        up = up.reindex(up["weight"].abs().sort_values(ascending=False, kind="stable").index).head(n_edges)
+    return up
 
 
 def verdict(eap: pd.DataFrame, upstream: pd.DataFrame) -> dict:
@@ -147,6 +154,24 @@ def circuit_chart(
         y2=edges.target.map(pos.y),
         size=edges.weight.abs(),
     )
+    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]), axis=integer_axis())
+    y = alt.Y("y:Q", title=None, axis=None)
+    n = nodes.rename(columns={"layer": "x"}).assign(label=lambda d: d.node.map(component_label))
+    dots, labels = _node_layers(n, x, y)
+    return alt.layer(_edge_layer(e, x, y), dots, labels).properties(
+        width=560,
+        height=300,
+        title=fig_title(
+            fig,
+            f"the paths into the key heads, {model_name}",
+            "edge = mean relative change of the answer logit along that path",
+        ),
+    )
+
+
+def _edge_layer(e: pd.DataFrame, x: alt.X, y: alt.Y) -> alt.Chart:
+    """The edges' layer: one rule per edge, its width and colour the effect (red: lowers the answer logit),
+    dashed for the direct edges to the logits."""
     m = max(1e-9, float(e.weight.abs().max())) if len(e) else 1.0
     color = alt.Color(
         "weight:Q",
@@ -163,9 +188,7 @@ def circuit_chart(
         alt.Tooltip("k:Q", format=".2%"),
         alt.Tooltip("v:Q", format=".2%"),
     ]
-    x = alt.X("x:Q", title="layer", scale=alt.Scale(domain=[-0.5, float(nodes.layer.max()) + 0.5]), axis=integer_axis())
-    y = alt.Y("y:Q", title=None, axis=None)
-    lines = (
+    return (
         alt.Chart(e)
         .mark_rule(opacity=0.8)
         .encode(
@@ -181,7 +204,10 @@ def circuit_chart(
             tooltip=tip,
         )
     )
-    n = nodes.rename(columns={"layer": "x"}).assign(label=lambda d: d.node.map(component_label))
+
+
+def _node_layers(n: pd.DataFrame, x: alt.X, y: alt.Y) -> tuple[alt.Chart, alt.Chart]:
+    """The nodes' layers: a circle per node filled by its kind (receiver, sender, logits), and its label."""
     dots = (
         alt.Chart(n)
         .mark_circle(size=260, opacity=1)
@@ -198,12 +224,4 @@ def circuit_chart(
         )
     )
     labels = alt.Chart(n).mark_text(dy=-14, fontSize=11).encode(x=x, y=y, text="label:N")
-    return alt.layer(lines, dots, labels).properties(
-        width=560,
-        height=300,
-        title=fig_title(
-            fig,
-            f"the paths into the key heads, {model_name}",
-            "edge = mean relative change of the answer logit along that path",
-        ),
-    )
+    return dots, labels

@@ -79,12 +79,14 @@ def _fig8() -> list[Template]:
 
 
 def _fig10() -> list[Template]:
-    """Fig. 10: twelve addition templates with other linguistic meanings.
+    """Fig. 10: twelve addition templates with other linguistic meanings (:func:`_time_spans`,
+    :func:`_accumulations`)."""
+    return _time_spans() + _accumulations()
 
-    Time span: {A} is the duration, {B} the start, the answer the end ({B} + {A}). The verb
-    is the calculation word ({OP}); X_c replaces it and the unit with neutral words.
-    Accumulation: X_c breaks the link between the two counts (other objects, other owner), Fig. 9.
-    """
+
+def _time_spans() -> list[Template]:
+    """Fig. 10's eight time-span templates (``span-1`` to ``span-8``): {A} is the duration, {B} the start, the answer
+    the end ({B} + {A}). The verb is the calculation word ({OP}); X_c replaces it and the unit with neutral words."""
     ts = [
         (
             "The {EVENT} {OP} {A} years from the year {YYY}{B} to the year {YYY}",
@@ -107,6 +109,17 @@ def _fig10() -> list[Template]:
         ("The {EVENT} {OP} {A} hours from {B} am to", "The {EVENT} {N} {A} {N2} from {B} am to", " "),
         ("The {EVENT} will {OP} {A} hours from {B} am to", "The {EVENT} will {N} {A} {N2} from {B} am to", " "),
     ]
+    return [
+        Template(
+            f"span-{k}", "addition", "time-span", c, x, joiner=j, op_word="{SPAN_FUTURE}" if " will " in c else "{SPAN}"
+        )
+        for k, (c, x, j) in enumerate(ts, 1)
+    ]
+
+
+def _accumulations() -> list[Template]:
+    """Fig. 10's four accumulation templates (``acc-9`` to ``acc-12``): X_c breaks the link between the two counts
+    (other objects, other owner), Fig. 9."""
     acc = [
         (
             "{NAME} has {A} {OBJECT}, then {NAME} {OP} {B} {OBJECT}. What's the total number of {OBJECT} that "
@@ -133,16 +146,9 @@ def _fig10() -> list[Template]:
             "{OBJECT_C2} that {NAME_C} {OP}? The answer is",
         ),
     ]
-    out = [
-        Template(
-            f"span-{k}", "addition", "time-span", c, x, joiner=j, op_word="{SPAN_FUTURE}" if " will " in c else "{SPAN}"
-        )
-        for k, (c, x, j) in enumerate(ts, 1)
-    ]
-    out += [
+    return [
         Template(f"acc-{k}", "addition", "accumulation", c, x, op_word="{ACQUIRE}") for k, (c, x) in enumerate(acc, 9)
     ]
-    return out
 
 
 FIG8 = _fig8()

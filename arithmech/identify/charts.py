@@ -157,7 +157,21 @@ def knockout_control_chart(
         )
     )
     line = base.mark_line(point=True).encode(x=x, y=y, color=color, detail="segment:N", tooltip=tip)
-    rule = (
+    rule = _floor_rules(kind)
+    n_tasks = curve["task"].nunique()
+    chart = (
+        alt.layer(band, line, rule, bars, data=data)
+        .resolve_scale(color="independent")
+        .properties(width=COLUMN if n_tasks == 1 else COLUMN // 2 - 20, height=220 if n_tasks == 1 else 160)
+    )
+    if n_tasks > 1:
+        chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(curve["task"]))), columns=2)
+    return chart.properties(title=_control_title(knockout, curve, kind, fig, positions))
+
+
+def _floor_rules(kind: str) -> alt.Chart:
+    """The dashed floor lines' layer: accuracy with every ``kind`` knocked out, and the majority floor."""
+    return (
         alt.Chart()
         .transform_filter(alt.datum.part == "rule")
         .mark_rule(strokeDash=[4, 3])
@@ -178,25 +192,20 @@ def knockout_control_chart(
             ],
         )
     )
-    n_tasks = curve["task"].nunique()
-    chart = (
-        alt.layer(band, line, rule, bars, data=data)
-        .resolve_scale(color="independent")
-        .properties(width=COLUMN if n_tasks == 1 else COLUMN // 2 - 20, height=220 if n_tasks == 1 else 160)
-    )
-    if n_tasks > 1:
-        chart = chart.facet(facet=alt.Facet("task:N", title=None, sort=list(dict.fromkeys(curve["task"]))), columns=2)
+
+
+def _control_title(knockout: pd.DataFrame, curve: pd.DataFrame, kind: str, fig: str, positions: str):
+    """The chart's title: what is knocked out where, what the bands and the dashed lines are, and how far the
+    random orders reach (:func:`random_coverage`, up to the k that knocks every ``kind`` out)."""
     where = "at END" if positions == "end" else "at every position"
     out = knockout[(knockout["kind"] == "sanity") & (knockout["order"] == RULES[kind][0])]["k"]
     cover = random_coverage(curve, kind, int(out.max()) if len(out) else None)
-    return chart.properties(
-        title=fig_title(
-            fig,
-            f"knocking out {PLURAL.get(kind, kind + 's')} by effect rank vs random ones outside the top k",
-            [
-                f"mean ablation {where} (reference-pool means); bands: Wilson 95% (effect rank),",
-                f"5–95% of the random orders; dashed: all {PLURAL.get(kind, kind + 's')} out and the majority floor",
-            ]
-            + ([cover] if cover else []),
-        )
+    return fig_title(
+        fig,
+        f"knocking out {PLURAL.get(kind, kind + 's')} by effect rank vs random ones outside the top k",
+        [
+            f"mean ablation {where} (reference-pool means); bands: Wilson 95% (effect rank),",
+            f"5–95% of the random orders; dashed: all {PLURAL.get(kind, kind + 's')} out and the majority floor",
+        ]
+        + ([cover] if cover else []),
     )

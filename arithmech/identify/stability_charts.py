@@ -70,62 +70,66 @@ def head_intervals_chart(
     (interval below ``threshold``, the red rule); hover for how often the head was key across runs."""
     panels = []
     for kind, g in heads.groupby("kind", sort=False):
-        g = g.sort_values(["effect", "layer", "head"]).head(top).assign(name=lambda d: d.name.map(component_label))
-        g["key"] = (g.effect_hi < threshold).map({True: "key (interval below threshold)", False: "not key"})
-        g["often"] = [f"key in {k} of {r} runs, top in {t}" for k, r, t in zip(g.key_runs, g.runs, g.top_runs)]
-        y = alt.Y("name:N", sort=list(g.name), title=None)
-        bars = (
-            alt.Chart(g)
-            .mark_rule(strokeWidth=2, color=colours.colour("ink", "mark"))
-            .encode(
-                y=y,
-                x=alt.X("effect_lo:Q", title="relative change of the answer logit", axis=alt.Axis(format="%")),
-                x2="effect_hi:Q",
-            )
-        )
-        pts = (
-            alt.Chart(g)
-            .mark_point(size=50, filled=True)
-            .encode(
-                y=y,
-                x="effect:Q",
-                shape=alt.Shape(
-                    "key:N",
-                    title=None,
-                    legend=_BOTTOM,
-                    scale=alt.Scale(domain=["key (interval below threshold)", "not key"], range=["circle", "triangle"]),
-                ),
-                color=alt.Color(
-                    "key:N",
-                    title=None,
-                    legend=None,
-                    scale=colours.scale("selection", {"key (interval below threshold)": "key", "not key": "control"}),
-                ),
-                tooltip=[
-                    "name:N",
-                    alt.Tooltip("effect:Q", format="+.2%"),
-                    alt.Tooltip("effect_lo:Q", format="+.2%"),
-                    alt.Tooltip("effect_hi:Q", format="+.2%"),
-                    alt.Tooltip("n:Q", title="X_r prompts"),
-                    "often:N",
-                ],
-            )
-        )
-        rule = (
-            alt.Chart(pd.DataFrame({"t": [threshold]}))
-            .mark_rule(color=colours.colour("reference", "marker"), strokeDash=[4, 3])
-            .encode(x="t:Q")
-        )
-        n = int(g.n.iloc[0]) if len(g) else 0
-        panels.append(
-            alt.layer(bars, pts, rule).properties(
-                width=COLUMN // 3, height=14 * len(g) + 10, title=f"{kind} counterfactual ({n} prompts)"
-            )
-        )
+        panels.append(_head_panel(kind, g, threshold, top))
     return alt.hconcat(*panels).properties(
         title=fig_title(
             "Stability",
             title,
             f"red circle: key (whole interval below the dashed threshold {threshold:+.0%}); grey triangle: not key",
         )
+    )
+
+
+def _head_panel(kind: str, g: pd.DataFrame, threshold: float, top: int) -> alt.LayerChart | alt.FacetChart:
+    """One counterfactual's panel: its ``top`` most negative heads, each an interval (bar) and its effect (point;
+    filled = key), and the threshold's dashed rule."""
+    g = g.sort_values(["effect", "layer", "head"]).head(top).assign(name=lambda d: d.name.map(component_label))
+    g["key"] = (g.effect_hi < threshold).map({True: "key (interval below threshold)", False: "not key"})
+    g["often"] = [f"key in {k} of {r} runs, top in {t}" for k, r, t in zip(g.key_runs, g.runs, g.top_runs)]
+    y = alt.Y("name:N", sort=list(g.name), title=None)
+    bars = (
+        alt.Chart(g)
+        .mark_rule(strokeWidth=2, color=colours.colour("ink", "mark"))
+        .encode(
+            y=y,
+            x=alt.X("effect_lo:Q", title="relative change of the answer logit", axis=alt.Axis(format="%")),
+            x2="effect_hi:Q",
+        )
+    )
+    pts = (
+        alt.Chart(g)
+        .mark_point(size=50, filled=True)
+        .encode(
+            y=y,
+            x="effect:Q",
+            shape=alt.Shape(
+                "key:N",
+                title=None,
+                legend=_BOTTOM,
+                scale=alt.Scale(domain=["key (interval below threshold)", "not key"], range=["circle", "triangle"]),
+            ),
+            color=alt.Color(
+                "key:N",
+                title=None,
+                legend=None,
+                scale=colours.scale("selection", {"key (interval below threshold)": "key", "not key": "control"}),
+            ),
+            tooltip=[
+                "name:N",
+                alt.Tooltip("effect:Q", format="+.2%"),
+                alt.Tooltip("effect_lo:Q", format="+.2%"),
+                alt.Tooltip("effect_hi:Q", format="+.2%"),
+                alt.Tooltip("n:Q", title="X_r prompts"),
+                "often:N",
+            ],
+        )
+    )
+    rule = (
+        alt.Chart(pd.DataFrame({"t": [threshold]}))
+        .mark_rule(color=colours.colour("reference", "marker"), strokeDash=[4, 3])
+        .encode(x="t:Q")
+    )
+    n = int(g.n.iloc[0]) if len(g) else 0
+    return alt.layer(bars, pts, rule).properties(
+        width=COLUMN // 3, height=14 * len(g) + 10, title=f"{kind} counterfactual ({n} prompts)"
     )

@@ -23,7 +23,6 @@ import torch
 
 from arithmech.core import results
 from arithmech.core.models import BATCH_SIZE, arch_for, geometry, input_device
-from arithmech.core.stats import wilson_interval
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
@@ -34,6 +33,14 @@ from arithmech.data.splits import n_problems
 from arithmech.methods.ablation.intervention import MeanAblation, MeanSource, check_positions
 from arithmech.methods.ablation.knockout import Means, group_key, mean_activations
 from arithmech.methods.attention import Head, end_rows, role_labels
+from arithmech.methods.explorer_tables import (
+    STEP_COLUMNS,
+    TOP_COLUMNS,
+    attention_frame,
+    mlp_frame,
+    prompts_frame,
+    step_rows,
+)
 from arithmech.methods.mlp import layer_top_numbers, mlp_vectors, number_tokens, unembedding
 
 # ------------------------------------------------------------------------------ one prompt's views
@@ -275,21 +282,44 @@ def precompute(
     """
     if not samples:
         raise ValueError("precompute needs at least one prompt")
-    k = TOP_K
     sets = step_heads(heads, len(thresholds))
     distinct = list(dict.fromkeys(tuple(s) for s in sets if s))
     shown = attention_heads(heads, len(thresholds), max_heads)
     key_at = dict(zip(heads["name"], heads["key_at"]))
     prompts = [s.clean for s in samples]
     answers = answer_ids(tok, samples)
-    n, m = len(samples), n_problems(list(samples))
+    m = n_problems(list(samples))
+    top_ids, top_p, att, tok_rows = _forward(model, tok, samples, distinct, shown, means, batch_size)
+    best, labels = _closest_numbers(model, tok, prompts, batch_size)
+    top_rows, steps = step_rows(tok, top_ids, top_p, answers, sets, thresholds, m)
+    return {
+        "prompts": prompts_frame(samples),
+        "tokens": pd.DataFrame(tok_rows, columns=["key", "id", "pos", "token", "role"]).sort_values(
+            ["id", "pos"], ignore_index=True
+        ),
+        "top": pd.DataFrame(top_rows, columns=TOP_COLUMNS),
+        "attention": attention_frame(att, shown, key_at),
+        "mlp": mlp_frame(best, labels),
+        "steps": pd.DataFrame(steps, columns=STEP_COLUMNS),
+    }
+
+
+def _forward(model, tok, samples: Sequence[pairs.Sample], distinct: list, shown: list[Head], means, batch_size: int):
+    """The explorer's forward passes, in batches of equal-length prompts: the top-:data:`TOP_K` next tokens
+    intact and with each distinct head set mean-ablated at END (one forward per set), the END-row attention of
+    the ``shown`` heads, and every prompt's tokens with their roles.
+
+    Returns ``(top_ids, top_p, att, tok_rows)``: by head set (``()``: intact) the (n, k) token ids and
+    probabilities; by prompt and head the attention row; the rows of the ``tokens`` table.
+    """
+    k, n = TOP_K, len(samples)
     top_ids = {c: torch.zeros(n, k, dtype=torch.long) for c in [()] + distinct}
     top_p = {c: torch.zeros(n, k) for c in [()] + distinct}
     att: dict[int, dict[Head, list[float]]] = {}
     tok_rows = []
     dev = input_device(model)
     ablate = {c: mean_ablation(model, list(c), means) for c in distinct}
-    for idx, ids in group_by_length(tok, prompts, batch_size):
+    for idx, ids in group_by_length(tok, [s.clean for s in samples], batch_size):
         rows = end_rows(model, ids, [l for l, _ in shown])
         for c in [()] + distinct:
             with ablate[c]() if c else nullcontext():
@@ -302,61 +332,18 @@ def precompute(
             roles = role_labels(samples[i].positions, ids.shape[1], bos)
             toks = tok.convert_ids_to_tokens(ids[j].tolist())
             tok_rows += [(f"{i}:{q}", i, q, toks[q], roles[q]) for q in range(ids.shape[1])]
+    return top_ids, top_p, att, tok_rows
+
+
+def _closest_numbers(model, tok, prompts: list[str], batch_size: int) -> tuple:
+    """Per prompt and layer, the number token whose unembedding is closest (cosine) to the MLP's write at END
+    (:func:`~arithmech.methods.mlp.layer_top_numbers`' rank 1): ``(best, labels)``, a ``max`` over the number
+    tokens ((n, L) values and indices) and the number tokens' labels."""
     num_ids, labels = number_tokens(tok)
     _, vdiff = mlp_vectors(model, tok, prompts, final_norm=True, batch_size=batch_size)  # (n, L, d)
     unit = torch.nn.functional.normalize
     best = (unit(vdiff, dim=-1) @ unit(unembedding(model, num_ids), dim=-1).T).max(-1)  # (n, L) cosines
-    ok = {c: (top_ids[c][:, 0] == answers) for c in top_ids}
-    top_rows, step_rows = [], []
-    for s, c in [(-1, ())] + [(s, tuple(x)) for s, x in enumerate(sets)]:
-        names = tok.convert_ids_to_tokens(top_ids[c].flatten().tolist())
-        hit = (top_ids[c] == answers[:, None]).int()
-        rank = torch.where(hit.any(1), hit.argmax(1) + 1, 0)  # 0: answer not in the top k
-        top_rows += [
-            (i, s, names[i * k : (i + 1) * k], [round(float(v), 4) for v in top_p[c][i]], bool(ok[c][i]), int(rank[i]))
-            for i in range(n)
-        ]
-        kk = int(ok[c].sum())
-        lo, hi = wilson_interval(kk * m / n, m)  # each problem's prompts one trial (prompts share problems)
-        step_rows.append(
-            (s, None if s < 0 else float(thresholds[s]), [f"{l}.{h}" for l, h in c], len(c), kk, n, m, lo, hi)
-        )
-    name = lambda h: f"{h[0]}.{h[1]}"
-    return {
-        "prompts": pd.DataFrame(
-            {
-                "id": range(n),
-                "prompt": prompts,
-                "op": [s.op for s in samples],
-                "template": [s.template for s in samples],
-                "answer": [s.answer for s in samples],
-                "answer_token": [s.answer_token for s in samples],
-            }
-        ),
-        "tokens": pd.DataFrame(tok_rows, columns=["key", "id", "pos", "token", "role"]).sort_values(
-            ["id", "pos"], ignore_index=True
-        ),
-        "top": pd.DataFrame(top_rows, columns=["id", "step", "tokens", "probs", "correct", "answer_rank"]),
-        "attention": pd.DataFrame(
-            [(i, name(h), int(key_at[name(h)]), [round(v, 3) for v in att[i][h]]) for i in range(n) for h in shown],
-            columns=["id", "name", "key_at", "scores"],
-        ),
-        "mlp": pd.DataFrame(
-            [
-                (
-                    i,
-                    [labels[j].strip() for j in best.indices[i].tolist()],
-                    [round(v, 3) for v in best.values[i].tolist()],
-                )
-                for i in range(n)
-            ],
-            columns=["id", "tokens", "cosines"],
-        ),
-        "steps": pd.DataFrame(
-            step_rows,
-            columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"],
-        ),
-    }
+    return best, labels
 
 
 @dataclass(frozen=True)

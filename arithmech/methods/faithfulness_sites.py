@@ -222,9 +222,7 @@ def cross_position(
     if not sites:
         raise ValueError("no operand-reading or key head: no cross-position circuit to test")
     universe = tuple((l, h, "operands") for l in range(L) for h in range(H))
-    plan = [("operands", -1, len(sites), sites)]
-    plan += [("random-layer", r, len(sites), c) for r, c in enumerate(random_layer_circuits(sites, H, n_random, seed))]
-    plan += [("all", -1, H * L, universe), ("none", -1, 0, ())]  # sanity rows, run as circuits: 1 and 0
+    plan = _circuits(sites, universe, H, n_random, seed)
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
     z_r, logit_r = head_values(model, tok, clean, batch_size)
     z_c, logit_c = head_values(model, tok, corrupt, batch_size)
@@ -240,7 +238,26 @@ def cross_position(
         model, tok, clean, mean_z, [empty, full] + [[f & ~c for f, c in zip(full, cc)] for cc in circ], **kw
     )
     deno = site_lds(model, tok, corrupt, z_r, [empty, full] + circ, **kw)
-    units = Units.of(samples, settings.bootstrap)
+    rows = _rows(task, plan, noise, deno, settings, Units.of(samples, settings.bootstrap))
+    at = torch.arange(len(samples))
+    ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
+    return rows, _info(reading, key, len(sites), n_random, noise, deno, ld_r, [z.shape[1] for z in z_r])
+
+
+def _circuits(sites: tuple, universe: tuple, n_heads: int, n_random: int, seed: int) -> list[tuple]:
+    """The circuits run, as ``(order, draw, n, sites)``: the operand sites themselves, ``n_random`` layer-matched
+    random circuits, and the sanity rows run as circuits (``all``: 1, ``none``: 0)."""
+    plan = [("operands", -1, len(sites), sites)]
+    plan += [
+        ("random-layer", r, len(sites), c) for r, c in enumerate(random_layer_circuits(sites, n_heads, n_random, seed))
+    ]
+    plan += [("all", -1, len(universe), universe), ("none", -1, 0, ())]  # sanity rows, run as circuits: 1 and 0
+    return plan
+
+
+def _rows(task: str, plan: list, noise, deno, settings: FaithfulnessSettings, units) -> list[dict]:
+    """The circuits' rows: noising (mean-ablate everything outside the circuit; recovery against all ablated) and
+    denoising (patch X_r's values into X_c at the circuit; recovery against X_c)."""
     rows = circuit_rows(
         Rows(task, "noising", "mean", "operands", BASELINE),
         plan,
@@ -257,20 +274,24 @@ def cross_position(
         settings,
         units,
     )
-    at = torch.arange(len(samples))
-    ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
-    info = {
+    return rows
+
+
+def _info(reading, key, n_sites: int, n_random: int, noise, deno, ld_r, lengths: list[int]) -> dict:
+    """What the test records beside its rows: the heads, the sites and draws, the two sanity gaps (everything
+    patched, nothing ablated: each should give X_r's logit difference ``ld_r``), the prompts' token count, and
+    the two noising denominators' parts."""
+    return {
         "reading_heads": [f"{l}.{h}" for l, h in reading],
         "key_heads": [f"{l}.{h}" for l, h in key],
-        "sites": len(sites),
+        "sites": n_sites,
         "draws": n_random,
         "denoising_all_patched_minus_x_r": float((deno[1] - ld_r).abs().max()),
         "noising_nothing_ablated_minus_x_r": float((noise[0] - ld_r).abs().max()),
-        "tokens_per_prompt": float(np.mean([z.shape[1] for z in z_r])),
+        "tokens_per_prompt": float(np.mean(lengths)),
         "ld_x_r": float(ld_r.mean()),
         "ld_all_ablated_mean": float(noise[1].mean()),
     }
-    return rows, info
 
 
 __all__ = [

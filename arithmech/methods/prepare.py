@@ -18,6 +18,7 @@ of the whole answer (greedy), the counterfactual check's counts and, per templat
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 from arithmech.data import pairs, templates
 from arithmech.data.answer_tokens import template_summary
@@ -78,13 +79,7 @@ def prepare(
     """
     if n_samples < 1:
         raise ValueError(f"n_samples={n_samples}: need at least one sample")
-    if ready_made(task):
-        samples, stats = task[:n_samples], pairs.PairStats(made=len(task[:n_samples]))
-        variant = "/".join(sorted({s.answer_token for s in samples}))
-    else:
-        _, tpls = task_templates(task)
-        samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, draw=draw)
-        variant = draw.answer_token
+    samples, stats, variant = _draw(tok, task, n_samples, seed, draw)
     correct_s, acc = filter_correct(model, tok, samples, batch_size)
     correct_ids = {id(s) for s in correct_s}
     correct = [id(s) in correct_ids for s in samples]
@@ -119,23 +114,40 @@ def prepare(
         "templates": template_summary(samples, correct, exact, per_sample, checked=check_xc),
     }
     if not kept:
-        what = (
-            task
-            if isinstance(task, str)
-            else "of templates " + ", ".join(getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
-        )
-        if not right:
-            raise NoReferenceData(
-                f"the model answers none of the {len(samples)} prompts {what} right ({len(correct_s)} "
-                "by the answer token, none also writing the whole answer), so there is no reference "
-                "data X_r to patch; use a task the model can do (see `python -m arithmech accuracy`) "
-                "or more samples",
-                info,
-            )
+        _refuse(task, len(samples), len(correct_s), len(right), info)
+    return kept, info
+
+
+def _draw(tok, task, n_samples: int, seed: int, draw: Draw) -> tuple[list[pairs.Sample], pairs.PairStats, str]:
+    """The pairs to check: the first ``n_samples`` of ready-made samples (their own answer tokens), or
+    ``n_samples`` drawn from the task's templates with ``draw``. Returns ``(samples, stats, answer_token)``."""
+    if ready_made(task):
+        samples, stats = task[:n_samples], pairs.PairStats(made=len(task[:n_samples]))
+        return samples, stats, "/".join(sorted({s.answer_token for s in samples}))
+    _, tpls = task_templates(task)
+    samples, stats = pairs.make_pairs(tok, tpls, n=n_samples, seed=seed, draw=draw)
+    return samples, stats, draw.answer_token
+
+
+def _refuse(task, n_drawn: int, n_correct: int, n_right: int, info: dict) -> NoReturn:
+    """No pair left: raise :class:`NoReferenceData` saying why (the model answers none right, or every X_c leaves
+    its answer in place) and what to try, with ``info``."""
+    what = (
+        task
+        if isinstance(task, str)
+        else "of templates " + ", ".join(getattr(t, "id", getattr(t, "template", "?")) for t in task[:5])
+    )
+    if not n_right:
         raise NoReferenceData(
-            f"the model answers {len(right)} of the {len(samples)} prompts {what} right, but on "
-            "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
-            "is left to patch; use another counterfactual or more samples",
+            f"the model answers none of the {n_drawn} prompts {what} right ({n_correct} "
+            "by the answer token, none also writing the whole answer), so there is no reference "
+            "data X_r to patch; use a task the model can do (see `python -m arithmech accuracy`) "
+            "or more samples",
             info,
         )
-    return kept, info
+    raise NoReferenceData(
+        f"the model answers {n_right} of the {n_drawn} prompts {what} right, but on "
+        "every one of their counterfactuals X_c its top-1 token is still the answer, so no pair "
+        "is left to patch; use another counterfactual or more samples",
+        info,
+    )

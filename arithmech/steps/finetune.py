@@ -57,19 +57,22 @@ def _positive(name: str, v, integer: bool = False, allow_zero: bool = False) -> 
         )
 
 
-def validate_finetune_args(  # noqa: C901, PLR0915 (one check per argument, each with its own message)
-    config: Config, world_size: int | None = None
-) -> adapter.HeadSpec | None:
+def validate_finetune_args(config: Config, world_size: int | None = None) -> adapter.HeadSpec | None:
     """Check every argument of ``run`` and the files it reads; return the ``HeadSpec`` to train
     (``None`` for full SFT). Raises ``ValueError``/``FileNotFoundError`` with one clear line; loads no model.
     The fields' own types and bounds were checked when ``config`` was built (:class:`Config`); these are the
     rules between fields and against the files."""
-    c = config
-    model, mode, heads, mlps, train_data, results = c.model_name, c.mode, c.heads, c.mlps, c.train_data, c.results
-    benchmarks, epochs, max_steps, lr, batch_size = c.benchmarks, c.epochs, c.max_steps, c.lr, c.batch_size
-    micro_batch_size, warmup, weight_decay, kv_policy = c.micro_batch_size, c.warmup, c.weight_decay, c.kv_policy
-    limit, n_train, device, fsdp, threads, tag = c.limit, c.n_train, c.device, c.fsdp, c.threads, c.tag
+    _check_training(config, world_size)
+    _check_sources(config)
+    return _head_spec(config)
 
+
+def _check_training(c: Config, world_size: int | None) -> None:
+    """The training settings: the tag, the mode and the KV policy by name; the batch sizes (the batch a multiple of
+    the micro-batch times the processes), the rates and the step budget; the limits; the MLP count; FSDP."""
+    mode, mlps, epochs, max_steps, lr, batch_size = c.mode, c.mlps, c.epochs, c.max_steps, c.lr, c.batch_size
+    micro_batch_size, warmup, weight_decay, kv_policy = c.micro_batch_size, c.warmup, c.weight_decay, c.kv_policy
+    limit, n_train, fsdp, threads, tag = c.limit, c.n_train, c.fsdp, c.threads, c.tag
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tag):
         raise ValueError(
             f"--tag {tag!r}: use letters, digits, '_', '-' and '.' only (it names finetune/<mode>-TAG.json)"
@@ -100,27 +103,38 @@ def validate_finetune_args(  # noqa: C901, PLR0915 (one check per argument, each
         raise ValueError(f"--mlps {mlps!r}: must be a whole number >= 0 (the top-M MLP layers to train too)")
     if fsdp and mode == "precise":
         raise ValueError("--fsdp is for full SFT only: precise SFT runs on one device (the slices are small)")
-    names = [b for x in benchmarks for b in ({"toy": TOY, "paper": BENCHMARKS}.get(x, (x,)))]
+
+
+def _check_sources(c: Config) -> None:
+    """What the run reads and where it runs: the benchmarks by name (``toy`` and ``paper`` stand for their lists),
+    the training data (a known source or an existing JSONL file) and the device."""
+    names = [b for x in c.benchmarks for b in ({"toy": TOY, "paper": BENCHMARKS}.get(x, (x,)))]
     unknown = sorted(set(names) - set(BENCHMARKS) - set(TOY))
     if unknown or not names:
         raise ValueError(
             f"--benchmarks: unknown {unknown or 'empty list'}; choose from toy, paper, "
             f"{', '.join(BENCHMARKS + tuple(TOY))}"
         )
-    if train_data not in TRAIN_SOURCES and not Path(train_data).is_file():
+    if c.train_data not in TRAIN_SOURCES and not Path(c.train_data).is_file():
         raise FileNotFoundError(
-            f"--train-data {train_data!r}: use {', '.join(TRAIN_SOURCES)} or an existing "
+            f"--train-data {c.train_data!r}: use {', '.join(TRAIN_SOURCES)} or an existing "
             "JSONL file of {prompt, completion}"
         )
-    check_device(device)
-    want = parse_heads_arg(heads) if mode == "precise" else None
-    geo = model_geometry(model)
+    check_device(c.device)
+
+
+def _head_spec(c: Config) -> adapter.HeadSpec | None:
+    """The heads (and MLPs) precise SFT trains: ``--heads`` as given, or its top-N read from identify's ranking
+    with the top-M MLPs, each checked against the ranking and the model; ``None`` for full SFT."""
+    mode, mlps = c.mode, c.mlps
+    want = parse_heads_arg(c.heads) if mode == "precise" else None
+    geo = model_geometry(c.model_name)
     if mode == "full" or want is None:  # want is None only outside precise mode
         return None
     ranked_h: list = []
     ranked_m: list = []
     if isinstance(want, int) or mlps:
-        folder = model_folder(results, model)
+        folder = model_folder(c.results, c.model_name)
         ranked_h, ranked_m = read_ranking(folder, geo)
         if mlps > len(ranked_m):
             raise ValueError(f"--mlps {mlps}: only {len(ranked_m)} ranked MLP layers in {quoted(folder)}")
@@ -129,7 +143,7 @@ def validate_finetune_args(  # noqa: C901, PLR0915 (one check per argument, each
             raise ValueError(f"--heads top-{want}: only {len(ranked_h)} ranked heads available")
         want = ranked_h[:want]
     check_heads_in_model(want, geo)
-    return adapter.HeadSpec(heads=tuple(want), mlps=tuple(ranked_m[:mlps]), kv_policy=kv_policy, rescale=c.rescale)
+    return adapter.HeadSpec(heads=tuple(want), mlps=tuple(ranked_m[:mlps]), kv_policy=c.kv_policy, rescale=c.rescale)
 
 
 def benchmark_names(benchmarks) -> list[str]:

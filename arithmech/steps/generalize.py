@@ -77,46 +77,51 @@ def gsm8k_samples(
     for p in problems:
         if len(out) == n:
             break
-        if p.answer < 0 or p.answer != int(p.answer):
-            stats["non_integer"] += 1
+        made = _gsm8k_pair(tok, p, edits, cue)
+        if isinstance(made, str):  # the reason it was skipped
+            stats[made] += 1
             continue
-        edit = next(((a, b) for a, b in edits if a in p.question), None)
-        if edit is None:
-            stats["no_phrase"] += 1
-            continue
-        clean = f"{p.question.strip()} {cue}"
-        corrupt = clean.replace(edit[0], edit[1], 1)
-        if unknown_words(tok, clean) or unknown_words(tok, corrupt):
-            stats["unknown_words"] += 1
-            continue
-        target = str(int(p.answer))
-        split_ = pairs.answer_split(tok, clean, target)
-        if split_ is None:
-            stats["no_answer_token"] += 1
-            continue
-        clean_p, ans = split_
-        corrupt_p = corrupt + clean_p[len(clean) :]
-        n_tok = len(tok(clean_p)["input_ids"])
-        if n_tok != len(tok(corrupt_p)["input_ids"]):
-            stats["length_mismatch"] += 1
-            continue
-        out.append(
-            pairs.Sample(
-                clean_p,
-                corrupt_p,
-                tok.decode([ans]).strip(),
-                target,
-                0,
-                0,
-                "gsm8k",
-                "gsm8k",
-                "gsm8k",
-                {"A": [], "B": [], "operator": [], "end": n_tok - 1},
-                answer_token="first",  # pairs.answer_split: the answer's first token, the paper's {C}
-            )
-        )
+        out.append(made)
     stats["made"] = len(out)
     return out, stats
+
+
+def _gsm8k_pair(tok, p, edits: Sequence[tuple[str, str]], cue: str) -> pairs.Sample | str:
+    """One GSM8K question as an (X_r, X_c) pair (the first of ``edits`` that occurs, applied once), or the reason
+    it is skipped: ``non_integer`` (the answer is no non-negative integer), ``no_phrase`` (no edit occurs),
+    ``unknown_words`` (the tokenizer does not know some of its words), ``no_answer_token``, ``length_mismatch``
+    (the edit changes the token length)."""
+    if p.answer < 0 or p.answer != int(p.answer):
+        return "non_integer"
+    edit = next(((a, b) for a, b in edits if a in p.question), None)
+    if edit is None:
+        return "no_phrase"
+    clean = f"{p.question.strip()} {cue}"
+    corrupt = clean.replace(edit[0], edit[1], 1)
+    if unknown_words(tok, clean) or unknown_words(tok, corrupt):
+        return "unknown_words"
+    target = str(int(p.answer))
+    split_ = pairs.answer_split(tok, clean, target)
+    if split_ is None:
+        return "no_answer_token"
+    clean_p, ans = split_
+    corrupt_p = corrupt + clean_p[len(clean) :]
+    n_tok = len(tok(clean_p)["input_ids"])
+    if n_tok != len(tok(corrupt_p)["input_ids"]):
+        return "length_mismatch"
+    return pairs.Sample(
+        clean_p,
+        corrupt_p,
+        tok.decode([ans]).strip(),
+        target,
+        0,
+        0,
+        "gsm8k",
+        "gsm8k",
+        "gsm8k",
+        {"A": [], "B": [], "operator": [], "end": n_tok - 1},
+        answer_token="first",  # pairs.answer_split: the answer's first token, the paper's {C}
+    )
 
 
 def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a", "b")) -> dict:
@@ -149,21 +154,8 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
             transfer=False,
             batch_size=batch_size,
         )
-    heads, rows, geo = {}, [], geometry(model)
-    for k, r in runs.items():
-        task = next(iter(r.tasks))
-        heads[k] = ranking(r.effects, task)[0][:top]
-        eff = r.effects[r.effects.task == task].set_index(["layer", "head"])["effect"]
-        rows += [
-            {
-                "dataset": k,
-                "rank": i + 1,
-                "head": f"{l}.{h}",
-                "effect": float(eff[(l, str(h))]),
-                "key head": bool(eff[(l, str(h))] < threshold),
-            }
-            for i, (l, h) in enumerate(heads[k])
-        ]
+    heads, rows = _top_heads(runs, top, threshold)
+    geo = geometry(model)
     ov = overlap(heads[names[0]], heads[names[1]], top)
     ko = overlap_knockout(
         model,
@@ -185,6 +177,27 @@ def compare_runs(model, tok, a, b, config: Config, names: tuple[str, str] = ("a"
         }
     )
     return {"runs": runs, "overlap": ov, "knockout": ko, "top": pd.DataFrame(rows)}
+
+
+def _top_heads(runs: dict, top: int, threshold: float) -> tuple[dict, list[dict]]:
+    """Each run's ``top`` heads by effect rank, and their rows for the ``top`` table: rank, effect and whether the
+    effect passes the key threshold."""
+    heads, rows = {}, []
+    for k, r in runs.items():
+        task = next(iter(r.tasks))
+        heads[k] = ranking(r.effects, task)[0][:top]
+        eff = r.effects[r.effects.task == task].set_index(["layer", "head"])["effect"]
+        rows += [
+            {
+                "dataset": k,
+                "rank": i + 1,
+                "head": f"{l}.{h}",
+                "effect": float(eff[(l, str(h))]),
+                "key head": bool(eff[(l, str(h))] < threshold),
+            }
+            for i, (l, h) in enumerate(heads[k])
+        ]
+    return heads, rows
 
 
 # ------------------------------------------------------------------------------------- Table 3

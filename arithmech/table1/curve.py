@@ -78,6 +78,29 @@ class _Curve(runner.TrainerCallback):
             self.score(model, state.global_step)
 
 
+def _train(net, tok, rows, c: Config, lr: float, every: int, cb: _Curve) -> None:
+    """Full SFT of ``net`` on ``rows`` for ``c.curve_steps`` steps at ``lr``, constant after warm-up, logging every
+    ``every`` steps; ``cb`` scores the validation items as it goes (in a scratch folder, removed after)."""
+    with tempfile.TemporaryDirectory(prefix="arithmech-curve-") as tmp:
+        targs = runner.training_args(
+            tmp,
+            lr=lr,
+            batch_size=c.batch_size,
+            micro_batch_size=c.batch_size,
+            max_steps=c.curve_steps,
+            warmup=SFT["warmup"],
+            weight_decay=SFT["weight_decay"],
+            seed=c.seeds[0],
+            device=c.device,
+            logging_steps=every,
+            scheduler="constant_with_warmup",
+        )
+        net.train()
+        trainer = runner.make_trainer(net, "full", targs, rows, tok)
+        trainer.add_callback(cb)
+        trainer.train()
+
+
 def learning_curve(config: Config, data_seed: int | None = None, every: int = 20) -> dict:
     """Full SFT's validation learning curve (one run of ``config.curve_steps`` steps at the middle rate of
     full's grid, constant after warm-up, scored every ``every`` steps) and its knee (:data:`KNEE_RULE`);
@@ -112,24 +135,7 @@ def learning_curve(config: Config, data_seed: int | None = None, every: int = 20
     net.eval()
     cb.score(net, 0)
     rows = tokenize_pairs(tok, S.train(c.curve_steps * c.batch_size, c.seeds[0], data_seed))
-    with tempfile.TemporaryDirectory(prefix="arithmech-curve-") as tmp:
-        targs = runner.training_args(
-            tmp,
-            lr=lr,
-            batch_size=c.batch_size,
-            micro_batch_size=c.batch_size,
-            max_steps=c.curve_steps,
-            warmup=SFT["warmup"],
-            weight_decay=SFT["weight_decay"],
-            seed=c.seeds[0],
-            device=c.device,
-            logging_steps=every,
-            scheduler="constant_with_warmup",
-        )
-        net.train()
-        trainer = runner.make_trainer(net, "full", targs, rows, tok)
-        trainer.add_callback(cb)
-        trainer.train()
+    _train(net, tok, rows, c, lr, every, cb)
     curve = {
         **args,
         "args_sha256": h,

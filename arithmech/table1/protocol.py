@@ -257,15 +257,7 @@ def build(folder: Path, geometry, date: str) -> dict:
     runs = exploration(folder)
     rates = choose_rates(runs)
     key = [tuple(h) for h in plan["heads"]["tuned"]]
-    median = {}
-    for a in ("full", "precise-key"):
-        v = sorted(s for t, s in plan["cost"]["run_s"].items() if t.startswith(a + "-s"))
-        median[a] = v[len(v) // 2]
-    cost = lambda arm: median["full" if arm.mode == "full" else "precise-key"]
-    round_s = sum(cost(a) for a in ARMS)
-    fixed_s = median["precise-key"] + sum(  # base's evaluation, and the pilots
-        len(r) * cost(next(a for a in ARMS if a.name == name)) for name, r in PILOT.values()
-    )
+    median, round_s, fixed_s = _costs(plan)
     pw = power(_fresh_spreads(spreads(runs, rates)), round_s, fixed_s)
     used = sorted({r["seed"] for v in runs.values() for r in v} | {5})  # 5: protocol version 1's one run
     seeds = [max(used) + 8 + i for i in range(pw["n"])]
@@ -295,19 +287,7 @@ def build(folder: Path, geometry, date: str) -> dict:
             "rule": "one run per rate at the pilot seed, scored on the validation items only; the rate of highest "
             "validation carry (a tie: the lower rate); made after this file is committed, before any confirmatory run",
         },
-        "arms": [
-            {
-                "name": a.name,
-                "mode": a.mode,
-                "heads": a.heads,
-                "kv_policy": a.kv_policy,
-                "rate": a.rate,
-                "lr": rates.get(a.rate),
-                "train": a.train,
-                "spread_from": a.like,
-            }
-            for a in ARMS
-        ],
+        "arms": _arms(rates),
         "heads": {
             "key": [list(h) for h in key],
             "random-any": [random_any_matched(key, g.n_layers, g.n_heads, g.group, s) for s in seeds],
@@ -315,19 +295,74 @@ def build(folder: Path, geometry, date: str) -> dict:
         },
         "seeds": seeds,
         "training": {k: plan[k] for k in ("steps", "batch_size", "data_seed")},
-        "contrasts": [
-            {
-                "name": c.name,
-                "question": c.question,
-                "a": c.a,
-                "b": c.b,
-                "measures": list(c.measures),
-                "claim": c.kind,
-                "margins": {m: MARGIN[m] for m in c.measures},
-                "gate": GATES.get(c.name),
-            }
-            for c in CONTRASTS
-        ],
+        "contrasts": _contrasts(),
+        **_reading_rules(),
+        "power": pw,
+        "budget": {
+            "runs": pw["n"] * len(ARMS) + sum(len(r) for _, r in PILOT.values()) + 1,
+            "estimated_s": round(fixed_s + pw["n"] * round_s),
+            "median_run_s": median,
+            "limit_s": BUDGET_S,
+            "unit": "wall clock of this 2-core machine",
+        },
+    }
+
+
+def _costs(plan: dict) -> tuple[dict, float, float]:
+    """What the confirmation costs, from the exploration's run seconds: the median run of each kind (``full``,
+    ``precise-key``), one round (every arm once) and the fixed part (base's evaluation, and the pilots).
+    Returns ``(median, round_s, fixed_s)``."""
+    median = {}
+    for a in ("full", "precise-key"):
+        v = sorted(s for t, s in plan["cost"]["run_s"].items() if t.startswith(a + "-s"))
+        median[a] = v[len(v) // 2]
+    cost = lambda arm: median["full" if arm.mode == "full" else "precise-key"]
+    round_s = sum(cost(a) for a in ARMS)
+    fixed_s = median["precise-key"] + sum(  # base's evaluation, and the pilots
+        len(r) * cost(next(a for a in ARMS if a.name == name)) for name, r in PILOT.values()
+    )
+    return median, round_s, fixed_s
+
+
+def _arms(rates: dict) -> list[dict]:
+    """The arms as the protocol states them: what each trains, at which rate (and its learning rate)."""
+    return [
+        {
+            "name": a.name,
+            "mode": a.mode,
+            "heads": a.heads,
+            "kv_policy": a.kv_policy,
+            "rate": a.rate,
+            "lr": rates.get(a.rate),
+            "train": a.train,
+            "spread_from": a.like,
+        }
+        for a in ARMS
+    ]
+
+
+def _contrasts() -> list[dict]:
+    """The primary contrasts as the protocol states them: the question, the two arms, the measures and their
+    margins, the claim read and its gate."""
+    return [
+        {
+            "name": c.name,
+            "question": c.question,
+            "a": c.a,
+            "b": c.b,
+            "measures": list(c.measures),
+            "claim": c.kind,
+            "margins": {m: MARGIN[m] for m in c.measures},
+            "gate": GATES.get(c.name),
+        }
+        for c in CONTRASTS
+    ]
+
+
+def _reading_rules() -> dict:
+    """How the contrasts are read, fixed before any run: the secondary measures, the gate, the interval, the
+    correction, the readings, when a contrast is decided, diverged runs and the analysis code."""
+    return {
         "secondary": SECONDARY,
         "gate": "the layer-matched contrast is read only where key-qo's carry gain over base on the fresh items has "
         "its 95 % crossed interval above +5 points; else not testable",
@@ -355,14 +390,6 @@ def build(folder: Path, geometry, date: str) -> dict:
         "same seeds), said so, with what that n detects",
         "diverged_runs": "every confirmatory run counts as it scored (no run is dropped or treated as collapsed)",
         "code": "the analysis is arithmech/table1/contrasts.py and confirmation.py as of the commit adding this file",
-        "power": pw,
-        "budget": {
-            "runs": pw["n"] * len(ARMS) + sum(len(r) for _, r in PILOT.values()) + 1,
-            "estimated_s": round(fixed_s + pw["n"] * round_s),
-            "median_run_s": median,
-            "limit_s": BUDGET_S,
-            "unit": "wall clock of this 2-core machine",
-        },
     }
 
 

@@ -243,28 +243,13 @@ def task_knockout(
     Not ``full`` (the other tasks): their key heads vs as many random non-key heads, at every setting
     (nothing where a task has no key head). Every setting gets the sanity rows."""
     geo = geometry(model)
-    L, H = geo.n_layers, geo.n_heads
-    heads, mlps, key = studied
-    ks, batch_size = settings.ks, settings.batch_size
+    key = studied[2]  # the key heads (studied: heads, MLPs, key heads)
     key_h = [(h["layer"], h["head"]) for h in key["heads"]]
-    key_m = [m["layer"] for m in key.get("mlps", [])]
-    universe = [(l, h) for l in range(L) for h in range(H)]
-    chosen = key_h or heads[: RANDOM_HEAD_KS[0]]  # the studied heads at the other settings
     src = mean_sources(tok, samples, means)
     frames = []
     for i, pos in enumerate(settings.position_settings):
-        forwards = Forwards(batch_size=batch_size, positions=pos)
-        if full and i == 0:
-            hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
-            mk = default_ks(L)
-            plan = [
-                Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
-                Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True),
-            ]
-        elif full:
-            plan = [Curve("head", chosen, universe, chosen, [len(chosen)], [len(chosen)], False)]
-        else:
-            plan = [Curve("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
+        forwards = Forwards(batch_size=settings.batch_size, positions=pos)
+        plan = _curves(studied, geo, settings.ks, full, full and i == 0)
         for curve in plan:
             frames.append(
                 knockout_curve(
@@ -273,20 +258,36 @@ def task_knockout(
             )
         if full and i == 0:  # layer-matched random heads at the key heads' k and the claims' k
             lk = sorted({len(key_h), RANDOM_HEAD_KS[0]} & set(plan[0].random_ks or ()))
+            lm = replace(plan[0], ks=lk)
             frames.append(
                 layer_matched_rows(
-                    model,
-                    tok,
-                    samples,
-                    means,
-                    replace(plan[0], ks=lk),
-                    n_random=settings.n_random,
-                    seed=settings.seed,
-                    forwards=forwards,
+                    model, tok, samples, means, lm, n_random=settings.n_random, seed=settings.seed, forwards=forwards
                 ).assign(positions=pos, mean_source=src)
             )
         frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, forwards)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
+
+
+def _curves(studied: Studied, geo, ks, full: bool, whole: bool) -> list[Curve]:
+    """What one position setting knocks out (:func:`task_knockout`): the ``whole`` Fig. 3 curves (heads and MLPs by
+    effect rank on ``ks``, random orders at every ``k``); else, for the ``full`` task, its studied heads (the key
+    heads, or the top ``RANDOM_HEAD_KS[0]``) vs as many random ones; else the task's key heads vs random ones."""
+    L, H = geo.n_layers, geo.n_heads
+    heads, mlps, key = studied
+    key_h = [(h["layer"], h["head"]) for h in key["heads"]]
+    key_m = [m["layer"] for m in key.get("mlps", [])]
+    universe = [(l, h) for l in range(L) for h in range(H)]
+    if whole:
+        hk = sorted(set(ks or default_ks(len(universe))) | {len(key_h)})
+        mk = default_ks(L)
+        return [
+            Curve("head", heads, universe, key_h, hk, [k for k in hk if k], True),
+            Curve("mlp", mlps, list(range(L)), key_m, mk, [k for k in mk if k], True),
+        ]
+    if full:
+        chosen = key_h or heads[: RANDOM_HEAD_KS[0]]  # the studied heads at the other settings
+        return [Curve("head", chosen, universe, chosen, [len(chosen)], [len(chosen)], False)]
+    return [Curve("head", key_h, universe, key_h, [len(key_h)], [len(key_h)] if key_h else [], False)]
 
 
 def knockout_tasks(
@@ -310,19 +311,9 @@ def knockout_tasks(
     ...                                 Draw("last-digit", 0, 1))
     """
     samples, templates, pooled = ranked.samples, ranked.templates, ranked.pooled
-    knockout_samples, batch_size = settings.samples, settings.batch_size
+    knockout_samples = settings.samples
     held = {t: settings.split == "held-out" and templates.get(t) is not None for t in samples}
-    evals = {}
-    for t, ss in samples.items():  # each task's prompts checkpointed too: drawing held-out X_r is slow
-        got = ck.load(f"knockout-prompts-{t}") if ck is not None else None
-        if got is not None:
-            evals[t] = [pairs.Sample.from_json(x) for x in got]
-            continue
-        evals[t] = eval_samples(
-            model, tok, templates.get(t), ss, Prompts(knockout_samples, settings.seed, draw, held[t], batch_size)
-        )
-        if ck is not None:
-            ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
+    evals = _knockout_prompts(model, tok, ranked, settings, draw, held, ck)
     held["all"] = all(held[t] for t in (samples if pooled is None else pooled))
     if len(samples) > 1:
         evals["all"] = pairs.interleave([evals[t] for t in (samples if pooled is None else pooled)])[:knockout_samples]
@@ -353,6 +344,22 @@ def knockout_tasks(
         if bar is not None:
             bar.advance(note=f"knockout {task}")
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)), evals
+
+
+def _knockout_prompts(model, tok, ranked: Ranked, settings: KnockoutSettings, draw: Draw, held: dict, ck) -> dict:
+    """Each task's knockout prompts (:func:`eval_samples`; held out where ``held`` says), checkpointed too:
+    drawing held-out X_r is slow."""
+    evals = {}
+    for t, ss in ranked.samples.items():
+        got = ck.load(f"knockout-prompts-{t}") if ck is not None else None
+        if got is not None:
+            evals[t] = [pairs.Sample.from_json(x) for x in got]
+            continue
+        prompts = Prompts(settings.samples, settings.seed, draw, held[t], settings.batch_size)
+        evals[t] = eval_samples(model, tok, ranked.templates.get(t), ss, prompts)
+        if ck is not None:
+            ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
+    return evals
 
 
 def prepare_means(

@@ -65,7 +65,35 @@ def transfer_table(
     """
     pooled = means.for_unseen()
     ok = [(c, p, e) for c, (p, e) in enumerate(cases) if not unknown_words(tok, p)]
-    rows: list[dict] = [
+    rows = _skipped_rows(tok, cases)
+    if ok:
+        ids, probs = knockout_topk(
+            model,
+            tok,
+            [p for _, p, _ in ok],
+            None,
+            pooled,
+            [Ablation(), Ablation.of(heads=heads)],
+            k=k,
+            forwards=Forwards(positions=positions),
+        )
+        rows += _prediction_rows(tok, ok, ids, probs, k)
+    return (
+        pd.DataFrame(rows)
+        .assign(mean_source=pooled.source(None, 0))
+        .sort_values(
+            ["case", "when", "rank"],
+            na_position="first",
+            key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
+            ignore_index=True,
+        )
+    )
+
+
+def _skipped_rows(tok, cases: Sequence[tuple[str, str]]) -> list[dict]:
+    """The rows of the cases with words the tokenizer does not know: kept, with no predictions, ``status`` naming
+    the words."""
+    return [
         {
             "case": c,
             "prompt": p,
@@ -79,42 +107,28 @@ def transfer_table(
         for c, (p, e) in enumerate(cases)
         if unknown_words(tok, p)
     ]
-    if ok:
-        ids, probs = knockout_topk(
-            model,
-            tok,
-            [p for _, p, _ in ok],
-            None,
-            pooled,
-            [Ablation(), Ablation.of(heads=heads)],
-            k=k,
-            forwards=Forwards(positions=positions),
-        )
-        for a, when in enumerate(("before", "after")):
-            for r, (c, p, e) in enumerate(ok):
-                for j in range(k):
-                    rows.append(
-                        {
-                            "case": c,
-                            "prompt": p,
-                            "expected": e,
-                            "status": "ok",
-                            "when": when,
-                            "rank": j + 1,
-                            "token": tok.decode([int(ids[a, r, j])]).strip(),
-                            "prob": float(probs[a, r, j]),
-                        }
-                    )
-    return (
-        pd.DataFrame(rows)
-        .assign(mean_source=pooled.source(None, 0))
-        .sort_values(
-            ["case", "when", "rank"],
-            na_position="first",
-            key=lambda s: s.map({"before": 0, "after": 1}) if s.name == "when" else s,
-            ignore_index=True,
-        )
-    )
+
+
+def _prediction_rows(tok, ok: list, ids, probs, k: int) -> list[dict]:
+    """The rows of the cases that ran: each case's top-``k`` tokens and probabilities (``ids``, ``probs``:
+    (2, cases, k), before then after the knockout)."""
+    rows = []
+    for a, when in enumerate(("before", "after")):
+        for r, (c, p, e) in enumerate(ok):
+            for j in range(k):
+                rows.append(
+                    {
+                        "case": c,
+                        "prompt": p,
+                        "expected": e,
+                        "status": "ok",
+                        "when": when,
+                        "rank": j + 1,
+                        "token": tok.decode([int(ids[a, r, j])]).strip(),
+                        "prob": float(probs[a, r, j]),
+                    }
+                )
+    return rows
 
 
 def random_heads(heads: Sequence[Head], universe: Sequence[Head], n_random: int, seed: int) -> list[list[Head]]:
@@ -227,40 +241,20 @@ def run_transfer(
     n_samples, seed = res.params["n_samples"], res.params["seed"]
     held_out = res.params["knockout_split"] == "held-out"
     drawn = n_samples * (2 * splits.EVAL_SHARE if held_out else 1)
-    test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=seed + 1, draw=draw)
-    checked = None
-    # problems never ranked on (the evaluation side's clusters) whose X_c's top-1 is not the right answer: the
-    # family's accuracy is measured on all of them, right or wrong, but a prompt whose answer survives removing
-    # the operator cannot test the operator's heads
-    if held_out:
-        test = [s for s in test if splits.side(splits.cluster(s)) == "eval"]
-        checked = len(test)
-        test = check_counterfactuals(model, tok, test, batch_size)[0][:n_samples]
+    test, checked = _heldout_pairs(model, tok, heldout, drawn, res.params, draw, batch_size)
     means = res.means
     if isinstance(means, Means):  # no pool (user samples): the other templates' X_c, pooled
         means = mean_activations(model, tok, [s.corrupt for s in keep], [group_key(s) for s in keep], batch_size)
+    randoms = random_heads(heads_found, universe, res.params["n_random"], seed)
     r = heldout_drop(
-        model,
-        tok,
-        heads_found,
-        means,
-        test,
-        random_heads(heads_found, universe, res.params["n_random"], seed),
-        Forwards(batch_size=batch_size, positions=positions),
+        model, tok, heads_found, means, test, randoms, Forwards(batch_size=batch_size, positions=positions)
     )
     res.heldout = {
         "family": heldout,
         "identified_on": len(keep),
         "heads": [f"{l}.{h}" for l, h in heads_found],
         "heads_from": id_source,
-        "test_prompts": f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
-        f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"
-        + (
-            f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
-            "moves the answer (scoring.check_counterfactuals)"
-            if held_out
-            else ", unfiltered"
-        ),
+        "test_prompts": _test_prompts(heldout, drawn, seed, draw, n_samples, held_out),
         "n_test": len(test),
         "n_clusters": splits.n_problems(test),
         **({"n_eval_side": checked} if checked is not None else {}),
@@ -268,6 +262,37 @@ def run_transfer(
         "positions": positions,
         **r,
     }
+
+
+def _heldout_pairs(model, tok, heldout: str, drawn: int, params: dict, draw: Draw, batch_size: int) -> tuple:
+    """The held-out family's test pairs: ``drawn`` of them (seeded by identify's seed + 1); held out (identify's
+    split), only the problems never ranked on (the evaluation side's clusters) whose X_c's top-1 is not the right
+    answer, the first ``n_samples``: the family's accuracy is measured on all of them, right or wrong, but a prompt
+    whose answer survives removing the operator cannot test the operator's heads.
+
+    Returns ``(test, checked)``: the pairs, and how many evaluation-side pairs were checked (``None`` in-sample).
+    """
+    test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=params["seed"] + 1, draw=draw)
+    checked = None
+    if params["knockout_split"] == "held-out":
+        test = [s for s in test if splits.side(splits.cluster(s)) == "eval"]
+        checked = len(test)
+        test = check_counterfactuals(model, tok, test, batch_size)[0][: params["n_samples"]]
+    return test, checked
+
+
+def _test_prompts(heldout: str, drawn: int, seed: int, draw: Draw, n_samples: int, held_out: bool) -> str:
+    """How the held-out family's test prompts were made, as recorded: the call that drew them and the filter."""
+    return (
+        f"data.make_pairs(tok, {heldout!r}, n={drawn}, seed={seed + 1}, "
+        f"answer_token={draw.answer_token!r}{f', shots={draw.shots}' if draw.shots else ''})"
+        + (
+            f", the first {n_samples} of the evaluation side's problem clusters whose X_c "
+            "moves the answer (scoring.check_counterfactuals)"
+            if held_out
+            else ", unfiltered"
+        )
+    )
 
 
 def tokenizer_cases(tok, cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -43,13 +43,44 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
     )
     n_nonkey = int(band.n_nonkey.max()) if len(band) else 0
     n = int(baseline.n.max()) if len(baseline) else 0
+    x = _role_axis(roles)
+    bands, ticks = _band_layers(x)
+    points = _key_points(x, names)
+    width = max(150, min(COLUMN // 2 - 60, 36 * len(roles)))
+    return (
+        alt.layer(bands, ticks, points, data=data)
+        .properties(width=width, height=150)
+        .facet(
+            row=alt.Row("measure:N", title=None, sort=["mass", "density"]),
+            column=alt.Column("view:N", title=None, sort=["with first", "without first"]),
+        )
+        .resolve_scale(y="independent")
+        .properties(
+            title=alt.TitleParams(
+                f"{fig} — Key heads against every other head, by role",
+                subtitle=[
+                    f"grey: 5–95 % of the {n_nonkey} non-key heads (tick: median); points: key heads",
+                    f"◆ above their 95 % by 2 se, ▲ inconclusive, ● not; n = {n} prompts; first = position 0",
+                ],
+            )
+        )
+    )
+
+
+def _role_axis(roles: list[str]) -> alt.X:
+    """The x axis: one slot per role (``x`` is the role's index, a key head's point spread around it), labelled
+    with the role's name."""
     label = " : ".join(f"datum.value == {i} ? '{r}'" for i, r in enumerate(roles)) + " : ''"
-    x = alt.X(
+    return alt.X(
         "x:Q",
         title=None,
         scale=alt.Scale(domain=[-0.6, len(roles) - 0.4], nice=False),
         axis=alt.Axis(values=list(range(len(roles))), labelExpr=label, labelAngle=-35, labelOverlap=False, grid=False),
     )
+
+
+def _band_layers(x: alt.X) -> tuple[alt.Chart, alt.Chart]:
+    """The non-key heads' layers: their 5–95 % band per role (a grey rectangle) and its median (a tick)."""
     base = alt.Chart()
     bands = (
         base.transform_filter(alt.datum.kind == "band")
@@ -75,8 +106,14 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
         .mark_rule(color=colours.colour("reference", "marker"), strokeWidth=2)
         .encode(x=x, x2="x2:Q", y="nonkey_median:Q")
     )
-    points = (
-        base.transform_filter(alt.datum.kind == "key")
+    return bands, ticks
+
+
+def _key_points(x: alt.X, names: list[str]) -> alt.Chart:
+    """The key heads' layer: one point per head, coloured by head, shaped by its verdict against the band."""
+    return (
+        alt.Chart()
+        .transform_filter(alt.datum.kind == "key")
         .mark_point(filled=True, size=70, opacity=0.85)
         .encode(
             x=x,
@@ -100,25 +137,6 @@ def nonkey_band_chart(baseline: pd.DataFrame, fig: str = "Fig. 5 control") -> al
                 "verdict",
                 "n",
             ],
-        )
-    )
-    width = max(150, min(COLUMN // 2 - 60, 36 * len(roles)))
-    return (
-        alt.layer(bands, ticks, points, data=data)
-        .properties(width=width, height=150)
-        .facet(
-            row=alt.Row("measure:N", title=None, sort=["mass", "density"]),
-            column=alt.Column("view:N", title=None, sort=["with first", "without first"]),
-        )
-        .resolve_scale(y="independent")
-        .properties(
-            title=alt.TitleParams(
-                f"{fig} — Key heads against every other head, by role",
-                subtitle=[
-                    f"grey: 5–95 % of the {n_nonkey} non-key heads (tick: median); points: key heads",
-                    f"◆ above their 95 % by 2 se, ▲ inconclusive, ● not; n = {n} prompts; first = position 0",
-                ],
-            )
         )
     )
 
