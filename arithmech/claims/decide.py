@@ -52,6 +52,7 @@ ADDED = (
     "counterfactuals-agree",
     "circuit-faithful",
     "selection-matters",
+    "knockout-ld-key-vs-random",
 )
 """Claims this book adds, not the paper's: counted apart from the paper's own claims
 (:func:`arithmech.report.views.findings.tally`)."""

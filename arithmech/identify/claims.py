@@ -27,6 +27,7 @@ from arithmech.core.names import components
 from arithmech.core.stats import bootstrap_indices
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.config import Identify
+from arithmech.methods.ablation.run import LAYER_MATCHED
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.stability import claims as stability_claims
@@ -205,6 +206,39 @@ def _knockout_key_vs_random(ctx: Context):
     return _layer_matched(ctx, K, key, here, True)
 
 
+def _ld_against(rnd: pd.DataFrame, key, name: str) -> tuple[str, bool | None]:
+    """The top k's logit difference (``key``: its row, with ``ld_lo``, ``ld_hi``) against one set of random draws
+    (``rnd``): holds where its interval's upper end lies below the draws' 5th percentile, does not hold where its
+    lower end lies at or above it, inconclusive in between."""
+    p5 = float(rnd.ld.quantile(0.05))
+    here = f"{name}: mean {rnd.ld.mean():+.2f} (5th percentile {p5:+.2f}, {len(rnd)} draws)"
+    return here, True if float(key.ld_hi) < p5 else (False if float(key.ld_lo) >= p5 else None)
+
+
+def _knockout_ld(ctx: Context):
+    """The knockout on the logit difference (knockout.csv's ``ld`` columns): the top ``K`` heads against both random
+    baselines, each by :func:`_ld_against`; both must hold, either not holding: does not hold."""
+    key, rnd, _ = _knock(ctx, K)
+    if "ld" not in rnd or key.ld != key.ld:
+        raise Missing("knockout.csv has no logit-difference columns (made before them; re-run identify)")
+    ko = _end_rows(ctx)
+    intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
+    m = getattr(key, "n_clusters", float("nan"))
+    clusters = int(m) if m == m else "?"
+    here = (
+        f"logit difference {float(intact.ld.iloc[0]) if len(intact) else float('nan'):+.2f} intact → "
+        f"{float(key.ld):+.2f} [{float(key.ld_lo):+.2f}, {float(key.ld_hi):+.2f}] with the top {K} out (95% over "
+        f"{clusters} problem clusters)"
+    )
+    if few := too_few_clusters(key):
+        return here + few, None
+    lm = ko[(ko.kind == "head") & (ko.k == K) & (ko.order == LAYER_MATCHED)]
+    verdicts = [_ld_against(rnd, key, "random heads")] + ([_ld_against(lm, key, "layer-matched")] if len(lm) else [])
+    here += "; " + "; ".join(t for t, _ in verdicts) + ("" if len(lm) else "; layer-matched: not run")
+    holds = [h for _, h in verdicts]
+    return here, False if False in holds else (True if all(h is True for h in holds) else None)
+
+
 def _knockout_random_flat(ctx: Context):
     key, rnd, intact = _knock(ctx, K)
     m = float(rnd.accuracy.mean())
@@ -338,6 +372,20 @@ IDENTIFY: tuple[Rule, ...] = (
         f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads",
         version=12,
         decider=_knockout_key_vs_random,
+        gate=_controlled,
+    ),
+    Rule(
+        "knockout-ld-key-vs-random",
+        f"Knocking out the top {K} heads lowers the logit difference more than {K} random ones",
+        "not measured (Fig. 3 reads accuracy)",
+        f"on the logit difference logit(answer) − logit(X_c's answer) at END, its mean over the knockout prompts with "
+        f"a 95% bootstrap interval over their problem clusters: holds iff the top {K} heads' interval lies below the "
+        f"5th percentile of the means of the random draws of {K} heads outside the top {K} and the key heads, and "
+        "below that of the layer-matched draws where knockout.csv has them; does not hold iff its lower end lies at "
+        "or above either 5th percentile; inconclusive otherwise, below "
+        f"{MIN_CLUSTERS} problem clusters, and where knockout.csv has no logit difference (made before it)",
+        version=1,
+        decider=_knockout_ld,
         gate=_controlled,
     ),
     Rule(

@@ -50,6 +50,7 @@ CLAIMS = [
     "middle-layers",
     "logit-diff-ranking",
     "knockout-key-vs-random",
+    "knockout-ld-key-vs-random",
     "knockout-random-flat",
     "transfer",
     "answer-token-floor",
@@ -62,6 +63,7 @@ CLAIMS = [
 END_CLAIMS = [
     "key-heads-exist",
     "knockout-key-vs-random",
+    "knockout-ld-key-vs-random",
     "ablation-removes-information",
     "answer-token-floor",
     "key-heads-stable",

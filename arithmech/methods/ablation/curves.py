@@ -4,6 +4,13 @@
 ``n_random`` seeded random orders of the components *outside* the key ones (:func:`random_orders`,
 :func:`random_draw`), every accuracy with its count and Wilson interval (:func:`with_interval`). The ablated
 forward passes themselves are :mod:`arithmech.methods.ablation.knockout`'s.
+
+Beside accuracy, each row has the knockout on the **logit difference** (:func:`scored_rows`): ``ld``, the mean over
+the prompts of ``logit({C}) − logit(X_c's answer)`` at END under the ablation (X_c's answer: the intact model's top-1
+on the counterfactual prompt, :func:`~arithmech.methods.ablation.knockout.counter_answers`), and ``ld_lo``, ``ld_hi``,
+its 95% percentile bootstrap interval over problem clusters (:func:`arithmech.data.splits.cluster`: a problem's
+prompts are resampled together). Accuracy on prompts chosen to be right moves only once the answer loses the top
+rank; the logit difference moves with every ablation.
 """
 
 from __future__ import annotations
@@ -13,10 +20,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from arithmech.core.stats import wilson_interval
+from arithmech.core.stats import bootstrap_mean_intervals, wilson_interval
 from arithmech.data.pairs import Sample
+from arithmech.data.splits import cluster
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
-from arithmech.methods.ablation.knockout import Ablation, correct
+from arithmech.methods.ablation.knockout import Ablation, counter_answers, scores
 from arithmech.methods.ablation.settings import Curve
 
 
@@ -24,6 +32,29 @@ def with_interval(row: dict, k: int, n: int) -> dict:
     """``row`` with ``accuracy = k / n``, ``correct``, ``n`` and the Wilson 95% ``ci_low``, ``ci_high``."""
     lo, hi = wilson_interval(k, n)
     return {**row, "accuracy": k / n, "correct": k, "n": n, "ci_low": lo, "ci_high": hi}
+
+
+def scored_rows(
+    model,
+    tok,
+    samples: Sequence[Sample],
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    rows: list[dict],
+    forwards: Forwards = Forwards(),
+) -> pd.DataFrame:
+    """One row per ablation (``rows[a]`` for ``ablations[a]``) with its accuracy (:func:`with_interval`) and its
+    logit difference (module docstring: ``ld``, ``ld_lo``, ``ld_hi``), from one pass of ablated forwards."""
+    other = counter_answers(model, tok, samples, means, forwards)
+    hits, gaps = scores(model, tok, samples, means, ablations, other, forwards)
+    lo, hi = bootstrap_mean_intervals(gaps.T, clusters=[cluster(s) for s in samples])
+    n, ld = len(samples), gaps.mean(1)
+    return pd.DataFrame(
+        [
+            {**with_interval(r, int(c), n), "ld": float(m), "ld_lo": float(a), "ld_hi": float(b)}
+            for r, c, m, a, b in zip(rows, hits.sum(-1).tolist(), ld, lo, hi)
+        ]
+    )
 
 
 def random_orders(universe: Sequence, exclude: Sequence, n_random: int, seed: int) -> list[list]:
@@ -71,8 +102,8 @@ def knockout_curve(
     key ones" at every ``k``. A ``k`` for which fewer than ``k`` components remain outside them (about
     ``k`` > half the universe) gets no random row.
 
-    Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high`` (``seed = -1`` for effect rank;
-    Wilson 95% intervals over the ``n`` prompts).
+    Returns rows ``kind, order, seed, k, accuracy, correct, n, ci_low, ci_high, ld, ld_lo, ld_hi`` (``seed = -1`` for
+    effect rank; Wilson 95% intervals over the ``n`` prompts; the logit difference of :func:`scored_rows`).
     """
     kind, ranking, ks, random_ks = curve.kind, curve.ranking, curve.ks, curve.random_ks
     make = (lambda c: Ablation.of(heads=c)) if kind == "head" else (lambda c: Ablation.of(mlps=c))
@@ -94,8 +125,7 @@ def knockout_curve(
     for s in range(len(rand)):  # seed-major, as knockout.csv has always been written
         for k in drawable:
             add("random-rank", s, k, draws[k][s])
-    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1)
-    return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
+    return scored_rows(model, tok, samples, means, abls, rows, forwards)
 
 
 def default_ks(total: int) -> list[int]:

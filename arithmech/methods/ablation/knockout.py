@@ -353,11 +353,27 @@ def logit_gaps(
     ablation — with ``other`` the counterfactual answers (:func:`counter_answers`), the knockout's measure on the logit
     difference, the quantity identify ranks by, beside :func:`accuracy`'s top-1 (which a prompt chosen to be right
     keeps until its answer loses the top rank)."""
+    return scores(model, tok, samples, means, ablations, other, forwards)[1]
+
+
+def scores(
+    model,
+    tok,
+    samples: Sequence[Sample],
+    means: MeanSource,
+    ablations: Sequence[Ablation],
+    other: torch.Tensor,
+    forwards: Forwards = Forwards(),
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(correct, gaps)``, each ``(A, n)``, from one pass of ablated forwards: :func:`correct`'s top-1 hits (the same
+    ``softmax().topk(1)`` read) and :func:`logit_gaps`' logit differences against ``other``."""
     keys = None if means.is_pooled else [means.key(s) for s in samples]
     answer = answer_ids(tok, samples)
+    hit = torch.empty(len(ablations), len(samples), dtype=torch.bool)
     out = torch.empty(len(ablations), len(samples), dtype=torch.float64)
     for where, idx, logits in ablated_logits(model, tok, [s.clean for s in samples], keys, means, ablations, forwards):
         G = len(where)
+        top = logits.softmax(-1).topk(1, -1)[1].cpu().view(len(idx), G)
         lg = logits.double().cpu().view(len(idx), G, -1)
         gap = lg.gather(-1, answer[idx].view(-1, 1, 1).expand(-1, G, 1)) - lg.gather(
             -1, other[idx].view(-1, 1, 1).expand(-1, G, 1)
@@ -365,7 +381,8 @@ def logit_gaps(
         for g, rows in where.items():
             for a in rows:
                 out[a, idx] = gap[:, g, 0]
-    return out
+                hit[a, idx] = top[:, g] == answer[idx]
+    return hit, out
 
 
 def counter_answers(model, tok, samples: Sequence[Sample], means: MeanSource, forwards: Forwards = Forwards()):

@@ -10,11 +10,13 @@ For each task::
         conditioned floor (the answer guessed from what the prompt carries, leave-one-out)
 
 ``knockout.csv`` rows: ``task, positions, kind, order, seed, k, accuracy, correct, n, ci_low, ci_high,
-mean_source, split, n_clusters`` (``split``: ``held-out`` — the prompts share no problem cluster with the
-ranking ones, :mod:`arithmech.data.splits` — or ``in-sample``; ``n_clusters``: the distinct problems the
-prompts ask, which bound how independent the ``n`` prompts are); ``kind`` is ``head``, ``mlp`` or ``sanity`` (``order``
-then names the row: see :data:`SANITY`). :func:`arithmech.methods.ablation.tables.sanity_table` turns the sanity rows
-into the claim "the ablation removes the information" (holds / does not hold).
+mean_source, ld, ld_lo, ld_hi, split, n_clusters`` (``ld``: the logit difference under the ablation with its
+interval over problem clusters, :func:`arithmech.methods.ablation.curves.scored_rows`; ``split``: ``held-out`` — the
+prompts share no problem cluster with the ranking ones, :mod:`arithmech.data.splits` — or ``in-sample``;
+``n_clusters``: the distinct problems the prompts ask, which bound how independent the ``n`` prompts are); ``kind``
+is ``head``, ``mlp`` or ``sanity`` (``order`` then names the row: see :data:`SANITY`).
+:func:`arithmech.methods.ablation.tables.sanity_table` turns the sanity rows into the claim "the ablation removes the
+information" (holds / does not hold).
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
-from arithmech.methods.ablation.curves import default_ks, knockout_curve, with_interval
+from arithmech.methods.ablation.curves import default_ks, knockout_curve, scored_rows, with_interval
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
-from arithmech.methods.ablation.knockout import Ablation, correct, group_key, mean_activations, mean_sources
+from arithmech.methods.ablation.knockout import Ablation, group_key, mean_activations, mean_sources
 from arithmech.methods.ablation.pool import pool_prompts
 from arithmech.methods.ablation.pool_cache import cached_pool
 from arithmech.methods.ablation.settings import Curve, KnockoutSettings, Prompts
@@ -50,9 +52,11 @@ from arithmech.methods.effects import key_heads, ranking
 SANITY = ("nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor", "conditioned-floor")
 FLOORS = ("majority-floor", "conditioned-floor")  # a knockout "to the floor" means to the higher of the two
 RANDOM_HEAD_KS = (8,)  # where a task has no key head, the other position settings study the top 8
-# knockout.csv's columns: those every file has, declared once (arithmech.core.result_files), then the two that
-# knockout_tasks adds (a frame of one task's rows, task_knockout's, has all but these)
-COLUMNS = [*FILES["knockout.csv"].required, "split", "n_clusters"]
+# knockout.csv's columns: those every file has, declared once (arithmech.core.result_files), the logit difference
+# (arithmech.methods.ablation.curves.scored_rows: files made before it lack them), then the two that knockout_tasks
+# adds (a frame of one task's rows, task_knockout's, has all but these)
+LD = ("ld", "ld_lo", "ld_hi")
+COLUMNS = [*FILES["knockout.csv"].required, *LD, "split", "n_clusters"]
 MAX_DRAW = 40  # eval_samples draws at most MAX_DRAW * n pairs for n prompts
 LAYER_MATCHED = "layer-matched"  # the order of random head sets with the studied heads' per-layer counts
 
@@ -159,7 +163,8 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
     geo = geometry(model)
     L, H = geo.n_layers, geo.n_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
-    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1).tolist()
+    ablated = scored_rows(model, tok, samples, means, abls, [{} for _ in abls], forwards)
+    ok = ablated.correct.tolist()
     gold = answer_ids(tok, samples)
     xc = int((predict(model, tok, [s.corrupt for s in samples], forwards.batch_size)[:, 0] == gold).sum())
     floor = Counter(gold.tolist()).most_common(1)[0][1]
@@ -173,8 +178,10 @@ def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, 
         ("majority-floor", 0, floor, "none"),
         ("conditioned-floor", 0, round(max(problem_floor(samples)["table"]["prompts"].values()) * n), "none"),
     ]
+    ld = ablated[list(LD)].to_dict("records") + [dict.fromkeys(LD, float("nan"))] * 3  # no ablation: no LD
     return [
-        with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n) for o, k, c, s in rows
+        with_interval({"kind": "sanity", "order": o, "seed": -1, "k": k, "mean_source": s}, c, n) | d
+        for (o, k, c, s), d in zip(rows, ld)
     ]
 
 
@@ -208,9 +215,10 @@ def layer_matched_rows(
             abls.append(Ablation.of(heads=d))
             rows.append({"kind": "head", "order": LAYER_MATCHED, "seed": s, "k": k})
     if not abls:
-        return pd.DataFrame(columns=["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"])
-    ok = correct(model, tok, samples, means, abls, forwards=forwards).sum(-1)
-    return pd.DataFrame([with_interval(r, int(c), len(samples)) for r, c in zip(rows, ok.tolist())])
+        return pd.DataFrame(
+            columns=["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high", *LD]
+        )
+    return scored_rows(model, tok, samples, means, abls, rows, forwards)
 
 
 def task_knockout(
@@ -330,7 +338,7 @@ def knockout_tasks(
                 bar.advance(note=f"knockout {task}: no prompt")
             continue
         got = ck.load(f"knockout-{j}") if ck is not None else None
-        if got is not None and got["task"] == task:
+        if got is not None and got["task"] == task and "ld" in got["frame"]["columns"]:  # one made before ld: redone
             frames.append(obj_to_frame(got["frame"]))
         else:
             full = task == ranked.primary or settings.curves_for == "each"

@@ -40,6 +40,7 @@ END_CLAIMS = [
     "key-heads-exist",
     "key-heads-exist-share",
     "knockout-key-vs-random",
+    "knockout-ld-key-vs-random",
     "precise-learns-math",
     "precise-matches-full",
     "precise-keeps-generic",

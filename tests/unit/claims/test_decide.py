@@ -11,7 +11,7 @@ def test_the_gated_rules_are_identify_analyze_and_faithfulness():
     the controls themselves do not. Every id is listed once, so no rule hides another in BY_ID."""
     gated = {r.id for r in D.RULES if r.gate is not None}
     assert gated == {"key-heads-exist", "key-heads-exist-share", "few-heads", "middle-layers", "logit-diff-ranking",
-                     "knockout-key-vs-random", "knockout-random-flat", "mlps-late", "transfer", "attention-roles",
+                     "knockout-key-vs-random", "knockout-ld-key-vs-random", "knockout-random-flat", "mlps-late", "transfer", "attention-roles",
                      "attention-reads-operator", "stages", "circuit-faithful"}
     assert all(r.gate is controlled for r in D.RULES if r.gate is not None)
-    assert len(D.BY_ID) == len(D.RULES) == 22 and set(D.ADDED) <= set(D.BY_ID)
+    assert len(D.BY_ID) == len(D.RULES) == 23 and set(D.ADDED) <= set(D.BY_ID)

@@ -153,3 +153,36 @@ def test_the_logit_gap_under_knockout_equals_a_hooked_forward(embedded_model):
         assert torch.allclose(gaps[a], ref, atol=1e-3), a
     intact = torch.stack([model(torch.tensor([tok(s.corrupt)["input_ids"]])).logits[0, -1].argmax() for s in samples])
     assert torch.equal(other, intact)
+
+
+def test_one_pass_gives_the_accuracy_and_the_logit_difference_with_a_cluster_interval(embedded_model):
+    """Protects the knockout on the logit difference beside accuracy (knockout.csv's ld, ld_lo, ld_hi): one pass of
+    ablated forwards gives the same top-1 hits as the accuracy path (knockout_topk) and the same gaps as logit_gaps;
+    a row's ld is the mean gap, and its interval the 2.5 / 97.5 % quantiles of the means over resamples of whole
+    problem clusters, recomputed here by a literal loop over the resampled clusters."""
+    import numpy as np
+
+    from arithmech.core.stats import bootstrap_indices
+    from arithmech.data.splits import cluster
+    from arithmech.methods.ablation.curves import scored_rows
+    from arithmech.methods.ablation.knockout import correct, counter_answers, logit_gaps, scores
+
+    model, tok, _ = embedded_model
+    samples, _, _, _ = prompt_pairs(tok, 16, seed=3)
+    means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
+    abls = [Ablation(), Ablation.of(heads=[(5, 0), (4, 1), (3, 2)]), Ablation.of(mlps=[3, 4])]
+    other = counter_answers(model, tok, samples, means)
+    hits, gaps = scores(model, tok, samples, means, abls, other)
+    assert torch.equal(hits, correct(model, tok, samples, means, abls))
+    assert torch.equal(gaps, logit_gaps(model, tok, samples, means, abls, other))
+    rows = scored_rows(model, tok, samples, means, abls, [{"a": a} for a in range(len(abls))])
+    labels = [cluster(s) for s in samples]
+    ids = list(dict.fromkeys(labels))
+    members = [[i for i, c in enumerate(labels) if c == k] for k in ids]
+    draws = bootstrap_indices(len(ids), 1000, 0)
+    for a in range(len(abls)):
+        boot = [np.mean([gaps[a, i].item() for c in d.tolist() for i in members[c]]) for d in draws]
+        lo, hi = np.quantile(boot, [0.025, 0.975])
+        assert rows.ld[a] == pytest.approx(gaps[a].mean().item()) and rows.correct[a] == int(hits[a].sum())
+        assert (rows.ld_lo[a], rows.ld_hi[a]) == pytest.approx((lo, hi), abs=1e-9)
+    assert len(ids) < len(samples)  # prompts of one problem: the resample is of clusters, not prompts

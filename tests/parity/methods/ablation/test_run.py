@@ -99,13 +99,14 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     def fake_curve(model, tok, samples, means, c, **kw):
         seen.append((kw["forwards"].positions, c.kind, list(c.ranking), list(c.exclude), list(c.ks), list(c.random_ks),
                      c.exclude_top))
-        return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
+        return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ld", "ld_lo", "ld_hi",
                                              "ci_high"]})
     monkeypatch.setattr(KR, "knockout_curve", fake_curve)
     monkeypatch.setattr(KR, "sanity_rows", lambda *a, **k: [])
     monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
     matched = []
-    empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high"]})
+    empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
+                                         "ld", "ld_lo", "ld_hi"]})
     monkeypatch.setattr(KR, "layer_matched_rows", lambda model, tok, samples, means, c, **kw:
                         (matched.append((list(c.ranking), list(c.ks), list(c.exclude))), empty)[1])
     cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4, "hidden_size": 8, "vocab_size": 16})
@@ -135,15 +136,14 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     """Protects Fig. 3's random band at every k: with ``exclude_top`` the draw at k holds k heads none of which
     is a key head (``exclude``) or among the top k by effect rank; a k with fewer than k such heads gets no random
     row (the chart says so) instead of a smaller draw; a draw is uniform over what remains (filtered order)."""
-    import torch
 
     from arithmech.methods.ablation import curves as KC
     universe = [(l, h) for l in range(2) for h in range(4)]                   # 8 heads
     ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]
     key = [(0, 0)]
     seen = []
-    monkeypatch.setattr(KC, "correct", lambda model, tok, samples, means, abls, **kw:
-                        (seen.extend(abls), torch.zeros(len(abls), 2))[1])
+    monkeypatch.setattr(KC, "scored_rows", lambda model, tok, samples, means, abls, rows, forwards=None:
+                        (seen.extend(abls), pd.DataFrame([KC.with_interval(r, 0, 2) for r in rows]))[1])
     curve = Curve("head", ranking, universe, key, [0, 1, 2, 3, 4, 5, 8], [1, 2, 3, 4, 5, 8], True)
     d = KC.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
     rnd = [(r.k, a) for r, a in zip(d.itertuples(), seen) if r.order == "random-rank"]
