@@ -27,9 +27,13 @@ floors* means every module of ``arithmech/`` outside the library floors ``core/`
   named one directly (``importing``; one step, not transitive), the shared machinery that imports every step left
   out (``pipeline/``, ``report/build/``, ``cli.py``, ``api.py``, ``__init__.py``, ``__main__.py``); with their lines;
 * ``results_read_ways``: how many of three ways of reading a results folder are in use: a step's typed Result
-  (``result``: calls of ``ensure(...)`` above the floors outside ``pipeline/ensure.py``, and of a wing's
-  ``result.read`` imported by name or through its ``result`` module), the deciders' ``claims.evidence.Context``
-  (``context``: its constructions outside ``claims/evidence.py``), and direct reads (``direct``, below);
+  (``result``: calls of ``ensure(...)`` above the floors outside ``pipeline/ensure.py``, of a wing's ``result.read``
+  imported by name or through its ``result`` module, and of a Result class's own readers imported from a wing's
+  ``result`` module: ``<Class>.read`` / ``.load`` / ``.made`` / ``.of``, and the construction of a config-free
+  reader, a class named ``*Files``), the deciders' ``claims.evidence.Context`` (``context``: its constructions
+  outside ``claims/evidence.py``, where ``Context`` reads files itself: a call of ``claims/evidence.py`` that is a
+  direct read, below, and not one of those Result readers; a ``Context`` that reads only through the steps' Results
+  is a view over them, and its constructions count as ``result``), and direct reads (``direct``, below);
 * ``folder_functions``: the functions above the floors with a parameter named ``folder``, ``out``, ``path`` or
   ``results_dir``, or annotated with a type that names ``Path``;
 * ``direct_reads``: in rules and pages (``claims/evidence.py``, ``Context`` itself, left out), the calls that read a
@@ -207,6 +211,7 @@ TABLE1_WORDS = ("table1", "finetune", "curves", "frontier", "tradeoff")
 FOLDER_PARAMS = ("folder", "out", "path", "results_dir")
 FILE_READERS = ("read_csv", "read_json", "read_parquet", "read_table")
 LONG = 60
+EVIDENCE = "arithmech/claims/evidence.py"  # Context: its own reads decide whether it is a way of its own
 
 
 def _above_floors(rel: str) -> bool:
@@ -327,13 +332,23 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []), *([a.kwarg] if a.kwarg else [])]
 
 
+RESULT_CLASS_READERS = ("read", "load", "made", "of")
+
+
 def _result_readers(rel: str, tree: ast.Module) -> set[str]:
     """The local names under which the module imports a wing's Result reader: ``from arithmech.<wing>.result
-    import read`` (``read`` or its alias), and ``result`` modules imported whole (``<alias>.read``)."""
+    import read`` (``read`` or its alias), ``result`` modules imported whole (``<alias>.read``), a Result class's own
+    readers (``<Class>.read`` / ``.load`` / ``.made`` / ``.of``: ``Table1Result.load``, ``Ranking.read``) and a
+    config-free reader's construction (a class named ``*Files``: ``IdentifyFiles(folder)``)."""
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith(".result"):
             names.update(f"{a.asname or a.name}()" for a in node.names if a.name == "read")
+            for a in node.names:
+                local = a.asname or a.name
+                if local[:1].isupper():
+                    names.update(f"{local}.{m}()" for m in RESULT_CLASS_READERS)
+                    names.update([f"{local}()"] if a.name.endswith("Files") else [])
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arithmech."):
             names.update(f"{a.asname or a.name}.read()" for a in node.names if a.name == "result")
     return names
@@ -341,7 +356,7 @@ def _result_readers(rel: str, tree: ast.Module) -> set[str]:
 
 def wings(trees: dict[str, ast.Module]) -> dict:  # noqa: C901 (one walk, one branch per thing it counts)
     """The counts of the wing reorganisation, each with its places (module docstring)."""
-    folder_fns, reads, r_dict, long_fns = [], [], [], []
+    folder_fns, reads, r_dict, long_fns, own = [], [], [], [], []
     ways: dict[str, list[str]] = {"result": [], "context": [], "direct": []}
     for rel, tree in trees.items():
         readers = _result_readers(rel, tree)
@@ -363,14 +378,19 @@ def wings(trees: dict[str, ast.Module]) -> dict:  # noqa: C901 (one walk, one br
                 name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
                 called = (f"{f.value.id}.{name}()" if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
                           else f"{name}()")
-                kind = direct_read(node) if _rule_or_page(rel) and rel != "arithmech/claims/evidence.py" else None
+                kind = direct_read(node) if _rule_or_page(rel) and rel != EVIDENCE else None
                 if kind:
                     reads.append(f"{where} {kind}")
+                if rel == EVIDENCE and called not in readers and (kind := direct_read(node)):
+                    own.append(f"{where} {kind}")  # Context reading a file itself, not through a step's Result
                 if _above_floors(rel) and rel != "arithmech/pipeline/ensure.py" and (name == "ensure"
                                                                                       or called in readers):
                     ways["result"].append(f"{where} {called}")
-                if name == "Context" and rel != "arithmech/claims/evidence.py":
+                if name == "Context" and rel != EVIDENCE:
                     ways["context"].append(where)
+    if not own:  # Context reads only through the steps' Results: a view over them, the Result way
+        ways["result"] += [f"{w} Context() (over the step Results)" for w in ways["context"]]
+        ways["context"] = []
     ways["direct"] = reads
     claims = sorted((PACKAGE / "claims").rglob("*.py")) if (PACKAGE / "claims").is_dir() else []
     data = sorted(p for p in (PACKAGE / "claims").rglob("*") if p.suffix in (".toml", ".json", ".yaml")) \
@@ -380,7 +400,8 @@ def wings(trees: dict[str, ast.Module]) -> dict:  # noqa: C901 (one walk, one br
         "table1_modules": table1_modules(trees),
         "results_read_ways": {"count": sum(bool(v) for v in ways.values()),
                               "by_way": {k: len(v) for k, v in ways.items()},
-                              "where": {k: v for k, v in ways.items() if k != "direct"}},
+                              "where": {k: v for k, v in ways.items() if k != "direct"},
+                              "context_own_reads": own},
         "folder_functions": {"count": len(folder_fns), "where": folder_fns},
         "direct_reads": {"count": len(reads), "where": reads},
         "r_dict_page_functions": {"count": len(r_dict), "where": r_dict},

@@ -27,7 +27,7 @@ def studied_heads(ctx: Context) -> tuple[list[tuple[int, int]], str]:
     """The heads the analyze claims are decided on, and where they come from: the paper's key heads of the primary
     task where there are any; else the share rule's (``key_heads.json``'s ``by_share``: the heads that carry the
     counterfactual's effect), said so; else none."""
-    kh, task = ctx.read("key_heads.json"), ctx.primary()[0]
+    kh, task = ctx.key_heads(), ctx.primary()[0]
     pick = lambda block: block.get("heads", []) if task == kh.get("task") else block.get("per_task", {}).get(task, [])
     paper = pick(kh) if task == kh.get("task") else kh.get("per_task", {}).get(task, [])
     if paper:
@@ -91,7 +91,7 @@ def role_reading(ctx: Context, role: str) -> tuple[str, tuple[int, int, int] | N
     ``n`` heads read ``role`` more than the other heads (:func:`role_verdicts`), how many cannot be told, the
     sentence that says so with the other heads' interval and the prompts, and why analyze's files no longer decide
     (:func:`other_operations`, else ""). The counts are None where no head is studied."""
-    roles = ctx.read("attention_roles.csv")
+    roles = ctx.attention_roles()
     heads, source = studied_heads(ctx)
     if not heads:
         return f"{source}; nothing to analyze", None, ""
@@ -103,7 +103,7 @@ def role_reading(ctx: Context, role: str) -> tuple[str, tuple[int, int, int] | N
     yes, maybe, n = int((reads == True).sum()), int(reads.isna().sum()), len(reads)  # noqa: E712
     first = v.iloc[0]
     n_prompts = int(roles.n.max()) if "n" in roles else 0
-    ops = ctx.read("analyze.json").get("operations", "all")  # an older file without the field: all
+    ops = ctx.analyze_summary().get("operations", "all")  # an older file without the field: all
     of = "every operation" if ops == "all" else f"the operations that passed identify's control ({', '.join(ops)})"
     here = (
         f"on {source}: {yes} of {n} heads read {ROLE_WORDS[role]} more than the {int(first.n_other)} other heads "
@@ -138,7 +138,7 @@ def other_operations(ctx: Context) -> str:
     then (``analyze.json``'s ``operations``), and the control recomputed under its current version now pools others
     (the control's version 5 made a task uncertain, say): re-run analyze. Files from before ``--operations``
     (every operation) are read as they were."""
-    ops = ctx.read("analyze.json").get("operations", "all")
+    ops = ctx.analyze_summary().get("operations", "all")
     pooled = list(ctx.control().get("pooled") or [])
     if ops == "all" or not pooled or set(ops) == set(pooled):
         return ""
@@ -167,7 +167,7 @@ def specific_text(sp: dict) -> str:
 def stages(ctx: Context):
     """Version 5: the inflections of the answer- and operand-specific curves, each minus its matched baseline, and the
     interval of their difference over problem clusters (``analyze.json``'s ``specific_stages``)."""
-    sp = ctx.read("analyze.json").get("specific_stages")
+    sp = ctx.analyze_summary().get("specific_stages")
     if not sp:
         raise Missing("analyze.json has no answer-specific stages (a run before rule version 5): re-run analyze")
     d, here = sp["difference"], specific_text(sp)

@@ -1,6 +1,8 @@
 """Analyze's files read back: the one reader of the analyze wing's files, each read and checked through
 :mod:`arithmech.core.results`. :class:`AnalyzeResult` and :func:`read` (:mod:`arithmech.analyze.run` computes and
-writes the files); the pages take an :class:`AnalyzeResult`, never the folder.
+writes the files); the pages take an :class:`AnalyzeResult`, never the folder. :class:`AnalyzeFiles`: the same files
+without the config that made them, each read on first use (what the claims read,
+:class:`arithmech.claims.evidence.Context`).
 
 Later wings import this module, never analyze's computing modules.
 """
@@ -81,3 +83,19 @@ def read(folder: str | Path, config: Config) -> AnalyzeResult:
         top=results.read(folder, "top_numbers.csv"),
         summary=results.read(folder, "analyze.json"),
     )
+
+
+class AnalyzeFiles(results.Files):
+    """Analyze's files of a folder without the config that made them (:class:`arithmech.core.results.Files`: each read
+    and checked on first use, once; ``None`` where absent), named as :class:`AnalyzeResult`'s fields: what the claims'
+    deciders read."""
+
+    @property
+    def roles(self) -> pd.DataFrame | None:
+        """``attention_roles.csv``: every head's attention by token role."""
+        return self.file("attention_roles.csv")
+
+    @property
+    def summary(self) -> dict | None:
+        """``analyze.json``: the key heads' summary, where they came from, the operations, the stages."""
+        return self.file("analyze.json")

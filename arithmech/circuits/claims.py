@@ -33,7 +33,7 @@ def circuit_faithful(ctx: Context):
     """Version 7: the clipped and unclipped recovery in both directions, END top-n and the
     cross-position circuit, intervals Bonferroni-adjusted over the candidates
     (:func:`arithmech.methods.faithfulness_rule.faithful_verdict`)."""
-    f = ctx.read("faithfulness.csv")
+    f = ctx.faithfulness()
     task = ctx.primary()[0]  # the task the identify claims are decided on
     if not (f.task == task).any():
         raise Missing(f"faithfulness.csv has no rows of task {task}")

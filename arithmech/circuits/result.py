@@ -1,6 +1,8 @@
 """The circuit steps' results read back: beyond's (:class:`BeyondResult`, :func:`read_beyond`) and faithfulness's
 (:class:`FaithfulnessResult`, :func:`read_faithfulness`), the one reader of their files; each carries the config it
-was read for. The pages and the command line take these, never a folder."""
+was read for. The pages and the command line take these, never a folder. :class:`FaithfulnessFiles`: faithfulness's file
+without the config that made it, read on first use and not refused for an earlier rule version (what the claims
+read, :class:`arithmech.claims.evidence.Context`, whose rule says why such a file decides nothing)."""
 
 from __future__ import annotations
 
@@ -97,3 +99,14 @@ def read_faithfulness(folder: str | Path, config: Faithfulness) -> FaithfulnessR
             "version): re-run python -m arithmech faithfulness --overwrite"
         )
     return FaithfulnessResult(config=config, model=rec["parameters"]["model"], frame=frame, record=rec)
+
+
+class FaithfulnessFiles(results.Files):
+    """Faithfulness's file of a folder without the config that made it (:class:`arithmech.core.results.Files`: read and
+    checked on first use, once; ``None`` where absent), named as :class:`FaithfulnessResult`'s field: what the claims'
+    decider reads (a file of an earlier rule version is not refused here: the rule says it decides nothing)."""
+
+    @property
+    def frame(self) -> pd.DataFrame | None:
+        """``faithfulness.csv``: each circuit's recovery, top-n and random."""
+        return self.file("faithfulness.csv")

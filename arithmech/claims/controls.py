@@ -22,7 +22,7 @@ from arithmech.steps.control import floor_at, sampled_estimates
 
 
 def answer_token_floor(ctx: Context):
-    t = ctx.read("answer_tokens.csv")
+    t = ctx.answer_tokens()
     t = t[(t.template == "all") & (t.n > 0)]
     if t.empty:
         raise Missing("answer_tokens.csv has no kept prompts")
@@ -72,7 +72,7 @@ def _ablation_floor(ctx: Context, task: str, s: pd.DataFrame) -> tuple[float, tu
 def shares(ctx: Context, tasks: list[str]) -> dict[str, float]:
     """Each pooled task's share of the ``all`` knockout prompts: identify interleaves the tasks' knockout prompts
     round-robin and keeps the first ``n`` (the ``all`` rows' n); each task's count is its own sanity rows' n."""
-    ko = ctx.read("knockout.csv")
+    ko = ctx.knockout()
     ko = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
     if "positions" in ko:
         ko = ko[ko.positions == ko.positions.iloc[0]]

@@ -58,13 +58,14 @@ ADDED = (
 (:func:`arithmech.report.views.findings.tally`)."""
 
 
-def claims(folder: str | Path, ids: Iterable[str] | None = None) -> pd.DataFrame:
-    """Decide the rules ``ids`` (all of :data:`RULES` by default) on the results in ``folder``.
+def claims(folder: str | Path | Context, ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Decide the rules ``ids`` (all of :data:`RULES` by default) on the results in ``folder``: its steps' Results,
+    read once (:class:`~arithmech.claims.evidence.Context`; one given is used, with what it has read already).
 
     Returns rows ``id, claim, paper (LLaMA2-7B), rule, here, holds``; a rule whose files are missing is
     inconclusive with ``here`` saying which file.
     """
-    ctx, rows = Context(folder), []
+    ctx, rows = folder if isinstance(folder, Context) else Context(folder), []
     for rule in select(ids):
         try:
             here, holds = rule.decide(ctx)

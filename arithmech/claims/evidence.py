@@ -1,6 +1,11 @@
-"""What a claim's decider reads: one results folder, each file read once, a missing file an exception.
+"""What a claim's decider reads: one results folder, as the Results of the steps that wrote it, each file read once,
+a missing file an exception.
 
-:class:`Context` wraps ``results/<model>/`` for the deciders of :mod:`arithmech.claims.decide`;
+:class:`Context` is the deciders' view of ``results/<model>/`` for :mod:`arithmech.claims.decide`: it reads nothing
+itself; each file is reached through the config-free reader of the step that wrote it (identify's
+:class:`~arithmech.identify.result.IdentifyFiles`, stability's :class:`~arithmech.identify.result.StabilityFiles`,
+analyze's :class:`~arithmech.analyze.result.AnalyzeFiles`, faithfulness's
+:class:`~arithmech.circuits.result.FaithfulnessFiles`, Table 1's :class:`~arithmech.table1.result.Table1Result`).
 :class:`Missing` is what a decider raises when a file it needs is absent (the claim is then inconclusive).
 """
 
@@ -8,45 +13,98 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
-from arithmech.core import results
+from arithmech.analyze.result import AnalyzeFiles
+from arithmech.circuits.result import FaithfulnessFiles
 from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
-from arithmech.data import pairs
+from arithmech.identify.result import IdentifyFiles, StabilityFiles
 from arithmech.steps.control import recomputed
 from arithmech.table1.result import Table1Result
 
 Z95 = 1.959964  # the 95% two-sided normal quantile (wilson_interval's default)
+T = TypeVar("T")
 
 
 class Missing(Exception):
     """A file a rule needs is not in the results folder (the claim is then inconclusive)."""
 
 
+def need(value: T | None, name: str) -> T:
+    """``value``, a file a step's Result read; :class:`Missing` (``"<name> is missing"``) where the folder has none."""
+    if value is None:
+        raise Missing(f"{name} is missing")
+    return value
+
+
 class Context:
-    """Lazy access to one results folder for the deciders (each file read once)."""
+    """One results folder as the deciders read it: the config-free Results of the steps that wrote it
+    (``identify_files``, ``stability_files``, ``analyze_files``, ``faithfulness_files``; :meth:`table1`), each file
+    read once, on first use; the accessors below raise :class:`Missing` for an absent file, and :meth:`memo` keeps
+    what is computed from them."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
+        self.identify_files = IdentifyFiles(self.folder)
+        self.stability_files = StabilityFiles(self.folder)
+        self.analyze_files = AnalyzeFiles(self.folder)
+        self.faithfulness_files = FaithfulnessFiles(self.folder)
         self._cache: dict[Hashable, object] = {}
 
-    def read(self, name: str):
-        """A file of the folder through :func:`arithmech.core.results.read`; :class:`Missing` if absent."""
-
-        def load():
-            if not results.exists(self.folder, name):
-                raise Missing(f"{name} is missing")
-            return results.read(self.folder, name)
-
-        return self.memo(name, load)
-
     def memo(self, key: Hashable, compute):
-        """``compute()`` once per ``key`` for this folder (files, and tables derived from them)."""
+        """``compute()`` once per ``key`` for this folder (tables derived from its files)."""
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
+
+    # identify's files (IdentifyFiles)
+    def key_heads(self) -> dict:
+        """``key_heads.json``."""
+        return need(self.identify_files.key_heads, "key_heads.json")
+
+    def all_effects(self) -> pd.DataFrame:
+        """``effects.csv``, every task's rows (:meth:`effects`: the primary task's)."""
+        return need(self.identify_files.effects, "effects.csv")
+
+    def knockout(self) -> pd.DataFrame:
+        """``knockout.csv``, every task's rows (:func:`end_rows`: the primary task's at END)."""
+        return need(self.identify_files.knockout, "knockout.csv")
+
+    def answer_tokens(self) -> pd.DataFrame:
+        """``answer_tokens.csv``."""
+        return need(self.identify_files.answer_tokens, "answer_tokens.csv")
+
+    def heldout(self) -> dict:
+        """``heldout.json``."""
+        return need(self.identify_files.heldout, "heldout.json")
+
+    def prompts(self) -> list[dict]:
+        """``prompts.jsonl``'s rows (:meth:`samples`: as samples)."""
+        return need(self.identify_files.prompts, "prompts.jsonl")
+
+    def run(self) -> dict:
+        """identify's record of ``run.json``."""
+        return need(self.identify_files.run, "run.json's identify record")
+
+    # the other steps' files
+    def stability(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``stability.csv`` and ``stability_runs.csv`` (StabilityFiles' ``table`` and ``runs``)."""
+        return need(self.stability_files.table, "stability.csv"), need(self.stability_files.runs, "stability_runs.csv")
+
+    def attention_roles(self) -> pd.DataFrame:
+        """``attention_roles.csv`` (AnalyzeFiles' ``roles``)."""
+        return need(self.analyze_files.roles, "attention_roles.csv")
+
+    def analyze_summary(self) -> dict:
+        """``analyze.json`` (AnalyzeFiles' ``summary``)."""
+        return need(self.analyze_files.summary, "analyze.json")
+
+    def faithfulness(self) -> pd.DataFrame:
+        """``faithfulness.csv`` (FaithfulnessFiles' ``frame``)."""
+        return need(self.faithfulness_files.frame, "faithfulness.csv")
 
     def table1(self) -> Table1Result:
         """The folder's arms run (:class:`~arithmech.table1.result.Table1Result`, read once); :class:`Missing`
@@ -61,7 +119,7 @@ class Context:
 
         def load():
             try:
-                return pairs.samples(self.folder) if results.exists(self.folder, "prompts.jsonl") else []
+                return self.identify_files.samples or []
             except ResultsError:
                 return []
 
@@ -73,7 +131,7 @@ class Context:
         decided under this one; the tasks are ``key_heads.json``'s (its ``control.floors``, else its ``task``),
         each task's prompts those of that operation. Where a task names no operation of the prompts (a
         template-pair file), the control written by the run is kept (``recomputed`` False)."""
-        return self.memo("control", lambda: recomputed(self.read("key_heads.json"), self.samples()))
+        return self.memo("control", lambda: recomputed(self.key_heads(), self.samples()))
 
     def primary(self) -> tuple[str, str | None]:
         """The task the identify claims are decided on, and why none can be (else None): the run's pooled task
@@ -82,7 +140,7 @@ class Context:
         the run's task with a reason (its pooled rows mix tasks that fail the control: re-run identify)."""
 
         def compute():
-            eff = self.read("effects.csv")
+            eff = self.all_effects()
             task = "all" if (eff.task == "all").any() else eff.task.iloc[0]
             c = self.control()
             pooled, ran = c.get("pooled", [task]), c.get("stored_pooled", c.get("pooled", [task]))
@@ -98,7 +156,7 @@ class Context:
 
     def effects(self) -> pd.DataFrame:
         """Rows of the primary task (:meth:`primary`)."""
-        eff = self.read("effects.csv")
+        eff = self.all_effects()
         return eff[eff.task == self.primary()[0]]
 
     def heads(self) -> pd.DataFrame:
@@ -130,7 +188,7 @@ def cluster_interval(row, z: float = Z95) -> tuple[float, float, str]:
 def end_rows(ctx: Context) -> pd.DataFrame:
     """knockout.csv's rows of the primary task (:meth:`~arithmech.claims.evidence.Context.primary`) at END (or at the
     one position setting the run has): another task's key-vs-random rows at the same k are not the primary's curve."""
-    ko = ctx.read("knockout.csv")
+    ko = ctx.knockout()
     if "task" in ko and len(ko):
         ko = ko[ko.task == ctx.primary()[0]]
     if "positions" in ko:

@@ -363,3 +363,27 @@ def made_with(folder: str | Path, step: str, want: dict) -> bool:
 def read_step(folder: str | Path, step: str) -> dict[str, Any]:
     """Every file of ``step`` present in ``folder``, checked, keyed by the name without extension."""
     return {n.rsplit(".", 1)[0]: read(folder, n) for n in step_files(step) if exists(folder, n)}
+
+
+class Files:
+    """One step's files in a folder, read back without the config that made them: each file read and checked
+    (:func:`read`) on its first use and kept, ``None`` where the folder has none, and the step's ``run.json`` record
+    (:meth:`record`). A wing's result module names its step's files as typed properties of a subclass (identify's
+    :class:`arithmech.identify.result.IdentifyFiles`, ...): what the claims' deciders read, through
+    :class:`arithmech.claims.evidence.Context`, which says which file is missing."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self._files: dict[str, Any] = {}
+
+    def file(self, name: str) -> Any:
+        """``name`` of the folder, read and checked once; ``None`` where the folder has none."""
+        if name not in self._files:
+            self._files[name] = read(self.folder, name) if exists(self.folder, name) else None
+        return self._files[name]
+
+    def record(self, step: str) -> dict | None:
+        """``step``'s record of ``run.json`` (read once), ``None`` where it has none."""
+        if RUN not in self._files:
+            self._files[RUN] = read_run(self.folder)
+        return self._files[RUN]["steps"].get(step)

@@ -377,7 +377,12 @@ def interleave(groups: Iterable[Iterable[T]]) -> list[T]:
 
 def samples(folder: str | Path) -> list:
     """``prompts.jsonl`` as :class:`arithmech.data.pairs.Sample` objects."""
-    rows = read(folder, "prompts.jsonl")
+    return as_samples(read(folder, "prompts.jsonl"), folder)
+
+
+def as_samples(rows: list[dict], folder: str | Path) -> list:
+    """``prompts.jsonl``'s rows (read from ``folder``) as :class:`Sample` objects; a row that is not a prompt is a
+    :class:`~arithmech.core.safe_read.ResultsError` naming the file."""
     try:
         return [Sample.from_json(r) for r in rows]
     except TypeError as e:  # a row with a key a Sample does not have

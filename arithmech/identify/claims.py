@@ -260,7 +260,7 @@ def _mlps_late(ctx: Context):
 
 
 def _transfer(ctx: Context):
-    h = ctx.read("heldout.json")
+    h = ctx.heldout()
     if "relative_drop" not in h:
         raise Missing("heldout.json has no knockout result")
     if not h["base_accuracy"] > 0:
@@ -283,7 +283,7 @@ def _transfer(ctx: Context):
 
 
 def _stability(ctx: Context, pattern: str, kind: str | None):
-    t = stability_claims(ctx.read("stability.csv"), ctx.read("stability_runs.csv"))
+    t = stability_claims(*ctx.stability())
     t = t[(t["set"] == "key") & t.claim.str.contains(pattern) & ((t.kind == kind) if kind else True)]
     if t.empty:
         raise Missing("stability.csv has no such comparison")

@@ -4,6 +4,8 @@ read and checked through :mod:`arithmech.core.results`.
 * :class:`Result` and :func:`read` — identify's files (:mod:`arithmech.identify.run` computes and writes them);
 * :class:`StabilityResult` and :func:`read_stability` — the stability step's three files
   (:mod:`arithmech.steps.stability`);
+* :class:`IdentifyFiles` and :class:`StabilityFiles` — the same files without the config that made them, each read
+  on first use (what the claims read, :class:`arithmech.claims.evidence.Context`);
 * :func:`operations`, :func:`load_key_heads`, :func:`ranked_inputs`, :func:`bootstrap_unit` and
   :func:`recorded_setting` — what the later steps (analyze, beyond, faithfulness) read of identify's files: the
   operations whose prompts they read, the heads they study, the ranking with a seeded subset of the kept prompts,
@@ -23,7 +25,7 @@ from arithmech.core import results
 from arithmech.core.inputs import quoted
 from arithmech.core.safe_read import ResultsError
 from arithmech.data.draw import Draw
-from arithmech.data.pairs import Sample, reference_samples
+from arithmech.data.pairs import Sample, as_samples, reference_samples
 from arithmech.data.pairs import samples as kept_prompts
 from arithmech.identify.config import Identify as Config
 from arithmech.identify.config import Stability
@@ -128,6 +130,53 @@ class Ranking:
         return cls.read(folder) if results.exists(folder, "key_heads.json") else None
 
 
+class IdentifyFiles(results.Files):
+    """Identify's files of a folder without the config that made them (:class:`arithmech.core.results.Files`: each read
+    and checked on first use, once; ``None`` where absent): what the claims' deciders read through
+    :class:`arithmech.claims.evidence.Context`, named as :class:`Result`'s fields."""
+
+    @property
+    def prompts(self) -> list[dict] | None:
+        """``prompts.jsonl``: the kept X_r / X_c pairs, one dict each."""
+        return self.file("prompts.jsonl")
+
+    @property
+    def samples(self) -> list[Sample] | None:
+        """``prompts.jsonl`` as samples (:func:`arithmech.data.pairs.as_samples`: a row that is not a prompt is a
+        :class:`~arithmech.core.safe_read.ResultsError`)."""
+        return None if self.prompts is None else as_samples(self.prompts, self.folder)
+
+    @property
+    def effects(self) -> pd.DataFrame | None:
+        """``effects.csv``: each head's and MLP's effect per task, with its 95% interval."""
+        return self.file("effects.csv")
+
+    @property
+    def key_heads(self) -> dict | None:
+        """``key_heads.json``: the key heads of the pooled task, the rule that chose them, the control."""
+        return self.file("key_heads.json")
+
+    @property
+    def answer_tokens(self) -> pd.DataFrame | None:
+        """``answer_tokens.csv``: the most frequent answer token's share per task and template."""
+        return self.file("answer_tokens.csv")
+
+    @property
+    def knockout(self) -> pd.DataFrame | None:
+        """``knockout.csv``: accuracy with the top-k, random and every head knocked out."""
+        return self.file("knockout.csv")
+
+    @property
+    def heldout(self) -> dict | None:
+        """``heldout.json``: the key heads knocked out on a held-out template family."""
+        return self.file("heldout.json")
+
+    @property
+    def run(self) -> dict | None:
+        """The ``identify`` record of ``run.json`` (parameters, samples kept per task, versions, timings)."""
+        return self.record("identify")
+
+
 STABILITY_FILES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
 """The step's files, in the order of :class:`StabilityResult`'s ``table``, ``runs``, ``heads``."""
 
@@ -158,6 +207,26 @@ def read_stability(folder: str | Path, config: Stability) -> StabilityResult:
     table, runs, heads = (results.read(folder, n) for n in STABILITY_FILES)
     record = results.read_run(folder)["steps"]["stability"]
     return StabilityResult(config=config, table=table, runs=runs, heads=heads, record=record)
+
+
+class StabilityFiles(results.Files):
+    """The stability step's files of a folder without the config that made them (:class:`arithmech.core.results.
+    Files`), named as :class:`StabilityResult`'s fields: what the claims' deciders read."""
+
+    @property
+    def table(self) -> pd.DataFrame | None:
+        """``stability.csv``: the Jaccard comparisons."""
+        return self.file("stability.csv")
+
+    @property
+    def runs(self) -> pd.DataFrame | None:
+        """``stability_runs.csv``: each run's prompts, key and top sets."""
+        return self.file("stability_runs.csv")
+
+    @property
+    def heads(self) -> pd.DataFrame | None:
+        """``stability_heads.csv``: per head and kind, how often it is key / in the top."""
+        return self.file("stability_heads.csv")
 
 
 def operations(choice: str, folder: str | Path) -> list[str] | None:

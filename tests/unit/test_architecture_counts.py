@@ -101,3 +101,31 @@ def test_counts_on_a_tiny_package(tmp_path, capsys):
     assert got["package_modules"] == 8
     assert got["package_lines"] == 65 + 5 + 13 + 6 + 1 + 14 + 5 + 2
     assert '"package_modules": 8' in capsys.readouterr().out
+
+
+def test_a_context_over_the_step_results_is_the_result_way(tmp_path):
+    """Protects the honest count of ``Context``: where ``claims/evidence.py`` reads only through the steps' Results
+    (a ``*Files`` reader's construction, a Result class's ``load``), its constructions count as Result reads and no
+    way of their own; a page calling a Result class's reader (``Ranking.read(...)``) reads through it; ``Context``'s
+    own direct read (the first test's) keeps it a way apart."""
+    package = {
+        "claims/evidence.py": (
+            "from arithmech.wing.result import WingFiles, WingResult\n\n\nclass Context:\n"
+            "    def __init__(self, folder):\n        self.files = WingFiles(folder)\n"
+            "        self.arms = WingResult.load(self.folder)\n"
+        ),
+        "claims/decide.py": "from arithmech.claims.evidence import Context\n\n\ndef claims(folder):\n"
+        "    return Context(folder)\n",
+        "report/views/y_page.py": "from arithmech.wing.result import Ranking\n\n\ndef show(m):\n"
+        "    return Ranking.of('results', m)\n",
+        "wing/result.py": "class WingFiles:\n    pass\n",
+    }
+    for rel, text in package.items():
+        (tmp_path / "arithmech" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "arithmech" / rel).write_text(text)
+    out = tmp_path / "counts.json"
+    load_counter().main(["--root", str(tmp_path), "--out", str(out)])
+    ways = json.loads(out.read_text())["results_read_ways"]
+    assert ways["by_way"] == {"result": 4, "context": 0, "direct": 0} and ways["count"] == 1
+    assert ways["context_own_reads"] == []
+    assert "arithmech/claims/decide.py:5 Context() (over the step Results)" in ways["where"]["result"]

@@ -1,24 +1,22 @@
-"""Two identify runs of one model side by side — zero-shot and few-shot prompts — read from their files.
+"""Two identify runs of one model side by side — zero-shot and few-shot prompts — read from their Results.
 
-Every number here comes from a run's results folder (``run.json``, ``key_heads.json``, ``knockout.csv``) and
-every verdict from the claims table (:func:`arithmech.claims.decide.claims`), decided by the same rules for
-both runs; nothing is recomputed but the control, from ``prompts.jsonl``. :func:`yield_rows` gives the
-prompts each run could patch and their floors, :func:`circuit_rows` the key heads and the top-k knockout against its
-random band, :func:`verdict_rows` the claims.
+Each run is a :class:`~arithmech.claims.evidence.Context` (its folder's step Results, each file read once, built by
+the caller): every number here comes from its identify files (``run.json``'s record, ``key_heads.json``,
+``knockout.csv``) and every verdict from the claims table (:func:`arithmech.claims.decide.claims`) decided on the same
+Context, by the same rules for both runs; nothing is recomputed but the control, from ``prompts.jsonl``. No function
+here reads a file. :func:`yield_rows` gives the prompts each run could patch and their floors, :func:`circuit_rows`
+the key heads and the top-k knockout against its random band, :func:`verdict_rows` the claims.
 
->>> runs = {"zero-shot": folder / "zero-shot", "4-shot": folder}
+>>> runs = {"zero-shot": Context(folder / "zero-shot"), "4-shot": Context(folder)}
 >>> yield_rows(runs); circuit_rows(runs); verdict_rows(runs)
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, cluster_interval
-from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.claims import K
@@ -45,7 +43,7 @@ def _pct(x: float) -> str:
     return "—" if x != x else f"{x:.0%}"
 
 
-def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
+def yield_rows(runs: dict[str, Context]) -> pd.DataFrame:
     """Per operation and run: pairs drawn, X_r kept (with the Wilson interval of the kept share; all of them are
     patched), the distinct X_r the effects and key heads are ranked on (``prompts.jsonl``: with the held-out split,
     the ranking side's; a prompt drawn twice is kept twice), the majority floor, the conditioned floor the run
@@ -53,12 +51,12 @@ def yield_rows(runs: dict[str, Path]) -> pd.DataFrame:
     problems (:mod:`arithmech.data.floors`), and whether the task passes its control — recomputed under the
     current rule (:meth:`arithmech.claims.evidence.Context.control`), as the claims decide it."""
     rows = []
-    for label, folder in runs.items():
-        rec = results.read_run(folder)["steps"]["identify"]
-        stored = results.read(folder, "key_heads.json").get("control", {})
-        control = Context(folder).control()  # recomputed under the current rule
+    for label, ctx in runs.items():
+        rec = ctx.run()
+        stored = ctx.key_heads().get("control", {})
+        control = ctx.control()  # recomputed under the current rule
         distinct: dict[str, set] = {}
-        for p in results.read(folder, "prompts.jsonl"):
+        for p in ctx.prompts():
             distinct.setdefault(p["op"], set()).add(p["clean"])
         for task, s in rec["samples"].items():
             f, v1 = control.get("floors", {}).get(task, {}), stored.get("floors", {}).get(task, {})
@@ -97,19 +95,19 @@ def _knocked(row) -> str:
     return f"{_pct(float(row.accuracy))} (95% {_pct(lo)}–{_pct(hi)}, {what})"
 
 
-def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
+def circuit_rows(runs: dict[str, Context], k: int = K) -> pd.DataFrame:
     """Per run: the pooled tasks, the key heads under the paper's rule and under the share rule, the top ``k``
     heads by effect, and accuracy with the top ``k`` heads knocked out at END against the random band
     (5–95% of the random draws of ``k`` heads outside them), the intact accuracy, the prompts (the pooled task's
     n, and each pooled task's own knockout prompts it was drawn from: 0 where the held-out draw found none) and
     which split they came from (a file without the column was made in sample)."""
     rows = []
-    for label, folder in runs.items():
-        kh = results.read(folder, "key_heads.json")
-        eff = results.read(folder, "effects.csv")
+    for label, ctx in runs.items():
+        kh = ctx.key_heads()
+        eff = ctx.all_effects()
         task = kh.get("task", "all")
         top = eff[(eff.task == task) & (eff["head"] != "mlp")].nsmallest(k, "effect")
-        every = results.read(folder, "knockout.csv")
+        every = ctx.knockout()
         ko = (
             every[(every.task == task) & (every.positions == "end")]
             if "positions" in every
@@ -127,7 +125,7 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
             {
                 "prompts": label,
                 "pooled tasks": ", ".join(pooled),
-                "claims decided on": Context(folder).primary()[0],
+                "claims decided on": ctx.primary()[0],
                 "key heads: relative change of the answer logit": _heads(kh),
                 "key heads: LD ratio to the counterfactual's effect": _heads(kh["by_share"])
                 if "by_share" in kh
@@ -158,11 +156,11 @@ def circuit_rows(runs: dict[str, Path], k: int = K) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
+def verdict_rows(runs: dict[str, Context], ids=CLAIMS) -> pd.DataFrame:
     """The claims table's verdict of each claim in ``ids`` for each run, with the numbers it was decided on."""
     out = None
-    for label, folder in runs.items():
-        c = claims(folder, ids)[["id", "claim", "holds", "here"]]
+    for label, ctx in runs.items():
+        c = claims(ctx, ids)[["id", "claim", "holds", "here"]]
         c = c.assign(**{label: [verdict(h) for h in c.holds], f"{label}: numbers": c.here}).drop(
             columns=["holds", "here"]
         )
@@ -170,7 +168,7 @@ def verdict_rows(runs: dict[str, Path], ids=CLAIMS) -> pd.DataFrame:
     return out
 
 
-def changed_lines(runs: dict[str, Path], ids=CLAIMS + ANALYZE_CLAIMS) -> list[str]:
+def changed_lines(runs: dict[str, Context], ids=CLAIMS + ANALYZE_CLAIMS) -> list[str]:
     """The claims in ``ids`` whose verdict differs between the first run of ``runs`` and each other one, a line
     each ("claim: first's verdict → other's verdict (other's label)"); empty when none differs."""
     v = verdict_rows(runs, ids)

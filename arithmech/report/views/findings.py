@@ -21,6 +21,7 @@ import pandas as pd
 
 from arithmech.claims import changelog
 from arithmech.claims.decide import ADDED, BY_ID, RULES, claims
+from arithmech.claims.evidence import Context
 from arithmech.core import results
 from arithmech.report.views.fewshot import changed_lines
 from arithmech.report.views.table_display import MISSING, VERDICT, claim_verdict, verdict
@@ -191,14 +192,14 @@ def changelog_table() -> str:
     return fixed_table("\n".join(rows), "arithmech-changelog")
 
 
-def again_alone(folder: Path) -> str:
-    """Where ``folder`` holds a run re-made on addition alone (``addition/``: the SmolLM2 appendix's *Addition
-    alone*), the claims whose verdict it changes, so the introduction's sentence and the appendix's box do not give
-    one claim two verdicts unexplained; else ""."""
-    alone = Path(folder) / "addition"
+def again_alone(pooled: Context) -> str:
+    """Where the folder of ``pooled`` (its step Results) holds a run re-made on addition alone (``addition/``: the
+    SmolLM2 appendix's *Addition alone*), the claims whose verdict it changes, so the introduction's sentence and the
+    appendix's box do not give one claim two verdicts unexplained; else ""."""
+    alone = pooled.folder / "addition"
     if not results.exists(alone, "key_heads.json"):
         return ""
-    changed = changed_lines({"pooled": Path(folder), "addition alone": alone})
+    changed = changed_lines({"pooled": pooled, "addition alone": Context(alone)})
     return (
         " Decided again on a run of addition alone (its appendix's *Addition alone*): " + "; ".join(changed) + "."
         if changed
@@ -220,10 +221,11 @@ def results_box(
         folder = Path(root) / results_dir / name
         if not results.exists(folder, "effects.csv"):
             continue
-        c = claims(folder)
+        ctx = Context(folder)  # the folder's step Results, each file read once
+        c = claims(ctx)
         paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
         evidence = name not in NO_GROUND_TRUTH
-        out += [answer_sentence(label, c, evidence) + again_alone(folder), ""] if part != "box" else []
+        out += [answer_sentence(label, c, evidence) + again_alone(ctx), ""] if part != "box" else []
         if part == "sentence":
             continue
         out += [

@@ -13,6 +13,7 @@ from functools import cached_property
 import pandas as pd
 
 from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 from arithmech.core.names import component, component_label, components
 from arithmech.data import pairs
 from arithmech.identify import run as identify_step
@@ -230,10 +231,12 @@ class IdentifySection(PageBase):
             ),
         ]
 
-    @property
-    def runs(self) -> dict:
-        """The zero-shot run and this page's K-shot run, by label."""
-        return {"zero-shot": self.folder / "zero-shot", f"{self.K}-shot": self.folder}
+    @cached_property
+    def runs(self) -> dict[str, Context]:
+        """The zero-shot run and this page's K-shot run, by label, each its folder's step Results (a
+        :class:`~arithmech.claims.evidence.Context`, each file read once, on first use: built when
+        :meth:`zero_shot_yield` has ensured the zero-shot run)."""
+        return {"zero-shot": Context(self.folder / "zero-shot"), f"{self.K}-shot": Context(self.folder)}
 
     def zero_shot_yield(self):
         """Ensures the zero-shot identify run (the same command with ``shots=0``); the yield of both runs."""

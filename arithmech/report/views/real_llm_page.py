@@ -24,6 +24,7 @@ from functools import cached_property
 import pandas as pd
 
 from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import fewshot
@@ -89,12 +90,9 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         """The box at the top: the answer sentence, the claims decided again on addition alone (where that run
         exists), and the findings table (Markdown, to glue)."""
         verdict, alone = self.verdict, self.alone
-        changed = (
-            fewshot.changed_lines({"pooled": self.folder, "addition alone": alone})
-            if (alone / "key_heads.json").exists()
-            else []
-        )
-        own = claims(alone, ["ablation-removes-information"]).iloc[0] if changed else None
+        pair = {"pooled": Context(self.folder), "addition alone": Context(alone)}  # each folder's Results, read once
+        changed = fewshot.changed_lines(pair) if (alone / "key_heads.json").exists() else []
+        own = claims(pair["addition alone"], ["ablation-removes-information"]).iloc[0] if changed else None
         again = (
             (
                 "\n\nDecided again on addition alone, the task its control passes (the section *Addition alone*; "
@@ -120,7 +118,7 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         alone = self.alone
         if not (alone / "key_heads.json").exists():
             return [markdown(f"**Not run yet**: `{alone}` has no `key_heads.json` (the commands above make it).")]
-        pair = {"addition and subtraction pooled (this page)": self.folder, "addition alone": alone}
+        pair = {"addition and subtraction pooled (this page)": Context(self.folder), "addition alone": Context(alone)}
         return [
             fewshot.circuit_rows(pair).set_index("prompts").T,
             fewshot.verdict_rows(pair, fewshot.CLAIMS + fewshot.ANALYZE_CLAIMS).style.hide(axis="index"),

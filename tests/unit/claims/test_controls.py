@@ -200,8 +200,7 @@ def test_the_pooled_tasks_floor_is_their_mixture():
             return {"recomputed": True, "pooled": ["addition", "subtraction"],
                     "floors": {"addition": entry(0.4), "subtraction": entry(0.1)}}
 
-        def read(self, name):
-            assert name == "knockout.csv"
+        def knockout(self):
             return ko
 
     assert K.shares(Ctx(), ["addition", "subtraction"]) == {"addition": 0.5, "subtraction": 0.5}

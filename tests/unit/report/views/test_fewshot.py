@@ -12,7 +12,8 @@ from arithmech.core.stats import wilson_interval
 from arithmech.report.views import fewshot
 
 FOLDER = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
-RUNS = {"zero-shot": FOLDER / "zero-shot", "4-shot": FOLDER}
+FOLDERS = {"zero-shot": FOLDER / "zero-shot", "4-shot": FOLDER}
+RUNS = {label: Context(folder) for label, folder in FOLDERS.items()}  # each run's step Results, read once
 
 
 def test_yield_rows_are_the_runs_own_counts():
@@ -23,7 +24,7 @@ def test_yield_rows_are_the_runs_own_counts():
     50 % bound, so version 3 of the control fails it as uncertain)."""
     y = fewshot.yield_rows(RUNS)
     drawn = set()
-    for label, folder in RUNS.items():
+    for label, folder in FOLDERS.items():
         record = json.loads((folder / "run.json").read_text())["steps"]["identify"]
         samples, n = record["samples"], record["parameters"]["n_samples"]
         drawn.add(n)
@@ -47,7 +48,7 @@ def test_circuit_rows_read_the_pooled_knockout_at_k():
     task at END, its interval the claims' (Wilson over the problem clusters, not the file's over prompts), the random band spans the 5th to 95th percentile of the random draws at the same k, and each
     pooled task's own prompts are listed, 0 for one without rows (a held-out draw that found nothing)."""
     c = fewshot.circuit_rows(RUNS).set_index("prompts")
-    for label, folder in RUNS.items():
+    for label, folder in FOLDERS.items():
         ko = pd.read_csv(folder / "knockout.csv")
         d = ko[(ko.task == "all") & (ko.positions == "end") & (ko.kind == "head") & (ko.k == 8)]
         key, rnd = d[d.order == "effect-rank"].iloc[0], d[d.order == "random-rank"]

@@ -43,10 +43,11 @@ def test_the_intro_sentence_names_the_claims_an_addition_only_run_decides_again(
     elsewhere, nothing."""
     from pathlib import Path
 
+    from arithmech.claims.evidence import Context
     from arithmech.report.views import fewshot, findings
     smol = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
-    changed = fewshot.changed_lines({"pooled": smol, "addition alone": smol / "addition"})
-    line = findings.again_alone(smol)
+    changed = fewshot.changed_lines({"pooled": Context(smol), "addition alone": Context(smol / "addition")})
+    line = findings.again_alone(Context(smol))
     said = " Decided again on a run of addition alone (its appendix's *Addition alone*): " + "; ".join(changed) + "."
     assert line == (said if changed else "")  # since knockout's 20 clusters, the shipped runs agree: ""
-    assert findings.again_alone(tmp_path) == ""
+    assert findings.again_alone(Context(tmp_path)) == ""
