@@ -2,7 +2,8 @@
 key-head set is a stable measurement.
 
 :data:`IDENTIFY` and :data:`STABILITY` hold one :class:`~arithmech.claims.rule.Rule` per claim, each with the
-decider below that applies it to ``results/<model>/`` (``effects.csv``, ``knockout.csv``, ``heldout.json``,
+decider that applies it (here, or for the knockout claims in
+:mod:`arithmech.identify.knockout_claims`) to ``results/<model>/`` (``effects.csv``, ``knockout.csv``, ``heldout.json``,
 ``stability.csv``). The identify claims are gated by the control (:func:`arithmech.claims.controls.controlled`):
 inconclusive where identify's task fails it. :mod:`arithmech.claims.decide` decides them with every other rule.
 The numbers below are the ones both the texts print and the deciders read (their values are fingerprinted:
@@ -19,15 +20,13 @@ import pandas as pd
 import torch
 
 from arithmech.claims.controls import controlled as _controlled
-from arithmech.claims.controls import layer_matched as _layer_matched
-from arithmech.claims.evidence import Context, Missing, cluster_interval
-from arithmech.claims.evidence import end_rows as _end_rows
+from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.rule import Rule
 from arithmech.core.names import components
 from arithmech.core.stats import bootstrap_indices
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.config import Identify
-from arithmech.methods.ablation.run import LAYER_MATCHED
+from arithmech.identify.knockout_claims import K, key_vs_random, ld_key_vs_random, random_flat
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.stability import claims as stability_claims
@@ -35,7 +34,6 @@ from arithmech.steps.stability import claims as stability_claims
 THRESHOLD = KEY_THRESHOLD  # the paper's key-head threshold (relative change of the answer logit)
 SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to the counterfactual's LD effect
 FEW_FRACTION = 0.05  # few-heads: the paper's "below 5% of heads" (Fig. 2), scaled to each model
-K = 8  # heads knocked out in the knockout claims
 AGREE_HOLDS, AGREE_FAILS = 8, 5  # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
 MIDDLE = (1 / 3, 2 / 3)  # middle-layers: the middle third of the depth layer/(L−1)
 DEPTH_LEVEL, N_BOOT_DEPTH = 0.95, 2000  # middle-layers: the median depth's bootstrap interval over the top heads
@@ -163,91 +161,6 @@ def _logit_diff_ranking(ctx: Context):
     return here, True if common >= AGREE_HOLDS else (False if common <= AGREE_FAILS else None)
 
 
-def _knock(ctx: Context, k: int):
-    ko = _end_rows(ctx)
-    d = ko[(ko.kind == "head") & (ko.k == k)]
-    key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
-    if key.empty or rnd.empty:
-        raise Missing(f"knockout.csv has no head curve at k = {k}")
-    intact = (
-        ko[(ko.kind == "sanity") & (ko.order == "nothing-out")].accuracy
-        if "sanity" in set(ko.kind)
-        else ko[(ko.kind == "head") & (ko.k == 0)].accuracy
-    )
-    return key.iloc[0], rnd, float(intact.iloc[0]) if len(intact) else float("nan")
-
-
-def too_few_clusters(row) -> str:
-    """Why a knockout.csv ``row`` decides nothing: ``""`` where it counts at least :data:`MIN_CLUSTERS` problem
-    clusters (or counts none: a file made before the count), else what to print."""
-    m = getattr(row, "n_clusters", None)
-    if m is None or m != m or int(m) >= MIN_CLUSTERS:
-        return ""
-    return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive"
-
-
-def _knockout_key_vs_random(ctx: Context):
-    key, rnd, intact = _knock(ctx, K)
-    acc, n = float(key.accuracy), int(key.n)
-    here = (
-        f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
-        f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts"
-    )
-    if few := too_few_clusters(key):
-        return here + few, None
-    p5 = float(rnd.accuracy.quantile(0.05))
-    lo, hi, what = cluster_interval(key) if "ci_high" in key else (acc, acc, "no interval in the file")
-    if acc >= rnd.accuracy.min():  # not below every draw: does it lie within the band?
-        here += f"; lower bound {lo:.0%} ({what}) vs 5th percentile {p5:.0%}"
-        return _layer_matched(ctx, K, key, here, False if lo >= p5 else None)
-    if "ci_high" in key:
-        here, holds = here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
-        return _layer_matched(ctx, K, key, here, holds)
-    return _layer_matched(ctx, K, key, here, True)
-
-
-def _ld_against(rnd: pd.DataFrame, key, name: str) -> tuple[str, bool | None]:
-    """The top k's logit difference (``key``: its row, with ``ld_lo``, ``ld_hi``) against one set of random draws
-    (``rnd``): holds where its interval's upper end lies below the draws' 5th percentile, does not hold where its
-    lower end lies at or above it, inconclusive in between."""
-    p5 = float(rnd.ld.quantile(0.05))
-    here = f"{name}: mean {rnd.ld.mean():+.2f} (5th percentile {p5:+.2f}, {len(rnd)} draws)"
-    return here, True if float(key.ld_hi) < p5 else (False if float(key.ld_lo) >= p5 else None)
-
-
-def _knockout_ld(ctx: Context):
-    """The knockout on the logit difference (knockout.csv's ``ld`` columns): the top ``K`` heads against both random
-    baselines, each by :func:`_ld_against`; both must hold, either not holding: does not hold."""
-    key, rnd, _ = _knock(ctx, K)
-    if "ld" not in rnd or key.ld != key.ld:
-        raise Missing("knockout.csv has no logit-difference columns (made before them; re-run identify)")
-    ko = _end_rows(ctx)
-    intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
-    m = getattr(key, "n_clusters", float("nan"))
-    clusters = int(m) if m == m else "?"
-    here = (
-        f"logit difference {float(intact.ld.iloc[0]) if len(intact) else float('nan'):+.2f} intact → "
-        f"{float(key.ld):+.2f} [{float(key.ld_lo):+.2f}, {float(key.ld_hi):+.2f}] with the top {K} out (95% over "
-        f"{clusters} problem clusters)"
-    )
-    if few := too_few_clusters(key):
-        return here + few, None
-    lm = ko[(ko.kind == "head") & (ko.k == K) & (ko.order == LAYER_MATCHED)]
-    verdicts = [_ld_against(rnd, key, "random heads")] + ([_ld_against(lm, key, "layer-matched")] if len(lm) else [])
-    here += "; " + "; ".join(t for t, _ in verdicts) + ("" if len(lm) else "; layer-matched: not run")
-    holds = [h for _, h in verdicts]
-    return here, False if False in holds else (True if all(h is True for h in holds) else None)
-
-
-def _knockout_random_flat(ctx: Context):
-    key, rnd, intact = _knock(ctx, K)
-    m = float(rnd.accuracy.mean())
-    here = f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)"
-    if few := too_few_clusters(key):
-        return here + few, None
-    return here, abs(intact - m) <= 0.02
-
-
 def _mlps_late(ctx: Context):
     mid, _, L = _median_depth(ctx)
     e = ctx.effects()
@@ -371,7 +284,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
         f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads",
         version=12,
-        decider=_knockout_key_vs_random,
+        decider=key_vs_random,
         gate=_controlled,
     ),
     Rule(
@@ -385,7 +298,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "or above either 5th percentile; inconclusive otherwise, below "
         f"{MIN_CLUSTERS} problem clusters, and where knockout.csv has no logit difference (made before it)",
         version=1,
-        decider=_knockout_ld,
+        decider=ld_key_vs_random,
         gate=_controlled,
     ),
     Rule(
@@ -396,7 +309,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "the key heads) is within 2 points of "
         f"the intact accuracy; inconclusive below {MIN_CLUSTERS} problem clusters among the knockout prompts",
         version=10,
-        decider=_knockout_random_flat,
+        decider=random_flat,
         gate=_controlled,
     ),
     Rule(

@@ -28,6 +28,7 @@ CLAIMS = (
     "few-heads",
     "middle-layers",
     "knockout-key-vs-random",
+    "knockout-ld-key-vs-random",
     "knockout-random-flat",
     "mlps-late",
     "transfer",

@@ -1,0 +1,101 @@
+"""The knockout claims' deciders (paper §4.1, Fig. 3): the top ``K`` heads knocked out against random draws of as
+many heads, on accuracy (``knockout-key-vs-random``, ``knockout-random-flat``) and on the logit difference
+(``knockout-ld-key-vs-random``), each read from ``knockout.csv``'s END rows of the primary task; the rules' texts are
+in :mod:`arithmech.identify.claims`. Every one is inconclusive below :data:`~arithmech.data.answers.MIN_CLUSTERS`
+problem clusters among the knockout prompts."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from arithmech.claims.controls import layer_matched
+from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
+from arithmech.data.answers import MIN_CLUSTERS
+from arithmech.methods.ablation.run import LAYER_MATCHED
+
+K = 8  # heads knocked out in the knockout claims
+
+
+def knocked(ctx: Context, k: int):
+    ko = end_rows(ctx)
+    d = ko[(ko.kind == "head") & (ko.k == k)]
+    key, rnd = d[d.order == "effect-rank"], d[d.order == "random-rank"]
+    if key.empty or rnd.empty:
+        raise Missing(f"knockout.csv has no head curve at k = {k}")
+    intact = (
+        ko[(ko.kind == "sanity") & (ko.order == "nothing-out")].accuracy
+        if "sanity" in set(ko.kind)
+        else ko[(ko.kind == "head") & (ko.k == 0)].accuracy
+    )
+    return key.iloc[0], rnd, float(intact.iloc[0]) if len(intact) else float("nan")
+
+
+def too_few_clusters(row) -> str:
+    """Why a knockout.csv ``row`` decides nothing: ``""`` where it counts at least :data:`MIN_CLUSTERS` problem
+    clusters (or counts none: a file made before the count), else what to print."""
+    m = getattr(row, "n_clusters", None)
+    if m is None or m != m or int(m) >= MIN_CLUSTERS:
+        return ""
+    return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive"
+
+
+def key_vs_random(ctx: Context):
+    key, rnd, intact = knocked(ctx, K)
+    acc, n = float(key.accuracy), int(key.n)
+    here = (
+        f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
+        f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts"
+    )
+    if few := too_few_clusters(key):
+        return here + few, None
+    p5 = float(rnd.accuracy.quantile(0.05))
+    lo, hi, what = cluster_interval(key) if "ci_high" in key else (acc, acc, "no interval in the file")
+    if acc >= rnd.accuracy.min():  # not below every draw: does it lie within the band?
+        here += f"; lower bound {lo:.0%} ({what}) vs 5th percentile {p5:.0%}"
+        return layer_matched(ctx, K, key, here, False if lo >= p5 else None)
+    if "ci_high" in key:
+        here, holds = here + f"; upper bound {hi:.0%} ({what}) vs 5th percentile {p5:.0%}", (True if hi < p5 else None)
+        return layer_matched(ctx, K, key, here, holds)
+    return layer_matched(ctx, K, key, here, True)
+
+
+def ld_against(rnd: pd.DataFrame, key, name: str) -> tuple[str, bool | None]:
+    """The top k's logit difference (``key``: its row, with ``ld_lo``, ``ld_hi``) against one set of random draws
+    (``rnd``): holds where its interval's upper end lies below the draws' 5th percentile, does not hold where its
+    lower end lies at or above it, inconclusive in between."""
+    p5 = float(rnd.ld.quantile(0.05))
+    here = f"{name}: mean {rnd.ld.mean():+.2f} (5th percentile {p5:+.2f}, {len(rnd)} draws)"
+    return here, True if float(key.ld_hi) < p5 else (False if float(key.ld_lo) >= p5 else None)
+
+
+def ld_key_vs_random(ctx: Context):
+    """The knockout on the logit difference (knockout.csv's ``ld`` columns): the top ``K`` heads against both random
+    baselines, each by :func:`ld_against`; both must hold, either not holding: does not hold."""
+    key, rnd, _ = knocked(ctx, K)
+    if "ld" not in rnd or key.ld != key.ld:
+        raise Missing("knockout.csv has no logit-difference columns (made before them; re-run identify)")
+    ko = end_rows(ctx)
+    intact = ko[(ko.kind == "sanity") & (ko.order == "nothing-out")]
+    m = getattr(key, "n_clusters", float("nan"))
+    clusters = int(m) if m == m else "?"
+    here = (
+        f"logit difference {float(intact.ld.iloc[0]) if len(intact) else float('nan'):+.2f} intact → "
+        f"{float(key.ld):+.2f} [{float(key.ld_lo):+.2f}, {float(key.ld_hi):+.2f}] with the top {K} out (95% over "
+        f"{clusters} problem clusters)"
+    )
+    if few := too_few_clusters(key):
+        return here + few, None
+    lm = ko[(ko.kind == "head") & (ko.k == K) & (ko.order == LAYER_MATCHED)]
+    verdicts = [ld_against(rnd, key, "random heads")] + ([ld_against(lm, key, "layer-matched")] if len(lm) else [])
+    here += "; " + "; ".join(t for t, _ in verdicts) + ("" if len(lm) else "; layer-matched: not run")
+    holds = [h for _, h in verdicts]
+    return here, False if False in holds else (True if all(h is True for h in holds) else None)
+
+
+def random_flat(ctx: Context):
+    key, rnd, intact = knocked(ctx, K)
+    m = float(rnd.accuracy.mean())
+    here = f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)"
+    if few := too_few_clusters(key):
+        return here + few, None
+    return here, abs(intact - m) <= 0.02
