@@ -266,6 +266,31 @@ def t_quantile(p: float, df: float) -> float:
     return (lo + hi) / 2
 
 
+def cluster_mean_intervals(
+    x: torch.Tensor, clusters: Sequence | None = None, level: float = 0.95
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(lo, hi)``, each of shape ``x.shape[1:]``: the cluster-robust t interval of the mean over dim 0 of ``x``
+    (``(n, ...)`` per-prompt values), with ``clusters`` one label per row (``None``: each row its own cluster).
+
+    The mean is over the rows; its variance is the sandwich estimator over the ``m`` clusters with the small-sample
+    factor, ``m / (m − 1) · Σ_c (Σ_{i∈c} (x_i − mean))² / n²``, and the interval is the mean ± the ``(1 + level) / 2``
+    quantile of Student's t with ``m − 1`` degrees of freedom times its root. A percentile bootstrap over 15 to 40
+    clusters covers less than it says (about 92–93 % for 95 %); this interval keeps close to its level there. Fewer
+    than 2 clusters: NaN."""
+    n = x.shape[0]
+    flat = x.reshape(n, -1).to(torch.float64)
+    ids: dict = {}
+    label = torch.tensor([ids.setdefault(c, len(ids)) for c in (clusters if clusters is not None else range(n))])
+    m = len(ids)
+    if m < 2:
+        nan = torch.full(flat.shape[1:], float("nan"), dtype=torch.float64)
+        return nan.reshape(x.shape[1:]), nan.reshape(x.shape[1:])
+    mean = flat.mean(0)
+    sums = torch.zeros(m, flat.shape[1], dtype=torch.float64).index_add_(0, label, flat - mean)
+    half = t_quantile((1 + level) / 2, m - 1) * (m / (m - 1) * (sums**2).sum(0) / n**2).sqrt()
+    return (mean - half).reshape(x.shape[1:]), (mean + half).reshape(x.shape[1:])
+
+
 def t_interval(x: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """``(mean, lo, hi)``: Student t interval of the mean of a few values (run means: one value per training
     run), ``mean ± t_{n-1} · sd / √n``; needs two values or more. Its coverage at n = 3, 5, 10 runs is checked on

@@ -26,7 +26,7 @@ from arithmech.core.names import components
 from arithmech.core.stats import bootstrap_indices
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.config import Identify
-from arithmech.identify.knockout_claims import K, key_vs_random, ld_key_vs_random, random_flat
+from arithmech.identify.knockout_claims import MIN_DRAWS, K, key_vs_random, ld_key_vs_random, random_flat
 from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.stability import claims as stability_claims
@@ -192,6 +192,9 @@ def _transfer(ctx: Context):
             f"no key head to test; knocked out instead: the {h['heads_from'].replace(' (no key head)', '')}: {here}",
             None,
         )
+    m = h.get("n_clusters")
+    if m is None or int(m) < MIN_CLUSTERS:  # a point drop on a handful of problems decides nothing
+        return here + f"; {m if m is not None else 'uncounted'} problem clusters (fewer than {MIN_CLUSTERS})", None
     return here, h["relative_drop"] <= -0.2 and h["knockout_accuracy"] < h["random_accuracy_mean"]
 
 
@@ -292,11 +295,12 @@ IDENTIFY: tuple[Rule, ...] = (
         f"Knocking out the top {K} heads lowers the logit difference more than {K} random ones",
         "not measured (Fig. 3 reads accuracy)",
         f"on the logit difference logit(answer) − logit(X_c's answer) at END, its mean over the knockout prompts with "
-        f"a 95% bootstrap interval over their problem clusters: holds iff the top {K} heads' interval lies below the "
-        f"5th percentile of the means of the random draws of {K} heads outside the top {K} and the key heads, and "
-        "below that of the layer-matched draws where knockout.csv has them; does not hold iff its lower end lies at "
-        "or above either 5th percentile; inconclusive otherwise, below "
-        f"{MIN_CLUSTERS} problem clusters, and where knockout.csv has no logit difference (made before it)",
+        "a 95% cluster-robust t interval over their problem clusters: holds iff the top "
+        f"{K} heads' mean lies below every random draw of {K} heads outside the top {K} and the key heads and its "
+        "interval below the 5th percentile of the draws' means, and the same against the layer-matched draws where "
+        "knockout.csv has them; does not hold iff its lower end lies at or above either 5th percentile; "
+        f"inconclusive otherwise, below {MIN_CLUSTERS} problem clusters, with fewer than {MIN_DRAWS} distinct draws, "
+        "and where knockout.csv has no logit difference (made before it)",
         version=1,
         decider=ld_key_vs_random,
         gate=_controlled,
@@ -327,8 +331,9 @@ IDENTIFY: tuple[Rule, ...] = (
         "Key heads transfer to an unseen template family",
         "SVAMP: −66% relative after knockout",
         "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
-        "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads",
-        version=8,
+        "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads and "
+        f"below {MIN_CLUSTERS} problem clusters among the held-out prompts (or where heldout.json does not count them)",
+        version=9,
         decider=_transfer,
         gate=_controlled,
     ),

@@ -14,6 +14,7 @@ from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.methods.ablation.run import LAYER_MATCHED
 
 K = 8  # heads knocked out in the knockout claims
+MIN_DRAWS = 20  # distinct random draws a knockout on the logit difference is decided against (identify's n_random)
 
 
 def knocked(ctx: Context, k: int):
@@ -60,12 +61,20 @@ def key_vs_random(ctx: Context):
 
 
 def ld_against(rnd: pd.DataFrame, key, name: str) -> tuple[str, bool | None]:
-    """The top k's logit difference (``key``: its row, with ``ld_lo``, ``ld_hi``) against one set of random draws
-    (``rnd``): holds where its interval's upper end lies below the draws' 5th percentile, does not hold where its
-    lower end lies at or above it, inconclusive in between."""
+    """The top k's logit difference (``key``: its row, with ``ld``, ``ld_lo``, ``ld_hi``) against one set of random
+    draws (``rnd``): holds where it lies below every draw and its interval's upper end below the draws' 5th
+    percentile, does not hold where its interval's lower end lies at or above that percentile, inconclusive in
+    between and where fewer than :data:`MIN_DRAWS` distinct draws were made (distinct mean logit differences: two
+    different head sets do not give the same float mean; a universe with no more heads than ``k`` outside the top
+    ``k`` gives one set drawn again and again)."""
+    distinct = rnd.ld.round(9).nunique()
     p5 = float(rnd.ld.quantile(0.05))
-    here = f"{name}: mean {rnd.ld.mean():+.2f} (5th percentile {p5:+.2f}, {len(rnd)} draws)"
-    return here, True if float(key.ld_hi) < p5 else (False if float(key.ld_lo) >= p5 else None)
+    here = f"{name}: mean {rnd.ld.mean():+.2f} (lowest {rnd.ld.min():+.2f}, 5th percentile {p5:+.2f}, {len(rnd)} draws"
+    here += f", {distinct} distinct)" if distinct < len(rnd) else ")"
+    if distinct < MIN_DRAWS:
+        return here + f", fewer than {MIN_DRAWS} distinct draws", None
+    below = float(key.ld) < float(rnd.ld.min()) and float(key.ld_hi) < p5
+    return here, True if below else (False if float(key.ld_lo) >= p5 else None)
 
 
 def ld_key_vs_random(ctx: Context):

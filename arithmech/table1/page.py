@@ -73,9 +73,11 @@ def frontier(t: Table1Result, name: str, rows: pd.DataFrame) -> list:
 def heads_line(plan: dict) -> str:
     """The heads precise-key tunes (and how they were selected), and each random draw's (``plan``: ``table1.json``)."""
     h = plan["heads"]
-    return f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: " + " | ".join(
+    line = f"precise-key tunes {components(h['tuned'])} ({h['selection']}); random draws: " + " | ".join(
         components(d) for d in h["random_draws"]
     )
+    anywhere = h.get("random_any_draws", [])
+    return line + ("; draws of any layer: " + " | ".join(components(d) for d in anywhere) if anywhere else "")
 
 
 def arms(t: Table1Result | None, name: str, command: str) -> list:
@@ -84,6 +86,8 @@ def arms(t: Table1Result | None, name: str, command: str) -> list:
     that makes it."""
     if t is None:
         return [markdown(f"**{name}: no arms run yet** (`{command}` makes it, and resumes where it stopped).")]
+    if not t.plan.get("complete"):  # a run part-way: what it made, and no verdict
+        return [markdown(f"**{name}: {len(t.runs)} runs made, the grid not complete** (`{command}` resumes it).")]
     rows = curve_rules.verdict_rows(curves_of(t))
     return [markdown(heads_line(t.plan) + "."), *frontier(t, name, rows)]
 

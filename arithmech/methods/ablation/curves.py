@@ -8,8 +8,9 @@ forward passes themselves are :mod:`arithmech.methods.ablation.knockout`'s.
 Beside accuracy, each row has the knockout on the **logit difference** (:func:`scored_rows`): ``ld``, the mean over
 the prompts of ``logit({C}) − logit(X_c's answer)`` at END under the ablation (X_c's answer: the intact model's top-1
 on the counterfactual prompt, :func:`~arithmech.methods.ablation.knockout.counter_answers`), and ``ld_lo``, ``ld_hi``,
-its 95% percentile bootstrap interval over problem clusters (:func:`arithmech.data.splits.cluster`: a problem's
-prompts are resampled together). Accuracy on prompts chosen to be right moves only once the answer loses the top
+its 95% cluster-robust t interval over problem clusters (:func:`arithmech.core.stats.cluster_mean_intervals`, the
+clusters of :func:`arithmech.data.splits.resampling_units`: a problem's prompts count as one unit; prompts without
+integer operands each their own). Accuracy on prompts chosen to be right moves only once the answer loses the top
 rank; the logit difference moves with every ablation.
 """
 
@@ -20,9 +21,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from arithmech.core.stats import bootstrap_mean_intervals, wilson_interval
+from arithmech.core.stats import cluster_mean_intervals, wilson_interval
 from arithmech.data.pairs import Sample
-from arithmech.data.splits import cluster
+from arithmech.data.splits import resampling_units
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
 from arithmech.methods.ablation.knockout import Ablation, counter_answers, scores
 from arithmech.methods.ablation.settings import Curve
@@ -32,6 +33,9 @@ def with_interval(row: dict, k: int, n: int) -> dict:
     """``row`` with ``accuracy = k / n``, ``correct``, ``n`` and the Wilson 95% ``ci_low``, ``ci_high``."""
     lo, hi = wilson_interval(k, n)
     return {**row, "accuracy": k / n, "correct": k, "n": n, "ci_low": lo, "ci_high": hi}
+
+
+LD = ("ld", "ld_lo", "ld_hi")  # knockout.csv's logit-difference columns (:func:`scored_rows`)
 
 
 def scored_rows(
@@ -45,9 +49,11 @@ def scored_rows(
 ) -> pd.DataFrame:
     """One row per ablation (``rows[a]`` for ``ablations[a]``) with its accuracy (:func:`with_interval`) and its
     logit difference (module docstring: ``ld``, ``ld_lo``, ``ld_hi``), from one pass of ablated forwards."""
+    if not ablations:  # nothing to score: no forward at all
+        return pd.DataFrame()
     other = counter_answers(model, tok, samples, means, forwards)
     hits, gaps = scores(model, tok, samples, means, ablations, other, forwards)
-    lo, hi = bootstrap_mean_intervals(gaps.T, clusters=[cluster(s) for s in samples])
+    lo, hi = cluster_mean_intervals(gaps.T, resampling_units(list(samples), "cluster"))
     n, ld = len(samples), gaps.mean(1)
     return pd.DataFrame(
         [

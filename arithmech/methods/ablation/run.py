@@ -41,7 +41,7 @@ from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
-from arithmech.methods.ablation.curves import default_ks, knockout_curve, scored_rows, with_interval
+from arithmech.methods.ablation.curves import LD, default_ks, knockout_curve, scored_rows, with_interval
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
 from arithmech.methods.ablation.knockout import Ablation, group_key, mean_activations, mean_sources
 from arithmech.methods.ablation.pool import pool_prompts
@@ -55,7 +55,6 @@ RANDOM_HEAD_KS = (8,)  # where a task has no key head, the other position settin
 # knockout.csv's columns: those every file has, declared once (arithmech.core.result_files), the logit difference
 # (arithmech.methods.ablation.curves.scored_rows: files made before it lack them), then the two that knockout_tasks
 # adds (a frame of one task's rows, task_knockout's, has all but these)
-LD = ("ld", "ld_lo", "ld_hi")
 COLUMNS = [*FILES["knockout.csv"].required, *LD, "split", "n_clusters"]
 MAX_DRAW = 40  # eval_samples draws at most MAX_DRAW * n pairs for n prompts
 LAYER_MATCHED = "layer-matched"  # the order of random head sets with the studied heads' per-layer counts

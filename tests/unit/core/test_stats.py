@@ -405,3 +405,23 @@ def test_the_f_tail_and_one_way_anova_against_closed_forms():
     assert one_way_f([[1, 1], [1, 1]])[0] == 0.0 and one_way_f([[1, 1], [2, 2]])[3] == 0.0
     with pytest.raises(ValueError, match="two groups"):
         one_way_f([[1, 2, 3]])
+
+
+def test_cluster_mean_intervals_reduce_to_the_t_interval_and_refuse_one_cluster():
+    """Protects the knockout's logit-difference interval: with every row its own cluster it is the textbook t
+    interval of the mean (m/(m−1) · Σ(x−mean)²/n² = s²/n); two columns are handled at once; one cluster gives NaN."""
+    import math
+
+    import torch
+
+    from arithmech.core.stats import cluster_mean_intervals, t_quantile
+
+    x = torch.tensor([[1.0, 2.0], [2.0, 0.0], [4.0, 1.0], [7.0, 5.0]])
+    lo, hi = cluster_mean_intervals(x)
+    for j in range(2):
+        col = x[:, j].tolist()
+        mean = sum(col) / 4
+        s = math.sqrt(sum((v - mean) ** 2 for v in col) / 3)
+        half = t_quantile(0.975, 3) * s / 2
+        assert (lo[j].item(), hi[j].item()) == pytest.approx((mean - half, mean + half))
+    assert torch.isnan(cluster_mean_intervals(x, clusters=["a"] * 4)[0]).all()

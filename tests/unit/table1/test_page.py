@@ -27,3 +27,17 @@ def test_the_smollm2_section_composes_from_the_shipped_results():
     assert [t[:18] for t in text if t.startswith("**")][:2] == ["**Scope gate** (fu", "**Format control**"]
     assert any("Tuned parameters per run: precise-key" in t for t in text)
     assert any(re.match(r"\*\*\d+ of \d+ planned runs made\*\*", t) for t in text)
+
+
+def test_another_chapters_arms_section_shows_no_verdict_before_its_grid_is_complete(tmp_path):
+    """Protects a chapter other than Fine-tune (the planted model's) from verdicts on a run part-way: with no run it
+    names the command that makes one; with a run not complete, how many runs were made and no table."""
+    from arithmech.table1 import page as F
+    from arithmech.table1.result import Table1Result
+
+    none = F.arms(None, "planted", "python -m arithmech table1 --model planted")
+    assert len(none) == 1 and "no arms run yet" in none[0].data and "--model planted" in none[0].data
+    part = Table1Result(plan={"complete": False}, base={}, shots=None, runs={"a": {}, "b": {}}, curve=None,
+                        folder=tmp_path)
+    shown = F.arms(part, "planted", "cmd")
+    assert len(shown) == 1 and shown[0].data.startswith("**planted: 2 runs made, the grid not complete**")

@@ -158,11 +158,12 @@ def test_the_logit_gap_under_knockout_equals_a_hooked_forward(embedded_model):
 def test_one_pass_gives_the_accuracy_and_the_logit_difference_with_a_cluster_interval(embedded_model):
     """Protects the knockout on the logit difference beside accuracy (knockout.csv's ld, ld_lo, ld_hi): one pass of
     ablated forwards gives the same top-1 hits as the accuracy path (knockout_topk) and the same gaps as logit_gaps;
-    a row's ld is the mean gap, and its interval the 2.5 / 97.5 % quantiles of the means over resamples of whole
-    problem clusters, recomputed here by a literal loop over the resampled clusters."""
-    import numpy as np
+    a row's ld is the mean gap, and its interval the cluster-robust t interval over the problem clusters, recomputed
+    here by a literal loop (each cluster's summed deviation from the mean, m/(m−1), t with m − 1 degrees of
+    freedom from scipy-free bisection checked against the table value for 9 df)."""
+    import math
 
-    from arithmech.core.stats import bootstrap_indices
+    from arithmech.core.stats import t_quantile
     from arithmech.data.splits import cluster
     from arithmech.methods.ablation.curves import scored_rows
     from arithmech.methods.ablation.knockout import correct, counter_answers, logit_gaps, scores
@@ -178,11 +179,14 @@ def test_one_pass_gives_the_accuracy_and_the_logit_difference_with_a_cluster_int
     rows = scored_rows(model, tok, samples, means, abls, [{"a": a} for a in range(len(abls))])
     labels = [cluster(s) for s in samples]
     ids = list(dict.fromkeys(labels))
-    members = [[i for i, c in enumerate(labels) if c == k] for k in ids]
-    draws = bootstrap_indices(len(ids), 1000, 0)
+    m, n = len(ids), len(samples)
+    assert 2 <= m < n  # prompts of one problem: the interval is over clusters, not prompts
+    assert t_quantile(0.975, 9) == pytest.approx(2.262157, abs=1e-5)  # the t table, 9 degrees of freedom
     for a in range(len(abls)):
-        boot = [np.mean([gaps[a, i].item() for c in d.tolist() for i in members[c]]) for d in draws]
-        lo, hi = np.quantile(boot, [0.025, 0.975])
-        assert rows.ld[a] == pytest.approx(gaps[a].mean().item()) and rows.correct[a] == int(hits[a].sum())
-        assert (rows.ld_lo[a], rows.ld_hi[a]) == pytest.approx((lo, hi), abs=1e-9)
-    assert len(ids) < len(samples)  # prompts of one problem: the resample is of clusters, not prompts
+        g = [gaps[a, i].item() for i in range(n)]
+        mean = sum(g) / n
+        sums = [sum(g[i] - mean for i in range(n) if labels[i] == c) for c in ids]
+        half = t_quantile(0.975, m - 1) * math.sqrt(m / (m - 1) * sum(x * x for x in sums) / n**2)
+        assert rows.ld[a] == pytest.approx(mean) and rows.correct[a] == int(hits[a].sum())
+        assert (rows.ld_lo[a], rows.ld_hi[a]) == pytest.approx((mean - half, mean + half), abs=1e-9)
+    assert scored_rows(model, tok, samples, means, [], []).empty  # nothing to score: no forward
