@@ -340,22 +340,6 @@ def correct(
     return ids[..., 0] == answer_ids(tok, samples)
 
 
-def logit_gaps(
-    model,
-    tok,
-    samples: Sequence[Sample],
-    means: MeanSource,
-    ablations: Sequence[Ablation],
-    other: torch.Tensor,
-    forwards: Forwards = Forwards(),
-) -> torch.Tensor:
-    """``(A, n)`` float64: the logit difference ``logit({C}) − logit(other[i])`` at END of each X_r under each
-    ablation — with ``other`` the counterfactual answers (:func:`counter_answers`), the knockout's measure on the logit
-    difference, the quantity identify ranks by, beside :func:`accuracy`'s top-1 (which a prompt chosen to be right
-    keeps until its answer loses the top rank)."""
-    return scores(model, tok, samples, means, ablations, other, forwards)[1]
-
-
 def scores(
     model,
     tok,
@@ -366,7 +350,9 @@ def scores(
     forwards: Forwards = Forwards(),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(correct, gaps)``, each ``(A, n)``, from one pass of ablated forwards: :func:`correct`'s top-1 hits (the same
-    ``softmax().topk(1)`` read) and :func:`logit_gaps`' logit differences against ``other``."""
+    ``softmax().topk(1)`` read) and the logit difference ``logit({C}) − logit(other[i])`` at END of each X_r under
+    each ablation, with ``other`` the counterfactual answers (:func:`counter_answers`): the knockout on the quantity
+    identify ranks by, beside the top-1 (which a prompt chosen to be right keeps until its answer loses the rank)."""
     keys = None if means.is_pooled else [means.key(s) for s in samples]
     answer = answer_ids(tok, samples)
     hit = torch.empty(len(ablations), len(samples), dtype=torch.bool)

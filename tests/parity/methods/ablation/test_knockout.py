@@ -139,14 +139,14 @@ def test_the_logit_gap_under_knockout_equals_a_hooked_forward(embedded_model):
     """Protects the knockout on the logit difference: logit({C}) − logit(X_c's top-1) at END under each ablation
     equals the same difference read from the independent hooked forward (log-probabilities differ from logits by a
     per-prompt constant, so their difference is the logit difference); nothing ablated gives the intact model's."""
-    from arithmech.methods.ablation.knockout import counter_answers, logit_gaps
+    from arithmech.methods.ablation.knockout import counter_answers, scores
 
     model, tok, _ = embedded_model
     samples, _, _, ans = prompt_pairs(tok, 12, seed=5)
     means = mean_activations(model, tok, [s.corrupt for s in samples], [s.template for s in samples])
     other = counter_answers(model, tok, samples, means)
     abls = [Ablation(), Ablation.of(heads=[(5, 0), (4, 1)]), Ablation.of(mlps=[3])]
-    gaps = logit_gaps(model, tok, samples, means, abls, other)
+    gaps = scores(model, tok, samples, means, abls, other)[1]
     for a, ab in enumerate(abls):
         lp = end_ablation_reference(model, tok, samples, means, ab).double().log()
         ref = lp.gather(1, ans.view(-1, 1))[:, 0] - lp.gather(1, other.view(-1, 1))[:, 0]
@@ -157,7 +157,7 @@ def test_the_logit_gap_under_knockout_equals_a_hooked_forward(embedded_model):
 
 def test_one_pass_gives_the_accuracy_and_the_logit_difference_with_a_cluster_interval(embedded_model):
     """Protects the knockout on the logit difference beside accuracy (knockout.csv's ld, ld_lo, ld_hi): one pass of
-    ablated forwards gives the same top-1 hits as the accuracy path (knockout_topk) and the same gaps as logit_gaps;
+    ablated forwards gives the same top-1 hits as the accuracy path (knockout_topk) (its gaps: the test above);
     a row's ld is the mean gap, and its interval the cluster-robust t interval over the problem clusters, recomputed
     here by a literal loop (each cluster's summed deviation from the mean, m/(m−1), t with m − 1 degrees of
     freedom from scipy-free bisection checked against the table value for 9 df)."""
@@ -166,7 +166,7 @@ def test_one_pass_gives_the_accuracy_and_the_logit_difference_with_a_cluster_int
     from arithmech.core.stats import t_quantile
     from arithmech.data.splits import cluster
     from arithmech.methods.ablation.curves import scored_rows
-    from arithmech.methods.ablation.knockout import correct, counter_answers, logit_gaps, scores
+    from arithmech.methods.ablation.knockout import correct, counter_answers, scores
 
     model, tok, _ = embedded_model
     samples, _, _, _ = prompt_pairs(tok, 16, seed=3)
@@ -175,7 +175,6 @@ def test_one_pass_gives_the_accuracy_and_the_logit_difference_with_a_cluster_int
     other = counter_answers(model, tok, samples, means)
     hits, gaps = scores(model, tok, samples, means, abls, other)
     assert torch.equal(hits, correct(model, tok, samples, means, abls))
-    assert torch.equal(gaps, logit_gaps(model, tok, samples, means, abls, other))
     rows = scored_rows(model, tok, samples, means, abls, [{"a": a} for a in range(len(abls))])
     labels = [cluster(s) for s in samples]
     ids = list(dict.fromkeys(labels))
