@@ -33,7 +33,10 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert (eff.share_lo <= eff.share + 1e-9).all() and (eff.share <= eff.share_hi + 1e-9).all()
     ko = pd.read_csv(a / "knockout.csv")
     assert list(ko.columns) == ["task", "positions", "kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low",
-                                "ci_high", "mean_source", "split", "n_clusters"]
+                                "ci_high", "mean_source", "ld", "ld_lo", "ld_hi", "split", "n_clusters"]
+    ablated = ko[ko.kind != "sanity"]  # every ablation has its logit difference inside its interval
+    assert ablated.ld.notna().all() and ((ablated.ld_lo <= ablated.ld) & (ablated.ld <= ablated.ld_hi)).all()
+    assert ko[ko.order.isin(["x_c", "majority-floor", "conditioned-floor"])].ld.isna().all()  # no ablation: none
     intact = ko[((ko.k == 0) & ko.kind.isin(["head", "mlp"])) | (ko.order == "nothing-out")]
     assert len(intact) and intact.accuracy.eq(1.0).all()             # X_r: the model answers all of them
     assert set(ko[ko.kind == "sanity"].order) == {"nothing-out", "all-heads-out", "all-mlps-out", "x_c", "majority-floor",
