@@ -144,9 +144,8 @@ def chart(c: Confirmation, curves: Curves) -> alt.LayerChart | alt.FacetChart:
     explored = alt.Chart(frame[frame.phase == "exploration"]).mark_point(filled=False, size=25, opacity=0.35)
     layers = [explored.encode(**enc)]
     confirmed = frame[frame.phase != "exploration"]
-    if len(confirmed):  # an empty layer's shape legend has no entries and an infinite width in vega
-        shape = alt.Shape("phase:N", title=None, legend=alt.Legend(orient="bottom", columns=2))
-        layers.append(alt.Chart(confirmed).mark_point(filled=True, size=110, opacity=0.9).encode(**enc, shape=shape))
+    if len(confirmed):  # filled and larger; the colour names the arm, the title says filled is fresh seeds
+        layers.append(alt.Chart(confirmed).mark_point(filled=True, size=110, opacity=0.9).encode(**enc))
     return alt.layer(*layers).properties(
         width=COLUMN,
         height=320,
