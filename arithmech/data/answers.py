@@ -234,12 +234,13 @@ def satisfiable(template) -> bool:
 
 
 def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS, *, division: str) -> tuple[int, int, int]:
-    """Draw ``(A, B, C)`` with ``A, B`` in 1..9 and ``C`` a non-negative integer by the template's rule.
+    """Draw ``(A, B, C)`` with ``A, B`` in the template's ``operands`` (1..9, App. A; ``10..99`` for a two-digit
+    twin, :func:`arithmech.data.templates.two_digit`) and ``C`` a non-negative integer by the template's rule.
 
     ``division`` (:data:`DIVISION_DRAWS`) matters only for a division template without an answer expression:
     ``"uniform-quotient"`` takes ``C = rng.choice(quotients)`` over the quotients the rule allows, then
     ``(A, B) = rng.choice(pairs with that quotient)`` (one draw each, no rejection). Otherwise (and every
-    other operation) each try takes two ``rng.randint(1, 9)`` (A then B) until the rule gives an answer, so a
+    other operation) each try takes two ``rng.randint(lo, hi)`` (A then B) until the rule gives an answer, so a
     seed gives the same operands as it always did; after ``max_draws`` tries it raises ``ValueError`` naming
     the template and the rule that could not be satisfied.
     """
@@ -252,8 +253,9 @@ def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS, *, d
             c = rng.choice(sorted(by_c))
             a, b = rng.choice(by_c[c])
             return a, b, c
+    lo, hi = template.operands
     for _ in range(max_draws):
-        a, b = rng.randint(1, 9), rng.randint(1, 9)
+        a, b = rng.randint(lo, hi), rng.randint(lo, hi)
         answer = rule(a, b)
         if answer is not None:
             return a, b, answer
@@ -263,7 +265,7 @@ def draw_operands(template, rng: random.Random, max_draws: int = MAX_DRAWS, *, d
         else f"the {template.op} rule for {template.clean!r}"
     )
     raise ValueError(
-        f"template {template.id!r}: after {max_draws} draws of A, B in 1..9, {what} never gave a "
+        f"template {template.id!r}: after {max_draws} draws of A, B in {lo}..{hi}, {what} never gave a "
         f"non-negative whole number (at most {MAX_MAGNITUDE:.0e}); change the answer or the operation"
     )
 

@@ -10,9 +10,10 @@ floor measured duplication (zero-shot addition: 64 %, against about 23 % over th
 
 :func:`problem_floor` (version 2) never lets a prompt's copies vote. The guesser is fitted on the **draw
 population** — every problem ``(operation, A, B)`` the task's draw rules can give (:mod:`arithmech.data.answers`:
-``A, B`` in 1..9 under each template's rule, division uniform over quotients), each once, weighted by its
-probability under the draw and never by how often it was kept — and guesses, for each grouping of
-:data:`FLOOR_GROUPS`, the group's most probable answer token. Its accuracy is counted three ways:
+``A, B`` in each template's operands, 1..9 or 10..99 for a two-digit twin, under its rule, division uniform over
+quotients), each once, weighted by its probability under the draw and never by how often it was kept — and
+guesses, for each grouping of :data:`FLOOR_GROUPS`, the group's most probable answer token. Its accuracy is counted
+three ways:
 
 * ``population``: over the draw population (a property of the draw and the answer token, not of the model);
 * ``problems``: over X_r's distinct problems, each once;
@@ -53,15 +54,16 @@ def _template_weights(template_id: str, op: str) -> dict[tuple[int, int], float]
     does not know (a custom file, a test's "t") draws by its operation's rule."""
     t = TEMPLATES.get(template_id)
     clean, expr = (t.clean, t.answer_expr) if t is not None and t.op == op else ("", "")
+    span = range(t.operands[0], t.operands[1] + 1) if t is not None and t.op == op else OPERANDS
     if op == "division" and not expr:  # uniform-quotient (PAIRS_DIVISION)
         by = defaultdict(list)
-        for a in OPERANDS:
-            for b in OPERANDS:
+        for a in span:
+            for b in span:
                 if operation_answer(op, clean, a, b) is not None:
                     by[operation_answer(op, clean, a, b)].append((a, b))
         return {p: 1 / len(by) / len(ps) for ps in by.values() for p in ps}
     rule = answer_rule(t) if expr else (lambda a, b: operation_answer(op, clean, a, b))
-    ps = [(a, b) for a in OPERANDS for b in OPERANDS if rule(a, b) is not None]
+    ps = [(a, b) for a in span for b in span if rule(a, b) is not None]
     return {p: 1 / len(ps) for p in ps}
 
 

@@ -91,8 +91,9 @@ def prefix_key(prompt: str) -> str:
 
 def phrasing(t: templates_module.Template) -> dict[str, templates_module.Template]:
     """The template each operation's example is written in: ``t``'s Fig. 8 row for every operation
-    (``mul-3`` → ``add-3``, ``sub-3``, ``mul-3``, ``div-3``), else the equation row (``add-1`` ...)."""
-    head, _, row = t.id.partition("-")
+    (``mul-3`` → ``add-3``, ``sub-3``, ``mul-3``, ``div-3``; a two-digit twin ``add-3-2d`` → the same one-digit
+    rows), else the equation row (``add-1`` ...)."""
+    head, _, row = t.id.removesuffix(templates_module.TWO_DIGIT_SUFFIX).partition("-")
     prefixes = {op[:3]: op for op in OPERATIONS}
     if head not in prefixes or not row.isdigit() or f"add-{row}" not in templates_module.TEMPLATES:
         row = "1"

@@ -22,7 +22,7 @@ distinct forms: one equation, four statements, four question-answer.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arithmech.data.answers import OPERATIONS, parse_answer, satisfiable
 
@@ -37,6 +37,7 @@ class Template:
     op_word: str = ""  # what {OP} stands for in the reference; "{POOL}" draws it from POOLS
     joiner: str = " "
     answer_expr: str = ""  # arithmetic in A, B giving C (arithmech.data.answers); "" uses the operation's rule
+    operands: tuple[int, int] = (1, 9)  # A and B are drawn from lo..hi (App. A: 1..9; two_digit: 10..99)
 
 
 # Neutral replacements for operator words and symbols (Section 3, App. A). None of them is an operator
@@ -164,7 +165,33 @@ EXPONENTIATION = [  # App. D, Table 3
         op_word="power",
     ),
 ]
-TEMPLATES: dict[str, Template] = {t.id: t for t in FIG8 + FIG10 + EXPONENTIATION}
+TWO_DIGIT_OPERANDS = (10, 99)
+TWO_DIGIT_SUFFIX = "-2d"  # a two-digit twin's id: its template's and this
+
+
+def has_two_digit(t: Template) -> bool:
+    """Whether ``t`` has a two-digit twin (:data:`TWO_DIGIT`): addition, subtraction and multiplication, but not the
+    time-span sentences (a year's last digit or a clock hour takes one digit) nor division (few exact quotients)."""
+    return t.op in ("addition", "subtraction", "multiplication") and t.family != "time-span" and t.operands == (1, 9)
+
+
+def two_digit(t: Template) -> Template:
+    """``t`` drawn with operands 10..99, as ``<id>-2d``: the same sentence and counterfactual with wider problems, for
+    a held-out knockout that one operation's 45 single-digit problems cannot feed (identify's
+    ``knockout_split="held-out-two-digit"``). ``ValueError`` where ``t`` has none (:func:`has_two_digit`).
+
+    >>> two_digit(TEMPLATES["add-3"]).clean, two_digit(TEMPLATES["add-3"]).operands
+    ('The {OP} of {A} and {B} is', (10, 99))
+    """
+    if not has_two_digit(t):
+        raise ValueError(
+            f"template {t.id!r} has no two-digit twin (addition, subtraction, multiplication; not time-span)"
+        )
+    return replace(t, id=t.id + TWO_DIGIT_SUFFIX, operands=TWO_DIGIT_OPERANDS)
+
+
+TWO_DIGIT = [two_digit(t) for t in FIG8 + FIG10 if has_two_digit(t)]
+TEMPLATES: dict[str, Template] = {t.id: t for t in FIG8 + FIG10 + EXPONENTIATION + TWO_DIGIT}
 
 # Pools (App. A). Words are single tokens for LLaMA-style tokenizers where possible.
 NAMES = (

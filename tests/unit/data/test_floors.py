@@ -111,3 +111,25 @@ def test_each_reading_has_the_effective_number_of_the_problems_it_weighs():
     assert problem_floor(kept)["n_eff"] == n
     same = [_sample("addition", a, 1, f"t{i}") for a in range(1, 5) for i in range(3)]
     assert effective_trials(same)["prompts"] == pytest.approx(4) and kish([0.5, 0.5, 0, 0]) == pytest.approx(2)
+
+
+def test_a_two_digit_twin_draws_its_population_from_ten_to_ninety_nine():
+    """Protects the floor of a knockout drawn on two-digit twins: their population is every (A, B) in 10..99, each
+    once, and the floor equals a brute force over those 8,100 problems (the last digit is not guessable from the
+    leading digits and one operand, so it stays far below half)."""
+    kept = [_sample("addition", a, b, "add-1-2d") for a, b in [(12, 34), (56, 78), (90, 19), (45, 45)]]
+    w, tok = population(kept)
+    assert len(w) == 90 * 90 and min(p[1] for p in w) == 10 and max(p[2] for p in w) == 99
+    assert tok[("addition", 56, 78)] == ("4", "13")
+    pop = [(a, b) for a in range(10, 100) for b in range(10, 100)]
+    best = 0.0
+    for key in (lambda a, b: str(a + b)[:-1], lambda a, b: (str(a + b)[:-1], a), lambda a, b: (str(a + b)[:-1], b)):
+        groups = {}
+        for a, b in pop:
+            groups.setdefault(key(a, b), Counter())[str(a + b)[-1]] += 1
+        guess = {k: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for k, c in groups.items()}
+        right = lambda a, b: guess[key(a, b)] == str(a + b)[-1]  # noqa: B023 (used at once)
+        dist = {(s.a, s.b) for s in kept}
+        best = max(best, sum(right(*p) for p in pop) / len(pop), sum(right(*p) for p in dist) / len(dist),
+                   sum(right(s.a, s.b) for s in kept) / len(kept))
+    assert problem_floor(kept)["accuracy"] == pytest.approx(best) and best < 0.5

@@ -58,6 +58,8 @@ def test_examples_are_in_the_template_family():
     assert all(r.startswith("Q: How much is ") for r in text.split("\n")[:-1])
     assert {t.id for t in shots.phrasing(templates.TEMPLATES["div-6"]).values()} == {"add-6", "sub-6", "mul-6", "div-6"}
     assert {t.id for t in shots.phrasing(templates.TEMPLATES["span-3"]).values()} == {"add-1", "sub-1", "mul-1", "div-1"}
+    # a two-digit twin takes its one-digit template's rows (the examples the ranking prompts of that form carry)
+    assert shots.phrasing(templates.TEMPLATES["mul-6-2d"]) == shots.phrasing(templates.TEMPLATES["mul-6"])
 
 
 def test_few_shot_pairs_share_examples_and_avoid_their_operands(tok):
