@@ -376,10 +376,11 @@ class Files:
         self.folder = Path(folder)
         self._files: dict[str, Any] = {}
 
-    def file(self, name: str) -> Any:
-        """``name`` of the folder, read and checked once; ``None`` where the folder has none."""
-        if name not in self._files:
-            self._files[name] = read(self.folder, name) if exists(self.folder, name) else None
+    def file(self, name: str, required: bool = False) -> Any:
+        """``name`` of the folder, read and checked once; ``None`` where the folder has none (``required``: the
+        :class:`FileNotFoundError` of :func:`read`, naming the file and the command that writes it)."""
+        if self._files.get(name) is None and (required or name not in self._files):
+            self._files[name] = read(self.folder, name) if required or exists(self.folder, name) else None
         return self._files[name]
 
     def record(self, step: str) -> dict | None:

@@ -1,15 +1,18 @@
 """Identify's files read back: the one reader of the identify wing's files (identify's and stability's), each file
 read and checked through :mod:`arithmech.core.results`.
 
-* :class:`Result` and :func:`read` — identify's files (:mod:`arithmech.identify.run` computes and writes them);
+* :class:`IdentifyFiles` — identify's files of a folder, each read on first use, ``None`` where absent (what the
+  claims read, :class:`arithmech.claims.evidence.Context`); :class:`Ranking` — the same with its key heads and
+  effects required, read up front by :meth:`Ranking.read`, :meth:`~Ranking.of` and :meth:`~Ranking.made` (what the
+  pages quote);
+* :class:`Result` and :func:`read` — those files as the run made with a config wrote them (the step protocol:
+  :mod:`arithmech.identify.run` computes and writes them);
 * :class:`StabilityResult` and :func:`read_stability` — the stability step's three files
-  (:mod:`arithmech.steps.stability`);
-* :class:`IdentifyFiles` and :class:`StabilityFiles` — the same files without the config that made them, each read
-  on first use (what the claims read, :class:`arithmech.claims.evidence.Context`);
+  (:mod:`arithmech.steps.stability`); :class:`StabilityFiles` — the same without the config that made them;
 * :func:`operations`, :func:`load_key_heads`, :func:`ranked_inputs`, :func:`bootstrap_unit` and
-  :func:`recorded_setting` — what the later steps (analyze, beyond, faithfulness) read of identify's files: the
-  operations whose prompts they read, the heads they study, the ranking with a seeded subset of the kept prompts,
-  what the effect intervals resampled, and the run's recorded parameters.
+  :func:`recorded_setting` — what the later steps (analyze, beyond, faithfulness) read of identify's files, through
+  :class:`Ranking`: the operations whose prompts they read, the heads they study, the ranking with a seeded subset of
+  the kept prompts, what the effect intervals resampled, and the run's recorded parameters.
 
 Later wings import this module, never identify's computing modules.
 """
@@ -26,7 +29,6 @@ from arithmech.core.inputs import quoted
 from arithmech.core.safe_read import ResultsError
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import Sample, as_samples, reference_samples
-from arithmech.data.pairs import samples as kept_prompts
 from arithmech.identify.config import Identify as Config
 from arithmech.identify.config import Stability
 from arithmech.methods.attention import Head
@@ -60,80 +62,11 @@ class Result:
     heldout: dict | None = None
 
 
-def read(folder: str | Path, config: Config) -> Result:
-    """Identify's files in ``folder`` (checked, :func:`arithmech.core.results.read`) and its ``run.json`` record,
-    as the :class:`Result` of a run made with ``config``."""
-
-    def file(name: str, always: bool = False):  # the files a run writes only where it makes them: None when absent
-        return results.read(folder, name) if always or results.exists(folder, name) else None
-
-    return Result(
-        config=config,
-        prompts=file("prompts.jsonl", True),
-        effects=file("effects.csv", True),
-        key_heads=file("key_heads.json", True),
-        run=results.read_run(folder)["steps"]["identify"],
-        answer_tokens=file("answer_tokens.csv"),
-        knockout=file("knockout.csv"),
-        transfer=file("transfer.csv"),
-        heldout=file("heldout.json"),
-    )
-
-
-def of(config: Config) -> Result:
-    """The files of ``config``'s run, where it writes them (``config.out``, else the model's folder under
-    ``config.results``), read as by :func:`read`: what a page that ran identify reads back, never naming the folder."""
-    return read(Path(config.out) if config.out else results.model_folder(config.results, config.model_name), config)
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """What the pages quote of an identify run without its prompts (:meth:`read`, :meth:`of`): ``key_heads``
-    (``key_heads.json``) and ``effects`` (``effects.csv``), each read and checked, ``answer_tokens``
-    (``answer_tokens.csv``, ``None`` where absent) and ``run``, the ``identify`` record of ``run.json`` (``None``
-    where absent). Its ``key_heads`` and ``effects`` are :class:`Result`'s, so a page counting key heads takes
-    either (:func:`arithmech.report.views.counts.key_heads`)."""
-
-    key_heads: dict
-    effects: pd.DataFrame
-    answer_tokens: pd.DataFrame | None = None
-    run: dict | None = None
-
-    @property
-    def parameters(self) -> dict:
-        """The parameters identify recorded (``run.json``); a run without an identify record has none to give."""
-        if self.run is None:
-            raise ResultsError("run.json records no identify run: re-run python -m arithmech identify")
-        return self.run["parameters"]
-
-    @classmethod
-    def read(cls, folder: str | Path) -> Ranking:
-        """Identify's ranking files of ``folder`` (checked, :func:`arithmech.core.results.read`)."""
-        tokens = results.read(folder, "answer_tokens.csv") if results.exists(folder, "answer_tokens.csv") else None
-        return cls(
-            key_heads=results.read(folder, "key_heads.json"),
-            effects=results.read(folder, "effects.csv"),
-            answer_tokens=tokens,
-            run=results.read_run(folder)["steps"].get("identify"),
-        )
-
-    @classmethod
-    def of(cls, results_root: str | Path, model_name: str, under: str = "") -> Ranking:
-        """:meth:`read` of ``model_name``'s folder under ``results_root`` (``under``: a run kept in a subfolder of it,
-        e.g. ``zero-shot``)."""
-        return cls.read(results.model_folder(results_root, model_name) / under)
-
-    @classmethod
-    def made(cls, results_root: str | Path, model_name: str, under: str = "") -> Ranking | None:
-        """:meth:`of`, or ``None`` where identify wrote no ``key_heads.json`` there."""
-        folder = results.model_folder(results_root, model_name) / under
-        return cls.read(folder) if results.exists(folder, "key_heads.json") else None
-
-
 class IdentifyFiles(results.Files):
     """Identify's files of a folder without the config that made them (:class:`arithmech.core.results.Files`: each read
-    and checked on first use, once; ``None`` where absent): what the claims' deciders read through
-    :class:`arithmech.claims.evidence.Context`, named as :class:`Result`'s fields."""
+    and checked on first use, once; ``None`` where absent), named as :class:`Result`'s fields: what the claims'
+    deciders read through :class:`arithmech.claims.evidence.Context`; :class:`Ranking` requires its key heads and
+    effects (what the pages and the later steps' readers below read)."""
 
     @property
     def prompts(self) -> list[dict] | None:
@@ -167,6 +100,11 @@ class IdentifyFiles(results.Files):
         return self.file("knockout.csv")
 
     @property
+    def transfer(self) -> pd.DataFrame | None:
+        """``transfer.csv``: the key heads' knockout on the held-out families."""
+        return self.file("transfer.csv")
+
+    @property
     def heldout(self) -> dict | None:
         """``heldout.json``: the key heads knocked out on a held-out template family."""
         return self.file("heldout.json")
@@ -175,6 +113,77 @@ class IdentifyFiles(results.Files):
     def run(self) -> dict | None:
         """The ``identify`` record of ``run.json`` (parameters, samples kept per task, versions, timings)."""
         return self.record("identify")
+
+    @property
+    def recorded(self) -> dict:
+        """:attr:`run`, where ``run.json`` has it; a :class:`ResultsError` saying to re-run identify where not."""
+        if self.run is None:
+            raise ResultsError("run.json records no identify run: re-run python -m arithmech identify")
+        return self.run
+
+    @property
+    def parameters(self) -> dict:
+        """The parameters identify recorded (:attr:`recorded`'s)."""
+        return self.recorded["parameters"]
+
+
+class Ranking(IdentifyFiles):
+    """Identify's files as the pages quote them (:meth:`read`, :meth:`of`, :meth:`made`): :class:`IdentifyFiles` whose
+    ``key_heads`` and ``effects`` are read and checked up front, a missing one the :class:`FileNotFoundError` of
+    :func:`arithmech.core.results.read` (naming it and the command that writes it). They are :class:`Result`'s, so a
+    page counting key heads takes either (:func:`arithmech.report.views.counts.key_heads`)."""
+
+    @property
+    def key_heads(self) -> dict:
+        """``key_heads.json``, required."""
+        return self.file("key_heads.json", required=True)
+
+    @property
+    def effects(self) -> pd.DataFrame:
+        """``effects.csv``, required."""
+        return self.file("effects.csv", required=True)
+
+    @classmethod
+    def read(cls, folder: str | Path) -> Ranking:
+        """Identify's files of ``folder``, its key heads and effects read now."""
+        files = cls(folder)
+        files.key_heads, files.effects  # noqa: B018 (read now: a missing one raises here)
+        return files
+
+    @classmethod
+    def of(cls, results_root: str | Path, model_name: str, under: str = "") -> Ranking:
+        """:meth:`read` of ``model_name``'s folder under ``results_root`` (``under``: a run kept in a subfolder of it,
+        e.g. ``zero-shot``)."""
+        return cls.read(results.model_folder(results_root, model_name) / under)
+
+    @classmethod
+    def made(cls, results_root: str | Path, model_name: str, under: str = "") -> Ranking | None:
+        """:meth:`of`, or ``None`` where identify wrote no ``key_heads.json`` there."""
+        folder = results.model_folder(results_root, model_name) / under
+        return cls.read(folder) if results.exists(folder, "key_heads.json") else None
+
+
+def read(folder: str | Path, config: Config) -> Result:
+    """Identify's files in ``folder`` (:class:`Ranking`'s; those every run writes required) and its ``run.json``
+    record, as the :class:`Result` of a run made with ``config``."""
+    files = Ranking(folder)
+    return Result(
+        config=config,
+        prompts=files.file("prompts.jsonl", required=True),
+        effects=files.effects,
+        key_heads=files.key_heads,
+        run=files.recorded,
+        answer_tokens=files.answer_tokens,
+        knockout=files.knockout,
+        transfer=files.transfer,
+        heldout=files.heldout,
+    )
+
+
+def of(config: Config) -> Result:
+    """The files of ``config``'s run, where it writes them (``config.out``, else the model's folder under
+    ``config.results``), read as by :func:`read`: what a page that ran identify reads back, never naming the folder."""
+    return read(Path(config.out) if config.out else results.model_folder(config.results, config.model_name), config)
 
 
 STABILITY_FILES = ("stability.csv", "stability_runs.csv", "stability_heads.csv")
@@ -237,8 +246,9 @@ def operations(choice: str, folder: str | Path) -> list[str] | None:
     operation, or where every task fails (the claims then read the step's verdicts as inconclusive)."""
     if choice == "all":
         return None
-    prompts = kept_prompts(folder)
-    c, ops = recomputed(results.read(folder, "key_heads.json"), prompts), {s.op for s in prompts}
+    files = Ranking(folder)
+    prompts = as_samples(files.file("prompts.jsonl", required=True), folder)
+    c, ops = recomputed(files.key_heads, prompts), {s.op for s in prompts}
     return [t for t in c.get("pooled") or [] if t in ops and t not in c.get("failed", {})] or None
 
 
@@ -246,7 +256,8 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
     """The heads to analyze from identify's files (checked by the results contract) and where they come
     from: the key heads of ``key_heads.json``, ranked, or where none passed, the top ones by effect rank
     (:func:`arithmech.methods.effects.studied_heads`, the rule every later step uses)."""
-    kh = results.read(folder, "key_heads.json")
+    files = Ranking(folder)
+    kh = files.key_heads
     try:
         heads = [(int(r["layer"]), int(r["head"])) for r in kh["heads"]]
     except (TypeError, KeyError, ValueError):
@@ -256,29 +267,28 @@ def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:
         ) from None
     if heads:
         return heads, "key heads"
-    return studied_heads(results.read(folder, "effects.csv"), kh["task"], kh["threshold"])
+    return studied_heads(files.effects, kh["task"], kh["threshold"])
 
 
 def ranked_inputs(
     folder: str | Path, n_samples: int, seed: int, ops: list[str] | None = None
 ) -> tuple[pd.DataFrame, dict, list[Sample]]:
-    """identify's ``effects.csv``, ``key_heads.json`` and a seeded subset of ``n_samples`` of its prompts of the
-    operations ``ops`` (every one when None), read and checked through the results contract (what beyond reads)."""
-    effects = results.read(folder, "effects.csv")
-    kh = results.read(folder, "key_heads.json")
-    return effects, kh, reference_samples(Path(folder), n_samples, seed, ops)
+    """identify's ``effects.csv``, ``key_heads.json`` (:class:`Ranking`'s) and a seeded subset of ``n_samples`` of its
+    prompts of the operations ``ops`` (every one when None): what beyond reads."""
+    files = Ranking(folder)
+    return files.effects, files.key_heads, reference_samples(Path(folder), n_samples, seed, ops)
 
 
 def bootstrap_unit(folder: str | Path) -> str:
     """What identify's effect intervals resampled (``run.json``; a record without it resampled prompts)."""
-    return results.read_run(folder)["steps"]["identify"]["parameters"].get("bootstrap", "prompt")
+    return IdentifyFiles(folder).parameters.get("bootstrap", "prompt")
 
 
 def recorded_setting(folder: str | Path) -> dict:
     """What faithfulness takes from identify's record: its parameters, its draw (``draw``, ``example_sets``), the
     pooled tasks (``pooled``) and the ranked task (``ranked_task``)."""
-    rec = results.read_run(folder)["steps"].get("identify")
-    kh = results.read(folder, "key_heads.json")
+    files = Ranking(folder)
+    rec, kh = files.run, files.key_heads
     p = dict(rec.get("parameters") or {}) if isinstance(rec, dict) else {}
     need = ["tasks", "seed", "pool_size"] + (["heldout"] if p.get("transfer", True) else []) + ["answer_token"]
     if missing := [k for k in need if k not in p]:

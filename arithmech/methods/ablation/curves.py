@@ -20,6 +20,7 @@ import random
 from collections.abc import Sequence
 
 import pandas as pd
+import torch
 
 from arithmech.core.stats import cluster_mean_intervals, wilson_interval
 from arithmech.data.pairs import Sample
@@ -46,12 +47,15 @@ def scored_rows(
     ablations: Sequence[Ablation],
     rows: list[dict],
     forwards: Forwards = Forwards(),
+    other: torch.Tensor | None = None,
 ) -> pd.DataFrame:
     """One row per ablation (``rows[a]`` for ``ablations[a]``) with its accuracy (:func:`with_interval`) and its
-    logit difference (module docstring: ``ld``, ``ld_lo``, ``ld_hi``), from one pass of ablated forwards."""
+    logit difference (module docstring: ``ld``, ``ld_lo``, ``ld_hi``), from one pass of ablated forwards; ``other``:
+    the counterfactual answers it reads (:func:`~arithmech.methods.ablation.knockout.counter_answers` of ``samples``
+    at ``forwards``, one more intact pass where not given)."""
     if not ablations:  # nothing to score: no forward at all
         return pd.DataFrame()
-    other = counter_answers(model, tok, samples, means, forwards)
+    other = counter_answers(model, tok, samples, means, forwards) if other is None else other
     hits, gaps = scores(model, tok, samples, means, ablations, other, forwards)
     lo, hi = cluster_mean_intervals(gaps.T, resampling_units(list(samples), "cluster"))
     n, ld = len(samples), gaps.mean(1)
@@ -131,7 +135,7 @@ def knockout_curve(
     for s in range(len(rand)):  # seed-major, as knockout.csv has always been written
         for k in drawable:
             add("random-rank", s, k, draws[k][s])
-    return scored_rows(model, tok, samples, means, abls, rows, forwards)
+    return scored_rows(model, tok, samples, means, abls, rows, forwards, curve.counter)
 
 
 def default_ks(total: int) -> list[int]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import pandas as pd
+import torch
 
 from arithmech.core.checkpoints import frame_to_obj, obj_to_frame
 from arithmech.core.models import BATCH_SIZE, geometry
@@ -43,7 +44,7 @@ from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, greedy_exact, predict
 from arithmech.methods.ablation.curves import LD, default_ks, knockout_curve, scored_rows, with_interval
 from arithmech.methods.ablation.intervention import Forwards, MeanSource
-from arithmech.methods.ablation.knockout import Ablation, group_key, mean_activations, mean_sources
+from arithmech.methods.ablation.knockout import Ablation, counter_answers, group_key, mean_activations, mean_sources
 from arithmech.methods.ablation.pool import pool_prompts
 from arithmech.methods.ablation.pool_cache import cached_pool
 from arithmech.methods.ablation.settings import Curve, KnockoutSettings, Prompts
@@ -152,17 +153,25 @@ def sample_templates(samples: Sequence[pairs.Sample]) -> list:
     return [templates_module.TEMPLATES[i] for i in ids if i in templates_module.TEMPLATES]
 
 
-def sanity_rows(model, tok, samples: Sequence[pairs.Sample], means: MeanSource, forwards: Forwards) -> list[dict]:
+def sanity_rows(
+    model,
+    tok,
+    samples: Sequence[pairs.Sample],
+    means: MeanSource,
+    forwards: Forwards,
+    other: torch.Tensor | None = None,
+) -> list[dict]:
     """The six rows every knockout table carries (``kind = "sanity"``, ``order`` in :data:`SANITY`):
     nothing out (the clean accuracy), every head out, every MLP out, the X_c prompt scored against
     the X_r answer token, the majority floor (always answering the most frequent answer token) and the
     conditioned floor (the draw population's guess from the operation, the carried digits and one operand, on
     these prompts: the ``prompts`` count of :func:`arithmech.data.floors.problem_floor`).
-    ``forwards``: the knockouts' batching and positions; X_c runs in its batches."""
+    ``forwards``: the knockouts' batching and positions; X_c runs in its batches; ``other``: the counterfactual
+    answers the logit differences read (:func:`scored_rows`'s)."""
     geo = geometry(model)
     L, H = geo.n_layers, geo.n_heads
     abls = [Ablation(), Ablation.of(heads=[(l, h) for l in range(L) for h in range(H)]), Ablation.of(mlps=range(L))]
-    ablated = scored_rows(model, tok, samples, means, abls, [{} for _ in abls], forwards)
+    ablated = scored_rows(model, tok, samples, means, abls, [{} for _ in abls], forwards, other)
     ok = ablated.correct.tolist()
     gold = answer_ids(tok, samples)
     xc = int((predict(model, tok, [s.corrupt for s in samples], forwards.batch_size)[:, 0] == gold).sum())
@@ -217,7 +226,7 @@ def layer_matched_rows(
         return pd.DataFrame(
             columns=["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high", *LD]
         )
-    return scored_rows(model, tok, samples, means, abls, rows, forwards)
+    return scored_rows(model, tok, samples, means, abls, rows, forwards, curve.counter)
 
 
 def task_knockout(
@@ -256,7 +265,8 @@ def task_knockout(
     frames = []
     for i, pos in enumerate(settings.position_settings):
         forwards = Forwards(batch_size=settings.batch_size, positions=pos)
-        plan = _curves(studied, geo, settings.ks, full, full and i == 0)
+        other = counter_answers(model, tok, samples, means, forwards)  # X_c's answers, one intact pass for every row
+        plan = [replace(c, counter=other) for c in _curves(studied, geo, settings.ks, full, full and i == 0)]
         for curve in plan:
             frames.append(
                 knockout_curve(
@@ -271,7 +281,7 @@ def task_knockout(
                     model, tok, samples, means, lm, n_random=settings.n_random, seed=settings.seed, forwards=forwards
                 ).assign(positions=pos, mean_source=src)
             )
-        frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, forwards)).assign(positions=pos))
+        frames.append(pd.DataFrame(sanity_rows(model, tok, samples, means, forwards, other)).assign(positions=pos))
     return pd.concat(frames, ignore_index=True).assign(task=task)[COLUMNS[:-2]]
 
 

@@ -7,10 +7,14 @@ takes it; and which prompts a knockout draws (:class:`Prompts`), as
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from arithmech.core.inputs import KNOCKOUT_POSITIONS
 from arithmech.data.draw import Draw
+
+if TYPE_CHECKING:
+    import torch
 
 SPLITS = ("held-out", "held-out-two-digit", "in-sample")
 """identify's knockout_split: test on problems never ranked on (one-digit, or two-digit on the same templates), or
@@ -87,6 +91,10 @@ class Curve:
         random_ks: the ``k`` of the random rows; ``None``: ``ks``.
         exclude_top: the random draw at ``k`` also leaves out ``ranking[:k]`` (the components the effect-rank point
             it is compared with knocks out).
+        counter: the prompts' counterfactual answers at the curve's forwards
+            (:func:`~arithmech.methods.ablation.knockout.counter_answers`), which every row's logit difference reads:
+            computed once per task and position setting by :func:`arithmech.methods.ablation.run.task_knockout`;
+            ``None``: each scoring computes them.
     """
 
     kind: str
@@ -96,6 +104,7 @@ class Curve:
     ks: Sequence[int]
     random_ks: Sequence[int] | None
     exclude_top: bool
+    counter: torch.Tensor | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in ("head", "mlp"):

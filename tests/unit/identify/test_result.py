@@ -20,9 +20,9 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     control reads every one."""
     mixed = [_sample(op, a) for op in ("addition", "subtraction", "multiplication", "division") for a in range(1, 9)]
     monkeypatch.setattr(pairs, "samples", lambda folder: list(mixed))
-    monkeypatch.setattr(IR, "kept_prompts", lambda folder: list(mixed))
     control = {"control": {"pooled": ["addition", "subtraction"]}}
-    monkeypatch.setattr(IR.results, "read", lambda folder, name: control if name == "key_heads.json" else {})
+    files = {"key_heads.json": control, "prompts.jsonl": [s.to_json() for s in mixed]}
+    monkeypatch.setattr(IR.results, "read", lambda folder, name: files.get(name, {}))
     pooled = IR.operations(Analyze().operations, tmp_path)
     assert pooled == ["addition", "subtraction"] and IR.operations("all", tmp_path) is None
     got = pairs.reference_samples(tmp_path, 100, 0, pooled)

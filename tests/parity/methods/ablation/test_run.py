@@ -104,6 +104,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     monkeypatch.setattr(KR, "knockout_curve", fake_curve)
     monkeypatch.setattr(KR, "sanity_rows", lambda *a, **k: [])
     monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
+    monkeypatch.setattr(KR, "counter_answers", lambda *a, **k: None)
     matched = []
     empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
                                          "ld", "ld_lo", "ld_hi"]})
@@ -142,7 +143,7 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]
     key = [(0, 0)]
     seen = []
-    monkeypatch.setattr(KC, "scored_rows", lambda model, tok, samples, means, abls, rows, forwards=None:
+    monkeypatch.setattr(KC, "scored_rows", lambda model, tok, samples, means, abls, rows, forwards=None, other=None:
                         (seen.extend(abls), pd.DataFrame([KC.with_interval(r, 0, 2) for r in rows]))[1])
     curve = Curve("head", ranking, universe, key, [0, 1, 2, 3, 4, 5, 8], [1, 2, 3, 4, 5, 8], True)
     d = KC.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
