@@ -10,6 +10,17 @@ from arithmech.core import results as R
 from arithmech.core.stats import wilson_interval
 
 
+def _write_identify(folder, ko: pd.DataFrame) -> None:
+    """An identify folder holding ``ko`` as its knockout.csv, with no key head and three flat effects."""
+    eff = pd.DataFrame([{"task": "all", "layer": 0, "head": h, "effect": -0.1, "effect_lo": -0.11, "effect_hi": -0.09,
+                         "logit_diff": -1.0, "n": 250} for h in ("0", "1", "mlp")])
+    R.write_step(folder, "identify", {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3",
+                                                         "template": "t"}], "effects.csv": eff,
+                                       "key_heads.json": {"task": "all", "heads": []}, "knockout.csv": ko},
+                 {"parameters": {}})
+
+
+
 def test_cluster_interval_counts_problems_not_prompts():
     """Protects the knockout intervals from 128 prompts of 25 problems read as 128 trials: with n_clusters the
     interval is Wilson's over the clusters (accuracy × clusters of clusters), checked against the formula by
@@ -44,12 +55,7 @@ def test_knockout_verdict_reads_the_cluster_interval(tmp_path, clusters, accurac
     rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=8, accuracy=0.4 + 0.01 * s, n=250,
                   ci_low=0.3, ci_high=0.5, n_clusters=clusters) for s in range(20)]
     ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", correct=lambda d: (d.accuracy * 250).astype(int))
-    eff = pd.DataFrame([{"task": "all", "layer": 0, "head": h, "effect": -0.1, "effect_lo": -0.11, "effect_hi": -0.09,
-                         "logit_diff": -1.0, "n": 250} for h in ("0", "1", "mlp")])
-    R.write_step(tmp_path, "identify", {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3",
-                                                           "template": "t"}], "effects.csv": eff,
-                                         "key_heads.json": {"task": "all", "heads": []}, "knockout.csv": ko},
-                 {"parameters": {}})
+    _write_identify(tmp_path, ko)
     row = C.claims(tmp_path, ["knockout-key-vs-random"]).iloc[0]
     assert row.holds is holds and says in row.here, row.here
     flat = C.claims(tmp_path, ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
@@ -71,12 +77,7 @@ def test_a_two_digit_knockout_is_decided_as_any_and_says_it_is_two_digit(tmp_pat
                   ci_low=0.3, ci_high=0.5, n_clusters=40, ld=3.0 + 0.01 * s, ld_lo=2.5, ld_hi=3.5) for s in range(20)]
     ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", split=split,
                                    correct=lambda d: (d.accuracy * 250).astype(int))
-    eff = pd.DataFrame([{"task": "all", "layer": 0, "head": h, "effect": -0.1, "effect_lo": -0.11, "effect_hi": -0.09,
-                         "logit_diff": -1.0, "n": 250} for h in ("0", "1", "mlp")])
-    R.write_step(tmp_path, "identify", {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3",
-                                                           "template": "t"}], "effects.csv": eff,
-                                         "key_heads.json": {"task": "all", "heads": []}, "knockout.csv": ko},
-                 {"parameters": {}})
+    _write_identify(tmp_path, ko)
     got = C.claims(tmp_path, ["knockout-key-vs-random", "knockout-random-flat", "knockout-ld-key-vs-random"])
     assert list(got.holds) == [True, False, True], list(got.here)
     note = "two-digit held-out problems, heads ranked on one-digit ones"
