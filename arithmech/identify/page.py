@@ -42,6 +42,7 @@ from arithmech.report.views.cells import bullets, markdown
 from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.table_display import verdict
 from arithmech.steps import stability as stability_step
+from arithmech.steps.control import not_passed, shown
 
 CLAIMS = [
     "key-heads-exist",
@@ -187,15 +188,16 @@ def heatmap(r: Run) -> alt.TopLevelMixin:
 
 def pooled_line(key_heads: dict) -> str:
     """Which operations task ``all`` pools (key_heads.json's ``control``: the tasks that pass identify's control), and
-    which fail it, with why; "" for a single task or a file without a control. Every claim decided on ``all`` rests on
-    the pooled operations only, so the page says which they are."""
+    which do not, with why (failing, undecided or insufficient: :func:`arithmech.steps.control.shown`); "" for a
+    single task or a file without a control. Every claim decided on ``all`` rests on the pooled operations only, so
+    the page says which they are."""
     ctl = key_heads.get("control") or {}
     if key_heads.get("task") != "all" or not ctl.get("pooled"):
         return ""
-    failed = {t: why for t, why in (ctl.get("failed") or {}).items() if t not in ctl["pooled"]}
+    out = [t for t in not_passed(ctl) if t not in ctl["pooled"]]
     return (
         f"Task all pools the operations that pass identify's control: {', '.join(ctl['pooled'])}"
-        + (". Failing it: " + "; ".join(f"{t} ({why})" for t, why in failed.items()) if failed else "")
+        + (". Not passing it: " + "; ".join(f"{t} ({shown(ctl, t)})" for t in out) if out else "")
         + "."
     )
 

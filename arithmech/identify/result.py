@@ -31,7 +31,7 @@ from arithmech.identify.config import Identify as Config
 from arithmech.identify.config import Stability
 from arithmech.methods.attention import Head
 from arithmech.methods.effects import studied_heads
-from arithmech.steps.control import recomputed
+from arithmech.steps.control import not_passed, recomputed
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,11 @@ class IdentifyFiles(results.Files):
         return self.file("effects.csv")
 
     @property
+    def effect_clusters(self) -> pd.DataFrame | None:
+        """``effects_clusters.csv``: each head's mean effect per problem cluster and task (runs from issue 63 on)."""
+        return self.file("effects_clusters.csv")
+
+    @property
     def key_heads(self) -> dict | None:
         """``key_heads.json``: the key heads of the pooled task, the rule that chose them, the control."""
         return self.file("key_heads.json")
@@ -239,7 +244,7 @@ def operations(choice: str, folder: str | Path) -> list[str] | None:
         return None
     prompts = kept_prompts(folder)
     c, ops = recomputed(results.read(folder, "key_heads.json"), prompts), {s.op for s in prompts}
-    return [t for t in c.get("pooled") or [] if t in ops and t not in c.get("failed", {})] or None
+    return [t for t in c.get("pooled") or [] if t in ops and t not in not_passed(c)] or None
 
 
 def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:

@@ -51,6 +51,7 @@ from arithmech.planted import rules as planted_rules
 from arithmech.planted.config import PlantedScore as Config
 from arithmech.planted.knockout import head_names, knockout
 from arithmech.planted.scoring import LEVEL, below, score_finder, share_below
+from arithmech.steps.control import not_passed
 
 FILES = ("scores.json", "methods.csv", "heads.csv", "knockout.csv")
 
@@ -108,7 +109,7 @@ def finders(model, tok, c: Config) -> tuple[dict, dict, dict, list]:
             raise RuntimeError(f"{rule}: the rule on every prompt does not give identify's key heads")
     record = {
         "tasks_pooled": res.key_heads["control"]["pooled"],
-        "failed_control": res.key_heads["control"].get("failed", {}),
+        "failed_control": not_passed(res.key_heads["control"]),
         "kept": {t: len(v) for t, v in res.tasks.items()},
         "threshold": ic.threshold,
         "share_threshold": ic.share_threshold,
