@@ -15,10 +15,11 @@ from arithmech.claims.evidence import Context, Missing, cluster_interval, end_ro
 from arithmech.claims.rule import Rule
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.answers import MIN_CLUSTERS
+from arithmech.data.floors import not_passed, status
 from arithmech.data.pairs import interleave
 from arithmech.identify.config import CONTROL_FLOOR
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED
-from arithmech.steps.control import floor_at, not_passed, sampled_estimates, status
+from arithmech.steps.control import floor_at, sampled_estimates
 
 
 def answer_token_floor(ctx: Context):
@@ -157,7 +158,7 @@ def controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable
 def _uncontrolled(ctx: Context, task: str) -> str:
     """Why ``task``'s verdicts cannot be decided under the control (recomputed from prompts.jsonl:
     :meth:`~arithmech.claims.evidence.Context.control`), else "": the task, or the primary one, does not pass it
-    (fails, is undecided or insufficient: :func:`arithmech.steps.control.not_passed`)."""
+    (fails, is undecided or insufficient: :func:`arithmech.data.floors.not_passed`)."""
     task_, mixed = ctx.primary()
     if mixed:
         return f"; {mixed}"

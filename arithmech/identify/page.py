@@ -29,6 +29,7 @@ from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.batches import answer_ids
+from arithmech.data.floors import not_passed, shown
 from arithmech.identify import run as identify_run
 from arithmech.identify import stability_charts as stability_charts
 from arithmech.identify.pipeline import IdentifyResult
@@ -42,7 +43,6 @@ from arithmech.report.views.cells import bullets, markdown
 from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.table_display import verdict
 from arithmech.steps import stability as stability_step
-from arithmech.steps.control import not_passed, shown
 
 CLAIMS = [
     "key-heads-exist",
@@ -188,7 +188,7 @@ def heatmap(r: Run) -> alt.TopLevelMixin:
 
 def pooled_line(key_heads: dict) -> str:
     """Which operations task ``all`` pools (key_heads.json's ``control``: the tasks that pass identify's control), and
-    which do not, with why (failing, undecided or insufficient: :func:`arithmech.steps.control.shown`); "" for a
+    which do not, with why (failing, undecided or insufficient: :func:`arithmech.data.floors.shown`); "" for a
     single task or a file without a control. Every claim decided on ``all`` rests on the pooled operations only, so
     the page says which they are."""
     ctl = key_heads.get("control") or {}

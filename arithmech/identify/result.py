@@ -25,13 +25,14 @@ from arithmech.core import results
 from arithmech.core.inputs import quoted
 from arithmech.core.safe_read import ResultsError
 from arithmech.data.draw import Draw
+from arithmech.data.floors import not_passed
 from arithmech.data.pairs import Sample, as_samples, reference_samples
 from arithmech.data.pairs import samples as kept_prompts
 from arithmech.identify.config import Identify as Config
 from arithmech.identify.config import Stability
 from arithmech.methods.attention import Head
 from arithmech.methods.effects import studied_heads
-from arithmech.steps.control import not_passed, recomputed
+from arithmech.steps.control import recomputed
 
 
 @dataclass(frozen=True)

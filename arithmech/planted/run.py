@@ -40,6 +40,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import announce
 from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
 from arithmech.data.batches import answer_ids
+from arithmech.data.floors import not_passed
 from arithmech.data.splits import resampling_units
 from arithmech.embedded import planted as planted_model
 from arithmech.embedded import planted_truth
@@ -51,7 +52,6 @@ from arithmech.planted import rules as planted_rules
 from arithmech.planted.config import PlantedScore as Config
 from arithmech.planted.knockout import head_names, knockout
 from arithmech.planted.scoring import LEVEL, below, score_finder, share_below
-from arithmech.steps.control import not_passed
 
 FILES = ("scores.json", "methods.csv", "heads.csv", "knockout.csv")
 

@@ -40,8 +40,9 @@ reading about 20 %, its upper end from 17.2 effective problems): the control is 
 floor realised on X_r with its simultaneous 95 % interval over problem clusters (:func:`verdict`). A task
 **passes** where the whole interval lies below :data:`~arithmech.identify.config.CONTROL_FLOOR`, **fails** where it
 lies wholly at or above it (its answers are guessable), and is **undecided** where it straddles the bound: the rules
-that need a control treat it as not passed (:func:`not_passed`), but it is reported as "undecided on N problems",
-with how many more problems would decide it if its readings held (:func:`problems_to_decide`), never as failing.
+that need a control treat it as not passed (:func:`arithmech.data.floors.not_passed`), but it is reported as
+"undecided on N problems", with how many more problems would decide it if its readings held
+(:func:`problems_to_decide`), never as failing.
 Below :data:`~arithmech.data.answers.MIN_CLUSTERS` distinct problems a task stays *insufficient* (the one threshold).
 """
 
@@ -56,8 +57,6 @@ from arithmech.data.floors import population, problem_floor
 from arithmech.identify.config import CONTROL_FLOOR
 
 VERSION = 6
-STATUSES = ("passes", "fails", "undecided", "insufficient")
-"""A task's control (version 6): its floor's interval below the bound, at or above it, across it; too few problems."""
 MAX_MORE = 100_000  # problems_to_decide: the most problems it looks for before saying no number decides it
 
 
@@ -166,33 +165,6 @@ def problems_to_decide(entry: dict, bound: float = CONTROL_FLOOR, limit: int = M
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if decided(mid) else (mid, hi)
     return hi
-
-
-def not_passed(control: dict) -> dict[str, str]:
-    """Every task of a :func:`task_control` (or a stored one) that does not pass, with why: those that fail or are
-    insufficient (``failed``) and, from version 6, those undecided (``undecided``): what the rules that need a
-    control read as not passed."""
-    return {**(control.get("failed") or {}), **(control.get("undecided") or {})}
-
-
-def status(control: dict, task: str) -> str:
-    """``task``'s :data:`STATUSES` entry in ``control`` (a stored control from before version 6 records none: a
-    task it lists as failed fails, ``insufficient`` where it lists it so or its reason says so)."""
-    if task in (control.get("status") or {}):
-        return control["status"][task]
-    if task in (control.get("undecided") or {}):
-        return "undecided"
-    if task in (control.get("failed") or {}):
-        short = task in (control.get("insufficient") or []) or control["failed"][task].startswith("insufficient")
-        return "insufficient" if short else "fails"
-    return "passes"
-
-
-def shown(control: dict, task: str) -> str:
-    """How a page prints ``task``'s control: ``"passes"``, ``"fails: <why>"``, or the reason itself for an undecided
-    (``"undecided on N problems: …"``) or insufficient (``"insufficient: …"``) task."""
-    s, why = status(control, task), not_passed(control).get(task, "")
-    return "passes" if s == "passes" else f"fails: {why}" if s == "fails" else why
 
 
 def evidence_status(samples: Sequence) -> str:

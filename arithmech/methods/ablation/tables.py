@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.core.stats import wilson_interval
+from arithmech.data.floors import shown
 from arithmech.methods.ablation.intervention import POSITIONS
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED, Studied, task_knockout
 from arithmech.methods.ablation.settings import KnockoutSettings
-from arithmech.steps.control import shown
 
 SANITY_COLUMNS = {
     "nothing-out": "nothing out",
@@ -108,7 +108,7 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
     problem clusters where the file counts them, :func:`row_interval`), the run's floor — the higher of the majority
     floor and the conditioned floor (:func:`floor_of`), with the interval :func:`floor_interval` — the uniform guess
     ``chance``, and ``control``: "passes", "fails: <why>", or why it is undecided or insufficient
-    (:func:`arithmech.steps.control.shown`).
+    (:func:`arithmech.data.floors.shown`).
 
     The numbers only: whether every head out removes what the heads carry is the claim
     ``ablation-removes-information`` (:func:`arithmech.claims.controls.ablation_removes`), decided against the floor

@@ -19,9 +19,9 @@ from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, cluster_interval
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
+from arithmech.data.floors import not_passed, shown
 from arithmech.identify.claims import K
 from arithmech.report.views.table_display import verdict
-from arithmech.steps.control import not_passed, shown
 
 CLAIMS = (
     "key-heads-exist",

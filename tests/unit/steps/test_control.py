@@ -4,16 +4,10 @@ from __future__ import annotations
 from statistics import NormalDist
 
 from arithmech.data.answers import MIN_CLUSTERS
+from arithmech.data.floors import not_passed, shown
 from arithmech.data.pairs import Sample
 from arithmech.identify.config import CONTROL_FLOOR
-from arithmech.steps.control import (
-    _scaled,
-    not_passed,
-    problems_to_decide,
-    shown,
-    task_control,
-    verdict,
-)
+from arithmech.steps.control import _scaled, problems_to_decide, task_control, verdict
 
 Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estimates, 95% together
 

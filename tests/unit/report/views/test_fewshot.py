@@ -9,8 +9,8 @@ import pandas as pd
 
 from arithmech.claims.evidence import Context
 from arithmech.core.stats import wilson_interval
+from arithmech.data.floors import not_passed
 from arithmech.report.views import fewshot
-from arithmech.steps.control import not_passed
 
 FOLDER = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
 FOLDERS = {"zero-shot": FOLDER / "zero-shot", "4-shot": FOLDER}
