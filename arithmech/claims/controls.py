@@ -15,6 +15,7 @@ from arithmech.claims.evidence import Context, Missing, cluster_interval, end_ro
 from arithmech.claims.rule import Rule
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.answers import MIN_CLUSTERS
+from arithmech.data.floors import not_passed, status
 from arithmech.data.pairs import interleave
 from arithmech.identify.config import CONTROL_FLOOR
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED
@@ -156,16 +157,17 @@ def controlled(decide: Callable[[Context], tuple[str, bool | None]]) -> Callable
 
 def _uncontrolled(ctx: Context, task: str) -> str:
     """Why ``task``'s verdicts cannot be decided under the control (recomputed from prompts.jsonl:
-    :meth:`~arithmech.claims.evidence.Context.control`), else ""."""
+    :meth:`~arithmech.claims.evidence.Context.control`), else "": the task, or the primary one, does not pass it
+    (fails, is undecided or insufficient: :func:`arithmech.data.floors.not_passed`)."""
     task_, mixed = ctx.primary()
     if mixed:
         return f"; {mixed}"
     c = ctx.control()
-    failed = c.get("failed", {})
-    if task in failed:
-        return f"; task {task} fails its control: {failed[task]}"
-    if task != task_ and task_ in failed:
-        return f"; task {task_} fails its control: {failed[task_]}"
+    out = not_passed(c)
+    for t in dict.fromkeys((task, task_)):
+        if t in out:
+            word = "fails its control" if status(c, t) == "fails" else "does not pass its control"
+            return f"; task {t} {word}: {out[t]}"
     return ""
 
 
@@ -193,11 +195,12 @@ CONTROLS: tuple[Rule, ...] = (
         "hold iff it lies entirely above the floor's upper end (removes too little) or entirely below the uniform "
         "guess (over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the "
         "ablated interval is over the problem clusters where knockout.csv counts them (as if each problem's prompts "
-        "were one trial); inconclusive for a task that fails its control (floor over distinct problems on its X_r "
-        f"could be >= {CONTROL_FLOOR}: the 95% interval of some reading over its effective problems reaches it) or "
-        f"has fewer than {MIN_CLUSTERS} distinct problems, and with fewer than {MIN_CLUSTERS} problem clusters among "
-        "the knockout prompts",
-        version=9,
+        "were one trial); inconclusive for a task that does not pass its control (the simultaneous 95% interval of "
+        f"its floor over distinct problems on X_r reaches {CONTROL_FLOOR}: it fails where the interval lies at or "
+        "above it, is undecided where it straddles it) or has fewer than "
+        f"{MIN_CLUSTERS} distinct problems, and with fewer than {MIN_CLUSTERS} problem clusters among the knockout "
+        "prompts",
+        version=10,
         decider=ablation_removes,
     ),
 )

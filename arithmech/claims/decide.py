@@ -92,9 +92,9 @@ def rules_markdown(ids: Iterable[str]) -> str:
     """The rules ``ids`` as a markdown list, each with its version, for a chapter to state *before* its results
     (before them on the page: whether before the results existed is the changelog's to say)."""
     note = lambda r: (
-        f"; inconclusive where the task fails its control (floor over distinct problems on its X_r "
-        f"could be >= {CONTROL_FLOOR:.0%}: the 95% interval of some reading over its effective problems "
-        f"reaches it) or has fewer than {MIN_CLUSTERS} distinct problems"
+        f"; inconclusive where the task does not pass its control (the simultaneous 95% interval of its floor "
+        f"over distinct problems on X_r reaches {CONTROL_FLOOR:.0%}: fails where it lies at or above it, "
+        f"undecided where it straddles it) or has fewer than {MIN_CLUSTERS} distinct problems"
         if r.gate is not None
         else ""
     )

@@ -69,6 +69,12 @@ class Context:
         """``effects.csv``, every task's rows (:meth:`effects`: the primary task's)."""
         return need(self.identify_files.effects, "effects.csv")
 
+    def effect_clusters(self) -> pd.DataFrame:
+        """``effects_clusters.csv``' rows of the primary task (:meth:`primary`): each head's mean effect per problem
+        cluster (identify writes it from issue 63 on)."""
+        c = need(self.identify_files.effect_clusters, "effects_clusters.csv")
+        return c[c.task == self.primary()[0]]
+
     def knockout(self) -> pd.DataFrame:
         """``knockout.csv``, every task's rows (:func:`end_rows`: the primary task's at END)."""
         return need(self.identify_files.knockout, "knockout.csv")

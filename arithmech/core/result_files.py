@@ -36,6 +36,9 @@ FILES: dict[str, FileSpec] = {
         "identify", "csv", ("task", "layer", "head", "effect", "effect_lo", "effect_hi"), version=2
     ),
     "key_heads.json": FileSpec("identify", "json", ("task", "heads")),
+    # each head's mean relative change per problem cluster and task (columns "layer.head"): what a cluster bootstrap
+    # of the ranking resamples (methods.effects.cluster_effects; the middle-layers rule's interval)
+    "effects_clusters.csv": FileSpec("identify", "csv", ("task", "cluster", "n")),
     # per task × template: answer-token and exact-match accuracy, the X_c check's pass rate, the most frequent
     # answer token among the kept prompts and its share (the majority-answer floor; data/answer_tokens.py)
     "answer_tokens.csv": FileSpec(
@@ -180,6 +183,7 @@ FILES: dict[str, FileSpec] = {
 # Columns read as text (``1.0`` is head 0 of layer 1, not a number; ``mlp`` sits among head indices).
 STR_COLUMNS = {
     "effects.csv": {"head": str},
+    "effects_clusters.csv": {"task": str, "cluster": str},
     "eap.csv": {"head": str},
     "attention_baseline.csv": {"name": str},
     "upstream.csv": {"receiver": str, "sender": str, "sender_head": str, "position": str},

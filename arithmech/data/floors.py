@@ -251,3 +251,37 @@ def output_heuristics(samples: Sequence[Sample], outputs: Sequence[str]) -> dict
                         break
             by[what][", ".join(g)] = right / max(len(samples), 1)
     return out
+
+
+# ------------------------------------------------------------------ reading a control (arithmech.steps.control)
+STATUSES = ("passes", "fails", "undecided", "insufficient")
+"""A task's control (steps.control version 6): its floor's interval below the bound, at or above it, across it;
+too few problems. The readers below sit here, under the steps, so that every layer that prints a control reads it
+one way."""
+
+
+def not_passed(control: dict) -> dict[str, str]:
+    """Every task of a :func:`task_control` (or a stored one) that does not pass, with why: those that fail or are
+    insufficient (``failed``) and, from version 6, those undecided (``undecided``): what the rules that need a
+    control read as not passed."""
+    return {**(control.get("failed") or {}), **(control.get("undecided") or {})}
+
+
+def status(control: dict, task: str) -> str:
+    """``task``'s :data:`STATUSES` entry in ``control`` (a stored control from before version 6 records none: a
+    task it lists as failed fails, ``insufficient`` where it lists it so or its reason says so)."""
+    if task in (control.get("status") or {}):
+        return control["status"][task]
+    if task in (control.get("undecided") or {}):
+        return "undecided"
+    if task in (control.get("failed") or {}):
+        short = task in (control.get("insufficient") or []) or control["failed"][task].startswith("insufficient")
+        return "insufficient" if short else "fails"
+    return "passes"
+
+
+def shown(control: dict, task: str) -> str:
+    """How a page prints ``task``'s control: ``"passes"``, ``"fails: <why>"``, or the reason itself for an undecided
+    (``"undecided on N problems: …"``) or insufficient (``"insufficient: …"``) task."""
+    s, why = status(control, task), not_passed(control).get(task, "")
+    return "passes" if s == "passes" else f"fails: {why}" if s == "fails" else why

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 
 import pandas as pd
 import torch
@@ -23,11 +22,14 @@ from arithmech.claims.controls import controlled as _controlled
 from arithmech.claims.evidence import Context, Missing
 from arithmech.claims.rule import Rule
 from arithmech.core.names import components
-from arithmech.core.stats import bootstrap_indices
+from arithmech.core.stats import bootstrap_counts
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.config import Identify
 from arithmech.identify.knockout_claims import MIN_DRAWS, K, key_vs_random, ld_key_vs_random, random_flat
-from arithmech.methods.effects import TOP  # "the top heads": the first TOP by effect rank (studied where none is key)
+from arithmech.methods.effects import (  # "the top heads": the first TOP by effect rank (studied where none is key)
+    TOP,
+    top_depths,
+)
 from arithmech.paper import KEY_THRESHOLD
 from arithmech.steps.stability import claims as stability_claims
 
@@ -36,7 +38,7 @@ SHARE_THRESHOLD = Identify.share_threshold  # the LD-ratio rule's: a ratio to th
 FEW_FRACTION = 0.05  # few-heads: the paper's "below 5% of heads" (Fig. 2), scaled to each model
 AGREE_HOLDS, AGREE_FAILS = 8, 5  # logit-diff-ranking: top-TOP heads two measures must share (holds) / at most (fails)
 MIDDLE = (1 / 3, 2 / 3)  # middle-layers: the middle third of the depth layer/(L−1)
-DEPTH_LEVEL, N_BOOT_DEPTH = 0.95, 2000  # middle-layers: the median depth's bootstrap interval over the top heads
+DEPTH_LEVEL, N_BOOT_DEPTH = 0.95, 2000  # middle-layers: the median depth's bootstrap interval over problem clusters
 
 TWO_DIGIT_PROMPTS = (
     "; on a run whose knockout split is held-out-two-digit (one operation's 45 single-digit problems leave at most 15 "
@@ -109,18 +111,6 @@ def _median_depth(ctx: Context) -> tuple[float, list[int], int]:
     return statistics.median(l / (L - 1) for l in layers), layers, L
 
 
-def median_depth_interval(
-    depths: Sequence[float], n_boot: int = N_BOOT_DEPTH, level: float = DEPTH_LEVEL, seed: int = 0
-) -> tuple[float, float, float]:
-    """``(median, lo, hi)``: the median of ``depths`` (the mean of the middle two for an even count, as
-    :func:`statistics.median`) and its percentile bootstrap interval at ``level``, resampling the values
-    (:func:`arithmech.core.stats.bootstrap_indices`, seeded)."""
-    d = torch.tensor(list(depths), dtype=torch.float64)
-    medians = d[bootstrap_indices(len(d), n_boot, seed)].quantile(0.5, dim=1)
-    lo, hi = torch.quantile(medians, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
-    return float(d.quantile(0.5)), lo, hi
-
-
 def in_middle(lo: float, hi: float) -> bool | None:
     """The middle-layers verdict on a depth interval ``[lo, hi]``: True inside :data:`MIDDLE` (bounds included),
     False wholly above or below it, None where a bound lies inside the interval."""
@@ -128,20 +118,52 @@ def in_middle(lo: float, hi: float) -> bool | None:
     return True if a <= lo and hi <= b else False if hi < a or lo > b else None
 
 
+def depth_interval(clusters: pd.DataFrame, n_layers: int, top: int = TOP, seed: int = 0) -> tuple[float, float, int]:
+    """``(lo, hi, m)``: the :data:`DEPTH_LEVEL` percentile interval of the median depth layer/(L−1) of the ``top``
+    heads of most negative mean effect, re-ranked on each of :data:`N_BOOT_DEPTH` resamples of the ``m`` problem
+    clusters of ``clusters`` (one task's ``effects_clusters.csv`` rows: :func:`arithmech.methods.effects.top_depths`
+    over :func:`arithmech.core.stats.bootstrap_counts`, seeded)."""
+    heads = sorted((c for c in clusters.columns if c not in ("task", "cluster", "n")), key=lambda c: _head_key(c))
+    means = torch.tensor(clusters[heads].to_numpy(dtype="float64"))
+    counts = bootstrap_counts(len(clusters), N_BOOT_DEPTH, seed)
+    layers = [_head_key(c)[0] for c in heads]
+    med = top_depths(means, torch.tensor(clusters.n.to_numpy()), layers, n_layers, counts, top)
+    q = torch.tensor([(1 - DEPTH_LEVEL) / 2, (1 + DEPTH_LEVEL) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(med, q).tolist()
+    return lo, hi, len(clusters)
+
+
+def _head_key(name: str) -> tuple[int, int]:
+    layer, head = name.split(".")
+    return int(layer), int(head)
+
+
 def _middle_layers(ctx: Context):
-    """Version 10: the median depth layer/(L−1) of the top ``TOP`` heads with its bootstrap interval over those
-    heads (:func:`median_depth_interval`), decided by :func:`in_middle`. The paper numbers LLaMA2-7B's 32 layers
-    from 0 ("For the 0–12th layers", "In layers 17–31", §5.2) and puts its key heads "between layers 12 and 17"
-    (§5.1): the first layer is depth 0, the last depth 1."""
+    """Version 12: the median depth layer/(L−1) of the top ``TOP`` heads, with its bootstrap interval over problem
+    clusters, every head re-ranked on each resample (:func:`depth_interval`), decided by :func:`in_middle`. The
+    paper numbers LLaMA2-7B's 32 layers from 0 ("For the 0–12th layers", "In layers 17–31", §5.2) and puts its key
+    heads "between layers 12 and 17" (§5.1): the first layer is depth 0, the last depth 1."""
     hd = ctx.heads()
     L = int(ctx.effects().layer.max()) + 1
     layers = sorted(int(l) for l in hd.layer.iloc[:TOP])
-    mid, lo, hi = median_depth_interval([l / (L - 1) for l in layers])
-    return (
-        f"median depth of the top {len(layers)}, layer/(L−1) with L = {L}: {mid:.3f} [{lo:.3f}, {hi:.3f}] "
-        f"({DEPTH_LEVEL:.0%} bootstrap over the {len(layers)} heads; layers {', '.join(map(str, layers))}) vs the "
-        f"middle third [{MIDDLE[0]:.3f}, {MIDDLE[1]:.3f}]"
-    ), in_middle(lo, hi)
+    here = (
+        f"median depth of the top {len(layers)}, layer/(L−1) with L = {L}: {statistics.median(layers) / (L - 1):.3f} "
+        f"(layers {', '.join(map(str, layers))}) vs the middle third [{MIDDLE[0]:.3f}, {MIDDLE[1]:.3f}]"
+    )
+    try:
+        clusters = ctx.effect_clusters()
+    except Missing:
+        clusters = None
+    if clusters is None or clusters.empty:
+        return (
+            here + "; no interval: the folder keeps no per-cluster effects (effects_clusters.csv; re-run identify)",
+            None,
+        )
+    lo, hi, m = depth_interval(clusters, L)
+    here += f"; {DEPTH_LEVEL:.0%} bootstrap over {m} problem clusters, re-ranked each time: [{lo:.3f}, {hi:.3f}]"
+    if m < MIN_CLUSTERS:
+        return here + f"; fewer than {MIN_CLUSTERS} problem clusters ({m}): inconclusive", None
+    return here, in_middle(lo, hi)
 
 
 def _logit_diff_ranking(ctx: Context):
@@ -220,7 +242,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "heads below −5% exist (head 12.22: −14.0%); no count given beyond fewer than 5% of heads mattering",
         "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
         "effects.csv has intervals); does not hold iff none is",
-        version=8,
+        version=9,
         decider=_key_heads,
         gate=_controlled,
     ),
@@ -235,7 +257,7 @@ IDENTIFY: tuple[Rule, ...] = (
         f"least one head's bootstrap interval of its ratio lies entirely below {signed_percent(SHARE_THRESHOLD)}; "
         "does not hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
         "measured)",
-        version=7,
+        version=8,
         decider=_key_heads_share,
         gate=_controlled,
     ),
@@ -249,7 +271,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
         "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
         "LD ratio); no interval (effects.csv keeps no per-prompt effects)",
-        version=7,
+        version=8,
         decider=_few_heads,
         gate=_controlled,
     ),
@@ -258,12 +280,12 @@ IDENTIFY: tuple[Rule, ...] = (
         "The top heads sit in the middle layers",
         "layers 12–17 of 32, numbered 0–31 (§5.2: 'the 0–12th layers', 'layers 17–31'): depth layer/(L−1) 0.39–0.55",
         f"a head's depth is layer/(L−1), the paper's numbering (0 the first layer, 1 the last); the median depth of "
-        f"the top {TOP} heads by effect rank, with its {DEPTH_LEVEL:.0%} percentile bootstrap interval over those "
-        f"heads ({N_BOOT_DEPTH} resamples of the {TOP}; effects.csv keeps no per-prompt effects, so the ranking's "
-        "own uncertainty over prompts is not in it): holds iff the interval lies in the middle third [1/3, 2/3]; "
-        "does not hold iff it lies entirely above 2/3 or entirely below 1/3; inconclusive where 1/3 or 2/3 lies "
-        "inside it",
-        version=10,
+        f"the top {TOP} heads by effect rank, with its {DEPTH_LEVEL:.0%} percentile bootstrap interval over problem "
+        f"clusters ({N_BOOT_DEPTH} resamples of the clusters of effects_clusters.csv, every head re-ranked on each "
+        "resample's mean relative change): holds iff the interval lies in the middle third [1/3, 2/3]; does not hold "
+        "iff it lies entirely above 2/3 or entirely below 1/3; inconclusive where 1/3 or 2/3 lies inside it, below "
+        f"{MIN_CLUSTERS} problem clusters, and where the folder keeps no per-cluster effects (runs made before them)",
+        version=12,
         decider=_middle_layers,
         gate=_controlled,
     ),
@@ -275,7 +297,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
         f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
         "between (ranks near the cut are within noise) and where effects.csv has no share",
-        version=8,
+        version=9,
         decider=_logit_diff_ranking,
         gate=_controlled,
     ),
@@ -293,7 +315,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
         f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads"
         + TWO_DIGIT_PROMPTS,
-        version=13,
+        version=14,
         decider=key_vs_random,
         gate=_controlled,
     ),
@@ -308,7 +330,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "knockout.csv has them; does not hold iff its lower end lies at or above either 5th percentile; "
         f"inconclusive otherwise, below {MIN_CLUSTERS} problem clusters, with fewer than {MIN_DRAWS} distinct draws, "
         "and where knockout.csv has no logit difference (made before it)" + TWO_DIGIT_PROMPTS,
-        version=2,
+        version=3,
         decider=ld_key_vs_random,
         gate=_controlled,
     ),
@@ -320,7 +342,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "the key heads) is within 2 points of "
         f"the intact accuracy; inconclusive below {MIN_CLUSTERS} problem clusters among the knockout prompts"
         + TWO_DIGIT_PROMPTS,
-        version=11,
+        version=12,
         decider=random_flat,
         gate=_controlled,
     ),
@@ -330,7 +352,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
         f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
         "twice that of the MLPs up to it",
-        version=7,
+        version=8,
         decider=_mlps_late,
         gate=_controlled,
     ),
@@ -341,7 +363,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads and "
         f"below {MIN_CLUSTERS} problem clusters among the held-out prompts (or where heldout.json does not count them)",
-        version=9,
+        version=10,
         decider=_transfer,
         gate=_controlled,
     ),

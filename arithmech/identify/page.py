@@ -29,6 +29,7 @@ from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.batches import answer_ids
+from arithmech.data.floors import not_passed, shown
 from arithmech.identify import run as identify_run
 from arithmech.identify import stability_charts as stability_charts
 from arithmech.identify.pipeline import IdentifyResult
@@ -187,15 +188,16 @@ def heatmap(r: Run) -> alt.TopLevelMixin:
 
 def pooled_line(key_heads: dict) -> str:
     """Which operations task ``all`` pools (key_heads.json's ``control``: the tasks that pass identify's control), and
-    which fail it, with why; "" for a single task or a file without a control. Every claim decided on ``all`` rests on
-    the pooled operations only, so the page says which they are."""
+    which do not, with why (failing, undecided or insufficient: :func:`arithmech.data.floors.shown`); "" for a
+    single task or a file without a control. Every claim decided on ``all`` rests on the pooled operations only, so
+    the page says which they are."""
     ctl = key_heads.get("control") or {}
     if key_heads.get("task") != "all" or not ctl.get("pooled"):
         return ""
-    failed = {t: why for t, why in (ctl.get("failed") or {}).items() if t not in ctl["pooled"]}
+    out = [t for t in not_passed(ctl) if t not in ctl["pooled"]]
     return (
         f"Task all pools the operations that pass identify's control: {', '.join(ctl['pooled'])}"
-        + (". Failing it: " + "; ".join(f"{t} ({why})" for t, why in failed.items()) if failed else "")
+        + (". Not passing it: " + "; ".join(f"{t} ({shown(ctl, t)})" for t in out) if out else "")
         + "."
     )
 

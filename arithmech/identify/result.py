@@ -28,6 +28,7 @@ from arithmech.core import results
 from arithmech.core.inputs import quoted
 from arithmech.core.safe_read import ResultsError
 from arithmech.data.draw import Draw
+from arithmech.data.floors import not_passed
 from arithmech.data.pairs import Sample, as_samples, reference_samples
 from arithmech.identify.config import Identify as Config
 from arithmech.identify.config import Stability
@@ -83,6 +84,11 @@ class IdentifyFiles(results.Files):
     def effects(self) -> pd.DataFrame | None:
         """``effects.csv``: each head's and MLP's effect per task, with its 95% interval."""
         return self.file("effects.csv")
+
+    @property
+    def effect_clusters(self) -> pd.DataFrame | None:
+        """``effects_clusters.csv``: each head's mean effect per problem cluster and task (runs from issue 63 on)."""
+        return self.file("effects_clusters.csv")
 
     @property
     def key_heads(self) -> dict | None:
@@ -249,7 +255,7 @@ def operations(choice: str, folder: str | Path) -> list[str] | None:
     files = Ranking(folder)
     prompts = as_samples(files.file("prompts.jsonl", required=True), folder)
     c, ops = recomputed(files.key_heads, prompts), {s.op for s in prompts}
-    return [t for t in c.get("pooled") or [] if t in ops and t not in c.get("failed", {})] or None
+    return [t for t in c.get("pooled") or [] if t in ops and t not in not_passed(c)] or None
 
 
 def load_key_heads(folder: str | Path) -> tuple[list[Head], str]:

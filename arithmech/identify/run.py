@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from arithmech.core import admission, provenance, results
@@ -37,14 +38,30 @@ from arithmech.core.progress import announce
 from arithmech.data import pairs as pairs_module
 from arithmech.data import shots as shots_module
 from arithmech.data.answer_tokens import answer_token_table
+from arithmech.data.splits import resampling_units
 from arithmech.identify.config import Identify as Config
 from arithmech.identify.pipeline import DEFAULTS, IdentifyResult, identify
 from arithmech.identify.result import Result, read  # Result, read: the step protocol
 from arithmech.methods.ablation.overlap import counterfactual_overlap
+from arithmech.methods.effects import cluster_effects
 from arithmech.methods.prepare import task_templates
 
 
 # ---------------------------------------------------------------------------------------- files
+def _cluster_effects(res: IdentifyResult) -> pd.DataFrame:
+    """``effects_clusters.csv``: each task's heads' mean effect per problem cluster (:func:`cluster_effects`), task
+    ``all`` over the pooled tasks' prompts in the order they were pooled; tasks whose prompts have no integer operands
+    (ready-made samples: no problem clusters) are left out."""
+    pooled = (res.key_heads.get("control") or {}).get("pooled") or []
+    frames = []
+    for task, p in res.patched.items():
+        samples = [s for t in pooled for s in res.tasks[t]] if task == "all" else res.tasks.get(task)
+        units = resampling_units(samples, "cluster") if samples else None
+        if units is not None and len(units) == p.logit_p.shape[0]:
+            frames.append(cluster_effects(p, task, units))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def write_results(
     res: IdentifyResult, folder: str | Path, extra: dict | None = None, model_name: str | None = None
 ) -> Path:
@@ -57,6 +74,9 @@ def write_results(
     table = answer_token_table(res.info)
     if not table.empty:  # none for ready-made samples without template counts
         files["answer_tokens.csv"] = table
+    clusters = _cluster_effects(res)
+    if not clusters.empty:
+        files["effects_clusters.csv"] = clusters
     if not res.knockout.empty:  # none with knockout=False (no empty file)
         files["knockout.csv"] = res.knockout
     if res.transfer is not None:
@@ -232,9 +252,12 @@ def operand_identify(model, tok, task: str = "addition", config: Config | None =
         floors={label: c["floors"].pop("custom")},
         pooled=[label],
         failed={label: why for why in c["failed"].values()},  # noqa: B035 (one task: its reason, relabelled)
+        undecided={label: why for why in c.get("undecided", {}).values()},  # noqa: B035 (as failed)
+        status={label: s for s in c.get("status", {}).values()},  # noqa: B035 (as failed)
         insufficient=[label] if c.get("insufficient") else [],
     )
     res.info = {label: res.info.pop("custom")}
     res.tasks = {label: res.tasks.pop("custom")}
+    res.patched = {label: res.patched.pop("custom")}
     res.params.update(tasks=[label], counterfactual="operand")
     return res

@@ -191,6 +191,41 @@ def key_heads_by_share(effects: pd.DataFrame, task: str, share_threshold: float)
 TOP = 10  # heads studied where none is key (SmolLM2: no interval passes -5%)
 
 
+def cluster_effects(p: Patched, task: str, clusters: Sequence) -> pd.DataFrame:
+    """Each head's mean relative change over the prompts of each problem cluster (``effects_clusters.csv``): one row
+    per cluster (in order of first appearance), columns ``task``, ``cluster`` (its label as text), ``n`` (its prompts)
+    and one per head, ``"layer.head"`` (MLPs left out). ``Σ_c n_c · mean_c / Σ_c n_c`` is effects.csv's ``effect``;
+    resampling the rows re-ranks every head as a cluster bootstrap would (:func:`top_depths`)."""
+    rel = p.relative_change(warn=False)[:, :, :-1]  # (n, L, H): heads only
+    n, L, H = rel.shape
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster labels for {n} prompts: one label per prompt")
+    ids: dict = {}
+    row = torch.tensor([ids.setdefault(c, len(ids)) for c in clusters])
+    sums = torch.zeros(len(ids), L * H, dtype=torch.float64).index_add_(0, row, rel.reshape(n, -1).double())
+    counts = torch.bincount(row, minlength=len(ids)).double()
+    names = [f"{l}.{h}" for l in range(L) for h in range(H)]
+    means = pd.DataFrame((sums / counts[:, None]).numpy(), columns=names)
+    label = [":".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in ids]
+    return pd.concat([pd.DataFrame({"task": task, "cluster": label, "n": counts.long().numpy()}), means], axis=1)
+
+
+def top_depths(
+    means: torch.Tensor, n: torch.Tensor, layers: Sequence[int], n_layers: int, counts: torch.Tensor, top: int
+):
+    """The median depth ``layer / (n_layers − 1)`` of the ``top`` heads of most negative mean effect on each
+    resample: ``means`` ``(m, heads)`` each cluster's mean effect per head (:func:`cluster_effects`, heads in
+    (layer, head) order, ``layers`` their layers), ``n`` ``(m,)`` the clusters' prompts, ``counts`` ``(B, m)`` how
+    often each resample draws each cluster (:func:`arithmech.core.stats.bootstrap_counts`). A resample's mean effect
+    is over the prompts it draws (``Σ counts·n·means / Σ counts·n``); ties keep the (layer, head) order (stable);
+    the median of an even ``top`` is the mean of the middle two. Returns ``(B,)`` float64."""
+    w = counts.double() * n.double()[None, :]
+    mean = w @ means.double() / w.sum(1, keepdim=True)  # (B, heads)
+    order = torch.sort(mean, dim=1, stable=True).indices[:, :top]
+    depth = torch.tensor(list(layers), dtype=torch.float64)[order] / (n_layers - 1)
+    return depth.quantile(0.5, dim=1)
+
+
 def studied_heads(
     effects: pd.DataFrame, task: str, threshold: float = KEY_THRESHOLD, top: int = TOP
 ) -> tuple[list, str]:

@@ -40,6 +40,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import announce
 from arithmech.core.stats import bootstrap_mean_intervals, bootstrap_ratio_intervals
 from arithmech.data.batches import answer_ids
+from arithmech.data.floors import not_passed
 from arithmech.data.splits import resampling_units
 from arithmech.embedded import planted as planted_model
 from arithmech.embedded import planted_truth
@@ -108,7 +109,7 @@ def finders(model, tok, c: Config) -> tuple[dict, dict, dict, list]:
             raise RuntimeError(f"{rule}: the rule on every prompt does not give identify's key heads")
     record = {
         "tasks_pooled": res.key_heads["control"]["pooled"],
-        "failed_control": res.key_heads["control"].get("failed", {}),
+        "failed_control": not_passed(res.key_heads["control"]),
         "kept": {t: len(v) for t, v in res.tasks.items()},
         "threshold": ic.threshold,
         "share_threshold": ic.share_threshold,

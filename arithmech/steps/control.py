@@ -34,6 +34,16 @@ itself the highest of three groupings. Now the ``population`` reading, exact ove
 enters as a point, and every grouping of the two sampled readings (6 estimates) gets its Wilson interval at level
 1 − 0.05/6, so the floor's interval covers the floor whenever all cover at once (probability ≥ 95 %)
 (:func:`reading_intervals`).
+
+Version 6 (issue 63, from a hostile reading of version 5: K = 4 subtraction failed at 21 % [20, 51] with every
+reading about 20 %, its upper end from 17.2 effective problems): the control is three-valued on that interval, the
+floor realised on X_r with its simultaneous 95 % interval over problem clusters (:func:`verdict`). A task
+**passes** where the whole interval lies below :data:`~arithmech.identify.config.CONTROL_FLOOR`, **fails** where it
+lies wholly at or above it (its answers are guessable), and is **undecided** where it straddles the bound: the rules
+that need a control treat it as not passed (:func:`arithmech.data.floors.not_passed`), but it is reported as
+"undecided on N problems", with how many more problems would decide it if its readings held
+(:func:`problems_to_decide`), never as failing.
+Below :data:`~arithmech.data.answers.MIN_CLUSTERS` distinct problems a task stays *insufficient* (the one threshold).
 """
 
 from __future__ import annotations
@@ -43,10 +53,11 @@ from collections.abc import Sequence
 
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.answers import MIN_CLUSTERS
-from arithmech.data.floors import problem_floor
+from arithmech.data.floors import population, problem_floor
 from arithmech.identify.config import CONTROL_FLOOR
 
-VERSION = 5
+VERSION = 6
+MAX_MORE = 100_000  # problems_to_decide: the most problems it looks for before saying no number decides it
 
 
 def sampled_estimates(f: dict) -> int:
@@ -103,7 +114,13 @@ def floor_entry(samples: Sequence) -> dict:
         "loo": loo,
         "table": f["table"],
         "n_eff_by": f["n_eff"],
+        "population_problems": len({(s.op, s.a, s.b) for s in samples} | _drawable(samples)),
     }
+
+
+def _drawable(samples: Sequence) -> set:
+    """The distinct problems the draw of ``samples`` can give (the draw population's, weight above 0)."""
+    return {p for p, w in population(samples)[0].items() if w > 0} if samples else set()
 
 
 def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
@@ -111,6 +128,43 @@ def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
     at 1 − 0.05 / m): ``(floor, highest lower end, highest upper end)``."""
     ci = reading_intervals({"table": entry["table"], "n_eff": entry["n_eff_by"]}, m)
     return entry["conditioned"], max(c[0] for c in ci.values()), max(c[1] for c in ci.values())
+
+
+def verdict(lo: float, hi: float, bound: float = CONTROL_FLOOR) -> str:
+    """The control on a floor's interval ``[lo, hi]`` (version 6): ``"passes"`` where ``hi < bound``, ``"fails"``
+    where ``lo >= bound`` (guessable), else ``"undecided"`` (the interval straddles the bound; NaN ends: undecided)."""
+    return "passes" if hi < bound else "fails" if lo >= bound else "undecided"
+
+
+def _scaled(entry: dict, more: int) -> tuple[float, float]:
+    """A :func:`floor_entry`'s interval were its ``problems`` ``more`` more, drawn alike: every sampled reading's
+    effective problems scaled by ``(problems + more) / problems``, its accuracies and the family size kept."""
+    p = entry["problems"]
+    n_eff = {on: n if on == "population" else n * (p + more) / p for on, n in entry["n_eff_by"].items()}
+    m = sum(len(t) for on, t in entry["table"].items() if on != "population")
+    ci = reading_intervals({"table": entry["table"], "n_eff": n_eff}, m)
+    return max(c[0] for c in ci.values()), max(c[1] for c in ci.values())
+
+
+def problems_to_decide(entry: dict, bound: float = CONTROL_FLOOR, limit: int = MAX_MORE) -> int | None:
+    """How many more distinct problems would decide an undecided :func:`floor_entry` (0 where it is decided): the
+    fewest ``k`` for which :func:`verdict` of :func:`_scaled` ``(entry, k)`` is not ``"undecided"`` — its readings'
+    accuracies held, each sampled reading's effective problems grown in proportion. Both ends move monotonically
+    with ``k`` (a Wilson interval narrows round a fixed accuracy), so ``k`` is found by doubling then bisection.
+    ``None`` where ``limit`` more do not decide it (a reading at the bound itself never does)."""
+    decided = lambda k: verdict(*_scaled(entry, k), bound) != "undecided"
+    if not entry.get("problems") or decided(0):
+        return 0
+    hi = 1
+    while not decided(hi):
+        if hi >= limit:
+            return None
+        hi = min(2 * hi, limit)
+    lo = hi // 2  # not decided at lo (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decided(mid) else (mid, hi)
+    return hi
 
 
 def evidence_status(samples: Sequence) -> str:
@@ -125,55 +179,81 @@ def evidence_status(samples: Sequence) -> str:
     )
 
 
+def _reason(f: dict) -> str:
+    """The floor, its interval and what decided it, as a task's control prints them."""
+    lo, hi = f["interval"]
+    r = f["readings"][f["upper_on"]]
+    upper = (
+        ""
+        if f["upper_on"] == f["on"]
+        else f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective problems"
+    )
+    return (
+        f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {f['problems']} problems "
+        f"(answer guessed from {f['by']}, counted over the {f['on']}: {f['n_eff']:.1f} effective problems{upper})"
+    )
+
+
+def _undecided(f: dict) -> str:
+    """Why a task is undecided (version 6), with how many more problems would decide it."""
+    k, left = problems_to_decide(f), f["population_problems"] - f["problems"]
+    more = (
+        "no number of problems decides it at these readings"
+        if k is None
+        else f"about {k} more problem{'s' * (k != 1)} would decide it if its readings held"
+        + (f" (the draw has {left} more distinct problem{'s' * (left != 1)})" if k > left else "")
+    )
+    return f"undecided on {f['problems']} problems: {_reason(f)}, across {CONTROL_FLOOR:.0%}; {more}"
+
+
 def task_control(samples: dict[str, list]) -> dict:
-    """Each task's control on its X_r: ``{"version", "rule", "floors": {task: floor_entry}, "failed": {task:
-    why}, "insufficient": [tasks], "pooled": the tasks "all" pools}``. A task fails when its problem floor is
-    >= :data:`CONTROL_FLOOR` or it has fewer than :data:`MIN_CLUSTERS` problems; where every task fails, "all"
-    pools them all and is itself marked failed."""
-    floors, failed, insufficient = {}, {}, []
+    """Each task's control on its X_r (version 6): ``{"version", "rule", "floors": {task: floor_entry}, "status":
+    {task: one of STATUSES}, "failed": {task: why} (fails or insufficient), "undecided": {task: why},
+    "insufficient": [tasks], "pooled": the tasks "all" pools}``. A task passes where its floor's interval lies below
+    :data:`CONTROL_FLOOR`, fails where it lies at or above it, is undecided where it straddles it (:func:`verdict`),
+    and is insufficient with fewer than :data:`MIN_CLUSTERS` problems; "all" pools the tasks that pass, and where
+    none does, pools them all and does not pass itself (fails where every task fails or is insufficient)."""
+    floors, state, failed, undecided, insufficient = {}, {}, {}, {}, []
     for t, ss in samples.items():
         f = floors[t] = floor_entry(ss)
         if f["problems"] < MIN_CLUSTERS:
             insufficient.append(t)
+            state[t] = "insufficient"
             failed[t] = (
                 f"insufficient: {f['n']} prompt{'s' * (f['n'] != 1)} from {f['problems']} "
                 f"problem{'s' * (f['problems'] != 1)} < {MIN_CLUSTERS}"
             )
-        elif f["interval"][1] >= CONTROL_FLOOR:
-            lo, hi = f["interval"]
-            why = (
-                f">= {CONTROL_FLOOR:.0%}"
-                if f["conditioned"] >= CONTROL_FLOOR
-                else f"< {CONTROL_FLOOR:.0%}, but its interval reaches it (uncertain)"
-            )
-            r = f["readings"][f["upper_on"]]
-            upper = (
-                ""
-                if f["upper_on"] == f["on"]
-                else f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective problems"
-            )
-            failed[t] = (
-                f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {f['problems']} "
-                f"problems {why} (answer guessed from {f['by']}, counted over the {f['on']}: "
-                f"{f['n_eff']:.1f} effective problems{upper})"
-            )
-    pooled = [t for t in samples if t not in failed]
+            continue
+        state[t] = verdict(*f["interval"])
+        if state[t] == "fails":
+            failed[t] = f"{_reason(f)}: its interval lies at or above {CONTROL_FLOOR:.0%}"
+        elif state[t] == "undecided":
+            undecided[t] = _undecided(f)
+    pooled = [t for t in samples if state[t] == "passes"]
     if not pooled:
         pooled = list(samples)
         if len(samples) > 1:
-            failed["all"] = "every task fails its control; all pools them all"
+            every = all(state[t] in ("fails", "insufficient") for t in samples)
+            state["all"] = "fails" if every else "undecided"
+            (failed if every else undecided)["all"] = (
+                f"no task passes its control ({', '.join(f'{t} {state[t]}' for t in samples)}); all pools them all"
+            )
     return {
         "version": VERSION,
         "rule": (
-            f"a task fails when its floor over distinct problems on X_r (data.floors.problem_floor: the draw "
-            f"population's guess from the operation, the carried digits and one operand) could be >= "
-            f"{CONTROL_FLOOR} (the upper end of some reading's simultaneous interval reaches it: the population "
-            f"reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 with Kish's effective "
-            f"number of the problems it weighs as the trials), and is insufficient with fewer than {MIN_CLUSTERS} "
-            "distinct problems (steps.config): its verdicts are inconclusive and it is left out of the pooled task all"
+            f"a task passes when the simultaneous 95% interval of its floor over distinct problems on X_r "
+            f"(data.floors.problem_floor: the draw population's guess from the operation, the carried digits and one "
+            f"operand; the population reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 "
+            f"with Kish's effective number of the problems it weighs as the trials) lies below {CONTROL_FLOOR}, fails "
+            f"when it lies at or above it, is undecided when it straddles it (not passed, with how many more "
+            f"problems would decide it), and is insufficient with fewer than {MIN_CLUSTERS} distinct problems "
+            "(data.answers.MIN_CLUSTERS); a task that does not pass has its verdicts inconclusive and is left out of "
+            "the pooled task all"
         ),
         "floors": floors,
+        "status": state,
         "failed": failed,
+        "undecided": undecided,
         "insufficient": insufficient,
         "pooled": pooled,
     }
@@ -194,5 +274,6 @@ def recomputed(key_heads: dict, samples: Sequence) -> dict:
             "recomputed": False,
             "pooled": stored.get("pooled", tasks),
             "failed": stored.get("failed", {}),
+            "undecided": stored.get("undecided", {}),
         }
     return {**task_control(by), "recomputed": True, "stored_pooled": stored.get("pooled", tasks)}

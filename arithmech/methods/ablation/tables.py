@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.core.stats import wilson_interval
+from arithmech.data.floors import shown
 from arithmech.methods.ablation.intervention import POSITIONS
 from arithmech.methods.ablation.run import FLOORS, LAYER_MATCHED, Studied, task_knockout
 from arithmech.methods.ablation.settings import KnockoutSettings
@@ -106,7 +107,8 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
     """One row per task and position setting: the sanity accuracies with their 95% intervals (Wilson over the
     problem clusters where the file counts them, :func:`row_interval`), the run's floor — the higher of the majority
     floor and the conditioned floor (:func:`floor_of`), with the interval :func:`floor_interval` — the uniform guess
-    ``chance``, and ``control``: "passes", or "fails: <why>" for a task that fails its control (``control["failed"]``).
+    ``chance``, and ``control``: "passes", "fails: <why>", or why it is undecided or insufficient
+    (:func:`arithmech.data.floors.shown`).
 
     The numbers only: whether every head out removes what the heads carry is the claim
     ``ablation-removes-information`` (:func:`arithmech.claims.controls.ablation_removes`), decided against the floor
@@ -124,7 +126,7 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
             if isinstance(res, pd.DataFrame)
             else uniform_guess([s for ss in res.tasks.values() for s in ss])
         )
-    failed = (control or {}).get("failed", {})
+    control = control or {}
     s = ko[ko.kind == "sanity"]
     rows = []
     for (task, pos), d in s.groupby(["task", "positions"], sort=False):
@@ -146,7 +148,7 @@ def sanity_table(res, control: dict | None = None, chance: float | None = None) 
             row[name] = float(by.loc[o, "accuracy"])
             row[f"{name} ci"] = row_interval(by.loc[o])
         row["floor"], row["floor ci"], row["uniform guess"] = floor_of(by), floor_interval(by), chance
-        row["control"] = f"fails: {failed[task]}" if task in failed else "passes"
+        row["control"] = shown(control, task)
         rows.append(row)
     return pd.DataFrame(rows)
 

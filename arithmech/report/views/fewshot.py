@@ -19,6 +19,7 @@ from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, cluster_interval
 from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
+from arithmech.data.floors import not_passed, shown
 from arithmech.identify.claims import K
 from arithmech.report.views.table_display import verdict
 
@@ -73,9 +74,7 @@ def yield_rows(runs: dict[str, Context]) -> pd.DataFrame:
                     "conditioned floor as run (each prompt from the others)": _pct(v1.get("conditioned", float("nan"))),
                     "floor over distinct problems": _pct(f.get("conditioned", float("nan")))
                     + (f" ({f['by']}, over the {f['on']})" if f.get("on") else ""),
-                    "control": "fails: " + control["failed"][task]
-                    if task in control.get("failed", {})
-                    else ("passes" if f else "not recorded"),
+                    "control": shown(control, task) if f or task in not_passed(control) else "not recorded",
                 }
             )
     return pd.DataFrame(rows).sort_values(["operation", "prompts"], kind="stable").reset_index(drop=True)

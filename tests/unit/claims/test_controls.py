@@ -64,13 +64,15 @@ def test_a_task_failed_by_its_copies_is_decided_under_the_new_control(tmp_path):
     assert row.holds is True and "fails its control" not in row.here
 
 
-def test_a_floor_whose_interval_reaches_the_bound_fails_the_control(tmp_path):
-    """Protects the control's version 3: 24 problems whose floor is 42 % (under the 50 % bound, so version 2 passed
-    the task and decided its claims) have a 95 % interval over the problems of [24 %, 61 %], which reaches the
-    bound: the task's answers may be guessable, so its identify claims are inconclusive."""
+def test_a_floor_whose_interval_straddles_the_bound_leaves_the_claims_undecided(tmp_path):
+    """Protects the control's version 6 in its gate: 24 problems whose floor is 42 % (under the 50 % bound, so
+    version 2 passed the task and decided its claims) have a simultaneous interval of [21 %, 67 %] across the bound:
+    the task does not pass (its identify claims are inconclusive), and the rule says it is undecided on 24 problems,
+    not that it fails (version 5: "fails its control ... (uncertain)")."""
     folder = _write(tmp_path / "a", NARROW, _effects("addition", -0.08), {}, task="addition")
     row = C.claims(folder, ["key-heads-exist"]).iloc[0]
-    assert row.holds is None and "fails its control" in row.here and "uncertain" in row.here, row.here
+    assert row.holds is None and "does not pass its control: undecided on 24 problems" in row.here, row.here
+    assert "fails its control" not in row.here
 
 
 def test_claims_move_to_the_one_task_that_passes(tmp_path):
@@ -111,8 +113,8 @@ def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
 def test_a_floor_counted_over_copies_is_read_with_its_effective_problems(tmp_path, rule):
     """Protects the control's version 4 in every identify rule it gates (B2): 272 prompts from 40 addition problems,
     8 of them kept 20–40 times, whose floor over the prompts is 29 %: version 3 read it over 40 problems ([17 %,
-    44 %]: passes, the rule decided); over Kish's 9.2 effective problems its interval reaches 61 %, the task fails
-    its control as uncertain and the rule is inconclusive."""
+    44 %]: passes, the rule decided); over Kish's 9.2 effective problems its interval reaches 61 %, the task does not
+    pass its control (undecided, version 6) and the rule is inconclusive."""
     from tests.unit.steps.test_control import _skewed
     eff = _effects("addition", -0.08).assign(share=lambda d: d.effect * 3, share_lo=lambda d: d.effect * 3 - 0.01,
                                              share_hi=lambda d: d.effect * 3 + 0.01)
@@ -122,7 +124,7 @@ def test_a_floor_counted_over_copies_is_read_with_its_effective_problems(tmp_pat
     folder = _write(tmp_path / "a", _skewed(), eff, {}, task="addition", knockout=_knockout(0.2, [0.9, 0.95]).assign(
         task="addition"), extra={"heldout.json": held})
     row = C.claims(folder, [rule]).iloc[0]
-    assert row.holds is None and "fails its control" in row.here and "9.2 effective problems" in row.here, row.here
+    assert row.holds is None and "undecided on 40 problems" in row.here and "9.2 effective problems" in row.here, row.here
 
 
 def test_the_ablation_rule_reads_the_floor_as_an_interval(tmp_path):

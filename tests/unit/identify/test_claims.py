@@ -46,12 +46,13 @@ def _knockout(key_acc: float, random_accs: list[float], k: int = K, ci_high: flo
     return df
 
 
-def _write(folder, effects: pd.DataFrame, knockout: pd.DataFrame | None = None, control: dict | None = None):
+def _write(folder, effects: pd.DataFrame, knockout: pd.DataFrame | None = None, control: dict | None = None,
+           extra: dict | None = None):
     files = {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3", "template": "t"}],
              "effects.csv": effects, "key_heads.json": {"task": "all", "heads": [], **({"control": control} if control else {})}}
     if knockout is not None:
         files["knockout.csv"] = knockout
-    R.write_step(folder, "identify", files, {"parameters": {}})
+    R.write_step(folder, "identify", files | (extra or {}), {"parameters": {}})
     return folder
 
 
@@ -114,36 +115,52 @@ def test_middle_layers_and_few_heads_follow_the_numbers(tmp_path):
     assert C.claims(m, ["middle-layers"]).here.iloc[0].startswith("median depth of the top 10")
     spread = {(l, h): -0.03 for l in range(30) for h in range(2)}           # 60 equal heads: top 10 hold 1/6
     assert _holds(_write(tmp_path / "s", _effects(spread, [0.0] * 30)), "few-heads") is False
-    assert _holds(e, "middle-layers") is None          # layers 0–4 of 9: the interval [0.12, 0.44] holds 1/3
-    early30 = _write(tmp_path / "e30", _effects(early, [0.0] * 30))  # the same layers of 30: wholly below 1/3
+    assert _holds(e, "middle-layers") is None          # no per-cluster effects: no interval, inconclusive
+    early30 = _top10(tmp_path, "e30", [0, 0, 1, 1, 2, 2, 3, 3, 4, 4])     # layers 0–4 of 30: wholly below 1/3
     assert _holds(early30, "middle-layers") is False
 
 
-def _top10(tmp_path, name: str, layers: list[int]):
-    """A 30-layer folder whose top 10 heads (2 per layer) sit at ``layers``, every other head at zero effect."""
+def _top10(tmp_path, name: str, layers: list[int], m: int = 25, spread: dict | None = None):
+    """A 30-layer folder whose top 10 heads (2 per layer) sit at ``layers``, every other head at zero effect, with
+    ``effects_clusters.csv`` over ``m`` problem clusters of 4 prompts: each head's per-cluster effect is its mean
+    (``spread``: {(layer, head): per-cluster effects} instead, whose mean is then effects.csv's)."""
     heads, seen = {}, {}
     for l in layers:
         heads[(l, seen.get(l, 0))] = -0.2
         seen[l] = seen.get(l, 0) + 1
-    return _write(tmp_path / name, _effects(heads, [0.0] * 30))
+    per = {(l, h): [heads.get((l, h), 0.0)] * m for l in range(30) for h in range(2)} | (spread or {})
+    heads |= {k: sum(v) / m for k, v in (spread or {}).items()}
+    clusters = pd.DataFrame({"task": "all", "cluster": [f"addition:1:{c}" for c in range(m)], "n": 4}
+                            | {f"{l}.{h}": per[(l, h)] for l in range(30) for h in range(2)})
+    return _write(tmp_path / name, _effects(heads, [0.0] * 30), extra={"effects_clusters.csv": clusters})
 
 
-def test_middle_layers_reads_the_median_depths_interval_against_the_middle_third(tmp_path):
-    """Protects middle-layers version 10: depth layer/(L−1), the median of the top 10 with a 95% bootstrap interval
-    over those heads; inside [1/3, 2/3] holds, wholly above does not hold, and an interval holding 2/3 is
-    inconclusive even where the point median (20/29 = 0.690, SmolLM2's) lies above it (version 9: does not hold)."""
-    from arithmech.identify.claims import in_middle, median_depth_interval
-    mid, lo, hi = median_depth_interval([l / 29 for l in (14, 18, 19, 20, 20, 20, 20, 21, 23, 29)])  # SmolLM2's
-    assert (mid, round(lo * 29, 6), round(hi * 29, 6)) == (20 / 29, 19.0, 21.5) and in_middle(lo, hi) is None
+def test_middle_layers_reads_the_median_depths_cluster_interval_against_the_middle_third(tmp_path):
+    """Protects middle-layers version 12: depth layer/(L−1), the median of the top 10 with a 95% bootstrap interval
+    over problem clusters, every head re-ranked per resample. Where every cluster ranks alike the interval is the
+    point (inside [1/3, 2/3]: holds; wholly above: does not hold); SmolLM2's knife edge, 20/29 = 0.690 with one
+    more head at layer 12 close behind in some clusters, straddles 2/3: inconclusive; too few clusters or no
+    per-cluster file: inconclusive."""
+    from arithmech.identify.claims import in_middle
     assert in_middle(0.4, 0.6) is True and in_middle(0.7, 0.9) is False and in_middle(0.1, 0.3) is False
     assert in_middle(1 / 3, 2 / 3) is True and in_middle(0.3, 0.5) is None
     inside = C.claims(_top10(tmp_path, "in", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16]), ["middle-layers"]).iloc[0]
-    assert inside.holds is True and inside.here.startswith(
-        "median depth of the top 10, layer/(L−1) with L = 30: 0.483 [0.448, 0.534]")
-    edge = C.claims(_top10(tmp_path, "edge", [14, 18, 19, 19, 20, 20, 21, 21, 23, 29]), ["middle-layers"]).iloc[0]
-    assert edge.holds is None and "0.690 [0.655, 0.759]" in edge.here
+    assert inside.holds is True and inside.here.startswith("median depth of the top 10, layer/(L−1) with L = 30: 0.483")
+    assert "95% bootstrap over 25 problem clusters, re-ranked each time: [0.483, 0.483]" in inside.here
     late = C.claims(_top10(tmp_path, "late", [24, 24, 25, 25, 26, 26, 27, 27, 28, 28]), ["middle-layers"]).iloc[0]
-    assert late.holds is False and "0.897 [0.862, 0.948]" in late.here
+    assert late.holds is False and "[0.897, 0.897]" in late.here
+    edge_layers = [14, 18, 19, 19, 20, 20, 21, 21, 23, 29]
+    rival = {(10, 0): [-0.6] * 6 + [0.0] * 19, (11, 0): [-0.6] * 6 + [0.0] * 19}   # mean −0.144: 11th and 12th
+    edge = C.claims(_top10(tmp_path, "edge", edge_layers, spread=rival), ["middle-layers"]).iloc[0]
+    assert edge.holds is None and ": 0.690 (layers 14, 18, 19, 19, 20, 20, 21, 21, 23, 29)" in edge.here, edge.here
+    lo, hi = (float(x) for x in edge.here.split("re-ranked each time: [")[1].split("]")[0].split(", "))
+    # a resample drawing over a third of its prompts from the rivals' 6 clusters (P ≈ 0.1) ranks both above the
+    # −0.2 heads and drops layers 23 and 29: layers 10, 11, 14, 18, 19, 19, 20, ... — median 19/29
+    assert lo < 2 / 3 < hi and (lo, hi) == (round(19 / 29, 3), round(20 / 29, 3))
+    few = C.claims(_top10(tmp_path, "few", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16], m=19), ["middle-layers"]).iloc[0]
+    assert few.holds is None and "fewer than 20 problem clusters (19)" in few.here
+    bare = C.claims(_write(tmp_path / "bare", _effects({(13, 0): -0.2}, [0.0] * 30)), ["middle-layers"]).iloc[0]
+    assert bare.holds is None and "keeps no per-cluster effects" in bare.here
 
 
 def test_knockout_rule_is_inconclusive_when_the_interval_overlaps_the_band(tmp_path):
@@ -272,3 +289,35 @@ def test_logit_diff_ranking_can_fail(tmp_path):
     row = C.claims(_write(tmp_path / "d", eff), ["logit-diff-ranking"]).iloc[0]
     assert row.holds is None and row.here.startswith("not measured: effects.csv has no share")
     assert eff[is_head].effect.rank().corr(eff[is_head].logit_diff.rank()) == pytest.approx(1.0)   # v1 would hold
+
+
+def test_the_depth_bootstrap_matches_a_literal_loop():
+    """Protects methods.effects.top_depths and cluster_effects against the plain computation: per resample, each
+    head's mean over the prompts of the clusters drawn, the heads sorted by it (ties: layer, head), the median layer
+    of the first 10 over L − 1; and the per-cluster table averages each cluster's own prompts."""
+    import statistics
+
+    import torch
+
+    from arithmech.core.stats import bootstrap_counts
+    from arithmech.methods.effects import cluster_effects, top_depths
+    g = torch.Generator().manual_seed(3)
+    m, L, H = 7, 6, 3
+    means, n = torch.randn(m, L * H, generator=g, dtype=torch.float64), torch.tensor([1, 2, 3, 1, 4, 2, 5])
+    layers = [l for l in range(L) for _ in range(H)]
+    counts = bootstrap_counts(m, 50, seed=1)
+    got = top_depths(means, n, layers, L, counts, 10)
+    for b in range(50):
+        w = [float(counts[b, c]) * int(n[c]) for c in range(m)]
+        mean = [sum(w[c] * float(means[c, j]) for c in range(m)) / sum(w) for j in range(L * H)]
+        order = sorted(range(L * H), key=lambda j: (mean[j], layers[j], j))[:10]
+        assert abs(float(got[b]) - statistics.median(layers[j] / (L - 1) for j in order)) < 1e-12
+
+    class P:                                   # a Patched whose relative change is given: 5 prompts, 2 layers, 1 head
+        def relative_change(self, warn=True):
+            return torch.tensor([[[1.0, 9], [2, 9]], [[3, 9], [4, 9]], [[5, 9], [6, 9]], [[7, 9], [8, 9]],
+                                 [[9, 9], [10, 9]]])
+    t = cluster_effects(P(), "addition", [("addition", 1, 2), ("addition", 1, 3), ("addition", 1, 2),
+                                          ("addition", 1, 3), ("addition", 2, 2)])
+    assert t.cluster.tolist() == ["addition:1:2", "addition:1:3", "addition:2:2"] and t.n.tolist() == [2, 2, 1]
+    assert t["0.0"].tolist() == [3.0, 5.0, 9.0] and t["1.0"].tolist() == [4.0, 6.0, 10.0] and "0.1" not in t

@@ -54,8 +54,11 @@ def test_the_pooled_line_names_what_task_all_pools_and_what_fails():
     and each failing one with its reason; a single task, or a file without a control, gets no line."""
     kh = {"task": "all", "control": {"pooled": ["addition"], "failed": {"division": "insufficient: 11 problems"}}}
     assert identify_page.pooled_line(kh) == ("Task all pools the operations that pass identify's control: addition. "
-                                             "Failing it: division (insufficient: 11 problems).")
+                                             "Not passing it: division (insufficient: 11 problems).")
     assert identify_page.pooled_line({**kh, "task": "addition"}) == "" == identify_page.pooled_line({"task": "all"})
+    v6 = {**kh, "control": {**kh["control"], "failed": {}, "undecided": {"division": "undecided on 24 problems: x"},
+                            "status": {"addition": "passes", "division": "undecided"}}}
+    assert identify_page.pooled_line(v6).endswith("Not passing it: division (undecided on 24 problems: x).")
     import json
     smol = identify_page.pooled_line(json.loads((SMOL / "key_heads.json").read_text()))
     assert smol.startswith("Task all pools the operations that pass identify's control: addition, subtraction.")

@@ -1,12 +1,13 @@
-"""The per-task control of identify, version 3 (arithmech.steps.control)."""
+"""The per-task control of identify, version 6 (arithmech.steps.control)."""
 from __future__ import annotations
 
 from statistics import NormalDist
 
 from arithmech.data.answers import MIN_CLUSTERS
+from arithmech.data.floors import not_passed, shown
 from arithmech.data.pairs import Sample
 from arithmech.identify.config import CONTROL_FLOOR
-from arithmech.steps.control import task_control
+from arithmech.steps.control import _scaled, problems_to_decide, task_control, verdict
 
 Z6 = NormalDist().inv_cdf(1 - 0.025 / 6)          # version 5: six sampled estimates, 95% together
 
@@ -27,8 +28,10 @@ def test_a_task_passes_unless_its_answers_are_guessable_over_distinct_problems()
     add = [_mk("addition", a, b, f"t{i}") for a, b in SUMS for i in range(4)]
     mul = [_mk("multiplication", a, b) for a, b in PRODUCTS]
     c = task_control({"addition": add, "multiplication": mul})
-    assert CONTROL_FLOOR == 0.5 and c["version"] == 5
-    assert c["pooled"] == ["addition"] and list(c["failed"]) == ["multiplication"]
+    assert CONTROL_FLOOR == 0.5 and c["version"] == 6
+    assert c["pooled"] == ["addition"] and list(c["failed"]) == ["multiplication"] and c["undecided"] == {}
+    assert c["status"] == {"addition": "passes", "multiplication": "fails"}
+    assert c["floors"]["multiplication"]["interval"][0] >= CONTROL_FLOOR           # fails: the whole interval at or above
     assert c["floors"]["addition"]["interval"][1] < 0.5 <= c["floors"]["multiplication"]["conditioned"]
     assert c["floors"]["addition"]["problems"] == 81 and c["floors"]["addition"]["n"] == 324
     from arithmech.data.answer_tokens import conditioned_floor
@@ -72,16 +75,23 @@ def test_a_table_says_insufficient_below_the_minimum():
     assert "evidence_status(samples)" in inspect.getsource(generalize.table3)
 
 
-def test_a_floor_under_the_bound_whose_interval_reaches_it_fails():
-    """Protects version 3: a floor of 42 % over 24 problems is under the 50 % bound (version 2 passed the task) but its
-    interval over the problems reaches it (version 3: [24 %, 61 %] at 95 %; version 5, simultaneous: [21 %, 67 %]):
-    the task fails as uncertain, named with the interval, and is left out of the pool."""
+def test_a_floor_whose_interval_straddles_the_bound_is_undecided():
+    """Protects version 6 (issue 63): a floor of 42 % over 24 problems is under the 50 % bound (version 2 passed the
+    task) but its simultaneous interval, [21 %, 67 %], straddles it: the task is undecided on 24 problems (version 5
+    failed it as uncertain), named with the interval and how many more problems would decide it, not failed, and
+    left out of the pool like a failed one."""
     narrow = [(a, b) for a in range(1, 10) for b in range(1, 10)][::3][:24]
     add = [_mk("addition", a, b, f"t{i}") for a, b in narrow for i in range(4)]
     c = task_control({"addition": add})
     f = c["floors"]["addition"]
     assert f["conditioned"] < CONTROL_FLOOR <= f["interval"][1] and f["problems"] == 24
-    assert "uncertain" in c["failed"]["addition"] and "[21%, 67%]" in c["failed"]["addition"]
+    assert c["failed"] == {} and c["status"] == {"addition": "undecided"} and c["pooled"] == ["addition"]
+    why = c["undecided"]["addition"]
+    assert why.startswith("undecided on 24 problems: ") and "[21%, 67%]" in why and "fail" not in why
+    assert f"about {problems_to_decide(f)} more problems would decide it" in why
+    assert "addition" in not_passed(c) and shown(c, "addition") == why
+    two = task_control({"addition": add, "a2": add})
+    assert two["pooled"] == ["addition", "a2"] and two["status"]["all"] == "undecided" and "all" in two["undecided"]
 
 
 def _skewed():
@@ -107,8 +117,8 @@ def test_a_prompt_count_dominated_by_copies_is_read_with_its_effective_problems(
     assert f["interval"][1] >= wilson_interval(80 / 272 * m, m, Z6)[1] > wilson_interval(80 / 272 * m, m)[1] > 0.6
     assert wilson_interval(80 / 272 * 40, 40)[1] < CONTROL_FLOOR                   # what version 3 decided on
     c = task_control({"addition": kept})
-    assert c["version"] == 5 and "uncertain" in c["failed"]["addition"] and "9.2 effective problems" in \
-        c["failed"]["addition"]
+    assert c["version"] == 6 and c["undecided"]["addition"].startswith("undecided on 40 problems") and \
+        "9.2 effective problems" in c["undecided"]["addition"]
 
 
 def test_equal_copies_keep_the_number_of_problems():
@@ -136,3 +146,49 @@ def test_the_floors_interval_is_simultaneous_over_its_estimates():
     assert len(ends) == 6
     assert f["interval"] == [max([pop] + [lo for lo, _ in ends]), max([pop] + [hi for _, hi in ends])]
     assert [round(x, 2) for x in f["interval"]] == [0.21, 0.67]
+
+
+def test_the_control_is_three_valued_on_its_interval():
+    """Protects version 6's decision (issue 63): passes only with the whole interval below the bound, fails only with
+    the whole interval at or above it, undecided across it (the upper end at the bound itself included)."""
+    assert [verdict(*e) for e in ((0.2, 0.49), (0.5, 0.7), (0.3, 0.5), (0.45, 0.55), (0.2, 0.499999))] == [
+        "passes", "fails", "undecided", "undecided", "passes"]
+
+
+def _reference_more(entry, limit=5000):
+    """problems_to_decide by a literal loop: every k from 0 up, each sampled grouping's Wilson interval at
+    1 − 0.05/6 written out with its effective problems grown by (p + k) / p."""
+    from arithmech.core.stats import wilson_interval
+    p = entry["problems"]
+    for k in range(limit):
+        lows, highs = [], []
+        for on, t in entry["table"].items():
+            for a in t.values():
+                if on == "population":
+                    lows.append(a), highs.append(a)
+                else:
+                    n = entry["n_eff_by"][on] * (p + k) / p
+                    lo, hi = wilson_interval(a * n, n, Z6)
+                    lows.append(lo), highs.append(hi)
+        if max(highs) < CONTROL_FLOOR or max(lows) >= CONTROL_FLOOR:
+            return k
+    return None
+
+
+def test_how_many_more_problems_decide_an_undecided_task():
+    """Protects the number an undecided task prints: the fewest more problems at which its interval, its readings'
+    accuracies held, lies wholly on one side of the bound — the literal loop's; 0 for a decided task; none where a
+    reading sits on the bound itself (its interval never leaves it)."""
+    narrow = [(a, b) for a in range(1, 10) for b in range(1, 10)][::3][:24]
+    f = task_control({"addition": [_mk("addition", a, b, f"t{i}") for a, b in narrow for i in range(4)]})["floors"][
+        "addition"]
+    k = problems_to_decide(f)
+    assert k == _reference_more(f) and k > 0
+    assert _scaled(f, k)[1] < CONTROL_FLOOR <= _scaled(f, k - 1)[1]             # 42 % < 50 %: it would pass
+    skewed = task_control({"addition": _skewed()})["floors"]["addition"]
+    assert problems_to_decide(skewed) == _reference_more(skewed)
+    sums = task_control({"addition": [_mk("addition", a, b) for a, b in SUMS]})["floors"]["addition"]
+    assert problems_to_decide(sums) == 0 == _reference_more(sums)
+    at_bound = {"problems": 30, "table": {"population": {"g": 0.2}, "problems": {"g": 0.5}}, "n_eff_by": {
+        "population": 81.0, "problems": 30.0}}
+    assert problems_to_decide(at_bound, limit=4096) is None

@@ -9,6 +9,7 @@ import pandas as pd
 
 from arithmech.claims.evidence import Context
 from arithmech.core.stats import wilson_interval
+from arithmech.data.floors import not_passed
 from arithmech.report.views import fewshot
 
 FOLDER = Path(__file__).resolve().parents[4] / "results" / "smollm2-135m"
@@ -20,24 +21,25 @@ def test_yield_rows_are_the_runs_own_counts():
     """Protects the side-by-side's first table: per run and operation, the pairs drawn and X_r kept are
     run.json's (both runs drew the pairs their own parameters ask for, the same number), the distinct X_r ranked on
     are prompts.jsonl's distinct prompts, and a task's control reads as the claims recompute it (zero-shot addition:
-    48 % over distinct problems, where the run's own floor failed it at 64 %; its interval [31 %, 65 %] reaches the
-    50 % bound, so version 3 of the control fails it as uncertain)."""
+    48 % over distinct problems, where the run's own floor failed it at 64 %; its simultaneous interval [23 %, 74 %]
+    straddles the 50 % bound, so version 6 of the control reads it undecided on 31 problems, not failed)."""
     y = fewshot.yield_rows(RUNS)
     drawn = set()
     for label, folder in FOLDERS.items():
         record = json.loads((folder / "run.json").read_text())["steps"]["identify"]
         samples, n = record["samples"], record["parameters"]["n_samples"]
         drawn.add(n)
-        failed = Context(folder).control()["failed"]                 # recomputed from prompts.jsonl
+        control = Context(folder).control()                          # recomputed from prompts.jsonl
         rows = [json.loads(line) for line in (folder / "prompts.jsonl").read_text().splitlines()]
         for op, s in samples.items():
             r = y[(y.prompts == label) & (y.operation == op)].iloc[0]
             assert r.drawn == s["n_drawn"] == n and r["kept X_r"].startswith(f"{s['n_kept']} (")
             assert r["distinct X_r ranked on"] == len({p["clean"] for p in rows if p["op"] == op})
-            assert r.control.startswith("fails") == (op in failed)
+            assert r.control.startswith("fails") == (control["status"][op] == "fails")
+            assert (r.control == "passes") == (op in control["pooled"] and op not in not_passed(control))
         if label == "zero-shot":
             r = y[(y.prompts == label) & (y.operation == "addition")].iloc[0]
-            assert r.control.startswith("fails") and "uncertain" in r.control     # control version 3: 48 % [31 %, 65 %]
+            assert r.control.startswith("undecided on 31 problems: ") and "[23%, 74%]" in r.control   # version 6
             assert r["floor over distinct problems"].startswith("48% (op, carried, b")
             assert r["conditioned floor as run (each prompt from the others)"] == "64%"
     assert len(drawn) == 1
