@@ -5,9 +5,7 @@ pair and no phrasing (used by :mod:`arithmech.evals.suites` and :mod:`arithmech.
   (and Fig. 10 for single-digit arithmetic);
 * **operand pairs**: single-digit pairs go to one side by a seeded hash (:func:`half`); negative
   differences (``1 <= A < B <= 9``) and two-digit pairs are split into train / validation / test lists.
-* **the planted model's new skill** (:func:`accumulation_items`): the Fig. 10 accumulation word problems, which
-  it never saw, on App. A operands; the 81 pairs split in three lists and the four forms as two for training,
-  one for validation, one for test.
+* the planted model's Table 1 items live in :mod:`arithmech.data.planted_items` (split by problem cluster).
 
 Every set is fixed by ``data_seed`` alone (never by a training seed), so all runs are scored on the same items.
 
@@ -136,34 +134,6 @@ def two_digit_pairs(data_seed: int = 0, n_val: int = 150) -> dict[str, list[tupl
     val = [x for x in train if x[:2] not in seen][:n_val]
     seen |= {(a, b) for a, b, _ in val}
     return {"test": test, "val": val, "train": [x for x in train if x[:2] not in seen]}
-
-
-ACCUMULATION_FORMS = {"train": ("acc-9", "acc-10"), "val": ("acc-11",), "test": ("acc-12",)}
-"""The Fig. 10 accumulation templates of each side of :func:`accumulation_items` (ids of
-:data:`arithmech.data.templates.FIG10`)."""
-
-
-def accumulation_pairs(data_seed: int = 0) -> dict[str, list[tuple[int, int]]]:
-    """The 81 App. A pairs ``(A, B)``, ``A, B`` in 1..9, shuffled by ``data_seed`` and split 27 / 27 / 27 into
-    ``train``, ``val`` and ``test`` (a pair and its mirror may fall on different sides: they are different
-    problems in a word problem, "has 3, then bought 5" against "has 5, then bought 3")."""
-    p = [(a, b) for a in OPERANDS for b in OPERANDS]
-    random.Random(data_seed + 31).shuffle(p)
-    return {"train": p[:27], "val": p[27:54], "test": p[54:]}
-
-
-def accumulation_items(side: str, data_seed: int = 0, per_pair: int = 4) -> list[tuple[str, str]]:
-    """``(prompt, answer)``: ``per_pair`` fills (names, objects, verbs drawn from a seeded stream) of every pair of
-    ``side`` in each of its forms (:data:`ACCUMULATION_FORMS`); the answer is ``A + B``. Validation and test share
-    no pair and no form with each other or with training."""
-    forms = [t for t in templates_module.FIG10 if t.id in ACCUMULATION_FORMS[side]]
-    rng, out = random.Random(f"{data_seed}:accumulation:{side}"), []
-    for a, b in accumulation_pairs(data_seed)[side]:
-        for t in forms:
-            for _ in range(per_pair):
-                v = draw_values(t, rng, division=CORPUS_DIVISION) | {"A": a, "B": b, "C": a + b}
-                out.append((render(t.clean, v)[0], str(a + b)))
-    return out
 
 
 def _sentence(t: templates_module.Template, a: int, b: int) -> tuple[str, str]:

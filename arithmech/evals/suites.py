@@ -14,9 +14,13 @@ Suites (choose with ``suite=``; the model is never consulted):
 * ``toy`` — the embedded model's new skills: **negative differences** ("3 minus 7 equals to" → ``-4``;
   its pre-training kept ``A >= B``), **two-digit** problems (it saw operands 1–9), retention of
   **single-digit** arithmetic and of its **generic facts** (its "MMLU"). Exact match of the whole answer.
-* ``planted`` — the planted model's new skill (:mod:`arithmech.embedded.planted`): the Fig. 10 **accumulation**
-  word problems it never saw, on App. A operands (:func:`arithmech.data.splits.accumulation_items`), and retention
-  of its **Fig. 8** arithmetic on the same operands. Exact match of the whole answer.
+* ``planted`` — the planted model's new skill (:mod:`arithmech.embedded.planted`): the 12 **held-out phrasings**
+  of the four operations it never saw, on App. A operands, and retention of its **Fig. 8** arithmetic. Counted in
+  problem clusters (operation, unordered pair; a mirror on its pair's side): 53 / 53 / 52 of the 158 App. A problems
+  for train / validation / test, each asked once a measure, so intervals over items are intervals over clusters;
+  retention asks only problems the fine-tune's stream never draws; chance is each side's majority-answer share
+  (:mod:`arithmech.data.planted_items`, which says why not the accumulation problems). Exact match of the whole
+  answer. Unlike the other suites, validation and test share the phrasings (the skill) and differ by problem.
 * ``paper`` — a real model (SmolLM2): the test side is
   :func:`arithmech.evals.measures.evaluate_table1` (exact-match math, GSM8K, MMLU/CSQA in letter
   and cloze form, generic-text loss); validation is the arithmetic items of the validation forms plus
@@ -33,11 +37,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from arithmech.data.answers import CORPUS_DIVISION
-from arithmech.data.render import draw_values, render
+from arithmech.data import planted_items
 from arithmech.data.sentences import VALIDATION_TOPICS, arithmetic_sentence, generic_text, train_sentences
 from arithmech.data.splits import (
-    accumulation_items,
     carry_items,
     fact_items,
     negative_items,
@@ -46,7 +48,6 @@ from arithmech.data.splits import (
     two_digit_items,
     two_digit_pairs,
 )
-from arithmech.data.templates import FIG8
 from arithmech.evals import benchmarks, cloze, measures
 from arithmech.evals.measures import accuracy_measure, completion_nll
 from arithmech.evals.scoring import greedy_exact
@@ -108,33 +109,26 @@ def toy_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_di
 
 
 def planted_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` SFT pairs, alternately an accumulation word problem of the training side (its pairs and forms) and a
-    fresh Fig. 8 sentence on App. A operands (the skill the planted model has); seeded."""
-    rng, acc = random.Random(seed), accumulation_items("train", data_seed)
-    out = []
-    for i in range(n):
-        if i % 2 == 0:
-            p, a = rng.choice(acc)
-            out.append((p, " " + a))
-        else:
-            t = rng.choice(FIG8)
-            v = draw_values(t, rng, division=CORPUS_DIVISION)
-            out.append((render(t.clean, v)[0], t.joiner + str(v["C"])))
-    return out
+    """``n`` SFT pairs, alternately the new skill (a held-out phrasing) and the Fig. 8 replay, on the ``train``
+    problem clusters only (:func:`arithmech.data.planted_items.train_rows`); seeded."""
+    return [(p, a) for p, a, _ in planted_items.train_rows(n, seed, data_seed)]
 
 
 def planted_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
-    """(``data_dir``: unused.) Exact match of the whole answer on ``accumulation`` (the new skill, the side's pairs
-    and form) and ``fig8`` (4 draws of each Fig. 8 template on the side's App. A pairs: the kept skill, answered by
-    generation, so a guess scores 0), plus (validation) ``math_nll`` of the accumulation items."""
+    """(``data_dir``: unused.) Exact match of the whole answer on ``phrasings`` (the new skill: every problem cluster
+    of the side once, in a held-out phrasing) and ``fig8`` (the kept skill: the same clusters once each in a Fig. 8
+    form, none of them ever in the fine-tune's stream), each with ``chance`` the side's majority-answer share and
+    ``n_clusters``; plus (validation) ``math_nll`` of the new-skill items (:mod:`arithmech.data.planted_items`)."""
     sets = {
-        "accumulation": accumulation_items(side, data_seed),
-        "fig8": single_digit_items(side, 4, data_seed, templates=FIG8),
+        "phrasings": planted_items.skill_items(side, data_seed),
+        "fig8": planted_items.retention_items(side, data_seed),
     }
-    out = {k: accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)]) for k, v in sets.items()}
-    out["fig8"]["chance"] = 0.0
+    out = {}
+    for k, v in sets.items():
+        out[k] = accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)])
+        out[k].update(chance=planted_items.majority_share(v), n_clusters=len(v))
     if side == "val":
-        out["math_nll"] = completion_nll(model, tok, sets["accumulation"])
+        out["math_nll"] = completion_nll(model, tok, sets["phrasings"])
     return out
 
 
@@ -247,9 +241,9 @@ SUITES = {
         "planted",
         planted_train,
         planted_evaluate,
-        math=("accumulation",),
+        math=("phrasings",),
         general=("fig8",),
-        primary_math="accumulation",
+        primary_math="phrasings",
         primary_general="fig8",
     ),
     "paper": Suite(

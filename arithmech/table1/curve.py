@@ -3,6 +3,11 @@
 One full-SFT run at the middle rate of full's grid, constant after warm-up, scored on the validation items
 every ``every`` steps (``finetune/curve.json``); the knee (:data:`KNEE_RULE`) is the fewest steps that reach
 most of the curve's gain. Made before any arm runs, kept when a re-run has the same arguments.
+
+A suite of :data:`BEND_SUITES` (the planted model's) reads its budget by :data:`BEND_RULE` instead (:func:`bend`):
+the knee of a curve that is still rising at its end is only its end, so the budget is where the curve has *bent* —
+the first doubling of the steps that no longer gains more than its interval — and a curve that has not bent gives
+no budget (extend ``--curve-steps``). Each point keeps its validation items (``val_items``) for that interval.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from arithmech.core import provenance
 from arithmech.core import results as results_io
 from arithmech.core.config import command_line
 from arithmech.core.models import load_model
+from arithmech.core.stats import t_interval
 from arithmech.evals.suites import get_suite
 from arithmech.finetune import runner
 from arithmech.finetune.data import tokenize_pairs
@@ -38,6 +44,46 @@ KNEE_RULE = (
     f"the fewest steps whose validation math accuracy reaches base + {KNEE} x (the curve's best - base), "
     "on one full-SFT run at the middle rate of full's grid, constant after warm-up"
 )
+
+
+BEND_SUITES = ("planted",)
+BEND_RULE = (
+    "at the steps every x 2^j of one full-SFT run at the middle rate of full's grid, constant after warm-up (every "
+    "= 20): the fewest steps s whose validation math items (one a problem cluster) are above base's (a paired 95% "
+    "t interval over the clusters of the per-cluster change from step 0 to s, lower end above 0) and whose gain to "
+    "every later doubling (2s, 4s, ... up to the curve's end; the same paired interval) is not (lower end at or "
+    "below 0); s at most half the curve; no such s: no budget (extend --curve-steps; no Table 1 run on a rising "
+    "curve)"
+)
+
+
+def _paired(points: dict[int, list[float]], a: int, b: int) -> tuple[float, float, float]:
+    """``(gain, lo, hi)``: the mean per-item change from step ``a`` to step ``b``, paired 95% t interval."""
+    d = [y - x for x, y in zip(points[a], points[b])]
+    return t_interval(d)
+
+
+def bend(points: list[dict], every: int = 20) -> int | None:
+    """:data:`BEND_RULE` over curve ``points`` (``{"step", "val_items"}``, step 0 = the base model); None where the
+    curve has not bent by its last doubling."""
+    items = {p["step"]: p["val_items"] for p in points}
+    for row in doublings(points, every):
+        if row["rise"][1] > 0 and all(_paired(items, row["step"], t)[1] <= 0 for t in row["later"]):
+            return row["step"]
+    return None
+
+
+def doublings(points: list[dict], every: int = 20) -> list[dict]:
+    """The rows :func:`bend` reads: per doubling ``s`` of the curve (with ``2s`` in it), the validation score at
+    ``s``, the rise from step 0 and the gain to ``2s`` with their paired intervals, and the ``later`` doublings."""
+    items, rows, s = {p["step"]: p["val_items"] for p in points}, [], every
+    while 2 * s in items and s in items:
+        later = [s * 2**j for j in range(1, 64) if s * 2**j in items]
+        rise, gain = _paired(items, 0, s), _paired(items, s, 2 * s)
+        rows.append({"step": s, "val": sum(items[s]) / len(items[s]), "rise": rise, "gain_to_double": gain})
+        rows[-1]["later"] = later
+        s *= 2
+    return rows
 
 
 def knee(points: list[dict]) -> int:
@@ -65,6 +111,7 @@ class _Curve(runner.TrainerCallback):
                 "step": step,
                 "val_math": val_math(val, self.suite),
                 "val_nll": val["math_nll"]["value"],
+                "val_items": val[self.suite.primary_math]["items"],
                 **{
                     f"val_{m}": r["value"]
                     for m, r in val.items()  # what it keeps (or forgets)
@@ -139,9 +186,9 @@ def learning_curve(config: Config, data_seed: int | None = None, every: int = 20
     curve = {
         **args,
         "args_sha256": h,
-        "rule": KNEE_RULE,
+        "rule": BEND_RULE if c.suite in BEND_SUITES else KNEE_RULE,
         "points": cb.points,
-        "knee": knee(cb.points),
+        "knee": bend(cb.points, every) if c.suite in BEND_SUITES else knee(cb.points),
         "command": command_line("table1", c.replace(curve_only=True, steps=None)),
         "wall_s": round(time.time() - t0, 1),
     }

@@ -18,7 +18,10 @@ are disjoint from both (the earlier control shared 20–29 % of them). Where a l
 group the layer-matched draw moves to the nearest layer that has one (the plan records each draw's layers).
 
 Each draw is seeded by its own index (``random-heads:<arm>:<draw>``), never by a training seed: draws and
-training seeds vary independently.
+training seeds vary independently. **Draws are distinct** (:func:`distinct_draws`): a set already drawn is skipped
+(the next index is tried), so no repeated set counts as a new draw; in a model with few heads the plan states how many
+distinct sets the draw rule can make (:func:`possible_sets`: the planted model's 16 heads leave few) and caps the
+draws there. Where the seeded draws were distinct already, the sets are the ones drawn before this rule.
 
 :func:`plan_heads` writes every arm's heads into the runner's plan (:mod:`arithmech.table1.run`);
 :func:`key_and_ranked` reads identify's key heads and ranking from the results folder.
@@ -34,6 +37,7 @@ The confirmation's controls are drawn when its protocol is written and kept in i
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,6 +119,49 @@ def random_draw(arm: str, draw: int, tuned: Sequence[Head], free: Sequence[Head]
     raise ValueError(f"{arm!r} is not a random arm")
 
 
+def possible_sets(arm: str, tuned: Sequence[Head], free: Sequence[Head], limit: int = 10_000) -> list[list[Head]]:
+    """Every distinct head set :func:`random_draw` can return for ``arm`` (every choice of the draw rule, sorted),
+    up to ``limit`` of them (a model with many heads has more: the list is then cut at ``limit``)."""
+    if arm == "precise-random-any":
+        return [sorted(c) for c in itertools.islice(itertools.combinations(sorted(free), len(tuned)), limit)]
+    layers = [l for l, _ in tuned]
+    all_layers = sorted({l for l, _ in free})
+    found: set[tuple[Head, ...]] = set()
+
+    def walk(i: int, out: list[Head]) -> None:
+        if len(found) >= limit:
+            return
+        if i == len(layers):
+            found.add(tuple(sorted(out)))
+            return
+        for L in sorted(all_layers, key=lambda x: (abs(x - layers[i]), x)):
+            pool = [h for h in free if h[0] == L and h not in out]
+            if pool:
+                for h in pool:
+                    walk(i + 1, out + [h])
+                return
+
+    walk(0, [])
+    return [list(t) for t in sorted(found)]
+
+
+def distinct_draws(arm: str, draws: int, tuned: Sequence[Head], free: Sequence[Head]) -> tuple[list[list[Head]], int]:
+    """``(sets, possible)``: the first ``min(draws, possible)`` distinct sets of the seeded draws ``0, 1, 2, ...`` of
+    ``arm`` (a repeat is skipped), where ``possible`` is how many distinct sets the rule can make (counted up to
+    ``max(draws, 10,000)``); any the seeded draws miss after 1,000 tries a set are added in sorted order."""
+    universe = possible_sets(arm, tuned, free, max(draws, 10_000))
+    want = min(draws, len(universe))
+    out: list[list[Head]] = []
+    for d in range(1_000 * want):
+        if len(out) == want:
+            break
+        h = random_draw(arm, d, tuned, free)
+        if h not in out:
+            out.append(h)
+    out += [h for h in universe if h not in out][: want - len(out)]
+    return out, len(universe)
+
+
 # ------------------------------------------------------------------------------------ the plan
 def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
@@ -141,7 +188,7 @@ def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
     share = share_heads(share_pass, share_ranking(folder, task), top_k)
     free = free_heads(geo, key + share + passing + share_pass)
     n = "1 head passes" if len(passing) == 1 else f"{len(passing)} heads pass"
-    return {
+    plan: dict = {
         "tuned": [list(h) for h in key],
         "passing_threshold": [list(h) for h in passing],
         "selection": (
@@ -161,13 +208,23 @@ def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
             f"K/V slices when any of its heads is tuned), so the random arms share no tuned parameter with "
             f"them; {len(free)} of {geo.n_layers * geo.n_heads} heads are free"
         ),
-        **{
-            ("random_draws" if a == "precise-random" else "random_any_draws"): [
-                [list(h) for h in random_draw(a, d, key, free)] for d in range(draws)
-            ]
-            for a in RANDOM
-        },
+        **{("random_draws" if a == "precise-random" else "random_any_draws"): [] for a in RANDOM},
+        "distinct": {},
     }
+    for a in RANDOM:
+        sets, possible = distinct_draws(a, draws, key, free)
+        plan["random_draws" if a == "precise-random" else "random_any_draws"] = [[list(h) for h in d] for d in sets]
+        plan["distinct"][a] = {
+            "requested": draws,
+            "drawn": len(sets),
+            "possible": possible if possible < max(draws, 10_000) else f"at least {possible}",
+            "note": (
+                f"{possible} distinct head sets exist under the draw rule: capped at {possible} draws"
+                if possible < draws
+                else f"{len(sets)} distinct sets (no set drawn twice)"
+            ),
+        }
+    return plan
 
 
 def _groups(heads, group: int) -> set[tuple[int, int]]:

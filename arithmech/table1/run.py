@@ -109,6 +109,11 @@ def _run(c: Config, S: Suite, sizes, grid, arms, data_seed, command, est) -> dic
     if c.curve_only:
         return {"curve": curve}
     assert heads is not None and (c.steps is not None or curve is not None)
+    if c.steps is None and curve["knee"] is None:  # type: ignore[index]
+        raise ValueError(
+            f"the learning curve ({c.curve_steps} steps) has not bent ({curve['rule']}): extend it with a longer "  # type: ignore[index]
+            "--curve-steps before any Table 1 run"
+        )
     runner = Runner(
         c=c,
         S=S,

@@ -223,13 +223,20 @@ class Runner:
             }
         return out
 
+    def cap(self) -> str:
+        """``""``, or where a random arm has fewer distinct head sets than ``--draws``: what it was capped at."""
+        capped = {a: self.replicas(a) for a in RANDOM if self.replicas(a) < self.c.draws}
+        if not capped:
+            return ""
+        return ", distinct; capped at the distinct head sets: " + ", ".join(f"{a} {n}" for a, n in capped.items())
+
     def rules(self) -> dict:
         """The rules the plan was made under, in words (bracketing, the single-rate choice, seeds, the cut)."""
         c, seeds = self.c, self.seeds
         return {
             "bracket": BRACKET_RULE,
             "single_rate": RULE,
-            "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws); frontier rates: "
+            "seeds": f"every rate: {len(seeds)} seeds (random arms: {c.draws} draws{self.cap()}); frontier rates: "
             f"{max(c.frontier_seeds, len(seeds))}",
             "cut": "none: every rate of a grid is replicated"
             if c.replicate_ends
@@ -297,8 +304,11 @@ class Runner:
 
     # ---------------------------------------------------------------------------------- the phases
     def replicas(self, arm: str) -> int:
-        """How many runs each rate of ``arm`` gets: its draws (random arms) or its seeds."""
-        return self.c.draws if arm in RANDOM else len(self.seeds)
+        """How many runs each rate of ``arm`` gets: its distinct draws (random arms: ``--draws``, capped at the distinct
+        head sets the draw rule can make, :func:`arithmech.table1.heads.distinct_draws`) or its seeds."""
+        if arm in RANDOM:
+            return len(self.heads["random_draws" if arm == "precise-random" else "random_any_draws"])
+        return len(self.seeds)
 
     def members(self, grp: str) -> list[str]:
         return [a for a in self.arms if grid_of(a) == grp]

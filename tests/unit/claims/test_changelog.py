@@ -73,7 +73,7 @@ def test_a_rule_set_outside_the_claims_is_logged_and_fingerprinted():
 
     from arithmech.report.views.findings import changelog_table
     log = CL.read()
-    assert set(log.rule_sets) == {"accounts", "planted", "planted-seeds"}
+    assert set(log.rule_sets) == {"accounts", "planted", "planted-seeds", "planted-table1"}
     for rule_set, dotted in log.rule_sets.items():
         module, name = dotted.rsplit(".", 1)
         source = getattr(importlib.import_module(module), name)

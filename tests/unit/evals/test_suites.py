@@ -50,30 +50,23 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
     assert all(t in {x.id for x in T.FIG10} or int(t.rsplit("-", 1)[1]) in (3, 7) for t, _ in test)
 
 
-def test_planted_suite_sides_share_no_pair_and_no_form():
-    """Protects the planted Table 1's held-out design: the accumulation problems of training, validation and test
-    use disjoint operand pairs (27 each of the 81 App. A pairs) and disjoint forms (two, one, one), every answer is
-    A + B, and the training rows hold no validation or test pair of the new skill."""
-    import re
+def test_planted_suite_reads_the_cluster_items_and_computes_chance():
+    """Protects the planted suite's wiring to :mod:`arithmech.data.planted_items`: its training rows are the stream's
+    (train clusters only), and its evaluation scores every side's clusters once per measure with ``chance`` the
+    side's majority-answer share and ``n_clusters`` at least 20 (a stub model that always answers the same)."""
+    from arithmech.data import planted_items as P
+    from arithmech.evals import suites
 
-    from arithmech.data import splits
-    from arithmech.evals.suites import get_suite
-
-    pairs = splits.accumulation_pairs()
-    assert [len(pairs[s]) for s in ("train", "val", "test")] == [27, 27, 27]
-    assert len({p for s in pairs.values() for p in s}) == 81
-    items = {s: splits.accumulation_items(s) for s in ("train", "val", "test")}
-    seen = {s: {tuple(map(int, re.findall(r"\d+", p)[:2])) for p, _ in items[s]} for s in items}
-    assert seen == {s: set(pairs[s]) for s in items}
-    assert all(int(a) == sum(map(int, re.findall(r"\d+", p)[:2])) for s in items for p, a in items[s])
-    assert len(items["val"]) == len(items["test"]) == 27 * 4 and len(items["train"]) == 27 * 2 * 4
-    sides = [set(v) for v in splits.ACCUMULATION_FORMS.values()]
-    assert sum(map(len, sides)) == len(set().union(*sides)) == 4
-    assert all(" yesterday, " in p for p, _ in items["test"])  # acc-12's form only
-    assert all(re.search(r"^\S+ has \d+ \S+, and \S+ has \d+", p) for p, _ in items["val"])  # acc-11's
-    assert not any(" yesterday, " in p or re.search(r", and \S+ has \d+", p) for p, _ in items["train"])
-    suite = get_suite("planted")
-    rows = suite.train(200, seed=0)
-    acc = [p for p, _ in rows if "total number" in p]
-    assert len(acc) == 100 and all(p in {q for q, _ in items["train"]} for p in acc)
-    assert suite.primary_math == "accumulation" and suite.primary_general == "fig8"
+    suite = suites.get_suite("planted")
+    assert suite.train(50, seed=3) == [(p, a) for p, a, _ in P.train_rows(50, 3)]
+    assert suite.primary_math == "phrasings" and suite.primary_general == "fig8"
+    orig = suites.greedy_exact
+    try:
+        suites.greedy_exact = lambda model, tok, items, batch_size=0: [a == "1" for _, a in items]
+        out = suites.planted_evaluate(None, None, "test", {})
+    finally:
+        suites.greedy_exact = orig
+    for k, items in (("phrasings", P.skill_items("test")), ("fig8", P.retention_items("test"))):
+        assert out[k]["n"] == out[k]["n_clusters"] == len(P.sides()["test"]) >= 20
+        assert out[k]["chance"] == P.majority_share(items)
+        assert out[k]["value"] == sum(a == "1" for _, a in items) / len(items) <= out[k]["chance"]

@@ -50,3 +50,25 @@ def test_layer_offsets_pair_the_layers_sorted():
     assert H.layer_offsets([(20, 1), (20, 2), (14, 2)], [(19, 0), (14, 5), (21, 0)]) == [0, 1, 1]
     with __import__("pytest").raises(ValueError, match="3 drawn heads for 2"):
         H.layer_offsets([(1, 0), (2, 0)], [(1, 1), (2, 1), (3, 1)])
+
+
+def test_random_draws_are_distinct_and_capped_at_the_sets_that_exist():
+    """Protects the random arms in a model with few heads (the planted model: 4 layers x 4 heads, key heads 2.0-2.2):
+    the draw rule's distinct sets are counted (layer-matched: 2.3 and two of layer 1's four heads, C(4, 2) = 6;
+    any layer: C(13, 3) = 286), no set is drawn twice, and asking for more draws than sets exist gives every set once
+    (capped), the first draws being the seeded ones in index order where those were already distinct."""
+    geo = Geometry(n_layers=4, n_heads=4, n_kv_heads=4, head_dim=32, d_model=128, vocab_size=100)
+    key = [(2, 0), (2, 1), (2, 2)]
+    free = H.free_heads(geo, key)
+    layer = H.possible_sets("precise-random", key, free)
+    assert len(layer) == 6 and all((2, 3) in s and sorted(l for l, _ in s) == [1, 1, 2] for s in layer)
+    assert len(H.possible_sets("precise-random-any", key, free)) == 286
+    sets, possible = H.distinct_draws("precise-random", 10, key, free)
+    assert possible == 6 and len(sets) == 6 and sorted(map(tuple, sets)) == sorted(map(tuple, layer))
+    sets, possible = H.distinct_draws("precise-random-any", 10, key, free)
+    assert possible == 286 and len({tuple(s) for s in sets}) == 10
+    seeded = [H.random_draw("precise-random-any", d, key, free) for d in range(10)]
+    if len({tuple(s) for s in seeded}) == 10:
+        assert sets == seeded
+    few, _ = H.distinct_draws("precise-random", 3, key, free)
+    assert len({tuple(s) for s in few}) == 3 and all(s in layer for s in few)

@@ -1,0 +1,62 @@
+"""The planted model's Table 1 design, as a rule set logged in the changelog (``planted-table1``) ahead of its run.
+
+The verdicts are the Fine-tune chapter's rules (:mod:`arithmech.table1.claims`, logged there) read on the ``planted``
+suite; what this rule set fixes is everything those rules leave to the suite and the run: the items, the chance
+levels, the step budget, the random arms' draws, and what a verdict means once a fine-tune may have moved the planted
+weights. :func:`rules_sha256` hashes :data:`DESIGN` together with the numbers it names (the clusters of each side, the
+phrasings, the budget rule), so changing any of them without a new changelog entry fails
+``tests/unit/claims/test_changelog.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from arithmech.data import planted_items
+from arithmech.table1.curve import BEND_RULE
+
+CURVE_COMMAND = "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-only --curve-steps 1280"
+"""The learning curve that sets the budget (full SFT at 1e-3, the middle of full's grid; about 20 minutes on a shared
+2-core machine)."""
+
+DESIGN = (
+    "suite planted (arithmech.data.planted_items): the new skill is the 12 held-out phrasings of the four operations "
+    "on App. A operands (base 27-60 % by operation), retention is Fig. 8 on the same operands (base 86 %); a problem "
+    "is a cluster (operation, unordered operand pair) and the 158 App. A clusters go one in three per operation, by "
+    "a seeded hash, to train / validation / test (53 / 53 / 52), a pair and its mirror always on one side; every "
+    "validation and test cluster is asked once a measure (a seeded phrasing, a seeded order), so every interval the "
+    "rules draw over items is an interval over problem clusters, and a side under 20 clusters is refused by the test "
+    "suite; the fine-tune's stream (the new phrasings and the Fig. 8 replay, alternately) draws train clusters only, "
+    "so no retention problem is ever trained (a test intersects them: empty); each measure's chance is its side's "
+    "majority-answer share, computed from the items; the step budget is the learning curve's bend ("
+    + BEND_RULE
+    + "), read from `"
+    + CURVE_COMMAND
+    + "` and passed to the run as --steps; the random arms draw distinct head sets and stop at the number the draw "
+    "rule can make (arithmech.table1.heads.distinct_draws: layer-matched to key heads 2.0-2.2 that is 6); the "
+    "verdicts are the Fine-tune chapter's rules, unchanged. The construction is in the weights only: Table 1's "
+    "fine-tunes train the fixed entries like any other, and tuning can break it (measured, 320 steps at the grids' "
+    "top rates: full SFT, precise SFT of the movers and of layer-matched blind heads leave a blind or off head "
+    "attending to slot tokens), so every tuned run's forbidden attention and non-planted output change are measured "
+    "beside its scores, and a verdict about the key heads is a verdict about tuning the *base* model's movers; it "
+    "speaks of a tuned model's circuit only for runs whose construction still holds (forbidden attention <= 1e-12, "
+    "non-planted output change <= 1e-5)"
+)
+
+
+def rules_record() -> dict:
+    """What the digest covers: :data:`DESIGN` and the numbers it names."""
+    return {
+        "design": DESIGN,
+        "bend_rule": BEND_RULE,
+        "curve_command": CURVE_COMMAND,
+        "phrasings": [t.id for t in planted_items.PHRASINGS],
+        "sides": {s: [list(c) for c in cl] for s, cl in planted_items.sides().items()},
+        "min_clusters": planted_items.MIN_CLUSTERS,
+    }
+
+
+def rules_sha256() -> str:
+    """The sha256 of :func:`rules_record`'s canonical JSON (the changelog's ``planted-table1`` digest)."""
+    return hashlib.sha256(json.dumps(rules_record(), sort_keys=True).encode()).hexdigest()
