@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 from arithmech.core.config import Config, option
 from arithmech.core.inputs import DTYPES, check_device, check_model
+from arithmech.data.templates import TWO_DIGIT
 from arithmech.pipeline.config_base import (
     MAX_BATCH,
     MAX_BOOT,
@@ -25,6 +26,8 @@ from arithmech.pipeline.config_base import (
 MAX_LAYERS = 8  # flagged MLP layers studied: each adds its width to the clean pass's gradients
 MAX_PERM = 2_000  # permutations of a null (grid cells, residue labels)
 TEMPLATE_SETS = ("all", "fig8")  # Fig. 8 + Fig. 10 addition forms (21), or the nine Fig. 8 forms
+TWO_DIGIT_TWINS = ("none", *(t.id for t in TWO_DIGIT if t.op == "addition"))  # rule D1's grid: one of these
+TWO_DIGIT_CELLS = 90 * 90  # every (a, b) with a, b in 10..99
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,16 @@ class Accounts(ModelStep):
         800, "grid prompts the residue probes are fitted on (seeded subset)", low=50, high=MAX_PAIRS
     )
     probe_layers: int = option(10, "layers probed, evenly spaced, the last included", low=1, high=MAX_ORDERS)
+    two_digit: str = option(
+        "none",
+        "rule D1's grid: the two-digit twin (operands 10..99) of one addition template, e.g. add-1-2d; none: D1 is "
+        "not testable (one-digit operands)",
+        choices=TWO_DIGIT_TWINS,
+    )
+    two_digit_cells: int = option(
+        0, "cells of that grid (0: all 8,100; else a seeded subsample, as many per a)", low=0, high=TWO_DIGIT_CELLS
+    )
+    helix_layers: int = option(6, "layers the helix is fitted and patched at, evenly spaced", low=1, high=MAX_ORDERS)
     n_perm: int = option(100, "permutations of each null (grid cells, residues)", low=20, high=MAX_PERM)
     n_boot: int = option(1000, "bootstrap resamples per interval (clusters: operand pairs)", low=100, high=MAX_BOOT)
     batch_size: int = option(128, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)

@@ -20,7 +20,7 @@ import pandas as pd
 from arithmech.accounts import charts, result, signatures
 from arithmech.accounts import run as step
 from arithmech.accounts.config import Chapter
-from arithmech.accounts.rules import RULES, rules_sha256
+from arithmech.accounts.rules import EARLIER_SHA256, RULES, decide, rules_sha256
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.pipeline.ensure import ensure
@@ -38,6 +38,16 @@ def reusable(config) -> bool:
     return sig.get("rules_sha256") == rules_sha256() and sig.get("parameters") == json.loads(
         json.dumps(config.reuse_key(), default=str)
     )
+
+
+def stale_note(sig: dict) -> str:
+    """ "" under the current rules; a note that an earlier version decided the results, saying whether the current
+    rules give their numbers the same verdicts."""
+    if sig.get("rules_sha256") == rules_sha256():
+        return ""
+    if sig.get("rules_sha256") in EARLIER_SHA256 and decide(sig["numbers"]) == sig["verdicts"]:
+        return " Decided under an earlier version of the rules; the current rules give its numbers the same verdicts."
+    return " The results predate the current rules."
 
 
 def run(P: Chapter) -> Runs:
@@ -198,7 +208,7 @@ def findings_box(root: Path, name: str, label: str, evidence: bool = True) -> li
         + " |"
         for rule in RULES
     ]
-    stale = "" if sig.get("rules_sha256") == rules_sha256() else " The results predate the current rules."
+    stale = stale_note(sig)
     return [
         f":::{{admonition}} {label}: what the MLPs compute, three accounts scored (not the paper's claims)",
         ":class: note",

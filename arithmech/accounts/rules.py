@@ -40,8 +40,12 @@ EFFECT_FLOOR = 0.1  # B1, F3, D2: an ablation must move the last-digit logit dif
 PROBE_ALPHA = 0.05  # F1: family-wise level over the testable probes (Bonferroni) and the layers (max statistic)
 SUBSPACE_DIM = 9  # D2: dimensions of the shared subspace
 SUBSPACE_RECOVERY = 0.8  # D2: share of the top neurons' ablation effect it must carry
-HELIX_PARAMS = 8  # D1: intercept, a, and cos/sin of a for periods 2, 5, 10 (sin of period 2 is zero: 7 + 1)
+HELIX_PARAMS = 9  # D1: intercept, a, cos/sin of a for periods 2, 5, 10, 100 (sin of period 2 is zero on integers)
 HELIX_VALUES_PER_PARAM = 3  # D1: distinct operand values per parameter to identify a fit
+HELIX_CHANCE = 0.1  # D1: the answered share's Wilson lower bound must exceed chance for a last digit
+# The full hashes of earlier versions of these rules (changelog.toml's accounts entries): a results set decided under
+# one stands while the current rules, applied to its numbers, give its verdicts (tests/unit/accounts/test_rules.py).
+EARLIER_SHA256 = ("f1d4360d38a1b5bbaf38d5dd78fb1e9df3109e0a9935dab47070be019e9b6420",)  # v1
 
 
 @dataclass(frozen=True)
@@ -170,11 +174,21 @@ RULES: tuple[AccountRule, ...] = (
         (
             Criterion(
                 "D1",
-                "a helix fit of the operand (a, cos and sin of a for periods 2, 5, 10) patched into the run "
-                "recovers as much as PCA of the same dimension and more than a helix fitted on shuffled a",
+                "a helix fit of the operand's representation (the residual stream at its last token, its ones digit "
+                "under a digit tokenizer, over the two-digit grid of one template: a, cos and sin of a for periods "
+                "2, 5, 10, 100, fitted after PCA to 100 dimensions), patched into runs with another operand a' (the "
+                "same carried digits, another last digit), raises the clean answer digit's logit difference at "
+                "least as much as the cell's own representation projected on as many principal components, and "
+                "more than a helix fitted on shuffled a and a polynomial in a of as many parameters (per prompt, "
+                "helix minus each control averaged over the studied layers where patching the whole representation "
+                f"moves the logit difference by at least {EFFECT_FLOOR:.0%} of its clean value; each 95% cluster "
+                "interval at or above 0, clusters: operand pairs)",
                 not_testable=f"fewer than {HELIX_VALUES_PER_PARAM * HELIX_PARAMS} distinct operand values "
-                f"({HELIX_VALUES_PER_PARAM} per parameter of the {HELIX_PARAMS}-parameter helix), or operands "
-                "tokenized digit by digit",
+                f"({HELIX_VALUES_PER_PARAM} per parameter of the {HELIX_PARAMS}-parameter helix: the one-digit "
+                f"grid), the Wilson lower bound of the share of two-digit cells answered (the answer digit the "
+                f"model's top token) at or below {HELIX_CHANCE} (chance for a last digit), fewer than "
+                f"{MIN_CLUSTERS} answered cells with a counterfactual, or no studied layer where the whole "
+                "representation's patch moves the logit difference that much",
             ),
             Criterion(
                 "D2",
@@ -268,9 +282,32 @@ def _f(n: dict) -> dict:
     return out
 
 
+def helix_testable(h: dict | None) -> str:
+    """Why D1 is not testable on the two-digit grid's numbers ``h`` (``numbers["helix"]``), or "" where it is."""
+    if h is None or h["values"] < HELIX_VALUES_PER_PARAM * HELIX_PARAMS:
+        return "one-digit grid" if h is None else f"{h['values']} operand values"
+    share = h["share"]
+    if share[1] <= HELIX_CHANCE:
+        return (
+            f"{h['answered']} of {h['cells']} two-digit cells answered ({share[0]:.1%}, Wilson lower bound "
+            f"{share[1]:.1%}): needs the lower bound above {HELIX_CHANCE:.0%}"
+        )
+    if h["patch_prompts"] < MIN_CLUSTERS:
+        return f"{h['patch_prompts']} answered cells with a counterfactual, fewer than {MIN_CLUSTERS}"
+    if not h.get("live_layers"):
+        return f"no studied layer's full patch moves the logit difference by {EFFECT_FLOOR:.0%} of its clean value"
+    return ""
+
+
+def _d1(h: dict | None) -> str:
+    if h is None or helix_testable(h):
+        return NOT_TESTABLE
+    v = [side(h[f"vs_{k}"], 0.0, above=True) for k in ("pca", "shuffled", "poly")]
+    return FAIL if FAIL in v else PASS if all(x == PASS for x in v) else INCONCLUSIVE
+
+
 def _d(n: dict) -> dict:
-    values = n["operand_values"]
-    d1 = NOT_TESTABLE if values < HELIX_VALUES_PER_PARAM * HELIX_PARAMS or n["digit_tokens"] else INCONCLUSIVE
+    d1 = _d1(n.get("helix"))
     sub = n.get("subspace")
     if sub is None or sub["all"][2] >= 0 or abs(sub["all"][0]) < EFFECT_FLOOR * abs(n["ld_clean"]):
         d2 = NOT_TESTABLE

@@ -4,8 +4,10 @@ signature table; files in ``<results>/<model>/accounts/``, each written atomical
 It reads identify's files of the model's folder (``key_heads.json``, ``effects.csv``: the flagged MLPs and the
 studied heads; ``run.json``: identify's shots) and writes ``signatures.json`` (the numbers, the verdicts under the
 rules' hash, the command, timings), ``neurons.csv``, ``maps.csv``, ``faithfulness.csv``, ``parity.csv``,
-``removal.csv``, ``probe.csv`` and ``counterfactual.csv``. **Resumable**: each phase's result is kept in
-``<model>/.checkpoints/accounts/`` under the config's key, so a run stopped part-way starts at the phase it was in.
+``removal.csv``, ``probe.csv`` and ``counterfactual.csv``. With ``--two-digit <id>-2d`` it also runs rule D1's
+two-digit grid, helix fits and patches (:mod:`arithmech.accounts.twodigit`), their numbers in ``signatures.json``
+(``helix``). **Resumable**: each phase's result is kept in ``<model>/.checkpoints/accounts/`` under the config's
+key, so a run stopped part-way starts at the phase it was in.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.accounts import ablate, atlas, classify, fourier, grid, signatures
+from arithmech.accounts import ablate, atlas, classify, fourier, grid, signatures, twodigit
 from arithmech.accounts import counterfactual as cf
 from arithmech.accounts.config import Accounts as Config
 from arithmech.accounts.result import FILES, Result, folder_of, read
@@ -124,6 +126,7 @@ def compute(config: Config, **loaded) -> Path:
     )
     base_ld, removal, probes, digit_numbers = _digit_tests(g, sub_runner, sub, clean)
     counter = _counterfactual(g, rng, heads, layers)
+    two = None if c.two_digit == "none" else ph("helix", lambda: twodigit.run(model, g.tok, c, shots, g.digits))
     numbers = {
         **_studied(n_key, heads, heads_from, layers, shots),
         "n_grid": len(samples),
@@ -136,9 +139,10 @@ def compute(config: Config, **loaded) -> Path:
         **_class_numbers(cls, neurons, assoc, c),
         "parity": parity,
         **digit_numbers,
-        "operand_values": len(grid.OPERANDS),
+        "operand_values": len(grid.OPERANDS) if two is None else two["values"],
         "digit_tokens": True,
         "subspace": subspace,
+        "helix": two,
     }
     seconds = round(time.time() - t_start, 1)
     write_files(

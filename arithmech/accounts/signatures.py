@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from arithmech.accounts.rules import BY_ACCOUNT, RULES
+from arithmech.accounts.rules import BY_ACCOUNT, RULES, helix_testable
 from arithmech.core.stats import bootstrap_mean_intervals
 
 
@@ -77,12 +77,30 @@ def evidence(n: dict) -> dict[str, str]:
         f"({rm['n_random']} draws), whole subspace {rm['full_drop']:.2f}; paired diff {_iv(rm['diff'])}",
         "F3-attn": f"attention drop: periodic {ra['periodic_drop']:.2f}, random q95 {ra['random_q95']:.2f}, whole "
         f"{ra['full_drop']:.2f}; paired diff {_iv(ra['diff'])}",
-        "D1": f"{n['operand_values']} operand values, digit tokens: helix (8 parameters) not identifiable",
+        "D1": helix_evidence(n.get("helix"), n["operand_values"]),
         "D2": "-"
         if not sub
         else f"{sub['dim']}-dim share {_iv(sub['ratio'])} of top-neuron ablation {_iv(sub['all'])}",
         "D3": "needs D1's helix",
     }
+
+
+def helix_evidence(h: dict | None, values: int) -> str:
+    """D1's numbers in words: why it is not testable, or the helix against each control over the live layers."""
+    if h is None:
+        return f"{values} operand values (the one-digit grid; no two-digit grid was run): helix not identifiable"
+    why = helix_testable(h)
+    if why:
+        return f"{h['template']}: {why}"
+    head = f"{h['template']}, {h['answered']} of {h['cells']} cells answered ({h['share'][0]:.1%})"
+    live = [h["layers"][i] for i in h["live_layers"]]
+    rec = {m: np.mean([h["recovered"][m][i] for i in h["live_layers"]]) for m in ("helix", "pca", "shuffled", "poly")}
+    return (
+        f"{head}; layers {', '.join(map(str, live))}: share of the full patch recovered, helix {rec['helix']:.2f}, "
+        f"PCA {rec['pca']:.2f}, shuffled {rec['shuffled']:.2f}, polynomial {rec['poly']:.2f}; helix minus PCA "
+        f"{_iv(h['vs_pca'])}, shuffled {_iv(h['vs_shuffled'])}, polynomial {_iv(h['vs_poly'])} logits; "
+        f"ones-digit lookup (descriptive) {_iv(h['vs_digit'])}"
+    )
 
 
 def rows(sig: dict) -> list[dict]:
