@@ -176,9 +176,9 @@ def has_two_digit(t: Template) -> bool:
 
 
 def two_digit(t: Template) -> Template:
-    """``t`` drawn with operands 10..99, as ``<id>-2d``: the same sentence and counterfactual with wider problems, for
-    a held-out knockout that one operation's 45 single-digit problems cannot feed (identify's
-    ``knockout_split="held-out-two-digit"``). ``ValueError`` where ``t`` has none (:func:`has_two_digit`).
+    """``t`` drawn with operands 10..99, as ``<id>-2d``: the same sentence and counterfactual with two-digit numbers,
+    for the tests that need more numbers than 1..9 (the accounts' helix over the operand grid,
+    :mod:`arithmech.accounts.twodigit`). ``ValueError`` where ``t`` has none (:func:`has_two_digit`).
 
     >>> two_digit(TEMPLATES["add-3"]).clean, two_digit(TEMPLATES["add-3"]).operands
     ('The {OP} of {A} and {B} is', (10, 99))

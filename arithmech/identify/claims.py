@@ -40,12 +40,6 @@ AGREE_HOLDS, AGREE_FAILS = 8, 5  # logit-diff-ranking: top-TOP heads two measure
 MIDDLE = (1 / 3, 2 / 3)  # middle-layers: the middle third of the depth layer/(L−1)
 DEPTH_LEVEL, N_BOOT_DEPTH = 0.95, 2000  # middle-layers: the median depth's bootstrap interval over problem clusters
 
-TWO_DIGIT_PROMPTS = (
-    "; on a run whose knockout split is held-out-two-digit (one operation's 45 single-digit problems leave at most 15 "
-    "for the knockout) its prompts are two-digit problems on the same templates, the heads ranked on one-digit ones: "
-    "the verdict says whether those heads carry the wider problems too"
-)
-
 
 def signed_percent(x: float) -> str:
     """``x`` as a signed whole percent with a true minus sign: ``-0.14`` → ``"−14%"``."""
@@ -313,9 +307,8 @@ IDENTIFY: tuple[Rule, ...] = (
         "cannot lie below the band); inconclusive in between; the same test against layer-matched random "
         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
         "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
-        f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads"
-        + TWO_DIGIT_PROMPTS,
-        version=14,
+        f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads",
+        version=15,
         decider=key_vs_random,
         gate=_controlled,
     ),
@@ -329,8 +322,8 @@ IDENTIFY: tuple[Rule, ...] = (
         "interval below the 5th percentile of the draws' means, and the same against the layer-matched draws where "
         "knockout.csv has them; does not hold iff its lower end lies at or above either 5th percentile; "
         f"inconclusive otherwise, below {MIN_CLUSTERS} problem clusters, with fewer than {MIN_DRAWS} distinct draws, "
-        "and where knockout.csv has no logit difference (made before it)" + TWO_DIGIT_PROMPTS,
-        version=3,
+        "and where knockout.csv has no logit difference (made before it)",
+        version=4,
         decider=ld_key_vs_random,
         gate=_controlled,
     ),
@@ -340,9 +333,8 @@ IDENTIFY: tuple[Rule, ...] = (
         "within 2% (Fig. 3)",
         f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
         "the key heads) is within 2 points of "
-        f"the intact accuracy; inconclusive below {MIN_CLUSTERS} problem clusters among the knockout prompts"
-        + TWO_DIGIT_PROMPTS,
-        version=12,
+        f"the intact accuracy; inconclusive below {MIN_CLUSTERS} problem clusters among the knockout prompts",
+        version=13,
         decider=random_flat,
         gate=_controlled,
     ),

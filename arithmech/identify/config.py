@@ -24,7 +24,7 @@ from arithmech.core.inputs import ANSWER_TOKENS, KNOCKOUT_POSITIONS
 from arithmech.data.draw import Draw
 from arithmech.data.pairfile import check_task
 from arithmech.data.shots import EXAMPLE_SETS
-from arithmech.methods.ablation.settings import SPLITS, KnockoutSettings
+from arithmech.methods.ablation.settings import KnockoutSettings
 from arithmech.paper import KEY_THRESHOLD, N_BOOT
 from arithmech.pipeline import memory
 from arithmech.pipeline.config_base import (
@@ -75,11 +75,9 @@ class Identify(ModelStep):
     knockout_split: str = option(
         "held-out",
         "held-out: rank components on one side of the problems and knock "
-        "them out on fresh X_r of the other (arithmech.data.splits); held-out-two-digit: "
-        "the same, the knockout's prompts drawn with two-digit operands (10..99) on the task's "
-        "templates that have them (not division, not time-span): enough problems for one "
-        "operation; in-sample: the knockout reuses the ranking X_r",
-        choices=SPLITS,
+        "them out on fresh X_r of the other (arithmech.data.splits); in-sample: the "
+        "knockout reuses the ranking X_r",
+        choices=("held-out", "in-sample"),
     )
     method: str = option(
         "fast", "path patching: fast (exact, from the END caches) or reference (literal)", choices=("fast", "reference")
@@ -130,8 +128,6 @@ class Identify(ModelStep):
     def check(self) -> None:
         super().check()
         check_task(self.task)
-        if self.knockout_split == "held-out-two-digit" and self.task == "division":
-            raise ValueError("--knockout-split held-out-two-digit: division has no two-digit templates; use held-out")
 
     def to_draw(self) -> Draw:
         """How every pair of the run is drawn (:class:`arithmech.data.draw.Draw`): X_r, X_c, the knockout's

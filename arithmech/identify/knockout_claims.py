@@ -2,8 +2,7 @@
 many heads, on accuracy (``knockout-key-vs-random``, ``knockout-random-flat``) and on the logit difference
 (``knockout-ld-key-vs-random``), each read from ``knockout.csv``'s END rows of the primary task; the rules' texts are
 in :mod:`arithmech.identify.claims`. Every one is inconclusive below :data:`~arithmech.data.answers.MIN_CLUSTERS`
-problem clusters among the knockout prompts; a run that drew them on two-digit operands says so in each verdict
-(:func:`operands_note`)."""
+problem clusters among the knockout prompts."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.methods.ablation.run import LAYER_MATCHED
 
 K = 8  # heads knocked out in the knockout claims
-TWO_DIGIT = "held-out-two-digit"  # knockout.csv's split of prompts drawn on the templates' two-digit twins
 MIN_DRAWS = 20  # distinct random draws a knockout on the logit difference is decided against (identify's n_random)
 
 
@@ -42,18 +40,12 @@ def too_few_clusters(row) -> str:
     return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive"
 
 
-def operands_note(row) -> str:
-    """What a knockout.csv ``row``'s prompts ask where that is not the paper's: two-digit problems on the ranking's
-    templates (identify's ``knockout_split="held-out-two-digit"``), with heads ranked on one-digit ones."""
-    return "; two-digit held-out problems, heads ranked on one-digit ones" if row.get("split") == TWO_DIGIT else ""
-
-
 def key_vs_random(ctx: Context):
     key, rnd, intact = knocked(ctx, K)
     acc, n = float(key.accuracy), int(key.n)
     here = (
         f"accuracy {intact:.0%} → {acc:.0%} (top {K}) vs random {rnd.accuracy.mean():.0%} (lowest "
-        f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts{operands_note(key)}"
+        f"{rnd.accuracy.min():.0%}, {len(rnd)} draws); n = {n} prompts"
     )
     if few := too_few_clusters(key):
         return here + few, None
@@ -98,7 +90,7 @@ def ld_key_vs_random(ctx: Context):
     here = (
         f"logit difference {float(intact.ld.iloc[0]) if len(intact) else float('nan'):+.2f} intact → "
         f"{float(key.ld):+.2f} [{float(key.ld_lo):+.2f}, {float(key.ld_hi):+.2f}] with the top {K} out (95% over "
-        f"{clusters} problem clusters{operands_note(key)})"
+        f"{clusters} problem clusters)"
     )
     if few := too_few_clusters(key):
         return here + few, None
@@ -113,7 +105,6 @@ def random_flat(ctx: Context):
     key, rnd, intact = knocked(ctx, K)
     m = float(rnd.accuracy.mean())
     here = f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)"
-    here += operands_note(key)
     if few := too_few_clusters(key):
         return here + few, None
     return here, abs(intact - m) <= 0.02

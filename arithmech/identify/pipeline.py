@@ -157,7 +157,7 @@ def _patch_tasks(model, tok, c: Config, draw, labelled: list, ck, bar) -> tuple:
         if was_resumed:
             resumed.append(label)
         # rank on one side only (ready-made samples have no templates to draw evaluation prompts from)
-        if c.knockout_split != "in-sample" and (c.knockout or c.transfer) and not ready_made(spec):
+        if c.knockout_split == "held-out" and (c.knockout or c.transfer) and not ready_made(spec):
             samples[label], patched[label], info[label] = _ranking_side(
                 label, samples[label], patched[label], info[label]
             )

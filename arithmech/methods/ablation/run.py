@@ -314,8 +314,7 @@ def knockout_tasks(
 
     ``ranked`` (:class:`Ranked`): each task's X_r, its templates, the effects that rank its components and its
     key heads. Each task's ``settings.samples`` prompts (:func:`eval_samples`, drawn with ``draw``): with
-    ``settings.split="held-out"``, fresh X_r of problems never ranked on, X_c checked (``"held-out-two-digit"``: drawn
-    on the two-digit twins of its templates, :func:`arithmech.data.templates.two_digit`; ready-made samples, which
+    ``settings.split="held-out"``, fresh X_r of problems never ranked on, X_c checked (ready-made samples, which
     have no templates to draw from, stay in-sample); else its X_r topped up; with several tasks, ``"all"``
     interleaves those of ``ranked.pooled`` (``None``: every task; identify leaves out a task that fails its control).
     Full curves for ``ranked.primary`` (every task with ``settings.curves_for="each"``), key vs random for the others.
@@ -330,7 +329,7 @@ def knockout_tasks(
     """
     samples, templates, pooled = ranked.samples, ranked.templates, ranked.pooled
     knockout_samples = settings.samples
-    held = {t: settings.split != "in-sample" and templates.get(t) is not None for t in samples}
+    held = {t: settings.split == "held-out" and templates.get(t) is not None for t in samples}
     evals = _knockout_prompts(model, tok, ranked, settings, draw, held, ck)
     held["all"] = all(held[t] for t in (samples if pooled is None else pooled))
     if len(samples) > 1:
@@ -354,7 +353,7 @@ def knockout_tasks(
             full = task == ranked.primary or settings.curves_for == "each"
             frames.append(
                 task_knockout(model, tok, evals[task], means, task, ranked.studied(task), full, settings).assign(
-                    split=settings.split if held[task] else "in-sample", n_clusters=splits.n_problems(evals[task])
+                    split="held-out" if held[task] else "in-sample", n_clusters=splits.n_problems(evals[task])
                 )
             )
             if ck is not None:
@@ -374,10 +373,7 @@ def _knockout_prompts(model, tok, ranked: Ranked, settings: KnockoutSettings, dr
             evals[t] = [pairs.Sample.from_json(x) for x in got]
             continue
         prompts = Prompts(settings.samples, settings.seed, draw, held[t], settings.batch_size)
-        tpls = ranked.templates.get(t)
-        if settings.split == "held-out-two-digit" and tpls is not None:  # the twins of those that have one
-            tpls = [templates_module.two_digit(x) for x in tpls if templates_module.has_two_digit(x)]
-        evals[t] = eval_samples(model, tok, tpls, ss, prompts)
+        evals[t] = eval_samples(model, tok, ranked.templates.get(t), ss, prompts)
         if ck is not None:
             ck.save(f"knockout-prompts-{t}", [s.to_json() for s in evals[t]])
     return evals

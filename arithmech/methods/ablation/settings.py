@@ -16,9 +16,7 @@ from arithmech.data.draw import Draw
 if TYPE_CHECKING:
     import torch
 
-SPLITS = ("held-out", "held-out-two-digit", "in-sample")
-"""identify's knockout_split: test on problems never ranked on (one-digit, or two-digit on the same templates), or
-on the X_r"""
+SPLITS = ("held-out", "in-sample")  # identify's knockout_split: test on problems never ranked on, or on the X_r
 CURVES_FOR = ("primary", "each")  # full curves for the primary task only, or for every task
 
 
@@ -42,9 +40,7 @@ class KnockoutSettings:
         ks: numbers of heads to knock out, ``None`` for :func:`~arithmech.methods.ablation.curves.default_ks`.
         curves_for: ``"primary"`` (full curves for the primary task, key vs random for the others) or ``"each"``.
         positions: ``"end"``, ``"all"`` or ``"both"`` (the config's ``knockout_positions``; :attr:`position_settings`).
-        split: ``"held-out"`` (fresh X_r of problems never ranked on), ``"held-out-two-digit"`` (the same, drawn with
-            two-digit operands on the templates that have a twin, :func:`arithmech.data.templates.two_digit`) or
-            ``"in-sample"`` (the X_r, topped up).
+        split: ``"held-out"`` (fresh X_r of problems never ranked on) or ``"in-sample"`` (the X_r, topped up).
         pool_size: X_c per template family in the reference pool of the means.
         batch_size: prompts per forward pass.
     """

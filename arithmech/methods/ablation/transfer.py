@@ -239,7 +239,7 @@ def run_transfer(
         res.heldout = {"family": heldout, "status": "skipped: every identification sample is from this family"}
         return
     n_samples, seed = res.params["n_samples"], res.params["seed"]
-    held_out = res.params["knockout_split"] != "in-sample"
+    held_out = res.params["knockout_split"] == "held-out"
     drawn = n_samples * (2 * splits.EVAL_SHARE if held_out else 1)
     test, checked = _heldout_pairs(model, tok, heldout, drawn, res.params, draw, batch_size)
     means = res.means
@@ -274,7 +274,7 @@ def _heldout_pairs(model, tok, heldout: str, drawn: int, params: dict, draw: Dra
     """
     test, _ = pairs.make_pairs(tok, heldout, n=drawn, seed=params["seed"] + 1, draw=draw)
     checked = None
-    if params["knockout_split"] != "in-sample":
+    if params["knockout_split"] == "held-out":
         test = [s for s in test if splits.side(splits.cluster(s)) == "eval"]
         checked = len(test)
         test = check_counterfactuals(model, tok, test, batch_size)[0][: params["n_samples"]]

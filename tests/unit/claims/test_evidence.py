@@ -61,24 +61,3 @@ def test_knockout_verdict_reads_the_cluster_interval(tmp_path, clusters, accurac
     flat = C.claims(tmp_path, ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
     assert flat.holds is (None if clusters < 20 else False), flat.here
 
-
-@pytest.mark.parametrize("split", ["held-out", "held-out-two-digit"])
-def test_a_two_digit_knockout_is_decided_as_any_and_says_it_is_two_digit(tmp_path, split):
-    """Protects knockout rules 13 / 11 / 2: rows drawn on two-digit twins (knockout.csv's split held-out-two-digit)
-    decide exactly as held-out rows do, and each verdict says its prompts were two-digit problems with heads ranked
-    on one-digit ones (a reader must not take it for the paper's one-digit knockout)."""
-    rows = [dict(task="all", kind="head", order="effect-rank", seed=-1, k=8, accuracy=0.05, n=250, ci_low=0.02,
-                 ci_high=0.09, n_clusters=40, ld=0.1, ld_lo=-0.2, ld_hi=0.4),
-            dict(task="all", kind="head", order="effect-rank", seed=-1, k=0, accuracy=1.0, n=250, ci_low=0.98,
-                 ci_high=1.0, n_clusters=40, ld=5.0, ld_lo=4.5, ld_hi=5.5),
-            dict(task="all", kind="sanity", order="nothing-out", seed=-1, k=0, accuracy=1.0, n=250, ci_low=0.98,
-                 ci_high=1.0, n_clusters=40, ld=5.0, ld_lo=4.5, ld_hi=5.5)]
-    rows += [dict(task="all", kind="head", order="random-rank", seed=s, k=8, accuracy=0.4 + 0.01 * s, n=250,
-                  ci_low=0.3, ci_high=0.5, n_clusters=40, ld=3.0 + 0.01 * s, ld_lo=2.5, ld_hi=3.5) for s in range(20)]
-    ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", split=split,
-                                   correct=lambda d: (d.accuracy * 250).astype(int))
-    _write_identify(tmp_path, ko)
-    got = C.claims(tmp_path, ["knockout-key-vs-random", "knockout-random-flat", "knockout-ld-key-vs-random"])
-    assert list(got.holds) == [True, False, True], list(got.here)
-    note = "two-digit held-out problems, heads ranked on one-digit ones"
-    assert all((note in h) is (split == "held-out-two-digit") for h in got.here), list(got.here)

@@ -192,26 +192,6 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
     assert ko.empty and list(ko.columns) == KR.COLUMNS
 
 
-def test_a_two_digit_knockout_draws_on_the_twins_and_says_so(monkeypatch):
-    """Protects the held-out-two-digit split: the knockout's prompts are drawn on the two-digit twins of the task's
-    templates that have one (the time-span sentence has none and is left out), held out (X_c checked, never a ranked
-    problem), and every row names the split, so the rules' verdicts can say the prompts were two-digit."""
-    import arithmech.methods.ablation.run as KR
-    seen = []
-    monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, prompts: (seen.append((tpls, prompts.heldout)), list(ss))[1])
-    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, means, task, *a:
-                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=task))
-    settings = KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="end",
-                                split="held-out-two-digit", pool_size=8, batch_size=64)
-    x = D.Sample("12 + 34 = ", "12 @ 34 = ", "6", "46", 12, 34, "addition", "add-1-2d", "equation", answer_token="first")
-    tpls = [T.TEMPLATES["add-1"], T.TEMPLATES["span-1"], T.TEMPLATES["acc-9"]]
-    NO_EFFECTS = pd.DataFrame(columns=["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff"])
-    ko, _ = KR.knockout_tasks(None, None, KR.Ranked({"addition": [x]}, {"addition": tpls}, NO_EFFECTS, -0.05, "addition"),
-                              None, settings, D.Draw("first", 0, 1))
-    assert seen == [([T.TEMPLATES["add-1-2d"], T.TEMPLATES["acc-9-2d"]], True)]
-    assert set(ko.split) == {"held-out-two-digit"} and set(ko.n_clusters) == {1}
-
-
 @pytest.mark.parametrize("change,match", [
     (dict(curves_for="all"), "curves_for 'all': use 'primary' or 'each'"),
     (dict(positions="start"), "knockout_positions 'start': use one of"),
