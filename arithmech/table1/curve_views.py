@@ -13,9 +13,9 @@ from arithmech.paper import table1_by_mode
 from arithmech.table1 import curve_parts, detectable
 from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import frontier as curve_points
+from arithmech.table1.charts import frontier_chart
 from arithmech.table1.frontier import curves_of
 from arithmech.table1.result import Table1Result
-from arithmech.table1.tradeoff import frontier_chart
 
 PCT = lambda x: "—" if x is None or x != x else f"{100 * x:+.1f}"
 
@@ -62,7 +62,7 @@ def point_frame(c: curve_points.Curves) -> pd.DataFrame:
 
 
 def chart(t: Table1Result, title: str):
-    """:func:`arithmech.table1.tradeoff.frontier_chart` of a results folder; None without runs."""
+    """:func:`arithmech.table1.charts.frontier_chart` of a results folder; None without runs."""
     c = curves_of(t)
     runs = run_frame(c)
     return None if runs.empty else frontier_chart(runs, point_frame(c), title=title)

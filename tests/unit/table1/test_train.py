@@ -1,7 +1,7 @@
-"""The step budget of a Table 1 run (arithmech.table1.curve): the knee of full SFT's learning curve."""
+"""The step budget of a Table 1 run (arithmech.table1.train): the knee of full SFT's learning curve."""
 from __future__ import annotations
 
-from arithmech.table1.curve import knee
+from arithmech.table1.train import knee
 
 
 def test_knee_rule_on_a_known_curve():
