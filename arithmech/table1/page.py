@@ -24,6 +24,7 @@ from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.evals.suites import get_suite
 from arithmech.report.views import tables
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps.finetune_heads import ensure_ranking
 from arithmech.table1 import charts, confirmation, curve_views, views
@@ -41,13 +42,6 @@ SMOL = "SmolLM2-135M (cpu suite)"
 TOY = "embedded model (toy suite)"
 MEASURES = ("negative", "two_digit", "single_digit", "generic")
 """The toy suite's measures, math first: Table 2's columns and the trade-off chart's panels."""
-
-
-def markdown(text: str) -> Any:
-    """``IPython.display.Markdown(text)`` (IPython is the book extra's: imported when a page shows it)."""
-    from IPython.display import Markdown  # lazy: the book extra (a kernel)
-
-    return Markdown(text)
 
 
 def frontier(t: Table1Result, name: str, rows: pd.DataFrame) -> list:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.core.results import folder_name
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.real_llm_base import PageBase
 from arithmech.table1 import charts, confirmation, curve_views, curves, views
 from arithmech.table1 import draws as seed_draws
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.detectable import design_runs
 from arithmech.table1.frontier import Curves, curves_of
-from arithmech.table1.page import frontier, markdown
+from arithmech.table1.page import frontier
 from arithmech.table1.result import Table1Result
 
 
