@@ -14,7 +14,7 @@ import hashlib
 import json
 
 from arithmech.data import planted_items
-from arithmech.table1.curve import BEND_RULE
+from arithmech.table1.train import BEND_RULE
 
 CURVE_COMMAND = "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-only --curve-steps 1280"
 """The learning curve that sets the budget (full SFT at 1e-3, the middle of full's grid; about 20 minutes on a shared

@@ -1,13 +1,25 @@
-"""Table 1's confirmation: a few contrasts written into a protocol before fresh seeds decide them.
+"""Table 1: precise SFT of the key heads against full SFT and random heads, explored over whole learning-rate grids
+and confirmed on fresh seeds.
 
-The 149-run grid of :mod:`arithmech.table1.run` is the *exploration*. What it suggested is confirmed here, in
-three parts that read one sitting each:
+The modules by role:
 
-* :mod:`arithmech.table1.protocol` — the protocol: which arms, at which rates (chosen by a stated rule on the
-  exploration's validation items), which contrasts, margins, interval, correction and how many fresh seeds (a
-  power calculation on the exploration's spreads); written once, committed before any confirmatory run;
-* :mod:`arithmech.table1.confirm` — the runner (``python -m arithmech confirm``): every planned run, resumable, one
-  record each in ``<model>/confirmation/``, each saying its phase and the protocol it follows;
-* :mod:`arithmech.table1.contrasts` — the paired interval and the deciders, and :class:`Confirmation`, the
-  records read once and every contrast decided from them.
+* **run** — :mod:`~arithmech.table1.run` (the step, ``python -m arithmech table1``) and its
+  :mod:`~arithmech.table1.runner` (the plan as fields), :mod:`~arithmech.table1.train` (one arm at one rate, and full
+  SFT's learning curve: the step budget), :mod:`~arithmech.table1.heads` (which heads each precise arm tunes),
+  :mod:`~arithmech.table1.grid` (the grids, bracketing, frontier rates, the confirmation's rate rules);
+* **result** — :mod:`~arithmech.table1.result` (:class:`~arithmech.table1.result.Table1Result`, the one reader of an
+  arms run's files);
+* **rules** — :mod:`~arithmech.table1.verdicts` (per-record scores, the collapse gate, the single-rate readings),
+  :mod:`~arithmech.table1.frontier` (runs grouped into grid points), :mod:`~arithmech.table1.curves` and
+  :mod:`~arithmech.table1.curve_parts` (the rules over whole grids), :mod:`~arithmech.table1.detectable` and
+  :mod:`~arithmech.table1.draws` (what the design detects; the verdicts without one seed's draws),
+  :mod:`~arithmech.table1.claims` (the five claims and their deciders);
+* **pages** — :mod:`~arithmech.table1.page` (the Fine-tune chapter), :mod:`~arithmech.table1.real_llm_page` (the
+  SmolLM2 appendix's section), :mod:`~arithmech.table1.views` and :mod:`~arithmech.table1.curve_views` (tables and
+  lines), :mod:`~arithmech.table1.charts`;
+* **confirmation** — the exploration's leads, confirmed: :mod:`~arithmech.table1.protocol` (arms, rates, contrasts,
+  margins and fresh seeds, written and committed before any confirmatory run), :mod:`~arithmech.table1.confirm` (the
+  runner, ``python -m arithmech confirm``), :mod:`~arithmech.table1.contrasts` (the paired interval and its
+  readings) and :mod:`~arithmech.table1.confirmation` (:class:`~arithmech.table1.confirmation.Confirmation`: the
+  records read once, every contrast decided, and its page parts).
 """

@@ -7,6 +7,10 @@ refused); :meth:`Confirmation.rows` decides each (contrast, measure) of the prim
 verdict: the protocol reads once, at the end), or ``not testable`` where a gate fails; :meth:`Confirmation.sentence`
 is a contrast's answer in one sentence, for the pages.
 
+The page's parts take a Confirmation and compute nothing it does not: :func:`status` (how far the runs are),
+:func:`answers` (a sentence per contrast), :func:`protocol_table` (the protocol as written) and :func:`verdict_table`
+(the decided table); its chart is :func:`arithmech.table1.charts.confirmation_chart`.
+
     >>> c = Confirmation.load("results/smollm2-135m")
     >>> [(r.contrast, r.measure, r.claim) for r in c.rows()]
 """
@@ -16,6 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import pandas as pd
 
 from arithmech.core import safe_read
 from arithmech.core.inputs import quoted
@@ -176,3 +182,86 @@ class Confirmation:
             )
         n = rows[0].planned
         return f"{c['question']} {c['a']} − {c['b']}, {n} + {n} fresh seeds: " + "; ".join(parts) + "."
+
+
+def status(c: Confirmation) -> str:
+    """How far the confirmation is: runs made of planned, seeds per arm, the pilots' rates, the machine time so far."""
+    p = c.protocol
+    made = sum(map(len, c.records.values()))
+    planned = len(p["seeds"]) * len(p["arms"])
+    low = min(map(len, c.records.values()))
+    pilots = len(c.pilots), sum(len(r) for _, r in protocol.PILOT.values())
+    return (
+        f"{made} of {planned} confirmatory runs made ({low} of {len(p['seeds'])} fresh seeds in every arm; pilots "
+        f"{pilots[0]} of {pilots[1]}; base on the fresh items {'made' if c.base else 'not yet'}; "
+        f"{c.cost_s / 3600:.1f} hours of this 2-core machine so far, the protocol's estimate "
+        f"{p['budget']['estimated_s'] / 3600:.1f} hours). Protocol version {p['version']}, written "
+        f"from the exploration's {p['exploration']['runs']} runs and committed before any of its runs (a test reads "
+        "git's order); scored on items no "
+        f"exploratory run was scored on. {p['power']['target'].capitalize()}: the power target (every carry contrast "
+        "detectable within 5 points) "
+        + (
+            "is met."
+            if p["power"]["target"].startswith("reached")
+            else "is not met, so the table says what each "
+            "contrast can detect at this n; an inconclusive reading where it cannot is expected, not evidence."
+        )
+    )
+
+
+def answers(c: Confirmation) -> list[str]:
+    """One sentence per contrast (:meth:`Confirmation.sentence`), in the protocol's order."""
+    return [c.sentence(x["name"]) for x in c.protocol["contrasts"]]
+
+
+def protocol_table(c: Confirmation) -> pd.DataFrame:
+    """The protocol as written: per contrast, its arms with rate and what each tunes, its measures with margins, the
+    paper's claim it reads, and the smallest true difference the design detects (80 % power, the family's level)."""
+    arms = {a["name"]: a for a in c.protocol["arms"]}
+
+    def arm(name: str) -> str:
+        a = arms[name]
+        what = (
+            "every parameter" if a["mode"] == "full" else f"8 heads' {'Q/O' if a['kv_policy'] == 'none' else 'Q/K/V/O'}"
+        )
+        data = ", no-carry data" if a["train"] == "plain" else ""
+        rate = f"{a['lr']:.0e}" if a.get("lr") else f"rate from the {a['rate'].split(':')[1]} pilot"
+        return f"{name} ({what}{data}, {rate})"
+
+    rows = []
+    for x in c.protocol["contrasts"]:
+        det = c.protocol["power"]["detectable"][x["name"]]
+        rows.append(
+            {
+                "contrast": x["name"],
+                "a − b": f"{arm(x['a'])} − {arm(x['b'])}",
+                "measures (margin)": ", ".join(f"{m} (±{x['margins'][m]:g})" for m in x["measures"]),
+                "paper's claim": x["claim"],
+                "detects at n": ", ".join(f"{m} {det[m]:g}" for m in x["measures"]),
+            }
+        )
+    out = pd.DataFrame(rows)
+    out.attrs["n"] = len(c.protocol["seeds"])
+    return out
+
+
+def verdict_table(c: Confirmation) -> pd.DataFrame:
+    """Every primary test: runs a side, ``a − b`` with its interval at the family's level, per phrasing, the two
+    readings and what the realised design detects; pending rows say how many seeds are in."""
+    rows = []
+    for r in c.rows():
+        unit = "nats" if r.measure == "text loss" else "points"
+        f = ".3f" if r.measure == "text loss" else ".1f"
+        rows.append(
+            {
+                "contrast": r.contrast,
+                "measure": f"{r.measure} ({unit})",
+                "runs": f"{r.n_a} + {r.n_b} of {r.planned} + {r.planned}",
+                "a − b [interval]": "—" if r.estimate is None else f"{r.estimate:+{f}} [{r.lo:+{f}}, {r.hi:+{f}}]",
+                "by phrasing": ", ".join(f"{k} {v:+{f}}" for k, v in r.by_phrasing.items()),
+                "direction": r.direction,
+                "paper's claim": r.claim,
+                "detects": "—" if r.detectable is None else f"{r.detectable:{f}}",
+            }
+        )
+    return pd.DataFrame(rows)

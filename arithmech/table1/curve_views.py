@@ -1,21 +1,26 @@
 """Table 1 over whole learning-rate curves, for the Fine-tune chapter and the SmolLM2 appendix: the
 trade-off plane's frames, the verdict table with its leave-one-rate-out check, each grid point with its crossed,
-hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside ours. Reads
-:mod:`arithmech.table1.frontier` and :mod:`arithmech.table1.curves`; computes no verdict of its own."""
+hierarchical-bootstrap and run-mean t intervals, and the paper's Table 1 beside ours: at each arm's frontier top
+(:func:`paper_beside`), and at each arm's chosen rate, one row per model and arm (:func:`table1_side_by_side`). Reads
+:mod:`arithmech.table1.frontier`, :mod:`arithmech.table1.curves` and :mod:`arithmech.table1.verdicts`; computes no
+verdict of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 
-from arithmech.paper import table1_by_mode
+from arithmech.core.stats import crossed_interval, wilson_interval
+from arithmech.paper import SFT, table1_by_mode
 from arithmech.table1 import curve_parts, detectable
 from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import frontier as curve_points
+from arithmech.table1 import verdicts as single_rate
+from arithmech.table1.charts import frontier_chart
 from arithmech.table1.frontier import curves_of
 from arithmech.table1.result import Table1Result
-from arithmech.table1.tradeoff import frontier_chart
 
 PCT = lambda x: "—" if x is None or x != x else f"{100 * x:+.1f}"
 
@@ -62,7 +67,7 @@ def point_frame(c: curve_points.Curves) -> pd.DataFrame:
 
 
 def chart(t: Table1Result, title: str):
-    """:func:`arithmech.table1.tradeoff.frontier_chart` of a results folder; None without runs."""
+    """:func:`arithmech.table1.charts.frontier_chart` of a results folder; None without runs."""
     c = curves_of(t)
     runs = run_frame(c)
     return None if runs.empty else frontier_chart(runs, point_frame(c), title=title)
@@ -305,3 +310,107 @@ def uncorrected_line(c: curve_points.Curves) -> str:
         + "; ".join(opened)
         + ". The rules' level keeps them open: not findings, a measure of how close they are."
     )
+
+
+def _ci(runs: list[list[float]]) -> str:
+    """A 95 % interval in points of a mean over runs scored on the same items (``runs``: runs × items): crossed over
+    runs and items (:func:`arithmech.core.stats.crossed_interval`, what the rules read) from two runs, Wilson over
+    the 0/1 items of a single run, none ("—") for a single run of another measure."""
+    if len(runs) >= 2:
+        _, lo, hi = crossed_interval(runs)
+    elif runs and all(x in (0, 1) for x in runs[0]):
+        lo, hi = wilson_interval(sum(runs[0]), len(runs[0]))
+    else:
+        return "—"  # one run of a measure that is not 0/1 per item (a loss): no interval from one run
+    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+SIDE_BY_SIDE = [
+    "model",
+    "arm",
+    "math measure",
+    "math (%)",
+    "math 95% CI",
+    "general measure",
+    "general (%)",
+    "general 95% CI",
+    "rate",
+    "runs",
+    "collapsed runs",
+    "train samples/s",
+]
+"""The columns of :func:`table1_side_by_side`."""
+
+
+def table1_side_by_side(
+    results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
+) -> pd.DataFrame:
+    """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
+    four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each of ``models`` with an
+    arms run (``finetune/table1.json``, :mod:`arithmech.table1.run`) gives its suite's primary math measure and
+    primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the arm's runs at
+    its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), each
+    with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general measure (a
+    collapsed run's numbers decide nothing) and the training samples/s. The arms sit at different rates: no rule
+    reads this table. Models without an arms run are left out."""
+    rows = paper_table1_rows()
+    for m in models:
+        t = Table1Result.made(Path(results_dir) / m)
+        if t is not None:
+            rows += arm_rows(m, t)
+    return pd.DataFrame(rows, columns=SIDE_BY_SIDE)
+
+
+def paper_table1_rows() -> list[tuple]:
+    """The paper's LLaMA2-7B rows of :func:`table1_side_by_side`: its four math sets and its two general sets
+    averaged, at its one learning rate."""
+    rows: list[tuple] = []
+    for mode, r in table1_by_mode("LLaMA2-7B").items():
+        rows.append(
+            (
+                "LLaMA2-7B (paper)",
+                mode,
+                "4 math sets (mean)",
+                sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
+                "— (not given)",
+                "MMLU, CSQA (mean)",
+                (r["mmlu"] + r["csqa"]) / 2,
+                "— (not given)",
+                None if mode == "base" else f"{SFT['lr']:.0e}",
+                1,
+                None,
+                r.get("samples_per_second"),
+            )
+        )
+    return rows
+
+
+def arm_rows(m: str, t: Table1Result) -> list[tuple]:
+    """Model ``m``'s rows of :func:`table1_side_by_side`, one per arm of its arms run ``t``: the primary math and
+    general measures averaged over the arm's runs at its chosen rate, with their intervals."""
+    p, S, pooled = t.plan, t.suite, single_rate.pool(t)
+    g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
+    runs = single_rate.arm_runs(t)
+    base = runs["base"][0]
+    rows: list[tuple] = []
+    for arm, rs in runs.items():
+        mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)
+        sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
+        lr = None if arm == "base" else p["arms"][arm].get("chosen_lr")
+        rows.append(
+            (
+                m,
+                arm,
+                S.primary_math,
+                100 * mean(lambda r: single_rate.value(r, S.primary_math)),  # noqa: B023 (used at once)
+                _ci(single_rate.per_run(rs, S.primary_math)),
+                g,
+                100 * mean(lambda r: single_rate.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
+                _ci(single_rate.per_run(rs, S.primary_general, pooled=pooled)),
+                None if lr is None else f"{lr:.0e}",
+                len(rs),
+                None if arm == "base" else sum(single_rate.collapsed(r, base, S.primary_general, pooled) for r in rs),
+                sum(sps) / len(sps) if sps else None,
+            )
+        )
+    return rows

@@ -42,7 +42,6 @@ MIN_RUNS = 3
 SCOPE_GAIN = 0.05
 """The validation gain over base (5 points, the rules' margin) whose interval full SFT must clear somewhere for the math
 rules to be testable (:func:`scope`, tenth version)."""
-ARMS = ("full", "precise-key", "precise-share", "precise-random", "precise-random-any")
 OPS = ("addition", "subtraction")
 
 

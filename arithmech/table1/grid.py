@@ -18,11 +18,16 @@ rates get extra seeds. Every rule here reads **validation** scores only; the tes
   points to fit the machine, recorded in ``table1.json``; an unbracketed grid is never cut.
 * the **single-rate choice** of the first runs (:data:`RULE`, :func:`choose`) is still computed and shown beside
   the frontier, as the choice the earlier verdicts hung on.
+* the **confirmation's rates** (:func:`choose_rates`, :func:`pilot_rate`) — chosen by the protocol's rules
+  (:mod:`arithmech.table1.protocol`) on the exploration's validation carry alone (:func:`exploration`: its runs by
+  grid point).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from arithmech.table1.result import Table1Result
 
 PRECISE = ("precise-key", "precise-share", "precise-random", "precise-random-any")
 RANDOM = ("precise-random", "precise-random-any")
@@ -110,3 +115,37 @@ def replicated(grid: Sequence[float], bracketed: bool, ends: bool) -> list[float
     the two ends where ``ends`` is False and the grid is ``bracketed`` (and has an interior to keep)."""
     g = sorted(grid)
     return g if ends or not bracketed or len(g) < 3 else g[1:-1]
+
+
+def exploration(t: Table1Result) -> dict[tuple[str, float], list[dict]]:
+    """Every exploratory run of the arms run ``t`` (each arm's ``grid_rows``), by ``(arm, rate)``."""
+    out: dict[tuple[str, float], list[dict]] = {}
+    for arm, a in t.plan["arms"].items():
+        for row in a["grid_rows"]:
+            out.setdefault((arm, row["lr"]), []).append(t.record(row["tag"]))
+    return out
+
+
+def _val(runs: list[dict]) -> float:
+    return sum(r["parameters"]["validation"]["carry"]["value"] for r in runs) / len(runs)
+
+
+def choose_rates(runs: dict[tuple[str, float], list[dict]], min_runs: int = 3) -> dict:
+    """The confirmation's rates by the protocol's rules, from validation carry alone (replicated rates: at least
+    ``min_runs`` runs): precise-key's best rate, full's rate of equal gain, and full's best (for the power
+    calculation only)."""
+    val = {k: _val(v) for k, v in runs.items() if len(v) >= min_runs}
+    key = max((v, lr) for (a, lr), v in val.items() if a == "precise-key")[1]
+    target = val[("precise-key", key)]
+    equal = min((abs(v - target), lr) for (a, lr), v in val.items() if a == "full")[1]
+    return {
+        "key": key,
+        "equal-gain": equal,
+        "validation_carry": {f"{a}@{lr:g}": round(v, 4) for (a, lr), v in sorted(val.items())},
+        "full": max((v, lr) for (a, lr), v in val.items() if a == "full")[1],  # only for the power calculation
+    }
+
+
+def pilot_rate(val_by_rate: dict[float, float]) -> float:
+    """A pilot's rate: the highest validation carry; a tie goes to the lower rate."""
+    return max(val_by_rate.items(), key=lambda kv: (kv[1], -kv[0]))[0]

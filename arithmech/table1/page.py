@@ -24,19 +24,19 @@ from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.evals.suites import get_suite
 from arithmech.report.views import tables
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
 from arithmech.steps.finetune_heads import ensure_ranking
-from arithmech.table1 import confirmation_view, controls, curve_views, tradeoff, views
+from arithmech.table1 import charts, confirmation, curve_views, views
 from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import run as table1_run
 from arithmech.table1 import verdicts as single_rate
 from arithmech.table1.confirmation import Confirmation
-from arithmech.table1.curve import learning_curve
 from arithmech.table1.detectable import design_runs
 from arithmech.table1.frontier import MIN_RUNS, curves_of
 from arithmech.table1.heads import key_and_ranked
 from arithmech.table1.result import Table1Result
-from arithmech.table1.train import train_arm
+from arithmech.table1.train import learning_curve, train_arm
 
 SMOL = "SmolLM2-135M (cpu suite)"
 TOY = "embedded model (toy suite)"
@@ -44,21 +44,14 @@ MEASURES = ("negative", "two_digit", "single_digit", "generic")
 """The toy suite's measures, math first: Table 2's columns and the trade-off chart's panels."""
 
 
-def markdown(text: str) -> Any:
-    """``IPython.display.Markdown(text)`` (IPython is the book extra's: imported when a page shows it)."""
-    from IPython.display import Markdown  # lazy: the book extra (a kernel)
-
-    return Markdown(text)
-
-
 def frontier(t: Table1Result, name: str, rows: pd.DataFrame) -> list:
     """One arms run's verdicts: the trade-off chart of every run with each arm's frontier (where the run has
     curves), the curve rules' verdict table (``rows``: :func:`arithmech.table1.curves.verdicts`), what the means
-    alone lean to on the trade-off plane (:func:`~arithmech.table1.controls.dominated_line`), and the
+    alone lean to on the trade-off plane (:func:`~arithmech.table1.views.dominated_line`), and the
     paper's Table 1 beside ours (a sentence naming the measures, then the table)."""
     chart = curve_views.chart(t, f"{name}: every run, each arm's frontier")
     beside = curve_views.paper_beside(t)
-    means = controls.dominated_line(curves_of(t))
+    means = views.dominated_line(curves_of(t))
     return ([chart] if chart is not None else []) + [
         curve_views.verdict_table(rows).style.hide(axis="index"),
         *([markdown(means)] if means else []),
@@ -161,7 +154,7 @@ class Page:
         c = self.confirmation()
         if c is None:
             return markdown(f"No confirmation protocol in `{self.smol}/confirmation/`: only the exploration below.")
-        lines = [confirmation_view.status(c), "", *[f"* {x}" for x in confirmation_view.answers(c)]]
+        lines = [confirmation.status(c), "", *[f"* {x}" for x in confirmation.answers(c)]]
         return markdown("\n".join(lines))
 
     def confirmed(self) -> list:
@@ -169,7 +162,7 @@ class Page:
         c = self.confirmation()
         if c is None:
             return []
-        table = confirmation_view.protocol_table(c)
+        table = confirmation.protocol_table(c)
         return [
             markdown(
                 f"**The protocol** (`{self.smol.name}/confirmation/protocol.json`, {table.attrs['n']} fresh seeds "
@@ -181,8 +174,8 @@ class Page:
                 "**The contrasts**, each decided once every planned seed is in (Bonferroni over these "
                 f"{c.family} tests only):"
             ),
-            confirmation_view.verdict_table(c).style.hide(axis="index"),
-            *([confirmation_view.chart(c, curves_of(smol))] if (smol := self.runs[SMOL]) is not None else []),
+            confirmation.verdict_table(c).style.hide(axis="index"),
+            *([charts.confirmation_chart(c, curves_of(smol))] if (smol := self.runs[SMOL]) is not None else []),
         ]
 
     def _both(self) -> tuple[tuple[str, Path], ...]:
@@ -248,19 +241,19 @@ class Page:
 
     def smol_run(self) -> list:
         """SmolLM2's learning curve, the scope gate and the format control
-        (:func:`~arithmech.table1.controls.scope_line`,
-        :func:`~arithmech.table1.controls.shots_line`), its base model against chance, the run's setup
+        (:func:`~arithmech.table1.views.scope_line`,
+        :func:`~arithmech.table1.views.shots_line`), its base model against chance, the run's setup
         with each arm's tuned parameters, progress, grid and arms."""
         smol = self.runs[SMOL]
         if smol is None:
             return []
-        chart, shots = views.curve_chart(smol), controls.shots_line(smol)
+        chart, shots = charts.curve_chart(smol), views.shots_line(smol)
         out = [chart] if chart is not None else []
-        out += [markdown(controls.scope_line(smol))] + ([markdown(shots)] if shots else [])
+        out += [markdown(views.scope_line(smol))] + ([markdown(shots)] if shots else [])
         out += [
             markdown("The base model against chance (a measure decides a rule only where its interval clears chance):"),
             views.base_vs_chance(smol),
-            markdown(views.setup_line(smol) + " " + controls.tuned_line(smol)),
+            markdown(views.setup_line(smol) + " " + views.tuned_line(smol)),
             markdown(views.progress_line(smol)),
             views.grid_frame(smol),
             views.arm_frame(smol),
@@ -274,7 +267,7 @@ class Page:
 
     def toy_curve(self) -> list:
         """The toy's full-SFT learning curve (where made)."""
-        chart = views.curve_chart(self.toy)
+        chart = charts.curve_chart(self.toy)
         return [chart] if chart is not None else []
 
     def grid(self) -> pd.DataFrame:
@@ -301,7 +294,7 @@ class Page:
 
     def tradeoff_chart(self) -> Any:
         """Each arm's change per measure (math first, then the generic facts)."""
-        return tradeoff.arms_chart(self.table, list(MEASURES))
+        return charts.arms_chart(self.table, list(MEASURES))
 
     def heads_ablation(self) -> pd.DataFrame:
         """Table 2 on the toy: precise SFT of the top-k heads for k in ``k_heads`` and ``top_k`` at precise-key's

@@ -38,8 +38,9 @@ from arithmech.core.atomic import atomic_json
 from arithmech.core.inputs import quoted
 from arithmech.data.splits import carry_phrasings
 from arithmech.table1.contrasts import KINDS, Spread, detectable
-from arithmech.table1.exploration import choose_rates, exploration, table1_plan
+from arithmech.table1.grid import choose_rates, exploration
 from arithmech.table1.heads import random_any_matched, random_layer
+from arithmech.table1.result import Table1Result
 
 VERSION = 2
 FILE = f"confirmation/protocol-v{VERSION}.json"
@@ -253,8 +254,8 @@ def _fresh_spreads(sp: dict[str, dict[str, Spread]]) -> dict[str, dict[str, Spre
 
 def build(folder: Path, geometry, date: str) -> dict:
     """The protocol of the model whose results are in ``folder`` (module docstring), written on ``date``."""
-    plan = table1_plan(folder)
-    runs = exploration(folder)
+    explored = Table1Result.load(folder)  # the plan and its 149 records, each checked
+    plan, runs = explored.plan, exploration(explored)
     rates = choose_rates(runs)
     key = [tuple(h) for h in plan["heads"]["tuned"]]
     median, round_s, fixed_s = _costs(plan)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import pandas as pd
 
 from arithmech.core.results import folder_name
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.real_llm_base import PageBase
-from arithmech.table1 import confirmation_view, controls, curve_views, curves, views
+from arithmech.table1 import charts, confirmation, curve_views, curves, views
 from arithmech.table1 import draws as seed_draws
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.detectable import design_runs
 from arithmech.table1.frontier import Curves, curves_of
-from arithmech.table1.page import frontier, markdown
+from arithmech.table1.page import frontier
 from arithmech.table1.result import Table1Result
 
 
@@ -53,9 +54,9 @@ def confirmed(conf: Confirmation | None) -> list:
         markdown(
             "**Table 1, confirmed on fresh seeds** (contrasts written before their runs; the Fine-tune chapter "
             "gives the protocol and the table): "
-            + confirmation_view.status(conf)
+            + confirmation.status(conf)
             + "\n\n"
-            + "\n".join(f"* {x}" for x in confirmation_view.answers(conf))
+            + "\n".join(f"* {x}" for x in confirmation.answers(conf))
         ),
         markdown("**The exploration** (149 runs over whole grids, its rules in their tenth version):"),
     ]
@@ -106,14 +107,14 @@ def grid_points(t: Table1Result, c: Curves) -> list:
 def setup(t: Table1Result) -> list:
     """Full SFT's learning curve, the scope and shots lines, the base model against chance, the run's setup and
     progress, and each arm's chosen runs on both sides."""
-    chart, shots = views.curve_chart(t), controls.shots_line(t)
+    chart, shots = charts.curve_chart(t), views.shots_line(t)
     return (
         ([chart] if chart is not None else [])
-        + [markdown(controls.scope_line(t))]
+        + [markdown(views.scope_line(t))]
         + ([markdown(shots)] if shots else [])
         + [
             views.base_vs_chance(t),
-            markdown(views.setup_line(t) + " " + controls.tuned_line(t)),
+            markdown(views.setup_line(t) + " " + views.tuned_line(t)),
             markdown(views.progress_line(t)),
             views.arm_frame(t),
             markdown(

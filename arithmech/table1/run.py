@@ -29,7 +29,7 @@ Same arguments → byte-identical records (timings aside).
 
 This module plans and runs the table; the pieces live beside it: the heads of each arm
 (:mod:`arithmech.table1.heads`), the grids and the chosen rate (:mod:`arithmech.table1.grid`), one run's
-training and record (:mod:`arithmech.table1.train`), the learning curve (:mod:`arithmech.table1.curve`), and the
+training and record and the learning curve (:mod:`arithmech.table1.train`), and the
 :class:`~arithmech.table1.runner.Runner` that makes the runs in this order, its plan as fields.
 """
 
@@ -46,14 +46,13 @@ from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import CLOZE_SETS, Suite, get_suite
 from arithmech.steps.config_training import Table1 as Config
 from arithmech.table1 import heads as heads_mod
-from arithmech.table1.curve import learning_curve
 from arithmech.table1.grid import (
     ARMS,
     GRIDS,
     PRECISE,
 )
 from arithmech.table1.runner import Runner
-from arithmech.table1.train import check_records
+from arithmech.table1.train import check_records, learning_curve
 
 
 # ------------------------------------------------------------------------------------- runner

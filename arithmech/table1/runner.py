@@ -17,7 +17,6 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.evals.suites import Suite
 from arithmech.steps.config_training import Table1 as Config
-from arithmech.table1.curve import args_hash as _hash
 from arithmech.table1.grid import (
     BRACKET_RULE,
     RANDOM,
@@ -32,6 +31,7 @@ from arithmech.table1.grid import (
     val_math,
 )
 from arithmech.table1.train import Run, same_record, train_arm
+from arithmech.table1.train import args_hash as _hash
 
 TAGS = {
     "full": "",

@@ -224,13 +224,12 @@ def _package_imports() -> dict[str, set[str]]:
 LAYERS = {"paper": 0, "core": 0, "data": 1, "evals": 2, "methods": 3, "finetune": 4, "embedded": 4,
           "pipeline": 5, "api": 5, "identify": 6, "analyze": 6, "circuits": 6, "prompts": 6, "steps": 6, "table1": 6, "accounts": 6, "planted": 6,
           "pipeline.registry": 7, "pipeline.ensure": 7,
-          "claims": 8, "table1.deciders": 8, "table1.claims": 8, "identify.claims": 8, "identify.knockout_claims": 8, "analyze.claims": 8,
+          "claims": 8, "table1.claims": 8, "identify.claims": 8, "identify.knockout_claims": 8, "analyze.claims": 8,
           "circuits.claims": 8, "report": 10,
           "identify.page": 10, "identify.knockout_page": 10, "identify.charts": 10, "identify.transfer_chart": 10,
           "identify.stability_charts": 10, "analyze.page": 10, "circuits.page": 10, "circuits.views": 10,
           "circuits.graph": 10, "circuits.charts": 10, "accounts.page": 10, "accounts.charts": 10, "planted.page": 10,
-          "table1.views": 10, "table1.controls": 10, "table1.curve_views": 10, "table1.tradeoff": 10,
-          "table1.confirmation_view": 10, "table1.page": 10, "table1.real_llm_page": 10,
+          "table1.views": 10, "table1.curve_views": 10, "table1.charts": 10, "table1.page": 10, "table1.real_llm_page": 10,
           "cli": 13, "lab": 13, "__init__": 13, "__main__": 13}
 
 

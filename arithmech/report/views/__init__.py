@@ -7,7 +7,7 @@ table display) and :mod:`~arithmech.report.views.findings` the introduction's fi
 :mod:`~arithmech.report.views.scope` the introduction's scope box. Table 1: :mod:`~arithmech.report.views.tables`
 (the paper's fine-tuning tables and ours in their shape), :mod:`~arithmech.table1.views` (what an arms run
 decided and cost), :mod:`~arithmech.table1.curve_views` (Table 1 over whole learning-rate curves) and
-:mod:`~arithmech.table1.tradeoff` (its trade-off and arms charts). Per chapter, ``<chapter>_page`` (one call
+:mod:`~arithmech.table1.charts` (its trade-off, arms and curve charts). Per chapter, ``<chapter>_page`` (one call
 per cell; the Identify chapter's knockout sections in :mod:`~arithmech.identify.knockout_page`; the Beyond chapter's
 page, tables and circuit graph in :mod:`arithmech.circuits`; the
 SmolLM2 appendix's ``Page`` joined from :mod:`~arithmech.report.views.real_llm_base`, ``real_llm_identify_page``,

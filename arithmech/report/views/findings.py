@@ -25,7 +25,7 @@ from arithmech.claims.evidence import Context
 from arithmech.core import results
 from arithmech.report.views.fewshot import changed_lines
 from arithmech.report.views.table_display import MISSING, VERDICT, claim_verdict, verdict
-from arithmech.table1 import confirmation_view as confirmation
+from arithmech.table1 import confirmation
 from arithmech.table1.confirmation import Confirmation
 
 

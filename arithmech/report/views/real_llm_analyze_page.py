@@ -18,8 +18,8 @@ from arithmech.methods import attention
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import labels_table, nonkey_band_chart
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.real_llm_base import PageBase
-from arithmech.table1.page import markdown
 
 
 class AnalyzeSection(PageBase):

@@ -28,12 +28,12 @@ from arithmech.methods.ablation.tables import (
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import effect_chart
 from arithmech.report.views import fewshot
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import claim_lines
 from arithmech.report.views.real_llm_base import PageBase
 from arithmech.report.views.table_display import verdict as verdict_word
 from arithmech.steps import shots as shots_step
 from arithmech.steps import stability as stability_step
-from arithmech.table1.page import markdown
 
 
 class IdentifySection(PageBase):

@@ -28,13 +28,13 @@ from arithmech.claims.evidence import Context
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import fewshot
+from arithmech.report.views.cells import markdown
 from arithmech.report.views.findings import answer_sentence, controls_table, findings_table, is_control, tally
 from arithmech.report.views.pages import answer_token_sentence, chapter_end, claim_lines
 from arithmech.report.views.real_llm_analyze_page import AnalyzeSection
 from arithmech.report.views.real_llm_identify_page import IdentifySection
 from arithmech.report.views.table_display import verdict as verdict_word
 from arithmech.steps import accuracy as accuracy_step
-from arithmech.table1.page import markdown
 from arithmech.table1.real_llm_page import Table1Section
 
 END_CLAIMS = [

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 
 from arithmech.core import records as records_io
-from arithmech.core.stats import crossed_interval, wilson_interval
 from arithmech.finetune.adapter import approx_parameters, precise_sft_memory, tuned_parameters
-from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF, SFT, table1_by_mode
-from arithmech.table1 import verdicts as single_rate
-from arithmech.table1.result import Table1Result
+from arithmech.paper import LLAMA2_7B, LLAMA2_7B_FF
 
 TOY_NAMES = {
     "two_digit": "two-digit (math)",
@@ -183,108 +179,3 @@ def memory_table_7b(batch: int = 4, seq: int = 512, n_heads: int = 32, lowest_la
     df.attrs["tuned_parameters"] = tuned_parameters(LLAMA2_7B, n_heads)
     df.attrs["geometry"] = asdict(LLAMA2_7B)
     return df
-
-
-# -------------------------------------------------------------------------------- Table 1 side by side
-def _ci(runs: list[list[float]]) -> str:
-    """A 95 % interval in points of a mean over runs scored on the same items (``runs``: runs × items): crossed over
-    runs and items (:func:`arithmech.core.stats.crossed_interval`, what the rules read) from two runs, Wilson over
-    the 0/1 items of a single run, none ("—") for a single run of another measure."""
-    if len(runs) >= 2:
-        _, lo, hi = crossed_interval(runs)
-    elif runs and all(x in (0, 1) for x in runs[0]):
-        lo, hi = wilson_interval(sum(runs[0]), len(runs[0]))
-    else:
-        return "—"  # one run of a measure that is not 0/1 per item (a loss): no interval from one run
-    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-SIDE_BY_SIDE = [
-    "model",
-    "arm",
-    "math measure",
-    "math (%)",
-    "math 95% CI",
-    "general measure",
-    "general (%)",
-    "general 95% CI",
-    "rate",
-    "runs",
-    "collapsed runs",
-    "train samples/s",
-]
-"""The columns of :func:`table1_side_by_side`."""
-
-
-def table1_side_by_side(
-    results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
-) -> pd.DataFrame:
-    """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
-    four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each of ``models`` with an
-    arms run (``finetune/table1.json``, :mod:`arithmech.table1.run`) gives its suite's primary math measure and
-    primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the arm's runs at
-    its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), each
-    with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general measure (a
-    collapsed run's numbers decide nothing) and the training samples/s. The arms sit at different rates: no rule
-    reads this table. Models without an arms run are left out."""
-    rows = paper_table1_rows()
-    for m in models:
-        t = Table1Result.made(Path(results_dir) / m)
-        if t is not None:
-            rows += arm_rows(m, t)
-    return pd.DataFrame(rows, columns=SIDE_BY_SIDE)
-
-
-def paper_table1_rows() -> list[tuple]:
-    """The paper's LLaMA2-7B rows of :func:`table1_side_by_side`: its four math sets and its two general sets
-    averaged, at its one learning rate."""
-    rows: list[tuple] = []
-    for mode, r in table1_by_mode("LLaMA2-7B").items():
-        rows.append(
-            (
-                "LLaMA2-7B (paper)",
-                mode,
-                "4 math sets (mean)",
-                sum(r[k] for k in ("gsm8k", "addsub", "singleeq", "svamp")) / 4,
-                "— (not given)",
-                "MMLU, CSQA (mean)",
-                (r["mmlu"] + r["csqa"]) / 2,
-                "— (not given)",
-                None if mode == "base" else f"{SFT['lr']:.0e}",
-                1,
-                None,
-                r.get("samples_per_second"),
-            )
-        )
-    return rows
-
-
-def arm_rows(m: str, t: Table1Result) -> list[tuple]:
-    """Model ``m``'s rows of :func:`table1_side_by_side`, one per arm of its arms run ``t``: the primary math and
-    general measures averaged over the arm's runs at its chosen rate, with their intervals."""
-    p, S, pooled = t.plan, t.suite, single_rate.pool(t)
-    g = S.primary_general + (f" ({', '.join(pooled)})" if pooled else "")
-    runs = single_rate.arm_runs(t)
-    base = runs["base"][0]
-    rows: list[tuple] = []
-    for arm, rs in runs.items():
-        mean = lambda f: sum(map(f, rs)) / len(rs)  # noqa: B023 (used at once)
-        sps = [r["train"]["samples_per_second"] for r in rs if r.get("train")]
-        lr = None if arm == "base" else p["arms"][arm].get("chosen_lr")
-        rows.append(
-            (
-                m,
-                arm,
-                S.primary_math,
-                100 * mean(lambda r: single_rate.value(r, S.primary_math)),  # noqa: B023 (used at once)
-                _ci(single_rate.per_run(rs, S.primary_math)),
-                g,
-                100 * mean(lambda r: single_rate.value(r, S.primary_general, pooled)),  # noqa: B023 (used at once)
-                _ci(single_rate.per_run(rs, S.primary_general, pooled=pooled)),
-                None if lr is None else f"{lr:.0e}",
-                len(rs),
-                None if arm == "base" else sum(single_rate.collapsed(r, base, S.primary_general, pooled) for r in rs),
-                sum(sps) / len(sps) if sps else None,
-            )
-        )
-    return rows

@@ -18,9 +18,9 @@ def test_shipped_smollm2_arms_records():
 
     from arithmech.core import results
     from arithmech.steps.finetune_heads import model_geometry
-    from arithmech.table1.curve import knee
     from arithmech.table1.grid import ARMS
     from arithmech.table1.heads import groups
+    from arithmech.table1.train import knee
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
     curve = results.read(folder, "finetune/curve.json")
     assert curve["knee"] == knee(curve["points"]) and curve["suite"] == "cpu"

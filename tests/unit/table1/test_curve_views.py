@@ -141,3 +141,17 @@ def test_the_uncorrected_line_when_nothing_is_held_open(tmp_path):
     arms = {"precise-key": {1e-3: J(0.8, 0.8, 0.0, n=5, sd=0.005)}, "precise-random": {1e-3: J(0.3, 0.3, 0.0, n=5, sd=0.005)}}
     line = R.uncorrected_line(curves_of(Table1Result.load(write(tmp_path, arms))))
     assert line == "No undecided verdict would be decided at an uncorrected 95 % either."
+
+
+def test_the_side_by_side_interval_of_one_run_and_of_several():
+    """Protects the side-by-side table's intervals: one run of 0/1 items → Wilson over them; one run of another
+    measure (a loss) → none; several runs → the crossed interval the rules read (literal half-width here: two runs
+    of two items, run means 0.5 and 1.0 and item means 1.0 and 0.5, so the run term and the item term are each
+    var/2 = 0.0625 on 1 degree of freedom: √2 · t_1 · 0.25, t_1 = 12.706)."""
+    from arithmech.core.stats import wilson_interval
+    from arithmech.table1.curve_views import _ci
+    lo, hi = wilson_interval(3, 4)
+    assert _ci([[1, 1, 0, 1]]) == f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+    assert _ci([[2.9, 3.1, 3.0]]) == "—"
+    half = 2 ** 0.5 * 12.706 * 0.25
+    assert _ci([[1, 0], [1, 1]]) == f"[{100 * (0.75 - half):.1f}, {100 * (0.75 + half):.1f}]"

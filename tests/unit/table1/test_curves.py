@@ -13,7 +13,7 @@ from arithmech.core.stats import t_quantile
 from arithmech.table1 import curve_parts as CP
 from arithmech.table1 import curves as C
 from arithmech.table1 import verdicts as V
-from arithmech.table1.deciders import precise_keeps_generic, precise_matches_full, selection_matters
+from arithmech.table1.claims import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.table1.frontier import Curves, Point, curves_of, frontier
 from arithmech.table1.result import Table1Result
 from tests.unit.table1.synthetic import jitter, write

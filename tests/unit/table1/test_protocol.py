@@ -13,7 +13,8 @@ import pytest
 
 from arithmech.core import safe_read
 from arithmech.data import splits
-from arithmech.table1 import exploration, heads, protocol
+from arithmech.table1 import grid, heads, protocol
+from arithmech.table1.result import Table1Result
 
 
 def test_plain_items_need_no_carry_and_ask_no_held_out_pair():
@@ -113,7 +114,7 @@ def test_every_confirmatory_record_was_committed_after_its_protocol(protocol_fil
 
 def test_the_protocols_rates_are_the_rule_applied_to_the_exploration():
     """Protects the rate rule: the shipped rates are the validation rule applied to the 149 records; seeds fresh."""
-    rates = exploration.choose_rates(exploration.exploration(FOLDER))
+    rates = grid.choose_rates(grid.exploration(Table1Result.load(FOLDER)))
     assert {k: rates[k] for k in ("key", "equal-gain")} == {k: SHIPPED["rates"][k] for k in ("key", "equal-gain")}
     assert {a["name"]: a["lr"] for a in SHIPPED["arms"]} == {a.name: rates.get(a.rate) for a in protocol.ARMS}
     used = set(SHIPPED["exploration"]["seeds_used"])

@@ -213,10 +213,10 @@ def _transfer():
 def _curve_chart(monkeypatch):
     curve = {"points": [{"step": s, "val_math": 0.1 * s, "val_nll": 1.0, "val_generic": 0.9} for s in (0, 10, 20)],
              "knee": 10, "lr": 1e-4, "batch_size": 8}
-    from arithmech.table1 import views
+    from arithmech.table1 import charts
     from arithmech.table1.result import Table1Result
 
-    return views.curve_chart(Table1Result({}, {}, None, {}, curve, Path("unused")))
+    return charts.curve_chart(Table1Result({}, {}, None, {}, curve, Path("unused")))
 
 
 def _charts(monkeypatch):
@@ -234,7 +234,7 @@ def _charts(monkeypatch):
         effect_chart,
         mlp_chart,
     )
-    from arithmech.table1 import tradeoff
+    from arithmech.table1 import charts as tradeoff
     nodes, edges = _circuit()
     acc = pd.DataFrame({"template": ["a", "b"], "figure": ["Fig. 8"] * 2, "op": ["+"] * 2, "family": ["x", "y"],
                         "accuracy": [0.5, 0.9]})
@@ -305,7 +305,7 @@ def test_the_arms_and_the_selection_agree_on_key_and_random(monkeypatch):
     precise-key arm are the same red, its random band and the precise-random arm the same grey, and full SFT is
     neither (it was once the key red)."""
     from arithmech.identify import charts as knockout_chart
-    from arithmech.table1 import tradeoff
+    from arithmech.table1 import charts as tradeoff
     ko = json.dumps(knockout_chart.knockout_control_chart(_knockout()).to_dict())
     arms = tradeoff.ARM_SCALE.to_dict()
     assert dict(zip(arms["domain"], arms["range"]))["precise-key"] == C.KEY and C.KEY in ko

@@ -61,17 +61,3 @@ def test_each_mlp_run_against_the_heads_alone_is_paired_over_the_same_items():
         f"precise SFT (top-8 heads + 2 MLPs) − precise SFT (top-8 heads): two-digit (math) {100 * d:+.1f} "
         f"[{100 * lo:+.1f}, {100 * hi:+.1f}]")
     assert T.versus_first([heads]) == ""
-
-
-def test_the_side_by_side_interval_of_one_run_and_of_several():
-    """Protects the side-by-side table's intervals: one run of 0/1 items → Wilson over them; one run of another
-    measure (a loss) → none; several runs → the crossed interval the rules read (literal half-width here: two runs
-    of two items, run means 0.5 and 1.0 and item means 1.0 and 0.5, so the run term and the item term are each
-    var/2 = 0.0625 on 1 degree of freedom: √2 · t_1 · 0.25, t_1 = 12.706)."""
-    from arithmech.core.stats import wilson_interval
-    from arithmech.report.views.tables import _ci
-    lo, hi = wilson_interval(3, 4)
-    assert _ci([[1, 1, 0, 1]]) == f"[{100 * lo:.1f}, {100 * hi:.1f}]"
-    assert _ci([[2.9, 3.1, 3.0]]) == "—"
-    half = 2 ** 0.5 * 12.706 * 0.25
-    assert _ci([[1, 0], [1, 1]]) == f"[{100 * (0.75 - half):.1f}, {100 * (0.75 + half):.1f}]"

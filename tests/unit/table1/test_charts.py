@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/table1/tradeoff.py``."""
+"""Unit tests of ``arithmech/table1/charts.py``."""
 from __future__ import annotations
 
 import re
@@ -6,7 +6,7 @@ import re
 import pandas as pd
 
 from arithmech.report.views.tables import TOY_NAMES
-from arithmech.table1 import tradeoff
+from arithmech.table1 import charts as tradeoff
 
 ARMS = ["base", "full", "precise-key", "precise-random"]
 MEASURES = ["negative", "two_digit", "single_digit", "generic"]

@@ -1,7 +1,7 @@
-"""The step budget of a Table 1 run (arithmech.table1.curve): the knee of full SFT's learning curve."""
+"""The step budget of a Table 1 run (arithmech.table1.train): the knee of full SFT's learning curve."""
 from __future__ import annotations
 
-from arithmech.table1.curve import knee
+from arithmech.table1.train import knee
 
 
 def test_knee_rule_on_a_known_curve():
@@ -22,7 +22,7 @@ def test_bend_rule_takes_the_first_doubling_that_gains_no_more_than_its_interval
     later doubling has a paired interval reaching 0; a curve still rising at its last doubling gives no budget (None),
     so does one that never leaves base (an early flat stretch is not a bend), and a plateau followed by a second rise
     is not a bend."""
-    from arithmech.table1.curve import bend, doublings
+    from arithmech.table1.train import bend, doublings
 
     steps = (0, 20, 40, 80, 160, 320, 640)
     rising = _curve(dict(zip(steps, (5, 5, 10, 20, 30, 40, 50))))

@@ -1,6 +1,9 @@
-"""Table 1's charts: the math-gain vs general-change trade-off, and the arms with their intervals.
+"""Table 1's charts: the math-gain vs general-change trade-off, the arms with their intervals, full SFT's learning
+curve, and the confirmation's fresh runs on the exploration's trade-off plane.
 
-Builders take the frames of :mod:`arithmech.table1.verdicts` and compute nothing.
+Builders take what the rules computed — the frames of :mod:`arithmech.table1.verdicts`, the grid points of
+:func:`arithmech.table1.frontier.curves_of`, a :class:`~arithmech.table1.result.Table1Result`'s curve, a
+:class:`~arithmech.table1.confirmation.Confirmation` — and compute nothing of their own.
 """
 
 from __future__ import annotations
@@ -9,8 +12,13 @@ import altair as alt
 import pandas as pd
 
 from arithmech.report.charts import colours
-from arithmech.report.charts.theme import COLUMN
+from arithmech.report.charts.theme import COLUMN, integer_axis
 from arithmech.report.views.tables import TOY_NAMES
+from arithmech.table1 import protocol
+from arithmech.table1.confirmation import Confirmation
+from arithmech.table1.frontier import Curves
+from arithmech.table1.result import Table1Result
+from arithmech.table1.train import KNEE as KNEE_SHARE
 
 ARM_SCALE = colours.scale("arm")  # base, full, precise-key (red: key), precise-random (grey: random)
 _BOTTOM = alt.Legend(orient="bottom", labelLimit=400)
@@ -152,6 +160,122 @@ def frontier_chart(
                 "hollow: one run (seed or draw); filled: a grid point's mean over its runs (labelled with its rate);",
                 "line: the arm's frontier (the Pareto set of its points that did not collapse);",
                 "cross: a run that collapsed (its interval below half of base's margin over chance)",
+            ],
+        ),
+    )
+
+
+def curve_chart(t: Table1Result) -> alt.LayerChart | alt.FacetChart | alt.VConcatChart | None:
+    """Full SFT's validation learning curve with its knee (the arms' step budget) and, where the curve
+    recorded them, the general skills' validation values along the same run (the curve of forgetting);
+    None without a curve."""
+    c = t.curve
+    if c is None:
+        return None
+    df = pd.DataFrame(c["points"])
+    line = (
+        alt.Chart(df)
+        .mark_line(point=True, color=colours.colour("arm", "full"))
+        .encode(
+            x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
+            y=alt.Y("val_math:Q", title="validation math accuracy", axis=alt.Axis(format=".0%")),
+            tooltip=["step", alt.Tooltip("val_math:Q", format=".1%"), alt.Tooltip("val_nll:Q", format=".3f")],
+        )
+    )
+    knee = (
+        alt.Chart(pd.DataFrame({"step": [c["knee"]]}))
+        .mark_rule(strokeDash=[4, 3], color=colours.colour("reference", "marker"))
+        .encode(x="step:Q")
+    )
+    learnt = alt.layer(line, knee).properties(
+        width=COLUMN,
+        height=220,
+        title=alt.TitleParams(
+            "full SFT's learning curve: the step budget is its knee",
+            subtitle=[
+                f"knee: {c['knee']} steps, the fewest reaching base + {KNEE_SHARE} x (best - base)",
+                f"lr {c['lr']:.0e} constant after warm-up, batch {c['batch_size']}",
+            ],
+        ),
+    )
+    kept = [k for k in df.columns if k.startswith("val_") and k not in ("val_math", "val_nll")]
+    if not kept:
+        return learnt
+    long = df.melt(id_vars="step", value_vars=kept, var_name="measure", value_name="value")
+    forgot = (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("step:Q", title="optimizer steps (full SFT)", axis=integer_axis()),
+            y=alt.Y("value:Q", title="validation value"),
+            color=alt.Color(
+                "measure:N",
+                title=None,
+                scale=alt.Scale(domain=kept, range=colours.series(len(kept))),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=["step", "measure", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=COLUMN, height=180, title="what the same run keeps (validation items of the general skills)")
+    )
+    return alt.vconcat(learnt, alt.layer(forgot, knee))
+
+
+LIKE = {
+    "key": "precise-key",
+    "key-qo": "precise-key",
+    "full-equal-gain": "full",
+    "format": "base-shots",
+    "random-any": "precise-random-any",
+    "random-layer-qo": "precise-random",
+}
+"""Each confirmatory arm's colour: the exploratory arm it is a version of (the format arm: base-shots' colour)."""
+
+
+def confirmation_chart(c: Confirmation, curves: Curves) -> alt.LayerChart | alt.FacetChart:
+    """The exploration's runs (small, hollow: every run of every grid point) on the trade-off plane — carry gain over
+    base against the pooled cloze change — with the confirmatory runs marked (large, filled, shaped by arm)."""
+    rows = []
+    for arm, pts in curves.points.items():
+        for p in pts:
+            for m, g in zip(p.values(curves.math), p.values("general")):
+                rows.append({"arm": arm, "run": f"{arm} {p.lr:.0e}", "math": m, "general": g, "phase": "exploration"})
+    if c.base is not None:  # the confirmatory runs' changes from base on the fresh items
+        b_math = sum(protocol.scores(c.base, "carry")) / 100 / protocol.ITEMS.carry_fresh
+        b_gen = sum(protocol.scores(c.base, "cloze")) / 100 / len(protocol.scores(c.base, "cloze"))
+        for arm, recs in c.records.items():
+            for r in recs:
+                math = sum(protocol.scores(r, "carry")) / 100 / protocol.ITEMS.carry_fresh - b_math
+                gen = protocol.scores(r, "cloze")
+                rows.append(
+                    {
+                        "arm": LIKE[arm],
+                        "run": f"{arm} seed {r['seed']}",
+                        "math": math,
+                        "general": sum(gen) / 100 / len(gen) - b_gen,
+                        "phase": f"confirmation: {arm}",
+                    }
+                )
+    frame = pd.DataFrame(rows)
+    enc = dict(
+        x=alt.X("general:Q", title="change of pooled cloze from base", axis=alt.Axis(format="+.0%")),
+        y=alt.Y("math:Q", title="change of carry accuracy from base", axis=alt.Axis(format="+.0%")),
+        color=alt.Color("arm:N", scale=colours.scale("arm"), title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["run", "phase", alt.Tooltip("math:Q", format="+.1%"), alt.Tooltip("general:Q", format="+.1%")],
+    )
+    explored = alt.Chart(frame[frame.phase == "exploration"]).mark_point(filled=False, size=25, opacity=0.35)
+    layers = [explored.encode(**enc)]
+    confirmed = frame[frame.phase != "exploration"]
+    if len(confirmed):  # filled and larger; the colour names the arm, the title says filled is fresh seeds
+        layers.append(alt.Chart(confirmed).mark_point(filled=True, size=110, opacity=0.9).encode(**enc))
+    return alt.layer(*layers).properties(
+        width=COLUMN,
+        height=320,
+        title=alt.TitleParams(
+            "the exploration's 149 runs (hollow) and the confirmation's fresh seeds (filled)",
+            subtitle=[
+                "each point one run: carry gain (up) against the pooled cloze change (right), both from base",
+                "the exploration on its items, the confirmation on fresh items (each against base on the same items)",
             ],
         ),
     )
