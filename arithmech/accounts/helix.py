@@ -12,9 +12,12 @@ The controls (:func:`reconstructions`), each of the same dimension:
 * **shuffled helix**: the helix fitted on ``a`` permuted over its distinct values, evaluated at the true ``a``;
 * **polynomial**: a degree-8 polynomial in ``a`` (Legendre, rescaled to [-1, 1]), the non-periodic fit of as many
   parameters (a line inside the helix fits a linear representation as well as the helix does);
-* descriptive, **ones digit**: the mean representation of the cells with the same last digit of ``a`` (10
-  parameters): under a digit tokenizer the operand's last token *is* its ones digit, so a period-10 pattern comes
-  with the token, as the digit-token frequencies carry one (Fu et al. 2026).
+* **ones digit** (the digit lookup, rules version 3): the mean representation of the cells with the same last digit
+  of ``a`` (10 values): under a digit tokenizer the operand's last token *is* its ones digit, so a period-10 pattern
+  comes with the token, as the digit-token frequencies carry one (Fu et al. 2026). D1 scores the answer's last digit
+  with ``a'`` keeping the carried digits, so what it sees of ``a`` is mostly ``a mod 10``, which this lookup holds
+  in full; the helix passes only where it also beats the lookup, i.e. where its ``a`` and period-100 terms carry
+  something the last-digit logit difference reads.
 
 :func:`patch_numbers` turns the patched runs' logit differences into the numbers rule D1 reads: per method, the
 share of the full patch's effect it recovers, and the paired differences helix minus each control averaged over
@@ -32,8 +35,8 @@ from arithmech.core.stats import bootstrap_mean_intervals, wilson_interval
 HELIX_PERIODS = (2, 5, 10, 100)
 PCA_DIMS = 100  # principal components the fit is made in (the paper's)
 LO, HI = 10, 99  # the two-digit operands
-CONTROLS = ("pca", "shuffled", "poly")  # rule D1's controls, in its order
-METHODS = ("full", "helix", *CONTROLS, "digit")  # what is patched in
+CONTROLS = ("pca", "shuffled", "poly", "digit")  # rule D1's controls, in its order (digit: rules version 3)
+METHODS = ("full", "helix", *CONTROLS)  # what is patched in
 
 
 def helix_basis(a, periods=HELIX_PERIODS) -> np.ndarray:
@@ -171,7 +174,7 @@ def patch_numbers(ld: dict, clusters: list, floor: float, n_boot: int, seed: int
         m: [float(x) if e > 0 else None for x, e in zip((ld[m] - corrupt[:, None]).mean(0) / full_effect, full_effect)]
         for m in METHODS
     }
-    for c in (*CONTROLS, "digit"):
+    for c in CONTROLS:
         if not live:
             out[f"vs_{c}"] = None
             continue

@@ -20,7 +20,7 @@ import pandas as pd
 from arithmech.accounts import charts, result, signatures
 from arithmech.accounts import run as step
 from arithmech.accounts.config import Chapter
-from arithmech.accounts.rules import EARLIER_SHA256, RULES, decide, rules_sha256
+from arithmech.accounts.rules import EARLIER_SHA256, RULES, decide, rules_sha256, rules_version
 from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.pipeline.ensure import ensure
@@ -41,12 +41,17 @@ def reusable(config) -> bool:
 
 
 def stale_note(sig: dict) -> str:
-    """ "" under the current rules; a note that an earlier version decided the results, saying whether the current
-    rules give their numbers the same verdicts."""
+    """ "" under the current rules; a note that an earlier version decided the results, naming it and the current
+    one, and saying whether the current rules give their numbers the same verdicts (the criteria's reasons and texts
+    shown are the current version's, not the one that decided the file)."""
     if sig.get("rules_sha256") == rules_sha256():
         return ""
     if sig.get("rules_sha256") in EARLIER_SHA256 and decide(sig["numbers"]) == sig["verdicts"]:
-        return " Decided under an earlier version of the rules; the current rules give its numbers the same verdicts."
+        then, now = rules_version(sig["rules_sha256"]), rules_version(rules_sha256())
+        return (
+            f" Decided under version {then} of the rules; version {now}, the current one, gives its numbers the same "
+            f"verdicts (the reasons and criteria shown are version {now}'s)."
+        )
     return " The results predate the current rules."
 
 

@@ -45,7 +45,10 @@ HELIX_VALUES_PER_PARAM = 3  # D1: distinct operand values per parameter to ident
 HELIX_CHANCE = 0.1  # D1: the answered share's Wilson lower bound must exceed chance for a last digit
 # The full hashes of earlier versions of these rules (changelog.toml's accounts entries): a results set decided under
 # one stands while the current rules, applied to its numbers, give its verdicts (tests/unit/accounts/test_rules.py).
-EARLIER_SHA256 = ("f1d4360d38a1b5bbaf38d5dd78fb1e9df3109e0a9935dab47070be019e9b6420",)  # v1
+EARLIER_SHA256 = (
+    "f1d4360d38a1b5bbaf38d5dd78fb1e9df3109e0a9935dab47070be019e9b6420",  # v1
+    "ac0d5fde5a4ca814a6020a6cb580f322fe3c782313723c317c3fa2a6be44f331",  # v2
+)
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,10 @@ RULES: tuple[AccountRule, ...] = (
                 "2, 5, 10, 100, fitted after PCA to 100 dimensions), patched into runs with another operand a' (the "
                 "same carried digits, another last digit), raises the clean answer digit's logit difference at "
                 "least as much as the cell's own representation projected on as many principal components, and "
-                "more than a helix fitted on shuffled a and a polynomial in a of as many parameters (per prompt, "
+                "more than a helix fitted on shuffled a and a polynomial in a of as many parameters, and at least as "
+                "much as the digit lookup: the mean representation of the cells with the same ones digit of a (the "
+                "score reads the answer's last digit, so a period-10 pattern, which comes with a ones-digit token, "
+                "is all it sees unless the helix's a and period-100 terms add to it) (per prompt, "
                 "helix minus each control averaged over the studied layers where patching the whole representation "
                 f"moves the logit difference by at least {EFFECT_FLOOR:.0%} of its clean value; each 95% cluster "
                 "interval at or above 0, clusters: operand pairs)",
@@ -216,6 +222,12 @@ def rules_record() -> dict:
     """The rules as JSON: every account, criterion, text and threshold (what :func:`rules_sha256` hashes)."""
     thresholds = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, (int, float))}
     return {"accounts": [asdict(r) for r in RULES], "thresholds": dict(sorted(thresholds.items()))}
+
+
+def rules_version(sha: str | None) -> int | None:
+    """The version of these rules whose hash is ``sha`` (1, 2, ... as in the changelog), None for an unknown hash."""
+    known = (*EARLIER_SHA256, rules_sha256())
+    return known.index(sha) + 1 if sha in known else None
 
 
 def rules_sha256() -> str:
@@ -302,7 +314,7 @@ def helix_testable(h: dict | None) -> str:
 def _d1(h: dict | None) -> str:
     if h is None or helix_testable(h):
         return NOT_TESTABLE
-    v = [side(h[f"vs_{k}"], 0.0, above=True) for k in ("pca", "shuffled", "poly")]
+    v = [side(h[f"vs_{k}"], 0.0, above=True) for k in ("pca", "shuffled", "poly", "digit")]
     return FAIL if FAIL in v else PASS if all(x == PASS for x in v) else INCONCLUSIVE
 
 

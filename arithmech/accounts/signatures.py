@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from arithmech.accounts.rules import BY_ACCOUNT, RULES, helix_testable
+from arithmech.accounts.rules import BY_ACCOUNT, RULES, helix_testable, rules_version
 from arithmech.core.stats import bootstrap_mean_intervals
 
 
@@ -125,7 +125,8 @@ def rows(sig: dict) -> list[dict]:
 
 def table_text(sig: dict) -> str:
     """The table as text for the command line."""
-    lines = [f"{sig['model']}: signatures under rules {sig['rules_sha256'][:12]}"]
+    ver = rules_version(sig["rules_sha256"])
+    lines = [f"{sig['model']}: signatures under rules {'v' + str(ver) + ' ' if ver else ''}{sig['rules_sha256'][:12]}"]
     for a, v in sig["verdicts"].items():
         lines.append(f"{a} ({BY_ACCOUNT[a].name}): {v['verdict']}")
     for r in rows(sig):

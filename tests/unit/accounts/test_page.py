@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from arithmech.accounts import page
-from arithmech.accounts.rules import RULES, rules_sha256
+from arithmech.accounts.rules import RULES, rules_sha256, rules_version
 
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / "results" / "smollm2-135m" / "accounts"
@@ -20,7 +20,10 @@ def test_findings_box_shows_each_accounts_verdict_from_its_file(tmp_path):
     shutil.copytree(SHIPPED, dest)
     sig = json.loads((dest / "signatures.json").read_text())
     if sig["rules_sha256"] != rules_sha256():  # decided under an earlier version whose verdicts stand
-        assert "same verdicts" in "\n".join(page.findings_box(tmp_path, "smollm2-135m", "x"))
+        note = "\n".join(page.findings_box(tmp_path, "smollm2-135m", "x"))
+        v = rules_version(sig["rules_sha256"])
+        assert "same verdicts" in note and f"Decided under version {v} of the rules" in note, note
+        assert f"version {rules_version(rules_sha256())}, the current one" in note
     sig["rules_sha256"] = rules_sha256()
     sig["verdicts"]["F"] = {"verdict": "pass", "criteria": {"F1": "pass", "F9": "inconclusive"}}
     (dest / "signatures.json").write_text(json.dumps(sig))
