@@ -123,6 +123,22 @@ def train_rows(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, str
     return out
 
 
-def majority_share(items: list[tuple[str, str]]) -> float:
-    """The share of the most frequent answer among ``items``: the accuracy of always writing it (chance)."""
-    return Counter(a for _, a in items).most_common(1)[0][1] / len(items)
+def majority_share(items: list[tuple[str, str]], ops: list[str] | None = None) -> float:
+    """Chance: the accuracy of a model that reads only what the prompt gives away besides the operands. Every
+    phrasing names its operation, so with ``ops`` (the operation of each item) it is the per-operation majority: the
+    most frequent answer's share within each operation, weighted by that operation's items (the reasoning of
+    :mod:`arithmech.data.floors`); without ``ops``, the most frequent answer's share over all ``items``."""
+    if ops is None:
+        return Counter(a for _, a in items).most_common(1)[0][1] / len(items)
+    if len(ops) != len(items):
+        raise ValueError(f"{len(ops)} operations for {len(items)} items")
+    by: dict[str, Counter] = {}
+    for (_, a), op in zip(items, ops):
+        by.setdefault(op, Counter())[a] += 1
+    return sum(c.most_common(1)[0][1] for c in by.values()) / len(items)
+
+
+def side_chance(side: str, items: list[tuple[str, str]], data_seed: int = 0) -> float:
+    """Chance on ``side``'s items (:func:`skill_items` or :func:`retention_items`, one per cluster in the side's
+    order): the per-operation majority share (:func:`majority_share` with each cluster's operation)."""
+    return majority_share(items, [c[0] for c in sides(data_seed)[side]])

@@ -18,8 +18,9 @@ Suites (choose with ``suite=``; the model is never consulted):
   of the four operations it never saw, on App. A operands, and retention of its **Fig. 8** arithmetic. Counted in
   problem clusters (operation, unordered pair; a mirror on its pair's side): 53 / 53 / 52 of the 158 App. A problems
   for train / validation / test, each asked once a measure, so intervals over items are intervals over clusters;
-  retention asks only problems the fine-tune's stream never draws; chance is each side's majority-answer share
-  (:mod:`arithmech.data.planted_items`, which says why not the accumulation problems). Exact match of the whole
+  retention asks only problems the fine-tune's stream never draws; chance is each side's per-operation majority
+  share, since every phrasing names its operation (:mod:`arithmech.data.planted_items`, which says why not the
+  accumulation problems). Exact match of the whole
   answer. Unlike the other suites, validation and test share the phrasings (the skill) and differ by problem.
 * ``paper`` — a real model (SmolLM2): the test side is
   :func:`arithmech.evals.measures.evaluate_table1` (exact-match math, GSM8K, MMLU/CSQA in letter
@@ -117,7 +118,7 @@ def planted_train(n: int, seed: int = 0, data_seed: int = 0) -> list[tuple[str, 
 def planted_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, data_dir=None) -> dict:
     """(``data_dir``: unused.) Exact match of the whole answer on ``phrasings`` (the new skill: every problem cluster
     of the side once, in a held-out phrasing) and ``fig8`` (the kept skill: the same clusters once each in a Fig. 8
-    form, none of them ever in the fine-tune's stream), each with ``chance`` the side's majority-answer share and
+    form, none of them ever in the fine-tune's stream), each with ``chance`` the side's per-operation majority share and
     ``n_clusters``; plus (validation) ``math_nll`` of the new-skill items (:mod:`arithmech.data.planted_items`)."""
     sets = {
         "phrasings": planted_items.skill_items(side, data_seed),
@@ -126,7 +127,7 @@ def planted_evaluate(model, tok, side: str, sizes: dict, data_seed: int = 0, dat
     out = {}
     for k, v in sets.items():
         out[k] = accuracy_measure([int(x) for x in greedy_exact(model, tok, v, batch_size=256)])
-        out[k].update(chance=planted_items.majority_share(v), n_clusters=len(v))
+        out[k].update(chance=planted_items.side_chance(side, v, data_seed), n_clusters=len(v))
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, sets["phrasings"])
     return out

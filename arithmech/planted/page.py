@@ -18,6 +18,7 @@ import pandas as pd
 
 from arithmech.core.names import component, components
 from arithmech.core.results import model_folder
+from arithmech.data import planted_items
 from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
 from arithmech.planted import run as step
@@ -315,3 +316,40 @@ def rules_text() -> str:
 def command(r: step.Result) -> str:
     """The command that made the files, and the rules' hash they record."""
     return f"{r.scores['command']}\n(rules sha256 {r.scores['rules_sha256'][:16]}…)"
+
+
+def chance() -> str:
+    """Each side's chance level, computed from the items (:func:`arithmech.data.planted_items.side_chance`)."""
+    per = {side: planted_items.side_chance(side, planted_items.skill_items(side)) for side in ("val", "test")}
+    return f"chance (per-operation majority share): validation {per['val']:.1%}, test {per['test']:.1%}"
+
+
+EXPLORATION = Path(__file__).resolve().parents[2] / "results" / "planted" / "exploration"
+"""The exploration records the Table 1 section quotes (their README says how each was made); no rule decides them."""
+
+
+def exploration(folder: Path = EXPLORATION) -> list[str]:
+    """The Table 1 section's exploration, read from ``folder``: the learning curve's first and last points (new
+    skill, Fig. 8 retention, validation loss) and whether the bend rule found a budget; per tuned arm of the
+    construction check, its rate and the largest attention a blind or off head puts on a forbidden token."""
+    curve = json.loads((folder / "curve.json").read_text())
+    wall = json.loads((folder / "curve_run.json").read_text())["steps"]["curve"]["wall_s"]
+    first, last = curve["points"][0], curve["points"][-1]
+    lines = [
+        f"Learning curve (full SFT at {curve['lr']:g}, {len(curve['points'])} points, {wall:.0f} s): validation new "
+        f"skill {first['val_math']:.1%} at step {first['step']} -> {last['val_math']:.1%} at step {last['step']}; "
+        f"Fig. 8 retention on the validation clusters {first['val_fig8']:.1%} -> {last['val_fig8']:.1%}; "
+        f"validation loss {first['val_nll']:.1f} -> {last['val_nll']:.1f} nats; budget: "
+        + ("none (no step the bend rule accepts)" if curve["knee"] is None else f"{curve['knee']} steps")
+    ]
+    truth = json.loads((folder / "truth_after_tune.json").read_text())
+    for arm, t in truth.items():
+        if t["lr"] is None:
+            continue
+        fa = t["forbidden_attention_max"]
+        lines.append(
+            f"Construction after {t['steps']} steps, {arm} at {t['lr']:g}: forbidden attention "
+            f"blind {fa['blind']:.2g}, off {fa['off']:.2g}; "
+            f"largest non-planted output change {t['nonplanted_output_change_max']:.2g}"
+        )
+    return lines

@@ -29,7 +29,10 @@ DESIGN = (
     "rules draw over items is an interval over problem clusters, and a side under 20 clusters is refused by the test "
     "suite; the fine-tune's stream (the new phrasings and the Fig. 8 replay, alternately) draws train clusters only, "
     "so no retention problem is ever trained (a test intersects them: empty); each measure's chance is its side's "
-    "majority-answer share, computed from the items; the step budget is the learning curve's bend ("
+    "per-operation majority share, computed from the items (every phrasing names its operation, so an operand-blind "
+    "model that reads it writes its operation's most frequent answer: the share of items that answer gets within "
+    "each operation, weighted by the operation's items; version 2, was the side's majority-answer share); the step "
+    "budget is the learning curve's bend ("
     + BEND_RULE
     + "), read from `"
     + CURVE_COMMAND

@@ -4,6 +4,8 @@ at least 20 clusters a side, retention outside the fine-tune's stream, chance co
 import re
 from collections import Counter
 
+import pytest
+
 from arithmech.data import planted_items as P
 from arithmech.data.splits import cluster
 
@@ -78,12 +80,18 @@ def test_the_fine_tunes_stream_never_draws_a_validation_or_test_problem():
     assert kinds == [(True, False), (False, True)] * 200  # alternately the new skill and the Fig. 8 replay
 
 
-def test_chance_is_the_sides_majority_answer_share():
-    """Protects the chance level from being typed: it is the most frequent answer's share of the side's items (an
-    operand-blind model that always writes it scores that), above 0 on every side."""
+def test_chance_is_the_sides_per_operation_majority_share():
+    """Protects the chance level from being typed or set too low: every phrasing names its operation, so chance is
+    the per-operation majority (each operation's most frequent answer's share of its items, weighted by its items:
+    what an operand-blind model that reads the operation scores), at least the pooled majority share and above 0 on
+    every side; the operations are the side's clusters', in order."""
     items = [("a", "1"), ("b", "1"), ("c", "2"), ("d", "3")]
     assert P.majority_share(items) == 0.5
+    assert P.majority_share(items, ["add", "add", "mul", "mul"]) == 0.75  # 2 of 2, then 1 of 2
+    with pytest.raises(ValueError):
+        P.majority_share(items, ["add"])
     for side in ("val", "test"):
+        ops = [c[0] for c in P.sides()[side]]
         for items in (P.skill_items(side), P.retention_items(side)):
-            top = Counter(a for _, a in items).most_common(1)[0][1]
-            assert P.majority_share(items) == top / len(items) > 0.05
+            per = sum(Counter(a for (_, a), o in zip(items, ops) if o == op).most_common(1)[0][1] for op in set(ops))
+            assert P.side_chance(side, items) == per / len(items) >= P.majority_share(items) > 0.05

@@ -53,7 +53,7 @@ def test_validation_and_test_disjoint_by_pair_and_phrasing():
 def test_planted_suite_reads_the_cluster_items_and_computes_chance():
     """Protects the planted suite's wiring to :mod:`arithmech.data.planted_items`: its training rows are the stream's
     (train clusters only), and its evaluation scores every side's clusters once per measure with ``chance`` the
-    side's majority-answer share and ``n_clusters`` at least 20 (a stub model that always answers the same)."""
+    side's per-operation majority share and ``n_clusters`` at least 20 (a stub model that always answers the same)."""
     from arithmech.data import planted_items as P
     from arithmech.evals import suites
 
@@ -68,5 +68,5 @@ def test_planted_suite_reads_the_cluster_items_and_computes_chance():
         suites.greedy_exact = orig
     for k, items in (("phrasings", P.skill_items("test")), ("fig8", P.retention_items("test"))):
         assert out[k]["n"] == out[k]["n_clusters"] == len(P.sides()["test"]) >= 20
-        assert out[k]["chance"] == P.majority_share(items)
+        assert out[k]["chance"] == P.side_chance("test", items) >= P.majority_share(items)
         assert out[k]["value"] == sum(a == "1" for _, a in items) / len(items) <= out[k]["chance"]

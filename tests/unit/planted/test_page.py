@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -101,3 +102,32 @@ def test_the_seeds_table_reads_each_scored_seed_and_decides_across_them(tmp_path
     scores = tmp_path / "planted-seed2" / "planted_score" / "scores.json"   # scored under other rules: not read
     scores.write_text(scores.read_text().replace(r.scores["rules_sha256"], "0" * 64))
     assert set(G.seeds(G.seed_results(P, r))["seed 2"]) == {"not scored"}
+
+
+def test_exploration_lines_are_read_from_the_shipped_files(tmp_path):
+    """Protects the rule that prose states no number no file holds: the curve's first and last points and each tuned
+    arm's forbidden attention come from the files (a copy edited moves the printed number), and the shipped curve is
+    the one its run.json hashed."""
+    import hashlib
+
+    run = json.loads((G.EXPLORATION / "curve_run.json").read_text())["steps"]["curve"]
+    assert hashlib.sha256((G.EXPLORATION / "curve.json").read_bytes()).hexdigest() == run["files"]["finetune/curve.json"]
+    lines = G.exploration()
+    curve = json.loads((G.EXPLORATION / "curve.json").read_text())
+    assert f"{curve['points'][0]['val_math']:.1%} at step 0" in lines[0] and "budget: none" in lines[0]
+    truth = json.loads((G.EXPLORATION / "truth_after_tune.json").read_text())
+    assert len(lines) == 1 + sum(t["lr"] is not None for t in truth.values())
+    for name in ("curve.json", "curve_run.json", "truth_after_tune.json"):
+        shutil.copy(G.EXPLORATION / name, tmp_path / name)
+    curve["points"][0]["val_math"] = 0.123
+    (tmp_path / "curve.json").write_text(json.dumps(curve))
+    assert "12.3% at step 0" in G.exploration(tmp_path)[0]
+
+
+def test_chance_line_is_the_per_operation_majority():
+    """Protects the chance the page prints: the per-operation majority share of each side's items."""
+    from arithmech.data import planted_items as P
+
+    line = G.chance()
+    assert f"validation {P.side_chance('val', P.skill_items('val')):.1%}" in line
+    assert f"test {P.side_chance('test', P.skill_items('test')):.1%}" in line
