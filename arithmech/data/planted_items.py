@@ -22,13 +22,16 @@ are not. :func:`skill_items` asks every cluster of a side **once** (one seeded p
 operand order), so an accuracy's items are its clusters and every interval the Table 1 rules draw over items
 (Wilson, the paired bootstrap, the crossed intervals) is an interval over problem clusters.
 
-**Retention** (:func:`retention_items`): the Fig. 8 skill the base model has (86 % on App. A operands), one Fig. 8
-item per cluster of ``val`` / ``test``. The fine-tune's stream (:func:`train_rows`: the new phrasings and the Fig. 8
-replay) draws ``train`` clusters only, so no retention problem is ever trained, in any phrasing
-(``tests/unit/data/test_planted_items.py`` intersects the two sets).
+**Retention** (:func:`retention_items`): the Fig. 8 skill the base model has (its base level on these items: the
+learning curve's step 0, ``results/planted/exploration/``), one Fig. 8 item per cluster of ``val`` / ``test``. The
+fine-tune's stream (:func:`train_rows`: the new phrasings and the Fig. 8 replay) draws ``train`` clusters only, so
+no retention problem is ever trained, in any phrasing (``tests/unit/data/test_planted_items.py`` intersects the two
+sets).
 
-**Chance** (:func:`majority_share`): the share of a side's most frequent answer among its items, computed from the
-items (an operand-blind model that always writes it scores that much).
+**Chance** (:func:`side_chance`): the per-operation majority share, computed from the items: every phrasing names its
+operation, so an operand-blind model that reads it writes that operation's most frequent answer and scores, within
+each operation, that answer's share of its items (weighted by the operation's items; the reasoning of
+:mod:`arithmech.data.floors`). The pooled majority share (version 1 of ``planted-table1``) set chance too low.
 """
 
 from __future__ import annotations
