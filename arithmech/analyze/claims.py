@@ -192,7 +192,7 @@ ANALYZE: tuple[Rule, ...] = (
         "operands; does not hold iff fewer than half could (counting the inconclusive ones too); inconclusive "
         "otherwise, and without key heads under either rule; measured on the prompts of the operations that pass "
         "identify's control, where the heads were ranked",
-        version=9,
+        version=10,
         decider=reads_operands,
         gate=controlled,
     ),
@@ -208,7 +208,7 @@ ANALYZE: tuple[Rule, ...] = (
         "operator (the paper names two operator heads beside its operand heads and gives no share); does not hold "
         "iff none could (every analysed head does not); inconclusive otherwise, and without key heads under either "
         "rule; measured on the prompts of the operations that pass identify's control, where the heads were ranked",
-        version=2,
+        version=3,
         decider=reads_operator,
         gate=controlled,
     ),
@@ -224,7 +224,7 @@ ANALYZE: tuple[Rule, ...] = (
         "(the answer is written at or after the operands arrive), does not hold iff it lies wholly below 0, "
         "inconclusive otherwise or below 20 problem clusters; measured on the prompts of the operations that pass "
         "identify's control",
-        version=6,
+        version=7,
         decider=stages,
         gate=controlled,
     ),

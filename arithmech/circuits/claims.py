@@ -96,7 +96,7 @@ CIRCUIT_FAITHFUL = Rule(
     "candidate is faithful; does not hold iff every candidate, each of them measured, fails; inconclusive "
     "otherwise, or where faithfulness.csv is missing or lacks the unclipped recovery or intervals at the rule's "
     "level",
-    version=11,
+    version=12,
     decider=circuit_faithful,
     gate=controlled,
 )

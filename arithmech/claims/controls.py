@@ -196,11 +196,11 @@ CONTROLS: tuple[Rule, ...] = (
         "guess (over-ablation: more than the task removed); inconclusive where it straddles the floor's upper end; the "
         "ablated interval is over the problem clusters where knockout.csv counts them (as if each problem's prompts "
         "were one trial); inconclusive for a task that does not pass its control (the simultaneous 95% interval of "
-        f"its floor over distinct problems on X_r reaches {CONTROL_FLOOR}: it fails where the interval lies at or "
-        "above it, is undecided where it straddles it) or has fewer than "
-        f"{MIN_CLUSTERS} distinct problems, and with fewer than {MIN_CLUSTERS} problem clusters among the knockout "
+        f"its floor over problem clusters on X_r reaches {CONTROL_FLOOR}: it fails where its X_r readings' interval "
+        "lies at or above it, is undecided otherwise) or has fewer than "
+        f"{MIN_CLUSTERS} problem clusters, and with fewer than {MIN_CLUSTERS} problem clusters among the knockout "
         "prompts",
-        version=10,
+        version=11,
         decider=ablation_removes,
     ),
 )

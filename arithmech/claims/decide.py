@@ -93,8 +93,8 @@ def rules_markdown(ids: Iterable[str]) -> str:
     (before them on the page: whether before the results existed is the changelog's to say)."""
     note = lambda r: (
         f"; inconclusive where the task does not pass its control (the simultaneous 95% interval of its floor "
-        f"over distinct problems on X_r reaches {CONTROL_FLOOR:.0%}: fails where it lies at or above it, "
-        f"undecided where it straddles it) or has fewer than {MIN_CLUSTERS} distinct problems"
+        f"over problem clusters on X_r reaches {CONTROL_FLOOR:.0%}: fails where its X_r readings' interval lies at or "
+        f"above it, undecided otherwise) or has fewer than {MIN_CLUSTERS} problem clusters"
         if r.gate is not None
         else ""
     )

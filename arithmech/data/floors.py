@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from arithmech.data.answer_tokens import FLOOR_GROUPS
 from arithmech.data.answers import OPERANDS, answer_rule, operation_answer
 from arithmech.data.pairs import Sample
+from arithmech.data.splits import cluster
 from arithmech.data.templates import TEMPLATES
 
 EVALUATIONS = ("population", "problems", "prompts")
@@ -161,21 +162,27 @@ def kish(weights) -> float:
 
 
 def effective_trials(samples: Sequence[Sample], weight: dict[Problem, float] | None = None) -> dict[str, float]:
-    """Per count of :data:`EVALUATIONS`, :func:`kish` of the weights each problem has in it: ``population``: the
-    draw probabilities (``weight``, :func:`population`'s); ``problems``: 1 for each of X_r's distinct problems (the
-    number of problems); ``prompts``: each distinct problem's number of copies among the prompts (a problem kept 22
-    times weighs 22 times as much as one kept once, so the count is worth fewer problems than it holds)."""
-    copies = Counter((s.op, s.a, s.b) for s in samples)
+    """Per count of :data:`EVALUATIONS`, :func:`kish` of the weights its **problem clusters** have in it (version 7 of
+    the control: the trials are clusters, :func:`arithmech.data.splits.cluster`, as for every other rule and
+    :data:`~arithmech.data.answers.MIN_CLUSTERS`; the guess is still made per ordered problem, but the problems and
+    prompts of one cluster are weighed as one unit, as if right or wrong together). ``population``: the draw
+    probabilities (``weight``, :func:`population`'s; exact, so never an interval's trials); ``problems``: each
+    cluster's number of distinct ordered problems among X_r (1 or 2: a cluster kept as 3 + 5 and 5 + 3 weighs 2, one
+    unit); ``prompts``: each cluster's number of prompts (a cluster kept 22 times weighs 22 times as much as one kept
+    once, so the count is worth fewer clusters than it holds). Equal weights give the number of clusters."""
+    problems = Counter(cluster(s) for s in {(s.op, s.a, s.b): s for s in samples}.values())
+    prompts = Counter(cluster(s) for s in samples)
     weight = population(samples)[0] if weight is None else weight
-    return {"population": kish(weight.values()), "problems": float(len(copies)), "prompts": kish(copies.values())}
+    return {"population": kish(weight.values()), "problems": kish(problems.values()), "prompts": kish(prompts.values())}
 
 
 def problem_floor(samples: Sequence[Sample]) -> dict:
     """The floor over distinct problems (module docstring): ``{"accuracy": the highest accuracy of the
     population's guess, "by": its grouping, "on": where counted (:data:`EVALUATIONS`), "n": prompts,
-    "problems": distinct problems, "table": {on: {grouping: accuracy}}, "n_eff": {on: the effective number of
-    problems of that count} (:func:`effective_trials`), "loo": the same table guessed from the other problems
-    only (a lower bound)}``; accuracy NaN for no sample."""
+    "problems": distinct ordered problems, "clusters": distinct problem clusters (the trials), "table": {on:
+    {grouping: accuracy}}, "n_eff": {on: the effective number of problem clusters of that count}
+    (:func:`effective_trials`), "loo": the same table guessed from the other problems only (a lower bound)}``;
+    accuracy NaN for no sample."""
     if not samples:
         return {
             "accuracy": float("nan"),
@@ -183,6 +190,7 @@ def problem_floor(samples: Sequence[Sample]) -> dict:
             "on": "",
             "n": 0,
             "problems": 0,
+            "clusters": 0,
             "table": {},
             "n_eff": {},
             "loo": {},
@@ -196,6 +204,7 @@ def problem_floor(samples: Sequence[Sample]) -> dict:
         "on": on,
         "n": len(samples),
         "problems": len({(s.op, s.a, s.b) for s in samples}),
+        "clusters": len({cluster(s) for s in samples}),
         "table": table,
         "n_eff": effective_trials(samples, weight),
         "loo": _accuracies(samples, weight, token, True),
@@ -255,9 +264,9 @@ def output_heuristics(samples: Sequence[Sample], outputs: Sequence[str]) -> dict
 
 # ------------------------------------------------------------------ reading a control (arithmech.steps.control)
 STATUSES = ("passes", "fails", "undecided", "insufficient")
-"""A task's control (steps.control version 6): its floor's interval below the bound, at or above it, across it;
-too few problems. The readers below sit here, under the steps, so that every layer that prints a control reads it
-one way."""
+"""A task's control (steps.control version 7): its floor's interval below the bound; its X_r readings' interval at or
+above it; neither (across it, or only the draw population's point at or above it); too few problem clusters. The
+readers below sit here, under the steps, so that every layer that prints a control reads it one way."""
 
 
 def not_passed(control: dict) -> dict[str, str]:
@@ -282,6 +291,6 @@ def status(control: dict, task: str) -> str:
 
 def shown(control: dict, task: str) -> str:
     """How a page prints ``task``'s control: ``"passes"``, ``"fails: <why>"``, or the reason itself for an undecided
-    (``"undecided on N problems: …"``) or insufficient (``"insufficient: …"``) task."""
+    (``"undecided on N problem clusters: …"``) or insufficient (``"insufficient: …"``) task."""
     s, why = status(control, task), not_passed(control).get(task, "")
     return "passes" if s == "passes" else f"fails: {why}" if s == "fails" else why

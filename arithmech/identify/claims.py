@@ -236,7 +236,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "heads below −5% exist (head 12.22: −14.0%); no count given beyond fewer than 5% of heads mattering",
         "holds iff at least one head's effect is below −5% (with its bootstrap interval entirely below −5% where "
         "effects.csv has intervals); does not hold iff none is",
-        version=9,
+        version=10,
         decider=_key_heads,
         gate=_controlled,
     ),
@@ -251,7 +251,7 @@ IDENTIFY: tuple[Rule, ...] = (
         f"least one head's bootstrap interval of its ratio lies entirely below {signed_percent(SHARE_THRESHOLD)}; "
         "does not hold iff none does; inconclusive where effects.csv has no share column (results made before it was "
         "measured)",
-        version=8,
+        version=9,
         decider=_key_heads_share,
         gate=_controlled,
     ),
@@ -265,7 +265,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "change and by the LD ratio, each ranked by its own measure: holds iff both are ≥ 50%, does not hold iff "
         "both are below; inconclusive where they disagree (decided on the first alone where effects.csv has no "
         "LD ratio); no interval (effects.csv keeps no per-prompt effects)",
-        version=8,
+        version=9,
         decider=_few_heads,
         gate=_controlled,
     ),
@@ -279,7 +279,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "resample's mean relative change): holds iff the interval lies in the middle third [1/3, 2/3]; does not hold "
         "iff it lies entirely above 2/3 or entirely below 1/3; inconclusive where 1/3 or 2/3 lies inside it, below "
         f"{MIN_CLUSTERS} problem clusters, and where the folder keeps no per-cluster effects (runs made before them)",
-        version=12,
+        version=13,
         decider=_middle_layers,
         gate=_controlled,
     ),
@@ -291,7 +291,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "to the counterfactual's LD effect (LD = logit(answer) − logit(X_c's answer), which also moves with X_c's "
         f"answer): holds iff they share ≥ {AGREE_HOLDS} heads, does not hold iff ≤ {AGREE_FAILS}; inconclusive in "
         "between (ranks near the cut are within noise) and where effects.csv has no share",
-        version=9,
+        version=10,
         decider=_logit_diff_ranking,
         gate=_controlled,
     ),
@@ -308,7 +308,7 @@ IDENTIFY: tuple[Rule, ...] = (
         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
         "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
         f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads",
-        version=15,
+        version=16,
         decider=key_vs_random,
         gate=_controlled,
     ),
@@ -323,7 +323,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "knockout.csv has them; does not hold iff its lower end lies at or above either 5th percentile; "
         f"inconclusive otherwise, below {MIN_CLUSTERS} problem clusters, with fewer than {MIN_DRAWS} distinct draws, "
         "and where knockout.csv has no logit difference (made before it)",
-        version=4,
+        version=5,
         decider=ld_key_vs_random,
         gate=_controlled,
     ),
@@ -334,7 +334,7 @@ IDENTIFY: tuple[Rule, ...] = (
         f"holds iff the mean accuracy over random draws of {K} heads (outside the top {K} and "
         "the key heads) is within 2 points of "
         f"the intact accuracy; inconclusive below {MIN_CLUSTERS} problem clusters among the knockout prompts",
-        version=13,
+        version=14,
         decider=random_flat,
         gate=_controlled,
     ),
@@ -344,7 +344,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "MLPs 0–16 ≈ ±0%, after 17 ≈ ±10%",
         f"holds iff the mean |logit change| of the MLPs after the median layer of the top {TOP} heads is more than "
         "twice that of the MLPs up to it",
-        version=8,
+        version=9,
         decider=_mlps_late,
         gate=_controlled,
     ),
@@ -355,7 +355,7 @@ IDENTIFY: tuple[Rule, ...] = (
         "holds iff knocking the key heads (found without the held-out family) out lowers the held-out family's "
         "accuracy by ≥ 20% relative and below the mean of as many random heads; inconclusive without key heads and "
         f"below {MIN_CLUSTERS} problem clusters among the held-out prompts (or where heldout.json does not count them)",
-        version=10,
+        version=11,
         decider=_transfer,
         gate=_controlled,
     ),

@@ -44,6 +44,21 @@ that need a control treat it as not passed (:func:`arithmech.data.floors.not_pas
 "undecided on N problems", with how many more problems would decide it if its readings held
 (:func:`problems_to_decide`), never as failing.
 Below :data:`~arithmech.data.answers.MIN_CLUSTERS` distinct problems a task stays *insufficient* (the one threshold).
+
+Version 7 (from a hostile reading of version 6, findings 1, 5 and 11): the interval said it was "over problem clusters"
+but counted distinct *ordered* problems, so 3 + 5 and 5 + 3 were two trials, while every other rule and
+:data:`~arithmech.data.answers.MIN_CLUSTERS` count the unordered cluster :func:`arithmech.data.splits.cluster`
+``(operation, smaller operand, larger operand)``. Now the guess is still made per ordered problem (the guesser
+conditions on one operand), but the **trials are problem clusters**: a cluster's problems (the ``problems`` reading)
+and its prompts (the ``prompts`` reading) are weighed as one unit, right or wrong together, and each reading's Kish
+effective number is over the clusters' weights (:func:`arithmech.data.floors.effective_trials`); a task is
+insufficient below ``MIN_CLUSTERS`` clusters; :func:`problems_to_decide` grows the clusters. A task **fails** only
+where the interval of its **X_r readings** (``problems`` and ``prompts``, without the draw population's exact point)
+lies at or above the bound: where only the population's point reaches it while the X_r readings straddle it, the
+task is **undecided** (its reason says the draw population alone would guess half); the population's point stays in
+the pass bar (a task passes only where it too lies below). An undecided task's "the draw has N more" counts the
+problem clusters left on the ranking side of identify's split only (:func:`arithmech.data.splits.side` ``"rank"``):
+the evaluation side's can never be X_r.
 """
 
 from __future__ import annotations
@@ -54,10 +69,11 @@ from collections.abc import Sequence
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.data.floors import population, problem_floor
+from arithmech.data.splits import cluster, side
 from arithmech.identify.config import CONTROL_FLOOR
 
-VERSION = 6
-MAX_MORE = 100_000  # problems_to_decide: the most problems it looks for before saying no number decides it
+VERSION = 7
+MAX_MORE = 100_000  # problems_to_decide: the most problem clusters it looks for before saying none decides it
 
 
 def sampled_estimates(f: dict) -> int:
@@ -70,7 +86,7 @@ def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
     """Per reading of :func:`~arithmech.data.floors.problem_floor`'s result ``f``: ``[low, high]`` of its highest
     grouping's accuracy, simultaneous with every other reading's (version 5). The ``population`` reading is exact
     (the draw population is enumerated: a point); every grouping of the sampled readings (``problems``, ``prompts``)
-    gets its Wilson interval with the reading's effective number of problems (``f["n_eff"]``) as the trials at
+    gets its Wilson interval with the reading's effective number of problem clusters (``f["n_eff"]``) as the trials at
     level 1 − 0.05 / m, m the number of those estimates (Bonferroni: with all covering at once, each reading's
     highest grouping lies between the highest lower and the highest upper end, and so does the floor). ``m``: the
     size of a larger family these estimates belong to (the ablation rule's, :mod:`arithmech.claims.controls`)."""
@@ -90,20 +106,26 @@ def reading_intervals(f: dict, m: int | None = None) -> dict[str, list[float]]:
 
 def floor_entry(samples: Sequence) -> dict:
     """One task's floors: ``{"majority", "conditioned" (the problem floor), "interval" (its simultaneous 95% interval,
-    version 5: the highest lower and upper ends over the readings), "upper_on" (the reading whose upper end is
-    highest), "n_eff" (the deciding reading's effective number of problems), "readings" ({on: [accuracy, n_eff, low,
-    high]}), "by", "on", "n", "problems", "loo" (the leave-one-problem-out lower bound), "table" and "n_eff_by" (every
-    grouping's accuracy and every reading's effective problems, for :func:`floor_at`)}``."""
+    version 5: the highest lower and upper ends over the readings, the population's point included), "xr_interval"
+    (version 7: the same over the X_r readings only, ``problems`` and ``prompts``), "upper_on" (the reading whose upper
+    end is highest), "n_eff" (the deciding reading's effective number of problem clusters), "readings" ({on:
+    [accuracy, n_eff, low, high]}), "by", "on", "n", "problems" (distinct ordered problems), "clusters" (distinct
+    problem clusters: the trials), "loo" (the leave-one-problem-out lower bound), "table" and "n_eff_by" (every
+    grouping's accuracy and every reading's effective clusters, for :func:`floor_at`), "rank_clusters" (the ranking
+    side's drawable clusters and the kept ones)}``."""
     f = problem_floor(samples)
     top = max(Counter(s.answer for s in samples).values()) if samples else 0
     loo = max((v for t in f["loo"].values() for v in t.values()), default=float("nan"))
     ci = reading_intervals(f) if f["problems"] else {}
     up = max(ci, key=lambda on: ci[on][1]) if ci else ""
     lo, hi = (max(c[0] for c in ci.values()), ci[up][1]) if ci else (float("nan"),) * 2
+    xr = [c for on, c in ci.items() if on != "population"]
+    xr_lo, xr_hi = (max(c[0] for c in xr), max(c[1] for c in xr)) if xr else (float("nan"),) * 2
     return {
         "majority": top / len(samples) if samples else float("nan"),
         "conditioned": f["accuracy"],
         "interval": [lo, hi],
+        "xr_interval": [xr_lo, xr_hi],
         "upper_on": up,
         "n_eff": f["n_eff"].get(f["on"], float("nan")),
         "readings": {on: [max(f["table"][on].values()), f["n_eff"][on], *ci[on]] for on in ci},
@@ -111,16 +133,24 @@ def floor_entry(samples: Sequence) -> dict:
         "on": f["on"],
         "n": f["n"],
         "problems": f["problems"],
+        "clusters": f["clusters"],
         "loo": loo,
         "table": f["table"],
         "n_eff_by": f["n_eff"],
-        "population_problems": len({(s.op, s.a, s.b) for s in samples} | _drawable(samples)),
+        "rank_clusters": len({cluster(s) for s in samples} | _drawable(samples)),
     }
 
 
 def _drawable(samples: Sequence) -> set:
-    """The distinct problems the draw of ``samples`` can give (the draw population's, weight above 0)."""
-    return {p for p, w in population(samples)[0].items() if w > 0} if samples else set()
+    """The problem clusters on the ranking side of identify's split (:func:`arithmech.data.splits.side` ``"rank"``)
+    that the draw of ``samples`` can give (the draw population's, weight above 0): the only clusters X_r can hold."""
+    if not samples:
+        return set()
+    return {
+        c
+        for c in {(p[0], min(p[1:]), max(p[1:])) for p, w in population(samples)[0].items() if w > 0}
+        if side(c) == "rank"
+    }
 
 
 def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
@@ -131,29 +161,37 @@ def floor_at(entry: dict, m: int) -> tuple[float, float, float]:
 
 
 def verdict(lo: float, hi: float, bound: float = CONTROL_FLOOR) -> str:
-    """The control on a floor's interval ``[lo, hi]`` (version 6): ``"passes"`` where ``hi < bound``, ``"fails"``
-    where ``lo >= bound`` (guessable), else ``"undecided"`` (the interval straddles the bound; NaN ends: undecided)."""
+    """The control on a floor's interval (version 6; version 7 reads ``lo`` from the X_r readings only, ``hi`` with the
+    population's point): ``"passes"`` where ``hi < bound``, ``"fails"`` where ``lo >= bound`` (guessable), else
+    ``"undecided"`` (the interval straddles the bound; NaN ends: undecided)."""
     return "passes" if hi < bound else "fails" if lo >= bound else "undecided"
 
 
+def _clusters(entry: dict) -> int:
+    """A :func:`floor_entry`'s number of problem clusters (an entry from before version 7: its problems)."""
+    return entry.get("clusters", entry.get("problems", 0))
+
+
 def _scaled(entry: dict, more: int) -> tuple[float, float]:
-    """A :func:`floor_entry`'s interval were its ``problems`` ``more`` more, drawn alike: every sampled reading's
-    effective problems scaled by ``(problems + more) / problems``, its accuracies and the family size kept."""
-    p = entry["problems"]
+    """What :func:`verdict` reads of a :func:`floor_entry` were its problem clusters ``more`` more, drawn alike: every
+    sampled reading's effective clusters scaled by ``(clusters + more) / clusters``, its accuracies and the family
+    size kept; ``(the X_r readings' highest lower end, the highest upper end with the population's point)``."""
+    p = _clusters(entry)
     n_eff = {on: n if on == "population" else n * (p + more) / p for on, n in entry["n_eff_by"].items()}
     m = sum(len(t) for on, t in entry["table"].items() if on != "population")
     ci = reading_intervals({"table": entry["table"], "n_eff": n_eff}, m)
-    return max(c[0] for c in ci.values()), max(c[1] for c in ci.values())
+    return max(c[0] for on, c in ci.items() if on != "population"), max(c[1] for c in ci.values())
 
 
 def problems_to_decide(entry: dict, bound: float = CONTROL_FLOOR, limit: int = MAX_MORE) -> int | None:
-    """How many more distinct problems would decide an undecided :func:`floor_entry` (0 where it is decided): the
+    """How many more problem clusters would decide an undecided :func:`floor_entry` (0 where it is decided): the
     fewest ``k`` for which :func:`verdict` of :func:`_scaled` ``(entry, k)`` is not ``"undecided"`` — its readings'
-    accuracies held, each sampled reading's effective problems grown in proportion. Both ends move monotonically
+    accuracies held, each sampled reading's effective clusters grown in proportion. Both ends move monotonically
     with ``k`` (a Wilson interval narrows round a fixed accuracy), so ``k`` is found by doubling then bisection.
-    ``None`` where ``limit`` more do not decide it (a reading at the bound itself never does)."""
+    ``None`` where ``limit`` more do not decide it (a reading at the bound itself never does, nor a population point
+    at or above it while the X_r readings lie below)."""
     decided = lambda k: verdict(*_scaled(entry, k), bound) != "undecided"
-    if not entry.get("problems") or decided(0):
+    if not _clusters(entry) or decided(0):
         return 0
     hi = 1
     while not decided(hi):
@@ -168,10 +206,11 @@ def problems_to_decide(entry: dict, bound: float = CONTROL_FLOOR, limit: int = M
 
 
 def evidence_status(samples: Sequence) -> str:
-    """``"ok"`` where ``samples`` hold at least :data:`MIN_CLUSTERS` distinct problems (operation, operand pair),
-    else ``"insufficient: n X_r from p problems < MIN_CLUSTERS"`` — what a table prints in its status column
-    instead of "ok" for heads found on a handful of prompts (App. D's exponentiation: 4)."""
-    p = len({(s.op, s.a, s.b) for s in samples})
+    """``"ok"`` where ``samples`` hold at least :data:`MIN_CLUSTERS` problem clusters (operation, unordered operand
+    pair: :func:`arithmech.data.splits.cluster`), else ``"insufficient: n X_r from p problems < MIN_CLUSTERS"`` (p
+    clusters) — what a table prints in its status column instead of "ok" for heads found on a handful of prompts
+    (App. D's exponentiation: 4)."""
+    p = len({cluster(s) for s in samples})
     return (
         "ok"
         if p >= MIN_CLUSTERS
@@ -186,47 +225,61 @@ def _reason(f: dict) -> str:
     upper = (
         ""
         if f["upper_on"] == f["on"]
-        else f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective problems"
+        else f"; upper end from the {f['upper_on']}: {r[0]:.0%} over {r[1]:.1f} effective clusters"
     )
     return (
-        f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {f['problems']} problems "
-        f"(answer guessed from {f['by']}, counted over the {f['on']}: {f['n_eff']:.1f} effective problems{upper})"
+        f"floor over distinct problems {f['conditioned']:.0%} [{lo:.0%}, {hi:.0%}] over {_clusters(f)} problem "
+        f"clusters ({f['problems']} ordered problems; answer guessed from {f['by']}, counted over the {f['on']}: "
+        f"{f['n_eff']:.1f} effective clusters{upper})"
     )
 
 
 def _undecided(f: dict) -> str:
-    """Why a task is undecided (version 6), with how many more problems would decide it."""
-    k, left = problems_to_decide(f), f["population_problems"] - f["problems"]
+    """Why a task is undecided (version 7), with how many more problem clusters would decide it (and, where the
+    ranking side's draw has fewer left, how many it has), and where the draw population's point alone reaches the
+    bound, that the population alone would guess half."""
+    k, left = problems_to_decide(f), f["rank_clusters"] - _clusters(f)
     more = (
-        "no number of problems decides it at these readings"
+        "no number of problem clusters decides it at these readings"
         if k is None
-        else f"about {k} more problem{'s' * (k != 1)} would decide it if its readings held"
-        + (f" (the draw has {left} more distinct problem{'s' * (left != 1)})" if k > left else "")
+        else f"about {k} more problem cluster{'s' * (k != 1)} would decide it if its readings held"
+        + (f" (the ranking side's draw has {left} more cluster{'s' * (left != 1)})" if k > left else "")
     )
-    return f"undecided on {f['problems']} problems: {_reason(f)}, across {CONTROL_FLOOR:.0%}; {more}"
+    pop = f["readings"].get("population", [float("nan")])[0]
+    alone = (
+        f"; the draw population alone would guess half ({pop:.0%}), while its X_r readings' interval "
+        f"[{f['xr_interval'][0]:.0%}, {f['xr_interval'][1]:.0%}] does not lie at or above {CONTROL_FLOOR:.0%}"
+        if pop >= CONTROL_FLOOR
+        else ""
+    )
+    return f"undecided on {_clusters(f)} problem clusters: {_reason(f)}, across {CONTROL_FLOOR:.0%}{alone}; {more}"
 
 
 def task_control(samples: dict[str, list]) -> dict:
-    """Each task's control on its X_r (version 6): ``{"version", "rule", "floors": {task: floor_entry}, "status":
+    """Each task's control on its X_r (version 7): ``{"version", "rule", "floors": {task: floor_entry}, "status":
     {task: one of STATUSES}, "failed": {task: why} (fails or insufficient), "undecided": {task: why},
     "insufficient": [tasks], "pooled": the tasks "all" pools}``. A task passes where its floor's interval lies below
-    :data:`CONTROL_FLOOR`, fails where it lies at or above it, is undecided where it straddles it (:func:`verdict`),
-    and is insufficient with fewer than :data:`MIN_CLUSTERS` problems; "all" pools the tasks that pass, and where
-    none does, pools them all and does not pass itself (fails where every task fails or is insufficient)."""
+    :data:`CONTROL_FLOOR`, fails where its X_r readings' interval lies at or above it, is undecided otherwise
+    (:func:`verdict`), and is insufficient with fewer than :data:`MIN_CLUSTERS` problem clusters; "all" pools the
+    tasks that pass, and where none does, pools them all and does not pass itself (fails where every task fails or is
+    insufficient)."""
     floors, state, failed, undecided, insufficient = {}, {}, {}, {}, []
     for t, ss in samples.items():
         f = floors[t] = floor_entry(ss)
-        if f["problems"] < MIN_CLUSTERS:
+        if f["clusters"] < MIN_CLUSTERS:
             insufficient.append(t)
             state[t] = "insufficient"
             failed[t] = (
-                f"insufficient: {f['n']} prompt{'s' * (f['n'] != 1)} from {f['problems']} "
-                f"problem{'s' * (f['problems'] != 1)} < {MIN_CLUSTERS}"
+                f"insufficient: {f['n']} prompt{'s' * (f['n'] != 1)} from {f['clusters']} "
+                f"problem cluster{'s' * (f['clusters'] != 1)} < {MIN_CLUSTERS}"
             )
             continue
-        state[t] = verdict(*f["interval"])
+        state[t] = verdict(f["xr_interval"][0], f["interval"][1])
         if state[t] == "fails":
-            failed[t] = f"{_reason(f)}: its interval lies at or above {CONTROL_FLOOR:.0%}"
+            lo, hi = f["xr_interval"]
+            failed[t] = (
+                f"{_reason(f)}: its X_r readings' interval [{lo:.0%}, {hi:.0%}] lies at or above {CONTROL_FLOOR:.0%}"
+            )
         elif state[t] == "undecided":
             undecided[t] = _undecided(f)
     pooled = [t for t in samples if state[t] == "passes"]
@@ -241,12 +294,14 @@ def task_control(samples: dict[str, list]) -> dict:
     return {
         "version": VERSION,
         "rule": (
-            f"a task passes when the simultaneous 95% interval of its floor over distinct problems on X_r "
+            f"a task passes when the simultaneous 95% interval of its floor over problem clusters on X_r "
             f"(data.floors.problem_floor: the draw population's guess from the operation, the carried digits and one "
-            f"operand; the population reading exact, every grouping of the others a Wilson interval at 1 - 0.05/6 "
-            f"with Kish's effective number of the problems it weighs as the trials) lies below {CONTROL_FLOOR}, fails "
-            f"when it lies at or above it, is undecided when it straddles it (not passed, with how many more "
-            f"problems would decide it), and is insufficient with fewer than {MIN_CLUSTERS} distinct problems "
+            f"operand, per ordered problem; the population reading an exact point, every grouping of the X_r readings "
+            f"a Wilson interval at 1 - 0.05/6 with Kish's effective number of the problem clusters it weighs as the "
+            f"trials, a cluster's problems and prompts weighed as one unit) lies below {CONTROL_FLOOR}, fails when "
+            f"the interval of its X_r readings lies at or above it, is undecided otherwise (it straddles the bound, or "
+            f"only the draw population's point reaches it; not passed, with how many more problem clusters would "
+            f"decide it), and is insufficient with fewer than {MIN_CLUSTERS} problem clusters "
             "(data.answers.MIN_CLUSTERS); a task that does not pass has its verdicts inconclusive and is left out of "
             "the pooled task all"
         ),

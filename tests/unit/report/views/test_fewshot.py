@@ -21,8 +21,9 @@ def test_yield_rows_are_the_runs_own_counts():
     """Protects the side-by-side's first table: per run and operation, the pairs drawn and X_r kept are
     run.json's (both runs drew the pairs their own parameters ask for, the same number), the distinct X_r ranked on
     are prompts.jsonl's distinct prompts, and a task's control reads as the claims recompute it (zero-shot addition:
-    48 % over distinct problems, where the run's own floor failed it at 64 %; its simultaneous interval [23 %, 74 %]
-    straddles the 50 % bound, so version 6 of the control reads it undecided on 31 problems, not failed)."""
+    48 % over distinct problems, where the run's own floor failed it at 64 %; its simultaneous interval [23 %, 78 %]
+    over its 21 problem clusters straddles the 50 % bound, so the control reads it undecided (version 6: on 31
+    ordered problems, [23 %, 74 %]), not failed)."""
     y = fewshot.yield_rows(RUNS)
     drawn = set()
     for label, folder in FOLDERS.items():
@@ -39,7 +40,7 @@ def test_yield_rows_are_the_runs_own_counts():
             assert (r.control == "passes") == (op in control["pooled"] and op not in not_passed(control))
         if label == "zero-shot":
             r = y[(y.prompts == label) & (y.operation == "addition")].iloc[0]
-            assert r.control.startswith("undecided on 31 problems: ") and "[23%, 74%]" in r.control   # version 6
+            assert r.control.startswith("undecided on 21 problem clusters: ") and "[23%, 78%]" in r.control  # v7
             assert r["floor over distinct problems"].startswith("48% (op, carried, b")
             assert r["conditioned floor as run (each prompt from the others)"] == "64%"
     assert len(drawn) == 1
