@@ -55,7 +55,7 @@ def test_commands_touch_nothing_outside_their_output_and_failures_touch_nothing(
     capsys.readouterr()
     assert outside() == before
     assert sorted(_snapshot(root / "embedded")) == sorted(
-        ["answer_tokens.csv", "effects.csv", "finetune/precise.json", "heldout.json", "key_heads.json",
+        ["answer_tokens.csv", "effects.csv", "effects_clusters.csv", "finetune/precise.json", "heldout.json", "key_heads.json",
          "knockout.csv", "prompts.jsonl", "run.json", "transfer.csv"])
     assert not list((tmp_path / "tmp").glob("arithmech-*"))         # no Trainer folder left (torch's caches may be)
     assert not [p for p in root.rglob("*") if p.name.startswith(".")]   # no checkpoint or temporary folder

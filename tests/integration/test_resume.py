@@ -74,7 +74,7 @@ def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys, uni
     assert not ckdir.exists()                                        # checkpoints removed after the final set
     main([*IDENTIFY, "--results", str(ref)])                         # uninterrupted
     a, b = _files(killed / "embedded"), _files(ref / "embedded")
-    assert sorted(a) == sorted(b) == sorted(["answer_tokens.csv", "effects.csv", "heldout.json", "key_heads.json",
+    assert sorted(a) == sorted(b) == sorted(["answer_tokens.csv", "effects.csv", "effects_clusters.csv", "heldout.json", "key_heads.json",
                                              "knockout.csv", "prompts.jsonl", "run.json", "transfer.csv"])
     for name in a:
         if name == "run.json":
