@@ -12,6 +12,7 @@ cell shows, computed from the files (no number is typed into the page)::
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -347,8 +348,9 @@ def exploration(folder: Path = EXPLORATION) -> list[str]:
         if t["lr"] is None:
             continue
         fa = t["forbidden_attention_max"]
+        named = re.sub(r"(\d+\.\d+)", r"head \1", arm)  # "blind 1.0, 1.1" reads as numbers: "blind head 1.0, head 1.1"
         lines.append(
-            f"Construction after {t['steps']} steps, {arm} at {t['lr']:g}: forbidden attention "
+            f"Construction after {t['steps']} steps, {named} at {t['lr']:g}: forbidden attention "
             f"blind {fa['blind']:.2g}, off {fa['off']:.2g}; "
             f"largest non-planted output change {t['nonplanted_output_change_max']:.2g}"
         )
