@@ -35,4 +35,4 @@ for name, heads, lr in [("base", None, None), ("full", None, 3e-3), ("precise-ke
         "seconds": round(time.time() - t0, 1),
     }
     print(name, json.dumps(out[name]), flush=True)
-json.dump(out, open("/tmp/truth_after_tune.json", "w"), indent=1)
+json.dump(out, open(sys.argv[2] if len(sys.argv) > 2 else "truth_after_tune.json", "w"), indent=1)
