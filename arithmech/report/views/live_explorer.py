@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from arithmech.core.models import resolve
+from arithmech.core.names import EMBEDDED_DIR
 from arithmech.data import pairs
 from arithmech.data import templates as templates_module
 from arithmech.data.draw import Draw
@@ -47,23 +47,18 @@ NEUTRAL = {"symbol": "@", "word": "nothing"}  # X_c's operator: one of identify'
 assert NEUTRAL["symbol"] in templates_module.NEUTRAL_SYMBOLS and NEUTRAL["word"] in templates_module.NEUTRAL_WORDS
 
 
-def model_dir() -> Path:
-    """The embedded model's folder (``arithmech/embedded/model``)."""
-    return Path(resolve("embedded"))
-
-
-def model_payload(folder: str | Path | None = None) -> dict:
-    """What ``embedded-model.js`` assigns: ``config``, ``tokens`` (by id), ``tensors`` (name → [offset in
-    float16 units, shape]), ``data`` (base64 of every tensor's float16 bytes, little-endian, in file order),
-    ``numbers`` ([id, text] of the number tokens), ``operators`` and ``neutral`` (the counterfactual's words)."""
+def model_payload() -> dict:
+    """What ``embedded-model.js`` assigns, from the shipped model (:data:`EMBEDDED_DIR`): ``config``, ``tokens``
+    (by id), ``tensors`` (name → [offset in float16 units, shape]), ``data`` (base64 of every tensor's float16
+    bytes, little-endian, in file order), ``numbers`` ([id, text] of the number tokens), ``operators`` and
+    ``neutral`` (the counterfactual's words)."""
     from safetensors import safe_open
     from transformers import AutoTokenizer
 
-    folder = Path(folder or model_dir())
-    cfg = json.loads((folder / "config.json").read_text())
-    tok = AutoTokenizer.from_pretrained(folder)
+    cfg = json.loads((EMBEDDED_DIR / "config.json").read_text())
+    tok = AutoTokenizer.from_pretrained(EMBEDDED_DIR)
     tensors, chunks, offset = {}, [], 0
-    with safe_open(folder / "model.safetensors", "pt") as f:
+    with safe_open(EMBEDDED_DIR / "model.safetensors", "pt") as f:
         for name in f.keys():
             t = f.get_tensor(name)
             if t.dtype != torch.float16:
@@ -110,15 +105,14 @@ def write_assets(static: str | Path) -> list[Path]:
     The model file is rewritten only when the weights, tokenizer or this module's payload change (a stamp)."""
     out = Path(static) / LIVE_DIR
     out.mkdir(parents=True, exist_ok=True)
-    folder = model_dir()
     h = hashlib.sha256(Path(__file__).read_bytes())
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
-        h.update((folder / name).read_bytes())
+        h.update((EMBEDDED_DIR / name).read_bytes())
     stamp = f"/* arithmech embedded model for the live explorer; source sha256 {h.hexdigest()} */\n"
     target = out / MODEL_JS
     if not target.exists() or not target.open().readline() == stamp:
         tmp = target.with_suffix(".tmp")
-        tmp.write_text(stamp + "window.ARITHMECH_EMBEDDED_MODEL = " + json.dumps(model_payload(folder)) + ";\n")
+        tmp.write_text(stamp + "window.ARITHMECH_EMBEDDED_MODEL = " + json.dumps(model_payload()) + ";\n")
         tmp.replace(target)
     written = [target]
     for name in SOURCES:

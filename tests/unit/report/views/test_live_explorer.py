@@ -9,6 +9,7 @@ import json
 import numpy as np
 from safetensors import safe_open
 
+from arithmech.core.names import EMBEDDED_DIR
 from arithmech.data import pairs
 from arithmech.report.views import live_explorer as LE
 
@@ -18,12 +19,12 @@ def test_payload_holds_the_safetensors_weights_exactly():
     safetensors file's, bit for bit, and the vocabulary and config are the tokenizer's and config.json's."""
     p = LE.model_payload()
     half = np.frombuffer(base64.b64decode(p["data"]), dtype="<f2")
-    with safe_open(LE.model_dir() / "model.safetensors", "np") as f:
+    with safe_open(EMBEDDED_DIR / "model.safetensors", "np") as f:
         assert sorted(f.keys()) == sorted(p["tensors"])
         for name, (offset, shape) in p["tensors"].items():
             size = int(np.prod(shape))
             assert np.array_equal(half[offset:offset + size].reshape(shape), f.get_tensor(name)), name
-    cfg = json.loads((LE.model_dir() / "config.json").read_text())
+    cfg = json.loads((EMBEDDED_DIR / "config.json").read_text())
     assert len(p["tokens"]) == cfg["vocab_size"] and p["config"]["num_hidden_layers"] == cfg["num_hidden_layers"]
     assert [t for _, t in p["numbers"]] == [str(d) for d in range(10)]
 
