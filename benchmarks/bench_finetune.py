@@ -58,7 +58,7 @@ def build(model: str, device: str, seed: int, heads: list[tuple[int, int]] | Non
     from arithmech.core.models import load_model
     from arithmech.core.results import model_folder
     from arithmech.finetune.data import tokenize_pairs, train_pairs
-    from arithmech.steps.finetune_heads import ranked_components
+    from arithmech.finetune.heads import read_ranking
     torch.manual_seed(seed)
     if model.startswith("random-"):
         from transformers import LlamaConfig, LlamaForCausalLM
@@ -76,7 +76,7 @@ def build(model: str, device: str, seed: int, heads: list[tuple[int, int]] | Non
     if heads:
         return net, rows, heads
     try:
-        heads, _ = ranked_components(model_folder(ROOT / "results", model))
+        heads, _ = read_ranking(model_folder(ROOT / "results", model))
         heads = heads[:8]
     except FileNotFoundError:
         heads = scaled_paper_heads(geo.n_layers, geo.n_heads, k=8)

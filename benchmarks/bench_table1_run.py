@@ -35,12 +35,12 @@ from arithmech.evals.suites import get_suite
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
-from arithmech.steps.finetune_heads import ranked_components
+from arithmech.finetune.heads import read_ranking
 mode, steps, results = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
 net, tok, _ = load_model("smollm2-135m", attn_implementation="sdpa")
 rows = tokenize_pairs(tok, get_suite("cpu").train(steps * 16, 0, 0))
-heads = ranked_components(model_folder(results, "smollm2-135m"))[0][:8]
+heads = read_ranking(model_folder(results, "smollm2-135m"))[0][:8]
 spec = adapter.HeadSpec(heads=tuple(map(tuple, heads)), rescale=True) if mode == "precise" else None
 with tempfile.TemporaryDirectory() as tmp:
     args = runner.training_args(tmp, lr=3e-4, batch_size=16, micro_batch_size=16, max_steps=steps,

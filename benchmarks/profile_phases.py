@@ -133,11 +133,11 @@ def profile_table1(steps: int) -> dict:
     from arithmech.evals.suites import CLOZE_SETS, cpu_sizes, get_suite
     from arithmech.finetune import adapter, runner
     from arithmech.finetune.data import tokenize_pairs
+    from arithmech.finetune.heads import read_ranking
     from arithmech.paper import SFT
-    from arithmech.steps.finetune_heads import ranked_components
 
     suite, sizes = get_suite("cpu"), cpu_sizes()
-    heads = ranked_components(model_folder(ROOT / "results", "smollm2-135m"))[0][:8]
+    heads = read_ranking(model_folder(ROOT / "results", "smollm2-135m"))[0][:8]
     phases: dict = {}
     net = None
     for mode in ("full", "precise"):

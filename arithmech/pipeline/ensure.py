@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 from arithmech.analyze import config as analyze_config
 from arithmech.circuits import config as circuits_config
 from arithmech.core import results
+from arithmech.finetune.heads import read_ranking
 from arithmech.identify import config as identify_config
 from arithmech.pipeline.registry import step_of
 from arithmech.prompts import config as prompts_config
@@ -100,3 +101,30 @@ def ensure(config: Any, recompute: bool = False, upstream: Any = None, **loaded)
     if recompute or not is_made(config):
         mod.run(config.replace(overwrite=True), **loaded)
     return mod.read(folder, config)
+
+
+def ensure_ranking(
+    model_name: str,
+    root: str | Path = "results",
+    n_samples: int = 64,
+    seed: int = 0,
+    device: str = "cpu",
+    dtype: str = "float32",
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """identify's ranking of the model's folder under ``root`` (:func:`arithmech.finetune.heads.read_ranking`: heads
+    and MLP layers, best first), running identify first (path patching only, ``n_samples`` pairs per task) where the
+    folder has no ``key_heads.json``: a chapter recomputes what is missing."""
+    folder = results.model_folder(root, model_name)
+    if not results.exists(folder, "key_heads.json"):
+        config = identify_config.Identify(
+            model_name=model_name,
+            n_samples=n_samples,
+            seed=seed,
+            results=str(folder),
+            device=device,
+            dtype=dtype,
+            knockout=False,
+            transfer=False,
+        )
+        step_of(config).load().run(config)
+    return read_ranking(folder)

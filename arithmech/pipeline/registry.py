@@ -94,7 +94,7 @@ STEPS: dict[str, Step] = {
             "arithmech.identify.counterfactuals",
             record="counterfactuals",
         ),
-        Step("finetune", config_training.Finetune, "arithmech.steps.finetune", takes_command=True),
+        Step("finetune", config_training.Finetune, "arithmech.table1.finetune", takes_command=True),
         Step("table1", config_training.Table1, "arithmech.table1.run", record="table1", takes_command=True),
         Step("confirm", config_training.Confirm, "arithmech.table1.confirm", takes_command=True),
         Step("accounts", accounts_config.Accounts, "arithmech.accounts.run"),

@@ -34,8 +34,8 @@ from arithmech.evals import cloze, measures
 from arithmech.evals.measures import accuracy_measure
 from arithmech.evals.scoring import greedy_exact
 from arithmech.evals.suites import cpu_sizes, get_suite
+from arithmech.finetune.heads import model_geometry
 from arithmech.steps.config_training import Confirm as Config
-from arithmech.steps.finetune_heads import model_geometry
 from arithmech.table1 import protocol as protocols
 from arithmech.table1.grid import pilot_rate
 from arithmech.table1.protocol import ITEMS, PILOT, PILOT_SEED, record_path

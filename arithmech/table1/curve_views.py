@@ -14,8 +14,8 @@ import pandas as pd
 
 from arithmech.core.stats import crossed_interval, wilson_interval
 from arithmech.paper import SFT, table1_by_mode
-from arithmech.table1 import curve_parts, detectable
 from arithmech.table1 import curves as curve_rules
+from arithmech.table1 import detectable
 from arithmech.table1 import frontier as curve_points
 from arithmech.table1 import verdicts as single_rate
 from arithmech.table1.charts import frontier_chart
@@ -167,7 +167,7 @@ def _with_ci(q: curve_points.Point, what: str) -> str:
 
 def paper_beside(t: Table1Result) -> pd.DataFrame:
     """The paper's Table 1 (LLaMA2-7B: change from base, the four math sets and MMLU/CSQA averaged; no interval
-    given) beside ours: each arm at its frontier top (:func:`arithmech.table1.curve_parts.top`: the point that did
+    given) beside ours: each arm at its frontier top (:func:`arithmech.table1.frontier.top`: the point that did
     not collapse with the best mean *validation* accuracy, as the verdict table's), in points, each change with its
     95 % interval over runs and test items (:func:`arithmech.table1.frontier.run_interval`; none from one run)."""
     c = curves_of(t)
@@ -186,7 +186,7 @@ def paper_beside(t: Table1Result) -> pd.DataFrame:
         for m in ("full", "precise")
     ]
     for arm in c.points:
-        top = curve_parts.top(c, arm, c.math)
+        top = curve_points.top(c, arm, c.math)
         if top is not None:
             rows.append(
                 {

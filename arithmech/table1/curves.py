@@ -55,7 +55,7 @@ math gain); it had one row, on the pooled measure. The pooled row, the one the c
 
 **Tenth version** (2026-12-07, after all 149 SmolLM2 runs were read, so its verdicts are exploratory and the
 confirmation of :mod:`arithmech.table1` decides): (i) *some* and *every* range over each arm's **validation frontier**
-(:func:`~arithmech.table1.curve_parts.read`: the live points no other point of the arm beats on validation math and
+(:func:`~arithmech.table1.frontier.read`: the live points no other point of the arm beats on validation math and
 validation text loss), as rule 2's text always said ("key's frontier top against full's") while the code read every
 rate; (ii) so a point whose math **diverged** (dominated on validation by a lower rate of its own arm, e.g. SmolLM2's
 precise-key at 9e-3, runs of 10, 45 and 49 %) decides nothing, the one stated rule for such points; (iii) the
@@ -97,15 +97,18 @@ from itertools import product
 import pandas as pd
 
 from arithmech.core.stats import crossed_interval
-from arithmech.table1.curve_parts import HOLDS as HOLDS  # the verdict words, re-exported: pages read C.HOLDS
-from arithmech.table1.curve_parts import NOT as NOT
-from arithmech.table1.curve_parts import (
+from arithmech.table1.frontier import HOLDS as HOLDS  # the verdict words, re-exported: pages read C.HOLDS
+from arithmech.table1.frontier import (
+    MIN_RUNS,
     NOT_RUN,
     OPEN,
     OPPOSITE,
     UNTESTABLE,
     WORD,
+    Curves,
+    Point,
     both,
+    curves_of,
     decide,
     diff,
     every,
@@ -114,6 +117,7 @@ from arithmech.table1.curve_parts import (
     level,
     live,
     read,
+    run_interval,
     shots_ref,
     some,
     thin,
@@ -121,7 +125,7 @@ from arithmech.table1.curve_parts import (
     top_label,
     would_decide,
 )
-from arithmech.table1.frontier import MIN_RUNS, Curves, Point, curves_of, run_interval
+from arithmech.table1.frontier import NOT as NOT
 from arithmech.table1.result import Table1Result
 
 MARGIN = 0.05

@@ -37,8 +37,7 @@ import pandas as pd
 
 from arithmech.core.stats import sample_variance, studentized_half_width
 from arithmech.table1 import curves as curve_rules
-from arithmech.table1.curve_parts import top
-from arithmech.table1.frontier import MIN_RUNS, Curves, Point
+from arithmech.table1.frontier import MIN_RUNS, Curves, Point, top
 from arithmech.table1.grid import RANDOM, grid_of
 
 COMPARISONS: tuple[tuple[str, str, str | None, str], ...] = (

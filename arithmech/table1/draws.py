@@ -26,7 +26,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from arithmech.core.stats import one_way_f
-from arithmech.table1 import curve_parts, curves
+from arithmech.table1 import curves, frontier
 from arithmech.table1.frontier import Curves, Point
 
 SEED = re.compile(r"-s(\d+)-lr")
@@ -104,7 +104,7 @@ def seed_effects(c: Curves) -> pd.DataFrame:
     the one-way F of the runs' primary math gains grouped by training seed with its degrees of freedom and p-value."""
     rows = []
     for a in curves.RANDOM:
-        for p in curve_parts.grid(c, a):
+        for p in frontier.grid(c, a):
             by: dict[int, list[float]] = {}
             for t, x in zip(p.tags, p.values(c.math)):
                 by.setdefault(seed_of(t), []).append(x)

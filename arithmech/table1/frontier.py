@@ -1,5 +1,5 @@
-"""Table 1 over whole learning-rate curves: every run of every arm, each grid point's run means with
-intervals, each arm's frontier on the trade-off plane. The rules that read them are :mod:`arithmech.table1.curves`.
+"""Table 1 over whole learning-rate curves: every run of every arm grouped into grid points with their intervals,
+each arm's frontier on the trade-off plane, and the parts the rules of :mod:`arithmech.table1.curves` are made of.
 
 A **point** is one arm at one learning rate: its runs (seeds; for a random arm, its draws), each scored on the
 same test items. Per run: the **math gain** (primary math measure − base; for the ``carry`` measure also its
@@ -7,27 +7,26 @@ addition and its subtraction items apart: :func:`arithmech.data.splits.carry_ite
 addition) and the **general change** (primary general measure − base; the ``cpu`` suite's: the deciding cloze
 sets pooled, :func:`arithmech.table1.verdicts.pool`); the text loss's change is shown, never decided on.
 
-Per point, three intervals of the mean over its runs (:func:`point_table`):
-
-* the **crossed** interval — over runs and test items at once (:func:`arithmech.core.stats.crossed_interval`: the
-  spread of the run means and the spread of the items, every run being scored on the same items; its coverage with
-  a fixed test set at n = 3, 5, 10 runs is checked on simulated runs). The rules decide on it, and only at points
-  with at least :data:`MIN_RUNS` runs. (Until the seventh rule version, 2026-11-28: Student t over the run means,
-  which sees no item noise: three runs that score alike gave an interval of width zero);
-* the **hierarchical bootstrap** interval of :mod:`arithmech.table1.verdicts` (runs drawn with replacement, then
-  test items within them; a second estimator of the same spread, not an interval over items alone), shown beside it;
-* **Student t over the run means** alone (:func:`arithmech.core.stats.t_interval`: the training spread only, the
-  test items taken as fixed; its coverage at n = 3, 5, 10 runs is checked on simulated runs), shown beside both.
+Per point, three intervals of the mean over its runs (:func:`point_table`): the **crossed** interval over runs and
+test items at once (:func:`arithmech.core.stats.crossed_interval`; the rules decide on it, and only at points with
+at least :data:`MIN_RUNS` runs); the **hierarchical bootstrap** of :mod:`arithmech.table1.verdicts` (a second
+estimator of the same spread) and **Student t over the run means** (the training spread only), shown beside it.
+Their coverage at n = 3, 5, 10 runs is checked on simulated runs.
 
 A point **collapsed** when more than half of its runs collapsed on the primary general measure under the interval gate
-(:func:`arithmech.table1.verdicts.collapsed`; until the second rule version of 2026-11-27: any run); collapsed points
-are drawn, never on a frontier, and decide nothing. A point's mean and intervals read **every** run, collapsed or not
-(fifth version, 2026-11-28). An arm's **frontier** is the Pareto set of its other points on (mean math gain, mean
-general change).
+(:func:`arithmech.table1.verdicts.collapsed`); collapsed points are drawn, never on a frontier, and decide nothing. A
+point's mean and intervals read **every** run, collapsed or not. An arm's **frontier** is the Pareto set of its other
+points on (mean math gain, mean general change).
+
+The rules' parts: three-valued logic (true, false, undecided), the words the tables say it in, and Kleene's *some*,
+*every* and *both*; one comparison decided on an interval; a point's change from base (or from base-shots, item by
+item) and two points' difference, each crossed over runs and test items at a rule's Bonferroni level; each arm's
+frontier top (:func:`top`); and the notes an undecided verdict carries (:func:`thin`, :func:`would_decide`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -41,7 +40,7 @@ MIN_RUNS = 3
 """Runs a grid point needs before a rule reads its interval (fewer: the point is shown, and is inconclusive)."""
 SCOPE_GAIN = 0.05
 """The validation gain over base (5 points, the rules' margin) whose interval full SFT must clear somewhere for the math
-rules to be testable (:func:`scope`, tenth version)."""
+rules to be testable (:func:`scope`)."""
 OPS = ("addition", "subtraction")
 
 
@@ -74,10 +73,8 @@ class Point:
 
     @property
     def decides(self) -> bool:
-        """At least :data:`MIN_RUNS` runs, and the point did not collapse (fifth version of the rules: every run
-        enters, collapsed or not — the third version read only the runs that did not collapse, so a point's mean
-        was its survivors', and a full-SFT point whose collapsed runs counted as a cost could also dominate
-        precise points on its surviving runs' means)."""
+        """At least :data:`MIN_RUNS` runs, and the point did not collapse (its mean reads every run, collapsed
+        or not)."""
         return self.n >= MIN_RUNS and not self.gone
 
     def mean(self, what: str) -> float:
@@ -90,8 +87,8 @@ class Point:
         return self.items[what]
 
     def values(self, what: str) -> list[float]:
-        """Every run's value of ``what`` (a math variant, ``general`` or ``loss``), collapsed runs included (fifth
-        version: a collapse is an outcome of the arm at that rate, not a run to drop)."""
+        """Every run's value of ``what`` (a math variant, ``general`` or ``loss``), collapsed runs included (a collapse
+        is an outcome of the arm at that rate, not a run to drop)."""
         return list(self.general if what == "general" else self.loss if what == "loss" else self.math[what])
 
 
@@ -267,3 +264,156 @@ def point_table(t: Table1Result, n_boot: int = 1000) -> pd.DataFrame:
                 row[f"{what} t lo"], row[f"{what} t hi"] = t_interval(xs)[1:] if len(xs) >= 2 else (None, None)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------- three-valued logic
+HOLDS, NOT, OPEN, NOT_RUN, UNTESTABLE = "holds", "does not hold", "inconclusive", "not yet run", "not testable"
+WORD = {True: HOLDS, False: NOT, None: OPEN}
+"""A three-valued part or rule as the tables say it."""
+OPPOSITE = {HOLDS: NOT, NOT: HOLDS}
+
+
+def some(xs: Iterable[bool | None]) -> bool | None:
+    xs = list(xs)
+    return True if any(x is True for x in xs) else (False if xs and all(x is False for x in xs) else None)
+
+
+def every(xs: Iterable[bool | None]) -> bool | None:
+    xs = list(xs)
+    return False if any(x is False for x in xs) else (True if xs and all(x is True for x in xs) else None)
+
+
+def both(a: bool | None, b: bool | None) -> bool | None:
+    return False if a is False or b is False else (True if a is True and b is True else None)
+
+
+def decide(lo: float | None, hi: float | None, true: Callable, false: Callable) -> bool | None:
+    """One comparison: true when ``true(lo, hi)``, else false when ``false(lo, hi)``, else undecided."""
+    if lo is None:
+        return None
+    return True if true(lo, hi) else (False if false(lo, hi) else None)
+
+
+# ------------------------------------------------------------------------- intervals of points
+def level(m: int) -> float:
+    """The confidence level of each of the ``m`` intervals a rule reads (Bonferroni: 1 − 0.05 / m): with all ``m``
+    covering at once (probability ≥ 95 %), no verdict is wrong."""
+    return 1 - 0.05 / max(1, m)
+
+
+def gain(p: Point, what: str, ref: list[float] | None = None, m: int = 1) -> tuple[float | None, float | None]:
+    """The crossed interval (runs × test items, at :func:`level` of ``m``) of a point's change from base on
+    ``what`` — or, with ``ref`` (a reference's per-item change from base, e.g. base-shots'), from that reference on
+    the same items; undecided points give None."""
+    if not p.decides:
+        return None, None
+    table = p.table(what) if ref is None else [[x - r for x, r in zip(run, ref)] for run in p.table(what)]
+    _, lo, hi = crossed_interval(table, level=level(m))
+    return lo, hi
+
+
+def diff(a: Point, b: Point, what: str, m: int = 1) -> tuple[float | None, float | None]:
+    """The crossed interval (at :func:`level` of ``m``) of ``a − b`` on ``what``: both points' run spreads and
+    the spread over the shared test items of their per-item difference; None unless both points decide."""
+    if not (a.decides and b.decides):
+        return None, None
+    _, lo, hi = crossed_interval(a.table(what), b.table(what), level(m))
+    return lo, hi
+
+
+def grid(c: Curves, arm: str) -> list[Point]:
+    """The points of ``arm`` the rules read: every rate but those the plan cut."""
+    return [p for p in c.points.get(arm, []) if not p.cut]
+
+
+def live(c: Curves, arm: str) -> list[Point]:
+    return [p for p in grid(c, arm) if not p.gone]
+
+
+def read(c: Curves, arm: str) -> list[Point]:
+    """The points of ``arm`` a rule's *some* and *every* range over: its live points on the arm's
+    validation frontier — none of the arm's other live points has a mean validation math accuracy at least as high
+    and a validation text loss at least as low, better in one. A point whose math diverged at a high rate is
+    dominated on validation by a lower rate of its own arm and decides nothing; without validation scores, every
+    live point."""
+    pts = live(c, arm)
+    if not all(p.val_math and p.val_loss for p in pts):
+        return pts
+    m = lambda p: sum(p.val_math) / len(p.val_math)
+    loss = lambda p: sum(p.val_loss) / len(p.val_loss)
+    return [
+        p
+        for p in pts
+        if not any(m(q) >= m(p) and loss(q) <= loss(p) and (m(q) > m(p) or loss(q) < loss(p)) for q in pts)
+    ]
+
+
+def top(c: Curves, arm: str, v: str) -> Point | None:
+    """``arm``'s frontier top: its point that did not collapse with the highest mean *validation* math accuracy (so
+    the test items that are shown did not pick it), or the highest test mean on ``v`` where no validation score was
+    recorded; None without such a point."""
+    return max(live(c, arm), key=lambda p: picked_on(p, v), default=None)
+
+
+def picked_on(p: Point, v: str) -> float:
+    """What :func:`top` ranks a point by: its mean validation math accuracy, or its test mean on ``v`` without one."""
+    return sum(p.val_math) / len(p.val_math) if p.val_math else p.mean(v)
+
+
+def top_label(c: Curves, t: Point, v: str) -> str:
+    """A frontier top as the pages name it — arm, rate, runs — and what picked it over the arm's next point (its
+    validation accuracy against the runner-up's), so a reader sees how close the pick was: the top decides
+    nothing (the rules read every point), but a near tie says the shown difference could have been another."""
+    rest = sorted((p for p in live(c, t.arm) if p is not t), key=lambda p: picked_on(p, v), reverse=True)
+    # validation accuracy, or (no validation score) the test gain over base: the runner-up only where it is the same
+    val = bool(t.val_math)
+    fmt = (lambda x: f"{x:.1%}") if val else (lambda x: f"{100 * x:+.1f} points")
+    vs = f" over {rest[0].lr:.0e}'s {fmt(picked_on(rest[0], v))}" if rest and bool(rest[0].val_math) == val else ""
+    what = "validation" if val else "test gain"
+    return f"{t.arm} {t.lr:.0e} ({t.n} runs; top on {what} {fmt(picked_on(t, v))}{vs})"
+
+
+def shots_ref(c: Curves, v: str) -> list[float]:
+    """Base-shots' per-item change from base on math variant ``v`` (base with K solved examples: the answer format
+    without the arithmetic), the reference "learns more than the answer format" subtracts item by item."""
+    assert c.shots is not None, "base-shots needs the base-shots run"
+    return [s - b for s, b in zip(variant_items(c.shots, c.math, v), variant_items(c.base, c.math, v))]
+
+
+# ------------------------------------------------------------------------- notes of an undecided verdict
+def thin(c: Curves, arms: tuple[str, ...], v: str | None = None, m: int = 1) -> str:
+    """The points of ``arms`` that cannot decide a part (fewer than MIN_RUNS runs), for an inconclusive verdict; where
+    every point has its runs, how wide the points' own intervals are: among the points read, the widest interval of a
+    point's change from base on math variant ``v`` at the rule's :func:`level` of ``m``, in points — a measure of how
+    far the runs of one point disagree (at 3 runs and a Bonferroni level Student's t has 2 degrees of freedom), not
+    necessarily the part that holds the rule open (most rules read differences of points; :func:`would_decide` names
+    the points that do)."""
+    few = [f"{p.arm} {p.lr:.0e} ({p.n})" for a in arms for p in live(c, a) if not p.decides]
+    if few:
+        return f"undecided parts; points with fewer than {MIN_RUNS} runs: {', '.join(few)}"
+    note = f"every point read has {MIN_RUNS} runs or more; intervals across the margin"
+    ends = [(p, gain(p, v, m=m)) for a in arms for p in live(c, a)] if v else []
+    spans = [(hi - lo, p) for p, (lo, hi) in ends if lo is not None and hi is not None]
+    if spans:
+        width, p = max(spans, key=lambda x: x[0])
+        wide = ", wider than the whole scale" if 50 * width > 100 else ""
+        note += (
+            f"; the widest interval of a point's own change from base on {v}: {p.arm} {p.lr:.0e} ({p.n} runs), "
+            f"±{50 * width:.0f} points at the rule's level{wide} — its runs' spread, not necessarily what holds the "
+            "rule open"
+        )
+    return f"undecided parts ({note})"
+
+
+def would_decide(moved: list[tuple[str, float, str]]) -> str:
+    """For an undecided verdict: the points without which the whole grid would read *holds* or *does not hold* —
+    where it is close, not a finding (leaving a point out only removes evidence; a control's best point left out
+    favours the arm it is compared with)."""
+    decided = [(a, lr, w) for a, lr, w in moved if w in OPPOSITE]
+    if not decided:
+        return ""
+    return (
+        "; would read "
+        + "; ".join(f"{w} without {a} {lr:.0e}" for a, lr, w in decided)
+        + " (a point left out only removes evidence: not a finding)"
+    )

@@ -45,7 +45,7 @@ from pathlib import Path
 from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import quoted
-from arithmech.steps.finetune_heads import model_geometry, ranked_components
+from arithmech.finetune.heads import model_geometry, read_ranking
 from arithmech.table1.grid import RANDOM
 
 Head = tuple[int, int]
@@ -165,7 +165,7 @@ def distinct_draws(arm: str, draws: int, tuned: Sequence[Head], free: Sequence[H
 # ------------------------------------------------------------------------------------ the plan
 def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
-    ranked, _ = ranked_components(folder)
+    ranked, _ = read_ranking(folder)
     kh = results_io.read(folder, "key_heads.json")
     passing = [(h["layer"], h["head"]) for h in kh["heads"]]
     by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]

@@ -23,10 +23,10 @@ from arithmech.claims.decide import claims
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.evals.suites import get_suite
+from arithmech.pipeline.ensure import ensure_ranking
 from arithmech.report.views import tables
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.pages import chapter_end, claim_lines
-from arithmech.steps.finetune_heads import ensure_ranking
 from arithmech.table1 import charts, confirmation, curve_views, views
 from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import run as table1_run

@@ -16,7 +16,7 @@ from arithmech.core.names import components
 from arithmech.core.stats import wilson_interval
 from arithmech.data.splits import carry_items
 from arithmech.evals.suites import get_suite
-from arithmech.table1 import curve_parts, verdicts
+from arithmech.table1 import frontier, verdicts
 from arithmech.table1.detectable import design_runs
 from arithmech.table1.frontier import MIN_RUNS, SCOPE_GAIN, Curves, curves_of, variant_items
 from arithmech.table1.grid import ARMS, grid_of
@@ -247,7 +247,7 @@ def scope_line(t: Table1Result) -> str:
     learn the skill — at some replicated rate its validation gain over base has a crossed 95 % interval above the
     margin), as the curves decide it, and beside it full SFT's frontier top (picked on validation) on the test items."""
     c = curves_of(t)
-    test = curve_parts.top(c, "full", c.math)
+    test = frontier.top(c, "full", c.math)
     base = c.base["results"][c.math]
     return (
         f"**Scope gate** (full SFT must learn the skill, or every math rule reads *not testable*: at some rate of its "
@@ -317,7 +317,7 @@ def dominated_line(c: Curves, arms: tuple[str, ...] = ("precise-key", "precise-s
     general skills", which reads intervals and may leave it undecided. Points are those that decide a rule (not cut,
     at least 3 runs, not collapsed); an arm whose points all collapsed says so. It decides nothing; None where the
     model's scope rules the math out (the toy), or full SFT or every precise arm has no such point."""
-    pts = lambda arm: [p for p in curve_parts.live(c, arm) if p.decides]
+    pts = lambda arm: [p for p in frontier.live(c, arm) if p.decides]
     full = pts("full")
     if not c.scope[0] or not full:
         return None

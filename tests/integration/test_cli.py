@@ -12,8 +12,8 @@ from arithmech.analyze import run as A
 from arithmech.cli import main
 from arithmech.core import results as R
 from arithmech.data import pairs
-from arithmech.steps import finetune
 from arithmech.steps.config_training import Finetune
+from arithmech.table1 import finetune
 
 
 def test_cli_writes_results_files(tmp_path, capsys):

@@ -127,7 +127,7 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
     from arithmech.analyze import run as analyze
     from arithmech.circuits import beyond
     from arithmech.identify import run as identify
-    from arithmech.steps import finetune
+    from arithmech.table1 import finetune
 
     def reached(*_a, **_k):
         raise Reached

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from arithmech.cli import main
-from arithmech.steps import finetune
 from arithmech.steps.config_training import Finetune
+from arithmech.table1 import finetune
 
 REPO = Path(__file__).resolve().parents[2]
 # Identify on the embedded model, four tasks (the four operations), small sizes: ~3 s of work on one thread.

@@ -141,8 +141,8 @@ def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into
     verdicts must exist, or the test is vacuous."""
     import shutil
 
-    from arithmech.table1 import curve_parts as CP
     from arithmech.table1 import curves as CV
+    from arithmech.table1 import frontier as CP
 
     c = curves_of(Table1Result.load(FOLDER))
     rows, rules = CV.verdict_rows(c), CV.rules(c)

@@ -2,7 +2,7 @@
 every table and chart of the page, one call each.
 
 :func:`run` fine-tunes the top-k heads plus the top-m MLP layers for each m of ``m_mlps`` (precise SFT,
-:func:`arithmech.steps.finetune.run`, every run against the first run's base scores); :func:`table5`
+:func:`arithmech.table1.finetune.run`, every run against the first run's base scores); :func:`table5`
 and :func:`chart` show them beside the paper's Table 5.
 
 >>> runs = run(P); table5(runs); chart(runs)
@@ -16,11 +16,11 @@ import pandas as pd
 
 from arithmech import paper
 from arithmech.core.names import component, components
+from arithmech.pipeline.ensure import ensure_ranking
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import tables
 from arithmech.report.views.pages import chapter_end, finetune_lines
-from arithmech.steps import finetune
-from arithmech.steps.finetune_heads import ensure_ranking
+from arithmech.table1 import finetune
 
 
 def ranking_line(P: Any) -> str:

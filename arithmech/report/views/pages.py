@@ -111,7 +111,7 @@ def claim_lines(claims: pd.DataFrame, ids) -> list[str]:
 
 def finetune_lines(records: list[dict], names: dict[str, str] | None = None) -> list[str]:
     """One line per benchmark: base → each record's accuracy (with its 95% interval and n where the
-    record has them), from fine-tune records (:func:`arithmech.steps.finetune.run`)."""
+    record has them), from fine-tune records (:func:`arithmech.table1.finetune.run`)."""
     names = names or {}
     pct = lambda m: f"{m['value']:.0%} [{m['ci'][0]:.0%}, {m['ci'][1]:.0%}]" if m.get("ci") else f"{m['value']:.0%}"
     out = []

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from arithmech.table1.curve_parts import UNTESTABLE
-
 VERDICT = {True: "holds", False: "does not hold", None: "inconclusive"}
+UNTESTABLE = "not testable"  # how a rule's account begins where its test is ruled out here, in every wing
 
 
 MISSING = "—"

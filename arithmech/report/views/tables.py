@@ -2,7 +2,7 @@
 
 The published LLaMA2 tables are :data:`arithmech.paper.TABLE1` / ``TABLE2`` / ``TABLE5``
 (accuracy in %, train speed in samples/s, tuned parameters in billions). :func:`results_table` turns
-``finetune/<mode>.json`` records (from :func:`arithmech.steps.finetune.run`) into the same layout: one row per setting,
+``finetune/<mode>.json`` records (from :func:`arithmech.table1.finetune.run`) into the same layout: one row per setting,
 accuracy and Δ per benchmark, samples/s and tuned parameters. :func:`long_form` feeds the chart builders.
 """
 
@@ -87,7 +87,7 @@ def ablation_frame(
     records: Sequence[dict], benchmarks: Sequence[str] = ("negative", "two_digit", "generic")
 ) -> pd.DataFrame:
     """Table 2's shape for our runs: ``heads, mlps, samples/s, tuned params`` and accuracy (%) per benchmark, with
-    ``<benchmark> lo`` / ``hi`` (its 95% interval, %) where the record has one (:func:`arithmech.steps.finetune.run`
+    ``<benchmark> lo`` / ``hi`` (its 95% interval, %) where the record has one (:func:`arithmech.table1.finetune.run`
     keeps them)."""
     rows = []
     for r in records:

@@ -56,7 +56,8 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     byte-identical, and so does a re-run with the grid-point cut (--no-replicate-ends: runs made before it kept); a fresh folder gives the same records (timings aside); verdicts and the trade-off frame
     are computed from the files alone."""
     torch.set_num_threads(1)
-    from arithmech.steps.finetune_heads import ensure_ranking, model_geometry
+    from arithmech.finetune.heads import model_geometry
+    from arithmech.pipeline.ensure import ensure_ranking
     from arithmech.table1.heads import groups
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)

@@ -17,7 +17,7 @@ def test_shipped_smollm2_arms_records():
     from pathlib import Path
 
     from arithmech.core import results
-    from arithmech.steps.finetune_heads import model_geometry
+    from arithmech.finetune.heads import model_geometry
     from arithmech.table1.grid import ARMS
     from arithmech.table1.heads import groups
     from arithmech.table1.train import knee

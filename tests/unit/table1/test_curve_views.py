@@ -7,7 +7,6 @@ import statistics
 
 import pytest
 
-from arithmech.table1 import curve_parts as CP
 from arithmech.table1 import curve_views as R
 from arithmech.table1 import curves as C
 from arithmech.table1 import frontier as F
@@ -45,7 +44,7 @@ def test_the_verdict_table_and_the_paper_beside_ours(tmp_path):
     assert set(beside.arm[2:]) == {"full", "precise-key", "precise-random"}
     c = curves_of(Table1Result.load(f))
     for _, r in beside.iloc[2:].iterrows():   # each arm at the verdict table's top (validation), with its interval
-        top = CP.top(c, r.arm, c.math)
+        top = F.top(c, r.arm, c.math)
         m, lo, hi = F.run_interval(top, c.math)
         ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None else ""   # none from one run
         assert r.rate == f"{top.lr:.0e}" and r["math gain"] == f"{100 * m:+.1f}{ci}"

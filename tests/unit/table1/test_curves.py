@@ -10,8 +10,8 @@ import pytest
 from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, Missing
 from arithmech.core.stats import t_quantile
-from arithmech.table1 import curve_parts as CP
 from arithmech.table1 import curves as C
+from arithmech.table1 import frontier as CP
 from arithmech.table1 import verdicts as V
 from arithmech.table1.claims import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.table1.frontier import Curves, Point, curves_of, frontier

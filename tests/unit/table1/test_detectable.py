@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from arithmech.table1 import curve_parts as CP
 from arithmech.table1 import curves as C
 from arithmech.table1 import detectable as D
+from arithmech.table1 import frontier as CP
 from arithmech.table1.frontier import curves_of
 from arithmech.table1.result import Table1Result
 from tests.unit.table1.synthetic import jitter as J

@@ -1,4 +1,4 @@
-"""Unit tests of ``arithmech/steps/finetune.py``."""
+"""Unit tests of ``arithmech/table1/finetune.py``."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ import time
 import pytest
 from factories import time_limit
 
+from arithmech.finetune.heads import parse_heads, read_ranking
 from arithmech.steps.config_training import Finetune
-from arithmech.steps.finetune_heads import parse_heads, ranked_components
 
 
 def test_parse_heads_and_ranking(tmp_path):
@@ -26,17 +26,17 @@ def test_parse_heads_and_ranking(tmp_path):
     (folder / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n"          # interval: effect ± 0.01
                                         + "".join(f"{r},{float(r.split(',')[3]) - .01},{float(r.split(',')[3]) + .01}\n"
                                                   for r in rows.splitlines()))
-    heads, mlps = ranked_components(folder)
+    heads, mlps = read_ranking(folder)
     assert heads == [(2, 1), (0, 3), (1, 2), (1, 0)] and mlps == [1, 0]
     assert parse_heads("top-3", heads) == [(2, 1), (0, 3), (1, 2)]
     assert parse_heads("12.22,13.11", None) == [(12, 22), (13, 11)]
     with pytest.raises(ValueError, match="only 4 ranked heads"):
         parse_heads("top-9", heads)
     with pytest.raises(FileNotFoundError, match="arithmech identify"):
-        ranked_components(tmp_path / "other")
+        read_ranking(tmp_path / "other")
     (folder / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")                 # truncated: no rows
     with pytest.raises(ValueError, match="effects.csv' has no rows"):
-        ranked_components(folder)
+        read_ranking(folder)
 
 
 # ------------------------------------------------------------------------------ finetune up front
@@ -62,7 +62,7 @@ def _toy_results(tmp_path, n_layers=2, n_heads=4, effects_rows=None, key_heads=N
 @pytest.fixture
 def no_model_load(monkeypatch):
     """finetune.run must fail before any model is loaded: loading (or evaluating) one fails the test."""
-    from arithmech.steps import finetune
+    from arithmech.table1 import finetune
     def boom(*_a, **_k):
         raise AssertionError("a model was loaded before the arguments were checked")
     monkeypatch.setattr(finetune, "load_model", boom)
@@ -103,7 +103,7 @@ BAD_FINETUNE = [
 def test_finetune_bad_argument_refused_before_model_load(tmp_path, no_model_load, bad, match):
     """Protects: each bad fine-tune argument is one ValueError naming the value and what is allowed, raised
     before the base model is loaded or evaluated (load_model is booby-trapped)."""
-    from arithmech.steps import finetune
+    from arithmech.table1 import finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2", **bad}
     with time_limit(20), pytest.raises(ValueError, match=match):
         finetune.run(Finetune(**kw))
@@ -113,7 +113,7 @@ def test_finetune_missing_inputs_refused_before_model_load(tmp_path, no_model_lo
     """Protects: a missing --train-data file, a missing model folder, CUDA on a machine without it."""
     import torch
 
-    from arithmech.steps import finetune
+    from arithmech.table1 import finetune
     kw = {**_toy_results(tmp_path), "heads": "1.2"}
     with pytest.raises(FileNotFoundError, match="--train-data 'nope.jsonl'"):
         finetune.run(Finetune(**{**kw, "train_data": "nope.jsonl"}))
@@ -140,7 +140,7 @@ KEY_HEADS_BAD = [
 def test_key_heads_of_the_wrong_shape_refused_before_model_load(tmp_path, no_model_load, text, match):
     """Protects: a key_heads.json of the wrong shape is a ValueError naming the file, not a KeyError deep
     inside the run (and not after the base evaluation)."""
-    from arithmech.steps import finetune
+    from arithmech.table1 import finetune
     kw = {**_toy_results(tmp_path, key_heads=text), "heads": "top-2"}
     with time_limit(20), pytest.raises(ValueError, match=r"key_heads\.json.*" + match):
         finetune.run(Finetune(**kw))
@@ -150,7 +150,7 @@ def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_loa
     """Protects: a truncated effects.csv (missing heads, a row cut mid-line) is refused, naming the file,
     instead of silently tuning other heads; a complete one gives key heads first, then the rest by effect
     (reference: sorted here by hand)."""
-    from arithmech.steps.finetune import validate_finetune_args
+    from arithmech.table1.finetune import validate_finetune_args
     full = [("all", l, str(h), round(-0.01 * ((5 * (l * 4 + h)) % 8), 3)) for l in range(2) for h in range(4)]
     full += [("all", l, "mlp", 0.1 * l) for l in range(2)]
     kw = {**_toy_results(tmp_path, effects_rows=full), "heads": "top-4", "mlps": 1}
@@ -170,7 +170,7 @@ def test_truncated_effects_csv_refused_and_full_one_ranks(tmp_path, no_model_loa
 def test_fuzz_finetune_arguments_accepted_or_refused(tmp_path, no_model_load):
     """Protects: 200 seeded random combinations of fine-tune arguments: each validates to a HeadSpec inside
     the model (or None for full SFT) or is refused with ValueError/FileNotFoundError, within seconds."""
-    from arithmech.steps.finetune import validate_finetune_args
+    from arithmech.table1.finetune import validate_finetune_args
     base = _toy_results(tmp_path)
     rng = random.Random(5)
     choices = dict(heads=["top-1", "top-3", "top-0", "top-99", "1.2", "0.0,1.3", "2.0", "1.2.3", "x", "", "top-"],
@@ -197,7 +197,7 @@ def test_a_records_measure_is_the_literal_accuracy_and_wilson_interval_rounded()
     """Protects the fine-tune record's measure, now built on ``evals.measures.accuracy_measure`` (one Wilson
     accuracy for Table 1's records and this step's): the value is the mean of the 0/1 items, the interval the
     Wilson score interval written out here (z = 1.96), both rounded to 4 decimals; n and the items are kept."""
-    from arithmech.steps.finetune import scored
+    from arithmech.table1.finetune import scored
 
     items = {"a": [1, 0, 1, 1, 0, 1, 1], "b": [0] * 5}
     z = 1.96
@@ -222,7 +222,7 @@ def test_before_pairs_only_a_record_scored_the_same_way():
     position, so an earlier record is taken only when scored with this run's model, seed, limit and benchmarks
     (each difference named, one line); a bare ``base`` (nothing says how its items were drawn) is refused; bare
     accuracies become measures without items (changes without an interval)."""
-    from arithmech.steps.finetune import base_from
+    from arithmech.table1.finetune import base_from
 
     c = Finetune(model_name="embedded", benchmarks=("generic",), seed=0)
     assert base_from(_earlier(), c) == _earlier()["base"]
@@ -240,7 +240,7 @@ def test_before_pairs_only_a_record_scored_the_same_way():
 def test_a_refused_before_loads_no_model(monkeypatch, tmp_path):
     """Protects the input contract on ``before=``: a record scored otherwise is refused before any model loads and
     nothing is written."""
-    from arithmech.steps import finetune
+    from arithmech.table1 import finetune
 
     monkeypatch.setattr(finetune, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
     c = Finetune(model_name="embedded", mode="full", benchmarks=("generic",), seed=0, results=str(tmp_path / "r"))

@@ -12,7 +12,7 @@ The files identify wrote are checked for shape, not trusted: ``key_heads.json`` 
 a ``task`` and a list of ``heads`` (``{"layer": int, "head": int, ...}``) inside the model, and
 ``effects.csv``, when the ranking extends beyond the key heads, must hold every head of the model
 exactly once for that task (a truncated file would otherwise let other heads be tuned silently). Those checks,
-the ``--heads`` syntax and the ranking's readers are in :mod:`arithmech.steps.finetune_heads`.
+the ``--heads`` syntax and the ranking's readers are in :mod:`arithmech.finetune.heads`.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.evals.measures import accuracy_measure
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
+from arithmech.finetune.heads import check_heads_in_model, model_geometry, parse_heads_arg, read_ranking
 from arithmech.steps.config_training import Finetune as Config
-from arithmech.steps.finetune_heads import check_heads_in_model, model_geometry, parse_heads_arg, read_ranking
 
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")
 
@@ -186,7 +186,7 @@ def base_from(before: dict | None, config: Config) -> dict | None:
 def run(config: Config, command: str | None = None, before: dict | None = None) -> dict:
     """Evaluate, fine-tune (precise or full), evaluate again; write ``results/<model>/finetune/<mode>[-tag].json``.
 
-    Every argument and input file is checked first (:func:`arithmech.steps.finetune.validate_finetune_args`),
+    Every argument and input file is checked first (:func:`arithmech.table1.finetune.validate_finetune_args`),
     before any model is loaded or evaluated.
 
     ``benchmarks``: names from :data:`arithmech.evals.benchmarks.BENCHMARKS` / ``TOY``, or ``toy`` / ``paper``.

@@ -1,7 +1,7 @@
-"""Unit tests of ``arithmech/table1/curve_parts.py``: the frontier top and how the pages name it."""
+"""Unit tests of ``arithmech/table1/frontier.py``: the frontier top and how the pages name it."""
 from __future__ import annotations
 
-from arithmech.table1 import curve_parts as CP
+from arithmech.table1 import frontier as CP
 from arithmech.table1.frontier import curves_of
 from arithmech.table1.result import Table1Result
 from tests.unit.table1.synthetic import write

@@ -1,10 +1,10 @@
 """Which heads a fine-tune tunes: the ``--heads`` argument, and identify's ranking it is read from.
 
 :func:`parse_heads_arg` and :func:`parse_heads` read ``top-K`` or ``L.H,L.H``; :func:`model_geometry` and
-:func:`check_heads_in_model` check the heads against the model's shape; :func:`read_ranking` (and
-:func:`ranked_components`) read ``key_heads.json`` and ``effects.csv`` through the results contract, checking
-their shape (:func:`check_key_heads`, :func:`check_effects`); :func:`ensure_ranking` runs identify first where the
-folder has no ranking. The fine-tune step itself is :mod:`arithmech.steps.finetune`.
+:func:`check_heads_in_model` check the heads against the model's shape; :func:`read_ranking` reads ``key_heads.json``
+and ``effects.csv`` through the results contract, checking their shape (:func:`check_key_heads`,
+:func:`check_effects`). :func:`arithmech.pipeline.ensure.ensure_ranking` runs identify first where a folder has no
+ranking; the fine-tune step itself is :mod:`arithmech.table1.finetune`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from arithmech.core import results as results_io
 from arithmech.core import safe_read
 from arithmech.core.inputs import quoted
 from arithmech.core.models import Geometry, resolve
-from arithmech.identify import run as identify_step
-from arithmech.identify.config import Identify as IdentifyConfig
 from arithmech.methods.effects import ranking
 
 _PAIR = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
@@ -139,7 +137,7 @@ def check_effects(df, task: str, path: str | Path, geo: Geometry | None = None) 
 def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list, list]:
     """Heads and MLP layers, best first, of a model's results ``folder``: ``key_heads.json`` (checked),
     extended by the rest of that task's ``effects.csv`` ranking (checked), both read through the results
-    contract. See :func:`arithmech.steps.finetune_heads.ranked_components`."""
+    contract; with ``geo``, ``effects.csv`` must hold every head of the model."""
     folder = Path(folder)
     path = folder / "key_heads.json"
     if not os.path.lexists(path):
@@ -161,47 +159,9 @@ def read_ranking(folder: str | Path, geo: Geometry | None = None) -> tuple[list,
     return heads, mlps
 
 
-# ------------------------------------------------------------------------------ key components
-def ranked_components(folder: str | Path, geometry=None) -> tuple[list[tuple[int, int]], list[int]]:
-    """Heads ``(layer, head)`` and MLP layers of a model's results ``folder``, best first: the ranked key
-    heads of ``key_heads.json`` (written by ``arithmech identify``), extended by the rest of that task's
-    ``effects.csv`` ranking (most negative effect first) so that ``top-k`` may exceed the number of key
-    heads. Both files are read through the results contract and checked for shape
-    (:func:`arithmech.steps.finetune_heads.read_ranking`; with ``geometry``, ``effects.csv`` must hold every
-    head of the model)."""
-    return read_ranking(folder, geometry)
-
-
-def ensure_ranking(
-    model_name: str,
-    results: str | Path = "results",
-    n_samples: int = 64,
-    seed: int = 0,
-    device: str = "cpu",
-    dtype: str = "float32",
-) -> tuple[list[tuple[int, int]], list[int]]:
-    """:func:`ranked_components`, running identify (path patching only, ``n_samples`` pairs per task)
-    first when the model's folder has no ``key_heads.json`` (a chapter recomputes what is missing)."""
-    folder = results_io.model_folder(results, model_name)
-    if not results_io.exists(folder, "key_heads.json"):
-        identify_step.run(
-            IdentifyConfig(
-                model_name=model_name,
-                n_samples=n_samples,
-                seed=seed,
-                results=str(folder),
-                device=device,
-                dtype=dtype,
-                knockout=False,
-                transfer=False,
-            )
-        )
-    return ranked_components(folder)
-
-
 def parse_heads(arg: str, ranking: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
     """``top-32`` → the 32 best-ranked heads; ``12.22,13.11`` → those heads (syntax:
-    :func:`arithmech.steps.finetune_heads.parse_heads_arg`)."""
+    :func:`parse_heads_arg`)."""
     want = parse_heads_arg(arg)
     if isinstance(want, int):
         if ranking is None or len(ranking) < want:
