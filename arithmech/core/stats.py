@@ -329,7 +329,7 @@ def bonferroni_z(m: int) -> float:
 
 def sample_variance(x: Sequence[float]) -> float:
     """The unbiased sample variance of ``x`` (divisor ``len(x) − 1``; at least two values): what every run and item
-    term of :func:`crossed_interval` and its projection (:mod:`arithmech.table1.detectable`) reads."""
+    term of :func:`crossed_interval` and its projection (:mod:`arithmech.table1.design`) reads."""
     m = sum(x) / len(x)
     return sum((v - m) ** 2 for v in x) / (len(x) - 1)
 

@@ -122,7 +122,7 @@ class Table1(ModelStep):
         True,
         "replicate a bracketed grid's two end rates too (seeds, draws, frontier "
         "seeds); --no-replicate-ends keeps their first run only, a cut of grid points to "
-        "fit the machine (arithmech.table1.grid.replicated)",
+        "fit the machine (arithmech.table1.plan.replicated)",
     )
     lm_tokens: int = option(
         2048, "cpu suite: generic-text tokens of a run's test loss (the suite has 4,096)", low=256, high=MAX_PAIRS

@@ -37,7 +37,7 @@ from arithmech.evals.suites import cpu_sizes, get_suite
 from arithmech.finetune.heads import model_geometry
 from arithmech.steps.config_training import Confirm as Config
 from arithmech.table1 import protocol as protocols
-from arithmech.table1.grid import pilot_rate
+from arithmech.table1.plan import pilot_rate
 from arithmech.table1.protocol import ITEMS, PILOT, PILOT_SEED, record_path
 from arithmech.table1.train import train_arm
 
@@ -177,7 +177,7 @@ class Runner:
         self._write(RunKey(path, name, PILOT_SEED, lr, heads, h), val, tr, started, "pilot", round(time.time() - t0, 1))
 
     def pilot_rates(self) -> dict[str, float]:
-        """Each pilot's rate by its rule (:func:`arithmech.table1.grid.pilot_rate`), from its records."""
+        """Each pilot's rate by its rule (:func:`arithmech.table1.plan.pilot_rate`), from its records."""
         out = {}
         for key, (name, rates) in PILOT.items():
             val = {lr: _read(self.out, record_path(self.out, name, lr=lr))["results"]["carry"]["value"] for lr in rates}

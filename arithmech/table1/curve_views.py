@@ -15,7 +15,7 @@ import pandas as pd
 from arithmech.core.stats import crossed_interval, wilson_interval
 from arithmech.paper import SFT, table1_by_mode
 from arithmech.table1 import curves as curve_rules
-from arithmech.table1 import detectable
+from arithmech.table1 import design as design_checks
 from arithmech.table1 import frontier as curve_points
 from arithmech.table1 import verdicts as single_rate
 from arithmech.table1.charts import frontier_chart
@@ -260,14 +260,14 @@ def detectable_table(
     design: Callable[[str, float], int] | None = None,
 ) -> pd.DataFrame:
     """How far from its bound an observed difference must lie for each rule to decide, with ``runs`` runs a point
-    (:mod:`arithmech.table1.detectable`; 3, the rules' minimum, and 5, the issue's for frontier points) and, given
-    ``design`` (:func:`arithmech.table1.detectable.design_runs`), with the runs the design gives each compared point
+    (:mod:`arithmech.table1.design`; 3, the rules' minimum, and 5, the issue's for frontier points) and, given
+    ``design`` (:func:`arithmech.table1.design.design_runs`), with the runs the design gives each compared point
     (a random arm's draws), for reading: comparison, measure, the compared points, the rule's level, the run and item
     spreads seen so far and the projected half-width (``± at 3 runs``: an observed difference decides beyond it),
     all in points (or why it is not known yet: a last column says why)."""
-    tables: dict = {r: detectable.table(c, r) for r in runs}
+    tables: dict = {r: design_checks.table(c, r) for r in runs}
     if design:
-        tables["as designed"] = detectable.table(c, design)
+        tables["as designed"] = design_checks.table(c, design)
     t = tables[runs[0]]
     if t.empty:
         return t

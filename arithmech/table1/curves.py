@@ -35,7 +35,7 @@ runs' and a full-SFT point whose collapsed runs counted as a cost (rule 3a) coul
 its survivors: a collapse is the arm's outcome at that rate. A point where more than half of the runs collapsed
 still decides nothing; every rule's default N is its :func:`family`.
 **Sixth version** (2026-11-28, no grid point yet at 3 runs): a rate the plan cuts (``--no-replicate-ends``:
-``table1.json``'s ``replicated`` lacks it; :func:`arithmech.table1.grid.replicated`) is outside the grid the
+``table1.json``'s ``replicated`` lacks it; :func:`arithmech.table1.plan.replicated`) is outside the grid the
 rules read — it would stay below 3 runs for good and leave every *every* over its arm undecided — and outside N.
 **Seventh version** (2026-11-28, no grid point yet at 3 runs): every interval is **crossed** — the spread of the
 run means and the spread over the shared test items (for two points, of their per-item difference) — instead of

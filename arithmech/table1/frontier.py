@@ -33,7 +33,7 @@ import pandas as pd
 
 from arithmech.core.stats import crossed_interval, hierarchical_bootstrap, t_interval
 from arithmech.table1 import verdicts
-from arithmech.table1.grid import grid_of
+from arithmech.table1.plan import grid_of
 from arithmech.table1.result import Table1Result
 
 MIN_RUNS = 3
@@ -168,7 +168,7 @@ def _curves(t: Table1Result) -> Curves:
     b_gen = verdicts.value(base, g, pooled)
     b_val = ((base["parameters"].get("validation") or {}).get(m) or {}).get("items")
     pts: dict[str, list[Point]] = {}
-    kept = p.get("replicated")  # the grid-point cut's rates (arithmech.table1.grid)
+    kept = p.get("replicated")  # the grid-point cut's rates (arithmech.table1.plan)
     for arm in p["arms"]:
         if arm in ("base", "base-shots"):
             continue

@@ -32,9 +32,9 @@ from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import run as table1_run
 from arithmech.table1 import verdicts as single_rate
 from arithmech.table1.confirmation import Confirmation
-from arithmech.table1.detectable import design_runs
+from arithmech.table1.design import design_runs
 from arithmech.table1.frontier import MIN_RUNS, curves_of
-from arithmech.table1.heads import key_and_ranked
+from arithmech.table1.plan import key_and_ranked
 from arithmech.table1.result import Table1Result
 from arithmech.table1.train import learning_curve, train_arm
 
@@ -231,7 +231,7 @@ class Page:
     def detectable(self) -> list:
         """Per run: how far from its bound an observed difference must lie for each rule to decide, at 3 and 5 runs a
         point and at the runs the design gives each compared point
-        (:func:`arithmech.table1.curve_views.detectable_table`, :func:`arithmech.table1.detectable.design_runs`)."""
+        (:func:`arithmech.table1.curve_views.detectable_table`, :func:`arithmech.table1.design.design_runs`)."""
         out: list = []
         for name, t in self.runs.items():
             if t is not None:

@@ -38,8 +38,7 @@ from arithmech.core.atomic import atomic_json
 from arithmech.core.inputs import quoted
 from arithmech.data.splits import carry_phrasings
 from arithmech.table1.contrasts import KINDS, Spread, detectable
-from arithmech.table1.grid import choose_rates, exploration
-from arithmech.table1.heads import random_any_matched, random_layer
+from arithmech.table1.plan import choose_rates, exploration, random_any_matched, random_layer
 from arithmech.table1.result import Table1Result
 
 VERSION = 2

@@ -13,9 +13,9 @@ from arithmech.core.results import folder_name
 from arithmech.report.views.cells import markdown
 from arithmech.report.views.real_llm_base import PageBase
 from arithmech.table1 import charts, confirmation, curve_views, curves, views
-from arithmech.table1 import draws as seed_draws
+from arithmech.table1 import design as seed_draws
 from arithmech.table1.confirmation import Confirmation
-from arithmech.table1.detectable import design_runs
+from arithmech.table1.design import design_runs
 from arithmech.table1.frontier import Curves, curves_of
 from arithmech.table1.page import frontier
 from arithmech.table1.result import Table1Result
@@ -98,7 +98,7 @@ def grid_points(t: Table1Result, c: Curves) -> list:
             "and with 5 runs a point, and with the runs the design gives each compared point (a frontier "
             "rate its frontier seeds, a random arm's point its draws, a cut end its one run; in "
             "brackets) — the half-width of its interval at the rule's level, from the spreads seen so far "
-            "at the compared frontier tops (`arithmech.table1.detectable`), in points; not a power calculation:"
+            "at the compared frontier tops (`arithmech.table1.design`), in points; not a power calculation:"
         ),
         curve_views.detectable_table(c, design=design_runs(t.plan)).style.hide(axis="index"),
     ]

@@ -9,9 +9,9 @@ verdicts of :mod:`arithmech.table1.verdicts` read, decided over whole curves rat
   parameter); ``precise-key`` (the top ``k`` of the paper's ranking); ``precise-share`` (the heads the share
   rule names, filled up by share rank); ``precise-random`` (layer-matched random heads) and
   ``precise-random-any`` (random heads of any layer), both sharing **no tuned parameter** with the key or share
-  arm, grouped-query attention included (:mod:`arithmech.table1.heads`);
+  arm, grouped-query attention included (:mod:`arithmech.table1.plan`);
 * **grids** — full SFT has its own grid, the precise arms share one (matched rates); each is extended until it
-  is bracketed (:mod:`arithmech.table1.grid`, validation scores only);
+  is bracketed (:mod:`arithmech.table1.plan`, validation scores only);
 * **seeds and draws** — every rate of ``full``, ``precise-key`` and ``precise-share`` runs each of ``seeds``,
   and the rates on an arm's validation frontier run up to ``frontier_seeds``; each rate of a random arm runs
   ``draws`` draws, draw ``d`` training with ``seeds[d % len(seeds)]`` (a draw's heads are seeded by its index,
@@ -28,7 +28,7 @@ verdicts of :mod:`arithmech.table1.verdicts` read, decided over whole curves rat
 Same arguments → byte-identical records (timings aside).
 
 This module plans and runs the table; the pieces live beside it: the heads of each arm
-(:mod:`arithmech.table1.heads`), the grids and the chosen rate (:mod:`arithmech.table1.grid`), one run's
+(:mod:`arithmech.table1.plan`), the grids and the chosen rate (:mod:`arithmech.table1.plan`), one run's
 training and record and the learning curve (:mod:`arithmech.table1.train`), and the
 :class:`~arithmech.table1.runner.Runner` that makes the runs in this order, its plan as fields.
 """
@@ -45,8 +45,8 @@ from arithmech.core.progress import announce
 from arithmech.evals.measures import table1_sizes
 from arithmech.evals.suites import CLOZE_SETS, Suite, get_suite
 from arithmech.steps.config_training import Table1 as Config
-from arithmech.table1 import heads as heads_mod
-from arithmech.table1.grid import (
+from arithmech.table1 import plan as heads_mod
+from arithmech.table1.plan import (
     ARMS,
     GRIDS,
     PRECISE,

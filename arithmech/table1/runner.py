@@ -17,7 +17,7 @@ from arithmech.core.models import load_model
 from arithmech.core.progress import Progress
 from arithmech.evals.suites import Suite
 from arithmech.steps.config_training import Table1 as Config
-from arithmech.table1.grid import (
+from arithmech.table1.plan import (
     BRACKET_RULE,
     RANDOM,
     RULE,
@@ -305,7 +305,7 @@ class Runner:
     # ---------------------------------------------------------------------------------- the phases
     def replicas(self, arm: str) -> int:
         """How many runs each rate of ``arm`` gets: its distinct draws (random arms: ``--draws``, capped at the distinct
-        head sets the draw rule can make, :func:`arithmech.table1.heads.distinct_draws`) or its seeds."""
+        head sets the draw rule can make, :func:`arithmech.table1.plan.distinct_draws`) or its seeds."""
         if arm in RANDOM:
             return len(self.heads["random_draws" if arm == "precise-random" else "random_any_draws"])
         return len(self.seeds)

@@ -40,7 +40,7 @@ from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
 from arithmech.steps.config_training import Table1 as Config
-from arithmech.table1.grid import GRIDS, val_math
+from arithmech.table1.plan import GRIDS, val_math
 
 RUN_TAG = re.compile(r"^(base|base-shots|full-s\d+-lr.+|precise-(key|share|random\d+|random-any\d+)-s\d+-lr.+)$")
 """The records an arms run reads back (resuming) or replaces: ``finetune/<stem>.json`` with these stems."""

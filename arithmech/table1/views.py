@@ -17,10 +17,9 @@ from arithmech.core.stats import wilson_interval
 from arithmech.data.splits import carry_items
 from arithmech.evals.suites import get_suite
 from arithmech.table1 import frontier, verdicts
-from arithmech.table1.detectable import design_runs
+from arithmech.table1.design import design_runs
 from arithmech.table1.frontier import MIN_RUNS, SCOPE_GAIN, Curves, curves_of, variant_items
-from arithmech.table1.grid import ARMS, grid_of
-from arithmech.table1.heads import layer_offsets
+from arithmech.table1.plan import ARMS, grid_of, layer_offsets
 from arithmech.table1.result import Table1Result
 
 
@@ -88,7 +87,7 @@ def setup_line(t: Table1Result) -> str:
 def progress_line(t: Table1Result) -> str:
     """How far the design is: runs made of those planned, points the rules can read, machine time (wall clock) so far
     and the rest estimated at each arm's mean cost per run. A point's planned runs are what the design gives its rate
-    (:func:`arithmech.table1.detectable.design_runs`: a random arm's draws, a frontier rate's ``frontier_seeds``,
+    (:func:`arithmech.table1.design.design_runs`: a random arm's draws, a frontier rate's ``frontier_seeds``,
     another rate's seeds, a rate the plan cuts its first run), or the runs it has where it has more (a cut rate's runs
     made before the cut, a rate that was on the frontier when the runner planned it)."""
     p = t.plan

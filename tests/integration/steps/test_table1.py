@@ -14,7 +14,7 @@ from arithmech.data import splits
 from arithmech.evals import suites as S
 from arithmech.table1 import run as A
 from arithmech.table1 import verdicts as V
-from arithmech.table1.grid import ARMS, GRIDS, choose
+from arithmech.table1.plan import ARMS, GRIDS, choose
 from arithmech.table1.result import Table1Result
 
 
@@ -58,7 +58,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     torch.set_num_threads(1)
     from arithmech.finetune.heads import model_geometry
     from arithmech.pipeline.ensure import ensure_ranking
-    from arithmech.table1.heads import groups
+    from arithmech.table1.plan import groups
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
     config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,

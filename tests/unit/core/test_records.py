@@ -18,8 +18,7 @@ def test_shipped_smollm2_arms_records():
 
     from arithmech.core import results
     from arithmech.finetune.heads import model_geometry
-    from arithmech.table1.grid import ARMS
-    from arithmech.table1.heads import groups
+    from arithmech.table1.plan import ARMS, groups
     from arithmech.table1.train import knee
     folder = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
     curve = results.read(folder, "finetune/curve.json")

@@ -89,7 +89,7 @@ def test_each_point_shows_a_t_interval_over_its_run_means_beside_the_item_interv
 def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
     """Protects the design table beside the verdicts: each comparison's "decidable beyond ±" cell is the claims'
     projected half-width in points (key − full on carry: a number; key − random, whose top has one run: why not)."""
-    from arithmech.table1 import detectable as D
+    from arithmech.table1 import design as D
 
     c = curves_of(Table1Result.load(write(tmp_path, ARMS)))
     t, claims = R.detectable_table(c).set_index("comparison"), D.table(c).set_index("comparison")
@@ -105,7 +105,7 @@ def test_the_detectable_table_shows_the_claims_half_widths(tmp_path):
 def test_the_detectable_table_shows_the_designs_runs_in_brackets(tmp_path):
     """Protects the design's column: its cell is the claims' half-width with the runs the design gives each compared
     point, and the brackets name those runs (a reader sees a random arm's 10 draws, not 3 or 5)."""
-    from arithmech.table1 import detectable as D
+    from arithmech.table1 import design as D
 
     c = curves_of(Table1Result.load(write(tmp_path, ARMS)))
     design = lambda arm, lr: 10 if arm.startswith("precise-random") else 5

@@ -13,7 +13,7 @@ import pytest
 
 from arithmech.core import safe_read
 from arithmech.data import splits
-from arithmech.table1 import grid, heads, protocol
+from arithmech.table1 import plan, protocol
 from arithmech.table1.result import Table1Result
 
 
@@ -45,7 +45,7 @@ def test_the_phrasing_labels_are_the_items_own():
 def test_random_any_matched_reads_as_many_groups_and_none_of_the_keys(draw):
     """Protects parameter matching under grouped-query attention on a constructed geometry."""
     key = [(2, 0), (2, 1), (3, 4), (5, 8)]  # 3 groups of 3 query heads per layer: key reads 3 groups
-    pick = [tuple(h) for h in heads.random_any_matched(key, 8, 9, 3, draw)]
+    pick = [tuple(h) for h in plan.random_any_matched(key, 8, 9, 3, draw)]
     groups = lambda hs: {(layer, h // 3) for layer, h in hs}
     assert len(pick) == 4 and len(groups(pick)) == len(groups(key)) and not groups(pick) & groups(key)
 
@@ -53,10 +53,10 @@ def test_random_any_matched_reads_as_many_groups_and_none_of_the_keys(draw):
 def test_random_layer_keeps_the_layers_and_avoids_the_key_heads():
     """Protects layer matching: the key heads' layers, never a key head; a full layer refused."""
     key = [(2, 0), (2, 1), (2, 2), (5, 8)]
-    pick = [tuple(h) for h in heads.random_layer(key, 9, 0)]
+    pick = [tuple(h) for h in plan.random_layer(key, 9, 0)]
     assert sorted(layer for layer, _ in pick) == [2, 2, 2, 5] and not set(pick) & set(key)
     with pytest.raises(ValueError, match="no free head"):
-        heads.random_layer([(0, 0), (0, 1)], 2, 0)
+        plan.random_layer([(0, 0), (0, 1)], 2, 0)
 
 
 def test_the_measures_read_the_records_items():
@@ -114,7 +114,7 @@ def test_every_confirmatory_record_was_committed_after_its_protocol(protocol_fil
 
 def test_the_protocols_rates_are_the_rule_applied_to_the_exploration():
     """Protects the rate rule: the shipped rates are the validation rule applied to the 149 records; seeds fresh."""
-    rates = grid.choose_rates(grid.exploration(Table1Result.load(FOLDER)))
+    rates = plan.choose_rates(plan.exploration(Table1Result.load(FOLDER)))
     assert {k: rates[k] for k in ("key", "equal-gain")} == {k: SHIPPED["rates"][k] for k in ("key", "equal-gain")}
     assert {a["name"]: a["lr"] for a in SHIPPED["arms"]} == {a.name: rates.get(a.rate) for a in protocol.ARMS}
     used = set(SHIPPED["exploration"]["seeds_used"])
