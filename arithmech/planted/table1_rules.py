@@ -22,7 +22,7 @@ CURVE_COMMAND = "python -m arithmech table1 --model planted --suite planted --to
 
 DESIGN = (
     "suite planted (arithmech.data.planted_items): the new skill is the 12 held-out phrasings of the four operations "
-    "on App. A operands (base 27-60 % by operation), retention is Fig. 8 on the same operands (base 86 %); a problem "
+    "on App. A operands, retention is Fig. 8 on the same operands; a problem "
     "is a cluster (operation, unordered operand pair) and the 158 App. A clusters go one in three per operation, by "
     "a seeded hash, to train / validation / test (53 / 53 / 52), a pair and its mirror always on one side; every "
     "validation and test cluster is asked once a measure (a seeded phrasing, a seeded order), so every interval the "
@@ -37,7 +37,7 @@ DESIGN = (
     + "), read from `"
     + CURVE_COMMAND
     + "` and passed to the run as --steps; the random arms draw distinct head sets and stop at the number the draw "
-    "rule can make (arithmech.table1.heads.distinct_draws: layer-matched to key heads 2.0-2.2 that is 6); the "
+    "rule can make (arithmech.table1.plan.distinct_draws: layer-matched to key heads 2.0-2.2 that is 6); the "
     "verdicts are the Fine-tune chapter's rules, unchanged. The construction is in the weights only: Table 1's "
     "fine-tunes train the fixed entries like any other, and tuning can break it (measured, 320 steps at the grids' "
     "top rates: full SFT, precise SFT of the movers and of layer-matched blind heads leave a blind or off head "
