@@ -87,6 +87,13 @@ class Table1(ModelStep):
             raise ValueError(f"--seeds {','.join(map(str, self.seeds))}: give distinct seeds")
         if len(self.seeds) > MAX_SEEDS:
             raise ValueError(f"--seeds: {len(self.seeds)} seeds; at most {MAX_SEEDS}")
+        if self.curve_lr is not None and not self.curve_only:
+            raise ValueError(
+                f"--curve-lr {self.curve_lr!r}: the arms' step budget is read from the curve at the middle rate of "
+                "full's grid; a curve at another rate is exploration only: add --curve-only"
+            )
+        if self.curve_lr == 0:
+            raise ValueError("--curve-lr 0.0: a rate of 0 trains nothing; give a positive rate")
 
     model_name: str = option("smollm2-135m", "embedded, smollm2-135m, a model folder, a .gguf file or a hub id")
     suite: str = option(
@@ -136,6 +143,9 @@ class Table1(ModelStep):
     )
     curve_steps: int = option(240, "length of the learning curve that sets the default --steps", low=20, high=MAX_STEPS)
     curve_only: bool = option(False, "make (or keep) the learning curve, then stop")
+    curve_lr: float | None = option(
+        None, "the learning curve's rate (default: the middle rate of full's grid; with --curve-only only)", low=0, high=1
+    )
     batch_size: int = option(16, "rows per optimizer step", low=1, high=MAX_BATCH)
     max_extend: int = option(
         3, "grid extensions (full's grid, the precise arms' grid) until bracketed", low=0, high=MAX_EXTEND

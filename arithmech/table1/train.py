@@ -244,14 +244,15 @@ def _train(net, tok, rows, c: Config, lr: float, every: int, cb: _Curve) -> None
 
 def learning_curve(config: Config, data_seed: int | None = None, every: int = 20) -> dict:
     """Full SFT's validation learning curve (one run of ``config.curve_steps`` steps at the middle rate of
-    full's grid, constant after warm-up, scored every ``every`` steps) and its knee (:data:`KNEE_RULE`);
+    full's grid, or at ``config.curve_lr`` for an exploration curve, constant after warm-up, scored every ``every``
+    steps) and its knee (:data:`KNEE_RULE`);
     written to ``finetune/curve.json``, which the arms' default step budget reads (resumes: a curve of the
     same arguments is kept); ``data_seed``: the splits' seed, by default ``--seed``."""
     c = config
     data_seed = c.seed if data_seed is None else data_seed
     S = get_suite(c.suite)
     sizes = S.sizes() if S.sizes else {}
-    lr = sorted(GRIDS[c.suite]["full"])[1]
+    lr = sorted(GRIDS[c.suite]["full"])[1] if c.curve_lr is None else c.curve_lr
     out = results_io.model_folder(c.results, c.model_name)
     args = {
         "model": results_io.folder_name(c.model_name),
