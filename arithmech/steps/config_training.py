@@ -144,7 +144,7 @@ class Table1(ModelStep):
     curve_steps: int = option(240, "length of the learning curve that sets the default --steps", low=20, high=MAX_STEPS)
     curve_only: bool = option(False, "make (or keep) the learning curve, then stop")
     curve_lr: float | None = option(
-        None, "the learning curve's rate (default: the middle rate of full's grid; with --curve-only only)", low=0, high=1
+        None, "the learning curve's rate (default: the middle of full's grid; with --curve-only only)", low=0, high=1
     )
     batch_size: int = option(16, "rows per optimizer step", low=1, high=MAX_BATCH)
     max_extend: int = option(

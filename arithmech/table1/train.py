@@ -188,7 +188,8 @@ def knee(points: list[dict]) -> int:
 
 
 class _Curve(runner.TrainerCallback):
-    """Scores the validation math items every ``every`` optimizer steps of a training run."""
+    """Scores the validation math items every ``every`` optimizer steps of a training run, and keeps the training
+    loss logged at those steps (``train_loss``; step 0, the base model, has none)."""
 
     def __init__(self, suite, tok, sizes: dict, data_seed: int, every: int):
         self.suite, self.tok, self.sizes, self.data_seed, self.every = suite, tok, sizes, data_seed, every
@@ -217,6 +218,15 @@ class _Curve(runner.TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kw):
         if state.global_step % self.every == 0:
             self.score(model, state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        """Keep the training loss the trainer logs every ``every`` steps (its mean over those steps) beside the
+        point scored at the same step: a loss that falls while the validation loss rises is forgetting, not a
+        diverging optimizer."""
+        if logs and "loss" in logs:
+            for p in self.points:
+                if p["step"] == state.global_step:
+                    p["train_loss"] = logs["loss"]
 
 
 def _train(net, tok, rows, c: Config, lr: float, every: int, cb: _Curve) -> None:

@@ -34,3 +34,21 @@ def test_bend_rule_takes_the_first_doubling_that_gains_no_more_than_its_interval
     assert bend(flat) is None                                # never above base: no budget, not step 20
     late = _curve(dict(zip(steps, (5, 5, 5, 20, 21, 40, 41))))
     assert bend(late) == 320                                 # 80 -> 160 is flat, but 80 -> 320 gains 20
+
+
+def test_curve_lr_is_an_exploration_curve_only():
+    """Protects the arms' budget: it is read from the curve at the middle rate of full's grid, so a curve at another
+    rate (--curve-lr) is refused unless --curve-only stops there; a rate of 0, below 0 or above 1 is refused; the
+    command a curve records names its rate."""
+    import pytest
+
+    from arithmech.core.config import command_line
+    from arithmech.steps.config_training import Table1
+
+    with pytest.raises(ValueError, match="add --curve-only"):
+        Table1(model_name="planted", suite="planted", curve_lr=1e-4)
+    for bad in (0.0, -1e-4, 2.0):
+        with pytest.raises(ValueError, match="--curve-lr"):
+            Table1(model_name="planted", suite="planted", curve_lr=bad, curve_only=True)
+    c = Table1(model_name="planted", suite="planted", top_k=3, curve_steps=1280, curve_only=True, curve_lr=3e-5)
+    assert command_line("table1", c).endswith("--curve-only --curve-lr 3e-05")
