@@ -24,6 +24,7 @@ from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
 from arithmech.planted import run as step
 from arithmech.planted.config import Chapter
+from arithmech.planted.exploration import Exploration, read_curve
 
 NAMES = {
     "identify-paper": "identify's key heads (paper's rule)",
@@ -325,26 +326,21 @@ def chance() -> str:
     return f"chance (per-operation majority share): validation {per['val']:.1%}, test {per['test']:.1%}"
 
 
-EXPLORATION = Path(__file__).resolve().parents[2] / "results" / "planted" / "exploration"
-"""The exploration records the Table 1 section quotes (their README says how each was made); no rule decides them."""
-
-
-def exploration(folder: Path = EXPLORATION) -> list[str]:
-    """The Table 1 section's exploration, read from ``folder``: the learning curve's first and last points (new
-    skill, Fig. 8 retention, validation loss) and whether the bend rule found a budget; per tuned arm of the
-    construction check, its rate and the largest attention a blind or off head puts on a forbidden token."""
-    curve = json.loads((folder / "curve.json").read_text())
-    wall = json.loads((folder / "curve_run.json").read_text())["steps"]["curve"]["wall_s"]
-    first, last = curve["points"][0], curve["points"][-1]
+def exploration(x: Exploration) -> list[str]:
+    """The Table 1 section's exploration (:class:`~arithmech.planted.exploration.Exploration`): the 1e-3 curve's
+    first and last points (new skill, Fig. 8 retention, validation loss) and whether the bend rule found a budget;
+    per tuned arm of the construction check, its rate and the largest attention a blind or off head puts on a
+    forbidden token."""
+    curve = x.curves[1e-3]
+    first, last = curve.points[0], curve.points[-1]
     lines = [
-        f"Learning curve (full SFT at {curve['lr']:g}, {len(curve['points'])} points, {wall:.0f} s): validation new "
+        f"Learning curve (full SFT at {curve.lr:g}, {len(curve.points)} points, {curve.wall_s:.0f} s): validation new "
         f"skill {first['val_math']:.1%} at step {first['step']} -> {last['val_math']:.1%} at step {last['step']}; "
         f"Fig. 8 retention on the validation clusters {first['val_fig8']:.1%} -> {last['val_fig8']:.1%}; "
         f"validation loss {first['val_nll']:.1f} -> {last['val_nll']:.1f} nats; budget: "
-        + ("none (no step the bend rule accepts)" if curve["knee"] is None else f"{curve['knee']} steps")
+        + ("none (no step the bend rule accepts)" if curve.knee is None else f"{curve.knee} steps")
     ]
-    truth = json.loads((folder / "truth_after_tune.json").read_text())
-    for arm, t in truth.items():
+    for arm, t in x.truth.items():
         if t["lr"] is None:
             continue
         fa = t["forbidden_attention_max"]
@@ -355,3 +351,94 @@ def exploration(folder: Path = EXPLORATION) -> list[str]:
             f"largest non-planted output change {t['nonplanted_output_change_max']:.2g}"
         )
     return lines
+
+
+def _acc(v: tuple[float, float, float]) -> str:
+    return f"{v[0]:.1%} [{v[1]:.1%}, {v[2]:.1%}]"
+
+
+def sweep(x: Exploration) -> pd.DataFrame:
+    """Full SFT's learning curve at every rate explored, one row a rate (:func:`arithmech.planted.exploration.
+    read_curve`): the new skill at step 0 and at its best point (Wilson, n validation clusters), retention there, the
+    last point's losses, the bend rule's budget, the gain at the bend (paired 95 % t interval) and the three tests."""
+    rows = []
+    for lr, c in x.curves.items():
+        r = read_curve(c)
+        train = r.last.get("train_loss")
+        rows.append(
+            {
+                "rate": f"{lr:g}",
+                "n": r.n,
+                "new skill, step 0": _acc(r.base),
+                "best new skill (step)": f"{_acc(r.best)} ({r.best_step})",
+                "retention there": _acc(r.kept),
+                "last loss, val / train (step)": f"{r.last['val_nll']:.2f} / "
+                + ("not logged" if train is None else f"{train:.2f}")
+                + f" ({r.last['step']})",
+                "bend (budget)": "none" if r.bend is None else str(r.bend),
+                "gain at bend": "-" if r.gain is None else _pct(*r.gain),
+                "scope": "yes" if r.scope else "no",
+                "retention kept": "yes" if r.kept_at_bend else "no",
+                "candidate": "yes" if r.candidate else "no",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def sweep_line(x: Exploration) -> str:
+    """What the sweep shows, in one sentence computed from :func:`sweep`'s readings."""
+    readings = {lr: read_curve(c) for lr, c in x.curves.items()}
+    rates = ", ".join(f"{lr:g}" for lr in readings)
+    yes = [f"{lr:g}" for lr, r in readings.items() if r.candidate]
+    bent = [f"{lr:g} (step {r.bend})" for lr, r in readings.items() if r.bend is not None]
+    if yes:
+        return (
+            f"At {', '.join(yes)} (of {rates}) full SFT has a budget, learns the new skill past the scope gate's "
+            "margin and keeps Fig. 8 retention above the collapse line: a candidate for the toy's Table 1, one run "
+            "each, which an arms run (several runs at a grid rate) would have to confirm."
+        )
+    return (
+        f"No rate of {rates} is a candidate: the bend rule gives a budget at "
+        + (", ".join(bent) if bent else "none of them")
+        + ", and nowhere does full SFT both clear the scope gate's margin and keep Fig. 8 retention above the collapse "
+        "line; the toy's Table 1 stays not runnable at these rates."
+    )
+
+
+KEYS = ("val_math", "val_fig8")
+
+
+def first_step(x: Exploration) -> pd.DataFrame:
+    """AdamW's first update alone, by its size (``first_step.json``): the validation new skill and retention (Wilson,
+    n clusters), the validation loss and the largest forbidden attention (blind, off, composer heads)."""
+    from arithmech.core.stats import wilson_interval
+
+    rows = []
+    for size, r in (x.first_step or {}).get("step_sizes", {}).items():
+        acc = {k: (r[k], *wilson_interval(sum(r[f"{k}_items"]), len(r[f"{k}_items"]))) for k in KEYS}
+        rows.append(
+            {
+                "step size": size,
+                "n": len(r["val_math_items"]),
+                "new skill": _acc(acc["val_math"]),
+                "retention": _acc(acc["val_fig8"]),
+                "val loss": f"{r['val_nll']:.2f}",
+                "forbidden attention (max)": f"{max(r['forbidden_attention_max'].values()):.2g}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def first_step_line(x: Exploration, top: int = 3) -> str:
+    """The parameter tensors whose share of that first update (at ``per_tensor_at``) moves the validation loss most."""
+    f = x.first_step
+    if not f:
+        return "first_step.json is not shipped."
+    base = f["step_sizes"]["0"]["val_nll"]
+    worst = sorted(f["per_tensor_val_nll"].items(), key=lambda kv: -kv[1])[:top]
+    return (
+        f"The update at {f['per_tensor_at']:g} applied to one tensor at a time (validation loss {base:.2f} untouched): "
+        + "; ".join(f"{name} {v:.2f}" for name, v in worst)
+        + f"; {sum(v <= base + 0.01 for v in f['per_tensor_val_nll'].values())} of {len(f['per_tensor_val_nll'])} "
+        "tensors move it by 0.01 or less."
+    )

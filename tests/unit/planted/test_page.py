@@ -104,24 +104,88 @@ def test_the_seeds_table_reads_each_scored_seed_and_decides_across_them(tmp_path
     assert set(G.seeds(G.seed_results(P, r))["seed 2"]) == {"not scored"}
 
 
-def test_exploration_lines_are_read_from_the_shipped_files(tmp_path):
-    """Protects the rule that prose states no number no file holds: the curve's first and last points and each tuned
-    arm's forbidden attention come from the files (a copy edited moves the printed number), and the shipped curve is
-    the one its run.json hashed."""
+def _write_curve(folder: Path, name: str, curve: dict) -> None:
+    """``curve`` as the sweep ships it: ``<name>.json`` and the ``run.json`` twin that hashed its bytes."""
     import hashlib
 
-    run = json.loads((G.EXPLORATION / "curve_run.json").read_text())["steps"]["curve"]
-    assert hashlib.sha256((G.EXPLORATION / "curve.json").read_bytes()).hexdigest() == run["files"]["finetune/curve.json"]
-    lines = G.exploration()
-    curve = json.loads((G.EXPLORATION / "curve.json").read_text())
+    data = json.dumps(curve).encode()
+    (folder / f"{name}.json").write_bytes(data)
+    run = {"steps": {"curve": {"parameters": {"lr": curve["lr"]}, "wall_s": 1.0,
+                               "files": {"finetune/curve.json": hashlib.sha256(data).hexdigest()}}}}
+    (folder / f"{name}_run.json").write_text(json.dumps(run))
+
+
+def test_exploration_lines_are_read_from_the_shipped_files(tmp_path):
+    """Protects the rule that prose states no number no file holds: the 1e-3 curve's first and last points and each
+    tuned arm's forbidden attention come from the files (a copy re-hashed moves the printed number), and a curve its
+    run.json did not hash is refused, not printed."""
+    from arithmech.core.results import ResultsError
+    from arithmech.planted.exploration import EXPLORATION, Exploration
+
+    x = Exploration.load()
+    lines = G.exploration(x)
+    curve = json.loads((EXPLORATION / "curve.json").read_text())
     assert f"{curve['points'][0]['val_math']:.1%} at step 0" in lines[0] and "budget: none" in lines[0]
-    truth = json.loads((G.EXPLORATION / "truth_after_tune.json").read_text())
-    assert len(lines) == 1 + sum(t["lr"] is not None for t in truth.values())
-    for name in ("curve.json", "curve_run.json", "truth_after_tune.json"):
-        shutil.copy(G.EXPLORATION / name, tmp_path / name)
+    assert len(lines) == 1 + sum(t["lr"] is not None for t in x.truth.values())
+    shutil.copytree(EXPLORATION, tmp_path, dirs_exist_ok=True)
     curve["points"][0]["val_math"] = 0.123
     (tmp_path / "curve.json").write_text(json.dumps(curve))
-    assert "12.3% at step 0" in G.exploration(tmp_path)[0]
+    with pytest.raises(ResultsError, match="not the curve curve_run.json hashed"):
+        Exploration.load(tmp_path)
+    _write_curve(tmp_path, "curve", curve)
+    assert "12.3% at step 0" in G.exploration(Exploration.load(tmp_path))[0]
+
+
+def _synthetic(right: dict[int, int], kept: dict[int, int], lr: float, n: int = 53) -> dict:
+    """A curve on ``n`` validation clusters: at each step the first ``right[step]`` are right (new skill) and
+    ``kept[step]`` of ``n`` retention items are right."""
+    pts = [{"step": s, "val_items": [1] * k + [0] * (n - k), "val_math": k / n, "val_fig8": kept[s] / n,
+            "val_nll": 1.0, "train_loss": 0.5} for s, k in sorted(right.items())]
+    return {"lr": lr, "points": pts, "knee": None, "command": "synthetic"}
+
+
+def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
+    """Protects the sweep's reading (README's design): the budget is the bend rule's, the gain at the bend is the paired
+    t interval over clusters (checked against a hand computation with t(0.975, 52) = 2.00665), scope is its lower end
+    above +5 points, and retention is collapsed when its Wilson upper end falls under chance + 0.5 x (base - chance).
+    A curve that learns and keeps retention is a candidate; the same curve with retention at 1 of 53 is not."""
+    import math
+
+    from arithmech.planted.exploration import EXPLORATION, Exploration, read_curve
+
+    for name in ("curve.json", "curve_run.json", "truth_after_tune.json"):
+        shutil.copy(EXPLORATION / name, tmp_path / name)
+    steps = (0, 20, 40, 80, 160, 320, 640)
+    right = dict(zip(steps, (10, 30, 40, 40, 40, 40, 40)))
+    _write_curve(tmp_path, "curve_lr1e-05", _synthetic(right, dict.fromkeys(steps, 40), 1e-5))
+    _write_curve(tmp_path, "curve_lr3e-05", _synthetic(right, {0: 40, **dict.fromkeys(steps[1:], 1)}, 3e-5))
+    x = Exploration.load(tmp_path)
+    assert list(x.curves) == [1e-5, 3e-5, 1e-3]
+    good, bad = read_curve(x.curves[1e-5]), read_curve(x.curves[3e-5])
+    assert good.bend == bad.bend == 40                      # 20 -> 40 still gains 10 of 53 (significant); 40 on: flat
+    d, n = 30 / 53, 53                                      # 30 of 53 clusters go 0 -> 1 by step 40
+    half = 2.00665 * math.sqrt(d * (1 - d) * n / (n - 1)) / math.sqrt(n)
+    assert good.gain == pytest.approx((d, d - half, d + half), abs=1e-4) and good.scope
+    assert good.best == pytest.approx((40 / 53, *good.best[1:])) and good.best_step == 40
+    assert good.kept_at_bend and good.candidate and not bad.kept_at_bend and not bad.candidate
+    table = G.sweep(x).set_index("rate")
+    assert table.loc["1e-05", "candidate"] == "yes" and table.loc["3e-05", "candidate"] == "no"
+    assert table.loc["1e-05", "n"] == 53 and table.loc["0.001", "last loss, val / train (step)"].endswith("not logged (1280)")
+    assert G.sweep_line(x).startswith("At 1e-05 (of 1e-05, 3e-05, 0.001)")
+
+
+def test_shipped_sweep_is_shown_whole():
+    """Protects the sweep as shown: one row per shipped curve (the 1e-3 curve and every curve_lr<rate>.json), each
+    row's best point the curve's own maximum, and the sentence naming exactly the candidate rows."""
+    from arithmech.planted.exploration import EXPLORATION, Exploration
+
+    x = Exploration.load()
+    table = G.sweep(x)
+    assert len(table) == 1 + len(list(EXPLORATION.glob("curve_lr*[0-9].json")))
+    for c, best in zip(x.curves.values(), table["best new skill (step)"]):
+        assert best.startswith(f"{max(p['val_math'] for p in c.points):.1%}")
+    yes = table.loc[table["candidate"] == "yes", "rate"].tolist()
+    assert G.sweep_line(x).startswith(f"At {', '.join(yes)} (of" if yes else "No rate of")
 
 
 def test_chance_line_is_the_per_operation_majority():
