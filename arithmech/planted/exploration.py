@@ -93,7 +93,8 @@ class Reading:
     ``gain`` the new skill's change from step 0 to ``bend`` (paired 95 % t interval over the clusters) and ``scope``
     whether its lower end clears :data:`arithmech.table1.frontier.SCOPE_GAIN`; ``collapse_line`` retention's collapse
     line (chance + COLLAPSE x (base - chance), :data:`arithmech.table1.verdicts.COLLAPSE`) and ``kept_at_bend``
-    whether retention's Wilson upper end at ``bend`` reaches it; ``candidate``: budget, scope and no collapse."""
+    whether retention's Wilson upper end at ``bend`` reaches it (``kept_at_end``: at the last point);
+    ``candidate``: budget, scope and no collapse."""
 
     n: int
     base: tuple[float, float, float]
@@ -106,6 +107,7 @@ class Reading:
     scope: bool
     collapse_line: float
     kept_at_bend: bool
+    kept_at_end: bool
     candidate: bool
 
 
@@ -143,5 +145,6 @@ def read_curve(c: Curve) -> Reading:
         scope=scope,
         collapse_line=line,
         kept_at_bend=kept_at_bend,
+        kept_at_end=acc(c.points[-1]["val_fig8"], n_kept)[2] >= line,
         candidate=s is not None and scope and kept_at_bend,
     )

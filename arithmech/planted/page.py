@@ -360,7 +360,8 @@ def _acc(v: tuple[float, float, float]) -> str:
 def sweep(x: Exploration) -> pd.DataFrame:
     """Full SFT's learning curve at every rate explored, one row a rate (:func:`arithmech.planted.exploration.
     read_curve`): the new skill at step 0 and at its best point (Wilson, n validation clusters), retention there, the
-    last point's losses, the bend rule's budget, the gain at the bend (paired 95 % t interval) and the three tests."""
+    last point's losses, the bend rule's budget, the gain at the bend (paired 95 % t interval) and the three tests
+    ("-": no bend to read them at)."""
     rows = []
     for lr, c in x.curves.items():
         r = read_curve(c)
@@ -377,8 +378,8 @@ def sweep(x: Exploration) -> pd.DataFrame:
                 + f" ({r.last['step']})",
                 "bend (budget)": "none" if r.bend is None else str(r.bend),
                 "gain at bend": "-" if r.gain is None else _pct(*r.gain),
-                "scope": "yes" if r.scope else "no",
-                "retention kept": "yes" if r.kept_at_bend else "no",
+                "scope": "-" if r.bend is None else "yes" if r.scope else "no",
+                "retention kept": "-" if r.bend is None else "yes" if r.kept_at_bend else "no",
                 "candidate": "yes" if r.candidate else "no",
             }
         )
@@ -397,11 +398,15 @@ def sweep_line(x: Exploration) -> str:
             "margin and keeps Fig. 8 retention above the collapse line: a candidate for the toy's Table 1, one run "
             "each, which an arms run (several runs at a grid rate) would have to confirm."
         )
+    r0 = next(iter(readings.values()))
+    lift = max(r.best[0] - r.base[0] for r in readings.values())
+    fell = sum(not r.kept_at_end for r in readings.values())
     return (
         f"No rate of {rates} is a candidate: the bend rule gives a budget at "
         + (", ".join(bent) if bent else "none of them")
-        + ", and nowhere does full SFT both clear the scope gate's margin and keep Fig. 8 retention above the collapse "
-        "line; the toy's Table 1 stays not runnable at these rates."
+        + f"; the best point of any curve lies {100 * lift:+.1f} points from step 0's new skill ({r0.n} clusters), and "
+        f"at the last point Fig. 8 retention is under the collapse line ({r0.collapse_line:.1%}, Wilson upper end) at "
+        f"{fell} of {len(readings)} rates. The toy's Table 1 stays not runnable at these rates."
     )
 
 

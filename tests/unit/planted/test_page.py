@@ -172,6 +172,8 @@ def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
     assert table.loc["1e-05", "candidate"] == "yes" and table.loc["3e-05", "candidate"] == "no"
     assert table.loc["1e-05", "n"] == 53 and table.loc["0.001", "last loss, val / train (step)"].endswith("not logged (1280)")
     assert G.sweep_line(x).startswith("At 1e-05 (of 1e-05, 3e-05, 0.001)")
+    assert table.loc["0.001", ["bend (budget)", "scope", "retention kept"]].tolist() == ["none", "-", "-"]
+    assert bad.kept_at_end is False and good.kept_at_end is True  # 1 of 53 kept: Wilson upper end 10 % < the line
 
 
 def test_shipped_sweep_is_shown_whole():
