@@ -22,7 +22,7 @@ from arithmech.embedded import planted_truth as T
 from arithmech.evals.suites import get_suite
 from arithmech.finetune.data import Collator, tokenize_pairs
 from arithmech.finetune.loss import completion_loss
-from arithmech.table1.grid import val_math
+from arithmech.table1.plan import val_math
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
