@@ -1,5 +1,5 @@
 """Print the claims table of one or more results folders, one line per rule: id, verdict, the numbers it was decided
-on (issue #41: how the shipped SmolLM2 runs were re-decided from their files, no model run).
+on: how the shipped SmolLM2 runs are re-decided from their files, no model run.
 
     PYTHONPATH=$PWD python benchmarks/decide_claims.py results/smollm2-135m results/smollm2-135m/zero-shot
 """
@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import sys
 
-from arithmech.identify.claims import claims
+from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 
 
 def main(folders: list[str]) -> None:
     for f in folders:
         print("== " + f)
-        for _, r in claims(f).iterrows():
+        for _, r in claims(Context(f)).iterrows():
             print(f"{r.id:32s} {str(r.holds):6s} {r.here}")
 
 

@@ -12,7 +12,6 @@ shows::
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import altair as alt
 import pandas as pd
@@ -198,12 +197,11 @@ def commands(r: Runs) -> str:
     return "\n".join(f"{m}: {res.signatures['command']}" for m, res in r.items())
 
 
-def findings_box(root: Path, name: str, label: str, evidence: bool = True) -> list[str]:
-    """The introduction's box for model ``name``: each account's verdict and its criteria, read from
-    ``<root>/results/<name>/accounts/`` and scored by :mod:`arithmech.accounts.rules` — signatures, not the paper's
+def findings_box(got: result.Result | None, label: str, evidence: bool = True) -> list[str]:
+    """The introduction's box for a model's accounts files ``got`` (``results/<model>/accounts/``, read): each
+    account's verdict and its criteria, scored by :mod:`arithmech.accounts.rules` — signatures, not the paper's
     claims, so the box stands apart from theirs; ``[]`` where the model has no accounts results. ``evidence``
     False (a model with no ground truth to test) says the verdicts check the machinery only."""
-    got = result.stored(Chapter(results=str(Path(root) / "results")).to_accounts(name))
     if got is None:
         return []
     sig = got.signatures

@@ -13,6 +13,7 @@ returns what its cell shows: a sentence (the cell prints it), a Markdown block, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -24,6 +25,7 @@ from arithmech.analyze.claims import specific_text
 from arithmech.analyze.result import AnalyzeResult, of
 from arithmech.analyze.run import Computed, compute
 from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 from arithmech.core.names import component, components, stages
 from arithmech.identify.result import Ranking
 from arithmech.methods import attention
@@ -34,7 +36,7 @@ from arithmech.report.charts import attention_chart, mlp_chart
 from arithmech.report.charts.attention_control import baseline_table, labels_table, nonkey_band_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets
-from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
+from arithmech.report.views.pages import REAL, chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.widgets import explorer
 
 CURVES = [("MLP_in vs operands (Fig. 13)", "operands"), ("MLP_out - MLP_in vs {C} (Fig. 14)", "answer")]
@@ -322,7 +324,7 @@ END_CLAIMS = ["attention-roles", "attention-reads-operator", "stages", "mlps-lat
 def end(r: Run, P: AnalyzeChapter) -> Any:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the heads by role, the operand
     and operator comparisons against the non-key heads (each role apart), and the chapter's claims."""
-    c = claims(r.res.folder, END_CLAIMS)
+    c = claims(Context(r.res.folder), END_CLAIMS)
     against = lambda role: (
         f"{role.capitalize()} attention against the {int(r.files.baseline.n_nonkey.max())} non-key heads (first "
         f"position excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r.files, role)[-1]}"
@@ -336,5 +338,5 @@ def end(r: Run, P: AnalyzeChapter) -> Any:
         + claim_lines(c, END_CLAIMS),
         P.model_name,
         P,
-        real=shipped_lines(P.results, END_CLAIMS),
+        real=shipped_lines(Context(Path(P.results) / REAL[0]), END_CLAIMS),
     )

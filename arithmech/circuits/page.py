@@ -20,6 +20,7 @@ from arithmech.circuits import charts, views
 from arithmech.circuits import graph as circuit_graph
 from arithmech.circuits.result import BeyondResult, FaithfulnessResult
 from arithmech.claims.decide import claims, rules_markdown
+from arithmech.claims.evidence import Context
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.identify.result import Ranking
@@ -131,7 +132,7 @@ def faith_claims(faith: list[FaithfulnessResult], P: BeyondChapter) -> Any:
         "\n".join(
             f"* {f.model}: {line}"
             for f in faith
-            for line in claim_lines(claims(model_folder(P.results, f.model), FAITHFUL), FAITHFUL)
+            for line in claim_lines(claims(Context(model_folder(P.results, f.model)), FAITHFUL), FAITHFUL)
         )
     )
 

@@ -2,11 +2,12 @@
 
 Every sentence of the book that states a finding comes from here. A claim is a :class:`~arithmech.claims.rule.Rule`:
 what the paper says, and the test that decides it on *this* run — the same for every model. :data:`RULES` lists them
-all, in the order the book states them; :func:`claims` reads ``results/<model>/`` and returns one row per rule::
+all, in the order the book states them; :func:`claims` decides them on ``results/<model>/``, as the
+:class:`~arithmech.claims.evidence.Context` over its steps' Results, and returns one row per rule::
 
     id | claim | paper (LLaMA2-7B) | rule | here | holds
 
-    >>> claims("results/smollm2-135m", ["few-heads"]).holds[0]
+    >>> claims(Context("results/smollm2-135m"), ["few-heads"]).holds[0]
     True
 
 ``holds`` is ``True`` (holds), ``False`` (does not hold) or ``None`` (inconclusive: the results the rule needs are
@@ -28,7 +29,6 @@ Adding or changing a claim: write its :class:`~arithmech.claims.rule.Rule` besid
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import pandas as pd
 
@@ -58,14 +58,14 @@ ADDED = (
 (:func:`arithmech.report.views.findings.tally`)."""
 
 
-def claims(folder: str | Path | Context, ids: Iterable[str] | None = None) -> pd.DataFrame:
-    """Decide the rules ``ids`` (all of :data:`RULES` by default) on the results in ``folder``: its steps' Results,
-    read once (:class:`~arithmech.claims.evidence.Context`; one given is used, with what it has read already).
+def claims(ctx: Context, ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Decide the rules ``ids`` (all of :data:`RULES` by default) on ``ctx``, one results folder's step Results, each
+    read once (:class:`~arithmech.claims.evidence.Context`, with what it has read already).
 
     Returns rows ``id, claim, paper (LLaMA2-7B), rule, here, holds``; a rule whose files are missing is
     inconclusive with ``here`` saying which file.
     """
-    ctx, rows = folder if isinstance(folder, Context) else Context(folder), []
+    rows = []
     for rule in select(ids):
         try:
             here, holds = rule.decide(ctx)

@@ -23,6 +23,7 @@ from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.result import IdentifyFiles, StabilityFiles
 from arithmech.steps.control import recomputed
+from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.result import Table1Result
 
 Z95 = 1.959964  # the 95% two-sided normal quantile (wilson_interval's default)
@@ -42,9 +43,9 @@ def need(value: T | None, name: str) -> T:
 
 class Context:
     """One results folder as the deciders read it: the config-free Results of the steps that wrote it
-    (``identify_files``, ``stability_files``, ``analyze_files``, ``faithfulness_files``; :meth:`table1`), each file
-    read once, on first use; the accessors below raise :class:`Missing` for an absent file, and :meth:`memo` keeps
-    what is computed from them."""
+    (``identify_files``, ``stability_files``, ``analyze_files``, ``faithfulness_files``; :meth:`table1`,
+    :meth:`confirmation`), each file read once, on first use; the accessors below raise :class:`Missing` for an
+    absent file, and :meth:`memo` keeps what is computed from them."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
@@ -118,6 +119,11 @@ class Context:
         if not Table1Result.ran(self.folder):
             raise Missing("no arms run (python -m arithmech table1)")
         return self.memo("table1", lambda: Table1Result.load(self.folder))
+
+    def confirmation(self) -> Confirmation | None:
+        """The folder's confirmation of Table 1 on fresh seeds (:class:`~arithmech.table1.confirmation.Confirmation`,
+        read once), or ``None`` where no protocol was written there (pages show it; no rule decides on it)."""
+        return self.memo("confirmation", lambda: Confirmation.written(self.folder))
 
     def samples(self) -> list:
         """``prompts.jsonl`` as samples; [] where it is absent or its rows are not prompts (an old or a

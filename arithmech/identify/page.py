@@ -24,6 +24,7 @@ from pandas.io.formats.style import Styler
 
 from arithmech import paper
 from arithmech.claims.decide import claims, rules_markdown
+from arithmech.claims.evidence import Context
 from arithmech.core import results as results_io
 from arithmech.core.models import load_model
 from arithmech.core.names import component, component_label, components
@@ -40,7 +41,7 @@ from arithmech.report.build.chapters import Identify as IdentifyChapter
 from arithmech.report.charts import effect_chart
 from arithmech.report.views import counts
 from arithmech.report.views.cells import bullets, markdown
-from arithmech.report.views.pages import chapter_end, claim_lines, shipped_lines
+from arithmech.report.views.pages import REAL, chapter_end, claim_lines, shipped_lines
 from arithmech.report.views.table_display import verdict
 from arithmech.steps import stability as stability_step
 
@@ -339,7 +340,7 @@ def fast_vs_reference(r: Run) -> str:
 
 def verdicts(r: Run) -> pd.DataFrame:
     """The chapter's claims decided on this run's files."""
-    return claims(r.out, CLAIMS)
+    return claims(Context(r.out), CLAIMS)
 
 
 def claims_md(r: Run) -> Any:
@@ -350,4 +351,4 @@ def claims_md(r: Run) -> Any:
 def end(r: Run) -> None:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the key-head count and six claims."""
     lines = [counts.key_heads(r.files).sentence()] + claim_lines(verdicts(r), END_CLAIMS)
-    chapter_end(lines, r.P.model_name, r.P, real=shipped_lines(r.P.results, END_CLAIMS))
+    chapter_end(lines, r.P.model_name, r.P, real=shipped_lines(Context(Path(r.P.results) / REAL[0]), END_CLAIMS))

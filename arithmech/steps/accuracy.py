@@ -82,12 +82,6 @@ def recorded(config: Config) -> dict:
     return {"n_per_template": config.n_per_template, "seed": config.seed, "answer_token": config.answer_token}
 
 
-def scored_with(folder) -> str:
-    """The answer-token rule the table in ``folder`` was scored with, as its ``run.json`` records it."""
-    p = results.read_run(folder)["steps"]["accuracy"]["parameters"]
-    return p["answer_token"]
-
-
 def run(config: Config, model=None, tok=None) -> Result:
     """Draw ``config.n_per_template`` prompts per Fig. 8 / Fig. 10 template under ``config.answer_token``, score
     them, write ``accuracy_by_template.csv`` to the model's folder (``model``/``tok``: an already loaded model);

@@ -7,8 +7,7 @@ verdict of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 
@@ -342,22 +341,18 @@ SIDE_BY_SIDE = [
 """The columns of :func:`table1_side_by_side`."""
 
 
-def table1_side_by_side(
-    results_dir: str | Path, models: tuple[str, ...] = ("embedded", "smollm2-135m")
-) -> pd.DataFrame:
+def table1_side_by_side(runs: Mapping[str, Table1Result]) -> pd.DataFrame:
     """Table 1 of the paper beside ours: one row per (model, arm). The paper's LLaMA2-7B rows average its
-    four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each of ``models`` with an
-    arms run (``finetune/table1.json``, :mod:`arithmech.table1.run`) gives its suite's primary math measure and
-    primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the arm's runs at
-    its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every rate), each
-    with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general measure (a
-    collapsed run's numbers decide nothing) and the training samples/s. The arms sit at different rates: no rule
-    reads this table. Models without an arms run are left out."""
+    four math sets and its two general sets (MMLU, CSQA), at its one learning rate (§5.3); each arms run of ``runs``
+    (model → its :class:`~arithmech.table1.result.Table1Result`, :mod:`arithmech.table1.run`) gives its suite's primary
+    math measure and primary general measure (the ``cpu`` suite's: the deciding cloze sets pooled), averaged over the
+    arm's runs at its **chosen rate** (the single-rate choice on validation, named in ``rate``; the verdicts read every
+    rate), each with its 95 % interval (:func:`_ci`), the runs' count, how many of them collapsed on the general
+    measure (a collapsed run's numbers decide nothing) and the training samples/s. The arms sit at different rates: no
+    rule reads this table."""
     rows = paper_table1_rows()
-    for m in models:
-        t = Table1Result.made(Path(results_dir) / m)
-        if t is not None:
-            rows += arm_rows(m, t)
+    for m, t in runs.items():
+        rows += arm_rows(m, t)
     return pd.DataFrame(rows, columns=SIDE_BY_SIDE)
 
 

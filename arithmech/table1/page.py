@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 from arithmech.core.names import components
 from arithmech.core.results import model_folder
 from arithmech.evals.suites import get_suite
@@ -321,7 +322,7 @@ class Page:
         P = self.P
         ok, why = curves_of(self.toy).scope
         lines = (
-            claim_lines(claims(self.folder), TABLE1_CLAIMS)
+            claim_lines(claims(Context(self.folder)), TABLE1_CLAIMS)
             if ok
             else [f"The toy: every Table 1 rule reads **not testable** ({why.removeprefix('not testable: ')})."]
         )

@@ -7,6 +7,8 @@ chosen runs — or a note where no arms run has finished.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from arithmech.core.results import folder_name
@@ -43,6 +45,12 @@ class Table1Section(PageBase):
         c = curves_of(t)
         rows = curves.verdict_rows(c)
         return out + frontier(t, "SmolLM2-135M", rows) + checks(c, rows) + grid_points(t, c) + setup(t)
+
+    def side_by_side(self) -> pd.DataFrame:
+        """The paper's Table 1 beside the embedded model's and SmolLM2's, each arm at its chosen rate
+        (:func:`~arithmech.table1.curve_views.table1_side_by_side`); a model without an arms run is left out."""
+        made = {m: Table1Result.made(Path(self.P.results) / m) for m in ("embedded", "smollm2-135m")}
+        return curve_views.table1_side_by_side({m: t for m, t in made.items() if t is not None})
 
 
 def confirmed(conf: Confirmation | None) -> list:

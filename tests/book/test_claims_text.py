@@ -18,11 +18,15 @@ from pathlib import Path
 import pytest
 
 from arithmech.accounts import page as accounts_page
+from arithmech.accounts import result as accounts_result
+from arithmech.accounts.config import Chapter
+from arithmech.claims.evidence import Context
 from arithmech.core import results as R
+from arithmech.identify.result import Ranking
 from arithmech.report.build import execute, generate
 from arithmech.report.charts import pipeline
 from arithmech.report.views import findings, pages
-from arithmech.report.views.scope import scope_box
+from arithmech.report.views.scope import MODEL, scope_box
 
 REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\* (?P<claim>.+?): \*\*(?P<verdict>holds|does not hold|inconclusive|not testable)\*\* \((?P<here>.*)\)$")
@@ -137,13 +141,16 @@ def test_intro_boxes_match_the_results_when_present(built_book):
     if not present:
         pytest.skip("no results/ here")
     block = _findings(root).split("-->", 1)[1].strip()
+    runs = root / "results"
+    box = lambda m, part: findings.results_box(Context(runs / m[0]), *m, part=part).strip()
     for model in present:                # the sentences come first, then Fig. 1, then the boxes
         for part in ("sentence", "box"):
-            assert findings.results_box(root, [model], part=part).strip() in block, \
-                f"the introduction's {part} for {model[0]} is stale"
+            assert box(model, part) in block, f"the introduction's {part} for {model[0]} is stale"
     if len(present) == len(MODELS):
-        sentences = [findings.results_box(root, [m], part="sentence").strip() for m in MODELS]
-        boxes = [x for m in MODELS for x in [findings.results_box(root, [m], part="box").strip(),
-                 "\n".join(accounts_page.findings_box(root, *m, m[0] not in generate.NO_EVIDENCE)).strip()] if x]
-        scope = [x for x in [scope_box(root)] if x]                         # the scope box leads
-        assert block == "\n\n".join([*scope, *sentences, pipeline.pipeline_markdown(root / "book"), *boxes])
+        sentences = [box(m, "sentence") for m in MODELS]
+        accounts = lambda m: accounts_result.stored(Chapter(results=str(runs)).to_accounts(m[0]))
+        boxes = [x for m in MODELS for x in [box(m, "box"), "\n".join(
+                 accounts_page.findings_box(accounts(m), m[1], m[0] not in generate.NO_EVIDENCE)).strip()] if x]
+        scope = [x for x in [scope_box(Ranking.made(runs, MODEL, "zero-shot"), Ranking.made(runs, MODEL))] if x]
+        fig1 = pipeline.pipeline_markdown(generate.pipeline_stages(root))
+        assert block == "\n\n".join([*scope, *sentences, fig1, *boxes])   # the scope box leads

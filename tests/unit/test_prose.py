@@ -21,6 +21,7 @@ import pytest
 
 from arithmech.claims import decide as C
 from arithmech.claims.decide import BY_ID
+from arithmech.claims.evidence import Context
 from arithmech.core import results as R
 from arithmech.core.names import components
 from arithmech.identify.claims import THRESHOLD
@@ -80,7 +81,7 @@ def test_key_heads_in_the_files_are_the_rules_key_heads(folder):
     kh = R.read(folder, "key_heads.json")
     if kh.get("threshold") != THRESHOLD:
         pytest.skip(f"{folder.name} was run with threshold {kh.get('threshold')}, not the rule's {THRESHOLD}")
-    row = C.claims(folder, ["key-heads-exist"]).iloc[0]
+    row = C.claims(Context(folder), ["key-heads-exist"]).iloc[0]
     names = components((h["layer"], h["head"]) for h in kh["heads"])
     assert f"({names})" in row.here, (names, row.here)                  # the same heads, in the same order
     if row.holds is not None:                                            # None: the task fails its control

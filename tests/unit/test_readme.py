@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 from arithmech.report.build import plan
+from arithmech.report.build.generate import pipeline_stages
 from arithmech.report.charts.pipeline import pipeline_svg
 from arithmech.report.views.findings import answer_sentence
 
@@ -47,7 +49,7 @@ def stale_answers(text: str, models: list[str], root: Path = REPO) -> list[str]:
     wrong = [f"a sentence for {label!r}, whose results are not shipped" for label in
              sorted(set(given) - {MODELS[m] for m in models})]
     for folder in models:
-        want = answer_sentence(MODELS[folder], claims(root / "results" / folder))
+        want = answer_sentence(MODELS[folder], claims(Context(root / "results" / folder)))
         if given.get(MODELS[folder]) != want:
             wrong.append(f"{MODELS[folder]}: README says {given.get(MODELS[folder])!r}\n  the claims say {want!r}")
     return wrong
@@ -89,7 +91,7 @@ def test_readme_is_short_and_its_figure_is_the_books_fig1():
     assert paths == ["book/_static/pipeline.svg"]
     for p in paths:
         assert "://" not in p and (REPO / p).is_file() and (REPO / p).stat().st_size < 20_000, p
-    assert (REPO / paths[0]).read_text() == pipeline_svg(REPO / "book") + "\n"
+    assert (REPO / paths[0]).read_text() == pipeline_svg(pipeline_stages(REPO)) + "\n"
 
 
 def test_readme_names_the_commands_and_links_pages_of_the_book():

@@ -15,11 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arithmech.accounts import page as accounts_page
+from arithmech.accounts import result as accounts_result
+from arithmech.accounts.config import Chapter as AccountsChapter
+from arithmech.claims.evidence import Context
 from arithmech.core.atomic import atomic_write
+from arithmech.identify.result import Ranking
 from arithmech.report.build.plan import chapter_values, chapters, declared_parameters
 from arithmech.report.charts import pipeline
-from arithmech.report.views import counts, findings
-from arithmech.report.views.scope import scope_box
+from arithmech.report.views import counts, findings, scope
 
 GENERATED = Path("book") / "_generated"
 
@@ -87,6 +90,13 @@ def explorer_intro(root: Path, sets: Sequence[str] = ()) -> str:
     return counts.explorer_sentence(int(values["n_prompts"]), named)
 
 
+def pipeline_stages(root: Path) -> list[pipeline.Stage] | None:
+    """Fig. 1's stages (:func:`arithmech.report.charts.pipeline.stages`), named from the chapters' sources in
+    ``root/book``; ``None`` in a book without those chapters (a test book of other pages)."""
+    sources = [root / "book" / f"{ch}.md" for ch in pipeline.CHAPTERS]
+    return pipeline.stages({p.stem: p.read_text() for p in sources}) if all(p.exists() for p in sources) else None
+
+
 def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
     """Before rendering: the parameters table (``book/_generated/parameters.md``), the rules page's tables and
     changelog (``rules.md``), the rules' provenance sentence (``provenance.md``), the Explorer's sentence with its
@@ -94,11 +104,12 @@ def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
     per model (``book/_generated/findings.md``: every model's answer sentence, then Fig. 1, the pipeline
     (:func:`arithmech.report.charts.pipeline.pipeline_markdown`), then the boxes; a note when no model has results, a
     warning box for a model whose results folder does not read as one run). Returns the files that changed."""
-    boxes, sentences = [], []
-    for name, label in MODELS:
+    boxes, sentences, results_root = [], [], root / "results"
+    runs = [(name, label, Context(results_root / name)) for name, label in MODELS]  # each folder's Results
+    for name, label, ctx in runs:
         try:
-            sentences += [s for s in [findings.results_box(root, [(name, label)], part="sentence")] if s]
-            box = findings.results_box(root, [(name, label)], part="box")
+            sentences += [s for s in [findings.results_box(ctx, name, label, part="sentence")] if s]
+            box = findings.results_box(ctx, name, label, part="box")
         except ValueError as err:  # a results folder half re-made (e.g. identify re-run, analyze not yet)
             e = str(err).replace(f"{root}{os.sep}", "")  # paths relative to the root, as on the page
             print(f"  warning: no findings box for {name}: {e}", flush=True)
@@ -107,19 +118,24 @@ def write_generated(root: Path, sets: Sequence[str] = ()) -> list[Path]:
                 f"read as one run: {e}\n:::"
             )
         boxes += [box] if box else []
-        accounts = "\n".join(accounts_page.findings_box(root, name, label, name not in NO_EVIDENCE)).strip()
+        got = accounts_result.stored(AccountsChapter(results=str(results_root)).to_accounts(name))
+        accounts = "\n".join(accounts_page.findings_box(got, label, name not in NO_EVIDENCE)).strip()
         boxes += [accounts] if accounts else []
     try:
-        rules = findings.rules_page(root, MODELS)
+        rules = findings.rules_page(runs)
     except ValueError as e:
         rules = (
             f"*The rules cannot be decided on results that are out of step: {str(e).replace(f'{root}{os.sep}', '')}*"
         )
-    fig1 = pipeline.pipeline_markdown(root / "book")  # "" in a book without the chapters
-    scope = [s for s in [scope_box(root)] if s]  # the first screen
+    stages = pipeline_stages(root)
+    fig1 = pipeline.pipeline_markdown(stages) if stages else ""  # "" in a book without the chapters
+    zero_shot, pooled = (Ranking.made(results_root, scope.MODEL, under) for under in ("zero-shot", ""))
+    scope_boxes = [b for b in [scope.scope_box(zero_shot, pooled)] if b]  # the first screen
     texts = {
         PARAMETERS: parameters_table(root),
-        FINDINGS: "\n\n".join(x for x in ([*scope, *sentences, fig1, *boxes] if boxes else [fig1, NO_RESULTS]) if x),
+        FINDINGS: "\n\n".join(
+            x for x in ([*scope_boxes, *sentences, fig1, *boxes] if boxes else [fig1, NO_RESULTS]) if x
+        ),
         RULES: rules,
         PROVENANCE: findings.provenance_sentence(),
         EXPLORER: explorer_intro(root, sets),

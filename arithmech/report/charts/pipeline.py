@@ -3,8 +3,8 @@
 The paper's Figure 1: "1) *identify* the key components attributed to arithmetic calculations in black-box
 LLMs, 2) *analyze* the working mechanism of the key components towards human-understandable explanations,
 3) *fine-tune* the key components to precisely improve the mathematical capability of LLMs." Here each stage
-is the book chapter that runs it, named by that chapter's own title (its first ``# Name: what it asks`` line,
-read from ``book/<chapter>.md``, so a renamed chapter renames its stage) and linked to it.
+is the book chapter that runs it, named by that chapter's own title (its first ``# Name: what it asks`` line of
+``book/<chapter>.md``, whose text the publisher reads, so a renamed chapter renames its stage) and linked to it.
 
 * :func:`stages` — the three stages: chapter, name, question (from the chapter sources), method and outcome;
 * :func:`pipeline_svg` — a static SVG (no script, no font or file to fetch: it renders offline, in any browser),
@@ -20,10 +20,9 @@ carry each model's results.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from arithmech.core.inputs import quoted
 from arithmech.report.charts import colours
 
 # What each stage does in the paper (§4, §5, §6) and what it hands to the next one.
@@ -40,6 +39,7 @@ STEPS = (
         "math gained, general skills kept?",
     ),
 )
+CHAPTERS = tuple(ch for ch, _, _ in STEPS)  # the chapters whose sources name the stages (book/<chapter>.md)
 WIDTH, HEIGHT, BOX_W, GAP = 680, 150, 196, 46
 
 
@@ -52,18 +52,18 @@ class Stage:
     outcome: str
 
 
-def _title(path: Path) -> tuple[str, str]:
-    """``("Identify", "which heads do the arithmetic?")`` from the first ``# `` line of a chapter source."""
-    for line in Path(path).read_text().splitlines():
+def _title(chapter: str, source: str) -> tuple[str, str]:
+    """``("Identify", "which heads do the arithmetic?")`` from the first ``# `` line of a chapter's source."""
+    for line in source.splitlines():
         if line.startswith("# "):
             name, _, rest = line[2:].partition(":")
             return name.strip(), rest.strip()
-    raise ValueError(f"{quoted(path)} has no '# ' title line")
+    raise ValueError(f"book/{chapter}.md has no '# ' title line")
 
 
-def stages(book: Path) -> list[Stage]:
-    """The pipeline's three stages, named from the chapters in ``book`` (the ``book/`` folder)."""
-    return [Stage(ch, *_title(Path(book) / f"{ch}.md"), method, outcome) for ch, method, outcome in STEPS]
+def stages(sources: Mapping[str, str]) -> list[Stage]:
+    """The pipeline's three stages, named from the chapters' sources (chapter → its markdown text)."""
+    return [Stage(ch, *_title(ch, sources[ch]), method, outcome) for ch, method, outcome in STEPS]
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -78,7 +78,7 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines + ([cur] if cur else [])
 
 
-def pipeline_svg(book: Path) -> str:
+def pipeline_svg(stages: Sequence[Stage]) -> str:
     """Fig. 1 as one ``<svg>`` element: three linked boxes (name, question, method, outcome) joined by arrows."""
     ink, key = colours.ROLES["ink"], colours.colour("selection", "key")
     esc = html.escape
@@ -90,7 +90,7 @@ def pipeline_svg(book: Path) -> str:
         f'<defs><marker id="fig1-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{ink["mark"]}"/></marker></defs>',
     ]
-    for i, s in enumerate(stages(book)):
+    for i, s in enumerate(stages):
         x = i * (BOX_W + GAP)
         out.append(f'<a href="{s.chapter}.html"><g>')
         out.append(
@@ -129,19 +129,15 @@ def pipeline_svg(book: Path) -> str:
     return "".join(out)
 
 
-def pipeline_markdown(book: Path) -> str:
+def pipeline_markdown(stages: Sequence[Stage]) -> str:
     """The introduction's Fig. 1: the SVG inline (its boxes link to the chapters) in a ``<figure>`` whose caption
-    names and links each chapter; one raw-HTML block without blank lines, as MyST passes it through. ``""`` for a
-    book without those chapters (a test book of other pages)."""
-    if not all((Path(book) / f"{ch}.md").exists() for ch, _, _ in STEPS):
-        return ""
-    st = stages(book)
-    links = ", then ".join(f'<a href="{s.chapter}.html">{html.escape(s.name)}</a>' for s in st)
+    names and links each chapter; one raw-HTML block without blank lines, as MyST passes it through."""
+    links = ", then ".join(f'<a href="{s.chapter}.html">{html.escape(s.name)}</a>' for s in stages)
     caption = (
         f"<strong>Fig. 1 — the paper's pipeline, one chapter per stage:</strong> {links}. The key heads "
         "(red) found by the first stage are what the other two study and tune."
     )
     return (
-        f'<figure class="arithmech-pipeline" style="margin:1em 0">{pipeline_svg(book)}'
+        f'<figure class="arithmech-pipeline" style="margin:1em 0">{pipeline_svg(stages)}'
         f'<figcaption style="font-size:0.9em">{caption}</figcaption></figure>'
     )

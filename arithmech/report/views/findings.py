@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -207,33 +206,26 @@ def again_alone(pooled: Context) -> str:
     )
 
 
-def results_box(
-    root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results", part: str = "all"
-) -> str | None:
-    """Markdown: per ``(folder name, label)`` whose identify results exist in ``root/results_dir/<name>``, the
-    answer sentence (:func:`answer_sentence`) and an admonition with the findings; ``None`` when none has results
+def results_box(ctx: Context, name: str, label: str, part: str = "all") -> str | None:
+    """Markdown for model ``name`` (its results folder ``results/<name>/`` read as ``ctx``): the answer sentence
+    (:func:`answer_sentence`) and an admonition with the findings; ``None`` where identify wrote no results there
     (the book then shows a note). ``part``: ``"sentence"`` or ``"box"`` for one of the two only (the introduction
     puts every model's sentence first, then Fig. 1, then the boxes)."""
     if part not in ("all", "sentence", "box"):
         raise ValueError(f"part {part!r}: use all, sentence or box")
-    out = []
-    for name, label in models:
-        folder = Path(root) / results_dir / name
-        if not results.exists(folder, "effects.csv"):
-            continue
-        ctx = Context(folder)  # the folder's step Results, each file read once
-        c = claims(ctx)
-        paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
-        evidence = name not in NO_GROUND_TRUTH
-        out += [answer_sentence(label, c, evidence) + again_alone(ctx), ""] if part != "box" else []
-        if part == "sentence":
-            continue
+    if ctx.identify_files.effects is None:
+        return None
+    c = claims(ctx)
+    paper, controls, added = the_papers(c), c[is_control(c)], c[is_added(c) & ~is_control(c)]
+    evidence = name not in NO_GROUND_TRUTH
+    out = [answer_sentence(label, c, evidence) + again_alone(ctx), ""] if part != "box" else []
+    if part != "sentence":
         out += [
             f":::{{admonition}} {label}: the paper's claims: {tally(paper)}; this book's: {tally(added, True)}"
             + ("" if evidence else " (checks of the machinery, not evidence for or against the paper)"),
             ":class: tip",
             "",
-            f"Computed by `arithmech.claims.decide` from `{results_dir}/{name}/`; each claim links to its rule "
+            f"Computed by `arithmech.claims.decide` from `results/{name}/`; each claim links to its rule "
             f"([the rules]({RULES_PAGE}), the same for every model); *inconclusive*: the results it needs are "
             "missing or their intervals do not decide it.",
             "",
@@ -248,15 +240,14 @@ def results_box(
             controls_table(controls),
             ":::",
             "",
+            *confirmation_box(ctx.confirmation(), label),
         ]
-        out += confirmation_box(folder, label)
-    return "\n".join(out).rstrip("\n") if out else None
+    return "\n".join(out).rstrip("\n")
 
 
-def confirmation_box(folder: Path, label: str) -> list[str]:
-    """Table 1's confirmation, where a protocol was written: its status and one sentence per contrast
+def confirmation_box(c: Confirmation | None, label: str) -> list[str]:
+    """Table 1's confirmation ``c`` where a protocol was written: its status and one sentence per contrast
     (:mod:`arithmech.table1.confirmation`), apart from the exploration's rules above."""
-    c = Confirmation.written(folder)
     if c is None:
         return []
     return [
@@ -271,19 +262,19 @@ def confirmation_box(folder: Path, label: str) -> list[str]:
     ]
 
 
-def rules_page(root: Path, models: Iterable[tuple[str, str]], results_dir: str = "results") -> str:
-    """Markdown: the rules' provenance sentence (:func:`provenance_sentence`); per model with results, every
-    claim's rule and version, this run's numbers and the verdict, the controls in a table of their own; then the
-    changelog (:func:`changelog_table`) — the page the introduction's findings link to."""
+def rules_page(runs: Iterable[tuple[str, str, Context]]) -> str:
+    """Markdown: the rules' provenance sentence (:func:`provenance_sentence`); per model ``(name, label, its results
+    folder read as a Context)`` with results, every claim's rule and version, this run's numbers and the verdict, the
+    controls in a table of their own; then the changelog (:func:`changelog_table`) — the page the introduction's
+    findings link to."""
     out = [provenance_sentence(), ""]
-    for name, label in models:
-        folder = Path(root) / results_dir / name
-        if results.exists(folder, "effects.csv"):
-            c = claims(folder)
+    for name, label, ctx in runs:
+        if ctx.identify_files.effects is not None:
+            c = claims(ctx)
             out += [
                 f"## {label}",
                 "",
-                f"From `{results_dir}/{name}/` (the paper's claims: {tally(c)}; the claims "
+                f"From `results/{name}/` (the paper's claims: {tally(c)}; the claims "
                 f"this book adds: {tally(c, True)}).",
                 "",
                 claims_table(c[~is_control(c)]),

@@ -13,11 +13,10 @@ The introduction's findings box and the rules page: :mod:`arithmech.report.views
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from arithmech.claims.decide import claims
+from arithmech.claims.evidence import Context
 from arithmech.identify.config import Identify
 from arithmech.report.views.table_display import claim_verdict
 from arithmech.report.views.tables import setting_name
@@ -61,13 +60,10 @@ def chapter_end(findings: list[str], model_name: str, params=None, real: list[st
 REAL = ("smollm2-135m", "SmolLM2-135M")  # the model whose shipped results can test the paper's claims here
 
 
-def shipped_lines(results_root: str | Path, ids) -> list[str]:
-    """:func:`claim_lines` of the claims ``ids`` decided on :data:`REAL`'s shipped results under ``results_root``;
-    ``[]`` where they are not there."""
-    folder = Path(results_root) / REAL[0]
-    if not (folder / "effects.csv").exists():
-        return []
-    return claim_lines(claims(folder, ids), ids)
+def shipped_lines(real: Context, ids) -> list[str]:
+    """:func:`claim_lines` of the claims ``ids`` decided on ``real``, :data:`REAL`'s shipped results
+    (``results/smollm2-135m/``); ``[]`` where they are not there."""
+    return [] if real.identify_files.effects is None else claim_lines(claims(real, ids), ids)
 
 
 def findings_markdown(findings: list[str], model_name: str, real: list[str] | None = None) -> str:

@@ -136,7 +136,7 @@ class IdentifySection(PageBase):
 
     def claims_markdown(self, ids: list[str]):
         """The claims ``ids`` as a Markdown list of their verdict sentences."""
-        return markdown("\n".join(f"* {line}" for line in claim_lines(claims(self.folder, ids), ids)))
+        return markdown("\n".join(f"* {line}" for line in claim_lines(claims(Context(self.folder), ids), ids)))
 
     def top_heads(self):
         """The ten heads with the most negative effect on the pooled task, with the KV head each reads."""

@@ -34,7 +34,6 @@ from arithmech.report.views.pages import answer_token_sentence, chapter_end, cla
 from arithmech.report.views.real_llm_analyze_page import AnalyzeSection
 from arithmech.report.views.real_llm_identify_page import IdentifySection
 from arithmech.report.views.table_display import verdict as verdict_word
-from arithmech.steps import accuracy as accuracy_step
 from arithmech.table1.real_llm_page import Table1Section
 
 END_CLAIMS = [
@@ -73,14 +72,14 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
         ).style.hide(axis="index")
         return [
             table,
-            markdown(answer_token_sentence(accuracy_step.scored_with(self.folder))),
+            markdown(answer_token_sentence(acc.config.answer_token)),  # what run.json records (ensure checked)
             accuracy_chart.template_accuracy_chart(acc.table[acc.table.template != "(all)"], P.model_name),
         ]
 
     @cached_property
     def verdict(self) -> pd.DataFrame:
         """The claims table of this run."""
-        return claims(self.folder)
+        return claims(Context(self.folder))
 
     @property
     def alone(self):

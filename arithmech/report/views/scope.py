@@ -1,17 +1,15 @@
 """The introduction's scope box: what a 135M model can and cannot test about a 7B model's mechanism.
 
-:func:`scope_box` reads back the two SmolLM2 identify runs (``results/smollm2-135m/zero-shot/`` and
-``results/smollm2-135m/``, each a :class:`~arithmech.identify.result.Ranking`) and states how many of the paper's
-one-digit prompts the model answers right — the whole answer under greedy decoding (``answer_tokens.csv``'s
-``exact_correct`` of ``n_drawn``, every operation) — without and with solved examples; the rest of the box is what
-follows from that for the book's verdicts.
+:func:`scope_box` takes the two SmolLM2 identify runs (``results/smollm2-135m/zero-shot/`` and
+``results/smollm2-135m/``, each a :class:`~arithmech.identify.result.Ranking` the publisher reads) and states how many
+of the paper's one-digit prompts the model answers right — the whole answer under greedy decoding
+(``answer_tokens.csv``'s ``exact_correct`` of ``n_drawn``, every operation) — without and with solved examples; the
+rest of the box is what follows from that for the book's verdicts.
 It is written first in ``book/_generated/findings.md`` (:func:`arithmech.report.build.generate.write_generated`), so it
 is on the introduction's first screen.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.result import Ranking
@@ -35,11 +33,9 @@ def _rate(kn: tuple[int, int]) -> str:
     return f"{k / n:.0%} ({k:,} of {n:,}; 95% {lo:.0%}–{hi:.0%})"
 
 
-def scope_box(root: Path, results_dir: str = "results") -> str | None:
-    """The scope box as markdown, or None where the zero-shot run's files are absent."""
-    runs = Path(root) / results_dir
-    pooled = Ranking.made(runs, MODEL)  # the two identify runs, read once
-    zero, few = _yield(Ranking.made(runs, MODEL, "zero-shot")), _yield(pooled)
+def scope_box(zero_shot: Ranking | None, pooled: Ranking | None) -> str | None:
+    """The scope box as markdown, or None without the zero-shot run's table."""
+    zero, few = _yield(zero_shot), _yield(pooled)
     if zero is None:
         return None
     shots = pooled.parameters.get("shots") if few and pooled is not None else None

@@ -114,7 +114,7 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     # the paper's Table 1 beside ours (report.tables): each arm at its chosen rate, named, with its runs and how many
     # collapsed on the general measure (computed apart here from each record by the collapse gate)
     from arithmech.table1.curve_views import table1_side_by_side
-    sbs = table1_side_by_side(tmp_path, models=("embedded",)).set_index(["model", "arm"]).loc["embedded"]
+    sbs = table1_side_by_side({"embedded": result}).set_index(["model", "arm"]).loc["embedded"]
     runs = V.arm_runs(result)
     g = result.suite.primary_general
     for arm, rs in runs.items():

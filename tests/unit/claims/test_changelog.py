@@ -11,6 +11,7 @@ import pytest
 
 from arithmech.claims import changelog as CL
 from arithmech.claims import decide as D
+from arithmech.claims.evidence import Context
 from arithmech.claims.rule import Rule
 from arithmech.report.views import findings, table_display
 
@@ -121,7 +122,7 @@ def test_provenance_sentence_counts_the_real_changelog():
 def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
     """Protects the rules page: it opens with the computed provenance sentence and ends with every changelog
     entry (dropped rules marked), even before any result exists."""
-    page = findings.rules_page(tmp_path, [("none", "No model")])
+    page = findings.rules_page([("none", "No model", Context(tmp_path / "results" / "none"))])
     assert page.startswith(findings.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
     sets = CL.read().rule_sets
     for c in CL.read().changes:
@@ -209,8 +210,8 @@ def test_the_before_the_run_check_sees_a_violation():
 def test_findings_box_counts_claims_and_tables_controls_apart(name):
     """Protects the introduction's box on every results folder present: its title's tally is the paper's claims
     only (the controls' number is not in it), and each control appears, with its verdict, in its own table."""
-    c = D.claims(REPO / "results" / name)
-    box = findings.results_box(REPO, [(name, name)])
+    ctx = Context(REPO / "results" / name)
+    c, box = D.claims(ctx), findings.results_box(ctx, name, name)
     n_paper = len(findings.the_papers(c))
     assert f"the paper's claims: {findings.tally(c)};" in box and f" of {n_paper} claims hold" in box
     assert f"this book's: {findings.tally(c, True)}" in box
@@ -224,7 +225,7 @@ def test_the_count_keeps_the_papers_claims_apart_from_the_books():
     "the selection matters" sat outside the count as a control): the paper's tally counts only the paper's
     claims, the book's added claims (rules.ADDED, selection-matters among them) have their own tally and
     sentence, and the controls are in neither."""
-    c = D.claims(REPO / "results" / "none-such")            # every rule, each inconclusive: not measured
+    c = D.claims(Context(REPO / "results" / "none-such"))            # every rule, each inconclusive: not measured
     paper, added = findings.the_papers(c), c[findings.is_added(c) & ~findings.is_control(c)]
     assert set(added.id) == set(D.ADDED) and "selection-matters" in set(added.id)
     assert len(paper) == 13 and len(added) == 8 and int(findings.is_control(c).sum()) == 2

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from arithmech.claims import decide as C
-from arithmech.claims.evidence import cluster_interval
+from arithmech.claims.evidence import Context, cluster_interval
 from arithmech.core import results as R
 from arithmech.core.stats import wilson_interval
 
@@ -56,8 +56,8 @@ def test_knockout_verdict_reads_the_cluster_interval(tmp_path, clusters, accurac
                   ci_low=0.3, ci_high=0.5, n_clusters=clusters) for s in range(20)]
     ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", correct=lambda d: (d.accuracy * 250).astype(int))
     _write_identify(tmp_path, ko)
-    row = C.claims(tmp_path, ["knockout-key-vs-random"]).iloc[0]
+    row = C.claims(Context(tmp_path), ["knockout-key-vs-random"]).iloc[0]
     assert row.holds is holds and says in row.here, row.here
-    flat = C.claims(tmp_path, ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
+    flat = C.claims(Context(tmp_path), ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
     assert flat.holds is (None if clusters < 20 else False), flat.here
 

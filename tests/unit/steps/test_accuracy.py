@@ -61,12 +61,12 @@ def test_table_draws_and_records_the_configured_rule(tmp_path, embedded_model, d
     folder = R.model_folder(tmp_path, "embedded")
     assert R.read_run(folder)["steps"]["accuracy"]["parameters"] == {"n_per_template": 1, "seed": 0,
                                                                     "answer_token": "last-digit"}
-    assert A.scored_with(folder) == "last-digit"
     drawn.clear()
     ensure(c, model=net, tok=tok)
     assert not drawn                                             # same rule: reused
     ensure(c.replace(answer_token="first"), model=net, tok=tok)
-    assert drawn and {s.answer_token for s in drawn} == {"first"} and A.scored_with(folder) == "first"
+    assert drawn and {s.answer_token for s in drawn} == {"first"}
+    assert R.read_run(folder)["steps"]["accuracy"]["parameters"]["answer_token"] == "first"
 
 
 def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
@@ -84,7 +84,8 @@ def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
 def test_a_record_without_the_rule_is_not_reused(tmp_path, embedded_model):
     """Protects the reuse check after the shipped records' migration: a table whose run.json lacks
     answer_token (made before the rule was recorded) is reused for no rule — not even "first", the value such
-    records were once assumed to have — and asking it which rule it was scored with is an error, not a guess."""
+    records were once assumed to have — so ensure remakes it, and the rule a page names (its Result's config) is the
+    one the record holds, never a guess."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first")
     folder = R.model_folder(tmp_path, "embedded")
@@ -93,8 +94,8 @@ def test_a_record_without_the_rule_is_not_reused(tmp_path, embedded_model):
                  model_name="embedded")
     assert not R.made_with(folder, "accuracy", A.recorded(c))
     assert not R.made_with(folder, "accuracy", A.recorded(c.replace(answer_token="last-digit")))
-    with pytest.raises(KeyError):
-        A.scored_with(folder)
+    assert ensure(c, model=net, tok=tok).config.answer_token == "first"
+    assert R.read_run(folder)["steps"]["accuracy"]["parameters"]["answer_token"] == "first"
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):

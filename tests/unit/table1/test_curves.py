@@ -181,7 +181,7 @@ def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
     assert _row(rows, "precise SFT learns more than the answer format")["verdict"] == C.NOT
     # the claims table's rows for rule 1 and its base-shots twin carry the curve table's verdicts (their claim ids)
     ids = ["precise-learns-math", "precise-learns-beyond-format"]
-    got = claims(f, ids).set_index("id")["holds"]
+    got = claims(Context(f), ids).set_index("id")["holds"]
     assert got["precise-learns-math"] is True and got["precise-learns-beyond-format"] is False
 
 
@@ -215,7 +215,7 @@ def test_missing_arms_and_thin_points_say_so_and_never_crash(tmp_path):
     shots = rows[rows.claim == C.SHOTS]
     assert len(shots) == len(rows[rows.claim == "precise SFT learns the skill"]) and set(shots.verdict) == {C.NOT_RUN}
     assert shots.estimate.isna().all() and shots.why.str.contains("no base-shots record").all()
-    c = claims(f, ["precise-learns-math", "precise-learns-beyond-format"]).set_index("id")
+    c = claims(Context(f), ["precise-learns-math", "precise-learns-beyond-format"]).set_index("id")
     assert c.loc["precise-learns-beyond-format", "here"].startswith("not measured: not yet run: no base-shots record")
     assert c.loc["precise-learns-beyond-format", "holds"] is None
 

@@ -152,6 +152,7 @@ def test_the_toy_scope_box_and_the_verdict_table_agree_on_what_cannot_be_tested(
     testable*, and so does every row of the verdict table and every Table 1 line of the findings box; where full
     SFT learns (60 %), the box says the toy tests the claim."""
     from arithmech.claims.decide import claims
+    from arithmech.claims.evidence import Context
     from arithmech.report.views.pages import claim_lines
     from arithmech.table1 import curves as CV
     from tests.unit.table1.synthetic import jitter, write
@@ -163,7 +164,7 @@ def test_the_toy_scope_box_and_the_verdict_table_agree_on_what_cannot_be_tested(
     assert set(CV.verdicts(Table1Result.load(f)).verdict) == {"not testable"}
     from arithmech.table1.page import TABLE1_CLAIMS
     ids = list(TABLE1_CLAIMS)
-    assert len(ids) == 5 and all("**not testable** (not testable: full SFT does not learn" in x for x in claim_lines(claims(f), ids))
+    assert len(ids) == 5 and all("**not testable** (not testable: full SFT does not learn" in x for x in claim_lines(claims(Context(f)), ids))
     g = write(tmp_path / "b", arms(0.6))
     plan = {**json.loads((g / "finetune" / "table1.json").read_text()), "steps": 30}
     assert T.toy_scope(Table1Result.load(g), plan).startswith("Full SFT learns the toy's new skills")

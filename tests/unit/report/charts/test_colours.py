@@ -323,5 +323,6 @@ def test_the_theme_and_fig1_use_the_table():
     assert cfg["range"]["category"] == C.series() and not any(is_red(c) or is_green(c) for c in C.series())
     chrome = {cfg["mark"]["color"], cfg["title"]["subtitleColor"], cfg["axis"]["domainColor"]}
     assert chrome <= allowed()
-    svg = pipeline.pipeline_svg(Path(__file__).resolve().parents[4] / "book")
+    from arithmech.report.build.generate import pipeline_stages
+    svg = pipeline.pipeline_svg(pipeline_stages(Path(__file__).resolve().parents[4]))
     assert {c.lower() for c in ANY_HEX.findall(svg)} <= allowed("selection") and C.KEY in svg

@@ -48,6 +48,7 @@ def test_findings_box_leads_with_the_model_that_can_test_the_claims(tmp_path):
     assert md.index("**embedded**") < md.index("* toy a")
     assert pages.findings_markdown(["toy a"], "embedded", []) == "* toy a"
     assert pages.findings_markdown(["x"], "smollm2-135m", ["y"]) == "* x"
-    assert pages.shipped_lines(tmp_path, ["key-heads-exist"]) == []
-    lines = pages.shipped_lines(REPO / "results", ["key-heads-exist", "answer-token-floor"])
+    from arithmech.claims.evidence import Context
+    assert pages.shipped_lines(Context(tmp_path / pages.REAL[0]), ["key-heads-exist"]) == []
+    lines = pages.shipped_lines(Context(REPO / "results" / pages.REAL[0]), ["key-heads-exist", "answer-token-floor"])
     assert len(lines) == 2 and lines[0].startswith("Some heads pass the key-head threshold: **")
