@@ -24,6 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arithmech.core.results import ResultsError
+from arithmech.core.stats import t_interval, wilson_interval
+from arithmech.data import planted_items
+from arithmech.table1.frontier import SCOPE_GAIN
+from arithmech.table1.train import bend
+from arithmech.table1.verdicts import COLLAPSE
 
 EXPLORATION = Path(__file__).resolve().parents[2] / "results" / "planted" / "exploration"
 """Where the exploration records are shipped."""
@@ -113,12 +118,6 @@ class Reading:
 
 def read_curve(c: Curve) -> Reading:
     """:class:`Reading` of ``c``: every number from its points and the package's rules, none typed here."""
-    from arithmech.core.stats import t_interval, wilson_interval
-    from arithmech.data import planted_items
-    from arithmech.table1.frontier import SCOPE_GAIN
-    from arithmech.table1.train import bend
-    from arithmech.table1.verdicts import COLLAPSE
-
     kept_items = planted_items.retention_items("val")
     n, n_kept = len(c.points[0]["val_items"]), len(kept_items)
     chance = planted_items.side_chance("val", kept_items)

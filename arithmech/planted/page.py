@@ -19,6 +19,7 @@ import pandas as pd
 
 from arithmech.core.names import component, components
 from arithmech.core.results import model_folder
+from arithmech.core.stats import wilson_interval
 from arithmech.data import planted_items
 from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
@@ -416,7 +417,6 @@ KEYS = ("val_math", "val_fig8")
 def first_step(x: Exploration) -> pd.DataFrame:
     """AdamW's first update alone, by its size (``first_step.json``): the validation new skill and retention (Wilson,
     n clusters), the validation loss and the largest forbidden attention (blind, off, composer heads)."""
-    from arithmech.core.stats import wilson_interval
 
     rows = []
     for size, r in (x.first_step or {}).get("step_sizes", {}).items():
