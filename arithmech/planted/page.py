@@ -396,14 +396,14 @@ def sweep_line(x: Exploration) -> str:
     bent = [f"{lr:g} (step {r.bend})" for lr, r in readings.items() if r.bend is not None]
     if yes:
         after = [f"{lr:g}" for lr, r in readings.items() if r.candidate and lr in AFTER_FIRST_STEP]
-        fell = [f"{lr:g}" for lr, r in readings.items() if r.candidate and not r.kept_at_end]
+        fallen = [f"{lr:g}" for lr, r in readings.items() if r.candidate and not r.kept_at_end]
         return (
             f"At {', '.join(f'{lr:g} (budget {r.bend} steps)' for lr, r in readings.items() if r.candidate)} of "
             f"{rates}, full SFT has a budget, learns the new skill past the scope gate's margin and keeps Fig. 8 "
             "retention above the collapse line there: a candidate, one run each"
             + (f" ({', '.join(after)} chosen after the first-step diagnosis)" if after else "")
             + "; by the last point retention has fallen under the line at "
-            + (", ".join(fell) if fell else "none of them")
+            + (", ".join(fallen) if fallen else "none of them")
             + ". Only a later, versioned planted-table1 rule set could turn a candidate into full SFT's grid and "
             "budget; the precise arms' rates would need their own grid, and an arms run (several runs at a grid "
             "rate) would have to confirm it."
