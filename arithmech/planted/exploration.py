@@ -11,7 +11,7 @@ says how each was made. :meth:`Exploration.load` reads:
 * ``first_step.json``: AdamW's first update alone, by its size (where it exists).
 
     >>> x = Exploration.load()
-    >>> sorted(x.curves)                   # the rates: [1e-05, 3e-05, 0.0001, 0.0003, 0.001]
+    >>> sorted(x.curves)                   # the rates: 1e-07 ... 0.001, both sweeps and the 1e-3 curve
     >>> x.curves[1e-3].points[0]["val_math"]
 """
 
@@ -34,6 +34,9 @@ EXPLORATION = Path(__file__).resolve().parents[2] / "results" / "planted" / "exp
 """Where the exploration records are shipped."""
 
 _SWEEP = re.compile(r"^curve_lr(?P<rate>[0-9.e+-]+)\.json$")
+
+AFTER_FIRST_STEP = (1e-7, 3e-7, 1e-6, 3e-6)
+"""The second sweep's rates, chosen after ``first_step.json`` was read (the README's second design): exploration."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
 from arithmech.planted import run as step
 from arithmech.planted.config import Chapter
-from arithmech.planted.exploration import Exploration, read_curve
+from arithmech.planted.exploration import AFTER_FIRST_STEP, Exploration, read_curve
 
 NAMES = {
     "identify-paper": "identify's key heads (paper's rule)",
@@ -359,10 +359,11 @@ def _acc(v: tuple[float, float, float]) -> str:
 
 
 def sweep(x: Exploration) -> pd.DataFrame:
-    """Full SFT's learning curve at every rate explored, one row a rate (:func:`arithmech.planted.exploration.
-    read_curve`): the new skill at step 0 and at its best point (Wilson, n validation clusters), retention there, the
-    last point's losses, the bend rule's budget, the gain at the bend (paired 95 % t interval) and the three tests
-    ("-": no bend to read them at)."""
+    """Full SFT's learning curve at every rate explored, both sweeps in one table, one row a rate in order
+    (:func:`arithmech.planted.exploration.read_curve`): when the rate was chosen (:data:`~arithmech.planted.
+    exploration.AFTER_FIRST_STEP`), the new skill at step 0 and at its best point (Wilson, n validation clusters),
+    retention there, the last point's losses, the bend rule's budget, the gain at the bend (paired 95 % t interval)
+    and the three tests ("-": no bend to read them at)."""
     rows = []
     for lr, c in x.curves.items():
         r = read_curve(c)
@@ -370,6 +371,7 @@ def sweep(x: Exploration) -> pd.DataFrame:
         rows.append(
             {
                 "rate": f"{lr:g}",
+                "chosen": "after first step" if lr in AFTER_FIRST_STEP else "before",
                 "n": r.n,
                 "new skill, step 0": _acc(r.base),
                 "best new skill (step)": f"{_acc(r.best)} ({r.best_step})",
@@ -394,10 +396,18 @@ def sweep_line(x: Exploration) -> str:
     yes = [f"{lr:g}" for lr, r in readings.items() if r.candidate]
     bent = [f"{lr:g} (step {r.bend})" for lr, r in readings.items() if r.bend is not None]
     if yes:
+        after = [f"{lr:g}" for lr, r in readings.items() if r.candidate and lr in AFTER_FIRST_STEP]
+        fallen = [f"{lr:g}" for lr, r in readings.items() if r.candidate and not r.kept_at_end]
         return (
-            f"At {', '.join(yes)} (of {rates}) full SFT has a budget, learns the new skill past the scope gate's "
-            "margin and keeps Fig. 8 retention above the collapse line: a candidate for the toy's Table 1, one run "
-            "each, which an arms run (several runs at a grid rate) would have to confirm."
+            f"At {', '.join(f'{lr:g} (budget {r.bend} steps)' for lr, r in readings.items() if r.candidate)} of "
+            f"{rates}, full SFT has a budget, learns the new skill past the scope gate's margin and keeps Fig. 8 "
+            "retention above the collapse line there: a candidate, one run each"
+            + (f" ({', '.join(after)} chosen after the first-step diagnosis)" if after else "")
+            + "; by the last point retention has fallen under the line at "
+            + (", ".join(fallen) if fallen else "none of them")
+            + ". Only a later, versioned planted-table1 rule set could turn a candidate into full SFT's grid and "
+            "budget; the precise arms' rates would need their own grid, and an arms run (several runs at a grid "
+            "rate) would have to confirm it."
         )
     r0 = next(iter(readings.values()))
     lift = max(r.best[0] - r.base[0] for r in readings.values())

@@ -148,7 +148,8 @@ def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
     """Protects the sweep's reading (README's design): the budget is the bend rule's, the gain at the bend is the paired
     t interval over clusters (checked against a hand computation with t(0.975, 52) = 2.00665), scope is its lower end
     above +5 points, and retention is collapsed when its Wilson upper end falls under chance + 0.5 x (base - chance).
-    A curve that learns and keeps retention is a candidate; the same curve with retention at 1 of 53 is not."""
+    A curve that learns and keeps retention is a candidate; the same curve with retention at 1 of 53 is not. A rate of
+    the second sweep is marked as chosen after the first-step diagnosis, in the table and in the sentence."""
     import math
 
     from arithmech.planted.exploration import EXPLORATION, Exploration, read_curve
@@ -157,11 +158,11 @@ def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
         shutil.copy(EXPLORATION / name, tmp_path / name)
     steps = (0, 20, 40, 80, 160, 320, 640)
     right = dict(zip(steps, (10, 30, 40, 40, 40, 40, 40)))
-    _write_curve(tmp_path, "curve_lr1e-05", _synthetic(right, dict.fromkeys(steps, 40), 1e-5))
+    _write_curve(tmp_path, "curve_lr1e-06", _synthetic(right, dict.fromkeys(steps, 40), 1e-6))
     _write_curve(tmp_path, "curve_lr3e-05", _synthetic(right, {0: 40, **dict.fromkeys(steps[1:], 1)}, 3e-5))
     x = Exploration.load(tmp_path)
-    assert list(x.curves) == [1e-5, 3e-5, 1e-3]
-    good, bad = read_curve(x.curves[1e-5]), read_curve(x.curves[3e-5])
+    assert list(x.curves) == [1e-6, 3e-5, 1e-3]
+    good, bad = read_curve(x.curves[1e-6]), read_curve(x.curves[3e-5])
     assert good.bend == bad.bend == 40                      # 20 -> 40 still gains 10 of 53 (significant); 40 on: flat
     d, n = 30 / 53, 53                                      # 30 of 53 clusters go 0 -> 1 by step 40
     half = 2.00665 * math.sqrt(d * (1 - d) * n / (n - 1)) / math.sqrt(n)
@@ -169,9 +170,12 @@ def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
     assert good.best == pytest.approx((40 / 53, *good.best[1:])) and good.best_step == 40
     assert good.kept_at_bend and good.candidate and not bad.kept_at_bend and not bad.candidate
     table = G.sweep(x).set_index("rate")
-    assert table.loc["1e-05", "candidate"] == "yes" and table.loc["3e-05", "candidate"] == "no"
-    assert table.loc["1e-05", "n"] == 53 and table.loc["0.001", "last loss, val / train (step)"].endswith("not logged (1280)")
-    assert G.sweep_line(x).startswith("At 1e-05 (of 1e-05, 3e-05, 0.001)")
+    assert table.loc["1e-06", "candidate"] == "yes" and table.loc["3e-05", "candidate"] == "no"
+    assert table["chosen"].tolist() == ["after first step", "before", "before"]
+    assert table.loc["1e-06", "n"] == 53 and table.loc["0.001", "last loss, val / train (step)"].endswith("not logged (1280)")
+    line = G.sweep_line(x)
+    assert line.startswith("At 1e-06 (budget 40 steps) of 1e-06, 3e-05, 0.001,") and "(1e-06 chosen after the" in line
+    assert "fallen under the line at none of them" in line   # the candidate keeps 40 of 53 to its last point
     assert table.loc["0.001", ["bend (budget)", "scope", "retention kept"]].tolist() == ["none", "-", "-"]
     assert bad.kept_at_end is False and good.kept_at_end is True  # 1 of 53 kept: Wilson upper end 10 % < the line
 
@@ -186,8 +190,22 @@ def test_shipped_sweep_is_shown_whole():
     assert len(table) == 1 + len(list(EXPLORATION.glob("curve_lr*[0-9].json")))
     for c, best in zip(x.curves.values(), table["best new skill (step)"]):
         assert best.startswith(f"{max(p['val_math'] for p in c.points):.1%}")
+    assert list(x.curves) == sorted(x.curves)
     yes = table.loc[table["candidate"] == "yes", "rate"].tolist()
-    assert G.sweep_line(x).startswith(f"At {', '.join(yes)} (of" if yes else "No rate of")
+    line = G.sweep_line(x)
+    assert line.startswith(f"At {yes[0]} (budget" if yes else "No rate of")
+    assert all(f"{r} (budget" in line for r in yes) and line.count("(budget") == len(yes)
+
+
+def test_second_sweep_is_the_one_its_design_names():
+    """Protects the disclosure that the rates below 1e-5 were chosen after the first-step diagnosis: the rates marked
+    so are those the README's second design names, and each is shipped as a curve."""
+    from arithmech.planted.exploration import AFTER_FIRST_STEP, EXPLORATION, Exploration
+
+    design = (EXPLORATION / "README.md").read_text().split("## The second sweep")[1]
+    assert "1e-7, 3e-7, 1e-6 and 3e-6" in design and "chosen *after* `first_step.json`" in design
+    assert AFTER_FIRST_STEP == (1e-7, 3e-7, 1e-6, 3e-6)
+    assert set(AFTER_FIRST_STEP) <= set(Exploration.load().curves)
 
 
 def test_chance_line_is_the_per_operation_majority():
