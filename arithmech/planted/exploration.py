@@ -1,7 +1,7 @@
 """The planted model's Table 1 exploration records (``results/planted/exploration/``), read once and checked.
 
-No rule decides them; the Planted chapter quotes them (:func:`arithmech.planted.page.exploration`), and their README
-says how each was made. :meth:`Exploration.load` reads:
+No rule decides them; the Planted chapter quotes them (:func:`arithmech.planted.exploration_page.exploration`), and
+their README says how each was made. :meth:`Exploration.load` reads:
 
 * the learning curves of full SFT on the ``planted`` suite, one per rate: ``curve.json`` (the 1e-3 curve, the middle
   of full's grid, the one the budget rule reads) and ``curve_lr<rate>.json`` (the sweep), each beside the ``run.json``

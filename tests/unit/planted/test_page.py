@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from arithmech.planted import exploration_page as E
 from arithmech.planted import page as G
 from arithmech.planted import rules as R
 from arithmech.planted import run as S
@@ -123,7 +124,7 @@ def test_exploration_lines_are_read_from_the_shipped_files(tmp_path):
     from arithmech.planted.exploration import EXPLORATION, Exploration
 
     x = Exploration.load()
-    lines = G.exploration(x)
+    lines = E.exploration(x)
     curve = json.loads((EXPLORATION / "curve.json").read_text())
     assert f"{curve['points'][0]['val_math']:.1%} at step 0" in lines[0] and "budget: none" in lines[0]
     assert len(lines) == 1 + sum(t["lr"] is not None for t in x.truth.values())
@@ -133,7 +134,7 @@ def test_exploration_lines_are_read_from_the_shipped_files(tmp_path):
     with pytest.raises(ResultsError, match="not the curve curve_run.json hashed"):
         Exploration.load(tmp_path)
     _write_curve(tmp_path, "curve", curve)
-    assert "12.3% at step 0" in G.exploration(Exploration.load(tmp_path))[0]
+    assert "12.3% at step 0" in E.exploration(Exploration.load(tmp_path))[0]
 
 
 def _synthetic(right: dict[int, int], kept: dict[int, int], lr: float, n: int = 53) -> dict:
@@ -169,11 +170,11 @@ def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
     assert good.gain == pytest.approx((d, d - half, d + half), abs=1e-4) and good.scope
     assert good.best == pytest.approx((40 / 53, *good.best[1:])) and good.best_step == 40
     assert good.kept_at_bend and good.candidate and not bad.kept_at_bend and not bad.candidate
-    table = G.sweep(x).set_index("rate")
+    table = E.sweep(x).set_index("rate")
     assert table.loc["1e-06", "candidate"] == "yes" and table.loc["3e-05", "candidate"] == "no"
     assert table["chosen"].tolist() == ["after first step", "before", "before"]
     assert table.loc["1e-06", "n"] == 53 and table.loc["0.001", "last loss, val / train (step)"].endswith("not logged (1280)")
-    line = G.sweep_line(x)
+    line = E.sweep_line(x)
     assert line.startswith("At 1e-06 (budget 40 steps) of 1e-06, 3e-05, 0.001,") and "(1e-06 chosen after the" in line
     assert "fallen under the line at none of them" in line   # the candidate keeps 40 of 53 to its last point
     assert table.loc["0.001", ["bend (budget)", "scope", "retention kept"]].tolist() == ["none", "-", "-"]
@@ -186,13 +187,13 @@ def test_shipped_sweep_is_shown_whole():
     from arithmech.planted.exploration import EXPLORATION, Exploration
 
     x = Exploration.load()
-    table = G.sweep(x)
+    table = E.sweep(x)
     assert len(table) == 1 + len(list(EXPLORATION.glob("curve_lr*[0-9].json")))
     for c, best in zip(x.curves.values(), table["best new skill (step)"]):
         assert best.startswith(f"{max(p['val_math'] for p in c.points):.1%}")
     assert list(x.curves) == sorted(x.curves)
     yes = table.loc[table["candidate"] == "yes", "rate"].tolist()
-    line = G.sweep_line(x)
+    line = E.sweep_line(x)
     assert line.startswith(f"At {yes[0]} (budget" if yes else "No rate of")
     assert all(f"{r} (budget" in line for r in yes) and line.count("(budget") == len(yes)
 
