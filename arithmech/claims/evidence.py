@@ -79,6 +79,22 @@ class Context:
         """``knockout.csv``, every task's rows (:func:`end_rows`: the primary task's at END)."""
         return need(self.identify_files.knockout, "knockout.csv")
 
+    def crossfit(self):
+        """``knockout_crossfit.csv``'s primary-task rows pooled over their folds
+        (:class:`~arithmech.methods.ablation.crossfit.CrossFit`); ``None`` where the folder has none."""
+        from arithmech.core import results
+        from arithmech.methods.ablation.crossfit import pooled
+
+        if not results.exists(self.folder, "knockout_crossfit.csv"):
+            return None
+
+        def compute():
+            f = results.read(self.folder, "knockout_crossfit.csv")
+            f = f[f.task == self.primary()[0]]
+            return pooled(f) if len(f) else None
+
+        return self.memo("crossfit", compute)
+
     def answer_tokens(self) -> pd.DataFrame:
         """``answer_tokens.csv``."""
         return need(self.identify_files.answer_tokens, "answer_tokens.csv")
