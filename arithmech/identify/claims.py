@@ -308,7 +308,7 @@ IDENTIFY: tuple[Rule, ...] = (
         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
         "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
         f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads; {CROSSFIT}",
-        version=17,
+        version=18,
         decider=key_vs_random,
         gate=_controlled,
     ),

@@ -67,18 +67,22 @@ def crossfit_said(cf: CrossFit) -> str:
     )
 
 
-def crossfit_against(draws: tuple[float, ...], top: Reading, name: str, fmt: str) -> tuple[str, bool | None]:
+def crossfit_against(
+    draws: tuple[float, ...], top: Reading, name: str, fmt: str, distinct_draws: bool
+) -> tuple[str, bool | None]:
     """The cross-fitted top ``k`` (``top``: its pooled reading and bootstrap interval) against one set of pooled
     draws: holds where it lies below every draw and its interval's upper end below their 5th percentile, does not
-    hold where its lower end lies at or above that percentile, inconclusive in between and with fewer than
-    :data:`MIN_DRAWS` distinct draws; ``None`` holds with no draw ("not run")."""
+    hold where its lower end lies at or above that percentile, inconclusive in between; with ``distinct_draws`` (the
+    logit difference, whose means differ for different head sets) also with fewer than :data:`MIN_DRAWS` distinct
+    draws — not for accuracy, a count of right prompts that two head sets may share; ``None`` holds with no draw
+    ("not run")."""
     if not draws:
         return f"{name}: not run", None
     d = pd.Series(draws)
     p5, distinct = float(d.quantile(0.05)), d.round(9).nunique()
     here = f"{name}: mean {fmt.format(d.mean())} (lowest {fmt.format(d.min())}, 5th percentile {fmt.format(p5)}, "
     here += f"{len(d)} draws{f', {distinct} distinct' if distinct < len(d) else ''})"
-    if distinct < MIN_DRAWS:
+    if distinct_draws and distinct < MIN_DRAWS:
         return here + f", fewer than {MIN_DRAWS} distinct draws", None
     return here, True if top.value < d.min() and top.hi < p5 else (False if top.lo >= p5 else None)
 
@@ -98,8 +102,8 @@ def crossfit_verdict(cf: CrossFit, measure: str) -> tuple[str, bool | None]:
     )
     if cf.clusters < MIN_CLUSTERS:
         return here + f"; fewer than {MIN_CLUSTERS} problem clusters ({cf.clusters}): inconclusive", None
-    rnd = crossfit_against(getattr(cf, f"random_{measure}"), top, "random heads", fmt)
-    lm = crossfit_against(getattr(cf, f"matched_{measure}"), top, "layer-matched", fmt)
+    rnd = crossfit_against(getattr(cf, f"random_{measure}"), top, "random heads", fmt, measure == "ld")
+    lm = crossfit_against(getattr(cf, f"matched_{measure}"), top, "layer-matched", fmt, measure == "ld")
     here += f"; {rnd[0]}; {lm[0]}"
     holds = [rnd[1]] + ([lm[1]] if getattr(cf, f"matched_{measure}") else [])
     return here, False if False in holds else (True if all(h is True for h in holds) else None)

@@ -95,12 +95,14 @@ def made(clusters=30, top=(0.1, 0.05, 0.2), draws=tuple(0.8 + 0.005 * i for i in
 def test_the_verdict_reads_the_pooled_interval_against_the_pooled_draws():
     """Protects the rule on constructed readings: below every draw with the interval's upper end (20%) below their
     5th percentile (80.5%): holds; an interval reaching it: inconclusive; a lower end at or above it: does not hold;
-    19 clusters, or fewer than 20 distinct draws: inconclusive; a layer-matched set that fails sinks the verdict."""
+    19 clusters, or fewer than 20 distinct logit differences (not accuracies, counts that tie): inconclusive; a
+    layer-matched set that fails sinks the verdict."""
     assert crossfit_verdict(made(), "acc")[1] is True
     assert crossfit_verdict(made(top=(0.1, 0.05, 0.81)), "acc")[1] is None
     assert crossfit_verdict(made(top=(0.9, 0.85, 0.95)), "acc")[1] is False
     assert crossfit_verdict(made(clusters=19), "acc")[1] is None
-    assert crossfit_verdict(made(draws=(0.9,) * 20), "acc")[1] is None
+    assert crossfit_verdict(made(draws=(0.9,) * 20), "ld")[1] is None  # one logit difference drawn 20 times
+    assert crossfit_verdict(made(draws=(0.9,) * 20), "acc")[1] is True  # accuracies (counts) may tie
     assert crossfit_verdict(made(matched=tuple(0.01 * i for i in range(20))), "acc")[1] is False
     text = crossfit_verdict(made(), "acc")[0]
     assert "400 held-out prompts from 30 problem clusters" in text and "(0 in every fold's, 2 in any)" in text
