@@ -19,9 +19,11 @@ import pandas as pd
 
 from arithmech.analyze.result import AnalyzeFiles
 from arithmech.circuits.result import FaithfulnessFiles
+from arithmech.core import results
 from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.result import IdentifyFiles, StabilityFiles
+from arithmech.methods.ablation.crossfit import pooled
 from arithmech.steps.control import recomputed
 from arithmech.table1.result import Table1Result
 
@@ -82,9 +84,6 @@ class Context:
     def crossfit(self):
         """``knockout_crossfit.csv``'s primary-task rows pooled over their folds
         (:class:`~arithmech.methods.ablation.crossfit.CrossFit`); ``None`` where the folder has none."""
-        from arithmech.core import results
-        from arithmech.methods.ablation.crossfit import pooled
-
         if not results.exists(self.folder, "knockout_crossfit.csv"):
             return None
 

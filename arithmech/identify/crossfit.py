@@ -15,13 +15,19 @@ from __future__ import annotations
 import time
 import warnings
 
+import torch
+
 from arithmech.core import provenance, results
+from arithmech.core.models import load_model
 from arithmech.data import pairs, splits
 from arithmech.identify.config import CrossFit as Config
-from arithmech.identify.knockout_claims import MIN_DRAWS, K
 from arithmech.identify.result import recorded_setting
 from arithmech.methods.ablation import crossfit as method
-from arithmech.methods.ablation.crossfit import FOLDS
+from arithmech.methods.ablation.crossfit import DRAWS, FOLDS, K
+from arithmech.methods.ablation.intervention import Forwards
+from arithmech.methods.ablation.pool import pool_prompts
+from arithmech.methods.ablation.pool_cache import cached_pool
+from arithmech.methods.prepare import task_templates
 
 
 def label(s) -> str:
@@ -56,21 +62,13 @@ def inputs(folder) -> tuple:
 def run(config: Config):
     """The step end to end (module docstring); returns the pooled result
     (:class:`~arithmech.methods.ablation.crossfit.CrossFit`) of what it wrote."""
-    import torch
-
-    from arithmech.core.models import load_model
-    from arithmech.methods.ablation.intervention import Forwards
-    from arithmech.methods.ablation.pool import pool_prompts
-    from arithmech.methods.ablation.pool_cache import cached_pool
-    from arithmech.methods.prepare import task_templates
-
     c = config
     folder = results.model_folder(c.results, c.model_name)
     results.check_writable(folder, "crossfit", c.overwrite)
     task, clusters, samples, labels, key, p = inputs(folder)  # before the model loads
     t0 = time.time()
     torch.manual_seed(c.seed)
-    folds = method.plan(clusters, key, K, MIN_DRAWS, c.seed)
+    folds = method.plan(clusters, key, K, DRAWS, c.seed)
     model, tok, _ = load_model(c.model_name, device=c.device, dtype=c.dtype, attn_implementation="sdpa")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -28,8 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
+
+from arithmech.core.stats import bootstrap_counts
+from arithmech.methods.ablation.curves import random_draw, random_orders
+from arithmech.methods.ablation.knockout import Ablation, counter_answers, scores
+from arithmech.methods.ablation.run import layer_matched_draws
 
 FOLDS = 3  # rank on two thirds, knock out on one
+K, DRAWS = 8, 20  # heads each fold knocks out, draws of each kind per fold (the knockout rules' K, MIN_DRAWS)
 N_BOOT = 1000  # resamples of the pooled held-out clusters
 LEVEL = 0.95
 COLUMNS = ["task", "fold", "order", "seed", "k", "cluster", "n", "correct", "ld", "heads"]
@@ -84,9 +91,6 @@ def plan(clusters: pd.DataFrame, key: Sequence, k: int, n_random: int, seed: int
     (:func:`~arithmech.methods.ablation.curves.random_orders` outside the ``key`` heads), each filtered by the fold's
     top ``k`` (:func:`~arithmech.methods.ablation.curves.random_draw`), and layer-matched draws
     (:func:`~arithmech.methods.ablation.run.layer_matched_draws`, seeded by ``seed`` and the fold's top ``k``)."""
-    from arithmech.methods.ablation.curves import random_draw, random_orders
-    from arithmech.methods.ablation.run import layer_matched_draws
-
     where = fold_of(clusters.cluster.tolist(), folds, seed)
     universe = [parse_head(c) for c in clusters.columns if c not in META]
     key = [tuple(h) for h in key]
@@ -114,8 +118,6 @@ def run(model, tok, samples, labels: Sequence[str], means, folds: Sequence[Fold]
     (:func:`~arithmech.methods.ablation.knockout.scores`, the counterfactual answers of
     :func:`~arithmech.methods.ablation.knockout.counter_answers` computed once): :data:`COLUMNS` rows, one per fold ×
     ablation × held-out cluster (``ld`` the cluster's mean logit difference; ``heads`` the heads knocked out)."""
-    from arithmech.methods.ablation.knockout import Ablation, counter_answers, scores
-
     other = counter_answers(model, tok, samples, means, forwards)
     rows = []
     for f in folds:
@@ -216,10 +218,6 @@ def pooled(frame: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> CrossFit
     draw ``s`` of every fold (a draw missing from a fold is left out). The top ``k``'s interval: the
     :data:`LEVEL` percentile interval over ``n_boot`` resamples of the held-out clusters
     (:func:`arithmech.core.stats.bootstrap_counts`, seeded), each resample's reading the same ratio of sums."""
-    import torch
-
-    from arithmech.core.stats import bootstrap_counts
-
     folds = frame.fold.nunique()
     top = frame[frame.order == "effect-rank"].reset_index(drop=True)
     counts = bootstrap_counts(len(top), n_boot, seed).numpy()  # (B, clusters)

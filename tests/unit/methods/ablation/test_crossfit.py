@@ -107,3 +107,11 @@ def test_the_verdict_reads_the_pooled_interval_against_the_pooled_draws():
     text = crossfit_verdict(made(), "acc")[0]
     assert "400 held-out prompts from 30 problem clusters" in text and "(0 in every fold's, 2 in any)" in text
     assert crossfit_verdict(made(), "ld")[1] is True  # −1.0 [−1.5, −0.5] vs draws 2.4…2.685
+
+
+def test_the_step_knocks_out_what_the_rules_read():
+    """Protects the step against drifting from its rules: it knocks out K heads with MIN_DRAWS draws per fold, the
+    numbers the knockout rules decide with."""
+    from arithmech.identify import knockout_claims
+
+    assert (cf.K, cf.DRAWS) == (knockout_claims.K, knockout_claims.MIN_DRAWS)
