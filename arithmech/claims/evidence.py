@@ -19,7 +19,6 @@ import pandas as pd
 
 from arithmech.analyze.result import AnalyzeFiles
 from arithmech.circuits.result import FaithfulnessFiles
-from arithmech.core import results
 from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.result import IdentifyFiles, StabilityFiles
@@ -84,15 +83,11 @@ class Context:
     def crossfit(self):
         """``knockout_crossfit.csv``'s primary-task rows pooled over their folds
         (:class:`~arithmech.methods.ablation.crossfit.CrossFit`); ``None`` where the folder has none."""
-        if not results.exists(self.folder, "knockout_crossfit.csv"):
+        f = self.identify_files.crossfit
+        if f is None:
             return None
-
-        def compute():
-            f = results.read(self.folder, "knockout_crossfit.csv")
-            f = f[f.task == self.primary()[0]]
-            return pooled(f) if len(f) else None
-
-        return self.memo("crossfit", compute)
+        f = f[f.task == self.primary()[0]]
+        return self.memo("crossfit", lambda: pooled(f) if len(f) else None)
 
     def answer_tokens(self) -> pd.DataFrame:
         """``answer_tokens.csv``."""
