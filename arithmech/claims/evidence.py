@@ -22,6 +22,7 @@ from arithmech.circuits.result import FaithfulnessFiles
 from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.result import IdentifyFiles, StabilityFiles
+from arithmech.methods.ablation.crossfit import pooled
 from arithmech.steps.control import recomputed
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.result import Table1Result
@@ -79,6 +80,15 @@ class Context:
     def knockout(self) -> pd.DataFrame:
         """``knockout.csv``, every task's rows (:func:`end_rows`: the primary task's at END)."""
         return need(self.identify_files.knockout, "knockout.csv")
+
+    def crossfit(self):
+        """``knockout_crossfit.csv``'s primary-task rows pooled over their folds
+        (:class:`~arithmech.methods.ablation.crossfit.CrossFit`); ``None`` where the folder has none."""
+        f = self.identify_files.crossfit
+        if f is None:
+            return None
+        f = f[f.task == self.primary()[0]]
+        return self.memo("crossfit", lambda: pooled(f) if len(f) else None)
 
     def answer_tokens(self) -> pd.DataFrame:
         """``answer_tokens.csv``."""

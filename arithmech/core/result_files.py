@@ -176,6 +176,14 @@ FILES: dict[str, FileSpec] = {
         ),
         ("effects.csv", "key_heads.json"),
     ),
+    # the knockout cross-fitted over identify's ranking-side problem clusters: per fold x ablation x held-out
+    # cluster, prompts, top-1 hits and mean logit difference (arithmech.methods.ablation.crossfit)
+    "knockout_crossfit.csv": FileSpec(
+        "crossfit",
+        "csv",
+        ("task", "fold", "order", "seed", "k", "cluster", "n", "correct", "ld", "heads"),
+        ("effects_clusters.csv", "prompts.jsonl", "key_heads.json"),
+    ),
     "stability.csv": FileSpec("stability", "csv", ("comparison", "set", "kind", "seed", "size", "family", "jaccard")),
     "stability_runs.csv": FileSpec("stability", "csv", ("kind", "seed", "size", "family", "n", "key", "top")),
     "stability_heads.csv": FileSpec("stability", "csv", ("kind", "layer", "head", "key_share", "effect_hi")),
@@ -190,6 +198,7 @@ STR_COLUMNS = {
     "answer_tokens.csv": {"task": str, "template": str, "top_token": str},  # "0" is a token
     "stability_heads.csv": {"head": str, "name": str},
     "faithfulness.csv": {"components": str},
+    "knockout_crossfit.csv": {"task": str, "order": str, "cluster": str, "heads": str},
     "stability_runs.csv": {"key": str, "top": str},
     "top_numbers.csv": {"token": str},
 }
@@ -204,5 +213,6 @@ WRITTEN_BY = {
     "curve": "python -m arithmech table1 --curve-only",
     "stability": "python -m arithmech stability",
     "faithfulness": "python -m arithmech faithfulness",
+    "crossfit": "python -m arithmech crossfit",
     "shots": "python -m arithmech shots",
 }

@@ -213,3 +213,11 @@ class Counterfactuals(ModelStep):
     def check(self) -> None:
         super().check()
         check_task(self.task)
+
+
+@dataclass(frozen=True)
+class CrossFit(ModelStep):
+    """The knockout cross-fitted over identify's ranking-side problem clusters (each fold's top 8 ranked on the others,
+    knocked out on its own prompts, against its own random and layer-matched draws); reads identify's files."""
+
+    batch_size: int = option(64, "prompts per forward pass", low=1, reuse=False, high=MAX_BATCH)

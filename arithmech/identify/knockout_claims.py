@@ -1,8 +1,9 @@
 """The knockout claims' deciders (paper §4.1, Fig. 3): the top ``K`` heads knocked out against random draws of as
 many heads, on accuracy (``knockout-key-vs-random``, ``knockout-random-flat``) and on the logit difference
-(``knockout-ld-key-vs-random``), each read from ``knockout.csv``'s END rows of the primary task; the rules' texts are
-in :mod:`arithmech.identify.claims`. Every one is inconclusive below :data:`~arithmech.data.answers.MIN_CLUSTERS`
-problem clusters among the knockout prompts."""
+(``knockout-ld-key-vs-random``), each read from ``knockout.csv``'s END rows of the primary task, or from the
+cross-fitted knockout (``knockout_crossfit.csv``, :mod:`arithmech.methods.ablation.crossfit`) where the folder has it;
+the rules' texts are in :mod:`arithmech.identify.claims`. Every one is inconclusive below
+:data:`~arithmech.data.answers.MIN_CLUSTERS` problem clusters among the knockout prompts."""
 
 from __future__ import annotations
 
@@ -11,10 +12,25 @@ import pandas as pd
 from arithmech.claims.controls import layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.data.answers import MIN_CLUSTERS
+from arithmech.methods.ablation.crossfit import FOLDS, LEVEL, N_BOOT, CrossFit, Reading
 from arithmech.methods.ablation.run import LAYER_MATCHED
 
 K = 8  # heads knocked out in the knockout claims
 MIN_DRAWS = 20  # distinct random draws a knockout on the logit difference is decided against (identify's n_random)
+CROSSFIT = (
+    "where the folder has knockout_crossfit.csv (python -m arithmech crossfit), the rule reads it instead of "
+    "knockout.csv: identify's ranking-side problem clusters (effects_clusters.csv; a cluster is the operation and "
+    f"the unordered operand pair, so a problem and its mirror stay together) are dealt into {FOLDS} folds in the "
+    "order of a seeded hash (crc32 of 'crossfit:<seed>:<cluster>'); each fold's top "
+    f"{K} heads are ranked on the other folds' clusters alone (the mean effect over their prompts, most negative "
+    f"first, as effects.csv ranks) and knocked out at END on the fold's own X_r prompts only, beside "
+    f"{MIN_DRAWS} random draws of {K} heads outside that fold's top {K} and the key heads and {MIN_DRAWS} "
+    "layer-matched draws; every cluster is held out once and the heads differ by fold (each fold's top "
+    f"{K} and their overlap are reported); the readings are pooled over the folds (draw s of every fold "
+    f"together), the top {K}'s interval a {LEVEL:.0%} percentile bootstrap over the pooled held-out clusters "
+    f"({N_BOOT} resamples, seeded), with the same bounds, the same layer-matched test and the same minimum of "
+    f"{MIN_CLUSTERS} problem clusters"
+)
 
 
 def knocked(ctx: Context, k: int):
@@ -40,7 +56,62 @@ def too_few_clusters(row) -> str:
     return f"; fewer than {MIN_CLUSTERS} problem clusters ({int(m)}): inconclusive"
 
 
+def crossfit_said(cf: CrossFit) -> str:
+    """What every cross-fitted verdict prints first: the pooled prompts and clusters, each fold's top ``k`` and
+    their overlap."""
+    every, anyf = cf.overlap()
+    tops = " | ".join(" ".join(t) for t in cf.tops)
+    return (
+        f"cross-fitted over {len(cf.tops)} folds, {cf.n} held-out prompts from {cf.clusters} problem clusters; the "
+        f"folds' top {cf.k}: {tops} ({every} in every fold's, {anyf} in any)"
+    )
+
+
+def crossfit_against(
+    draws: tuple[float, ...], top: Reading, name: str, fmt: str, distinct_draws: bool
+) -> tuple[str, bool | None]:
+    """The cross-fitted top ``k`` (``top``: its pooled reading and bootstrap interval) against one set of pooled
+    draws: holds where it lies below every draw and its interval's upper end below their 5th percentile, does not
+    hold where its lower end lies at or above that percentile, inconclusive in between; with ``distinct_draws`` (the
+    logit difference, whose means differ for different head sets) also with fewer than :data:`MIN_DRAWS` distinct
+    draws — not for accuracy, a count of right prompts that two head sets may share; ``None`` holds with no draw
+    ("not run")."""
+    if not draws:
+        return f"{name}: not run", None
+    d = pd.Series(draws)
+    p5, distinct = float(d.quantile(0.05)), d.round(9).nunique()
+    here = f"{name}: mean {fmt.format(d.mean())} (lowest {fmt.format(d.min())}, 5th percentile {fmt.format(p5)}, "
+    here += f"{len(d)} draws{f', {distinct} distinct' if distinct < len(d) else ''})"
+    if distinct_draws and distinct < MIN_DRAWS:
+        return here + f", fewer than {MIN_DRAWS} distinct draws", None
+    return here, True if top.value < d.min() and top.hi < p5 else (False if top.lo >= p5 else None)
+
+
+def crossfit_verdict(cf: CrossFit, measure: str) -> tuple[str, bool | None]:
+    """knockout-key-vs-random (``measure="acc"``) or knockout-ld-key-vs-random (``"ld"``) on the cross-fitted
+    knockout: the pooled top ``k`` against the pooled random draws and the layer-matched ones
+    (:func:`crossfit_against`); both must hold, either not holding: does not hold; layer-matched draws not run:
+    the random verdict stands."""
+    fmt = "{:.0%}" if measure == "acc" else "{:+.2f}"
+    top: Reading = getattr(cf, f"top_{measure}")
+    intact = getattr(cf, f"intact_{measure}")
+    what = "accuracy" if measure == "acc" else "logit difference"
+    here = (
+        f"{crossfit_said(cf)}; {what} {fmt.format(intact)} intact → {fmt.format(top.value)} "
+        f"[{fmt.format(top.lo)}, {fmt.format(top.hi)}] with each fold's top {cf.k} out"
+    )
+    if cf.clusters < MIN_CLUSTERS:
+        return here + f"; fewer than {MIN_CLUSTERS} problem clusters ({cf.clusters}): inconclusive", None
+    rnd = crossfit_against(getattr(cf, f"random_{measure}"), top, "random heads", fmt, measure == "ld")
+    lm = crossfit_against(getattr(cf, f"matched_{measure}"), top, "layer-matched", fmt, measure == "ld")
+    here += f"; {rnd[0]}; {lm[0]}"
+    holds = [rnd[1]] + ([lm[1]] if getattr(cf, f"matched_{measure}") else [])
+    return here, False if False in holds else (True if all(h is True for h in holds) else None)
+
+
 def key_vs_random(ctx: Context):
+    if (cf := ctx.crossfit()) is not None:
+        return crossfit_verdict(cf, "acc")
     key, rnd, intact = knocked(ctx, K)
     acc, n = float(key.accuracy), int(key.n)
     here = (
@@ -79,7 +150,10 @@ def ld_against(rnd: pd.DataFrame, key, name: str) -> tuple[str, bool | None]:
 
 def ld_key_vs_random(ctx: Context):
     """The knockout on the logit difference (knockout.csv's ``ld`` columns): the top ``K`` heads against both random
-    baselines, each by :func:`ld_against`; both must hold, either not holding: does not hold."""
+    baselines, each by :func:`ld_against`; both must hold, either not holding: does not hold. On the cross-fitted
+    knockout where the folder has it (:func:`crossfit_verdict`)."""
+    if (cf := ctx.crossfit()) is not None:
+        return crossfit_verdict(cf, "ld")
     key, rnd, _ = knocked(ctx, K)
     if "ld" not in rnd or key.ld != key.ld:
         raise Missing("knockout.csv has no logit-difference columns (made before them; re-run identify)")
@@ -102,6 +176,12 @@ def ld_key_vs_random(ctx: Context):
 
 
 def random_flat(ctx: Context):
+    if (cf := ctx.crossfit()) is not None:
+        m = float(pd.Series(cf.random_acc).mean()) if cf.random_acc else float("nan")
+        here = f"{crossfit_said(cf)}; random mean {m:.1%} vs intact {cf.intact_acc:.1%} ({len(cf.random_acc)} draws)"
+        if cf.clusters < MIN_CLUSTERS or not cf.random_acc:
+            return here + f"; fewer than {MIN_CLUSTERS} problem clusters or no draw: inconclusive", None
+        return here, abs(cf.intact_acc - m) <= 0.02
     key, rnd, intact = knocked(ctx, K)
     m = float(rnd.accuracy.mean())
     here = f"random mean {m:.1%} vs intact {intact:.1%} ({len(rnd)} draws, n = {int(rnd.n.iloc[0])} prompts)"

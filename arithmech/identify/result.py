@@ -91,6 +91,12 @@ class IdentifyFiles(results.Files):
         return self.file("effects_clusters.csv")
 
     @property
+    def crossfit(self) -> pd.DataFrame | None:
+        """``knockout_crossfit.csv``: the knockout cross-fitted over the ranking side's problem clusters (written by
+        ``python -m arithmech crossfit`` after identify)."""
+        return self.file("knockout_crossfit.csv")
+
+    @property
     def key_heads(self) -> dict | None:
         """``key_heads.json``: the key heads of the pooled task, the rule that chose them, the control."""
         return self.file("key_heads.json")

@@ -86,6 +86,7 @@ STEPS: dict[str, Step] = {
         Step("beyond", circuits_config.Beyond, "arithmech.circuits.beyond", record="beyond"),
         Step("stability", identify_config.Stability, "arithmech.steps.stability", record="stability"),
         Step("faithfulness", circuits_config.Faithfulness, "arithmech.circuits.faithfulness", record="faithfulness"),
+        Step("crossfit", identify_config.CrossFit, "arithmech.identify.crossfit", record="crossfit"),
         Step("accuracy-by-template", prompts_config.Accuracy, "arithmech.steps.accuracy", record="accuracy"),
         Step("shots", prompts_config.Shots, "arithmech.steps.shots", record="shots"),
         Step(

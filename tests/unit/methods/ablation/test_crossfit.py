@@ -1,0 +1,117 @@
+"""The cross-fitted knockout's bookkeeping on constructed per-cluster effects and rows: the folds, each fold's
+ranking, the pooling with its interval, and the verdicts the knockout rules draw from it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from arithmech.identify.knockout_claims import crossfit_verdict
+from arithmech.methods.ablation import crossfit as cf
+
+HEADS = ["0.0", "0.1", "1.0", "1.1"]
+
+
+def effects(rows):
+    """effects_clusters.csv rows ``(cluster, n, e00, e01, e10, e11)``."""
+    return pd.DataFrame([{"task": "addition", "cluster": c, "n": n, **dict(zip(HEADS, e))} for c, n, *e in rows])
+
+
+def test_fold_ranking_is_the_prompt_weighted_mean_of_the_training_clusters():
+    """Protects the folds' ranking: Σ n_c·e_c / Σ n_c over the training clusters only, most negative first, ties by
+    (layer, head). Here a: (1·[-1,0,0,0] + 3·[0,-1,0,-0.5]) / 4 = [-.25, -.75, 0, -.375]; cluster c is left out, so its
+    huge effect on head 1.0 changes nothing."""
+    c = effects([("a", 1, -1, 0, 0, 0), ("b", 3, 0, -1, 0, -0.5), ("c", 5, 0, 0, -100, 0)])
+    assert cf.fold_ranking(c, ["a", "b"]) == [(0, 1), (1, 1), (0, 0), (1, 0)]
+    assert cf.fold_ranking(c, ["c"])[0] == (1, 0)
+    tie = effects([("a", 1, 0, 0, 0, 0)])
+    assert cf.fold_ranking(tie, ["a"]) == [(0, 0), (0, 1), (1, 0), (1, 1)]  # all equal: (layer, head) order
+    with pytest.raises(ValueError):
+        cf.fold_ranking(c, ["z"])
+
+
+def test_every_cluster_is_held_out_once_and_never_ranks_its_own_fold():
+    """Protects the cross-fit's design: the folds partition the clusters (sizes within one, seeded: the same seed the
+    same folds), each fold's top k is the ranking of the clusters outside it (so no ranked cluster is held out in
+    its own fold), and its draws avoid its top k and the key heads."""
+    rows = [(f"addition:{i}:{i + 1}", 1 + i % 3, *[(-1) ** (i + j) * (i + 1) * (j + 1) / 10 for j in range(4)])
+            for i in range(10)]
+    c = effects(rows)
+    folds = cf.plan(c, key=[(1, 1)], k=2, n_random=5, seed=0)
+    held = [x for f in folds for x in f.held]
+    assert sorted(held) == sorted(c.cluster) and len(held) == len(set(held))
+    assert sorted(len(f.held) for f in folds) == [3, 3, 4]
+    assert cf.fold_of(c.cluster, seed=0) == cf.fold_of(list(reversed(c.cluster)), seed=0)
+    assert cf.fold_of(c.cluster, seed=0) != cf.fold_of(c.cluster, seed=1)
+    for f in folds:
+        train = [x for x in c.cluster if x not in f.held]
+        assert not set(train) & set(f.held)
+        assert list(f.top) == cf.fold_ranking(c, train)[:2]
+        for d in f.random + f.matched:
+            assert len(d) == 2 and not set(d) & (set(f.top) | {(1, 1)})
+
+
+def rows(*values, heads=""):
+    """A knockout_crossfit.csv row of ``fold, order, seed, k, cluster, n, correct, ld``."""
+    return dict(zip(cf.COLUMNS, ("addition", *values, heads)))
+
+
+def frame(n_random=1):
+    """Two folds, one cluster each: fold 0 holds cluster a (2 prompts), fold 1 cluster b (6)."""
+    out = []
+    for f, c, n in ((0, "a", 2), (1, "b", 6)):
+        out += [rows(f, "nothing-out", -1, 0, c, n, n, 3.0)]
+        out += [rows(f, "effect-rank", -1, 2, c, n, [1, 0][f], [1.0, -1.0][f], ["0.0 0.1", "0.0 1.0"][f])]
+        out += [rows(f, "random-rank", s, 2, c, n, n - s, 2.0 + s) for s in range(n_random)]
+    out += [rows(0, "layer-matched", 0, 2, "a", 2, 2, 2.5)]  # only fold 0 has one: no pooled layer-matched draw
+    return pd.DataFrame(out, columns=cf.COLUMNS)
+
+
+def test_pooled_readings_are_ratios_of_sums_over_every_held_out_cluster():
+    """Protects the pooling against literals: top 2 out, accuracy (1 + 0) / (2 + 6) = 0.125 and logit difference
+    (2·1 + 6·(−1)) / 8 = −0.5; random draw s pools both folds: (2 − s + 6 − s) / 8 and 2 + s; a draw not in every
+    fold is left out; the bootstrap interval over the 2 clusters spans the clusters' own readings; the folds' tops
+    and their overlap (0.0 in both, three heads in any)."""
+    p = cf.pooled(frame(n_random=2))
+    assert (p.n, p.clusters, p.k) == (8, 2, 2)
+    assert p.top_acc.value == pytest.approx(0.125) and p.top_ld.value == pytest.approx(-0.5)
+    assert p.random_acc == pytest.approx((1.0, 0.75)) and p.random_ld == pytest.approx((2.0, 3.0))
+    assert p.matched_acc == () and (p.intact_acc, p.intact_ld) == (1.0, 3.0)
+    assert p.top_acc.lo == pytest.approx(0.0) and p.top_acc.hi == pytest.approx(0.5)
+    assert p.top_ld.lo == pytest.approx(-1.0) and p.top_ld.hi == pytest.approx(1.0)
+    assert p.tops == (("0.0", "0.1"), ("0.0", "1.0")) and p.overlap() == (1, 3)
+
+
+def reading(v, lo, hi):
+    return cf.Reading(v, lo, hi)
+
+
+def made(clusters=30, top=(0.1, 0.05, 0.2), draws=tuple(0.8 + 0.005 * i for i in range(20)), matched=()):
+    return cf.CrossFit(8, 400, clusters, (("1.0",), ("1.0",), ("1.1",)), 1.0, 3.0, reading(*top),
+                       reading(-1.0, -1.5, -0.5), draws, tuple(d * 3 for d in draws), matched,
+                       tuple(d * 3 for d in matched))
+
+
+def test_the_verdict_reads_the_pooled_interval_against_the_pooled_draws():
+    """Protects the rule on constructed readings: below every draw with the interval's upper end (20%) below their
+    5th percentile (80.5%): holds; an interval reaching it: inconclusive; a lower end at or above it: does not hold;
+    19 clusters, or fewer than 20 distinct logit differences (not accuracies, counts that tie): inconclusive; a
+    layer-matched set that fails sinks the verdict."""
+    assert crossfit_verdict(made(), "acc")[1] is True
+    assert crossfit_verdict(made(top=(0.1, 0.05, 0.81)), "acc")[1] is None
+    assert crossfit_verdict(made(top=(0.9, 0.85, 0.95)), "acc")[1] is False
+    assert crossfit_verdict(made(clusters=19), "acc")[1] is None
+    assert crossfit_verdict(made(draws=(0.9,) * 20), "ld")[1] is None  # one logit difference drawn 20 times
+    assert crossfit_verdict(made(draws=(0.9,) * 20), "acc")[1] is True  # accuracies (counts) may tie
+    assert crossfit_verdict(made(matched=tuple(0.01 * i for i in range(20))), "acc")[1] is False
+    text = crossfit_verdict(made(), "acc")[0]
+    assert "400 held-out prompts from 30 problem clusters" in text and "(0 in every fold's, 2 in any)" in text
+    assert crossfit_verdict(made(), "ld")[1] is True  # −1.0 [−1.5, −0.5] vs draws 2.4…2.685
+
+
+def test_the_step_knocks_out_what_the_rules_read():
+    """Protects the step against drifting from its rules: it knocks out K heads with MIN_DRAWS draws per fold, the
+    numbers the knockout rules decide with."""
+    from arithmech.identify import knockout_claims
+
+    assert (cf.K, cf.DRAWS) == (knockout_claims.K, knockout_claims.MIN_DRAWS)
