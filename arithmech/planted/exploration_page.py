@@ -82,16 +82,25 @@ def sweep_line(x: Exploration) -> str:
     if yes:
         after = [f"{lr:g}" for lr, r in readings.items() if r.candidate and lr in AFTER_FIRST_STEP]
         fallen = [f"{lr:g}" for lr, r in readings.items() if r.candidate and not r.kept_at_end]
+        line = next(iter(readings.values())).collapse_line
         return (
             f"At {', '.join(f'{lr:g} (budget {r.bend} steps)' for lr, r in readings.items() if r.candidate)} of "
-            f"{rates}, full SFT has a budget, learns the new skill past the scope gate's margin and keeps Fig. 8 "
-            "retention above the collapse line there: a candidate, one run each"
+            f"{rates}, full SFT has a budget, learns the new skill past the scope gate's margin, and Fig. 8 retention "
+            f"is not shown to collapse there (its Wilson upper end at or above the collapse line, {line:.1%}): a "
+            "candidate, one run each"
             + (f" ({', '.join(after)} chosen after the first-step diagnosis)" if after else "")
             + "; by the last point retention has fallen under the line at "
             + (", ".join(fallen) if fallen else "none of them")
-            + ". Only a later, versioned planted-table1 rule set could turn a candidate into full SFT's grid and "
-            "budget; the precise arms' rates would need their own grid, and an arms run (several runs at a grid "
-            "rate) would have to confirm it."
+            + "."
+            + (
+                " Every candidate is a rate chosen after the diagnosis, which read the same 53 validation clusters "
+                "the sweep is read on: those clusters are spent on choosing rates."
+                if len(after) == len(yes)
+                else ""
+            )
+            + " Only a later, versioned planted-table1 rule set could turn a candidate into full SFT's grid and "
+            "budget, confirmed on fresh clusters and several seeds; the precise arms' rates would need their own "
+            "grid, and an arms run (several runs at a grid rate) would have to confirm it."
         )
     r0 = next(iter(readings.values()))
     lift = max(r.best[0] - r.base[0] for r in readings.values())

@@ -177,6 +177,7 @@ def test_sweep_reads_each_curve_by_the_existing_rules(tmp_path):
     line = E.sweep_line(x)
     assert line.startswith("At 1e-06 (budget 40 steps) of 1e-06, 3e-05, 0.001,") and "(1e-06 chosen after the" in line
     assert "fallen under the line at none of them" in line   # the candidate keeps 40 of 53 to its last point
+    assert "spent on choosing rates" in line  # its one candidate was chosen after the diagnosis
     assert table.loc["0.001", ["bend (budget)", "scope", "retention kept"]].tolist() == ["none", "-", "-"]
     assert bad.kept_at_end is False and good.kept_at_end is True  # 1 of 53 kept: Wilson upper end 10 % < the line
 
