@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -246,16 +247,20 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
     rows = tokenize_pairs(tok, train_pairs(train_data, seed, n_train, data_dir))
     out_dir = folder / "finetune"
     stem = mode + (f"-{tag}" if tag else "")
+    # the optimiser's settings, handed to the trainer and recorded as they were handed
+    hyper: dict[str, Any] = dict(
+        lr=lr,
+        batch_size=batch_size,
+        micro_batch_size=micro_batch_size,
+        epochs=epochs,
+        max_steps=max_steps,
+        warmup=warmup,
+        weight_decay=weight_decay,
+    )
     with tempfile.TemporaryDirectory(prefix="arithmech-trainer-") as tmp:  # removed on any exit, failures too
         args = runner.training_args(
             tmp,
-            lr=lr,
-            batch_size=batch_size,
-            micro_batch_size=micro_batch_size,
-            epochs=epochs,
-            max_steps=max_steps,
-            warmup=warmup,
-            weight_decay=weight_decay,
+            **hyper,
             seed=seed,
             device=device,
             bf16=bf16,
@@ -285,13 +290,7 @@ def _train_and_record(c: Config, spec, command, before, est, bar, folder) -> dic
         tuned_parameters=tuned,
         total_parameters=total,
         parameters=dict(
-            lr=lr,
-            batch_size=batch_size,
-            micro_batch_size=micro_batch_size,
-            epochs=epochs,
-            max_steps=max_steps,
-            warmup=warmup,
-            weight_decay=weight_decay,
+            **hyper,
             bf16=bf16,
             rescale=rescale,
             limit=limit,
