@@ -14,11 +14,11 @@ import hashlib
 import json
 
 from arithmech.data import planted_items
+from arithmech.table1.plan import GRIDS
 from arithmech.table1.train import BEND_RULE
 
 CURVE_COMMAND = "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-only --curve-steps 1280"
-"""The learning curve that sets the budget (full SFT at 1e-3, the middle of full's grid; about 20 minutes on a shared
-2-core machine)."""
+"""The learning curve that sets the budget (full SFT at the middle of full's grid, 3e-7; about 4 minutes on 2 cores)."""
 
 DESIGN = (
     "suite planted (arithmech.data.planted_items): the new skill is the 12 held-out phrasings of the four operations "
@@ -44,7 +44,14 @@ DESIGN = (
     "attending to slot tokens), so every tuned run's forbidden attention and non-planted output change are measured "
     "beside its scores, and a verdict about the key heads is a verdict about tuning the *base* model's movers; it "
     "speaks of a tuned model's circuit only for runs whose construction still holds (forbidden attention <= 1e-12, "
-    "non-planted output change <= 1e-5)"
+    "non-planted output change <= 1e-5). Version 4, the grids: full SFT's grid is 1e-7, 3e-7, 1e-6 and the precise "
+    "arms' grid 3e-7, 1e-6, 3e-6 (one grid step higher, as every suite's), each bracketed on its own arm's validation "
+    "gains and extended by the grid's ratio (arithmech.table1.plan.bracket_side, --max-extend); full's three rates are "
+    "the three candidates of the exploration's second sweep (results/planted/exploration/, rates chosen after a "
+    "diagnosis that read the validation clusters), so the validation clusters are spent on choosing rates and serve "
+    "only the bracketing and the budget; the verdicts read the 52 test clusters, which no exploration scored; the "
+    "training seeds, draws and frontier seeds are the table1 command's defaults (seeds 0, 1, 2; 10 draws, "
+    "layer-matched capped at the sets the draw rule can make; 5 frontier seeds); every run counts as it scored"
 )
 
 
@@ -57,6 +64,7 @@ def rules_record() -> dict:
         "phrasings": [t.id for t in planted_items.PHRASINGS],
         "sides": {s: [list(c) for c in cl] for s, cl in planted_items.sides().items()},
         "min_clusters": planted_items.MIN_CLUSTERS,
+        "grids": {arm: list(rates) for arm, rates in GRIDS["planted"].items()},
     }
 
 
