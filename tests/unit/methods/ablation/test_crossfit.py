@@ -3,6 +3,8 @@ ranking, the pooling with its interval, and the verdicts the knockout rules draw
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 import pytest
 
@@ -107,6 +109,68 @@ def test_the_verdict_reads_the_pooled_interval_against_the_pooled_draws():
     text = crossfit_verdict(made(), "acc")[0]
     assert "400 held-out prompts from 30 problem clusters" in text and "(0 in every fold's, 2 in any)" in text
     assert crossfit_verdict(made(), "ld")[1] is True  # −1.0 [−1.5, −0.5] vs draws 2.4…2.685
+
+
+def hand(n_random=2):
+    """Fold 0 holds a (2 prompts) and b (4), fold 1 c (1) and d (3). Top 8 right: a 0, b 2, c 0, d 3; the random draws
+    right: a 2 and 1, b, c and d all. Each cluster's difference: a 0 - 0.75, b 0.5 - 1, c 0 - 1, d 1 - 1; logit
+    differences the same numbers. Fold 1's two draws are one head set in two orders."""
+    out, heads = [], {0: ["2.0 2.1", "3.0 3.1"], 1: ["2.0 2.1", "2.1 2.0"]}
+    for f, c, n, top, rnd in ((0, "a", 2, 0, (2, 1)), (0, "b", 4, 2, (4, 4)), (1, "c", 1, 0, (1, 1)), (1, "d", 3, 3, (3, 3))):
+        out += [rows(f, "nothing-out", -1, 0, c, n, n, 3.0)]
+        out += [rows(f, "effect-rank", -1, 2, c, n, top, top / n, heads="0.0 0.1")]
+        out += [rows(f, "random-rank", s, 2, c, n, rnd[s], rnd[s] / n, heads=heads[f][s]) for s in range(n_random)]
+    return pd.DataFrame(out, columns=cf.COLUMNS)
+
+
+def brute(values, n, strata):
+    """Every equally likely stratified resample (each stratum's m clusters drawn m times in order, all m^m ways in
+    each, every combination across strata): the set of prompt-weighted means."""
+    groups = [[i for i, s in enumerate(strata) if s == t] for t in dict.fromkeys(strata)]
+    out = set()
+    for pick in itertools.product(*(itertools.product(g, repeat=len(g)) for g in groups)):
+        idx = [i for p in pick for i in p]
+        out.add(sum(n[i] * values[i] for i in idx) / sum(n[i] for i in idx))
+    return out
+
+
+def test_the_paired_difference_and_its_within_fold_interval_against_a_hand_reference():
+    """Protects the estimand the knockout rules decide with, against numbers by hand: pooled (2·-0.75 + 4·-0.5 +
+    1·-1 + 3·0) / 10 = -0.45 (= the top 8's pooled 0.5 minus the draws' mean (1.0 + 0.9) / 2); fold 0 -3.5 / 6,
+    fold 1 -0.25. The resampling keeps each fold's clusters in their fold: its interval's ends are the extremes of
+    the 16 stratified resamples enumerated (each end has probability 1/16, above the 2.5 % the interval cuts off):
+    -5/6 (a, a with c, c) and -2/7 (b, b with d, d), never -1 (c four times, a resample across the folds); each fold's
+    the extremes of its own 4. Distinct head sets counted per fold: 2 and 1."""
+    p = cf.pooled(hand())
+    d = [-0.75, -0.5, -1.0, 0.0]
+    for m in ("acc", "ld"):
+        r = getattr(p, f"random_{m}_diff")
+        assert r.diff.value == pytest.approx(-0.45) and r.diff.value == pytest.approx(
+            getattr(p, f"top_{m}").value - sum(getattr(p, f"random_{m}")) / 2)
+        every = brute(d, [2, 4, 1, 3], [0, 0, 1, 1])
+        assert (min(every), max(every)) == pytest.approx((-5 / 6, -2 / 7))
+        assert (r.diff.lo, r.diff.hi) == pytest.approx((min(every), max(every)))
+        across = min(brute(d, [2, 4, 1, 3], [0, 0, 0, 0]))  # the four clusters resampled as one stratum
+        assert across == pytest.approx(-1.0) and across < r.diff.lo
+        f0, f1 = r.folds
+        assert (f0.fold, f0.n, f0.clusters, f0.draws, f0.sets) == (0, 6, 2, 2, 2)
+        assert (f1.fold, f1.n, f1.clusters, f1.draws, f1.sets) == (1, 4, 2, 2, 1)
+        assert (f0.diff.value, f0.diff.lo, f0.diff.hi) == pytest.approx((-3.5 / 6, -0.75, -0.5))
+        assert (f1.diff.value, f1.diff.lo, f1.diff.hi) == pytest.approx((-0.25, -1.0, 0.0))
+    assert p.matched_acc_diff is None and p.matched_ld_diff is None  # no layer-matched draw: not run
+    assert cf.pooled(hand()) == p  # one seed: the same numbers again
+
+
+def test_identical_top_and_draws_give_a_difference_of_exactly_zero():
+    """Protects the pairing: draws whose rows are the top 8's own (every cluster, every fold) differ from it by
+    exactly 0, pooled and in each fold, with an interval of width 0, whatever the clusters' spread."""
+    f = hand()
+    top = f[f.order == "effect-rank"]
+    same = pd.concat([f[f.order != "random-rank"]] + [top.assign(order="random-rank", seed=s) for s in range(4)])
+    p = cf.pooled(same)
+    for r in (p.random_acc_diff, p.random_ld_diff):
+        assert (r.diff.value, r.diff.lo, r.diff.hi) == (0.0, 0.0, 0.0)
+        assert all((x.diff.value, x.diff.lo, x.diff.hi) == (0.0, 0.0, 0.0) for x in r.folds)
 
 
 def test_the_step_knocks_out_what_the_rules_read():
