@@ -88,27 +88,44 @@ def reading(v, lo, hi):
     return cf.Reading(v, lo, hi)
 
 
-def made(clusters=30, top=(0.1, 0.05, 0.2), draws=tuple(0.8 + 0.005 * i for i in range(20)), matched=()):
-    return cf.CrossFit(8, 400, clusters, (("1.0",), ("1.0",), ("1.1",)), 1.0, 3.0, reading(*top),
-                       reading(-1.0, -1.5, -0.5), draws, tuple(d * 3 for d in draws), matched,
-                       tuple(d * 3 for d in matched))
+def diff(v, lo, hi, sets=20):
+    """A constructed paired difference: the same reading pooled and in each of three folds."""
+    return cf.Paired(reading(v, lo, hi), tuple(cf.FoldDiff(f, 130, 10, 20, sets, reading(v, lo, hi)) for f in range(3)))
 
 
-def test_the_verdict_reads_the_pooled_interval_against_the_pooled_draws():
-    """Protects the rule on constructed readings: below every draw with the interval's upper end (20%) below their
-    5th percentile (80.5%): holds; an interval reaching it: inconclusive; a lower end at or above it: does not hold;
-    19 clusters, or fewer than 20 distinct logit differences (not accuracies, counts that tie): inconclusive; a
-    layer-matched set that fails sinks the verdict."""
+DRAWS = tuple(0.8 + 0.005 * i for i in range(20))  # mean 0.8475, 5th percentile 0.80475: bound -0.04275 from the mean
+
+
+def made(clusters=30, top=0.1, d=(-0.7, -0.75, -0.65), matched=(), md=(-0.5, -0.6, -0.4), sets=20, draws=DRAWS):
+    """A pooled cross-fit: accuracies (``top``, the draws, their paired difference ``d``) and logit differences
+    three times the draws' (top -1.0, difference -4 [-4.5, -3.5]); layer-matched draws ``matched`` with ``md``."""
+    return cf.CrossFit(8, 400, clusters, (("1.0",), ("1.0",), ("1.1",)), 1.0, 3.0, reading(top, top, top),
+                       reading(-1.0, -1.5, -0.5), draws, tuple(x * 3 for x in draws), matched,
+                       tuple(x * 3 for x in matched), diff(*d, sets=sets), diff(-4, -4.5, -3.5, sets=sets),
+                       diff(*md, sets=sets) if matched else None, diff(-4, -4.5, -3.5, sets=sets) if matched else None)
+
+
+def test_the_verdict_reads_the_paired_difference_against_the_bounds_from_the_draws_mean():
+    """Protects the rule on constructed readings. The bounds, measured from the draws' mean 84.75 %: the lowest draw
+    -4.75 points, the 5th percentile -4.275. A top 8 below every draw whose difference's upper end (-65) lies below
+    -4.275: holds; an upper end at -1 (lower -10): inconclusive; a lower end at -4.27 (at or above -4.275): does not hold; at -4.29: inconclusive; the
+    interval clear of the bound but the top 8 (81 %) above the lowest draw: inconclusive; 19 clusters: inconclusive;
+    a fold with 19 distinct head sets: inconclusive on the logit difference, not on accuracy (the text gives the
+    logit difference that test); a layer-matched difference that does not hold sinks the verdict."""
     assert crossfit_verdict(made(), "acc")[1] is True
-    assert crossfit_verdict(made(top=(0.1, 0.05, 0.81)), "acc")[1] is None
-    assert crossfit_verdict(made(top=(0.9, 0.85, 0.95)), "acc")[1] is False
+    assert crossfit_verdict(made(d=(-0.05, -0.1, -0.01)), "acc")[1] is None
+    assert crossfit_verdict(made(d=(0.0, -0.0427, 0.02)), "acc")[1] is False
+    assert crossfit_verdict(made(d=(-0.0428, -0.0429, 0.02)), "acc")[1] is None  # just below the bound
+    assert crossfit_verdict(made(top=0.81, d=(-0.2, -0.3, -0.1)), "acc")[1] is None
     assert crossfit_verdict(made(clusters=19), "acc")[1] is None
-    assert crossfit_verdict(made(draws=(0.9,) * 20), "ld")[1] is None  # one logit difference drawn 20 times
-    assert crossfit_verdict(made(draws=(0.9,) * 20), "acc")[1] is True  # accuracies (counts) may tie
-    assert crossfit_verdict(made(matched=tuple(0.01 * i for i in range(20))), "acc")[1] is False
+    assert crossfit_verdict(made(sets=19), "ld")[1] is None and crossfit_verdict(made(sets=19), "acc")[1] is True
+    assert crossfit_verdict(made(matched=DRAWS, md=(0.1, 0.0, 0.2)), "acc")[1] is False
+    assert crossfit_verdict(made(matched=DRAWS), "acc")[1] is True and crossfit_verdict(made(), "ld")[1] is True
     text = crossfit_verdict(made(), "acc")[0]
     assert "400 held-out prompts from 30 problem clusters" in text and "(0 in every fold's, 2 in any)" in text
-    assert crossfit_verdict(made(), "ld")[1] is True  # −1.0 [−1.5, −0.5] vs draws 2.4…2.685
+    assert "paired by cluster: -70 [-75, -65] points (by fold -70 / -70 / -70)" in text
+    assert "vs -5 points to the lowest draw, -4 points to the 5th percentile" in text
+    assert "layer-matched: not run" in text and "20/20/20 distinct head sets by fold" in text
 
 
 def hand(n_random=2):
