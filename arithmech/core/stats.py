@@ -7,7 +7,9 @@
 * :func:`bootstrap_mean_intervals`: percentile bootstrap intervals of many means at once (the effect of
   every head and MLP over the same prompts), resampling the prompts, vectorised with an index matrix;
 * :func:`bootstrap_ratio_intervals`: the same for ratios of means ``mean(num) / mean(den)`` (each head's share
-  of a total), numerator and denominator resampled with the same prompts.
+  of a total), numerator and denominator resampled with the same prompts;
+* :func:`stratified_counts`: resample counts that draw items within their strata (problem clusters within the
+  folds of a cross-fit).
 """
 
 from __future__ import annotations
@@ -156,6 +158,18 @@ def bootstrap_counts(n: int, n_boot: int = 1000, seed: int = 0, clusters=None) -
     ids: dict = {}
     row_cluster = torch.tensor([ids.setdefault(c, len(ids)) for c in clusters])
     return bootstrap_counts(len(ids), n_boot, seed)[:, row_cluster]
+
+
+def stratified_counts(strata: Sequence, n_boot: int = 1000, seed: int = 0) -> torch.Tensor:
+    """``(n_boot, n)`` float64: how often resample ``b`` draws each of ``n`` items (``strata``: one hashable label
+    each) when every stratum is resampled on its own, its ``m`` items drawn ``m`` times with replacement (so each
+    stratum keeps its size), the strata in order of first appearance, all from one generator seeded with ``seed``."""
+    g, out = torch.Generator().manual_seed(seed), torch.zeros(n_boot, len(strata), dtype=torch.float64)
+    for s in dict.fromkeys(strata):
+        cols = torch.tensor([i for i, t in enumerate(strata) if t == s])
+        idx = cols[torch.randint(0, len(cols), (n_boot, len(cols)), generator=g)]
+        out.scatter_add_(1, idx, torch.ones(idx.shape, dtype=torch.float64))
+    return out
 
 
 def bootstrap_ratio_intervals(

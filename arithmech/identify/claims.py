@@ -25,7 +25,16 @@ from arithmech.core.names import components
 from arithmech.core.stats import bootstrap_counts
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.identify.config import Identify
-from arithmech.identify.knockout_claims import CROSSFIT, MIN_DRAWS, K, key_vs_random, ld_key_vs_random, random_flat
+from arithmech.identify.knockout_claims import (
+    CROSSFIT,
+    DISTINCT,
+    MIN_DRAWS,
+    PAIRED,
+    K,
+    key_vs_random,
+    ld_key_vs_random,
+    random_flat,
+)
 from arithmech.methods.effects import (  # "the top heads": the first TOP by effect rank (studied where none is key)
     TOP,
     top_depths,
@@ -307,8 +316,8 @@ IDENTIFY: tuple[Rule, ...] = (
         "cannot lie below the band); inconclusive in between; the same test against layer-matched random "
         f"draws (as many heads in each layer as the top {K}, outside them and the key heads) where knockout.csv has "
         "them (both must hold; either failing: does not hold), else those are 'not run'; inconclusive below "
-        f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads; {CROSSFIT}",
-        version=18,
+        f"{MIN_CLUSTERS} problem clusters among the knockout prompts, the threshold every rule reads; {PAIRED}",
+        version=19,
         decider=key_vs_random,
         gate=_controlled,
     ),
@@ -322,8 +331,8 @@ IDENTIFY: tuple[Rule, ...] = (
         "interval below the 5th percentile of the draws' means, and the same against the layer-matched draws where "
         "knockout.csv has them; does not hold iff its lower end lies at or above either 5th percentile; "
         f"inconclusive otherwise, below {MIN_CLUSTERS} problem clusters, with fewer than {MIN_DRAWS} distinct draws, "
-        f"and where knockout.csv has no logit difference (made before it); {CROSSFIT}",
-        version=6,
+        f"and where knockout.csv has no logit difference (made before it); {PAIRED}; {DISTINCT}",
+        version=7,
         decider=ld_key_vs_random,
         gate=_controlled,
     ),

@@ -101,11 +101,19 @@ def run(config: Config):
 
 
 def summary(cf) -> str:
-    """One line: the pooled top k against the pooled draws, on accuracy and logit difference."""
-    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+    """One line: the pooled top k, and its paired difference from each kind of draw (top k minus the draws' mean by
+    held-out cluster, the interval resampling clusters within folds), on accuracy (points) and logit difference."""
+
+    def diff(p, scale: float, spec: str) -> str:
+        if p is None:
+            return "not run"
+        return f"{scale * p.diff.value:{spec}} [{scale * p.diff.lo:{spec}}, {scale * p.diff.hi:{spec}}]"
+
     return (
-        f"crossfit: {cf.n} prompts, {cf.clusters} clusters; top {cf.k} out: accuracy {cf.top_acc.value:.0%} "
-        f"[{cf.top_acc.lo:.0%}, {cf.top_acc.hi:.0%}] vs random {mean(cf.random_acc):.0%}, layer-matched "
-        f"{mean(cf.matched_acc):.0%}; logit difference {cf.top_ld.value:+.2f} vs {mean(cf.random_ld):+.2f}, "
-        f"{mean(cf.matched_ld):+.2f}; intact {cf.intact_acc:.0%}, {cf.intact_ld:+.2f}"
+        f"crossfit: {cf.n} prompts, {cf.clusters} clusters, {len(cf.tops)} folds; top {cf.k} out: accuracy "
+        f"{cf.top_acc.value:.0%} (intact {cf.intact_acc:.0%}), minus random "
+        f"{diff(cf.random_acc_diff, 100, '+.0f')} points, minus layer-matched "
+        f"{diff(cf.matched_acc_diff, 100, '+.0f')} points; logit difference {cf.top_ld.value:+.2f} (intact "
+        f"{cf.intact_ld:+.2f}), minus random {diff(cf.random_ld_diff, 1, '+.2f')}, minus layer-matched "
+        f"{diff(cf.matched_ld_diff, 1, '+.2f')}"
     )

@@ -12,12 +12,12 @@ import pandas as pd
 from arithmech.claims.controls import layer_matched
 from arithmech.claims.evidence import Context, Missing, cluster_interval, end_rows
 from arithmech.data.answers import MIN_CLUSTERS
-from arithmech.methods.ablation.crossfit import FOLDS, LEVEL, N_BOOT, CrossFit, Reading
+from arithmech.methods.ablation.crossfit import FOLDS, LEVEL, N_BOOT, CrossFit, Paired, Reading
 from arithmech.methods.ablation.run import LAYER_MATCHED
 
 K = 8  # heads knocked out in the knockout claims
 MIN_DRAWS = 20  # distinct random draws a knockout on the logit difference is decided against (identify's n_random)
-CROSSFIT = (
+DESIGN = (
     "where the folder has knockout_crossfit.csv (python -m arithmech crossfit), the rule reads it instead of "
     "knockout.csv: identify's ranking-side problem clusters (effects_clusters.csv; a cluster is the operation and "
     f"the unordered operand pair, so a problem and its mirror stay together) are dealt into {FOLDS} folds in the "
@@ -26,11 +26,27 @@ CROSSFIT = (
     f"first, as effects.csv ranks) and knocked out at END on the fold's own X_r prompts only, beside "
     f"{MIN_DRAWS} random draws of {K} heads outside that fold's top {K} and the key heads and {MIN_DRAWS} "
     "layer-matched draws; every cluster is held out once and the heads differ by fold (each fold's top "
-    f"{K} and their overlap are reported); the readings are pooled over the folds (draw s of every fold "
+    f"{K} and their overlap are reported)"
+)
+CROSSFIT = (
+    f"{DESIGN}; the readings are pooled over the folds (draw s of every fold "
     f"together), the top {K}'s interval a {LEVEL:.0%} percentile bootstrap over the pooled held-out clusters "
     f"({N_BOOT} resamples, seeded), with the same bounds, the same layer-matched test and the same minimum of "
     f"{MIN_CLUSTERS} problem clusters"
 )
+PAIRED = (
+    f"{DESIGN}; the top {K} is read against each kind of draw by their paired difference: on each held-out cluster "
+    f"the top {K}'s reading minus the mean of the draws' readings on the same prompts (the draws present in every "
+    "fold), pooled over the folds by prompts, with a "
+    f"{LEVEL:.0%} percentile bootstrap interval that resamples the held-out clusters within each fold ({N_BOOT} "
+    "resamples, one seed; each fold's own difference and interval are reported beside it); the bounds are the "
+    "rule's, measured from the draws' mean (each draw pooled over the folds, draw s of every fold together): the top "
+    f"{K} lies below every draw where the difference lies below the lowest draw's, and the difference's interval is "
+    "read against the draws' 5th percentile's (holds iff its upper end lies below it, does not hold iff its lower end "
+    "lies at or above it), with the same layer-matched test and the same minimum of "
+    f"{MIN_CLUSTERS} problem clusters"
+)
+DISTINCT = f"distinct draws are distinct head sets of {K}, counted in each fold (the fewest decides)"
 
 
 def knocked(ctx: Context, k: int):
@@ -68,42 +84,54 @@ def crossfit_said(cf: CrossFit) -> str:
 
 
 def crossfit_against(
-    draws: tuple[float, ...], top: Reading, name: str, fmt: str, distinct_draws: bool
+    draws: tuple[float, ...], top: Reading, paired: Paired | None, name: str, measure: str, distinct_draws: bool
 ) -> tuple[str, bool | None]:
-    """The cross-fitted top ``k`` (``top``: its pooled reading and bootstrap interval) against one set of pooled
-    draws: holds where it lies below every draw and its interval's upper end below their 5th percentile, does not
-    hold where its lower end lies at or above that percentile, inconclusive in between; with ``distinct_draws`` (the
-    logit difference, whose means differ for different head sets) also with fewer than :data:`MIN_DRAWS` distinct
-    draws — not for accuracy, a count of right prompts that two head sets may share; ``None`` holds with no draw
-    ("not run")."""
-    if not draws:
+    """The cross-fitted top ``k`` (``top``: its pooled reading) against one kind of pooled draws (``draws``), through
+    their paired difference (``paired``: :func:`~arithmech.methods.ablation.crossfit.paired`, top ``k`` minus the
+    draws' mean per held-out cluster, its interval resampling the clusters within each fold), read against the
+    rule's bounds measured from the draws' mean: holds where the top ``k`` lies below every draw and the interval's
+    upper end below the draws' 5th percentile minus their mean, does not hold where its lower end lies at or above
+    that, inconclusive in between; with ``distinct_draws`` (the logit difference) also where a fold has fewer than
+    :data:`MIN_DRAWS` distinct head sets among its draws; ``None`` holds with no draw ("not run")."""
+    if not draws or paired is None:
         return f"{name}: not run", None
+    fmt, unit = ("{:.0%}", " points") if measure == "acc" else ("{:+.2f}", "")
+    dif = (lambda x: f"{100 * x:+.0f}") if measure == "acc" else "{:+.2f}".format
     d = pd.Series(draws)
-    p5, distinct = float(d.quantile(0.05)), d.round(9).nunique()
-    here = f"{name}: mean {fmt.format(d.mean())} (lowest {fmt.format(d.min())}, 5th percentile {fmt.format(p5)}, "
-    here += f"{len(d)} draws{f', {distinct} distinct' if distinct < len(d) else ''})"
-    if distinct_draws and distinct < MIN_DRAWS:
-        return here + f", fewer than {MIN_DRAWS} distinct draws", None
-    return here, True if top.value < d.min() and top.hi < p5 else (False if top.lo >= p5 else None)
+    mean, p5 = float(d.mean()), float(d.quantile(0.05))
+    low, band, r = float(d.min()) - mean, p5 - mean, paired.diff
+    sets = min(f.sets for f in paired.folds)
+    here = (
+        f"{name}: mean {fmt.format(mean)} (lowest {fmt.format(d.min())}, 5th percentile {fmt.format(p5)}, {len(d)} "
+        f"draws, {'/'.join(str(f.sets) for f in paired.folds)} distinct head sets by fold); top minus their mean, "
+        f"paired by cluster: {dif(r.value)} [{dif(r.lo)}, {dif(r.hi)}]{unit} (by fold "
+        f"{' / '.join(dif(f.diff.value) for f in paired.folds)}) vs {dif(low)}{unit} to the lowest draw, "
+        f"{dif(band)}{unit} to the 5th percentile"
+    )
+    if distinct_draws and sets < MIN_DRAWS:
+        return here + f", fewer than {MIN_DRAWS} distinct head sets in a fold", None
+    return here, True if top.value < d.min() and r.hi < band else (False if r.lo >= band else None)
 
 
 def crossfit_verdict(cf: CrossFit, measure: str) -> tuple[str, bool | None]:
     """knockout-key-vs-random (``measure="acc"``) or knockout-ld-key-vs-random (``"ld"``) on the cross-fitted
-    knockout: the pooled top ``k`` against the pooled random draws and the layer-matched ones
-    (:func:`crossfit_against`); both must hold, either not holding: does not hold; layer-matched draws not run:
-    the random verdict stands."""
+    knockout: the pooled top ``k`` against the pooled random draws and the layer-matched ones, each through their
+    paired difference (:func:`crossfit_against`); both must hold, either not holding: does not hold; layer-matched
+    draws not run: the random verdict stands."""
     fmt = "{:.0%}" if measure == "acc" else "{:+.2f}"
     top: Reading = getattr(cf, f"top_{measure}")
     intact = getattr(cf, f"intact_{measure}")
     what = "accuracy" if measure == "acc" else "logit difference"
-    here = (
-        f"{crossfit_said(cf)}; {what} {fmt.format(intact)} intact → {fmt.format(top.value)} "
-        f"[{fmt.format(top.lo)}, {fmt.format(top.hi)}] with each fold's top {cf.k} out"
-    )
+    here = f"{crossfit_said(cf)}; {what} {fmt.format(intact)} intact → {fmt.format(top.value)} with each fold's top "
+    here += f"{cf.k} out"
     if cf.clusters < MIN_CLUSTERS:
         return here + f"; fewer than {MIN_CLUSTERS} problem clusters ({cf.clusters}): inconclusive", None
-    rnd = crossfit_against(getattr(cf, f"random_{measure}"), top, "random heads", fmt, measure == "ld")
-    lm = crossfit_against(getattr(cf, f"matched_{measure}"), top, "layer-matched", fmt, measure == "ld")
+    rnd, lm = (
+        crossfit_against(
+            getattr(cf, f"{kind}_{measure}"), top, getattr(cf, f"{kind}_{measure}_diff"), name, measure, measure == "ld"
+        )
+        for kind, name in (("random", "random heads"), ("matched", "layer-matched"))
+    )
     here += f"; {rnd[0]}; {lm[0]}"
     holds = [rnd[1]] + ([lm[1]] if getattr(cf, f"matched_{measure}") else [])
     return here, False if False in holds else (True if all(h is True for h in holds) else None)

@@ -5,7 +5,9 @@ Fig. 3's knockout of the key heads (or MLPs) against random ones (:func:`knockou
 (:func:`positions`); the knockout on prompts of other forms (Fig. 4, :func:`transfer`) and on a held-out
 template family beside the paper's SVAMP knockout (:func:`heldout`); and the top components on trained facts
 against held-out ones (:func:`pair_overlap`). Each function reads the ``r`` of
-:func:`arithmech.identify.page.run` and returns what its cell shows.
+:func:`arithmech.identify.page.run` and returns what its cell shows; :func:`crossfit_table` reads a folder's
+cross-fitted knockout (its pooled :class:`~arithmech.methods.ablation.crossfit.CrossFit`): the paired differences
+the knockout rules decide with where a folder has ``knockout_crossfit.csv``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from arithmech.identify.charts import knockout_control_chart
 from arithmech.identify.page import Run
 from arithmech.identify.transfer_chart import transfer_chart
 from arithmech.methods.ablation import tables
+from arithmech.methods.ablation.crossfit import LEVEL, N_BOOT, CrossFit
 from arithmech.methods.ablation.tables import sanity_note, sanity_readable, sanity_table
 from arithmech.report.views import counts
 from arithmech.report.views.cells import markdown
@@ -175,3 +178,43 @@ def pair_overlap(r: Run) -> list:
             ]
         ).style.hide(axis="index")
     ]
+
+
+def crossfit_table(cf: CrossFit | None) -> list:
+    """The cross-fitted knockout as the knockout rules read it (:func:`~arithmech.methods.ablation.crossfit.paired`):
+    a sentence naming what is read, with its prompts, clusters and folds, then one table: the top ``k`` minus each
+    kind of draw on accuracy (points) and logit difference, pooled over the folds and in each fold, each with its
+    interval, and the distinct head sets each fold drew; ``cf`` ``None`` (no knockout_crossfit.csv): one line."""
+    if cf is None:
+        return [
+            markdown("**Not run yet**: this folder has no `knockout_crossfit.csv` (`python -m arithmech crossfit`).")
+        ]
+    first = cf.random_acc_diff or cf.matched_acc_diff
+    folds = first.folds if first else ()
+    cols = [f"all {len(cf.tops)} folds ({cf.n} prompts, {cf.clusters} clusters)"]
+    cols += [f"fold {f.fold} ({f.n} prompts, {f.clusters} clusters)" for f in folds]
+
+    def cells(p, scale: float, spec: str) -> list[str]:
+        if p is None:
+            return ["not run"] * len(cols)
+        span = lambda r: f"{scale * r.value:{spec}} [{scale * r.lo:{spec}}, {scale * r.hi:{spec}}]"  # noqa: E731
+        return [span(p.diff)] + [span(f.diff) for f in p.folds]
+
+    rows = {
+        f"accuracy (points): top {cf.k} minus random heads": cells(cf.random_acc_diff, 100, "+.0f"),
+        f"accuracy (points): top {cf.k} minus layer-matched": cells(cf.matched_acc_diff, 100, "+.0f"),
+        f"logit difference: top {cf.k} minus random heads": cells(cf.random_ld_diff, 1, "+.2f"),
+        f"logit difference: top {cf.k} minus layer-matched": cells(cf.matched_ld_diff, 1, "+.2f"),
+    }
+    kinds = [(p.folds if p else None) for p in (cf.random_acc_diff, cf.matched_acc_diff)]
+    rows["distinct head sets: random / layer-matched draws"] = [""] + [
+        " / ".join("—" if k is None else f"{k[i].sets} of {k[i].draws}" for k in kinds) for i in range(len(folds))
+    ]
+    said = (
+        f"The knockout cross-fitted over {len(cf.tops)} folds: {cf.n} held-out prompts from {cf.clusters} problem "
+        f"clusters. On each held-out cluster, the reading with its fold's top {cf.k} out minus the mean of its fold's "
+        "draws on the same prompts (the draws present in every fold), pooled over the clusters by their prompts; "
+        f"{LEVEL:.0%} percentile intervals over {N_BOOT:,} resamples of the clusters within each fold (a fold's own "
+        "interval resamples its own clusters). The knockout rules read the pooled column against their bounds."
+    )
+    return [markdown(said), pd.DataFrame(rows, index=cols).T.style]

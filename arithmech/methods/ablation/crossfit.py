@@ -15,6 +15,9 @@ verdict. Cross-fitting uses every ranking-side cluster for both, never the same 
       ──► rows per fold × ablation × held-out cluster (``correct``, ``n``, mean logit difference ``ld``)
       ──► pooled over the folds (draw s of every fold together), the top k's interval a percentile bootstrap over
           the pooled held-out clusters (pooled)
+      ──► the top k against each kind of draw, paired by held-out cluster: the top k's reading minus the mean of the
+          draws' on that cluster, pooled by prompts, its interval resampling the clusters within each fold, and
+          each fold's own (paired: what the knockout rules decide with)
 
 Every cluster is held out exactly once; the heads knocked out differ by fold (:attr:`CrossFit.tops` keeps each
 fold's top k). The rules that read it: :mod:`arithmech.identify.knockout_claims`.
@@ -30,14 +33,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arithmech.core.stats import bootstrap_counts
+from arithmech.core.stats import bootstrap_counts, stratified_counts
 from arithmech.methods.ablation.curves import random_draw, random_orders
 from arithmech.methods.ablation.knockout import Ablation, counter_answers, scores
 from arithmech.methods.ablation.run import layer_matched_draws
 
 FOLDS = 3  # rank on two thirds, knock out on one
 K, DRAWS = 8, 20  # heads each fold knocks out, draws of each kind per fold (the knockout rules' K, MIN_DRAWS)
-N_BOOT = 1000  # resamples of the pooled held-out clusters
+N_BOOT = 1000  # resamples of the pooled held-out clusters (within each fold for the paired differences)
 LEVEL = 0.95
 COLUMNS = ["task", "fold", "order", "seed", "k", "cluster", "n", "correct", "ld", "heads"]
 META = ("task", "cluster", "n")  # effects_clusters.csv's columns that are no head
@@ -168,6 +171,28 @@ class Reading:
 
 
 @dataclass(frozen=True)
+class FoldDiff:
+    """One fold's paired difference (:func:`paired`): its held-out prompts ``n`` and ``clusters``, the ``draws`` read
+    and the distinct head sets among them (``sets``), and ``diff`` with the interval that resamples its own clusters."""
+
+    fold: int
+    n: int
+    clusters: int
+    draws: int
+    sets: int
+    diff: Reading
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The top ``k`` against one kind of draw on one measure (:func:`paired`): ``diff`` pooled over every held-out
+    cluster with its interval (clusters resampled within each fold), ``folds`` each fold's own reading."""
+
+    diff: Reading
+    folds: tuple[FoldDiff, ...]
+
+
+@dataclass(frozen=True)
 class CrossFit:
     """knockout_crossfit.csv pooled over its folds (:func:`pooled`).
 
@@ -176,9 +201,12 @@ class CrossFit:
         n, clusters: the pooled held-out prompts and problem clusters.
         tops: each fold's top ``k`` (names ``"layer.head"``), in fold order.
         intact_acc, intact_ld: nothing knocked out.
-        top_acc, top_ld: the folds' top ``k`` out, with their intervals.
+        top_acc, top_ld: the folds' top ``k`` out, with their intervals (each fold's heads held fixed; the rules
+            read the paired differences below).
         random_acc, random_ld: one pooled reading per random draw present in every fold.
         matched_acc, matched_ld: the same for the layer-matched draws (empty where a fold has none).
+        random_acc_diff, random_ld_diff, matched_acc_diff, matched_ld_diff: the top ``k`` against each kind of draw
+            on each measure, paired by held-out cluster (:class:`Paired`; ``None`` where a fold has no such draw).
     """
 
     k: int
@@ -193,11 +221,32 @@ class CrossFit:
     random_ld: tuple[float, ...]
     matched_acc: tuple[float, ...]
     matched_ld: tuple[float, ...]
+    random_acc_diff: Paired | None = None
+    random_ld_diff: Paired | None = None
+    matched_acc_diff: Paired | None = None
+    matched_ld_diff: Paired | None = None
 
     def overlap(self) -> tuple[int, int]:
         """``(heads in every fold's top k, heads in any fold's)``."""
         sets = [set(t) for t in self.tops]
         return len(set.intersection(*sets)), len(set.union(*sets))
+
+
+def _percentiles(boot: np.ndarray) -> tuple[float, float]:
+    """The :data:`LEVEL` percentile interval of resampled readings (torch's linear interpolation)."""
+    q = torch.tensor([(1 - LEVEL) / 2, (1 + LEVEL) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(torch.tensor(boot), q).tolist()
+    return lo, hi
+
+
+def _value(rows: pd.DataFrame, measure: str) -> pd.Series:
+    """Each row's accuracy (``measure="acc"``: correct / n) or mean logit difference (``"ld"``)."""
+    return rows.correct / rows.n if measure == "acc" else rows.ld
+
+
+def _whole(d: pd.DataFrame, folds: int) -> list:
+    """The draws (``seed``) present in every one of the ``folds`` folds."""
+    return [s for s, g in d.groupby("seed") if g.fold.nunique() == folds]
 
 
 def _pool(rows: pd.DataFrame) -> tuple[float, float]:
@@ -207,9 +256,37 @@ def _pool(rows: pd.DataFrame) -> tuple[float, float]:
 
 def _draws(frame: pd.DataFrame, order: str, folds: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     d = frame[frame.order == order]
-    whole = [s for s, g in d.groupby("seed") if g.fold.nunique() == folds]
-    got = [_pool(d[d.seed == s]) for s in whole]
+    got = [_pool(d[d.seed == s]) for s in _whole(d, folds)]
     return tuple(a for a, _ in got), tuple(b for _, b in got)
+
+
+def paired(frame: pd.DataFrame, order: str, measure: str, counts: np.ndarray) -> Paired | None:
+    """The top ``k`` (``effect-rank``) against the draws of ``order`` on ``measure`` (:func:`_value`), paired by
+    held-out cluster: on each cluster the top ``k``'s reading minus the mean of the draws' readings on it (the draws
+    present in every fold, as :func:`pooled` pools them, so the pooled difference is the top ``k``'s pooled reading
+    minus the draws' mean), pooled by prompts (``Σ n_c·d_c / Σ n_c``); its :data:`LEVEL` percentile interval reads
+    the same ratio under each row of ``counts`` (``(B, clusters)``, the top ``k``'s rows in order: how often each
+    cluster is drawn, :func:`~arithmech.core.stats.stratified_counts` over their folds), and each fold's own reading
+    the same over its clusters alone. ``None`` where no draw of ``order`` is in every fold."""
+    top = frame[frame.order == "effect-rank"].reset_index(drop=True)
+    d = frame[frame.order == order]
+    d = d[d.seed.isin(_whole(d, top.fold.nunique()))]
+    if d.empty:
+        return None
+    mean = _value(d, measure).groupby([d.fold, d.cluster]).mean()
+    diff = _value(top, measure).to_numpy(dtype="float64") - mean.loc[list(zip(top.fold, top.cluster))].to_numpy()
+    n = top.n.to_numpy(dtype="float64")
+
+    def read(m: np.ndarray) -> Reading:
+        boot = (counts[:, m] @ (n[m] * diff[m])) / (counts[:, m] @ n[m])
+        return Reading(float(n[m] @ diff[m] / n[m].sum()), *_percentiles(boot))
+
+    folds = []
+    for f in sorted(set(top.fold)):
+        m, rows = (top.fold == f).to_numpy(), d[d.fold == f]
+        sets = rows.heads.map(lambda h: frozenset(h.split())).nunique()
+        folds.append(FoldDiff(int(f), int(n[m].sum()), int(m.sum()), rows.seed.nunique(), int(sets), read(m)))
+    return Paired(read(np.ones(len(top), dtype=bool)), tuple(folds))
 
 
 def pooled(frame: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> CrossFit:
@@ -217,17 +294,18 @@ def pooled(frame: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> CrossFit
     ``n·ld``) over every held-out cluster row over the sum of ``n``; a random or layer-matched draw ``s`` pools the
     draw ``s`` of every fold (a draw missing from a fold is left out). The top ``k``'s interval: the
     :data:`LEVEL` percentile interval over ``n_boot`` resamples of the held-out clusters
-    (:func:`arithmech.core.stats.bootstrap_counts`, seeded), each resample's reading the same ratio of sums."""
+    (:func:`arithmech.core.stats.bootstrap_counts`, seeded), each resample's reading the same ratio of sums. The
+    top ``k`` against each kind of draw on each measure: :func:`paired`, its clusters resampled within their folds
+    (:func:`arithmech.core.stats.stratified_counts`, the same seed)."""
     folds = frame.fold.nunique()
     top = frame[frame.order == "effect-rank"].reset_index(drop=True)
     counts = bootstrap_counts(len(top), n_boot, seed).numpy()  # (B, clusters)
+    within = stratified_counts(top.fold.tolist(), n_boot, seed).numpy()  # (B, clusters), each fold's resampled alone
     n = top.n.to_numpy(dtype="float64")
-    q = [(1 - LEVEL) / 2, (1 + LEVEL) / 2]
 
     def reading(values: np.ndarray) -> Reading:
         boot = (counts @ (n * values)) / (counts @ n)
-        lo, hi = torch.quantile(torch.tensor(boot), torch.tensor(q, dtype=torch.float64)).tolist()
-        return Reading(float((n * values).sum() / n.sum()), lo, hi)
+        return Reading(float((n * values).sum() / n.sum()), *_percentiles(boot))
 
     acc, ld = _pool(frame[frame.order == "nothing-out"])
     ra, rl = _draws(frame, "random-rank", folds)
@@ -246,4 +324,5 @@ def pooled(frame: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> CrossFit
         rl,
         ma,
         ml,
+        *(paired(frame, o, m, within) for o in ("random-rank", "layer-matched") for m in ("acc", "ld")),
     )

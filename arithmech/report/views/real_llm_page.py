@@ -25,6 +25,7 @@ import pandas as pd
 
 from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context
+from arithmech.identify.knockout_page import crossfit_table
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.charts import accuracy_chart
 from arithmech.report.views import fewshot
@@ -122,6 +123,11 @@ class Page(IdentifySection, AnalyzeSection, Table1Section):
             fewshot.circuit_rows(pair).set_index("prompts").T,
             fewshot.verdict_rows(pair, fewshot.CLAIMS + fewshot.ANALYZE_CLAIMS).style.hide(axis="index"),
         ]
+
+    def crossfit(self) -> list:
+        """The addition-alone run's cross-fitted knockout as the knockout rules read it: a sentence and the table of
+        its paired differences, pooled and by fold (:func:`~arithmech.identify.knockout_page.crossfit_table`)."""
+        return crossfit_table(Context(self.alone).crossfit())
 
     def holds_summary(self):
         """The claims that hold, do not hold and are undecided at 135M (Markdown)."""

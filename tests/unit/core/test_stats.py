@@ -17,6 +17,7 @@ from arithmech.core.stats import (
     hierarchical_bootstrap,
     mean_interval,
     paired_bootstrap,
+    stratified_counts,
     t_interval,
     t_quantile,
     welch_interval,
@@ -156,6 +157,25 @@ def test_cluster_bootstrap_equals_a_literal_cluster_resampling_loop():
                                           200, 0.9, seed=3, clusters=labels)
     narrow = stats.bootstrap_mean_intervals(x[:, :1] + torch.tensor(labels, dtype=torch.float64)[:, None], 200, 0.9, seed=3)
     assert (wide[1] - wide[0]).item() > (narrow[1] - narrow[0]).item()     # correlated rows: the cluster interval is wider
+
+
+def test_stratified_counts_resample_each_stratum_alone_from_one_seed():
+    """Protects the cross-fit's resampling: every resample draws each stratum's items as often as it has items
+    (never one stratum's draw given to another), the strata independently (two strata of the same size do not repeat
+    one pattern), with replacement (an item drawn 0 to m times, about once on average), and one seed gives one matrix;
+    with a single stratum the counts have the bootstrap's own spread (variance (m - 1) / m of a draw's count)."""
+    strata = ["x", "y", "x", "z", "y", "x", "y"]          # x: items 0, 2, 5; y: 1, 4, 6; z: 3
+    c = stratified_counts(strata, 4000, seed=5)
+    assert c.shape == (4000, 7) and c.dtype == torch.float64
+    for label in "xyz":
+        cols = [i for i, t in enumerate(strata) if t == label]
+        assert torch.equal(c[:, cols].sum(1), torch.full((4000,), float(len(cols)), dtype=torch.float64))
+    assert torch.equal(c[:, 3], torch.ones(4000, dtype=torch.float64))    # a stratum of one: drawn once, always
+    assert not torch.equal(c[:, [0, 2, 5]], c[:, [1, 4, 6]])              # x and y: the same size, their own draws
+    assert c.min() == 0 and c.max() == 3 and torch.allclose(c.mean(0), torch.ones(7, dtype=torch.float64), atol=0.05)
+    assert torch.equal(c, stratified_counts(strata, 4000, seed=5)) and not torch.equal(c, stratified_counts(strata, 4000, 6))
+    one = stratified_counts(["s"] * 10, 4000, seed=1)
+    assert abs(float(one.var(0).mean()) - 0.9) < 0.05
 
 
 def test_hierarchical_bootstrap_reduces_to_the_paired_one_and_widens_with_seed_spread():
