@@ -33,7 +33,9 @@ NAMES = {
 }
 
 
-TABLE1_COMMAND = "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-steps 1280"
+TABLE1_COMMAND = (
+    "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-steps 1280 --max-extend 6"
+)
 """What makes the planted model's Table 1 (``results/planted/finetune/``): the Fine-tune chapter's arms and rules on the
 ``planted`` suite (:mod:`arithmech.evals.suites`), precise SFT of identify's three key heads."""
 

@@ -17,6 +17,9 @@ from arithmech.data import planted_items
 from arithmech.table1.plan import GRIDS
 from arithmech.table1.train import BEND_RULE
 
+MAX_EXTEND = 6
+"""Grid extensions per grid until bracketed (``table1 --max-extend``; version 5)."""
+
 CURVE_COMMAND = "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-only --curve-steps 1280"
 """The learning curve that sets the budget (full SFT at the middle of full's grid, 3e-7; about 4 minutes on 2 cores)."""
 
@@ -51,7 +54,10 @@ DESIGN = (
     "diagnosis that read the validation clusters), so the validation clusters are spent on choosing rates and serve "
     "only the bracketing and the budget; the verdicts read the 52 test clusters, which no exploration scored; the "
     "training seeds, draws and frontier seeds are the table1 command's defaults (seeds 0, 1, 2; 10 draws, "
-    "layer-matched capped at the sets the draw rule can make; 5 frontier seeds); every run counts as it scored"
+    "layer-matched capped at the sets the draw rule can make; 5 frontier seeds); every run counts as it scored. "
+    "Version 5, the cap on extensions: up to 6 per grid (--max-extend 6; was the command's default, 3), so that the "
+    "precise grid can reach 3e-3 (9e-6, 3e-5, 1e-4, 3e-4, 9e-4, 3e-3 above 3e-6), a grid step below 1e-2, where the "
+    "exploration's 320-step check saw precise SFT of the movers break the construction"
 )
 
 
@@ -65,6 +71,7 @@ def rules_record() -> dict:
         "sides": {s: [list(c) for c in cl] for s, cl in planted_items.sides().items()},
         "min_clusters": planted_items.MIN_CLUSTERS,
         "grids": {arm: list(rates) for arm, rates in GRIDS["planted"].items()},
+        "max_extend": MAX_EXTEND,
     }
 
 
